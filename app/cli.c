@@ -1,0 +1,58 @@
+/* Top-level command dispatch and `hooke info`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "hooke/solver.h"
+
+#ifndef HOOKE_VERSION
+#define HOOKE_VERSION "dev"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f, "hooke %s - finite-element linear elasticity with a GPU sparse solver\n\n"
+               "usage: hooke <command> [options]\n\n"
+               "commands:\n"
+               "  run CASE.yaml     mesh, assemble, solve and write VTU for ParaView\n"
+               "  solve A.mtx       solve a Matrix Market system with any method/preconditioner\n"
+               "  bench [WHAT]      benchmarks against their baselines (spmv, solvers, assembly)\n"
+               "  info              backends, devices and what was built in\n\n"
+               "`hooke <command> --help` explains each command.\n",
+            HOOKE_VERSION);
+}
+
+int hk_cmd_info(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("hooke %s\n", HOOKE_VERSION);
+#ifdef HOOKE_HAVE_GMSH
+    printf("gmsh: built in\n");
+#else
+    printf("gmsh: not built in\n");
+#endif
+    hk_backends_describe_all(stdout);
+    return 0;
+}
+
+int hk_app_main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("hooke %s\n", HOOKE_VERSION);
+        return 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run")) return hk_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "solve")) return hk_cmd_solve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return hk_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "info")) return hk_cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "hooke: unknown command '%s'; the commands are run, solve, bench, info "
+                    "(hooke --help)\n", cmd);
+    return 2;
+}

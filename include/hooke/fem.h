@@ -1,0 +1,212 @@
+/* Hooke finite elements: the plain data passed between mesh/, assembly/ and postproc/.
+ *
+ * mesh/      file or generator      -> hk_mesh
+ * assembly/  hk_mesh + hk_problem   -> hk_system (block CSR K, loads, constraints)
+ * postproc/  hk_mesh + hk_problem + u -> hk_fields -> .vtu/.pvd
+ * Only app/ knows the whole chain. Node ordering inside elements is Gmsh's (docs/elements.md),
+ * everywhere in Hooke; postproc maps it to VTK's when writing. */
+#ifndef HOOKE_FEM_H
+#define HOOKE_FEM_H
+
+#include <stdint.h>
+
+#include "hooke/error.h"
+#include "hooke/solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elements -------------------------------------------------------------------------- */
+
+typedef enum {
+    HK_EL_POINT1 = 0,
+    HK_EL_LINE2,
+    HK_EL_LINE3,
+    HK_EL_TRI3,
+    HK_EL_TRI6,
+    HK_EL_QUAD4,
+    HK_EL_QUAD8,
+    HK_EL_QUAD9,
+    HK_EL_TET4,
+    HK_EL_TET10,
+    HK_EL_HEX8,
+    HK_EL_HEX20,
+    HK_EL_HEX27,
+    HK_EL_WEDGE6, /* read so mixed meshes fail clearly; no element kernel yet */
+    HK_EL_PYR5,
+    HK_EL_COUNT
+} hk_eltype;
+
+typedef struct hk_eltype_info {
+    const char *name; /* "tet10" */
+    int dim;          /* 0..3 */
+    int nnodes;
+    int order;
+    int gmsh_type;    /* Gmsh element type number */
+    int vtk_type;     /* VTK cell type number */
+} hk_eltype_info;
+
+const hk_eltype_info *hk_eltype_get(hk_eltype t);
+/* -1 when Gmsh type number g has no Hooke element. */
+int hk_eltype_from_gmsh(int g);
+
+/* ---- mesh ------------------------------------------------------------------------------ */
+
+/* A set of elements of one dimension (cells or facets), mixed types allowed. */
+typedef struct hk_elems {
+    int64_t n;
+    uint8_t *type;     /* hk_eltype per element */
+    int64_t *ptr;      /* n + 1, into nodes */
+    int32_t *nodes;    /* 0-based node indices, Gmsh ordering */
+    int64_t *tag;      /* Gmsh element tag (or 1-based id for generated meshes), for messages */
+} hk_elems;
+
+/* A named physical group. Regions are of the mesh dimension; boundaries of lower dimension
+ * (curves and points in 2D; surfaces, curves and points in 3D). */
+typedef struct hk_group {
+    char name[128];
+    int dim;
+    int tag;          /* Gmsh physical tag */
+    hk_elems elems;   /* boundaries: its facets; regions: unused (cells carry the region) */
+    int64_t nnodes;   /* boundaries: the unique nodes of its elements */
+    int32_t *nodes;
+} hk_group;
+
+typedef struct hk_mesh {
+    int dim;            /* 2 or 3 */
+    int64_t nnodes;
+    double *coords;     /* 3 * nnodes (z = 0 in 2D) */
+    hk_elems cells;     /* elements of dimension dim */
+    int32_t *cell_region; /* cells.n, index into regions */
+    int nregions;
+    hk_group *regions;
+    int nboundaries;
+    hk_group *boundaries;
+} hk_mesh;
+
+void hk_mesh_free(hk_mesh *m);
+/* Index of a group by name, -1 if absent. */
+int hk_mesh_find_region(const hk_mesh *m, const char *name);
+int hk_mesh_find_boundary(const hk_mesh *m, const char *name);
+
+typedef struct hk_mesh_options {
+    double size;        /* target element size (0 = Gmsh's default) */
+    int order;          /* 1 or 2 */
+    int quad;           /* recombine into quads/hexes where possible (transfinite/recombine) */
+    int incomplete;     /* 2nd order serendipity (quad8/hex20) instead of quad9/hex27 */
+    int renumber;       /* reverse Cuthill-McKee node renumbering */
+    int verbose;        /* let Gmsh print */
+} hk_mesh_options;
+
+/* Load a .msh (2.2 / 4.1) or mesh a .geo/.step/.stp/.brep with the options, through Gmsh.
+ * Errors name the file and what is wrong. */
+int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m);
+
+/* Built-in generators: a lx x ly rectangle of nx x ny cells (tri3, tri6, quad4, quad8,
+ * quad9) or a box (tet4, tet10, hex8, hex20, hex27). Regions: "domain". Boundaries: 2D
+ * "left" "right" "bottom" "top"; 3D "xmin" "xmax" "ymin" "ymax" "zmin" "zmax"; plus point
+ * group "origin". */
+int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh *m);
+int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t,
+                hk_mesh *m);
+/* Reverse Cuthill-McKee renumbering of the nodes, in place. */
+int hk_mesh_renumber_rcm(hk_mesh *m);
+
+/* ---- the problem ----------------------------------------------------------------------- */
+
+typedef enum { HK_PLANE_STRESS = 0, HK_PLANE_STRAIN, HK_SOLID } hk_analysis;
+
+typedef struct hk_material {
+    char name[64];
+    double E, nu, rho;
+} hk_material;
+
+typedef enum {
+    HK_LOAD_TRACTION = 0, /* force per area (per length x thickness in 2D) on a boundary */
+    HK_LOAD_PRESSURE,     /* normal pressure on a boundary, positive pushes into the body */
+    HK_LOAD_FORCE,        /* total force vector spread over the group's nodes equally */
+    HK_LOAD_NODAL         /* force vector applied at every node of the group */
+} hk_load_kind;
+
+typedef struct hk_load {
+    hk_load_kind kind;
+    int boundary;     /* index into mesh->boundaries */
+    double value[3];  /* vector (traction, force) or value[0] = pressure */
+} hk_load;
+
+typedef struct hk_support {
+    int boundary;     /* index into mesh->boundaries */
+    unsigned mask;    /* bit c set: component c is prescribed */
+    double value[3];  /* prescribed displacement per component */
+} hk_support;
+
+typedef struct hk_problem {
+    const hk_mesh *mesh;
+    hk_analysis analysis;
+    double thickness;              /* 2D only */
+    const hk_material *materials;  /* one per mesh region: materials[cell_region[e]] */
+    double body_force[3];          /* force per volume */
+    double gravity[3];             /* acceleration; adds rho * g per volume */
+    int nloads;
+    const hk_load *loads;
+    int nsupports;
+    const hk_support *supports;
+} hk_problem;
+
+/* ---- assembly -------------------------------------------------------------------------- */
+
+typedef struct hk_system {
+    int dim;             /* = block size */
+    int64_t ndof;        /* dim * nnodes */
+    hk_bcsr K;           /* SPD after symmetric elimination of the prescribed dofs */
+    double *f;           /* right-hand side, prescribed dofs eliminated */
+    double *f_ext;       /* external loads before elimination (for reactions) */
+    uint8_t *fixed;      /* ndof: 1 where prescribed */
+    double *u_fixed;     /* ndof: prescribed values (0 elsewhere) */
+    int64_t nfixed;
+} hk_system;
+
+void hk_system_free(hk_system *s);
+/* Check the model and assemble. Errors: element with non-positive Jacobian (its id), region
+ * without material, model not held against rigid-body motion. */
+int hk_assemble(const hk_problem *p, hk_system *s);
+/* Elements assembled per second benchmark helper: assemble only K, no checks. */
+int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K);
+
+/* ---- post-processing ------------------------------------------------------------------- */
+
+typedef struct hk_fields {
+    int64_t nnodes, ncells;
+    double *u;             /* 3 * nnodes, z = 0 in 2D */
+    double *strain;        /* 6 * nnodes nodal averages: xx yy zz xy yz xz (engineering off-diag halved: tensor) */
+    double *stress;        /* 6 * nnodes nodal averages: xx yy zz xy yz xz */
+    double *von_mises;     /* nnodes */
+    double *principal;     /* 3 * nnodes, descending */
+    double *cell_stress;   /* 6 * ncells element averages */
+    double *cell_von_mises;/* ncells */
+    double *reaction;      /* 3 * nnodes nodal reactions (nonzero at supported nodes) */
+    int nsupports;
+    double (*support_reaction)[3]; /* sum of reactions per support (same order) */
+    double max_u, max_von_mises;
+} hk_fields;
+
+void hk_fields_free(hk_fields *f);
+/* u is the solution with dim components per node (ndof = dim * nnodes). */
+int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out);
+
+typedef struct hk_vtu_options {
+    int compress;   /* zlib-compress the appended data */
+    int ascii;      /* plain ASCII data instead of appended base64 (for debugging) */
+} hk_vtu_options;
+
+int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
+                 const hk_vtu_options *opt);
+/* A .pvd collection of nfiles .vtu files (paths relative to the .pvd) with names. */
+int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
+                 const char *const *names);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,213 @@
+/* The Hooke sparse solver library: public API.
+ *
+ * Input is a block CSR matrix on the host (plain data, hk_bcsr). The library converts it to a
+ * storage format (csr, bsr, ell, sell, bell, sbell, cusparse-csr, cusparse-bsr) on a backend
+ * ("cpu", "cuda") and solves with a Krylov method and a preconditioner chosen by name:
+ *
+ *     hk_options *o; hk_options_parse("method=pipecg pc=poly pc.poly.degree=6", &o);
+ *     hk_solver_create(&K, o, &s);  hk_solver_solve(s, b, x, &res);
+ *
+ * Objects are opaque; every function returns 0 or an enum hk_error code, with the message in
+ * hk_error_message(). docs/solver.md documents every method, preconditioner and option. */
+#ifndef HOOKE_SOLVER_H
+#define HOOKE_SOLVER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hooke/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- plain data ------------------------------------------------------------------------ */
+
+/* Block CSR on the host: nbrows block rows of bs x bs blocks (bs = 1, 2 or 3). Values of a
+ * block are row-major: val[(k*bs + r)*bs + c] for block k. Column indices sorted per row. */
+typedef struct hk_bcsr {
+    int bs;
+    int64_t nbrows, nbcols;
+    int64_t *rowptr;  /* nbrows + 1 */
+    int32_t *colind;  /* rowptr[nbrows] block column indices */
+    double *val;      /* rowptr[nbrows] * bs * bs */
+} hk_bcsr;
+
+void hk_bcsr_free(hk_bcsr *A); /* frees the arrays, zeroes the struct */
+int hk_bcsr_copy(const hk_bcsr *A, hk_bcsr *B);
+/* Scalar y = A x on the host, straightforward reference (used by tests and residual checks). */
+void hk_bcsr_spmv(const hk_bcsr *A, const double *x, double *y);
+
+typedef enum { HK_FP64 = 0, HK_FP32 = 1 } hk_precision;
+
+typedef enum {
+    HK_FMT_CSR = 0,
+    HK_FMT_BSR,
+    HK_FMT_ELL,
+    HK_FMT_SELL,
+    HK_FMT_BELL,
+    HK_FMT_SBELL,
+    HK_FMT_CUSPARSE_CSR,
+    HK_FMT_CUSPARSE_BSR,
+    HK_FMT_COUNT
+} hk_format;
+
+const char *hk_format_name(hk_format f);
+int hk_format_from_name(const char *name, hk_format *f); /* error lists valid names */
+
+/* ---- options by name ------------------------------------------------------------------- */
+
+/* A list of key=value pairs. Every getter marks its key as used; hk_options_check_used()
+ * reports the first key nobody asked for, naming the valid keys. */
+typedef struct hk_options hk_options;
+
+int hk_options_create(hk_options **o);
+void hk_options_destroy(hk_options *o);
+/* Parse whitespace-separated key=value words; later keys override earlier ones. */
+int hk_options_parse(hk_options *o, const char *text);
+int hk_options_set(hk_options *o, const char *key, const char *value);
+/* Typed getters: *out keeps its default when the key is absent. A malformed value is an
+ * HK_ERR_OPTION naming key and value. */
+int hk_options_get_string(hk_options *o, const char *key, const char **out);
+int hk_options_get_int(hk_options *o, const char *key, int *out);
+int hk_options_get_double(hk_options *o, const char *key, double *out);
+/* One of choices (NULL-terminated); stores the index. Error lists the choices. */
+int hk_options_get_choice(hk_options *o, const char *key, const char *const *choices, int *out);
+int hk_options_has(const hk_options *o, const char *key);
+/* Error HK_ERR_OPTION for the first key never read; valid_keys is a human list for the hint. */
+int hk_options_check_used(const hk_options *o, const char *valid_keys);
+/* Print the pairs as "k=v k=v". */
+void hk_options_print(const hk_options *o, FILE *f);
+
+/* ---- backends -------------------------------------------------------------------------- */
+
+typedef struct hk_backend_ops hk_backend; /* opaque */
+
+/* "cpu", "cuda" or "auto" (cuda when built and a device is present, else cpu). A listed but
+ * unusable backend is an error that says why ("not built with CUDA", "no CUDA device"). */
+int hk_backend_get(const char *name, const hk_backend **be);
+const char *hk_backend_name(const hk_backend *be);
+/* Names of every listed backend, NULL-terminated. */
+const char *const *hk_backend_list(void);
+/* A paragraph about the backend (device, memory, driver, what was built in). */
+void hk_backend_describe(const hk_backend *be, FILE *f);
+/* Describe every listed backend, usable or not (for `hooke info`). */
+void hk_backends_describe_all(FILE *f);
+
+/* ---- vectors --------------------------------------------------------------------------- */
+
+typedef struct hk_vec_s hk_vec;
+
+int hk_vec_create(const hk_backend *be, int64_t n, hk_precision p, hk_vec **v);
+void hk_vec_destroy(hk_vec *v);
+int64_t hk_vec_size(const hk_vec *v);
+int hk_vec_upload(hk_vec *v, const double *host);   /* converts to the vector's precision */
+int hk_vec_download(const hk_vec *v, double *host); /* converts to double */
+
+/* ---- matrices -------------------------------------------------------------------------- */
+
+typedef struct hk_mat_s hk_mat;
+
+/* Statistics of a converted matrix: padding = stored entries / CSR entries (SBELL paper,
+ * Table 2), bytes = what one SpMV must read of the matrix. */
+typedef struct hk_mat_info {
+    hk_format format;
+    hk_precision precision;
+    int bs;
+    int64_t nrows, ncols, nnz, stored;
+    double padding;
+    size_t bytes;
+} hk_mat_info;
+
+/* Convert K to format on backend be in precision p. Format parameters come from o (may be
+ * NULL): format.slice (S, default 32), format.sigma (sorting window in rows, default all),
+ * format.tpr (threads per block row on cuda, default auto). */
+int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,
+                  hk_options *o, hk_mat **A);
+void hk_mat_destroy(hk_mat *A);
+int hk_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y); /* y = A x */
+void hk_mat_get_info(const hk_mat *A, hk_mat_info *info);
+
+/* ---- Matrix Market --------------------------------------------------------------------- */
+
+/* Read a coordinate real/integer/pattern general|symmetric matrix as scalar block CSR (bs=1).
+ * Errors name the file and line. */
+int hk_mm_read_matrix(const char *path, hk_bcsr *A);
+int hk_mm_write_matrix(const char *path, const hk_bcsr *A);
+/* Dense array vector (one column). *x is malloc'ed. */
+int hk_mm_read_vector(const char *path, int64_t *n, double **x);
+int hk_mm_write_vector(const char *path, int64_t n, const double *x);
+/* Group a scalar matrix into bs x bs blocks (n must be a multiple of bs). */
+int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B);
+
+/* ---- generated test matrices (tests, benches, `hooke solve --generate`) ---------------- */
+
+/* 2D plane-stress elasticity on an nx x ny grid of bilinear quads (bs=2), left edge fixed. */
+int hk_gen_elasticity2d(int nx, int ny, hk_bcsr *A);
+/* 2D elasticity on an nx x ny grid split into linear triangles (bs = 2). */
+int hk_gen_elasticity2d_tri(int nx, int ny, hk_bcsr *A);
+/* 3D elasticity on an nx x ny x nz grid of trilinear hexes (bs=3), x=0 face fixed. */
+int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A);
+/* 3D elasticity on an nx x ny x nz grid, each cube split into 6 linear tets (bs = 3). */
+int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A);
+/* 5-point Poisson on n x n (bs=1, SPD). */
+int hk_gen_poisson2d(int n, hk_bcsr *A);
+/* Upwind convection-diffusion on n x n with Peclet-like strength beta (bs=1, nonsymmetric). */
+int hk_gen_convdiff2d(int n, double beta, hk_bcsr *A);
+/* Random sparse matrix for format tests: nbrows x nbcols blocks, about density blocks per
+ * row, some rows empty when empty_rows != 0. Deterministic in seed. */
+int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double blocks_per_row, int empty_rows,
+                  unsigned seed, hk_bcsr *A);
+
+/* ---- preconditioners and Krylov solvers ------------------------------------------------ */
+
+typedef enum {
+    HK_REASON_NONE = 0,
+    HK_CONVERGED_RTOL,
+    HK_CONVERGED_ATOL,
+    HK_DIVERGED_MAXIT,
+    HK_DIVERGED_BREAKDOWN,
+    HK_DIVERGED_NOT_SPD,
+    HK_DIVERGED_NAN,
+    HK_DIVERGED_STAGNATION
+} hk_reason;
+
+const char *hk_reason_name(hk_reason r); /* "converged (relative tolerance)", "not SPD", ... */
+int hk_reason_converged(hk_reason r);
+
+typedef struct hk_result {
+    int iterations;
+    hk_reason reason;
+    double rnorm0;         /* ||b - A x0|| */
+    double rnorm;          /* last residual norm the method tracked */
+    double true_residual;  /* ||b - A x|| / ||b|| recomputed in fp64 at the end */
+    double setup_seconds;  /* conversion + preconditioner set-up */
+    double solve_seconds;
+    int history_len;       /* residual history when option history=1 (owned by the solver) */
+    const double *history;
+} hk_result;
+
+/* The whole solver: matrix in its format, preconditioner, Krylov method, options.
+ * Options read (all optional): backend, method, pc, pc.*, format, format.*, precision, tol,
+ * atol, maxit, restart, history, monitor, check_every. Unknown keys are errors. */
+typedef struct hk_solver hk_solver;
+
+int hk_solver_create(const hk_bcsr *K, hk_options *o, hk_solver **s);
+void hk_solver_destroy(hk_solver *s);
+/* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
+int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);
+/* What was chosen, one line: "cg + jacobi, sbell fp64 on cuda". */
+void hk_solver_describe(const hk_solver *s, FILE *f);
+/* Monitor: called every check with (iteration, residual norm); NULL to remove. */
+typedef void (*hk_monitor_fn)(int it, double rnorm, void *ctx);
+void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx);
+/* Help text listing methods, preconditioners, formats and every option with its default. */
+void hk_solver_print_help(FILE *f);
+
+/* Wall-clock seconds (monotonic). */
+double hk_time(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Build Hooke (CUDA code included when nvcc exists) and run every test suite.
+# Device suites run only where a GPU is present and say they were skipped otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+BUILD=${BUILD:-build}
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} >/dev/null
+cmake --build "$BUILD" --parallel
+"$BUILD"/hooke_tests "$@"

@@ -1,0 +1,361 @@
+/* The CPU reference backend: OpenMP, deterministic for any thread count (fixed-chunk
+ * reductions, no atomics on values). Memory is plain host memory. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_impl.h"
+
+static int cpu_probe(void)
+{
+    return 0;
+}
+
+static void cpu_describe(FILE *f)
+{
+    fprintf(f, "backend cpu: OpenMP, %d threads, %ld online cores\n", omp_get_max_threads(),
+            sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static int cpu_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
+    long psz = sysconf(_SC_PAGESIZE);
+    *total_bytes = (size_t)pages * (size_t)psz;
+    *free_bytes = (size_t)avail * (size_t)psz;
+    return 0;
+}
+
+static int cpu_alloc(void **p, size_t bytes)
+{
+    /* 64-byte aligned for vector loads */
+    void *q = NULL;
+    size_t sz = (bytes + 63) & ~(size_t)63;
+    if (posix_memalign(&q, 64, sz ? sz : 64))
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "out of host memory allocating %zu bytes", bytes);
+    *p = q;
+    return 0;
+}
+
+static void cpu_dealloc(void *p)
+{
+    free(p);
+}
+
+static int cpu_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes) memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_sync(void)
+{
+    return 0;
+}
+
+#define SAME_PREC(a, b)                                                                            \
+    HK_CHECK((a)->prec == (b)->prec && (a)->n == (b)->n, HK_ERR_ARG,                               \
+             "cpu backend: vectors differ in precision or length (%lld vs %lld)",                  \
+             (long long)(a)->n, (long long)(b)->n)
+
+/* Element-wise loop over fp64 or fp32 data: T is the element type inside BODY. */
+#define HK_FOR_PREC(v, ...)                                                                        \
+    do {                                                                                           \
+        if ((v)->prec == HK_FP64) {                                                                \
+            typedef double T;                                                                      \
+            __VA_ARGS__;                                                                           \
+        } else {                                                                                   \
+            typedef float T;                                                                       \
+            __VA_ARGS__;                                                                           \
+        }                                                                                          \
+    } while (0)
+#define HK_OMP_FOR _Pragma("omp parallel for schedule(static)")
+
+static int cpu_vec_set(hk_vec *x, double a)
+{
+    const int64_t n = x->n;
+    HK_FOR_PREC(x, {
+        T *xv = x->data;
+HK_OMP_FOR
+        for (int64_t i = 0; i < n; i++) xv[i] = (T)a;
+    });
+    return 0;
+}
+
+static int cpu_vec_copy(hk_vec *y, const hk_vec *x)
+{
+    SAME_PREC(x, y);
+    memcpy(y->data, x->data, (size_t)x->n * (x->prec == HK_FP64 ? 8 : 4));
+    return 0;
+}
+
+static int cpu_vec_convert(hk_vec *y, const hk_vec *x)
+{
+    HK_CHECK(x->n == y->n, HK_ERR_ARG, "cpu backend: convert between vectors of different length");
+    const int64_t n = x->n;
+    if (x->prec == y->prec) return cpu_vec_copy(y, x);
+    if (x->prec == HK_FP64) {
+        const double *xv = x->data;
+        float *yv = y->data;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) yv[i] = (float)xv[i];
+    } else {
+        const float *xv = x->data;
+        double *yv = y->data;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) yv[i] = xv[i];
+    }
+    return 0;
+}
+
+static int cpu_vec_scale(hk_vec *x, double a)
+{
+    const int64_t n = x->n;
+    HK_FOR_PREC(x, {
+        T *xv = x->data;
+HK_OMP_FOR
+        for (int64_t i = 0; i < n; i++) xv[i] = (T)(a * xv[i]);
+    });
+    return 0;
+}
+
+static int cpu_vec_axpby(hk_vec *y, double a, const hk_vec *x, double b)
+{
+    SAME_PREC(x, y);
+    const int64_t n = x->n;
+    HK_FOR_PREC(x, {
+        const T *xv = x->data;
+        T *yv = y->data;
+        if (b == 0.0) {
+HK_OMP_FOR
+            for (int64_t i = 0; i < n; i++) yv[i] = (T)(a * xv[i]);
+        } else {
+HK_OMP_FOR
+            for (int64_t i = 0; i < n; i++) yv[i] = (T)(a * xv[i] + b * yv[i]);
+        }
+    });
+    return 0;
+}
+
+static int cpu_vec_axpbypcz(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y,
+                            double c)
+{
+    SAME_PREC(x, y);
+    SAME_PREC(x, z);
+    const int64_t n = x->n;
+    HK_FOR_PREC(x, {
+        const T *xv = x->data, *yv = y->data;
+        T *zv = z->data;
+        if (c == 0.0) {
+HK_OMP_FOR
+            for (int64_t i = 0; i < n; i++) zv[i] = (T)(a * xv[i] + b * yv[i]);
+        } else {
+HK_OMP_FOR
+            for (int64_t i = 0; i < n; i++) zv[i] = (T)(a * xv[i] + b * yv[i] + c * zv[i]);
+        }
+    });
+    return 0;
+}
+
+static int cpu_vec_pointwise_mult(hk_vec *w, const hk_vec *x, const hk_vec *y)
+{
+    SAME_PREC(x, y);
+    SAME_PREC(x, w);
+    const int64_t n = x->n;
+    HK_FOR_PREC(x, {
+        const T *xv = x->data, *yv = y->data;
+        T *wv = w->data;
+HK_OMP_FOR
+        for (int64_t i = 0; i < n; i++) wv[i] = xv[i] * yv[i];
+    });
+    return 0;
+}
+
+static int cpu_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
+{
+    SAME_PREC(x, y);
+    const int64_t n = x->n;
+    double part[HK_CPU_CHUNKS];
+    HK_FOR_PREC(x, {
+        const T *xv = x->data, *yv = y->data;
+HK_OMP_FOR
+        for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+            double s = 0;
+            for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++)
+                s += (double)xv[i] * (double)yv[i];
+            part[c] = s;
+        }
+    });
+    double s = 0;
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) s += part[c];
+    *r = s;
+    return 0;
+}
+
+static int cpu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
+{
+    for (int j = 0; j < k; j++) HK_CALL(cpu_vec_dot(X[j], y, &r[j]));
+    return 0;
+}
+
+static int cpu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X)
+{
+    for (int j = 0; j < k; j++) SAME_PREC(X[j], y);
+    const int64_t n = y->n;
+    HK_FOR_PREC(y, {
+        T *yv = y->data;
+HK_OMP_FOR
+        for (int64_t i = 0; i < n; i++) {
+            double s = yv[i];
+            for (int j = 0; j < k; j++) s += a[j] * ((const T *)X[j]->data)[i];
+            yv[i] = (T)s;
+        }
+    });
+    return 0;
+}
+
+static int cpu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
+{
+    SAME_PREC(x, y);
+    HK_CHECK(D->prec == x->prec && D->n == x->n * bs, HK_ERR_ARG,
+             "cpu backend: block diagonal of wrong size or precision");
+    const int64_t nb = x->n / bs;
+    HK_FOR_PREC(x, {
+        const T *dv = D->data, *xv = x->data;
+        T *yv = y->data;
+HK_OMP_FOR
+        for (int64_t i = 0; i < nb; i++) {
+            const T *blk = dv + (size_t)i * bs * bs;
+            double acc[3] = {0, 0, 0};
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++) acc[r] += (double)blk[r * bs + c] * xv[i * bs + c];
+            for (int r = 0; r < bs; r++) yv[i * bs + r] = (T)acc[r];
+        }
+    });
+    return 0;
+}
+
+static int cpu_scal_alloc(double **s, int n)
+{
+    return hk_calloc((size_t)n, sizeof(double), s);
+}
+
+static void cpu_scal_free(double *s)
+{
+    free(s);
+}
+
+static int cpu_scal_get(const double *s, int first, int n, double *host)
+{
+    memcpy(host, s + first, (size_t)n * sizeof(double));
+    return 0;
+}
+
+static int cpu_scal_set(double *s, int first, int n, const double *host)
+{
+    memcpy(s + first, host, (size_t)n * sizeof(double));
+    return 0;
+}
+
+/* Pipelined CG, fused: see hk_impl.h. fp64 vectors only (the outer loop is always fp64). */
+static int cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
+                             const hk_vec *dinv, double *S)
+{
+    HK_CHECK(x->prec == HK_FP64 && r->prec == HK_FP64 && p->prec == HK_FP64 &&
+                 Ap->prec == HK_FP64,
+             HK_ERR_ARG, "pipelined CG runs its vectors in fp64");
+    const int64_t n = x->n;
+    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
+    const double beta = alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+    double *xv = x->data, *rv = r->data, *pv = p->data;
+    const double *apv = Ap->data, *dv = dinv ? dinv->data : NULL;
+    double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        double srr = 0, srz = 0;
+        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
+            double pi = pv[i];
+            xv[i] += alpha * pi;
+            double ri = rv[i] - alpha * apv[i];
+            rv[i] = ri;
+            double zi = dv ? dv[i] * ri : ri;
+            pv[i] = zi + beta * pi;
+            srr += ri * ri;
+            srz += ri * zi;
+        }
+        prr[c] = srr;
+        prz[c] = srz;
+    }
+    double srr = 0, srz = 0;
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        srr += prr[c];
+        srz += prz[c];
+    }
+    S[HK_S_RR] = srr;
+    S[HK_S_RZ] = srz;
+    S[HK_S_ALPHA] = alpha;
+    S[HK_S_BETA] = beta;
+    return 0;
+}
+
+static int cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S)
+{
+    /* On the CPU the SpMV and the reductions are two passes; the point of fusing is the GPU. */
+    HK_CALL(hk_cpu_mat_spmv(A, p, Ap));
+    const int64_t n = p->n;
+    const double *pv = p->data, *av = Ap->data, *dv = dinv ? dinv->data : NULL;
+    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        double s1 = 0, s2 = 0;
+        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
+            s1 += pv[i] * av[i];
+            s2 += av[i] * (dv ? dv[i] * av[i] : av[i]);
+        }
+        ppap[c] = s1;
+        papz[c] = s2;
+    }
+    double s1 = 0, s2 = 0;
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        s1 += ppap[c];
+        s2 += papz[c];
+    }
+    S[HK_S_PAP] = s1;
+    S[HK_S_APZ] = s2;
+    return 0;
+}
+
+const hk_backend_ops hk_backend_cpu = {
+    .name = "cpu",
+    .probe = cpu_probe,
+    .describe = cpu_describe,
+    .mem_info = cpu_mem_info,
+    .alloc = cpu_alloc,
+    .dealloc = cpu_dealloc,
+    .copy_to = cpu_copy,
+    .copy_from = cpu_copy,
+    .copy = cpu_copy,
+    .sync = cpu_sync,
+    .vec_set = cpu_vec_set,
+    .vec_copy = cpu_vec_copy,
+    .vec_convert = cpu_vec_convert,
+    .vec_scale = cpu_vec_scale,
+    .vec_axpby = cpu_vec_axpby,
+    .vec_axpbypcz = cpu_vec_axpbypcz,
+    .vec_pointwise_mult = cpu_vec_pointwise_mult,
+    .vec_dot = cpu_vec_dot,
+    .vec_mdot = cpu_vec_mdot,
+    .vec_maxpy = cpu_vec_maxpy,
+    .mat_upload = hk_cpu_mat_upload,
+    .mat_release = hk_cpu_mat_release,
+    .mat_spmv = hk_cpu_mat_spmv,
+    .bdiag_apply = cpu_bdiag_apply,
+    .scal_alloc = cpu_scal_alloc,
+    .scal_free = cpu_scal_free,
+    .scal_get = cpu_scal_get,
+    .scal_set = cpu_scal_set,
+    .pipecg_update = cpu_pipecg_update,
+    .spmv_dot2 = cpu_spmv_dot2,
+};

@@ -1,0 +1,254 @@
+/* Private structures of the solver library: objects, host format arrays, the backend ops
+ * table, preconditioner and Krylov type tables. Only solver/ and cuda/ include this.
+ *
+ * Contract between the pieces:
+ *   formats.c   hk_bcsr -> hk_fmt (host arrays of one format, fp64 values)
+ *   backend     hk_fmt -> its own copy (mat_upload), SpMV, vector ops, fused ops
+ *   pc/ files    set-up on the host from hk_bcsr, apply through backend ops only
+ *   ksp/ files   each method once, through backend ops only (never CUDA, never raw arrays) */
+#ifndef HOOKE_SOLVER_IMPL_H
+#define HOOKE_SOLVER_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hooke/solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- vectors --------------------------------------------------------------------------- */
+
+struct hk_vec_s {
+    const struct hk_backend_ops *be;
+    int64_t n;
+    hk_precision prec;
+    void *data; /* n doubles or floats in the backend's memory */
+};
+
+/* ---- host arrays of one format ----------------------------------------------------------
+ *
+ * Every layout keeps the source's column indices (x is never permuted). Padding entries have
+ * column index -1 and value 0; kernels skip them. Value arrays are fp64; a backend makes its
+ * own fp32 copy when the matrix precision is HK_FP32.
+ *
+ * CSR   (bs = 1): rowptr[nrows+1], colind[nnz], val[nnz].
+ * BSR   (bs>=1): rowptr[nbrows+1], colind[nnzb] block columns, val[nnzb*bs*bs] row-major blocks.
+ * ELL   (bs = 1): width W; entry k of row i at k*nrows + i (column-major).
+ * SELL  (bs = 1): rows renumbered by perm (perm[new] = old) sorting row lengths descending
+ *                 inside windows of sigma rows; slices of S consecutive new rows; slice s has
+ *                 width slice_width[s] and starts at entry slice_ptr[s]; entry k of local row j
+ *                 at slice_ptr[s] + k*S + j. The last slice is padded to S rows (rows >= nrows
+ *                 are all padding). y[perm[new]] receives the row's result.
+ * BELL  (bs>=1): width W in blocks; block k of block row i: colind[k*nbrows + i],
+ *                 value entry e = r*bs + c at val[(k*bs*bs + e)*nbrows + i].
+ * SBELL (bs>=1): block rows renumbered by perm (descending number of blocks, inside windows of
+ *                 sigma block rows; sigma = nbrows by default, the SBELL paper's global sort);
+ *                 slices of S block rows; slice s has width slice_width[s] (in blocks) and
+ *                 starts at block slot slice_ptr[s]; block k of local block row j:
+ *                 colind[slice_ptr[s] + k*S + j], value e at
+ *                 val[(slice_ptr[s] + k*S)*bs*bs + e*S + j]
+ *                 so that consecutive block rows (threads) read consecutive addresses.
+ * The cusparse-* formats use the CSR / BSR arrays. */
+typedef struct hk_fmt {
+    hk_format fmt;
+    int bs;
+    int64_t nrows, ncols;     /* scalar rows and columns */
+    int64_t nbrows, nbcols;   /* block rows and columns (= scalar for bs = 1) */
+    int64_t nnz;              /* scalar nonzeros of the source block CSR (nnzb*bs*bs) */
+    int64_t stored;           /* scalar entries stored, padding included */
+    int64_t *rowptr;          /* CSR, BSR */
+    int32_t *colind;          /* all formats */
+    double *val;              /* all formats */
+    int32_t width;            /* ELL, BELL */
+    int32_t slice;            /* SELL, SBELL: S */
+    int32_t sigma;            /* SELL, SBELL: sorting window */
+    int64_t nslices;          /* SELL, SBELL */
+    int64_t *slice_ptr;       /* nslices + 1 */
+    int32_t *slice_width;     /* nslices */
+    int32_t *perm;            /* SELL: nrows; SBELL: nbrows. perm[new] = old */
+} hk_fmt;
+
+/* Convert K to fmt with slice S and window sigma (<= 0: defaults). */
+int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F);
+void hk_fmt_free(hk_fmt *F);
+/* Reference SpMV on the host arrays, any format, fp64 (tests and the CPU backend). */
+void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y);
+/* Bytes one SpMV reads of the matrix in precision p (values + indices + pointers). */
+size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p);
+
+/* ---- matrices -------------------------------------------------------------------------- */
+
+struct hk_mat_s {
+    const struct hk_backend_ops *be;
+    hk_format fmt;
+    hk_precision prec;
+    int bs;
+    int64_t nrows, ncols;
+    hk_fmt host;   /* the format's arrays on the host (the source of the backend's copy) */
+    void *bdata;   /* backend-private: device arrays, descriptors, fp32 copies */
+    int tpr;       /* threads per block row requested (0 = backend decides) */
+};
+
+/* ---- the backend ops table --------------------------------------------------------------
+ *
+ * All pointers are in the backend's memory. Operations are ordered on one stream; only the
+ * ones that return host values (dot, norms, scal_get, copy_from) wait. Vectors passed to one
+ * call have the same length; precision is per vector (a kernel may require them to match,
+ * except vec_convert). Reductions must be deterministic: fixed-order two-stage sums, no atomics
+ * on floating-point values. */
+
+/* Slots of the backend-resident scalar array used by the fused pipelined-CG ops. */
+enum {
+    HK_S_RR = 0,  /* r.r */
+    HK_S_RZ,      /* r.z  (z = dinv .* r; = r.r without preconditioner) */
+    HK_S_PAP,     /* p.Ap */
+    HK_S_APZ,     /* Ap.(dinv .* Ap)  (= Ap.Ap without preconditioner) */
+    HK_S_ALPHA,
+    HK_S_BETA,
+    HK_S_PIPECG_COUNT,
+    HK_S_MAX = 64 /* a method may use slots up to this for its own fused ops */
+};
+
+typedef struct hk_backend_ops {
+    const char *name;
+    /* 0 when usable; otherwise an error whose message says why (not built, no device). */
+    int (*probe)(void);
+    void (*describe)(FILE *f);
+    /* Free and total memory where the data lives (host RAM for cpu). */
+    int (*mem_info)(size_t *free_bytes, size_t *total_bytes);
+
+    /* memory */
+    int (*alloc)(void **p, size_t bytes);
+    void (*dealloc)(void *p);
+    int (*copy_to)(void *dst, const void *host_src, size_t bytes);
+    int (*copy_from)(void *host_dst, const void *src, size_t bytes);
+    int (*copy)(void *dst, const void *src, size_t bytes);
+    int (*sync)(void);
+
+    /* vectors */
+    int (*vec_set)(hk_vec *x, double a);
+    int (*vec_copy)(hk_vec *y, const hk_vec *x);
+    int (*vec_convert)(hk_vec *y, const hk_vec *x); /* y = x, precisions may differ */
+    int (*vec_scale)(hk_vec *x, double a);
+    int (*vec_axpby)(hk_vec *y, double a, const hk_vec *x, double b); /* y = a x + b y */
+    /* z = a x + b y + c z */
+    int (*vec_axpbypcz)(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y,
+                        double c);
+    int (*vec_pointwise_mult)(hk_vec *w, const hk_vec *x, const hk_vec *y); /* w = x .* y */
+    int (*vec_dot)(const hk_vec *x, const hk_vec *y, double *r);
+    /* r[j] = X[j] . y for j < k (one pass over y; classical Gram-Schmidt) */
+    int (*vec_mdot)(int k, hk_vec *const *X, const hk_vec *y, double *r);
+    /* y += sum_j a[j] X[j] */
+    int (*vec_maxpy)(hk_vec *y, int k, const double *a, hk_vec *const *X);
+
+    /* matrices */
+    int (*mat_upload)(hk_mat *A); /* make the backend copy from A->host (A->prec values) */
+    void (*mat_release)(hk_mat *A);
+    int (*mat_spmv)(hk_mat *A, const hk_vec *x, hk_vec *y); /* y = A x, same precision */
+
+    /* y = D x with D = n/bs dense bs x bs blocks stored row-major in the vector D
+     * (block-Jacobi apply); all three in one precision. */
+    int (*bdiag_apply)(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
+
+    /* backend-resident scalars (host memory on cpu, device memory on cuda) */
+    int (*scal_alloc)(double **s, int n);
+    void (*scal_free)(double *s);
+    int (*scal_get)(const double *s, int first, int n, double *host); /* waits */
+    int (*scal_set)(double *s, int first, int n, const double *host);
+
+    /* Fused pipelined CG (pipelined-solver paper, Algorithm 2, with optional Jacobi dinv):
+     * alpha = S[RZ]/S[PAP], beta = S[APZ]*alpha^2/S[RZ] - 1 computed on the backend;
+     * x += alpha p; r -= alpha Ap; p = dinv.*r + beta p (dinv NULL: identity);
+     * S[RR] = r.r, S[RZ] = r.(dinv.*r) of the new r; S[ALPHA], S[BETA] stored. */
+    int (*pipecg_update)(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                         double *S);
+    /* Ap = A p; S[PAP] = p.Ap; S[APZ] = Ap.(dinv.*Ap) — the SpMV with its reductions fused. */
+    int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S);
+
+    /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
+     * NULL op means the backend lacks it and the method says so.) */
+} hk_backend_ops;
+
+extern const hk_backend_ops hk_backend_cpu;
+#ifdef HOOKE_HAVE_CUDA
+extern const hk_backend_ops hk_backend_cuda;
+#endif
+
+/* ---- preconditioners ------------------------------------------------------------------- */
+
+typedef struct hk_pc hk_pc;
+
+typedef struct hk_pc_type {
+    const char *name;
+    const char *summary; /* one line for help */
+    const char *options; /* its option keys, space separated, for error hints */
+    int symmetric;       /* usable with CG-type methods */
+    /* Set up from K on the host and the operator A (its backend and size); store what apply
+     * needs as backend objects in pc->prec. */
+    int (*setup)(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o);
+    /* z = M^{-1} r; r and z have precision pc->prec. */
+    int (*apply)(hk_pc *pc, const hk_vec *r, hk_vec *z);
+    void (*destroy)(hk_pc *pc);
+} hk_pc_type;
+
+struct hk_pc {
+    const hk_pc_type *type;
+    const hk_backend_ops *be;
+    hk_precision prec; /* precision of the preconditioner's data and apply */
+    int64_t n;
+    int bs;
+    void *data;        /* the type's own state */
+    hk_vec *r_low, *z_low; /* conversion buffers when prec differs from the caller's vectors */
+    hk_vec *dinv;      /* set by jacobi: inverse diagonal, lets pipecg fuse it */
+};
+
+const hk_pc_type *hk_pc_type_find(const char *name);
+extern const hk_pc_type *const hk_pc_types[]; /* NULL-terminated registry */
+int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec,
+                 const hk_bcsr *K, hk_mat *A, hk_options *o, hk_pc **pc);
+/* z = M^{-1} r for fp64 r and z, converting when the preconditioner is fp32. */
+int hk_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z);
+void hk_pc_destroy(hk_pc *pc);
+
+/* ---- Krylov methods -------------------------------------------------------------------- */
+
+typedef struct hk_ksp hk_ksp;
+
+typedef struct hk_ksp_type {
+    const char *name;
+    const char *summary;
+    int needs_symmetric; /* CG family */
+    int flexible;        /* tolerates a variable preconditioner */
+    int (*solve)(hk_ksp *k, const hk_vec *b, hk_vec *x);
+} hk_ksp_type;
+
+struct hk_ksp {
+    const hk_ksp_type *type;
+    const hk_backend_ops *be;
+    hk_mat *A;      /* fp64 operator */
+    hk_mat *A_low;  /* fp32 copy for defect correction (NULL otherwise) */
+    hk_pc *pc;      /* never NULL: "none" is a type */
+    double rtol, atol;
+    int maxit, restart, check_every;
+    hk_result res;
+    int keep_history;
+    double *history;
+    int history_cap;
+    hk_monitor_fn monitor;
+    void *monitor_ctx;
+};
+
+extern const hk_ksp_type *const hk_ksp_types[]; /* NULL-terminated registry */
+const hk_ksp_type *hk_ksp_type_find(const char *name);
+
+/* Shared helpers for the methods: record a residual norm (history, monitor) and decide on
+ * convergence; returns 1 when done and sets k->res.reason. */
+int hk_ksp_converged(hk_ksp *k, int it, double rnorm, double bnorm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* hk_mat: one storage format of a block CSR matrix on a backend. The conversion runs on the
+ * host (formats.c); the backend then makes its copy (mat_upload). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hk_impl.h"
+
+static const char *const format_names[HK_FMT_COUNT] = {
+    "csr", "bsr", "ell", "sell", "bell", "sbell", "cusparse-csr", "cusparse-bsr"};
+
+const char *hk_format_name(hk_format f)
+{
+    return (f >= 0 && f < HK_FMT_COUNT) ? format_names[f] : "?";
+}
+
+int hk_format_from_name(const char *name, hk_format *f)
+{
+    for (int i = 0; i < HK_FMT_COUNT; i++)
+        if (!strcmp(name, format_names[i])) {
+            *f = (hk_format)i;
+            return 0;
+        }
+    return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__,
+                        "unknown format '%s'; valid formats are csr, bsr, ell, sell, bell, "
+                        "sbell, cusparse-csr, cusparse-bsr",
+                        name);
+}
+
+int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,
+                  hk_options *o, hk_mat **Aout)
+{
+    int ierr;
+    hk_mat *A = NULL;
+    int slice = 32, sigma = 0, tpr = 0;
+    *Aout = NULL;
+    HK_CHECK(be && K && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
+             "hk_mat_create: block size must be 1, 2 or 3");
+    if (o) {
+        HK_CALL(hk_options_get_int(o, "format.slice", &slice));
+        HK_CALL(hk_options_get_int(o, "format.sigma", &sigma));
+        HK_CALL(hk_options_get_int(o, "format.tpr", &tpr));
+    }
+    HK_CHECK(slice >= 1 && slice <= 1024, HK_ERR_OPTION,
+             "option format.slice=%d is out of range; use 1..1024 (default 32)", slice);
+    HK_CHECK(tpr >= 0 && tpr <= 32 && (tpr & (tpr - 1)) == 0, HK_ERR_OPTION,
+             "option format.tpr=%d must be 0 (auto) or a power of two up to 32", tpr);
+    HK_CALL(hk_calloc(1, sizeof *A, &A));
+    A->be = be;
+    A->fmt = fmt;
+    A->prec = p;
+    A->bs = K->bs;
+    A->nrows = K->nbrows * K->bs;
+    A->ncols = K->nbcols * K->bs;
+    A->tpr = tpr;
+    HK_TRY(hk_fmt_from_bcsr(K, fmt, slice, sigma, &A->host));
+    HK_TRY(be->mat_upload(A));
+    *Aout = A;
+    return 0;
+fail:
+    hk_fmt_free(&A->host);
+    free(A);
+    return ierr;
+}
+
+void hk_mat_destroy(hk_mat *A)
+{
+    if (!A) return;
+    if (A->be->mat_release) A->be->mat_release(A);
+    hk_fmt_free(&A->host);
+    free(A);
+}
+
+int hk_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
+{
+    HK_CHECK(x->n == A->ncols && y->n == A->nrows, HK_ERR_ARG,
+             "hk_mat_spmv: sizes differ (matrix %lld x %lld, x %lld, y %lld)",
+             (long long)A->nrows, (long long)A->ncols, (long long)x->n, (long long)y->n);
+    HK_CHECK(x->prec == A->prec && y->prec == A->prec, HK_ERR_ARG,
+             "hk_mat_spmv: vector precision differs from the matrix precision");
+    return A->be->mat_spmv(A, x, y);
+}
+
+void hk_mat_get_info(const hk_mat *A, hk_mat_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->format = A->fmt;
+    info->precision = A->prec;
+    info->bs = A->bs;
+    info->nrows = A->nrows;
+    info->ncols = A->ncols;
+    info->nnz = A->host.nnz;
+    info->stored = A->host.stored;
+    info->padding = A->host.nnz ? (double)A->host.stored / (double)A->host.nnz : 1.0;
+    info->bytes = hk_fmt_bytes(&A->host, A->prec);
+}

@@ -1,0 +1,2 @@
+/* STUB (owner: preconditioners) */
+#include "hk_impl.h"

@@ -1,0 +1,56 @@
+/* Test harness: suites register themselves at load time (no central list to edit).
+ *
+ *   static void test_x(void) { CU_ASSERT(...); }
+ *   HK_SUITE(formats, {"spmv of every format equals csr", test_x}, ...)
+ *
+ * Device suites use HK_DEVICE_SUITE: registered only when a usable CUDA backend exists,
+ * otherwise reported as skipped. hk_test_backends() gives the usable backends so one table of
+ * cases runs on each. */
+#ifndef HOOKE_TEST_UTIL_H
+#define HOOKE_TEST_UTIL_H
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "hooke/solver.h"
+
+typedef struct hk_test_case {
+    const char *name;
+    void (*fn)(void);
+} hk_test_case;
+
+void hk_test_register_suite(const char *name, int device, const hk_test_case *cases, int n);
+
+#define HK_SUITE_IMPL_(sname, device, ...)                                                         \
+    static const hk_test_case hk_suite_cases_##sname[] = {__VA_ARGS__};                            \
+    __attribute__((constructor)) static void hk_suite_register_##sname(void)                       \
+    {                                                                                              \
+        hk_test_register_suite(#sname, device, hk_suite_cases_##sname,                             \
+                               (int)(sizeof hk_suite_cases_##sname /                               \
+                                     sizeof hk_suite_cases_##sname[0]));                           \
+    }
+#define HK_SUITE(sname, ...) HK_SUITE_IMPL_(sname, 0, __VA_ARGS__)
+#define HK_DEVICE_SUITE(sname, ...) HK_SUITE_IMPL_(sname, 1, __VA_ARGS__)
+
+/* Usable backends (cpu always, cuda when a device is present); NULL-terminated. */
+const hk_backend *const *hk_test_backends(void);
+int hk_test_have_cuda(void);
+
+/* Relative difference max|a-b| / max(max|b|, tiny). */
+double hk_test_reldiff(const double *a, const double *b, long n);
+
+/* Assert that an hk_ call succeeded, printing the library's message if not. */
+#define HK_ASSERT_OK(expr)                                                                         \
+    do {                                                                                           \
+        int hk_t_err_ = (expr);                                                                    \
+        if (hk_t_err_) fprintf(stderr, "\n  %s failed: %s\n", #expr, hk_error_message());        \
+        CU_ASSERT_EQUAL_FATAL(hk_t_err_, 0);                                                       \
+    } while (0)
+
+/* Path of a file in the source tree (tests/data/..., cases/...). Static buffer per call slot. */
+const char *hk_test_path(const char *rel);
+/* A fresh temporary directory for this test run ("/tmp/hooke-test-XXXXXX"). */
+const char *hk_test_tmpdir(void);
+
+#endif
