@@ -1,2 +1,233 @@
-/* STUB (owner: preconditioners) */
-#include "hk_impl.h"
+/* Preconditioners: the registry, the generic create/apply/destroy, the "none" type and the
+ * host helpers every type's set-up shares (scalar CSR, diagonal, operator copy).
+ *
+ * A preconditioner is set up on the host from the block CSR K and keeps what its apply needs
+ * as backend objects in its own precision (pc->prec), so apply runs through backend ops only
+ * and the same code serves every backend. hk_pc_apply converts fp64 vectors to and from an
+ * fp32 preconditioner (the SBELL paper's mixed-precision PCG, Algorithm 6). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pc_impl.h"
+
+const hk_pc_type *const hk_pc_types[] = {&hk_pc_none, &hk_pc_jacobi, NULL};
+
+const hk_pc_type *hk_pc_type_find(const char *name)
+{
+    for (int i = 0; name && hk_pc_types[i]; i++)
+        if (!strcmp(hk_pc_types[i]->name, name)) return hk_pc_types[i];
+    return NULL;
+}
+
+int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec,
+                 const hk_bcsr *K, hk_mat *A, hk_options *o, hk_pc **out)
+{
+    int ierr;
+    hk_pc *pc = NULL;
+    *out = NULL;
+    HK_CHECK(t && be && K, HK_ERR_ARG, "hk_pc_create: missing type, backend or matrix");
+    HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
+             "preconditioner %s needs a square matrix (got %lld x %lld blocks)", t->name,
+             (long long)K->nbrows, (long long)K->nbcols);
+    HK_CALL(hk_calloc(1, sizeof *pc, &pc));
+    pc->type = t;
+    pc->be = be;
+    pc->prec = prec;
+    pc->bs = K->bs;
+    pc->n = K->nbrows * K->bs;
+    if (prec != HK_FP64) {
+        HK_TRY(hk_vec_create(be, pc->n, prec, &pc->r_low));
+        HK_TRY(hk_vec_create(be, pc->n, prec, &pc->z_low));
+    }
+    HK_TRY(t->setup(pc, K, A, o));
+    *out = pc;
+    return 0;
+fail:
+    hk_pc_destroy(pc);
+    return ierr;
+}
+
+int hk_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
+{
+    HK_CHECK(r->n == pc->n && z->n == pc->n, HK_ERR_ARG,
+             "preconditioner %s applied to vectors of length %lld / %lld; it was set up for %lld",
+             pc->type->name, (long long)r->n, (long long)z->n, (long long)pc->n);
+    if (r->prec == pc->prec && z->prec == pc->prec) return pc->type->apply(pc, r, z);
+    HK_CALL(pc->be->vec_convert(pc->r_low, r));
+    HK_CALL(pc->type->apply(pc, pc->r_low, pc->z_low));
+    return pc->be->vec_convert(z, pc->z_low);
+}
+
+void hk_pc_destroy(hk_pc *pc)
+{
+    if (!pc) return;
+    if (pc->type && pc->type->destroy && pc->data) pc->type->destroy(pc);
+    hk_vec_destroy(pc->dinv);
+    hk_vec_destroy(pc->r_low);
+    hk_vec_destroy(pc->z_low);
+    free(pc);
+}
+
+/* ---- none: z = r ---------------------------------------------------------------------- */
+
+static int none_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+{
+    return 0;
+}
+
+static int none_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
+{
+    return pc->be->vec_copy(z, r);
+}
+
+const hk_pc_type hk_pc_none = {
+    .name = "none",
+    .summary = "no preconditioner (M = I)",
+    .options = "",
+    .symmetric = 1,
+    .setup = none_setup,
+    .apply = none_apply,
+    .destroy = NULL,
+};
+
+/* ---- shared host helpers --------------------------------------------------------------- */
+
+void hk_csr_free(hk_csr *A)
+{
+    if (!A) return;
+    free(A->rowptr);
+    free(A->colind);
+    free(A->val);
+    memset(A, 0, sizeof *A);
+}
+
+int hk_csr_alloc(int64_t n, int64_t m, int64_t nnz, hk_csr *A)
+{
+    int ierr;
+    memset(A, 0, sizeof *A);
+    A->n = n;
+    A->m = m;
+    HK_TRY(hk_calloc((size_t)n + 1, sizeof *A->rowptr, &A->rowptr));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *A->val, &A->val));
+    return 0;
+fail:
+    hk_csr_free(A);
+    return ierr;
+}
+
+int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A)
+{
+    const int bs = K->bs;
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    HK_CALL(hk_csr_alloc(K->nbrows * bs, K->nbcols * bs, nnzb * bs * bs, A));
+    int64_t k = 0;
+    for (int64_t bi = 0; bi < K->nbrows; bi++)
+        for (int r = 0; r < bs; r++) {
+            for (int64_t p = K->rowptr[bi]; p < K->rowptr[bi + 1]; p++)
+                for (int c = 0; c < bs; c++) {
+                    A->colind[k] = (int32_t)(K->colind[p] * bs + c);
+                    A->val[k] = K->val[(p * bs + r) * bs + c];
+                    k++;
+                }
+            A->rowptr[bi * bs + r + 1] = k;
+        }
+    return 0;
+}
+
+int hk_csr_transpose(const hk_csr *A, hk_csr *T)
+{
+    const int64_t nnz = A->rowptr[A->n];
+    HK_CALL(hk_csr_alloc(A->m, A->n, nnz, T));
+    for (int64_t k = 0; k < nnz; k++) T->rowptr[A->colind[k] + 1]++;
+    for (int64_t j = 0; j < A->m; j++) T->rowptr[j + 1] += T->rowptr[j];
+    int64_t *next;
+    int ierr = hk_malloc((size_t)(A->m + 1) * sizeof *next, &next);
+    if (ierr) {
+        hk_csr_free(T);
+        return ierr;
+    }
+    memcpy(next, T->rowptr, (size_t)(A->m + 1) * sizeof *next);
+    /* rows in increasing order, so each column of T comes out sorted */
+    for (int64_t i = 0; i < A->n; i++)
+        for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+            int64_t q = next[A->colind[k]]++;
+            T->colind[q] = (int32_t)i;
+            T->val[q] = A->val[k];
+        }
+    free(next);
+    return 0;
+}
+
+int hk_csr_to_mat(const hk_backend_ops *be, const hk_csr *A, hk_precision p, hk_mat **M)
+{
+    /* a scalar CSR is a block CSR with bs = 1: same arrays, no copy */
+    hk_bcsr view = {.bs = 1, .nbrows = A->n, .nbcols = A->m, .rowptr = A->rowptr,
+                    .colind = A->colind, .val = A->val};
+    return hk_mat_create(be, &view, HK_FMT_CSR, p, NULL, M);
+}
+
+int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
+{
+    const int bs = K->bs;
+    for (int64_t bi = 0; bi < K->nbrows; bi++) {
+        int found = 0;
+        for (int64_t p = K->rowptr[bi]; p < K->rowptr[bi + 1]; p++) {
+            if (K->colind[p] != bi) continue;
+            for (int r = 0; r < bs; r++) d[bi * bs + r] = K->val[(p * bs + r) * bs + r];
+            found = 1;
+            break;
+        }
+        for (int r = 0; r < bs; r++) {
+            double v = found ? d[bi * bs + r] : 0.0;
+            HK_CHECK(v > 0 && isfinite(v), HK_ERR_NUMERIC,
+                     "preconditioner %s: row %lld has diagonal entry %g; it needs a positive "
+                     "diagonal (is the matrix SPD, are Dirichlet rows kept with a unit "
+                     "diagonal?) - use pc=none or pc=ilu0 for such matrices",
+                     who, (long long)(bi * bs + r), v);
+        }
+    }
+    return 0;
+}
+
+int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *owned)
+{
+    *owned = 0;
+    *Aop = NULL;
+    if (A && A->prec == pc->prec && A->be == pc->be) {
+        *Aop = A;
+        return 0;
+    }
+    /* same format and slicing as the solver's operator, in the preconditioner's precision */
+    hk_format fmt = A ? A->fmt : HK_FMT_CSR;
+    hk_options *fo = NULL;
+    int ierr = 0;
+    HK_CALL(hk_options_create(&fo));
+    if (A && A->host.slice > 0) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%d", A->host.slice);
+        HK_TRY(hk_options_set(fo, "format.slice", buf));
+        if (A->host.sigma > 0) {
+            snprintf(buf, sizeof buf, "%d", A->host.sigma);
+            HK_TRY(hk_options_set(fo, "format.sigma", buf));
+        }
+    }
+    HK_TRY(hk_mat_create(pc->be, K, fmt, pc->prec, fo, Aop));
+    *owned = 1;
+fail:
+    hk_options_destroy(fo);
+    return ierr;
+}
+
+int hk_pc_vec_from_host(const hk_backend_ops *be, int64_t n, hk_precision p, const double *h,
+                        hk_vec **v)
+{
+    HK_CALL(hk_vec_create(be, n, p, v));
+    int ierr = hk_vec_upload(*v, h);
+    if (ierr) {
+        hk_vec_destroy(*v);
+        *v = NULL;
+    }
+    return ierr;
+}

@@ -1,0 +1,48 @@
+/* Private helpers shared by the preconditioner files (solver/pc/). Set-up works on host
+ * arrays; everything apply needs becomes backend objects (hk_vec, hk_mat). */
+#ifndef HOOKE_PC_IMPL_H
+#define HOOKE_PC_IMPL_H
+
+#include "hk_impl.h"
+
+/* The registered types, one per file. */
+extern const hk_pc_type hk_pc_none;
+extern const hk_pc_type hk_pc_jacobi;
+extern const hk_pc_type hk_pc_bjacobi;
+extern const hk_pc_type hk_pc_poly;
+extern const hk_pc_type hk_pc_fsai;
+extern const hk_pc_type hk_pc_sai;
+extern const hk_pc_type hk_pc_ic0;
+extern const hk_pc_type hk_pc_ilu0;
+
+/* Scalar CSR on the host (fp64), the working form of the set-up algorithms. */
+typedef struct hk_csr {
+    int64_t n, m;      /* rows, columns */
+    int64_t *rowptr;   /* n + 1 */
+    int32_t *colind;   /* sorted per row */
+    double *val;
+} hk_csr;
+
+void hk_csr_free(hk_csr *A);
+/* Expand block CSR to scalar CSR (explicit zeros inside blocks are kept). */
+int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A);
+/* Allocate rowptr (zeroed), colind and val for n rows, m columns and nnz entries. */
+int hk_csr_alloc(int64_t n, int64_t m, int64_t nnz, hk_csr *A);
+/* Transpose (columns sorted). */
+int hk_csr_transpose(const hk_csr *A, hk_csr *T);
+/* A backend matrix of a scalar CSR in format csr, precision p. */
+int hk_csr_to_mat(const hk_backend_ops *be, const hk_csr *A, hk_precision p, hk_mat **M);
+
+/* The scalar diagonal of K (n = nbrows*bs entries). Fails with HK_ERR_NUMERIC naming the row
+ * when an entry is not positive and finite; who names the preconditioner in the message. */
+int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d);
+
+/* The operator in the preconditioner's precision: A itself when the precisions agree, else a
+ * new copy of K in A's format (*owned = 1: the caller destroys it). */
+int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *owned);
+
+/* A backend vector of n host doubles in precision p. */
+int hk_pc_vec_from_host(const hk_backend_ops *be, int64_t n, hk_precision p, const double *h,
+                        hk_vec **v);
+
+#endif
