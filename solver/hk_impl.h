@@ -109,6 +109,18 @@ enum {
     HK_S_ALPHA,
     HK_S_BETA,
     HK_S_PIPECG_COUNT,
+    /* pipelined BiCGStab (pipelined-solver paper, Algorithm 4; krylov engineer) */
+    HK_S_BI_RR0 = 8, /* r.r0*  (r0* the fixed shadow residual) */
+    HK_S_BI_APR0,    /* Ap.r0* */
+    HK_S_BI_SS,      /* s.s */
+    HK_S_BI_ASS,     /* As.s */
+    HK_S_BI_ASAS,    /* As.As */
+    HK_S_BI_ASR0,    /* As.r0* */
+    HK_S_BI_RR,      /* r.r of the updated r */
+    HK_S_BI_ALPHA,
+    HK_S_BI_OMEGA,
+    HK_S_BI_BETA,
+    HK_S_BI_END,
     HK_S_MAX = 64 /* a method may use slots up to this for its own fused ops */
 };
 
@@ -170,6 +182,36 @@ typedef struct hk_backend_ops {
 
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */
+
+    /* ---- fused ops of the krylov engineer (CPU versions: solver/cpu/cpu_fused.c) ----------
+     * All vectors fp64. S is a backend-resident scalar array (scal_alloc); slot numbers are
+     * the HK_S_BI_* names above, or offsets the caller passes in. A result written to S is
+     * never read back by these ops' caller until scal_get, so a backend need not wait. */
+
+    /* y = A x, then S[slot[j]] = W[j].y for j < k (k <= 4; W[j] may be y itself). The SpMV
+     * with its reductions fused (pipelined BiCGStab lines 6-7 and 10-12). */
+    int (*spmv_mdot)(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
+                     double *S, const int *slot);
+    /* Pipelined BiCGStab line 8-9: alpha = S[BI_RR0]/S[BI_APR0] on the backend;
+     * s = r - alpha Ap; S[BI_SS] = s.s; S[BI_ALPHA] = alpha. */
+    int (*pipebicg_s)(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
+    /* Pipelined BiCGStab lines 13-20, right-preconditioned form (phat = M^-1 p, shat = M^-1 s;
+     * without a preconditioner pass phat = p, shat = s):
+     * omega = S[BI_ASS]/S[BI_ASAS], beta = -S[BI_ASR0]/S[BI_APR0], alpha = S[BI_ALPHA];
+     * x += alpha phat + omega shat; r = s - omega As; p = r + beta (p - omega Ap);
+     * S[BI_RR0] = r.r0s, S[BI_RR] = r.r of the new r; S[BI_OMEGA], S[BI_BETA] stored.
+     * When S[BI_ASAS] == 0 (s = 0, converged at the half step) omega = 0 is used. */
+    int (*pipebicg_update)(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
+                           const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
+                           const hk_vec *r0s, double *S);
+    /* Pipelined GMRES (Algorithm 6), classical Gram-Schmidt without host round trips:
+     * S[j] = X[j].y for j < k, results left on the backend (S may be an offset pointer). */
+    int (*vec_mdot_s)(int k, hk_vec *const *X, const hk_vec *y, double *S);
+    /* y -= sum_{j<k} S[j] X[j] (coefficients read on the backend); *nrm2 = y.y after it
+     * (nrm2 points into a backend scalar array). */
+    int (*vec_maxpy_s_nrm)(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
+    /* y *= 1/sqrt(*nrm2) (no scaling when *nrm2 == 0); then *d = w.y (w may be NULL: skip). */
+    int (*vec_scale_s_dot)(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 } hk_backend_ops;
 
 extern const hk_backend_ops hk_backend_cpu;

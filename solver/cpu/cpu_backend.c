@@ -327,6 +327,17 @@ static int cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *d
     return 0;
 }
 
+/* Fused ops of the Krylov methods (solver/cpu/cpu_fused.c). */
+int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
+                     double *S, const int *slot);
+int hk_cpu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
+int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
+                           const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
+                           const hk_vec *r0s, double *S);
+int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
+int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
+int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
+
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
@@ -358,4 +369,10 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_set = cpu_scal_set,
     .pipecg_update = cpu_pipecg_update,
     .spmv_dot2 = cpu_spmv_dot2,
+    .spmv_mdot = hk_cpu_spmv_mdot,
+    .pipebicg_s = hk_cpu_pipebicg_s,
+    .pipebicg_update = hk_cpu_pipebicg_update,
+    .vec_mdot_s = hk_cpu_vec_mdot_s,
+    .vec_maxpy_s_nrm = hk_cpu_vec_maxpy_s_nrm,
+    .vec_scale_s_dot = hk_cpu_vec_scale_s_dot,
 };
