@@ -45,4 +45,25 @@ int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *ow
 int hk_pc_vec_from_host(const hk_backend_ops *be, int64_t n, hk_precision p, const double *h,
                         hk_vec **v);
 
+/* ---- small dense kernels (solver/pc/dense.c), column-major, lda = rows ---------------- */
+
+/* Eigenvalues (ascending) and orthonormal eigenvectors (columns of V, may be NULL) of the
+ * symmetric n x n matrix A (overwritten) by cyclic Jacobi rotations. */
+int hk_dense_symeig(int n, double *A, double *evals, double *V);
+/* Cholesky A = L L^T in place (lower triangle); returns the 0-based index of the first
+ * non-positive pivot, or -1 on success. */
+int hk_dense_cholesky(int n, double *A);
+/* Solve L L^T x = b in place with the factor from hk_dense_cholesky. */
+void hk_dense_cholesky_solve(int n, const double *L, double *b);
+/* Least squares min ||A x - b|| for m x n A (m >= n) by Householder QR; A and b are
+ * overwritten, x (n) receives the solution. Returns the 0-based column whose R diagonal is
+ * zero (rank deficient), or -1 on success. */
+int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x);
+
+/* ---- introspection for tests ----------------------------------------------------------- */
+
+/* The spectrum bounds [lo, hi] of D^-1/2 A D^-1/2 a poly preconditioner uses (after the
+ * safeguard), and its coefficients in the Chebyshev basis T_k(2t/hi - 1), k = 0..degree. */
+int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const double **coef);
+
 #endif
