@@ -1,6 +1,343 @@
-/* STUB (owner: formats) — replaced by the real conversions. */
+/* Storage formats: conversion of a host block CSR matrix to the host arrays of one format
+ * (layouts in hk_impl.h, rationale in docs/formats.md), the reference host SpMV of every
+ * format, and the bytes one SpMV reads.
+ *
+ * Scalar formats (csr, ell, sell, cusparse-csr) expand each bs x bs block into bs scalar rows
+ * and keep every entry of a block, zeros included, so that stored == nnz for CSR. Their hk_fmt
+ * has bs = 1 and nbrows = nrows. Block formats (bsr, bell, sbell, cusparse-bsr) keep bs. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "hk_impl.h"
-int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-void hk_fmt_free(hk_fmt *F) { (void)F; }
-void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y) { (void)F; (void)x; (void)y; }
-size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p) { return 0; }
+
+/* Scalar or block CSR view that the ELL-type builders read. */
+typedef struct fmt_src {
+    int b;                 /* block size of this view */
+    int64_t nbrows;
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const double *val;     /* b*b per entry, row-major */
+} fmt_src;
+
+/* Check the structure of K (sizes, row pointers, column range) so that a bad matrix is an
+ * error here and not a crash in a kernel. */
+static int fmt_check_bcsr(const hk_bcsr *K)
+{
+    HK_CHECK(K && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
+             "matrix block size %d is not supported; use 1, 2 or 3", K ? K->bs : 0);
+    HK_CHECK(K->nbrows >= 0 && K->nbcols >= 0 && K->nbcols * K->bs < INT32_MAX &&
+                 K->nbrows * K->bs < INT32_MAX,
+             HK_ERR_ARG,
+             "matrix of %lld x %lld block rows/columns is out of range (32-bit column indices)",
+             (long long)K->nbrows, (long long)K->nbcols);
+    HK_CHECK(K->rowptr && K->rowptr[0] == 0, HK_ERR_ARG,
+             "block CSR row pointer must start at 0 (it is missing or starts elsewhere)");
+    for (int64_t i = 0; i < K->nbrows; i++) {
+        HK_CHECK(K->rowptr[i + 1] >= K->rowptr[i], HK_ERR_ARG,
+                 "block CSR row pointer decreases at block row %lld; row pointers must be "
+                 "non-decreasing",
+                 (long long)i);
+        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+            HK_CHECK(K->colind[k] >= 0 && K->colind[k] < K->nbcols, HK_ERR_ARG,
+                     "block CSR column index %d in block row %lld is outside 0..%lld",
+                     (int)K->colind[k], (long long)i, (long long)K->nbcols - 1);
+    }
+    return 0;
+}
+
+/* Expand K to scalar CSR arrays. */
+static int fmt_to_scalar_csr(const hk_bcsr *K, int64_t **rowptr, int32_t **colind, double **val)
+{
+    int ierr;
+    const int bs = K->bs;
+    const int64_t n = K->nbrows * bs, nnz = K->rowptr[K->nbrows] * bs * bs;
+    int64_t *rp = NULL;
+    int32_t *ci = NULL;
+    double *v = NULL;
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *rp, &rp));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *ci, &ci));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *v, &v));
+    rp[0] = 0;
+    for (int64_t bi = 0; bi < K->nbrows; bi++) {
+        const int64_t len = (K->rowptr[bi + 1] - K->rowptr[bi]) * bs;
+        for (int r = 0; r < bs; r++) rp[bi * bs + r + 1] = rp[bi * bs + r] + len;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t bi = 0; bi < K->nbrows; bi++)
+        for (int r = 0; r < bs; r++) {
+            int64_t p = rp[bi * bs + r];
+            for (int64_t k = K->rowptr[bi]; k < K->rowptr[bi + 1]; k++)
+                for (int c = 0; c < bs; c++) {
+                    ci[p] = K->colind[k] * bs + c;
+                    v[p++] = K->val[((size_t)k * bs + r) * bs + c];
+                }
+        }
+    *rowptr = rp;
+    *colind = ci;
+    *val = v;
+    return 0;
+fail:
+    free(rp);
+    free(ci);
+    free(v);
+    return ierr;
+}
+
+/* ELL (b = 1) / BELL: column-major over (block) rows, width = longest row. */
+static int fmt_build_ell(const fmt_src *s, hk_fmt *F)
+{
+    const int b2 = s->b * s->b;
+    const int64_t n = s->nbrows;
+    int64_t W = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (s->rowptr[i + 1] - s->rowptr[i] > W) W = s->rowptr[i + 1] - s->rowptr[i];
+    const size_t slots = (size_t)W * (size_t)n;
+    F->width = (int32_t)W;
+    F->stored = (int64_t)slots * b2;
+    HK_CALL(hk_malloc((slots ? slots : 1) * sizeof *F->colind, &F->colind));
+    HK_CALL(hk_calloc((slots ? slots : 1) * b2, sizeof *F->val, &F->val));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t b = s->rowptr[i], len = s->rowptr[i + 1] - b;
+        for (int64_t k = 0; k < W; k++) {
+            const size_t slot = (size_t)k * n + i;
+            F->colind[slot] = k < len ? s->colind[b + k] : -1;
+            if (k < len)
+                for (int e = 0; e < b2; e++)
+                    F->val[((size_t)k * b2 + e) * n + i] = s->val[(size_t)(b + k) * b2 + e];
+        }
+    }
+    return 0;
+}
+
+typedef struct fmt_key {
+    int64_t len, row;
+} fmt_key;
+
+static int fmt_key_cmp(const void *a, const void *b)
+{
+    const fmt_key *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1; /* longer first */
+    return (x->row > y->row) - (x->row < y->row);        /* stable */
+}
+
+/* SELL (b = 1) / SBELL: rows sorted by length (descending) inside windows of sigma rows,
+ * slices of S rows, each slice ELL column-major with its own width. */
+static int fmt_build_sliced(const fmt_src *s, int S, int sigma, hk_fmt *F)
+{
+    int ierr = 0;
+    const int b2 = s->b * s->b;
+    const int64_t n = s->nbrows;
+    const int64_t nsl = (n + S - 1) / S;
+    fmt_key *keys = NULL;
+    F->slice = S;
+    F->sigma = sigma;
+    F->nslices = nsl;
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *keys, &keys));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *F->perm, &F->perm));
+    HK_TRY(hk_malloc((size_t)(nsl + 1) * sizeof *F->slice_ptr, &F->slice_ptr));
+    HK_TRY(hk_malloc((size_t)(nsl ? nsl : 1) * sizeof *F->slice_width, &F->slice_width));
+    for (int64_t i = 0; i < n; i++) keys[i] = (fmt_key){s->rowptr[i + 1] - s->rowptr[i], i};
+    for (int64_t w = 0; w < n; w += sigma)
+        qsort(keys + w, (size_t)(n - w < sigma ? n - w : sigma), sizeof *keys, fmt_key_cmp);
+    for (int64_t i = 0; i < n; i++) F->perm[i] = (int32_t)keys[i].row;
+    F->slice_ptr[0] = 0;
+    for (int64_t sl = 0; sl < nsl; sl++) {
+        int64_t W = 0;
+        for (int64_t j = sl * S; j < n && j < (sl + 1) * S; j++)
+            if (keys[j].len > W) W = keys[j].len;
+        F->slice_width[sl] = (int32_t)W;
+        F->slice_ptr[sl + 1] = F->slice_ptr[sl] + W * S;
+    }
+    const size_t slots = (size_t)F->slice_ptr[nsl];
+    F->stored = (int64_t)slots * b2;
+    HK_TRY(hk_malloc((slots ? slots : 1) * sizeof *F->colind, &F->colind));
+    HK_TRY(hk_calloc((slots ? slots : 1) * b2, sizeof *F->val, &F->val));
+#pragma omp parallel for schedule(static)
+    for (int64_t sl = 0; sl < nsl; sl++) {
+        const int64_t base = F->slice_ptr[sl], W = F->slice_width[sl];
+        for (int64_t j = 0; j < S; j++) {
+            const int64_t nr = sl * S + j;
+            const int64_t old = nr < n ? F->perm[nr] : -1;
+            const int64_t b = old >= 0 ? s->rowptr[old] : 0;
+            const int64_t len = old >= 0 ? s->rowptr[old + 1] - b : 0;
+            for (int64_t k = 0; k < W; k++) {
+                F->colind[base + k * S + j] = k < len ? s->colind[b + k] : -1;
+                if (k < len)
+                    for (int e = 0; e < b2; e++)
+                        F->val[(size_t)(base + k * S) * b2 + (size_t)e * S + j] =
+                            s->val[(size_t)(b + k) * b2 + e];
+            }
+        }
+    }
+fail:
+    free(keys);
+    return ierr;
+}
+
+int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F)
+{
+    int ierr = 0;
+    int64_t *srp = NULL;
+    int32_t *sci = NULL;
+    double *sv = NULL;
+    memset(F, 0, sizeof *F);
+    HK_CALL(fmt_check_bcsr(K));
+    HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "unknown format code %d", (int)fmt);
+    if (slice <= 0) slice = 32;
+    HK_CHECK(slice <= 1024, HK_ERR_OPTION,
+             "slice size %d is too large; use format.slice between 1 and 1024", slice);
+    const int bs = K->bs;
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL ||
+                       fmt == HK_FMT_CUSPARSE_CSR;
+    F->fmt = fmt;
+    F->nrows = K->nbrows * bs;
+    F->ncols = K->nbcols * bs;
+    F->nnz = nnzb * bs * bs;
+    F->bs = scalar ? 1 : bs;
+    F->nbrows = scalar ? F->nrows : K->nbrows;
+    F->nbcols = scalar ? F->ncols : K->nbcols;
+
+    fmt_src src = {bs, K->nbrows, K->rowptr, K->colind, K->val};
+    if (scalar && bs > 1) {
+        HK_TRY(fmt_to_scalar_csr(K, &srp, &sci, &sv));
+        src = (fmt_src){1, F->nrows, srp, sci, sv};
+    }
+    if (sigma <= 0 || sigma > src.nbrows) sigma = (int)(src.nbrows > 0 ? src.nbrows : 1);
+
+    switch (fmt) {
+    case HK_FMT_CSR:
+    case HK_FMT_CUSPARSE_CSR:
+    case HK_FMT_BSR:
+    case HK_FMT_CUSPARSE_BSR: {
+        if (srp) { /* take over the expanded arrays */
+            F->rowptr = srp, F->colind = sci, F->val = sv;
+            srp = NULL, sci = NULL, sv = NULL;
+        } else {
+            const int64_t nb = src.rowptr[src.nbrows];
+            const size_t b2 = (size_t)src.b * src.b;
+            HK_TRY(hk_malloc((size_t)(src.nbrows + 1) * sizeof *F->rowptr, &F->rowptr));
+            HK_TRY(hk_malloc((size_t)(nb ? nb : 1) * sizeof *F->colind, &F->colind));
+            HK_TRY(hk_malloc((size_t)(nb ? nb : 1) * b2 * sizeof *F->val, &F->val));
+            memcpy(F->rowptr, src.rowptr, (size_t)(src.nbrows + 1) * sizeof *F->rowptr);
+            memcpy(F->colind, src.colind, (size_t)nb * sizeof *F->colind);
+            memcpy(F->val, src.val, (size_t)nb * b2 * sizeof *F->val);
+        }
+        F->stored = F->nnz;
+        break;
+    }
+    case HK_FMT_ELL:
+    case HK_FMT_BELL:
+        HK_TRY(fmt_build_ell(&src, F));
+        break;
+    case HK_FMT_SELL:
+    case HK_FMT_SBELL:
+        HK_TRY(fmt_build_sliced(&src, slice, sigma, F));
+        break;
+    default:
+        HK_TRY_CHECK(0, HK_ERR_INTERNAL, "format %d has no conversion", (int)fmt);
+    }
+    free(srp);
+    free(sci);
+    free(sv);
+    return 0;
+fail:
+    free(srp);
+    free(sci);
+    free(sv);
+    hk_fmt_free(F);
+    return ierr;
+}
+
+void hk_fmt_free(hk_fmt *F)
+{
+    if (!F) return;
+    free(F->rowptr);
+    free(F->colind);
+    free(F->val);
+    free(F->slice_ptr);
+    free(F->slice_width);
+    free(F->perm);
+    memset(F, 0, sizeof *F);
+}
+
+/* Straightforward serial SpMV of every layout, written from the hk_impl.h comment alone: the
+ * reference the optimised backends are tested against. */
+void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y)
+{
+    const int b = F->bs, b2 = b * b;
+    const int64_t n = F->nbrows;
+    for (int64_t i = 0; i < F->nrows; i++) y[i] = 0;
+    switch (F->fmt) {
+    case HK_FMT_CSR:
+    case HK_FMT_CUSPARSE_CSR:
+    case HK_FMT_BSR:
+    case HK_FMT_CUSPARSE_BSR:
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++)
+                for (int r = 0; r < b; r++)
+                    for (int c = 0; c < b; c++)
+                        y[i * b + r] +=
+                            F->val[(size_t)k * b2 + r * b + c] * x[(size_t)F->colind[k] * b + c];
+        break;
+    case HK_FMT_ELL:
+    case HK_FMT_BELL:
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t k = 0; k < F->width; k++) {
+                const int32_t col = F->colind[(size_t)k * n + i];
+                if (col < 0) continue;
+                for (int r = 0; r < b; r++)
+                    for (int c = 0; c < b; c++)
+                        y[i * b + r] += F->val[((size_t)k * b2 + r * b + c) * n + i] *
+                                        x[(size_t)col * b + c];
+            }
+        break;
+    case HK_FMT_SELL:
+    case HK_FMT_SBELL: {
+        const int64_t S = F->slice;
+        for (int64_t sl = 0; sl < F->nslices; sl++)
+            for (int64_t j = 0; j < S && sl * S + j < n; j++) {
+                const int64_t old = F->perm[sl * S + j];
+                for (int64_t k = 0; k < F->slice_width[sl]; k++) {
+                    const int64_t slot = F->slice_ptr[sl] + k * S + j;
+                    const int32_t col = F->colind[slot];
+                    if (col < 0) continue;
+                    for (int r = 0; r < b; r++)
+                        for (int c = 0; c < b; c++)
+                            y[old * b + r] +=
+                                F->val[(size_t)(F->slice_ptr[sl] + k * S) * b2 +
+                                       (size_t)(r * b + c) * S + j] *
+                                x[(size_t)col * b + c];
+                }
+            }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p)
+{
+    const size_t vb = p == HK_FP64 ? sizeof(double) : sizeof(float);
+    const size_t b2 = (size_t)F->bs * F->bs;
+    size_t bytes = (size_t)F->stored * vb;              /* values, padding included */
+    bytes += (size_t)F->stored / (b2 ? b2 : 1) * sizeof(int32_t); /* one index per (block) slot */
+    switch (F->fmt) {
+    case HK_FMT_CSR:
+    case HK_FMT_CUSPARSE_CSR:
+    case HK_FMT_BSR:
+    case HK_FMT_CUSPARSE_BSR:
+        bytes += (size_t)(F->nbrows + 1) * sizeof(int64_t);
+        break;
+    case HK_FMT_SELL:
+    case HK_FMT_SBELL:
+        bytes += (size_t)(F->nslices + 1) * sizeof(int64_t) + (size_t)F->nslices * sizeof(int32_t) +
+                 (size_t)F->nbrows * sizeof(int32_t);
+        break;
+    default:
+        break;
+    }
+    return bytes;
+}

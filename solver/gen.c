@@ -1,9 +1,483 @@
-/* STUB (owner: formats) */
+/* Generated test matrices: exact finite-element elasticity stiffness on structured grids of
+ * the unit square / cube (quads, triangles, hexes, tets), Poisson, convection-diffusion and
+ * random block matrices.
+ *
+ * Elasticity: E = 1, nu = 0.3 (plane stress in 2D), uniform cells of size 1/nx x 1/ny (x 1/nz).
+ * The nodes on x = 0 are clamped by symmetric elimination: their block row holds only an
+ * identity diagonal block and their block column is removed from every other row, so the
+ * matrix is SPD. Node numbering is lexicographic, n = i + (nx+1)*(j + (ny+1)*k), one bs x bs
+ * block per node pair that shares an element.
+ *
+ * Assembly is row-wise (each block row gathers from the cells around its node), so it runs in
+ * parallel without atomics and gives the same digits for any thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "hk_impl.h"
-int hk_gen_elasticity2d(int nx, int ny, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_gen_elasticity2d_tri(int nx, int ny, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_gen_poisson2d(int n, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_gen_convdiff2d(int n, double beta, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_rows, unsigned seed, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
+
+#define GEN_E 1.0
+#define GEN_NU 0.3
+
+/* One element type on a structured cell: up to 6 elements per cell, each listing its cell
+ * corners (corner c has offsets dx = c&1, dy = (c>>1)&1, dz = (c>>2)&1) and its stiffness. */
+#define GEN_MAXEL 6
+#define GEN_MAXLOC 8
+typedef struct gen_cell {
+    int dim, bs, nel, nloc;
+    int corner[GEN_MAXEL][GEN_MAXLOC];
+    /* Ke[e][(p*bs + r)*nloc*bs + q*bs + c]: row dof (p, r), column dof (q, c) */
+    double Ke[GEN_MAXEL][GEN_MAXLOC * 3 * GEN_MAXLOC * 3];
+} gen_cell;
+
+/* Isotropic elasticity matrix D in Voigt notation: 3x3 plane stress or 6x6 3D. */
+static void gen_dmat(int dim, double *D)
+{
+    const double E = GEN_E, nu = GEN_NU;
+    if (dim == 2) {
+        double f = E / (1 - nu * nu);
+        double d[9] = {f, f * nu, 0, f * nu, f, 0, 0, 0, f * (1 - nu) / 2};
+        memcpy(D, d, sizeof d);
+    } else {
+        double lam = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+        memset(D, 0, 36 * sizeof *D);
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) D[i * 6 + j] = lam;
+            D[i * 6 + i] = lam + 2 * mu;
+            D[(i + 3) * 6 + i + 3] = mu;
+        }
+    }
+}
+
+/* Ke += w * B^T D B for shape-function gradients g[a][d] (nloc nodes, dim dims).
+ * Voigt order: 2D (xx, yy, xy); 3D (xx, yy, zz, yz, xz, xy), engineering shear strains. */
+static void gen_add_btdb(int dim, int nloc, double g[][3], const double *D, double w, double *Ke)
+{
+    const int nv = dim == 2 ? 3 : 6, nd = nloc * dim;
+    double B[6][GEN_MAXLOC * 3];
+    memset(B, 0, sizeof B);
+    for (int a = 0; a < nloc; a++) {
+        const double *ga = g[a];
+        if (dim == 2) {
+            B[0][a * 2] = ga[0];
+            B[1][a * 2 + 1] = ga[1];
+            B[2][a * 2] = ga[1];
+            B[2][a * 2 + 1] = ga[0];
+        } else {
+            B[0][a * 3] = ga[0];
+            B[1][a * 3 + 1] = ga[1];
+            B[2][a * 3 + 2] = ga[2];
+            B[3][a * 3 + 1] = ga[2];
+            B[3][a * 3 + 2] = ga[1];
+            B[4][a * 3] = ga[2];
+            B[4][a * 3 + 2] = ga[0];
+            B[5][a * 3] = ga[1];
+            B[5][a * 3 + 1] = ga[0];
+        }
+    }
+    double DB[6][GEN_MAXLOC * 3];
+    for (int i = 0; i < nv; i++)
+        for (int j = 0; j < nd; j++) {
+            double s = 0;
+            for (int k = 0; k < nv; k++) s += D[i * nv + k] * B[k][j];
+            DB[i][j] = s;
+        }
+    for (int i = 0; i < nd; i++)
+        for (int j = 0; j < nd; j++) {
+            double s = 0;
+            for (int k = 0; k < nv; k++) s += B[k][i] * DB[k][j];
+            Ke[i * nd + j] += w * s;
+        }
+}
+
+/* Bilinear quad / trilinear hex on an h[0] x h[1] (x h[2]) box, 2x2(x2) Gauss points. */
+static void gen_cell_box(int dim, const double *h, gen_cell *C)
+{
+    double D[36];
+    gen_dmat(dim, D);
+    const int nloc = 1 << dim;
+    C->dim = dim;
+    C->bs = dim;
+    C->nel = 1;
+    C->nloc = nloc;
+    memset(C->Ke, 0, sizeof C->Ke);
+    for (int a = 0; a < nloc; a++) C->corner[0][a] = a;
+    const double gp = 1.0 / sqrt(3.0);
+    double detJ = 1;
+    for (int d = 0; d < dim; d++) detJ *= h[d] / 2;
+    for (int q = 0; q < nloc; q++) {
+        double xi[3] = {0, 0, 0};
+        for (int d = 0; d < dim; d++) xi[d] = ((q >> d) & 1) ? gp : -gp;
+        double g[GEN_MAXLOC][3];
+        for (int a = 0; a < nloc; a++) {
+            for (int d = 0; d < dim; d++) {
+                /* dN_a/dx_d = (s_d / 2) prod_{e != d} (1 + s_e xi_e)/2 * (2 / h_d) */
+                double v = 1;
+                for (int e = 0; e < dim; e++) {
+                    double s = ((a >> e) & 1) ? 1.0 : -1.0;
+                    v *= e == d ? s / 2 : (1 + s * xi[e]) / 2;
+                }
+                g[a][d] = v * 2 / h[d];
+            }
+            g[a][2] = dim == 2 ? 0 : g[a][2];
+        }
+        gen_add_btdb(dim, nloc, g, D, detJ, C->Ke[0]);
+    }
+}
+
+/* Linear simplex (triangle / tet) with corners pts: constant strain, Ke = |V| B^T D B. */
+static void gen_simplex(int dim, double pts[][3], const double *D, double *Ke)
+{
+    /* Jacobian rows: edges from vertex 0; gradients of barycentrics 1..dim are rows of J^-1^T. */
+    double J[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    for (int r = 0; r < dim; r++)
+        for (int c = 0; c < dim; c++) J[r][c] = pts[r + 1][c] - pts[0][c];
+    double det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+                 J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+                 J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+    double inv[3][3]; /* inverse of J (columns are the barycentric gradients 1..dim) */
+    inv[0][0] = (J[1][1] * J[2][2] - J[1][2] * J[2][1]) / det;
+    inv[0][1] = (J[0][2] * J[2][1] - J[0][1] * J[2][2]) / det;
+    inv[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) / det;
+    inv[1][0] = (J[1][2] * J[2][0] - J[1][0] * J[2][2]) / det;
+    inv[1][1] = (J[0][0] * J[2][2] - J[0][2] * J[2][0]) / det;
+    inv[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) / det;
+    inv[2][0] = (J[1][0] * J[2][1] - J[1][1] * J[2][0]) / det;
+    inv[2][1] = (J[0][1] * J[2][0] - J[0][0] * J[2][1]) / det;
+    inv[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) / det;
+    double g[4][3] = {{0}};
+    for (int a = 1; a <= dim; a++)
+        for (int d = 0; d < dim; d++) g[a][d] = inv[d][a - 1];
+    for (int d = 0; d < dim; d++) g[0][d] = -(g[1][d] + g[2][d] + (dim == 3 ? g[3][d] : 0));
+    double vol = fabs(det) / (dim == 2 ? 2.0 : 6.0);
+    gen_add_btdb(dim, dim + 1, g, D, vol, Ke);
+}
+
+/* Triangles (2 per cell, diagonal corner 0 - corner 3) or Kuhn tets (6 per cell around the
+ * diagonal corner 0 - corner 7; conforming across cells because every cell is cut alike). */
+static void gen_cell_simplex(int dim, const double *h, gen_cell *C)
+{
+    double D[36];
+    gen_dmat(dim, D);
+    C->dim = dim;
+    C->bs = dim;
+    C->nloc = dim + 1;
+    memset(C->Ke, 0, sizeof C->Ke);
+    if (dim == 2) {
+        static const int tri[2][3] = {{0, 1, 3}, {0, 3, 2}};
+        C->nel = 2;
+        for (int e = 0; e < 2; e++) memcpy(C->corner[e], tri[e], sizeof tri[e]);
+    } else {
+        static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                        {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+        C->nel = 6;
+        for (int e = 0; e < 6; e++) {
+            int c = 0;
+            C->corner[e][0] = 0;
+            for (int v = 0; v < 2; v++) {
+                c |= 1 << perms[e][v];
+                C->corner[e][v + 1] = c;
+            }
+            C->corner[e][3] = 7;
+        }
+    }
+    for (int e = 0; e < C->nel; e++) {
+        double pts[4][3] = {{0}};
+        for (int a = 0; a < C->nloc; a++)
+            for (int d = 0; d < dim; d++) pts[a][d] = ((C->corner[e][a] >> d) & 1) * h[d];
+        gen_simplex(dim, pts, D, C->Ke[e]);
+    }
+}
+
+/* Assemble the cell's elements over an nx x ny x nz grid (nz = 1 and dim = 2 for 2D) into
+ * block CSR, clamping the nodes with i = 0. */
+static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
+{
+    int ierr = 0;
+    const int dim = C->dim, bs = C->bs, b2 = bs * bs;
+    const int64_t NX = nx + 1, NY = ny + 1, NZ = dim == 3 ? nz + 1 : 1;
+    const int64_t nn = NX * NY * NZ;
+    const int ncz = dim == 3 ? 2 : 1; /* cells around a node along z */
+    memset(A, 0, sizeof *A);
+    HK_CHECK(nn < INT32_MAX, HK_ERR_ARG, "generated grid too large (%lld nodes)", (long long)nn);
+    uint32_t *mask = NULL; /* per node: bit s set when offset slot s couples */
+    HK_TRY(hk_calloc((size_t)nn, sizeof *mask, &mask));
+    HK_TRY(hk_malloc((size_t)(nn + 1) * sizeof *A->rowptr, &A->rowptr));
+    A->bs = bs;
+    A->nbrows = A->nbcols = nn;
+
+    /* Pass 1: the coupling pattern of each node (slot s = (dx+1) + 3(dy+1) + 9(dz+1) increases
+     * with the column index, so slots in order give sorted columns). */
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < nn; n++) {
+        const int64_t i = n % NX, j = (n / NX) % NY, k = n / (NX * NY);
+        uint32_t m = 0;
+        if (i == 0) {
+            m = 1u << 13; /* clamped: the diagonal only */
+        } else {
+            for (int cc = 0; cc < (1 << dim); cc++) {
+                /* the cell whose corner cc is this node */
+                const int a = cc & 1, b = (cc >> 1) & 1, c = (cc >> 2) & 1;
+                const int64_t ci = i - a, cj = j - b, ck = k - c;
+                if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
+                    continue;
+                for (int e = 0; e < C->nel; e++) {
+                    int p = -1;
+                    for (int q = 0; q < C->nloc; q++)
+                        if (C->corner[e][q] == cc) p = q;
+                    if (p < 0) continue;
+                    for (int q = 0; q < C->nloc; q++) {
+                        const int cq = C->corner[e][q];
+                        const int dx = (cq & 1) - a, dy = ((cq >> 1) & 1) - b,
+                                  dz = ((cq >> 2) & 1) - c;
+                        if (ci + (cq & 1) == 0) continue; /* clamped column */
+                        m |= 1u << ((dx + 1) + 3 * (dy + 1) + 9 * (dz + 1));
+                    }
+                }
+            }
+        }
+        mask[n] = m;
+    }
+    A->rowptr[0] = 0;
+    for (int64_t n = 0; n < nn; n++) A->rowptr[n + 1] = A->rowptr[n] + __builtin_popcount(mask[n]);
+    const int64_t nnzb = A->rowptr[nn];
+    HK_TRY(hk_malloc((size_t)nnzb * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_calloc((size_t)nnzb * b2, sizeof *A->val, &A->val));
+
+    /* Pass 2: values, gathered per row from the cells around the node. */
+    const int nd = C->nloc * bs;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < nn; n++) {
+        const int64_t i = n % NX, j = (n / NX) % NY, k = n / (NX * NY);
+        int64_t pos[27];
+        int64_t next = A->rowptr[n];
+        for (int s = 0; s < 27; s++) {
+            pos[s] = -1;
+            if (mask[n] & (1u << s)) {
+                const int dx = s % 3 - 1, dy = (s / 3) % 3 - 1, dz = s / 9 - 1;
+                A->colind[next] = (int32_t)(n + dx + NX * (dy + NY * dz));
+                pos[s] = next++;
+            }
+        }
+        if (i == 0) {
+            double *blk = A->val + (size_t)pos[13] * b2;
+            for (int r = 0; r < bs; r++) blk[r * bs + r] = 1.0;
+            continue;
+        }
+        for (int cc = 0; cc < (1 << dim); cc++) {
+            const int a = cc & 1, b = (cc >> 1) & 1, c = (cc >> 2) & 1;
+            const int64_t ci = i - a, cj = j - b, ck = k - c;
+            if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
+                continue;
+            for (int e = 0; e < C->nel; e++) {
+                int p = -1;
+                for (int q = 0; q < C->nloc; q++)
+                    if (C->corner[e][q] == cc) p = q;
+                if (p < 0) continue;
+                for (int q = 0; q < C->nloc; q++) {
+                    const int cq = C->corner[e][q];
+                    if (ci + (cq & 1) == 0) continue;
+                    const int dx = (cq & 1) - a, dy = ((cq >> 1) & 1) - b, dz = ((cq >> 2) & 1) - c;
+                    double *blk = A->val + (size_t)pos[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] * b2;
+                    const double *ke = C->Ke[e];
+                    for (int r = 0; r < bs; r++)
+                        for (int cl = 0; cl < bs; cl++)
+                            blk[r * bs + cl] += ke[(p * bs + r) * nd + q * bs + cl];
+                }
+            }
+        }
+    }
+    free(mask);
+    return 0;
+fail:
+    free(mask);
+    hk_bcsr_free(A);
+    return ierr;
+}
+
+static int gen_check_grid(const char *fn, int nx, int ny, int nz)
+{
+    HK_CHECK(nx >= 1 && ny >= 1 && nz >= 1, HK_ERR_ARG,
+             "%s: grid %d x %d x %d is empty; every cell count must be at least 1", fn, nx, ny,
+             nz);
+    return 0;
+}
+
+int hk_gen_elasticity2d(int nx, int ny, hk_bcsr *A)
+{
+    HK_CALL(gen_check_grid("hk_gen_elasticity2d", nx, ny, 1));
+    gen_cell *Cp = malloc(sizeof *Cp);
+    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
+    double h[3] = {1.0 / nx, 1.0 / ny, 1};
+    gen_cell_box(2, h, Cp);
+    int ierr = gen_assemble(Cp, nx, ny, 1, A);
+    free(Cp);
+    return ierr;
+}
+
+int hk_gen_elasticity2d_tri(int nx, int ny, hk_bcsr *A)
+{
+    HK_CALL(gen_check_grid("hk_gen_elasticity2d_tri", nx, ny, 1));
+    gen_cell *Cp = malloc(sizeof *Cp);
+    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
+    double h[3] = {1.0 / nx, 1.0 / ny, 1};
+    gen_cell_simplex(2, h, Cp);
+    int ierr = gen_assemble(Cp, nx, ny, 1, A);
+    free(Cp);
+    return ierr;
+}
+
+int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A)
+{
+    HK_CALL(gen_check_grid("hk_gen_elasticity3d", nx, ny, nz));
+    gen_cell *Cp = malloc(sizeof *Cp);
+    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
+    double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
+    gen_cell_box(3, h, Cp);
+    int ierr = gen_assemble(Cp, nx, ny, nz, A);
+    free(Cp);
+    return ierr;
+}
+
+int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A)
+{
+    HK_CALL(gen_check_grid("hk_gen_elasticity3d_tet", nx, ny, nz));
+    gen_cell *Cp = malloc(sizeof *Cp);
+    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
+    double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
+    gen_cell_simplex(3, h, Cp);
+    int ierr = gen_assemble(Cp, nx, ny, nz, A);
+    free(Cp);
+    return ierr;
+}
+
+/* Scalar n x n grid operator with 5-point stencil weights (centre, west, east, south, north);
+ * Dirichlet boundary eliminated (neighbours outside the grid are dropped). */
+static int gen_stencil5(int n, const double w[5], hk_bcsr *A)
+{
+    int ierr;
+    memset(A, 0, sizeof *A);
+    HK_CHECK(n >= 1 && (int64_t)n * n < INT32_MAX, HK_ERR_ARG,
+             "grid size n = %d out of range; use 1 <= n <= 46340", n);
+    const int64_t N = (int64_t)n * n;
+    A->bs = 1;
+    A->nbrows = A->nbcols = N;
+    HK_TRY(hk_malloc((size_t)(N + 1) * sizeof *A->rowptr, &A->rowptr));
+    HK_TRY(hk_malloc((size_t)N * 5 * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_malloc((size_t)N * 5 * sizeof *A->val, &A->val));
+    int64_t k = 0;
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t i = r % n, j = r / n;
+        A->rowptr[r] = k;
+        /* in column order: south, west, centre, east, north */
+        const int64_t cols[5] = {r - n, r - 1, r, r + 1, r + n};
+        const int ok[5] = {j > 0, i > 0, 1, i < n - 1, j < n - 1};
+        const double ws[5] = {w[3], w[1], w[0], w[2], w[4]};
+        for (int s = 0; s < 5; s++)
+            if (ok[s]) {
+                A->colind[k] = (int32_t)cols[s];
+                A->val[k++] = ws[s];
+            }
+    }
+    A->rowptr[N] = k;
+    return 0;
+fail:
+    hk_bcsr_free(A);
+    return ierr;
+}
+
+int hk_gen_poisson2d(int n, hk_bcsr *A)
+{
+    const double w[5] = {4, -1, -1, -1, -1};
+    return gen_stencil5(n, w, A);
+}
+
+int hk_gen_convdiff2d(int n, double beta, hk_bcsr *A)
+{
+    /* -lap u + beta (u_x + u_y), h = 1/(n+1), scaled by h^2, first-order upwind (beta >= 0
+     * upwinds from west/south, beta < 0 from east/north): an M-matrix, nonsymmetric. */
+    const double bh = beta / (n + 1);
+    double w[5] = {4 + 2 * fabs(bh), -1, -1, -1, -1};
+    if (bh >= 0) {
+        w[1] -= bh;
+        w[3] -= bh;
+    } else {
+        w[2] += bh;
+        w[4] += bh;
+    }
+    return gen_stencil5(n, w, A);
+}
+
+/* xorshift32: small, deterministic, good enough for test matrices */
+static uint32_t gen_rand(uint32_t *s)
+{
+    uint32_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
+int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_rows,
+                  unsigned seed, hk_bcsr *A)
+{
+    int ierr;
+    char *used = NULL;
+    memset(A, 0, sizeof *A);
+    HK_CHECK(nbrows >= 0 && nbcols >= 0 && nbcols < INT32_MAX && bs >= 1 && bs <= 3 && bpr >= 0,
+             HK_ERR_ARG,
+             "hk_gen_random: invalid size %lld x %lld, block size %d or density %g (need sizes >= "
+             "0, bs 1..3, density >= 0)",
+             (long long)nbrows, (long long)nbcols, bs, bpr);
+    uint32_t s = seed * 2654435761u + 12345u;
+    if (!s) s = 1;
+    const size_t b2 = (size_t)bs * bs;
+    /* row lengths: uniform in [0, 2 bpr], capped by nbcols; every 5th row empty if asked */
+    HK_TRY(hk_malloc((size_t)(nbrows + 1) * sizeof *A->rowptr, &A->rowptr));
+    A->bs = bs;
+    A->nbrows = nbrows;
+    A->nbcols = nbcols;
+    A->rowptr[0] = 0;
+    const int64_t maxlen = (int64_t)(2 * bpr + 1);
+    for (int64_t i = 0; i < nbrows; i++) {
+        int64_t len = nbcols ? (int64_t)(gen_rand(&s) % (uint32_t)(maxlen)) : 0;
+        if (len > nbcols) len = nbcols;
+        if (empty_rows && gen_rand(&s) % 5 == 0) len = 0;
+        A->rowptr[i + 1] = A->rowptr[i] + len;
+    }
+    const int64_t nnzb = A->rowptr[nbrows];
+    HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * b2 * sizeof *A->val, &A->val));
+    HK_TRY(hk_calloc((size_t)(nbcols ? nbcols : 1), 1, &used));
+    for (int64_t i = 0; i < nbrows; i++) {
+        const int64_t b = A->rowptr[i], len = A->rowptr[i + 1] - b;
+        /* distinct columns: rejection sampling, or a scan when the row is dense */
+        int64_t got = 0;
+        if (len * 2 < nbcols) {
+            while (got < len) {
+                int64_t c = gen_rand(&s) % (uint32_t)nbcols;
+                if (!used[c]) used[c] = 1, A->colind[b + got++] = (int32_t)c;
+            }
+        } else {
+            for (int64_t c = 0; c < nbcols && got < len; c++)
+                if ((int64_t)(gen_rand(&s) % (uint32_t)(nbcols - c)) < len - got)
+                    used[c] = 1, A->colind[b + got++] = (int32_t)c;
+        }
+        /* sort (insertion: rows are short) and clear the marks */
+        for (int64_t p = b + 1; p < b + len; p++) {
+            int32_t v = A->colind[p];
+            int64_t q = p - 1;
+            while (q >= b && A->colind[q] > v) A->colind[q + 1] = A->colind[q], q--;
+            A->colind[q + 1] = v;
+        }
+        for (int64_t p = b; p < b + len; p++) used[A->colind[p]] = 0;
+    }
+    for (int64_t k = 0; k < nnzb * (int64_t)b2; k++)
+        A->val[k] = (double)(gen_rand(&s) % 2000001u) / 1e6 - 1.0;
+    free(used);
+    return 0;
+fail:
+    free(used);
+    hk_bcsr_free(A);
+    return ierr;
+}
