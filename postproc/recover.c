@@ -1,0 +1,348 @@
+/* Strain and stress recovery, von Mises, principal stresses and reactions (hk_postproc).
+ *
+ * Per element: strain and stress at the Gauss points (volume-weighted into the element
+ * average), at the element's own nodes (from its shape functions, averaged over the elements
+ * sharing a node) and the internal force integral B^T sigma (for the reactions
+ * r = f_int - f_ext at the prescribed dofs). Elements are processed in parallel in chunks and
+ * scattered in element order, so results do not depend on the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_impl.h"
+
+/* Elastic constants of one material under the analysis type. */
+typedef struct {
+    double lambda, mu; /* 3D / plane strain Lame; plane stress uses E, nu below */
+    double E, nu;
+    hk_analysis an;
+} law;
+
+/* Tensor strain eps (xx yy zz xy yz xz) from the displacement gradient G (3x3, zeros out of
+ * plane in 2D) and the stress under the law; fills eps[2] / sig[2] as the analysis says. */
+static void constitutive(const law *L, const double G[3][3], double eps[6], double sig[6])
+{
+    eps[0] = G[0][0], eps[1] = G[1][1], eps[2] = G[2][2];
+    eps[3] = 0.5 * (G[0][1] + G[1][0]);
+    eps[4] = 0.5 * (G[1][2] + G[2][1]);
+    eps[5] = 0.5 * (G[0][2] + G[2][0]);
+    if (L->an == HK_PLANE_STRESS) {
+        double c = L->E / (1 - L->nu * L->nu);
+        sig[0] = c * (eps[0] + L->nu * eps[1]);
+        sig[1] = c * (eps[1] + L->nu * eps[0]);
+        sig[2] = 0;
+        /* the out-of-plane strain that keeps szz = 0 */
+        eps[2] = -L->nu / (1 - L->nu) * (eps[0] + eps[1]);
+        sig[3] = 2 * L->mu * eps[3];
+        sig[4] = sig[5] = 0;
+        eps[4] = eps[5] = 0;
+        return;
+    }
+    double tr = eps[0] + eps[1] + eps[2];
+    for (int k = 0; k < 3; k++) sig[k] = L->lambda * tr + 2 * L->mu * eps[k];
+    for (int k = 3; k < 6; k++) sig[k] = 2 * L->mu * eps[k];
+}
+
+/* Physical derivatives dNdx[a][i] at natural point xi; returns det J (<= 0: inverted). */
+static double shape_x(int t, int dim, int nn, const double *X, const double xi[3],
+                      double (*dNdx)[3])
+{
+    double N[HK_PP_MAX_NODES], dN[HK_PP_MAX_NODES][3];
+    hk_pp_shape(t, xi, N, dN);
+    double J[3][3] = {{0}};
+    for (int a = 0; a < nn; a++)
+        for (int i = 0; i < dim; i++)
+            for (int j = 0; j < dim; j++) J[i][j] += X[3 * a + i] * dN[a][j];
+    double det, Ji[3][3] = {{0}};
+    if (dim == 2) {
+        det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+        Ji[0][0] = J[1][1] / det, Ji[0][1] = -J[0][1] / det;
+        Ji[1][0] = -J[1][0] / det, Ji[1][1] = J[0][0] / det;
+    } else {
+        det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+              J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+              J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+        Ji[0][0] = (J[1][1] * J[2][2] - J[1][2] * J[2][1]) / det;
+        Ji[0][1] = (J[0][2] * J[2][1] - J[0][1] * J[2][2]) / det;
+        Ji[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) / det;
+        Ji[1][0] = (J[1][2] * J[2][0] - J[1][0] * J[2][2]) / det;
+        Ji[1][1] = (J[0][0] * J[2][2] - J[0][2] * J[2][0]) / det;
+        Ji[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) / det;
+        Ji[2][0] = (J[1][0] * J[2][1] - J[1][1] * J[2][0]) / det;
+        Ji[2][1] = (J[0][1] * J[2][0] - J[0][0] * J[2][1]) / det;
+        Ji[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) / det;
+    }
+    /* dN/dx_i = sum_j dN/dxi_j dxi_j/dx_i, dxi/dx = J^-1 */
+    for (int a = 0; a < nn; a++)
+        for (int i = 0; i < 3; i++) {
+            double s = 0;
+            for (int j = 0; j < dim; j++) s += dN[a][j] * Ji[j][i];
+            dNdx[a][i] = i < dim ? s : 0;
+        }
+    return det;
+}
+
+/* Displacement gradient G[i][j] = du_i/dx_j from element displacements ue (3 per node). */
+static void grad_u(int nn, const double *ue, const double (*dNdx)[3], double G[3][3])
+{
+    memset(G, 0, 9 * sizeof(double));
+    for (int a = 0; a < nn; a++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) G[i][j] += ue[3 * a + i] * dNdx[a][j];
+}
+
+/* Per-element results of one chunk, scattered afterwards in element order. */
+typedef struct {
+    double eps[HK_PP_MAX_NODES][6], sig[HK_PP_MAX_NODES][6]; /* at the element's nodes */
+    double fint[HK_PP_MAX_NODES][3];
+    double cell_sig[6];
+    int err;      /* 0, or 1 = non-positive Jacobian */
+    double det;   /* the offending determinant */
+} elem_out;
+
+/* Everything about element e: returns 0 or 1 (inverted element; det in out). */
+static int element(const hk_problem *p, const law *L, double thick, const double *u3, int64_t e,
+                   elem_out *out)
+{
+    const hk_mesh *m = p->mesh;
+    int t = m->cells.type[e];
+    const hk_pp_elem *el = hk_pp_elem_get(t);
+    int nn = el->nnodes, dim = el->dim;
+    const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
+    double X[3 * HK_PP_MAX_NODES], ue[3 * HK_PP_MAX_NODES];
+    for (int a = 0; a < nn; a++)
+        for (int i = 0; i < 3; i++) {
+            X[3 * a + i] = m->coords[3 * (int64_t)nodes[a] + i];
+            ue[3 * a + i] = u3[3 * (int64_t)nodes[a] + i];
+        }
+    double dNdx[HK_PP_MAX_NODES][3], G[3][3], eps[6], sig[6];
+    double qp[HK_PP_MAX_QP][3], qw[HK_PP_MAX_QP];
+    int nq = hk_pp_quadrature(t, qp, qw);
+    double vol = 0;
+    memset(out->cell_sig, 0, sizeof out->cell_sig);
+    memset(out->fint, 0, sizeof out->fint);
+    out->err = 0;
+    for (int q = 0; q < nq; q++) {
+        double det = shape_x(t, dim, nn, X, qp[q], dNdx);
+        if (!(det > 0)) {
+            out->err = 1, out->det = det;
+            return 1;
+        }
+        grad_u(nn, ue, (const double(*)[3])dNdx, G);
+        constitutive(L, (const double(*)[3])G, eps, sig);
+        double dv = qw[q] * det * thick;
+        vol += dv;
+        for (int k = 0; k < 6; k++) out->cell_sig[k] += dv * sig[k];
+        /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor */
+        double S[3][3] = {{sig[0], sig[3], sig[5]}, {sig[3], sig[1], sig[4]},
+                          {sig[5], sig[4], sig[2]}};
+        for (int a = 0; a < nn; a++)
+            for (int i = 0; i < dim; i++) {
+                double s = 0;
+                for (int j = 0; j < dim; j++) s += S[i][j] * dNdx[a][j];
+                out->fint[a][i] += dv * s;
+            }
+    }
+    for (int k = 0; k < 6; k++) out->cell_sig[k] /= vol;
+    /* values at the element's nodes, from its own shape functions */
+    for (int a = 0; a < nn; a++) {
+        double det = shape_x(t, dim, nn, X, el->xi[a], dNdx);
+        if (!(det > 0)) {
+            out->err = 1, out->det = det;
+            return 1;
+        }
+        grad_u(nn, ue, (const double(*)[3])dNdx, G);
+        constitutive(L, (const double(*)[3])G, out->eps[a], out->sig[a]);
+    }
+    return 0;
+}
+
+void hk_fields_free(hk_fields *f)
+{
+    if (!f) return;
+    free(f->u);
+    free(f->strain);
+    free(f->stress);
+    free(f->von_mises);
+    free(f->principal);
+    free(f->cell_stress);
+    free(f->cell_von_mises);
+    free(f->reaction);
+    free(f->support_reaction);
+    memset(f, 0, sizeof *f);
+}
+
+/* Input checks: one sentence each, naming what is wrong and the fix. */
+static int check_input(const hk_problem *p, const hk_system *s, const double *u)
+{
+    HK_CHECK(p && p->mesh, HK_ERR_ARG, "hk_postproc: the problem or its mesh is NULL");
+    HK_CHECK(u, HK_ERR_ARG, "hk_postproc: the displacement vector u is NULL");
+    HK_CHECK(s && s->fixed && s->f_ext, HK_ERR_ARG,
+             "hk_postproc: the assembled system (with fixed and f_ext) is needed for the "
+             "reactions; pass the hk_system from hk_assemble");
+    const hk_mesh *m = p->mesh;
+    HK_CHECK(m->dim == 2 || m->dim == 3, HK_ERR_ARG, "hk_postproc: mesh dimension %d is not 2 or 3",
+             m->dim);
+    HK_CHECK(s->dim == m->dim && s->ndof == m->dim * m->nnodes, HK_ERR_ARG,
+             "hk_postproc: the system has %lld dofs of block size %d but the mesh has %lld nodes "
+             "in %dD; pass the system assembled for this mesh",
+             (long long)s->ndof, s->dim, (long long)m->nnodes, m->dim);
+    if (m->dim == 3)
+        HK_CHECK(p->analysis == HK_SOLID, HK_ERR_MODEL,
+                 "hk_postproc: a 3D mesh needs the solid analysis, not plane stress/strain");
+    else
+        HK_CHECK(p->analysis == HK_PLANE_STRESS || p->analysis == HK_PLANE_STRAIN, HK_ERR_MODEL,
+                 "hk_postproc: a 2D mesh needs plane stress or plane strain analysis");
+    HK_CHECK(p->materials, HK_ERR_ARG, "hk_postproc: the problem has no materials");
+    for (int r = 0; r < (m->nregions > 0 ? m->nregions : 1); r++) {
+        const hk_material *mat = &p->materials[r];
+        const char *rn = m->nregions > 0 ? m->regions[r].name : "(default)";
+        HK_CHECK(mat->E > 0 && isfinite(mat->E), HK_ERR_MODEL,
+                 "material '%s' of region '%s': Young's modulus E = %g must be positive", mat->name,
+                 rn, mat->E);
+        HK_CHECK(mat->nu > -1 && mat->nu < 0.5, HK_ERR_MODEL,
+                 "material '%s' of region '%s': Poisson's ratio nu = %g must lie in (-1, 0.5)",
+                 mat->name, rn, mat->nu);
+    }
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        const hk_pp_elem *el = hk_pp_elem_get(m->cells.type[e]);
+        HK_CHECK(el && el->kernel && el->dim == m->dim, HK_ERR_UNSUPPORTED,
+                 "element %lld: type %d has no stress recovery in %dD (supported: tri3 tri6 "
+                 "quad4 quad8 quad9 tet4 tet10 hex8 hex20 hex27)",
+                 (long long)m->cells.tag[e], (int)m->cells.type[e], m->dim);
+        HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == el->nnodes, HK_ERR_MODEL,
+                 "element %lld (%s) has %lld nodes, expected %d", (long long)m->cells.tag[e],
+                 el->name, (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), el->nnodes);
+        if (m->cell_region && m->nregions > 0)
+            HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
+                     "element %lld has region index %d outside 0..%d", (long long)m->cells.tag[e],
+                     m->cell_region[e], m->nregions - 1);
+    }
+    for (int64_t i = 0; i < s->ndof; i++)
+        HK_CHECK(isfinite(u[i]), HK_ERR_NUMERIC,
+                 "hk_postproc: displacement dof %lld (node %lld) is %g; the solve did not "
+                 "converge to a finite answer",
+                 (long long)i, (long long)(i / m->dim), u[i]);
+    for (int k = 0; k < p->nsupports; k++)
+        HK_CHECK(p->supports[k].boundary >= 0 && p->supports[k].boundary < m->nboundaries,
+                 HK_ERR_ARG, "hk_postproc: support %d names boundary index %d outside 0..%d", k,
+                 p->supports[k].boundary, m->nboundaries - 1);
+    return 0;
+}
+
+int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out)
+{
+    HK_CHECK(out, HK_ERR_ARG, "hk_postproc: the output fields pointer is NULL");
+    memset(out, 0, sizeof *out);
+    HK_CALL(check_input(p, s, u));
+    const hk_mesh *m = p->mesh;
+    const int dim = m->dim;
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    const double thick = dim == 2 ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
+    int ierr = 0;
+    double *fint = NULL, *count = NULL;
+    elem_out *buf = NULL;
+    law *laws = NULL;
+
+    out->nnodes = nn, out->ncells = ne;
+    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->u));
+    HK_TRY(hk_calloc((size_t)(6 * nn), sizeof(double), &out->strain));
+    HK_TRY(hk_calloc((size_t)(6 * nn), sizeof(double), &out->stress));
+    HK_TRY(hk_calloc((size_t)nn, sizeof(double), &out->von_mises));
+    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->principal));
+    HK_TRY(hk_calloc((size_t)(6 * ne), sizeof(double), &out->cell_stress));
+    HK_TRY(hk_calloc((size_t)ne, sizeof(double), &out->cell_von_mises));
+    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->reaction));
+    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &fint));
+    HK_TRY(hk_calloc((size_t)nn, sizeof(double), &count));
+    out->nsupports = p->nsupports;
+    HK_TRY(hk_calloc((size_t)(p->nsupports > 0 ? p->nsupports : 1), sizeof(double[3]),
+                     &out->support_reaction));
+
+    /* displacements, 3 per node; prescribed dofs take the system's prescribed values */
+    for (int64_t i = 0; i < nn; i++)
+        for (int c = 0; c < dim; c++) {
+            int64_t d = i * dim + c;
+            out->u[3 * i + c] = s->fixed[d] && s->u_fixed ? s->u_fixed[d] : u[d];
+        }
+
+    int nmat = m->nregions > 0 ? m->nregions : 1;
+    HK_TRY(hk_calloc((size_t)nmat, sizeof(law), &laws));
+    for (int r = 0; r < nmat; r++) {
+        double E = p->materials[r].E, nu = p->materials[r].nu;
+        laws[r].E = E, laws[r].nu = nu, laws[r].an = p->analysis;
+        laws[r].mu = E / (2 * (1 + nu));
+        laws[r].lambda = E * nu / ((1 + nu) * (1 - 2 * nu));
+    }
+
+    /* elements in chunks: parallel compute, ordered scatter */
+    enum { CHUNK = 2048 };
+    HK_TRY(hk_malloc(CHUNK * sizeof(elem_out), &buf));
+    for (int64_t e0 = 0; e0 < ne; e0 += CHUNK) {
+        int64_t e1 = e0 + CHUNK < ne ? e0 + CHUNK : ne;
+#pragma omp parallel for schedule(static)
+        for (int64_t e = e0; e < e1; e++) {
+            int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
+            element(p, &laws[r], thick, out->u, e, &buf[e - e0]);
+        }
+        for (int64_t e = e0; e < e1; e++) {
+            const elem_out *o = &buf[e - e0];
+            HK_TRY_CHECK(!o->err, HK_ERR_MODEL,
+                         "element %lld has a non-positive Jacobian determinant (%g): it is "
+                         "inverted or degenerate; fix its node order or the mesh",
+                         (long long)m->cells.tag[e], o->det);
+            const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
+            int nen = (int)(m->cells.ptr[e + 1] - m->cells.ptr[e]);
+            for (int a = 0; a < nen; a++) {
+                int64_t g = nodes[a];
+                for (int k = 0; k < 6; k++) {
+                    out->strain[6 * g + k] += o->eps[a][k];
+                    out->stress[6 * g + k] += o->sig[a][k];
+                }
+                for (int k = 0; k < 3; k++) fint[3 * g + k] += o->fint[a][k];
+                count[g] += 1;
+            }
+            for (int k = 0; k < 6; k++) out->cell_stress[6 * e + k] = o->cell_sig[k];
+            out->cell_von_mises[e] = hk_pp_von_mises(o->cell_sig);
+        }
+    }
+
+    /* nodal averages, invariants, maxima */
+    out->max_u = 0, out->max_von_mises = 0;
+    for (int64_t i = 0; i < nn; i++) {
+        if (count[i] > 0)
+            for (int k = 0; k < 6; k++) {
+                out->strain[6 * i + k] /= count[i];
+                out->stress[6 * i + k] /= count[i];
+            }
+        out->von_mises[i] = hk_pp_von_mises(out->stress + 6 * i);
+        hk_pp_principal(out->stress + 6 * i, out->principal + 3 * i);
+        const double *ui = out->u + 3 * i;
+        double un = sqrt(ui[0] * ui[0] + ui[1] * ui[1] + ui[2] * ui[2]);
+        if (un > out->max_u) out->max_u = un;
+        if (out->von_mises[i] > out->max_von_mises) out->max_von_mises = out->von_mises[i];
+    }
+
+    /* reactions r = f_int - f_ext at the prescribed dofs */
+    for (int64_t i = 0; i < nn; i++)
+        for (int c = 0; c < dim; c++) {
+            int64_t d = i * dim + c;
+            if (s->fixed[d]) out->reaction[3 * i + c] = fint[3 * i + c] - s->f_ext[d];
+        }
+    for (int k = 0; k < p->nsupports; k++) {
+        const hk_support *sp = &p->supports[k];
+        const hk_group *g = &m->boundaries[sp->boundary];
+        for (int64_t j = 0; j < g->nnodes; j++)
+            for (int c = 0; c < dim; c++)
+                if (sp->mask & (1u << c))
+                    out->support_reaction[k][c] += out->reaction[3 * (int64_t)g->nodes[j] + c];
+    }
+
+fail:
+    free(fint);
+    free(count);
+    free(buf);
+    free(laws);
+    if (ierr) hk_fields_free(out);
+    return ierr;
+}

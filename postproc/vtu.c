@@ -1,0 +1,365 @@
+/* VTK XML output through libxml2's xmlTextWriter: .vtu (UnstructuredGrid) and .pvd.
+ *
+ * Binary mode: every array goes into one <AppendedData encoding="base64"> section; DataArray
+ * offsets count base64 characters from the byte after the leading '_'. header_type is UInt64.
+ *   uncompressed: base64(UInt64 nbytes + data), one stream per array;
+ *   zlib:         base64([nblocks, blocksize, last partial block size, csize_1..csize_n])
+ *                 followed by base64(compressed blocks), blocks of 32 KiB, as
+ *                 vtkZLibDataCompressor writes and vtkXMLDataParser reads.
+ * ASCII mode writes the values inline (format="ascii"), 17 significant digits. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/xmlwriter.h>
+#include <zlib.h>
+
+#include "pp_impl.h"
+
+#define VTU_BLOCK 32768 /* uncompressed bytes per zlib block (VTK's default) */
+
+/* One array to write. */
+typedef struct {
+    const char *name;
+    const char *type; /* "Float64", "Int64", "Int32", "UInt8" */
+    int ncomp;
+    int64_t ntuples;
+    size_t word;        /* bytes per value */
+    const void *data;   /* ntuples * ncomp values */
+    const char *const *comp_names; /* NULL or ncomp names */
+    char *enc;          /* binary: the base64 text of this array */
+    size_t enc_len;
+} vtu_array;
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Append the base64 encoding of n bytes to out (room for 4*ceil(n/3) chars), return the count. */
+static size_t b64_encode(const unsigned char *in, size_t n, char *out)
+{
+    size_t o = 0, i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64[v >> 18], out[o++] = b64[(v >> 12) & 63];
+        out[o++] = b64[(v >> 6) & 63], out[o++] = b64[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+        out[o++] = b64[v >> 18], out[o++] = b64[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    return o;
+}
+
+static size_t b64_len(size_t n)
+{
+    return 4 * ((n + 2) / 3);
+}
+
+/* Encode array a for the appended section (compressed or not) into a->enc. */
+static int encode_array(vtu_array *a, int compress)
+{
+    size_t nbytes = (size_t)a->ntuples * (size_t)a->ncomp * a->word;
+    const unsigned char *src = a->data;
+    int ierr = 0;
+    unsigned char *tmp = NULL;
+    uint64_t *hdr = NULL;
+    if (!compress) {
+        HK_TRY(hk_malloc(8 + nbytes, &tmp));
+        uint64_t n64 = nbytes;
+        memcpy(tmp, &n64, 8);
+        if (nbytes) memcpy(tmp + 8, src, nbytes);
+        HK_TRY(hk_malloc(b64_len(8 + nbytes) + 1, &a->enc));
+        a->enc_len = b64_encode(tmp, 8 + nbytes, a->enc);
+        free(tmp);
+        return 0;
+    }
+    size_t nblocks = (nbytes + VTU_BLOCK - 1) / VTU_BLOCK;
+    size_t last = nbytes % VTU_BLOCK;
+    HK_TRY(hk_calloc(3 + nblocks, sizeof(uint64_t), &hdr));
+    hdr[0] = nblocks, hdr[1] = VTU_BLOCK, hdr[2] = last;
+    /* compress block by block into one buffer */
+    size_t cap = nblocks * compressBound(VTU_BLOCK) + 1, used = 0;
+    HK_TRY(hk_malloc(cap, &tmp));
+    for (size_t b = 0; b < nblocks; b++) {
+        size_t len = (b + 1 < nblocks || !last) ? VTU_BLOCK : last;
+        uLongf clen = (uLongf)(cap - used);
+        int zr = compress2(tmp + used, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len,
+                           Z_DEFAULT_COMPRESSION);
+        HK_TRY_CHECK(zr == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'", zr,
+                     a->name);
+        hdr[3 + b] = clen;
+        used += clen;
+    }
+    size_t hbytes = (3 + nblocks) * sizeof(uint64_t);
+    HK_TRY(hk_malloc(b64_len(hbytes) + b64_len(used) + 1, &a->enc));
+    a->enc_len = b64_encode((const unsigned char *)hdr, hbytes, a->enc);
+    a->enc_len += b64_encode(tmp, used, a->enc + a->enc_len);
+fail:
+    free(tmp);
+    free(hdr);
+    return ierr;
+}
+
+/* libxml2 returns -1 on failure: turn that into one sentence with the path. */
+#define XW(call)                                                                                   \
+    do {                                                                                           \
+        if ((call) < 0) {                                                                          \
+            ierr = hk_error_set(HK_ERR_IO, __FILE__, __LINE__,                                     \
+                                "could not write '%s' (disk full or no permission?)", path);       \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Values of a as ASCII text, in pieces of bounded size. */
+static int write_ascii(xmlTextWriterPtr w, const char *path, const vtu_array *a)
+{
+    int ierr = 0;
+    char buf[8192];
+    size_t len = 0;
+    int64_t n = a->ntuples * a->ncomp;
+    for (int64_t i = 0; i < n; i++) {
+        char *p = buf + len;
+        size_t room = sizeof buf - len;
+        int k;
+        if (!strcmp(a->type, "Float64"))
+            k = snprintf(p, room, "%.17g ", ((const double *)a->data)[i]);
+        else if (!strcmp(a->type, "Int64"))
+            k = snprintf(p, room, "%" PRId64 " ", ((const int64_t *)a->data)[i]);
+        else if (!strcmp(a->type, "Int32"))
+            k = snprintf(p, room, "%" PRId32 " ", ((const int32_t *)a->data)[i]);
+        else
+            k = snprintf(p, room, "%u ", (unsigned)((const uint8_t *)a->data)[i]);
+        len += (size_t)k;
+        if (sizeof buf - len < 64 || i + 1 == n) {
+            buf[len] = '\0';
+            XW(xmlTextWriterWriteRaw(w, BAD_CAST buf));
+            len = 0;
+        }
+    }
+fail:
+    return ierr;
+}
+
+/* <DataArray ...> for a, with its offset in binary mode. */
+static int write_array(xmlTextWriterPtr w, const char *path, const vtu_array *a, int ascii,
+                       size_t offset)
+{
+    int ierr = 0;
+    XW(xmlTextWriterStartElement(w, BAD_CAST "DataArray"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST a->type));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Name", BAD_CAST a->name));
+    XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "NumberOfComponents", "%d", a->ncomp));
+    if (a->comp_names)
+        for (int c = 0; c < a->ncomp; c++) {
+            char key[32];
+            snprintf(key, sizeof key, "ComponentName%d", c);
+            XW(xmlTextWriterWriteAttribute(w, BAD_CAST key, BAD_CAST a->comp_names[c]));
+        }
+    if (ascii) {
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "format", BAD_CAST "ascii"));
+        HK_TRY(write_ascii(w, path, a));
+    } else {
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "format", BAD_CAST "appended"));
+        XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "offset", "%zu", offset));
+    }
+    XW(xmlTextWriterEndElement(w));
+fail:
+    return ierr;
+}
+
+static const char *const tensor_names[6] = {"xx", "yy", "zz", "xy", "yz", "xz"};
+
+int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
+                 const hk_vtu_options *opt)
+{
+    HK_CHECK(path && m, HK_ERR_ARG, "hk_vtu_write: path or mesh is NULL");
+    const int ascii = opt && opt->ascii, compress = opt && opt->compress && !ascii;
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    if (f)
+        HK_CHECK(f->nnodes == nn && f->ncells == ne, HK_ERR_ARG,
+                 "hk_vtu_write '%s': the fields are for %lld nodes and %lld cells but the mesh has "
+                 "%lld and %lld; pass the fields computed on this mesh",
+                 path, (long long)f->nnodes, (long long)f->ncells, (long long)nn, (long long)ne);
+    {
+        const uint16_t one = 1;
+        HK_CHECK(*(const uint8_t *)&one == 1, HK_ERR_UNSUPPORTED,
+                 "hk_vtu_write: big-endian hosts are not supported; use the ascii option");
+    }
+    int ierr = 0;
+    xmlTextWriterPtr w = NULL;
+    int64_t *conn = NULL, *offs = NULL;
+    uint8_t *types = NULL;
+    vtu_array arr[16];
+    int narr = 0, npoint_first = 0, ncell_first = 0, ncells_arrays = 0;
+    memset(arr, 0, sizeof arr);
+
+    /* cells in VTK order */
+    HK_TRY(hk_malloc((size_t)(m->cells.ptr[ne] > 0 ? m->cells.ptr[ne] : 1) * sizeof(int64_t),
+                     &conn));
+    HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1) * sizeof(int64_t), &offs));
+    HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
+    for (int64_t e = 0; e < ne; e++) {
+        const hk_pp_elem *el = hk_pp_elem_get(m->cells.type[e]);
+        int64_t b = m->cells.ptr[e], len = m->cells.ptr[e + 1] - b;
+        HK_TRY_CHECK(el && len == el->nnodes, HK_ERR_UNSUPPORTED,
+                     "hk_vtu_write '%s': element %lld has type %d with %lld nodes, which the VTU "
+                     "writer does not support (supported: tri3 tri6 quad4 quad8 quad9 tet4 tet10 "
+                     "hex8 hex20 hex27)",
+                     path, (long long)(m->cells.tag ? m->cells.tag[e] : e + 1),
+                     (int)m->cells.type[e], (long long)len);
+        for (int a = 0; a < el->nnodes; a++) {
+            int32_t v = m->cells.nodes[b + (el->vtk_perm ? el->vtk_perm[a] : a)];
+            HK_TRY_CHECK(v >= 0 && v < nn, HK_ERR_MODEL,
+                         "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
+                         (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v,
+                         (long long)nn - 1);
+            conn[b + a] = v;
+        }
+        offs[e] = b + len;
+        types[e] = (uint8_t)el->vtk_type;
+    }
+
+    /* the arrays, in the order they appear in the file */
+#define ADD(nm, ty, nc, nt, wd, dp, cn)                                                            \
+    arr[narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (cn), NULL, 0}
+    ADD("Points", "Float64", 3, nn, 8, m->coords, NULL);
+    ADD("connectivity", "Int64", 1, m->cells.ptr[ne], 8, conn, NULL);
+    ADD("offsets", "Int64", 1, ne, 8, offs, NULL);
+    ADD("types", "UInt8", 1, ne, 1, types, NULL);
+    npoint_first = narr;
+    if (f) {
+        if (f->u) ADD("displacement", "Float64", 3, nn, 8, f->u, NULL);
+        if (f->stress) ADD("stress", "Float64", 6, nn, 8, f->stress, tensor_names);
+        if (f->strain) ADD("strain", "Float64", 6, nn, 8, f->strain, tensor_names);
+        if (f->von_mises) ADD("von_mises", "Float64", 1, nn, 8, f->von_mises, NULL);
+        if (f->principal) ADD("principal_stress", "Float64", 3, nn, 8, f->principal, NULL);
+        if (f->reaction) ADD("reaction", "Float64", 3, nn, 8, f->reaction, NULL);
+    }
+    ncell_first = narr;
+    if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, NULL);
+    if (f) {
+        if (f->cell_stress)
+            ADD("element_stress", "Float64", 6, ne, 8, f->cell_stress, tensor_names);
+        if (f->cell_von_mises) ADD("element_von_mises", "Float64", 1, ne, 8, f->cell_von_mises, NULL);
+    }
+    ncells_arrays = narr - ncell_first;
+#undef ADD
+    size_t offsets[16] = {0};
+    if (!ascii)
+        for (int k = 0; k < narr; k++) {
+            HK_TRY(encode_array(&arr[k], compress));
+            if (k + 1 < narr) offsets[k + 1] = offsets[k] + arr[k].enc_len;
+        }
+
+    w = xmlNewTextWriterFilename(path, 0);
+    HK_TRY_CHECK(w, HK_ERR_IO, "could not open '%s' for writing (does its folder exist?)", path);
+    XW(xmlTextWriterSetIndent(w, 1));
+    XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
+    XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "VTKFile"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST "UnstructuredGrid"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST "1.0"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "byte_order", BAD_CAST "LittleEndian"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "header_type", BAD_CAST "UInt64"));
+    if (compress)
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "compressor", BAD_CAST "vtkZLibDataCompressor"));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "UnstructuredGrid"));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "Piece"));
+    XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "NumberOfPoints", "%lld", (long long)nn));
+    XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "NumberOfCells", "%lld", (long long)ne));
+
+    XW(xmlTextWriterStartElement(w, BAD_CAST "PointData"));
+    if (f && f->von_mises)
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Scalars", BAD_CAST "von_mises"));
+    if (f && f->u) XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Vectors", BAD_CAST "displacement"));
+    for (int k = npoint_first; k < ncell_first; k++)
+        HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
+    XW(xmlTextWriterEndElement(w));
+
+    XW(xmlTextWriterStartElement(w, BAD_CAST "CellData"));
+    if (f && f->cell_von_mises)
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Scalars", BAD_CAST "element_von_mises"));
+    for (int k = ncell_first; k < ncell_first + ncells_arrays; k++)
+        HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
+    XW(xmlTextWriterEndElement(w));
+
+    XW(xmlTextWriterStartElement(w, BAD_CAST "Points"));
+    HK_TRY(write_array(w, path, &arr[0], ascii, offsets[0]));
+    XW(xmlTextWriterEndElement(w));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "Cells"));
+    for (int k = 1; k < 4; k++) HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
+    XW(xmlTextWriterEndElement(w));
+
+    XW(xmlTextWriterEndElement(w)); /* Piece */
+    XW(xmlTextWriterEndElement(w)); /* UnstructuredGrid */
+    if (!ascii) {
+        XW(xmlTextWriterStartElement(w, BAD_CAST "AppendedData"));
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "encoding", BAD_CAST "base64"));
+        XW(xmlTextWriterWriteRaw(w, BAD_CAST "_"));
+        for (int k = 0; k < narr; k++) {
+            /* WriteRawLen takes an int length: write big arrays in pieces */
+            size_t pos = 0;
+            while (pos < arr[k].enc_len) {
+                size_t len = arr[k].enc_len - pos;
+                if (len > (1u << 30)) len = 1u << 30;
+                XW(xmlTextWriterWriteRawLen(w, BAD_CAST(arr[k].enc + pos), (int)len));
+                pos += len;
+            }
+        }
+        XW(xmlTextWriterWriteRaw(w, BAD_CAST "\n"));
+        XW(xmlTextWriterEndElement(w));
+    }
+    XW(xmlTextWriterEndElement(w)); /* VTKFile */
+    XW(xmlTextWriterEndDocument(w));
+    xmlFreeTextWriter(w); /* flushes and closes */
+    w = NULL;
+
+fail:
+    if (w) xmlFreeTextWriter(w);
+    for (int k = 0; k < narr; k++) free(arr[k].enc);
+    free(conn);
+    free(offs);
+    free(types);
+    return ierr;
+}
+
+int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
+                 const char *const *names)
+{
+    HK_CHECK(path && nfiles >= 0 && (nfiles == 0 || vtu_files), HK_ERR_ARG,
+             "hk_pvd_write: path is NULL or the file list is missing");
+    int ierr = 0;
+    xmlTextWriterPtr w = xmlNewTextWriterFilename(path, 0);
+    HK_CHECK(w, HK_ERR_IO, "could not open '%s' for writing (does its folder exist?)", path);
+    XW(xmlTextWriterSetIndent(w, 1));
+    XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
+    XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "VTKFile"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST "Collection"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST "0.1"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "byte_order", BAD_CAST "LittleEndian"));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "Collection"));
+    for (int i = 0; i < nfiles; i++) {
+        HK_TRY_CHECK(vtu_files[i], HK_ERR_ARG, "hk_pvd_write '%s': file %d of the list is NULL",
+                     path, i);
+        /* one timestep per load case: ParaView's time slider steps through them */
+        XW(xmlTextWriterStartElement(w, BAD_CAST "DataSet"));
+        XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "timestep", "%d", i));
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "group", BAD_CAST ""));
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "part", BAD_CAST "0"));
+        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "file", BAD_CAST vtu_files[i]));
+        if (names && names[i])
+            XW(xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST names[i]));
+        XW(xmlTextWriterEndElement(w));
+    }
+    XW(xmlTextWriterEndElement(w)); /* Collection */
+    XW(xmlTextWriterEndElement(w)); /* VTKFile */
+    XW(xmlTextWriterEndDocument(w));
+    xmlFreeTextWriter(w);
+    return 0;
+fail:
+    xmlFreeTextWriter(w);
+    return ierr;
+}
