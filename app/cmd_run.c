@@ -1,12 +1,463 @@
-/* hooke run: placeholder until its issue lands. */
+/* hooke run: the whole chain for one case file, and the pipeline functions the tests share.
+ *
+ *   case.yaml -> hk_case_load -> mesh (Gmsh or generator) -> hk_case_bind -> hk_assemble
+ *             -> hk_solver (options from the case) -> hk_postproc -> hk_vtu_write
+ *
+ * Progress goes to stderr one line per stage; the summary to stdout (or JSON with --json).
+ * Exit 0 only when the solve converged and the file was written. */
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "app.h"
+#include "case.h"
+
+/* ---- progress ------------------------------------------------------------------------- */
+
+typedef struct run_log {
+    FILE *f;
+    int quiet, verbose;
+    double t0, last;
+} run_log;
+
+static void stage(run_log *L, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void stage(run_log *L, const char *fmt, ...)
+{
+    if (L->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(L->f, "[%7.2f s] ", hk_time() - L->t0);
+    vfprintf(L->f, fmt, ap);
+    fputc('\n', L->f);
+    fflush(L->f);
+    va_end(ap);
+}
+
+/* Residual monitor: every check with --verbose, else about once a second. */
+static void monitor(int it, double rnorm, void *ctx)
+{
+    run_log *L = ctx;
+    if (L->quiet) return;
+    double now = hk_time();
+    if (!L->verbose && now - L->last < 1.0) return;
+    L->last = now;
+    fprintf(L->f, "[%7.2f s]   solve: iteration %6d  residual %.3e\n", now - L->t0, it, rnorm);
+    fflush(L->f);
+}
+
+/* ---- the pipeline --------------------------------------------------------------------- */
+
+static const char *analysis_name(hk_analysis a)
+{
+    return a == HK_PLANE_STRESS ? "plane stress" : a == HK_PLANE_STRAIN ? "plane strain" : "3d";
+}
+
+static const char *eltype_name(int t)
+{
+    const hk_eltype_info *in = t >= 0 && t < HK_EL_COUNT ? hk_eltype_get((hk_eltype)t) : NULL;
+    return in && in->name ? in->name : "?";
+}
+
+/* "tet10" or "tri6 + quad8": the element types present. */
+static void element_types(const hk_mesh *m, char *buf, size_t n)
+{
+    int seen[HK_EL_COUNT] = {0};
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (m->cells.type[e] < HK_EL_COUNT) seen[m->cells.type[e]] = 1;
+    size_t k = 0;
+    buf[0] = 0;
+    for (int t = 0; t < HK_EL_COUNT && k < n; t++)
+        if (seen[t]) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? " + " : "", eltype_name(t));
+}
+
+/* The solver reports bad options by name; point at the case-file line of that key. */
+static int solver_option_error(const hk_case *c, int err)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", hk_error_message());
+    int best = -1;
+    size_t bestlen = 0;
+    for (int i = 0; i < c->nsolver_keys; i++) {
+        size_t l = strlen(c->solver_keys[i]);
+        if (strstr(msg, c->solver_keys[i]) && l > bestlen) best = i, bestlen = l;
+    }
+    if (best < 0) return err;
+    hk_case_error(c, c->solver_loc[best], "%s", msg);
+    return err;
+}
+
+int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
+{
+    int ierr = 0;
+    hk_solver *s = NULL;
+    static const hk_run_opts none = {0};
+    if (!o) o = &none;
+    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
+    L.t0 = L.last = hk_time();
+    memset(r, 0, sizeof *r);
+    double t;
+
+    /* mesh */
+    t = hk_time();
+    if (c->generate) {
+        stage(&L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells", c->gen_dim == 2 ? "rectangle" : "box",
+              c->gen_size[0], c->gen_size[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_size[2] : 0.,
+              c->gen_cells[0], c->gen_cells[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
+        if (c->gen_dim == 2)
+            HK_TRY(hk_mesh_rectangle(c->gen_size[0], c->gen_size[1], c->gen_cells[0], c->gen_cells[1],
+                                     c->gen_element, &r->mesh));
+        else
+            HK_TRY(hk_mesh_box(c->gen_size[0], c->gen_size[1], c->gen_size[2], c->gen_cells[0],
+                               c->gen_cells[1], c->gen_cells[2], c->gen_element, &r->mesh));
+        if (c->mesh.renumber) HK_TRY(hk_mesh_renumber_rcm(&r->mesh));
+    } else {
+        stage(&L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order, c->mesh.quad ? ", quads" : "");
+        hk_mesh_options mo = c->mesh;
+        mo.verbose = o->verbose;
+        HK_TRY(hk_mesh_load(c->geo_file, &mo, &r->mesh));
+    }
+    r->t_mesh = hk_time() - t;
+    char types[128];
+    element_types(&r->mesh, types, sizeof types);
+    stage(&L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
+          (long long)r->mesh.cells.n, types, r->t_mesh);
+
+    /* model and assembly */
+    HK_TRY(hk_case_bind(c, &r->mesh, &r->model));
+    t = hk_time();
+    stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s", analysis_name(c->analysis),
+          c->nmaterials, c->nmaterials == 1 ? "" : "s", c->nsupports, c->nsupports == 1 ? "" : "s",
+          c->nloads, c->nloads == 1 ? "" : "s");
+    HK_TRY(hk_assemble(&r->model.problem, &r->sys));
+    r->t_assembly = hk_time() - t;
+    int64_t nnz = r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
+    stage(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s", (long long)r->sys.ndof,
+          (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
+
+    /* solve */
+    t = hk_time();
+    if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
+    ierr = hk_solver_create(&r->sys.K, c->solver, &s);
+    if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
+    if (ierr) goto fail;
+    {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&buf, &len);
+        if (mf) {
+            hk_solver_describe(s, mf);
+            fclose(mf);
+            snprintf(r->solver_desc, sizeof r->solver_desc, "%s", buf ? buf : "");
+            free(buf);
+            size_t l = strlen(r->solver_desc);
+            while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' ')) r->solver_desc[--l] = 0;
+        }
+        const char *on = strstr(r->solver_desc, " on ");
+        snprintf(r->backend, sizeof r->backend, "%s", on ? on + 4 : "?");
+    }
+    stage(&L, "solve: %s", r->solver_desc);
+    hk_solver_set_monitor(s, monitor, &L);
+    HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *r->u, &r->u));
+    HK_TRY(hk_solver_solve(s, r->sys.f, r->u, &r->res));
+    /* prescribed values exactly, whatever the method left in those rows */
+    for (int64_t i = 0; i < r->sys.ndof; i++)
+        if (r->sys.fixed && r->sys.fixed[i]) r->u[i] = r->sys.u_fixed[i];
+    r->t_setup = r->res.setup_seconds;
+    r->t_solve = hk_time() - t - r->t_setup;
+    if (r->t_solve < 0) r->t_solve = r->res.solve_seconds;
+    r->converged = hk_reason_converged(r->res.reason);
+    stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s", hk_reason_name(r->res.reason),
+          r->res.iterations, r->res.true_residual, r->t_setup + r->t_solve);
+
+    /* post-processing */
+    t = hk_time();
+    HK_TRY(hk_postproc(&r->model.problem, &r->sys, r->u, &r->fields));
+    r->t_post = hk_time() - t;
+    stage(&L, "postproc: strains, stresses, reactions in %.2f s", r->t_post);
+    r->t_total = hk_time() - L.t0;
+    if (!r->converged)
+        ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "%s: the solver stopped without converging (%s after %d iterations, relative "
+                            "residual %.3e); try another preconditioner (--set solver.pc=...), more "
+                            "iterations (--set solver.maxit=...) or check the supports",
+                            c->path, hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual);
+fail:
+    hk_solver_destroy(s);
+    return ierr;
+}
+
+int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o)
+{
+    static const hk_run_opts none = {0};
+    if (!o) o = &none;
+    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
+    L.t0 = hk_time() - r->t_total;
+    if (!path) path = c->output;
+    snprintf(r->output, sizeof r->output, "%s", path);
+    /* field selection: a shallow copy without the fields not asked for */
+    hk_fields f = r->fields;
+    if (!(c->fields & HK_FIELD_DISPLACEMENT)) f.u = NULL;
+    if (!(c->fields & HK_FIELD_STRAIN)) f.strain = NULL;
+    if (!(c->fields & HK_FIELD_STRESS)) f.stress = NULL;
+    if (!(c->fields & HK_FIELD_VON_MISES)) f.von_mises = NULL;
+    if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
+    if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
+    if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
+    hk_vtu_options vo = {.compress = c->compress, .ascii = c->ascii};
+    double t = hk_time();
+    HK_CALL(hk_vtu_write(path, &r->mesh, &f, &vo));
+    r->t_output = hk_time() - t;
+    r->t_total += r->t_output;
+    stage(&L, "output: %s in %.2f s", path, r->t_output);
+    return 0;
+}
+
+void hk_run_free(hk_run *r)
+{
+    if (!r) return;
+    hk_fields_free(&r->fields);
+    free(r->u);
+    hk_system_free(&r->sys);
+    hk_case_model_free(&r->model);
+    hk_mesh_free(&r->mesh);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- summary -------------------------------------------------------------------------- */
+
+static int64_t run_nnz(const hk_run *r)
+{
+    return r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
+}
+
+void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
+{
+    char types[128];
+    element_types(&r->mesh, types, sizeof types);
+    fprintf(f, "%s (%s)\n", c->title, c->path);
+    fprintf(f, "  mesh           %lld nodes, %lld elements (%s), %s\n", (long long)r->mesh.nnodes,
+            (long long)r->mesh.cells.n, types, analysis_name(c->analysis));
+    fprintf(f, "  system         %lld DOFs (%lld prescribed), %lld nonzeros\n", (long long)r->sys.ndof,
+            (long long)r->sys.nfixed, (long long)run_nnz(r));
+    fprintf(f, "  solver         %s\n", r->solver_desc);
+    fprintf(f, "  solve          %d iterations, %s, true residual %.3e\n", r->res.iterations,
+            hk_reason_name(r->res.reason), r->res.true_residual);
+    fprintf(f, "  max |u|        %.6e\n", r->fields.max_u);
+    fprintf(f, "  max von Mises  %.6e\n", r->fields.max_von_mises);
+    for (int i = 0; i < c->nsupports && r->fields.support_reaction; i++) {
+        const double *R = r->fields.support_reaction[i];
+        fprintf(f, "  reaction       %-16s (%.6e, %.6e", c->supports[i].boundary, R[0], R[1]);
+        if (c->dim == 3) fprintf(f, ", %.6e", R[2]);
+        fprintf(f, ")\n");
+    }
+    fprintf(f, "  time           mesh %.2f s, assembly %.2f s, solver setup %.2f s, solve %.2f s, "
+               "postproc %.2f s, output %.2f s, total %.2f s\n",
+            r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post, r->t_output, r->t_total);
+    if (r->output[0]) fprintf(f, "  output         %s\n", r->output);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_number(FILE *f, double v)
+{
+    if (v == v && v - v == 0) fprintf(f, "%.10g", v);
+    else fputs("null", f);
+}
+
+void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
+{
+    fprintf(f, "{\n  \"ok\": %s,\n  \"case\": ", ok ? "true" : "false");
+    json_string(f, c->path);
+    fprintf(f, ",\n  \"title\": ");
+    json_string(f, c->title);
+    fprintf(f, ",\n  \"analysis\": ");
+    json_string(f, analysis_name(c->analysis));
+    fprintf(f, ",\n  \"nodes\": %lld,\n  \"elements\": %lld,\n  \"dofs\": %lld,\n  \"prescribed_dofs\": %lld,"
+               "\n  \"nonzeros\": %lld,\n  \"solver\": ",
+            (long long)r->mesh.nnodes, (long long)r->mesh.cells.n, (long long)r->sys.ndof,
+            (long long)r->sys.nfixed, (long long)run_nnz(r));
+    json_string(f, r->solver_desc);
+    fprintf(f, ",\n  \"backend\": ");
+    json_string(f, r->backend);
+    fprintf(f, ",\n  \"iterations\": %d,\n  \"converged\": %s,\n  \"reason\": ", r->res.iterations,
+            r->converged ? "true" : "false");
+    json_string(f, hk_reason_name(r->res.reason));
+    fprintf(f, ",\n  \"true_residual\": ");
+    json_number(f, r->res.true_residual);
+    fprintf(f, ",\n  \"max_displacement\": ");
+    json_number(f, r->fields.max_u);
+    fprintf(f, ",\n  \"max_von_mises\": ");
+    json_number(f, r->fields.max_von_mises);
+    fprintf(f, ",\n  \"reactions\": [");
+    for (int i = 0; i < c->nsupports && r->fields.support_reaction; i++) {
+        fprintf(f, "%s\n    {\"boundary\": ", i ? "," : "");
+        json_string(f, c->supports[i].boundary);
+        fprintf(f, ", \"force\": [");
+        for (int d = 0; d < c->dim; d++) {
+            if (d) fprintf(f, ", ");
+            json_number(f, r->fields.support_reaction[i][d]);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "%s],\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
+               "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"total\": %.4f},\n  \"output\": ",
+            c->nsupports ? "\n  " : "", r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
+            r->t_output, r->t_total);
+    json_string(f, r->output);
+    fprintf(f, "\n}\n");
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static void run_help(FILE *f)
+{
+    fprintf(f,
+        "usage: hooke run CASE.yaml [options]\n\n"
+        "Mesh the case's geometry, assemble the stiffness, solve, recover strains and stresses and\n"
+        "write a .vtu file for ParaView. The case file format is docs/case-format.md.\n\n"
+        "options:\n"
+        "  -o, --output FILE.vtu   write here (relative to the current folder) instead of the\n"
+        "                          case's output.file (default: CASE.vtu next to the case file)\n"
+        "  --backend NAME          auto, cpu or cuda; overrides solver.backend (default auto:\n"
+        "                          cuda when a device is present)\n"
+        "  --set KEY=VALUE         override any case key by its dotted path; repeatable. Lists are\n"
+        "                          addressed by index, values are YAML:\n"
+        "                            --set solver.method=pipecg --set solver.pc.poly.degree=6\n"
+        "                            --set geometry.size=2 --set geometry.order=2\n"
+        "                            --set materials.0.E=70e9 --set 'loads.0.pressure.value=2e6'\n"
+        "                            --set geometry.generate.cells=[40,4,4]\n"
+        "  --json                  print the summary as JSON on stdout (progress stays on stderr)\n"
+        "  --verbose               every solver residual, Gmsh's own messages\n"
+        "  --quiet                 no progress lines\n"
+        "  -h, --help              this text\n\n"
+        "Progress goes to stderr, one line per stage (meshing, assembly, solve with iterations and\n"
+        "residuals, postproc, output). The summary gives nodes, elements, DOFs, nonzeros, iterations,\n"
+        "the true residual, max |u|, max von Mises stress, the reaction force summed over each\n"
+        "support and the time of each stage.\n\n"
+        "Exit status: 0 when the solve converged and the file was written; 1 when the case is\n"
+        "invalid, a stage failed or the solver did not converge (the .vtu is still written then,\n"
+        "for inspection); 2 for a usage error.\n\n"
+        "Solver options (the case's solver: section, or --set solver.KEY=VALUE):\n\n");
+    hk_solver_print_help(f);
+}
 
 int hk_cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hooke run: not implemented yet\n");
-    return 1;
+    const char *case_path = NULL, *out = NULL, *backend = NULL;
+    int json = 0, verbose = 0, quiet = 0, nsets = 0;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    if (!sets) return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            run_help(stdout);
+            free(sets);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            verbose = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            quiet = 1;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--backend") ||
+                   !strcmp(a, "--set") || !strcmp(a, "-s")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "hooke run: %s needs a value (hooke run --help)\n", a);
+                free(sets);
+                return 2;
+            }
+            val = argv[++i];
+            if (a[1] == 'o' || a[2] == 'o') out = val;
+            else if (a[2] == 'b') backend = val;
+            else sets[nsets++] = val;
+        } else if (!strncmp(a, "--set=", 6)) {
+            sets[nsets++] = a + 6;
+        } else if (!strncmp(a, "--backend=", 10)) {
+            backend = a + 10;
+        } else if (!strncmp(a, "--output=", 9)) {
+            out = a + 9;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "hooke run: unknown option '%s'; the options are -o, --backend, --set, "
+                            "--json, --verbose, --quiet (hooke run --help)\n", a);
+            free(sets);
+            return 2;
+        } else if (case_path) {
+            fprintf(stderr, "hooke run: one case file at a time ('%s' and '%s'); hooke run --help\n",
+                    case_path, a);
+            free(sets);
+            return 2;
+        } else {
+            case_path = a;
+        }
+    }
+    if (!case_path) {
+        fprintf(stderr, "hooke run: no case file; usage: hooke run CASE.yaml [options] (hooke run --help)\n");
+        free(sets);
+        return 2;
+    }
+    if (out) {
+        size_t l = strlen(out);
+        if (l < 4 || strcmp(out + l - 4, ".vtu")) {
+            fprintf(stderr, "hooke run: -o %s: the output must be a .vtu file\n", out);
+            free(sets);
+            return 2;
+        }
+    }
+
+    hk_case c;
+    hk_run r;
+    memset(&r, 0, sizeof r);
+    int err = hk_case_load(case_path, nsets, sets, &c);
+    free(sets);
+    if (err) {
+        fprintf(stderr, "hooke run: %s\n", hk_error_message());
+        if (json) {
+            printf("{\"ok\": false, \"error\": ");
+            json_string(stdout, hk_error_message());
+            printf("}\n");
+        }
+        return 1;
+    }
+    hk_run_opts o = {.backend = backend, .verbose = verbose, .quiet = quiet, .log = stderr};
+    err = hk_run_case(&c, &o, &r);
+    int solved = err == 0 || (err == HK_ERR_NUMERIC && r.fields.u); /* unconverged: still written */
+    char msg[2048] = "";
+    if (err) snprintf(msg, sizeof msg, "%s", hk_error_message());
+    if (solved) {
+        int werr = hk_run_write(&c, &r, out, &o);
+        if (werr && !err) {
+            err = werr;
+            snprintf(msg, sizeof msg, "%s", hk_error_message());
+        }
+    }
+    if (solved) {
+        if (json) hk_run_print_json(&c, &r, err == 0, stdout);
+        else hk_run_print_summary(&c, &r, stdout);
+    } else if (json) {
+        printf("{\"ok\": false, \"error\": ");
+        json_string(stdout, msg);
+        printf("}\n");
+    }
+    if (err) fprintf(stderr, "hooke run: %s\n", msg);
+    hk_run_free(&r);
+    hk_case_free(&c);
+    return err ? 1 : 0;
 }

@@ -1,0 +1,1033 @@
+/* The case-file reader: YAML through libfyaml's document tree, checked key by key.
+ *
+ * Every message is "case.yaml:LINE:COL: what; hint". Overrides from --set are applied to the
+ * tree before it is read, so an override is checked like a key of the file; a value that came
+ * from --set is reported as "--set key=value: what; hint". The schema is docs/case-format.md. */
+#include "case.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libfyaml.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- context and messages ------------------------------------------------------------- */
+
+typedef struct set_node {
+    struct fy_node *node;
+    int set;
+} set_node;
+
+typedef struct ctx {
+    hk_case *c;
+    struct fy_document *fyd;
+    set_node *setn;
+    int nsetn, capsetn;
+} ctx;
+
+static const char *comp_names[3] = {"x", "y", "z"};
+
+int hk_case_error(const hk_case *c, hk_case_loc loc, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (loc.set >= 0 && loc.set < c->nsets)
+        return hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "--set %s: %s", c->sets[loc.set], msg);
+    if (loc.line > 0)
+        return hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "%s:%d:%d: %s", c->path, loc.line,
+                            loc.col, msg);
+    return hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "%s: %s", c->path, msg);
+}
+
+/* Location of a node: scalars have a token; collections take their first descendant's. */
+static hk_case_loc node_loc(ctx *x, struct fy_node *n)
+{
+    hk_case_loc loc = {0, 0, -1};
+    for (struct fy_node *p = n; p; p = fy_node_get_parent(p))
+        for (int i = 0; i < x->nsetn; i++)
+            if (x->setn[i].node == p) {
+                loc.set = x->setn[i].set;
+                return loc;
+            }
+    struct fy_node *q = n;
+    while (q) {
+        enum fy_node_type t = fy_node_get_type(q);
+        if (t == FYNT_SCALAR) {
+            struct fy_token *tok = fy_node_get_scalar_token(q);
+            const struct fy_mark *m = tok ? fy_token_start_mark(tok) : NULL;
+            if (m) loc.line = m->line + 1, loc.col = m->column + 1;
+            break;
+        } else if (t == FYNT_MAPPING) {
+            void *it = NULL;
+            struct fy_node_pair *pr = fy_node_mapping_iterate(q, &it);
+            q = pr ? fy_node_pair_key(pr) : NULL;
+        } else {
+            void *it = NULL;
+            q = fy_node_sequence_iterate(q, &it);
+        }
+    }
+    return loc;
+}
+
+static int err_at(ctx *x, struct fy_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static int err_at(ctx *x, struct fy_node *n, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hk_case_error(x->c, node_loc(x, n), "%s", msg);
+}
+
+static const char *scalar(struct fy_node *n)
+{
+    return n && fy_node_get_type(n) == FYNT_SCALAR ? fy_node_get_scalar0(n) : NULL;
+}
+
+/* Levenshtein distance for "did you mean" hints (short strings only). */
+static int edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int s = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = s < del ? (s < ins ? s : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb];
+}
+
+/* "valid keys: a, b, c" plus "did you mean 'b'?" when one is close. */
+static void key_hint(const char *key, const char *const *allowed, char *buf, size_t n)
+{
+    const char *best = NULL;
+    int bestd = 3;
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; allowed[i]; i++) {
+        int d = edit_distance(key, allowed[i]);
+        if (d < bestd) bestd = d, best = allowed[i];
+    }
+    if (best) k += (size_t)snprintf(buf + k, n - k, "did you mean '%s'? ", best);
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, "valid keys: ");
+    for (int i = 0; allowed[i] && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", allowed[i]);
+}
+
+/* The value must be a mapping whose keys are all in allowed. */
+static int check_mapping(ctx *x, struct fy_node *n, const char *what, const char *const *allowed)
+{
+    if (fy_node_get_type(n) != FYNT_MAPPING)
+        return err_at(x, n, "%s must be a mapping of keys (key: value); see docs/case-format.md", what);
+    void *it = NULL;
+    struct fy_node_pair *p;
+    while ((p = fy_node_mapping_iterate(n, &it))) {
+        const char *k = scalar(fy_node_pair_key(p));
+        if (!k) return err_at(x, fy_node_pair_key(p), "%s has a key that is not a plain word", what);
+        int ok = 0;
+        for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(k, allowed[i]);
+        if (!ok) {
+            char hint[512];
+            key_hint(k, allowed, hint, sizeof hint);
+            return err_at(x, fy_node_pair_key(p), "unknown key '%s' in %s; %s", k, what, hint);
+        }
+    }
+    return 0;
+}
+
+static struct fy_node *lookup(struct fy_node *map, const char *key)
+{
+    return fy_node_mapping_lookup_by_string(map, key, FY_NT);
+}
+
+/* The key node of map's pair with this value (for messages about a whole section). */
+static struct fy_node *key_of(struct fy_node *map, const char *key)
+{
+    struct fy_node_pair *p = fy_node_mapping_lookup_pair_by_string(map, key, FY_NT);
+    return p ? fy_node_pair_key(p) : map;
+}
+
+static int parse_double(ctx *x, struct fy_node *n, const char *what, double *out)
+{
+    const char *s = scalar(n);
+    if (!s || !*s)
+        return err_at(x, n, "%s must be a number (like 2.1e11)", what);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    while (*end && isspace((unsigned char)*end)) end++;
+    if (*end || errno == ERANGE || !isfinite(v))
+        return err_at(x, n, "%s must be a finite number, got '%s'", what, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_int(ctx *x, struct fy_node *n, const char *what, int *out)
+{
+    const char *s = scalar(n);
+    if (!s || !*s) return err_at(x, n, "%s must be a whole number", what);
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return err_at(x, n, "%s must be a whole number, got '%s'", what, s);
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_bool(ctx *x, struct fy_node *n, const char *what, int *out)
+{
+    const char *s = scalar(n);
+    static const char *yes[] = {"true", "True", "TRUE", "yes", "on", "1"};
+    static const char *no[] = {"false", "False", "FALSE", "no", "off", "0"};
+    for (int i = 0; s && i < 6; i++) {
+        if (!strcmp(s, yes[i])) return *out = 1, 0;
+        if (!strcmp(s, no[i])) return *out = 0, 0;
+    }
+    return err_at(x, n, "%s must be true or false, got '%s'", what, s ? s : "a collection");
+}
+
+/* A vector of 2 (2D) or 3 numbers; a 2D case may give 3 with z = 0. */
+static int parse_vec(ctx *x, struct fy_node *n, const char *what, double v[3])
+{
+    int dim = x->c->dim;
+    if (fy_node_get_type(n) != FYNT_SEQUENCE)
+        return err_at(x, n, "%s must be a list of %d numbers like [%s]", what, dim,
+                      dim == 2 ? "0, -1" : "0, 0, -1");
+    int cnt = fy_node_sequence_item_count(n);
+    if (cnt != dim && !(dim == 2 && cnt == 3))
+        return err_at(x, n, "%s has %d components; a %s analysis needs %d", what, cnt,
+                      dim == 2 ? "2D" : "3d", dim);
+    v[0] = v[1] = v[2] = 0;
+    for (int i = 0; i < cnt; i++) {
+        struct fy_node *e = fy_node_sequence_get_by_index(n, i);
+        char w[160];
+        snprintf(w, sizeof w, "%s[%d]", what, i);
+        HK_CALL(parse_double(x, e, w, &v[i]));
+    }
+    if (dim == 2 && v[2] != 0)
+        return err_at(x, n, "%s has a z component in a 2D analysis; give 2 components", what);
+    return 0;
+}
+
+static int parse_name(ctx *x, struct fy_node *n, const char *what, char *out, size_t size)
+{
+    const char *s = scalar(n);
+    if (!s || !*s) return err_at(x, n, "%s must be a name (a plain word)", what);
+    if (strlen(s) >= size) return err_at(x, n, "%s is longer than %zu characters", what, size - 1);
+    strcpy(out, s);
+    return 0;
+}
+
+static int resolve_path(ctx *x, struct fy_node *n, const char *what, char *out)
+{
+    const char *s = scalar(n);
+    if (!s || !*s) return err_at(x, n, "%s must be a file name", what);
+    int k;
+    if (s[0] == '/' || !x->c->dir[0]) k = snprintf(out, HK_CASE_PATH, "%s", s);
+    else k = snprintf(out, HK_CASE_PATH, "%s/%s", x->c->dir, s);
+    if (k >= HK_CASE_PATH) return err_at(x, n, "%s: the path is too long", what);
+    return 0;
+}
+
+/* ---- sections ------------------------------------------------------------------------- */
+
+static int eltype_by_name(const char *s, hk_eltype *t)
+{
+    for (int i = 0; i < HK_EL_COUNT; i++) {
+        const hk_eltype_info *in = hk_eltype_get((hk_eltype)i);
+        if (in && in->name && !strcmp(in->name, s)) return *t = (hk_eltype)i, 1;
+    }
+    /* The names are fixed by fem.h's enum; a fallback while the mesh module is a stub. */
+    static const char *names[] = {"point1", "line2", "line3", "tri3", "tri6", "quad4", "quad8",
+                                  "quad9", "tet4", "tet10", "hex8", "hex20", "hex27"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (!strcmp(names[i], s)) return *t = (hk_eltype)i, 1;
+    return 0;
+}
+
+static int read_generate(ctx *x, struct fy_node *g, int quad, int order, int incomplete)
+{
+    static const char *const keys[] = {"shape", "size", "cells", "element", NULL};
+    hk_case *c = x->c;
+    HK_CALL(check_mapping(x, g, "geometry.generate", keys));
+    struct fy_node *shape = lookup(g, "shape"), *size = lookup(g, "size"),
+                   *cells = lookup(g, "cells"), *el = lookup(g, "element");
+    if (!shape) return err_at(x, g, "geometry.generate needs 'shape: rectangle' or 'shape: box'");
+    const char *sh = scalar(shape);
+    if (sh && !strcmp(sh, "rectangle")) c->gen_dim = 2;
+    else if (sh && !strcmp(sh, "box")) c->gen_dim = 3;
+    else return err_at(x, shape, "geometry.generate.shape must be rectangle or box, got '%s'",
+                       sh ? sh : "a collection");
+    if (c->gen_dim != c->dim)
+        return err_at(x, shape, "a %s is %dD but the analysis is %s; use %s", sh, c->gen_dim,
+                      c->dim == 3 ? "3d" : "2D", c->gen_dim == 3 ? "analysis: 3d" : "shape: box");
+    if (!size || !cells)
+        return err_at(x, g, "geometry.generate needs size: [%s] and cells: [%s]",
+                      c->gen_dim == 2 ? "lx, ly" : "lx, ly, lz", c->gen_dim == 2 ? "nx, ny" : "nx, ny, nz");
+    if (fy_node_get_type(size) != FYNT_SEQUENCE || fy_node_sequence_item_count(size) != c->gen_dim)
+        return err_at(x, size, "geometry.generate.size must be a list of %d lengths", c->gen_dim);
+    if (fy_node_get_type(cells) != FYNT_SEQUENCE || fy_node_sequence_item_count(cells) != c->gen_dim)
+        return err_at(x, cells, "geometry.generate.cells must be a list of %d cell counts", c->gen_dim);
+    c->gen_size[2] = 0;
+    c->gen_cells[2] = 0;
+    for (int i = 0; i < c->gen_dim; i++) {
+        struct fy_node *e = fy_node_sequence_get_by_index(size, i);
+        HK_CALL(parse_double(x, e, "geometry.generate.size", &c->gen_size[i]));
+        if (!(c->gen_size[i] > 0))
+            return err_at(x, e, "geometry.generate.size[%d] = %g must be positive", i, c->gen_size[i]);
+        e = fy_node_sequence_get_by_index(cells, i);
+        HK_CALL(parse_int(x, e, "geometry.generate.cells", &c->gen_cells[i]));
+        if (c->gen_cells[i] < 1 || c->gen_cells[i] > 100000)
+            return err_at(x, e, "geometry.generate.cells[%d] = %d must be between 1 and 100000", i,
+                          c->gen_cells[i]);
+    }
+    /* element: explicit, or from order/quad/incomplete. */
+    if (el) {
+        const char *s = scalar(el);
+        if (!s || !eltype_by_name(s, &c->gen_element))
+            return err_at(x, el, "unknown element '%s'; use %s", s ? s : "?",
+                          c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
+                                          : "tet4, tet10, hex8, hex20 or hex27");
+        int ok = c->gen_dim == 2 ? (c->gen_element >= HK_EL_TRI3 && c->gen_element <= HK_EL_QUAD9)
+                                 : (c->gen_element >= HK_EL_TET4 && c->gen_element <= HK_EL_HEX27);
+        if (!ok)
+            return err_at(x, el, "element %s does not fit a %s; use %s", s, sh,
+                          c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
+                                          : "tet4, tet10, hex8, hex20 or hex27");
+    } else if (c->gen_dim == 2) {
+        c->gen_element = !quad ? (order == 2 ? HK_EL_TRI6 : HK_EL_TRI3)
+                               : (order == 2 ? (incomplete ? HK_EL_QUAD8 : HK_EL_QUAD9) : HK_EL_QUAD4);
+    } else {
+        c->gen_element = !quad ? (order == 2 ? HK_EL_TET10 : HK_EL_TET4)
+                               : (order == 2 ? (incomplete ? HK_EL_HEX20 : HK_EL_HEX27) : HK_EL_HEX8);
+    }
+    return 0;
+}
+
+static int read_geometry(ctx *x, struct fy_node *root)
+{
+    static const char *const keys[] = {"file", "generate", "size", "order", "quad", "incomplete",
+                                       "renumber", NULL};
+    hk_case *c = x->c;
+    struct fy_node *g = lookup(root, "geometry");
+    if (!g) return err_at(x, root, "the case has no 'geometry' section; add geometry: {file: part.geo} "
+                                   "or geometry: {generate: {shape: box, ...}}");
+    HK_CALL(check_mapping(x, g, "geometry", keys));
+    struct fy_node *file = lookup(g, "file"), *gen = lookup(g, "generate"), *n;
+    if (!!file == !!gen)
+        return err_at(x, key_of(root, "geometry"),
+                      "geometry needs exactly one of 'file' (a .geo/.msh/.step/.brep) and 'generate'");
+    c->mesh.order = 1;
+    c->mesh.renumber = 1;
+    int quad = -1;
+    if ((n = lookup(g, "size"))) {
+        HK_CALL(parse_double(x, n, "geometry.size", &c->mesh.size));
+        if (!(c->mesh.size > 0))
+            return err_at(x, n, "geometry.size (target element size) must be positive, got %g",
+                          c->mesh.size);
+    }
+    if ((n = lookup(g, "order"))) {
+        HK_CALL(parse_int(x, n, "geometry.order", &c->mesh.order));
+        if (c->mesh.order != 1 && c->mesh.order != 2)
+            return err_at(x, n, "geometry.order must be 1 (linear) or 2 (quadratic), got %d",
+                          c->mesh.order);
+    }
+    if ((n = lookup(g, "quad"))) HK_CALL(parse_bool(x, n, "geometry.quad", &quad));
+    if ((n = lookup(g, "incomplete"))) HK_CALL(parse_bool(x, n, "geometry.incomplete", &c->mesh.incomplete));
+    if ((n = lookup(g, "renumber"))) HK_CALL(parse_bool(x, n, "geometry.renumber", &c->mesh.renumber));
+    if (file) {
+        c->generate = 0;
+        c->mesh.quad = quad > 0;
+        c->geo_loc = node_loc(x, file);
+        HK_CALL(resolve_path(x, file, "geometry.file", c->geo_file));
+        const char *dot = strrchr(c->geo_file, '.');
+        static const char *ext[] = {".geo", ".msh", ".step", ".stp", ".brep", ".STEP", ".STP", NULL};
+        int ok = 0;
+        for (int i = 0; dot && ext[i] && !ok; i++) ok = !strcmp(dot, ext[i]);
+        if (!ok)
+            return err_at(x, file, "geometry.file '%s' is not a .geo, .msh, .step, .stp or .brep file",
+                          scalar(file));
+        FILE *f = fopen(c->geo_file, "rb");
+        if (!f)
+            return err_at(x, file, "cannot open geometry file '%s' (%s); paths are relative to the "
+                                   "case file's folder", c->geo_file, strerror(errno));
+        fclose(f);
+    } else {
+        c->generate = 1;
+        c->mesh.quad = quad != 0; /* generated meshes default to quads/hexes */
+        if (lookup(g, "size"))
+            return err_at(x, key_of(g, "size"), "geometry.size (element size) is for geometry files; "
+                                                "a generated mesh takes generate.cells");
+        HK_CALL(read_generate(x, gen, c->mesh.quad, c->mesh.order, c->mesh.incomplete));
+    }
+    return 0;
+}
+
+static int read_analysis(ctx *x, struct fy_node *root)
+{
+    static const char *const keys[] = {"type", "thickness", NULL};
+    hk_case *c = x->c;
+    struct fy_node *a = lookup(root, "analysis"), *type = NULL, *th = NULL;
+    if (!a) return err_at(x, root, "the case has no 'analysis'; add analysis: 3d, plane_stress or "
+                                   "plane_strain");
+    if (fy_node_get_type(a) == FYNT_SCALAR) {
+        type = a;
+    } else {
+        HK_CALL(check_mapping(x, a, "analysis", keys));
+        type = lookup(a, "type");
+        th = lookup(a, "thickness");
+        if (!type) return err_at(x, a, "analysis needs type: 3d, plane_stress or plane_strain");
+    }
+    c->analysis_loc = node_loc(x, type);
+    const char *s = scalar(type);
+    if (s && !strcmp(s, "plane_stress")) c->analysis = HK_PLANE_STRESS, c->dim = 2;
+    else if (s && !strcmp(s, "plane_strain")) c->analysis = HK_PLANE_STRAIN, c->dim = 2;
+    else if (s && (!strcmp(s, "3d") || !strcmp(s, "3D") || !strcmp(s, "solid")))
+        c->analysis = HK_SOLID, c->dim = 3;
+    else
+        return err_at(x, type, "analysis type must be 3d, plane_stress or plane_strain, got '%s'",
+                      s ? s : "a collection");
+    c->thickness = 1.0;
+    if (th) {
+        if (c->dim == 3)
+            return err_at(x, th, "thickness applies to 2D analyses only; remove it for a 3d case");
+        HK_CALL(parse_double(x, th, "analysis.thickness", &c->thickness));
+        if (!(c->thickness > 0))
+            return err_at(x, th, "analysis.thickness must be positive, got %g", c->thickness);
+    }
+    return 0;
+}
+
+static int read_materials(ctx *x, struct fy_node *root)
+{
+    static const char *const keys[] = {"name", "E", "nu", "density", "regions", NULL};
+    hk_case *c = x->c;
+    struct fy_node *ms = lookup(root, "materials");
+    if (!ms) return err_at(x, root, "the case has no 'materials'; add materials: [{name: steel, E: 210e9, "
+                                    "nu: 0.3}]");
+    if (fy_node_get_type(ms) != FYNT_SEQUENCE || fy_node_sequence_item_count(ms) == 0)
+        return err_at(x, key_of(root, "materials"),
+                      "materials must be a list (lines starting with '- name: ...') of at least one material");
+    int n = fy_node_sequence_item_count(ms);
+    HK_CALL(hk_calloc((size_t)n, sizeof *c->materials, &c->materials));
+    c->nmaterials = n;
+    int nall = 0;
+    for (int i = 0; i < n; i++) {
+        struct fy_node *m = fy_node_sequence_get_by_index(ms, i), *v;
+        hk_case_material *cm = &c->materials[i];
+        char what[64];
+        snprintf(what, sizeof what, "materials[%d]", i);
+        HK_CALL(check_mapping(x, m, what, keys));
+        cm->loc = node_loc(x, m);
+        if ((v = lookup(m, "name"))) HK_CALL(parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
+        else snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
+        if (!(v = lookup(m, "E"))) return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
+        HK_CALL(parse_double(x, v, "E", &cm->m.E));
+        if (!(cm->m.E > 0))
+            return err_at(x, v, "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
+                          cm->m.E, cm->m.name);
+        if (!(v = lookup(m, "nu"))) return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
+        HK_CALL(parse_double(x, v, "nu", &cm->m.nu));
+        if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
+            return err_at(x, v, "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is incompressible, "
+                                "which displacement elements cannot model", cm->m.nu, cm->m.name);
+        if ((v = lookup(m, "density"))) {
+            HK_CALL(parse_double(x, v, "density", &cm->m.rho));
+            if (!(cm->m.rho >= 0))
+                return err_at(x, v, "density = %g of material '%s' must not be negative", cm->m.rho,
+                              cm->m.name);
+        }
+        if ((v = lookup(m, "regions"))) {
+            if (fy_node_get_type(v) == FYNT_SCALAR) {
+                cm->nregions = 1;
+            } else if (fy_node_get_type(v) == FYNT_SEQUENCE && fy_node_sequence_item_count(v) > 0) {
+                cm->nregions = fy_node_sequence_item_count(v);
+            } else {
+                return err_at(x, v, "regions of material '%s' must be a list of region names like [body]",
+                              cm->m.name);
+            }
+            HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->regions, &cm->regions));
+            HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->region_loc, &cm->region_loc));
+            for (int r = 0; r < cm->nregions; r++) {
+                struct fy_node *e = fy_node_get_type(v) == FYNT_SCALAR ? v : fy_node_sequence_get_by_index(v, r);
+                HK_CALL(parse_name(x, e, "region name", cm->regions[r], HK_CASE_NAME));
+                cm->region_loc[r] = node_loc(x, e);
+            }
+        } else if (++nall > 1) {
+            return err_at(x, m, "only one material may leave out 'regions' (it takes every region no "
+                                "other material names); give material '%s' its regions", cm->m.name);
+        }
+    }
+    return 0;
+}
+
+/* A component name x/y/z -> index, checked against the dimension. */
+static int component(ctx *x, struct fy_node *n, int *ci)
+{
+    const char *s = scalar(n);
+    for (int i = 0; s && i < x->c->dim; i++)
+        if (!strcmp(s, comp_names[i])) return *ci = i, 0;
+    if (s && !strcmp(s, "z"))
+        return err_at(x, n, "component z does not exist in a 2D analysis; use x or y");
+    return err_at(x, n, "'%s' is not a displacement component; use %s", s ? s : "a collection",
+                  x->c->dim == 2 ? "x or y" : "x, y or z");
+}
+
+static int read_supports(ctx *x, struct fy_node *root)
+{
+    static const char *const keys[] = {"boundary", "fix", NULL};
+    hk_case *c = x->c;
+    struct fy_node *ss = lookup(root, "supports");
+    if (!ss) return err_at(x, root, "the case has no 'supports'; the body must be held, e.g. supports: "
+                                    "[{boundary: fixed, fix: all}]");
+    if (fy_node_get_type(ss) != FYNT_SEQUENCE || fy_node_sequence_item_count(ss) == 0)
+        return err_at(x, key_of(root, "supports"), "supports must be a list of {boundary: NAME, fix: ...}");
+    int n = fy_node_sequence_item_count(ss);
+    HK_CALL(hk_calloc((size_t)n, sizeof *c->supports, &c->supports));
+    c->nsupports = n;
+    for (int i = 0; i < n; i++) {
+        struct fy_node *s = fy_node_sequence_get_by_index(ss, i), *b, *f;
+        hk_case_support *cs = &c->supports[i];
+        char what[64];
+        snprintf(what, sizeof what, "supports[%d]", i);
+        HK_CALL(check_mapping(x, s, what, keys));
+        if (!(b = lookup(s, "boundary"))) return err_at(x, s, "%s needs boundary: NAME", what);
+        if (!(f = lookup(s, "fix")))
+            return err_at(x, s, "%s needs fix: all, [x, y] or {x: 0.0, y: 1e-3}", what);
+        HK_CALL(parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
+        cs->loc = node_loc(x, b);
+        int ci;
+        switch (fy_node_get_type(f)) {
+        case FYNT_SCALAR:
+            if (!strcmp(scalar(f), "all")) {
+                cs->mask = (1u << c->dim) - 1;
+            } else {
+                HK_CALL(component(x, f, &ci));
+                cs->mask = 1u << ci;
+            }
+            break;
+        case FYNT_SEQUENCE: {
+            void *it = NULL;
+            struct fy_node *e;
+            if (!fy_node_sequence_item_count(f)) return err_at(x, f, "fix lists no component; use [x, y]");
+            while ((e = fy_node_sequence_iterate(f, &it))) {
+                HK_CALL(component(x, e, &ci));
+                cs->mask |= 1u << ci;
+            }
+            break;
+        }
+        case FYNT_MAPPING: {
+            void *it = NULL;
+            struct fy_node_pair *p;
+            if (!fy_node_mapping_item_count(f)) return err_at(x, f, "fix gives no component; use {x: 0.0}");
+            while ((p = fy_node_mapping_iterate(f, &it))) {
+                HK_CALL(component(x, fy_node_pair_key(p), &ci));
+                char w[64];
+                snprintf(w, sizeof w, "prescribed displacement %s", comp_names[ci]);
+                HK_CALL(parse_double(x, fy_node_pair_value(p), w, &cs->value[ci]));
+                cs->mask |= 1u << ci;
+            }
+            break;
+        }
+        default:
+            return err_at(x, f, "fix must be all, a list [x, y] or a mapping {x: 0.0, y: 1e-3}");
+        }
+    }
+    return 0;
+}
+
+static int read_loads(ctx *x, struct fy_node *root)
+{
+    static const char *const kinds[] = {"traction", "pressure", "force", "nodal_force", "gravity",
+                                        "body_force", NULL};
+    static const char *const keys[] = {"boundary", "value", NULL};
+    hk_case *c = x->c;
+    struct fy_node *ls = lookup(root, "loads");
+    if (!ls) return 0; /* prescribed displacements alone may drive a case */
+    if (fy_node_get_type(ls) != FYNT_SEQUENCE)
+        return err_at(x, key_of(root, "loads"), "loads must be a list like [{traction: {boundary: right, "
+                                                "value: [0, -1e6]}}]");
+    int n = fy_node_sequence_item_count(ls);
+    if (n) HK_CALL(hk_calloc((size_t)n, sizeof *c->loads, &c->loads));
+    for (int i = 0; i < n; i++) {
+        struct fy_node *l = fy_node_sequence_get_by_index(ls, i);
+        char what[64];
+        snprintf(what, sizeof what, "loads[%d]", i);
+        HK_CALL(check_mapping(x, l, what, kinds));
+        if (fy_node_mapping_item_count(l) != 1)
+            return err_at(x, l, "each load is one of traction, pressure, force, nodal_force, gravity, "
+                                "body_force; start a new '- ' item for each");
+        void *it = NULL;
+        struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
+        const char *kind = scalar(fy_node_pair_key(p));
+        struct fy_node *v = fy_node_pair_value(p);
+        if (!strcmp(kind, "gravity") || !strcmp(kind, "body_force")) {
+            double g[3];
+            HK_CALL(parse_vec(x, v, kind, g));
+            double *dst = kind[0] == 'g' ? c->gravity : c->body_force;
+            for (int d = 0; d < 3; d++) dst[d] += g[d];
+            continue;
+        }
+        hk_case_load_item *cl = &c->loads[c->nloads++];
+        snprintf(what, sizeof what, "loads[%d].%s", i, kind);
+        HK_CALL(check_mapping(x, v, what, keys));
+        struct fy_node *b = lookup(v, "boundary"), *val = lookup(v, "value");
+        if (!b || !val)
+            return err_at(x, v, "%s needs boundary: NAME and value: %s", what,
+                          !strcmp(kind, "pressure") ? "P" : "[vx, vy(, vz)]");
+        HK_CALL(parse_name(x, b, "boundary", cl->boundary, sizeof cl->boundary));
+        cl->loc = node_loc(x, b);
+        if (!strcmp(kind, "pressure")) {
+            cl->kind = HK_LOAD_PRESSURE;
+            HK_CALL(parse_double(x, val, "pressure value", &cl->value[0]));
+        } else {
+            cl->kind = !strcmp(kind, "traction") ? HK_LOAD_TRACTION
+                     : !strcmp(kind, "force")    ? HK_LOAD_FORCE
+                                                 : HK_LOAD_NODAL;
+            HK_CALL(parse_vec(x, val, what, cl->value));
+        }
+    }
+    int need_rho = 0;
+    for (int d = 0; d < 3; d++) need_rho |= c->gravity[d] != 0;
+    for (int i = 0; need_rho && i < c->nmaterials; i++)
+        if (c->materials[i].m.rho == 0)
+            return hk_case_error(c, c->materials[i].loc, "gravity is set but material '%s' has no "
+                                 "density; add density (kg/m^3 in SI)", c->materials[i].m.name);
+    return 0;
+}
+
+static int add_solver_key(ctx *x, const char *key, struct fy_node *val, struct fy_node *keynode)
+{
+    hk_case *c = x->c;
+    const char *s = scalar(val);
+    if (!s) return err_at(x, keynode, "solver option '%s' must have a single value", key);
+    if (!strcmp(s, "true") || !strcmp(s, "yes")) s = "1";
+    else if (!strcmp(s, "false") || !strcmp(s, "no")) s = "0";
+    if (strlen(key) >= HK_CASE_NAME) return err_at(x, keynode, "solver option name '%s' is too long", key);
+    if (strchr(s, ' ') || strchr(s, '='))
+        return err_at(x, val, "solver option %s has a value with a space or '=': '%s'", key, s);
+    void *tmp = realloc(c->solver_keys, (size_t)(c->nsolver_keys + 1) * sizeof *c->solver_keys);
+    if (!tmp) return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading the case");
+    c->solver_keys = tmp;
+    tmp = realloc(c->solver_loc, (size_t)(c->nsolver_keys + 1) * sizeof *c->solver_loc);
+    if (!tmp) return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading the case");
+    c->solver_loc = tmp;
+    strcpy(c->solver_keys[c->nsolver_keys], key);
+    c->solver_loc[c->nsolver_keys] = node_loc(x, val);
+    c->nsolver_keys++;
+    return hk_options_set(c->solver, key, s);
+}
+
+/* Solver options: scalars by name; a nested mapping adds its keys with "prefix.". */
+static int read_solver_map(ctx *x, struct fy_node *m, const char *prefix)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+    while ((p = fy_node_mapping_iterate(m, &it))) {
+        const char *k = scalar(fy_node_pair_key(p));
+        struct fy_node *v = fy_node_pair_value(p);
+        if (!k) return err_at(x, fy_node_pair_key(p), "solver has a key that is not a plain word");
+        char key[HK_CASE_NAME * 2];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (v && fy_node_get_type(v) == FYNT_MAPPING) HK_CALL(read_solver_map(x, v, key));
+        else HK_CALL(add_solver_key(x, key, v, fy_node_pair_key(p)));
+    }
+    return 0;
+}
+
+static int read_solver(ctx *x, struct fy_node *root)
+{
+    hk_case *c = x->c;
+    HK_CALL(hk_options_create(&c->solver));
+    struct fy_node *s = lookup(root, "solver");
+    if (!s) return 0;
+    if (fy_node_get_type(s) != FYNT_MAPPING)
+        return err_at(x, key_of(root, "solver"), "solver must be a mapping of options like "
+                                                 "{method: cg, pc: jacobi, tol: 1e-8}");
+    return read_solver_map(x, s, "");
+}
+
+static int read_output(ctx *x, struct fy_node *root)
+{
+    static const char *const keys[] = {"file", "fields", "compress", "ascii", NULL};
+    static const char *const fnames[] = {"displacement", "strain", "stress", "von_mises",
+                                         "principal", "reaction", "cell_stress", NULL};
+    hk_case *c = x->c;
+    struct fy_node *o = lookup(root, "output"), *n;
+    c->fields = HK_FIELD_ALL;
+    c->compress = 1;
+    int k = c->dir[0] ? snprintf(c->output, sizeof c->output, "%s/%s.vtu", c->dir, c->name)
+                      : snprintf(c->output, sizeof c->output, "%s.vtu", c->name);
+    if (k >= (int)sizeof c->output)
+        return hk_case_error(c, (hk_case_loc){0, 0, -1}, "the output path is too long; set output.file");
+    if (!o) return 0;
+    HK_CALL(check_mapping(x, o, "output", keys));
+    if ((n = lookup(o, "file"))) {
+        HK_CALL(resolve_path(x, n, "output.file", c->output));
+        size_t l = strlen(c->output);
+        if (l < 4 || strcmp(c->output + l - 4, ".vtu"))
+            return err_at(x, n, "output.file must end in .vtu (VTK unstructured grid for ParaView)");
+    }
+    if ((n = lookup(o, "compress"))) HK_CALL(parse_bool(x, n, "output.compress", &c->compress));
+    if ((n = lookup(o, "ascii"))) HK_CALL(parse_bool(x, n, "output.ascii", &c->ascii));
+    if ((n = lookup(o, "fields"))) {
+        if (fy_node_get_type(n) != FYNT_SEQUENCE)
+            return err_at(x, n, "output.fields must be a list like [displacement, von_mises]");
+        c->fields = 0;
+        void *it = NULL;
+        struct fy_node *e;
+        while ((e = fy_node_sequence_iterate(n, &it))) {
+            const char *s = scalar(e);
+            int k = -1;
+            for (int i = 0; s && fnames[i]; i++)
+                if (!strcmp(s, fnames[i])) k = i;
+            if (k < 0) {
+                char hint[512];
+                key_hint(s ? s : "", fnames, hint, sizeof hint);
+                return err_at(x, e, "unknown output field '%s'; %s", s ? s : "?", hint);
+            }
+            c->fields |= 1u << k;
+        }
+    }
+    return 0;
+}
+
+/* ---- --set overrides ------------------------------------------------------------------ */
+
+static int remember_set(ctx *x, struct fy_node *n, int set)
+{
+    if (x->nsetn == x->capsetn) {
+        int cap = x->capsetn ? 2 * x->capsetn : 8;
+        void *tmp = realloc(x->setn, (size_t)cap * sizeof *x->setn);
+        if (!tmp) return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+        x->setn = tmp;
+        x->capsetn = cap;
+    }
+    x->setn[x->nsetn].node = n;
+    x->setn[x->nsetn].set = set;
+    x->nsetn++;
+    return 0;
+}
+
+/* Apply "a.b.c=value" to the tree. At each mapping the longest dotted prefix that is a key
+ * wins, so solver keys with dots (pc.poly.degree) work; a missing key is added (and then
+ * checked by the section reader like any other key). */
+static int apply_set(ctx *x, int set)
+{
+    hk_case *c = x->c;
+    const char *word = c->sets[set];
+    const char *eq = strchr(word, '=');
+    hk_case_loc here = {0, 0, set};
+    if (!eq || eq == word)
+        return hk_case_error(c, here, "an override must look like key.path=value, e.g. "
+                                      "--set solver.method=pipecg");
+    char path[512];
+    snprintf(path, sizeof path, "%.*s", (int)(eq - word), word);
+    const char *vtext = eq + 1;
+    struct fy_node *val = *vtext ? fy_node_build_from_string(x->fyd, vtext, FY_NT) : NULL;
+    if (!val) val = fy_node_create_scalar_copy(x->fyd, vtext, FY_NT);
+    if (!val) return hk_case_error(c, here, "the value '%s' could not be read", vtext);
+    HK_CALL(remember_set(x, val, set));
+
+    struct fy_node *cur = fy_document_root(x->fyd);
+    char *rest = path;
+    for (;;) {
+        enum fy_node_type t = fy_node_get_type(cur);
+        if (t == FYNT_MAPPING) {
+            /* longest prefix of rest (at dots) that is a key */
+            size_t len = strlen(rest);
+            struct fy_node_pair *pr = NULL;
+            for (;;) {
+                pr = fy_node_mapping_lookup_pair_by_string(cur, rest, len);
+                if (pr) break;
+                while (len > 0 && rest[len - 1] != '.') len--;
+                if (len == 0) break;
+                len--; /* drop the dot */
+            }
+            if (pr && rest[len] == 0) {
+                if (fy_node_pair_set_value(pr, val))
+                    return hk_case_error(c, here, "could not set '%s'", path);
+                return 0;
+            }
+            if (pr) {
+                cur = fy_node_pair_value(pr);
+                rest += len + 1;
+                continue;
+            }
+            /* absent: inside solver the whole rest is one option name; elsewhere nest */
+            int in_solver = cur == lookup(fy_document_root(x->fyd), "solver");
+            char *dot = in_solver ? NULL : strchr(rest, '.');
+            if (!dot) {
+                struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
+                if (!k || fy_node_mapping_append(cur, k, val))
+                    return hk_case_error(c, here, "could not add '%s'", path);
+                HK_CALL(remember_set(x, k, set));
+                return 0;
+            }
+            *dot = 0;
+            struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
+            struct fy_node *m = fy_node_create_mapping(x->fyd);
+            if (!k || !m || fy_node_mapping_append(cur, k, m))
+                return hk_case_error(c, here, "could not add '%s'", path);
+            HK_CALL(remember_set(x, k, set));
+            HK_CALL(remember_set(x, m, set));
+            cur = m;
+            rest = dot + 1;
+        } else if (t == FYNT_SEQUENCE) {
+            char *end;
+            long idx = strtol(rest, &end, 10);
+            int cnt = fy_node_sequence_item_count(cur);
+            if (end == rest || (*end && *end != '.') || idx < 0 || idx >= cnt)
+                return hk_case_error(c, here, "'%s' is a list of %d items; address an item by its index "
+                                              "0..%d, e.g. materials.0.E=1e9", rest, cnt, cnt - 1);
+            struct fy_node *item = fy_node_sequence_get_by_index(cur, (int)idx);
+            if (!*end) {
+                if (fy_node_sequence_insert_before(cur, item, val) ||
+                    !fy_node_sequence_remove(cur, item))
+                    return hk_case_error(c, here, "could not set '%s'", path);
+                return 0;
+            }
+            cur = item;
+            rest = end + 1;
+        } else {
+            return hk_case_error(c, here, "'%.*s' is a single value, not a section; there is no '%s' "
+                                          "below it", (int)(rest - path - 1 > 0 ? rest - path - 1 : 0),
+                                 path, rest);
+        }
+    }
+}
+
+/* ---- load / free ---------------------------------------------------------------------- */
+
+static void case_names(hk_case *c, const char *path)
+{
+    snprintf(c->path, sizeof c->path, "%s", path);
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(c->dir, sizeof c->dir, "%.*s", (int)(slash - path), path);
+    if (slash && slash == path) strcpy(c->dir, "/");
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    if (len >= HK_CASE_NAME) len = HK_CASE_NAME - 1;
+    snprintf(c->name, sizeof c->name, "%.*s", len, base);
+}
+
+int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *c)
+{
+    static const char *const top[] = {"title", "geometry", "analysis", "materials", "supports",
+                                      "loads", "solver", "output", NULL};
+    int ierr = 0;
+    ctx x = {.c = c};
+    struct fy_diag *diag = NULL;
+    memset(c, 0, sizeof *c);
+    HK_CHECK(path && *path, HK_ERR_ARG, "hk_case_load: no case file given");
+    case_names(c, path);
+    if (nsets > 0) {
+        HK_TRY(hk_calloc((size_t)nsets, sizeof *c->sets, &c->sets));
+        c->nsets = nsets;
+        for (int i = 0; i < nsets; i++) snprintf(c->sets[i], sizeof c->sets[i], "%s", sets[i]);
+    }
+
+    FILE *f = fopen(path, "rb");
+    HK_TRY_CHECK(f, HK_ERR_IO, "cannot open case file '%s': %s", path, strerror(errno));
+    fclose(f);
+
+    /* Collect libfyaml's diagnostics instead of letting it print; report the first. */
+    struct fy_diag_cfg dc;
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.colorize = false;
+    diag = fy_diag_create(&dc);
+    HK_TRY_CHECK(diag, HK_ERR_MEMORY, "cannot create the YAML diagnostics object");
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT, .diag = diag};
+    x.fyd = fy_document_build_from_file(&cfg, path);
+    if (!x.fyd) {
+        void *it = NULL;
+        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+        if (e)
+            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
+                                "%s:%d:%d: YAML syntax error: %s; check indentation, colons and brackets "
+                                "near this place", path, e->line, e->column, e->msg);
+        else
+            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "%s: not a readable YAML file", path);
+        goto fail;
+    }
+    struct fy_node *root = fy_document_root(x.fyd);
+    HK_TRY_CHECK(root, HK_ERR_CASE, "%s: the case file is empty; see docs/case-format.md", path);
+    if (fy_node_get_type(root) != FYNT_MAPPING) {
+        ierr = err_at(&x, root, "a case file is a mapping of sections (geometry:, analysis:, "
+                                "materials:, ...); see docs/case-format.md");
+        goto fail;
+    }
+    for (int i = 0; i < nsets; i++) HK_TRY(apply_set(&x, i));
+    HK_TRY(check_mapping(&x, root, "the case file", top));
+
+    struct fy_node *t = lookup(root, "title");
+    if (t && !scalar(t)) {
+        ierr = err_at(&x, t, "title must be one line of text");
+        goto fail;
+    }
+    snprintf(c->title, sizeof c->title, "%s", t ? scalar(t) : c->name);
+    /* analysis first: it fixes the dimension the other sections are checked against */
+    HK_TRY(read_analysis(&x, root));
+    HK_TRY(read_geometry(&x, root));
+    HK_TRY(read_materials(&x, root));
+    HK_TRY(read_supports(&x, root));
+    HK_TRY(read_loads(&x, root));
+    HK_TRY(read_solver(&x, root));
+    HK_TRY(read_output(&x, root));
+fail:
+    if (x.fyd) fy_document_destroy(x.fyd);
+    if (diag) fy_diag_destroy(diag);
+    free(x.setn);
+    if (ierr) hk_case_free(c);
+    return ierr;
+}
+
+void hk_case_free(hk_case *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->nmaterials; i++) {
+        free(c->materials[i].regions);
+        free(c->materials[i].region_loc);
+    }
+    free(c->materials);
+    free(c->supports);
+    free(c->loads);
+    if (c->solver) hk_options_destroy(c->solver);
+    free(c->solver_keys);
+    free(c->solver_loc);
+    free(c->sets);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- binding to a mesh ---------------------------------------------------------------- */
+
+/* "a, b, c" of the mesh's boundary (or region) names, for hints. */
+static void list_names(const hk_group *g, int n, char *buf, size_t size)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    if (!n) snprintf(buf, size, "none; define Physical groups in the geometry (docs/geometry.md)");
+    for (int i = 0; i < n && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? ", " : "", g[i].name);
+}
+
+static int find_boundary(const hk_case *c, const hk_mesh *m, const char *name, hk_case_loc loc, int *idx)
+{
+    *idx = hk_mesh_find_boundary(m, name);
+    if (*idx >= 0) return 0;
+    char names[2048];
+    list_names(m->boundaries, m->nboundaries, names, sizeof names);
+    if (hk_mesh_find_region(m, name) >= 0)
+        return hk_case_error(c, loc, "'%s' is a region (of the mesh's dimension), not a boundary; "
+                                     "the mesh's boundaries are: %s", name, names);
+    return hk_case_error(c, loc, "the mesh has no boundary named '%s'; it has: %s", name, names);
+}
+
+int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
+{
+    int ierr = 0;
+    memset(model, 0, sizeof *model);
+    if (m->dim != c->dim)
+        return hk_case_error(c, c->analysis_loc, "the analysis is %s but the mesh is %dD; use %s",
+                             c->dim == 3 ? "3d" : "2D", m->dim,
+                             m->dim == 3 ? "analysis: 3d" : "analysis: plane_stress or plane_strain");
+    char names[2048];
+    HK_CHECK(m->nregions > 0, HK_ERR_MODEL, "%s: the mesh has no regions (cells without a physical "
+             "group); define a Physical %s in the geometry (docs/geometry.md)", c->path,
+             m->dim == 3 ? "Volume" : "Surface");
+    HK_TRY(hk_calloc((size_t)m->nregions, sizeof *model->materials, &model->materials));
+    int *owner = NULL;
+    HK_TRY(hk_calloc((size_t)m->nregions, sizeof *owner, &owner));
+    for (int r = 0; r < m->nregions; r++) owner[r] = -1;
+    int catch_all = -1;
+    for (int i = 0; i < c->nmaterials; i++) {
+        const hk_case_material *cm = &c->materials[i];
+        if (!cm->nregions) catch_all = i;
+        for (int j = 0; j < cm->nregions; j++) {
+            int r = hk_mesh_find_region(m, cm->regions[j]);
+            if (r < 0) {
+                list_names(m->regions, m->nregions, names, sizeof names);
+                ierr = hk_case_error(c, cm->region_loc[j], "the mesh has no region named '%s'; it has: %s",
+                                     cm->regions[j], names);
+                goto fail_owner;
+            }
+            if (owner[r] >= 0) {
+                ierr = hk_case_error(c, cm->region_loc[j], "region '%s' already has material '%s'; "
+                                     "give each region one material", cm->regions[j],
+                                     c->materials[owner[r]].m.name);
+                goto fail_owner;
+            }
+            owner[r] = i;
+        }
+    }
+    for (int r = 0; r < m->nregions; r++) {
+        if (owner[r] < 0) owner[r] = catch_all;
+        if (owner[r] < 0) {
+            ierr = hk_case_error(c, c->materials[0].loc, "region '%s' of the mesh has no material; add it "
+                                 "to a material's regions, or leave regions out of one material so it "
+                                 "takes every other region", m->regions[r].name);
+            goto fail_owner;
+        }
+        model->materials[r] = c->materials[owner[r]].m;
+    }
+    free(owner);
+    owner = NULL;
+
+    if (c->nsupports) HK_TRY(hk_calloc((size_t)c->nsupports, sizeof *model->supports, &model->supports));
+    for (int i = 0; i < c->nsupports; i++) {
+        HK_TRY(find_boundary(c, m, c->supports[i].boundary, c->supports[i].loc, &model->supports[i].boundary));
+        model->supports[i].mask = c->supports[i].mask;
+        memcpy(model->supports[i].value, c->supports[i].value, sizeof model->supports[i].value);
+    }
+    if (c->nloads) HK_TRY(hk_calloc((size_t)c->nloads, sizeof *model->loads, &model->loads));
+    for (int i = 0; i < c->nloads; i++) {
+        HK_TRY(find_boundary(c, m, c->loads[i].boundary, c->loads[i].loc, &model->loads[i].boundary));
+        model->loads[i].kind = c->loads[i].kind;
+        memcpy(model->loads[i].value, c->loads[i].value, sizeof model->loads[i].value);
+    }
+    hk_problem *p = &model->problem;
+    p->mesh = m;
+    p->analysis = c->analysis;
+    p->thickness = c->dim == 2 ? c->thickness : 1.0;
+    p->materials = model->materials;
+    memcpy(p->body_force, c->body_force, sizeof p->body_force);
+    memcpy(p->gravity, c->gravity, sizeof p->gravity);
+    p->nloads = c->nloads;
+    p->loads = model->loads;
+    p->nsupports = c->nsupports;
+    p->supports = model->supports;
+    return 0;
+fail_owner:
+    free(owner);
+fail:
+    hk_case_model_free(model);
+    return ierr;
+}
+
+void hk_case_model_free(hk_case_model *model)
+{
+    if (!model) return;
+    free(model->materials);
+    free(model->loads);
+    free(model->supports);
+    memset(model, 0, sizeof *model);
+}

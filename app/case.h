@@ -1,0 +1,163 @@
+/* Case files: the YAML description of one analysis (docs/case-format.md), and the pipeline
+ * that runs it (mesh -> assemble -> solve -> postproc -> .vtu).
+ *
+ *   hk_case c;   hk_case_load("cases/cook/cook.yaml", nset, sets, &c);
+ *   hk_run r;    hk_run_case(&c, &opts, &r);   hk_run_write(&c, &r, NULL);
+ *   hk_run_free(&r);  hk_case_free(&c);
+ *
+ * Every error in a case file is one sentence "case.yaml:LINE:COL: what; hint" (HK_ERR_CASE).
+ * The parser is libfyaml's document tree; --set overrides are applied to that tree before it
+ * is read, so they are checked exactly like the file's own keys. */
+#ifndef HOOKE_APP_CASE_H
+#define HOOKE_APP_CASE_H
+
+#include <stdio.h>
+
+#include "hooke/fem.h"
+#include "hooke/solver.h"
+
+#define HK_CASE_PATH 4096
+#define HK_CASE_NAME 128
+
+/* Where a value came from: line/col 1-based in the case file, or an index into the --set
+ * list (set >= 0), so that errors found after parsing (a boundary the mesh lacks) still point
+ * at their source. */
+typedef struct hk_case_loc {
+    int line, col;
+    int set; /* -1: from the file */
+} hk_case_loc;
+
+typedef struct hk_case_material {
+    hk_material m;
+    int nregions;                   /* 0: every region that no other material names */
+    char (*regions)[HK_CASE_NAME];
+    hk_case_loc *region_loc;
+    hk_case_loc loc;
+} hk_case_material;
+
+typedef struct hk_case_support {
+    char boundary[HK_CASE_NAME];
+    unsigned mask;                  /* bit c: component c prescribed */
+    double value[3];
+    hk_case_loc loc;                /* of the boundary name */
+} hk_case_support;
+
+typedef struct hk_case_load_item {
+    hk_load_kind kind;
+    char boundary[HK_CASE_NAME];
+    double value[3];
+    hk_case_loc loc;                /* of the boundary name */
+} hk_case_load_item;
+
+/* Output field selection bits (output.fields). */
+enum {
+    HK_FIELD_DISPLACEMENT = 1u << 0,
+    HK_FIELD_STRAIN = 1u << 1,
+    HK_FIELD_STRESS = 1u << 2,
+    HK_FIELD_VON_MISES = 1u << 3,
+    HK_FIELD_PRINCIPAL = 1u << 4,
+    HK_FIELD_REACTION = 1u << 5,
+    HK_FIELD_CELL_STRESS = 1u << 6,
+    HK_FIELD_ALL = (1u << 7) - 1
+};
+
+typedef struct hk_case {
+    char path[HK_CASE_PATH];        /* as given (used in messages) */
+    char dir[HK_CASE_PATH];         /* directory of the case file, for relative paths */
+    char name[HK_CASE_NAME];        /* file name without directory and extension */
+    char title[256];
+
+    /* geometry: a file, or a generated rectangle/box */
+    char geo_file[HK_CASE_PATH];    /* resolved path ("" when generated) */
+    hk_case_loc geo_loc;
+    int generate;                   /* 1: built-in generator */
+    int gen_dim;                    /* 2 rectangle, 3 box */
+    double gen_size[3];
+    int gen_cells[3];
+    hk_eltype gen_element;
+    hk_mesh_options mesh;           /* size, order, quad, incomplete, renumber */
+
+    hk_analysis analysis;
+    int dim;                        /* 2 or 3, from analysis */
+    double thickness;
+    hk_case_loc analysis_loc;
+
+    int nmaterials;
+    hk_case_material *materials;
+    int nsupports;
+    hk_case_support *supports;
+    int nloads;
+    hk_case_load_item *loads;
+    double body_force[3], gravity[3];
+
+    hk_options *solver;             /* solver options by name, backend included */
+    int nsolver_keys;
+    char (*solver_keys)[HK_CASE_NAME];
+    hk_case_loc *solver_loc;
+
+    char output[HK_CASE_PATH];      /* resolved .vtu path */
+    unsigned fields;                /* HK_FIELD_* bits */
+    int compress, ascii;
+
+    int nsets;                      /* the --set words, kept for messages */
+    char (*sets)[512];
+} hk_case;
+
+/* Read and check a case file. sets are "dotted.key=value" overrides (may be NULL/0). */
+int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *c);
+void hk_case_free(hk_case *c);
+
+/* Record HK_ERR_CASE with "path:line:col: message" (or "--set K=V: message"). */
+int hk_case_error(const hk_case *c, hk_case_loc loc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The model of a case on its mesh: materials per region, loads and supports bound to the
+ * mesh's boundary indices. Errors name the case-file line and list the names the mesh has. */
+typedef struct hk_case_model {
+    hk_problem problem;
+    hk_material *materials;         /* one per mesh region */
+    hk_load *loads;
+    hk_support *supports;
+} hk_case_model;
+
+int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model);
+void hk_case_model_free(hk_case_model *model);
+
+/* ---- the pipeline (app/cmd_run.c) ------------------------------------------------------ */
+
+typedef struct hk_run_opts {
+    const char *backend;  /* overrides solver.backend when non-NULL */
+    int verbose;          /* every monitor call, Gmsh's own output */
+    int quiet;            /* no progress on log */
+    FILE *log;            /* progress (stderr when NULL) */
+} hk_run_opts;
+
+typedef struct hk_run {
+    hk_mesh mesh;
+    hk_case_model model;
+    hk_system sys;
+    double *u;                     /* dim * nnodes */
+    hk_fields fields;
+    hk_result res;
+    char solver_desc[256];
+    char backend[32];
+    int converged;
+    double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
+    char output[HK_CASE_PATH];     /* what hk_run_write wrote */
+} hk_run;
+
+/* Mesh, assemble, solve, post-process. A solve that does not converge returns HK_ERR_NUMERIC
+ * with the reason, leaving r filled (fields too) so the caller can still write the result. */
+int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
+/* Write the .vtu (path NULL: the case's output). */
+int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);
+void hk_run_free(hk_run *r);
+
+/* The summary: a readable table, or JSON. */
+void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);
+void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f);
+
+#endif
