@@ -124,6 +124,21 @@ enum {
     HK_S_MAX = 64 /* a method may use slots up to this for its own fused ops */
 };
 
+/* A sparse triangular factor T on the host, ready for a level-scheduled solve: per row the
+ * strictly off-diagonal entries (CSR) and the inverse diagonal (1 for a unit factor), and the
+ * rows grouped in levels: a row depends only on rows of earlier levels, so the rows of one
+ * level are solved in parallel, x[i] = dinv[i] (b[i] - sum_k val[k] x[colind[k]]). */
+typedef struct hk_trifactor {
+    int64_t n;
+    int64_t *rowptr;     /* n + 1 (strictly off-diagonal entries) */
+    int32_t *colind;
+    double *val;
+    double *dinv;        /* n */
+    int64_t nlevels;
+    int64_t *level_ptr;  /* nlevels + 1 */
+    int32_t *level_rows; /* n: level l is level_rows[level_ptr[l] .. level_ptr[l+1]) */
+} hk_trifactor;
+
 typedef struct hk_backend_ops {
     const char *name;
     /* 0 when usable; otherwise an error whose message says why (not built, no device). */
@@ -212,6 +227,14 @@ typedef struct hk_backend_ops {
     int (*vec_maxpy_s_nrm)(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
     /* y *= 1/sqrt(*nrm2) (no scaling when *nrm2 == 0); then *d = w.y (w may be NULL: skip). */
     int (*vec_scale_s_dot)(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
+
+    /* ---- level-scheduled triangular solves (pc ic0/ilu0; CPU: solver/pc/tri_cpu.c) -------
+     * NULL when the backend lacks them; the preconditioner then says so at set-up.
+     * tri_create copies the host factor (hk_trifactor above) in precision p; tri_solve solves
+     * T x = b level by level (b, x distinct, precision p); tri_destroy frees the copy. */
+    int (*tri_create)(const hk_trifactor *T, hk_precision p, void **handle);
+    int (*tri_solve)(void *handle, const hk_vec *b, hk_vec *x);
+    void (*tri_destroy)(void *handle);
 } hk_backend_ops;
 
 extern const hk_backend_ops hk_backend_cpu;

@@ -338,6 +338,11 @@ int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
+/* Level-scheduled triangular solves of the ic0/ilu0 preconditioners (solver/pc/tri_cpu.c). */
+int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
+int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
+void hk_cpu_tri_destroy(void *handle);
+
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
@@ -375,4 +380,7 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_mdot_s = hk_cpu_vec_mdot_s,
     .vec_maxpy_s_nrm = hk_cpu_vec_maxpy_s_nrm,
     .vec_scale_s_dot = hk_cpu_vec_scale_s_dot,
+    .tri_create = hk_cpu_tri_create,
+    .tri_solve = hk_cpu_tri_solve,
+    .tri_destroy = hk_cpu_tri_destroy,
 };

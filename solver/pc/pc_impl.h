@@ -60,6 +60,25 @@ void hk_dense_cholesky_solve(int n, const double *L, double *b);
  * zero (rank deficient), or -1 on success. */
 int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x);
 
+/* ---- triangular factors (solver/pc/trifactor.c), shared by ic0 and ilu0 -------------- */
+
+/* Split the factor stored in the scalar CSR F (diagonal included, columns sorted) into the
+ * strictly lower (upper = 0) or strictly upper (upper = 1) part with its inverse diagonal
+ * (unit = 1: diagonal taken as 1), and compute the level sets. */
+int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T);
+void hk_trifactor_free(hk_trifactor *T);
+
+/* State of a preconditioner applied as two triangular solves z = U^-1 (L^-1 r). */
+typedef struct hk_tri_pc {
+    void *L, *U;  /* backend handles */
+    hk_vec *y;    /* intermediate */
+    int64_t levels_L, levels_U;
+} hk_tri_pc;
+/* Upload both factors (pc->be must have the tri ops: who names the pc in the error). */
+int hk_tri_pc_create(hk_pc *pc, const char *who, const hk_trifactor *L, const hk_trifactor *U);
+int hk_tri_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z);
+void hk_tri_pc_destroy(hk_pc *pc);
+
 /* ---- introspection for tests ----------------------------------------------------------- */
 
 /* The spectrum bounds [lo, hi] of D^-1/2 A D^-1/2 a poly preconditioner uses (after the
