@@ -1,5 +1,480 @@
-/* STUB (owner: assembly) */
-#include "hooke/fem.h"
-void hk_system_free(hk_system *s) { (void)s; }
-int hk_assemble(const hk_problem *p, hk_system *s) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
+/* Assembly of the stiffness matrix straight into block CSR (bs = mesh dimension).
+ *
+ * 1. checks of the mesh and the problem (element types, node indices, materials),
+ * 2. node-to-cell adjacency, symbolic pattern (block row i: the nodes sharing a cell with
+ *    node i, sorted; every node has its diagonal block, also nodes without a cell),
+ * 3. greedy element colouring (no two cells of a colour share a node), then per colour an
+ *    OpenMP loop over its cells that computes the element matrix and adds it into the rows of
+ *    its nodes: no two threads touch one row, so no atomics. The colouring is sequential and
+ *    the order of additions per row depends only on it, so the digits do not depend on the
+ *    number of threads,
+ * 4. loads, supports, rigid-body check, symmetric elimination (constraints.c, loads.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "assembly_impl.h"
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+void hk_adj_free(hk_adj *a)
+{
+    free(a->ptr);
+    free(a->idx);
+    memset(a, 0, sizeof *a);
+}
+
+const char *hk_asm_region_name(const hk_mesh *m, int r)
+{
+    static _Thread_local char buf[32];
+    if (m->regions && r >= 0 && r < m->nregions && m->regions[r].name[0])
+        return m->regions[r].name;
+    snprintf(buf, sizeof buf, "#%d", r);
+    return buf;
+}
+
+const char *hk_asm_boundary_name(const hk_mesh *m, int b)
+{
+    static _Thread_local char buf[32];
+    if (m->boundaries && b >= 0 && b < m->nboundaries && m->boundaries[b].name[0])
+        return m->boundaries[b].name;
+    snprintf(buf, sizeof buf, "#%d", b);
+    return buf;
+}
+
+long long hk_asm_tag(const hk_elems *es, int64_t e)
+{
+    return es->tag ? (long long)es->tag[e] : (long long)(e + 1);
+}
+
+void hk_system_free(hk_system *s)
+{
+    if (!s) return;
+    hk_bcsr_free(&s->K);
+    free(s->f);
+    free(s->f_ext);
+    free(s->fixed);
+    free(s->u_fixed);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+static int check_problem(const hk_problem *p)
+{
+    HK_CHECK(p && p->mesh, HK_ERR_ARG, "hk_assemble: the problem or its mesh is NULL");
+    const hk_mesh *m = p->mesh;
+    HK_CHECK(m->dim == 2 || m->dim == 3, HK_ERR_MODEL,
+             "the mesh has dimension %d; Hooke assembles 2D and 3D meshes only", m->dim);
+    HK_CHECK(m->cells.n > 0, HK_ERR_MODEL,
+             "the mesh has no %dD elements; mesh the domain (a physical group of dimension %d)",
+             m->dim, m->dim);
+    HK_CHECK(!(m->dim == 2 && p->analysis == HK_SOLID), HK_ERR_MODEL,
+             "a 2D mesh needs a plane analysis; choose plane stress or plane strain");
+    HK_CHECK(m->nregions > 0 && m->cell_region, HK_ERR_MODEL,
+             "the mesh has no region; put the %dD elements in a physical group", m->dim);
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        int t = m->cells.type[e];
+        const hk_elref *r = hk_elref_get((hk_eltype)t);
+        HK_CHECK(r && r->dim == m->dim, HK_ERR_MODEL,
+                 "element %lld (%s, Gmsh tag %lld) has no %dD element kernel; Hooke supports "
+                 "%s",
+                 (long long)e, hk_el_name(t), hk_asm_tag(&m->cells, e), m->dim,
+                 m->dim == 2 ? "tri3, tri6, quad4, quad8, quad9"
+                             : "tet4, tet10, hex8, hex20, hex27");
+        HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == r->nnodes, HK_ERR_MODEL,
+                 "element %lld (%s, Gmsh tag %lld) has %lld nodes instead of %d; the mesh is "
+                 "corrupt",
+                 (long long)e, r->name, hk_asm_tag(&m->cells, e),
+                 (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), r->nnodes);
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            HK_CHECK(m->cells.nodes[k] >= 0 && m->cells.nodes[k] < m->nnodes, HK_ERR_MODEL,
+                     "element %lld (%s, Gmsh tag %lld) refers to node %d, outside the mesh's "
+                     "%lld nodes; the mesh is corrupt",
+                     (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cells.nodes[k],
+                     (long long)m->nnodes);
+        HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
+                 "element %lld (%s, Gmsh tag %lld) has region %d, outside the mesh's %d "
+                 "regions; the mesh is corrupt",
+                 (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cell_region[e],
+                 m->nregions);
+    }
+    for (int64_t i = 0; i < 3 * m->nnodes; i++)
+        HK_CHECK(isfinite(m->coords[i]), HK_ERR_MODEL,
+                 "node %lld has a non-finite coordinate; the mesh is corrupt",
+                 (long long)(i / 3));
+    for (int k = 0; k < 3; k++)
+        HK_CHECK(isfinite(p->body_force[k]) && isfinite(p->gravity[k]), HK_ERR_MODEL,
+                 "the body force or gravity has a non-finite component; give finite values");
+    return hk_materials_check(p);
+}
+
+/* ---- adjacency and pattern --------------------------------------------------------------- */
+
+static int node_cells(const hk_mesh *m, hk_adj *a)
+{
+    int ierr;
+    const int64_t nn = m->nnodes, nc = m->cells.n;
+    memset(a, 0, sizeof *a);
+    a->n = nn;
+    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *a->ptr, &a->ptr));
+    for (int64_t k = 0; k < m->cells.ptr[nc]; k++) a->ptr[m->cells.nodes[k] + 1]++;
+    for (int64_t i = 0; i < nn; i++) a->ptr[i + 1] += a->ptr[i];
+    HK_TRY(hk_malloc((size_t)a->ptr[nn] * sizeof *a->idx + 1, &a->idx));
+    int64_t *pos;
+    HK_TRY(hk_malloc((size_t)nn * sizeof *pos + 1, &pos));
+    memcpy(pos, a->ptr, (size_t)nn * sizeof *pos);
+    for (int64_t e = 0; e < nc; e++)
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            a->idx[pos[m->cells.nodes[k]]++] = e;
+    free(pos);
+    return 0;
+fail:
+    hk_adj_free(a);
+    return ierr;
+}
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Block CSR pattern with sorted columns; values zeroed. */
+static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
+{
+    int ierr = 0;
+    const int64_t nn = m->nnodes;
+    const int bs = m->dim;
+    memset(K, 0, sizeof *K);
+    K->bs = bs;
+    K->nbrows = K->nbcols = nn;
+    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *K->rowptr, &K->rowptr));
+    int nthr = omp_get_max_threads();
+    int64_t *marks = NULL;
+    HK_TRY(hk_malloc((size_t)nthr * (size_t)nn * sizeof *marks + 1, &marks));
+    for (int pass = 0; pass < 2; pass++) {
+#pragma omp parallel num_threads(nthr)
+        {
+            int64_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nn;
+            for (int64_t i = 0; i < nn; i++) mark[i] = -1;
+#pragma omp for schedule(dynamic, 256)
+            for (int64_t i = 0; i < nn; i++) {
+                int64_t cnt = 0, base = pass ? K->rowptr[i] : 0;
+                mark[i] = i;
+                if (pass) K->colind[base] = (int32_t)i;
+                cnt = 1;
+                for (int64_t c = n2c->ptr[i]; c < n2c->ptr[i + 1]; c++) {
+                    int64_t e = n2c->idx[c];
+                    for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++) {
+                        int32_t j = m->cells.nodes[k];
+                        if (mark[j] == i) continue;
+                        mark[j] = i;
+                        if (pass) K->colind[base + cnt] = j;
+                        cnt++;
+                    }
+                }
+                if (pass)
+                    qsort(K->colind + base, (size_t)cnt, sizeof(int32_t), cmp_i32);
+                else
+                    K->rowptr[i + 1] = cnt;
+            }
+        }
+        if (pass == 0) {
+            for (int64_t i = 0; i < nn; i++) K->rowptr[i + 1] += K->rowptr[i];
+            HK_TRY(hk_malloc((size_t)K->rowptr[nn] * sizeof *K->colind, &K->colind));
+        }
+    }
+    HK_TRY(hk_calloc((size_t)K->rowptr[nn] * (size_t)(bs * bs), sizeof *K->val, &K->val));
+    free(marks);
+    return 0;
+fail:
+    free(marks);
+    hk_bcsr_free(K);
+    return ierr;
+}
+
+/* Greedy colouring of the cells: colour c of a cell is the lowest not used by a cell sharing
+ * a node. Per-node bit masks of W 64-bit words; W doubles when the colours run out. Output:
+ * cells of colour c are list[cptr[c] .. cptr[c+1]), increasing. */
+static int colour_cells(const hk_mesh *m, int *ncolours, int64_t **cptr_out, int64_t **list_out)
+{
+    int ierr = 0;
+    const int64_t nc = m->cells.n, nn = m->nnodes;
+    uint64_t *mask = NULL;
+    int32_t *col = NULL;
+    int64_t *cptr = NULL, *list = NULL;
+    int W = 1, maxc;
+    HK_TRY(hk_malloc((size_t)nc * sizeof *col + 1, &col));
+retry:
+    free(mask);
+    mask = NULL;
+    HK_TRY(hk_calloc((size_t)nn * (size_t)W, sizeof *mask, &mask));
+    maxc = 0;
+    for (int64_t e = 0; e < nc; e++) {
+        uint64_t forb[64] = {0};
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++) {
+            const uint64_t *mk = mask + (size_t)m->cells.nodes[k] * (size_t)W;
+            for (int w = 0; w < W; w++) forb[w] |= mk[w];
+        }
+        int c = -1;
+        for (int w = 0; w < W && c < 0; w++)
+            if (~forb[w]) c = 64 * w + __builtin_ctzll(~forb[w]);
+        if (c < 0) {
+            HK_TRY_CHECK(W < 64, HK_ERR_INTERNAL,
+                         "element colouring needs more than 4096 colours; the mesh has a node "
+                         "shared by too many elements");
+            W *= 2;
+            goto retry;
+        }
+        col[e] = c;
+        if (c + 1 > maxc) maxc = c + 1;
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            mask[(size_t)m->cells.nodes[k] * (size_t)W + (size_t)(c / 64)] |= 1ull << (c % 64);
+    }
+    HK_TRY(hk_calloc((size_t)maxc + 1, sizeof *cptr, &cptr));
+    HK_TRY(hk_malloc((size_t)nc * sizeof *list + 1, &list));
+    for (int64_t e = 0; e < nc; e++) cptr[col[e] + 1]++;
+    for (int c = 0; c < maxc; c++) cptr[c + 1] += cptr[c];
+    {
+        int64_t *pos;
+        HK_TRY(hk_malloc((size_t)maxc * sizeof *pos + 1, &pos));
+        memcpy(pos, cptr, (size_t)maxc * sizeof *pos);
+        for (int64_t e = 0; e < nc; e++) list[pos[col[e]]++] = e;
+        free(pos);
+    }
+    free(mask);
+    free(col);
+    *ncolours = maxc;
+    *cptr_out = cptr;
+    *list_out = list;
+    return 0;
+fail:
+    free(mask);
+    free(col);
+    free(cptr);
+    free(list);
+    return ierr;
+}
+
+/* ---- element kernel ---------------------------------------------------------------------- */
+
+/* Inverse and determinant of the d x d Jacobian J[i][k] = dx_i/dxi_k. */
+static double invert(int d, const double J[3][3], double Ji[3][3])
+{
+    double det;
+    if (d == 2) {
+        det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+        double s = 1 / det;
+        Ji[0][0] = J[1][1] * s, Ji[0][1] = -J[0][1] * s;
+        Ji[1][0] = -J[1][0] * s, Ji[1][1] = J[0][0] * s;
+    } else {
+        double c00 = J[1][1] * J[2][2] - J[1][2] * J[2][1];
+        double c01 = J[1][2] * J[2][0] - J[1][0] * J[2][2];
+        double c02 = J[1][0] * J[2][1] - J[1][1] * J[2][0];
+        det = J[0][0] * c00 + J[0][1] * c01 + J[0][2] * c02;
+        double s = 1 / det;
+        Ji[0][0] = c00 * s;
+        Ji[1][0] = c01 * s;
+        Ji[2][0] = c02 * s;
+        Ji[0][1] = (J[0][2] * J[2][1] - J[0][1] * J[2][2]) * s;
+        Ji[1][1] = (J[0][0] * J[2][2] - J[0][2] * J[2][0]) * s;
+        Ji[2][1] = (J[0][1] * J[2][0] - J[0][0] * J[2][1]) * s;
+        Ji[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) * s;
+        Ji[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) * s;
+        Ji[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) * s;
+    }
+    return det;
+}
+
+/* Element stiffness Ke (nd x nd, dof a*d+i) and, when fe != NULL, the consistent body load
+ * fe = int N^T b. fac scales both (thickness in 2D). Returns 1 when det J <= 0 (or is not a
+ * number) at a quadrature point, 0 otherwise. */
+static int element_kernel(const hk_elref *r, int d, const double (*x)[3], double lam, double mu,
+                          double fac, const double b[3], double *Ke, double *fe)
+{
+    const int n = r->nnodes, nd = n * d;
+    double g[HK_EL_MAXN][3];
+    memset(Ke, 0, sizeof(double) * (size_t)nd * (size_t)nd);
+    if (fe) memset(fe, 0, sizeof(double) * (size_t)nd);
+    for (int q = 0; q < r->nqp; q++) {
+        double J[3][3] = {{0}}, Ji[3][3];
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++) J[i][k] += x[a][i] * r->dN[q][a][k];
+        double det = invert(d, J, Ji);
+        if (!(det > 0)) return 1;
+        const double w = r->qw[q] * det * fac;
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                for (int k = 0; k < d; k++) s += r->dN[q][a][k] * Ji[k][i];
+                g[a][i] = s;
+            }
+        const double wl = w * lam, wm = w * mu;
+        for (int a = 0; a < n; a++) {
+            for (int bb = a; bb < n; bb++) {
+                double dot = 0;
+                for (int i = 0; i < d; i++) dot += g[a][i] * g[bb][i];
+                double *row = Ke + (size_t)(a * d) * nd + bb * d;
+                for (int i = 0; i < d; i++)
+                    for (int j = 0; j < d; j++)
+                        row[i * nd + j] +=
+                            wl * g[a][i] * g[bb][j] + wm * g[a][j] * g[bb][i] + (i == j) * wm * dot;
+            }
+        }
+        if (fe)
+            for (int a = 0; a < n; a++)
+                for (int i = 0; i < d; i++) fe[a * d + i] += w * r->N[q][a] * b[i];
+    }
+    /* lower blocks from the upper ones */
+    for (int a = 0; a < n; a++)
+        for (int bb = 0; bb < a; bb++)
+            for (int i = 0; i < d; i++)
+                for (int j = 0; j < d; j++)
+                    Ke[(size_t)(a * d + i) * nd + bb * d + j] =
+                        Ke[(size_t)(bb * d + j) * nd + a * d + i];
+    return 0;
+}
+
+/* Position of block column j in block row i (binary search in the sorted row). */
+static int64_t find_block(const hk_bcsr *K, int64_t i, int32_t j)
+{
+    int64_t lo = K->rowptr[i], hi = K->rowptr[i + 1] - 1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) >> 1;
+        if (K->colind[mid] < j)
+            lo = mid + 1;
+        else if (K->colind[mid] > j)
+            hi = mid - 1;
+        else
+            return mid;
+    }
+    return -1;
+}
+
+/* Numeric assembly of K (pattern given) and, when f != NULL, the body loads. */
+static int assemble_numeric(const hk_problem *p, hk_bcsr *K, double *f)
+{
+    int ierr = 0;
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim;
+    const double fac = hk_asm_thickness(p);
+    int ncol = 0;
+    int64_t *cptr = NULL, *list = NULL;
+    HK_TRY(colour_cells(m, &ncol, &cptr, &list));
+    int64_t bad = INT64_MAX;
+#pragma omp parallel
+    {
+        double *Ke = malloc(sizeof(double) * (HK_EL_MAXN * 3) * (HK_EL_MAXN * 3));
+        double fe[HK_EL_MAXN * 3];
+        double x[HK_EL_MAXN][3];
+        int64_t pos[HK_EL_MAXN * HK_EL_MAXN];
+        int ok = Ke != NULL;
+        if (!ok) {
+#pragma omp critical(hk_asm_bad)
+            bad = -2;
+        }
+        for (int c = 0; c < ncol; c++) {
+#pragma omp for schedule(dynamic, 64)
+            for (int64_t k = cptr[c]; k < cptr[c + 1]; k++) {
+                if (!ok) continue;
+                const int64_t e = list[k];
+                const hk_elref *r = hk_elref_get((hk_eltype)m->cells.type[e]);
+                const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
+                const int n = r->nnodes, nd = n * d;
+                for (int a = 0; a < n; a++)
+                    for (int i = 0; i < 3; i++) x[a][i] = m->coords[3 * (size_t)nodes[a] + i];
+                const hk_material *mt = &p->materials[m->cell_region[e]];
+                double lam, mu, b[3];
+                hk_material_lame(mt, p->analysis, d, &lam, &mu);
+                for (int i = 0; i < 3; i++) b[i] = p->body_force[i] + mt->rho * p->gravity[i];
+                if (element_kernel(r, d, (const double(*)[3])x, lam, mu, fac, b, Ke,
+                                   f ? fe : NULL)) {
+#pragma omp critical(hk_asm_bad)
+                    if (e < bad) bad = e;
+                    continue;
+                }
+                for (int a = 0; a < n; a++)
+                    for (int bb = 0; bb < n; bb++) pos[a * n + bb] = find_block(K, nodes[a], nodes[bb]);
+                for (int a = 0; a < n; a++) {
+                    for (int bb = 0; bb < n; bb++) {
+                        double *blk = K->val + (size_t)pos[a * n + bb] * (size_t)(d * d);
+                        for (int i = 0; i < d; i++)
+                            for (int j = 0; j < d; j++)
+                                blk[i * d + j] += Ke[(size_t)(a * d + i) * nd + bb * d + j];
+                    }
+                    if (f)
+                        for (int i = 0; i < d; i++) f[(size_t)nodes[a] * d + i] += fe[a * d + i];
+                }
+            }
+        }
+        free(Ke);
+    }
+    HK_TRY_CHECK(bad != -2, HK_ERR_MEMORY, "out of memory for the element matrices");
+    if (bad != INT64_MAX) {
+        const hk_eltype t = (hk_eltype)m->cells.type[bad];
+        HK_TRY_CHECK(0, HK_ERR_MODEL,
+                     "element %lld (%s, Gmsh tag %lld) in region '%s' has a non-positive "
+                     "Jacobian; it is inverted or degenerate — check the mesh",
+                     (long long)bad, hk_el_name(t), hk_asm_tag(&m->cells, bad),
+                     hk_asm_region_name(m, m->cell_region[bad]));
+    }
+fail:
+    free(cptr);
+    free(list);
+    return ierr;
+}
+
+/* ---- public entry points ----------------------------------------------------------------- */
+
+int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K)
+{
+    int ierr;
+    hk_adj n2c = {0};
+    HK_CHECK(K, HK_ERR_ARG, "hk_assemble_stiffness: K is NULL");
+    memset(K, 0, sizeof *K);
+    HK_TRY(check_problem(p));
+    HK_TRY(node_cells(p->mesh, &n2c));
+    HK_TRY(build_pattern(p->mesh, &n2c, K));
+    HK_TRY(assemble_numeric(p, K, NULL));
+    hk_adj_free(&n2c);
+    return 0;
+fail:
+    hk_adj_free(&n2c);
+    hk_bcsr_free(K);
+    return ierr;
+}
+
+int hk_assemble(const hk_problem *p, hk_system *s)
+{
+    int ierr;
+    hk_adj n2c = {0};
+    HK_CHECK(s, HK_ERR_ARG, "hk_assemble: the output system is NULL");
+    memset(s, 0, sizeof *s);
+    HK_TRY(check_problem(p));
+    const hk_mesh *m = p->mesh;
+    s->dim = m->dim;
+    s->ndof = (int64_t)m->dim * m->nnodes;
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f_ext, &s->f_ext));
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
+    HK_TRY(node_cells(m, &n2c));
+    /* cheap checks first: supports, rigid-body motion, loads */
+    HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
+    HK_TRY(hk_check_rigid(p, &n2c, s->fixed));
+    HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
+    HK_TRY(build_pattern(m, &n2c, &s->K));
+    HK_TRY(assemble_numeric(p, &s->K, s->f_ext));
+    HK_TRY(hk_eliminate(s, &n2c));
+    hk_adj_free(&n2c);
+    return 0;
+fail:
+    hk_adj_free(&n2c);
+    hk_system_free(s);
+    return ierr;
+}

@@ -1,0 +1,359 @@
+/* Supports (prescribed displacement components on groups), the rigid-body check, and the
+ * symmetric elimination of the prescribed dofs.
+ *
+ * Rigid-body check: for every connected part of the mesh (cells sharing nodes), the rigid-body
+ * modes (3 in 2D, 6 in 3D) are evaluated at its constrained dofs, with coordinates centred on
+ * the part and scaled by its size; the Gram matrix of those rows is singular exactly when some
+ * combination of modes moves no constrained dof. Its null space names the free motions.
+ *
+ * Elimination: f = f_ext - K[:, fixed] u_fixed on the free rows; fixed rows and columns are
+ * zeroed and the diagonal keeps its assembled value d (a scale of the matrix itself, not 1)
+ * with f = d u_fixed, so K stays SPD and the solution takes the prescribed value. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assembly_impl.h"
+
+static const char comp_name[3] = {'x', 'y', 'z'};
+
+int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int64_t *nfixed)
+{
+    int ierr = 0;
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim;
+    const int64_t ndof = (int64_t)d * m->nnodes;
+    int32_t *owner = NULL, *nodes = NULL;
+    HK_CHECK(p->nsupports == 0 || p->supports, HK_ERR_ARG,
+             "hk_assemble: nsupports > 0 but supports is NULL");
+    HK_TRY(hk_malloc((size_t)ndof * sizeof *owner + 1, &owner));
+    for (int64_t k = 0; k < ndof; k++) owner[k] = -1;
+    for (int s = 0; s < p->nsupports; s++) {
+        const hk_support *sp = &p->supports[s];
+        HK_TRY_CHECK(sp->boundary >= 0 && sp->boundary < m->nboundaries, HK_ERR_MODEL,
+                     "support %d refers to boundary %d, but the mesh has %d boundary groups", s,
+                     sp->boundary, m->nboundaries);
+        const char *bn = hk_asm_boundary_name(m, sp->boundary);
+        HK_TRY_CHECK((sp->mask & ((1u << d) - 1)) != 0, HK_ERR_MODEL,
+                     "the support on boundary '%s' fixes no component; fix at least one of %s",
+                     bn, d == 2 ? "x, y" : "x, y, z");
+        for (int c = 0; c < d; c++)
+            HK_TRY_CHECK(!(sp->mask >> c & 1) || isfinite(sp->value[c]), HK_ERR_MODEL,
+                         "the support on boundary '%s' prescribes a non-finite %c displacement; "
+                         "give a finite value",
+                         bn, comp_name[c]);
+        int64_t nn;
+        HK_TRY(hk_group_nodes(m, sp->boundary, &nn, &nodes));
+        HK_TRY_CHECK(nn > 0, HK_ERR_MODEL,
+                     "the support on boundary '%s' has no node; the group is empty", bn);
+        for (int64_t k = 0; k < nn; k++) {
+            for (int c = 0; c < d; c++) {
+                if (!(sp->mask >> c & 1)) continue;
+                int64_t dof = (int64_t)nodes[k] * d + c;
+                if (owner[dof] >= 0) {
+                    double a = u_fixed[dof], v = sp->value[c];
+                    double tol = 1e-12 * fmax(fabs(a), fabs(v));
+                    HK_TRY_CHECK(fabs(a - v) <= tol, HK_ERR_MODEL,
+                                 "node %d gets %c displacement %g from the support on '%s' and "
+                                 "%g from the support on '%s'; make the prescribed values agree",
+                                 nodes[k], comp_name[c], a,
+                                 hk_asm_boundary_name(m, p->supports[owner[dof]].boundary), v,
+                                 bn);
+                    continue;
+                }
+                owner[dof] = s;
+                fixed[dof] = 1;
+                u_fixed[dof] = sp->value[c];
+            }
+        }
+        free(nodes);
+        nodes = NULL;
+    }
+    *nfixed = 0;
+    for (int64_t k = 0; k < ndof; k++) *nfixed += fixed[k];
+fail:
+    free(nodes);
+    free(owner);
+    return ierr;
+}
+
+/* ---- rigid-body check -------------------------------------------------------------------- */
+
+static int64_t uf_find(int64_t *par, int64_t i)
+{
+    while (par[i] != i) {
+        par[i] = par[par[i]];
+        i = par[i];
+    }
+    return i;
+}
+
+/* Eigenvalues (w) and eigenvectors (columns of V) of the symmetric n x n matrix A (cyclic
+ * Jacobi; n <= 6). A is destroyed. */
+static void jacobi_eig(int n, double A[6][6], double w[6], double V[6][6])
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) V[i][j] = i == j;
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0, tot = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                tot += A[i][j] * A[i][j];
+                if (i != j) off += A[i][j] * A[i][j];
+            }
+        if (off <= 1e-30 * tot || off == 0) break;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                if (A[p][q] == 0) continue;
+                double th = (A[q][q] - A[p][p]) / (2 * A[p][q]);
+                double t = (th >= 0 ? 1 : -1) / (fabs(th) + sqrt(th * th + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; k++) { /* A = A G */
+                    double akp = A[k][p], akq = A[k][q];
+                    A[k][p] = c * akp - s * akq;
+                    A[k][q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; k++) { /* A = G^T A */
+                    double apk = A[p][k], aqk = A[q][k];
+                    A[p][k] = c * apk - s * aqk;
+                    A[q][k] = s * apk + c * aqk;
+                }
+                for (int k = 0; k < n; k++) {
+                    double vkp = V[k][p], vkq = V[k][q];
+                    V[k][p] = c * vkp - s * vkq;
+                    V[k][q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    for (int i = 0; i < n; i++) w[i] = A[i][i];
+}
+
+/* Value of rigid mode k (2D: tx ty rz; 3D: tx ty tz rx ry rz) in component c at position x. */
+static double mode_value(int d, int k, int c, const double x[3])
+{
+    if (d == 2) {
+        if (k < 2) return c == k;
+        return c == 0 ? -x[1] : x[0];
+    }
+    if (k < 3) return c == k;
+    /* (e_a x x)_c */
+    int a = k - 3;
+    double e[3] = {a == 0, a == 1, a == 2};
+    double r[3] = {e[1] * x[2] - e[2] * x[1], e[2] * x[0] - e[0] * x[2],
+                   e[0] * x[1] - e[1] * x[0]};
+    return r[c];
+}
+
+/* Describe the null space Z (nz rows of nm mode coefficients) as "translation y, rotation
+ * about z": reduced row echelon form with rotations pivoted first, each row named by its
+ * pivot. */
+static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
+{
+    const int nm = d == 2 ? 3 : 6, nt = d;
+    int order[6], no = 0;
+    for (int k = nt; k < nm; k++) order[no++] = k; /* rotations first */
+    for (int k = 0; k < nt; k++) order[no++] = k;
+    int row = 0;
+    buf[0] = 0;
+    for (int oc = 0; oc < nm && row < nz; oc++) {
+        int col = order[oc], piv = -1;
+        double best = 1e-8;
+        for (int r = row; r < nz; r++)
+            if (fabs(Z[r][col]) > best) best = fabs(Z[r][col]), piv = r;
+        if (piv < 0) continue;
+        for (int k = 0; k < nm; k++) {
+            double t = Z[row][k];
+            Z[row][k] = Z[piv][k];
+            Z[piv][k] = t;
+        }
+        double s = Z[row][col];
+        for (int k = 0; k < nm; k++) Z[row][k] /= s;
+        for (int r = 0; r < nz; r++) {
+            if (r == row) continue;
+            double f = Z[r][col];
+            for (int k = 0; k < nm; k++) Z[r][k] -= f * Z[row][k];
+        }
+        /* name this row */
+        char item[96];
+        int isrot = col >= nt;
+        int b0 = isrot ? nt : 0, b1 = isrot ? nm : nt, nnz = 0;
+        for (int k = b0; k < b1; k++) nnz += fabs(Z[row][k]) > 1e-6;
+        if (d == 2 && isrot)
+            snprintf(item, sizeof item, "rotation about z");
+        else if (nnz == 1)
+            snprintf(item, sizeof item, "%s %c", isrot ? "rotation about" : "translation",
+                     comp_name[col - b0]);
+        else {
+            double v[3] = {0, 0, 0}, nv = 0;
+            for (int k = b0; k < b1; k++) v[k - b0] = Z[row][k], nv += Z[row][k] * Z[row][k];
+            nv = sqrt(nv);
+            if (d == 2)
+                snprintf(item, sizeof item, "translation along (%.2f, %.2f)", v[0] / nv,
+                         v[1] / nv);
+            else
+                snprintf(item, sizeof item, "%s (%.2f, %.2f, %.2f)",
+                         isrot ? "rotation about" : "translation along", v[0] / nv, v[1] / nv,
+                         v[2] / nv);
+        }
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s", row ? ", " : "", item);
+        row++;
+    }
+}
+
+int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
+{
+    int ierr = 0;
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim, nm = d == 2 ? 3 : 6;
+    const int64_t nn = m->nnodes;
+    int64_t *par = NULL, *comp = NULL;
+    double *acc = NULL, *ext = NULL;
+    HK_TRY(hk_malloc((size_t)nn * sizeof *par + 1, &par));
+    HK_TRY(hk_malloc((size_t)nn * sizeof *comp + 1, &comp));
+    for (int64_t i = 0; i < nn; i++) par[i] = i;
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        int64_t r0 = uf_find(par, m->cells.nodes[m->cells.ptr[e]]);
+        for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++) {
+            int64_t r = uf_find(par, m->cells.nodes[k]);
+            if (r != r0) par[r] = r0;
+        }
+    }
+    /* number the parts (roots of nodes that lie on a cell) */
+    int64_t np = 0;
+    for (int64_t i = 0; i < nn; i++) comp[i] = -1;
+    for (int64_t i = 0; i < nn; i++) {
+        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
+        int64_t r = uf_find(par, i);
+        if (comp[r] < 0) comp[r] = np++;
+    }
+    /* part of every node on a cell (-1 for nodes without a cell) */
+    int64_t *pc = par; /* reused: the roots are no longer needed once pc is known */
+    {
+        int64_t *tmp;
+        HK_TRY(hk_malloc((size_t)nn * sizeof *tmp + 1, &tmp));
+        for (int64_t i = 0; i < nn; i++)
+            tmp[i] = n2c->ptr[i + 1] == n2c->ptr[i] ? -1 : comp[uf_find(par, i)];
+        memcpy(pc, tmp, (size_t)nn * sizeof *tmp);
+        free(tmp);
+    }
+    /* per part: sum of coordinates and count (4), unused (3), Gram matrix 6 x 6 (36) */
+    const size_t stride = 4 + 3 + 36;
+    HK_TRY(hk_calloc((size_t)np * stride + 1, sizeof *acc, &acc));
+    HK_TRY(hk_malloc((size_t)np * 6 * sizeof *ext + 1, &ext));
+    for (int64_t q = 0; q < np; q++)
+        for (int i = 0; i < 3; i++) ext[6 * q + i] = INFINITY, ext[6 * q + 3 + i] = -INFINITY;
+    for (int64_t i = 0; i < nn; i++) {
+        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
+        double *a = acc + (size_t)pc[i] * stride;
+        const double *x = m->coords + 3 * (size_t)i;
+        for (int k = 0; k < 3; k++) {
+            a[k] += x[k];
+            ext[6 * pc[i] + k] = fmin(ext[6 * pc[i] + k], x[k]);
+            ext[6 * pc[i] + 3 + k] = fmax(ext[6 * pc[i] + 3 + k], x[k]);
+        }
+        a[3] += 1;
+    }
+    for (int64_t i = 0; i < nn; i++) {
+        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
+        const int64_t q = pc[i];
+        double *a = acc + (size_t)q * stride;
+        double L = 0;
+        for (int k = 0; k < 3; k++) L = fmax(L, ext[6 * q + 3 + k] - ext[6 * q + k]);
+        if (L <= 0) L = 1;
+        double x[3];
+        for (int k = 0; k < 3; k++) x[k] = (m->coords[3 * (size_t)i + k] - a[k] / a[3]) / L;
+        for (int c = 0; c < d; c++) {
+            if (!fixed[(size_t)i * d + c]) continue;
+            double row[6];
+            for (int k = 0; k < nm; k++) row[k] = mode_value(d, k, c, x);
+            double *G = a + 7;
+            for (int k = 0; k < nm; k++)
+                for (int l = 0; l < nm; l++) G[k * 6 + l] += row[k] * row[l];
+        }
+    }
+    for (int64_t q = 0; q < np; q++) {
+        double A[6][6], w[6], V[6][6], Z[6][6];
+        const double *G = acc + (size_t)q * stride + 7;
+        for (int k = 0; k < nm; k++)
+            for (int l = 0; l < nm; l++) A[k][l] = G[k * 6 + l];
+        jacobi_eig(nm, A, w, V);
+        double wmax = 0;
+        for (int k = 0; k < nm; k++) wmax = fmax(wmax, w[k]);
+        int nz = 0;
+        for (int k = 0; k < nm; k++)
+            if (w[k] <= 1e-10 * wmax || wmax == 0) {
+                for (int l = 0; l < nm; l++) Z[nz][l] = V[l][k];
+                nz++;
+            }
+        if (nz == 0) continue;
+        char desc[512];
+        describe_free(d, nz, Z, desc, sizeof desc);
+        int64_t node = -1;
+        for (int64_t i = 0; i < nn && node < 0; i++)
+            if (n2c->ptr[i + 1] > n2c->ptr[i] && pc[i] == q) node = i;
+        char part[96] = "";
+        if (np > 1)
+            snprintf(part, sizeof part, " of the part containing node %lld (%lld parts)",
+                     (long long)node, (long long)np);
+        HK_TRY_CHECK(0, HK_ERR_MODEL,
+                     "the supports do not prevent rigid-body motion%s (free: %s); add a support "
+                     "that fixes %s",
+                     part, desc,
+                     nz == 1 ? "this motion" : "these motions (fix components on more groups)");
+    }
+fail:
+    free(ext);
+    free(par);
+    free(comp);
+    free(acc);
+    return ierr;
+}
+
+/* ---- elimination ------------------------------------------------------------------------- */
+
+int hk_eliminate(hk_system *s, const hk_adj *n2c)
+{
+    hk_bcsr *K = &s->K;
+    const int bs = K->bs;
+    const int64_t nb = K->nbrows;
+    /* mean assembled diagonal: the scale of rows of nodes without a cell */
+    double sum = 0;
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
+        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+            if (K->colind[k] == i)
+                for (int r = 0; r < bs; r++) sum += K->val[(size_t)k * bs * bs + r * bs + r], cnt++;
+    }
+    const double mean = cnt ? sum / (double)cnt : 1;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nb; i++) {
+        const int orphan = n2c->ptr[i + 1] == n2c->ptr[i];
+        for (int r = 0; r < bs; r++) {
+            const int64_t gi = i * bs + r;
+            double diag = mean;
+            if (!orphan)
+                for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+                    if (K->colind[k] == i) diag = K->val[(size_t)k * bs * bs + r * bs + r];
+            if (!(diag > 0)) diag = mean;
+            double fi = s->f_ext[gi];
+            for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++) {
+                const int64_t j = K->colind[k];
+                double *row = K->val + (size_t)k * bs * bs + (size_t)r * bs;
+                for (int c = 0; c < bs; c++) {
+                    const int64_t gj = j * bs + c;
+                    if (s->fixed[gi] || orphan) {
+                        row[c] = gj == gi ? diag : 0;
+                    } else if (s->fixed[gj]) {
+                        fi -= row[c] * s->u_fixed[gj];
+                        row[c] = 0;
+                    }
+                }
+            }
+            s->f[gi] = s->fixed[gi] ? diag * s->u_fixed[gi] : orphan ? 0 : fi;
+        }
+    }
+    return 0;
+}

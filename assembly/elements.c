@@ -1,0 +1,350 @@
+/* Reference elements: shape functions in Gmsh ordering and Gauss rules (see elements.h).
+ *
+ * Gmsh ordering (Gmsh manual, "Node ordering"; MLine/MTriangle/MQuadrangle/MTetrahedron/
+ * MHexahedron edge and face tables):
+ *   tri6   edges 3:(0,1) 4:(1,2) 5:(2,0)
+ *   quad8  edges 4:(0,1) 5:(1,2) 6:(2,3) 7:(3,0); quad9 adds 8: centre
+ *   tet10  edges 4:(0,1) 5:(1,2) 6:(2,0) 7:(3,0) 8:(3,2) 9:(3,1)
+ *   hex20  edges 8:(0,1) 9:(0,3) 10:(0,4) 11:(1,2) 12:(1,5) 13:(2,3) 14:(2,6) 15:(3,7)
+ *                16:(4,5) 17:(4,7) 18:(5,6) 19:(6,7)
+ *   hex27  adds faces 20:(0,3,2,1) z=-1, 21:(0,1,5,4) y=-1, 22:(0,4,7,3) x=-1,
+ *                23:(1,2,6,5) x=+1, 24:(2,3,7,6) y=+1, 25:(4,5,6,7) z=+1, and 26: centre. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "elements.h"
+
+static const char *const el_names[HK_EL_COUNT] = {
+    "point1", "line2", "line3", "tri3",  "tri6",  "quad4",  "quad8", "quad9",
+    "tet4",   "tet10", "hex8",  "hex20", "hex27", "wedge6", "pyr5"};
+
+const char *hk_el_name(int t) { return (t >= 0 && t < HK_EL_COUNT) ? el_names[t] : "?"; }
+
+/* ---- node coordinates -------------------------------------------------------------------- */
+
+static const double quad_xi[9][2] = {{-1, -1}, {1, -1}, {1, 1}, {-1, 1}, {0, -1},
+                                     {1, 0},   {0, 1},  {-1, 0}, {0, 0}};
+static const double hex_corner[8][3] = {{-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1},
+                                        {-1, -1, 1},  {1, -1, 1},  {1, 1, 1},  {-1, 1, 1}};
+static const int hex_edges[12][2] = {{0, 1}, {0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3},
+                                     {2, 6}, {3, 7}, {4, 5}, {4, 7}, {5, 6}, {6, 7}};
+static const int hex_faces[6][4] = {{0, 3, 2, 1}, {0, 1, 5, 4}, {0, 4, 7, 3},
+                                    {1, 2, 6, 5}, {2, 3, 7, 6}, {4, 5, 6, 7}};
+static const int tri_edges[3][2] = {{0, 1}, {1, 2}, {2, 0}};
+static const int tet_edges[6][2] = {{0, 1}, {1, 2}, {2, 0}, {3, 0}, {3, 2}, {3, 1}};
+
+/* Reference coordinates of node a of element type t. */
+static void node_xi(hk_eltype t, int a, double xi[3])
+{
+    static const double tri_c[3][2] = {{0, 0}, {1, 0}, {0, 1}};
+    static const double tet_c[4][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    xi[0] = xi[1] = xi[2] = 0;
+    switch (t) {
+    case HK_EL_LINE2:
+    case HK_EL_LINE3: xi[0] = a == 0 ? -1 : a == 1 ? 1 : 0; break;
+    case HK_EL_TRI3:
+    case HK_EL_TRI6:
+        if (a < 3) {
+            xi[0] = tri_c[a][0], xi[1] = tri_c[a][1];
+        } else {
+            const int *e = tri_edges[a - 3];
+            for (int k = 0; k < 2; k++) xi[k] = 0.5 * (tri_c[e[0]][k] + tri_c[e[1]][k]);
+        }
+        break;
+    case HK_EL_QUAD4:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9: xi[0] = quad_xi[a][0], xi[1] = quad_xi[a][1]; break;
+    case HK_EL_TET4:
+    case HK_EL_TET10:
+        if (a < 4) {
+            for (int k = 0; k < 3; k++) xi[k] = tet_c[a][k];
+        } else {
+            const int *e = tet_edges[a - 4];
+            for (int k = 0; k < 3; k++) xi[k] = 0.5 * (tet_c[e[0]][k] + tet_c[e[1]][k]);
+        }
+        break;
+    case HK_EL_HEX8:
+    case HK_EL_HEX20:
+    case HK_EL_HEX27:
+        if (a < 8) {
+            for (int k = 0; k < 3; k++) xi[k] = hex_corner[a][k];
+        } else if (a < 20) {
+            const int *e = hex_edges[a - 8];
+            for (int k = 0; k < 3; k++) xi[k] = 0.5 * (hex_corner[e[0]][k] + hex_corner[e[1]][k]);
+        } else if (a < 26) {
+            const int *f = hex_faces[a - 20];
+            for (int k = 0; k < 3; k++)
+                xi[k] = 0.25 * (hex_corner[f[0]][k] + hex_corner[f[1]][k] + hex_corner[f[2]][k] +
+                                hex_corner[f[3]][k]);
+        }
+        break;
+    default: break;
+    }
+}
+
+/* ---- shape functions --------------------------------------------------------------------- */
+
+/* 1D Lagrange functions of degree 1 (nodes -1, 1) or 2 (nodes -1, 0, 1) for node s. */
+static void lag1d(int order, double s, double x, double *l, double *dl)
+{
+    if (order == 1) {
+        *l = 0.5 * (1 + s * x);
+        *dl = 0.5 * s;
+    } else if (s == 0) {
+        *l = 1 - x * x;
+        *dl = -2 * x;
+    } else {
+        *l = 0.5 * x * (x + s);
+        *dl = x + 0.5 * s;
+    }
+}
+
+/* Tensor-product Lagrange element of dimension d and order p. */
+static void shape_tensor(hk_eltype t, int d, int order, int n, const double *x, double *N,
+                         double (*dN)[3])
+{
+    for (int a = 0; a < n; a++) {
+        double s[3], l[3], dl[3];
+        node_xi(t, a, s);
+        for (int k = 0; k < d; k++) lag1d(order, s[k], x[k], &l[k], &dl[k]);
+        double prod = 1;
+        for (int k = 0; k < d; k++) prod *= l[k];
+        if (N) N[a] = prod;
+        for (int k = 0; k < 3; k++) {
+            double g = 0;
+            if (k < d) {
+                g = dl[k];
+                for (int m = 0; m < d; m++)
+                    if (m != k) g *= l[m];
+            }
+            dN[a][k] = g;
+        }
+    }
+}
+
+/* Serendipity quad8 and hex20 (standard formulas, e.g. Zienkiewicz-Taylor vol. 1, ch. 6). */
+static void shape_serendipity(hk_eltype t, int d, int n, const double *x, double *N,
+                              double (*dN)[3])
+{
+    for (int a = 0; a < n; a++) {
+        double s[3], g[3] = {0, 0, 0}, v;
+        node_xi(t, a, s);
+        if (a < (d == 2 ? 4 : 8)) { /* corner: prod(1+s x)/2^d * (sum s x - (d-1)) */
+            double p[3], sum = 0, prod = 1;
+            for (int k = 0; k < d; k++) p[k] = 1 + s[k] * x[k], prod *= p[k], sum += s[k] * x[k];
+            double c = d == 2 ? 0.25 : 0.125, q = sum - (d - 1);
+            v = c * prod * q;
+            for (int k = 0; k < d; k++) {
+                double others = 1;
+                for (int m = 0; m < d; m++)
+                    if (m != k) others *= p[m];
+                g[k] = c * (s[k] * others * q + prod * s[k]);
+            }
+        } else { /* midside: (1 - x_k^2) on its zero coordinate k, linear in the others */
+            int k0 = 0;
+            while (s[k0] != 0) k0++;
+            double c = d == 2 ? 0.5 : 0.25, f[3], df[3];
+            for (int k = 0; k < d; k++) {
+                if (k == k0)
+                    f[k] = 1 - x[k] * x[k], df[k] = -2 * x[k];
+                else
+                    f[k] = 1 + s[k] * x[k], df[k] = s[k];
+            }
+            v = c;
+            for (int k = 0; k < d; k++) v *= f[k];
+            for (int k = 0; k < d; k++) {
+                g[k] = c * df[k];
+                for (int m = 0; m < d; m++)
+                    if (m != k) g[k] *= f[m];
+            }
+        }
+        if (N) N[a] = v;
+        for (int k = 0; k < 3; k++) dN[a][k] = g[k];
+    }
+}
+
+/* Simplex of dimension d (tri, tet), linear or quadratic, in barycentric coordinates
+ * L0 = 1 - sum x, Lk = x_{k-1}. */
+static void shape_simplex(int d, int quadratic, const double *x, double *N, double (*dN)[3])
+{
+    double L[4], dL[4][3] = {{0}};
+    L[0] = 1;
+    for (int k = 0; k < d; k++) {
+        L[0] -= x[k];
+        L[k + 1] = x[k];
+        dL[0][k] = -1;
+        dL[k + 1][k] = 1;
+    }
+    int nc = d + 1;
+    for (int a = 0; a < nc; a++) {
+        if (!quadratic) {
+            if (N) N[a] = L[a];
+            for (int k = 0; k < 3; k++) dN[a][k] = dL[a][k];
+        } else {
+            if (N) N[a] = L[a] * (2 * L[a] - 1);
+            for (int k = 0; k < 3; k++) dN[a][k] = (4 * L[a] - 1) * dL[a][k];
+        }
+    }
+    if (!quadratic) return;
+    const int(*e)[2] = d == 2 ? tri_edges : tet_edges;
+    int ne = d == 2 ? 3 : 6;
+    for (int m = 0; m < ne; m++) {
+        int i = e[m][0], j = e[m][1], a = nc + m;
+        if (N) N[a] = 4 * L[i] * L[j];
+        for (int k = 0; k < 3; k++) dN[a][k] = 4 * (dL[i][k] * L[j] + L[i] * dL[j][k]);
+    }
+}
+
+void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3])
+{
+    switch (t) {
+    case HK_EL_LINE2: shape_tensor(t, 1, 1, 2, xi, N, dN); break;
+    case HK_EL_LINE3: shape_tensor(t, 1, 2, 3, xi, N, dN); break;
+    case HK_EL_TRI3: shape_simplex(2, 0, xi, N, dN); break;
+    case HK_EL_TRI6: shape_simplex(2, 1, xi, N, dN); break;
+    case HK_EL_QUAD4: shape_tensor(t, 2, 1, 4, xi, N, dN); break;
+    case HK_EL_QUAD8: shape_serendipity(t, 2, 8, xi, N, dN); break;
+    case HK_EL_QUAD9: shape_tensor(t, 2, 2, 9, xi, N, dN); break;
+    case HK_EL_TET4: shape_simplex(3, 0, xi, N, dN); break;
+    case HK_EL_TET10: shape_simplex(3, 1, xi, N, dN); break;
+    case HK_EL_HEX8: shape_tensor(t, 3, 1, 8, xi, N, dN); break;
+    case HK_EL_HEX20: shape_serendipity(t, 3, 20, xi, N, dN); break;
+    case HK_EL_HEX27: shape_tensor(t, 3, 2, 27, xi, N, dN); break;
+    default: break;
+    }
+}
+
+/* ---- quadrature -------------------------------------------------------------------------- */
+
+/* Gauss-Legendre tensor rule of n points per direction in d dimensions. */
+static void rule_gauss(hk_elref *r, int d, int n)
+{
+    static const double x2[2] = {-0.57735026918962576451, 0.57735026918962576451};
+    static const double w2[2] = {1, 1};
+    static const double x3[3] = {-0.77459666924148337704, 0, 0.77459666924148337704};
+    static const double w3[3] = {5.0 / 9.0, 8.0 / 9.0, 5.0 / 9.0};
+    const double *x = n == 2 ? x2 : x3, *w = n == 2 ? w2 : w3;
+    int q = 0;
+    int nk = d > 2 ? n : 1, nj = d > 1 ? n : 1;
+    for (int k = 0; k < nk; k++)
+        for (int j = 0; j < nj; j++)
+            for (int i = 0; i < n; i++, q++) {
+                r->qp[q][0] = x[i];
+                r->qp[q][1] = d > 1 ? x[j] : 0;
+                r->qp[q][2] = d > 2 ? x[k] : 0;
+                r->qw[q] = w[i] * (d > 1 ? w[j] : 1) * (d > 2 ? w[k] : 1);
+            }
+    r->nqp = q;
+}
+
+static void set_qp(hk_elref *r, int q, double a, double b, double c, double w)
+{
+    r->qp[q][0] = a, r->qp[q][1] = b, r->qp[q][2] = c, r->qw[q] = w;
+}
+
+static void rule_tri(hk_elref *r, int npts)
+{
+    if (npts == 1) {
+        set_qp(r, 0, 1.0 / 3, 1.0 / 3, 0, 0.5);
+    } else if (npts == 3) { /* degree 2 */
+        set_qp(r, 0, 1.0 / 6, 1.0 / 6, 0, 1.0 / 6);
+        set_qp(r, 1, 2.0 / 3, 1.0 / 6, 0, 1.0 / 6);
+        set_qp(r, 2, 1.0 / 6, 2.0 / 3, 0, 1.0 / 6);
+    } else { /* 6 points, degree 4 (Dunavant) */
+        const double a = 0.445948490915965, wa = 0.223381589678011 / 2;
+        const double b = 0.091576213509771, wb = 0.109951743655322 / 2;
+        set_qp(r, 0, a, a, 0, wa);
+        set_qp(r, 1, 1 - 2 * a, a, 0, wa);
+        set_qp(r, 2, a, 1 - 2 * a, 0, wa);
+        set_qp(r, 3, b, b, 0, wb);
+        set_qp(r, 4, 1 - 2 * b, b, 0, wb);
+        set_qp(r, 5, b, 1 - 2 * b, 0, wb);
+        npts = 6;
+    }
+    r->nqp = npts;
+}
+
+static void rule_tet(hk_elref *r, int npts)
+{
+    if (npts == 1) {
+        set_qp(r, 0, 0.25, 0.25, 0.25, 1.0 / 6);
+    } else { /* 4 points, degree 2 */
+        const double a = 0.58541019662496845446, b = 0.13819660112501051518, w = 1.0 / 24;
+        set_qp(r, 0, b, b, b, w);
+        set_qp(r, 1, a, b, b, w);
+        set_qp(r, 2, b, a, b, w);
+        set_qp(r, 3, b, b, a, w);
+        npts = 4;
+    }
+    r->nqp = npts;
+}
+
+/* ---- tables ------------------------------------------------------------------------------ */
+
+static hk_elref refs[HK_EL_COUNT];
+static pthread_once_t refs_once = PTHREAD_ONCE_INIT;
+
+static void init_one(hk_eltype t, int dim, int n, int nc, int simplex)
+{
+    hk_elref *r = &refs[t];
+    r->type = t;
+    r->name = el_names[t];
+    r->dim = dim;
+    r->nnodes = n;
+    r->ncorners = nc;
+    r->simplex = simplex;
+    switch (t) {
+    case HK_EL_LINE2: rule_gauss(r, 1, 2); break;
+    case HK_EL_LINE3: rule_gauss(r, 1, 3); break;
+    case HK_EL_TRI3: rule_tri(r, 1); break;
+    case HK_EL_TRI6: rule_tri(r, 3); break;
+    case HK_EL_QUAD4: rule_gauss(r, 2, 2); break;
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9: rule_gauss(r, 2, 3); break;
+    case HK_EL_TET4: rule_tet(r, 1); break;
+    case HK_EL_TET10: rule_tet(r, 4); break;
+    case HK_EL_HEX8: rule_gauss(r, 3, 2); break;
+    default: rule_gauss(r, 3, 3); break;
+    }
+    for (int a = 0; a < n; a++) node_xi(t, a, r->xi[a]);
+    for (int q = 0; q < r->nqp; q++) hk_el_shape(t, r->qp[q], r->N[q], r->dN[q]);
+}
+
+static void init_refs(void)
+{
+    init_one(HK_EL_LINE2, 1, 2, 2, 0);
+    init_one(HK_EL_LINE3, 1, 3, 2, 0);
+    init_one(HK_EL_TRI3, 2, 3, 3, 1);
+    init_one(HK_EL_TRI6, 2, 6, 3, 1);
+    init_one(HK_EL_QUAD4, 2, 4, 4, 0);
+    init_one(HK_EL_QUAD8, 2, 8, 4, 0);
+    init_one(HK_EL_QUAD9, 2, 9, 4, 0);
+    init_one(HK_EL_TET4, 3, 4, 4, 1);
+    init_one(HK_EL_TET10, 3, 10, 4, 1);
+    init_one(HK_EL_HEX8, 3, 8, 8, 0);
+    init_one(HK_EL_HEX20, 3, 20, 8, 0);
+    init_one(HK_EL_HEX27, 3, 27, 8, 0);
+}
+
+const hk_elref *hk_elref_get(hk_eltype t)
+{
+    pthread_once(&refs_once, init_refs);
+    if ((int)t < HK_EL_LINE2 || (int)t > HK_EL_HEX27) return NULL;
+    return &refs[t];
+}
+
+void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
+{
+    hk_elref r;
+    memset(&r, 0, sizeof r);
+    if (t == HK_EL_TRI6 || t == HK_EL_TRI3)
+        rule_tri(&r, 6);
+    else if (t == HK_EL_LINE2 || t == HK_EL_LINE3)
+        rule_gauss(&r, 1, 3);
+    else
+        rule_gauss(&r, 2, 3);
+    *nq = r.nqp;
+    memcpy(qp, r.qp, sizeof(double[3]) * (size_t)r.nqp);
+    memcpy(qw, r.qw, sizeof(double) * (size_t)r.nqp);
+}

@@ -1,0 +1,45 @@
+/* Reference elements of assembly/: shape functions in Gmsh node ordering, Gauss rules, and
+ * their values tabulated at the quadrature points. Private to assembly/ (and its tests).
+ *
+ * Reference domains: line/quad/hex [-1,1]^d; tri (0,0),(1,0),(0,1); tet (0,0,0),(1,0,0),
+ * (0,1,0),(0,0,1). Quadrature is "full": exact for the stiffness of undistorted elements
+ * (tri3/tet4 1 point, tri6 3, tet10 4, quad4 2x2, quad8/9 3x3, hex8 2x2x2, hex20/27 3x3x3);
+ * facet rules are one degree richer where cheap (tri6 facets 6 points). */
+#ifndef HOOKE_ASSEMBLY_ELEMENTS_H
+#define HOOKE_ASSEMBLY_ELEMENTS_H
+
+#include "hooke/fem.h"
+
+#define HK_EL_MAXN 27 /* most nodes of an element */
+#define HK_EL_MAXQ 27 /* most quadrature points of a rule */
+
+typedef struct hk_elref {
+    hk_eltype type;
+    const char *name;
+    int dim;       /* reference dimension: 1 line, 2 tri/quad, 3 tet/hex */
+    int nnodes;
+    int ncorners;  /* vertices (the first ncorners nodes in Gmsh ordering) */
+    int simplex;   /* 1 for tri/tet (barycentric reference) */
+    int nqp;       /* points of the element's rule */
+    double qp[HK_EL_MAXQ][3];
+    double qw[HK_EL_MAXQ];
+    /* tabulated at the quadrature points: N[q][a], dN[q][a][k] = dN_a/dxi_k */
+    double N[HK_EL_MAXQ][HK_EL_MAXN];
+    double dN[HK_EL_MAXQ][HK_EL_MAXN][3];
+    double xi[HK_EL_MAXN][3]; /* reference coordinates of the nodes */
+} hk_elref;
+
+/* The reference element of t, or NULL when t has no kernel (point, wedge, pyramid). The tables
+ * are built once, thread-safely. */
+const hk_elref *hk_elref_get(hk_eltype t);
+/* Name of any element type ("hex8"), also those without kernel; "?" when out of range. */
+const char *hk_el_name(int t);
+/* Shape functions and their reference derivatives at xi (N may be NULL). */
+void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3]);
+
+/* The rule used for facet loads of facet type t (lines 3 points, triangles 6, quads 3x3):
+ * exact for traction and pressure on straight and curved quadratic facets of moderate
+ * curvature, at negligible cost (facets are few). */
+void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
+
+#endif

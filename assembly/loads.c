@@ -1,0 +1,245 @@
+/* Boundary and nodal loads: consistent nodal forces of tractions and pressures integrated over
+ * the facets of a boundary group, total forces spread over a group's nodes, nodal forces.
+ * Body forces and gravity are integrated with the stiffness (assemble.c).
+ *
+ * Pressure acts along the inward normal (positive pushes into the body). The outward normal
+ * is not taken from the facet's node order: each facet's normal is compared with the vector
+ * from the centroid of the adjacent cell to the facet's centroid and flipped when they
+ * disagree, so facets of either orientation load the body the same way. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assembly_impl.h"
+
+static const char *const kind_names[] = {"traction", "pressure", "force", "nodal force"};
+
+int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
+{
+    const hk_group *g = &m->boundaries[b];
+    *n = 0;
+    *nodes = NULL;
+    if (g->nnodes > 0 && g->nodes) {
+        HK_CALL(hk_malloc((size_t)g->nnodes * sizeof **nodes, nodes));
+        memcpy(*nodes, g->nodes, (size_t)g->nnodes * sizeof **nodes);
+        *n = g->nnodes;
+    } else if (g->elems.n > 0) { /* unique nodes of its elements */
+        uint8_t *seen;
+        int64_t cnt = 0, tot = g->elems.ptr[g->elems.n];
+        HK_CALL(hk_calloc((size_t)m->nnodes + 1, 1, &seen));
+        int ierr = hk_malloc((size_t)tot * sizeof **nodes + 1, nodes);
+        if (ierr) {
+            free(seen);
+            return ierr;
+        }
+        for (int64_t k = 0; k < tot; k++) {
+            int32_t v = g->elems.nodes[k];
+            if (v < 0 || v >= m->nnodes) {
+                free(seen);
+                free(*nodes);
+                *nodes = NULL;
+                return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                                    "boundary '%s' refers to node %d, outside the mesh's %lld "
+                                    "nodes; the mesh is corrupt",
+                                    hk_asm_boundary_name(m, b), v, (long long)m->nnodes);
+            }
+            if (!seen[v]) seen[v] = 1, (*nodes)[cnt++] = v;
+        }
+        free(seen);
+        *n = cnt;
+    }
+    for (int64_t i = 0; i < *n; i++)
+        if ((*nodes)[i] < 0 || (*nodes)[i] >= m->nnodes) {
+            int32_t v = (*nodes)[i];
+            free(*nodes);
+            *nodes = NULL;
+            return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                                "boundary '%s' refers to node %d, outside the mesh's %lld "
+                                "nodes; the mesh is corrupt",
+                                hk_asm_boundary_name(m, b), v, (long long)m->nnodes);
+        }
+    return 0;
+}
+
+/* Does cell e contain node v? */
+static int cell_has(const hk_mesh *m, int64_t e, int32_t v)
+{
+    for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+        if (m->cells.nodes[k] == v) return 1;
+    return 0;
+}
+
+/* Sign (+1/-1) that turns the facet's geometric normal outward, from the cells that hold all
+ * of the facet's corners. Errors: the facet is on no cell, or (pressure) between two. */
+static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
+                      const hk_elref *fr, const int32_t *fn, double *sign)
+{
+    const hk_mesh *m = p->mesh;
+    const hk_group *g = &m->boundaries[b];
+    int64_t found = -1, nfound = 0;
+    for (int64_t c = n2c->ptr[fn[0]]; c < n2c->ptr[fn[0] + 1]; c++) {
+        int64_t e = n2c->idx[c], ok = 1;
+        for (int a = 1; a < fr->ncorners && ok; a++) ok = cell_has(m, e, fn[a]);
+        if (ok) {
+            if (nfound == 0) found = e;
+            nfound++;
+        }
+    }
+    HK_CHECK(nfound > 0, HK_ERR_MODEL,
+             "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a face of any %dD element; "
+             "put the loaded surface on the boundary of the meshed domain",
+             (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), hk_asm_boundary_name(m, b),
+             m->dim);
+    HK_CHECK(nfound == 1, HK_ERR_MODEL,
+             "facet %lld (%s, Gmsh tag %lld) of boundary '%s' lies between two elements, so its "
+             "outward normal is ambiguous; apply pressure on the outer boundary only, or use a "
+             "traction",
+             (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), hk_asm_boundary_name(m, b));
+    /* centroids from the corners */
+    const hk_elref *cr = hk_elref_get((hk_eltype)m->cells.type[found]);
+    const int32_t *cn = m->cells.nodes + m->cells.ptr[found];
+    double cc[3] = {0, 0, 0}, fc[3] = {0, 0, 0};
+    for (int a = 0; a < cr->ncorners; a++)
+        for (int i = 0; i < 3; i++) cc[i] += m->coords[3 * (size_t)cn[a] + i] / cr->ncorners;
+    for (int a = 0; a < fr->ncorners; a++)
+        for (int i = 0; i < 3; i++) fc[i] += m->coords[3 * (size_t)fn[a] + i] / fr->ncorners;
+    /* geometric normal at the facet's reference centroid */
+    double xi[3] = {0, 0, 0}, dN[HK_EL_MAXN][3], t[2][3] = {{0}}, nrm[3];
+    if (fr->simplex) xi[0] = xi[1] = 1.0 / 3;
+    hk_el_shape(fr->type, xi, NULL, dN);
+    for (int a = 0; a < fr->nnodes; a++)
+        for (int k = 0; k < fr->dim; k++)
+            for (int i = 0; i < 3; i++) t[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
+    if (fr->dim == 1) {
+        nrm[0] = t[0][1], nrm[1] = -t[0][0], nrm[2] = 0;
+    } else {
+        nrm[0] = t[0][1] * t[1][2] - t[0][2] * t[1][1];
+        nrm[1] = t[0][2] * t[1][0] - t[0][0] * t[1][2];
+        nrm[2] = t[0][0] * t[1][1] - t[0][1] * t[1][0];
+    }
+    double dot = 0;
+    for (int i = 0; i < 3; i++) dot += nrm[i] * (fc[i] - cc[i]);
+    *sign = dot < 0 ? -1 : 1;
+    return 0;
+}
+
+/* Traction (value[] per area) or pressure (value[0]) on the facets of boundary b. */
+static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double *f)
+{
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim, b = ld->boundary;
+    const hk_group *g = &m->boundaries[b];
+    const char *bn = hk_asm_boundary_name(m, b);
+    const int pressure = ld->kind == HK_LOAD_PRESSURE;
+    const double fac = hk_asm_thickness(p);
+    HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
+             "a %s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
+             "elements; apply it on a %s group, or use a force",
+             kind_names[ld->kind], d - 1, bn, g->dim, (long long)g->elems.n,
+             d == 2 ? "curve" : "surface");
+    for (int64_t fe = 0; fe < g->elems.n; fe++) {
+        const int t = g->elems.type[fe];
+        const hk_elref *fr = hk_elref_get((hk_eltype)t);
+        HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
+                 HK_ERR_MODEL,
+                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a %s element; loads "
+                 "act on %s",
+                 (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
+                 d == 2 ? "line" : "surface",
+                 d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
+        const int32_t *fn = g->elems.nodes + g->elems.ptr[fe];
+        for (int a = 0; a < fr->nnodes; a++) {
+            HK_CHECK(fn[a] >= 0 && fn[a] < m->nnodes, HK_ERR_MODEL,
+                     "facet %lld of boundary '%s' refers to node %d, outside the mesh; the "
+                     "mesh is corrupt",
+                     (long long)fe, bn, fn[a]);
+            HK_CHECK(n2c->ptr[fn[a] + 1] > n2c->ptr[fn[a]], HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' has node %d that belongs "
+                     "to no %dD element, so its load would be lost; load the meshed domain's "
+                     "boundary",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn[a], d);
+        }
+        double sign = 1;
+        if (pressure) HK_CALL(facet_sign(p, n2c, b, fe, fr, fn, &sign));
+        int nq;
+        double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
+        hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
+        for (int q = 0; q < nq; q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], tg[2][3] = {{0}}, nrm[3];
+            hk_el_shape((hk_eltype)t, qp[q], N, dN);
+            for (int a = 0; a < fr->nnodes; a++)
+                for (int k = 0; k < fr->dim; k++)
+                    for (int i = 0; i < 3; i++)
+                        tg[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
+            if (fr->dim == 1) {
+                nrm[0] = tg[0][1], nrm[1] = -tg[0][0], nrm[2] = 0;
+            } else {
+                nrm[0] = tg[0][1] * tg[1][2] - tg[0][2] * tg[1][1];
+                nrm[1] = tg[0][2] * tg[1][0] - tg[0][0] * tg[1][2];
+                nrm[2] = tg[0][0] * tg[1][1] - tg[0][1] * tg[1][0];
+            }
+            /* |nrm| is the length/area element; nrm itself the area-weighted normal */
+            double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+            HK_CHECK(dA > 0, HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
+                     "area); check the mesh",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
+            double tv[3];
+            for (int i = 0; i < 3; i++)
+                tv[i] = pressure ? -ld->value[0] * sign * nrm[i] : ld->value[i] * dA;
+            for (int a = 0; a < fr->nnodes; a++)
+                for (int i = 0; i < d; i++)
+                    f[(size_t)fn[a] * d + i] += qw[q] * fac * N[a] * tv[i];
+        }
+    }
+    return 0;
+}
+
+int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
+{
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim;
+    HK_CHECK(p->nloads == 0 || p->loads, HK_ERR_ARG, "hk_assemble: nloads > 0 but loads is NULL");
+    for (int l = 0; l < p->nloads; l++) {
+        const hk_load *ld = &p->loads[l];
+        HK_CHECK(ld->kind >= HK_LOAD_TRACTION && ld->kind <= HK_LOAD_NODAL, HK_ERR_ARG,
+                 "load %d has an unknown kind %d", l, (int)ld->kind);
+        HK_CHECK(ld->boundary >= 0 && ld->boundary < m->nboundaries, HK_ERR_MODEL,
+                 "load %d (%s) refers to boundary %d, but the mesh has %d boundary groups", l,
+                 kind_names[ld->kind], ld->boundary, m->nboundaries);
+        const char *bn = hk_asm_boundary_name(m, ld->boundary);
+        for (int i = 0; i < 3; i++)
+            HK_CHECK(isfinite(ld->value[i]), HK_ERR_MODEL,
+                     "the %s on boundary '%s' has a non-finite value; give finite numbers",
+                     kind_names[ld->kind], bn);
+        if (ld->kind == HK_LOAD_TRACTION || ld->kind == HK_LOAD_PRESSURE) {
+            HK_CALL(facet_load(p, ld, n2c, f));
+            continue;
+        }
+        int64_t nn;
+        int32_t *nodes;
+        HK_CALL(hk_group_nodes(m, ld->boundary, &nn, &nodes));
+        if (nn == 0) {
+            free(nodes);
+            return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                                "the %s on boundary '%s' has no node to act on; the group is "
+                                "empty",
+                                kind_names[ld->kind], bn);
+        }
+        for (int64_t k = 0; k < nn; k++)
+            if (n2c->ptr[nodes[k] + 1] == n2c->ptr[nodes[k]]) {
+                int32_t v = nodes[k];
+                free(nodes);
+                return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                                    "the %s on boundary '%s' acts on node %d, which belongs to "
+                                    "no %dD element, so it would be lost; load a node of the "
+                                    "meshed domain",
+                                    kind_names[ld->kind], bn, v, d);
+            }
+        const double w = ld->kind == HK_LOAD_FORCE ? 1.0 / (double)nn : 1.0;
+        for (int64_t k = 0; k < nn; k++)
+            for (int i = 0; i < d; i++) f[(size_t)nodes[k] * d + i] += w * ld->value[i];
+        free(nodes);
+    }
+    return 0;
+}
