@@ -755,7 +755,10 @@ static int apply_set(ctx *x, int set)
             struct fy_node_pair *pr = NULL;
             for (;;) {
                 pr = fy_node_mapping_lookup_pair_by_string(cur, rest, len);
-                if (pr) break;
+                /* a shorter prefix must lead into a section (solver: pc=poly, pc.poly.degree=6) */
+                if (pr && (rest[len] == 0 || fy_node_get_type(fy_node_pair_value(pr)) != FYNT_SCALAR))
+                    break;
+                pr = NULL;
                 while (len > 0 && rest[len - 1] != '.') len--;
                 if (len == 0) break;
                 len--; /* drop the dot */
