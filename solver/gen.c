@@ -208,7 +208,7 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
 
     /* Pass 1: the coupling pattern of each node (slot s = (dx+1) + 3(dy+1) + 9(dz+1) increases
      * with the column index, so slots in order give sorted columns). */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 512)
     for (int64_t n = 0; n < nn; n++) {
         const int64_t i = n % NX, j = (n / NX) % NY, k = n / (NX * NY);
         uint32_t m = 0;
@@ -242,11 +242,17 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
     for (int64_t n = 0; n < nn; n++) A->rowptr[n + 1] = A->rowptr[n] + __builtin_popcount(mask[n]);
     const int64_t nnzb = A->rowptr[nn];
     HK_TRY(hk_malloc((size_t)nnzb * sizeof *A->colind, &A->colind));
-    HK_TRY(hk_calloc((size_t)nnzb * b2, sizeof *A->val, &A->val));
+    HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * b2 * sizeof *A->val, &A->val));
+    /* zero in parallel, static halves: first touch of the pages (much faster than faulting
+     * them in from interleaved dynamic chunks below) */
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < nn; n++)
+        memset(A->val + (size_t)A->rowptr[n] * b2, 0,
+               (size_t)(A->rowptr[n + 1] - A->rowptr[n]) * b2 * sizeof *A->val);
 
     /* Pass 2: values, gathered per row from the cells around the node. */
     const int nd = C->nloc * bs;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 512)
     for (int64_t n = 0; n < nn; n++) {
         const int64_t i = n % NX, j = (n / NX) % NY, k = n / (NX * NY);
         int64_t pos[27];
