@@ -5,7 +5,9 @@
  *
  *   neumann    s(t) = w sum_{i<=m} (1 - w t)^i, w = 1/hi (eq. 8, rho(I - wB) < 1)
  *   ls         least-squares: s minimises the integral of (1 - t s(t))^2 w(t) over [0, hi]
- *              with the Jacobi weight w(t) = sqrt((hi - t)/t) (alpha = 1/2, beta = -1/2)
+ *              with the Chebyshev weight w(t) = 1/sqrt(t (hi - t)); unlike the Jacobi weight
+ *              (1/2, -1/2), which vanishes at hi and lets s(hi) reach 0 for odd degrees, it
+ *              keeps |1 - t s(t)| < 1 on all of (0, hi], so M stays SPD
  *   chebyshev  minimax: 1 - t s(t) = T_{m+1}(eta(t)) / T_{m+1}(eta(0)) on [lo, hi]
  *
  * The bounds of the spectrum of Â come from a few Lanczos steps run through backend ops (so
@@ -86,9 +88,9 @@ static int poly_coefficients(poly_data *d)
         }
         return 0;
     }
-    /* Least squares with weight sqrt((hi-t)/t) = (hi - t) / sqrt(t (hi - t)): Gauss-Chebyshev
-     * quadrature with extra weights (hi - t_j), exact for the degree 2m+3 integrand when the
-     * node count N >= m + 3. Rows sqrt(w_j) [t_j T_k(xi_j)] c = sqrt(w_j). */
+    /* Least squares with the Chebyshev weight: Gauss-Chebyshev quadrature (equal weights) is
+     * exact for the degree 2m+2 integrand when the node count N >= m + 2, so the discrete
+     * problem over the nodes, rows [t_j T_k(xi_j)] c = 1, is the continuous one. */
     const int N = 2 * m + 8;
     double *M = NULL, *rhs = NULL;
     HK_CALL(hk_malloc((size_t)N * n * sizeof *M, &M));
@@ -99,7 +101,7 @@ static int poly_coefficients(poly_data *d)
     }
     for (int j = 0; j < N; j++) {
         double xi = cos(M_PI * (j + 0.5) / N), t = d->hi * (xi + 1) / 2;
-        double sw = sqrt((d->hi - t) / d->hi), T[POLY_MAX_DEGREE + 1];
+        double sw = 1, T[POLY_MAX_DEGREE + 1];
         cheb_values(m, xi, T);
         for (int k = 0; k < n; k++) M[(size_t)k * N + j] = sw * t / d->hi * T[k];
         rhs[j] = sw;

@@ -1,0 +1,491 @@
+/* Preconditioner tests: each apply against a reference computed here independently (dense
+ * algebra, closed forms), both precisions, every usable backend; set-up errors; and the
+ * iteration-count orderings of the papers through hk_solver. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "hk_impl.h"
+#include "pc/pc_impl.h"
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+/* Dense row-major copy of K (n = nbrows*bs). */
+static double *dense_of(const hk_bcsr *K)
+{
+    const int bs = K->bs;
+    const long n = (long)K->nbrows * bs;
+    double *D = calloc((size_t)n * n, sizeof *D);
+    for (int64_t bi = 0; bi < K->nbrows; bi++)
+        for (int64_t p = K->rowptr[bi]; p < K->rowptr[bi + 1]; p++)
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    D[(bi * bs + r) * n + K->colind[p] * bs + c] = K->val[(p * bs + r) * bs + c];
+    return D;
+}
+
+/* Solve the dense n x n system A x = b by Gaussian elimination with partial pivoting. */
+static void dense_solve(long n, const double *A0, const double *b, double *x)
+{
+    double *A = malloc((size_t)n * n * sizeof *A);
+    memcpy(A, A0, (size_t)n * n * sizeof *A);
+    memcpy(x, b, (size_t)n * sizeof *x);
+    for (long c = 0; c < n; c++) {
+        long p = c;
+        for (long r = c + 1; r < n; r++)
+            if (fabs(A[r * n + c]) > fabs(A[p * n + c])) p = r;
+        for (long k = 0; k < n; k++) {
+            double t = A[c * n + k];
+            A[c * n + k] = A[p * n + k];
+            A[p * n + k] = t;
+        }
+        double t = x[c];
+        x[c] = x[p];
+        x[p] = t;
+        for (long r = c + 1; r < n; r++) {
+            double f = A[r * n + c] / A[c * n + c];
+            for (long k = c; k < n; k++) A[r * n + k] -= f * A[c * n + k];
+            x[r] -= f * x[c];
+        }
+    }
+    for (long r = n - 1; r >= 0; r--) {
+        double s = x[r];
+        for (long k = r + 1; k < n; k++) s -= A[r * n + k] * x[k];
+        x[r] = s / A[r * n + r];
+    }
+    free(A);
+}
+
+static void dense_matvec(long n, const double *A, const double *x, double *y)
+{
+    for (long i = 0; i < n; i++) {
+        double s = 0;
+        for (long j = 0; j < n; j++) s += A[i * n + j] * x[j];
+        y[i] = s;
+    }
+}
+
+/* A scalar block CSR (bs = 1) from a dense row-major n x n matrix, zeros dropped. */
+static void bcsr_from_dense(long n, const double *D, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = 1;
+    K->nbrows = K->nbcols = n;
+    long nnz = 0;
+    for (long k = 0; k < n * n; k++) nnz += D[k] != 0;
+    K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
+    K->colind = malloc((size_t)nnz * sizeof *K->colind);
+    K->val = malloc((size_t)nnz * sizeof *K->val);
+    long q = 0;
+    for (long i = 0; i < n; i++) {
+        for (long j = 0; j < n; j++)
+            if (D[i * n + j] != 0) {
+                K->colind[q] = (int32_t)j;
+                K->val[q++] = D[i * n + j];
+            }
+        K->rowptr[i + 1] = q;
+    }
+}
+
+/* Tridiagonal n x n with constant bands (lower a, diagonal d, upper c), dense. */
+static double *tridiag(long n, double a, double d, double c)
+{
+    double *D = calloc((size_t)n * n, sizeof *D);
+    for (long i = 0; i < n; i++) {
+        D[i * n + i] = d + 0.1 * (i % 3); /* not quite Toeplitz */
+        if (i > 0) D[i * n + i - 1] = a;
+        if (i + 1 < n) D[i * n + i + 1] = c;
+    }
+    return D;
+}
+
+static void test_rhs(long n, double *r)
+{
+    for (long i = 0; i < n; i++) r[i] = sin(0.7 * i + 0.3) + 0.25 * (i % 5);
+}
+
+/* Apply pc "name" with options text to r on backend be in precision p: z = M^-1 r. Returns
+ * the hk error code of set-up (0 on success, z filled). */
+static int apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *name,
+                    const char *opts, const double *r, double *z, hk_pc **keep)
+{
+    const long n = (long)K->nbrows * K->bs;
+    hk_mat *A = NULL;
+    hk_options *o = NULL;
+    hk_pc *pc = NULL;
+    hk_vec *vr = NULL, *vz = NULL;
+    int err = hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &A);
+    if (!err) err = hk_options_create(&o);
+    if (!err && opts) err = hk_options_parse(o, opts);
+    const hk_pc_type *t = hk_pc_type_find(name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    if (!err) err = hk_pc_create(t, be, p, K, A, o, &pc);
+    if (!err) err = hk_options_check_used(o, t->options);
+    if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
+    if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
+    if (!err) err = hk_vec_upload(vr, r);
+    if (!err) err = hk_pc_apply(pc, vr, vz);
+    if (!err) err = hk_vec_download(vz, z);
+    hk_vec_destroy(vr);
+    hk_vec_destroy(vz);
+    if (keep && !err)
+        *keep = pc;
+    else
+        hk_pc_destroy(pc);
+    hk_options_destroy(o);
+    hk_mat_destroy(A);
+    return err;
+}
+
+static double tol_of(hk_precision p)
+{
+    return p == HK_FP64 ? 1e-11 : 2e-5;
+}
+
+/* Run pc on every backend and precision and compare with ref (relative max difference). */
+static void check_all(const hk_bcsr *K, const char *name, const char *opts, const double *r,
+                      const double *ref, double tol32)
+{
+    const long n = (long)K->nbrows * K->bs;
+    double *z = malloc((size_t)n * sizeof *z);
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++)
+        for (int p = 0; p < 2; p++) {
+            int err = apply_pc(*b, (hk_precision)p, K, name, opts, r, z, NULL);
+            if (err)
+                fprintf(stderr, "\n  pc %s (%s) on %s, %s: %s\n", name, opts ? opts : "",
+                        hk_backend_name(*b), p ? "fp32" : "fp64", hk_error_message());
+            CU_ASSERT_EQUAL(err, 0);
+            if (err) continue;
+            double d = hk_test_reldiff(z, ref, n), tol = p ? tol32 : tol_of(HK_FP64);
+            if (!(d <= tol))
+                fprintf(stderr, "\n  pc %s (%s) on %s, %s: rel. difference %.3g > %.1g\n", name,
+                        opts ? opts : "", hk_backend_name(*b), p ? "fp32" : "fp64", d, tol);
+            CU_ASSERT(d <= tol);
+        }
+    free(z);
+}
+
+/* ---- jacobi, bjacobi --------------------------------------------------------------------- */
+
+static void test_jacobi(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity2d(5, 4, &K));
+    const long n = (long)K.nbrows * K.bs;
+    double *D = dense_of(&K), *r = malloc(n * sizeof *r), *ref = malloc(n * sizeof *ref);
+    test_rhs(n, r);
+    for (long i = 0; i < n; i++) ref[i] = r[i] / D[i * n + i];
+    check_all(&K, "jacobi", NULL, r, ref, tol_of(HK_FP32));
+    check_all(&K, "none", NULL, r, r, tol_of(HK_FP32));
+    free(D), free(r), free(ref);
+    hk_bcsr_free(&K);
+}
+
+static void check_bjacobi(hk_bcsr *K)
+{
+    const int bs = K->bs;
+    const long n = (long)K->nbrows * bs;
+    double *D = dense_of(K), *r = malloc(n * sizeof *r), *ref = malloc(n * sizeof *ref);
+    test_rhs(n, r);
+    for (long b = 0; b < n / bs; b++) { /* solve each diagonal block */
+        double blk[9];
+        for (int i = 0; i < bs; i++)
+            for (int j = 0; j < bs; j++) blk[i * bs + j] = D[(b * bs + i) * n + b * bs + j];
+        dense_solve(bs, blk, r + b * bs, ref + b * bs);
+    }
+    check_all(K, "bjacobi", NULL, r, ref, tol_of(HK_FP32));
+    free(D), free(r), free(ref);
+}
+
+static void test_bjacobi(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity2d(5, 4, &K));
+    CU_ASSERT_EQUAL(K.bs, 2);
+    check_bjacobi(&K);
+    hk_bcsr_free(&K);
+    HK_ASSERT_OK(hk_gen_elasticity3d(3, 2, 2, &K));
+    CU_ASSERT_EQUAL(K.bs, 3);
+    check_bjacobi(&K);
+    hk_bcsr_free(&K);
+}
+
+/* ---- poly -------------------------------------------------------------------------------- */
+
+/* Reference z = s(B) D^-1 r for B = D^-1 A with s given by monomial coefficients (Horner). */
+static void poly_ref_monomial(long n, const double *A, const double *r, int m, const double *c,
+                              double *z)
+{
+    double *w = malloc(n * sizeof *w), *t = malloc(n * sizeof *t);
+    for (long i = 0; i < n; i++) w[i] = r[i] / A[i * n + i];
+    for (long i = 0; i < n; i++) z[i] = c[m] * w[i];
+    for (int k = m - 1; k >= 0; k--) {
+        dense_matvec(n, A, z, t);
+        for (long i = 0; i < n; i++) z[i] = c[k] * w[i] + t[i] / A[i * n + i];
+    }
+    free(w), free(t);
+}
+
+/* Monomial coefficients of Neumann: w sum_i (1 - w t)^i, w = 1/hi (binomial expansion). */
+static void neumann_monomial(int m, double hi, double *c)
+{
+    const double w = 1 / hi;
+    for (int k = 0; k <= m; k++) c[k] = 0;
+    for (int i = 0; i <= m; i++) {
+        double binom = 1; /* C(i, k) */
+        for (int k = 0; k <= i; k++) {
+            c[k] += w * binom * pow(-w, k);
+            binom = binom * (i - k) / (k + 1);
+        }
+    }
+}
+
+/* Reference for the LS polynomial with the Chebyshev weight 1/sqrt(t (hi - t)) on [0, hi]:
+ * normal equations in the Legendre basis P_k(2t/hi - 1), integrated with t = hi (1 - cos th)/2
+ * (the weight becomes d th) by a midpoint rule in th; then z = sum_k x_k P_k(xi(B)) w. */
+static void ls_ref(long n, const double *A, const double *r, int m, double hi, double *z)
+{
+    const int nb = m + 1, Q = 4000;
+    double G[21 * 21] = {0}, g[21] = {0}, x[21];
+    for (int q = 0; q < Q; q++) {
+        double th = M_PI * (q + 0.5) / Q, u = (1 - cos(th)) / 2, P[22], phi[21];
+        P[0] = 1, P[1] = 2 * u - 1;
+        for (int k = 1; k < nb; k++) P[k + 1] = ((2 * k + 1) * (2 * u - 1) * P[k] - k * P[k - 1]) / (k + 1);
+        for (int k = 0; k < nb; k++) phi[k] = u * P[k]; /* (t/hi) P_k: the basis of t s(t) */
+        for (int i = 0; i < nb; i++) {
+            g[i] += phi[i];
+            for (int j = 0; j < nb; j++) G[i * nb + j] += phi[i] * phi[j];
+        }
+    }
+    dense_solve(nb, G, g, x); /* s(t) = sum_k x_k P_k(2t/hi - 1) / hi */
+    double *w = calloc(n, sizeof *w), *p0 = calloc(n, sizeof *w), *p1 = calloc(n, sizeof *w);
+    double *u = calloc(n, sizeof *w);
+    for (long i = 0; i < n; i++) w[i] = r[i] / A[i * n + i];
+    memcpy(p0, w, n * sizeof *w);
+    for (long i = 0; i < n; i++) z[i] = x[0] / hi * p0[i];
+    dense_matvec(n, A, w, u);
+    for (long i = 0; i < n; i++) p1[i] = 2 * u[i] / A[i * n + i] / hi - w[i];
+    for (int k = 1; k < nb; k++) {
+        for (long i = 0; i < n; i++) z[i] += x[k] / hi * p1[i];
+        dense_matvec(n, A, p1, u);
+        for (long i = 0; i < n; i++) {
+            double xi_p1 = 2 * u[i] / A[i * n + i] / hi - p1[i];
+            double p2 = ((2 * k + 1) * xi_p1 - k * p0[i]) / (k + 1);
+            p0[i] = p1[i];
+            p1[i] = p2;
+        }
+    }
+    free(w), free(p0), free(p1), free(u);
+}
+
+/* Chebyshev reference: z = B^-1 (I - T_{m+1}(eta(B))/T_{m+1}(eta0)) w, w = D^-1 r. */
+static void chebyshev_ref(long n, const double *A, const double *r, int m, double lo, double hi,
+                          double *z)
+{
+    double *w = malloc(n * sizeof *w), *t0 = malloc(n * sizeof *t0), *t1 = malloc(n * sizeof *t1);
+    double *t2 = malloc(n * sizeof *t2), *u = malloc(n * sizeof *u);
+    for (long i = 0; i < n; i++) w[i] = r[i] / A[i * n + i];
+    /* T_k(eta(B)) w with eta(B) = (2B - (lo+hi)I)/(hi-lo) */
+    memcpy(t0, w, n * sizeof *w);
+    dense_matvec(n, A, w, u);
+    for (long i = 0; i < n; i++)
+        t1[i] = (2 * u[i] / A[i * n + i] - (lo + hi) * w[i]) / (hi - lo);
+    double e0 = -(lo + hi) / (hi - lo), T0 = 1, T1 = e0;
+    for (int k = 1; k <= m; k++) {
+        dense_matvec(n, A, t1, u);
+        for (long i = 0; i < n; i++)
+            t2[i] = 2 * (2 * u[i] / A[i * n + i] - (lo + hi) * t1[i]) / (hi - lo) - t0[i];
+        memcpy(t0, t1, n * sizeof *w);
+        memcpy(t1, t2, n * sizeof *w);
+        double T2 = 2 * e0 * T1 - T0;
+        T0 = T1;
+        T1 = T2;
+    }
+    /* B z = w - T_{m+1} w / T_{m+1}(e0)  <=>  A z = D (w - ...) */
+    for (long i = 0; i < n; i++) u[i] = A[i * n + i] * (w[i] - t1[i] / T1);
+    dense_solve(n, A, u, z);
+    free(w), free(t0), free(t1), free(t2), free(u);
+}
+
+static void test_poly_apply(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity2d(5, 4, &K));
+    const long n = (long)K.nbrows * K.bs;
+    double *A = dense_of(&K), *r = malloc(n * sizeof *r), *ref = malloc(n * sizeof *ref);
+    test_rhs(n, r);
+    const double lo = 0.05, hi = 2.2;
+    char opts[200];
+    for (int m = 0; m <= 6; m += 3) {
+        double c[21];
+        neumann_monomial(m, hi, c);
+        poly_ref_monomial(n, A, r, m, c, ref);
+        snprintf(opts, sizeof opts, "pc.poly.kind=neumann pc.poly.degree=%d pc.poly.lmax=%g", m,
+                 hi);
+        check_all(&K, "poly", opts, r, ref, 1e-4);
+
+        ls_ref(n, A, r, m, hi, ref);
+        snprintf(opts, sizeof opts, "pc.poly.kind=ls pc.poly.degree=%d pc.poly.lmax=%g", m, hi);
+        check_all(&K, "poly", opts, r, ref, 1e-4);
+
+        chebyshev_ref(n, A, r, m, lo, hi, ref);
+        snprintf(opts, sizeof opts,
+                 "pc.poly.kind=chebyshev pc.poly.degree=%d pc.poly.lmin=%g pc.poly.lmax=%g", m,
+                 lo, hi);
+        check_all(&K, "poly", opts, r, ref, 1e-4);
+    }
+    free(A), free(r), free(ref);
+    hk_bcsr_free(&K);
+}
+
+/* Lanczos bounds of D^-1/2 A D^-1/2 for the 1D Laplacian tridiag(-1, 2, -1): the scaled
+ * matrix is tridiag(-1/2, 1, -1/2) with eigenvalues 1 - cos(k pi/(n+1)). */
+static void test_poly_bounds(void)
+{
+    const long n = 200;
+    double *D = calloc((size_t)n * n, sizeof *D);
+    for (long i = 0; i < n; i++) {
+        D[i * n + i] = 2;
+        if (i) D[i * n + i - 1] = D[(i - 1) * n + i] = -1;
+    }
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    const double lmax = 1 + cos(M_PI / (n + 1));
+    double *r = malloc(n * sizeof *r), *z = malloc(n * sizeof *z);
+    test_rhs(n, r);
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++)
+        for (int p = 0; p < 2; p++) {
+            hk_pc *pc = NULL;
+            HK_ASSERT_OK(apply_pc(*b, (hk_precision)p, &K, "poly", "pc.poly.lanczos=20", r, z,
+                                  &pc));
+            double lo, hi;
+            int m;
+            const double *c;
+            HK_ASSERT_OK(hk_pc_poly_info(pc, &lo, &hi, &m, &c));
+            CU_ASSERT_EQUAL(m, 3);
+            CU_ASSERT(hi >= lmax);        /* safeguarded: never below lambda_max */
+            CU_ASSERT(hi <= 1.10 * lmax); /* but not far above */
+            CU_ASSERT(lo > 0 && lo < hi);
+            hk_pc_destroy(pc);
+        }
+    free(D), free(r), free(z);
+    hk_bcsr_free(&K);
+}
+
+/* ---- ic0, ilu0 ----------------------------------------------------------------------- */
+
+/* Where the factorisation has no fill (tridiagonal, block tridiagonal with full blocks),
+ * IC(0) / ILU(0) are the exact factorisations and M^-1 r = A^-1 r. */
+static void check_exact(const char *name, long n, const double *D)
+{
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    double *r = malloc(n * sizeof *r), *ref = malloc(n * sizeof *ref);
+    test_rhs(n, r);
+    dense_solve(n, D, r, ref);
+    double *z = malloc(n * sizeof *z);
+    int err = apply_pc(hk_test_backends()[0], HK_FP64, &K, name, NULL, r, z, NULL);
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-11);
+    err = apply_pc(hk_test_backends()[0], HK_FP32, &K, name, NULL, r, z, NULL);
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-4);
+    /* a backend without triangular solves says so */
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        if ((*b)->tri_create) continue;
+        err = apply_pc(*b, HK_FP64, &K, name, NULL, r, z, NULL);
+        CU_ASSERT_EQUAL(err, HK_ERR_UNSUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available on the"));
+    }
+    free(r), free(ref), free(z);
+    hk_bcsr_free(&K);
+}
+
+static double *block_tridiag(long nb, int bs, int sym)
+{
+    const long n = nb * bs;
+    double *D = calloc((size_t)n * n, sizeof *D);
+    for (long b = 0; b < nb; b++)
+        for (int i = 0; i < bs; i++)
+            for (int j = 0; j < bs; j++) {
+                long r = b * bs + i, c = b * bs + j;
+                D[r * n + c] = (i == j) ? 12 + 0.1 * (b % 3) : 0.5 + 0.1 * (i + j);
+                if (b + 1 < nb) {
+                    double v = -1.0 + 0.2 * i - 0.1 * j;
+                    D[r * n + c + bs] = v;                      /* upper block */
+                    D[(c + bs) * n + r] = sym ? v : 0.7 * v + 0.05; /* lower block */
+                }
+            }
+    return D;
+}
+
+static void test_ic0_exact(void)
+{
+    double *D = tridiag(30, -1, 2.5, -1);
+    check_exact("ic0", 30, D);
+    free(D);
+    D = block_tridiag(10, 3, 1);
+    check_exact("ic0", 30, D);
+    free(D);
+}
+
+static void test_ilu0_exact(void)
+{
+    double *D = tridiag(30, -1.3, 2.5, -0.6);
+    check_exact("ilu0", 30, D);
+    free(D);
+    D = block_tridiag(10, 2, 0);
+    check_exact("ilu0", 20, D);
+    free(D);
+}
+
+/* ---- set-up errors ------------------------------------------------------------------- */
+
+static void test_errors(void)
+{
+    const hk_backend *be = hk_test_backends()[0];
+    const long n = 6;
+    double r[6] = {1, 2, 3, 4, 5, 6}, z[6];
+    /* row 3 has a zero diagonal */
+    double *D = tridiag(n, -1, 2.5, -1);
+    D[3 * n + 3] = 0;
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "jacobi", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 3"));
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 3"));
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "bjacobi", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "block row 3"));
+    hk_bcsr_free(&K);
+    /* indefinite: IC(0) meets a negative pivot in row 1 */
+    D[3 * n + 3] = 2.5;
+    D[1 * n + 1] = 0.2;
+    bcsr_from_dense(n, D, &K);
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "ic0", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 1"));
+    hk_bcsr_free(&K);
+    /* ILU(0) zero pivot: a_11 - a_10 a_01 / a_00 = 0 */
+    D[1 * n + 1] = 0.4; /* 0.4 - (-1)(-1)/2.5 = 0 */
+    bcsr_from_dense(n, D, &K);
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "ilu0", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 1"));
+    /* bad option values are named */
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", "pc.poly.kind=taylor", r, z, NULL),
+                    HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.poly.kind"));
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", "pc.poly.degree=-1", r, z, NULL),
+                    HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.poly.degree"));
+    hk_bcsr_free(&K);
+    free(D);
+}
+
+HK_SUITE(pc, {"jacobi and none apply: r ./ diag(A)", test_jacobi},
+         {"bjacobi apply: exact inverse node blocks (bs 2, 3)", test_bjacobi},
+         {"poly apply: neumann, ls, chebyshev equal the polynomial evaluated densely",
+          test_poly_apply},
+         {"poly Lanczos bounds bracket lambda_max of the scaled 1D Laplacian", test_poly_bounds},
+         {"ic0 is the exact Cholesky on (block) tridiagonal matrices", test_ic0_exact},
+         {"ilu0 is the exact LU on (block) tridiagonal matrices", test_ilu0_exact},
+         {"set-up errors name the row / option", test_errors})
