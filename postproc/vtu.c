@@ -7,6 +7,7 @@
  *                 followed by base64(compressed blocks), blocks of 32 KiB, as
  *                 vtkZLibDataCompressor writes and vtkXMLDataParser reads.
  * ASCII mode writes the values inline (format="ascii"), 17 significant digits. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,19 @@ fail:
     return ierr;
 }
 
+/* A text writer on path. The path is tried with stdio first so a bad path gives one
+ * sentence with the system's reason instead of libxml2's messages on stderr. */
+static int open_writer(const char *path, xmlTextWriterPtr *w)
+{
+    FILE *fp = fopen(path, "wb");
+    HK_CHECK(fp, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)", path,
+             strerror(errno));
+    fclose(fp);
+    *w = xmlNewTextWriterFilename(path, 0);
+    HK_CHECK(*w, HK_ERR_IO, "could not open '%s' for writing", path);
+    return 0;
+}
+
 static const char *const tensor_names[6] = {"xx", "yy", "zz", "xy", "yz", "xz"};
 
 int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
@@ -253,8 +267,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
             if (k + 1 < narr) offsets[k + 1] = offsets[k] + arr[k].enc_len;
         }
 
-    w = xmlNewTextWriterFilename(path, 0);
-    HK_TRY_CHECK(w, HK_ERR_IO, "could not open '%s' for writing (does its folder exist?)", path);
+    HK_TRY(open_writer(path, &w));
     XW(xmlTextWriterSetIndent(w, 1));
     XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
     XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
@@ -317,7 +330,10 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     w = NULL;
 
 fail:
-    if (w) xmlFreeTextWriter(w);
+    if (w) {
+        xmlFreeTextWriter(w);
+        remove(path); /* no half-written file that ParaView would choke on */
+    }
     for (int k = 0; k < narr; k++) free(arr[k].enc);
     free(conn);
     free(offs);
@@ -331,8 +347,8 @@ int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
     HK_CHECK(path && nfiles >= 0 && (nfiles == 0 || vtu_files), HK_ERR_ARG,
              "hk_pvd_write: path is NULL or the file list is missing");
     int ierr = 0;
-    xmlTextWriterPtr w = xmlNewTextWriterFilename(path, 0);
-    HK_CHECK(w, HK_ERR_IO, "could not open '%s' for writing (does its folder exist?)", path);
+    xmlTextWriterPtr w;
+    HK_CALL(open_writer(path, &w));
     XW(xmlTextWriterSetIndent(w, 1));
     XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
     XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));

@@ -1,0 +1,893 @@
+/* Tests of postproc/: element library, tensor invariants, strain/stress recovery against
+ * constant-strain closed forms, reactions of a bar (E A eps), and VTU/PVD files read back by
+ * VTK's own XML reader (/usr/bin/python3 with vtk; skipped with a note when absent). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+#include "hooke/fem.h"
+#include "../postproc/pp_impl.h"
+
+static const int all_types[] = {HK_EL_TRI3,  HK_EL_TRI6,  HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9,
+                                HK_EL_TET4,  HK_EL_TET10, HK_EL_HEX8,  HK_EL_HEX20, HK_EL_HEX27};
+#define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
+
+/* ---- a structured test mesh of any element type ---------------------------------------
+ * nx x ny (x nz) cells on [0,lx]x[0,ly](x[0,lz]); quads/hexes directly, triangles 2 per
+ * square, tetrahedra 6 per cube (Kuhn). Nodes live on the doubled grid so mid-edge nodes are
+ * shared. Boundaries: 0 xmin, 1 xmax, 2 ymin, 3 ymax (, 4 zmin, 5 zmax), node lists only.
+ * perturb > 0 moves nodes by up to perturb * cell size: all nodes (interior_only = 0) or only
+ * those off the boundary. */
+typedef struct {
+    int nx, ny, nz;
+    int64_t *id; /* doubled-grid index -> node, -1 */
+    hk_mesh m;
+    int64_t cap_cells, cap_nodes;
+} gen;
+
+static int64_t gkey(const gen *g, const int p[3])
+{
+    return ((int64_t)p[2] * (2 * g->ny + 1) + p[1]) * (2 * g->nx + 1) + p[0];
+}
+
+static int32_t gnode(gen *g, const int p[3])
+{
+    int64_t k = gkey(g, p);
+    if (g->id[k] < 0) {
+        g->id[k] = g->m.nnodes;
+        for (int i = 0; i < 3; i++) g->m.coords[3 * g->m.nnodes + i] = p[i]; /* scaled later */
+        g->m.nnodes++;
+    }
+    return (int32_t)g->id[k];
+}
+
+static void gcell(gen *g, int t, int nn, int (*pts)[3])
+{
+    hk_elems *c = &g->m.cells;
+    int64_t e = c->n++;
+    c->type[e] = (uint8_t)t;
+    c->tag[e] = e + 1;
+    for (int a = 0; a < nn; a++) c->nodes[c->ptr[e] + a] = gnode(g, pts[a]);
+    c->ptr[e + 1] = c->ptr[e] + nn;
+}
+
+static double frand(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 65535.0 * 2 - 1;
+}
+
+static void make_mesh(int t, int nx, int ny, int nz, const double L[3], double perturb,
+                      int interior_only, hk_mesh *out)
+{
+    const hk_pp_elem *el = hk_pp_elem_get(t);
+    int dim = el->dim;
+    if (dim == 2) nz = 0;
+    gen g = {nx, ny, nz, NULL, {0}, 0, 0};
+    int64_t ngrid = (int64_t)(2 * nx + 1) * (2 * ny + 1) * (2 * nz + 1);
+    g.id = malloc(ngrid * sizeof(int64_t));
+    for (int64_t i = 0; i < ngrid; i++) g.id[i] = -1;
+    int64_t ncube = (int64_t)nx * ny * (dim == 3 ? nz : 1);
+    int per = (t == HK_EL_TRI3 || t == HK_EL_TRI6) ? 2 : (t == HK_EL_TET4 || t == HK_EL_TET10) ? 6 : 1;
+    hk_mesh *m = &g.m;
+    m->dim = dim;
+    m->coords = malloc(3 * ngrid * sizeof(double));
+    m->cells.type = malloc(ncube * per);
+    m->cells.ptr = calloc(ncube * per + 1, sizeof(int64_t));
+    m->cells.nodes = malloc(ncube * per * el->nnodes * sizeof(int32_t));
+    m->cells.tag = malloc(ncube * per * sizeof(int64_t));
+    for (int k = 0; k < (dim == 3 ? nz : 1); k++)
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < nx; i++) {
+                int o[3] = {2 * i, 2 * j, 2 * k};
+                int pts[27][3];
+                if (per == 1) {
+                    for (int a = 0; a < el->nnodes; a++)
+                        for (int d = 0; d < 3; d++)
+                            pts[a][d] = d < dim ? o[d] + (int)(el->xi[a][d] + 1) : 0;
+                    gcell(&g, t, el->nnodes, pts);
+                    continue;
+                }
+                /* simplices: corners from the square/cube, then mid-edge nodes */
+                static const int tri[2][3] = {{0, 1, 3}, {1, 2, 3}};
+                static const int sq[4][2] = {{0, 0}, {1, 0}, {1, 1}, {0, 1}};
+                static const int perm3[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                                {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+                static const int edge_tri[3][2] = {{0, 1}, {1, 2}, {2, 0}};
+                static const int edge_tet[6][2] = {{0, 1}, {1, 2}, {2, 0}, {3, 0}, {3, 2}, {3, 1}};
+                for (int s = 0; s < per; s++) {
+                    int nv = dim + 1;
+                    if (dim == 2) {
+                        for (int a = 0; a < 3; a++)
+                            pts[a][0] = o[0] + 2 * sq[tri[s][a]][0],
+                            pts[a][1] = o[1] + 2 * sq[tri[s][a]][1], pts[a][2] = 0;
+                    } else {
+                        int v[3] = {0, 0, 0};
+                        for (int d = 0; d < 3; d++) pts[0][d] = o[d];
+                        for (int a = 1; a < 4; a++) {
+                            if (a < 4) v[perm3[s][a - 1]] = 1;
+                            for (int d = 0; d < 3; d++) pts[a][d] = o[d] + 2 * v[d];
+                        }
+                        /* positive orientation: swap 1 and 2 when the volume is negative */
+                        int d1[3], d2[3], d3[3];
+                        for (int d = 0; d < 3; d++)
+                            d1[d] = pts[1][d] - pts[0][d], d2[d] = pts[2][d] - pts[0][d],
+                            d3[d] = pts[3][d] - pts[0][d];
+                        int vol = d1[0] * (d2[1] * d3[2] - d2[2] * d3[1]) -
+                                  d1[1] * (d2[0] * d3[2] - d2[2] * d3[0]) +
+                                  d1[2] * (d2[0] * d3[1] - d2[1] * d3[0]);
+                        if (vol < 0)
+                            for (int d = 0; d < 3; d++) {
+                                int tmp = pts[1][d];
+                                pts[1][d] = pts[2][d], pts[2][d] = tmp;
+                            }
+                    }
+                    const int(*edge)[2] = dim == 2 ? edge_tri : edge_tet;
+                    for (int e = 0; e < el->nnodes - nv; e++)
+                        for (int d = 0; d < 3; d++)
+                            pts[nv + e][d] = (pts[edge[e][0]][d] + pts[edge[e][1]][d]) / 2;
+                    gcell(&g, t, el->nnodes, pts);
+                }
+            }
+    /* boundaries by doubled-grid coordinate */
+    int nb = 2 * dim;
+    m->nboundaries = nb;
+    m->boundaries = calloc(nb, sizeof(hk_group));
+    int maxc[3] = {2 * nx, 2 * ny, 2 * nz};
+    for (int b = 0; b < nb; b++) {
+        hk_group *grp = &m->boundaries[b];
+        static const char *names[6] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
+        snprintf(grp->name, sizeof grp->name, "%s", names[b]);
+        grp->dim = dim - 1;
+        grp->nodes = malloc(m->nnodes * sizeof(int32_t));
+        for (int64_t i = 0; i < m->nnodes; i++) {
+            double c = m->coords[3 * i + b / 2];
+            if (c == (b % 2 ? maxc[b / 2] : 0)) grp->nodes[grp->nnodes++] = (int32_t)i;
+        }
+    }
+    /* scale to the box, then perturb */
+    unsigned seed = 12345;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        int on_bnd = 0;
+        for (int d = 0; d < dim; d++)
+            on_bnd |= m->coords[3 * i + d] == 0 || m->coords[3 * i + d] == maxc[d];
+        for (int d = 0; d < 3; d++) {
+            double h = d < dim ? L[d] / (2 * (d == 0 ? nx : d == 1 ? ny : nz)) : 0;
+            m->coords[3 * i + d] *= h;
+            if (perturb > 0 && d < dim && !(interior_only && on_bnd))
+                m->coords[3 * i + d] += perturb * 2 * h * 0.5 * frand(&seed);
+        }
+    }
+    /* quadratic simplices stay straight-sided (mid-edge nodes back on the midpoints): their
+     * Gauss rules are exact only for affine geometry, and the reaction checks rely on it */
+    if (per > 1 && el->nnodes > dim + 1)
+        for (int64_t e = 0; e < m->cells.n; e++) {
+            static const int et[6][2] = {{0, 1}, {1, 2}, {2, 0}, {3, 0}, {3, 2}, {3, 1}};
+            const int32_t *nd = m->cells.nodes + m->cells.ptr[e];
+            for (int k = 0; k < el->nnodes - dim - 1; k++)
+                for (int d = 0; d < 3; d++)
+                    m->coords[3 * nd[dim + 1 + k] + d] =
+                        (m->coords[3 * nd[et[k][0]] + d] + m->coords[3 * nd[et[k][1]] + d]) / 2;
+        }
+    m->nregions = 1;
+    m->regions = calloc(1, sizeof(hk_group));
+    strcpy(m->regions[0].name, "domain");
+    m->regions[0].dim = dim;
+    m->cell_region = calloc(m->cells.n, sizeof(int32_t));
+    free(g.id);
+    *out = *m;
+}
+
+static void free_mesh(hk_mesh *m)
+{
+    free(m->coords);
+    free(m->cells.type);
+    free(m->cells.ptr);
+    free(m->cells.nodes);
+    free(m->cells.tag);
+    free(m->cell_region);
+    for (int b = 0; b < m->nboundaries; b++) free(m->boundaries[b].nodes);
+    free(m->boundaries);
+    free(m->regions);
+    memset(m, 0, sizeof *m);
+}
+
+/* A system by hand: nothing assembled, only what postproc reads (fixed, u_fixed, f_ext). */
+static void make_system(const hk_mesh *m, hk_system *s)
+{
+    memset(s, 0, sizeof *s);
+    s->dim = m->dim;
+    s->ndof = (int64_t)m->dim * m->nnodes;
+    s->fixed = calloc(s->ndof, 1);
+    s->u_fixed = calloc(s->ndof, sizeof(double));
+    s->f_ext = calloc(s->ndof, sizeof(double));
+}
+
+static void free_system(hk_system *s)
+{
+    free(s->fixed);
+    free(s->u_fixed);
+    free(s->f_ext);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- element library ------------------------------------------------------------------ */
+
+static void test_shape_functions(void)
+{
+    for (int it = 0; it < NTYPES; it++) {
+        int t = all_types[it];
+        const hk_pp_elem *el = hk_pp_elem_get(t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(el);
+        int nn = el->nnodes;
+        double N[HK_PP_MAX_NODES], dN[HK_PP_MAX_NODES][3];
+        /* Kronecker property at the nodes */
+        double kron = 0;
+        for (int b = 0; b < nn; b++) {
+            hk_pp_shape(t, el->xi[b], N, dN);
+            for (int a = 0; a < nn; a++) kron = fmax(kron, fabs(N[a] - (a == b)));
+        }
+        CU_ASSERT(kron < 1e-14);
+        /* partition of unity and finite-difference derivatives at an interior point */
+        double x[3] = {0.21, 0.17, el->dim == 3 ? 0.13 : 0};
+        hk_pp_shape(t, x, N, dN);
+        double sum = 0, dsum[3] = {0, 0, 0}, fd = 0;
+        for (int a = 0; a < nn; a++) {
+            sum += N[a];
+            for (int k = 0; k < 3; k++) dsum[k] += dN[a][k];
+        }
+        for (int k = 0; k < el->dim; k++) {
+            double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]};
+            double Np[HK_PP_MAX_NODES], Nm[HK_PP_MAX_NODES], d2[HK_PP_MAX_NODES][3];
+            xp[k] += 1e-6, xm[k] -= 1e-6;
+            hk_pp_shape(t, xp, Np, d2);
+            hk_pp_shape(t, xm, Nm, d2);
+            for (int a = 0; a < nn; a++) fd = fmax(fd, fabs((Np[a] - Nm[a]) / 2e-6 - dN[a][k]));
+        }
+        CU_ASSERT_DOUBLE_EQUAL(sum, 1, 1e-14);
+        CU_ASSERT(fabs(dsum[0]) + fabs(dsum[1]) + fabs(dsum[2]) < 1e-13);
+        CU_ASSERT(fd < 1e-8);
+        if (kron >= 1e-14 || fd >= 1e-8) printf("\n  %s: kron %g fd %g\n", el->name, kron, fd);
+        /* quadrature: the reference measure and an exact quadratic moment */
+        double qp[HK_PP_MAX_QP][3], qw[HK_PP_MAX_QP];
+        int nq = hk_pp_quadrature(t, qp, qw);
+        double vol = 0, m2 = 0;
+        for (int q = 0; q < nq; q++) vol += qw[q], m2 += qw[q] * qp[q][0] * qp[q][0];
+        int simplex = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10;
+        double vref = simplex ? (el->dim == 2 ? 0.5 : 1.0 / 6) : (el->dim == 2 ? 4 : 8);
+        /* integral of x^2: tri 1/12, tet 1/60, square 4/3, cube 8/3 */
+        double m2ref = simplex ? (el->dim == 2 ? 1.0 / 12 : 1.0 / 60) : vref / 3;
+        CU_ASSERT_DOUBLE_EQUAL(vol, vref, 1e-14);
+        if (nq > 1) CU_ASSERT_DOUBLE_EQUAL(m2, m2ref, 1e-14);
+    }
+    CU_ASSERT_PTR_NULL(hk_pp_elem_get(HK_EL_WEDGE6));
+    CU_ASSERT_PTR_NULL(hk_pp_elem_get(HK_EL_LINE2));
+}
+
+/* ---- invariants ----------------------------------------------------------------------- */
+
+static void test_principal_and_von_mises(void)
+{
+    double ev[3];
+    /* diagonal, unsorted */
+    double s1[6] = {-2, 5, 1, 0, 0, 0};
+    hk_pp_principal(s1, ev);
+    CU_ASSERT_DOUBLE_EQUAL(ev[0], 5, 1e-14);
+    CU_ASSERT_DOUBLE_EQUAL(ev[1], 1, 1e-14);
+    CU_ASSERT_DOUBLE_EQUAL(ev[2], -2, 1e-14);
+    /* Q diag(3, 1, -2) Q^T with Q a rotation by 30 deg about z then 45 deg about x */
+    double c1 = cos(M_PI / 6), s_1 = sin(M_PI / 6), c2 = cos(M_PI / 4), s_2 = sin(M_PI / 4);
+    double Rz[3][3] = {{c1, -s_1, 0}, {s_1, c1, 0}, {0, 0, 1}};
+    double Rx[3][3] = {{1, 0, 0}, {0, c2, -s_2}, {0, s_2, c2}};
+    double Q[3][3] = {{0}}, D[3] = {3, 1, -2}, A[3][3] = {{0}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++) Q[i][j] += Rx[i][k] * Rz[k][j];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++) A[i][j] += Q[i][k] * D[k] * Q[j][k];
+    double s2[6] = {A[0][0], A[1][1], A[2][2], A[0][1], A[1][2], A[0][2]};
+    hk_pp_principal(s2, ev);
+    CU_ASSERT_DOUBLE_EQUAL(ev[0], 3, 1e-13);
+    CU_ASSERT_DOUBLE_EQUAL(ev[1], 1, 1e-13);
+    CU_ASSERT_DOUBLE_EQUAL(ev[2], -2, 1e-13);
+    /* plane tensor: (a+c)/2 +- sqrt(((a-c)/2)^2 + b^2), and 0 */
+    double s3[6] = {40, -10, 0, 30, 0, 0};
+    hk_pp_principal(s3, ev);
+    CU_ASSERT_DOUBLE_EQUAL(ev[0], 15 + sqrt(625 + 900), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(ev[1], 0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(ev[2], 15 - sqrt(625 + 900), 1e-12);
+    /* hydrostatic: triple eigenvalue, no von Mises */
+    double s4[6] = {-7, -7, -7, 0, 0, 0};
+    hk_pp_principal(s4, ev);
+    CU_ASSERT_DOUBLE_EQUAL(ev[0], -7, 1e-14);
+    CU_ASSERT_DOUBLE_EQUAL(ev[2], -7, 1e-14);
+    CU_ASSERT_DOUBLE_EQUAL(hk_pp_von_mises(s4), 0, 1e-14);
+    /* von Mises: uniaxial |s|, pure shear sqrt(3) tau; equals the principal-stress form */
+    double s5[6] = {-250, 0, 0, 0, 0, 0}, s6[6] = {0, 0, 0, 0, 80, 0};
+    CU_ASSERT_DOUBLE_EQUAL(hk_pp_von_mises(s5), 250, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(hk_pp_von_mises(s6), sqrt(3) * 80, 1e-12);
+    double vm = sqrt(0.5 * ((3 - 1) * (3 - 1) + (1 + 2) * (1 + 2) + (-2 - 3) * (-2 - 3)));
+    CU_ASSERT_DOUBLE_EQUAL(hk_pp_von_mises(s2), vm, 1e-12);
+}
+
+/* ---- constant strain ------------------------------------------------------------------ */
+
+/* Closed-form strain (tensor) and stress of the displacement gradient G under the analysis. */
+static void closed_form(const double G[3][3], double E, double nu, hk_analysis an, double eps[6],
+                        double sig[6])
+{
+    eps[0] = G[0][0], eps[1] = G[1][1], eps[2] = G[2][2];
+    eps[3] = (G[0][1] + G[1][0]) / 2, eps[4] = (G[1][2] + G[2][1]) / 2;
+    eps[5] = (G[0][2] + G[2][0]) / 2;
+    double mu = E / (2 * (1 + nu)), lam = E * nu / ((1 + nu) * (1 - 2 * nu));
+    if (an == HK_PLANE_STRESS) {
+        /* sigma = E/(1-nu^2) [[1,nu],[nu,1]] eps, szz = 0, ezz = -nu/E (sxx + syy) */
+        sig[0] = E / (1 - nu * nu) * (eps[0] + nu * eps[1]);
+        sig[1] = E / (1 - nu * nu) * (eps[1] + nu * eps[0]);
+        sig[2] = 0, sig[3] = 2 * mu * eps[3], sig[4] = sig[5] = 0;
+        eps[2] = -nu / E * (sig[0] + sig[1]);
+        return;
+    }
+    double tr = eps[0] + eps[1] + eps[2];
+    for (int k = 0; k < 3; k++) sig[k] = lam * tr + 2 * mu * eps[k];
+    for (int k = 3; k < 6; k++) sig[k] = 2 * mu * eps[k];
+    if (an == HK_PLANE_STRAIN) sig[2] = nu * (sig[0] + sig[1]); /* checks the same thing */
+}
+
+static double maxdiff6(const double *a, const double *b)
+{
+    double d = 0;
+    for (int k = 0; k < 6; k++) d = fmax(d, fabs(a[k] - b[k]));
+    return d;
+}
+
+/* u = G x + c on a distorted mesh of type t: every nodal and element value is exact. */
+static void constant_strain_case(int t, hk_analysis an)
+{
+    const hk_pp_elem *el = hk_pp_elem_get(t);
+    int dim = el->dim;
+    const double L[3] = {2.0, 1.0, 1.5};
+    hk_mesh m;
+    make_mesh(t, 3, 2, 2, L, 0.15, 1, &m);
+    double G[3][3] = {{1e-3, 4e-4, -2e-4}, {-1e-4, -5e-4, 3e-4}, {2.5e-4, 1e-4, 7e-4}};
+    if (dim == 2) G[0][2] = G[1][2] = G[2][0] = G[2][1] = G[2][2] = 0;
+    const double c[3] = {0.01, -0.02, 0.005};
+    hk_system s;
+    make_system(&m, &s);
+    double *u = malloc(s.ndof * sizeof(double));
+    for (int64_t i = 0; i < m.nnodes; i++)
+        for (int a = 0; a < dim; a++) {
+            double v = c[a];
+            for (int b = 0; b < dim; b++) v += G[a][b] * m.coords[3 * i + b];
+            u[dim * i + a] = v;
+        }
+    /* every boundary node prescribed: postproc takes their values from u_fixed */
+    for (int b = 0; b < m.nboundaries; b++)
+        for (int64_t j = 0; j < m.boundaries[b].nnodes; j++)
+            for (int a = 0; a < dim; a++) {
+                int64_t d = (int64_t)dim * m.boundaries[b].nodes[j] + a;
+                if (!s.fixed[d]) s.fixed[d] = 1, s.u_fixed[d] = u[d], u[d] = 0;
+            }
+    hk_material mat = {"steel", 210e3, 0.3, 7.85e-9};
+    hk_problem p = {.mesh = &m, .analysis = an, .thickness = 2.0, .materials = &mat};
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    double eps[6], sig[6], pr[3];
+    closed_form((const double(*)[3])G, mat.E, mat.nu, an, eps, sig);
+    hk_pp_principal(sig, pr);
+    double vm = hk_pp_von_mises(sig);
+    double de = 0, ds = 0, dv = 0, dp = 0, dce = 0, dcv = 0, du = 0;
+    for (int64_t i = 0; i < m.nnodes; i++) {
+        de = fmax(de, maxdiff6(f.strain + 6 * i, eps));
+        ds = fmax(ds, maxdiff6(f.stress + 6 * i, sig));
+        dv = fmax(dv, fabs(f.von_mises[i] - vm));
+        for (int k = 0; k < 3; k++) dp = fmax(dp, fabs(f.principal[3 * i + k] - pr[k]));
+        for (int a = 0; a < 3; a++) {
+            double v = a < dim ? c[a] : 0;
+            for (int b = 0; b < dim; b++) v += G[a][b] * m.coords[3 * i + b];
+            du = fmax(du, fabs(f.u[3 * i + a] - v));
+        }
+    }
+    for (int64_t e = 0; e < m.cells.n; e++) {
+        dce = fmax(dce, maxdiff6(f.cell_stress + 6 * e, sig));
+        dcv = fmax(dcv, fabs(f.cell_von_mises[e] - vm));
+    }
+    double smax = fabs(sig[0]) + fabs(sig[1]) + fabs(sig[3]);
+    CU_ASSERT(du < 1e-15);
+    CU_ASSERT(de < 1e-12 * 1e-3);
+    CU_ASSERT(ds < 1e-11 * smax);
+    CU_ASSERT(dv < 1e-11 * smax);
+    CU_ASSERT(dp < 1e-11 * smax);
+    CU_ASSERT(dce < 1e-11 * smax);
+    CU_ASSERT(dcv < 1e-11 * smax);
+    CU_ASSERT_DOUBLE_EQUAL(f.max_von_mises, vm, 1e-11 * smax);
+    if (!(ds < 1e-11 * smax && de < 1e-15 && dce < 1e-11 * smax))
+        printf("\n  %s analysis %d: strain %g stress %g cell %g vm %g\n", el->name, (int)an, de,
+               ds, dce, dv);
+    /* a constant stress has no interior residual, so all of f_int sits on the held boundary:
+     * the reactions balance, and their work sum r.u equals the strain energy sigma:eps V
+     * (boundary nodes are not perturbed, so V is the box's) */
+    double rsum[3] = {0, 0, 0}, work = 0;
+    for (int64_t i = 0; i < m.nnodes; i++)
+        for (int a = 0; a < 3; a++) {
+            rsum[a] += f.reaction[3 * i + a];
+            work += f.reaction[3 * i + a] * f.u[3 * i + a];
+        }
+    double V = dim == 3 ? L[0] * L[1] * L[2] : L[0] * L[1] * p.thickness, energy = 0;
+    for (int k = 0; k < 6; k++) energy += (k < 3 ? 1 : 2) * sig[k] * eps[k] * V;
+    for (int a = 0; a < dim; a++) CU_ASSERT_DOUBLE_EQUAL(rsum[a], 0, 1e-10 * smax);
+    CU_ASSERT_DOUBLE_EQUAL(work, energy, 1e-10 * energy);
+    hk_fields_free(&f);
+    CU_ASSERT_PTR_NULL(f.stress);
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
+static void test_constant_strain_2d(void)
+{
+    for (int it = 0; it < NTYPES; it++)
+        if (hk_pp_elem_get(all_types[it])->dim == 2) {
+            constant_strain_case(all_types[it], HK_PLANE_STRESS);
+            constant_strain_case(all_types[it], HK_PLANE_STRAIN);
+        }
+}
+
+static void test_constant_strain_3d(void)
+{
+    for (int it = 0; it < NTYPES; it++)
+        if (hk_pp_elem_get(all_types[it])->dim == 3) constant_strain_case(all_types[it], HK_SOLID);
+}
+
+/* ---- reactions of a bar ---------------------------------------------------------------- */
+
+/* Bar along x, left end held (ux = 0), right end pulled to ux = eps L, lateral contraction
+ * free: the exact uniaxial field. Reaction sums: -+ sigma_xx A, with sigma_xx = E eps (3D,
+ * plane stress) or E/(1-nu^2) eps (plane strain, ezz = 0). */
+static void bar_case(int t, hk_analysis an)
+{
+    const hk_pp_elem *el = hk_pp_elem_get(t);
+    int dim = el->dim;
+    const double L[3] = {4.0, 0.5, 0.8}, eps = 1e-3, E = 70e3, nu = 0.33, thick = 0.25;
+    hk_mesh m;
+    make_mesh(t, 4, 2, 2, L, 0.1, 1, &m);
+    hk_system s;
+    make_system(&m, &s);
+    double lat = an == HK_PLANE_STRAIN ? -nu / (1 - nu) * eps : -nu * eps;
+    double sxx = an == HK_PLANE_STRAIN ? E / (1 - nu * nu) * eps : E * eps;
+    double *u = malloc(s.ndof * sizeof(double));
+    for (int64_t i = 0; i < m.nnodes; i++) {
+        u[dim * i] = eps * m.coords[3 * i];
+        for (int a = 1; a < dim; a++) u[dim * i + a] = lat * m.coords[3 * i + a];
+    }
+    hk_support sup[2] = {{0, 1u, {0, 0, 0}}, {1, 1u, {eps * L[0], 0, 0}}};
+    for (int k = 0; k < 2; k++) {
+        const hk_group *g = &m.boundaries[sup[k].boundary];
+        for (int64_t j = 0; j < g->nnodes; j++) {
+            int64_t d = (int64_t)dim * g->nodes[j];
+            s.fixed[d] = 1, s.u_fixed[d] = sup[k].value[0];
+        }
+    }
+    /* a load on a held dof: the reaction there is f_int - f_ext */
+    int32_t n0 = m.boundaries[0].nodes[0];
+    s.f_ext[(int64_t)dim * n0] = 5.0;
+    hk_material mat = {"alu", E, nu, 0};
+    hk_problem p = {.mesh = &m, .analysis = an, .thickness = thick, .materials = &mat,
+                    .nsupports = 2, .supports = sup};
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    double A = dim == 3 ? L[1] * L[2] : L[1] * thick;
+    CU_ASSERT_EQUAL(f.nsupports, 2);
+    CU_ASSERT_DOUBLE_EQUAL(f.support_reaction[0][0], -sxx * A - 5.0, 1e-10 * sxx * A);
+    CU_ASSERT_DOUBLE_EQUAL(f.support_reaction[1][0], sxx * A, 1e-10 * sxx * A);
+    /* components outside the mask are not summed; free dofs carry no reaction */
+    CU_ASSERT_EQUAL(f.support_reaction[0][1], 0);
+    double rfree = 0;
+    for (int64_t i = 0; i < m.nnodes; i++)
+        for (int a = 1; a < 3; a++) rfree = fmax(rfree, fabs(f.reaction[3 * i + a]));
+    CU_ASSERT_EQUAL(rfree, 0);
+    double umax = sqrt(pow(eps * L[0], 2) + pow(lat * L[1], 2) + (dim == 3 ? pow(lat * L[2], 2) : 0));
+    CU_ASSERT_DOUBLE_EQUAL(f.max_u, umax, 1e-15);
+    if (fabs(f.support_reaction[1][0] - sxx * A) > 1e-10 * sxx * A)
+        printf("\n  bar %s: reaction %.15g expected %.15g\n", el->name, f.support_reaction[1][0],
+               sxx * A);
+    hk_fields_free(&f);
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
+static void test_bar_reactions(void)
+{
+    for (int it = 0; it < NTYPES; it++) {
+        int t = all_types[it];
+        if (hk_pp_elem_get(t)->dim == 2) {
+            bar_case(t, HK_PLANE_STRESS);
+            bar_case(t, HK_PLANE_STRAIN);
+        } else {
+            bar_case(t, HK_SOLID);
+        }
+    }
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void test_errors(void)
+{
+    const double L[3] = {1, 1, 1};
+    hk_mesh m;
+    make_mesh(HK_EL_QUAD4, 2, 2, 0, L, 0, 0, &m);
+    hk_system s;
+    make_system(&m, &s);
+    double *u = calloc(s.ndof, sizeof(double));
+    hk_material mat = {"steel", 210e3, 0.3, 0};
+    hk_problem p = {.mesh = &m, .analysis = HK_PLANE_STRESS, .thickness = 1, .materials = &mat};
+    hk_fields f;
+    /* inverted element: its id in the message */
+    int32_t *nd = m.cells.nodes + m.cells.ptr[2];
+    int32_t tmp = nd[1];
+    nd[1] = nd[3], nd[3] = tmp;
+    CU_ASSERT_EQUAL(hk_postproc(&p, &s, u, &f), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "element 3 "));
+    CU_ASSERT_PTR_NULL(f.stress);
+    nd[3] = nd[1], nd[1] = tmp;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    hk_fields_free(&f);
+    /* bad material, wrong analysis, missing system, NaN displacement */
+    mat.nu = 0.5;
+    CU_ASSERT_EQUAL(hk_postproc(&p, &s, u, &f), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "Poisson"));
+    mat.nu = 0.3;
+    p.analysis = HK_SOLID;
+    CU_ASSERT_EQUAL(hk_postproc(&p, &s, u, &f), HK_ERR_MODEL);
+    p.analysis = HK_PLANE_STRAIN;
+    CU_ASSERT_EQUAL(hk_postproc(&p, NULL, u, &f), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "hk_system"));
+    u[5] = NAN;
+    CU_ASSERT_EQUAL(hk_postproc(&p, &s, u, &f), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "node 2"));
+    /* unwritable path */
+    CU_ASSERT_EQUAL(hk_vtu_write("/nonexistent-dir/x.vtu", &m, NULL, NULL), HK_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "/nonexistent-dir/x.vtu"));
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
+/* ---- VTK read-back -------------------------------------------------------------------- */
+
+static const char *py_reader =
+    "import sys\n"
+    "from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridReader\n"
+    "r = vtkXMLUnstructuredGridReader()\n"
+    "r.SetFileName(sys.argv[1])\n"
+    "r.Update()\n"
+    "if r.GetErrorCode() != 0: print('ERR', r.GetErrorCode())\n"
+    "g = r.GetOutput()\n"
+    "print('NP', g.GetNumberOfPoints())\n"
+    "print('NC', g.GetNumberOfCells())\n"
+    "for kind, dat in (('PA', g.GetPointData()), ('CA', g.GetCellData())):\n"
+    "    for i in range(dat.GetNumberOfArrays()):\n"
+    "        a = dat.GetArray(i)\n"
+    "        print(kind, a.GetName(), a.GetNumberOfComponents(), a.GetNumberOfTuples())\n"
+    "# requested values: name:index pairs\n"
+    "for req in sys.argv[2:]:\n"
+    "    if req == 'order':\n"
+    "        # every cell's points against VTK's parametric coordinates of its type\n"
+    "        for c in range(g.GetNumberOfCells()):\n"
+    "            cell = g.GetCell(c)\n"
+    "            pc = cell.GetParametricCoords()\n"
+    "            pts = cell.GetPoints()\n"
+    "            dev = 0.0\n"
+    "            for k in range(cell.GetNumberOfPoints()):\n"
+    "                x = pts.GetPoint(k)\n"
+    "                for d in range(3): dev = max(dev, abs(x[d] - pc[3*k+d]))\n"
+    "            print('ORD', cell.GetCellType(), cell.GetNumberOfPoints(), '%.3g' % dev)\n"
+    "        continue\n"
+    "    name, idx = req.split(':')\n"
+    "    idx = int(idx)\n"
+    "    a = g.GetPointData().GetArray(name) or g.GetCellData().GetArray(name)\n"
+    "    if name == 'Points': t = g.GetPoint(idx)\n"
+    "    elif name == 'types': t = (g.GetCellType(idx),)\n"
+    "    elif a is None: print('MISSING', name); continue\n"
+    "    else: t = a.GetTuple(idx)\n"
+    "    print('V', name, idx, ' '.join('%.17g' % v for v in t))\n";
+
+static int have_vtk = -1;
+
+/* Whether /usr/bin/python3 can import VTK's XML reader (once; prints a skip note if not). */
+static int vtk_available(void)
+{
+    if (have_vtk < 0) {
+        have_vtk = access("/usr/bin/python3", X_OK) == 0 &&
+                   system("/usr/bin/python3 -c 'import vtkmodules.vtkIOXML' >/dev/null 2>&1") == 0;
+        if (!have_vtk)
+            printf("\n  note: /usr/bin/python3 with vtk not found; VTK read-back checks skipped "
+                   "(install python3-vtk9)\n");
+    }
+    return have_vtk;
+}
+
+/* Run the reader on file with the requests; returns the output text (static) or NULL. */
+static const char *vtk_read(const char *file, const char *requests)
+{
+    static char out[1 << 16];
+    char script[512], res[512], cmd[2048];
+    snprintf(script, sizeof script, "%s/read_vtu.py", hk_test_tmpdir());
+    snprintf(res, sizeof res, "%s/read_vtu.out", hk_test_tmpdir());
+    FILE *fp = fopen(script, "w");
+    if (!fp) return NULL;
+    fputs(py_reader, fp);
+    fclose(fp);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s > %s 2>&1", script, file, requests, res);
+    int rc = system(cmd);
+    fp = fopen(res, "r");
+    if (!fp) return NULL;
+    size_t n = fread(out, 1, sizeof out - 1, fp);
+    out[n] = '\0';
+    fclose(fp);
+    if (rc != 0) {
+        printf("\n  VTK reader failed on %s:\n%s\n", file, out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The values printed for "V name idx": fills v, returns their count (0: absent). */
+static int vtk_value(const char *out, const char *name, long idx, double *v)
+{
+    char key[128];
+    snprintf(key, sizeof key, "V %s %ld ", name, idx);
+    const char *p = strstr(out, key);
+    if (!p) return 0;
+    p += strlen(key);
+    int n = 0;
+    char *end;
+    while (n < 9) {
+        double x = strtod(p, &end);
+        if (end == p) break;
+        v[n++] = x, p = end;
+        if (*p == '\n') break;
+    }
+    return n;
+}
+
+/* Write the constant-strain hex20 fields in one mode and check what VTK reads back. */
+static void vtu_roundtrip(int compress, int ascii, int t, int nx)
+{
+    const hk_pp_elem *el = hk_pp_elem_get(t);
+    const double L[3] = {2.0, 1.0, 1.5};
+    hk_mesh m;
+    make_mesh(t, nx, nx, nx, L, 0.1, 0, &m);
+    /* three regions (same material) so the region array has distinct values */
+    m.nregions = 3;
+    m.regions = realloc(m.regions, 3 * sizeof(hk_group));
+    memset(m.regions + 1, 0, 2 * sizeof(hk_group));
+    for (int64_t e = 0; e < m.cells.n; e++) m.cell_region[e] = (int32_t)(e % 3);
+    hk_system s;
+    make_system(&m, &s);
+    int dim = el->dim;
+    double *u = malloc(s.ndof * sizeof(double));
+    for (int64_t i = 0; i < m.nnodes; i++)
+        for (int a = 0; a < dim; a++) u[dim * i + a] = 1e-3 * (a + 1) * m.coords[3 * i] + 1e-4 * a;
+    s.fixed[0] = 1, s.u_fixed[0] = u[0];
+    hk_material mat[3] = {{"steel", 200e3, 0.25, 0}, {"steel", 200e3, 0.25, 0},
+                          {"steel", 200e3, 0.25, 0}};
+    hk_problem p = {.mesh = &m, .analysis = dim == 3 ? HK_SOLID : HK_PLANE_STRESS,
+                    .thickness = 1, .materials = mat};
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    char path[512];
+    snprintf(path, sizeof path, "%s/rt_%s_%d%d.vtu", hk_test_tmpdir(), el->name, compress, ascii);
+    hk_vtu_options opt = {compress, ascii};
+    HK_ASSERT_OK(hk_vtu_write(path, &m, &f, &opt));
+    /* the header says what it is */
+    FILE *fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    static char head[4096];
+    size_t nh = fread(head, 1, sizeof head - 1, fp);
+    head[nh] = 0;
+    fclose(fp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(head, "header_type=\"UInt64\""));
+    CU_ASSERT_EQUAL(strstr(head, "vtkZLibDataCompressor") != NULL, compress);
+    CU_ASSERT_EQUAL(strstr(head, "format=\"ascii\"") != NULL, ascii);
+    if (vtk_available()) {
+        int64_t lastn = m.nnodes - 1, laste = m.cells.n - 1, mid = m.nnodes / 2;
+        char req[1024];
+        snprintf(req, sizeof req,
+                 "displacement:%lld stress:%lld strain:%lld von_mises:%lld "
+                 "principal_stress:%lld reaction:0 Points:%lld element_stress:%lld "
+                 "element_von_mises:%lld region:%lld types:0",
+                 (long long)lastn, (long long)mid, (long long)mid, (long long)lastn,
+                 (long long)mid, (long long)lastn, (long long)laste, (long long)laste,
+                 (long long)laste);
+        const char *out = vtk_read(path, req);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+        long np = -1, nc = -1;
+        const char *q = strstr(out, "NP ");
+        if (q) np = atol(q + 3);
+        q = strstr(out, "NC ");
+        if (q) nc = atol(q + 3);
+        CU_ASSERT_EQUAL(np, (long)m.nnodes);
+        CU_ASSERT_EQUAL(nc, (long)m.cells.n);
+        CU_ASSERT_PTR_NULL(strstr(out, "ERR"));
+        CU_ASSERT_PTR_NULL(strstr(out, "rror"));
+        char line[128];
+        static const char *pa[] = {"displacement 3", "stress 6", "strain 6", "von_mises 1",
+                                   "principal_stress 3", "reaction 3"};
+        for (int k = 0; k < 6; k++) {
+            snprintf(line, sizeof line, "PA %s %lld", pa[k], (long long)m.nnodes);
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+        }
+        static const char *ca[] = {"region 1", "element_stress 6", "element_von_mises 1"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(line, sizeof line, "CA %s %lld", ca[k], (long long)m.cells.n);
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+        }
+        double v[9];
+        CU_ASSERT_EQUAL(vtk_value(out, "displacement", lastn, v), 3);
+        for (int a = 0; a < 3; a++) CU_ASSERT_EQUAL(v[a], f.u[3 * lastn + a]);
+        CU_ASSERT_EQUAL(vtk_value(out, "stress", mid, v), 6);
+        for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(v[k], f.stress[6 * mid + k]);
+        /* and against the closed form: u = (1e-3 x, 2e-3 x, 3e-3 x): exx = 1e-3 */
+        CU_ASSERT_DOUBLE_EQUAL(v[dim == 3 ? 4 : 2], 0, 1e-9);
+        CU_ASSERT_EQUAL(vtk_value(out, "strain", mid, v), 6);
+        CU_ASSERT_DOUBLE_EQUAL(v[0], 1e-3, 1e-15);
+        CU_ASSERT_DOUBLE_EQUAL(v[3], 1e-3, 1e-15);
+        CU_ASSERT_EQUAL(vtk_value(out, "von_mises", lastn, v), 1);
+        CU_ASSERT_EQUAL(v[0], f.von_mises[lastn]);
+        CU_ASSERT_EQUAL(vtk_value(out, "principal_stress", mid, v), 3);
+        for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(v[k], f.principal[3 * mid + k]);
+        CU_ASSERT_EQUAL(vtk_value(out, "reaction", 0, v), 3);
+        for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(v[k], f.reaction[k]);
+        CU_ASSERT_EQUAL(vtk_value(out, "Points", lastn, v), 3);
+        for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(v[k], m.coords[3 * lastn + k]);
+        CU_ASSERT_EQUAL(vtk_value(out, "element_stress", laste, v), 6);
+        for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(v[k], f.cell_stress[6 * laste + k]);
+        CU_ASSERT_EQUAL(vtk_value(out, "element_von_mises", laste, v), 1);
+        CU_ASSERT_EQUAL(v[0], f.cell_von_mises[laste]);
+        CU_ASSERT_EQUAL(vtk_value(out, "region", laste, v), 1);
+        CU_ASSERT_EQUAL(v[0], m.cell_region[laste]);
+        CU_ASSERT_EQUAL(vtk_value(out, "types", 0, v), 1);
+        CU_ASSERT_EQUAL(v[0], el->vtk_type);
+        if (!strstr(out, "NP ")) printf("\n  reader output:\n%s\n", out);
+    }
+    hk_fields_free(&f);
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
+static void test_vtu_raw(void)
+{
+    vtu_roundtrip(0, 0, HK_EL_HEX20, 2);
+    vtu_roundtrip(0, 0, HK_EL_TRI6, 3);
+}
+
+static void test_vtu_zlib(void)
+{
+    /* 12^3 hex8: point arrays of ~100-500 KB, many 32 KiB blocks */
+    vtu_roundtrip(1, 0, HK_EL_HEX8, 12);
+    vtu_roundtrip(1, 0, HK_EL_QUAD9, 2);
+}
+
+static void test_vtu_ascii(void)
+{
+    vtu_roundtrip(0, 1, HK_EL_TET10, 2);
+}
+
+/* One cell of each type on its reference geometry (VTK's parametric box: hexes/quads mapped
+ * from [-1,1] to [0,1]): after the Gmsh -> VTK permutation every point must sit on VTK's own
+ * parametric coordinate of that node. */
+static void test_vtk_node_order(void)
+{
+    hk_mesh m;
+    memset(&m, 0, sizeof m);
+    int64_t ntot = 0;
+    for (int it = 0; it < NTYPES; it++) ntot += hk_pp_elem_get(all_types[it])->nnodes;
+    m.dim = 3;
+    m.coords = malloc(3 * ntot * sizeof(double));
+    m.cells.type = malloc(NTYPES);
+    m.cells.ptr = calloc(NTYPES + 1, sizeof(int64_t));
+    m.cells.nodes = malloc(ntot * sizeof(int32_t));
+    m.cells.tag = malloc(NTYPES * sizeof(int64_t));
+    for (int it = 0; it < NTYPES; it++) {
+        int t = all_types[it];
+        const hk_pp_elem *el = hk_pp_elem_get(t);
+        int simplex = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10;
+        for (int a = 0; a < el->nnodes; a++) {
+            int64_t n = m.nnodes++;
+            for (int d = 0; d < 3; d++)
+                m.coords[3 * n + d] = simplex ? el->xi[a][d] : (el->xi[a][d] + 1) / 2;
+            if (el->dim == 2) m.coords[3 * n + 2] = 0;
+            m.cells.nodes[m.cells.ptr[it] + a] = (int32_t)n;
+        }
+        m.cells.ptr[it + 1] = m.cells.ptr[it] + el->nnodes;
+        m.cells.type[it] = (uint8_t)t;
+        m.cells.tag[it] = it + 1;
+    }
+    m.cells.n = NTYPES;
+    char path[512];
+    snprintf(path, sizeof path, "%s/order.vtu", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_vtu_write(path, &m, NULL, NULL));
+    if (vtk_available()) {
+        const char *out = vtk_read(path, "order");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+        int nord = 0;
+        for (const char *q = strstr(out, "ORD "); q; q = strstr(q + 1, "ORD ")) {
+            int type, nn;
+            double dev;
+            CU_ASSERT_EQUAL_FATAL(sscanf(q, "ORD %d %d %lg", &type, &nn, &dev), 3);
+            const hk_pp_elem *el = hk_pp_elem_get(all_types[nord]);
+            CU_ASSERT_EQUAL(type, el->vtk_type);
+            CU_ASSERT_EQUAL(nn, el->nnodes);
+            CU_ASSERT(dev < 1e-12);
+            if (!(dev < 1e-12)) printf("\n  %s: VTK node order off by %g\n", el->name, dev);
+            nord++;
+        }
+        CU_ASSERT_EQUAL(nord, NTYPES);
+    }
+    free(m.coords);
+    free(m.cells.type);
+    free(m.cells.ptr);
+    free(m.cells.nodes);
+    free(m.cells.tag);
+}
+
+/* A .pvd of two load cases: valid XML listing both files; each file VTK-readable. */
+static void test_pvd(void)
+{
+    const double L[3] = {1, 1, 1};
+    hk_mesh m;
+    make_mesh(HK_EL_QUAD4, 2, 2, 0, L, 0, 0, &m);
+    char p1[512], p2[512], pvd[512];
+    snprintf(p1, sizeof p1, "%s/case_a.vtu", hk_test_tmpdir());
+    snprintf(p2, sizeof p2, "%s/case_b.vtu", hk_test_tmpdir());
+    snprintf(pvd, sizeof pvd, "%s/cases.pvd", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_vtu_write(p1, &m, NULL, NULL));
+    hk_vtu_options zo = {1, 0};
+    HK_ASSERT_OK(hk_vtu_write(p2, &m, NULL, &zo));
+    const char *files[2] = {"case_a.vtu", "case_b.vtu"}, *names[2] = {"gravity", "wind & snow"};
+    HK_ASSERT_OK(hk_pvd_write(pvd, 2, files, names));
+    FILE *fp = fopen(pvd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = 0;
+    fclose(fp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "type=\"Collection\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "timestep=\"1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "file=\"case_b.vtu\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "wind &amp; snow")); /* escaped by the writer */
+    if (vtk_available()) {
+        /* parse the collection with Python's XML parser and read each file with VTK */
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && /usr/bin/python3 -c \"import xml.etree.ElementTree as ET\n"
+                 "from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridReader\n"
+                 "ds = ET.parse('cases.pvd').getroot().find('Collection').findall('DataSet')\n"
+                 "assert [d.get('name') for d in ds] == ['gravity', 'wind & snow']\n"
+                 "for d in ds:\n"
+                 "    r = vtkXMLUnstructuredGridReader(); r.SetFileName(d.get('file')); r.Update()\n"
+                 "    assert r.GetOutput().GetNumberOfCells() == 4, d.get('file')\n"
+                 "\" > pvd.out 2>&1",
+                 hk_test_tmpdir());
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+    free_mesh(&m);
+}
+
+HK_SUITE(postproc, {"shape functions, derivatives and Gauss rules of every element", test_shape_functions},
+         {"principal stresses and von Mises of known tensors", test_principal_and_von_mises},
+         {"constant strain, 2D elements: exact nodal/element stress", test_constant_strain_2d},
+         {"constant strain, 3D elements: exact nodal/element stress", test_constant_strain_3d},
+         {"bar under end displacement: reactions = E A eps", test_bar_reactions},
+         {"errors: inverted element, bad material, NaN, bad path", test_errors},
+         {"vtu base64 appended read back by VTK", test_vtu_raw},
+         {"vtu zlib-compressed read back by VTK", test_vtu_zlib},
+         {"vtu ascii read back by VTK", test_vtu_ascii},
+         {"Gmsh -> VTK node order matches VTK's parametric coordinates", test_vtk_node_order},
+         {"pvd collection of two load cases", test_pvd})
