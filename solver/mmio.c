@@ -1,7 +1,496 @@
-/* STUB (owner: formats) */
+/* Matrix Market I/O (https://math.nist.gov/MatrixMarket/formats.html) and scalar -> block
+ * grouping.
+ *
+ * Read: "matrix coordinate" with field real, integer or pattern (pattern values are 1) and
+ * symmetry general or symmetric (symmetric files are expanded: each off-diagonal entry is
+ * mirrored); "matrix array real general" one-column vectors. Complex, hermitian and
+ * skew-symmetric are rejected. Duplicate entries are rejected (the message names both lines),
+ * never summed silently. Every error is "FILE:LINE: what is wrong; what to do". */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 #include "hk_impl.h"
-int hk_mm_read_matrix(const char *path, hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_mm_write_matrix(const char *path, const hk_bcsr *A) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_mm_read_vector(const char *path, int64_t *n, double **x) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_mm_write_vector(const char *path, int64_t n, const double *x) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
+
+/* ---- a line reader that counts lines ------------------------------------------------------ */
+
+typedef struct mm_reader {
+    const char *path;
+    FILE *f;
+    char *line;
+    size_t cap;
+    long lineno; /* number of the line in `line` (1-based) */
+} mm_reader;
+
+#define MM_ERR(rd, lno, ...) mm_error((rd)->path, (lno), __FILE__, __LINE__, __VA_ARGS__)
+
+__attribute__((format(printf, 5, 6))) static int mm_error(const char *path, long lineno,
+                                                          const char *file, int line,
+                                                          const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hk_error_set(HK_ERR_PARSE, file, line, "%s:%ld: %s", path, lineno, msg);
+}
+
+/* Next line into rd->line (newline stripped); 0 at end of file. */
+static int mm_next(mm_reader *rd)
+{
+    ssize_t len = getline(&rd->line, &rd->cap, rd->f);
+    if (len < 0) return 0;
+    rd->lineno++;
+    while (len > 0 && (rd->line[len - 1] == '\n' || rd->line[len - 1] == '\r'))
+        rd->line[--len] = 0;
+    return 1;
+}
+
+static int mm_blank(const char *s)
+{
+    while (*s && isspace((unsigned char)*s)) s++;
+    return *s == 0;
+}
+
+/* Next line that is neither a comment (%) nor blank; 0 at end of file. */
+static int mm_next_data(mm_reader *rd)
+{
+    while (mm_next(rd)) {
+        const char *s = rd->line;
+        while (*s && isspace((unsigned char)*s)) s++;
+        if (*s && *s != '%') return 1;
+    }
+    return 0;
+}
+
+static int mm_open(mm_reader *rd, const char *path)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->path = path;
+    rd->f = fopen(path, "r");
+    HK_CHECK(rd->f, HK_ERR_IO, "cannot open Matrix Market file %s: %s; check the path", path,
+             strerror(errno));
+    return 0;
+}
+
+static void mm_close(mm_reader *rd)
+{
+    if (rd->f) fclose(rd->f);
+    free(rd->line);
+    rd->f = NULL;
+    rd->line = NULL;
+}
+
+enum { MM_REAL, MM_INTEGER, MM_PATTERN };
+
+/* Parse the banner "%%MatrixMarket matrix <layout> <field> <symmetry>" (case-insensitive). */
+static int mm_banner(mm_reader *rd, const char *want_layout, int *field, int *symmetric)
+{
+    if (!mm_next(rd))
+        return MM_ERR(rd, 1, "the file is empty; a Matrix Market file starts with "
+                             "'%%%%MatrixMarket matrix %s real general'",
+                      want_layout);
+    char w[5][64] = {{0}};
+    int nw = sscanf(rd->line, "%63s %63s %63s %63s %63s", w[0], w[1], w[2], w[3], w[4]);
+    if (nw < 5 || strcmp(w[0], "%%MatrixMarket") != 0 || strcasecmp(w[1], "matrix") != 0)
+        return MM_ERR(rd, rd->lineno,
+                      "bad banner '%.80s'; the first line must read "
+                      "'%%%%MatrixMarket matrix %s <field> <symmetry>'",
+                      rd->line, want_layout);
+    if (strcasecmp(w[2], want_layout) != 0)
+        return MM_ERR(rd, rd->lineno, "layout '%s' where '%s' is needed; %s", w[2], want_layout,
+                      !strcmp(want_layout, "coordinate")
+                          ? "store the matrix as sparse coordinate entries"
+                          : "store the vector as a dense array (one value per line)");
+    if (!strcasecmp(w[3], "real") || !strcasecmp(w[3], "double"))
+        *field = MM_REAL;
+    else if (!strcasecmp(w[3], "integer"))
+        *field = MM_INTEGER;
+    else if (!strcasecmp(w[3], "pattern") && !strcmp(want_layout, "coordinate"))
+        *field = MM_PATTERN;
+    else
+        return MM_ERR(rd, rd->lineno, "field '%s' is not supported; use real, integer%s", w[3],
+                      !strcmp(want_layout, "coordinate") ? " or pattern" : "");
+    if (!strcasecmp(w[4], "general"))
+        *symmetric = 0;
+    else if (!strcasecmp(w[4], "symmetric") && !strcmp(want_layout, "coordinate"))
+        *symmetric = 1;
+    else
+        return MM_ERR(rd, rd->lineno, "symmetry '%s' is not supported; use general%s", w[4],
+                      !strcmp(want_layout, "coordinate") ? " or symmetric" : "");
+    return 0;
+}
+
+/* Parse an integer token; *s advances. Returns 0 on success. */
+static int mm_int(const char **s, long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoll(*s, &end, 10);
+    if (end == *s || errno || (*end && !isspace((unsigned char)*end))) return 1;
+    *s = end;
+    return 0;
+}
+
+static int mm_real(const char **s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(*s, &end);
+    if (end == *s || (*end && !isspace((unsigned char)*end))) return 1;
+    *s = end;
+    return 0;
+}
+
+/* the token at s, for messages */
+static const char *mm_token(const char *s, char *buf, size_t n)
+{
+    while (*s && isspace((unsigned char)*s)) s++;
+    size_t k = 0;
+    while (s[k] && !isspace((unsigned char)s[k]) && k + 1 < n) k++;
+    memcpy(buf, s, k);
+    buf[k] = 0;
+    return buf;
+}
+
+static int mm_rest_blank(const char *s)
+{
+    return mm_blank(s);
+}
+
+/* ---- matrices ----------------------------------------------------------------------------- */
+
+typedef struct mm_entry {
+    int64_t i, j;
+    double v;
+    long line;
+} mm_entry;
+
+static int mm_entry_cmp(const void *a, const void *b)
+{
+    const mm_entry *x = a, *y = b;
+    if (x->i != y->i) return x->i < y->i ? -1 : 1;
+    if (x->j != y->j) return x->j < y->j ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+int hk_mm_read_matrix(const char *path, hk_bcsr *A)
+{
+    int ierr = 0;
+    mm_reader rd;
+    mm_entry *e = NULL;
+    char tok[64];
+    memset(A, 0, sizeof *A);
+    HK_CALL(mm_open(&rd, path));
+    int field, sym;
+    HK_TRY(mm_banner(&rd, "coordinate", &field, &sym));
+
+    /* size line: rows cols entries */
+    HK_TRY_CHECK(mm_next_data(&rd), HK_ERR_PARSE,
+                 "%s:%ld: the file ends before the size line; add 'ROWS COLUMNS ENTRIES' after "
+                 "the banner and comments",
+                 path, rd.lineno + 1);
+    long long M, N, NZ;
+    const char *s = rd.line;
+    if (mm_int(&s, &M) || mm_int(&s, &N) || mm_int(&s, &NZ) || !mm_rest_blank(s) || M < 0 ||
+        N < 0 || NZ < 0) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "bad size line '%.80s'; it must hold three non-negative integers "
+                      "'ROWS COLUMNS ENTRIES'",
+                      rd.line);
+        goto fail;
+    }
+    const long size_line = rd.lineno;
+    if (M >= INT32_MAX || N >= INT32_MAX || (M && N && NZ > M * N)) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "sizes %lld x %lld with %lld entries are out of range (at most 2^31-1 "
+                      "rows/columns and ROWS*COLUMNS entries); fix the size line",
+                      M, N, NZ);
+        goto fail;
+    }
+    if (sym && M != N) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "a symmetric matrix must be square but the size line says %lld x %lld; "
+                      "fix the sizes or declare the matrix general",
+                      M, N);
+        goto fail;
+    }
+
+    HK_TRY(hk_malloc((size_t)(NZ ? NZ : 1) * (sym ? 2 : 1) * sizeof *e, &e));
+    int64_t ne = 0;
+    for (long long k = 0; k < NZ; k++) {
+        if (!mm_next_data(&rd)) {
+            ierr = MM_ERR(&rd, rd.lineno + 1,
+                          "the file ends after %lld of the %lld entries announced on line %ld; "
+                          "the file is truncated or the entry count is wrong",
+                          k, NZ, size_line);
+            goto fail;
+        }
+        long long i, j;
+        double v = 1.0;
+        s = rd.line;
+        if (mm_int(&s, &i) || mm_int(&s, &j)) {
+            ierr = MM_ERR(&rd, rd.lineno,
+                          "expected 'ROW COLUMN%s' with integer indices, found '%.80s'; fix "
+                          "the entry",
+                          field == MM_PATTERN ? "" : " VALUE", rd.line);
+            goto fail;
+        }
+        if (i < 1 || i > M || j < 1 || j > N) {
+            ierr = MM_ERR(&rd, rd.lineno,
+                          "index (%lld, %lld) is outside the %lld x %lld matrix (indices are "
+                          "1-based); fix the entry or the size line (line %ld)",
+                          i, j, M, N, size_line);
+            goto fail;
+        }
+        if (field != MM_PATTERN) {
+            if (mm_blank(s)) {
+                ierr = MM_ERR(&rd, rd.lineno,
+                              "entry (%lld, %lld) has no value; write 'ROW COLUMN VALUE' (or "
+                              "declare the matrix pattern)",
+                              i, j);
+                goto fail;
+            }
+            long long iv;
+            const char *s0 = s;
+            int bad = field == MM_INTEGER ? mm_int(&s, &iv) : mm_real(&s, &v);
+            if (field == MM_INTEGER && !bad) v = (double)iv;
+            if (bad || !isfinite(v)) {
+                ierr = MM_ERR(&rd, rd.lineno, "value '%s' of entry (%lld, %lld) is not a%s; "
+                                              "fix the value",
+                              mm_token(s0, tok, sizeof tok), i, j,
+                              field == MM_INTEGER ? "n integer" : " finite real number");
+                goto fail;
+            }
+        }
+        if (!mm_rest_blank(s)) {
+            ierr = MM_ERR(&rd, rd.lineno,
+                          "unexpected text '%s' after entry (%lld, %lld); one entry per line",
+                          mm_token(s, tok, sizeof tok), i, j);
+            goto fail;
+        }
+        e[ne++] = (mm_entry){i - 1, j - 1, v, rd.lineno};
+        if (sym && i != j) e[ne++] = (mm_entry){j - 1, i - 1, v, rd.lineno};
+    }
+    if (mm_next_data(&rd)) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "more entries than the %lld announced on line %ld; fix the entry count",
+                      NZ, size_line);
+        goto fail;
+    }
+
+    /* sort by (row, column) and reject duplicates */
+    qsort(e, (size_t)ne, sizeof *e, mm_entry_cmp);
+    for (int64_t k = 1; k < ne; k++)
+        if (e[k].i == e[k - 1].i && e[k].j == e[k - 1].j) {
+            long l0 = e[k - 1].line < e[k].line ? e[k - 1].line : e[k].line;
+            long l1 = e[k - 1].line < e[k].line ? e[k].line : e[k - 1].line;
+            ierr = MM_ERR(&rd, l1,
+                          "entry (%lld, %lld) is given again (first on line %ld%s); Hooke "
+                          "does not sum duplicates: merge them into one entry",
+                          (long long)e[k].i + 1, (long long)e[k].j + 1, l0,
+                          sym ? ", a symmetric file stores each pair once" : "");
+            goto fail;
+        }
+
+    A->bs = 1;
+    A->nbrows = M;
+    A->nbcols = N;
+    HK_TRY(hk_calloc((size_t)M + 1, sizeof *A->rowptr, &A->rowptr));
+    HK_TRY(hk_malloc((size_t)(ne ? ne : 1) * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_malloc((size_t)(ne ? ne : 1) * sizeof *A->val, &A->val));
+    for (int64_t k = 0; k < ne; k++) {
+        A->rowptr[e[k].i + 1]++;
+        A->colind[k] = (int32_t)e[k].j;
+        A->val[k] = e[k].v;
+    }
+    for (int64_t r = 0; r < M; r++) A->rowptr[r + 1] += A->rowptr[r];
+    free(e);
+    mm_close(&rd);
+    return 0;
+fail:
+    free(e);
+    mm_close(&rd);
+    hk_bcsr_free(A);
+    return ierr;
+}
+
+int hk_mm_write_matrix(const char *path, const hk_bcsr *A)
+{
+    const int bs = A->bs;
+    FILE *f = fopen(path, "w");
+    HK_CHECK(f, HK_ERR_IO, "cannot write Matrix Market file %s: %s; check the directory",
+             path, strerror(errno));
+    const int64_t nnz = A->rowptr[A->nbrows] * bs * bs;
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n");
+    fprintf(f, "%% written by Hooke from a %dx%d block CSR matrix\n", bs, bs);
+    fprintf(f, "%lld %lld %lld\n", (long long)(A->nbrows * bs), (long long)(A->nbcols * bs),
+            (long long)nnz);
+    for (int64_t bi = 0; bi < A->nbrows; bi++)
+        for (int r = 0; r < bs; r++)
+            for (int64_t k = A->rowptr[bi]; k < A->rowptr[bi + 1]; k++)
+                for (int c = 0; c < bs; c++)
+                    fprintf(f, "%lld %lld %.17g\n", (long long)(bi * bs + r + 1),
+                            (long long)A->colind[k] * bs + c + 1,
+                            A->val[((size_t)k * bs + r) * bs + c]);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    HK_CHECK(!bad, HK_ERR_IO, "writing Matrix Market file %s failed (disk full?)", path);
+    return 0;
+}
+
+/* ---- vectors ------------------------------------------------------------------------------ */
+
+int hk_mm_read_vector(const char *path, int64_t *n, double **x)
+{
+    int ierr = 0;
+    mm_reader rd;
+    double *v = NULL;
+    char tok[64];
+    *n = 0;
+    *x = NULL;
+    HK_CALL(mm_open(&rd, path));
+    int field, sym;
+    HK_TRY(mm_banner(&rd, "array", &field, &sym));
+    HK_TRY_CHECK(mm_next_data(&rd), HK_ERR_PARSE,
+                 "%s:%ld: the file ends before the size line; add 'ROWS 1' after the banner",
+                 path, rd.lineno + 1);
+    long long M, N;
+    const char *s = rd.line;
+    if (mm_int(&s, &M) || mm_int(&s, &N) || !mm_rest_blank(s) || M < 0 || N < 0) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "bad size line '%.80s'; a vector's size line is 'ROWS 1'", rd.line);
+        goto fail;
+    }
+    const long size_line = rd.lineno;
+    if (N != 1) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "the array has %lld columns; a vector must have exactly one column", N);
+        goto fail;
+    }
+    HK_TRY(hk_malloc((size_t)(M ? M : 1) * sizeof *v, &v));
+    for (long long k = 0; k < M; k++) {
+        if (!mm_next_data(&rd)) {
+            ierr = MM_ERR(&rd, rd.lineno + 1,
+                          "the file ends after %lld of the %lld values announced on line %ld; "
+                          "the file is truncated or the size is wrong",
+                          k, M, size_line);
+            goto fail;
+        }
+        s = rd.line;
+        while (*s && isspace((unsigned char)*s)) s++;
+        long long iv;
+        const char *s0 = s;
+        int bad = field == MM_INTEGER ? mm_int(&s, &iv) : mm_real(&s, &v[k]);
+        if (field == MM_INTEGER && !bad) v[k] = (double)iv;
+        if (bad || !isfinite(v[k]) || !mm_rest_blank(s)) {
+            ierr = MM_ERR(&rd, rd.lineno,
+                          "value %lld '%s' is not a%s (one value per line); fix the value", k + 1,
+                          bad || !isfinite(v[k]) ? mm_token(s0, tok, sizeof tok) : rd.line,
+                          field == MM_INTEGER ? "n integer" : " finite real number");
+            goto fail;
+        }
+    }
+    if (mm_next_data(&rd)) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "more values than the %lld announced on line %ld; fix the size line", M,
+                      size_line);
+        goto fail;
+    }
+    mm_close(&rd);
+    *n = M;
+    *x = v;
+    return 0;
+fail:
+    free(v);
+    mm_close(&rd);
+    return ierr;
+}
+
+int hk_mm_write_vector(const char *path, int64_t n, const double *x)
+{
+    FILE *f = fopen(path, "w");
+    HK_CHECK(f, HK_ERR_IO, "cannot write Matrix Market file %s: %s; check the directory",
+             path, strerror(errno));
+    fprintf(f, "%%%%MatrixMarket matrix array real general\n%lld 1\n", (long long)n);
+    for (int64_t i = 0; i < n; i++) fprintf(f, "%.17g\n", x[i]);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    HK_CHECK(!bad, HK_ERR_IO, "writing Matrix Market file %s failed (disk full?)", path);
+    return 0;
+}
+
+/* ---- scalar -> blocks --------------------------------------------------------------------- */
+
+int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
+{
+    int ierr = 0;
+    int64_t *mark = NULL;
+    memset(B, 0, sizeof *B);
+    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "block size %d is not supported; use 1, 2 or 3",
+             bs);
+    if (A->bs == bs) return hk_bcsr_copy(A, B);
+    HK_CHECK(A->bs == 1, HK_ERR_ARG,
+             "cannot regroup a %dx%d block matrix into %dx%d blocks; start from the scalar "
+             "matrix",
+             A->bs, A->bs, bs, bs);
+    HK_CHECK(A->nbrows % bs == 0 && A->nbcols % bs == 0, HK_ERR_ARG,
+             "a %lld x %lld matrix cannot be cut into %dx%d blocks; its size must be a "
+             "multiple of %d (wrong block size for this problem?)",
+             (long long)A->nbrows, (long long)A->nbcols, bs, bs, bs);
+    const int64_t nbr = A->nbrows / bs, nbc = A->nbcols / bs;
+    const size_t b2 = (size_t)bs * bs;
+    B->bs = bs;
+    B->nbrows = nbr;
+    B->nbcols = nbc;
+    HK_TRY(hk_malloc((size_t)(nbc ? nbc : 1) * sizeof *mark, &mark));
+    for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+    HK_TRY(hk_calloc((size_t)nbr + 1, sizeof *B->rowptr, &B->rowptr));
+    /* pass 1: count distinct block columns per block row */
+    for (int64_t I = 0; I < nbr; I++) {
+        int64_t cnt = 0;
+        for (int64_t r = I * bs; r < (I + 1) * bs; r++)
+            for (int64_t k = A->rowptr[r]; k < A->rowptr[r + 1]; k++) {
+                const int64_t J = A->colind[k] / bs;
+                if (mark[J] != I) mark[J] = I, cnt++;
+            }
+        B->rowptr[I + 1] = B->rowptr[I] + cnt;
+    }
+    const int64_t nnzb = B->rowptr[nbr];
+    HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * sizeof *B->colind, &B->colind));
+    HK_TRY(hk_calloc((size_t)(nnzb ? nnzb : 1) * b2, sizeof *B->val, &B->val));
+    for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+    /* pass 2: block columns (sorted), then values through mark[J] = slot */
+    for (int64_t I = 0; I < nbr; I++) {
+        int64_t p = B->rowptr[I];
+        for (int64_t r = I * bs; r < (I + 1) * bs; r++)
+            for (int64_t k = A->rowptr[r]; k < A->rowptr[r + 1]; k++) {
+                const int64_t J = A->colind[k] / bs;
+                if (mark[J] < B->rowptr[I]) mark[J] = p, B->colind[p++] = (int32_t)J;
+            }
+        for (int64_t q = B->rowptr[I] + 1; q < p; q++) { /* insertion sort: rows are short */
+            int32_t v = B->colind[q];
+            int64_t t = q - 1;
+            while (t >= B->rowptr[I] && B->colind[t] > v) B->colind[t + 1] = B->colind[t], t--;
+            B->colind[t + 1] = v;
+        }
+        for (int64_t q = B->rowptr[I]; q < p; q++) mark[B->colind[q]] = q;
+        for (int64_t r = I * bs; r < (I + 1) * bs; r++)
+            for (int64_t k = A->rowptr[r]; k < A->rowptr[r + 1]; k++) {
+                const int64_t J = A->colind[k] / bs;
+                B->val[((size_t)mark[J] * bs + (size_t)(r - I * bs)) * bs +
+                       (size_t)(A->colind[k] % bs)] += A->val[k];
+            }
+    }
+    free(mark);
+    return 0;
+fail:
+    free(mark);
+    hk_bcsr_free(B);
+    return ierr;
+}
