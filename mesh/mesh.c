@@ -1,11 +1,513 @@
-/* STUB (owner: mesh) */
-#include "hooke/fem.h"
-const hk_eltype_info *hk_eltype_get(hk_eltype t) { return 0; }
-int hk_eltype_from_gmsh(int g) { return -1; }
-void hk_mesh_free(hk_mesh *m) { (void)m; }
-int hk_mesh_find_region(const hk_mesh *m, const char *name) { return -1; }
-int hk_mesh_find_boundary(const hk_mesh *m, const char *name) { return -1; }
-int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh *m) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t, hk_mesh *m) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-int hk_mesh_renumber_rcm(hk_mesh *m) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
+/* Mesh data: free/find, element builders, orientation and the built-in structured
+ * generators (rectangle, box) in every element type of their dimension. */
+#include <stdio.h>
+
+#include "mesh_impl.h"
+
+/* ---- plain data ------------------------------------------------------------------------ */
+
+void hk_elems_free(hk_elems *e)
+{
+    if (!e) return;
+    free(e->type);
+    free(e->ptr);
+    free(e->nodes);
+    free(e->tag);
+    memset(e, 0, sizeof *e);
+}
+
+void hk_mesh_free(hk_mesh *m)
+{
+    if (!m) return;
+    free(m->coords);
+    hk_elems_free(&m->cells);
+    free(m->cell_region);
+    for (int i = 0; i < m->nregions; i++) {
+        hk_elems_free(&m->regions[i].elems);
+        free(m->regions[i].nodes);
+    }
+    for (int i = 0; i < m->nboundaries; i++) {
+        hk_elems_free(&m->boundaries[i].elems);
+        free(m->boundaries[i].nodes);
+    }
+    free(m->regions);
+    free(m->boundaries);
+    memset(m, 0, sizeof *m);
+}
+
+static int find_group(const hk_group *g, int n, const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(g[i].name, name)) return i;
+    return -1;
+}
+
+int hk_mesh_find_region(const hk_mesh *m, const char *name)
+{
+    return m ? find_group(m->regions, m->nregions, name) : -1;
+}
+
+int hk_mesh_find_boundary(const hk_mesh *m, const char *name)
+{
+    return m ? find_group(m->boundaries, m->nboundaries, name) : -1;
+}
+
+/* ---- builders -------------------------------------------------------------------------- */
+
+/* Reallocate *pp to n entries of elsize bytes. */
+static int resize(void *pp, int64_t n, size_t elsize)
+{
+    void *q = realloc(*(void **)pp, (size_t)n * elsize);
+    if (!q)
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "out of host memory growing a mesh array to %lld entries",
+                            (long long)n);
+    *(void **)pp = q;
+    return 0;
+}
+
+int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_t tag)
+{
+    hk_elems *e = &b->e;
+    int nn = hk_eltype_get(t)->nnodes;
+    if (e->n + 2 > b->cap) {
+        int64_t nc = b->cap ? 2 * b->cap : 64;
+        HK_CALL(resize(&e->type, nc, sizeof *e->type));
+        HK_CALL(resize(&e->tag, nc, sizeof *e->tag));
+        HK_CALL(resize(&e->ptr, nc, sizeof *e->ptr));
+        b->cap = nc;
+    }
+    if (!e->n) e->ptr[0] = 0;
+    int64_t off = e->ptr[e->n];
+    if (off + nn > b->ncap) {
+        int64_t nc = b->ncap ? 2 * b->ncap : 256;
+        while (nc < off + nn) nc *= 2;
+        HK_CALL(resize(&e->nodes, nc, sizeof *e->nodes));
+        b->ncap = nc;
+    }
+    memcpy(e->nodes + off, nodes, (size_t)nn * sizeof *nodes);
+    e->type[e->n] = (uint8_t)t;
+    e->tag[e->n] = tag;
+    e->ptr[e->n + 1] = off + nn;
+    e->n++;
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int hk_group_collect_nodes(hk_group *g, int64_t nnodes_total)
+{
+    int64_t nn = g->elems.n ? g->elems.ptr[g->elems.n] : 0;
+    free(g->nodes);
+    g->nodes = NULL;
+    g->nnodes = 0;
+    HK_CALL(hk_malloc((size_t)(nn ? nn : 1) * sizeof *g->nodes, &g->nodes));
+    if (nn) memcpy(g->nodes, g->elems.nodes, (size_t)nn * sizeof *g->nodes);
+    qsort(g->nodes, (size_t)nn, sizeof *g->nodes, cmp_i32);
+    int64_t k = 0;
+    for (int64_t i = 0; i < nn; i++)
+        if (!k || g->nodes[i] != g->nodes[k - 1]) g->nodes[k++] = g->nodes[i];
+    g->nnodes = k;
+    (void)nnodes_total;
+    return 0;
+}
+
+/* ---- orientation ----------------------------------------------------------------------- */
+
+static void corner_coords(const hk_elems *es, int64_t e, const double *coords, double *xc)
+{
+    int nc = hk_eltype_ncorners((hk_eltype)es->type[e]);
+    const int32_t *nd = es->nodes + es->ptr[e];
+    for (int i = 0; i < nc; i++)
+        for (int a = 0; a < 3; a++) xc[3 * i + a] = coords[3 * (int64_t)nd[i] + a];
+}
+
+static double det3(double J[3][3])
+{
+    return J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+           J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+           J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+}
+
+double hk_elem_jacobian_sign(const hk_elems *es, int64_t e, const double *coords, int mdim)
+{
+    hk_eltype t = (hk_eltype)es->type[e];
+    double xc[24], r[3], x[3], J[3][3];
+    corner_coords(es, e, coords, xc);
+    hk_eltype_centroid(t, r);
+    if (!hk_mesh_linear_map(t, xc, r, x, J)) return 0;
+    if (mdim == 2) return J[0][0] * J[1][1] - J[0][1] * J[1][0];
+    return det3(J);
+}
+
+static void flip_elem(hk_elems *es, int64_t e)
+{
+    int perm[27];
+    int32_t old[27];
+    hk_eltype t = (hk_eltype)es->type[e];
+    int nn = hk_eltype_get(t)->nnodes;
+    int32_t *nd = es->nodes + es->ptr[e];
+    if (hk_eltype_flip_perm(t, perm)) return;
+    memcpy(old, nd, (size_t)nn * sizeof *nd);
+    for (int i = 0; i < nn; i++) nd[i] = old[perm[i]];
+}
+
+int64_t hk_mesh_fix_orientation(hk_mesh *m)
+{
+    int64_t nflip = 0;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (hk_elem_jacobian_sign(&m->cells, e, m->coords, m->dim) < 0) {
+            flip_elem(&m->cells, e);
+            nflip++;
+        }
+    return nflip;
+}
+
+int hk_mesh_orient_facets(hk_mesh *m)
+{
+    int ierr = 0;
+    int64_t *cptr = NULL, *cidx = NULL, nn = m->nnodes;
+    const hk_elems *c = &m->cells;
+    int64_t tot = c->n ? c->ptr[c->n] : 0;
+    /* node -> cells (CSR) */
+    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *cptr, &cptr));
+    HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
+    for (int64_t k = 0; k < tot; k++) cptr[c->nodes[k] + 1]++;
+    for (int64_t i = 0; i < nn; i++) cptr[i + 1] += cptr[i];
+    for (int64_t e = 0; e < c->n; e++)
+        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++) cidx[cptr[c->nodes[k]]++] = e;
+    for (int64_t i = nn; i > 0; i--) cptr[i] = cptr[i - 1];
+    cptr[0] = 0;
+
+    for (int g = 0; g < m->nboundaries; g++) {
+        hk_elems *f = &m->boundaries[g].elems;
+        if (m->boundaries[g].dim != m->dim - 1) continue;
+        for (int64_t e = 0; e < f->n; e++) {
+            hk_eltype ft = (hk_eltype)f->type[e];
+            int nfc = hk_eltype_ncorners(ft);
+            const int32_t *fn = f->nodes + f->ptr[e];
+            int64_t cell = -1;
+            for (int64_t k = cptr[fn[0]]; k < cptr[fn[0] + 1] && cell < 0; k++) {
+                int64_t ce = cidx[k], hits = 0;
+                for (int a = 0; a < nfc; a++)
+                    for (int64_t j = c->ptr[ce]; j < c->ptr[ce + 1]; j++)
+                        if (c->nodes[j] == fn[a]) {
+                            hits++;
+                            break;
+                        }
+                if (hits == nfc) cell = ce;
+            }
+            if (cell < 0) continue; /* not on a cell (should not happen): leave as is */
+            double xf[24], xcl[24], r[3], pf[3], pc[3], J[3][3], Jc[3][3], nrm[3];
+            corner_coords(f, e, m->coords, xf);
+            hk_eltype_centroid(ft, r);
+            hk_mesh_linear_map(ft, xf, r, pf, J);
+            corner_coords(c, cell, m->coords, xcl);
+            hk_eltype_centroid((hk_eltype)c->type[cell], r);
+            hk_mesh_linear_map((hk_eltype)c->type[cell], xcl, r, pc, Jc);
+            if (m->dim == 2) {
+                nrm[0] = J[1][0], nrm[1] = -J[0][0], nrm[2] = 0;
+            } else {
+                nrm[0] = J[1][0] * J[2][1] - J[2][0] * J[1][1];
+                nrm[1] = J[2][0] * J[0][1] - J[0][0] * J[2][1];
+                nrm[2] = J[0][0] * J[1][1] - J[1][0] * J[0][1];
+            }
+            double d = 0;
+            for (int a = 0; a < 3; a++) d += nrm[a] * (pf[a] - pc[a]);
+            if (d < 0) flip_elem(f, e);
+        }
+    }
+fail:
+    free(cptr);
+    free(cidx);
+    return ierr;
+}
+
+/* ---- structured generators ------------------------------------------------------------- */
+
+typedef struct {
+    int dim, order;
+    int64_t N[3];               /* fine-grid points per axis */
+    hk_elems_builder cells;
+    hk_elems_builder side[7];   /* boundaries, last one the point "origin" */
+} gen;
+
+static int64_t fine_id(const gen *g, const int64_t *I)
+{
+    return I[0] + g->N[0] * (I[1] + g->N[1] * I[2]);
+}
+
+/* Push element of type t whose corners sit at fine-grid points cf (3 ints per corner): the
+ * higher-order nodes come from the reference coordinates through the linear map. */
+static int push_mapped(gen *g, hk_elems_builder *b, hk_eltype t, const int64_t *cf, int64_t tag)
+{
+    const hk_eltype_info *in = hk_eltype_get(t);
+    const double *rc = hk_eltype_ref_coords(t);
+    double xc[24], x[3], J[3][3];
+    int32_t nodes[27];
+    for (int i = 0; i < 3 * hk_eltype_ncorners(t); i++) xc[i] = (double)cf[i];
+    for (int i = 0; i < in->nnodes; i++) {
+        int64_t I[3];
+        hk_mesh_linear_map(t, xc, rc + 3 * i, x, J);
+        for (int a = 0; a < 3; a++) I[a] = (int64_t)llround(x[a]);
+        int64_t id = fine_id(g, I);
+        HK_CHECK(id <= INT32_MAX, HK_ERR_ARG,
+                 "generated mesh is too large (more than 2^31 grid points); use fewer cells");
+        nodes[i] = (int32_t)id;
+    }
+    return hk_elems_push(b, t, nodes, b->e.n + 1);
+}
+
+static hk_eltype facet_type(hk_eltype t)
+{
+    switch (t) {
+    case HK_EL_TRI3: case HK_EL_QUAD4: return HK_EL_LINE2;
+    case HK_EL_TRI6: case HK_EL_QUAD8: case HK_EL_QUAD9: return HK_EL_LINE3;
+    case HK_EL_TET4: return HK_EL_TRI3;
+    case HK_EL_TET10: return HK_EL_TRI6;
+    case HK_EL_HEX8: return HK_EL_QUAD4;
+    case HK_EL_HEX20: return HK_EL_QUAD8;
+    default: return HK_EL_QUAD9;
+    }
+}
+
+static int gen_cells(gen *g, hk_eltype t, const int *n)
+{
+    const int o = g->order;
+    int nz = g->dim == 3 ? n[2] : 1;
+    int simplex = (t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10);
+    for (int k = 0; k < nz; k++)
+        for (int j = 0; j < n[1]; j++)
+            for (int i = 0; i < n[0]; i++) {
+                int64_t base[3] = {(int64_t)o * i, (int64_t)o * j, g->dim == 3 ? (int64_t)o * k : 0};
+                /* corner c of the cube/square at bits (bx, by, bz) */
+#define CORNER(dst, bx, by, bz)                                                                    \
+    do {                                                                                           \
+        (dst)[0] = base[0] + o * (bx), (dst)[1] = base[1] + o * (by), (dst)[2] = base[2] + o * (bz); \
+    } while (0)
+                if (!simplex) {
+                    const double *rc = hk_eltype_ref_coords(t);
+                    int64_t cf[24];
+                    for (int c = 0; c < hk_eltype_ncorners(t); c++)
+                        CORNER(cf + 3 * c, rc[3 * c] > 0, rc[3 * c + 1] > 0, rc[3 * c + 2] > 0);
+                    HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
+                } else if (g->dim == 2) {
+                    int64_t cf[9];
+                    CORNER(cf, 0, 0, 0);
+                    CORNER(cf + 3, 1, 0, 0);
+                    CORNER(cf + 6, 1, 1, 0);
+                    HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
+                    CORNER(cf, 0, 0, 0);
+                    CORNER(cf + 3, 1, 1, 0);
+                    CORNER(cf + 6, 0, 1, 0);
+                    HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
+                } else {
+                    /* Kuhn split: 6 tets around the diagonal 000-111, one per axis order;
+                     * every cube face is cut along its lowest-highest diagonal, so
+                     * neighbouring cubes match. */
+                    static const int perm6[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+                    for (int p = 0; p < 6; p++) {
+                        int b[3] = {0, 0, 0};
+                        int64_t cf[12];
+                        CORNER(cf, 0, 0, 0);
+                        for (int s = 0; s < 3; s++) {
+                            b[perm6[p][s]] = 1;
+                            CORNER(cf + 3 * (s + 1), b[0], b[1], b[2]);
+                        }
+                        /* even permutations are positive; swap corners 1, 2 otherwise */
+                        if (p == 1 || p == 2 || p == 5)
+                            for (int a = 0; a < 3; a++) {
+                                int64_t tmp = cf[3 + a];
+                                cf[3 + a] = cf[6 + a], cf[6 + a] = tmp;
+                            }
+                        HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
+                    }
+                }
+#undef CORNER
+            }
+    return 0;
+}
+
+/* Facets of side s (axis a = s / 2 at its min (s even) or max), oriented outward. */
+static int gen_side(gen *g, hk_eltype ft, int s, const int *n)
+{
+    const int o = g->order, a = s / 2, hi = s % 2;
+    hk_elems_builder *b = &g->side[s];
+    if (g->dim == 2) {
+        int u = 1 - a; /* running axis */
+        for (int i = 0; i < n[u]; i++) {
+            int64_t p0[3] = {0, 0, 0}, p1[3] = {0, 0, 0}, cf[6];
+            p0[a] = p1[a] = hi ? g->N[a] - 1 : 0;
+            p0[u] = (int64_t)o * i, p1[u] = (int64_t)o * (i + 1);
+            /* counter-clockwise boundary: bottom and right run forward, top and left back */
+            int fwd = (a == 1 && !hi) || (a == 0 && hi);
+            memcpy(cf, fwd ? p0 : p1, sizeof p0);
+            memcpy(cf + 3, fwd ? p1 : p0, sizeof p0);
+            HK_CALL(push_mapped(g, b, ft, cf, 0));
+        }
+        return 0;
+    }
+    int u = a == 0 ? 1 : 0, v = a == 2 ? 1 : 2;
+    /* e_u x e_v is +x for a = 0, -y for a = 1, +z for a = 2; outward is +e_a on the max side */
+    int cross_pos = a != 1, outward_pos = hi;
+    int pos = cross_pos == outward_pos;
+    int tri = ft == HK_EL_TRI3 || ft == HK_EL_TRI6;
+    for (int j = 0; j < n[v]; j++)
+        for (int i = 0; i < n[u]; i++) {
+            int64_t p[4][3]; /* p00 p10 p11 p01 */
+            static const int du[4] = {0, 1, 1, 0}, dv[4] = {0, 0, 1, 1};
+            for (int c = 0; c < 4; c++) {
+                p[c][a] = hi ? g->N[a] - 1 : 0;
+                p[c][u] = (int64_t)o * (i + du[c]);
+                p[c][v] = (int64_t)o * (j + dv[c]);
+            }
+            int64_t cf[12];
+#define SET(slot, c) memcpy(cf + 3 * (slot), p[c], sizeof p[c])
+            if (tri) {
+                if (pos) SET(0, 0), SET(1, 1), SET(2, 2);
+                else SET(0, 0), SET(1, 2), SET(2, 1);
+                HK_CALL(push_mapped(g, b, ft, cf, 0));
+                if (pos) SET(0, 0), SET(1, 2), SET(2, 3);
+                else SET(0, 0), SET(1, 3), SET(2, 2);
+                HK_CALL(push_mapped(g, b, ft, cf, 0));
+            } else {
+                if (pos) SET(0, 0), SET(1, 1), SET(2, 2), SET(3, 3);
+                else SET(0, 0), SET(1, 3), SET(2, 2), SET(3, 1);
+                HK_CALL(push_mapped(g, b, ft, cf, 0));
+            }
+#undef SET
+        }
+    return 0;
+}
+
+static void gen_free(gen *g)
+{
+    hk_elems_free(&g->cells.e);
+    for (int s = 0; s < 7; s++) hk_elems_free(&g->side[s].e);
+}
+
+/* Compact the fine grid to the nodes the cells use and build the hk_mesh. */
+static int gen_finish(gen *g, const double *L, hk_mesh *m)
+{
+    static const char *names2[] = {"left", "right", "bottom", "top"};
+    static const char *names3[] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
+    int ierr = 0, nsides = 2 * g->dim;
+    int64_t nfine = g->N[0] * g->N[1] * g->N[2];
+    int32_t *newid = NULL;
+    HK_TRY(hk_malloc((size_t)nfine * sizeof *newid, &newid));
+    for (int64_t i = 0; i < nfine; i++) newid[i] = -1;
+    hk_elems *c = &g->cells.e;
+    int64_t nn = 0;
+    for (int64_t k = 0; k < c->ptr[c->n]; k++)
+        if (newid[c->nodes[k]] < 0) newid[c->nodes[k]] = 0;
+    for (int64_t i = 0; i < nfine; i++)
+        if (!newid[i]) newid[i] = (int32_t)nn++;
+    m->dim = g->dim;
+    m->nnodes = nn;
+    HK_TRY(hk_malloc((size_t)(3 * nn) * sizeof *m->coords, &m->coords));
+    for (int64_t i = 0; i < nfine; i++)
+        if (newid[i] >= 0) {
+            int64_t I[3] = {i % g->N[0], (i / g->N[0]) % g->N[1], i / (g->N[0] * g->N[1])};
+            for (int a = 0; a < 3; a++)
+                m->coords[3 * (int64_t)newid[i] + a] =
+                    a < g->dim ? L[a] * (double)I[a] / (double)(g->N[a] - 1) : 0.0;
+        }
+    for (int64_t k = 0; k < c->ptr[c->n]; k++) c->nodes[k] = newid[c->nodes[k]];
+    m->cells = *c;
+    memset(c, 0, sizeof *c);
+    HK_TRY(hk_calloc((size_t)m->cells.n, sizeof *m->cell_region, &m->cell_region));
+    HK_TRY(hk_calloc(1, sizeof *m->regions, &m->regions));
+    m->nregions = 1;
+    snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
+    m->regions[0].dim = g->dim;
+    m->regions[0].tag = 1;
+    /* the point group "origin": the node at (0,0,0), which is fine-grid point 0 */
+    {
+        int32_t z = 0;
+        HK_TRY(hk_elems_push(&g->side[6], HK_EL_POINT1, &z, 1));
+    }
+    HK_TRY(hk_calloc((size_t)nsides + 1, sizeof *m->boundaries, &m->boundaries));
+    m->nboundaries = nsides + 1;
+    for (int s = 0; s <= nsides; s++) {
+        hk_group *gr = &m->boundaries[s];
+        hk_elems *f = &g->side[s == nsides ? 6 : s].e;
+        snprintf(gr->name, sizeof gr->name, "%s",
+                 s == nsides ? "origin" : (g->dim == 2 ? names2[s] : names3[s]));
+        gr->dim = s == nsides ? 0 : g->dim - 1;
+        gr->tag = s + 1;
+        for (int64_t k = 0; k < f->ptr[f->n]; k++) f->nodes[k] = newid[f->nodes[k]];
+        gr->elems = *f;
+        memset(f, 0, sizeof *f);
+        HK_TRY(hk_group_collect_nodes(gr, nn));
+    }
+fail:
+    free(newid);
+    return ierr;
+}
+
+static int generate(int dim, const double *L, const int *n, hk_eltype t, hk_mesh *m)
+{
+    int ierr = 0;
+    gen g;
+    memset(&g, 0, sizeof g);
+    g.dim = dim;
+    g.order = hk_eltype_get(t)->order;
+    for (int a = 0; a < 3; a++) g.N[a] = a < dim ? (int64_t)g.order * n[a] + 1 : 1;
+    HK_TRY(gen_cells(&g, t, n));
+    hk_eltype ft = facet_type(t);
+    for (int s = 0; s < 2 * dim; s++) HK_TRY(gen_side(&g, ft, s, n));
+    HK_TRY(gen_finish(&g, L, m));
+fail:
+    gen_free(&g);
+    if (ierr) hk_mesh_free(m);
+    return ierr;
+}
+
+static int check_sizes(const char *fn, int dim, const double *L, const int *n)
+{
+    static const char ax[] = "xyz";
+    for (int a = 0; a < dim; a++) {
+        HK_CHECK(isfinite(L[a]) && L[a] > 0, HK_ERR_ARG,
+                 "%s: the length along %c is %g; give a positive size", fn, ax[a], L[a]);
+        HK_CHECK(n[a] >= 1 && n[a] <= 1 << 20, HK_ERR_ARG,
+                 "%s: %d cells along %c; give between 1 and 2^20 cells", fn, n[a], ax[a]);
+    }
+    return 0;
+}
+
+int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh *m)
+{
+    HK_CHECK(m, HK_ERR_ARG, "hk_mesh_rectangle: the output mesh is NULL");
+    memset(m, 0, sizeof *m);
+    double L[3] = {lx, ly, 0};
+    int n[3] = {nx, ny, 1};
+    HK_CALL(check_sizes("hk_mesh_rectangle", 2, L, n));
+    const hk_eltype_info *in = hk_eltype_get(t);
+    HK_CHECK(in && in->dim == 2 && hk_eltype_has_kernel(t), HK_ERR_ARG,
+             "hk_mesh_rectangle: element type %s is not a 2D cell type; use tri3, tri6, quad4, "
+             "quad8 or quad9",
+             in ? in->name : "(invalid)");
+    return generate(2, L, n, t, m);
+}
+
+int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t,
+                hk_mesh *m)
+{
+    HK_CHECK(m, HK_ERR_ARG, "hk_mesh_box: the output mesh is NULL");
+    memset(m, 0, sizeof *m);
+    double L[3] = {lx, ly, lz};
+    int n[3] = {nx, ny, nz};
+    HK_CALL(check_sizes("hk_mesh_box", 3, L, n));
+    const hk_eltype_info *in = hk_eltype_get(t);
+    HK_CHECK(in && in->dim == 3 && hk_eltype_has_kernel(t), HK_ERR_ARG,
+             "hk_mesh_box: element type %s is not a 3D cell type with a kernel; use tet4, "
+             "tet10, hex8, hex20 or hex27",
+             in ? in->name : "(invalid)");
+    return generate(3, L, n, t, m);
+}

@@ -50,6 +50,16 @@ typedef struct hk_eltype_info {
 const hk_eltype_info *hk_eltype_get(hk_eltype t);
 /* -1 when Gmsh type number g has no Hooke element. */
 int hk_eltype_from_gmsh(int g);
+/* Gmsh -> VTK node order (docs/elements.md): vtk_nodes[i] = gmsh_nodes[order[i]],
+ * nnodes entries. NULL for an invalid type. */
+const int *hk_eltype_vtk_order(hk_eltype t);
+/* Gmsh reference-element node coordinates, 3 per node (xi, eta, zeta): simplices on
+ * [0,1], quads/hexes on [-1,1]^d, wedge6 (xi,eta) simplex x zeta in [-1,1], pyr5 base
+ * [-1,1]^2 at zeta 0 with apex (0,0,1). NULL for an invalid type. */
+const double *hk_eltype_ref_coords(hk_eltype t);
+/* 1 if Hooke has an element kernel for cells of this type (tri3/6, quad4/8/9, tet4/10,
+ * hex8/20/27). */
+int hk_eltype_has_kernel(hk_eltype t);
 
 /* ---- mesh ------------------------------------------------------------------------------ */
 

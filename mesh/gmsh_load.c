@@ -1,0 +1,477 @@
+/* hk_mesh_load: .msh (2.2 / 4.1) read as is, .geo/.step/.stp/.brep/.iges meshed at run time,
+ * both through the Gmsh C API (only calls that exist with the same signature in Gmsh 4.8).
+ * Physical groups of the model dimension become regions, those of lower dimension boundary
+ * groups (docs/elements.md). Gmsh keeps global state: hk_mesh_load is not thread-safe. */
+#include <ctype.h>
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+
+#include "mesh_impl.h"
+
+#ifdef HOOKE_HAVE_GMSH
+#include <gmshc.h>
+#endif
+
+/* 0: a mesh file read as is, 1: geometry meshed at run time, -1: unknown */
+static int file_kind(const char *path)
+{
+    static const char *const mesh_ext[] = {".msh"};
+    static const char *const geo_ext[] = {".geo", ".step", ".stp", ".brep", ".iges", ".igs"};
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    char ext[16];
+    size_t i = 0;
+    if (!dot || (slash && slash > dot)) return -1;
+    for (; dot[i] && i < sizeof ext - 1; i++) ext[i] = (char)tolower((unsigned char)dot[i]);
+    ext[i] = 0;
+    for (size_t k = 0; k < sizeof mesh_ext / sizeof *mesh_ext; k++)
+        if (!strcmp(ext, mesh_ext[k])) return 0;
+    for (size_t k = 0; k < sizeof geo_ext / sizeof *geo_ext; k++)
+        if (!strcmp(ext, geo_ext[k])) return 1;
+    return -1;
+}
+
+#ifdef HOOKE_HAVE_GMSH
+
+/* Gmsh's last error message ("" if none). */
+static const char *gmsh_last_error(void)
+{
+    static char buf[512];
+    char *e = NULL;
+    int gerr = 0;
+    buf[0] = 0;
+    gmshLoggerGetLastError(&e, &gerr);
+    if (!gerr && e) snprintf(buf, sizeof buf, "%s", e);
+    if (e) gmshFree(e);
+    /* Gmsh prefixes messages with "Error   : " in some versions */
+    if (!strncmp(buf, "Error", 5)) {
+        char *p = buf + 5;
+        while (*p == ' ' || *p == ':') p++;
+        memmove(buf, p, strlen(p) + 1);
+    }
+    return buf;
+}
+
+#define GMSH_TRY(code, what, call)                                                                 \
+    do {                                                                                           \
+        int gerr_ = 0;                                                                             \
+        call;                                                                                      \
+        if (gerr_) {                                                                               \
+            const char *le_ = gmsh_last_error();                                                   \
+            ierr = hk_error_set((code), __FILE__, __LINE__, "Gmsh could not %s '%s'%s%s%s", what,  \
+                                path, *le_ ? ": " : "", le_,                                       \
+                                *le_ ? "" : " (run gmsh on it to see why)");                       \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+typedef struct {
+    int dim, tag;
+    char name[128];
+} phys;
+
+/* Node tag -> index in Gmsh's node array: dense table or sorted search. */
+typedef struct {
+    size_t ntags, maxtag;
+    int32_t *dense;       /* maxtag + 1, or NULL */
+    size_t *sorted_tags;  /* sorted copy, when dense is NULL */
+    int32_t *sorted_idx;
+} tagmap;
+
+static size_t *sort_keys;
+static int cmp_by_key(const void *a, const void *b)
+{
+    size_t x = sort_keys[*(const int32_t *)a], y = sort_keys[*(const int32_t *)b];
+    return (x > y) - (x < y);
+}
+
+static int tagmap_build(tagmap *tm, const size_t *tags, size_t n)
+{
+    memset(tm, 0, sizeof *tm);
+    tm->ntags = n;
+    for (size_t i = 0; i < n; i++)
+        if (tags[i] > tm->maxtag) tm->maxtag = tags[i];
+    if (tm->maxtag <= 4 * n + 1024) {
+        HK_CALL(hk_malloc((tm->maxtag + 1) * sizeof *tm->dense, &tm->dense));
+        for (size_t i = 0; i <= tm->maxtag; i++) tm->dense[i] = -1;
+        for (size_t i = 0; i < n; i++) tm->dense[tags[i]] = (int32_t)i;
+        return 0;
+    }
+    HK_CALL(hk_malloc(n * sizeof *tm->sorted_idx, &tm->sorted_idx));
+    HK_CALL(hk_malloc(n * sizeof *tm->sorted_tags, &tm->sorted_tags));
+    for (size_t i = 0; i < n; i++) tm->sorted_idx[i] = (int32_t)i;
+    sort_keys = (size_t *)tags;
+    qsort(tm->sorted_idx, n, sizeof *tm->sorted_idx, cmp_by_key);
+    sort_keys = NULL;
+    for (size_t i = 0; i < n; i++) tm->sorted_tags[i] = tags[tm->sorted_idx[i]];
+    return 0;
+}
+
+static int32_t tagmap_find(const tagmap *tm, size_t tag)
+{
+    if (tm->dense) return tag <= tm->maxtag ? tm->dense[tag] : -1;
+    size_t lo = 0, hi = tm->ntags;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tm->sorted_tags[mid] < tag) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < tm->ntags && tm->sorted_tags[lo] == tag ? tm->sorted_idx[lo] : -1;
+}
+
+static void tagmap_free(tagmap *tm)
+{
+    free(tm->dense);
+    free(tm->sorted_tags);
+    free(tm->sorted_idx);
+}
+
+static const char *type_name_gmsh(int g, char *buf, size_t n)
+{
+    int t = hk_eltype_from_gmsh(g);
+    if (t >= 0) snprintf(buf, n, "%s", hk_eltype_get((hk_eltype)t)->name);
+    else snprintf(buf, n, "of Gmsh type %d", g);
+    return buf;
+}
+
+/* Append the elements of dimension dim on entity tag to b (nodes as Gmsh node indices).
+ * cells: only types with a kernel are accepted. what/name label errors. */
+static int read_entity(const char *path, int dim, int tag, int cells, const char *what,
+                       const char *name, const tagmap *tm, hk_elems_builder *b)
+{
+    int ierr = 0;
+    int *types = NULL;
+    size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
+           *ntags_n = NULL, ntags_nn = 0;
+    GMSH_TRY(HK_ERR_PARSE, "read the elements of", gmshModelMeshGetElements(
+        &types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n, &ntags_nn, dim, tag, &gerr_));
+    for (size_t k = 0; k < ntypes; k++) {
+        int t = hk_eltype_from_gmsh(types[k]);
+        char tn[64];
+        int ok = t >= 0 && hk_eltype_get((hk_eltype)t)->dim == dim &&
+                 (!cells || hk_eltype_has_kernel((hk_eltype)t));
+        HK_TRY_CHECK(ok, HK_ERR_UNSUPPORTED,
+                     "%s: element type %s (Gmsh type %d) in %s '%s' is not supported; Hooke "
+                     "has %s (mesh with tetrahedra/hexahedra only, or recombine fully)",
+                     path, type_name_gmsh(types[k], tn, sizeof tn), types[k], what, name,
+                     cells ? "tri3/6, quad4/8/9 cells in 2D and tet4/10, hex8/20/27 in 3D"
+                           : "point, line2/3, tri3/6 and quad4/8/9 boundary elements");
+        int nn = hk_eltype_get((hk_eltype)t)->nnodes;
+        size_t ne = etags_n[k];
+        HK_TRY_CHECK(ntags_n[k] == ne * (size_t)nn, HK_ERR_PARSE,
+                     "%s: Gmsh returned %zu node tags for %zu %s elements", path, ntags_n[k], ne,
+                     hk_eltype_get((hk_eltype)t)->name);
+        for (size_t e = 0; e < ne; e++) {
+            int32_t nodes[27];
+            for (int a = 0; a < nn; a++) {
+                nodes[a] = tagmap_find(tm, ntags[k][e * nn + a]);
+                HK_TRY_CHECK(nodes[a] >= 0, HK_ERR_PARSE,
+                             "%s: element %zu uses node %zu, which the file does not define",
+                             path, etags[k][e], ntags[k][e * nn + a]);
+            }
+            HK_TRY(hk_elems_push(b, (hk_eltype)t, nodes, (int64_t)etags[k][e]));
+        }
+    }
+fail:
+    for (size_t k = 0; k < etags_nn; k++) gmshFree(etags[k]);
+    for (size_t k = 0; k < ntags_nn; k++) gmshFree(ntags[k]);
+    gmshFree(etags);
+    gmshFree(etags_n);
+    gmshFree(ntags);
+    gmshFree(ntags_n);
+    gmshFree(types);
+    return ierr;
+}
+
+static int set_option(const char *path, const char *name, const char *alt, double v)
+{
+    int gerr = 0;
+    gmshOptionSetNumber(name, v, &gerr);
+    if (gerr && alt) gmshOptionSetNumber(alt, v, &gerr);
+    HK_CHECK(!gerr, HK_ERR_INTERNAL, "Gmsh rejected option %s = %g while loading '%s': %s", name,
+             v, path, gmsh_last_error());
+    return 0;
+}
+
+static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh *m)
+{
+    int ierr = 0, initialized = 0, threads = omp_get_max_threads();
+    int *pg = NULL, *ent = NULL;
+    size_t npg = 0, nent = 0, *ntag = NULL, nntag = 0, ncoord = 0, npar = 0;
+    double *coord = NULL, *par = NULL;
+    phys *ph = NULL;
+    tagmap tm;
+    memset(&tm, 0, sizeof tm);
+    hk_elems_builder cells, *bnd = NULL;
+    memset(&cells, 0, sizeof cells);
+    int32_t *creg = NULL, *newid = NULL;
+    int64_t ncreg = 0;
+    int nbnd = 0;
+    char *pname = NULL;
+    int *claimed = NULL; /* entity tags of the model dimension already in a region */
+    size_t nclaimed = 0;
+
+#if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 10)
+    GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
+#else
+    GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, &gerr_));
+#endif
+    initialized = 1;
+    HK_TRY(set_option(path, "General.Terminal", NULL, opt->verbose ? 1 : 0));
+    HK_TRY(set_option(path, "General.Verbosity", NULL, opt->verbose ? 5 : 1));
+    GMSH_TRY(HK_ERR_PARSE, "read", gmshOpen(path, &gerr_));
+
+    int gdim = 0;
+    GMSH_TRY(HK_ERR_PARSE, "find the dimension of", gdim = gmshModelGetDimension(&gerr_));
+    HK_TRY_CHECK(gdim == 2 || gdim == 3, HK_ERR_MODEL,
+                 "%s: the model has dimension %d; Hooke needs a 2D (surface in the xy plane) "
+                 "or 3D (volume) model",
+                 path, gdim);
+
+    if (kind == 1) {
+        /* mesh the geometry with the options, overriding the file's own settings */
+        if (opt->size > 0)
+            HK_TRY(set_option(path, "Mesh.MeshSizeMax", "Mesh.CharacteristicLengthMax", opt->size));
+        if (opt->order) {
+            HK_TRY(set_option(path, "Mesh.ElementOrder", NULL, opt->order));
+            HK_TRY(set_option(path, "Mesh.SecondOrderIncomplete", NULL, opt->incomplete ? 1 : 0));
+        }
+        if (opt->quad) {
+            /* 2D: recombine triangles into quads (a few triangles may stay: mixed mesh);
+             * 3D: split every tetrahedron into 4 hexahedra (Gmsh's subdivision), since
+             * recombining volumes leaves prisms and pyramids. (Mesh.Algorithm 8 crashes
+             * Gmsh 4.8 with RecombineAll: left at the default.) */
+            if (gdim == 2) HK_TRY(set_option(path, "Mesh.RecombineAll", NULL, 1));
+            else HK_TRY(set_option(path, "Mesh.SubdivisionAlgorithm", NULL, 2));
+        }
+        GMSH_TRY(HK_ERR_MODEL, "mesh", gmshModelMeshGenerate(gdim, &gerr_));
+        if (opt->order)
+            GMSH_TRY(HK_ERR_MODEL, "raise the element order of", gmshModelMeshSetOrder(opt->order, &gerr_));
+    }
+
+    /* nodes */
+    GMSH_TRY(HK_ERR_PARSE, "read the nodes of",
+             gmshModelMeshGetNodes(&ntag, &nntag, &coord, &ncoord, &par, &npar, -1, -1, 0, 0, &gerr_));
+    HK_TRY_CHECK(nntag > 0, HK_ERR_MODEL,
+                 "%s has no mesh nodes; mesh it first (gmsh -%d) or give the geometry file", path,
+                 gdim);
+    HK_TRY_CHECK(nntag < INT32_MAX, HK_ERR_UNSUPPORTED, "%s has %zu nodes; Hooke takes < 2^31",
+                 path, nntag);
+    HK_TRY(tagmap_build(&tm, ntag, nntag));
+
+    /* physical groups */
+    GMSH_TRY(HK_ERR_PARSE, "read the physical groups of", gmshModelGetPhysicalGroups(&pg, &npg, -1, &gerr_));
+    npg /= 2;
+    HK_TRY(hk_calloc(npg ? npg : 1, sizeof *ph, &ph));
+    int nreg_ph = 0;
+    for (size_t i = 0; i < npg; i++) {
+        ph[i].dim = pg[2 * i], ph[i].tag = pg[2 * i + 1];
+        GMSH_TRY(HK_ERR_PARSE, "read a physical name of",
+                 gmshModelGetPhysicalName(ph[i].dim, ph[i].tag, &pname, &gerr_));
+        if (pname && *pname) snprintf(ph[i].name, sizeof ph[i].name, "%s", pname);
+        else snprintf(ph[i].name, sizeof ph[i].name, "%d", ph[i].tag); /* unnamed: its tag */
+        gmshFree(pname);
+        pname = NULL;
+        if (ph[i].dim == gdim) nreg_ph++;
+        for (size_t j = 0; j < i; j++)
+            HK_TRY_CHECK(strcmp(ph[i].name, ph[j].name) ||
+                             (ph[i].dim == gdim) != (ph[j].dim == gdim),
+                         HK_ERR_MODEL,
+                         "%s: the physical name '%s' is used by two groups (dimension %d tag %d "
+                         "and dimension %d tag %d); give each group its own name",
+                         path, ph[i].name, ph[j].dim, ph[j].tag, ph[i].dim, ph[i].tag);
+    }
+
+    /* regions and cells */
+    m->nregions = nreg_ph ? nreg_ph : 1;
+    HK_TRY(hk_calloc((size_t)m->nregions, sizeof *m->regions, &m->regions));
+    if (!nreg_ph) {
+        snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
+        m->regions[0].dim = gdim;
+        GMSH_TRY(HK_ERR_PARSE, "list the entities of", gmshModelGetEntities(&ent, &nent, gdim, &gerr_));
+        for (size_t k = 0; k < nent / 2; k++)
+            HK_TRY(read_entity(path, gdim, ent[2 * k + 1], 1, "region", "domain", &tm, &cells));
+        gmshFree(ent);
+        ent = NULL;
+    }
+    int r = 0;
+    for (size_t i = 0; i < npg && nreg_ph; i++) {
+        if (ph[i].dim != gdim) continue;
+        hk_group *g = &m->regions[r];
+        snprintf(g->name, sizeof g->name, "%s", ph[i].name);
+        g->dim = gdim, g->tag = ph[i].tag;
+        GMSH_TRY(HK_ERR_PARSE, "read the entities of a physical group of",
+                 gmshModelGetEntitiesForPhysicalGroup(gdim, ph[i].tag, &ent, &nent, &gerr_));
+        for (size_t k = 0; k < nent; k++) {
+            for (size_t j = 0; j < nclaimed; j++)
+                HK_TRY_CHECK(claimed[2 * j] != ent[k], HK_ERR_MODEL,
+                             "%s: %s %d belongs to two physical regions, '%s' and '%s'; put each "
+                             "%s in one physical group",
+                             path, gdim == 3 ? "volume" : "surface", ent[k],
+                             m->regions[claimed[2 * j + 1]].name, g->name,
+                             gdim == 3 ? "volume" : "surface");
+            int *cl = realloc(claimed, 2 * (nclaimed + 1) * sizeof *claimed);
+            HK_TRY_CHECK(cl, HK_ERR_MEMORY, "out of host memory reading '%s'", path);
+            claimed = cl;
+            claimed[2 * nclaimed] = ent[k], claimed[2 * nclaimed + 1] = r;
+            nclaimed++;
+            HK_TRY(read_entity(path, gdim, ent[k], 1, "region", g->name, &tm, &cells));
+        }
+        gmshFree(ent);
+        ent = NULL;
+        /* region index of the new cells */
+        if (cells.e.n > ncreg) {
+            int32_t *q = realloc(creg, (size_t)cells.e.n * sizeof *creg);
+            HK_TRY_CHECK(q, HK_ERR_MEMORY, "out of host memory reading '%s'", path);
+            creg = q;
+            for (; ncreg < cells.e.n; ncreg++) creg[ncreg] = r;
+        }
+        r++;
+    }
+    HK_TRY_CHECK(cells.e.n > 0, HK_ERR_MODEL,
+                 "%s has no %dD elements%s; mesh it (gmsh -%d) or check its physical groups",
+                 path, gdim, nreg_ph ? " in its physical regions" : "", gdim);
+    if (!creg) HK_TRY(hk_calloc((size_t)cells.e.n, sizeof *creg, &creg));
+
+    /* boundary groups: every physical group of lower dimension */
+    nbnd = (int)npg - nreg_ph;
+    HK_TRY(hk_calloc((size_t)(nbnd ? nbnd : 1), sizeof *bnd, &bnd));
+    int b = 0;
+    for (size_t i = 0; i < npg; i++) {
+        if (ph[i].dim == gdim) continue;
+        GMSH_TRY(HK_ERR_PARSE, "read the entities of a physical group of",
+                 gmshModelGetEntitiesForPhysicalGroup(ph[i].dim, ph[i].tag, &ent, &nent, &gerr_));
+        for (size_t k = 0; k < nent; k++)
+            HK_TRY(read_entity(path, ph[i].dim, ent[k], 0, "boundary group", ph[i].name, &tm,
+                               &bnd[b]));
+        gmshFree(ent);
+        ent = NULL;
+        b++;
+    }
+
+    /* keep the nodes of the cells only, numbered in Gmsh's node order */
+    HK_TRY(hk_malloc(nntag * sizeof *newid, &newid));
+    for (size_t i = 0; i < nntag; i++) newid[i] = -1;
+    for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++) newid[cells.e.nodes[k]] = 0;
+    int64_t nn = 0;
+    for (size_t i = 0; i < nntag; i++)
+        if (!newid[i]) newid[i] = (int32_t)nn++;
+    m->dim = gdim;
+    m->nnodes = nn;
+    HK_TRY(hk_malloc((size_t)(3 * nn) * sizeof *m->coords, &m->coords));
+    double zmax = 0, extent = 0;
+    for (size_t i = 0; i < nntag; i++)
+        if (newid[i] >= 0) {
+            memcpy(m->coords + 3 * (int64_t)newid[i], coord + 3 * i, 3 * sizeof(double));
+            for (int a = 0; a < 3; a++)
+                if (fabs(coord[3 * i + a]) > extent) extent = fabs(coord[3 * i + a]);
+            if (fabs(coord[3 * i + 2]) > zmax) zmax = fabs(coord[3 * i + 2]);
+        }
+    HK_TRY_CHECK(gdim == 3 || zmax <= 1e-12 * (extent > 0 ? extent : 1), HK_ERR_MODEL,
+                 "%s: the 2D mesh is not in the z = 0 plane (|z| up to %g); draw the geometry "
+                 "in the xy plane",
+                 path, zmax);
+    if (gdim == 2)
+        for (int64_t i = 0; i < nn; i++) m->coords[3 * i + 2] = 0.0;
+    for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++)
+        cells.e.nodes[k] = newid[cells.e.nodes[k]];
+    m->cells = cells.e;
+    memset(&cells, 0, sizeof cells);
+    m->cell_region = creg;
+    creg = NULL;
+
+    /* boundaries: drop facets off the kept cells; a group left empty is an error */
+    m->nboundaries = nbnd;
+    HK_TRY(hk_calloc((size_t)(nbnd ? nbnd : 1), sizeof *m->boundaries, &m->boundaries));
+    b = 0;
+    for (size_t i = 0; i < npg; i++) {
+        if (ph[i].dim == gdim) continue;
+        hk_group *g = &m->boundaries[b];
+        hk_elems *f = &bnd[b].e;
+        snprintf(g->name, sizeof g->name, "%s", ph[i].name);
+        g->dim = ph[i].dim, g->tag = ph[i].tag;
+        int64_t kept = 0, w = 0;
+        for (int64_t e = 0; e < f->n; e++) {
+            int ok = 1;
+            for (int64_t k = f->ptr[e]; k < f->ptr[e + 1]; k++) ok &= newid[f->nodes[k]] >= 0;
+            if (!ok) continue;
+            int64_t len = f->ptr[e + 1] - f->ptr[e], start = f->ptr[e];
+            for (int64_t k = 0; k < len; k++) f->nodes[w + k] = newid[f->nodes[start + k]];
+            f->type[kept] = f->type[e], f->tag[kept] = f->tag[e];
+            f->ptr[kept] = w;
+            w += len;
+            kept++;
+        }
+        HK_TRY_CHECK(kept > 0, HK_ERR_MODEL,
+                     "%s: boundary group '%s' (dimension %d) has no element on the meshed "
+                     "regions; put its entities on a region's boundary or remove the group",
+                     path, g->name, g->dim);
+        f->ptr[kept] = w;
+        f->n = kept;
+        g->elems = *f;
+        memset(f, 0, sizeof *f);
+        HK_TRY(hk_group_collect_nodes(g, nn));
+        b++;
+    }
+
+    hk_mesh_fix_orientation(m);
+    HK_TRY(hk_mesh_orient_facets(m));
+    if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
+
+fail:
+    if (initialized) {
+        int gerr = 0;
+        gmshFinalize(&gerr);
+    }
+    omp_set_num_threads(threads); /* newer Gmsh sets the OpenMP thread count */
+    gmshFree(pg);
+    gmshFree(ent);
+    gmshFree(ntag);
+    gmshFree(coord);
+    gmshFree(par);
+    gmshFree(pname);
+    tagmap_free(&tm);
+    free(ph);
+    free(creg);
+    free(newid);
+    free(claimed);
+    hk_elems_free(&cells.e);
+    for (int i = 0; i < nbnd && bnd; i++) hk_elems_free(&bnd[i].e);
+    free(bnd);
+    if (ierr) hk_mesh_free(m);
+    return ierr;
+}
+#endif /* HOOKE_HAVE_GMSH */
+
+int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
+{
+    static const hk_mesh_options defaults = {0, 0, 0, 0, 0, 0};
+    HK_CHECK(m, HK_ERR_ARG, "hk_mesh_load: the output mesh is NULL");
+    memset(m, 0, sizeof *m);
+    HK_CHECK(path && *path, HK_ERR_ARG, "hk_mesh_load: no mesh file given");
+    if (!opt) opt = &defaults;
+    HK_CHECK(opt->order >= 0 && opt->order <= 2, HK_ERR_OPTION,
+             "mesh order %d is not supported for '%s'; use 1 (linear) or 2 (quadratic)",
+             opt->order, path);
+    HK_CHECK(isfinite(opt->size) && opt->size >= 0, HK_ERR_OPTION,
+             "mesh size %g is invalid for '%s'; give a positive element size (0: Gmsh's default)",
+             opt->size, path);
+    FILE *f = fopen(path, "rb");
+    HK_CHECK(f, HK_ERR_IO, "cannot open mesh file '%s': %s; check the path", path,
+             strerror(errno));
+    fclose(f);
+    int kind = file_kind(path);
+    HK_CHECK(kind >= 0, HK_ERR_UNSUPPORTED,
+             "mesh file '%s' has an extension Hooke does not read; give a .msh (2.2 or 4.1), "
+             ".geo, .step/.stp, .brep or .iges/.igs file",
+             path);
+#ifdef HOOKE_HAVE_GMSH
+    return load_gmsh(path, kind, opt, m);
+#else
+    return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,
+                        "this hooke was built without Gmsh; cannot read '%s'. Install "
+                        "libgmsh-dev (or a Gmsh SDK) and rebuild, or use the built-in "
+                        "rectangle/box meshes",
+                        path);
+#endif
+}
