@@ -1,12 +1,558 @@
-/* hooke bench: placeholder until its issue lands. */
-#include <stdio.h>
+/* hooke bench: dispatch to the benchmark subcommands, their shared helpers (bench.h), and
+ * `hooke bench spmv`: every storage format and precision on generated FEM elasticity matrices
+ * against the CSR fp64 baseline and the device copy bandwidth, measured in the same run. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "app.h"
+#include "bench.h"
+#include "hk_impl.h"
+
+/* ---- subcommand table -------------------------------------------------------------------- */
+
+typedef struct bench_cmd {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} bench_cmd;
+
+/* One line per benchmark (see bench.h). */
+static const bench_cmd bench_cmds[] = {
+    {"spmv", "SpMV of every storage format and precision on FEM elasticity matrices",
+     hk_bench_spmv},
+};
+#define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f, "usage: hooke bench WHAT [options]\n\n"
+               "Benchmarks print a Markdown table (and JSON with --json FILE); every figure is\n"
+               "the median of repeated runs after warm-up, next to a baseline measured in the\n"
+               "same run.\n\nbenchmarks:\n");
+    for (int i = 0; i < NCMDS; i++) fprintf(f, "  %-10s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
+    fprintf(f, "\ncommon options:\n"
+               "  --backend auto|cpu|cuda   where to run (default auto: cuda when present)\n"
+               "  --size small|medium|large problem sizes (default small, ~1 min on 2 cores)\n"
+               "  --json FILE               also write the results as JSON\n\n"
+               "`hooke bench WHAT --help` explains each benchmark.\n");
+}
 
 int hk_cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hooke bench: not implemented yet\n");
-    return 1;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (int i = 0; i < NCMDS; i++)
+        if (!strcmp(argv[1], bench_cmds[i].name)) return bench_cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "hooke bench: unknown benchmark '%s'; the benchmarks are", argv[1]);
+    for (int i = 0; i < NCMDS; i++) fprintf(stderr, "%s %s", i ? "," : "", bench_cmds[i].name);
+    fprintf(stderr, " (hooke bench --help)\n");
+    return 2;
+}
+
+/* ---- shared helpers ---------------------------------------------------------------------- */
+
+static const char *const size_names[] = {"small", "medium", "large"};
+
+const char *hk_bench_size_name(hk_bench_size s)
+{
+    return s >= 0 && s <= HK_BENCH_LARGE ? size_names[s] : "?";
+}
+
+int hk_bench_common_option(int argc, char **argv, int *i, hk_bench_opts *o)
+{
+    const char *a = argv[*i];
+    const char *keys[] = {"--backend", "--json", "--size"};
+    for (int k = 0; k < 3; k++) {
+        size_t len = strlen(keys[k]);
+        if (strncmp(a, keys[k], len) != 0 || (a[len] != 0 && a[len] != '=')) continue;
+        const char *v;
+        if (a[len] == '=')
+            v = a + len + 1;
+        else if (*i + 1 < argc)
+            v = argv[++*i];
+        else {
+            fprintf(stderr, "hooke bench: option %s needs a value\n", keys[k]);
+            return -1;
+        }
+        if (k == 0)
+            o->backend = v;
+        else if (k == 1)
+            o->json = v;
+        else {
+            int s;
+            for (s = 0; s < 3 && strcmp(v, size_names[s]); s++) {}
+            if (s == 3) {
+                fprintf(stderr, "hooke bench: --size %s is unknown; use small, medium or large\n",
+                        v);
+                return -1;
+            }
+            o->size = (hk_bench_size)s;
+        }
+        (*i)++;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double hk_bench_median(double *t, int n)
+{
+    if (n <= 0) return NAN;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+int hk_bench_time(int (*fn)(void *ctx), void *ctx, int warmup, int min_batches,
+                  double min_seconds, double *seconds)
+{
+    enum { MAXB = 1000 };
+    static double per[MAXB];
+    double t0 = hk_time();
+    for (int w = 0; w < warmup; w++) HK_CALL(fn(ctx));
+    double est = warmup > 0 ? (hk_time() - t0) / warmup : 0;
+    if (warmup <= 0) {
+        t0 = hk_time();
+        HK_CALL(fn(ctx));
+        est = hk_time() - t0;
+    }
+    int k = est > 0 ? (int)ceil(1e-3 / est) : 1000;
+    if (k < 1) k = 1;
+    if (k > 100000) k = 100000;
+    int nb = 0;
+    double start = hk_time();
+    while (nb < MAXB && (nb < min_batches || hk_time() - start < min_seconds)) {
+        double t = hk_time();
+        for (int r = 0; r < k; r++) HK_CALL(fn(ctx));
+        per[nb++] = (hk_time() - t) / k;
+    }
+    *seconds = hk_bench_median(per, nb);
+    return 0;
+}
+
+typedef struct copy_ctx {
+    const hk_backend_ops *be;
+    hk_vec *x, *y;
+} copy_ctx;
+
+static int copy_once(void *p)
+{
+    copy_ctx *c = p;
+    HK_CALL(c->be->vec_copy(c->y, c->x));
+    return c->be->sync();
+}
+
+int hk_bench_copy_bandwidth(const hk_backend *be, long long n, double *bps)
+{
+    int ierr;
+    copy_ctx c = {be, NULL, NULL};
+    double t = 0;
+    HK_TRY(hk_vec_create(be, n, HK_FP64, &c.x));
+    HK_TRY(hk_vec_create(be, n, HK_FP64, &c.y));
+    HK_TRY(be->vec_set(c.x, 1.0));
+    HK_TRY(be->vec_set(c.y, 0.0));
+    HK_TRY(hk_bench_time(copy_once, &c, 3, 10, 0.2, &t));
+    *bps = 2.0 * (double)n * sizeof(double) / t;
+fail:
+    hk_vec_destroy(c.x);
+    hk_vec_destroy(c.y);
+    return ierr;
+}
+
+/* JSON: values are written as they come; commas from the per-depth item counts. */
+static void json_key(hk_json *j, const char *key)
+{
+    if (!j->f) return;
+    if (j->count[j->depth]++) fputc(',', j->f);
+    fprintf(j->f, "\n%*s", 2 * j->depth, "");
+    if (key) fprintf(j->f, "\"%s\": ", key);
+}
+
+int hk_json_open(hk_json *j, const char *path)
+{
+    memset(j, 0, sizeof *j);
+    j->f = fopen(path, "w");
+    if (!j->f) {
+        fprintf(stderr, "hooke bench: cannot write JSON file %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int hk_json_close(hk_json *j)
+{
+    if (!j->f) return 1;
+    fputc('\n', j->f);
+    int bad = ferror(j->f);
+    bad |= fclose(j->f) != 0;
+    j->f = NULL;
+    return bad;
+}
+
+static void json_open_scope(hk_json *j, const char *key, char c)
+{
+    if (!j->f) return;
+    if (j->depth > 0 || j->count[0]) json_key(j, key);
+    fputc(c, j->f);
+    if (j->depth < 31) j->count[++j->depth] = 0;
+}
+
+static void json_close_scope(hk_json *j, char c)
+{
+    if (!j->f || j->depth == 0) return;
+    int had = j->count[j->depth];
+    j->depth--;
+    if (had) fprintf(j->f, "\n%*s", 2 * j->depth, "");
+    fputc(c, j->f);
+    if (j->depth == 0) j->count[0]++;
+}
+
+void hk_json_begin_object(hk_json *j, const char *key) { json_open_scope(j, key, '{'); }
+void hk_json_end_object(hk_json *j) { json_close_scope(j, '}'); }
+void hk_json_begin_array(hk_json *j, const char *key) { json_open_scope(j, key, '['); }
+void hk_json_end_array(hk_json *j) { json_close_scope(j, ']'); }
+
+void hk_json_string(hk_json *j, const char *key, const char *value)
+{
+    if (!j->f) return;
+    json_key(j, key);
+    fputc('"', j->f);
+    for (const char *s = value; s && *s; s++) {
+        if (*s == '"' || *s == '\\') fprintf(j->f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) fprintf(j->f, "\\u%04x", (unsigned char)*s);
+        else fputc(*s, j->f);
+    }
+    fputc('"', j->f);
+}
+
+void hk_json_number(hk_json *j, const char *key, double value)
+{
+    if (!j->f) return;
+    json_key(j, key);
+    if (isfinite(value)) fprintf(j->f, "%.6g", value);
+    else fputs("null", j->f);
+}
+
+void hk_json_int(hk_json *j, const char *key, long long value)
+{
+    if (!j->f) return;
+    json_key(j, key);
+    fprintf(j->f, "%lld", value);
+}
+
+/* ---- hooke bench spmv -------------------------------------------------------------------- */
+
+enum { M_QUAD, M_TRI, M_HEX, M_TET, M_COUNT };
+static const char *const matrix_names[M_COUNT] = {"quad", "tri", "hex", "tet"};
+static const char *const matrix_desc[M_COUNT] = {
+    "2D bilinear quads (bs 2)", "2D linear triangles (bs 2)", "3D trilinear hexes (bs 3)",
+    "3D linear tets (bs 3)"};
+/* cells per side for small / medium / large (2D, 3D) */
+static const int grid2d[3] = {250, 600, 1000};
+static const int grid3d[3] = {24, 50, 100};
+
+static void spmv_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hooke bench spmv [--backend auto|cpu|cuda] [--formats LIST] [--json FILE]\n"
+            "                        [--size small|medium|large] [--matrices LIST]\n"
+            "                        [--precisions fp64,fp32]\n\n"
+            "Times y = A x for every storage format and precision on generated elasticity\n"
+            "stiffness matrices (unit square/cube, left face clamped):\n");
+    for (int m = 0; m < M_COUNT; m++)
+        fprintf(f, "  %-5s %s, %s: %d^%d, %d^%d, %d^%d cells (small, medium, large)\n",
+                matrix_names[m], matrix_desc[m], m < M_HEX ? "2D" : "3D",
+                m < M_HEX ? grid2d[0] : grid3d[0], m < M_HEX ? 2 : 3,
+                m < M_HEX ? grid2d[1] : grid3d[1], m < M_HEX ? 2 : 3,
+                m < M_HEX ? grid2d[2] : grid3d[2], m < M_HEX ? 2 : 3);
+    fprintf(f,
+            "\nColumns: padding = stored / nonzeros (SBELL paper, Table 2); time = median per\n"
+            "SpMV after warm-up; GFLOP/s = 2 nnz / time; GB/s = (matrix bytes + x + y) / time,\n"
+            "with %%copy = that bandwidth over the device's copy bandwidth (vec_copy, measured\n"
+            "in the same run); speedup = CSR fp64 time / time (CSR fp64 is always measured);\n"
+            "err = max |y - y_ref| / max |y_ref| against the host block CSR product.\n\n"
+            "  --formats LIST     comma-separated: csr,bsr,ell,sell,bell,sbell,cusparse-csr,\n"
+            "                     cusparse-bsr (default: all the backend supports; cusparse-*\n"
+            "                     need cuda)\n"
+            "  --matrices LIST    quad,tri,hex,tet (default all)\n"
+            "  --precisions LIST  fp64,fp32 (default both)\n"
+            "  format.slice=S format.sigma=N format.tpr=T   format options (hooke solve --help)\n");
+}
+
+typedef struct spmv_ctx {
+    hk_mat *A;
+    hk_vec *x, *y;
+    const hk_backend_ops *be;
+} spmv_ctx;
+
+static int spmv_once(void *p)
+{
+    spmv_ctx *c = p;
+    HK_CALL(hk_mat_spmv(c->A, c->x, c->y));
+    return c->be->sync();
+}
+
+typedef struct spmv_row {
+    const char *matrix;
+    hk_format fmt;
+    hk_precision prec;
+    hk_mat_info info;
+    double convert_s, seconds, gflops, gbs, speedup, err;
+} spmv_row;
+
+/* Parse a comma-separated list against names[n]; sets sel[i]. */
+static int parse_list(const char *opt, const char *text, const char *const *names, int n,
+                      int *sel)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    for (int i = 0; i < n; i++) sel[i] = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int i;
+        for (i = 0; i < n && strcmp(tok, names[i]); i++) {}
+        if (i == n) {
+            fprintf(stderr, "hooke bench spmv: %s: '%s' is unknown; choose from", opt, tok);
+            for (int k = 0; k < n; k++) fprintf(stderr, "%s %s", k ? "," : "", names[k]);
+            fprintf(stderr, "\n");
+            return 1;
+        }
+        sel[i] = 1;
+    }
+    return 0;
+}
+
+/* Convert, check against the reference, time; fills row. */
+static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
+                        const double *yref, hk_format f, hk_precision p, hk_options *o,
+                        spmv_row *row)
+{
+    int ierr;
+    spmv_ctx c = {NULL, NULL, NULL, be};
+    double *y = NULL;
+    const int64_t n = K->nbrows * K->bs;
+    double t0 = hk_time();
+    HK_TRY(hk_mat_create(be, K, f, p, o, &c.A));
+    HK_TRY(be->sync());
+    row->convert_s = hk_time() - t0;
+    hk_mat_get_info(c.A, &row->info);
+    HK_TRY(hk_vec_create(be, n, p, &c.x));
+    HK_TRY(hk_vec_create(be, n, p, &c.y));
+    HK_TRY(hk_vec_upload(c.x, x));
+    HK_TRY(spmv_once(&c));
+    HK_TRY(hk_malloc((size_t)n * sizeof *y, &y));
+    HK_TRY(hk_vec_download(c.y, y));
+    double dmax = 0, ymax = 1e-300;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(y[i] - yref[i]);
+        if (!(d <= dmax)) dmax = d;
+        if (fabs(yref[i]) > ymax) ymax = fabs(yref[i]);
+    }
+    row->err = dmax / ymax;
+    HK_TRY(hk_bench_time(spmv_once, &c, 3, 7, 0.15, &row->seconds));
+    const double vb = p == HK_FP64 ? 8.0 : 4.0;
+    row->fmt = f;
+    row->prec = p;
+    row->gflops = 2.0 * (double)row->info.nnz / row->seconds * 1e-9;
+    row->gbs = ((double)row->info.bytes + 2.0 * (double)n * vb) / row->seconds * 1e-9;
+fail:
+    free(y);
+    hk_vec_destroy(c.x);
+    hk_vec_destroy(c.y);
+    hk_mat_destroy(c.A);
+    return ierr;
+}
+
+static int gen_matrix(int m, hk_bench_size s, hk_bcsr *K)
+{
+    switch (m) {
+    case M_QUAD: return hk_gen_elasticity2d(grid2d[s], grid2d[s], K);
+    case M_TRI: return hk_gen_elasticity2d_tri(grid2d[s], grid2d[s], K);
+    case M_HEX: return hk_gen_elasticity3d(grid3d[s], grid3d[s], grid3d[s], K);
+    default: return hk_gen_elasticity3d_tet(grid3d[s], grid3d[s], grid3d[s], K);
+    }
+}
+
+int hk_bench_spmv(int argc, char **argv)
+{
+    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    const char *formats = NULL, *matrices = NULL, *precisions = NULL;
+    hk_options *o = NULL;
+    int rc = 1, nrows = 0, cap = 0;
+    spmv_row *rows = NULL;
+    if (hk_options_create(&o)) goto error;
+    for (int i = 1; i < argc;) {
+        int r = hk_bench_common_option(argc, argv, &i, &bo);
+        if (r < 0) goto done;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            spmv_usage(stdout);
+            rc = 0;
+            goto done;
+        } else if ((!strcmp(a, "--formats") || !strcmp(a, "--matrices") ||
+                    !strcmp(a, "--precisions")) && i + 1 < argc) {
+            const char **dst = a[2] == 'f' ? &formats : a[2] == 'm' ? &matrices : &precisions;
+            *dst = argv[i + 1];
+            i += 2;
+        } else if (strchr(a, '=') && a[0] != '-') {
+            if (hk_options_parse(o, a)) goto error;
+            i++;
+        } else {
+            fprintf(stderr, "hooke bench spmv: unknown or incomplete option '%s' (hooke bench "
+                            "spmv --help)\n", a);
+            rc = 2;
+            goto done;
+        }
+    }
+
+    const hk_backend *be;
+    if (hk_backend_get(bo.backend, &be)) goto error;
+    const int cuda = strcmp(hk_backend_name(be), "cpu") != 0;
+    const char *fnames[HK_FMT_COUNT];
+    for (int f = 0; f < HK_FMT_COUNT; f++) fnames[f] = hk_format_name((hk_format)f);
+    int fsel[HK_FMT_COUNT], msel[M_COUNT], psel[2];
+    static const char *const pnames[2] = {"fp64", "fp32"};
+    for (int f = 0; f < HK_FMT_COUNT; f++)
+        fsel[f] = cuda || (f != HK_FMT_CUSPARSE_CSR && f != HK_FMT_CUSPARSE_BSR);
+    for (int m = 0; m < M_COUNT; m++) msel[m] = 1;
+    psel[0] = psel[1] = 1;
+    if (formats && parse_list("--formats", formats, fnames, HK_FMT_COUNT, fsel)) goto done;
+    if (matrices && parse_list("--matrices", matrices, matrix_names, M_COUNT, msel)) goto done;
+    if (precisions && parse_list("--precisions", precisions, pnames, 2, psel)) goto done;
+    for (int f = 0; f < HK_FMT_COUNT; f++)
+        if (fsel[f] && !cuda && (f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR)) {
+            fprintf(stderr, "hooke bench spmv: format %s needs the cuda backend; use %s on cpu\n",
+                    fnames[f], f == HK_FMT_CUSPARSE_CSR ? "csr" : "bsr");
+            rc = 2;
+            goto done;
+        }
+
+    double copy_bps = 0;
+    long long ncopy = cuda ? (1LL << 26) : (1LL << 23); /* 512 MiB / 64 MiB per vector */
+    if (hk_bench_copy_bandwidth(be, ncopy, &copy_bps)) goto error;
+
+    printf("## hooke bench spmv (%s, backend %s)\n\n", hk_bench_size_name(bo.size),
+           hk_backend_name(be));
+    hk_backend_describe(be, stdout);
+    printf("\ncopy bandwidth (vec_copy of %lld doubles, read + write): %.1f GB/s\n\n", ncopy,
+           copy_bps * 1e-9);
+    printf("| matrix | dofs | nnz | format | prec | padding | time (us) | GFLOP/s | GB/s | "
+           "%%copy | vs csr fp64 | err |\n");
+    printf("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    fflush(stdout);
+
+    for (int m = 0; m < M_COUNT; m++) {
+        if (!msel[m]) continue;
+        hk_bcsr K = {0};
+        double *x = NULL, *yref = NULL;
+        if (gen_matrix(m, bo.size, &K)) goto error;
+        const int64_t n = K.nbrows * K.bs;
+        x = malloc((size_t)n * sizeof *x);
+        yref = malloc((size_t)n * sizeof *yref);
+        if (!x || !yref) {
+            fprintf(stderr, "hooke bench spmv: out of memory for the vectors\n");
+            free(x), free(yref), hk_bcsr_free(&K);
+            goto done;
+        }
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0 + 0.5 * sin(0.001 * (double)i);
+        hk_bcsr_spmv(&K, x, yref);
+        double base = 0;
+        /* CSR fp64 first: the baseline of every ratio */
+        for (int f = -1; f < HK_FMT_COUNT; f++)
+            for (int p = 0; p < 2; p++) {
+                const int is_base = f < 0;
+                if (is_base && p == 1) continue;
+                if (!is_base && (!fsel[f] || !psel[p])) continue;
+                if (!is_base && f == HK_FMT_CSR && p == 0) continue; /* already measured */
+                if (nrows == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    spmv_row *nr = realloc(rows, (size_t)cap * sizeof *rows);
+                    if (!nr) {
+                        fprintf(stderr, "hooke bench spmv: out of memory\n");
+                        free(x), free(yref), hk_bcsr_free(&K);
+                        goto done;
+                    }
+                    rows = nr;
+                }
+                spmv_row *r = &rows[nrows];
+                memset(r, 0, sizeof *r);
+                r->matrix = matrix_names[m];
+                if (spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
+                                 (hk_precision)p, o, r)) {
+                    free(x), free(yref), hk_bcsr_free(&K);
+                    goto error;
+                }
+                if (is_base) base = r->seconds;
+                r->speedup = base / r->seconds;
+                nrows++;
+                printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | "
+                       "%.2fx | %.1e |\n",
+                       r->matrix, (long long)r->info.nrows, (long long)r->info.nnz,
+                       hk_format_name(r->fmt), pnames[r->prec], r->info.padding,
+                       r->seconds * 1e6, r->gflops, r->gbs, 100.0 * r->gbs * 1e9 / copy_bps,
+                       r->speedup, r->err);
+                fflush(stdout);
+            }
+        free(x);
+        free(yref);
+        hk_bcsr_free(&K);
+    }
+    if (hk_options_check_used(o, "format.slice, format.sigma, format.tpr")) goto error;
+
+    if (bo.json) {
+        hk_json j;
+        if (hk_json_open(&j, bo.json)) goto done;
+        hk_json_begin_object(&j, NULL);
+        hk_json_string(&j, "benchmark", "spmv");
+        hk_json_string(&j, "backend", hk_backend_name(be));
+        hk_json_string(&j, "size", hk_bench_size_name(bo.size));
+        hk_json_number(&j, "copy_bandwidth_GBs", copy_bps * 1e-9);
+        hk_json_int(&j, "copy_doubles", ncopy);
+        hk_json_begin_array(&j, "results");
+        for (int i = 0; i < nrows; i++) {
+            const spmv_row *r = &rows[i];
+            hk_json_begin_object(&j, NULL);
+            hk_json_string(&j, "matrix", r->matrix);
+            hk_json_string(&j, "format", hk_format_name(r->fmt));
+            hk_json_string(&j, "precision", pnames[r->prec]);
+            hk_json_int(&j, "bs", r->info.bs);
+            hk_json_int(&j, "rows", r->info.nrows);
+            hk_json_int(&j, "nnz", r->info.nnz);
+            hk_json_int(&j, "stored", r->info.stored);
+            hk_json_number(&j, "padding", r->info.padding);
+            hk_json_int(&j, "matrix_bytes", (long long)r->info.bytes);
+            hk_json_number(&j, "convert_s", r->convert_s);
+            hk_json_number(&j, "time_s", r->seconds);
+            hk_json_number(&j, "gflops", r->gflops);
+            hk_json_number(&j, "GBs", r->gbs);
+            hk_json_number(&j, "fraction_of_copy_bandwidth", r->gbs * 1e9 / copy_bps);
+            hk_json_number(&j, "speedup_vs_csr_fp64", r->speedup);
+            hk_json_number(&j, "rel_err", r->err);
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
+        hk_json_end_object(&j);
+        if (hk_json_close(&j)) {
+            fprintf(stderr, "hooke bench spmv: writing %s failed\n", bo.json);
+            goto done;
+        }
+        printf("\nwrote %s\n", bo.json);
+    }
+    rc = 0;
+    goto done;
+error:
+    fprintf(stderr, "hooke bench spmv: %s\n", hk_error_message());
+    rc = 1;
+done:
+    free(rows);
+    hk_options_destroy(o);
+    return rc;
 }
