@@ -43,12 +43,28 @@ static void constitutive(const law *L, const double G[3][3], double eps[6], doub
     for (int k = 3; k < 6; k++) sig[k] = 2 * L->mu * eps[k];
 }
 
-/* Physical derivatives dNdx[a][i] at natural point xi; returns det J (<= 0: inverted). */
-static double shape_x(int t, int dim, int nn, const double *X, const double xi[3],
+/* Natural derivatives of the shape functions of one type, tabulated once per call of
+ * hk_postproc at the Gauss points and at the element's own nodes. */
+typedef struct {
+    int nq;
+    double w[HK_PP_MAX_QP];
+    double dNq[HK_PP_MAX_QP][HK_PP_MAX_NODES][3];
+    double dNn[HK_PP_MAX_NODES][HK_PP_MAX_NODES][3];
+} etab;
+
+static void etab_fill(int t, etab *tb)
+{
+    const hk_pp_elem *el = hk_pp_elem_get(t);
+    double qp[HK_PP_MAX_QP][3], N[HK_PP_MAX_NODES];
+    tb->nq = hk_pp_quadrature(t, qp, tb->w);
+    for (int q = 0; q < tb->nq; q++) hk_pp_shape(t, qp[q], N, tb->dNq[q]);
+    for (int a = 0; a < el->nnodes; a++) hk_pp_shape(t, el->xi[a], N, tb->dNn[a]);
+}
+
+/* Physical derivatives dNdx[a][i] from the natural ones dN; returns det J (<= 0: inverted). */
+static double shape_x(int dim, int nn, const double *X, const double (*dN)[3],
                       double (*dNdx)[3])
 {
-    double N[HK_PP_MAX_NODES], dN[HK_PP_MAX_NODES][3];
-    hk_pp_shape(t, xi, N, dN);
     double J[3][3] = {{0}};
     for (int a = 0; a < nn; a++)
         for (int i = 0; i < dim; i++)
@@ -101,8 +117,8 @@ typedef struct {
 } elem_out;
 
 /* Everything about element e: returns 0 or 1 (inverted element; det in out). */
-static int element(const hk_problem *p, const law *L, double thick, const double *u3, int64_t e,
-                   elem_out *out)
+static int element(const hk_problem *p, const law *L, const etab *tabs, double thick,
+                   const double *u3, int64_t e, elem_out *out)
 {
     const hk_mesh *m = p->mesh;
     int t = m->cells.type[e];
@@ -116,14 +132,15 @@ static int element(const hk_problem *p, const law *L, double thick, const double
             ue[3 * a + i] = u3[3 * (int64_t)nodes[a] + i];
         }
     double dNdx[HK_PP_MAX_NODES][3], G[3][3], eps[6], sig[6];
-    double qp[HK_PP_MAX_QP][3], qw[HK_PP_MAX_QP];
-    int nq = hk_pp_quadrature(t, qp, qw);
+    const etab *tb = &tabs[t];
+    const double *qw = tb->w;
+    int nq = tb->nq;
     double vol = 0;
     memset(out->cell_sig, 0, sizeof out->cell_sig);
     memset(out->fint, 0, sizeof out->fint);
     out->err = 0;
     for (int q = 0; q < nq; q++) {
-        double det = shape_x(t, dim, nn, X, qp[q], dNdx);
+        double det = shape_x(dim, nn, X, tb->dNq[q], dNdx);
         if (!(det > 0)) {
             out->err = 1, out->det = det;
             return 1;
@@ -146,7 +163,7 @@ static int element(const hk_problem *p, const law *L, double thick, const double
     for (int k = 0; k < 6; k++) out->cell_sig[k] /= vol;
     /* values at the element's nodes, from its own shape functions */
     for (int a = 0; a < nn; a++) {
-        double det = shape_x(t, dim, nn, X, el->xi[a], dNdx);
+        double det = shape_x(dim, nn, X, tb->dNn[a], dNdx);
         if (!(det > 0)) {
             out->err = 1, out->det = det;
             return 1;
@@ -193,6 +210,11 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
     else
         HK_CHECK(p->analysis == HK_PLANE_STRESS || p->analysis == HK_PLANE_STRAIN, HK_ERR_MODEL,
                  "hk_postproc: a 2D mesh needs plane stress or plane strain analysis");
+    if (m->dim == 2)
+        HK_CHECK(isfinite(p->thickness) && p->thickness >= 0, HK_ERR_MODEL,
+                 "hk_postproc: the thickness %g of the 2D model is not valid; give a positive "
+                 "thickness (0 means unit thickness)",
+                 p->thickness);
     HK_CHECK(p->materials, HK_ERR_ARG, "hk_postproc: the problem has no materials");
     for (int r = 0; r < (m->nregions > 0 ? m->nregions : 1); r++) {
         const hk_material *mat = &p->materials[r];
@@ -238,11 +260,13 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     const hk_mesh *m = p->mesh;
     const int dim = m->dim;
     const int64_t nn = m->nnodes, ne = m->cells.n;
+    /* 2D: thickness 0 means unit thickness, as in the assembly */
     const double thick = dim == 2 ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
     int ierr = 0;
     double *fint = NULL, *count = NULL;
     elem_out *buf = NULL;
     law *laws = NULL;
+    etab *tabs = NULL;
 
     out->nnodes = nn, out->ncells = ne;
     HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->u));
@@ -275,6 +299,10 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         laws[r].lambda = E * nu / ((1 + nu) * (1 - 2 * nu));
     }
 
+    HK_TRY(hk_calloc(HK_EL_COUNT, sizeof(etab), &tabs));
+    for (int t = 0; t < HK_EL_COUNT; t++)
+        if (hk_pp_elem_get(t)) etab_fill(t, &tabs[t]);
+
     /* elements in chunks: parallel compute, ordered scatter */
     enum { CHUNK = 2048 };
     HK_TRY(hk_malloc(CHUNK * sizeof(elem_out), &buf));
@@ -283,7 +311,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
 #pragma omp parallel for schedule(static)
         for (int64_t e = e0; e < e1; e++) {
             int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
-            element(p, &laws[r], thick, out->u, e, &buf[e - e0]);
+            element(p, &laws[r], tabs, thick, out->u, e, &buf[e - e0]);
         }
         for (int64_t e = e0; e < e1; e++) {
             const elem_out *o = &buf[e - e0];
@@ -343,6 +371,7 @@ fail:
     free(count);
     free(buf);
     free(laws);
+    free(tabs);
     if (ierr) hk_fields_free(out);
     return ierr;
 }

@@ -19,6 +19,7 @@
 #include "pp_impl.h"
 
 #define VTU_BLOCK 32768 /* uncompressed bytes per zlib block (VTK's default) */
+#define VTU_ZLEVEL 1    /* zlib level: 1 is several times faster than 6 for ~10% larger files */
 
 /* One array to write. */
 typedef struct {
@@ -80,18 +81,29 @@ static int encode_array(vtu_array *a, int compress)
     size_t last = nbytes % VTU_BLOCK;
     HK_TRY(hk_calloc(3 + nblocks, sizeof(uint64_t), &hdr));
     hdr[0] = nblocks, hdr[1] = VTU_BLOCK, hdr[2] = last;
-    /* compress block by block into one buffer */
-    size_t cap = nblocks * compressBound(VTU_BLOCK) + 1, used = 0;
-    HK_TRY(hk_malloc(cap, &tmp));
+    /* blocks are independent: compress them in parallel into fixed slots, then pack them
+     * (the file does not depend on the thread count) */
+    const size_t slot = compressBound(VTU_BLOCK);
+    size_t used = 0;
+    int zfail = Z_OK;
+    HK_TRY(hk_malloc(nblocks * slot + 1, &tmp));
+#pragma omp parallel for schedule(dynamic, 4)
     for (size_t b = 0; b < nblocks; b++) {
         size_t len = (b + 1 < nblocks || !last) ? VTU_BLOCK : last;
-        uLongf clen = (uLongf)(cap - used);
-        int zr = compress2(tmp + used, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len,
-                           Z_DEFAULT_COMPRESSION);
-        HK_TRY_CHECK(zr == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'", zr,
-                     a->name);
+        uLongf clen = (uLongf)slot;
+        int zr = compress2(tmp + b * slot, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len,
+                           VTU_ZLEVEL);
         hdr[3 + b] = clen;
-        used += clen;
+        if (zr != Z_OK) {
+#pragma omp critical(hk_vtu_zfail)
+            zfail = zr;
+        }
+    }
+    HK_TRY_CHECK(zfail == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'",
+                 zfail, a->name);
+    for (size_t b = 0; b < nblocks; b++) {
+        memmove(tmp + used, tmp + b * slot, hdr[3 + b]);
+        used += hdr[3 + b];
     }
     size_t hbytes = (3 + nblocks) * sizeof(uint64_t);
     HK_TRY(hk_malloc(b64_len(hbytes) + b64_len(used) + 1, &a->enc));
