@@ -1,0 +1,1164 @@
+/* Assembly tests: patch tests on distorted meshes of every element type, closed-form
+ * uniaxial tension (traction and pressure), load resultants, SPD after elimination, the
+ * rigid-body and Jacobian checks, material checks, and O(h^2) convergence of linear elements.
+ *
+ * The meshes are built here (not with mesh/'s generators) so that the distortion is under the
+ * test's control: a structured lattice of corner points, interior corners moved at random,
+ * midside/face/centre nodes placed by the element's own straight-sided map (edge midpoints,
+ * face and cell averages), so every element is a valid distorted isoparametric element. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../assembly/elements.h"
+#include "hooke/fem.h"
+#include "test_util.h"
+
+/* ---- structured test meshes -------------------------------------------------------------- */
+
+typedef struct tmesh {
+    hk_mesh m;
+    hk_material mat;
+    int nsides;     /* boundaries[0 .. nsides): sides; then one point group per boundary node */
+} tmesh;
+
+static const double LX = 2.0, LY = 1.0, LZ = 1.5;
+
+/* Lattice offsets (units of half a cell) of the nodes of the pieces of one cell of type t:
+ * 1 piece for line/quad/hex, 2 triangles per square, 6 Kuhn tetrahedra per cube (all along
+ * the diagonal from the low to the high corner, so neighbouring cells conform). */
+static int cell_pieces(hk_eltype t, int off[6][HK_EL_MAXN][3])
+{
+    const hk_elref *r = hk_elref_get(t);
+    memset(off, 0, sizeof(int[6][HK_EL_MAXN][3]));
+    if (!r->simplex) {
+        for (int a = 0; a < r->nnodes; a++)
+            for (int k = 0; k < r->dim; k++) off[0][a][k] = (int)lround(r->xi[a][k]) + 1;
+        return 1;
+    }
+    int vert[6][4][3], np = 0;
+    if (r->dim == 2) {
+        int v[2][3][3] = {{{0, 0, 0}, {2, 0, 0}, {2, 2, 0}}, {{0, 0, 0}, {2, 2, 0}, {0, 2, 0}}};
+        np = 2;
+        for (int pc = 0; pc < 2; pc++)
+            for (int k = 0; k < 3; k++) {
+                for (int s = 0; s < 3; s++) vert[pc][s][k] = v[pc][s][k];
+                vert[pc][3][k] = 0;
+            }
+    } else {
+        static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                        {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+        for (np = 0; np < 6; np++) {
+            int p[3] = {0, 0, 0};
+            for (int k = 0; k < 3; k++) vert[np][0][k] = 0;
+            for (int s = 0; s < 3; s++) {
+                p[perms[np][s]] = 2;
+                for (int k = 0; k < 3; k++) vert[np][s + 1][k] = p[k];
+            }
+            int e[3][3];
+            for (int s = 0; s < 3; s++)
+                for (int k = 0; k < 3; k++) e[s][k] = vert[np][s + 1][k];
+            int det = e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) -
+                      e[0][1] * (e[1][0] * e[2][2] - e[1][2] * e[2][0]) +
+                      e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0]);
+            if (det < 0)
+                for (int k = 0; k < 3; k++) {
+                    int tmp = vert[np][1][k];
+                    vert[np][1][k] = vert[np][2][k];
+                    vert[np][2][k] = tmp;
+                }
+        }
+    }
+    for (int pc = 0; pc < np; pc++)
+        for (int a = 0; a < r->nnodes; a++)
+            for (int k = 0; k < 3; k++) {
+                double v = vert[pc][0][k];
+                for (int s = 0; s < r->dim; s++)
+                    v += r->xi[a][s] * (vert[pc][s + 1][k] - vert[pc][0][k]);
+                off[pc][a][k] = (int)lround(v);
+            }
+    return np;
+}
+
+static hk_eltype facet_type(hk_eltype t)
+{
+    switch (t) {
+    case HK_EL_TRI3:
+    case HK_EL_QUAD4: return HK_EL_LINE2;
+    case HK_EL_TRI6:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9: return HK_EL_LINE3;
+    case HK_EL_TET4: return HK_EL_TRI3;
+    case HK_EL_TET10: return HK_EL_TRI6;
+    case HK_EL_HEX8: return HK_EL_QUAD4;
+    case HK_EL_HEX20: return HK_EL_QUAD8;
+    default: return HK_EL_QUAD9;
+    }
+}
+
+static unsigned lcg(unsigned *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+typedef struct lattice {
+    int d, L, n, simplex;
+    double h[3];
+    double *jit; /* 3 per lattice point */
+    int32_t *id;
+} lattice;
+
+static int64_t lat_at(const lattice *lt, const int *P)
+{
+    return lt->d == 2 ? P[0] + (int64_t)lt->L * P[1]
+                      : P[0] + (int64_t)lt->L * (P[1] + (int64_t)lt->L * P[2]);
+}
+
+/* Position of a corner lattice point (all coordinates even). */
+static void corner_pos(const lattice *lt, const int *P, double *x)
+{
+    const double *j = lt->jit + 3 * lat_at(lt, P);
+    for (int k = 0; k < 3; k++) x[k] = k < lt->d ? 0.5 * P[k] * lt->h[k] + j[k] : 0;
+}
+
+/* Position of any lattice point: corners as they are; others by the straight-sided map. */
+static void lattice_pos(const lattice *lt, const int *P, double *x)
+{
+    int odd[3], no = 0;
+    for (int k = 0; k < lt->d; k++)
+        if (P[k] & 1) odd[no++] = k;
+    if (no == 0) {
+        corner_pos(lt, P, x);
+        return;
+    }
+    for (int k = 0; k < 3; k++) x[k] = 0;
+    if (lt->simplex) { /* midpoint of the low-to-high diagonal */
+        int A[3] = {P[0], P[1], P[2]}, B[3] = {P[0], P[1], P[2]};
+        double xa[3], xb[3];
+        for (int s = 0; s < no; s++) A[odd[s]]--, B[odd[s]]++;
+        corner_pos(lt, A, xa);
+        corner_pos(lt, B, xb);
+        for (int k = 0; k < 3; k++) x[k] = 0.5 * (xa[k] + xb[k]);
+        return;
+    }
+    for (int c = 0; c < (1 << no); c++) { /* average of the surrounding corners */
+        int A[3] = {P[0], P[1], P[2]};
+        double xa[3];
+        for (int s = 0; s < no; s++) A[odd[s]] += (c >> s & 1) ? 1 : -1;
+        corner_pos(lt, A, xa);
+        for (int k = 0; k < 3; k++) x[k] += xa[k] / (1 << no);
+    }
+}
+
+/* Fill an hk_elems of elements of type t over an n^dim block of cells, with lattice
+ * coordinates mapped by axes (local axis s -> global axis axes[s]) and fixed[] for the rest. */
+static void gen_elems(lattice *lt, hk_eltype t, int n, const int *axes, const int *fixedP,
+                      hk_elems *es, int64_t *nextid, int32_t *cellmark)
+{
+    const hk_elref *r = hk_elref_get(t);
+    int off[6][HK_EL_MAXN][3];
+    int np = cell_pieces(t, off);
+    int64_t ncell = 1;
+    for (int s = 0; s < r->dim; s++) ncell *= n;
+    es->n = ncell * np;
+    es->type = malloc((size_t)es->n);
+    es->ptr = malloc((size_t)(es->n + 1) * sizeof *es->ptr);
+    es->nodes = malloc((size_t)(es->n * r->nnodes) * sizeof *es->nodes);
+    es->tag = malloc((size_t)es->n * sizeof *es->tag);
+    int64_t e = 0;
+    for (int64_t c = 0; c < ncell; c++) {
+        int ci[3] = {0, 0, 0};
+        int64_t rem = c;
+        for (int s = 0; s < r->dim; s++) ci[s] = (int)(rem % n), rem /= n;
+        for (int pc = 0; pc < np; pc++, e++) {
+            es->type[e] = (uint8_t)t;
+            es->ptr[e] = e * r->nnodes;
+            es->tag[e] = 1000 + e;
+            for (int a = 0; a < r->nnodes; a++) {
+                int P[3] = {fixedP[0], fixedP[1], fixedP[2]};
+                for (int s = 0; s < r->dim; s++) P[axes[s]] = 2 * ci[s] + off[pc][a][s];
+                int64_t li = lat_at(lt, P);
+                if (lt->id[li] < 0) {
+                    if (!cellmark) abort(); /* facets only reuse cell nodes */
+                    lt->id[li] = (int32_t)(*nextid)++;
+                }
+                es->nodes[e * r->nnodes + a] = lt->id[li];
+            }
+        }
+    }
+    es->ptr[es->n] = es->n * r->nnodes;
+}
+
+/* A distorted [0,LX]x[0,LY](x[0,LZ]) mesh of n cells per direction of type t; amp is the
+ * corner jitter in cell sizes; pointgroups adds one point group per boundary node. */
+static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointgroups,
+                       tmesh *tm)
+{
+    memset(tm, 0, sizeof *tm);
+    const hk_elref *r = hk_elref_get(t);
+    hk_mesh *m = &tm->m;
+    lattice lt = {.d = r->dim, .L = 2 * n + 1, .n = n, .simplex = r->simplex};
+    lt.h[0] = LX / n, lt.h[1] = LY / n, lt.h[2] = LZ / n;
+    int64_t nl = lt.d == 2 ? (int64_t)lt.L * lt.L : (int64_t)lt.L * lt.L * lt.L;
+    lt.jit = calloc((size_t)nl * 3, sizeof *lt.jit);
+    lt.id = malloc((size_t)nl * sizeof *lt.id);
+    for (int64_t i = 0; i < nl; i++) {
+        lt.id[i] = -1;
+        int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
+        int interior = 1;
+        for (int k = 0; k < lt.d; k++) interior &= P[k] > 0 && P[k] < 2 * n;
+        for (int k = 0; k < lt.d; k++) {
+            double u = (double)(lcg(&seed) % 100001) / 50000.0 - 1.0;
+            if (interior) lt.jit[3 * i + k] = amp * lt.h[k] * u;
+        }
+    }
+    m->dim = lt.d;
+    int64_t nid = 0;
+    int axes[3] = {0, 1, 2}, fixedP[3] = {0, 0, 0};
+    gen_elems(&lt, t, n, axes, fixedP, &m->cells, &nid, (int32_t *)1);
+    m->nnodes = nid;
+    m->coords = calloc((size_t)nid * 3, sizeof *m->coords);
+    for (int64_t i = 0; i < nl; i++) {
+        if (lt.id[i] < 0) continue;
+        int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
+        lattice_pos(&lt, P, m->coords + 3 * (size_t)lt.id[i]);
+    }
+    m->cell_region = calloc((size_t)m->cells.n, sizeof *m->cell_region);
+    m->nregions = 1;
+    m->regions = calloc(1, sizeof *m->regions);
+    strcpy(m->regions[0].name, "body");
+    m->regions[0].dim = lt.d;
+    /* sides */
+    static const char *const n2[4] = {"left", "right", "bottom", "top"};
+    static const char *const n3[6] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
+    tm->nsides = 2 * lt.d;
+    int nbnd = 0;
+    if (pointgroups)
+        for (int64_t i = 0; i < nl; i++) {
+            if (lt.id[i] < 0) continue;
+            int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
+            int onb = 0;
+            for (int k = 0; k < lt.d; k++) onb |= P[k] == 0 || P[k] == 2 * n;
+            nbnd += onb;
+        }
+    m->nboundaries = tm->nsides + nbnd;
+    m->boundaries = calloc((size_t)m->nboundaries, sizeof *m->boundaries);
+    for (int sd = 0; sd < tm->nsides; sd++) {
+        hk_group *g = &m->boundaries[sd];
+        int ax = sd / 2, hi = sd % 2, fa[2], s = 0;
+        for (int k = 0; k < lt.d; k++)
+            if (k != ax) fa[s++] = k;
+        int fp[3] = {0, 0, 0};
+        fp[ax] = hi ? 2 * n : 0;
+        strcpy(g->name, lt.d == 2 ? n2[sd] : n3[sd]);
+        g->dim = lt.d - 1;
+        g->tag = sd + 1;
+        gen_elems(&lt, facet_type(t), n, fa, fp, &g->elems, &nid, NULL);
+    }
+    int b = tm->nsides;
+    if (pointgroups)
+        for (int64_t i = 0; i < nl; i++) {
+            if (lt.id[i] < 0) continue;
+            int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
+            int onb = 0;
+            for (int k = 0; k < lt.d; k++) onb |= P[k] == 0 || P[k] == 2 * n;
+            if (!onb) continue;
+            hk_group *g = &m->boundaries[b++];
+            snprintf(g->name, sizeof g->name, "node%d", lt.id[i]);
+            g->dim = 0;
+            g->nnodes = 1;
+            g->nodes = malloc(sizeof *g->nodes);
+            g->nodes[0] = lt.id[i];
+        }
+    free(lt.jit);
+    free(lt.id);
+    tm->mat = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+}
+
+static void elems_free(hk_elems *e)
+{
+    free(e->type);
+    free(e->ptr);
+    free(e->nodes);
+    free(e->tag);
+}
+
+static void tmesh_free(tmesh *tm)
+{
+    hk_mesh *m = &tm->m;
+    elems_free(&m->cells);
+    free(m->coords);
+    free(m->cell_region);
+    free(m->regions);
+    for (int b = 0; b < m->nboundaries; b++) {
+        elems_free(&m->boundaries[b].elems);
+        free(m->boundaries[b].nodes);
+    }
+    free(m->boundaries);
+    memset(tm, 0, sizeof *tm);
+}
+
+static hk_problem tproblem(const tmesh *tm, hk_analysis a)
+{
+    hk_problem p = {0};
+    p.mesh = &tm->m;
+    p.analysis = tm->m.dim == 3 ? HK_SOLID : a;
+    p.thickness = tm->m.dim == 2 ? 0.1 : 0;
+    p.materials = &tm->mat;
+    return p;
+}
+
+/* ---- solving the assembled system -------------------------------------------------------- */
+
+/* Dense copy of a block CSR matrix (n x n, row-major). */
+static double *dense_of(const hk_bcsr *K)
+{
+    const int bs = K->bs;
+    const int64_t n = K->nbrows * bs;
+    double *A = calloc((size_t)(n * n), sizeof *A);
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    A[(i * bs + r) * n + K->colind[k] * bs + c] = K->val[(k * bs + r) * bs + c];
+    return A;
+}
+
+/* In-place Cholesky A = L L^T (lower); 0 on success, -1 when not positive definite. */
+static int cholesky(int64_t n, double *A)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double s = A[j * n + j];
+        for (int64_t k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
+        if (!(s > 0)) return -1;
+        double d = sqrt(s);
+        A[j * n + j] = d;
+        for (int64_t i = j + 1; i < n; i++) {
+            double t = A[i * n + j];
+            for (int64_t k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = t / d;
+        }
+    }
+    return 0;
+}
+
+static void chol_solve(int64_t n, const double *L, double *x)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double t = x[i];
+        for (int64_t k = 0; k < i; k++) t -= L[i * n + k] * x[k];
+        x[i] = t / L[i * n + i];
+    }
+    for (int64_t i = n - 1; i >= 0; i--) {
+        double t = x[i];
+        for (int64_t k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];
+        x[i] = t / L[i * n + i];
+    }
+}
+
+/* Jacobi-preconditioned CG on K to a relative residual of 1e-13 (large systems). */
+static int cg_solve(const hk_bcsr *K, const double *b, double *x)
+{
+    const int bs = K->bs;
+    const int64_t n = K->nbrows * bs;
+    double *r = malloc(n * sizeof *r), *z = malloc(n * sizeof *z), *pp = malloc(n * sizeof *pp),
+           *q = malloc(n * sizeof *q), *dinv = malloc(n * sizeof *dinv);
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+            if (K->colind[k] == i)
+                for (int c = 0; c < bs; c++) dinv[i * bs + c] = 1 / K->val[(k * bs + c) * bs + c];
+    double bn = 0, rz = 0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = 0, r[i] = b[i], z[i] = dinv[i] * r[i], pp[i] = z[i];
+        bn += b[i] * b[i], rz += r[i] * z[i];
+    }
+    bn = sqrt(bn);
+    int it;
+    for (it = 0; it < 20000; it++) {
+        hk_bcsr_spmv(K, pp, q);
+        double pq = 0;
+        for (int64_t i = 0; i < n; i++) pq += pp[i] * q[i];
+        double al = rz / pq, rn = 0;
+        for (int64_t i = 0; i < n; i++) x[i] += al * pp[i], r[i] -= al * q[i], rn += r[i] * r[i];
+        if (sqrt(rn) <= 1e-13 * bn) break;
+        double rz2 = 0;
+        for (int64_t i = 0; i < n; i++) z[i] = dinv[i] * r[i], rz2 += r[i] * z[i];
+        for (int64_t i = 0; i < n; i++) pp[i] = z[i] + rz2 / rz * pp[i];
+        rz = rz2;
+    }
+    free(r), free(z), free(pp), free(q), free(dinv);
+    return it < 20000 ? 0 : -1;
+}
+
+/* Solve the eliminated system: dense Cholesky when small, CG otherwise. */
+static void solve_system(const hk_system *s, double *u)
+{
+    const int64_t n = s->ndof;
+    if (n <= 1500) {
+        double *A = dense_of(&s->K);
+        CU_ASSERT_EQUAL_FATAL(cholesky(n, A), 0);
+        memcpy(u, s->f, n * sizeof *u);
+        chol_solve(n, A, u);
+        free(A);
+    } else {
+        CU_ASSERT_EQUAL_FATAL(cg_solve(&s->K, s->f, u), 0);
+    }
+}
+
+/* ---- patch test -------------------------------------------------------------------------- */
+
+/* Linear field u_i = c_i + sum_k G[i][k] x_k. */
+static const double PG[3][3] = {{1.0e-3, 2.0e-3, -0.5e-3}, {-1.5e-3, 0.7e-3, 1.1e-3},
+                                {0.4e-3, -0.9e-3, 1.3e-3}};
+static const double PC[3] = {1e-3, -2e-3, 0.5e-3};
+
+static void linear_field(int d, const double *x, double *u)
+{
+    for (int i = 0; i < d; i++) {
+        u[i] = PC[i];
+        for (int k = 0; k < d; k++) u[i] += PG[i][k] * x[k];
+    }
+}
+
+/* Max over elements and quadrature points of |grad u_h - G| / |G|. */
+static double gradient_error(const hk_mesh *m, const double *u)
+{
+    const int d = m->dim;
+    double err = 0;
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        const hk_elref *r = hk_elref_get((hk_eltype)m->cells.type[e]);
+        const int32_t *nd = m->cells.nodes + m->cells.ptr[e];
+        for (int q = 0; q < r->nqp; q++) {
+            double J[3][3] = {{0}}, Ji[3][3] = {{0}};
+            for (int a = 0; a < r->nnodes; a++)
+                for (int i = 0; i < d; i++)
+                    for (int k = 0; k < d; k++) J[i][k] += m->coords[3 * nd[a] + i] * r->dN[q][a][k];
+            if (d == 2) {
+                double det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+                Ji[0][0] = J[1][1] / det, Ji[0][1] = -J[0][1] / det;
+                Ji[1][0] = -J[1][0] / det, Ji[1][1] = J[0][0] / det;
+            } else {
+                double det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+                             J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+                             J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++) {
+                        int i1 = (j + 1) % 3, i2 = (j + 2) % 3, j1 = (i + 1) % 3, j2 = (i + 2) % 3;
+                        Ji[i][j] = (J[i1][j1] * J[i2][j2] - J[i1][j2] * J[i2][j1]) / det;
+                    }
+            }
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++) {
+                    double gsum = 0;
+                    for (int a = 0; a < r->nnodes; a++) {
+                        double dx = 0;
+                        for (int l = 0; l < d; l++) dx += r->dN[q][a][l] * Ji[l][k];
+                        gsum += u[nd[a] * d + i] * dx;
+                    }
+                    err = fmax(err, fabs(gsum - PG[i][k]) / 2e-3);
+                }
+        }
+    }
+    return err;
+}
+
+static void patch_test(hk_eltype t, hk_analysis a)
+{
+    const hk_elref *r = hk_elref_get(t);
+    int n = r->dim == 2 ? 4 : 3;
+    tmesh tm;
+    tmesh_make(t, n, 0.2, 12345u + (unsigned)t, 1, &tm);
+    const hk_mesh *m = &tm.m;
+    const int d = m->dim;
+    int ns = m->nboundaries - tm.nsides;
+    hk_support *sup = calloc((size_t)ns, sizeof *sup);
+    for (int k = 0; k < ns; k++) {
+        const hk_group *g = &m->boundaries[tm.nsides + k];
+        sup[k].boundary = tm.nsides + k;
+        sup[k].mask = d == 2 ? 3 : 7;
+        linear_field(d, m->coords + 3 * g->nodes[0], sup[k].value);
+    }
+    hk_problem p = tproblem(&tm, a);
+    p.nsupports = ns;
+    p.supports = sup;
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *u = malloc(s.ndof * sizeof *u), *ue = malloc(s.ndof * sizeof *ue);
+    solve_system(&s, u);
+    int64_t nfree = 0;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        linear_field(d, m->coords + 3 * i, ue + i * d);
+        nfree += !s.fixed[i * d];
+    }
+    CU_ASSERT(nfree > 0); /* the interior is really solved */
+    double err = hk_test_reldiff(u, ue, (long)s.ndof);
+    double gerr = gradient_error(m, u);
+    if (err > 1e-10 || gerr > 1e-9)
+        fprintf(stderr, "\n  patch %s: displacement error %.2e, gradient error %.2e\n", r->name,
+                err, gerr);
+    CU_ASSERT(err <= 1e-10);
+    CU_ASSERT(gerr <= 1e-9);
+    free(u);
+    free(ue);
+    free(sup);
+    hk_system_free(&s);
+    tmesh_free(&tm);
+}
+
+static const hk_eltype all_types[10] = {HK_EL_TRI3, HK_EL_TRI6,  HK_EL_QUAD4, HK_EL_QUAD8,
+                                        HK_EL_QUAD9, HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8,
+                                        HK_EL_HEX20, HK_EL_HEX27};
+
+static void test_patch_plane_stress(void)
+{
+    for (int k = 0; k < 5; k++) patch_test(all_types[k], HK_PLANE_STRESS);
+}
+static void test_patch_plane_strain(void)
+{
+    for (int k = 0; k < 5; k++) patch_test(all_types[k], HK_PLANE_STRAIN);
+}
+static void test_patch_3d(void)
+{
+    for (int k = 5; k < 10; k++) patch_test(all_types[k], HK_SOLID);
+}
+
+/* ---- shape functions --------------------------------------------------------------------- */
+
+/* Kronecker property at the nodes, partition of unity and exact derivatives (finite
+ * differences) at an interior point, for every element type. */
+static void test_shape_functions(void)
+{
+    for (int t = HK_EL_LINE2; t <= HK_EL_HEX27; t++) {
+        const hk_elref *r = hk_elref_get((hk_eltype)t);
+        double N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
+        for (int a = 0; a < r->nnodes; a++) {
+            hk_el_shape((hk_eltype)t, r->xi[a], N, dN);
+            for (int b = 0; b < r->nnodes; b++) CU_ASSERT_DOUBLE_EQUAL(N[b], a == b, 1e-14);
+        }
+        double x[3] = {0.21, 0.17, 0.13}, s = 0, g[3] = {0, 0, 0};
+        hk_el_shape((hk_eltype)t, x, N, dN);
+        for (int a = 0; a < r->nnodes; a++) {
+            s += N[a];
+            for (int k = 0; k < 3; k++) g[k] += dN[a][k];
+        }
+        CU_ASSERT_DOUBLE_EQUAL(s, 1, 1e-14);
+        for (int k = 0; k < 3; k++) CU_ASSERT_DOUBLE_EQUAL(g[k], 0, 1e-13);
+        for (int k = 0; k < r->dim; k++) {
+            double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]}, Np[HK_EL_MAXN],
+                   Nm[HK_EL_MAXN], dd[HK_EL_MAXN][3];
+            xp[k] += 1e-6, xm[k] -= 1e-6;
+            hk_el_shape((hk_eltype)t, xp, Np, dd);
+            hk_el_shape((hk_eltype)t, xm, Nm, dd);
+            for (int a = 0; a < r->nnodes; a++)
+                CU_ASSERT_DOUBLE_EQUAL((Np[a] - Nm[a]) / 2e-6, dN[a][k], 1e-8);
+        }
+        /* the rule integrates 1 to the reference measure */
+        double w = 0;
+        for (int q = 0; q < r->nqp; q++) w += r->qw[q];
+        double meas = r->simplex ? (r->dim == 2 ? 0.5 : 1.0 / 6) : pow(2, r->dim);
+        CU_ASSERT_DOUBLE_EQUAL(w, meas, 1e-14);
+    }
+}
+
+/* Node ordering against Gmsh's reference coordinates, written out here from the Gmsh manual
+ * ("Node ordering") independently of assembly/elements.c: N_b(node a) = delta_ab. */
+static void test_gmsh_ordering(void)
+{
+    static const double line3[3][3] = {{-1, 0, 0}, {1, 0, 0}, {0, 0, 0}};
+    static const double tri6[6][3] = {{0, 0, 0},  {1, 0, 0},   {0, 1, 0},
+                                      {.5, 0, 0}, {.5, .5, 0}, {0, .5, 0}};
+    static const double quad9[9][3] = {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0}, {-1, 1, 0}, {0, -1, 0},
+                                       {1, 0, 0},   {0, 1, 0},  {-1, 0, 0}, {0, 0, 0}};
+    static const double tet10[10][3] = {{0, 0, 0},  {1, 0, 0},   {0, 1, 0},   {0, 0, 1},
+                                        {.5, 0, 0}, {.5, .5, 0}, {0, .5, 0},  {0, 0, .5},
+                                        {0, .5, .5}, {.5, 0, .5}};
+    static const double hex27[27][3] = {
+        {-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1},
+        {-1, 1, 1},   {0, -1, -1}, {-1, 0, -1}, {-1, -1, 0}, {1, 0, -1}, {1, -1, 0}, {0, 1, -1},
+        {1, 1, 0},    {-1, 1, 0},  {0, -1, 1}, {-1, 0, 1},  {1, 0, 1},   {0, 1, 1},  {0, 0, -1},
+        {0, -1, 0},   {-1, 0, 0},  {1, 0, 0},  {0, 1, 0},   {0, 0, 1},   {0, 0, 0}};
+    static const struct {
+        hk_eltype t;
+        const double (*x)[3];
+    } tab[] = {{HK_EL_LINE2, line3},  {HK_EL_LINE3, line3}, {HK_EL_TRI3, tri6},
+               {HK_EL_TRI6, tri6},    {HK_EL_QUAD4, quad9}, {HK_EL_QUAD8, quad9},
+               {HK_EL_QUAD9, quad9},  {HK_EL_TET4, tet10},  {HK_EL_TET10, tet10},
+               {HK_EL_HEX8, hex27},   {HK_EL_HEX20, hex27}, {HK_EL_HEX27, hex27}};
+    for (size_t k = 0; k < sizeof tab / sizeof tab[0]; k++) {
+        const hk_elref *r = hk_elref_get(tab[k].t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        for (int a = 0; a < r->nnodes; a++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
+            hk_el_shape(tab[k].t, tab[k].x[a], N, dN);
+            for (int b = 0; b < r->nnodes; b++) {
+                if (fabs(N[b] - (a == b)) > 1e-14)
+                    fprintf(stderr, "\n  %s: N_%d(node %d) = %g\n", r->name, b, a, N[b]);
+                CU_ASSERT_DOUBLE_EQUAL(N[b], a == b, 1e-14);
+            }
+        }
+    }
+}
+
+/* Patch test on meshes of mesh/'s generators (hk_mesh_rectangle, hk_mesh_box): their Gmsh
+ * ordering against ours. Interior corner nodes are moved at random, the higher-order nodes
+ * are put back on the straight-sided map of the corners. */
+static void generator_patch(hk_eltype t)
+{
+    const hk_elref *r = hk_elref_get(t);
+    hk_mesh g;
+    memset(&g, 0, sizeof g);
+    int err = r->dim == 2 ? hk_mesh_rectangle(LX, LY, 3, 3, t, &g)
+                          : hk_mesh_box(LX, LY, LZ, 2, 2, 2, t, &g);
+    if (err) fprintf(stderr, "\n  generator %s: %s\n", r->name, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    const int d = g.dim;
+    const double Ls[3] = {LX, LY, LZ};
+    unsigned seed = 4242u + (unsigned)t;
+    /* corners: the first ncorners nodes of each cell */
+    char *corner = calloc((size_t)g.nnodes, 1), *onb = calloc((size_t)g.nnodes, 1);
+    for (int64_t e = 0; e < g.cells.n; e++)
+        for (int a = 0; a < r->ncorners; a++) corner[g.cells.nodes[g.cells.ptr[e] + a]] = 1;
+    for (int64_t i = 0; i < g.nnodes; i++)
+        for (int k = 0; k < d; k++) {
+            double x = g.coords[3 * i + k];
+            onb[i] |= fabs(x) < 1e-12 || fabs(x - Ls[k]) < 1e-12;
+        }
+    double h = LY / 3;
+    for (int64_t i = 0; i < g.nnodes; i++)
+        for (int k = 0; k < d; k++) {
+            double u = (double)(lcg(&seed) % 100001) / 50000.0 - 1.0;
+            if (corner[i] && !onb[i]) g.coords[3 * i + k] += 0.15 * h * u;
+        }
+    hk_eltype lin = r->dim == 2 ? (r->simplex ? HK_EL_TRI3 : HK_EL_QUAD4)
+                                : (r->simplex ? HK_EL_TET4 : HK_EL_HEX8);
+    for (int64_t e = 0; e < g.cells.n; e++) {
+        const int32_t *nd = g.cells.nodes + g.cells.ptr[e];
+        for (int a = r->ncorners; a < r->nnodes; a++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], x[3] = {0, 0, 0};
+            hk_el_shape(lin, r->xi[a], N, dN);
+            for (int c = 0; c < r->ncorners; c++)
+                for (int k = 0; k < 3; k++) x[k] += N[c] * g.coords[3 * nd[c] + k];
+            for (int k = 0; k < 3; k++) g.coords[3 * nd[a] + k] = x[k];
+        }
+    }
+    /* our own groups: one per boundary node */
+    tmesh tm;
+    memset(&tm, 0, sizeof tm);
+    tm.m = g;
+    tm.m.nboundaries = 0;
+    tm.m.boundaries = NULL;
+    tm.mat = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+    int nb = 0;
+    for (int64_t i = 0; i < g.nnodes; i++) nb += onb[i];
+    hk_group *grp = calloc((size_t)nb, sizeof *grp);
+    hk_support *sup = calloc((size_t)nb, sizeof *sup);
+    nb = 0;
+    for (int64_t i = 0; i < g.nnodes; i++) {
+        if (!onb[i]) continue;
+        grp[nb].dim = 0;
+        grp[nb].nnodes = 1;
+        grp[nb].nodes = malloc(sizeof(int32_t));
+        grp[nb].nodes[0] = (int32_t)i;
+        sup[nb] = (hk_support){.boundary = nb, .mask = 7};
+        linear_field(d, g.coords + 3 * i, sup[nb].value);
+        nb++;
+    }
+    tm.m.boundaries = grp;
+    tm.m.nboundaries = nb;
+    hk_problem p = tproblem(&tm, HK_PLANE_STRAIN);
+    p.nsupports = nb, p.supports = sup;
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *u = malloc(s.ndof * sizeof *u), *ue = malloc(s.ndof * sizeof *ue);
+    solve_system(&s, u);
+    for (int64_t i = 0; i < g.nnodes; i++) linear_field(d, g.coords + 3 * i, ue + i * d);
+    double e1 = hk_test_reldiff(u, ue, (long)s.ndof), e2 = gradient_error(&tm.m, u);
+    if (e1 > 1e-10 || e2 > 1e-9)
+        fprintf(stderr, "\n  generator patch %s: %.2e %.2e\n", r->name, e1, e2);
+    CU_ASSERT(e1 <= 1e-10);
+    CU_ASSERT(e2 <= 1e-9);
+    hk_system_free(&s);
+    for (int b = 0; b < nb; b++) free(grp[b].nodes);
+    free(grp);
+    free(sup);
+    free(u);
+    free(ue);
+    free(corner);
+    free(onb);
+    hk_mesh_free(&g);
+}
+
+static void test_generator_patch(void)
+{
+    for (int k = 0; k < 10; k++) generator_patch(all_types[k]);
+}
+
+/* ---- uniaxial tension: closed form ------------------------------------------------------- */
+
+/* Symmetry supports (x on xmin, y on ymin, z on zmin) and a traction or pressure on xmax:
+ * u_x = s x / E', u_y = -nu' s y / E', (u_z = -nu s z / E). */
+static void tension(hk_eltype t, hk_analysis a, int pressure)
+{
+    tmesh tm;
+    tmesh_make(t, 3, 0.2, 777u + (unsigned)t, 0, &tm);
+    const hk_mesh *m = &tm.m;
+    const int d = m->dim;
+    hk_support sup[3];
+    for (int c = 0; c < d; c++) sup[c] = (hk_support){.boundary = 2 * c, .mask = 1u << c};
+    const double sig = 50e6;
+    hk_load ld = {.kind = pressure ? HK_LOAD_PRESSURE : HK_LOAD_TRACTION, .boundary = 1};
+    if (pressure)
+        ld.value[0] = -sig; /* negative pressure pulls */
+    else
+        ld.value[0] = sig;
+    hk_problem p = tproblem(&tm, a);
+    p.nsupports = d;
+    p.supports = sup;
+    p.nloads = 1;
+    p.loads = &ld;
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *u = malloc(s.ndof * sizeof *u), *ue = malloc(s.ndof * sizeof *ue);
+    solve_system(&s, u);
+    double E = tm.mat.E, nu = tm.mat.nu, Ep = E, nup = nu;
+    if (d == 2 && a == HK_PLANE_STRAIN) Ep = E / (1 - nu * nu), nup = nu / (1 - nu);
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        const double *x = m->coords + 3 * i;
+        ue[i * d] = sig * x[0] / Ep;
+        for (int c = 1; c < d; c++) ue[i * d + c] = -nup * sig * x[c] / Ep;
+    }
+    double err = hk_test_reldiff(u, ue, (long)s.ndof);
+    if (err > 1e-9)
+        fprintf(stderr, "\n  tension %s %s: error %.2e\n", hk_el_name(t),
+                pressure ? "pressure" : "traction", err);
+    CU_ASSERT(err <= 1e-9);
+    free(u);
+    free(ue);
+    hk_system_free(&s);
+    tmesh_free(&tm);
+}
+
+static void test_tension(void)
+{
+    for (int k = 0; k < 5; k++) {
+        tension(all_types[k], HK_PLANE_STRESS, 0);
+        tension(all_types[k], HK_PLANE_STRAIN, 1);
+    }
+    for (int k = 5; k < 10; k++) tension(all_types[k], HK_SOLID, k % 2);
+}
+
+/* ---- load resultants --------------------------------------------------------------------- */
+
+static void sum_force(const hk_system *s, double *F)
+{
+    for (int c = 0; c < 3; c++) F[c] = 0;
+    for (int64_t i = 0; i < s->ndof; i++) F[i % s->dim] += s->f_ext[i];
+}
+
+/* Minimal supports that hold a 3D box (3-2-1 on corners) or a 2D plate. */
+static void hold(const tmesh *tm, hk_support *sup, int *ns)
+{
+    /* fix the whole xmin side: loads stay in f_ext, which is what these tests read */
+    sup[0] = (hk_support){.boundary = 0, .mask = tm->m.dim == 2 ? 3u : 7u};
+    *ns = 1;
+}
+
+static void test_load_resultants(void)
+{
+    for (int k = 0; k < 10; k++) {
+        hk_eltype t = all_types[k];
+        tmesh tm;
+        tmesh_make(t, 2, 0.2, 99u + (unsigned)k, 0, &tm);
+        const int d = tm.m.dim;
+        hk_support sup[2];
+        int ns;
+        hold(&tm, sup, &ns);
+        const double th = 0.1, V = d == 2 ? LX * LY * th : LX * LY * LZ;
+        /* gravity + body force */
+        {
+            hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+            p.nsupports = ns, p.supports = sup;
+            p.gravity[d - 1] = -9.81;
+            p.body_force[0] = 1000;
+            hk_system s;
+            HK_ASSERT_OK(hk_assemble(&p, &s));
+            double F[3];
+            sum_force(&s, F);
+            CU_ASSERT_DOUBLE_EQUAL(F[d - 1], -9.81 * tm.mat.rho * V, 1e-10 * 9.81 * 7800 * V);
+            CU_ASSERT_DOUBLE_EQUAL(F[0], 1000 * V, 1e-10 * 1000 * V);
+            hk_system_free(&s);
+        }
+        /* pressure on every side: zero resultant; on the top side: -p A n */
+        {
+            hk_load ld[6];
+            for (int sd = 0; sd < 2 * d; sd++)
+                ld[sd] = (hk_load){.kind = HK_LOAD_PRESSURE, .boundary = sd, .value = {3e5}};
+            hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+            p.nsupports = ns, p.supports = sup;
+            p.nloads = 2 * d, p.loads = ld;
+            hk_system s;
+            HK_ASSERT_OK(hk_assemble(&p, &s));
+            double F[3];
+            sum_force(&s, F);
+            for (int c = 0; c < d; c++) CU_ASSERT(fabs(F[c]) <= 1e-9 * 3e5);
+            hk_system_free(&s);
+            p.nloads = 1;
+            p.loads = &ld[2 * d - 1]; /* top / zmax */
+            HK_ASSERT_OK(hk_assemble(&p, &s));
+            sum_force(&s, F);
+            double A = d == 2 ? LX * th : LX * LY;
+            CU_ASSERT_DOUBLE_EQUAL(F[d - 1], -3e5 * A, 1e-10 * 3e5 * A);
+            CU_ASSERT_DOUBLE_EQUAL(F[0], 0, 1e-10 * 3e5 * A);
+            hk_system_free(&s);
+        }
+        /* traction on ymax / top, total force, nodal force */
+        {
+            hk_load ld[3] = {{.kind = HK_LOAD_TRACTION, .boundary = 3, .value = {1e4, -2e4, 5e3}},
+                             {.kind = HK_LOAD_FORCE, .boundary = 1, .value = {7, 11, 13}},
+                             {.kind = HK_LOAD_NODAL, .boundary = 1, .value = {1, 0, 0}}};
+            hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+            p.nsupports = ns, p.supports = sup;
+            p.nloads = 3, p.loads = ld;
+            hk_system s;
+            HK_ASSERT_OK(hk_assemble(&p, &s));
+            double F[3];
+            sum_force(&s, F);
+            double A = d == 2 ? LX * th : LX * LZ;
+            /* number of nodes of side 1 */
+            int64_t nn = 0;
+            {
+                const hk_elems *fe = &tm.m.boundaries[1].elems;
+                char *seen = calloc(tm.m.nnodes, 1);
+                for (int64_t q = 0; q < fe->ptr[fe->n]; q++)
+                    if (!seen[fe->nodes[q]]) seen[fe->nodes[q]] = 1, nn++;
+                free(seen);
+            }
+            CU_ASSERT_DOUBLE_EQUAL(F[0], 1e4 * A + 7 + (double)nn, 1e-10 * 1e4 * A);
+            CU_ASSERT_DOUBLE_EQUAL(F[1], -2e4 * A + 11, 1e-10 * 2e4 * A);
+            if (d == 3) CU_ASSERT_DOUBLE_EQUAL(F[2], 5e3 * A + 13, 1e-10 * 1e4 * A);
+            hk_system_free(&s);
+        }
+        tmesh_free(&tm);
+    }
+}
+
+/* ---- the eliminated matrix --------------------------------------------------------------- */
+
+static void test_spd_after_elimination(void)
+{
+    for (int k = 0; k < 10; k++) {
+        tmesh tm;
+        tmesh_make(all_types[k], 2, 0.2, 5u + (unsigned)k, 0, &tm);
+        const int d = tm.m.dim;
+        hk_support sup[2] = {{.boundary = 0, .mask = d == 2 ? 3u : 7u, .value = {1e-3, 0, 0}},
+                             {.boundary = 1, .mask = 1u, .value = {2e-3}}};
+        hk_problem p = tproblem(&tm, HK_PLANE_STRAIN);
+        p.nsupports = 2, p.supports = sup;
+        hk_system s;
+        HK_ASSERT_OK(hk_assemble(&p, &s));
+        const int64_t n = s.ndof;
+        double *A = dense_of(&s.K), asym = 0, amax = 0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                asym = fmax(asym, fabs(A[i * n + j] - A[j * n + i]));
+                amax = fmax(amax, fabs(A[i * n + j]));
+            }
+        CU_ASSERT(asym <= 1e-13 * amax);
+        /* fixed rows/columns: only the diagonal, of the matrix's own scale */
+        for (int64_t i = 0; i < n; i++) {
+            if (!s.fixed[i]) continue;
+            CU_ASSERT(A[i * n + i] > 1e-3 * amax);
+            double off = 0;
+            for (int64_t j = 0; j < n; j++)
+                if (j != i) off = fmax(off, fabs(A[i * n + j]) + fabs(A[j * n + i]));
+            CU_ASSERT_EQUAL(off, 0);
+        }
+        CU_ASSERT_EQUAL(cholesky(n, A), 0);
+        free(A);
+        /* the solution takes the prescribed values */
+        double *u = malloc(n * sizeof *u);
+        solve_system(&s, u);
+        for (int64_t i = 0; i < n; i++)
+            if (s.fixed[i]) CU_ASSERT_DOUBLE_EQUAL(u[i], s.u_fixed[i], 1e-15);
+        free(u);
+        hk_system_free(&s);
+        tmesh_free(&tm);
+    }
+}
+
+/* A node without an element gets an identity-like row: the matrix stays SPD. */
+static void test_orphan_node(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_QUAD4, 2, 0, 1u, 0, &tm);
+    hk_mesh *m = &tm.m;
+    m->nnodes++;
+    m->coords = realloc(m->coords, 3 * m->nnodes * sizeof *m->coords);
+    for (int k = 0; k < 3; k++) m->coords[3 * (m->nnodes - 1) + k] = 5;
+    hk_support sup = {.boundary = 0, .mask = 3};
+    hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+    p.nsupports = 1, p.supports = &sup;
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *A = dense_of(&s.K);
+    CU_ASSERT_EQUAL(cholesky(s.ndof, A), 0);
+    free(A);
+    double *u = malloc(s.ndof * sizeof *u);
+    solve_system(&s, u);
+    CU_ASSERT_EQUAL(u[s.ndof - 1], 0);
+    free(u);
+    hk_system_free(&s);
+    tmesh_free(&tm);
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+static void test_rigid_body_detection(void)
+{
+    /* 2D: x fixed on the left only: free translation y */
+    tmesh tm;
+    tmesh_make(HK_EL_QUAD4, 3, 0.1, 3u, 0, &tm);
+    hk_support sup[3] = {{.boundary = 0, .mask = 1}, {.boundary = 2, .mask = 2}};
+    hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+    p.nsupports = 1, p.supports = sup;
+    hk_system s;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "rigid-body motion"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "translation y"));
+    CU_ASSERT_PTR_NULL(strstr(hk_error_message(), "rotation"));
+    /* y fixed on the bottom only: free translation x, and rotation is held */
+    p.supports = sup + 1;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "translation x"));
+    /* both: held */
+    p.nsupports = 2, p.supports = sup;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    hk_system_free(&s);
+    /* nothing: all three */
+    p.nsupports = 0;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "translation x"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "translation y"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "rotation about z"));
+    tmesh_free(&tm);
+
+    /* 3D: z fixed on zmin: free translation x, y and rotation about z */
+    tmesh_make(HK_EL_HEX8, 2, 0.1, 4u, 1, &tm);
+    hk_support s3[3] = {{.boundary = 4, .mask = 4}, {.boundary = 0, .mask = 1},
+                        {.boundary = 2, .mask = 2}};
+    p = tproblem(&tm, HK_SOLID);
+    p.nsupports = 1, p.supports = s3;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    const char *msg = hk_error_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "translation x"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "translation y"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rotation about z"));
+    CU_ASSERT_PTR_NULL(strstr(msg, "rotation about x"));
+    CU_ASSERT_PTR_NULL(strstr(msg, "translation z"));
+    /* plus x on xmin: y translation still free */
+    p.nsupports = 2;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "translation y"));
+    CU_ASSERT_PTR_NULL(strstr(hk_error_message(), "rotation"));
+    p.nsupports = 3;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    hk_system_free(&s);
+    /* two points pinned in all components: free rotation about their axis only */
+    int a = -1, b = -1;
+    for (int g = tm.nsides; g < tm.m.nboundaries; g++) {
+        const double *x = tm.m.coords + 3 * tm.m.boundaries[g].nodes[0];
+        if (x[0] == 0 && x[1] == 0 && x[2] == 0) a = g;
+        if (x[0] == LX && x[1] == 0 && x[2] == 0) b = g;
+    }
+    CU_ASSERT_FATAL(a >= 0 && b >= 0);
+    hk_support pin[2] = {{.boundary = a, .mask = 7}, {.boundary = b, .mask = 7}};
+    p.nsupports = 2, p.supports = pin;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    msg = hk_error_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "(free: rotation about x)"));
+    tmesh_free(&tm);
+}
+
+static void test_negative_jacobian(void)
+{
+    static const hk_eltype ts[3] = {HK_EL_QUAD4, HK_EL_TET10, HK_EL_HEX20};
+    for (int k = 0; k < 3; k++) {
+        tmesh tm;
+        tmesh_make(ts[k], 2, 0, 8u, 0, &tm);
+        hk_elems *c = &tm.m.cells;
+        /* mirror element 3: swap two corners (and their edges keep positions) */
+        int32_t *nd = c->nodes + c->ptr[3];
+        if (ts[k] == HK_EL_TET10) {
+            int32_t t0 = nd[1];
+            nd[1] = nd[2], nd[2] = t0; /* corners 1 <-> 2, edges 4 (0-1) <-> 6 (2-0) */
+            t0 = nd[4], nd[4] = nd[6], nd[6] = t0;
+            t0 = nd[8], nd[8] = nd[9], nd[9] = t0; /* 8 (3-2) <-> 9 (3-1) */
+        } else if (ts[k] == HK_EL_QUAD4) {
+            int32_t t0 = nd[1];
+            nd[1] = nd[3], nd[3] = t0;
+        } else { /* hex20: mirror z: corners 0..3 <-> 4..7, edges accordingly */
+            int32_t tmp[20];
+            static const int mir[20] = {4,  5,  6,  7,  0,  1,  2,  3,  16, 17,
+                                        10, 18, 12, 19, 14, 15, 8,  9,  11, 13};
+            for (int a = 0; a < 20; a++) tmp[a] = nd[mir[a]];
+            memcpy(nd, tmp, sizeof tmp);
+        }
+        hk_support sup = {.boundary = 0, .mask = 7};
+        hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+        p.nsupports = 1, p.supports = &sup;
+        hk_system s;
+        CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+        char want[96];
+        snprintf(want, sizeof want, "element 3 (%s, Gmsh tag 1003) in region 'body'",
+                 hk_el_name(ts[k]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "non-positive Jacobian"));
+        hk_bcsr K;
+        CU_ASSERT_EQUAL(hk_assemble_stiffness(&p, &K), HK_ERR_MODEL);
+        tmesh_free(&tm);
+    }
+}
+
+static void test_material_checks(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_TRI3, 2, 0, 1u, 0, &tm);
+    hk_support sup = {.boundary = 0, .mask = 3};
+    hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+    p.nsupports = 1, p.supports = &sup;
+    hk_system s;
+    tm.mat.E = -1;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "material 'steel' of region 'body'"));
+    tm.mat.E = 1e9;
+    tm.mat.nu = 0.5;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "nu = 0.5"));
+    tm.mat.nu = 0.49;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    hk_system_free(&s);
+    p.materials = NULL;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "region 'body' has no material"));
+    p.materials = &tm.mat;
+    p.analysis = HK_SOLID;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    /* conflicting supports */
+    p.analysis = HK_PLANE_STRESS;
+    hk_support two[2] = {{.boundary = 0, .mask = 3}, {.boundary = 2, .mask = 1, .value = {1}}};
+    p.nsupports = 2, p.supports = two;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "make the prescribed values agree"));
+    /* pressure on a point group is refused */
+    tmesh_free(&tm);
+}
+
+/* hk_assemble_stiffness gives the same K as hk_assemble before elimination (no supports on
+ * free rows): compare on rows away from the supports. */
+static void test_stiffness_only(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_HEX8, 3, 0.2, 2u, 0, &tm);
+    hk_problem p = tproblem(&tm, HK_SOLID);
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_assemble_stiffness(&p, &K));
+    /* K u = 0 for a rigid motion (translation and rotation about z) */
+    double *u = malloc(3 * tm.m.nnodes * sizeof *u), *y = malloc(3 * tm.m.nnodes * sizeof *y);
+    for (int64_t i = 0; i < tm.m.nnodes; i++) {
+        const double *x = tm.m.coords + 3 * i;
+        u[3 * i] = 1 - x[1], u[3 * i + 1] = 2 + x[0], u[3 * i + 2] = 3;
+    }
+    hk_bcsr_spmv(&K, u, y);
+    double ymax = 0, kmax = 0;
+    for (int64_t i = 0; i < 3 * tm.m.nnodes; i++) ymax = fmax(ymax, fabs(y[i]));
+    for (int64_t k = 0; k < K.rowptr[K.nbrows] * 9; k++) kmax = fmax(kmax, fabs(K.val[k]));
+    CU_ASSERT(ymax <= 1e-12 * kmax);
+    CU_ASSERT_EQUAL(K.bs, 3);
+    CU_ASSERT_EQUAL(K.nbrows, tm.m.nnodes);
+    /* every block row of an interior node of a hex8 mesh couples 27 nodes */
+    int64_t maxrow = 0;
+    for (int64_t i = 0; i < K.nbrows; i++)
+        maxrow = K.rowptr[i + 1] - K.rowptr[i] > maxrow ? K.rowptr[i + 1] - K.rowptr[i] : maxrow;
+    CU_ASSERT_EQUAL(maxrow, 27);
+    free(u);
+    free(y);
+    hk_bcsr_free(&K);
+    tmesh_free(&tm);
+}
+
+/* ---- convergence ------------------------------------------------------------------------- */
+
+/* u = (e^x cos y, -e^x sin y) / 1000 (grad of a harmonic function: div sigma = 0), exact
+ * values on the boundary; the RMS nodal error of linear elements must fall as h^2. */
+static double mms_error(hk_eltype t, int n)
+{
+    tmesh tm;
+    tmesh_make(t, n, 0, 1u, 1, &tm);
+    const hk_mesh *m = &tm.m;
+    int ns = m->nboundaries - tm.nsides;
+    hk_support *sup = calloc((size_t)ns, sizeof *sup);
+    for (int k = 0; k < ns; k++) {
+        const double *x = m->coords + 3 * m->boundaries[tm.nsides + k].nodes[0];
+        sup[k] = (hk_support){.boundary = tm.nsides + k, .mask = 3};
+        sup[k].value[0] = exp(x[0]) * cos(x[1]) / 1000;
+        sup[k].value[1] = -exp(x[0]) * sin(x[1]) / 1000;
+    }
+    hk_problem p = tproblem(&tm, HK_PLANE_STRAIN);
+    p.nsupports = ns, p.supports = sup;
+    hk_system s;
+    int err = hk_assemble(&p, &s);
+    CU_ASSERT_EQUAL(err, 0);
+    double e2 = 0;
+    if (!err) {
+        double *u = malloc(s.ndof * sizeof *u);
+        solve_system(&s, u);
+        for (int64_t i = 0; i < m->nnodes; i++) {
+            const double *x = m->coords + 3 * i;
+            double ex = exp(x[0]) * cos(x[1]) / 1000 - u[2 * i];
+            double ey = -exp(x[0]) * sin(x[1]) / 1000 - u[2 * i + 1];
+            e2 += ex * ex + ey * ey;
+        }
+        e2 = sqrt(e2 / (double)m->nnodes);
+        free(u);
+        hk_system_free(&s);
+    }
+    free(sup);
+    tmesh_free(&tm);
+    return e2;
+}
+
+static void test_convergence_linear(void)
+{
+    static const hk_eltype ts[2] = {HK_EL_TRI3, HK_EL_QUAD4};
+    for (int k = 0; k < 2; k++) {
+        double lh[4], le[4];
+        for (int r = 0; r < 4; r++) {
+            int n = 4 << r;
+            lh[r] = log(1.0 / n);
+            le[r] = log(mms_error(ts[k], n));
+        }
+        double mh = 0, me = 0, sxy = 0, sxx = 0;
+        for (int r = 0; r < 4; r++) mh += lh[r] / 4, me += le[r] / 4;
+        for (int r = 0; r < 4; r++) sxy += (lh[r] - mh) * (le[r] - me), sxx += (lh[r] - mh) * (lh[r] - mh);
+        double rate = sxy / sxx;
+        if (rate < 1.8 || rate > 2.3)
+            fprintf(stderr, "\n  convergence %s: rate %.3f\n", hk_el_name(ts[k]), rate);
+        CU_ASSERT(rate > 1.8 && rate < 2.3);
+    }
+}
+
+HK_SUITE(assembly, {"shape functions: Kronecker, unity, derivatives, rule weights", test_shape_functions},
+         {"node ordering equals Gmsh's reference coordinates", test_gmsh_ordering},
+         {"patch test on mesh/ generator meshes (ordering cross-check)", test_generator_patch},
+         {"patch test, distorted meshes, plane stress (tri3..quad9)", test_patch_plane_stress},
+         {"patch test, distorted meshes, plane strain (tri3..quad9)", test_patch_plane_strain},
+         {"patch test, distorted meshes, 3D (tet4..hex27)", test_patch_3d},
+         {"uniaxial tension by traction and pressure equals closed form", test_tension},
+         {"resultants of gravity, body force, pressure, traction, forces", test_load_resultants},
+         {"K symmetric positive definite after elimination", test_spd_after_elimination},
+         {"node without element gets an identity-like row", test_orphan_node},
+         {"rigid-body motion detected and named", test_rigid_body_detection},
+         {"non-positive Jacobian detected with element id", test_negative_jacobian},
+         {"material and support checks", test_material_checks},
+         {"stiffness only: rigid motions in the kernel, pattern", test_stiffness_only},
+         {"manufactured solution: O(h^2) for tri3 and quad4", test_convergence_linear})
