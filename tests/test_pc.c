@@ -439,6 +439,202 @@ static void test_ilu0_exact(void)
     free(D);
 }
 
+/* ---- fsai, sai ------------------------------------------------------------------------ */
+
+/* With the full lower pattern (tau = 0, k >= n, no filtration) G A G^T = I, so G^T G = A^-1. */
+static void test_fsai_exact(void)
+{
+    const long n = 12;
+    double *D = tridiag(n, -1, 2.5, -1), r[12], ref[12];
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    test_rhs(n, r);
+    dense_solve(n, D, r, ref);
+    check_all(&K, "fsai", "pc.fsai.tau=0 pc.fsai.k=12 pc.fsai.delta=0", r, ref, 1e-4);
+    hk_bcsr_free(&K);
+    free(D);
+}
+
+/* k = 1 on a tridiagonal matrix: row i of G has columns {i-1, i}; the 2x2 local system has a
+ * closed-form solution. With delta = 0.9 every off-diagonal entry is filtered out and the
+ * diagonal is rescaled by 1/sqrt(1 + eps^T A eps) (equation 3.13). */
+static void test_fsai_closed_form(void)
+{
+    const long n = 10;
+    double *D = tridiag(n, -1, 2.5, -1), r[10], ref[10], t[10];
+    double G[10][2], Gf[10];
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    test_rhs(n, r);
+    for (long i = 0; i < n; i++) {
+        double aii = D[i * n + i];
+        if (i == 0) {
+            G[0][0] = 0, G[0][1] = 1 / sqrt(aii), Gf[0] = G[0][1];
+            continue;
+        }
+        double app = D[(i - 1) * n + i - 1], api = D[(i - 1) * n + i];
+        double det = app * aii - api * api;
+        double w0 = -api / det, w1 = app / det, s = 1 / sqrt(w1);
+        G[i][0] = w0 * s, G[i][1] = w1 * s;
+        Gf[i] = G[i][1] / sqrt(1 + G[i][0] * G[i][0] * app);
+    }
+    /* z = G^T (G r) */
+    for (int f = 0; f < 2; f++) {
+        for (long i = 0; i < n; i++)
+            t[i] = f ? Gf[i] * r[i] : G[i][1] * r[i] + (i ? G[i][0] * r[i - 1] : 0);
+        for (long j = 0; j < n; j++)
+            ref[j] = f ? Gf[j] * t[j] : G[j][1] * t[j] + (j + 1 < n ? G[j + 1][0] * t[j + 1] : 0);
+        check_all(&K, "fsai",
+                  f ? "pc.fsai.tau=0 pc.fsai.k=1 pc.fsai.delta=0.9"
+                    : "pc.fsai.tau=0 pc.fsai.k=1 pc.fsai.delta=0",
+                  r, ref, 1e-4);
+    }
+    hk_bcsr_free(&K);
+    free(D);
+}
+
+/* SAI with the pattern of A (tau = 1): on a block-diagonal matrix the least-squares problems
+ * are square and exact, M = A^-1; on a nonsymmetric tridiagonal matrix each column solves
+ * min ||A(I,J) m - e_k(I)|| with J = {k-1,k,k+1}, checked here by the normal equations. */
+static void test_sai(void)
+{
+    const long n = 12;
+    double *D = calloc(n * n, sizeof *D), r[12], ref[12];
+    for (long b = 0; b < n / 2; b++) {
+        long i = 2 * b;
+        D[i * n + i] = 3 + 0.1 * b, D[i * n + i + 1] = 1.2;
+        D[(i + 1) * n + i] = -0.7, D[(i + 1) * n + i + 1] = 2 + 0.05 * b;
+    }
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    test_rhs(n, r);
+    dense_solve(n, D, r, ref);
+    check_all(&K, "sai", "pc.sai.tau=1", r, ref, 1e-4);
+    hk_bcsr_free(&K);
+    free(D);
+
+    D = tridiag(n, -1.3, 2.5, -0.6);
+    bcsr_from_dense(n, D, &K);
+    double *M = calloc(n * n, sizeof *M);
+    for (long k = 0; k < n; k++) {
+        long j0 = k > 0 ? k - 1 : 0, j1 = k + 1 < n ? k + 1 : n - 1, nj = j1 - j0 + 1;
+        double N[9] = {0}, g[3] = {0}, m[3];
+        for (long a = 0; a < nj; a++) {
+            for (long b = 0; b < nj; b++)
+                for (long i = 0; i < n; i++) N[a * nj + b] += D[i * n + j0 + a] * D[i * n + j0 + b];
+            g[a] = D[k * n + j0 + a]; /* (A^T e_k)_a = A(k, j0+a) */
+        }
+        dense_solve(nj, N, g, m);
+        for (long a = 0; a < nj; a++) M[(j0 + a) * n + k] = m[a];
+    }
+    dense_matvec(n, M, r, ref);
+    check_all(&K, "sai", "pc.sai.tau=1", r, ref, 1e-4);
+    hk_bcsr_free(&K);
+    free(D), free(M);
+}
+
+/* ---- through the solver: the papers' orderings ------------------------------------------ */
+
+/* CG (or another method) iterations for options text on K; -1 when it fails to converge. */
+static int iterations(const hk_bcsr *K, const char *backend, const char *text)
+{
+    char opts[512];
+    snprintf(opts, sizeof opts, "backend=%s tol=1e-8 maxit=3000 %s", backend, text);
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, opts));
+    int err = hk_solver_create(K, o, &s);
+    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    const long n = (long)K->nbrows * K->bs;
+    double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
+    for (long i = 0; i < n; i++) b[i] = 1 + 0.1 * (i % 7);
+    hk_result res;
+    err = hk_solver_solve(s, b, x, &res);
+    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
+    CU_ASSERT_EQUAL(err, 0);
+    int ok = !err && hk_reason_converged(res.reason) && res.true_residual < 1e-7;
+    if (!ok)
+        fprintf(stderr, "\n  %s: %s after %d iterations, true residual %.2e\n", opts,
+                hk_reason_name(res.reason), res.iterations, res.true_residual);
+    CU_ASSERT(ok);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    free(b), free(x);
+    return ok ? res.iterations : -1;
+}
+
+/* SBELL paper, Table 3: least-squares < Neumann < Jacobi in CG iterations, same degree. */
+static void test_table3_ordering(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity2d(40, 20, &K));
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        const char *be = hk_backend_name(*b);
+        int jac = iterations(&K, be, "method=cg pc=jacobi");
+        for (int m = 3; m <= 6; m += 3) {
+            char o1[128], o2[128];
+            snprintf(o1, sizeof o1, "method=cg pc=poly pc.poly.kind=neumann pc.poly.degree=%d", m);
+            snprintf(o2, sizeof o2, "method=cg pc=poly pc.poly.kind=ls pc.poly.degree=%d", m);
+            int neu = iterations(&K, be, o1), ls = iterations(&K, be, o2);
+            printf("\n    %s degree %d: jacobi %d, neumann %d, ls %d", be, m, jac, neu, ls);
+            CU_ASSERT(ls > 0 && neu > 0 && jac > 0);
+            CU_ASSERT(ls < neu);
+            CU_ASSERT(neu < jac);
+        }
+        /* mixed precision (fp32 polynomial, fp64 CG) still reaches the fp64 tolerance */
+        int mixed = iterations(&K, be, "method=cg pc=poly pc.poly.degree=6 precision=mixed");
+        CU_ASSERT(mixed > 0);
+    }
+    hk_bcsr_free(&K);
+}
+
+/* FSAI paper, Table 6: FSAI needs at least 2x fewer CG iterations than Jacobi; IC(0) fewer. */
+static void test_fsai_ic0_vs_jacobi(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(10, 6, 6, &K));
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        const char *be = hk_backend_name(*b);
+        int jac = iterations(&K, be, "method=cg pc=jacobi");
+        int fsai = iterations(&K, be, "method=cg pc=fsai");
+        int fsai32 = iterations(&K, be, "method=cg pc=fsai precision=mixed");
+        printf("\n    %s: jacobi %d, fsai %d (mixed %d)", be, jac, fsai, fsai32);
+        CU_ASSERT(fsai > 0 && 2 * fsai <= jac);
+        CU_ASSERT(fsai32 > 0 && 2 * fsai32 <= jac);
+        if ((*b)->tri_create) {
+            int ic0 = iterations(&K, be, "method=cg pc=ic0");
+            printf(", ic0 %d", ic0);
+            CU_ASSERT(ic0 > 0 && ic0 < jac);
+        }
+    }
+    hk_bcsr_free(&K);
+}
+
+/* SAI (GPU Krylov thesis, ch. 5) with BiCGStab and GMRES on convection-diffusion; ILU(0) too. */
+static void test_sai_nonsymmetric(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_convdiff2d(40, 50, &K));
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        const char *be = hk_backend_name(*b);
+        int bn = iterations(&K, be, "method=bicgstab pc=none");
+        int bs = iterations(&K, be, "method=bicgstab pc=sai");
+        int gj = iterations(&K, be, "method=gmres pc=jacobi");
+        int gs = iterations(&K, be, "method=gmres pc=sai");
+        printf("\n    %s: bicgstab none %d sai %d; gmres jacobi %d sai %d", be, bn, bs, gj, gs);
+        CU_ASSERT(bs > 0 && bs < bn);
+        CU_ASSERT(gs > 0 && gs < gj);
+        if ((*b)->tri_create) {
+            int gi = iterations(&K, be, "method=gmres pc=ilu0");
+            printf(", gmres ilu0 %d", gi);
+            CU_ASSERT(gi > 0 && gi < gs);
+        }
+    }
+    hk_bcsr_free(&K);
+}
+
 /* ---- set-up errors ------------------------------------------------------------------- */
 
 static void test_errors(void)
@@ -488,4 +684,13 @@ HK_SUITE(pc, {"jacobi and none apply: r ./ diag(A)", test_jacobi},
          {"poly Lanczos bounds bracket lambda_max of the scaled 1D Laplacian", test_poly_bounds},
          {"ic0 is the exact Cholesky on (block) tridiagonal matrices", test_ic0_exact},
          {"ilu0 is the exact LU on (block) tridiagonal matrices", test_ilu0_exact},
-         {"set-up errors name the row / option", test_errors})
+         {"fsai with the full pattern is the exact inverse", test_fsai_exact},
+         {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
+         {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},
+         {"set-up errors name the row / option", test_errors},
+         {"SBELL Table 3: ls < neumann < jacobi CG iterations (2D elasticity)",
+          test_table3_ordering},
+         {"fsai >= 2x fewer, ic0 fewer CG iterations than jacobi (3D elasticity)",
+          test_fsai_ic0_vs_jacobi},
+         {"sai with bicgstab and gmres, ilu0 with gmres (convection-diffusion)",
+          test_sai_nonsymmetric})

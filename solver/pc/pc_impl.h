@@ -84,5 +84,7 @@ void hk_tri_pc_destroy(hk_pc *pc);
 /* The spectrum bounds [lo, hi] of D^-1/2 A D^-1/2 a poly preconditioner uses (after the
  * safeguard), and its coefficients in the Chebyshev basis T_k(2t/hi - 1), k = 0..degree. */
 int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const double **coef);
+/* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
+int64_t hk_pc_fsai_nnz(const hk_pc *pc);
 
 #endif
