@@ -22,6 +22,7 @@ typedef struct bench_cmd {
 static const bench_cmd bench_cmds[] = {
     {"spmv", "SpMV of every storage format and precision on FEM elasticity matrices",
      hk_bench_spmv},
+    {"cg", "CG and pipelined CG per iteration vs cuSPARSE+cuBLAS CG and the CPU", hk_bench_cg},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 
@@ -506,6 +507,13 @@ int hk_bench_spmv(int argc, char **argv)
         hk_bcsr_free(&K);
     }
     if (hk_options_check_used(o, "format.slice, format.sigma, format.tpr")) goto error;
+    /* copy bandwidth again at the end: on a shared machine the better of the two is the
+     * figure the SpMV rates should be read against */
+    double copy2 = 0;
+    if (hk_bench_copy_bandwidth(be, ncopy, &copy2)) goto error;
+    if (copy2 > copy_bps) copy_bps = copy2;
+    printf("\ncopy bandwidth measured again at the end: %.1f GB/s (best of the two: %.1f GB/s)\n",
+           copy2 * 1e-9, copy_bps * 1e-9);
 
     if (bo.json) {
         hk_json j;
