@@ -16,6 +16,7 @@
 /* ---- subcommands ------------------------------------------------------------------------- */
 
 int hk_bench_spmv(int argc, char **argv); /* app/cmd_bench.c */
+int hk_bench_cg(int argc, char **argv);   /* app/bench_cg.c */
 
 /* ---- common options: --backend auto|cpu|cuda  --json FILE  --size small|medium|large ---- */
 

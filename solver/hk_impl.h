@@ -235,6 +235,19 @@ typedef struct hk_backend_ops {
     int (*tri_create)(const hk_trifactor *T, hk_precision p, void **handle);
     int (*tri_solve)(void *handle, const hk_vec *b, hk_vec *x);
     void (*tri_destroy)(void *handle);
+
+    /* ---- replay of recorded iterations (cuda: CUDA graphs; NULL on cpu) -------------------
+     * graph_begin starts recording the ops issued after it instead of running them;
+     * graph_end stops and returns a replayable graph; graph_launch runs it once more (queued,
+     * does not wait); graph_free releases it. Between begin and end no op may wait for the
+     * device (no vec_dot, vec_mdot, scal_get, copy_from, sync) and nothing may be allocated.
+     * Host scalars passed to ops are frozen into the graph; scalars read from a backend
+     * array (the fused ops) are read at replay. A method records check_every iterations of
+     * fused ops once, then per check: graph_launch + one scal_get. */
+    int (*graph_begin)(void);
+    int (*graph_end)(void **graph);
+    int (*graph_launch)(void *graph);
+    void (*graph_free)(void *graph);
 } hk_backend_ops;
 
 extern const hk_backend_ops hk_backend_cpu;

@@ -1,0 +1,436 @@
+/* `hooke bench cg`: time per iteration of Hooke's CG and pipelined CG next to the classical
+ * cuSPARSE + cuBLAS CG (ANCHORS.md baseline) measured in the same run, on generated 3D hex8
+ * elasticity matrices (N^3 nodes, 3N^3 DOFs), plus the CPU backend for the GPU/CPU speedup.
+ *
+ * Every solve runs a fixed number of iterations (tol=1e-30 maxit=N, b = 1, x0 = 0), so all
+ * methods do the same work; ||r|| after the last iteration is printed beside each time as a
+ * cross-check that they computed the same thing. Also measured: pipelined CG driven through
+ * the backend ops directly, with and without CUDA-graph replay of check_every iterations, and
+ * the SBELL SpMV for every thread count per block row. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "hk_impl.h"
+#ifdef HOOKE_HAVE_CUDA
+#include "../cuda/hk_cuda.h"
+#endif
+
+typedef struct cg_row {
+    int nodes;
+    long long dofs;
+    const char *backend, *method, *format;
+    double ms_per_iter, rnorm, vs_base; /* vs_base: baseline time / this time */
+} cg_row;
+
+typedef struct cg_rows {
+    cg_row *r;
+    int n, cap;
+} cg_rows;
+
+static int rows_add(cg_rows *R, cg_row row)
+{
+    if (R->n == R->cap) {
+        int cap = R->cap ? 2 * R->cap : 32;
+        cg_row *p = realloc(R->r, (size_t)cap * sizeof *p);
+        if (!p) return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of host memory");
+        R->r = p;
+        R->cap = cap;
+    }
+    R->r[R->n++] = row;
+    return 0;
+}
+
+static void cg_usage(FILE *f)
+{
+    fprintf(f, "usage: hooke bench cg [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+               "                      [--nodes N[,N...]] [--iters N] [--check-every K] [--json F]\n\n"
+               "Per-iteration time of cg and pipecg (pc=none, fixed iterations) on 3D hex8\n"
+               "elasticity with N^3 nodes (default N = 20 for small, 20 and 70 otherwise: 24k and\n"
+               "1M DOFs), next to the classical cuSPARSE+cuBLAS CG and the CPU backend, plus\n"
+               "pipelined CG with and without CUDA-graph replay and the SBELL SpMV per thread\n"
+               "count per block row. --iters (default 200) iterations per solve; --check-every\n"
+               "(default 10) iterations between host reads of the residual in the graph runs.\n");
+}
+
+/* One solve through the public API; time per iteration of a second, timed solve. */
+static int time_solver(const hk_bcsr *K, const char *backend, const char *method,
+                       const char *format, int iters, const double *b, double *x, int warm,
+                       double *ms, double *rnorm)
+{
+    int ierr;
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    char opt[256];
+    hk_result res;
+    const int64_t n = K->nbrows * K->bs;
+    snprintf(opt, sizeof opt, "backend=%s method=%s pc=none format=%s tol=1e-30 maxit=%d",
+             backend, method, format, iters);
+    HK_TRY(hk_options_create(&o));
+    HK_TRY(hk_options_parse(o, opt));
+    HK_TRY(hk_solver_create(K, o, &s));
+    if (warm) { /* first-use costs (module load, handles) stay out of the figure */
+        memset(x, 0, (size_t)n * sizeof *x);
+        HK_TRY(hk_solver_solve(s, b, x, &res));
+    }
+    memset(x, 0, (size_t)n * sizeof *x);
+    HK_TRY(hk_solver_solve(s, b, x, &res));
+    *ms = res.iterations > 0 ? res.solve_seconds * 1e3 / res.iterations : NAN;
+    *rnorm = res.rnorm;
+fail:
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    return ierr;
+}
+
+/* Pipelined CG (no preconditioner) driven through the ops as solver/ksp/cg.c does, reading
+ * S every check_every iterations; with graph, those iterations are recorded once and
+ * replayed. The recording is inside the timed region. */
+static int pipecg_ops(const hk_backend_ops *be, hk_mat *A, const double *b, int iters,
+                      int check_every, int graph, double *ms, double *rnorm)
+{
+    int ierr;
+    hk_vec *v[4] = {NULL, NULL, NULL, NULL};
+    double *S = NULL, h[HK_S_PIPECG_COUNT];
+    void *g = NULL;
+    for (int j = 0; j < 4; j++) HK_TRY(hk_vec_create(be, A->nrows, HK_FP64, &v[j]));
+    hk_vec *x = v[0], *r = v[1], *p = v[2], *Ap = v[3];
+    HK_TRY(be->scal_alloc(&S, HK_S_MAX));
+    HK_TRY(be->vec_set(x, 0.0));
+    HK_TRY(hk_vec_upload(r, b));
+    HK_TRY(be->vec_copy(p, r));
+    HK_TRY(be->vec_dot(r, r, &h[HK_S_RR]));
+    h[HK_S_RZ] = h[HK_S_RR];
+    HK_TRY(be->scal_set(S, HK_S_RR, 2, h));
+    HK_TRY(be->spmv_dot2(A, p, Ap, NULL, S));
+    HK_TRY(be->sync());
+    double t0 = hk_time();
+    if (graph) {
+        HK_TRY(be->graph_begin());
+        for (int c = 0; c < check_every; c++) {
+            HK_TRY(be->pipecg_update(x, r, p, Ap, NULL, S));
+            HK_TRY(be->spmv_dot2(A, p, Ap, NULL, S));
+        }
+        HK_TRY(be->graph_end(&g));
+    }
+    int done = 0;
+    while (done < iters) {
+        if (graph) {
+            HK_TRY(be->graph_launch(g));
+        } else {
+            for (int c = 0; c < check_every; c++) {
+                HK_TRY(be->pipecg_update(x, r, p, Ap, NULL, S));
+                HK_TRY(be->spmv_dot2(A, p, Ap, NULL, S));
+            }
+        }
+        done += check_every;
+        HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h)); /* the convergence check's read */
+    }
+    *ms = (hk_time() - t0) * 1e3 / done;
+    *rnorm = sqrt(fabs(h[HK_S_RR]));
+fail:
+    if (g) be->graph_free(g);
+    if (S) be->scal_free(S);
+    for (int j = 0; j < 4; j++) hk_vec_destroy(v[j]);
+    return ierr;
+}
+
+typedef struct spmv_ctx {
+    const hk_backend_ops *be;
+    hk_mat *A;
+    hk_vec *x, *y;
+} spmv_ctx;
+
+static int spmv_once(void *c)
+{
+    spmv_ctx *s = c;
+    HK_CALL(hk_mat_spmv(s->A, s->x, s->y));
+    return s->be->sync();
+}
+
+/* SBELL SpMV with tpr threads per block row (0 = auto): microseconds per product. */
+static int time_sbell(const hk_backend_ops *be, const hk_bcsr *K, int tpr, double *us)
+{
+    int ierr;
+    hk_options *o = NULL;
+    spmv_ctx c = {be, NULL, NULL, NULL};
+    char opt[64];
+    snprintf(opt, sizeof opt, "format.tpr=%d", tpr);
+    HK_TRY(hk_options_create(&o));
+    HK_TRY(hk_options_parse(o, opt));
+    HK_TRY(hk_mat_create(be, K, HK_FMT_SBELL, HK_FP64, o, &c.A));
+    HK_TRY(hk_vec_create(be, c.A->ncols, HK_FP64, &c.x));
+    HK_TRY(hk_vec_create(be, c.A->nrows, HK_FP64, &c.y));
+    HK_TRY(be->vec_set(c.x, 1.0));
+    double s;
+    HK_TRY(hk_bench_time(spmv_once, &c, 3, 10, 0.2, &s));
+    *us = s * 1e6;
+fail:
+    hk_vec_destroy(c.x);
+    hk_vec_destroy(c.y);
+    hk_mat_destroy(c.A);
+    hk_options_destroy(o);
+    return ierr;
+}
+
+static int parse_nodes(const char *s, int *nodes, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 2 || v > 200) return -1;
+        nodes[n++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return -1;
+    }
+    return n;
+}
+
+int hk_bench_cg(int argc, char **argv)
+{
+    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    int iters = 200, check_every = 10, nn = 0, nodes[8], rc = 1;
+    const char *node_list = NULL;
+    cg_rows R = {NULL, 0, 0};
+    hk_json j = {0};
+    for (int i = 1; i < argc;) {
+        int r = hk_bench_common_option(argc, argv, &i, &bo);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            cg_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--nodes") && i + 1 < argc) {
+            node_list = argv[i + 1];
+            i += 2;
+        } else if (!strcmp(a, "--iters") && i + 1 < argc) {
+            iters = atoi(argv[i + 1]);
+            i += 2;
+        } else if (!strcmp(a, "--check-every") && i + 1 < argc) {
+            check_every = atoi(argv[i + 1]);
+            i += 2;
+        } else {
+            fprintf(stderr, "hooke bench cg: unknown or incomplete option '%s' (hooke bench cg "
+                            "--help)\n", a);
+            return 2;
+        }
+    }
+    if (iters < 1 || check_every < 1 || check_every > iters) {
+        fprintf(stderr, "hooke bench cg: --iters must be >= 1 and --check-every in 1..iters\n");
+        return 2;
+    }
+    if (node_list) {
+        nn = parse_nodes(node_list, nodes, 8);
+        if (nn <= 0) {
+            fprintf(stderr, "hooke bench cg: --nodes %s is not a list of node counts 2..200 "
+                            "(e.g. 20,70)\n", node_list);
+            return 2;
+        }
+    } else {
+        nodes[nn++] = 20;
+        if (bo.size != HK_BENCH_SMALL) nodes[nn++] = 70;
+    }
+
+    const hk_backend *gpu = NULL, *cpu = NULL;
+    if (hk_backend_get("cpu", &cpu)) goto error;
+    if (strcmp(bo.backend, "cpu")) {
+        if (hk_backend_get(bo.backend, &gpu)) goto error;
+        if (!strcmp(hk_backend_name(gpu), "cpu")) gpu = NULL; /* auto without a device */
+    }
+#ifndef HOOKE_HAVE_CUDA
+    gpu = NULL;
+#endif
+
+    double copy_gbs = NAN;
+    printf("## hooke bench cg (%d iterations per solve, pc=none, b = 1, x0 = 0)\n\n", iters);
+    if (gpu) hk_backend_describe(gpu, stdout);
+    hk_backend_describe(cpu, stdout);
+#ifdef HOOKE_HAVE_CUDA
+    if (gpu) {
+        if (hk_cuda_copy_bandwidth((size_t)1 << 30, 20, &copy_gbs)) goto error;
+        printf("device copy bandwidth (read + write): %.0f GB/s\n", copy_gbs);
+    }
+#endif
+    printf("\n");
+    typedef struct tpr_row {
+        int nodes, tpr;
+        double us;
+    } tpr_row;
+    tpr_row tr[8 * 5];
+    int ntr = 0;
+    typedef struct graph_row {
+        int nodes;
+        double direct, graph, r1, r2;
+    } graph_row;
+    graph_row gr[8];
+    int ngr = 0;
+
+    for (int s = 0; s < nn; s++) {
+        const int N = nodes[s];
+        hk_bcsr K = {0};
+        if (hk_gen_elasticity3d(N - 1, N - 1, N - 1, &K)) goto error;
+        const int64_t n = K.nbrows * K.bs;
+        double *b = malloc((size_t)n * sizeof *b), *x = malloc((size_t)n * sizeof *x);
+        if (!b || !x) {
+            free(b), free(x), hk_bcsr_free(&K);
+            hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of host memory");
+            goto error;
+        }
+        for (int64_t i = 0; i < n; i++) b[i] = 1.0;
+        fprintf(stderr, "hooke bench cg: %d^3 nodes, %lld DOFs, %lld nonzeros\n", N,
+                (long long)n, (long long)K.rowptr[K.nbrows] * K.bs * K.bs);
+        double base = NAN;
+        int err = 0;
+#ifdef HOOKE_HAVE_CUDA
+        if (gpu) {
+            hk_cuda_cg_timing t;
+            err = hk_cuda_baseline_cg(&K, iters, &t);
+            if (!err) {
+                base = t.ms_per_iter;
+                err = rows_add(&R, (cg_row){N, n, "cuda", "cuSPARSE+cuBLAS CG", "csr (cuSPARSE)",
+                                            t.ms_per_iter, t.rnorm, 1.0});
+            }
+            static const char *const meth[] = {"cg", "pipecg"};
+            static const char *const fmts[] = {"sbell", "cusparse-csr", "csr"};
+            for (int m = 0; m < 2 && !err; m++)
+                for (int f = 0; f < 3 && !err; f++) {
+                    double ms, rn;
+                    err = time_solver(&K, "cuda", meth[m], fmts[f], iters, b, x, 1, &ms, &rn);
+                    if (!err)
+                        err = rows_add(&R, (cg_row){N, n, "cuda", meth[m], fmts[f], ms, rn,
+                                                    base / ms});
+                }
+            /* pipelined CG through the ops: direct vs graph replay */
+            if (!err) {
+                hk_mat *A = NULL;
+                graph_row g = {N, NAN, NAN, NAN, NAN};
+                err = hk_mat_create(gpu, &K, HK_FMT_SBELL, HK_FP64, NULL, &A);
+                if (!err) err = pipecg_ops(gpu, A, b, iters, check_every, 0, &g.direct, &g.r1);
+                if (!err) err = pipecg_ops(gpu, A, b, iters, check_every, 1, &g.graph, &g.r2);
+                if (!err) err = pipecg_ops(gpu, A, b, iters, check_every, 0, &g.direct, &g.r1);
+                if (!err) err = pipecg_ops(gpu, A, b, iters, check_every, 1, &g.graph, &g.r2);
+                hk_mat_destroy(A);
+                if (!err) gr[ngr++] = g;
+            }
+            static const int tprs[] = {0, 1, 2, 4, 8};
+            for (int k = 0; k < 5 && !err; k++) {
+                tr[ntr] = (tpr_row){N, tprs[k], NAN};
+                err = time_sbell(gpu, &K, tprs[k], &tr[ntr].us);
+                ntr++;
+            }
+        }
+#endif
+        /* the CPU backend: one solve each (its first-use costs are negligible) */
+        static const char *const cmeth[] = {"cg", "pipecg"};
+        for (int m = 0; m < 2 && !err; m++) {
+            double ms, rn;
+            err = time_solver(&K, "cpu", cmeth[m], "csr", iters, b, x, 0, &ms, &rn);
+            if (!err)
+                err = rows_add(&R, (cg_row){N, n, "cpu", cmeth[m], "csr", ms, rn, base / ms});
+        }
+        free(b), free(x);
+        hk_bcsr_free(&K);
+        if (err) goto error;
+    }
+
+    printf("| DOFs | backend | method | format | ms/iteration | baseline / this | ||r|| after "
+           "%d |\n|---:|---|---|---|---:|---:|---:|\n", iters);
+    for (int i = 0; i < R.n; i++) {
+        cg_row *r = &R.r[i];
+        printf("| %lld | %s | %s | %s | %.4f | %.2fx | %.6e |\n", r->dofs, r->backend, r->method,
+               r->format, r->ms_per_iter, r->vs_base, r->rnorm);
+    }
+    printf("\n(baseline: classical CG with cusparseSpMV CSR + cublasDdot/Daxpy/Dscal, host "
+           "scalars, same run; > 1x means faster than it)\n");
+    /* GPU/CPU speedup of each method: best GPU format vs the CPU backend */
+    if (gpu) {
+        printf("\n| DOFs | method | best GPU (format) ms/it | CPU ms/it | GPU speedup |\n"
+               "|---:|---|---:|---:|---:|\n");
+        for (int i = 0; i < R.n; i++) {
+            if (strcmp(R.r[i].backend, "cpu")) continue;
+            const cg_row *c = &R.r[i], *best = NULL;
+            for (int k = 0; k < R.n; k++)
+                if (!strcmp(R.r[k].backend, "cuda") && R.r[k].dofs == c->dofs &&
+                    !strcmp(R.r[k].method, c->method) &&
+                    (!best || R.r[k].ms_per_iter < best->ms_per_iter))
+                    best = &R.r[k];
+            if (best)
+                printf("| %lld | %s | %.4f (%s) | %.4f | %.1fx |\n", c->dofs, c->method,
+                       best->ms_per_iter, best->format, c->ms_per_iter,
+                       c->ms_per_iter / best->ms_per_iter);
+        }
+        printf("\n| nodes | pipecg via ops, sbell: direct ms/it | CUDA graph of %d its ms/it | "
+               "graph gain | ||r|| direct / graph |\n|---:|---:|---:|---:|---|\n",
+               check_every);
+        for (int i = 0; i < ngr; i++)
+            printf("| %d^3 | %.4f | %.4f | %.2fx | %.6e / %.6e |\n", gr[i].nodes, gr[i].direct,
+                   gr[i].graph, gr[i].direct / gr[i].graph, gr[i].r1, gr[i].r2);
+        printf("\n| nodes | SBELL fp64 SpMV: threads per block row | us | vs auto |\n"
+               "|---:|---|---:|---:|\n");
+        for (int i = 0; i < ntr; i++) {
+            double us_auto = NAN;
+            for (int k = 0; k < ntr; k++)
+                if (tr[k].nodes == tr[i].nodes && tr[k].tpr == 0) us_auto = tr[k].us;
+            char t[16];
+            if (tr[i].tpr)
+                snprintf(t, sizeof t, "%d", tr[i].tpr);
+            else
+                snprintf(t, sizeof t, "auto");
+            printf("| %d^3 | %s | %.2f | %.2fx |\n", tr[i].nodes, t, tr[i].us,
+                   us_auto / tr[i].us);
+        }
+    }
+
+    if (bo.json) {
+        if (hk_json_open(&j, bo.json)) goto done;
+        hk_json_begin_object(&j, NULL);
+        hk_json_string(&j, "bench", "cg");
+        hk_json_int(&j, "iterations", iters);
+        hk_json_number(&j, "copy_gbs", copy_gbs);
+        hk_json_begin_array(&j, "solves");
+        for (int i = 0; i < R.n; i++) {
+            hk_json_begin_object(&j, NULL);
+            hk_json_int(&j, "dofs", R.r[i].dofs);
+            hk_json_string(&j, "backend", R.r[i].backend);
+            hk_json_string(&j, "method", R.r[i].method);
+            hk_json_string(&j, "format", R.r[i].format);
+            hk_json_number(&j, "ms_per_iter", R.r[i].ms_per_iter);
+            hk_json_number(&j, "baseline_over_this", R.r[i].vs_base);
+            hk_json_number(&j, "rnorm", R.r[i].rnorm);
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
+        hk_json_begin_array(&j, "graph");
+        for (int i = 0; i < ngr; i++) {
+            hk_json_begin_object(&j, NULL);
+            hk_json_int(&j, "nodes", gr[i].nodes);
+            hk_json_int(&j, "check_every", check_every);
+            hk_json_number(&j, "direct_ms_per_iter", gr[i].direct);
+            hk_json_number(&j, "graph_ms_per_iter", gr[i].graph);
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
+        hk_json_begin_array(&j, "sbell_tpr");
+        for (int i = 0; i < ntr; i++) {
+            hk_json_begin_object(&j, NULL);
+            hk_json_int(&j, "nodes", tr[i].nodes);
+            hk_json_int(&j, "tpr", tr[i].tpr);
+            hk_json_number(&j, "us", tr[i].us);
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
+        hk_json_end_object(&j);
+        if (hk_json_close(&j)) goto done;
+    }
+    rc = 0;
+    goto done;
+error:
+    fprintf(stderr, "hooke bench cg: %s\n", hk_error_message());
+    rc = 1;
+done:
+    free(R.r);
+    return rc;
+}

@@ -1,0 +1,327 @@
+// The CUDA backend: context, errors, device description, memory, backend-resident scalars,
+// the stage-2 reduction kernel, CUDA graph capture and the ops table. Kernels for vectors,
+// matrices and fused Krylov steps are in the other cuda_*.cu files.
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_impl.cuh"
+
+struct hk_cuda_ctx hk_cu;
+
+int hk_cu_fail(cudaError_t e, const char *what, const char *file, int line)
+{
+    cudaGetLastError(); /* clear a non-sticky error so the next op may still work */
+    return hk_error_set(HK_ERR_DEVICE, file, line, "CUDA error %s (%s) in %s", cudaGetErrorName(e),
+                        cudaGetErrorString(e), what);
+}
+
+int hk_cu_fail_sparse(cusparseStatus_t s, const char *what, const char *file, int line)
+{
+    return hk_error_set(HK_ERR_DEVICE, file, line, "cuSPARSE error %s (%s) in %s",
+                        cusparseGetErrorName(s), cusparseGetErrorString(s), what);
+}
+
+int hk_cu_fail_blas(cublasStatus_t s, const char *what, const char *file, int line)
+{
+    return hk_error_set(HK_ERR_DEVICE, file, line, "cuBLAS error %s in %s",
+                        cublasGetStatusName(s), what);
+}
+
+int hk_cu_init(void)
+{
+    if (hk_cu.ready) return 0;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return hk_error_set(HK_ERR_DEVICE, __FILE__, __LINE__,
+                            "backend 'cuda' is not available: no CUDA device (%s); use --backend "
+                            "cpu",
+                            e != cudaSuccess ? cudaGetErrorName(e) : "0 devices found");
+    }
+    HK_CU(cudaGetDevice(&hk_cu.device));
+    HK_CU(cudaDeviceGetAttribute(&hk_cu.nsm, cudaDevAttrMultiProcessorCount, hk_cu.device));
+    HK_CU(cudaStreamCreateWithFlags(&hk_cu.stream, cudaStreamNonBlocking));
+    HK_CU_SPARSE(cusparseCreate(&hk_cu.sp));
+    HK_CU_SPARSE(cusparseSetStream(hk_cu.sp, hk_cu.stream));
+    HK_CU(cudaMalloc(&hk_cu.part, sizeof(double) * HK_CU_MAXK * HK_CU_MAXB));
+    HK_CU(cudaMalloc(&hk_cu.dres, sizeof(double) * HK_CU_MAXK));
+    HK_CU(cudaMallocHost(&hk_cu.hres, sizeof(double) * HK_CU_MAXK));
+    hk_cu.ready = 1;
+    return 0;
+}
+
+static int cuda_probe(void)
+{
+    return hk_cu_init();
+}
+
+#ifndef __CUDA_ARCH_LIST__
+#define __CUDA_ARCH_LIST__ 0
+#endif
+
+static void cuda_describe(FILE *f)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        fprintf(f, "backend cuda: built (CUDA %d.%d), no device visible\n", CUDART_VERSION / 1000,
+                (CUDART_VERSION % 1000) / 10);
+        return;
+    }
+    int dev = 0, drv = 0, rt = 0, spv = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceProp p;
+    memset(&p, 0, sizeof p);
+    cudaGetDeviceProperties(&p, dev);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cusparseGetVersion(hk_cu.ready ? hk_cu.sp : NULL, &spv);
+    int blv = 0;
+    cublasGetProperty(MAJOR_VERSION, &blv);
+    int blm = 0;
+    cublasGetProperty(MINOR_VERSION, &blm);
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    cudaGetLastError();
+    static const int archs[] = {__CUDA_ARCH_LIST__};
+    fprintf(f, "backend cuda: %s, compute capability %d.%d, %d SMs, %.1f GB (%.1f GB free), L2 %d MB\n",
+            p.name, p.major, p.minor, p.multiProcessorCount, tot / 1e9, fr / 1e9,
+            p.l2CacheSize >> 20);
+    fprintf(f, "  driver %d.%d, runtime %d.%d, cuSPARSE %d, cuBLAS %d.%d; built with CUDA %d.%d for",
+            drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, spv, blv, blm,
+            CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (archs[i]) fprintf(f, " sm_%d", archs[i] / 10);
+    fprintf(f, "\n  kernels: csr bsr ell sell bell sbell (fp64/fp32, 1-32 threads per block row), "
+               "cusparse-csr cusparse-bsr; fused pipelined CG/BiCGStab/GMRES ops; CUDA graphs\n");
+}
+
+static int cuda_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+    HK_CALL(hk_cu_init());
+    HK_CU(cudaMemGetInfo(free_bytes, total_bytes));
+    return 0;
+}
+
+static int cuda_alloc(void **p, size_t bytes)
+{
+    HK_CALL(hk_cu_init());
+    cudaError_t e = cudaMalloc(p, bytes ? bytes : 256);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        *p = NULL;
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "out of GPU memory allocating %.3f GB (%.3f GB free, %s); use "
+                            "precision=mixed, a smaller mesh or --backend cpu",
+                            bytes / 1e9, fr / 1e9, cudaGetErrorName(e));
+    }
+    return 0;
+}
+
+static void cuda_dealloc(void *p)
+{
+    if (p) cudaFree(p);
+}
+
+static int cuda_copy_to(void *dst, const void *host_src, size_t bytes)
+{
+    /* pageable source: the call returns once the source is staged, so it may be freed */
+    if (bytes) HK_CU(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, hk_cu.stream));
+    return 0;
+}
+
+static int cuda_copy_from(void *host_dst, const void *src, size_t bytes)
+{
+    if (!bytes) return 0;
+    HK_CU(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    return 0;
+}
+
+static int cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes) HK_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hk_cu.stream));
+    return 0;
+}
+
+static int cuda_sync(void)
+{
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    HK_CU(cudaGetLastError());
+    return 0;
+}
+
+static int cuda_scal_alloc(double **s, int n)
+{
+    HK_CALL(cuda_alloc((void **)s, (size_t)n * sizeof(double)));
+    HK_CU(cudaMemsetAsync(*s, 0, (size_t)n * sizeof(double), hk_cu.stream));
+    return 0;
+}
+
+static void cuda_scal_free(double *s)
+{
+    if (s) cudaFree(s);
+}
+
+static int cuda_scal_get(const double *s, int first, int n, double *host)
+{
+    return cuda_copy_from(host, s + first, (size_t)n * sizeof(double));
+}
+
+static int cuda_scal_set(double *s, int first, int n, const double *host)
+{
+    return cuda_copy_to(s + first, host, (size_t)n * sizeof(double));
+}
+
+/* ---- stage 2 of every reduction ------------------------------------------------------- */
+
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    hk_k_finish(const double *__restrict__ part, unsigned nb, int k, hk_cu_outs out, int mode,
+                double *S)
+{
+    __shared__ double sh[HK_CU_BLOCK / 32];
+    double e0 = 0, e1 = 0;
+    if (threadIdx.x == 0 && S) {
+        /* derived scalars from the old values, before any result overwrites them */
+        if (mode == HK_FIN_PIPECG) {
+            e0 = S[HK_S_RZ] / S[HK_S_PAP];
+            e1 = e0 * e0 * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+        } else if (mode == HK_FIN_BICG_S) {
+            e0 = S[HK_S_BI_RR0] / S[HK_S_BI_APR0];
+        } else if (mode == HK_FIN_BICG_UPD) {
+            e0 = S[HK_S_BI_ASAS] != 0.0 ? S[HK_S_BI_ASS] / S[HK_S_BI_ASAS] : 0.0;
+            e1 = -S[HK_S_BI_ASR0] / S[HK_S_BI_APR0];
+        }
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int j = 0; j < k; j++) {
+        double s = 0;
+        for (unsigned b = threadIdx.x; b < nb; b += HK_CU_BLOCK) s += part[(size_t)j * nb + b];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+        if (lane == 0) sh[warp] = s;
+        __syncthreads();
+        if (warp == 0) {
+            s = lane < HK_CU_BLOCK / 32 ? sh[lane] : 0.0;
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+            if (lane == 0) *out.p[j] = s;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && S) {
+        if (mode == HK_FIN_PIPECG) {
+            S[HK_S_ALPHA] = e0;
+            S[HK_S_BETA] = e1;
+        } else if (mode == HK_FIN_BICG_S) {
+            S[HK_S_BI_ALPHA] = e0;
+        } else if (mode == HK_FIN_BICG_UPD) {
+            S[HK_S_BI_OMEGA] = e0;
+            S[HK_S_BI_BETA] = e1;
+        }
+    }
+}
+
+int hk_cu_finish(unsigned nb, int k, const hk_cu_outs &out, int mode, double *S)
+{
+    hk_k_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(hk_cu.part, nb, k, out, mode, S);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+int hk_cu_finish_host(unsigned nb, int k, double *r)
+{
+    hk_cu_outs out;
+    for (int j = 0; j < k; j++) out.p[j] = hk_cu.dres + j;
+    HK_CALL(hk_cu_finish(nb, k, out, HK_FIN_PLAIN, NULL));
+    HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, (size_t)k * sizeof(double),
+                          cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    memcpy(r, hk_cu.hres, (size_t)k * sizeof(double));
+    return 0;
+}
+
+/* ---- CUDA graphs ----------------------------------------------------------------------- */
+
+static int cuda_graph_begin(void)
+{
+    HK_CU(cudaStreamBeginCapture(hk_cu.stream, cudaStreamCaptureModeThreadLocal));
+    return 0;
+}
+
+static int cuda_graph_end(void **graph)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t exec = NULL;
+    *graph = NULL;
+    HK_CU(cudaStreamEndCapture(hk_cu.stream, &g));
+    cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) return hk_cu_fail(e, "cudaGraphInstantiate", __FILE__, __LINE__);
+    *graph = exec;
+    return 0;
+}
+
+static int cuda_graph_launch(void *graph)
+{
+    HK_CU(cudaGraphLaunch((cudaGraphExec_t)graph, hk_cu.stream));
+    return 0;
+}
+
+static void cuda_graph_free(void *graph)
+{
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
+/* The table is filled by name (nvcc's C++17 has no designated initializers). */
+static hk_backend_ops cuda_make_ops(void)
+{
+    hk_backend_ops o;
+    memset(&o, 0, sizeof o);
+    o.name = "cuda";
+    o.probe = cuda_probe;
+    o.describe = cuda_describe;
+    o.mem_info = cuda_mem_info;
+    o.alloc = cuda_alloc;
+    o.dealloc = cuda_dealloc;
+    o.copy_to = cuda_copy_to;
+    o.copy_from = cuda_copy_from;
+    o.copy = cuda_copy;
+    o.sync = cuda_sync;
+    o.vec_set = hk_cu_vec_set;
+    o.vec_copy = hk_cu_vec_copy;
+    o.vec_convert = hk_cu_vec_convert;
+    o.vec_scale = hk_cu_vec_scale;
+    o.vec_axpby = hk_cu_vec_axpby;
+    o.vec_axpbypcz = hk_cu_vec_axpbypcz;
+    o.vec_pointwise_mult = hk_cu_vec_pointwise_mult;
+    o.vec_dot = hk_cu_vec_dot;
+    o.vec_mdot = hk_cu_vec_mdot;
+    o.vec_maxpy = hk_cu_vec_maxpy;
+    o.mat_upload = hk_cu_mat_upload;
+    o.mat_release = hk_cu_mat_release;
+    o.mat_spmv = hk_cu_mat_spmv;
+    o.bdiag_apply = hk_cu_bdiag_apply;
+    o.scal_alloc = cuda_scal_alloc;
+    o.scal_free = cuda_scal_free;
+    o.scal_get = cuda_scal_get;
+    o.scal_set = cuda_scal_set;
+    o.pipecg_update = hk_cu_pipecg_update;
+    o.spmv_dot2 = hk_cu_spmv_dot2;
+    o.spmv_mdot = hk_cu_spmv_mdot;
+    o.pipebicg_s = hk_cu_pipebicg_s;
+    o.pipebicg_update = hk_cu_pipebicg_update;
+    o.vec_mdot_s = hk_cu_vec_mdot_s;
+    o.vec_maxpy_s_nrm = hk_cu_vec_maxpy_s_nrm;
+    o.vec_scale_s_dot = hk_cu_vec_scale_s_dot;
+    o.tri_create = NULL; /* ic0/ilu0 say "not available on cuda" */
+    o.graph_begin = cuda_graph_begin;
+    o.graph_end = cuda_graph_end;
+    o.graph_launch = cuda_graph_launch;
+    o.graph_free = cuda_graph_free;
+    return o;
+}
+
+extern "C" const hk_backend_ops hk_backend_cuda = cuda_make_ops();

@@ -1,0 +1,188 @@
+// Fused ops of the pipelined Krylov methods on the CUDA backend (semantics in hk_impl.h, CPU
+// versions in solver/cpu/cpu_backend.c and cpu_fused.c). Every scalar the step needs is read
+// from the backend-resident array S inside the kernel and every result is written back there,
+// so an iteration never waits for the host. Each op is one vector kernel (stage 1 of its
+// reductions) plus the one-block stage 2, which also derives the step's scalars.
+#include "cuda_impl.cuh"
+
+#define FP64(v)                                                                                    \
+    HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \
+             "cuda backend: the pipelined Krylov fused ops run their vectors in fp64")
+#define LEN(a, b)                                                                                  \
+    HK_CHECK((a)->n == (b)->n, HK_ERR_ARG, "cuda backend: fused op on vectors of lengths %lld "   \
+             "and %lld", (long long)(a)->n, (long long)(b)->n)
+#define D(v) ((double *)(v)->data)
+#define CD(v) ((const double *)(v)->data)
+
+#define HK_GRID_STRIDE(i, n)                                                                       \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* Pipelined CG update (pipelined-solver paper, Algorithm 2, lines 4-7, plus Jacobi). */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_pipecg_update(int64_t n, double *__restrict__ x, double *__restrict__ r,
+                    double *__restrict__ p, const double *__restrict__ Ap,
+                    const double *__restrict__ dinv, const double *__restrict__ S, double *part)
+{
+    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
+    const double beta = alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+    double acc[2] = {0, 0};
+    HK_GRID_STRIDE(i, n)
+    {
+        const double pi = p[i];
+        x[i] += alpha * pi;
+        const double ri = r[i] - alpha * Ap[i];
+        r[i] = ri;
+        const double zi = dinv ? dinv[i] * ri : ri;
+        p[i] = zi + beta * pi;
+        acc[0] += ri * ri;
+        acc[1] += ri * zi;
+    }
+    hk_block_reduce<2>(acc, 2, part);
+}
+
+int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                        double *S)
+{
+    FP64(x);
+    FP64(r);
+    FP64(p);
+    FP64(Ap);
+    LEN(x, r);
+    LEN(x, p);
+    LEN(x, Ap);
+    if (dinv) {
+        FP64(dinv);
+        LEN(x, dinv);
+    }
+    const unsigned nb = hk_cu_rgrid(x->n);
+    k_pipecg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, D(x), D(r), D(p), CD(Ap),
+                                                          dinv ? CD(dinv) : NULL, S, hk_cu.part);
+    HK_CU_LAUNCHED();
+    hk_cu_outs out;
+    out.p[0] = S + HK_S_RR;
+    out.p[1] = S + HK_S_RZ;
+    return hk_cu_finish(nb, 2, out, HK_FIN_PIPECG, S);
+}
+
+int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S)
+{
+    if (dinv) {
+        FP64(dinv);
+        LEN(Ap, dinv);
+    }
+    LEN(p, Ap);
+    hk_cu_fuse f;
+    f.k = 2;
+    f.w[0] = CD(p); /* p.Ap */
+    f.d[0] = NULL;
+    f.w[1] = NULL;  /* Ap.(dinv.*Ap) */
+    f.d[1] = dinv ? CD(dinv) : NULL;
+    f.w[2] = f.w[3] = f.d[2] = f.d[3] = NULL;
+    unsigned nb;
+    HK_CALL(hk_cu_mat_spmv_fused(A, p, Ap, f, &nb));
+    hk_cu_outs out;
+    out.p[0] = S + HK_S_PAP;
+    out.p[1] = S + HK_S_APZ;
+    return hk_cu_finish(nb, 2, out, HK_FIN_PLAIN, NULL);
+}
+
+int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
+                    double *S, const int *slot)
+{
+    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)",
+             k);
+    hk_cu_fuse f;
+    f.k = k;
+    for (int j = 0; j < 4; j++) {
+        f.w[j] = NULL;
+        f.d[j] = NULL;
+    }
+    for (int j = 0; j < k; j++) {
+        FP64(W[j]);
+        LEN(W[j], y);
+        f.w[j] = W[j] == y ? NULL : CD(W[j]);
+    }
+    unsigned nb;
+    HK_CALL(hk_cu_mat_spmv_fused(A, x, y, f, &nb));
+    if (!k) return 0;
+    hk_cu_outs out;
+    for (int j = 0; j < k; j++) out.p[j] = S + slot[j];
+    return hk_cu_finish(nb, k, out, HK_FIN_PLAIN, NULL);
+}
+
+/* Pipelined BiCGStab lines 8-9: s = r - alpha Ap, partial s.s. */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_bicg_s(int64_t n, double *__restrict__ s, const double *__restrict__ r,
+             const double *__restrict__ Ap, const double *__restrict__ S, double *part)
+{
+    const double alpha = S[HK_S_BI_RR0] / S[HK_S_BI_APR0];
+    double acc[1] = {0};
+    HK_GRID_STRIDE(i, n)
+    {
+        const double si = r[i] - alpha * Ap[i];
+        s[i] = si;
+        acc[0] += si * si;
+    }
+    hk_block_reduce<1>(acc, 1, part);
+}
+
+int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S)
+{
+    FP64(s);
+    FP64(r);
+    FP64(Ap);
+    LEN(s, r);
+    LEN(s, Ap);
+    const unsigned nb = hk_cu_rgrid(s->n);
+    k_bicg_s<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(s->n, D(s), CD(r), CD(Ap), S, hk_cu.part);
+    HK_CU_LAUNCHED();
+    hk_cu_outs out;
+    out.p[0] = S + HK_S_BI_SS;
+    return hk_cu_finish(nb, 1, out, HK_FIN_BICG_S, S);
+}
+
+/* Pipelined BiCGStab lines 13-20 (right preconditioned), partials of r.r0s and r.r. No
+ * __restrict__: without a preconditioner phat is p and shat is s. */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_bicg_update(int64_t n, double *x, double *r,
+                  double *p, const double *phat,
+                  const double *s, const double *shat,
+                  const double *As, const double *Ap,
+                  const double *r0s, const double *S, double *part)
+{
+    const double alpha = S[HK_S_BI_ALPHA];
+    const double omega = S[HK_S_BI_ASAS] != 0.0 ? S[HK_S_BI_ASS] / S[HK_S_BI_ASAS] : 0.0;
+    const double beta = -S[HK_S_BI_ASR0] / S[HK_S_BI_APR0];
+    double acc[2] = {0, 0};
+    HK_GRID_STRIDE(i, n)
+    {
+        x[i] += alpha * phat[i] + omega * shat[i];
+        const double ri = s[i] - omega * As[i];
+        r[i] = ri;
+        p[i] = ri + beta * (p[i] - omega * Ap[i]);
+        acc[0] += ri * r0s[i];
+        acc[1] += ri * ri;
+    }
+    hk_block_reduce<2>(acc, 2, part);
+}
+
+int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
+                          const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
+                          const hk_vec *r0s, double *S)
+{
+    const hk_vec *all[] = {x, r, p, phat, s, shat, As, Ap, r0s};
+    for (int j = 0; j < 9; j++) {
+        FP64(all[j]);
+        LEN(all[j], x);
+    }
+    const unsigned nb = hk_cu_rgrid(x->n);
+    k_bicg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, D(x), D(r), D(p), CD(phat), CD(s),
+                                                        CD(shat), CD(As), CD(Ap), CD(r0s), S,
+                                                        hk_cu.part);
+    HK_CU_LAUNCHED();
+    hk_cu_outs out;
+    out.p[0] = S + HK_S_BI_RR0;
+    out.p[1] = S + HK_S_BI_RR;
+    return hk_cu_finish(nb, 2, out, HK_FIN_BICG_UPD, S);
+}

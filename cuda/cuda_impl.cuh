@@ -1,0 +1,192 @@
+// Private pieces of the CUDA backend shared between its .cu files: the one context (device,
+// stream, library handles, reduction workspace), error conversion, and the deterministic
+// two-stage reduction used by every kernel that returns a sum.
+//
+// Reductions: stage 1 is the kernel itself, with a fixed grid (at most HK_CU_MAXB blocks of
+// HK_CU_BLOCK threads, grid-stride loops): each thread sums its indices in order, the block
+// reduces with warp shuffles then one warp, and writes one partial per value to hk_cu.part.
+// Stage 2 (hk_cu_finish) is one block that sums the partials in a fixed order and writes each
+// result to its destination in device memory. No atomics on values: the same inputs give the
+// same digits on every run.
+#ifndef HOOKE_CUDA_IMPL_CUH
+#define HOOKE_CUDA_IMPL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusparse.h>
+#include <stdint.h>
+
+extern "C" {
+#include "hk_impl.h"
+}
+
+#define HK_CU_BLOCK 256 /* threads per block of every kernel */
+#define HK_CU_MAXB 1024 /* blocks of a reducing kernel at most (partials per value) */
+#define HK_CU_MAXK 16   /* values reduced by one kernel at most */
+
+struct hk_cuda_ctx {
+    int ready;
+    int device;
+    int nsm;
+    cudaStream_t stream;   /* every op runs on this stream, in order */
+    cusparseHandle_t sp;   /* bound to stream */
+    double *part;          /* HK_CU_MAXK * HK_CU_MAXB partial sums */
+    double *dres;          /* HK_CU_MAXK results of host-returning reductions */
+    double *hres;          /* pinned host copy of dres */
+};
+extern struct hk_cuda_ctx hk_cu;
+
+/* Create the context on first use (probe calls it). */
+int hk_cu_init(void);
+
+/* Record a CUDA / cuSPARSE / cuBLAS failure as HK_ERR_DEVICE with the status name. */
+int hk_cu_fail(cudaError_t e, const char *what, const char *file, int line);
+int hk_cu_fail_sparse(cusparseStatus_t s, const char *what, const char *file, int line);
+int hk_cu_fail_blas(cublasStatus_t s, const char *what, const char *file, int line);
+
+#define HK_CU(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t hk_cu_e_ = (call);                                                             \
+        if (hk_cu_e_ != cudaSuccess) return hk_cu_fail(hk_cu_e_, #call, __FILE__, __LINE__);       \
+    } while (0)
+#define HK_CU_SPARSE(call)                                                                         \
+    do {                                                                                           \
+        cusparseStatus_t hk_cu_s_ = (call);                                                        \
+        if (hk_cu_s_ != CUSPARSE_STATUS_SUCCESS)                                                   \
+            return hk_cu_fail_sparse(hk_cu_s_, #call, __FILE__, __LINE__);                         \
+    } while (0)
+#define HK_CU_BLAS(call)                                                                           \
+    do {                                                                                           \
+        cublasStatus_t hk_cu_b_ = (call);                                                          \
+        if (hk_cu_b_ != CUBLAS_STATUS_SUCCESS)                                                     \
+            return hk_cu_fail_blas(hk_cu_b_, #call, __FILE__, __LINE__);                           \
+    } while (0)
+/* Variants for functions with clean-up (need int ierr and label fail). */
+#define HK_CU_TRY(call)                                                                            \
+    do {                                                                                           \
+        cudaError_t hk_cu_e_ = (call);                                                             \
+        if (hk_cu_e_ != cudaSuccess) {                                                             \
+            ierr = hk_cu_fail(hk_cu_e_, #call, __FILE__, __LINE__);                                \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+#define HK_CU_SPARSE_TRY(call)                                                                     \
+    do {                                                                                           \
+        cusparseStatus_t hk_cu_s_ = (call);                                                        \
+        if (hk_cu_s_ != CUSPARSE_STATUS_SUCCESS) {                                                 \
+            ierr = hk_cu_fail_sparse(hk_cu_s_, #call, __FILE__, __LINE__);                         \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+/* After a kernel launch: launch-configuration errors surface here. */
+#define HK_CU_LAUNCHED() HK_CU(cudaGetLastError())
+
+/* Blocks for an element-wise kernel over n entries (grid-stride beyond 2^20 blocks). */
+static inline unsigned hk_cu_grid(int64_t n)
+{
+    int64_t b = (n + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+    if (b < 1) b = 1;
+    if (b > (1 << 20)) b = 1 << 20;
+    return (unsigned)b;
+}
+/* Blocks for a reducing kernel over n entries: fixed by n alone, so sums repeat. */
+static inline unsigned hk_cu_rgrid(int64_t n)
+{
+    int64_t b = (n + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+    if (b < 1) b = 1;
+    if (b > HK_CU_MAXB) b = HK_CU_MAXB;
+    return (unsigned)b;
+}
+
+/* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
+enum {
+    HK_FIN_PLAIN = 0,
+    HK_FIN_PIPECG,   /* S[ALPHA], S[BETA] from the old S[RZ], S[PAP], S[APZ] */
+    HK_FIN_BICG_S,   /* S[BI_ALPHA] = S[BI_RR0]/S[BI_APR0] */
+    HK_FIN_BICG_UPD  /* S[BI_OMEGA], S[BI_BETA] */
+};
+struct hk_cu_outs {
+    double *p[HK_CU_MAXK];
+};
+/* Sum k values of nb partials each (in hk_cu.part) into out.p[j]; mode as above with S. */
+int hk_cu_finish(unsigned nb, int k, const hk_cu_outs &out, int mode, double *S);
+/* hk_cu_finish into hk_cu.dres, copy to host r[0..k) and wait. */
+int hk_cu_finish_host(unsigned nb, int k, double *r);
+
+/* Block reduction of v[0..k) (k <= K, uniform across the block) into
+ * part[j * gridDim.x + blockIdx.x]. blockDim.x must be HK_CU_BLOCK. */
+template <int K>
+__device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *part)
+{
+    __shared__ double sh[K][HK_CU_BLOCK / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int j = 0; j < K; j++) {
+        if (j < k) {
+            double s = v[j];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+            if (lane == 0) sh[j][warp] = s;
+        }
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+        for (int j = 0; j < K; j++) {
+            if (j < k) {
+                double s = lane < HK_CU_BLOCK / 32 ? sh[j][lane] : 0.0;
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+                if (lane == 0) part[(size_t)j * gridDim.x + blockIdx.x] = s;
+            }
+        }
+    }
+}
+
+/* Dot products fused after an SpMV y = A x: value j is (d[j] .* w[j]) . y, with w[j] NULL
+ * meaning y itself and d[j] NULL meaning no scaling. */
+struct hk_cu_fuse {
+    const double *w[4];
+    const double *d[4];
+    int k;
+};
+/* Separate reduction for formats without a fused kernel (cuSPARSE): partials of the k values
+ * of f over y into hk_cu.part; returns the grid used. */
+int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned *nb);
+
+/* Matrix ops (cuda_spmv.cu). */
+int hk_cu_mat_upload(hk_mat *A);
+void hk_cu_mat_release(hk_mat *A);
+int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
+/* y = A x (fp64) with the k fused values of f reduced; partials in hk_cu.part, *nb blocks. */
+int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f,
+                         unsigned *nb);
+
+/* Vector ops (cuda_vec.cu). */
+int hk_cu_vec_set(hk_vec *x, double a);
+int hk_cu_vec_copy(hk_vec *y, const hk_vec *x);
+int hk_cu_vec_convert(hk_vec *y, const hk_vec *x);
+int hk_cu_vec_scale(hk_vec *x, double a);
+int hk_cu_vec_axpby(hk_vec *y, double a, const hk_vec *x, double b);
+int hk_cu_vec_axpbypcz(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y, double c);
+int hk_cu_vec_pointwise_mult(hk_vec *w, const hk_vec *x, const hk_vec *y);
+int hk_cu_vec_dot(const hk_vec *x, const hk_vec *y, double *r);
+int hk_cu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r);
+int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
+int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
+
+/* Fused Krylov ops (cuda_fused.cu). */
+int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                        double *S);
+int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S);
+int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
+                    double *S, const int *slot);
+int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
+int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
+                          const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
+                          const hk_vec *r0s, double *S);
+int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
+int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
+int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
+
+#endif

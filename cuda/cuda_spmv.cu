@@ -1,0 +1,453 @@
+// Matrices on the CUDA backend: upload from the host format arrays (hk_impl.h), SpMV for
+// every format in fp64 and fp32, and the SpMV with fused dot products for the pipelined
+// methods.
+//
+// Two kernel families cover the six native formats:
+//   - row-pointer kernel (k_bsr): CSR is BSR with 1x1 blocks;
+//   - sliced kernel (k_sell): SBELL as in the SBELL paper, values column-major inside a slice
+//     of S block rows so consecutive block rows read consecutive addresses. SELL is SBELL with
+//     1x1 blocks, BELL is SBELL with one slice of all block rows (S = nbrows), ELL is BELL with
+//     1x1 blocks: the address formulas of hk_impl.h coincide.
+// Each block row gets a group of tpr threads (1..32, a power of two, inside one warp); lane l
+// takes the row's blocks l, l+tpr, ... and the group sums with warp shuffles. Groups loop over
+// block rows with a grid stride, so a fused kernel can use a fixed grid of HK_CU_MAXB blocks and
+// its partial sums stay deterministic. Sums run in double in both precisions and are rounded
+// once per output entry, as on the CPU backend.
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_impl.cuh"
+
+struct hk_cu_mat {
+    int bs;          /* kernel block size (1 for csr, ell, sell, cusparse-csr) */
+    int tpr;         /* threads per block row */
+    int64_t nbrows;  /* block rows */
+    int64_t S;       /* slice height (sliced family) */
+    int64_t *rowptr; /* row-pointer family */
+    int32_t *colind;
+    void *val;       /* fp64 or fp32 by A->prec */
+    int64_t *sptr;   /* sliced family: slice starts (in block slots) */
+    int32_t *swidth;
+    int32_t *perm;   /* SELL/SBELL: perm[new] = old; NULL for ELL/BELL */
+    /* cuSPARSE */
+    int32_t *rowptr32;
+    cusparseSpMatDescr_t sp;
+    cusparseDnVecDescr_t dx, dy;
+    void *spbuf;
+    cusparseSpMVAlg_t alg;
+};
+
+static int is_rowptr_family(hk_format f)
+{
+    return f == HK_FMT_CSR || f == HK_FMT_BSR || f == HK_FMT_CUSPARSE_CSR ||
+           f == HK_FMT_CUSPARSE_BSR;
+}
+static int is_cusparse(hk_format f)
+{
+    return f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR;
+}
+
+/* ---- kernels --------------------------------------------------------------------------- */
+
+/* Sum a group's per-lane results, write the block row's y and add the fused dot terms. */
+template <typename T, int BS, bool FUSED>
+__device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane, int tpr,
+                                        int64_t row, T *__restrict__ y, const hk_cu_fuse &f,
+                                        double (&fs)[4])
+{
+    for (int o = tpr >> 1; o > 0; o >>= 1)
+#pragma unroll
+        for (int r = 0; r < BS; r++) acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
+    if (active && lane == 0) {
+#pragma unroll
+        for (int r = 0; r < BS; r++) {
+            const int64_t i = row * BS + r;
+            const T yt = (T)acc[r];
+            y[i] = yt;
+            if (FUSED) {
+                const double yi = (double)yt;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (j < f.k) {
+                        double w = f.w[j] ? f.w[j][i] : yi;
+                        if (f.d[j]) w = f.d[j][i] * w;
+                        fs[j] += w * yi;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Loop header shared by both families: g is this group's block row, gw the first block row
+ * of this warp (uniform across the warp, so every lane runs the shuffles). */
+#define GROUP_LOOP(nbrows)                                                                         \
+    const int64_t t_ = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;                             \
+    const int lane = threadIdx.x & (tpr - 1);                                                      \
+    const int64_t gstride = ((int64_t)gridDim.x * blockDim.x) / tpr;                               \
+    int64_t g = t_ / tpr;                                                                          \
+    for (int64_t gw = (t_ & ~(int64_t)31) / tpr; gw < (nbrows); gw += gstride, g += gstride)
+
+template <typename T, int BS, bool FUSED>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_bsr(int64_t nbrows, int tpr, const int64_t *__restrict__ rowptr,
+          const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
+          T *__restrict__ y, hk_cu_fuse f, double *part)
+{
+    double fs[4] = {0, 0, 0, 0};
+    GROUP_LOOP(nbrows)
+    {
+        double acc[BS];
+#pragma unroll
+        for (int r = 0; r < BS; r++) acc[r] = 0;
+        const bool active = g < nbrows;
+        if (active) {
+            const int64_t end = rowptr[g + 1];
+            for (int64_t kk = rowptr[g] + lane; kk < end; kk += tpr) {
+                const int64_t c = col[kk];
+                const T *v = val + kk * (BS * BS);
+#pragma unroll
+                for (int cc = 0; cc < BS; cc++) {
+                    const double xc = x[c * BS + cc];
+#pragma unroll
+                    for (int r = 0; r < BS; r++) acc[r] += (double)v[r * BS + cc] * xc;
+                }
+            }
+        }
+        row_out<T, BS, FUSED>(acc, active, lane, tpr, g, y, f, fs);
+    }
+    if (FUSED) hk_block_reduce<4>(fs, f.k, part);
+}
+
+template <typename T, int BS, bool FUSED>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_sell(int64_t nbrows, int64_t S, int tpr, const int64_t *__restrict__ sptr,
+           const int32_t *__restrict__ swidth, const int32_t *__restrict__ perm,
+           const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
+           T *__restrict__ y, hk_cu_fuse f, double *part)
+{
+    double fs[4] = {0, 0, 0, 0};
+    GROUP_LOOP(nbrows)
+    {
+        double acc[BS];
+#pragma unroll
+        for (int r = 0; r < BS; r++) acc[r] = 0;
+        const bool active = g < nbrows;
+        int64_t row = g;
+        if (active) {
+            const int64_t s = g / S, j = g - s * S;
+            const int64_t base = sptr[s];
+            const int w = swidth[s];
+            for (int k = lane; k < w; k += tpr) {
+                const int64_t slot = base + (int64_t)k * S;
+                const int64_t c = col[slot + j];
+                if (c >= 0) {
+                    const T *v = val + slot * (BS * BS) + j;
+#pragma unroll
+                    for (int cc = 0; cc < BS; cc++) {
+                        const double xc = x[c * BS + cc];
+#pragma unroll
+                        for (int r = 0; r < BS; r++)
+                            acc[r] += (double)v[(r * BS + cc) * S] * xc;
+                    }
+                }
+            }
+            if (perm) row = perm[g];
+        }
+        row_out<T, BS, FUSED>(acc, active, lane, tpr, row, y, f, fs);
+    }
+    if (FUSED) hk_block_reduce<4>(fs, f.k, part);
+}
+
+/* Fused values over y computed after a separate SpMV (formats without a fused kernel). */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_fuse_reduce(int64_t n, const double *__restrict__ y, hk_cu_fuse f, double *part)
+{
+    double fs[4] = {0, 0, 0, 0};
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const double yi = y[i];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (j < f.k) {
+                double w = f.w[j] ? f.w[j][i] : yi;
+                if (f.d[j]) w = f.d[j][i] * w;
+                fs[j] += w * yi;
+            }
+        }
+    }
+    hk_block_reduce<4>(fs, f.k, part);
+}
+
+int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned *nb)
+{
+    *nb = hk_cu_rgrid(n);
+    k_fuse_reduce<<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, y, f, hk_cu.part);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+/* ---- launch ---------------------------------------------------------------------------- */
+
+template <typename T, int BS, bool FUSED>
+static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, T *y, const hk_cu_fuse &f,
+                      unsigned nb)
+{
+    if (is_rowptr_family(A->fmt))
+        k_bsr<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, y, f, hk_cu.part);
+    else
+        k_sell<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, (const T *)m->val, x,
+            y, f, hk_cu.part);
+}
+
+template <typename T, bool FUSED>
+static int launch(const hk_mat *A, const void *x, void *y, const hk_cu_fuse &f, unsigned *nbout)
+{
+    const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
+    int64_t nb64 = (m->nbrows * m->tpr + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+    if (FUSED && nb64 > HK_CU_MAXB) nb64 = HK_CU_MAXB;
+    if (nb64 > (1 << 22)) nb64 = 1 << 22; /* grid-stride beyond */
+    if (nb64 < 1) {
+        if (!FUSED) return 0;
+        nb64 = 1; /* the fused sums must still be written (zero) */
+    }
+    const unsigned nb = (unsigned)nb64;
+    if (m->bs == 1)
+        launch_bs<T, 1, FUSED>(A, m, (const T *)x, (T *)y, f, nb);
+    else if (m->bs == 2)
+        launch_bs<T, 2, FUSED>(A, m, (const T *)x, (T *)y, f, nb);
+    else
+        launch_bs<T, 3, FUSED>(A, m, (const T *)x, (T *)y, f, nb);
+    HK_CU_LAUNCHED();
+    if (nbout) *nbout = nb;
+    return 0;
+}
+
+static int cusparse_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
+{
+    hk_cu_mat *m = (hk_cu_mat *)A->bdata;
+    HK_CU_SPARSE(cusparseDnVecSetValues(m->dx, x->data));
+    HK_CU_SPARSE(cusparseDnVecSetValues(m->dy, y->data));
+    if (A->prec == HK_FP64) {
+        const double one = 1, zero = 0;
+        HK_CU_SPARSE(cusparseSpMV(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, m->sp, m->dx,
+                                  &zero, m->dy, CUDA_R_64F, m->alg, m->spbuf));
+    } else {
+        const float one = 1, zero = 0;
+        HK_CU_SPARSE(cusparseSpMV(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, m->sp, m->dx,
+                                  &zero, m->dy, CUDA_R_32F, m->alg, m->spbuf));
+    }
+    return 0;
+}
+
+int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not uploaded");
+    HK_CHECK(x->prec == A->prec && y->prec == A->prec && x->n == A->ncols && y->n == A->nrows,
+             HK_ERR_ARG, "cuda backend: SpMV vectors differ from the matrix in size or precision");
+    if (is_cusparse(A->fmt)) return cusparse_spmv(A, x, y);
+    hk_cu_fuse f;
+    memset(&f, 0, sizeof f);
+    if (A->prec == HK_FP64) return launch<double, false>(A, x->data, y->data, f, NULL);
+    return launch<float, false>(A, x->data, y->data, f, NULL);
+}
+
+int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f,
+                         unsigned *nb)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not uploaded");
+    HK_CHECK(A->prec == HK_FP64 && x->prec == HK_FP64 && y->prec == HK_FP64, HK_ERR_ARG,
+             "cuda backend: the fused SpMV of the pipelined methods runs in fp64 (matrix "
+             "precision %s)",
+             A->prec == HK_FP64 ? "fp64" : "fp32");
+    HK_CHECK(x->n == A->ncols && y->n == A->nrows, HK_ERR_ARG,
+             "cuda backend: SpMV vectors differ from the matrix in size");
+    if (is_cusparse(A->fmt)) {
+        HK_CALL(cusparse_spmv(A, x, y));
+        return hk_cu_fuse_reduce(y->n, (const double *)y->data, f, nb);
+    }
+    return launch<double, true>(A, x->data, y->data, f, nb);
+}
+
+/* ---- upload ---------------------------------------------------------------------------- */
+
+/* Threads per block row when A->tpr is 0: enough threads to fill the device for small
+ * systems (ANCHORS.md: one thread per block row leaves an H200 idle at 24k DOFs), one thread
+ * per block row once the block rows alone fill it; never more lanes than blocks in a row. */
+static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row)
+{
+    int tpr = 1;
+    if (fmt == HK_FMT_CSR) {
+        /* scalar rows: about four entries per lane */
+        while (tpr < 32 && tpr * 4 <= per_row) tpr *= 2;
+        return tpr;
+    }
+    const int64_t target = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024;
+    while (tpr < 8 && nbrows * tpr < target && tpr * 2 <= per_row) tpr *= 2;
+    return tpr;
+}
+
+/* Copy n elements of host array h to a new device array (fp64 values become fp32 when
+ * to_float). */
+static int upload_array(void **d, const void *h, size_t n, size_t elem, int to_float)
+{
+    *d = NULL;
+    if (!n) return 0;
+    size_t bytes = n * (to_float ? sizeof(float) : elem);
+    HK_CU(cudaMalloc(d, bytes));
+    if (to_float) {
+        float *tmp;
+        HK_CALL(hk_malloc(bytes, &tmp));
+        const double *src = (const double *)h;
+        for (size_t i = 0; i < n; i++) tmp[i] = (float)src[i];
+        cudaError_t e = cudaMemcpy(*d, tmp, bytes, cudaMemcpyHostToDevice);
+        free(tmp);
+        if (e != cudaSuccess) return hk_cu_fail(e, "cudaMemcpy (matrix values)", __FILE__, __LINE__);
+    } else {
+        HK_CU(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
+    }
+    return 0;
+}
+
+void hk_cu_mat_release(hk_mat *A)
+{
+    hk_cu_mat *m = (hk_cu_mat *)A->bdata;
+    if (!m) return;
+    if (m->dx) cusparseDestroyDnVec(m->dx);
+    if (m->dy) cusparseDestroyDnVec(m->dy);
+    if (m->sp) cusparseDestroySpMat(m->sp);
+    void *arrays[] = {m->rowptr, m->colind, m->val,  m->sptr,
+                      m->swidth, m->perm,   m->rowptr32, m->spbuf};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (arrays[i]) cudaFree(arrays[i]);
+    free(m);
+    A->bdata = NULL;
+}
+
+int hk_cu_mat_upload(hk_mat *A)
+{
+    int ierr = 0;
+    const hk_fmt *F = &A->host;
+    hk_cu_mat *m = NULL;
+    void *tmpv = NULL;
+    HK_CALL(hk_cu_init());
+    const hk_format fmt = A->fmt;
+    HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "cuda backend: unknown format %d",
+             (int)fmt);
+    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL ||
+                       fmt == HK_FMT_CUSPARSE_CSR;
+    const int bs = scalar ? 1 : F->bs;
+    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "cuda backend: block size %d (must be 1, 2 or 3)",
+             bs);
+    const int64_t nbrows = F->nrows / bs;
+    const int to_float = A->prec == HK_FP32;
+    const size_t vsz = to_float ? 4 : 8;
+
+    /* block slots stored (padding included) and the pointer arrays */
+    int64_t nslots = 0;
+    size_t ptr_bytes = 0;
+    if (is_rowptr_family(fmt)) {
+        nslots = nbrows ? F->rowptr[nbrows] : 0;
+        ptr_bytes = (size_t)(nbrows + 1) * 8;
+        if (is_cusparse(fmt)) ptr_bytes += (size_t)(nbrows + 1) * 4;
+    } else if (fmt == HK_FMT_ELL || fmt == HK_FMT_BELL) {
+        nslots = (int64_t)F->width * nbrows;
+        ptr_bytes = 16 + 4;
+    } else {
+        nslots = F->nslices ? F->slice_ptr[F->nslices] : 0;
+        ptr_bytes = (size_t)(F->nslices + 1) * 8 + (size_t)F->nslices * 4 + (size_t)nbrows * 4;
+    }
+    if (is_cusparse(fmt))
+        HK_CHECK(nslots < INT32_MAX && nbrows < INT32_MAX, HK_ERR_UNSUPPORTED,
+                 "format %s uses 32-bit indices and this matrix has %lld stored blocks; use "
+                 "format=sbell or format=csr",
+                 hk_format_name(fmt), (long long)nslots);
+
+    /* does it fit? (values + indices + pointers, plus a margin for cuSPARSE's buffer) */
+    const size_t need = (size_t)nslots * bs * bs * vsz + (size_t)nslots * 4 + ptr_bytes +
+                        (is_cusparse(fmt) ? (size_t)A->nrows * 16 : 0);
+    size_t fr = 0, tot = 0;
+    HK_CU(cudaMemGetInfo(&fr, &tot));
+    HK_CHECK(need < fr, HK_ERR_MEMORY,
+             "the matrix needs %.2f GB on the GPU but only %.2f GB are free; use "
+             "precision=mixed, a smaller mesh or --backend cpu",
+             need / 1e9, fr / 1e9);
+
+    HK_CALL(hk_calloc(1, sizeof *m, &m));
+    m->bs = bs;
+    m->nbrows = nbrows;
+    HK_TRY(upload_array((void **)&m->colind, F->colind, (size_t)nslots, 4, 0));
+    HK_TRY(upload_array(&m->val, F->val, (size_t)nslots * bs * bs, 8, to_float));
+    if (is_rowptr_family(fmt)) {
+        HK_TRY(upload_array((void **)&m->rowptr, F->rowptr, (size_t)nbrows + 1, 8, 0));
+    } else if (fmt == HK_FMT_ELL || fmt == HK_FMT_BELL) {
+        const int64_t sp[2] = {0, nslots};
+        const int32_t sw[1] = {F->width};
+        HK_TRY(upload_array((void **)&m->sptr, sp, 2, 8, 0));
+        HK_TRY(upload_array((void **)&m->swidth, sw, 1, 4, 0));
+        m->S = nbrows > 0 ? nbrows : 1;
+    } else {
+        HK_TRY(upload_array((void **)&m->sptr, F->slice_ptr, (size_t)F->nslices + 1, 8, 0));
+        HK_TRY(upload_array((void **)&m->swidth, F->slice_width, (size_t)F->nslices, 4, 0));
+        if (F->perm) HK_TRY(upload_array((void **)&m->perm, F->perm, (size_t)nbrows, 4, 0));
+        m->S = F->slice;
+        HK_TRY_CHECK(m->S >= 1, HK_ERR_ARG, "cuda backend: slice height %lld",
+                     (long long)m->S);
+    }
+    m->tpr = A->tpr > 0 ? A->tpr : auto_tpr(fmt, nbrows, nbrows ? (double)nslots / nbrows : 0);
+    HK_TRY_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
+                 "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
+
+    if (is_cusparse(fmt)) {
+        /* 32-bit row pointers, as a user of cuSPARSE would pass them */
+        int32_t *rp32;
+        HK_TRY(hk_malloc((size_t)(nbrows + 1) * 4, &rp32));
+        for (int64_t i = 0; i <= nbrows; i++) rp32[i] = (int32_t)F->rowptr[i];
+        ierr = upload_array((void **)&m->rowptr32, rp32, (size_t)nbrows + 1, 4, 0);
+        free(rp32);
+        if (ierr) goto fail;
+        const cudaDataType vt = to_float ? CUDA_R_32F : CUDA_R_64F;
+        if (fmt == HK_FMT_CUSPARSE_CSR) {
+            HK_CU_SPARSE_TRY(cusparseCreateCsr(&m->sp, A->nrows, A->ncols, nslots, m->rowptr32,
+                                               m->colind, m->val, CUSPARSE_INDEX_32I,
+                                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt));
+            m->alg = CUSPARSE_SPMV_CSR_ALG1;
+        } else {
+            HK_CU_SPARSE_TRY(cusparseCreateBsr(&m->sp, nbrows, A->ncols / bs, nslots, bs, bs,
+                                               m->rowptr32, m->colind, m->val, CUSPARSE_INDEX_32I,
+                                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt,
+                                               CUSPARSE_ORDER_ROW));
+            m->alg = CUSPARSE_SPMV_ALG_DEFAULT;
+        }
+        /* descriptors need device pointers for the buffer query: a scratch vector */
+        const int64_t nv = A->nrows > A->ncols ? A->nrows : A->ncols;
+        HK_CU_TRY(cudaMalloc(&tmpv, (size_t)(nv > 0 ? nv : 1) * vsz));
+        HK_CU_SPARSE_TRY(cusparseCreateDnVec(&m->dx, A->ncols, tmpv, vt));
+        HK_CU_SPARSE_TRY(cusparseCreateDnVec(&m->dy, A->nrows, tmpv, vt));
+        size_t bsz = 0;
+        if (to_float) {
+            const float one = 1, zero = 0;
+            HK_CU_SPARSE_TRY(cusparseSpMV_bufferSize(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                     &one, m->sp, m->dx, &zero, m->dy, vt, m->alg,
+                                                     &bsz));
+        } else {
+            const double one = 1, zero = 0;
+            HK_CU_SPARSE_TRY(cusparseSpMV_bufferSize(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                     &one, m->sp, m->dx, &zero, m->dy, vt, m->alg,
+                                                     &bsz));
+        }
+        HK_CU_TRY(cudaMalloc(&m->spbuf, bsz ? bsz : 256));
+        cudaFree(tmpv);
+        tmpv = NULL;
+    }
+    HK_CU_TRY(cudaDeviceSynchronize());
+    A->bdata = m;
+    return 0;
+fail:
+    if (tmpv) cudaFree(tmpv);
+    A->bdata = m;
+    hk_cu_mat_release(A);
+    return ierr;
+}

@@ -1,0 +1,35 @@
+/* Private interface of the CUDA backend for the app's benchmarks (hooke bench cg): the
+ * baselines measured in the same run as Hooke's own solvers. Only app/ and tests include it
+ * (as "../cuda/hk_cuda.h"), and only under #ifdef HOOKE_HAVE_CUDA: these functions exist in
+ * CUDA builds alone. */
+#ifndef HOOKE_CUDA_H
+#define HOOKE_CUDA_H
+
+#include <stddef.h>
+
+#include "hooke/solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Classical CG built the way a cuSPARSE/cuBLAS user writes it (ANCHORS.md baseline): scalar
+ * CSR (32-bit indices) SpMV through cusparseSpMV (CSR_ALG1), cublasDdot/Daxpy/Dscal with
+ * host-pointer scalars, so every dot product waits for the device. Solves K x = b with b = 1,
+ * x0 = 0, for exactly iters iterations after a warm-up, and reports the time per iteration
+ * and the final ||r|| (the recurrence residual) to cross-check Hooke's CG. */
+typedef struct hk_cuda_cg_timing {
+    double ms_per_iter;
+    double rnorm;    /* ||r|| after iters iterations */
+    double spmv_ms;  /* cusparseSpMV alone, per product */
+    int iterations;
+} hk_cuda_cg_timing;
+int hk_cuda_baseline_cg(const hk_bcsr *K, int iters, hk_cuda_cg_timing *t);
+
+/* Device copy bandwidth: a kernel copying bytes (read + write counted) reps times; GB/s. */
+int hk_cuda_copy_bandwidth(size_t bytes, int reps, double *gbs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
