@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elements.h" /* assembly/: reference elements (shape functions, Gauss rules) */
 #include "pp_impl.h"
 
 /* Elastic constants of one material under the analysis type. */
@@ -43,22 +44,14 @@ static void constitutive(const law *L, const double G[3][3], double eps[6], doub
     for (int k = 3; k < 6; k++) sig[k] = 2 * L->mu * eps[k];
 }
 
-/* Natural derivatives of the shape functions of one type, tabulated once per call of
- * hk_postproc at the Gauss points and at the element's own nodes. */
-typedef struct {
-    int nq;
-    double w[HK_PP_MAX_QP];
-    double dNq[HK_PP_MAX_QP][HK_PP_MAX_NODES][3];
-    double dNn[HK_PP_MAX_NODES][HK_PP_MAX_NODES][3];
-} etab;
+/* Natural shape derivatives at the element's own nodes, per type (the Gauss-point ones are
+ * tabulated in hk_elref already). Filled once per call of hk_postproc. */
+typedef double node_dN[HK_EL_MAXN][HK_EL_MAXN][3];
 
-static void etab_fill(int t, etab *tb)
+static void node_dN_fill(int t, node_dN tb)
 {
-    const hk_pp_elem *el = hk_pp_elem_get(t);
-    double qp[HK_PP_MAX_QP][3], N[HK_PP_MAX_NODES];
-    tb->nq = hk_pp_quadrature(t, qp, tb->w);
-    for (int q = 0; q < tb->nq; q++) hk_pp_shape(t, qp[q], N, tb->dNq[q]);
-    for (int a = 0; a < el->nnodes; a++) hk_pp_shape(t, el->xi[a], N, tb->dNn[a]);
+    const hk_elref *r = hk_elref_get((hk_eltype)t);
+    for (int a = 0; a < r->nnodes; a++) hk_el_shape((hk_eltype)t, r->xi[a], NULL, tb[a]);
 }
 
 /* Physical derivatives dNdx[a][i] from the natural ones dN; returns det J (<= 0: inverted). */
@@ -109,38 +102,37 @@ static void grad_u(int nn, const double *ue, const double (*dNdx)[3], double G[3
 
 /* Per-element results of one chunk, scattered afterwards in element order. */
 typedef struct {
-    double eps[HK_PP_MAX_NODES][6], sig[HK_PP_MAX_NODES][6]; /* at the element's nodes */
-    double fint[HK_PP_MAX_NODES][3];
+    double eps[HK_EL_MAXN][6], sig[HK_EL_MAXN][6]; /* at the element's nodes */
+    double fint[HK_EL_MAXN][3];
     double cell_sig[6];
     int err;      /* 0, or 1 = non-positive Jacobian */
     double det;   /* the offending determinant */
 } elem_out;
 
 /* Everything about element e: returns 0 or 1 (inverted element; det in out). */
-static int element(const hk_problem *p, const law *L, const etab *tabs, double thick,
+static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick,
                    const double *u3, int64_t e, elem_out *out)
 {
     const hk_mesh *m = p->mesh;
     int t = m->cells.type[e];
-    const hk_pp_elem *el = hk_pp_elem_get(t);
+    const hk_elref *el = hk_elref_get((hk_eltype)t);
     int nn = el->nnodes, dim = el->dim;
     const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
-    double X[3 * HK_PP_MAX_NODES], ue[3 * HK_PP_MAX_NODES];
+    double X[3 * HK_EL_MAXN], ue[3 * HK_EL_MAXN];
     for (int a = 0; a < nn; a++)
         for (int i = 0; i < 3; i++) {
             X[3 * a + i] = m->coords[3 * (int64_t)nodes[a] + i];
             ue[3 * a + i] = u3[3 * (int64_t)nodes[a] + i];
         }
-    double dNdx[HK_PP_MAX_NODES][3], G[3][3], eps[6], sig[6];
-    const etab *tb = &tabs[t];
-    const double *qw = tb->w;
-    int nq = tb->nq;
+    double dNdx[HK_EL_MAXN][3], G[3][3], eps[6], sig[6];
+    const double *qw = el->qw;
+    int nq = el->nqp;
     double vol = 0;
     memset(out->cell_sig, 0, sizeof out->cell_sig);
     memset(out->fint, 0, sizeof out->fint);
     out->err = 0;
     for (int q = 0; q < nq; q++) {
-        double det = shape_x(dim, nn, X, tb->dNq[q], dNdx);
+        double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
         if (!(det > 0)) {
             out->err = 1, out->det = det;
             return 1;
@@ -163,7 +155,7 @@ static int element(const hk_problem *p, const law *L, const etab *tabs, double t
     for (int k = 0; k < 6; k++) out->cell_sig[k] /= vol;
     /* values at the element's nodes, from its own shape functions */
     for (int a = 0; a < nn; a++) {
-        double det = shape_x(dim, nn, X, tb->dNn[a], dNdx);
+        double det = shape_x(dim, nn, X, (const double(*)[3])ndN[t][a], dNdx);
         if (!(det > 0)) {
             out->err = 1, out->det = det;
             return 1;
@@ -227,11 +219,12 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
                  mat->name, rn, mat->nu);
     }
     for (int64_t e = 0; e < m->cells.n; e++) {
-        const hk_pp_elem *el = hk_pp_elem_get(m->cells.type[e]);
-        HK_CHECK(el && el->kernel && el->dim == m->dim, HK_ERR_UNSUPPORTED,
-                 "element %lld: type %d has no stress recovery in %dD (supported: tri3 tri6 "
-                 "quad4 quad8 quad9 tet4 tet10 hex8 hex20 hex27)",
-                 (long long)m->cells.tag[e], (int)m->cells.type[e], m->dim);
+        int t = m->cells.type[e];
+        const hk_elref *el = hk_eltype_has_kernel((hk_eltype)t) ? hk_elref_get((hk_eltype)t) : NULL;
+        HK_CHECK(el && el->dim == m->dim, HK_ERR_UNSUPPORTED,
+                 "element %lld: a %s has no stress recovery in a %dD model (supported: tri3 tri6 "
+                 "quad4 quad8 quad9 in 2D, tet4 tet10 hex8 hex20 hex27 in 3D)",
+                 (long long)m->cells.tag[e], hk_el_name(t), m->dim);
         HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == el->nnodes, HK_ERR_MODEL,
                  "element %lld (%s) has %lld nodes, expected %d", (long long)m->cells.tag[e],
                  el->name, (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), el->nnodes);
@@ -266,7 +259,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     double *fint = NULL, *count = NULL;
     elem_out *buf = NULL;
     law *laws = NULL;
-    etab *tabs = NULL;
+    node_dN *ndN = NULL;
 
     out->nnodes = nn, out->ncells = ne;
     HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->u));
@@ -299,9 +292,9 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         laws[r].lambda = E * nu / ((1 + nu) * (1 - 2 * nu));
     }
 
-    HK_TRY(hk_calloc(HK_EL_COUNT, sizeof(etab), &tabs));
+    HK_TRY(hk_calloc(HK_EL_COUNT, sizeof(node_dN), &ndN));
     for (int t = 0; t < HK_EL_COUNT; t++)
-        if (hk_pp_elem_get(t)) etab_fill(t, &tabs[t]);
+        if (hk_eltype_has_kernel((hk_eltype)t)) node_dN_fill(t, ndN[t]);
 
     /* elements in chunks: parallel compute, ordered scatter */
     enum { CHUNK = 2048 };
@@ -311,7 +304,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
 #pragma omp parallel for schedule(static)
         for (int64_t e = e0; e < e1; e++) {
             int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
-            element(p, &laws[r], tabs, thick, out->u, e, &buf[e - e0]);
+            element(p, &laws[r], ndN, thick, out->u, e, &buf[e - e0]);
         }
         for (int64_t e = e0; e < e1; e++) {
             const elem_out *o = &buf[e - e0];
@@ -371,7 +364,7 @@ fail:
     free(count);
     free(buf);
     free(laws);
-    free(tabs);
+    free(ndN);
     if (ierr) hk_fields_free(out);
     return ierr;
 }

@@ -227,16 +227,18 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1) * sizeof(int64_t), &offs));
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
     for (int64_t e = 0; e < ne; e++) {
-        const hk_pp_elem *el = hk_pp_elem_get(m->cells.type[e]);
+        /* element types, VTK numbers and node order: mesh's table (fem.h) */
+        int t = m->cells.type[e];
+        const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
+        const int *order = hk_eltype_vtk_order((hk_eltype)t);
         int64_t b = m->cells.ptr[e], len = m->cells.ptr[e + 1] - b;
-        HK_TRY_CHECK(el && len == el->nnodes, HK_ERR_UNSUPPORTED,
-                     "hk_vtu_write '%s': element %lld has type %d with %lld nodes, which the VTU "
-                     "writer does not support (supported: tri3 tri6 quad4 quad8 quad9 tet4 tet10 "
-                     "hex8 hex20 hex27)",
+        HK_TRY_CHECK(el && order && el->dim >= 2 && len == el->nnodes, HK_ERR_UNSUPPORTED,
+                     "hk_vtu_write '%s': element %lld is a %s with %lld nodes, which is not a "
+                     "2D/3D cell the VTU writer knows",
                      path, (long long)(m->cells.tag ? m->cells.tag[e] : e + 1),
-                     (int)m->cells.type[e], (long long)len);
+                     el ? el->name : "element of unknown type", (long long)len);
         for (int a = 0; a < el->nnodes; a++) {
-            int32_t v = m->cells.nodes[b + (el->vtk_perm ? el->vtk_perm[a] : a)];
+            int32_t v = m->cells.nodes[b + order[a]];
             HK_TRY_CHECK(v >= 0 && v < nn, HK_ERR_MODEL,
                          "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
                          (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v,

@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "hooke/fem.h"
+#include "../assembly/elements.h"
 #include "../postproc/pp_impl.h"
 
 static const int all_types[] = {HK_EL_TRI3,  HK_EL_TRI6,  HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9,
@@ -62,7 +63,7 @@ static double frand(unsigned *s)
 static void make_mesh(int t, int nx, int ny, int nz, const double L[3], double perturb,
                       int interior_only, hk_mesh *out)
 {
-    const hk_pp_elem *el = hk_pp_elem_get(t);
+    const hk_elref *el = hk_elref_get(t);
     int dim = el->dim;
     if (dim == 2) nz = 0;
     gen g = {nx, ny, nz, NULL, {0}, 0, 0};
@@ -215,24 +216,35 @@ static void free_system(hk_system *s)
 
 /* ---- element library ------------------------------------------------------------------ */
 
-static void test_shape_functions(void)
+/* What postproc relies on from the other modules: assembly's reference nodes are mesh's
+ * (same Gmsh order), its shape functions interpolate at those nodes with exact derivatives,
+ * and its Gauss rules integrate the reference measure and x^2 exactly. */
+static void test_element_data(void)
 {
     for (int it = 0; it < NTYPES; it++) {
         int t = all_types[it];
-        const hk_pp_elem *el = hk_pp_elem_get(t);
+        const hk_elref *el = hk_elref_get(t);
         CU_ASSERT_PTR_NOT_NULL_FATAL(el);
+        CU_ASSERT(hk_eltype_has_kernel(t));
         int nn = el->nnodes;
-        double N[HK_PP_MAX_NODES], dN[HK_PP_MAX_NODES][3];
-        /* Kronecker property at the nodes */
+        CU_ASSERT_EQUAL(nn, hk_eltype_get(t)->nnodes);
+        const double *ref = hk_eltype_ref_coords(t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+        double dref = 0;
+        for (int a = 0; a < nn; a++)
+            for (int d = 0; d < el->dim; d++) dref = fmax(dref, fabs(el->xi[a][d] - ref[3 * a + d]));
+        CU_ASSERT_EQUAL(dref, 0);
+        double N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
+        /* Kronecker property at mesh's reference nodes */
         double kron = 0;
         for (int b = 0; b < nn; b++) {
-            hk_pp_shape(t, el->xi[b], N, dN);
+            hk_el_shape(t, ref + 3 * b, N, dN);
             for (int a = 0; a < nn; a++) kron = fmax(kron, fabs(N[a] - (a == b)));
         }
         CU_ASSERT(kron < 1e-14);
         /* partition of unity and finite-difference derivatives at an interior point */
         double x[3] = {0.21, 0.17, el->dim == 3 ? 0.13 : 0};
-        hk_pp_shape(t, x, N, dN);
+        hk_el_shape(t, x, N, dN);
         double sum = 0, dsum[3] = {0, 0, 0}, fd = 0;
         for (int a = 0; a < nn; a++) {
             sum += N[a];
@@ -240,30 +252,29 @@ static void test_shape_functions(void)
         }
         for (int k = 0; k < el->dim; k++) {
             double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]};
-            double Np[HK_PP_MAX_NODES], Nm[HK_PP_MAX_NODES], d2[HK_PP_MAX_NODES][3];
+            double Np[HK_EL_MAXN], Nm[HK_EL_MAXN], d2[HK_EL_MAXN][3];
             xp[k] += 1e-6, xm[k] -= 1e-6;
-            hk_pp_shape(t, xp, Np, d2);
-            hk_pp_shape(t, xm, Nm, d2);
+            hk_el_shape(t, xp, Np, d2);
+            hk_el_shape(t, xm, Nm, d2);
             for (int a = 0; a < nn; a++) fd = fmax(fd, fabs((Np[a] - Nm[a]) / 2e-6 - dN[a][k]));
         }
         CU_ASSERT_DOUBLE_EQUAL(sum, 1, 1e-14);
         CU_ASSERT(fabs(dsum[0]) + fabs(dsum[1]) + fabs(dsum[2]) < 1e-13);
         CU_ASSERT(fd < 1e-8);
-        if (kron >= 1e-14 || fd >= 1e-8) printf("\n  %s: kron %g fd %g\n", el->name, kron, fd);
+        if (kron >= 1e-14 || fd >= 1e-8 || dref != 0)
+            printf("\n  %s: ref %g kron %g fd %g\n", el->name, dref, kron, fd);
         /* quadrature: the reference measure and an exact quadratic moment */
-        double qp[HK_PP_MAX_QP][3], qw[HK_PP_MAX_QP];
-        int nq = hk_pp_quadrature(t, qp, qw);
         double vol = 0, m2 = 0;
-        for (int q = 0; q < nq; q++) vol += qw[q], m2 += qw[q] * qp[q][0] * qp[q][0];
+        for (int q = 0; q < el->nqp; q++)
+            vol += el->qw[q], m2 += el->qw[q] * el->qp[q][0] * el->qp[q][0];
         int simplex = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10;
         double vref = simplex ? (el->dim == 2 ? 0.5 : 1.0 / 6) : (el->dim == 2 ? 4 : 8);
         /* integral of x^2: tri 1/12, tet 1/60, square 4/3, cube 8/3 */
         double m2ref = simplex ? (el->dim == 2 ? 1.0 / 12 : 1.0 / 60) : vref / 3;
         CU_ASSERT_DOUBLE_EQUAL(vol, vref, 1e-14);
-        if (nq > 1) CU_ASSERT_DOUBLE_EQUAL(m2, m2ref, 1e-14);
+        if (el->nqp > 1) CU_ASSERT_DOUBLE_EQUAL(m2, m2ref, 1e-14);
     }
-    CU_ASSERT_PTR_NULL(hk_pp_elem_get(HK_EL_WEDGE6));
-    CU_ASSERT_PTR_NULL(hk_pp_elem_get(HK_EL_LINE2));
+    CU_ASSERT(!hk_eltype_has_kernel(HK_EL_WEDGE6));
 }
 
 /* ---- invariants ----------------------------------------------------------------------- */
@@ -347,7 +358,7 @@ static double maxdiff6(const double *a, const double *b)
 /* u = G x + c on a distorted mesh of type t: every nodal and element value is exact. */
 static void constant_strain_case(int t, hk_analysis an)
 {
-    const hk_pp_elem *el = hk_pp_elem_get(t);
+    const hk_elref *el = hk_elref_get(t);
     int dim = el->dim;
     const double L[3] = {2.0, 1.0, 1.5};
     hk_mesh m;
@@ -430,7 +441,7 @@ static void constant_strain_case(int t, hk_analysis an)
 static void test_constant_strain_2d(void)
 {
     for (int it = 0; it < NTYPES; it++)
-        if (hk_pp_elem_get(all_types[it])->dim == 2) {
+        if (hk_elref_get(all_types[it])->dim == 2) {
             constant_strain_case(all_types[it], HK_PLANE_STRESS);
             constant_strain_case(all_types[it], HK_PLANE_STRAIN);
         }
@@ -439,7 +450,7 @@ static void test_constant_strain_2d(void)
 static void test_constant_strain_3d(void)
 {
     for (int it = 0; it < NTYPES; it++)
-        if (hk_pp_elem_get(all_types[it])->dim == 3) constant_strain_case(all_types[it], HK_SOLID);
+        if (hk_elref_get(all_types[it])->dim == 3) constant_strain_case(all_types[it], HK_SOLID);
 }
 
 /* ---- reactions of a bar ---------------------------------------------------------------- */
@@ -449,7 +460,7 @@ static void test_constant_strain_3d(void)
  * plane stress) or E/(1-nu^2) eps (plane strain, ezz = 0). */
 static void bar_case(int t, hk_analysis an)
 {
-    const hk_pp_elem *el = hk_pp_elem_get(t);
+    const hk_elref *el = hk_elref_get(t);
     int dim = el->dim;
     const double L[3] = {4.0, 0.5, 0.8}, eps = 1e-3, E = 70e3, nu = 0.33, thick = 0.25;
     hk_mesh m;
@@ -504,7 +515,7 @@ static void test_bar_reactions(void)
 {
     for (int it = 0; it < NTYPES; it++) {
         int t = all_types[it];
-        if (hk_pp_elem_get(t)->dim == 2) {
+        if (hk_elref_get(t)->dim == 2) {
             bar_case(t, HK_PLANE_STRESS);
             bar_case(t, HK_PLANE_STRAIN);
         } else {
@@ -658,7 +669,7 @@ static int vtk_value(const char *out, const char *name, long idx, double *v)
 /* Write the constant-strain hex20 fields in one mode and check what VTK reads back. */
 static void vtu_roundtrip(int compress, int ascii, int t, int nx)
 {
-    const hk_pp_elem *el = hk_pp_elem_get(t);
+    const hk_elref *el = hk_elref_get(t);
     const double L[3] = {2.0, 1.0, 1.5};
     hk_mesh m;
     make_mesh(t, nx, nx, nx, L, 0.1, 0, &m);
@@ -752,7 +763,7 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
         CU_ASSERT_EQUAL(vtk_value(out, "region", laste, v), 1);
         CU_ASSERT_EQUAL(v[0], m.cell_region[laste]);
         CU_ASSERT_EQUAL(vtk_value(out, "types", 0, v), 1);
-        CU_ASSERT_EQUAL(v[0], el->vtk_type);
+        CU_ASSERT_EQUAL(v[0], hk_eltype_get(t)->vtk_type);
         if (!strstr(out, "NP ")) printf("\n  reader output:\n%s\n", out);
     }
     hk_fields_free(&f);
@@ -784,32 +795,44 @@ static void test_vtu_ascii(void)
  * parametric coordinate of that node. */
 static void test_vtk_node_order(void)
 {
+    /* every element type plus the two the writer handles without a kernel */
+    int types[NTYPES + 2];
+    for (int it = 0; it < NTYPES; it++) types[it] = all_types[it];
+    types[NTYPES] = HK_EL_WEDGE6, types[NTYPES + 1] = HK_EL_PYR5;
+    const int nt = NTYPES + 2;
     hk_mesh m;
     memset(&m, 0, sizeof m);
     int64_t ntot = 0;
-    for (int it = 0; it < NTYPES; it++) ntot += hk_pp_elem_get(all_types[it])->nnodes;
+    for (int it = 0; it < nt; it++) ntot += hk_eltype_get(types[it])->nnodes;
     m.dim = 3;
     m.coords = malloc(3 * ntot * sizeof(double));
-    m.cells.type = malloc(NTYPES);
-    m.cells.ptr = calloc(NTYPES + 1, sizeof(int64_t));
+    m.cells.type = malloc(nt);
+    m.cells.ptr = calloc(nt + 1, sizeof(int64_t));
     m.cells.nodes = malloc(ntot * sizeof(int32_t));
-    m.cells.tag = malloc(NTYPES * sizeof(int64_t));
-    for (int it = 0; it < NTYPES; it++) {
-        int t = all_types[it];
-        const hk_pp_elem *el = hk_pp_elem_get(t);
-        int simplex = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10;
-        for (int a = 0; a < el->nnodes; a++) {
+    m.cells.tag = malloc(nt * sizeof(int64_t));
+    for (int it = 0; it < nt; it++) {
+        int t = types[it];
+        const hk_eltype_info *info = hk_eltype_get(t);
+        const double *ref = hk_eltype_ref_coords(t);
+        for (int a = 0; a < info->nnodes; a++) {
             int64_t n = m.nnodes++;
-            for (int d = 0; d < 3; d++)
-                m.coords[3 * n + d] = simplex ? el->xi[a][d] : (el->xi[a][d] + 1) / 2;
-            if (el->dim == 2) m.coords[3 * n + 2] = 0;
+            for (int d = 0; d < 3; d++) {
+                /* Gmsh reference -> VTK parametric box: [-1,1] directions to [0,1] */
+                int unit = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 ||
+                           t == HK_EL_TET10 || (t == HK_EL_WEDGE6 && d < 2) ||
+                           (t == HK_EL_PYR5 && d == 2);
+                m.coords[3 * n + d] = d >= info->dim ? 0 : unit ? ref[3 * a + d]
+                                                                : (ref[3 * a + d] + 1) / 2;
+            }
+            /* VTK's pyramid puts the apex over node 0 in parametric space */
+            if (t == HK_EL_PYR5 && a == 4) m.coords[3 * n] = m.coords[3 * n + 1] = 0;
             m.cells.nodes[m.cells.ptr[it] + a] = (int32_t)n;
         }
-        m.cells.ptr[it + 1] = m.cells.ptr[it] + el->nnodes;
+        m.cells.ptr[it + 1] = m.cells.ptr[it] + info->nnodes;
         m.cells.type[it] = (uint8_t)t;
         m.cells.tag[it] = it + 1;
     }
-    m.cells.n = NTYPES;
+    m.cells.n = nt;
     char path[512];
     snprintf(path, sizeof path, "%s/order.vtu", hk_test_tmpdir());
     HK_ASSERT_OK(hk_vtu_write(path, &m, NULL, NULL));
@@ -817,18 +840,18 @@ static void test_vtk_node_order(void)
         const char *out = vtk_read(path, "order");
         CU_ASSERT_PTR_NOT_NULL_FATAL(out);
         int nord = 0;
-        for (const char *q = strstr(out, "ORD "); q; q = strstr(q + 1, "ORD ")) {
+        for (const char *q = strstr(out, "ORD "); q && nord < nt; q = strstr(q + 1, "ORD ")) {
             int type, nn;
             double dev;
             CU_ASSERT_EQUAL_FATAL(sscanf(q, "ORD %d %d %lg", &type, &nn, &dev), 3);
-            const hk_pp_elem *el = hk_pp_elem_get(all_types[nord]);
-            CU_ASSERT_EQUAL(type, el->vtk_type);
-            CU_ASSERT_EQUAL(nn, el->nnodes);
+            const hk_eltype_info *info = hk_eltype_get(types[nord]);
+            CU_ASSERT_EQUAL(type, info->vtk_type);
+            CU_ASSERT_EQUAL(nn, info->nnodes);
             CU_ASSERT(dev < 1e-12);
-            if (!(dev < 1e-12)) printf("\n  %s: VTK node order off by %g\n", el->name, dev);
+            if (!(dev < 1e-12)) printf("\n  %s: VTK node order off by %g\n", info->name, dev);
             nord++;
         }
-        CU_ASSERT_EQUAL(nord, NTYPES);
+        CU_ASSERT_EQUAL(nord, nt);
     }
     free(m.coords);
     free(m.cells.type);
@@ -880,7 +903,7 @@ static void test_pvd(void)
     free_mesh(&m);
 }
 
-HK_SUITE(postproc, {"shape functions, derivatives and Gauss rules of every element", test_shape_functions},
+HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules", test_element_data},
          {"principal stresses and von Mises of known tensors", test_principal_and_von_mises},
          {"constant strain, 2D elements: exact nodal/element stress", test_constant_strain_2d},
          {"constant strain, 3D elements: exact nodal/element stress", test_constant_strain_3d},
