@@ -459,11 +459,21 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
     FILE *f = fopen(path, "rb");
     HK_CHECK(f, HK_ERR_IO, "cannot open mesh file '%s': %s; check the path", path,
              strerror(errno));
+    /* a .msh starts with a section header ($MeshFormat, or $NOD/$Comments in old files);
+     * anything else would go to Gmsh's script parser, which stays broken for the next file
+     * after some syntax errors (Gmsh 4.8) */
+    int c;
+    while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\r' || c == '\n')
+        ;
     fclose(f);
     int kind = file_kind(path);
     HK_CHECK(kind >= 0, HK_ERR_UNSUPPORTED,
              "mesh file '%s' has an extension Hooke does not read; give a .msh (2.2 or 4.1), "
              ".geo, .step/.stp, .brep or .iges/.igs file",
+             path);
+    HK_CHECK(kind != 0 || c == '$', HK_ERR_PARSE,
+             "'%s' is not a Gmsh mesh file (it does not start with $MeshFormat); write it with "
+             "Gmsh (format msh22 or msh41)",
              path);
 #ifdef HOOKE_HAVE_GMSH
     return load_gmsh(path, kind, opt, m);

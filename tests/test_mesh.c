@@ -673,10 +673,17 @@ static void test_load_errors(void)
     CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), &o, &m), HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "order 3"));
 
-    int err = hk_mesh_load(hk_test_path("tests/data/mesh/garbage.msh"), NULL, &m);
-    CU_ASSERT(err == HK_ERR_PARSE || err == HK_ERR_MODEL);
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/garbage.msh"), NULL, &m), HK_ERR_PARSE);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "garbage.msh"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not a Gmsh mesh file"));
     CU_ASSERT_PTR_NULL(m.coords);
+
+    /* Gmsh's parse error, with its line; the next load still works */
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/syntax_error.geo"), NULL, &m), HK_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "syntax_error.geo"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "line 3"));
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), NULL, &m));
+    hk_mesh_free(&m);
 
     CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/wedge_v41.msh"), NULL, &m),
                     HK_ERR_UNSUPPORTED);
@@ -701,6 +708,25 @@ static void test_load_no_physical_groups(void)
     CU_ASSERT_EQUAL(m.nboundaries, 0);
     check_cells(&m, 1.0, 1e-12);
     hk_mesh_free(&m);
+}
+
+static void test_load_partial(void)
+{
+    /* cells outside every physical surface are dropped, with their nodes */
+    hk_mesh m;
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/partial.geo"), NULL, &m));
+    CU_ASSERT_EQUAL(m.nregions, 1);
+    CU_ASSERT_EQUAL(hk_mesh_find_region(&m, "quads"), 0);
+    CU_ASSERT_EQUAL(m.cells.n, 16);
+    CU_ASSERT_EQUAL(count_type(&m, HK_EL_QUAD4), 16);
+    CU_ASSERT_EQUAL(m.nnodes, 25);
+    check_cells(&m, 1.0, 1e-12);
+    check_side(&m, "right", 0, 2, 1);
+    hk_mesh_free(&m);
+    /* a boundary group on the dropped part is named in the error */
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/partial_bad.geo"), NULL, &m),
+                    HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'left'"));
 }
 #else
 static void test_no_gmsh(void)
@@ -728,7 +754,8 @@ HK_SUITE(mesh, {"element table: Gmsh/VTK numbers, names, sizes", test_eltype_tab
          {"load with RCM renumbering", test_load_renumber},
          {"clockwise cells and inward facets are reoriented", test_load_orientation},
          {"bad inputs give clear errors", test_load_errors},
-         {"no physical groups: one region 'domain'", test_load_no_physical_groups}
+         {"no physical groups: one region 'domain'", test_load_no_physical_groups},
+         {"cells outside the physical regions are dropped", test_load_partial}
 #else
          {"without Gmsh, loading says so", test_no_gmsh}
 #endif
