@@ -903,6 +903,158 @@ static void test_pvd(void)
     free_mesh(&m);
 }
 
+/* ---- through the real chain: mesh generators and hk_assemble --------------------------- */
+
+/* Jacobi-preconditioned CG on the assembled (eliminated, SPD) system, for small tests. */
+static int small_cg(const hk_bcsr *K, const double *b, double *x, int64_t n)
+{
+    double *r = malloc(n * sizeof(double)), *z = malloc(n * sizeof(double));
+    double *p = malloc(n * sizeof(double)), *q = malloc(n * sizeof(double));
+    double *dinv = malloc(n * sizeof(double));
+    int bs = K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+            if (K->colind[k] == i)
+                for (int c = 0; c < bs; c++) dinv[i * bs + c] = 1 / K->val[k * bs * bs + c * bs + c];
+    double bn = 0, rz = 0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = 0, r[i] = b[i], z[i] = dinv[i] * r[i], p[i] = z[i];
+        bn += b[i] * b[i], rz += r[i] * z[i];
+    }
+    int it, ok = 0;
+    for (it = 0; it < 5000; it++) {
+        double rn = 0;
+        for (int64_t i = 0; i < n; i++) rn += r[i] * r[i];
+        if (rn <= 1e-28 * bn) {
+            ok = 1;
+            break;
+        }
+        hk_bcsr_spmv(K, p, q);
+        double pq = 0;
+        for (int64_t i = 0; i < n; i++) pq += p[i] * q[i];
+        double alpha = rz / pq, rz2 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            x[i] += alpha * p[i], r[i] -= alpha * q[i];
+            z[i] = dinv[i] * r[i], rz2 += r[i] * z[i];
+        }
+        for (int64_t i = 0; i < n; i++) p[i] = z[i] + rz2 / rz * p[i];
+        rz = rz2;
+    }
+    free(r), free(z), free(p), free(q), free(dinv);
+    return ok;
+}
+
+/* Bar pulled by a traction p on xmax/right, symmetry supports on the min faces: the exact
+ * uniaxial field solves the assembled system; sigma_xx = p everywhere and the reaction on
+ * the xmin support is -p A. */
+static void chain_traction_case(int t, hk_analysis an)
+{
+    const hk_elref *el = hk_elref_get(t);
+    int dim = el->dim;
+    const double L[3] = {3.0, 1.0, 0.5}, pr = 12.5, E = 1000, nu = 0.25, thick = 0.2;
+    hk_mesh m;
+    memset(&m, 0, sizeof m);
+    int err = dim == 2 ? hk_mesh_rectangle(L[0], L[1], 3, 2, t, &m)
+                       : hk_mesh_box(L[0], L[1], L[2], 3, 2, 2, t, &m);
+    HK_ASSERT_OK(err);
+    const char *bn[3][2] = {{"left", "right"}, {"bottom", "top"}, {"", ""}};
+    const char *bn3[3][2] = {{"xmin", "xmax"}, {"ymin", "ymax"}, {"zmin", "zmax"}};
+    hk_support sup[3];
+    for (int d = 0; d < dim; d++) {
+        const char *name = dim == 2 ? bn[d][0] : bn3[d][0];
+        sup[d] = (hk_support){hk_mesh_find_boundary(&m, name), 1u << d, {0, 0, 0}};
+        CU_ASSERT_FATAL(sup[d].boundary >= 0);
+    }
+    hk_load ld = {HK_LOAD_TRACTION, hk_mesh_find_boundary(&m, dim == 2 ? "right" : "xmax"),
+                  {pr, 0, 0}};
+    CU_ASSERT_FATAL(ld.boundary >= 0);
+    hk_material mat = {"mat", E, nu, 0};
+    hk_problem p = {.mesh = &m, .analysis = an, .thickness = thick, .materials = &mat,
+                    .nloads = 1, .loads = &ld, .nsupports = dim, .supports = sup};
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    /* exact field; plane strain: E' = E/(1-nu^2), nu' = nu/(1-nu) */
+    double Ep = an == HK_PLANE_STRAIN ? E / (1 - nu * nu) : E;
+    double nup = an == HK_PLANE_STRAIN ? nu / (1 - nu) : nu;
+    double *u = malloc(s.ndof * sizeof(double)), *Ku = malloc(s.ndof * sizeof(double));
+    for (int64_t i = 0; i < m.nnodes; i++) {
+        u[dim * i] = pr * m.coords[3 * i] / Ep;
+        for (int c = 1; c < dim; c++) u[dim * i + c] = -nup * pr * m.coords[3 * i + c] / Ep;
+    }
+    /* it solves the assembled system (the convention hk_postproc relies on) */
+    hk_bcsr_spmv(&s.K, u, Ku);
+    CU_ASSERT(hk_test_reldiff(Ku, s.f, (long)s.ndof) < 1e-12);
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    double A = dim == 3 ? L[1] * L[2] : L[1] * thick, F = pr * A;
+    CU_ASSERT_DOUBLE_EQUAL(f.support_reaction[0][0], -F, 1e-10 * F);
+    for (int d = 1; d < dim; d++) CU_ASSERT(fabs(f.support_reaction[d][d]) < 1e-10 * F);
+    double dsig = 0;
+    for (int64_t i = 0; i < m.nnodes; i++) {
+        double ref[6] = {pr, 0, an == HK_PLANE_STRAIN ? nu * pr : 0, 0, 0, 0};
+        dsig = fmax(dsig, maxdiff6(f.stress + 6 * i, ref));
+    }
+    CU_ASSERT(dsig < 1e-10 * pr);
+    if (fabs(f.support_reaction[0][0] + F) > 1e-10 * F || dsig >= 1e-10 * pr)
+        printf("\n  chain %s: reaction %.15g (expected %.15g), stress error %g\n", el->name,
+               f.support_reaction[0][0], -F, dsig);
+    hk_fields_free(&f);
+    free(u);
+    free(Ku);
+    hk_system_free(&s);
+    hk_mesh_free(&m);
+}
+
+static void test_chain_traction(void)
+{
+    chain_traction_case(HK_EL_QUAD4, HK_PLANE_STRESS);
+    chain_traction_case(HK_EL_TRI6, HK_PLANE_STRAIN);
+    chain_traction_case(HK_EL_HEX8, HK_SOLID);
+    chain_traction_case(HK_EL_TET10, HK_SOLID);
+}
+
+/* A clamped block under its own weight, solved: the support carries the whole weight,
+ * reaction = -rho g V (global equilibrium, exact for any mesh once the system is solved). */
+static void test_chain_gravity(void)
+{
+    static const int types[] = {HK_EL_HEX20, HK_EL_TET4, HK_EL_QUAD8};
+    for (int k = 0; k < 3; k++) {
+        int t = types[k];
+        int dim = hk_elref_get(t)->dim;
+        const double L[3] = {2.0, 1.0, 1.0}, rho = 7.8e-9, g[3] = {3.0, 0, -9810};
+        hk_mesh m;
+        memset(&m, 0, sizeof m);
+        HK_ASSERT_OK(dim == 2 ? hk_mesh_rectangle(L[0], L[1], 4, 2, t, &m)
+                              : hk_mesh_box(L[0], L[1], L[2], 4, 2, 2, t, &m));
+        hk_support sup = {hk_mesh_find_boundary(&m, dim == 2 ? "left" : "xmin"), 7u, {0, 0, 0}};
+        CU_ASSERT_FATAL(sup.boundary >= 0);
+        hk_material mat = {"steel", 210e3, 0.3, rho};
+        hk_problem p = {.mesh = &m, .analysis = dim == 2 ? HK_PLANE_STRESS : HK_SOLID,
+                        .thickness = 0, .materials = &mat, .nsupports = 1, .supports = &sup};
+        double gg[3] = {g[0], dim == 2 ? g[2] : 0, dim == 2 ? 0 : g[2]};
+        memcpy(p.gravity, gg, sizeof gg);
+        hk_system s;
+        HK_ASSERT_OK(hk_assemble(&p, &s));
+        double *u = malloc(s.ndof * sizeof(double));
+        CU_ASSERT_FATAL(small_cg(&s.K, s.f, u, s.ndof));
+        hk_fields f;
+        HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+        double V = dim == 3 ? L[0] * L[1] * L[2] : L[0] * L[1]; /* thickness 0 = 1 */
+        for (int c = 0; c < dim; c++) {
+            double W = rho * gg[c] * V, scale = rho * 9810 * V;
+            CU_ASSERT_DOUBLE_EQUAL(f.support_reaction[0][c], -W, 1e-9 * scale);
+            if (fabs(f.support_reaction[0][c] + W) > 1e-9 * scale)
+                printf("\n  gravity %s: reaction[%d] %.12g expected %.12g\n",
+                       hk_elref_get(t)->name, c, f.support_reaction[0][c], -W);
+        }
+        CU_ASSERT(f.max_u > 0 && f.max_von_mises > 0);
+        hk_fields_free(&f);
+        free(u);
+        hk_system_free(&s);
+        hk_mesh_free(&m);
+    }
+}
+
 HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules", test_element_data},
          {"principal stresses and von Mises of known tensors", test_principal_and_von_mises},
          {"constant strain, 2D elements: exact nodal/element stress", test_constant_strain_2d},
@@ -913,4 +1065,6 @@ HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules
          {"vtu zlib-compressed read back by VTK", test_vtu_zlib},
          {"vtu ascii read back by VTK", test_vtu_ascii},
          {"Gmsh -> VTK node order matches VTK's parametric coordinates", test_vtk_node_order},
-         {"pvd collection of two load cases", test_pvd})
+         {"pvd collection of two load cases", test_pvd},
+         {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
+         {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
