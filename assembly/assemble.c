@@ -153,7 +153,8 @@ static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
     K->bs = bs;
     K->nbrows = K->nbcols = nn;
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *K->rowptr, &K->rowptr));
-    int nthr = omp_get_max_threads();
+    /* small meshes: one thread (thread start-up and barriers would dominate) */
+    int nthr = nn < 20000 ? 1 : omp_get_max_threads();
     int64_t *marks = NULL;
     HK_TRY(hk_malloc((size_t)nthr * (size_t)nn * sizeof *marks + 1, &marks));
     for (int pass = 0; pass < 2; pass++) {
@@ -367,7 +368,7 @@ static int assemble_numeric(const hk_problem *p, hk_bcsr *K, double *f)
     int64_t *cptr = NULL, *list = NULL;
     HK_TRY(colour_cells(m, &ncol, &cptr, &list));
     int64_t bad = INT64_MAX;
-#pragma omp parallel
+#pragma omp parallel if (m->cells.n >= 4096)
     {
         double *Ke = malloc(sizeof(double) * (HK_EL_MAXN * 3) * (HK_EL_MAXN * 3));
         double fe[HK_EL_MAXN * 3];

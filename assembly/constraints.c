@@ -328,7 +328,7 @@ int hk_eliminate(hk_system *s, const hk_adj *n2c)
                 for (int r = 0; r < bs; r++) sum += K->val[(size_t)k * bs * bs + r * bs + r], cnt++;
     }
     const double mean = cnt ? sum / (double)cnt : 1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nb >= 20000)
     for (int64_t i = 0; i < nb; i++) {
         const int orphan = n2c->ptr[i + 1] == n2c->ptr[i];
         for (int r = 0; r < bs; r++) {
