@@ -511,8 +511,14 @@ static void test_load_msh22_msh41(void)
     qsort(b.coords, (size_t)b.nnodes, 3 * sizeof(double), cmp_xyz);
     CU_ASSERT(hk_test_reldiff(a.coords, b.coords, 3 * a.nnodes) < 1e-14);
     CU_ASSERT_EQUAL(a.cells.tag[0] > 0, 1);
+    int64_t ncells = a.cells.n;
     hk_mesh_free(&a);
     hk_mesh_free(&b);
+    /* binary 4.1 */
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square_bin_v41.msh"), NULL, &a));
+    check_square(&a);
+    CU_ASSERT_EQUAL(a.cells.n, ncells);
+    hk_mesh_free(&a);
     /* quadratic triangles: mid-edge nodes where Gmsh's tri6 order puts them */
     HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square_tri6_v41.msh"), NULL, &a));
     CU_ASSERT_EQUAL(count_type(&a, HK_EL_TRI6), a.cells.n);
@@ -606,6 +612,24 @@ static void test_load_geo_3d(void)
     CU_ASSERT_EQUAL(count_type(&m, HK_EL_HEX27), 16);
     check_cells(&m, 2.0, 1e-12);
     check_side(&m, "xmax", 0, 2, 1);
+    hk_mesh_free(&m);
+}
+
+static void test_load_step(void)
+{
+    /* CAD without physical groups: one region "domain", no boundary groups */
+    hk_mesh m;
+    hk_mesh_options o = {0};
+    o.size = 0.5, o.order = 2;
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/block_1x2x1.step"), &o, &m));
+    CU_ASSERT_EQUAL(m.dim, 3);
+    CU_ASSERT_EQUAL(m.nregions, 1);
+    CU_ASSERT_EQUAL(hk_mesh_find_region(&m, "domain"), 0);
+    CU_ASSERT_EQUAL(m.nboundaries, 0);
+    CU_ASSERT(m.cells.n > 0);
+    CU_ASSERT_EQUAL(count_type(&m, HK_EL_TET10), m.cells.n);
+    /* curved-capable tet10 on a box stays straight: the exact volume */
+    check_cells(&m, 2.0, 1e-12);
     hk_mesh_free(&m);
 }
 
@@ -750,6 +774,7 @@ HK_SUITE(mesh, {"element table: Gmsh/VTK numbers, names, sizes", test_eltype_tab
          {"load .msh 2.2 and 4.1, linear and quadratic", test_load_msh22_msh41},
          {"mesh a .geo at run time in 2D: order, quads, size", test_load_geo_2d},
          {"mesh a .geo at run time in 3D: tets, hexes, hex20/27 order", test_load_geo_3d},
+         {"mesh a STEP file at run time", test_load_step},
          {"mixed tri + quad mesh with two regions", test_load_mixed},
          {"load with RCM renumbering", test_load_renumber},
          {"clockwise cells and inward facets are reoriented", test_load_orientation},
