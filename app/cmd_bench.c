@@ -23,6 +23,7 @@ static const bench_cmd bench_cmds[] = {
     {"spmv", "SpMV of every storage format and precision on FEM elasticity matrices",
      hk_bench_spmv},
     {"cg", "CG and pipelined CG per iteration vs cuSPARSE+cuBLAS CG and the CPU", hk_bench_cg},
+    {"assembly", "elements/s per element type, stage times of a 1M-DOF case", hk_bench_assembly},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 
@@ -151,7 +152,7 @@ static int copy_once(void *p)
     return c->be->sync();
 }
 
-int hk_bench_copy_bandwidth(const hk_backend *be, long long n, double *bps)
+static int copy_bandwidth(const hk_backend *be, long long n, double min_seconds, double *bps)
 {
     int ierr;
     copy_ctx c = {be, NULL, NULL};
@@ -160,12 +161,17 @@ int hk_bench_copy_bandwidth(const hk_backend *be, long long n, double *bps)
     HK_TRY(hk_vec_create(be, n, HK_FP64, &c.y));
     HK_TRY(be->vec_set(c.x, 1.0));
     HK_TRY(be->vec_set(c.y, 0.0));
-    HK_TRY(hk_bench_time(copy_once, &c, 3, 10, 0.2, &t));
+    HK_TRY(hk_bench_time(copy_once, &c, 3, 10, min_seconds, &t));
     *bps = 2.0 * (double)n * sizeof(double) / t;
 fail:
     hk_vec_destroy(c.x);
     hk_vec_destroy(c.y);
     return ierr;
+}
+
+int hk_bench_copy_bandwidth(const hk_backend *be, long long n, double *bps)
+{
+    return copy_bandwidth(be, n, 0.2, bps);
 }
 
 /* JSON: values are written as they come; commas from the per-depth item counts. */
@@ -265,7 +271,7 @@ static void spmv_usage(FILE *f)
     fprintf(f,
             "usage: hooke bench spmv [--backend auto|cpu|cuda] [--formats LIST] [--json FILE]\n"
             "                        [--size small|medium|large] [--matrices LIST]\n"
-            "                        [--precisions fp64,fp32]\n\n"
+            "                        [--precisions fp64,fp32] [--cells N] [--min-time S]\n\n"
             "Times y = A x for every storage format and precision on generated elasticity\n"
             "stiffness matrices (unit square/cube, left face clamped):\n");
     for (int m = 0; m < M_COUNT; m++)
@@ -285,6 +291,8 @@ static void spmv_usage(FILE *f)
             "                     need cuda)\n"
             "  --matrices LIST    quad,tri,hex,tet (default all)\n"
             "  --precisions LIST  fp64,fp32 (default both)\n"
+            "  --cells N          N cells per side for every matrix instead of --size\n"
+            "  --min-time S       time each SpMV for at least S seconds (default 0.15)\n"
             "  format.slice=S format.sigma=N format.tpr=T   format options (hooke solve --help)\n");
 }
 
@@ -333,7 +341,7 @@ static int parse_list(const char *opt, const char *text, const char *const *name
 /* Convert, check against the reference, time; fills row. */
 static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
                         const double *yref, hk_format f, hk_precision p, hk_options *o,
-                        spmv_row *row)
+                        double min_time, spmv_row *row)
 {
     int ierr;
     spmv_ctx c = {NULL, NULL, NULL, be};
@@ -357,7 +365,7 @@ static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
         if (fabs(yref[i]) > ymax) ymax = fabs(yref[i]);
     }
     row->err = dmax / ymax;
-    HK_TRY(hk_bench_time(spmv_once, &c, 3, 7, 0.15, &row->seconds));
+    HK_TRY(hk_bench_time(spmv_once, &c, 3, 7, min_time, &row->seconds));
     const double vb = p == HK_FP64 ? 8.0 : 4.0;
     row->fmt = f;
     row->prec = p;
@@ -371,13 +379,15 @@ fail:
     return ierr;
 }
 
-static int gen_matrix(int m, hk_bench_size s, hk_bcsr *K)
+/* cells > 0 overrides the size's cells per side */
+static int gen_matrix(int m, hk_bench_size s, int cells, hk_bcsr *K)
 {
+    const int n2 = cells > 0 ? cells : grid2d[s], n3 = cells > 0 ? cells : grid3d[s];
     switch (m) {
-    case M_QUAD: return hk_gen_elasticity2d(grid2d[s], grid2d[s], K);
-    case M_TRI: return hk_gen_elasticity2d_tri(grid2d[s], grid2d[s], K);
-    case M_HEX: return hk_gen_elasticity3d(grid3d[s], grid3d[s], grid3d[s], K);
-    default: return hk_gen_elasticity3d_tet(grid3d[s], grid3d[s], grid3d[s], K);
+    case M_QUAD: return hk_gen_elasticity2d(n2, n2, K);
+    case M_TRI: return hk_gen_elasticity2d_tri(n2, n2, K);
+    case M_HEX: return hk_gen_elasticity3d(n3, n3, n3, K);
+    default: return hk_gen_elasticity3d_tet(n3, n3, n3, K);
     }
 }
 
@@ -386,7 +396,8 @@ int hk_bench_spmv(int argc, char **argv)
     hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
     const char *formats = NULL, *matrices = NULL, *precisions = NULL;
     hk_options *o = NULL;
-    int rc = 1, nrows = 0, cap = 0;
+    int rc = 1, nrows = 0, cap = 0, cells = 0;
+    double min_time = 0.15;
     spmv_row *rows = NULL;
     if (hk_options_create(&o)) goto error;
     for (int i = 1; i < argc;) {
@@ -402,6 +413,27 @@ int hk_bench_spmv(int argc, char **argv)
                     !strcmp(a, "--precisions")) && i + 1 < argc) {
             const char **dst = a[2] == 'f' ? &formats : a[2] == 'm' ? &matrices : &precisions;
             *dst = argv[i + 1];
+            i += 2;
+        } else if (!strcmp(a, "--cells") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v < 1 || v > 4000) {
+                fprintf(stderr, "hooke bench spmv: --cells %s must be an integer in 1..4000\n",
+                        argv[i + 1]);
+                rc = 2;
+                goto done;
+            }
+            cells = (int)v;
+            i += 2;
+        } else if (!strcmp(a, "--min-time") && i + 1 < argc) {
+            char *end;
+            min_time = strtod(argv[i + 1], &end);
+            if (*end || !(min_time >= 0 && min_time <= 60)) {
+                fprintf(stderr, "hooke bench spmv: --min-time %s must be seconds in 0..60\n",
+                        argv[i + 1]);
+                rc = 2;
+                goto done;
+            }
             i += 2;
         } else if (strchr(a, '=') && a[0] != '-') {
             if (hk_options_parse(o, a)) goto error;
@@ -438,7 +470,7 @@ int hk_bench_spmv(int argc, char **argv)
 
     double copy_bps = 0;
     long long ncopy = cuda ? (1LL << 26) : (1LL << 23); /* 512 MiB / 64 MiB per vector */
-    if (hk_bench_copy_bandwidth(be, ncopy, &copy_bps)) goto error;
+    if (copy_bandwidth(be, ncopy, min_time, &copy_bps)) goto error;
 
     printf("## hooke bench spmv (%s, backend %s)\n\n", hk_bench_size_name(bo.size),
            hk_backend_name(be));
@@ -454,7 +486,7 @@ int hk_bench_spmv(int argc, char **argv)
         if (!msel[m]) continue;
         hk_bcsr K = {0};
         double *x = NULL, *yref = NULL;
-        if (gen_matrix(m, bo.size, &K)) goto error;
+        if (gen_matrix(m, bo.size, cells, &K)) goto error;
         const int64_t n = K.nbrows * K.bs;
         x = malloc((size_t)n * sizeof *x);
         yref = malloc((size_t)n * sizeof *yref);
@@ -487,7 +519,7 @@ int hk_bench_spmv(int argc, char **argv)
                 memset(r, 0, sizeof *r);
                 r->matrix = matrix_names[m];
                 if (spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
-                                 (hk_precision)p, o, r)) {
+                                 (hk_precision)p, o, min_time, r)) {
                     free(x), free(yref), hk_bcsr_free(&K);
                     goto error;
                 }
@@ -510,7 +542,7 @@ int hk_bench_spmv(int argc, char **argv)
     /* copy bandwidth again at the end: on a shared machine the better of the two is the
      * figure the SpMV rates should be read against */
     double copy2 = 0;
-    if (hk_bench_copy_bandwidth(be, ncopy, &copy2)) goto error;
+    if (copy_bandwidth(be, ncopy, min_time, &copy2)) goto error;
     if (copy2 > copy_bps) copy_bps = copy2;
     printf("\ncopy bandwidth measured again at the end: %.1f GB/s (best of the two: %.1f GB/s)\n",
            copy2 * 1e-9, copy_bps * 1e-9);
@@ -522,6 +554,7 @@ int hk_bench_spmv(int argc, char **argv)
         hk_json_string(&j, "benchmark", "spmv");
         hk_json_string(&j, "backend", hk_backend_name(be));
         hk_json_string(&j, "size", hk_bench_size_name(bo.size));
+        hk_json_int(&j, "cells", cells);
         hk_json_number(&j, "copy_bandwidth_GBs", copy_bps * 1e-9);
         hk_json_int(&j, "copy_doubles", ncopy);
         hk_json_begin_array(&j, "results");

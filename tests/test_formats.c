@@ -4,10 +4,13 @@
  * reference hk_bcsr_spmv; padding factors are checked on a matrix whose storage is counted by
  * hand; the elasticity generators are checked against closed-form strain energies. */
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
+#include "bench.h"
+#include <omp.h>
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -477,6 +480,114 @@ static void test_gen_random(void)
     hk_bcsr_free(&B);
 }
 
+/* The CPU kernels give the same digits for any thread count (each row summed by one thread). */
+static void test_spmv_thread_independent(void)
+{
+    const hk_backend *cpu;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d_tet(5, 4, 4, &K));
+    const int64_t n = K.nbrows * 3;
+    double *x = rand_vec(n, 3), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+    const int nt = omp_get_max_threads();
+    for (int f = 0; f < HK_FMT_CUSPARSE_CSR; f++) {
+        hk_mat *A;
+        hk_vec *vx, *vy;
+        HK_ASSERT_OK(hk_mat_create(cpu, &K, (hk_format)f, HK_FP64, NULL, &A));
+        HK_ASSERT_OK(hk_vec_create(cpu, n, HK_FP64, &vx));
+        HK_ASSERT_OK(hk_vec_create(cpu, n, HK_FP64, &vy));
+        HK_ASSERT_OK(hk_vec_upload(vx, x));
+        omp_set_num_threads(1);
+        HK_ASSERT_OK(hk_mat_spmv(A, vx, vy));
+        HK_ASSERT_OK(hk_vec_download(vy, y1));
+        omp_set_num_threads(3);
+        HK_ASSERT_OK(hk_mat_spmv(A, vx, vy));
+        HK_ASSERT_OK(hk_vec_download(vy, y2));
+        omp_set_num_threads(nt);
+        CU_ASSERT_EQUAL(memcmp(y1, y2, n * sizeof *y1), 0);
+        hk_mat_destroy(A);
+        hk_vec_destroy(vx);
+        hk_vec_destroy(vy);
+    }
+    free(x);
+    free(y1);
+    free(y2);
+    hk_bcsr_free(&K);
+}
+
+/* ---- bench helpers and `hooke bench spmv` end to end ---------------------------------------- */
+
+static void test_bench_helpers(void)
+{
+    double a[3] = {3, 1, 2}, b[4] = {4, 1, 3, 2};
+    CU_ASSERT_DOUBLE_EQUAL(hk_bench_median(a, 3), 2.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(hk_bench_median(b, 4), 2.5, 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/j.json", hk_test_tmpdir());
+    hk_json j;
+    CU_ASSERT_EQUAL_FATAL(hk_json_open(&j, path), 0);
+    hk_json_begin_object(&j, NULL);
+    hk_json_string(&j, "s", "a\"b");
+    hk_json_begin_array(&j, "r");
+    hk_json_begin_object(&j, NULL);
+    hk_json_int(&j, "i", 7);
+    hk_json_number(&j, "x", NAN);
+    hk_json_end_object(&j);
+    hk_json_end_array(&j);
+    hk_json_end_object(&j);
+    CU_ASSERT_EQUAL(hk_json_close(&j), 0);
+    char buf[512] = {0};
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    /* compare without whitespace */
+    char flat[512];
+    size_t k = 0;
+    for (size_t i = 0; buf[i]; i++)
+        if (buf[i] != ' ' && buf[i] != '\n') flat[k++] = buf[i];
+    flat[k] = 0;
+    CU_ASSERT_STRING_EQUAL(flat, "{\"s\":\"a\\\"b\",\"r\":[{\"i\":7,\"x\":null}]}");
+}
+
+static int count_str(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+static void test_bench_spmv_command(void)
+{
+    char cmd[1024], path[256];
+    snprintf(path, sizeof path, "%s/spmv.json", hk_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s bench spmv --backend cpu --cells 3 --min-time 0.001 --json %s > /dev/null",
+             HOOKE_BINARY, path);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char buf[1 << 17];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    /* 4 matrices x (csr, bsr, ell, sell, bell, sbell) x (fp64, fp32) */
+    CU_ASSERT_EQUAL(count_str(buf, "\"matrix\":"), 48);
+    CU_ASSERT_EQUAL(count_str(buf, "\"speedup_vs_csr_fp64\": 1,"), 4);
+    CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 24); /* fp64 results are exact here */
+    /* bad input: exit code 2 with a message, not a crash */
+    snprintf(cmd, sizeof cmd, "%s bench spmv --backend cpu --formats csr,foo 2>/dev/null",
+             HOOKE_BINARY);
+    int st = system(cmd);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    snprintf(cmd, sizeof cmd, "%s bench spmv --backend cpu --formats cusparse-csr 2>/dev/null",
+             HOOKE_BINARY);
+    if (!hk_test_have_cuda()) {
+        st = system(cmd);
+        CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    }
+}
+
 HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices", test_spmv_random},
          {"spmv edge cases: one row, empty rows, S = 1, S > n", test_spmv_edge_cases},
          {"spmv of every format on FEM matrices", test_spmv_fem},
@@ -486,4 +597,7 @@ HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices"
          {"elasticity generators: symmetry, stencil, exact strain energy", test_gen_elasticity},
          {"elasticity generator: rigid-body motion is force-free", test_gen_rigid_body},
          {"poisson and convection-diffusion generators", test_gen_scalar},
-         {"random generator: deterministic, empty rows, sorted columns", test_gen_random})
+         {"random generator: deterministic, empty rows, sorted columns", test_gen_random},
+         {"cpu spmv gives the same digits for 1 and 3 threads", test_spmv_thread_independent},
+         {"bench helpers: median, JSON writer", test_bench_helpers},
+         {"hooke bench spmv end to end (tiny grids, JSON)", test_bench_spmv_command})
