@@ -30,8 +30,12 @@ typedef struct {
     size_t word;        /* bytes per value */
     const void *data;   /* ntuples * ncomp values */
     const char *const *comp_names; /* NULL or ncomp names */
-    char *enc;          /* binary: the base64 text of this array */
-    size_t enc_len;
+    /* binary modes: the VTK header and the body (the data itself, or its zlib blocks) */
+    uint64_t *hdr;
+    size_t hdr_bytes;
+    unsigned char *zbody; /* compressed body (owned), NULL when uncompressed */
+    size_t body_bytes;
+    size_t enc_len;       /* base64 characters of this array in the appended section */
 } vtu_array;
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -59,41 +63,41 @@ static size_t b64_len(size_t n)
     return 4 * ((n + 2) / 3);
 }
 
-/* Encode array a for the appended section (compressed or not) into a->enc. */
-static int encode_array(vtu_array *a, int compress)
+/* Prepare array a for the appended section: its VTK header, its body (compressed in
+ * zlib blocks when asked) and the length of its base64 text, so the offsets are known
+ * before anything is written. The base64 text itself is produced while writing. */
+static int prepare_array(vtu_array *a, int compress)
 {
     size_t nbytes = (size_t)a->ntuples * (size_t)a->ncomp * a->word;
-    const unsigned char *src = a->data;
     int ierr = 0;
-    unsigned char *tmp = NULL;
-    uint64_t *hdr = NULL;
     if (!compress) {
-        HK_TRY(hk_malloc(8 + nbytes, &tmp));
-        uint64_t n64 = nbytes;
-        memcpy(tmp, &n64, 8);
-        if (nbytes) memcpy(tmp + 8, src, nbytes);
-        HK_TRY(hk_malloc(b64_len(8 + nbytes) + 1, &a->enc));
-        a->enc_len = b64_encode(tmp, 8 + nbytes, a->enc);
-        free(tmp);
+        /* header and data form one base64 stream */
+        HK_CALL(hk_malloc(sizeof(uint64_t), &a->hdr));
+        a->hdr[0] = nbytes;
+        a->hdr_bytes = 8, a->body_bytes = nbytes;
+        a->enc_len = b64_len(8 + nbytes);
         return 0;
     }
+    const unsigned char *src = a->data;
     size_t nblocks = (nbytes + VTU_BLOCK - 1) / VTU_BLOCK;
     size_t last = nbytes % VTU_BLOCK;
-    HK_TRY(hk_calloc(3 + nblocks, sizeof(uint64_t), &hdr));
-    hdr[0] = nblocks, hdr[1] = VTU_BLOCK, hdr[2] = last;
+    HK_CALL(hk_calloc(3 + nblocks, sizeof(uint64_t), &a->hdr));
+    a->hdr[0] = nblocks, a->hdr[1] = VTU_BLOCK, a->hdr[2] = last;
+    a->hdr_bytes = (3 + nblocks) * sizeof(uint64_t);
     /* blocks are independent: compress them in parallel into fixed slots, then pack them
      * (the file does not depend on the thread count) */
     const size_t slot = compressBound(VTU_BLOCK);
     size_t used = 0;
     int zfail = Z_OK;
-    HK_TRY(hk_malloc(nblocks * slot + 1, &tmp));
+    unsigned char *z = NULL;
+    HK_TRY(hk_malloc(nblocks * slot + 1, &z));
 #pragma omp parallel for schedule(dynamic, 4)
     for (size_t b = 0; b < nblocks; b++) {
         size_t len = (b + 1 < nblocks || !last) ? VTU_BLOCK : last;
         uLongf clen = (uLongf)slot;
-        int zr = compress2(tmp + b * slot, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len,
+        int zr = compress2(z + b * slot, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len,
                            VTU_ZLEVEL);
-        hdr[3 + b] = clen;
+        a->hdr[3 + b] = clen;
         if (zr != Z_OK) {
 #pragma omp critical(hk_vtu_zfail)
             zfail = zr;
@@ -102,17 +106,74 @@ static int encode_array(vtu_array *a, int compress)
     HK_TRY_CHECK(zfail == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'",
                  zfail, a->name);
     for (size_t b = 0; b < nblocks; b++) {
-        memmove(tmp + used, tmp + b * slot, hdr[3 + b]);
-        used += hdr[3 + b];
+        memmove(z + used, z + b * slot, a->hdr[3 + b]);
+        used += a->hdr[3 + b];
     }
-    size_t hbytes = (3 + nblocks) * sizeof(uint64_t);
-    HK_TRY(hk_malloc(b64_len(hbytes) + b64_len(used) + 1, &a->enc));
-    a->enc_len = b64_encode((const unsigned char *)hdr, hbytes, a->enc);
-    a->enc_len += b64_encode(tmp, used, a->enc + a->enc_len);
+    a->zbody = z, z = NULL;
+    a->body_bytes = used;
+    /* header and compressed blocks are encoded separately, as VTK reads them */
+    a->enc_len = b64_len(a->hdr_bytes) + b64_len(used);
 fail:
-    free(tmp);
-    free(hdr);
+    free(z);
     return ierr;
+}
+
+/* Streaming base64 into the writer: bytes are fed in any pieces, text goes out in chunks. */
+typedef struct {
+    xmlTextWriterPtr w;
+    unsigned char carry[3];
+    int ncarry;
+    char out[65536];
+    size_t nout;
+    int failed;
+} b64_stream;
+
+static void b64_flush(b64_stream *st)
+{
+    if (st->nout && !st->failed)
+        st->failed = xmlTextWriterWriteRawLen(st->w, BAD_CAST st->out, (int)st->nout) < 0;
+    st->nout = 0;
+}
+
+static void b64_feed(b64_stream *st, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        if (st->ncarry > 0 || n < 3) { /* complete a triplet byte by byte */
+            st->carry[st->ncarry++] = *p++, n--;
+            if (st->ncarry == 3) {
+                st->nout += b64_encode(st->carry, 3, st->out + st->nout);
+                st->ncarry = 0;
+            }
+        } else { /* whole triplets straight from the input, as many as fit */
+            size_t room = (sizeof st->out - st->nout) / 4 * 3, take = n / 3 * 3;
+            if (take > room) take = room;
+            st->nout += b64_encode(p, take, st->out + st->nout);
+            p += take, n -= take;
+        }
+        if (sizeof st->out - st->nout < 8) b64_flush(st);
+    }
+}
+
+/* End one base64 stream: pad the last partial triplet. */
+static void b64_end(b64_stream *st)
+{
+    if (st->ncarry) st->nout += b64_encode(st->carry, (size_t)st->ncarry, st->out + st->nout);
+    st->ncarry = 0;
+    b64_flush(st);
+}
+
+/* The base64 text of array a (lengths as prepare_array computed). */
+static int write_appended(b64_stream *st, const vtu_array *a)
+{
+    b64_feed(st, (const unsigned char *)a->hdr, a->hdr_bytes);
+    if (a->zbody) {
+        b64_end(st);
+        b64_feed(st, a->zbody, a->body_bytes);
+    } else {
+        b64_feed(st, a->data, a->body_bytes);
+    }
+    b64_end(st);
+    return st->failed ? -1 : 0;
 }
 
 /* libxml2 returns -1 on failure: turn that into one sentence with the path. */
@@ -217,6 +278,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     xmlTextWriterPtr w = NULL;
     int64_t *conn = NULL, *offs = NULL;
     uint8_t *types = NULL;
+    b64_stream *stream = NULL;
     vtu_array arr[16];
     int narr = 0, npoint_first = 0, ncell_first = 0, ncells_arrays = 0;
     memset(arr, 0, sizeof arr);
@@ -251,7 +313,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
 
     /* the arrays, in the order they appear in the file */
 #define ADD(nm, ty, nc, nt, wd, dp, cn)                                                            \
-    arr[narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (cn), NULL, 0}
+    arr[narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (cn), NULL, 0, NULL, 0, 0}
     ADD("Points", "Float64", 3, nn, 8, m->coords, NULL);
     ADD("connectivity", "Int64", 1, m->cells.ptr[ne], 8, conn, NULL);
     ADD("offsets", "Int64", 1, ne, 8, offs, NULL);
@@ -277,10 +339,11 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     size_t offsets[16] = {0};
     if (!ascii)
         for (int k = 0; k < narr; k++) {
-            HK_TRY(encode_array(&arr[k], compress));
+            HK_TRY(prepare_array(&arr[k], compress));
             if (k + 1 < narr) offsets[k + 1] = offsets[k] + arr[k].enc_len;
         }
 
+    HK_TRY(hk_calloc(1, sizeof *stream, &stream));
     HK_TRY(open_writer(path, &w));
     XW(xmlTextWriterSetIndent(w, 1));
     XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
@@ -325,15 +388,10 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
         XW(xmlTextWriterStartElement(w, BAD_CAST "AppendedData"));
         XW(xmlTextWriterWriteAttribute(w, BAD_CAST "encoding", BAD_CAST "base64"));
         XW(xmlTextWriterWriteRaw(w, BAD_CAST "_"));
+        XW(xmlTextWriterFlush(w));
         for (int k = 0; k < narr; k++) {
-            /* WriteRawLen takes an int length: write big arrays in pieces */
-            size_t pos = 0;
-            while (pos < arr[k].enc_len) {
-                size_t len = arr[k].enc_len - pos;
-                if (len > (1u << 30)) len = 1u << 30;
-                XW(xmlTextWriterWriteRawLen(w, BAD_CAST(arr[k].enc + pos), (int)len));
-                pos += len;
-            }
+            stream->w = w;
+            XW(write_appended(stream, &arr[k]));
         }
         XW(xmlTextWriterWriteRaw(w, BAD_CAST "\n"));
         XW(xmlTextWriterEndElement(w));
@@ -348,7 +406,8 @@ fail:
         xmlFreeTextWriter(w);
         remove(path); /* no half-written file that ParaView would choke on */
     }
-    for (int k = 0; k < narr; k++) free(arr[k].enc);
+    for (int k = 0; k < narr; k++) free(arr[k].hdr), free(arr[k].zbody);
+    free(stream);
     free(conn);
     free(offs);
     free(types);

@@ -776,6 +776,7 @@ static void test_vtu_raw(void)
 {
     vtu_roundtrip(0, 0, HK_EL_HEX20, 2);
     vtu_roundtrip(0, 0, HK_EL_TRI6, 3);
+    vtu_roundtrip(0, 0, HK_EL_HEX8, 12); /* arrays larger than the base64 output chunk */
 }
 
 static void test_vtu_zlib(void)
