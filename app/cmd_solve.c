@@ -1,12 +1,244 @@
-/* hooke solve: placeholder until its issue lands. */
+/* hooke solve: solve a Matrix Market system (or a generated one) with any method,
+ * preconditioner, format and backend of the library, and report iterations, the true
+ * residual, the stop reason and the timings. Exit 0 only when the solve converged. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "app.h"
+#include "hooke/solver.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hooke solve A.mtx [--rhs b.mtx] [-o x.mtx] [--backend auto|cpu|cuda]\n"
+            "                   [--block-size 1|2|3] [key=value ...]\n"
+            "       hooke solve --generate KIND:N [options as above]\n\n"
+            "Solves A x = b from x = 0 and prints the iterations, the true residual\n"
+            "||b - A x|| / ||b|| (recomputed in fp64), the stop reason and the set-up and solve\n"
+            "times. Exit status 0 only when the solve converged, 1 when it did not, 2 on bad\n"
+            "input.\n\n"
+            "  A.mtx               Matrix Market coordinate matrix (real/integer/pattern,\n"
+            "                      general or symmetric)\n"
+            "  --rhs b.mtx         right-hand side (Matrix Market array); without it\n"
+            "                      b = A * ones and the max error of x against ones is printed\n"
+            "  -o x.mtx            write the solution as a Matrix Market array\n"
+            "  --backend NAME      auto (cuda when a device is present), cpu or cuda;\n"
+            "                      same as backend=NAME\n"
+            "  --block-size BS     group the scalar matrix into BS x BS blocks (2 for 2D,\n"
+            "                      3 for 3D elasticity; needed by the block formats)\n"
+            "  --generate KIND:N   instead of a file: elasticity3d:N (N^3 hexes, bs 3),\n"
+            "                      elasticity2d:N (N^2 quads, bs 2), poisson:N (N x N),\n"
+            "                      convdiff:N (N x N, nonsymmetric)\n"
+            "  key=value           solver options, listed below; docs/solver.md has the details\n\n"
+            "example: hooke solve K.mtx --block-size 3 method=pipecg pc=poly "
+            "pc.poly.degree=4 precision=mixed\n\n");
+    hk_solver_print_help(f);
+}
+
+/* Parse "kind:N" and generate the matrix. */
+static int generate(const char *spec, hk_bcsr *A)
+{
+    const char *colon = strchr(spec, ':');
+    char *end = NULL;
+    long n = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || !end || *end || n < 1 || n > 100000) {
+        fprintf(stderr,
+                "hooke solve: --generate '%s' is not KIND:N; use e.g. elasticity3d:10, "
+                "elasticity2d:50, poisson:100 or convdiff:100\n",
+                spec);
+        return -1;
+    }
+    size_t len = (size_t)(colon - spec);
+    int err;
+    if (len == 12 && !strncmp(spec, "elasticity3d", len))
+        err = hk_gen_elasticity3d((int)n, (int)n, (int)n, A);
+    else if (len == 12 && !strncmp(spec, "elasticity2d", len))
+        err = hk_gen_elasticity2d((int)n, (int)n, A);
+    else if (len == 7 && !strncmp(spec, "poisson", len))
+        err = hk_gen_poisson2d((int)n, A);
+    else if (len == 8 && !strncmp(spec, "convdiff", len))
+        err = hk_gen_convdiff2d((int)n, 20.0, A);
+    else {
+        fprintf(stderr,
+                "hooke solve: unknown matrix kind in --generate '%s'; the kinds are "
+                "elasticity3d, elasticity2d, poisson, convdiff\n",
+                spec);
+        return -1;
+    }
+    if (err) fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+    return err ? -1 : 0;
+}
 
 int hk_cmd_solve(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hooke solve: not implemented yet\n");
-    return 1;
+    const char *mtx = NULL, *rhs = NULL, *out = NULL, *backend = NULL, *gen = NULL;
+    int bs = 1, rc = 2;
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    hk_bcsr A = {0}, B = {0};
+    double *b = NULL, *x = NULL, *one = NULL;
+    if (hk_options_create(&o)) {
+        fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        } else if (!strcmp(a, "--rhs") && has_val) {
+            rhs = argv[++i];
+        } else if (!strcmp(a, "-o") && has_val) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--backend") && has_val) {
+            backend = argv[++i];
+        } else if (!strcmp(a, "--generate") && has_val) {
+            gen = argv[++i];
+        } else if (!strcmp(a, "--block-size") && has_val) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 3) {
+                fprintf(stderr, "hooke solve: --block-size '%s' must be 1, 2 or 3\n", argv[i]);
+                goto done;
+            }
+            bs = (int)v;
+        } else if (a[0] == '-') {
+            fprintf(stderr,
+                    "hooke solve: unknown or incomplete option '%s'; the options are --rhs, -o, "
+                    "--backend, --block-size, --generate, --help (hooke solve --help)\n",
+                    a);
+            goto done;
+        } else if (strchr(a, '=')) {
+            if (hk_options_parse(o, a)) {
+                fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+                goto done;
+            }
+        } else if (!mtx) {
+            mtx = a;
+        } else {
+            fprintf(stderr,
+                    "hooke solve: a second matrix file '%s' was given after '%s'; pass one "
+                    "matrix (options are key=value)\n",
+                    a, mtx);
+            goto done;
+        }
+    }
+    if (!mtx == !gen) {
+        fprintf(stderr, mtx ? "hooke solve: give a matrix file or --generate, not both\n"
+                            : "hooke solve: no matrix; give A.mtx or --generate KIND:N "
+                              "(hooke solve --help)\n");
+        goto done;
+    }
+    if (backend && hk_options_set(o, "backend", backend)) {
+        fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        goto done;
+    }
+
+    /* ---- the matrix ---- */
+    const hk_bcsr *K = &A;
+    if (gen) {
+        if (generate(gen, &A)) goto done;
+        if (bs != 1 && bs != A.bs)
+            fprintf(stderr, "hooke solve: note: --block-size %d ignored, the generated matrix "
+                            "has blocks of %d\n",
+                    bs, A.bs);
+    } else {
+        if (hk_mm_read_matrix(mtx, &A)) {
+            fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+            goto done;
+        }
+        if (bs > 1) {
+            if (hk_bcsr_to_blocks(&A, bs, &B)) {
+                fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+                goto done;
+            }
+            K = &B;
+        }
+    }
+    const int64_t n = K->nbrows * K->bs;
+    if (K->nbrows != K->nbcols) {
+        fprintf(stderr, "hooke solve: %s is %lld x %lld; a linear system needs a square matrix\n",
+                gen ? gen : mtx, (long long)(K->nbrows * K->bs), (long long)(K->nbcols * K->bs));
+        goto done;
+    }
+
+    /* ---- the right-hand side ---- */
+    x = calloc((size_t)n, sizeof *x);
+    if (rhs) {
+        int64_t nb = 0;
+        if (hk_mm_read_vector(rhs, &nb, &b)) {
+            fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+            goto done;
+        }
+        if (nb != n) {
+            fprintf(stderr,
+                    "hooke solve: the right-hand side %s has %lld entries but the matrix has "
+                    "%lld rows\n",
+                    rhs, (long long)nb, (long long)n);
+            goto done;
+        }
+    } else {
+        b = malloc((size_t)n * sizeof *b);
+        one = malloc((size_t)n * sizeof *one);
+        if (!b || !one) {
+            fprintf(stderr, "hooke solve: out of memory for %lld unknowns\n", (long long)n);
+            goto done;
+        }
+        for (int64_t i = 0; i < n; i++) one[i] = 1.0;
+        hk_bcsr_spmv(K, one, b);
+    }
+    if (!x) {
+        fprintf(stderr, "hooke solve: out of memory for %lld unknowns\n", (long long)n);
+        goto done;
+    }
+
+    /* ---- solve ---- */
+    if (hk_solver_create(K, o, &s)) {
+        fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        goto done;
+    }
+    printf("matrix: %s, %lld unknowns, %lld nonzeros, blocks of %d\n", gen ? gen : mtx,
+           (long long)n, (long long)(K->rowptr[K->nbrows] * K->bs * K->bs), K->bs);
+    printf("solver: ");
+    hk_solver_describe(s, stdout);
+    hk_result res;
+    if (hk_solver_solve(s, b, x, &res)) {
+        fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        goto done;
+    }
+    printf("reason: %s\n", hk_reason_name(res.reason));
+    printf("iterations: %d\n", res.iterations);
+    printf("true residual: %.3e (||b - A x|| / ||b||, fp64)\n", res.true_residual);
+    if (one) {
+        double e = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double d = x[i] - 1.0;
+            d = d < 0 ? -d : d;
+            if (!(d <= e)) e = d;
+        }
+        printf("max error vs ones: %.3e\n", e);
+    }
+    printf("setup: %.4f s, solve: %.4f s (%.4f ms per iteration)\n", res.setup_seconds,
+           res.solve_seconds,
+           res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
+    if (out && hk_mm_write_vector(out, n, x)) {
+        fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        goto done;
+    }
+    rc = hk_reason_converged(res.reason) ? 0 : 1;
+    if (rc)
+        fprintf(stderr, "hooke solve: not converged (%s) after %d iterations\n",
+                hk_reason_name(res.reason), res.iterations);
+done:
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    hk_bcsr_free(&A);
+    hk_bcsr_free(&B);
+    free(b);
+    free(x);
+    free(one);
+    return rc;
 }

@@ -317,6 +317,10 @@ struct hk_ksp {
     int history_cap;
     hk_monitor_fn monitor;
     void *monitor_ctx;
+    /* stagnation tracking (hk_ksp_converged) and the fp32 inner solver of method=defect */
+    double stag_best;
+    int stag_it;
+    hk_ksp *inner;
 };
 
 extern const hk_ksp_type *const hk_ksp_types[]; /* NULL-terminated registry */

@@ -1,10 +1,145 @@
-/* STUB (owner: krylov) */
-#include "hk_impl.h"
-const char *hk_reason_name(hk_reason r) { return "?"; }
-int hk_reason_converged(hk_reason r) { return 0; }
-int hk_solver_create(const hk_bcsr *K, hk_options *o, hk_solver **s) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-void hk_solver_destroy(hk_solver *s) { (void)s; }
-int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res) { return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__, "not implemented yet"); }
-void hk_solver_describe(const hk_solver *s, FILE *f) { (void)s; (void)f; }
-void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx) { (void)s; }
-void hk_solver_print_help(FILE *f) { (void)f; }
+/* Krylov methods: the registry (found by name, PETSc KSPRegister style), reasons, and the
+ * bookkeeping every method shares: start, convergence/stagnation test, history, monitor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ksp_impl.h"
+
+const hk_ksp_type *const hk_ksp_types[] = {
+    &hk_ksp_cg,    &hk_ksp_cgcg,     &hk_ksp_pipecg,    &hk_ksp_fcg,
+    &hk_ksp_bicgstab, &hk_ksp_pipebicgstab, &hk_ksp_gmres, &hk_ksp_pipegmres,
+    &hk_ksp_fgmres, &hk_ksp_defect,  NULL};
+
+const hk_ksp_type *hk_ksp_type_find(const char *name)
+{
+    for (int i = 0; name && hk_ksp_types[i]; i++)
+        if (!strcmp(hk_ksp_types[i]->name, name)) return hk_ksp_types[i];
+    return NULL;
+}
+
+const char *hk_reason_name(hk_reason r)
+{
+    switch (r) {
+    case HK_REASON_NONE: return "not run";
+    case HK_CONVERGED_RTOL: return "converged (relative tolerance)";
+    case HK_CONVERGED_ATOL: return "converged (absolute tolerance)";
+    case HK_DIVERGED_MAXIT: return "iteration limit reached";
+    case HK_DIVERGED_BREAKDOWN: return "breakdown";
+    case HK_DIVERGED_NOT_SPD: return "not SPD";
+    case HK_DIVERGED_NAN: return "NaN or Inf";
+    case HK_DIVERGED_STAGNATION: return "stagnation";
+    }
+    return "?";
+}
+
+int hk_reason_converged(hk_reason r)
+{
+    return r == HK_CONVERGED_RTOL || r == HK_CONVERGED_ATOL;
+}
+
+int hk_ksp_vecs(hk_ksp *k, int n, hk_vec **v)
+{
+    for (int i = 0; i < n; i++) v[i] = NULL;
+    for (int i = 0; i < n; i++) {
+        int ierr = hk_vec_create(k->be, k->A->nrows, k->A->prec, &v[i]);
+        if (ierr) {
+            hk_ksp_vecs_free(n, v);
+            return ierr;
+        }
+    }
+    return 0;
+}
+
+void hk_ksp_vecs_free(int n, hk_vec **v)
+{
+    for (int i = 0; i < n; i++) {
+        hk_vec_destroy(v[i]);
+        v[i] = NULL;
+    }
+}
+
+int hk_ksp_pc_is_none(const hk_ksp *k)
+{
+    return !strcmp(k->pc->type->name, "none");
+}
+
+int hk_ksp_pc(hk_ksp *k, const hk_vec *r, hk_vec *z)
+{
+    return hk_pc_apply(k->pc, r, z);
+}
+
+void hk_ksp_record(hk_ksp *k, int it, double rnorm)
+{
+    k->res.rnorm = rnorm;
+    if (k->keep_history) {
+        if (k->res.history_len >= k->history_cap) {
+            int cap = k->history_cap ? 2 * k->history_cap : 256;
+            double *h = realloc(k->history, (size_t)cap * sizeof *h);
+            if (h) {
+                k->history = h;
+                k->history_cap = cap;
+            }
+        }
+        if (k->res.history_len < k->history_cap) k->history[k->res.history_len++] = rnorm;
+        k->res.history = k->history;
+    }
+    if (k->monitor) k->monitor(it, rnorm, k->monitor_ctx);
+}
+
+int hk_ksp_stop(hk_ksp *k, int it, hk_reason why)
+{
+    k->res.iterations = it;
+    k->res.reason = why;
+    return 1;
+}
+
+int hk_ksp_converged(hk_ksp *k, int it, double rnorm, double bnorm)
+{
+    hk_ksp_record(k, it, rnorm);
+    k->res.iterations = it;
+    if (hk_ksp_bad(rnorm)) return hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+    if (rnorm <= k->rtol * bnorm) return hk_ksp_stop(k, it, HK_CONVERGED_RTOL);
+    if (rnorm <= k->atol) return hk_ksp_stop(k, it, HK_CONVERGED_ATOL);
+    if (it >= k->maxit) return hk_ksp_stop(k, it, HK_DIVERGED_MAXIT);
+    /* stagnation: no 0.1 % improvement of the best residual over a long window */
+    if (it == 0 || rnorm < 0.999 * k->stag_best) {
+        k->stag_best = rnorm;
+        k->stag_it = it;
+    } else if (it - k->stag_it >= HK_KSP_STAG_WINDOW) {
+        return hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
+    }
+    return 0;
+}
+
+int hk_ksp_start(hk_ksp *k, const hk_vec *b, hk_vec *x, hk_vec *r, double *bnorm, double *rnorm,
+                 int *done)
+{
+    const hk_backend_ops *be = k->be;
+    double bb, rr;
+    k->res.iterations = 0;
+    k->res.reason = HK_REASON_NONE;
+    k->res.history_len = 0;
+    k->stag_best = INFINITY;
+    k->stag_it = 0;
+    *done = 0;
+    HK_CALL(be->vec_dot(b, b, &bb));
+    *bnorm = sqrt(bb);
+    if (bb == 0.0) {
+        /* b = 0: the solution is x = 0 */
+        HK_CALL(be->vec_set(x, 0.0));
+        HK_CALL(be->vec_set(r, 0.0));
+        *rnorm = 0;
+        k->res.rnorm0 = 0;
+        hk_ksp_record(k, 0, 0.0);
+        hk_ksp_stop(k, 0, HK_CONVERGED_ATOL);
+        *done = 1;
+        return 0;
+    }
+    HK_CALL(hk_mat_spmv(k->A, x, r));
+    HK_CALL(be->vec_axpby(r, 1.0, b, -1.0));
+    HK_CALL(be->vec_dot(r, r, &rr));
+    *rnorm = sqrt(rr);
+    k->res.rnorm0 = *rnorm;
+    *done = hk_ksp_converged(k, 0, *rnorm, *bnorm);
+    return 0;
+}

@@ -1,0 +1,171 @@
+/* BiCGStab for nonsymmetric matrices, right-preconditioned (x = M^-1 y, A M^-1 y = b), so the
+ * tracked residual is the true one:
+ *   bicgstab      classical (van der Vorst; pipelined-solver paper Algorithm 3)
+ *   pipebicgstab  pipelined (pipelined-solver paper Algorithm 4): beta = -(As.r0*)/(Ap.r0*),
+ *                 four fused backend calls per iteration, scalars read every check_every. */
+#include "ksp_impl.h"
+
+/* ---- bicgstab -------------------------------------------------------------------------- */
+
+static int bicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
+{
+    const hk_backend_ops *be = k->be;
+    hk_vec *v[8];
+    int ierr, done;
+    double bnorm, rnorm, rho;
+    HK_CALL(hk_ksp_vecs(k, 8, v));
+    hk_vec *r = v[0], *r0s = v[1], *p = v[2], *ph = v[3], *Ap = v[4], *s = v[5], *sh = v[6],
+           *As = v[7];
+    const int none = hk_ksp_pc_is_none(k);
+    if (none) ph = p, sh = s;
+    HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
+    if (done) goto out;
+    HK_TRY(be->vec_copy(r0s, r));
+    HK_TRY(be->vec_copy(p, r));
+    rho = rnorm * rnorm;
+    for (int it = 1;; it++) {
+        double rap, ss, ass, asas, rho_new;
+        if (!none) HK_TRY(hk_ksp_pc(k, p, ph));
+        HK_TRY(hk_mat_spmv(k->A, ph, Ap));
+        HK_TRY(be->vec_dot(Ap, r0s, &rap));
+        if (hk_ksp_bad(rap)) {
+            hk_ksp_stop(k, it - 1, HK_DIVERGED_NAN);
+            break;
+        }
+        if (rap == 0) {
+            hk_ksp_stop(k, it - 1, HK_DIVERGED_BREAKDOWN);
+            break;
+        }
+        const double alpha = rho / rap;
+        HK_TRY(be->vec_axpbypcz(s, 1.0, r, -alpha, Ap, 0.0));
+        HK_TRY(be->vec_dot(s, s, &ss));
+        if (sqrt(ss) <= k->rtol * bnorm || sqrt(ss) <= k->atol) {
+            /* converged at the half step: x += alpha phat */
+            HK_TRY(be->vec_axpby(x, alpha, ph, 1.0));
+            hk_ksp_converged(k, it, sqrt(ss), bnorm);
+            break;
+        }
+        if (!none) HK_TRY(hk_ksp_pc(k, s, sh));
+        HK_TRY(hk_mat_spmv(k->A, sh, As));
+        HK_TRY(be->vec_dot(As, s, &ass));
+        HK_TRY(be->vec_dot(As, As, &asas));
+        if (hk_ksp_bad(ass) || hk_ksp_bad(asas)) {
+            hk_ksp_stop(k, it - 1, HK_DIVERGED_NAN);
+            break;
+        }
+        if (asas == 0 || ass == 0) {
+            hk_ksp_stop(k, it - 1, HK_DIVERGED_BREAKDOWN);
+            break;
+        }
+        const double omega = ass / asas;
+        HK_TRY(be->vec_axpbypcz(x, alpha, ph, omega, sh, 1.0));
+        HK_TRY(be->vec_axpbypcz(r, 1.0, s, -omega, As, 0.0));
+        if (hk_ksp_check_now(k, it)) {
+            double rr;
+            HK_TRY(be->vec_dot(r, r, &rr));
+            if (hk_ksp_converged(k, it, sqrt(rr), bnorm)) break;
+        }
+        HK_TRY(be->vec_dot(r, r0s, &rho_new));
+        if (hk_ksp_bad(rho_new)) {
+            hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+            break;
+        }
+        if (rho_new == 0) {
+            hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN);
+            break;
+        }
+        const double beta = (rho_new / rho) * (alpha / omega);
+        /* p = r + beta (p - omega Ap) */
+        HK_TRY(be->vec_axpbypcz(p, 1.0, r, -beta * omega, Ap, beta));
+        rho = rho_new;
+    }
+out:
+    ierr = 0;
+fail:
+    hk_ksp_vecs_free(8, v);
+    return ierr;
+}
+
+const hk_ksp_type hk_ksp_bicgstab = {.name = "bicgstab",
+                                     .summary = "BiCGStab, right-preconditioned (nonsymmetric)",
+                                     .needs_symmetric = 0,
+                                     .flexible = 0,
+                                     .solve = bicgstab_solve};
+
+/* ---- pipebicgstab ---------------------------------------------------------------------- */
+
+static int pipebicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
+{
+    const hk_backend_ops *be = k->be;
+    HK_CHECK(be->spmv_mdot && be->pipebicg_s && be->pipebicg_update, HK_ERR_UNSUPPORTED,
+             "method=pipebicgstab needs the fused ops spmv_mdot, pipebicg_s and pipebicg_update, "
+             "which backend %s lacks; use method=bicgstab",
+             be->name);
+    HK_CHECK(x->prec == HK_FP64, HK_ERR_UNSUPPORTED,
+             "method=pipebicgstab runs in fp64 only; as inner.method of defect use bicgstab");
+    hk_vec *v[8];
+    double *S = NULL;
+    int ierr, done;
+    double bnorm, rnorm;
+    enum { NS = HK_S_BI_END - HK_S_BI_RR0 };
+    double h[HK_S_MAX];
+    HK_CALL(hk_ksp_vecs(k, 8, v));
+    hk_vec *r = v[0], *r0s = v[1], *p = v[2], *ph = v[3], *Ap = v[4], *s = v[5], *sh = v[6],
+           *As = v[7];
+    const int none = hk_ksp_pc_is_none(k);
+    if (none) ph = p, sh = s;
+    HK_TRY(be->scal_alloc(&S, HK_S_MAX));
+    HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
+    if (done) goto out;
+    HK_TRY(be->vec_copy(r0s, r));
+    HK_TRY(be->vec_copy(p, r));
+    h[HK_S_BI_RR0] = rnorm * rnorm;
+    HK_TRY(be->scal_set(S, HK_S_BI_RR0, 1, &h[HK_S_BI_RR0]));
+    const int slot_ap[1] = {HK_S_BI_APR0};
+    const int slot_as[3] = {HK_S_BI_ASS, HK_S_BI_ASAS, HK_S_BI_ASR0};
+    for (int it = 1;; it++) {
+        if (!none) HK_TRY(hk_ksp_pc(k, p, ph));
+        const hk_vec *W1[1] = {r0s};
+        HK_TRY(be->spmv_mdot(k->A, ph, Ap, 1, W1, S, slot_ap));
+        HK_TRY(be->pipebicg_s(s, r, Ap, S));
+        if (!none) HK_TRY(hk_ksp_pc(k, s, sh));
+        const hk_vec *W3[3] = {s, As, r0s};
+        HK_TRY(be->spmv_mdot(k->A, sh, As, 3, W3, S, slot_as));
+        HK_TRY(be->pipebicg_update(x, r, p, ph, s, sh, As, Ap, r0s, S));
+        if (!hk_ksp_check_now(k, it)) continue;
+        /* one read-back of every scalar of this iteration */
+        HK_TRY(be->scal_get(S, HK_S_BI_RR0, NS, &h[HK_S_BI_RR0]));
+        const double rn = sqrt(fabs(h[HK_S_BI_RR]));
+        if (hk_ksp_bad(rn) && (h[HK_S_BI_APR0] == 0 || h[HK_S_BI_ASAS] == 0)) {
+            /* a zero denominator made the NaN: that is a breakdown of the method */
+            hk_ksp_record(k, it, rn);
+            hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN);
+            break;
+        }
+        if (hk_ksp_converged(k, it, rn, bnorm)) break;
+        int bad = 0;
+        for (int j = HK_S_BI_RR0; j < HK_S_BI_END; j++) bad |= hk_ksp_bad(h[j]);
+        if (bad) {
+            hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+            break;
+        }
+        if (h[HK_S_BI_APR0] == 0 || h[HK_S_BI_ASAS] == 0 || h[HK_S_BI_OMEGA] == 0 ||
+            h[HK_S_BI_RR0] == 0) {
+            hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN);
+            break;
+        }
+    }
+out:
+    ierr = 0;
+fail:
+    if (S) be->scal_free(S);
+    hk_ksp_vecs_free(8, v);
+    return ierr;
+}
+
+const hk_ksp_type hk_ksp_pipebicgstab = {.name = "pipebicgstab",
+                                         .summary = "pipelined BiCGStab, fused kernels "
+                                                    "(ViennaCL Alg. 4) (nonsymmetric)",
+                                         .needs_symmetric = 0,
+                                         .flexible = 0,
+                                         .solve = pipebicgstab_solve};

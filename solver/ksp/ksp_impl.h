@@ -1,0 +1,51 @@
+/* Private helpers shared by the Krylov method files (solver/ksp/). Every method is written once
+ * against the backend ops table; these helpers keep the bookkeeping (start, convergence test,
+ * work vectors, breakdown checks) identical across methods. */
+#ifndef HOOKE_KSP_IMPL_H
+#define HOOKE_KSP_IMPL_H
+
+#include <math.h>
+
+#include "hk_impl.h"
+
+/* The registered methods (one family per file). */
+extern const hk_ksp_type hk_ksp_cg, hk_ksp_cgcg, hk_ksp_pipecg, hk_ksp_fcg;
+extern const hk_ksp_type hk_ksp_bicgstab, hk_ksp_pipebicgstab;
+extern const hk_ksp_type hk_ksp_gmres, hk_ksp_pipegmres, hk_ksp_fgmres;
+extern const hk_ksp_type hk_ksp_defect;
+
+/* Iterations without a 0.1 % decrease of the best residual before "stagnation". */
+#define HK_KSP_STAG_WINDOW 500
+
+/* n work vectors of the operator's size and precision (NULL-initialised on failure). */
+int hk_ksp_vecs(hk_ksp *k, int n, hk_vec **v);
+void hk_ksp_vecs_free(int n, hk_vec **v);
+
+/* z = M^{-1} r (converting for an fp32 preconditioner). */
+int hk_ksp_pc(hk_ksp *k, const hk_vec *r, hk_vec *z);
+/* 1 when the preconditioner is the identity (methods then alias z = r). */
+int hk_ksp_pc_is_none(const hk_ksp *k);
+
+/* r = b - A x; *bnorm = ||b||, *rnorm = ||r||; resets the result and stagnation state and
+ * records iteration 0. Returns 1 in *done when already converged (or b = 0: x = 0). */
+int hk_ksp_start(hk_ksp *k, const hk_vec *b, hk_vec *x, hk_vec *r, double *bnorm, double *rnorm,
+                 int *done);
+
+/* Record a residual (history, monitor) without deciding anything. */
+void hk_ksp_record(hk_ksp *k, int it, double rnorm);
+
+/* Set the reason and iteration count and return 1 (for breakdown, not SPD, NaN). */
+int hk_ksp_stop(hk_ksp *k, int it, hk_reason why);
+
+/* 1 when iteration it must test the residual (every check_every, and at maxit). */
+static inline int hk_ksp_check_now(const hk_ksp *k, int it)
+{
+    return it % k->check_every == 0 || it >= k->maxit;
+}
+
+static inline int hk_ksp_bad(double v)
+{
+    return !isfinite(v);
+}
+
+#endif

@@ -1,0 +1,363 @@
+/* hk_solver: the whole solve from options by name (PETSc KSPSetFromOptions style). It picks
+ * the backend, converts K to the chosen format, sets up the preconditioner (fp32 for
+ * precision=mixed, SBELL paper Algorithm 6), runs the Krylov method and recomputes the true
+ * residual in fp64. Every option key is checked, so a typo is an error naming the key. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ksp_impl.h"
+
+struct hk_solver {
+    const hk_backend_ops *be;
+    hk_mat *A, *A_low;
+    hk_pc *pc;
+    hk_ksp ksp, inner;
+    hk_format fmt;
+    int mixed;
+    int64_t n;
+    double setup_seconds;
+    double bnorm; /* of the current solve, for the printing monitor */
+    hk_vec *b, *x, *r;
+};
+
+static const char *const precisions[] = {"double", "mixed", NULL};
+
+#define HK_SOLVER_KEYS                                                                             \
+    "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "       \
+    "check_every, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
+
+/* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
+static void valid_keys(char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s", HK_SOLVER_KEYS);
+    for (int i = 0; hk_pc_types[i] && len < n; i++) {
+        const char *opts = hk_pc_types[i]->options;
+        if (!opts || !opts[0]) continue;
+        /* options are space separated: list them comma separated */
+        len += (size_t)snprintf(buf + len, n - len, ", ");
+        for (const char *c = opts; *c && len + 3 < n; c++) {
+            if (*c == ' ') {
+                buf[len++] = ',';
+                buf[len++] = ' ';
+            } else {
+                buf[len++] = *c;
+            }
+        }
+        buf[len < n ? len : n - 1] = 0;
+    }
+}
+
+static int list_methods(char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; hk_ksp_types[i] && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "",
+                                hk_ksp_types[i]->name);
+    return 0;
+}
+
+static int list_pcs(char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; hk_pc_types[i] && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", hk_pc_types[i]->name);
+    return 0;
+}
+
+/* K must be square with finite entries; the first bad entry is named by scalar row/column. */
+static int check_matrix(const hk_bcsr *K)
+{
+    HK_CHECK(K && K->rowptr && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
+             "hk_solver_create: no matrix, or block size not 1, 2 or 3");
+    HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
+             "the solver needs a square matrix; this one has %lld x %lld block rows/columns",
+             (long long)K->nbrows, (long long)K->nbcols);
+    const int bs = K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+            for (int e = 0; e < bs * bs; e++) {
+                double v = K->val[(size_t)p * bs * bs + e];
+                HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
+                         "matrix entry at row %lld, column %lld is %g; the solver needs finite "
+                         "values - check the assembly or the input file",
+                         (long long)(i * bs + e / bs + 1), (long long)(K->colind[p] * bs + e % bs + 1),
+                         v);
+            }
+    return 0;
+}
+
+static void print_monitor(int it, double rnorm, void *ctx)
+{
+    const hk_solver *s = ctx;
+    printf("  %6d  |r| %.6e  |r|/|b| %.6e\n", it, rnorm, s->bnorm > 0 ? rnorm / s->bnorm : rnorm);
+    fflush(stdout);
+}
+
+int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
+{
+    int ierr;
+    hk_solver *s = NULL;
+    hk_options *own = NULL, *o = o_in;
+    const double t0 = hk_time();
+    char buf[1024];
+    *out = NULL;
+    HK_CALL(check_matrix(K));
+    if (!o) {
+        HK_CALL(hk_options_create(&own));
+        o = own;
+    }
+    HK_TRY(hk_calloc(1, sizeof *s, &s));
+    s->n = K->nbrows * K->bs;
+
+    /* ---- options ---- */
+    const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
+    const char *inner_method = "cg";
+    int prec = 0, maxit = 10000, restart = 30, history = 0, monitor = 0, check_every = 1;
+    int inner_maxit = 1000;
+    double tol = 1e-8, atol = 0, inner_tol = 1e-4;
+    HK_TRY(hk_options_get_string(o, "backend", &backend));
+    HK_TRY(hk_options_get_string(o, "method", &method));
+    HK_TRY(hk_options_get_string(o, "pc", &pcname));
+    HK_TRY(hk_options_get_string(o, "format", &fmtname));
+    HK_TRY(hk_options_get_choice(o, "precision", precisions, &prec));
+    HK_TRY(hk_options_get_double(o, "tol", &tol));
+    HK_TRY(hk_options_get_double(o, "atol", &atol));
+    HK_TRY(hk_options_get_int(o, "maxit", &maxit));
+    HK_TRY(hk_options_get_int(o, "restart", &restart));
+    HK_TRY(hk_options_get_int(o, "history", &history));
+    HK_TRY(hk_options_get_int(o, "monitor", &monitor));
+    HK_TRY(hk_options_get_int(o, "check_every", &check_every));
+    const hk_ksp_type *kt = hk_ksp_type_find(method);
+    if (!kt) {
+        list_methods(buf, sizeof buf);
+        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown method '%s'; valid methods are %s", method, buf);
+    }
+    const int defect = kt == &hk_ksp_defect;
+    const hk_ksp_type *it_type = NULL;
+    if (defect) {
+        HK_TRY(hk_options_get_string(o, "inner.method", &inner_method));
+        HK_TRY(hk_options_get_double(o, "inner.tol", &inner_tol));
+        HK_TRY(hk_options_get_int(o, "inner.maxit", &inner_maxit));
+        it_type = hk_ksp_type_find(inner_method);
+        if (!it_type || it_type == &hk_ksp_defect) {
+            list_methods(buf, sizeof buf);
+            HK_TRY_CHECK(0, HK_ERR_OPTION,
+                         "option inner.method=%s is not a valid inner method; use one of %s "
+                         "(not defect)",
+                         inner_method, buf);
+        }
+        HK_TRY_CHECK(inner_tol > 0 && inner_tol < 1, HK_ERR_OPTION,
+                     "option inner.tol=%g must be in (0, 1) (default 1e-4)", inner_tol);
+        HK_TRY_CHECK(inner_maxit >= 1, HK_ERR_OPTION,
+                     "option inner.maxit=%d must be at least 1 (default 1000)", inner_maxit);
+    }
+    const hk_pc_type *pt = hk_pc_type_find(pcname);
+    if (!pt) {
+        list_pcs(buf, sizeof buf);
+        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown preconditioner pc=%s; valid ones are %s", pcname,
+                     buf);
+    }
+    HK_TRY_CHECK(tol >= 0 && tol < 1, HK_ERR_OPTION,
+                 "option tol=%g must be in [0, 1) (relative residual; default 1e-8)", tol);
+    HK_TRY_CHECK(atol >= 0, HK_ERR_OPTION, "option atol=%g must be >= 0 (default 0)", atol);
+    HK_TRY_CHECK(tol > 0 || atol > 0, HK_ERR_OPTION,
+                 "tol=0 and atol=0 can never be met; set tol (default 1e-8) or atol");
+    HK_TRY_CHECK(maxit >= 1, HK_ERR_OPTION, "option maxit=%d must be at least 1 (default 10000)",
+                 maxit);
+    HK_TRY_CHECK(restart >= 1 && restart <= 1000, HK_ERR_OPTION,
+                 "option restart=%d must be in 1..1000 (default 30)", restart);
+    HK_TRY_CHECK(check_every >= 1, HK_ERR_OPTION,
+                 "option check_every=%d must be at least 1 (default 1)", check_every);
+    const hk_ksp_type *sym_type = defect ? it_type : kt;
+    HK_TRY_CHECK(!sym_type->needs_symmetric || pt->symmetric || sym_type->flexible,
+                 HK_ERR_UNSUPPORTED,
+                 "method=%s needs a symmetric positive definite preconditioner and pc=%s is not "
+                 "symmetric; use method=fcg, gmres, fgmres or bicgstab with it",
+                 sym_type->name, pt->name);
+
+    /* ---- backend, matrix, preconditioner ---- */
+    HK_TRY(hk_backend_get(backend, &s->be));
+    if (fmtname) {
+        HK_TRY(hk_format_from_name(fmtname, &s->fmt));
+    } else {
+        /* sbell on a GPU (the SBELL paper); on the CPU csr for scalar, bsr for block */
+        const int gpu = strcmp(s->be->name, "cpu") != 0;
+        s->fmt = gpu ? HK_FMT_SBELL : (K->bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
+    }
+    HK_TRY(hk_mat_create(s->be, K, s->fmt, HK_FP64, o, &s->A));
+    s->mixed = prec == 1 || defect;
+    if (defect) HK_TRY(hk_mat_create(s->be, K, s->fmt, HK_FP32, o, &s->A_low));
+    HK_TRY(hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, K, defect ? s->A_low : s->A, o,
+                        &s->pc));
+    HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->b));
+    HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->x));
+    HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->r));
+
+    valid_keys(buf, sizeof buf);
+    HK_TRY(hk_options_check_used(o, buf));
+
+    /* ---- the Krylov objects ---- */
+    hk_ksp *k = &s->ksp;
+    k->type = kt;
+    k->be = s->be;
+    k->A = s->A;
+    k->A_low = s->A_low;
+    k->pc = s->pc;
+    k->rtol = tol;
+    k->atol = atol;
+    k->maxit = maxit;
+    k->restart = restart;
+    k->check_every = check_every;
+    k->keep_history = history != 0;
+    if (monitor) {
+        k->monitor = print_monitor;
+        k->monitor_ctx = s;
+    }
+    if (defect) {
+        hk_ksp *in = &s->inner;
+        in->type = it_type;
+        in->be = s->be;
+        in->A = s->A_low;
+        in->pc = s->pc;
+        in->rtol = inner_tol;
+        in->atol = 0;
+        in->maxit = inner_maxit;
+        in->restart = restart;
+        in->check_every = check_every;
+        k->inner = in;
+    }
+    s->setup_seconds = hk_time() - t0;
+    hk_options_destroy(own);
+    *out = s;
+    return 0;
+fail:
+    hk_options_destroy(own);
+    hk_solver_destroy(s);
+    return ierr;
+}
+
+void hk_solver_destroy(hk_solver *s)
+{
+    if (!s) return;
+    hk_vec_destroy(s->b);
+    hk_vec_destroy(s->x);
+    hk_vec_destroy(s->r);
+    hk_pc_destroy(s->pc);
+    hk_mat_destroy(s->A_low);
+    hk_mat_destroy(s->A);
+    free(s->ksp.history);
+    free(s->inner.history);
+    free(s);
+}
+
+/* The first non-finite entry of v (0-based), or -1. */
+static int64_t first_bad(const double *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return i;
+    return -1;
+}
+
+int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
+{
+    HK_CHECK(s && b && x && res, HK_ERR_ARG, "hk_solver_solve: missing solver, b, x or result");
+    memset(res, 0, sizeof *res);
+    hk_ksp *k = &s->ksp;
+    const hk_backend_ops *be = s->be;
+    int64_t bad = first_bad(b, s->n);
+    if (bad >= 0) {
+        res->reason = HK_DIVERGED_NAN;
+        res->setup_seconds = s->setup_seconds;
+        return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "right-hand side entry %lld is %g; the solver needs finite values",
+                            (long long)bad + 1, b[bad]);
+    }
+    bad = first_bad(x, s->n);
+    if (bad >= 0) {
+        res->reason = HK_DIVERGED_NAN;
+        res->setup_seconds = s->setup_seconds;
+        return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "initial guess entry %lld is %g; pass finite values (zeros will do)",
+                            (long long)bad + 1, x[bad]);
+    }
+    HK_CALL(hk_vec_upload(s->b, b));
+    HK_CALL(hk_vec_upload(s->x, x));
+    double bb;
+    HK_CALL(be->vec_dot(s->b, s->b, &bb));
+    s->bnorm = sqrt(bb);
+    HK_CALL(be->sync());
+    const double t0 = hk_time();
+    HK_CALL(k->type->solve(k, s->b, s->x));
+    HK_CALL(be->sync());
+    const double t1 = hk_time();
+    /* the true residual, in fp64 on the backend */
+    double rr;
+    HK_CALL(hk_mat_spmv(s->A, s->x, s->r));
+    HK_CALL(be->vec_axpby(s->r, 1.0, s->b, -1.0));
+    HK_CALL(be->vec_dot(s->r, s->r, &rr));
+    HK_CALL(hk_vec_download(s->x, x));
+    *res = k->res;
+    res->true_residual = s->bnorm > 0 ? sqrt(rr) / s->bnorm : sqrt(rr);
+    res->setup_seconds = s->setup_seconds;
+    res->solve_seconds = t1 - t0;
+    res->history = k->keep_history ? k->history : NULL;
+    if (!k->keep_history) res->history_len = 0;
+    return 0;
+}
+
+void hk_solver_describe(const hk_solver *s, FILE *f)
+{
+    if (!s) return;
+    const char *pcn = s->pc->type->name;
+    if (s->ksp.inner)
+        fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
+                s->ksp.inner->type->name, pcn, hk_format_name(s->fmt), s->be->name);
+    else
+        fprintf(f, "%s + %s%s, %s fp64 on %s\n", s->ksp.type->name, pcn,
+                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->fmt), s->be->name);
+}
+
+void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx)
+{
+    if (!s) return;
+    s->ksp.monitor = fn;
+    s->ksp.monitor_ctx = ctx;
+}
+
+void hk_solver_print_help(FILE *f)
+{
+    fprintf(f, "Solver options (key=value; unknown keys are errors):\n"
+               "  backend=auto|cpu|cuda   where to run (auto: cuda when a device is present)\n"
+               "  method=NAME             Krylov method (default cg), one of:\n");
+    for (int i = 0; hk_ksp_types[i]; i++)
+        fprintf(f, "      %-13s %s\n", hk_ksp_types[i]->name, hk_ksp_types[i]->summary);
+    fprintf(f, "  pc=NAME                 preconditioner (default jacobi), one of:\n");
+    for (int i = 0; hk_pc_types[i]; i++)
+        fprintf(f, "      %-13s %s%s%s%s\n", hk_pc_types[i]->name, hk_pc_types[i]->summary,
+                hk_pc_types[i]->options && hk_pc_types[i]->options[0] ? " [options: " : "",
+                hk_pc_types[i]->options ? hk_pc_types[i]->options : "",
+                hk_pc_types[i]->options && hk_pc_types[i]->options[0] ? "]" : "");
+    fprintf(f, "  format=NAME             storage format (default sbell on cuda; csr on cpu for "
+               "scalar,\n                          bsr for block matrices):");
+    for (int i = 0; i < HK_FMT_COUNT; i++) fprintf(f, " %s", hk_format_name((hk_format)i));
+    fprintf(f, "\n"
+               "  format.slice=32         SELL/SBELL slice height S\n"
+               "  format.sigma=0          sorting window in rows (0: whole matrix)\n"
+               "  format.tpr=0            threads per block row on cuda (0: auto)\n"
+               "  precision=double|mixed  mixed: fp32 preconditioner, fp64 outer loop "
+               "(default double)\n"
+               "  tol=1e-8                relative tolerance on ||b-Ax||/||b||\n"
+               "  atol=0                  absolute tolerance on ||b-Ax||\n"
+               "  maxit=10000             iteration limit\n"
+               "  restart=30              GMRES restart length m\n"
+               "  check_every=1           test the residual every N iterations (pipelined "
+               "methods read\n"
+               "                          their backend scalars only then)\n"
+               "  history=0|1             keep the residual history\n"
+               "  monitor=0|1             print the residual at every test\n"
+               "  inner.method=cg         defect correction: the fp32 inner method\n"
+               "  inner.tol=1e-4          defect correction: inner relative tolerance\n"
+               "  inner.maxit=1000        defect correction: inner iteration limit\n");
+}
