@@ -533,6 +533,56 @@ static void test_sai(void)
     free(D), free(M);
 }
 
+/* Every registered preconditioner, every backend and precision: set-up succeeds on a small
+ * SPD elasticity matrix (or says the backend lacks it), apply in place (z = r, one vector)
+ * equals apply out of place, and fp32 vectors work with an fp64 preconditioner. */
+static void test_every_pc_in_place(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity2d(6, 4, &K));
+    const long n = (long)K.nbrows * K.bs;
+    double *r = malloc(n * sizeof *r), *z1 = malloc(n * sizeof *z1), *z2 = malloc(n * sizeof *z2);
+    test_rhs(n, r);
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++)
+        for (int p = 0; p < 2; p++)
+            for (int t = 0; hk_pc_types[t]; t++) {
+                const hk_pc_type *pt = hk_pc_types[t];
+                hk_mat *A;
+                hk_pc *pc = NULL;
+                hk_vec *v, *w, *v32;
+                HK_ASSERT_OK(hk_mat_create(*b, &K, HK_FMT_CSR, HK_FP64, NULL, &A));
+                int err = hk_pc_create(pt, *b, (hk_precision)p, &K, A, NULL, &pc);
+                if (err == HK_ERR_UNSUPPORTED && !(*b)->tri_create) {
+                    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available"));
+                    hk_mat_destroy(A);
+                    continue;
+                }
+                if (err) fprintf(stderr, "\n  pc %s: %s\n", pt->name, hk_error_message());
+                CU_ASSERT_EQUAL_FATAL(err, 0);
+                HK_ASSERT_OK(hk_vec_create(*b, n, HK_FP64, &v));
+                HK_ASSERT_OK(hk_vec_create(*b, n, HK_FP64, &w));
+                HK_ASSERT_OK(hk_vec_create(*b, n, HK_FP32, &v32));
+                HK_ASSERT_OK(hk_vec_upload(v, r));
+                HK_ASSERT_OK(hk_pc_apply(pc, v, w));
+                HK_ASSERT_OK(hk_vec_download(w, z1));
+                HK_ASSERT_OK(hk_pc_apply(pc, v, v)); /* in place */
+                HK_ASSERT_OK(hk_vec_download(v, z2));
+                CU_ASSERT(hk_test_reldiff(z2, z1, n) == 0);
+                HK_ASSERT_OK(hk_vec_upload(v32, r)); /* fp32 vectors, any pc precision */
+                HK_ASSERT_OK(hk_pc_apply(pc, v32, v32));
+                HK_ASSERT_OK(hk_vec_download(v32, z2));
+                CU_ASSERT(hk_test_reldiff(z2, z1, n) < 1e-5);
+                double nz = 0;
+                for (long i = 0; i < n; i++) nz += r[i] * z1[i];
+                if (pt->symmetric) CU_ASSERT(nz > 0); /* r^T M^-1 r > 0 for an SPD M */
+                hk_vec_destroy(v), hk_vec_destroy(w), hk_vec_destroy(v32);
+                hk_pc_destroy(pc);
+                hk_mat_destroy(A);
+            }
+    free(r), free(z1), free(z2);
+    hk_bcsr_free(&K);
+}
+
 /* ---- through the solver: the papers' orderings ------------------------------------------ */
 
 /* CG (or another method) iterations for options text on K; -1 when it fails to converge. */
@@ -688,6 +738,7 @@ HK_SUITE(pc, {"jacobi and none apply: r ./ diag(A)", test_jacobi},
          {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
          {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},
          {"set-up errors name the row / option", test_errors},
+         {"every pc: in place, fp32 vectors, r^T M^-1 r > 0", test_every_pc_in_place},
          {"SBELL Table 3: ls < neumann < jacobi CG iterations (2D elasticity)",
           test_table3_ordering},
          {"fsai >= 2x fewer, ic0 fewer CG iterations than jacobi (3D elasticity)",

@@ -55,8 +55,14 @@ int hk_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
     HK_CHECK(r->n == pc->n && z->n == pc->n, HK_ERR_ARG,
              "preconditioner %s applied to vectors of length %lld / %lld; it was set up for %lld",
              pc->type->name, (long long)r->n, (long long)z->n, (long long)pc->n);
-    if (r->prec == pc->prec && z->prec == pc->prec) return pc->type->apply(pc, r, z);
+    const int same = r->prec == pc->prec && z->prec == pc->prec;
+    if (same && r->data != z->data) return pc->type->apply(pc, r, z);
+    /* conversion buffers in the pc's precision (made at create for fp32, else on first use);
+     * also used when r and z are one vector, since the types' apply needs them distinct */
+    if (!pc->r_low) HK_CALL(hk_vec_create(pc->be, pc->n, pc->prec, &pc->r_low));
+    if (!pc->z_low) HK_CALL(hk_vec_create(pc->be, pc->n, pc->prec, &pc->z_low));
     HK_CALL(pc->be->vec_convert(pc->r_low, r));
+    if (same) return pc->type->apply(pc, pc->r_low, z);
     HK_CALL(pc->type->apply(pc, pc->r_low, pc->z_low));
     return pc->be->vec_convert(z, pc->z_low);
 }
