@@ -17,6 +17,7 @@
 
 int hk_bench_spmv(int argc, char **argv); /* app/cmd_bench.c */
 int hk_bench_cg(int argc, char **argv);   /* app/bench_cg.c */
+int hk_bench_assembly(int argc, char **argv); /* app/bench_assembly.c */
 
 /* ---- common options: --backend auto|cpu|cuda  --json FILE  --size small|medium|large ---- */
 
