@@ -22,8 +22,6 @@ typedef struct bench_cmd {
 static const bench_cmd bench_cmds[] = {
     {"spmv", "SpMV of every storage format and precision on FEM elasticity matrices",
      hk_bench_spmv},
-    {"cg", "CG / pipelined CG time per iteration against cuSPARSE+cuBLAS CG and the CPU",
-     hk_bench_cg},
     {"cg", "CG and pipelined CG per iteration vs cuSPARSE+cuBLAS CG and the CPU", hk_bench_cg},
     {"assembly", "elements/s per element type, stage times of a 1M-DOF case", hk_bench_assembly},
 };
