@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <omp.h>
 
 #include "test_util.h"
 #include "hooke/fem.h"
@@ -1056,6 +1057,64 @@ static void test_chain_gravity(void)
     }
 }
 
+/* Same digits for any thread count: fields and the compressed file. */
+static int file_equal(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb) same = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+static void test_thread_independence(void)
+{
+    const double L[3] = {1, 1, 1};
+    hk_mesh m;
+    make_mesh(HK_EL_TET10, 6, 6, 6, L, 0.1, 0, &m);
+    hk_system s;
+    make_system(&m, &s);
+    double *u = malloc(s.ndof * sizeof(double));
+    for (int64_t i = 0; i < s.ndof; i++) u[i] = 1e-3 * sin(0.37 * (double)i);
+    for (int64_t j = 0; j < m.boundaries[0].nnodes; j++) s.fixed[3 * m.boundaries[0].nodes[j]] = 1;
+    hk_material mat = {"steel", 210e3, 0.3, 0};
+    hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = &mat};
+    hk_fields f1, f2;
+    int nt = omp_get_max_threads();
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, "%s/threads1.vtu", hk_test_tmpdir());
+    snprintf(p2, sizeof p2, "%s/threads3.vtu", hk_test_tmpdir());
+    hk_vtu_options zo = {1, 0};
+    omp_set_num_threads(1);
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f1));
+    HK_ASSERT_OK(hk_vtu_write(p1, &m, &f1, &zo));
+    omp_set_num_threads(3);
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f2));
+    HK_ASSERT_OK(hk_vtu_write(p2, &m, &f2, &zo));
+    omp_set_num_threads(nt);
+    int64_t nn = m.nnodes;
+    CU_ASSERT(memcmp(f1.stress, f2.stress, 6 * nn * sizeof(double)) == 0);
+    CU_ASSERT(memcmp(f1.reaction, f2.reaction, 3 * nn * sizeof(double)) == 0);
+    CU_ASSERT(memcmp(f1.cell_stress, f2.cell_stress, 6 * m.cells.n * sizeof(double)) == 0);
+    CU_ASSERT(file_equal(p1, p2));
+    hk_fields_free(&f1);
+    hk_fields_free(&f2);
+    /* a cell type the writer cannot map gets one sentence with the element id */
+    m.cells.type[4] = HK_EL_LINE3;
+    CU_ASSERT_EQUAL(hk_vtu_write(p1, &m, NULL, NULL), HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "element 5 is a line3"));
+    CU_ASSERT_EQUAL(hk_postproc(&p, &s, u, &f1), HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "element 5"));
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
 HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules", test_element_data},
          {"principal stresses and von Mises of known tensors", test_principal_and_von_mises},
          {"constant strain, 2D elements: exact nodal/element stress", test_constant_strain_2d},
@@ -1067,5 +1126,6 @@ HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules
          {"vtu ascii read back by VTK", test_vtu_ascii},
          {"Gmsh -> VTK node order matches VTK's parametric coordinates", test_vtk_node_order},
          {"pvd collection of two load cases", test_pvd},
+         {"same results and file for any thread count; unsupported cell types", test_thread_independence},
          {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
          {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
