@@ -1,0 +1,158 @@
+/* `hooke solve` end to end: the built binary (HOOKE_BINARY) on small Matrix Market files
+ * written to the test's temporary directory; exit codes, output and the solution file. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+/* Run `hooke solve ARGS` with stderr merged; returns the exit status, output in out. */
+static int run_solve(const char *args, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
+             HOOKE_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t len = fread(out, 1, cap - 1, p);
+    out[len] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The 1D Laplacian tridiag(-1, 2, -1) of order n, symmetric Matrix Market (lower triangle). */
+static void write_laplacian(const char *name, int n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", hk_test_tmpdir(), name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real symmetric\n%% test matrix\n");
+    fprintf(f, "%d %d %d\n", n, n, 2 * n - 1);
+    for (int i = 1; i <= n; i++) {
+        fprintf(f, "%d %d 2.0\n", i, i);
+        if (i > 1) fprintf(f, "%d %d -1.0\n", i, i - 1);
+    }
+    fclose(f);
+}
+
+static void test_solve_ones_and_output(void)
+{
+    char out[8192];
+    write_laplacian("lap.mtx", 12);
+    int rc = run_solve("lap.mtx method=cg pc=jacobi -o x.mtx --backend cpu", out, sizeof out);
+    if (rc) fprintf(stderr, "\n%s\n", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "converged"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "iterations:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "true residual"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "max error vs ones"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "setup:"));
+    /* the solution file holds ones (b = A * ones) */
+    char path[512];
+    snprintf(path, sizeof path, "%s/x.mtx", hk_test_tmpdir());
+    int64_t n = 0;
+    double *x = NULL;
+    HK_ASSERT_OK(hk_mm_read_vector(path, &n, &x));
+    CU_ASSERT_EQUAL(n, 12);
+    for (int64_t i = 0; i < n; i++) CU_ASSERT_DOUBLE_EQUAL(x[i], 1.0, 1e-7);
+    free(x);
+    /* CG on tridiag(-1,2,-1) of order 12 converges in at most 12 iterations (exact
+     * arithmetic: 6, the number of distinct eigenvalues seen from the symmetric start) */
+    const char *it = strstr(out, "iterations:");
+    CU_ASSERT(it && atoi(it + 11) <= 12);
+}
+
+static void test_solve_rhs_blocks_generate(void)
+{
+    char out[8192];
+    enum { N = 10 };
+    write_laplacian("lap10.mtx", N);
+    /* b = A * (1, 2, ..., N) so the solution is x_i = i */
+    double xs[N], b[N];
+    for (int i = 0; i < N; i++) xs[i] = i + 1;
+    for (int i = 0; i < N; i++)
+        b[i] = 2 * xs[i] - (i > 0 ? xs[i - 1] : 0) - (i + 1 < N ? xs[i + 1] : 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/b10.mtx", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_mm_write_vector(path, N, b));
+    int rc = run_solve("lap10.mtx --rhs b10.mtx -o x10.mtx method=gmres pc=none --block-size 2",
+                       out, sizeof out);
+    if (rc) fprintf(stderr, "\n%s\n", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "blocks of 2"));
+    CU_ASSERT_PTR_NULL(strstr(out, "max error vs ones"));
+    snprintf(path, sizeof path, "%s/x10.mtx", hk_test_tmpdir());
+    int64_t n = 0;
+    double *x = NULL;
+    HK_ASSERT_OK(hk_mm_read_vector(path, &n, &x));
+    CU_ASSERT_EQUAL_FATAL(n, N);
+    for (int i = 0; i < N; i++) CU_ASSERT_DOUBLE_EQUAL(x[i], xs[i], 1e-7 * N);
+    free(x);
+    /* generated matrices */
+    rc = run_solve("--generate elasticity2d:6 method=pipecg pc=jacobi precision=mixed", out,
+                   sizeof out);
+    if (rc) fprintf(stderr, "\n%s\n", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "pipecg + jacobi"));
+    rc = run_solve("--generate convdiff:12 method=pipebicgstab pc=none", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
+static void test_solve_errors(void)
+{
+    char out[8192];
+    write_laplacian("lap.mtx", 12);
+    /* a typo in an option key: exit 2, the key and the valid keys are named */
+    int rc = run_solve("lap.mtx metod=cg", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "metod"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "method"));
+    /* an unknown flag */
+    rc = run_solve("lap.mtx --tolerance 1e-3", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tolerance"));
+    /* a missing file: its path is named */
+    rc = run_solve("missing.mtx", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "missing.mtx"));
+    /* a malformed file */
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.mtx", hk_test_tmpdir());
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 4.0\n2 x 1.0\n");
+    fclose(f);
+    rc = run_solve("bad.mtx", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bad.mtx"));
+    /* a wrong block size and a right-hand side of the wrong length */
+    rc = run_solve("lap.mtx --block-size 5", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "block-size"));
+    const double b10[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    snprintf(path, sizeof path, "%s/short.mtx", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_mm_write_vector(path, 10, b10));
+    rc = run_solve("lap.mtx --rhs short.mtx", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "12 rows"));
+    /* not converged: exit 1 with the reason */
+    rc = run_solve("lap.mtx method=cg pc=none maxit=2", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "iteration limit"));
+    /* help */
+    rc = run_solve("--help", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--block-size"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "pipebicgstab"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "precision=double|mixed"));
+    /* no matrix */
+    rc = run_solve("method=cg", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "no matrix"));
+}
+
+HK_SUITE(solve_cmd, {"hooke solve: b = A*ones, solution file, iterations", test_solve_ones_and_output},
+         {"hooke solve: --rhs, --block-size, --generate", test_solve_rhs_blocks_generate},
+         {"hooke solve: bad options, files and sizes give exit 2, no convergence 1",
+          test_solve_errors})
