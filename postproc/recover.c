@@ -127,7 +127,7 @@ static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick
     double dNdx[HK_EL_MAXN][3], G[3][3], eps[6], sig[6];
     const double *qw = el->qw;
     int nq = el->nqp;
-    double vol = 0;
+    double vol = 0, cell_eps[6] = {0, 0, 0, 0, 0, 0};
     memset(out->cell_sig, 0, sizeof out->cell_sig);
     memset(out->fint, 0, sizeof out->fint);
     out->err = 0;
@@ -141,7 +141,7 @@ static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick
         constitutive(L, (const double(*)[3])G, eps, sig);
         double dv = qw[q] * det * thick;
         vol += dv;
-        for (int k = 0; k < 6; k++) out->cell_sig[k] += dv * sig[k];
+        for (int k = 0; k < 6; k++) out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
         /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor */
         double S[3][3] = {{sig[0], sig[3], sig[5]}, {sig[3], sig[1], sig[4]},
                           {sig[5], sig[4], sig[2]}};
@@ -152,13 +152,16 @@ static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick
                 out->fint[a][i] += dv * s;
             }
     }
-    for (int k = 0; k < 6; k++) out->cell_sig[k] /= vol;
-    /* values at the element's nodes, from its own shape functions */
+    for (int k = 0; k < 6; k++) out->cell_sig[k] /= vol, cell_eps[k] /= vol;
+    /* values at the element's nodes, from its own shape functions. A strongly curved
+     * quadratic element can have det J <= 0 at a corner while every Gauss point is fine
+     * (the assembly accepts it): such a node takes the element average instead. */
     for (int a = 0; a < nn; a++) {
         double det = shape_x(dim, nn, X, (const double(*)[3])ndN[t][a], dNdx);
         if (!(det > 0)) {
-            out->err = 1, out->det = det;
-            return 1;
+            memcpy(out->eps[a], cell_eps, sizeof cell_eps);
+            memcpy(out->sig[a], out->cell_sig, sizeof out->cell_sig);
+            continue;
         }
         grad_u(nn, ue, (const double(*)[3])dNdx, G);
         constitutive(L, (const double(*)[3])G, out->eps[a], out->sig[a]);

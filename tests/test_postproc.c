@@ -569,6 +569,47 @@ static void test_errors(void)
     free_mesh(&m);
 }
 
+/* A quarter-point quad8 (crack-tip element: mid-side node at a quarter of the edge) has
+ * det J = 0 at its corner node but is fine at every Gauss point. Postproc must accept it
+ * (as the assembly does) and still give exact values for a linear field. */
+static void test_quarter_point_element(void)
+{
+    hk_mesh m;
+    memset(&m, 0, sizeof m);
+    const double *ref = hk_eltype_ref_coords(HK_EL_QUAD8);
+    double X[8][3];
+    for (int a = 0; a < 8; a++)
+        for (int d = 0; d < 3; d++) X[a][d] = d < 2 ? ref[3 * a + d] + 1 : 0; /* [0,2]^2 */
+    X[4][0] = 0.5; /* node 4 on edge 0-1: quarter point */
+    X[7][1] = 0.5; /* node 7 on edge 3-0: quarter point */
+    int32_t nodes[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int64_t ptr[2] = {0, 8}, tag = 1;
+    uint8_t type = HK_EL_QUAD8;
+    int32_t reg = 0;
+    m.dim = 2, m.nnodes = 8, m.coords = &X[0][0];
+    m.cells = (hk_elems){1, &type, ptr, nodes, &tag};
+    m.cell_region = &reg;
+    hk_system s;
+    make_system(&m, &s);
+    double u[16];
+    for (int a = 0; a < 8; a++) {
+        u[2 * a] = 1e-3 * X[a][0] + 2e-4 * X[a][1];
+        u[2 * a + 1] = -3e-4 * X[a][1];
+    }
+    hk_material mat = {"steel", 200e3, 0.3, 0};
+    hk_problem p = {.mesh = &m, .analysis = HK_PLANE_STRESS, .materials = &mat};
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    double G[3][3] = {{1e-3, 2e-4, 0}, {0, -3e-4, 0}, {0, 0, 0}}, eps[6], sig[6];
+    closed_form((const double(*)[3])G, mat.E, mat.nu, HK_PLANE_STRESS, eps, sig);
+    double d = 0;
+    for (int a = 0; a < 8; a++) d = fmax(d, maxdiff6(f.stress + 6 * a, sig));
+    CU_ASSERT(d < 1e-9);
+    CU_ASSERT(maxdiff6(f.cell_stress, sig) < 1e-9);
+    hk_fields_free(&f);
+    free_system(&s);
+}
+
 /* ---- VTK read-back -------------------------------------------------------------------- */
 
 static const char *py_reader =
@@ -1121,6 +1162,7 @@ HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules
          {"constant strain, 3D elements: exact nodal/element stress", test_constant_strain_3d},
          {"bar under end displacement: reactions = E A eps", test_bar_reactions},
          {"errors: inverted element, bad material, NaN, bad path", test_errors},
+         {"quarter-point quad8 (det J = 0 at a corner) is accepted, exact", test_quarter_point_element},
          {"vtu base64 appended read back by VTK", test_vtu_raw},
          {"vtu zlib-compressed read back by VTK", test_vtu_zlib},
          {"vtu ascii read back by VTK", test_vtu_ascii},
