@@ -73,16 +73,15 @@ static int bl_upload(const hk_bcsr *K, bl_state *s)
 /* x = 0, r = p = b = 1; returns r.r. */
 static int bl_reset(bl_state *s, double *rr)
 {
-    const double one = 1.0;
+    double *ones = (double *)malloc((size_t)s->n * sizeof(double));
+    HK_CHECK(ones, HK_ERR_MEMORY, "baseline CG: out of host memory");
+    for (int i = 0; i < s->n; i++) ones[i] = 1.0;
+    cudaError_t e = cudaMemcpy(s->r, ones, (size_t)s->n * 8, cudaMemcpyHostToDevice);
+    free(ones);
+    if (e != cudaSuccess) return hk_cu_fail(e, "cudaMemcpy (baseline b)", __FILE__, __LINE__);
     HK_CU(cudaMemset(s->x, 0, (size_t)s->n * 8));
-    /* r = 1: a one-element source broadcast with stride 0 */
-    double *d1;
-    HK_CU(cudaMalloc(&d1, 8));
-    HK_CU(cudaMemcpy(d1, &one, 8, cudaMemcpyHostToDevice));
-    HK_CU_BLAS(cublasDcopy(s->bl, s->n, d1, 0, s->r, 1));
     HK_CU_BLAS(cublasDcopy(s->bl, s->n, s->r, 1, s->p, 1));
     HK_CU_BLAS(cublasDdot(s->bl, s->n, s->r, 1, s->r, 1, rr));
-    cudaFree(d1);
     return 0;
 }
 

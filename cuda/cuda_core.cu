@@ -70,14 +70,15 @@ static void cuda_describe(FILE *f)
                 (CUDART_VERSION % 1000) / 10);
         return;
     }
-    int dev = 0, drv = 0, rt = 0, spv = 0;
+    int dev = 0, drv = 0, rt = 0, spv = 0, spm = 0;
     cudaGetDevice(&dev);
     cudaDeviceProp p;
     memset(&p, 0, sizeof p);
     cudaGetDeviceProperties(&p, dev);
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
-    cusparseGetVersion(hk_cu.ready ? hk_cu.sp : NULL, &spv);
+    cusparseGetProperty(MAJOR_VERSION, &spv);
+    cusparseGetProperty(MINOR_VERSION, &spm);
     int blv = 0;
     cublasGetProperty(MAJOR_VERSION, &blv);
     int blm = 0;
@@ -89,8 +90,8 @@ static void cuda_describe(FILE *f)
     fprintf(f, "backend cuda: %s, compute capability %d.%d, %d SMs, %.1f GB (%.1f GB free), L2 %d MB\n",
             p.name, p.major, p.minor, p.multiProcessorCount, tot / 1e9, fr / 1e9,
             p.l2CacheSize >> 20);
-    fprintf(f, "  driver %d.%d, runtime %d.%d, cuSPARSE %d, cuBLAS %d.%d; built with CUDA %d.%d for",
-            drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, spv, blv, blm,
+    fprintf(f, "  driver %d.%d, runtime %d.%d, cuSPARSE %d.%d, cuBLAS %d.%d; built with CUDA %d.%d for",
+            drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, spv, spm, blv, blm,
             CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (archs[i]) fprintf(f, " sm_%d", archs[i] / 10);

@@ -409,7 +409,7 @@ int hk_cu_mat_upload(hk_mat *A)
         free(rp32);
         if (ierr) goto fail;
         const cudaDataType vt = to_float ? CUDA_R_32F : CUDA_R_64F;
-        if (fmt == HK_FMT_CUSPARSE_CSR) {
+        if (fmt == HK_FMT_CUSPARSE_CSR || bs == 1) { /* 1x1 blocks: the same arrays as CSR */
             HK_CU_SPARSE_TRY(cusparseCreateCsr(&m->sp, A->nrows, A->ncols, nslots, m->rowptr32,
                                                m->colind, m->val, CUSPARSE_INDEX_32I,
                                                CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt));
