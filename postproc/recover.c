@@ -40,8 +40,10 @@ static void constitutive(const law *L, const double G[3][3], double eps[6], doub
         return;
     }
     double tr = eps[0] + eps[1] + eps[2];
-    for (int k = 0; k < 3; k++) sig[k] = L->lambda * tr + 2 * L->mu * eps[k];
-    for (int k = 3; k < 6; k++) sig[k] = 2 * L->mu * eps[k];
+    for (int k = 0; k < 3; k++)
+        sig[k] = L->lambda * tr + 2 * L->mu * eps[k];
+    for (int k = 3; k < 6; k++)
+        sig[k] = 2 * L->mu * eps[k];
 }
 
 /* Natural shape derivatives at the element's own nodes, per type (the Gauss-point ones are
@@ -51,17 +53,18 @@ typedef double node_dN[HK_EL_MAXN][HK_EL_MAXN][3];
 static void node_dN_fill(int t, node_dN tb)
 {
     const hk_elref *r = hk_elref_get((hk_eltype)t);
-    for (int a = 0; a < r->nnodes; a++) hk_el_shape((hk_eltype)t, r->xi[a], NULL, tb[a]);
+    for (int a = 0; a < r->nnodes; a++)
+        hk_el_shape((hk_eltype)t, r->xi[a], NULL, tb[a]);
 }
 
 /* Physical derivatives dNdx[a][i] from the natural ones dN; returns det J (<= 0: inverted). */
-static double shape_x(int dim, int nn, const double *X, const double (*dN)[3],
-                      double (*dNdx)[3])
+static double shape_x(int dim, int nn, const double *X, const double (*dN)[3], double (*dNdx)[3])
 {
     double J[3][3] = {{0}};
     for (int a = 0; a < nn; a++)
         for (int i = 0; i < dim; i++)
-            for (int j = 0; j < dim; j++) J[i][j] += X[3 * a + i] * dN[a][j];
+            for (int j = 0; j < dim; j++)
+                J[i][j] += X[3 * a + i] * dN[a][j];
     double det, Ji[3][3] = {{0}};
     if (dim == 2) {
         det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
@@ -85,7 +88,8 @@ static double shape_x(int dim, int nn, const double *X, const double (*dN)[3],
     for (int a = 0; a < nn; a++)
         for (int i = 0; i < 3; i++) {
             double s = 0;
-            for (int j = 0; j < dim; j++) s += dN[a][j] * Ji[j][i];
+            for (int j = 0; j < dim; j++)
+                s += dN[a][j] * Ji[j][i];
             dNdx[a][i] = i < dim ? s : 0;
         }
     return det;
@@ -97,7 +101,8 @@ static void grad_u(int nn, const double *ue, const double (*dNdx)[3], double G[3
     memset(G, 0, 9 * sizeof(double));
     for (int a = 0; a < nn; a++)
         for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++) G[i][j] += ue[3 * a + i] * dNdx[a][j];
+            for (int j = 0; j < 3; j++)
+                G[i][j] += ue[3 * a + i] * dNdx[a][j];
 }
 
 /* Per-element results of one chunk, scattered afterwards in element order. */
@@ -105,13 +110,13 @@ typedef struct {
     double eps[HK_EL_MAXN][6], sig[HK_EL_MAXN][6]; /* at the element's nodes */
     double fint[HK_EL_MAXN][3];
     double cell_sig[6];
-    int err;      /* 0, or 1 = non-positive Jacobian */
-    double det;   /* the offending determinant */
+    int err;    /* 0, or 1 = non-positive Jacobian */
+    double det; /* the offending determinant */
 } elem_out;
 
 /* Everything about element e: returns 0 or 1 (inverted element; det in out). */
-static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick,
-                   const double *u3, int64_t e, elem_out *out)
+static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick, const double *u3,
+                   int64_t e, elem_out *out)
 {
     const hk_mesh *m = p->mesh;
     int t = m->cells.type[e];
@@ -141,18 +146,21 @@ static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick
         constitutive(L, (const double(*)[3])G, eps, sig);
         double dv = qw[q] * det * thick;
         vol += dv;
-        for (int k = 0; k < 6; k++) out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
+        for (int k = 0; k < 6; k++)
+            out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
         /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor */
-        double S[3][3] = {{sig[0], sig[3], sig[5]}, {sig[3], sig[1], sig[4]},
-                          {sig[5], sig[4], sig[2]}};
+        double S[3][3] = {
+            {sig[0], sig[3], sig[5]}, {sig[3], sig[1], sig[4]}, {sig[5], sig[4], sig[2]}};
         for (int a = 0; a < nn; a++)
             for (int i = 0; i < dim; i++) {
                 double s = 0;
-                for (int j = 0; j < dim; j++) s += S[i][j] * dNdx[a][j];
+                for (int j = 0; j < dim; j++)
+                    s += S[i][j] * dNdx[a][j];
                 out->fint[a][i] += dv * s;
             }
     }
-    for (int k = 0; k < 6; k++) out->cell_sig[k] /= vol, cell_eps[k] /= vol;
+    for (int k = 0; k < 6; k++)
+        out->cell_sig[k] /= vol, cell_eps[k] /= vol;
     /* values at the element's nodes, from its own shape functions. A strongly curved
      * quadratic element can have det J <= 0 at a corner while every Gauss point is fine
      * (the assembly accepts it): such a node takes the element average instead. */
@@ -323,10 +331,12 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
                     out->strain[6 * g + k] += o->eps[a][k];
                     out->stress[6 * g + k] += o->sig[a][k];
                 }
-                for (int k = 0; k < 3; k++) fint[3 * g + k] += o->fint[a][k];
+                for (int k = 0; k < 3; k++)
+                    fint[3 * g + k] += o->fint[a][k];
                 count[g] += 1;
             }
-            for (int k = 0; k < 6; k++) out->cell_stress[6 * e + k] = o->cell_sig[k];
+            for (int k = 0; k < 6; k++)
+                out->cell_stress[6 * e + k] = o->cell_sig[k];
             out->cell_von_mises[e] = hk_pp_von_mises(o->cell_sig);
         }
     }

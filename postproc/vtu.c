@@ -27,15 +27,15 @@ typedef struct {
     const char *type; /* "Float64", "Int64", "Int32", "UInt8" */
     int ncomp;
     int64_t ntuples;
-    size_t word;        /* bytes per value */
-    const void *data;   /* ntuples * ncomp values */
+    size_t word;                   /* bytes per value */
+    const void *data;              /* ntuples * ncomp values */
     const char *const *comp_names; /* NULL or ncomp names */
     /* binary modes: the VTK header and the body (the data itself, or its zlib blocks) */
     uint64_t *hdr;
     size_t hdr_bytes;
     unsigned char *zbody; /* compressed body (owned), NULL when uncompressed */
     size_t body_bytes;
-    size_t enc_len;       /* base64 characters of this array in the appended section */
+    size_t enc_len; /* base64 characters of this array in the appended section */
 } vtu_array;
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -95,16 +95,16 @@ static int prepare_array(vtu_array *a, int compress)
     for (size_t b = 0; b < nblocks; b++) {
         size_t len = (b + 1 < nblocks || !last) ? VTU_BLOCK : last;
         uLongf clen = (uLongf)slot;
-        int zr = compress2(z + b * slot, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len,
-                           VTU_ZLEVEL);
+        int zr =
+            compress2(z + b * slot, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len, VTU_ZLEVEL);
         a->hdr[3 + b] = clen;
         if (zr != Z_OK) {
 #pragma omp critical(hk_vtu_zfail)
             zfail = zr;
         }
     }
-    HK_TRY_CHECK(zfail == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'",
-                 zfail, a->name);
+    HK_TRY_CHECK(zfail == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'", zfail,
+                 a->name);
     for (size_t b = 0; b < nblocks; b++) {
         memmove(z + used, z + b * slot, a->hdr[3 + b]);
         used += a->hdr[3 + b];
@@ -258,8 +258,7 @@ static int open_writer(const char *path, xmlTextWriterPtr *w)
 
 static const char *const tensor_names[6] = {"xx", "yy", "zz", "xy", "yz", "xz"};
 
-int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
-                 const hk_vtu_options *opt)
+int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
 {
     HK_CHECK(path && m, HK_ERR_ARG, "hk_vtu_write: path or mesh is NULL");
     const int ascii = opt && opt->ascii, compress = opt && opt->compress && !ascii;
@@ -284,8 +283,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     memset(arr, 0, sizeof arr);
 
     /* cells in VTK order */
-    HK_TRY(hk_malloc((size_t)(m->cells.ptr[ne] > 0 ? m->cells.ptr[ne] : 1) * sizeof(int64_t),
-                     &conn));
+    HK_TRY(
+        hk_malloc((size_t)(m->cells.ptr[ne] > 0 ? m->cells.ptr[ne] : 1) * sizeof(int64_t), &conn));
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1) * sizeof(int64_t), &offs));
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
     for (int64_t e = 0; e < ne; e++) {
@@ -303,8 +302,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
             int32_t v = m->cells.nodes[b + order[a]];
             HK_TRY_CHECK(v >= 0 && v < nn, HK_ERR_MODEL,
                          "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
-                         (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v,
-                         (long long)nn - 1);
+                         (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v, (long long)nn - 1);
             conn[b + a] = v;
         }
         offs[e] = b + len;
@@ -332,7 +330,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     if (f) {
         if (f->cell_stress)
             ADD("element_stress", "Float64", 6, ne, 8, f->cell_stress, tensor_names);
-        if (f->cell_von_mises) ADD("element_von_mises", "Float64", 1, ne, 8, f->cell_von_mises, NULL);
+        if (f->cell_von_mises)
+            ADD("element_von_mises", "Float64", 1, ne, 8, f->cell_von_mises, NULL);
     }
     ncells_arrays = narr - ncell_first;
 #undef ADD
@@ -379,7 +378,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
     HK_TRY(write_array(w, path, &arr[0], ascii, offsets[0]));
     XW(xmlTextWriterEndElement(w));
     XW(xmlTextWriterStartElement(w, BAD_CAST "Cells"));
-    for (int k = 1; k < 4; k++) HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
+    for (int k = 1; k < 4; k++)
+        HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
     XW(xmlTextWriterEndElement(w));
 
     XW(xmlTextWriterEndElement(w)); /* Piece */
@@ -406,7 +406,8 @@ fail:
         xmlFreeTextWriter(w);
         remove(path); /* no half-written file that ParaView would choke on */
     }
-    for (int k = 0; k < narr; k++) free(arr[k].hdr), free(arr[k].zbody);
+    for (int k = 0; k < narr; k++)
+        free(arr[k].hdr), free(arr[k].zbody);
     free(stream);
     free(conn);
     free(offs);

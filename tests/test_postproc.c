@@ -12,8 +12,8 @@
 #include "../assembly/elements.h"
 #include "../postproc/pp_impl.h"
 
-static const int all_types[] = {HK_EL_TRI3,  HK_EL_TRI6,  HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9,
-                                HK_EL_TET4,  HK_EL_TET10, HK_EL_HEX8,  HK_EL_HEX20, HK_EL_HEX27};
+static const int all_types[] = {HK_EL_TRI3, HK_EL_TRI6,  HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9,
+                                HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8,  HK_EL_HEX20, HK_EL_HEX27};
 #define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
 /* ---- a structured test mesh of any element type ---------------------------------------
@@ -39,7 +39,8 @@ static int32_t gnode(gen *g, const int p[3])
     int64_t k = gkey(g, p);
     if (g->id[k] < 0) {
         g->id[k] = g->m.nnodes;
-        for (int i = 0; i < 3; i++) g->m.coords[3 * g->m.nnodes + i] = p[i]; /* scaled later */
+        for (int i = 0; i < 3; i++)
+            g->m.coords[3 * g->m.nnodes + i] = p[i]; /* scaled later */
         g->m.nnodes++;
     }
     return (int32_t)g->id[k];
@@ -51,7 +52,8 @@ static void gcell(gen *g, int t, int nn, int (*pts)[3])
     int64_t e = c->n++;
     c->type[e] = (uint8_t)t;
     c->tag[e] = e + 1;
-    for (int a = 0; a < nn; a++) c->nodes[c->ptr[e] + a] = gnode(g, pts[a]);
+    for (int a = 0; a < nn; a++)
+        c->nodes[c->ptr[e] + a] = gnode(g, pts[a]);
     c->ptr[e + 1] = c->ptr[e] + nn;
 }
 
@@ -70,9 +72,12 @@ static void make_mesh(int t, int nx, int ny, int nz, const double L[3], double p
     gen g = {nx, ny, nz, NULL, {0}, 0, 0};
     int64_t ngrid = (int64_t)(2 * nx + 1) * (2 * ny + 1) * (2 * nz + 1);
     g.id = malloc(ngrid * sizeof(int64_t));
-    for (int64_t i = 0; i < ngrid; i++) g.id[i] = -1;
+    for (int64_t i = 0; i < ngrid; i++)
+        g.id[i] = -1;
     int64_t ncube = (int64_t)nx * ny * (dim == 3 ? nz : 1);
-    int per = (t == HK_EL_TRI3 || t == HK_EL_TRI6) ? 2 : (t == HK_EL_TET4 || t == HK_EL_TET10) ? 6 : 1;
+    int per = (t == HK_EL_TRI3 || t == HK_EL_TRI6)    ? 2
+              : (t == HK_EL_TET4 || t == HK_EL_TET10) ? 6
+                                                      : 1;
     hk_mesh *m = &g.m;
     m->dim = dim;
     m->coords = malloc(3 * ngrid * sizeof(double));
@@ -107,10 +112,12 @@ static void make_mesh(int t, int nx, int ny, int nz, const double L[3], double p
                             pts[a][1] = o[1] + 2 * sq[tri[s][a]][1], pts[a][2] = 0;
                     } else {
                         int v[3] = {0, 0, 0};
-                        for (int d = 0; d < 3; d++) pts[0][d] = o[d];
+                        for (int d = 0; d < 3; d++)
+                            pts[0][d] = o[d];
                         for (int a = 1; a < 4; a++) {
                             if (a < 4) v[perm3[s][a - 1]] = 1;
-                            for (int d = 0; d < 3; d++) pts[a][d] = o[d] + 2 * v[d];
+                            for (int d = 0; d < 3; d++)
+                                pts[a][d] = o[d] + 2 * v[d];
                         }
                         /* positive orientation: swap 1 and 2 when the volume is negative */
                         int d1[3], d2[3], d3[3];
@@ -190,7 +197,8 @@ static void free_mesh(hk_mesh *m)
     free(m->cells.nodes);
     free(m->cells.tag);
     free(m->cell_region);
-    for (int b = 0; b < m->nboundaries; b++) free(m->boundaries[b].nodes);
+    for (int b = 0; b < m->nboundaries; b++)
+        free(m->boundaries[b].nodes);
     free(m->boundaries);
     free(m->regions);
     memset(m, 0, sizeof *m);
@@ -233,14 +241,16 @@ static void test_element_data(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
         double dref = 0;
         for (int a = 0; a < nn; a++)
-            for (int d = 0; d < el->dim; d++) dref = fmax(dref, fabs(el->xi[a][d] - ref[3 * a + d]));
+            for (int d = 0; d < el->dim; d++)
+                dref = fmax(dref, fabs(el->xi[a][d] - ref[3 * a + d]));
         CU_ASSERT_EQUAL(dref, 0);
         double N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
         /* Kronecker property at mesh's reference nodes */
         double kron = 0;
         for (int b = 0; b < nn; b++) {
             hk_el_shape(t, ref + 3 * b, N, dN);
-            for (int a = 0; a < nn; a++) kron = fmax(kron, fabs(N[a] - (a == b)));
+            for (int a = 0; a < nn; a++)
+                kron = fmax(kron, fabs(N[a] - (a == b)));
         }
         CU_ASSERT(kron < 1e-14);
         /* partition of unity and finite-difference derivatives at an interior point */
@@ -249,7 +259,8 @@ static void test_element_data(void)
         double sum = 0, dsum[3] = {0, 0, 0}, fd = 0;
         for (int a = 0; a < nn; a++) {
             sum += N[a];
-            for (int k = 0; k < 3; k++) dsum[k] += dN[a][k];
+            for (int k = 0; k < 3; k++)
+                dsum[k] += dN[a][k];
         }
         for (int k = 0; k < el->dim; k++) {
             double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]};
@@ -257,7 +268,8 @@ static void test_element_data(void)
             xp[k] += 1e-6, xm[k] -= 1e-6;
             hk_el_shape(t, xp, Np, d2);
             hk_el_shape(t, xm, Nm, d2);
-            for (int a = 0; a < nn; a++) fd = fmax(fd, fabs((Np[a] - Nm[a]) / 2e-6 - dN[a][k]));
+            for (int a = 0; a < nn; a++)
+                fd = fmax(fd, fabs((Np[a] - Nm[a]) / 2e-6 - dN[a][k]));
         }
         CU_ASSERT_DOUBLE_EQUAL(sum, 1, 1e-14);
         CU_ASSERT(fabs(dsum[0]) + fabs(dsum[1]) + fabs(dsum[2]) < 1e-13);
@@ -296,10 +308,12 @@ static void test_principal_and_von_mises(void)
     double Q[3][3] = {{0}}, D[3] = {3, 1, -2}, A[3][3] = {{0}};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
-            for (int k = 0; k < 3; k++) Q[i][j] += Rx[i][k] * Rz[k][j];
+            for (int k = 0; k < 3; k++)
+                Q[i][j] += Rx[i][k] * Rz[k][j];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
-            for (int k = 0; k < 3; k++) A[i][j] += Q[i][k] * D[k] * Q[j][k];
+            for (int k = 0; k < 3; k++)
+                A[i][j] += Q[i][k] * D[k] * Q[j][k];
     double s2[6] = {A[0][0], A[1][1], A[2][2], A[0][1], A[1][2], A[0][2]};
     hk_pp_principal(s2, ev);
     CU_ASSERT_DOUBLE_EQUAL(ev[0], 3, 1e-13);
@@ -344,15 +358,18 @@ static void closed_form(const double G[3][3], double E, double nu, hk_analysis a
         return;
     }
     double tr = eps[0] + eps[1] + eps[2];
-    for (int k = 0; k < 3; k++) sig[k] = lam * tr + 2 * mu * eps[k];
-    for (int k = 3; k < 6; k++) sig[k] = 2 * mu * eps[k];
+    for (int k = 0; k < 3; k++)
+        sig[k] = lam * tr + 2 * mu * eps[k];
+    for (int k = 3; k < 6; k++)
+        sig[k] = 2 * mu * eps[k];
     if (an == HK_PLANE_STRAIN) sig[2] = nu * (sig[0] + sig[1]); /* checks the same thing */
 }
 
 static double maxdiff6(const double *a, const double *b)
 {
     double d = 0;
-    for (int k = 0; k < 6; k++) d = fmax(d, fabs(a[k] - b[k]));
+    for (int k = 0; k < 6; k++)
+        d = fmax(d, fabs(a[k] - b[k]));
     return d;
 }
 
@@ -373,7 +390,8 @@ static void constant_strain_case(int t, hk_analysis an)
     for (int64_t i = 0; i < m.nnodes; i++)
         for (int a = 0; a < dim; a++) {
             double v = c[a];
-            for (int b = 0; b < dim; b++) v += G[a][b] * m.coords[3 * i + b];
+            for (int b = 0; b < dim; b++)
+                v += G[a][b] * m.coords[3 * i + b];
             u[dim * i + a] = v;
         }
     /* every boundary node prescribed: postproc takes their values from u_fixed */
@@ -396,10 +414,12 @@ static void constant_strain_case(int t, hk_analysis an)
         de = fmax(de, maxdiff6(f.strain + 6 * i, eps));
         ds = fmax(ds, maxdiff6(f.stress + 6 * i, sig));
         dv = fmax(dv, fabs(f.von_mises[i] - vm));
-        for (int k = 0; k < 3; k++) dp = fmax(dp, fabs(f.principal[3 * i + k] - pr[k]));
+        for (int k = 0; k < 3; k++)
+            dp = fmax(dp, fabs(f.principal[3 * i + k] - pr[k]));
         for (int a = 0; a < 3; a++) {
             double v = a < dim ? c[a] : 0;
-            for (int b = 0; b < dim; b++) v += G[a][b] * m.coords[3 * i + b];
+            for (int b = 0; b < dim; b++)
+                v += G[a][b] * m.coords[3 * i + b];
             du = fmax(du, fabs(f.u[3 * i + a] - v));
         }
     }
@@ -417,8 +437,8 @@ static void constant_strain_case(int t, hk_analysis an)
     CU_ASSERT(dcv < 1e-11 * smax);
     CU_ASSERT_DOUBLE_EQUAL(f.max_von_mises, vm, 1e-11 * smax);
     if (!(ds < 1e-11 * smax && de < 1e-15 && dce < 1e-11 * smax))
-        printf("\n  %s analysis %d: strain %g stress %g cell %g vm %g\n", el->name, (int)an, de,
-               ds, dce, dv);
+        printf("\n  %s analysis %d: strain %g stress %g cell %g vm %g\n", el->name, (int)an, de, ds,
+               dce, dv);
     /* a constant stress has no interior residual, so all of f_int sits on the held boundary:
      * the reactions balance, and their work sum r.u equals the strain energy sigma:eps V
      * (boundary nodes are not perturbed, so V is the box's) */
@@ -429,8 +449,10 @@ static void constant_strain_case(int t, hk_analysis an)
             work += f.reaction[3 * i + a] * f.u[3 * i + a];
         }
     double V = dim == 3 ? L[0] * L[1] * L[2] : L[0] * L[1] * p.thickness, energy = 0;
-    for (int k = 0; k < 6; k++) energy += (k < 3 ? 1 : 2) * sig[k] * eps[k] * V;
-    for (int a = 0; a < dim; a++) CU_ASSERT_DOUBLE_EQUAL(rsum[a], 0, 1e-10 * smax);
+    for (int k = 0; k < 6; k++)
+        energy += (k < 3 ? 1 : 2) * sig[k] * eps[k] * V;
+    for (int a = 0; a < dim; a++)
+        CU_ASSERT_DOUBLE_EQUAL(rsum[a], 0, 1e-10 * smax);
     CU_ASSERT_DOUBLE_EQUAL(work, energy, 1e-10 * energy);
     hk_fields_free(&f);
     CU_ASSERT_PTR_NULL(f.stress);
@@ -473,7 +495,8 @@ static void bar_case(int t, hk_analysis an)
     double *u = malloc(s.ndof * sizeof(double));
     for (int64_t i = 0; i < m.nnodes; i++) {
         u[dim * i] = eps * m.coords[3 * i];
-        for (int a = 1; a < dim; a++) u[dim * i + a] = lat * m.coords[3 * i + a];
+        for (int a = 1; a < dim; a++)
+            u[dim * i + a] = lat * m.coords[3 * i + a];
     }
     hk_support sup[2] = {{0, 1u, {0, 0, 0}}, {1, 1u, {eps * L[0], 0, 0}}};
     for (int k = 0; k < 2; k++) {
@@ -487,8 +510,12 @@ static void bar_case(int t, hk_analysis an)
     int32_t n0 = m.boundaries[0].nodes[0];
     s.f_ext[(int64_t)dim * n0] = 5.0;
     hk_material mat = {"alu", E, nu, 0};
-    hk_problem p = {.mesh = &m, .analysis = an, .thickness = thick, .materials = &mat,
-                    .nsupports = 2, .supports = sup};
+    hk_problem p = {.mesh = &m,
+                    .analysis = an,
+                    .thickness = thick,
+                    .materials = &mat,
+                    .nsupports = 2,
+                    .supports = sup};
     hk_fields f;
     HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
     double A = dim == 3 ? L[1] * L[2] : L[1] * thick;
@@ -499,9 +526,11 @@ static void bar_case(int t, hk_analysis an)
     CU_ASSERT_EQUAL(f.support_reaction[0][1], 0);
     double rfree = 0;
     for (int64_t i = 0; i < m.nnodes; i++)
-        for (int a = 1; a < 3; a++) rfree = fmax(rfree, fabs(f.reaction[3 * i + a]));
+        for (int a = 1; a < 3; a++)
+            rfree = fmax(rfree, fabs(f.reaction[3 * i + a]));
     CU_ASSERT_EQUAL(rfree, 0);
-    double umax = sqrt(pow(eps * L[0], 2) + pow(lat * L[1], 2) + (dim == 3 ? pow(lat * L[2], 2) : 0));
+    double umax =
+        sqrt(pow(eps * L[0], 2) + pow(lat * L[1], 2) + (dim == 3 ? pow(lat * L[2], 2) : 0));
     CU_ASSERT_DOUBLE_EQUAL(f.max_u, umax, 1e-15);
     if (fabs(f.support_reaction[1][0] - sxx * A) > 1e-10 * sxx * A)
         printf("\n  bar %s: reaction %.15g expected %.15g\n", el->name, f.support_reaction[1][0],
@@ -579,9 +608,10 @@ static void test_quarter_point_element(void)
     const double *ref = hk_eltype_ref_coords(HK_EL_QUAD8);
     double X[8][3];
     for (int a = 0; a < 8; a++)
-        for (int d = 0; d < 3; d++) X[a][d] = d < 2 ? ref[3 * a + d] + 1 : 0; /* [0,2]^2 */
-    X[4][0] = 0.5; /* node 4 on edge 0-1: quarter point */
-    X[7][1] = 0.5; /* node 7 on edge 3-0: quarter point */
+        for (int d = 0; d < 3; d++)
+            X[a][d] = d < 2 ? ref[3 * a + d] + 1 : 0; /* [0,2]^2 */
+    X[4][0] = 0.5;                                    /* node 4 on edge 0-1: quarter point */
+    X[7][1] = 0.5;                                    /* node 7 on edge 3-0: quarter point */
     int32_t nodes[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     int64_t ptr[2] = {0, 8}, tag = 1;
     uint8_t type = HK_EL_QUAD8;
@@ -603,7 +633,8 @@ static void test_quarter_point_element(void)
     double G[3][3] = {{1e-3, 2e-4, 0}, {0, -3e-4, 0}, {0, 0, 0}}, eps[6], sig[6];
     closed_form((const double(*)[3])G, mat.E, mat.nu, HK_PLANE_STRESS, eps, sig);
     double d = 0;
-    for (int a = 0; a < 8; a++) d = fmax(d, maxdiff6(f.stress + 6 * a, sig));
+    for (int a = 0; a < 8; a++)
+        d = fmax(d, maxdiff6(f.stress + 6 * a, sig));
     CU_ASSERT(d < 1e-9);
     CU_ASSERT(maxdiff6(f.cell_stress, sig) < 1e-9);
     hk_fields_free(&f);
@@ -719,18 +750,22 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
     m.nregions = 3;
     m.regions = realloc(m.regions, 3 * sizeof(hk_group));
     memset(m.regions + 1, 0, 2 * sizeof(hk_group));
-    for (int64_t e = 0; e < m.cells.n; e++) m.cell_region[e] = (int32_t)(e % 3);
+    for (int64_t e = 0; e < m.cells.n; e++)
+        m.cell_region[e] = (int32_t)(e % 3);
     hk_system s;
     make_system(&m, &s);
     int dim = el->dim;
     double *u = malloc(s.ndof * sizeof(double));
     for (int64_t i = 0; i < m.nnodes; i++)
-        for (int a = 0; a < dim; a++) u[dim * i + a] = 1e-3 * (a + 1) * m.coords[3 * i] + 1e-4 * a;
+        for (int a = 0; a < dim; a++)
+            u[dim * i + a] = 1e-3 * (a + 1) * m.coords[3 * i] + 1e-4 * a;
     s.fixed[0] = 1, s.u_fixed[0] = u[0];
-    hk_material mat[3] = {{"steel", 200e3, 0.25, 0}, {"steel", 200e3, 0.25, 0},
-                          {"steel", 200e3, 0.25, 0}};
-    hk_problem p = {.mesh = &m, .analysis = dim == 3 ? HK_SOLID : HK_PLANE_STRESS,
-                    .thickness = 1, .materials = mat};
+    hk_material mat[3] = {
+        {"steel", 200e3, 0.25, 0}, {"steel", 200e3, 0.25, 0}, {"steel", 200e3, 0.25, 0}};
+    hk_problem p = {.mesh = &m,
+                    .analysis = dim == 3 ? HK_SOLID : HK_PLANE_STRESS,
+                    .thickness = 1,
+                    .materials = mat};
     hk_fields f;
     HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
     char path[512];
@@ -754,9 +789,8 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
                  "displacement:%lld stress:%lld strain:%lld von_mises:%lld "
                  "principal_stress:%lld reaction:0 Points:%lld element_stress:%lld "
                  "element_von_mises:%lld region:%lld types:0",
-                 (long long)lastn, (long long)mid, (long long)mid, (long long)lastn,
-                 (long long)mid, (long long)lastn, (long long)laste, (long long)laste,
-                 (long long)laste);
+                 (long long)lastn, (long long)mid, (long long)mid, (long long)lastn, (long long)mid,
+                 (long long)lastn, (long long)laste, (long long)laste, (long long)laste);
         const char *out = vtk_read(path, req);
         CU_ASSERT_PTR_NOT_NULL_FATAL(out);
         long np = -1, nc = -1;
@@ -769,8 +803,8 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
         CU_ASSERT_PTR_NULL(strstr(out, "ERR"));
         CU_ASSERT_PTR_NULL(strstr(out, "rror"));
         char line[128];
-        static const char *pa[] = {"displacement 3", "stress 6", "strain 6", "von_mises 1",
-                                   "principal_stress 3", "reaction 3"};
+        static const char *pa[] = {"displacement 3", "stress 6",           "strain 6",
+                                   "von_mises 1",    "principal_stress 3", "reaction 3"};
         for (int k = 0; k < 6; k++) {
             snprintf(line, sizeof line, "PA %s %lld", pa[k], (long long)m.nnodes);
             CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
@@ -782,9 +816,11 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
         }
         double v[9];
         CU_ASSERT_EQUAL(vtk_value(out, "displacement", lastn, v), 3);
-        for (int a = 0; a < 3; a++) CU_ASSERT_EQUAL(v[a], f.u[3 * lastn + a]);
+        for (int a = 0; a < 3; a++)
+            CU_ASSERT_EQUAL(v[a], f.u[3 * lastn + a]);
         CU_ASSERT_EQUAL(vtk_value(out, "stress", mid, v), 6);
-        for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(v[k], f.stress[6 * mid + k]);
+        for (int k = 0; k < 6; k++)
+            CU_ASSERT_EQUAL(v[k], f.stress[6 * mid + k]);
         /* and against the closed form: u = (1e-3 x, 2e-3 x, 3e-3 x): exx = 1e-3 */
         CU_ASSERT_DOUBLE_EQUAL(v[dim == 3 ? 4 : 2], 0, 1e-9);
         CU_ASSERT_EQUAL(vtk_value(out, "strain", mid, v), 6);
@@ -793,13 +829,17 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
         CU_ASSERT_EQUAL(vtk_value(out, "von_mises", lastn, v), 1);
         CU_ASSERT_EQUAL(v[0], f.von_mises[lastn]);
         CU_ASSERT_EQUAL(vtk_value(out, "principal_stress", mid, v), 3);
-        for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(v[k], f.principal[3 * mid + k]);
+        for (int k = 0; k < 3; k++)
+            CU_ASSERT_EQUAL(v[k], f.principal[3 * mid + k]);
         CU_ASSERT_EQUAL(vtk_value(out, "reaction", 0, v), 3);
-        for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(v[k], f.reaction[k]);
+        for (int k = 0; k < 3; k++)
+            CU_ASSERT_EQUAL(v[k], f.reaction[k]);
         CU_ASSERT_EQUAL(vtk_value(out, "Points", lastn, v), 3);
-        for (int k = 0; k < 3; k++) CU_ASSERT_EQUAL(v[k], m.coords[3 * lastn + k]);
+        for (int k = 0; k < 3; k++)
+            CU_ASSERT_EQUAL(v[k], m.coords[3 * lastn + k]);
         CU_ASSERT_EQUAL(vtk_value(out, "element_stress", laste, v), 6);
-        for (int k = 0; k < 6; k++) CU_ASSERT_EQUAL(v[k], f.cell_stress[6 * laste + k]);
+        for (int k = 0; k < 6; k++)
+            CU_ASSERT_EQUAL(v[k], f.cell_stress[6 * laste + k]);
         CU_ASSERT_EQUAL(vtk_value(out, "element_von_mises", laste, v), 1);
         CU_ASSERT_EQUAL(v[0], f.cell_von_mises[laste]);
         CU_ASSERT_EQUAL(vtk_value(out, "region", laste, v), 1);
@@ -840,13 +880,15 @@ static void test_vtk_node_order(void)
 {
     /* every element type plus the two the writer handles without a kernel */
     int types[NTYPES + 2];
-    for (int it = 0; it < NTYPES; it++) types[it] = all_types[it];
+    for (int it = 0; it < NTYPES; it++)
+        types[it] = all_types[it];
     types[NTYPES] = HK_EL_WEDGE6, types[NTYPES + 1] = HK_EL_PYR5;
     const int nt = NTYPES + 2;
     hk_mesh m;
     memset(&m, 0, sizeof m);
     int64_t ntot = 0;
-    for (int it = 0; it < nt; it++) ntot += hk_eltype_get(types[it])->nnodes;
+    for (int it = 0; it < nt; it++)
+        ntot += hk_eltype_get(types[it])->nnodes;
     m.dim = 3;
     m.coords = malloc(3 * ntot * sizeof(double));
     m.cells.type = malloc(nt);
@@ -864,8 +906,9 @@ static void test_vtk_node_order(void)
                 int unit = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 ||
                            t == HK_EL_TET10 || (t == HK_EL_WEDGE6 && d < 2) ||
                            (t == HK_EL_PYR5 && d == 2);
-                m.coords[3 * n + d] = d >= info->dim ? 0 : unit ? ref[3 * a + d]
-                                                                : (ref[3 * a + d] + 1) / 2;
+                m.coords[3 * n + d] = d >= info->dim ? 0
+                                      : unit         ? ref[3 * a + d]
+                                                     : (ref[3 * a + d] + 1) / 2;
             }
             /* VTK's pyramid puts the apex over node 0 in parametric space */
             if (t == HK_EL_PYR5 && a == 4) m.coords[3 * n] = m.coords[3 * n + 1] = 0;
@@ -931,16 +974,17 @@ static void test_pvd(void)
     if (vtk_available()) {
         /* parse the collection with Python's XML parser and read each file with VTK */
         char cmd[2048];
-        snprintf(cmd, sizeof cmd,
-                 "cd %s && /usr/bin/python3 -c \"import xml.etree.ElementTree as ET\n"
-                 "from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridReader\n"
-                 "ds = ET.parse('cases.pvd').getroot().find('Collection').findall('DataSet')\n"
-                 "assert [d.get('name') for d in ds] == ['gravity', 'wind & snow']\n"
-                 "for d in ds:\n"
-                 "    r = vtkXMLUnstructuredGridReader(); r.SetFileName(d.get('file')); r.Update()\n"
-                 "    assert r.GetOutput().GetNumberOfCells() == 4, d.get('file')\n"
-                 "\" > pvd.out 2>&1",
-                 hk_test_tmpdir());
+        snprintf(
+            cmd, sizeof cmd,
+            "cd %s && /usr/bin/python3 -c \"import xml.etree.ElementTree as ET\n"
+            "from vtkmodules.vtkIOXML import vtkXMLUnstructuredGridReader\n"
+            "ds = ET.parse('cases.pvd').getroot().find('Collection').findall('DataSet')\n"
+            "assert [d.get('name') for d in ds] == ['gravity', 'wind & snow']\n"
+            "for d in ds:\n"
+            "    r = vtkXMLUnstructuredGridReader(); r.SetFileName(d.get('file')); r.Update()\n"
+            "    assert r.GetOutput().GetNumberOfCells() == 4, d.get('file')\n"
+            "\" > pvd.out 2>&1",
+            hk_test_tmpdir());
         CU_ASSERT_EQUAL(system(cmd), 0);
     }
     free_mesh(&m);
@@ -958,7 +1002,8 @@ static int small_cg(const hk_bcsr *K, const double *b, double *x, int64_t n)
     for (int64_t i = 0; i < K->nbrows; i++)
         for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
             if (K->colind[k] == i)
-                for (int c = 0; c < bs; c++) dinv[i * bs + c] = 1 / K->val[k * bs * bs + c * bs + c];
+                for (int c = 0; c < bs; c++)
+                    dinv[i * bs + c] = 1 / K->val[k * bs * bs + c * bs + c];
     double bn = 0, rz = 0;
     for (int64_t i = 0; i < n; i++) {
         x[i] = 0, r[i] = b[i], z[i] = dinv[i] * r[i], p[i] = z[i];
@@ -967,20 +1012,23 @@ static int small_cg(const hk_bcsr *K, const double *b, double *x, int64_t n)
     int it, ok = 0;
     for (it = 0; it < 5000; it++) {
         double rn = 0;
-        for (int64_t i = 0; i < n; i++) rn += r[i] * r[i];
+        for (int64_t i = 0; i < n; i++)
+            rn += r[i] * r[i];
         if (rn <= 1e-28 * bn) {
             ok = 1;
             break;
         }
         hk_bcsr_spmv(K, p, q);
         double pq = 0;
-        for (int64_t i = 0; i < n; i++) pq += p[i] * q[i];
+        for (int64_t i = 0; i < n; i++)
+            pq += p[i] * q[i];
         double alpha = rz / pq, rz2 = 0;
         for (int64_t i = 0; i < n; i++) {
             x[i] += alpha * p[i], r[i] -= alpha * q[i];
             z[i] = dinv[i] * r[i], rz2 += r[i] * z[i];
         }
-        for (int64_t i = 0; i < n; i++) p[i] = z[i] + rz2 / rz * p[i];
+        for (int64_t i = 0; i < n; i++)
+            p[i] = z[i] + rz2 / rz * p[i];
         rz = rz2;
     }
     free(r), free(z), free(p), free(q), free(dinv);
@@ -1008,12 +1056,18 @@ static void chain_traction_case(int t, hk_analysis an)
         sup[d] = (hk_support){hk_mesh_find_boundary(&m, name), 1u << d, {0, 0, 0}};
         CU_ASSERT_FATAL(sup[d].boundary >= 0);
     }
-    hk_load ld = {HK_LOAD_TRACTION, hk_mesh_find_boundary(&m, dim == 2 ? "right" : "xmax"),
-                  {pr, 0, 0}};
+    hk_load ld = {
+        HK_LOAD_TRACTION, hk_mesh_find_boundary(&m, dim == 2 ? "right" : "xmax"), {pr, 0, 0}};
     CU_ASSERT_FATAL(ld.boundary >= 0);
     hk_material mat = {"mat", E, nu, 0};
-    hk_problem p = {.mesh = &m, .analysis = an, .thickness = thick, .materials = &mat,
-                    .nloads = 1, .loads = &ld, .nsupports = dim, .supports = sup};
+    hk_problem p = {.mesh = &m,
+                    .analysis = an,
+                    .thickness = thick,
+                    .materials = &mat,
+                    .nloads = 1,
+                    .loads = &ld,
+                    .nsupports = dim,
+                    .supports = sup};
     hk_system s;
     HK_ASSERT_OK(hk_assemble(&p, &s));
     /* exact field; plane strain: E' = E/(1-nu^2), nu' = nu/(1-nu) */
@@ -1022,7 +1076,8 @@ static void chain_traction_case(int t, hk_analysis an)
     double *u = malloc(s.ndof * sizeof(double)), *Ku = malloc(s.ndof * sizeof(double));
     for (int64_t i = 0; i < m.nnodes; i++) {
         u[dim * i] = pr * m.coords[3 * i] / Ep;
-        for (int c = 1; c < dim; c++) u[dim * i + c] = -nup * pr * m.coords[3 * i + c] / Ep;
+        for (int c = 1; c < dim; c++)
+            u[dim * i + c] = -nup * pr * m.coords[3 * i + c] / Ep;
     }
     /* it solves the assembled system (the convention hk_postproc relies on) */
     hk_bcsr_spmv(&s.K, u, Ku);
@@ -1031,7 +1086,8 @@ static void chain_traction_case(int t, hk_analysis an)
     HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
     double A = dim == 3 ? L[1] * L[2] : L[1] * thick, F = pr * A;
     CU_ASSERT_DOUBLE_EQUAL(f.support_reaction[0][0], -F, 1e-10 * F);
-    for (int d = 1; d < dim; d++) CU_ASSERT(fabs(f.support_reaction[d][d]) < 1e-10 * F);
+    for (int d = 1; d < dim; d++)
+        CU_ASSERT(fabs(f.support_reaction[d][d]) < 1e-10 * F);
     double dsig = 0;
     for (int64_t i = 0; i < m.nnodes; i++) {
         double ref[6] = {pr, 0, an == HK_PLANE_STRAIN ? nu * pr : 0, 0, 0, 0};
@@ -1072,8 +1128,12 @@ static void test_chain_gravity(void)
         hk_support sup = {hk_mesh_find_boundary(&m, dim == 2 ? "left" : "xmin"), 7u, {0, 0, 0}};
         CU_ASSERT_FATAL(sup.boundary >= 0);
         hk_material mat = {"steel", 210e3, 0.3, rho};
-        hk_problem p = {.mesh = &m, .analysis = dim == 2 ? HK_PLANE_STRESS : HK_SOLID,
-                        .thickness = 0, .materials = &mat, .nsupports = 1, .supports = &sup};
+        hk_problem p = {.mesh = &m,
+                        .analysis = dim == 2 ? HK_PLANE_STRESS : HK_SOLID,
+                        .thickness = 0,
+                        .materials = &mat,
+                        .nsupports = 1,
+                        .supports = &sup};
         double gg[3] = {g[0], dim == 2 ? g[2] : 0, dim == 2 ? 0 : g[2]};
         memcpy(p.gravity, gg, sizeof gg);
         hk_system s;
@@ -1087,8 +1147,8 @@ static void test_chain_gravity(void)
             double W = rho * gg[c] * V, scale = rho * 9810 * V;
             CU_ASSERT_DOUBLE_EQUAL(f.support_reaction[0][c], -W, 1e-9 * scale);
             if (fabs(f.support_reaction[0][c] + W) > 1e-9 * scale)
-                printf("\n  gravity %s: reaction[%d] %.12g expected %.12g\n",
-                       hk_elref_get(t)->name, c, f.support_reaction[0][c], -W);
+                printf("\n  gravity %s: reaction[%d] %.12g expected %.12g\n", hk_elref_get(t)->name,
+                       c, f.support_reaction[0][c], -W);
         }
         CU_ASSERT(f.max_u > 0 && f.max_von_mises > 0);
         hk_fields_free(&f);
@@ -1121,8 +1181,10 @@ static void test_thread_independence(void)
     hk_system s;
     make_system(&m, &s);
     double *u = malloc(s.ndof * sizeof(double));
-    for (int64_t i = 0; i < s.ndof; i++) u[i] = 1e-3 * sin(0.37 * (double)i);
-    for (int64_t j = 0; j < m.boundaries[0].nnodes; j++) s.fixed[3 * m.boundaries[0].nodes[j]] = 1;
+    for (int64_t i = 0; i < s.ndof; i++)
+        u[i] = 1e-3 * sin(0.37 * (double)i);
+    for (int64_t j = 0; j < m.boundaries[0].nnodes; j++)
+        s.fixed[3 * m.boundaries[0].nodes[j]] = 1;
     hk_material mat = {"steel", 210e3, 0.3, 0};
     hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = &mat};
     hk_fields f1, f2;
@@ -1156,18 +1218,20 @@ static void test_thread_independence(void)
     free_mesh(&m);
 }
 
-HK_SUITE(postproc, {"element data: reference nodes, shape functions, Gauss rules", test_element_data},
-         {"principal stresses and von Mises of known tensors", test_principal_and_von_mises},
-         {"constant strain, 2D elements: exact nodal/element stress", test_constant_strain_2d},
-         {"constant strain, 3D elements: exact nodal/element stress", test_constant_strain_3d},
-         {"bar under end displacement: reactions = E A eps", test_bar_reactions},
-         {"errors: inverted element, bad material, NaN, bad path", test_errors},
-         {"quarter-point quad8 (det J = 0 at a corner) is accepted, exact", test_quarter_point_element},
-         {"vtu base64 appended read back by VTK", test_vtu_raw},
-         {"vtu zlib-compressed read back by VTK", test_vtu_zlib},
-         {"vtu ascii read back by VTK", test_vtu_ascii},
-         {"Gmsh -> VTK node order matches VTK's parametric coordinates", test_vtk_node_order},
-         {"pvd collection of two load cases", test_pvd},
-         {"same results and file for any thread count; unsupported cell types", test_thread_independence},
-         {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
-         {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
+HK_SUITE(
+    postproc, {"element data: reference nodes, shape functions, Gauss rules", test_element_data},
+    {"principal stresses and von Mises of known tensors", test_principal_and_von_mises},
+    {"constant strain, 2D elements: exact nodal/element stress", test_constant_strain_2d},
+    {"constant strain, 3D elements: exact nodal/element stress", test_constant_strain_3d},
+    {"bar under end displacement: reactions = E A eps", test_bar_reactions},
+    {"errors: inverted element, bad material, NaN, bad path", test_errors},
+    {"quarter-point quad8 (det J = 0 at a corner) is accepted, exact", test_quarter_point_element},
+    {"vtu base64 appended read back by VTK", test_vtu_raw},
+    {"vtu zlib-compressed read back by VTK", test_vtu_zlib},
+    {"vtu ascii read back by VTK", test_vtu_ascii},
+    {"Gmsh -> VTK node order matches VTK's parametric coordinates", test_vtk_node_order},
+    {"pvd collection of two load cases", test_pvd},
+    {"same results and file for any thread count; unsupported cell types",
+     test_thread_independence},
+    {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
+    {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
