@@ -716,6 +716,17 @@ static void test_errors(void)
     bcsr_from_dense(n, D, &K);
     CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "ilu0", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 1"));
+    /* ic0 and fsai read one triangle: a nonsymmetric matrix is refused, naming the entry */
+    hk_bcsr N;
+    double *U = tridiag(n, -1.3, 2.5, -0.6);
+    bcsr_from_dense(n, U, &N);
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &N, "ic0", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "symmetric"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "(0, 1)"));
+    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &N, "fsai", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "symmetric"));
+    hk_bcsr_free(&N);
+    free(U);
     /* bad option values are named */
     CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", "pc.poly.kind=taylor", r, z, NULL),
                     HK_ERR_OPTION);

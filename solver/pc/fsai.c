@@ -92,6 +92,7 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *diag, &diag));
     HK_TRY(hk_pc_positive_diag(K, "fsai", diag));
     HK_TRY(hk_csr_from_bcsr(K, &F));
+    HK_TRY(hk_csr_check_symmetric(&F, "fsai")); /* A[P,P] is gathered from rows only */
 
     /* 1. sparsified lower triangle Ã (the symbolic product only walks columns <= i) */
     HK_TRY(hk_csr_alloc(n, n, F.rowptr[n], &At));

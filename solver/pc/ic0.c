@@ -18,6 +18,7 @@ static int ic0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
              "jacobi, bjacobi, poly, fsai or sai, or backend=cpu",
              pc->be->name);
     HK_CALL(hk_csr_from_bcsr(K, &F));
+    HK_TRY(hk_csr_check_symmetric(&F, "ic0"));
     const int64_t n = F.n;
     /* lower triangle of A, diagonal last in each row */
     int64_t nnz = 0;

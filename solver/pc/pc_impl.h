@@ -30,6 +30,9 @@ int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A);
 int hk_csr_alloc(int64_t n, int64_t m, int64_t nnz, hk_csr *A);
 /* Transpose (columns sorted). */
 int hk_csr_transpose(const hk_csr *A, hk_csr *T);
+/* HK_ERR_NUMERIC naming the first entry (i, j) whose mirror (j, i) differs by more than round-off
+ * (1e-10 relative); who names the preconditioner. */
+int hk_csr_check_symmetric(const hk_csr *A, const char *who);
 /* A backend matrix of a scalar CSR in format csr, precision p. */
 int hk_csr_to_mat(const hk_backend_ops *be, const hk_csr *A, hk_precision p, hk_mat **M);
 
