@@ -653,6 +653,11 @@ static const char *py_reader =
     "g = r.GetOutput()\n"
     "print('NP', g.GetNumberOfPoints())\n"
     "print('NC', g.GetNumberOfCells())\n"
+    "pd = g.GetPointData()\n"
+    "print('ACTIVE', pd.GetScalars().GetName() if pd.GetScalars() else None,\n"
+    "      pd.GetVectors().GetName() if pd.GetVectors() else None)\n"
+    "st = pd.GetArray('stress')\n"
+    "if st: print('COMPNAMES', ' '.join(str(st.GetComponentName(c)) for c in range(6)))\n"
     "for kind, dat in (('PA', g.GetPointData()), ('CA', g.GetCellData())):\n"
     "    for i in range(dat.GetNumberOfArrays()):\n"
     "        a = dat.GetArray(i)\n"
@@ -802,6 +807,9 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
         CU_ASSERT_EQUAL(nc, (long)m.cells.n);
         CU_ASSERT_PTR_NULL(strstr(out, "ERR"));
         CU_ASSERT_PTR_NULL(strstr(out, "rror"));
+        /* ParaView colours by von_mises and warps by displacement without choosing */
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "ACTIVE von_mises displacement"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "COMPNAMES xx yy zz xy yz xz"));
         char line[128];
         static const char *pa[] = {"displacement 3", "stress 6",           "strain 6",
                                    "von_mises 1",    "principal_stress 3", "reaction 3"};
