@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "../assembly/elements.h"
 #include "hooke/fem.h"
 #include "test_util.h"
@@ -856,6 +858,113 @@ static void test_load_resultants(void)
     }
 }
 
+/* Reverse the orientation of facet e of es (Gmsh ordering kept valid). */
+static void flip_facet(hk_elems *es, int64_t e)
+{
+    static const int pl[3] = {1, 0, 2}, pt[6] = {0, 2, 1, 5, 4, 3},
+                     pq[9] = {0, 3, 2, 1, 7, 6, 5, 4, 8};
+    int32_t *nd = es->nodes + es->ptr[e], tmp[9];
+    int n = (int)(es->ptr[e + 1] - es->ptr[e]);
+    const int *perm = n <= 3 && (es->type[e] == HK_EL_LINE2 || es->type[e] == HK_EL_LINE3) ? pl
+                      : (es->type[e] == HK_EL_TRI3 || es->type[e] == HK_EL_TRI6)           ? pt
+                                                                                           : pq;
+    for (int a = 0; a < n; a++) tmp[a] = nd[perm[a]];
+    memcpy(nd, tmp, (size_t)n * sizeof *nd);
+}
+
+/* Pressure does not depend on the facets' orientation: flip every other facet of a side and
+ * get the same nodal forces. */
+static void test_pressure_orientation(void)
+{
+    for (int k = 0; k < 10; k++) {
+        tmesh tm;
+        tmesh_make(all_types[k], 2, 0.2, 31u + (unsigned)k, 0, &tm);
+        const int d = tm.m.dim;
+        hk_support sup = {.boundary = 0, .mask = 7};
+        hk_load ld[2] = {{.kind = HK_LOAD_PRESSURE, .boundary = 1, .value = {2e5}},
+                         {.kind = HK_LOAD_PRESSURE, .boundary = 2 * d - 1, .value = {-1e5}}};
+        hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+        p.nsupports = 1, p.supports = &sup, p.nloads = 2, p.loads = ld;
+        hk_system s1, s2;
+        HK_ASSERT_OK(hk_assemble(&p, &s1));
+        for (int b = 1; b < 2 * d; b += 2 * d - 2)
+            for (int64_t e = 0; e < tm.m.boundaries[b].elems.n; e += 2)
+                flip_facet(&tm.m.boundaries[b].elems, e);
+        HK_ASSERT_OK(hk_assemble(&p, &s2));
+        CU_ASSERT(hk_test_reldiff(s2.f_ext, s1.f_ext, (long)s1.ndof) < 1e-14);
+        double F[3];
+        sum_force(&s1, F);
+        double A1 = d == 2 ? LY * 0.1 : LY * LZ;
+        CU_ASSERT_DOUBLE_EQUAL(F[0], -2e5 * A1, 1e-10 * 2e5 * A1);
+        hk_system_free(&s1);
+        hk_system_free(&s2);
+        tmesh_free(&tm);
+    }
+}
+
+/* Two regions in series along x with different E (nu = 0): piecewise linear u_x, exact. */
+static void test_two_regions(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_QUAD8, 4, 0, 1u, 0, &tm);
+    hk_mesh *m = &tm.m;
+    m->nregions = 2;
+    m->regions = realloc(m->regions, 2 * sizeof *m->regions);
+    memset(&m->regions[1], 0, sizeof m->regions[1]);
+    strcpy(m->regions[1].name, "stiff");
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        double xc = 0;
+        for (int a = 0; a < 4; a++) xc += m->coords[3 * m->cells.nodes[m->cells.ptr[e] + a]] / 4;
+        m->cell_region[e] = xc > 1;
+    }
+    hk_material mats[2] = {{.name = "soft", .E = 1e9, .nu = 0, .rho = 1},
+                           {.name = "hard", .E = 3e9, .nu = 0, .rho = 1}};
+    hk_support sup[2] = {{.boundary = 0, .mask = 1}, {.boundary = 2, .mask = 2}};
+    hk_load ld = {.kind = HK_LOAD_TRACTION, .boundary = 1, .value = {6e6}};
+    hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
+    p.materials = mats;
+    p.nsupports = 2, p.supports = sup, p.nloads = 1, p.loads = &ld;
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *u = malloc(s.ndof * sizeof *u), *ue = calloc(s.ndof, sizeof *ue);
+    solve_system(&s, u);
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        double x = m->coords[3 * i];
+        ue[2 * i] = x <= 1 ? 6e6 * x / 1e9 : 6e6 / 1e9 + 6e6 * (x - 1) / 3e9;
+    }
+    CU_ASSERT(hk_test_reldiff(u, ue, (long)s.ndof) < 1e-10);
+    free(u);
+    free(ue);
+    hk_system_free(&s);
+    tmesh_free(&tm);
+}
+
+/* The same digits for one thread and for all threads (colouring fixes the order). */
+static void test_thread_independence(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_HEX8, 17, 0.2, 9u, 0, &tm); /* 4913 cells: the parallel path */
+    hk_support sup = {.boundary = 0, .mask = 7, .value = {0.001, 0, 0}};
+    hk_problem p = tproblem(&tm, HK_SOLID);
+    p.gravity[2] = -9.81;
+    p.nsupports = 1, p.supports = &sup;
+    hk_system s1, s2;
+    int nthr = omp_get_max_threads();
+    omp_set_num_threads(1);
+    HK_ASSERT_OK(hk_assemble(&p, &s1));
+    omp_set_num_threads(nthr > 1 ? nthr : 2);
+    HK_ASSERT_OK(hk_assemble(&p, &s2));
+    omp_set_num_threads(nthr);
+    int64_t nv = s1.K.rowptr[s1.K.nbrows] * 9;
+    CU_ASSERT_EQUAL(s1.K.rowptr[s1.K.nbrows], s2.K.rowptr[s2.K.nbrows]);
+    CU_ASSERT(memcmp(s1.K.colind, s2.K.colind, s1.K.rowptr[s1.K.nbrows] * sizeof(int32_t)) == 0);
+    CU_ASSERT(memcmp(s1.K.val, s2.K.val, nv * sizeof(double)) == 0);
+    CU_ASSERT(memcmp(s1.f, s2.f, s1.ndof * sizeof(double)) == 0);
+    hk_system_free(&s1);
+    hk_system_free(&s2);
+    tmesh_free(&tm);
+}
+
 /* ---- the eliminated matrix --------------------------------------------------------------- */
 
 static void test_spd_after_elimination(void)
@@ -1169,6 +1278,9 @@ HK_SUITE(assembly, {"shape functions: Kronecker, unity, derivatives, rule weight
          {"patch test, distorted meshes, 3D (tet4..hex27)", test_patch_3d},
          {"uniaxial tension by traction and pressure equals closed form", test_tension},
          {"resultants of gravity, body force, pressure, traction, forces", test_load_resultants},
+         {"pressure independent of facet orientation", test_pressure_orientation},
+         {"two regions with different materials in series", test_two_regions},
+         {"same digits on one thread and on all threads", test_thread_independence},
          {"K symmetric positive definite after elimination", test_spd_after_elimination},
          {"node without element gets an identity-like row", test_orphan_node},
          {"rigid-body motion detected and named", test_rigid_body_detection},
