@@ -44,13 +44,15 @@ static void dense_solve(long n, const double *A0, const double *b, double *x)
         x[p] = t;
         for (long r = c + 1; r < n; r++) {
             double f = A[r * n + c] / A[c * n + c];
-            for (long k = c; k < n; k++) A[r * n + k] -= f * A[c * n + k];
+            for (long k = c; k < n; k++)
+                A[r * n + k] -= f * A[c * n + k];
             x[r] -= f * x[c];
         }
     }
     for (long r = n - 1; r >= 0; r--) {
         double s = x[r];
-        for (long k = r + 1; k < n; k++) s -= A[r * n + k] * x[k];
+        for (long k = r + 1; k < n; k++)
+            s -= A[r * n + k] * x[k];
         x[r] = s / A[r * n + r];
     }
     free(A);
@@ -60,7 +62,8 @@ static void dense_matvec(long n, const double *A, const double *x, double *y)
 {
     for (long i = 0; i < n; i++) {
         double s = 0;
-        for (long j = 0; j < n; j++) s += A[i * n + j] * x[j];
+        for (long j = 0; j < n; j++)
+            s += A[i * n + j] * x[j];
         y[i] = s;
     }
 }
@@ -72,7 +75,8 @@ static void bcsr_from_dense(long n, const double *D, hk_bcsr *K)
     K->bs = 1;
     K->nbrows = K->nbcols = n;
     long nnz = 0;
-    for (long k = 0; k < n * n; k++) nnz += D[k] != 0;
+    for (long k = 0; k < n * n; k++)
+        nnz += D[k] != 0;
     K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
     K->colind = malloc((size_t)nnz * sizeof *K->colind);
     K->val = malloc((size_t)nnz * sizeof *K->val);
@@ -101,7 +105,8 @@ static double *tridiag(long n, double a, double d, double c)
 
 static void test_rhs(long n, double *r)
 {
-    for (long i = 0; i < n; i++) r[i] = sin(0.7 * i + 0.3) + 0.25 * (i % 5);
+    for (long i = 0; i < n; i++)
+        r[i] = sin(0.7 * i + 0.3) + 0.25 * (i % 5);
 }
 
 /* Apply pc "name" with options text to r on backend be in precision p: z = M^-1 r. Returns
@@ -174,7 +179,8 @@ static void test_jacobi(void)
     const long n = (long)K.nbrows * K.bs;
     double *D = dense_of(&K), *r = malloc(n * sizeof *r), *ref = malloc(n * sizeof *ref);
     test_rhs(n, r);
-    for (long i = 0; i < n; i++) ref[i] = r[i] / D[i * n + i];
+    for (long i = 0; i < n; i++)
+        ref[i] = r[i] / D[i * n + i];
     check_all(&K, "jacobi", NULL, r, ref, tol_of(HK_FP32));
     check_all(&K, "none", NULL, r, r, tol_of(HK_FP32));
     free(D), free(r), free(ref);
@@ -190,7 +196,8 @@ static void check_bjacobi(hk_bcsr *K)
     for (long b = 0; b < n / bs; b++) { /* solve each diagonal block */
         double blk[9];
         for (int i = 0; i < bs; i++)
-            for (int j = 0; j < bs; j++) blk[i * bs + j] = D[(b * bs + i) * n + b * bs + j];
+            for (int j = 0; j < bs; j++)
+                blk[i * bs + j] = D[(b * bs + i) * n + b * bs + j];
         dense_solve(bs, blk, r + b * bs, ref + b * bs);
     }
     check_all(K, "bjacobi", NULL, r, ref, tol_of(HK_FP32));
@@ -217,11 +224,14 @@ static void poly_ref_monomial(long n, const double *A, const double *r, int m, c
                               double *z)
 {
     double *w = malloc(n * sizeof *w), *t = malloc(n * sizeof *t);
-    for (long i = 0; i < n; i++) w[i] = r[i] / A[i * n + i];
-    for (long i = 0; i < n; i++) z[i] = c[m] * w[i];
+    for (long i = 0; i < n; i++)
+        w[i] = r[i] / A[i * n + i];
+    for (long i = 0; i < n; i++)
+        z[i] = c[m] * w[i];
     for (int k = m - 1; k >= 0; k--) {
         dense_matvec(n, A, z, t);
-        for (long i = 0; i < n; i++) z[i] = c[k] * w[i] + t[i] / A[i * n + i];
+        for (long i = 0; i < n; i++)
+            z[i] = c[k] * w[i] + t[i] / A[i * n + i];
     }
     free(w), free(t);
 }
@@ -230,7 +240,8 @@ static void poly_ref_monomial(long n, const double *A, const double *r, int m, c
 static void neumann_monomial(int m, double hi, double *c)
 {
     const double w = 1 / hi;
-    for (int k = 0; k <= m; k++) c[k] = 0;
+    for (int k = 0; k <= m; k++)
+        c[k] = 0;
     for (int i = 0; i <= m; i++) {
         double binom = 1; /* C(i, k) */
         for (int k = 0; k <= i; k++) {
@@ -250,23 +261,30 @@ static void ls_ref(long n, const double *A, const double *r, int m, double hi, d
     for (int q = 0; q < Q; q++) {
         double th = M_PI * (q + 0.5) / Q, u = (1 - cos(th)) / 2, P[22], phi[21];
         P[0] = 1, P[1] = 2 * u - 1;
-        for (int k = 1; k < nb; k++) P[k + 1] = ((2 * k + 1) * (2 * u - 1) * P[k] - k * P[k - 1]) / (k + 1);
-        for (int k = 0; k < nb; k++) phi[k] = u * P[k]; /* (t/hi) P_k: the basis of t s(t) */
+        for (int k = 1; k < nb; k++)
+            P[k + 1] = ((2 * k + 1) * (2 * u - 1) * P[k] - k * P[k - 1]) / (k + 1);
+        for (int k = 0; k < nb; k++)
+            phi[k] = u * P[k]; /* (t/hi) P_k: the basis of t s(t) */
         for (int i = 0; i < nb; i++) {
             g[i] += phi[i];
-            for (int j = 0; j < nb; j++) G[i * nb + j] += phi[i] * phi[j];
+            for (int j = 0; j < nb; j++)
+                G[i * nb + j] += phi[i] * phi[j];
         }
     }
     dense_solve(nb, G, g, x); /* s(t) = sum_k x_k P_k(2t/hi - 1) / hi */
     double *w = calloc(n, sizeof *w), *p0 = calloc(n, sizeof *w), *p1 = calloc(n, sizeof *w);
     double *u = calloc(n, sizeof *w);
-    for (long i = 0; i < n; i++) w[i] = r[i] / A[i * n + i];
+    for (long i = 0; i < n; i++)
+        w[i] = r[i] / A[i * n + i];
     memcpy(p0, w, n * sizeof *w);
-    for (long i = 0; i < n; i++) z[i] = x[0] / hi * p0[i];
+    for (long i = 0; i < n; i++)
+        z[i] = x[0] / hi * p0[i];
     dense_matvec(n, A, w, u);
-    for (long i = 0; i < n; i++) p1[i] = 2 * u[i] / A[i * n + i] / hi - w[i];
+    for (long i = 0; i < n; i++)
+        p1[i] = 2 * u[i] / A[i * n + i] / hi - w[i];
     for (int k = 1; k < nb; k++) {
-        for (long i = 0; i < n; i++) z[i] += x[k] / hi * p1[i];
+        for (long i = 0; i < n; i++)
+            z[i] += x[k] / hi * p1[i];
         dense_matvec(n, A, p1, u);
         for (long i = 0; i < n; i++) {
             double xi_p1 = 2 * u[i] / A[i * n + i] / hi - p1[i];
@@ -284,7 +302,8 @@ static void chebyshev_ref(long n, const double *A, const double *r, int m, doubl
 {
     double *w = malloc(n * sizeof *w), *t0 = malloc(n * sizeof *t0), *t1 = malloc(n * sizeof *t1);
     double *t2 = malloc(n * sizeof *t2), *u = malloc(n * sizeof *u);
-    for (long i = 0; i < n; i++) w[i] = r[i] / A[i * n + i];
+    for (long i = 0; i < n; i++)
+        w[i] = r[i] / A[i * n + i];
     /* T_k(eta(B)) w with eta(B) = (2B - (lo+hi)I)/(hi-lo) */
     memcpy(t0, w, n * sizeof *w);
     dense_matvec(n, A, w, u);
@@ -302,7 +321,8 @@ static void chebyshev_ref(long n, const double *A, const double *r, int m, doubl
         T1 = T2;
     }
     /* B z = w - T_{m+1} w / T_{m+1}(e0)  <=>  A z = D (w - ...) */
-    for (long i = 0; i < n; i++) u[i] = A[i * n + i] * (w[i] - t1[i] / T1);
+    for (long i = 0; i < n; i++)
+        u[i] = A[i * n + i] * (w[i] - t1[i] / T1);
     dense_solve(n, A, u, z);
     free(w), free(t0), free(t1), free(t2), free(u);
 }
@@ -330,8 +350,8 @@ static void test_poly_apply(void)
 
         chebyshev_ref(n, A, r, m, lo, hi, ref);
         snprintf(opts, sizeof opts,
-                 "pc.poly.kind=chebyshev pc.poly.degree=%d pc.poly.lmin=%g pc.poly.lmax=%g", m,
-                 lo, hi);
+                 "pc.poly.kind=chebyshev pc.poly.degree=%d pc.poly.lmin=%g pc.poly.lmax=%g", m, lo,
+                 hi);
         check_all(&K, "poly", opts, r, ref, 1e-4);
     }
     free(A), free(r), free(ref);
@@ -356,8 +376,8 @@ static void test_poly_bounds(void)
     for (const hk_backend *const *b = hk_test_backends(); *b; b++)
         for (int p = 0; p < 2; p++) {
             hk_pc *pc = NULL;
-            HK_ASSERT_OK(apply_pc(*b, (hk_precision)p, &K, "poly", "pc.poly.lanczos=20", r, z,
-                                  &pc));
+            HK_ASSERT_OK(
+                apply_pc(*b, (hk_precision)p, &K, "poly", "pc.poly.lanczos=20", r, z, &pc));
             double lo, hi;
             int m;
             const double *c;
@@ -412,7 +432,7 @@ static double *block_tridiag(long nb, int bs, int sym)
                 D[r * n + c] = (i == j) ? 12 + 0.1 * (b % 3) : 0.5 + 0.1 * (i + j);
                 if (b + 1 < nb) {
                     double v = -1.0 + 0.2 * i - 0.1 * j;
-                    D[r * n + c + bs] = v;                      /* upper block */
+                    D[r * n + c + bs] = v;                          /* upper block */
                     D[(c + bs) * n + r] = sym ? v : 0.7 * v + 0.05; /* lower block */
                 }
             }
@@ -521,11 +541,13 @@ static void test_sai(void)
         double N[9] = {0}, g[3] = {0}, m[3];
         for (long a = 0; a < nj; a++) {
             for (long b = 0; b < nj; b++)
-                for (long i = 0; i < n; i++) N[a * nj + b] += D[i * n + j0 + a] * D[i * n + j0 + b];
+                for (long i = 0; i < n; i++)
+                    N[a * nj + b] += D[i * n + j0 + a] * D[i * n + j0 + b];
             g[a] = D[k * n + j0 + a]; /* (A^T e_k)_a = A(k, j0+a) */
         }
         dense_solve(nj, N, g, m);
-        for (long a = 0; a < nj; a++) M[(j0 + a) * n + k] = m[a];
+        for (long a = 0; a < nj; a++)
+            M[(j0 + a) * n + k] = m[a];
     }
     dense_matvec(n, M, r, ref);
     check_all(&K, "sai", "pc.sai.tau=1", r, ref, 1e-4);
@@ -573,7 +595,8 @@ static void test_every_pc_in_place(void)
                 HK_ASSERT_OK(hk_vec_download(v32, z2));
                 CU_ASSERT(hk_test_reldiff(z2, z1, n) < 1e-5);
                 double nz = 0;
-                for (long i = 0; i < n; i++) nz += r[i] * z1[i];
+                for (long i = 0; i < n; i++)
+                    nz += r[i] * z1[i];
                 if (pt->symmetric) CU_ASSERT(nz > 0); /* r^T M^-1 r > 0 for an SPD M */
                 hk_vec_destroy(v), hk_vec_destroy(w), hk_vec_destroy(v32);
                 hk_pc_destroy(pc);
@@ -599,7 +622,8 @@ static int iterations(const hk_bcsr *K, const char *backend, const char *text)
     CU_ASSERT_EQUAL_FATAL(err, 0);
     const long n = (long)K->nbrows * K->bs;
     double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
-    for (long i = 0; i < n; i++) b[i] = 1 + 0.1 * (i % 7);
+    for (long i = 0; i < n; i++)
+        b[i] = 1 + 0.1 * (i % 7);
     hk_result res;
     err = hk_solver_solve(s, b, x, &res);
     if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
@@ -738,21 +762,19 @@ static void test_errors(void)
     free(D);
 }
 
-HK_SUITE(pc, {"jacobi and none apply: r ./ diag(A)", test_jacobi},
-         {"bjacobi apply: exact inverse node blocks (bs 2, 3)", test_bjacobi},
-         {"poly apply: neumann, ls, chebyshev equal the polynomial evaluated densely",
-          test_poly_apply},
-         {"poly Lanczos bounds bracket lambda_max of the scaled 1D Laplacian", test_poly_bounds},
-         {"ic0 is the exact Cholesky on (block) tridiagonal matrices", test_ic0_exact},
-         {"ilu0 is the exact LU on (block) tridiagonal matrices", test_ilu0_exact},
-         {"fsai with the full pattern is the exact inverse", test_fsai_exact},
-         {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
-         {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},
-         {"set-up errors name the row / option", test_errors},
-         {"every pc: in place, fp32 vectors, r^T M^-1 r > 0", test_every_pc_in_place},
-         {"SBELL Table 3: ls < neumann < jacobi CG iterations (2D elasticity)",
-          test_table3_ordering},
-         {"fsai >= 2x fewer, ic0 fewer CG iterations than jacobi (3D elasticity)",
-          test_fsai_ic0_vs_jacobi},
-         {"sai with bicgstab and gmres, ilu0 with gmres (convection-diffusion)",
-          test_sai_nonsymmetric})
+HK_SUITE(
+    pc, {"jacobi and none apply: r ./ diag(A)", test_jacobi},
+    {"bjacobi apply: exact inverse node blocks (bs 2, 3)", test_bjacobi},
+    {"poly apply: neumann, ls, chebyshev equal the polynomial evaluated densely", test_poly_apply},
+    {"poly Lanczos bounds bracket lambda_max of the scaled 1D Laplacian", test_poly_bounds},
+    {"ic0 is the exact Cholesky on (block) tridiagonal matrices", test_ic0_exact},
+    {"ilu0 is the exact LU on (block) tridiagonal matrices", test_ilu0_exact},
+    {"fsai with the full pattern is the exact inverse", test_fsai_exact},
+    {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
+    {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},
+    {"set-up errors name the row / option", test_errors},
+    {"every pc: in place, fp32 vectors, r^T M^-1 r > 0", test_every_pc_in_place},
+    {"SBELL Table 3: ls < neumann < jacobi CG iterations (2D elasticity)", test_table3_ordering},
+    {"fsai >= 2x fewer, ic0 fewer CG iterations than jacobi (3D elasticity)",
+     test_fsai_ic0_vs_jacobi},
+    {"sai with bicgstab and gmres, ilu0 with gmres (convection-diffusion)", test_sai_nonsymmetric})

@@ -33,15 +33,18 @@ static int invert_block(int bs, const double *a, double *inv)
                 m[p][k] = t;
             }
         double piv = m[c][c];
-        for (int k = 0; k < 2 * bs; k++) m[c][k] /= piv;
+        for (int k = 0; k < 2 * bs; k++)
+            m[c][k] /= piv;
         for (int r = 0; r < bs; r++) {
             if (r == c || m[r][c] == 0) continue;
             double f = m[r][c];
-            for (int k = 0; k < 2 * bs; k++) m[r][k] -= f * m[c][k];
+            for (int k = 0; k < 2 * bs; k++)
+                m[r][k] -= f * m[c][k];
         }
     }
     for (int r = 0; r < bs; r++)
-        for (int c = 0; c < bs; c++) inv[r * bs + c] = m[r][bs + c];
+        for (int c = 0; c < bs; c++)
+            inv[r * bs + c] = m[r][bs + c];
     return 1;
 }
 

@@ -9,10 +9,11 @@
 
 int hk_dense_symeig(int n, double *A, double *evals, double *V)
 {
-#define AA(i, j) A[(size_t)(j) * n + (i)]
+#define AA(i, j) A[(size_t)(j)*n + (i)]
     if (V)
         for (int j = 0; j < n; j++)
-            for (int i = 0; i < n; i++) V[(size_t)j * n + i] = (i == j);
+            for (int i = 0; i < n; i++)
+                V[(size_t)j * n + i] = (i == j);
     for (int sweep = 0; sweep < 100; sweep++) {
         double off = 0, tot = 0;
         for (int j = 0; j < n; j++)
@@ -47,7 +48,8 @@ int hk_dense_symeig(int n, double *A, double *evals, double *V)
                     }
             }
     }
-    for (int i = 0; i < n; i++) evals[i] = AA(i, i);
+    for (int i = 0; i < n; i++)
+        evals[i] = AA(i, i);
     /* sort ascending, eigenvectors along */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && evals[j - 1] > evals[j]; j--) {
@@ -67,16 +69,18 @@ int hk_dense_symeig(int n, double *A, double *evals, double *V)
 
 int hk_dense_cholesky(int n, double *A)
 {
-#define AA(i, j) A[(size_t)(j) * n + (i)]
+#define AA(i, j) A[(size_t)(j)*n + (i)]
     for (int j = 0; j < n; j++) {
         double d = AA(j, j);
-        for (int k = 0; k < j; k++) d -= AA(j, k) * AA(j, k);
+        for (int k = 0; k < j; k++)
+            d -= AA(j, k) * AA(j, k);
         if (!(d > 0)) return j;
         d = sqrt(d);
         AA(j, j) = d;
         for (int i = j + 1; i < n; i++) {
             double s = AA(i, j);
-            for (int k = 0; k < j; k++) s -= AA(i, k) * AA(j, k);
+            for (int k = 0; k < j; k++)
+                s -= AA(i, k) * AA(j, k);
             AA(i, j) = s / d;
         }
     }
@@ -86,15 +90,17 @@ int hk_dense_cholesky(int n, double *A)
 
 void hk_dense_cholesky_solve(int n, const double *L, double *b)
 {
-#define LL(i, j) L[(size_t)(j) * n + (i)]
+#define LL(i, j) L[(size_t)(j)*n + (i)]
     for (int i = 0; i < n; i++) {
         double s = b[i];
-        for (int k = 0; k < i; k++) s -= LL(i, k) * b[k];
+        for (int k = 0; k < i; k++)
+            s -= LL(i, k) * b[k];
         b[i] = s / LL(i, i);
     }
     for (int i = n - 1; i >= 0; i--) {
         double s = b[i];
-        for (int k = i + 1; k < n; k++) s -= LL(k, i) * b[k];
+        for (int k = i + 1; k < n; k++)
+            s -= LL(k, i) * b[k];
         b[i] = s / LL(i, i);
     }
 #undef LL
@@ -102,37 +108,44 @@ void hk_dense_cholesky_solve(int n, const double *L, double *b)
 
 int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x)
 {
-#define AA(i, j) A[(size_t)(j) * m + (i)]
+#define AA(i, j) A[(size_t)(j)*m + (i)]
     double amax = 0;
     for (size_t k = 0; k < (size_t)m * n; k++)
         if (fabs(A[k]) > amax) amax = fabs(A[k]);
     for (int j = 0; j < n; j++) {
         /* Householder vector v = x + sign(x1)||x|| e1 for column j below the diagonal */
         double norm = 0;
-        for (int i = j; i < m; i++) norm += AA(i, j) * AA(i, j);
+        for (int i = j; i < m; i++)
+            norm += AA(i, j) * AA(i, j);
         norm = sqrt(norm);
         if (!(norm > 1e-14 * amax)) return j;
         double alpha = AA(j, j) >= 0 ? -norm : norm;
         double v0 = AA(j, j) - alpha;
         AA(j, j) = v0;
         double vnorm2 = v0 * v0;
-        for (int i = j + 1; i < m; i++) vnorm2 += AA(i, j) * AA(i, j);
+        for (int i = j + 1; i < m; i++)
+            vnorm2 += AA(i, j) * AA(i, j);
         /* apply H = I - 2 v v^T / v^T v to the remaining columns and to b */
         for (int k = j + 1; k < n; k++) {
             double s = 0;
-            for (int i = j; i < m; i++) s += AA(i, j) * AA(i, k);
+            for (int i = j; i < m; i++)
+                s += AA(i, j) * AA(i, k);
             s = 2 * s / vnorm2;
-            for (int i = j; i < m; i++) AA(i, k) -= s * AA(i, j);
+            for (int i = j; i < m; i++)
+                AA(i, k) -= s * AA(i, j);
         }
         double s = 0;
-        for (int i = j; i < m; i++) s += AA(i, j) * b[i];
+        for (int i = j; i < m; i++)
+            s += AA(i, j) * b[i];
         s = 2 * s / vnorm2;
-        for (int i = j; i < m; i++) b[i] -= s * AA(i, j);
+        for (int i = j; i < m; i++)
+            b[i] -= s * AA(i, j);
         AA(j, j) = alpha; /* R's diagonal; v is no longer needed */
     }
     for (int j = n - 1; j >= 0; j--) {
         double s = b[j];
-        for (int k = j + 1; k < n; k++) s -= AA(j, k) * x[k];
+        for (int k = j + 1; k < n; k++)
+            s -= AA(j, k) * x[k];
         x[j] = s / AA(j, j);
     }
     return -1;

@@ -51,7 +51,8 @@ static int64_t fsai_row_pattern(const hk_csr *At, int64_t i, int k, int32_t *mar
     for (int64_t a = 1; a < m; a++) {
         int32_t v = set[a];
         int64_t b = a;
-        for (; b > 0 && set[b - 1] > v; b--) set[b] = set[b - 1];
+        for (; b > 0 && set[b - 1] > v; b--)
+            set[b] = set[b - 1];
         set[b] = v;
     }
     return m;
@@ -123,7 +124,8 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         double *w = malloc(FSAI_MAX_ROW * sizeof *w);
         const int ok = mark && loc && set && M && w;
         if (ok)
-            for (int64_t i = 0; i < n; i++) mark[i] = loc[i] = -1;
+            for (int64_t i = 0; i < n; i++)
+                mark[i] = loc[i] = -1;
 #pragma omp for schedule(dynamic, 64)
         for (int64_t i = 0; i < n; i++) {
             if (!ok) {
@@ -138,7 +140,8 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                 continue;
             }
             /* gather A[P,P] (column-major, symmetric: read row set[a] of A) */
-            for (int64_t a = 0; a < m; a++) loc[set[a]] = (int32_t)a;
+            for (int64_t a = 0; a < m; a++)
+                loc[set[a]] = (int32_t)a;
             memset(M, 0, (size_t)m * m * sizeof *M);
             for (int64_t a = 0; a < m; a++) {
                 const int32_t r = set[a];
@@ -147,7 +150,8 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                     if (loc[c] >= 0) M[(size_t)loc[c] * m + a] = F.val[kk];
                 }
             }
-            for (int64_t a = 0; a < m; a++) loc[set[a]] = -1;
+            for (int64_t a = 0; a < m; a++)
+                loc[set[a]] = -1;
             /* the Cholesky overwrites the lower triangle only: the strict upper triangle
              * keeps A[P,P] for the filtration's eps^T A eps */
             int piv = hk_dense_cholesky((int)m, M);
@@ -156,7 +160,8 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                 if (bad_row < 0 || i < bad_row) bad_row = i, bad_kind = 2;
                 continue;
             }
-            for (int64_t a = 0; a < m; a++) w[a] = 0;
+            for (int64_t a = 0; a < m; a++)
+                w[a] = 0;
             w[m - 1] = 1;
             hk_dense_cholesky_solve((int)m, M, w);
             const double s = 1 / sqrt(w[m - 1]);
@@ -180,7 +185,8 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                 }
             }
             const double sc = 1 / sqrt(1 + eAe);
-            for (int64_t a = 0; a < m; a++) kept += a == m - 1 || fabs(w[a]) > delta * nrm;
+            for (int64_t a = 0; a < m; a++)
+                kept += a == m - 1 || fabs(w[a]) > delta * nrm;
             int32_t *rc = malloc((size_t)kept * sizeof *rc);
             double *rv = malloc((size_t)kept * sizeof *rv);
             if (!rc || !rv) {
@@ -214,14 +220,15 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                                 "pc=ilu0 with method=gmres",
                                 (long long)bad_row);
         else
-            ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                                "preconditioner fsai: out of memory at row %lld",
-                                (long long)bad_row);
+            ierr =
+                hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                             "preconditioner fsai: out of memory at row %lld", (long long)bad_row);
         goto fail;
     }
     /* assemble G (rows already sorted) and G^T */
     int64_t nnz = 0;
-    for (int64_t i = 0; i < n; i++) nnz += rowlen[i];
+    for (int64_t i = 0; i < n; i++)
+        nnz += rowlen[i];
     HK_TRY(hk_csr_alloc(n, n, nnz, &G));
     for (int64_t i = 0; i < n; i++) {
         G.rowptr[i + 1] = G.rowptr[i] + rowlen[i];
@@ -235,9 +242,11 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     d->nnz = nnz;
 fail:
     if (rows_c)
-        for (int64_t i = 0; i < n; i++) free(rows_c[i]);
+        for (int64_t i = 0; i < n; i++)
+            free(rows_c[i]);
     if (rows_v)
-        for (int64_t i = 0; i < n; i++) free(rows_v[i]);
+        for (int64_t i = 0; i < n; i++)
+            free(rows_v[i]);
     free(rows_c);
     free(rows_v);
     free(rowlen);

@@ -22,7 +22,8 @@ static int ic0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     const int64_t n = F.n;
     /* lower triangle of A, diagonal last in each row */
     int64_t nnz = 0;
-    for (int64_t k = 0; k < F.rowptr[n]; k++) nnz += 1; /* upper bound */
+    for (int64_t k = 0; k < F.rowptr[n]; k++)
+        nnz += 1; /* upper bound */
     HK_TRY(hk_csr_alloc(n, n, nnz, &Lc));
     HK_TRY(hk_calloc((size_t)(n ? n : 1), sizeof *w, &w));
     int64_t q = 0;
@@ -35,7 +36,8 @@ static int ic0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                 /* l_ij = (a_ij - sum_{k<j} l_ik l_jk) / l_jj; w holds l_i* computed so far */
                 double s = F.val[k];
                 const int64_t jd = Lc.rowptr[j + 1] - 1; /* diagonal of row j */
-                for (int64_t kk = Lc.rowptr[j]; kk < jd; kk++) s -= w[Lc.colind[kk]] * Lc.val[kk];
+                for (int64_t kk = Lc.rowptr[j]; kk < jd; kk++)
+                    s -= w[Lc.colind[kk]] * Lc.val[kk];
                 const double l = s / Lc.val[jd];
                 w[j] = l;
                 Lc.colind[q] = j;
@@ -45,7 +47,8 @@ static int ic0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
             }
         }
         double d = aii;
-        for (int64_t kk = start; kk < q; kk++) d -= Lc.val[kk] * Lc.val[kk];
+        for (int64_t kk = start; kk < q; kk++)
+            d -= Lc.val[kk] * Lc.val[kk];
         HK_TRY_CHECK(d > 0 && isfinite(d), HK_ERR_NUMERIC,
                      "preconditioner ic0: non-positive pivot %g at row %lld (diagonal %g); the "
                      "matrix is not SPD or IC(0) breaks down - use pc=jacobi, pc=fsai or "
@@ -54,7 +57,8 @@ static int ic0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         Lc.colind[q] = (int32_t)i;
         Lc.val[q++] = sqrt(d);
         Lc.rowptr[i + 1] = q;
-        for (int64_t kk = start; kk < q; kk++) w[Lc.colind[kk]] = 0;
+        for (int64_t kk = start; kk < q; kk++)
+            w[Lc.colind[kk]] = 0;
     }
     HK_TRY(hk_csr_transpose(&Lc, &Ut));
     HK_TRY(hk_trifactor_from_csr(&Lc, 0, 0, &L));

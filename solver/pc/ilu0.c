@@ -50,7 +50,8 @@ static int ilu0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                      "preconditioner ilu0: zero pivot %g at row %lld (the incomplete "
                      "factorisation breaks down there); reorder the unknowns or use pc=sai",
                      piv, (long long)i);
-        for (int64_t k = F.rowptr[i]; k < F.rowptr[i + 1]; k++) marker[F.colind[k]] = -1;
+        for (int64_t k = F.rowptr[i]; k < F.rowptr[i + 1]; k++)
+            marker[F.colind[k]] = -1;
     }
     HK_TRY(hk_trifactor_from_csr(&F, 0, 1, &L));
     HK_TRY(hk_trifactor_from_csr(&F, 1, 0, &U));

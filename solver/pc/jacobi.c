@@ -11,7 +11,8 @@ static int jacobi_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     double *d = NULL;
     HK_CALL(hk_malloc((size_t)pc->n * sizeof *d, &d));
     HK_TRY(hk_pc_positive_diag(K, "jacobi", d));
-    for (int64_t i = 0; i < pc->n; i++) d[i] = 1.0 / d[i];
+    for (int64_t i = 0; i < pc->n; i++)
+        d[i] = 1.0 / d[i];
     HK_TRY(hk_pc_vec_from_host(pc->be, pc->n, pc->prec, d, &pc->dinv));
 fail:
     free(d);

@@ -13,8 +13,8 @@
 #include "pc_impl.h"
 
 const hk_pc_type *const hk_pc_types[] = {&hk_pc_none, &hk_pc_jacobi, &hk_pc_bjacobi,
-                                          &hk_pc_poly, &hk_pc_fsai,   &hk_pc_sai,
-                                          &hk_pc_ic0,  &hk_pc_ilu0,   NULL};
+                                         &hk_pc_poly, &hk_pc_fsai,   &hk_pc_sai,
+                                         &hk_pc_ic0,  &hk_pc_ilu0,   NULL};
 
 const hk_pc_type *hk_pc_type_find(const char *name)
 {
@@ -23,8 +23,8 @@ const hk_pc_type *hk_pc_type_find(const char *name)
     return NULL;
 }
 
-int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec,
-                 const hk_bcsr *K, hk_mat *A, hk_options *o, hk_pc **out)
+int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec, const hk_bcsr *K,
+                 hk_mat *A, hk_options *o, hk_pc **out)
 {
     int ierr;
     hk_pc *pc = NULL;
@@ -149,8 +149,10 @@ int hk_csr_transpose(const hk_csr *A, hk_csr *T)
 {
     const int64_t nnz = A->rowptr[A->n];
     HK_CALL(hk_csr_alloc(A->m, A->n, nnz, T));
-    for (int64_t k = 0; k < nnz; k++) T->rowptr[A->colind[k] + 1]++;
-    for (int64_t j = 0; j < A->m; j++) T->rowptr[j + 1] += T->rowptr[j];
+    for (int64_t k = 0; k < nnz; k++)
+        T->rowptr[A->colind[k] + 1]++;
+    for (int64_t j = 0; j < A->m; j++)
+        T->rowptr[j + 1] += T->rowptr[j];
     int64_t *next;
     int ierr = hk_malloc((size_t)(A->m + 1) * sizeof *next, &next);
     if (ierr) {
@@ -212,8 +214,12 @@ int hk_csr_check_symmetric(const hk_csr *A, const char *who)
 int hk_csr_to_mat(const hk_backend_ops *be, const hk_csr *A, hk_precision p, hk_mat **M)
 {
     /* a scalar CSR is a block CSR with bs = 1: same arrays, no copy */
-    hk_bcsr view = {.bs = 1, .nbrows = A->n, .nbcols = A->m, .rowptr = A->rowptr,
-                    .colind = A->colind, .val = A->val};
+    hk_bcsr view = {.bs = 1,
+                    .nbrows = A->n,
+                    .nbcols = A->m,
+                    .rowptr = A->rowptr,
+                    .colind = A->colind,
+                    .val = A->val};
     return hk_mat_create(be, &view, HK_FMT_CSR, p, NULL, M);
 }
 
@@ -224,7 +230,8 @@ int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
         int found = 0;
         for (int64_t p = K->rowptr[bi]; p < K->rowptr[bi + 1]; p++) {
             if (K->colind[p] != bi) continue;
-            for (int r = 0; r < bs; r++) d[bi * bs + r] = K->val[(p * bs + r) * bs + r];
+            for (int r = 0; r < bs; r++)
+                d[bi * bs + r] = K->val[(p * bs + r) * bs + r];
             found = 1;
             break;
         }

@@ -17,9 +17,9 @@ extern const hk_pc_type hk_pc_ilu0;
 
 /* Scalar CSR on the host (fp64), the working form of the set-up algorithms. */
 typedef struct hk_csr {
-    int64_t n, m;      /* rows, columns */
-    int64_t *rowptr;   /* n + 1 */
-    int32_t *colind;   /* sorted per row */
+    int64_t n, m;    /* rows, columns */
+    int64_t *rowptr; /* n + 1 */
+    int32_t *colind; /* sorted per row */
     double *val;
 } hk_csr;
 
@@ -73,8 +73,8 @@ void hk_trifactor_free(hk_trifactor *T);
 
 /* State of a preconditioner applied as two triangular solves z = U^-1 (L^-1 r). */
 typedef struct hk_tri_pc {
-    void *L, *U;  /* backend handles */
-    hk_vec *y;    /* intermediate */
+    void *L, *U; /* backend handles */
+    hk_vec *y;   /* intermediate */
     int64_t levels_L, levels_U;
 } hk_tri_pc;
 /* Upload both factors (pc->be must have the tri ops: who names the pc in the error). */

@@ -34,9 +34,9 @@ typedef struct {
     int kind, degree;
     double lo, hi;
     double coef[POLY_MAX_DEGREE + 1];
-    hk_mat *A;      /* operator in the pc's precision */
+    hk_mat *A; /* operator in the pc's precision */
     int A_owned;
-    hk_vec *dinv;   /* 1 / diag(A) */
+    hk_vec *dinv; /* 1 / diag(A) */
     hk_vec *v0, *v1, *t;
 } poly_data;
 
@@ -45,7 +45,8 @@ static void cheb_values(int n, double x, double *T)
 {
     T[0] = 1;
     if (n >= 1) T[1] = x;
-    for (int k = 2; k <= n; k++) T[k] = 2 * x * T[k - 1] - T[k - 2];
+    for (int k = 2; k <= n; k++)
+        T[k] = 2 * x * T[k - 1] - T[k - 2];
 }
 
 /* s(t) for neumann and chebyshev, evaluated in closed form (t > 0). */
@@ -54,7 +55,8 @@ static double s_closed(const poly_data *d, double t)
     const int m = d->degree;
     if (d->kind == KIND_NEUMANN) {
         double w = 1 / d->hi, g = 1 - w * t, s = 0, p = 1;
-        for (int i = 0; i <= m; i++, p *= g) s += p;
+        for (int i = 0; i <= m; i++, p *= g)
+            s += p;
         return w * s;
     }
     double T[POLY_MAX_DEGREE + 2], T0[POLY_MAX_DEGREE + 2];
@@ -69,7 +71,8 @@ static double s_eval(const poly_data *d, double t)
 {
     double T[POLY_MAX_DEGREE + 1], s = 0;
     cheb_values(d->degree, 2 * t / d->hi - 1, T);
-    for (int k = 0; k <= d->degree; k++) s += d->coef[k] * T[k];
+    for (int k = 0; k <= d->degree; k++)
+        s += d->coef[k] * T[k];
     return s;
 }
 
@@ -79,12 +82,14 @@ static int poly_coefficients(poly_data *d)
     const int m = d->degree, n = m + 1;
     if (d->kind != KIND_LS) {
         /* interpolation at the n Chebyshev nodes is exact for a polynomial of degree m */
-        for (int k = 0; k <= m; k++) d->coef[k] = 0;
+        for (int k = 0; k <= m; k++)
+            d->coef[k] = 0;
         for (int j = 0; j < n; j++) {
             double xi = cos(M_PI * (j + 0.5) / n), t = d->hi * (xi + 1) / 2;
             double T[POLY_MAX_DEGREE + 1], s = s_closed(d, t);
             cheb_values(m, xi, T);
-            for (int k = 0; k <= m; k++) d->coef[k] += (k ? 2.0 : 1.0) / n * s * T[k];
+            for (int k = 0; k <= m; k++)
+                d->coef[k] += (k ? 2.0 : 1.0) / n * s * T[k];
         }
         return 0;
     }
@@ -103,7 +108,8 @@ static int poly_coefficients(poly_data *d)
         double xi = cos(M_PI * (j + 0.5) / N), t = d->hi * (xi + 1) / 2;
         double sw = 1, T[POLY_MAX_DEGREE + 1];
         cheb_values(m, xi, T);
-        for (int k = 0; k < n; k++) M[(size_t)k * N + j] = sw * t / d->hi * T[k];
+        for (int k = 0; k < n; k++)
+            M[(size_t)k * N + j] = sw * t / d->hi * T[k];
         rhs[j] = sw;
     }
     int bad = hk_dense_qr_ls(N, n, M, rhs, d->coef);
@@ -111,8 +117,10 @@ static int poly_coefficients(poly_data *d)
     free(rhs);
     HK_CHECK(bad < 0, HK_ERR_NUMERIC,
              "preconditioner poly: the least-squares polynomial of degree %d is ill-conditioned; "
-             "use a lower pc.poly.degree", m);
-    for (int k = 0; k < n; k++) d->coef[k] /= d->hi; /* we solved for hi * s */
+             "use a lower pc.poly.degree",
+             m);
+    for (int k = 0; k < n; k++)
+        d->coef[k] /= d->hi; /* we solved for hi * s */
     return 0;
 }
 
@@ -136,7 +144,8 @@ static int lanczos_bounds(hk_pc *pc, poly_data *d, const double *diag, int steps
     double *h = NULL, *alpha = NULL, *beta = NULL, *T = NULL, *Y = NULL, *ev = NULL;
     if (steps > n) steps = (int)n;
     HK_TRY(hk_malloc((size_t)n * sizeof *h, &h));
-    for (int64_t i = 0; i < n; i++) h[i] = 1 / sqrt(diag[i]);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = 1 / sqrt(diag[i]);
     HK_TRY(hk_pc_vec_from_host(be, n, pc->prec, h, &dsq));
     /* deterministic start vector with every component nonzero */
     double nrm = 0;
@@ -148,7 +157,8 @@ static int lanczos_bounds(hk_pc *pc, poly_data *d, const double *diag, int steps
         h[i] = 0.5 + (double)(x & 0xffff) / 65536.0;
         nrm += h[i] * h[i];
     }
-    for (int64_t i = 0; i < n; i++) h[i] /= sqrt(nrm);
+    for (int64_t i = 0; i < n; i++)
+        h[i] /= sqrt(nrm);
     HK_TRY(hk_pc_vec_from_host(be, n, pc->prec, h, &v));
     HK_TRY(hk_vec_create(be, n, pc->prec, &vold));
     HK_TRY(hk_vec_create(be, n, pc->prec, &w));
@@ -191,7 +201,8 @@ static int lanczos_bounds(hk_pc *pc, poly_data *d, const double *diag, int steps
     double resid = fabs(beta[k - 1] * Y[(size_t)(k - 1) * k + (k - 1)]);
     HK_TRY_CHECK(tmax > 0 && isfinite(tmax), HK_ERR_NUMERIC,
                  "preconditioner poly: the estimated largest eigenvalue %g of the scaled matrix "
-                 "is not positive; the matrix is not SPD", tmax);
+                 "is not positive; the matrix is not SPD",
+                 tmax);
     d->hi = fmax(tmax + resid, safety * tmax);
     d->lo = tmin > 0 ? tmin : d->hi * 1e-6;
 fail:
@@ -267,7 +278,8 @@ static int poly_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                      "degree",
                      kind_names[d->kind], d->degree, t, d->hi);
     }
-    for (int64_t i = 0; i < pc->n; i++) diag[i] = 1 / diag[i];
+    for (int64_t i = 0; i < pc->n; i++)
+        diag[i] = 1 / diag[i];
     HK_TRY(hk_pc_vec_from_host(pc->be, pc->n, pc->prec, diag, &d->dinv));
     HK_TRY(hk_vec_create(pc->be, pc->n, pc->prec, &d->v0));
     HK_TRY(hk_vec_create(pc->be, pc->n, pc->prec, &d->v1));
@@ -289,7 +301,7 @@ static int poly_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
     for (int k = 0; k < d->degree; k++) {
         HK_CALL(hk_mat_spmv(d->A, vk, t));
         HK_CALL(be->vec_pointwise_mult(t, d->dinv, t)); /* t = B v_k */
-        if (k == 0) { /* v_1 = s t - v_0 */
+        if (k == 0) {                                   /* v_1 = s t - v_0 */
             HK_CALL(be->vec_axpby(vprev, s, t, 0.0));
             HK_CALL(be->vec_axpby(vprev, -1.0, vk, 1.0));
         } else { /* v_{k+1} = 2 s t - 2 v_k - v_{k-1}, into v_{k-1}'s buffer */

@@ -17,8 +17,8 @@
 
 #include "pc_impl.h"
 
-#define SAI_MAX_COLS 400   /* |J| */
-#define SAI_MAX_ROWS 4000  /* |I| */
+#define SAI_MAX_COLS 400  /* |J| */
+#define SAI_MAX_ROWS 4000 /* |I| */
 
 typedef struct {
     hk_mat *M;
@@ -41,8 +41,7 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     sai_data *d = NULL;
     HK_CALL(hk_options_get_double(o, "pc.sai.tau", &tau));
     HK_CHECK(tau >= 0 && tau <= 1, HK_ERR_OPTION,
-             "option pc.sai.tau=%g is out of range; use 0..1 (default 0.9, 1 = pattern of A)",
-             tau);
+             "option pc.sai.tau=%g is out of range; use 0..1 (default 0.9, 1 = pattern of A)", tau);
     HK_CALL(hk_calloc(1, sizeof *d, &d));
     pc->data = d;
     HK_TRY(hk_csr_from_bcsr(K, &F));
@@ -71,7 +70,8 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         if (!diag_done) S.colind[q++] = (int32_t)i;
         S.rowptr[i + 1] = q;
     }
-    for (int64_t k = 0; k < q; k++) S.val[k] = 1;
+    for (int64_t k = 0; k < q; k++)
+        S.val[k] = 1;
     HK_TRY(hk_csr_transpose(&S, &St));
     /* M^T row k = column k of M, same pattern as St */
     HK_TRY(hk_csr_alloc(n, n, St.rowptr[n], &Mt));
@@ -88,7 +88,8 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         double *e = malloc(SAI_MAX_ROWS * sizeof *e), *m = malloc(SAI_MAX_COLS * sizeof *m);
         const int ok = loc && rows && Ah && e && m;
         if (ok)
-            for (int64_t i = 0; i < n; i++) loc[i] = -1;
+            for (int64_t i = 0; i < n; i++)
+                loc[i] = -1;
 #pragma omp for schedule(dynamic, 64)
         for (int64_t k = 0; k < n; k++) {
             int kind = ok ? 0 : 3;
@@ -107,7 +108,8 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                         }
                         loc[i] = (int32_t)n1;
                         rows[n1++] = i;
-                        for (int64_t c = 0; c < n2; c++) Ah[(size_t)c * SAI_MAX_ROWS + loc[i]] = 0;
+                        for (int64_t c = 0; c < n2; c++)
+                            Ah[(size_t)c * SAI_MAX_ROWS + loc[i]] = 0;
                     }
                     Ah[(size_t)b * SAI_MAX_ROWS + loc[i]] = Ft.val[p];
                 }
@@ -117,10 +119,12 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                 for (int64_t c = 1; c < n2; c++)
                     memmove(Ah + (size_t)c * n1, Ah + (size_t)c * SAI_MAX_ROWS,
                             (size_t)n1 * sizeof *Ah);
-                for (int64_t a = 0; a < n1; a++) e[a] = rows[a] == k;
+                for (int64_t a = 0; a < n1; a++)
+                    e[a] = rows[a] == k;
                 if (n1 < n2 || hk_dense_qr_ls((int)n1, (int)n2, Ah, e, m) >= 0) kind = 2;
             }
-            for (int64_t a = 0; a < n1; a++) loc[rows[a]] = -1;
+            for (int64_t a = 0; a < n1; a++)
+                loc[rows[a]] = -1;
             if (kind) {
 #pragma omp critical(sai_err)
                 if (bad_col < 0 || k < bad_col) bad_col = k, bad_kind = kind;

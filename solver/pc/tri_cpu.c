@@ -54,8 +54,10 @@ int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
         memcpy(t->dinv, T->dinv, (size_t)n * sizeof(double));
     } else {
         float *v = t->val, *d = t->dinv;
-        for (int64_t k = 0; k < nnz; k++) v[k] = (float)T->val[k];
-        for (int64_t i = 0; i < n; i++) d[i] = (float)T->dinv[i];
+        for (int64_t k = 0; k < nnz; k++)
+            v[k] = (float)T->val[k];
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)T->dinv[i];
     }
     *handle = t;
     return 0;
@@ -64,13 +66,15 @@ fail:
     return ierr;
 }
 
-#define TRI_SOLVE(T)                                                                               \
-    do {                                                                                           \
-        const T *val = t->val, *dinv = t->dinv, *bv = b->data;                                     \
-        T *xv = x->data;                                                                           \
+/* One solve per precision (T = double, float), the sums always in double. The parallel region
+ * spans all levels; "omp for" shares a level's rows and ends with the barrier between levels. */
+#define TRI_SOLVE_FN(name, T)                                                                      \
+    static void name(const cpu_tri *t, const T *bv, T *xv)                                         \
+    {                                                                                              \
+        const T *val = t->val, *dinv = t->dinv;                                                    \
         _Pragma("omp parallel") for (int64_t l = 0; l < t->nlevels; l++)                           \
         {                                                                                          \
-            _Pragma("omp for schedule(static)") for (int64_t q = t->level_ptr[l];                 \
+            _Pragma("omp for schedule(static)") for (int64_t q = t->level_ptr[l];                  \
                                                      q < t->level_ptr[l + 1]; q++)                 \
             {                                                                                      \
                 const int32_t i = t->level_rows[q];                                                \
@@ -80,18 +84,22 @@ fail:
                 xv[i] = (T)(s * (double)dinv[i]);                                                  \
             }                                                                                      \
         }                                                                                          \
-    } while (0)
+    }
+TRI_SOLVE_FN(tri_solve_f64, double)
+TRI_SOLVE_FN(tri_solve_f32, float)
 
 int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x)
 {
     cpu_tri *t = handle;
     HK_CHECK(b->n == t->n && x->n == t->n && b->prec == t->prec && x->prec == t->prec &&
                  b->data != x->data,
-             HK_ERR_ARG, "tri_solve: vectors must be distinct, of length %lld and the factor's "
-                         "precision", (long long)t->n);
+             HK_ERR_ARG,
+             "tri_solve: vectors must be distinct, of length %lld and the factor's "
+             "precision",
+             (long long)t->n);
     if (t->prec == HK_FP64)
-        TRI_SOLVE(double);
+        tri_solve_f64(t, b->data, x->data);
     else
-        TRI_SOLVE(float);
+        tri_solve_f32(t, b->data, x->data);
     return 0;
 }

@@ -66,10 +66,14 @@ int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T)
     T->nlevels = nlev;
     HK_TRY(hk_calloc((size_t)nlev + 1, sizeof *T->level_ptr, &T->level_ptr));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *T->level_rows, &T->level_rows));
-    for (int64_t i = 0; i < n; i++) T->level_ptr[level[i] + 1]++;
-    for (int64_t l = 0; l < nlev; l++) T->level_ptr[l + 1] += T->level_ptr[l];
-    for (int64_t i = 0; i < n; i++) T->level_rows[T->level_ptr[level[i]]++] = (int32_t)i;
-    for (int64_t l = nlev; l > 0; l--) T->level_ptr[l] = T->level_ptr[l - 1];
+    for (int64_t i = 0; i < n; i++)
+        T->level_ptr[level[i] + 1]++;
+    for (int64_t l = 0; l < nlev; l++)
+        T->level_ptr[l + 1] += T->level_ptr[l];
+    for (int64_t i = 0; i < n; i++)
+        T->level_rows[T->level_ptr[level[i]]++] = (int32_t)i;
+    for (int64_t l = nlev; l > 0; l--)
+        T->level_ptr[l] = T->level_ptr[l - 1];
     T->level_ptr[0] = 0;
     free(level);
     return 0;
