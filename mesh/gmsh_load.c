@@ -211,7 +211,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     int *claimed = NULL; /* entity tags of the model dimension already in a region */
     size_t nclaimed = 0;
 
-#if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 10)
+#if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 9)
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
 #else
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, &gerr_));
