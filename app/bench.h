@@ -15,10 +15,10 @@
 
 /* ---- subcommands ------------------------------------------------------------------------- */
 
-int hk_bench_spmv(int argc, char **argv); /* app/cmd_bench.c */
-int hk_bench_cg(int argc, char **argv);   /* app/bench_cg.c */
+int hk_bench_spmv(int argc, char **argv);     /* app/cmd_bench.c */
+int hk_bench_cg(int argc, char **argv);       /* app/bench_cg.c */
 int hk_bench_assembly(int argc, char **argv); /* app/bench_assembly.c */
-int hk_bench_solvers(int argc, char **argv); /* app/bench_solvers.c (krylov) */
+int hk_bench_solvers(int argc, char **argv);  /* app/bench_solvers.c (krylov) */
 
 /* ---- common options: --backend auto|cpu|cuda  --json FILE  --size small|medium|large ---- */
 
@@ -44,8 +44,8 @@ double hk_bench_median(double *t, int n);
  * device, e.g. end with be->sync()). After `warmup` calls, runs batches of k calls, k chosen
  * so a batch lasts >= 1 ms, at least min_batches batches and until min_seconds have passed
  * (at most 1000 batches). *seconds = median over batches of the time per call. */
-int hk_bench_time(int (*fn)(void *ctx), void *ctx, int warmup, int min_batches,
-                  double min_seconds, double *seconds);
+int hk_bench_time(int (*fn)(void *ctx), void *ctx, int warmup, int min_batches, double min_seconds,
+                  double *seconds);
 
 /* Copy bandwidth of the backend's memory: vec_copy of an n-double vector, (read + write) bytes
  * per second, median of repeated runs. The reference figure printed beside every GB/s. */
@@ -59,8 +59,8 @@ typedef struct hk_json {
     int count[32]; /* items written at each depth (for commas) */
 } hk_json;
 
-int hk_json_open(hk_json *j, const char *path); /* error message printed on failure */
-int hk_json_close(hk_json *j);                  /* 0 when everything was written */
+int hk_json_open(hk_json *j, const char *path);         /* error message printed on failure */
+int hk_json_close(hk_json *j);                          /* 0 when everything was written */
 void hk_json_begin_object(hk_json *j, const char *key); /* key NULL inside arrays / at top */
 void hk_json_end_object(hk_json *j);
 void hk_json_begin_array(hk_json *j, const char *key);

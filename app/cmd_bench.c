@@ -34,7 +34,8 @@ static void bench_usage(FILE *f)
                "Benchmarks print a Markdown table (and JSON with --json FILE); every figure is\n"
                "the median of repeated runs after warm-up, next to a baseline measured in the\n"
                "same run.\n\nbenchmarks:\n");
-    for (int i = 0; i < NCMDS; i++) fprintf(f, "  %-10s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
+    for (int i = 0; i < NCMDS; i++)
+        fprintf(f, "  %-10s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
     fprintf(f, "\ncommon options:\n"
                "  --backend auto|cpu|cuda   where to run (default auto: cuda when present)\n"
                "  --size small|medium|large problem sizes (default small, ~1 min on 2 cores)\n"
@@ -51,7 +52,8 @@ int hk_cmd_bench(int argc, char **argv)
     for (int i = 0; i < NCMDS; i++)
         if (!strcmp(argv[1], bench_cmds[i].name)) return bench_cmds[i].run(argc - 1, argv + 1);
     fprintf(stderr, "hooke bench: unknown benchmark '%s'; the benchmarks are", argv[1]);
-    for (int i = 0; i < NCMDS; i++) fprintf(stderr, "%s %s", i ? "," : "", bench_cmds[i].name);
+    for (int i = 0; i < NCMDS; i++)
+        fprintf(stderr, "%s %s", i ? "," : "", bench_cmds[i].name);
     fprintf(stderr, " (hooke bench --help)\n");
     return 2;
 }
@@ -87,7 +89,8 @@ int hk_bench_common_option(int argc, char **argv, int *i, hk_bench_opts *o)
             o->json = v;
         else {
             int s;
-            for (s = 0; s < 3 && strcmp(v, size_names[s]); s++) {}
+            for (s = 0; s < 3 && strcmp(v, size_names[s]); s++) {
+            }
             if (s == 3) {
                 fprintf(stderr, "hooke bench: --size %s is unknown; use small, medium or large\n",
                         v);
@@ -114,13 +117,14 @@ double hk_bench_median(double *t, int n)
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-int hk_bench_time(int (*fn)(void *ctx), void *ctx, int warmup, int min_batches,
-                  double min_seconds, double *seconds)
+int hk_bench_time(int (*fn)(void *ctx), void *ctx, int warmup, int min_batches, double min_seconds,
+                  double *seconds)
 {
     enum { MAXB = 1000 };
     static double per[MAXB];
     double t0 = hk_time();
-    for (int w = 0; w < warmup; w++) HK_CALL(fn(ctx));
+    for (int w = 0; w < warmup; w++)
+        HK_CALL(fn(ctx));
     double est = warmup > 0 ? (hk_time() - t0) / warmup : 0;
     if (warmup <= 0) {
         t0 = hk_time();
@@ -134,7 +138,8 @@ int hk_bench_time(int (*fn)(void *ctx), void *ctx, int warmup, int min_batches,
     double start = hk_time();
     while (nb < MAXB && (nb < min_batches || hk_time() - start < min_seconds)) {
         double t = hk_time();
-        for (int r = 0; r < k; r++) HK_CALL(fn(ctx));
+        for (int r = 0; r < k; r++)
+            HK_CALL(fn(ctx));
         per[nb++] = (hk_time() - t) / k;
     }
     *seconds = hk_bench_median(per, nb);
@@ -223,10 +228,22 @@ static void json_close_scope(hk_json *j, char c)
     if (j->depth == 0) j->count[0]++;
 }
 
-void hk_json_begin_object(hk_json *j, const char *key) { json_open_scope(j, key, '{'); }
-void hk_json_end_object(hk_json *j) { json_close_scope(j, '}'); }
-void hk_json_begin_array(hk_json *j, const char *key) { json_open_scope(j, key, '['); }
-void hk_json_end_array(hk_json *j) { json_close_scope(j, ']'); }
+void hk_json_begin_object(hk_json *j, const char *key)
+{
+    json_open_scope(j, key, '{');
+}
+void hk_json_end_object(hk_json *j)
+{
+    json_close_scope(j, '}');
+}
+void hk_json_begin_array(hk_json *j, const char *key)
+{
+    json_open_scope(j, key, '[');
+}
+void hk_json_end_array(hk_json *j)
+{
+    json_close_scope(j, ']');
+}
 
 void hk_json_string(hk_json *j, const char *key, const char *value)
 {
@@ -234,9 +251,12 @@ void hk_json_string(hk_json *j, const char *key, const char *value)
     json_key(j, key);
     fputc('"', j->f);
     for (const char *s = value; s && *s; s++) {
-        if (*s == '"' || *s == '\\') fprintf(j->f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fprintf(j->f, "\\u%04x", (unsigned char)*s);
-        else fputc(*s, j->f);
+        if (*s == '"' || *s == '\\')
+            fprintf(j->f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(j->f, "\\u%04x", (unsigned char)*s);
+        else
+            fputc(*s, j->f);
     }
     fputc('"', j->f);
 }
@@ -245,8 +265,10 @@ void hk_json_number(hk_json *j, const char *key, double value)
 {
     if (!j->f) return;
     json_key(j, key);
-    if (isfinite(value)) fprintf(j->f, "%.6g", value);
-    else fputs("null", j->f);
+    if (isfinite(value))
+        fprintf(j->f, "%.6g", value);
+    else
+        fputs("null", j->f);
 }
 
 void hk_json_int(hk_json *j, const char *key, long long value)
@@ -269,12 +291,11 @@ static const int grid3d[3] = {24, 50, 100};
 
 static void spmv_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hooke bench spmv [--backend auto|cpu|cuda] [--formats LIST] [--json FILE]\n"
-            "                        [--size small|medium|large] [--matrices LIST]\n"
-            "                        [--precisions fp64,fp32] [--cells N] [--min-time S]\n\n"
-            "Times y = A x for every storage format and precision on generated elasticity\n"
-            "stiffness matrices (unit square/cube, left face clamped):\n");
+    fprintf(f, "usage: hooke bench spmv [--backend auto|cpu|cuda] [--formats LIST] [--json FILE]\n"
+               "                        [--size small|medium|large] [--matrices LIST]\n"
+               "                        [--precisions fp64,fp32] [--cells N] [--min-time S]\n\n"
+               "Times y = A x for every storage format and precision on generated elasticity\n"
+               "stiffness matrices (unit square/cube, left face clamped):\n");
     for (int m = 0; m < M_COUNT; m++)
         fprintf(f, "  %-5s %s, %s: %d^%d, %d^%d, %d^%d cells (small, medium, large)\n",
                 matrix_names[m], matrix_desc[m], m < M_HEX ? "2D" : "3D",
@@ -319,18 +340,20 @@ typedef struct spmv_row {
 } spmv_row;
 
 /* Parse a comma-separated list against names[n]; sets sel[i]. */
-static int parse_list(const char *opt, const char *text, const char *const *names, int n,
-                      int *sel)
+static int parse_list(const char *opt, const char *text, const char *const *names, int n, int *sel)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", text);
-    for (int i = 0; i < n; i++) sel[i] = 0;
+    for (int i = 0; i < n; i++)
+        sel[i] = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         int i;
-        for (i = 0; i < n && strcmp(tok, names[i]); i++) {}
+        for (i = 0; i < n && strcmp(tok, names[i]); i++) {
+        }
         if (i == n) {
             fprintf(stderr, "hooke bench spmv: %s: '%s' is unknown; choose from", opt, tok);
-            for (int k = 0; k < n; k++) fprintf(stderr, "%s %s", k ? "," : "", names[k]);
+            for (int k = 0; k < n; k++)
+                fprintf(stderr, "%s %s", k ? "," : "", names[k]);
             fprintf(stderr, "\n");
             return 1;
         }
@@ -340,9 +363,8 @@ static int parse_list(const char *opt, const char *text, const char *const *name
 }
 
 /* Convert, check against the reference, time; fills row. */
-static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
-                        const double *yref, hk_format f, hk_precision p, hk_options *o,
-                        double min_time, spmv_row *row)
+static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x, const double *yref,
+                        hk_format f, hk_precision p, hk_options *o, double min_time, spmv_row *row)
 {
     int ierr;
     spmv_ctx c = {NULL, NULL, NULL, be};
@@ -385,10 +407,14 @@ static int gen_matrix(int m, hk_bench_size s, int cells, hk_bcsr *K)
 {
     const int n2 = cells > 0 ? cells : grid2d[s], n3 = cells > 0 ? cells : grid3d[s];
     switch (m) {
-    case M_QUAD: return hk_gen_elasticity2d(n2, n2, K);
-    case M_TRI: return hk_gen_elasticity2d_tri(n2, n2, K);
-    case M_HEX: return hk_gen_elasticity3d(n3, n3, n3, K);
-    default: return hk_gen_elasticity3d_tet(n3, n3, n3, K);
+    case M_QUAD:
+        return hk_gen_elasticity2d(n2, n2, K);
+    case M_TRI:
+        return hk_gen_elasticity2d_tri(n2, n2, K);
+    case M_HEX:
+        return hk_gen_elasticity3d(n3, n3, n3, K);
+    default:
+        return hk_gen_elasticity3d_tet(n3, n3, n3, K);
     }
 }
 
@@ -411,7 +437,8 @@ int hk_bench_spmv(int argc, char **argv)
             rc = 0;
             goto done;
         } else if ((!strcmp(a, "--formats") || !strcmp(a, "--matrices") ||
-                    !strcmp(a, "--precisions")) && i + 1 < argc) {
+                    !strcmp(a, "--precisions")) &&
+                   i + 1 < argc) {
             const char **dst = a[2] == 'f' ? &formats : a[2] == 'm' ? &matrices : &precisions;
             *dst = argv[i + 1];
             i += 2;
@@ -440,8 +467,10 @@ int hk_bench_spmv(int argc, char **argv)
             if (hk_options_parse(o, a)) goto error;
             i++;
         } else {
-            fprintf(stderr, "hooke bench spmv: unknown or incomplete option '%s' (hooke bench "
-                            "spmv --help)\n", a);
+            fprintf(stderr,
+                    "hooke bench spmv: unknown or incomplete option '%s' (hooke bench "
+                    "spmv --help)\n",
+                    a);
             rc = 2;
             goto done;
         }
@@ -451,12 +480,14 @@ int hk_bench_spmv(int argc, char **argv)
     if (hk_backend_get(bo.backend, &be)) goto error;
     const int cuda = strcmp(hk_backend_name(be), "cpu") != 0;
     const char *fnames[HK_FMT_COUNT];
-    for (int f = 0; f < HK_FMT_COUNT; f++) fnames[f] = hk_format_name((hk_format)f);
+    for (int f = 0; f < HK_FMT_COUNT; f++)
+        fnames[f] = hk_format_name((hk_format)f);
     int fsel[HK_FMT_COUNT], msel[M_COUNT], psel[2];
     static const char *const pnames[2] = {"fp64", "fp32"};
     for (int f = 0; f < HK_FMT_COUNT; f++)
         fsel[f] = cuda || (f != HK_FMT_CUSPARSE_CSR && f != HK_FMT_CUSPARSE_BSR);
-    for (int m = 0; m < M_COUNT; m++) msel[m] = 1;
+    for (int m = 0; m < M_COUNT; m++)
+        msel[m] = 1;
     psel[0] = psel[1] = 1;
     if (formats && parse_list("--formats", formats, fnames, HK_FMT_COUNT, fsel)) goto done;
     if (matrices && parse_list("--matrices", matrices, matrix_names, M_COUNT, msel)) goto done;
@@ -496,7 +527,8 @@ int hk_bench_spmv(int argc, char **argv)
             free(x), free(yref), hk_bcsr_free(&K);
             goto done;
         }
-        for (int64_t i = 0; i < n; i++) x[i] = 1.0 + 0.5 * sin(0.001 * (double)i);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = 1.0 + 0.5 * sin(0.001 * (double)i);
         hk_bcsr_spmv(&K, x, yref);
         double base = 0;
         /* CSR fp64 first: the baseline of every ratio */
@@ -530,9 +562,8 @@ int hk_bench_spmv(int argc, char **argv)
                 printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | "
                        "%.2fx | %.1e |\n",
                        r->matrix, (long long)r->info.nrows, (long long)r->info.nnz,
-                       hk_format_name(r->fmt), pnames[r->prec], r->info.padding,
-                       r->seconds * 1e6, r->gflops, r->gbs, 100.0 * r->gbs * 1e9 / copy_bps,
-                       r->speedup, r->err);
+                       hk_format_name(r->fmt), pnames[r->prec], r->info.padding, r->seconds * 1e6,
+                       r->gflops, r->gbs, 100.0 * r->gbs * 1e9 / copy_bps, r->speedup, r->err);
                 fflush(stdout);
             }
         free(x);

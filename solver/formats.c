@@ -12,11 +12,11 @@
 
 /* Scalar or block CSR view that the ELL-type builders read. */
 typedef struct fmt_src {
-    int b;                 /* block size of this view */
+    int b; /* block size of this view */
     int64_t nbrows;
     const int64_t *rowptr;
     const int32_t *colind;
-    const double *val;     /* b*b per entry, row-major */
+    const double *val; /* b*b per entry, row-major */
 } fmt_src;
 
 /* Check the structure of K (sizes, row pointers, column range) so that a bad matrix is an
@@ -60,7 +60,8 @@ static int fmt_to_scalar_csr(const hk_bcsr *K, int64_t **rowptr, int32_t **colin
     rp[0] = 0;
     for (int64_t bi = 0; bi < K->nbrows; bi++) {
         const int64_t len = (K->rowptr[bi + 1] - K->rowptr[bi]) * bs;
-        for (int r = 0; r < bs; r++) rp[bi * bs + r + 1] = rp[bi * bs + r] + len;
+        for (int r = 0; r < bs; r++)
+            rp[bi * bs + r + 1] = rp[bi * bs + r] + len;
     }
 #pragma omp parallel for schedule(static)
     for (int64_t bi = 0; bi < K->nbrows; bi++)
@@ -118,7 +119,7 @@ static int fmt_key_cmp(const void *a, const void *b)
 {
     const fmt_key *x = a, *y = b;
     if (x->len != y->len) return x->len > y->len ? -1 : 1; /* longer first */
-    return (x->row > y->row) - (x->row < y->row);        /* stable */
+    return (x->row > y->row) - (x->row < y->row);          /* stable */
 }
 
 /* SELL (b = 1) / SBELL: rows sorted by length (descending) inside windows of sigma rows,
@@ -137,10 +138,12 @@ static int fmt_build_sliced(const fmt_src *s, int S, int sigma, hk_fmt *F)
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *F->perm, &F->perm));
     HK_TRY(hk_malloc((size_t)(nsl + 1) * sizeof *F->slice_ptr, &F->slice_ptr));
     HK_TRY(hk_malloc((size_t)(nsl ? nsl : 1) * sizeof *F->slice_width, &F->slice_width));
-    for (int64_t i = 0; i < n; i++) keys[i] = (fmt_key){s->rowptr[i + 1] - s->rowptr[i], i};
+    for (int64_t i = 0; i < n; i++)
+        keys[i] = (fmt_key){s->rowptr[i + 1] - s->rowptr[i], i};
     for (int64_t w = 0; w < n; w += sigma)
         qsort(keys + w, (size_t)(n - w < sigma ? n - w : sigma), sizeof *keys, fmt_key_cmp);
-    for (int64_t i = 0; i < n; i++) F->perm[i] = (int32_t)keys[i].row;
+    for (int64_t i = 0; i < n; i++)
+        F->perm[i] = (int32_t)keys[i].row;
     F->slice_ptr[0] = 0;
     for (int64_t sl = 0; sl < nsl; sl++) {
         int64_t W = 0;
@@ -189,8 +192,8 @@ int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_f
              "slice size %d is too large; use format.slice between 1 and 1024", slice);
     const int bs = K->bs;
     const int64_t nnzb = K->rowptr[K->nbrows];
-    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL ||
-                       fmt == HK_FMT_CUSPARSE_CSR;
+    const int scalar =
+        fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL || fmt == HK_FMT_CUSPARSE_CSR;
     F->fmt = fmt;
     F->nrows = K->nbrows * bs;
     F->ncols = K->nbcols * bs;
@@ -268,7 +271,8 @@ void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y)
 {
     const int b = F->bs, b2 = b * b;
     const int64_t n = F->nbrows;
-    for (int64_t i = 0; i < F->nrows; i++) y[i] = 0;
+    for (int64_t i = 0; i < F->nrows; i++)
+        y[i] = 0;
     switch (F->fmt) {
     case HK_FMT_CSR:
     case HK_FMT_CUSPARSE_CSR:
@@ -289,8 +293,8 @@ void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y)
                 if (col < 0) continue;
                 for (int r = 0; r < b; r++)
                     for (int c = 0; c < b; c++)
-                        y[i * b + r] += F->val[((size_t)k * b2 + r * b + c) * n + i] *
-                                        x[(size_t)col * b + c];
+                        y[i * b + r] +=
+                            F->val[((size_t)k * b2 + r * b + c) * n + i] * x[(size_t)col * b + c];
             }
         break;
     case HK_FMT_SELL:
@@ -305,10 +309,9 @@ void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y)
                     if (col < 0) continue;
                     for (int r = 0; r < b; r++)
                         for (int c = 0; c < b; c++)
-                            y[old * b + r] +=
-                                F->val[(size_t)(F->slice_ptr[sl] + k * S) * b2 +
-                                       (size_t)(r * b + c) * S + j] *
-                                x[(size_t)col * b + c];
+                            y[old * b + r] += F->val[(size_t)(F->slice_ptr[sl] + k * S) * b2 +
+                                                     (size_t)(r * b + c) * S + j] *
+                                              x[(size_t)col * b + c];
                 }
             }
         break;
@@ -322,7 +325,7 @@ size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p)
 {
     const size_t vb = p == HK_FP64 ? sizeof(double) : sizeof(float);
     const size_t b2 = (size_t)F->bs * F->bs;
-    size_t bytes = (size_t)F->stored * vb;              /* values, padding included */
+    size_t bytes = (size_t)F->stored * vb;                        /* values, padding included */
     bytes += (size_t)F->stored / (b2 ? b2 : 1) * sizeof(int32_t); /* one index per (block) slot */
     switch (F->fmt) {
     case HK_FMT_CSR:

@@ -42,7 +42,8 @@ static void gen_dmat(int dim, double *D)
         double lam = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
         memset(D, 0, 36 * sizeof *D);
         for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) D[i * 6 + j] = lam;
+            for (int j = 0; j < 3; j++)
+                D[i * 6 + j] = lam;
             D[i * 6 + i] = lam + 2 * mu;
             D[(i + 3) * 6 + i + 3] = mu;
         }
@@ -79,13 +80,15 @@ static void gen_add_btdb(int dim, int nloc, double g[][3], const double *D, doub
     for (int i = 0; i < nv; i++)
         for (int j = 0; j < nd; j++) {
             double s = 0;
-            for (int k = 0; k < nv; k++) s += D[i * nv + k] * B[k][j];
+            for (int k = 0; k < nv; k++)
+                s += D[i * nv + k] * B[k][j];
             DB[i][j] = s;
         }
     for (int i = 0; i < nd; i++)
         for (int j = 0; j < nd; j++) {
             double s = 0;
-            for (int k = 0; k < nv; k++) s += B[k][i] * DB[k][j];
+            for (int k = 0; k < nv; k++)
+                s += B[k][i] * DB[k][j];
             Ke[i * nd + j] += w * s;
         }
 }
@@ -101,13 +104,16 @@ static void gen_cell_box(int dim, const double *h, gen_cell *C)
     C->nel = 1;
     C->nloc = nloc;
     memset(C->Ke, 0, sizeof C->Ke);
-    for (int a = 0; a < nloc; a++) C->corner[0][a] = a;
+    for (int a = 0; a < nloc; a++)
+        C->corner[0][a] = a;
     const double gp = 1.0 / sqrt(3.0);
     double detJ = 1;
-    for (int d = 0; d < dim; d++) detJ *= h[d] / 2;
+    for (int d = 0; d < dim; d++)
+        detJ *= h[d] / 2;
     for (int q = 0; q < nloc; q++) {
         double xi[3] = {0, 0, 0};
-        for (int d = 0; d < dim; d++) xi[d] = ((q >> d) & 1) ? gp : -gp;
+        for (int d = 0; d < dim; d++)
+            xi[d] = ((q >> d) & 1) ? gp : -gp;
         double g[GEN_MAXLOC][3];
         for (int a = 0; a < nloc; a++) {
             for (int d = 0; d < dim; d++) {
@@ -131,7 +137,8 @@ static void gen_simplex(int dim, double pts[][3], const double *D, double *Ke)
     /* Jacobian rows: edges from vertex 0; gradients of barycentrics 1..dim are rows of J^-1^T. */
     double J[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     for (int r = 0; r < dim; r++)
-        for (int c = 0; c < dim; c++) J[r][c] = pts[r + 1][c] - pts[0][c];
+        for (int c = 0; c < dim; c++)
+            J[r][c] = pts[r + 1][c] - pts[0][c];
     double det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
                  J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
                  J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
@@ -147,8 +154,10 @@ static void gen_simplex(int dim, double pts[][3], const double *D, double *Ke)
     inv[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) / det;
     double g[4][3] = {{0}};
     for (int a = 1; a <= dim; a++)
-        for (int d = 0; d < dim; d++) g[a][d] = inv[d][a - 1];
-    for (int d = 0; d < dim; d++) g[0][d] = -(g[1][d] + g[2][d] + (dim == 3 ? g[3][d] : 0));
+        for (int d = 0; d < dim; d++)
+            g[a][d] = inv[d][a - 1];
+    for (int d = 0; d < dim; d++)
+        g[0][d] = -(g[1][d] + g[2][d] + (dim == 3 ? g[3][d] : 0));
     double vol = fabs(det) / (dim == 2 ? 2.0 : 6.0);
     gen_add_btdb(dim, dim + 1, g, D, vol, Ke);
 }
@@ -166,7 +175,8 @@ static void gen_cell_simplex(int dim, const double *h, gen_cell *C)
     if (dim == 2) {
         static const int tri[2][3] = {{0, 1, 3}, {0, 3, 2}};
         C->nel = 2;
-        for (int e = 0; e < 2; e++) memcpy(C->corner[e], tri[e], sizeof tri[e]);
+        for (int e = 0; e < 2; e++)
+            memcpy(C->corner[e], tri[e], sizeof tri[e]);
     } else {
         static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                         {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
@@ -184,7 +194,8 @@ static void gen_cell_simplex(int dim, const double *h, gen_cell *C)
     for (int e = 0; e < C->nel; e++) {
         double pts[4][3] = {{0}};
         for (int a = 0; a < C->nloc; a++)
-            for (int d = 0; d < dim; d++) pts[a][d] = ((C->corner[e][a] >> d) & 1) * h[d];
+            for (int d = 0; d < dim; d++)
+                pts[a][d] = ((C->corner[e][a] >> d) & 1) * h[d];
         gen_simplex(dim, pts, D, C->Ke[e]);
     }
 }
@@ -239,7 +250,8 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
         mask[n] = m;
     }
     A->rowptr[0] = 0;
-    for (int64_t n = 0; n < nn; n++) A->rowptr[n + 1] = A->rowptr[n] + __builtin_popcount(mask[n]);
+    for (int64_t n = 0; n < nn; n++)
+        A->rowptr[n + 1] = A->rowptr[n] + __builtin_popcount(mask[n]);
     const int64_t nnzb = A->rowptr[nn];
     HK_TRY(hk_malloc((size_t)nnzb * sizeof *A->colind, &A->colind));
     HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * b2 * sizeof *A->val, &A->val));
@@ -267,7 +279,8 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
         }
         if (i == 0) {
             double *blk = A->val + (size_t)pos[13] * b2;
-            for (int r = 0; r < bs; r++) blk[r * bs + r] = 1.0;
+            for (int r = 0; r < bs; r++)
+                blk[r * bs + r] = 1.0;
             continue;
         }
         for (int cc = 0; cc < (1 << dim); cc++) {
@@ -304,8 +317,7 @@ fail:
 static int gen_check_grid(const char *fn, int nx, int ny, int nz)
 {
     HK_CHECK(nx >= 1 && ny >= 1 && nz >= 1, HK_ERR_ARG,
-             "%s: grid %d x %d x %d is empty; every cell count must be at least 1", fn, nx, ny,
-             nz);
+             "%s: grid %d x %d x %d is empty; every cell count must be at least 1", fn, nx, ny, nz);
     return 0;
 }
 
@@ -424,8 +436,8 @@ static uint32_t gen_rand(uint32_t *s)
     return *s = x;
 }
 
-int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_rows,
-                  unsigned seed, hk_bcsr *A)
+int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_rows, unsigned seed,
+                  hk_bcsr *A)
 {
     int ierr;
     char *used = NULL;
@@ -473,10 +485,12 @@ int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_
         for (int64_t p = b + 1; p < b + len; p++) {
             int32_t v = A->colind[p];
             int64_t q = p - 1;
-            while (q >= b && A->colind[q] > v) A->colind[q + 1] = A->colind[q], q--;
+            while (q >= b && A->colind[q] > v)
+                A->colind[q + 1] = A->colind[q], q--;
             A->colind[q + 1] = v;
         }
-        for (int64_t p = b; p < b + len; p++) used[A->colind[p]] = 0;
+        for (int64_t p = b; p < b + len; p++)
+            used[A->colind[p]] = 0;
     }
     for (int64_t k = 0; k < nnzb * (int64_t)b2; k++)
         A->val[k] = (double)(gen_rand(&s) % 2000001u) / 1e6 - 1.0;

@@ -28,9 +28,8 @@ typedef struct mm_reader {
 
 #define MM_ERR(rd, lno, ...) mm_error((rd)->path, (lno), __FILE__, __LINE__, __VA_ARGS__)
 
-__attribute__((format(printf, 5, 6))) static int mm_error(const char *path, long lineno,
-                                                          const char *file, int line,
-                                                          const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int
+mm_error(const char *path, long lineno, const char *file, int line, const char *fmt, ...)
 {
     char msg[768];
     va_list ap;
@@ -53,7 +52,8 @@ static int mm_next(mm_reader *rd)
 
 static int mm_blank(const char *s)
 {
-    while (*s && isspace((unsigned char)*s)) s++;
+    while (*s && isspace((unsigned char)*s))
+        s++;
     return *s == 0;
 }
 
@@ -62,7 +62,8 @@ static int mm_next_data(mm_reader *rd)
 {
     while (mm_next(rd)) {
         const char *s = rd->line;
-        while (*s && isspace((unsigned char)*s)) s++;
+        while (*s && isspace((unsigned char)*s))
+            s++;
         if (*s && *s != '%') return 1;
     }
     return 0;
@@ -92,8 +93,9 @@ enum { MM_REAL, MM_INTEGER, MM_PATTERN };
 static int mm_banner(mm_reader *rd, const char *want_layout, int *field, int *symmetric)
 {
     if (!mm_next(rd))
-        return MM_ERR(rd, 1, "the file is empty; a Matrix Market file starts with "
-                             "'%%%%MatrixMarket matrix %s real general'",
+        return MM_ERR(rd, 1,
+                      "the file is empty; a Matrix Market file starts with "
+                      "'%%%%MatrixMarket matrix %s real general'",
                       want_layout);
     char w[5][64] = {{0}};
     int nw = sscanf(rd->line, "%63s %63s %63s %63s %63s", w[0], w[1], w[2], w[3], w[4]);
@@ -150,9 +152,11 @@ static int mm_real(const char **s, double *v)
 /* the token at s, for messages */
 static const char *mm_token(const char *s, char *buf, size_t n)
 {
-    while (*s && isspace((unsigned char)*s)) s++;
+    while (*s && isspace((unsigned char)*s))
+        s++;
     size_t k = 0;
-    while (s[k] && !isspace((unsigned char)s[k]) && k + 1 < n) k++;
+    while (s[k] && !isspace((unsigned char)s[k]) && k + 1 < n)
+        k++;
     memcpy(buf, s, k);
     buf[k] = 0;
     return buf;
@@ -261,8 +265,9 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
             int bad = field == MM_INTEGER ? mm_int(&s, &iv) : mm_real(&s, &v);
             if (field == MM_INTEGER && !bad) v = (double)iv;
             if (bad || !isfinite(v)) {
-                ierr = MM_ERR(&rd, rd.lineno, "value '%s' of entry (%lld, %lld) is not a%s; "
-                                              "fix the value",
+                ierr = MM_ERR(&rd, rd.lineno,
+                              "value '%s' of entry (%lld, %lld) is not a%s; "
+                              "fix the value",
                               mm_token(s0, tok, sizeof tok), i, j,
                               field == MM_INTEGER ? "n integer" : " finite real number");
                 goto fail;
@@ -279,8 +284,8 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
     }
     if (mm_next_data(&rd)) {
         ierr = MM_ERR(&rd, rd.lineno,
-                      "more entries than the %lld announced on line %ld; fix the entry count",
-                      NZ, size_line);
+                      "more entries than the %lld announced on line %ld; fix the entry count", NZ,
+                      size_line);
         goto fail;
     }
 
@@ -309,7 +314,8 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
         A->colind[k] = (int32_t)e[k].j;
         A->val[k] = e[k].v;
     }
-    for (int64_t r = 0; r < M; r++) A->rowptr[r + 1] += A->rowptr[r];
+    for (int64_t r = 0; r < M; r++)
+        A->rowptr[r + 1] += A->rowptr[r];
     free(e);
     mm_close(&rd);
     return 0;
@@ -324,8 +330,8 @@ int hk_mm_write_matrix(const char *path, const hk_bcsr *A)
 {
     const int bs = A->bs;
     FILE *f = fopen(path, "w");
-    HK_CHECK(f, HK_ERR_IO, "cannot write Matrix Market file %s: %s; check the directory",
-             path, strerror(errno));
+    HK_CHECK(f, HK_ERR_IO, "cannot write Matrix Market file %s: %s; check the directory", path,
+             strerror(errno));
     const int64_t nnz = A->rowptr[A->nbrows] * bs * bs;
     fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n");
     fprintf(f, "%% written by Hooke from a %dx%d block CSR matrix\n", bs, bs);
@@ -358,13 +364,13 @@ int hk_mm_read_vector(const char *path, int64_t *n, double **x)
     int field, sym;
     HK_TRY(mm_banner(&rd, "array", &field, &sym));
     HK_TRY_CHECK(mm_next_data(&rd), HK_ERR_PARSE,
-                 "%s:%ld: the file ends before the size line; add 'ROWS 1' after the banner",
-                 path, rd.lineno + 1);
+                 "%s:%ld: the file ends before the size line; add 'ROWS 1' after the banner", path,
+                 rd.lineno + 1);
     long long M, N;
     const char *s = rd.line;
     if (mm_int(&s, &M) || mm_int(&s, &N) || !mm_rest_blank(s) || M < 0 || N < 0) {
-        ierr = MM_ERR(&rd, rd.lineno,
-                      "bad size line '%.80s'; a vector's size line is 'ROWS 1'", rd.line);
+        ierr = MM_ERR(&rd, rd.lineno, "bad size line '%.80s'; a vector's size line is 'ROWS 1'",
+                      rd.line);
         goto fail;
     }
     const long size_line = rd.lineno;
@@ -383,7 +389,8 @@ int hk_mm_read_vector(const char *path, int64_t *n, double **x)
             goto fail;
         }
         s = rd.line;
-        while (*s && isspace((unsigned char)*s)) s++;
+        while (*s && isspace((unsigned char)*s))
+            s++;
         long long iv;
         const char *s0 = s;
         int bad = field == MM_INTEGER ? mm_int(&s, &iv) : mm_real(&s, &v[k]);
@@ -415,10 +422,11 @@ fail:
 int hk_mm_write_vector(const char *path, int64_t n, const double *x)
 {
     FILE *f = fopen(path, "w");
-    HK_CHECK(f, HK_ERR_IO, "cannot write Matrix Market file %s: %s; check the directory",
-             path, strerror(errno));
+    HK_CHECK(f, HK_ERR_IO, "cannot write Matrix Market file %s: %s; check the directory", path,
+             strerror(errno));
     fprintf(f, "%%%%MatrixMarket matrix array real general\n%lld 1\n", (long long)n);
-    for (int64_t i = 0; i < n; i++) fprintf(f, "%.17g\n", x[i]);
+    for (int64_t i = 0; i < n; i++)
+        fprintf(f, "%.17g\n", x[i]);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
     HK_CHECK(!bad, HK_ERR_IO, "writing Matrix Market file %s failed (disk full?)", path);
@@ -432,8 +440,7 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
     int ierr = 0;
     int64_t *mark = NULL;
     memset(B, 0, sizeof *B);
-    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "block size %d is not supported; use 1, 2 or 3",
-             bs);
+    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "block size %d is not supported; use 1, 2 or 3", bs);
     if (A->bs == bs) return hk_bcsr_copy(A, B);
     HK_CHECK(A->bs == 1, HK_ERR_ARG,
              "cannot regroup a %dx%d block matrix into %dx%d blocks; start from the scalar "
@@ -449,7 +456,8 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
     B->nbrows = nbr;
     B->nbcols = nbc;
     HK_TRY(hk_malloc((size_t)(nbc ? nbc : 1) * sizeof *mark, &mark));
-    for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+    for (int64_t j = 0; j < nbc; j++)
+        mark[j] = -1;
     HK_TRY(hk_calloc((size_t)nbr + 1, sizeof *B->rowptr, &B->rowptr));
     /* pass 1: count distinct block columns per block row */
     for (int64_t I = 0; I < nbr; I++) {
@@ -464,7 +472,8 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
     const int64_t nnzb = B->rowptr[nbr];
     HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * sizeof *B->colind, &B->colind));
     HK_TRY(hk_calloc((size_t)(nnzb ? nnzb : 1) * b2, sizeof *B->val, &B->val));
-    for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+    for (int64_t j = 0; j < nbc; j++)
+        mark[j] = -1;
     /* pass 2: block columns (sorted), then values through mark[J] = slot */
     for (int64_t I = 0; I < nbr; I++) {
         int64_t p = B->rowptr[I];
@@ -476,10 +485,12 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
         for (int64_t q = B->rowptr[I] + 1; q < p; q++) { /* insertion sort: rows are short */
             int32_t v = B->colind[q];
             int64_t t = q - 1;
-            while (t >= B->rowptr[I] && B->colind[t] > v) B->colind[t + 1] = B->colind[t], t--;
+            while (t >= B->rowptr[I] && B->colind[t] > v)
+                B->colind[t + 1] = B->colind[t], t--;
             B->colind[t + 1] = v;
         }
-        for (int64_t q = B->rowptr[I]; q < p; q++) mark[B->colind[q]] = q;
+        for (int64_t q = B->rowptr[I]; q < p; q++)
+            mark[B->colind[q]] = q;
         for (int64_t r = I * bs; r < (I + 1) * bs; r++)
             for (int64_t k = A->rowptr[r]; k < A->rowptr[r + 1]; k++) {
                 const int64_t J = A->colind[k] / bs;

@@ -73,7 +73,8 @@ static void check_spmv(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk
         HK_ASSERT_OK(hk_bcsr_copy(K, &K32));
         for (int64_t k = 0; k < K->rowptr[K->nbrows] * K->bs * K->bs; k++)
             K32.val[k] = (float)K32.val[k];
-        for (int64_t i = 0; i < nc; i++) x[i] = (float)x[i];
+        for (int64_t i = 0; i < nc; i++)
+            x[i] = (float)x[i];
         Kref = &K32;
     }
     hk_bcsr_spmv(Kref, x, ref);
@@ -139,8 +140,8 @@ static void run_all_formats(const hk_bcsr *K, const int *slices, int nslices, co
             for (int si = 0; si < (sliced ? nslices : 1); si++)
                 for (int gi = 0; gi < (sliced ? nsigmas : 1); gi++)
                     for (int p = 0; p < 2; p++)
-                        check_spmv(*b, K, (hk_format)f, (hk_precision)p,
-                                   sliced ? slices[si] : 32, sliced ? sigmas[gi] : 0);
+                        check_spmv(*b, K, (hk_format)f, (hk_precision)p, sliced ? slices[si] : 32,
+                                   sliced ? sigmas[gi] : 0);
         }
     }
 }
@@ -211,10 +212,12 @@ static void make_staircase(int bs, hk_bcsr *K)
     int k = 0;
     K->rowptr[0] = 0;
     for (int i = 0; i < 4; i++) {
-        for (int j = 0; j <= i; j++) K->colind[k++] = j;
+        for (int j = 0; j <= i; j++)
+            K->colind[k++] = j;
         K->rowptr[i + 1] = k;
     }
-    for (int e = 0; e < 10 * bs * bs; e++) K->val[e] = 1 + e;
+    for (int e = 0; e < 10 * bs * bs; e++)
+        K->val[e] = 1 + e;
 }
 
 static double padding_of(const hk_bcsr *K, hk_format f, int slice, hk_fmt *F)
@@ -306,8 +309,8 @@ static void test_format_errors(void)
     make_staircase(1, &K);
     CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_CUSPARSE_CSR, HK_FP64, NULL, &A),
                     HK_ERR_UNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(),
-                                  "format cusparse-csr needs the cuda backend; use csr on cpu"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(hk_error_message(), "format cusparse-csr needs the cuda backend; use csr on cpu"));
     CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_CUSPARSE_BSR, HK_FP32, NULL, &A),
                     HK_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "use bsr on cpu"));
@@ -328,7 +331,8 @@ static int is_symmetric(const hk_bcsr *K, double tol)
     for (int64_t i = 0; i < K->nbrows; i++)
         for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++) {
             int64_t j = K->colind[k], m;
-            for (m = K->rowptr[j]; m < K->rowptr[j + 1] && K->colind[m] != i; m++) {}
+            for (m = K->rowptr[j]; m < K->rowptr[j + 1] && K->colind[m] != i; m++) {
+            }
             if (m == K->rowptr[j + 1]) return 0;
             for (int r = 0; r < bs; r++)
                 for (int c = 0; c < bs; c++)
@@ -351,7 +355,8 @@ static double energy_linear(const hk_bcsr *K, int nx, int ny, int comp)
     (void)ny;
     hk_bcsr_spmv(K, u, Ku);
     double e = 0;
-    for (int64_t i = 0; i < n; i++) e += u[i] * Ku[i];
+    for (int64_t i = 0; i < n; i++)
+        e += u[i] * Ku[i];
     free(u);
     free(Ku);
     return e;
@@ -431,7 +436,8 @@ static void test_gen_rigid_body(void)
     double fmax = 0;
     for (int64_t node = 0; node < K.nbrows; node++)
         if (node % 5 >= 2)
-            for (int r = 0; r < 3; r++) fmax = fmax > fabs(f[node * 3 + r]) ? fmax : fabs(f[node * 3 + r]);
+            for (int r = 0; r < 3; r++)
+                fmax = fmax > fabs(f[node * 3 + r]) ? fmax : fabs(f[node * 3 + r]);
     CU_ASSERT(fmax < 1e-13);
     free(u);
     free(f);
@@ -447,7 +453,8 @@ static void test_gen_scalar(void)
     CU_ASSERT(is_symmetric(&K, 0));
     /* ones: row sums 4 - neighbours = 0 inside, 1 on edges, 2 at corners */
     double one[16], y[16];
-    for (int i = 0; i < 16; i++) one[i] = 1;
+    for (int i = 0; i < 16; i++)
+        one[i] = 1;
     hk_bcsr_spmv(&K, one, y);
     CU_ASSERT_DOUBLE_EQUAL(y[0], 2, 0);
     CU_ASSERT_DOUBLE_EQUAL(y[1], 1, 0);
@@ -554,7 +561,8 @@ static void test_bench_helpers(void)
 static int count_str(const char *hay, const char *needle)
 {
     int n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
     return n;
 }
 
@@ -562,7 +570,9 @@ static void test_bench_spmv_command(void)
 {
     char cmd[1024], path[256];
     snprintf(path, sizeof path, "%s/spmv.json", hk_test_tmpdir());
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s bench spmv --backend cpu --cells 3 --min-time 0.001 --json %s > /dev/null",
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 %s bench spmv --backend cpu --cells 3 --min-time 0.001 --json %s > "
+             "/dev/null",
              HOOKE_BINARY, path);
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
     FILE *f = fopen(path, "r");

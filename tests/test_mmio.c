@@ -169,7 +169,8 @@ static void test_to_blocks(void)
     CU_ASSERT_DOUBLE_EQUAL(B.val[9 + 4], -1, 0);
     /* same operator: B x = A x */
     double x[9], ya[9], yb[9];
-    for (int i = 0; i < 9; i++) x[i] = i * i - 3;
+    for (int i = 0; i < 9; i++)
+        x[i] = i * i - 3;
     hk_bcsr_spmv(&A, x, ya);
     hk_bcsr_spmv(&B, x, yb);
     CU_ASSERT(hk_test_reldiff(yb, ya, 9) == 0);

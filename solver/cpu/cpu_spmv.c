@@ -24,7 +24,8 @@ int hk_cpu_mat_upload(hk_mat *A)
         const int64_t n = F->stored;
         HK_CALL(hk_malloc((size_t)(n ? n : 1) * sizeof *v, &v));
 #pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < n; k++) v[k] = (float)F->val[k];
+        for (int64_t k = 0; k < n; k++)
+            v[k] = (float)F->val[k];
         A->bdata = v;
     }
     return 0;
@@ -39,22 +40,24 @@ void hk_cpu_mat_release(hk_mat *A)
 /* One kernel set per value type VT (double, float); B is the block size, a compile-time
  * constant in each specialisation. */
 #define HK_CPU_SPMV_KERNELS(SUF, VT)                                                               \
-    ALWAYS_INLINE void bsr_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B) \
+    ALWAYS_INLINE void bsr_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
     {                                                                                              \
         const int64_t n = F->nbrows;                                                               \
         _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)               \
         {                                                                                          \
             double acc[3] = {0, 0, 0};                                                             \
-            for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {                           \
+            for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {                            \
                 const VT *blk = val + (size_t)k * B * B;                                           \
                 const VT *xj = x + (size_t)F->colind[k] * B;                                       \
                 for (int r = 0; r < B; r++)                                                        \
-                    for (int c = 0; c < B; c++) acc[r] += (double)blk[r * B + c] * xj[c];          \
+                    for (int c = 0; c < B; c++)                                                    \
+                        acc[r] += (double)blk[r * B + c] * xj[c];                                  \
             }                                                                                      \
-            for (int r = 0; r < B; r++) y[i * B + r] = (VT)acc[r];                                 \
+            for (int r = 0; r < B; r++)                                                            \
+                y[i * B + r] = (VT)acc[r];                                                         \
         }                                                                                          \
     }                                                                                              \
-    ALWAYS_INLINE void ell_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B) \
+    ALWAYS_INLINE void ell_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
     {                                                                                              \
         const int64_t n = F->nbrows, W = F->width;                                                 \
         _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)               \
@@ -68,10 +71,11 @@ void hk_cpu_mat_release(hk_mat *A)
                     for (int c = 0; c < B; c++)                                                    \
                         acc[r] += (double)val[((size_t)k * B * B + r * B + c) * n + i] * xj[c];    \
             }                                                                                      \
-            for (int r = 0; r < B; r++) y[i * B + r] = (VT)acc[r];                                 \
+            for (int r = 0; r < B; r++)                                                            \
+                y[i * B + r] = (VT)acc[r];                                                         \
         }                                                                                          \
     }                                                                                              \
-    ALWAYS_INLINE void sliced_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y,           \
+    ALWAYS_INLINE void sliced_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y,            \
                                     const int B)                                                   \
     {                                                                                              \
         const int64_t n = F->nbrows, S = F->slice, nsl = F->nslices;                               \
@@ -90,7 +94,8 @@ void hk_cpu_mat_release(hk_mat *A)
                             acc[r] += (double)v[(size_t)(r * B + c) * S] * xj[c];                  \
                 }                                                                                  \
                 const int64_t old = F->perm[sl * S + j];                                           \
-                for (int r = 0; r < B; r++) y[old * B + r] = (VT)acc[r];                           \
+                for (int r = 0; r < B; r++)                                                        \
+                    y[old * B + r] = (VT)acc[r];                                                   \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
@@ -99,21 +104,30 @@ void hk_cpu_mat_release(hk_mat *A)
         switch (F->fmt) {                                                                          \
         case HK_FMT_CSR:                                                                           \
         case HK_FMT_BSR:                                                                           \
-            if (F->bs == 1) bsr_##SUF(F, val, x, y, 1);                                            \
-            else if (F->bs == 2) bsr_##SUF(F, val, x, y, 2);                                       \
-            else bsr_##SUF(F, val, x, y, 3);                                                       \
+            if (F->bs == 1)                                                                        \
+                bsr_##SUF(F, val, x, y, 1);                                                        \
+            else if (F->bs == 2)                                                                   \
+                bsr_##SUF(F, val, x, y, 2);                                                        \
+            else                                                                                   \
+                bsr_##SUF(F, val, x, y, 3);                                                        \
             break;                                                                                 \
         case HK_FMT_ELL:                                                                           \
         case HK_FMT_BELL:                                                                          \
-            if (F->bs == 1) ell_##SUF(F, val, x, y, 1);                                            \
-            else if (F->bs == 2) ell_##SUF(F, val, x, y, 2);                                       \
-            else ell_##SUF(F, val, x, y, 3);                                                       \
+            if (F->bs == 1)                                                                        \
+                ell_##SUF(F, val, x, y, 1);                                                        \
+            else if (F->bs == 2)                                                                   \
+                ell_##SUF(F, val, x, y, 2);                                                        \
+            else                                                                                   \
+                ell_##SUF(F, val, x, y, 3);                                                        \
             break;                                                                                 \
         case HK_FMT_SELL:                                                                          \
         case HK_FMT_SBELL:                                                                         \
-            if (F->bs == 1) sliced_##SUF(F, val, x, y, 1);                                         \
-            else if (F->bs == 2) sliced_##SUF(F, val, x, y, 2);                                    \
-            else sliced_##SUF(F, val, x, y, 3);                                                    \
+            if (F->bs == 1)                                                                        \
+                sliced_##SUF(F, val, x, y, 1);                                                     \
+            else if (F->bs == 2)                                                                   \
+                sliced_##SUF(F, val, x, y, 2);                                                     \
+            else                                                                                   \
+                sliced_##SUF(F, val, x, y, 3);                                                     \
             break;                                                                                 \
         default:                                                                                   \
             break;                                                                                 \
