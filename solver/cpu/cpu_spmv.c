@@ -57,22 +57,38 @@ void hk_cpu_mat_release(hk_mat *A)
                 y[i * B + r] = (VT)acc[r];                                                         \
         }                                                                                          \
     }                                                                                              \
-    ALWAYS_INLINE void ell_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
+    /* Column-major tile of `rows` rows: slot k of row j at ci[k*ld + j], value e of it at         \
+     * v[(k*B*B + e)*ld + j]. k outer, rows inner: contiguous reads, and each row still sums its   \
+     * entries in order k = 0, 1, ... (the same digits as a row-by-row loop). */                   \
+    ALWAYS_INLINE void tile_##SUF(const int32_t *ci, const VT *v, int64_t ld, int64_t W,           \
+                                  int64_t rows, const VT *x, double *acc, const int B)             \
     {                                                                                              \
-        const int64_t n = F->nbrows, W = F->width;                                                 \
-        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)               \
-        {                                                                                          \
-            double acc[3] = {0, 0, 0};                                                             \
-            for (int64_t k = 0; k < W; k++) {                                                      \
-                const int32_t col = F->colind[(size_t)k * n + i];                                  \
+        for (int64_t j = 0; j < rows * B; j++)                                                     \
+            acc[j] = 0;                                                                            \
+        for (int64_t k = 0; k < W; k++) {                                                          \
+            const int32_t *ck = ci + k * ld;                                                       \
+            const VT *vk = v + (size_t)k * B * B * ld;                                             \
+            for (int64_t j = 0; j < rows; j++) {                                                   \
+                const int32_t col = ck[j];                                                         \
                 if (col < 0) continue;                                                             \
                 const VT *xj = x + (size_t)col * B;                                                \
                 for (int r = 0; r < B; r++)                                                        \
                     for (int c = 0; c < B; c++)                                                    \
-                        acc[r] += (double)val[((size_t)k * B * B + r * B + c) * n + i] * xj[c];    \
+                        acc[j * B + r] += (double)vk[(size_t)(r * B + c) * ld + j] * xj[c];        \
             }                                                                                      \
-            for (int r = 0; r < B; r++)                                                            \
-                y[i * B + r] = (VT)acc[r];                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    ALWAYS_INLINE void ell_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
+    {                                                                                              \
+        const int64_t n = F->nbrows, W = F->width, T = 128;                                        \
+        const int64_t ntiles = (n + T - 1) / T;                                                    \
+        _Pragma("omp parallel for schedule(static)") for (int64_t t = 0; t < ntiles; t++)          \
+        {                                                                                          \
+            double acc[128 * 3];                                                                   \
+            const int64_t i0 = t * T, rows = n - i0 < T ? n - i0 : T;                              \
+            tile_##SUF(F->colind + i0, val + i0, n, W, rows, x, acc, B);                           \
+            for (int64_t j = 0; j < rows * B; j++)                                                 \
+                y[i0 * B + j] = (VT)acc[j];                                                        \
         }                                                                                          \
     }                                                                                              \
     ALWAYS_INLINE void sliced_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y,            \
@@ -81,21 +97,14 @@ void hk_cpu_mat_release(hk_mat *A)
         const int64_t n = F->nbrows, S = F->slice, nsl = F->nslices;                               \
         _Pragma("omp parallel for schedule(dynamic, 16)") for (int64_t sl = 0; sl < nsl; sl++)     \
         {                                                                                          \
-            const int64_t base = F->slice_ptr[sl], W = F->slice_width[sl];                         \
-            for (int64_t j = 0; j < S && sl * S + j < n; j++) {                                    \
-                double acc[3] = {0, 0, 0};                                                         \
-                for (int64_t k = 0; k < W; k++) {                                                  \
-                    const int32_t col = F->colind[base + k * S + j];                               \
-                    if (col < 0) continue;                                                         \
-                    const VT *xj = x + (size_t)col * B;                                            \
-                    const VT *v = val + (size_t)(base + k * S) * B * B + j;                        \
-                    for (int r = 0; r < B; r++)                                                    \
-                        for (int c = 0; c < B; c++)                                                \
-                            acc[r] += (double)v[(size_t)(r * B + c) * S] * xj[c];                  \
-                }                                                                                  \
+            double acc[1024 * 3]; /* S <= 1024 (hk_fmt_from_bcsr) */                               \
+            const int64_t base = F->slice_ptr[sl], rows = n - sl * S < S ? n - sl * S : S;         \
+            tile_##SUF(F->colind + base, val + (size_t)base * B * B, S, F->slice_width[sl], rows,  \
+                       x, acc, B);                                                                 \
+            for (int64_t j = 0; j < rows; j++) {                                                   \
                 const int64_t old = F->perm[sl * S + j];                                           \
                 for (int r = 0; r < B; r++)                                                        \
-                    y[old * B + r] = (VT)acc[r];                                                   \
+                    y[old * B + r] = (VT)acc[j * B + r];                                           \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
