@@ -178,6 +178,10 @@ static void test_spmv_edge_cases(void)
         CU_ASSERT_EQUAL(K.rowptr[10], 0);
         run_all_formats(&K, slices, 3, sigmas, 1);
         hk_bcsr_free(&K);
+        /* no rows at all (x still has columns) */
+        HK_ASSERT_OK(hk_gen_random(0, 6, bs, 2.0, 0, 3u, &K));
+        run_all_formats(&K, slices, 3, sigmas, 1);
+        hk_bcsr_free(&K);
         /* exactly one slice, S == n */
         HK_ASSERT_OK(hk_gen_random(32, 40, bs, 3.0, 1, 9u, &K));
         run_all_formats(&K, slices, 3, sigmas, 1);
@@ -599,7 +603,7 @@ static void test_bench_spmv_command(void)
 }
 
 HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices", test_spmv_random},
-         {"spmv edge cases: one row, empty rows, S = 1, S > n", test_spmv_edge_cases},
+         {"spmv edge cases: no rows, one row, empty rows, S = 1, S > n", test_spmv_edge_cases},
          {"spmv of every format on FEM matrices", test_spmv_fem},
          {"padding factors and layouts counted by hand", test_padding},
          {"padding of SBELL <= BELL on hexes", test_padding_fem},
