@@ -178,6 +178,39 @@ static int cuda_scal_set(double *s, int first, int n, const double *host)
     return cuda_copy_to(s + first, host, (size_t)n * sizeof(double));
 }
 
+unsigned hk_cu_rgrid(int64_t n, const void *kernel)
+{
+    /* resident blocks per kernel, found once (a handful of kernels, single-threaded use) */
+    static struct {
+        const void *k;
+        int cap;
+    } cache[64];
+    static int ncache;
+    int cap = 0;
+    for (int i = 0; i < ncache; i++)
+        if (cache[i].k == kernel) cap = cache[i].cap;
+    if (!cap) {
+        int per = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, HK_CU_BLOCK, 0) !=
+                cudaSuccess ||
+            per < 1) {
+            cudaGetLastError();
+            per = 1;
+        }
+        cap = per * (hk_cu.nsm > 0 ? hk_cu.nsm : 1);
+        if (cap > HK_CU_MAXB) cap = HK_CU_MAXB;
+        if (ncache < 64) {
+            cache[ncache].k = kernel;
+            cache[ncache].cap = cap;
+            ncache++;
+        }
+    }
+    int64_t b = (n + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+    if (b < 1) b = 1;
+    if (b > cap) b = cap;
+    return (unsigned)b;
+}
+
 /* ---- stage 2 of every reduction ------------------------------------------------------- */
 
 __global__ void __launch_bounds__(HK_CU_BLOCK)

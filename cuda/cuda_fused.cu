@@ -55,7 +55,7 @@ int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const
         FP64(dinv);
         LEN(x, dinv);
     }
-    const unsigned nb = hk_cu_rgrid(x->n);
+    const unsigned nb = hk_cu_rgrid(x->n, (const void *)k_pipecg_update);
     k_pipecg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, D(x), D(r), D(p), CD(Ap),
                                                           dinv ? CD(dinv) : NULL, S, hk_cu.part);
     HK_CU_LAUNCHED();
@@ -134,7 +134,7 @@ int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S)
     FP64(Ap);
     LEN(s, r);
     LEN(s, Ap);
-    const unsigned nb = hk_cu_rgrid(s->n);
+    const unsigned nb = hk_cu_rgrid(s->n, (const void *)k_bicg_s);
     k_bicg_s<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(s->n, D(s), CD(r), CD(Ap), S, hk_cu.part);
     HK_CU_LAUNCHED();
     hk_cu_outs out;
@@ -176,7 +176,7 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
         FP64(all[j]);
         LEN(all[j], x);
     }
-    const unsigned nb = hk_cu_rgrid(x->n);
+    const unsigned nb = hk_cu_rgrid(x->n, (const void *)k_bicg_update);
     k_bicg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, D(x), D(r), D(p), CD(phat), CD(s),
                                                         CD(shat), CD(As), CD(Ap), CD(r0s), S,
                                                         hk_cu.part);

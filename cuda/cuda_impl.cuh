@@ -2,8 +2,8 @@
 // stream, library handles, reduction workspace), error conversion, and the deterministic
 // two-stage reduction used by every kernel that returns a sum.
 //
-// Reductions: stage 1 is the kernel itself, with a fixed grid (at most HK_CU_MAXB blocks of
-// HK_CU_BLOCK threads, grid-stride loops): each thread sums its indices in order, the block
+// Reductions: stage 1 is the kernel itself, with a fixed grid (one wave of resident blocks,
+// at most HK_CU_MAXB blocks of HK_CU_BLOCK threads, grid-stride loops): each thread sums its indices in order, the block
 // reduces with warp shuffles then one warp, and writes one partial per value to hk_cu.part.
 // Stage 2 (hk_cu_finish) is one block that sums the partials in a fixed order and writes each
 // result to its destination in device memory. No atomics on values: the same inputs give the
@@ -89,14 +89,11 @@ static inline unsigned hk_cu_grid(int64_t n)
     if (b > (1 << 20)) b = 1 << 20;
     return (unsigned)b;
 }
-/* Blocks for a reducing kernel over n entries: fixed by n alone, so sums repeat. */
-static inline unsigned hk_cu_rgrid(int64_t n)
-{
-    int64_t b = (n + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
-    if (b < 1) b = 1;
-    if (b > HK_CU_MAXB) b = HK_CU_MAXB;
-    return (unsigned)b;
-}
+/* Blocks for a reducing kernel over n work items: ceil(n/256), at most what the device
+ * holds at once for that kernel (one wave: a second, partial wave would leave most SMs idle
+ * while it runs) and at most HK_CU_MAXB. Fixed by n, the kernel and the device, so sums
+ * repeat. kernel is the __global__ function's address. */
+unsigned hk_cu_rgrid(int64_t n, const void *kernel);
 
 /* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
 enum {

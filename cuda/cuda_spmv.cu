@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
 
 int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned *nb)
 {
-    *nb = hk_cu_rgrid(n);
+    *nb = hk_cu_rgrid(n, (const void *)k_fuse_reduce);
     k_fuse_reduce<<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, y, f, hk_cu.part);
     HK_CU_LAUNCHED();
     return 0;
@@ -189,10 +189,27 @@ int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned 
 
 /* ---- launch ---------------------------------------------------------------------------- */
 
+/* Grid of a format's kernel: one group of tpr lanes per block row; the fused kernels are
+ * capped at one wave (hk_cu_rgrid) and walk the rest with their grid stride. */
+template <typename T, int BS, bool FUSED>
+static unsigned grid_bs(const hk_mat *A, const hk_cu_mat *m)
+{
+    const int64_t items = m->nbrows * m->tpr;
+    if (FUSED)
+        return is_rowptr_family(A->fmt) ? hk_cu_rgrid(items, (const void *)k_bsr<T, BS, FUSED>)
+                                        : hk_cu_rgrid(items, (const void *)k_sell<T, BS, FUSED>);
+    int64_t nb = (items + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+    if (nb > (1 << 22)) nb = 1 << 22; /* grid-stride beyond */
+    return (unsigned)nb;
+}
+
 template <typename T, int BS, bool FUSED>
 static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, T *y, const hk_cu_fuse &f,
-                      unsigned nb)
+                      unsigned *nbout)
 {
+    const unsigned nb = grid_bs<T, BS, FUSED>(A, m);
+    *nbout = nb;
+    if (!nb) return;
     if (is_rowptr_family(A->fmt))
         k_bsr<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, y, f, hk_cu.part);
@@ -206,20 +223,13 @@ template <typename T, bool FUSED>
 static int launch(const hk_mat *A, const void *x, void *y, const hk_cu_fuse &f, unsigned *nbout)
 {
     const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
-    int64_t nb64 = (m->nbrows * m->tpr + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
-    if (FUSED && nb64 > HK_CU_MAXB) nb64 = HK_CU_MAXB;
-    if (nb64 > (1 << 22)) nb64 = 1 << 22; /* grid-stride beyond */
-    if (nb64 < 1) {
-        if (!FUSED) return 0;
-        nb64 = 1; /* the fused sums must still be written (zero) */
-    }
-    const unsigned nb = (unsigned)nb64;
+    unsigned nb = 0;
     if (m->bs == 1)
-        launch_bs<T, 1, FUSED>(A, m, (const T *)x, (T *)y, f, nb);
+        launch_bs<T, 1, FUSED>(A, m, (const T *)x, (T *)y, f, &nb);
     else if (m->bs == 2)
-        launch_bs<T, 2, FUSED>(A, m, (const T *)x, (T *)y, f, nb);
+        launch_bs<T, 2, FUSED>(A, m, (const T *)x, (T *)y, f, &nb);
     else
-        launch_bs<T, 3, FUSED>(A, m, (const T *)x, (T *)y, f, nb);
+        launch_bs<T, 3, FUSED>(A, m, (const T *)x, (T *)y, f, &nb);
     HK_CU_LAUNCHED();
     if (nbout) *nbout = nb;
     return 0;

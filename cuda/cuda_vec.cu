@@ -179,7 +179,8 @@ static int mdot_partials(int k, hk_vec *const *X, const hk_vec *y, unsigned *nb)
         SAME(X[j], y);
         P.p[j] = X[j]->data;
     }
-    *nb = hk_cu_rgrid(y->n);
+    *nb = y->prec == HK_FP64 ? hk_cu_rgrid(y->n, (const void *)k_mdot<double>)
+                             : hk_cu_rgrid(y->n, (const void *)k_mdot<float>);
     if (y->prec == HK_FP64)
         k_mdot<double><<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(y->n, k, P,
                                                               (const double *)y->data, hk_cu.part);
@@ -289,7 +290,7 @@ int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, d
 {
     HK_CHECK(y->prec == HK_FP64, HK_ERR_ARG,
              "cuda backend: the pipelined Krylov fused ops run their vectors in fp64");
-    const unsigned nb = hk_cu_rgrid(y->n);
+    const unsigned nb = hk_cu_rgrid(y->n, (const void *)k_maxpy_s);
     int j0 = 0;
     do {
         const int kk = k - j0 < HK_CU_MAXK ? k - j0 : HK_CU_MAXK;
@@ -330,7 +331,7 @@ int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double
 {
     HK_CHECK(y->prec == HK_FP64 && (!w || (w->prec == HK_FP64 && w->n == y->n)), HK_ERR_ARG,
              "cuda backend: the pipelined Krylov fused ops run their vectors in fp64");
-    const unsigned nb = hk_cu_rgrid(y->n);
+    const unsigned nb = hk_cu_rgrid(y->n, (const void *)k_scale_s_dot);
     k_scale_s_dot<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
         y->n, (double *)y->data, nrm2, w ? (const double *)w->data : NULL, hk_cu.part);
     HK_CU_LAUNCHED();
