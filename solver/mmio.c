@@ -225,8 +225,10 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
         goto fail;
     }
 
-    HK_TRY(hk_malloc((size_t)(NZ ? NZ : 1) * (sym ? 2 : 1) * sizeof *e, &e));
-    int64_t ne = 0;
+    /* grow as entries arrive, so that a wrong count in a truncated file is reported as such
+     * rather than as a failed allocation */
+    int64_t ne = 0, cap = NZ < (1 << 16) ? NZ + 2 : (1 << 16);
+    HK_TRY(hk_malloc((size_t)cap * sizeof *e, &e));
     for (long long k = 0; k < NZ; k++) {
         if (!mm_next_data(&rd)) {
             ierr = MM_ERR(&rd, rd.lineno + 1,
@@ -278,6 +280,14 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
                           "unexpected text '%s' after entry (%lld, %lld); one entry per line",
                           mm_token(s, tok, sizeof tok), i, j);
             goto fail;
+        }
+        if (ne + 2 > cap) {
+            cap *= 2;
+            mm_entry *grown = realloc(e, (size_t)cap * sizeof *e);
+            HK_TRY_CHECK(grown, HK_ERR_MEMORY,
+                         "out of host memory reading %s (%lld entries so far)", path,
+                         (long long)ne);
+            e = grown;
         }
         e[ne++] = (mm_entry){i - 1, j - 1, v, rd.lineno};
         if (sym && i != j) e[ne++] = (mm_entry){j - 1, i - 1, v, rd.lineno};

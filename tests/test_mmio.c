@@ -101,6 +101,7 @@ static void test_malformed(void)
     expect_bad("bad_duplicate.mtx", 7, "first on line 5", 0);
     expect_bad("bad_symdup.mtx", 4, "first on line 3", 0);
     expect_bad("bad_extra.mtx", 4, "more entries", 0);
+    expect_bad("bad_count.mtx", 5, "after 2 of the 900000000 entries", 0);
     expect_bad("bad_symrect.mtx", 2, "must be square", 0);
     expect_bad("bad_nan.mtx", 3, "finite", 0);
     expect_bad("bad_trailing.mtx", 3, "unexpected text '3'", 0);
