@@ -51,7 +51,10 @@ struct hk_vec_s {
  *                 colind[slice_ptr[s] + k*S + j], value e at
  *                 val[(slice_ptr[s] + k*S)*bs*bs + e*S + j]
  *                 so that consecutive block rows (threads) read consecutive addresses.
- * The cusparse-* formats use the CSR / BSR arrays. */
+ * The cusparse-* formats use the CSR / BSR arrays.
+ * Scalar formats (CSR, ELL, SELL, cusparse-csr) of a bs > 1 source expand every block into bs
+ * scalar rows, keeping all bs*bs entries (zeros too): their hk_fmt has bs = 1, nbrows = nrows.
+ * stored counts padding; nnz = nnzb*bs*bs of the source, so CSR/BSR have stored == nnz. */
 typedef struct hk_fmt {
     hk_format fmt;
     int bs;
