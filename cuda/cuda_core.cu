@@ -258,11 +258,17 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     }
 }
 
-int hk_cu_finish(unsigned nb, int k, const hk_cu_outs &out, int mode, double *S)
+int hk_cu_finish_part(const double *part, unsigned nb, int k, const hk_cu_outs &out, int mode,
+                      double *S)
 {
-    hk_k_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(hk_cu.part, nb, k, out, mode, S);
+    hk_k_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(part, nb, k, out, mode, S);
     HK_CU_LAUNCHED();
     return 0;
+}
+
+int hk_cu_finish(unsigned nb, int k, const hk_cu_outs &out, int mode, double *S)
+{
+    return hk_cu_finish_part(hk_cu.part, nb, k, out, mode, S);
 }
 
 int hk_cu_finish_host(unsigned nb, int k, double *r)

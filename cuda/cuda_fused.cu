@@ -80,11 +80,12 @@ int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, 
     f.d[1] = dinv ? CD(dinv) : NULL;
     f.w[2] = f.w[3] = f.d[2] = f.d[3] = NULL;
     unsigned nb;
-    HK_CALL(hk_cu_mat_spmv_fused(A, p, Ap, f, &nb));
+    const double *part;
+    HK_CALL(hk_cu_mat_spmv_fused(A, p, Ap, f, &nb, &part));
     hk_cu_outs out;
     out.p[0] = S + HK_S_PAP;
     out.p[1] = S + HK_S_APZ;
-    return hk_cu_finish(nb, 2, out, HK_FIN_PLAIN, NULL);
+    return hk_cu_finish_part(part, nb, 2, out, HK_FIN_PLAIN, NULL);
 }
 
 int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
@@ -104,11 +105,12 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
         f.w[j] = W[j] == y ? NULL : CD(W[j]);
     }
     unsigned nb;
-    HK_CALL(hk_cu_mat_spmv_fused(A, x, y, f, &nb));
+    const double *part;
+    HK_CALL(hk_cu_mat_spmv_fused(A, x, y, f, &nb, &part));
     if (!k) return 0;
     hk_cu_outs out;
     for (int j = 0; j < k; j++) out.p[j] = S + slot[j];
-    return hk_cu_finish(nb, k, out, HK_FIN_PLAIN, NULL);
+    return hk_cu_finish_part(part, nb, k, out, HK_FIN_PLAIN, NULL);
 }
 
 /* Pipelined BiCGStab lines 8-9: s = r - alpha Ap, partial s.s. */

@@ -107,6 +107,9 @@ struct hk_cu_outs {
 };
 /* Sum k values of nb partials each (in hk_cu.part) into out.p[j]; mode as above with S. */
 int hk_cu_finish(unsigned nb, int k, const hk_cu_outs &out, int mode, double *S);
+/* The same with the partials in part (a matrix's own buffer for the fused SpMV). */
+int hk_cu_finish_part(const double *part, unsigned nb, int k, const hk_cu_outs &out, int mode,
+                      double *S);
 /* hk_cu_finish into hk_cu.dres, copy to host r[0..k) and wait. */
 int hk_cu_finish_host(unsigned nb, int k, double *r);
 
@@ -155,9 +158,9 @@ int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned 
 int hk_cu_mat_upload(hk_mat *A);
 void hk_cu_mat_release(hk_mat *A);
 int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
-/* y = A x (fp64) with the k fused values of f reduced; partials in hk_cu.part, *nb blocks. */
+/* y = A x (fp64) with the k fused values of f reduced: *nb partials per value in *part. */
 int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f,
-                         unsigned *nb);
+                         unsigned *nb, const double **part);
 
 /* Vector ops (cuda_vec.cu). */
 int hk_cu_vec_set(hk_vec *x, double a);
