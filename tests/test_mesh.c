@@ -1,6 +1,7 @@
 /* Mesh module: element table, generators, RCM, Gmsh loading (.msh 2.2/4.1, .geo meshed at
  * run time) and its errors. Geometry is checked against closed forms: node positions against
  * the straight-sided map of the Gmsh reference element, areas/volumes, outward normals. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -499,7 +500,9 @@ static int cmp_xyz(const void *p, const void *q)
 static void test_load_msh22_msh41(void)
 {
     hk_mesh a, b;
+    int threads = omp_get_max_threads();
     HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square_v22.msh"), NULL, &a));
+    CU_ASSERT_EQUAL(omp_get_max_threads(), threads); /* Gmsh must not change ours */
     HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square_v41.msh"), NULL, &b));
     check_square(&a);
     check_square(&b);
