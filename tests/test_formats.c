@@ -253,6 +253,17 @@ static void test_padding(void)
     CU_ASSERT_DOUBLE_EQUAL(F.val[0 + 2 * 2 + 1], 6.0, 0);
     CU_ASSERT_EQUAL(F.colind[0 + 3 * 2 + 1], -1); /* padding */
     CU_ASSERT_DOUBLE_EQUAL(F.val[0 + 3 * 2 + 1], 0.0, 0);
+    /* bytes: 12 values + 12 indices + 3 slice pointers (8) + 2 widths (4) + 4 perm (4) */
+    CU_ASSERT_EQUAL(hk_fmt_bytes(&F, HK_FP64), 12 * 8 + 12 * 4 + 3 * 8 + 2 * 4 + 4 * 4);
+    CU_ASSERT_EQUAL(hk_fmt_bytes(&F, HK_FP32), 12 * 4 + 12 * 4 + 3 * 8 + 2 * 4 + 4 * 4);
+    hk_fmt_free(&F);
+    /* CSR bytes: 10 values + 10 indices + 5 row pointers (8) */
+    padding_of(&K, HK_FMT_CSR, 0, &F);
+    CU_ASSERT_EQUAL(hk_fmt_bytes(&F, HK_FP64), 10 * 8 + 10 * 4 + 5 * 8);
+    hk_fmt_free(&F);
+    /* ELL bytes: 16 values + 16 indices */
+    padding_of(&K, HK_FMT_ELL, 0, &F);
+    CU_ASSERT_EQUAL(hk_fmt_bytes(&F, HK_FP32), 16 * 4 + 16 * 4);
     hk_fmt_free(&F);
     /* S = 3: slices {4,3,2} {1 + 2 padding rows} -> 4*3 + 1*3 = 15 */
     CU_ASSERT_DOUBLE_EQUAL(padding_of(&K, HK_FMT_SELL, 3, &F), 1.5, 1e-15);
@@ -270,6 +281,8 @@ static void test_padding(void)
     CU_ASSERT_DOUBLE_EQUAL(F.val[(1 * 4 + 2) * 4 + 3], K.val[(6 + 1) * 4 + 2], 0);
     hk_fmt_free(&F);
     CU_ASSERT_DOUBLE_EQUAL(padding_of(&K, HK_FMT_SBELL, 2, &F), 1.2, 1e-15);
+    /* SBELL bytes: 12 blocks of 4 values + 12 block indices + 3 + 2 + 4 */
+    CU_ASSERT_EQUAL(hk_fmt_bytes(&F, HK_FP64), 48 * 8 + 12 * 4 + 3 * 8 + 2 * 4 + 4 * 4);
     /* SBELL layout: slice 0, local block row 0 = old block row 3, block k=1, entry e=3 at
      * val[(slice_ptr[0] + 1*S)*4 + 3*S + 0] */
     CU_ASSERT_EQUAL(F.perm[0], 3);
