@@ -2,6 +2,7 @@
  * the Gmsh -> VTK node permutations (docs/elements.md). */
 #include "mesh_impl.h"
 
+/* clang-format off */
 static const hk_eltype_info info[HK_EL_COUNT] = {
     [HK_EL_POINT1] = {"point1", 0, 1, 1, 15, 1},
     [HK_EL_LINE2] = {"line2", 1, 2, 1, 1, 3},
@@ -19,6 +20,7 @@ static const hk_eltype_info info[HK_EL_COUNT] = {
     [HK_EL_WEDGE6] = {"wedge6", 3, 6, 1, 6, 13},
     [HK_EL_PYR5] = {"pyr5", 3, 5, 1, 7, 14},
 };
+/* clang-format on */
 
 const hk_eltype_info *hk_eltype_get(hk_eltype t)
 {
@@ -33,6 +35,7 @@ int hk_eltype_from_gmsh(int g)
     return -1;
 }
 
+/* clang-format off */
 int hk_eltype_has_kernel(hk_eltype t)
 {
     switch (t) {
@@ -43,9 +46,11 @@ int hk_eltype_has_kernel(hk_eltype t)
         return 0;
     }
 }
+/* clang-format on */
 
 /* Gmsh reference nodes (Gmsh manual, "Node ordering"). Quadratic nodes follow the corners:
  * edges in Gmsh's edge order, then faces, then the interior. */
+/* clang-format off */
 static const double ref_point1[] = {0, 0, 0};
 static const double ref_line3[] = {-1, 0, 0, 1, 0, 0, 0, 0, 0};
 static const double ref_tri6[] = {0, 0, 0, 1, 0, 0, 0, 1, 0, .5, 0, 0, .5, .5, 0, 0, .5, 0};
@@ -82,7 +87,9 @@ static const double ref_hex27[] = {
     0, 0, 0};   /* 26: centre */
 static const double ref_wedge6[] = {0, 0, -1, 1, 0, -1, 0, 1, -1, 0, 0, 1, 1, 0, 1, 0, 1, 1};
 static const double ref_pyr5[] = {-1, -1, 0, 1, -1, 0, 1, 1, 0, -1, 1, 0, 0, 0, 1};
+/* clang-format on */
 
+/* clang-format off */
 const double *hk_eltype_ref_coords(hk_eltype t)
 {
     switch (t) {
@@ -97,22 +104,29 @@ const double *hk_eltype_ref_coords(hk_eltype t)
     default: return NULL;
     }
 }
+/* clang-format on */
 
 /* vtk_nodes[i] = gmsh_nodes[order[i]]. Identity except tet10 (VTK's edges 8, 9 are 1-3 and
  * 2-3), hex20 (VTK lists bottom, top, then vertical edges) and hex27 (VTK's faces are
  * x-, x+, y-, y+, z-, z+). */
+/* clang-format off */
 static const int ord_identity[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
                                      14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26};
 static const int ord_tet10[10] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 8};
 static const int ord_hex27[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  11, 13, 9,  16, 18,
                                   19, 17, 10, 12, 14, 15, 22, 23, 21, 24, 20, 25, 26};
+/* clang-format on */
 
 const int *hk_eltype_vtk_order(hk_eltype t)
 {
     switch (t) {
-    case HK_EL_TET10: return ord_tet10;
-    case HK_EL_HEX20: case HK_EL_HEX27: return ord_hex27;
-    default: return ((int)t >= 0 && t < HK_EL_COUNT) ? ord_identity : NULL;
+    case HK_EL_TET10:
+        return ord_tet10;
+    case HK_EL_HEX20:
+    case HK_EL_HEX27:
+        return ord_hex27;
+    default:
+        return ((int)t >= 0 && t < HK_EL_COUNT) ? ord_identity : NULL;
     }
 }
 
@@ -128,20 +142,25 @@ static int corner_shape(hk_eltype t, const double *r, double *N, double (*dN)[3]
     case HK_EL_POINT1:
         N[0] = 1;
         return 1;
-    case HK_EL_LINE2: case HK_EL_LINE3:
+    case HK_EL_LINE2:
+    case HK_EL_LINE3:
         N[0] = (1 - x) / 2, N[1] = (1 + x) / 2;
         dN[0][0] = -.5, dN[1][0] = .5;
         return 2;
-    case HK_EL_TRI3: case HK_EL_TRI6:
+    case HK_EL_TRI3:
+    case HK_EL_TRI6:
         N[0] = 1 - x - y, N[1] = x, N[2] = y;
         dN[0][0] = -1, dN[0][1] = -1, dN[1][0] = 1, dN[2][1] = 1;
         return 3;
-    case HK_EL_TET4: case HK_EL_TET10:
+    case HK_EL_TET4:
+    case HK_EL_TET10:
         N[0] = 1 - x - y - z, N[1] = x, N[2] = y, N[3] = z;
         dN[0][0] = dN[0][1] = dN[0][2] = -1;
         dN[1][0] = dN[2][1] = dN[3][2] = 1;
         return 4;
-    case HK_EL_QUAD4: case HK_EL_QUAD8: case HK_EL_QUAD9: {
+    case HK_EL_QUAD4:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9: {
         static const int s[4][2] = {{-1, -1}, {1, -1}, {1, 1}, {-1, 1}};
         for (int i = 0; i < 4; i++) {
             N[i] = (1 + s[i][0] * x) * (1 + s[i][1] * y) / 4;
@@ -150,7 +169,9 @@ static int corner_shape(hk_eltype t, const double *r, double *N, double (*dN)[3]
         }
         return 4;
     }
-    case HK_EL_HEX8: case HK_EL_HEX20: case HK_EL_HEX27: {
+    case HK_EL_HEX8:
+    case HK_EL_HEX20:
+    case HK_EL_HEX27: {
         for (int i = 0; i < 8; i++) {
             const double *c = ref_hex27 + 3 * i;
             double a = 1 + c[0] * x, b = 1 + c[1] * y, d = 1 + c[2] * z;
@@ -177,30 +198,31 @@ static int corner_shape(hk_eltype t, const double *r, double *N, double (*dN)[3]
     }
 }
 
-int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x,
-                       double J[3][3])
+int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x, double J[3][3])
 {
     double N[8], dN[8][3];
     int nc = corner_shape(t, r, N, dN);
     for (int a = 0; a < 3; a++) {
         x[a] = 0;
-        for (int b = 0; b < 3; b++) J[a][b] = 0;
+        for (int b = 0; b < 3; b++)
+            J[a][b] = 0;
     }
     for (int i = 0; i < nc; i++)
         for (int a = 0; a < 3; a++) {
             x[a] += N[i] * xc[3 * i + a];
-            for (int b = 0; b < 3; b++) J[a][b] += dN[i][b] * xc[3 * i + a];
+            for (int b = 0; b < 3; b++)
+                J[a][b] += dN[i][b] * xc[3 * i + a];
         }
     return nc;
 }
 
 int hk_eltype_ncorners(hk_eltype t)
 {
-    static const int nc[HK_EL_COUNT] = {[HK_EL_POINT1] = 1, [HK_EL_LINE2] = 2, [HK_EL_LINE3] = 2,
-                                        [HK_EL_TRI3] = 3,   [HK_EL_TRI6] = 3,  [HK_EL_QUAD4] = 4,
-                                        [HK_EL_QUAD8] = 4,  [HK_EL_QUAD9] = 4, [HK_EL_TET4] = 4,
-                                        [HK_EL_TET10] = 4,  [HK_EL_HEX8] = 8,  [HK_EL_HEX20] = 8,
-                                        [HK_EL_HEX27] = 8,  [HK_EL_WEDGE6] = 6, [HK_EL_PYR5] = 5};
+    static const int nc[HK_EL_COUNT] = {
+        [HK_EL_POINT1] = 1, [HK_EL_LINE2] = 2,  [HK_EL_LINE3] = 2, [HK_EL_TRI3] = 3,
+        [HK_EL_TRI6] = 3,   [HK_EL_QUAD4] = 4,  [HK_EL_QUAD8] = 4, [HK_EL_QUAD9] = 4,
+        [HK_EL_TET4] = 4,   [HK_EL_TET10] = 4,  [HK_EL_HEX8] = 8,  [HK_EL_HEX20] = 8,
+        [HK_EL_HEX27] = 8,  [HK_EL_WEDGE6] = 6, [HK_EL_PYR5] = 5};
     return ((int)t >= 0 && t < HK_EL_COUNT) ? nc[t] : 0;
 }
 
@@ -210,7 +232,8 @@ void hk_eltype_centroid(hk_eltype t, double *r)
     int nc = hk_eltype_ncorners(t);
     r[0] = r[1] = r[2] = 0;
     for (int i = 0; i < nc; i++)
-        for (int a = 0; a < 3; a++) r[a] += rc[3 * i + a] / nc;
+        for (int a = 0; a < 3; a++)
+            r[a] += rc[3 * i + a] / nc;
 }
 
 /* perm with new_nodes[i] = old_nodes[perm[i]] mirroring the reference element (xi <-> eta;

@@ -22,7 +22,8 @@ static int file_kind(const char *path)
     char ext[16];
     size_t i = 0;
     if (!dot || (slash && slash > dot)) return -1;
-    for (; dot[i] && i < sizeof ext - 1; i++) ext[i] = (char)tolower((unsigned char)dot[i]);
+    for (; dot[i] && i < sizeof ext - 1; i++)
+        ext[i] = (char)tolower((unsigned char)dot[i]);
     ext[i] = 0;
     for (size_t k = 0; k < sizeof mesh_ext / sizeof *mesh_ext; k++)
         if (!strcmp(ext, mesh_ext[k])) return 0;
@@ -46,7 +47,8 @@ static const char *gmsh_last_error(void)
     /* Gmsh prefixes messages with "Error   : " in some versions */
     if (!strncmp(buf, "Error", 5)) {
         char *p = buf + 5;
-        while (*p == ' ' || *p == ':') p++;
+        while (*p == ' ' || *p == ':')
+            p++;
         memmove(buf, p, strlen(p) + 1);
     }
     return buf;
@@ -73,8 +75,8 @@ typedef struct {
 /* Node tag -> index in Gmsh's node array: dense table or sorted search. */
 typedef struct {
     size_t ntags, maxtag;
-    int32_t *dense;       /* maxtag + 1, or NULL */
-    size_t *sorted_tags;  /* sorted copy, when dense is NULL */
+    int32_t *dense;      /* maxtag + 1, or NULL */
+    size_t *sorted_tags; /* sorted copy, when dense is NULL */
     int32_t *sorted_idx;
 } tagmap;
 
@@ -93,17 +95,21 @@ static int tagmap_build(tagmap *tm, const size_t *tags, size_t n)
         if (tags[i] > tm->maxtag) tm->maxtag = tags[i];
     if (tm->maxtag <= 4 * n + 1024) {
         HK_CALL(hk_malloc((tm->maxtag + 1) * sizeof *tm->dense, &tm->dense));
-        for (size_t i = 0; i <= tm->maxtag; i++) tm->dense[i] = -1;
-        for (size_t i = 0; i < n; i++) tm->dense[tags[i]] = (int32_t)i;
+        for (size_t i = 0; i <= tm->maxtag; i++)
+            tm->dense[i] = -1;
+        for (size_t i = 0; i < n; i++)
+            tm->dense[tags[i]] = (int32_t)i;
         return 0;
     }
     HK_CALL(hk_malloc(n * sizeof *tm->sorted_idx, &tm->sorted_idx));
     HK_CALL(hk_malloc(n * sizeof *tm->sorted_tags, &tm->sorted_tags));
-    for (size_t i = 0; i < n; i++) tm->sorted_idx[i] = (int32_t)i;
+    for (size_t i = 0; i < n; i++)
+        tm->sorted_idx[i] = (int32_t)i;
     sort_keys = (size_t *)tags;
     qsort(tm->sorted_idx, n, sizeof *tm->sorted_idx, cmp_by_key);
     sort_keys = NULL;
-    for (size_t i = 0; i < n; i++) tm->sorted_tags[i] = tags[tm->sorted_idx[i]];
+    for (size_t i = 0; i < n; i++)
+        tm->sorted_tags[i] = tags[tm->sorted_idx[i]];
     return 0;
 }
 
@@ -113,8 +119,10 @@ static int32_t tagmap_find(const tagmap *tm, size_t tag)
     size_t lo = 0, hi = tm->ntags;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (tm->sorted_tags[mid] < tag) lo = mid + 1;
-        else hi = mid;
+        if (tm->sorted_tags[mid] < tag)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < tm->ntags && tm->sorted_tags[lo] == tag ? tm->sorted_idx[lo] : -1;
 }
@@ -129,8 +137,10 @@ static void tagmap_free(tagmap *tm)
 static const char *type_name_gmsh(int g, char *buf, size_t n)
 {
     int t = hk_eltype_from_gmsh(g);
-    if (t >= 0) snprintf(buf, n, "%s", hk_eltype_get((hk_eltype)t)->name);
-    else snprintf(buf, n, "of Gmsh type %d", g);
+    if (t >= 0)
+        snprintf(buf, n, "%s", hk_eltype_get((hk_eltype)t)->name);
+    else
+        snprintf(buf, n, "of Gmsh type %d", g);
     return buf;
 }
 
@@ -143,8 +153,9 @@ static int read_entity(const char *path, int dim, int tag, int cells, const char
     int *types = NULL;
     size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
            *ntags_n = NULL, ntags_nn = 0;
-    GMSH_TRY(HK_ERR_PARSE, "read the elements of", gmshModelMeshGetElements(
-        &types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n, &ntags_nn, dim, tag, &gerr_));
+    GMSH_TRY(HK_ERR_PARSE, "read the elements of",
+             gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags,
+                                      &ntags_n, &ntags_nn, dim, tag, &gerr_));
     for (size_t k = 0; k < ntypes; k++) {
         int t = hk_eltype_from_gmsh(types[k]);
         char tn[64];
@@ -166,15 +177,17 @@ static int read_entity(const char *path, int dim, int tag, int cells, const char
             for (int a = 0; a < nn; a++) {
                 nodes[a] = tagmap_find(tm, ntags[k][e * nn + a]);
                 HK_TRY_CHECK(nodes[a] >= 0, HK_ERR_PARSE,
-                             "%s: element %zu uses node %zu, which the file does not define",
-                             path, etags[k][e], ntags[k][e * nn + a]);
+                             "%s: element %zu uses node %zu, which the file does not define", path,
+                             etags[k][e], ntags[k][e * nn + a]);
             }
             HK_TRY(hk_elems_push(b, (hk_eltype)t, nodes, (int64_t)etags[k][e]));
         }
     }
 fail:
-    for (size_t k = 0; k < etags_nn; k++) gmshFree(etags[k]);
-    for (size_t k = 0; k < ntags_nn; k++) gmshFree(ntags[k]);
+    for (size_t k = 0; k < etags_nn; k++)
+        gmshFree(etags[k]);
+    for (size_t k = 0; k < ntags_nn; k++)
+        gmshFree(ntags[k]);
     gmshFree(etags);
     gmshFree(etags_n);
     gmshFree(ntags);
@@ -188,8 +201,8 @@ static int set_option(const char *path, const char *name, const char *alt, doubl
     int gerr = 0;
     gmshOptionSetNumber(name, v, &gerr);
     if (gerr && alt) gmshOptionSetNumber(alt, v, &gerr);
-    HK_CHECK(!gerr, HK_ERR_INTERNAL, "Gmsh rejected option %s = %g while loading '%s': %s", name,
-             v, path, gmsh_last_error());
+    HK_CHECK(!gerr, HK_ERR_INTERNAL, "Gmsh rejected option %s = %g while loading '%s': %s", name, v,
+             path, gmsh_last_error());
     return 0;
 }
 
@@ -241,17 +254,21 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
              * 3D: split every tetrahedron into 4 hexahedra (Gmsh's subdivision), since
              * recombining volumes leaves prisms and pyramids. (Mesh.Algorithm 8 crashes
              * Gmsh 4.8 with RecombineAll: left at the default.) */
-            if (gdim == 2) HK_TRY(set_option(path, "Mesh.RecombineAll", NULL, 1));
-            else HK_TRY(set_option(path, "Mesh.SubdivisionAlgorithm", NULL, 2));
+            if (gdim == 2)
+                HK_TRY(set_option(path, "Mesh.RecombineAll", NULL, 1));
+            else
+                HK_TRY(set_option(path, "Mesh.SubdivisionAlgorithm", NULL, 2));
         }
         GMSH_TRY(HK_ERR_MODEL, "mesh", gmshModelMeshGenerate(gdim, &gerr_));
         if (opt->order)
-            GMSH_TRY(HK_ERR_MODEL, "raise the element order of", gmshModelMeshSetOrder(opt->order, &gerr_));
+            GMSH_TRY(HK_ERR_MODEL, "raise the element order of",
+                     gmshModelMeshSetOrder(opt->order, &gerr_));
     }
 
     /* nodes */
-    GMSH_TRY(HK_ERR_PARSE, "read the nodes of",
-             gmshModelMeshGetNodes(&ntag, &nntag, &coord, &ncoord, &par, &npar, -1, -1, 0, 0, &gerr_));
+    GMSH_TRY(
+        HK_ERR_PARSE, "read the nodes of",
+        gmshModelMeshGetNodes(&ntag, &nntag, &coord, &ncoord, &par, &npar, -1, -1, 0, 0, &gerr_));
     HK_TRY_CHECK(nntag > 0, HK_ERR_MODEL,
                  "%s has no mesh nodes; mesh it first (gmsh -%d) or give the geometry file", path,
                  gdim);
@@ -260,7 +277,8 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     HK_TRY(tagmap_build(&tm, ntag, nntag));
 
     /* physical groups */
-    GMSH_TRY(HK_ERR_PARSE, "read the physical groups of", gmshModelGetPhysicalGroups(&pg, &npg, -1, &gerr_));
+    GMSH_TRY(HK_ERR_PARSE, "read the physical groups of",
+             gmshModelGetPhysicalGroups(&pg, &npg, -1, &gerr_));
     npg /= 2;
     HK_TRY(hk_calloc(npg ? npg : 1, sizeof *ph, &ph));
     int nreg_ph = 0;
@@ -268,8 +286,10 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         ph[i].dim = pg[2 * i], ph[i].tag = pg[2 * i + 1];
         GMSH_TRY(HK_ERR_PARSE, "read a physical name of",
                  gmshModelGetPhysicalName(ph[i].dim, ph[i].tag, &pname, &gerr_));
-        if (pname && *pname) snprintf(ph[i].name, sizeof ph[i].name, "%s", pname);
-        else snprintf(ph[i].name, sizeof ph[i].name, "%d", ph[i].tag); /* unnamed: its tag */
+        if (pname && *pname)
+            snprintf(ph[i].name, sizeof ph[i].name, "%s", pname);
+        else
+            snprintf(ph[i].name, sizeof ph[i].name, "%d", ph[i].tag); /* unnamed: its tag */
         gmshFree(pname);
         pname = NULL;
         if (ph[i].dim == gdim) nreg_ph++;
@@ -288,7 +308,8 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     if (!nreg_ph) {
         snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
         m->regions[0].dim = gdim;
-        GMSH_TRY(HK_ERR_PARSE, "list the entities of", gmshModelGetEntities(&ent, &nent, gdim, &gerr_));
+        GMSH_TRY(HK_ERR_PARSE, "list the entities of",
+                 gmshModelGetEntities(&ent, &nent, gdim, &gerr_));
         for (size_t k = 0; k < nent / 2; k++)
             HK_TRY(read_entity(path, gdim, ent[2 * k + 1], 1, "region", "domain", &tm, &cells));
         gmshFree(ent);
@@ -324,13 +345,14 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             int32_t *q = realloc(creg, (size_t)cells.e.n * sizeof *creg);
             HK_TRY_CHECK(q, HK_ERR_MEMORY, "out of host memory reading '%s'", path);
             creg = q;
-            for (; ncreg < cells.e.n; ncreg++) creg[ncreg] = r;
+            for (; ncreg < cells.e.n; ncreg++)
+                creg[ncreg] = r;
         }
         r++;
     }
     HK_TRY_CHECK(cells.e.n > 0, HK_ERR_MODEL,
-                 "%s has no %dD elements%s; mesh it (gmsh -%d) or check its physical groups",
-                 path, gdim, nreg_ph ? " in its physical regions" : "", gdim);
+                 "%s has no %dD elements%s; mesh it (gmsh -%d) or check its physical groups", path,
+                 gdim, nreg_ph ? " in its physical regions" : "", gdim);
     if (!creg) HK_TRY(hk_calloc((size_t)cells.e.n, sizeof *creg, &creg));
 
     /* boundary groups: every physical group of lower dimension */
@@ -351,8 +373,10 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
 
     /* keep the nodes of the cells only, numbered in Gmsh's node order */
     HK_TRY(hk_malloc(nntag * sizeof *newid, &newid));
-    for (size_t i = 0; i < nntag; i++) newid[i] = -1;
-    for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++) newid[cells.e.nodes[k]] = 0;
+    for (size_t i = 0; i < nntag; i++)
+        newid[i] = -1;
+    for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++)
+        newid[cells.e.nodes[k]] = 0;
     int64_t nn = 0;
     for (size_t i = 0; i < nntag; i++)
         if (!newid[i]) newid[i] = (int32_t)nn++;
@@ -372,7 +396,8 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
                  "in the xy plane",
                  path, zmax);
     if (gdim == 2)
-        for (int64_t i = 0; i < nn; i++) m->coords[3 * i + 2] = 0.0;
+        for (int64_t i = 0; i < nn; i++)
+            m->coords[3 * i + 2] = 0.0;
     for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++)
         cells.e.nodes[k] = newid[cells.e.nodes[k]];
     m->cells = cells.e;
@@ -393,10 +418,12 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         int64_t kept = 0, w = 0;
         for (int64_t e = 0; e < f->n; e++) {
             int ok = 1;
-            for (int64_t k = f->ptr[e]; k < f->ptr[e + 1]; k++) ok &= newid[f->nodes[k]] >= 0;
+            for (int64_t k = f->ptr[e]; k < f->ptr[e + 1]; k++)
+                ok &= newid[f->nodes[k]] >= 0;
             if (!ok) continue;
             int64_t len = f->ptr[e + 1] - f->ptr[e], start = f->ptr[e];
-            for (int64_t k = 0; k < len; k++) f->nodes[w + k] = newid[f->nodes[start + k]];
+            for (int64_t k = 0; k < len; k++)
+                f->nodes[w + k] = newid[f->nodes[start + k]];
             f->type[kept] = f->type[e], f->tag[kept] = f->tag[e];
             f->ptr[kept] = w;
             w += len;
@@ -436,7 +463,8 @@ fail:
     free(newid);
     free(claimed);
     hk_elems_free(&cells.e);
-    for (int i = 0; i < nbnd && bnd; i++) hk_elems_free(&bnd[i].e);
+    for (int i = 0; i < nbnd && bnd; i++)
+        hk_elems_free(&bnd[i].e);
     free(bnd);
     if (ierr) hk_mesh_free(m);
     return ierr;
@@ -451,14 +479,13 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
     HK_CHECK(path && *path, HK_ERR_ARG, "hk_mesh_load: no mesh file given");
     if (!opt) opt = &defaults;
     HK_CHECK(opt->order >= 0 && opt->order <= 2, HK_ERR_OPTION,
-             "mesh order %d is not supported for '%s'; use 1 (linear) or 2 (quadratic)",
-             opt->order, path);
+             "mesh order %d is not supported for '%s'; use 1 (linear) or 2 (quadratic)", opt->order,
+             path);
     HK_CHECK(isfinite(opt->size) && opt->size >= 0, HK_ERR_OPTION,
              "mesh size %g is invalid for '%s'; give a positive element size (0: Gmsh's default)",
              opt->size, path);
     FILE *f = fopen(path, "rb");
-    HK_CHECK(f, HK_ERR_IO, "cannot open mesh file '%s': %s; check the path", path,
-             strerror(errno));
+    HK_CHECK(f, HK_ERR_IO, "cannot open mesh file '%s': %s; check the path", path, strerror(errno));
     /* a .msh starts with a section header ($MeshFormat, or $NOD/$Comments in old files);
      * anything else would go to Gmsh's script parser, which stays broken for the next file
      * after some syntax errors (Gmsh 4.8) */

@@ -82,7 +82,8 @@ int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_
     int64_t off = e->ptr[e->n];
     if (off + nn > b->ncap) {
         int64_t nc = b->ncap ? 2 * b->ncap : 256;
-        while (nc < off + nn) nc *= 2;
+        while (nc < off + nn)
+            nc *= 2;
         HK_CALL(resize(&e->nodes, nc, sizeof *e->nodes));
         b->ncap = nc;
     }
@@ -124,7 +125,8 @@ static void corner_coords(const hk_elems *es, int64_t e, const double *coords, d
     int nc = hk_eltype_ncorners((hk_eltype)es->type[e]);
     const int32_t *nd = es->nodes + es->ptr[e];
     for (int i = 0; i < nc; i++)
-        for (int a = 0; a < 3; a++) xc[3 * i + a] = coords[3 * (int64_t)nd[i] + a];
+        for (int a = 0; a < 3; a++)
+            xc[3 * i + a] = coords[3 * (int64_t)nd[i] + a];
 }
 
 static double det3(double J[3][3])
@@ -154,7 +156,8 @@ static void flip_elem(hk_elems *es, int64_t e)
     int32_t *nd = es->nodes + es->ptr[e];
     if (hk_eltype_flip_perm(t, perm)) return;
     memcpy(old, nd, (size_t)nn * sizeof *nd);
-    for (int i = 0; i < nn; i++) nd[i] = old[perm[i]];
+    for (int i = 0; i < nn; i++)
+        nd[i] = old[perm[i]];
 }
 
 int64_t hk_mesh_fix_orientation(hk_mesh *m)
@@ -177,11 +180,15 @@ int hk_mesh_orient_facets(hk_mesh *m)
     /* node -> cells (CSR) */
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *cptr, &cptr));
     HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
-    for (int64_t k = 0; k < tot; k++) cptr[c->nodes[k] + 1]++;
-    for (int64_t i = 0; i < nn; i++) cptr[i + 1] += cptr[i];
+    for (int64_t k = 0; k < tot; k++)
+        cptr[c->nodes[k] + 1]++;
+    for (int64_t i = 0; i < nn; i++)
+        cptr[i + 1] += cptr[i];
     for (int64_t e = 0; e < c->n; e++)
-        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++) cidx[cptr[c->nodes[k]]++] = e;
-    for (int64_t i = nn; i > 0; i--) cptr[i] = cptr[i - 1];
+        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++)
+            cidx[cptr[c->nodes[k]]++] = e;
+    for (int64_t i = nn; i > 0; i--)
+        cptr[i] = cptr[i - 1];
     cptr[0] = 0;
 
     for (int g = 0; g < m->nboundaries; g++) {
@@ -218,7 +225,8 @@ int hk_mesh_orient_facets(hk_mesh *m)
                 nrm[2] = J[0][0] * J[1][1] - J[1][0] * J[0][1];
             }
             double d = 0;
-            for (int a = 0; a < 3; a++) d += nrm[a] * (pf[a] - pc[a]);
+            for (int a = 0; a < 3; a++)
+                d += nrm[a] * (pf[a] - pc[a]);
             if (d < 0) flip_elem(f, e);
         }
     }
@@ -232,9 +240,9 @@ fail:
 
 typedef struct {
     int dim, order;
-    int64_t N[3];               /* fine-grid points per axis */
+    int64_t N[3]; /* fine-grid points per axis */
     hk_elems_builder cells;
-    hk_elems_builder side[7];   /* boundaries, last one the point "origin" */
+    hk_elems_builder side[7]; /* boundaries, last one the point "origin" */
 } gen;
 
 static int64_t fine_id(const gen *g, const int64_t *I)
@@ -250,11 +258,13 @@ static int push_mapped(gen *g, hk_elems_builder *b, hk_eltype t, const int64_t *
     const double *rc = hk_eltype_ref_coords(t);
     double xc[24], x[3], J[3][3];
     int32_t nodes[27];
-    for (int i = 0; i < 3 * hk_eltype_ncorners(t); i++) xc[i] = (double)cf[i];
+    for (int i = 0; i < 3 * hk_eltype_ncorners(t); i++)
+        xc[i] = (double)cf[i];
     for (int i = 0; i < in->nnodes; i++) {
         int64_t I[3];
         hk_mesh_linear_map(t, xc, rc + 3 * i, x, J);
-        for (int a = 0; a < 3; a++) I[a] = (int64_t)llround(x[a]);
+        for (int a = 0; a < 3; a++)
+            I[a] = (int64_t)llround(x[a]);
         int64_t id = fine_id(g, I);
         HK_CHECK(id <= INT32_MAX, HK_ERR_ARG,
                  "generated mesh is too large (more than 2^31 grid points); use fewer cells");
@@ -266,13 +276,23 @@ static int push_mapped(gen *g, hk_elems_builder *b, hk_eltype t, const int64_t *
 static hk_eltype facet_type(hk_eltype t)
 {
     switch (t) {
-    case HK_EL_TRI3: case HK_EL_QUAD4: return HK_EL_LINE2;
-    case HK_EL_TRI6: case HK_EL_QUAD8: case HK_EL_QUAD9: return HK_EL_LINE3;
-    case HK_EL_TET4: return HK_EL_TRI3;
-    case HK_EL_TET10: return HK_EL_TRI6;
-    case HK_EL_HEX8: return HK_EL_QUAD4;
-    case HK_EL_HEX20: return HK_EL_QUAD8;
-    default: return HK_EL_QUAD9;
+    case HK_EL_TRI3:
+    case HK_EL_QUAD4:
+        return HK_EL_LINE2;
+    case HK_EL_TRI6:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9:
+        return HK_EL_LINE3;
+    case HK_EL_TET4:
+        return HK_EL_TRI3;
+    case HK_EL_TET10:
+        return HK_EL_TRI6;
+    case HK_EL_HEX8:
+        return HK_EL_QUAD4;
+    case HK_EL_HEX20:
+        return HK_EL_QUAD8;
+    default:
+        return HK_EL_QUAD9;
     }
 }
 
@@ -284,11 +304,13 @@ static int gen_cells(gen *g, hk_eltype t, const int *n)
     for (int k = 0; k < nz; k++)
         for (int j = 0; j < n[1]; j++)
             for (int i = 0; i < n[0]; i++) {
-                int64_t base[3] = {(int64_t)o * i, (int64_t)o * j, g->dim == 3 ? (int64_t)o * k : 0};
+                int64_t base[3] = {(int64_t)o * i, (int64_t)o * j,
+                                   g->dim == 3 ? (int64_t)o * k : 0};
                 /* corner c of the cube/square at bits (bx, by, bz) */
 #define CORNER(dst, bx, by, bz)                                                                    \
     do {                                                                                           \
-        (dst)[0] = base[0] + o * (bx), (dst)[1] = base[1] + o * (by), (dst)[2] = base[2] + o * (bz); \
+        (dst)[0] = base[0] + o * (bx), (dst)[1] = base[1] + o * (by),                              \
+        (dst)[2] = base[2] + o * (bz);                                                             \
     } while (0)
                 if (!simplex) {
                     const double *rc = hk_eltype_ref_coords(t);
@@ -370,15 +392,21 @@ static int gen_side(gen *g, hk_eltype ft, int s, const int *n)
             int64_t cf[12];
 #define SET(slot, c) memcpy(cf + 3 * (slot), p[c], sizeof p[c])
             if (tri) {
-                if (pos) SET(0, 0), SET(1, 1), SET(2, 2);
-                else SET(0, 0), SET(1, 2), SET(2, 1);
+                if (pos)
+                    SET(0, 0), SET(1, 1), SET(2, 2);
+                else
+                    SET(0, 0), SET(1, 2), SET(2, 1);
                 HK_CALL(push_mapped(g, b, ft, cf, 0));
-                if (pos) SET(0, 0), SET(1, 2), SET(2, 3);
-                else SET(0, 0), SET(1, 3), SET(2, 2);
+                if (pos)
+                    SET(0, 0), SET(1, 2), SET(2, 3);
+                else
+                    SET(0, 0), SET(1, 3), SET(2, 2);
                 HK_CALL(push_mapped(g, b, ft, cf, 0));
             } else {
-                if (pos) SET(0, 0), SET(1, 1), SET(2, 2), SET(3, 3);
-                else SET(0, 0), SET(1, 3), SET(2, 2), SET(3, 1);
+                if (pos)
+                    SET(0, 0), SET(1, 1), SET(2, 2), SET(3, 3);
+                else
+                    SET(0, 0), SET(1, 3), SET(2, 2), SET(3, 1);
                 HK_CALL(push_mapped(g, b, ft, cf, 0));
             }
 #undef SET
@@ -389,7 +417,8 @@ static int gen_side(gen *g, hk_eltype ft, int s, const int *n)
 static void gen_free(gen *g)
 {
     hk_elems_free(&g->cells.e);
-    for (int s = 0; s < 7; s++) hk_elems_free(&g->side[s].e);
+    for (int s = 0; s < 7; s++)
+        hk_elems_free(&g->side[s].e);
 }
 
 /* Compact the fine grid to the nodes the cells use and build the hk_mesh. */
@@ -401,7 +430,8 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
     int64_t nfine = g->N[0] * g->N[1] * g->N[2];
     int32_t *newid = NULL;
     HK_TRY(hk_malloc((size_t)nfine * sizeof *newid, &newid));
-    for (int64_t i = 0; i < nfine; i++) newid[i] = -1;
+    for (int64_t i = 0; i < nfine; i++)
+        newid[i] = -1;
     hk_elems *c = &g->cells.e;
     int64_t nn = 0;
     for (int64_t k = 0; k < c->ptr[c->n]; k++)
@@ -418,7 +448,8 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
                 m->coords[3 * (int64_t)newid[i] + a] =
                     a < g->dim ? L[a] * (double)I[a] / (double)(g->N[a] - 1) : 0.0;
         }
-    for (int64_t k = 0; k < c->ptr[c->n]; k++) c->nodes[k] = newid[c->nodes[k]];
+    for (int64_t k = 0; k < c->ptr[c->n]; k++)
+        c->nodes[k] = newid[c->nodes[k]];
     m->cells = *c;
     memset(c, 0, sizeof *c);
     HK_TRY(hk_calloc((size_t)m->cells.n, sizeof *m->cell_region, &m->cell_region));
@@ -441,7 +472,8 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
                  s == nsides ? "origin" : (g->dim == 2 ? names2[s] : names3[s]));
         gr->dim = s == nsides ? 0 : g->dim - 1;
         gr->tag = s + 1;
-        for (int64_t k = 0; k < f->ptr[f->n]; k++) f->nodes[k] = newid[f->nodes[k]];
+        for (int64_t k = 0; k < f->ptr[f->n]; k++)
+            f->nodes[k] = newid[f->nodes[k]];
         gr->elems = *f;
         memset(f, 0, sizeof *f);
         HK_TRY(hk_group_collect_nodes(gr, nn));
@@ -458,10 +490,12 @@ static int generate(int dim, const double *L, const int *n, hk_eltype t, hk_mesh
     memset(&g, 0, sizeof g);
     g.dim = dim;
     g.order = hk_eltype_get(t)->order;
-    for (int a = 0; a < 3; a++) g.N[a] = a < dim ? (int64_t)g.order * n[a] + 1 : 1;
+    for (int a = 0; a < 3; a++)
+        g.N[a] = a < dim ? (int64_t)g.order * n[a] + 1 : 1;
     HK_TRY(gen_cells(&g, t, n));
     hk_eltype ft = facet_type(t);
-    for (int s = 0; s < 2 * dim; s++) HK_TRY(gen_side(&g, ft, s, n));
+    for (int s = 0; s < 2 * dim; s++)
+        HK_TRY(gen_side(&g, ft, s, n));
     HK_TRY(gen_finish(&g, L, m));
 fail:
     gen_free(&g);
@@ -496,8 +530,7 @@ int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh
     return generate(2, L, n, t, m);
 }
 
-int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t,
-                hk_mesh *m)
+int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t, hk_mesh *m)
 {
     HK_CHECK(m, HK_ERR_ARG, "hk_mesh_box: the output mesh is NULL");
     memset(m, 0, sizeof *m);

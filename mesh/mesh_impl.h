@@ -15,8 +15,7 @@ int hk_eltype_ncorners(hk_eltype t);
 void hk_eltype_centroid(hk_eltype t, double *r);
 /* Linear (corner) geometry map of an element with corner coordinates xc (3 per corner):
  * x = X(r) and J[a][b] = dX_a/dr_b. Returns the number of corners (0: unsupported type). */
-int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x,
-                       double J[3][3]);
+int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x, double J[3][3]);
 /* Node permutation that mirrors the reference element (flips orientation). */
 int hk_eltype_flip_perm(hk_eltype t, int *perm);
 

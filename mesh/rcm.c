@@ -4,8 +4,8 @@
 
 typedef struct {
     int64_t n;
-    int64_t *ptr;   /* n + 1 */
-    int32_t *adj;   /* neighbours of node i: adj[ptr[i] .. ptr[i+1]) */
+    int64_t *ptr; /* n + 1 */
+    int32_t *adj; /* neighbours of node i: adj[ptr[i] .. ptr[i+1]) */
 } graph;
 
 /* Node graph: i ~ j when they share a cell. */
@@ -21,15 +21,20 @@ static int build_graph(const hk_mesh *m, graph *g)
     HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *mark, &mark));
     HK_TRY(hk_calloc((size_t)n + 1, sizeof *g->ptr, &g->ptr));
-    for (int64_t k = 0; k < tot; k++) cptr[c->nodes[k] + 1]++;
-    for (int64_t i = 0; i < n; i++) cptr[i + 1] += cptr[i];
+    for (int64_t k = 0; k < tot; k++)
+        cptr[c->nodes[k] + 1]++;
+    for (int64_t i = 0; i < n; i++)
+        cptr[i + 1] += cptr[i];
     for (int64_t e = 0; e < c->n; e++)
-        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++) cidx[cptr[c->nodes[k]]++] = e;
-    for (int64_t i = n; i > 0; i--) cptr[i] = cptr[i - 1];
+        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++)
+            cidx[cptr[c->nodes[k]]++] = e;
+    for (int64_t i = n; i > 0; i--)
+        cptr[i] = cptr[i - 1];
     cptr[0] = 0;
     /* two passes: count, then fill */
     for (int pass = 0; pass < 2; pass++) {
-        for (int64_t i = 0; i < n; i++) mark[i] = -1;
+        for (int64_t i = 0; i < n; i++)
+            mark[i] = -1;
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = 0;
             for (int64_t k = cptr[i]; k < cptr[i + 1]; k++) {
@@ -45,7 +50,8 @@ static int build_graph(const hk_mesh *m, graph *g)
             if (!pass) g->ptr[i + 1] = cnt;
         }
         if (!pass) {
-            for (int64_t i = 0; i < n; i++) g->ptr[i + 1] += g->ptr[i];
+            for (int64_t i = 0; i < n; i++)
+                g->ptr[i + 1] += g->ptr[i];
             HK_TRY(hk_malloc((size_t)(g->ptr[n] ? g->ptr[n] : 1) * sizeof *g->adj, &g->adj));
         }
     }
@@ -112,11 +118,13 @@ static int permute(hk_mesh *m, const int32_t *newid)
     free(m->coords);
     m->coords = xc;
     hk_elems *c = &m->cells;
-    for (int64_t k = 0; k < (c->n ? c->ptr[c->n] : 0); k++) c->nodes[k] = newid[c->nodes[k]];
+    for (int64_t k = 0; k < (c->n ? c->ptr[c->n] : 0); k++)
+        c->nodes[k] = newid[c->nodes[k]];
     for (int gi = 0; gi < m->nboundaries; gi++) {
         hk_group *g = &m->boundaries[gi];
         hk_elems *f = &g->elems;
-        for (int64_t k = 0; k < (f->n ? f->ptr[f->n] : 0); k++) f->nodes[k] = newid[f->nodes[k]];
+        for (int64_t k = 0; k < (f->n ? f->ptr[f->n] : 0); k++)
+            f->nodes[k] = newid[f->nodes[k]];
         HK_CALL(hk_group_collect_nodes(g, m->nnodes));
     }
     return 0;
@@ -138,7 +146,8 @@ int hk_mesh_renumber_rcm(hk_mesh *m)
     HK_TRY(hk_malloc((size_t)n * sizeof *tmp, &tmp));
     HK_TRY(hk_malloc((size_t)n * sizeof *newid, &newid));
     HK_TRY(hk_calloc((size_t)n, 1, &done));
-    for (int64_t i = 0; i < n; i++) lvl[i] = -1;
+    for (int64_t i = 0; i < n; i++)
+        lvl[i] = -1;
     int64_t stamp = 0, scan = 0;
     while (numbered < n) {
         /* start: the unnumbered node of least degree (first in index order), then walk to
@@ -171,9 +180,11 @@ int hk_mesh_renumber_rcm(hk_mesh *m)
             }
             sort_by_degree(&g, order + first, numbered - first);
         }
-        while (scan < n && done[scan]) scan++;
+        while (scan < n && done[scan])
+            scan++;
     }
-    for (int64_t k = 0; k < n; k++) newid[order[k]] = (int32_t)(n - 1 - k); /* reverse */
+    for (int64_t k = 0; k < n; k++)
+        newid[order[k]] = (int32_t)(n - 1 - k); /* reverse */
     HK_TRY(permute(m, newid));
 fail:
     free(g.ptr);

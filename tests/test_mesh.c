@@ -13,11 +13,22 @@
 static int ncorners(hk_eltype t)
 {
     switch (t) {
-    case HK_EL_POINT1: return 1;
-    case HK_EL_LINE2: case HK_EL_LINE3: return 2;
-    case HK_EL_TRI3: case HK_EL_TRI6: return 3;
-    case HK_EL_QUAD4: case HK_EL_QUAD8: case HK_EL_QUAD9: case HK_EL_TET4: case HK_EL_TET10: return 4;
-    default: return 8;
+    case HK_EL_POINT1:
+        return 1;
+    case HK_EL_LINE2:
+    case HK_EL_LINE3:
+        return 2;
+    case HK_EL_TRI3:
+    case HK_EL_TRI6:
+        return 3;
+    case HK_EL_QUAD4:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9:
+    case HK_EL_TET4:
+    case HK_EL_TET10:
+        return 4;
+    default:
+        return 8;
     }
 }
 
@@ -41,15 +52,20 @@ static void lin_map(hk_eltype t, const double *xc, const double *r, double *x)
         const double *rc = hk_eltype_ref_coords(t);
         for (int i = 0; i < nc; i++) {
             N[i] = 1;
-            for (int a = 0; a < (nc == 4 ? 2 : 3); a++) N[i] *= (1 + rc[3 * i + a] * r[a]) / 2;
+            for (int a = 0; a < (nc == 4 ? 2 : 3); a++)
+                N[i] *= (1 + rc[3 * i + a] * r[a]) / 2;
         }
     }
     x[0] = x[1] = x[2] = 0;
     for (int i = 0; i < nc; i++)
-        for (int a = 0; a < 3; a++) x[a] += N[i] * xc[3 * i + a];
+        for (int a = 0; a < 3; a++)
+            x[a] += N[i] * xc[3 * i + a];
 }
 
-static double det2(const double *a, const double *b) { return a[0] * b[1] - a[1] * b[0]; }
+static double det2(const double *a, const double *b)
+{
+    return a[0] * b[1] - a[1] * b[0];
+}
 static double det3(const double *a, const double *b, const double *c)
 {
     return a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) +
@@ -59,7 +75,8 @@ static double det3(const double *a, const double *b, const double *c)
 static void elem_xyz(const hk_mesh *m, const hk_elems *es, int64_t e, double *x)
 {
     for (int64_t k = es->ptr[e]; k < es->ptr[e + 1]; k++)
-        for (int a = 0; a < 3; a++) x[3 * (k - es->ptr[e]) + a] = m->coords[3 * es->nodes[k] + a];
+        for (int a = 0; a < 3; a++)
+            x[3 * (k - es->ptr[e]) + a] = m->coords[3 * es->nodes[k] + a];
 }
 
 /* Smallest corner Jacobian determinant of a cell (must be > 0). */
@@ -70,7 +87,8 @@ static double min_corner_det(hk_eltype t, const double *x, int dim)
     double dmin = 1e300, col[3][3];
     if (is_simplex(t)) {
         for (int a = 0; a < dim; a++)
-            for (int b = 0; b < 3; b++) col[a][b] = x[3 * (a + 1) + b] - x[b];
+            for (int b = 0; b < 3; b++)
+                col[a][b] = x[3 * (a + 1) + b] - x[b];
         return dim == 2 ? det2(col[0], col[1]) : det3(col[0], col[1], col[2]);
     }
     for (int c = 0; c < nc; c++) {
@@ -79,10 +97,12 @@ static double min_corner_det(hk_eltype t, const double *x, int dim)
             for (int j = 0; j < nc; j++) {
                 int same = 1;
                 for (int b = 0; b < dim; b++)
-                    same &= (b == a) ? rc[3 * j + b] == -rc[3 * c + b] : rc[3 * j + b] == rc[3 * c + b];
+                    same &=
+                        (b == a) ? rc[3 * j + b] == -rc[3 * c + b] : rc[3 * j + b] == rc[3 * c + b];
                 if (same) nb = j;
             }
-            for (int b = 0; b < 3; b++) col[a][b] = (x[3 * nb + b] - x[3 * c + b]) * -rc[3 * c + a];
+            for (int b = 0; b < 3; b++)
+                col[a][b] = (x[3 * nb + b] - x[3 * c + b]) * -rc[3 * c + a];
         }
         double d = dim == 2 ? det2(col[0], col[1]) : det3(col[0], col[1], col[2]);
         if (d < dmin) dmin = d;
@@ -96,12 +116,14 @@ static double measure(hk_eltype t, const double *x, int dim)
     double e[3][3];
     if (is_simplex(t)) {
         for (int a = 0; a < dim; a++)
-            for (int b = 0; b < 3; b++) e[a][b] = x[3 * (a + 1) + b] - x[b];
+            for (int b = 0; b < 3; b++)
+                e[a][b] = x[3 * (a + 1) + b] - x[b];
         return dim == 2 ? det2(e[0], e[1]) / 2 : det3(e[0], e[1], e[2]) / 6;
     }
     if (dim == 2) { /* shoelace */
         double s = 0;
-        for (int i = 0; i < 4; i++) s += x[3 * i] * x[3 * ((i + 1) % 4) + 1] - x[3 * ((i + 1) % 4)] * x[3 * i + 1];
+        for (int i = 0; i < 4; i++)
+            s += x[3 * i] * x[3 * ((i + 1) % 4) + 1] - x[3 * ((i + 1) % 4)] * x[3 * i + 1];
         return s / 2;
     }
     /* hexahedron: 6 tetrahedra around the diagonal 0-6 (Gmsh corner numbering) */
@@ -110,7 +132,8 @@ static double measure(hk_eltype t, const double *x, int dim)
     double v = 0;
     for (int k = 0; k < 6; k++) {
         for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++) e[a][b] = x[3 * tets[k][a + 1] + b] - x[3 * tets[k][0] + b];
+            for (int b = 0; b < 3; b++)
+                e[a][b] = x[3 * tets[k][a + 1] + b] - x[3 * tets[k][0] + b];
         v += det3(e[0], e[1], e[2]) / 6;
     }
     return v;
@@ -128,7 +151,8 @@ static int64_t misplaced_nodes(const hk_mesh *m, const hk_elems *es, double tol)
         elem_xyz(m, es, e, x);
         for (int i = 0; i < hk_eltype_get(t)->nnodes; i++) {
             lin_map(t, x, rc + 3 * i, p);
-            double d = fabs(p[0] - x[3 * i]) + fabs(p[1] - x[3 * i + 1]) + fabs(p[2] - x[3 * i + 2]);
+            double d =
+                fabs(p[0] - x[3 * i]) + fabs(p[1] - x[3 * i + 1]) + fabs(p[2] - x[3 * i + 2]);
             if (d > tol) bad++;
         }
     }
@@ -165,7 +189,8 @@ static void check_side(const hk_mesh *m, const char *name, int axis, double valu
     const hk_group *gr = &m->boundaries[g];
     CU_ASSERT_EQUAL(gr->dim, m->dim - 1);
     int64_t on = 0;
-    for (int64_t i = 0; i < m->nnodes; i++) on += fabs(m->coords[3 * i + axis] - value) < 1e-9;
+    for (int64_t i = 0; i < m->nnodes; i++)
+        on += fabs(m->coords[3 * i + axis] - value) < 1e-9;
     CU_ASSERT_EQUAL(gr->nnodes, on);
     for (int64_t k = 0; k < gr->nnodes; k++) {
         CU_ASSERT(fabs(m->coords[3 * gr->nodes[k] + axis] - value) < 1e-9);
@@ -183,7 +208,8 @@ static void check_side(const hk_mesh *m, const char *name, int axis, double valu
         } else {
             double a[3], b[3];
             int last = ncorners(t) - 1;
-            for (int c = 0; c < 3; c++) a[c] = x[3 + c] - x[c], b[c] = x[3 * last + c] - x[c];
+            for (int c = 0; c < 3; c++)
+                a[c] = x[3 + c] - x[c], b[c] = x[3 * last + c] - x[c];
             n[0] = a[1] * b[2] - a[2] * b[1], n[1] = a[2] * b[0] - a[0] * b[2];
             n[2] = a[0] * b[1] - a[1] * b[0];
         }
@@ -197,15 +223,18 @@ static void check_side(const hk_mesh *m, const char *name, int axis, double valu
 
 static void test_eltype_table(void)
 {
-    static const struct { hk_eltype t; const char *name; int dim, nn, order, gmsh, vtk; } ref[] = {
-        {HK_EL_POINT1, "point1", 0, 1, 1, 15, 1}, {HK_EL_LINE2, "line2", 1, 2, 1, 1, 3},
-        {HK_EL_LINE3, "line3", 1, 3, 2, 8, 21},   {HK_EL_TRI3, "tri3", 2, 3, 1, 2, 5},
-        {HK_EL_TRI6, "tri6", 2, 6, 2, 9, 22},     {HK_EL_QUAD4, "quad4", 2, 4, 1, 3, 9},
-        {HK_EL_QUAD8, "quad8", 2, 8, 2, 16, 23},  {HK_EL_QUAD9, "quad9", 2, 9, 2, 10, 28},
-        {HK_EL_TET4, "tet4", 3, 4, 1, 4, 10},     {HK_EL_TET10, "tet10", 3, 10, 2, 11, 24},
-        {HK_EL_HEX8, "hex8", 3, 8, 1, 5, 12},     {HK_EL_HEX20, "hex20", 3, 20, 2, 17, 25},
-        {HK_EL_HEX27, "hex27", 3, 27, 2, 12, 29}, {HK_EL_WEDGE6, "wedge6", 3, 6, 1, 6, 13},
-        {HK_EL_PYR5, "pyr5", 3, 5, 1, 7, 14}};
+    static const struct {
+        hk_eltype t;
+        const char *name;
+        int dim, nn, order, gmsh, vtk;
+    } ref[] = {{HK_EL_POINT1, "point1", 0, 1, 1, 15, 1}, {HK_EL_LINE2, "line2", 1, 2, 1, 1, 3},
+               {HK_EL_LINE3, "line3", 1, 3, 2, 8, 21},   {HK_EL_TRI3, "tri3", 2, 3, 1, 2, 5},
+               {HK_EL_TRI6, "tri6", 2, 6, 2, 9, 22},     {HK_EL_QUAD4, "quad4", 2, 4, 1, 3, 9},
+               {HK_EL_QUAD8, "quad8", 2, 8, 2, 16, 23},  {HK_EL_QUAD9, "quad9", 2, 9, 2, 10, 28},
+               {HK_EL_TET4, "tet4", 3, 4, 1, 4, 10},     {HK_EL_TET10, "tet10", 3, 10, 2, 11, 24},
+               {HK_EL_HEX8, "hex8", 3, 8, 1, 5, 12},     {HK_EL_HEX20, "hex20", 3, 20, 2, 17, 25},
+               {HK_EL_HEX27, "hex27", 3, 27, 2, 12, 29}, {HK_EL_WEDGE6, "wedge6", 3, 6, 1, 6, 13},
+               {HK_EL_PYR5, "pyr5", 3, 5, 1, 7, 14}};
     CU_ASSERT_EQUAL(sizeof ref / sizeof *ref, HK_EL_COUNT);
     for (size_t i = 0; i < sizeof ref / sizeof *ref; i++) {
         const hk_eltype_info *in = hk_eltype_get(ref[i].t);
@@ -224,7 +253,8 @@ static void test_eltype_table(void)
             CU_ASSERT_FATAL(o[k] >= 0 && o[k] < ref[i].nn);
             seen[o[k]]++;
         }
-        for (int k = 0; k < ref[i].nn; k++) CU_ASSERT_EQUAL(seen[k], 1);
+        for (int k = 0; k < ref[i].nn; k++)
+            CU_ASSERT_EQUAL(seen[k], 1);
     }
     CU_ASSERT_EQUAL(hk_eltype_from_gmsh(99), -1);
     CU_ASSERT_EQUAL(hk_eltype_from_gmsh(0), -1);
@@ -237,27 +267,30 @@ static void test_eltype_table(void)
  * the permutation from Gmsh's reference nodes. */
 static void test_vtk_order(void)
 {
-    static const double vtk_tet10[10][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1},
-                                            {.5, 0, 0}, {.5, .5, 0}, {0, .5, 0}, {0, 0, .5},
+    static const double vtk_tet10[10][3] = {{0, 0, 0},   {1, 0, 0},   {0, 1, 0},  {0, 0, 1},
+                                            {.5, 0, 0},  {.5, .5, 0}, {0, .5, 0}, {0, 0, .5},
                                             {.5, 0, .5}, {0, .5, .5}};
     static const double vtk_hex27[27][3] = {
-        {-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1},
-        {-1, 1, 1},   {0, -1, -1}, {1, 0, -1}, {0, 1, -1},  {-1, 0, -1}, {0, -1, 1}, {1, 0, 1},
-        {0, 1, 1},    {-1, 0, 1},  {-1, -1, 0}, {1, -1, 0}, {1, 1, 0},   {-1, 1, 0}, {-1, 0, 0},
-        {1, 0, 0},    {0, -1, 0},  {0, 1, 0},  {0, 0, -1},  {0, 0, 1},   {0, 0, 0}};
+        {-1, -1, -1}, {1, -1, -1}, {1, 1, -1},  {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1},
+        {-1, 1, 1},   {0, -1, -1}, {1, 0, -1},  {0, 1, -1},  {-1, 0, -1}, {0, -1, 1}, {1, 0, 1},
+        {0, 1, 1},    {-1, 0, 1},  {-1, -1, 0}, {1, -1, 0},  {1, 1, 0},   {-1, 1, 0}, {-1, 0, 0},
+        {1, 0, 0},    {0, -1, 0},  {0, 1, 0},   {0, 0, -1},  {0, 0, 1},   {0, 0, 0}};
     const double *g = hk_eltype_ref_coords(HK_EL_TET10);
     const int *o = hk_eltype_vtk_order(HK_EL_TET10);
     for (int i = 0; i < 10; i++)
-        for (int a = 0; a < 3; a++) CU_ASSERT_DOUBLE_EQUAL(g[3 * o[i] + a], vtk_tet10[i][a], 0);
+        for (int a = 0; a < 3; a++)
+            CU_ASSERT_DOUBLE_EQUAL(g[3 * o[i] + a], vtk_tet10[i][a], 0);
     for (int t = HK_EL_HEX20; t <= HK_EL_HEX27; t++) {
         g = hk_eltype_ref_coords((hk_eltype)t);
         o = hk_eltype_vtk_order((hk_eltype)t);
         for (int i = 0; i < hk_eltype_get((hk_eltype)t)->nnodes; i++)
-            for (int a = 0; a < 3; a++) CU_ASSERT_DOUBLE_EQUAL(g[3 * o[i] + a], vtk_hex27[i][a], 0);
+            for (int a = 0; a < 3; a++)
+                CU_ASSERT_DOUBLE_EQUAL(g[3 * o[i] + a], vtk_hex27[i][a], 0);
     }
     /* quadratic quads and triangles: VTK's order is Gmsh's */
     o = hk_eltype_vtk_order(HK_EL_QUAD9);
-    for (int i = 0; i < 9; i++) CU_ASSERT_EQUAL(o[i], i);
+    for (int i = 0; i < 9; i++)
+        CU_ASSERT_EQUAL(o[i], i);
 }
 
 /* ---- generators ------------------------------------------------------------------------ */
@@ -278,7 +311,8 @@ static void test_rectangle_all_types(void)
         CU_ASSERT_EQUAL(m.dim, 2);
         CU_ASSERT_EQUAL(m.nnodes, nn);
         CU_ASSERT_EQUAL(m.cells.n, nc);
-        for (int64_t e = 0; e < m.cells.n; e++) CU_ASSERT_EQUAL(m.cells.type[e], t);
+        for (int64_t e = 0; e < m.cells.n; e++)
+            CU_ASSERT_EQUAL(m.cells.type[e], t);
         CU_ASSERT_EQUAL(m.nregions, 1);
         CU_ASSERT_EQUAL(hk_mesh_find_region(&m, "domain"), 0);
         CU_ASSERT_EQUAL(m.nboundaries, 5);
@@ -312,8 +346,8 @@ static void test_box_all_types(void)
         HK_ASSERT_OK(hk_mesh_box(L[0], L[1], L[2], nx, ny, nz, t, &m));
         int o = hk_eltype_get(t)->order;
         int64_t fine = (int64_t)(o * nx + 1) * (o * ny + 1) * (o * nz + 1);
-        int64_t faces = (int64_t)nx * ny * (nz + 1) + (int64_t)nx * nz * (ny + 1) +
-                        (int64_t)ny * nz * (nx + 1);
+        int64_t faces =
+            (int64_t)nx * ny * (nz + 1) + (int64_t)nx * nz * (ny + 1) + (int64_t)ny * nz * (nx + 1);
         int64_t nn = t == HK_EL_HEX20 ? fine - faces - nx * ny * nz : fine;
         int tet = t == HK_EL_TET4 || t == HK_EL_TET10;
         CU_ASSERT_EQUAL(m.dim, 3);
@@ -334,7 +368,10 @@ static void test_box_all_types(void)
 
 /* Two tets sharing a face must list the same three corners: count each face's occurrences
  * (interior faces twice, boundary faces once) to show the split is conforming. */
-static int cmp3(const void *a, const void *b) { return memcmp(a, b, 3 * sizeof(int32_t)); }
+static int cmp3(const void *a, const void *b)
+{
+    return memcmp(a, b, 3 * sizeof(int32_t));
+}
 static void test_box_tets_conforming(void)
 {
     hk_mesh m;
@@ -349,15 +386,22 @@ static void test_box_tets_conforming(void)
                 if (j != k) q[c++] = m.cells.nodes[m.cells.ptr[e] + j];
             for (int i = 0; i < 3; i++) /* sort 3 ints */
                 for (int j = i + 1; j < 3; j++)
-                    if (q[j] < q[i]) { int32_t t = q[i]; q[i] = q[j]; q[j] = t; }
+                    if (q[j] < q[i]) {
+                        int32_t t = q[i];
+                        q[i] = q[j];
+                        q[j] = t;
+                    }
         }
     qsort(f, (size_t)nf, sizeof *f, cmp3);
     int64_t single = 0, bad = 0;
     for (int64_t i = 0; i < nf;) {
         int64_t j = i;
-        while (j < nf && !cmp3(f[i], f[j])) j++;
-        if (j - i == 1) single++;
-        else if (j - i != 2) bad++;
+        while (j < nf && !cmp3(f[i], f[j]))
+            j++;
+        if (j - i == 1)
+            single++;
+        else if (j - i != 2)
+            bad++;
         i = j;
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -401,19 +445,26 @@ static void scramble(hk_mesh *m, unsigned seed)
     int64_t n = m->nnodes;
     int32_t *p = malloc((size_t)n * sizeof *p);
     double *x = malloc((size_t)(3 * n) * sizeof *x);
-    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)i;
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (int32_t)i;
     for (int64_t i = n - 1; i > 0; i--) {
         seed = seed * 1103515245u + 12345u;
         int64_t j = (seed >> 8) % (i + 1);
-        int32_t t = p[i]; p[i] = p[j]; p[j] = t;
+        int32_t t = p[i];
+        p[i] = p[j];
+        p[j] = t;
     }
-    for (int64_t i = 0; i < n; i++) memcpy(x + 3 * p[i], m->coords + 3 * i, 3 * sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(x + 3 * p[i], m->coords + 3 * i, 3 * sizeof *x);
     memcpy(m->coords, x, (size_t)(3 * n) * sizeof *x);
-    for (int64_t k = 0; k < m->cells.ptr[m->cells.n]; k++) m->cells.nodes[k] = p[m->cells.nodes[k]];
+    for (int64_t k = 0; k < m->cells.ptr[m->cells.n]; k++)
+        m->cells.nodes[k] = p[m->cells.nodes[k]];
     for (int g = 0; g < m->nboundaries; g++) {
         hk_group *gr = &m->boundaries[g];
-        for (int64_t k = 0; k < gr->elems.ptr[gr->elems.n]; k++) gr->elems.nodes[k] = p[gr->elems.nodes[k]];
-        for (int64_t k = 0; k < gr->nnodes; k++) gr->nodes[k] = p[gr->nodes[k]];
+        for (int64_t k = 0; k < gr->elems.ptr[gr->elems.n]; k++)
+            gr->elems.nodes[k] = p[gr->elems.nodes[k]];
+        for (int64_t k = 0; k < gr->nnodes; k++)
+            gr->nodes[k] = p[gr->nodes[k]];
     }
     free(p);
     free(x);
@@ -431,7 +482,8 @@ static void test_rcm(void)
         /* cell-by-cell coordinates before */
         int64_t tot = m.cells.ptr[m.cells.n];
         double *before = malloc((size_t)(3 * tot) * sizeof *before);
-        for (int64_t k = 0; k < tot; k++) memcpy(before + 3 * k, m.coords + 3 * m.cells.nodes[k], 3 * sizeof(double));
+        for (int64_t k = 0; k < tot; k++)
+            memcpy(before + 3 * k, m.coords + 3 * m.cells.nodes[k], 3 * sizeof(double));
         HK_ASSERT_OK(hk_mesh_renumber_rcm(&m));
         int64_t bw1 = bandwidth(&m);
         /* a breadth-first level of this grid spans o fine-grid columns of o*ny+1 nodes, and
@@ -441,7 +493,8 @@ static void test_rcm(void)
         CU_ASSERT(bw0 > 10 * bw1);
         int64_t moved = 0;
         for (int64_t k = 0; k < tot; k++)
-            for (int a = 0; a < 3; a++) moved += before[3 * k + a] != m.coords[3 * m.cells.nodes[k] + a];
+            for (int a = 0; a < 3; a++)
+                moved += before[3 * k + a] != m.coords[3 * m.cells.nodes[k] + a];
         CU_ASSERT_EQUAL(moved, 0);
         check_cells(&m, 4.0 * 0.6, 1e-12);
         check_side(&m, "left", 0, 0, -1);
@@ -466,7 +519,8 @@ static void test_rcm(void)
 static int count_type(const hk_mesh *m, hk_eltype t)
 {
     int n = 0;
-    for (int64_t e = 0; e < m->cells.n; e++) n += m->cells.type[e] == t;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        n += m->cells.type[e] == t;
     return n;
 }
 
@@ -532,9 +586,14 @@ static void test_load_msh22_msh41(void)
 static void test_load_geo_2d(void)
 {
     const char *geo = hk_test_path("tests/data/mesh/square.geo");
-    static const struct { int order, quad, incomplete; hk_eltype t; } cases[] = {
-        {1, 0, 0, HK_EL_TRI3}, {2, 0, 0, HK_EL_TRI6}, {1, 1, 0, HK_EL_QUAD4},
-        {2, 1, 0, HK_EL_QUAD9}, {2, 1, 1, HK_EL_QUAD8}};
+    static const struct {
+        int order, quad, incomplete;
+        hk_eltype t;
+    } cases[] = {{1, 0, 0, HK_EL_TRI3},
+                 {2, 0, 0, HK_EL_TRI6},
+                 {1, 1, 0, HK_EL_QUAD4},
+                 {2, 1, 0, HK_EL_QUAD9},
+                 {2, 1, 1, HK_EL_QUAD8}};
     int64_t coarse = 0;
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         hk_mesh_options o = {0};
@@ -564,7 +623,8 @@ static void check_unit_box(const hk_mesh *m)
     CU_ASSERT_EQUAL(m->dim, 3);
     CU_ASSERT_EQUAL(hk_mesh_find_region(m, "body"), 0);
     check_cells(m, 1.0, 1e-12);
-    for (int s = 0; s < 6; s++) check_side(m, names[s], s / 2, s % 2, s % 2 ? 1 : -1);
+    for (int s = 0; s < 6; s++)
+        check_side(m, names[s], s / 2, s % 2, s % 2 ? 1 : -1);
     int e = hk_mesh_find_boundary(m, "edge");
     CU_ASSERT_FATAL(e >= 0);
     CU_ASSERT_EQUAL(m->boundaries[e].dim, 1);
@@ -592,9 +652,13 @@ static void test_load_geo_3d(void)
 
     /* structured hexahedra, linear and quadratic: Gmsh's hex20/hex27 node order */
     geo = hk_test_path("tests/data/mesh/hexbox.geo");
-    static const struct { int order, incomplete; hk_eltype t; int64_t nn; } hc[] = {
-        {1, 0, HK_EL_HEX8, 5 * 3 * 3}, {2, 1, HK_EL_HEX20, 9 * 5 * 5 - 4 * 2 * 3 - 4 * 2 * 3 - 2 * 2 * 5 - 16},
-        {2, 0, HK_EL_HEX27, 9 * 5 * 5}};
+    static const struct {
+        int order, incomplete;
+        hk_eltype t;
+        int64_t nn;
+    } hc[] = {{1, 0, HK_EL_HEX8, 5 * 3 * 3},
+              {2, 1, HK_EL_HEX20, 9 * 5 * 5 - 4 * 2 * 3 - 4 * 2 * 3 - 2 * 2 * 5 - 16},
+              {2, 0, HK_EL_HEX27, 9 * 5 * 5}};
     for (size_t k = 0; k < 3; k++) {
         memset(&o, 0, sizeof o);
         o.order = hc[k].order, o.incomplete = hc[k].incomplete;
@@ -654,7 +718,8 @@ static void test_load_mixed(void)
     check_side(&m, "right", 0, 2, 1);
     /* shared nodes along x = 1: the two parts are joined (5 nodes on the interface) */
     int64_t on = 0;
-    for (int64_t i = 0; i < m.nnodes; i++) on += fabs(m.coords[3 * i] - 1) < 1e-12;
+    for (int64_t i = 0; i < m.nnodes; i++)
+        on += fabs(m.coords[3 * i] - 1) < 1e-12;
     CU_ASSERT_EQUAL(on, 5);
     hk_mesh_free(&m);
 }
@@ -692,21 +757,25 @@ static void test_load_errors(void)
     CU_ASSERT_EQUAL(hk_mesh_load(p, NULL, &m), HK_ERR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "does_not_exist.msh"));
 
-    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), NULL, NULL), HK_ERR_ARG);
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), NULL, NULL),
+                    HK_ERR_ARG);
     CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("CMakeLists.txt"), NULL, &m), HK_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), ".msh"));
     hk_mesh_options o = {0};
     o.order = 3;
-    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), &o, &m), HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), &o, &m),
+                    HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "order 3"));
 
-    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/garbage.msh"), NULL, &m), HK_ERR_PARSE);
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/garbage.msh"), NULL, &m),
+                    HK_ERR_PARSE);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "garbage.msh"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not a Gmsh mesh file"));
     CU_ASSERT_PTR_NULL(m.coords);
 
     /* Gmsh's parse error, with its line; the next load still works */
-    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/syntax_error.geo"), NULL, &m), HK_ERR_PARSE);
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/syntax_error.geo"), NULL, &m),
+                    HK_ERR_PARSE);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "syntax_error.geo"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "line 3"));
     HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), NULL, &m));
