@@ -587,7 +587,30 @@ static void test_baseline_cg(void)
 }
 #endif
 
-/* Describe names the device; a matrix too large for the device is refused with both sizes. */
+/* A matrix larger than the free device memory is refused before anything is allocated, with
+ * both sizes and what to do (a fake CSR claiming 2^40 entries; its arrays are never read). */
+static void test_too_large(void)
+{
+    const hk_backend *gpu = be_gpu();
+    int64_t rowptr[2] = {0, (int64_t)1 << 40};
+    hk_mat A;
+    memset(&A, 0, sizeof A);
+    A.be = gpu;
+    A.fmt = HK_FMT_CSR;
+    A.prec = HK_FP64;
+    A.bs = 1;
+    A.nrows = A.ncols = 1;
+    A.host.fmt = HK_FMT_CSR;
+    A.host.bs = 1;
+    A.host.nrows = A.host.ncols = A.host.nbrows = A.host.nbcols = 1;
+    A.host.rowptr = rowptr;
+    CU_ASSERT_EQUAL(gpu->mat_upload(&A), HK_ERR_MEMORY);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "GB on the GPU but only"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "--backend cpu"));
+    CU_ASSERT_PTR_NULL(A.bdata);
+}
+
+/* Describe names the device, its compute capability and driver. */
 static void test_describe(void)
 {
     const hk_backend *gpu = be_gpu();
@@ -607,4 +630,5 @@ HK_DEVICE_SUITE(cuda, {"SpMV of every format, precision and thread count vs host
                 {"reductions repeat bit for bit", test_determinism},
                 {"CUDA graph replay equals direct ops", test_graph_replay},
                 {"cuSPARSE+cuBLAS baseline CG and copy bandwidth", test_baseline_cg},
+                {"a matrix larger than the free memory is refused with both sizes", test_too_large},
                 {"describe names the device", test_describe})
