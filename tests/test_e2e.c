@@ -1,0 +1,259 @@
+/* End to end: the ready cases in cases/ through the whole chain (case file -> Gmsh mesh ->
+ * assembly -> solver -> post-processing), through the same functions `hooke run` uses, each
+ * checked against its closed-form or NAFEMS answer; and the `hooke run` binary itself. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "case.h"
+#include "test_util.h"
+
+/* Load cases/<rel> with overrides and run the pipeline quietly on the CPU. */
+static int run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
+{
+    int err = hk_case_load(hk_test_path(rel), nsets, sets, c);
+    if (err) {
+        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
+        return err;
+    }
+    hk_run_opts o = {.backend = "cpu", .quiet = 1};
+    err = hk_run_case(c, &o, r);
+    if (err) {
+        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
+        hk_run_free(r);
+        hk_case_free(c);
+    }
+    return err;
+}
+
+static int64_t nearest_node(const hk_mesh *m, double x, double y, double z)
+{
+    int64_t best = -1;
+    double bd = 1e300;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        const double *p = m->coords + 3 * i;
+        double d = (p[0] - x) * (p[0] - x) + (p[1] - y) * (p[1] - y) + (p[2] - z) * (p[2] - z);
+        if (d < bd) bd = d, best = i;
+    }
+    return best;
+}
+
+/* Displacement component c of node i (u has dim components per node). */
+static double disp(const hk_run *r, int64_t i, int c)
+{
+    return r->u[r->mesh.dim * i + c];
+}
+
+static double relerr(double v, double ref)
+{
+    return fabs(v - ref) / fabs(ref);
+}
+
+#ifdef HOOKE_HAVE_GMSH
+
+/* Timoshenko cantilever: tip deflection P L^3/(3EI) + P L/(k G A), mean over the tip face. */
+static void test_cantilever(void)
+{
+    const char *sets[] = {"geometry.size=0.025"};
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/cantilever/cantilever.yaml", 1, sets, &c, &r));
+    const double L = 1, b = 0.1, h = 0.1, E = 200e9, nu = 0.3, P = 1000;
+    const double I = b * h * h * h / 12, G = E / (2 * (1 + nu)), k = 10 * (1 + nu) / (12 + 11 * nu);
+    const double ref = P * L * L * L / (3 * E * I) + P * L / (k * G * b * h);
+    int t = hk_mesh_find_boundary(&r.mesh, "tip");
+    CU_ASSERT_FATAL(t >= 0);
+    const hk_group *g = &r.mesh.boundaries[t];
+    double sum = 0;
+    for (int64_t i = 0; i < g->nnodes; i++) sum += disp(&r, g->nodes[i], 2);
+    double w = -sum / (double)g->nnodes;
+    fprintf(stderr, "\n    cantilever: tip deflection %.5e m, Timoshenko %.5e m (%.2f %%) ", w, ref,
+            100 * relerr(w, ref));
+    CU_ASSERT(relerr(w, ref) < 0.02);
+    /* equilibrium: the support carries the load */
+    CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[0][2], P, 1e-6 * P);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+/* Lame cylinder, plane strain: radial displacement at every bore node within 1 %. */
+static void test_lame(void)
+{
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/lame/lame.yaml", 0, NULL, &c, &r));
+    const double a = 0.1, b = 0.2, p = 100e6, E = 200e9, nu = 0.3;
+    const double ref = (1 + nu) / E * p * a * a / (b * b - a * a) * ((1 - 2 * nu) * a + b * b / a);
+    int g = hk_mesh_find_boundary(&r.mesh, "bore");
+    CU_ASSERT_FATAL(g >= 0);
+    double worst = 0;
+    for (int64_t i = 0; i < r.mesh.boundaries[g].nnodes; i++) {
+        int64_t n = r.mesh.boundaries[g].nodes[i];
+        double ur = hypot(disp(&r, n, 0), disp(&r, n, 1));
+        if (relerr(ur, ref) > worst) worst = relerr(ur, ref);
+    }
+    fprintf(stderr, "\n    lame: bore u_r reference %.5e m, worst node off by %.3f %% ", ref, 100 * worst);
+    CU_ASSERT(worst < 0.01);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+/* Kirsch: sigma_xx at the top of the hole = 3 x the applied tension, within 5 %. */
+static void test_kirsch(void)
+{
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/kirsch/kirsch.yaml", 0, NULL, &c, &r));
+    int64_t n = nearest_node(&r.mesh, 0, 0.01, 0);
+    double scf = r.fields.stress[6 * n + 0] / 100e6;
+    fprintf(stderr, "\n    kirsch: stress concentration %.4f (Kirsch 3) ", scf);
+    CU_ASSERT(fabs(scf - 3) < 0.05 * 3);
+    /* and sigma_yy = -sigma at the side of the hole (a, 0), loosely */
+    n = nearest_node(&r.mesh, 0.01, 0, 0);
+    CU_ASSERT(fabs(r.fields.stress[6 * n + 0]) < 0.15 * 100e6); /* sigma_xx ~ 0 there */
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+/* NAFEMS LE1: sigma_yy at D (2, 0) = 92.7 MPa within 3 %, quadratic elements. */
+static void test_le1(void)
+{
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/le1/le1.yaml", 0, NULL, &c, &r));
+    CU_ASSERT(c.mesh.order == 2);
+    int64_t n = nearest_node(&r.mesh, 2, 0, 0);
+    double syy = r.fields.stress[6 * n + 1];
+    fprintf(stderr, "\n    le1: sigma_yy at D %.2f MPa (NAFEMS 92.7) ", syy / 1e6);
+    CU_ASSERT(relerr(syy, 92.7e6) < 0.03);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+/* Cook's membrane: vertical displacement at C (48, 52), mid-point of the loaded edge. */
+static void test_cook(void)
+{
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/cook/cook.yaml", 0, NULL, &c, &r));
+    int64_t n = nearest_node(&r.mesh, 48, 52, 0);
+    double v = disp(&r, n, 1);
+    fprintf(stderr, "\n    cook: displacement at C %.4f (reference 23.96) ", v);
+    CU_ASSERT(relerr(v, 23.96) < 0.01);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+#else
+static void test_no_gmsh(void)
+{
+    fprintf(stderr, "\n    skipped: built without Gmsh, the .geo cases cannot be meshed ");
+}
+#endif
+
+/* ---- the binary --------------------------------------------------------------------------- */
+
+static const char *tiny_case =
+    "# a tiny generated cantilever\n"
+    "geometry:\n"
+    "  generate: {shape: box, size: [4, 1, 1], cells: [4, 1, 1]}\n"
+    "analysis: 3d\n"
+    "materials: [{name: m, E: 1000, nu: 0.3}]\n"
+    "supports: [{boundary: xmin, fix: all}]\n"
+    "loads:\n"
+    "  - traction: {boundary: xmax, value: [0, 0, -1]}\n";
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static int run_cmd(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_binary(void)
+{
+    const char *tmp = hk_test_tmpdir();
+    char yaml[1024], vtu[1024], out[1024], errf[1024], cmd[4096];
+    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", tmp);
+    snprintf(vtu, sizeof vtu, "%s/tiny-out.vtu", tmp);
+    snprintf(out, sizeof out, "%s/tiny.json", tmp);
+    snprintf(errf, sizeof errf, "%s/tiny.err", tmp);
+    write_text(yaml, tiny_case);
+
+    /* success: exit 0, the .vtu exists, JSON summary on stdout */
+    snprintf(cmd, sizeof cmd, "%s run %s -o %s --backend cpu --json --set solver.tol=1e-10 > %s 2> %s",
+             HOOKE_BINARY, yaml, vtu, out, errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 0);
+    struct stat st;
+    CU_ASSERT(stat(vtu, &st) == 0 && st.st_size > 0);
+    const char *json = read_text(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"ok\": true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"converged\": true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"boundary\": \"xmin\""));
+    const char *log = read_text(errf);
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "assembly:"));
+
+    /* default output: tiny.vtu next to the case file */
+    snprintf(cmd, sizeof cmd, "%s run %s --quiet > %s 2> %s", HOOKE_BINARY, yaml, out, errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 0);
+    snprintf(vtu, sizeof vtu, "%s/tiny.vtu", tmp);
+    CU_ASSERT(stat(vtu, &st) == 0 && st.st_size > 0);
+    const char *summary = read_text(out);
+    CU_ASSERT_PTR_NOT_NULL(summary && strstr(summary, "max von Mises"));
+
+    /* a bad case: non-zero exit and the message with file:line:col */
+    snprintf(yaml, sizeof yaml, "%s/broken.yaml", tmp);
+    write_text(yaml, "geometry:\n  generate: {shape: box, size: [4, 1, 1], cells: [4, 1, 1]}\n"
+                     "analysis: 3d\nmaterials: [{name: m, E: -1000, nu: 0.3}]\n"
+                     "supports: [{boundary: xmin, fix: all}]\n");
+    snprintf(cmd, sizeof cmd, "%s run %s > %s 2> %s", HOOKE_BINARY, yaml, out, errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 1);
+    log = read_text(errf);
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "broken.yaml:4:26: E = -1000 of material 'm' must be positive"));
+
+    /* a boundary the mesh lacks: non-zero exit, the names it has */
+    snprintf(yaml, sizeof yaml, "%s/tiny.yaml", tmp);
+    snprintf(cmd, sizeof cmd, "%s run %s --set supports.0.boundary=left > %s 2> %s", HOOKE_BINARY,
+             yaml, out, errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 1);
+    log = read_text(errf);
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "--set supports.0.boundary=left: the mesh has no boundary "
+                                              "named 'left'; it has: "));
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "xmin"));
+
+    /* usage errors exit 2 */
+    snprintf(cmd, sizeof cmd, "%s run --frobnicate %s > %s 2> %s", HOOKE_BINARY, yaml, out, errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 2);
+}
+
+HK_SUITE(e2e,
+#ifdef HOOKE_HAVE_GMSH
+         {"cantilever tip deflection within 2% of Timoshenko", test_cantilever},
+         {"Lame cylinder bore displacement within 1%", test_lame},
+         {"Kirsch stress concentration within 5% of 3", test_kirsch},
+         {"NAFEMS LE1 sigma_yy at D within 3% of 92.7 MPa", test_le1},
+         {"Cook's membrane displacement at C within 1% of 23.96", test_cook},
+#else
+         {"accuracy cases (need Gmsh)", test_no_gmsh},
+#endif
+         {"hooke run binary: exit codes, .vtu, JSON, messages", test_binary})
