@@ -449,6 +449,49 @@ static void test_ic0_exact(void)
     free(D);
 }
 
+/* Rows i and i + h (h = n/2) coupled in pairs: each factor has two levels of h rows, wide
+ * enough for the parallel path of the level-scheduled solve; no fill, so M^-1 = A^-1, which is
+ * a 2x2 solve per pair. sym = 0 makes the couplings unequal (for ilu0). */
+static void check_pairs(const char *name, int sym)
+{
+    const long h = 3000, n = 2 * h;
+    hk_bcsr K = {.bs = 1, .nbrows = n, .nbcols = n};
+    K.rowptr = calloc(n + 1, sizeof *K.rowptr);
+    K.colind = malloc(2 * n * sizeof *K.colind);
+    K.val = malloc(2 * n * sizeof *K.val);
+    double *r = malloc(n * sizeof *r), *ref = malloc(n * sizeof *ref);
+    long q = 0;
+    for (long i = 0; i < n; i++) {
+        long j = i < h ? i + h : i - h;
+        double d = 4 + 0.01 * (i % 7), c = i < h ? -1.5 : (sym ? -1.5 : -0.5);
+        if (j < i) K.colind[q] = (int32_t)j, K.val[q++] = c;
+        K.colind[q] = (int32_t)i, K.val[q++] = d;
+        if (j > i) K.colind[q] = (int32_t)j, K.val[q++] = c;
+        K.rowptr[i + 1] = q;
+    }
+    test_rhs(n, r);
+    for (long i = 0; i < h; i++) { /* [a b; c d] [x; y] = [r_i; r_i+h] */
+        double a = 4 + 0.01 * (i % 7), b = -1.5, c = sym ? -1.5 : -0.5;
+        double d = 4 + 0.01 * ((i + h) % 7), det = a * d - b * c;
+        ref[i] = (d * r[i] - b * r[i + h]) / det;
+        ref[i + h] = (a * r[i + h] - c * r[i]) / det;
+    }
+    double *z = malloc(n * sizeof *z);
+    for (int p = 0; p < 2; p++) {
+        int err = apply_pc(hk_test_backends()[0], (hk_precision)p, &K, name, NULL, r, z, NULL);
+        CU_ASSERT_EQUAL_FATAL(err, 0);
+        CU_ASSERT(hk_test_reldiff(z, ref, n) < (p ? 1e-5 : 1e-12));
+    }
+    free(r), free(ref), free(z);
+    hk_bcsr_free(&K);
+}
+
+static void test_ic0_ilu0_wide_levels(void)
+{
+    check_pairs("ic0", 1);
+    check_pairs("ilu0", 0);
+}
+
 static void test_ilu0_exact(void)
 {
     double *D = tridiag(30, -1.3, 2.5, -0.6);
@@ -769,6 +812,7 @@ HK_SUITE(
     {"poly Lanczos bounds bracket lambda_max of the scaled 1D Laplacian", test_poly_bounds},
     {"ic0 is the exact Cholesky on (block) tridiagonal matrices", test_ic0_exact},
     {"ilu0 is the exact LU on (block) tridiagonal matrices", test_ilu0_exact},
+    {"ic0, ilu0 exact with wide levels (parallel triangular solve)", test_ic0_ilu0_wide_levels},
     {"fsai with the full pattern is the exact inverse", test_fsai_exact},
     {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
     {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},

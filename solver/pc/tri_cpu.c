@@ -1,19 +1,44 @@
 /* The CPU backend's level-scheduled sparse triangular solve (ops tri_create / tri_solve /
- * tri_destroy, registered in solver/cpu/cpu_backend.c). Rows of one level are independent and
- * run in parallel (OpenMP); levels run in order with a barrier between them. Each row sums in
- * a fixed order, so the result does not depend on the thread count. */
+ * tri_destroy, registered in solver/cpu/cpu_backend.c).
+ *
+ * Rows of one level are independent and a level with at least TRI_PAR_MIN rows runs in
+ * parallel (OpenMP for over its rows, the barrier at its end separating it from the next). Runs
+ * of smaller levels, where a barrier per level would cost more than the work, are merged into
+ * one serial segment executed in natural row order (ascending for a lower factor, descending for
+ * an upper one: every dependency comes earlier in that order). Each row sums in a fixed order,
+ * so the result does not depend on the thread count or the segmentation. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pc_impl.h"
 
+#define TRI_PAR_MIN 1024 /* rows a level needs to be solved in parallel */
+
+typedef struct {
+    int64_t begin, end; /* range of level_rows */
+    int parallel;
+} tri_seg;
+
 typedef struct {
     hk_precision prec;
-    int64_t n, nlevels;
+    int64_t n, nlevels, nseg;
     int64_t *rowptr, *level_ptr;
     int32_t *colind, *level_rows;
     void *val, *dinv; /* double or float */
+    tri_seg *seg;
 } cpu_tri;
+
+static int cmp_asc(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    return cmp_asc(b, a);
+}
 
 void hk_cpu_tri_destroy(void *handle)
 {
@@ -25,6 +50,7 @@ void hk_cpu_tri_destroy(void *handle)
     free(t->level_rows);
     free(t->val);
     free(t->dinv);
+    free(t->seg);
     free(t);
 }
 
@@ -59,6 +85,29 @@ int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
         for (int64_t i = 0; i < n; i++)
             d[i] = (float)T->dinv[i];
     }
+    /* segments: parallel levels, and runs of small levels in natural order */
+    int upper = 0;
+    for (int64_t i = 0; i < n && !upper; i++)
+        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
+            if (T->colind[k] > i) upper = 1;
+    const int threads = omp_get_max_threads();
+    HK_TRY(hk_malloc((size_t)(T->nlevels ? T->nlevels : 1) * sizeof *t->seg, &t->seg));
+    for (int64_t l = 0; l < T->nlevels; l++) {
+        const int64_t b = T->level_ptr[l], e = T->level_ptr[l + 1];
+        const int par = threads > 1 && e - b >= TRI_PAR_MIN;
+        if (!par && t->nseg > 0 && !t->seg[t->nseg - 1].parallel) {
+            t->seg[t->nseg - 1].end = e; /* extend the serial run */
+        } else {
+            t->seg[t->nseg].begin = b;
+            t->seg[t->nseg].end = e;
+            t->seg[t->nseg].parallel = par;
+            t->nseg++;
+        }
+    }
+    for (int64_t g = 0; g < t->nseg; g++)
+        if (!t->seg[g].parallel)
+            qsort(t->level_rows + t->seg[g].begin, (size_t)(t->seg[g].end - t->seg[g].begin),
+                  sizeof *t->level_rows, upper ? cmp_desc : cmp_asc);
     *handle = t;
     return 0;
 fail:
@@ -66,22 +115,27 @@ fail:
     return ierr;
 }
 
-/* One solve per precision (T = double, float), the sums always in double. The parallel region
- * spans all levels; "omp for" shares a level's rows and ends with the barrier between levels. */
+/* One solve per precision (T = double, float), the sums always in double. */
+#define TRI_ROW(T)                                                                                 \
+    do {                                                                                           \
+        const int32_t i = t->level_rows[q];                                                        \
+        double s = bv[i];                                                                          \
+        for (int64_t k = t->rowptr[i]; k < t->rowptr[i + 1]; k++)                                  \
+            s -= (double)val[k] * (double)xv[t->colind[k]];                                        \
+        xv[i] = (T)(s * (double)dinv[i]);                                                          \
+    } while (0)
 #define TRI_SOLVE_FN(name, T)                                                                      \
     static void name(const cpu_tri *t, const T *bv, T *xv)                                         \
     {                                                                                              \
         const T *val = t->val, *dinv = t->dinv;                                                    \
-        _Pragma("omp parallel") for (int64_t l = 0; l < t->nlevels; l++)                           \
-        {                                                                                          \
-            _Pragma("omp for schedule(static)") for (int64_t q = t->level_ptr[l];                  \
-                                                     q < t->level_ptr[l + 1]; q++)                 \
-            {                                                                                      \
-                const int32_t i = t->level_rows[q];                                                \
-                double s = bv[i];                                                                  \
-                for (int64_t k = t->rowptr[i]; k < t->rowptr[i + 1]; k++)                          \
-                    s -= (double)val[k] * (double)xv[t->colind[k]];                                \
-                xv[i] = (T)(s * (double)dinv[i]);                                                  \
+        for (int64_t g = 0; g < t->nseg; g++) {                                                    \
+            const int64_t b = t->seg[g].begin, e = t->seg[g].end;                                  \
+            if (t->seg[g].parallel) {                                                              \
+                _Pragma("omp parallel for schedule(static)") for (int64_t q = b; q < e; q++)       \
+                    TRI_ROW(T);                                                                    \
+            } else {                                                                               \
+                for (int64_t q = b; q < e; q++)                                                    \
+                    TRI_ROW(T);                                                                    \
             }                                                                                      \
         }                                                                                          \
     }
