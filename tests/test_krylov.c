@@ -155,6 +155,10 @@ static void test_nonsymmetric(void)
                     hk_result res;
                     double err;
                     int code = solve_ones(*be, &K, opts, &res, &err);
+                    if (code == HK_ERR_UNSUPPORTED) { /* e.g. ilu0 on cuda: says why */
+                        CU_ASSERT(strlen(hk_error_message()) > 20);
+                        continue;
+                    }
                     int ok = code == 0 && hk_reason_converged(res.reason) &&
                              res.true_residual <= 1e-7 && err <= 1e-5;
                     if (!ok)

@@ -270,6 +270,17 @@ static int pipecg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     if (fused_ok && hk_ksp_pc_is_none(k)) return pipecg_fused(k, b, x, NULL);
     if (fused_ok && k->pc->dinv && k->pc->dinv->prec == HK_FP64)
         return pipecg_fused(k, b, x, k->pc->dinv);
+    if (fused_ok && k->pc->dinv) {
+        /* fp32 Jacobi (precision=mixed): promote its fp32 inverse diagonal once to fp64 and
+         * fuse it. M stays exactly the fp32 operator but is applied without rounding, so it is
+         * a fixed SPD matrix and the pipelined recurrences do not drift. */
+        hk_vec *d64;
+        HK_CALL(hk_vec_create(be, k->pc->dinv->n, HK_FP64, &d64));
+        int ierr = be->vec_convert(d64, k->pc->dinv);
+        if (!ierr) ierr = pipecg_fused(k, b, x, d64);
+        hk_vec_destroy(d64);
+        return ierr;
+    }
     return pipecg_gv(k, b, x);
 }
 
