@@ -187,7 +187,9 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
         s->fmt = gpu ? HK_FMT_SBELL : (K->bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
     }
     HK_TRY(hk_mat_create(s->be, K, s->fmt, HK_FP64, o, &s->A));
-    s->mixed = prec == 1 || defect;
+    /* mixed: fp32 preconditioner; pc=none has nothing to store, so it stays an exact copy
+     * (except under defect, whose inner vectors are fp32 anyway) */
+    s->mixed = (prec == 1 && strcmp(pt->name, "none") != 0) || defect;
     if (defect) HK_TRY(hk_mat_create(s->be, K, s->fmt, HK_FP32, o, &s->A_low));
     HK_TRY(hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, K, defect ? s->A_low : s->A, o,
                         &s->pc));
