@@ -293,7 +293,8 @@ static void spmv_usage(FILE *f)
 {
     fprintf(f, "usage: hooke bench spmv [--backend auto|cpu|cuda] [--formats LIST] [--json FILE]\n"
                "                        [--size small|medium|large] [--matrices LIST]\n"
-               "                        [--precisions fp64,fp32] [--cells N] [--min-time S]\n\n"
+               "                        [--precisions fp64,fp32] [--cells N] [--min-time S]\n"
+               "                        [--slices LIST]\n\n"
                "Times y = A x for every storage format and precision on generated elasticity\n"
                "stiffness matrices (unit square/cube, left face clamped):\n");
     for (int m = 0; m < M_COUNT; m++)
@@ -315,6 +316,8 @@ static void spmv_usage(FILE *f)
             "  --precisions LIST  fp64,fp32 (default both)\n"
             "  --cells N          N cells per side for every matrix instead of --size\n"
             "  --min-time S       time each SpMV for at least S seconds (default 0.15)\n"
+            "  --slices LIST      slice sizes S for sell and sbell, e.g. 8,16,32,64,128 (the\n"
+            "                     SBELL paper's Figures 6-7; default format.slice or 32)\n"
             "  format.slice=S format.sigma=N format.tpr=T   format options (hooke solve --help)\n");
 }
 
@@ -336,6 +339,7 @@ typedef struct spmv_row {
     hk_format fmt;
     hk_precision prec;
     hk_mat_info info;
+    int slice; /* S of sell/sbell, 0 otherwise */
     double convert_s, seconds, gflops, gbs, speedup, err;
 } spmv_row;
 
@@ -375,6 +379,7 @@ static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
     HK_TRY(be->sync());
     row->convert_s = hk_time() - t0;
     hk_mat_get_info(c.A, &row->info);
+    row->slice = (f == HK_FMT_SELL || f == HK_FMT_SBELL) ? c.A->host.slice : 0;
     HK_TRY(hk_vec_create(be, n, p, &c.x));
     HK_TRY(hk_vec_create(be, n, p, &c.y));
     HK_TRY(hk_vec_upload(c.x, x));
@@ -423,7 +428,7 @@ int hk_bench_spmv(int argc, char **argv)
     hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
     const char *formats = NULL, *matrices = NULL, *precisions = NULL;
     hk_options *o = NULL;
-    int rc = 1, nrows = 0, cap = 0, cells = 0;
+    int rc = 1, nrows = 0, cap = 0, cells = 0, nslice_list = 0, slice_list[16];
     double min_time = 0.15;
     spmv_row *rows = NULL;
     if (hk_options_create(&o)) goto error;
@@ -452,6 +457,22 @@ int hk_bench_spmv(int argc, char **argv)
                 goto done;
             }
             cells = (int)v;
+            i += 2;
+        } else if (!strcmp(a, "--slices") && i + 1 < argc) {
+            char buf[256], *tok, *end;
+            snprintf(buf, sizeof buf, "%s", argv[i + 1]);
+            for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                long v = strtol(tok, &end, 10);
+                if (*end || v < 1 || v > 1024 || nslice_list == 16) {
+                    fprintf(stderr,
+                            "hooke bench spmv: --slices %s: each slice size must be an integer "
+                            "in 1..1024, at most 16 of them\n",
+                            argv[i + 1]);
+                    rc = 2;
+                    goto done;
+                }
+                slice_list[nslice_list++] = (int)v;
+            }
             i += 2;
         } else if (!strcmp(a, "--min-time") && i + 1 < argc) {
             char *end;
@@ -533,39 +554,55 @@ int hk_bench_spmv(int argc, char **argv)
         double base = 0;
         /* CSR fp64 first: the baseline of every ratio */
         for (int f = -1; f < HK_FMT_COUNT; f++)
-            for (int p = 0; p < 2; p++) {
-                const int is_base = f < 0;
-                if (is_base && p == 1) continue;
-                if (!is_base && (!fsel[f] || !psel[p])) continue;
-                if (!is_base && f == HK_FMT_CSR && p == 0) continue; /* already measured */
-                if (nrows == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    spmv_row *nr = realloc(rows, (size_t)cap * sizeof *rows);
-                    if (!nr) {
-                        fprintf(stderr, "hooke bench spmv: out of memory\n");
-                        free(x), free(yref), hk_bcsr_free(&K);
-                        goto done;
+            for (int p = 0; p < 2; p++)
+                for (int si = 0; si < nslice_list || si == 0; si++) {
+                    const int is_base = f < 0;
+                    const int sliced = f == HK_FMT_SELL || f == HK_FMT_SBELL;
+                    if (is_base && p == 1) continue;
+                    if (!is_base && (!fsel[f] || !psel[p])) continue;
+                    if (!is_base && f == HK_FMT_CSR && p == 0) continue; /* already measured */
+                    if (si > 0 && !sliced) continue;
+                    if (sliced && nslice_list) {
+                        char sv[16];
+                        snprintf(sv, sizeof sv, "%d", slice_list[si]);
+                        if (hk_options_set(o, "format.slice", sv)) {
+                            free(x), free(yref), hk_bcsr_free(&K);
+                            goto error;
+                        }
                     }
-                    rows = nr;
+                    if (nrows == cap) {
+                        cap = cap ? 2 * cap : 64;
+                        spmv_row *nr = realloc(rows, (size_t)cap * sizeof *rows);
+                        if (!nr) {
+                            fprintf(stderr, "hooke bench spmv: out of memory\n");
+                            free(x), free(yref), hk_bcsr_free(&K);
+                            goto done;
+                        }
+                        rows = nr;
+                    }
+                    spmv_row *r = &rows[nrows];
+                    memset(r, 0, sizeof *r);
+                    r->matrix = matrix_names[m];
+                    if (spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
+                                     (hk_precision)p, o, min_time, r)) {
+                        free(x), free(yref), hk_bcsr_free(&K);
+                        goto error;
+                    }
+                    if (is_base) base = r->seconds;
+                    r->speedup = base / r->seconds;
+                    nrows++;
+                    char fname[48];
+                    if (r->slice)
+                        snprintf(fname, sizeof fname, "%s S=%d", hk_format_name(r->fmt), r->slice);
+                    else
+                        snprintf(fname, sizeof fname, "%s", hk_format_name(r->fmt));
+                    printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | "
+                           "%.2fx | %.1e |\n",
+                           r->matrix, (long long)r->info.nrows, (long long)r->info.nnz, fname,
+                           pnames[r->prec], r->info.padding, r->seconds * 1e6, r->gflops, r->gbs,
+                           100.0 * r->gbs * 1e9 / copy_bps, r->speedup, r->err);
+                    fflush(stdout);
                 }
-                spmv_row *r = &rows[nrows];
-                memset(r, 0, sizeof *r);
-                r->matrix = matrix_names[m];
-                if (spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
-                                 (hk_precision)p, o, min_time, r)) {
-                    free(x), free(yref), hk_bcsr_free(&K);
-                    goto error;
-                }
-                if (is_base) base = r->seconds;
-                r->speedup = base / r->seconds;
-                nrows++;
-                printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | "
-                       "%.2fx | %.1e |\n",
-                       r->matrix, (long long)r->info.nrows, (long long)r->info.nnz,
-                       hk_format_name(r->fmt), pnames[r->prec], r->info.padding, r->seconds * 1e6,
-                       r->gflops, r->gbs, 100.0 * r->gbs * 1e9 / copy_bps, r->speedup, r->err);
-                fflush(stdout);
-            }
         free(x);
         free(yref);
         hk_bcsr_free(&K);
@@ -596,6 +633,7 @@ int hk_bench_spmv(int argc, char **argv)
             hk_json_string(&j, "matrix", r->matrix);
             hk_json_string(&j, "format", hk_format_name(r->fmt));
             hk_json_string(&j, "precision", pnames[r->prec]);
+            hk_json_int(&j, "slice", r->slice);
             hk_json_int(&j, "bs", r->info.bs);
             hk_json_int(&j, "rows", r->info.nrows);
             hk_json_int(&j, "nnz", r->info.nnz);

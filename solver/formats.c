@@ -335,10 +335,16 @@ size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p)
         bytes += (size_t)(F->nbrows + 1) * sizeof(int64_t);
         break;
     case HK_FMT_SELL:
-    case HK_FMT_SBELL:
+    case HK_FMT_SBELL: {
         bytes += (size_t)(F->nslices + 1) * sizeof(int64_t) + (size_t)F->nslices * sizeof(int32_t) +
                  (size_t)F->nbrows * sizeof(int32_t);
+        /* the rows that pad the last slice to S are stored but never read */
+        const int64_t tail = F->nslices * F->slice - F->nbrows;
+        if (F->nslices > 0 && tail > 0)
+            bytes -=
+                (size_t)tail * (size_t)F->slice_width[F->nslices - 1] * (b2 * vb + sizeof(int32_t));
         break;
+    }
     default:
         break;
     }

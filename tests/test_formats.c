@@ -267,6 +267,8 @@ static void test_padding(void)
     hk_fmt_free(&F);
     /* S = 3: slices {4,3,2} {1 + 2 padding rows} -> 4*3 + 1*3 = 15 */
     CU_ASSERT_DOUBLE_EQUAL(padding_of(&K, HK_FMT_SELL, 3, &F), 1.5, 1e-15);
+    /* the 2 padding rows of the last slice (width 1) are stored but not read */
+    CU_ASSERT_EQUAL(hk_fmt_bytes(&F, HK_FP64), (15 - 2) * (8 + 4) + 3 * 8 + 2 * 4 + 4 * 4);
     hk_fmt_free(&F);
     hk_bcsr_free(&K);
 
