@@ -96,7 +96,8 @@ static void cuda_describe(FILE *f)
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (archs[i]) fprintf(f, " sm_%d", archs[i] / 10);
     fprintf(f, "\n  kernels: csr bsr ell sell bell sbell (fp64/fp32, 1-32 threads per block row), "
-               "cusparse-csr cusparse-bsr; fused pipelined CG/BiCGStab/GMRES ops; CUDA graphs\n");
+               "cusparse-csr cusparse-bsr; fused pipelined CG/BiCGStab/GMRES ops; level-scheduled "
+               "triangular solves; CUDA graphs\n");
 }
 
 static int cuda_mem_info(size_t *free_bytes, size_t *total_bytes)
@@ -356,7 +357,9 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_mdot_s = hk_cu_vec_mdot_s;
     o.vec_maxpy_s_nrm = hk_cu_vec_maxpy_s_nrm;
     o.vec_scale_s_dot = hk_cu_vec_scale_s_dot;
-    o.tri_create = NULL; /* ic0/ilu0 say "not available on cuda" */
+    o.tri_create = hk_cu_tri_create;
+    o.tri_solve = hk_cu_tri_solve;
+    o.tri_destroy = hk_cu_tri_destroy;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

@@ -189,4 +189,9 @@ int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
+/* Level-scheduled triangular solves for pc=ic0/ilu0 (cuda_tri.cu). */
+int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
+int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
+void hk_cu_tri_destroy(void *handle);
+
 #endif

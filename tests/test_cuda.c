@@ -587,6 +587,104 @@ static void test_baseline_cg(void)
 }
 #endif
 
+/* ---- triangular solves (pc=ic0/ilu0) ------------------------------------------------------ */
+
+/* A triangular factor with wide levels (>= 2048 rows: one launch each), a long chain of
+ * one-row levels (walked by one block) and random extra dependencies; lower or upper (then
+ * row i is built as row n-1-i mirrored). Levels as in solver/pc/trifactor.c. */
+static void make_tri(int64_t n, int upper, unsigned seed, hk_trifactor *T)
+{
+    memset(T, 0, sizeof *T);
+    T->n = n;
+    T->rowptr = calloc(n + 1, 8);
+    T->colind = malloc(n * 4 * 4);
+    T->val = malloc(n * 4 * 8);
+    T->dinv = malloc(n * 8);
+    uint32_t s = seed;
+#define RND() (s = s * 1664525u + 1013904223u, s >> 8)
+    int64_t q = 0;
+    for (int64_t r = 0; r < n; r++) { /* r: position in solve order */
+        const int64_t i = upper ? n - 1 - r : r;
+        int64_t deps[3];
+        int nd = 0;
+        if (r >= 5000 && r < 10000) deps[nd++] = r - 5000;   /* second wide level */
+        if (r >= 10000) deps[nd++] = r - 1;                  /* a chain */
+        if (r > 0 && RND() % 3 == 0) deps[nd++] = RND() % r; /* random earlier row */
+        for (int d = 0; d < nd; d++) {
+            T->colind[q] = (int32_t)(upper ? n - 1 - deps[d] : deps[d]);
+            T->val[q++] = ((double)(RND() % 1000) / 1000.0 - 0.5) * 0.5;
+        }
+        T->rowptr[i + 1] = nd; /* counts first */
+        T->dinv[i] = 1.0 / (1.0 + (double)(RND() % 100) / 100.0);
+    }
+    /* entries were written in solve order; rebuild in row order */
+    int32_t *c2 = malloc(n * 4 * 4);
+    double *v2 = malloc(n * 4 * 8);
+    for (int64_t i = 0; i < n; i++) T->rowptr[i + 1] += T->rowptr[i];
+    int64_t p = 0;
+    for (int64_t r = 0; r < n; r++) {
+        const int64_t i = upper ? n - 1 - r : r;
+        const int64_t len = T->rowptr[i + 1] - T->rowptr[i];
+        memcpy(c2 + T->rowptr[i], T->colind + p, len * 4);
+        memcpy(v2 + T->rowptr[i], T->val + p, len * 8);
+        p += len;
+    }
+    free(T->colind), free(T->val);
+    T->colind = c2;
+    T->val = v2;
+    int64_t *level = calloc(n, 8), nl = 0;
+    for (int64_t r = 0; r < n; r++) {
+        const int64_t i = upper ? n - 1 - r : r;
+        int64_t l = 0;
+        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
+            if (level[T->colind[k]] + 1 > l) l = level[T->colind[k]] + 1;
+        level[i] = l;
+        if (l + 1 > nl) nl = l + 1;
+    }
+    T->nlevels = nl;
+    T->level_ptr = calloc(nl + 1, 8);
+    T->level_rows = malloc(n * 4);
+    for (int64_t i = 0; i < n; i++) T->level_ptr[level[i] + 1]++;
+    for (int64_t l = 0; l < nl; l++) T->level_ptr[l + 1] += T->level_ptr[l];
+    int64_t *fill = malloc((nl + 1) * 8);
+    memcpy(fill, T->level_ptr, (nl + 1) * 8);
+    for (int64_t i = 0; i < n; i++) T->level_rows[fill[level[i]]++] = (int32_t)i;
+    free(fill), free(level);
+#undef RND
+}
+
+static void test_tri_solve(void)
+{
+    const hk_backend *gpu = be_gpu(), *cpu = be_cpu();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu->tri_create);
+    const int64_t n = 12000;
+    for (int upper = 0; upper < 2; upper++)
+        for (int p = 0; p < 2; p++) {
+            hk_trifactor T;
+            make_tri(n, upper, 17 + upper, &T);
+            CU_ASSERT(T.nlevels > 2000); /* the chain is there */
+            void *hg = NULL, *hc = NULL;
+            HK_ASSERT_OK(gpu->tri_create(&T, (hk_precision)p, &hg));
+            HK_ASSERT_OK(cpu->tri_create(&T, (hk_precision)p, &hc));
+            double *hb = rnd(n, 5);
+            hk_vec *gb = mk(gpu, n, (hk_precision)p, hb), *gx = mk(gpu, n, (hk_precision)p, NULL);
+            hk_vec *cb = mk(cpu, n, (hk_precision)p, hb), *cx = mk(cpu, n, (hk_precision)p, NULL);
+            gpu->vec_set(gx, NAN);
+            HK_ASSERT_OK(gpu->tri_solve(hg, gb, gx));
+            HK_ASSERT_OK(cpu->tri_solve(hc, cb, cx));
+            /* same sums in the same order: equal up to contraction of multiply-adds */
+            CU_ASSERT(same_vec(upper ? "upper tri_solve" : "lower tri_solve", gx, cx,
+                               p ? 1e-5 : 1e-12));
+            CU_ASSERT_EQUAL(gpu->tri_solve(hg, gb, gb), HK_ERR_ARG);
+            gpu->tri_destroy(hg);
+            cpu->tri_destroy(hc);
+            hk_vec_destroy(gb), hk_vec_destroy(gx), hk_vec_destroy(cb), hk_vec_destroy(cx);
+            free(hb);
+            free(T.rowptr), free(T.colind), free(T.val), free(T.dinv), free(T.level_ptr),
+                free(T.level_rows);
+        }
+}
+
 /* A matrix larger than the free device memory is refused before anything is allocated, with
  * both sizes and what to do (a fake CSR claiming 2^40 entries; its arrays are never read). */
 static void test_too_large(void)
@@ -630,5 +728,6 @@ HK_DEVICE_SUITE(cuda, {"SpMV of every format, precision and thread count vs host
                 {"reductions repeat bit for bit", test_determinism},
                 {"CUDA graph replay equals direct ops", test_graph_replay},
                 {"cuSPARSE+cuBLAS baseline CG and copy bandwidth", test_baseline_cg},
+                {"level-scheduled triangular solves vs cpu (wide levels, long chains)", test_tri_solve},
                 {"a matrix larger than the free memory is refused with both sizes", test_too_large},
                 {"describe names the device", test_describe})
