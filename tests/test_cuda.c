@@ -458,7 +458,7 @@ static void test_fused_ops(void)
     hk_bcsr K3, K1, Kb;
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K3));
     HK_ASSERT_OK(hk_gen_poisson2d(9, &K1));
-    HK_ASSERT_OK(hk_gen_elasticity3d(23, 23, 23, &Kb)); /* 41k DOFs: capped, grid-stride */
+    HK_ASSERT_OK(hk_gen_elasticity3d(23, 23, 23, &Kb)); /* 41k DOFs, many blocks */
     for (int f = 0; f < HK_FMT_COUNT; f++) {
         fused_case(&K3, (hk_format)f, "");
         fused_case(&K1, (hk_format)f, "format.tpr=4 format.slice=5");
