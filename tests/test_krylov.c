@@ -425,6 +425,12 @@ static void test_options_history_monitor(void)
     CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "gmres"));
     hk_options_destroy(o);
+    /* defect's inner solve is fp32: the fp64-only pipelined methods are refused up front */
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=defect inner.method=pipegmres"));
+    CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "inner.method=pipegmres"));
+    hk_options_destroy(o);
     /* bad values */
     HK_ASSERT_OK(hk_options_create(&o));
     HK_ASSERT_OK(hk_options_parse(o, "backend=cpu maxit=0"));

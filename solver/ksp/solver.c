@@ -141,6 +141,11 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
         HK_TRY(hk_options_get_double(o, "inner.tol", &inner_tol));
         HK_TRY(hk_options_get_int(o, "inner.maxit", &inner_maxit));
         it_type = hk_ksp_type_find(inner_method);
+        HK_TRY_CHECK(it_type != &hk_ksp_pipebicgstab && it_type != &hk_ksp_pipegmres,
+                     HK_ERR_UNSUPPORTED,
+                     "option inner.method=%s: its fused ops run in fp64 and the inner solve of "
+                     "defect is fp32; use bicgstab or gmres (or pipecg, which has an fp32 form)",
+                     inner_method);
         if (!it_type || it_type == &hk_ksp_defect) {
             list_methods(buf, sizeof buf);
             HK_TRY_CHECK(0, HK_ERR_OPTION,
