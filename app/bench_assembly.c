@@ -148,9 +148,12 @@ int hk_bench_assembly(int argc, char **argv)
     const char *types = "tri3,tri6,quad4,quad8,quad9,tet4,tet10,hex8,hex20,hex27";
     int cells = 0, solve = 1;
     for (int i = 1; i < argc; i++) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo);
+        int r = hk_bench_common_option(argc, argv, &i, &bo); /* advances past what it reads */
         if (r < 0) return 2;
-        if (r > 0) continue;
+        if (r > 0) {
+            i--;
+            continue;
+        }
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             asm_usage(stdout);
             return 0;
