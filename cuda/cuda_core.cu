@@ -48,6 +48,9 @@ int hk_cu_init(void)
     HK_CU(cudaMalloc(&hk_cu.part, sizeof(double) * HK_CU_MAXK * HK_CU_MAXB));
     HK_CU(cudaMalloc(&hk_cu.dres, sizeof(double) * HK_CU_MAXK));
     HK_CU(cudaMallocHost(&hk_cu.hres, sizeof(double) * HK_CU_MAXK));
+    hk_cu_vec_init_grids();
+    hk_cu_fused_init_grids();
+    hk_cu_spmv_init_grids();
     hk_cu.ready = 1;
     return 0;
 }

@@ -188,3 +188,11 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
     out.p[1] = S + HK_S_BI_RR;
     return hk_cu_finish(nb, 2, out, HK_FIN_BICG_UPD, S);
 }
+
+/* Occupancy of the reducing kernels, found at start-up and not first inside a graph capture. */
+void hk_cu_fused_init_grids(void)
+{
+    hk_cu_rgrid(1, (const void *)k_pipecg_update);
+    hk_cu_rgrid(1, (const void *)k_bicg_s);
+    hk_cu_rgrid(1, (const void *)k_bicg_update);
+}

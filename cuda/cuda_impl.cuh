@@ -94,6 +94,10 @@ static inline unsigned hk_cu_grid(int64_t n)
  * while it runs) and at most HK_CU_MAXB. Fixed by n, the kernel and the device, so sums
  * repeat. kernel is the __global__ function's address. */
 unsigned hk_cu_rgrid(int64_t n, const void *kernel);
+/* Fill hk_cu_rgrid's cache for every reducing kernel (hk_cu_init). */
+void hk_cu_vec_init_grids(void);
+void hk_cu_fused_init_grids(void);
+void hk_cu_spmv_init_grids(void);
 
 /* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
 enum {

@@ -191,6 +191,12 @@ int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned 
     return 0;
 }
 
+/* Occupancy of the reducing kernel, found at start-up and not first inside a graph capture. */
+void hk_cu_spmv_init_grids(void)
+{
+    hk_cu_rgrid(1, (const void *)k_fuse_reduce);
+}
+
 /* ---- launch ---------------------------------------------------------------------------- */
 
 /* Grid of a format's kernel: one group of tpr lanes per block row, so the fused kernel is

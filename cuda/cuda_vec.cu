@@ -391,3 +391,12 @@ int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
     HK_CU_LAUNCHED();
     return 0;
 }
+
+/* Occupancy of the reducing kernels, found at start-up and not first inside a graph capture. */
+void hk_cu_vec_init_grids(void)
+{
+    hk_cu_rgrid(1, (const void *)k_mdot<double>);
+    hk_cu_rgrid(1, (const void *)k_mdot<float>);
+    hk_cu_rgrid(1, (const void *)k_maxpy_s);
+    hk_cu_rgrid(1, (const void *)k_scale_s_dot);
+}
