@@ -131,6 +131,20 @@ static void test_le1(void)
     hk_case_free(&c);
 }
 
+/* NAFEMS LE10: sigma_yy at D (2, 0, 0.3) = -5.38 MPa within 3 %, tet10. */
+static void test_le10(void)
+{
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/le10/le10.yaml", 0, NULL, &c, &r));
+    int64_t n = nearest_node(&r.mesh, 2, 0, 0.3);
+    double syy = r.fields.stress[6 * n + 1];
+    fprintf(stderr, "\n    le10: sigma_yy at D %.3f MPa (NAFEMS -5.38) ", syy / 1e6);
+    CU_ASSERT(relerr(syy, -5.38e6) < 0.03);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
 /* Cook's membrane: vertical displacement at C (48, 52), mid-point of the loaded edge. */
 static void test_cook(void)
 {
@@ -192,7 +206,7 @@ static int run_cmd(const char *cmd)
 static void test_binary(void)
 {
     const char *tmp = hk_test_tmpdir();
-    char yaml[1024], vtu[1024], out[1024], errf[1024], cmd[4096];
+    char yaml[1024], vtu[1024], out[1024], errf[1024], cmd[8192];
     snprintf(yaml, sizeof yaml, "%s/tiny.yaml", tmp);
     snprintf(vtu, sizeof vtu, "%s/tiny-out.vtu", tmp);
     snprintf(out, sizeof out, "%s/tiny.json", tmp);
@@ -252,6 +266,7 @@ HK_SUITE(e2e,
          {"Lame cylinder bore displacement within 1%", test_lame},
          {"Kirsch stress concentration within 5% of 3", test_kirsch},
          {"NAFEMS LE1 sigma_yy at D within 3% of 92.7 MPa", test_le1},
+         {"NAFEMS LE10 sigma_yy at D within 3% of -5.38 MPa", test_le10},
          {"Cook's membrane displacement at C within 1% of 23.96", test_cook},
 #else
          {"accuracy cases (need Gmsh)", test_no_gmsh},

@@ -1,7 +1,7 @@
 // L-bracket: a 120 x 60 x 10 mm base with two M10 bolt holes, a 60 x 10 x 80 mm upright with
 // a 16 mm pin hole, and a 5 mm fillet in the inner corner.
 // Units: SI (m). Physical groups: volume "bracket"; surfaces "bolts" (both bolt-hole bores,
-// clamped), "top" (the upright's top face, loaded), "pin" (the pin-hole bore), "base_bottom".
+// held sideways), "top" (the upright's top face, loaded), "pin" (the pin-hole bore), "base_bottom".
 SetFactory("OpenCASCADE");
 t = 0.01;     // plate thickness
 w = 0.06;     // width (y)
