@@ -556,6 +556,44 @@ static void test_fsai_closed_form(void)
     free(D);
 }
 
+/* The pattern of G is B_k of the recursion B_{p+1} = Low(B_p Ã), B_0 = I (equation 3.9),
+ * computed here by dense boolean products: its size must equal G's entries (no filtration). */
+static void test_fsai_pattern(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_poisson2d(6, &K));
+    const long n = (long)K.nbrows;
+    double *D = dense_of(&K), r[36], z[36];
+    test_rhs(n, r);
+    for (int k = 1; k <= 3; k++) {
+        char *B = calloc(n * n, 1), *C = calloc(n * n, 1);
+        for (long i = 0; i < n; i++)
+            B[i * n + i] = 1;
+        for (int p = 0; p < k; p++) {
+            for (long i = 0; i < n; i++)
+                for (long c = 0; c <= i; c++) {
+                    char v = 0;
+                    for (long j = 0; j < n && !v; j++)
+                        v = B[i * n + j] && D[j * n + c] != 0;
+                    C[i * n + c] = v;
+                }
+            memcpy(B, C, n * n);
+        }
+        long expect = 0;
+        for (long q = 0; q < n * n; q++)
+            expect += B[q];
+        char opts[100];
+        snprintf(opts, sizeof opts, "pc.fsai.tau=0 pc.fsai.k=%d pc.fsai.delta=0", k);
+        hk_pc *pc = NULL;
+        HK_ASSERT_OK(apply_pc(hk_test_backends()[0], HK_FP64, &K, "fsai", opts, r, z, &pc));
+        CU_ASSERT_EQUAL(hk_pc_fsai_nnz(pc), expect);
+        hk_pc_destroy(pc);
+        free(B), free(C);
+    }
+    free(D);
+    hk_bcsr_free(&K);
+}
+
 /* SAI with the pattern of A (tau = 1): on a block-diagonal matrix the least-squares problems
  * are square and exact, M = A^-1; on a nonsymmetric tridiagonal matrix each column solves
  * min ||A(I,J) m - e_k(I)|| with J = {k-1,k,k+1}, checked here by the normal equations. */
@@ -815,6 +853,7 @@ HK_SUITE(
     {"ic0, ilu0 exact with wide levels (parallel triangular solve)", test_ic0_ilu0_wide_levels},
     {"fsai with the full pattern is the exact inverse", test_fsai_exact},
     {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
+    {"fsai pattern is B_k of the Low(B_p A) recursion", test_fsai_pattern},
     {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},
     {"set-up errors name the row / option", test_errors},
     {"every pc: in place, fp32 vectors, r^T M^-1 r > 0", test_every_pc_in_place},

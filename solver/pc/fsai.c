@@ -95,13 +95,14 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     HK_TRY(hk_csr_from_bcsr(K, &F));
     HK_TRY(hk_csr_check_symmetric(&F, "fsai")); /* A[P,P] is gathered from rows only */
 
-    /* 1. sparsified lower triangle Ã (the symbolic product only walks columns <= i) */
+    /* 1. sparsified Ã, both triangles: row i of B_p Ã reaches columns c <= i through rows j < i
+     * whose entries c may lie above j */
     HK_TRY(hk_csr_alloc(n, n, F.rowptr[n], &At));
     int64_t q = 0;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t kk = F.rowptr[i]; kk < F.rowptr[i + 1]; kk++) {
             const int32_t j = F.colind[kk];
-            if (j == i || (j < i && fabs(F.val[kk]) > tau * sqrt(diag[i] * diag[j]))) {
+            if (j == i || fabs(F.val[kk]) > tau * sqrt(diag[i] * diag[j])) {
                 At.colind[q] = j;
                 At.val[q++] = F.val[kk];
             }
