@@ -119,9 +119,12 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
                 for (int64_t c = 1; c < n2; c++)
                     memmove(Ah + (size_t)c * n1, Ah + (size_t)c * SAI_MAX_ROWS,
                             (size_t)n1 * sizeof *Ah);
-                for (int64_t a = 0; a < n1; a++)
+                int has_k = 0; /* e_k(I) = 0 would give a zero column of M */
+                for (int64_t a = 0; a < n1; a++) {
                     e[a] = rows[a] == k;
-                if (n1 < n2 || hk_dense_qr_ls((int)n1, (int)n2, Ah, e, m) >= 0) kind = 2;
+                    has_k |= rows[a] == k;
+                }
+                if (!has_k || n1 < n2 || hk_dense_qr_ls((int)n1, (int)n2, Ah, e, m) >= 0) kind = 2;
             }
             for (int64_t a = 0; a < n1; a++)
                 loc[rows[a]] = -1;
