@@ -47,8 +47,13 @@ static int bicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
         }
         if (!none) HK_TRY(hk_ksp_pc(k, s, sh));
         HK_TRY(hk_mat_spmv(k->A, sh, As));
-        HK_TRY(be->vec_dot(As, s, &ass));
-        HK_TRY(be->vec_dot(As, As, &asas));
+        {
+            hk_vec *X[2] = {s, As};
+            double g[2];
+            HK_TRY(be->vec_mdot(2, X, As, g)); /* As.s and As.As in one pass */
+            ass = g[0];
+            asas = g[1];
+        }
         if (hk_ksp_bad(ass) || hk_ksp_bad(asas)) {
             hk_ksp_stop(k, it - 1, HK_DIVERGED_NAN);
             break;
@@ -61,11 +66,14 @@ static int bicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
         HK_TRY(be->vec_axpbypcz(x, alpha, ph, omega, sh, 1.0));
         HK_TRY(be->vec_axpbypcz(r, 1.0, s, -omega, As, 0.0));
         if (hk_ksp_check_now(k, it)) {
-            double rr;
-            HK_TRY(be->vec_dot(r, r, &rr));
-            if (hk_ksp_converged(k, it, sqrt(rr), bnorm)) break;
+            hk_vec *X[2] = {r0s, r};
+            double g[2];
+            HK_TRY(be->vec_mdot(2, X, r, g)); /* r.r0* and r.r in one pass */
+            rho_new = g[0];
+            if (hk_ksp_converged(k, it, sqrt(g[1]), bnorm)) break;
+        } else {
+            HK_TRY(be->vec_dot(r, r0s, &rho_new));
         }
-        HK_TRY(be->vec_dot(r, r0s, &rho_new));
         if (hk_ksp_bad(rho_new)) {
             hk_ksp_stop(k, it, HK_DIVERGED_NAN);
             break;

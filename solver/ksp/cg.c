@@ -50,12 +50,20 @@ static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
         HK_TRY(be->vec_axpby(x, alpha, p, 1.0));
         HK_TRY(be->vec_axpby(r, -alpha, Ap, 1.0));
         if (!none) HK_TRY(hk_ksp_pc(k, r, z));
-        HK_TRY(be->vec_dot(r, z, &rz_new));
-        if (hk_ksp_check_now(k, it)) {
-            double rr = rz_new;
-            if (!none) HK_TRY(be->vec_dot(r, r, &rr));
-            if (hk_ksp_converged(k, it, sqrt(fabs(rr)), bnorm)) break;
+        const int check = hk_ksp_check_now(k, it);
+        double rr = 0;
+        if (!none && check) {
+            /* r.z and r.r in one pass and one host read */
+            hk_vec *X[2] = {z, r};
+            double g[2];
+            HK_TRY(be->vec_mdot(2, X, r, g));
+            rz_new = g[0];
+            rr = g[1];
+        } else {
+            HK_TRY(be->vec_dot(r, z, &rz_new));
+            rr = rz_new;
         }
+        if (check && hk_ksp_converged(k, it, sqrt(fabs(rr)), bnorm)) break;
         if (rz_check(k, it, rz_new)) break;
         HK_TRY(be->vec_axpby(p, 1.0, z, rz_new / rz));
         rz = rz_new;
@@ -90,14 +98,14 @@ static int cgcg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
     for (int it = 1;; it++) {
-        /* one reduction phase: r.u, w.u and (with a preconditioner, on checks) r.r */
+        /* one reduction phase: r.u and w.u (plus r.r on checks with a preconditioner) */
         double g[2], rr;
         if (!none) HK_TRY(hk_ksp_pc(k, r, u));
         HK_TRY(hk_mat_spmv(k->A, u, w));
-        hk_vec *X[2] = {u, w};
-        HK_TRY(be->vec_mdot(2, X, r, g)); /* g[0] = u.r, g[1] = w.r */
-        HK_TRY(be->vec_dot(w, u, &delta));
+        hk_vec *X[2] = {r, w};
+        HK_TRY(be->vec_mdot(2, X, u, g)); /* gamma = r.u, delta = w.u: one pass over u */
         gamma = g[0];
+        delta = g[1];
         rr = gamma;
         if (it > 1 && hk_ksp_check_now(k, it - 1)) {
             if (!none) HK_TRY(be->vec_dot(r, r, &rr));
