@@ -17,7 +17,7 @@ extern "C" {
  * CSR (32-bit indices) SpMV through cusparseSpMV (CSR_ALG1), cublasDdot/Daxpy/Dscal with
  * host-pointer scalars, so every dot product waits for the device. Solves K x = b with b = 1,
  * x0 = 0, for exactly iters iterations after a warm-up, and reports the time per iteration
- * and the final ||r|| (the recurrence residual) to cross-check Hooke's CG. */
+ * (median of three runs) and the final ||r|| (the recurrence residual) to cross-check Hooke's CG. */
 typedef struct hk_cuda_cg_timing {
     double ms_per_iter;
     double rnorm;    /* ||r|| after iters iterations */
