@@ -463,6 +463,18 @@ static void test_options_history_monitor(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "cpu"));
     hk_solver_destroy(s);
     hk_options_destroy(o);
+    /* precision=mixed: the preconditioner is fp32, the loop fp64 */
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=bicgstab pc=jacobi precision=mixed "
+                                     "format=csr"));
+    HK_ASSERT_OK(hk_solver_create(&K, o, &s));
+    f = fmemopen(line, sizeof line, "w");
+    hk_solver_describe(s, f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "bicgstab + jacobi fp32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "csr fp64"));
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
     /* help names every method and option */
     char help[8192] = "";
     f = fmemopen(help, sizeof help, "w");
