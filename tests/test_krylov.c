@@ -140,7 +140,8 @@ static void test_nonsymmetric(void)
 {
     static const char *methods[] = {"bicgstab", "pipebicgstab", "gmres", "pipegmres", "fgmres",
                                     "defect inner.method=gmres", "defect inner.method=bicgstab",
-                                    NULL};
+                                    "gmres restart=5", "pipegmres restart=5",
+                                    "fgmres restart=5", NULL};
     static const char *pcs[] = {"none", "jacobi", "bjacobi", "ilu0", NULL};
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_convdiff2d(16, 20.0, &K));
