@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "test_util.h"
 #include "hk_impl.h"
 #ifdef HOOKE_HAVE_CUDA
@@ -731,3 +732,28 @@ HK_DEVICE_SUITE(cuda, {"SpMV of every format, precision and thread count vs host
                 {"level-scheduled triangular solves vs cpu (wide levels, long chains)", test_tri_solve},
                 {"a matrix larger than the free memory is refused with both sizes", test_too_large},
                 {"describe names the device", test_describe})
+
+/* ---- host part (runs everywhere) --------------------------------------------------------- */
+
+/* hooke bench cg end to end on the CPU backend: rows for cg and pipecg, valid JSON fields. */
+static void test_bench_cg_cpu(void)
+{
+    char json[512];
+    snprintf(json, sizeof json, "%s/bench-cg.json", hk_test_tmpdir());
+    char *argv[] = {"cg", "--backend", "cpu", "--nodes", "4,5", "--iters", "6", "--json", json};
+    fflush(stdout);
+    CU_ASSERT_EQUAL(hk_bench_cg(9, argv), 0);
+    FILE *f = fopen(json, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char buf[8192];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    buf[len] = 0;
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"method\": \"pipecg\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"dofs\": 375"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "ms_per_iter"));
+    char *bad[] = {"cg", "--nodes", "x"};
+    CU_ASSERT_EQUAL(hk_bench_cg(3, bad), 2);
+}
+
+HK_SUITE(cuda_host, {"hooke bench cg on the cpu backend, JSON", test_bench_cg_cpu})
