@@ -68,6 +68,8 @@ static int check_problem(const hk_problem *p)
     const hk_mesh *m = p->mesh;
     HK_CHECK(m->dim == 2 || m->dim == 3, HK_ERR_MODEL,
              "the mesh has dimension %d; Hooke assembles 2D and 3D meshes only", m->dim);
+    HK_CHECK(m->nnodes > 0 && m->nnodes < INT32_MAX, HK_ERR_MODEL,
+             "the mesh has %lld nodes; Hooke handles 1 to 2^31 - 2 nodes", (long long)m->nnodes);
     HK_CHECK(m->cells.n > 0, HK_ERR_MODEL,
              "the mesh has no %dD elements; mesh the domain (a physical group of dimension %d)",
              m->dim, m->dim);
@@ -154,17 +156,17 @@ static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *K->rowptr, &K->rowptr));
     /* small meshes: one thread (thread start-up and barriers would dominate) */
     int nthr = nn < 20000 ? 1 : omp_get_max_threads();
-    int64_t *marks = NULL;
+    int32_t *marks = NULL; /* per thread: the row that last saw each node */
     HK_TRY(hk_malloc((size_t)nthr * (size_t)nn * sizeof *marks + 1, &marks));
     for (int pass = 0; pass < 2; pass++) {
 #pragma omp parallel num_threads(nthr)
         {
-            int64_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nn;
+            int32_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nn;
             for (int64_t i = 0; i < nn; i++) mark[i] = -1;
 #pragma omp for schedule(dynamic, 256)
             for (int64_t i = 0; i < nn; i++) {
                 int64_t cnt = 0, base = pass ? K->rowptr[i] : 0;
-                mark[i] = i;
+                mark[i] = (int32_t)i;
                 if (pass) K->colind[base] = (int32_t)i;
                 cnt = 1;
                 for (int64_t c = n2c->ptr[i]; c < n2c->ptr[i + 1]; c++) {
@@ -172,7 +174,7 @@ static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
                     for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++) {
                         int32_t j = m->cells.nodes[k];
                         if (mark[j] == i) continue;
-                        mark[j] = i;
+                        mark[j] = (int32_t)i;
                         if (pass) K->colind[base + cnt] = j;
                         cnt++;
                     }

@@ -1100,6 +1100,38 @@ static void test_rigid_body_detection(void)
     msg = hk_error_message();
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "(free: rotation about x)"));
     tmesh_free(&tm);
+
+    /* a second part (one extra quad) that no support holds */
+    tmesh_make(HK_EL_QUAD4, 2, 0, 5u, 0, &tm);
+    hk_mesh *m = &tm.m;
+    int64_t n0 = m->nnodes, c0 = m->cells.n;
+    m->nnodes += 4;
+    m->coords = realloc(m->coords, 3 * m->nnodes * sizeof *m->coords);
+    const double sq[4][2] = {{5, 0}, {6, 0}, {6, 1}, {5, 1}};
+    for (int a = 0; a < 4; a++) {
+        m->coords[3 * (n0 + a)] = sq[a][0];
+        m->coords[3 * (n0 + a) + 1] = sq[a][1];
+        m->coords[3 * (n0 + a) + 2] = 0;
+    }
+    m->cells.n++;
+    m->cells.type = realloc(m->cells.type, m->cells.n);
+    m->cells.ptr = realloc(m->cells.ptr, (m->cells.n + 1) * sizeof *m->cells.ptr);
+    m->cells.nodes = realloc(m->cells.nodes, 4 * m->cells.n * sizeof *m->cells.nodes);
+    m->cells.tag = realloc(m->cells.tag, m->cells.n * sizeof *m->cells.tag);
+    m->cell_region = realloc(m->cell_region, m->cells.n * sizeof *m->cell_region);
+    m->cells.type[c0] = HK_EL_QUAD4;
+    m->cells.ptr[c0 + 1] = m->cells.ptr[c0] + 4;
+    for (int a = 0; a < 4; a++) m->cells.nodes[m->cells.ptr[c0] + a] = (int32_t)(n0 + a);
+    m->cells.tag[c0] = 77;
+    m->cell_region[c0] = 0;
+    hk_support clamp = {.boundary = 0, .mask = 3};
+    p = tproblem(&tm, HK_PLANE_STRESS);
+    p.nsupports = 1, p.supports = &clamp;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    char want[64];
+    snprintf(want, sizeof want, "of the part containing node %lld", (long long)n0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+    tmesh_free(&tm);
 }
 
 static void test_negative_jacobian(void)
@@ -1172,7 +1204,13 @@ static void test_material_checks(void)
     p.nsupports = 2, p.supports = two;
     CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "make the prescribed values agree"));
-    /* pressure on a point group is refused */
+    /* traction on a point group is refused */
+    p.nsupports = 1, p.supports = &sup;
+    tm.m.boundaries[1].dim = 0;
+    hk_load ld = {.kind = HK_LOAD_TRACTION, .boundary = 1, .value = {1, 0, 0}};
+    p.nloads = 1, p.loads = &ld;
+    CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "boundary 'right' has dimension 0"));
     tmesh_free(&tm);
 }
 
