@@ -153,9 +153,10 @@ static void lattice_pos(const lattice *lt, const int *P, double *x)
 }
 
 /* Fill an hk_elems of elements of type t over an n^dim block of cells, with lattice
- * coordinates mapped by axes (local axis s -> global axis axes[s]) and fixed[] for the rest. */
+ * coordinates mapped by axes (local axis s -> global axis axes[s]) and fixedP[] for the rest.
+ * New lattice points get node ids only when new_nodes (cells); facets reuse them. */
 static void gen_elems(lattice *lt, hk_eltype t, int n, const int *axes, const int *fixedP,
-                      hk_elems *es, int64_t *nextid, int32_t *cellmark)
+                      hk_elems *es, int64_t *nextid, int new_nodes)
 {
     const hk_elref *r = hk_elref_get(t);
     int off[6][HK_EL_MAXN][3];
@@ -181,7 +182,7 @@ static void gen_elems(lattice *lt, hk_eltype t, int n, const int *axes, const in
                 for (int s = 0; s < r->dim; s++) P[axes[s]] = 2 * ci[s] + off[pc][a][s];
                 int64_t li = lat_at(lt, P);
                 if (lt->id[li] < 0) {
-                    if (!cellmark) abort(); /* facets only reuse cell nodes */
+                    if (!new_nodes) abort(); /* facets only reuse the cells' nodes */
                     lt->id[li] = (int32_t)(*nextid)++;
                 }
                 es->nodes[e * r->nnodes + a] = lt->id[li];
@@ -217,7 +218,7 @@ static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointg
     m->dim = lt.d;
     int64_t nid = 0;
     int axes[3] = {0, 1, 2}, fixedP[3] = {0, 0, 0};
-    gen_elems(&lt, t, n, axes, fixedP, &m->cells, &nid, (int32_t *)1);
+    gen_elems(&lt, t, n, axes, fixedP, &m->cells, &nid, 1);
     m->nnodes = nid;
     m->coords = calloc((size_t)nid * 3, sizeof *m->coords);
     for (int64_t i = 0; i < nl; i++) {
@@ -255,7 +256,7 @@ static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointg
         strcpy(g->name, lt.d == 2 ? n2[sd] : n3[sd]);
         g->dim = lt.d - 1;
         g->tag = sd + 1;
-        gen_elems(&lt, facet_type(t), n, fa, fp, &g->elems, &nid, NULL);
+        gen_elems(&lt, facet_type(t), n, fa, fp, &g->elems, &nid, 0);
     }
     int b = tm->nsides;
     if (pointgroups)
@@ -771,10 +772,10 @@ static void sum_force(const hk_system *s, double *F)
     for (int64_t i = 0; i < s->ndof; i++) F[i % s->dim] += s->f_ext[i];
 }
 
-/* Minimal supports that hold a 3D box (3-2-1 on corners) or a 2D plate. */
+/* Supports that hold the model: the whole xmin / left side fixed (the loads stay in f_ext,
+ * which is what the resultant tests read). */
 static void hold(const tmesh *tm, hk_support *sup, int *ns)
 {
-    /* fix the whole xmin side: loads stay in f_ext, which is what these tests read */
     sup[0] = (hk_support){.boundary = 0, .mask = tm->m.dim == 2 ? 3u : 7u};
     *ns = 1;
 }
