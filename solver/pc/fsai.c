@@ -237,8 +237,8 @@ static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         memcpy(G.val + G.rowptr[i], rows_v[i], (size_t)rowlen[i] * sizeof *G.val);
     }
     HK_TRY(hk_csr_transpose(&G, &Gt));
-    HK_TRY(hk_csr_to_mat(pc->be, &G, pc->prec, &d->G));
-    HK_TRY(hk_csr_to_mat(pc->be, &Gt, pc->prec, &d->Gt));
+    HK_TRY(hk_pc_mat_like(pc, A, &G, &d->G));
+    HK_TRY(hk_pc_mat_like(pc, A, &Gt, &d->Gt));
     HK_TRY(hk_vec_create(pc->be, n, pc->prec, &d->t));
     d->nnz = nnz;
 fail:

@@ -247,6 +247,27 @@ int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
     return 0;
 }
 
+/* Format options (slice, sigma) that reproduce A's layout for another matrix. */
+static int format_options_like(const hk_mat *A, hk_options **fo)
+{
+    HK_CALL(hk_options_create(fo));
+    int ierr = 0;
+    char buf[32];
+    if (A && A->host.slice > 0) {
+        snprintf(buf, sizeof buf, "%d", A->host.slice);
+        ierr = hk_options_set(*fo, "format.slice", buf);
+        if (!ierr && A->host.sigma > 0) {
+            snprintf(buf, sizeof buf, "%d", A->host.sigma);
+            ierr = hk_options_set(*fo, "format.sigma", buf);
+        }
+    }
+    if (ierr) {
+        hk_options_destroy(*fo);
+        *fo = NULL;
+    }
+    return ierr;
+}
+
 int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *owned)
 {
     *owned = 0;
@@ -256,22 +277,34 @@ int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *ow
         return 0;
     }
     /* same format and slicing as the solver's operator, in the preconditioner's precision */
-    hk_format fmt = A ? A->fmt : HK_FMT_CSR;
     hk_options *fo = NULL;
-    int ierr = 0;
-    HK_CALL(hk_options_create(&fo));
-    if (A && A->host.slice > 0) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "%d", A->host.slice);
-        HK_TRY(hk_options_set(fo, "format.slice", buf));
-        if (A->host.sigma > 0) {
-            snprintf(buf, sizeof buf, "%d", A->host.sigma);
-            HK_TRY(hk_options_set(fo, "format.sigma", buf));
-        }
-    }
-    HK_TRY(hk_mat_create(pc->be, K, fmt, pc->prec, fo, Aop));
-    *owned = 1;
+    HK_CALL(format_options_like(A, &fo));
+    int ierr = hk_mat_create(pc->be, K, A ? A->fmt : HK_FMT_CSR, pc->prec, fo, Aop);
+    hk_options_destroy(fo);
+    if (!ierr) *owned = 1;
+    return ierr;
+}
+
+int hk_pc_mat_like(hk_pc *pc, const hk_mat *A, const hk_csr *M, hk_mat **out)
+{
+    const hk_format fmt = A ? A->fmt : HK_FMT_CSR;
+    const int block = pc->bs > 1 && (fmt == HK_FMT_BSR || fmt == HK_FMT_BELL ||
+                                     fmt == HK_FMT_SBELL || fmt == HK_FMT_CUSPARSE_BSR);
+    hk_bcsr view = {.bs = 1,
+                    .nbrows = M->n,
+                    .nbcols = M->m,
+                    .rowptr = M->rowptr,
+                    .colind = M->colind,
+                    .val = M->val};
+    hk_bcsr B = {0};
+    hk_options *fo = NULL;
+    int ierr;
+    *out = NULL;
+    HK_CALL(format_options_like(A, &fo));
+    if (block) HK_TRY(hk_bcsr_to_blocks(&view, pc->bs, &B));
+    HK_TRY(hk_mat_create(pc->be, block ? &B : &view, fmt, pc->prec, fo, out));
 fail:
+    hk_bcsr_free(&B);
     hk_options_destroy(fo);
     return ierr;
 }

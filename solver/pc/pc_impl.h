@@ -44,6 +44,11 @@ int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d);
  * new copy of K in A's format (*owned = 1: the caller destroys it). */
 int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *owned);
 
+/* A backend matrix of the scalar CSR M in the format (and slicing) of the solver's operator A
+ * (csr when A is NULL), grouped into pc->bs blocks for a block format: a preconditioner's
+ * matrices then use the same SpMV kernels as the operator. Precision pc->prec. */
+int hk_pc_mat_like(hk_pc *pc, const hk_mat *A, const hk_csr *M, hk_mat **out);
+
 /* A backend vector of n host doubles in precision p. */
 int hk_pc_vec_from_host(const hk_backend_ops *be, int64_t n, hk_precision p, const double *h,
                         hk_vec **v);

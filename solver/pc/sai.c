@@ -156,7 +156,7 @@ static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         goto fail;
     }
     HK_TRY(hk_csr_transpose(&Mt, &M));
-    HK_TRY(hk_csr_to_mat(pc->be, &M, pc->prec, &d->M));
+    HK_TRY(hk_pc_mat_like(pc, A, &M, &d->M));
     d->nnz = M.rowptr[n];
 fail:
     hk_csr_free(&F);
