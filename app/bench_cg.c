@@ -44,20 +44,21 @@ static int rows_add(cg_rows *R, cg_row row)
 
 static void cg_usage(FILE *f)
 {
-    fprintf(f, "usage: hooke bench cg [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-               "                      [--nodes N[,N...]] [--iters N] [--check-every K] [--json F]\n\n"
-               "Per-iteration time of cg and pipecg (pc=none, fixed iterations) on 3D hex8\n"
-               "elasticity with N^3 nodes (default N = 20 for small, 20 and 70 otherwise: 24k and\n"
-               "1M DOFs), next to the classical cuSPARSE+cuBLAS CG and the CPU backend, plus\n"
-               "pipelined CG with and without CUDA-graph replay and the SBELL SpMV per thread\n"
-               "count per block row. --iters (default 200) iterations per solve; --check-every\n"
-               "(default 10) iterations between host reads of the residual in the graph runs.\n");
+    fprintf(f,
+            "usage: hooke bench cg [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+            "                      [--nodes N[,N...]] [--iters N] [--check-every K] [--json F]\n\n"
+            "Per-iteration time of cg and pipecg (pc=none, fixed iterations) on 3D hex8\n"
+            "elasticity with N^3 nodes (default N = 20 for small, 20 and 70 otherwise: 24k and\n"
+            "1M DOFs), next to the classical cuSPARSE+cuBLAS CG and the CPU backend, plus\n"
+            "pipelined CG with and without CUDA-graph replay and the SBELL SpMV per thread\n"
+            "count per block row. --iters (default 200) iterations per solve; --check-every\n"
+            "(default 10) iterations between host reads of the residual in the graph runs.\n");
 }
 
 /* Solves through the public API: time per iteration (solve_seconds / iterations). */
 static int time_solver(const hk_bcsr *K, const char *backend, const char *method,
-                       const char *format, const char *extra, int iters, const double *b,
-                       double *x, int warm, double *ms, double *rnorm)
+                       const char *format, const char *extra, int iters, const double *b, double *x,
+                       int warm, double *ms, double *rnorm)
 {
     int ierr;
     hk_options *o = NULL;
@@ -100,7 +101,8 @@ static int pipecg_ops(const hk_backend_ops *be, hk_mat *A, const double *b, int 
     hk_vec *v[4] = {NULL, NULL, NULL, NULL};
     double *S = NULL, h[HK_S_PIPECG_COUNT];
     void *g = NULL;
-    for (int j = 0; j < 4; j++) HK_TRY(hk_vec_create(be, A->nrows, HK_FP64, &v[j]));
+    for (int j = 0; j < 4; j++)
+        HK_TRY(hk_vec_create(be, A->nrows, HK_FP64, &v[j]));
     hk_vec *x = v[0], *r = v[1], *p = v[2], *Ap = v[3];
     HK_TRY(be->scal_alloc(&S, HK_S_MAX));
     HK_TRY(be->vec_set(x, 0.0));
@@ -138,7 +140,8 @@ static int pipecg_ops(const hk_backend_ops *be, hk_mat *A, const double *b, int 
 fail:
     if (g) be->graph_free(g);
     if (S) be->scal_free(S);
-    for (int j = 0; j < 4; j++) hk_vec_destroy(v[j]);
+    for (int j = 0; j < 4; j++)
+        hk_vec_destroy(v[j]);
     return ierr;
 }
 
@@ -219,8 +222,10 @@ int hk_bench_cg(int argc, char **argv)
             check_every = atoi(argv[i + 1]);
             i += 2;
         } else {
-            fprintf(stderr, "hooke bench cg: unknown or incomplete option '%s' (hooke bench cg "
-                            "--help)\n", a);
+            fprintf(stderr,
+                    "hooke bench cg: unknown or incomplete option '%s' (hooke bench cg "
+                    "--help)\n",
+                    a);
             return 2;
         }
     }
@@ -232,8 +237,10 @@ int hk_bench_cg(int argc, char **argv)
     if (node_list) {
         nn = parse_nodes(node_list, nodes, 8);
         if (nn <= 0) {
-            fprintf(stderr, "hooke bench cg: --nodes %s is not a list of node counts 2..200 "
-                            "(e.g. 20,70)\n", node_list);
+            fprintf(stderr,
+                    "hooke bench cg: --nodes %s is not a list of node counts 2..200 "
+                    "(e.g. 20,70)\n",
+                    node_list);
             return 2;
         }
     } else {
@@ -286,9 +293,10 @@ int hk_bench_cg(int argc, char **argv)
             hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of host memory");
             goto error;
         }
-        for (int64_t i = 0; i < n; i++) b[i] = 1.0;
-        fprintf(stderr, "hooke bench cg: %d^3 nodes, %lld DOFs, %lld nonzeros\n", N,
-                (long long)n, (long long)K.rowptr[K.nbrows] * K.bs * K.bs);
+        for (int64_t i = 0; i < n; i++)
+            b[i] = 1.0;
+        fprintf(stderr, "hooke bench cg: %d^3 nodes, %lld DOFs, %lld nonzeros\n", N, (long long)n,
+                (long long)K.rowptr[K.nbrows] * K.bs * K.bs);
         double base = NAN;
         int err = 0;
 #ifdef HOOKE_HAVE_CUDA
@@ -307,8 +315,8 @@ int hk_bench_cg(int argc, char **argv)
                     double ms, rn;
                     err = time_solver(&K, "cuda", meth[m], fmts[f], "", iters, b, x, 1, &ms, &rn);
                     if (!err)
-                        err = rows_add(&R, (cg_row){N, n, "cuda", meth[m], fmts[f], ms, rn,
-                                                    base / ms});
+                        err = rows_add(&R,
+                                       (cg_row){N, n, "cuda", meth[m], fmts[f], ms, rn, base / ms});
                 }
             /* the solver reading its residual every check_every iterations, not every one */
             if (!err) {
@@ -318,7 +326,8 @@ int hk_bench_cg(int argc, char **argv)
                 snprintf(extra, sizeof extra, "check_every=%d", check_every);
                 double ms, rn;
                 err = time_solver(&K, "cuda", "pipecg", "sbell", extra, iters, b, x, 1, &ms, &rn);
-                if (!err) err = rows_add(&R, (cg_row){N, n, "cuda", label, "sbell", ms, rn, base / ms});
+                if (!err)
+                    err = rows_add(&R, (cg_row){N, n, "cuda", label, "sbell", ms, rn, base / ms});
             }
             /* pipelined CG through the ops: direct vs graph replay */
             if (!err) {
@@ -345,8 +354,7 @@ int hk_bench_cg(int argc, char **argv)
         for (int m = 0; m < 2 && !err; m++) {
             double ms, rn;
             err = time_solver(&K, "cpu", cmeth[m], "csr", "", iters, b, x, 0, &ms, &rn);
-            if (!err)
-                err = rows_add(&R, (cg_row){N, n, "cpu", cmeth[m], "csr", ms, rn, base / ms});
+            if (!err) err = rows_add(&R, (cg_row){N, n, "cpu", cmeth[m], "csr", ms, rn, base / ms});
         }
         free(b), free(x);
         hk_bcsr_free(&K);
@@ -354,7 +362,8 @@ int hk_bench_cg(int argc, char **argv)
     }
 
     printf("| DOFs | backend | method | format | ms/iteration | baseline / this | ||r|| after "
-           "%d |\n|---:|---|---|---|---:|---:|---:|\n", iters);
+           "%d |\n|---:|---|---|---|---:|---:|---:|\n",
+           iters);
     for (int i = 0; i < R.n; i++) {
         cg_row *r = &R.r[i];
         char ratio[32] = "-";
@@ -399,8 +408,7 @@ int hk_bench_cg(int argc, char **argv)
                 snprintf(t, sizeof t, "%d", tr[i].tpr);
             else
                 snprintf(t, sizeof t, "auto");
-            printf("| %d^3 | %s | %.2f | %.2fx |\n", tr[i].nodes, t, tr[i].us,
-                   us_auto / tr[i].us);
+            printf("| %d^3 | %s | %.2f | %.2fx |\n", tr[i].nodes, t, tr[i].us, us_auto / tr[i].us);
         }
     }
 

@@ -75,7 +75,8 @@ static int bl_reset(bl_state *s, double *rr)
 {
     double *ones = (double *)malloc((size_t)s->n * sizeof(double));
     HK_CHECK(ones, HK_ERR_MEMORY, "baseline CG: out of host memory");
-    for (int i = 0; i < s->n; i++) ones[i] = 1.0;
+    for (int i = 0; i < s->n; i++)
+        ones[i] = 1.0;
     cudaError_t e = cudaMemcpy(s->r, ones, (size_t)s->n * 8, cudaMemcpyHostToDevice);
     free(ones);
     if (e != cudaSuccess) return hk_cu_fail(e, "cudaMemcpy (baseline b)", __FILE__, __LINE__);
@@ -117,33 +118,46 @@ static int bl_run(const hk_bcsr *K, int iters, hk_cuda_cg_timing *t, bl_state *s
     HK_CU_BLAS(cublasCreate(&s->bl));
     HK_CU_SPARSE(cusparseCreate(&s->sp));
     HK_CU_SPARSE(cusparseCreateCsr(&s->A, s->n, s->n, s->nnz, s->rp, s->ci, s->v,
-                                   CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                                   CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+                                   CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                   CUDA_R_64F));
     HK_CU_SPARSE(cusparseCreateDnVec(&s->dp, s->n, s->p, CUDA_R_64F));
     HK_CU_SPARSE(cusparseCreateDnVec(&s->dq, s->n, s->q, CUDA_R_64F));
     const double one = 1.0, zero = 0.0;
     size_t bsz = 0;
-    HK_CU_SPARSE(cusparseSpMV_bufferSize(s->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, s->A,
-                                         s->dp, &zero, s->dq, CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG1,
-                                         &bsz));
+    HK_CU_SPARSE(cusparseSpMV_bufferSize(s->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, s->A, s->dp,
+                                         &zero, s->dq, CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG1, &bsz));
     HK_CU(cudaMalloc(&s->buf, bsz ? bsz : 256));
     double rr;
     /* warm-up: library start-up and first-touch stay out of the figures */
     HK_CALL(bl_reset(s, &rr));
-    for (int i = 0; i < 5; i++) HK_CALL(bl_iter(s, &rr));
+    for (int i = 0; i < 5; i++)
+        HK_CALL(bl_iter(s, &rr));
     /* median of three timed runs from the same start */
     double ms3[3];
     for (int rep = 0; rep < 3; rep++) {
         HK_CALL(bl_reset(s, &rr));
         HK_CU(cudaDeviceSynchronize());
         double t0 = hk_time();
-        for (int i = 0; i < iters; i++) HK_CALL(bl_iter(s, &rr));
+        for (int i = 0; i < iters; i++)
+            HK_CALL(bl_iter(s, &rr));
         HK_CU(cudaDeviceSynchronize());
         ms3[rep] = (hk_time() - t0) * 1e3 / (iters > 0 ? iters : 1);
     }
-    if (ms3[0] > ms3[1]) { double z = ms3[0]; ms3[0] = ms3[1]; ms3[1] = z; }
-    if (ms3[1] > ms3[2]) { double z = ms3[1]; ms3[1] = ms3[2]; ms3[2] = z; }
-    if (ms3[0] > ms3[1]) { double z = ms3[0]; ms3[0] = ms3[1]; ms3[1] = z; }
+    if (ms3[0] > ms3[1]) {
+        double z = ms3[0];
+        ms3[0] = ms3[1];
+        ms3[1] = z;
+    }
+    if (ms3[1] > ms3[2]) {
+        double z = ms3[1];
+        ms3[1] = ms3[2];
+        ms3[2] = z;
+    }
+    if (ms3[0] > ms3[1]) {
+        double z = ms3[0];
+        ms3[0] = ms3[1];
+        ms3[1] = z;
+    }
     t->ms_per_iter = ms3[1];
     t->rnorm = sqrt(rr);
     t->iterations = iters;
@@ -154,8 +168,8 @@ static int bl_run(const hk_bcsr *K, int iters, hk_cuda_cg_timing *t, bl_state *s
     const int reps = 50;
     HK_CU(cudaEventRecord(e0, 0));
     for (int i = 0; i < reps; i++)
-        HK_CU_SPARSE(cusparseSpMV(s->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, s->A, s->dp,
-                                  &zero, s->dq, CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG1, s->buf));
+        HK_CU_SPARSE(cusparseSpMV(s->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, s->A, s->dp, &zero,
+                                  s->dq, CUDA_R_64F, CUSPARSE_SPMV_CSR_ALG1, s->buf));
     HK_CU(cudaEventRecord(e1, 0));
     HK_CU(cudaEventSynchronize(e1));
     float ms = 0;

@@ -24,8 +24,8 @@ int hk_cu_fail_sparse(cusparseStatus_t s, const char *what, const char *file, in
 
 int hk_cu_fail_blas(cublasStatus_t s, const char *what, const char *file, int line)
 {
-    return hk_error_set(HK_ERR_DEVICE, file, line, "cuBLAS error %s in %s",
-                        cublasGetStatusName(s), what);
+    return hk_error_set(HK_ERR_DEVICE, file, line, "cuBLAS error %s in %s", cublasGetStatusName(s),
+                        what);
 }
 
 int hk_cu_init(void)
@@ -90,12 +90,13 @@ static void cuda_describe(FILE *f)
     cudaMemGetInfo(&fr, &tot);
     cudaGetLastError();
     static const int archs[] = {__CUDA_ARCH_LIST__};
-    fprintf(f, "backend cuda: %s, compute capability %d.%d, %d SMs, %.1f GB (%.1f GB free), L2 %d MB\n",
-            p.name, p.major, p.minor, p.multiProcessorCount, tot / 1e9, fr / 1e9,
-            p.l2CacheSize >> 20);
-    fprintf(f, "  driver %d.%d, runtime %d.%d, cuSPARSE %d.%d, cuBLAS %d.%d; built with CUDA %d.%d for",
-            drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, spv, spm, blv, blm,
-            CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+    fprintf(
+        f, "backend cuda: %s, compute capability %d.%d, %d SMs, %.1f GB (%.1f GB free), L2 %d MB\n",
+        p.name, p.major, p.minor, p.multiProcessorCount, tot / 1e9, fr / 1e9, p.l2CacheSize >> 20);
+    fprintf(
+        f, "  driver %d.%d, runtime %d.%d, cuSPARSE %d.%d, cuBLAS %d.%d; built with CUDA %d.%d for",
+        drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, spv, spm, blv, blm,
+        CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (archs[i]) fprintf(f, " sm_%d", archs[i] / 10);
     fprintf(f, "\n  kernels: csr bsr ell sell bell sbell (fp64/fp32, 1-32 threads per block row), "
@@ -238,13 +239,16 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int j = 0; j < k; j++) {
         double s = 0;
-        for (unsigned b = threadIdx.x; b < nb; b += HK_CU_BLOCK) s += part[(size_t)j * nb + b];
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+        for (unsigned b = threadIdx.x; b < nb; b += HK_CU_BLOCK)
+            s += part[(size_t)j * nb + b];
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_down_sync(0xffffffffu, s, o);
         if (lane == 0) sh[warp] = s;
         __syncthreads();
         if (warp == 0) {
             s = lane < HK_CU_BLOCK / 32 ? sh[lane] : 0.0;
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_down_sync(0xffffffffu, s, o);
             if (lane == 0) *out.p[j] = s;
         }
         __syncthreads();
@@ -278,7 +282,8 @@ int hk_cu_finish(unsigned nb, int k, const hk_cu_outs &out, int mode, double *S)
 int hk_cu_finish_host(unsigned nb, int k, double *r)
 {
     hk_cu_outs out;
-    for (int j = 0; j < k; j++) out.p[j] = hk_cu.dres + j;
+    for (int j = 0; j < k; j++)
+        out.p[j] = hk_cu.dres + j;
     HK_CALL(hk_cu_finish(nb, k, out, HK_FIN_PLAIN, NULL));
     HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, (size_t)k * sizeof(double),
                           cudaMemcpyDeviceToHost, hk_cu.stream));

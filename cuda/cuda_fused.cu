@@ -9,8 +9,10 @@
     HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \
              "cuda backend: the pipelined Krylov fused ops run their vectors in fp64")
 #define LEN(a, b)                                                                                  \
-    HK_CHECK((a)->n == (b)->n, HK_ERR_ARG, "cuda backend: fused op on vectors of lengths %lld "   \
-             "and %lld", (long long)(a)->n, (long long)(b)->n)
+    HK_CHECK((a)->n == (b)->n, HK_ERR_ARG,                                                         \
+             "cuda backend: fused op on vectors of lengths %lld "                                  \
+             "and %lld",                                                                           \
+             (long long)(a)->n, (long long)(b)->n)
 #define D(v) ((double *)(v)->data)
 #define CD(v) ((const double *)(v)->data)
 
@@ -76,7 +78,7 @@ int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, 
     f.k = 2;
     f.w[0] = CD(p); /* p.Ap */
     f.d[0] = NULL;
-    f.w[1] = NULL;  /* Ap.(dinv.*Ap) */
+    f.w[1] = NULL; /* Ap.(dinv.*Ap) */
     f.d[1] = dinv ? CD(dinv) : NULL;
     f.w[2] = f.w[3] = f.d[2] = f.d[3] = NULL;
     unsigned nb;
@@ -88,11 +90,10 @@ int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, 
     return hk_cu_finish_part(part, nb, 2, out, HK_FIN_PLAIN, NULL);
 }
 
-int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
-                    double *S, const int *slot)
+int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
+                    const int *slot)
 {
-    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)",
-             k);
+    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)", k);
     hk_cu_fuse f;
     f.k = k;
     for (int j = 0; j < 4; j++) {
@@ -109,7 +110,8 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
     HK_CALL(hk_cu_mat_spmv_fused(A, x, y, f, &nb, &part));
     if (!k) return 0;
     hk_cu_outs out;
-    for (int j = 0; j < k; j++) out.p[j] = S + slot[j];
+    for (int j = 0; j < k; j++)
+        out.p[j] = S + slot[j];
     return hk_cu_finish_part(part, nb, k, out, HK_FIN_PLAIN, NULL);
 }
 
@@ -147,11 +149,9 @@ int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S)
 /* Pipelined BiCGStab lines 13-20 (right preconditioned), partials of r.r0s and r.r. No
  * __restrict__: without a preconditioner phat is p and shat is s. */
 __global__ void __launch_bounds__(HK_CU_BLOCK)
-    k_bicg_update(int64_t n, double *x, double *r,
-                  double *p, const double *phat,
-                  const double *s, const double *shat,
-                  const double *As, const double *Ap,
-                  const double *r0s, const double *S, double *part)
+    k_bicg_update(int64_t n, double *x, double *r, double *p, const double *phat, const double *s,
+                  const double *shat, const double *As, const double *Ap, const double *r0s,
+                  const double *S, double *part)
 {
     const double alpha = S[HK_S_BI_ALPHA];
     const double omega = S[HK_S_BI_ASAS] != 0.0 ? S[HK_S_BI_ASS] / S[HK_S_BI_ASAS] : 0.0;
@@ -170,8 +170,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
 }
 
 int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
-                          const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
-                          const hk_vec *r0s, double *S)
+                          const hk_vec *shat, const hk_vec *As, const hk_vec *Ap, const hk_vec *r0s,
+                          double *S)
 {
     const hk_vec *all[] = {x, r, p, phat, s, shat, As, Ap, r0s};
     for (int j = 0; j < 9; j++) {
@@ -179,9 +179,8 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
         LEN(all[j], x);
     }
     const unsigned nb = hk_cu_rgrid(x->n, (const void *)k_bicg_update);
-    k_bicg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, D(x), D(r), D(p), CD(phat), CD(s),
-                                                        CD(shat), CD(As), CD(Ap), CD(r0s), S,
-                                                        hk_cu.part);
+    k_bicg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        x->n, D(x), D(r), D(p), CD(phat), CD(s), CD(shat), CD(As), CD(Ap), CD(r0s), S, hk_cu.part);
     HK_CU_LAUNCHED();
     hk_cu_outs out;
     out.p[0] = S + HK_S_BI_RR0;

@@ -3,11 +3,11 @@
 // two-stage reduction used by every kernel that returns a sum.
 //
 // Reductions: stage 1 is the kernel itself, with a fixed grid (one wave of resident blocks,
-// at most HK_CU_MAXB blocks of HK_CU_BLOCK threads, grid-stride loops): each thread sums its indices in order, the block
-// reduces with warp shuffles then one warp, and writes one partial per value to hk_cu.part.
-// Stage 2 (hk_cu_finish) is one block that sums the partials in a fixed order and writes each
-// result to its destination in device memory. No atomics on values: the same inputs give the
-// same digits on every run.
+// at most HK_CU_MAXB blocks of HK_CU_BLOCK threads, grid-stride loops): each thread sums its
+// indices in order, the block reduces with warp shuffles then one warp, and writes one partial per
+// value to hk_cu.part. Stage 2 (hk_cu_finish) is one block that sums the partials in a fixed order
+// and writes each result to its destination in device memory. No atomics on values: the same inputs
+// give the same digits on every run.
 #ifndef HOOKE_CUDA_IMPL_CUH
 #define HOOKE_CUDA_IMPL_CUH
 
@@ -28,11 +28,11 @@ struct hk_cuda_ctx {
     int ready;
     int device;
     int nsm;
-    cudaStream_t stream;   /* every op runs on this stream, in order */
-    cusparseHandle_t sp;   /* bound to stream */
-    double *part;          /* HK_CU_MAXK * HK_CU_MAXB partial sums */
-    double *dres;          /* HK_CU_MAXK results of host-returning reductions */
-    double *hres;          /* pinned host copy of dres */
+    cudaStream_t stream; /* every op runs on this stream, in order */
+    cusparseHandle_t sp; /* bound to stream */
+    double *part;        /* HK_CU_MAXK * HK_CU_MAXB partial sums */
+    double *dres;        /* HK_CU_MAXK results of host-returning reductions */
+    double *hres;        /* pinned host copy of dres */
 };
 extern struct hk_cuda_ctx hk_cu;
 
@@ -102,9 +102,9 @@ void hk_cu_spmv_init_grids(void);
 /* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
 enum {
     HK_FIN_PLAIN = 0,
-    HK_FIN_PIPECG,   /* S[ALPHA], S[BETA] from the old S[RZ], S[PAP], S[APZ] */
-    HK_FIN_BICG_S,   /* S[BI_ALPHA] = S[BI_RR0]/S[BI_APR0] */
-    HK_FIN_BICG_UPD  /* S[BI_OMEGA], S[BI_BETA] */
+    HK_FIN_PIPECG,  /* S[ALPHA], S[BETA] from the old S[RZ], S[PAP], S[APZ] */
+    HK_FIN_BICG_S,  /* S[BI_ALPHA] = S[BI_RR0]/S[BI_APR0] */
+    HK_FIN_BICG_UPD /* S[BI_OMEGA], S[BI_BETA] */
 };
 struct hk_cu_outs {
     double *p[HK_CU_MAXK];
@@ -129,7 +129,8 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
         if (j < k) {
             double s = v[j];
 #pragma unroll
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_down_sync(0xffffffffu, s, o);
             if (lane == 0) sh[j][warp] = s;
         }
     }
@@ -140,7 +141,8 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
             if (j < k) {
                 double s = lane < HK_CU_BLOCK / 32 ? sh[j][lane] : 0.0;
 #pragma unroll
-                for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+                for (int o = 16; o > 0; o >>= 1)
+                    s += __shfl_down_sync(0xffffffffu, s, o);
                 if (lane == 0) part[(size_t)j * gridDim.x + blockIdx.x] = s;
             }
         }
@@ -163,8 +165,8 @@ int hk_cu_mat_upload(hk_mat *A);
 void hk_cu_mat_release(hk_mat *A);
 int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 /* y = A x (fp64) with the k fused values of f reduced: *nb partials per value in *part. */
-int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f,
-                         unsigned *nb, const double **part);
+int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f, unsigned *nb,
+                         const double **part);
 
 /* Vector ops (cuda_vec.cu). */
 int hk_cu_vec_set(hk_vec *x, double a);
@@ -183,12 +185,12 @@ int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
                         double *S);
 int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S);
-int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
-                    double *S, const int *slot);
+int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
+                    const int *slot);
 int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
 int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
-                          const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
-                          const hk_vec *r0s, double *S);
+                          const hk_vec *shat, const hk_vec *As, const hk_vec *Ap, const hk_vec *r0s,
+                          double *S);
 int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);

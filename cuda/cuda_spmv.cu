@@ -26,10 +26,10 @@ struct hk_cu_mat {
     int64_t S;       /* slice height (sliced family) */
     int64_t *rowptr; /* row-pointer family */
     int32_t *colind;
-    void *val;       /* fp64 or fp32 by A->prec */
-    int64_t *sptr;   /* sliced family: slice starts (in block slots) */
+    void *val;     /* fp64 or fp32 by A->prec */
+    int64_t *sptr; /* sliced family: slice starts (in block slots) */
     int32_t *swidth;
-    int32_t *perm;   /* SELL/SBELL: perm[new] = old; NULL for ELL/BELL */
+    int32_t *perm; /* SELL/SBELL: perm[new] = old; NULL for ELL/BELL */
     /* cuSPARSE */
     int32_t *rowptr32;
     cusparseSpMatDescr_t sp;
@@ -61,7 +61,8 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
 {
     for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
-        for (int r = 0; r < BS; r++) acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
+        for (int r = 0; r < BS; r++)
+            acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
     if (active && lane == 0) {
 #pragma unroll
         for (int r = 0; r < BS; r++) {
@@ -103,7 +104,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     {
         double acc[BS];
 #pragma unroll
-        for (int r = 0; r < BS; r++) acc[r] = 0;
+        for (int r = 0; r < BS; r++)
+            acc[r] = 0;
         const bool active = g < nbrows;
         if (active) {
             const int64_t end = rowptr[g + 1];
@@ -114,7 +116,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
                 for (int cc = 0; cc < BS; cc++) {
                     const double xc = x[c * BS + cc];
 #pragma unroll
-                    for (int r = 0; r < BS; r++) acc[r] += (double)v[r * BS + cc] * xc;
+                    for (int r = 0; r < BS; r++)
+                        acc[r] += (double)v[r * BS + cc] * xc;
                 }
             }
         }
@@ -135,7 +138,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     {
         double acc[BS];
 #pragma unroll
-        for (int r = 0; r < BS; r++) acc[r] = 0;
+        for (int r = 0; r < BS; r++)
+            acc[r] = 0;
         const bool active = g < nbrows;
         int64_t row = g;
         if (active) {
@@ -274,8 +278,8 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     return launch<float, false>(A, x->data, y->data, f, NULL);
 }
 
-int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f,
-                         unsigned *nb, const double **part)
+int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f, unsigned *nb,
+                         const double **part)
 {
     HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not uploaded");
     HK_CHECK(A->prec == HK_FP64 && x->prec == HK_FP64 && y->prec == HK_FP64, HK_ERR_ARG,
@@ -306,11 +310,13 @@ static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row)
     int tpr = 1;
     if (fmt == HK_FMT_CSR) {
         /* scalar rows: about four entries per lane */
-        while (tpr < 32 && tpr * 4 <= per_row) tpr *= 2;
+        while (tpr < 32 && tpr * 4 <= per_row)
+            tpr *= 2;
         return tpr;
     }
     const int64_t target = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024;
-    while (tpr < 8 && nbrows * tpr < target && tpr * 2 <= per_row) tpr *= 2;
+    while (tpr < 8 && nbrows * tpr < target && tpr * 2 <= per_row)
+        tpr *= 2;
     return tpr;
 }
 
@@ -326,10 +332,12 @@ static int upload_array(void **d, const void *h, size_t n, size_t elem, int to_f
         float *tmp;
         HK_CALL(hk_malloc(bytes, &tmp));
         const double *src = (const double *)h;
-        for (size_t i = 0; i < n; i++) tmp[i] = (float)src[i];
+        for (size_t i = 0; i < n; i++)
+            tmp[i] = (float)src[i];
         cudaError_t e = cudaMemcpy(*d, tmp, bytes, cudaMemcpyHostToDevice);
         free(tmp);
-        if (e != cudaSuccess) return hk_cu_fail(e, "cudaMemcpy (matrix values)", __FILE__, __LINE__);
+        if (e != cudaSuccess)
+            return hk_cu_fail(e, "cudaMemcpy (matrix values)", __FILE__, __LINE__);
     } else {
         HK_CU(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
     }
@@ -361,11 +369,10 @@ int hk_cu_mat_upload(hk_mat *A)
     const hk_format fmt = A->fmt;
     HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "cuda backend: unknown format %d",
              (int)fmt);
-    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL ||
-                       fmt == HK_FMT_CUSPARSE_CSR;
+    const int scalar =
+        fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL || fmt == HK_FMT_CUSPARSE_CSR;
     const int bs = scalar ? 1 : F->bs;
-    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "cuda backend: block size %d (must be 1, 2 or 3)",
-             bs);
+    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "cuda backend: block size %d (must be 1, 2 or 3)", bs);
     const int64_t nbrows = F->nrows / bs;
     const int to_float = A->prec == HK_FP32;
     const size_t vsz = to_float ? 4 : 8;
@@ -418,8 +425,7 @@ int hk_cu_mat_upload(hk_mat *A)
         HK_TRY(upload_array((void **)&m->swidth, F->slice_width, (size_t)F->nslices, 4, 0));
         if (F->perm) HK_TRY(upload_array((void **)&m->perm, F->perm, (size_t)nbrows, 4, 0));
         m->S = F->slice;
-        HK_TRY_CHECK(m->S >= 1, HK_ERR_ARG, "cuda backend: slice height %lld",
-                     (long long)m->S);
+        HK_TRY_CHECK(m->S >= 1, HK_ERR_ARG, "cuda backend: slice height %lld", (long long)m->S);
     }
     m->tpr = A->tpr > 0 ? A->tpr : auto_tpr(fmt, nbrows, nbrows ? (double)nslots / nbrows : 0);
     HK_TRY_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
@@ -433,7 +439,8 @@ int hk_cu_mat_upload(hk_mat *A)
         /* 32-bit row pointers, as a user of cuSPARSE would pass them */
         int32_t *rp32;
         HK_TRY(hk_malloc((size_t)(nbrows + 1) * 4, &rp32));
-        for (int64_t i = 0; i <= nbrows; i++) rp32[i] = (int32_t)F->rowptr[i];
+        for (int64_t i = 0; i <= nbrows; i++)
+            rp32[i] = (int32_t)F->rowptr[i];
         ierr = upload_array((void **)&m->rowptr32, rp32, (size_t)nbrows + 1, 4, 0);
         free(rp32);
         if (ierr) goto fail;

@@ -37,7 +37,8 @@ __device__ __forceinline__ void tri_row(int32_t i, const int64_t *rowptr, const 
 {
     double s = b[i];
     const int64_t end = rowptr[i + 1];
-    for (int64_t k = rowptr[i]; k < end; k++) s -= (double)val[k] * (double)x[col[k]];
+    for (int64_t k = rowptr[i]; k < end; k++)
+        s -= (double)val[k] * (double)x[col[k]];
     x[i] = (T)(s * (double)dinv[i]);
 }
 
@@ -51,8 +52,8 @@ __global__ void k_tri_level(int64_t q0, int64_t q1, const int32_t *rows, const i
 
 template <typename T>
 __global__ void k_tri_block(int64_t l0, int64_t l1, const int64_t *level_ptr, const int32_t *rows,
-                            const int64_t *rowptr, const int32_t *col, const T *val,
-                            const T *dinv, const T *b, T *x)
+                            const int64_t *rowptr, const int32_t *col, const T *val, const T *dinv,
+                            const T *b, T *x)
 {
     for (int64_t l = l0; l < l1; l++) {
         const int64_t e = level_ptr[l + 1];
@@ -104,9 +105,11 @@ static int tri_create(const hk_trifactor *T, hk_precision p, void **handle)
     } else {
         HK_TRY(hk_malloc((size_t)(nnz > n ? nnz : n) * es + 16, &tmp));
         float *f = (float *)tmp;
-        for (int64_t k = 0; k < nnz; k++) f[k] = (float)T->val[k];
+        for (int64_t k = 0; k < nnz; k++)
+            f[k] = (float)T->val[k];
         HK_TRY(put(&t->val, f, (size_t)nnz * es));
-        for (int64_t i = 0; i < n; i++) f[i] = (float)T->dinv[i];
+        for (int64_t i = 0; i < n; i++)
+            f[i] = (float)T->dinv[i];
         HK_TRY(put(&t->dinv, f, (size_t)n * es));
     }
     HK_TRY(hk_malloc((size_t)(nl + 1) * 8, &t->hlevel_ptr));
@@ -139,14 +142,14 @@ template <typename T> static void tri_launch(const cu_tri *t, const T *b, T *x)
         const tri_seg *s = &t->seg[g];
         if (s->block) {
             k_tri_block<T><<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-                s->l0, s->l1, t->level_ptr, t->level_rows, t->rowptr, t->colind,
-                (const T *)t->val, (const T *)t->dinv, b, x);
+                s->l0, s->l1, t->level_ptr, t->level_rows, t->rowptr, t->colind, (const T *)t->val,
+                (const T *)t->dinv, b, x);
         } else {
             const int64_t q0 = t->hlevel_ptr[s->l0], q1 = t->hlevel_ptr[s->l0 + 1];
             const unsigned grid = (unsigned)((q1 - q0 + HK_CU_BLOCK - 1) / HK_CU_BLOCK);
-            k_tri_level<T><<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-                q0, q1, t->level_rows, t->rowptr, t->colind, (const T *)t->val,
-                (const T *)t->dinv, b, x);
+            k_tri_level<T><<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(q0, q1, t->level_rows, t->rowptr,
+                                                                   t->colind, (const T *)t->val,
+                                                                   (const T *)t->dinv, b, x);
         }
     }
 }

@@ -21,7 +21,8 @@ int hk_cu_vec_set(hk_vec *x, double a)
 {
     if (!x->n) return 0;
     if (x->prec == HK_FP64)
-        k_set<double><<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (double *)x->data, a);
+        k_set<double>
+            <<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (double *)x->data, a);
     else
         k_set<float><<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (float *)x->data, a);
     HK_CU_LAUNCHED();
@@ -66,15 +67,16 @@ int hk_cu_vec_scale(hk_vec *x, double a)
 {
     if (!x->n) return 0;
     if (x->prec == HK_FP64)
-        k_scale<double><<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (double *)x->data, a);
+        k_scale<double>
+            <<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (double *)x->data, a);
     else
-        k_scale<float><<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (float *)x->data, a);
+        k_scale<float>
+            <<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (float *)x->data, a);
     HK_CU_LAUNCHED();
     return 0;
 }
 
-template <typename T>
-__global__ void k_axpby(int64_t n, T *y, double a, const T *x, double b)
+template <typename T> __global__ void k_axpby(int64_t n, T *y, double a, const T *x, double b)
 {
     if (b == 0.0) {
         HK_GRID_STRIDE(i, n) y[i] = (T)(a * x[i]);
@@ -124,9 +126,7 @@ int hk_cu_vec_axpbypcz(hk_vec *z, double a, const hk_vec *x, double b, const hk_
     return 0;
 }
 
-template <typename T>
-__global__ void k_pmult(int64_t n, T *w, const T *x,
-                        const T *y)
+template <typename T> __global__ void k_pmult(int64_t n, T *w, const T *x, const T *y)
 {
     HK_GRID_STRIDE(i, n) w[i] = x[i] * y[i];
 }
@@ -160,7 +160,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
 {
     double acc[HK_CU_MAXK];
 #pragma unroll
-    for (int j = 0; j < HK_CU_MAXK; j++) acc[j] = 0;
+    for (int j = 0; j < HK_CU_MAXK; j++)
+        acc[j] = 0;
     HK_GRID_STRIDE(i, n)
     {
         const double yi = y[i];
@@ -182,11 +183,11 @@ static int mdot_partials(int k, hk_vec *const *X, const hk_vec *y, unsigned *nb)
     *nb = y->prec == HK_FP64 ? hk_cu_rgrid(y->n, (const void *)k_mdot<double>)
                              : hk_cu_rgrid(y->n, (const void *)k_mdot<float>);
     if (y->prec == HK_FP64)
-        k_mdot<double><<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(y->n, k, P,
-                                                              (const double *)y->data, hk_cu.part);
+        k_mdot<double><<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(y->n, k, P, (const double *)y->data,
+                                                              hk_cu.part);
     else
-        k_mdot<float><<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(y->n, k, P, (const float *)y->data,
-                                                             hk_cu.part);
+        k_mdot<float>
+            <<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(y->n, k, P, (const float *)y->data, hk_cu.part);
     HK_CU_LAUNCHED();
     return 0;
 }
@@ -219,7 +220,8 @@ int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
         unsigned nb;
         HK_CALL(mdot_partials(kk, X + j0, y, &nb));
         hk_cu_outs out;
-        for (int j = 0; j < kk; j++) out.p[j] = S + j0 + j;
+        for (int j = 0; j < kk; j++)
+            out.p[j] = S + j0 + j;
         HK_CALL(hk_cu_finish(nb, kk, out, HK_FIN_PLAIN, NULL));
     }
     return 0;
@@ -352,13 +354,16 @@ __global__ void k_bdiag(int64_t nb, const T *__restrict__ D, const T *__restrict
         const T *blk = D + i * (BS * BS);
         double acc[BS];
 #pragma unroll
-        for (int r = 0; r < BS; r++) acc[r] = 0;
+        for (int r = 0; r < BS; r++)
+            acc[r] = 0;
 #pragma unroll
         for (int r = 0; r < BS; r++)
 #pragma unroll
-            for (int c = 0; c < BS; c++) acc[r] += (double)blk[r * BS + c] * x[i * BS + c];
+            for (int c = 0; c < BS; c++)
+                acc[r] += (double)blk[r * BS + c] * x[i * BS + c];
 #pragma unroll
-        for (int r = 0; r < BS; r++) y[i * BS + r] = (T)acc[r];
+        for (int r = 0; r < BS; r++)
+            y[i * BS + r] = (T)acc[r];
     }
 }
 

@@ -17,11 +17,12 @@ extern "C" {
  * CSR (32-bit indices) SpMV through cusparseSpMV (CSR_ALG1), cublasDdot/Daxpy/Dscal with
  * host-pointer scalars, so every dot product waits for the device. Solves K x = b with b = 1,
  * x0 = 0, for exactly iters iterations after a warm-up, and reports the time per iteration
- * (median of three runs) and the final ||r|| (the recurrence residual) to cross-check Hooke's CG. */
+ * (median of three runs) and the final ||r|| (the recurrence residual) to cross-check Hooke's CG.
+ */
 typedef struct hk_cuda_cg_timing {
     double ms_per_iter;
-    double rnorm;    /* ||r|| after iters iterations */
-    double spmv_ms;  /* cusparseSpMV alone, per product */
+    double rnorm;   /* ||r|| after iters iterations */
+    double spmv_ms; /* cusparseSpMV alone, per product */
     int iterations;
 } hk_cuda_cg_timing;
 int hk_cuda_baseline_cg(const hk_bcsr *K, int iters, hk_cuda_cg_timing *t);

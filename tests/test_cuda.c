@@ -132,18 +132,23 @@ static int check_spmv(const char *mname, const hk_bcsr *K, hk_format fmt, hk_pre
         fprintf(stderr, "\n  %s: %s\n", what, hk_error_message());
         return 0;
     }
-    double *x = rnd(nc, 11), *ref = malloc((size_t)(n ? n : 1) * 8), *bound = malloc((size_t)(n ? n : 1) * 8);
+    double *x = rnd(nc, 11), *ref = malloc((size_t)(n ? n : 1) * 8),
+           *bound = malloc((size_t)(n ? n : 1) * 8);
     if (p == HK_FP32) /* the reference sees what the device sees: fp32-rounded A and x */
-        for (int64_t i = 0; i < nc; i++) x[i] = (float)x[i];
+        for (int64_t i = 0; i < nc; i++)
+            x[i] = (float)x[i];
     hk_bcsr Kr;
     hk_bcsr_copy(K, &Kr);
     const int64_t nv = K->rowptr[K->nbrows] * K->bs * K->bs;
     if (p == HK_FP32)
-        for (int64_t i = 0; i < nv; i++) Kr.val[i] = (float)Kr.val[i];
+        for (int64_t i = 0; i < nv; i++)
+            Kr.val[i] = (float)Kr.val[i];
     hk_bcsr_spmv(&Kr, x, ref);
-    for (int64_t i = 0; i < nv; i++) Kr.val[i] = fabs(Kr.val[i]);
+    for (int64_t i = 0; i < nv; i++)
+        Kr.val[i] = fabs(Kr.val[i]);
     double *ax = malloc((size_t)(nc ? nc : 1) * 8);
-    for (int64_t i = 0; i < nc; i++) ax[i] = fabs(x[i]);
+    for (int64_t i = 0; i < nc; i++)
+        ax[i] = fabs(x[i]);
     hk_bcsr_spmv(&Kr, ax, bound);
     hk_vec *xv = mk(gpu, nc, p, x), *yv = mk(gpu, n, p, NULL);
     gpu->vec_set(yv, NAN); /* poison: every entry must be written */
@@ -171,8 +176,11 @@ static void test_spmv_formats(void)
     tmat m[10];
     const int nm = make_mats(m);
     CU_ASSERT_FATAL(nm == 9);
-    static const char *const opts[] = {"", "format.tpr=1", "format.tpr=2 format.slice=4",
-                                       "format.tpr=8 format.slice=3", "format.tpr=32 format.slice=1",
+    static const char *const opts[] = {"",
+                                       "format.tpr=1",
+                                       "format.tpr=2 format.slice=4",
+                                       "format.tpr=8 format.slice=3",
+                                       "format.tpr=32 format.slice=1",
                                        "format.slice=64 format.sigma=8"};
     int bad = 0, runs = 0;
     for (int i = 0; i < nm; i++)
@@ -185,7 +193,8 @@ static void test_spmv_formats(void)
                 }
     if (bad) fprintf(stderr, "\n  %d of %d SpMV cases failed\n", bad, runs);
     CU_ASSERT_EQUAL(bad, 0);
-    for (int i = 0; i < nm; i++) hk_bcsr_free(&m[i].K);
+    for (int i = 0; i < nm; i++)
+        hk_bcsr_free(&m[i].K);
 }
 
 /* A mid-size FEM matrix (24k DOFs: the auto thread count picks several per block row) and a
@@ -252,7 +261,8 @@ static void test_vec_ops(void)
             CU_ASSERT_EQUAL(hz2[n - 1], 0.125);
             free(hz2);
             /* conversion both ways */
-            hk_vec *go = mk(gpu, n, (hk_precision)!p, NULL), *co = mk(cpu, n, (hk_precision)!p, NULL);
+            hk_vec *go = mk(gpu, n, (hk_precision)!p, NULL),
+                   *co = mk(cpu, n, (hk_precision)!p, NULL);
             HK_ASSERT_OK(gpu->vec_convert(go, gx));
             HK_ASSERT_OK(cpu->vec_convert(co, cx));
             CU_ASSERT(same_vec(what, go, co, 0));
@@ -277,11 +287,13 @@ static void test_vec_ops(void)
             }
             HK_ASSERT_OK(gpu->vec_mdot(K, GX, gy, rg));
             HK_ASSERT_OK(cpu->vec_mdot(K, CX, cy, rc));
-            for (int j = 0; j < K; j++) CU_ASSERT(same_val(what, rg[j], rc[j], dtol));
+            for (int j = 0; j < K; j++)
+                CU_ASSERT(same_val(what, rg[j], rc[j], dtol));
             HK_ASSERT_OK(gpu->vec_maxpy(gy, K, a, GX));
             HK_ASSERT_OK(cpu->vec_maxpy(cy, K, a, CX));
             CU_ASSERT(same_vec(what, gy, cy, p ? 1e-5 : 1e-13));
-            for (int j = 0; j < K; j++) hk_vec_destroy(GX[j]), hk_vec_destroy(CX[j]);
+            for (int j = 0; j < K; j++)
+                hk_vec_destroy(GX[j]), hk_vec_destroy(CX[j]);
             /* block-diagonal apply, block sizes 1..3 */
             for (int bs = 1; bs <= 3; bs++) {
                 const int64_t nb = n / bs * bs;
@@ -351,20 +363,23 @@ static void side_make(side *s, const hk_backend *be, const hk_bcsr *K, hk_format
     for (int j = 0; j < 10; j++) {
         double *h = rnd(n, 300 + j);
         if (j == 9)
-            for (int64_t i = 0; i < n; i++) h[i] = 1.0 / (2.0 + h[i]); /* a positive dinv */
+            for (int64_t i = 0; i < n; i++)
+                h[i] = 1.0 / (2.0 + h[i]); /* a positive dinv */
         s->v[j] = mk(be, n, HK_FP64, h);
         free(h);
     }
     HK_ASSERT_OK(be->scal_alloc(&s->S, HK_S_MAX));
     double init[HK_S_MAX];
-    for (int j = 0; j < HK_S_MAX; j++) init[j] = 0.5 + 0.01 * j; /* nonzero denominators */
+    for (int j = 0; j < HK_S_MAX; j++)
+        init[j] = 0.5 + 0.01 * j; /* nonzero denominators */
     HK_ASSERT_OK(be->scal_set(s->S, 0, HK_S_MAX, init));
 }
 
 static void side_free(side *s)
 {
     hk_mat_destroy(s->A);
-    for (int j = 0; j < 10; j++) hk_vec_destroy(s->v[j]);
+    for (int j = 0; j < 10; j++)
+        hk_vec_destroy(s->v[j]);
     s->be->scal_free(s->S);
 }
 
@@ -402,8 +417,9 @@ static void fused_case(const hk_bcsr *K, hk_format fmt, const char *opt)
     side_make(&g, be_gpu(), K, fmt, opt);
     /* the CPU side uses csr for the cusparse formats (same operator) */
     side_make(&c, be_cpu(), K,
-              fmt == HK_FMT_CUSPARSE_CSR ? HK_FMT_CSR
-                                         : fmt == HK_FMT_CUSPARSE_BSR ? HK_FMT_BSR : fmt,
+              fmt == HK_FMT_CUSPARSE_CSR   ? HK_FMT_CSR
+              : fmt == HK_FMT_CUSPARSE_BSR ? HK_FMT_BSR
+                                           : fmt,
               opt);
     const double tol = 1e-11;
     side *s[2] = {&g, &c};
@@ -443,7 +459,8 @@ static void fused_case(const hk_bcsr *K, hk_format fmt, const char *opt)
         hk_vec **v = s[k]->v;
         const hk_backend *be = s[k]->be;
         hk_vec *X[18];
-        for (int j = 0; j < 18; j++) X[j] = v[j % 8];
+        for (int j = 0; j < 18; j++)
+            X[j] = v[j % 8];
         HK_ASSERT_OK(be->vec_mdot_s(18, X, v[8], s[k]->S + 40));
         HK_ASSERT_OK(be->vec_maxpy_s_nrm(v[8], 18, s[k]->S + 40, X, s[k]->S + 20));
         HK_ASSERT_OK(be->vec_scale_s_dot(v[8], s[k]->S + 20, v[1], s[k]->S + 21));
@@ -560,16 +577,21 @@ static void test_baseline_cg(void)
     const int64_t n = K.nbrows * K.bs;
     const int its = 15;
     double *x = calloc(n, 8), *r = malloc(n * 8), *p = malloc(n * 8), *q = malloc(n * 8);
-    for (int64_t i = 0; i < n; i++) r[i] = p[i] = 1;
+    for (int64_t i = 0; i < n; i++)
+        r[i] = p[i] = 1;
     double rr = n;
     for (int it = 0; it < its; it++) {
         hk_bcsr_spmv(&K, p, q);
         double pq = 0, rrn = 0;
-        for (int64_t i = 0; i < n; i++) pq += p[i] * q[i];
+        for (int64_t i = 0; i < n; i++)
+            pq += p[i] * q[i];
         const double alpha = rr / pq;
-        for (int64_t i = 0; i < n; i++) x[i] += alpha * p[i], r[i] -= alpha * q[i];
-        for (int64_t i = 0; i < n; i++) rrn += r[i] * r[i];
-        for (int64_t i = 0; i < n; i++) p[i] = r[i] + rrn / rr * p[i];
+        for (int64_t i = 0; i < n; i++)
+            x[i] += alpha * p[i], r[i] -= alpha * q[i];
+        for (int64_t i = 0; i < n; i++)
+            rrn += r[i] * r[i];
+        for (int64_t i = 0; i < n; i++)
+            p[i] = r[i] + rrn / rr * p[i];
         rr = rrn;
     }
     hk_cuda_cg_timing t;
@@ -583,9 +605,7 @@ static void test_baseline_cg(void)
     hk_bcsr_free(&K);
 }
 #else
-static void test_baseline_cg(void)
-{
-}
+static void test_baseline_cg(void) {}
 #endif
 
 /* ---- triangular solves (pc=ic0/ilu0) ------------------------------------------------------ */
@@ -621,7 +641,8 @@ static void make_tri(int64_t n, int upper, unsigned seed, hk_trifactor *T)
     /* entries were written in solve order; rebuild in row order */
     int32_t *c2 = malloc(n * 4 * 4);
     double *v2 = malloc(n * 4 * 8);
-    for (int64_t i = 0; i < n; i++) T->rowptr[i + 1] += T->rowptr[i];
+    for (int64_t i = 0; i < n; i++)
+        T->rowptr[i + 1] += T->rowptr[i];
     int64_t p = 0;
     for (int64_t r = 0; r < n; r++) {
         const int64_t i = upper ? n - 1 - r : r;
@@ -645,11 +666,14 @@ static void make_tri(int64_t n, int upper, unsigned seed, hk_trifactor *T)
     T->nlevels = nl;
     T->level_ptr = calloc(nl + 1, 8);
     T->level_rows = malloc(n * 4);
-    for (int64_t i = 0; i < n; i++) T->level_ptr[level[i] + 1]++;
-    for (int64_t l = 0; l < nl; l++) T->level_ptr[l + 1] += T->level_ptr[l];
+    for (int64_t i = 0; i < n; i++)
+        T->level_ptr[level[i] + 1]++;
+    for (int64_t l = 0; l < nl; l++)
+        T->level_ptr[l + 1] += T->level_ptr[l];
     int64_t *fill = malloc((nl + 1) * 8);
     memcpy(fill, T->level_ptr, (nl + 1) * 8);
-    for (int64_t i = 0; i < n; i++) T->level_rows[fill[level[i]]++] = (int32_t)i;
+    for (int64_t i = 0; i < n; i++)
+        T->level_rows[fill[level[i]]++] = (int32_t)i;
     free(fill), free(level);
 #undef RND
 }
@@ -674,8 +698,8 @@ static void test_tri_solve(void)
             HK_ASSERT_OK(gpu->tri_solve(hg, gb, gx));
             HK_ASSERT_OK(cpu->tri_solve(hc, cb, cx));
             /* same sums in the same order: equal up to contraction of multiply-adds */
-            CU_ASSERT(same_vec(upper ? "upper tri_solve" : "lower tri_solve", gx, cx,
-                               p ? 1e-5 : 1e-12));
+            CU_ASSERT(
+                same_vec(upper ? "upper tri_solve" : "lower tri_solve", gx, cx, p ? 1e-5 : 1e-12));
             CU_ASSERT_EQUAL(gpu->tri_solve(hg, gb, gb), HK_ERR_ARG);
             gpu->tri_destroy(hg);
             cpu->tri_destroy(hc);
@@ -721,7 +745,8 @@ static void test_describe(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "driver"));
 }
 
-HK_DEVICE_SUITE(cuda, {"SpMV of every format, precision and thread count vs host", test_spmv_formats},
+HK_DEVICE_SUITE(cuda,
+                {"SpMV of every format, precision and thread count vs host", test_spmv_formats},
                 {"SpMV on a 24k-DOF hex8 matrix, auto and 32 threads per row", test_spmv_fem_sizes},
                 {"vector ops, conversions, mdot/maxpy, bdiag vs cpu", test_vec_ops},
                 {"argument errors, scalars, memory info", test_vec_errors},
@@ -729,7 +754,8 @@ HK_DEVICE_SUITE(cuda, {"SpMV of every format, precision and thread count vs host
                 {"reductions repeat bit for bit", test_determinism},
                 {"CUDA graph replay equals direct ops", test_graph_replay},
                 {"cuSPARSE+cuBLAS baseline CG and copy bandwidth", test_baseline_cg},
-                {"level-scheduled triangular solves vs cpu (wide levels, long chains)", test_tri_solve},
+                {"level-scheduled triangular solves vs cpu (wide levels, long chains)",
+                 test_tri_solve},
                 {"a matrix larger than the free memory is refused with both sizes", test_too_large},
                 {"describe names the device", test_describe})
 
