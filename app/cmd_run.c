@@ -131,9 +131,11 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     /* model and assembly */
     HK_TRY(hk_case_bind(c, &r->mesh, &r->model));
     t = hk_time();
-    stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s", analysis_name(c->analysis),
+    int grav = c->gravity[0] != 0 || c->gravity[1] != 0 || c->gravity[2] != 0;
+    int body = c->body_force[0] != 0 || c->body_force[1] != 0 || c->body_force[2] != 0;
+    stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s", analysis_name(c->analysis),
           c->nmaterials, c->nmaterials == 1 ? "" : "s", c->nsupports, c->nsupports == 1 ? "" : "s",
-          c->nloads, c->nloads == 1 ? "" : "s");
+          c->nloads, c->nloads == 1 ? "" : "s", grav ? ", gravity" : "", body ? ", body force" : "");
     HK_TRY(hk_assemble(&r->model.problem, &r->sys));
     r->t_assembly = hk_time() - t;
     int64_t nnz = r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
