@@ -211,18 +211,6 @@ int hk_csr_check_symmetric(const hk_csr *A, const char *who)
     return ierr;
 }
 
-int hk_csr_to_mat(const hk_backend_ops *be, const hk_csr *A, hk_precision p, hk_mat **M)
-{
-    /* a scalar CSR is a block CSR with bs = 1: same arrays, no copy */
-    hk_bcsr view = {.bs = 1,
-                    .nbrows = A->n,
-                    .nbcols = A->m,
-                    .rowptr = A->rowptr,
-                    .colind = A->colind,
-                    .val = A->val};
-    return hk_mat_create(be, &view, HK_FMT_CSR, p, NULL, M);
-}
-
 int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
 {
     const int bs = K->bs;

@@ -33,8 +33,6 @@ int hk_csr_transpose(const hk_csr *A, hk_csr *T);
 /* HK_ERR_NUMERIC naming the first entry (i, j) whose mirror (j, i) differs by more than round-off
  * (1e-10 relative); who names the preconditioner. */
 int hk_csr_check_symmetric(const hk_csr *A, const char *who);
-/* A backend matrix of a scalar CSR in format csr, precision p. */
-int hk_csr_to_mat(const hk_backend_ops *be, const hk_csr *A, hk_precision p, hk_mat **M);
 
 /* The scalar diagonal of K (n = nbrows*bs entries). Fails with HK_ERR_NUMERIC naming the row
  * when an entry is not positive and finite; who names the preconditioner in the message. */
