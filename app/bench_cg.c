@@ -6,7 +6,7 @@
  * methods do the same work; ||r|| after the last iteration is printed beside each time as a
  * cross-check that they computed the same thing. Also measured: pipelined CG driven through
  * the backend ops directly, with and without CUDA-graph replay of check_every iterations, and
- * the SBELL SpMV for every thread count per block row. */
+ * the SBELL and CSR SpMV for every thread count per block row, next to cuSPARSE's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +50,9 @@ static void cg_usage(FILE *f)
             "Per-iteration time of cg and pipecg (pc=none, fixed iterations) on 3D hex8\n"
             "elasticity with N^3 nodes (default N = 20 for small, 20 and 70 otherwise: 24k and\n"
             "1M DOFs), next to the classical cuSPARSE+cuBLAS CG and the CPU backend, plus\n"
-            "pipelined CG with and without CUDA-graph replay and the SBELL SpMV per thread\n"
-            "count per block row. --iters (default 200) iterations per solve; --check-every\n"
+            "pipelined CG with and without CUDA-graph replay, and the SBELL and CSR SpMV per\n"
+            "thread count per block row beside cuSPARSE's. --iters (default 200) iterations per "
+            "solve; --check-every\n"
             "(default 10) iterations between host reads of the residual in the graph runs.\n");
 }
 
@@ -158,8 +159,9 @@ static int spmv_once(void *c)
     return s->be->sync();
 }
 
-/* SBELL SpMV with tpr threads per block row (0 = auto): microseconds per product. */
-static int time_sbell(const hk_backend_ops *be, const hk_bcsr *K, int tpr, double *us)
+/* fp64 SpMV in format fmt with tpr threads per block row (0 = auto): microseconds per
+ * product. */
+static int time_spmv(const hk_backend_ops *be, const hk_bcsr *K, hk_format fmt, int tpr, double *us)
 {
     int ierr;
     hk_options *o = NULL;
@@ -168,7 +170,7 @@ static int time_sbell(const hk_backend_ops *be, const hk_bcsr *K, int tpr, doubl
     snprintf(opt, sizeof opt, "format.tpr=%d", tpr);
     HK_TRY(hk_options_create(&o));
     HK_TRY(hk_options_parse(o, opt));
-    HK_TRY(hk_mat_create(be, K, HK_FMT_SBELL, HK_FP64, o, &c.A));
+    HK_TRY(hk_mat_create(be, K, fmt, HK_FP64, o, &c.A));
     HK_TRY(hk_vec_create(be, c.A->ncols, HK_FP64, &c.x));
     HK_TRY(hk_vec_create(be, c.A->nrows, HK_FP64, &c.y));
     HK_TRY(be->vec_set(c.x, 1.0));
@@ -271,9 +273,10 @@ int hk_bench_cg(int argc, char **argv)
     printf("\n");
     typedef struct tpr_row {
         int nodes, tpr;
+        hk_format fmt;
         double us;
     } tpr_row;
-    tpr_row tr[8 * 5];
+    tpr_row tr[8 * 12];
     int ntr = 0;
     typedef struct graph_row {
         int nodes;
@@ -341,10 +344,17 @@ int hk_bench_cg(int argc, char **argv)
                 hk_mat_destroy(A);
                 if (!err) gr[ngr++] = g;
             }
-            static const int tprs[] = {0, 1, 2, 4, 8};
-            for (int k = 0; k < 5 && !err; k++) {
-                tr[ntr] = (tpr_row){N, tprs[k], NAN};
-                err = time_sbell(gpu, &K, tprs[k], &tr[ntr].us);
+            /* SpMV alone: sbell and csr for each thread count, cuSPARSE CSR for reference */
+            static const struct {
+                hk_format f;
+                int tpr;
+            } sp[] = {{HK_FMT_SBELL, 0}, {HK_FMT_SBELL, 1},       {HK_FMT_SBELL, 2},
+                      {HK_FMT_SBELL, 4}, {HK_FMT_SBELL, 8},       {HK_FMT_CSR, 0},
+                      {HK_FMT_CSR, 4},   {HK_FMT_CSR, 8},         {HK_FMT_CSR, 16},
+                      {HK_FMT_CSR, 32},  {HK_FMT_CUSPARSE_CSR, 0}};
+            for (size_t k = 0; k < sizeof sp / sizeof sp[0] && !err; k++) {
+                tr[ntr] = (tpr_row){N, sp[k].tpr, sp[k].f, NAN};
+                err = time_spmv(gpu, &K, sp[k].f, sp[k].tpr, &tr[ntr].us);
                 ntr++;
             }
         }
@@ -397,18 +407,24 @@ int hk_bench_cg(int argc, char **argv)
         for (int i = 0; i < ngr; i++)
             printf("| %d^3 | %.4f | %.4f | %.2fx | %.6e / %.6e |\n", gr[i].nodes, gr[i].direct,
                    gr[i].graph, gr[i].direct / gr[i].graph, gr[i].r1, gr[i].r2);
-        printf("\n| nodes | SBELL fp64 SpMV: threads per block row | us | vs auto |\n"
-               "|---:|---|---:|---:|\n");
+        printf("\n| nodes | fp64 SpMV | threads per block row | us | vs auto of the format | "
+               "vs cusparse-csr |\n|---:|---|---|---:|---:|---:|\n");
         for (int i = 0; i < ntr; i++) {
-            double us_auto = NAN;
-            for (int k = 0; k < ntr; k++)
-                if (tr[k].nodes == tr[i].nodes && tr[k].tpr == 0) us_auto = tr[k].us;
+            double us_auto = NAN, us_cus = NAN;
+            for (int k = 0; k < ntr; k++) {
+                if (tr[k].nodes != tr[i].nodes) continue;
+                if (tr[k].fmt == tr[i].fmt && tr[k].tpr == 0) us_auto = tr[k].us;
+                if (tr[k].fmt == HK_FMT_CUSPARSE_CSR) us_cus = tr[k].us;
+            }
             char t[16];
-            if (tr[i].tpr)
+            if (tr[i].fmt == HK_FMT_CUSPARSE_CSR)
+                snprintf(t, sizeof t, "-");
+            else if (tr[i].tpr)
                 snprintf(t, sizeof t, "%d", tr[i].tpr);
             else
                 snprintf(t, sizeof t, "auto");
-            printf("| %d^3 | %s | %.2f | %.2fx |\n", tr[i].nodes, t, tr[i].us, us_auto / tr[i].us);
+            printf("| %d^3 | %s | %s | %.2f | %.2fx | %.2fx |\n", tr[i].nodes,
+                   hk_format_name(tr[i].fmt), t, tr[i].us, us_auto / tr[i].us, us_cus / tr[i].us);
         }
     }
 
@@ -441,10 +457,11 @@ int hk_bench_cg(int argc, char **argv)
             hk_json_end_object(&j);
         }
         hk_json_end_array(&j);
-        hk_json_begin_array(&j, "sbell_tpr");
+        hk_json_begin_array(&j, "spmv");
         for (int i = 0; i < ntr; i++) {
             hk_json_begin_object(&j, NULL);
             hk_json_int(&j, "nodes", tr[i].nodes);
+            hk_json_string(&j, "format", hk_format_name(tr[i].fmt));
             hk_json_int(&j, "tpr", tr[i].tpr);
             hk_json_number(&j, "us", tr[i].us);
             hk_json_end_object(&j);
