@@ -51,9 +51,9 @@ static void cg_usage(FILE *f)
             "elasticity with N^3 nodes (default N = 20 for small, 20 and 70 otherwise: 24k and\n"
             "1M DOFs), next to the classical cuSPARSE+cuBLAS CG and the CPU backend, plus\n"
             "pipelined CG with and without CUDA-graph replay, and the SBELL and CSR SpMV per\n"
-            "thread count per block row beside cuSPARSE's. --iters (default 200) iterations per "
-            "solve; --check-every\n"
-            "(default 10) iterations between host reads of the residual in the graph runs.\n");
+            "thread count per block row beside cuSPARSE's. --iters (default 200) iterations\n"
+            "per solve; --check-every (default 10) iterations between host reads of the\n"
+            "residual in the graph runs and in the solver row 'pipecg check_every=K'.\n");
 }
 
 /* Solves through the public API: time per iteration (solve_seconds / iterations). */
