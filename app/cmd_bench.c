@@ -280,11 +280,12 @@ void hk_json_int(hk_json *j, const char *key, long long value)
 
 /* ---- hooke bench spmv -------------------------------------------------------------------- */
 
-enum { M_QUAD, M_TRI, M_HEX, M_TET, M_COUNT };
-static const char *const matrix_names[M_COUNT] = {"quad", "tri", "hex", "tet"};
+enum { M_QUAD, M_TRI, M_TRIR, M_HEX, M_TET, M_COUNT };
+static const char *const matrix_names[M_COUNT] = {"quad", "tri", "trirand", "hex", "tet"};
 static const char *const matrix_desc[M_COUNT] = {
-    "2D bilinear quads (bs 2)", "2D linear triangles (bs 2)", "3D trilinear hexes (bs 3)",
-    "3D linear tets (bs 3)"};
+    "2D bilinear quads (bs 2)", "2D linear triangles (bs 2)",
+    "2D triangles, random diagonals (rows vary as on an unstructured mesh)",
+    "3D trilinear hexes (bs 3)", "3D linear tets (bs 3)"};
 /* cells per side for small / medium / large (2D, 3D) */
 static const int grid2d[3] = {250, 600, 1000};
 static const int grid3d[3] = {24, 50, 100};
@@ -298,7 +299,7 @@ static void spmv_usage(FILE *f)
                "Times y = A x for every storage format and precision on generated elasticity\n"
                "stiffness matrices (unit square/cube, left face clamped):\n");
     for (int m = 0; m < M_COUNT; m++)
-        fprintf(f, "  %-5s %s, %s: %d^%d, %d^%d, %d^%d cells (small, medium, large)\n",
+        fprintf(f, "  %-8s %s, %s: %d^%d, %d^%d, %d^%d cells (small, medium, large)\n",
                 matrix_names[m], matrix_desc[m], m < M_HEX ? "2D" : "3D",
                 m < M_HEX ? grid2d[0] : grid3d[0], m < M_HEX ? 2 : 3,
                 m < M_HEX ? grid2d[1] : grid3d[1], m < M_HEX ? 2 : 3,
@@ -312,7 +313,7 @@ static void spmv_usage(FILE *f)
             "  --formats LIST     comma-separated: csr,bsr,ell,sell,bell,sbell,cusparse-csr,\n"
             "                     cusparse-bsr (default: all the backend supports; cusparse-*\n"
             "                     need cuda)\n"
-            "  --matrices LIST    quad,tri,hex,tet (default all)\n"
+            "  --matrices LIST    quad,tri,trirand,hex,tet (default all)\n"
             "  --precisions LIST  fp64,fp32 (default both)\n"
             "  --cells N          N cells per side for every matrix instead of --size\n"
             "  --min-time S       time each SpMV for at least S seconds (default 0.15)\n"
@@ -416,6 +417,8 @@ static int gen_matrix(int m, hk_bench_size s, int cells, hk_bcsr *K)
         return hk_gen_elasticity2d(n2, n2, K);
     case M_TRI:
         return hk_gen_elasticity2d_tri(n2, n2, K);
+    case M_TRIR:
+        return hk_gen_elasticity2d_tri_random(n2, n2, 1u, K);
     case M_HEX:
         return hk_gen_elasticity3d(n3, n3, n3, K);
     default:

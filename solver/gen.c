@@ -164,7 +164,7 @@ static void gen_simplex(int dim, double pts[][3], const double *D, double *Ke)
 
 /* Triangles (2 per cell, diagonal corner 0 - corner 3) or Kuhn tets (6 per cell around the
  * diagonal corner 0 - corner 7; conforming across cells because every cell is cut alike). */
-static void gen_cell_simplex(int dim, const double *h, gen_cell *C)
+static void gen_cell_simplex(int dim, const double *h, int flip, gen_cell *C)
 {
     double D[36];
     gen_dmat(dim, D);
@@ -173,10 +173,11 @@ static void gen_cell_simplex(int dim, const double *h, gen_cell *C)
     C->nloc = dim + 1;
     memset(C->Ke, 0, sizeof C->Ke);
     if (dim == 2) {
-        static const int tri[2][3] = {{0, 1, 3}, {0, 3, 2}};
+        /* diagonal corner 0 - corner 3, or (flip) corner 1 - corner 2 */
+        static const int tri[2][2][3] = {{{0, 1, 3}, {0, 3, 2}}, {{0, 1, 2}, {1, 3, 2}}};
         C->nel = 2;
         for (int e = 0; e < 2; e++)
-            memcpy(C->corner[e], tri[e], sizeof tri[e]);
+            memcpy(C->corner[e], tri[flip][e], sizeof tri[flip][e]);
     } else {
         static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                         {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
@@ -202,10 +203,24 @@ static void gen_cell_simplex(int dim, const double *h, gen_cell *C)
 
 /* Assemble the cell's elements over an nx x ny x nz grid (nz = 1 and dim = 2 for 2D) into
  * block CSR, clamping the nodes with i = 0. */
-static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
+/* Which of nvar cell variants cell (ci, cj, ck) uses: a hash of the cell and the seed, so the
+ * choice is the same whichever row asks (the mesh is conforming) and whatever the threads. */
+static int gen_variant(int64_t ci, int64_t cj, int64_t ck, int nvar, unsigned seed)
+{
+    if (nvar <= 1) return 0;
+    uint64_t h = (uint64_t)ci * 0x9E3779B97F4A7C15ull ^ (uint64_t)cj * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)ck * 0x165667B19E3779F9ull ^ (uint64_t)seed * 0x27D4EB2F165667C5ull;
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    return (int)(h % (uint64_t)nvar);
+}
+
+static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int ny, int nz,
+                        hk_bcsr *A)
 {
     int ierr = 0;
-    const int dim = C->dim, bs = C->bs, b2 = bs * bs;
+    const int dim = Cv->dim, bs = Cv->bs, b2 = bs * bs;
     const int64_t NX = nx + 1, NY = ny + 1, NZ = dim == 3 ? nz + 1 : 1;
     const int64_t nn = NX * NY * NZ;
     const int ncz = dim == 3 ? 2 : 1; /* cells around a node along z */
@@ -232,6 +247,7 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
                 const int64_t ci = i - a, cj = j - b, ck = k - c;
                 if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
                     continue;
+                const gen_cell *C = Cv + gen_variant(ci, cj, ck, nvar, seed);
                 for (int e = 0; e < C->nel; e++) {
                     int p = -1;
                     for (int q = 0; q < C->nloc; q++)
@@ -263,7 +279,7 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
                (size_t)(A->rowptr[n + 1] - A->rowptr[n]) * b2 * sizeof *A->val);
 
     /* Pass 2: values, gathered per row from the cells around the node. */
-    const int nd = C->nloc * bs;
+    const int nd = Cv->nloc * bs; /* the same for every variant */
 #pragma omp parallel for schedule(dynamic, 512)
     for (int64_t n = 0; n < nn; n++) {
         const int64_t i = n % NX, j = (n / NX) % NY, k = n / (NX * NY);
@@ -288,6 +304,7 @@ static int gen_assemble(const gen_cell *C, int nx, int ny, int nz, hk_bcsr *A)
             const int64_t ci = i - a, cj = j - b, ck = k - c;
             if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
                 continue;
+            const gen_cell *C = Cv + gen_variant(ci, cj, ck, nvar, seed);
             for (int e = 0; e < C->nel; e++) {
                 int p = -1;
                 for (int q = 0; q < C->nloc; q++)
@@ -328,7 +345,7 @@ int hk_gen_elasticity2d(int nx, int ny, hk_bcsr *A)
     HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
     double h[3] = {1.0 / nx, 1.0 / ny, 1};
     gen_cell_box(2, h, Cp);
-    int ierr = gen_assemble(Cp, nx, ny, 1, A);
+    int ierr = gen_assemble(Cp, 1, 0, nx, ny, 1, A);
     free(Cp);
     return ierr;
 }
@@ -339,8 +356,21 @@ int hk_gen_elasticity2d_tri(int nx, int ny, hk_bcsr *A)
     gen_cell *Cp = malloc(sizeof *Cp);
     HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
     double h[3] = {1.0 / nx, 1.0 / ny, 1};
-    gen_cell_simplex(2, h, Cp);
-    int ierr = gen_assemble(Cp, nx, ny, 1, A);
+    gen_cell_simplex(2, h, 0, Cp);
+    int ierr = gen_assemble(Cp, 1, 0, nx, ny, 1, A);
+    free(Cp);
+    return ierr;
+}
+
+int hk_gen_elasticity2d_tri_random(int nx, int ny, unsigned seed, hk_bcsr *A)
+{
+    HK_CALL(gen_check_grid("hk_gen_elasticity2d_tri_random", nx, ny, 1));
+    gen_cell *Cp = malloc(2 * sizeof *Cp);
+    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrices");
+    double h[3] = {1.0 / nx, 1.0 / ny, 1};
+    gen_cell_simplex(2, h, 0, &Cp[0]);
+    gen_cell_simplex(2, h, 1, &Cp[1]);
+    int ierr = gen_assemble(Cp, 2, seed, nx, ny, 1, A);
     free(Cp);
     return ierr;
 }
@@ -352,7 +382,7 @@ int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A)
     HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
     double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
     gen_cell_box(3, h, Cp);
-    int ierr = gen_assemble(Cp, nx, ny, nz, A);
+    int ierr = gen_assemble(Cp, 1, 0, nx, ny, nz, A);
     free(Cp);
     return ierr;
 }
@@ -363,8 +393,8 @@ int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A)
     gen_cell *Cp = malloc(sizeof *Cp);
     HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
     double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
-    gen_cell_simplex(3, h, Cp);
-    int ierr = gen_assemble(Cp, nx, ny, nz, A);
+    gen_cell_simplex(3, h, 0, Cp);
+    int ierr = gen_assemble(Cp, 1, 0, nx, ny, nz, A);
     free(Cp);
     return ierr;
 }

@@ -200,6 +200,9 @@ static void test_spmv_fem(void)
     HK_ASSERT_OK(hk_gen_elasticity2d_tri(7, 5, &K));
     run_all_formats(&K, slices, 1, sigmas, 2);
     hk_bcsr_free(&K);
+    HK_ASSERT_OK(hk_gen_elasticity2d_tri_random(9, 8, 1u, &K));
+    run_all_formats(&K, slices, 1, sigmas, 2);
+    hk_bcsr_free(&K);
 }
 
 /* ---- padding on a matrix counted by hand -------------------------------------------------- */
@@ -417,6 +420,32 @@ static void test_gen_elasticity(void)
     CU_ASSERT_DOUBLE_EQUAL(energy_linear(&K, 4, 6, 1), G, 1e-12);
     hk_bcsr_free(&K);
 
+    /* random diagonals: still exact (linear fields), symmetric, conforming; row lengths vary
+     * between 5 and 9 blocks away from the boundary, like an unstructured mesh */
+    HK_ASSERT_OK(hk_gen_elasticity2d_tri_random(8, 7, 5u, &K));
+    CU_ASSERT(is_symmetric(&K, 1e-14));
+    CU_ASSERT_DOUBLE_EQUAL(energy_linear(&K, 8, 7, 0), ps, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(energy_linear(&K, 8, 7, 1), G, 1e-12);
+    CU_ASSERT_EQUAL(max_row_blocks(&K), 9);
+    {
+        int64_t minlen = 100;
+        for (int64_t j = 1; j < 7; j++)
+            for (int64_t i = 2; i < 8; i++) {
+                int64_t n = i + 9 * j, len = K.rowptr[n + 1] - K.rowptr[n];
+                if (len < minlen) minlen = len;
+            }
+        CU_ASSERT(minlen == 5);
+        hk_bcsr B;
+        HK_ASSERT_OK(hk_gen_elasticity2d_tri_random(8, 7, 5u, &B));
+        CU_ASSERT_EQUAL(memcmp(B.val, K.val, K.rowptr[K.nbrows] * 4 * sizeof *K.val), 0);
+        hk_bcsr_free(&B);
+        HK_ASSERT_OK(hk_gen_elasticity2d_tri_random(8, 7, 6u, &B));
+        CU_ASSERT(B.rowptr[B.nbrows] != K.rowptr[K.nbrows] ||
+                  memcmp(B.colind, K.colind, K.rowptr[K.nbrows] * sizeof *K.colind) != 0);
+        hk_bcsr_free(&B);
+    }
+    hk_bcsr_free(&K);
+
     HK_ASSERT_OK(hk_gen_elasticity3d(3, 4, 2, &K));
     CU_ASSERT_EQUAL(K.bs, 3);
     CU_ASSERT_EQUAL(K.nbrows, 4 * 5 * 3);
@@ -600,10 +629,10 @@ static void test_bench_spmv_command(void)
     size_t len = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[len] = 0;
-    /* 4 matrices x (csr, bsr, ell, sell, bell, sbell) x (fp64, fp32) */
-    CU_ASSERT_EQUAL(count_str(buf, "\"matrix\":"), 48);
-    CU_ASSERT_EQUAL(count_str(buf, "\"speedup_vs_csr_fp64\": 1,"), 4);
-    CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 24); /* fp64 results are exact here */
+    /* 5 matrices x (csr, bsr, ell, sell, bell, sbell) x (fp64, fp32) */
+    CU_ASSERT_EQUAL(count_str(buf, "\"matrix\":"), 60);
+    CU_ASSERT_EQUAL(count_str(buf, "\"speedup_vs_csr_fp64\": 1,"), 5);
+    CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 30); /* fp64 results are exact here */
     /* bad input: exit code 2 with a message, not a crash */
     snprintf(cmd, sizeof cmd, "%s bench spmv --backend cpu --formats csr,foo 2>/dev/null",
              HOOKE_BINARY);

@@ -146,6 +146,9 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B);
 int hk_gen_elasticity2d(int nx, int ny, hk_bcsr *A);
 /* 2D elasticity on an nx x ny grid split into linear triangles (bs = 2). */
 int hk_gen_elasticity2d_tri(int nx, int ny, hk_bcsr *A);
+/* The same with each cell's diagonal chosen at random (deterministic in seed): node valences,
+ * hence row lengths, vary as on an unstructured mesh (bs = 2). */
+int hk_gen_elasticity2d_tri_random(int nx, int ny, unsigned seed, hk_bcsr *A);
 /* 3D elasticity on an nx x ny x nz grid of trilinear hexes (bs=3), x=0 face fixed. */
 int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A);
 /* 3D elasticity on an nx x ny x nz grid, each cube split into 6 linear tets (bs = 3). */
