@@ -5,6 +5,7 @@
  *
  * Progress goes to stderr one line per stage; the summary to stdout (or JSON with --json).
  * Exit 0 only when the solve converged and the file was written. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +85,15 @@ static int solver_option_error(const hk_case *c, int err)
     int best = -1;
     size_t bestlen = 0;
     for (int i = 0; i < c->nsolver_keys; i++) {
+        /* the key as the library quotes it: 'key' or key=value */
+        char q[HK_CASE_NAME + 4], e[HK_CASE_NAME + 4];
+        snprintf(q, sizeof q, "'%s'", c->solver_keys[i]);
+        snprintf(e, sizeof e, "%s=", c->solver_keys[i]);
         size_t l = strlen(c->solver_keys[i]);
-        if (strstr(msg, c->solver_keys[i]) && l > bestlen) best = i, bestlen = l;
+        int hit = strstr(msg, q) != NULL;
+        for (const char *p = msg; !hit && (p = strstr(p, e)); p++)
+            hit = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '.' || p[-1] == '_');
+        if (hit && l > bestlen) best = i, bestlen = l;
     }
     if (best < 0) return err;
     hk_case_error(c, c->solver_loc[best], "%s", msg);
@@ -136,7 +144,16 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s", analysis_name(c->analysis),
           c->nmaterials, c->nmaterials == 1 ? "" : "s", c->nsupports, c->nsupports == 1 ? "" : "s",
           c->nloads, c->nloads == 1 ? "" : "s", grav ? ", gravity" : "", body ? ", body force" : "");
-    HK_TRY(hk_assemble(&r->model.problem, &r->sys));
+    ierr = hk_assemble(&r->model.problem, &r->sys);
+    if (ierr == HK_ERR_MODEL) {
+        /* the model's fault lies in the case: name the file (and the supports for rigid motion) */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", hk_error_message());
+        hk_case_loc loc = {0, 0, -1};
+        if (strstr(msg, "rigid") && c->nsupports) loc = c->supports[0].loc;
+        hk_case_error(c, loc, "%s", msg);
+    }
+    if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
     int64_t nnz = r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
     stage(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s", (long long)r->sys.ndof,
