@@ -399,16 +399,32 @@ fail:
 
 /* ---- public entry points ----------------------------------------------------------------- */
 
+/* Stage times on stderr when HOOKE_ASSEMBLY_PROFILE is set (for tuning; off by default). */
+static void stage(const char *name, double *t)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("HOOKE_ASSEMBLY_PROFILE") != NULL;
+    double now = hk_time();
+    if (on && name) fprintf(stderr, "assembly: %-10s %8.2f ms\n", name, 1e3 * (now - *t));
+    *t = now;
+}
+
 int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K)
 {
     int ierr;
     hk_adj n2c = {0};
+    double t = 0;
     HK_CHECK(K, HK_ERR_ARG, "hk_assemble_stiffness: K is NULL");
     memset(K, 0, sizeof *K);
+    stage(NULL, &t);
     HK_TRY(check_problem(p));
+    stage("checks", &t);
     HK_TRY(node_cells(p->mesh, &n2c));
+    stage("adjacency", &t);
     HK_TRY(build_pattern(p->mesh, &n2c, K));
+    stage("pattern", &t);
     HK_TRY(assemble_numeric(p, &n2c, K, NULL));
+    stage("numeric", &t);
     hk_adj_free(&n2c);
     return 0;
 fail:
