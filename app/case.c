@@ -146,6 +146,12 @@ static int check_mapping(ctx *x, struct fy_node *n, const char *what, const char
             key_hint(k, allowed, hint, sizeof hint);
             return err_at(x, fy_node_pair_key(p), "unknown key '%s' in %s; %s", k, what, hint);
         }
+        struct fy_node *v = fy_node_pair_value(p);
+        if (!v || (fy_node_get_type(v) == FYNT_SCALAR && fy_node_is_null(v) &&
+                   (!fy_node_get_scalar0(v) || !*fy_node_get_scalar0(v) || !strcmp(fy_node_get_scalar0(v), "~") ||
+                    !strcmp(fy_node_get_scalar0(v), "null"))))
+            return err_at(x, fy_node_pair_key(p), "'%s' in %s has no value; write it on the same line "
+                                                  "(%s: ...) or indent the lines below it", k, what, k);
     }
     return 0;
 }
@@ -869,7 +875,7 @@ int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *
                                 "%s:%d:%d: YAML syntax error: %s; check indentation, colons and brackets "
                                 "near this place", path, e->line, e->column, e->msg);
         else
-            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "%s: not a readable YAML file", path);
+            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "%s: the file is empty or not YAML; see docs/case-format.md", path);
         goto fail;
     }
     struct fy_node *root = fy_document_root(x.fyd);

@@ -6,10 +6,12 @@
  * Progress goes to stderr one line per stage; the summary to stdout (or JSON with --json).
  * Exit 0 only when the solve converged and the file was written. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -228,6 +230,17 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
     if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
     if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
+    /* create the output's folder (output.file: results/part.vtu) */
+    char dir[HK_CASE_PATH];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(dir, 0777) && errno != EEXIST)
+            return hk_error_set(HK_ERR_IO, __FILE__, __LINE__, "cannot create the output folder '%s' "
+                                "for '%s': %s", dir, path, strerror(errno));
+        *p = '/';
+    }
     hk_vtu_options vo = {.compress = c->compress, .ascii = c->ascii};
     double t = hk_time();
     HK_CALL(hk_vtu_write(path, &r->mesh, &f, &vo));

@@ -256,6 +256,10 @@ static const bad_case bad_cases[] = {
     {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {compress: maybe}\n",
      {"bad.yaml:5:20:", "output.compress must be true or false", NULL}},
     {GOOD_HEAD GOOD_MAT "supports: [{boundary: left}]\n", {"bad.yaml:4:13:", "needs fix", NULL}},
+    {GOOD_HEAD "materials:\n  - name: a\n    E:\n    nu: 0.3\n" GOOD_SUP,
+     {"bad.yaml:5:5:", "'E' in materials[0] has no value", NULL}},
+    {"", {"bad.yaml: the file is empty or not YAML", NULL}},
+    {"a: 1\na: 2\n", {"bad.yaml:2:1:", "duplicate key", NULL}},
 };
 
 static void test_bad_inputs(void)
