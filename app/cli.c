@@ -18,7 +18,9 @@ static void usage(FILE *f)
                "  solve A.mtx       solve a Matrix Market system with any method/preconditioner\n"
                "  bench [WHAT]      benchmarks against their baselines (spmv, solvers, assembly)\n"
                "  info              backends, devices and what was built in\n\n"
-               "`hooke <command> --help` explains each command.\n",
+               "`hooke <command> --help` explains each command. Try:\n"
+               "  hooke run cases/bracket/bracket.yaml      (then open cases/bracket/bracket.vtu)\n"
+               "Case files: docs/case-format.md; your own geometry: docs/geometry.md.\n",
             HOOKE_VERSION);
 }
 
