@@ -734,6 +734,8 @@ static int remember_set(ctx *x, struct fy_node *n, int set)
 /* Apply "a.b.c=value" to the tree. At each mapping the longest dotted prefix that is a key
  * wins, so solver keys with dots (pc.poly.degree) work; a missing key is added (and then
  * checked by the section reader like any other key). */
+static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int *attached);
+
 static int apply_set(ctx *x, int set)
 {
     hk_case *c = x->c;
@@ -749,8 +751,18 @@ static int apply_set(ctx *x, int set)
     struct fy_node *val = *vtext ? fy_node_build_from_string(x->fyd, vtext, FY_NT) : NULL;
     if (!val) val = fy_node_create_scalar_copy(x->fyd, vtext, FY_NT);
     if (!val) return hk_case_error(c, here, "the value '%s' could not be read", vtext);
-    HK_CALL(remember_set(x, val, set));
+    int attached = 0;
+    int err = remember_set(x, val, set);
+    if (!err) err = apply_set_path(x, set, path, val, &attached);
+    if (!attached) fy_node_free(val);
+    return err;
+}
 
+/* Walk path from the root and put val there; *attached when the tree owns val. */
+static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int *attached)
+{
+    hk_case *c = x->c;
+    hk_case_loc here = {0, 0, set};
     struct fy_node *cur = fy_document_root(x->fyd);
     char *rest = path;
     for (;;) {
@@ -772,6 +784,7 @@ static int apply_set(ctx *x, int set)
             if (pr && rest[len] == 0) {
                 if (fy_node_pair_set_value(pr, val))
                     return hk_case_error(c, here, "could not set '%s'", path);
+                *attached = 1;
                 return 0;
             }
             if (pr) {
@@ -784,8 +797,11 @@ static int apply_set(ctx *x, int set)
             char *dot = in_solver ? NULL : strchr(rest, '.');
             if (!dot) {
                 struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
-                if (!k || fy_node_mapping_append(cur, k, val))
+                if (!k || fy_node_mapping_append(cur, k, val)) {
+                    fy_node_free(k);
                     return hk_case_error(c, here, "could not add '%s'", path);
+                }
+                *attached = 1;
                 HK_CALL(remember_set(x, k, set));
                 return 0;
             }
@@ -807,9 +823,10 @@ static int apply_set(ctx *x, int set)
                                               "0..%d, e.g. materials.0.E=1e9", rest, cnt, cnt - 1);
             struct fy_node *item = fy_node_sequence_get_by_index(cur, (int)idx);
             if (!*end) {
-                if (fy_node_sequence_insert_before(cur, item, val) ||
-                    !fy_node_sequence_remove(cur, item))
+                if (fy_node_sequence_insert_before(cur, item, val))
                     return hk_case_error(c, here, "could not set '%s'", path);
+                *attached = 1;
+                fy_node_free(fy_node_sequence_remove(cur, item));
                 return 0;
             }
             cur = item;
