@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include "assembly_impl.h"
 
@@ -138,6 +139,21 @@ fail:
     return ierr;
 }
 
+/* The value array of K: 2 MiB aligned and marked for transparent huge pages where the system
+ * has them (hundreds of MB for 1M DOFs: 512x fewer page faults), not zeroed. free()-able. */
+static int alloc_values(size_t count, double **val)
+{
+    const size_t align = (size_t)2 << 20, bytes = count * sizeof(double) + 1;
+    void *ptr = NULL;
+    HK_CHECK(posix_memalign(&ptr, align, bytes) == 0, HK_ERR_MEMORY,
+             "out of host memory for the %.1f MB of matrix values", (double)bytes / 1048576.0);
+#ifdef MADV_HUGEPAGE
+    if (bytes >= align) madvise(ptr, bytes / align * align, MADV_HUGEPAGE);
+#endif
+    *val = ptr;
+    return 0;
+}
+
 static int cmp_i32(const void *x, const void *y)
 {
     int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
@@ -190,7 +206,13 @@ static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
             HK_TRY(hk_malloc((size_t)K->rowptr[nn] * sizeof *K->colind, &K->colind));
         }
     }
-    HK_TRY(hk_calloc((size_t)K->rowptr[nn] * (size_t)(bs * bs), sizeof *K->val, &K->val));
+    HK_TRY(alloc_values((size_t)K->rowptr[nn] * (size_t)(bs * bs), &K->val));
+    /* zero in parallel, by block rows: the page faults of first touch are spread over the
+     * threads instead of serialising the numeric phase */
+#pragma omp parallel for schedule(static) num_threads(nthr)
+    for (int64_t i = 0; i < nn; i++)
+        memset(K->val + (size_t)K->rowptr[i] * (size_t)(bs * bs), 0,
+               (size_t)(K->rowptr[i + 1] - K->rowptr[i]) * (size_t)(bs * bs) * sizeof *K->val);
     free(marks);
     return 0;
 fail:
