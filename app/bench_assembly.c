@@ -65,7 +65,8 @@ static int bench_type(hk_eltype t, double target, asm_row *row)
     hk_material mat = {.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
     hk_material *mats = calloc((size_t)m.nregions, sizeof *mats);
     HK_TRY_CHECK(mats, HK_ERR_MEMORY, "out of host memory");
-    for (int r = 0; r < m.nregions; r++) mats[r] = mat;
+    for (int r = 0; r < m.nregions; r++)
+        mats[r] = mat;
     asm_ctx c = {.p = {.mesh = &m,
                        .analysis = m.dim == 2 ? HK_PLANE_STRESS : HK_SOLID,
                        .thickness = 1,
@@ -98,7 +99,8 @@ static int bench_stages(int n, int solve, const char *backend, double st[4], lon
     double *u = NULL;
     memset(&m, 0, sizeof m);
     memset(&s, 0, sizeof s);
-    for (int k = 0; k < 4; k++) st[k] = NAN;
+    for (int k = 0; k < 4; k++)
+        st[k] = NAN;
     *iters = 0;
     double t0 = hk_time();
     HK_TRY(hk_mesh_box(1.0, 1.0, 1.0, n, n, n, HK_EL_HEX8, &m));
@@ -111,8 +113,12 @@ static int bench_stages(int n, int solve, const char *backend, double st[4], lon
     for (int r = 0; r < m.nregions; r++)
         mats[r] = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
     hk_support sup = {.boundary = xmin, .mask = 7};
-    hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = mats, .gravity = {0, 0, -9.81},
-                    .nsupports = 1, .supports = &sup};
+    hk_problem p = {.mesh = &m,
+                    .analysis = HK_SOLID,
+                    .materials = mats,
+                    .gravity = {0, 0, -9.81},
+                    .nsupports = 1,
+                    .supports = &sup};
     t0 = hk_time();
     ierr = hk_assemble(&p, &s);
     st[1] = hk_time() - t0;
@@ -168,8 +174,9 @@ int hk_bench_assembly(int argc, char **argv)
         } else if (!strcmp(argv[i], "--no-solve")) {
             solve = 0;
         } else {
-            fprintf(stderr, "hooke bench assembly: unknown option '%s' (hooke bench assembly "
-                            "--help)\n",
+            fprintf(stderr,
+                    "hooke bench assembly: unknown option '%s' (hooke bench assembly "
+                    "--help)\n",
                     argv[i]);
             return 2;
         }
@@ -192,8 +199,9 @@ int hk_bench_assembly(int argc, char **argv)
             if (inf && !strcmp(inf->name, tok)) t = k;
         }
         if (t < 0 || t < HK_EL_TRI3 || t > HK_EL_HEX27) {
-            fprintf(stderr, "hooke bench assembly: unknown element type '%s' in --types; use "
-                            "tri3, tri6, quad4, quad8, quad9, tet4, tet10, hex8, hex20, hex27\n",
+            fprintf(stderr,
+                    "hooke bench assembly: unknown element type '%s' in --types; use "
+                    "tri3, tri6, quad4, quad8, quad9, tet4, tet10, hex8, hex20, hex27\n",
                     tok);
             return 2;
         }

@@ -30,8 +30,7 @@ void hk_adj_free(hk_adj *a)
 const char *hk_asm_region_name(const hk_mesh *m, int r)
 {
     static _Thread_local char buf[32];
-    if (m->regions && r >= 0 && r < m->nregions && m->regions[r].name[0])
-        return m->regions[r].name;
+    if (m->regions && r >= 0 && r < m->nregions && m->regions[r].name[0]) return m->regions[r].name;
     snprintf(buf, sizeof buf, "#%d", r);
     return buf;
 }
@@ -101,13 +100,11 @@ static int check_problem(const hk_problem *p)
         HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
                  "element %lld (%s, Gmsh tag %lld) has region %d, outside the mesh's %d "
                  "regions; the mesh is corrupt",
-                 (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cell_region[e],
-                 m->nregions);
+                 (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cell_region[e], m->nregions);
     }
     for (int64_t i = 0; i < 3 * m->nnodes; i++)
         HK_CHECK(isfinite(m->coords[i]), HK_ERR_MODEL,
-                 "node %lld has a non-finite coordinate; the mesh is corrupt",
-                 (long long)(i / 3));
+                 "node %lld has a non-finite coordinate; the mesh is corrupt", (long long)(i / 3));
     for (int k = 0; k < 3; k++)
         HK_CHECK(isfinite(p->body_force[k]) && isfinite(p->gravity[k]), HK_ERR_MODEL,
                  "the body force or gravity has a non-finite component; give finite values");
@@ -123,8 +120,10 @@ static int node_cells(const hk_mesh *m, hk_adj *a)
     memset(a, 0, sizeof *a);
     a->n = nn;
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *a->ptr, &a->ptr));
-    for (int64_t k = 0; k < m->cells.ptr[nc]; k++) a->ptr[m->cells.nodes[k] + 1]++;
-    for (int64_t i = 0; i < nn; i++) a->ptr[i + 1] += a->ptr[i];
+    for (int64_t k = 0; k < m->cells.ptr[nc]; k++)
+        a->ptr[m->cells.nodes[k] + 1]++;
+    for (int64_t i = 0; i < nn; i++)
+        a->ptr[i + 1] += a->ptr[i];
     HK_TRY(hk_malloc((size_t)a->ptr[nn] * sizeof *a->idx + 1, &a->idx));
     int64_t *pos;
     HK_TRY(hk_malloc((size_t)nn * sizeof *pos + 1, &pos));
@@ -178,7 +177,8 @@ static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
 #pragma omp parallel num_threads(nthr)
         {
             int32_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nn;
-            for (int64_t i = 0; i < nn; i++) mark[i] = -1;
+            for (int64_t i = 0; i < nn; i++)
+                mark[i] = -1;
 #pragma omp for schedule(dynamic, 256)
             for (int64_t i = 0; i < nn; i++) {
                 int64_t cnt = 0, base = pass ? K->rowptr[i] : 0;
@@ -202,7 +202,8 @@ static int build_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K)
             }
         }
         if (pass == 0) {
-            for (int64_t i = 0; i < nn; i++) K->rowptr[i + 1] += K->rowptr[i];
+            for (int64_t i = 0; i < nn; i++)
+                K->rowptr[i + 1] += K->rowptr[i];
             HK_TRY(hk_malloc((size_t)K->rowptr[nn] * sizeof *K->colind, &K->colind));
         }
     }
@@ -258,9 +259,9 @@ static double invert(int d, const double J[3][3], double Ji[3][3])
  * Per node pair (a, b >= a) the d x d sums S_ij = sum_q w_q g_a[i] g_b[j] are formed once,
  * then K_ab[i][j] = lambda S_ij + mu S_ji + mu tr(S) delta_ij and K_ba = K_ab^T: about 3x fewer
  * operations than B^T D B per point. d is a constant in the two callers (specialised). */
-static inline int element_kernel_d(const hk_elref *r, const int d, const double (*x)[3],
-                                   double lam, double mu, double fac, const double bf[3],
-                                   double *restrict Ke, double *restrict fe)
+static inline int element_kernel_d(const hk_elref *r, const int d, const double (*x)[3], double lam,
+                                   double mu, double fac, const double bf[3], double *restrict Ke,
+                                   double *restrict fe)
 {
     const int n = r->nnodes, nd = n * d, nq = r->nqp;
     double g[HK_EL_MAXQ][HK_EL_MAXN][3];
@@ -270,7 +271,8 @@ static inline int element_kernel_d(const hk_elref *r, const int d, const double 
         double J[3][3] = {{0}}, Ji[3][3];
         for (int a = 0; a < n; a++)
             for (int i = 0; i < d; i++)
-                for (int k = 0; k < d; k++) J[i][k] += x[a][i] * r->dN[q][a][k];
+                for (int k = 0; k < d; k++)
+                    J[i][k] += x[a][i] * r->dN[q][a][k];
         double det = invert(d, J, Ji);
         if (!(det > 0)) return 1;
         const double w = r->qw[q] * det * fac;
@@ -278,12 +280,14 @@ static inline int element_kernel_d(const hk_elref *r, const int d, const double 
         for (int a = 0; a < n; a++)
             for (int i = 0; i < d; i++) {
                 double s = 0;
-                for (int k = 0; k < d; k++) s += r->dN[q][a][k] * Ji[k][i];
+                for (int k = 0; k < d; k++)
+                    s += r->dN[q][a][k] * Ji[k][i];
                 g[q][a][i] = s;
             }
         if (fe)
             for (int a = 0; a < n; a++)
-                for (int i = 0; i < d; i++) fe[a * d + i] += w * r->N[q][a] * bf[i];
+                for (int i = 0; i < d; i++)
+                    fe[a * d + i] += w * r->N[q][a] * bf[i];
     }
     for (int a = 0; a < n; a++) {
         for (int b = a; b < n; b++) {
@@ -292,11 +296,13 @@ static inline int element_kernel_d(const hk_elref *r, const int d, const double 
                 const double *ga = g[q][a], *gb = g[q][b], w = wq[q];
                 for (int i = 0; i < d; i++) {
                     const double wa = w * ga[i];
-                    for (int j = 0; j < d; j++) S[i][j] += wa * gb[j];
+                    for (int j = 0; j < d; j++)
+                        S[i][j] += wa * gb[j];
                 }
             }
             double tr = 0;
-            for (int i = 0; i < d; i++) tr += S[i][i];
+            for (int i = 0; i < d; i++)
+                tr += S[i][i];
             for (int i = 0; i < d; i++)
                 for (int j = 0; j < d; j++) {
                     const double v = lam * S[i][j] + mu * S[j][i] + (i == j ? mu * tr : 0);
@@ -373,16 +379,19 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
             const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
             const int n = (int)(m->cells.ptr[e + 1] - m->cells.ptr[e]);
             int mine = 0;
-            for (int a = 0; a < n && !mine; a++) mine = nodes[a] >= r0 && nodes[a] < r1;
+            for (int a = 0; a < n && !mine; a++)
+                mine = nodes[a] >= r0 && nodes[a] < r1;
             if (!mine) continue;
             const hk_elref *r = hk_elref_get((hk_eltype)m->cells.type[e]);
             const int nd = n * d;
             for (int a = 0; a < n; a++)
-                for (int i = 0; i < 3; i++) x[a][i] = m->coords[3 * (size_t)nodes[a] + i];
+                for (int i = 0; i < 3; i++)
+                    x[a][i] = m->coords[3 * (size_t)nodes[a] + i];
             const hk_material *mt = &p->materials[m->cell_region[e]];
             double lam, mu, b[3];
             hk_material_lame(mt, p->analysis, d, &lam, &mu);
-            for (int i = 0; i < 3; i++) b[i] = p->body_force[i] + mt->rho * p->gravity[i];
+            for (int i = 0; i < 3; i++)
+                b[i] = p->body_force[i] + mt->rho * p->gravity[i];
             if (element_kernel(r, d, (const double(*)[3])x, lam, mu, fac, b, Ke, f ? fe : NULL)) {
                 if (e < mybad) mybad = e;
                 continue;
@@ -391,14 +400,15 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
                 const int32_t ra = nodes[a];
                 if (ra < r0 || ra >= r1) continue;
                 for (int bb = 0; bb < n; bb++) {
-                    double *blk =
-                        K->val + (size_t)find_block(K, ra, nodes[bb]) * (size_t)(d * d);
+                    double *blk = K->val + (size_t)find_block(K, ra, nodes[bb]) * (size_t)(d * d);
                     const double *ke = Ke + (size_t)(a * d) * nd + bb * d;
                     for (int i = 0; i < d; i++)
-                        for (int j = 0; j < d; j++) blk[i * d + j] += ke[(size_t)i * nd + j];
+                        for (int j = 0; j < d; j++)
+                            blk[i * d + j] += ke[(size_t)i * nd + j];
                 }
                 if (f)
-                    for (int i = 0; i < d; i++) f[(size_t)ra * d + i] += fe[a * d + i];
+                    for (int i = 0; i < d; i++)
+                        f[(size_t)ra * d + i] += fe[a * d + i];
             }
         }
         free(Ke);

@@ -28,7 +28,8 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
     HK_CHECK(p->nsupports == 0 || p->supports, HK_ERR_ARG,
              "hk_assemble: nsupports > 0 but supports is NULL");
     HK_TRY(hk_malloc((size_t)ndof * sizeof *owner + 1, &owner));
-    for (int64_t k = 0; k < ndof; k++) owner[k] = -1;
+    for (int64_t k = 0; k < ndof; k++)
+        owner[k] = -1;
     for (int s = 0; s < p->nsupports; s++) {
         const hk_support *sp = &p->supports[s];
         HK_TRY_CHECK(sp->boundary >= 0 && sp->boundary < m->nboundaries, HK_ERR_MODEL,
@@ -36,8 +37,8 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
                      sp->boundary, m->nboundaries);
         const char *bn = hk_asm_boundary_name(m, sp->boundary);
         HK_TRY_CHECK((sp->mask & ((1u << d) - 1)) != 0, HK_ERR_MODEL,
-                     "the support on boundary '%s' fixes no component; fix at least one of %s",
-                     bn, d == 2 ? "x, y" : "x, y, z");
+                     "the support on boundary '%s' fixes no component; fix at least one of %s", bn,
+                     d == 2 ? "x, y" : "x, y, z");
         for (int c = 0; c < d; c++)
             HK_TRY_CHECK(!(sp->mask >> c & 1) || isfinite(sp->value[c]), HK_ERR_MODEL,
                          "the support on boundary '%s' prescribes a non-finite %c displacement; "
@@ -58,8 +59,7 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
                                  "node %d gets %c displacement %g from the support on '%s' and "
                                  "%g from the support on '%s'; make the prescribed values agree",
                                  nodes[k], comp_name[c], a,
-                                 hk_asm_boundary_name(m, p->supports[owner[dof]].boundary), v,
-                                 bn);
+                                 hk_asm_boundary_name(m, p->supports[owner[dof]].boundary), v, bn);
                     continue;
                 }
                 owner[dof] = s;
@@ -71,7 +71,8 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
         nodes = NULL;
     }
     *nfixed = 0;
-    for (int64_t k = 0; k < ndof; k++) *nfixed += fixed[k];
+    for (int64_t k = 0; k < ndof; k++)
+        *nfixed += fixed[k];
 fail:
     free(nodes);
     free(owner);
@@ -94,7 +95,8 @@ static int64_t uf_find(int64_t *par, int64_t i)
 static void jacobi_eig(int n, double A[6][6], double w[6], double V[6][6])
 {
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) V[i][j] = i == j;
+        for (int j = 0; j < n; j++)
+            V[i][j] = i == j;
     for (int sweep = 0; sweep < 100; sweep++) {
         double off = 0, tot = 0;
         for (int i = 0; i < n; i++)
@@ -126,7 +128,8 @@ static void jacobi_eig(int n, double A[6][6], double w[6], double V[6][6])
                 }
             }
     }
-    for (int i = 0; i < n; i++) w[i] = A[i][i];
+    for (int i = 0; i < n; i++)
+        w[i] = A[i][i];
 }
 
 /* Value of rigid mode k (2D: tx ty rz; 3D: tx ty tz rx ry rz) in component c at position x. */
@@ -140,8 +143,7 @@ static double mode_value(int d, int k, int c, const double x[3])
     /* (e_a x x)_c */
     int a = k - 3;
     double e[3] = {a == 0, a == 1, a == 2};
-    double r[3] = {e[1] * x[2] - e[2] * x[1], e[2] * x[0] - e[0] * x[2],
-                   e[0] * x[1] - e[1] * x[0]};
+    double r[3] = {e[1] * x[2] - e[2] * x[1], e[2] * x[0] - e[0] * x[2], e[0] * x[1] - e[1] * x[0]};
     return r[c];
 }
 
@@ -152,8 +154,10 @@ static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
 {
     const int nm = d == 2 ? 3 : 6, nt = d;
     int order[6], no = 0;
-    for (int k = nt; k < nm; k++) order[no++] = k; /* rotations first */
-    for (int k = 0; k < nt; k++) order[no++] = k;
+    for (int k = nt; k < nm; k++)
+        order[no++] = k; /* rotations first */
+    for (int k = 0; k < nt; k++)
+        order[no++] = k;
     int row = 0;
     buf[0] = 0;
     for (int oc = 0; oc < nm && row < nz; oc++) {
@@ -168,17 +172,20 @@ static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
             Z[piv][k] = t;
         }
         double s = Z[row][col];
-        for (int k = 0; k < nm; k++) Z[row][k] /= s;
+        for (int k = 0; k < nm; k++)
+            Z[row][k] /= s;
         for (int r = 0; r < nz; r++) {
             if (r == row) continue;
             double f = Z[r][col];
-            for (int k = 0; k < nm; k++) Z[r][k] -= f * Z[row][k];
+            for (int k = 0; k < nm; k++)
+                Z[r][k] -= f * Z[row][k];
         }
         /* name this row */
         char item[96];
         int isrot = col >= nt;
         int b0 = isrot ? nt : 0, b1 = isrot ? nm : nt, nnz = 0;
-        for (int k = b0; k < b1; k++) nnz += fabs(Z[row][k]) > 1e-6;
+        for (int k = b0; k < b1; k++)
+            nnz += fabs(Z[row][k]) > 1e-6;
         if (d == 2 && isrot)
             snprintf(item, sizeof item, "rotation about z");
         else if (nnz == 1)
@@ -186,11 +193,11 @@ static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
                      comp_name[col - b0]);
         else {
             double v[3] = {0, 0, 0}, nv = 0;
-            for (int k = b0; k < b1; k++) v[k - b0] = Z[row][k], nv += Z[row][k] * Z[row][k];
+            for (int k = b0; k < b1; k++)
+                v[k - b0] = Z[row][k], nv += Z[row][k] * Z[row][k];
             nv = sqrt(nv);
             if (d == 2)
-                snprintf(item, sizeof item, "translation along (%.2f, %.2f)", v[0] / nv,
-                         v[1] / nv);
+                snprintf(item, sizeof item, "translation along (%.2f, %.2f)", v[0] / nv, v[1] / nv);
             else
                 snprintf(item, sizeof item, "%s (%.2f, %.2f, %.2f)",
                          isrot ? "rotation about" : "translation along", v[0] / nv, v[1] / nv,
@@ -212,7 +219,8 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
     double *acc = NULL, *ext = NULL;
     HK_TRY(hk_malloc((size_t)nn * sizeof *par + 1, &par));
     HK_TRY(hk_malloc((size_t)nn * sizeof *comp + 1, &comp));
-    for (int64_t i = 0; i < nn; i++) par[i] = i;
+    for (int64_t i = 0; i < nn; i++)
+        par[i] = i;
     for (int64_t e = 0; e < m->cells.n; e++) {
         int64_t r0 = uf_find(par, m->cells.nodes[m->cells.ptr[e]]);
         for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++) {
@@ -222,7 +230,8 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
     }
     /* number the parts (roots of nodes that lie on a cell) */
     int64_t np = 0;
-    for (int64_t i = 0; i < nn; i++) comp[i] = -1;
+    for (int64_t i = 0; i < nn; i++)
+        comp[i] = -1;
     for (int64_t i = 0; i < nn; i++) {
         if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
         int64_t r = uf_find(par, i);
@@ -243,7 +252,8 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
     HK_TRY(hk_calloc((size_t)np * stride + 1, sizeof *acc, &acc));
     HK_TRY(hk_malloc((size_t)np * 6 * sizeof *ext + 1, &ext));
     for (int64_t q = 0; q < np; q++)
-        for (int i = 0; i < 3; i++) ext[6 * q + i] = INFINITY, ext[6 * q + 3 + i] = -INFINITY;
+        for (int i = 0; i < 3; i++)
+            ext[6 * q + i] = INFINITY, ext[6 * q + 3 + i] = -INFINITY;
     for (int64_t i = 0; i < nn; i++) {
         if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
         double *a = acc + (size_t)pc[i] * stride;
@@ -260,31 +270,38 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
         const int64_t q = pc[i];
         double *a = acc + (size_t)q * stride;
         double L = 0;
-        for (int k = 0; k < 3; k++) L = fmax(L, ext[6 * q + 3 + k] - ext[6 * q + k]);
+        for (int k = 0; k < 3; k++)
+            L = fmax(L, ext[6 * q + 3 + k] - ext[6 * q + k]);
         if (L <= 0) L = 1;
         double x[3];
-        for (int k = 0; k < 3; k++) x[k] = (m->coords[3 * (size_t)i + k] - a[k] / a[3]) / L;
+        for (int k = 0; k < 3; k++)
+            x[k] = (m->coords[3 * (size_t)i + k] - a[k] / a[3]) / L;
         for (int c = 0; c < d; c++) {
             if (!fixed[(size_t)i * d + c]) continue;
             double row[6];
-            for (int k = 0; k < nm; k++) row[k] = mode_value(d, k, c, x);
+            for (int k = 0; k < nm; k++)
+                row[k] = mode_value(d, k, c, x);
             double *G = a + 7;
             for (int k = 0; k < nm; k++)
-                for (int l = 0; l < nm; l++) G[k * 6 + l] += row[k] * row[l];
+                for (int l = 0; l < nm; l++)
+                    G[k * 6 + l] += row[k] * row[l];
         }
     }
     for (int64_t q = 0; q < np; q++) {
         double A[6][6], w[6], V[6][6], Z[6][6];
         const double *G = acc + (size_t)q * stride + 7;
         for (int k = 0; k < nm; k++)
-            for (int l = 0; l < nm; l++) A[k][l] = G[k * 6 + l];
+            for (int l = 0; l < nm; l++)
+                A[k][l] = G[k * 6 + l];
         jacobi_eig(nm, A, w, V);
         double wmax = 0;
-        for (int k = 0; k < nm; k++) wmax = fmax(wmax, w[k]);
+        for (int k = 0; k < nm; k++)
+            wmax = fmax(wmax, w[k]);
         int nz = 0;
         for (int k = 0; k < nm; k++)
             if (w[k] <= 1e-10 * wmax || wmax == 0) {
-                for (int l = 0; l < nm; l++) Z[nz][l] = V[l][k];
+                for (int l = 0; l < nm; l++)
+                    Z[nz][l] = V[l][k];
                 nz++;
             }
         if (nz == 0) continue;
@@ -325,7 +342,8 @@ int hk_eliminate(hk_system *s, const hk_adj *n2c)
         if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
         for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
             if (K->colind[k] == i)
-                for (int r = 0; r < bs; r++) sum += K->val[(size_t)k * bs * bs + r * bs + r], cnt++;
+                for (int r = 0; r < bs; r++)
+                    sum += K->val[(size_t)k * bs * bs + r * bs + r], cnt++;
     }
     const double mean = cnt ? sum / (double)cnt : 1;
 #pragma omp parallel for schedule(static) if (nb >= 20000)

@@ -15,15 +15,18 @@
 
 #include "elements.h"
 
-static const char *const el_names[HK_EL_COUNT] = {
-    "point1", "line2", "line3", "tri3",  "tri6",  "quad4",  "quad8", "quad9",
-    "tet4",   "tet10", "hex8",  "hex20", "hex27", "wedge6", "pyr5"};
+static const char *const el_names[HK_EL_COUNT] = {"point1", "line2", "line3", "tri3",   "tri6",
+                                                  "quad4",  "quad8", "quad9", "tet4",   "tet10",
+                                                  "hex8",   "hex20", "hex27", "wedge6", "pyr5"};
 
-const char *hk_el_name(int t) { return (t >= 0 && t < HK_EL_COUNT) ? el_names[t] : "?"; }
+const char *hk_el_name(int t)
+{
+    return (t >= 0 && t < HK_EL_COUNT) ? el_names[t] : "?";
+}
 
 /* ---- node coordinates -------------------------------------------------------------------- */
 
-static const double quad_xi[9][2] = {{-1, -1}, {1, -1}, {1, 1}, {-1, 1}, {0, -1},
+static const double quad_xi[9][2] = {{-1, -1}, {1, -1}, {1, 1},  {-1, 1}, {0, -1},
                                      {1, 0},   {0, 1},  {-1, 0}, {0, 0}};
 static const double hex_corner[8][3] = {{-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1},
                                         {-1, -1, 1},  {1, -1, 1},  {1, 1, 1},  {-1, 1, 1}};
@@ -42,36 +45,45 @@ static void node_xi(hk_eltype t, int a, double xi[3])
     xi[0] = xi[1] = xi[2] = 0;
     switch (t) {
     case HK_EL_LINE2:
-    case HK_EL_LINE3: xi[0] = a == 0 ? -1 : a == 1 ? 1 : 0; break;
+    case HK_EL_LINE3:
+        xi[0] = a == 0 ? -1 : a == 1 ? 1 : 0;
+        break;
     case HK_EL_TRI3:
     case HK_EL_TRI6:
         if (a < 3) {
             xi[0] = tri_c[a][0], xi[1] = tri_c[a][1];
         } else {
             const int *e = tri_edges[a - 3];
-            for (int k = 0; k < 2; k++) xi[k] = 0.5 * (tri_c[e[0]][k] + tri_c[e[1]][k]);
+            for (int k = 0; k < 2; k++)
+                xi[k] = 0.5 * (tri_c[e[0]][k] + tri_c[e[1]][k]);
         }
         break;
     case HK_EL_QUAD4:
     case HK_EL_QUAD8:
-    case HK_EL_QUAD9: xi[0] = quad_xi[a][0], xi[1] = quad_xi[a][1]; break;
+    case HK_EL_QUAD9:
+        xi[0] = quad_xi[a][0], xi[1] = quad_xi[a][1];
+        break;
     case HK_EL_TET4:
     case HK_EL_TET10:
         if (a < 4) {
-            for (int k = 0; k < 3; k++) xi[k] = tet_c[a][k];
+            for (int k = 0; k < 3; k++)
+                xi[k] = tet_c[a][k];
         } else {
             const int *e = tet_edges[a - 4];
-            for (int k = 0; k < 3; k++) xi[k] = 0.5 * (tet_c[e[0]][k] + tet_c[e[1]][k]);
+            for (int k = 0; k < 3; k++)
+                xi[k] = 0.5 * (tet_c[e[0]][k] + tet_c[e[1]][k]);
         }
         break;
     case HK_EL_HEX8:
     case HK_EL_HEX20:
     case HK_EL_HEX27:
         if (a < 8) {
-            for (int k = 0; k < 3; k++) xi[k] = hex_corner[a][k];
+            for (int k = 0; k < 3; k++)
+                xi[k] = hex_corner[a][k];
         } else if (a < 20) {
             const int *e = hex_edges[a - 8];
-            for (int k = 0; k < 3; k++) xi[k] = 0.5 * (hex_corner[e[0]][k] + hex_corner[e[1]][k]);
+            for (int k = 0; k < 3; k++)
+                xi[k] = 0.5 * (hex_corner[e[0]][k] + hex_corner[e[1]][k]);
         } else if (a < 26) {
             const int *f = hex_faces[a - 20];
             for (int k = 0; k < 3; k++)
@@ -79,7 +91,8 @@ static void node_xi(hk_eltype t, int a, double xi[3])
                                 hex_corner[f[3]][k]);
         }
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -107,9 +120,11 @@ static void shape_tensor(hk_eltype t, int d, int order, int n, const double *x, 
     for (int a = 0; a < n; a++) {
         double s[3], l[3], dl[3];
         node_xi(t, a, s);
-        for (int k = 0; k < d; k++) lag1d(order, s[k], x[k], &l[k], &dl[k]);
+        for (int k = 0; k < d; k++)
+            lag1d(order, s[k], x[k], &l[k], &dl[k]);
         double prod = 1;
-        for (int k = 0; k < d; k++) prod *= l[k];
+        for (int k = 0; k < d; k++)
+            prod *= l[k];
         if (N) N[a] = prod;
         for (int k = 0; k < 3; k++) {
             double g = 0;
@@ -132,7 +147,8 @@ static void shape_serendipity(hk_eltype t, int d, int n, const double *x, double
         node_xi(t, a, s);
         if (a < (d == 2 ? 4 : 8)) { /* corner: prod(1+s x)/2^d * (sum s x - (d-1)) */
             double p[3], sum = 0, prod = 1;
-            for (int k = 0; k < d; k++) p[k] = 1 + s[k] * x[k], prod *= p[k], sum += s[k] * x[k];
+            for (int k = 0; k < d; k++)
+                p[k] = 1 + s[k] * x[k], prod *= p[k], sum += s[k] * x[k];
             double c = d == 2 ? 0.25 : 0.125, q = sum - (d - 1);
             v = c * prod * q;
             for (int k = 0; k < d; k++) {
@@ -143,7 +159,8 @@ static void shape_serendipity(hk_eltype t, int d, int n, const double *x, double
             }
         } else { /* midside: (1 - x_k^2) on its zero coordinate k, linear in the others */
             int k0 = 0;
-            while (s[k0] != 0) k0++;
+            while (s[k0] != 0)
+                k0++;
             double c = d == 2 ? 0.5 : 0.25, f[3], df[3];
             for (int k = 0; k < d; k++) {
                 if (k == k0)
@@ -152,7 +169,8 @@ static void shape_serendipity(hk_eltype t, int d, int n, const double *x, double
                     f[k] = 1 + s[k] * x[k], df[k] = s[k];
             }
             v = c;
-            for (int k = 0; k < d; k++) v *= f[k];
+            for (int k = 0; k < d; k++)
+                v *= f[k];
             for (int k = 0; k < d; k++) {
                 g[k] = c * df[k];
                 for (int m = 0; m < d; m++)
@@ -160,7 +178,8 @@ static void shape_serendipity(hk_eltype t, int d, int n, const double *x, double
             }
         }
         if (N) N[a] = v;
-        for (int k = 0; k < 3; k++) dN[a][k] = g[k];
+        for (int k = 0; k < 3; k++)
+            dN[a][k] = g[k];
     }
 }
 
@@ -180,10 +199,12 @@ static void shape_simplex(int d, int quadratic, const double *x, double *N, doub
     for (int a = 0; a < nc; a++) {
         if (!quadratic) {
             if (N) N[a] = L[a];
-            for (int k = 0; k < 3; k++) dN[a][k] = dL[a][k];
+            for (int k = 0; k < 3; k++)
+                dN[a][k] = dL[a][k];
         } else {
             if (N) N[a] = L[a] * (2 * L[a] - 1);
-            for (int k = 0; k < 3; k++) dN[a][k] = (4 * L[a] - 1) * dL[a][k];
+            for (int k = 0; k < 3; k++)
+                dN[a][k] = (4 * L[a] - 1) * dL[a][k];
         }
     }
     if (!quadratic) return;
@@ -192,26 +213,52 @@ static void shape_simplex(int d, int quadratic, const double *x, double *N, doub
     for (int m = 0; m < ne; m++) {
         int i = e[m][0], j = e[m][1], a = nc + m;
         if (N) N[a] = 4 * L[i] * L[j];
-        for (int k = 0; k < 3; k++) dN[a][k] = 4 * (dL[i][k] * L[j] + L[i] * dL[j][k]);
+        for (int k = 0; k < 3; k++)
+            dN[a][k] = 4 * (dL[i][k] * L[j] + L[i] * dL[j][k]);
     }
 }
 
 void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3])
 {
     switch (t) {
-    case HK_EL_LINE2: shape_tensor(t, 1, 1, 2, xi, N, dN); break;
-    case HK_EL_LINE3: shape_tensor(t, 1, 2, 3, xi, N, dN); break;
-    case HK_EL_TRI3: shape_simplex(2, 0, xi, N, dN); break;
-    case HK_EL_TRI6: shape_simplex(2, 1, xi, N, dN); break;
-    case HK_EL_QUAD4: shape_tensor(t, 2, 1, 4, xi, N, dN); break;
-    case HK_EL_QUAD8: shape_serendipity(t, 2, 8, xi, N, dN); break;
-    case HK_EL_QUAD9: shape_tensor(t, 2, 2, 9, xi, N, dN); break;
-    case HK_EL_TET4: shape_simplex(3, 0, xi, N, dN); break;
-    case HK_EL_TET10: shape_simplex(3, 1, xi, N, dN); break;
-    case HK_EL_HEX8: shape_tensor(t, 3, 1, 8, xi, N, dN); break;
-    case HK_EL_HEX20: shape_serendipity(t, 3, 20, xi, N, dN); break;
-    case HK_EL_HEX27: shape_tensor(t, 3, 2, 27, xi, N, dN); break;
-    default: break;
+    case HK_EL_LINE2:
+        shape_tensor(t, 1, 1, 2, xi, N, dN);
+        break;
+    case HK_EL_LINE3:
+        shape_tensor(t, 1, 2, 3, xi, N, dN);
+        break;
+    case HK_EL_TRI3:
+        shape_simplex(2, 0, xi, N, dN);
+        break;
+    case HK_EL_TRI6:
+        shape_simplex(2, 1, xi, N, dN);
+        break;
+    case HK_EL_QUAD4:
+        shape_tensor(t, 2, 1, 4, xi, N, dN);
+        break;
+    case HK_EL_QUAD8:
+        shape_serendipity(t, 2, 8, xi, N, dN);
+        break;
+    case HK_EL_QUAD9:
+        shape_tensor(t, 2, 2, 9, xi, N, dN);
+        break;
+    case HK_EL_TET4:
+        shape_simplex(3, 0, xi, N, dN);
+        break;
+    case HK_EL_TET10:
+        shape_simplex(3, 1, xi, N, dN);
+        break;
+    case HK_EL_HEX8:
+        shape_tensor(t, 3, 1, 8, xi, N, dN);
+        break;
+    case HK_EL_HEX20:
+        shape_serendipity(t, 3, 20, xi, N, dN);
+        break;
+    case HK_EL_HEX27:
+        shape_tensor(t, 3, 2, 27, xi, N, dN);
+        break;
+    default:
+        break;
     }
 }
 
@@ -295,20 +342,42 @@ static void init_one(hk_eltype t, int dim, int n, int nc, int simplex)
     r->ncorners = nc;
     r->simplex = simplex;
     switch (t) {
-    case HK_EL_LINE2: rule_gauss(r, 1, 2); break;
-    case HK_EL_LINE3: rule_gauss(r, 1, 3); break;
-    case HK_EL_TRI3: rule_tri(r, 1); break;
-    case HK_EL_TRI6: rule_tri(r, 3); break;
-    case HK_EL_QUAD4: rule_gauss(r, 2, 2); break;
+    case HK_EL_LINE2:
+        rule_gauss(r, 1, 2);
+        break;
+    case HK_EL_LINE3:
+        rule_gauss(r, 1, 3);
+        break;
+    case HK_EL_TRI3:
+        rule_tri(r, 1);
+        break;
+    case HK_EL_TRI6:
+        rule_tri(r, 3);
+        break;
+    case HK_EL_QUAD4:
+        rule_gauss(r, 2, 2);
+        break;
     case HK_EL_QUAD8:
-    case HK_EL_QUAD9: rule_gauss(r, 2, 3); break;
-    case HK_EL_TET4: rule_tet(r, 1); break;
-    case HK_EL_TET10: rule_tet(r, 4); break;
-    case HK_EL_HEX8: rule_gauss(r, 3, 2); break;
-    default: rule_gauss(r, 3, 3); break;
+    case HK_EL_QUAD9:
+        rule_gauss(r, 2, 3);
+        break;
+    case HK_EL_TET4:
+        rule_tet(r, 1);
+        break;
+    case HK_EL_TET10:
+        rule_tet(r, 4);
+        break;
+    case HK_EL_HEX8:
+        rule_gauss(r, 3, 2);
+        break;
+    default:
+        rule_gauss(r, 3, 3);
+        break;
     }
-    for (int a = 0; a < n; a++) node_xi(t, a, r->xi[a]);
-    for (int q = 0; q < r->nqp; q++) hk_el_shape(t, r->qp[q], r->N[q], r->dN[q]);
+    for (int a = 0; a < n; a++)
+        node_xi(t, a, r->xi[a]);
+    for (int q = 0; q < r->nqp; q++)
+        hk_el_shape(t, r->qp[q], r->N[q], r->dN[q]);
 }
 
 static void init_refs(void)

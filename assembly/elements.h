@@ -16,11 +16,11 @@
 typedef struct hk_elref {
     hk_eltype type;
     const char *name;
-    int dim;       /* reference dimension: 1 line, 2 tri/quad, 3 tet/hex */
+    int dim; /* reference dimension: 1 line, 2 tri/quad, 3 tet/hex */
     int nnodes;
-    int ncorners;  /* vertices (the first ncorners nodes in Gmsh ordering) */
-    int simplex;   /* 1 for tri/tet (barycentric reference) */
-    int nqp;       /* points of the element's rule */
+    int ncorners; /* vertices (the first ncorners nodes in Gmsh ordering) */
+    int simplex;  /* 1 for tri/tet (barycentric reference) */
+    int nqp;      /* points of the element's rule */
     double qp[HK_EL_MAXQ][3];
     double qw[HK_EL_MAXQ];
     /* tabulated at the quadrature points: N[q][a], dN[q][a][k] = dN_a/dxi_k */

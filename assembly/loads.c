@@ -71,15 +71,16 @@ static int cell_has(const hk_mesh *m, int64_t e, int32_t v)
 
 /* Sign (+1/-1) that turns the facet's geometric normal outward, from the cells that hold all
  * of the facet's corners. Errors: the facet is on no cell, or (pressure) between two. */
-static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
-                      const hk_elref *fr, const int32_t *fn, double *sign)
+static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const hk_elref *fr,
+                      const int32_t *fn, double *sign)
 {
     const hk_mesh *m = p->mesh;
     const hk_group *g = &m->boundaries[b];
     int64_t found = -1, nfound = 0;
     for (int64_t c = n2c->ptr[fn[0]]; c < n2c->ptr[fn[0] + 1]; c++) {
         int64_t e = n2c->idx[c], ok = 1;
-        for (int a = 1; a < fr->ncorners && ok; a++) ok = cell_has(m, e, fn[a]);
+        for (int a = 1; a < fr->ncorners && ok; a++)
+            ok = cell_has(m, e, fn[a]);
         if (ok) {
             if (nfound == 0) found = e;
             nfound++;
@@ -100,16 +101,19 @@ static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
     const int32_t *cn = m->cells.nodes + m->cells.ptr[found];
     double cc[3] = {0, 0, 0}, fc[3] = {0, 0, 0};
     for (int a = 0; a < cr->ncorners; a++)
-        for (int i = 0; i < 3; i++) cc[i] += m->coords[3 * (size_t)cn[a] + i] / cr->ncorners;
+        for (int i = 0; i < 3; i++)
+            cc[i] += m->coords[3 * (size_t)cn[a] + i] / cr->ncorners;
     for (int a = 0; a < fr->ncorners; a++)
-        for (int i = 0; i < 3; i++) fc[i] += m->coords[3 * (size_t)fn[a] + i] / fr->ncorners;
+        for (int i = 0; i < 3; i++)
+            fc[i] += m->coords[3 * (size_t)fn[a] + i] / fr->ncorners;
     /* geometric normal at the facet's reference centroid */
     double xi[3] = {0, 0, 0}, dN[HK_EL_MAXN][3], t[2][3] = {{0}}, nrm[3];
     if (fr->simplex) xi[0] = xi[1] = 1.0 / 3;
     hk_el_shape(fr->type, xi, NULL, dN);
     for (int a = 0; a < fr->nnodes; a++)
         for (int k = 0; k < fr->dim; k++)
-            for (int i = 0; i < 3; i++) t[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
+            for (int i = 0; i < 3; i++)
+                t[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
     if (fr->dim == 1) {
         nrm[0] = t[0][1], nrm[1] = -t[0][0], nrm[2] = 0;
     } else {
@@ -118,7 +122,8 @@ static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
         nrm[2] = t[0][0] * t[1][1] - t[0][1] * t[1][0];
     }
     double dot = 0;
-    for (int i = 0; i < 3; i++) dot += nrm[i] * (fc[i] - cc[i]);
+    for (int i = 0; i < 3; i++)
+        dot += nrm[i] * (fc[i] - cc[i]);
     *sign = dot < 0 ? -1 : 1;
     return 0;
 }
@@ -238,7 +243,8 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
             }
         const double w = ld->kind == HK_LOAD_FORCE ? 1.0 / (double)nn : 1.0;
         for (int64_t k = 0; k < nn; k++)
-            for (int i = 0; i < d; i++) f[(size_t)nodes[k] * d + i] += w * ld->value[i];
+            for (int i = 0; i < d; i++)
+                f[(size_t)nodes[k] * d + i] += w * ld->value[i];
         free(nodes);
     }
     return 0;

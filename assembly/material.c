@@ -39,8 +39,8 @@ static int check_one(const hk_problem *p, int r)
              "region '%s' has no material; assign a material to every region", rn);
     const char *mn = mt->name[0] ? mt->name : rn;
     HK_CHECK(isfinite(mt->E) && mt->E > 0, HK_ERR_MODEL,
-             "material '%s' of region '%s' has Young's modulus E = %g; E must be positive", mn,
-             rn, mt->E);
+             "material '%s' of region '%s' has Young's modulus E = %g; E must be positive", mn, rn,
+             mt->E);
     HK_CHECK(isfinite(mt->nu) && mt->nu > -1 && mt->nu < 0.5, HK_ERR_MODEL,
              "material '%s' of region '%s' has Poisson's ratio nu = %g; nu must lie in "
              "(-1, 0.5)",
@@ -62,7 +62,8 @@ int hk_materials_check(const hk_problem *p)
     /* only regions that carry cells need a material */
     uint8_t *used;
     HK_CALL(hk_calloc((size_t)m->nregions + 1, 1, &used));
-    for (int64_t e = 0; e < m->cells.n; e++) used[m->cell_region[e]] = 1;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        used[m->cell_region[e]] = 1;
     for (int r = 0; r < m->nregions; r++) {
         if (!used[r]) continue;
         int ierr = check_one(p, r);

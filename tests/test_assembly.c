@@ -20,7 +20,7 @@
 typedef struct tmesh {
     hk_mesh m;
     hk_material mat;
-    int nsides;     /* boundaries[0 .. nsides): sides; then one point group per boundary node */
+    int nsides; /* boundaries[0 .. nsides): sides; then one point group per boundary node */
 } tmesh;
 
 static const double LX = 2.0, LY = 1.0, LZ = 1.5;
@@ -34,7 +34,8 @@ static int cell_pieces(hk_eltype t, int off[6][HK_EL_MAXN][3])
     memset(off, 0, sizeof(int[6][HK_EL_MAXN][3]));
     if (!r->simplex) {
         for (int a = 0; a < r->nnodes; a++)
-            for (int k = 0; k < r->dim; k++) off[0][a][k] = (int)lround(r->xi[a][k]) + 1;
+            for (int k = 0; k < r->dim; k++)
+                off[0][a][k] = (int)lround(r->xi[a][k]) + 1;
         return 1;
     }
     int vert[6][4][3], np = 0;
@@ -43,7 +44,8 @@ static int cell_pieces(hk_eltype t, int off[6][HK_EL_MAXN][3])
         np = 2;
         for (int pc = 0; pc < 2; pc++)
             for (int k = 0; k < 3; k++) {
-                for (int s = 0; s < 3; s++) vert[pc][s][k] = v[pc][s][k];
+                for (int s = 0; s < 3; s++)
+                    vert[pc][s][k] = v[pc][s][k];
                 vert[pc][3][k] = 0;
             }
     } else {
@@ -51,14 +53,17 @@ static int cell_pieces(hk_eltype t, int off[6][HK_EL_MAXN][3])
                                         {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
         for (np = 0; np < 6; np++) {
             int p[3] = {0, 0, 0};
-            for (int k = 0; k < 3; k++) vert[np][0][k] = 0;
+            for (int k = 0; k < 3; k++)
+                vert[np][0][k] = 0;
             for (int s = 0; s < 3; s++) {
                 p[perms[np][s]] = 2;
-                for (int k = 0; k < 3; k++) vert[np][s + 1][k] = p[k];
+                for (int k = 0; k < 3; k++)
+                    vert[np][s + 1][k] = p[k];
             }
             int e[3][3];
             for (int s = 0; s < 3; s++)
-                for (int k = 0; k < 3; k++) e[s][k] = vert[np][s + 1][k];
+                for (int k = 0; k < 3; k++)
+                    e[s][k] = vert[np][s + 1][k];
             int det = e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) -
                       e[0][1] * (e[1][0] * e[2][2] - e[1][2] * e[2][0]) +
                       e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0]);
@@ -85,15 +90,22 @@ static hk_eltype facet_type(hk_eltype t)
 {
     switch (t) {
     case HK_EL_TRI3:
-    case HK_EL_QUAD4: return HK_EL_LINE2;
+    case HK_EL_QUAD4:
+        return HK_EL_LINE2;
     case HK_EL_TRI6:
     case HK_EL_QUAD8:
-    case HK_EL_QUAD9: return HK_EL_LINE3;
-    case HK_EL_TET4: return HK_EL_TRI3;
-    case HK_EL_TET10: return HK_EL_TRI6;
-    case HK_EL_HEX8: return HK_EL_QUAD4;
-    case HK_EL_HEX20: return HK_EL_QUAD8;
-    default: return HK_EL_QUAD9;
+    case HK_EL_QUAD9:
+        return HK_EL_LINE3;
+    case HK_EL_TET4:
+        return HK_EL_TRI3;
+    case HK_EL_TET10:
+        return HK_EL_TRI6;
+    case HK_EL_HEX8:
+        return HK_EL_QUAD4;
+    case HK_EL_HEX20:
+        return HK_EL_QUAD8;
+    default:
+        return HK_EL_QUAD9;
     }
 }
 
@@ -120,7 +132,8 @@ static int64_t lat_at(const lattice *lt, const int *P)
 static void corner_pos(const lattice *lt, const int *P, double *x)
 {
     const double *j = lt->jit + 3 * lat_at(lt, P);
-    for (int k = 0; k < 3; k++) x[k] = k < lt->d ? 0.5 * P[k] * lt->h[k] + j[k] : 0;
+    for (int k = 0; k < 3; k++)
+        x[k] = k < lt->d ? 0.5 * P[k] * lt->h[k] + j[k] : 0;
 }
 
 /* Position of any lattice point: corners as they are; others by the straight-sided map. */
@@ -133,22 +146,27 @@ static void lattice_pos(const lattice *lt, const int *P, double *x)
         corner_pos(lt, P, x);
         return;
     }
-    for (int k = 0; k < 3; k++) x[k] = 0;
+    for (int k = 0; k < 3; k++)
+        x[k] = 0;
     if (lt->simplex) { /* midpoint of the low-to-high diagonal */
         int A[3] = {P[0], P[1], P[2]}, B[3] = {P[0], P[1], P[2]};
         double xa[3], xb[3];
-        for (int s = 0; s < no; s++) A[odd[s]]--, B[odd[s]]++;
+        for (int s = 0; s < no; s++)
+            A[odd[s]]--, B[odd[s]]++;
         corner_pos(lt, A, xa);
         corner_pos(lt, B, xb);
-        for (int k = 0; k < 3; k++) x[k] = 0.5 * (xa[k] + xb[k]);
+        for (int k = 0; k < 3; k++)
+            x[k] = 0.5 * (xa[k] + xb[k]);
         return;
     }
     for (int c = 0; c < (1 << no); c++) { /* average of the surrounding corners */
         int A[3] = {P[0], P[1], P[2]};
         double xa[3];
-        for (int s = 0; s < no; s++) A[odd[s]] += (c >> s & 1) ? 1 : -1;
+        for (int s = 0; s < no; s++)
+            A[odd[s]] += (c >> s & 1) ? 1 : -1;
         corner_pos(lt, A, xa);
-        for (int k = 0; k < 3; k++) x[k] += xa[k] / (1 << no);
+        for (int k = 0; k < 3; k++)
+            x[k] += xa[k] / (1 << no);
     }
 }
 
@@ -162,7 +180,8 @@ static void gen_elems(lattice *lt, hk_eltype t, int n, const int *axes, const in
     int off[6][HK_EL_MAXN][3];
     int np = cell_pieces(t, off);
     int64_t ncell = 1;
-    for (int s = 0; s < r->dim; s++) ncell *= n;
+    for (int s = 0; s < r->dim; s++)
+        ncell *= n;
     es->n = ncell * np;
     es->type = malloc((size_t)es->n);
     es->ptr = malloc((size_t)(es->n + 1) * sizeof *es->ptr);
@@ -172,14 +191,16 @@ static void gen_elems(lattice *lt, hk_eltype t, int n, const int *axes, const in
     for (int64_t c = 0; c < ncell; c++) {
         int ci[3] = {0, 0, 0};
         int64_t rem = c;
-        for (int s = 0; s < r->dim; s++) ci[s] = (int)(rem % n), rem /= n;
+        for (int s = 0; s < r->dim; s++)
+            ci[s] = (int)(rem % n), rem /= n;
         for (int pc = 0; pc < np; pc++, e++) {
             es->type[e] = (uint8_t)t;
             es->ptr[e] = e * r->nnodes;
             es->tag[e] = 1000 + e;
             for (int a = 0; a < r->nnodes; a++) {
                 int P[3] = {fixedP[0], fixedP[1], fixedP[2]};
-                for (int s = 0; s < r->dim; s++) P[axes[s]] = 2 * ci[s] + off[pc][a][s];
+                for (int s = 0; s < r->dim; s++)
+                    P[axes[s]] = 2 * ci[s] + off[pc][a][s];
                 int64_t li = lat_at(lt, P);
                 if (lt->id[li] < 0) {
                     if (!new_nodes) abort(); /* facets only reuse the cells' nodes */
@@ -194,8 +215,7 @@ static void gen_elems(lattice *lt, hk_eltype t, int n, const int *axes, const in
 
 /* A distorted [0,LX]x[0,LY](x[0,LZ]) mesh of n cells per direction of type t; amp is the
  * corner jitter in cell sizes; pointgroups adds one point group per boundary node. */
-static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointgroups,
-                       tmesh *tm)
+static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointgroups, tmesh *tm)
 {
     memset(tm, 0, sizeof *tm);
     const hk_elref *r = hk_elref_get(t);
@@ -209,7 +229,8 @@ static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointg
         lt.id[i] = -1;
         int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
         int interior = 1;
-        for (int k = 0; k < lt.d; k++) interior &= P[k] > 0 && P[k] < 2 * n;
+        for (int k = 0; k < lt.d; k++)
+            interior &= P[k] > 0 && P[k] < 2 * n;
         for (int k = 0; k < lt.d; k++) {
             double u = (double)(lcg(&seed) % 100001) / 50000.0 - 1.0;
             if (interior) lt.jit[3 * i + k] = amp * lt.h[k] * u;
@@ -241,7 +262,8 @@ static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointg
             if (lt.id[i] < 0) continue;
             int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
             int onb = 0;
-            for (int k = 0; k < lt.d; k++) onb |= P[k] == 0 || P[k] == 2 * n;
+            for (int k = 0; k < lt.d; k++)
+                onb |= P[k] == 0 || P[k] == 2 * n;
             nbnd += onb;
         }
     m->nboundaries = tm->nsides + nbnd;
@@ -264,7 +286,8 @@ static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointg
             if (lt.id[i] < 0) continue;
             int P[3] = {(int)(i % lt.L), (int)(i / lt.L % lt.L), (int)(i / lt.L / lt.L)};
             int onb = 0;
-            for (int k = 0; k < lt.d; k++) onb |= P[k] == 0 || P[k] == 2 * n;
+            for (int k = 0; k < lt.d; k++)
+                onb |= P[k] == 0 || P[k] == 2 * n;
             if (!onb) continue;
             hk_group *g = &m->boundaries[b++];
             snprintf(g->name, sizeof g->name, "node%d", lt.id[i]);
@@ -332,13 +355,15 @@ static int cholesky(int64_t n, double *A)
 {
     for (int64_t j = 0; j < n; j++) {
         double s = A[j * n + j];
-        for (int64_t k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
+        for (int64_t k = 0; k < j; k++)
+            s -= A[j * n + k] * A[j * n + k];
         if (!(s > 0)) return -1;
         double d = sqrt(s);
         A[j * n + j] = d;
         for (int64_t i = j + 1; i < n; i++) {
             double t = A[i * n + j];
-            for (int64_t k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
+            for (int64_t k = 0; k < j; k++)
+                t -= A[i * n + k] * A[j * n + k];
             A[i * n + j] = t / d;
         }
     }
@@ -349,12 +374,14 @@ static void chol_solve(int64_t n, const double *L, double *x)
 {
     for (int64_t i = 0; i < n; i++) {
         double t = x[i];
-        for (int64_t k = 0; k < i; k++) t -= L[i * n + k] * x[k];
+        for (int64_t k = 0; k < i; k++)
+            t -= L[i * n + k] * x[k];
         x[i] = t / L[i * n + i];
     }
     for (int64_t i = n - 1; i >= 0; i--) {
         double t = x[i];
-        for (int64_t k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];
+        for (int64_t k = i + 1; k < n; k++)
+            t -= L[k * n + i] * x[k];
         x[i] = t / L[i * n + i];
     }
 }
@@ -383,7 +410,8 @@ static int cg_solve(const hk_bcsr *K, const double *b, double *x)
     for (int64_t i = 0; i < K->nbrows; i++)
         for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
             if (K->colind[k] == i)
-                for (int c = 0; c < bs; c++) dinv[i * bs + c] = 1 / K->val[(k * bs + c) * bs + c];
+                for (int c = 0; c < bs; c++)
+                    dinv[i * bs + c] = 1 / K->val[(k * bs + c) * bs + c];
     double bn = 0, rz = 0;
     for (int64_t i = 0; i < n; i++) {
         x[i] = 0, r[i] = b[i], z[i] = dinv[i] * r[i], pp[i] = z[i];
@@ -394,13 +422,17 @@ static int cg_solve(const hk_bcsr *K, const double *b, double *x)
     for (it = 0; it < 20000; it++) {
         spmv_serial(K, pp, q);
         double pq = 0;
-        for (int64_t i = 0; i < n; i++) pq += pp[i] * q[i];
+        for (int64_t i = 0; i < n; i++)
+            pq += pp[i] * q[i];
         double al = rz / pq, rn = 0;
-        for (int64_t i = 0; i < n; i++) x[i] += al * pp[i], r[i] -= al * q[i], rn += r[i] * r[i];
+        for (int64_t i = 0; i < n; i++)
+            x[i] += al * pp[i], r[i] -= al * q[i], rn += r[i] * r[i];
         if (sqrt(rn) <= 1e-13 * bn) break;
         double rz2 = 0;
-        for (int64_t i = 0; i < n; i++) z[i] = dinv[i] * r[i], rz2 += r[i] * z[i];
-        for (int64_t i = 0; i < n; i++) pp[i] = z[i] + rz2 / rz * pp[i];
+        for (int64_t i = 0; i < n; i++)
+            z[i] = dinv[i] * r[i], rz2 += r[i] * z[i];
+        for (int64_t i = 0; i < n; i++)
+            pp[i] = z[i] + rz2 / rz * pp[i];
         rz = rz2;
     }
     free(r), free(z), free(pp), free(q), free(dinv);
@@ -425,15 +457,16 @@ static void solve_system(const hk_system *s, double *u)
 /* ---- patch test -------------------------------------------------------------------------- */
 
 /* Linear field u_i = c_i + sum_k G[i][k] x_k. */
-static const double PG[3][3] = {{1.0e-3, 2.0e-3, -0.5e-3}, {-1.5e-3, 0.7e-3, 1.1e-3},
-                                {0.4e-3, -0.9e-3, 1.3e-3}};
+static const double PG[3][3] = {
+    {1.0e-3, 2.0e-3, -0.5e-3}, {-1.5e-3, 0.7e-3, 1.1e-3}, {0.4e-3, -0.9e-3, 1.3e-3}};
 static const double PC[3] = {1e-3, -2e-3, 0.5e-3};
 
 static void linear_field(int d, const double *x, double *u)
 {
     for (int i = 0; i < d; i++) {
         u[i] = PC[i];
-        for (int k = 0; k < d; k++) u[i] += PG[i][k] * x[k];
+        for (int k = 0; k < d; k++)
+            u[i] += PG[i][k] * x[k];
     }
 }
 
@@ -449,7 +482,8 @@ static double gradient_error(const hk_mesh *m, const double *u)
             double J[3][3] = {{0}}, Ji[3][3] = {{0}};
             for (int a = 0; a < r->nnodes; a++)
                 for (int i = 0; i < d; i++)
-                    for (int k = 0; k < d; k++) J[i][k] += m->coords[3 * nd[a] + i] * r->dN[q][a][k];
+                    for (int k = 0; k < d; k++)
+                        J[i][k] += m->coords[3 * nd[a] + i] * r->dN[q][a][k];
             if (d == 2) {
                 double det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
                 Ji[0][0] = J[1][1] / det, Ji[0][1] = -J[0][1] / det;
@@ -469,7 +503,8 @@ static double gradient_error(const hk_mesh *m, const double *u)
                     double gsum = 0;
                     for (int a = 0; a < r->nnodes; a++) {
                         double dx = 0;
-                        for (int l = 0; l < d; l++) dx += r->dN[q][a][l] * Ji[l][k];
+                        for (int l = 0; l < d; l++)
+                            dx += r->dN[q][a][l] * Ji[l][k];
                         gsum += u[nd[a] * d + i] * dx;
                     }
                     err = fmax(err, fabs(gsum - PG[i][k]) / 2e-3);
@@ -522,21 +557,24 @@ static void patch_test(hk_eltype t, hk_analysis a)
     tmesh_free(&tm);
 }
 
-static const hk_eltype all_types[10] = {HK_EL_TRI3, HK_EL_TRI6,  HK_EL_QUAD4, HK_EL_QUAD8,
+static const hk_eltype all_types[10] = {HK_EL_TRI3,  HK_EL_TRI6, HK_EL_QUAD4, HK_EL_QUAD8,
                                         HK_EL_QUAD9, HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8,
                                         HK_EL_HEX20, HK_EL_HEX27};
 
 static void test_patch_plane_stress(void)
 {
-    for (int k = 0; k < 5; k++) patch_test(all_types[k], HK_PLANE_STRESS);
+    for (int k = 0; k < 5; k++)
+        patch_test(all_types[k], HK_PLANE_STRESS);
 }
 static void test_patch_plane_strain(void)
 {
-    for (int k = 0; k < 5; k++) patch_test(all_types[k], HK_PLANE_STRAIN);
+    for (int k = 0; k < 5; k++)
+        patch_test(all_types[k], HK_PLANE_STRAIN);
 }
 static void test_patch_3d(void)
 {
-    for (int k = 5; k < 10; k++) patch_test(all_types[k], HK_SOLID);
+    for (int k = 5; k < 10; k++)
+        patch_test(all_types[k], HK_SOLID);
 }
 
 /* ---- shape functions --------------------------------------------------------------------- */
@@ -550,16 +588,19 @@ static void test_shape_functions(void)
         double N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
         for (int a = 0; a < r->nnodes; a++) {
             hk_el_shape((hk_eltype)t, r->xi[a], N, dN);
-            for (int b = 0; b < r->nnodes; b++) CU_ASSERT_DOUBLE_EQUAL(N[b], a == b, 1e-14);
+            for (int b = 0; b < r->nnodes; b++)
+                CU_ASSERT_DOUBLE_EQUAL(N[b], a == b, 1e-14);
         }
         double x[3] = {0.21, 0.17, 0.13}, s = 0, g[3] = {0, 0, 0};
         hk_el_shape((hk_eltype)t, x, N, dN);
         for (int a = 0; a < r->nnodes; a++) {
             s += N[a];
-            for (int k = 0; k < 3; k++) g[k] += dN[a][k];
+            for (int k = 0; k < 3; k++)
+                g[k] += dN[a][k];
         }
         CU_ASSERT_DOUBLE_EQUAL(s, 1, 1e-14);
-        for (int k = 0; k < 3; k++) CU_ASSERT_DOUBLE_EQUAL(g[k], 0, 1e-13);
+        for (int k = 0; k < 3; k++)
+            CU_ASSERT_DOUBLE_EQUAL(g[k], 0, 1e-13);
         for (int k = 0; k < r->dim; k++) {
             double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]}, Np[HK_EL_MAXN],
                    Nm[HK_EL_MAXN], dd[HK_EL_MAXN][3];
@@ -571,7 +612,8 @@ static void test_shape_functions(void)
         }
         /* the rule integrates 1 to the reference measure */
         double w = 0;
-        for (int q = 0; q < r->nqp; q++) w += r->qw[q];
+        for (int q = 0; q < r->nqp; q++)
+            w += r->qw[q];
         double meas = r->simplex ? (r->dim == 2 ? 0.5 : 1.0 / 6) : pow(2, r->dim);
         CU_ASSERT_DOUBLE_EQUAL(w, meas, 1e-14);
     }
@@ -584,23 +626,23 @@ static void test_gmsh_ordering(void)
     static const double line3[3][3] = {{-1, 0, 0}, {1, 0, 0}, {0, 0, 0}};
     static const double tri6[6][3] = {{0, 0, 0},  {1, 0, 0},   {0, 1, 0},
                                       {.5, 0, 0}, {.5, .5, 0}, {0, .5, 0}};
-    static const double quad9[9][3] = {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0}, {-1, 1, 0}, {0, -1, 0},
+    static const double quad9[9][3] = {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0},  {-1, 1, 0}, {0, -1, 0},
                                        {1, 0, 0},   {0, 1, 0},  {-1, 0, 0}, {0, 0, 0}};
-    static const double tet10[10][3] = {{0, 0, 0},  {1, 0, 0},   {0, 1, 0},   {0, 0, 1},
-                                        {.5, 0, 0}, {.5, .5, 0}, {0, .5, 0},  {0, 0, .5},
+    static const double tet10[10][3] = {{0, 0, 0},   {1, 0, 0},   {0, 1, 0},  {0, 0, 1},
+                                        {.5, 0, 0},  {.5, .5, 0}, {0, .5, 0}, {0, 0, .5},
                                         {0, .5, .5}, {.5, 0, .5}};
     static const double hex27[27][3] = {
-        {-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1},
-        {-1, 1, 1},   {0, -1, -1}, {-1, 0, -1}, {-1, -1, 0}, {1, 0, -1}, {1, -1, 0}, {0, 1, -1},
-        {1, 1, 0},    {-1, 1, 0},  {0, -1, 1}, {-1, 0, 1},  {1, 0, 1},   {0, 1, 1},  {0, 0, -1},
-        {0, -1, 0},   {-1, 0, 0},  {1, 0, 0},  {0, 1, 0},   {0, 0, 1},   {0, 0, 0}};
+        {-1, -1, -1}, {1, -1, -1}, {1, 1, -1},  {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1},
+        {-1, 1, 1},   {0, -1, -1}, {-1, 0, -1}, {-1, -1, 0}, {1, 0, -1},  {1, -1, 0}, {0, 1, -1},
+        {1, 1, 0},    {-1, 1, 0},  {0, -1, 1},  {-1, 0, 1},  {1, 0, 1},   {0, 1, 1},  {0, 0, -1},
+        {0, -1, 0},   {-1, 0, 0},  {1, 0, 0},   {0, 1, 0},   {0, 0, 1},   {0, 0, 0}};
     static const struct {
         hk_eltype t;
         const double (*x)[3];
-    } tab[] = {{HK_EL_LINE2, line3},  {HK_EL_LINE3, line3}, {HK_EL_TRI3, tri6},
-               {HK_EL_TRI6, tri6},    {HK_EL_QUAD4, quad9}, {HK_EL_QUAD8, quad9},
-               {HK_EL_QUAD9, quad9},  {HK_EL_TET4, tet10},  {HK_EL_TET10, tet10},
-               {HK_EL_HEX8, hex27},   {HK_EL_HEX20, hex27}, {HK_EL_HEX27, hex27}};
+    } tab[] = {{HK_EL_LINE2, line3}, {HK_EL_LINE3, line3}, {HK_EL_TRI3, tri6},
+               {HK_EL_TRI6, tri6},   {HK_EL_QUAD4, quad9}, {HK_EL_QUAD8, quad9},
+               {HK_EL_QUAD9, quad9}, {HK_EL_TET4, tet10},  {HK_EL_TET10, tet10},
+               {HK_EL_HEX8, hex27},  {HK_EL_HEX20, hex27}, {HK_EL_HEX27, hex27}};
     for (size_t k = 0; k < sizeof tab / sizeof tab[0]; k++) {
         const hk_elref *r = hk_elref_get(tab[k].t);
         CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -634,7 +676,8 @@ static void generator_patch(hk_eltype t)
     /* corners: the first ncorners nodes of each cell */
     char *corner = calloc((size_t)g.nnodes, 1), *onb = calloc((size_t)g.nnodes, 1);
     for (int64_t e = 0; e < g.cells.n; e++)
-        for (int a = 0; a < r->ncorners; a++) corner[g.cells.nodes[g.cells.ptr[e] + a]] = 1;
+        for (int a = 0; a < r->ncorners; a++)
+            corner[g.cells.nodes[g.cells.ptr[e] + a]] = 1;
     for (int64_t i = 0; i < g.nnodes; i++)
         for (int k = 0; k < d; k++) {
             double x = g.coords[3 * i + k];
@@ -654,8 +697,10 @@ static void generator_patch(hk_eltype t)
             double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], x[3] = {0, 0, 0};
             hk_el_shape(lin, r->xi[a], N, dN);
             for (int c = 0; c < r->ncorners; c++)
-                for (int k = 0; k < 3; k++) x[k] += N[c] * g.coords[3 * nd[c] + k];
-            for (int k = 0; k < 3; k++) g.coords[3 * nd[a] + k] = x[k];
+                for (int k = 0; k < 3; k++)
+                    x[k] += N[c] * g.coords[3 * nd[c] + k];
+            for (int k = 0; k < 3; k++)
+                g.coords[3 * nd[a] + k] = x[k];
         }
     }
     /* our own groups: one per boundary node */
@@ -666,7 +711,8 @@ static void generator_patch(hk_eltype t)
     tm.m.boundaries = NULL;
     tm.mat = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
     int nb = 0;
-    for (int64_t i = 0; i < g.nnodes; i++) nb += onb[i];
+    for (int64_t i = 0; i < g.nnodes; i++)
+        nb += onb[i];
     hk_group *grp = calloc((size_t)nb, sizeof *grp);
     hk_support *sup = calloc((size_t)nb, sizeof *sup);
     nb = 0;
@@ -688,14 +734,16 @@ static void generator_patch(hk_eltype t)
     HK_ASSERT_OK(hk_assemble(&p, &s));
     double *u = malloc(s.ndof * sizeof *u), *ue = malloc(s.ndof * sizeof *ue);
     solve_system(&s, u);
-    for (int64_t i = 0; i < g.nnodes; i++) linear_field(d, g.coords + 3 * i, ue + i * d);
+    for (int64_t i = 0; i < g.nnodes; i++)
+        linear_field(d, g.coords + 3 * i, ue + i * d);
     double e1 = hk_test_reldiff(u, ue, (long)s.ndof), e2 = gradient_error(&tm.m, u);
     if (e1 > 1e-10 || e2 > 1e-9)
         fprintf(stderr, "\n  generator patch %s: %.2e %.2e\n", r->name, e1, e2);
     CU_ASSERT(e1 <= 1e-10);
     CU_ASSERT(e2 <= 1e-9);
     hk_system_free(&s);
-    for (int b = 0; b < nb; b++) free(grp[b].nodes);
+    for (int b = 0; b < nb; b++)
+        free(grp[b].nodes);
     free(grp);
     free(sup);
     free(u);
@@ -707,7 +755,8 @@ static void generator_patch(hk_eltype t)
 
 static void test_generator_patch(void)
 {
-    for (int k = 0; k < 10; k++) generator_patch(all_types[k]);
+    for (int k = 0; k < 10; k++)
+        generator_patch(all_types[k]);
 }
 
 /* ---- uniaxial tension: closed form ------------------------------------------------------- */
@@ -721,7 +770,8 @@ static void tension(hk_eltype t, hk_analysis a, int pressure)
     const hk_mesh *m = &tm.m;
     const int d = m->dim;
     hk_support sup[3];
-    for (int c = 0; c < d; c++) sup[c] = (hk_support){.boundary = 2 * c, .mask = 1u << c};
+    for (int c = 0; c < d; c++)
+        sup[c] = (hk_support){.boundary = 2 * c, .mask = 1u << c};
     const double sig = 50e6;
     hk_load ld = {.kind = pressure ? HK_LOAD_PRESSURE : HK_LOAD_TRACTION, .boundary = 1};
     if (pressure)
@@ -742,7 +792,8 @@ static void tension(hk_eltype t, hk_analysis a, int pressure)
     for (int64_t i = 0; i < m->nnodes; i++) {
         const double *x = m->coords + 3 * i;
         ue[i * d] = sig * x[0] / Ep;
-        for (int c = 1; c < d; c++) ue[i * d + c] = -nup * sig * x[c] / Ep;
+        for (int c = 1; c < d; c++)
+            ue[i * d + c] = -nup * sig * x[c] / Ep;
     }
     double err = hk_test_reldiff(u, ue, (long)s.ndof);
     if (err > 1e-9)
@@ -761,15 +812,18 @@ static void test_tension(void)
         tension(all_types[k], HK_PLANE_STRESS, 0);
         tension(all_types[k], HK_PLANE_STRAIN, 1);
     }
-    for (int k = 5; k < 10; k++) tension(all_types[k], HK_SOLID, k % 2);
+    for (int k = 5; k < 10; k++)
+        tension(all_types[k], HK_SOLID, k % 2);
 }
 
 /* ---- load resultants --------------------------------------------------------------------- */
 
 static void sum_force(const hk_system *s, double *F)
 {
-    for (int c = 0; c < 3; c++) F[c] = 0;
-    for (int64_t i = 0; i < s->ndof; i++) F[i % s->dim] += s->f_ext[i];
+    for (int c = 0; c < 3; c++)
+        F[c] = 0;
+    for (int64_t i = 0; i < s->ndof; i++)
+        F[i % s->dim] += s->f_ext[i];
 }
 
 /* Supports that hold the model: the whole xmin / left side fixed (the loads stay in f_ext,
@@ -817,7 +871,8 @@ static void test_load_resultants(void)
             HK_ASSERT_OK(hk_assemble(&p, &s));
             double F[3];
             sum_force(&s, F);
-            for (int c = 0; c < d; c++) CU_ASSERT(fabs(F[c]) <= 1e-9 * 3e5);
+            for (int c = 0; c < d; c++)
+                CU_ASSERT(fabs(F[c]) <= 1e-9 * 3e5);
             hk_system_free(&s);
             p.nloads = 1;
             p.loads = &ld[2 * d - 1]; /* top / zmax */
@@ -869,7 +924,8 @@ static void flip_facet(hk_elems *es, int64_t e)
     const int *perm = n <= 3 && (es->type[e] == HK_EL_LINE2 || es->type[e] == HK_EL_LINE3) ? pl
                       : (es->type[e] == HK_EL_TRI3 || es->type[e] == HK_EL_TRI6)           ? pt
                                                                                            : pq;
-    for (int a = 0; a < n; a++) tmp[a] = nd[perm[a]];
+    for (int a = 0; a < n; a++)
+        tmp[a] = nd[perm[a]];
     memcpy(nd, tmp, (size_t)n * sizeof *nd);
 }
 
@@ -915,7 +971,8 @@ static void test_two_regions(void)
     strcpy(m->regions[1].name, "stiff");
     for (int64_t e = 0; e < m->cells.n; e++) {
         double xc = 0;
-        for (int a = 0; a < 4; a++) xc += m->coords[3 * m->cells.nodes[m->cells.ptr[e] + a]] / 4;
+        for (int a = 0; a < 4; a++)
+            xc += m->coords[3 * m->cells.nodes[m->cells.ptr[e] + a]] / 4;
         m->cell_region[e] = xc > 1;
     }
     hk_material mats[2] = {{.name = "soft", .E = 1e9, .nu = 0, .rho = 1},
@@ -1018,7 +1075,8 @@ static void test_orphan_node(void)
     hk_mesh *m = &tm.m;
     m->nnodes++;
     m->coords = realloc(m->coords, 3 * m->nnodes * sizeof *m->coords);
-    for (int k = 0; k < 3; k++) m->coords[3 * (m->nnodes - 1) + k] = 5;
+    for (int k = 0; k < 3; k++)
+        m->coords[3 * (m->nnodes - 1) + k] = 5;
     hk_support sup = {.boundary = 0, .mask = 3};
     hk_problem p = tproblem(&tm, HK_PLANE_STRESS);
     p.nsupports = 1, p.supports = &sup;
@@ -1068,8 +1126,8 @@ static void test_rigid_body_detection(void)
 
     /* 3D: z fixed on zmin: free translation x, y and rotation about z */
     tmesh_make(HK_EL_HEX8, 2, 0.1, 4u, 1, &tm);
-    hk_support s3[3] = {{.boundary = 4, .mask = 4}, {.boundary = 0, .mask = 1},
-                        {.boundary = 2, .mask = 2}};
+    hk_support s3[3] = {
+        {.boundary = 4, .mask = 4}, {.boundary = 0, .mask = 1}, {.boundary = 2, .mask = 2}};
     p = tproblem(&tm, HK_SOLID);
     p.nsupports = 1, p.supports = s3;
     CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
@@ -1122,7 +1180,8 @@ static void test_rigid_body_detection(void)
     m->cell_region = realloc(m->cell_region, m->cells.n * sizeof *m->cell_region);
     m->cells.type[c0] = HK_EL_QUAD4;
     m->cells.ptr[c0 + 1] = m->cells.ptr[c0] + 4;
-    for (int a = 0; a < 4; a++) m->cells.nodes[m->cells.ptr[c0] + a] = (int32_t)(n0 + a);
+    for (int a = 0; a < 4; a++)
+        m->cells.nodes[m->cells.ptr[c0] + a] = (int32_t)(n0 + a);
     m->cells.tag[c0] = 77;
     m->cell_region[c0] = 0;
     hk_support clamp = {.boundary = 0, .mask = 3};
@@ -1154,9 +1213,10 @@ static void test_negative_jacobian(void)
             nd[1] = nd[3], nd[3] = t0;
         } else { /* hex20: mirror z: corners 0..3 <-> 4..7, edges accordingly */
             int32_t tmp[20];
-            static const int mir[20] = {4,  5,  6,  7,  0,  1,  2,  3,  16, 17,
-                                        10, 18, 12, 19, 14, 15, 8,  9,  11, 13};
-            for (int a = 0; a < 20; a++) tmp[a] = nd[mir[a]];
+            static const int mir[20] = {4,  5,  6,  7,  0,  1,  2, 3, 16, 17,
+                                        10, 18, 12, 19, 14, 15, 8, 9, 11, 13};
+            for (int a = 0; a < 20; a++)
+                tmp[a] = nd[mir[a]];
             memcpy(nd, tmp, sizeof tmp);
         }
         hk_support sup = {.boundary = 0, .mask = 7};
@@ -1232,8 +1292,10 @@ static void test_stiffness_only(void)
     }
     hk_bcsr_spmv(&K, u, y);
     double ymax = 0, kmax = 0;
-    for (int64_t i = 0; i < 3 * tm.m.nnodes; i++) ymax = fmax(ymax, fabs(y[i]));
-    for (int64_t k = 0; k < K.rowptr[K.nbrows] * 9; k++) kmax = fmax(kmax, fabs(K.val[k]));
+    for (int64_t i = 0; i < 3 * tm.m.nnodes; i++)
+        ymax = fmax(ymax, fabs(y[i]));
+    for (int64_t k = 0; k < K.rowptr[K.nbrows] * 9; k++)
+        kmax = fmax(kmax, fabs(K.val[k]));
     CU_ASSERT(ymax <= 1e-12 * kmax);
     CU_ASSERT_EQUAL(K.bs, 3);
     CU_ASSERT_EQUAL(K.nbrows, tm.m.nnodes);
@@ -1300,8 +1362,10 @@ static void test_convergence_linear(void)
             le[r] = log(mms_error(ts[k], n));
         }
         double mh = 0, me = 0, sxy = 0, sxx = 0;
-        for (int r = 0; r < 4; r++) mh += lh[r] / 4, me += le[r] / 4;
-        for (int r = 0; r < 4; r++) sxy += (lh[r] - mh) * (le[r] - me), sxx += (lh[r] - mh) * (lh[r] - mh);
+        for (int r = 0; r < 4; r++)
+            mh += lh[r] / 4, me += le[r] / 4;
+        for (int r = 0; r < 4; r++)
+            sxy += (lh[r] - mh) * (le[r] - me), sxx += (lh[r] - mh) * (lh[r] - mh);
         double rate = sxy / sxx;
         if (rate < 1.85 || rate > 2.15)
             fprintf(stderr, "\n  convergence %s: rate %.3f\n", hk_el_name(ts[k]), rate);
@@ -1309,7 +1373,8 @@ static void test_convergence_linear(void)
     }
 }
 
-HK_SUITE(assembly, {"shape functions: Kronecker, unity, derivatives, rule weights", test_shape_functions},
+HK_SUITE(assembly,
+         {"shape functions: Kronecker, unity, derivatives, rule weights", test_shape_functions},
          {"node ordering equals Gmsh's reference coordinates", test_gmsh_ordering},
          {"patch test on mesh/ generator meshes (ordering cross-check)", test_generator_patch},
          {"patch test, distorted meshes, plane stress (tri3..quad9)", test_patch_plane_stress},
