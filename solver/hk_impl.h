@@ -324,6 +324,9 @@ struct hk_ksp {
     double stag_best;
     int stag_it;
     hk_ksp *inner;
+    /* work vectors kept between solves (no device allocation per solve); owner frees */
+    hk_vec **pool;
+    int npool, pool_cap;
 };
 
 extern const hk_ksp_type *const hk_ksp_types[]; /* NULL-terminated registry */

@@ -649,6 +649,8 @@ static void test_host_reads(void)
         CU_ASSERT(n_host_reads <= allowed);
         hk_vec_destroy(b);
         hk_vec_destroy(x);
+        for (int i = 0; i < k.npool; i++) hk_vec_destroy(k.pool[i]); /* its work vectors */
+        free(k.pool);
     }
     free(one);
     free(hb);

@@ -90,7 +90,7 @@ static int bicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
 out:
     ierr = 0;
 fail:
-    hk_ksp_vecs_free(8, v);
+    hk_ksp_vecs_free(k, 8, v);
     return ierr;
 }
 
@@ -167,7 +167,7 @@ out:
     ierr = 0;
 fail:
     if (S) be->scal_free(S);
-    hk_ksp_vecs_free(8, v);
+    hk_ksp_vecs_free(k, 8, v);
     return ierr;
 }
 

@@ -71,7 +71,7 @@ static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
 out:
     ierr = 0;
 fail:
-    hk_ksp_vecs_free(4, w);
+    hk_ksp_vecs_free(k, 4, w);
     return ierr;
 }
 
@@ -142,7 +142,7 @@ static int cgcg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
 out:
     ierr = 0;
 fail:
-    hk_ksp_vecs_free(5, v);
+    hk_ksp_vecs_free(k, 5, v);
     return ierr;
 }
 
@@ -195,7 +195,7 @@ out:
     ierr = 0;
 fail:
     if (S) be->scal_free(S);
-    hk_ksp_vecs_free(3, v);
+    hk_ksp_vecs_free(k, 3, v);
     return ierr;
 }
 
@@ -284,7 +284,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
 out:
     ierr = 0;
 fail:
-    hk_ksp_vecs_free(10, v);
+    hk_ksp_vecs_free(k, 10, v);
     return ierr;
 }
 
@@ -359,7 +359,7 @@ static int fcg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
 out:
     ierr = 0;
 fail:
-    hk_ksp_vecs_free(4, v);
+    hk_ksp_vecs_free(k, 4, v);
     return ierr;
 }
 

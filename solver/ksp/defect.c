@@ -54,8 +54,8 @@ static int defect_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     }
     ierr = 0;
 fail:
-    hk_vec_destroy(r);
-    hk_vec_destroy(c);
+    hk_ksp_vecs_free(k, 1, &r);
+    hk_ksp_vecs_free(k, 1, &c);
     hk_vec_destroy(rl);
     hk_vec_destroy(cl);
     return ierr;

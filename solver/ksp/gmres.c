@@ -144,10 +144,10 @@ static int gmres_common(hk_ksp *k, const hk_vec *b, hk_vec *x, int flexible)
     }
     ierr = 0;
 fail:
-    if (V) hk_ksp_vecs_free(m + 1, V);
-    if (Z) hk_ksp_vecs_free(nz, Z);
-    hk_vec_destroy(r);
-    hk_vec_destroy(u);
+    if (V) hk_ksp_vecs_free(k, m + 1, V);
+    if (Z) hk_ksp_vecs_free(k, nz, Z);
+    hk_ksp_vecs_free(k, 1, &r);
+    hk_ksp_vecs_free(k, 1, &u);
     free(V);
     free(Z);
     free(H);
@@ -301,10 +301,10 @@ static int pipegmres_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     }
     ierr = 0;
 fail:
-    if (V) hk_ksp_vecs_free(m + 1, V);
-    hk_vec_destroy(r);
-    hk_vec_destroy(t);
-    hk_vec_destroy(u);
+    if (V) hk_ksp_vecs_free(k, m + 1, V);
+    hk_ksp_vecs_free(k, 1, &r);
+    hk_ksp_vecs_free(k, 1, &t);
+    hk_ksp_vecs_free(k, 1, &u);
     if (S) be->scal_free(S);
     free(V);
     free(h);

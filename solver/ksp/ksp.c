@@ -41,21 +41,45 @@ int hk_ksp_vecs(hk_ksp *k, int n, hk_vec **v)
 {
     for (int i = 0; i < n; i++) v[i] = NULL;
     for (int i = 0; i < n; i++) {
+        if (k->npool > 0) {
+            v[i] = k->pool[--k->npool]; /* same size and precision: one operator per ksp */
+            continue;
+        }
         int ierr = hk_vec_create(k->be, k->A->nrows, k->A->prec, &v[i]);
         if (ierr) {
-            hk_ksp_vecs_free(n, v);
+            hk_ksp_vecs_free(k, n, v);
             return ierr;
         }
     }
     return 0;
 }
 
-void hk_ksp_vecs_free(int n, hk_vec **v)
+void hk_ksp_vecs_free(hk_ksp *k, int n, hk_vec **v)
 {
     for (int i = 0; i < n; i++) {
-        hk_vec_destroy(v[i]);
+        if (!v[i]) continue;
+        if (k->npool == k->pool_cap) {
+            int cap = k->pool_cap ? 2 * k->pool_cap : 16;
+            hk_vec **p = realloc(k->pool, (size_t)cap * sizeof *p);
+            if (p) {
+                k->pool = p;
+                k->pool_cap = cap;
+            }
+        }
+        if (k->npool < k->pool_cap)
+            k->pool[k->npool++] = v[i];
+        else
+            hk_vec_destroy(v[i]);
         v[i] = NULL;
     }
+}
+
+void hk_ksp_pool_free(hk_ksp *k)
+{
+    for (int i = 0; i < k->npool; i++) hk_vec_destroy(k->pool[i]);
+    free(k->pool);
+    k->pool = NULL;
+    k->npool = k->pool_cap = 0;
 }
 
 int hk_ksp_pc_is_none(const hk_ksp *k)

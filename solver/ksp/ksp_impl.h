@@ -17,9 +17,12 @@ extern const hk_ksp_type hk_ksp_defect;
 /* Iterations without a 0.1 % decrease of the best residual before "stagnation". */
 #define HK_KSP_STAG_WINDOW 500
 
-/* n work vectors of the operator's size and precision (NULL-initialised on failure). */
+/* n work vectors of the operator's size and precision (NULL-initialised on failure), taken
+ * from the ksp's pool when it has them; _free gives them back to the pool, which
+ * hk_ksp_pool_free empties (the solver does at destroy). Contents are not preserved. */
 int hk_ksp_vecs(hk_ksp *k, int n, hk_vec **v);
-void hk_ksp_vecs_free(int n, hk_vec **v);
+void hk_ksp_vecs_free(hk_ksp *k, int n, hk_vec **v);
+void hk_ksp_pool_free(hk_ksp *k);
 
 /* z = M^{-1} r (converting for an fp32 preconditioner). */
 int hk_ksp_pc(hk_ksp *k, const hk_vec *r, hk_vec *z);

@@ -256,6 +256,8 @@ void hk_solver_destroy(hk_solver *s)
     hk_mat_destroy(s->A);
     free(s->ksp.history);
     free(s->inner.history);
+    hk_ksp_pool_free(&s->ksp);
+    hk_ksp_pool_free(&s->inner);
     free(s);
 }
 
