@@ -816,6 +816,51 @@ static void test_tension(void)
         tension(all_types[k], HK_SOLID, k % 2);
 }
 
+/* The assembled system solved by the library (cg + jacobi) on every backend gives the
+ * closed-form tension field: assembly's K is what the solver expects. */
+static void test_library_solve(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_HEX20, 3, 0.2, 321u, 0, &tm);
+    const hk_mesh *m = &tm.m;
+    hk_support sup[3];
+    for (int c = 0; c < 3; c++)
+        sup[c] = (hk_support){.boundary = 2 * c, .mask = 1u << c};
+    hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = 1, .value = {-20e6}};
+    hk_problem p = tproblem(&tm, HK_SOLID);
+    p.nsupports = 3, p.supports = sup, p.nloads = 1, p.loads = &ld;
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *u = malloc(s.ndof * sizeof *u), *ue = malloc(s.ndof * sizeof *ue);
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int c = 0; c < 3; c++)
+            ue[3 * i + c] = (c == 0 ? 1 : -tm.mat.nu) * 20e6 * m->coords[3 * i + c] / tm.mat.E;
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        char opt[128];
+        snprintf(opt, sizeof opt, "backend=%s method=cg pc=jacobi tol=1e-13 maxit=20000",
+                 hk_backend_name(*b));
+        hk_options *o;
+        hk_solver *sv;
+        hk_result res;
+        HK_ASSERT_OK(hk_options_create(&o));
+        HK_ASSERT_OK(hk_options_parse(o, opt));
+        HK_ASSERT_OK(hk_solver_create(&s.K, o, &sv));
+        memset(u, 0, s.ndof * sizeof *u);
+        HK_ASSERT_OK(hk_solver_solve(sv, s.f, u, &res));
+        double err = hk_test_reldiff(u, ue, (long)s.ndof);
+        if (err > 1e-9)
+            fprintf(stderr, "\n  library solve on %s: error %.2e (%d iterations, %s)\n",
+                    hk_backend_name(*b), err, res.iterations, hk_reason_name(res.reason));
+        CU_ASSERT(err <= 1e-9);
+        hk_solver_destroy(sv);
+        hk_options_destroy(o);
+    }
+    free(u);
+    free(ue);
+    hk_system_free(&s);
+    tmesh_free(&tm);
+}
+
 /* ---- load resultants --------------------------------------------------------------------- */
 
 static void sum_force(const hk_system *s, double *F)
@@ -1381,6 +1426,7 @@ HK_SUITE(assembly,
          {"patch test, distorted meshes, plane strain (tri3..quad9)", test_patch_plane_strain},
          {"patch test, distorted meshes, 3D (tet4..hex27)", test_patch_3d},
          {"uniaxial tension by traction and pressure equals closed form", test_tension},
+         {"library solve (cg + jacobi) on every backend: closed form", test_library_solve},
          {"resultants of gravity, body force, pressure, traction, forces", test_load_resultants},
          {"pressure independent of facet orientation", test_pressure_orientation},
          {"two regions with different materials in series", test_two_regions},
