@@ -57,6 +57,16 @@ static void test_read_symmetric_pattern_integer(void)
     hk_bcsr_free(&A);
 }
 
+static void test_read_crlf(void)
+{
+    hk_bcsr A;
+    HK_ASSERT_OK(hk_mm_read_matrix(hk_test_path("tests/data/mm_crlf.mtx"), &A));
+    CU_ASSERT_EQUAL(A.rowptr[2], 2);
+    CU_ASSERT_DOUBLE_EQUAL(entry(&A, 0, 0), 1.5, 0);
+    CU_ASSERT_DOUBLE_EQUAL(entry(&A, 1, 1), -2, 0);
+    hk_bcsr_free(&A);
+}
+
 static void test_read_vector(void)
 {
     int64_t n;
@@ -181,7 +191,7 @@ static void test_to_blocks(void)
 
 HK_SUITE(mmio, {"read coordinate real general", test_read_general},
          {"read symmetric (expanded), pattern, integer", test_read_symmetric_pattern_integer},
-         {"read array vector", test_read_vector},
+         {"read Windows line endings", test_read_crlf}, {"read array vector", test_read_vector},
          {"malformed files rejected with FILE:LINE", test_malformed},
          {"write/read round trip, matrices and vectors", test_roundtrip},
          {"group scalar matrix into blocks", test_to_blocks})
