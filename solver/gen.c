@@ -271,57 +271,55 @@ static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int
     const int64_t nnzb = A->rowptr[nn];
     HK_TRY(hk_malloc((size_t)nnzb * sizeof *A->colind, &A->colind));
     HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * b2 * sizeof *A->val, &A->val));
-    /* zero in parallel, static halves: first touch of the pages (much faster than faulting
-     * them in from interleaved dynamic chunks below) */
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < nn; n++)
-        memset(A->val + (size_t)A->rowptr[n] * b2, 0,
-               (size_t)(A->rowptr[n + 1] - A->rowptr[n]) * b2 * sizeof *A->val);
-
-    /* Pass 2: values, gathered per row from the cells around the node. */
+    /* Pass 2: values, gathered per row from the cells around the node into a local buffer
+     * and written once (each page of the value array is touched once, by the thread that owns
+     * it: faulting gigabytes in from interleaved chunks is slow on some machines). */
     const int nd = Cv->nloc * bs; /* the same for every variant */
-#pragma omp parallel for schedule(dynamic, 512)
+#pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < nn; n++) {
         const int64_t i = n % NX, j = (n / NX) % NY, k = n / (NX * NY);
-        int64_t pos[27];
-        int64_t next = A->rowptr[n];
+        int pos[27];
+        double buf[27 * 9];
+        int cnt = 0;
         for (int s = 0; s < 27; s++) {
             pos[s] = -1;
             if (mask[n] & (1u << s)) {
                 const int dx = s % 3 - 1, dy = (s / 3) % 3 - 1, dz = s / 9 - 1;
-                A->colind[next] = (int32_t)(n + dx + NX * (dy + NY * dz));
-                pos[s] = next++;
+                A->colind[A->rowptr[n] + cnt] = (int32_t)(n + dx + NX * (dy + NY * dz));
+                pos[s] = cnt++;
             }
         }
+        memset(buf, 0, (size_t)cnt * b2 * sizeof *buf);
         if (i == 0) {
-            double *blk = A->val + (size_t)pos[13] * b2;
             for (int r = 0; r < bs; r++)
-                blk[r * bs + r] = 1.0;
-            continue;
-        }
-        for (int cc = 0; cc < (1 << dim); cc++) {
-            const int a = cc & 1, b = (cc >> 1) & 1, c = (cc >> 2) & 1;
-            const int64_t ci = i - a, cj = j - b, ck = k - c;
-            if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
-                continue;
-            const gen_cell *C = Cv + gen_variant(ci, cj, ck, nvar, seed);
-            for (int e = 0; e < C->nel; e++) {
-                int p = -1;
-                for (int q = 0; q < C->nloc; q++)
-                    if (C->corner[e][q] == cc) p = q;
-                if (p < 0) continue;
-                for (int q = 0; q < C->nloc; q++) {
-                    const int cq = C->corner[e][q];
-                    if (ci + (cq & 1) == 0) continue;
-                    const int dx = (cq & 1) - a, dy = ((cq >> 1) & 1) - b, dz = ((cq >> 2) & 1) - c;
-                    double *blk = A->val + (size_t)pos[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] * b2;
+                buf[pos[13] * b2 + r * bs + r] = 1.0;
+        } else {
+            for (int cc = 0; cc < (1 << dim); cc++) {
+                const int a = cc & 1, b = (cc >> 1) & 1, c = (cc >> 2) & 1;
+                const int64_t ci = i - a, cj = j - b, ck = k - c;
+                if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
+                    continue;
+                const gen_cell *C = Cv + gen_variant(ci, cj, ck, nvar, seed);
+                for (int e = 0; e < C->nel; e++) {
+                    int p = -1;
+                    for (int q = 0; q < C->nloc; q++)
+                        if (C->corner[e][q] == cc) p = q;
+                    if (p < 0) continue;
                     const double *ke = C->Ke[e];
-                    for (int r = 0; r < bs; r++)
-                        for (int cl = 0; cl < bs; cl++)
-                            blk[r * bs + cl] += ke[(p * bs + r) * nd + q * bs + cl];
+                    for (int q = 0; q < C->nloc; q++) {
+                        const int cq = C->corner[e][q];
+                        if (ci + (cq & 1) == 0) continue;
+                        const int dx = (cq & 1) - a, dy = ((cq >> 1) & 1) - b,
+                                  dz = ((cq >> 2) & 1) - c;
+                        double *blk = buf + pos[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] * b2;
+                        for (int r = 0; r < bs; r++)
+                            for (int cl = 0; cl < bs; cl++)
+                                blk[r * bs + cl] += ke[(p * bs + r) * nd + q * bs + cl];
+                    }
                 }
             }
         }
+        memcpy(A->val + (size_t)A->rowptr[n] * b2, buf, (size_t)cnt * b2 * sizeof *buf);
     }
     free(mask);
     return 0;
