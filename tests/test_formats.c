@@ -492,6 +492,23 @@ static void test_gen_rigid_body(void)
     hk_bcsr_free(&K);
 }
 
+/* The generators give the same digits for any thread count. */
+static void test_gen_thread_independent(void)
+{
+    const int nt = omp_get_max_threads();
+    hk_bcsr A, B;
+    omp_set_num_threads(1);
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &A));
+    omp_set_num_threads(3);
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &B));
+    omp_set_num_threads(nt);
+    CU_ASSERT_EQUAL_FATAL(A.rowptr[A.nbrows], B.rowptr[B.nbrows]);
+    CU_ASSERT_EQUAL(memcmp(A.colind, B.colind, A.rowptr[A.nbrows] * sizeof *A.colind), 0);
+    CU_ASSERT_EQUAL(memcmp(A.val, B.val, A.rowptr[A.nbrows] * 9 * sizeof *A.val), 0);
+    hk_bcsr_free(&A);
+    hk_bcsr_free(&B);
+}
+
 static void test_gen_scalar(void)
 {
     hk_bcsr K;
@@ -654,6 +671,8 @@ HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices"
          {"format errors: cusparse on cpu, bad column index", test_format_errors},
          {"elasticity generators: symmetry, stencil, exact strain energy", test_gen_elasticity},
          {"elasticity generator: rigid-body motion is force-free", test_gen_rigid_body},
+         {"elasticity generator gives the same digits for 1 and 3 threads",
+          test_gen_thread_independent},
          {"poisson and convection-diffusion generators", test_gen_scalar},
          {"random generator: deterministic, empty rows, sorted columns", test_gen_random},
          {"cpu spmv gives the same digits for 1 and 3 threads", test_spmv_thread_independent},
