@@ -469,9 +469,12 @@ int hk_assemble(const hk_problem *p, hk_system *s)
 {
     int ierr;
     hk_adj n2c = {0};
+    double t = 0;
     HK_CHECK(s, HK_ERR_ARG, "hk_assemble: the output system is NULL");
     memset(s, 0, sizeof *s);
+    stage(NULL, &t);
     HK_TRY(check_problem(p));
+    stage("checks", &t);
     const hk_mesh *m = p->mesh;
     s->dim = m->dim;
     s->ndof = (int64_t)m->dim * m->nnodes;
@@ -480,13 +483,19 @@ int hk_assemble(const hk_problem *p, hk_system *s)
     HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
     HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
     HK_TRY(node_cells(m, &n2c));
+    stage("adjacency", &t);
     /* cheap checks first: supports, rigid-body motion, loads */
     HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
     HK_TRY(hk_check_rigid(p, &n2c, s->fixed));
+    stage("supports", &t);
     HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
+    stage("loads", &t);
     HK_TRY(build_pattern(m, &n2c, &s->K));
+    stage("pattern", &t);
     HK_TRY(assemble_numeric(p, &n2c, &s->K, s->f_ext));
+    stage("numeric", &t);
     HK_TRY(hk_eliminate(s, &n2c));
+    stage("eliminate", &t);
     hk_adj_free(&n2c);
     return 0;
 fail:
