@@ -76,7 +76,7 @@ fail:
 
 const hk_pc_type hk_pc_ic0 = {
     .name = "ic0",
-    .summary = "incomplete Cholesky, zero fill; level-scheduled triangular solves (cpu only)",
+    .summary = "incomplete Cholesky, zero fill; level-scheduled triangular solves",
     .options = "",
     .symmetric = 1,
     .setup = ic0_setup,

@@ -67,7 +67,7 @@ fail:
 
 const hk_pc_type hk_pc_ilu0 = {
     .name = "ilu0",
-    .summary = "incomplete LU, zero fill; level-scheduled triangular solves (cpu only)",
+    .summary = "incomplete LU, zero fill; level-scheduled triangular solves",
     .options = "",
     .symmetric = 0,
     .setup = ilu0_setup,
