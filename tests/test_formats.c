@@ -558,7 +558,7 @@ static void test_spmv_thread_independent(void)
     const hk_backend *cpu;
     HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
     hk_bcsr K;
-    HK_ASSERT_OK(hk_gen_elasticity3d_tet(5, 4, 4, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_tet(14, 14, 14, &K)); /* > 2048 rows: parallel */
     const int64_t n = K.nbrows * 3;
     double *x = rand_vec(n, 3), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
     const int nt = omp_get_max_threads();

@@ -38,12 +38,13 @@ void hk_cpu_mat_release(hk_mat *A)
 }
 
 /* One kernel set per value type VT (double, float); B is the block size, a compile-time
- * constant in each specialisation. */
+ * constant in each specialisation. Below ~2000 (block) rows the loops run on one thread: a
+ * parallel region costs more than the product. */
 #define HK_CPU_SPMV_KERNELS(SUF, VT)                                                               \
     ALWAYS_INLINE void bsr_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
     {                                                                                              \
         const int64_t n = F->nbrows;                                                               \
-        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)               \
+        _Pragma("omp parallel for schedule(static) if (n > 2048)") for (int64_t i = 0; i < n; i++) \
         {                                                                                          \
             double acc[3] = {0, 0, 0};                                                             \
             for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {                            \
@@ -82,7 +83,8 @@ void hk_cpu_mat_release(hk_mat *A)
     {                                                                                              \
         const int64_t n = F->nbrows, W = F->width, T = 128;                                        \
         const int64_t ntiles = (n + T - 1) / T;                                                    \
-        _Pragma("omp parallel for schedule(static)") for (int64_t t = 0; t < ntiles; t++)          \
+        _Pragma("omp parallel for schedule(static) if (ntiles > 16)") for (int64_t t = 0;          \
+                                                                           t < ntiles; t++)        \
         {                                                                                          \
             double acc[128 * 3];                                                                   \
             const int64_t i0 = t * T, rows = n - i0 < T ? n - i0 : T;                              \
@@ -95,7 +97,8 @@ void hk_cpu_mat_release(hk_mat *A)
                                     const int B)                                                   \
     {                                                                                              \
         const int64_t n = F->nbrows, S = F->slice, nsl = F->nslices;                               \
-        _Pragma("omp parallel for schedule(dynamic, 16)") for (int64_t sl = 0; sl < nsl; sl++)     \
+        _Pragma("omp parallel for schedule(dynamic, 16) if (nsl * S > 2048)") for (int64_t sl = 0; \
+                                                                                   sl < nsl; sl++) \
         {                                                                                          \
             double acc[1024 * 3]; /* S <= 1024 (hk_fmt_from_bcsr) */                               \
             const int64_t base = F->slice_ptr[sl], rows = n - sl * S < S ? n - sl * S : S;         \
