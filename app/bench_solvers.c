@@ -118,8 +118,9 @@ int hk_bench_solvers(int argc, char **argv)
         } else if (!strcmp(a, "--degrees") && i + 1 < argc) {
             ndeg = parse_ints(argv[i + 1], degrees, 8, 1, 20);
             if (ndeg <= 0) {
-                fprintf(stderr, "hooke bench solvers: --degrees %s is not a list of polynomial "
-                                "degrees 1..20 (e.g. 2,4,6)\n",
+                fprintf(stderr,
+                        "hooke bench solvers: --degrees %s is not a list of polynomial "
+                        "degrees 1..20 (e.g. 2,4,6)\n",
                         argv[i + 1]);
                 return 2;
             }
@@ -131,8 +132,9 @@ int hk_bench_solvers(int argc, char **argv)
             no_cpu = 1;
             i++;
         } else {
-            fprintf(stderr, "hooke bench solvers: unknown or incomplete option '%s' (hooke bench "
-                            "solvers --help)\n",
+            fprintf(stderr,
+                    "hooke bench solvers: unknown or incomplete option '%s' (hooke bench "
+                    "solvers --help)\n",
                     a);
             return 2;
         }
@@ -155,8 +157,9 @@ int hk_bench_solvers(int argc, char **argv)
         for (char *tok = strtok(buf, ","); tok && nm < 32; tok = strtok(NULL, ",")) {
             const hk_ksp_type *t = hk_ksp_type_find(tok);
             if (!t) {
-                fprintf(stderr, "hooke bench solvers: unknown method '%s' in --methods; the "
-                                "methods are",
+                fprintf(stderr,
+                        "hooke bench solvers: unknown method '%s' in --methods; the "
+                        "methods are",
                         tok);
                 for (int m = 0; hk_ksp_types[m]; m++)
                     fprintf(stderr, "%s %s", m ? "," : "", hk_ksp_types[m]->name);
@@ -166,7 +169,8 @@ int hk_bench_solvers(int argc, char **argv)
             methods[nm++] = t;
         }
     } else {
-        for (int m = 0; hk_ksp_types[m] && nm < 32; m++) methods[nm++] = hk_ksp_types[m];
+        for (int m = 0; hk_ksp_types[m] && nm < 32; m++)
+            methods[nm++] = hk_ksp_types[m];
     }
 
     const hk_backend *be;
@@ -195,7 +199,8 @@ int hk_bench_solvers(int argc, char **argv)
         fprintf(stderr, "hooke bench solvers: out of host memory\n");
         goto done;
     }
-    for (int64_t i = 0; i < n; i++) one[i] = 1.0;
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0;
     hk_bcsr_spmv(&K, one, b);
 
     printf("## hooke bench solvers: 3D hex8 elasticity, %d^3 elements, %lld DOFs, tol 1e-8\n\n",

@@ -142,8 +142,9 @@ int hk_cmd_solve(int argc, char **argv)
     if (gen) {
         if (generate(gen, &A)) goto done;
         if (bs != 1 && bs != A.bs)
-            fprintf(stderr, "hooke solve: note: --block-size %d ignored, the generated matrix "
-                            "has blocks of %d\n",
+            fprintf(stderr,
+                    "hooke solve: note: --block-size %d ignored, the generated matrix "
+                    "has blocks of %d\n",
                     bs, A.bs);
     } else {
         if (hk_mm_read_matrix(mtx, &A)) {
@@ -187,7 +188,8 @@ int hk_cmd_solve(int argc, char **argv)
             fprintf(stderr, "hooke solve: out of memory for %lld unknowns\n", (long long)n);
             goto done;
         }
-        for (int64_t i = 0; i < n; i++) one[i] = 1.0;
+        for (int64_t i = 0; i < n; i++)
+            one[i] = 1.0;
         hk_bcsr_spmv(K, one, b);
     }
     if (!x) {
@@ -222,8 +224,7 @@ int hk_cmd_solve(int argc, char **argv)
         printf("max error vs ones: %.3e\n", e);
     }
     printf("setup: %.4f s, solve: %.4f s (%.4f ms per iteration)\n", res.setup_seconds,
-           res.solve_seconds,
-           res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
+           res.solve_seconds, res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
     if (out && hk_mm_write_vector(out, n, x)) {
         fprintf(stderr, "hooke solve: %s\n", hk_error_message());
         goto done;

@@ -18,7 +18,8 @@ static int solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts, 
     const int64_t n = K->nbrows * K->bs;
     double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x),
            *one = malloc((size_t)n * sizeof *one);
-    for (int64_t i = 0; i < n; i++) one[i] = 1.0;
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0;
     hk_bcsr_spmv(K, one, b);
     hk_options *o;
     hk_solver *s = NULL;
@@ -86,8 +87,9 @@ enum { NMAT = 3 };
 static const char *mat_name[NMAT] = {"elasticity2d 10x10", "elasticity3d 4x4x4", "poisson 16"};
 static void make_matrix(int i, hk_bcsr *K)
 {
-    int err = i == 0 ? hk_gen_elasticity2d(10, 10, K)
-                     : i == 1 ? hk_gen_elasticity3d(4, 4, 4, K) : hk_gen_poisson2d(16, K);
+    int err = i == 0   ? hk_gen_elasticity2d(10, 10, K)
+              : i == 1 ? hk_gen_elasticity3d(4, 4, 4, K)
+                       : hk_gen_poisson2d(16, K);
     if (err) fprintf(stderr, "\n  generator failed: %s\n", hk_error_message());
     CU_ASSERT_EQUAL_FATAL(err, 0);
 }
@@ -138,10 +140,17 @@ static void test_all_combinations_spd(void)
 
 static void test_nonsymmetric(void)
 {
-    static const char *methods[] = {"bicgstab", "pipebicgstab", "gmres", "pipegmres", "fgmres",
-                                    "defect inner.method=gmres", "defect inner.method=bicgstab",
-                                    "gmres restart=5", "pipegmres restart=5",
-                                    "fgmres restart=5", NULL};
+    static const char *methods[] = {"bicgstab",
+                                    "pipebicgstab",
+                                    "gmres",
+                                    "pipegmres",
+                                    "fgmres",
+                                    "defect inner.method=gmres",
+                                    "defect inner.method=bicgstab",
+                                    "gmres restart=5",
+                                    "pipegmres restart=5",
+                                    "fgmres restart=5",
+                                    NULL};
     static const char *pcs[] = {"none", "jacobi", "bjacobi", "ilu0", NULL};
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_convdiff2d(16, 20.0, &K));
@@ -151,8 +160,8 @@ static void test_nonsymmetric(void)
                 if (!hk_pc_type_find(pcs[p])) continue;
                 for (int prec = 0; prec < 2; prec++) {
                     char opts[256];
-                    snprintf(opts, sizeof opts, "method=%s pc=%s precision=%s", methods[m],
-                             pcs[p], prec ? "mixed" : "double");
+                    snprintf(opts, sizeof opts, "method=%s pc=%s precision=%s", methods[m], pcs[p],
+                             prec ? "mixed" : "double");
                     hk_result res;
                     double err;
                     int code = solve_ones(*be, &K, opts, &res, &err);
@@ -167,8 +176,7 @@ static void test_nonsymmetric(void)
                                 "\n  %s on convdiff [%s]: code %d (%s) reason '%s' it %d true "
                                 "residual %.2e max error %.2e",
                                 opts, hk_backend_name(*be), code, code ? hk_error_message() : "",
-                                hk_reason_name(res.reason), res.iterations, res.true_residual,
-                                err);
+                                hk_reason_name(res.reason), res.iterations, res.true_residual, err);
                     CU_ASSERT(ok);
                 }
             }
@@ -272,7 +280,8 @@ static void test_nan_input(void)
         HK_ASSERT_OK(hk_gen_poisson2d(6, &K));
         const int64_t n = K.nbrows;
         double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x);
-        for (int64_t i = 0; i < n; i++) b[i] = 1.0;
+        for (int64_t i = 0; i < n; i++)
+            b[i] = 1.0;
         /* NaN in the right-hand side: reported with its row, no iteration */
         b[7] = NAN;
         hk_result res;
@@ -304,8 +313,7 @@ static void test_breakdown_and_stagnation(void)
     for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
         const double b[2] = {1, 0};
         hk_result res;
-        static const char *bi[] = {"method=bicgstab pc=none", "method=pipebicgstab pc=none",
-                                   NULL};
+        static const char *bi[] = {"method=bicgstab pc=none", "method=pipebicgstab pc=none", NULL};
         for (int m = 0; bi[m]; m++) {
             double x[2] = {0, 0};
             HK_ASSERT_OK(solve_raw(*be, &S, bi[m], b, x, &res));
@@ -362,18 +370,24 @@ static void test_limits_and_tolerances(void)
         }
         /* a tight tolerance is met by the true residual, not only by the tracked one (the
          * residual gap of the pipelined recurrences) */
-        static const char *tight[] = {"cg pc=jacobi", "cgcg pc=jacobi", "pipecg pc=jacobi",
-                                      "pipecg pc=poly", "fcg pc=poly", "bicgstab pc=poly",
-                                      "pipebicgstab pc=jacobi", "gmres pc=poly",
-                                      "pipegmres pc=jacobi", NULL};
+        static const char *tight[] = {"cg pc=jacobi",
+                                      "cgcg pc=jacobi",
+                                      "pipecg pc=jacobi",
+                                      "pipecg pc=poly",
+                                      "fcg pc=poly",
+                                      "bicgstab pc=poly",
+                                      "pipebicgstab pc=jacobi",
+                                      "gmres pc=poly",
+                                      "pipegmres pc=jacobi",
+                                      NULL};
         for (int t = 0; tight[t]; t++) {
             char opts[128];
             snprintf(opts, sizeof opts, "method=%s tol=1e-11", tight[t]);
             hk_result res;
             HK_ASSERT_OK(solve_ones(*be, &K, opts, &res, NULL));
             if (!hk_reason_converged(res.reason) || res.true_residual > 1.5e-11)
-                fprintf(stderr, "\n  %s: %s, true residual %.2e", opts,
-                        hk_reason_name(res.reason), res.true_residual);
+                fprintf(stderr, "\n  %s: %s, true residual %.2e", opts, hk_reason_name(res.reason),
+                        res.true_residual);
             CU_ASSERT(hk_reason_converged(res.reason));
             CU_ASSERT(res.true_residual <= 1.5e-11);
         }
@@ -382,10 +396,12 @@ static void test_limits_and_tolerances(void)
             const int64_t n = K.nbrows * K.bs;
             double *one = malloc((size_t)n * sizeof *one), *b = malloc((size_t)n * sizeof *b),
                    *x = calloc((size_t)n, sizeof *x);
-            for (int64_t i = 0; i < n; i++) one[i] = 1;
+            for (int64_t i = 0; i < n; i++)
+                one[i] = 1;
             hk_bcsr_spmv(&K, one, b);
             double bn = 0;
-            for (int64_t i = 0; i < n; i++) bn += b[i] * b[i];
+            for (int64_t i = 0; i < n; i++)
+                bn += b[i] * b[i];
             bn = sqrt(bn);
             char opts[128];
             snprintf(opts, sizeof opts, "method=gmres pc=jacobi tol=1e-14 atol=%.17g", 1e-6 * bn);
@@ -394,7 +410,8 @@ static void test_limits_and_tolerances(void)
             CU_ASSERT_EQUAL(res.reason, HK_CONVERGED_ATOL);
             CU_ASSERT(res.true_residual <= 2e-6 && res.true_residual > 1e-9);
             /* b = 0 gives x = 0 at once */
-            for (int64_t i = 0; i < n; i++) b[i] = 0, x[i] = 5;
+            for (int64_t i = 0; i < n; i++)
+                b[i] = 0, x[i] = 5;
             HK_ASSERT_OK(solve_raw(*be, &K, "method=cg", b, x, &res));
             CU_ASSERT(hk_reason_converged(res.reason));
             CU_ASSERT_EQUAL(res.iterations, 0);
@@ -463,7 +480,8 @@ static void test_options_history_monitor(void)
     hk_solver_set_monitor(s, count_monitor, NULL);
     const int64_t n = K.nbrows;
     double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x);
-    for (int64_t i = 0; i < n; i++) b[i] = 1.0 + (double)(i % 3);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = 1.0 + (double)(i % 3);
     hk_result res;
     HK_ASSERT_OK(hk_solver_solve(s, b, x, &res));
     CU_ASSERT(hk_reason_converged(res.reason));
@@ -521,7 +539,8 @@ static void test_fused_ops(void)
         double h[8][25], ref[25];
         hk_vec *v[8];
         for (int j = 0; j < 8; j++) {
-            for (int i = 0; i < n; i++) h[j][i] = sin(1.0 + i * (j + 1)) + 0.1 * j;
+            for (int i = 0; i < n; i++)
+                h[j][i] = sin(1.0 + i * (j + 1)) + 0.1 * j;
             HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &v[j]));
             HK_ASSERT_OK(hk_vec_upload(v[j], h[j]));
         }
@@ -534,7 +553,8 @@ static void test_fused_ops(void)
         HK_ASSERT_OK(be->scal_get(S, 0, HK_S_MAX, hs));
         hk_bcsr_spmv(&K, h[0], ref);
         double d1 = 0, d2 = 0;
-        for (int i = 0; i < n; i++) d1 += h[2][i] * ref[i], d2 += ref[i] * ref[i];
+        for (int i = 0; i < n; i++)
+            d1 += h[2][i] * ref[i], d2 += ref[i] * ref[i];
         CU_ASSERT_DOUBLE_EQUAL(hs[20], d1, 1e-12 * (1 + fabs(d1)));
         CU_ASSERT_DOUBLE_EQUAL(hs[21], d2, 1e-12 * (1 + fabs(d2)));
         /* pipebicg_s: s = r - alpha Ap with alpha = S[RR0]/S[APR0] */
@@ -562,11 +582,13 @@ static void test_fused_ops(void)
         memcpy(y, h[7], sizeof y);
         for (int j = 0; j < 3; j++) {
             c[j] = 0;
-            for (int i = 0; i < n; i++) c[j] += h[4 + j][i] * h[7][i];
+            for (int i = 0; i < n; i++)
+                c[j] += h[4 + j][i] * h[7][i];
             CU_ASSERT_DOUBLE_EQUAL(hs[30 + j], c[j], 1e-12 * (1 + fabs(c[j])));
         }
         for (int i = 0; i < n; i++) {
-            for (int j = 0; j < 3; j++) y[i] -= c[j] * h[4 + j][i];
+            for (int j = 0; j < 3; j++)
+                y[i] -= c[j] * h[4 + j][i];
             nrm += y[i] * y[i];
         }
         CU_ASSERT_DOUBLE_EQUAL(hs[40], nrm, 1e-12 * nrm);
@@ -577,7 +599,8 @@ static void test_fused_ops(void)
         }
         CU_ASSERT_DOUBLE_EQUAL(hs[41], dot, 1e-12);
         be->scal_free(S);
-        for (int j = 0; j < 8; j++) hk_vec_destroy(v[j]);
+        for (int j = 0; j < 8; j++)
+            hk_vec_destroy(v[j]);
         hk_mat_destroy(A);
         hk_bcsr_free(&K);
     }
@@ -618,7 +641,8 @@ static void test_host_reads(void)
     HK_ASSERT_OK(hk_mat_create(&counting, &K, HK_FMT_CSR, HK_FP64, NULL, &A));
     HK_ASSERT_OK(hk_pc_create(hk_pc_type_find("none"), &counting, HK_FP64, &K, A, NULL, &pc));
     double *one = malloc((size_t)n * sizeof *one), *hb = malloc((size_t)n * sizeof *hb);
-    for (int64_t i = 0; i < n; i++) one[i] = 1.0;
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0;
     hk_bcsr_spmv(&K, one, hb);
     static const char *methods[] = {"pipecg", "pipebicgstab", "pipegmres", NULL};
     for (int m = 0; methods[m]; m++) {
@@ -644,12 +668,13 @@ static void test_host_reads(void)
         /* start-up reads (norms, first scalars) + one per check + the final true residual */
         const int allowed = 6 + k.res.iterations / 5 + 1;
         if (n_host_reads > allowed)
-            fprintf(stderr, "\n  %s: %d host reads for %d iterations (check_every=5)",
-                    methods[m], n_host_reads, k.res.iterations);
+            fprintf(stderr, "\n  %s: %d host reads for %d iterations (check_every=5)", methods[m],
+                    n_host_reads, k.res.iterations);
         CU_ASSERT(n_host_reads <= allowed);
         hk_vec_destroy(b);
         hk_vec_destroy(x);
-        for (int i = 0; i < k.npool; i++) hk_vec_destroy(k.pool[i]); /* its work vectors */
+        for (int i = 0; i < k.npool; i++)
+            hk_vec_destroy(k.pool[i]); /* its work vectors */
         free(k.pool);
     }
     free(one);
@@ -660,8 +685,7 @@ static void test_host_reads(void)
 }
 
 HK_SUITE(krylov, {"fused Krylov ops equal their definitions", test_fused_ops},
-         {"pipelined methods read the host only every check_every iterations",
-          test_host_reads},
+         {"pipelined methods read the host only every check_every iterations", test_host_reads},
          {"every method x pc x precision converges to ones (SPD matrices)",
           test_all_combinations_spd},
          {"BiCGStab/GMRES variants on nonsymmetric convection-diffusion", test_nonsymmetric},

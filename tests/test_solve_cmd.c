@@ -55,7 +55,8 @@ static void test_solve_ones_and_output(void)
     double *x = NULL;
     HK_ASSERT_OK(hk_mm_read_vector(path, &n, &x));
     CU_ASSERT_EQUAL(n, 12);
-    for (int64_t i = 0; i < n; i++) CU_ASSERT_DOUBLE_EQUAL(x[i], 1.0, 1e-7);
+    for (int64_t i = 0; i < n; i++)
+        CU_ASSERT_DOUBLE_EQUAL(x[i], 1.0, 1e-7);
     free(x);
     /* CG on tridiag(-1,2,-1) of order 12 converges in at most 12 iterations (exact
      * arithmetic: 6, the number of distinct eigenvalues seen from the symmetric start) */
@@ -70,7 +71,8 @@ static void test_solve_rhs_blocks_generate(void)
     write_laplacian("lap10.mtx", N);
     /* b = A * (1, 2, ..., N) so the solution is x_i = i */
     double xs[N], b[N];
-    for (int i = 0; i < N; i++) xs[i] = i + 1;
+    for (int i = 0; i < N; i++)
+        xs[i] = i + 1;
     for (int i = 0; i < N; i++)
         b[i] = 2 * xs[i] - (i > 0 ? xs[i - 1] : 0) - (i + 1 < N ? xs[i + 1] : 0);
     char path[512];
@@ -87,7 +89,8 @@ static void test_solve_rhs_blocks_generate(void)
     double *x = NULL;
     HK_ASSERT_OK(hk_mm_read_vector(path, &n, &x));
     CU_ASSERT_EQUAL_FATAL(n, N);
-    for (int i = 0; i < N; i++) CU_ASSERT_DOUBLE_EQUAL(x[i], xs[i], 1e-7 * N);
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_DOUBLE_EQUAL(x[i], xs[i], 1e-7 * N);
     free(x);
     /* generated matrices */
     rc = run_solve("--generate elasticity2d:6 method=pipecg pc=jacobi precision=mixed", out,
@@ -152,7 +155,8 @@ static void test_solve_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "no matrix"));
 }
 
-HK_SUITE(solve_cmd, {"hooke solve: b = A*ones, solution file, iterations", test_solve_ones_and_output},
+HK_SUITE(solve_cmd,
+         {"hooke solve: b = A*ones, solution file, iterations", test_solve_ones_and_output},
          {"hooke solve: --rhs, --block-size, --generate", test_solve_rhs_blocks_generate},
          {"hooke solve: bad options, files and sizes give exit 2, no convergence 1",
           test_solve_errors})

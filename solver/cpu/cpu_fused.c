@@ -13,18 +13,19 @@
 static double chunk_sum(const double *part)
 {
     double s = 0;
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) s += part[c];
+    for (int c = 0; c < HK_CPU_CHUNKS; c++)
+        s += part[c];
     return s;
 }
 
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot)
 {
-    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)",
-             k);
+    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)", k);
     FP64_ONLY(x);
     FP64_ONLY(y);
-    for (int j = 0; j < k; j++) FP64_ONLY(W[j]);
+    for (int j = 0; j < k; j++)
+        FP64_ONLY(W[j]);
     HK_CALL(hk_cpu_mat_spmv(A, x, y));
     const int64_t n = y->n;
     const double *yv = y->data;
@@ -39,7 +40,8 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
             part[j][c] = s;
         }
     }
-    for (int j = 0; j < k; j++) S[slot[j]] = chunk_sum(part[j]);
+    for (int j = 0; j < k; j++)
+        S[slot[j]] = chunk_sum(part[j]);
     return 0;
 }
 
@@ -113,7 +115,8 @@ int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, 
 int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
 {
     FP64_ONLY(y);
-    for (int j = 0; j < k; j++) FP64_ONLY(X[j]);
+    for (int j = 0; j < k; j++)
+        FP64_ONLY(X[j]);
     const int64_t n = y->n;
     const double *yv = y->data;
     /* one chunked pass per basis vector: deterministic, and y stays in cache per chunk */
@@ -135,7 +138,8 @@ int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
 int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2)
 {
     FP64_ONLY(y);
-    for (int j = 0; j < k; j++) FP64_ONLY(X[j]);
+    for (int j = 0; j < k; j++)
+        FP64_ONLY(X[j]);
     const int64_t n = y->n;
     double *yv = y->data;
     double part[HK_CPU_CHUNKS];
@@ -144,7 +148,8 @@ int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, 
         double s = 0;
         for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
             double v = yv[i];
-            for (int j = 0; j < k; j++) v -= S[j] * ((const double *)X[j]->data)[i];
+            for (int j = 0; j < k; j++)
+                v -= S[j] * ((const double *)X[j]->data)[i];
             yv[i] = v;
             s += v * v;
         }

@@ -152,7 +152,8 @@ static int pipebicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
         }
         if (hk_ksp_converged(k, it, rn, bnorm)) break;
         int bad = 0;
-        for (int j = HK_S_BI_RR0; j < HK_S_BI_END; j++) bad |= hk_ksp_bad(h[j]);
+        for (int j = HK_S_BI_RR0; j < HK_S_BI_END; j++)
+            bad |= hk_ksp_bad(h[j]);
         if (bad) {
             hk_ksp_stop(k, it, HK_DIVERGED_NAN);
             break;

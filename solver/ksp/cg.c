@@ -213,13 +213,14 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
      * confirmed with the true one (residual replacement). At most 20 restarts in all. */
     const int inexact_pc = k->pc->prec != x->prec;
     HK_CALL(hk_ksp_vecs(k, 10, v));
-    hk_vec *r = v[0], *u = v[1], *w = v[2], *m = v[3], *n = v[4], *z = v[5], *q = v[6],
-           *s = v[7], *p = v[8];
+    hk_vec *r = v[0], *u = v[1], *w = v[2], *m = v[3], *n = v[4], *z = v[5], *q = v[6], *s = v[7],
+           *p = v[8];
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
     HK_TRY(hk_ksp_pc(k, r, u));
     HK_TRY(hk_mat_spmv(k->A, u, w));
-    for (int i = 5; i < 9; i++) HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
+    for (int i = 5; i < 9; i++)
+        HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
     for (int it = 1;; it++) {
         double gamma, delta, rr = 0;
         HK_TRY(be->vec_dot(r, u, &gamma));

@@ -44,7 +44,8 @@ static void triu_solve(int j, const double *R, int ld, const double *g, double *
 {
     for (int i = j - 1; i >= 0; i--) {
         double s = g[i];
-        for (int c = i + 1; c < j; c++) s -= R[c * ld + i] * y[c];
+        for (int c = i + 1; c < j; c++)
+            s -= R[c * ld + i] * y[c];
         y[i] = s / R[i * ld + i];
     }
 }
@@ -256,16 +257,17 @@ static int pipegmres_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
              * cancellation floor (then restart from the true residual), at maxit, or on a
              * (lucky) breakdown */
             int lucky = 0;
-            for (int j = 1; j <= i; j++) lucky |= h[off_nrm + j] == 0;
-            if (est <= k->rtol * bnorm || est <= k->atol || e2 < 1e-10 || it >= k->maxit ||
-                lucky)
+            for (int j = 1; j <= i; j++)
+                lucky |= h[off_nrm + j] == 0;
+            if (est <= k->rtol * bnorm || est <= k->atol || e2 < 1e-10 || it >= k->maxit || lucky)
                 cut = 1;
         }
         /* solve R eta = rho0 xi with R from the backend scalars, x += M^-1 Z eta */
         const int kdim = i;
         HK_TRY(be->scal_get(S, 0, nS, h));
         for (int c = 1; c <= kdim; c++) {
-            for (int j = 1; j < c; j++) R[(c - 1) * ld + (j - 1)] = h[c * ld + (j - 1)];
+            for (int j = 1; j < c; j++)
+                R[(c - 1) * ld + (j - 1)] = h[c * ld + (j - 1)];
             R[(c - 1) * ld + (c - 1)] = sqrt(fabs(h[off_nrm + c]));
             rhs[c - 1] = rho0 * h[off_xi + c];
         }

@@ -5,10 +5,17 @@
 
 #include "ksp_impl.h"
 
-const hk_ksp_type *const hk_ksp_types[] = {
-    &hk_ksp_cg,    &hk_ksp_cgcg,     &hk_ksp_pipecg,    &hk_ksp_fcg,
-    &hk_ksp_bicgstab, &hk_ksp_pipebicgstab, &hk_ksp_gmres, &hk_ksp_pipegmres,
-    &hk_ksp_fgmres, &hk_ksp_defect,  NULL};
+const hk_ksp_type *const hk_ksp_types[] = {&hk_ksp_cg,
+                                           &hk_ksp_cgcg,
+                                           &hk_ksp_pipecg,
+                                           &hk_ksp_fcg,
+                                           &hk_ksp_bicgstab,
+                                           &hk_ksp_pipebicgstab,
+                                           &hk_ksp_gmres,
+                                           &hk_ksp_pipegmres,
+                                           &hk_ksp_fgmres,
+                                           &hk_ksp_defect,
+                                           NULL};
 
 const hk_ksp_type *hk_ksp_type_find(const char *name)
 {
@@ -20,14 +27,22 @@ const hk_ksp_type *hk_ksp_type_find(const char *name)
 const char *hk_reason_name(hk_reason r)
 {
     switch (r) {
-    case HK_REASON_NONE: return "not run";
-    case HK_CONVERGED_RTOL: return "converged (relative tolerance)";
-    case HK_CONVERGED_ATOL: return "converged (absolute tolerance)";
-    case HK_DIVERGED_MAXIT: return "iteration limit reached";
-    case HK_DIVERGED_BREAKDOWN: return "breakdown";
-    case HK_DIVERGED_NOT_SPD: return "not SPD";
-    case HK_DIVERGED_NAN: return "NaN or Inf";
-    case HK_DIVERGED_STAGNATION: return "stagnation";
+    case HK_REASON_NONE:
+        return "not run";
+    case HK_CONVERGED_RTOL:
+        return "converged (relative tolerance)";
+    case HK_CONVERGED_ATOL:
+        return "converged (absolute tolerance)";
+    case HK_DIVERGED_MAXIT:
+        return "iteration limit reached";
+    case HK_DIVERGED_BREAKDOWN:
+        return "breakdown";
+    case HK_DIVERGED_NOT_SPD:
+        return "not SPD";
+    case HK_DIVERGED_NAN:
+        return "NaN or Inf";
+    case HK_DIVERGED_STAGNATION:
+        return "stagnation";
     }
     return "?";
 }
@@ -39,7 +54,8 @@ int hk_reason_converged(hk_reason r)
 
 int hk_ksp_vecs(hk_ksp *k, int n, hk_vec **v)
 {
-    for (int i = 0; i < n; i++) v[i] = NULL;
+    for (int i = 0; i < n; i++)
+        v[i] = NULL;
     for (int i = 0; i < n; i++) {
         if (k->npool > 0) {
             v[i] = k->pool[--k->npool]; /* same size and precision: one operator per ksp */
@@ -76,7 +92,8 @@ void hk_ksp_vecs_free(hk_ksp *k, int n, hk_vec **v)
 
 void hk_ksp_pool_free(hk_ksp *k)
 {
-    for (int i = 0; i < k->npool; i++) hk_vec_destroy(k->pool[i]);
+    for (int i = 0; i < k->npool; i++)
+        hk_vec_destroy(k->pool[i]);
     free(k->pool);
     k->pool = NULL;
     k->npool = k->pool_cap = 0;

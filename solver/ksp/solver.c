@@ -23,7 +23,7 @@ struct hk_solver {
 static const char *const precisions[] = {"double", "mixed", NULL};
 
 #define HK_SOLVER_KEYS                                                                             \
-    "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "       \
+    "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
     "check_every, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
@@ -52,8 +52,7 @@ static int list_methods(char *buf, size_t n)
     size_t len = 0;
     buf[0] = 0;
     for (int i = 0; hk_ksp_types[i] && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "",
-                                hk_ksp_types[i]->name);
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", hk_ksp_types[i]->name);
     return 0;
 }
 
@@ -82,8 +81,8 @@ static int check_matrix(const hk_bcsr *K)
                 HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
                          "matrix entry at row %lld, column %lld is %g; the solver needs finite "
                          "values - check the assembly or the input file",
-                         (long long)(i * bs + e / bs + 1), (long long)(K->colind[p] * bs + e % bs + 1),
-                         v);
+                         (long long)(i * bs + e / bs + 1),
+                         (long long)(K->colind[p] * bs + e % bs + 1), v);
             }
     return 0;
 }
@@ -350,7 +349,8 @@ void hk_solver_print_help(FILE *f)
                 hk_pc_types[i]->options && hk_pc_types[i]->options[0] ? "]" : "");
     fprintf(f, "  format=NAME             storage format (default sbell on cuda; csr on cpu for "
                "scalar,\n                          bsr for block matrices):");
-    for (int i = 0; i < HK_FMT_COUNT; i++) fprintf(f, " %s", hk_format_name((hk_format)i));
+    for (int i = 0; i < HK_FMT_COUNT; i++)
+        fprintf(f, " %s", hk_format_name((hk_format)i));
     fprintf(f, "\n"
                "  format.slice=32         SELL/SBELL slice height S\n"
                "  format.sigma=0          sorting window in rows (0: whole matrix)\n"
