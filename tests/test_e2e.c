@@ -277,6 +277,43 @@ static void test_binary(void)
     CU_ASSERT_EQUAL(run_cmd(cmd), 2);
 }
 
+/* Through the pipeline: a bad solver option is reported at its case-file line, and
+ * output.fields selects what the .vtu holds. */
+static void test_solver_errors_and_fields(void)
+{
+    char yaml[1024], vtu[1024];
+    snprintf(yaml, sizeof yaml, "%s/fields.yaml", hk_test_tmpdir());
+    snprintf(vtu, sizeof vtu, "%s/fields.vtu", hk_test_tmpdir());
+    write_text(yaml, "geometry:\n  generate: {shape: rectangle, size: [4, 1], cells: [8, 2]}\n"
+                     "analysis: plane_stress\nmaterials: [{E: 1000, nu: 0.3}]\n"
+                     "supports: [{boundary: left, fix: all}]\n"
+                     "loads: [{traction: {boundary: right, value: [0, -1]}}]\n"
+                     "solver:\n  method: cg\n  pc.poly.degre: 4\n"
+                     "output: {fields: [displacement, von_mises], ascii: true}\n");
+    hk_case c;
+    hk_run r;
+    hk_run_opts o = {.backend = "cpu", .quiet = 1};
+    HK_ASSERT_OK(hk_case_load(yaml, 0, NULL, &c));
+    CU_ASSERT_EQUAL(hk_run_case(&c, &o, &r), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "fields.yaml:9:18: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.poly.degre"));
+    hk_run_free(&r);
+    hk_case_free(&c);
+
+    const char *fix[] = {"solver={method: cg, pc: poly}"}; /* replace the whole section */
+    HK_ASSERT_OK(hk_case_load(yaml, 1, fix, &c));
+    HK_ASSERT_OK(hk_run_case(&c, &o, &r));
+    HK_ASSERT_OK(hk_run_write(&c, &r, vtu, &o));
+    const char *text = read_text(vtu);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Name=\"displacement\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Name=\"von_mises\""));
+    CU_ASSERT_PTR_NULL(strstr(text, "Name=\"strain\""));
+    CU_ASSERT_PTR_NULL(strstr(text, "Name=\"stress\""));
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
 HK_SUITE(e2e,
 #ifdef HOOKE_HAVE_GMSH
          {"cantilever tip deflection within 2% of Timoshenko", test_cantilever},
@@ -288,4 +325,5 @@ HK_SUITE(e2e,
 #else
          {"accuracy cases (need Gmsh)", test_no_gmsh},
 #endif
+         {"solver option errors at their case line; output.fields", test_solver_errors_and_fields},
          {"hooke run binary: exit codes, .vtu, JSON, messages", test_binary})
