@@ -101,11 +101,14 @@ static int edit_distance(const char *a, const char *b)
     int la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 63 || lb > 63) return 99;
     int d[64][64];
-    for (int i = 0; i <= la; i++) d[i][0] = i;
-    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
     for (int i = 1; i <= la; i++)
         for (int j = 1; j <= lb; j++) {
-            int s = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int s = d[i - 1][j - 1] +
+                    (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
             d[i][j] = s < del ? (s < ins ? s : ins) : (del < ins ? del : ins);
         }
@@ -133,25 +136,31 @@ static void key_hint(const char *key, const char *const *allowed, char *buf, siz
 static int check_mapping(ctx *x, struct fy_node *n, const char *what, const char *const *allowed)
 {
     if (fy_node_get_type(n) != FYNT_MAPPING)
-        return err_at(x, n, "%s must be a mapping of keys (key: value); see docs/case-format.md", what);
+        return err_at(x, n, "%s must be a mapping of keys (key: value); see docs/case-format.md",
+                      what);
     void *it = NULL;
     struct fy_node_pair *p;
     while ((p = fy_node_mapping_iterate(n, &it))) {
         const char *k = scalar(fy_node_pair_key(p));
-        if (!k) return err_at(x, fy_node_pair_key(p), "%s has a key that is not a plain word", what);
+        if (!k)
+            return err_at(x, fy_node_pair_key(p), "%s has a key that is not a plain word", what);
         int ok = 0;
-        for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(k, allowed[i]);
+        for (int i = 0; allowed[i] && !ok; i++)
+            ok = !strcmp(k, allowed[i]);
         if (!ok) {
             char hint[512];
             key_hint(k, allowed, hint, sizeof hint);
             return err_at(x, fy_node_pair_key(p), "unknown key '%s' in %s; %s", k, what, hint);
         }
         struct fy_node *v = fy_node_pair_value(p);
-        if (!v || (fy_node_get_type(v) == FYNT_SCALAR && fy_node_is_null(v) &&
-                   (!fy_node_get_scalar0(v) || !*fy_node_get_scalar0(v) || !strcmp(fy_node_get_scalar0(v), "~") ||
-                    !strcmp(fy_node_get_scalar0(v), "null"))))
-            return err_at(x, fy_node_pair_key(p), "'%s' in %s has no value; write it on the same line "
-                                                  "(%s: ...) or indent the lines below it", k, what, k);
+        if (!v ||
+            (fy_node_get_type(v) == FYNT_SCALAR && fy_node_is_null(v) &&
+             (!fy_node_get_scalar0(v) || !*fy_node_get_scalar0(v) ||
+              !strcmp(fy_node_get_scalar0(v), "~") || !strcmp(fy_node_get_scalar0(v), "null"))))
+            return err_at(x, fy_node_pair_key(p),
+                          "'%s' in %s has no value; write it on the same line "
+                          "(%s: ...) or indent the lines below it",
+                          k, what, k);
     }
     return 0;
 }
@@ -171,12 +180,12 @@ static struct fy_node *key_of(struct fy_node *map, const char *key)
 static int parse_double(ctx *x, struct fy_node *n, const char *what, double *out)
 {
     const char *s = scalar(n);
-    if (!s || !*s)
-        return err_at(x, n, "%s must be a number (like 2.1e11)", what);
+    if (!s || !*s) return err_at(x, n, "%s must be a number (like 2.1e11)", what);
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    while (*end && isspace((unsigned char)*end)) end++;
+    while (*end && isspace((unsigned char)*end))
+        end++;
     if (*end || errno == ERANGE || !isfinite(v))
         return err_at(x, n, "%s must be a finite number, got '%s'", what, s);
     *out = v;
@@ -245,8 +254,10 @@ static int resolve_path(ctx *x, struct fy_node *n, const char *what, char *out)
     const char *s = scalar(n);
     if (!s || !*s) return err_at(x, n, "%s must be a file name", what);
     int k;
-    if (s[0] == '/' || !x->c->dir[0]) k = snprintf(out, HK_CASE_PATH, "%s", s);
-    else k = snprintf(out, HK_CASE_PATH, "%s/%s", x->c->dir, s);
+    if (s[0] == '/' || !x->c->dir[0])
+        k = snprintf(out, HK_CASE_PATH, "%s", s);
+    else
+        k = snprintf(out, HK_CASE_PATH, "%s/%s", x->c->dir, s);
     if (k >= HK_CASE_PATH) return err_at(x, n, "%s: the path is too long", what);
     return 0;
 }
@@ -260,8 +271,8 @@ static int eltype_by_name(const char *s, hk_eltype *t)
         if (in && in->name && !strcmp(in->name, s)) return *t = (hk_eltype)i, 1;
     }
     /* The names are fixed by fem.h's enum; a fallback while the mesh module is a stub. */
-    static const char *names[] = {"point1", "line2", "line3", "tri3", "tri6", "quad4", "quad8",
-                                  "quad9", "tet4", "tet10", "hex8", "hex20", "hex27"};
+    static const char *names[] = {"point1", "line2", "line3", "tri3", "tri6",  "quad4", "quad8",
+                                  "quad9",  "tet4",  "tet10", "hex8", "hex20", "hex27"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(names[i], s)) return *t = (hk_eltype)i, 1;
     return 0;
@@ -276,27 +287,34 @@ static int read_generate(ctx *x, struct fy_node *g, int quad, int order, int inc
                    *cells = lookup(g, "cells"), *el = lookup(g, "element");
     if (!shape) return err_at(x, g, "geometry.generate needs 'shape: rectangle' or 'shape: box'");
     const char *sh = scalar(shape);
-    if (sh && !strcmp(sh, "rectangle")) c->gen_dim = 2;
-    else if (sh && !strcmp(sh, "box")) c->gen_dim = 3;
-    else return err_at(x, shape, "geometry.generate.shape must be rectangle or box, got '%s'",
-                       sh ? sh : "a collection");
+    if (sh && !strcmp(sh, "rectangle"))
+        c->gen_dim = 2;
+    else if (sh && !strcmp(sh, "box"))
+        c->gen_dim = 3;
+    else
+        return err_at(x, shape, "geometry.generate.shape must be rectangle or box, got '%s'",
+                      sh ? sh : "a collection");
     if (c->gen_dim != c->dim)
         return err_at(x, shape, "a %s is %dD but the analysis is %s; use %s", sh, c->gen_dim,
                       c->dim == 3 ? "3d" : "2D", c->gen_dim == 3 ? "analysis: 3d" : "shape: box");
     if (!size || !cells)
         return err_at(x, g, "geometry.generate needs size: [%s] and cells: [%s]",
-                      c->gen_dim == 2 ? "lx, ly" : "lx, ly, lz", c->gen_dim == 2 ? "nx, ny" : "nx, ny, nz");
+                      c->gen_dim == 2 ? "lx, ly" : "lx, ly, lz",
+                      c->gen_dim == 2 ? "nx, ny" : "nx, ny, nz");
     if (fy_node_get_type(size) != FYNT_SEQUENCE || fy_node_sequence_item_count(size) != c->gen_dim)
         return err_at(x, size, "geometry.generate.size must be a list of %d lengths", c->gen_dim);
-    if (fy_node_get_type(cells) != FYNT_SEQUENCE || fy_node_sequence_item_count(cells) != c->gen_dim)
-        return err_at(x, cells, "geometry.generate.cells must be a list of %d cell counts", c->gen_dim);
+    if (fy_node_get_type(cells) != FYNT_SEQUENCE ||
+        fy_node_sequence_item_count(cells) != c->gen_dim)
+        return err_at(x, cells, "geometry.generate.cells must be a list of %d cell counts",
+                      c->gen_dim);
     c->gen_size[2] = 0;
     c->gen_cells[2] = 0;
     for (int i = 0; i < c->gen_dim; i++) {
         struct fy_node *e = fy_node_sequence_get_by_index(size, i);
         HK_CALL(parse_double(x, e, "geometry.generate.size", &c->gen_size[i]));
         if (!(c->gen_size[i] > 0))
-            return err_at(x, e, "geometry.generate.size[%d] = %g must be positive", i, c->gen_size[i]);
+            return err_at(x, e, "geometry.generate.size[%d] = %g must be positive", i,
+                          c->gen_size[i]);
         e = fy_node_sequence_get_by_index(cells, i);
         HK_CALL(parse_int(x, e, "geometry.generate.cells", &c->gen_cells[i]));
         if (c->gen_cells[i] < 1 || c->gen_cells[i] > 100000)
@@ -317,28 +335,33 @@ static int read_generate(ctx *x, struct fy_node *g, int quad, int order, int inc
                           c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
                                           : "tet4, tet10, hex8, hex20 or hex27");
     } else if (c->gen_dim == 2) {
-        c->gen_element = !quad ? (order == 2 ? HK_EL_TRI6 : HK_EL_TRI3)
-                               : (order == 2 ? (incomplete ? HK_EL_QUAD8 : HK_EL_QUAD9) : HK_EL_QUAD4);
+        c->gen_element =
+            !quad ? (order == 2 ? HK_EL_TRI6 : HK_EL_TRI3)
+                  : (order == 2 ? (incomplete ? HK_EL_QUAD8 : HK_EL_QUAD9) : HK_EL_QUAD4);
     } else {
-        c->gen_element = !quad ? (order == 2 ? HK_EL_TET10 : HK_EL_TET4)
-                               : (order == 2 ? (incomplete ? HK_EL_HEX20 : HK_EL_HEX27) : HK_EL_HEX8);
+        c->gen_element = !quad
+                             ? (order == 2 ? HK_EL_TET10 : HK_EL_TET4)
+                             : (order == 2 ? (incomplete ? HK_EL_HEX20 : HK_EL_HEX27) : HK_EL_HEX8);
     }
     return 0;
 }
 
 static int read_geometry(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"file", "generate", "size", "order", "quad", "incomplete",
-                                       "renumber", NULL};
+    static const char *const keys[] = {"file", "generate",   "size",     "order",
+                                       "quad", "incomplete", "renumber", NULL};
     hk_case *c = x->c;
     struct fy_node *g = lookup(root, "geometry");
-    if (!g) return err_at(x, root, "the case has no 'geometry' section; add geometry: {file: part.geo} "
-                                   "or geometry: {generate: {shape: box, ...}}");
+    if (!g)
+        return err_at(x, root,
+                      "the case has no 'geometry' section; add geometry: {file: part.geo} "
+                      "or geometry: {generate: {shape: box, ...}}");
     HK_CALL(check_mapping(x, g, "geometry", keys));
     struct fy_node *file = lookup(g, "file"), *gen = lookup(g, "generate"), *n;
     if (!!file == !!gen)
-        return err_at(x, key_of(root, "geometry"),
-                      "geometry needs exactly one of 'file' (a .geo/.msh/.step/.brep) and 'generate'");
+        return err_at(
+            x, key_of(root, "geometry"),
+            "geometry needs exactly one of 'file' (a .geo/.msh/.step/.brep) and 'generate'");
     c->mesh.order = 1;
     c->mesh.renumber = 1;
     int quad = -1;
@@ -355,31 +378,39 @@ static int read_geometry(ctx *x, struct fy_node *root)
                           c->mesh.order);
     }
     if ((n = lookup(g, "quad"))) HK_CALL(parse_bool(x, n, "geometry.quad", &quad));
-    if ((n = lookup(g, "incomplete"))) HK_CALL(parse_bool(x, n, "geometry.incomplete", &c->mesh.incomplete));
-    if ((n = lookup(g, "renumber"))) HK_CALL(parse_bool(x, n, "geometry.renumber", &c->mesh.renumber));
+    if ((n = lookup(g, "incomplete")))
+        HK_CALL(parse_bool(x, n, "geometry.incomplete", &c->mesh.incomplete));
+    if ((n = lookup(g, "renumber")))
+        HK_CALL(parse_bool(x, n, "geometry.renumber", &c->mesh.renumber));
     if (file) {
         c->generate = 0;
         c->mesh.quad = quad > 0;
         c->geo_loc = node_loc(x, file);
         HK_CALL(resolve_path(x, file, "geometry.file", c->geo_file));
         const char *dot = strrchr(c->geo_file, '.');
-        static const char *ext[] = {".geo", ".msh", ".step", ".stp", ".brep", ".STEP", ".STP", NULL};
+        static const char *ext[] = {".geo",  ".msh",  ".step", ".stp",
+                                    ".brep", ".STEP", ".STP",  NULL};
         int ok = 0;
-        for (int i = 0; dot && ext[i] && !ok; i++) ok = !strcmp(dot, ext[i]);
+        for (int i = 0; dot && ext[i] && !ok; i++)
+            ok = !strcmp(dot, ext[i]);
         if (!ok)
-            return err_at(x, file, "geometry.file '%s' is not a .geo, .msh, .step, .stp or .brep file",
+            return err_at(x, file,
+                          "geometry.file '%s' is not a .geo, .msh, .step, .stp or .brep file",
                           scalar(file));
         FILE *f = fopen(c->geo_file, "rb");
         if (!f)
-            return err_at(x, file, "cannot open geometry file '%s' (%s); paths are relative to the "
-                                   "case file's folder", c->geo_file, strerror(errno));
+            return err_at(x, file,
+                          "cannot open geometry file '%s' (%s); paths are relative to the "
+                          "case file's folder",
+                          c->geo_file, strerror(errno));
         fclose(f);
     } else {
         c->generate = 1;
         c->mesh.quad = quad != 0; /* generated meshes default to quads/hexes */
         if (lookup(g, "size"))
-            return err_at(x, key_of(g, "size"), "geometry.size (element size) is for geometry files; "
-                                                "a generated mesh takes generate.cells");
+            return err_at(x, key_of(g, "size"),
+                          "geometry.size (element size) is for geometry files; "
+                          "a generated mesh takes generate.cells");
         HK_CALL(read_generate(x, gen, c->mesh.quad, c->mesh.order, c->mesh.incomplete));
     }
     return 0;
@@ -390,8 +421,10 @@ static int read_analysis(ctx *x, struct fy_node *root)
     static const char *const keys[] = {"type", "thickness", NULL};
     hk_case *c = x->c;
     struct fy_node *a = lookup(root, "analysis"), *type = NULL, *th = NULL;
-    if (!a) return err_at(x, root, "the case has no 'analysis'; add analysis: 3d, plane_stress or "
-                                   "plane_strain");
+    if (!a)
+        return err_at(x, root,
+                      "the case has no 'analysis'; add analysis: 3d, plane_stress or "
+                      "plane_strain");
     if (fy_node_get_type(a) == FYNT_SCALAR) {
         type = a;
     } else {
@@ -402,8 +435,10 @@ static int read_analysis(ctx *x, struct fy_node *root)
     }
     c->analysis_loc = node_loc(x, type);
     const char *s = scalar(type);
-    if (s && !strcmp(s, "plane_stress")) c->analysis = HK_PLANE_STRESS, c->dim = 2;
-    else if (s && !strcmp(s, "plane_strain")) c->analysis = HK_PLANE_STRAIN, c->dim = 2;
+    if (s && !strcmp(s, "plane_stress"))
+        c->analysis = HK_PLANE_STRESS, c->dim = 2;
+    else if (s && !strcmp(s, "plane_strain"))
+        c->analysis = HK_PLANE_STRAIN, c->dim = 2;
     else if (s && (!strcmp(s, "3d") || !strcmp(s, "3D") || !strcmp(s, "solid")))
         c->analysis = HK_SOLID, c->dim = 3;
     else
@@ -425,11 +460,14 @@ static int read_materials(ctx *x, struct fy_node *root)
     static const char *const keys[] = {"name", "E", "nu", "density", "regions", NULL};
     hk_case *c = x->c;
     struct fy_node *ms = lookup(root, "materials");
-    if (!ms) return err_at(x, root, "the case has no 'materials'; add materials: [{name: steel, E: 210e9, "
-                                    "nu: 0.3}]");
+    if (!ms)
+        return err_at(x, root,
+                      "the case has no 'materials'; add materials: [{name: steel, E: 210e9, "
+                      "nu: 0.3}]");
     if (fy_node_get_type(ms) != FYNT_SEQUENCE || fy_node_sequence_item_count(ms) == 0)
         return err_at(x, key_of(root, "materials"),
-                      "materials must be a list (lines starting with '- name: ...') of at least one material");
+                      "materials must be a list (lines starting with '- name: ...') of at least "
+                      "one material");
     int n = fy_node_sequence_item_count(ms);
     HK_CALL(hk_calloc((size_t)n, sizeof *c->materials, &c->materials));
     c->nmaterials = n;
@@ -441,18 +479,25 @@ static int read_materials(ctx *x, struct fy_node *root)
         snprintf(what, sizeof what, "materials[%d]", i);
         HK_CALL(check_mapping(x, m, what, keys));
         cm->loc = node_loc(x, m);
-        if ((v = lookup(m, "name"))) HK_CALL(parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
-        else snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
-        if (!(v = lookup(m, "E"))) return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
+        if ((v = lookup(m, "name")))
+            HK_CALL(parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
+        else
+            snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
+        if (!(v = lookup(m, "E")))
+            return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
         HK_CALL(parse_double(x, v, "E", &cm->m.E));
         if (!(cm->m.E > 0))
-            return err_at(x, v, "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
-                          cm->m.E, cm->m.name);
-        if (!(v = lookup(m, "nu"))) return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
+            return err_at(
+                x, v, "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
+                cm->m.E, cm->m.name);
+        if (!(v = lookup(m, "nu")))
+            return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
         HK_CALL(parse_double(x, v, "nu", &cm->m.nu));
         if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
-            return err_at(x, v, "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is incompressible, "
-                                "which displacement elements cannot model", cm->m.nu, cm->m.name);
+            return err_at(x, v,
+                          "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is incompressible, "
+                          "which displacement elements cannot model",
+                          cm->m.nu, cm->m.name);
         if ((v = lookup(m, "density"))) {
             HK_CALL(parse_double(x, v, "density", &cm->m.rho));
             if (!(cm->m.rho >= 0))
@@ -465,19 +510,23 @@ static int read_materials(ctx *x, struct fy_node *root)
             } else if (fy_node_get_type(v) == FYNT_SEQUENCE && fy_node_sequence_item_count(v) > 0) {
                 cm->nregions = fy_node_sequence_item_count(v);
             } else {
-                return err_at(x, v, "regions of material '%s' must be a list of region names like [body]",
+                return err_at(x, v,
+                              "regions of material '%s' must be a list of region names like [body]",
                               cm->m.name);
             }
             HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->regions, &cm->regions));
             HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->region_loc, &cm->region_loc));
             for (int r = 0; r < cm->nregions; r++) {
-                struct fy_node *e = fy_node_get_type(v) == FYNT_SCALAR ? v : fy_node_sequence_get_by_index(v, r);
+                struct fy_node *e =
+                    fy_node_get_type(v) == FYNT_SCALAR ? v : fy_node_sequence_get_by_index(v, r);
                 HK_CALL(parse_name(x, e, "region name", cm->regions[r], HK_CASE_NAME));
                 cm->region_loc[r] = node_loc(x, e);
             }
         } else if (++nall > 1) {
-            return err_at(x, m, "only one material may leave out 'regions' (it takes every region no "
-                                "other material names); give material '%s' its regions", cm->m.name);
+            return err_at(x, m,
+                          "only one material may leave out 'regions' (it takes every region no "
+                          "other material names); give material '%s' its regions",
+                          cm->m.name);
         }
     }
     return 0;
@@ -500,10 +549,13 @@ static int read_supports(ctx *x, struct fy_node *root)
     static const char *const keys[] = {"boundary", "fix", NULL};
     hk_case *c = x->c;
     struct fy_node *ss = lookup(root, "supports");
-    if (!ss) return err_at(x, root, "the case has no 'supports'; the body must be held, e.g. supports: "
-                                    "[{boundary: fixed, fix: all}]");
+    if (!ss)
+        return err_at(x, root,
+                      "the case has no 'supports'; the body must be held, e.g. supports: "
+                      "[{boundary: fixed, fix: all}]");
     if (fy_node_get_type(ss) != FYNT_SEQUENCE || fy_node_sequence_item_count(ss) == 0)
-        return err_at(x, key_of(root, "supports"), "supports must be a list of {boundary: NAME, fix: ...}");
+        return err_at(x, key_of(root, "supports"),
+                      "supports must be a list of {boundary: NAME, fix: ...}");
     int n = fy_node_sequence_item_count(ss);
     HK_CALL(hk_calloc((size_t)n, sizeof *c->supports, &c->supports));
     c->nsupports = n;
@@ -531,7 +583,8 @@ static int read_supports(ctx *x, struct fy_node *root)
         case FYNT_SEQUENCE: {
             void *it = NULL;
             struct fy_node *e;
-            if (!fy_node_sequence_item_count(f)) return err_at(x, f, "fix lists no component; use [x, y]");
+            if (!fy_node_sequence_item_count(f))
+                return err_at(x, f, "fix lists no component; use [x, y]");
             while ((e = fy_node_sequence_iterate(f, &it))) {
                 HK_CALL(component(x, e, &ci));
                 cs->mask |= 1u << ci;
@@ -541,7 +594,8 @@ static int read_supports(ctx *x, struct fy_node *root)
         case FYNT_MAPPING: {
             void *it = NULL;
             struct fy_node_pair *p;
-            if (!fy_node_mapping_item_count(f)) return err_at(x, f, "fix gives no component; use {x: 0.0}");
+            if (!fy_node_mapping_item_count(f))
+                return err_at(x, f, "fix gives no component; use {x: 0.0}");
             while ((p = fy_node_mapping_iterate(f, &it))) {
                 HK_CALL(component(x, fy_node_pair_key(p), &ci));
                 char w[64];
@@ -560,15 +614,16 @@ static int read_supports(ctx *x, struct fy_node *root)
 
 static int read_loads(ctx *x, struct fy_node *root)
 {
-    static const char *const kinds[] = {"traction", "pressure", "force", "nodal_force", "gravity",
-                                        "body_force", NULL};
+    static const char *const kinds[] = {"traction", "pressure",   "force", "nodal_force",
+                                        "gravity",  "body_force", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
     hk_case *c = x->c;
     struct fy_node *ls = lookup(root, "loads");
     if (!ls) return 0; /* prescribed displacements alone may drive a case */
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
-        return err_at(x, key_of(root, "loads"), "loads must be a list like [{traction: {boundary: right, "
-                                                "value: [0, -1e6]}}]");
+        return err_at(x, key_of(root, "loads"),
+                      "loads must be a list like [{traction: {boundary: right, "
+                      "value: [0, -1e6]}}]");
     int n = fy_node_sequence_item_count(ls);
     if (n) HK_CALL(hk_calloc((size_t)n, sizeof *c->loads, &c->loads));
     for (int i = 0; i < n; i++) {
@@ -577,8 +632,9 @@ static int read_loads(ctx *x, struct fy_node *root)
         snprintf(what, sizeof what, "loads[%d]", i);
         HK_CALL(check_mapping(x, l, what, kinds));
         if (fy_node_mapping_item_count(l) != 1)
-            return err_at(x, l, "each load is one of traction, pressure, force, nodal_force, gravity, "
-                                "body_force; start a new '- ' item for each");
+            return err_at(x, l,
+                          "each load is one of traction, pressure, force, nodal_force, gravity, "
+                          "body_force; start a new '- ' item for each");
         void *it = NULL;
         struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
         const char *kind = scalar(fy_node_pair_key(p));
@@ -587,7 +643,8 @@ static int read_loads(ctx *x, struct fy_node *root)
             double g[3];
             HK_CALL(parse_vec(x, v, kind, g));
             double *dst = kind[0] == 'g' ? c->gravity : c->body_force;
-            for (int d = 0; d < 3; d++) dst[d] += g[d];
+            for (int d = 0; d < 3; d++)
+                dst[d] += g[d];
             continue;
         }
         hk_case_load_item *cl = &c->loads[c->nloads++];
@@ -604,17 +661,20 @@ static int read_loads(ctx *x, struct fy_node *root)
             HK_CALL(parse_double(x, val, "pressure value", &cl->value[0]));
         } else {
             cl->kind = !strcmp(kind, "traction") ? HK_LOAD_TRACTION
-                     : !strcmp(kind, "force")    ? HK_LOAD_FORCE
+                       : !strcmp(kind, "force")  ? HK_LOAD_FORCE
                                                  : HK_LOAD_NODAL;
             HK_CALL(parse_vec(x, val, what, cl->value));
         }
     }
     int need_rho = 0;
-    for (int d = 0; d < 3; d++) need_rho |= c->gravity[d] != 0;
+    for (int d = 0; d < 3; d++)
+        need_rho |= c->gravity[d] != 0;
     for (int i = 0; need_rho && i < c->nmaterials; i++)
         if (c->materials[i].m.rho == 0)
-            return hk_case_error(c, c->materials[i].loc, "gravity is set but material '%s' has no "
-                                 "density; add density (kg/m^3 in SI)", c->materials[i].m.name);
+            return hk_case_error(c, c->materials[i].loc,
+                                 "gravity is set but material '%s' has no "
+                                 "density; add density (kg/m^3 in SI)",
+                                 c->materials[i].m.name);
     return 0;
 }
 
@@ -623,16 +683,21 @@ static int add_solver_key(ctx *x, const char *key, struct fy_node *val, struct f
     hk_case *c = x->c;
     const char *s = scalar(val);
     if (!s) return err_at(x, keynode, "solver option '%s' must have a single value", key);
-    if (!strcmp(s, "true") || !strcmp(s, "yes")) s = "1";
-    else if (!strcmp(s, "false") || !strcmp(s, "no")) s = "0";
-    if (strlen(key) >= HK_CASE_NAME) return err_at(x, keynode, "solver option name '%s' is too long", key);
+    if (!strcmp(s, "true") || !strcmp(s, "yes"))
+        s = "1";
+    else if (!strcmp(s, "false") || !strcmp(s, "no"))
+        s = "0";
+    if (strlen(key) >= HK_CASE_NAME)
+        return err_at(x, keynode, "solver option name '%s' is too long", key);
     if (strchr(s, ' ') || strchr(s, '='))
         return err_at(x, val, "solver option %s has a value with a space or '=': '%s'", key, s);
     void *tmp = realloc(c->solver_keys, (size_t)(c->nsolver_keys + 1) * sizeof *c->solver_keys);
-    if (!tmp) return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading the case");
+    if (!tmp)
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading the case");
     c->solver_keys = tmp;
     tmp = realloc(c->solver_loc, (size_t)(c->nsolver_keys + 1) * sizeof *c->solver_loc);
-    if (!tmp) return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading the case");
+    if (!tmp)
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading the case");
     c->solver_loc = tmp;
     strcpy(c->solver_keys[c->nsolver_keys], key);
     c->solver_loc[c->nsolver_keys] = node_loc(x, val);
@@ -651,8 +716,10 @@ static int read_solver_map(ctx *x, struct fy_node *m, const char *prefix)
         if (!k) return err_at(x, fy_node_pair_key(p), "solver has a key that is not a plain word");
         char key[HK_CASE_NAME * 2];
         snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
-        if (v && fy_node_get_type(v) == FYNT_MAPPING) HK_CALL(read_solver_map(x, v, key));
-        else HK_CALL(add_solver_key(x, key, v, fy_node_pair_key(p)));
+        if (v && fy_node_get_type(v) == FYNT_MAPPING)
+            HK_CALL(read_solver_map(x, v, key));
+        else
+            HK_CALL(add_solver_key(x, key, v, fy_node_pair_key(p)));
     }
     return 0;
 }
@@ -664,16 +731,17 @@ static int read_solver(ctx *x, struct fy_node *root)
     struct fy_node *s = lookup(root, "solver");
     if (!s) return 0;
     if (fy_node_get_type(s) != FYNT_MAPPING)
-        return err_at(x, key_of(root, "solver"), "solver must be a mapping of options like "
-                                                 "{method: cg, pc: jacobi, tol: 1e-8}");
+        return err_at(x, key_of(root, "solver"),
+                      "solver must be a mapping of options like "
+                      "{method: cg, pc: jacobi, tol: 1e-8}");
     return read_solver_map(x, s, "");
 }
 
 static int read_output(ctx *x, struct fy_node *root)
 {
     static const char *const keys[] = {"file", "fields", "compress", "ascii", NULL};
-    static const char *const fnames[] = {"displacement", "strain", "stress", "von_mises",
-                                         "principal", "reaction", "cell_stress", NULL};
+    static const char *const fnames[] = {"displacement", "strain",   "stress",      "von_mises",
+                                         "principal",    "reaction", "cell_stress", NULL};
     hk_case *c = x->c;
     struct fy_node *o = lookup(root, "output"), *n;
     c->fields = HK_FIELD_ALL;
@@ -681,14 +749,16 @@ static int read_output(ctx *x, struct fy_node *root)
     int k = c->dir[0] ? snprintf(c->output, sizeof c->output, "%s/%s.vtu", c->dir, c->name)
                       : snprintf(c->output, sizeof c->output, "%s.vtu", c->name);
     if (k >= (int)sizeof c->output)
-        return hk_case_error(c, (hk_case_loc){0, 0, -1}, "the output path is too long; set output.file");
+        return hk_case_error(c, (hk_case_loc){0, 0, -1},
+                             "the output path is too long; set output.file");
     if (!o) return 0;
     HK_CALL(check_mapping(x, o, "output", keys));
     if ((n = lookup(o, "file"))) {
         HK_CALL(resolve_path(x, n, "output.file", c->output));
         size_t l = strlen(c->output);
         if (l < 4 || strcmp(c->output + l - 4, ".vtu"))
-            return err_at(x, n, "output.file must end in .vtu (VTK unstructured grid for ParaView)");
+            return err_at(x, n,
+                          "output.file must end in .vtu (VTK unstructured grid for ParaView)");
     }
     if ((n = lookup(o, "compress"))) HK_CALL(parse_bool(x, n, "output.compress", &c->compress));
     if ((n = lookup(o, "ascii"))) HK_CALL(parse_bool(x, n, "output.ascii", &c->ascii));
@@ -743,8 +813,9 @@ static int apply_set(ctx *x, int set)
     const char *eq = strchr(word, '=');
     hk_case_loc here = {0, 0, set};
     if (!eq || eq == word)
-        return hk_case_error(c, here, "an override must look like key.path=value, e.g. "
-                                      "--set solver.method=pipecg");
+        return hk_case_error(c, here,
+                             "an override must look like key.path=value, e.g. "
+                             "--set solver.method=pipecg");
     char path[512];
     snprintf(path, sizeof path, "%.*s", (int)(eq - word), word);
     const char *vtext = eq + 1;
@@ -774,10 +845,12 @@ static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int 
             for (;;) {
                 pr = fy_node_mapping_lookup_pair_by_string(cur, rest, len);
                 /* a shorter prefix must lead into a section (solver: pc=poly, pc.poly.degree=6) */
-                if (pr && (rest[len] == 0 || fy_node_get_type(fy_node_pair_value(pr)) != FYNT_SCALAR))
+                if (pr &&
+                    (rest[len] == 0 || fy_node_get_type(fy_node_pair_value(pr)) != FYNT_SCALAR))
                     break;
                 pr = NULL;
-                while (len > 0 && rest[len - 1] != '.') len--;
+                while (len > 0 && rest[len - 1] != '.')
+                    len--;
                 if (len == 0) break;
                 len--; /* drop the dot */
             }
@@ -819,8 +892,10 @@ static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int 
             long idx = strtol(rest, &end, 10);
             int cnt = fy_node_sequence_item_count(cur);
             if (end == rest || (*end && *end != '.') || idx < 0 || idx >= cnt)
-                return hk_case_error(c, here, "'%s' is a list of %d items; address an item by its index "
-                                              "0..%d, e.g. materials.0.E=1e9", rest, cnt, cnt - 1);
+                return hk_case_error(c, here,
+                                     "'%s' is a list of %d items; address an item by its index "
+                                     "0..%d, e.g. materials.0.E=1e9",
+                                     rest, cnt, cnt - 1);
             struct fy_node *item = fy_node_sequence_get_by_index(cur, (int)idx);
             if (!*end) {
                 if (fy_node_sequence_insert_before(cur, item, val))
@@ -832,9 +907,10 @@ static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int 
             cur = item;
             rest = end + 1;
         } else {
-            return hk_case_error(c, here, "'%.*s' is a single value, not a section; there is no '%s' "
-                                          "below it", (int)(rest - path - 1 > 0 ? rest - path - 1 : 0),
-                                 path, rest);
+            return hk_case_error(c, here,
+                                 "'%.*s' is a single value, not a section; there is no '%s' "
+                                 "below it",
+                                 (int)(rest - path - 1 > 0 ? rest - path - 1 : 0), path, rest);
         }
     }
 }
@@ -857,7 +933,7 @@ static void case_names(hk_case *c, const char *path)
 int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *c)
 {
     static const char *const top[] = {"title", "geometry", "analysis", "materials", "supports",
-                                      "loads", "solver", "output", NULL};
+                                      "loads", "solver",   "output",   NULL};
     int ierr = 0;
     ctx x = {.c = c};
     struct fy_diag *diag = NULL;
@@ -867,7 +943,8 @@ int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *
     if (nsets > 0) {
         HK_TRY(hk_calloc((size_t)nsets, sizeof *c->sets, &c->sets));
         c->nsets = nsets;
-        for (int i = 0; i < nsets; i++) snprintf(c->sets[i], sizeof c->sets[i], "%s", sets[i]);
+        for (int i = 0; i < nsets; i++)
+            snprintf(c->sets[i], sizeof c->sets[i], "%s", sets[i]);
     }
 
     FILE *f = fopen(path, "rb");
@@ -888,21 +965,26 @@ int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *
         void *it = NULL;
         struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
         if (e)
-            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
-                                "%s:%d:%d: YAML syntax error: %s; check indentation, colons and brackets "
-                                "near this place", path, e->line, e->column, e->msg);
+            ierr = hk_error_set(
+                HK_ERR_CASE, __FILE__, __LINE__,
+                "%s:%d:%d: YAML syntax error: %s; check indentation, colons and brackets "
+                "near this place",
+                path, e->line, e->column, e->msg);
         else
-            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__, "%s: the file is empty or not YAML; see docs/case-format.md", path);
+            ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
+                                "%s: the file is empty or not YAML; see docs/case-format.md", path);
         goto fail;
     }
     struct fy_node *root = fy_document_root(x.fyd);
     HK_TRY_CHECK(root, HK_ERR_CASE, "%s: the case file is empty; see docs/case-format.md", path);
     if (fy_node_get_type(root) != FYNT_MAPPING) {
-        ierr = err_at(&x, root, "a case file is a mapping of sections (geometry:, analysis:, "
-                                "materials:, ...); see docs/case-format.md");
+        ierr = err_at(&x, root,
+                      "a case file is a mapping of sections (geometry:, analysis:, "
+                      "materials:, ...); see docs/case-format.md");
         goto fail;
     }
-    for (int i = 0; i < nsets; i++) HK_TRY(apply_set(&x, i));
+    for (int i = 0; i < nsets; i++)
+        HK_TRY(apply_set(&x, i));
     HK_TRY(check_mapping(&x, root, "the case file", top));
 
     struct fy_node *t = lookup(root, "title");
@@ -956,15 +1038,18 @@ static void list_names(const hk_group *g, int n, char *buf, size_t size)
         k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? ", " : "", g[i].name);
 }
 
-static int find_boundary(const hk_case *c, const hk_mesh *m, const char *name, hk_case_loc loc, int *idx)
+static int find_boundary(const hk_case *c, const hk_mesh *m, const char *name, hk_case_loc loc,
+                         int *idx)
 {
     *idx = hk_mesh_find_boundary(m, name);
     if (*idx >= 0) return 0;
     char names[2048];
     list_names(m->boundaries, m->nboundaries, names, sizeof names);
     if (hk_mesh_find_region(m, name) >= 0)
-        return hk_case_error(c, loc, "'%s' is a region (of the mesh's dimension), not a boundary; "
-                                     "the mesh's boundaries are: %s", name, names);
+        return hk_case_error(c, loc,
+                             "'%s' is a region (of the mesh's dimension), not a boundary; "
+                             "the mesh's boundaries are: %s",
+                             name, names);
     return hk_case_error(c, loc, "the mesh has no boundary named '%s'; it has: %s", name, names);
 }
 
@@ -975,15 +1060,18 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     if (m->dim != c->dim)
         return hk_case_error(c, c->analysis_loc, "the analysis is %s but the mesh is %dD; use %s",
                              c->dim == 3 ? "3d" : "2D", m->dim,
-                             m->dim == 3 ? "analysis: 3d" : "analysis: plane_stress or plane_strain");
+                             m->dim == 3 ? "analysis: 3d"
+                                         : "analysis: plane_stress or plane_strain");
     char names[2048];
-    HK_CHECK(m->nregions > 0, HK_ERR_MODEL, "%s: the mesh has no regions (cells without a physical "
-             "group); define a Physical %s in the geometry (docs/geometry.md)", c->path,
-             m->dim == 3 ? "Volume" : "Surface");
+    HK_CHECK(m->nregions > 0, HK_ERR_MODEL,
+             "%s: the mesh has no regions (cells without a physical "
+             "group); define a Physical %s in the geometry (docs/geometry.md)",
+             c->path, m->dim == 3 ? "Volume" : "Surface");
     HK_TRY(hk_calloc((size_t)m->nregions, sizeof *model->materials, &model->materials));
     int *owner = NULL;
     HK_TRY(hk_calloc((size_t)m->nregions, sizeof *owner, &owner));
-    for (int r = 0; r < m->nregions; r++) owner[r] = -1;
+    for (int r = 0; r < m->nregions; r++)
+        owner[r] = -1;
     int catch_all = -1;
     for (int i = 0; i < c->nmaterials; i++) {
         const hk_case_material *cm = &c->materials[i];
@@ -992,14 +1080,16 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
             int r = hk_mesh_find_region(m, cm->regions[j]);
             if (r < 0) {
                 list_names(m->regions, m->nregions, names, sizeof names);
-                ierr = hk_case_error(c, cm->region_loc[j], "the mesh has no region named '%s'; it has: %s",
+                ierr = hk_case_error(c, cm->region_loc[j],
+                                     "the mesh has no region named '%s'; it has: %s",
                                      cm->regions[j], names);
                 goto fail_owner;
             }
             if (owner[r] >= 0) {
-                ierr = hk_case_error(c, cm->region_loc[j], "region '%s' already has material '%s'; "
-                                     "give each region one material", cm->regions[j],
-                                     c->materials[owner[r]].m.name);
+                ierr = hk_case_error(c, cm->region_loc[j],
+                                     "region '%s' already has material '%s'; "
+                                     "give each region one material",
+                                     cm->regions[j], c->materials[owner[r]].m.name);
                 goto fail_owner;
             }
             owner[r] = i;
@@ -1008,9 +1098,12 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     for (int r = 0; r < m->nregions; r++) {
         if (owner[r] < 0) owner[r] = catch_all;
         if (owner[r] < 0) {
-            ierr = hk_case_error(c, c->materials[0].loc, "region '%s' of the mesh has no material; add it "
-                                 "to a material's regions, or leave regions out of one material so it "
-                                 "takes every other region", m->regions[r].name);
+            ierr =
+                hk_case_error(c, c->materials[0].loc,
+                              "region '%s' of the mesh has no material; add it "
+                              "to a material's regions, or leave regions out of one material so it "
+                              "takes every other region",
+                              m->regions[r].name);
             goto fail_owner;
         }
         model->materials[r] = c->materials[owner[r]].m;
@@ -1018,15 +1111,18 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     free(owner);
     owner = NULL;
 
-    if (c->nsupports) HK_TRY(hk_calloc((size_t)c->nsupports, sizeof *model->supports, &model->supports));
+    if (c->nsupports)
+        HK_TRY(hk_calloc((size_t)c->nsupports, sizeof *model->supports, &model->supports));
     for (int i = 0; i < c->nsupports; i++) {
-        HK_TRY(find_boundary(c, m, c->supports[i].boundary, c->supports[i].loc, &model->supports[i].boundary));
+        HK_TRY(find_boundary(c, m, c->supports[i].boundary, c->supports[i].loc,
+                             &model->supports[i].boundary));
         model->supports[i].mask = c->supports[i].mask;
         memcpy(model->supports[i].value, c->supports[i].value, sizeof model->supports[i].value);
     }
     if (c->nloads) HK_TRY(hk_calloc((size_t)c->nloads, sizeof *model->loads, &model->loads));
     for (int i = 0; i < c->nloads; i++) {
-        HK_TRY(find_boundary(c, m, c->loads[i].boundary, c->loads[i].loc, &model->loads[i].boundary));
+        HK_TRY(
+            find_boundary(c, m, c->loads[i].boundary, c->loads[i].loc, &model->loads[i].boundary));
         model->loads[i].kind = c->loads[i].kind;
         memcpy(model->loads[i].value, c->loads[i].value, sizeof model->loads[i].value);
     }

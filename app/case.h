@@ -29,7 +29,7 @@ typedef struct hk_case_loc {
 
 typedef struct hk_case_material {
     hk_material m;
-    int nregions;                   /* 0: every region that no other material names */
+    int nregions; /* 0: every region that no other material names */
     char (*regions)[HK_CASE_NAME];
     hk_case_loc *region_loc;
     hk_case_loc loc;
@@ -37,16 +37,16 @@ typedef struct hk_case_material {
 
 typedef struct hk_case_support {
     char boundary[HK_CASE_NAME];
-    unsigned mask;                  /* bit c: component c prescribed */
+    unsigned mask; /* bit c: component c prescribed */
     double value[3];
-    hk_case_loc loc;                /* of the boundary name */
+    hk_case_loc loc; /* of the boundary name */
 } hk_case_support;
 
 typedef struct hk_case_load_item {
     hk_load_kind kind;
     char boundary[HK_CASE_NAME];
     double value[3];
-    hk_case_loc loc;                /* of the boundary name */
+    hk_case_loc loc; /* of the boundary name */
 } hk_case_load_item;
 
 /* Output field selection bits (output.fields). */
@@ -62,23 +62,23 @@ enum {
 };
 
 typedef struct hk_case {
-    char path[HK_CASE_PATH];        /* as given (used in messages) */
-    char dir[HK_CASE_PATH];         /* directory of the case file, for relative paths */
-    char name[HK_CASE_NAME];        /* file name without directory and extension */
+    char path[HK_CASE_PATH]; /* as given (used in messages) */
+    char dir[HK_CASE_PATH];  /* directory of the case file, for relative paths */
+    char name[HK_CASE_NAME]; /* file name without directory and extension */
     char title[256];
 
     /* geometry: a file, or a generated rectangle/box */
-    char geo_file[HK_CASE_PATH];    /* resolved path ("" when generated) */
+    char geo_file[HK_CASE_PATH]; /* resolved path ("" when generated) */
     hk_case_loc geo_loc;
-    int generate;                   /* 1: built-in generator */
-    int gen_dim;                    /* 2 rectangle, 3 box */
+    int generate; /* 1: built-in generator */
+    int gen_dim;  /* 2 rectangle, 3 box */
     double gen_size[3];
     int gen_cells[3];
     hk_eltype gen_element;
-    hk_mesh_options mesh;           /* size, order, quad, incomplete, renumber */
+    hk_mesh_options mesh; /* size, order, quad, incomplete, renumber */
 
     hk_analysis analysis;
-    int dim;                        /* 2 or 3, from analysis */
+    int dim; /* 2 or 3, from analysis */
     double thickness;
     hk_case_loc analysis_loc;
 
@@ -90,16 +90,16 @@ typedef struct hk_case {
     hk_case_load_item *loads;
     double body_force[3], gravity[3];
 
-    hk_options *solver;             /* solver options by name, backend included */
+    hk_options *solver; /* solver options by name, backend included */
     int nsolver_keys;
     char (*solver_keys)[HK_CASE_NAME];
     hk_case_loc *solver_loc;
 
-    char output[HK_CASE_PATH];      /* resolved .vtu path */
-    unsigned fields;                /* HK_FIELD_* bits */
+    char output[HK_CASE_PATH]; /* resolved .vtu path */
+    unsigned fields;           /* HK_FIELD_* bits */
     int compress, ascii;
 
-    int nsets;                      /* the --set words, kept for messages */
+    int nsets; /* the --set words, kept for messages */
     char (*sets)[512];
 } hk_case;
 
@@ -118,7 +118,7 @@ int hk_case_error(const hk_case *c, hk_case_loc loc, const char *fmt, ...)
  * mesh's boundary indices. Errors name the case-file line and list the names the mesh has. */
 typedef struct hk_case_model {
     hk_problem problem;
-    hk_material *materials;         /* one per mesh region */
+    hk_material *materials; /* one per mesh region */
     hk_load *loads;
     hk_support *supports;
 } hk_case_model;
@@ -129,24 +129,24 @@ void hk_case_model_free(hk_case_model *model);
 /* ---- the pipeline (app/cmd_run.c) ------------------------------------------------------ */
 
 typedef struct hk_run_opts {
-    const char *backend;  /* overrides solver.backend when non-NULL */
-    int verbose;          /* every monitor call, Gmsh's own output */
-    int quiet;            /* no progress on log */
-    FILE *log;            /* progress (stderr when NULL) */
+    const char *backend; /* overrides solver.backend when non-NULL */
+    int verbose;         /* every monitor call, Gmsh's own output */
+    int quiet;           /* no progress on log */
+    FILE *log;           /* progress (stderr when NULL) */
 } hk_run_opts;
 
 typedef struct hk_run {
     hk_mesh mesh;
     hk_case_model model;
     hk_system sys;
-    double *u;                     /* dim * nnodes */
+    double *u; /* dim * nnodes */
     hk_fields fields;
     hk_result res;
     char solver_desc[256];
     char backend[32];
     int converged;
     double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
-    char output[HK_CASE_PATH];     /* what hk_run_write wrote */
+    char output[HK_CASE_PATH]; /* what hk_run_write wrote */
 } hk_run;
 
 /* Mesh, assemble, solve, post-process. A solve that does not converge returns HK_ERR_NUMERIC

@@ -116,18 +116,20 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     /* mesh */
     t = hk_time();
     if (c->generate) {
-        stage(&L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells", c->gen_dim == 2 ? "rectangle" : "box",
-              c->gen_size[0], c->gen_size[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_size[2] : 0.,
-              c->gen_cells[0], c->gen_cells[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
+        stage(&L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
+              c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
+              c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_size[2] : 0., c->gen_cells[0],
+              c->gen_cells[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
         if (c->gen_dim == 2)
-            HK_TRY(hk_mesh_rectangle(c->gen_size[0], c->gen_size[1], c->gen_cells[0], c->gen_cells[1],
-                                     c->gen_element, &r->mesh));
+            HK_TRY(hk_mesh_rectangle(c->gen_size[0], c->gen_size[1], c->gen_cells[0],
+                                     c->gen_cells[1], c->gen_element, &r->mesh));
         else
             HK_TRY(hk_mesh_box(c->gen_size[0], c->gen_size[1], c->gen_size[2], c->gen_cells[0],
                                c->gen_cells[1], c->gen_cells[2], c->gen_element, &r->mesh));
         if (c->mesh.renumber) HK_TRY(hk_mesh_renumber_rcm(&r->mesh));
     } else {
-        stage(&L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order, c->mesh.quad ? ", quads" : "");
+        stage(&L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order,
+              c->mesh.quad ? ", quads" : "");
         hk_mesh_options mo = c->mesh;
         mo.verbose = o->verbose;
         HK_TRY(hk_mesh_load(c->geo_file, &mo, &r->mesh));
@@ -143,9 +145,10 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     t = hk_time();
     int grav = c->gravity[0] != 0 || c->gravity[1] != 0 || c->gravity[2] != 0;
     int body = c->body_force[0] != 0 || c->body_force[1] != 0 || c->body_force[2] != 0;
-    stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s", analysis_name(c->analysis),
-          c->nmaterials, c->nmaterials == 1 ? "" : "s", c->nsupports, c->nsupports == 1 ? "" : "s",
-          c->nloads, c->nloads == 1 ? "" : "s", grav ? ", gravity" : "", body ? ", body force" : "");
+    stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s",
+          analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s", c->nsupports,
+          c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
+          grav ? ", gravity" : "", body ? ", body force" : "");
     ierr = hk_assemble(&r->model.problem, &r->sys);
     if (ierr == HK_ERR_MODEL) {
         /* the model's fault lies in the case: name the file (and the supports for rigid motion) */
@@ -157,9 +160,10 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     }
     if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
-    int64_t nnz = r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
-    stage(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s", (long long)r->sys.ndof,
-          (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
+    int64_t nnz =
+        r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
+    stage(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
+          (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
 
     /* solve */
     t = hk_time();
@@ -181,7 +185,8 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
             snprintf(r->solver_desc, sizeof r->solver_desc, "%s", buf ? buf : "");
             free(buf);
             size_t l = strlen(r->solver_desc);
-            while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' ')) r->solver_desc[--l] = 0;
+            while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' '))
+                r->solver_desc[--l] = 0;
         }
         const char *on = strstr(r->solver_desc, " on ");
         snprintf(r->backend, sizeof r->backend, "%s", on ? on + 4 : "?");
@@ -197,8 +202,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     r->t_solve = hk_time() - t - r->t_setup;
     if (r->t_solve < 0) r->t_solve = r->res.solve_seconds;
     r->converged = hk_reason_converged(r->res.reason);
-    stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s", hk_reason_name(r->res.reason),
-          r->res.iterations, r->res.true_residual, r->t_setup + r->t_solve);
+    stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s",
+          hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual,
+          r->t_setup + r->t_solve);
 
     /* post-processing */
     t = hk_time();
@@ -207,11 +213,12 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     stage(&L, "postproc: strains, stresses, reactions in %.2f s", r->t_post);
     r->t_total = hk_time() - L.t0;
     if (!r->converged)
-        ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
-                            "%s: the solver stopped without converging (%s after %d iterations, relative "
-                            "residual %.3e); try another preconditioner (--set solver.pc=...), more "
-                            "iterations (--set solver.maxit=...) or check the supports",
-                            c->path, hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual);
+        ierr = hk_error_set(
+            HK_ERR_NUMERIC, __FILE__, __LINE__,
+            "%s: the solver stopped without converging (%s after %d iterations, relative "
+            "residual %.3e); try another preconditioner (--set solver.pc=...), more "
+            "iterations (--set solver.maxit=...) or check the supports",
+            c->path, hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual);
 fail:
     hk_solver_destroy(s);
     return ierr;
@@ -241,8 +248,10 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
         if (*p != '/') continue;
         *p = 0;
         if (mkdir(dir, 0777) && errno != EEXIST)
-            return hk_error_set(HK_ERR_IO, __FILE__, __LINE__, "cannot create the output folder '%s' "
-                                "for '%s': %s", dir, path, strerror(errno));
+            return hk_error_set(HK_ERR_IO, __FILE__, __LINE__,
+                                "cannot create the output folder '%s' "
+                                "for '%s': %s",
+                                dir, path, strerror(errno));
         *p = '/';
     }
     hk_vtu_options vo = {.compress = c->compress, .ascii = c->ascii};
@@ -279,8 +288,8 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
     fprintf(f, "%s (%s)\n", c->title, c->path);
     fprintf(f, "  mesh           %lld nodes, %lld elements (%s), %s\n", (long long)r->mesh.nnodes,
             (long long)r->mesh.cells.n, types, analysis_name(c->analysis));
-    fprintf(f, "  system         %lld DOFs (%lld prescribed), %lld nonzeros\n", (long long)r->sys.ndof,
-            (long long)r->sys.nfixed, (long long)run_nnz(r));
+    fprintf(f, "  system         %lld DOFs (%lld prescribed), %lld nonzeros\n",
+            (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)run_nnz(r));
     fprintf(f, "  solver         %s\n", r->solver_desc);
     fprintf(f, "  solve          %d iterations, %s, true residual %.3e\n", r->res.iterations,
             hk_reason_name(r->res.reason), r->res.true_residual);
@@ -292,8 +301,9 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
         if (c->dim == 3) fprintf(f, ", %.6e", R[2]);
         fprintf(f, ")\n");
     }
-    fprintf(f, "  time           mesh %.2f s, assembly %.2f s, solver setup %.2f s, solve %.2f s, "
-               "postproc %.2f s, output %.2f s, total %.2f s\n",
+    fprintf(f,
+            "  time           mesh %.2f s, assembly %.2f s, solver setup %.2f s, solve %.2f s, "
+            "postproc %.2f s, output %.2f s, total %.2f s\n",
             r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post, r->t_output, r->t_total);
     if (r->output[0]) fprintf(f, "  output         %s\n", r->output);
 }
@@ -303,18 +313,24 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch == '\n') fputs("\\n", f);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
     }
     fputc('"', f);
 }
 
 static void json_number(FILE *f, double v)
 {
-    if (v == v && v - v == 0) fprintf(f, "%.10g", v);
-    else fputs("null", f);
+    if (v == v && v - v == 0)
+        fprintf(f, "%.10g", v);
+    else
+        fputs("null", f);
 }
 
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
@@ -325,8 +341,10 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
     json_string(f, c->title);
     fprintf(f, ",\n  \"analysis\": ");
     json_string(f, analysis_name(c->analysis));
-    fprintf(f, ",\n  \"nodes\": %lld,\n  \"elements\": %lld,\n  \"dofs\": %lld,\n  \"prescribed_dofs\": %lld,"
-               "\n  \"nonzeros\": %lld,\n  \"solver\": ",
+    fprintf(f,
+            ",\n  \"nodes\": %lld,\n  \"elements\": %lld,\n  \"dofs\": %lld,\n  "
+            "\"prescribed_dofs\": %lld,"
+            "\n  \"nonzeros\": %lld,\n  \"solver\": ",
             (long long)r->mesh.nnodes, (long long)r->mesh.cells.n, (long long)r->sys.ndof,
             (long long)r->sys.nfixed, (long long)run_nnz(r));
     json_string(f, r->solver_desc);
@@ -352,10 +370,12 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
         }
         fprintf(f, "]}");
     }
-    fprintf(f, "%s],\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
-               "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"total\": %.4f},\n  \"output\": ",
-            c->nsupports ? "\n  " : "", r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
-            r->t_output, r->t_total);
+    fprintf(
+        f,
+        "%s],\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
+        "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"total\": %.4f},\n  \"output\": ",
+        c->nsupports ? "\n  " : "", r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
+        r->t_output, r->t_total);
     json_string(f, r->output);
     fprintf(f, "\n}\n");
 }
@@ -364,16 +384,19 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
 
 static void run_help(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: hooke run CASE.yaml [options]\n\n"
-        "Mesh the case's geometry, assemble the stiffness, solve, recover strains and stresses and\n"
+        "Mesh the case's geometry, assemble the stiffness, solve, recover strains and stresses "
+        "and\n"
         "write a .vtu file for ParaView. The case file format is docs/case-format.md.\n\n"
         "options:\n"
         "  -o, --output FILE.vtu   write here (relative to the current folder) instead of the\n"
         "                          case's output.file (default: CASE.vtu next to the case file)\n"
         "  --backend NAME          auto, cpu or cuda; overrides solver.backend (default auto:\n"
         "                          cuda when a device is present)\n"
-        "  --set KEY=VALUE         override any case key by its dotted path; repeatable. Lists are\n"
+        "  --set KEY=VALUE         override any case key by its dotted path; repeatable. Lists "
+        "are\n"
         "                          addressed by index, values are YAML:\n"
         "                            --set solver.method=pipecg --set solver.pc.poly.degree=6\n"
         "                            --set geometry.size=2 --set geometry.order=2\n"
@@ -383,8 +406,10 @@ static void run_help(FILE *f)
         "  --verbose               every solver residual, Gmsh's own messages\n"
         "  --quiet                 no progress lines\n"
         "  -h, --help              this text\n\n"
-        "Progress goes to stderr, one line per stage (meshing, assembly, solve with iterations and\n"
-        "residuals, postproc, output). The summary gives nodes, elements, DOFs, nonzeros, iterations,\n"
+        "Progress goes to stderr, one line per stage (meshing, assembly, solve with iterations "
+        "and\n"
+        "residuals, postproc, output). The summary gives nodes, elements, DOFs, nonzeros, "
+        "iterations,\n"
         "the true residual, max |u|, max von Mises stress, the reaction force summed over each\n"
         "support and the time of each stage.\n\n"
         "Exit status: 0 when the solve converged and the file was written; 1 when the case is\n"
@@ -422,9 +447,12 @@ int hk_cmd_run(int argc, char **argv)
                 return 2;
             }
             val = argv[++i];
-            if (a[1] == 'o' || a[2] == 'o') out = val;
-            else if (a[2] == 'b') backend = val;
-            else sets[nsets++] = val;
+            if (a[1] == 'o' || a[2] == 'o')
+                out = val;
+            else if (a[2] == 'b')
+                backend = val;
+            else
+                sets[nsets++] = val;
         } else if (!strncmp(a, "--set=", 6)) {
             sets[nsets++] = a + 6;
         } else if (!strncmp(a, "--backend=", 10)) {
@@ -432,12 +460,15 @@ int hk_cmd_run(int argc, char **argv)
         } else if (!strncmp(a, "--output=", 9)) {
             out = a + 9;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "hooke run: unknown option '%s'; the options are -o, --backend, --set, "
-                            "--json, --verbose, --quiet (hooke run --help)\n", a);
+            fprintf(stderr,
+                    "hooke run: unknown option '%s'; the options are -o, --backend, --set, "
+                    "--json, --verbose, --quiet (hooke run --help)\n",
+                    a);
             free(sets);
             return 2;
         } else if (case_path) {
-            fprintf(stderr, "hooke run: one case file at a time ('%s' and '%s'); hooke run --help\n",
+            fprintf(stderr,
+                    "hooke run: one case file at a time ('%s' and '%s'); hooke run --help\n",
                     case_path, a);
             free(sets);
             return 2;
@@ -446,7 +477,9 @@ int hk_cmd_run(int argc, char **argv)
         }
     }
     if (!case_path) {
-        fprintf(stderr, "hooke run: no case file; usage: hooke run CASE.yaml [options] (hooke run --help)\n");
+        fprintf(
+            stderr,
+            "hooke run: no case file; usage: hooke run CASE.yaml [options] (hooke run --help)\n");
         free(sets);
         return 2;
     }
@@ -486,8 +519,10 @@ int hk_cmd_run(int argc, char **argv)
         }
     }
     if (solved) {
-        if (json) hk_run_print_json(&c, &r, err == 0, stdout);
-        else hk_run_print_summary(&c, &r, stdout);
+        if (json)
+            hk_run_print_json(&c, &r, err == 0, stdout);
+        else
+            hk_run_print_summary(&c, &r, stdout);
     } else if (json) {
         printf("{\"ok\": false, \"error\": ");
         json_string(stdout, msg);

@@ -20,41 +20,40 @@ static const char *write_case(const char *name, const char *text)
     return buf[slot];
 }
 
-static const char *full_case =
-    "title: test box\n"
-    "geometry:\n"
-    "  generate: {shape: box, size: [10, 1, 2], cells: [20, 2, 4]}\n"
-    "  order: 2\n"
-    "analysis: 3d\n"
-    "materials:\n"
-    "  - name: steel\n"
-    "    E: 210e9\n"
-    "    nu: 0.3\n"
-    "    density: 7850\n"
-    "supports:\n"
-    "  - {boundary: xmin, fix: all}\n"
-    "  - boundary: ymin\n"
-    "    fix: [y]\n"
-    "  - boundary: xmax\n"
-    "    fix: {z: -1e-3}\n"
-    "loads:\n"
-    "  - traction: {boundary: xmax, value: [0, 0, -1e6]}\n"
-    "  - pressure: {boundary: zmax, value: 2.5e5}\n"
-    "  - force: {boundary: ymax, value: [1, 2, 3]}\n"
-    "  - nodal_force: {boundary: zmin, value: [0, 0, 4]}\n"
-    "  - gravity: [0, 0, -9.81]\n"
-    "  - body_force: [1, 0, 0]\n"
-    "solver:\n"
-    "  method: pipecg\n"
-    "  pc: poly\n"
-    "  pc.poly.degree: 6\n"
-    "  format: {slice: 64}\n"
-    "  tol: 1e-9\n"
-    "  history: true\n"
-    "output:\n"
-    "  file: out/result.vtu\n"
-    "  fields: [displacement, von_mises]\n"
-    "  compress: false\n";
+static const char *full_case = "title: test box\n"
+                               "geometry:\n"
+                               "  generate: {shape: box, size: [10, 1, 2], cells: [20, 2, 4]}\n"
+                               "  order: 2\n"
+                               "analysis: 3d\n"
+                               "materials:\n"
+                               "  - name: steel\n"
+                               "    E: 210e9\n"
+                               "    nu: 0.3\n"
+                               "    density: 7850\n"
+                               "supports:\n"
+                               "  - {boundary: xmin, fix: all}\n"
+                               "  - boundary: ymin\n"
+                               "    fix: [y]\n"
+                               "  - boundary: xmax\n"
+                               "    fix: {z: -1e-3}\n"
+                               "loads:\n"
+                               "  - traction: {boundary: xmax, value: [0, 0, -1e6]}\n"
+                               "  - pressure: {boundary: zmax, value: 2.5e5}\n"
+                               "  - force: {boundary: ymax, value: [1, 2, 3]}\n"
+                               "  - nodal_force: {boundary: zmin, value: [0, 0, 4]}\n"
+                               "  - gravity: [0, 0, -9.81]\n"
+                               "  - body_force: [1, 0, 0]\n"
+                               "solver:\n"
+                               "  method: pipecg\n"
+                               "  pc: poly\n"
+                               "  pc.poly.degree: 6\n"
+                               "  format: {slice: 64}\n"
+                               "  tol: 1e-9\n"
+                               "  history: true\n"
+                               "output:\n"
+                               "  file: out/result.vtu\n"
+                               "  fields: [displacement, von_mises]\n"
+                               "  compress: false\n";
 
 static void test_full_case(void)
 {
@@ -117,11 +116,11 @@ static void test_full_case(void)
 static void test_file_geometry_and_defaults(void)
 {
     write_case("plate.geo", "Point(1) = {0, 0, 0};\n");
-    const char *path = write_case("plate.yaml",
-                                  "geometry: {file: plate.geo, size: 0.5, quad: true}\n"
-                                  "analysis: {type: plane_strain, thickness: 2}\n"
-                                  "materials: [{E: 1, nu: 0.25, regions: [plate, rim]}]\n"
-                                  "supports: [{boundary: left, fix: x}]\n");
+    const char *path =
+        write_case("plate.yaml", "geometry: {file: plate.geo, size: 0.5, quad: true}\n"
+                                 "analysis: {type: plane_strain, thickness: 2}\n"
+                                 "materials: [{E: 1, nu: 0.25, regions: [plate, rim]}]\n"
+                                 "supports: [{boundary: left, fix: x}]\n");
     hk_case c;
     HK_ASSERT_OK(hk_case_load(path, 0, NULL, &c));
     char expect[2048];
@@ -148,11 +147,11 @@ static void test_file_geometry_and_defaults(void)
 static void test_set_overrides(void)
 {
     const char *path = write_case("full.yaml", full_case);
-    const char *sets[] = {"solver.method=cg",          /* replace */
-                          "solver.pc.poly.degree=9",   /* dotted key that exists */
-                          "solver.pc.poly.kind=ls",    /* dotted key that is new */
+    const char *sets[] = {"solver.method=cg",        /* replace */
+                          "solver.pc.poly.degree=9", /* dotted key that exists */
+                          "solver.pc.poly.kind=ls",  /* dotted key that is new */
                           "geometry.generate.cells=[4, 1, 1]",
-                          "materials.0.E=70e9",        /* list item by index */
+                          "materials.0.E=70e9", /* list item by index */
                           "supports.1.fix=[x, y]",
                           "output.compress=true",
                           "geometry.generate.element=tet10",
@@ -198,16 +197,17 @@ typedef struct bad_case {
     const char *expect[3];
 } bad_case;
 
-#define GOOD_HEAD "geometry: {generate: {shape: rectangle, size: [2, 1], cells: [4, 2]}}\n" \
-                  "analysis: plane_stress\n"
+#define GOOD_HEAD                                                                                  \
+    "geometry: {generate: {shape: rectangle, size: [2, 1], cells: [4, 2]}}\n"                      \
+    "analysis: plane_stress\n"
 #define GOOD_MAT "materials: [{name: alu, E: 70e9, nu: 0.33}]\n"
 #define GOOD_SUP "supports: [{boundary: left, fix: all}]\n"
 
 static const bad_case bad_cases[] = {
     {"geometry: {generate: {shape: box\nanalysis: 3d\n", {"bad.yaml:", "YAML syntax error", NULL}},
     {"- just\n- a list\n", {"bad.yaml:1:3:", "mapping of sections", NULL}},
-    {GOOD_HEAD GOOD_MAT GOOD_SUP "geometri: {}\n", {"bad.yaml:5:1:", "unknown key 'geometri'",
-                                                    "did you mean 'geometry'"}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "geometri: {}\n",
+     {"bad.yaml:5:1:", "unknown key 'geometri'", "did you mean 'geometry'"}},
     {GOOD_HEAD "materials:\n  - name: a\n    E: abc\n    nu: 0.3\n" GOOD_SUP,
      {"bad.yaml:5:8:", "E must be a finite number, got 'abc'", NULL}},
     {GOOD_HEAD "materials:\n  - name: a\n    E: 0\n    nu: 0.3\n" GOOD_SUP,
@@ -234,7 +234,8 @@ static const bad_case bad_cases[] = {
     {"geometry: {generate: {shape: rectangle, size: [2, -1], cells: [4, 2]}}\n"
      "analysis: plane_stress\n" GOOD_MAT GOOD_SUP,
      {"bad.yaml:1:51:", "size[1] = -1 must be positive", NULL}},
-    {"analysis: plane_stress\n" GOOD_MAT GOOD_SUP, {"bad.yaml:1:1:", "no 'geometry' section", NULL}},
+    {"analysis: plane_stress\n" GOOD_MAT GOOD_SUP,
+     {"bad.yaml:1:1:", "no 'geometry' section", NULL}},
     {GOOD_HEAD GOOD_MAT "supports: [{boundary: left, fix: [x, z]}]\n",
      {"bad.yaml:4:38:", "component z does not exist in a 2D analysis", NULL}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "loads:\n  - traction: {boundary: right, value: [1, 2, 3, 4]}\n",
@@ -251,8 +252,10 @@ static const bad_case bad_cases[] = {
      {"bad.yaml:3:40:", "only one material may leave out 'regions'", NULL}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {fields: [displacement, vonmises]}\n",
      {"bad.yaml:5:33:", "unknown output field 'vonmises'", "did you mean 'von_mises'"}},
-    {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {file: result.vtk}\n", {"bad.yaml:5:16:", "must end in .vtu", NULL}},
-    {GOOD_HEAD GOOD_MAT GOOD_SUP "solver: [cg]\n", {"bad.yaml:5:1:", "solver must be a mapping", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {file: result.vtk}\n",
+     {"bad.yaml:5:16:", "must end in .vtu", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "solver: [cg]\n",
+     {"bad.yaml:5:1:", "solver must be a mapping", NULL}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {compress: maybe}\n",
      {"bad.yaml:5:20:", "output.compress must be true or false", NULL}},
     {GOOD_HEAD GOOD_MAT "supports: [{boundary: left}]\n", {"bad.yaml:4:13:", "needs fix", NULL}},
@@ -279,8 +282,8 @@ static void test_bad_inputs(void)
             int ok = strstr(hk_error_message(), bad_cases[i].expect[k]) != NULL;
             CU_ASSERT(ok);
             if (!ok)
-                fprintf(stderr, "\n  bad case %d: expected '%s' in: %s\n", i, bad_cases[i].expect[k],
-                        hk_error_message());
+                fprintf(stderr, "\n  bad case %d: expected '%s' in: %s\n", i,
+                        bad_cases[i].expect[k], hk_error_message());
         }
     }
     /* a missing case file is an I/O error naming it */
@@ -294,7 +297,8 @@ static void test_bad_inputs(void)
 static void test_bind_errors(void)
 {
     hk_group regions[1] = {{.name = "plate", .dim = 2}};
-    hk_group bnds[3] = {{.name = "left", .dim = 1}, {.name = "right", .dim = 1}, {.name = "hole", .dim = 1}};
+    hk_group bnds[3] = {
+        {.name = "left", .dim = 1}, {.name = "right", .dim = 1}, {.name = "hole", .dim = 1}};
     hk_mesh m = {.dim = 2, .nregions = 1, .regions = regions, .nboundaries = 3, .boundaries = bnds};
     write_case("g.geo", "\n");
     const char *p1 = write_case("bind.yaml", "geometry: {file: g.geo}\nanalysis: plane_stress\n"
@@ -305,8 +309,9 @@ static void test_bind_errors(void)
     hk_case_model model;
     HK_ASSERT_OK(hk_case_load(p1, 0, NULL, &c));
     CU_ASSERT_EQUAL(hk_case_bind(&c, &m, &model), HK_ERR_CASE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "bind.yaml:7:26: the mesh has no boundary named 'bore'; "
-                                                      "it has: left, right, hole"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(),
+                                  "bind.yaml:7:26: the mesh has no boundary named 'bore'; "
+                                  "it has: left, right, hole"));
     hk_case_free(&c);
 
     const char *sets[] = {"loads.0.pressure.boundary=hole"};
@@ -325,8 +330,9 @@ static void test_bind_errors(void)
                                               "supports: [{boundary: left, fix: all}]\n");
     HK_ASSERT_OK(hk_case_load(p2, 0, NULL, &c));
     CU_ASSERT_EQUAL(hk_case_bind(&c, &m, &model), HK_ERR_CASE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "bind2.yaml:4:31: the mesh has no region named 'web'; "
-                                                      "it has: plate"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(),
+                                  "bind2.yaml:4:31: the mesh has no region named 'web'; "
+                                  "it has: plate"));
     hk_case_free(&c);
 
     const char *p3 = write_case("bind3.yaml", "geometry: {file: g.geo}\nanalysis: 3d\n"
@@ -334,7 +340,8 @@ static void test_bind_errors(void)
                                               "supports: [{boundary: left, fix: all}]\n");
     HK_ASSERT_OK(hk_case_load(p3, 0, NULL, &c));
     CU_ASSERT_EQUAL(hk_case_bind(&c, &m, &model), HK_ERR_CASE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "bind3.yaml:2:11: the analysis is 3d but the mesh is 2D"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(hk_error_message(), "bind3.yaml:2:11: the analysis is 3d but the mesh is 2D"));
     hk_case_free(&c);
 }
 

@@ -66,7 +66,8 @@ static void test_cantilever(void)
     CU_ASSERT_FATAL(t >= 0);
     const hk_group *g = &r.mesh.boundaries[t];
     double sum = 0;
-    for (int64_t i = 0; i < g->nnodes; i++) sum += disp(&r, g->nodes[i], 2);
+    for (int64_t i = 0; i < g->nnodes; i++)
+        sum += disp(&r, g->nodes[i], 2);
     double w = -sum / (double)g->nnodes;
     fprintf(stderr, "\n    cantilever: tip deflection %.5e m, Timoshenko %.5e m (%.2f %%) ", w, ref,
             100 * relerr(w, ref));
@@ -176,15 +177,14 @@ static void test_no_gmsh(void)
 
 /* ---- the binary --------------------------------------------------------------------------- */
 
-static const char *tiny_case =
-    "# a tiny generated cantilever\n"
-    "geometry:\n"
-    "  generate: {shape: box, size: [4, 1, 1], cells: [4, 1, 1]}\n"
-    "analysis: 3d\n"
-    "materials: [{name: m, E: 1000, nu: 0.3}]\n"
-    "supports: [{boundary: xmin, fix: all}]\n"
-    "loads:\n"
-    "  - traction: {boundary: xmax, value: [0, 0, -1]}\n";
+static const char *tiny_case = "# a tiny generated cantilever\n"
+                               "geometry:\n"
+                               "  generate: {shape: box, size: [4, 1, 1], cells: [4, 1, 1]}\n"
+                               "analysis: 3d\n"
+                               "materials: [{name: m, E: 1000, nu: 0.3}]\n"
+                               "supports: [{boundary: xmin, fix: all}]\n"
+                               "loads:\n"
+                               "  - traction: {boundary: xmax, value: [0, 0, -1]}\n";
 
 static void write_text(const char *path, const char *text)
 {
@@ -222,8 +222,9 @@ static void test_binary(void)
     write_text(yaml, tiny_case);
 
     /* success: exit 0, the .vtu exists, JSON summary on stdout */
-    snprintf(cmd, sizeof cmd, "%s run %s -o %s --backend cpu --json --set solver.tol=1e-10 > %s 2> %s",
-             HOOKE_BINARY, yaml, vtu, out, errf);
+    snprintf(cmd, sizeof cmd,
+             "%s run %s -o %s --backend cpu --json --set solver.tol=1e-10 > %s 2> %s", HOOKE_BINARY,
+             yaml, vtu, out, errf);
     CU_ASSERT_EQUAL(run_cmd(cmd), 0);
     struct stat st;
     CU_ASSERT(stat(vtu, &st) == 0 && st.st_size > 0);
@@ -251,7 +252,8 @@ static void test_binary(void)
     snprintf(cmd, sizeof cmd, "%s run %s > %s 2> %s", HOOKE_BINARY, yaml, out, errf);
     CU_ASSERT_EQUAL(run_cmd(cmd), 1);
     log = read_text(errf);
-    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "broken.yaml:4:26: E = -1000 of material 'm' must be positive"));
+    CU_ASSERT_PTR_NOT_NULL(
+        log && strstr(log, "broken.yaml:4:26: E = -1000 of material 'm' must be positive"));
 
     /* a boundary the mesh lacks: non-zero exit, the names it has */
     snprintf(yaml, sizeof yaml, "%s/tiny.yaml", tmp);
@@ -259,8 +261,9 @@ static void test_binary(void)
              yaml, out, errf);
     CU_ASSERT_EQUAL(run_cmd(cmd), 1);
     log = read_text(errf);
-    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "--set supports.0.boundary=left: the mesh has no boundary "
-                                              "named 'left'; it has: "));
+    CU_ASSERT_PTR_NOT_NULL(log &&
+                           strstr(log, "--set supports.0.boundary=left: the mesh has no boundary "
+                                       "named 'left'; it has: "));
     CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "xmin"));
 
     /* a solve that does not converge: exit 1, the message, the .vtu still written */
