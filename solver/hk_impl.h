@@ -323,6 +323,7 @@ struct hk_ksp {
     /* stagnation tracking (hk_ksp_converged) and the fp32 inner solver of method=defect */
     double stag_best;
     int stag_it;
+    int stag_window;    /* iterations without progress before "stagnation" (0: off) */
     hk_ksp *inner;
     /* work vectors kept between solves (no device allocation per solve); owner frees */
     hk_vec **pool;

@@ -333,6 +333,12 @@ static void test_breakdown_and_stagnation(void)
         HK_ASSERT_OK(solve_raw(*be, &R, "method=gmres pc=none restart=1", b, x, &res));
         CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_STAGNATION);
         CU_ASSERT(res.iterations < 10000);
+        /* the window is an option: a short one stops sooner, a negative one is refused */
+        x[0] = x[1] = 0;
+        HK_ASSERT_OK(solve_raw(*be, &R, "method=gmres pc=none restart=1 stagnation=50", b, x, &res));
+        CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_STAGNATION);
+        CU_ASSERT(res.iterations <= 52);
+        CU_ASSERT_EQUAL(solve_raw(*be, &R, "method=gmres stagnation=-1", b, x, &res), HK_ERR_OPTION);
     }
     hk_bcsr_free(&S);
     hk_bcsr_free(&R);

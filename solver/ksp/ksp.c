@@ -142,11 +142,12 @@ int hk_ksp_converged(hk_ksp *k, int it, double rnorm, double bnorm)
     if (rnorm <= k->rtol * bnorm) return hk_ksp_stop(k, it, HK_CONVERGED_RTOL);
     if (rnorm <= k->atol) return hk_ksp_stop(k, it, HK_CONVERGED_ATOL);
     if (it >= k->maxit) return hk_ksp_stop(k, it, HK_DIVERGED_MAXIT);
-    /* stagnation: no 0.1 % improvement of the best residual over a long window */
+    /* stagnation: no 0.1 % improvement of the best residual over a long window (the CG residual
+     * norm is not monotone, so the window must be generous; option stagnation) */
     if (it == 0 || rnorm < 0.999 * k->stag_best) {
         k->stag_best = rnorm;
         k->stag_it = it;
-    } else if (it - k->stag_it >= HK_KSP_STAG_WINDOW) {
+    } else if (k->stag_window > 0 && it - k->stag_it >= k->stag_window) {
         return hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
     }
     return 0;

@@ -15,7 +15,7 @@ extern const hk_ksp_type hk_ksp_gmres, hk_ksp_pipegmres, hk_ksp_fgmres;
 extern const hk_ksp_type hk_ksp_defect;
 
 /* Iterations without a 0.1 % decrease of the best residual before "stagnation". */
-#define HK_KSP_STAG_WINDOW 500
+#define HK_KSP_STAG_WINDOW 2000
 
 /* n work vectors of the operator's size and precision (NULL-initialised on failure), taken
  * from the ksp's pool when it has them; _free gives them back to the pool, which

@@ -24,7 +24,7 @@ static const char *const precisions[] = {"double", "mixed", NULL};
 
 #define HK_SOLVER_KEYS                                                                             \
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
-    "check_every, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
+    "check_every, stagnation, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -114,6 +114,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
     const char *inner_method = "cg";
     int prec = 0, maxit = 10000, restart = 30, history = 0, monitor = 0, check_every = 1;
+    int stagnation = HK_KSP_STAG_WINDOW;
     int inner_maxit = 1000;
     double tol = 1e-8, atol = 0, inner_tol = 1e-4;
     HK_TRY(hk_options_get_string(o, "backend", &backend));
@@ -128,6 +129,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     HK_TRY(hk_options_get_int(o, "history", &history));
     HK_TRY(hk_options_get_int(o, "monitor", &monitor));
     HK_TRY(hk_options_get_int(o, "check_every", &check_every));
+    HK_TRY(hk_options_get_int(o, "stagnation", &stagnation));
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
@@ -174,6 +176,9 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
                  "option restart=%d must be in 1..1000 (default 30)", restart);
     HK_TRY_CHECK(check_every >= 1, HK_ERR_OPTION,
                  "option check_every=%d must be at least 1 (default 1)", check_every);
+    HK_TRY_CHECK(stagnation >= 0, HK_ERR_OPTION,
+                 "option stagnation=%d must be 0 (off) or a number of iterations (default %d)",
+                 stagnation, HK_KSP_STAG_WINDOW);
     const hk_ksp_type *sym_type = defect ? it_type : kt;
     HK_TRY_CHECK(!sym_type->needs_symmetric || pt->symmetric || sym_type->flexible,
                  HK_ERR_UNSUPPORTED,
@@ -216,6 +221,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     k->maxit = maxit;
     k->restart = restart;
     k->check_every = check_every;
+    k->stag_window = stagnation;
     k->keep_history = history != 0;
     if (monitor) {
         k->monitor = print_monitor;
@@ -232,6 +238,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
         in->maxit = inner_maxit;
         in->restart = restart;
         in->check_every = check_every;
+        in->stag_window = stagnation;
         k->inner = in;
     }
     s->setup_seconds = hk_time() - t0;
@@ -364,6 +371,8 @@ void hk_solver_print_help(FILE *f)
                "  check_every=1           test the residual every N iterations (pipelined "
                "methods read\n"
                "                          their backend scalars only then)\n"
+               "  stagnation=2000         stop when the best residual has not dropped 0.1 %%\n"
+               "                          in this many iterations (0: never)\n"
                "  history=0|1             keep the residual history\n"
                "  monitor=0|1             print the residual at every test\n"
                "  inner.method=cg         defect correction: the fp32 inner method\n"
