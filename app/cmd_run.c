@@ -168,9 +168,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     /* solve */
     t = hk_time();
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
-    /* hooke run's default preconditioner: the polynomial one. Point Jacobi (the library's
-     * default) lets CG's residual wander for hundreds of iterations on 3D solids, long enough
-     * for the stagnation test to stop it; poly converged on every case in cases/. */
+    /* hooke run's default preconditioner: the polynomial one. On the 3D cases it needs about a
+     * third of point Jacobi's iterations (bracket: 460 vs 1474) for the same time on the CPU,
+     * and far fewer global reductions on a GPU. */
     if (!hk_options_has(c->solver, "pc")) HK_TRY(hk_options_set(c->solver, "pc", "poly"));
     ierr = hk_solver_create(&r->sys.K, c->solver, &s);
     if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
