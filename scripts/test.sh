@@ -7,4 +7,6 @@ scripts/install-deps.sh
 BUILD=${BUILD:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} >/dev/null
 cmake --build "$BUILD" --parallel
+# Passive OpenMP waiting: on a shared machine spinning threads slow the solves badly.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 "$BUILD"/hooke_tests "$@"
