@@ -324,6 +324,7 @@ struct hk_ksp {
     double stag_best;
     int stag_it;
     int stag_window;    /* iterations without progress before "stagnation" (0: off) */
+    int graphs;         /* replay recorded iterations where the backend can (option graphs) */
     hk_ksp *inner;
     /* work vectors kept between solves (no device allocation per solve); owner frees */
     hk_vec **pool;

@@ -208,7 +208,7 @@ static void test_pipelined_match_classical(void)
         for (int p = 0; pcs[p]; p++) {
             char o1[128], o2[128], o3[128];
             snprintf(o1, sizeof o1, "method=cg pc=%s", pcs[p]);
-            snprintf(o2, sizeof o2, "method=pipecg pc=%s", pcs[p]);
+            snprintf(o2, sizeof o2, "method=pipecg pc=%s check_every=1", pcs[p]);
             snprintf(o3, sizeof o3, "method=cgcg pc=%s", pcs[p]);
             int icg = iterations_of(*be, &K, o1), ipipe = iterations_of(*be, &K, o2),
                 icgcg = iterations_of(*be, &K, o3);
@@ -220,7 +220,7 @@ static void test_pipelined_match_classical(void)
                         ipipe, icgcg);
         }
         int ib = iterations_of(*be, &C, "method=bicgstab pc=jacobi");
-        int ipb = iterations_of(*be, &C, "method=pipebicgstab pc=jacobi");
+        int ipb = iterations_of(*be, &C, "method=pipebicgstab pc=jacobi check_every=1");
         CU_ASSERT(ib > 5);
         CU_ASSERT(abs(ipb - ib) <= 3 + ib / 20);
         int ig = iterations_of(*be, &C, "method=gmres pc=jacobi restart=20");
@@ -244,6 +244,37 @@ static void test_pipelined_match_classical(void)
     }
 }
 
+/* Replaying recorded iterations (CUDA graphs where the backend has them) computes exactly
+ * what launching each op does: same iterations, same digits; the tail before maxit too. */
+static void test_pipecg_graph_replay(void)
+{
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(6, 6, 6, &K));
+        const int64_t n = K.nbrows * K.bs;
+        double *b = malloc((size_t)n * sizeof *b), *x1 = calloc((size_t)n, sizeof *x1),
+               *x2 = calloc((size_t)n, sizeof *x2);
+        for (int64_t i = 0; i < n; i++)
+            b[i] = 1.0 + (double)(i % 7);
+        hk_result r1, r2;
+        HK_ASSERT_OK(solve_raw(*be, &K, "method=pipecg pc=jacobi check_every=7 graphs=1", b, x1, &r1));
+        HK_ASSERT_OK(solve_raw(*be, &K, "method=pipecg pc=jacobi check_every=7 graphs=0", b, x2, &r2));
+        CU_ASSERT(hk_reason_converged(r1.reason));
+        CU_ASSERT_EQUAL(r1.iterations, r2.iterations);
+        CU_ASSERT_EQUAL(r1.iterations % 7, 0);
+        CU_ASSERT_EQUAL(memcmp(x1, x2, (size_t)n * sizeof *x1), 0);
+        /* maxit not a multiple of check_every: the tail runs op by op and stops at maxit */
+        memset(x1, 0, (size_t)n * sizeof *x1);
+        HK_ASSERT_OK(solve_raw(*be, &K, "method=pipecg pc=jacobi check_every=7 maxit=23", b, x1, &r1));
+        CU_ASSERT_EQUAL(r1.reason, HK_DIVERGED_MAXIT);
+        CU_ASSERT_EQUAL(r1.iterations, 23);
+        free(b);
+        free(x1);
+        free(x2);
+        hk_bcsr_free(&K);
+    }
+}
+
 /* ---- stop reasons ------------------------------------------------------------------------ */
 
 static void test_not_spd(void)
@@ -261,7 +292,7 @@ static void test_not_spd(void)
     for (const hk_backend *const *be = hk_test_backends(); *be; be++)
         for (int m = 0; methods[m]; m++) {
             char opts[64];
-            snprintf(opts, sizeof opts, "method=%s pc=none", methods[m]);
+            snprintf(opts, sizeof opts, "method=%s pc=none check_every=1", methods[m]);
             hk_result res;
             HK_ASSERT_OK(solve_ones(*be, &K, opts, &res, NULL));
             if (res.reason != HK_DIVERGED_NOT_SPD)
@@ -313,7 +344,8 @@ static void test_breakdown_and_stagnation(void)
     for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
         const double b[2] = {1, 0};
         hk_result res;
-        static const char *bi[] = {"method=bicgstab pc=none", "method=pipebicgstab pc=none", NULL};
+        static const char *bi[] = {"method=bicgstab pc=none",
+                                   "method=pipebicgstab pc=none check_every=1", NULL};
         for (int m = 0; bi[m]; m++) {
             double x[2] = {0, 0};
             HK_ASSERT_OK(solve_raw(*be, &S, bi[m], b, x, &res));
@@ -700,5 +732,6 @@ HK_SUITE(krylov, {"fused Krylov ops equal their definitions", test_fused_ops},
          {"CG family stops with 'not SPD' on an indefinite matrix", test_not_spd},
          {"NaN/Inf in matrix or rhs is reported, not iterated on", test_nan_input},
          {"breakdown and stagnation are reported", test_breakdown_and_stagnation},
+         {"pipecg graph replay equals op-by-op launches", test_pipecg_graph_replay},
          {"iteration limit and tolerances are respected", test_limits_and_tolerances},
          {"options, history, monitor, describe, help", test_options_history_monitor})

@@ -163,6 +163,7 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
     const hk_backend_ops *be = k->be;
     hk_vec *v[3];
     double *S = NULL;
+    void *graph = NULL;
     int ierr, done;
     double bnorm, rnorm, h[HK_S_PIPECG_COUNT];
     HK_CALL(hk_ksp_vecs(k, 3, v));
@@ -182,10 +183,34 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
     HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, S));
     HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
     if (spd_check(k, 0, h[HK_S_PAP])) goto out;
-    for (int it = 1;; it++) {
-        HK_TRY(be->pipecg_update(x, r, p, Ap, dinv, S));
-        HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, S));
-        if (!hk_ksp_check_now(k, it)) continue;
+    /* Between two checks the iterations need nothing from the host: where the backend can
+     * record them (CUDA graphs), the check_every iterations are recorded once and replayed,
+     * one launch per check instead of 2 * check_every. */
+    const int ce = k->check_every;
+    const int use_graph = ce > 1 && be->graph_begin && be->graph_launch && k->graphs;
+    for (int it = 0;;) {
+        int next = (it / ce + 1) * ce; /* the next check, as hk_ksp_check_now decides it */
+        if (next > k->maxit) next = k->maxit > it ? k->maxit : it + 1;
+        if (use_graph && next - it == ce) {
+            if (!graph) {
+                HK_TRY(be->graph_begin());
+                for (int j = 0; j < ce; j++) {
+                    ierr = be->pipecg_update(x, r, p, Ap, dinv, S);
+                    if (!ierr) ierr = be->spmv_dot2(k->A, p, Ap, dinv, S);
+                    if (ierr) break;
+                }
+                /* always end the recording, also after a failed op */
+                int eerr = be->graph_end(&graph);
+                if (ierr || eerr) goto fail;
+            }
+            HK_TRY(be->graph_launch(graph));
+        } else {
+            for (int j = it; j < next; j++) {
+                HK_TRY(be->pipecg_update(x, r, p, Ap, dinv, S));
+                HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, S));
+            }
+        }
+        it = next;
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
         if (hk_ksp_converged(k, it, sqrt(fabs(h[HK_S_RR])), bnorm)) break;
         if (rz_check(k, it, h[HK_S_RZ])) break;
@@ -194,6 +219,7 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
 out:
     ierr = 0;
 fail:
+    if (graph) be->graph_free(graph);
     if (S) be->scal_free(S);
     hk_ksp_vecs_free(k, 3, v);
     return ierr;

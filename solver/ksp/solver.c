@@ -24,7 +24,7 @@ static const char *const precisions[] = {"double", "mixed", NULL};
 
 #define HK_SOLVER_KEYS                                                                             \
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
-    "check_every, stagnation, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
+    "check_every, graphs, stagnation, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -114,7 +114,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
     const char *inner_method = "cg";
     int prec = 0, maxit = 10000, restart = 30, history = 0, monitor = 0, check_every = 1;
-    int stagnation = HK_KSP_STAG_WINDOW;
+    int stagnation = HK_KSP_STAG_WINDOW, graphs = 1;
     int inner_maxit = 1000;
     double tol = 1e-8, atol = 0, inner_tol = 1e-4;
     HK_TRY(hk_options_get_string(o, "backend", &backend));
@@ -128,8 +128,13 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     HK_TRY(hk_options_get_int(o, "restart", &restart));
     HK_TRY(hk_options_get_int(o, "history", &history));
     HK_TRY(hk_options_get_int(o, "monitor", &monitor));
+    /* check_every default: 1 on the CPU, where a check is free; on a GPU every check is a
+     * device-to-host round trip that costs the pipelined methods more than an iteration
+     * of a small system, so they test every 10th (set below once the backend is known). */
+    const int check_every_given = hk_options_has(o, "check_every");
     HK_TRY(hk_options_get_int(o, "check_every", &check_every));
     HK_TRY(hk_options_get_int(o, "stagnation", &stagnation));
+    HK_TRY(hk_options_get_int(o, "graphs", &graphs));
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
@@ -188,6 +193,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 
     /* ---- backend, matrix, preconditioner ---- */
     HK_TRY(hk_backend_get(backend, &s->be));
+    if (!check_every_given && strcmp(s->be->name, "cpu") != 0) check_every = 10;
     if (fmtname) {
         HK_TRY(hk_format_from_name(fmtname, &s->fmt));
     } else {
@@ -222,6 +228,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     k->restart = restart;
     k->check_every = check_every;
     k->stag_window = stagnation;
+    k->graphs = graphs != 0;
     k->keep_history = history != 0;
     if (monitor) {
         k->monitor = print_monitor;
@@ -239,6 +246,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
         in->restart = restart;
         in->check_every = check_every;
         in->stag_window = stagnation;
+        in->graphs = graphs != 0;
         k->inner = in;
     }
     s->setup_seconds = hk_time() - t0;
@@ -368,9 +376,12 @@ void hk_solver_print_help(FILE *f)
                "  atol=0                  absolute tolerance on ||b-Ax||\n"
                "  maxit=10000             iteration limit\n"
                "  restart=30              GMRES restart length m\n"
-               "  check_every=1           test the residual every N iterations (pipelined "
+               "  check_every=1|10        test the residual every N iterations (pipelined "
                "methods read\n"
-               "                          their backend scalars only then)\n"
+               "                          their backend scalars only then; default 10 on "
+               "cuda, 1 on cpu)\n"
+               "  graphs=1                cuda: record the check_every iterations of pipecg once\n"
+               "                          and replay them as one CUDA graph (0: launch each op)\n"
                "  stagnation=2000         stop when the best residual has not dropped 0.1 %%\n"
                "                          in this many iterations (0: never)\n"
                "  history=0|1             keep the residual history\n"
