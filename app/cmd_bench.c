@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "bench.h"
+#include "hooke/fem.h"
 #include "hk_impl.h"
 
 /* ---- subcommand table -------------------------------------------------------------------- */
@@ -316,6 +317,12 @@ static void spmv_usage(FILE *f)
             "  --matrices LIST    quad,tri,trirand,hex,tet (default all)\n"
             "  --precisions LIST  fp64,fp32 (default both)\n"
             "  --cells N          N cells per side for every matrix instead of --size\n"
+            "  --paper            the SBELL paper's Table 1 systems at their sizes (tri 1.06M,\n"
+            "                     quad 0.32M, tet 0.62M, hex 0.5M unknowns) plus hex 1M and\n"
+            "                     24k DOFs and trirand 1.06M (--matrices filters them)\n"
+            "  --mesh FILE        also a Gmsh geometry (.geo/.step/.msh) meshed at run time\n"
+            "                     (--mesh-size H, --order 1|2), one material, no supports;\n"
+            "                     alone (without --matrices/--paper) it is the only matrix\n"
             "  --min-time S       time each SpMV for at least S seconds (default 0.15)\n"
             "  --slices LIST      slice sizes S for sell and sbell, e.g. 8,16,32,64,128 (the\n"
             "                     SBELL paper's Figures 6-7; default format.slice or 32)\n"
@@ -342,6 +349,7 @@ typedef struct spmv_row {
     hk_mat_info info;
     int slice; /* S of sell/sbell, 0 otherwise */
     double convert_s, seconds, gflops, gbs, speedup, err;
+    double vs_cusparse_csr, vs_cusparse_bsr; /* same precision; 0 when not measured */
 } spmv_row;
 
 /* Parse a comma-separated list against names[n]; sets sel[i]. */
@@ -408,10 +416,52 @@ fail:
     return ierr;
 }
 
-/* cells > 0 overrides the size's cells per side */
-static int gen_matrix(int m, hk_bench_size s, int cells, hk_bcsr *K)
+/* One matrix to measure: a generator with its cells per side, or a Gmsh mesh. */
+typedef struct spmv_job {
+    int m;            /* M_*, or -1 for the mesh */
+    int cells;        /* cells per side of the generator */
+    char label[64];
+} spmv_job;
+
+/* The SBELL paper's Table 1 systems at their sizes (2D triangles ~1.06M unknowns, 2D quads
+ * ~0.32M, 3D tets ~0.62M, 3D hexes ~0.5M), plus the 3D hex systems of ANCHORS.md: ~1M DOFs
+ * (70^3 nodes) and ~24k DOFs (20^3 nodes). */
+static const spmv_job paper_jobs[] = {
+    {M_TRI, 727, "tri-1.06M"},  {M_QUAD, 399, "quad-0.32M"}, {M_TET, 58, "tet-0.62M"},
+    {M_HEX, 54, "hex-0.5M"},    {M_HEX, 69, "hex-1M"},       {M_HEX, 19, "hex-24k"},
+    {M_TRIR, 727, "trirand-1.06M"}};
+
+/* Stiffness of a Gmsh geometry (meshed at run time with size h and order, or a .msh), one
+ * steel-like material on every region, no supports: the SpMV does not need them. */
+static int mesh_matrix(const char *path, double h, int order, hk_bcsr *K)
 {
-    const int n2 = cells > 0 ? cells : grid2d[s], n3 = cells > 0 ? cells : grid3d[s];
+    int ierr;
+    hk_mesh mesh = {0};
+    hk_material *mat = NULL;
+    hk_mesh_options mo = {.size = h, .order = order, .renumber = 1};
+    HK_CALL(hk_mesh_load(path, &mo, &mesh));
+    HK_TRY(hk_calloc((size_t)(mesh.nregions > 0 ? mesh.nregions : 1), sizeof *mat, &mat));
+    for (int r = 0; r < mesh.nregions; r++) {
+        snprintf(mat[r].name, sizeof mat[r].name, "steel");
+        mat[r].E = 210e9;
+        mat[r].nu = 0.3;
+        mat[r].rho = 7850;
+    }
+    hk_problem p = {.mesh = &mesh,
+                    .analysis = mesh.dim == 3 ? HK_SOLID : HK_PLANE_STRESS,
+                    .thickness = 1.0,
+                    .materials = mat};
+    HK_TRY(hk_assemble_stiffness(&p, K));
+    ierr = 0;
+fail:
+    free(mat);
+    hk_mesh_free(&mesh);
+    return ierr;
+}
+
+static int gen_matrix(int m, int cells, hk_bcsr *K)
+{
+    const int n2 = cells, n3 = cells;
     switch (m) {
     case M_QUAD:
         return hk_gen_elasticity2d(n2, n2, K);
@@ -432,7 +482,11 @@ int hk_bench_spmv(int argc, char **argv)
     const char *formats = NULL, *matrices = NULL, *precisions = NULL;
     hk_options *o = NULL;
     int rc = 1, nrows = 0, cap = 0, cells = 0, nslice_list = 0, slice_list[16];
-    double min_time = 0.15;
+    int paper = 0, mesh_order = 1;
+    const char *mesh_path = NULL;
+    double min_time = 0.15, mesh_size = 0;
+    spmv_job *jobs = NULL;
+    int njobs = 0;
     spmv_row *rows = NULL;
     if (hk_options_create(&o)) goto error;
     for (int i = 1; i < argc;) {
@@ -449,6 +503,27 @@ int hk_bench_spmv(int argc, char **argv)
                    i + 1 < argc) {
             const char **dst = a[2] == 'f' ? &formats : a[2] == 'm' ? &matrices : &precisions;
             *dst = argv[i + 1];
+            i += 2;
+        } else if (!strcmp(a, "--paper")) {
+            paper = 1;
+            i++;
+        } else if (!strcmp(a, "--mesh") && i + 1 < argc) {
+            mesh_path = argv[i + 1];
+            i += 2;
+        } else if ((!strcmp(a, "--mesh-size") || !strcmp(a, "--order")) && i + 1 < argc) {
+            char *end;
+            double v = strtod(argv[i + 1], &end);
+            const int is_order = a[2] == 'o';
+            if (*end || !(v > 0) || (is_order && v != 1 && v != 2)) {
+                fprintf(stderr, "hooke bench spmv: %s %s must be %s\n", a, argv[i + 1],
+                        is_order ? "1 or 2" : "a positive element size");
+                rc = 2;
+                goto done;
+            }
+            if (is_order)
+                mesh_order = (int)v;
+            else
+                mesh_size = v;
             i += 2;
         } else if (!strcmp(a, "--cells") && i + 1 < argc) {
             char *end;
@@ -516,6 +591,26 @@ int hk_bench_spmv(int argc, char **argv)
     if (formats && parse_list("--formats", formats, fnames, HK_FMT_COUNT, fsel)) goto done;
     if (matrices && parse_list("--matrices", matrices, matrix_names, M_COUNT, msel)) goto done;
     if (precisions && parse_list("--precisions", precisions, pnames, 2, psel)) goto done;
+    jobs = calloc(M_COUNT + sizeof paper_jobs / sizeof paper_jobs[0] + 1, sizeof *jobs);
+    if (!jobs) goto done;
+    if (paper) {
+        for (size_t k = 0; k < sizeof paper_jobs / sizeof paper_jobs[0]; k++)
+            if (msel[paper_jobs[k].m] || !matrices) jobs[njobs++] = paper_jobs[k];
+    } else if (!mesh_path || matrices) {
+        for (int m = 0; m < M_COUNT; m++) {
+            if (!msel[m]) continue;
+            jobs[njobs].m = m;
+            jobs[njobs].cells = cells > 0 ? cells : (m >= M_HEX ? grid3d[bo.size] : grid2d[bo.size]);
+            snprintf(jobs[njobs].label, sizeof jobs[njobs].label, "%s", matrix_names[m]);
+            njobs++;
+        }
+    }
+    if (mesh_path) {
+        const char *base = strrchr(mesh_path, '/');
+        jobs[njobs].m = -1;
+        snprintf(jobs[njobs].label, sizeof jobs[njobs].label, "%s", base ? base + 1 : mesh_path);
+        njobs++;
+    }
     for (int f = 0; f < HK_FMT_COUNT; f++)
         if (fsel[f] && !cuda && (f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR)) {
             fprintf(stderr, "hooke bench spmv: format %s needs the cuda backend; use %s on cpu\n",
@@ -534,15 +629,18 @@ int hk_bench_spmv(int argc, char **argv)
     printf("\ncopy bandwidth (vec_copy of %lld doubles, read + write): %.1f GB/s\n\n", ncopy,
            copy_bps * 1e-9);
     printf("| matrix | dofs | nnz | format | prec | padding | time (us) | GFLOP/s | GB/s | "
-           "%%copy | vs csr fp64 | err |\n");
-    printf("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+           "%%copy | vs csr fp64 | vs cusparse-csr | vs cusparse-bsr | err |\n");
+    printf("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     fflush(stdout);
 
-    for (int m = 0; m < M_COUNT; m++) {
-        if (!msel[m]) continue;
+    for (int jb = 0; jb < njobs; jb++) {
+        const spmv_job *job = &jobs[jb];
+        const int first_row = nrows;
         hk_bcsr K = {0};
         double *x = NULL, *yref = NULL;
-        if (gen_matrix(m, bo.size, cells, &K)) goto error;
+        if (job->m >= 0 ? gen_matrix(job->m, job->cells, &K)
+                        : mesh_matrix(mesh_path, mesh_size, mesh_order, &K))
+            goto error;
         const int64_t n = K.nbrows * K.bs;
         x = malloc((size_t)n * sizeof *x);
         yref = malloc((size_t)n * sizeof *yref);
@@ -585,7 +683,7 @@ int hk_bench_spmv(int argc, char **argv)
                     }
                     spmv_row *r = &rows[nrows];
                     memset(r, 0, sizeof *r);
-                    r->matrix = matrix_names[m];
+                    r->matrix = job->label;
                     if (spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
                                      (hk_precision)p, o, min_time, r)) {
                         free(x), free(yref), hk_bcsr_free(&K);
@@ -594,18 +692,32 @@ int hk_bench_spmv(int argc, char **argv)
                     if (is_base) base = r->seconds;
                     r->speedup = base / r->seconds;
                     nrows++;
-                    char fname[48];
-                    if (r->slice)
-                        snprintf(fname, sizeof fname, "%s S=%d", hk_format_name(r->fmt), r->slice);
-                    else
-                        snprintf(fname, sizeof fname, "%s", hk_format_name(r->fmt));
-                    printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | "
-                           "%.2fx | %.1e |\n",
-                           r->matrix, (long long)r->info.nrows, (long long)r->info.nnz, fname,
-                           pnames[r->prec], r->info.padding, r->seconds * 1e6, r->gflops, r->gbs,
-                           100.0 * r->gbs * 1e9 / copy_bps, r->speedup, r->err);
-                    fflush(stdout);
                 }
+        /* ratios to cuSPARSE of the same precision (measured last), then the rows */
+        for (int i = first_row; i < nrows; i++)
+            for (int k = first_row; k < nrows; k++) {
+                if (rows[k].prec != rows[i].prec) continue;
+                if (rows[k].fmt == HK_FMT_CUSPARSE_CSR)
+                    rows[i].vs_cusparse_csr = rows[k].seconds / rows[i].seconds;
+                if (rows[k].fmt == HK_FMT_CUSPARSE_BSR)
+                    rows[i].vs_cusparse_bsr = rows[k].seconds / rows[i].seconds;
+            }
+        for (int i = first_row; i < nrows; i++) {
+            const spmv_row *r = &rows[i];
+            char fname[48], vc[16] = "-", vb[16] = "-";
+            if (r->slice)
+                snprintf(fname, sizeof fname, "%s S=%d", hk_format_name(r->fmt), r->slice);
+            else
+                snprintf(fname, sizeof fname, "%s", hk_format_name(r->fmt));
+            if (r->vs_cusparse_csr > 0) snprintf(vc, sizeof vc, "%.2fx", r->vs_cusparse_csr);
+            if (r->vs_cusparse_bsr > 0) snprintf(vb, sizeof vb, "%.2fx", r->vs_cusparse_bsr);
+            printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | %.2fx | "
+                   "%s | %s | %.1e |\n",
+                   r->matrix, (long long)r->info.nrows, (long long)r->info.nnz, fname,
+                   pnames[r->prec], r->info.padding, r->seconds * 1e6, r->gflops, r->gbs,
+                   100.0 * r->gbs * 1e9 / copy_bps, r->speedup, vc, vb, r->err);
+        }
+        fflush(stdout);
         free(x);
         free(yref);
         hk_bcsr_free(&K);
@@ -627,6 +739,7 @@ int hk_bench_spmv(int argc, char **argv)
         hk_json_string(&j, "backend", hk_backend_name(be));
         hk_json_string(&j, "size", hk_bench_size_name(bo.size));
         hk_json_int(&j, "cells", cells);
+        hk_json_int(&j, "paper_sizes", paper);
         hk_json_number(&j, "copy_bandwidth_GBs", copy_bps * 1e-9);
         hk_json_int(&j, "copy_doubles", ncopy);
         hk_json_begin_array(&j, "results");
@@ -649,6 +762,8 @@ int hk_bench_spmv(int argc, char **argv)
             hk_json_number(&j, "GBs", r->gbs);
             hk_json_number(&j, "fraction_of_copy_bandwidth", r->gbs * 1e9 / copy_bps);
             hk_json_number(&j, "speedup_vs_csr_fp64", r->speedup);
+            hk_json_number(&j, "speedup_vs_cusparse_csr", r->vs_cusparse_csr);
+            hk_json_number(&j, "speedup_vs_cusparse_bsr", r->vs_cusparse_bsr);
             hk_json_number(&j, "rel_err", r->err);
             hk_json_end_object(&j);
         }
@@ -667,6 +782,7 @@ error:
     rc = 1;
 done:
     free(rows);
+    free(jobs);
     hk_options_destroy(o);
     return rc;
 }

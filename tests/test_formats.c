@@ -661,6 +661,24 @@ static void test_bench_spmv_command(void)
         st = system(cmd);
         CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 2);
     }
+    snprintf(cmd, sizeof cmd, "%s bench spmv --backend cpu --order 3 2>/dev/null", HOOKE_BINARY);
+    st = system(cmd);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+#ifdef HOOKE_HAVE_GMSH
+    /* a Gmsh mesh as the only matrix: csr and sbell rows of it, exact in fp64 */
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 %s bench spmv --backend cpu --mesh %s --mesh-size 0.5 "
+             "--formats csr,sbell --precisions fp64 --min-time 0.001 --json %s > /dev/null",
+             HOOKE_BINARY, hk_test_path("tests/data/mesh/box.geo"), path);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    CU_ASSERT_EQUAL(count_str(buf, "\"matrix\": \"box.geo\""), 2);
+    CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 2);
+#endif
 }
 
 HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices", test_spmv_random},
