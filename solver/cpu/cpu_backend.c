@@ -188,9 +188,7 @@ HK_OMP_FOR
             part[c] = s;
         }
     });
-    double s = 0;
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) s += part[c];
-    *r = s;
+    *r = hk_cpu_chunk_sum(part);
     return 0;
 }
 
@@ -288,13 +286,8 @@ static int cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
         prr[c] = srr;
         prz[c] = srz;
     }
-    double srr = 0, srz = 0;
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        srr += prr[c];
-        srz += prz[c];
-    }
-    S[HK_S_RR] = srr;
-    S[HK_S_RZ] = srz;
+    S[HK_S_RR] = hk_cpu_chunk_sum(prr);
+    S[HK_S_RZ] = hk_cpu_chunk_sum(prz);
     S[HK_S_ALPHA] = alpha;
     S[HK_S_BETA] = beta;
     return 0;
@@ -317,13 +310,8 @@ static int cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *d
         ppap[c] = s1;
         papz[c] = s2;
     }
-    double s1 = 0, s2 = 0;
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        s1 += ppap[c];
-        s2 += papz[c];
-    }
-    S[HK_S_PAP] = s1;
-    S[HK_S_APZ] = s2;
+    S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
+    S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
     return 0;
 }
 

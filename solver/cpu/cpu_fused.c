@@ -9,15 +9,6 @@
     HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \
              "cpu backend: the pipelined Krylov fused ops run their vectors in fp64")
 
-/* Sum the per-chunk partial results in chunk order (deterministic). */
-static double chunk_sum(const double *part)
-{
-    double s = 0;
-    for (int c = 0; c < HK_CPU_CHUNKS; c++)
-        s += part[c];
-    return s;
-}
-
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot)
 {
@@ -41,7 +32,7 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
         }
     }
     for (int j = 0; j < k; j++)
-        S[slot[j]] = chunk_sum(part[j]);
+        S[slot[j]] = hk_cpu_chunk_sum(part[j]);
     return 0;
 }
 
@@ -65,7 +56,7 @@ int hk_cpu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S)
         }
         part[c] = ss;
     }
-    S[HK_S_BI_SS] = chunk_sum(part);
+    S[HK_S_BI_SS] = hk_cpu_chunk_sum(part);
     S[HK_S_BI_ALPHA] = alpha;
     return 0;
 }
@@ -105,8 +96,8 @@ int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, 
         prr0[c] = srr0;
         prr[c] = srr;
     }
-    S[HK_S_BI_RR0] = chunk_sum(prr0);
-    S[HK_S_BI_RR] = chunk_sum(prr);
+    S[HK_S_BI_RR0] = hk_cpu_chunk_sum(prr0);
+    S[HK_S_BI_RR] = hk_cpu_chunk_sum(prr);
     S[HK_S_BI_OMEGA] = omega;
     S[HK_S_BI_BETA] = beta;
     return 0;
@@ -130,7 +121,7 @@ int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
                 s += xv[i] * yv[i];
             part[c] = s;
         }
-        S[j] = chunk_sum(part);
+        S[j] = hk_cpu_chunk_sum(part);
     }
     return 0;
 }
@@ -155,7 +146,7 @@ int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, 
         }
         part[c] = s;
     }
-    *nrm2 = chunk_sum(part);
+    *nrm2 = hk_cpu_chunk_sum(part);
     return 0;
 }
 
@@ -177,6 +168,6 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
         }
         part[c] = s;
     }
-    if (w) *d = chunk_sum(part);
+    if (w) *d = hk_cpu_chunk_sum(part);
     return 0;
 }

@@ -17,4 +17,13 @@ static inline int64_t hk_cpu_chunk_begin(int64_t n, int c)
     return (int64_t)((__int128)n * c / HK_CPU_CHUNKS);
 }
 
+/* Sum the per-chunk partial results in chunk order (deterministic). */
+static inline double hk_cpu_chunk_sum(const double *part)
+{
+    double s = 0;
+    for (int c = 0; c < HK_CPU_CHUNKS; c++)
+        s += part[c];
+    return s;
+}
+
 #endif
