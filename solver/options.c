@@ -96,20 +96,26 @@ int hk_options_has(const hk_options *o, const char *key)
     return o && find(o, key) != NULL;
 }
 
-int hk_options_get_string(hk_options *o, const char *key, const char **out)
+/* The pair a getter reads, marked as read (so check_used accepts it); NULL when not set. */
+static hk_opt_pair *take(hk_options *o, const char *key)
 {
     hk_opt_pair *p = o ? find(o, key) : NULL;
+    if (p) p->used = 1;
+    return p;
+}
+
+int hk_options_get_string(hk_options *o, const char *key, const char **out)
+{
+    hk_opt_pair *p = take(o, key);
     if (!p) return 0;
-    p->used = 1;
     *out = p->value;
     return 0;
 }
 
 int hk_options_get_int(hk_options *o, const char *key, int *out)
 {
-    hk_opt_pair *p = o ? find(o, key) : NULL;
+    hk_opt_pair *p = take(o, key);
     if (!p) return 0;
-    p->used = 1;
     char *end;
     errno = 0;
     long v = strtol(p->value, &end, 10);
@@ -122,9 +128,8 @@ int hk_options_get_int(hk_options *o, const char *key, int *out)
 
 int hk_options_get_double(hk_options *o, const char *key, double *out)
 {
-    hk_opt_pair *p = o ? find(o, key) : NULL;
+    hk_opt_pair *p = take(o, key);
     if (!p) return 0;
-    p->used = 1;
     char *end;
     errno = 0;
     double v = strtod(p->value, &end);
@@ -136,9 +141,8 @@ int hk_options_get_double(hk_options *o, const char *key, double *out)
 
 int hk_options_get_choice(hk_options *o, const char *key, const char *const *choices, int *out)
 {
-    hk_opt_pair *p = o ? find(o, key) : NULL;
+    hk_opt_pair *p = take(o, key);
     if (!p) return 0;
-    p->used = 1;
     for (int i = 0; choices[i]; i++)
         if (!strcmp(p->value, choices[i])) {
             *out = i;
