@@ -201,8 +201,6 @@ static void gen_cell_simplex(int dim, const double *h, int flip, gen_cell *C)
     }
 }
 
-/* Assemble the cell's elements over an nx x ny x nz grid (nz = 1 and dim = 2 for 2D) into
- * block CSR, clamping the nodes with i = 0. */
 /* Which of nvar cell variants cell (ci, cj, ck) uses: a hash of the cell and the seed, so the
  * choice is the same whichever row asks (the mesh is conforming) and whatever the threads. */
 static int gen_variant(int64_t ci, int64_t cj, int64_t ck, int nvar, unsigned seed)
@@ -216,6 +214,43 @@ static int gen_variant(int64_t ci, int64_t cj, int64_t ck, int nvar, unsigned se
     return (int)(h % (uint64_t)nvar);
 }
 
+/* The cell whose corner cc (bit 0: x, 1: y, 2: z) is node (i, j, k), as its variant in Cv;
+ * NULL when that cell lies outside the nx x ny x nzc grid. */
+static const gen_cell *gen_node_cell(const gen_cell *Cv, int nvar, unsigned seed, int nx, int ny,
+                                     int nzc, int64_t i, int64_t j, int64_t k, int cc)
+{
+    const int64_t ci = i - (cc & 1), cj = j - ((cc >> 1) & 1), ck = k - ((cc >> 2) & 1);
+    if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= nzc) return NULL;
+    return Cv + gen_variant(ci, cj, ck, nvar, seed);
+}
+
+/* The local node of element e of C at cell corner cc, or -1 when e does not touch it. */
+static int gen_local(const gen_cell *C, int e, int cc)
+{
+    int p = -1;
+    for (int q = 0; q < C->nloc; q++)
+        if (C->corner[e][q] == cc) p = q;
+    return p;
+}
+
+/* Seen from the node at corner cc of a cell, the offset slot (dx+1) + 3(dy+1) + 9(dz+1) of the
+ * node at corner cq of the same cell. */
+static int gen_slot(int cc, int cq)
+{
+    const int dx = (cq & 1) - (cc & 1), dy = ((cq >> 1) & 1) - ((cc >> 1) & 1),
+              dz = ((cq >> 2) & 1) - ((cc >> 2) & 1);
+    return (dx + 1) + 3 * (dy + 1) + 9 * (dz + 1);
+}
+
+/* Whether the node at corner cq of the cell whose corner cc is a node with x index i is on the
+ * clamped face x = 0 (its column is dropped). */
+static int gen_clamped(int64_t i, int cc, int cq)
+{
+    return i - (cc & 1) + (cq & 1) == 0;
+}
+
+/* Assemble the cell's elements over an nx x ny x nz grid (nz = 1 and dim = 2 for 2D) into
+ * block CSR, clamping the nodes with i = 0. */
 static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int ny, int nz,
                         hk_bcsr *A)
 {
@@ -223,7 +258,7 @@ static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int
     const int dim = Cv->dim, bs = Cv->bs, b2 = bs * bs;
     const int64_t NX = nx + 1, NY = ny + 1, NZ = dim == 3 ? nz + 1 : 1;
     const int64_t nn = NX * NY * NZ;
-    const int ncz = dim == 3 ? 2 : 1; /* cells around a node along z */
+    const int nzc = dim == 3 ? nz : 1; /* cells along z */
     memset(A, 0, sizeof *A);
     HK_CHECK(nn < INT32_MAX, HK_ERR_ARG, "generated grid too large (%lld nodes)", (long long)nn);
     uint32_t *mask = NULL; /* per node: bit s set when offset slot s couples */
@@ -242,24 +277,13 @@ static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int
             m = 1u << 13; /* clamped: the diagonal only */
         } else {
             for (int cc = 0; cc < (1 << dim); cc++) {
-                /* the cell whose corner cc is this node */
-                const int a = cc & 1, b = (cc >> 1) & 1, c = (cc >> 2) & 1;
-                const int64_t ci = i - a, cj = j - b, ck = k - c;
-                if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
-                    continue;
-                const gen_cell *C = Cv + gen_variant(ci, cj, ck, nvar, seed);
+                const gen_cell *C = gen_node_cell(Cv, nvar, seed, nx, ny, nzc, i, j, k, cc);
+                if (!C) continue;
                 for (int e = 0; e < C->nel; e++) {
-                    int p = -1;
+                    if (gen_local(C, e, cc) < 0) continue;
                     for (int q = 0; q < C->nloc; q++)
-                        if (C->corner[e][q] == cc) p = q;
-                    if (p < 0) continue;
-                    for (int q = 0; q < C->nloc; q++) {
-                        const int cq = C->corner[e][q];
-                        const int dx = (cq & 1) - a, dy = ((cq >> 1) & 1) - b,
-                                  dz = ((cq >> 2) & 1) - c;
-                        if (ci + (cq & 1) == 0) continue; /* clamped column */
-                        m |= 1u << ((dx + 1) + 3 * (dy + 1) + 9 * (dz + 1));
-                    }
+                        if (!gen_clamped(i, cc, C->corner[e][q]))
+                            m |= 1u << gen_slot(cc, C->corner[e][q]);
                 }
             }
         }
@@ -295,23 +319,16 @@ static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int
                 buf[pos[13] * b2 + r * bs + r] = 1.0;
         } else {
             for (int cc = 0; cc < (1 << dim); cc++) {
-                const int a = cc & 1, b = (cc >> 1) & 1, c = (cc >> 2) & 1;
-                const int64_t ci = i - a, cj = j - b, ck = k - c;
-                if (ci < 0 || ci >= nx || cj < 0 || cj >= ny || ck < 0 || ck >= (ncz == 2 ? nz : 1))
-                    continue;
-                const gen_cell *C = Cv + gen_variant(ci, cj, ck, nvar, seed);
+                const gen_cell *C = gen_node_cell(Cv, nvar, seed, nx, ny, nzc, i, j, k, cc);
+                if (!C) continue;
                 for (int e = 0; e < C->nel; e++) {
-                    int p = -1;
-                    for (int q = 0; q < C->nloc; q++)
-                        if (C->corner[e][q] == cc) p = q;
+                    const int p = gen_local(C, e, cc);
                     if (p < 0) continue;
                     const double *ke = C->Ke[e];
                     for (int q = 0; q < C->nloc; q++) {
                         const int cq = C->corner[e][q];
-                        if (ci + (cq & 1) == 0) continue;
-                        const int dx = (cq & 1) - a, dy = ((cq >> 1) & 1) - b,
-                                  dz = ((cq >> 2) & 1) - c;
-                        double *blk = buf + pos[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] * b2;
+                        if (gen_clamped(i, cc, cq)) continue;
+                        double *blk = buf + pos[gen_slot(cc, cq)] * b2;
                         for (int r = 0; r < bs; r++)
                             for (int cl = 0; cl < bs; cl++)
                                 blk[r * bs + cl] += ke[(p * bs + r) * nd + q * bs + cl];
