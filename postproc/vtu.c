@@ -256,6 +256,23 @@ static int open_writer(const char *path, xmlTextWriterPtr *w)
     return 0;
 }
 
+/* The indented document and its open <VTKFile type version byte_order> element, shared by the
+ * .vtu and .pvd writers. */
+static int start_vtkfile(xmlTextWriterPtr w, const char *path, const char *type,
+                         const char *version)
+{
+    int ierr = 0;
+    XW(xmlTextWriterSetIndent(w, 1));
+    XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
+    XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
+    XW(xmlTextWriterStartElement(w, BAD_CAST "VTKFile"));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST type));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST version));
+    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "byte_order", BAD_CAST "LittleEndian"));
+fail:
+    return ierr;
+}
+
 static const char *const tensor_names[6] = {"xx", "yy", "zz", "xy", "yz", "xz"};
 
 int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
@@ -344,13 +361,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
 
     HK_TRY(hk_calloc(1, sizeof *stream, &stream));
     HK_TRY(open_writer(path, &w));
-    XW(xmlTextWriterSetIndent(w, 1));
-    XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
-    XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "VTKFile"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST "UnstructuredGrid"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST "1.0"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "byte_order", BAD_CAST "LittleEndian"));
+    HK_TRY(start_vtkfile(w, path, "UnstructuredGrid", "1.0"));
     XW(xmlTextWriterWriteAttribute(w, BAD_CAST "header_type", BAD_CAST "UInt64"));
     if (compress)
         XW(xmlTextWriterWriteAttribute(w, BAD_CAST "compressor", BAD_CAST "vtkZLibDataCompressor"));
@@ -423,13 +434,7 @@ int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
     int ierr = 0;
     xmlTextWriterPtr w;
     HK_CALL(open_writer(path, &w));
-    XW(xmlTextWriterSetIndent(w, 1));
-    XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
-    XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "VTKFile"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST "Collection"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST "0.1"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "byte_order", BAD_CAST "LittleEndian"));
+    HK_TRY(start_vtkfile(w, path, "Collection", "0.1"));
     XW(xmlTextWriterStartElement(w, BAD_CAST "Collection"));
     for (int i = 0; i < nfiles; i++) {
         HK_TRY_CHECK(vtu_files[i], HK_ERR_ARG, "hk_pvd_write '%s': file %d of the list is NULL",
