@@ -277,6 +277,16 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
             beta = gamma / gamma_old;
             denom = delta - beta * gamma / alpha;
         }
+        if (!hk_ksp_bad(gamma) && !hk_ksp_bad(denom) && (gamma <= 0 || denom <= 0)) {
+            /* Between two checks (check_every > 1) the iteration may run past convergence,
+             * where rounding alone can flip these signs: look at the residual first. */
+            double rr_now;
+            HK_TRY(be->vec_dot(r, r, &rr_now));
+            if (sqrt(rr_now) <= k->rtol * bnorm || sqrt(rr_now) <= k->atol) {
+                hk_ksp_converged(k, it - 1, sqrt(rr_now), bnorm);
+                break;
+            }
+        }
         if (inexact_pc && restarts < 20 && !hk_ksp_bad(gamma) && !hk_ksp_bad(denom) &&
             (gamma <= 0 || denom <= 0)) {
             /* restart: r = b - A x, u = M r, w = A u, beta = 0 */
