@@ -353,65 +353,51 @@ static int gen_check_grid(const char *fn, int nx, int ny, int nz)
     return 0;
 }
 
+/* The elasticity generators: nvar variants of box (simplex = 0) or simplex cells, variant v
+ * cutting its simplices along the other diagonal when v = 1, over an nx x ny x nz grid
+ * (nz = 1 in 2D). */
+static int gen_elasticity(const char *fn, int dim, int simplex, int nvar, unsigned seed, int nx,
+                          int ny, int nz, hk_bcsr *A)
+{
+    HK_CALL(gen_check_grid(fn, nx, ny, nz));
+    gen_cell *Cv = malloc((size_t)nvar * sizeof *Cv);
+    HK_CHECK(Cv, HK_ERR_MEMORY, "out of memory building the element %s",
+             nvar > 1 ? "matrices" : "matrix");
+    const double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
+    for (int v = 0; v < nvar; v++) {
+        if (simplex)
+            gen_cell_simplex(dim, h, v, &Cv[v]);
+        else
+            gen_cell_box(dim, h, &Cv[v]);
+    }
+    int ierr = gen_assemble(Cv, nvar, seed, nx, ny, nz, A);
+    free(Cv);
+    return ierr;
+}
+
 int hk_gen_elasticity2d(int nx, int ny, hk_bcsr *A)
 {
-    HK_CALL(gen_check_grid("hk_gen_elasticity2d", nx, ny, 1));
-    gen_cell *Cp = malloc(sizeof *Cp);
-    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
-    double h[3] = {1.0 / nx, 1.0 / ny, 1};
-    gen_cell_box(2, h, Cp);
-    int ierr = gen_assemble(Cp, 1, 0, nx, ny, 1, A);
-    free(Cp);
-    return ierr;
+    return gen_elasticity("hk_gen_elasticity2d", 2, 0, 1, 0, nx, ny, 1, A);
 }
 
 int hk_gen_elasticity2d_tri(int nx, int ny, hk_bcsr *A)
 {
-    HK_CALL(gen_check_grid("hk_gen_elasticity2d_tri", nx, ny, 1));
-    gen_cell *Cp = malloc(sizeof *Cp);
-    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
-    double h[3] = {1.0 / nx, 1.0 / ny, 1};
-    gen_cell_simplex(2, h, 0, Cp);
-    int ierr = gen_assemble(Cp, 1, 0, nx, ny, 1, A);
-    free(Cp);
-    return ierr;
+    return gen_elasticity("hk_gen_elasticity2d_tri", 2, 1, 1, 0, nx, ny, 1, A);
 }
 
 int hk_gen_elasticity2d_tri_random(int nx, int ny, unsigned seed, hk_bcsr *A)
 {
-    HK_CALL(gen_check_grid("hk_gen_elasticity2d_tri_random", nx, ny, 1));
-    gen_cell *Cp = malloc(2 * sizeof *Cp);
-    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrices");
-    double h[3] = {1.0 / nx, 1.0 / ny, 1};
-    gen_cell_simplex(2, h, 0, &Cp[0]);
-    gen_cell_simplex(2, h, 1, &Cp[1]);
-    int ierr = gen_assemble(Cp, 2, seed, nx, ny, 1, A);
-    free(Cp);
-    return ierr;
+    return gen_elasticity("hk_gen_elasticity2d_tri_random", 2, 1, 2, seed, nx, ny, 1, A);
 }
 
 int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A)
 {
-    HK_CALL(gen_check_grid("hk_gen_elasticity3d", nx, ny, nz));
-    gen_cell *Cp = malloc(sizeof *Cp);
-    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
-    double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
-    gen_cell_box(3, h, Cp);
-    int ierr = gen_assemble(Cp, 1, 0, nx, ny, nz, A);
-    free(Cp);
-    return ierr;
+    return gen_elasticity("hk_gen_elasticity3d", 3, 0, 1, 0, nx, ny, nz, A);
 }
 
 int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A)
 {
-    HK_CALL(gen_check_grid("hk_gen_elasticity3d_tet", nx, ny, nz));
-    gen_cell *Cp = malloc(sizeof *Cp);
-    HK_CHECK(Cp, HK_ERR_MEMORY, "out of memory building the element matrix");
-    double h[3] = {1.0 / nx, 1.0 / ny, 1.0 / nz};
-    gen_cell_simplex(3, h, 0, Cp);
-    int ierr = gen_assemble(Cp, 1, 0, nx, ny, nz, A);
-    free(Cp);
-    return ierr;
+    return gen_elasticity("hk_gen_elasticity3d_tet", 3, 1, 1, 0, nx, ny, nz, A);
 }
 
 /* Scalar n x n grid operator with 5-point stencil weights (centre, west, east, south, north);
