@@ -171,13 +171,13 @@ int64_t hk_mesh_fix_orientation(hk_mesh *m)
     return nflip;
 }
 
-int hk_mesh_orient_facets(hk_mesh *m)
+int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx)
 {
     int ierr = 0;
-    int64_t *cptr = NULL, *cidx = NULL, nn = m->nnodes;
     const hk_elems *c = &m->cells;
-    int64_t tot = c->n ? c->ptr[c->n] : 0;
-    /* node -> cells (CSR) */
+    const int64_t nn = m->nnodes, tot = c->n ? c->ptr[c->n] : 0;
+    int64_t *cptr = NULL, *cidx = NULL;
+    *ptr = *idx = NULL;
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *cptr, &cptr));
     HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
     for (int64_t k = 0; k < tot; k++)
@@ -190,7 +190,21 @@ int hk_mesh_orient_facets(hk_mesh *m)
     for (int64_t i = nn; i > 0; i--)
         cptr[i] = cptr[i - 1];
     cptr[0] = 0;
+    *ptr = cptr;
+    *idx = cidx;
+    return 0;
+fail:
+    free(cptr);
+    free(cidx);
+    return ierr;
+}
 
+int hk_mesh_orient_facets(hk_mesh *m)
+{
+    int ierr = 0;
+    int64_t *cptr = NULL, *cidx = NULL;
+    const hk_elems *c = &m->cells;
+    HK_TRY(hk_mesh_node_cells(m, &cptr, &cidx));
     for (int g = 0; g < m->nboundaries; g++) {
         hk_elems *f = &m->boundaries[g].elems;
         if (m->boundaries[g].dim != m->dim - 1) continue;

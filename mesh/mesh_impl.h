@@ -34,6 +34,9 @@ int hk_group_collect_nodes(hk_group *g, int64_t nnodes_total);
 double hk_elem_jacobian_sign(const hk_elems *es, int64_t e, const double *coords, int mdim);
 /* Flip cells with negative Jacobian (in place). Returns the number flipped. */
 int64_t hk_mesh_fix_orientation(hk_mesh *m);
+/* Node -> cells adjacency (CSR): the cells of node i, in increasing order, are
+ * idx[ptr[i] .. ptr[i+1]); the caller frees both (nothing to free on failure). */
+int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx);
 /* Orient facets of the boundary groups (dimension dim-1) with the normal pointing out of an
  * adjacent cell. */
 int hk_mesh_orient_facets(hk_mesh *m);

@@ -13,24 +13,13 @@ static int build_graph(const hk_mesh *m, graph *g)
 {
     int ierr = 0;
     const hk_elems *c = &m->cells;
-    int64_t n = m->nnodes, tot = c->n ? c->ptr[c->n] : 0;
+    const int64_t n = m->nnodes;
     int64_t *cptr = NULL, *cidx = NULL;
     int32_t *mark = NULL;
     g->n = n;
-    HK_TRY(hk_calloc((size_t)n + 1, sizeof *cptr, &cptr));
-    HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
+    HK_TRY(hk_mesh_node_cells(m, &cptr, &cidx));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *mark, &mark));
     HK_TRY(hk_calloc((size_t)n + 1, sizeof *g->ptr, &g->ptr));
-    for (int64_t k = 0; k < tot; k++)
-        cptr[c->nodes[k] + 1]++;
-    for (int64_t i = 0; i < n; i++)
-        cptr[i + 1] += cptr[i];
-    for (int64_t e = 0; e < c->n; e++)
-        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++)
-            cidx[cptr[c->nodes[k]]++] = e;
-    for (int64_t i = n; i > 0; i--)
-        cptr[i] = cptr[i - 1];
-    cptr[0] = 0;
     /* two passes: count, then fill */
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t i = 0; i < n; i++)
