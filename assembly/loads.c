@@ -69,6 +69,26 @@ static int cell_has(const hk_mesh *m, int64_t e, int32_t v)
     return 0;
 }
 
+/* Geometric normal of the facet with reference r and nodes fn, from its shape-function
+ * derivatives dN at one point: the tangents' cross product (a line's tangent turned by -90
+ * degrees in 2D). Its length is the length/area element there. */
+static void facet_normal(const hk_mesh *m, const hk_elref *fr, const int32_t *fn,
+                         const double dN[][3], double nrm[3])
+{
+    double t[2][3] = {{0}};
+    for (int a = 0; a < fr->nnodes; a++)
+        for (int k = 0; k < fr->dim; k++)
+            for (int i = 0; i < 3; i++)
+                t[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
+    if (fr->dim == 1) {
+        nrm[0] = t[0][1], nrm[1] = -t[0][0], nrm[2] = 0;
+    } else {
+        nrm[0] = t[0][1] * t[1][2] - t[0][2] * t[1][1];
+        nrm[1] = t[0][2] * t[1][0] - t[0][0] * t[1][2];
+        nrm[2] = t[0][0] * t[1][1] - t[0][1] * t[1][0];
+    }
+}
+
 /* Sign (+1/-1) that turns the facet's geometric normal outward, from the cells that hold all
  * of the facet's corners. Errors: the facet is on no cell, or (pressure) between two. */
 static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const hk_elref *fr,
@@ -107,20 +127,10 @@ static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
         for (int i = 0; i < 3; i++)
             fc[i] += m->coords[3 * (size_t)fn[a] + i] / fr->ncorners;
     /* geometric normal at the facet's reference centroid */
-    double xi[3] = {0, 0, 0}, dN[HK_EL_MAXN][3], t[2][3] = {{0}}, nrm[3];
+    double xi[3] = {0, 0, 0}, dN[HK_EL_MAXN][3], nrm[3];
     if (fr->simplex) xi[0] = xi[1] = 1.0 / 3;
     hk_el_shape(fr->type, xi, NULL, dN);
-    for (int a = 0; a < fr->nnodes; a++)
-        for (int k = 0; k < fr->dim; k++)
-            for (int i = 0; i < 3; i++)
-                t[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
-    if (fr->dim == 1) {
-        nrm[0] = t[0][1], nrm[1] = -t[0][0], nrm[2] = 0;
-    } else {
-        nrm[0] = t[0][1] * t[1][2] - t[0][2] * t[1][1];
-        nrm[1] = t[0][2] * t[1][0] - t[0][0] * t[1][2];
-        nrm[2] = t[0][0] * t[1][1] - t[0][1] * t[1][0];
-    }
+    facet_normal(m, fr, fn, dN, nrm);
     double dot = 0;
     for (int i = 0; i < 3; i++)
         dot += nrm[i] * (fc[i] - cc[i]);
@@ -170,19 +180,9 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
         double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
         hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
         for (int q = 0; q < nq; q++) {
-            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], tg[2][3] = {{0}}, nrm[3];
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3];
             hk_el_shape((hk_eltype)t, qp[q], N, dN);
-            for (int a = 0; a < fr->nnodes; a++)
-                for (int k = 0; k < fr->dim; k++)
-                    for (int i = 0; i < 3; i++)
-                        tg[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
-            if (fr->dim == 1) {
-                nrm[0] = tg[0][1], nrm[1] = -tg[0][0], nrm[2] = 0;
-            } else {
-                nrm[0] = tg[0][1] * tg[1][2] - tg[0][2] * tg[1][1];
-                nrm[1] = tg[0][2] * tg[1][0] - tg[0][0] * tg[1][2];
-                nrm[2] = tg[0][0] * tg[1][1] - tg[0][1] * tg[1][0];
-            }
+            facet_normal(m, fr, fn, dN, nrm);
             /* |nrm| is the length/area element; nrm itself the area-weighted normal */
             double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
             HK_CHECK(dA > 0, HK_ERR_MODEL,
