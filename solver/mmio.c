@@ -389,8 +389,23 @@ int hk_mm_read_vector(const char *path, int64_t *n, double **x)
                       "the array has %lld columns; a vector must have exactly one column", N);
         goto fail;
     }
-    HK_TRY(hk_malloc((size_t)(M ? M : 1) * sizeof *v, &v));
+    if (M >= INT32_MAX) {
+        ierr = MM_ERR(&rd, rd.lineno,
+                      "%lld rows is out of range (at most 2^31-1); fix the size line", M);
+        goto fail;
+    }
+    /* grow as values arrive, so that a wrong size in a truncated file is reported as such
+     * rather than as a failed allocation */
+    long long cap = M < (1 << 16) ? (M ? M : 1) : (1 << 16);
+    HK_TRY(hk_malloc((size_t)cap * sizeof *v, &v));
     for (long long k = 0; k < M; k++) {
+        if (k == cap) {
+            cap = 2 * cap < M ? 2 * cap : M;
+            double *grown = realloc(v, (size_t)cap * sizeof *v);
+            HK_TRY_CHECK(grown, HK_ERR_MEMORY, "out of host memory reading %s (%lld values so far)",
+                         path, k);
+            v = grown;
+        }
         if (!mm_next_data(&rd)) {
             ierr = MM_ERR(&rd, rd.lineno + 1,
                           "the file ends after %lld of the %lld values announced on line %ld; "

@@ -124,6 +124,14 @@ static void test_malformed(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "/nonexistent/x.mtx"));
 }
 
+/* Regression (fuzzing): a vector size near 2^61 wrapped the allocation to 8 bytes and the
+ * values overflowed it; a large size with few values must report truncation, not memory. */
+static void test_vector_sizes(void)
+{
+    expect_bad("bad_vec_huge.mtx", 2, "out of range", 1);
+    expect_bad("bad_vec_count.mtx", 5, "after 2 of the 900000000 values", 1);
+}
+
 static void test_roundtrip(void)
 {
     char path[256], vpath[256];
@@ -193,5 +201,6 @@ HK_SUITE(mmio, {"read coordinate real general", test_read_general},
          {"read symmetric (expanded), pattern, integer", test_read_symmetric_pattern_integer},
          {"read Windows line endings", test_read_crlf}, {"read array vector", test_read_vector},
          {"malformed files rejected with FILE:LINE", test_malformed},
+         {"huge or wrong vector sizes rejected, no overflow", test_vector_sizes},
          {"write/read round trip, matrices and vectors", test_roundtrip},
          {"group scalar matrix into blocks", test_to_blocks})
