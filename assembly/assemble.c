@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 
 #include "assembly_impl.h"
+#include "mesh_impl.h" /* mesh/: hk_mesh_node_cells */
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -115,27 +116,9 @@ static int check_problem(const hk_problem *p)
 
 static int node_cells(const hk_mesh *m, hk_adj *a)
 {
-    int ierr;
-    const int64_t nn = m->nnodes, nc = m->cells.n;
     memset(a, 0, sizeof *a);
-    a->n = nn;
-    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *a->ptr, &a->ptr));
-    for (int64_t k = 0; k < m->cells.ptr[nc]; k++)
-        a->ptr[m->cells.nodes[k] + 1]++;
-    for (int64_t i = 0; i < nn; i++)
-        a->ptr[i + 1] += a->ptr[i];
-    HK_TRY(hk_malloc((size_t)a->ptr[nn] * sizeof *a->idx + 1, &a->idx));
-    int64_t *pos;
-    HK_TRY(hk_malloc((size_t)nn * sizeof *pos + 1, &pos));
-    memcpy(pos, a->ptr, (size_t)nn * sizeof *pos);
-    for (int64_t e = 0; e < nc; e++)
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
-            a->idx[pos[m->cells.nodes[k]]++] = e;
-    free(pos);
-    return 0;
-fail:
-    hk_adj_free(a);
-    return ierr;
+    a->n = m->nnodes;
+    return hk_mesh_node_cells(m, &a->ptr, &a->idx);
 }
 
 /* The value array of K: 2 MiB aligned and marked for transparent huge pages where the system
