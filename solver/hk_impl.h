@@ -303,6 +303,7 @@ typedef struct hk_ksp_type {
     const char *summary;
     int needs_symmetric; /* CG family */
     int flexible;        /* tolerates a variable preconditioner */
+    int pipelined;       /* scalars stay on the backend between checks (check_every pays) */
     int (*solve)(hk_ksp *k, const hk_vec *b, hk_vec *x);
 } hk_ksp_type;
 

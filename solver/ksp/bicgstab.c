@@ -177,4 +177,5 @@ const hk_ksp_type hk_ksp_pipebicgstab = {.name = "pipebicgstab",
                                                     "(ViennaCL Alg. 4) (nonsymmetric)",
                                          .needs_symmetric = 0,
                                          .flexible = 0,
+                                         .pipelined = 1,
                                          .solve = pipebicgstab_solve};

@@ -351,6 +351,7 @@ const hk_ksp_type hk_ksp_pipecg = {.name = "pipecg",
                                               "Ghysels-Vanroose with other pcs) (SPD)",
                                    .needs_symmetric = 1,
                                    .flexible = 0,
+                                   .pipelined = 1,
                                    .solve = pipecg_solve};
 
 /* ---- fcg: flexible CG (Notay), truncation 1 ---------------------------------------------

@@ -321,4 +321,5 @@ const hk_ksp_type hk_ksp_pipegmres = {.name = "pipegmres",
                                                  "Gram-Schmidt (ViennaCL Alg. 6)",
                                       .needs_symmetric = 0,
                                       .flexible = 0,
+                                      .pipelined = 1,
                                       .solve = pipegmres_solve};

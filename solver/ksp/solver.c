@@ -24,7 +24,8 @@ static const char *const precisions[] = {"double", "mixed", NULL};
 
 #define HK_SOLVER_KEYS                                                                             \
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
-    "check_every, graphs, stagnation, inner.method, inner.tol, inner.maxit, format.slice, format.sigma, format.tpr"
+    "check_every, graphs, stagnation, inner.method, inner.tol, inner.maxit, format.slice, "        \
+    "format.sigma, format.tpr"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -128,9 +129,10 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     HK_TRY(hk_options_get_int(o, "restart", &restart));
     HK_TRY(hk_options_get_int(o, "history", &history));
     HK_TRY(hk_options_get_int(o, "monitor", &monitor));
-    /* check_every default: 1 on the CPU, where a check is free; on a GPU every check is a
-     * device-to-host round trip that costs the pipelined methods more than an iteration
-     * of a small system, so they test every 10th (set below once the backend is known). */
+    /* check_every default: 1, except for the pipelined methods on a GPU: their scalars stay
+     * on the device, and every check is a device-to-host round trip that costs more than an
+     * iteration of a small system, so they test every 10th (set below once the backend is
+     * known). The classical methods read their scalars every iteration anyway. */
     const int check_every_given = hk_options_has(o, "check_every");
     HK_TRY(hk_options_get_int(o, "check_every", &check_every));
     HK_TRY(hk_options_get_int(o, "stagnation", &stagnation));
@@ -193,7 +195,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 
     /* ---- backend, matrix, preconditioner ---- */
     HK_TRY(hk_backend_get(backend, &s->be));
-    if (!check_every_given && strcmp(s->be->name, "cpu") != 0) check_every = 10;
+    if (!check_every_given && kt->pipelined && strcmp(s->be->name, "cpu") != 0) check_every = 10;
     if (fmtname) {
         HK_TRY(hk_format_from_name(fmtname, &s->fmt));
     } else {
@@ -378,8 +380,8 @@ void hk_solver_print_help(FILE *f)
                "  restart=30              GMRES restart length m\n"
                "  check_every=1|10        test the residual every N iterations (pipelined "
                "methods read\n"
-               "                          their backend scalars only then; default 10 on "
-               "cuda, 1 on cpu)\n"
+               "                          their backend scalars only then; default 10 for "
+               "them on cuda)\n"
                "  graphs=1                cuda: record the check_every iterations of pipecg once\n"
                "                          and replay them as one CUDA graph (0: launch each op)\n"
                "  stagnation=2000         stop when the best residual has not dropped 0.1 %%\n"
