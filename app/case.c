@@ -879,10 +879,21 @@ static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int 
                 return 0;
             }
             *dot = 0;
+            /* the key is there but holds a value or nothing (geometry:), not a section */
+            if (fy_node_mapping_lookup_pair_by_string(cur, rest, FY_NT)) {
+                *dot = '.';
+                return hk_case_error(c, here,
+                                     "'%.*s' is a single value or empty, not a section; there "
+                                     "is no '%s' below it (give it a mapping in the case file)",
+                                     (int)(dot - path), path, dot + 1);
+            }
             struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
             struct fy_node *m = fy_node_create_mapping(x->fyd);
-            if (!k || !m || fy_node_mapping_append(cur, k, m))
+            if (!k || !m || fy_node_mapping_append(cur, k, m)) {
+                fy_node_free(k);
+                fy_node_free(m);
                 return hk_case_error(c, here, "could not add '%s'", path);
+            }
             HK_CALL(remember_set(x, k, set));
             HK_CALL(remember_set(x, m, set));
             cur = m;

@@ -191,6 +191,22 @@ static void test_set_overrides(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "key.path=value"));
 }
 
+/* Regression (fuzzing): --set below a key with no value or a scalar said "could not add" and
+ * leaked the new nodes; it must say which key is not a section. */
+static void test_set_below_value(void)
+{
+    const char *path = write_case("empty_geo.yaml", "geometry:\nanalysis: 3d\ntitle: t\n");
+    const char *sets[] = {"geometry.generate.element=tet10"};
+    hk_case c;
+    CU_ASSERT_EQUAL(hk_case_load(path, 1, sets, &c), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "--set geometry.generate.element=tet10: "
+                                                      "'geometry' is a single value or empty"));
+    const char *sets2[] = {"title.x.y=1"};
+    CU_ASSERT_EQUAL(hk_case_load(path, 1, sets2, &c), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'title' is a single value or empty, not "
+                                                      "a section; there is no 'x.y' below it"));
+}
+
 /* One bad input per row: the file, and what the message must contain. */
 typedef struct bad_case {
     const char *yaml;
@@ -348,5 +364,6 @@ static void test_bind_errors(void)
 HK_SUITE(case, {"a full case file parses to the right values", test_full_case},
          {"geometry file relative to the case, defaults", test_file_geometry_and_defaults},
          {"--set overrides every kind of key and names itself in errors", test_set_overrides},
+         {"--set below a key without a section is named, no leak", test_set_below_value},
          {"every kind of bad input: file:line:col and a hint", test_bad_inputs},
          {"binding to a mesh names missing boundaries and regions", test_bind_errors})
