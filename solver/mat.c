@@ -42,6 +42,9 @@ int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_prec
     }
     HK_CHECK(slice >= 1 && slice <= 1024, HK_ERR_OPTION,
              "option format.slice=%d is out of range; use 1..1024 (default 32)", slice);
+    HK_CHECK(sigma >= 0, HK_ERR_OPTION,
+             "option format.sigma=%d must be 0 (sort the whole matrix) or a window of rows",
+             sigma);
     HK_CHECK(tpr >= 0 && tpr <= 32 && (tpr & (tpr - 1)) == 0, HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", tpr);
     HK_CALL(hk_calloc(1, sizeof *A, &A));

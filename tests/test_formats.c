@@ -392,6 +392,27 @@ static int max_row_blocks(const hk_bcsr *K)
     return (int)m;
 }
 
+/* Regression (fuzzing): a negative format.sigma was taken silently as "whole matrix". */
+static void test_format_option_ranges(void)
+{
+    const hk_backend *cpu;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    hk_bcsr K;
+    hk_mat *A = NULL;
+    hk_options *o = NULL;
+    make_staircase(1, &K);
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "format.sigma=-1"));
+    CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "option format.sigma=-1 must be 0"));
+    CU_ASSERT_PTR_NULL(A);
+    HK_ASSERT_OK(hk_options_parse(o, "format.sigma=4"));
+    HK_ASSERT_OK(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A));
+    hk_mat_destroy(A);
+    hk_options_destroy(o);
+    hk_bcsr_free(&K);
+}
+
 static void test_gen_elasticity(void)
 {
     const double E = 1, nu = 0.3;
@@ -687,6 +708,7 @@ HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices"
          {"padding factors and layouts counted by hand", test_padding},
          {"padding of SBELL <= BELL on hexes", test_padding_fem},
          {"format errors: cusparse on cpu, bad column index", test_format_errors},
+         {"format options out of range are errors", test_format_option_ranges},
          {"elasticity generators: symmetry, stencil, exact strain energy", test_gen_elasticity},
          {"elasticity generator: rigid-body motion is force-free", test_gen_rigid_body},
          {"elasticity generator gives the same digits for 1 and 3 threads",
