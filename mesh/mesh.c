@@ -506,6 +506,10 @@ static int generate(int dim, const double *L, const int *n, hk_eltype t, hk_mesh
     g.order = hk_eltype_get(t)->order;
     for (int a = 0; a < 3; a++)
         g.N[a] = a < dim ? (int64_t)g.order * n[a] + 1 : 1;
+    /* up front: the per-node check in push_mapped fires only after billions of cells */
+    HK_TRY_CHECK((double)g.N[0] * (double)g.N[1] * (double)g.N[2] <= (double)INT32_MAX,
+                 HK_ERR_ARG,
+                 "generated mesh is too large (more than 2^31 grid points); use fewer cells");
     HK_TRY(gen_cells(&g, t, n));
     hk_eltype ft = facet_type(t);
     for (int s = 0; s < 2 * dim; s++)

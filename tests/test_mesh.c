@@ -425,6 +425,18 @@ static void test_generator_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "along z"));
 }
 
+/* Regression (fuzzing): cells: [3000, 3000, 3000] ran for minutes and filled memory before the
+ * per-node 2^31 check fired; the grid size is now checked before any cell is made. */
+static void test_generator_too_large(void)
+{
+    hk_mesh m;
+    CU_ASSERT_EQUAL(hk_mesh_box(1, 1, 1, 2000, 2000, 1000, HK_EL_HEX8, &m), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "more than 2^31 grid points"));
+    CU_ASSERT_EQUAL(hk_mesh_box(1, 1, 1, 1 << 20, 1 << 20, 1 << 20, HK_EL_HEX27, &m), HK_ERR_ARG);
+    CU_ASSERT_EQUAL(hk_mesh_rectangle(1, 1, 1 << 20, 1 << 20, HK_EL_QUAD9, &m), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "more than 2^31 grid points"));
+}
+
 /* ---- RCM --------------------------------------------------------------------------------- */
 
 static int64_t bandwidth(const hk_mesh *m)
@@ -841,6 +853,7 @@ HK_SUITE(mesh, {"element table: Gmsh/VTK numbers, names, sizes", test_eltype_tab
          {"box in tet4/10, hex8/20/27: counts, orientation, groups", test_box_all_types},
          {"box tetrahedra are conforming", test_box_tets_conforming},
          {"generators reject bad sizes and types", test_generator_errors},
+         {"generators reject grids over 2^31 points at once", test_generator_too_large},
          {"RCM reduces bandwidth and keeps the geometry", test_rcm},
 #ifdef HOOKE_HAVE_GMSH
          {"load .msh 2.2 and 4.1, linear and quadratic", test_load_msh22_msh41},
