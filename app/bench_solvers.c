@@ -10,6 +10,9 @@
 
 #include "bench.h"
 #include "hk_impl.h"
+#ifdef HOOKE_HAVE_CUDA
+#include "../cuda/hk_cuda.h"
+#endif
 
 typedef struct sv_row {
     const char *method;
@@ -206,10 +209,29 @@ int hk_bench_solvers(int argc, char **argv)
     printf("## hooke bench solvers: 3D hex8 elasticity, %d^3 elements, %lld DOFs, tol 1e-8\n\n",
            elements, (long long)n);
     hk_backend_describe(be, stdout);
+    /* The baseline per iteration: classical CG from cuSPARSE CSR SpMV + cuBLAS with host
+     * scalars, as a user would write it (ANCHORS.md), on the same matrix in the same run. */
+    double base_ms = 0;
+#ifdef HOOKE_HAVE_CUDA
+    if (strcmp(bname, "cuda") == 0) {
+        hk_cuda_cg_timing bt;
+        if (hk_cuda_baseline_cg(&K, 200, &bt) == 0) {
+            base_ms = bt.ms_per_iter;
+            printf("\nbaseline: classical CG, cuSPARSE CSR SpMV + cuBLAS dot/axpy, host scalars: "
+                   "%.4f ms/iteration (200 iterations, same matrix, same run); 'vs base' = that "
+                   "time / this method's ms/iteration\n",
+                   base_ms);
+        } else {
+            printf("\nbaseline CG failed: %s\n", hk_error_message());
+            hk_error_clear();
+        }
+    }
+#endif
     printf("\n| method | pc | precision | iterations | setup ms | time to 1e-8 ms | ms/iteration "
-           "| true residual | reason |%s\n",
+           "|%s true residual | reason |%s\n",
+           base_ms > 0 ? " vs base |" : "",
            with_cpu ? " cpu iterations | cpu ms | cpu ms/iteration | speedup |" : "");
-    printf("|---|---|---|---:|---:|---:|---:|---:|---|%s\n",
+    printf("|---|---|---|---:|---:|---:|---:|%s---:|---|%s\n", base_ms > 0 ? "---:|" : "",
            with_cpu ? "---:|---:|---:|---:|" : "");
     for (int m = 0; m < nm; m++)
         for (int p = 0; p <= ndeg; p++)
@@ -232,16 +254,19 @@ int hk_bench_solvers(int argc, char **argv)
                     snprintf(opts + len, sizeof opts - len, " pc.poly.degree=%d", degrees[p - 1]);
                 }
                 if (run_one(&K, bname, opts, reps, b, x, row, 0)) {
-                    printf("| %s | %s | %s | – | – | – | – | – | %s |\n", row->method, row->pc,
-                           row->precision, hk_error_message());
+                    printf("| %s | %s | %s | – | – | – | – |%s – | %s |\n", row->method,
+                           row->pc, row->precision, base_ms > 0 ? " – |" : "",
+                           hk_error_message());
                     continue;
                 }
                 row->cpu_solve_ms = row->cpu_ms_per_iter = NAN;
                 if (with_cpu && run_one(&K, "cpu", opts, reps, b, x, row, 1))
                     row->cpu_solve_ms = NAN;
-                printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f | %.1e | %s |", row->method,
-                       row->pc, row->precision, row->iterations, row->setup_ms, row->solve_ms,
-                       row->ms_per_iter, row->true_res, hk_reason_name(row->reason));
+                printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f |", row->method, row->pc,
+                       row->precision, row->iterations, row->setup_ms, row->solve_ms,
+                       row->ms_per_iter);
+                if (base_ms > 0) printf(" %.2fx |", base_ms / row->ms_per_iter);
+                printf(" %.1e | %s |", row->true_res, hk_reason_name(row->reason));
                 if (with_cpu)
                     printf(" %d | %.2f | %.4f | %.1fx |", row->cpu_iterations, row->cpu_solve_ms,
                            row->cpu_ms_per_iter, row->cpu_solve_ms / row->solve_ms);
@@ -257,6 +282,7 @@ int hk_bench_solvers(int argc, char **argv)
         hk_json_int(&j, "elements", elements);
         hk_json_int(&j, "dofs", n);
         hk_json_number(&j, "tol", 1e-8);
+        hk_json_number(&j, "baseline_cg_ms_per_iteration", base_ms);
         hk_json_begin_array(&j, "solves");
         for (int i = 0; i < nrows; i++) {
             const sv_row *r = &rows[i];
