@@ -72,6 +72,14 @@ static hk_case_loc node_loc(ctx *x, struct fy_node *n)
             q = fy_node_sequence_iterate(q, &it);
         }
     }
+    /* an empty list or mapping has no token: point at its key in the enclosing mapping */
+    struct fy_node *par = n ? fy_node_get_parent(n) : NULL;
+    if (!loc.line && par && fy_node_get_type(par) == FYNT_MAPPING) {
+        void *it = NULL;
+        for (struct fy_node_pair *pr; (pr = fy_node_mapping_iterate(par, &it));)
+            if (fy_node_pair_value(pr) == n) return node_loc(x, fy_node_pair_key(pr));
+    }
+    if (!loc.line && par) return node_loc(x, par);
     return loc;
 }
 

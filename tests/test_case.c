@@ -270,6 +270,10 @@ static const bad_case bad_cases[] = {
      {"bad.yaml:5:33:", "unknown output field 'vonmises'", "did you mean 'von_mises'"}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {file: result.vtk}\n",
      {"bad.yaml:5:16:", "must end in .vtu", NULL}},
+    /* regression (fuzzing): an empty list or mapping has no token; the message had no line */
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "title: []\n", {"bad.yaml:5:1:", "title must be one line", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "loads: [{force: {boundary: {}, value: [1, 0]}}]\n",
+     {"bad.yaml:5:18:", "boundary must be a name", NULL}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "solver: [cg]\n",
      {"bad.yaml:5:1:", "solver must be a mapping", NULL}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {compress: maybe}\n",
