@@ -14,6 +14,7 @@
 // kernels write one partial per block and value into the matrix's own buffer; the grid depends
 // only on the matrix, so the sums repeat. Sums run in double in both precisions and are rounded
 // once per output entry, as on the CPU backend.
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,10 +321,32 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
 
 /* ---- upload ---------------------------------------------------------------------------- */
 
+/* The longest block row of a matrix (in blocks): its slices' or rows' widths. */
+static int64_t longest_row(const hk_fmt *F)
+{
+    int64_t mx = 0;
+    if (F->slice_width) {
+        for (int64_t s = 0; s < F->nslices; s++)
+            if (F->slice_width[s] > mx) mx = F->slice_width[s];
+    } else if (F->rowptr) {
+        for (int64_t i = 0; i < F->nbrows; i++)
+            if (F->rowptr[i + 1] - F->rowptr[i] > mx) mx = F->rowptr[i + 1] - F->rowptr[i];
+    } else {
+        mx = F->width;
+    }
+    return mx;
+}
+
 /* Threads per block row when A->tpr is 0: enough threads to fill the device for small
  * systems (ANCHORS.md: one thread per block row leaves an H200 idle at 24k DOFs), one thread
- * per block row once the block rows alone fill it; never more lanes than blocks in a row. */
-static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row)
+ * per block row once the block rows alone fill it; never more lanes than blocks in a row.
+ * Matrices with a long tail of row lengths want four times the threads, so the slices of
+ * the longest rows do not run alone at the end: measured on the H200 (bench spmv, SBELL
+ * fp64), an unstructured Gmsh tet10 bracket (197k block rows, mean 25 blocks a row, longest
+ * 115) ran 219 us with 1 lane per block row, 149 with 2 and 129 with 4 (cuSPARSE CSR 194),
+ * while the structured matrices (longest row within 10 % of the mean) lose 3-35 % with more
+ * lanes. */
+static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row, int64_t longest)
 {
     int tpr = 1;
     if (fmt == HK_FMT_CSR) {
@@ -332,11 +355,8 @@ static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row)
             tpr *= 2;
         return tpr;
     }
-    /* Threads to keep enough loads in flight: measured on the H200 (bench spmv, SBELL fp64),
-     * an unstructured Gmsh tet10 mesh with 197k block rows ran 219 us with 1 lane per block
-     * row, 149 with 2 and 129 with 4 (cuSPARSE CSR 194); the structured 343k-block-row hex
-     * matrix is equal with 1 or 2 lanes (176 / 178 us). So: about 4 threads per SM slot. */
-    const int64_t target = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024 * 4;
+    const int factor = (double)longest > 2.5 * per_row ? 4 : 1;
+    const int64_t target = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024 * factor;
     while (tpr < 8 && nbrows * tpr < target && tpr * 2 <= per_row)
         tpr *= 2;
     return tpr;
@@ -449,7 +469,9 @@ int hk_cu_mat_upload(hk_mat *A)
         m->S = F->slice;
         HK_TRY_CHECK(m->S >= 1, HK_ERR_ARG, "cuda backend: slice height %lld", (long long)m->S);
     }
-    m->tpr = A->tpr > 0 ? A->tpr : auto_tpr(fmt, nbrows, nbrows ? (double)nslots / nbrows : 0);
+    m->tpr = A->tpr > 0 ? A->tpr
+                        : auto_tpr(fmt, nbrows, nbrows ? (double)F->nnz / ((double)bs * bs) / nbrows : 0,
+                                   longest_row(F));
     HK_TRY_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
                  "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {
