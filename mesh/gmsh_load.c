@@ -5,7 +5,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "mesh_impl.h"
 
@@ -33,6 +35,41 @@ static int file_kind(const char *path)
 }
 
 #ifdef HOOKE_HAVE_GMSH
+
+/* Gmsh 4.8 dereferences NULL on some malformed files (a .msh whose node count is '3e9'). A
+ * crash inside Gmsh cannot be recovered from, but it can end with one sentence instead of a
+ * bare "Segmentation fault": these handlers are installed only while Gmsh runs. */
+static char crash_msg[768];
+static struct sigaction crash_old[2];
+static const int crash_sigs[2] = {SIGSEGV, SIGBUS};
+
+static void gmsh_crashed(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, crash_msg, strlen(crash_msg));
+    (void)w;
+    _exit(1);
+}
+
+static void crash_guard_on(const char *path)
+{
+    snprintf(crash_msg, sizeof crash_msg,
+             "hooke: Gmsh crashed reading '%s'; the file is malformed (open it in Gmsh to see "
+             "where, or export it again)\n",
+             path);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = gmsh_crashed;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        sigaction(crash_sigs[i], &sa, &crash_old[i]);
+}
+
+static void crash_guard_off(void)
+{
+    for (int i = 0; i < 2; i++)
+        sigaction(crash_sigs[i], &crash_old[i], NULL);
+}
 
 /* Gmsh's last error message ("" if none). */
 static const char *gmsh_last_error(void)
@@ -230,6 +267,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, &gerr_));
 #endif
     initialized = 1;
+    crash_guard_on(path);
     HK_TRY(set_option(path, "General.Terminal", NULL, opt->verbose ? 1 : 0));
     HK_TRY(set_option(path, "General.Verbosity", NULL, opt->verbose ? 5 : 1));
     GMSH_TRY(HK_ERR_PARSE, "read", gmshOpen(path, &gerr_));
@@ -449,6 +487,7 @@ fail:
     if (initialized) {
         int gerr = 0;
         gmshFinalize(&gerr);
+        crash_guard_off();
     }
     omp_set_num_threads(threads); /* newer Gmsh sets the OpenMP thread count */
     gmshFree(pg);

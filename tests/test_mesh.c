@@ -4,6 +4,8 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "hooke/fem.h"
 #include "test_util.h"
@@ -807,6 +809,40 @@ static void test_load_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "z = 0"));
 }
 
+/* Regression (fuzzing): a .msh 2.2 whose node count reads '3e9' makes Gmsh 4.8 dereference
+ * NULL; Hooke must end with one sentence naming the file, not a bare segmentation fault (or
+ * return an error, with a Gmsh that copes). Run in a child, since the guard exits. */
+static void test_load_gmsh_crash(void)
+{
+    char errpath[512];
+    snprintf(errpath, sizeof errpath, "%s/gmsh_crash.err", hk_test_tmpdir());
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(errpath, "w", stderr)) _exit(4);
+        hk_mesh m;
+        int err = hk_mesh_load(hk_test_path("tests/data/mesh/crash_count_v22.msh"), NULL, &m);
+        if (!err) hk_mesh_free(&m);
+        _exit(err ? 3 : 0);
+    }
+    int st = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+    CU_ASSERT(WIFEXITED(st));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 1) {
+        char buf[1024] = {0};
+        FILE *f = fopen(errpath, "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        size_t nr = fread(buf, 1, sizeof buf - 1, f);
+        (void)nr;
+        fclose(f);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "Gmsh crashed reading"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "crash_count_v22.msh"));
+    } else {
+        CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    }
+}
+
 static void test_load_no_physical_groups(void)
 {
     hk_mesh m;
@@ -864,6 +900,7 @@ HK_SUITE(mesh, {"element table: Gmsh/VTK numbers, names, sizes", test_eltype_tab
          {"load with RCM renumbering", test_load_renumber},
          {"clockwise cells and inward facets are reoriented", test_load_orientation},
          {"bad inputs give clear errors", test_load_errors},
+         {"a file that crashes Gmsh ends with one sentence", test_load_gmsh_crash},
          {"no physical groups: one region 'domain'", test_load_no_physical_groups},
          {"cells outside the physical regions are dropped", test_load_partial}
 #else
