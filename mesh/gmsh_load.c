@@ -425,6 +425,12 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     for (size_t i = 0; i < nntag; i++)
         if (newid[i] >= 0) {
             memcpy(m->coords + 3 * (int64_t)newid[i], coord + 3 * i, 3 * sizeof(double));
+            HK_TRY_CHECK(isfinite(coord[3 * i]) && isfinite(coord[3 * i + 1]) &&
+                             isfinite(coord[3 * i + 2]),
+                         HK_ERR_PARSE,
+                         "%s: node %zu has the non-finite coordinates (%g, %g, %g); fix the node "
+                         "in the file or mesh the geometry again",
+                         path, ntag[i], coord[3 * i], coord[3 * i + 1], coord[3 * i + 2]);
             for (int a = 0; a < 3; a++)
                 if (fabs(coord[3 * i + a]) > extent) extent = fabs(coord[3 * i + a]);
             if (fabs(coord[3 * i + 2]) > zmax) zmax = fabs(coord[3 * i + 2]);

@@ -809,6 +809,18 @@ static void test_load_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "z = 0"));
 }
 
+/* Regression (fuzzing): a NaN coordinate in a .msh passed the loader and was reported by the
+ * assembly with an internal (renumbered) node index; the loader names the file's node tag. */
+static void test_load_nan_coord(void)
+{
+    hk_mesh m;
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/nan_coord_v22.msh"), NULL, &m),
+                    HK_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "nan_coord_v22.msh: node 5 has the "
+                                                      "non-finite coordinates (nan, 0, 0)"));
+    CU_ASSERT_PTR_NULL(m.coords);
+}
+
 /* Regression (fuzzing): a .msh 2.2 whose node count reads '3e9' makes Gmsh 4.8 dereference
  * NULL; Hooke must end with one sentence naming the file, not a bare segmentation fault (or
  * return an error, with a Gmsh that copes). Run in a child, since the guard exits. */
@@ -901,6 +913,7 @@ HK_SUITE(mesh, {"element table: Gmsh/VTK numbers, names, sizes", test_eltype_tab
          {"clockwise cells and inward facets are reoriented", test_load_orientation},
          {"bad inputs give clear errors", test_load_errors},
          {"a file that crashes Gmsh ends with one sentence", test_load_gmsh_crash},
+         {"a NaN node coordinate names the file and node", test_load_nan_coord},
          {"no physical groups: one region 'domain'", test_load_no_physical_groups},
          {"cells outside the physical regions are dropped", test_load_partial}
 #else
