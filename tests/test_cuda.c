@@ -391,7 +391,7 @@ static int same_S(const char *what, side *g, side *c, double tol)
     int ok = 1;
     for (int j = 0; j < HK_S_MAX; j++) {
         char w[160];
-        snprintf(w, sizeof w, "%s S[%d]", what, j);
+        snprintf(w, sizeof w, "%.140s S[%d]", what, j);
         ok &= same_val(w, sg[j], sc[j], tol);
     }
     return ok;
@@ -402,7 +402,7 @@ static int same_all(const char *what, side *g, side *c, double tol)
     int ok = same_S(what, g, c, tol);
     for (int j = 0; j < 10; j++) {
         char w[160];
-        snprintf(w, sizeof w, "%s vector %d", what, j);
+        snprintf(w, sizeof w, "%.140s vector %d", what, j);
         ok &= same_vec(w, g->v[j], c->v[j], tol);
     }
     return ok;
