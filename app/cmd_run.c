@@ -202,9 +202,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     r->t_solve = hk_time() - t - r->t_setup;
     if (r->t_solve < 0) r->t_solve = r->res.solve_seconds;
     r->converged = hk_reason_converged(r->res.reason);
-    stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s",
-          hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual,
-          r->t_setup + r->t_solve);
+    stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
+          hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual, r->t_solve,
+          r->t_setup);
 
     /* post-processing */
     t = hk_time();
