@@ -42,7 +42,12 @@ static int generate(const char *spec, hk_bcsr *A)
     const char *colon = strchr(spec, ':');
     char *end = NULL;
     long n = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || !end || *end || n < 1 || n > 100000) {
+    if (colon && end && end != colon + 1 && !*end && (n < 1 || n > 100000)) {
+        fprintf(stderr, "hooke solve: --generate '%s': N = %ld is out of range; use 1..100000\n",
+                spec, n);
+        return -1;
+    }
+    if (!colon || !end || end == colon + 1 || *end) {
         fprintf(stderr,
                 "hooke solve: --generate '%s' is not KIND:N; use e.g. elasticity3d:10, "
                 "elasticity2d:50, poisson:100 or convdiff:100\n",

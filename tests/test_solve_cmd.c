@@ -155,8 +155,28 @@ static void test_solve_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "no matrix"));
 }
 
+/* Regression (fuzzing): --generate poisson:3000000 said "is not KIND:N" although it is; a
+ * size out of range must say so. */
+static void test_solve_generate_errors(void)
+{
+    char out[8192];
+    int rc = run_solve("--generate poisson:3000000", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "N = 3000000 is out of range; use 1..100000"));
+    rc = run_solve("--generate elasticity3d:0", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "N = 0 is out of range"));
+    rc = run_solve("--generate poisson:", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not KIND:N"));
+    rc = run_solve("--generate poisson:4x", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not KIND:N"));
+}
+
 HK_SUITE(solve_cmd,
          {"hooke solve: b = A*ones, solution file, iterations", test_solve_ones_and_output},
          {"hooke solve: --rhs, --block-size, --generate", test_solve_rhs_blocks_generate},
+         {"hooke solve: --generate sizes out of range are named", test_solve_generate_errors},
          {"hooke solve: bad options, files and sizes give exit 2, no convergence 1",
           test_solve_errors})
