@@ -317,6 +317,32 @@ static void test_solver_errors_and_fields(void)
     hk_case_free(&c);
 }
 
+/* Regression (fuzzing): an unknown method quoted only its value, so the error lost its case
+ * line and its --set; it must point at the key like every other solver option. */
+static void test_unknown_method_located(void)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml, "%s/method.yaml", hk_test_tmpdir());
+    write_text(yaml, "geometry:\n  generate: {shape: rectangle, size: [4, 1], cells: [4, 1]}\n"
+                     "analysis: plane_stress\nmaterials: [{E: 1000, nu: 0.3}]\n"
+                     "supports: [{boundary: left, fix: all}]\n"
+                     "solver:\n  method: minres\n");
+    hk_case c;
+    hk_run r;
+    hk_run_opts o = {.backend = "cpu", .quiet = 1};
+    HK_ASSERT_OK(hk_case_load(yaml, 0, NULL, &c));
+    CU_ASSERT_EQUAL(hk_run_case(&c, &o, &r), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "method.yaml:7:11: unknown method=minres"));
+    hk_run_free(&r);
+    hk_case_free(&c);
+    const char *set[] = {"solver.method=x"};
+    HK_ASSERT_OK(hk_case_load(yaml, 1, set, &c));
+    CU_ASSERT_EQUAL(hk_run_case(&c, &o, &r), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "--set solver.method=x: unknown method=x"));
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
 HK_SUITE(e2e,
 #ifdef HOOKE_HAVE_GMSH
          {"cantilever tip deflection within 2% of Timoshenko", test_cantilever},
@@ -329,4 +355,5 @@ HK_SUITE(e2e,
          {"accuracy cases (need Gmsh)", test_no_gmsh},
 #endif
          {"solver option errors at their case line; output.fields", test_solver_errors_and_fields},
+         {"an unknown method is located at its key or --set", test_unknown_method_located},
          {"hooke run binary: exit codes, .vtu, JSON, messages", test_binary})

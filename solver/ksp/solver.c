@@ -140,7 +140,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
-        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown method '%s'; valid methods are %s", method, buf);
+        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown method=%s; valid methods are %s", method, buf);
     }
     const int defect = kt == &hk_ksp_defect;
     const hk_ksp_type *it_type = NULL;
