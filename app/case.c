@@ -620,24 +620,42 @@ static int read_supports(ctx *x, struct fy_node *root)
     return 0;
 }
 
-static int read_loads(ctx *x, struct fy_node *root)
+/* Gravity anywhere needs every material's density; where names the load case (or "").
+ */
+static int need_density(const hk_case *c, const double gravity[3], const char *where)
+{
+    int need_rho = 0;
+    for (int d = 0; d < 3; d++)
+        need_rho |= gravity[d] != 0;
+    for (int i = 0; need_rho && i < c->nmaterials; i++)
+        if (c->materials[i].m.rho == 0)
+            return hk_case_error(c, c->materials[i].loc,
+                                 "gravity is set%s but material '%s' has no "
+                                 "density; add density (kg/m^3 in SI)",
+                                 where, c->materials[i].m.name);
+    return 0;
+}
+
+/* One loads: list (the top level's, or a load case's) into loads/gravity/body_force. prefix
+ * names the list in messages: "loads" or "load_cases[1].loads". */
+static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, const char *prefix,
+                          int *nloads, hk_case_load_item **loads, double gravity[3],
+                          double body_force[3])
 {
     static const char *const kinds[] = {"traction", "pressure",   "force", "nodal_force",
                                         "gravity",  "body_force", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
-    hk_case *c = x->c;
-    struct fy_node *ls = lookup(root, "loads");
-    if (!ls) return 0; /* prescribed displacements alone may drive a case */
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
-        return err_at(x, key_of(root, "loads"),
-                      "loads must be a list like [{traction: {boundary: right, "
-                      "value: [0, -1e6]}}]");
+        return err_at(x, keynode,
+                      "%s must be a list like [{traction: {boundary: right, "
+                      "value: [0, -1e6]}}]",
+                      prefix);
     int n = fy_node_sequence_item_count(ls);
-    if (n) HK_CALL(hk_calloc((size_t)n, sizeof *c->loads, &c->loads));
+    if (n) HK_CALL(hk_calloc((size_t)n, sizeof **loads, loads));
     for (int i = 0; i < n; i++) {
         struct fy_node *l = fy_node_sequence_get_by_index(ls, i);
-        char what[64];
-        snprintf(what, sizeof what, "loads[%d]", i);
+        char what[96];
+        snprintf(what, sizeof what, "%s[%d]", prefix, i);
         HK_CALL(check_mapping(x, l, what, kinds));
         if (fy_node_mapping_item_count(l) != 1)
             return err_at(x, l,
@@ -650,13 +668,13 @@ static int read_loads(ctx *x, struct fy_node *root)
         if (!strcmp(kind, "gravity") || !strcmp(kind, "body_force")) {
             double g[3];
             HK_CALL(parse_vec(x, v, kind, g));
-            double *dst = kind[0] == 'g' ? c->gravity : c->body_force;
+            double *dst = kind[0] == 'g' ? gravity : body_force;
             for (int d = 0; d < 3; d++)
                 dst[d] += g[d];
             continue;
         }
-        hk_case_load_item *cl = &c->loads[c->nloads++];
-        snprintf(what, sizeof what, "loads[%d].%s", i, kind);
+        hk_case_load_item *cl = &(*loads)[(*nloads)++];
+        snprintf(what, sizeof what, "%s[%d].%s", prefix, i, kind);
         HK_CALL(check_mapping(x, v, what, keys));
         struct fy_node *b = lookup(v, "boundary"), *val = lookup(v, "value");
         if (!b || !val)
@@ -674,15 +692,80 @@ static int read_loads(ctx *x, struct fy_node *root)
             HK_CALL(parse_vec(x, val, what, cl->value));
         }
     }
-    int need_rho = 0;
-    for (int d = 0; d < 3; d++)
-        need_rho |= c->gravity[d] != 0;
-    for (int i = 0; need_rho && i < c->nmaterials; i++)
-        if (c->materials[i].m.rho == 0)
-            return hk_case_error(c, c->materials[i].loc,
-                                 "gravity is set but material '%s' has no "
-                                 "density; add density (kg/m^3 in SI)",
-                                 c->materials[i].m.name);
+    return 0;
+}
+
+static int read_loads(ctx *x, struct fy_node *root)
+{
+    hk_case *c = x->c;
+    struct fy_node *ls = lookup(root, "loads");
+    if (!ls) return 0; /* prescribed displacements alone may drive a case */
+    HK_CALL(read_load_list(x, ls, key_of(root, "loads"), "loads", &c->nloads, &c->loads,
+                           c->gravity, c->body_force));
+    return need_density(c, c->gravity, "");
+}
+
+/* load_cases: [{name: WORD, loads: [...]}, ...]: several right-hand sides over the same mesh,
+ * materials and supports; exclusive with the top-level loads. */
+static int read_load_cases(ctx *x, struct fy_node *root)
+{
+    static const char *const keys[] = {"name", "loads", NULL};
+    hk_case *c = x->c;
+    struct fy_node *lcs = lookup(root, "load_cases");
+    if (!lcs) return 0;
+    if (lookup(root, "loads")) {
+        hk_case_loc a = node_loc(x, key_of(root, "loads"));
+        char where[64] = "";
+        if (a.line > 0) snprintf(where, sizeof where, " (line %d)", a.line);
+        return err_at(x, key_of(root, "load_cases"),
+                      "a case has either loads%s or load_cases, not both; move the top-level "
+                      "loads into a load case: load_cases: [{name: NAME, loads: [...]}]",
+                      where);
+    }
+    if (fy_node_get_type(lcs) != FYNT_SEQUENCE || fy_node_sequence_item_count(lcs) == 0)
+        return err_at(x, key_of(root, "load_cases"),
+                      "load_cases must be a non-empty list like [{name: tip, loads: "
+                      "[{force: {boundary: tip, value: [0, 0, -1000]}}]}, ...]");
+    int n = fy_node_sequence_item_count(lcs);
+    HK_CALL(hk_calloc((size_t)n, sizeof *c->loadcases, &c->loadcases));
+    c->nloadcases = n;
+    for (int i = 0; i < n; i++) {
+        struct fy_node *item = fy_node_sequence_get_by_index(lcs, i), *nm, *ls;
+        hk_case_loadcase *lc = &c->loadcases[i];
+        char what[64];
+        snprintf(what, sizeof what, "load_cases[%d]", i);
+        HK_CALL(check_mapping(x, item, what, keys));
+        if (!(nm = lookup(item, "name")))
+            return err_at(x, item,
+                          "%s needs name: WORD (it names the output file <stem>-WORD.vtu)", what);
+        HK_CALL(parse_name(x, nm, "load case name", lc->name, sizeof lc->name));
+        lc->loc = node_loc(x, nm);
+        for (const char *q = lc->name; *q; q++)
+            if (!isalnum((unsigned char)*q) && *q != '_' && *q != '-' && *q != '.')
+                return err_at(x, nm,
+                              "load case name '%s' has '%c'; it becomes part of a file name, "
+                              "so use letters, digits, '_', '-' and '.' only",
+                              lc->name, *q);
+        if (lc->name[0] == '.' || lc->name[0] == '-')
+            return err_at(x, nm, "load case name '%s' must start with a letter, digit or '_'",
+                          lc->name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(c->loadcases[j].name, lc->name))
+                return err_at(x, nm,
+                              "load case name '%s' is already used by load_cases[%d]; give each "
+                              "load case its own name",
+                              lc->name, j);
+        if (!(ls = lookup(item, "loads")))
+            return err_at(x, item, "%s ('%s') needs loads: [...] (the same kinds as loads:)",
+                          what, lc->name);
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "load_cases[%d].loads", i);
+        HK_CALL(read_load_list(x, ls, key_of(item, "loads"), prefix, &lc->nloads, &lc->loads,
+                               lc->gravity, lc->body_force));
+        char where[HK_CASE_NAME + 32];
+        snprintf(where, sizeof where, " in load case '%s'", lc->name);
+        HK_CALL(need_density(c, lc->gravity, where));
+    }
     return 0;
 }
 
@@ -952,7 +1035,7 @@ static void case_names(hk_case *c, const char *path)
 int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *c)
 {
     static const char *const top[] = {"title", "geometry", "analysis", "materials", "supports",
-                                      "loads", "solver",   "output",   NULL};
+                                      "loads", "load_cases", "solver",   "output",   NULL};
     int ierr = 0;
     ctx x = {.c = c};
     struct fy_diag *diag = NULL;
@@ -1018,6 +1101,7 @@ int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *
     HK_TRY(read_materials(&x, root));
     HK_TRY(read_supports(&x, root));
     HK_TRY(read_loads(&x, root));
+    HK_TRY(read_load_cases(&x, root));
     HK_TRY(read_solver(&x, root));
     HK_TRY(read_output(&x, root));
 fail:
@@ -1038,6 +1122,9 @@ void hk_case_free(hk_case *c)
     free(c->materials);
     free(c->supports);
     free(c->loads);
+    for (int i = 0; i < c->nloadcases; i++)
+        free(c->loadcases[i].loads);
+    free(c->loadcases);
     if (c->solver) hk_options_destroy(c->solver);
     free(c->solver_keys);
     free(c->solver_loc);
@@ -1156,12 +1243,41 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     p->loads = model->loads;
     p->nsupports = c->nsupports;
     p->supports = model->supports;
+    /* load cases: check every case's boundaries now (before the solve), end bound to case 0 */
+    for (int k = c->nloadcases - 1; k >= 0; k--)
+        HK_TRY(hk_case_bind_loadcase(c, m, k, model));
     return 0;
 fail_owner:
     free(owner);
 fail:
     hk_case_model_free(model);
     return ierr;
+}
+
+int hk_case_bind_loadcase(const hk_case *c, const hk_mesh *m, int k, hk_case_model *model)
+{
+    HK_CHECK(k >= 0 && k < c->nloadcases, HK_ERR_ARG,
+             "hk_case_bind_loadcase: load case %d of %d does not exist", k, c->nloadcases);
+    const hk_case_loadcase *lc = &c->loadcases[k];
+    hk_load *loads = NULL;
+    if (lc->nloads) HK_CALL(hk_calloc((size_t)lc->nloads, sizeof *loads, &loads));
+    for (int i = 0; i < lc->nloads; i++) {
+        int ierr = find_boundary(c, m, lc->loads[i].boundary, lc->loads[i].loc, &loads[i].boundary);
+        if (ierr) {
+            free(loads);
+            return ierr;
+        }
+        loads[i].kind = lc->loads[i].kind;
+        memcpy(loads[i].value, lc->loads[i].value, sizeof loads[i].value);
+    }
+    free(model->loads);
+    model->loads = loads;
+    hk_problem *p = &model->problem;
+    p->nloads = lc->nloads;
+    p->loads = loads;
+    memcpy(p->body_force, lc->body_force, sizeof p->body_force);
+    memcpy(p->gravity, lc->gravity, sizeof p->gravity);
+    return 0;
 }
 
 void hk_case_model_free(hk_case_model *model)

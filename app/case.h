@@ -49,6 +49,15 @@ typedef struct hk_case_load_item {
     hk_case_loc loc; /* of the boundary name */
 } hk_case_load_item;
 
+/* One load case of `load_cases:`: its own loads over the shared mesh, materials and supports. */
+typedef struct hk_case_loadcase {
+    char name[HK_CASE_NAME]; /* a file-name word: <output stem>-<name>.vtu */
+    hk_case_loc loc;         /* of the name */
+    int nloads;
+    hk_case_load_item *loads;
+    double body_force[3], gravity[3];
+} hk_case_loadcase;
+
 /* Output field selection bits (output.fields). */
 enum {
     HK_FIELD_DISPLACEMENT = 1u << 0,
@@ -89,6 +98,10 @@ typedef struct hk_case {
     int nloads;
     hk_case_load_item *loads;
     double body_force[3], gravity[3];
+    /* load_cases: (exclusive with loads:). 0: the single case above. With load cases the
+     * top-level loads are empty and each case carries its own. */
+    int nloadcases;
+    hk_case_loadcase *loadcases;
 
     hk_options *solver; /* solver options by name, backend included */
     int nsolver_keys;
@@ -123,7 +136,10 @@ typedef struct hk_case_model {
     hk_support *supports;
 } hk_case_model;
 
+/* With load cases, hk_case_bind checks every case's boundaries and binds case 0;
+ * hk_case_bind_loadcase rebinds the loads (and gravity, body force) of case k. */
 int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model);
+int hk_case_bind_loadcase(const hk_case *c, const hk_mesh *m, int k, hk_case_model *model);
 void hk_case_model_free(hk_case_model *model);
 
 /* ---- the pipeline (app/cmd_run.c) ------------------------------------------------------ */
@@ -134,6 +150,17 @@ typedef struct hk_run_opts {
     int quiet;           /* no progress on log */
     FILE *log;           /* progress (stderr when NULL) */
 } hk_run_opts;
+
+/* The result of one load case (hk_run.lc). */
+typedef struct hk_run_loadcase {
+    char name[HK_CASE_NAME];
+    double *u; /* dim * nnodes */
+    hk_fields fields;
+    hk_result res;
+    int converged;
+    double t_assembly, t_solve, t_post, t_output;
+    char output[HK_CASE_PATH]; /* the .vtu hk_run_write wrote */
+} hk_run_loadcase;
 
 typedef struct hk_run {
     hk_mesh mesh;
@@ -146,13 +173,18 @@ typedef struct hk_run {
     char backend[32];
     int converged;
     double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
-    char output[HK_CASE_PATH]; /* what hk_run_write wrote */
+    char output[HK_CASE_PATH]; /* what hk_run_write wrote (the .pvd with load cases) */
+    /* With load cases (c->nloadcases > 0): one result per case, in the case file's order;
+     * u, fields and res above stay empty, sys holds K and the first case's right-hand side. */
+    int nlc;
+    hk_run_loadcase *lc;
 } hk_run;
 
 /* Mesh, assemble, solve, post-process. A solve that does not converge returns HK_ERR_NUMERIC
  * with the reason, leaving r filled (fields too) so the caller can still write the result. */
 int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
-/* Write the .vtu (path NULL: the case's output). */
+/* Write the .vtu (path NULL: the case's output). With load cases: <stem>-<case>.vtu for each
+ * case next to path and <stem>.pvd listing them, one timestep per case. */
 int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);
 void hk_run_free(hk_run *r);
 

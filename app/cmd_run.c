@@ -102,6 +102,84 @@ static int solver_option_error(const hk_case *c, int err)
     return err;
 }
 
+/* One load case k on the shared K and solver: its right-hand side (k > 0: the model rebound
+ * to the case's loads and assembled again, keeping only f and f_ext), the solve, the fields. */
+static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r, int k)
+{
+    int ierr = 0;
+    hk_run_loadcase *lc = &r->lc[k];
+    const hk_case_loadcase *cl = &c->loadcases[k];
+    hk_system sk = r->sys, tmp = {0}; /* sk: a view of sys with this case's f and f_ext */
+    double t = hk_time();
+    snprintf(lc->name, sizeof lc->name, "%s", cl->name);
+    if (k > 0) {
+        HK_TRY(hk_case_bind_loadcase(c, &r->mesh, k, &r->model));
+        HK_TRY(hk_assemble(&r->model.problem, &tmp));
+        sk.f = tmp.f;
+        sk.f_ext = tmp.f_ext;
+    }
+    lc->t_assembly = k > 0 ? hk_time() - t : 0;
+    int grav = cl->gravity[0] != 0 || cl->gravity[1] != 0 || cl->gravity[2] != 0;
+    int body = cl->body_force[0] != 0 || cl->body_force[1] != 0 || cl->body_force[2] != 0;
+    stage(L, "load case %d/%d '%s': %d load%s%s%s", k + 1, c->nloadcases, cl->name, cl->nloads,
+          cl->nloads == 1 ? "" : "s", grav ? ", gravity" : "", body ? ", body force" : "");
+    t = hk_time();
+    HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *lc->u, &lc->u));
+    HK_TRY(hk_solver_solve(s, sk.f, lc->u, &lc->res));
+    for (int64_t i = 0; i < r->sys.ndof; i++)
+        if (r->sys.fixed && r->sys.fixed[i]) lc->u[i] = r->sys.u_fixed[i];
+    lc->t_solve = hk_time() - t - lc->res.setup_seconds;
+    if (lc->t_solve < 0) lc->t_solve = lc->res.solve_seconds;
+    lc->converged = hk_reason_converged(lc->res.reason);
+    stage(L, "load case '%s': %s after %d iterations, true residual %.3e, in %.2f s", cl->name,
+          hk_reason_name(lc->res.reason), lc->res.iterations, lc->res.true_residual, lc->t_solve);
+    t = hk_time();
+    HK_TRY(hk_postproc(&r->model.problem, &sk, lc->u, &lc->fields));
+    lc->t_post = hk_time() - t;
+    r->t_assembly += lc->t_assembly;
+    r->t_setup += lc->res.setup_seconds;
+    r->t_solve += lc->t_solve;
+    r->t_post += lc->t_post;
+fail:
+    hk_system_free(&tmp);
+    return ierr;
+}
+
+/* Every load case in turn on one solver (K is the same); unconverged cases are named at the
+ * end, after every case has been solved and post-processed. */
+static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r)
+{
+    HK_CALL(hk_calloc((size_t)c->nloadcases, sizeof *r->lc, &r->lc));
+    r->nlc = c->nloadcases;
+    r->converged = 1;
+    for (int k = 0; k < c->nloadcases; k++) {
+        HK_CALL(solve_loadcase(c, L, s, r, k));
+        r->converged &= r->lc[k].converged;
+    }
+    stage(L, "postproc: strains, stresses, reactions of %d load cases in %.2f s", r->nlc,
+          r->t_post);
+    r->t_total = hk_time() - L->t0;
+    if (r->converged) return 0;
+    char names[1024] = "";
+    size_t n = 0;
+    int nbad = 0, first = -1;
+    for (int k = 0; k < r->nlc; k++)
+        if (!r->lc[k].converged && n < sizeof names) {
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s'%s'", nbad ? ", " : "",
+                                  r->lc[k].name);
+            if (first < 0) first = k;
+            nbad++;
+        }
+    const hk_result *res = &r->lc[first].res;
+    return hk_error_set(
+        HK_ERR_NUMERIC, __FILE__, __LINE__,
+        "%s: the solver stopped without converging in load case%s %s (%s after %d iterations, "
+        "relative residual %.3e); try another preconditioner (--set solver.pc=...), more "
+        "iterations (--set solver.maxit=...) or check the supports",
+        c->path, nbad == 1 ? "" : "s", names, hk_reason_name(res->reason), res->iterations,
+        res->true_residual);
+}
+
 int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
 {
     int ierr = 0;
@@ -145,10 +223,15 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     t = hk_time();
     int grav = c->gravity[0] != 0 || c->gravity[1] != 0 || c->gravity[2] != 0;
     int body = c->body_force[0] != 0 || c->body_force[1] != 0 || c->body_force[2] != 0;
-    stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s",
-          analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s", c->nsupports,
-          c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
-          grav ? ", gravity" : "", body ? ", body force" : "");
+    if (c->nloadcases)
+        stage(&L, "assembly: %s, %d material%s, %d support%s, %d load cases",
+              analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
+              c->nsupports, c->nsupports == 1 ? "" : "s", c->nloadcases);
+    else
+        stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s",
+              analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
+              c->nsupports, c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
+              grav ? ", gravity" : "", body ? ", body force" : "");
     ierr = hk_assemble(&r->model.problem, &r->sys);
     if (ierr == HK_ERR_MODEL) {
         /* the model's fault lies in the case: name the file (and the supports for rigid motion) */
@@ -193,6 +276,11 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     }
     stage(&L, "solve: %s", r->solver_desc);
     hk_solver_set_monitor(s, monitor, &L);
+    if (c->nloadcases) {
+        r->t_setup = r->t_solve = r->t_post = 0;
+        ierr = solve_loadcases(c, &L, s, r);
+        goto fail;
+    }
     HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *r->u, &r->u));
     HK_TRY(hk_solver_solve(s, r->sys.f, r->u, &r->res));
     /* prescribed values exactly, whatever the method left in those rows */
@@ -224,24 +312,9 @@ fail:
     return ierr;
 }
 
-int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o)
+/* Create the folders above path (output.file: results/part.vtu). */
+static int make_parent_dirs(const char *path)
 {
-    static const hk_run_opts none = {0};
-    if (!o) o = &none;
-    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
-    L.t0 = hk_time() - r->t_total;
-    if (!path) path = c->output;
-    snprintf(r->output, sizeof r->output, "%s", path);
-    /* field selection: a shallow copy without the fields not asked for */
-    hk_fields f = r->fields;
-    if (!(c->fields & HK_FIELD_DISPLACEMENT)) f.u = NULL;
-    if (!(c->fields & HK_FIELD_STRAIN)) f.strain = NULL;
-    if (!(c->fields & HK_FIELD_STRESS)) f.stress = NULL;
-    if (!(c->fields & HK_FIELD_VON_MISES)) f.von_mises = NULL;
-    if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
-    if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
-    if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
-    /* create the output's folder (output.file: results/part.vtu) */
     char dir[HK_CASE_PATH];
     snprintf(dir, sizeof dir, "%s", path);
     for (char *p = dir + 1; *p; p++) {
@@ -254,9 +327,76 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
                                 dir, path, strerror(errno));
         *p = '/';
     }
+    return 0;
+}
+
+/* One .vtu with the case's field selection. */
+static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all,
+                        const char *path)
+{
+    /* field selection: a shallow copy without the fields not asked for */
+    hk_fields f = *all;
+    if (!(c->fields & HK_FIELD_DISPLACEMENT)) f.u = NULL;
+    if (!(c->fields & HK_FIELD_STRAIN)) f.strain = NULL;
+    if (!(c->fields & HK_FIELD_STRESS)) f.stress = NULL;
+    if (!(c->fields & HK_FIELD_VON_MISES)) f.von_mises = NULL;
+    if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
+    if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
+    if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
     hk_vtu_options vo = {.compress = c->compress, .ascii = c->ascii};
+    return hk_vtu_write(path, m, &f, &vo);
+}
+
+/* Load cases: <stem>-<case>.vtu each, and <stem>.pvd naming them (relative to the .pvd). */
+static int write_loadcases(const hk_case *c, hk_run *r, const char *path, run_log *L)
+{
+    size_t l = strlen(path);
+    int stem = l >= 4 && !strcmp(path + l - 4, ".vtu") ? (int)l - 4 : (int)l;
+    const char *files[r->nlc > 0 ? r->nlc : 1], *names[r->nlc > 0 ? r->nlc : 1];
+    for (int k = 0; k < r->nlc; k++) {
+        hk_run_loadcase *lc = &r->lc[k];
+        HK_CHECK(lc->fields.u, HK_ERR_ARG,
+                 "%s: load case '%s' has no result to write (its solve failed)", c->path,
+                 lc->name);
+        int n = snprintf(lc->output, sizeof lc->output, "%.*s-%s.vtu", stem, path, lc->name);
+        HK_CHECK(n < (int)sizeof lc->output, HK_ERR_IO,
+                 "%s: the output path for load case '%s' is too long; set a shorter output.file",
+                 c->path, lc->name);
+        double t = hk_time();
+        HK_CALL(write_fields(c, &r->mesh, &lc->fields, lc->output));
+        lc->t_output = hk_time() - t;
+        r->t_output += lc->t_output;
+        stage(L, "output: %s (load case '%s') in %.2f s", lc->output, lc->name, lc->t_output);
+        const char *slash = strrchr(lc->output, '/');
+        files[k] = slash ? slash + 1 : lc->output; /* same folder as the .pvd */
+        names[k] = lc->name;
+    }
+    int n = snprintf(r->output, sizeof r->output, "%.*s.pvd", stem, path);
+    HK_CHECK(n < (int)sizeof r->output, HK_ERR_IO,
+             "%s: the output path is too long; set a shorter output.file", c->path);
+    HK_CALL(hk_pvd_write(r->output, r->nlc, files, names));
+    stage(L, "output: %s (%d load cases)", r->output, r->nlc);
+    return 0;
+}
+
+int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o)
+{
+    static const hk_run_opts none = {0};
+    if (!o) o = &none;
+    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
+    L.t0 = hk_time() - r->t_total;
+    if (!path) path = c->output;
+    HK_CALL(make_parent_dirs(path));
+    if (r->nlc) {
+        double t = hk_time();
+        r->t_output = 0;
+        int ierr = write_loadcases(c, r, path, &L);
+        r->t_total += hk_time() - t;
+        return ierr;
+    }
+    snprintf(r->output, sizeof r->output, "%s", path);
     double t = hk_time();
-    HK_CALL(hk_vtu_write(path, &r->mesh, &f, &vo));
+    HK_CALL(write_fields(c, &r->mesh, &r->fields, path));
     r->t_output = hk_time() - t;
     r->t_total += r->t_output;
     stage(&L, "output: %s in %.2f s", path, r->t_output);
@@ -266,6 +406,11 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
 void hk_run_free(hk_run *r)
 {
     if (!r) return;
+    for (int k = 0; k < r->nlc && r->lc; k++) {
+        hk_fields_free(&r->lc[k].fields);
+        free(r->lc[k].u);
+    }
+    free(r->lc);
     hk_fields_free(&r->fields);
     free(r->u);
     hk_system_free(&r->sys);
@@ -281,6 +426,23 @@ static int64_t run_nnz(const hk_run *r)
     return r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
 }
 
+/* The lines of one solve: iterations, residual, max |u|, max von Mises, reactions. */
+static void print_result(const hk_case *c, const hk_result *res, const hk_fields *fl,
+                         const char *ind, FILE *f)
+{
+    fprintf(f, "%s  solve          %d iterations, %s, true residual %.3e\n", ind, res->iterations,
+            hk_reason_name(res->reason), res->true_residual);
+    fprintf(f, "%s  max |u|        %.6e\n", ind, fl->max_u);
+    fprintf(f, "%s  max von Mises  %.6e\n", ind, fl->max_von_mises);
+    for (int i = 0; i < c->nsupports && fl->support_reaction; i++) {
+        const double *R = fl->support_reaction[i];
+        fprintf(f, "%s  reaction       %-16s (%.6e, %.6e", ind, c->supports[i].boundary, R[0],
+                R[1]);
+        if (c->dim == 3) fprintf(f, ", %.6e", R[2]);
+        fprintf(f, ")\n");
+    }
+}
+
 void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
 {
     char types[128];
@@ -291,15 +453,12 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
     fprintf(f, "  system         %lld DOFs (%lld prescribed), %lld nonzeros\n",
             (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)run_nnz(r));
     fprintf(f, "  solver         %s\n", r->solver_desc);
-    fprintf(f, "  solve          %d iterations, %s, true residual %.3e\n", r->res.iterations,
-            hk_reason_name(r->res.reason), r->res.true_residual);
-    fprintf(f, "  max |u|        %.6e\n", r->fields.max_u);
-    fprintf(f, "  max von Mises  %.6e\n", r->fields.max_von_mises);
-    for (int i = 0; i < c->nsupports && r->fields.support_reaction; i++) {
-        const double *R = r->fields.support_reaction[i];
-        fprintf(f, "  reaction       %-16s (%.6e, %.6e", c->supports[i].boundary, R[0], R[1]);
-        if (c->dim == 3) fprintf(f, ", %.6e", R[2]);
-        fprintf(f, ")\n");
+    if (!r->nlc) print_result(c, &r->res, &r->fields, "", f);
+    for (int k = 0; k < r->nlc; k++) {
+        const hk_run_loadcase *lc = &r->lc[k];
+        fprintf(f, "  load case %d/%d  %s\n", k + 1, r->nlc, lc->name);
+        print_result(c, &lc->res, &lc->fields, "  ", f);
+        if (lc->output[0]) fprintf(f, "    output         %s\n", lc->output);
     }
     fprintf(f,
             "  time           mesh %.2f s, assembly %.2f s, solver setup %.2f s, solve %.2f s, "
@@ -333,6 +492,33 @@ static void json_number(FILE *f, double v)
         fputs("null", f);
 }
 
+/* "iterations" ... "reactions": [...] of one solve; lines after the first start with ind. */
+static void json_result(const hk_case *c, const hk_result *res, const hk_fields *fl,
+                        int converged, const char *ind, FILE *f)
+{
+    fprintf(f, "\"iterations\": %d,\n%s\"converged\": %s,\n%s\"reason\": ", res->iterations,
+            ind, converged ? "true" : "false", ind);
+    json_string(f, hk_reason_name(res->reason));
+    fprintf(f, ",\n%s\"true_residual\": ", ind);
+    json_number(f, res->true_residual);
+    fprintf(f, ",\n%s\"max_displacement\": ", ind);
+    json_number(f, fl->max_u);
+    fprintf(f, ",\n%s\"max_von_mises\": ", ind);
+    json_number(f, fl->max_von_mises);
+    fprintf(f, ",\n%s\"reactions\": [", ind);
+    for (int i = 0; i < c->nsupports && fl->support_reaction; i++) {
+        fprintf(f, "%s\n%s  {\"boundary\": ", i ? "," : "", ind);
+        json_string(f, c->supports[i].boundary);
+        fprintf(f, ", \"force\": [");
+        for (int d = 0; d < c->dim; d++) {
+            if (d) fprintf(f, ", ");
+            json_number(f, fl->support_reaction[i][d]);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "%s%s]", c->nsupports ? "\n" : "", c->nsupports ? ind : "");
+}
+
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
 {
     fprintf(f, "{\n  \"ok\": %s,\n  \"case\": ", ok ? "true" : "false");
@@ -350,31 +536,28 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
     json_string(f, r->solver_desc);
     fprintf(f, ",\n  \"backend\": ");
     json_string(f, r->backend);
-    fprintf(f, ",\n  \"iterations\": %d,\n  \"converged\": %s,\n  \"reason\": ", r->res.iterations,
-            r->converged ? "true" : "false");
-    json_string(f, hk_reason_name(r->res.reason));
-    fprintf(f, ",\n  \"true_residual\": ");
-    json_number(f, r->res.true_residual);
-    fprintf(f, ",\n  \"max_displacement\": ");
-    json_number(f, r->fields.max_u);
-    fprintf(f, ",\n  \"max_von_mises\": ");
-    json_number(f, r->fields.max_von_mises);
-    fprintf(f, ",\n  \"reactions\": [");
-    for (int i = 0; i < c->nsupports && r->fields.support_reaction; i++) {
-        fprintf(f, "%s\n    {\"boundary\": ", i ? "," : "");
-        json_string(f, c->supports[i].boundary);
-        fprintf(f, ", \"force\": [");
-        for (int d = 0; d < c->dim; d++) {
-            if (d) fprintf(f, ", ");
-            json_number(f, r->fields.support_reaction[i][d]);
+    if (!r->nlc) {
+        fprintf(f, ",\n  ");
+        json_result(c, &r->res, &r->fields, r->converged, "  ", f);
+    } else {
+        fprintf(f, ",\n  \"converged\": %s,\n  \"load_cases\": [", r->converged ? "true" : "false");
+        for (int k = 0; k < r->nlc; k++) {
+            const hk_run_loadcase *lc = &r->lc[k];
+            fprintf(f, "%s\n    {\n      \"name\": ", k ? "," : "");
+            json_string(f, lc->name);
+            fprintf(f, ",\n      ");
+            json_result(c, &lc->res, &lc->fields, lc->converged, "      ", f);
+            fprintf(f, ",\n      \"output\": ");
+            json_string(f, lc->output);
+            fprintf(f, "\n    }");
         }
-        fprintf(f, "]}");
+        fprintf(f, "\n  ]");
     }
     fprintf(
         f,
-        "%s],\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
+        ",\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
         "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"total\": %.4f},\n  \"output\": ",
-        c->nsupports ? "\n  " : "", r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
+        r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
         r->t_output, r->t_total);
     json_string(f, r->output);
     fprintf(f, "\n}\n");
@@ -508,7 +691,9 @@ int hk_cmd_run(int argc, char **argv)
     }
     hk_run_opts o = {.backend = backend, .verbose = verbose, .quiet = quiet, .log = stderr};
     err = hk_run_case(&c, &o, &r);
-    int solved = err == 0 || (err == HK_ERR_NUMERIC && r.fields.u); /* unconverged: still written */
+    /* unconverged: still written (with load cases: when every case has its fields) */
+    int solved = err == 0 || (err == HK_ERR_NUMERIC && (r.nlc ? r.lc[r.nlc - 1].fields.u != NULL
+                                                              : r.fields.u != NULL));
     char msg[2048] = "";
     if (err) snprintf(msg, sizeof msg, "%s", hk_error_message());
     if (solved) {
