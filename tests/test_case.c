@@ -283,6 +283,27 @@ static const bad_case bad_cases[] = {
      {"bad.yaml:5:5:", "'E' in materials[0] has no value", NULL}},
     {"", {"bad.yaml: the file is empty or not YAML", NULL}},
     {"a: 1\na: 2\n", {"bad.yaml:2:1:", "duplicate key", NULL}},
+    /* load cases */
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "loads: []\nload_cases: [{name: a, loads: []}]\n",
+     {"bad.yaml:6:1:", "either loads (line 5) or load_cases, not both", "move the top-level"}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases:\n  - {name: up, loads: []}\n  - {name: up, loads: []}\n",
+     {"bad.yaml:7:12:", "load case name 'up' is already used by load_cases[0]", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases: []\n",
+     {"bad.yaml:5:1:", "load_cases must be a non-empty list", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases:\n  - loads: []\n",
+     {"bad.yaml:6:5:", "load_cases[0] needs name: WORD", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases:\n  - {name: a, lods: []}\n",
+     {"bad.yaml:6:15:", "unknown key 'lods' in load_cases[0]", "did you mean 'loads'"}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases: [{name: a/b, loads: []}]\n",
+     {"bad.yaml:5:21:", "load case name 'a/b' has '/'", "file name"}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases: [{name: a}]\n",
+     {"bad.yaml:5:15:", "load_cases[0] ('a') needs loads", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases:\n  - name: a\n    loads: [{torque: 1}]\n",
+     {"bad.yaml:7:14:", "unknown key 'torque' in load_cases[0].loads[0]", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases:\n  - name: a\n    loads: {pressure: 1}\n",
+     {"bad.yaml:7:5:", "load_cases[0].loads must be a list", NULL}},
+    {GOOD_HEAD GOOD_MAT GOOD_SUP "load_cases: [{name: g, loads: [{gravity: [0, -9.81]}]}]\n",
+     {"bad.yaml:3:", "gravity is set in load case 'g' but material 'alu' has no density", NULL}},
 };
 
 static void test_bad_inputs(void)
@@ -310,6 +331,82 @@ static void test_bad_inputs(void)
     hk_case c;
     CU_ASSERT_EQUAL(hk_case_load("/nonexistent/x.yaml", 0, NULL, &c), HK_ERR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "/nonexistent/x.yaml"));
+}
+
+/* load_cases: each case its own loads (gravity included), names and lines kept, --set reaches
+ * into them, binding checks every case's boundaries and rebinds case by case. */
+static void test_load_cases(void)
+{
+    const char *path = write_case("lc.yaml", GOOD_HEAD
+                                  "materials: [{name: alu, E: 70e9, nu: 0.33, density: 2700}]\n"
+                                  GOOD_SUP
+                                  "load_cases:\n"                                          /* 5 */
+                                  "  - name: pull\n"                                       /* 6 */
+                                  "    loads:\n"                                           /* 7 */
+                                  "      - traction: {boundary: right, value: [1e6, 0]}\n" /* 8 */
+                                  "      - force: {boundary: top, value: [0, -10]}\n"      /* 9 */
+                                  "  - name: weight-2\n"                                   /* 10 */
+                                  "    loads:\n"                                           /* 11 */
+                                  "      - gravity: [0, -9.81]\n"                          /* 12 */
+                                  "      - pressure: {boundary: hole, value: 5}\n");       /* 13 */
+    hk_case c;
+    HK_ASSERT_OK(hk_case_load(path, 0, NULL, &c));
+    CU_ASSERT_EQUAL(c.nloads, 0);
+    CU_ASSERT_EQUAL_FATAL(c.nloadcases, 2);
+    CU_ASSERT_STRING_EQUAL(c.loadcases[0].name, "pull");
+    CU_ASSERT_EQUAL(c.loadcases[0].loc.line, 6);
+    CU_ASSERT_EQUAL_FATAL(c.loadcases[0].nloads, 2);
+    CU_ASSERT_EQUAL(c.loadcases[0].loads[0].kind, HK_LOAD_TRACTION);
+    CU_ASSERT_DOUBLE_EQUAL(c.loadcases[0].loads[0].value[0], 1e6, 0);
+    CU_ASSERT_EQUAL(c.loadcases[0].loads[1].kind, HK_LOAD_FORCE);
+    CU_ASSERT_STRING_EQUAL(c.loadcases[0].loads[1].boundary, "top");
+    CU_ASSERT_DOUBLE_EQUAL(c.loadcases[0].gravity[1], 0, 0);
+    CU_ASSERT_STRING_EQUAL(c.loadcases[1].name, "weight-2");
+    CU_ASSERT_EQUAL_FATAL(c.loadcases[1].nloads, 1);
+    CU_ASSERT_EQUAL(c.loadcases[1].loads[0].kind, HK_LOAD_PRESSURE);
+    CU_ASSERT_EQUAL(c.loadcases[1].loads[0].loc.line, 13);
+    CU_ASSERT_DOUBLE_EQUAL(c.loadcases[1].gravity[1], -9.81, 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.gravity[1], 0, 0); /* not the top level's */
+
+    /* binding: case 0 first; case 1's boundary 'hole' is missing -> its line */
+    hk_group regions[1] = {{.name = "domain", .dim = 2}};
+    hk_group bnds[3] = {
+        {.name = "left", .dim = 1}, {.name = "right", .dim = 1}, {.name = "top", .dim = 1}};
+    hk_mesh m = {.dim = 2, .nregions = 1, .regions = regions, .nboundaries = 3, .boundaries = bnds};
+    hk_case_model model;
+    CU_ASSERT_EQUAL(hk_case_bind(&c, &m, &model), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(),
+                                  "lc.yaml:13:30: the mesh has no boundary named 'hole'"));
+    hk_case_free(&c);
+
+    const char *sets[] = {"load_cases.1.loads.1.pressure.boundary=top",
+                          "load_cases.0.loads.0.traction.value=[2e6, 0]",
+                          "load_cases.1.name=self"};
+    HK_ASSERT_OK(hk_case_load(path, 3, sets, &c));
+    CU_ASSERT_DOUBLE_EQUAL(c.loadcases[0].loads[0].value[0], 2e6, 0);
+    CU_ASSERT_STRING_EQUAL(c.loadcases[1].name, "self");
+    HK_ASSERT_OK(hk_case_bind(&c, &m, &model));
+    CU_ASSERT_EQUAL(model.problem.nloads, 2); /* case 0 */
+    CU_ASSERT_EQUAL(model.problem.loads[0].boundary, 1);
+    CU_ASSERT_DOUBLE_EQUAL(model.problem.gravity[1], 0, 0);
+    HK_ASSERT_OK(hk_case_bind_loadcase(&c, &m, 1, &model));
+    CU_ASSERT_EQUAL(model.problem.nloads, 1);
+    CU_ASSERT_EQUAL(model.problem.loads[0].kind, HK_LOAD_PRESSURE);
+    CU_ASSERT_EQUAL(model.problem.loads[0].boundary, 2);
+    CU_ASSERT_DOUBLE_EQUAL(model.problem.gravity[1], -9.81, 0);
+    CU_ASSERT_EQUAL(model.problem.nsupports, 1); /* shared */
+    CU_ASSERT_EQUAL(hk_case_bind_loadcase(&c, &m, 2, &model), HK_ERR_ARG);
+    hk_case_model_free(&model);
+    hk_case_free(&c);
+
+    /* an override that makes a duplicate name, or addresses a case that is not there */
+    const char *dup[] = {"load_cases.1.name=pull"};
+    CU_ASSERT_EQUAL(hk_case_load(path, 1, dup, &c), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "--set load_cases.1.name=pull: load case "
+                                                      "name 'pull' is already used"));
+    const char *past[] = {"load_cases.2.name=x"};
+    CU_ASSERT_EQUAL(hk_case_load(path, 1, past, &c), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "a list of 2 items"));
 }
 
 /* Binding to a mesh (built by hand: plain data) reports names the mesh lacks, with the names
@@ -370,4 +467,5 @@ HK_SUITE(case, {"a full case file parses to the right values", test_full_case},
          {"--set overrides every kind of key and names itself in errors", test_set_overrides},
          {"--set below a key without a section is named, no leak", test_set_below_value},
          {"every kind of bad input: file:line:col and a hint", test_bad_inputs},
-         {"binding to a mesh names missing boundaries and regions", test_bind_errors})
+         {"binding to a mesh names missing boundaries and regions", test_bind_errors},
+         {"load_cases: parsed per case, --set, bound case by case", test_load_cases})
