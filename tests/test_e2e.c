@@ -343,6 +343,141 @@ static void test_unknown_method_located(void)
     hk_case_free(&c);
 }
 
+/* ---- load cases ------------------------------------------------------------------------ */
+
+#define LC_HEAD                                                                                    \
+    "geometry:\n  generate: {shape: box, size: [4, 1, 1], cells: [8, 2, 2]}\n"                     \
+    "analysis: 3d\n"                                                                               \
+    "materials: [{name: m, E: 1000, nu: 0.3}]\n"                                                   \
+    "supports: [{boundary: xmin, fix: all}]\n"                                                     \
+    "solver: {method: cg, pc: poly, tol: 1e-12}\n"
+#define LC_DOWN "traction: {boundary: xmax, value: [0, 0, -1]}"
+#define LC_SELF1 "body_force: [0, 0, -0.5]"
+#define LC_SELF2 "force: {boundary: xmax, value: [0, 1, 0]}"
+
+/* Mean displacement of the xmax face's nodes. */
+static void tip_mean(const hk_mesh *m, const double *u, double w[3])
+{
+    int t = hk_mesh_find_boundary(m, "xmax");
+    CU_ASSERT_FATAL(t >= 0);
+    const hk_group *g = &m->boundaries[t];
+    w[0] = w[1] = w[2] = 0;
+    for (int64_t i = 0; i < g->nnodes; i++)
+        for (int d = 0; d < 3; d++)
+            w[d] += u[3 * (int64_t)g->nodes[i] + d] / (double)g->nnodes;
+}
+
+/* Two load cases through hk_run_case give what two single-case runs of the same loads give
+ * (one K and one solver for both), and hk_run_write makes a .vtu per case and a .pvd naming
+ * them; the binary exits 0 with a JSON array of load cases, and 1 when a case does not
+ * converge (the files still written). */
+static void test_load_cases(void)
+{
+    const char *tmp = hk_test_tmpdir();
+    char yaml[1024], single[1024], out[1024], errf[1024], cmd[8192];
+    snprintf(yaml, sizeof yaml, "%s/lc.yaml", tmp);
+    write_text(yaml, LC_HEAD "load_cases:\n"
+                             "  - name: down\n    loads:\n      - " LC_DOWN "\n"
+                             "  - name: self\n    loads:\n      - " LC_SELF1 "\n      - " LC_SELF2
+                             "\n");
+    const char *singles[2] = {LC_HEAD "loads:\n  - " LC_DOWN "\n",
+                              LC_HEAD "loads:\n  - " LC_SELF1 "\n  - " LC_SELF2 "\n"};
+    hk_run_opts o = {.backend = "cpu", .quiet = 1};
+    hk_case c, cs;
+    hk_run r, rs;
+    HK_ASSERT_OK(hk_case_load(yaml, 0, NULL, &c));
+    int err = hk_run_case(&c, &o, &r);
+    HK_ASSERT_OK(err);
+    if (err) {
+        hk_run_free(&r);
+        hk_case_free(&c);
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(r.nlc, 2);
+    CU_ASSERT_STRING_EQUAL(r.lc[0].name, "down");
+    CU_ASSERT_STRING_EQUAL(r.lc[1].name, "self");
+    for (int k = 0; k < 2; k++) {
+        snprintf(single, sizeof single, "%s/lc_single%d.yaml", tmp, k);
+        write_text(single, singles[k]);
+        HK_ASSERT_OK(hk_case_load(single, 0, NULL, &cs));
+        HK_ASSERT_OK(hk_run_case(&cs, &o, &rs));
+        CU_ASSERT(r.lc[k].converged);
+        double a[3], b[3], nb = 0, diff = 0;
+        tip_mean(&r.mesh, r.lc[k].fields.u, a);
+        tip_mean(&rs.mesh, rs.fields.u, b);
+        for (int d = 0; d < 3; d++) {
+            nb += b[d] * b[d];
+            diff += (a[d] - b[d]) * (a[d] - b[d]);
+        }
+        CU_ASSERT(nb > 0);
+        CU_ASSERT(sqrt(diff) <= 1e-8 * sqrt(nb));
+        /* and the load reached the support: reactions equal the single run's, and the loads */
+        for (int d = 0; d < 3; d++)
+            CU_ASSERT_DOUBLE_EQUAL(r.lc[k].fields.support_reaction[0][d],
+                                   rs.fields.support_reaction[0][d], 1e-8);
+        CU_ASSERT_DOUBLE_EQUAL(r.lc[k].fields.max_von_mises, rs.fields.max_von_mises,
+                               1e-8 * rs.fields.max_von_mises);
+        hk_run_free(&rs);
+        hk_case_free(&cs);
+    }
+    /* equilibrium of each case: traction 1 on a 1 x 1 face; body force 0.5 over volume 4 */
+    CU_ASSERT_DOUBLE_EQUAL(r.lc[0].fields.support_reaction[0][2], 1, 1e-8);
+    CU_ASSERT_DOUBLE_EQUAL(r.lc[1].fields.support_reaction[0][2], 2, 1e-8);
+    CU_ASSERT_DOUBLE_EQUAL(r.lc[1].fields.support_reaction[0][1], -1, 1e-8);
+
+    /* files: <stem>-<case>.vtu and <stem>.pvd naming both, one timestep each */
+    snprintf(out, sizeof out, "%s/lcout/beam.vtu", tmp);
+    HK_ASSERT_OK(hk_run_write(&c, &r, out, &o));
+    struct stat st;
+    char f1[1100], f2[1100], pvd[1100];
+    snprintf(f1, sizeof f1, "%s/lcout/beam-down.vtu", tmp);
+    snprintf(f2, sizeof f2, "%s/lcout/beam-self.vtu", tmp);
+    snprintf(pvd, sizeof pvd, "%s/lcout/beam.pvd", tmp);
+    CU_ASSERT(stat(f1, &st) == 0 && st.st_size > 0);
+    CU_ASSERT(stat(f2, &st) == 0 && st.st_size > 0);
+    CU_ASSERT(stat(out, &st) != 0); /* no single .vtu */
+    CU_ASSERT_STRING_EQUAL(r.output, pvd);
+    const char *text = read_text(pvd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "type=\"Collection\""));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(text, "timestep=\"0\" group=\"\" part=\"0\" file=\"beam-down.vtu\" name=\"down\""));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(text, "timestep=\"1\" group=\"\" part=\"0\" file=\"beam-self.vtu\" name=\"self\""));
+    hk_run_free(&r);
+    hk_case_free(&c);
+
+    /* the binary: exit 0, JSON with both cases, the summary per case */
+    snprintf(out, sizeof out, "%s/lc.json", tmp);
+    snprintf(errf, sizeof errf, "%s/lc.err", tmp);
+    snprintf(cmd, sizeof cmd, "%s run %s --backend cpu --json > %s 2> %s", HOOKE_BINARY, yaml, out,
+             errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 0);
+    text = read_text(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"ok\": true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"load_cases\": ["));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"name\": \"down\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"name\": \"self\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "lc.pvd\""));
+    snprintf(pvd, sizeof pvd, "%s/lc.pvd", tmp);
+    CU_ASSERT(stat(pvd, &st) == 0 && st.st_size > 0);
+    const char *log = read_text(errf);
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "load case 2/2 'self'"));
+
+    /* a case that does not converge: exit 1 naming the cases, the files still written */
+    snprintf(f1, sizeof f1, "%s/lcbad/x.vtu", tmp);
+    snprintf(cmd, sizeof cmd, "%s run %s --backend cpu --set solver.maxit=2 -o %s > %s 2> %s",
+             HOOKE_BINARY, yaml, f1, out, errf);
+    CU_ASSERT_EQUAL(run_cmd(cmd), 1);
+    log = read_text(errf);
+    CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "without converging in load cases 'down', 'self'"));
+    snprintf(f2, sizeof f2, "%s/lcbad/x-self.vtu", tmp);
+    CU_ASSERT(stat(f2, &st) == 0 && st.st_size > 0);
+    snprintf(pvd, sizeof pvd, "%s/lcbad/x.pvd", tmp);
+    CU_ASSERT(stat(pvd, &st) == 0 && st.st_size > 0);
+}
+
 HK_SUITE(e2e,
 #ifdef HOOKE_HAVE_GMSH
          {"cantilever tip deflection within 2% of Timoshenko", test_cantilever},
@@ -356,4 +491,5 @@ HK_SUITE(e2e,
 #endif
          {"solver option errors at their case line; output.fields", test_solver_errors_and_fields},
          {"an unknown method is located at its key or --set", test_unknown_method_located},
-         {"hooke run binary: exit codes, .vtu, JSON, messages", test_binary})
+         {"hooke run binary: exit codes, .vtu, JSON, messages", test_binary},
+         {"load cases: each equals its single run; .vtu per case and .pvd", test_load_cases})
