@@ -332,6 +332,35 @@ static void test_nan_input(void)
     }
 }
 
+/* Regression (fuzzing): a traction of 1e308 gave finite b whose norm overflows; the solver
+ * stopped with "NaN or Inf" and the advice to change the preconditioner. It must name the
+ * entry and the real cause. */
+static void test_huge_rhs(void)
+{
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_poisson2d(4, &K));
+        const int64_t n = K.nbrows;
+        double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x);
+        for (int64_t i = 0; i < n; i++)
+            b[i] = 1e140; /* large but its squares still fit: solves */
+        hk_result res;
+        CU_ASSERT_EQUAL(solve_raw(*be, &K, "method=cg", b, x, &res), 0);
+        CU_ASSERT(isfinite(x[5]) && x[5] >= 0.25e140); /* M-matrix, row sums <= 4: x >= b / 4 */
+        for (int64_t i = 0; i < n; i++)
+            x[i] = 0;
+        b[3] = -1e308;
+        CU_ASSERT_EQUAL(solve_raw(*be, &K, "method=cg", b, x, &res), HK_ERR_NUMERIC);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "right-hand side entry 4 is -1e+308, "
+                                                          "too large"));
+        CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_NAN);
+        CU_ASSERT_EQUAL(res.iterations, 0);
+        free(b);
+        free(x);
+        hk_bcsr_free(&K);
+    }
+}
+
 static void test_breakdown_and_stagnation(void)
 {
     /* A = [[0,1],[1,0]], b = (1,0): r0* = r0 and r0*.A r0 = 0, BiCGStab breaks down at once */
@@ -731,6 +760,7 @@ HK_SUITE(krylov, {"fused Krylov ops equal their definitions", test_fused_ops},
           test_pipelined_match_classical},
          {"CG family stops with 'not SPD' on an indefinite matrix", test_not_spd},
          {"NaN/Inf in matrix or rhs is reported, not iterated on", test_nan_input},
+         {"a rhs too large for inner products is reported with its entry", test_huge_rhs},
          {"breakdown and stagnation are reported", test_breakdown_and_stagnation},
          {"pipecg graph replay equals op-by-op launches", test_pipecg_graph_replay},
          {"iteration limit and tolerances are respected", test_limits_and_tolerances},

@@ -285,6 +285,16 @@ static int64_t first_bad(const double *v, int64_t n)
     return -1;
 }
 
+/* Beyond this the squares in ||b||^2 overflow, and the method stops at once with NaN. */
+#define HK_HUGE_RHS 1e150
+
+static int64_t first_huge(const double *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(v[i]) > HK_HUGE_RHS) return i;
+    return -1;
+}
+
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
     HK_CHECK(s && b && x && res, HK_ERR_ARG, "hk_solver_solve: missing solver, b, x or result");
@@ -298,6 +308,16 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
                             "right-hand side entry %lld is %g; the solver needs finite values",
                             (long long)bad + 1, b[bad]);
+    }
+    bad = first_huge(b, s->n);
+    if (bad >= 0) {
+        res->reason = HK_DIVERGED_NAN;
+        res->setup_seconds = s->setup_seconds;
+        return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "right-hand side entry %lld is %g, too large for the solver's inner "
+                            "products (their squares overflow); keep values below %g, e.g. "
+                            "with other units",
+                            (long long)bad + 1, b[bad], HK_HUGE_RHS);
     }
     bad = first_bad(x, s->n);
     if (bad >= 0) {
