@@ -194,7 +194,12 @@ static int parse_double(ctx *x, struct fy_node *n, const char *what, double *out
     double v = strtod(s, &end);
     while (*end && isspace((unsigned char)*end))
         end++;
-    if (*end || errno == ERANGE || !isfinite(v))
+    if (!*end && errno == ERANGE) /* 1e-320 is a number, just not one a double holds */
+        return err_at(x, n,
+                      "%s = %s is out of the range of double precision (magnitudes 1e-307 to "
+                      "1e308, or 0); use other units",
+                      what, s);
+    if (*end || !isfinite(v))
         return err_at(x, n, "%s must be a finite number, got '%s'", what, s);
     *out = v;
     return 0;

@@ -270,6 +270,11 @@ static const bad_case bad_cases[] = {
      {"bad.yaml:5:33:", "unknown output field 'vonmises'", "did you mean 'von_mises'"}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "output: {file: result.vtk}\n",
      {"bad.yaml:5:16:", "must end in .vtu", NULL}},
+    /* regression (fuzzing): 1e-320 was "must be a finite number" */
+    {GOOD_HEAD "materials: [{name: a, E: 1e-320, nu: 0.3}]\n" GOOD_SUP,
+     {"bad.yaml:3:26:", "E = 1e-320 is out of the range of double precision", NULL}},
+    {GOOD_HEAD "materials: [{name: a, E: 1e999, nu: 0.3}]\n" GOOD_SUP,
+     {"bad.yaml:3:26:", "E = 1e999 is out of the range", NULL}},
     /* regression (fuzzing): an empty list or mapping has no token; the message had no line */
     {GOOD_HEAD GOOD_MAT GOOD_SUP "title: []\n", {"bad.yaml:5:1:", "title must be one line", NULL}},
     {GOOD_HEAD GOOD_MAT GOOD_SUP "loads: [{force: {boundary: {}, value: [1, 0]}}]\n",
