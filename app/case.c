@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- context and messages ------------------------------------------------------------- */
 
@@ -1054,6 +1055,9 @@ int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *
             snprintf(c->sets[i], sizeof c->sets[i], "%s", sets[i]);
     }
 
+    struct stat st;
+    HK_TRY_CHECK(stat(path, &st) || !S_ISDIR(st.st_mode), HK_ERR_IO,
+                 "'%s' is a folder, not a case file; give the path of the .yaml file", path);
     FILE *f = fopen(path, "rb");
     HK_TRY_CHECK(f, HK_ERR_IO, "cannot open case file '%s': %s", path, strerror(errno));
     fclose(f);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "hk_impl.h"
 
@@ -73,6 +74,9 @@ static int mm_open(mm_reader *rd, const char *path)
 {
     memset(rd, 0, sizeof *rd);
     rd->path = path;
+    struct stat st;
+    HK_CHECK(stat(path, &st) || !S_ISDIR(st.st_mode), HK_ERR_IO,
+             "%s is a folder, not a Matrix Market file; give the path of the .mtx file", path);
     rd->f = fopen(path, "r");
     HK_CHECK(rd->f, HK_ERR_IO, "cannot open Matrix Market file %s: %s; check the path", path,
              strerror(errno));

@@ -195,6 +195,10 @@ static void test_set_overrides(void)
  * leaked the new nodes; it must say which key is not a section. */
 static void test_set_below_value(void)
 {
+    /* regression (fuzzing): a folder given as the case read as "empty or not YAML" */
+    hk_case c0;
+    CU_ASSERT_EQUAL(hk_case_load(hk_test_tmpdir(), 0, NULL, &c0), HK_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "is a folder, not a case file"));
     const char *path = write_case("empty_geo.yaml", "geometry:\nanalysis: 3d\ntitle: t\n");
     const char *sets[] = {"geometry.generate.element=tet10"};
     hk_case c;
@@ -470,7 +474,7 @@ static void test_bind_errors(void)
 HK_SUITE(case, {"a full case file parses to the right values", test_full_case},
          {"geometry file relative to the case, defaults", test_file_geometry_and_defaults},
          {"--set overrides every kind of key and names itself in errors", test_set_overrides},
-         {"--set below a key without a section is named, no leak", test_set_below_value},
+         {"--set below a key without a section, a folder as case: named", test_set_below_value},
          {"every kind of bad input: file:line:col and a hint", test_bad_inputs},
          {"binding to a mesh names missing boundaries and regions", test_bind_errors},
          {"load_cases: parsed per case, --set, bound case by case", test_load_cases})

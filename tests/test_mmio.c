@@ -128,6 +128,15 @@ static void test_malformed(void)
  * values overflowed it; a large size with few values must report truncation, not memory. */
 static void test_vector_sizes(void)
 {
+    /* regression (fuzzing): a folder read as "the file is empty" */
+    hk_bcsr A;
+    int64_t n;
+    double *x = NULL;
+    CU_ASSERT_EQUAL(hk_mm_read_matrix(hk_test_tmpdir(), &A), HK_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "is a folder, not a Matrix Market file"));
+    CU_ASSERT_EQUAL(hk_mm_read_vector(hk_test_tmpdir(), &n, &x), HK_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "is a folder"));
+    CU_ASSERT_PTR_NULL(x);
     expect_bad("bad_vec_huge.mtx", 2, "out of range", 1);
     expect_bad("bad_vec_count.mtx", 5, "after 2 of the 900000000 values", 1);
 }
@@ -201,6 +210,6 @@ HK_SUITE(mmio, {"read coordinate real general", test_read_general},
          {"read symmetric (expanded), pattern, integer", test_read_symmetric_pattern_integer},
          {"read Windows line endings", test_read_crlf}, {"read array vector", test_read_vector},
          {"malformed files rejected with FILE:LINE", test_malformed},
-         {"huge or wrong vector sizes rejected, no overflow", test_vector_sizes},
+         {"huge vector sizes and folders rejected, no overflow", test_vector_sizes},
          {"write/read round trip, matrices and vectors", test_roundtrip},
          {"group scalar matrix into blocks", test_to_blocks})
