@@ -1001,9 +1001,10 @@ static int apply_set_path(ctx *x, int set, char *path, struct fy_node *val, int 
             int cnt = fy_node_sequence_item_count(cur);
             if (end == rest || (*end && *end != '.') || idx < 0 || idx >= cnt)
                 return hk_case_error(c, here,
-                                     "'%s' is a list of %d items; address an item by its index "
-                                     "0..%d, e.g. materials.0.E=1e9",
-                                     rest, cnt, cnt - 1);
+                                     "'%.*s' is a list of %d items; address an item by its index "
+                                     "0..%d (not '%.*s'), e.g. materials.0.E=1e9",
+                                     (int)(rest - path - 1 > 0 ? rest - path - 1 : 0), path, cnt,
+                                     cnt - 1, (int)strcspn(rest, "."), rest);
             struct fy_node *item = fy_node_sequence_get_by_index(cur, (int)idx);
             if (!*end) {
                 if (fy_node_sequence_insert_before(cur, item, val))

@@ -209,6 +209,12 @@ static void test_set_below_value(void)
     CU_ASSERT_EQUAL(hk_case_load(path, 1, sets2, &c), HK_ERR_CASE);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'title' is a single value or empty, not "
                                                       "a section; there is no 'x.y' below it"));
+    /* regression (fuzzing): a name where an index belongs blamed the name, not the list */
+    const char *lpath = write_case("list_out.yaml", "output: [a, b]\n");
+    const char *sets3[] = {"output.fields=[stress]"};
+    CU_ASSERT_EQUAL(hk_case_load(lpath, 1, sets3, &c), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'output' is a list of 2 items; address an "
+                                                      "item by its index 0..1 (not 'fields')"));
 }
 
 /* One bad input per row: the file, and what the message must contain. */
