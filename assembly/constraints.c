@@ -56,9 +56,12 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
                     double a = u_fixed[dof], v = sp->value[c];
                     double tol = 1e-12 * fmax(fabs(a), fabs(v));
                     HK_TRY_CHECK(fabs(a - v) <= tol, HK_ERR_MODEL,
-                                 "node %d gets %c displacement %g from the support on '%s' and "
-                                 "%g from the support on '%s'; make the prescribed values agree",
-                                 nodes[k], comp_name[c], a,
+                                 "node %d at (%g, %g, %g) gets %c displacement %g from the "
+                                 "support on '%s' and %g from the support on '%s'; make the "
+                                 "prescribed values agree",
+                                 nodes[k], m->coords[3 * (int64_t)nodes[k]],
+                                 m->coords[3 * (int64_t)nodes[k] + 1],
+                                 m->coords[3 * (int64_t)nodes[k] + 2], comp_name[c], a,
                                  hk_asm_boundary_name(m, p->supports[owner[dof]].boundary), v, bn);
                     continue;
                 }

@@ -1310,6 +1310,9 @@ static void test_material_checks(void)
     p.nsupports = 2, p.supports = two;
     CU_ASSERT_EQUAL(hk_assemble(&p, &s), HK_ERR_MODEL);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "make the prescribed values agree"));
+    /* regression (fuzzing): the node number is internal (renumbered); its place is named */
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), ") gets x displacement"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), " at ("));
     /* traction on a point group is refused */
     p.nsupports = 1, p.supports = &sup;
     tm.m.boundaries[1].dim = 0;
