@@ -260,7 +260,7 @@ static int gen_assemble(const gen_cell *Cv, int nvar, unsigned seed, int nx, int
     const int64_t nn = NX * NY * NZ;
     const int nzc = dim == 3 ? nz : 1; /* cells along z */
     memset(A, 0, sizeof *A);
-    HK_CHECK(nn < INT32_MAX, HK_ERR_ARG, "generated grid too large (%lld nodes)", (long long)nn);
+    HK_CHECK(nn < INT32_MAX, HK_ERR_ARG, "generated grid too large (%lld nodes, at most 2^31-1); use fewer cells", (long long)nn);
     uint32_t *mask = NULL; /* per node: bit s set when offset slot s couples */
     HK_TRY(hk_calloc((size_t)nn, sizeof *mask, &mask));
     HK_TRY(hk_malloc((size_t)(nn + 1) * sizeof *A->rowptr, &A->rowptr));

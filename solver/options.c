@@ -133,6 +133,10 @@ int hk_options_get_double(hk_options *o, const char *key, double *out)
     char *end;
     errno = 0;
     double v = strtod(p->value, &end);
+    HK_CHECK(!(errno == ERANGE && end != p->value && !*end), HK_ERR_OPTION,
+             "option %s=%s is out of the range of double precision (magnitudes 1e-307 to 1e308, "
+             "or 0)",
+             key, p->value);
     HK_CHECK(!errno && end != p->value && !*end && isfinite(v), HK_ERR_OPTION,
              "option %s=%s is not a finite number; write e.g. %s=1e-8", key, p->value, key);
     *out = v;

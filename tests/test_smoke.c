@@ -42,6 +42,23 @@ static void test_options_errors(void)
     hk_options_destroy(o);
 }
 
+/* Regression (fuzzing): tol=1e-400 was "not a finite number"; it is out of double range. */
+static void test_options_range(void)
+{
+    hk_options *o;
+    double tol = 0;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "tol=1e-400 atol=1e999 inner.tol=nan"));
+    CU_ASSERT_EQUAL(hk_options_get_double(o, "tol", &tol), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "tol=1e-400 is out of the range of double"));
+    CU_ASSERT_EQUAL(hk_options_get_double(o, "atol", &tol), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "atol=1e999 is out of the range"));
+    CU_ASSERT_EQUAL(hk_options_get_double(o, "inner.tol", &tol), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "inner.tol=nan is not a finite number"));
+    CU_ASSERT_EQUAL(tol, 0);
+    hk_options_destroy(o);
+}
+
 static void test_backend_registry(void)
 {
     const hk_backend *be;
@@ -86,5 +103,6 @@ static void test_vec_ops(void)
 
 HK_SUITE(core, {"options parse and typed getters", test_options_parse},
          {"options report malformed and unknown keys", test_options_errors},
+         {"options out of double range say so", test_options_range},
          {"backend registry by name", test_backend_registry},
          {"vector ops on every backend and precision", test_vec_ops})
