@@ -37,6 +37,9 @@ mm_error(const char *path, long lineno, const char *file, int line, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* quoted file text may hold control bytes (a stray \r) that would break the one line */
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return hk_error_set(HK_ERR_PARSE, file, line, "%s:%ld: %s", path, lineno, msg);
 }
 

@@ -128,6 +128,8 @@ static void test_malformed(void)
  * values overflowed it; a large size with few values must report truncation, not memory. */
 static void test_vector_sizes(void)
 {
+    /* regression (fuzzing): control bytes in the banner (a terminal escape) were echoed raw */
+    expect_bad("bad_banner_ctrl.mtx", 1, "bad banner '%%Matrix?[2JMarket matrix", 0);
     /* regression (fuzzing): a folder read as "the file is empty" */
     hk_bcsr A;
     int64_t n;
