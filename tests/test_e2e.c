@@ -394,6 +394,9 @@ static void test_load_cases(void)
         return;
     }
     CU_ASSERT_EQUAL_FATAL(r.nlc, 2);
+    /* the stage times add up: the one solver set-up is counted once, not per load case */
+    CU_ASSERT(r.t_mesh + r.t_assembly + r.t_setup + r.t_solve + r.t_post <= r.t_total + 1e-3);
+    CU_ASSERT(r.t_setup >= 0 && r.t_solve >= 0);
     CU_ASSERT_STRING_EQUAL(r.lc[0].name, "down");
     CU_ASSERT_STRING_EQUAL(r.lc[1].name, "self");
     for (int k = 0; k < 2; k++) {
