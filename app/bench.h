@@ -69,4 +69,8 @@ void hk_json_string(hk_json *j, const char *key, const char *value);
 void hk_json_number(hk_json *j, const char *key, double value); /* non-finite -> null */
 void hk_json_int(hk_json *j, const char *key, long long value);
 
+/* Parse a comma-separated list of integers in lo..hi into v (at most max); the count, or -1
+ * when an item is not such an integer. */
+int hk_bench_parse_ints(const char *s, int *v, int max, int lo, int hi);
+
 #endif

@@ -185,20 +185,6 @@ fail:
     return ierr;
 }
 
-static int parse_nodes(const char *s, int *nodes, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 2 || v > 200) return -1;
-        nodes[n++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return -1;
-    }
-    return n;
-}
-
 int hk_bench_cg(int argc, char **argv)
 {
     hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
@@ -237,7 +223,7 @@ int hk_bench_cg(int argc, char **argv)
         return 2;
     }
     if (node_list) {
-        nn = parse_nodes(node_list, nodes, 8);
+        nn = hk_bench_parse_ints(node_list, nodes, 8, 2, 200);
         if (nn <= 0) {
             fprintf(stderr,
                     "hooke bench cg: --nodes %s is not a list of node counts 2..200 "

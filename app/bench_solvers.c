@@ -85,20 +85,6 @@ fail:
 }
 
 /* Parse "a,b,c" into at most max integers in [lo, hi]; returns the count or -1. */
-static int parse_ints(const char *s, int *v, int max, int lo, int hi)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *end;
-        long x = strtol(s, &end, 10);
-        if (end == s || x < lo || x > hi) return -1;
-        v[n++] = (int)x;
-        s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return -1;
-    }
-    return n;
-}
-
 int hk_bench_solvers(int argc, char **argv)
 {
     hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
@@ -119,7 +105,7 @@ int hk_bench_solvers(int argc, char **argv)
             method_list = argv[i + 1];
             i += 2;
         } else if (!strcmp(a, "--degrees") && i + 1 < argc) {
-            ndeg = parse_ints(argv[i + 1], degrees, 8, 1, 20);
+            ndeg = hk_bench_parse_ints(argv[i + 1], degrees, 8, 1, 20);
             if (ndeg <= 0) {
                 fprintf(stderr,
                         "hooke bench solvers: --degrees %s is not a list of polynomial "

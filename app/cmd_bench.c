@@ -279,6 +279,20 @@ void hk_json_int(hk_json *j, const char *key, long long value)
     fprintf(j->f, "%lld", value);
 }
 
+int hk_bench_parse_ints(const char *s, int *v, int max, int lo, int hi)
+{
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end == s || x < lo || x > hi) return -1;
+        v[n++] = (int)x;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return -1;
+    }
+    return n;
+}
+
 /* ---- hooke bench spmv -------------------------------------------------------------------- */
 
 enum { M_QUAD, M_TRI, M_TRIR, M_HEX, M_TET, M_COUNT };
