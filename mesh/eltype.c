@@ -254,3 +254,28 @@ int hk_eltype_flip_perm(hk_eltype t, int *perm)
     }
     return 0;
 }
+
+hk_eltype hk_eltype_facet(hk_eltype t)
+{
+    switch (t) {
+    case HK_EL_TRI3:
+    case HK_EL_QUAD4:
+        return HK_EL_LINE2;
+    case HK_EL_TRI6:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9:
+        return HK_EL_LINE3;
+    case HK_EL_TET4:
+        return HK_EL_TRI3;
+    case HK_EL_TET10:
+        return HK_EL_TRI6;
+    case HK_EL_HEX8:
+        return HK_EL_QUAD4;
+    case HK_EL_HEX20:
+        return HK_EL_QUAD8;
+    case HK_EL_HEX27:
+        return HK_EL_QUAD9;
+    default:
+        return HK_EL_COUNT;
+    }
+}

@@ -287,29 +287,6 @@ static int push_mapped(gen *g, hk_elems_builder *b, hk_eltype t, const int64_t *
     return hk_elems_push(b, t, nodes, b->e.n + 1);
 }
 
-static hk_eltype facet_type(hk_eltype t)
-{
-    switch (t) {
-    case HK_EL_TRI3:
-    case HK_EL_QUAD4:
-        return HK_EL_LINE2;
-    case HK_EL_TRI6:
-    case HK_EL_QUAD8:
-    case HK_EL_QUAD9:
-        return HK_EL_LINE3;
-    case HK_EL_TET4:
-        return HK_EL_TRI3;
-    case HK_EL_TET10:
-        return HK_EL_TRI6;
-    case HK_EL_HEX8:
-        return HK_EL_QUAD4;
-    case HK_EL_HEX20:
-        return HK_EL_QUAD8;
-    default:
-        return HK_EL_QUAD9;
-    }
-}
-
 static int gen_cells(gen *g, hk_eltype t, const int *n)
 {
     const int o = g->order;
@@ -511,7 +488,7 @@ static int generate(int dim, const double *L, const int *n, hk_eltype t, hk_mesh
                  HK_ERR_ARG,
                  "generated mesh is too large (more than 2^31 grid points); use fewer cells");
     HK_TRY(gen_cells(&g, t, n));
-    hk_eltype ft = facet_type(t);
+    hk_eltype ft = hk_eltype_facet(t);
     for (int s = 0; s < 2 * dim; s++)
         HK_TRY(gen_side(&g, ft, s, n));
     HK_TRY(gen_finish(&g, L, m));

@@ -86,29 +86,6 @@ static int cell_pieces(hk_eltype t, int off[6][HK_EL_MAXN][3])
     return np;
 }
 
-static hk_eltype facet_type(hk_eltype t)
-{
-    switch (t) {
-    case HK_EL_TRI3:
-    case HK_EL_QUAD4:
-        return HK_EL_LINE2;
-    case HK_EL_TRI6:
-    case HK_EL_QUAD8:
-    case HK_EL_QUAD9:
-        return HK_EL_LINE3;
-    case HK_EL_TET4:
-        return HK_EL_TRI3;
-    case HK_EL_TET10:
-        return HK_EL_TRI6;
-    case HK_EL_HEX8:
-        return HK_EL_QUAD4;
-    case HK_EL_HEX20:
-        return HK_EL_QUAD8;
-    default:
-        return HK_EL_QUAD9;
-    }
-}
-
 static unsigned lcg(unsigned *s)
 {
     *s = *s * 1664525u + 1013904223u;
@@ -278,7 +255,7 @@ static void tmesh_make(hk_eltype t, int n, double amp, unsigned seed, int pointg
         strcpy(g->name, lt.d == 2 ? n2[sd] : n3[sd]);
         g->dim = lt.d - 1;
         g->tag = sd + 1;
-        gen_elems(&lt, facet_type(t), n, fa, fp, &g->elems, &nid, 0);
+        gen_elems(&lt, hk_eltype_facet(t), n, fa, fp, &g->elems, &nid, 0);
     }
     int b = tm->nsides;
     if (pointgroups)

@@ -60,6 +60,9 @@ const double *hk_eltype_ref_coords(hk_eltype t);
 /* 1 if Hooke has an element kernel for cells of this type (tri3/6, quad4/8/9, tet4/10,
  * hex8/20/27). */
 int hk_eltype_has_kernel(hk_eltype t);
+/* The boundary facet type of a cell type with an element kernel (hex27 -> quad9, tet10 ->
+ * tri6, quad8 -> line3, ...); HK_EL_COUNT for types without one. */
+hk_eltype hk_eltype_facet(hk_eltype t);
 
 /* ---- mesh ------------------------------------------------------------------------------ */
 
