@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "hooke/solver.h"
+#include "hk_setup.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,11 @@ void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y);
 size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p);
 
 /* ---- matrices -------------------------------------------------------------------------- */
+
+/* A storage format built on K's backend from the backend block CSR K (square blocks); the
+ * options as for hk_mat_create. hk_mat_create is hk_bmat_upload + this. */
+int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_options *o,
+                       hk_mat **A);
 
 struct hk_mat_s {
     const struct hk_backend_ops *be;
@@ -239,6 +245,51 @@ typedef struct hk_backend_ops {
     int (*tri_solve)(void *handle, const hk_vec *b, hk_vec *x);
     void (*tri_destroy)(void *handle);
 
+
+    /* ---- set-up on the backend (contracts: solver/hk_setup.h) ----------------------------
+     * CPU references in solver/cpu/, CUDA versions in cuda/. An op a backend lacks is NULL
+     * and its caller says so. Outputs (hk_bmat, hk_graph, hk_vec) are allocated by the op on
+     * the same backend unless stated; *bad-style outputs are host values (-1: none). */
+
+    /* formats: build A->fmt in A->prec from K (br == bc == A->bs) on the backend; fills
+     * A's statistics (nnz, stored, bytes). mat_download returns the built arrays to the
+     * host in the hk_fmt layout (fp64 values; tests compare them with hk_fmt_from_bcsr). */
+    int (*mat_build)(hk_mat *A, const hk_bmat *K);
+    int (*mat_download)(const hk_mat *A, hk_fmt *F);
+
+    /* generic sparse set-up: T = A^T (blocks transposed: bc x br); S = A with 1 x 1 blocks
+     * (every stored block entry kept, zeros too); C = A B (A->bc == B->br, the block pattern
+     * is the symbolic product, deterministic sums in the order of A's row then B's row). */
+    int (*bmat_transpose)(const hk_bmat *A, hk_bmat *T);
+    int (*bmat_expand)(const hk_bmat *A, hk_bmat *S);
+    int (*bmat_spgemm)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+    /* out (fp64, allocated by the caller: n = nbrows*br, or nbrows*br*br for BLOCK_INV) by
+     * mode (enum hk_diag_mode); *bad = first bad scalar row (0-based) or -1. */
+    int (*bmat_diag)(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+
+    /* aggregation AMG (pc=amg): strength graph of the node blocks (j != i strong when
+     * ||A_ij||_F > theta sqrt(||A_ii||_F ||A_jj||_F)); distance-2 MIS aggregation (agg[i] in
+     * [0, nagg), -1 for a node without strong neighbours; the exact rule is in
+     * solver/pc/amg.c and both backends follow it to the same result); tentative prolongator
+     * T (br = b, bc = nns, one block per aggregated node) and coarse near-null space Bc
+     * ((nagg*nns) x nns, column-major, caller-allocated) from B (n x nns, column-major) by a
+     * QR per aggregate, dependent columns dropped (set to 0); P = T - w Dinv (A T) on the
+     * pattern of AT (Dinv: BLOCK_INV output). agg is a caller-allocated backend array. */
+    int (*amg_strength)(const hk_bmat *A, double theta, hk_graph *S);
+    int (*amg_aggregate)(const hk_graph *S, int32_t *agg, int64_t *nagg);
+    int (*amg_tentative)(const int32_t *agg, int64_t nagg, int64_t nnodes, int b, int nns,
+                         const double *B, hk_bmat *T, double *Bc);
+    int (*amg_smooth_prolongator)(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                  double w, hk_bmat *P);
+    /* dense coarse solve: Minv (caller-allocated, n*n entries in its precision, n = scalar
+     * rows of A) = A^-1 by Cholesky; an exactly zero row is a decoupled dof (identity);
+     * *bad = the first scalar row with a non-positive pivot, or -1. y = M x for a dense
+     * n x n M (column-major) in one precision. */
+    int (*dense_inverse)(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
+    int (*dense_gemv)(const hk_vec *M, const hk_vec *x, hk_vec *y);
+
+    /* FSAI and SAI set-up ops: see solver/pc/fsai.c and solver/pc/sai.c */
+
     /* ---- replay of recorded iterations (cuda: CUDA graphs; NULL on cpu) -------------------
      * graph_begin starts recording the ops issued after it instead of running them;
      * graph_end stops and returns a replayable graph; graph_launch runs it once more (queued,
@@ -267,9 +318,10 @@ typedef struct hk_pc_type {
     const char *summary; /* one line for help */
     const char *options; /* its option keys, space separated, for error hints */
     int symmetric;       /* usable with CG-type methods */
-    /* Set up from K on the host and the operator A (its backend and size); store what apply
-     * needs as backend objects in pc->prec. */
-    int (*setup)(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o);
+    /* Set up from K (block CSR in the backend's memory, fp64) and the operator A (its format
+     * and precision) through backend ops; store what apply needs as backend objects in
+     * pc->prec. */
+    int (*setup)(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o);
     /* z = M^{-1} r; r and z have precision pc->prec. */
     int (*apply)(hk_pc *pc, const hk_vec *r, hk_vec *z);
     void (*destroy)(hk_pc *pc);
@@ -284,12 +336,16 @@ struct hk_pc {
     void *data;        /* the type's own state */
     hk_vec *r_low, *z_low; /* conversion buffers when prec differs from the caller's vectors */
     hk_vec *dinv;      /* set by jacobi: inverse diagonal, lets pipecg fuse it */
+    const hk_nearnull *nearnull; /* the caller's near-null space (pc=amg), may be NULL */
+    const hk_bmat *K;  /* the backend matrix, during set-up only (NULL afterwards) */
 };
 
 const hk_pc_type *hk_pc_type_find(const char *name);
 extern const hk_pc_type *const hk_pc_types[]; /* NULL-terminated registry */
+/* K lives on be (hk_bmat_upload); nn may be NULL. */
 int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec,
-                 const hk_bcsr *K, hk_mat *A, hk_options *o, hk_pc **pc);
+                 const hk_bmat *K, hk_mat *A, const hk_nearnull *nn, hk_options *o,
+                 hk_pc **pc);
 /* z = M^{-1} r for fp64 r and z, converting when the preconditioner is fp32. */
 int hk_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z);
 void hk_pc_destroy(hk_pc *pc);

@@ -65,6 +65,43 @@ fail:
     return ierr;
 }
 
+/* Transitional: until every backend builds formats itself (mat_build), the matrix is copied
+ * back and converted on the host. Blocks larger than 3 x 3 are expanded to scalar rows. */
+int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_options *o,
+                       hk_mat **A)
+{
+    int ierr;
+    hk_bcsr Kh = {0}, S = {0};
+    *A = NULL;
+    HK_CALL(hk_bmat_to_bcsr(K, &Kh));
+    if (Kh.bs > 3) {
+        const int bs = Kh.bs;
+        const int64_t nnzb = Kh.rowptr[Kh.nbrows];
+        S.bs = 1;
+        S.nbrows = Kh.nbrows * bs;
+        S.nbcols = Kh.nbcols * bs;
+        HK_TRY(hk_malloc((size_t)(S.nbrows + 1) * sizeof *S.rowptr, &S.rowptr));
+        HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * bs * bs * sizeof *S.colind, &S.colind));
+        HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * bs * bs * sizeof *S.val, &S.val));
+        int64_t k = 0;
+        S.rowptr[0] = 0;
+        for (int64_t bi = 0; bi < Kh.nbrows; bi++)
+            for (int r = 0; r < bs; r++) {
+                for (int64_t q = Kh.rowptr[bi]; q < Kh.rowptr[bi + 1]; q++)
+                    for (int c = 0; c < bs; c++) {
+                        S.colind[k] = (int32_t)(Kh.colind[q] * bs + c);
+                        S.val[k++] = Kh.val[(q * bs + r) * bs + c];
+                    }
+                S.rowptr[bi * bs + r + 1] = k;
+            }
+    }
+    HK_TRY(hk_mat_create(K->be, Kh.bs > 3 ? &S : &Kh, fmt, p, o, A));
+fail:
+    hk_bcsr_free(&Kh);
+    hk_bcsr_free(&S);
+    return ierr;
+}
+
 void hk_mat_destroy(hk_mat *A)
 {
     if (!A) return;

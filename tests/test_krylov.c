@@ -706,7 +706,11 @@ static void test_host_reads(void)
     hk_mat *A;
     hk_pc *pc;
     HK_ASSERT_OK(hk_mat_create(&counting, &K, HK_FMT_CSR, HK_FP64, NULL, &A));
-    HK_ASSERT_OK(hk_pc_create(hk_pc_type_find("none"), &counting, HK_FP64, &K, A, NULL, &pc));
+    hk_bmat Kd = {0};
+    HK_ASSERT_OK(hk_bmat_upload(&counting, &K, &Kd));
+    HK_ASSERT_OK(
+        hk_pc_create(hk_pc_type_find("none"), &counting, HK_FP64, &Kd, A, NULL, NULL, &pc));
+    hk_bmat_free(&Kd);
     double *one = malloc((size_t)n * sizeof *one), *hb = malloc((size_t)n * sizeof *hb);
     for (int64_t i = 0; i < n; i++)
         one[i] = 1.0;

@@ -124,7 +124,10 @@ static int apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, cons
     if (!err && opts) err = hk_options_parse(o, opts);
     const hk_pc_type *t = hk_pc_type_find(name);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    if (!err) err = hk_pc_create(t, be, p, K, A, o, &pc);
+    hk_bmat Kd = {0};
+    if (!err) err = hk_bmat_upload(be, K, &Kd);
+    if (!err) err = hk_pc_create(t, be, p, &Kd, A, NULL, o, &pc);
+    hk_bmat_free(&Kd);
     if (!err) err = hk_options_check_used(o, t->options);
     if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
     if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
@@ -655,7 +658,10 @@ static void test_every_pc_in_place(void)
                 hk_pc *pc = NULL;
                 hk_vec *v, *w, *v32;
                 HK_ASSERT_OK(hk_mat_create(*b, &K, HK_FMT_CSR, HK_FP64, NULL, &A));
-                int err = hk_pc_create(pt, *b, (hk_precision)p, &K, A, NULL, &pc);
+                hk_bmat Kd = {0};
+                HK_ASSERT_OK(hk_bmat_upload(*b, &K, &Kd));
+                int err = hk_pc_create(pt, *b, (hk_precision)p, &Kd, A, NULL, NULL, &pc);
+                hk_bmat_free(&Kd);
                 if (err == HK_ERR_UNSUPPORTED && !(*b)->tri_create) {
                     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available"));
                     hk_mat_destroy(A);

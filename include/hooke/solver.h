@@ -196,6 +196,23 @@ typedef struct hk_result {
 typedef struct hk_solver hk_solver;
 
 int hk_solver_create(const hk_bcsr *K, hk_options *o, hk_solver **s);
+
+/* The near-null space of K, for pc=amg (smoothed aggregation): the vectors that K maps to
+ * (nearly) zero before supports are applied, i.e. the rigid-body modes of elasticity. Give
+ * either node coordinates (coords: dim values per block row, block size = dim; the library
+ * builds the 3 (2D) or 6 (3D) rigid-body modes) or nvec explicit vectors (column-major,
+ * n = nbrows*bs rows each). Rows of dofs removed by a support (no off-diagonal entry) are
+ * zeroed by the library. Without it pc=amg uses the bs translations alone. */
+typedef struct hk_nearnull {
+    int dim;               /* 2 or 3 with coords; 0 with vectors */
+    const double *coords;  /* nbrows * dim, node after node, or NULL */
+    int nvec;              /* number of explicit vectors (coords == NULL) */
+    const double *vectors; /* n * nvec, column-major, or NULL */
+} hk_nearnull;
+
+/* hk_solver_create with a near-null space (nn may be NULL); the solver copies what it needs. */
+int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o,
+                              hk_solver **s);
 void hk_solver_destroy(hk_solver *s);
 /* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);

@@ -9,6 +9,9 @@
 
 struct hk_solver {
     const hk_backend_ops *be;
+    hk_bmat K;          /* K on the backend, uploaded once; every set-up step starts here */
+    hk_nearnull nn;     /* a copy of the caller's near-null space (arrays owned) */
+    int have_nn;
     hk_mat *A, *A_low;
     hk_pc *pc;
     hk_ksp ksp, inner;
@@ -95,7 +98,47 @@ static void print_monitor(int it, double rnorm, void *ctx)
     fflush(stdout);
 }
 
+/* Keep a private copy of the caller's near-null space, checked against K's size. */
+static int copy_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_solver *s)
+{
+    if (!nn || (!nn->coords && !nn->vectors)) return 0;
+    const int64_t n = K->nbrows * K->bs;
+    if (nn->coords) {
+        HK_CHECK(nn->dim == 2 || nn->dim == 3, HK_ERR_ARG,
+                 "near-null space: coordinates must have dimension 2 or 3 (got %d)", nn->dim);
+        HK_CHECK(K->bs == nn->dim, HK_ERR_ARG,
+                 "near-null space: %dD node coordinates need a block size of %d, but the "
+                 "matrix has block size %d; pass --block-size %d (or vectors instead)",
+                 nn->dim, nn->dim, K->bs, nn->dim);
+        double *c = NULL;
+        HK_CALL(hk_malloc((size_t)K->nbrows * nn->dim * sizeof *c, &c));
+        memcpy(c, nn->coords, (size_t)K->nbrows * nn->dim * sizeof *c);
+        s->nn.dim = nn->dim;
+        s->nn.coords = c; /* freed with the solver, also on the error below */
+        for (int64_t i = 0; i < K->nbrows * nn->dim; i++)
+            HK_CHECK(isfinite(c[i]), HK_ERR_ARG,
+                     "near-null space: coordinate %lld of node %lld is not finite",
+                     (long long)(i % nn->dim + 1), (long long)(i / nn->dim + 1));
+    } else {
+        HK_CHECK(nn->nvec >= 1 && nn->nvec <= 16, HK_ERR_ARG,
+                 "near-null space: %d vectors given; give 1 to 16", nn->nvec);
+        double *v = NULL;
+        HK_CALL(hk_malloc((size_t)n * nn->nvec * sizeof *v, &v));
+        memcpy(v, nn->vectors, (size_t)n * nn->nvec * sizeof *v);
+        s->nn.nvec = nn->nvec;
+        s->nn.vectors = v;
+    }
+    s->have_nn = 1;
+    return 0;
+}
+
 int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
+{
+    return hk_solver_create_nearnull(K, NULL, o_in, out);
+}
+
+int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o_in,
+                              hk_solver **out)
 {
     int ierr;
     hk_solver *s = NULL;
@@ -110,6 +153,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     }
     HK_TRY(hk_calloc(1, sizeof *s, &s));
     s->n = K->nbrows * K->bs;
+    HK_TRY(copy_nearnull(K, nn, s));
 
     /* ---- options ---- */
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
@@ -203,13 +247,15 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
         const int gpu = strcmp(s->be->name, "cpu") != 0;
         s->fmt = gpu ? HK_FMT_SBELL : (K->bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
     }
-    HK_TRY(hk_mat_create(s->be, K, s->fmt, HK_FP64, o, &s->A));
+    /* K goes to the backend once; formats and preconditioners are built there from it */
+    HK_TRY(hk_bmat_upload(s->be, K, &s->K));
+    HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
     /* mixed: fp32 preconditioner; pc=none has nothing to store, so it stays an exact copy
      * (except under defect, whose inner vectors are fp32 anyway) */
     s->mixed = (prec == 1 && strcmp(pt->name, "none") != 0) || defect;
-    if (defect) HK_TRY(hk_mat_create(s->be, K, s->fmt, HK_FP32, o, &s->A_low));
-    HK_TRY(hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, K, defect ? s->A_low : s->A, o,
-                        &s->pc));
+    if (defect) HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP32, o, &s->A_low));
+    HK_TRY(hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
+                        defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL, o, &s->pc));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->b));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->x));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->r));
@@ -270,6 +316,9 @@ void hk_solver_destroy(hk_solver *s)
     hk_pc_destroy(s->pc);
     hk_mat_destroy(s->A_low);
     hk_mat_destroy(s->A);
+    hk_bmat_free(&s->K);
+    free((void *)s->nn.coords);
+    free((void *)s->nn.vectors);
     free(s->ksp.history);
     free(s->inner.history);
     hk_ksp_pool_free(&s->ksp);

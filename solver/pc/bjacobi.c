@@ -52,7 +52,7 @@ typedef struct {
     hk_vec *D; /* inverse blocks, n*bs entries */
 } bjacobi_data;
 
-static int bjacobi_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int bjacobi_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0;
     const int bs = K->bs;
@@ -92,6 +92,12 @@ static void bjacobi_destroy(hk_pc *pc)
     hk_vec_destroy(d->D);
     free(d);
     pc->data = NULL;
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int bjacobi_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, bjacobi_setup_host);
 }
 
 const hk_pc_type hk_pc_bjacobi = {

@@ -68,7 +68,7 @@ static void fsai_destroy(hk_pc *pc)
     pc->data = NULL;
 }
 
-static int fsai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int fsai_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0, k = 2;
     double tau = 0.05, delta = 0.01;
@@ -269,6 +269,12 @@ static int fsai_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 int64_t hk_pc_fsai_nnz(const hk_pc *pc)
 {
     return pc && pc->type == &hk_pc_fsai ? ((const fsai_data *)pc->data)->nnz : -1;
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, fsai_setup_host);
 }
 
 const hk_pc_type hk_pc_fsai = {

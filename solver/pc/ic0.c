@@ -7,7 +7,7 @@
 
 #include "pc_impl.h"
 
-static int ic0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int ic0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0;
     hk_csr F = {0}, Lc = {0}, Ut = {0};
@@ -72,6 +72,12 @@ fail:
     hk_trifactor_free(&U);
     free(w);
     return ierr;
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int ic0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, ic0_setup_host);
 }
 
 const hk_pc_type hk_pc_ic0 = {

@@ -6,7 +6,7 @@
 
 #include "pc_impl.h"
 
-static int ilu0_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int ilu0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0;
     hk_csr F = {0};
@@ -63,6 +63,12 @@ fail:
     free(diag);
     free(marker);
     return ierr;
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int ilu0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, ilu0_setup_host);
 }
 
 const hk_pc_type hk_pc_ilu0 = {

@@ -5,7 +5,7 @@
 
 #include "pc_impl.h"
 
-static int jacobi_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int jacobi_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr;
     double *d = NULL;
@@ -22,6 +22,12 @@ fail:
 static int jacobi_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 {
     return pc->be->vec_pointwise_mult(z, pc->dinv, r);
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int jacobi_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, jacobi_setup_host);
 }
 
 const hk_pc_type hk_pc_jacobi = {

@@ -23,13 +23,15 @@ const hk_pc_type *hk_pc_type_find(const char *name)
     return NULL;
 }
 
-int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec, const hk_bcsr *K,
-                 hk_mat *A, hk_options *o, hk_pc **out)
+int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision prec, const hk_bmat *K,
+                 hk_mat *A, const hk_nearnull *nn, hk_options *o, hk_pc **out)
 {
     int ierr;
     hk_pc *pc = NULL;
     *out = NULL;
     HK_CHECK(t && be && K, HK_ERR_ARG, "hk_pc_create: missing type, backend or matrix");
+    HK_CHECK(K->be == be && K->br == K->bc, HK_ERR_ARG,
+             "hk_pc_create: the matrix must live on the preconditioner's backend, square blocks");
     HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
              "preconditioner %s needs a square matrix (got %lld x %lld blocks)", t->name,
              (long long)K->nbrows, (long long)K->nbcols);
@@ -37,13 +39,17 @@ int hk_pc_create(const hk_pc_type *t, const hk_backend_ops *be, hk_precision pre
     pc->type = t;
     pc->be = be;
     pc->prec = prec;
-    pc->bs = K->bs;
-    pc->n = K->nbrows * K->bs;
+    pc->bs = K->br;
+    pc->n = K->nbrows * K->br;
+    pc->nearnull = nn;
     if (prec != HK_FP64) {
         HK_TRY(hk_vec_create(be, pc->n, prec, &pc->r_low));
         HK_TRY(hk_vec_create(be, pc->n, prec, &pc->z_low));
     }
-    HK_TRY(t->setup(pc, K, A, o));
+    pc->K = K;
+    ierr = t->setup(pc, K, A, o);
+    pc->K = NULL;
+    if (ierr) goto fail;
     *out = pc;
     return 0;
 fail:
@@ -80,7 +86,7 @@ void hk_pc_destroy(hk_pc *pc)
 
 /* ---- none: z = r ---------------------------------------------------------------------- */
 
-static int none_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int none_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 {
     return 0;
 }
@@ -256,7 +262,17 @@ static int format_options_like(const hk_mat *A, hk_options **fo)
     return ierr;
 }
 
-int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *owned)
+int hk_pc_setup_on_host(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o,
+                        int (*setup_host)(hk_pc *, const hk_bcsr *, hk_mat *, hk_options *))
+{
+    hk_bcsr Kh = {0};
+    HK_CALL(hk_bmat_to_bcsr(K, &Kh));
+    int ierr = setup_host(pc, &Kh, A, o);
+    hk_bcsr_free(&Kh);
+    return ierr;
+}
+
+int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *owned)
 {
     *owned = 0;
     *Aop = NULL;
@@ -267,7 +283,7 @@ int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *ow
     /* same format and slicing as the solver's operator, in the preconditioner's precision */
     hk_options *fo = NULL;
     HK_CALL(format_options_like(A, &fo));
-    int ierr = hk_mat_create(pc->be, K, A ? A->fmt : HK_FMT_CSR, pc->prec, fo, Aop);
+    int ierr = hk_mat_create_bmat(K, A ? A->fmt : HK_FMT_CSR, pc->prec, fo, Aop);
     hk_options_destroy(fo);
     if (!ierr) *owned = 1;
     return ierr;

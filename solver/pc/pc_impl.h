@@ -34,13 +34,18 @@ int hk_csr_transpose(const hk_csr *A, hk_csr *T);
  * (1e-10 relative); who names the preconditioner. */
 int hk_csr_check_symmetric(const hk_csr *A, const char *who);
 
+/* Transitional: run a set-up written for a host block CSR on a copy of the backend matrix K
+ * (the preconditioners whose set-up has not moved to backend ops yet). */
+int hk_pc_setup_on_host(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o,
+                        int (*setup_host)(hk_pc *, const hk_bcsr *, hk_mat *, hk_options *));
+
 /* The scalar diagonal of K (n = nbrows*bs entries). Fails with HK_ERR_NUMERIC naming the row
  * when an entry is not positive and finite; who names the preconditioner in the message. */
 int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d);
 
 /* The operator in the preconditioner's precision: A itself when the precisions agree, else a
  * new copy of K in A's format (*owned = 1: the caller destroys it). */
-int hk_pc_operator(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_mat **Aop, int *owned);
+int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *owned);
 
 /* A backend matrix of the scalar CSR M in the format (and slicing) of the solver's operator A
  * (csr when A is NULL), grouped into pc->bs blocks for a block format: a preconditioner's

@@ -232,7 +232,7 @@ static void poly_destroy(hk_pc *pc)
     pc->data = NULL;
 }
 
-static int poly_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int poly_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0, lanczos = 15;
     double safety = 1.05, lo = 0, hi = 0;
@@ -260,7 +260,7 @@ static int poly_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
              "options pc.poly.lmin=%g, pc.poly.lmax=%g must satisfy 0 <= lmin < lmax", lo, hi);
     HK_CALL(hk_malloc((size_t)pc->n * sizeof *diag, &diag));
     HK_TRY(hk_pc_positive_diag(K, "poly", diag));
-    HK_TRY(hk_pc_operator(pc, K, A, &d->A, &d->A_owned));
+    HK_TRY(hk_pc_operator(pc, pc->K, A, &d->A, &d->A_owned));
     if (hi > 0) { /* bounds given: no Lanczos */
         d->hi = hi;
         d->lo = lo > 0 ? lo : hi * 1e-3;
@@ -324,6 +324,12 @@ int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const 
     *degree = d->degree;
     *coef = d->coef;
     return 0;
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int poly_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, poly_setup_host);
 }
 
 const hk_pc_type hk_pc_poly = {

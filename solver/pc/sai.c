@@ -33,7 +33,7 @@ static void sai_destroy(hk_pc *pc)
     pc->data = NULL;
 }
 
-static int sai_setup(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+static int sai_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0;
     double tau = 0.9;
@@ -172,6 +172,12 @@ static int sai_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 {
     sai_data *d = pc->data;
     return hk_mat_spmv(d->M, r, z);
+}
+
+/* Set-up still runs on the host: K is copied back from the backend first. */
+static int sai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    return hk_pc_setup_on_host(pc, K, A, o, sai_setup_host);
 }
 
 const hk_pc_type hk_pc_sai = {

@@ -1,0 +1,142 @@
+/* hk_bmat and hk_graph: block CSR matrices and patterns in a backend's memory, the working
+ * form of every set-up step (solver/hk_setup.h). These helpers only allocate and copy through
+ * the backend's memory ops; the set-up algorithms themselves are backend ops. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hk_impl.h"
+
+static int be_alloc(const hk_backend_ops *be, void **p, size_t bytes)
+{
+    return be->alloc(p, bytes ? bytes : 8);
+}
+
+void hk_bmat_free(hk_bmat *A)
+{
+    if (!A) return;
+    if (A->be) {
+        A->be->dealloc(A->rowptr);
+        A->be->dealloc(A->colind);
+        A->be->dealloc(A->val);
+    }
+    memset(A, 0, sizeof *A);
+}
+
+int hk_bmat_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbrows, int64_t nbcols,
+                  int64_t nnzb, hk_bmat *A)
+{
+    int ierr;
+    memset(A, 0, sizeof *A);
+    HK_CHECK(br >= 1 && bc >= 1 && nbrows >= 0 && nbcols >= 0 && nnzb >= 0, HK_ERR_ARG,
+             "hk_bmat_alloc: bad sizes (%d x %d blocks, %lld x %lld, %lld blocks)", br, bc,
+             (long long)nbrows, (long long)nbcols, (long long)nnzb);
+    A->be = be;
+    A->br = br;
+    A->bc = bc;
+    A->nbrows = nbrows;
+    A->nbcols = nbcols;
+    A->nnzb = nnzb;
+    HK_TRY(be_alloc(be, (void **)&A->rowptr, (size_t)(nbrows + 1) * sizeof(int64_t)));
+    HK_TRY(be_alloc(be, (void **)&A->colind, (size_t)nnzb * sizeof(int32_t)));
+    HK_TRY(be_alloc(be, (void **)&A->val, (size_t)nnzb * br * bc * sizeof(double)));
+    return 0;
+fail:
+    hk_bmat_free(A);
+    return ierr;
+}
+
+int hk_bmat_upload(const hk_backend_ops *be, const hk_bcsr *K, hk_bmat *A)
+{
+    int ierr;
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    HK_CALL(hk_bmat_alloc(be, K->bs, K->bs, K->nbrows, K->nbcols, nnzb, A));
+    HK_TRY(be->copy_to(A->rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof(int64_t)));
+    if (nnzb) {
+        HK_TRY(be->copy_to(A->colind, K->colind, (size_t)nnzb * sizeof(int32_t)));
+        HK_TRY(be->copy_to(A->val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof(double)));
+    }
+    return 0;
+fail:
+    hk_bmat_free(A);
+    return ierr;
+}
+
+int hk_bmat_to_host(const hk_bmat *A, hk_bmat *H)
+{
+    int ierr;
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, A->br, A->bc, A->nbrows, A->nbcols, A->nnzb, H));
+    HK_TRY(A->be->copy_from(H->rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof(int64_t)));
+    if (A->nnzb) {
+        HK_TRY(A->be->copy_from(H->colind, A->colind, (size_t)A->nnzb * sizeof(int32_t)));
+        HK_TRY(A->be->copy_from(H->val, A->val,
+                                (size_t)A->nnzb * A->br * A->bc * sizeof(double)));
+    }
+    return 0;
+fail:
+    hk_bmat_free(H);
+    return ierr;
+}
+
+int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K)
+{
+    int ierr;
+    memset(K, 0, sizeof *K);
+    HK_CHECK(A->br == A->bc, HK_ERR_ARG, "hk_bmat_to_bcsr: blocks are %d x %d, not square",
+             A->br, A->bc);
+    const size_t bb = (size_t)A->br * A->bc;
+    K->bs = A->br;
+    K->nbrows = A->nbrows;
+    K->nbcols = A->nbcols;
+    HK_TRY(hk_malloc((size_t)(A->nbrows + 1) * sizeof *K->rowptr, &K->rowptr));
+    HK_TRY(hk_malloc((size_t)(A->nnzb ? A->nnzb : 1) * sizeof *K->colind, &K->colind));
+    HK_TRY(hk_malloc((size_t)(A->nnzb ? A->nnzb : 1) * bb * sizeof *K->val, &K->val));
+    HK_TRY(A->be->copy_from(K->rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof(int64_t)));
+    if (A->nnzb) {
+        HK_TRY(A->be->copy_from(K->colind, A->colind, (size_t)A->nnzb * sizeof(int32_t)));
+        HK_TRY(A->be->copy_from(K->val, A->val, (size_t)A->nnzb * bb * sizeof(double)));
+    }
+    return 0;
+fail:
+    hk_bcsr_free(K);
+    return ierr;
+}
+
+void hk_graph_free(hk_graph *G)
+{
+    if (!G) return;
+    if (G->be) {
+        G->be->dealloc(G->rowptr);
+        G->be->dealloc(G->colind);
+    }
+    memset(G, 0, sizeof *G);
+}
+
+int hk_graph_alloc(const hk_backend_ops *be, int64_t n, int64_t m, int64_t nnz, hk_graph *G)
+{
+    int ierr;
+    memset(G, 0, sizeof *G);
+    HK_CHECK(n >= 0 && m >= 0 && nnz >= 0, HK_ERR_ARG, "hk_graph_alloc: bad sizes");
+    G->be = be;
+    G->n = n;
+    G->m = m;
+    G->nnz = nnz;
+    HK_TRY(be_alloc(be, (void **)&G->rowptr, (size_t)(n + 1) * sizeof(int64_t)));
+    HK_TRY(be_alloc(be, (void **)&G->colind, (size_t)nnz * sizeof(int32_t)));
+    return 0;
+fail:
+    hk_graph_free(G);
+    return ierr;
+}
+
+int hk_graph_to_host(const hk_graph *G, hk_graph *H)
+{
+    int ierr;
+    HK_CALL(hk_graph_alloc(&hk_backend_cpu, G->n, G->m, G->nnz, H));
+    HK_TRY(G->be->copy_from(H->rowptr, G->rowptr, (size_t)(G->n + 1) * sizeof(int64_t)));
+    if (G->nnz)
+        HK_TRY(G->be->copy_from(H->colind, G->colind, (size_t)G->nnz * sizeof(int32_t)));
+    return 0;
+fail:
+    hk_graph_free(H);
+    return ierr;
+}

@@ -1,0 +1,80 @@
+/* Set-up on the backend: the data the set-up steps work on and the contracts of their ops.
+ * Included by hk_impl.h; only solver/ and cuda/ see it.
+ *
+ * hk_solver uploads the block CSR K once (hk_bmat_upload). From then on every set-up step —
+ * building a storage format, a preconditioner's diagonal, the FSAI/SAI factors, the AMG
+ * hierarchy — reads and writes hk_bmat / hk_graph objects in the backend's memory through the
+ * backend's set-up ops (the *_setup fields of hk_backend_ops). The host sees sizes and a few
+ * scalars, never matrix values. Each op has a CPU reference (solver/cpu/, OpenMP) and a CUDA
+ * version (cuda/); tests run both on the same input and compare. */
+#ifndef HOOKE_SOLVER_SETUP_H
+#define HOOKE_SOLVER_SETUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hk_backend_ops;
+
+/* Block CSR in a backend's memory. Blocks are br x bc (rectangular allowed: the AMG
+ * prolongator of a 3D problem has 3 x 6 blocks), values row-major per block:
+ * val[(k*br + r)*bc + c] for block k. Column indices sorted within a row, no duplicates.
+ * Scalar rows = nbrows*br, scalar columns = nbcols*bc. Arrays are NULL only when empty
+ * (nnzb = 0 still has rowptr). */
+typedef struct hk_bmat {
+    const struct hk_backend_ops *be;
+    int br, bc;
+    int64_t nbrows, nbcols, nnzb;
+    int64_t *rowptr; /* nbrows + 1 */
+    int32_t *colind; /* nnzb */
+    double *val;     /* nnzb * br * bc */
+} hk_bmat;
+
+/* A sparsity pattern in a backend's memory (strength graphs, FSAI / SAI patterns): n rows,
+ * m columns, sorted column indices per row, no duplicates. */
+typedef struct hk_graph {
+    const struct hk_backend_ops *be;
+    int64_t n, m, nnz;
+    int64_t *rowptr; /* n + 1 */
+    int32_t *colind; /* nnz */
+} hk_graph;
+
+/* ---- generic helpers (solver/bmat.c), through the backend's memory ops ---------------- */
+
+/* Allocate rowptr (n+1), colind and val for nnzb blocks on be; contents undefined. */
+int hk_bmat_alloc(const struct hk_backend_ops *be, int br, int bc, int64_t nbrows,
+                  int64_t nbcols, int64_t nnzb, hk_bmat *A);
+void hk_bmat_free(hk_bmat *A); /* frees and zeroes; a zeroed struct is fine */
+/* Copy a host block CSR (square bs x bs blocks) to be. */
+int hk_bmat_upload(const struct hk_backend_ops *be, const hk_bcsr *K, hk_bmat *A);
+/* A copy of A in host memory as a cpu-backend hk_bmat (tests, and the few set-up steps that
+ * still run on the host: ic0/ilu0). */
+int hk_bmat_to_host(const hk_bmat *A, hk_bmat *H);
+/* Host block CSR of a square-block hk_bmat (br == bc) wherever it lives. */
+int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K);
+int hk_graph_alloc(const struct hk_backend_ops *be, int64_t n, int64_t m, int64_t nnz,
+                   hk_graph *G);
+void hk_graph_free(hk_graph *G);
+int hk_graph_to_host(const hk_graph *G, hk_graph *H);
+
+/* Modes of the diag op. */
+enum hk_diag_mode {
+    HK_DIAG_INV = 0,      /* out[i] = 1/a_ii (scalar rows); bad when a_ii <= 0 or not finite */
+    HK_DIAG_INV_SQRT,     /* out[i] = 1/sqrt(a_ii); bad as above */
+    HK_DIAG_BLOCK_INV,    /* out = inverse of each br x br diagonal block, row-major, nbrows
+                           * blocks. A scalar row of the block whose row and column inside the
+                           * block are exactly zero is a decoupled dof: it is left out of the
+                           * inversion and gets 0 in the inverse (the AMG coarse levels have
+                           * such dofs where a tentative-prolongator column was dropped). Bad
+                           * when the rest of the block is singular or not finite. */
+    HK_DIAG_DECOUPLED     /* out[i] = 1 when scalar row i has no nonzero entry off the
+                           * diagonal (a dof eliminated by a support), else 0; never bad */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif
