@@ -133,6 +133,11 @@ static void cuda_dealloc(void *p)
     if (p) cudaFree(p);
 }
 
+int hk_cu_malloc(void **p, size_t bytes)
+{
+    return cuda_alloc(p, bytes);
+}
+
 static int cuda_copy_to(void *dst, const void *host_src, size_t bytes)
 {
     /* pageable source: the call returns once the source is staged, so it may be freed */

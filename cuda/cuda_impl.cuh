@@ -38,6 +38,9 @@ extern struct hk_cuda_ctx hk_cu;
 
 /* Create the context on first use (probe calls it). */
 int hk_cu_init(void);
+/* cudaMalloc with the library's out-of-memory sentence (bytes needed, bytes free); every
+ * set-up allocation goes through it (or the backend's alloc op). Free with cudaFree. */
+int hk_cu_malloc(void **p, size_t bytes);
 
 /* Record a CUDA / cuSPARSE / cuBLAS failure as HK_ERR_DEVICE with the status name. */
 int hk_cu_fail(cudaError_t e, const char *what, const char *file, int line);
