@@ -183,6 +183,9 @@ typedef struct hk_run {
 /* Mesh, assemble, solve, post-process. A solve that does not converge returns HK_ERR_NUMERIC
  * with the reason, leaving r filled (fields too) so the caller can still write the result. */
 int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
+/* Only the mesh and assembly stages of hk_run_case (r->mesh, r->model, r->sys, times), for
+ * benchmarks that solve K themselves. */
+int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r);
 /* Write the .vtu (path NULL: the case's output). With load cases: <stem>-<case>.vtu for each
  * case next to path and <stem>.pvd listing them, one timestep per case. */
 int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);

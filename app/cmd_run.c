@@ -179,21 +179,16 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
         res->true_residual);
 }
 
-int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
+/* Mesh and assemble (the first two stages of hk_run_case), logging to L. */
+static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *r)
 {
     int ierr = 0;
-    hk_solver *s = NULL;
-    static const hk_run_opts none = {0};
-    if (!o) o = &none;
-    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
-    L.t0 = L.last = hk_time();
-    memset(r, 0, sizeof *r);
     double t;
 
     /* mesh */
     t = hk_time();
     if (c->generate) {
-        stage(&L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
+        stage(L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
               c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
               c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_size[2] : 0., c->gen_cells[0],
               c->gen_cells[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
@@ -205,7 +200,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
                                c->gen_cells[1], c->gen_cells[2], c->gen_element, &r->mesh));
         if (c->mesh.renumber) HK_TRY(hk_mesh_renumber_rcm(&r->mesh));
     } else {
-        stage(&L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order,
+        stage(L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order,
               c->mesh.quad ? ", quads" : "");
         hk_mesh_options mo = c->mesh;
         mo.verbose = o->verbose;
@@ -214,7 +209,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     r->t_mesh = hk_time() - t;
     char types[128];
     element_types(&r->mesh, types, sizeof types);
-    stage(&L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
+    stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
           (long long)r->mesh.cells.n, types, r->t_mesh);
 
     /* model and assembly */
@@ -223,11 +218,11 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     int grav = c->gravity[0] != 0 || c->gravity[1] != 0 || c->gravity[2] != 0;
     int body = c->body_force[0] != 0 || c->body_force[1] != 0 || c->body_force[2] != 0;
     if (c->nloadcases)
-        stage(&L, "assembly: %s, %d material%s, %d support%s, %d load cases",
+        stage(L, "assembly: %s, %d material%s, %d support%s, %d load cases",
               analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
               c->nsupports, c->nsupports == 1 ? "" : "s", c->nloadcases);
     else
-        stage(&L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s",
+        stage(L, "assembly: %s, %d material%s, %d support%s, %d load%s%s%s",
               analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
               c->nsupports, c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
               grav ? ", gravity" : "", body ? ", body force" : "");
@@ -244,8 +239,33 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     r->t_assembly = hk_time() - t;
     int64_t nnz =
         r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
-    stage(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
+    stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
           (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
+fail:
+    return ierr;
+}
+
+int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r)
+{
+    static const hk_run_opts none = {0};
+    if (!o) o = &none;
+    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
+    L.t0 = L.last = hk_time();
+    memset(r, 0, sizeof *r);
+    return run_mesh_assemble(c, o, &L, r);
+}
+
+int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
+{
+    int ierr = 0;
+    hk_solver *s = NULL;
+    static const hk_run_opts none = {0};
+    if (!o) o = &none;
+    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
+    L.t0 = L.last = hk_time();
+    memset(r, 0, sizeof *r);
+    double t;
+    HK_TRY(run_mesh_assemble(c, o, &L, r));
 
     /* solve */
     t = hk_time();
