@@ -19,6 +19,7 @@ int hk_bench_spmv(int argc, char **argv);     /* app/cmd_bench.c */
 int hk_bench_cg(int argc, char **argv);       /* app/bench_cg.c */
 int hk_bench_assembly(int argc, char **argv); /* app/bench_assembly.c */
 int hk_bench_solvers(int argc, char **argv);  /* app/bench_solvers.c (krylov) */
+int hk_bench_pcs(int argc, char **argv);      /* app/bench_pcs.c */
 
 /* ---- common options: --backend auto|cpu|cuda  --json FILE  --size small|medium|large ---- */
 

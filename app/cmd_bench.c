@@ -26,6 +26,8 @@ static const bench_cmd bench_cmds[] = {
     {"cg", "CG and pipelined CG per iteration vs cuSPARSE+cuBLAS CG and the CPU", hk_bench_cg},
     {"assembly", "elements/s per element type, stage times of a 1M-DOF case", hk_bench_assembly},
     {"solvers", "every method x jacobi/poly x double/mixed to 1e-8, vs the CPU", hk_bench_solvers},
+    {"pcs", "every preconditioner: set-up, apply, time to 1e-8 on assembled cases, vs the CPU",
+     hk_bench_pcs},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 

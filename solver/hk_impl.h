@@ -391,6 +391,10 @@ struct hk_ksp {
 extern const hk_ksp_type *const hk_ksp_types[]; /* NULL-terminated registry */
 const hk_ksp_type *hk_ksp_type_find(const char *name);
 
+/* The solver's preconditioner and fp64 operator (benchmarks time their apply and SpMV). */
+hk_pc *hk_solver_get_pc(hk_solver *s);
+hk_mat *hk_solver_get_mat(hk_solver *s);
+
 /* Shared helpers for the methods: record a residual norm (history, monitor) and decide on
  * convergence; returns 1 when done and sets k->res.reason. */
 int hk_ksp_converged(hk_ksp *k, int it, double rnorm, double bnorm);

@@ -307,6 +307,16 @@ fail:
     return ierr;
 }
 
+hk_pc *hk_solver_get_pc(hk_solver *s)
+{
+    return s->pc;
+}
+
+hk_mat *hk_solver_get_mat(hk_solver *s)
+{
+    return s->A;
+}
+
 void hk_solver_destroy(hk_solver *s)
 {
     if (!s) return;

@@ -1,0 +1,378 @@
+/* `hooke bench pcs`: every preconditioner with CG to a relative residual of 1e-8 on the
+ * stiffness matrices of real cases (meshed and assembled as hooke run does): set-up time,
+ * solve time, time to solution, iterations, the cost of one application in SpMVs, on the
+ * chosen backend and on the CPU backend in the same run. Baselines printed beside each row:
+ * the upload of the block CSR alone (set-up / upload) and cg+jacobi's time to solution on the
+ * same matrix and backend (total / jacobi). The near-null space of pc=amg comes from the mesh's
+ * node coordinates, as in hooke run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "case.h"
+#include "hk_impl.h"
+
+#define PCS_MAX_PROBLEMS 16
+#define PCS_MAX_PCS 16
+#define PCS_MAX_SETS 8
+
+typedef struct pcs_problem {
+    const char *label;
+    const char *file;
+    int nsets;
+    const char *sets[PCS_MAX_SETS];
+} pcs_problem;
+
+typedef struct pcs_row {
+    const char *problem, *pc, *backend;
+    long long dofs;
+    int iterations;
+    double upload_s, setup_s, solve_s, total_s, apply_spmv, true_res, jacobi_total_s;
+    hk_reason reason;
+    int failed;
+    char error[160];
+} pcs_row;
+
+static void pcs_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hooke bench pcs [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+            "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--pcs LIST]\n"
+            "                       [--method M] [--no-cpu] [--cpu-max-dofs N] [--json FILE]\n\n"
+            "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's)\n"
+            "with CG (or --method) to 1e-8 on the stiffness matrix of each problem, meshed and\n"
+            "assembled as hooke run does (KEY=VALUE as --set). Default problems by --size:\n"
+            "  small:  box hex8 12^3, box tet4 10^3, box hex8 40x4x4 (aspect 10:1:1), bracket\n"
+            "  medium: box hex8 40^3, box tet4 30^3, box hex8 120x12x12, bracket size 0.0015\n"
+            "  large:  box hex8 69^3, bracket size 0.0015, bracket size 0.001\n"
+            "Columns: iterations, set-up / solve / total seconds, set-up divided by the upload\n"
+            "of the block CSR alone, total divided by cg+jacobi's total on the same matrix and\n"
+            "backend, one preconditioner application in SpMV times, the true residual. With a\n"
+            "GPU backend every row is repeated on the CPU backend unless --no-cpu, for problems\n"
+            "up to --cpu-max-dofs (default 800000) DOFs.\n");
+}
+
+static const pcs_problem pcs_defaults[3][4] = {
+    {{"box hex8 12^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[12,12,12]"}},
+     {"box tet4 10^3",
+      "cases/box/box.yaml",
+      2,
+      {"geometry.generate.cells=[10,10,10]", "geometry.generate.element=tet4"}},
+     {"box hex8 40x4x4",
+      "cases/box/box.yaml",
+      2,
+      {"geometry.generate.cells=[40,4,4]", "geometry.generate.size=[10,1,1]"}},
+     {"bracket", "cases/bracket/bracket.yaml", 0, {NULL}}},
+    {{"box hex8 40^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[40,40,40]"}},
+     {"box tet4 30^3",
+      "cases/box/box.yaml",
+      2,
+      {"geometry.generate.cells=[30,30,30]", "geometry.generate.element=tet4"}},
+     {"box hex8 120x12x12",
+      "cases/box/box.yaml",
+      2,
+      {"geometry.generate.cells=[120,12,12]", "geometry.generate.size=[10,1,1]"}},
+     {"bracket 0.0015", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.0015"}}},
+    {{"box hex8 69^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[69,69,69]"}},
+     {"bracket 0.0015", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.0015"}},
+     {"bracket 0.001", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.001"}},
+     {NULL, NULL, 0, {NULL}}},
+};
+
+typedef struct pcs_timing {
+    hk_pc *pc;
+    hk_mat *A;
+    hk_vec *x, *y;
+    const hk_backend_ops *be;
+} pcs_timing;
+
+static int pcs_apply_once(void *ctx)
+{
+    pcs_timing *t = ctx;
+    HK_CALL(hk_pc_apply(t->pc, t->x, t->y));
+    return t->be->sync();
+}
+
+static int pcs_spmv_once(void *ctx)
+{
+    pcs_timing *t = ctx;
+    HK_CALL(hk_mat_spmv(t->A, t->x, t->y));
+    return t->be->sync();
+}
+
+typedef struct pcs_upload {
+    const hk_backend_ops *be;
+    const hk_bcsr *K;
+} pcs_upload;
+
+static int pcs_upload_once(void *ctx)
+{
+    pcs_upload *u = ctx;
+    hk_bmat Kd = {0};
+    HK_CALL(hk_bmat_upload(u->be, u->K, &Kd));
+    int ierr = u->be->sync();
+    hk_bmat_free(&Kd);
+    return ierr;
+}
+
+/* One solve: create (set-up), solve from x = 0, time one application against one SpMV. */
+static int pcs_solve(const hk_run *r, const char *backend, const char *method, const char *pc,
+                     pcs_row *row)
+{
+    int ierr;
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    hk_vec *x = NULL, *y = NULL;
+    double *u = NULL;
+    char text[256];
+    hk_result res;
+    const hk_bcsr *K = &r->sys.K;
+    double *coords = NULL;
+    snprintf(text, sizeof text, "backend=%s method=%s pc=%s tol=1e-8 maxit=20000", backend,
+             method, pc);
+    HK_TRY(hk_options_create(&o));
+    HK_TRY(hk_options_parse(o, text));
+    /* node coordinates, dim per node, in K's block-row order (the mesh's node order) */
+    HK_TRY(hk_malloc((size_t)r->mesh.nnodes * r->mesh.dim * sizeof *coords, &coords));
+    for (int64_t i = 0; i < r->mesh.nnodes; i++)
+        for (int d = 0; d < r->mesh.dim; d++)
+            coords[i * r->mesh.dim + d] = r->mesh.coords[3 * i + d];
+    const hk_nearnull nn = {.dim = r->mesh.dim, .coords = coords};
+    HK_TRY(hk_solver_create_nearnull(K, &nn, o, &s));
+    HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *u, &u));
+    HK_TRY(hk_solver_solve(s, r->sys.f, u, &res));
+    row->iterations = res.iterations;
+    row->setup_s = res.setup_seconds;
+    row->solve_s = res.solve_seconds;
+    row->total_s = res.setup_seconds + res.solve_seconds;
+    row->true_res = res.true_residual;
+    row->reason = res.reason;
+
+    /* one application against one SpMV of the operator, on the same vectors */
+    pcs_timing t = {hk_solver_get_pc(s), hk_solver_get_mat(s), NULL, NULL, NULL};
+    t.be = t.A->be;
+    HK_TRY(hk_vec_create(t.be, r->sys.ndof, HK_FP64, &x));
+    HK_TRY(hk_vec_create(t.be, r->sys.ndof, HK_FP64, &y));
+    HK_TRY(hk_vec_upload(x, r->sys.f));
+    t.x = x;
+    t.y = y;
+    double ta = 0, tm = 0;
+    HK_TRY(hk_bench_time(pcs_apply_once, &t, 1, 3, 0.2, &ta));
+    HK_TRY(hk_bench_time(pcs_spmv_once, &t, 1, 3, 0.2, &tm));
+    row->apply_spmv = tm > 0 ? ta / tm : NAN;
+
+    pcs_upload up = {t.be, K};
+    HK_TRY(hk_bench_time(pcs_upload_once, &up, 1, 3, 0.2, &row->upload_s));
+fail:
+    hk_vec_destroy(x);
+    hk_vec_destroy(y);
+    free(u);
+    free(coords);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    return ierr;
+}
+
+static void pcs_print_row(const pcs_row *w)
+{
+    if (w->failed) {
+        printf("| %s | %s | – | – | – | – | – | – | – | – | %s |\n", w->pc, w->backend,
+               w->error);
+        return;
+    }
+    printf("| %s | %s | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %.1f | %.1e | %s |\n", w->pc,
+           w->backend, w->iterations, w->setup_s, w->solve_s, w->total_s,
+           w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
+           w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
+           w->true_res, hk_reason_name(w->reason));
+    fflush(stdout);
+}
+
+int hk_bench_pcs(int argc, char **argv)
+{
+    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    pcs_problem probs[PCS_MAX_PROBLEMS];
+    int nprob = 0, no_cpu = 0, rc = 1;
+    long long cpu_max = 800000;
+    const char *pc_list = "jacobi,poly,fsai,amg", *method = "cg";
+    char *owned[PCS_MAX_PROBLEMS] = {0};
+    for (int i = 1; i < argc;) {
+        int r = hk_bench_common_option(argc, argv, &i, &bo);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            pcs_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--problem") && i + 1 < argc) {
+            if (nprob == PCS_MAX_PROBLEMS) {
+                fprintf(stderr, "hooke bench pcs: at most %d --problem\n", PCS_MAX_PROBLEMS);
+                return 2;
+            }
+            /* "FILE KEY=VALUE ...": split on spaces (the copy is kept for the labels) */
+            char *copy = strdup(argv[i + 1]);
+            if (!copy) return 1;
+            owned[nprob] = copy;
+            pcs_problem *p = &probs[nprob];
+            memset(p, 0, sizeof *p);
+            p->label = argv[i + 1];
+            for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " ")) {
+                if (!p->file) {
+                    p->file = tok;
+                } else if (p->nsets < PCS_MAX_SETS) {
+                    p->sets[p->nsets++] = tok;
+                } else {
+                    fprintf(stderr, "hooke bench pcs: at most %d KEY=VALUE per --problem\n",
+                            PCS_MAX_SETS);
+                    return 2;
+                }
+            }
+            if (!p->file) {
+                fprintf(stderr, "hooke bench pcs: --problem needs a case file\n");
+                return 2;
+            }
+            nprob++;
+            i += 2;
+        } else if (!strcmp(a, "--pcs") && i + 1 < argc) {
+            pc_list = argv[i + 1];
+            i += 2;
+        } else if (!strcmp(a, "--method") && i + 1 < argc) {
+            method = argv[i + 1];
+            i += 2;
+        } else if (!strcmp(a, "--cpu-max-dofs") && i + 1 < argc) {
+            cpu_max = atoll(argv[i + 1]);
+            i += 2;
+        } else if (!strcmp(a, "--no-cpu")) {
+            no_cpu = 1;
+            i++;
+        } else {
+            fprintf(stderr,
+                    "hooke bench pcs: unknown or incomplete option '%s' (hooke bench pcs "
+                    "--help)\n",
+                    a);
+            return 2;
+        }
+    }
+    if (!nprob)
+        for (int k = 0; k < 4 && pcs_defaults[bo.size][k].file; k++)
+            probs[nprob++] = pcs_defaults[bo.size][k];
+
+    /* the preconditioners, checked by name before any work */
+    const char *pcs[PCS_MAX_PCS];
+    int npc = 0;
+    char pcbuf[256];
+    snprintf(pcbuf, sizeof pcbuf, "%s", pc_list);
+    for (char *tok = strtok(pcbuf, ","); tok && npc < PCS_MAX_PCS; tok = strtok(NULL, ",")) {
+        if (!hk_pc_type_find(tok)) {
+            fprintf(stderr, "hooke bench pcs: unknown preconditioner '%s' in --pcs; they are",
+                    tok);
+            for (int k = 0; hk_pc_types[k]; k++)
+                fprintf(stderr, "%s %s", k ? "," : "", hk_pc_types[k]->name);
+            fprintf(stderr, "\n");
+            return 2;
+        }
+        pcs[npc++] = tok;
+    }
+    const hk_backend *be;
+    if (hk_backend_get(bo.backend, &be)) {
+        fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
+        return 2;
+    }
+    const char *bname = hk_backend_name(be);
+    const int gpu = strcmp(bname, "cpu") != 0;
+
+    pcs_row *rows = calloc((size_t)nprob * npc * 2, sizeof *rows);
+    int nrows = 0;
+    hk_json j = {0};
+    if (!rows) goto done;
+    printf("## hooke bench pcs: %s to 1e-8 on assembled cases\n\n", method);
+    hk_backend_describe(be, stdout);
+    for (int p = 0; p < nprob; p++) {
+        hk_case c;
+        hk_run r;
+        memset(&r, 0, sizeof r);
+        if (hk_case_load(probs[p].file, probs[p].nsets, probs[p].sets, &c)) {
+            fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
+            goto done;
+        }
+        hk_run_opts ro = {.quiet = 1};
+        if (hk_run_assemble(&c, &ro, &r)) {
+            fprintf(stderr, "hooke bench pcs: %s: %s\n", probs[p].label, hk_error_message());
+            hk_run_free(&r);
+            hk_case_free(&c);
+            goto done;
+        }
+        const long long dofs = (long long)r.sys.ndof;
+        printf("\n### %s: %lld DOFs, %lld nonzeros, mesh %.2f s, assembly %.2f s\n\n",
+               probs[p].label, dofs,
+               (long long)(r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs),
+               r.t_mesh, r.t_assembly);
+        printf("| pc | backend | iterations | set-up s | solve s | total s | set-up / upload | "
+               "total / jacobi | apply in SpMVs | true residual | reason |\n");
+        printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        const int nbe = gpu && !no_cpu && dofs <= cpu_max ? 2 : 1;
+        for (int b = 0; b < nbe; b++) {
+            const char *bn = b ? "cpu" : bname;
+            double jac_total = 0;
+            for (int k = 0; k < npc; k++) {
+                pcs_row *w = &rows[nrows++];
+                w->problem = probs[p].label;
+                w->pc = pcs[k];
+                w->backend = bn;
+                w->dofs = dofs;
+                if (pcs_solve(&r, bn, method, pcs[k], w)) {
+                    w->failed = 1;
+                    snprintf(w->error, sizeof w->error, "%s", hk_error_message());
+                    hk_error_clear();
+                } else if (!strcmp(pcs[k], "jacobi")) {
+                    jac_total = w->total_s;
+                }
+                w->jacobi_total_s = jac_total;
+                pcs_print_row(w);
+            }
+        }
+        hk_run_free(&r);
+        hk_case_free(&c);
+    }
+    if (bo.json) {
+        if (hk_json_open(&j, bo.json)) goto done;
+        hk_json_begin_object(&j, NULL);
+        hk_json_string(&j, "bench", "pcs");
+        hk_json_string(&j, "backend", bname);
+        hk_json_string(&j, "method", method);
+        hk_json_number(&j, "tol", 1e-8);
+        hk_json_begin_array(&j, "solves");
+        for (int i = 0; i < nrows; i++) {
+            const pcs_row *w = &rows[i];
+            hk_json_begin_object(&j, NULL);
+            hk_json_string(&j, "problem", w->problem);
+            hk_json_int(&j, "dofs", w->dofs);
+            hk_json_string(&j, "pc", w->pc);
+            hk_json_string(&j, "backend", w->backend);
+            if (w->failed) {
+                hk_json_string(&j, "error", w->error);
+            } else {
+                hk_json_int(&j, "iterations", w->iterations);
+                hk_json_number(&j, "setup_s", w->setup_s);
+                hk_json_number(&j, "solve_s", w->solve_s);
+                hk_json_number(&j, "total_s", w->total_s);
+                hk_json_number(&j, "upload_s", w->upload_s);
+                hk_json_number(&j, "jacobi_total_s", w->jacobi_total_s);
+                hk_json_number(&j, "apply_in_spmvs", w->apply_spmv);
+                hk_json_number(&j, "true_residual", w->true_res);
+                hk_json_string(&j, "reason", hk_reason_name(w->reason));
+            }
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
+        hk_json_end_object(&j);
+        if (hk_json_close(&j)) goto done;
+    }
+    rc = 0;
+done:
+    for (int p = 0; p < PCS_MAX_PROBLEMS; p++)
+        free(owned[p]);
+    free(rows);
+    return rc;
+}
