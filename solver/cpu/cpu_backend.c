@@ -331,6 +331,9 @@ int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cpu_tri_destroy(void *handle);
 
+/* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
+int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
@@ -371,4 +374,5 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_create = hk_cpu_tri_create,
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
+    .bmat_diag = hk_cpu_bmat_diag,
 };
