@@ -217,6 +217,9 @@ HK_OMP_FOR
 static int cpu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
 {
     SAME_PREC(x, y);
+    HK_CHECK(bs >= 1 && bs <= 6 && x->n % bs == 0, HK_ERR_ARG,
+             "cpu backend: block diagonal with block size %d (must be 1..6 and divide %lld)", bs,
+             (long long)x->n);
     HK_CHECK(D->prec == x->prec && D->n == x->n * bs, HK_ERR_ARG,
              "cpu backend: block diagonal of wrong size or precision");
     const int64_t nb = x->n / bs;
@@ -226,7 +229,7 @@ static int cpu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
 HK_OMP_FOR
         for (int64_t i = 0; i < nb; i++) {
             const T *blk = dv + (size_t)i * bs * bs;
-            double acc[3] = {0, 0, 0};
+            double acc[6] = {0, 0, 0, 0, 0, 0};
             for (int r = 0; r < bs; r++)
                 for (int c = 0; c < bs; c++) acc[r] += (double)blk[r * bs + c] * xv[i * bs + c];
             for (int r = 0; r < bs; r++) yv[i * bs + r] = (T)acc[r];
@@ -333,6 +336,8 @@ void hk_cpu_tri_destroy(void *handle);
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+/* l1-Jacobi scaling of pc=amg (cpu_amg.c). */
+int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -375,4 +380,5 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
     .bmat_diag = hk_cpu_bmat_diag,
+    .amg_l1_diag = hk_cpu_amg_l1_diag,
 };
