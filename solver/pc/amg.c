@@ -71,8 +71,8 @@ typedef struct amg_data {
 static int need_op(const hk_backend_ops *be, const void *op, const char *name)
 {
     HK_CHECK(op, HK_ERR_UNSUPPORTED,
-             "pc=amg: the %s backend lacks the set-up op %s; use backend=cpu or another "
-             "preconditioner",
+             "pc=amg: the %s backend lacks the set-up op %s; use another preconditioner "
+             "on this backend",
              be->name, name);
     return 0;
 }
