@@ -172,8 +172,16 @@ typedef enum {
     HK_DIVERGED_BREAKDOWN,
     HK_DIVERGED_NOT_SPD,
     HK_DIVERGED_NAN,
-    HK_DIVERGED_STAGNATION
+    HK_DIVERGED_STAGNATION,
+    HK_DIVERGED_TRUE_RESIDUAL /* the method's own residual converged, b - A x did not */
 } hk_reason;
+
+/* A solve is converged only when the true residual ||b - A x|| recomputed in fp64 at the end
+ * is within this factor of the tolerance max(rtol ||b||, atol); otherwise hk_solver_solve
+ * restarts the method from x up to HK_TRUE_RESIDUAL_RESTARTS times (within maxit) and then
+ * reports HK_DIVERGED_TRUE_RESIDUAL. */
+#define HK_TRUE_RESIDUAL_FACTOR 2.0
+#define HK_TRUE_RESIDUAL_RESTARTS 3
 
 const char *hk_reason_name(hk_reason r); /* "converged (relative tolerance)", "not SPD", ... */
 int hk_reason_converged(hk_reason r);

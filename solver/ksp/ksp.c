@@ -43,6 +43,9 @@ const char *hk_reason_name(hk_reason r)
         return "NaN or Inf";
     case HK_DIVERGED_STAGNATION:
         return "stagnation";
+    case HK_DIVERGED_TRUE_RESIDUAL:
+        return "converged on the recursive residual only, the true residual is above the "
+               "tolerance";
     }
     return "?";
 }
