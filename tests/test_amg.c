@@ -185,7 +185,7 @@ static void test_variants(void)
         "pc.amg.threshold=0.08",
         "pc.amg.omega=0",
         "pc.amg.format=csr",
-        "pc.amg.max_levels=2 pc.amg.coarse_size=8000",
+        "pc.amg.max_levels=2",
         "method=pipecg",
         NULL};
     const int m = 11;
@@ -210,13 +210,19 @@ static void test_variants(void)
     solve_ok(&K, &nn, "backend=cpu pc=amg precision=mixed", &v);
     CU_ASSERT(v.its <= base.its + 2);
     CU_ASSERT(strstr(v.line, "mixed") != NULL);
-    /* two levels with a large dense coarse level: the two-grid method */
-    solve_ok(&K, &nn, "backend=cpu pc=amg pc.amg.max_levels=2 pc.amg.coarse_size=8000", &v);
+    /* two levels: the two-grid method */
+    solve_ok(&K, &nn, "backend=cpu pc=amg pc.amg.max_levels=2", &v);
     CU_ASSERT_EQUAL(v.st.nlevels, 2);
+    hk_bcsr Ks = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 5, &Ks));
+    double *xs = grid_coords(3, 5, 5, 5);
+    hk_nearnull ns = {.dim = 3, .coords = xs};
     /* one level: the dense direct solve, one iteration */
-    solve_ok(&K, &nn, "backend=cpu pc=amg pc.amg.max_levels=1 pc.amg.coarse_size=12000", &v);
+    solve_ok(&Ks, &ns, "backend=cpu pc=amg pc.amg.max_levels=1", &v);
     CU_ASSERT_EQUAL(v.st.nlevels, 1);
     CU_ASSERT(v.its <= 2);
+    free(xs);
+    hk_bcsr_free(&Ks);
     free(xyz);
     hk_bcsr_free(&K);
 }
@@ -293,9 +299,9 @@ static void test_poisson(void)
         solve_out r;
         its[c] = solve_ok(&K, NULL, "backend=cpu pc=amg", &r);
         CU_ASSERT(r.st.nns == 1);
-        CU_ASSERT(r.st.nlevels >= 3);
-        if (c == 2) jac = solve_ok(&K, NULL, "backend=cpu pc=jacobi", &r);
+        CU_ASSERT(r.st.nlevels >= 2 + (c > 0));
         if (verbose()) printf("\n    poisson %d^2: amg %d its; %s", sizes[c], its[c], r.line);
+        if (c == 2) jac = solve_ok(&K, NULL, "backend=cpu pc=jacobi", &r);
         hk_bcsr_free(&K);
     }
     if (verbose()) printf("    jacobi at 256^2: %d its\n", jac);

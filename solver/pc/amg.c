@@ -429,6 +429,19 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_CALL(need_op(be, (const void *)be->dense_gemv, "dense_gemv"));
     HK_CHECK(K->br <= AMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
              AMG_MAX_NNS);
+    { /* every scalar diagonal entry of K positive (an SPD matrix; supports as unit rows) */
+        hk_vec *dg = NULL;
+        int64_t bad = -1;
+        HK_CALL(hk_vec_create(be, pc->n, HK_FP64, &dg));
+        ierr = be->bmat_diag(K, HK_DIAG_INV, dg, &bad);
+        hk_vec_destroy(dg);
+        HK_CALL(ierr);
+        HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+                 "pc=amg: row %lld has a diagonal entry that is not positive; pc=amg needs an "
+                 "SPD matrix (supports kept as unit rows) - check the assembly, or use "
+                 "pc=ilu0 with method=gmres for other matrices",
+                 (long long)bad);
+    }
     HK_CALL(nearnull_build(pc, d, K, &B));
 
     const hk_bmat *Al = K; /* the current level's operator (level 0: K, not owned) */
