@@ -404,7 +404,7 @@ static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
     HK_TRY(be->sync());
     row->convert_s = hk_time() - t0;
     hk_mat_get_info(c.A, &row->info);
-    row->slice = (f == HK_FMT_SELL || f == HK_FMT_SBELL) ? c.A->host.slice : 0;
+    row->slice = (f == HK_FMT_SELL || f == HK_FMT_SBELL) ? c.A->slice : 0;
     HK_TRY(hk_vec_create(be, n, p, &c.x));
     HK_TRY(hk_vec_create(be, n, p, &c.y));
     HK_TRY(hk_vec_upload(c.x, x));
