@@ -217,8 +217,10 @@ HK_OMP_FOR
 static int cpu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
 {
     SAME_PREC(x, y);
-    HK_CHECK(D->prec == x->prec && D->n == x->n * bs, HK_ERR_ARG,
-             "cpu backend: block diagonal of wrong size or precision");
+    HK_CHECK(D->prec == x->prec && D->n == x->n * bs && bs >= 1 && bs <= 6, HK_ERR_ARG,
+             "cpu backend: block diagonal of wrong size or precision, or block size %d not in "
+             "1..6",
+             bs);
     const int64_t nb = x->n / bs;
     HK_FOR_PREC(x, {
         const T *dv = D->data, *xv = x->data;
@@ -226,7 +228,7 @@ static int cpu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
 HK_OMP_FOR
         for (int64_t i = 0; i < nb; i++) {
             const T *blk = dv + (size_t)i * bs * bs;
-            double acc[3] = {0, 0, 0};
+            double acc[6] = {0, 0, 0, 0, 0, 0};
             for (int r = 0; r < bs; r++)
                 for (int c = 0; c < bs; c++) acc[r] += (double)blk[r * bs + c] * xv[i * bs + c];
             for (int r = 0; r < bs; r++) yv[i * bs + r] = (T)acc[r];
@@ -355,7 +357,6 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_dot = cpu_vec_dot,
     .vec_mdot = cpu_vec_mdot,
     .vec_maxpy = cpu_vec_maxpy,
-    .mat_upload = hk_cpu_mat_upload,
     .mat_release = hk_cpu_mat_release,
     .mat_spmv = hk_cpu_mat_spmv,
     .bdiag_apply = cpu_bdiag_apply,
@@ -375,4 +376,8 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
     .bmat_diag = hk_cpu_bmat_diag,
+    .mat_build = hk_cpu_mat_build,
+    .mat_download = hk_cpu_mat_download,
+    .bmat_transpose = hk_cpu_bmat_transpose,
+    .bmat_expand = hk_cpu_bmat_expand,
 };
