@@ -373,6 +373,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.tri_create = hk_cu_tri_create;
     o.tri_solve = hk_cu_tri_solve;
     o.tri_destroy = hk_cu_tri_destroy;
+    o.fsai_pattern = hk_cu_fsai_pattern;
+    o.fsai_factor = hk_cu_fsai_factor;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

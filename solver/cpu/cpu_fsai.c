@@ -114,7 +114,7 @@ int hk_cpu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t 
     int32_t *acol = NULL;
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *dg, &dg));
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *arow, &arow));
-    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *len, &len));
+    HK_TRY(hk_calloc((size_t)n + 1, sizeof *len, &len));
     /* 1. diagonal */
     for (int64_t i = 0; i < n; i++) {
         const double a = bmat_entry(K, i, i);
