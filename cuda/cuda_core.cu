@@ -376,6 +376,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.mat_download = hk_cu_mat_download;
     o.bmat_transpose = hk_cu_bmat_transpose;
     o.bmat_expand = hk_cu_bmat_expand;
+    o.fsai_pattern = hk_cu_fsai_pattern;
+    o.fsai_factor = hk_cu_fsai_factor;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

@@ -234,4 +234,10 @@ int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
 
+/* FSAI set-up (cuda_fsai.cu). */
+extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap,
+                                  hk_graph *S, hk_setup_fault *fault);
+extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
+                                 hk_setup_fault *fault);
+
 #endif

@@ -297,7 +297,27 @@ typedef struct hk_backend_ops {
     int (*dense_inverse)(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
     int (*dense_gemv)(const hk_vec *M, const hk_vec *x, hk_vec *y);
 
-    /* FSAI and SAI set-up ops: see solver/pc/fsai.c and solver/pc/sai.c */
+    /* FSAI and SAI set-up ops (pc=fsai, pc=sai; the exact rules, which every backend follows
+     * to the same result, are in solver/cpu/cpu_fsai.c). Patterns and factors are on scalar
+     * rows (n = nbrows*br of the square-block K). A row that cannot be done is no error: it
+     * goes to *fault (first such row and why; row -1 when none) and no output is allocated.
+     * fsai_pattern: S = lower pattern of G: the sparsified Ã (block = 0: scalar entries with
+     *   |a_ij| > tau sqrt(a_ii a_jj); block = 1: node blocks with ||A_IJ||_F > tau
+     *   sqrt(||A_II||_F ||A_JJ||_F), all dofs of a node sharing the pattern), k steps of
+     *   B_{p+1} = Low(B_p Ã), rows sorted (diagonal last); rows over cap entries: TOO_LARGE.
+     * fsai_factor: G (1 x 1 blocks, columns a subset of S's) = per row the Cholesky of
+     *   A[P_i,P_i], g_i = w / sqrt(w_m), post-filtration with delta and 1/sqrt(1+eps^T A eps).
+     * sai_pattern: St (row k = column k of M) = {i : i == k or |a_ik| > (1-tau) max_j|a_ij|},
+     *   Kt = the scalar transpose of K (1 x 1 blocks).
+     * sai_factor: Mt (1 x 1 blocks on St) = column k of M = argmin ||A(I,J) m - e_k(I)|| by
+     *   Householder QR; |I| over max_rows or |J| over max_cols: TOO_LARGE. */
+    int (*fsai_pattern)(const hk_bmat *K, double tau, int k, int block, int64_t cap,
+                        hk_graph *S, hk_setup_fault *fault);
+    int (*fsai_factor)(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
+                       hk_setup_fault *fault);
+    int (*sai_pattern)(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+    int (*sai_factor)(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
+                      int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault);
 
     /* ---- replay of recorded iterations (cuda: CUDA graphs; NULL on cpu) -------------------
      * graph_begin starts recording the ops issued after it instead of running them;

@@ -336,6 +336,15 @@ void hk_cpu_tri_destroy(void *handle);
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 
+/* FSAI and SAI set-up (cpu_fsai.c). */
+int hk_cpu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap, hk_graph *S,
+                        hk_setup_fault *fault);
+int hk_cpu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
+                       hk_setup_fault *fault);
+int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
+                      hk_bmat *Mt, hk_setup_fault *fault);
+
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
@@ -380,4 +389,8 @@ const hk_backend_ops hk_backend_cpu = {
     .mat_download = hk_cpu_mat_download,
     .bmat_transpose = hk_cpu_bmat_transpose,
     .bmat_expand = hk_cpu_bmat_expand,
+    .fsai_pattern = hk_cpu_fsai_pattern,
+    .fsai_factor = hk_cpu_fsai_factor,
+    .sai_pattern = hk_cpu_sai_pattern,
+    .sai_factor = hk_cpu_sai_factor,
 };
