@@ -21,7 +21,7 @@ typedef struct fmt_src {
 
 /* Check the structure of K (sizes, row pointers, column range) so that a bad matrix is an
  * error here and not a crash in a kernel. */
-static int fmt_check_bcsr(const hk_bcsr *K)
+int hk_fmt_check_bcsr(const hk_bcsr *K)
 {
     HK_CHECK(K && K->bs >= 1 && K->bs <= 6, HK_ERR_ARG,
              "matrix block size %d is not supported; use 1 to 6", K ? K->bs : 0);
@@ -185,7 +185,7 @@ int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_f
     int32_t *sci = NULL;
     double *sv = NULL;
     memset(F, 0, sizeof *F);
-    HK_CALL(fmt_check_bcsr(K));
+    HK_CALL(hk_fmt_check_bcsr(K));
     HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "unknown format code %d", (int)fmt);
     if (slice <= 0) slice = 32;
     HK_CHECK(slice <= 1024, HK_ERR_OPTION,

@@ -76,6 +76,9 @@ typedef struct hk_fmt {
     int32_t *perm;            /* SELL: nrows; SBELL: nbrows. perm[new] = old */
 } hk_fmt;
 
+/* Check K's structure (block size 1..6, sizes, row pointers, column range): an error naming
+ * the block row, so that a bad matrix never reaches a kernel (hk_mat_create calls it). */
+int hk_fmt_check_bcsr(const hk_bcsr *K);
 /* Convert K to fmt with slice S and window sigma (<= 0: defaults). */
 int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F);
 void hk_fmt_free(hk_fmt *F);

@@ -35,6 +35,7 @@ int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_prec
     *Aout = NULL;
     HK_CHECK(be && K && K->bs >= 1 && K->bs <= 6, HK_ERR_ARG,
              "hk_mat_create: block size %d is not supported; use 1 to 6", K ? K->bs : 0);
+    HK_CALL(hk_fmt_check_bcsr(K));
     HK_CALL(hk_bmat_upload(be, K, &Kd));
     ierr = hk_mat_create_bmat(&Kd, fmt, p, o, Aout);
     hk_bmat_free(&Kd);

@@ -373,6 +373,18 @@ static void test_build_errors(void)
     CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, NULL, &A), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "1 to 6"));
     K.bs = 2;
+    /* a column index out of range is refused on the host, naming the block row */
+    int64_t r = 0;
+    while (r < K.nbrows && K.rowptr[r + 1] == K.rowptr[r]) r++;
+    CU_ASSERT_FATAL(r < K.nbrows);
+    const int32_t saved = K.colind[K.rowptr[r]];
+    K.colind[K.rowptr[r]] = 99;
+    char want[32];
+    snprintf(want, sizeof want, "block row %lld", (long long)r);
+    CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, NULL, &A), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+    CU_ASSERT_PTR_NULL(A);
+    K.colind[K.rowptr[r]] = saved;
     /* non-square blocks */
     hk_bmat R, RH;
     random_bmat(cpu, 5, 5, 3, 6, 9u, &R, &RH);
@@ -388,7 +400,7 @@ HK_SUITE(build, {"built arrays = hk_fmt_from_bcsr, every format, bs 1..6, fp64/f
          {"SBELL/BELL of bs 4 counted by hand", test_build_by_hand},
          {"SpMV of every built format, bs 1..6 = block CSR reference", test_spmv_cpu},
          {"transpose and expansion = dense references", test_transpose_expand_cpu},
-         {"build errors: cusparse on cpu, bs 7, non-square blocks", test_build_errors})
+         {"build errors: cusparse on cpu, bs 7, bad column, non-square blocks", test_build_errors})
 
 /* ---- device ------------------------------------------------------------------------------ */
 
