@@ -354,7 +354,6 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_dot = hk_cu_vec_dot;
     o.vec_mdot = hk_cu_vec_mdot;
     o.vec_maxpy = hk_cu_vec_maxpy;
-    o.mat_upload = hk_cu_mat_upload;
     o.mat_release = hk_cu_mat_release;
     o.mat_spmv = hk_cu_mat_spmv;
     o.bdiag_apply = hk_cu_bdiag_apply;
@@ -374,6 +373,12 @@ static hk_backend_ops cuda_make_ops(void)
     o.tri_solve = hk_cu_tri_solve;
     o.tri_destroy = hk_cu_tri_destroy;
     o.amg_l1_diag = hk_cu_amg_l1_diag;
+    o.mat_build = hk_cu_mat_build;
+    o.mat_download = hk_cu_mat_download;
+    o.bmat_transpose = hk_cu_bmat_transpose;
+    o.bmat_expand = hk_cu_bmat_expand;
+    o.fsai_pattern = hk_cu_fsai_pattern;
+    o.fsai_factor = hk_cu_fsai_factor;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

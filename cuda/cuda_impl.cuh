@@ -163,8 +163,39 @@ struct hk_cu_fuse {
  * of f over y into hk_cu.part; returns the grid used. */
 int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned *nb);
 
-/* Matrix ops (cuda_spmv.cu). */
-int hk_cu_mat_upload(hk_mat *A);
+/* A built matrix (A->bdata): device arrays in the hk_fmt layout, values in A->prec. */
+struct hk_cu_mat {
+    hk_fmt shape;    /* sizes of the layout on the host (no arrays), for mat_download */
+    int bs;          /* kernel block size (1 for csr, ell, sell, cusparse-csr) */
+    int tpr;         /* threads per block row */
+    int64_t nbrows;  /* block rows */
+    int64_t S;       /* slice height (sliced family; nbrows for ELL/BELL) */
+    int64_t *rowptr; /* row-pointer family */
+    int32_t *colind;
+    void *val;     /* fp64 or fp32 by A->prec */
+    int64_t *sptr; /* sliced family: slice starts (in block slots) */
+    int32_t *swidth;
+    int32_t *perm; /* SELL/SBELL: perm[new] = old; NULL for ELL/BELL */
+    /* cuSPARSE */
+    int32_t *rowptr32;
+    cusparseSpMatDescr_t sp;
+    cusparseDnVecDescr_t dx, dy;
+    void *spbuf;
+    cusparseSpMVAlg_t alg;
+    /* partial sums of the fused SpMV: 4 per block of its grid */
+    double *part;
+    unsigned part_nb;
+};
+
+/* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
+int hk_cu_mat_build(hk_mat *A, const hk_bmat *K);
+int hk_cu_mat_download(const hk_mat *A, hk_fmt *F);
+int hk_cu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
+int hk_cu_bmat_expand(const hk_bmat *A, hk_bmat *S);
+
+/* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest
+ * block row), the fused-SpMV buffer and the cuSPARSE descriptors. */
+int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest);
 void hk_cu_mat_release(hk_mat *A);
 int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 /* y = A x (fp64) with the k fused values of f reduced: *nb partials per value in *part. */
@@ -204,5 +235,11 @@ int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double
 int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
+
+/* FSAI set-up (cuda_fsai.cu). */
+extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap,
+                                  hk_graph *S, hk_setup_fault *fault);
+extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
+                                 hk_setup_fault *fault);
 
 #endif

@@ -1,6 +1,7 @@
-// Matrices on the CUDA backend: upload from the host format arrays (hk_impl.h), SpMV for
-// every format in fp64 and fp32, and the SpMV with fused dot products for the pipelined
-// methods.
+// Matrices on the CUDA backend: SpMV for every format in fp64 and fp32 (block sizes 1 to 6)
+// on the arrays mat_build made on the device (cuda_build.cu), the SpMV with fused dot
+// products for the pipelined methods, and the per-matrix set-up of the kernels (threads per
+// block row, cuSPARSE descriptors).
 //
 // Two kernel families cover the six native formats:
 //   - row-pointer kernel (k_bsr): CSR is BSR with 1x1 blocks;
@@ -19,28 +20,6 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
-
-struct hk_cu_mat {
-    int bs;          /* kernel block size (1 for csr, ell, sell, cusparse-csr) */
-    int tpr;         /* threads per block row */
-    int64_t nbrows;  /* block rows */
-    int64_t S;       /* slice height (sliced family) */
-    int64_t *rowptr; /* row-pointer family */
-    int32_t *colind;
-    void *val;     /* fp64 or fp32 by A->prec */
-    int64_t *sptr; /* sliced family: slice starts (in block slots) */
-    int32_t *swidth;
-    int32_t *perm; /* SELL/SBELL: perm[new] = old; NULL for ELL/BELL */
-    /* cuSPARSE */
-    int32_t *rowptr32;
-    cusparseSpMatDescr_t sp;
-    cusparseDnVecDescr_t dx, dy;
-    void *spbuf;
-    cusparseSpMVAlg_t alg;
-    /* partial sums of the fused SpMV: 4 per block of its grid */
-    double *part;
-    unsigned part_nb;
-};
 
 static int is_rowptr_family(hk_format f)
 {
@@ -241,12 +220,16 @@ static int launch(const hk_mat *A, const void *x, void *y, const hk_cu_fuse &f, 
 {
     const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
     unsigned nb = 0;
-    if (m->bs == 1)
-        launch_bs<T, 1, FUSED>(A, m, (const T *)x, (T *)y, f, &nb);
-    else if (m->bs == 2)
-        launch_bs<T, 2, FUSED>(A, m, (const T *)x, (T *)y, f, &nb);
-    else
-        launch_bs<T, 3, FUSED>(A, m, (const T *)x, (T *)y, f, &nb);
+    switch (m->bs) {
+    case 1: launch_bs<T, 1, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    case 2: launch_bs<T, 2, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    case 3: launch_bs<T, 3, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    case 4: launch_bs<T, 4, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    case 5: launch_bs<T, 5, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    case 6: launch_bs<T, 6, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    default: return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                 "cuda SpMV: block size %d (must be 1 to 6)", m->bs);
+    }
     HK_CU_LAUNCHED();
     if (nbout) *nbout = nb;
     return 0;
@@ -271,7 +254,7 @@ static int cusparse_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
 
 int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
 {
-    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not uploaded");
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
     HK_CHECK(x->prec == A->prec && y->prec == A->prec && x->n == A->ncols && y->n == A->nrows,
              HK_ERR_ARG, "cuda backend: SpMV vectors differ from the matrix in size or precision");
     if (is_cusparse(A->fmt)) return cusparse_spmv(A, x, y);
@@ -284,7 +267,7 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
 int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f, unsigned *nb,
                          const double **part)
 {
-    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not uploaded");
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
     HK_CHECK(A->prec == HK_FP64 && x->prec == HK_FP64 && y->prec == HK_FP64, HK_ERR_ARG,
              "cuda backend: the fused SpMV of the pipelined methods runs in fp64 (matrix "
              "precision %s)",
@@ -319,23 +302,7 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
     return launch<double, true>(A, x->data, y->data, f, nb);
 }
 
-/* ---- upload ---------------------------------------------------------------------------- */
-
-/* The longest block row of a matrix (in blocks): its slices' or rows' widths. */
-static int64_t longest_row(const hk_fmt *F)
-{
-    int64_t mx = 0;
-    if (F->slice_width) {
-        for (int64_t s = 0; s < F->nslices; s++)
-            if (F->slice_width[s] > mx) mx = F->slice_width[s];
-    } else if (F->rowptr) {
-        for (int64_t i = 0; i < F->nbrows; i++)
-            if (F->rowptr[i + 1] - F->rowptr[i] > mx) mx = F->rowptr[i + 1] - F->rowptr[i];
-    } else {
-        mx = F->width;
-    }
-    return mx;
-}
+/* ---- kernel set-up after the build ---------------------------------------------------- */
 
 /* Threads per block row when A->tpr is 0: enough threads to fill the device for small
  * systems (ANCHORS.md: one thread per block row leaves an H200 idle at 24k DOFs), one thread
@@ -362,30 +329,6 @@ static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row, int64_t longe
     return tpr;
 }
 
-/* Copy n elements of host array h to a new device array (fp64 values become fp32 when
- * to_float). */
-static int upload_array(void **d, const void *h, size_t n, size_t elem, int to_float)
-{
-    *d = NULL;
-    if (!n) return 0;
-    size_t bytes = n * (to_float ? sizeof(float) : elem);
-    HK_CU(cudaMalloc(d, bytes));
-    if (to_float) {
-        float *tmp;
-        HK_CALL(hk_malloc(bytes, &tmp));
-        const double *src = (const double *)h;
-        for (size_t i = 0; i < n; i++)
-            tmp[i] = (float)src[i];
-        cudaError_t e = cudaMemcpy(*d, tmp, bytes, cudaMemcpyHostToDevice);
-        free(tmp);
-        if (e != cudaSuccess)
-            return hk_cu_fail(e, "cudaMemcpy (matrix values)", __FILE__, __LINE__);
-    } else {
-        HK_CU(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
-    }
-    return 0;
-}
-
 void hk_cu_mat_release(hk_mat *A)
 {
     hk_cu_mat *m = (hk_cu_mat *)A->bdata;
@@ -401,93 +344,27 @@ void hk_cu_mat_release(hk_mat *A)
     A->bdata = NULL;
 }
 
-int hk_cu_mat_upload(hk_mat *A)
+int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
 {
     int ierr = 0;
-    const hk_fmt *F = &A->host;
-    hk_cu_mat *m = NULL;
     void *tmpv = NULL;
-    HK_CALL(hk_cu_init());
     const hk_format fmt = A->fmt;
-    HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "cuda backend: unknown format %d",
-             (int)fmt);
-    const int scalar =
-        fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL || fmt == HK_FMT_CUSPARSE_CSR;
-    const int bs = scalar ? 1 : F->bs;
-    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "cuda backend: block size %d (must be 1, 2 or 3)", bs);
-    const int64_t nbrows = F->nrows / bs;
+    const int bs = m->bs;
+    const int64_t nbrows = m->nbrows, nslots = A->stored / ((int64_t)bs * bs);
     const int to_float = A->prec == HK_FP32;
     const size_t vsz = to_float ? 4 : 8;
-
-    /* block slots stored (padding included) and the pointer arrays */
-    int64_t nslots = 0;
-    size_t ptr_bytes = 0;
-    if (is_rowptr_family(fmt)) {
-        nslots = nbrows ? F->rowptr[nbrows] : 0;
-        ptr_bytes = (size_t)(nbrows + 1) * 8;
-        if (is_cusparse(fmt)) ptr_bytes += (size_t)(nbrows + 1) * 4;
-    } else if (fmt == HK_FMT_ELL || fmt == HK_FMT_BELL) {
-        nslots = (int64_t)F->width * nbrows;
-        ptr_bytes = 16 + 4;
-    } else {
-        nslots = F->nslices ? F->slice_ptr[F->nslices] : 0;
-        ptr_bytes = (size_t)(F->nslices + 1) * 8 + (size_t)F->nslices * 4 + (size_t)nbrows * 4;
-    }
-    if (is_cusparse(fmt))
-        HK_CHECK(nslots < INT32_MAX && nbrows < INT32_MAX, HK_ERR_UNSUPPORTED,
-                 "format %s uses 32-bit indices and this matrix has %lld stored blocks; use "
-                 "format=sbell or format=csr",
-                 hk_format_name(fmt), (long long)nslots);
-
-    /* does it fit? (values + indices + pointers, plus a margin for cuSPARSE's buffer) */
-    const size_t need = (size_t)nslots * bs * bs * vsz + (size_t)nslots * 4 + ptr_bytes +
-                        (is_cusparse(fmt) ? (size_t)A->nrows * 16 : 0);
-    size_t fr = 0, tot = 0;
-    HK_CU(cudaMemGetInfo(&fr, &tot));
-    HK_CHECK(need < fr, HK_ERR_MEMORY,
-             "the matrix needs %.2f GB on the GPU but only %.2f GB are free; use "
-             "precision=mixed, a smaller mesh or --backend cpu",
-             need / 1e9, fr / 1e9);
-
-    HK_CALL(hk_calloc(1, sizeof *m, &m));
-    m->bs = bs;
-    m->nbrows = nbrows;
-    HK_TRY(upload_array((void **)&m->colind, F->colind, (size_t)nslots, 4, 0));
-    HK_TRY(upload_array(&m->val, F->val, (size_t)nslots * bs * bs, 8, to_float));
-    if (is_rowptr_family(fmt)) {
-        HK_TRY(upload_array((void **)&m->rowptr, F->rowptr, (size_t)nbrows + 1, 8, 0));
-    } else if (fmt == HK_FMT_ELL || fmt == HK_FMT_BELL) {
-        const int64_t sp[2] = {0, nslots};
-        const int32_t sw[1] = {F->width};
-        HK_TRY(upload_array((void **)&m->sptr, sp, 2, 8, 0));
-        HK_TRY(upload_array((void **)&m->swidth, sw, 1, 4, 0));
-        m->S = nbrows > 0 ? nbrows : 1;
-    } else {
-        HK_TRY(upload_array((void **)&m->sptr, F->slice_ptr, (size_t)F->nslices + 1, 8, 0));
-        HK_TRY(upload_array((void **)&m->swidth, F->slice_width, (size_t)F->nslices, 4, 0));
-        if (F->perm) HK_TRY(upload_array((void **)&m->perm, F->perm, (size_t)nbrows, 4, 0));
-        m->S = F->slice;
-        HK_TRY_CHECK(m->S >= 1, HK_ERR_ARG, "cuda backend: slice height %lld", (long long)m->S);
-    }
     m->tpr = A->tpr > 0 ? A->tpr
-                        : auto_tpr(fmt, nbrows, nbrows ? (double)F->nnz / ((double)bs * bs) / nbrows : 0,
-                                   longest_row(F));
-    HK_TRY_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
-                 "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
+                        : auto_tpr(fmt, nbrows,
+                                   nbrows ? (double)A->nnz / ((double)bs * bs) / nbrows : 0,
+                                   longest);
+    HK_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
+             "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {
         m->part_nb = grid_blocks(nbrows, m->tpr, 1);
-        HK_CU_TRY(cudaMalloc(&m->part, sizeof(double) * 4 * m->part_nb));
+        HK_CALL(hk_cu_malloc((void **)&m->part, sizeof(double) * 4 * m->part_nb));
+        return 0;
     }
-
-    if (is_cusparse(fmt)) {
-        /* 32-bit row pointers, as a user of cuSPARSE would pass them */
-        int32_t *rp32;
-        HK_TRY(hk_malloc((size_t)(nbrows + 1) * 4, &rp32));
-        for (int64_t i = 0; i <= nbrows; i++)
-            rp32[i] = (int32_t)F->rowptr[i];
-        ierr = upload_array((void **)&m->rowptr32, rp32, (size_t)nbrows + 1, 4, 0);
-        free(rp32);
-        if (ierr) goto fail;
+    {
         const cudaDataType vt = to_float ? CUDA_R_32F : CUDA_R_64F;
         if (fmt == HK_FMT_CUSPARSE_CSR || bs == 1) { /* 1x1 blocks: the same arrays as CSR */
             HK_CU_SPARSE_TRY(cusparseCreateCsr(&m->sp, A->nrows, A->ncols, nslots, m->rowptr32,
@@ -503,7 +380,7 @@ int hk_cu_mat_upload(hk_mat *A)
         }
         /* descriptors need device pointers for the buffer query: a scratch vector */
         const int64_t nv = A->nrows > A->ncols ? A->nrows : A->ncols;
-        HK_CU_TRY(cudaMalloc(&tmpv, (size_t)(nv > 0 ? nv : 1) * vsz));
+        HK_TRY(hk_cu_malloc(&tmpv, (size_t)(nv > 0 ? nv : 1) * vsz));
         HK_CU_SPARSE_TRY(cusparseCreateDnVec(&m->dx, A->ncols, tmpv, vt));
         HK_CU_SPARSE_TRY(cusparseCreateDnVec(&m->dy, A->nrows, tmpv, vt));
         size_t bsz = 0;
@@ -518,16 +395,16 @@ int hk_cu_mat_upload(hk_mat *A)
                                                      &one, m->sp, m->dx, &zero, m->dy, vt, m->alg,
                                                      &bsz));
         }
-        HK_CU_TRY(cudaMalloc(&m->spbuf, bsz ? bsz : 256));
+        HK_TRY(hk_cu_malloc(&m->spbuf, bsz ? bsz : 256));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
         cudaFree(tmpv);
         tmpv = NULL;
     }
-    HK_CU_TRY(cudaDeviceSynchronize());
-    A->bdata = m;
     return 0;
 fail:
-    if (tmpv) cudaFree(tmpv);
-    A->bdata = m;
-    hk_cu_mat_release(A);
+    if (tmpv) {
+        cudaStreamSynchronize(hk_cu.stream);
+        cudaFree(tmpv);
+    }
     return ierr;
 }

@@ -371,18 +371,15 @@ template <typename T>
 static void bdiag_launch(int bs, int64_t nb, const void *D, const void *x, void *y)
 {
     const unsigned g = hk_cu_grid(nb);
-    if (bs == 1)
-        k_bdiag<T, 1><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y);
-    else if (bs == 2)
-        k_bdiag<T, 2><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y);
-    else if (bs == 3)
-        k_bdiag<T, 3><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y);
-    else if (bs == 4)
-        k_bdiag<T, 4><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y);
-    else if (bs == 5)
-        k_bdiag<T, 5><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y);
-    else
-        k_bdiag<T, 6><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y);
+#define HK_BDIAG_CASE(B)                                                                           \
+    case B:                                                                                        \
+        k_bdiag<T, B><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, (const T *)D, (const T *)x, (T *)y); \
+        break;
+    switch (bs) {
+        HK_BDIAG_CASE(1) HK_BDIAG_CASE(2) HK_BDIAG_CASE(3)
+        HK_BDIAG_CASE(4) HK_BDIAG_CASE(5) HK_BDIAG_CASE(6)
+    }
+#undef HK_BDIAG_CASE
 }
 
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)

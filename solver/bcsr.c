@@ -41,7 +41,7 @@ void hk_bcsr_spmv(const hk_bcsr *A, const double *x, double *y)
     const int bs = A->bs;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < A->nbrows; i++) {
-        double acc[3] = {0, 0, 0};
+        double acc[6] = {0, 0, 0, 0, 0, 0}; /* bs <= 6 */
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
             const double *blk = A->val + (size_t)k * bs * bs;
             const double *xj = x + (size_t)A->colind[k] * bs;

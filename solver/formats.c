@@ -21,10 +21,10 @@ typedef struct fmt_src {
 
 /* Check the structure of K (sizes, row pointers, column range) so that a bad matrix is an
  * error here and not a crash in a kernel. */
-static int fmt_check_bcsr(const hk_bcsr *K)
+int hk_fmt_check_bcsr(const hk_bcsr *K)
 {
-    HK_CHECK(K && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
-             "matrix block size %d is not supported; use 1, 2 or 3", K ? K->bs : 0);
+    HK_CHECK(K && K->bs >= 1 && K->bs <= 6, HK_ERR_ARG,
+             "matrix block size %d is not supported; use 1 to 6", K ? K->bs : 0);
     HK_CHECK(K->nbrows >= 0 && K->nbcols >= 0 && K->nbcols * K->bs < INT32_MAX &&
                  K->nbrows * K->bs < INT32_MAX,
              HK_ERR_ARG,
@@ -185,7 +185,7 @@ int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_f
     int32_t *sci = NULL;
     double *sv = NULL;
     memset(F, 0, sizeof *F);
-    HK_CALL(fmt_check_bcsr(K));
+    HK_CALL(hk_fmt_check_bcsr(K));
     HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "unknown format code %d", (int)fmt);
     if (slice <= 0) slice = 32;
     HK_CHECK(slice <= 1024, HK_ERR_OPTION,
@@ -323,6 +323,12 @@ void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y)
 
 size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p)
 {
+    return hk_fmt_bytes_shape(
+        F, F->nslices > 0 && F->slice_width ? F->slice_width[F->nslices - 1] : 0, p);
+}
+
+size_t hk_fmt_bytes_shape(const hk_fmt *F, int32_t last_width, hk_precision p)
+{
     const size_t vb = p == HK_FP64 ? sizeof(double) : sizeof(float);
     const size_t b2 = (size_t)F->bs * F->bs;
     size_t bytes = (size_t)F->stored * vb;                        /* values, padding included */
@@ -342,7 +348,7 @@ size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p)
         const int64_t tail = F->nslices * F->slice - F->nbrows;
         if (F->nslices > 0 && tail > 0)
             bytes -=
-                (size_t)tail * (size_t)F->slice_width[F->nslices - 1] * (b2 * vb + sizeof(int32_t));
+                (size_t)tail * (size_t)last_width * (b2 * vb + sizeof(int32_t));
         break;
     }
     default:

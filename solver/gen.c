@@ -473,10 +473,10 @@ int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_
     int ierr;
     char *used = NULL;
     memset(A, 0, sizeof *A);
-    HK_CHECK(nbrows >= 0 && nbcols >= 0 && nbcols < INT32_MAX && bs >= 1 && bs <= 3 && bpr >= 0,
+    HK_CHECK(nbrows >= 0 && nbcols >= 0 && nbcols < INT32_MAX && bs >= 1 && bs <= 6 && bpr >= 0,
              HK_ERR_ARG,
              "hk_gen_random: invalid size %lld x %lld, block size %d or density %g (need sizes >= "
-             "0, bs 1..3, density >= 0)",
+             "0, bs 1..6, density >= 0)",
              (long long)nbrows, (long long)nbcols, bs, bpr);
     uint32_t s = seed * 2654435761u + 12345u;
     if (!s) s = 1;

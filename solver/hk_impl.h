@@ -2,8 +2,8 @@
  * table, preconditioner and Krylov type tables. Only solver/ and cuda/ include this.
  *
  * Contract between the pieces:
- *   formats.c   hk_bcsr -> hk_fmt (host arrays of one format, fp64 values)
- *   backend     hk_fmt -> its own copy (mat_upload), SpMV, vector ops, fused ops
+ *   formats.c   hk_bcsr -> hk_fmt on the host: the reference layouts that tests compare with
+ *   backend     hk_bmat -> a format in its own memory (mat_build), SpMV, vector ops, fused ops
  *   pc/ files    set-up on the host from hk_bcsr, apply through backend ops only
  *   ksp/ files   each method once, through backend ops only (never CUDA, never raw arrays) */
 #ifndef HOOKE_SOLVER_IMPL_H
@@ -29,9 +29,10 @@ struct hk_vec_s {
     void *data; /* n doubles or floats in the backend's memory */
 };
 
-/* ---- host arrays of one format ----------------------------------------------------------
+/* ---- the layouts of the formats ---------------------------------------------------------
  *
- * Every layout keeps the source's column indices (x is never permuted). Padding entries have
+ * hk_fmt holds one format's arrays on the host (hk_fmt_from_bcsr, mat_download); the
+ * backends build exactly these arrays in their own memory (mat_build). Every layout keeps the source's column indices (x is never permuted). Padding entries have
  * column index -1 and value 0; kernels skip them. Value arrays are fp64; a backend makes its
  * own fp32 copy when the matrix precision is HK_FP32.
  *
@@ -75,6 +76,9 @@ typedef struct hk_fmt {
     int32_t *perm;            /* SELL: nrows; SBELL: nbrows. perm[new] = old */
 } hk_fmt;
 
+/* Check K's structure (block size 1..6, sizes, row pointers, column range): an error naming
+ * the block row, so that a bad matrix never reaches a kernel (hk_mat_create calls it). */
+int hk_fmt_check_bcsr(const hk_bcsr *K);
 /* Convert K to fmt with slice S and window sigma (<= 0: defaults). */
 int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F);
 void hk_fmt_free(hk_fmt *F);
@@ -82,6 +86,8 @@ void hk_fmt_free(hk_fmt *F);
 void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y);
 /* Bytes one SpMV reads of the matrix in precision p (values + indices + pointers). */
 size_t hk_fmt_bytes(const hk_fmt *F, hk_precision p);
+/* The same from F's sizes alone (arrays not needed): last_width = slice_width[nslices-1]. */
+size_t hk_fmt_bytes_shape(const hk_fmt *F, int32_t last_width, hk_precision p);
 
 /* ---- matrices -------------------------------------------------------------------------- */
 
@@ -94,11 +100,17 @@ struct hk_mat_s {
     const struct hk_backend_ops *be;
     hk_format fmt;
     hk_precision prec;
-    int bs;
+    int bs;        /* block size of the source (scalar formats expand it) */
     int64_t nrows, ncols;
-    hk_fmt host;   /* the format's arrays on the host (the source of the backend's copy) */
-    void *bdata;   /* backend-private: device arrays, descriptors, fp32 copies */
+    int slice;     /* SELL/SBELL slice height S requested (format.slice, default 32) */
+    int sigma;     /* sorting window requested (format.sigma; 0 = the whole matrix) */
     int tpr;       /* threads per block row requested (0 = backend decides) */
+    /* filled by mat_build */
+    int64_t nnz;    /* scalar nonzeros of the source (nnzb*bs*bs) */
+    int64_t stored; /* scalar entries stored, padding included */
+    int64_t width;  /* ELL/BELL width; longest (block) row for the other formats */
+    size_t bytes;   /* bytes one SpMV reads of the matrix (hk_fmt_bytes) */
+    void *bdata;    /* backend-private: the built arrays, descriptors */
 };
 
 /* ---- the backend ops table --------------------------------------------------------------
@@ -181,7 +193,6 @@ typedef struct hk_backend_ops {
     int (*vec_maxpy)(hk_vec *y, int k, const double *a, hk_vec *const *X);
 
     /* matrices */
-    int (*mat_upload)(hk_mat *A); /* make the backend copy from A->host (A->prec values) */
     void (*mat_release)(hk_mat *A);
     int (*mat_spmv)(hk_mat *A, const hk_vec *x, hk_vec *y); /* y = A x, same precision */
 
@@ -251,8 +262,9 @@ typedef struct hk_backend_ops {
      * and its caller says so. Outputs (hk_bmat, hk_graph, hk_vec) are allocated by the op on
      * the same backend unless stated; *bad-style outputs are host values (-1: none). */
 
-    /* formats: build A->fmt in A->prec from K (br == bc == A->bs) on the backend; fills
-     * A's statistics (nnz, stored, bytes). mat_download returns the built arrays to the
+    /* formats: build A->fmt in A->prec from K (br == bc == A->bs) on the backend, with
+     * A->slice and A->sigma (layouts above hk_fmt, identical to hk_fmt_from_bcsr); fills
+     * A's statistics (nnz, stored, width, bytes) and A->bdata. mat_download returns the built arrays to the
      * host in the hk_fmt layout (fp64 values; tests compare them with hk_fmt_from_bcsr). */
     int (*mat_build)(hk_mat *A, const hk_bmat *K);
     int (*mat_download)(const hk_mat *A, hk_fmt *F);
@@ -292,7 +304,27 @@ typedef struct hk_backend_ops {
      * a row whose sum is not positive and finite gets 0 and *bad = the first such row, or -1. */
     int (*amg_l1_diag)(const hk_bmat *A, hk_vec *out, int64_t *bad);
 
-    /* FSAI and SAI set-up ops: see solver/pc/fsai.c and solver/pc/sai.c */
+    /* FSAI and SAI set-up ops (pc=fsai, pc=sai; the exact rules, which every backend follows
+     * to the same result, are in solver/cpu/cpu_fsai.c). Patterns and factors are on scalar
+     * rows (n = nbrows*br of the square-block K). A row that cannot be done is no error: it
+     * goes to *fault (first such row and why; row -1 when none) and no output is allocated.
+     * fsai_pattern: S = lower pattern of G: the sparsified Ã (block = 0: scalar entries with
+     *   |a_ij| > tau sqrt(a_ii a_jj); block = 1: node blocks with ||A_IJ||_F > tau
+     *   sqrt(||A_II||_F ||A_JJ||_F), all dofs of a node sharing the pattern), k steps of
+     *   B_{p+1} = Low(B_p Ã), rows sorted (diagonal last); rows over cap entries: TOO_LARGE.
+     * fsai_factor: G (1 x 1 blocks, columns a subset of S's) = per row the Cholesky of
+     *   A[P_i,P_i], g_i = w / sqrt(w_m), post-filtration with delta and 1/sqrt(1+eps^T A eps).
+     * sai_pattern: St (row k = column k of M) = {i : i == k or |a_ik| > (1-tau) max_j|a_ij|},
+     *   Kt = the scalar transpose of K (1 x 1 blocks).
+     * sai_factor: Mt (1 x 1 blocks on St) = column k of M = argmin ||A(I,J) m - e_k(I)|| by
+     *   Householder QR; |I| over max_rows or |J| over max_cols: TOO_LARGE. */
+    int (*fsai_pattern)(const hk_bmat *K, double tau, int k, int block, int64_t cap,
+                        hk_graph *S, hk_setup_fault *fault);
+    int (*fsai_factor)(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
+                       hk_setup_fault *fault);
+    int (*sai_pattern)(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+    int (*sai_factor)(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
+                      int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault);
 
     /* ---- replay of recorded iterations (cuda: CUDA graphs; NULL on cpu) -------------------
      * graph_begin starts recording the ops issued after it instead of running them;

@@ -74,6 +74,23 @@ enum hk_diag_mode {
                            * diagonal (a dof eliminated by a support), else 0; never bad */
 };
 
+
+/* A row (or column) that a set-up op could not compute (FSAI/SAI): the first such row and
+ * why. Host struct filled by the op; row = -1 when every row succeeded. */
+enum hk_fault_reason {
+    HK_FAULT_NONE = 0,
+    HK_FAULT_TOO_LARGE,  /* the row's pattern or local problem exceeds the op's limit */
+    HK_FAULT_NOT_SPD,    /* non-positive pivot in the local Cholesky */
+    HK_FAULT_DIAG,       /* diagonal entry not positive and finite */
+    HK_FAULT_ASYMMETRIC, /* A[P,P] gathered from rows is not symmetric */
+    HK_FAULT_RANK,       /* local least-squares matrix rank deficient (or e_k not reached) */
+    HK_FAULT_MEMORY      /* a work array could not be allocated */
+};
+typedef struct hk_setup_fault {
+    int64_t row;
+    int reason;
+} hk_setup_fault;
+
 #ifdef __cplusplus
 }
 #endif

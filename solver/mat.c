@@ -1,5 +1,6 @@
-/* hk_mat: one storage format of a block CSR matrix on a backend. The conversion runs on the
- * host (formats.c); the backend then makes its copy (mat_upload). */
+/* hk_mat: one storage format of a block CSR matrix on a backend. The block CSR is uploaded
+ * once (hk_bmat) and the backend builds the format from it in its own memory (mat_build);
+ * the host sees sizes only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +31,33 @@ int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_prec
                   hk_options *o, hk_mat **Aout)
 {
     int ierr;
+    hk_bmat Kd = {0};
+    *Aout = NULL;
+    HK_CHECK(be && K && K->bs >= 1 && K->bs <= 6, HK_ERR_ARG,
+             "hk_mat_create: block size %d is not supported; use 1 to 6", K ? K->bs : 0);
+    HK_CALL(hk_fmt_check_bcsr(K));
+    HK_CALL(hk_bmat_upload(be, K, &Kd));
+    ierr = hk_mat_create_bmat(&Kd, fmt, p, o, Aout);
+    hk_bmat_free(&Kd);
+    return ierr;
+}
+
+int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_options *o,
+                       hk_mat **Aout)
+{
+    int ierr;
     hk_mat *A = NULL;
     int slice = 32, sigma = 0, tpr = 0;
     *Aout = NULL;
-    HK_CHECK(be && K && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
-             "hk_mat_create: block size must be 1, 2 or 3");
+    HK_CHECK(K && K->be, HK_ERR_ARG, "hk_mat_create_bmat: no matrix");
+    HK_CHECK(K->br == K->bc && K->br >= 1 && K->br <= 6, HK_ERR_ARG,
+             "hk_mat_create: blocks are %d x %d; formats need square blocks of size 1 to 6",
+             K->br, K->bc);
+    HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "hk_mat_create: unknown format code %d",
+             (int)fmt);
+    HK_CHECK(K->nbrows * K->br < INT32_MAX && K->nbcols * K->bc < INT32_MAX, HK_ERR_ARG,
+             "matrix of %lld x %lld block rows/columns is out of range (32-bit column indices)",
+             (long long)K->nbrows, (long long)K->nbcols);
     if (o) {
         HK_CALL(hk_options_get_int(o, "format.slice", &slice));
         HK_CALL(hk_options_get_int(o, "format.sigma", &sigma));
@@ -47,58 +70,23 @@ int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_prec
              sigma);
     HK_CHECK(tpr >= 0 && tpr <= 32 && (tpr & (tpr - 1)) == 0, HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", tpr);
+    HK_CHECK(K->be->mat_build, HK_ERR_UNSUPPORTED,
+             "backend %s cannot build storage formats (no mat_build op)", K->be->name);
     HK_CALL(hk_calloc(1, sizeof *A, &A));
-    A->be = be;
+    A->be = K->be;
     A->fmt = fmt;
     A->prec = p;
-    A->bs = K->bs;
-    A->nrows = K->nbrows * K->bs;
-    A->ncols = K->nbcols * K->bs;
+    A->bs = K->br;
+    A->nrows = K->nbrows * K->br;
+    A->ncols = K->nbcols * K->bc;
+    A->slice = slice;
+    A->sigma = sigma;
     A->tpr = tpr;
-    HK_TRY(hk_fmt_from_bcsr(K, fmt, slice, sigma, &A->host));
-    HK_TRY(be->mat_upload(A));
+    HK_TRY(K->be->mat_build(A, K));
     *Aout = A;
     return 0;
 fail:
-    hk_fmt_free(&A->host);
     free(A);
-    return ierr;
-}
-
-/* Transitional: until every backend builds formats itself (mat_build), the matrix is copied
- * back and converted on the host. Blocks larger than 3 x 3 are expanded to scalar rows. */
-int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_options *o,
-                       hk_mat **A)
-{
-    int ierr;
-    hk_bcsr Kh = {0}, S = {0};
-    *A = NULL;
-    HK_CALL(hk_bmat_to_bcsr(K, &Kh));
-    if (Kh.bs > 3) {
-        const int bs = Kh.bs;
-        const int64_t nnzb = Kh.rowptr[Kh.nbrows];
-        S.bs = 1;
-        S.nbrows = Kh.nbrows * bs;
-        S.nbcols = Kh.nbcols * bs;
-        HK_TRY(hk_malloc((size_t)(S.nbrows + 1) * sizeof *S.rowptr, &S.rowptr));
-        HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * bs * bs * sizeof *S.colind, &S.colind));
-        HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * bs * bs * sizeof *S.val, &S.val));
-        int64_t k = 0;
-        S.rowptr[0] = 0;
-        for (int64_t bi = 0; bi < Kh.nbrows; bi++)
-            for (int r = 0; r < bs; r++) {
-                for (int64_t q = Kh.rowptr[bi]; q < Kh.rowptr[bi + 1]; q++)
-                    for (int c = 0; c < bs; c++) {
-                        S.colind[k] = (int32_t)(Kh.colind[q] * bs + c);
-                        S.val[k++] = Kh.val[(q * bs + r) * bs + c];
-                    }
-                S.rowptr[bi * bs + r + 1] = k;
-            }
-    }
-    HK_TRY(hk_mat_create(K->be, Kh.bs > 3 ? &S : &Kh, fmt, p, o, A));
-fail:
-    hk_bcsr_free(&Kh);
-    hk_bcsr_free(&S);
     return ierr;
 }
 
@@ -106,7 +94,6 @@ void hk_mat_destroy(hk_mat *A)
 {
     if (!A) return;
     if (A->be->mat_release) A->be->mat_release(A);
-    hk_fmt_free(&A->host);
     free(A);
 }
 
@@ -128,8 +115,8 @@ void hk_mat_get_info(const hk_mat *A, hk_mat_info *info)
     info->bs = A->bs;
     info->nrows = A->nrows;
     info->ncols = A->ncols;
-    info->nnz = A->host.nnz;
-    info->stored = A->host.stored;
-    info->padding = A->host.nnz ? (double)A->host.stored / (double)A->host.nnz : 1.0;
-    info->bytes = hk_fmt_bytes(&A->host, A->prec);
+    info->nnz = A->nnz;
+    info->stored = A->stored;
+    info->padding = A->nnz ? (double)A->stored / (double)A->nnz : 1.0;
+    info->bytes = A->bytes;
 }

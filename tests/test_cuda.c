@@ -710,27 +710,27 @@ static void test_tri_solve(void)
         }
 }
 
-/* A matrix larger than the free device memory is refused before anything is allocated, with
- * both sizes and what to do (a fake CSR claiming 2^40 entries; its arrays are never read). */
+/* A matrix larger than the free device memory is refused before its arrays are allocated,
+ * with both sizes and what to do (a fake block CSR claiming 2^40 blocks in one row; only its
+ * row pointer exists on the device). */
 static void test_too_large(void)
 {
     const hk_backend *gpu = be_gpu();
-    int64_t rowptr[2] = {0, (int64_t)1 << 40};
-    hk_mat A;
-    memset(&A, 0, sizeof A);
-    A.be = gpu;
-    A.fmt = HK_FMT_CSR;
-    A.prec = HK_FP64;
-    A.bs = 1;
-    A.nrows = A.ncols = 1;
-    A.host.fmt = HK_FMT_CSR;
-    A.host.bs = 1;
-    A.host.nrows = A.host.ncols = A.host.nbrows = A.host.nbcols = 1;
-    A.host.rowptr = rowptr;
-    CU_ASSERT_EQUAL(gpu->mat_upload(&A), HK_ERR_MEMORY);
+    const int64_t rowptr[2] = {0, (int64_t)1 << 40};
+    hk_bmat K;
+    memset(&K, 0, sizeof K);
+    K.be = gpu;
+    K.br = K.bc = 1;
+    K.nbrows = K.nbcols = 1;
+    K.nnzb = rowptr[1];
+    HK_ASSERT_OK(gpu->alloc((void **)&K.rowptr, sizeof rowptr));
+    HK_ASSERT_OK(gpu->copy_to(K.rowptr, rowptr, sizeof rowptr));
+    hk_mat *A = NULL;
+    CU_ASSERT_EQUAL(hk_mat_create_bmat(&K, HK_FMT_CSR, HK_FP64, NULL, &A), HK_ERR_MEMORY);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "GB on the GPU but only"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "--backend cpu"));
-    CU_ASSERT_PTR_NULL(A.bdata);
+    CU_ASSERT_PTR_NULL(A);
+    gpu->dealloc(K.rowptr);
 }
 
 /* Describe names the device, its compute capability and driver. */

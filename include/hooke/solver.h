@@ -23,7 +23,8 @@ extern "C" {
 
 /* ---- plain data ------------------------------------------------------------------------ */
 
-/* Block CSR on the host: nbrows block rows of bs x bs blocks (bs = 1, 2 or 3). Values of a
+/* Block CSR on the host: nbrows block rows of bs x bs blocks (bs = 1, 2 or 3 for the solver,
+ * 1 to 6 for hk_mat_create). Values of a
  * block are row-major: val[(k*bs + r)*bs + c] for block k. Column indices sorted per row. */
 typedef struct hk_bcsr {
     int bs;
@@ -119,7 +120,7 @@ typedef struct hk_mat_info {
     size_t bytes;
 } hk_mat_info;
 
-/* Convert K to format on backend be in precision p. Format parameters come from o (may be
+/* Upload K to backend be once and build the format there in precision p. Format parameters come from o (may be
  * NULL): format.slice (S, default 32), format.sigma (sorting window in rows, default all),
  * format.tpr (threads per block row on cuda, default auto). */
 int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,

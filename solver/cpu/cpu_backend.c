@@ -217,11 +217,10 @@ HK_OMP_FOR
 static int cpu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
 {
     SAME_PREC(x, y);
-    HK_CHECK(bs >= 1 && bs <= 6 && x->n % bs == 0, HK_ERR_ARG,
-             "cpu backend: block diagonal with block size %d (must be 1..6 and divide %lld)", bs,
-             (long long)x->n);
-    HK_CHECK(D->prec == x->prec && D->n == x->n * bs, HK_ERR_ARG,
-             "cpu backend: block diagonal of wrong size or precision");
+    HK_CHECK(D->prec == x->prec && D->n == x->n * bs && bs >= 1 && bs <= 6, HK_ERR_ARG,
+             "cpu backend: block diagonal of wrong size or precision, or block size %d not in "
+             "1..6",
+             bs);
     const int64_t nb = x->n / bs;
     HK_FOR_PREC(x, {
         const T *dv = D->data, *xv = x->data;
@@ -339,6 +338,15 @@ int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 /* l1-Jacobi scaling of pc=amg (cpu_amg.c). */
 int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 
+/* FSAI and SAI set-up (cpu_fsai.c). */
+int hk_cpu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap, hk_graph *S,
+                        hk_setup_fault *fault);
+int hk_cpu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
+                       hk_setup_fault *fault);
+int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
+                      hk_bmat *Mt, hk_setup_fault *fault);
+
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
@@ -360,7 +368,6 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_dot = cpu_vec_dot,
     .vec_mdot = cpu_vec_mdot,
     .vec_maxpy = cpu_vec_maxpy,
-    .mat_upload = hk_cpu_mat_upload,
     .mat_release = hk_cpu_mat_release,
     .mat_spmv = hk_cpu_mat_spmv,
     .bdiag_apply = cpu_bdiag_apply,
@@ -381,4 +388,12 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_destroy = hk_cpu_tri_destroy,
     .bmat_diag = hk_cpu_bmat_diag,
     .amg_l1_diag = hk_cpu_amg_l1_diag,
+    .mat_build = hk_cpu_mat_build,
+    .mat_download = hk_cpu_mat_download,
+    .bmat_transpose = hk_cpu_bmat_transpose,
+    .bmat_expand = hk_cpu_bmat_expand,
+    .fsai_pattern = hk_cpu_fsai_pattern,
+    .fsai_factor = hk_cpu_fsai_factor,
+    .sai_pattern = hk_cpu_sai_pattern,
+    .sai_factor = hk_cpu_sai_factor,
 };

@@ -4,9 +4,20 @@
 
 #include "hk_impl.h"
 
-/* Matrix upload/SpMV for every format (solver/cpu/cpu_spmv.c). */
-int hk_cpu_mat_upload(hk_mat *A);
+/* A built matrix on the CPU backend (A->bdata): the format's arrays in the hk_fmt layout,
+ * values in A->prec (F.val for fp64, val32 for fp32; the other is NULL). */
+typedef struct hk_cpu_mat {
+    hk_fmt F;
+    float *val32;
+} hk_cpu_mat;
+
+/* Formats built from a backend block CSR, and their download (solver/cpu/cpu_build.c). */
+int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K);
+int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F);
 void hk_cpu_mat_release(hk_mat *A);
+int hk_cpu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
+int hk_cpu_bmat_expand(const hk_bmat *A, hk_bmat *S);
+/* SpMV for every format (solver/cpu/cpu_spmv.c). */
 int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 
 /* Deterministic reductions: the index range is cut into HK_CPU_CHUNKS fixed chunks whatever

@@ -1,7 +1,7 @@
-/* CPU backend: matrix upload and SpMV for every format, fp64 and fp32, OpenMP.
+/* CPU backend: SpMV for every format, fp64 and fp32, block sizes 1 to 6, OpenMP.
  *
- * The backend copy of an fp64 matrix is the host arrays themselves (A->host); for fp32,
- * A->bdata holds a float copy of A->host.val (same layout). Every output row is written by
+ * The arrays are the ones mat_build made (hk_cpu_mat in A->bdata, cpu_build.c): the hk_fmt
+ * layout with values in the matrix precision. Every output row is written by
  * exactly one thread (SELL/SBELL write y through perm, a permutation), so there are no races
  * and the result does not depend on the thread count. Sums run in double in both precisions
  * and are rounded once per output entry. The cusparse-* formats need the cuda backend. */
@@ -12,30 +12,16 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-int hk_cpu_mat_upload(hk_mat *A)
-{
-    const hk_fmt *F = &A->host;
-    A->bdata = NULL;
-    HK_CHECK(F->fmt != HK_FMT_CUSPARSE_CSR && F->fmt != HK_FMT_CUSPARSE_BSR, HK_ERR_UNSUPPORTED,
-             "format %s needs the cuda backend; use %s on cpu", hk_format_name(F->fmt),
-             F->fmt == HK_FMT_CUSPARSE_CSR ? "csr" : "bsr");
-    if (A->prec == HK_FP32) {
-        float *v;
-        const int64_t n = F->stored;
-        HK_CALL(hk_malloc((size_t)(n ? n : 1) * sizeof *v, &v));
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < n; k++)
-            v[k] = (float)F->val[k];
-        A->bdata = v;
+/* Call KERNEL(F, val, x, y, B) with the block size F->bs as a compile-time constant. */
+#define HK_CPU_BS_DISPATCH(KERNEL, F, val, x, y)                                                   \
+    switch ((F)->bs) {                                                                             \
+    case 1: KERNEL(F, val, x, y, 1); break;                                                        \
+    case 2: KERNEL(F, val, x, y, 2); break;                                                        \
+    case 3: KERNEL(F, val, x, y, 3); break;                                                        \
+    case 4: KERNEL(F, val, x, y, 4); break;                                                        \
+    case 5: KERNEL(F, val, x, y, 5); break;                                                        \
+    default: KERNEL(F, val, x, y, 6); break;                                                       \
     }
-    return 0;
-}
-
-void hk_cpu_mat_release(hk_mat *A)
-{
-    free(A->bdata);
-    A->bdata = NULL;
-}
 
 /* One kernel set per value type VT (double, float); B is the block size, a compile-time
  * constant in each specialisation. Below ~2000 (block) rows the loops run on one thread: a
@@ -46,7 +32,7 @@ void hk_cpu_mat_release(hk_mat *A)
         const int64_t n = F->nbrows;                                                               \
         _Pragma("omp parallel for schedule(static) if (n > 2048)") for (int64_t i = 0; i < n; i++) \
         {                                                                                          \
-            double acc[3] = {0, 0, 0};                                                             \
+            double acc[6] = {0, 0, 0, 0, 0, 0};                                                          \
             for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {                            \
                 const VT *blk = val + (size_t)k * B * B;                                           \
                 const VT *xj = x + (size_t)F->colind[k] * B;                                       \
@@ -86,7 +72,7 @@ void hk_cpu_mat_release(hk_mat *A)
         _Pragma("omp parallel for schedule(static) if (ntiles > 16)") for (int64_t t = 0;          \
                                                                            t < ntiles; t++)        \
         {                                                                                          \
-            double acc[128 * 3];                                                                   \
+            double acc[128 * 6];                                                                   \
             const int64_t i0 = t * T, rows = n - i0 < T ? n - i0 : T;                              \
             tile_##SUF(F->colind + i0, val + i0, n, W, rows, x, acc, B);                           \
             for (int64_t j = 0; j < rows * B; j++)                                                 \
@@ -100,7 +86,7 @@ void hk_cpu_mat_release(hk_mat *A)
         _Pragma("omp parallel for schedule(dynamic, 16) if (nsl * S > 2048)") for (int64_t sl = 0; \
                                                                                    sl < nsl; sl++) \
         {                                                                                          \
-            double acc[1024 * 3]; /* S <= 1024 (hk_fmt_from_bcsr) */                               \
+            double acc[1024 * 6]; /* S <= 1024 (hk_mat_create) */                                \
             const int64_t base = F->slice_ptr[sl], rows = n - sl * S < S ? n - sl * S : S;         \
             tile_##SUF(F->colind + base, val + (size_t)base * B * B, S, F->slice_width[sl], rows,  \
                        x, acc, B);                                                                 \
@@ -116,30 +102,15 @@ void hk_cpu_mat_release(hk_mat *A)
         switch (F->fmt) {                                                                          \
         case HK_FMT_CSR:                                                                           \
         case HK_FMT_BSR:                                                                           \
-            if (F->bs == 1)                                                                        \
-                bsr_##SUF(F, val, x, y, 1);                                                        \
-            else if (F->bs == 2)                                                                   \
-                bsr_##SUF(F, val, x, y, 2);                                                        \
-            else                                                                                   \
-                bsr_##SUF(F, val, x, y, 3);                                                        \
+            HK_CPU_BS_DISPATCH(bsr_##SUF, F, val, x, y);                                           \
             break;                                                                                 \
         case HK_FMT_ELL:                                                                           \
         case HK_FMT_BELL:                                                                          \
-            if (F->bs == 1)                                                                        \
-                ell_##SUF(F, val, x, y, 1);                                                        \
-            else if (F->bs == 2)                                                                   \
-                ell_##SUF(F, val, x, y, 2);                                                        \
-            else                                                                                   \
-                ell_##SUF(F, val, x, y, 3);                                                        \
+            HK_CPU_BS_DISPATCH(ell_##SUF, F, val, x, y);                                           \
             break;                                                                                 \
         case HK_FMT_SELL:                                                                          \
         case HK_FMT_SBELL:                                                                         \
-            if (F->bs == 1)                                                                        \
-                sliced_##SUF(F, val, x, y, 1);                                                     \
-            else if (F->bs == 2)                                                                   \
-                sliced_##SUF(F, val, x, y, 2);                                                     \
-            else                                                                                   \
-                sliced_##SUF(F, val, x, y, 3);                                                     \
+            HK_CPU_BS_DISPATCH(sliced_##SUF, F, val, x, y);                                        \
             break;                                                                                 \
         default:                                                                                   \
             break;                                                                                 \
@@ -151,7 +122,9 @@ HK_CPU_SPMV_KERNELS(f32, float)
 
 int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
 {
-    const hk_fmt *F = &A->host;
+    const hk_cpu_mat *m = A->bdata;
+    HK_CHECK(m, HK_ERR_ARG, "cpu SpMV: matrix was not built");
+    const hk_fmt *F = &m->F;
     HK_CHECK(x->prec == A->prec && y->prec == A->prec, HK_ERR_ARG,
              "cpu SpMV: vectors must have the matrix precision (%s)",
              A->prec == HK_FP64 ? "fp64" : "fp32");
@@ -162,9 +135,7 @@ int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     /* every row is written exactly once (empty rows get 0), so y needs no clearing */
     if (A->prec == HK_FP64)
         spmv_f64(F, F->val, x->data, y->data);
-    else {
-        HK_CHECK(A->bdata, HK_ERR_INTERNAL, "cpu SpMV: fp32 matrix was not uploaded");
-        spmv_f32(F, A->bdata, x->data, y->data);
-    }
+    else
+        spmv_f32(F, m->val32, x->data, y->data);
     return 0;
 }

@@ -248,11 +248,11 @@ static int format_options_like(const hk_mat *A, hk_options **fo)
     HK_CALL(hk_options_create(fo));
     int ierr = 0;
     char buf[32];
-    if (A && A->host.slice > 0) {
-        snprintf(buf, sizeof buf, "%d", A->host.slice);
+    if (A && A->slice > 0) {
+        snprintf(buf, sizeof buf, "%d", A->slice);
         ierr = hk_options_set(*fo, "format.slice", buf);
-        if (!ierr && A->host.sigma > 0) {
-            snprintf(buf, sizeof buf, "%d", A->host.sigma);
+        if (!ierr && A->sigma > 0) {
+            snprintf(buf, sizeof buf, "%d", A->sigma);
             ierr = hk_options_set(*fo, "format.sigma", buf);
         }
     }
