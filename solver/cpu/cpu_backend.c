@@ -334,6 +334,13 @@ void hk_cpu_tri_destroy(void *handle);
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 
+/* Sparse product, prolongator smoothing, dense coarse solve (cpu_sparse.c). */
+int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                  double w, hk_bmat *P);
+int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
+int hk_cpu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
+
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
@@ -375,4 +382,8 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
     .bmat_diag = hk_cpu_bmat_diag,
+    .bmat_spgemm = hk_cpu_bmat_spgemm,
+    .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,
+    .dense_inverse = hk_cpu_dense_inverse,
+    .dense_gemv = hk_cpu_dense_gemv,
 };
