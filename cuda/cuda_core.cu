@@ -373,6 +373,10 @@ static hk_backend_ops cuda_make_ops(void)
     o.tri_create = hk_cu_tri_create;
     o.tri_solve = hk_cu_tri_solve;
     o.tri_destroy = hk_cu_tri_destroy;
+    o.bmat_spgemm = hk_cu_bmat_spgemm;
+    o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
+    o.dense_inverse = hk_cu_dense_inverse;
+    o.dense_gemv = hk_cu_dense_gemv;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

@@ -203,4 +203,11 @@ int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
 
+/* Sparse product, prolongator smoothing, dense coarse solve (cuda_sparse.cu). */
+int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,
+                                 hk_bmat *P);
+int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
+int hk_cu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
+
 #endif
