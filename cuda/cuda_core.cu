@@ -379,6 +379,10 @@ static hk_backend_ops cuda_make_ops(void)
     o.bmat_expand = hk_cu_bmat_expand;
     o.fsai_pattern = hk_cu_fsai_pattern;
     o.fsai_factor = hk_cu_fsai_factor;
+    o.bmat_spgemm = hk_cu_bmat_spgemm;
+    o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
+    o.dense_inverse = hk_cu_dense_inverse;
+    o.dense_gemv = hk_cu_dense_gemv;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

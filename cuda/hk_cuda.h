@@ -30,6 +30,16 @@ int hk_cuda_baseline_cg(const hk_bcsr *K, int iters, hk_cuda_cg_timing *t);
 /* Device copy bandwidth: a kernel copying bytes (read + write counted) reps times; GB/s. */
 int hk_cuda_copy_bandwidth(size_t bytes, int reps, double *gbs);
 
+/* C = K K by the backend's bmat_spgemm (block CSR, the whole op: both passes and C's
+ * allocation) and by cusparseSpGEMM on K expanded to scalar CSR (32-bit indices; work
+ * estimation, compute, copy, buffers and C allocated inside), median of reps runs each. */
+typedef struct hk_cuda_spgemm_timing {
+    double ms_hooke, ms_cusparse;
+    long long nnz_hooke, nnz_cusparse; /* scalar entries of C */
+    long long rows;                    /* scalar rows of K */
+} hk_cuda_spgemm_timing;
+int hk_cuda_bench_spgemm(const hk_bcsr *K, int reps, hk_cuda_spgemm_timing *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -294,9 +294,11 @@ typedef struct hk_backend_ops {
     int (*amg_smooth_prolongator)(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
                                   double w, hk_bmat *P);
     /* dense coarse solve: Minv (caller-allocated, n*n entries in its precision, n = scalar
-     * rows of A) = A^-1 by Cholesky; an exactly zero row is a decoupled dof (identity);
-     * *bad = the first scalar row with a non-positive pivot, or -1. y = M x for a dense
-     * n x n M (column-major) in one precision. */
+     * rows of A) = A^-1 by Cholesky of A's lower triangle; an exactly zero row is a decoupled
+     * dof (identity: its row and column of Minv are the identity's, so a solve returns the
+     * right-hand side's entry there, 0 on AMG coarse levels); *bad = the first scalar row with
+     * a non-positive or non-finite pivot, or -1 (Minv is then 0). y = M x for a dense n x n M
+     * (column-major) in one precision (sums in fp64). */
     int (*dense_inverse)(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
     int (*dense_gemv)(const hk_vec *M, const hk_vec *x, hk_vec *y);
     /* l1-Jacobi scaling (pc.amg.smoother=l1-jacobi): out_i = 1/(a_ii + sum_{j != i} |a_ij|)

@@ -346,6 +346,12 @@ int hk_cpu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bma
 int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
 int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
                       hk_bmat *Mt, hk_setup_fault *fault);
+/* Sparse product, prolongator smoothing, dense coarse solve (cpu_sparse.c). */
+int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                  double w, hk_bmat *P);
+int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
+int hk_cpu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -396,4 +402,8 @@ const hk_backend_ops hk_backend_cpu = {
     .fsai_factor = hk_cpu_fsai_factor,
     .sai_pattern = hk_cpu_sai_pattern,
     .sai_factor = hk_cpu_sai_factor,
+    .bmat_spgemm = hk_cpu_bmat_spgemm,
+    .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,
+    .dense_inverse = hk_cpu_dense_inverse,
+    .dense_gemv = hk_cpu_dense_gemv,
 };

@@ -1,0 +1,731 @@
+// Sparse and dense set-up ops of smoothed-aggregation AMG on the device (contracts: the
+// "set-up on the backend" part of hk_backend_ops in solver/hk_impl.h; CPU references in
+// solver/cpu/cpu_sparse.c). docs/cuda.md describes the algorithms.
+//
+// bmat_spgemm: one warp per block row of C = A B, a hash table of the row's block columns in
+// shared memory (rows with more distinct columns than it holds are redone with tables in global
+// memory sized from the row's product count). Symbolic pass: count the distinct columns; scan;
+// numeric pass: insert again, sort the row's columns (rank sort), then walk A's row in order and,
+// for each A block, B's row in order, adding each block product entry by entry. Within one A
+// block the B blocks have distinct columns, so the lanes of a warp work on different entries of
+// C, and __syncwarp between A blocks keeps every entry's sum in the CPU's order. Products and
+// sums are __dmul_rn / __dadd_rn (no contraction): the CPU's digits exactly.
+#include <cub/cub.cuh>
+#include <cusolverDn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_impl.cuh"
+#include "hk_cuda.h"
+
+extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu
+
+#define SP_WARPS 8   // warps per block of the row kernels
+#define SP_SCAP 512  // hash slots per warp in shared memory (power of two)
+#define SP_EMPTY (-1)
+
+static __device__ __forceinline__ unsigned sp_hash(int32_t key, unsigned mask)
+{
+    return ((unsigned)key * 2654435761u) & mask;
+}
+
+// Insert key (>= 0) into keys[cap] (linear probing); 1 when it was not there before.
+static __device__ __forceinline__ int sp_insert(int32_t *keys, unsigned mask, int32_t key)
+{
+    unsigned s = sp_hash(key, mask);
+    for (;;) {
+        int32_t old = atomicCAS(&keys[s], SP_EMPTY, key);
+        if (old == SP_EMPTY) return 1;
+        if (old == key) return 0;
+        s = (s + 1) & mask;
+    }
+}
+
+static __device__ __forceinline__ unsigned sp_find(const int32_t *keys, unsigned mask, int32_t key)
+{
+    unsigned s = sp_hash(key, mask);
+    while (keys[s] != key) s = (s + 1) & mask;
+    return s;
+}
+
+struct sp_args {
+    // A (br x bk blocks), B (bk x bc blocks)
+    const int64_t *arp, *brp;
+    const int32_t *aci, *bci;
+    const double *av, *bv;
+    int br, bk, bc;
+    int64_t nbr;
+    // symbolic: distinct columns per row (-1: the shared table overflowed); numeric: C
+    int64_t *cnt;
+    const int64_t *crp;
+    int32_t *cci;
+    double *cv;
+    // global tables for the overflowed rows: slots gsize[i] at goff[i] (0: row uses shared)
+    const int64_t *gsize, *goff;
+    int32_t *gkeys, *gvals;
+    int global_pass; // 0: shared tables (rows with gsize 0, all rows when gsize is NULL)
+};
+
+template <bool NUMERIC>
+__global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
+{
+    __shared__ int32_t skeys[SP_WARPS][SP_SCAP];
+    __shared__ int32_t svals[SP_WARPS][SP_SCAP];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int64_t i = (int64_t)blockIdx.x * SP_WARPS + w;
+    if (i >= g.nbr) return; // whole warps leave together
+    int32_t *keys, *vals;
+    int64_t cap;
+    const int64_t gs = g.gsize ? g.gsize[i] : 0;
+    if (g.global_pass) {
+        if (gs == 0) return;
+        keys = g.gkeys + g.goff[i];
+        vals = g.gvals + g.goff[i];
+        cap = gs;
+    } else {
+        if (NUMERIC && gs != 0) return;
+        keys = skeys[w];
+        vals = svals[w];
+        cap = SP_SCAP;
+        for (int s = lane; s < SP_SCAP; s += 32) keys[s] = SP_EMPTY;
+        __syncwarp();
+    }
+    const unsigned mask = (unsigned)(cap - 1);
+    const int64_t limit = cap / 2; // load factor at most 1/2 (+ one batch of 32)
+
+    // insert the row's product columns
+    int64_t count = 0;
+    int overflow = 0;
+    for (int64_t p = g.arp[i]; p < g.arp[i + 1] && !overflow; p++) {
+        const int64_t k = g.aci[p];
+        const int64_t q1 = g.brp[k + 1];
+        for (int64_t q0 = g.brp[k]; q0 < q1; q0 += 32) {
+            const int64_t q = q0 + lane;
+            int fresh = q < q1 ? sp_insert(keys, mask, g.bci[q]) : 0;
+            count += __popc(__ballot_sync(0xffffffffu, fresh));
+            if (count > limit) {
+                overflow = 1;
+                break;
+            }
+        }
+    }
+    if (!NUMERIC) {
+        if (lane == 0) g.cnt[i] = overflow ? -1 : count;
+        return;
+    }
+    __syncwarp();
+    // compact the keys into vals[0, n), rank-sort them into C's row, then vals[slot] = position
+    const int64_t c0 = g.crp[i];
+    int64_t n = 0;
+    for (int64_t s0 = 0; s0 < cap; s0 += 32) {
+        const int64_t s = s0 + lane;
+        const int32_t key = s < cap ? keys[s] : SP_EMPTY;
+        const unsigned b = __ballot_sync(0xffffffffu, key != SP_EMPTY);
+        if (key != SP_EMPTY) vals[n + __popc(b & ((1u << lane) - 1u))] = key;
+        n += __popc(b);
+    }
+    __syncwarp();
+    for (int64_t t = lane; t < n; t += 32) {
+        const int32_t key = vals[t];
+        int64_t rank = 0;
+        for (int64_t u = 0; u < n; u++) rank += vals[u] < key;
+        g.cci[c0 + rank] = key;
+    }
+    __syncwarp();
+    for (int64_t t = lane; t < n; t += 32) {
+        const int32_t key = g.cci[c0 + t];
+        vals[sp_find(keys, mask, key)] = (int32_t)t;
+    }
+    __syncwarp();
+    // values: A's row in order, B's row in order; entries of one A block are distinct
+    const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
+    const int G = bb <= 32 ? 32 / bb : 1; // B blocks handled at once
+    for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
+        const int64_t k = g.aci[p];
+        const double *a = g.av + (size_t)p * br * bk;
+        const int64_t q1 = g.brp[k + 1];
+        for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G)
+            for (int e2 = lane; e2 < G * bb; e2 += 32) {
+                const int64_t q = q0 + e2 / bb;
+                if (q >= q1) continue;
+                const int e = e2 % bb, r = e / bc, c = e % bc;
+                const double *b = g.bv + (size_t)q * bk * bc;
+                const int64_t pos = c0 + vals[sp_find(keys, mask, g.bci[q])];
+                double *dst = g.cv + (size_t)pos * bb + e;
+                double acc = *dst;
+                for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[r * bk + m], b[m * bc + c]));
+                *dst = acc;
+            }
+        __syncwarp();
+    }
+}
+
+// Upper bound of a row's distinct columns: its product count; the global table size of an
+// overflowed row (a power of two at least twice the bound, at least 64).
+__global__ void sp_bound(const int64_t *arp, const int32_t *aci, const int64_t *brp,
+                         const int64_t *cnt, int64_t nbr, int64_t *gsize)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nbr;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t s = 0;
+        if (cnt[i] < 0) {
+            int64_t ub = 0;
+            for (int64_t p = arp[i]; p < arp[i + 1]; p++) ub += brp[aci[p] + 1] - brp[aci[p]];
+            s = 64;
+            while (s < 2 * ub) s *= 2;
+        }
+        gsize[i] = s;
+    }
+}
+
+// A device scan (cub) with its temporary storage allocated here; out may not alias in.
+static int sp_scan(const int64_t *in, int64_t *out, int64_t n, bool inclusive)
+{
+    size_t tmp = 0;
+    void *buf = NULL;
+    int ierr = 0;
+    if (n <= 0) return 0;
+    HK_CU(inclusive ? cub::DeviceScan::InclusiveSum(NULL, tmp, in, out, n, hk_cu.stream)
+                    : cub::DeviceScan::ExclusiveSum(NULL, tmp, in, out, n, hk_cu.stream));
+    HK_CALL(hk_cu_malloc(&buf, tmp));
+    HK_CU_TRY(inclusive ? cub::DeviceScan::InclusiveSum(buf, tmp, in, out, n, hk_cu.stream)
+                        : cub::DeviceScan::ExclusiveSum(buf, tmp, in, out, n, hk_cu.stream));
+fail:
+    cudaFree(buf);
+    return ierr;
+}
+
+static int sp_launch(bool numeric, const sp_args &g)
+{
+    const int64_t nb = (g.nbr + SP_WARPS - 1) / SP_WARPS;
+    if (nb == 0) return 0;
+    HK_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
+             (long long)g.nbr);
+    if (numeric)
+        sp_rows<true><<<(unsigned)nb, SP_WARPS * 32, 0, hk_cu.stream>>>(g);
+    else
+        sp_rows<false><<<(unsigned)nb, SP_WARPS * 32, 0, hk_cu.stream>>>(g);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    int ierr = 0;
+    int64_t *cnt = NULL, *gsize = NULL, *goff = NULL, *rp = NULL;
+    int32_t *gkeys = NULL, *gvals = NULL;
+    int64_t gtotal = 0, nnzb = 0;
+    memset(C, 0, sizeof *C);
+    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows, HK_ERR_ARG,
+             "bmat_spgemm: A (%lld x %lld blocks of %d x %d) and B (%lld x %lld blocks of %d x "
+             "%d) do not chain; A's block columns must match B's block rows",
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
+             (long long)B->nbcols, B->br, B->bc);
+    HK_CHECK(B->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
+             "bmat_spgemm: %lld block columns exceed 32-bit column indices",
+             (long long)B->nbcols);
+    const int64_t nbr = A->nbrows;
+    sp_args g;
+    memset(&g, 0, sizeof g);
+    g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
+    g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
+    g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = nbr;
+    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_malloc((void **)&rp, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_malloc((void **)&gsize, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_malloc((void **)&goff, (size_t)(nbr + 1) * sizeof(int64_t)));
+    // symbolic, shared tables; overflowed rows get global tables and are counted again
+    g.cnt = cnt;
+    HK_TRY(sp_launch(false, g));
+    if (nbr > 0) {
+        sp_bound<<<hk_cu_grid(nbr), HK_CU_BLOCK, 0, hk_cu.stream>>>(A->rowptr, A->colind,
+                                                                     B->rowptr, cnt, nbr, gsize);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaMemsetAsync(gsize + nbr, 0, sizeof(int64_t), hk_cu.stream));
+    HK_TRY(sp_scan(gsize, goff, nbr + 1, false));
+    HK_CU_TRY(cudaMemcpyAsync(&gtotal, goff + nbr, sizeof gtotal, cudaMemcpyDeviceToHost,
+                              hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    g.gsize = gsize, g.goff = goff;
+    if (gtotal > 0) {
+        HK_TRY(hk_cu_malloc((void **)&gkeys, (size_t)gtotal * sizeof(int32_t)));
+        HK_TRY(hk_cu_malloc((void **)&gvals, (size_t)gtotal * sizeof(int32_t)));
+        HK_CU_TRY(cudaMemsetAsync(gkeys, 0xff, (size_t)gtotal * sizeof(int32_t), hk_cu.stream));
+        g.gkeys = gkeys, g.gvals = gvals, g.global_pass = 1;
+        HK_TRY(sp_launch(false, g));
+        g.global_pass = 0;
+    }
+    // row pointers
+    HK_CU_TRY(cudaMemsetAsync(rp, 0, sizeof(int64_t), hk_cu.stream));
+    HK_TRY(sp_scan(cnt, rp + 1, nbr, true));
+    HK_CU_TRY(cudaMemcpyAsync(&nnzb, rp + nbr, sizeof nnzb, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    HK_TRY(hk_bmat_alloc(A->be, A->br, B->bc, nbr, B->nbcols, nnzb, C));
+    HK_CU_TRY(cudaMemcpyAsync(C->rowptr, rp, (size_t)(nbr + 1) * sizeof(int64_t),
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (nnzb > 0)
+        HK_CU_TRY(cudaMemsetAsync(C->val, 0, (size_t)nnzb * A->br * B->bc * sizeof(double),
+                                  hk_cu.stream));
+    // numeric
+    g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
+    HK_TRY(sp_launch(true, g));
+    if (gtotal > 0) {
+        HK_CU_TRY(cudaMemsetAsync(gkeys, 0xff, (size_t)gtotal * sizeof(int32_t), hk_cu.stream));
+        g.global_pass = 1;
+        HK_TRY(sp_launch(true, g));
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream)); // the temporaries below are freed
+fail:
+    if (ierr) {
+        cudaStreamSynchronize(hk_cu.stream);
+        hk_bmat_free(C);
+    }
+    cudaFree(cnt), cudaFree(rp), cudaFree(gsize), cudaFree(goff), cudaFree(gkeys),
+        cudaFree(gvals);
+    return ierr;
+}
+
+// ---- P = T - w Dinv (A T) --------------------------------------------------------------------
+
+static __device__ int64_t sp_row_of(const int64_t *rp, int64_t nbr, int64_t q)
+{
+    int64_t lo = 0, hi = nbr; // last row with rp[row] <= q
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (rp[mid] <= q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static __device__ int64_t sp_search(const int32_t *ci, int64_t lo, int64_t hi, int32_t key)
+{
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ci[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// One thread per block of A T.
+__global__ void sp_smooth(const int64_t *atrp, const int32_t *atci, const double *atv,
+                          const int64_t *trp, const int32_t *tci, const double *tv,
+                          const double *dinv, double w, int br, int bc, int64_t nbr, int64_t nnzb,
+                          double *pv)
+{
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < nnzb;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = sp_row_of(atrp, nbr, q);
+        const int32_t j = atci[q];
+        const int64_t t = sp_search(tci, trp[i], trp[i + 1], j);
+        const double *tb = t < trp[i + 1] && tci[t] == j ? tv + (size_t)t * br * bc : NULL;
+        const double *d = dinv + (size_t)i * br * br, *a = atv + (size_t)q * br * bc;
+        double *p = pv + (size_t)q * br * bc;
+        for (int r = 0; r < br; r++)
+            for (int c = 0; c < bc; c++) {
+                double s = 0;
+                for (int m = 0; m < br; m++) s = __dadd_rn(s, __dmul_rn(d[r * br + m], a[m * bc + c]));
+                p[r * bc + c] = __dsub_rn(tb ? tb[r * bc + c] : 0.0, __dmul_rn(w, s));
+            }
+    }
+}
+
+// First block row of T with a block outside A T's pattern (atomicMin on an integer).
+__global__ void sp_subset(const int64_t *atrp, const int32_t *atci, const int64_t *trp,
+                          const int32_t *tci, int64_t nbr, int64_t tnnzb,
+                          unsigned long long *first)
+{
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < tnnzb;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = sp_row_of(trp, nbr, t);
+        const int64_t q = sp_search(atci, atrp[i], atrp[i + 1], tci[t]);
+        if (!(q < atrp[i + 1] && atci[q] == tci[t])) atomicMin(first, (unsigned long long)i);
+    }
+}
+
+int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T,
+                                            const hk_vec *Dinv, double w, hk_bmat *P)
+{
+    int ierr = 0;
+    unsigned long long *dfirst = NULL, first = ~0ull;
+    memset(P, 0, sizeof *P);
+    const int br = AT->br, bc = AT->bc;
+    HK_CHECK(T->br == br && T->bc == bc && T->nbrows == AT->nbrows && T->nbcols == AT->nbcols,
+             HK_ERR_ARG,
+             "amg_smooth_prolongator: T (%lld x %lld blocks of %d x %d) and A T (%lld x %lld "
+             "blocks of %d x %d) differ in shape",
+             (long long)T->nbrows, (long long)T->nbcols, T->br, T->bc, (long long)AT->nbrows,
+             (long long)AT->nbcols, br, bc);
+    HK_CHECK(Dinv->prec == HK_FP64 && Dinv->n == AT->nbrows * br * br, HK_ERR_ARG,
+             "amg_smooth_prolongator: Dinv must be the fp64 BLOCK_INV output of bmat_diag "
+             "(%lld entries; got %lld)",
+             (long long)(AT->nbrows * br * br), (long long)Dinv->n);
+    HK_CHECK(br <= 8 && bc <= 8, HK_ERR_UNSUPPORTED,
+             "amg_smooth_prolongator: blocks of %d x %d exceed the supported 8 x 8", br, bc);
+    const int64_t nbr = AT->nbrows;
+    HK_TRY(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
+    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+    if (T->nnzb > 0) {
+        sp_subset<<<hk_cu_grid(T->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            AT->rowptr, AT->colind, T->rowptr, T->colind, nbr, T->nnzb, dfirst);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    HK_TRY_CHECK(first == ~0ull, HK_ERR_ARG,
+                 "amg_smooth_prolongator: block row %lld of T has a block outside the pattern "
+                 "of A T; pass A T = A times this T (its pattern contains T's when A stores its "
+                 "diagonal blocks)",
+                 (long long)first);
+    HK_TRY(hk_bmat_alloc(AT->be, br, bc, nbr, AT->nbcols, AT->nnzb, P));
+    HK_CU_TRY(cudaMemcpyAsync(P->rowptr, AT->rowptr, (size_t)(nbr + 1) * sizeof(int64_t),
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (AT->nnzb > 0) {
+        HK_CU_TRY(cudaMemcpyAsync(P->colind, AT->colind, (size_t)AT->nnzb * sizeof(int32_t),
+                                  cudaMemcpyDeviceToDevice, hk_cu.stream));
+        sp_smooth<<<hk_cu_grid(AT->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            AT->rowptr, AT->colind, AT->val, T->rowptr, T->colind, T->val,
+            (const double *)Dinv->data, w, br, bc, nbr, AT->nnzb, P->val);
+        HK_CU_TRY(cudaGetLastError());
+    }
+fail:
+    if (ierr) hk_bmat_free(P);
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(dfirst);
+    return ierr;
+}
+
+// ---- dense inverse (cuSOLVER) and gemv ------------------------------------------------------
+
+static cusolverDnHandle_t sp_solver;
+
+static int sp_solver_fail(cusolverStatus_t s, const char *what, int line)
+{
+    return hk_error_set(HK_ERR_DEVICE, __FILE__, line, "cuSOLVER: %s failed (status %d)", what,
+                        (int)s);
+}
+#define SP_SOLVER_TRY(call)                                                                        \
+    do {                                                                                           \
+        cusolverStatus_t sp_s_ = (call);                                                           \
+        if (sp_s_ != CUSOLVER_STATUS_SUCCESS) {                                                    \
+            ierr = sp_solver_fail(sp_s_, #call, __LINE__);                                         \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+// The block rows scattered column-major into the zeroed a (n x n); zero[i] = scalar row i has
+// no nonzero entry.
+__global__ void sp_scatter(const int64_t *rp, const int32_t *ci, const double *v, int br, int bc,
+                           int64_t nbr, int64_t n, double *a, int *zero)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nbr * br;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t bi = i / br;
+        const int r = (int)(i % br);
+        int nz = 0;
+        for (int64_t q = rp[bi]; q < rp[bi + 1]; q++)
+            for (int c = 0; c < bc; c++) {
+                const double x = v[((size_t)q * br + r) * bc + c];
+                a[((int64_t)ci[q] * bc + c) * n + i] = x;
+                nz |= x != 0;
+            }
+        zero[i] = !nz;
+    }
+}
+
+// Decoupled dofs: identity row and column. Also sets b = I when b is not NULL.
+__global__ void sp_decouple(double *a, const int *zero, int64_t n, double *b)
+{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n * n;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = e % n, k = e / n;
+        if (zero[i] || zero[k]) a[e] = i == k ? 1.0 : 0.0;
+        if (b) b[e] = i == k ? 1.0 : 0.0;
+    }
+}
+
+// First column whose factor diagonal is not finite (NaN input propagates to it).
+__global__ void sp_nonfinite(const double *a, int64_t n, unsigned long long *first)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        if (!isfinite(a[i * n + i])) atomicMin(first, (unsigned long long)i);
+}
+
+__global__ void sp_to_float(const double *x, float *y, int64_t n)
+{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x)
+        y[e] = (float)x[e];
+}
+
+int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
+{
+    int ierr = 0;
+    double *a = NULL, *b = NULL, *work = NULL;
+    int *zero = NULL, *info = NULL;
+    unsigned long long *dfirst = NULL, first = ~0ull;
+    int hinfo = 0, lwork = 0;
+    *bad = -1;
+    const int br = A->br, bc = A->bc;
+    const int64_t n = A->nbrows * br;
+    HK_CHECK(n == A->nbcols * bc, HK_ERR_ARG,
+             "dense_inverse: the matrix is %lld x %lld scalars; it must be square",
+             (long long)n, (long long)(A->nbcols * bc));
+    HK_CHECK(n <= 46340, HK_ERR_UNSUPPORTED,
+             "dense_inverse: %lld rows are too many for a dense coarse solve; lower the coarse "
+             "size so the coarsest level stays small",
+             (long long)n);
+    HK_CHECK(Minv->n == n * n, HK_ERR_ARG,
+             "dense_inverse: Minv must have n*n = %lld entries (got %lld)", (long long)(n * n),
+             (long long)Minv->n);
+    if (n == 0) return 0;
+    const size_t nn = (size_t)n * n;
+    if (!sp_solver) {
+        cusolverDnHandle_t h = NULL;
+        cusolverStatus_t s = cusolverDnCreate(&h);
+        if (s != CUSOLVER_STATUS_SUCCESS) return sp_solver_fail(s, "cusolverDnCreate", __LINE__);
+        s = cusolverDnSetStream(h, hk_cu.stream);
+        if (s != CUSOLVER_STATUS_SUCCESS) {
+            cusolverDnDestroy(h);
+            return sp_solver_fail(s, "cusolverDnSetStream", __LINE__);
+        }
+        sp_solver = h;
+    }
+    HK_TRY(hk_cu_malloc((void **)&a, nn * sizeof(double)));
+    HK_TRY(hk_cu_malloc((void **)&zero, (size_t)n * sizeof(int)));
+    HK_TRY(hk_cu_malloc((void **)&info, sizeof(int)));
+    HK_TRY(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
+    if (Minv->prec == HK_FP64)
+        b = (double *)Minv->data;
+    else
+        HK_TRY(hk_cu_malloc((void **)&b, nn * sizeof(double)));
+    HK_CU_TRY(cudaMemsetAsync(a, 0, nn * sizeof(double), hk_cu.stream));
+    sp_scatter<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(A->rowptr, A->colind, A->val, br,
+                                                                 bc, A->nbrows, n, a, zero);
+    HK_CU_TRY(cudaGetLastError());
+    sp_decouple<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, zero, n, b);
+    HK_CU_TRY(cudaGetLastError());
+    SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
+                                              (int)n, &lwork));
+    HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
+    SP_SOLVER_TRY(cusolverDnDpotrf(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, work,
+                                   lwork, info));
+    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+    sp_nonfinite<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, n, dfirst);
+    HK_CU_TRY(cudaGetLastError());
+    HK_CU_TRY(cudaMemcpyAsync(&hinfo, info, sizeof hinfo, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    if (hinfo > 0 && (unsigned long long)(hinfo - 1) < first) first = (unsigned long long)(hinfo - 1);
+    if (first != ~0ull) { // not positive definite: Minv = 0
+        *bad = (int64_t)first;
+        HK_CU_TRY(cudaMemsetAsync(Minv->data, 0,
+                                  nn * (Minv->prec == HK_FP64 ? sizeof(double) : sizeof(float)),
+                                  hk_cu.stream));
+        goto fail;
+    }
+    SP_SOLVER_TRY(cusolverDnDpotrs(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, (int)n, a, (int)n, b,
+                                   (int)n, info));
+    if (Minv->prec != HK_FP64) {
+        sp_to_float<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(b, (float *)Minv->data,
+                                                                               (int64_t)nn);
+        HK_CU_TRY(cudaGetLastError());
+    }
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(a), cudaFree(zero), cudaFree(info), cudaFree(dfirst), cudaFree(work);
+    if (b && b != Minv->data) cudaFree(b);
+    return ierr;
+}
+
+// y = M x: a block of 256 threads owns 32 rows; thread (row, g) sums the columns j = g mod 8 of
+// its row (consecutive rows: coalesced), then the 8 partial sums in order. Sums in double.
+#define GV_ROWS 32
+#define GV_GROUPS 8
+template <typename T>
+__global__ void __launch_bounds__(GV_ROWS *GV_GROUPS) sp_gemv(const T *M, const T *x, T *y,
+                                                              int64_t n)
+{
+    __shared__ double part[GV_GROUPS][GV_ROWS];
+    const int r = threadIdx.x % GV_ROWS, gq = threadIdx.x / GV_ROWS;
+    const int64_t i = (int64_t)blockIdx.x * GV_ROWS + r;
+    double s = 0;
+    if (i < n)
+        for (int64_t j = gq; j < n; j += GV_GROUPS) s += (double)M[j * n + i] * (double)x[j];
+    part[gq][r] = s;
+    __syncthreads();
+    if (gq == 0 && i < n) {
+        double t = 0;
+        for (int k = 0; k < GV_GROUPS; k++) t += part[k][r];
+        y[i] = (T)t;
+    }
+}
+
+int hk_cu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y)
+{
+    const int64_t n = x->n;
+    HK_CHECK(M->prec == x->prec && x->prec == y->prec && y->n == n && M->n == n * n, HK_ERR_ARG,
+             "dense_gemv: M must be n x n (%lld entries) and M, x, y of one precision (got "
+             "%lld entries, x %lld, y %lld)",
+             (long long)(n * n), (long long)M->n, (long long)n, (long long)y->n);
+    if (n == 0) return 0;
+    const unsigned nb = (unsigned)((n + GV_ROWS - 1) / GV_ROWS);
+    if (M->prec == HK_FP64)
+        sp_gemv<double><<<nb, GV_ROWS * GV_GROUPS, 0, hk_cu.stream>>>(
+            (const double *)M->data, (const double *)x->data, (double *)y->data, n);
+    else
+        sp_gemv<float><<<nb, GV_ROWS * GV_GROUPS, 0, hk_cu.stream>>>(
+            (const float *)M->data, (const float *)x->data, (float *)y->data, n);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// ---- benchmark: this spgemm against cuSPARSE SpGEMM -------------------------------------------
+
+static double sp_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct sp_cus {
+    int *rp, *ci, *crp, *cci;
+    double *v, *cv;
+    void *b1, *b2;
+    cusparseSpMatDescr_t A, C;
+    cusparseSpGEMMDescr_t d;
+};
+
+static void sp_cus_free_c(sp_cus *s)
+{
+    if (s->d) cusparseSpGEMM_destroyDescr(s->d);
+    if (s->C) cusparseDestroySpMat(s->C);
+    cudaFree(s->crp), cudaFree(s->cci), cudaFree(s->cv), cudaFree(s->b1), cudaFree(s->b2);
+    s->d = NULL, s->C = NULL, s->crp = s->cci = NULL, s->cv = NULL, s->b1 = s->b2 = NULL;
+}
+
+// C = A A with cuSPARSE (work estimation, compute, copy), buffers and C allocated inside.
+static int sp_cus_run(sp_cus *s, int n, long long *nnzc)
+{
+    int ierr = 0;
+    const double one = 1, zero = 0;
+    size_t s1 = 0, s2 = 0;
+    int64_t r, c, nz;
+    const cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    HK_CU_SPARSE_TRY(cusparseCreateCsr(&s->C, n, n, 0, NULL, NULL, NULL, CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+    HK_CU_SPARSE_TRY(cusparseSpGEMM_createDescr(&s->d));
+    HK_CU_SPARSE_TRY(cusparseSpGEMM_workEstimation(hk_cu.sp, op, op, &one, s->A, s->A, &zero, s->C,
+                                                   CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, s->d, &s1,
+                                                   NULL));
+    HK_TRY(hk_cu_malloc(&s->b1, s1));
+    HK_CU_SPARSE_TRY(cusparseSpGEMM_workEstimation(hk_cu.sp, op, op, &one, s->A, s->A, &zero, s->C,
+                                                   CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, s->d, &s1,
+                                                   s->b1));
+    HK_CU_SPARSE_TRY(cusparseSpGEMM_compute(hk_cu.sp, op, op, &one, s->A, s->A, &zero, s->C,
+                                            CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, s->d, &s2, NULL));
+    HK_TRY(hk_cu_malloc(&s->b2, s2));
+    HK_CU_SPARSE_TRY(cusparseSpGEMM_compute(hk_cu.sp, op, op, &one, s->A, s->A, &zero, s->C,
+                                            CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, s->d, &s2, s->b2));
+    HK_CU_SPARSE_TRY(cusparseSpMatGetSize(s->C, &r, &c, &nz));
+    HK_TRY(hk_cu_malloc((void **)&s->crp, (size_t)(n + 1) * sizeof(int)));
+    HK_TRY(hk_cu_malloc((void **)&s->cci, (size_t)nz * sizeof(int)));
+    HK_TRY(hk_cu_malloc((void **)&s->cv, (size_t)nz * sizeof(double)));
+    HK_CU_SPARSE_TRY(cusparseCsrSetPointers(s->C, s->crp, s->cci, s->cv));
+    HK_CU_SPARSE_TRY(cusparseSpGEMM_copy(hk_cu.sp, op, op, &one, s->A, s->A, &zero, s->C, CUDA_R_64F,
+                                         CUSPARSE_SPGEMM_DEFAULT, s->d));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    *nnzc = nz;
+fail:
+    return ierr;
+}
+
+extern "C" int hk_cuda_bench_spgemm(const hk_bcsr *K, int reps, hk_cuda_spgemm_timing *t)
+{
+    int ierr = 0;
+    hk_bmat A = {0}, C = {0};
+    sp_cus s;
+    memset(&s, 0, sizeof s);
+    memset(t, 0, sizeof *t);
+    int *rp = NULL, *ci = NULL;
+    double *v = NULL, ms[16];
+    if (reps < 1) reps = 1;
+    if (reps > 16) reps = 16;
+    const int bs = K->bs;
+    const int64_t n = K->nbrows * bs, nnzb = K->rowptr[K->nbrows], nnz = nnzb * bs * bs;
+    HK_CHECK(n < INT32_MAX && nnz < INT32_MAX, HK_ERR_UNSUPPORTED,
+             "spgemm benchmark: %lld nonzeros exceed 32-bit cuSPARSE indices", (long long)nnz);
+    HK_CALL(hk_cu_init());
+    HK_TRY(hk_bmat_upload(&hk_backend_cuda, K, &A));
+    // ours: the whole op (allocation of C included), median of reps
+    for (int r = 0; r < reps; r++) {
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        const double t0 = sp_now_ms();
+        HK_TRY(hk_cu_bmat_spgemm(&A, &A, &C));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        ms[r] = sp_now_ms() - t0;
+        t->nnz_hooke = C.nnzb * C.br * C.bc;
+        hk_bmat_free(&C);
+    }
+    qsort(ms, (size_t)reps, sizeof ms[0], cmp_double);
+    t->ms_hooke = ms[reps / 2];
+    // cuSPARSE on the expanded scalar CSR (all bs*bs entries of every block kept)
+    rp = (int *)malloc((size_t)(n + 1) * sizeof(int));
+    ci = (int *)malloc((size_t)(nnz ? nnz : 1) * sizeof(int));
+    v = (double *)malloc((size_t)(nnz ? nnz : 1) * sizeof(double));
+    HK_TRY_CHECK(rp && ci && v, HK_ERR_MEMORY, "spgemm benchmark: out of host memory");
+    {
+        int64_t k = 0;
+        rp[0] = 0;
+        for (int64_t bi = 0; bi < K->nbrows; bi++)
+            for (int r = 0; r < bs; r++) {
+                for (int64_t q = K->rowptr[bi]; q < K->rowptr[bi + 1]; q++)
+                    for (int c = 0; c < bs; c++) {
+                        ci[k] = K->colind[q] * bs + c;
+                        v[k++] = K->val[(q * bs + r) * bs + c];
+                    }
+                rp[bi * bs + r + 1] = (int)k;
+            }
+    }
+    HK_TRY(hk_cu_malloc((void **)&s.rp, (size_t)(n + 1) * sizeof(int)));
+    HK_TRY(hk_cu_malloc((void **)&s.ci, (size_t)(nnz ? nnz : 1) * sizeof(int)));
+    HK_TRY(hk_cu_malloc((void **)&s.v, (size_t)(nnz ? nnz : 1) * sizeof(double)));
+    HK_CU_TRY(cudaMemcpy(s.rp, rp, (size_t)(n + 1) * sizeof(int), cudaMemcpyHostToDevice));
+    HK_CU_TRY(cudaMemcpy(s.ci, ci, (size_t)nnz * sizeof(int), cudaMemcpyHostToDevice));
+    HK_CU_TRY(cudaMemcpy(s.v, v, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice));
+    HK_CU_SPARSE_TRY(cusparseCreateCsr(&s.A, n, n, nnz, s.rp, s.ci, s.v, CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+    for (int r = 0; r < reps; r++) {
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        const double t0 = sp_now_ms();
+        HK_TRY(sp_cus_run(&s, (int)n, &t->nnz_cusparse));
+        ms[r] = sp_now_ms() - t0;
+        sp_cus_free_c(&s);
+    }
+    qsort(ms, (size_t)reps, sizeof ms[0], cmp_double);
+    t->ms_cusparse = ms[reps / 2];
+    t->rows = n;
+fail:
+    sp_cus_free_c(&s);
+    if (s.A) cusparseDestroySpMat(s.A);
+    cudaFree(s.rp), cudaFree(s.ci), cudaFree(s.v);
+    free(rp), free(ci), free(v);
+    hk_bmat_free(&A), hk_bmat_free(&C);
+    return ierr;
+}

@@ -1,0 +1,446 @@
+/* Sparse and dense set-up ops of smoothed-aggregation AMG on the CPU (contracts: the "set-up on
+ * the backend" part of hk_backend_ops in solver/hk_impl.h):
+ *
+ *   bmat_spgemm             C = A B, block CSR with rectangular blocks
+ *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T
+ *   dense_inverse           Minv = A^-1 by a blocked Cholesky factorisation (coarsest level)
+ *   dense_gemv              y = M x for a dense column-major M
+ *
+ * The arithmetic is written out step by step (a product, then a sum: no fused multiply-add is
+ * generated for the x86-64 baseline) so that cuda/cuda_sparse.cu, which uses __dmul_rn and
+ * __dadd_rn in the same order, gives the same digits for spgemm and the smoothed prolongator.
+ * Every value is computed by one thread in a fixed order: results do not depend on the thread
+ * count. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+
+/* ---- C = A B ----------------------------------------------------------------------------- */
+
+static void sort_i32(int32_t *a, int64_t n)
+{
+    /* insertion sort for the short rows, heap sort otherwise: rows of a product are tens to a
+     * few hundred blocks */
+    if (n <= 32) {
+        for (int64_t i = 1; i < n; i++) {
+            int32_t v = a[i];
+            int64_t j = i - 1;
+            while (j >= 0 && a[j] > v) {
+                a[j + 1] = a[j];
+                j--;
+            }
+            a[j + 1] = v;
+        }
+        return;
+    }
+    for (int64_t start = n / 2 - 1;; start--) { /* heapify, then pop */
+        for (int64_t r = start;;) {
+            int64_t c = 2 * r + 1;
+            if (c >= n) break;
+            if (c + 1 < n && a[c + 1] > a[c]) c++;
+            if (a[r] >= a[c]) break;
+            int32_t t = a[r];
+            a[r] = a[c];
+            a[c] = t;
+            r = c;
+        }
+        if (start == 0) break;
+    }
+    for (int64_t end = n - 1; end > 0; end--) {
+        int32_t t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        for (int64_t r = 0;;) {
+            int64_t c = 2 * r + 1;
+            if (c >= end) break;
+            if (c + 1 < end && a[c + 1] > a[c]) c++;
+            if (a[r] >= a[c]) break;
+            t = a[r];
+            a[r] = a[c];
+            a[c] = t;
+            r = c;
+        }
+    }
+}
+
+int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    int ierr = 0;
+    int64_t *count = NULL, *mark_all = NULL;
+    memset(C, 0, sizeof *C);
+    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows, HK_ERR_ARG,
+             "bmat_spgemm: A (%lld x %lld blocks of %d x %d) and B (%lld x %lld blocks of %d x "
+             "%d) do not chain; A's block columns must match B's block rows",
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
+             (long long)B->nbcols, B->br, B->bc);
+    HK_CHECK(B->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
+             "bmat_spgemm: %lld block columns exceed 32-bit column indices",
+             (long long)B->nbcols);
+    const int br = A->br, bk = A->bc, bc = B->bc;
+    const int64_t nbr = A->nbrows, nbc = B->nbcols;
+    const int nth = omp_get_max_threads();
+    HK_TRY(hk_calloc((size_t)nbr + 1, sizeof *count, &count));
+    /* one marker row per thread: mark[j] = the last row that met column j (symbolic pass), then
+     * the position of column j in the current output row (numeric pass) */
+    HK_TRY(hk_malloc((size_t)nth * (size_t)(nbc ? nbc : 1) * sizeof *mark_all, &mark_all));
+
+    /* symbolic: number of distinct block columns per row */
+#pragma omp parallel
+    {
+        int64_t *mark = mark_all + (size_t)omp_get_thread_num() * (size_t)(nbc ? nbc : 1);
+        for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < nbr; i++) {
+            int64_t n = 0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t k = A->colind[p];
+                for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+                    const int32_t j = B->colind[q];
+                    if (mark[j] != i) {
+                        mark[j] = i;
+                        n++;
+                    }
+                }
+            }
+            count[i + 1] = n;
+        }
+    }
+    for (int64_t i = 0; i < nbr; i++) count[i + 1] += count[i];
+    HK_TRY(hk_bmat_alloc(A->be, br, bc, nbr, nbc, count[nbr], C));
+    memcpy(C->rowptr, count, (size_t)(nbr + 1) * sizeof *count);
+
+    /* numeric: sorted columns, then the sums in the order of A's row, then B's row */
+    const size_t bb = (size_t)br * bc;
+#pragma omp parallel
+    {
+        int64_t *mark = mark_all + (size_t)omp_get_thread_num() * (size_t)(nbc ? nbc : 1);
+        for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < nbr; i++) {
+            const int64_t c0 = C->rowptr[i], c1 = C->rowptr[i + 1];
+            int64_t n = c0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t k = A->colind[p];
+                for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+                    const int32_t j = B->colind[q];
+                    if (mark[j] != -2 - i) { /* distinct from the symbolic pass's marks */
+                        mark[j] = -2 - i;
+                        C->colind[n++] = j;
+                    }
+                }
+            }
+            sort_i32(C->colind + c0, c1 - c0);
+            for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = t;
+            memset(C->val + (size_t)c0 * bb, 0, (size_t)(c1 - c0) * bb * sizeof(double));
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t k = A->colind[p];
+                const double *a = A->val + (size_t)p * br * bk;
+                for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+                    const double *b = B->val + (size_t)q * bk * bc;
+                    double *c = C->val + (size_t)mark[B->colind[q]] * bb;
+                    for (int r = 0; r < br; r++)
+                        for (int s = 0; s < bc; s++) {
+                            double acc = c[r * bc + s];
+                            for (int m = 0; m < bk; m++) {
+                                const double prod = a[r * bk + m] * b[m * bc + s];
+                                acc = acc + prod;
+                            }
+                            c[r * bc + s] = acc;
+                        }
+                }
+            }
+            /* marks hold positions >= 0 now; reset so the next row's -2-i test is clean */
+            for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = -1;
+        }
+    }
+fail:
+    free(count);
+    free(mark_all);
+    return ierr;
+}
+
+/* ---- P = T - w Dinv (A T) -------------------------------------------------------------- */
+
+int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                  double w, hk_bmat *P)
+{
+    int ierr;
+    memset(P, 0, sizeof *P);
+    const int br = AT->br, bc = AT->bc;
+    HK_CHECK(T->br == br && T->bc == bc && T->nbrows == AT->nbrows && T->nbcols == AT->nbcols,
+             HK_ERR_ARG,
+             "amg_smooth_prolongator: T (%lld x %lld blocks of %d x %d) and A T (%lld x %lld "
+             "blocks of %d x %d) differ in shape",
+             (long long)T->nbrows, (long long)T->nbcols, T->br, T->bc, (long long)AT->nbrows,
+             (long long)AT->nbcols, br, bc);
+    HK_CHECK(Dinv->prec == HK_FP64 && Dinv->n == AT->nbrows * br * br, HK_ERR_ARG,
+             "amg_smooth_prolongator: Dinv must be the fp64 BLOCK_INV output of bmat_diag "
+             "(%lld entries; got %lld)",
+             (long long)(AT->nbrows * br * br), (long long)Dinv->n);
+    HK_CHECK(br <= 8 && bc <= 8, HK_ERR_UNSUPPORTED,
+             "amg_smooth_prolongator: blocks of %d x %d exceed the supported 8 x 8", br, bc);
+    const int64_t nbr = AT->nbrows;
+    const size_t bb = (size_t)br * bc;
+    HK_CALL(hk_bmat_alloc(AT->be, br, bc, nbr, AT->nbcols, AT->nnzb, P));
+    memcpy(P->rowptr, AT->rowptr, (size_t)(nbr + 1) * sizeof(int64_t));
+    if (AT->nnzb) memcpy(P->colind, AT->colind, (size_t)AT->nnzb * sizeof(int32_t));
+    const double *dinv = Dinv->data;
+    int64_t first = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < nbr; i++) {
+        const double *d = dinv + (size_t)i * br * br;
+        int64_t t = T->rowptr[i];
+        const int64_t t1 = T->rowptr[i + 1];
+        for (int64_t q = AT->rowptr[i]; q < AT->rowptr[i + 1]; q++) {
+            const int32_t j = AT->colind[q];
+            const double *a = AT->val + (size_t)q * bb;
+            const double *tv = NULL;
+            while (t < t1 && T->colind[t] < j) { /* a T block left of A T's: not in its pattern */
+                if (i < first) first = i;
+                t++;
+            }
+            if (t < t1 && T->colind[t] == j) tv = T->val + (size_t)(t++) * bb;
+            double *p = P->val + (size_t)q * bb;
+            for (int r = 0; r < br; r++)
+                for (int c = 0; c < bc; c++) {
+                    double s = 0;
+                    for (int m = 0; m < br; m++) {
+                        const double prod = d[r * br + m] * a[m * bc + c];
+                        s = s + prod;
+                    }
+                    const double ws = w * s;
+                    p[r * bc + c] = (tv ? tv[r * bc + c] : 0.0) - ws;
+                }
+        }
+        if (t < t1 && i < first) first = i;
+    }
+    HK_TRY_CHECK(first == INT64_MAX, HK_ERR_ARG,
+                 "amg_smooth_prolongator: block row %lld of T has a block outside the pattern "
+                 "of A T; pass A T = A times this T (its pattern contains T's when A stores its "
+                 "diagonal blocks)",
+                 (long long)first);
+    return 0;
+fail:
+    hk_bmat_free(P);
+    return ierr;
+}
+
+/* ---- dense inverse by blocked Cholesky ---------------------------------------------------- */
+
+#define CHOL_NB 64 /* tile size: three 64 x 64 tiles of doubles stay in L2 */
+#define INV_RHS 32 /* identity columns solved together (each factor entry read once per 32) */
+
+/* The lower triangle of a (column-major, n x n) overwritten by L with a = L L^T, one column of
+ * tiles at a time (right-looking). Returns the first column with a non-positive or non-finite
+ * pivot, or -1. Only the lower triangle is read. */
+static int64_t chol_blocked(double *a, int64_t n)
+{
+    for (int64_t k0 = 0; k0 < n; k0 += CHOL_NB) {
+        const int64_t k1 = k0 + CHOL_NB < n ? k0 + CHOL_NB : n;
+        /* the diagonal tile, unblocked (left-looking inside the tile) */
+        for (int64_t j = k0; j < k1; j++) {
+            double *cj = a + j * n;
+            for (int64_t k = k0; k < j; k++) {
+                const double *ck = a + k * n;
+                const double l = ck[j];
+                for (int64_t i = j; i < k1; i++) cj[i] -= ck[i] * l;
+            }
+            const double piv = cj[j];
+            if (!(piv > 0) || !isfinite(piv)) return j;
+            const double d = sqrt(piv);
+            for (int64_t i = j; i < k1; i++) cj[i] /= d;
+        }
+        if (k1 == n) break;
+        /* the panel below: L21 = A21 L11^-T, rows independent (tiles of rows in parallel) */
+#pragma omp parallel for schedule(static)
+        for (int64_t i0 = k1; i0 < n; i0 += CHOL_NB) {
+            const int64_t i1 = i0 + CHOL_NB < n ? i0 + CHOL_NB : n;
+            for (int64_t j = k0; j < k1; j++) {
+                double *cj = a + j * n;
+                for (int64_t k = k0; k < j; k++) {
+                    const double *ck = a + k * n;
+                    const double l = ck[j];
+                    for (int64_t i = i0; i < i1; i++) cj[i] -= ck[i] * l;
+                }
+                const double d = a[j * n + j];
+                for (int64_t i = i0; i < i1; i++) cj[i] /= d;
+            }
+        }
+        /* trailing update A22 -= L21 L21^T, lower tiles in parallel */
+        const int64_t nt = (n - k1 + CHOL_NB - 1) / CHOL_NB;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t tt = 0; tt < nt * (nt + 1) / 2; tt++) {
+            int64_t ti = 0;
+            while ((ti + 1) * (ti + 2) / 2 <= tt) ti++;
+            const int64_t tj = tt - ti * (ti + 1) / 2; /* tile (ti, tj), tj <= ti */
+            const int64_t i0 = k1 + ti * CHOL_NB, j0 = k1 + tj * CHOL_NB;
+            const int64_t i1 = i0 + CHOL_NB < n ? i0 + CHOL_NB : n;
+            const int64_t j1 = j0 + CHOL_NB < n ? j0 + CHOL_NB : n;
+            for (int64_t j = j0; j < j1; j++) {
+                double *cj = a + j * n;
+                const int64_t is = ti == tj ? j : i0; /* the diagonal tile: lower part only */
+                for (int64_t k = k0; k < k1; k++) {
+                    const double *ck = a + k * n;
+                    const double l = ck[j];
+                    for (int64_t i = is; i < i1; i++) cj[i] -= ck[i] * l;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* X = (L L^T)^-1 from the factor in the lower triangle of a; X's lower triangle is computed
+ * INV_RHS columns at a time (forward then backward substitution restricted to rows >= the
+ * first column: the backward solve for rows i >= j needs only rows >= i) and mirrored. */
+static void chol_inverse(const double *a, int64_t n, double *x)
+{
+    const int64_t nblk = (n + INV_RHS - 1) / INV_RHS;
+#pragma omp parallel
+    {
+        double *y = malloc((size_t)n * INV_RHS * sizeof *y); /* row-major: y[i*INV_RHS + r] */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bj = 0; bj < nblk; bj++) {
+            if (!y) continue;
+            const int64_t j0 = bj * INV_RHS;
+            const int nr = (int)(j0 + INV_RHS < n ? INV_RHS : n - j0);
+            memset(y + j0 * INV_RHS, 0, (size_t)(n - j0) * INV_RHS * sizeof *y);
+            for (int r = 0; r < nr; r++) y[(j0 + r) * INV_RHS + r] = 1.0;
+            /* L y = e: column-oriented (contiguous reads of L's columns) */
+            for (int64_t k = j0; k < n; k++) {
+                const double *lk = a + k * n;
+                double *yk = y + k * INV_RHS;
+                for (int r = 0; r < INV_RHS; r++) yk[r] /= lk[k];
+                for (int64_t i = k + 1; i < n; i++) {
+                    const double l = lk[i];
+                    double *yi = y + i * INV_RHS;
+                    for (int r = 0; r < INV_RHS; r++) yi[r] -= l * yk[r];
+                }
+            }
+            /* L^T x = y from the bottom: x_i = (y_i - sum_{k>i} L_ki x_k) / L_ii */
+            for (int64_t i = n - 1; i >= j0; i--) {
+                const double *li = a + i * n;
+                double *yi = y + i * INV_RHS;
+                for (int64_t k = i + 1; k < n; k++) {
+                    const double l = li[k];
+                    const double *yk = y + k * INV_RHS;
+                    for (int r = 0; r < INV_RHS; r++) yi[r] -= l * yk[r];
+                }
+                for (int r = 0; r < INV_RHS; r++) yi[r] /= li[i];
+            }
+            for (int r = 0; r < nr; r++) /* column j0+r, rows >= j0+r */
+                for (int64_t i = j0 + r; i < n; i++) x[(j0 + r) * n + i] = y[i * INV_RHS + r];
+        }
+        free(y);
+    }
+    /* the upper triangle from the lower */
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < j; i++) x[j * n + i] = x[i * n + j];
+}
+
+int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
+{
+    int ierr = 0;
+    double *a = NULL, *x = NULL;
+    char *zero = NULL;
+    *bad = -1;
+    const int br = A->br, bc = A->bc;
+    const int64_t n = A->nbrows * br;
+    HK_CHECK(n == A->nbcols * bc, HK_ERR_ARG,
+             "dense_inverse: the matrix is %lld x %lld scalars; it must be square",
+             (long long)n, (long long)(A->nbcols * bc));
+    HK_CHECK(n <= 46340, HK_ERR_UNSUPPORTED,
+             "dense_inverse: %lld rows are too many for a dense coarse solve; lower the coarse "
+             "size so the coarsest level stays small",
+             (long long)n);
+    HK_CHECK(Minv->n == n * n, HK_ERR_ARG,
+             "dense_inverse: Minv must have n*n = %lld entries (got %lld)", (long long)(n * n),
+             (long long)Minv->n);
+    if (n == 0) return 0;
+    HK_TRY(hk_calloc((size_t)n * n, sizeof *a, &a));
+    HK_TRY(hk_calloc((size_t)n, 1, &zero));
+    /* scatter the blocks (column-major) and find the exactly zero rows */
+#pragma omp parallel for schedule(static)
+    for (int64_t bi = 0; bi < A->nbrows; bi++)
+        for (int r = 0; r < br; r++) {
+            const int64_t i = bi * br + r;
+            int nz = 0;
+            for (int64_t q = A->rowptr[bi]; q < A->rowptr[bi + 1]; q++)
+                for (int c = 0; c < bc; c++) {
+                    const double v = A->val[((size_t)q * br + r) * bc + c];
+                    a[((int64_t)A->colind[q] * bc + c) * n + i] = v;
+                    nz |= v != 0;
+                }
+            zero[i] = !nz;
+        }
+    /* a decoupled dof: its row and column become those of the identity */
+    for (int64_t i = 0; i < n; i++)
+        if (zero[i]) {
+            for (int64_t k = 0; k < n; k++) a[i * n + k] = a[k * n + i] = 0;
+            a[i * n + i] = 1;
+        }
+    const int64_t first = chol_blocked(a, n);
+    if (first >= 0) {
+        *bad = first;
+        if (Minv->prec == HK_FP64)
+            memset(Minv->data, 0, (size_t)n * n * sizeof(double));
+        else
+            memset(Minv->data, 0, (size_t)n * n * sizeof(float));
+        goto fail;
+    }
+    if (Minv->prec == HK_FP64) {
+        chol_inverse(a, n, Minv->data);
+    } else {
+        HK_TRY(hk_malloc((size_t)n * n * sizeof *x, &x));
+        chol_inverse(a, n, x);
+        float *m = Minv->data;
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < n * n; k++) m[k] = (float)x[k];
+    }
+fail:
+    free(a);
+    free(x);
+    free(zero);
+    return ierr;
+}
+
+/* ---- y = M x ----------------------------------------------------------------------------- */
+
+#define GEMV_ROWS 64 /* rows per task: a tile of y stays in registers / L1 across columns */
+
+int hk_cpu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y)
+{
+    const int64_t n = x->n;
+    HK_CHECK(M->prec == x->prec && x->prec == y->prec && y->n == n && M->n == n * n, HK_ERR_ARG,
+             "dense_gemv: M must be n x n (%lld entries) and M, x, y of one precision (got "
+             "%lld entries, x %lld, y %lld)",
+             (long long)(n * n), (long long)M->n, (long long)n, (long long)y->n);
+    const int64_t ntiles = (n + GEMV_ROWS - 1) / GEMV_ROWS;
+#define GEMV_BODY(T)                                                                               \
+    do {                                                                                           \
+        const T *m = M->data, *xv = x->data;                                                       \
+        T *yv = y->data;                                                                           \
+        _Pragma("omp parallel for schedule(static)") for (int64_t t = 0; t < ntiles; t++)          \
+        {                                                                                          \
+            const int64_t i0 = t * GEMV_ROWS;                                                      \
+            const int64_t i1 = i0 + GEMV_ROWS < n ? i0 + GEMV_ROWS : n;                            \
+            double acc[GEMV_ROWS] = {0};                                                           \
+            for (int64_t j = 0; j < n; j++) {                                                      \
+                const double xj = xv[j];                                                           \
+                const T *mj = m + j * n;                                                           \
+                for (int64_t i = i0; i < i1; i++) acc[i - i0] += (double)mj[i] * xj;              \
+            }                                                                                      \
+            for (int64_t i = i0; i < i1; i++) yv[i] = (T)acc[i - i0];                              \
+        }                                                                                          \
+    } while (0)
+    if (M->prec == HK_FP64)
+        GEMV_BODY(double);
+    else
+        GEMV_BODY(float);
+#undef GEMV_BODY
+    return 0;
+}
