@@ -309,6 +309,74 @@ static void test_poisson(void)
     CU_ASSERT(jac > 5 * its[2]);
 }
 
+
+/* ---- the cycle is a symmetric positive definite operator -------------------------------- */
+
+static void test_symmetric(void)
+{
+    static const char *const variants[] = {
+        "", "pc.amg.cycle=w", "pc.amg.smoother=l1-jacobi", "pc.amg.smoother=bjacobi pc.amg.cycle=w",
+        "pc.amg.degree=3 pc.amg.pre=2 pc.amg.post=2", "pc.amg.coarse_size=100", NULL};
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
+    double *xyz = grid_coords(3, 7, 6, 5);
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    const int64_t n = K.nbrows * 3;
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    double *u = malloc((size_t)n * sizeof *u), *v = malloc((size_t)n * sizeof *v);
+    double *Mu = malloc((size_t)n * sizeof *Mu), *Mv = malloc((size_t)n * sizeof *Mv);
+    for (int64_t i = 0; i < n; i++) {
+        u[i] = sin(1.3 * (double)i + 0.2);
+        v[i] = cos(0.7 * (double)i * (double)i);
+    }
+    for (int k = 0; variants[k]; k++) {
+        char opts[256];
+        snprintf(opts, sizeof opts, "backend=cpu pc=amg %s", variants[k]);
+        hk_options *o = NULL;
+        hk_solver *s = NULL;
+        hk_vec *x = NULL, *y = NULL;
+        HK_ASSERT_OK(hk_options_create(&o));
+        HK_ASSERT_OK(hk_options_parse(o, opts));
+        HK_ASSERT_OK(hk_solver_create_nearnull(&K, &nn, o, &s));
+        hk_pc *pc = hk_solver_get_pc(s);
+        HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &x));
+        HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &y));
+        HK_ASSERT_OK(hk_vec_upload(x, u));
+        HK_ASSERT_OK(hk_pc_apply(pc, x, y));
+        HK_ASSERT_OK(hk_vec_download(y, Mu));
+        HK_ASSERT_OK(hk_vec_upload(x, v));
+        HK_ASSERT_OK(hk_pc_apply(pc, x, y));
+        HK_ASSERT_OK(hk_vec_download(y, Mv));
+        double vMu = 0, uMv = 0, uMu = 0, nu = 0, nv = 0, nMu = 0, nMv = 0;
+        for (int64_t i = 0; i < n; i++) {
+            vMu += v[i] * Mu[i];
+            uMv += u[i] * Mv[i];
+            uMu += u[i] * Mu[i];
+            nu += u[i] * u[i];
+            nv += v[i] * v[i];
+            nMu += Mu[i] * Mu[i];
+            nMv += Mv[i] * Mv[i];
+        }
+        const double scale = sqrt(nv * nMu) + sqrt(nu * nMv);
+        if (verbose())
+            printf("\n    %-50s v.Mu - u.Mv = %.2e (scale %.2e), u.Mu = %.3e", variants[k],
+                   vMu - uMv, scale, uMu);
+        CU_ASSERT(fabs(vMu - uMv) <= 1e-12 * scale);
+        CU_ASSERT(uMu > 0);
+        hk_vec_destroy(x);
+        hk_vec_destroy(y);
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+    }
+    free(u);
+    free(v);
+    free(Mu);
+    free(Mv);
+    free(xyz);
+    hk_bcsr_free(&K);
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void expect_error(const hk_bcsr *K, const hk_nearnull *nn, const char *opts,
@@ -423,6 +491,7 @@ HK_SUITE(amg, {"l1-Jacobi scaling op against a host computation", test_l1_diag},
          {"smoothers, V and W cycles, mixed precision, thresholds, levels", test_variants},
          {"near-null space: coordinates, explicit vectors, translations only", test_nearnull},
          {"scalar Poisson: iterations flat", test_poisson},
+         {"the cycle is symmetric positive definite (every smoother, V and W)", test_symmetric},
          {"bad options and bad matrices give one clear sentence", test_errors})
 
 /* ---- device: the same hierarchy and iterations on cuda as on cpu ------------------------- */
