@@ -333,6 +333,11 @@ void hk_cpu_tri_destroy(void *handle);
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+/* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
+int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
+int hk_cpu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
+int hk_cpu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b, int nns,
+                         const double *B, hk_bmat *T, double *Bc);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -375,4 +380,7 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
     .bmat_diag = hk_cpu_bmat_diag,
+    .amg_strength = hk_cpu_amg_strength,
+    .amg_aggregate = hk_cpu_amg_aggregate,
+    .amg_tentative = hk_cpu_amg_tentative,
 };
