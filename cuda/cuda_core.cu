@@ -373,6 +373,9 @@ static hk_backend_ops cuda_make_ops(void)
     o.tri_create = hk_cu_tri_create;
     o.tri_solve = hk_cu_tri_solve;
     o.tri_destroy = hk_cu_tri_destroy;
+    o.amg_strength = hk_cu_amg_strength;
+    o.amg_aggregate = hk_cu_amg_aggregate;
+    o.amg_tentative = hk_cu_amg_tentative;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;

@@ -567,3 +567,192 @@ HK_SUITE(aggregate, {"strength graph against the definition, isolated rows", tes
           test_aggregate_elasticity},
          {"aggregation of random graphs and a path", test_aggregate_random},
          {"tentative prolongator: Q^T Q = I, T Bc = B, dependent modes", test_tentative})
+
+/* ---- the CUDA ops against the CPU ops --------------------------------------------------- */
+
+static const hk_backend_ops *gpu(void)
+{
+    const hk_backend *b = NULL;
+    if (hk_backend_get("cuda", &b)) hk_error_clear();
+    return b;
+}
+
+/* A device copy of n bytes of host data (NULL on failure, reported). */
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    if (gpu()->alloc(&d, bytes ? bytes : 8) || (h && bytes && gpu()->copy_to(d, h, bytes))) {
+        fprintf(stderr, "\n  device copy: %s\n", hk_error_message());
+        return NULL;
+    }
+    return d;
+}
+
+static void same_graph(const hk_graph *a, const hk_graph *b)
+{
+    CU_ASSERT_EQUAL_FATAL(a->n, b->n);
+    CU_ASSERT_EQUAL_FATAL(a->nnz, b->nnz);
+    CU_ASSERT_EQUAL(a->m, b->m);
+    CU_ASSERT_EQUAL(memcmp(a->rowptr, b->rowptr, (size_t)(a->n + 1) * sizeof(int64_t)), 0);
+    CU_ASSERT_EQUAL(memcmp(a->colind, b->colind, (size_t)a->nnz * sizeof(int32_t)), 0);
+}
+
+static void test_cuda_strength(void)
+{
+    const double thetas[3] = {0.0, 0.08, 0.3};
+    hk_bcsr K;
+    for (int c = 0; c < 5; c++) {
+        if (c == 0) HK_ASSERT_OK(hk_gen_elasticity3d(12, 10, 9, &K));
+        if (c == 1) HK_ASSERT_OK(hk_gen_elasticity2d_tri_random(20, 17, 3, &K));
+        if (c >= 2) HK_ASSERT_OK(hk_gen_random(2000, 2000, c - 1, 7, 1, 90 + c, &K));
+        if (c == 0) /* an isolated row with a nonzero column */
+            for (int64_t p = K.rowptr[300]; p < K.rowptr[301]; p++)
+                if (K.colind[p] != 300) memset(K.val + (size_t)p * 9, 0, 9 * sizeof(double));
+        for (int t = 0; t < 3; t++) {
+            hk_graph Sc = {0}, Sg = {0};
+            HK_ASSERT_OK(strength(cpu(), &K, thetas[t], &Sc));
+            HK_ASSERT_OK(strength(gpu(), &K, thetas[t], &Sg));
+            same_graph(&Sc, &Sg);
+            CU_ASSERT(check_strength(&K, thetas[t], &Sg) > 0);
+            hk_graph_free(&Sc), hk_graph_free(&Sg);
+        }
+        hk_bcsr_free(&K);
+    }
+    /* an empty matrix */
+    hk_bcsr E = {0};
+    E.bs = 3;
+    E.rowptr = calloc(1, sizeof *E.rowptr);
+    E.colind = malloc(sizeof *E.colind);
+    E.val = malloc(sizeof *E.val);
+    hk_graph S0 = {0};
+    HK_ASSERT_OK(strength(gpu(), &E, 0.1, &S0));
+    CU_ASSERT(S0.n == 0 && S0.nnz == 0 && S0.rowptr[0] == 0);
+    hk_graph_free(&S0);
+    hk_bcsr_free(&E);
+}
+
+/* agg and nagg from both backends on host graph S; identical. Returns the CPU aggregates. */
+static int32_t *both_aggregate(const hk_graph *S, int64_t *nagg)
+{
+    const int64_t n = S->n;
+    int32_t *ac = malloc((size_t)(n ? n : 1) * sizeof *ac), *ag = malloc((size_t)(n ? n : 1) * 4);
+    int64_t nc = -1, ng = -2;
+    HK_ASSERT_OK(aggregate(cpu(), S, ac, &nc));
+    hk_graph D = {0};
+    HK_ASSERT_OK(hk_graph_alloc(gpu(), S->n, S->m, S->nnz, &D));
+    HK_ASSERT_OK(gpu()->copy_to(D.rowptr, S->rowptr, (size_t)(n + 1) * sizeof(int64_t)));
+    if (S->nnz) HK_ASSERT_OK(gpu()->copy_to(D.colind, S->colind, (size_t)S->nnz * 4));
+    int32_t *dagg = NULL;
+    HK_ASSERT_OK(gpu()->alloc((void **)&dagg, (size_t)(n ? n : 1) * 4));
+    HK_ASSERT_OK(aggregate(gpu(), &D, dagg, &ng));
+    if (n) HK_ASSERT_OK(gpu()->copy_from(ag, dagg, (size_t)n * 4));
+    CU_ASSERT_EQUAL(nc, ng);
+    CU_ASSERT_EQUAL(memcmp(ac, ag, (size_t)n * 4), 0);
+    gpu()->dealloc(dagg);
+    hk_graph_free(&D);
+    free(ag);
+    *nagg = nc;
+    return ac;
+}
+
+static void test_cuda_aggregate(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(30, 30, 30, &K));
+    hk_graph S = {0};
+    HK_ASSERT_OK(strength(cpu(), &K, 0.08, &S));
+    int64_t nagg = 0;
+    int32_t *agg = both_aggregate(&S, &nagg);
+    printf("\n    31^3-node hex elasticity: %lld aggregates, mean size %.1f nodes ",
+           (long long)nagg, check_aggregation(&S, agg, nagg));
+    free(agg);
+    hk_graph_free(&S);
+    hk_bcsr_free(&K);
+    /* random symmetric graphs, a single node, and an unsymmetric pattern (same rule, same
+     * result even where the properties of the symmetric case do not hold) */
+    const int64_t sizes[3] = {1, 300, 900};
+    for (int c = 0; c < 3; c++) {
+        random_graph(sizes[c], 10, 40 + c, &S);
+        agg = both_aggregate(&S, &nagg);
+        check_aggregation(&S, agg, nagg);
+        free(agg);
+        hk_graph_free(&S);
+    }
+    HK_ASSERT_OK(hk_gen_random(3000, 3000, 1, 5, 1, 77, &K));
+    HK_ASSERT_OK(hk_graph_alloc(cpu(), 3000, 3000, K.rowptr[3000], &S));
+    int64_t q = 0;
+    for (int64_t i = 0; i < 3000; i++) {
+        S.rowptr[i] = q;
+        for (int64_t p = K.rowptr[i]; p < K.rowptr[i + 1]; p++)
+            if (K.colind[p] != i) S.colind[q++] = K.colind[p];
+    }
+    S.rowptr[3000] = q;
+    S.nnz = q;
+    agg = both_aggregate(&S, &nagg);
+    CU_ASSERT(nagg > 0);
+    free(agg);
+    hk_graph_free(&S);
+    hk_bcsr_free(&K);
+}
+
+/* T and Bc from both backends on the same input: same pattern, values to 1e-12. */
+static void both_tentative(const int32_t *agg, int64_t nagg, int64_t nn, int b, int nns,
+                           const double *B)
+{
+    const size_t nbc = (size_t)nagg * nns * nns;
+    double *Bcc = malloc((nbc ? nbc : 1) * sizeof *Bcc), *Bcg = malloc((nbc ? nbc : 1) * 8);
+    hk_bmat Tc = {0}, Tg = {0}, Th = {0};
+    HK_ASSERT_OK(tentative(cpu(), agg, nagg, nn, b, nns, B, &Tc, Bcc));
+    int32_t *dagg = dev_copy(agg, (size_t)nn * 4);
+    double *dB = dev_copy(B, (size_t)nn * b * nns * 8), *dBc = dev_copy(NULL, nbc * 8);
+    CU_ASSERT_FATAL(dagg && dB && dBc);
+    HK_ASSERT_OK(tentative(gpu(), dagg, nagg, nn, b, nns, dB, &Tg, dBc));
+    HK_ASSERT_OK(hk_bmat_to_host(&Tg, &Th));
+    if (nbc) HK_ASSERT_OK(gpu()->copy_from(Bcg, dBc, nbc * 8));
+    CU_ASSERT(Th.br == b && Th.bc == nns && Th.nbrows == nn && Th.nbcols == nagg);
+    CU_ASSERT_EQUAL_FATAL(Th.nnzb, Tc.nnzb);
+    CU_ASSERT_EQUAL(memcmp(Th.rowptr, Tc.rowptr, (size_t)(nn + 1) * 8), 0);
+    CU_ASSERT_EQUAL(memcmp(Th.colind, Tc.colind, (size_t)Tc.nnzb * 4), 0);
+    CU_ASSERT(hk_test_reldiff(Th.val, Tc.val, (long)(Tc.nnzb * b * nns)) <= 1e-12);
+    CU_ASSERT(hk_test_reldiff(Bcg, Bcc, (long)nbc) <= 1e-12);
+    check_tentative(agg, nagg, nn, b, nns, B, &Th, Bcg);
+    gpu()->dealloc(dagg), gpu()->dealloc(dB), gpu()->dealloc(dBc);
+    hk_bmat_free(&Tc), hk_bmat_free(&Tg), hk_bmat_free(&Th);
+    free(Bcc), free(Bcg);
+}
+
+static void test_cuda_tentative(void)
+{
+    hk_bcsr K;
+    const int nx = 24, ny = 20, nz = 16;
+    HK_ASSERT_OK(hk_gen_elasticity3d(nx, ny, nz, &K));
+    hk_graph S = {0};
+    HK_ASSERT_OK(strength(cpu(), &K, 0.08, &S));
+    int64_t nagg = 0;
+    int32_t *agg = malloc((size_t)S.n * sizeof *agg);
+    HK_ASSERT_OK(aggregate(cpu(), &S, agg, &nagg));
+    double *xyz = grid_coords(nx, ny, nz), *B = rigid_modes(S.n, xyz);
+    both_tentative(agg, nagg, S.n, 3, 6, B);
+    /* one scalar dof per node with two vectors; 1- and 2-node aggregates; an empty one */
+    both_tentative(agg, nagg, S.n, 1, 2, B);
+    int32_t small[6] = {0, 1, 1, -1, 2, 2};
+    const double pts[18] = {0.3, 0.1, 0.7, 1, 0, 0, 1, 1, 0, 5, 5, 5, 0, 0, 1, 2, 0.5, 1};
+    double *Bs = rigid_modes(6, pts);
+    both_tentative(small, 3, 6, 3, 6, Bs);
+    both_tentative(small, 4, 6, 3, 6, Bs);
+    /* a bad aggregate id is refused */
+    small[2] = 7;
+    int32_t *dagg = dev_copy(small, sizeof small);
+    double *dB = dev_copy(Bs, 18 * 6 * 8), *dBc = dev_copy(NULL, 3 * 36 * 8);
+    hk_bmat T = {0};
+    CU_ASSERT_EQUAL(gpu()->amg_tentative(dagg, 3, 6, 3, 6, dB, &T, dBc), HK_ERR_ARG);
+    hk_error_clear();
+    gpu()->dealloc(dagg), gpu()->dealloc(dB), gpu()->dealloc(dBc);
+    free(Bs), free(B), free(xyz), free(agg);
+    hk_graph_free(&S);
+    hk_bcsr_free(&K);
+}
+
+HK_DEVICE_SUITE(cuda_aggregate, {"strength graph identical to the CPU's", test_cuda_strength},
+                {"aggregates identical to the CPU's", test_cuda_aggregate},
+                {"tentative prolongator equal to the CPU's", test_cuda_tentative})
