@@ -229,6 +229,12 @@ int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
+/* Aggregation AMG: strength graph, aggregation, tentative prolongator (cuda_aggregate.cu). */
+extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
+extern "C" int hk_cu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
+extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b,
+                                   int nns, const double *B, hk_bmat *T, double *Bc);
+
 /* Level-scheduled triangular solves for pc=ic0/ilu0 (cuda_tri.cu). */
 int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
