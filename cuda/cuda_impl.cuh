@@ -203,4 +203,7 @@ int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
 
+/* Set-up: the diag op (cuda_diag.cu). */
+int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+
 #endif
