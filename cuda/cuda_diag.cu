@@ -55,16 +55,17 @@ template <int BR> __device__ static int invert_block(const double *a, double *in
     for (int c = 0; c < BR; c++) {
         if (bad) break;
         if (dec[c]) continue;
+        // the largest |m[r][c]|, the first of equals (as the CPU); tracked by value, since a
+        // dynamic index into m would push it to local memory
         int p = c;
+        double best = fabs(m[c][c]);
 #pragma unroll
         for (int r = c + 1; r < BR; r++)
-            if (fabs(m[r][c]) > fabs(m[p][c])) p = r;
-        // the pivot row by value (a dynamic index would push m to local memory)
-        double pv = m[c][c];
-#pragma unroll
-        for (int r = c + 1; r < BR; r++)
-            if (r == p) pv = m[r][c];
-        if (fabs(pv) <= 1e-13 * amax) {
+            if (fabs(m[r][c]) > best) {
+                best = fabs(m[r][c]);
+                p = r;
+            }
+        if (best <= 1e-13 * amax) {
             bad = 1;
             break;
         }
