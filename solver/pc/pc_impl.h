@@ -1,4 +1,5 @@
-/* Private helpers shared by the preconditioner files (solver/pc/). Set-up works on host
+/* Private helpers shared by the preconditioner files (solver/pc/). Set-up works on the
+ * backend matrix through backend ops (hk_pc_diag) or, for the types not moved yet, on host
  * arrays; everything apply needs becomes backend objects (hk_vec, hk_mat). */
 #ifndef HOOKE_PC_IMPL_H
 #define HOOKE_PC_IMPL_H
