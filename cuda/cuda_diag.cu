@@ -184,8 +184,8 @@ __global__ void k_decoupled(int64_t nb, int br, const int64_t *rowptr, const int
 }
 
 #define LAUNCH_BLOCK_INV(BR)                                                                       \
-    k_block_inv<BR><<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, A->rowptr, A->colind, A->val, o,  \
-                                                             dfirst)
+    k_block_inv<BR>                                                                                \
+        <<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, A->rowptr, A->colind, A->val, o, dfirst)
 
 int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad)
 {
@@ -216,17 +216,28 @@ int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad)
     HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
     if (mode == HK_DIAG_BLOCK_INV) {
         switch (br) {
-        case 1: LAUNCH_BLOCK_INV(1); break;
-        case 2: LAUNCH_BLOCK_INV(2); break;
-        case 3: LAUNCH_BLOCK_INV(3); break;
-        case 4: LAUNCH_BLOCK_INV(4); break;
-        case 5: LAUNCH_BLOCK_INV(5); break;
-        default: LAUNCH_BLOCK_INV(6); break;
+        case 1:
+            LAUNCH_BLOCK_INV(1);
+            break;
+        case 2:
+            LAUNCH_BLOCK_INV(2);
+            break;
+        case 3:
+            LAUNCH_BLOCK_INV(3);
+            break;
+        case 4:
+            LAUNCH_BLOCK_INV(4);
+            break;
+        case 5:
+            LAUNCH_BLOCK_INV(5);
+            break;
+        default:
+            LAUNCH_BLOCK_INV(6);
+            break;
         }
     } else {
         k_diag_inv<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, br, mode == HK_DIAG_INV_SQRT,
-                                                           A->rowptr, A->colind, A->val, o,
-                                                           dfirst);
+                                                           A->rowptr, A->colind, A->val, o, dfirst);
     }
     HK_CU_TRY(cudaGetLastError());
     HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));

@@ -91,7 +91,8 @@ static int run_diag(const char *name, const hk_bcsr *K, int mode, double *out, i
 static void compare_all(const hk_bcsr *K, int64_t bads[4])
 {
     const int64_t n = K->nbrows * K->bs * K->bs;
-    double *c = malloc((size_t)(n ? n : 1) * sizeof *c), *g = malloc((size_t)(n ? n : 1) * sizeof *g);
+    double *c = malloc((size_t)(n ? n : 1) * sizeof *c),
+           *g = malloc((size_t)(n ? n : 1) * sizeof *g);
     for (int mode = HK_DIAG_INV; mode <= HK_DIAG_DECOUPLED; mode++) {
         const int64_t m = mode == HK_DIAG_BLOCK_INV ? n : K->nbrows * K->bs;
         int64_t bc = 7, bg = 7;
@@ -218,8 +219,8 @@ static void test_pcs(void)
                 HK_ASSERT_OK(hk_backend_get(b ? "cuda" : "cpu", &be));
                 HK_ASSERT_OK(hk_bmat_upload(be, &K, &A));
                 HK_ASSERT_OK(hk_options_create(&o));
-                HK_ASSERT_OK(hk_pc_create(hk_pc_type_find(pcs[p]), be, (hk_precision)prec, &A,
-                                          NULL, NULL, o, &pc));
+                HK_ASSERT_OK(hk_pc_create(hk_pc_type_find(pcs[p]), be, (hk_precision)prec, &A, NULL,
+                                          NULL, o, &pc));
                 HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &vr));
                 HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &vz));
                 HK_ASSERT_OK(hk_vec_upload(vr, r));
