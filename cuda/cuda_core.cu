@@ -389,6 +389,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;
     o.graph_free = cuda_graph_free;
+    o.bmat_diag = hk_cu_bmat_diag;
     return o;
 }
 
