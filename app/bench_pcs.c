@@ -133,12 +133,8 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
              method, pc);
     HK_TRY(hk_options_create(&o));
     HK_TRY(hk_options_parse(o, text));
-    /* node coordinates, dim per node, in K's block-row order (the mesh's node order) */
-    HK_TRY(hk_malloc((size_t)r->mesh.nnodes * r->mesh.dim * sizeof *coords, &coords));
-    for (int64_t i = 0; i < r->mesh.nnodes; i++)
-        for (int d = 0; d < r->mesh.dim; d++)
-            coords[i * r->mesh.dim + d] = r->mesh.coords[3 * i + d];
-    const hk_nearnull nn = {.dim = r->mesh.dim, .coords = coords};
+    hk_nearnull nn;
+    HK_TRY(hk_run_nearnull(r, &nn, &coords));
     HK_TRY(hk_solver_create_nearnull(K, &nn, o, &s));
     HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *u, &u));
     HK_TRY(hk_solver_solve(s, r->sys.f, u, &res));

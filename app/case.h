@@ -186,6 +186,11 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
 /* Only the mesh and assembly stages of hk_run_case (r->mesh, r->model, r->sys, times), for
  * benchmarks that solve K themselves. */
 int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r);
+/* The near-null space of r->sys.K from the mesh: node coordinates, mesh.dim per node in K's
+ * block-row order (K numbers its block rows by the mesh's nodes), for pc=amg's rigid-body
+ * modes. *coords is a new array the caller frees (nn->coords points into it); both are
+ * left empty (NULL, dim 0) when K's blocks do not match the mesh's nodes. */
+int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords);
 /* Write the .vtu (path NULL: the case's output). With load cases: <stem>-<case>.vtu for each
  * case next to path and <stem>.pvd listing them, one timestep per case. */
 int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);

@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: hooke solve A.mtx [--rhs b.mtx] [-o x.mtx] [--backend auto|cpu|cuda]\n"
-            "                   [--block-size 1|2|3] [key=value ...]\n"
+            "                   [--block-size 1|2|3] [--coords xyz.mtx] [key=value ...]\n"
             "       hooke solve --generate KIND:N [options as above]\n\n"
             "Solves A x = b from x = 0 and prints the iterations, the true residual\n"
             "||b - A x|| / ||b|| (recomputed in fp64), the stop reason and the set-up and solve\n"
@@ -27,6 +27,11 @@ static void usage(FILE *f)
             "                      same as backend=NAME\n"
             "  --block-size BS     group the scalar matrix into BS x BS blocks (2 for 2D,\n"
             "                      3 for 3D elasticity; needed by the block formats)\n"
+            "  --coords xyz.mtx    node coordinates (Matrix Market array, one row per node =\n"
+            "                      block row, 2 or 3 columns = the block size): pc=amg builds\n"
+            "                      the rigid-body modes from them. --generate elasticity*\n"
+            "                      passes its grid's own; a matrix file without --coords\n"
+            "                      passes none (pc=amg then uses the translations alone)\n"
             "  --generate KIND:N   instead of a file: elasticity3d:N (N^3 hexes, bs 3),\n"
             "                      elasticity2d:N (N^2 quads, bs 2), poisson:N (N x N),\n"
             "                      convdiff:N (N x N, nonsymmetric)\n"
@@ -36,9 +41,12 @@ static void usage(FILE *f)
     hk_solver_print_help(f);
 }
 
-/* Parse "kind:N" and generate the matrix. */
-static int generate(const char *spec, hk_bcsr *A)
+/* Parse "kind:N" and generate the matrix; for the elasticity kinds also the node coordinates
+ * (*coords, *dim; NULL and 0 for the others). */
+static int generate(const char *spec, hk_bcsr *A, double **coords, int *dim)
 {
+    *coords = NULL;
+    *dim = 0;
     const char *colon = strchr(spec, ':');
     char *end = NULL;
     long n = colon ? strtol(colon + 1, &end, 10) : 0;
@@ -56,11 +64,15 @@ static int generate(const char *spec, hk_bcsr *A)
     }
     size_t len = (size_t)(colon - spec);
     int err;
-    if (len == 12 && !strncmp(spec, "elasticity3d", len))
+    if (len == 12 && !strncmp(spec, "elasticity3d", len)) {
         err = hk_gen_elasticity3d((int)n, (int)n, (int)n, A);
-    else if (len == 12 && !strncmp(spec, "elasticity2d", len))
+        if (!err) err = hk_gen_elasticity3d_coords((int)n, (int)n, (int)n, coords);
+        *dim = 3;
+    } else if (len == 12 && !strncmp(spec, "elasticity2d", len)) {
         err = hk_gen_elasticity2d((int)n, (int)n, A);
-    else if (len == 7 && !strncmp(spec, "poisson", len))
+        if (!err) err = hk_gen_elasticity2d_coords((int)n, (int)n, coords);
+        *dim = 2;
+    } else if (len == 7 && !strncmp(spec, "poisson", len))
         err = hk_gen_poisson2d((int)n, A);
     else if (len == 8 && !strncmp(spec, "convdiff", len))
         err = hk_gen_convdiff2d((int)n, 20.0, A);
@@ -78,7 +90,9 @@ static int generate(const char *spec, hk_bcsr *A)
 int hk_cmd_solve(int argc, char **argv)
 {
     const char *mtx = NULL, *rhs = NULL, *out = NULL, *backend = NULL, *gen = NULL;
-    int bs = 1, rc = 2;
+    const char *coords_file = NULL;
+    int bs = 1, rc = 2, dim = 0;
+    double *coords = NULL;
     hk_options *o = NULL;
     hk_solver *s = NULL;
     hk_bcsr A = {0}, B = {0};
@@ -100,6 +114,8 @@ int hk_cmd_solve(int argc, char **argv)
             out = argv[++i];
         } else if (!strcmp(a, "--backend") && has_val) {
             backend = argv[++i];
+        } else if (!strcmp(a, "--coords") && has_val) {
+            coords_file = argv[++i];
         } else if (!strcmp(a, "--generate") && has_val) {
             gen = argv[++i];
         } else if (!strcmp(a, "--block-size") && has_val) {
@@ -113,7 +129,7 @@ int hk_cmd_solve(int argc, char **argv)
         } else if (a[0] == '-') {
             fprintf(stderr,
                     "hooke solve: unknown or incomplete option '%s'; the options are --rhs, -o, "
-                    "--backend, --block-size, --generate, --help (hooke solve --help)\n",
+                    "--backend, --block-size, --coords, --generate, --help (hooke solve --help)\n",
                     a);
             goto done;
         } else if (strchr(a, '=')) {
@@ -145,7 +161,7 @@ int hk_cmd_solve(int argc, char **argv)
     /* ---- the matrix ---- */
     const hk_bcsr *K = &A;
     if (gen) {
-        if (generate(gen, &A)) goto done;
+        if (generate(gen, &A, &coords, &dim)) goto done;
         if (bs != 1 && bs != A.bs)
             fprintf(stderr,
                     "hooke solve: note: --block-size %d ignored, the generated matrix "
@@ -170,6 +186,40 @@ int hk_cmd_solve(int argc, char **argv)
                 gen ? gen : mtx, (long long)(K->nbrows * K->bs), (long long)(K->nbcols * K->bs));
         goto done;
     }
+
+    /* ---- the near-null space: node coordinates ---- */
+    if (coords_file) {
+        free(coords); /* the file's replace the generator's */
+        coords = NULL;
+        int64_t rows = 0;
+        if (hk_mm_read_array(coords_file, &rows, &dim, &coords)) {
+            fprintf(stderr, "hooke solve: --coords: %s\n", hk_error_message());
+            goto done;
+        }
+        if (dim != 2 && dim != 3) {
+            fprintf(stderr,
+                    "hooke solve: --coords %s has %d columns; give 2 (2D) or 3 (3D) coordinates "
+                    "per node\n",
+                    coords_file, dim);
+            goto done;
+        }
+        if (K->bs == 1 && dim > 1 && rows * dim == n) {
+            fprintf(stderr,
+                    "hooke solve: --coords %s gives %lld nodes in %dD but the matrix has scalar "
+                    "rows; pass --block-size %d so that each node is one block row\n",
+                    coords_file, (long long)rows, dim, dim);
+            goto done;
+        }
+        if (rows != K->nbrows || dim != K->bs) {
+            fprintf(stderr,
+                    "hooke solve: --coords %s has %lld rows of %d coordinates but the matrix has "
+                    "%lld nodes (block rows) of %d dofs; give one row per node with one column "
+                    "per dof of the node\n",
+                    coords_file, (long long)rows, dim, (long long)K->nbrows, K->bs);
+            goto done;
+        }
+    }
+    const hk_nearnull nn = {.dim = coords ? dim : 0, .coords = coords};
 
     /* ---- the right-hand side ---- */
     x = calloc((size_t)n, sizeof *x);
@@ -203,12 +253,15 @@ int hk_cmd_solve(int argc, char **argv)
     }
 
     /* ---- solve ---- */
-    if (hk_solver_create(K, o, &s)) {
+    if (hk_solver_create_nearnull(K, &nn, o, &s)) {
         fprintf(stderr, "hooke solve: %s\n", hk_error_message());
         goto done;
     }
     printf("matrix: %s, %lld unknowns, %lld nonzeros, blocks of %d\n", gen ? gen : mtx,
            (long long)n, (long long)(K->rowptr[K->nbrows] * K->bs * K->bs), K->bs);
+    if (coords)
+        printf("coordinates: %lld nodes in %dD from %s\n", (long long)K->nbrows, dim,
+               coords_file ? coords_file : "the generated grid");
     printf("solver: ");
     hk_solver_describe(s, stdout);
     hk_result res;
@@ -246,5 +299,6 @@ done:
     free(b);
     free(x);
     free(one);
+    free(coords);
     return rc;
 }

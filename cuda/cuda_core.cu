@@ -383,10 +383,14 @@ static hk_backend_ops cuda_make_ops(void)
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
     o.dense_inverse = hk_cu_dense_inverse;
     o.dense_gemv = hk_cu_dense_gemv;
+    o.amg_strength = hk_cu_amg_strength;
+    o.amg_aggregate = hk_cu_amg_aggregate;
+    o.amg_tentative = hk_cu_amg_tentative;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;
     o.graph_launch = cuda_graph_launch;
     o.graph_free = cuda_graph_free;
+    o.bmat_diag = hk_cu_bmat_diag;
     return o;
 }
 

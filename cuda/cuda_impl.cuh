@@ -216,6 +216,8 @@ int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
 /* l1-Jacobi scaling of pc=amg (cuda_amg.cu). */
 int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
+/* Set-up: the diag op (cuda_diag.cu). */
+int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 
 /* Fused Krylov ops (cuda_fused.cu). */
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
@@ -230,6 +232,12 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
 int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
+
+/* Aggregation AMG: strength graph, aggregation, tentative prolongator (cuda_aggregate.cu). */
+extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
+extern "C" int hk_cu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
+extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b,
+                                   int nns, const double *B, hk_bmat *T, double *Bc);
 
 /* Level-scheduled triangular solves for pc=ic0/ilu0 (cuda_tri.cu). */
 int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);

@@ -400,6 +400,34 @@ int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A)
     return gen_elasticity("hk_gen_elasticity3d_tet", 3, 1, 1, 0, nx, ny, nz, A);
 }
 
+/* Node coordinates of the lexicographic grid numbering (gen_assemble). */
+static int gen_coords(const char *fn, int dim, int nx, int ny, int nz, double **coords)
+{
+    *coords = NULL;
+    HK_CALL(gen_check_grid(fn, nx, ny, nz));
+    const int64_t NX = nx + 1, NY = ny + 1, NZ = dim == 3 ? nz + 1 : 1;
+    HK_CALL(hk_malloc((size_t)(NX * NY * NZ * dim) * sizeof **coords, coords));
+    for (int64_t k = 0; k < NZ; k++)
+        for (int64_t j = 0; j < NY; j++)
+            for (int64_t i = 0; i < NX; i++) {
+                double *c = *coords + (i + NX * (j + NY * k)) * dim;
+                c[0] = (double)i / nx;
+                c[1] = (double)j / ny;
+                if (dim == 3) c[2] = (double)k / nz;
+            }
+    return 0;
+}
+
+int hk_gen_elasticity2d_coords(int nx, int ny, double **coords)
+{
+    return gen_coords("hk_gen_elasticity2d_coords", 2, nx, ny, 1, coords);
+}
+
+int hk_gen_elasticity3d_coords(int nx, int ny, int nz, double **coords)
+{
+    return gen_coords("hk_gen_elasticity3d_coords", 3, nx, ny, nz, coords);
+}
+
 /* Scalar n x n grid operator with 5-point stencil weights (centre, west, east, south, north);
  * Dirichlet boundary eliminated (neighbours outside the grid are dropped). */
 static int gen_stencil5(int n, const double w[5], hk_bcsr *A)

@@ -280,9 +280,11 @@ typedef struct hk_backend_ops {
     int (*bmat_diag)(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 
     /* aggregation AMG (pc=amg): strength graph of the node blocks (j != i strong when
-     * ||A_ij||_F > theta sqrt(||A_ii||_F ||A_jj||_F)); distance-2 MIS aggregation (agg[i] in
-     * [0, nagg), -1 for a node without strong neighbours; the exact rule is in
-     * solver/pc/amg.c and both backends follow it to the same result); tentative prolongator
+     * ||A_ij||_F > theta sqrt(||A_ii||_F ||A_jj||_F), the larger of A_ij and A_ji where both
+     * are stored; none for a node whose off-diagonal blocks are zero); distance-2 MIS
+     * aggregation (agg[i] in [0, nagg), -1 for a node without strong neighbours; the exact
+     * rule is in docs/amg-aggregation.md and both backends follow it to the same result);
+     * tentative prolongator
      * T (br = b, bc = nns, one block per aggregated node) and coarse near-null space Bc
      * ((nagg*nns) x nns, column-major, caller-allocated) from B (n x nns, column-major) by a
      * QR per aggregate, dependent columns dropped (set to 0); P = T - w Dinv (A T) on the

@@ -90,6 +90,20 @@ typedef struct hk_setup_fault {
     int64_t row;
     int reason;
 } hk_setup_fault;
+/* Integer hash of a node index: the random priority of the AMG aggregation
+ * (docs/amg-aggregation.md), the same on the host and on the device. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline uint32_t hk_hash32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
 
 #ifdef __cplusplus
 }

@@ -369,45 +369,50 @@ int hk_mm_write_matrix(const char *path, const hk_bcsr *A)
 
 /* ---- vectors ------------------------------------------------------------------------------ */
 
-int hk_mm_read_vector(const char *path, int64_t *n, double **x)
+/* A dense array file: M x N values, column after column as the format stores them, into a new
+ * array *x in that order. vector = 1 requires N = 1 (the messages then speak of a vector). */
+static int mm_read_dense(const char *path, int vector, int64_t *rows, int64_t *cols, double **x)
 {
     int ierr = 0;
     mm_reader rd;
     double *v = NULL;
     char tok[64];
-    *n = 0;
+    *rows = *cols = 0;
     *x = NULL;
     HK_CALL(mm_open(&rd, path));
     int field, sym;
     HK_TRY(mm_banner(&rd, "array", &field, &sym));
     HK_TRY_CHECK(mm_next_data(&rd), HK_ERR_PARSE,
-                 "%s:%ld: the file ends before the size line; add 'ROWS 1' after the banner", path,
-                 rd.lineno + 1);
+                 "%s:%ld: the file ends before the size line; add '%s' after the banner", path,
+                 rd.lineno + 1, vector ? "ROWS 1" : "ROWS COLUMNS");
     long long M, N;
     const char *s = rd.line;
     if (mm_int(&s, &M) || mm_int(&s, &N) || !mm_rest_blank(s) || M < 0 || N < 0) {
-        ierr = MM_ERR(&rd, rd.lineno, "bad size line '%.80s'; a vector's size line is 'ROWS 1'",
-                      rd.line);
+        ierr = MM_ERR(&rd, rd.lineno, "bad size line '%.80s'; %s size line is '%s'", rd.line,
+                      vector ? "a vector's" : "an array's", vector ? "ROWS 1" : "ROWS COLUMNS");
         goto fail;
     }
     const long size_line = rd.lineno;
-    if (N != 1) {
+    if (vector && N != 1) {
         ierr = MM_ERR(&rd, rd.lineno,
                       "the array has %lld columns; a vector must have exactly one column", N);
         goto fail;
     }
-    if (M >= INT32_MAX) {
+    if (M >= INT32_MAX || N > 64 || M * N >= INT32_MAX) {
         ierr = MM_ERR(&rd, rd.lineno,
-                      "%lld rows is out of range (at most 2^31-1); fix the size line", M);
+                      "%lld x %lld is out of range (at most 2^31-1 values, 64 columns); fix the "
+                      "size line",
+                      M, N);
         goto fail;
     }
+    const long long total = M * N;
     /* grow as values arrive, so that a wrong size in a truncated file is reported as such
      * rather than as a failed allocation */
-    long long cap = M < (1 << 16) ? (M ? M : 1) : (1 << 16);
+    long long cap = total < (1 << 16) ? (total ? total : 1) : (1 << 16);
     HK_TRY(hk_malloc((size_t)cap * sizeof *v, &v));
-    for (long long k = 0; k < M; k++) {
+    for (long long k = 0; k < total; k++) {
         if (k == cap) {
-            cap = 2 * cap < M ? 2 * cap : M;
+            cap = 2 * cap < total ? 2 * cap : total;
             double *grown = realloc(v, (size_t)cap * sizeof *v);
             HK_TRY_CHECK(grown, HK_ERR_MEMORY, "out of host memory reading %s (%lld values so far)",
                          path, k);
@@ -417,7 +422,7 @@ int hk_mm_read_vector(const char *path, int64_t *n, double **x)
             ierr = MM_ERR(&rd, rd.lineno + 1,
                           "the file ends after %lld of the %lld values announced on line %ld; "
                           "the file is truncated or the size is wrong",
-                          k, M, size_line);
+                          k, total, size_line);
             goto fail;
         }
         s = rd.line;
@@ -428,27 +433,64 @@ int hk_mm_read_vector(const char *path, int64_t *n, double **x)
         int bad = field == MM_INTEGER ? mm_int(&s, &iv) : mm_real(&s, &v[k]);
         if (field == MM_INTEGER && !bad) v[k] = (double)iv;
         if (bad || !isfinite(v[k]) || !mm_rest_blank(s)) {
+            char where[64];
+            if (vector)
+                snprintf(where, sizeof where, "value %lld", k + 1);
+            else
+                snprintf(where, sizeof where, "value %lld (row %lld, column %lld)", k + 1,
+                         M ? k % M + 1 : 0, M ? k / M + 1 : 0);
             ierr = MM_ERR(&rd, rd.lineno,
-                          "value %lld '%s' is not a%s (one value per line); fix the value", k + 1,
-                          bad || !isfinite(v[k]) ? mm_token(s0, tok, sizeof tok) : rd.line,
+                          "%s '%s' is not a%s (one value per line, column after column); fix "
+                          "the value",
+                          where, bad || !isfinite(v[k]) ? mm_token(s0, tok, sizeof tok) : rd.line,
                           field == MM_INTEGER ? "n integer" : " finite real number");
             goto fail;
         }
     }
     if (mm_next_data(&rd)) {
         ierr = MM_ERR(&rd, rd.lineno,
-                      "more values than the %lld announced on line %ld; fix the size line", M,
+                      "more values than the %lld announced on line %ld; fix the size line", total,
                       size_line);
         goto fail;
     }
     mm_close(&rd);
-    *n = M;
+    *rows = M;
+    *cols = N;
     *x = v;
     return 0;
 fail:
     free(v);
     mm_close(&rd);
     return ierr;
+}
+
+int hk_mm_read_vector(const char *path, int64_t *n, double **x)
+{
+    int64_t cols;
+    return mm_read_dense(path, 1, n, &cols, x);
+}
+
+int hk_mm_read_array(const char *path, int64_t *rows, int *cols, double **x)
+{
+    int64_t M, N;
+    double *cm = NULL, *rm = NULL;
+    *rows = 0;
+    *cols = 0;
+    *x = NULL;
+    HK_CALL(mm_read_dense(path, 0, &M, &N, &cm));
+    int ierr = hk_malloc((size_t)(M * N > 0 ? M * N : 1) * sizeof *rm, &rm);
+    if (ierr) {
+        free(cm);
+        return ierr;
+    }
+    for (int64_t i = 0; i < M; i++) /* column-major in the file, row after row here */
+        for (int64_t j = 0; j < N; j++)
+            rm[i * N + j] = cm[j * M + i];
+    free(cm);
+    *rows = M;
+    *cols = (int)N;
+    *x = rm;
+    return 0;
 }
 
 int hk_mm_write_vector(const char *path, int64_t n, const double *x)

@@ -138,6 +138,10 @@ int hk_mm_write_matrix(const char *path, const hk_bcsr *A);
 /* Dense array vector (one column). *x is malloc'ed. */
 int hk_mm_read_vector(const char *path, int64_t *n, double **x);
 int hk_mm_write_vector(const char *path, int64_t n, const double *x);
+/* Dense array of any shape (node coordinates: one row per node, one column per dimension):
+ * *x is malloc'ed, rows x cols, row after row (the file stores column after column). Errors
+ * name the file, the line, and for a bad number its row and column. */
+int hk_mm_read_array(const char *path, int64_t *rows, int *cols, double **x);
 /* Group a scalar matrix into bs x bs blocks (n must be a multiple of bs). */
 int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B);
 
@@ -154,6 +158,11 @@ int hk_gen_elasticity2d_tri_random(int nx, int ny, unsigned seed, hk_bcsr *A);
 int hk_gen_elasticity3d(int nx, int ny, int nz, hk_bcsr *A);
 /* 3D elasticity on an nx x ny x nz grid, each cube split into 6 linear tets (bs = 3). */
 int hk_gen_elasticity3d_tet(int nx, int ny, int nz, hk_bcsr *A);
+/* Node coordinates of the elasticity grids above (every cell type, same numbering): *coords is
+ * malloc'ed, 2 (3) values per node, node after node: node i + (nx+1)*(j + (ny+1)*k) is at
+ * (i/nx, j/ny, k/nz). The near-null space of pc=amg for the generated matrices. */
+int hk_gen_elasticity2d_coords(int nx, int ny, double **coords);
+int hk_gen_elasticity3d_coords(int nx, int ny, int nz, double **coords);
 /* 5-point Poisson on n x n (bs=1, SPD). */
 int hk_gen_poisson2d(int n, hk_bcsr *A);
 /* Upwind convection-diffusion on n x n with Peclet-like strength beta (bs=1, nonsymmetric). */

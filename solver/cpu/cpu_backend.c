@@ -337,6 +337,11 @@ void hk_cpu_tri_destroy(void *handle);
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 /* l1-Jacobi scaling of pc=amg (cpu_amg.c). */
 int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
+/* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
+int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
+int hk_cpu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
+int hk_cpu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b, int nns,
+                         const double *B, hk_bmat *T, double *Bc);
 
 /* FSAI and SAI set-up (cpu_fsai.c). */
 int hk_cpu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap, hk_graph *S,
@@ -406,4 +411,7 @@ const hk_backend_ops hk_backend_cpu = {
     .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,
     .dense_inverse = hk_cpu_dense_inverse,
     .dense_gemv = hk_cpu_dense_gemv,
+    .amg_strength = hk_cpu_amg_strength,
+    .amg_aggregate = hk_cpu_amg_aggregate,
+    .amg_tentative = hk_cpu_amg_tentative,
 };

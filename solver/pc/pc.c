@@ -1,9 +1,11 @@
 /* Preconditioners: the registry, the generic create/apply/destroy, the "none" type and the
  * host helpers every type's set-up shares (scalar CSR, diagonal, operator copy).
  *
- * A preconditioner is set up on the host from the block CSR K and keeps what its apply needs
- * as backend objects in its own precision (pc->prec), so apply runs through backend ops only
- * and the same code serves every backend. hk_pc_apply converts fp64 vectors to and from an
+ * A preconditioner is set up from the backend matrix K (an hk_bmat in the backend's memory):
+ * jacobi, bjacobi and poly through backend ops only (the diag op, SpMVs), the others still on
+ * a host copy (hk_pc_setup_on_host). It keeps what its apply needs as backend objects in its
+ * own precision (pc->prec), so apply runs through backend ops only and the same code serves
+ * every backend. hk_pc_apply converts fp64 vectors to and from an
  * fp32 preconditioner (the SBELL paper's mixed-precision PCG, Algorithm 6). */
 #include <math.h>
 #include <stdint.h>
@@ -240,6 +242,76 @@ int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
         }
     }
     return 0;
+}
+
+/* The diag op in fp64 into a new vector; *bad as the op returns it. */
+static int diag_fp64(hk_pc *pc, int mode, hk_vec **out, int64_t *bad)
+{
+    const hk_bmat *K = pc->K;
+    const int64_t n = K->nbrows * K->br * (mode == HK_DIAG_BLOCK_INV ? K->br : 1);
+    *out = NULL;
+    HK_CHECK(pc->be->bmat_diag, HK_ERR_UNSUPPORTED,
+             "preconditioner %s: the %s backend has no diag op; use --backend cpu",
+             pc->type->name, pc->be->name);
+    HK_CALL(hk_vec_create(pc->be, n, HK_FP64, out));
+    int ierr = pc->be->bmat_diag(K, mode, *out, bad);
+    if (ierr) {
+        hk_vec_destroy(*out);
+        *out = NULL;
+    }
+    return ierr;
+}
+
+int hk_pc_diag(hk_pc *pc, int mode, hk_vec **out)
+{
+    const hk_bmat *K = pc->K;
+    const int bs = K->br;
+    const char *who = pc->type->name;
+    hk_vec *d = NULL, *low = NULL;
+    int64_t bad = -1;
+    int ierr;
+    *out = NULL;
+    HK_CHECK(mode == HK_DIAG_INV || mode == HK_DIAG_INV_SQRT || mode == HK_DIAG_BLOCK_INV,
+             HK_ERR_ARG, "hk_pc_diag: mode %d is not a preconditioner's diagonal", mode);
+    /* the positive diagonal first: it also catches the dofs the block inverse would leave out
+     * as decoupled (zero row and column inside the block), which a preconditioner must not */
+    HK_TRY(diag_fp64(pc, mode == HK_DIAG_BLOCK_INV ? HK_DIAG_INV : mode, &d, &bad));
+    if (bad >= 0) {
+        ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "preconditioner %s: row %lld%s%lld%s has a diagonal entry that is "
+                            "zero, negative, not finite or missing; it needs a positive diagonal "
+                            "(is the matrix SPD, are Dirichlet rows kept with a unit diagonal?) - "
+                            "use pc=none or pc=ilu0 for such matrices",
+                            who, (long long)bad,
+                            bs > 1 || mode == HK_DIAG_BLOCK_INV ? " (block row " : "",
+                            (long long)(bs > 1 || mode == HK_DIAG_BLOCK_INV ? bad / bs : 0),
+                            bs > 1 || mode == HK_DIAG_BLOCK_INV ? ")" : "");
+        goto fail;
+    }
+    if (mode == HK_DIAG_BLOCK_INV) {
+        hk_vec_destroy(d);
+        d = NULL;
+        HK_TRY(diag_fp64(pc, HK_DIAG_BLOCK_INV, &d, &bad));
+        const int64_t bi = bad / bs;
+        HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                     "preconditioner %s: the %dx%d diagonal block of block row %lld (rows "
+                     "%lld..%lld) is singular or not finite; check that this node is constrained "
+                     "or connected to an element, or use pc=jacobi",
+                     who, bs, bs, (long long)bi, (long long)(bi * bs), (long long)(bi * bs + bs - 1));
+    }
+    if (pc->prec != HK_FP64) {
+        HK_TRY(hk_vec_create(pc->be, d->n, pc->prec, &low));
+        HK_TRY(pc->be->vec_convert(low, d));
+        hk_vec_destroy(d);
+        d = low;
+        low = NULL;
+    }
+    *out = d;
+    return 0;
+fail:
+    hk_vec_destroy(d);
+    hk_vec_destroy(low);
+    return ierr;
 }
 
 /* Format options (slice, sigma) that reproduce A's layout for another matrix. */

@@ -1,4 +1,5 @@
-/* Private helpers shared by the preconditioner files (solver/pc/). Set-up works on host
+/* Private helpers shared by the preconditioner files (solver/pc/). Set-up works on the
+ * backend matrix through backend ops (hk_pc_diag) or, for the types not moved yet, on host
  * arrays; everything apply needs becomes backend objects (hk_vec, hk_mat). */
 #ifndef HOOKE_PC_IMPL_H
 #define HOOKE_PC_IMPL_H
@@ -39,6 +40,14 @@ int hk_csr_check_symmetric(const hk_csr *A, const char *who);
  * (the preconditioners whose set-up has not moved to backend ops yet). */
 int hk_pc_setup_on_host(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o,
                         int (*setup_host)(hk_pc *, const hk_bcsr *, hk_mat *, hk_options *));
+
+/* The diag op (enum hk_diag_mode) on the backend matrix pc->K, result in a new backend vector
+ * in pc->prec: HK_DIAG_INV (jacobi, poly), HK_DIAG_INV_SQRT (poly's scaling) or
+ * HK_DIAG_BLOCK_INV (bjacobi: nbrows blocks, row-major). Every mode requires a positive
+ * diagonal; BLOCK_INV also a nonsingular diagonal block. Fails with HK_ERR_NUMERIC naming the
+ * first bad row (and its block row), the preconditioner taken from pc->type. Runs on the
+ * backend: no matrix value reaches the host. */
+int hk_pc_diag(hk_pc *pc, int mode, hk_vec **out);
 
 /* The scalar diagonal of K (n = nbrows*bs entries). Fails with HK_ERR_NUMERIC naming the row
  * when an entry is not positive and finite; who names the preconditioner in the message. */

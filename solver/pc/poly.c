@@ -135,7 +135,7 @@ static int scaled_spmv(poly_data *d, const hk_vec *dsq, const hk_vec *x, hk_vec 
 
 /* A few Lanczos steps on D^-1/2 A D^-1/2 (no reorthogonalisation: only the extreme Ritz
  * values are wanted), then the safeguarded bounds. */
-static int lanczos_bounds(hk_pc *pc, poly_data *d, const double *diag, int steps, double safety)
+static int lanczos_bounds(hk_pc *pc, poly_data *d, int steps, double safety)
 {
     const hk_backend_ops *be = pc->be;
     const int64_t n = pc->n;
@@ -143,11 +143,10 @@ static int lanczos_bounds(hk_pc *pc, poly_data *d, const double *diag, int steps
     hk_vec *dsq = NULL, *v = NULL, *vold = NULL, *w = NULL, *tmp = NULL;
     double *h = NULL, *alpha = NULL, *beta = NULL, *T = NULL, *Y = NULL, *ev = NULL;
     if (steps > n) steps = (int)n;
+    HK_TRY(hk_pc_diag(pc, HK_DIAG_INV_SQRT, &dsq));
     HK_TRY(hk_malloc((size_t)n * sizeof *h, &h));
-    for (int64_t i = 0; i < n; i++)
-        h[i] = 1 / sqrt(diag[i]);
-    HK_TRY(hk_pc_vec_from_host(be, n, pc->prec, h, &dsq));
-    /* deterministic start vector with every component nonzero */
+    /* deterministic start vector with every component nonzero (no matrix values: it is made
+     * here and uploaded) */
     double nrm = 0;
     for (int64_t i = 0; i < n; i++) {
         uint32_t x = (uint32_t)i * 2654435761u + 12345u;
@@ -232,11 +231,11 @@ static void poly_destroy(hk_pc *pc)
     pc->data = NULL;
 }
 
-static int poly_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
+/* Set-up through backend ops only: the diag op for D^-1 and D^-1/2, SpMVs for Lanczos. */
+static int poly_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 {
-    int ierr = 0, lanczos = 15;
+    int lanczos = 15;
     double safety = 1.05, lo = 0, hi = 0;
-    double *diag = NULL;
     poly_data *d = NULL;
     HK_CALL(hk_calloc(1, sizeof *d, &d));
     pc->data = d; /* so hk_pc_destroy cleans up on failure */
@@ -258,35 +257,28 @@ static int poly_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o
              "option pc.poly.safety=%g is out of range; use 1..2 (default 1.05)", safety);
     HK_CHECK(hi >= 0 && lo >= 0 && (hi == 0 || lo < hi), HK_ERR_OPTION,
              "options pc.poly.lmin=%g, pc.poly.lmax=%g must satisfy 0 <= lmin < lmax", lo, hi);
-    HK_CALL(hk_malloc((size_t)pc->n * sizeof *diag, &diag));
-    HK_TRY(hk_pc_positive_diag(K, "poly", diag));
-    HK_TRY(hk_pc_operator(pc, pc->K, A, &d->A, &d->A_owned));
+    HK_CALL(hk_pc_diag(pc, HK_DIAG_INV, &d->dinv)); /* first: names a bad row */
+    HK_CALL(hk_pc_operator(pc, K, A, &d->A, &d->A_owned));
     if (hi > 0) { /* bounds given: no Lanczos */
         d->hi = hi;
         d->lo = lo > 0 ? lo : hi * 1e-3;
     } else {
-        HK_TRY(lanczos_bounds(pc, d, diag, lanczos, safety));
+        HK_CALL(lanczos_bounds(pc, d, lanczos, safety));
         if (lo > 0 && lo < d->hi) d->lo = lo;
     }
-    HK_TRY(poly_coefficients(d));
+    HK_CALL(poly_coefficients(d));
     /* M must be SPD: s > 0 on (0, hi] */
     for (int j = 1; j <= 400; j++) {
         double t = d->hi * j / 400.0;
-        HK_TRY_CHECK(s_eval(d, t) > 0, HK_ERR_NUMERIC,
-                     "preconditioner poly: the %s polynomial of degree %d is not positive at "
-                     "t=%g in (0, %g], so M would not be SPD; use pc.poly.kind=ls or a lower "
-                     "degree",
-                     kind_names[d->kind], d->degree, t, d->hi);
+        HK_CHECK(s_eval(d, t) > 0, HK_ERR_NUMERIC,
+                 "preconditioner poly: the %s polynomial of degree %d is not positive at t=%g in "
+                 "(0, %g], so M would not be SPD; use pc.poly.kind=ls or a lower degree",
+                 kind_names[d->kind], d->degree, t, d->hi);
     }
-    for (int64_t i = 0; i < pc->n; i++)
-        diag[i] = 1 / diag[i];
-    HK_TRY(hk_pc_vec_from_host(pc->be, pc->n, pc->prec, diag, &d->dinv));
-    HK_TRY(hk_vec_create(pc->be, pc->n, pc->prec, &d->v0));
-    HK_TRY(hk_vec_create(pc->be, pc->n, pc->prec, &d->v1));
-    HK_TRY(hk_vec_create(pc->be, pc->n, pc->prec, &d->t));
-fail:
-    free(diag);
-    return ierr;
+    HK_CALL(hk_vec_create(pc->be, pc->n, pc->prec, &d->v0));
+    HK_CALL(hk_vec_create(pc->be, pc->n, pc->prec, &d->v1));
+    HK_CALL(hk_vec_create(pc->be, pc->n, pc->prec, &d->t));
+    return 0;
 }
 
 /* z = s(B) D^-1 r, B = D^-1 A, by the Chebyshev recurrence in xi(B) = (2/hi) B - I. */
@@ -324,12 +316,6 @@ int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const 
     *degree = d->degree;
     *coef = d->coef;
     return 0;
-}
-
-/* Set-up still runs on the host: K is copied back from the backend first. */
-static int poly_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
-{
-    return hk_pc_setup_on_host(pc, K, A, o, poly_setup_host);
 }
 
 const hk_pc_type hk_pc_poly = {

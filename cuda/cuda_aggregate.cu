@@ -1,0 +1,543 @@
+// The aggregation ops of smoothed-aggregation AMG on the device: strength graph of the node
+// blocks, distance-2 maximal-independent-set aggregation, tentative prolongator by a QR per
+// aggregate. The rules are in docs/amg-aggregation.md; solver/cpu/cpu_aggregate.c is the
+// reference, and every floating-point step here is the same operation in the same order with
+// explicit rounding (__dmul_rn, __dadd_rn, __dsqrt_rn: no contraction into fused multiply-add),
+// so both backends give the same bits. Every round reads only the previous round's arrays;
+// the only atomics count integers.
+#include <cub/cub.cuh>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_impl.cuh"
+
+extern "C" const hk_backend_ops hk_backend_cuda; /* outputs are allocated on this backend */
+
+/* Wait for the stream and copy bytes from the device to the host. */
+static int agg_read(void *host, const void *dev, size_t bytes)
+{
+    HK_CU(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    return 0;
+}
+
+/* Inclusive prefix sum of n int64 values in place-free form (in -> out) with cub. */
+static int agg_scan(const int64_t *in, int64_t *out, int64_t n)
+{
+    if (n <= 0) return 0;
+    void *tmp = NULL;
+    size_t bytes = 0;
+    HK_CU(cub::DeviceScan::InclusiveSum(NULL, bytes, in, out, (int)n, hk_cu.stream));
+    HK_CALL(hk_cu_malloc(&tmp, bytes ? bytes : 8));
+    cudaError_t e = cub::DeviceScan::InclusiveSum(tmp, bytes, in, out, (int)n, hk_cu.stream);
+    cudaFree(tmp);
+    if (e != cudaSuccess) return hk_cu_fail(e, "cub::DeviceScan::InclusiveSum", __FILE__, __LINE__);
+    return 0;
+}
+
+/* ---- strength -------------------------------------------------------------------------- */
+
+/* Frobenius norm, transpose-symmetric order (as block_norm in cpu_aggregate.c). */
+__device__ static double agg_block_norm(const double *a, int b)
+{
+    double s = 0;
+    for (int r = 0; r < b; r++)
+        s = __dadd_rn(s, __dmul_rn(a[r * b + r], a[r * b + r]));
+    for (int r = 0; r < b; r++)
+        for (int c = r + 1; c < b; c++) {
+            const double x = __dmul_rn(a[r * b + c], a[r * b + c]);
+            const double y = __dmul_rn(a[c * b + r], a[c * b + r]);
+            s = __dadd_rn(s, __dadd_rn(x, y));
+        }
+    return __dsqrt_rn(s);
+}
+
+__device__ static int64_t agg_find(const int64_t *rowptr, const int32_t *colind, int64_t i,
+                                   int64_t j)
+{
+    int64_t lo = rowptr[i], hi = rowptr[i + 1];
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (colind[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < rowptr[i + 1] && colind[lo] == j ? lo : -1;
+}
+
+struct agg_mat {
+    int b;
+    int64_t n;
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const double *val;
+};
+
+__device__ static int agg_strong(const agg_mat &A, const double *dnorm, const char *iso,
+                                 double theta, int64_t i, int64_t p)
+{
+    const int b = A.b;
+    const int64_t j = A.colind[p];
+    if (j == i || iso[i] || iso[j]) return 0;
+    double nij = agg_block_norm(A.val + (size_t)p * b * b, b);
+    const int64_t q = agg_find(A.rowptr, A.colind, j, i);
+    if (q >= 0) {
+        const double nji = agg_block_norm(A.val + (size_t)q * b * b, b);
+        if (nji > nij) nij = nji;
+    }
+    return nij > __dmul_rn(theta, __dsqrt_rn(__dmul_rn(dnorm[i], dnorm[j])));
+}
+
+__global__ static void k_strength_diag(agg_mat A, double *dnorm, char *iso)
+{
+    const int b = A.b;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < A.n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        double d = 0;
+        int is = 1;
+        for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++) {
+            const double *v = A.val + (size_t)p * b * b;
+            if (A.colind[p] == i)
+                d = agg_block_norm(v, b);
+            else
+                for (int e = 0; e < b * b && is; e++)
+                    if (v[e] != 0) is = 0;
+        }
+        dnorm[i] = d;
+        iso[i] = (char)is;
+    }
+}
+
+__global__ static void k_strength_count(agg_mat A, const double *dnorm, const char *iso,
+                                        double theta, int64_t *cnt)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < A.n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = 0;
+        for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
+            c += agg_strong(A, dnorm, iso, theta, i, p);
+        cnt[i] = c;
+    }
+}
+
+__global__ static void k_strength_fill(agg_mat A, const double *dnorm, const char *iso,
+                                       double theta, const int64_t *rowptr, int32_t *colind)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < A.n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t k = rowptr[i];
+        for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
+            if (agg_strong(A, dnorm, iso, theta, i, p)) colind[k++] = A.colind[p];
+    }
+}
+
+extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
+{
+    int ierr = 0;
+    memset(S, 0, sizeof *S);
+    HK_CHECK(A->br == A->bc && A->br >= 1 && A->nbrows == A->nbcols, HK_ERR_ARG,
+             "amg_strength: the matrix must be square with square blocks (got %lld x %lld block "
+             "rows and columns of %d x %d blocks)",
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc);
+    HK_CHECK(theta >= 0 && isfinite(theta), HK_ERR_ARG,
+             "amg_strength: threshold %g must be a finite number >= 0 (pc.amg.threshold)", theta);
+    HK_CHECK(A->nbrows < INT32_MAX, HK_ERR_ARG,
+             "amg_strength: %lld block rows; the device version takes fewer than 2^31",
+             (long long)A->nbrows);
+    const int64_t n = A->nbrows;
+    const agg_mat M = {A->br, n, A->rowptr, A->colind, A->val};
+    double *dnorm = NULL;
+    char *iso = NULL;
+    int64_t *cnt = NULL, nnz = 0; /* cnt: n counts then n+1 prefix sums */
+    HK_CALL(hk_cu_init());
+    HK_TRY(hk_cu_malloc((void **)&dnorm, (size_t)(n ? n : 1) * sizeof *dnorm));
+    HK_TRY(hk_cu_malloc((void **)&iso, (size_t)(n ? n : 1)));
+    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(2 * n + 1) * sizeof *cnt));
+    HK_CU_TRY(cudaMemsetAsync(cnt + n, 0, sizeof *cnt, hk_cu.stream));
+    if (n) {
+        k_strength_diag<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso);
+        HK_CU_TRY(cudaGetLastError());
+        k_strength_count<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso, theta,
+                                                                          cnt);
+        HK_CU_TRY(cudaGetLastError());
+        HK_TRY(agg_scan(cnt, cnt + n + 1, n));
+        HK_TRY(agg_read(&nnz, cnt + 2 * n, sizeof nnz));
+    }
+    HK_TRY(hk_graph_alloc(&hk_backend_cuda, n, n, nnz, S));
+    HK_CU_TRY(cudaMemcpyAsync(S->rowptr, cnt + n, (size_t)(n + 1) * sizeof *cnt,
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (n) {
+        k_strength_fill<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso, theta,
+                                                                         S->rowptr, S->colind);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    cudaFree(dnorm), cudaFree(iso), cudaFree(cnt);
+    return 0;
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(dnorm), cudaFree(iso), cudaFree(cnt);
+    hk_graph_free(S);
+    return ierr;
+}
+
+/* ---- aggregation ----------------------------------------------------------------------- */
+
+enum { AGG_OUT = 0, AGG_UNDECIDED = 1, AGG_ROOT = 2 };
+
+__device__ static uint64_t agg_tuple(int state, int64_t i)
+{
+    return (uint64_t)state << 62 | (uint64_t)(hk_hash32((uint32_t)i) >> 2) << 32 | (uint64_t)i;
+}
+
+struct agg_graph {
+    int64_t n;
+    const int64_t *rowptr;
+    const int32_t *colind;
+};
+
+#define AGG_FOR(i, n)                                                                              \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                     \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+__global__ static void k_agg_init(agg_graph S, uint64_t *t0)
+{
+    AGG_FOR(i, S.n)
+    t0[i] = agg_tuple(S.rowptr[i + 1] > S.rowptr[i] ? AGG_UNDECIDED : AGG_OUT, i);
+}
+
+__global__ static void k_agg_max(agg_graph S, const uint64_t *t, uint64_t *tm)
+{
+    AGG_FOR(i, S.n)
+    {
+        uint64_t m = t[i];
+        for (int64_t p = S.rowptr[i]; p < S.rowptr[i + 1]; p++) {
+            const uint64_t v = t[S.colind[p]];
+            if (v > m) m = v;
+        }
+        tm[i] = m;
+    }
+}
+
+/* t2 = the new states from t0 (old) and t1 (distance-1 maxima); counts the undecided. */
+__global__ static void k_agg_update(agg_graph S, const uint64_t *t0, const uint64_t *t1,
+                                    uint64_t *t2, unsigned long long *undecided)
+{
+    AGG_FOR(i, S.n)
+    {
+        uint64_t m = t1[i];
+        for (int64_t p = S.rowptr[i]; p < S.rowptr[i + 1]; p++) {
+            const uint64_t v = t1[S.colind[p]];
+            if (v > m) m = v;
+        }
+        uint64_t t = t0[i];
+        if (t >> 62 == AGG_UNDECIDED) {
+            if (m >> 62 == AGG_ROOT)
+                t = agg_tuple(AGG_OUT, i);
+            else if (m == t)
+                t = agg_tuple(AGG_ROOT, i);
+            else
+                atomicAdd(undecided, 1ull);
+        }
+        t2[i] = t;
+    }
+}
+
+__global__ static void k_agg_rootflag(int64_t n, const uint64_t *t, int64_t *flag)
+{
+    AGG_FOR(i, n)
+    flag[i] = t[i] >> 62 == AGG_ROOT;
+}
+
+/* rootid: inclusive prefix sums of the root flags (root i has id rootid[i] - 1). */
+__global__ static void k_agg_first(agg_graph S, const uint64_t *t, const int64_t *rootid,
+                                   int32_t *agg)
+{
+    AGG_FOR(i, S.n)
+    {
+        int32_t a = t[i] >> 62 == AGG_ROOT ? (int32_t)(rootid[i] - 1) : -1;
+        if (a < 0)
+            for (int64_t p = S.rowptr[i]; p < S.rowptr[i + 1]; p++) {
+                const int32_t j = S.colind[p];
+                if (t[j] >> 62 == AGG_ROOT) {
+                    const int32_t b = (int32_t)(rootid[j] - 1);
+                    if (a < 0 || b < a) a = b;
+                }
+            }
+        agg[i] = a;
+    }
+}
+
+__global__ static void k_agg_join(agg_graph S, const int32_t *cur, int32_t *next,
+                                  unsigned long long *changed)
+{
+    AGG_FOR(i, S.n)
+    {
+        int32_t a = cur[i];
+        if (a < 0) {
+            int64_t bestc = 0;
+            for (int64_t p = S.rowptr[i]; p < S.rowptr[i + 1]; p++) {
+                const int32_t c = cur[S.colind[p]];
+                if (c < 0) continue;
+                int64_t k = 0;
+                for (int64_t q = S.rowptr[i]; q < S.rowptr[i + 1]; q++)
+                    k += cur[S.colind[q]] == c;
+                if (k > bestc || (k == bestc && c < a)) {
+                    a = c;
+                    bestc = k;
+                }
+            }
+            if (a >= 0) atomicAdd(changed, 1ull);
+        }
+        next[i] = a;
+    }
+}
+
+extern "C" int hk_cu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg)
+{
+    int ierr = 0;
+    *nagg = 0;
+    const int64_t n = S->n;
+    HK_CHECK(S->n == S->m && n < INT32_MAX, HK_ERR_ARG,
+             "amg_aggregate: the strength graph must be square with fewer than 2^31 nodes "
+             "(got %lld x %lld)",
+             (long long)S->n, (long long)S->m);
+    if (n == 0) return 0;
+    const agg_graph G = {n, S->rowptr, S->colind};
+    const unsigned grid = hk_cu_grid(n);
+    uint64_t *t0 = NULL, *t1 = NULL, *t2 = NULL;
+    int64_t *flag = NULL, nroot = 0;
+    int32_t *next = NULL;
+    unsigned long long *counter = NULL, hcount = 0;
+    HK_CALL(hk_cu_init());
+    HK_TRY(hk_cu_malloc((void **)&t0, (size_t)n * sizeof *t0));
+    HK_TRY(hk_cu_malloc((void **)&t1, (size_t)n * sizeof *t1));
+    HK_TRY(hk_cu_malloc((void **)&t2, (size_t)n * sizeof *t2));
+    HK_TRY(hk_cu_malloc((void **)&flag, (size_t)2 * n * sizeof *flag));
+    HK_TRY(hk_cu_malloc((void **)&next, (size_t)n * sizeof *next));
+    HK_TRY(hk_cu_malloc((void **)&counter, sizeof *counter));
+
+    k_agg_init<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(G, t0);
+    HK_CU_TRY(cudaGetLastError());
+    for (;;) { /* at least one node is decided per round */
+        HK_CU_TRY(cudaMemsetAsync(counter, 0, sizeof *counter, hk_cu.stream));
+        k_agg_max<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(G, t0, t1);
+        HK_CU_TRY(cudaGetLastError());
+        k_agg_update<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(G, t0, t1, t2, counter);
+        HK_CU_TRY(cudaGetLastError());
+        uint64_t *sw = t0;
+        t0 = t2;
+        t2 = sw;
+        HK_TRY(agg_read(&hcount, counter, sizeof hcount));
+        if (!hcount) break;
+    }
+    k_agg_rootflag<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, t0, flag);
+    HK_CU_TRY(cudaGetLastError());
+    HK_TRY(agg_scan(flag, flag + n, n));
+    HK_TRY(agg_read(&nroot, flag + 2 * n - 1, sizeof nroot));
+    k_agg_first<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(G, t0, flag + n, agg);
+    HK_CU_TRY(cudaGetLastError());
+    for (;;) {
+        HK_CU_TRY(cudaMemsetAsync(counter, 0, sizeof *counter, hk_cu.stream));
+        k_agg_join<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(G, agg, next, counter);
+        HK_CU_TRY(cudaGetLastError());
+        HK_TRY(agg_read(&hcount, counter, sizeof hcount));
+        if (!hcount) break;
+        HK_CU_TRY(cudaMemcpyAsync(agg, next, (size_t)n * sizeof *agg, cudaMemcpyDeviceToDevice,
+                                  hk_cu.stream));
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    *nagg = nroot;
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(t0), cudaFree(t1), cudaFree(t2), cudaFree(flag), cudaFree(next), cudaFree(counter);
+    return ierr;
+}
+
+/* ---- tentative prolongator ------------------------------------------------------------- */
+
+/* First node with an aggregate outside -1..nagg-1 (atomicMin on an integer); aggregate sizes;
+ * T's row flags. */
+__global__ static void k_tent_scan_agg(int64_t nn, const int32_t *agg, int64_t nagg,
+                                       unsigned long long *bad, int64_t *size, int64_t *rowflag)
+{
+    AGG_FOR(i, nn)
+    {
+        const int32_t a = agg[i];
+        if (a < -1 || a >= nagg) {
+            atomicMin(bad, (unsigned long long)i);
+            rowflag[i] = 0;
+            continue;
+        }
+        rowflag[i] = a >= 0;
+        if (a >= 0) atomicAdd((unsigned long long *)&size[a], 1ull);
+    }
+}
+
+__global__ static void k_tent_iota(int64_t n, int32_t *v)
+{
+    AGG_FOR(i, n)
+    v[i] = (int32_t)i;
+}
+
+/* T's column indices and the near-null space rows copied into T's values. */
+__global__ static void k_tent_fill(int64_t nn, int b, int nns, const int32_t *agg,
+                                   const double *B, const int64_t *trow, int32_t *tcol,
+                                   double *tval)
+{
+    const int64_t n = nn * b;
+    AGG_FOR(i, nn)
+    {
+        if (agg[i] < 0) continue;
+        const int64_t p = trow[i];
+        tcol[p] = agg[i];
+        for (int r = 0; r < b; r++)
+            for (int c = 0; c < nns; c++)
+                tval[((size_t)p * b + r) * nns + c] = B[(size_t)(i * b + r) + (size_t)n * c];
+    }
+}
+
+/* One thread per aggregate: left-looking modified Gram-Schmidt in place in T, R into Bc
+ * (as the CPU loop, operation for operation). start: inclusive sums of the sizes. */
+__global__ static void k_tent_qr(int64_t nagg, int b, int nns, const int32_t *list,
+                                 const int64_t *start, const int64_t *trow, double *V,
+                                 double *Bc)
+{
+    const int64_t ld = nagg * nns;
+    AGG_FOR(a, nagg)
+    {
+        const int64_t s0 = a ? start[a - 1] : 0, s = start[a] - s0;
+        const int32_t *nodes = list + s0;
+        double *R = Bc + (size_t)a * nns;
+        uint64_t kept = 0;
+#define TV(k, r, c) V[((size_t)trow[nodes[k]] * b + (r)) * nns + (c)]
+        for (int j = 0; j < nns; j++) {
+            double orig = 0;
+            for (int64_t k = 0; k < s; k++)
+                for (int r = 0; r < b; r++)
+                    orig = __dadd_rn(orig, __dmul_rn(TV(k, r, j), TV(k, r, j)));
+            orig = __dsqrt_rn(orig);
+            for (int q = j + 1; q < nns; q++)
+                R[q + ld * j] = 0;
+            for (int q = 0; q < j; q++) {
+                double d = 0;
+                if (kept >> q & 1) {
+                    for (int64_t k = 0; k < s; k++)
+                        for (int r = 0; r < b; r++)
+                            d = __dadd_rn(d, __dmul_rn(TV(k, r, q), TV(k, r, j)));
+                    for (int64_t k = 0; k < s; k++)
+                        for (int r = 0; r < b; r++)
+                            TV(k, r, j) = __dsub_rn(TV(k, r, j), __dmul_rn(d, TV(k, r, q)));
+                }
+                R[q + ld * j] = d;
+            }
+            double nrm = 0;
+            for (int64_t k = 0; k < s; k++)
+                for (int r = 0; r < b; r++)
+                    nrm = __dadd_rn(nrm, __dmul_rn(TV(k, r, j), TV(k, r, j)));
+            nrm = __dsqrt_rn(nrm);
+            if (nrm > __dmul_rn(1e-10, orig)) {
+                kept |= (uint64_t)1 << j;
+                for (int64_t k = 0; k < s; k++)
+                    for (int r = 0; r < b; r++)
+                        TV(k, r, j) = __ddiv_rn(TV(k, r, j), nrm);
+                R[j + ld * j] = nrm;
+            } else {
+                for (int64_t k = 0; k < s; k++)
+                    for (int r = 0; r < b; r++)
+                        TV(k, r, j) = 0;
+                R[j + ld * j] = 0;
+            }
+        }
+#undef TV
+    }
+}
+
+extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b,
+                                   int nns, const double *B, hk_bmat *T, double *Bc)
+{
+    int ierr = 0;
+    memset(T, 0, sizeof *T);
+    HK_CHECK(b >= 1 && nns >= 1 && nns <= 64 && nnodes >= 0 && nagg >= 0 && nagg < INT32_MAX,
+             HK_ERR_ARG,
+             "amg_tentative: bad sizes (%lld nodes of %d dofs, %lld aggregates, %d near-null "
+             "vectors; need at least one dof per node and 1..64 vectors)",
+             (long long)nnodes, b, (long long)nagg, nns);
+    HK_CHECK(nnodes < INT32_MAX, HK_ERR_ARG,
+             "amg_tentative: %lld nodes; the device version takes fewer than 2^31",
+             (long long)nnodes);
+    const int64_t nn = nnodes;
+    int64_t *size = NULL, *rowflag = NULL, nnzb = 0;
+    int32_t *keys = NULL, *vals = NULL;
+    unsigned long long *bad = NULL, hbad = ~0ull;
+    void *tmp = NULL;
+    size_t tbytes = 0;
+    HK_CALL(hk_cu_init());
+    /* size: nagg counts then nagg inclusive sums; rowflag: nn flags then nn + 1 row pointers;
+     * keys / vals: agg and the node indices, then both sorted by aggregate (stable) */
+    HK_TRY(hk_cu_malloc((void **)&size, (size_t)(2 * nagg + 1) * sizeof *size));
+    HK_TRY(hk_cu_malloc((void **)&rowflag, (size_t)(2 * nn + 1) * sizeof *rowflag));
+    HK_TRY(hk_cu_malloc((void **)&keys, (size_t)(2 * nn + 1) * sizeof *keys));
+    HK_TRY(hk_cu_malloc((void **)&vals, (size_t)(2 * nn + 1) * sizeof *vals));
+    HK_TRY(hk_cu_malloc((void **)&bad, sizeof *bad));
+    HK_CU_TRY(cudaMemsetAsync(size, 0, (size_t)nagg * sizeof *size, hk_cu.stream));
+    HK_CU_TRY(cudaMemsetAsync(rowflag + nn, 0, sizeof *rowflag, hk_cu.stream));
+    HK_CU_TRY(cudaMemcpyAsync(bad, &hbad, sizeof hbad, cudaMemcpyHostToDevice, hk_cu.stream));
+    if (nn) {
+        k_tent_scan_agg<<<hk_cu_grid(nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(nn, agg, nagg, bad, size,
+                                                                          rowflag);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(agg_read(&hbad, bad, sizeof hbad));
+    if (hbad != ~0ull) {
+        int32_t a = 0;
+        HK_TRY(agg_read(&a, agg + hbad, sizeof a));
+        ierr = hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                            "amg_tentative: node %llu has aggregate %d outside -1..%lld; pass "
+                            "the output of amg_aggregate with its count",
+                            hbad, a, (long long)nagg - 1);
+        goto fail;
+    }
+    if (nn) {
+        HK_TRY(agg_scan(rowflag, rowflag + nn + 1, nn));
+        HK_TRY(agg_read(&nnzb, rowflag + 2 * nn, sizeof nnzb));
+    }
+    HK_TRY(agg_scan(size, size + nagg, nagg));
+    HK_TRY(hk_bmat_alloc(&hk_backend_cuda, b, nns, nn, nagg, nnzb, T));
+    HK_CU_TRY(cudaMemcpyAsync(T->rowptr, rowflag + nn, (size_t)(nn + 1) * sizeof *rowflag,
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (nn) {
+        /* node lists: the nodes sorted by aggregate, stable, so increasing within one; the
+         * nn - nnzb nodes with aggregate -1 come first */
+        HK_CU_TRY(cudaMemcpyAsync(keys, agg, (size_t)nn * sizeof *keys, cudaMemcpyDeviceToDevice,
+                                  hk_cu.stream));
+        k_tent_iota<<<hk_cu_grid(nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(nn, vals);
+        HK_CU_TRY(cudaGetLastError());
+        cub::DoubleBuffer<int32_t> dk(keys, keys + nn), dv(vals, vals + nn);
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tbytes, dk, dv, (int)nn, 0, 32,
+                                                   hk_cu.stream));
+        HK_TRY(hk_cu_malloc(&tmp, tbytes ? tbytes : 8));
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tbytes, dk, dv, (int)nn, 0, 32,
+                                                   hk_cu.stream));
+        const int32_t *list = dv.Current() + (nn - nnzb);
+        k_tent_fill<<<hk_cu_grid(nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            nn, b, nns, agg, B, T->rowptr, T->colind, T->val);
+        HK_CU_TRY(cudaGetLastError());
+        if (nagg) {
+            k_tent_qr<<<hk_cu_grid(nagg), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                nagg, b, nns, list, size + nagg, T->rowptr, T->val, Bc);
+            HK_CU_TRY(cudaGetLastError());
+        }
+    } else if (nagg) { /* aggregates without nodes: R = 0 */
+        HK_CU_TRY(cudaMemsetAsync(Bc, 0, (size_t)nagg * nns * nns * sizeof *Bc, hk_cu.stream));
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    cudaFree(size), cudaFree(rowflag), cudaFree(keys), cudaFree(vals), cudaFree(bad), cudaFree(tmp);
+    return 0;
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(size), cudaFree(rowflag), cudaFree(keys), cudaFree(vals), cudaFree(bad), cudaFree(tmp);
+    hk_bmat_free(T);
+    return ierr;
+}
