@@ -385,6 +385,7 @@ static void expect_error(const hk_bcsr *K, const hk_nearnull *nn, const char *op
     solve_out r;
     int ierr = run_solve(K, nn, opts, &r);
     CU_ASSERT(ierr != 0);
+    if (verbose()) printf("\n    %s: %s", opts, hk_error_message());
     if (ierr && !strstr(hk_error_message(), needle)) {
         fprintf(stderr, "\n  '%s': message '%s' lacks '%s'\n", opts, hk_error_message(), needle);
         CU_FAIL("error message");
