@@ -33,7 +33,7 @@
 
 #define AMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define AMG_MAX_NNS 6         /* coarse block size; the diag op inverts blocks up to 6 x 6 */
-#define AMG_MAX_COARSE 12000  /* scalar rows of a dense coarsest inverse at most */
+#define AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most (n^3 set-up) */
 
 enum { SMOOTHER_CHEBYSHEV = 0, SMOOTHER_L1_JACOBI, SMOOTHER_BJACOBI };
 static const char *const smoother_names[] = {"chebyshev", "l1-jacobi", "bjacobi", NULL};
