@@ -115,9 +115,9 @@ static void test_scaling_3d(void)
         if (verbose()) {
             printf("\n    %d^3 nodes (%lld dofs): amg %d its, %s", m + 1,
                    (long long)(K.nbrows * 3), its[c], r.line);
-            printf("      set-up %.3f s: strength %.3f aggregate %.3f tentative %.3f smoother "
+            printf("      set-up %.3f s: near-null space %.3f strength %.3f aggregate %.3f tentative %.3f smoother "
                    "%.3f prolongator %.3f galerkin %.3f matrices %.3f coarse %.3f\n",
-                   r.st.t_total, r.st.t_strength, r.st.t_aggregate, r.st.t_tentative,
+                   r.st.t_total, r.st.t_nearnull, r.st.t_strength, r.st.t_aggregate, r.st.t_tentative,
                    r.st.t_smoother, r.st.t_prolongator, r.st.t_galerkin, r.st.t_matrices,
                    r.st.t_coarse);
         }

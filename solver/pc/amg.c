@@ -429,6 +429,7 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_CALL(need_op(be, (const void *)be->dense_gemv, "dense_gemv"));
     HK_CHECK(K->br <= AMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
              AMG_MAX_NNS);
+    t0 = now_synced(be);
     { /* every scalar diagonal entry of K positive (an SPD matrix; supports as unit rows) */
         hk_vec *dg = NULL;
         int64_t bad = -1;
@@ -443,6 +444,7 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                  (long long)bad);
     }
     HK_CALL(nearnull_build(pc, d, K, &B));
+    d->st.t_nearnull = now_synced(be) - t0;
 
     const hk_bmat *Al = K; /* the current level's operator (level 0: K, not owned) */
     int l = 0;

@@ -126,7 +126,7 @@ typedef struct hk_amg_stats {
     double op_complexity;
     int nns;
     const char *nns_kind;
-    double t_strength, t_aggregate, t_tentative, t_smoother, t_prolongator, t_galerkin,
+    double t_nearnull, t_strength, t_aggregate, t_tentative, t_smoother, t_prolongator, t_galerkin,
         t_matrices, t_coarse, t_total;
 } hk_amg_stats;
 int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
