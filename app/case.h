@@ -111,6 +111,9 @@ typedef struct hk_case {
     char output[HK_CASE_PATH]; /* resolved .vtu path */
     unsigned fields;           /* HK_FIELD_* bits */
     int compress, ascii;
+    /* the assembled system in Matrix Market ("" when not asked for): K, its right-hand side
+     * and the node coordinates (output.matrix, output.rhs, output.coordinates) */
+    char matrix_file[HK_CASE_PATH], rhs_file[HK_CASE_PATH], coords_file[HK_CASE_PATH];
 
     int nsets; /* the --set words, kept for messages */
     char (*sets)[512];
@@ -173,6 +176,7 @@ typedef struct hk_run {
     char backend[32];
     int converged;
     double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
+    double t_export; /* writing output.matrix / rhs / coordinates (part of t_output) */
     char output[HK_CASE_PATH]; /* what hk_run_write wrote (the .pvd with load cases) */
     /* With load cases (c->nloadcases > 0): one result per case, in the case file's order;
      * u, fields and res above stay empty, sys holds K and the first case's right-hand side. */
@@ -190,6 +194,11 @@ int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r);
  * case next to path and <stem>.pvd listing them, one timestep per case. */
 int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);
 void hk_run_free(hk_run *r);
+/* Write the assembled system the case asks for (output.matrix, output.rhs,
+ * output.coordinates; app/run_export.c): K and f as hk_system holds them (prescribed dofs
+ * eliminated symmetrically, so that K u = f gives the run's displacements), the coordinates
+ * as an nnodes x 3 array. Sets r->t_export. Nothing to do: returns 0. */
+int hk_run_export_system(const hk_case *c, hk_run *r);
 
 /* The summary: a readable table, or JSON. */
 void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);

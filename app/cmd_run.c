@@ -205,6 +205,7 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
         hk_mesh_options mo = c->mesh;
         mo.verbose = o->verbose;
         HK_TRY(hk_mesh_load(c->geo_file, &mo, &r->mesh));
+        if (*hk_mesh_load_notes()) stage(L, "meshing: %s", hk_mesh_load_notes());
     }
     r->t_mesh = hk_time() - t;
     char types[128];
@@ -241,6 +242,12 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
         r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
     stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
           (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
+    if (c->matrix_file[0] || c->rhs_file[0] || c->coords_file[0]) {
+        HK_TRY(hk_run_export_system(c, r));
+        stage(L, "output: the system in Matrix Market%s%s%s%s%s%s in %.2f s",
+              c->matrix_file[0] ? ", " : "", c->matrix_file, c->rhs_file[0] ? ", " : "",
+              c->rhs_file, c->coords_file[0] ? ", " : "", c->coords_file, r->t_export);
+    }
 fail:
     return ierr;
 }
@@ -408,7 +415,7 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     HK_CALL(make_parent_dirs(path));
     if (r->nlc) {
         double t = hk_time();
-        r->t_output = 0;
+        r->t_output = r->t_export;
         int ierr = write_loadcases(c, r, path, &L);
         r->t_total += hk_time() - t;
         return ierr;
@@ -418,6 +425,7 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     HK_CALL(write_fields(c, &r->mesh, &r->fields, path));
     r->t_output = hk_time() - t;
     r->t_total += r->t_output;
+    r->t_output += r->t_export; /* already in t_total */
     stage(&L, "output: %s in %.2f s", path, r->t_output);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <omp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -243,6 +244,63 @@ static int set_option(const char *path, const char *name, const char *alt, doubl
     return 0;
 }
 
+/* What hk_mesh_load changed from the options (hk_mesh_load_notes). */
+static char load_notes[1024];
+
+static void add_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void add_note(const char *fmt, ...)
+{
+    size_t n = strlen(load_notes);
+    if (n + 3 >= sizeof load_notes) return;
+    if (n) n += (size_t)snprintf(load_notes + n, sizeof load_notes - n, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(load_notes + n, sizeof load_notes - n, fmt, ap);
+    va_end(ap);
+}
+
+/* An option that only speeds meshing up: when this Gmsh lacks it, say so and go on. */
+static int set_option_soft(const char *name, double v, const char *without)
+{
+    int gerr = 0;
+    gmshOptionSetNumber(name, v, &gerr);
+    if (gerr) add_note("Gmsh " GMSH_API_VERSION " has no option %s = %g; %s", name, v, without);
+    return !gerr;
+}
+
+static const char *algo2d_name(int a)
+{
+    static const char *const n[] = {"?",        "meshadapt", "automatic",  "initial",
+                                    "?",        "delaunay",  "frontal",    "bamg",
+                                    "frontal_quads", "packing", "?", "quasi_structured"};
+    return a >= 0 && a < (int)(sizeof n / sizeof *n) ? n[a] : "?";
+}
+
+/* Threads and algorithms (docs/geometry.md, "Meshing speed"): HXT for volumes, Delaunay for
+ * the surfaces of a volume (Gmsh meshes surfaces in parallel), Gmsh's default Frontal-Delaunay
+ * for 2D models, whose triangles are the final mesh. */
+static void set_meshing_speed(const hk_mesh_options *opt, int gdim, int *algo3d)
+{
+    int nt = opt->threads > 0 ? opt->threads : omp_get_num_procs();
+    if (nt < 1) nt = 1;
+    if (set_option_soft("General.NumThreads", nt, "meshing on one thread")) {
+        static const char *const per_dim[] = {"Mesh.MaxNumThreads1D", "Mesh.MaxNumThreads2D",
+                                              "Mesh.MaxNumThreads3D"};
+        for (int d = 0; d < 3; d++)
+            set_option_soft(per_dim[d], nt, "General.NumThreads applies");
+    }
+    int a2 = opt->algorithm2d ? opt->algorithm2d : gdim == 3 ? 5 : 6;
+    if (!set_option_soft("Mesh.Algorithm", a2, "Gmsh's default surface mesher"))
+        add_note("surface algorithm %s not used", algo2d_name(a2));
+    *algo3d = opt->algorithm3d ? opt->algorithm3d : 10;
+    if (gdim == 3 && !set_option_soft("Mesh.Algorithm3D", *algo3d, "Gmsh's default Delaunay"))
+        *algo3d = 1;
+}
+
 static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh *m)
 {
     int ierr = 0, initialized = 0, threads = omp_get_max_threads();
@@ -297,7 +355,20 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             else
                 HK_TRY(set_option(path, "Mesh.SubdivisionAlgorithm", NULL, 2));
         }
-        GMSH_TRY(HK_ERR_MODEL, "mesh", gmshModelMeshGenerate(gdim, &gerr_));
+        int algo3d = 1;
+        set_meshing_speed(opt, gdim, &algo3d);
+        int gerr = 0;
+        gmshModelMeshGenerate(gdim, &gerr);
+        if (gerr && gdim == 3 && algo3d == 10 && !opt->algorithm3d) {
+            /* a Gmsh built without HXT, or HXT failing on this geometry: Delaunay */
+            add_note("HXT could not mesh the volume (%s); meshed with Delaunay instead",
+                     gmsh_last_error());
+            gmshModelMeshClear(NULL, 0, &gerr);
+            gerr = 0;
+            set_option_soft("Mesh.Algorithm3D", 1, "");
+            gmshModelMeshGenerate(gdim, &gerr);
+        }
+        GMSH_TRY(HK_ERR_MODEL, "mesh", gerr_ = gerr);
         if (opt->order)
             GMSH_TRY(HK_ERR_MODEL, "raise the element order of",
                      gmshModelMeshSetOrder(opt->order, &gerr_));
@@ -409,15 +480,25 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         b++;
     }
 
-    /* keep the nodes of the cells only, numbered in Gmsh's node order */
+    /* keep the nodes of the cells only, numbered in Gmsh's node order (meshed geometry) or in
+     * the order of their tags (a mesh file: the file's own numbering, so that a mesh written
+     * by hk_mesh_write_msh comes back numbered as it was) */
     HK_TRY(hk_malloc(nntag * sizeof *newid, &newid));
     for (size_t i = 0; i < nntag; i++)
         newid[i] = -1;
     for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++)
         newid[cells.e.nodes[k]] = 0;
     int64_t nn = 0;
-    for (size_t i = 0; i < nntag; i++)
-        if (!newid[i]) newid[i] = (int32_t)nn++;
+    if (kind == 0 && tm.dense) {
+        for (size_t t = 0; t <= tm.maxtag; t++)
+            if (tm.dense[t] >= 0 && !newid[tm.dense[t]]) newid[tm.dense[t]] = (int32_t)nn++;
+    } else if (kind == 0) {
+        for (size_t k = 0; k < nntag; k++)
+            if (!newid[tm.sorted_idx[k]]) newid[tm.sorted_idx[k]] = (int32_t)nn++;
+    } else {
+        for (size_t i = 0; i < nntag; i++)
+            if (!newid[i]) newid[i] = (int32_t)nn++;
+    }
     m->dim = gdim;
     m->nnodes = nn;
     HK_TRY(hk_malloc((size_t)(3 * nn) * sizeof *m->coords, &m->coords));
@@ -516,9 +597,18 @@ fail:
 }
 #endif /* HOOKE_HAVE_GMSH */
 
+const char *hk_mesh_load_notes(void)
+{
+#ifdef HOOKE_HAVE_GMSH
+    return load_notes;
+#else
+    return "";
+#endif
+}
+
 int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
 {
-    static const hk_mesh_options defaults = {0, 0, 0, 0, 0, 0};
+    static const hk_mesh_options defaults = {0};
     HK_CHECK(m, HK_ERR_ARG, "hk_mesh_load: the output mesh is NULL");
     memset(m, 0, sizeof *m);
     HK_CHECK(path && *path, HK_ERR_ARG, "hk_mesh_load: no mesh file given");
@@ -548,6 +638,7 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
              "Gmsh (format msh22 or msh41)",
              path);
 #ifdef HOOKE_HAVE_GMSH
+    load_notes[0] = 0;
     return load_gmsh(path, kind, opt, m);
 #else
     return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,
