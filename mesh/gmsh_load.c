@@ -566,7 +566,12 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         b++;
     }
 
-    hk_mesh_fix_orientation(m);
+    int64_t nflip = hk_mesh_fix_orientation(m);
+    /* Gmsh's volume elements come out positively oriented: a flipped one is a tangled mesh */
+    if (kind == 1 && gdim == 3 && nflip)
+        add_note("%lld volume elements came out of Gmsh inverted and were flipped; the mesh may "
+                 "be tangled (try geometry.algorithm3d: delaunay)",
+                 (long long)nflip);
     HK_TRY(hk_mesh_orient_facets(m));
     if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
 
