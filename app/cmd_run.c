@@ -187,6 +187,7 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
 
     /* mesh */
     t = hk_time();
+    HK_TRY(hk_run_memory_check_geometry(c, o->backend, &r->mem));
     if (c->generate) {
         stage(L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
               c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
@@ -212,6 +213,12 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
     element_types(&r->mesh, types, sizeof types);
     stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
           (long long)r->mesh.cells.n, types, r->t_mesh);
+
+    HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, &r->mem));
+    if (r->mem.host_estimate > 0)
+        stage(L, "memory: about %.0f MB of host memory needed (%.0f MB available)%s",
+              r->mem.host_estimate / 1e6, r->mem.host_available / 1e6,
+              r->mem.device_estimate > 0 ? ", device checked too" : "");
 
     /* model and assembly */
     HK_TRY(hk_case_bind(c, &r->mesh, &r->model));
@@ -492,6 +499,7 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
             "postproc %.2f s, output %.2f s, total %.2f s\n",
             r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post, r->t_output, r->t_total);
     if (r->output[0]) fprintf(f, "  output         %s\n", r->output);
+    hk_run_print_memory(r, f);
 }
 
 static void json_string(FILE *f, const char *s)
@@ -580,12 +588,14 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
         }
         fprintf(f, "\n  ]");
     }
+    hk_run_print_memory_json(r, f);
     fprintf(
         f,
         ",\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
-        "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"total\": %.4f},\n  \"output\": ",
+        "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"export\": %.4f, "
+        "\"total\": %.4f},\n  \"output\": ",
         r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
-        r->t_output, r->t_total);
+        r->t_output, r->t_export, r->t_total);
     json_string(f, r->output);
     fprintf(f, "\n}\n");
 }

@@ -312,7 +312,41 @@ static void test_system_roundtrip(void)
     hk_case_free(&c);
 }
 
-HK_SUITE(scale, {"the threaded mesher gives a valid mesh for every case in cases/",
+/* An absurd geometry.size is refused before meshing, within a second, in one sentence that
+ * names the estimate, what is available and the key to change. */
+static void test_memory_guard(void)
+{
+    const char *sets[] = {"geometry.size=1e-6"};
+    hk_case c;
+    hk_run r;
+    memset(&r, 0, sizeof r);
+    CU_ASSERT_EQUAL_FATAL(hk_case_load(hk_test_path("cases/bracket/bracket.yaml"), 1, sets, &c), 0);
+    hk_run_opts o = {.backend = "cpu", .quiet = 1};
+    double t = hk_time();
+    int err = hk_run_case(&c, &o, &r);
+    t = hk_time() - t;
+    CU_ASSERT_EQUAL(err, HK_ERR_MEMORY);
+    CU_ASSERT(t < 1.0);
+    const char *msg = hk_error_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "of host memory"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "is available"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "raise geometry.size"));
+    CU_ASSERT_EQUAL(r.mesh.nnodes, 0); /* refused before meshing */
+    hk_run_free(&r);
+    hk_case_free(&c);
+    /* a run that fits goes through, with its estimate */
+    const char *ok[] = {"geometry.size=0.1"};
+    CU_ASSERT_EQUAL_FATAL(
+        hk_case_load(hk_test_path("cases/cantilever/cantilever.yaml"), 1, ok, &c), 0);
+    CU_ASSERT_EQUAL(hk_run_assemble(&c, &o, &r), 0);
+    CU_ASSERT(r.mem.host_estimate > 0 && r.mem.host_estimate < r.mem.host_available);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+HK_SUITE(scale,
+         {"an absurd geometry.size is refused within a second, naming the memory",
+          test_memory_guard}, {"the threaded mesher gives a valid mesh for every case in cases/",
                  test_threaded_mesher_every_case},
          {"hooke mesh -> geometry.file: the same nodes, elements, groups and solution",
           test_mesh_roundtrip},
