@@ -95,14 +95,17 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
     double nnz = nodes * nnz_node, ndof = nodes * c->dim;
     mem->host_estimate = resident_bytes() + BYTES_PER_NNZ * nnz;
     mem->host_available = host_available();
-    const char *key = c->generate ? "geometry.generate.cells" : "geometry.size";
-    char e[32], a[32];
+    char fix[96], e[32], a[32];
+    if (c->generate)
+        snprintf(fix, sizeof fix, "lower geometry.generate.cells");
+    else
+        snprintf(fix, sizeof fix, "raise geometry.size (memory grows as 1/size^%d)", c->dim);
     if (mem->host_available > 0 && mem->host_estimate > mem->host_available) {
         gib(e, sizeof e, mem->host_estimate), gib(a, sizeof a, mem->host_available);
         return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                             "%s: this run needs about %s of host memory (%s, %.3g nodes) but %s "
-                            "is available; raise %s (memory grows as 1/size^%d)",
-                            c->path, e, basis, nodes, a, key, c->dim);
+                            "is available; %s",
+                            c->path, e, basis, nodes, a, fix);
     }
     const hk_backend *be = solve_backend(c, backend);
     size_t dfree = 0, dtotal = 0;
@@ -115,9 +118,9 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
             gib(e, sizeof e, mem->device_estimate), gib(a, sizeof a, mem->device_available);
             return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                                 "%s: this run needs about %s of device memory (%s, %.3g nodes) "
-                                "but %s is free on the device; raise %s or solve on the CPU "
+                                "but %s is free on the device; %s, or solve on the CPU "
                                 "(--backend cpu)",
-                                c->path, e, basis, nodes, a, key);
+                                c->path, e, basis, nodes, a, fix);
         }
     }
     return 0;
@@ -137,7 +140,19 @@ static hk_eltype case_kind(const hk_case *c)
 
 int hk_run_memory_check_geometry(const hk_case *c, const char *backend, hk_run_memory *mem)
 {
-    if (c->generate || !(c->mesh.size > 0)) return 0; /* sizes from the file: after meshing */
+    if (c->generate) {
+        /* the grid's nodes (quadratic elements: twice as many per direction), exactly */
+        hk_eltype t = c->gen_element;
+        int p = hk_eltype_get(t) && hk_eltype_get(t)->order == 2 ? 2 : 1;
+        double nodes = 1;
+        for (int d = 0; d < c->gen_dim; d++)
+            nodes *= (double)c->gen_cells[d] * p + 1;
+        char basis[128];
+        snprintf(basis, sizeof basis, "a %d x %d%s%.0d grid", c->gen_cells[0], c->gen_cells[1],
+                 c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
+        return check(c, backend, nodes, t, basis, mem);
+    }
+    if (!(c->mesh.size > 0)) return 0; /* sizes from the file: after meshing */
     int dim = 0;
     double measure = 0;
     HK_CALL(hk_mesh_geometry_measure(c->geo_file, &dim, &measure));

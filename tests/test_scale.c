@@ -334,6 +334,15 @@ static void test_memory_guard(void)
     CU_ASSERT_EQUAL(r.mesh.nnodes, 0); /* refused before meshing */
     hk_run_free(&r);
     hk_case_free(&c);
+    /* a generated grid too large for the host: refused before it is generated */
+    const char *grid[] = {"geometry.generate.cells=[3000,3000,3000]"};
+    CU_ASSERT_EQUAL_FATAL(hk_case_load(hk_test_path("cases/box/box.yaml"), 1, grid, &c), 0);
+    t = hk_time();
+    CU_ASSERT_EQUAL(hk_run_case(&c, &o, &r), HK_ERR_MEMORY);
+    CU_ASSERT(hk_time() - t < 1.0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "lower geometry.generate.cells"));
+    hk_run_free(&r);
+    hk_case_free(&c);
     /* a run that fits goes through, with its estimate */
     const char *ok[] = {"geometry.size=0.1"};
     CU_ASSERT_EQUAL_FATAL(
