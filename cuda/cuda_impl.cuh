@@ -214,6 +214,8 @@ int hk_cu_vec_dot(const hk_vec *x, const hk_vec *y, double *r);
 int hk_cu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r);
 int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
+/* l1-Jacobi scaling of pc=amg (cuda_amg.cu). */
+int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 /* Set-up: the diag op (cuda_diag.cu). */
 int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 

@@ -303,6 +303,10 @@ typedef struct hk_backend_ops {
      * (column-major) in one precision (sums in fp64). */
     int (*dense_inverse)(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
     int (*dense_gemv)(const hk_vec *M, const hk_vec *x, hk_vec *y);
+    /* l1-Jacobi scaling (pc.amg.smoother=l1-jacobi): out_i = 1/(a_ii + sum_{j != i} |a_ij|)
+     * over scalar row i (out fp64, n = nbrows*br, caller-allocated); 0 for an all-zero row;
+     * a row whose sum is not positive and finite gets 0 and *bad = the first such row, or -1. */
+    int (*amg_l1_diag)(const hk_bmat *A, hk_vec *out, int64_t *bad);
 
     /* FSAI and SAI set-up ops (pc=fsai, pc=sai; the exact rules, which every backend follows
      * to the same result, are in solver/cpu/cpu_fsai.c). Patterns and factors are on scalar
@@ -361,6 +365,8 @@ typedef struct hk_pc_type {
     /* z = M^{-1} r; r and z have precision pc->prec. */
     int (*apply)(hk_pc *pc, const hk_vec *r, hk_vec *z);
     void (*destroy)(hk_pc *pc);
+    /* Optional: what the set-up built, for the solve line (may be NULL). */
+    void (*describe)(const hk_pc *pc, char *buf, size_t len);
 } hk_pc_type;
 
 struct hk_pc {

@@ -335,6 +335,8 @@ void hk_cpu_tri_destroy(void *handle);
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+/* l1-Jacobi scaling of pc=amg (cpu_amg.c). */
+int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 /* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
 int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
 int hk_cpu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
@@ -396,6 +398,7 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
     .bmat_diag = hk_cpu_bmat_diag,
+    .amg_l1_diag = hk_cpu_amg_l1_diag,
     .mat_build = hk_cpu_mat_build,
     .mat_download = hk_cpu_mat_download,
     .bmat_transpose = hk_cpu_bmat_transpose,

@@ -439,7 +439,14 @@ fail:
 void hk_solver_describe(const hk_solver *s, FILE *f)
 {
     if (!s) return;
-    const char *pcn = s->pc->type->name;
+    char pcn[512];
+    if (s->pc->type->describe && s->pc->data) {
+        char info[448];
+        s->pc->type->describe(s->pc, info, sizeof info);
+        snprintf(pcn, sizeof pcn, "%s (%s)", s->pc->type->name, info);
+    } else {
+        snprintf(pcn, sizeof pcn, "%s", s->pc->type->name);
+    }
     if (s->ksp.inner)
         fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
                 s->ksp.inner->type->name, pcn, hk_format_name(s->fmt), s->be->name);

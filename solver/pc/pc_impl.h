@@ -15,6 +15,7 @@ extern const hk_pc_type hk_pc_fsai;
 extern const hk_pc_type hk_pc_sai;
 extern const hk_pc_type hk_pc_ic0;
 extern const hk_pc_type hk_pc_ilu0;
+extern const hk_pc_type hk_pc_amg;
 
 /* Scalar CSR on the host (fp64), the working form of the set-up algorithms. */
 typedef struct hk_csr {
@@ -113,6 +114,22 @@ void hk_tri_pc_destroy(hk_pc *pc);
 /* The spectrum bounds [lo, hi] of D^-1/2 A D^-1/2 a poly preconditioner uses (after the
  * safeguard), and its coefficients in the Chebyshev basis T_k(2t/hi - 1), k = 0..degree. */
 int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const double **coef);
+/* What pc=amg built (solver/pc/amg.c): per level scalar rows, stored scalar entries, block
+ * size and the spectral bound of D^-1 A; operator complexity (sum of the levels' entries over
+ * the fine level's); the near-null space; set-up seconds per phase. */
+#define HK_AMG_STATS_LEVELS 20
+typedef struct hk_amg_stats {
+    int nlevels;
+    int64_t rows[HK_AMG_STATS_LEVELS], nnz[HK_AMG_STATS_LEVELS];
+    int bs[HK_AMG_STATS_LEVELS];
+    double rho[HK_AMG_STATS_LEVELS];
+    double op_complexity;
+    int nns;
+    const char *nns_kind;
+    double t_strength, t_aggregate, t_tentative, t_smoother, t_prolongator, t_galerkin,
+        t_matrices, t_coarse, t_total;
+} hk_amg_stats;
+int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
 /* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
 int64_t hk_pc_fsai_nnz(const hk_pc *pc);
 

@@ -1,0 +1,713 @@
+/* Smoothed-aggregation algebraic multigrid (Vanek, Mandel and Brezina, Computing 56, 1996)
+ * with the rigid-body modes as near-null space, written once over backend ops: the set-up runs
+ * where K lives (cpu or cuda) and only sizes and a few scalars come back to the host.
+ *
+ * Set-up, per level l with operator A_l (block CSR, bs x bs blocks) and near-null space B_l
+ * (n_l x nns, column-major, in backend memory):
+ *   1. strength graph of the node blocks (amg_strength, pc.amg.threshold);
+ *   2. aggregation by a distance-2 maximal independent set (amg_aggregate);
+ *   3. tentative prolongator T (bs x nns blocks) and coarse near-null space B_{l+1} by a QR
+ *      per aggregate (amg_tentative): T B_{l+1} = B_l on the aggregated nodes;
+ *   4. D^-1 = inverse node blocks of A_l (bmat_diag BLOCK_INV) and an upper bound rho of the
+ *      spectrum of D^-1 A_l from a few steps of block-Jacobi preconditioned CG (its Lanczos
+ *      tridiagonal), times a safety factor;
+ *   5. P = T - (omega/rho) D^-1 A_l T (one damped block-Jacobi step on T; omega = 4/3);
+ *   6. R = P^T, A_{l+1} = R (A_l P) (Galerkin product by two sparse products).
+ * Coarsening stops at pc.amg.coarse_size scalar rows, at pc.amg.max_levels, or when a level
+ * shrinks by less than 10 %; the coarsest level is solved with a dense inverse (Cholesky).
+ *
+ * The block Jacobi scaling D^-1 (not the point diagonal) is used throughout: it keeps the node
+ * coupling of elasticity, and on coarse levels it leaves out the dofs whose tentative column was
+ * dropped (zero row and column of A_{l+1}) instead of dividing by their zero diagonal.
+ *
+ * Apply: a V- or W-cycle with pre- and post-smoothing. The smoothers are polynomials in
+ * D^-1 A (Chebyshev on [rho/ratio, rho], damped block Jacobi) or l1-Jacobi, all A-self-adjoint,
+ * so with equal pre and post sweeps the cycle is a symmetric preconditioner for CG. The whole
+ * hierarchy (matrices, vectors, coarse inverse) is kept in pc->prec: fp32 for precision=mixed
+ * while CG runs in fp64. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pc_impl.h"
+
+#define AMG_MAX_LEVELS HK_AMG_STATS_LEVELS
+#define AMG_MAX_NNS 6         /* coarse block size; the diag op inverts blocks up to 6 x 6 */
+#define AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most (n^3 set-up) */
+
+enum { SMOOTHER_CHEBYSHEV = 0, SMOOTHER_L1_JACOBI, SMOOTHER_BJACOBI };
+static const char *const smoother_names[] = {"chebyshev", "l1-jacobi", "bjacobi", NULL};
+static const char *const cycle_names[] = {"v", "w", NULL};
+
+typedef struct amg_level {
+    int64_t n, nnz; /* scalar rows and stored scalar entries */
+    int bs;
+    hk_mat *A;      /* level operator in pc->prec */
+    int A_owned;
+    hk_mat *P, *R;  /* to and from level l+1 (scalar formats; NULL on the coarsest) */
+    hk_vec *Dinv;   /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
+    hk_vec *l1;     /* l1-Jacobi scaling (n): l1-jacobi */
+    double rho;     /* upper bound of the spectrum of D^-1 A (safety included) */
+    hk_vec *b, *x;  /* right-hand side and solution of this level (levels >= 1) */
+    hk_vec *r, *t, *d;
+    hk_vec *w, *e;  /* W-cycle: second visit's residual and correction (levels >= 1) */
+} amg_level;
+
+typedef struct amg_data {
+    int nlevels;
+    amg_level lev[AMG_MAX_LEVELS];
+    hk_vec *Minv;   /* dense inverse of the coarsest operator, column-major, pc->prec */
+    /* options */
+    double threshold, omega, ratio, safety;
+    int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos;
+    /* what was built */
+    int nns;
+    const char *nns_kind;
+    hk_amg_stats st;
+} amg_data;
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static int need_op(const hk_backend_ops *be, const void *op, const char *name)
+{
+    HK_CHECK(op, HK_ERR_UNSUPPORTED,
+             "pc=amg: the %s backend lacks the set-up op %s; use another preconditioner "
+             "on this backend",
+             be->name, name);
+    return 0;
+}
+
+/* A view of column j of a column-major n x k backend array as an fp64 vector. */
+static hk_vec column_view(const hk_backend_ops *be, double *B, int64_t n, int j)
+{
+    hk_vec v = {.be = be, .n = n, .prec = HK_FP64, .data = B + (size_t)j * n};
+    return v;
+}
+
+static double now_synced(const hk_backend_ops *be)
+{
+    be->sync();
+    return hk_time();
+}
+
+/* The near-null space of level 0 on the backend (n x nns, column-major): rigid-body modes
+ * from the node coordinates, the caller's vectors, or the bs translations; rows of dofs that
+ * a support decoupled are zeroed so the hierarchy eliminates supports consistently. */
+static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bout)
+{
+    const hk_backend_ops *be = pc->be;
+    const hk_nearnull *nn = pc->nearnull;
+    const int bs = K->br;
+    const int64_t nb = K->nbrows, n = nb * bs;
+    double *Bh = NULL, *B = NULL;
+    hk_vec *dec = NULL, *keep = NULL;
+    int ierr = 0, nns;
+    *Bout = NULL;
+    if (nn && nn->coords) {
+        HK_CHECK(nn->dim == bs && (bs == 2 || bs == 3), HK_ERR_ARG,
+                 "pc=amg: %dD node coordinates need a block size of %d, but the matrix has "
+                 "block size %d; give vectors instead",
+                 nn->dim, nn->dim, bs);
+        nns = bs == 3 ? 6 : 3;
+        d->nns_kind = "rigid-body modes";
+    } else if (nn && nn->vectors) {
+        nns = nn->nvec;
+        HK_CHECK(nns >= 1 && nns <= AMG_MAX_NNS, HK_ERR_ARG,
+                 "pc=amg: %d near-null vectors given; give 1 to %d", nns, AMG_MAX_NNS);
+        d->nns_kind = nns == 1 ? "given vector" : "given vectors";
+    } else {
+        nns = bs;
+        d->nns_kind = bs == 1 ? "constant vector (no near-null space given)"
+                              : "translations only (no coordinates given)";
+    }
+    d->nns = nns;
+    HK_TRY(hk_calloc((size_t)(n ? n : 1) * nns, sizeof *Bh, &Bh));
+    if (nn && nn->coords) {
+        /* centred on the mean node and scaled by the largest extent: the rotations are then
+         * of the same size as the translations */
+        double c[3] = {0, 0, 0}, ext = 0;
+        for (int64_t i = 0; i < nb; i++)
+            for (int a = 0; a < bs; a++)
+                c[a] += nn->coords[i * bs + a] / (double)nb;
+        for (int64_t i = 0; i < nb; i++)
+            for (int a = 0; a < bs; a++)
+                ext = fmax(ext, fabs(nn->coords[i * bs + a] - c[a]));
+        const double s = ext > 0 ? 1 / ext : 1;
+        for (int64_t i = 0; i < nb; i++) {
+            double x[3] = {0, 0, 0};
+            for (int a = 0; a < bs; a++)
+                x[a] = (nn->coords[i * bs + a] - c[a]) * s;
+            double *row = Bh + i * bs; /* entry (dof a of node i, mode m): row[a + m*n] */
+            for (int a = 0; a < bs; a++)
+                row[a + (size_t)a * n] = 1; /* translations */
+            if (bs == 2) {                  /* rotation in the plane: (-y, x) */
+                row[0 + 2 * (size_t)n] = -x[1];
+                row[1 + 2 * (size_t)n] = x[0];
+            } else { /* about x: (0, -z, y); about y: (z, 0, -x); about z: (-y, x, 0) */
+                row[1 + 3 * (size_t)n] = -x[2];
+                row[2 + 3 * (size_t)n] = x[1];
+                row[0 + 4 * (size_t)n] = x[2];
+                row[2 + 4 * (size_t)n] = -x[0];
+                row[0 + 5 * (size_t)n] = -x[1];
+                row[1 + 5 * (size_t)n] = x[0];
+            }
+        }
+    } else if (nn && nn->vectors) {
+        memcpy(Bh, nn->vectors, (size_t)n * nns * sizeof *Bh);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            Bh[i + (size_t)(i % bs) * n] = 1;
+    }
+    HK_TRY(be->alloc((void **)&B, (size_t)(n ? n : 1) * nns * sizeof *B));
+    if (n) HK_TRY(be->copy_to(B, Bh, (size_t)n * nns * sizeof *B));
+    /* keep = 1 - decoupled, multiplied into every column on the backend */
+    int64_t bad;
+    HK_TRY(hk_vec_create(be, n, HK_FP64, &dec));
+    HK_TRY(hk_vec_create(be, n, HK_FP64, &keep));
+    HK_TRY(be->bmat_diag(K, HK_DIAG_DECOUPLED, dec, &bad));
+    HK_TRY(be->vec_set(keep, 1.0));
+    HK_TRY(be->vec_axpby(keep, -1.0, dec, 1.0));
+    for (int j = 0; j < nns; j++) {
+        hk_vec col = column_view(be, B, n, j);
+        HK_TRY(be->vec_pointwise_mult(&col, keep, &col));
+    }
+    *Bout = B;
+    B = NULL;
+fail:
+    if (B) be->dealloc(B);
+    hk_vec_destroy(dec);
+    hk_vec_destroy(keep);
+    free(Bh);
+    return ierr;
+}
+
+/* An upper bound of the spectrum of D^-1 A (D^-1 = Dinv, inverse node blocks) from `steps`
+ * steps of preconditioned CG, whose coefficients give the Lanczos tridiagonal of D^-1 A in
+ * the A inner product; its largest eigenvalue (a lower bound of the true one that converges
+ * from below quickly) times the safety factor. */
+static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
+{
+    const hk_backend_ops *be = pc->be;
+    const int64_t n = L->n;
+    int ierr = 0, k = 0, steps = d->lanczos;
+    double *h = NULL, al[64], be_[64], T[64 * 64], ev[64];
+    hk_vec *r = L->r, *z = L->t, *p = L->d, *q = NULL;
+    HK_CALL(hk_vec_create(be, n, pc->prec, &q));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *h, &h));
+    for (int64_t i = 0; i < n; i++) { /* deterministic start with every entry nonzero */
+        uint32_t x = (uint32_t)i * 2654435761u + 12345u;
+        x ^= x >> 15;
+        x *= 2246822519u;
+        x ^= x >> 13;
+        h[i] = 0.5 + (double)(x & 0xffff) / 65536.0;
+    }
+    HK_TRY(hk_vec_upload(r, h));
+    HK_TRY(be->bdiag_apply(L->Dinv, L->bs, r, z));
+    HK_TRY(be->vec_copy(p, z));
+    double rz;
+    HK_TRY(be->vec_dot(r, z, &rz));
+    const double rz0 = rz;
+    if (steps > n) steps = (int)n;
+    for (k = 0; k < steps && rz > 1e-24 * rz0;) {
+        double pq;
+        HK_TRY(hk_mat_spmv(L->A, p, q));
+        HK_TRY(be->vec_dot(p, q, &pq));
+        HK_TRY_CHECK(pq > 0 && isfinite(pq) && isfinite(rz), HK_ERR_NUMERIC,
+                     "pc=amg: the operator of level %d is not positive definite (p.Ap = %g in "
+                     "its spectral estimate); pc=amg needs an SPD matrix",
+                     level, pq);
+        const double alpha = rz / pq;
+        HK_TRY(be->vec_axpby(r, -alpha, q, 1.0));
+        HK_TRY(be->bdiag_apply(L->Dinv, L->bs, r, z));
+        double rzn;
+        HK_TRY(be->vec_dot(r, z, &rzn));
+        const double beta = rzn / rz;
+        HK_TRY(be->vec_axpby(p, 1.0, z, beta));
+        al[k] = alpha;
+        be_[k] = beta;
+        k++;
+        rz = rzn;
+    }
+    HK_TRY_CHECK(k > 0, HK_ERR_NUMERIC,
+                 "pc=amg: no spectral estimate on level %d (the block-Jacobi scaled start "
+                 "vector is zero); check the matrix for zero node blocks",
+                 level);
+    memset(T, 0, sizeof T);
+    for (int j = 0; j < k; j++) {
+        T[j * k + j] = 1 / al[j] + (j ? be_[j - 1] / al[j - 1] : 0);
+        if (j + 1 < k) T[j * k + j + 1] = T[(j + 1) * k + j] = sqrt(be_[j]) / al[j];
+    }
+    HK_TRY(hk_dense_symeig(k, T, ev, NULL));
+    HK_TRY_CHECK(ev[k - 1] > 0 && isfinite(ev[k - 1]), HK_ERR_NUMERIC,
+                 "pc=amg: the spectral estimate of level %d is %g; pc=amg needs an SPD matrix",
+                 level, ev[k - 1]);
+    L->rho = d->safety * ev[k - 1];
+fail:
+    hk_vec_destroy(q);
+    free(h);
+    return ierr;
+}
+
+/* Inverse node blocks of A in pc->prec (and fp64 in *D64 when asked). */
+static int block_inverse(hk_pc *pc, const hk_bmat *A, int level, amg_level *L, hk_vec **D64)
+{
+    const hk_backend_ops *be = pc->be;
+    int ierr = 0;
+    int64_t bad = -1;
+    hk_vec *D = NULL;
+    HK_CALL(hk_vec_create(be, L->n * L->bs, HK_FP64, &D));
+    HK_TRY(be->bmat_diag(A, HK_DIAG_BLOCK_INV, D, &bad));
+    HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                 "pc=amg: the %dx%d diagonal block of node %lld on level %d is singular or not "
+                 "finite (scalar row %lld); pc=amg needs an SPD matrix whose node blocks are "
+                 "invertible",
+                 L->bs, L->bs, (long long)(bad / L->bs), level, (long long)bad);
+    HK_TRY(hk_vec_create(be, L->n * L->bs, pc->prec, &L->Dinv));
+    HK_TRY(be->vec_convert(L->Dinv, D));
+    if (D64) {
+        *D64 = D;
+        D = NULL;
+    }
+fail:
+    hk_vec_destroy(D);
+    return ierr;
+}
+
+static int l1_scaling(hk_pc *pc, const hk_bmat *A, int level, amg_level *L)
+{
+    const hk_backend_ops *be = pc->be;
+    int ierr = 0;
+    int64_t bad = -1;
+    hk_vec *D = NULL;
+    HK_CALL(need_op(be, (const void *)be->amg_l1_diag, "amg_l1_diag"));
+    HK_CALL(hk_vec_create(be, L->n, HK_FP64, &D));
+    HK_TRY(be->amg_l1_diag(A, D, &bad));
+    HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                 "pc=amg: scalar row %lld of level %d has a non-positive l1 row sum (diagonal "
+                 "not positive); use pc.amg.smoother=chebyshev or check that the matrix is SPD",
+                 (long long)bad, level);
+    HK_TRY(hk_vec_create(be, L->n, pc->prec, &L->l1));
+    HK_TRY(be->vec_convert(L->l1, D));
+fail:
+    hk_vec_destroy(D);
+    return ierr;
+}
+
+/* A backend matrix of the rectangular-block M with 1 x 1 blocks, in scalar csr. */
+static int transfer_matrix(hk_pc *pc, const hk_bmat *M, hk_mat **out)
+{
+    hk_bmat S = {0};
+    HK_CALL(pc->be->bmat_expand(M, &S));
+    int ierr = hk_mat_create_bmat(&S, HK_FMT_CSR, pc->prec, NULL, out);
+    hk_bmat_free(&S);
+    return ierr;
+}
+
+static int level_vectors(hk_pc *pc, amg_data *d, int l)
+{
+    amg_level *L = &d->lev[l];
+    const hk_backend_ops *be = pc->be;
+    HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->r));
+    HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->t));
+    HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->d));
+    if (l > 0) {
+        HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->b));
+        HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->x));
+        if (d->cycle == 1) {
+            HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->w));
+            HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->e));
+        }
+    }
+    return 0;
+}
+
+static void amg_destroy(hk_pc *pc)
+{
+    amg_data *d = pc->data;
+    for (int l = 0; l < AMG_MAX_LEVELS; l++) {
+        amg_level *L = &d->lev[l];
+        if (L->A_owned) hk_mat_destroy(L->A);
+        hk_mat_destroy(L->P);
+        hk_mat_destroy(L->R);
+        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            hk_vec_destroy(v[i]);
+    }
+    hk_vec_destroy(d->Minv);
+    free(d);
+    pc->data = NULL;
+}
+
+static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_given)
+{
+    const char *fmtname = NULL;
+    d->threshold = 0.02;
+    d->omega = 4.0 / 3.0;
+    d->ratio = 30;
+    d->safety = 1.1;
+    d->max_levels = 10;
+    d->coarse_size = 1000;
+    d->smoother = SMOOTHER_CHEBYSHEV;
+    d->degree = 2;
+    d->pre = d->post = 1;
+    d->cycle = 0;
+    d->lanczos = 10;
+    HK_CALL(hk_options_get_double(o, "pc.amg.threshold", &d->threshold));
+    HK_CALL(hk_options_get_double(o, "pc.amg.omega", &d->omega));
+    HK_CALL(hk_options_get_double(o, "pc.amg.ratio", &d->ratio));
+    HK_CALL(hk_options_get_double(o, "pc.amg.safety", &d->safety));
+    HK_CALL(hk_options_get_int(o, "pc.amg.max_levels", &d->max_levels));
+    HK_CALL(hk_options_get_int(o, "pc.amg.coarse_size", &d->coarse_size));
+    HK_CALL(hk_options_get_choice(o, "pc.amg.smoother", smoother_names, &d->smoother));
+    HK_CALL(hk_options_get_int(o, "pc.amg.degree", &d->degree));
+    HK_CALL(hk_options_get_int(o, "pc.amg.pre", &d->pre));
+    HK_CALL(hk_options_get_int(o, "pc.amg.post", &d->post));
+    HK_CALL(hk_options_get_choice(o, "pc.amg.cycle", cycle_names, &d->cycle));
+    HK_CALL(hk_options_get_int(o, "pc.amg.lanczos", &d->lanczos));
+    HK_CALL(hk_options_get_string(o, "pc.amg.format", &fmtname));
+    HK_CHECK(d->threshold >= 0 && d->threshold < 1, HK_ERR_OPTION,
+             "option pc.amg.threshold=%g is out of range; use 0 <= threshold < 1 (default 0.02)",
+             d->threshold);
+    HK_CHECK(d->omega >= 0 && d->omega <= 2, HK_ERR_OPTION,
+             "option pc.amg.omega=%g is out of range; use 0..2 (default 4/3; 0: unsmoothed "
+             "aggregation)",
+             d->omega);
+    HK_CHECK(d->ratio > 1 && d->ratio <= 1000, HK_ERR_OPTION,
+             "option pc.amg.ratio=%g is out of range; use 1 < ratio <= 1000 (default 30)",
+             d->ratio);
+    HK_CHECK(d->safety >= 1 && d->safety <= 2, HK_ERR_OPTION,
+             "option pc.amg.safety=%g is out of range; use 1..2 (default 1.1)", d->safety);
+    HK_CHECK(d->max_levels >= 1 && d->max_levels <= AMG_MAX_LEVELS, HK_ERR_OPTION,
+             "option pc.amg.max_levels=%d is out of range; use 1..%d (default 10)",
+             d->max_levels, AMG_MAX_LEVELS);
+    HK_CHECK(d->coarse_size >= 1 && d->coarse_size <= AMG_MAX_COARSE, HK_ERR_OPTION,
+             "option pc.amg.coarse_size=%d is out of range; use 1..%d (default 1000)",
+             d->coarse_size, AMG_MAX_COARSE);
+    HK_CHECK(d->degree >= 1 && d->degree <= 10, HK_ERR_OPTION,
+             "option pc.amg.degree=%d is out of range; use 1..10 (default 2)", d->degree);
+    HK_CHECK(d->pre >= 0 && d->pre <= 10, HK_ERR_OPTION,
+             "option pc.amg.pre=%d is out of range; use 0..10 (default 1)", d->pre);
+    HK_CHECK(d->post >= 0 && d->post <= 10, HK_ERR_OPTION,
+             "option pc.amg.post=%d is out of range; use 0..10 (default 1)", d->post);
+    HK_CHECK(d->pre + d->post >= 1, HK_ERR_OPTION,
+             "options pc.amg.pre=0 and pc.amg.post=0 leave the cycle without a smoother; use "
+             "at least one sweep (default 1 and 1)");
+    HK_CHECK(d->lanczos >= 2 && d->lanczos <= 60, HK_ERR_OPTION,
+             "option pc.amg.lanczos=%d is out of range; use 2..60 (default 10)", d->lanczos);
+    *fmt_given = fmtname != NULL;
+    if (fmtname) {
+        int ierr = hk_format_from_name(fmtname, fmt);
+        HK_CHECK(!ierr, HK_ERR_OPTION,
+                 "option pc.amg.format=%s is not a format; use csr, bsr, ell, sell, bell, "
+                 "sbell, cusparse-csr or cusparse-bsr (default: the operator's format)",
+                 fmtname);
+    }
+    return 0;
+}
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    const hk_backend_ops *be = pc->be;
+    int ierr = 0, fmt_given = 0;
+    amg_data *d = NULL;
+    hk_format fmt = A ? A->fmt : HK_FMT_CSR;
+    hk_bmat Acur = {0}, Anext = {0}, T = {0}, AT = {0}, P = {0}, R = {0}, AP = {0};
+    hk_graph S = {0};
+    hk_vec *D64 = NULL;
+    int32_t *agg = NULL;
+    double *B = NULL, *Bc = NULL;
+    const double t_start = now_synced(be);
+    double t0;
+
+    HK_CALL(hk_calloc(1, sizeof *d, &d));
+    pc->data = d; /* hk_pc_destroy cleans up on failure */
+    HK_CALL(read_options(d, o, &fmt, &fmt_given));
+    HK_CALL(need_op(be, (const void *)be->bmat_diag, "bmat_diag"));
+    HK_CALL(need_op(be, (const void *)be->dense_inverse, "dense_inverse"));
+    HK_CALL(need_op(be, (const void *)be->dense_gemv, "dense_gemv"));
+    HK_CHECK(K->br <= AMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
+             AMG_MAX_NNS);
+    { /* every scalar diagonal entry of K positive (an SPD matrix; supports as unit rows) */
+        hk_vec *dg = NULL;
+        int64_t bad = -1;
+        HK_CALL(hk_vec_create(be, pc->n, HK_FP64, &dg));
+        ierr = be->bmat_diag(K, HK_DIAG_INV, dg, &bad);
+        hk_vec_destroy(dg);
+        HK_CALL(ierr);
+        HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+                 "pc=amg: row %lld has a diagonal entry that is not positive; pc=amg needs an "
+                 "SPD matrix (supports kept as unit rows) - check the assembly, or use "
+                 "pc=ilu0 with method=gmres for other matrices",
+                 (long long)bad);
+    }
+    HK_CALL(nearnull_build(pc, d, K, &B));
+
+    const hk_bmat *Al = K; /* the current level's operator (level 0: K, not owned) */
+    int l = 0;
+    for (;; l++) {
+        amg_level *L = &d->lev[l];
+        L->bs = Al->br;
+        L->n = Al->nbrows * Al->br;
+        L->nnz = Al->nnzb * Al->br * Al->bc;
+        d->st.rows[l] = L->n;
+        d->st.nnz[l] = L->nnz;
+        d->st.bs[l] = L->bs;
+        /* the level's operator for SpMV in pc->prec */
+        t0 = now_synced(be);
+        if (l == 0 && !fmt_given) {
+            HK_TRY(hk_pc_operator(pc, K, A, &L->A, &L->A_owned));
+        } else {
+            HK_TRY(hk_mat_create_bmat(Al, fmt, pc->prec, NULL, &L->A));
+            L->A_owned = 1;
+        }
+        d->st.t_matrices += now_synced(be) - t0;
+        HK_TRY(level_vectors(pc, d, l));
+
+        const int last = l + 1 >= d->max_levels || L->n <= d->coarse_size;
+        int64_t nagg = 0;
+        if (!last) {
+            HK_TRY(need_op(be, (const void *)be->amg_strength, "amg_strength"));
+            HK_TRY(need_op(be, (const void *)be->amg_aggregate, "amg_aggregate"));
+            HK_TRY(need_op(be, (const void *)be->amg_tentative, "amg_tentative"));
+            t0 = now_synced(be);
+            HK_TRY(be->amg_strength(Al, d->threshold, &S));
+            d->st.t_strength += now_synced(be) - t0;
+            t0 = hk_time();
+            HK_TRY(be->alloc((void **)&agg, (size_t)(Al->nbrows ? Al->nbrows : 1) * sizeof *agg));
+            HK_TRY(be->amg_aggregate(&S, agg, &nagg));
+            hk_graph_free(&S);
+            d->st.t_aggregate += now_synced(be) - t0;
+        }
+        /* coarsening stalls when the next level would keep 90 % of the rows */
+        if (last || nagg == 0 || (double)nagg * d->nns > 0.9 * (double)L->n) {
+            if (agg) be->dealloc(agg);
+            agg = NULL;
+            HK_TRY_CHECK(L->n <= AMG_MAX_COARSE, HK_ERR_NUMERIC,
+                         "pc=amg: coarsening stopped at level %d with %lld rows, too many for "
+                         "the dense coarse solve (at most %d); raise pc.amg.max_levels, or "
+                         "lower pc.amg.threshold (now %g) so that more nodes are aggregated",
+                         l, (long long)L->n, AMG_MAX_COARSE, d->threshold);
+            /* coarsest level: dense inverse */
+            t0 = now_synced(be);
+            int64_t bad = -1;
+            HK_TRY(hk_vec_create(be, L->n * L->n, pc->prec, &d->Minv));
+            HK_TRY(be->dense_inverse(Al, d->Minv, &bad));
+            HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                         "pc=amg: the coarsest matrix (level %d, %lld rows) is singular or not "
+                         "positive definite at row %lld; the near-null space is probably not "
+                         "eliminated by the supports (is the structure fixed against rigid-body "
+                         "motion?), or the matrix is not SPD",
+                         l, (long long)L->n, (long long)bad);
+            d->st.t_coarse += now_synced(be) - t0;
+            break;
+        }
+
+        /* tentative prolongator and the coarse near-null space */
+        t0 = now_synced(be);
+        HK_TRY(be->alloc((void **)&Bc, (size_t)nagg * d->nns * d->nns * sizeof *Bc));
+        HK_TRY(be->amg_tentative(agg, nagg, Al->nbrows, Al->br, d->nns, B, &T, Bc));
+        be->dealloc(agg);
+        agg = NULL;
+        d->st.t_tentative += now_synced(be) - t0;
+
+        /* smoother data and the spectral bound of D^-1 A */
+        t0 = now_synced(be);
+        HK_TRY(block_inverse(pc, Al, l, L, &D64));
+        HK_TRY(spectral_bound(pc, d, L, l));
+        if (d->smoother == SMOOTHER_L1_JACOBI) HK_TRY(l1_scaling(pc, Al, l, L));
+        d->st.rho[l] = L->rho;
+        d->st.t_smoother += now_synced(be) - t0;
+
+        /* P = T - (omega/rho) D^-1 A T */
+        HK_TRY(need_op(be, (const void *)be->bmat_spgemm, "bmat_spgemm"));
+        HK_TRY(need_op(be, (const void *)be->amg_smooth_prolongator, "amg_smooth_prolongator"));
+        HK_TRY(need_op(be, (const void *)be->bmat_transpose, "bmat_transpose"));
+        HK_TRY(need_op(be, (const void *)be->bmat_expand, "bmat_expand"));
+        t0 = now_synced(be);
+        HK_TRY(be->bmat_spgemm(Al, &T, &AT));
+        HK_TRY(be->amg_smooth_prolongator(&AT, &T, D64, d->omega / L->rho, &P));
+        hk_bmat_free(&AT);
+        hk_bmat_free(&T);
+        hk_vec_destroy(D64);
+        D64 = NULL;
+        d->st.t_prolongator += now_synced(be) - t0;
+
+        /* R = P^T, A_c = R (A P) */
+        t0 = now_synced(be);
+        HK_TRY(be->bmat_transpose(&P, &R));
+        HK_TRY(be->bmat_spgemm(Al, &P, &AP));
+        HK_TRY(be->bmat_spgemm(&R, &AP, &Anext));
+        hk_bmat_free(&AP);
+        d->st.t_galerkin += now_synced(be) - t0;
+
+        t0 = now_synced(be);
+        HK_TRY(transfer_matrix(pc, &P, &L->P));
+        HK_TRY(transfer_matrix(pc, &R, &L->R));
+        hk_bmat_free(&P);
+        hk_bmat_free(&R);
+        d->st.t_matrices += now_synced(be) - t0;
+
+        /* next level */
+        hk_bmat_free(&Acur);
+        Acur = Anext;
+        memset(&Anext, 0, sizeof Anext);
+        Al = &Acur;
+        be->dealloc(B);
+        B = Bc;
+        Bc = NULL;
+        HK_TRY_CHECK(l + 1 < AMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
+    }
+    d->nlevels = l + 1;
+    d->st.nlevels = d->nlevels;
+    d->st.nns = d->nns;
+    d->st.nns_kind = d->nns_kind;
+    double tot = 0;
+    for (int j = 0; j < d->nlevels; j++)
+        tot += (double)d->st.nnz[j];
+    d->st.op_complexity = d->st.nnz[0] ? tot / (double)d->st.nnz[0] : 1;
+    d->st.t_total = now_synced(be) - t_start;
+fail:
+    hk_graph_free(&S);
+    hk_bmat_free(&Acur);
+    hk_bmat_free(&Anext);
+    hk_bmat_free(&T);
+    hk_bmat_free(&AT);
+    hk_bmat_free(&P);
+    hk_bmat_free(&R);
+    hk_bmat_free(&AP);
+    hk_vec_destroy(D64);
+    if (agg) be->dealloc(agg);
+    if (B) be->dealloc(B);
+    if (Bc) be->dealloc(Bc);
+    return ierr;
+}
+
+/* ---- apply ------------------------------------------------------------------------------- */
+
+/* One sweep of the level's smoother on A x = b; zero: x is taken as 0 on entry (no SpMV for
+ * the first residual). Every smoother is x += q(D^-1 A) D^-1 (b - A x) for a fixed
+ * polynomial q (l1-jacobi: D = the l1 diagonal), hence A-self-adjoint. */
+static int smooth(hk_pc *pc, amg_data *d, amg_level *L, const hk_vec *b, hk_vec *x, int zero)
+{
+    const hk_backend_ops *be = pc->be;
+    hk_vec *r = L->r, *t = L->t, *dv = L->d;
+    if (zero)
+        HK_CALL(be->vec_copy(r, b));
+    else {
+        HK_CALL(hk_mat_spmv(L->A, x, r));
+        HK_CALL(be->vec_axpby(r, 1.0, b, -1.0));
+    }
+    if (d->smoother == SMOOTHER_L1_JACOBI) {
+        HK_CALL(be->vec_pointwise_mult(t, L->l1, r));
+        return zero ? be->vec_copy(x, t) : be->vec_axpby(x, 1.0, t, 1.0);
+    }
+    HK_CALL(be->bdiag_apply(L->Dinv, L->bs, r, t));
+    if (d->smoother == SMOOTHER_BJACOBI) {
+        const double w = 4.0 / (3.0 * L->rho); /* damps [rho/4, rho] to at most 2/3 */
+        return zero ? be->vec_axpby(x, w, t, 0.0) : be->vec_axpby(x, w, t, 1.0);
+    }
+    /* Chebyshev iteration on [rho/ratio, rho] (Saad, Iterative Methods, Algorithm 12.1) */
+    const double hi = L->rho, lo = hi / d->ratio;
+    const double theta = (hi + lo) / 2, delta = (hi - lo) / 2, sigma = theta / delta;
+    double rho_old = 1 / sigma;
+    HK_CALL(be->vec_axpby(dv, 1 / theta, t, 0.0));
+    HK_CALL(zero ? be->vec_copy(x, dv) : be->vec_axpby(x, 1.0, dv, 1.0));
+    for (int k = 1; k < d->degree; k++) {
+        HK_CALL(hk_mat_spmv(L->A, dv, t));
+        HK_CALL(be->vec_axpby(r, -1.0, t, 1.0)); /* r = b - A x */
+        HK_CALL(be->bdiag_apply(L->Dinv, L->bs, r, t));
+        const double rho_new = 1 / (2 * sigma - rho_old);
+        HK_CALL(be->vec_axpby(dv, 2 * rho_new / delta, t, rho_new * rho_old));
+        HK_CALL(be->vec_axpby(x, 1.0, dv, 1.0));
+        rho_old = rho_new;
+    }
+    return 0;
+}
+
+/* x = M_l^-1 b on level l (x overwritten). */
+static int cycle(hk_pc *pc, amg_data *d, int l, const hk_vec *b, hk_vec *x)
+{
+    const hk_backend_ops *be = pc->be;
+    amg_level *L = &d->lev[l];
+    if (l == d->nlevels - 1) return be->dense_gemv(d->Minv, b, x);
+    amg_level *C = &d->lev[l + 1];
+    for (int s = 0; s < d->pre; s++)
+        HK_CALL(smooth(pc, d, L, b, x, s == 0));
+    if (d->pre == 0) HK_CALL(be->vec_set(x, 0.0));
+    /* coarse-grid correction */
+    HK_CALL(hk_mat_spmv(L->A, x, L->r));
+    HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
+    HK_CALL(hk_mat_spmv(L->R, L->r, C->b));
+    HK_CALL(cycle(pc, d, l + 1, C->b, C->x));
+    if (d->cycle == 1 && l + 1 < d->nlevels - 1) { /* W: a second visit on the residual */
+        HK_CALL(hk_mat_spmv(C->A, C->x, C->w));
+        HK_CALL(be->vec_axpby(C->w, 1.0, C->b, -1.0));
+        HK_CALL(cycle(pc, d, l + 1, C->w, C->e));
+        HK_CALL(be->vec_axpby(C->x, 1.0, C->e, 1.0));
+    }
+    HK_CALL(hk_mat_spmv(L->P, C->x, L->t));
+    HK_CALL(be->vec_axpby(x, 1.0, L->t, 1.0));
+    for (int s = 0; s < d->post; s++)
+        HK_CALL(smooth(pc, d, L, b, x, 0));
+    return 0;
+}
+
+static int amg_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
+{
+    return cycle(pc, pc->data, 0, r, z);
+}
+
+/* ---- introspection ----------------------------------------------------------------------- */
+
+int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st)
+{
+    HK_CHECK(pc && pc->type == &hk_pc_amg && pc->data, HK_ERR_ARG,
+             "hk_pc_amg_info: not an amg preconditioner");
+    *st = ((const amg_data *)pc->data)->st;
+    return 0;
+}
+
+/* "681k" style row counts. */
+static void short_count(int64_t n, char *buf, size_t len)
+{
+    if (n >= 10000000)
+        snprintf(buf, len, "%.0fM", n / 1e6);
+    else if (n >= 1000000)
+        snprintf(buf, len, "%.1fM", n / 1e6);
+    else if (n >= 10000)
+        snprintf(buf, len, "%.0fk", n / 1e3);
+    else if (n >= 1000)
+        snprintf(buf, len, "%.1fk", n / 1e3);
+    else
+        snprintf(buf, len, "%lld", (long long)n);
+}
+
+static void amg_describe(const hk_pc *pc, char *buf, size_t len)
+{
+    const amg_data *d = pc->data;
+    size_t k = (size_t)snprintf(buf, len, "%d level%s: ", d->nlevels, d->nlevels == 1 ? "" : "s");
+    for (int l = 0; l < d->nlevels && k < len; l++) {
+        char c[32];
+        short_count(d->st.rows[l], c, sizeof c);
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", l ? ", " : "", c);
+    }
+    if (k < len)
+        snprintf(buf + k, len - k, " rows; operator complexity %.2f; %d %s; %s, %s-cycle",
+                 d->st.op_complexity, d->nns, d->nns_kind, smoother_names[d->smoother],
+                 d->cycle ? "W" : "V");
+}
+
+const hk_pc_type hk_pc_amg = {
+    .name = "amg",
+    .summary = "smoothed-aggregation multigrid with the rigid-body modes (elasticity, Poisson)",
+    .options = "pc.amg.threshold pc.amg.max_levels pc.amg.coarse_size pc.amg.smoother "
+               "pc.amg.degree pc.amg.pre pc.amg.post pc.amg.cycle pc.amg.format pc.amg.omega "
+               "pc.amg.ratio pc.amg.safety pc.amg.lanczos",
+    .symmetric = 1,
+    .setup = amg_setup,
+    .apply = amg_apply,
+    .destroy = amg_destroy,
+    .describe = amg_describe,
+};
