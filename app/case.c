@@ -360,10 +360,51 @@ static int read_generate(ctx *x, struct fy_node *g, int quad, int order, int inc
     return 0;
 }
 
+/* A Gmsh algorithm by name (geometry.algorithm2d / algorithm3d): its Gmsh number in *out. */
+static int parse_algorithm(ctx *x, struct fy_node *n, const char *what, const char *const *names,
+                           const int *numbers, int *out)
+{
+    const char *s = scalar(n);
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(s, names[i])) {
+            *out = numbers[i];
+            return 0;
+        }
+    char hint[512];
+    key_hint(s ? s : "", names, hint, sizeof hint);
+    return err_at(x, n, "unknown %s '%s'; %s", what, s ? s : "?", hint);
+}
+
+/* geometry.threads, geometry.algorithm2d, geometry.algorithm3d: how Gmsh meshes. */
+static int read_meshing_speed(ctx *x, struct fy_node *g)
+{
+    static const char *const n2[] = {"meshadapt", "automatic", "delaunay",         "frontal",
+                                     "bamg",      "packing",   "quasi_structured", NULL};
+    static const int v2[] = {1, 2, 5, 6, 7, 9, 11};
+    static const char *const n3[] = {"delaunay", "frontal", "mmg3d", "rtree", "hxt", NULL};
+    static const int v3[] = {1, 4, 7, 9, 10};
+    hk_case *c = x->c;
+    struct fy_node *n;
+    if ((n = lookup(g, "threads"))) {
+        HK_CALL(parse_int(x, n, "geometry.threads", &c->mesh.threads));
+        if (c->mesh.threads < 0 || c->mesh.threads > 4096)
+            return err_at(x, n,
+                          "geometry.threads must be 0 (every core) or a thread count up to 4096, "
+                          "got %d",
+                          c->mesh.threads);
+    }
+    if ((n = lookup(g, "algorithm2d")))
+        HK_CALL(parse_algorithm(x, n, "geometry.algorithm2d", n2, v2, &c->mesh.algorithm2d));
+    if ((n = lookup(g, "algorithm3d")))
+        HK_CALL(parse_algorithm(x, n, "geometry.algorithm3d", n3, v3, &c->mesh.algorithm3d));
+    return 0;
+}
+
 static int read_geometry(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"file", "generate",   "size",     "order",
-                                       "quad", "incomplete", "renumber", NULL};
+    static const char *const keys[] = {"file",        "generate",   "size",     "order",
+                                       "quad",        "incomplete", "renumber", "threads",
+                                       "algorithm2d", "algorithm3d", NULL};
     hk_case *c = x->c;
     struct fy_node *g = lookup(root, "geometry");
     if (!g)
@@ -396,6 +437,7 @@ static int read_geometry(ctx *x, struct fy_node *root)
         HK_CALL(parse_bool(x, n, "geometry.incomplete", &c->mesh.incomplete));
     if ((n = lookup(g, "renumber")))
         HK_CALL(parse_bool(x, n, "geometry.renumber", &c->mesh.renumber));
+    HK_CALL(read_meshing_speed(x, g));
     if (file) {
         c->generate = 0;
         c->mesh.quad = quad > 0;
@@ -834,9 +876,34 @@ static int read_solver(ctx *x, struct fy_node *root)
     return read_solver_map(x, s, "");
 }
 
+/* output.matrix, output.rhs, output.coordinates: Matrix Market files of the system. */
+static int read_output_system(ctx *x, struct fy_node *o)
+{
+    static const char *const key[] = {"matrix", "rhs", "coordinates"};
+    hk_case *c = x->c;
+    char *dst[] = {c->matrix_file, c->rhs_file, c->coords_file};
+    for (int i = 0; i < 3; i++) {
+        struct fy_node *n = lookup(o, key[i]);
+        if (!n) continue;
+        char what[32];
+        snprintf(what, sizeof what, "output.%s", key[i]);
+        HK_CALL(resolve_path(x, n, what, dst[i]));
+        size_t l = strlen(dst[i]);
+        if (l < 4 || strcmp(dst[i] + l - 4, ".mtx"))
+            return err_at(x, n, "%s must end in .mtx (Matrix Market), like %s: %s.mtx", what,
+                          key[i], i == 0 ? "K" : i == 1 ? "f" : "xyz");
+        if (i == 1 && c->nloadcases)
+            return err_at(x, n,
+                          "output.rhs holds one right-hand side; with load_cases, move the "
+                          "loads of one case to loads: to export its right-hand side");
+    }
+    return 0;
+}
+
 static int read_output(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"file", "fields", "compress", "ascii", NULL};
+    static const char *const keys[] = {"file",   "fields", "compress",    "ascii",
+                                       "matrix", "rhs",    "coordinates", NULL};
     static const char *const fnames[] = {"displacement", "strain",   "stress",      "von_mises",
                                          "principal",    "reaction", "cell_stress", NULL};
     hk_case *c = x->c;
@@ -857,6 +924,7 @@ static int read_output(ctx *x, struct fy_node *root)
             return err_at(x, n,
                           "output.file must end in .vtu (VTK unstructured grid for ParaView)");
     }
+    HK_CALL(read_output_system(x, o));
     if ((n = lookup(o, "compress"))) HK_CALL(parse_bool(x, n, "output.compress", &c->compress));
     if ((n = lookup(o, "ascii"))) HK_CALL(parse_bool(x, n, "output.ascii", &c->ascii));
     if ((n = lookup(o, "fields"))) {

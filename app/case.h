@@ -111,6 +111,9 @@ typedef struct hk_case {
     char output[HK_CASE_PATH]; /* resolved .vtu path */
     unsigned fields;           /* HK_FIELD_* bits */
     int compress, ascii;
+    /* the assembled system in Matrix Market ("" when not asked for): K, its right-hand side
+     * and the node coordinates (output.matrix, output.rhs, output.coordinates) */
+    char matrix_file[HK_CASE_PATH], rhs_file[HK_CASE_PATH], coords_file[HK_CASE_PATH];
 
     int nsets; /* the --set words, kept for messages */
     char (*sets)[512];
@@ -162,6 +165,12 @@ typedef struct hk_run_loadcase {
     char output[HK_CASE_PATH]; /* the .vtu hk_run_write wrote */
 } hk_run_loadcase;
 
+/* The memory guard's estimates (app/run_memory.c), bytes; 0 where not estimated. */
+typedef struct hk_run_memory {
+    double estimated_cells; /* before meshing: the lower bound from volume and size */
+    double host_estimate, host_available, device_estimate, device_available;
+} hk_run_memory;
+
 typedef struct hk_run {
     hk_mesh mesh;
     hk_case_model model;
@@ -173,6 +182,8 @@ typedef struct hk_run {
     char backend[32];
     int converged;
     double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
+    double t_export; /* writing output.matrix / rhs / coordinates (part of t_output) */
+    hk_run_memory mem;
     char output[HK_CASE_PATH]; /* what hk_run_write wrote (the .pvd with load cases) */
     /* With load cases (c->nloadcases > 0): one result per case, in the case file's order;
      * u, fields and res above stay empty, sys holds K and the first case's right-hand side. */
@@ -195,6 +206,23 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords);
  * case next to path and <stem>.pvd listing them, one timestep per case. */
 int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);
 void hk_run_free(hk_run *r);
+/* Write the assembled system the case asks for (output.matrix, output.rhs,
+ * output.coordinates; app/run_export.c): K and f as hk_system holds them (prescribed dofs
+ * eliminated symmetrically, so that K u = f gives the run's displacements), the coordinates
+ * as an nnodes x 3 array. Sets r->t_export. Nothing to do: returns 0. */
+int hk_run_export_system(const hk_case *c, hk_run *r);
+/* The memory guard: before meshing (from the geometry's volume and geometry.size; nothing
+ * to do without a size or for a .msh) and before assembly (from the mesh's counts). backend:
+ * the run's --backend (NULL: the device is checked when there is one). Refuses with
+ * HK_ERR_MEMORY and one sentence naming the estimate, what is available and the key. */
+int hk_run_memory_check_geometry(const hk_case *c, const char *backend, hk_run_memory *mem);
+int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,
+                             hk_run_memory *mem);
+/* Peak resident size of this process so far (getrusage), bytes. */
+double hk_run_peak_host_bytes(void);
+/* The summary's memory line, and its JSON member (",\n  \"memory\": {...}"). */
+void hk_run_print_memory(const hk_run *r, FILE *f);
+void hk_run_print_memory_json(const hk_run *r, FILE *f);
 
 /* The summary: a readable table, or JSON. */
 void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);

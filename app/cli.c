@@ -15,6 +15,7 @@ static void usage(FILE *f)
                "usage: hooke <command> [options]\n\n"
                "commands:\n"
                "  run CASE.yaml     mesh, assemble, solve and write VTU for ParaView\n"
+               "  mesh CASE.yaml    mesh the case's geometry once and write a .msh to reuse\n"
                "  solve A.mtx       solve a Matrix Market system with any method/preconditioner\n"
                "  bench [WHAT]      benchmarks against their baselines (spmv, solvers, assembly)\n"
                "  info              backends, devices and what was built in\n\n"
@@ -51,10 +52,11 @@ int hk_app_main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "run")) return hk_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "mesh")) return hk_cmd_mesh(argc - 1, argv + 1);
     if (!strcmp(cmd, "solve")) return hk_cmd_solve(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return hk_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return hk_cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "hooke: unknown command '%s'; the commands are run, solve, bench, info "
+    fprintf(stderr, "hooke: unknown command '%s'; the commands are run, mesh, solve, bench, info "
                     "(hooke --help)\n", cmd);
     return 2;
 }

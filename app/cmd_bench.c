@@ -28,6 +28,8 @@ static const bench_cmd bench_cmds[] = {
     {"solvers", "every method x jacobi/poly x double/mixed to 1e-8, vs the CPU", hk_bench_solvers},
     {"pcs", "every preconditioner: set-up, apply, time to 1e-8 on assembled cases, vs the CPU",
      hk_bench_pcs},
+    {"app", "the bracket end to end: every stage, peak memory, vs the single-thread mesher",
+     hk_bench_app},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 

@@ -187,6 +187,7 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
 
     /* mesh */
     t = hk_time();
+    HK_TRY(hk_run_memory_check_geometry(c, o->backend, &r->mem));
     if (c->generate) {
         stage(L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
               c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
@@ -205,12 +206,19 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
         hk_mesh_options mo = c->mesh;
         mo.verbose = o->verbose;
         HK_TRY(hk_mesh_load(c->geo_file, &mo, &r->mesh));
+        if (*hk_mesh_load_notes()) stage(L, "meshing: %s", hk_mesh_load_notes());
     }
     r->t_mesh = hk_time() - t;
     char types[128];
     element_types(&r->mesh, types, sizeof types);
     stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
           (long long)r->mesh.cells.n, types, r->t_mesh);
+
+    HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, &r->mem));
+    if (r->mem.host_estimate > 0)
+        stage(L, "memory: about %.0f MB of host memory needed (%.0f MB available)%s",
+              r->mem.host_estimate / 1e6, r->mem.host_available / 1e6,
+              r->mem.device_estimate > 0 ? ", device checked too" : "");
 
     /* model and assembly */
     HK_TRY(hk_case_bind(c, &r->mesh, &r->model));
@@ -241,6 +249,12 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
         r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
     stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
           (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
+    if (c->matrix_file[0] || c->rhs_file[0] || c->coords_file[0]) {
+        HK_TRY(hk_run_export_system(c, r));
+        stage(L, "output: the system in Matrix Market%s%s%s%s%s%s in %.2f s",
+              c->matrix_file[0] ? ", " : "", c->matrix_file, c->rhs_file[0] ? ", " : "",
+              c->rhs_file, c->coords_file[0] ? ", " : "", c->coords_file, r->t_export);
+    }
 fail:
     return ierr;
 }
@@ -430,7 +444,7 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     HK_CALL(make_parent_dirs(path));
     if (r->nlc) {
         double t = hk_time();
-        r->t_output = 0;
+        r->t_output = r->t_export;
         int ierr = write_loadcases(c, r, path, &L);
         r->t_total += hk_time() - t;
         return ierr;
@@ -440,6 +454,7 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     HK_CALL(write_fields(c, &r->mesh, &r->fields, path));
     r->t_output = hk_time() - t;
     r->t_total += r->t_output;
+    r->t_output += r->t_export; /* already in t_total */
     stage(&L, "output: %s in %.2f s", path, r->t_output);
     return 0;
 }
@@ -506,6 +521,7 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
             "postproc %.2f s, output %.2f s, total %.2f s\n",
             r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post, r->t_output, r->t_total);
     if (r->output[0]) fprintf(f, "  output         %s\n", r->output);
+    hk_run_print_memory(r, f);
 }
 
 static void json_string(FILE *f, const char *s)
@@ -594,12 +610,14 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
         }
         fprintf(f, "\n  ]");
     }
+    hk_run_print_memory_json(r, f);
     fprintf(
         f,
         ",\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
-        "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"total\": %.4f},\n  \"output\": ",
+        "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"export\": %.4f, "
+        "\"total\": %.4f},\n  \"output\": ",
         r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
-        r->t_output, r->t_total);
+        r->t_output, r->t_export, r->t_total);
     json_string(f, r->output);
     fprintf(f, "\n}\n");
 }

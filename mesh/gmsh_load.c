@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <omp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -243,6 +244,63 @@ static int set_option(const char *path, const char *name, const char *alt, doubl
     return 0;
 }
 
+/* What hk_mesh_load changed from the options (hk_mesh_load_notes). */
+static char load_notes[1024];
+
+static void add_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void add_note(const char *fmt, ...)
+{
+    size_t n = strlen(load_notes);
+    if (n + 3 >= sizeof load_notes) return;
+    if (n) n += (size_t)snprintf(load_notes + n, sizeof load_notes - n, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(load_notes + n, sizeof load_notes - n, fmt, ap);
+    va_end(ap);
+}
+
+/* An option that only speeds meshing up: when this Gmsh lacks it, say so and go on. */
+static int set_option_soft(const char *name, double v, const char *without)
+{
+    int gerr = 0;
+    gmshOptionSetNumber(name, v, &gerr);
+    if (gerr) add_note("Gmsh " GMSH_API_VERSION " has no option %s = %g; %s", name, v, without);
+    return !gerr;
+}
+
+static const char *algo2d_name(int a)
+{
+    static const char *const n[] = {"?",        "meshadapt", "automatic",  "initial",
+                                    "?",        "delaunay",  "frontal",    "bamg",
+                                    "frontal_quads", "packing", "?", "quasi_structured"};
+    return a >= 0 && a < (int)(sizeof n / sizeof *n) ? n[a] : "?";
+}
+
+/* Threads and algorithms (docs/geometry.md, "Meshing speed"): HXT for volumes (3 to 10 times
+ * faster than Gmsh's default Delaunay on the bracket, and parallel); surfaces with the file's
+ * or Gmsh's default algorithm (Frontal-Delaunay: as fast as Delaunay there, better shaped). */
+static void set_meshing_speed(const hk_mesh_options *opt, int gdim, int *algo3d)
+{
+    int nt = opt->threads > 0 ? opt->threads : omp_get_num_procs();
+    if (nt < 1) nt = 1;
+    if (set_option_soft("General.NumThreads", nt, "meshing on one thread")) {
+        static const char *const per_dim[] = {"Mesh.MaxNumThreads1D", "Mesh.MaxNumThreads2D",
+                                              "Mesh.MaxNumThreads3D"};
+        for (int d = 0; d < 3; d++)
+            set_option_soft(per_dim[d], nt, "General.NumThreads applies");
+    }
+    if (opt->algorithm2d && !set_option_soft("Mesh.Algorithm", opt->algorithm2d,
+                                              "Gmsh's default surface mesher"))
+        add_note("surface algorithm %s not used", algo2d_name(opt->algorithm2d));
+    *algo3d = opt->algorithm3d ? opt->algorithm3d : 10;
+    if (gdim == 3 && !set_option_soft("Mesh.Algorithm3D", *algo3d, "Gmsh's default Delaunay"))
+        *algo3d = 1;
+}
+
 static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh *m)
 {
     int ierr = 0, initialized = 0, threads = omp_get_max_threads();
@@ -297,7 +355,20 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             else
                 HK_TRY(set_option(path, "Mesh.SubdivisionAlgorithm", NULL, 2));
         }
-        GMSH_TRY(HK_ERR_MODEL, "mesh", gmshModelMeshGenerate(gdim, &gerr_));
+        int algo3d = 1;
+        set_meshing_speed(opt, gdim, &algo3d);
+        int gerr = 0;
+        gmshModelMeshGenerate(gdim, &gerr);
+        if (gerr && gdim == 3 && algo3d == 10 && !opt->algorithm3d) {
+            /* a Gmsh built without HXT, or HXT failing on this geometry: Delaunay */
+            add_note("HXT could not mesh the volume (%s); meshed with Delaunay instead",
+                     gmsh_last_error());
+            gmshModelMeshClear(NULL, 0, &gerr);
+            gerr = 0;
+            set_option_soft("Mesh.Algorithm3D", 1, "");
+            gmshModelMeshGenerate(gdim, &gerr);
+        }
+        GMSH_TRY(HK_ERR_MODEL, "mesh", gerr_ = gerr);
         if (opt->order)
             GMSH_TRY(HK_ERR_MODEL, "raise the element order of",
                      gmshModelMeshSetOrder(opt->order, &gerr_));
@@ -409,15 +480,25 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         b++;
     }
 
-    /* keep the nodes of the cells only, numbered in Gmsh's node order */
+    /* keep the nodes of the cells only, numbered in Gmsh's node order (meshed geometry) or in
+     * the order of their tags (a mesh file: the file's own numbering, so that a mesh written
+     * by hk_mesh_write_msh comes back numbered as it was) */
     HK_TRY(hk_malloc(nntag * sizeof *newid, &newid));
     for (size_t i = 0; i < nntag; i++)
         newid[i] = -1;
     for (int64_t k = 0; k < cells.e.ptr[cells.e.n]; k++)
         newid[cells.e.nodes[k]] = 0;
     int64_t nn = 0;
-    for (size_t i = 0; i < nntag; i++)
-        if (!newid[i]) newid[i] = (int32_t)nn++;
+    if (kind == 0 && tm.dense) {
+        for (size_t t = 0; t <= tm.maxtag; t++)
+            if (tm.dense[t] >= 0 && !newid[tm.dense[t]]) newid[tm.dense[t]] = (int32_t)nn++;
+    } else if (kind == 0) {
+        for (size_t k = 0; k < nntag; k++)
+            if (!newid[tm.sorted_idx[k]]) newid[tm.sorted_idx[k]] = (int32_t)nn++;
+    } else {
+        for (size_t i = 0; i < nntag; i++)
+            if (!newid[i]) newid[i] = (int32_t)nn++;
+    }
     m->dim = gdim;
     m->nnodes = nn;
     HK_TRY(hk_malloc((size_t)(3 * nn) * sizeof *m->coords, &m->coords));
@@ -485,7 +566,12 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         b++;
     }
 
-    hk_mesh_fix_orientation(m);
+    int64_t nflip = hk_mesh_fix_orientation(m);
+    /* Gmsh's volume elements come out positively oriented: a flipped one is a tangled mesh */
+    if (kind == 1 && gdim == 3 && nflip)
+        add_note("%lld volume elements came out of Gmsh inverted and were flipped; the mesh may "
+                 "be tangled (try geometry.algorithm3d: delaunay)",
+                 (long long)nflip);
     HK_TRY(hk_mesh_orient_facets(m));
     if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
 
@@ -516,9 +602,74 @@ fail:
 }
 #endif /* HOOKE_HAVE_GMSH */
 
+#ifdef HOOKE_HAVE_GMSH
+/* OpenCASCADE's mass of each entity of the model dimension, or its bounding box where the
+ * entity is not OpenCASCADE's (the built-in kernel). */
+static int measure_gmsh(const char *path, int *dim, double *measure)
+{
+    int ierr = 0, *ent = NULL;
+    size_t nent = 0;
+#if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 9)
+    GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
+#else
+    GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, &gerr_));
+#endif
+    crash_guard_on(path);
+    HK_TRY(set_option(path, "General.Terminal", NULL, 0));
+    GMSH_TRY(HK_ERR_PARSE, "read", gmshOpen(path, &gerr_));
+    GMSH_TRY(HK_ERR_PARSE, "find the dimension of", *dim = gmshModelGetDimension(&gerr_));
+    GMSH_TRY(HK_ERR_PARSE, "list the entities of", gmshModelGetEntities(&ent, &nent, *dim, &gerr_));
+    *measure = 0;
+    for (size_t k = 0; k < nent / 2; k++) {
+        double v = 0, b[6];
+        int gerr = 0;
+        gmshModelOccGetMass(*dim, ent[2 * k + 1], &v, &gerr);
+        if (gerr || !(v > 0)) {
+            gerr = 0;
+            gmshModelGetBoundingBox(*dim, ent[2 * k + 1], b, b + 1, b + 2, b + 3, b + 4, b + 5,
+                                    &gerr);
+            v = gerr ? 0 : (b[3] - b[0]) * (b[4] - b[1]) * (*dim == 3 ? b[5] - b[2] : 1);
+        }
+        if (v > 0 && isfinite(v)) *measure += v;
+    }
+fail:
+    {
+        int gerr = 0;
+        gmshFinalize(&gerr);
+        crash_guard_off();
+    }
+    gmshFree(ent);
+    return ierr;
+}
+#endif
+
+int hk_mesh_geometry_measure(const char *path, int *dim, double *measure)
+{
+    HK_CHECK(path && dim && measure, HK_ERR_ARG, "hk_mesh_geometry_measure: NULL argument");
+    *dim = 0, *measure = 0;
+    if (file_kind(path) != 1) return 0; /* a mesh file: nothing to estimate before reading */
+#ifdef HOOKE_HAVE_GMSH
+    int threads = omp_get_max_threads();
+    int ierr = measure_gmsh(path, dim, measure);
+    omp_set_num_threads(threads);
+    return ierr;
+#else
+    return 0;
+#endif
+}
+
+const char *hk_mesh_load_notes(void)
+{
+#ifdef HOOKE_HAVE_GMSH
+    return load_notes;
+#else
+    return "";
+#endif
+}
+
 int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
 {
-    static const hk_mesh_options defaults = {0, 0, 0, 0, 0, 0};
+    static const hk_mesh_options defaults = {0};
     HK_CHECK(m, HK_ERR_ARG, "hk_mesh_load: the output mesh is NULL");
     memset(m, 0, sizeof *m);
     HK_CHECK(path && *path, HK_ERR_ARG, "hk_mesh_load: no mesh file given");
@@ -548,6 +699,7 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
              "Gmsh (format msh22 or msh41)",
              path);
 #ifdef HOOKE_HAVE_GMSH
+    load_notes[0] = 0;
     return load_gmsh(path, kind, opt, m);
 #else
     return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,

@@ -341,8 +341,10 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         }
     }
 
-    /* nodal averages, invariants, maxima */
-    out->max_u = 0, out->max_von_mises = 0;
+    /* nodal averages, invariants, maxima: node by node on every thread (a max does not
+     * depend on the order it is taken in) */
+    double max_u = 0, max_vm = 0;
+#pragma omp parallel for schedule(static) reduction(max : max_u, max_vm)
     for (int64_t i = 0; i < nn; i++) {
         if (count[i] > 0)
             for (int k = 0; k < 6; k++) {
@@ -353,11 +355,13 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         hk_pp_principal(out->stress + 6 * i, out->principal + 3 * i);
         const double *ui = out->u + 3 * i;
         double un = sqrt(ui[0] * ui[0] + ui[1] * ui[1] + ui[2] * ui[2]);
-        if (un > out->max_u) out->max_u = un;
-        if (out->von_mises[i] > out->max_von_mises) out->max_von_mises = out->von_mises[i];
+        if (un > max_u) max_u = un;
+        if (out->von_mises[i] > max_vm) max_vm = out->von_mises[i];
     }
+    out->max_u = max_u, out->max_von_mises = max_vm;
 
     /* reactions r = f_int - f_ext at the prescribed dofs */
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
         for (int c = 0; c < dim; c++) {
             int64_t d = i * dim + c;

@@ -110,11 +110,27 @@ typedef struct hk_mesh_options {
     int incomplete;     /* 2nd order serendipity (quad8/hex20) instead of quad9/hex27 */
     int renumber;       /* reverse Cuthill-McKee node renumbering */
     int verbose;        /* let Gmsh print */
+    int threads;        /* Gmsh's threads (General.NumThreads, Mesh.MaxNumThreads1D/2D/3D);
+                         * 0: every core (omp_get_num_procs) */
+    int algorithm2d;    /* Gmsh's Mesh.Algorithm (1 MeshAdapt, 5 Delaunay, 6 Frontal-Delaunay,
+                         * ...); 0: the file's own or Gmsh's default (6) */
+    int algorithm3d;    /* Gmsh's Mesh.Algorithm3D (1 Delaunay, 4 Frontal, 10 HXT, ...); 0: 10 */
 } hk_mesh_options;
 
 /* Load a .msh (2.2 / 4.1) or mesh a .geo/.step/.stp/.brep with the options, through Gmsh.
  * Errors name the file and what is wrong. */
 int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m);
+/* What the last hk_mesh_load changed from the options to mesh at all ("" when nothing): an
+ * option the installed Gmsh lacks and what it used instead. */
+const char *hk_mesh_load_notes(void);
+/* The volume (3D) or area (2D) of a geometry file's model entities, without meshing, and the
+ * model dimension (both 0 for a .msh file, or a build without Gmsh): for estimates of the
+ * mesh a size will give. */
+int hk_mesh_geometry_measure(const char *path, int *dim, double *measure);
+/* Write m as a Gmsh .msh 4.1 (ASCII) file: nodes, cells and boundary facets, regions and
+ * boundaries as named physical groups, one entity per group; hk_mesh_load reads it back
+ * to the same nodes, cells and groups. */
+int hk_mesh_write_msh(const char *path, const hk_mesh *m);
 
 /* Built-in generators: a lx x ly rectangle of nx x ny cells (tri3, tri6, quad4, quad8,
  * quad9) or a box (tet4, tet10, hex8, hex20, hex27). Regions: "domain". Boundaries: 2D

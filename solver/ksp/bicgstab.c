@@ -122,9 +122,22 @@ static int pipebicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
            *As = v[7];
     const int none = hk_ksp_pc_is_none(k);
     if (none) ph = p, sh = s;
+    /* Between two checks (check_every > 1) the iteration can run past convergence into a
+     * breakdown whose NaN reaches x (a strong preconditioner such as amg converges within a
+     * few iterations). x at the last sound check is kept in xg: on a NaN or breakdown the
+     * method goes back to it once and goes on checking every iteration. */
+    hk_vec *xg = NULL;
+    const int check_every0 = k->check_every;
+    int it_base = 0, retried = 0;
+    HK_TRY(hk_ksp_vecs(k, 1, &xg));
     HK_TRY(be->scal_alloc(&S, HK_S_MAX));
+restart:
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
-    if (done) goto out;
+    if (done) {
+        k->res.iterations += it_base;
+        goto out;
+    }
+    if (check_every0 > 1) HK_TRY(be->vec_copy(xg, x));
     HK_TRY(be->vec_copy(r0s, r));
     HK_TRY(be->vec_copy(p, r));
     h[HK_S_BI_RR0] = rnorm * rnorm;
@@ -144,30 +157,41 @@ static int pipebicgstab_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
         /* one read-back of every scalar of this iteration */
         HK_TRY(be->scal_get(S, HK_S_BI_RR0, NS, &h[HK_S_BI_RR0]));
         const double rn = sqrt(fabs(h[HK_S_BI_RR]));
-        if (hk_ksp_bad(rn) && (h[HK_S_BI_APR0] == 0 || h[HK_S_BI_ASAS] == 0)) {
-            /* a zero denominator made the NaN: that is a breakdown of the method */
-            hk_ksp_record(k, it, rn);
-            hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN);
-            break;
-        }
-        if (hk_ksp_converged(k, it, rn, bnorm)) break;
         int bad = 0;
         for (int j = HK_S_BI_RR0; j < HK_S_BI_END; j++)
             bad |= hk_ksp_bad(h[j]);
+        const int zero = h[HK_S_BI_APR0] == 0 || h[HK_S_BI_ASAS] == 0 ||
+                         h[HK_S_BI_OMEGA] == 0 || h[HK_S_BI_RR0] == 0;
+        if ((bad || zero) && k->check_every > 1 && !retried) {
+            HK_TRY(be->vec_copy(x, xg)); /* back to the last sound check */
+            retried = 1;
+            it_base += it;
+            k->check_every = 1;
+            goto restart;
+        }
+        if (hk_ksp_bad(rn) && (h[HK_S_BI_APR0] == 0 || h[HK_S_BI_ASAS] == 0)) {
+            /* a zero denominator made the NaN: that is a breakdown of the method */
+            hk_ksp_record(k, it_base + it, rn);
+            hk_ksp_stop(k, it_base + it, HK_DIVERGED_BREAKDOWN);
+            break;
+        }
+        if (hk_ksp_converged(k, it_base + it, rn, bnorm)) break;
         if (bad) {
-            hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+            hk_ksp_stop(k, it_base + it, HK_DIVERGED_NAN);
             break;
         }
-        if (h[HK_S_BI_APR0] == 0 || h[HK_S_BI_ASAS] == 0 || h[HK_S_BI_OMEGA] == 0 ||
-            h[HK_S_BI_RR0] == 0) {
-            hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN);
+        if (zero) {
+            hk_ksp_stop(k, it_base + it, HK_DIVERGED_BREAKDOWN);
             break;
         }
+        if (check_every0 > 1) HK_TRY(be->vec_copy(xg, x));
     }
 out:
     ierr = 0;
 fail:
+    k->check_every = check_every0;
     if (S) be->scal_free(S);
+    if (xg) hk_ksp_vecs_free(k, 1, &xg);
     hk_ksp_vecs_free(k, 8, v);
     return ierr;
 }

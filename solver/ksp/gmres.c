@@ -245,7 +245,17 @@ static int pipegmres_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
                 sum += h[off_xi + j] * h[off_xi + j];
             }
             if (bad) {
-                stop = hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+                /* Between two checks the cycle can run past convergence into an exhausted
+                 * space, where normalising a vector of rounding noise overflows (a strong
+                 * preconditioner such as amg converges within check_every iterations). The
+                 * columns before the first bad one are sound: keep them, update x from them
+                 * and let the true residual decide; only a bad first column is a real NaN. */
+                int good = 0;
+                while (good < i && !hk_ksp_bad(h[off_xi + good + 1]) &&
+                       !hk_ksp_bad(h[off_nrm + good + 1]))
+                    good++;
+                if (good == 0) stop = hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+                i = good;
                 cut = 1;
                 break;
             }
@@ -272,11 +282,32 @@ static int pipegmres_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
             rhs[c - 1] = rho0 * h[off_xi + c];
         }
         int used = kdim;
-        for (int c = 0; c < kdim; c++)
-            if (!(R[c * ld + c] > 0)) {
-                used = c; /* breakdown column: the space is exhausted before it */
+        double rmax = 0;
+        for (int c = 0; c < kdim; c++) {
+            /* breakdown column: the space is exhausted before it (a zero, or a direction of
+             * rounding noise only, relative to the columns before it) */
+            if (!(R[c * ld + c] > 1e-14 * rmax)) {
+                used = c;
                 break;
             }
+            if (R[c * ld + c] > rmax) rmax = R[c * ld + c];
+        }
+        /* Columns past the one where the estimate ||r_c|| = rho0 sqrt(1 - sum_{j<=c} xi_j^2)
+         * met the tolerance (or its cancellation floor) add nothing but rounding noise: an
+         * exhausted space (a preconditioner close to A^-1 exhausts it in a step or two) gives
+         * directions of noise whose R entries amplify it. Stop the update there. */
+        {
+            double sum = 0;
+            for (int c = 1; c <= used; c++) {
+                sum += h[off_xi + c] * h[off_xi + c];
+                const double e2 = 1.0 - sum;
+                const double est = rho0 * sqrt(e2 > 0 ? e2 : 0);
+                if (est <= k->rtol * bnorm || est <= k->atol || e2 < 1e-10) {
+                    used = c;
+                    break;
+                }
+            }
+        }
         if (used > 0 && !stop) {
             triu_solve(used, R, ld, rhs, eta);
             HK_TRY(be->vec_set(u, 0.0));

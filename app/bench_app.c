@@ -1,0 +1,158 @@
+/* `hooke bench app`: the whole run of the bracket (cases/bracket/bracket.yaml) at one of three
+ * sizes, end to end on the chosen backend, as hooke run does it: every stage time, the peak
+ * host memory (getrusage) beside the memory guard's estimate, the device memory estimate and
+ * what was free; and, in the same run, the mesh made again by the single-thread mesher of
+ * earlier versions (Gmsh's Delaunay on one thread) as the baseline of the meshing stage. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "case.h"
+
+static void app_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hooke bench app [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+            "                       [--case CASE.yaml] [--no-baseline] [--json FILE]\n\n"
+            "The bracket end to end (mesh, memory check, assembly, solver set-up and solve,\n"
+            "post-processing, .vtu writing) as hooke run does it, at --size small (its own\n"
+            "size, about 40k DOFs), medium (geometry.size 0.0015, about 700k DOFs) or large\n"
+            "(geometry.size 0.001, about 2.2M DOFs). Prints every stage time, the peak host\n"
+            "memory beside the memory guard's estimate, and the meshing time of the\n"
+            "single-thread mesher (Gmsh Delaunay, one thread) measured in the same run\n"
+            "(--no-baseline skips it). --case runs another case file instead of the bracket.\n");
+}
+
+int hk_bench_app(int argc, char **argv)
+{
+    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    const char *case_path = "cases/bracket/bracket.yaml";
+    int baseline = 1;
+    for (int i = 1; i < argc; i++) {
+        int k = hk_bench_common_option(argc, argv, &i, &bo); /* moves i past what it took */
+        if (k < 0) return 2;
+        if (k) {
+            i--;
+            continue;
+        }
+        if (!strcmp(argv[i], "--no-baseline")) {
+            baseline = 0;
+        } else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+            case_path = argv[++i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            app_usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "hooke bench app: unknown option '%s'\n", argv[i]);
+            app_usage(stderr);
+            return 2;
+        }
+    }
+    static const char *const size_set[3] = {NULL, "geometry.size=0.0015", "geometry.size=0.001"};
+    const char *sets[2];
+    int nsets = 0;
+    if (size_set[bo.size]) sets[nsets++] = size_set[bo.size];
+    char vtu[64];
+    snprintf(vtu, sizeof vtu, "/tmp/hooke-bench-app-%ld.vtu", (long)getpid());
+
+    hk_case c;
+    hk_run r;
+    memset(&r, 0, sizeof r);
+    if (hk_case_load(case_path, nsets, sets, &c)) {
+        fprintf(stderr, "hooke bench app: %s (run it from the source folder, or give --case)\n",
+                hk_error_message());
+        return 1;
+    }
+    hk_run_opts o = {.backend = bo.backend, .quiet = 1};
+    double t0 = hk_time();
+    int err = hk_run_case(&c, &o, &r);
+    if (!err) err = hk_run_write(&c, &r, vtu, &o);
+    double wall = hk_time() - t0, peak = hk_run_peak_host_bytes();
+    remove(vtu);
+    if (err) {
+        fprintf(stderr, "hooke bench app: %s\n", hk_error_message());
+        hk_run_free(&r);
+        hk_case_free(&c);
+        return 1;
+    }
+    /* the baseline: the same geometry and options meshed on one thread with Delaunay */
+    double t_single = -1;
+    if (baseline && !c.generate) {
+        hk_mesh m;
+        hk_mesh_options mo = c.mesh;
+        mo.threads = 1, mo.algorithm3d = 1;
+        double t = hk_time();
+        if (hk_mesh_load(c.geo_file, &mo, &m) == 0) t_single = hk_time() - t;
+        hk_mesh_free(&m);
+    }
+
+    int64_t nnz = r.sys.K.rowptr ? r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs : 0;
+    printf("## hooke bench app: %s, size %s, backend %s\n\n", c.path, hk_bench_size_name(bo.size),
+           r.backend);
+    printf("%lld nodes, %lld elements, %lld DOFs, %lld nonzeros; %s; %d iterations, true "
+           "residual %.2e\n\n",
+           (long long)r.mesh.nnodes, (long long)r.mesh.cells.n, (long long)r.sys.ndof,
+           (long long)nnz, r.solver_desc, r.res.iterations, r.res.true_residual);
+    printf("| stage | seconds | baseline |\n|---|---:|---|\n");
+    printf("| mesh | %.2f | ", r.t_mesh);
+    if (t_single > 0)
+        printf("single-thread Delaunay %.2f s (%.1fx) |\n", t_single, t_single / r.t_mesh);
+    else
+        printf("- |\n");
+    printf("| assembly | %.2f | |\n| solver set-up and upload | %.2f | |\n| solve | %.2f | |\n",
+           r.t_assembly, r.t_setup, r.t_solve);
+    printf("| post-processing | %.2f | |\n| writing | %.2f | |\n| total | %.2f | wall %.2f |\n\n",
+           r.t_post, r.t_output, r.t_total, wall);
+    printf("host memory: peak %.0f MB, memory guard's estimate %.0f MB (%+.0f%%)", peak / 1e6,
+           r.mem.host_estimate / 1e6,
+           peak > 0 ? 100 * (r.mem.host_estimate - peak) / peak : 0.0);
+    if (r.mem.device_estimate > 0)
+        printf("; device: estimate %.0f MB, %.0f MB free before the run",
+               r.mem.device_estimate / 1e6, r.mem.device_available / 1e6);
+    printf("\n");
+
+    int rc = 0;
+    if (bo.json) {
+        hk_json j;
+        if (hk_json_open(&j, bo.json)) {
+            rc = 1;
+        } else {
+            hk_json_begin_object(&j, NULL);
+            hk_json_string(&j, "bench", "app");
+            hk_json_string(&j, "case", c.path);
+            hk_json_string(&j, "size", hk_bench_size_name(bo.size));
+            hk_json_string(&j, "backend", r.backend);
+            hk_json_string(&j, "solver", r.solver_desc);
+            hk_json_int(&j, "nodes", (long long)r.mesh.nnodes);
+            hk_json_int(&j, "elements", (long long)r.mesh.cells.n);
+            hk_json_int(&j, "dofs", (long long)r.sys.ndof);
+            hk_json_int(&j, "nonzeros", (long long)nnz);
+            hk_json_int(&j, "iterations", r.res.iterations);
+            hk_json_number(&j, "true_residual", r.res.true_residual);
+            hk_json_begin_object(&j, "seconds");
+            hk_json_number(&j, "mesh", r.t_mesh);
+            hk_json_number(&j, "mesh_single_thread", t_single);
+            hk_json_number(&j, "assembly", r.t_assembly);
+            hk_json_number(&j, "solver_setup", r.t_setup);
+            hk_json_number(&j, "solve", r.t_solve);
+            hk_json_number(&j, "postproc", r.t_post);
+            hk_json_number(&j, "output", r.t_output);
+            hk_json_number(&j, "total", r.t_total);
+            hk_json_number(&j, "wall", wall);
+            hk_json_end_object(&j);
+            hk_json_begin_object(&j, "memory_bytes");
+            hk_json_number(&j, "host_peak", peak);
+            hk_json_number(&j, "host_estimate", r.mem.host_estimate);
+            hk_json_number(&j, "host_available", r.mem.host_available);
+            hk_json_number(&j, "device_estimate", r.mem.device_estimate);
+            hk_json_number(&j, "device_free_before", r.mem.device_available);
+            hk_json_end_object(&j);
+            hk_json_end_object(&j);
+            rc = hk_json_close(&j) ? 1 : 0;
+        }
+    }
+    hk_run_free(&r);
+    hk_case_free(&c);
+    return rc;
+}

@@ -1,0 +1,202 @@
+/* The memory guard of hooke run (docs/case-format.md, "Memory"): before meshing, from the
+ * geometry's volume and geometry.size, and before assembly, from the mesh's counts, estimate
+ * the host (and, on the cuda backend, device) memory of the run and refuse, in one sentence,
+ * a run that cannot fit instead of running out of memory minutes later.
+ *
+ * The model (measured on the bracket, tet10, CPU backend, Gmsh 4.8): the peak resident size
+ * is the process's size after meshing plus about 36 bytes per scalar nonzero of K (K itself,
+ * the solver's copy in its format, the assembly's work arrays, vectors and fields, all in
+ * proportion to the nonzeros); K has about nnz_per_node scalar nonzeros per node for each
+ * element kind. Before meshing, the element count is a lower bound from the volume and the
+ * largest element size, so the guard never refuses a mesh that would fit. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "case.h"
+#include "hk_impl.h"
+
+enum { BYTES_PER_NNZ = 36 };
+
+/* Scalar nonzeros of K per node (bracket tet10: 216 to 226), nodes per cell in large meshes. */
+static void kind_factors(hk_eltype t, double *nnz_per_node, double *nodes_per_cell)
+{
+    static const struct {
+        hk_eltype t;
+        double nnz, npc;
+    } f[] = {{HK_EL_TRI3, 28, 0.5},    {HK_EL_TRI6, 56, 2.0},    {HK_EL_QUAD4, 36, 1.0},
+             {HK_EL_QUAD8, 64, 3.0},   {HK_EL_QUAD9, 80, 4.0},   {HK_EL_TET4, 126, 0.18},
+             {HK_EL_TET10, 216, 1.4},  {HK_EL_HEX8, 243, 1.0},   {HK_EL_HEX20, 450, 4.0},
+             {HK_EL_HEX27, 540, 8.0}};
+    *nnz_per_node = 216, *nodes_per_cell = 1.4;
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].t == t) *nnz_per_node = f[i].nnz, *nodes_per_cell = f[i].npc;
+}
+
+/* Resident bytes of this process now (Linux), 0 when unknown. */
+static double resident_bytes(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+    return (double)rss * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* MemAvailable of /proc/meminfo (free memory the kernel can give without swapping). */
+static double host_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb > 0) return kb * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES);
+    return pages > 0 ? (double)pages * (double)sysconf(_SC_PAGESIZE) : 0;
+}
+
+double hk_run_peak_host_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return (double)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+}
+
+/* The backend the solve will run on: cuda when asked for, or auto with a device. */
+static const hk_backend *solve_backend(const hk_case *c, const char *backend)
+{
+    (void)c;
+    const hk_backend *be = NULL;
+    if (backend && strcmp(backend, "auto") && strcmp(backend, "cuda")) return NULL;
+    if (hk_backend_get("cuda", &be)) return NULL;
+    return be;
+}
+
+static void gib(char *buf, size_t n, double b)
+{
+    if (b >= 1e12)
+        snprintf(buf, n, "%.3g TB", b / 1e12);
+    else if (b >= 1e9)
+        snprintf(buf, n, "%.1f GB", b / 1e9);
+    else
+        snprintf(buf, n, "%.0f MB", b / 1e6);
+}
+
+/* Host and device estimates for nnodes nodes of kind t; refuse when either cannot fit. */
+static int check(const hk_case *c, const char *backend, double nodes, hk_eltype t,
+                 const char *basis, hk_run_memory *mem)
+{
+    double nnz_node, npc;
+    kind_factors(t, &nnz_node, &npc);
+    double nnz = nodes * nnz_node, ndof = nodes * c->dim;
+    mem->host_estimate = resident_bytes() + BYTES_PER_NNZ * nnz;
+    mem->host_available = host_available();
+    char fix[96], e[32], a[32];
+    if (c->generate)
+        snprintf(fix, sizeof fix, "lower geometry.generate.cells");
+    else
+        snprintf(fix, sizeof fix, "raise geometry.size (memory grows as 1/size^%d)", c->dim);
+    if (mem->host_available > 0 && mem->host_estimate > mem->host_available) {
+        gib(e, sizeof e, mem->host_estimate), gib(a, sizeof a, mem->host_available);
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "%s: this run needs about %s of host memory (%s, %.3g nodes) but %s "
+                            "is available; %s",
+                            c->path, e, basis, nodes, a, fix);
+    }
+    const hk_backend *be = solve_backend(c, backend);
+    size_t dfree = 0, dtotal = 0;
+    if (be && be->mem_info && !be->mem_info(&dfree, &dtotal)) {
+        /* K in the solver's format (8 bytes a value, a column index a block), its set-up
+         * copies, the Krylov and preconditioner vectors */
+        mem->device_estimate = 1.5 * (8.5 * nnz) + 12 * 8 * ndof;
+        mem->device_available = (double)dfree;
+        if (mem->device_estimate > mem->device_available) {
+            gib(e, sizeof e, mem->device_estimate), gib(a, sizeof a, mem->device_available);
+            return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                                "%s: this run needs about %s of device memory (%s, %.3g nodes) "
+                                "but %s is free on the device; %s, or solve on the CPU "
+                                "(--backend cpu)",
+                                c->path, e, basis, nodes, a, fix);
+        }
+    }
+    return 0;
+}
+
+/* The element kind the case's mesh options give. */
+static hk_eltype case_kind(const hk_case *c)
+{
+    if (c->generate) return c->gen_element;
+    int o2 = c->mesh.order == 2, q = c->mesh.quad, inc = c->mesh.incomplete;
+    if (c->dim == 2)
+        return q ? (o2 ? (inc ? HK_EL_QUAD8 : HK_EL_QUAD9) : HK_EL_QUAD4)
+                 : (o2 ? HK_EL_TRI6 : HK_EL_TRI3);
+    return q ? (o2 ? (inc ? HK_EL_HEX20 : HK_EL_HEX27) : HK_EL_HEX8)
+             : (o2 ? HK_EL_TET10 : HK_EL_TET4);
+}
+
+int hk_run_memory_check_geometry(const hk_case *c, const char *backend, hk_run_memory *mem)
+{
+    if (c->generate) {
+        /* the grid's nodes (quadratic elements: twice as many per direction), exactly */
+        hk_eltype t = c->gen_element;
+        int p = hk_eltype_get(t) && hk_eltype_get(t)->order == 2 ? 2 : 1;
+        double nodes = 1;
+        for (int d = 0; d < c->gen_dim; d++)
+            nodes *= (double)c->gen_cells[d] * p + 1;
+        char basis[128];
+        snprintf(basis, sizeof basis, "a %d x %d%s%.0d grid", c->gen_cells[0], c->gen_cells[1],
+                 c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
+        return check(c, backend, nodes, t, basis, mem);
+    }
+    if (!(c->mesh.size > 0)) return 0; /* sizes from the file: after meshing */
+    int dim = 0;
+    double measure = 0;
+    HK_CALL(hk_mesh_geometry_measure(c->geo_file, &dim, &measure));
+    if (!(measure > 0) || (dim != 2 && dim != 3)) return 0;
+    /* Gmsh puts at least ~3.5 tetrahedra in a cube of the largest size (about 5 measured with
+     * the bracket's finer zones), ~1.6 triangles in a square */
+    double h = c->mesh.size, cells = dim == 3 ? 3.5 * measure / (h * h * h) : 1.6 * measure / (h * h);
+    hk_eltype t = case_kind(c);
+    if (c->mesh.quad) cells *= dim == 3 ? 4 : 0.5; /* 4 hexahedra a tetrahedron; 2 triangles a quad */
+    double npn, npc;
+    kind_factors(t, &npn, &npc);
+    char basis[160];
+    snprintf(basis, sizeof basis, "at least %.3g elements from the %s %.3g and size %g",
+             cells, dim == 3 ? "volume" : "area", measure, h);
+    mem->estimated_cells = cells;
+    return check(c, backend, cells * npc, t, basis, mem);
+}
+
+int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,
+                             hk_run_memory *mem)
+{
+    hk_eltype t = m->cells.n ? (hk_eltype)m->cells.type[0] : case_kind(c);
+    char basis[128];
+    snprintf(basis, sizeof basis, "%lld elements", (long long)m->cells.n);
+    return check(c, backend, (double)m->nnodes, t, basis, mem);
+}
+
+void hk_run_print_memory(const hk_run *r, FILE *f)
+{
+    fprintf(f, "  memory         host peak %.0f MB (estimate %.0f MB, %.0f MB available)",
+            hk_run_peak_host_bytes() / 1e6, r->mem.host_estimate / 1e6,
+            r->mem.host_available / 1e6);
+    if (r->mem.device_estimate > 0)
+        fprintf(f, ", device estimate %.0f MB (%.0f MB free before the run)",
+                r->mem.device_estimate / 1e6, r->mem.device_available / 1e6);
+    fputc('\n', f);
+}
+
+/* ",\n  \"memory\": {...}" in bytes, for the JSON summary. */
+void hk_run_print_memory_json(const hk_run *r, FILE *f)
+{
+    fprintf(f,
+            ",\n  \"memory\": {\"host_peak\": %.0f, \"host_estimate\": %.0f, "
+            "\"host_available\": %.0f, \"device_estimate\": %.0f, \"device_available\": %.0f}",
+            hk_run_peak_host_bytes(), r->mem.host_estimate, r->mem.host_available,
+            r->mem.device_estimate, r->mem.device_available);
+}
