@@ -113,13 +113,14 @@ static void test_scaling_3d(void)
         CU_ASSERT(strstr(r.line, "amg (") != NULL);
         CU_ASSERT(strstr(r.line, "6 rigid-body modes") != NULL);
         if (verbose()) {
-            printf("\n    %d^3 nodes (%lld dofs): amg %d its, %s", m + 1,
-                   (long long)(K.nbrows * 3), its[c], r.line);
-            printf("      set-up %.3f s: near-null space %.3f strength %.3f aggregate %.3f tentative %.3f smoother "
+            printf("\n    %d^3 nodes (%lld dofs): amg %d its, %s", m + 1, (long long)(K.nbrows * 3),
+                   its[c], r.line);
+            printf("      set-up %.3f s: near-null space %.3f strength %.3f aggregate %.3f "
+                   "tentative %.3f smoother "
                    "%.3f prolongator %.3f galerkin %.3f matrices %.3f coarse %.3f\n",
-                   r.st.t_total, r.st.t_nearnull, r.st.t_strength, r.st.t_aggregate, r.st.t_tentative,
-                   r.st.t_smoother, r.st.t_prolongator, r.st.t_galerkin, r.st.t_matrices,
-                   r.st.t_coarse);
+                   r.st.t_total, r.st.t_nearnull, r.st.t_strength, r.st.t_aggregate,
+                   r.st.t_tentative, r.st.t_smoother, r.st.t_prolongator, r.st.t_galerkin,
+                   r.st.t_matrices, r.st.t_coarse);
         }
         if (c == 2) {
             solve_out rj, rp;
@@ -156,8 +157,8 @@ static void test_scaling_2d(void)
         CU_ASSERT(strstr(r.line, "3 rigid-body modes") != NULL);
         itt[c] = solve_ok(&Kt, &nn, "backend=cpu pc=amg", &r);
         if (verbose())
-            printf("\n    2D %dx%d cells: quads %d its, random triangles %d its; %s", m, m,
-                   its[c], itt[c], r.line);
+            printf("\n    2D %dx%d cells: quads %d its, random triangles %d its; %s", m, m, its[c],
+                   itt[c], r.line);
         free(xy);
         hk_bcsr_free(&K);
         hk_bcsr_free(&Kt);
@@ -309,14 +310,17 @@ static void test_poisson(void)
     CU_ASSERT(jac > 5 * its[2]);
 }
 
-
 /* ---- the cycle is a symmetric positive definite operator -------------------------------- */
 
 static void test_symmetric(void)
 {
-    static const char *const variants[] = {
-        "", "pc.amg.cycle=w", "pc.amg.smoother=l1-jacobi", "pc.amg.smoother=bjacobi pc.amg.cycle=w",
-        "pc.amg.degree=3 pc.amg.pre=2 pc.amg.post=2", "pc.amg.coarse_size=100", NULL};
+    static const char *const variants[] = {"",
+                                           "pc.amg.cycle=w",
+                                           "pc.amg.smoother=l1-jacobi",
+                                           "pc.amg.smoother=bjacobi pc.amg.cycle=w",
+                                           "pc.amg.degree=3 pc.amg.pre=2 pc.amg.post=2",
+                                           "pc.amg.coarse_size=100",
+                                           NULL};
     hk_bcsr K = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
     double *xyz = grid_coords(3, 7, 6, 5);

@@ -11,8 +11,8 @@ int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad)
 {
     *bad = -1;
     const int br = A->br, bc = A->bc;
-    HK_CHECK(br == bc, HK_ERR_ARG, "amg_l1_diag: blocks are %d x %d; it needs square blocks",
-             br, bc);
+    HK_CHECK(br == bc, HK_ERR_ARG, "amg_l1_diag: blocks are %d x %d; it needs square blocks", br,
+             bc);
     const int64_t nb = A->nbrows, n = nb * br;
     HK_CHECK(out->prec == HK_FP64 && out->n == n, HK_ERR_ARG,
              "amg_l1_diag: the output must be an fp64 vector of %lld entries (got %lld)",

@@ -32,7 +32,7 @@
 #include "pc_impl.h"
 
 #define AMG_MAX_LEVELS HK_AMG_STATS_LEVELS
-#define AMG_MAX_NNS 6         /* coarse block size; the diag op inverts blocks up to 6 x 6 */
+#define AMG_MAX_NNS 6       /* coarse block size; the diag op inverts blocks up to 6 x 6 */
 #define AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most (n^3 set-up) */
 
 enum { SMOOTHER_CHEBYSHEV = 0, SMOOTHER_L1_JACOBI, SMOOTHER_BJACOBI };
@@ -42,21 +42,21 @@ static const char *const cycle_names[] = {"v", "w", NULL};
 typedef struct amg_level {
     int64_t n, nnz; /* scalar rows and stored scalar entries */
     int bs;
-    hk_mat *A;      /* level operator in pc->prec */
+    hk_mat *A; /* level operator in pc->prec */
     int A_owned;
-    hk_mat *P, *R;  /* to and from level l+1 (scalar formats; NULL on the coarsest) */
-    hk_vec *Dinv;   /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
-    hk_vec *l1;     /* l1-Jacobi scaling (n): l1-jacobi */
-    double rho;     /* upper bound of the spectrum of D^-1 A (safety included) */
-    hk_vec *b, *x;  /* right-hand side and solution of this level (levels >= 1) */
+    hk_mat *P, *R; /* to and from level l+1 (scalar formats; NULL on the coarsest) */
+    hk_vec *Dinv;  /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
+    hk_vec *l1;    /* l1-Jacobi scaling (n): l1-jacobi */
+    double rho;    /* upper bound of the spectrum of D^-1 A (safety included) */
+    hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
-    hk_vec *w, *e;  /* W-cycle: second visit's residual and correction (levels >= 1) */
+    hk_vec *w, *e; /* W-cycle: second visit's residual and correction (levels >= 1) */
 } amg_level;
 
 typedef struct amg_data {
     int nlevels;
     amg_level lev[AMG_MAX_LEVELS];
-    hk_vec *Minv;   /* dense inverse of the coarsest operator, column-major, pc->prec */
+    hk_vec *Minv; /* dense inverse of the coarsest operator, column-major, pc->prec */
     /* options */
     double threshold, omega, ratio, safety;
     int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos;
@@ -378,8 +378,8 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
     HK_CHECK(d->safety >= 1 && d->safety <= 2, HK_ERR_OPTION,
              "option pc.amg.safety=%g is out of range; use 1..2 (default 1.1)", d->safety);
     HK_CHECK(d->max_levels >= 1 && d->max_levels <= AMG_MAX_LEVELS, HK_ERR_OPTION,
-             "option pc.amg.max_levels=%d is out of range; use 1..%d (default 10)",
-             d->max_levels, AMG_MAX_LEVELS);
+             "option pc.amg.max_levels=%d is out of range; use 1..%d (default 10)", d->max_levels,
+             AMG_MAX_LEVELS);
     HK_CHECK(d->coarse_size >= 1 && d->coarse_size <= AMG_MAX_COARSE, HK_ERR_OPTION,
              "option pc.amg.coarse_size=%d is out of range; use 1..%d (default 1000)",
              d->coarse_size, AMG_MAX_COARSE);
