@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "case.h"
 #include "hk_impl.h"
+#include "pc/pc_impl.h"
 
 #define PCS_MAX_PROBLEMS 16
 #define PCS_MAX_PCS 16
@@ -32,6 +33,8 @@ typedef struct pcs_row {
     hk_reason reason;
     int failed;
     char error[160];
+    int has_amg;       /* pc=amg: its hierarchy and set-up phases */
+    hk_amg_stats amg;
 } pcs_row;
 
 static void pcs_usage(FILE *f)
@@ -144,6 +147,8 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     row->total_s = res.setup_seconds + res.solve_seconds;
     row->true_res = res.true_residual;
     row->reason = res.reason;
+    row->has_amg = hk_pc_amg_info(hk_solver_get_pc(s), &row->amg) == 0;
+    hk_error_clear();
 
     /* one application against one SpMV of the operator, on the same vectors */
     pcs_timing t = {hk_solver_get_pc(s), hk_solver_get_mat(s), NULL, NULL, NULL};
@@ -168,6 +173,21 @@ fail:
     hk_solver_destroy(s);
     hk_options_destroy(o);
     return ierr;
+}
+
+/* The AMG hierarchy and where its set-up time went (below the problem's table). */
+static void pcs_print_amg(const pcs_row *w)
+{
+    const hk_amg_stats *a = &w->amg;
+    printf("\namg on %s: %d levels (", w->backend, a->nlevels);
+    for (int l = 0; l < a->nlevels; l++)
+        printf("%s%lld", l ? ", " : "", (long long)a->rows[l]);
+    printf(" rows), operator complexity %.2f; set-up %.3f s: near-null %.3f, strength %.3f, "
+           "aggregation %.3f, tentative %.3f, smoother %.3f, prolongator %.3f, Galerkin %.3f, "
+           "level matrices %.3f, coarse solve %.3f\n",
+           a->op_complexity, a->t_total, a->t_nearnull, a->t_strength, a->t_aggregate,
+           a->t_tentative, a->t_smoother, a->t_prolongator, a->t_galerkin, a->t_matrices,
+           a->t_coarse);
 }
 
 static void pcs_print_row(const pcs_row *w)
@@ -328,6 +348,8 @@ int hk_bench_pcs(int argc, char **argv)
                 pcs_print_row(w);
             }
         }
+        for (int i = nrows - nbe * npc; i < nrows; i++)
+            if (!rows[i].failed && rows[i].has_amg) pcs_print_amg(&rows[i]);
         hk_run_free(&r);
         hk_case_free(&c);
     }
@@ -358,6 +380,27 @@ int hk_bench_pcs(int argc, char **argv)
                 hk_json_number(&j, "apply_in_spmvs", w->apply_spmv);
                 hk_json_number(&j, "true_residual", w->true_res);
                 hk_json_string(&j, "reason", hk_reason_name(w->reason));
+                if (w->has_amg) {
+                    const hk_amg_stats *a = &w->amg;
+                    hk_json_begin_object(&j, "amg");
+                    hk_json_int(&j, "levels", a->nlevels);
+                    hk_json_number(&j, "operator_complexity", a->op_complexity);
+                    hk_json_begin_array(&j, "rows");
+                    for (int l = 0; l < a->nlevels; l++)
+                        hk_json_int(&j, NULL, a->rows[l]);
+                    hk_json_end_array(&j);
+                    hk_json_number(&j, "nearnull_s", a->t_nearnull);
+                    hk_json_number(&j, "strength_s", a->t_strength);
+                    hk_json_number(&j, "aggregate_s", a->t_aggregate);
+                    hk_json_number(&j, "tentative_s", a->t_tentative);
+                    hk_json_number(&j, "smoother_s", a->t_smoother);
+                    hk_json_number(&j, "prolongator_s", a->t_prolongator);
+                    hk_json_number(&j, "galerkin_s", a->t_galerkin);
+                    hk_json_number(&j, "matrices_s", a->t_matrices);
+                    hk_json_number(&j, "coarse_s", a->t_coarse);
+                    hk_json_number(&j, "amg_total_s", a->t_total);
+                    hk_json_end_object(&j);
+                }
             }
             hk_json_end_object(&j);
         }
