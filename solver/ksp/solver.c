@@ -77,15 +77,29 @@ static int check_matrix(const hk_bcsr *K)
     HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
              "the solver needs a square matrix; this one has %lld x %lld block rows/columns",
              (long long)K->nbrows, (long long)K->nbcols);
+    /* one pass over the values on every thread (this runs before the upload, on the host
+     * copy the caller owns); the first bad entry in row order is reported */
     const int bs = K->bs;
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+    const int64_t nb = K->nbrows;
+    int64_t first = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < nb; i++) {
+        if (i > first) continue;
+        const double *v = K->val + (size_t)K->rowptr[i] * bs * bs;
+        const int64_t m = (K->rowptr[i + 1] - K->rowptr[i]) * bs * bs;
+        double sum = 0;
+        for (int64_t q = 0; q < m; q++)
+            sum += v[q] * 0.0; /* NaN or Inf makes sum NaN; finite values keep it 0 */
+        if (sum != 0 && i < first) first = i; /* NaN != 0 holds */
+    }
+    if (first != INT64_MAX)
+        for (int64_t p = K->rowptr[first]; p < K->rowptr[first + 1]; p++)
             for (int e = 0; e < bs * bs; e++) {
                 double v = K->val[(size_t)p * bs * bs + e];
                 HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
                          "matrix entry at row %lld, column %lld is %g; the solver needs finite "
                          "values - check the assembly or the input file",
-                         (long long)(i * bs + e / bs + 1),
+                         (long long)(first * bs + e / bs + 1),
                          (long long)(K->colind[p] * bs + e % bs + 1), v);
             }
     return 0;
