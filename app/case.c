@@ -511,9 +511,108 @@ static int read_analysis(ctx *x, struct fy_node *root)
     return 0;
 }
 
+/* A positive number under key k of material m, or an error naming it. */
+static int material_number(ctx *x, struct fy_node *m, const char *k, const char *name,
+                           const char *meaning, int positive, double *out)
+{
+    struct fy_node *v = lookup(m, k);
+    if (!v) return err_at(x, m, "material '%s' needs %s (%s)", name, k, meaning);
+    HK_CALL(parse_double(x, v, k, out));
+    if (positive && !(*out > 0))
+        return err_at(x, v, "%s = %g of material '%s' must be positive (%s)", k, *out, name,
+                      meaning);
+    return 0;
+}
+
+/* The stiffness matrix D of an anisotropic material: n rows of n numbers. */
+static int read_stiffness(ctx *x, struct fy_node *v, const char *name, int n, double D[6][6])
+{
+    const char *order = n == 6 ? "xx yy zz xy yz xz" : "xx yy xy";
+    if (fy_node_get_type(v) != FYNT_SEQUENCE || fy_node_sequence_item_count(v) != n)
+        return err_at(x, v,
+                      "D of material '%s' must be a list of %d rows of %d numbers (Voigt order "
+                      "%s, engineering shear strains)",
+                      name, n, n, order);
+    for (int i = 0; i < n; i++) {
+        struct fy_node *row = fy_node_sequence_get_by_index(v, i);
+        if (fy_node_get_type(row) != FYNT_SEQUENCE || fy_node_sequence_item_count(row) != n)
+            return err_at(x, row, "row %d of D of material '%s' must be a list of %d numbers", i,
+                          name, n);
+        for (int j = 0; j < n; j++) {
+            char w[64];
+            snprintf(w, sizeof w, "D[%d][%d]", i, j);
+            HK_CALL(parse_double(x, fy_node_sequence_get_by_index(row, j), w, &D[i][j]));
+        }
+    }
+    return 0;
+}
+
+/* orientation: {axis1: [...], axis2: [...]}: material axis 1 along axis1, axis 2 in the plane
+ * of axis1 and axis2 (made orthogonal to axis 1), axis 3 = axis 1 x axis 2. */
+static int read_orientation(ctx *x, struct fy_node *v, hk_material *mt)
+{
+    static const char *const keys[] = {"axis1", "axis2", NULL};
+    char what[96];
+    snprintf(what, sizeof what, "orientation of material '%s'", mt->name);
+    HK_CALL(check_mapping(x, v, what, keys));
+    struct fy_node *a1 = lookup(v, "axis1"), *a2 = lookup(v, "axis2");
+    if (!a1 || !a2)
+        return err_at(x, v, "%s needs axis1: [...] and axis2: [...] (two directions)", what);
+    double e1[3], e2[3];
+    HK_CALL(parse_vec(x, a1, "axis1", e1));
+    HK_CALL(parse_vec(x, a2, "axis2", e2));
+    double n1 = sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+    double n2 = sqrt(e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
+    if (!(n1 > 0)) return err_at(x, a1, "axis1 of material '%s' is the zero vector", mt->name);
+    if (!(n2 > 0)) return err_at(x, a2, "axis2 of material '%s' is the zero vector", mt->name);
+    double dot = 0;
+    for (int i = 0; i < 3; i++)
+        e1[i] /= n1, dot += e1[i] * e2[i];
+    double m2 = 0;
+    for (int i = 0; i < 3; i++)
+        e2[i] -= dot * e1[i], m2 += e2[i] * e2[i];
+    m2 = sqrt(m2);
+    if (!(m2 > 1e-8 * n2))
+        return err_at(x, a2, "axis2 of material '%s' is parallel to axis1; give a second "
+                      "direction across it", mt->name);
+    for (int i = 0; i < 3; i++)
+        mt->axes[0][i] = e1[i], mt->axes[1][i] = e2[i] / m2;
+    mt->axes[2][0] = mt->axes[0][1] * mt->axes[1][2] - mt->axes[0][2] * mt->axes[1][1];
+    mt->axes[2][1] = mt->axes[0][2] * mt->axes[1][0] - mt->axes[0][0] * mt->axes[1][2];
+    mt->axes[2][2] = mt->axes[0][0] * mt->axes[1][1] - mt->axes[0][1] * mt->axes[1][0];
+    mt->has_axes = 1;
+    return 0;
+}
+
+/* alpha: one number (isotropic expansion) or [a1, a2, a3] along the material axes. */
+static int read_alpha(ctx *x, struct fy_node *v, hk_material *mt)
+{
+    if (fy_node_get_type(v) == FYNT_SCALAR) {
+        HK_CALL(parse_double(x, v, "alpha", &mt->alpha[0]));
+        mt->alpha[1] = mt->alpha[2] = mt->alpha[0];
+        return 0;
+    }
+    if (fy_node_get_type(v) != FYNT_SEQUENCE || fy_node_sequence_item_count(v) != 3)
+        return err_at(x, v,
+                      "alpha of material '%s' must be a number (1.2e-5) or three numbers "
+                      "[a1, a2, a3] along the material axes",
+                      mt->name);
+    for (int i = 0; i < 3; i++) {
+        char w[32];
+        snprintf(w, sizeof w, "alpha[%d]", i);
+        HK_CALL(parse_double(x, fy_node_sequence_get_by_index(v, i), w, &mt->alpha[i]));
+    }
+    return 0;
+}
+
 static int read_materials(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"name", "E", "nu", "density", "regions", NULL};
+    static const char *const keys[] = {"name", "type",  "E",     "nu",    "density",
+                                       "E1",   "E2",    "E3",    "nu12",  "nu13",
+                                       "nu23", "G12",   "G13",   "G23",   "D",
+                                       "alpha", "orientation", "regions", NULL};
+    static const char *const ortho_keys[] = {"E1",   "E2",  "E3",  "nu12", "nu13",
+                                             "nu23", "G12", "G13", "G23"};
     hk_case *c = x->c;
     struct fy_node *ms = lookup(root, "materials");
     if (!ms)
@@ -529,7 +628,7 @@ static int read_materials(ctx *x, struct fy_node *root)
     c->nmaterials = n;
     int nall = 0;
     for (int i = 0; i < n; i++) {
-        struct fy_node *m = fy_node_sequence_get_by_index(ms, i), *v;
+        struct fy_node *m = fy_node_sequence_get_by_index(ms, i), *v, *tnode;
         hk_case_material *cm = &c->materials[i];
         char what[64];
         snprintf(what, sizeof what, "materials[%d]", i);
@@ -539,21 +638,86 @@ static int read_materials(ctx *x, struct fy_node *root)
             HK_CALL(parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
         else
             snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
-        if (!(v = lookup(m, "E")))
-            return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
-        HK_CALL(parse_double(x, v, "E", &cm->m.E));
-        if (!(cm->m.E > 0))
-            return err_at(
-                x, v, "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
-                cm->m.E, cm->m.name);
-        if (!(v = lookup(m, "nu")))
-            return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
-        HK_CALL(parse_double(x, v, "nu", &cm->m.nu));
-        if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
-            return err_at(x, v,
-                          "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is incompressible, "
-                          "which displacement elements cannot model",
-                          cm->m.nu, cm->m.name);
+        cm->m.kind = HK_MAT_ISOTROPIC;
+        if ((tnode = lookup(m, "type"))) {
+            const char *t = scalar(tnode);
+            if (t && !strcmp(t, "orthotropic"))
+                cm->m.kind = HK_MAT_ORTHOTROPIC;
+            else if (t && !strcmp(t, "anisotropic"))
+                cm->m.kind = HK_MAT_ANISOTROPIC;
+            else if (!t || strcmp(t, "isotropic"))
+                return err_at(x, tnode,
+                              "type of material '%s' must be isotropic, orthotropic or "
+                              "anisotropic, got '%s'",
+                              cm->m.name, t ? t : "a collection");
+        }
+        /* keys of the other kinds are mistakes, not silently ignored */
+        for (int k = 0; keys[k]; k++) {
+            const char *kk = keys[k];
+            int iso = !strcmp(kk, "E") || !strcmp(kk, "nu");
+            int ortho = kk[0] == 'E' || kk[0] == 'G' || !strncmp(kk, "nu", 2);
+            ortho = ortho && !iso;
+            int aniso = !strcmp(kk, "D");
+            int wrong = (iso && cm->m.kind != HK_MAT_ISOTROPIC) ||
+                        (ortho && cm->m.kind != HK_MAT_ORTHOTROPIC) ||
+                        (aniso && cm->m.kind != HK_MAT_ANISOTROPIC);
+            static const char *const kn[] = {"isotropic", "orthotropic", "anisotropic"};
+            if (wrong && (v = lookup(m, kk)))
+                return err_at(x, key_of(m, kk),
+                              "material '%s' is %s, so '%s' does not apply; %s", cm->m.name,
+                              kn[cm->m.kind], kk,
+                              cm->m.kind == HK_MAT_ISOTROPIC
+                                  ? "give type: orthotropic (E1 .. G23) or type: anisotropic (D)"
+                              : cm->m.kind == HK_MAT_ORTHOTROPIC
+                                  ? "an orthotropic material takes E1 E2 E3 nu12 nu13 nu23 G12 "
+                                    "G13 G23"
+                                  : "an anisotropic material takes its stiffness matrix D");
+        }
+        if (cm->m.kind == HK_MAT_ISOTROPIC) {
+            if (!(v = lookup(m, "E")))
+                return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
+            HK_CALL(parse_double(x, v, "E", &cm->m.E));
+            if (!(cm->m.E > 0))
+                return err_at(
+                    x, v,
+                    "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
+                    cm->m.E, cm->m.name);
+            if (!(v = lookup(m, "nu")))
+                return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
+            HK_CALL(parse_double(x, v, "nu", &cm->m.nu));
+            if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
+                return err_at(x, v,
+                              "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is "
+                              "incompressible, which displacement elements cannot model",
+                              cm->m.nu, cm->m.name);
+        } else if (cm->m.kind == HK_MAT_ORTHOTROPIC) {
+            for (int k = 0; k < 9; k++)
+                HK_CALL(material_number(x, m, ortho_keys[k], cm->m.name,
+                                        k < 3    ? "Young's modulus along a material axis"
+                                        : k < 6  ? "Poisson's ratio of two material axes"
+                                                 : "shear modulus of two material axes",
+                                        k < 3 || k >= 6, &cm->m.ortho[k]));
+        } else {
+            if (!(v = lookup(m, "D")))
+                return err_at(x, m,
+                              "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
+                              cm->m.name, c->dim == 3 ? 6 : 3, c->dim == 3 ? 6 : 3);
+            HK_CALL(read_stiffness(x, v, cm->m.name, c->dim == 3 ? 6 : 3, cm->m.D));
+        }
+        if ((v = lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
+        if ((v = lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));
+        /* positive definiteness and the rest, with the library's own sentence */
+        {
+            hk_law law;
+            if (hk_material_law(&cm->m, c->analysis, c->dim, &law)) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", hk_error_message());
+                struct fy_node *at = cm->m.kind == HK_MAT_ANISOTROPIC ? lookup(m, "D")
+                                     : tnode                          ? tnode
+                                                                      : m;
+                return err_at(x, at, "%s", msg);
+            }
+        }
         if ((v = lookup(m, "density"))) {
             HK_CALL(parse_double(x, v, "density", &cm->m.rho));
             if (!(cm->m.rho >= 0))
@@ -690,16 +854,24 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                           int *nloads, hk_case_load_item **loads, double gravity[3],
                           double body_force[3])
 {
-    static const char *const kinds[] = {"traction", "pressure",   "force", "nodal_force",
-                                        "gravity",  "body_force", NULL};
+    static const char *const kinds[] = {"traction",   "pressure",    "force",
+                                        "force_split", "nodal_force", "gravity",
+                                        "body_force",  "temperature", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
+    static const char *const tkeys[] = {"value", "regions", NULL};
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
         return err_at(x, keynode,
                       "%s must be a list like [{traction: {boundary: right, "
                       "value: [0, -1e6]}}]",
                       prefix);
-    int n = fy_node_sequence_item_count(ls);
-    if (n) HK_CALL(hk_calloc((size_t)n, sizeof **loads, loads));
+    int n = fy_node_sequence_item_count(ls), cap = n;
+    for (int i = 0; i < n; i++) { /* a temperature with a list of regions: one item each */
+        struct fy_node *t = lookup(fy_node_sequence_get_by_index(ls, i), "temperature"), *r;
+        if (t && fy_node_get_type(t) == FYNT_MAPPING && (r = lookup(t, "regions")) &&
+            fy_node_get_type(r) == FYNT_SEQUENCE)
+            cap += fy_node_sequence_item_count(r);
+    }
+    if (cap) HK_CALL(hk_calloc((size_t)cap, sizeof **loads, loads));
     for (int i = 0; i < n; i++) {
         struct fy_node *l = fy_node_sequence_get_by_index(ls, i);
         char what[96];
@@ -707,8 +879,9 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
         HK_CALL(check_mapping(x, l, what, kinds));
         if (fy_node_mapping_item_count(l) != 1)
             return err_at(x, l,
-                          "each load is one of traction, pressure, force, nodal_force, gravity, "
-                          "body_force; start a new '- ' item for each");
+                          "each load is one of traction, pressure, force, force_split, "
+                          "nodal_force, gravity, body_force, temperature; start a new '- ' item "
+                          "for each");
         void *it = NULL;
         struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
         const char *kind = scalar(fy_node_pair_key(p));
@@ -719,6 +892,35 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
             double *dst = kind[0] == 'g' ? gravity : body_force;
             for (int d = 0; d < 3; d++)
                 dst[d] += g[d];
+            continue;
+        }
+        if (!strcmp(kind, "temperature")) {
+            /* temperature: DT (every region) or {value: DT, regions: [a, b]} */
+            snprintf(what, sizeof what, "%s[%d].temperature", prefix, i);
+            struct fy_node *tv = v, *rs = NULL;
+            if (fy_node_get_type(v) != FYNT_SCALAR) {
+                HK_CALL(check_mapping(x, v, what, tkeys));
+                if (!(tv = lookup(v, "value")))
+                    return err_at(x, v, "%s needs value: DT (the temperature change)", what);
+                rs = lookup(v, "regions");
+            }
+            double dT;
+            HK_CALL(parse_double(x, tv, "temperature change", &dT));
+            int nr = !rs ? 0 : fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_item_count(rs) : 1;
+            if (rs && nr == 0)
+                return err_at(x, rs, "regions of %s must name at least one region", what);
+            for (int r = 0; r < (nr ? nr : 1); r++) {
+                hk_case_load_item *cl = &(*loads)[(*nloads)++];
+                cl->kind = HK_LOAD_TEMPERATURE;
+                cl->value[0] = dT;
+                cl->loc = node_loc(x, tv);
+                if (rs) {
+                    struct fy_node *e =
+                        fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_get_by_index(rs, r) : rs;
+                    HK_CALL(parse_name(x, e, "region name", cl->boundary, sizeof cl->boundary));
+                    cl->loc = node_loc(x, e);
+                }
+            }
             continue;
         }
         hk_case_load_item *cl = &(*loads)[(*nloads)++];
@@ -734,9 +936,10 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
             cl->kind = HK_LOAD_PRESSURE;
             HK_CALL(parse_double(x, val, "pressure value", &cl->value[0]));
         } else {
-            cl->kind = !strcmp(kind, "traction") ? HK_LOAD_TRACTION
-                       : !strcmp(kind, "force")  ? HK_LOAD_FORCE
-                                                 : HK_LOAD_NODAL;
+            cl->kind = !strcmp(kind, "traction")      ? HK_LOAD_TRACTION
+                       : !strcmp(kind, "force")       ? HK_LOAD_FORCE
+                       : !strcmp(kind, "force_split") ? HK_LOAD_FORCE_SPLIT
+                                                      : HK_LOAD_NODAL;
             HK_CALL(parse_vec(x, val, what, cl->value));
         }
     }
@@ -1237,6 +1440,26 @@ static int find_boundary(const hk_case *c, const hk_mesh *m, const char *name, h
     return hk_case_error(c, loc, "the mesh has no boundary named '%s'; it has: %s", name, names);
 }
 
+/* One load item on the mesh: a boundary index, or for a temperature a region index (-1:
+ * every region). */
+static int bind_load(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it, hk_load *ld)
+{
+    ld->kind = it->kind;
+    memcpy(ld->value, it->value, sizeof ld->value);
+    if (it->kind != HK_LOAD_TEMPERATURE)
+        return find_boundary(c, m, it->boundary, it->loc, &ld->boundary);
+    ld->boundary = -1;
+    if (!it->boundary[0]) return 0;
+    ld->boundary = hk_mesh_find_region(m, it->boundary);
+    if (ld->boundary < 0) {
+        char names[2048];
+        list_names(m->regions, m->nregions, names, sizeof names);
+        return hk_case_error(c, it->loc, "the mesh has no region named '%s'; it has: %s",
+                             it->boundary, names);
+    }
+    return 0;
+}
+
 int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
 {
     int ierr = 0;
@@ -1304,12 +1527,8 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
         memcpy(model->supports[i].value, c->supports[i].value, sizeof model->supports[i].value);
     }
     if (c->nloads) HK_TRY(hk_calloc((size_t)c->nloads, sizeof *model->loads, &model->loads));
-    for (int i = 0; i < c->nloads; i++) {
-        HK_TRY(
-            find_boundary(c, m, c->loads[i].boundary, c->loads[i].loc, &model->loads[i].boundary));
-        model->loads[i].kind = c->loads[i].kind;
-        memcpy(model->loads[i].value, c->loads[i].value, sizeof model->loads[i].value);
-    }
+    for (int i = 0; i < c->nloads; i++)
+        HK_TRY(bind_load(c, m, &c->loads[i], &model->loads[i]));
     hk_problem *p = &model->problem;
     p->mesh = m;
     p->analysis = c->analysis;
@@ -1340,13 +1559,11 @@ int hk_case_bind_loadcase(const hk_case *c, const hk_mesh *m, int k, hk_case_mod
     hk_load *loads = NULL;
     if (lc->nloads) HK_CALL(hk_calloc((size_t)lc->nloads, sizeof *loads, &loads));
     for (int i = 0; i < lc->nloads; i++) {
-        int ierr = find_boundary(c, m, lc->loads[i].boundary, lc->loads[i].loc, &loads[i].boundary);
+        int ierr = bind_load(c, m, &lc->loads[i], &loads[i]);
         if (ierr) {
             free(loads);
             return ierr;
         }
-        loads[i].kind = lc->loads[i].kind;
-        memcpy(loads[i].value, lc->loads[i].value, sizeof loads[i].value);
     }
     free(model->loads);
     model->loads = loads;

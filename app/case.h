@@ -44,9 +44,9 @@ typedef struct hk_case_support {
 
 typedef struct hk_case_load_item {
     hk_load_kind kind;
-    char boundary[HK_CASE_NAME];
+    char boundary[HK_CASE_NAME]; /* temperature: the region ("": every region) */
     double value[3];
-    hk_case_loc loc; /* of the boundary name */
+    hk_case_loc loc; /* of the boundary (region) name */
 } hk_case_load_item;
 
 /* One load case of `load_cases:`: its own loads over the shared mesh, materials and supports. */
