@@ -858,7 +858,7 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                                         "force_split", "nodal_force", "gravity",
                                         "body_force",  "temperature", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
-    static const char *const tkeys[] = {"value", "regions", NULL};
+    static const char *const tkeys[] = {"value", "regions", "file", NULL};
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
         return err_at(x, keynode,
                       "%s must be a list like [{traction: {boundary: right, "
@@ -900,8 +900,20 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
             struct fy_node *tv = v, *rs = NULL;
             if (fy_node_get_type(v) != FYNT_SCALAR) {
                 HK_CALL(check_mapping(x, v, what, tkeys));
+                struct fy_node *fn = lookup(v, "file");
+                if (fn) { /* a nodal field: one item, its values come at binding */
+                    if (lookup(v, "value") || lookup(v, "regions"))
+                        return err_at(x, v, "%s has a file, so value and regions do not apply; "
+                                      "give either file: T.csv or value: DT (and regions)", what);
+                    hk_case_load_item *cl = &(*loads)[(*nloads)++];
+                    cl->kind = HK_LOAD_TEMPERATURE;
+                    cl->loc = node_loc(x, fn);
+                    HK_CALL(resolve_path(x, fn, "temperature file", cl->file));
+                    continue;
+                }
                 if (!(tv = lookup(v, "value")))
-                    return err_at(x, v, "%s needs value: DT (the temperature change)", what);
+                    return err_at(x, v, "%s needs value: DT (the temperature change) or file: "
+                                  "T.csv (a nodal field)", what);
                 rs = lookup(v, "regions");
             }
             double dT;
@@ -1440,6 +1452,138 @@ static int find_boundary(const hk_case *c, const hk_mesh *m, const char *name, h
     return hk_case_error(c, loc, "the mesh has no boundary named '%s'; it has: %s", name, names);
 }
 
+typedef struct csv_row {
+    double x[3], t;
+    int line;
+} csv_row;
+
+static int cmp_row_x(const void *a, const void *b)
+{
+    double u = ((const csv_row *)a)->x[0], v = ((const csv_row *)b)->x[0];
+    return (u > v) - (u < v);
+}
+
+/* Adds the temperature changes of a CSV file (x, y(, z), dT per row; '#' comments and a
+ * header line allowed) to node_dT, matched to the mesh's nodes by coordinates within 1e-6 of
+ * the mesh's size. Every node of a cell must be found. */
+static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it,
+                                double *node_dT)
+{
+    int ierr = 0;
+    FILE *f = fopen(it->file, "r");
+    if (!f)
+        return hk_case_error(c, it->loc, "cannot open the temperature file '%s'; check the path "
+                             "(relative to the case file)", it->file);
+    csv_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    char line[1024];
+    int ln = 0, cols = -1;
+    uint8_t *used = NULL;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        char *q = line;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (!*q || *q == '#') continue;
+        double v[5];
+        int k = 0;
+        char *end = q;
+        while (k < 5) {
+            v[k] = strtod(q, &end);
+            if (end == q) break;
+            k++;
+            q = end;
+            while (isspace((unsigned char)*q) || *q == ',' || *q == ';')
+                q++;
+            if (!*q) break;
+        }
+        if (k == 0 && n == 0 && cols < 0) { cols = 0; continue; } /* a header line */
+        int want = m->dim + 1;
+        if (*q || !(k == want || (m->dim == 2 && k == 4))) {
+            ierr = hk_case_error(c, it->loc, "%s:%d: a row must hold %s, got '%.60s'", it->file, ln,
+                                 m->dim == 2 ? "x, y, dT (or x, y, z, dT)" : "x, y, z, dT",
+                                 strtok(line, "\n"));
+            goto done;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            csv_row *nr = realloc(rows, cap * sizeof *rows);
+            if (!nr) { ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", it->file); goto done; }
+            rows = nr;
+        }
+        csv_row *r = &rows[n++];
+        r->x[0] = v[0], r->x[1] = v[1], r->x[2] = k == 4 ? v[2] : 0;
+        r->t = v[k - 1];
+        r->line = ln;
+        if (!isfinite(r->t) || !isfinite(r->x[0]) || !isfinite(r->x[1]) || !isfinite(r->x[2])) {
+            ierr = hk_case_error(c, it->loc, "%s:%d: a value is not a finite number", it->file, ln);
+            goto done;
+        }
+    }
+    if (n == 0) {
+        ierr = hk_case_error(c, it->loc, "the temperature file '%s' has no rows; give x, y%s, dT "
+                             "per node", it->file, m->dim == 3 ? ", z" : "");
+        goto done;
+    }
+    qsort(rows, n, sizeof *rows, cmp_row_x);
+    double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int d = 0; d < 3; d++)
+            lo[d] = fmin(lo[d], m->coords[3 * i + d]), hi[d] = fmax(hi[d], m->coords[3 * i + d]);
+    double size = 0;
+    for (int d = 0; d < 3; d++)
+        size = fmax(size, hi[d] - lo[d]);
+    const double tol = 1e-6 * size;
+    ierr = hk_calloc((size_t)m->nnodes + 1, 1, &used);
+    if (ierr) goto done;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            used[m->cells.nodes[k]] = 1;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        if (!used[i]) continue;
+        const double *p = m->coords + 3 * i;
+        size_t a = 0, b = n; /* first row with x >= p.x - tol */
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (rows[mid].x[0] < p[0] - tol) a = mid + 1; else b = mid;
+        }
+        int found = 0;
+        for (size_t r = a; r < n && rows[r].x[0] <= p[0] + tol && !found; r++)
+            if (fabs(rows[r].x[1] - p[1]) <= tol && fabs(rows[r].x[2] - p[2]) <= tol)
+                node_dT[i] += rows[r].t, found = 1;
+        if (!found) {
+            ierr = hk_case_error(c, it->loc,
+                                 "the temperature file '%s' has no row at node %lld (%g, %g, %g); "
+                                 "give a value at every node of the mesh (matched by coordinates "
+                                 "within %g)",
+                                 it->file, (long long)i, p[0], p[1], p[2], tol);
+            goto done;
+        }
+    }
+done:
+    free(used);
+    free(rows);
+    fclose(f);
+    return ierr;
+}
+
+/* The nodal temperature field of a list of loads (model->node_dT; NULL without files). */
+static int bind_node_temperatures(const hk_case *c, const hk_mesh *m, int nloads,
+                                  const hk_case_load_item *loads, hk_case_model *model)
+{
+    free(model->node_dT);
+    model->node_dT = NULL;
+    model->problem.node_dT = NULL;
+    for (int i = 0; i < nloads; i++) {
+        if (loads[i].kind != HK_LOAD_TEMPERATURE || !loads[i].file[0]) continue;
+        if (!model->node_dT)
+            HK_CALL(hk_calloc((size_t)m->nnodes + 1, sizeof *model->node_dT, &model->node_dT));
+        HK_CALL(read_temperature_csv(c, m, &loads[i], model->node_dT));
+    }
+    model->problem.node_dT = model->node_dT;
+    return 0;
+}
+
 /* One load item on the mesh: a boundary index, or for a temperature a region index (-1:
  * every region). */
 static int bind_load(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it, hk_load *ld)
@@ -1540,6 +1684,7 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     p->loads = model->loads;
     p->nsupports = c->nsupports;
     p->supports = model->supports;
+    HK_TRY(bind_node_temperatures(c, m, c->nloads, c->loads, model));
     /* load cases: check every case's boundaries now (before the solve), end bound to case 0 */
     for (int k = c->nloadcases - 1; k >= 0; k--)
         HK_TRY(hk_case_bind_loadcase(c, m, k, model));
@@ -1572,7 +1717,7 @@ int hk_case_bind_loadcase(const hk_case *c, const hk_mesh *m, int k, hk_case_mod
     p->loads = loads;
     memcpy(p->body_force, lc->body_force, sizeof p->body_force);
     memcpy(p->gravity, lc->gravity, sizeof p->gravity);
-    return 0;
+    return bind_node_temperatures(c, m, lc->nloads, lc->loads, model);
 }
 
 void hk_case_model_free(hk_case_model *model)
@@ -1581,5 +1726,6 @@ void hk_case_model_free(hk_case_model *model)
     free(model->materials);
     free(model->loads);
     free(model->supports);
+    free(model->node_dT);
     memset(model, 0, sizeof *model);
 }

@@ -227,6 +227,57 @@ static void test_free_bar(void)
     hk_case_free(&c);
 }
 
+/* A nodal temperature field from a CSV file: T = g z (linear) on the free bar of hex20, held
+ * statically determinately (xmin in x, ymin in y, the origin in z), is stress-free with the
+ * quadratic displacement u = alpha g (x z, y z, (z^2 - x^2 - y^2) / 2), which hex20 holds
+ * exactly. */
+static void test_temperature_csv(void)
+{
+    const double a = 1.2e-5, g = 1000, E = 200e9;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/T.csv", hk_test_tmpdir());
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "x,y,z,dT\n# the half-cell lattice of the bar\n");
+    for (int i = 0; i <= 20; i++)
+        for (int j = 0; j <= 4; j++)
+            for (int k = 0; k <= 4; k++)
+                fprintf(f, "%.17g, %.17g, %.17g, %.17g\n", 0.05 * i, 0.025 * j, 0.025 * k,
+                        g * 0.025 * k);
+    fclose(f);
+    char load[1200];
+    snprintf(load, sizeof load, "loads=[{temperature: {file: %s}}]", path);
+    const char *sets[] = {"geometry.generate.element=hex20", load,
+                          "supports=[{boundary: xmin, fix: [x]}, {boundary: ymin, fix: [y]}, "
+                          "{boundary: origin, fix: [z]}]"};
+    hk_case c;
+    hk_run r;
+    HK_ASSERT_OK(run_case("cases/thermal/free_bar.yaml", 3, sets, &c, &r));
+    double zero[6] = {0};
+    CU_ASSERT(stress_error(&r, zero) < 1e-6 * E * a * g * 0.1);
+    double err = 0;
+    for (int64_t i = 0; i < r.mesh.nnodes; i++) {
+        const double *x = r.mesh.coords + 3 * i, *u = r.fields.u + 3 * i;
+        const double ref[3] = {a * g * x[0] * x[2], a * g * x[1] * x[2],
+                               a * g * (x[2] * x[2] - x[0] * x[0] - x[1] * x[1]) / 2};
+        for (int k = 0; k < 3; k++)
+            err = fmax(err, fabs(u[k] - ref[k]));
+    }
+    CU_ASSERT(err < 1e-8 * a * g * 0.5);
+    hk_run_free(&r);
+    hk_case_free(&c);
+    /* a node without a row: one sentence naming the node and the file */
+    f = fopen(path, "w");
+    fprintf(f, "0, 0, 0, 1\n");
+    fclose(f);
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/thermal/free_bar.yaml"), 2, sets, &c));
+    hk_run_opts o = {.backend = "cpu", .quiet = 1};
+    CU_ASSERT_EQUAL(hk_run_case(&c, &o, &r), HK_ERR_CASE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "T.csv' has no row at node"));
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
 /* cases/thermal/clamped_bar.yaml: sigma_xx = -E alpha dT, reactions E alpha dT A; and its 2D
  * versions: -E alpha dT in plane stress, -E alpha dT / (1 - nu) in plane strain. */
 static void test_clamped_bar(void)
@@ -423,6 +474,7 @@ HK_SUITE(materials, {"orthotropic law = inverse of the compliance", test_orthotr
          {"2D anisotropic 3x3: uniaxial strain = compliance column", test_aniso_2d},
          {"free heated bar: stress-free, alpha dT expansion", test_free_bar},
          {"clamped heated bar: -E alpha dT (3D, plane stress/strain)", test_clamped_bar},
+         {"nodal temperature from a CSV: linear field, stress-free", test_temperature_csv},
          {"force on hex20 faces: exact uniform stress; force_split not", test_force_bar},
          {"force on quadratic facets: consistent nodal shares", test_force_consistent},
          {"bad materials in a case: file:line:col", test_case_errors})
