@@ -511,9 +511,108 @@ static int read_analysis(ctx *x, struct fy_node *root)
     return 0;
 }
 
+/* A positive number under key k of material m, or an error naming it. */
+static int material_number(ctx *x, struct fy_node *m, const char *k, const char *name,
+                           const char *meaning, int positive, double *out)
+{
+    struct fy_node *v = lookup(m, k);
+    if (!v) return err_at(x, m, "material '%s' needs %s (%s)", name, k, meaning);
+    HK_CALL(parse_double(x, v, k, out));
+    if (positive && !(*out > 0))
+        return err_at(x, v, "%s = %g of material '%s' must be positive (%s)", k, *out, name,
+                      meaning);
+    return 0;
+}
+
+/* The stiffness matrix D of an anisotropic material: n rows of n numbers. */
+static int read_stiffness(ctx *x, struct fy_node *v, const char *name, int n, double D[6][6])
+{
+    const char *order = n == 6 ? "xx yy zz xy yz xz" : "xx yy xy";
+    if (fy_node_get_type(v) != FYNT_SEQUENCE || fy_node_sequence_item_count(v) != n)
+        return err_at(x, v,
+                      "D of material '%s' must be a list of %d rows of %d numbers (Voigt order "
+                      "%s, engineering shear strains)",
+                      name, n, n, order);
+    for (int i = 0; i < n; i++) {
+        struct fy_node *row = fy_node_sequence_get_by_index(v, i);
+        if (fy_node_get_type(row) != FYNT_SEQUENCE || fy_node_sequence_item_count(row) != n)
+            return err_at(x, row, "row %d of D of material '%s' must be a list of %d numbers", i,
+                          name, n);
+        for (int j = 0; j < n; j++) {
+            char w[64];
+            snprintf(w, sizeof w, "D[%d][%d]", i, j);
+            HK_CALL(parse_double(x, fy_node_sequence_get_by_index(row, j), w, &D[i][j]));
+        }
+    }
+    return 0;
+}
+
+/* orientation: {axis1: [...], axis2: [...]}: material axis 1 along axis1, axis 2 in the plane
+ * of axis1 and axis2 (made orthogonal to axis 1), axis 3 = axis 1 x axis 2. */
+static int read_orientation(ctx *x, struct fy_node *v, hk_material *mt)
+{
+    static const char *const keys[] = {"axis1", "axis2", NULL};
+    char what[96];
+    snprintf(what, sizeof what, "orientation of material '%s'", mt->name);
+    HK_CALL(check_mapping(x, v, what, keys));
+    struct fy_node *a1 = lookup(v, "axis1"), *a2 = lookup(v, "axis2");
+    if (!a1 || !a2)
+        return err_at(x, v, "%s needs axis1: [...] and axis2: [...] (two directions)", what);
+    double e1[3], e2[3];
+    HK_CALL(parse_vec(x, a1, "axis1", e1));
+    HK_CALL(parse_vec(x, a2, "axis2", e2));
+    double n1 = sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+    double n2 = sqrt(e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
+    if (!(n1 > 0)) return err_at(x, a1, "axis1 of material '%s' is the zero vector", mt->name);
+    if (!(n2 > 0)) return err_at(x, a2, "axis2 of material '%s' is the zero vector", mt->name);
+    double dot = 0;
+    for (int i = 0; i < 3; i++)
+        e1[i] /= n1, dot += e1[i] * e2[i];
+    double m2 = 0;
+    for (int i = 0; i < 3; i++)
+        e2[i] -= dot * e1[i], m2 += e2[i] * e2[i];
+    m2 = sqrt(m2);
+    if (!(m2 > 1e-8 * n2))
+        return err_at(x, a2, "axis2 of material '%s' is parallel to axis1; give a second "
+                      "direction across it", mt->name);
+    for (int i = 0; i < 3; i++)
+        mt->axes[0][i] = e1[i], mt->axes[1][i] = e2[i] / m2;
+    mt->axes[2][0] = mt->axes[0][1] * mt->axes[1][2] - mt->axes[0][2] * mt->axes[1][1];
+    mt->axes[2][1] = mt->axes[0][2] * mt->axes[1][0] - mt->axes[0][0] * mt->axes[1][2];
+    mt->axes[2][2] = mt->axes[0][0] * mt->axes[1][1] - mt->axes[0][1] * mt->axes[1][0];
+    mt->has_axes = 1;
+    return 0;
+}
+
+/* alpha: one number (isotropic expansion) or [a1, a2, a3] along the material axes. */
+static int read_alpha(ctx *x, struct fy_node *v, hk_material *mt)
+{
+    if (fy_node_get_type(v) == FYNT_SCALAR) {
+        HK_CALL(parse_double(x, v, "alpha", &mt->alpha[0]));
+        mt->alpha[1] = mt->alpha[2] = mt->alpha[0];
+        return 0;
+    }
+    if (fy_node_get_type(v) != FYNT_SEQUENCE || fy_node_sequence_item_count(v) != 3)
+        return err_at(x, v,
+                      "alpha of material '%s' must be a number (1.2e-5) or three numbers "
+                      "[a1, a2, a3] along the material axes",
+                      mt->name);
+    for (int i = 0; i < 3; i++) {
+        char w[32];
+        snprintf(w, sizeof w, "alpha[%d]", i);
+        HK_CALL(parse_double(x, fy_node_sequence_get_by_index(v, i), w, &mt->alpha[i]));
+    }
+    return 0;
+}
+
 static int read_materials(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"name", "E", "nu", "density", "regions", NULL};
+    static const char *const keys[] = {"name", "type",  "E",     "nu",    "density",
+                                       "E1",   "E2",    "E3",    "nu12",  "nu13",
+                                       "nu23", "G12",   "G13",   "G23",   "D",
+                                       "alpha", "orientation", "regions", NULL};
+    static const char *const ortho_keys[] = {"E1",   "E2",  "E3",  "nu12", "nu13",
+                                             "nu23", "G12", "G13", "G23"};
     hk_case *c = x->c;
     struct fy_node *ms = lookup(root, "materials");
     if (!ms)
@@ -529,7 +628,7 @@ static int read_materials(ctx *x, struct fy_node *root)
     c->nmaterials = n;
     int nall = 0;
     for (int i = 0; i < n; i++) {
-        struct fy_node *m = fy_node_sequence_get_by_index(ms, i), *v;
+        struct fy_node *m = fy_node_sequence_get_by_index(ms, i), *v, *tnode;
         hk_case_material *cm = &c->materials[i];
         char what[64];
         snprintf(what, sizeof what, "materials[%d]", i);
@@ -539,21 +638,86 @@ static int read_materials(ctx *x, struct fy_node *root)
             HK_CALL(parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
         else
             snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
-        if (!(v = lookup(m, "E")))
-            return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
-        HK_CALL(parse_double(x, v, "E", &cm->m.E));
-        if (!(cm->m.E > 0))
-            return err_at(
-                x, v, "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
-                cm->m.E, cm->m.name);
-        if (!(v = lookup(m, "nu")))
-            return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
-        HK_CALL(parse_double(x, v, "nu", &cm->m.nu));
-        if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
-            return err_at(x, v,
-                          "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is incompressible, "
-                          "which displacement elements cannot model",
-                          cm->m.nu, cm->m.name);
+        cm->m.kind = HK_MAT_ISOTROPIC;
+        if ((tnode = lookup(m, "type"))) {
+            const char *t = scalar(tnode);
+            if (t && !strcmp(t, "orthotropic"))
+                cm->m.kind = HK_MAT_ORTHOTROPIC;
+            else if (t && !strcmp(t, "anisotropic"))
+                cm->m.kind = HK_MAT_ANISOTROPIC;
+            else if (!t || strcmp(t, "isotropic"))
+                return err_at(x, tnode,
+                              "type of material '%s' must be isotropic, orthotropic or "
+                              "anisotropic, got '%s'",
+                              cm->m.name, t ? t : "a collection");
+        }
+        /* keys of the other kinds are mistakes, not silently ignored */
+        for (int k = 0; keys[k]; k++) {
+            const char *kk = keys[k];
+            int iso = !strcmp(kk, "E") || !strcmp(kk, "nu");
+            int ortho = kk[0] == 'E' || kk[0] == 'G' || !strncmp(kk, "nu", 2);
+            ortho = ortho && !iso;
+            int aniso = !strcmp(kk, "D");
+            int wrong = (iso && cm->m.kind != HK_MAT_ISOTROPIC) ||
+                        (ortho && cm->m.kind != HK_MAT_ORTHOTROPIC) ||
+                        (aniso && cm->m.kind != HK_MAT_ANISOTROPIC);
+            static const char *const kn[] = {"isotropic", "orthotropic", "anisotropic"};
+            if (wrong && (v = lookup(m, kk)))
+                return err_at(x, key_of(m, kk),
+                              "material '%s' is %s, so '%s' does not apply; %s", cm->m.name,
+                              kn[cm->m.kind], kk,
+                              cm->m.kind == HK_MAT_ISOTROPIC
+                                  ? "give type: orthotropic (E1 .. G23) or type: anisotropic (D)"
+                              : cm->m.kind == HK_MAT_ORTHOTROPIC
+                                  ? "an orthotropic material takes E1 E2 E3 nu12 nu13 nu23 G12 "
+                                    "G13 G23"
+                                  : "an anisotropic material takes its stiffness matrix D");
+        }
+        if (cm->m.kind == HK_MAT_ISOTROPIC) {
+            if (!(v = lookup(m, "E")))
+                return err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
+            HK_CALL(parse_double(x, v, "E", &cm->m.E));
+            if (!(cm->m.E > 0))
+                return err_at(
+                    x, v,
+                    "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
+                    cm->m.E, cm->m.name);
+            if (!(v = lookup(m, "nu")))
+                return err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
+            HK_CALL(parse_double(x, v, "nu", &cm->m.nu));
+            if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
+                return err_at(x, v,
+                              "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is "
+                              "incompressible, which displacement elements cannot model",
+                              cm->m.nu, cm->m.name);
+        } else if (cm->m.kind == HK_MAT_ORTHOTROPIC) {
+            for (int k = 0; k < 9; k++)
+                HK_CALL(material_number(x, m, ortho_keys[k], cm->m.name,
+                                        k < 3    ? "Young's modulus along a material axis"
+                                        : k < 6  ? "Poisson's ratio of two material axes"
+                                                 : "shear modulus of two material axes",
+                                        k < 3 || k >= 6, &cm->m.ortho[k]));
+        } else {
+            if (!(v = lookup(m, "D")))
+                return err_at(x, m,
+                              "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
+                              cm->m.name, c->dim == 3 ? 6 : 3, c->dim == 3 ? 6 : 3);
+            HK_CALL(read_stiffness(x, v, cm->m.name, c->dim == 3 ? 6 : 3, cm->m.D));
+        }
+        if ((v = lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
+        if ((v = lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));
+        /* positive definiteness and the rest, with the library's own sentence */
+        {
+            hk_law law;
+            if (hk_material_law(&cm->m, c->analysis, c->dim, &law)) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", hk_error_message());
+                struct fy_node *at = cm->m.kind == HK_MAT_ANISOTROPIC ? lookup(m, "D")
+                                     : tnode                          ? tnode
+                                                                      : m;
+                return err_at(x, at, "%s", msg);
+            }
+        }
         if ((v = lookup(m, "density"))) {
             HK_CALL(parse_double(x, v, "density", &cm->m.rho));
             if (!(cm->m.rho >= 0))
@@ -690,16 +854,24 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                           int *nloads, hk_case_load_item **loads, double gravity[3],
                           double body_force[3])
 {
-    static const char *const kinds[] = {"traction", "pressure",   "force", "nodal_force",
-                                        "gravity",  "body_force", NULL};
+    static const char *const kinds[] = {"traction",   "pressure",    "force",
+                                        "force_split", "nodal_force", "gravity",
+                                        "body_force",  "temperature", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
+    static const char *const tkeys[] = {"value", "regions", "file", NULL};
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
         return err_at(x, keynode,
                       "%s must be a list like [{traction: {boundary: right, "
                       "value: [0, -1e6]}}]",
                       prefix);
-    int n = fy_node_sequence_item_count(ls);
-    if (n) HK_CALL(hk_calloc((size_t)n, sizeof **loads, loads));
+    int n = fy_node_sequence_item_count(ls), cap = n;
+    for (int i = 0; i < n; i++) { /* a temperature with a list of regions: one item each */
+        struct fy_node *t = lookup(fy_node_sequence_get_by_index(ls, i), "temperature"), *r;
+        if (t && fy_node_get_type(t) == FYNT_MAPPING && (r = lookup(t, "regions")) &&
+            fy_node_get_type(r) == FYNT_SEQUENCE)
+            cap += fy_node_sequence_item_count(r);
+    }
+    if (cap) HK_CALL(hk_calloc((size_t)cap, sizeof **loads, loads));
     for (int i = 0; i < n; i++) {
         struct fy_node *l = fy_node_sequence_get_by_index(ls, i);
         char what[96];
@@ -707,8 +879,9 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
         HK_CALL(check_mapping(x, l, what, kinds));
         if (fy_node_mapping_item_count(l) != 1)
             return err_at(x, l,
-                          "each load is one of traction, pressure, force, nodal_force, gravity, "
-                          "body_force; start a new '- ' item for each");
+                          "each load is one of traction, pressure, force, force_split, "
+                          "nodal_force, gravity, body_force, temperature; start a new '- ' item "
+                          "for each");
         void *it = NULL;
         struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
         const char *kind = scalar(fy_node_pair_key(p));
@@ -719,6 +892,47 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
             double *dst = kind[0] == 'g' ? gravity : body_force;
             for (int d = 0; d < 3; d++)
                 dst[d] += g[d];
+            continue;
+        }
+        if (!strcmp(kind, "temperature")) {
+            /* temperature: DT (every region) or {value: DT, regions: [a, b]} */
+            snprintf(what, sizeof what, "%s[%d].temperature", prefix, i);
+            struct fy_node *tv = v, *rs = NULL;
+            if (fy_node_get_type(v) != FYNT_SCALAR) {
+                HK_CALL(check_mapping(x, v, what, tkeys));
+                struct fy_node *fn = lookup(v, "file");
+                if (fn) { /* a nodal field: one item, its values come at binding */
+                    if (lookup(v, "value") || lookup(v, "regions"))
+                        return err_at(x, v, "%s has a file, so value and regions do not apply; "
+                                      "give either file: T.csv or value: DT (and regions)", what);
+                    hk_case_load_item *cl = &(*loads)[(*nloads)++];
+                    cl->kind = HK_LOAD_TEMPERATURE;
+                    cl->loc = node_loc(x, fn);
+                    HK_CALL(resolve_path(x, fn, "temperature file", cl->file));
+                    continue;
+                }
+                if (!(tv = lookup(v, "value")))
+                    return err_at(x, v, "%s needs value: DT (the temperature change) or file: "
+                                  "T.csv (a nodal field)", what);
+                rs = lookup(v, "regions");
+            }
+            double dT;
+            HK_CALL(parse_double(x, tv, "temperature change", &dT));
+            int nr = !rs ? 0 : fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_item_count(rs) : 1;
+            if (rs && nr == 0)
+                return err_at(x, rs, "regions of %s must name at least one region", what);
+            for (int r = 0; r < (nr ? nr : 1); r++) {
+                hk_case_load_item *cl = &(*loads)[(*nloads)++];
+                cl->kind = HK_LOAD_TEMPERATURE;
+                cl->value[0] = dT;
+                cl->loc = node_loc(x, tv);
+                if (rs) {
+                    struct fy_node *e =
+                        fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_get_by_index(rs, r) : rs;
+                    HK_CALL(parse_name(x, e, "region name", cl->boundary, sizeof cl->boundary));
+                    cl->loc = node_loc(x, e);
+                }
+            }
             continue;
         }
         hk_case_load_item *cl = &(*loads)[(*nloads)++];
@@ -734,9 +948,10 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
             cl->kind = HK_LOAD_PRESSURE;
             HK_CALL(parse_double(x, val, "pressure value", &cl->value[0]));
         } else {
-            cl->kind = !strcmp(kind, "traction") ? HK_LOAD_TRACTION
-                       : !strcmp(kind, "force")  ? HK_LOAD_FORCE
-                                                 : HK_LOAD_NODAL;
+            cl->kind = !strcmp(kind, "traction")      ? HK_LOAD_TRACTION
+                       : !strcmp(kind, "force")       ? HK_LOAD_FORCE
+                       : !strcmp(kind, "force_split") ? HK_LOAD_FORCE_SPLIT
+                                                      : HK_LOAD_NODAL;
             HK_CALL(parse_vec(x, val, what, cl->value));
         }
     }
@@ -1237,6 +1452,158 @@ static int find_boundary(const hk_case *c, const hk_mesh *m, const char *name, h
     return hk_case_error(c, loc, "the mesh has no boundary named '%s'; it has: %s", name, names);
 }
 
+typedef struct csv_row {
+    double x[3], t;
+    int line;
+} csv_row;
+
+static int cmp_row_x(const void *a, const void *b)
+{
+    double u = ((const csv_row *)a)->x[0], v = ((const csv_row *)b)->x[0];
+    return (u > v) - (u < v);
+}
+
+/* Adds the temperature changes of a CSV file (x, y(, z), dT per row; '#' comments and a
+ * header line allowed) to node_dT, matched to the mesh's nodes by coordinates within 1e-6 of
+ * the mesh's size. Every node of a cell must be found. */
+static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it,
+                                double *node_dT)
+{
+    int ierr = 0;
+    FILE *f = fopen(it->file, "r");
+    if (!f)
+        return hk_case_error(c, it->loc, "cannot open the temperature file '%s'; check the path "
+                             "(relative to the case file)", it->file);
+    csv_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    char line[1024];
+    int ln = 0, cols = -1;
+    uint8_t *used = NULL;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        char *q = line;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (!*q || *q == '#') continue;
+        double v[5];
+        int k = 0;
+        char *end = q;
+        while (k < 5) {
+            v[k] = strtod(q, &end);
+            if (end == q) break;
+            k++;
+            q = end;
+            while (isspace((unsigned char)*q) || *q == ',' || *q == ';')
+                q++;
+            if (!*q) break;
+        }
+        if (k == 0 && n == 0 && cols < 0) { cols = 0; continue; } /* a header line */
+        int want = m->dim + 1;
+        if (*q || !(k == want || (m->dim == 2 && k == 4))) {
+            ierr = hk_case_error(c, it->loc, "%s:%d: a row must hold %s, got '%.60s'", it->file, ln,
+                                 m->dim == 2 ? "x, y, dT (or x, y, z, dT)" : "x, y, z, dT",
+                                 strtok(line, "\n"));
+            goto done;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            csv_row *nr = realloc(rows, cap * sizeof *rows);
+            if (!nr) { ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", it->file); goto done; }
+            rows = nr;
+        }
+        csv_row *r = &rows[n++];
+        r->x[0] = v[0], r->x[1] = v[1], r->x[2] = k == 4 ? v[2] : 0;
+        r->t = v[k - 1];
+        r->line = ln;
+        if (!isfinite(r->t) || !isfinite(r->x[0]) || !isfinite(r->x[1]) || !isfinite(r->x[2])) {
+            ierr = hk_case_error(c, it->loc, "%s:%d: a value is not a finite number", it->file, ln);
+            goto done;
+        }
+    }
+    if (n == 0) {
+        ierr = hk_case_error(c, it->loc, "the temperature file '%s' has no rows; give x, y%s, dT "
+                             "per node", it->file, m->dim == 3 ? ", z" : "");
+        goto done;
+    }
+    qsort(rows, n, sizeof *rows, cmp_row_x);
+    double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int d = 0; d < 3; d++)
+            lo[d] = fmin(lo[d], m->coords[3 * i + d]), hi[d] = fmax(hi[d], m->coords[3 * i + d]);
+    double size = 0;
+    for (int d = 0; d < 3; d++)
+        size = fmax(size, hi[d] - lo[d]);
+    const double tol = 1e-6 * size;
+    ierr = hk_calloc((size_t)m->nnodes + 1, 1, &used);
+    if (ierr) goto done;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            used[m->cells.nodes[k]] = 1;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        if (!used[i]) continue;
+        const double *p = m->coords + 3 * i;
+        size_t a = 0, b = n; /* first row with x >= p.x - tol */
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (rows[mid].x[0] < p[0] - tol) a = mid + 1; else b = mid;
+        }
+        int found = 0;
+        for (size_t r = a; r < n && rows[r].x[0] <= p[0] + tol && !found; r++)
+            if (fabs(rows[r].x[1] - p[1]) <= tol && fabs(rows[r].x[2] - p[2]) <= tol)
+                node_dT[i] += rows[r].t, found = 1;
+        if (!found) {
+            ierr = hk_case_error(c, it->loc,
+                                 "the temperature file '%s' has no row at node %lld (%g, %g, %g); "
+                                 "give a value at every node of the mesh (matched by coordinates "
+                                 "within %g)",
+                                 it->file, (long long)i, p[0], p[1], p[2], tol);
+            goto done;
+        }
+    }
+done:
+    free(used);
+    free(rows);
+    fclose(f);
+    return ierr;
+}
+
+/* The nodal temperature field of a list of loads (model->node_dT; NULL without files). */
+static int bind_node_temperatures(const hk_case *c, const hk_mesh *m, int nloads,
+                                  const hk_case_load_item *loads, hk_case_model *model)
+{
+    free(model->node_dT);
+    model->node_dT = NULL;
+    model->problem.node_dT = NULL;
+    for (int i = 0; i < nloads; i++) {
+        if (loads[i].kind != HK_LOAD_TEMPERATURE || !loads[i].file[0]) continue;
+        if (!model->node_dT)
+            HK_CALL(hk_calloc((size_t)m->nnodes + 1, sizeof *model->node_dT, &model->node_dT));
+        HK_CALL(read_temperature_csv(c, m, &loads[i], model->node_dT));
+    }
+    model->problem.node_dT = model->node_dT;
+    return 0;
+}
+
+/* One load item on the mesh: a boundary index, or for a temperature a region index (-1:
+ * every region). */
+static int bind_load(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it, hk_load *ld)
+{
+    ld->kind = it->kind;
+    memcpy(ld->value, it->value, sizeof ld->value);
+    if (it->kind != HK_LOAD_TEMPERATURE)
+        return find_boundary(c, m, it->boundary, it->loc, &ld->boundary);
+    ld->boundary = -1;
+    if (!it->boundary[0]) return 0;
+    ld->boundary = hk_mesh_find_region(m, it->boundary);
+    if (ld->boundary < 0) {
+        char names[2048];
+        list_names(m->regions, m->nregions, names, sizeof names);
+        return hk_case_error(c, it->loc, "the mesh has no region named '%s'; it has: %s",
+                             it->boundary, names);
+    }
+    return 0;
+}
+
 int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
 {
     int ierr = 0;
@@ -1304,12 +1671,8 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
         memcpy(model->supports[i].value, c->supports[i].value, sizeof model->supports[i].value);
     }
     if (c->nloads) HK_TRY(hk_calloc((size_t)c->nloads, sizeof *model->loads, &model->loads));
-    for (int i = 0; i < c->nloads; i++) {
-        HK_TRY(
-            find_boundary(c, m, c->loads[i].boundary, c->loads[i].loc, &model->loads[i].boundary));
-        model->loads[i].kind = c->loads[i].kind;
-        memcpy(model->loads[i].value, c->loads[i].value, sizeof model->loads[i].value);
-    }
+    for (int i = 0; i < c->nloads; i++)
+        HK_TRY(bind_load(c, m, &c->loads[i], &model->loads[i]));
     hk_problem *p = &model->problem;
     p->mesh = m;
     p->analysis = c->analysis;
@@ -1321,6 +1684,7 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     p->loads = model->loads;
     p->nsupports = c->nsupports;
     p->supports = model->supports;
+    HK_TRY(bind_node_temperatures(c, m, c->nloads, c->loads, model));
     /* load cases: check every case's boundaries now (before the solve), end bound to case 0 */
     for (int k = c->nloadcases - 1; k >= 0; k--)
         HK_TRY(hk_case_bind_loadcase(c, m, k, model));
@@ -1340,13 +1704,11 @@ int hk_case_bind_loadcase(const hk_case *c, const hk_mesh *m, int k, hk_case_mod
     hk_load *loads = NULL;
     if (lc->nloads) HK_CALL(hk_calloc((size_t)lc->nloads, sizeof *loads, &loads));
     for (int i = 0; i < lc->nloads; i++) {
-        int ierr = find_boundary(c, m, lc->loads[i].boundary, lc->loads[i].loc, &loads[i].boundary);
+        int ierr = bind_load(c, m, &lc->loads[i], &loads[i]);
         if (ierr) {
             free(loads);
             return ierr;
         }
-        loads[i].kind = lc->loads[i].kind;
-        memcpy(loads[i].value, lc->loads[i].value, sizeof loads[i].value);
     }
     free(model->loads);
     model->loads = loads;
@@ -1355,7 +1717,7 @@ int hk_case_bind_loadcase(const hk_case *c, const hk_mesh *m, int k, hk_case_mod
     p->loads = loads;
     memcpy(p->body_force, lc->body_force, sizeof p->body_force);
     memcpy(p->gravity, lc->gravity, sizeof p->gravity);
-    return 0;
+    return bind_node_temperatures(c, m, lc->nloads, lc->loads, model);
 }
 
 void hk_case_model_free(hk_case_model *model)
@@ -1364,5 +1726,6 @@ void hk_case_model_free(hk_case_model *model)
     free(model->materials);
     free(model->loads);
     free(model->supports);
+    free(model->node_dT);
     memset(model, 0, sizeof *model);
 }

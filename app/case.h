@@ -44,9 +44,10 @@ typedef struct hk_case_support {
 
 typedef struct hk_case_load_item {
     hk_load_kind kind;
-    char boundary[HK_CASE_NAME];
+    char boundary[HK_CASE_NAME]; /* temperature: the region ("": every region) */
+    char file[HK_CASE_PATH];     /* temperature: a CSV of nodal values ("": none) */
     double value[3];
-    hk_case_loc loc; /* of the boundary name */
+    hk_case_loc loc; /* of the boundary (region) name */
 } hk_case_load_item;
 
 /* One load case of `load_cases:`: its own loads over the shared mesh, materials and supports. */
@@ -137,6 +138,7 @@ typedef struct hk_case_model {
     hk_material *materials; /* one per mesh region */
     hk_load *loads;
     hk_support *supports;
+    double *node_dT; /* nnodes: the temperature files' field (NULL: none) */
 } hk_case_model;
 
 /* With load cases, hk_case_bind checks every case's boundaries and binds case 0;

@@ -304,6 +304,108 @@ static int element_kernel(const hk_elref *r, int d, const double (*x)[3], double
                   : element_kernel_d(r, 3, x, lam, mu, fac, bf, Ke, fe);
 }
 
+/* Shape-function gradients g[a][i] and weights w (det J * weight * fac) at quadrature point q;
+ * returns 1 when det J <= 0 (or is not a number). */
+static int point_gradients(const hk_elref *r, int d, const double (*x)[3], int q, double fac,
+                           double (*g)[3], double *w)
+{
+    double J[3][3] = {{0}}, Ji[3][3];
+    for (int a = 0; a < r->nnodes; a++)
+        for (int i = 0; i < d; i++)
+            for (int k = 0; k < d; k++)
+                J[i][k] += x[a][i] * r->dN[q][a][k];
+    double det = invert(d, J, Ji);
+    if (!(det > 0)) return 1;
+    *w = r->qw[q] * det * fac;
+    for (int a = 0; a < r->nnodes; a++)
+        for (int i = 0; i < d; i++) {
+            double s = 0;
+            for (int k = 0; k < d; k++)
+                s += r->dN[q][a][k] * Ji[k][i];
+            g[a][i] = s;
+        }
+    return 0;
+}
+
+/* Strain-displacement block of node a: B[v][i] (v Voigt row, i displacement component); 2D
+ * xx yy xy, 3D xx yy zz xy yz xz with engineering shears. */
+static void bmatrix(int d, const double g[3], double B[6][3])
+{
+    memset(B, 0, sizeof(double) * 18);
+    if (d == 2) {
+        B[0][0] = g[0], B[1][1] = g[1];
+        B[2][0] = g[1], B[2][1] = g[0];
+    } else {
+        B[0][0] = g[0], B[1][1] = g[1], B[2][2] = g[2];
+        B[3][0] = g[1], B[3][1] = g[0];
+        B[4][1] = g[2], B[4][2] = g[1];
+        B[5][0] = g[2], B[5][2] = g[0];
+    }
+}
+
+/* Element stiffness B^T D B of an anisotropic law (and the body load, as element_kernel). */
+static int element_kernel_general(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
+                                  double fac, const double bf[3], double *Ke, double *fe)
+{
+    const int n = r->nnodes, nd = n * d, nv = L->nv;
+    memset(Ke, 0, sizeof(double) * (size_t)nd * nd);
+    if (fe) memset(fe, 0, sizeof(double) * (size_t)nd);
+    for (int q = 0; q < r->nqp; q++) {
+        double g[HK_EL_MAXN][3], w;
+        if (point_gradients(r, d, x, q, fac, g, &w)) return 1;
+        for (int a = 0; a < n; a++) {
+            double Ba[6][3], DB[6][3] = {{0}};
+            bmatrix(d, g[a], Ba);
+            for (int v = 0; v < nv; v++) /* DB = D B_a */
+                for (int i = 0; i < d; i++)
+                    for (int k = 0; k < nv; k++)
+                        DB[v][i] += L->D[v][k] * Ba[k][i];
+            for (int b = 0; b < n; b++) {
+                double Bb[6][3];
+                bmatrix(d, g[b], Bb);
+                for (int j = 0; j < d; j++)
+                    for (int i = 0; i < d; i++) {
+                        double s = 0;
+                        for (int v = 0; v < nv; v++)
+                            s += Bb[v][j] * DB[v][i];
+                        Ke[(size_t)(b * d + j) * nd + a * d + i] += w * s;
+                    }
+            }
+            if (fe)
+                for (int i = 0; i < d; i++)
+                    fe[a * d + i] += w * r->N[q][a] * bf[i];
+        }
+    }
+    return 0;
+}
+
+/* Adds the thermal load int B^T sig0 dT to fe; dT = dT_region + the nodal field Tn
+ * (element-node values, NULL: none) interpolated. */
+static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
+                        double fac, double dT_region, const double *Tn, double *fe)
+{
+    const int n = r->nnodes;
+    for (int q = 0; q < r->nqp; q++) {
+        double g[HK_EL_MAXN][3], w;
+        if (point_gradients(r, d, x, q, fac, g, &w)) return 1;
+        double dT = dT_region;
+        if (Tn)
+            for (int a = 0; a < n; a++)
+                dT += r->N[q][a] * Tn[a];
+        for (int a = 0; a < n; a++) {
+            double B[6][3];
+            bmatrix(d, g[a], B);
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                for (int v = 0; v < L->nv; v++)
+                    s += B[v][i] * L->sig0[v];
+                fe[a * d + i] += w * dT * s;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Position of block column j in block row i (binary search in the sorted row). */
 static int64_t find_block(const hk_bcsr *K, int64_t i, int32_t j)
 {
@@ -336,6 +438,8 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
     const double fac = hk_asm_thickness(p);
     const int nthr = nc >= 4096 ? omp_get_max_threads() : 1;
     int64_t *bounds = NULL, bad = INT64_MAX;
+    hk_law *laws = NULL;
+    double *dTr = NULL;
     HK_TRY(hk_malloc((size_t)(nthr + 1) * sizeof *bounds, &bounds));
     bounds[0] = 0;
     for (int t = 1; t < nthr; t++) { /* first row whose cell count prefix reaches t/nthr */
@@ -350,6 +454,19 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
         bounds[t] = lo;
     }
     bounds[nthr] = nn;
+    /* the law and the uniform temperature change of each region, once */
+    HK_TRY(hk_malloc((size_t)m->nregions * sizeof *laws + 1, &laws));
+    HK_TRY(hk_malloc((size_t)m->nregions * sizeof *dTr + 1, &dTr));
+    for (int rg = 0; rg < m->nregions; rg++) {
+        dTr[rg] = f ? hk_problem_region_dT(p, rg) : 0;
+        memset(&laws[rg], 0, sizeof laws[rg]);
+        laws[rg].isotropic = 1;
+    }
+    for (int64_t e = 0; e < nc; e++) { /* only regions with cells have a (checked) material */
+        const int rg = m->cell_region[e];
+        if (laws[rg].nv == 0) HK_TRY(hk_material_law(&p->materials[rg], p->analysis, d, &laws[rg]));
+    }
+    const double *node_dT = f ? p->node_dT : NULL;
 #pragma omp parallel num_threads(nthr)
     {
         const int t = omp_get_thread_num();
@@ -370,12 +487,26 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
             for (int a = 0; a < n; a++)
                 for (int i = 0; i < 3; i++)
                     x[a][i] = m->coords[3 * (size_t)nodes[a] + i];
-            const hk_material *mt = &p->materials[m->cell_region[e]];
-            double lam, mu, b[3];
-            hk_material_lame(mt, p->analysis, d, &lam, &mu);
+            const int rg = m->cell_region[e];
+            const hk_material *mt = &p->materials[rg];
+            const hk_law *L = &laws[rg];
+            double b[3];
             for (int i = 0; i < 3; i++)
                 b[i] = p->body_force[i] + mt->rho * p->gravity[i];
-            if (element_kernel(r, d, (const double(*)[3])x, lam, mu, fac, b, Ke, f ? fe : NULL)) {
+            int badjac =
+                L->isotropic
+                    ? element_kernel(r, d, (const double(*)[3])x, L->lambda, L->mu, fac, b, Ke,
+                                     f ? fe : NULL)
+                    : element_kernel_general(r, d, (const double(*)[3])x, L, fac, b, Ke,
+                                             f ? fe : NULL);
+            if (!badjac && f && (dTr[rg] != 0 || node_dT)) {
+                double Tn[HK_EL_MAXN];
+                for (int a = 0; a < n && node_dT; a++)
+                    Tn[a] = node_dT[nodes[a]];
+                badjac = thermal_load(r, d, (const double(*)[3])x, L, fac, dTr[rg],
+                                      node_dT ? Tn : NULL, fe);
+            }
+            if (badjac) {
                 if (e < mybad) mybad = e;
                 continue;
             }
@@ -409,6 +540,8 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
     }
 fail:
     free(bounds);
+    free(laws);
+    free(dTr);
     return ierr;
 }
 

@@ -1,5 +1,6 @@
 /* Boundary and nodal loads: consistent nodal forces of tractions and pressures integrated over
- * the facets of a boundary group, total forces spread over a group's nodes, nodal forces.
+ * the facets of a boundary group, total forces as the uniform traction with that resultant
+ * (equal shares per node on point groups, or on request), nodal forces.
  * Body forces and gravity are integrated with the stiffness (assemble.c).
  *
  * Pressure acts along the inward normal (positive pushes into the body). The outward normal
@@ -12,7 +13,8 @@
 
 #include "assembly_impl.h"
 
-static const char *const kind_names[] = {"traction", "pressure", "force", "nodal force"};
+static const char *const kind_names[] = {"traction",    "pressure",          "force",
+                                         "nodal force", "equally split force", "temperature"};
 
 int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
 {
@@ -138,8 +140,11 @@ static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
     return 0;
 }
 
-/* Traction (value[] per area) or pressure (value[0]) on the facets of boundary b. */
-static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double *f)
+/* Traction (value[] per area) or pressure (value[0]) on the facets of boundary b; a force
+ * (value[] in total) is the traction value[] * scale. f == NULL: only the checks, and the
+ * boundary's area (length x thickness in 2D) added to *area when area != NULL. */
+static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double scale,
+                      double *f, double *area)
 {
     const hk_mesh *m = p->mesh;
     const int d = m->dim, b = ld->boundary;
@@ -189,9 +194,11 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
                      "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
                      "area); check the mesh",
                      (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
+            if (area) *area += qw[q] * fac * dA;
+            if (!f) continue;
             double tv[3];
             for (int i = 0; i < 3; i++)
-                tv[i] = pressure ? -ld->value[0] * sign * nrm[i] : ld->value[i] * dA;
+                tv[i] = pressure ? -ld->value[0] * sign * nrm[i] : ld->value[i] * scale * dA;
             for (int a = 0; a < fr->nnodes; a++)
                 for (int i = 0; i < d; i++)
                     f[(size_t)fn[a] * d + i] += qw[q] * fac * N[a] * tv[i];
@@ -207,8 +214,18 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
     HK_CHECK(p->nloads == 0 || p->loads, HK_ERR_ARG, "hk_assemble: nloads > 0 but loads is NULL");
     for (int l = 0; l < p->nloads; l++) {
         const hk_load *ld = &p->loads[l];
-        HK_CHECK(ld->kind >= HK_LOAD_TRACTION && ld->kind <= HK_LOAD_NODAL, HK_ERR_ARG,
+        HK_CHECK(ld->kind >= HK_LOAD_TRACTION && ld->kind <= HK_LOAD_TEMPERATURE, HK_ERR_ARG,
                  "load %d has an unknown kind %d", l, (int)ld->kind);
+        if (ld->kind == HK_LOAD_TEMPERATURE) { /* a volume load: assemble.c integrates it */
+            HK_CHECK(ld->boundary >= -1 && ld->boundary < m->nregions, HK_ERR_MODEL,
+                     "load %d (temperature) refers to region %d, but the mesh has %d regions", l,
+                     ld->boundary, m->nregions);
+            HK_CHECK(isfinite(ld->value[0]), HK_ERR_MODEL,
+                     "the temperature change of load %d is not a finite number; give a finite "
+                     "value",
+                     l);
+            continue;
+        }
         HK_CHECK(ld->boundary >= 0 && ld->boundary < m->nboundaries, HK_ERR_MODEL,
                  "load %d (%s) refers to boundary %d, but the mesh has %d boundary groups", l,
                  kind_names[ld->kind], ld->boundary, m->nboundaries);
@@ -218,7 +235,19 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
                      "the %s on boundary '%s' has a non-finite value; give finite numbers",
                      kind_names[ld->kind], bn);
         if (ld->kind == HK_LOAD_TRACTION || ld->kind == HK_LOAD_PRESSURE) {
-            HK_CALL(facet_load(p, ld, n2c, f));
+            HK_CALL(facet_load(p, ld, n2c, 1, f, NULL));
+            continue;
+        }
+        const hk_group *g = &m->boundaries[ld->boundary];
+        if (ld->kind == HK_LOAD_FORCE && g->dim == d - 1 && g->elems.n > 0) {
+            /* the uniform traction with this resultant: consistent nodal forces */
+            double area = 0;
+            HK_CALL(facet_load(p, ld, n2c, 0, NULL, &area));
+            HK_CHECK(area > 0 && isfinite(area), HK_ERR_MODEL,
+                     "boundary '%s' has zero area, so a force cannot be spread over it; check "
+                     "the mesh",
+                     bn);
+            HK_CALL(facet_load(p, ld, n2c, 1 / area, f, NULL));
             continue;
         }
         int64_t nn;
@@ -241,7 +270,7 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
                                     "meshed domain",
                                     kind_names[ld->kind], bn, v, d);
             }
-        const double w = ld->kind == HK_LOAD_FORCE ? 1.0 / (double)nn : 1.0;
+        const double w = ld->kind == HK_LOAD_NODAL ? 1.0 : 1.0 / (double)nn;
         for (int64_t k = 0; k < nn; k++)
             for (int i = 0; i < d; i++)
                 f[(size_t)nodes[k] * d + i] += w * ld->value[i];

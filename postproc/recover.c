@@ -12,38 +12,45 @@
 #include "elements.h" /* assembly/: reference elements (shape functions, Gauss rules) */
 #include "pp_impl.h"
 
-/* Elastic constants of one material under the analysis type. */
-typedef struct {
-    double lambda, mu; /* 3D / plane strain Lame; plane stress uses E, nu below */
-    double E, nu;
-    hk_analysis an;
-} law;
-
 /* Tensor strain eps (xx yy zz xy yz xz) from the displacement gradient G (3x3, zeros out of
- * plane in 2D) and the stress under the law; fills eps[2] / sig[2] as the analysis says. */
-static void constitutive(const law *L, const double G[3][3], double eps[6], double sig[6])
+ * plane in 2D) and the stress under the law at temperature change dT, net of the thermal
+ * strain: sig = D (strain - dT alpha). Plane stress fills the out-of-plane strain that keeps
+ * sig_zz = 0, plane strain the out-of-plane stress that keeps eps_zz = 0. */
+static void constitutive(const hk_law *L, hk_analysis an, int dim, const double G[3][3],
+                         double dT, double eps[6], double sig[6])
 {
+    static const int plane[3] = {0, 1, 3};
     eps[0] = G[0][0], eps[1] = G[1][1], eps[2] = G[2][2];
     eps[3] = 0.5 * (G[0][1] + G[1][0]);
     eps[4] = 0.5 * (G[1][2] + G[2][1]);
     eps[5] = 0.5 * (G[0][2] + G[2][0]);
-    if (L->an == HK_PLANE_STRESS) {
-        double c = L->E / (1 - L->nu * L->nu);
-        sig[0] = c * (eps[0] + L->nu * eps[1]);
-        sig[1] = c * (eps[1] + L->nu * eps[0]);
-        sig[2] = 0;
-        /* the out-of-plane strain that keeps szz = 0 */
-        eps[2] = -L->nu / (1 - L->nu) * (eps[0] + eps[1]);
-        sig[3] = 2 * L->mu * eps[3];
-        sig[4] = sig[5] = 0;
-        eps[4] = eps[5] = 0;
+    double e6[6]; /* engineering */
+    for (int k = 0; k < 6; k++)
+        e6[k] = k < 3 ? eps[k] : 2 * eps[k];
+    if (dim == 3 || (an == HK_PLANE_STRAIN && L->has3d)) {
+        for (int i = 0; i < 6; i++) {
+            double t = 0;
+            for (int k = 0; k < 6; k++)
+                t += L->D6[i][k] * (e6[k] - dT * L->alpha6[k]);
+            sig[i] = t;
+        }
         return;
     }
-    double tr = eps[0] + eps[1] + eps[2];
-    for (int k = 0; k < 3; k++)
-        sig[k] = L->lambda * tr + 2 * L->mu * eps[k];
-    for (int k = 3; k < 6; k++)
-        sig[k] = 2 * L->mu * eps[k];
+    for (int k = 0; k < 6; k++)
+        sig[k] = 0;
+    for (int i = 0; i < 3; i++) {
+        double t = -dT * L->sig0[i];
+        for (int k = 0; k < 3; k++)
+            t += L->D[i][k] * e6[plane[k]];
+        sig[plane[i]] = t;
+    }
+    if (an == HK_PLANE_STRESS && L->has3d)
+        for (int o = 2; o < 6; o += (o == 2 ? 2 : 1)) { /* zz yz xz from the compliance */
+            double t = dT * L->alpha6[o];
+            for (int k = 0; k < 3; k++)
+                t += L->S6[o][plane[k]] * sig[plane[k]];
+            eps[o] = o == 2 ? t : 0.5 * t;
+        }
 }
 
 /* Natural shape derivatives at the element's own nodes, per type (the Gauss-point ones are
@@ -115,15 +122,18 @@ typedef struct {
 } elem_out;
 
 /* Everything about element e: returns 0 or 1 (inverted element; det in out). */
-static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick, const double *u3,
-                   int64_t e, elem_out *out)
+static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *ndN, double thick,
+                   const double *u3, int64_t e, elem_out *out)
 {
+    static const int plane[3] = {0, 1, 3};
     const hk_mesh *m = p->mesh;
     int t = m->cells.type[e];
     const hk_elref *el = hk_elref_get((hk_eltype)t);
     int nn = el->nnodes, dim = el->dim;
     const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
-    double X[3 * HK_EL_MAXN], ue[3 * HK_EL_MAXN];
+    double X[3 * HK_EL_MAXN], ue[3 * HK_EL_MAXN], Tn[HK_EL_MAXN];
+    for (int a = 0; a < nn; a++)
+        Tn[a] = dTr + (p->node_dT ? p->node_dT[nodes[a]] : 0);
     for (int a = 0; a < nn; a++)
         for (int i = 0; i < 3; i++) {
             X[3 * a + i] = m->coords[3 * (int64_t)nodes[a] + i];
@@ -143,14 +153,21 @@ static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick
             return 1;
         }
         grad_u(nn, ue, (const double(*)[3])dNdx, G);
-        constitutive(L, (const double(*)[3])G, eps, sig);
+        double dT = 0;
+        for (int a = 0; a < nn; a++)
+            dT += el->N[q][a] * Tn[a];
+        constitutive(L, p->analysis, dim, (const double(*)[3])G, dT, eps, sig);
         double dv = qw[q] * det * thick;
         vol += dv;
         for (int k = 0; k < 6; k++)
             out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
-        /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor */
-        double S[3][3] = {
-            {sig[0], sig[3], sig[5]}, {sig[3], sig[1], sig[4]}, {sig[5], sig[4], sig[2]}};
+        /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor, of the
+         * stress before the thermal part (the system's f_ext holds the thermal loads) */
+        double st[6];
+        memcpy(st, sig, sizeof st);
+        for (int k = 0; k < L->nv; k++)
+            st[dim == 2 ? plane[k] : k] += dT * L->sig0[k];
+        double S[3][3] = {{st[0], st[3], st[5]}, {st[3], st[1], st[4]}, {st[5], st[4], st[2]}};
         for (int a = 0; a < nn; a++)
             for (int i = 0; i < dim; i++) {
                 double s = 0;
@@ -172,7 +189,7 @@ static int element(const hk_problem *p, const law *L, node_dN *ndN, double thick
             continue;
         }
         grad_u(nn, ue, (const double(*)[3])dNdx, G);
-        constitutive(L, (const double(*)[3])G, out->eps[a], out->sig[a]);
+        constitutive(L, p->analysis, dim, (const double(*)[3])G, Tn[a], out->eps[a], out->sig[a]);
     }
     return 0;
 }
@@ -222,6 +239,7 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
     for (int r = 0; r < (m->nregions > 0 ? m->nregions : 1); r++) {
         const hk_material *mat = &p->materials[r];
         const char *rn = m->nregions > 0 ? m->regions[r].name : "(default)";
+        if (mat->kind != HK_MAT_ISOTROPIC) continue; /* hk_material_law checks the others */
         HK_CHECK(mat->E > 0 && isfinite(mat->E), HK_ERR_MODEL,
                  "material '%s' of region '%s': Young's modulus E = %g must be positive", mat->name,
                  rn, mat->E);
@@ -269,7 +287,8 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     int ierr = 0;
     double *fint = NULL, *count = NULL;
     elem_out *buf = NULL;
-    law *laws = NULL;
+    hk_law *laws = NULL;
+    double *dTr = NULL;
     node_dN *ndN = NULL;
 
     out->nnodes = nn, out->ncells = ne;
@@ -295,12 +314,11 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         }
 
     int nmat = m->nregions > 0 ? m->nregions : 1;
-    HK_TRY(hk_calloc((size_t)nmat, sizeof(law), &laws));
+    HK_TRY(hk_calloc((size_t)nmat, sizeof *laws, &laws));
+    HK_TRY(hk_calloc((size_t)nmat, sizeof *dTr, &dTr));
     for (int r = 0; r < nmat; r++) {
-        double E = p->materials[r].E, nu = p->materials[r].nu;
-        laws[r].E = E, laws[r].nu = nu, laws[r].an = p->analysis;
-        laws[r].mu = E / (2 * (1 + nu));
-        laws[r].lambda = E * nu / ((1 + nu) * (1 - 2 * nu));
+        HK_TRY(hk_material_law(&p->materials[r], p->analysis, dim, &laws[r]));
+        dTr[r] = hk_problem_region_dT(p, r);
     }
 
     HK_TRY(hk_calloc(HK_EL_COUNT, sizeof(node_dN), &ndN));
@@ -315,7 +333,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
 #pragma omp parallel for schedule(static)
         for (int64_t e = e0; e < e1; e++) {
             int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
-            element(p, &laws[r], ndN, thick, out->u, e, &buf[e - e0]);
+            element(p, &laws[r], dTr[r], ndN, thick, out->u, e, &buf[e - e0]);
         }
         for (int64_t e = e0; e < e1; e++) {
             const elem_out *o = &buf[e - e0];
@@ -381,6 +399,7 @@ fail:
     free(count);
     free(buf);
     free(laws);
+    free(dTr);
     free(ndN);
     if (ierr) hk_fields_free(out);
     return ierr;

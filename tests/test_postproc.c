@@ -401,7 +401,7 @@ static void constant_strain_case(int t, hk_analysis an)
                 int64_t d = (int64_t)dim * m.boundaries[b].nodes[j] + a;
                 if (!s.fixed[d]) s.fixed[d] = 1, s.u_fixed[d] = u[d], u[d] = 0;
             }
-    hk_material mat = {"steel", 210e3, 0.3, 7.85e-9};
+    hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3, .rho = 7.85e-9};
     hk_problem p = {.mesh = &m, .analysis = an, .thickness = 2.0, .materials = &mat};
     hk_fields f;
     HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
@@ -509,7 +509,7 @@ static void bar_case(int t, hk_analysis an)
     /* a load on a held dof: the reaction there is f_int - f_ext */
     int32_t n0 = m.boundaries[0].nodes[0];
     s.f_ext[(int64_t)dim * n0] = 5.0;
-    hk_material mat = {"alu", E, nu, 0};
+    hk_material mat = {.name = "alu", .E = E, .nu = nu, .rho = 0};
     hk_problem p = {.mesh = &m,
                     .analysis = an,
                     .thickness = thick,
@@ -564,7 +564,7 @@ static void test_errors(void)
     hk_system s;
     make_system(&m, &s);
     double *u = calloc(s.ndof, sizeof(double));
-    hk_material mat = {"steel", 210e3, 0.3, 0};
+    hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3, .rho = 0};
     hk_problem p = {.mesh = &m, .analysis = HK_PLANE_STRESS, .thickness = 1, .materials = &mat};
     hk_fields f;
     /* inverted element: its id in the message */
@@ -626,7 +626,7 @@ static void test_quarter_point_element(void)
         u[2 * a] = 1e-3 * X[a][0] + 2e-4 * X[a][1];
         u[2 * a + 1] = -3e-4 * X[a][1];
     }
-    hk_material mat = {"steel", 200e3, 0.3, 0};
+    hk_material mat = {.name = "steel", .E = 200e3, .nu = 0.3, .rho = 0};
     hk_problem p = {.mesh = &m, .analysis = HK_PLANE_STRESS, .materials = &mat};
     hk_fields f;
     HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
@@ -766,7 +766,7 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
             u[dim * i + a] = 1e-3 * (a + 1) * m.coords[3 * i] + 1e-4 * a;
     s.fixed[0] = 1, s.u_fixed[0] = u[0];
     hk_material mat[3] = {
-        {"steel", 200e3, 0.25, 0}, {"steel", 200e3, 0.25, 0}, {"steel", 200e3, 0.25, 0}};
+        {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}, {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}, {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}};
     hk_problem p = {.mesh = &m,
                     .analysis = dim == 3 ? HK_SOLID : HK_PLANE_STRESS,
                     .thickness = 1,
@@ -1067,7 +1067,7 @@ static void chain_traction_case(int t, hk_analysis an)
     hk_load ld = {
         HK_LOAD_TRACTION, hk_mesh_find_boundary(&m, dim == 2 ? "right" : "xmax"), {pr, 0, 0}};
     CU_ASSERT_FATAL(ld.boundary >= 0);
-    hk_material mat = {"mat", E, nu, 0};
+    hk_material mat = {.name = "mat", .E = E, .nu = nu, .rho = 0};
     hk_problem p = {.mesh = &m,
                     .analysis = an,
                     .thickness = thick,
@@ -1135,7 +1135,7 @@ static void test_chain_gravity(void)
                               : hk_mesh_box(L[0], L[1], L[2], 4, 2, 2, t, &m));
         hk_support sup = {hk_mesh_find_boundary(&m, dim == 2 ? "left" : "xmin"), 7u, {0, 0, 0}};
         CU_ASSERT_FATAL(sup.boundary >= 0);
-        hk_material mat = {"steel", 210e3, 0.3, rho};
+        hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3, .rho = rho};
         hk_problem p = {.mesh = &m,
                         .analysis = dim == 2 ? HK_PLANE_STRESS : HK_SOLID,
                         .thickness = 0,
@@ -1193,7 +1193,7 @@ static void test_thread_independence(void)
         u[i] = 1e-3 * sin(0.37 * (double)i);
     for (int64_t j = 0; j < m.boundaries[0].nnodes; j++)
         s.fixed[3 * m.boundaries[0].nodes[j]] = 1;
-    hk_material mat = {"steel", 210e3, 0.3, 0};
+    hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3, .rho = 0};
     hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = &mat};
     hk_fields f1, f2;
     int nt = omp_get_max_threads();

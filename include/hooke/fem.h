@@ -146,22 +146,67 @@ int hk_mesh_renumber_rcm(hk_mesh *m);
 
 typedef enum { HK_PLANE_STRESS = 0, HK_PLANE_STRAIN, HK_SOLID } hk_analysis;
 
+typedef enum {
+    HK_MAT_ISOTROPIC = 0, /* E, nu */
+    HK_MAT_ORTHOTROPIC,   /* ortho[]: E1 E2 E3 nu12 nu13 nu23 G12 G13 G23 in material axes */
+    HK_MAT_ANISOTROPIC    /* D[][]: the stiffness matrix in material axes */
+} hk_material_kind;
+
+/* A linear elastic material. A zeroed struct with E, nu (and rho) set is the isotropic
+ * material of earlier versions. Voigt order everywhere: xx yy zz xy yz xz with engineering
+ * shear strains (gamma = 2 eps); in 2D the anisotropic D is the 3 x 3 in-plane matrix of the
+ * analysis (rows/columns xx yy xy in D[0..2][0..2]). */
 typedef struct hk_material {
     char name[64];
     double E, nu, rho;
+    hk_material_kind kind;
+    double ortho[9];
+    double D[6][6];
+    /* material axes: rows 1, 2, 3 in global coordinates (orthonormal, right-handed); used
+     * when has_axes, else the material axes are the global ones */
+    int has_axes;
+    double axes[3][3];
+    /* thermal expansion per unit temperature along the material axes (isotropic: all three
+     * equal) */
+    double alpha[3];
 } hk_material;
+
+/* The constitutive law of a material under an analysis, in global axes (hk_material_law):
+ * stress = D (strain - dT alpha), nv = 3 in 2D (xx yy xy) or 6 in 3D. The full 3D law
+ * D6/alpha6 (global) gives the out-of-plane stress of plane strain and the out-of-plane
+ * strain of plane stress; has3d is 0 for a 2D anisotropic material given as 3 x 3. */
+typedef struct hk_law {
+    int nv;
+    double D[6][6];
+    double alpha[6];  /* thermal strain per unit temperature change (engineering shears) */
+    double sig0[6];   /* D alpha: the stress per unit temperature change of a held body */
+    int has3d;
+    double D6[6][6], S6[6][6], alpha6[6];
+    int isotropic;
+    double lambda, mu; /* isotropic: the Lame constants of the analysis */
+} hk_law;
+
+/* Check a material (kind, positive-definite stiffness, axes) and build its law for the
+ * analysis (dim 2 or 3). Errors name the material: one sentence. */
+int hk_material_law(const hk_material *mt, hk_analysis a, int dim, hk_law *law);
 
 typedef enum {
     HK_LOAD_TRACTION = 0, /* force per area (per length x thickness in 2D) on a boundary */
     HK_LOAD_PRESSURE,     /* normal pressure on a boundary, positive pushes into the body */
     HK_LOAD_FORCE,        /* total force vector spread over the group's nodes equally */
-    HK_LOAD_NODAL         /* force vector applied at every node of the group */
+    HK_LOAD_NODAL,        /* force vector applied at every node of the group */
+    HK_LOAD_FORCE_SPLIT,  /* total force vector shared equally by the group's nodes */
+    HK_LOAD_TEMPERATURE   /* uniform temperature change value[0] of region `boundary` (a
+                           * region index; -1: every region) */
 } hk_load_kind;
 
+/* HK_LOAD_FORCE on a boundary of facets (curves in 2D, surfaces in 3D) is the uniform
+ * traction value / (area of the boundary) integrated consistently; on a lower-dimensional
+ * group (points, curves in 3D) it is shared equally by the nodes, like HK_LOAD_FORCE_SPLIT. */
 typedef struct hk_load {
     hk_load_kind kind;
-    int boundary;     /* index into mesh->boundaries */
-    double value[3];  /* vector (traction, force) or value[0] = pressure */
+    int boundary;     /* index into mesh->boundaries (temperature: into mesh->regions) */
+    double value[3];  /* vector (traction, force) or value[0] = pressure, temperature change */
 } hk_load;
 
 typedef struct hk_support {
@@ -181,7 +226,14 @@ typedef struct hk_problem {
     const hk_load *loads;
     int nsupports;
     const hk_support *supports;
+    /* nodal temperature change (nnodes, interpolated by the shape functions), added to the
+     * regions' uniform ones from HK_LOAD_TEMPERATURE; NULL: none */
+    const double *node_dT;
 } hk_problem;
+
+/* The uniform temperature change of region r: the sum of the problem's HK_LOAD_TEMPERATURE
+ * loads that apply to it. */
+double hk_problem_region_dT(const hk_problem *p, int r);
 
 /* ---- assembly -------------------------------------------------------------------------- */
 
@@ -190,7 +242,8 @@ typedef struct hk_system {
     int64_t ndof;        /* dim * nnodes */
     hk_bcsr K;           /* SPD after symmetric elimination of the prescribed dofs */
     double *f;           /* right-hand side, prescribed dofs eliminated */
-    double *f_ext;       /* external loads before elimination (for reactions) */
+    double *f_ext;       /* external loads before elimination (for reactions), the thermal
+                          * loads int B^T D alpha dT included */
     uint8_t *fixed;      /* ndof: 1 where prescribed */
     double *u_fixed;     /* ndof: prescribed values (0 elsewhere) */
     int64_t nfixed;
