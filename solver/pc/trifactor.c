@@ -190,7 +190,9 @@ void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len)
         snprintf(buf, len, "-");
         return;
     }
-    int w = snprintf(buf, len, "%s solves, %lld + %lld levels, %s ordering", tri[t->method],
+    /* the CPU backend always solves level by level (pc.tri concerns device backends) */
+    const char *how = pc->be == &hk_backend_cpu ? "levels" : tri[t->method];
+    int w = snprintf(buf, len, "%s solves, %lld + %lld levels, %s ordering", how,
                      (long long)t->levels_L, (long long)t->levels_U,
                      hk_ordering_names[t->ordering]);
     if (t->ordering == HK_ORDER_COLOUR && w > 0 && (size_t)w < len)
