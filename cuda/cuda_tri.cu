@@ -37,10 +37,10 @@ typedef struct {
 
 typedef struct {
     hk_precision prec;
-    int method;          /* enum hk_tri_method actually used */
-    int upper;           /* entries right of the diagonal: solve order descending */
-    int group;           /* syncfree: lanes per row */
-    unsigned *ready;     /* syncfree: n flags, then the row counter */
+    int method;      /* enum hk_tri_method actually used */
+    int upper;       /* entries right of the diagonal: solve order descending */
+    int group;       /* syncfree: lanes per row */
+    unsigned *ready; /* syncfree: n flags, then the row counter */
     /* cusparse: the factor with its diagonal, descriptors, work buffer */
     int64_t *sp_rowptr;
     int32_t *sp_colind;
@@ -87,7 +87,6 @@ __global__ void k_tri_block(int64_t l0, int64_t l1, const int64_t *level_ptr, co
         __syncthreads();
     }
 }
-
 
 /* ---- sync-free solve ------------------------------------------------------------------ */
 
@@ -139,9 +138,8 @@ static void tri_destroy(void *handle)
     if (!t) return;
     if (t->sp_sv) cusparseSpSV_destroyDescr(t->sp_sv);
     if (t->sp_A) cusparseDestroySpMat(t->sp_A);
-    void *d[] = {t->rowptr,    t->level_ptr, t->colind,    t->level_rows, t->val,
-                 t->dinv,      t->ready,     t->sp_rowptr, t->sp_colind,  t->sp_val,
-                 t->sp_buf};
+    void *d[] = {t->rowptr, t->level_ptr, t->colind,    t->level_rows, t->val,   t->dinv,
+                 t->ready,  t->sp_rowptr, t->sp_colind, t->sp_val,     t->sp_buf};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (d[i]) cudaFree(d[i]);
     free(t->hlevel_ptr);
@@ -221,15 +219,15 @@ static int cusparse_create(cu_tri *t, const hk_trifactor *T, hk_precision p)
     HK_CU_SPARSE_TRY(cusparseCreateDnVec(&vb, n, dummy, dt));
     HK_CU_SPARSE_TRY(cusparseCreateDnVec(&vx, n, (char *)dummy + (size_t)(n + 1) * es, dt));
     HK_CU_SPARSE_TRY(cusparseSpSV_createDescr(&t->sp_sv));
-    HK_CU_SPARSE_TRY(cusparseSpSV_bufferSize(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                             p == HK_FP64 ? (const void *)&one : (const void *)&onef,
-                                             t->sp_A, vb, vx, dt, CUSPARSE_SPSV_ALG_DEFAULT,
-                                             t->sp_sv, &bytes));
+    HK_CU_SPARSE_TRY(
+        cusparseSpSV_bufferSize(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                p == HK_FP64 ? (const void *)&one : (const void *)&onef, t->sp_A,
+                                vb, vx, dt, CUSPARSE_SPSV_ALG_DEFAULT, t->sp_sv, &bytes));
     HK_TRY(hk_cu_malloc(&t->sp_buf, bytes ? bytes : 16));
     HK_CU_SPARSE_TRY(cusparseSpSV_analysis(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                            p == HK_FP64 ? (const void *)&one : (const void *)&onef,
-                                           t->sp_A, vb, vx, dt, CUSPARSE_SPSV_ALG_DEFAULT,
-                                           t->sp_sv, t->sp_buf));
+                                           t->sp_A, vb, vx, dt, CUSPARSE_SPSV_ALG_DEFAULT, t->sp_sv,
+                                           t->sp_buf));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
 fail:
     if (vb) cusparseDestroyDnVec(vb);
@@ -339,10 +337,18 @@ template <typename T, int G> static void syncfree_launch_g(const cu_tri *t, cons
 template <typename T> static void syncfree_launch(const cu_tri *t, const T *b, T *x)
 {
     switch (t->group) {
-    case 4: syncfree_launch_g<T, 4>(t, b, x); break;
-    case 8: syncfree_launch_g<T, 8>(t, b, x); break;
-    case 16: syncfree_launch_g<T, 16>(t, b, x); break;
-    default: syncfree_launch_g<T, 32>(t, b, x); break;
+    case 4:
+        syncfree_launch_g<T, 4>(t, b, x);
+        break;
+    case 8:
+        syncfree_launch_g<T, 8>(t, b, x);
+        break;
+    case 16:
+        syncfree_launch_g<T, 16>(t, b, x);
+        break;
+    default:
+        syncfree_launch_g<T, 32>(t, b, x);
+        break;
     }
 }
 
@@ -355,10 +361,10 @@ static int cusparse_solve(const cu_tri *t, const hk_vec *b, hk_vec *x)
     cusparseDnVecDescr_t vb = NULL, vx = NULL;
     HK_CU_SPARSE_TRY(cusparseCreateDnVec(&vb, t->n, b->data, dt));
     HK_CU_SPARSE_TRY(cusparseCreateDnVec(&vx, t->n, x->data, dt));
-    HK_CU_SPARSE_TRY(cusparseSpSV_solve(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                        t->prec == HK_FP64 ? (const void *)&one
-                                                           : (const void *)&onef,
-                                        t->sp_A, vb, vx, dt, CUSPARSE_SPSV_ALG_DEFAULT, t->sp_sv));
+    HK_CU_SPARSE_TRY(
+        cusparseSpSV_solve(hk_cu.sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                           t->prec == HK_FP64 ? (const void *)&one : (const void *)&onef, t->sp_A,
+                           vb, vx, dt, CUSPARSE_SPSV_ALG_DEFAULT, t->sp_sv));
 fail:
     if (vb) cusparseDestroyDnVec(vb);
     if (vx) cusparseDestroyDnVec(vx);

@@ -152,8 +152,10 @@ static void test_orderings(void)
         char *seen = calloc(n, 1);
         int bij = 1;
         for (int64_t i = 0; i < n; i++) {
-            if (perm[i] < 0 || perm[i] >= n || seen[perm[i]]) bij = 0;
-            else seen[perm[i]] = 1;
+            if (perm[i] < 0 || perm[i] >= n || seen[perm[i]])
+                bij = 0;
+            else
+                seen[perm[i]] = 1;
         }
         CU_ASSERT(bij);
         HK_ASSERT_OK(hk_bcsr_permute(&S, perm, &P));
@@ -278,7 +280,8 @@ static void test_ic0_ordering_dense(void)
                 for (int a = 0; a < bs; a++)
                     for (int c = 0; c < bs; c++)
                         A[(bi * bs + a) * n + P.colind[p] * bs + c] = P.val[(p * bs + a) * bs + c],
-                        pat[(bi * bs + a) * n + P.colind[p] * bs + c] = 1;
+                                                                 pat[(bi * bs + a) * n +
+                                                                     P.colind[p] * bs + c] = 1;
         for (long i = 0; i < K.nbrows; i++)
             for (int a = 0; a < bs; a++)
                 pr[i * bs + a] = r[(perm ? perm[i] : i) * bs + a];
@@ -295,7 +298,8 @@ static void test_ic0_ordering_dense(void)
                 HK_ASSERT_OK(apply_pc(*b, HK_FP64, &K, "ic0", opts, r, z, NULL));
                 CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-10);
                 if (hk_test_reldiff(z, ref, n) >= 1e-10)
-                    printf("\n    %s %s: %g", hk_backend_name(*b), opts, hk_test_reldiff(z, ref, n));
+                    printf("\n    %s %s: %g", hk_backend_name(*b), opts,
+                           hk_test_reldiff(z, ref, n));
             }
             char opts[64];
             snprintf(opts, sizeof opts, "pc.ordering=%s", hk_ordering_names[kind]);
@@ -430,7 +434,8 @@ static void test_sweeps_errors(void)
                     HK_ERR_OPTION);
 }
 
-HK_SUITE(trisolve, {"orderings: bijective, deterministic, P K P^T, colours, bandwidth", test_orderings},
+HK_SUITE(trisolve,
+         {"orderings: bijective, deterministic, P K P^T, colours, bandwidth", test_orderings},
          {"ic0 with each ordering and sweeps equals a dense IC(0) of P A P^T",
           test_ic0_ordering_dense},
          {"iterative IC(0)/ILU(0) sweeps converge to the exact factors", test_sweeps_converge},

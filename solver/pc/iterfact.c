@@ -169,8 +169,7 @@ int hk_ilu0_sweeps(hk_csr *F, int sweeps, int64_t *bad)
                 /* sum_{k<m} l_ik u_kj: row i (columns k < m) against column j (rows k < m) */
                 double sum = a[e];
                 int64_t p = F->rowptr[i], c = cptr[j];
-                while (p < F->rowptr[i + 1] && F->colind[p] < m && c < cptr[j + 1] &&
-                       crow[c] < m) {
+                while (p < F->rowptr[i + 1] && F->colind[p] < m && c < cptr[j + 1] && crow[c] < m) {
                     const int32_t kp = F->colind[p], kc = crow[c];
                     if (kp == kc)
                         sum -= old[p++] * old[cent[c++]];

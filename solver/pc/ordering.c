@@ -97,8 +97,7 @@ static int order_rcm(const hk_bcsr *K, int32_t *perm)
         int64_t depth0 = 0;
         for (int it = 0; it < 8; it++) {
             int64_t last, depth;
-            const int64_t end =
-                bfs(K, deg, done, visit, ++stamp, s, trial, 0, nbr, &last, &depth);
+            const int64_t end = bfs(K, deg, done, visit, ++stamp, s, trial, 0, nbr, &last, &depth);
             if (depth <= depth0) break;
             depth0 = depth;
             int64_t best = trial[last];
@@ -134,7 +133,8 @@ static int order_colour(const hk_bcsr *K, int32_t *perm, int64_t *ncolours)
     int64_t *seen = NULL;
     int64_t maxdeg = 1, nc = 0;
     for (int64_t i = 0; i < n; i++)
-        if (K->rowptr[i + 1] - K->rowptr[i] + 1 > maxdeg) maxdeg = K->rowptr[i + 1] - K->rowptr[i] + 1;
+        if (K->rowptr[i + 1] - K->rowptr[i] + 1 > maxdeg)
+            maxdeg = K->rowptr[i + 1] - K->rowptr[i] + 1;
     HK_TRY(hk_malloc((size_t)n * sizeof *colour, &colour));
     HK_TRY(hk_malloc((size_t)(maxdeg + 1) * sizeof *seen, &seen));
     for (int64_t c = 0; c <= maxdeg; c++)

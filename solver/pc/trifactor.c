@@ -108,8 +108,8 @@ static int perm_matrix(hk_pc *pc, const int32_t *perm, int64_t nodes, int invers
     return ierr;
 }
 
-int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o,
-                    hk_bcsr *Kperm, const hk_bcsr **Kf)
+int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o, hk_bcsr *Kperm,
+                    const hk_bcsr **Kf)
 {
     const hk_backend_ops *be = pc->be;
     int32_t *perm = NULL;
@@ -192,9 +192,9 @@ void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len)
     }
     /* the CPU backend always solves level by level (pc.tri concerns device backends) */
     const char *how = pc->be == &hk_backend_cpu ? "levels" : tri[t->method];
-    int w = snprintf(buf, len, "%s solves, %lld + %lld levels, %s ordering", how,
-                     (long long)t->levels_L, (long long)t->levels_U,
-                     hk_ordering_names[t->ordering]);
+    int w =
+        snprintf(buf, len, "%s solves, %lld + %lld levels, %s ordering", how,
+                 (long long)t->levels_L, (long long)t->levels_U, hk_ordering_names[t->ordering]);
     if (t->ordering == HK_ORDER_COLOUR && w > 0 && (size_t)w < len)
         snprintf(buf + w, len - (size_t)w, " (%lld colours)", (long long)t->ncolours);
 }
