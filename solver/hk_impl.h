@@ -158,7 +158,11 @@ typedef struct hk_trifactor {
     int64_t nlevels;
     int64_t *level_ptr;  /* nlevels + 1 */
     int32_t *level_rows; /* n: level l is level_rows[level_ptr[l] .. level_ptr[l+1]) */
+    int method;          /* enum hk_tri_method: how a device backend solves (cpu: levels) */
 } hk_trifactor;
+/* pc.tri: sync-free (rows spin on ready flags of their dependencies), level-scheduled, or
+ * cuSPARSE SpSV; a backend lacking one falls back to levels. */
+enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE };
 
 typedef struct hk_backend_ops {
     const char *name;

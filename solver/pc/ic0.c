@@ -1,7 +1,9 @@
 /* IC(0): incomplete Cholesky A ~ L L^T with the sparsity of the lower triangle of A (row by
  * row: l_ij = (a_ij - sum_{k<j} l_ik l_jk) / l_jj, l_ii = sqrt(a_ii - sum_k l_ik^2)), set up on
- * the host; applied as two level-scheduled triangular solves (L, then L^T) through the
- * backend's tri ops. Reads the lower triangle only: A must be symmetric. */
+ * the host, exactly or (pc.ic0.sweeps > 0) by the fine-grained iterative method
+ * (iterfact.c); optionally after a node reordering (pc.ordering); applied as two triangular
+ * solves (L, then L^T) through the backend's tri ops (pc.tri). Reads the lower triangle only:
+ * A must be symmetric. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,14 +14,29 @@ static int ic0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     int ierr = 0;
     hk_csr F = {0}, Lc = {0}, Ut = {0};
     hk_trifactor L = {0}, U = {0};
+    hk_bcsr Kp = {0};
+    const hk_bcsr *Kf = K;
     double *w = NULL;
-    HK_CHECK(pc->be->tri_create, HK_ERR_UNSUPPORTED,
-             "ic0 is not available on the %s backend (it has no triangular solve); use "
-             "jacobi, bjacobi, poly, fsai or sai, or backend=cpu",
-             pc->be->name);
-    HK_CALL(hk_csr_from_bcsr(K, &F));
+    int sweeps = 0;
+    HK_CALL(hk_options_get_int(o, "pc.ic0.sweeps", &sweeps));
+    HK_CHECK(sweeps >= 0, HK_ERR_OPTION,
+             "option pc.ic0.sweeps=%d is negative; use 0 (exact factorisation, the default) or "
+             "a number of sweeps such as 3",
+             sweeps);
+    HK_CALL(hk_tri_pc_begin(pc, "ic0", K, o, &Kp, &Kf));
+    HK_TRY(hk_csr_from_bcsr(Kf, &F));
     HK_TRY(hk_csr_check_symmetric(&F, "ic0"));
     const int64_t n = F.n;
+    if (sweeps > 0) {
+        int64_t bad = -1;
+        HK_TRY(hk_ic0_sweeps(&F, sweeps, &Lc, &bad));
+        HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                     "preconditioner ic0: zero or non-positive pivot at row %lld after %d "
+                     "sweeps%s; the matrix is not SPD or IC(0) breaks down - use pc=jacobi, "
+                     "pc=fsai, more sweeps or pc.ic0.sweeps=0",
+                     (long long)bad, sweeps, Kf != K ? " (row of the reordered matrix)" : "");
+        goto factored;
+    }
     /* lower triangle of A, diagonal last in each row */
     int64_t nnz = 0;
     for (int64_t k = 0; k < F.rowptr[n]; k++)
@@ -50,16 +67,17 @@ static int ic0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
         for (int64_t kk = start; kk < q; kk++)
             d -= Lc.val[kk] * Lc.val[kk];
         HK_TRY_CHECK(d > 0 && isfinite(d), HK_ERR_NUMERIC,
-                     "preconditioner ic0: non-positive pivot %g at row %lld (diagonal %g); the "
-                     "matrix is not SPD or IC(0) breaks down - use pc=jacobi, pc=fsai or "
+                     "preconditioner ic0: non-positive pivot %g at row %lld%s (diagonal %g); "
+                     "the matrix is not SPD or IC(0) breaks down - use pc=jacobi, pc=fsai or "
                      "pc=ilu0 with method=gmres",
-                     d, (long long)i, aii);
+                     d, (long long)i, Kf != K ? " of the reordered matrix" : "", aii);
         Lc.colind[q] = (int32_t)i;
         Lc.val[q++] = sqrt(d);
         Lc.rowptr[i + 1] = q;
         for (int64_t kk = start; kk < q; kk++)
             w[Lc.colind[kk]] = 0;
     }
+factored:
     HK_TRY(hk_csr_transpose(&Lc, &Ut));
     HK_TRY(hk_trifactor_from_csr(&Lc, 0, 0, &L));
     HK_TRY(hk_trifactor_from_csr(&Ut, 1, 0, &U));
@@ -70,6 +88,7 @@ fail:
     hk_csr_free(&Ut);
     hk_trifactor_free(&L);
     hk_trifactor_free(&U);
+    hk_bcsr_free(&Kp);
     free(w);
     return ierr;
 }
@@ -82,10 +101,11 @@ static int ic0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 
 const hk_pc_type hk_pc_ic0 = {
     .name = "ic0",
-    .summary = "incomplete Cholesky, zero fill; level-scheduled triangular solves",
-    .options = "",
+    .summary = "incomplete Cholesky, zero fill; sync-free or level-scheduled triangular solves",
+    .options = "pc.tri pc.ordering pc.ic0.sweeps",
     .symmetric = 1,
     .setup = ic0_setup,
     .apply = hk_tri_pc_apply,
     .destroy = hk_tri_pc_destroy,
+    .describe = hk_tri_pc_describe,
 };

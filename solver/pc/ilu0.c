@@ -1,6 +1,8 @@
 /* ILU(0): incomplete LU with the sparsity of A (Saad, Iterative Methods, Algorithm 10.4, IKJ
- * order), set up on the host; applied as two level-scheduled triangular solves through the
- * backend's tri ops (unit lower L, then U). For nonsymmetric matrices with BiCGStab/GMRES. */
+ * order), set up on the host, exactly or (pc.ilu0.sweeps > 0) by the fine-grained iterative
+ * method (iterfact.c); optionally after a node reordering (pc.ordering); applied as two
+ * triangular solves through the backend's tri ops (unit lower L, then U; pc.tri). For
+ * nonsymmetric matrices with BiCGStab/GMRES. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -11,12 +13,17 @@ static int ilu0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o
     int ierr = 0;
     hk_csr F = {0};
     hk_trifactor L = {0}, U = {0};
+    hk_bcsr Kp = {0};
+    const hk_bcsr *Kf = K;
     int64_t *diag = NULL, *marker = NULL;
-    HK_CHECK(pc->be->tri_create, HK_ERR_UNSUPPORTED,
-             "ilu0 is not available on the %s backend (it has no triangular solve); use "
-             "jacobi, bjacobi, poly, fsai or sai, or backend=cpu",
-             pc->be->name);
-    HK_CALL(hk_csr_from_bcsr(K, &F));
+    int sweeps = 0;
+    HK_CALL(hk_options_get_int(o, "pc.ilu0.sweeps", &sweeps));
+    HK_CHECK(sweeps >= 0, HK_ERR_OPTION,
+             "option pc.ilu0.sweeps=%d is negative; use 0 (exact factorisation, the default) "
+             "or a number of sweeps such as 3",
+             sweeps);
+    HK_CALL(hk_tri_pc_begin(pc, "ilu0", K, o, &Kp, &Kf));
+    HK_TRY(hk_csr_from_bcsr(Kf, &F));
     const int64_t n = F.n;
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *diag, &diag));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *marker, &marker));
@@ -30,7 +37,15 @@ static int ilu0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o
                      "pivot there; reorder the unknowns or use pc=sai",
                      (long long)i);
     }
-    for (int64_t i = 0; i < n; i++) {
+    if (sweeps > 0) {
+        int64_t bad = -1;
+        HK_TRY(hk_ilu0_sweeps(&F, sweeps, &bad));
+        HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                     "preconditioner ilu0: zero pivot at row %lld after %d sweeps%s; reorder "
+                     "the unknowns, use more sweeps, pc.ilu0.sweeps=0 or pc=sai",
+                     (long long)bad, sweeps, Kf != K ? " (row of the reordered matrix)" : "");
+    }
+    for (int64_t i = 0; i < n && sweeps == 0; i++) {
         double rowmax = 0;
         for (int64_t k = F.rowptr[i]; k < F.rowptr[i + 1]; k++) {
             marker[F.colind[k]] = k;
@@ -62,6 +77,7 @@ fail:
     hk_trifactor_free(&U);
     free(diag);
     free(marker);
+    hk_bcsr_free(&Kp);
     return ierr;
 }
 
@@ -73,10 +89,11 @@ static int ilu0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 
 const hk_pc_type hk_pc_ilu0 = {
     .name = "ilu0",
-    .summary = "incomplete LU, zero fill; level-scheduled triangular solves",
-    .options = "",
+    .summary = "incomplete LU, zero fill; sync-free or level-scheduled triangular solves",
+    .options = "pc.tri pc.ordering pc.ilu0.sweeps",
     .symmetric = 0,
     .setup = ilu0_setup,
     .apply = hk_tri_pc_apply,
     .destroy = hk_tri_pc_destroy,
+    .describe = hk_tri_pc_describe,
 };

@@ -98,16 +98,42 @@ int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x);
 int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T);
 void hk_trifactor_free(hk_trifactor *T);
 
-/* State of a preconditioner applied as two triangular solves z = U^-1 (L^-1 r). */
+/* Node orderings (solver/pc/ordering.c), pc.ordering: perm[new] = old node, NULL for
+ * natural; ncolours for colour. hk_bcsr_permute: P = the symmetric permutation of K (rows and
+ * columns; columns sorted). */
+enum { HK_ORDER_NATURAL = 0, HK_ORDER_RCM, HK_ORDER_COLOUR };
+extern const char *const hk_ordering_names[]; /* natural, rcm, colour */
+int hk_node_ordering(const hk_bcsr *K, int kind, int32_t **perm, int64_t *ncolours);
+int hk_bcsr_permute(const hk_bcsr *K, const int32_t *perm, hk_bcsr *P);
+
+/* Fine-grained iterative IC(0) / ILU(0) by Jacobi-style sweeps (solver/pc/iterfact.c):
+ * ic0: L (lower triangle of A's pattern, diagonal last) with L L^T ~ A; ilu0: F (A's pattern)
+ * overwritten by L (unit, strictly lower) and U. *bad = the first row with a zero diagonal or
+ * a non-positive (ic0) / zero (ilu0) pivot in the last sweep, else -1 (L / F then invalid). */
+int hk_ic0_sweeps(const hk_csr *A, int sweeps, hk_csr *L, int64_t *bad);
+int hk_ilu0_sweeps(hk_csr *F, int sweeps, int64_t *bad);
+
+/* State of a preconditioner applied as two triangular solves z = P^T U^-1 L^-1 P r. */
 typedef struct hk_tri_pc {
     void *L, *U; /* backend handles */
     hk_vec *y;   /* intermediate */
     int64_t levels_L, levels_U;
+    int method;          /* enum hk_tri_method (pc.tri) */
+    int ordering;        /* HK_ORDER_* (pc.ordering) */
+    int64_t ncolours;    /* colour ordering */
+    hk_mat *P, *Pt;      /* the scalar permutation and its transpose (NULL: natural) */
+    hk_vec *rp, *zp;     /* P r and U^-1 L^-1 P r */
 } hk_tri_pc;
-/* Upload both factors (pc->be must have the tri ops: who names the pc in the error). */
-int hk_tri_pc_create(hk_pc *pc, const char *who, const hk_trifactor *L, const hk_trifactor *U);
+/* Read pc.tri and pc.ordering, allocate the state (pc->data) and order K: *Kf is K itself
+ * (natural) or Kperm = P K P^T, which the caller frees (hk_bcsr_free). */
+int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o,
+                    hk_bcsr *Kperm, const hk_bcsr **Kf);
+/* Upload both factors with the method read by hk_tri_pc_begin (pc->be must have the tri ops:
+ * who names the pc in the error). */
+int hk_tri_pc_create(hk_pc *pc, const char *who, hk_trifactor *L, hk_trifactor *U);
 int hk_tri_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z);
 void hk_tri_pc_destroy(hk_pc *pc);
+void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len);
 
 /* ---- introspection for tests ----------------------------------------------------------- */
 

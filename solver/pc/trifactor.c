@@ -2,6 +2,7 @@
  * triangular part plus the inverse diagonal, compute its level sets (the level-set
  * scheduling of the ILUPACK-GMRES paper: a row's level is one more than the highest level of
  * the rows it depends on), hand both factors to the backend, and apply z = U^-1 L^-1 r. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +84,38 @@ fail:
     return ierr;
 }
 
-int hk_tri_pc_create(hk_pc *pc, const char *who, const hk_trifactor *L, const hk_trifactor *U)
+static const char *const tri_names[] = {"syncfree", "levels", "cusparse", NULL};
+
+/* The scalar permutation matrix of the node permutation perm (bs dofs per node): row
+ * new*bs + r has a 1 at column perm[new]*bs + r (inverse = 1: the transpose). */
+static int perm_matrix(hk_pc *pc, const int32_t *perm, int64_t nodes, int inverse, hk_mat **M)
+{
+    const int bs = pc->bs;
+    const int64_t n = nodes * bs;
+    hk_csr C = {0};
+    HK_CALL(hk_csr_alloc(n, n, n, &C));
+    for (int64_t i = 0; i < nodes; i++)
+        for (int r = 0; r < bs; r++) {
+            const int64_t row = inverse ? (int64_t)perm[i] * bs + r : i * bs + r;
+            const int64_t col = inverse ? i * bs + r : (int64_t)perm[i] * bs + r;
+            C.colind[row] = (int32_t)col;
+            C.val[row] = 1;
+        }
+    for (int64_t i = 0; i <= n; i++)
+        C.rowptr[i] = i;
+    int ierr = hk_pc_mat_like(pc, NULL, &C, M);
+    hk_csr_free(&C);
+    return ierr;
+}
+
+int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o, hk_bcsr *Kperm,
+                    const hk_bcsr **Kf)
 {
     const hk_backend_ops *be = pc->be;
+    int32_t *perm = NULL;
+    int ierr = 0;
+    memset(Kperm, 0, sizeof *Kperm);
+    *Kf = K;
     HK_CHECK(be->tri_create && be->tri_solve && be->tri_destroy, HK_ERR_UNSUPPORTED,
              "%s is not available on the %s backend (it has no triangular solve); use jacobi, "
              "bjacobi, poly, fsai or sai, or backend=cpu",
@@ -93,8 +123,32 @@ int hk_tri_pc_create(hk_pc *pc, const char *who, const hk_trifactor *L, const hk
     hk_tri_pc *t;
     HK_CALL(hk_calloc(1, sizeof *t, &t));
     pc->data = t; /* hk_pc_destroy cleans up on failure */
+    HK_CALL(hk_options_get_choice(o, "pc.tri", tri_names, &t->method));
+    HK_CALL(hk_options_get_choice(o, "pc.ordering", hk_ordering_names, &t->ordering));
+    if (t->ordering == HK_ORDER_NATURAL) return 0;
+    HK_CALL(hk_node_ordering(K, t->ordering, &perm, &t->ncolours));
+    HK_TRY(hk_bcsr_permute(K, perm, Kperm));
+    HK_TRY(perm_matrix(pc, perm, K->nbrows, 0, &t->P));
+    HK_TRY(perm_matrix(pc, perm, K->nbrows, 1, &t->Pt));
+    HK_TRY(hk_vec_create(be, pc->n, pc->prec, &t->rp));
+    HK_TRY(hk_vec_create(be, pc->n, pc->prec, &t->zp));
+    *Kf = Kperm;
+    free(perm);
+    return 0;
+fail:
+    free(perm);
+    hk_bcsr_free(Kperm);
+    return ierr;
+}
+
+int hk_tri_pc_create(hk_pc *pc, const char *who, hk_trifactor *L, hk_trifactor *U)
+{
+    const hk_backend_ops *be = pc->be;
+    hk_tri_pc *t = pc->data;
+    HK_CHECK(t && be->tri_create, HK_ERR_INTERNAL, "%s: hk_tri_pc_begin was not called", who);
     t->levels_L = L->nlevels;
     t->levels_U = U->nlevels;
+    L->method = U->method = t->method;
     HK_CALL(be->tri_create(L, pc->prec, &t->L));
     HK_CALL(be->tri_create(U, pc->prec, &t->U));
     HK_CALL(hk_vec_create(be, pc->n, pc->prec, &t->y));
@@ -104,8 +158,14 @@ int hk_tri_pc_create(hk_pc *pc, const char *who, const hk_trifactor *L, const hk
 int hk_tri_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 {
     hk_tri_pc *t = pc->data;
-    HK_CALL(pc->be->tri_solve(t->L, r, t->y));
-    return pc->be->tri_solve(t->U, t->y, z);
+    if (!t->P) {
+        HK_CALL(pc->be->tri_solve(t->L, r, t->y));
+        return pc->be->tri_solve(t->U, t->y, z);
+    }
+    HK_CALL(pc->be->mat_spmv(t->P, r, t->rp));
+    HK_CALL(pc->be->tri_solve(t->L, t->rp, t->y));
+    HK_CALL(pc->be->tri_solve(t->U, t->y, t->zp));
+    return pc->be->mat_spmv(t->Pt, t->zp, z);
 }
 
 void hk_tri_pc_destroy(hk_pc *pc)
@@ -114,6 +174,27 @@ void hk_tri_pc_destroy(hk_pc *pc)
     if (t->L) pc->be->tri_destroy(t->L);
     if (t->U) pc->be->tri_destroy(t->U);
     hk_vec_destroy(t->y);
+    hk_vec_destroy(t->rp);
+    hk_vec_destroy(t->zp);
+    hk_mat_destroy(t->P);
+    hk_mat_destroy(t->Pt);
     free(t);
     pc->data = NULL;
+}
+
+void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len)
+{
+    const hk_tri_pc *t = pc->data;
+    static const char *const tri[] = {"syncfree", "levels", "cusparse"};
+    if (!t) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    /* the CPU backend always solves level by level (pc.tri concerns device backends) */
+    const char *how = pc->be == &hk_backend_cpu ? "levels" : tri[t->method];
+    int w =
+        snprintf(buf, len, "%s solves, %lld + %lld levels, %s ordering", how,
+                 (long long)t->levels_L, (long long)t->levels_U, hk_ordering_names[t->ordering]);
+    if (t->ordering == HK_ORDER_COLOUR && w > 0 && (size_t)w < len)
+        snprintf(buf + w, len - (size_t)w, " (%lld colours)", (long long)t->ncolours);
 }
