@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "hk_impl.h"
+#include "pc/pc_impl.h"
 
 static double urand(uint32_t *s)
 {
@@ -159,6 +160,8 @@ static double *ref_factor(const double *D, int n, const char *R, double delta)
     return G;
 }
 
+static int64_t ops_cap = 600; /* the pattern's row limit in run_ops */
+
 /* Run both ops on be; host copies of S and G (NULL when a fault). */
 static void run_ops(const hk_backend_ops *be, const hk_bcsr *K, double tau, int k, int block,
                     double delta, hk_graph *Sh, hk_bmat *Gh, hk_setup_fault *f)
@@ -168,7 +171,7 @@ static void run_ops(const hk_backend_ops *be, const hk_bcsr *K, double tau, int 
     memset(Sh, 0, sizeof *Sh);
     memset(Gh, 0, sizeof *Gh);
     HK_ASSERT_OK(hk_bmat_upload(be, K, &Kb));
-    HK_ASSERT_OK(be->fsai_pattern(&Kb, tau, k, block, 600, &S, f));
+    HK_ASSERT_OK(be->fsai_pattern(&Kb, tau, k, block, ops_cap, &S, f));
     if (f->row < 0) {
         HK_ASSERT_OK(be->fsai_factor(&Kb, &S, delta, &G, f));
         HK_ASSERT_OK(hk_graph_to_host(&S, Sh));
@@ -388,6 +391,9 @@ static void test_cuda_ops(void)
     compare_backends(&K, 0.05, 2, 1, 0.01);
     compare_backends(&K, 0.0, 1, 0, 0.0); /* rows of up to 41 entries */
     compare_backends(&K, 0.0, 3, 0, 0.0); /* large rows, or the same row over the limit */
+    ops_cap = 3000; /* node sets over the shared-memory list: the global-scratch pattern path */
+    compare_backends(&K, 0.0, 3, 0, 0.0);
+    ops_cap = 600;
     hk_bcsr_free(&K);
     /* a non-SPD row is reported the same */
     const double D1[16] = {2, 0, 3, 0, 0, 2, 0, 0, 3, 0, 2, 0, 0, 0, 0, 2};
@@ -411,16 +417,50 @@ static void test_cuda_pc(void)
         CU_ASSERT(ic > 0 && abs(ic - ig) <= 1);
     }
     hk_bcsr_free(&K);
-    /* set-up time at elasticity3d:30 (84k DOFs) on both backends, for the record */
-    HK_ASSERT_OK(hk_gen_elasticity3d(30, 30, 30, &K));
-    double tc = 0, tg = 0;
-    const int ic = solve_its(&K, "backend=cpu tol=1e-8 pc=fsai", &tc);
-    const int ig = solve_its(&K, "backend=cuda tol=1e-8 pc=fsai", &tg);
-    printf("\n    elasticity3d:30 fsai set-up: cpu %.3f s (%d its), cuda %.3f s (%d its)", tc, ic,
-           tg, ig);
-    hk_bcsr_free(&K);
+}
+
+/* Set-up of pc=fsai on K with the options in text: total seconds and the split. */
+static void setup_split(const hk_bcsr *K, const char *text, double *total, double t[4])
+{
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, text));
+    const double t0 = hk_time();
+    const int err = hk_solver_create(K, o, &s);
+    if (err) fprintf(stderr, "\n  %s: %s\n", text, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    *total = hk_time() - t0;
+    CU_ASSERT_EQUAL(hk_pc_fsai_times(hk_solver_get_pc(s), t), 0);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+}
+
+/* Set-up time split (pattern, factor, transpose, build) of pc=fsai at elasticity3d:30 and :60
+ * on both backends; the cpu at :60 (about 20 s on 16 cores) only with HK_FSAI_CPU60=1. */
+static void test_cuda_times(void)
+{
+    const int sizes[2] = {30, 60};
+    for (int z = 0; z < 2; z++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(sizes[z], sizes[z], sizes[z], &K));
+        for (int be = 0; be < 2; be++) {
+            if (!be && z == 1 && !getenv("HK_FSAI_CPU60")) {
+                printf("\n    elasticity3d:60 cpu: set HK_FSAI_CPU60=1 to time it");
+                continue;
+            }
+            double tot = 0, t[4] = {0};
+            setup_split(&K, be ? "backend=cuda pc=fsai" : "backend=cpu pc=fsai", &tot, t);
+            printf("\n    elasticity3d:%d (%ld dofs) fsai set-up %s: %.3f s = pattern %.3f + "
+                   "factor %.3f + transpose %.3f + build %.3f (+ rest %.3f)",
+                   sizes[z], (long)K.nbrows * K.bs, be ? "cuda" : "cpu ", tot, t[0], t[1], t[2],
+                   t[3], tot - t[0] - t[1] - t[2] - t[3]);
+        }
+        hk_bcsr_free(&K);
+    }
 }
 
 HK_DEVICE_SUITE(cuda_fsai, {"CUDA fsai ops equal the CPU ones (pattern, G to 1e-12, faults)",
                             test_cuda_ops},
-                {"pc=fsai on cuda: iterations as on cpu; set-up times", test_cuda_pc})
+                {"pc=fsai on cuda: iterations as on cpu", test_cuda_pc},
+                {"fsai set-up time split, elasticity3d:30 and :60", test_cuda_times})
