@@ -847,3 +847,333 @@ fail:
     cudaFree(cnt);
     return ierr;
 }
+
+/* ---- sai_pattern, sai_factor ------------------------------------------------------------
+ * The rules of solver/cpu/cpu_fsai.c: the pattern one thread per column; the least-squares
+ * problems one warp per column: the rows I collected in order of first appearance (lanes
+ * over the entries of a row of A^T, new rows appended by ballot), A(I,J) gathered, Householder
+ * QR with every sum over rows in the warp order of sai_sum (32 strided partial sums, then a
+ * butterfly), which the CPU reference repeats. Problems with |I| <= SAI_SR, |J| <= SAI_SC and
+ * |I||J| <= SAI_SA keep their work in shared memory; the others a global slab per warp. */
+
+#define SAI_SR 256  /* rows of a problem in shared memory */
+#define SAI_SC 64   /* columns of a problem in shared memory */
+#define SAI_SA 2048 /* entries of A(I,J) in shared memory */
+#define SAI_LIST_MAX 8192 /* max_rows the size kernel can take (its row list is in shared) */
+
+__global__ void sai_amax_kernel(const int64_t *rowptr, const double *val, int br, int64_t n,
+                                double *amax)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t bi = i / br, r = i % br;
+        double a = 0;
+        for (int64_t q = rowptr[bi]; q < rowptr[bi + 1]; q++)
+            for (int c = 0; c < br; c++) {
+                const double v = fabs(val[(q * br + r) * br + c]);
+                if (v > a) a = v;
+            }
+        amax[i] = a;
+    }
+}
+
+__global__ void sai_pattern_kernel(const int64_t *trow, const int32_t *tcol, const double *tval,
+                                   int64_t n, double tau, const double *amax, int fill,
+                                   int64_t *cnt, const int64_t *srow, int32_t *scol)
+{
+    const double lim = sub_(1.0, tau);
+    for (int64_t kk = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; kk < n;
+         kk += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = 0;
+        int32_t *out = fill ? scol + srow[kk] : NULL;
+        int diag = 0;
+        for (int64_t p = trow[kk]; p < trow[kk + 1]; p++) {
+            const int32_t i = tcol[p];
+            if (i > kk && !diag) {
+                if (fill) out[c] = (int32_t)kk;
+                c++;
+                diag = 1;
+            }
+            if (i == kk || fabs(tval[p]) > mul_(lim, amax[i])) {
+                if (fill) out[c] = i;
+                c++;
+                if (i == kk) diag = 1;
+            }
+        }
+        if (!diag) {
+            if (fill) out[c] = (int32_t)kk;
+            c++;
+        }
+        if (!fill) cnt[kk] = c;
+    }
+}
+
+extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St)
+{
+    int ierr = 0;
+    memset(St, 0, sizeof *St);
+    HK_CHECK(K->br == K->bc && Kt->br == 1 && Kt->bc == 1 && Kt->nbrows == K->nbcols * K->bc &&
+                 K->nbrows * K->br == K->nbcols * K->bc,
+             HK_ERR_ARG, "sai_pattern: K must be square and Kt its scalar transpose");
+    const int64_t n = K->nbrows * K->br;
+    double *amax = NULL;
+    int64_t *cnt = NULL, *rp = NULL, nnz = 0;
+    HK_TRY(hk_cu_malloc((void **)&amax, (size_t)(n ? n : 1) * sizeof *amax));
+    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(n ? n : 1) * sizeof *cnt));
+    HK_TRY(hk_cu_malloc((void **)&rp, (size_t)(n + 1) * sizeof *rp));
+    if (n > 0) {
+        sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(K->rowptr, K->val, K->br,
+                                                                          n, amax);
+        HK_CU_TRY(cudaGetLastError());
+        sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, 0, cnt, NULL, NULL);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(scan_rowptr(cnt, n, rp, &nnz));
+    HK_TRY(hk_graph_alloc(K->be, n, n, nnz, St));
+    HK_TRY(K->be->copy(St->rowptr, rp, (size_t)(n + 1) * sizeof *rp));
+    if (n > 0) {
+        sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, 1, NULL, St->rowptr, St->colind);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+fail:
+    if (ierr) hk_graph_free(St);
+    cudaFree(amax);
+    cudaFree(cnt);
+    cudaFree(rp);
+    return ierr;
+}
+
+/* The rows I of column k's problem (J = scol[0..n2)) into rows, in order of first appearance;
+ * returns |I|, or -1 when it exceeds max_rows. One warp, the result in every lane. */
+__device__ int sai_collect(const int64_t *trow, const int32_t *tcol, const int32_t *J, int n2,
+                           int32_t *rows, int64_t max_rows)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned lt = (1u << lane) - 1u;
+    int n1 = 0;
+    for (int b = 0; b < n2; b++) {
+        const int32_t j = J[b];
+        const int64_t p0 = trow[j], p1 = trow[j + 1];
+        for (int64_t pb = p0; pb < p1; pb += 32) {
+            const int64_t p = pb + lane;
+            int isnew = p < p1; /* the columns of a row are distinct: no duplicates in a batch */
+            const int32_t i = isnew ? tcol[p] : -1;
+            for (int x = 0; x < n1 && isnew; x++)
+                if (rows[x] == i) isnew = 0;
+            const unsigned bal = __ballot_sync(0xffffffffu, isnew);
+            if (n1 + __popc(bal) > max_rows) return -1;
+            if (isnew) rows[n1 + __popc(bal & lt)] = i;
+            n1 += __popc(bal);
+            __syncwarp();
+        }
+    }
+    return n1;
+}
+
+/* Sum of x_i y_i over i = i0 .. m-1 in the warp order (every lane gets it). */
+__device__ double sai_wsum(const double *x, const double *y, int i0, int m)
+{
+    double acc = 0;
+    for (int i = i0 + (threadIdx.x & 31); i < m; i += 32)
+        acc = add_(acc, mul_(x[i], y[i]));
+    for (int o = 16; o > 0; o >>= 1)
+        acc = add_(acc, __shfl_xor_sync(0xffffffffu, acc, o));
+    return acc;
+}
+
+/* Column k's sizes: nrow[k] = |I| (-1 on a fault), and the largest |I| and |I||J| seen. */
+__global__ void sai_size_kernel(const int64_t *trow, const int32_t *tcol, const int64_t *srow,
+                                const int32_t *scol, int64_t n, int64_t max_rows,
+                                int64_t max_cols, int32_t *nrow, ull *maxr, ull *maxa,
+                                ull *fault)
+{
+    extern __shared__ int32_t list[];
+    const int lane = threadIdx.x & 31;
+    for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
+        const int64_t j0 = srow[k], n2 = srow[k + 1] - j0;
+        int n1 = -1, why = 0;
+        if (n2 > max_cols)
+            why = HK_FAULT_TOO_LARGE;
+        else {
+            n1 = sai_collect(trow, tcol, scol + j0, (int)n2, list, max_rows);
+            if (n1 < 0) why = HK_FAULT_TOO_LARGE;
+        }
+        if (!why) {
+            int has_k = 0;
+            for (int a = lane; a < n1; a += 32)
+                has_k |= list[a] == k;
+            if (!__any_sync(0xffffffffu, has_k) || n1 < n2) why = HK_FAULT_RANK;
+        }
+        if (lane == 0) {
+            nrow[k] = why ? -1 : n1;
+            if (why)
+                report(fault, k, why);
+            else {
+                atomicMax(maxr, (ull)n1);
+                atomicMax(maxa, (ull)n1 * (ull)n2);
+            }
+        }
+        __syncwarp();
+    }
+}
+
+/* Column k's problem by one warp; work: rows (|I| int32, space for ldr), then A (|I| x |J|),
+ * e (|I|), x (|J|). */
+__device__ void sai_column_warp(const int64_t *trow, const int32_t *tcol, const double *tval,
+                                int64_t k, const int32_t *J, int n2, int n1, int32_t *rows,
+                                double *A, double *e, double *x, double *out, ull *fault)
+{
+    const int lane = threadIdx.x & 31;
+    sai_collect(trow, tcol, J, n2, rows, n1); /* the same n1 as the size kernel found */
+    for (int t = lane; t < n1 * n2; t += 32)
+        A[t] = 0;
+    __syncwarp();
+    for (int b = 0; b < n2; b++) {
+        const int32_t j = J[b];
+        for (int64_t p = trow[j] + lane; p < trow[j + 1]; p += 32) {
+            const int32_t i = tcol[p];
+            int a = 0;
+            while (rows[a] != i) /* i is in rows */
+                a++;
+            A[b * n1 + a] = tval[p];
+        }
+    }
+    for (int a = lane; a < n1; a += 32)
+        e[a] = rows[a] == k ? 1.0 : 0.0;
+    double amax = 0;
+    for (int t = lane; t < n1 * n2; t += 32)
+        amax = fmax(amax, fabs(A[t]));
+    __syncwarp();
+    for (int o = 16; o > 0; o >>= 1)
+        amax = fmax(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    for (int j = 0; j < n2; j++) {
+        double *v = A + j * n1;
+        const double norm = sqrt(sai_wsum(v, v, j, n1));
+        if (!(norm > mul_(1e-14, amax))) { /* the same in every lane */
+            if (lane == 0) report(fault, k, HK_FAULT_RANK);
+            return;
+        }
+        const double alpha = v[j] >= 0 ? -norm : norm;
+        __syncwarp();
+        if (lane == 0) v[j] = sub_(v[j], alpha);
+        __syncwarp();
+        const double vnorm2 = sai_wsum(v, v, j, n1);
+        for (int c = j + 1; c <= n2; c++) { /* c = n2: the right-hand side */
+            double *col = c < n2 ? A + c * n1 : e;
+            const double s = mul_(2.0, sai_wsum(v, col, j, n1)) / vnorm2;
+            __syncwarp();
+            for (int i = j + lane; i < n1; i += 32)
+                col[i] = sub_(col[i], mul_(s, v[i]));
+            __syncwarp();
+        }
+        if (lane == 0) v[j] = alpha;
+        __syncwarp();
+    }
+    if (lane == 0)
+        for (int j = n2 - 1; j >= 0; j--) {
+            double s = e[j];
+            for (int c = j + 1; c < n2; c++)
+                s = sub_(s, mul_(A[c * n1 + j], x[c]));
+            x[j] = s / A[j * n1 + j];
+        }
+    __syncwarp();
+    for (int b = lane; b < n2; b += 32)
+        out[b] = x[b];
+}
+
+/* big = 0: the problems that fit in shared memory, one warp (block) each; big = 1: the
+ * others, in a global slab of slab doubles per warp (rows first, as int32). */
+template <int BIG>
+__global__ void __launch_bounds__(32)
+    sai_factor_kernel(const int64_t *trow, const int32_t *tcol, const double *tval,
+                      const int64_t *srow, const int32_t *scol, const int32_t *nrow, int64_t n,
+                      double *mval, double *gwork, int64_t slab, int64_t maxr, ull *fault)
+{
+    __shared__ int32_t srows[BIG ? 1 : SAI_SR];
+    __shared__ double sA[BIG ? 1 : SAI_SA], se[BIG ? 1 : SAI_SR], sx[BIG ? 1 : SAI_SC];
+    int32_t *rows = srows;
+    double *A = sA, *e = se, *x = sx;
+    if (BIG) {
+        double *w = gwork + (int64_t)blockIdx.x * slab;
+        rows = (int32_t *)w;
+        A = w + (maxr + 1) / 2;
+    }
+    for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
+        const int n1 = nrow[k];
+        if (n1 < 0) continue;
+        const int64_t j0 = srow[k];
+        const int n2 = (int)(srow[k + 1] - j0);
+        const int small = n1 <= SAI_SR && n2 <= SAI_SC && (int64_t)n1 * n2 <= SAI_SA;
+        if (BIG ? small : !small) continue;
+        if (BIG) {
+            e = A + (int64_t)n1 * n2;
+            x = e + n1;
+        }
+        sai_column_warp(trow, tcol, tval, k, scol + j0, n2, n1, rows, A, e, x, mval + j0, fault);
+        __syncwarp();
+    }
+}
+
+extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
+                                int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault)
+{
+    int ierr = 0;
+    fault->row = -1;
+    fault->reason = HK_FAULT_NONE;
+    memset(Mt, 0, sizeof *Mt);
+    const int64_t n = St->n;
+    HK_CHECK(Kt->br == 1 && Kt->bc == 1 && Kt->nbrows == n, HK_ERR_ARG,
+             "sai_factor: Kt must be the scalar transpose (1 x 1 blocks, %lld rows)",
+             (long long)n);
+    HK_CHECK(max_rows >= 1 && max_rows <= SAI_LIST_MAX && max_cols >= 1 && max_cols < INT32_MAX,
+             HK_ERR_UNSUPPORTED,
+             "sai_factor on cuda: max_rows=%lld is over %d; lower the limit of |I|",
+             (long long)max_rows, SAI_LIST_MAX);
+    ull *dfault = NULL, *dmax = NULL, hmax[2] = {0, 0};
+    int32_t *nrow = NULL;
+    double *gwork = NULL;
+    HK_CALL(fault_begin(&dfault));
+    HK_TRY(hk_cu_malloc((void **)&dmax, 2 * sizeof *dmax));
+    HK_CU_TRY(cudaMemsetAsync(dmax, 0, 2 * sizeof *dmax, hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)&nrow, (size_t)(n ? n : 1) * sizeof *nrow));
+    HK_TRY(hk_bmat_alloc(St->be, 1, 1, n, n, St->nnz, Mt));
+    HK_TRY(St->be->copy(Mt->rowptr, St->rowptr, (size_t)(n + 1) * sizeof *Mt->rowptr));
+    if (St->nnz) HK_TRY(St->be->copy(Mt->colind, St->colind, (size_t)St->nnz * sizeof *Mt->colind));
+    if (n > 0) {
+        const unsigned blocks = (unsigned)(n < 65536 ? n : 65536);
+        sai_size_kernel<<<blocks, 32, (size_t)max_rows * sizeof(int32_t), hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, St->rowptr, St->colind, n, max_rows, max_cols, nrow, dmax,
+            dmax + 1, dfault);
+        HK_CU_TRY(cudaGetLastError());
+        HK_CU_TRY(cudaMemcpyAsync(hmax, dmax, sizeof hmax, cudaMemcpyDeviceToHost, hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        sai_factor_kernel<0><<<blocks, 32, 0, hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind, nrow, n, Mt->val, NULL, 0, 0,
+            dfault);
+        HK_CU_TRY(cudaGetLastError());
+        const int64_t maxr = (int64_t)hmax[0], maxa = (int64_t)hmax[1];
+        if (maxr > SAI_SR || maxa > SAI_SA) { /* |J| > SAI_SC implies |I||J| > SAI_SA */
+            /* the slab: rows (int32, rounded up to doubles), A, e, x */
+            const int64_t slab = (maxr + 1) / 2 + maxa + maxr + max_cols;
+            int64_t nw = (int64_t)(FSAI_SLAB_BYTES / ((size_t)slab * sizeof(double)));
+            if (nw > 8192) nw = 8192;
+            if (nw < 1) nw = 1;
+            HK_TRY(hk_cu_malloc((void **)&gwork, (size_t)nw * (size_t)slab * sizeof(double)));
+            sai_factor_kernel<1><<<(unsigned)nw, 32, 0, hk_cu.stream>>>(
+                Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind, nrow, n, Mt->val, gwork,
+                slab, maxr, dfault);
+            HK_CU_TRY(cudaGetLastError());
+        }
+    }
+    HK_TRY(fault_read(dfault, fault));
+fail:
+    if (ierr || fault->row >= 0) hk_bmat_free(Mt);
+    cudaFree(dfault);
+    cudaFree(dmax);
+    cudaFree(nrow);
+    cudaFree(gwork);
+    return ierr;
+}

@@ -464,3 +464,108 @@ HK_DEVICE_SUITE(cuda_fsai, {"CUDA fsai ops equal the CPU ones (pattern, G to 1e-
                             test_cuda_ops},
                 {"pc=fsai on cuda: iterations as on cpu", test_cuda_pc},
                 {"fsai set-up time split, elasticity3d:30 and :60", test_cuda_times})
+
+/* ---- device: sai_pattern and sai_factor on cuda against the CPU ops ---------------------- */
+
+/* Both SAI ops on be (Kt by the backend's expand and transpose); host copies of St and Mt
+ * (Mt empty when a fault). */
+static void run_sai(const hk_backend_ops *be, const hk_bcsr *K, double tau, int64_t max_rows,
+                    int64_t max_cols, hk_graph *Sh, hk_bmat *Mh, hk_setup_fault *f)
+{
+    hk_bmat Kb = {0}, Kx = {0}, Kt = {0}, Mt = {0};
+    hk_graph St = {0};
+    memset(Sh, 0, sizeof *Sh);
+    memset(Mh, 0, sizeof *Mh);
+    HK_ASSERT_OK(hk_bmat_upload(be, K, &Kb));
+    HK_ASSERT_OK(hk_pc_bmat_expand(&Kb, &Kx));
+    HK_ASSERT_OK(hk_pc_bmat_transpose(&Kx, &Kt));
+    HK_ASSERT_OK(be->sai_pattern(&Kb, &Kt, tau, &St));
+    HK_ASSERT_OK(be->sai_factor(&Kt, &St, max_rows, max_cols, &Mt, f));
+    HK_ASSERT_OK(hk_graph_to_host(&St, Sh));
+    if (f->row < 0) HK_ASSERT_OK(hk_bmat_to_host(&Mt, Mh));
+    hk_graph_free(&St);
+    hk_bmat_free(&Mt), hk_bmat_free(&Kt), hk_bmat_free(&Kx), hk_bmat_free(&Kb);
+}
+
+static void compare_sai(const hk_bcsr *K, double tau, int64_t max_rows, int64_t max_cols)
+{
+    const hk_backend *cu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cuda", &cu));
+    hk_graph Sc, Sg;
+    hk_bmat Mc, Mg;
+    hk_setup_fault fc, fg;
+    run_sai(&hk_backend_cpu, K, tau, max_rows, max_cols, &Sc, &Mc, &fc);
+    run_sai(cu, K, tau, max_rows, max_cols, &Sg, &Mg, &fg);
+    CU_ASSERT_EQUAL_FATAL(Sc.nnz, Sg.nnz);
+    CU_ASSERT(!memcmp(Sc.rowptr, Sg.rowptr, (size_t)(Sc.n + 1) * sizeof *Sc.rowptr));
+    CU_ASSERT(!memcmp(Sc.colind, Sg.colind, (size_t)Sc.nnz * sizeof *Sc.colind));
+    CU_ASSERT_EQUAL(fc.row, fg.row);
+    CU_ASSERT_EQUAL(fc.reason, fg.reason);
+    if (fc.row < 0 && fg.row < 0) {
+        CU_ASSERT_EQUAL_FATAL(Mc.nnzb, Mg.nnzb);
+        const double d = hk_test_reldiff(Mg.val, Mc.val, (long)Mc.nnzb);
+        if (d > 1e-12) printf("\n    M differs by %.2e (tau %g)", d, tau);
+        CU_ASSERT(d <= 1e-12);
+    }
+    hk_graph_free(&Sc), hk_graph_free(&Sg);
+    hk_bmat_free(&Mc), hk_bmat_free(&Mg);
+}
+
+/* gen_spd made nonsymmetric: every stored off-diagonal entry scaled by 0.5 .. 1.5 */
+static void gen_nonsym(int nb, int bs, unsigned seed, hk_bcsr *K)
+{
+    free(gen_spd(nb, bs, seed, K));
+    uint32_t s = seed + 99;
+    for (int64_t I = 0; I < K->nbrows; I++)
+        for (int64_t q = K->rowptr[I]; q < K->rowptr[I + 1]; q++)
+            for (int e = 0; e < bs * bs; e++)
+                if (K->colind[q] != I || e / bs != e % bs)
+                    K->val[q * bs * bs + e] *= 1 + 0.5 * urand(&s);
+}
+
+static void test_cuda_sai_ops(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_convdiff2d(40, 30.0, &K));
+    compare_sai(&K, 0.9, 4000, 400);
+    compare_sai(&K, 1.0, 4000, 400);
+    compare_sai(&K, 0.5, 4000, 400);
+    hk_bcsr_free(&K);
+    for (unsigned c = 0; c < 4; c++) {
+        gen_nonsym(60 + 10 * c, 1 + c % 3, 200 + c, &K);
+        compare_sai(&K, 1.0, 4000, 400); /* bs 3: |I||J| over the shared-memory limit */
+        compare_sai(&K, 0.7, 4000, 400);
+        compare_sai(&K, 1.0, 12, 400); /* |I| too large: the same first column */
+        compare_sai(&K, 1.0, 4000, 3); /* |J| too large */
+        hk_bcsr_free(&K);
+    }
+    /* a zero column: e_k is not in the rows of A(:, J), rank deficient at the same column */
+    const double D[16] = {2, 1, 0, 0, 1, 3, 0, 1, 0, 1, 0, 0, 0, 0, 0, 2};
+    K = dense_bcsr(4, D);
+    compare_sai(&K, 1.0, 4000, 400);
+    hk_bcsr_free(&K);
+}
+
+static void test_cuda_sai_solve(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_convdiff2d(100, 50.0, &K));
+    const char *methods[2] = {"bicgstab", "gmres"};
+    for (int m = 0; m < 2; m++) {
+        char a[128], b[128];
+        snprintf(a, sizeof a, "backend=cpu method=%s tol=1e-8 pc=sai", methods[m]);
+        snprintf(b, sizeof b, "backend=cuda method=%s tol=1e-8 pc=sai", methods[m]);
+        double tc = 0, tg = 0;
+        const int ic = solve_its(&K, a, &tc), ig = solve_its(&K, b, &tg);
+        printf("\n    convdiff2d:100 %s+sai: cpu %d its (set-up %.3f s), cuda %d its (set-up "
+               "%.3f s)",
+               methods[m], ic, tc, ig, tg);
+        CU_ASSERT(ic > 0 && abs(ic - ig) <= 2);
+    }
+    hk_bcsr_free(&K);
+}
+
+HK_DEVICE_SUITE(cuda_sai, {"CUDA sai ops equal the CPU ones (pattern, M to 1e-12, faults)",
+                           test_cuda_sai_ops},
+                {"pc=sai on cuda with bicgstab and gmres: iterations as on cpu",
+                 test_cuda_sai_solve})
