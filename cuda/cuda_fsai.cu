@@ -1041,6 +1041,7 @@ __device__ void sai_column_warp(const int64_t *trow, const int32_t *tcol, const 
             A[b * n1 + a] = tval[p];
         }
     }
+    __syncwarp(); /* A is read across lanes from here on */
     for (int a = lane; a < n1; a += 32)
         e[a] = rows[a] == k ? 1.0 : 0.0;
     double amax = 0;
