@@ -416,6 +416,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.bmat_expand = hk_cu_bmat_expand;
     o.fsai_pattern = hk_cu_fsai_pattern;
     o.fsai_factor = hk_cu_fsai_factor;
+    o.sai_pattern = hk_cu_sai_pattern;
+    o.sai_factor = hk_cu_sai_factor;
     o.bmat_spgemm = hk_cu_bmat_spgemm;
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
     o.dense_inverse = hk_cu_dense_inverse;

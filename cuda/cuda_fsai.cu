@@ -3,13 +3,24 @@
 // step by step with explicitly rounded multiplies and adds, so no fused multiply-add makes
 // the digits differ from the CPU reference).
 //
-// fsai_pattern: diagonal check, the sparsified graph Ã (count, scan, fill), then one thread per
-// node grows its node set by k steps of Low(B_p Ã) in a sorted array in global scratch
-// (rows processed in batches so the scratch stays bounded), twice: sizes, then the rows.
-// fsai_factor: one warp per row; the local dense system A[P_i,P_i] in shared memory when the
-// pattern has at most FSAI_SMALL entries, otherwise in a global slab per warp (a second kernel
-// over the large rows, with as many warps as the slab memory allows). Faults go through an
-// integer atomicMin on (row << 4 | reason): the first faulty row, whatever the schedule.
+// fsai_pattern: diagonal check, the sparsified graph Ã (count, scan, fill), then one warp per
+// node grows its node set by k steps of Low(B_p Ã): candidates go into an open-addressing hash
+// set in shared memory (atomicCAS), new members are appended to a list by ballot, and the
+// finished set is sorted by rank (each member counts the smaller ones), so the result does
+// not depend on the order of insertion. Twice: sizes, then the rows. Node sets of more than
+// FSAI_LIST nodes (cap over FSAI_LIST scalar entries) take the old path: one thread per node
+// growing a sorted array in global scratch.
+// fsai_factor: rows by class of pattern size m:
+//   m <= FSAI_SMALL: one warp per row, the system in shared memory;
+//   FSAI_SMALL < m <= FSAI_MID: one thread block per row, the m x m system in (opt-in, up to
+//     200 KB) dynamic shared memory, launched per size class (48, 64, .., 116, 128, 144,
+//     FSAI_MID) so that small systems share an SM; the Cholesky is right-looking (column j is divided by its
+//     pivot, then the trailing lower triangle is updated, warps over columns and lanes over
+//     rows) - entry (r, c) receives its updates in the order q = 0, 1, .., c-1 exactly as the
+//     left-looking reference's sum, so the digits are the same;
+//   m > FSAI_MID: one warp per row with its system in a global slab (the slow path).
+// Faults go through an integer atomicMin on (row << 4 | reason): the first faulty row,
+// whatever the schedule.
 #include <cub/cub.cuh>
 #include <stdint.h>
 
@@ -19,6 +30,11 @@
 #define FSAI_WARPS 4         /* warps per block of the factor kernels */
 #define FSAI_BATCH 16384     /* nodes per launch of the pattern kernel */
 #define FSAI_SLAB_BYTES (512ull << 20) /* global scratch of the large-row factor kernel */
+#define FSAI_MID 160         /* patterns up to this size: a thread block, system in shared */
+#define FSAI_BLOCK_WARPS 8   /* warps of the block-per-row factor kernel */
+#define FSAI_HASH 2048       /* shared hash slots per warp of the pattern kernel */
+#define FSAI_LIST 1024       /* most nodes of a set in the warp pattern kernel */
+#define FSAI_PWARPS 4        /* warps per block of the pattern kernel (48 KB of shared) */
 
 typedef unsigned long long ull;
 
@@ -224,6 +240,101 @@ __global__ void fsai_sets_kernel(const int64_t *arow, const int32_t *acol, int64
 #undef AT
 }
 
+/* Node sets of all nodes, one warp each (see the head of the file). write = 0: the scalar row
+ * lengths into len; write = 1: the scalar rows at srow. capn <= FSAI_LIST. */
+__global__ void __launch_bounds__(32 * FSAI_PWARPS)
+    fsai_sets_warp_kernel(const int64_t *arow, const int32_t *acol, int64_t nn, int k,
+                          int64_t capn, int64_t cap, int b, int write, int64_t *len,
+                          const int64_t *srow, int32_t *scol, ull *fault)
+{
+    __shared__ int32_t tab_all[FSAI_PWARPS][FSAI_HASH];
+    __shared__ int32_t list_all[FSAI_PWARPS][FSAI_LIST];
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    int32_t *tab = tab_all[wib], *list = list_all[wib];
+    const unsigned lt = (1u << lane) - 1u;
+    for (int64_t I = (int64_t)blockIdx.x * FSAI_PWARPS + wib; I < nn;
+         I += (int64_t)gridDim.x * FSAI_PWARPS) {
+        for (int h = lane; h < FSAI_HASH; h += 32)
+            tab[h] = -1;
+        __syncwarp();
+        if (lane == 0) {
+            tab[((uint32_t)I * 2654435761u) >> 21] = (int32_t)I; /* 11 bits: FSAI_HASH */
+            list[0] = (int32_t)I;
+        }
+        __syncwarp();
+        int64_t m = 1, fs = 0;
+        int over = 0;
+        for (int p = 0; p < k && !over; p++) {
+            const int64_t fe = m;
+            for (int64_t f = fs; f < fe && !over; f++) {
+                const int32_t j = list[f];
+                const int64_t q0 = arow[j], q1 = arow[j + 1];
+                for (int64_t qb = q0; qb < q1 && !over; qb += 32) {
+                    const int64_t q = qb + lane;
+                    int ins = 0;
+                    int32_t c = 0;
+                    if (q < q1) {
+                        c = acol[q];
+                        if (c <= I) {
+                            uint32_t h = ((uint32_t)c * 2654435761u) >> 21;
+                            for (;;) {
+                                const int32_t old = atomicCAS(&tab[h], -1, c);
+                                if (old == -1) {
+                                    ins = 1;
+                                    break;
+                                }
+                                if (old == c) break;
+                                h = (h + 1) & (FSAI_HASH - 1);
+                            }
+                        }
+                    }
+                    const unsigned bal = __ballot_sync(0xffffffffu, ins);
+                    const int64_t pos = m + __popc(bal & lt);
+                    if (ins && pos < capn) list[pos] = c;
+                    m += __popc(bal);
+                    if (m > capn) over = 1; /* the same in every lane */
+                    __syncwarp();
+                }
+            }
+            fs = fe;
+        }
+        if (over || (m - 1) * b + b > cap) {
+            if (lane == 0) {
+                int64_t r = 0;
+                if (!over)
+                    while ((m - 1) * b + r + 1 <= cap)
+                        r++;
+                report(fault, I * b + r, HK_FAULT_TOO_LARGE);
+            }
+            continue;
+        }
+        if (!write) {
+            for (int r = lane; r < b; r += 32)
+                len[I * b + r] = (m - 1) * b + r + 1;
+            continue;
+        }
+        /* rank sort: I is the largest member (all are <= I), so it ranks m - 1 */
+        for (int64_t e = lane; e < m; e += 32) {
+            const int32_t v = list[e];
+            if (v == (int32_t)I) continue;
+            int64_t rank = 0;
+            for (int64_t x = 0; x < m; x++)
+                rank += list[x] < v;
+            for (int r = 0; r < b; r++) {
+                int32_t *out = scol + srow[I * b + r] + rank * b;
+                for (int c = 0; c < b; c++)
+                    out[c] = (int32_t)((int64_t)v * b + c);
+            }
+        }
+        for (int r = lane; r < b; r += 32) {
+            int32_t *out = scol + srow[I * b + r] + (m - 1) * b;
+            for (int c = 0; c <= r; c++)
+                out[c] = (int32_t)(I * b + c);
+        }
+        __syncwarp();
+    }
+}
+
 extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap,
                                   hk_graph *S, hk_setup_fault *fault)
 {
@@ -265,10 +376,18 @@ extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block
         K->rowptr, K->colind, K->val, br, block, nn, tau, block ? dgb : dg, 1, NULL, arow, acol);
     HK_CU_TRY(cudaGetLastError());
 
-    HK_TRY(hk_cu_malloc((void **)&scr, (size_t)batch * 3 * (size_t)capn * sizeof *scr));
+    if (capn > FSAI_LIST)
+        HK_TRY(hk_cu_malloc((void **)&scr, (size_t)batch * 3 * (size_t)capn * sizeof *scr));
     len = cnt; /* n entries: the scalar row lengths */
     for (int pass = 0; pass < 2; pass++) {
-        for (int64_t I0 = 0; I0 < nn; I0 += batch) {
+        if (capn <= FSAI_LIST && nn > 0) {
+            int64_t blocks = (nn + FSAI_PWARPS - 1) / FSAI_PWARPS;
+            if (blocks > (1 << 20)) blocks = 1 << 20;
+            fsai_sets_warp_kernel<<<(unsigned)blocks, 32 * FSAI_PWARPS, 0, hk_cu.stream>>>(
+                arow, acol, nn, k, capn, cap, b, pass, len, S->rowptr, S->colind, dfault);
+            HK_CU_TRY(cudaGetLastError());
+        }
+        for (int64_t I0 = 0; capn > FSAI_LIST && I0 < nn; I0 += batch) {
             const int64_t nb = nn - I0 < batch ? nn - I0 : batch;
             fsai_sets_kernel<<<(unsigned)((nb + 127) / 128), 128, 0, hk_cu.stream>>>(
                 arow, acol, I0, nb, k, capn, cap, b, scr, pass, len, S->rowptr, S->colind,
@@ -303,6 +422,91 @@ fail:
 
 /* ---- fsai_factor ------------------------------------------------------------------------- */
 
+/* Steps 3-4 and the kept flags of step 5, by one warp: M holds L in its lower triangle and
+ * A[P,P] in its upper, followed by dgl, w, t (m each). */
+__device__ void fsai_solve_warp(double *M, int64_t m, double delta, unsigned char *keep)
+{
+    const int lane = threadIdx.x & 31;
+    double *w = M + m * m + m;
+    /* 3. solve with e_m: backward by columns */
+    for (int64_t a = lane; a < m - 1; a += 32)
+        w[a] = 0;
+    if (lane == 0) w[m - 1] = 1 / M[(m - 1) * m + (m - 1)];
+    __syncwarp();
+    for (int64_t kk = m - 1; kk >= 0; kk--) {
+        if (lane == 0) w[kk] = w[kk] / M[kk * m + kk];
+        __syncwarp();
+        const double wk = w[kk];
+        for (int64_t r = lane; r < kk; r += 32)
+            w[r] = sub_(w[r], mul_(M[r * m + kk], wk));
+        __syncwarp();
+    }
+    /* 4. scaling */
+    const double s = 1 / sqrt(w[m - 1]);
+    __syncwarp();
+    for (int64_t a = lane; a < m; a += 32)
+        w[a] = mul_(w[a], s);
+    __syncwarp();
+    double nrm = 0;
+    if (lane == 0) {
+        for (int64_t a = 0; a < m; a++)
+            nrm = add_(nrm, mul_(w[a], w[a]));
+        nrm = sqrt(nrm);
+    }
+    nrm = __shfl_sync(0xffffffffu, nrm, 0);
+    /* 5. post-filtration: the kept entries */
+    const double lim = mul_(delta, nrm);
+    for (int64_t a = lane; a < m; a += 32)
+        keep[a] = a == m - 1 || fabs(w[a]) > lim;
+}
+
+/* t_a = sum over dropped b (in order) of A_ab w_b for the dropped a = first, first + stride, ..
+ * (A_ab from the upper triangle, the diagonal from dgl). */
+__device__ void fsai_filter_t(double *M, int64_t m, const unsigned char *keep, int64_t first,
+                              int64_t stride)
+{
+    const double *dgl = M + m * m, *w = dgl + m;
+    double *t = M + m * m + 2 * m;
+    for (int64_t a = first; a < m; a += stride) {
+        double ta = 0;
+        if (!keep[a])
+            for (int64_t bb = 0; bb < m; bb++) {
+                if (keep[bb]) continue;
+                const int64_t lo = a < bb ? a : bb, hi = a < bb ? bb : a;
+                const double ab = a == bb ? dgl[a] : M[hi * m + lo];
+                ta = add_(ta, mul_(ab, w[bb]));
+            }
+        t[a] = ta;
+    }
+}
+
+/* e = sum of w_a t_a over dropped a, in order; the filtered row to wout (one warp). */
+__device__ void fsai_finish_warp(const double *M, int64_t m, const unsigned char *keep,
+                                 double *wout)
+{
+    const int lane = threadIdx.x & 31;
+    const double *w = M + m * m + m, *t = w + m;
+    double e = 0;
+    if (lane == 0)
+        for (int64_t a = 0; a < m; a++)
+            if (!keep[a]) e = add_(e, mul_(w[a], t[a]));
+    e = __shfl_sync(0xffffffffu, e, 0);
+    const double sc = 1 / sqrt(add_(1.0, e));
+    for (int64_t a = lane; a < m; a += 32)
+        wout[a] = keep[a] ? mul_(w[a], sc) : 0.0;
+}
+
+/* Steps 3-5 of one row by one warp. */
+__device__ void fsai_tail_warp(double *M, int64_t m, double delta, double *wout,
+                               unsigned char *keep)
+{
+    fsai_solve_warp(M, m, delta, keep);
+    __syncwarp();
+    fsai_filter_t(M, m, keep, threadIdx.x & 31, 32);
+    __syncwarp();
+    fsai_finish_warp(M, m, keep, wout);
+}
+
 /* Row i by one warp; work = m*m (M, column-major) + 3m (dgl, w, t) doubles. Writes the
  * filtered row to wall and its kept flags to keep (both at srow[i]). */
 __device__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol, const double *kval,
@@ -310,7 +514,7 @@ __device__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol, const do
                               double *M, double *wout, unsigned char *keep, ull *fault)
 {
     const int lane = threadIdx.x & 31;
-    double *dgl = M + m * m, *w = dgl + m, *t = w + m;
+    double *dgl = M + m * m;
     if (m < 1 || P[m - 1] != i) {
         if (lane == 0) report(fault, i, HK_FAULT_NOT_SPD);
         return;
@@ -373,67 +577,124 @@ __device__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol, const do
         }
         __syncwarp();
     }
-    /* 3. solve with e_m: backward by columns */
-    for (int64_t a = lane; a < m - 1; a += 32)
-        w[a] = 0;
-    if (lane == 0) w[m - 1] = 1 / M[(m - 1) * m + (m - 1)];
-    __syncwarp();
-    for (int64_t kk = m - 1; kk >= 0; kk--) {
-        if (lane == 0) w[kk] = w[kk] / M[kk * m + kk];
-        __syncwarp();
-        const double wk = w[kk];
-        for (int64_t r = lane; r < kk; r += 32)
-            w[r] = sub_(w[r], mul_(M[r * m + kk], wk));
-        __syncwarp();
-    }
-    /* 4. scaling */
-    const double s = 1 / sqrt(w[m - 1]);
-    __syncwarp();
-    for (int64_t a = lane; a < m; a += 32)
-        w[a] = mul_(w[a], s);
-    __syncwarp();
-    double nrm = 0;
-    if (lane == 0) {
-        for (int64_t a = 0; a < m; a++)
-            nrm = add_(nrm, mul_(w[a], w[a]));
-        nrm = sqrt(nrm);
-    }
-    nrm = __shfl_sync(0xffffffffu, nrm, 0);
-    /* 5. post-filtration */
-    const double lim = mul_(delta, nrm);
-    for (int64_t a = lane; a < m; a += 32)
-        keep[a] = a == m - 1 || fabs(w[a]) > lim;
-    __syncwarp();
-    for (int64_t a = lane; a < m; a += 32) {
-        double ta = 0;
-        if (!keep[a])
-            for (int64_t bb = 0; bb < m; bb++) {
-                if (keep[bb]) continue;
-                const int64_t lo = a < bb ? a : bb, hi = a < bb ? bb : a;
-                const double ab = a == bb ? dgl[a] : M[hi * m + lo];
-                ta = add_(ta, mul_(ab, w[bb]));
-            }
-        t[a] = ta;
-    }
-    __syncwarp();
-    double e = 0;
-    if (lane == 0)
-        for (int64_t a = 0; a < m; a++)
-            if (!keep[a]) e = add_(e, mul_(w[a], t[a]));
-    e = __shfl_sync(0xffffffffu, e, 0);
-    const double sc = 1 / sqrt(add_(1.0, e));
-    for (int64_t a = lane; a < m; a += 32)
-        wout[a] = keep[a] ? mul_(w[a], sc) : 0.0;
+    fsai_tail_warp(M, m, delta, wout, keep);
 }
 
-/* small = 1: rows with m <= FSAI_SMALL, work in shared memory; small = 0: the other rows,
+/* Rows with mlo < m <= mhi, one thread block each; dynamic shared: M (m*m), dgl, w, t (m
+ * each), P (m int32). Steps 1-2 by the whole block, 3-5 by its first warp. */
+__global__ void __launch_bounds__(32 * FSAI_BLOCK_WARPS)
+    fsai_factor_block_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
+                             const int64_t *srow, const int32_t *scol, int64_t n, double delta,
+                             double *wall, unsigned char *keep, int mlo, int mhi, ull *fault)
+{
+    extern __shared__ double shm[];
+    const int tid = threadIdx.x, lane = tid & 31, wib = tid >> 5;
+    const int nt = 32 * FSAI_BLOCK_WARPS;
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const int64_t p0 = srow[i];
+        const int m = (int)(srow[i + 1] - p0 < mhi + 1 ? srow[i + 1] - p0 : mhi + 1);
+        if (m <= mlo || m > mhi) continue; /* the same in the whole block */
+        double *M = shm, *dgl = M + m * m;
+        int32_t *P = (int32_t *)(dgl + 3 * m);
+        for (int a = tid; a < m; a += nt)
+            P[a] = scol[p0 + a];
+        for (int e = tid; e < m * m; e += nt)
+            M[e] = 0;
+        __syncthreads();
+        if (P[m - 1] != i) { /* the diagonal must close the row */
+            if (tid == 0) report(fault, i, HK_FAULT_NOT_SPD);
+            __syncthreads();
+            continue;
+        }
+        /* 1. gather: warps over the rows P[a], lanes over their entries */
+        for (int a = wib; a < m; a += FSAI_BLOCK_WARPS) {
+            const int64_t bi = P[a] / br, r = P[a] % br;
+            const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
+            for (int64_t e = lane; e < ne; e += 32) {
+                const int64_t q = q0 + e / br;
+                const int c = (int)(e % br);
+                const int64_t j = (int64_t)kcol[q] * br + c;
+                int lo = 0, hi = m;
+                while (lo < hi) {
+                    const int mid = (lo + hi) >> 1;
+                    if (P[mid] < j)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
+            }
+        }
+        __syncthreads();
+        for (int a = tid; a < m; a += nt)
+            dgl[a] = M[a * m + a];
+        __syncthreads();
+        int asym = 0;
+        for (int e = tid; e < m * m; e += nt) {
+            const int a = e % m, bb = e / m;
+            if (bb <= a) continue;
+            const double x = M[bb * m + a], y = M[a * m + bb];
+            if (fabs(sub_(x, y)) >
+                mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(dgl[a], dgl[bb]))))))
+                asym = 1;
+        }
+        if (__syncthreads_or(asym)) {
+            if (tid == 0) report(fault, i, HK_FAULT_ASYMMETRIC);
+            continue;
+        }
+        /* 2. Cholesky, right-looking: entry (r, c) gets its updates in the order q = 0 .. c-1
+         * and is then divided by the pivot, as in the left-looking reference */
+        int bad = 0;
+        for (int j = 0; j < m; j++) {
+            double d = M[j * m + j]; /* final: the previous step ended with a barrier */
+            if (!(d > 0) || !isfinite(d)) { /* the same d in every thread */
+                bad = 1;
+                break;
+            }
+            d = sqrt(d);
+            for (int r = j + 1 + tid; r < m; r += nt)
+                M[j * m + r] = M[j * m + r] / d;
+            __syncthreads(); /* column j is final; every thread has read the pivot */
+            if (tid == 0) M[j * m + j] = d;
+            double lr[FSAI_MID / 32];
+#pragma unroll
+            for (int t = 0; t < FSAI_MID / 32; t++) {
+                const int r = lane + 32 * t;
+                lr[t] = r > j && r < m ? M[j * m + r] : 0.0;
+            }
+            for (int c = j + 1 + wib; c < m; c += FSAI_BLOCK_WARPS) {
+                const double lc = M[j * m + c];
+#pragma unroll
+                for (int t = 0; t < FSAI_MID / 32; t++) {
+                    const int r = lane + 32 * t;
+                    if (r >= c && r < m) M[c * m + r] = sub_(M[c * m + r], mul_(lr[t], lc));
+                }
+            }
+            __syncthreads();
+        }
+        if (bad) {
+            if (tid == 0) report(fault, i, HK_FAULT_NOT_SPD);
+            __syncthreads();
+            continue;
+        }
+        /* 3-5: the solve by the first warp, the filtration sums by the block */
+        if (wib == 0) fsai_solve_warp(M, m, delta, keep + p0);
+        __syncthreads();
+        fsai_filter_t(M, m, keep + p0, tid, nt);
+        __syncthreads();
+        if (wib == 0) fsai_finish_warp(M, m, keep + p0, wall + p0);
+        __syncthreads();
+    }
+}
+
+/* small = 1: rows with m <= FSAI_SMALL, work in shared memory; small = 0: rows with m > mbig,
  * work in gwork (slab doubles per warp). */
 template <int SMALL>
 __global__ void __launch_bounds__(32 * FSAI_WARPS)
     fsai_factor_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
                        const int64_t *srow, const int32_t *scol, int64_t n, double delta,
                        double *wall, unsigned char *keep, double *gwork, int64_t slab,
-                       ull *fault)
+                       int64_t mbig, ull *fault)
 {
     __shared__ double sh[SMALL ? FSAI_WARPS : 1][SMALL ? FSAI_SMALL * FSAI_SMALL + 3 * FSAI_SMALL
                                                        : 1];
@@ -443,7 +704,7 @@ __global__ void __launch_bounds__(32 * FSAI_WARPS)
     double *work = SMALL ? sh[wib] : gwork + gw * slab;
     for (int64_t i = gw; i < n; i += nw) {
         const int64_t p0 = srow[i], m = srow[i + 1] - p0;
-        if (SMALL ? m > FSAI_SMALL : m <= FSAI_SMALL) continue;
+        if (SMALL ? m > FSAI_SMALL : m <= mbig) continue;
         fsai_row_warp(krow, kcol, kval, br, i, scol + p0, m, delta, work, wall + p0, keep + p0,
                       fault);
         __syncwarp();
@@ -515,9 +776,30 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
         if (nb > (1 << 20)) nb = 1 << 20;
         fsai_factor_kernel<1><<<(unsigned)nb, 32 * FSAI_WARPS, 0, hk_cu.stream>>>(
             K->rowptr, K->colind, K->val, K->br, S->rowptr, S->colind, n, delta, wall, keep, NULL,
-            0, dfault);
+            0, 0, dfault);
         HK_CU_TRY(cudaGetLastError());
-        if (hmax > FSAI_SMALL) {
+        /* mid-size rows: a thread block each, by size class so that small systems share an SM */
+        int optin = 0, dev = 0, mbig = FSAI_SMALL;
+        HK_CU_TRY(cudaGetDevice(&dev));
+        HK_CU_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        /* 116: two blocks per SM of 228 KB; 96: three; 64: six */
+        static const int fsai_class[] = {48, 64, 80, 96, 116, 128, 144, FSAI_MID};
+        for (int c = 0; c < 8 && (ull)mbig < hmax; c++) {
+            const int mhi = fsai_class[c];
+            const size_t bytes = (size_t)mhi * mhi * sizeof(double) + 3 * (size_t)mhi * sizeof(double) +
+                                 (size_t)mhi * sizeof(int32_t);
+            if (bytes > (size_t)optin) break; /* larger rows take the global slab */
+            HK_CU_TRY(cudaFuncSetAttribute(fsai_factor_block_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+            const int64_t blocks = n < 65536 ? n : 65536;
+            fsai_factor_block_kernel<<<(unsigned)blocks, 32 * FSAI_BLOCK_WARPS, bytes,
+                                       hk_cu.stream>>>(K->rowptr, K->colind, K->val, K->br,
+                                                       S->rowptr, S->colind, n, delta, wall, keep,
+                                                       mbig, mhi, dfault);
+            HK_CU_TRY(cudaGetLastError());
+            mbig = mhi;
+        }
+        if (hmax > (ull)mbig) {
             /* larger rows: a global slab per warp, as many warps as FSAI_SLAB_BYTES holds */
             const int64_t slab = (int64_t)hmax * (int64_t)hmax + 3 * (int64_t)hmax;
             int64_t nw = (int64_t)(FSAI_SLAB_BYTES / ((size_t)slab * sizeof(double)));
@@ -528,7 +810,7 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
                                 (size_t)blocks * FSAI_WARPS * (size_t)slab * sizeof(double)));
             fsai_factor_kernel<0><<<(unsigned)blocks, 32 * FSAI_WARPS, 0, hk_cu.stream>>>(
                 K->rowptr, K->colind, K->val, K->br, S->rowptr, S->colind, n, delta, wall, keep,
-                gwork, slab, dfault);
+                gwork, slab, mbig, dfault);
             HK_CU_TRY(cudaGetLastError());
         }
     }
@@ -563,5 +845,336 @@ fail:
     cudaFree(gwork);
     cudaFree(keep);
     cudaFree(cnt);
+    return ierr;
+}
+
+/* ---- sai_pattern, sai_factor ------------------------------------------------------------
+ * The rules of solver/cpu/cpu_fsai.c: the pattern one thread per column; the least-squares
+ * problems one warp per column: the rows I collected in order of first appearance (lanes
+ * over the entries of a row of A^T, new rows appended by ballot), A(I,J) gathered, Householder
+ * QR with every sum over rows in the warp order of sai_sum (32 strided partial sums, then a
+ * butterfly), which the CPU reference repeats. Problems with |I| <= SAI_SR, |J| <= SAI_SC and
+ * |I||J| <= SAI_SA keep their work in shared memory; the others a global slab per warp. */
+
+#define SAI_SR 256  /* rows of a problem in shared memory */
+#define SAI_SC 64   /* columns of a problem in shared memory */
+#define SAI_SA 2048 /* entries of A(I,J) in shared memory */
+#define SAI_LIST_MAX 8192 /* max_rows the size kernel can take (its row list is in shared) */
+
+__global__ void sai_amax_kernel(const int64_t *rowptr, const double *val, int br, int64_t n,
+                                double *amax)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t bi = i / br, r = i % br;
+        double a = 0;
+        for (int64_t q = rowptr[bi]; q < rowptr[bi + 1]; q++)
+            for (int c = 0; c < br; c++) {
+                const double v = fabs(val[(q * br + r) * br + c]);
+                if (v > a) a = v;
+            }
+        amax[i] = a;
+    }
+}
+
+__global__ void sai_pattern_kernel(const int64_t *trow, const int32_t *tcol, const double *tval,
+                                   int64_t n, double tau, const double *amax, int fill,
+                                   int64_t *cnt, const int64_t *srow, int32_t *scol)
+{
+    const double lim = sub_(1.0, tau);
+    for (int64_t kk = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; kk < n;
+         kk += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = 0;
+        int32_t *out = fill ? scol + srow[kk] : NULL;
+        int diag = 0;
+        for (int64_t p = trow[kk]; p < trow[kk + 1]; p++) {
+            const int32_t i = tcol[p];
+            if (i > kk && !diag) {
+                if (fill) out[c] = (int32_t)kk;
+                c++;
+                diag = 1;
+            }
+            if (i == kk || fabs(tval[p]) > mul_(lim, amax[i])) {
+                if (fill) out[c] = i;
+                c++;
+                if (i == kk) diag = 1;
+            }
+        }
+        if (!diag) {
+            if (fill) out[c] = (int32_t)kk;
+            c++;
+        }
+        if (!fill) cnt[kk] = c;
+    }
+}
+
+extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St)
+{
+    int ierr = 0;
+    memset(St, 0, sizeof *St);
+    HK_CHECK(K->br == K->bc && Kt->br == 1 && Kt->bc == 1 && Kt->nbrows == K->nbcols * K->bc &&
+                 K->nbrows * K->br == K->nbcols * K->bc,
+             HK_ERR_ARG, "sai_pattern: K must be square and Kt its scalar transpose");
+    const int64_t n = K->nbrows * K->br;
+    double *amax = NULL;
+    int64_t *cnt = NULL, *rp = NULL, nnz = 0;
+    HK_TRY(hk_cu_malloc((void **)&amax, (size_t)(n ? n : 1) * sizeof *amax));
+    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(n ? n : 1) * sizeof *cnt));
+    HK_TRY(hk_cu_malloc((void **)&rp, (size_t)(n + 1) * sizeof *rp));
+    if (n > 0) {
+        sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(K->rowptr, K->val, K->br,
+                                                                          n, amax);
+        HK_CU_TRY(cudaGetLastError());
+        sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, 0, cnt, NULL, NULL);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(scan_rowptr(cnt, n, rp, &nnz));
+    HK_TRY(hk_graph_alloc(K->be, n, n, nnz, St));
+    HK_TRY(K->be->copy(St->rowptr, rp, (size_t)(n + 1) * sizeof *rp));
+    if (n > 0) {
+        sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, 1, NULL, St->rowptr, St->colind);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+fail:
+    if (ierr) hk_graph_free(St);
+    cudaFree(amax);
+    cudaFree(cnt);
+    cudaFree(rp);
+    return ierr;
+}
+
+/* The rows I of column k's problem (J = scol[0..n2)) into rows, in order of first appearance;
+ * returns |I|, or -1 when it exceeds max_rows. One warp, the result in every lane. */
+__device__ int sai_collect(const int64_t *trow, const int32_t *tcol, const int32_t *J, int n2,
+                           int32_t *rows, int64_t max_rows)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned lt = (1u << lane) - 1u;
+    int n1 = 0;
+    for (int b = 0; b < n2; b++) {
+        const int32_t j = J[b];
+        const int64_t p0 = trow[j], p1 = trow[j + 1];
+        for (int64_t pb = p0; pb < p1; pb += 32) {
+            const int64_t p = pb + lane;
+            int isnew = p < p1; /* the columns of a row are distinct: no duplicates in a batch */
+            const int32_t i = isnew ? tcol[p] : -1;
+            for (int x = 0; x < n1 && isnew; x++)
+                if (rows[x] == i) isnew = 0;
+            const unsigned bal = __ballot_sync(0xffffffffu, isnew);
+            if (n1 + __popc(bal) > max_rows) return -1;
+            if (isnew) rows[n1 + __popc(bal & lt)] = i;
+            n1 += __popc(bal);
+            __syncwarp();
+        }
+    }
+    return n1;
+}
+
+/* Sum of x_i y_i over i = i0 .. m-1 in the warp order (every lane gets it). */
+__device__ double sai_wsum(const double *x, const double *y, int i0, int m)
+{
+    double acc = 0;
+    for (int i = i0 + (threadIdx.x & 31); i < m; i += 32)
+        acc = add_(acc, mul_(x[i], y[i]));
+    for (int o = 16; o > 0; o >>= 1)
+        acc = add_(acc, __shfl_xor_sync(0xffffffffu, acc, o));
+    return acc;
+}
+
+/* Column k's sizes: nrow[k] = |I| (-1 on a fault), and the largest |I| and |I||J| seen. */
+__global__ void sai_size_kernel(const int64_t *trow, const int32_t *tcol, const int64_t *srow,
+                                const int32_t *scol, int64_t n, int64_t max_rows,
+                                int64_t max_cols, int32_t *nrow, ull *maxr, ull *maxa,
+                                ull *fault)
+{
+    extern __shared__ int32_t list[];
+    const int lane = threadIdx.x & 31;
+    for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
+        const int64_t j0 = srow[k], n2 = srow[k + 1] - j0;
+        int n1 = -1, why = 0;
+        if (n2 > max_cols)
+            why = HK_FAULT_TOO_LARGE;
+        else {
+            n1 = sai_collect(trow, tcol, scol + j0, (int)n2, list, max_rows);
+            if (n1 < 0) why = HK_FAULT_TOO_LARGE;
+        }
+        if (!why) {
+            int has_k = 0;
+            for (int a = lane; a < n1; a += 32)
+                has_k |= list[a] == k;
+            if (!__any_sync(0xffffffffu, has_k) || n1 < n2) why = HK_FAULT_RANK;
+        }
+        if (lane == 0) {
+            nrow[k] = why ? -1 : n1;
+            if (why)
+                report(fault, k, why);
+            else {
+                atomicMax(maxr, (ull)n1);
+                atomicMax(maxa, (ull)n1 * (ull)n2);
+            }
+        }
+        __syncwarp();
+    }
+}
+
+/* Column k's problem by one warp; work: rows (|I| int32, space for ldr), then A (|I| x |J|),
+ * e (|I|), x (|J|). */
+__device__ void sai_column_warp(const int64_t *trow, const int32_t *tcol, const double *tval,
+                                int64_t k, const int32_t *J, int n2, int n1, int32_t *rows,
+                                double *A, double *e, double *x, double *out, ull *fault)
+{
+    const int lane = threadIdx.x & 31;
+    sai_collect(trow, tcol, J, n2, rows, n1); /* the same n1 as the size kernel found */
+    for (int t = lane; t < n1 * n2; t += 32)
+        A[t] = 0;
+    __syncwarp();
+    for (int b = 0; b < n2; b++) {
+        const int32_t j = J[b];
+        for (int64_t p = trow[j] + lane; p < trow[j + 1]; p += 32) {
+            const int32_t i = tcol[p];
+            int a = 0;
+            while (rows[a] != i) /* i is in rows */
+                a++;
+            A[b * n1 + a] = tval[p];
+        }
+    }
+    __syncwarp(); /* A is read across lanes from here on */
+    for (int a = lane; a < n1; a += 32)
+        e[a] = rows[a] == k ? 1.0 : 0.0;
+    double amax = 0;
+    for (int t = lane; t < n1 * n2; t += 32)
+        amax = fmax(amax, fabs(A[t]));
+    __syncwarp();
+    for (int o = 16; o > 0; o >>= 1)
+        amax = fmax(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    for (int j = 0; j < n2; j++) {
+        double *v = A + j * n1;
+        const double norm = sqrt(sai_wsum(v, v, j, n1));
+        if (!(norm > mul_(1e-14, amax))) { /* the same in every lane */
+            if (lane == 0) report(fault, k, HK_FAULT_RANK);
+            return;
+        }
+        const double alpha = v[j] >= 0 ? -norm : norm;
+        __syncwarp();
+        if (lane == 0) v[j] = sub_(v[j], alpha);
+        __syncwarp();
+        const double vnorm2 = sai_wsum(v, v, j, n1);
+        for (int c = j + 1; c <= n2; c++) { /* c = n2: the right-hand side */
+            double *col = c < n2 ? A + c * n1 : e;
+            const double s = mul_(2.0, sai_wsum(v, col, j, n1)) / vnorm2;
+            __syncwarp();
+            for (int i = j + lane; i < n1; i += 32)
+                col[i] = sub_(col[i], mul_(s, v[i]));
+            __syncwarp();
+        }
+        if (lane == 0) v[j] = alpha;
+        __syncwarp();
+    }
+    if (lane == 0)
+        for (int j = n2 - 1; j >= 0; j--) {
+            double s = e[j];
+            for (int c = j + 1; c < n2; c++)
+                s = sub_(s, mul_(A[c * n1 + j], x[c]));
+            x[j] = s / A[j * n1 + j];
+        }
+    __syncwarp();
+    for (int b = lane; b < n2; b += 32)
+        out[b] = x[b];
+}
+
+/* big = 0: the problems that fit in shared memory, one warp (block) each; big = 1: the
+ * others, in a global slab of slab doubles per warp (rows first, as int32). */
+template <int BIG>
+__global__ void __launch_bounds__(32)
+    sai_factor_kernel(const int64_t *trow, const int32_t *tcol, const double *tval,
+                      const int64_t *srow, const int32_t *scol, const int32_t *nrow, int64_t n,
+                      double *mval, double *gwork, int64_t slab, int64_t maxr, ull *fault)
+{
+    __shared__ int32_t srows[BIG ? 1 : SAI_SR];
+    __shared__ double sA[BIG ? 1 : SAI_SA], se[BIG ? 1 : SAI_SR], sx[BIG ? 1 : SAI_SC];
+    int32_t *rows = srows;
+    double *A = sA, *e = se, *x = sx;
+    if (BIG) {
+        double *w = gwork + (int64_t)blockIdx.x * slab;
+        rows = (int32_t *)w;
+        A = w + (maxr + 1) / 2;
+    }
+    for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
+        const int n1 = nrow[k];
+        if (n1 < 0) continue;
+        const int64_t j0 = srow[k];
+        const int n2 = (int)(srow[k + 1] - j0);
+        const int small = n1 <= SAI_SR && n2 <= SAI_SC && (int64_t)n1 * n2 <= SAI_SA;
+        if (BIG ? small : !small) continue;
+        if (BIG) {
+            e = A + (int64_t)n1 * n2;
+            x = e + n1;
+        }
+        sai_column_warp(trow, tcol, tval, k, scol + j0, n2, n1, rows, A, e, x, mval + j0, fault);
+        __syncwarp();
+    }
+}
+
+extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
+                                int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault)
+{
+    int ierr = 0;
+    fault->row = -1;
+    fault->reason = HK_FAULT_NONE;
+    memset(Mt, 0, sizeof *Mt);
+    const int64_t n = St->n;
+    HK_CHECK(Kt->br == 1 && Kt->bc == 1 && Kt->nbrows == n, HK_ERR_ARG,
+             "sai_factor: Kt must be the scalar transpose (1 x 1 blocks, %lld rows)",
+             (long long)n);
+    HK_CHECK(max_rows >= 1 && max_rows <= SAI_LIST_MAX && max_cols >= 1 && max_cols < INT32_MAX,
+             HK_ERR_UNSUPPORTED,
+             "sai_factor on cuda: max_rows=%lld is over %d; lower the limit of |I|",
+             (long long)max_rows, SAI_LIST_MAX);
+    ull *dfault = NULL, *dmax = NULL, hmax[2] = {0, 0};
+    int32_t *nrow = NULL;
+    double *gwork = NULL;
+    HK_CALL(fault_begin(&dfault));
+    HK_TRY(hk_cu_malloc((void **)&dmax, 2 * sizeof *dmax));
+    HK_CU_TRY(cudaMemsetAsync(dmax, 0, 2 * sizeof *dmax, hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)&nrow, (size_t)(n ? n : 1) * sizeof *nrow));
+    HK_TRY(hk_bmat_alloc(St->be, 1, 1, n, n, St->nnz, Mt));
+    HK_TRY(St->be->copy(Mt->rowptr, St->rowptr, (size_t)(n + 1) * sizeof *Mt->rowptr));
+    if (St->nnz) HK_TRY(St->be->copy(Mt->colind, St->colind, (size_t)St->nnz * sizeof *Mt->colind));
+    if (n > 0) {
+        const unsigned blocks = (unsigned)(n < 65536 ? n : 65536);
+        sai_size_kernel<<<blocks, 32, (size_t)max_rows * sizeof(int32_t), hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, St->rowptr, St->colind, n, max_rows, max_cols, nrow, dmax,
+            dmax + 1, dfault);
+        HK_CU_TRY(cudaGetLastError());
+        HK_CU_TRY(cudaMemcpyAsync(hmax, dmax, sizeof hmax, cudaMemcpyDeviceToHost, hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        sai_factor_kernel<0><<<blocks, 32, 0, hk_cu.stream>>>(
+            Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind, nrow, n, Mt->val, NULL, 0, 0,
+            dfault);
+        HK_CU_TRY(cudaGetLastError());
+        const int64_t maxr = (int64_t)hmax[0], maxa = (int64_t)hmax[1];
+        if (maxr > SAI_SR || maxa > SAI_SA) { /* |J| > SAI_SC implies |I||J| > SAI_SA */
+            /* the slab: rows (int32, rounded up to doubles), A, e, x */
+            const int64_t slab = (maxr + 1) / 2 + maxa + maxr + max_cols;
+            int64_t nw = (int64_t)(FSAI_SLAB_BYTES / ((size_t)slab * sizeof(double)));
+            if (nw > 8192) nw = 8192;
+            if (nw < 1) nw = 1;
+            HK_TRY(hk_cu_malloc((void **)&gwork, (size_t)nw * (size_t)slab * sizeof(double)));
+            sai_factor_kernel<1><<<(unsigned)nw, 32, 0, hk_cu.stream>>>(
+                Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind, nrow, n, Mt->val, gwork,
+                slab, maxr, dfault);
+            HK_CU_TRY(cudaGetLastError());
+        }
+    }
+    HK_TRY(fault_read(dfault, fault));
+fail:
+    if (ierr || fault->row >= 0) hk_bmat_free(Mt);
+    cudaFree(dfault);
+    cudaFree(dmax);
+    cudaFree(nrow);
+    cudaFree(gwork);
     return ierr;
 }

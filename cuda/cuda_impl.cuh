@@ -249,6 +249,9 @@ extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block
                                   hk_graph *S, hk_setup_fault *fault);
 extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
                                  hk_setup_fault *fault);
+extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
+                                int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault);
 /* Sparse product, prolongator smoothing, dense coarse solve (cuda_sparse.cu). */
 int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,

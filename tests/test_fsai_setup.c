@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "hk_impl.h"
+#include "pc/pc_impl.h"
 
 static double urand(uint32_t *s)
 {
@@ -159,6 +160,8 @@ static double *ref_factor(const double *D, int n, const char *R, double delta)
     return G;
 }
 
+static int64_t ops_cap = 600; /* the pattern's row limit in run_ops */
+
 /* Run both ops on be; host copies of S and G (NULL when a fault). */
 static void run_ops(const hk_backend_ops *be, const hk_bcsr *K, double tau, int k, int block,
                     double delta, hk_graph *Sh, hk_bmat *Gh, hk_setup_fault *f)
@@ -168,7 +171,7 @@ static void run_ops(const hk_backend_ops *be, const hk_bcsr *K, double tau, int 
     memset(Sh, 0, sizeof *Sh);
     memset(Gh, 0, sizeof *Gh);
     HK_ASSERT_OK(hk_bmat_upload(be, K, &Kb));
-    HK_ASSERT_OK(be->fsai_pattern(&Kb, tau, k, block, 600, &S, f));
+    HK_ASSERT_OK(be->fsai_pattern(&Kb, tau, k, block, ops_cap, &S, f));
     if (f->row < 0) {
         HK_ASSERT_OK(be->fsai_factor(&Kb, &S, delta, &G, f));
         HK_ASSERT_OK(hk_graph_to_host(&S, Sh));
@@ -388,6 +391,9 @@ static void test_cuda_ops(void)
     compare_backends(&K, 0.05, 2, 1, 0.01);
     compare_backends(&K, 0.0, 1, 0, 0.0); /* rows of up to 41 entries */
     compare_backends(&K, 0.0, 3, 0, 0.0); /* large rows, or the same row over the limit */
+    ops_cap = 3000; /* node sets over the shared-memory list: the global-scratch pattern path */
+    compare_backends(&K, 0.0, 3, 0, 0.0);
+    ops_cap = 600;
     hk_bcsr_free(&K);
     /* a non-SPD row is reported the same */
     const double D1[16] = {2, 0, 3, 0, 0, 2, 0, 0, 3, 0, 2, 0, 0, 0, 0, 2};
@@ -411,16 +417,155 @@ static void test_cuda_pc(void)
         CU_ASSERT(ic > 0 && abs(ic - ig) <= 1);
     }
     hk_bcsr_free(&K);
-    /* set-up time at elasticity3d:30 (84k DOFs) on both backends, for the record */
-    HK_ASSERT_OK(hk_gen_elasticity3d(30, 30, 30, &K));
-    double tc = 0, tg = 0;
-    const int ic = solve_its(&K, "backend=cpu tol=1e-8 pc=fsai", &tc);
-    const int ig = solve_its(&K, "backend=cuda tol=1e-8 pc=fsai", &tg);
-    printf("\n    elasticity3d:30 fsai set-up: cpu %.3f s (%d its), cuda %.3f s (%d its)", tc, ic,
-           tg, ig);
-    hk_bcsr_free(&K);
+}
+
+/* Set-up of pc=fsai on K with the options in text: total seconds and the split. */
+static void setup_split(const hk_bcsr *K, const char *text, double *total, double t[4])
+{
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, text));
+    const double t0 = hk_time();
+    const int err = hk_solver_create(K, o, &s);
+    if (err) fprintf(stderr, "\n  %s: %s\n", text, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    *total = hk_time() - t0;
+    CU_ASSERT_EQUAL(hk_pc_fsai_times(hk_solver_get_pc(s), t), 0);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+}
+
+/* Set-up time split (pattern, factor, transpose, build) of pc=fsai at elasticity3d:30 and :60
+ * on both backends; the cpu at :60 (about 20 s on 16 cores) only with HK_FSAI_CPU60=1. */
+static void test_cuda_times(void)
+{
+    const int sizes[2] = {30, 60};
+    for (int z = 0; z < 2; z++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(sizes[z], sizes[z], sizes[z], &K));
+        for (int be = 0; be < 2; be++) {
+            if (!be && z == 1 && !getenv("HK_FSAI_CPU60")) {
+                printf("\n    elasticity3d:60 cpu: set HK_FSAI_CPU60=1 to time it");
+                continue;
+            }
+            double tot = 0, t[4] = {0};
+            setup_split(&K, be ? "backend=cuda pc=fsai" : "backend=cpu pc=fsai", &tot, t);
+            printf("\n    elasticity3d:%d (%ld dofs) fsai set-up %s: %.3f s = pattern %.3f + "
+                   "factor %.3f + transpose %.3f + build %.3f (+ rest %.3f)",
+                   sizes[z], (long)K.nbrows * K.bs, be ? "cuda" : "cpu ", tot, t[0], t[1], t[2],
+                   t[3], tot - t[0] - t[1] - t[2] - t[3]);
+        }
+        hk_bcsr_free(&K);
+    }
 }
 
 HK_DEVICE_SUITE(cuda_fsai, {"CUDA fsai ops equal the CPU ones (pattern, G to 1e-12, faults)",
                             test_cuda_ops},
-                {"pc=fsai on cuda: iterations as on cpu; set-up times", test_cuda_pc})
+                {"pc=fsai on cuda: iterations as on cpu", test_cuda_pc},
+                {"fsai set-up time split, elasticity3d:30 and :60", test_cuda_times})
+
+/* ---- device: sai_pattern and sai_factor on cuda against the CPU ops ---------------------- */
+
+/* Both SAI ops on be (Kt by the backend's expand and transpose); host copies of St and Mt
+ * (Mt empty when a fault). */
+static void run_sai(const hk_backend_ops *be, const hk_bcsr *K, double tau, int64_t max_rows,
+                    int64_t max_cols, hk_graph *Sh, hk_bmat *Mh, hk_setup_fault *f)
+{
+    hk_bmat Kb = {0}, Kx = {0}, Kt = {0}, Mt = {0};
+    hk_graph St = {0};
+    memset(Sh, 0, sizeof *Sh);
+    memset(Mh, 0, sizeof *Mh);
+    HK_ASSERT_OK(hk_bmat_upload(be, K, &Kb));
+    HK_ASSERT_OK(hk_pc_bmat_expand(&Kb, &Kx));
+    HK_ASSERT_OK(hk_pc_bmat_transpose(&Kx, &Kt));
+    HK_ASSERT_OK(be->sai_pattern(&Kb, &Kt, tau, &St));
+    HK_ASSERT_OK(be->sai_factor(&Kt, &St, max_rows, max_cols, &Mt, f));
+    HK_ASSERT_OK(hk_graph_to_host(&St, Sh));
+    if (f->row < 0) HK_ASSERT_OK(hk_bmat_to_host(&Mt, Mh));
+    hk_graph_free(&St);
+    hk_bmat_free(&Mt), hk_bmat_free(&Kt), hk_bmat_free(&Kx), hk_bmat_free(&Kb);
+}
+
+static void compare_sai(const hk_bcsr *K, double tau, int64_t max_rows, int64_t max_cols)
+{
+    const hk_backend *cu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cuda", &cu));
+    hk_graph Sc, Sg;
+    hk_bmat Mc, Mg;
+    hk_setup_fault fc, fg;
+    run_sai(&hk_backend_cpu, K, tau, max_rows, max_cols, &Sc, &Mc, &fc);
+    run_sai(cu, K, tau, max_rows, max_cols, &Sg, &Mg, &fg);
+    CU_ASSERT_EQUAL_FATAL(Sc.nnz, Sg.nnz);
+    CU_ASSERT(!memcmp(Sc.rowptr, Sg.rowptr, (size_t)(Sc.n + 1) * sizeof *Sc.rowptr));
+    CU_ASSERT(!memcmp(Sc.colind, Sg.colind, (size_t)Sc.nnz * sizeof *Sc.colind));
+    CU_ASSERT_EQUAL(fc.row, fg.row);
+    CU_ASSERT_EQUAL(fc.reason, fg.reason);
+    if (fc.row < 0 && fg.row < 0) {
+        CU_ASSERT_EQUAL_FATAL(Mc.nnzb, Mg.nnzb);
+        const double d = hk_test_reldiff(Mg.val, Mc.val, (long)Mc.nnzb);
+        if (d > 1e-12) printf("\n    M differs by %.2e (tau %g)", d, tau);
+        CU_ASSERT(d <= 1e-12);
+    }
+    hk_graph_free(&Sc), hk_graph_free(&Sg);
+    hk_bmat_free(&Mc), hk_bmat_free(&Mg);
+}
+
+/* gen_spd made nonsymmetric: every stored off-diagonal entry scaled by 0.5 .. 1.5 */
+static void gen_nonsym(int nb, int bs, unsigned seed, hk_bcsr *K)
+{
+    free(gen_spd(nb, bs, seed, K));
+    uint32_t s = seed + 99;
+    for (int64_t I = 0; I < K->nbrows; I++)
+        for (int64_t q = K->rowptr[I]; q < K->rowptr[I + 1]; q++)
+            for (int e = 0; e < bs * bs; e++)
+                if (K->colind[q] != I || e / bs != e % bs)
+                    K->val[q * bs * bs + e] *= 1 + 0.5 * urand(&s);
+}
+
+static void test_cuda_sai_ops(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_convdiff2d(40, 30.0, &K));
+    compare_sai(&K, 0.9, 4000, 400);
+    compare_sai(&K, 1.0, 4000, 400);
+    compare_sai(&K, 0.5, 4000, 400);
+    hk_bcsr_free(&K);
+    for (unsigned c = 0; c < 4; c++) {
+        gen_nonsym(60 + 10 * c, 1 + c % 3, 200 + c, &K);
+        compare_sai(&K, 1.0, 4000, 400); /* bs 3: |I||J| over the shared-memory limit */
+        compare_sai(&K, 0.7, 4000, 400);
+        compare_sai(&K, 1.0, 12, 400); /* |I| too large: the same first column */
+        compare_sai(&K, 1.0, 4000, 3); /* |J| too large */
+        hk_bcsr_free(&K);
+    }
+    /* a zero column: e_k is not in the rows of A(:, J), rank deficient at the same column */
+    const double D[16] = {2, 1, 0, 0, 1, 3, 0, 1, 0, 1, 0, 0, 0, 0, 0, 2};
+    K = dense_bcsr(4, D);
+    compare_sai(&K, 1.0, 4000, 400);
+    hk_bcsr_free(&K);
+}
+
+static void test_cuda_sai_solve(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_convdiff2d(100, 50.0, &K));
+    const char *methods[2] = {"bicgstab", "gmres"};
+    for (int m = 0; m < 2; m++) {
+        char a[128], b[128];
+        snprintf(a, sizeof a, "backend=cpu method=%s tol=1e-8 pc=sai", methods[m]);
+        snprintf(b, sizeof b, "backend=cuda method=%s tol=1e-8 pc=sai", methods[m]);
+        double tc = 0, tg = 0;
+        const int ic = solve_its(&K, a, &tc), ig = solve_its(&K, b, &tg);
+        printf("\n    convdiff2d:100 %s+sai: cpu %d its (set-up %.3f s), cuda %d its (set-up "
+               "%.3f s)",
+               methods[m], ic, tc, ig, tg);
+        CU_ASSERT(ic > 0 && abs(ic - ig) <= 2);
+    }
+    hk_bcsr_free(&K);
+}
+
+HK_DEVICE_SUITE(cuda_sai, {"CUDA sai ops equal the CPU ones (pattern, M to 1e-12, faults)",
+                           test_cuda_sai_ops},
+                {"pc=sai on cuda with bicgstab and gmres: iterations as on cpu",
+                 test_cuda_sai_solve})

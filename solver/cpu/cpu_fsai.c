@@ -21,7 +21,13 @@
  *   4. w *= 1/sqrt(w_m); nrm = ||w||_2 summed in order;
  *   5. post-filtration: D = {a < m-1 : |w_a| <= delta nrm}; t_a = sum_{b in D} A_ab w_b (b in
  *      order), e = sum_{a in D} w_a t_a (a in order); kept entries get w_a / sqrt(1 + e).
- * sai_pattern / sai_factor: the rules of the GSAI chapter as documented in solver/pc/sai.c. */
+ * sai_pattern / sai_factor: the rules of the GSAI chapter as documented in solver/pc/sai.c;
+ * the least-squares problem A(I,J) m = e_k(I) (I in order of first appearance over the rows
+ * of A^T at J, A(I,J) column-major with leading dimension |I|) by Householder QR as in
+ * hk_dense_qr_ls (solver/pc/dense.c), except that every sum over the rows i = i0 .. |I|-1
+ * (the norms and the dot products) is taken in the order of a 32-lane warp (sai_sum below):
+ * 32 partial sums p_l over i = i0 + l, i0 + l + 32, .. in order, then p_l = p_l + p_{l^o}
+ * for o = 16, 8, 4, 2, 1; the result is p_0. cuda/cuda_sai.cu computes the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +452,51 @@ fail:
     return ierr;
 }
 
+/* Sum of x_i y_i (y = NULL: x_i^2) over i = i0 .. m-1 in the warp order (see the head). */
+static double sai_sum(const double *x, const double *y, int i0, int m)
+{
+    double p[32] = {0}, q[32];
+    for (int i = i0; i < m; i++)
+        p[(i - i0) & 31] += x[i] * (y ? y[i] : x[i]);
+    for (int o = 16; o > 0; o >>= 1) {
+        for (int l = 0; l < 32; l++)
+            q[l] = p[l] + p[l ^ o];
+        memcpy(p, q, sizeof p);
+    }
+    return p[0];
+}
+
+/* hk_dense_qr_ls with the sums in the warp order: min ||A x - b|| for m x n A (m >= n,
+ * column-major); A and b are overwritten. Returns the rank-deficient column or -1. */
+static int sai_qr_ls(int m, int n, double *A, double *b, double *x)
+{
+    double amax = 0;
+    for (size_t k = 0; k < (size_t)m * n; k++)
+        if (fabs(A[k]) > amax) amax = fabs(A[k]);
+    for (int j = 0; j < n; j++) {
+        double *v = A + (size_t)j * m;
+        const double norm = sqrt(sai_sum(v, NULL, j, m));
+        if (!(norm > 1e-14 * amax)) return j;
+        const double alpha = v[j] >= 0 ? -norm : norm;
+        v[j] = v[j] - alpha;
+        const double vnorm2 = sai_sum(v, NULL, j, m);
+        for (int k = j + 1; k <= n; k++) { /* k = n: the right-hand side */
+            double *c = k < n ? A + (size_t)k * m : b;
+            const double s = 2 * sai_sum(v, c, j, m) / vnorm2;
+            for (int i = j; i < m; i++)
+                c[i] -= s * v[i];
+        }
+        v[j] = alpha;
+    }
+    for (int j = n - 1; j >= 0; j--) {
+        double s = b[j];
+        for (int k = j + 1; k < n; k++)
+            s -= A[(size_t)k * m + j] * x[k];
+        x[j] = s / A[(size_t)j * m + j];
+    }
+    return -1;
+}
+
 int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
                       hk_bmat *Mt, hk_setup_fault *fault)
 {
@@ -503,7 +554,7 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
                     e[a] = rows[a] == k;
                     has_k |= rows[a] == k;
                 }
-                if (!has_k || n1 < n2 || hk_dense_qr_ls((int)n1, (int)n2, Ah, e, m) >= 0)
+                if (!has_k || n1 < n2 || sai_qr_ls((int)n1, (int)n2, Ah, e, m) >= 0)
                     kind = HK_FAULT_RANK;
             }
             if (ok)

@@ -29,6 +29,7 @@ typedef struct {
     hk_mat *G, *Gt;
     hk_vec *t;
     int64_t nnz;
+    double times[4]; /* set-up seconds: pattern, factor, transpose, build (hk_pc_fsai_times) */
 } fsai_data;
 
 static void fsai_destroy(hk_pc *pc)
@@ -39,6 +40,12 @@ static void fsai_destroy(hk_pc *pc)
     hk_vec_destroy(d->t);
     free(d);
     pc->data = NULL;
+}
+
+static double now_synced(const hk_backend_ops *be)
+{
+    be->sync();
+    return hk_time();
 }
 
 /* One sentence for a row the set-up ops could not do. */
@@ -105,15 +112,23 @@ static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
              "preconditioner fsai: the %s backend cannot set it up; use backend=cpu", be->name);
     HK_CALL(hk_calloc(1, sizeof *d, &d));
     pc->data = d;
+    double t0 = now_synced(be);
     HK_TRY(be->fsai_pattern(K, tau, k, !strcmp(pattern, "block"), FSAI_MAX_ROW, &S, &f));
+    d->times[0] = now_synced(be) - t0;
+    t0 = now_synced(be);
     if (f.row < 0) HK_TRY(be->fsai_factor(K, &S, delta, &G, &f));
+    d->times[1] = now_synced(be) - t0;
     if (f.row >= 0) {
         ierr = fsai_fault(&f, tau, k, pattern);
         goto fail;
     }
+    t0 = now_synced(be);
     HK_TRY(hk_pc_bmat_transpose(&G, &Gt));
+    d->times[2] = now_synced(be) - t0;
+    t0 = now_synced(be);
     HK_TRY(hk_pc_mat_from_bmat(pc, A, &G, &d->G));
     HK_TRY(hk_pc_mat_from_bmat(pc, A, &Gt, &d->Gt));
+    d->times[3] = now_synced(be) - t0;
     HK_TRY(hk_vec_create(pc->be, pc->n, pc->prec, &d->t));
     d->nnz = G.nnzb;
 fail:
@@ -133,6 +148,13 @@ static int fsai_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 int64_t hk_pc_fsai_nnz(const hk_pc *pc)
 {
     return pc && pc->type == &hk_pc_fsai ? ((const fsai_data *)pc->data)->nnz : -1;
+}
+
+int hk_pc_fsai_times(const hk_pc *pc, double t[4])
+{
+    if (!pc || pc->type != &hk_pc_fsai) return -1;
+    memcpy(t, ((const fsai_data *)pc->data)->times, 4 * sizeof *t);
+    return 0;
 }
 
 const hk_pc_type hk_pc_fsai = {

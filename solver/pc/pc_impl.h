@@ -158,5 +158,8 @@ typedef struct hk_amg_stats {
 int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
 /* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
 int64_t hk_pc_fsai_nnz(const hk_pc *pc);
+/* Set-up seconds of pc=fsai: pattern, factor, transpose of G, build of both matrices; -1
+ * when pc is not fsai. */
+int hk_pc_fsai_times(const hk_pc *pc, double t[4]);
 
 #endif
