@@ -489,7 +489,7 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
              (long long)Minv->n);
     if (n == 0) return 0;
     const size_t nn = (size_t)n * n;
-    if (!sp_solver) {
+    if (!sp_solver && n > HK_CU_CHOL_MAX) {
         cusolverDnHandle_t h = NULL;
         cusolverStatus_t s = cusolverDnCreate(&h);
         if (s != CUSOLVER_STATUS_SUCCESS) return sp_solver_fail(s, "cusolverDnCreate", __LINE__);
@@ -514,6 +514,14 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     HK_CU_TRY(cudaGetLastError());
     sp_decouple<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, zero, n, b);
     HK_CU_TRY(cudaGetLastError());
+    if (n <= HK_CU_CHOL_MAX) { // the coarse sizes of AMG: own kernels, no cuSOLVER start-up
+        HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice,
+                                  hk_cu.stream));
+        HK_TRY(hk_cu_chol_inverse(a, n, b, dfirst));
+        HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    } else {
     SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
                                               (int)n, &lwork));
     HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
@@ -526,6 +534,7 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     if (hinfo > 0 && (unsigned long long)(hinfo - 1) < first) first = (unsigned long long)(hinfo - 1);
+    }
     if (first != ~0ull) { // not positive definite: Minv = 0
         *bad = (int64_t)first;
         HK_CU_TRY(cudaMemsetAsync(Minv->data, 0,
@@ -533,8 +542,9 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
                                   hk_cu.stream));
         goto fail;
     }
-    SP_SOLVER_TRY(cusolverDnDpotrs(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, (int)n, a, (int)n, b,
-                                   (int)n, info));
+    if (n > HK_CU_CHOL_MAX)
+        SP_SOLVER_TRY(cusolverDnDpotrs(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, (int)n, a,
+                                       (int)n, b, (int)n, info));
     if (Minv->prec != HK_FP64) {
         sp_to_float<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(b, (float *)Minv->data,
                                                                                (int64_t)nn);
