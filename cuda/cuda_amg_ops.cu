@@ -78,7 +78,7 @@ extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coord
 // g, g + G, ... of the row, then the G partial sums are added by a fixed shuffle tree.
 // BR = BC = 0: any shape up to 8 x 8 (br, bc at run time); else compiled for BR x BC.
 template <typename T, int BR_, int BC_>
-__global__ void k_bmat_spmv(int64_t nbrows, int G, int br, int bc,
+__global__ void __launch_bounds__(HK_CU_BLOCK) k_bmat_spmv(int64_t nbrows, int G, int br, int bc,
                             const int64_t *__restrict__ rowptr,
                             const int32_t *__restrict__ colind, const double *__restrict__ val,
                             const T *__restrict__ x, T *__restrict__ y)
@@ -217,7 +217,7 @@ __global__ void k_chol_panel(double *a, int64_t n, int64_t k0)
 
 // A22 -= L21 L21^T on the lower tiles of the trailing matrix: block (ti, tj), tj <= ti, of
 // 32 x 32 threads; thread (x, y) updates row ti*32 + x, column tj*32 + y.
-__global__ void k_chol_update(double *a, int64_t n, int64_t k0)
+__global__ void __launch_bounds__(CT *CT) k_chol_update(double *a, int64_t n, int64_t k0)
 {
     __shared__ double Li[CT][CT + 1], Lj[CT][CT + 1];
     int ti = 0, rest = (int)blockIdx.x;
@@ -241,7 +241,7 @@ __global__ void k_chol_update(double *a, int64_t n, int64_t k0)
 // b = A^-1 = L^-T L^-1 from the factor in a's lower triangle: one block of 32 x 32 threads per
 // tile of 32 right-hand-side columns, the identity's columns c0.., first L y = e (row tiles
 // from the diagonal down: rows above c0 are zero), then L^T x = y (row tiles up).
-__global__ void k_chol_solve(const double *a, int64_t n, double *b)
+__global__ void __launch_bounds__(CT *CT) k_chol_solve(const double *a, int64_t n, double *b)
 {
     __shared__ double Lt[CT][CT + 1], Xt[CT][CT + 1], acc[CT][CT + 1];
     const int x = threadIdx.x, y = threadIdx.y; // x: row in a tile, y: right-hand side
