@@ -77,10 +77,10 @@ extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coord
 // G lanes (a power of two <= 32, inside one warp) per block row: lane g sums the blocks
 // g, g + G, ... of the row, then the G partial sums are added by a fixed shuffle tree.
 // BR = BC = 0: any shape up to 8 x 8 (br, bc at run time); else compiled for BR x BC.
-template <typename T, int BR_, int BC_>
+template <typename T, typename V, int BR_, int BC_>
 __global__ void __launch_bounds__(HK_CU_BLOCK) k_bmat_spmv(int64_t nbrows, int G, int br, int bc,
                             const int64_t *__restrict__ rowptr,
-                            const int32_t *__restrict__ colind, const double *__restrict__ val,
+                            const int32_t *__restrict__ colind, const V *__restrict__ val,
                             const T *__restrict__ x, T *__restrict__ y)
 {
     constexpr int RMAX = BR_ ? BR_ : 8, CMAX = BC_ ? BC_ : 8;
@@ -92,13 +92,13 @@ __global__ void __launch_bounds__(HK_CU_BLOCK) k_bmat_spmv(int64_t nbrows, int G
     for (int r = 0; r < RMAX; r++) acc[r] = 0;
     if (i < nbrows)
         for (int64_t q = rowptr[i] + g; q < rowptr[i + 1]; q += G) {
-            const double *v = val + (size_t)q * BR * BC;
+            const V *v = val + (size_t)q * BR * BC;
             const int64_t j0 = (int64_t)colind[q] * BC;
             double xc[CMAX];
             for (int c = 0; c < BC; c++) xc[c] = (double)x[j0 + c];
             for (int r = 0; r < BR; r++) {
                 double s = 0;
-                for (int c = 0; c < BC; c++) s += v[r * BC + c] * xc[c];
+                for (int c = 0; c < BC; c++) s += (double)v[r * BC + c] * xc[c];
                 acc[r] += s;
             }
         }
@@ -110,25 +110,32 @@ __global__ void __launch_bounds__(HK_CU_BLOCK) k_bmat_spmv(int64_t nbrows, int G
 }
 
 template <typename T, int BR, int BC>
-static int bmat_spmv_launch(const hk_bmat *A, int G, const hk_vec *x, hk_vec *y)
+static int bmat_spmv_launch(const hk_bmat *A, const float *val32, int G, const hk_vec *x,
+                            hk_vec *y)
 {
     const int64_t threads = A->nbrows * G;
     const int64_t blocks = (threads + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
     HK_CHECK(blocks < INT32_MAX, HK_ERR_UNSUPPORTED, "bmat_spmv: %lld block rows are too many",
              (long long)A->nbrows);
-    k_bmat_spmv<T, BR, BC><<<(unsigned)blocks, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-        A->nbrows, G, A->br, A->bc, A->rowptr, A->colind, A->val, (const T *)x->data,
-        (T *)y->data);
+    if (val32)
+        k_bmat_spmv<T, float, BR, BC><<<(unsigned)blocks, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            A->nbrows, G, A->br, A->bc, A->rowptr, A->colind, val32, (const T *)x->data,
+            (T *)y->data);
+    else
+        k_bmat_spmv<T, double, BR, BC><<<(unsigned)blocks, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            A->nbrows, G, A->br, A->bc, A->rowptr, A->colind, A->val, (const T *)x->data,
+            (T *)y->data);
     HK_CU_LAUNCHED();
     return 0;
 }
 
 template <typename T>
-static int bmat_spmv_shape(const hk_bmat *A, int G, const hk_vec *x, hk_vec *y)
+static int bmat_spmv_shape(const hk_bmat *A, const float *val32, int G, const hk_vec *x,
+                           hk_vec *y)
 {
     // the shapes of elasticity AMG transfers (b x nns, nns x b) compiled; others at run time
 #define HK_SPMV_SHAPE(R, C)                                                                        \
-    if (A->br == R && A->bc == C) return bmat_spmv_launch<T, R, C>(A, G, x, y)
+    if (A->br == R && A->bc == C) return bmat_spmv_launch<T, R, C>(A, val32, G, x, y)
     HK_SPMV_SHAPE(3, 6);
     HK_SPMV_SHAPE(6, 3);
     HK_SPMV_SHAPE(6, 6);
@@ -137,10 +144,11 @@ static int bmat_spmv_shape(const hk_bmat *A, int G, const hk_vec *x, hk_vec *y)
     HK_SPMV_SHAPE(3, 3);
     HK_SPMV_SHAPE(1, 1);
 #undef HK_SPMV_SHAPE
-    return bmat_spmv_launch<T, 0, 0>(A, G, x, y);
+    return bmat_spmv_launch<T, 0, 0>(A, val32, G, x, y);
 }
 
-extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const hk_vec *x, hk_vec *y)
+extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x,
+                               hk_vec *y)
 {
     const int br = A->br, bc = A->bc;
     HK_CHECK(br >= 1 && br <= 8 && bc >= 1 && bc <= 8, HK_ERR_ARG,
@@ -154,8 +162,8 @@ extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const hk_vec *x, hk_vec *y)
     const double mean = (double)A->nnzb / (double)A->nbrows;
     int G = 1;
     while (G < 32 && 2.0 * G <= mean) G *= 2;
-    return x->prec == HK_FP64 ? bmat_spmv_shape<double>(A, G, x, y)
-                              : bmat_spmv_shape<float>(A, G, x, y);
+    return x->prec == HK_FP64 ? bmat_spmv_shape<double>(A, val32, G, x, y)
+                              : bmat_spmv_shape<float>(A, val32, G, x, y);
 }
 
 // ---- dense Cholesky inverse in 32 x 32 tiles ---------------------------------------------------

@@ -128,14 +128,20 @@ static void test_bmat_spmv(void)
         const int64_t m = A.nbrows * A.br, n = A.nbcols * A.bc;
         uint32_t s = 99u + (unsigned)t;
         double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)m * sizeof *y);
-        double *ref = calloc((size_t)m, sizeof *ref);
+        double *ref = calloc((size_t)m, sizeof *ref), *ref32 = calloc((size_t)m, sizeof *ref);
+        const int64_t nv = A.nnzb * A.br * A.bc;
+        float *v32 = malloc((size_t)(nv ? nv : 1) * sizeof *v32);
+        for (int64_t k = 0; k < nv; k++) v32[k] = (float)A.val[k];
         for (int64_t j = 0; j < n; j++) x[j] = urand(&s);
         for (int64_t bi = 0; bi < A.nbrows; bi++) /* the dense product, entry by entry */
             for (int64_t q = A.rowptr[bi]; q < A.rowptr[bi + 1]; q++)
                 for (int r = 0; r < A.br; r++)
-                    for (int c = 0; c < A.bc; c++)
-                        ref[bi * A.br + r] += A.val[(q * A.br + r) * A.bc + c] *
-                                              x[(int64_t)A.colind[q] * A.bc + c];
+                    for (int c = 0; c < A.bc; c++) {
+                        const int64_t e = (q * A.br + r) * A.bc + c;
+                        const double xj = x[(int64_t)A.colind[q] * A.bc + c];
+                        ref[bi * A.br + r] += A.val[e] * xj;
+                        ref32[bi * A.br + r] += (double)v32[e] * xj;
+                    }
         for (int p = 0; p < 2; p++) {
             const hk_precision prec = p ? HK_FP32 : HK_FP64;
             hk_vec *X, *Y;
@@ -143,21 +149,26 @@ static void test_bmat_spmv(void)
             HK_ASSERT_OK(hk_vec_create(be, m, prec, &Y));
             HK_ASSERT_OK(hk_vec_upload(X, x));
             HK_ASSERT_OK(be->vec_set(Y, 7.0)); /* every entry written, empty rows too */
-            HK_ASSERT_OK(be->bmat_spmv(&A, X, Y));
+            HK_ASSERT_OK(be->bmat_spmv(&A, NULL, X, Y));
             HK_ASSERT_OK(hk_vec_download(Y, y));
             CU_ASSERT(hk_test_reldiff(y, ref, (long)m) < (p ? 1e-6 : 1e-14));
+            /* fp32 values: the product of the rounded values, summed in fp64 */
+            HK_ASSERT_OK(be->bmat_spmv(&A, v32, X, Y));
+            HK_ASSERT_OK(hk_vec_download(Y, y));
+            CU_ASSERT(hk_test_reldiff(y, ref32, (long)m) < (p ? 1e-6 : 1e-14));
             /* x of the wrong length */
-            CU_ASSERT_EQUAL(be->bmat_spmv(&A, Y, Y), m == n ? 0 : HK_ERR_ARG);
+            CU_ASSERT_EQUAL(be->bmat_spmv(&A, NULL, Y, Y), m == n ? 0 : HK_ERR_ARG);
             hk_error_clear();
             hk_vec_destroy(X), hk_vec_destroy(Y);
         }
-        free(x), free(y), free(ref);
+        free(x), free(y), free(ref), free(ref32), free(v32);
         hk_bmat_free(&A);
     }
 }
 
 HK_SUITE(amg_ops, {"rigid-body modes and translations equal e_k and e_k x x", test_rigid_modes},
-         {"bmat_spmv equals the dense product (3x6, 6x3, 2x5, 1x1, 6x6; fp64, fp32)",
+         {"bmat_spmv equals the dense product (3x6, 6x3, 2x5, 1x1, 6x6; fp64, fp32 vectors "
+          "and values)",
           test_bmat_spmv})
 
 /* ---- device ------------------------------------------------------------------------------- */
@@ -223,6 +234,13 @@ static void test_cuda_bmat_spmv(void)
         double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)m * sizeof *y);
         double *dy = malloc((size_t)m * sizeof *dy);
         for (int64_t j = 0; j < n; j++) x[j] = urand(&s);
+        /* fp32 copies of the values on both backends */
+        const int64_t nv = A.nnzb * A.br * A.bc;
+        hk_vec *V32, *dV32;
+        HK_ASSERT_OK(hk_vec_create(cpu, nv, HK_FP32, &V32));
+        HK_ASSERT_OK(hk_vec_create(gpu, nv, HK_FP32, &dV32));
+        HK_ASSERT_OK(hk_vec_upload(V32, A.val));
+        HK_ASSERT_OK(hk_vec_upload(dV32, A.val));
         for (int p = 0; p < 2; p++) {
             const hk_precision prec = p ? HK_FP32 : HK_FP64;
             hk_vec *X, *Y, *dX, *dY;
@@ -233,11 +251,13 @@ static void test_cuda_bmat_spmv(void)
             HK_ASSERT_OK(hk_vec_upload(X, x));
             HK_ASSERT_OK(hk_vec_upload(dX, x));
             HK_ASSERT_OK(gpu->vec_set(dY, 7.0));
-            HK_ASSERT_OK(cpu->bmat_spmv(&A, X, Y));
-            HK_ASSERT_OK(gpu->bmat_spmv(&dA, dX, dY));
-            HK_ASSERT_OK(hk_vec_download(Y, y));
-            HK_ASSERT_OK(hk_vec_download(dY, dy));
-            CU_ASSERT(hk_test_reldiff(dy, y, (long)m) < (p ? 1e-6 : 1e-13));
+            for (int v = 0; v < 2; v++) { /* fp64 values, then fp32 values */
+                HK_ASSERT_OK(cpu->bmat_spmv(&A, v ? (float *)V32->data : NULL, X, Y));
+                HK_ASSERT_OK(gpu->bmat_spmv(&dA, v ? (float *)dV32->data : NULL, dX, dY));
+                HK_ASSERT_OK(hk_vec_download(Y, y));
+                HK_ASSERT_OK(hk_vec_download(dY, dy));
+                CU_ASSERT(hk_test_reldiff(dy, y, (long)m) < (p ? 1e-6 : 1e-13));
+            }
             if (big) { /* time against the scalar CSR of the same operator (as before) */
                 hk_bmat S = {0};
                 hk_mat *M = NULL;
@@ -246,23 +266,25 @@ static void test_cuda_bmat_spmv(void)
                 const int reps = 20;
                 gpu->sync();
                 double t0 = hk_time();
-                for (int r = 0; r < reps; r++) HK_ASSERT_OK(gpu->bmat_spmv(&dA, dX, dY));
+                for (int r = 0; r < reps; r++)
+                    HK_ASSERT_OK(gpu->bmat_spmv(&dA, p ? (float *)dV32->data : NULL, dX, dY));
                 gpu->sync();
                 const double tb = (hk_time() - t0) / reps;
                 t0 = hk_time();
                 for (int r = 0; r < reps; r++) HK_ASSERT_OK(hk_mat_spmv(M, dX, dY));
                 gpu->sync();
                 const double tc = (hk_time() - t0) / reps;
-                printf("\n    P-like 3x6, %lld rows, %lld blocks, %s: bmat_spmv %.3f ms, scalar "
-                       "csr %.3f ms",
+                printf("\n    P-like 3x6, %lld rows, %lld blocks, %s: bmat_spmv %.3f ms (%s "
+                       "values), scalar csr %.3f ms",
                        (long long)m, (long long)A.nnzb, p ? "fp32" : "fp64", tb * 1e3,
-                       tc * 1e3);
+                       p ? "fp32" : "fp64", tc * 1e3);
                 hk_mat_destroy(M);
                 hk_bmat_free(&S);
             }
             hk_vec_destroy(X), hk_vec_destroy(Y), hk_vec_destroy(dX), hk_vec_destroy(dY);
         }
         free(x), free(y), free(dy);
+        hk_vec_destroy(V32), hk_vec_destroy(dV32);
         hk_bmat_free(&A), hk_bmat_free(&dA);
     }
 }

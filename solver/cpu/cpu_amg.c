@@ -100,8 +100,8 @@ int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const d
 }
 
 /* y = A x for rectangular blocks (bmat_spmv): one block row per iteration, its blocks in
- * order, sums in fp64. */
-int hk_cpu_bmat_spmv(const hk_bmat *A, const hk_vec *x, hk_vec *y)
+ * order, sums in fp64; values fp64 (A->val) or fp32 (val32). */
+int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y)
 {
     const int br = A->br, bc = A->bc;
     HK_CHECK(br >= 1 && br <= 8 && bc >= 1 && bc <= 8, HK_ERR_ARG,
@@ -117,12 +117,15 @@ int hk_cpu_bmat_spmv(const hk_bmat *A, const hk_vec *x, hk_vec *y)
     for (int64_t i = 0; i < A->nbrows; i++) {
         double acc[8] = {0};
         for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) {
-            const double *v = A->val + (size_t)q * br * bc;
+            const size_t v0 = (size_t)q * br * bc;
             const int64_t j0 = (int64_t)A->colind[q] * bc;
             for (int r = 0; r < br; r++) {
                 double s = 0;
-                for (int c = 0; c < bc; c++)
-                    s += v[r * bc + c] * (f32 ? (double)xf[j0 + c] : xd[j0 + c]);
+                for (int c = 0; c < bc; c++) {
+                    const size_t e = v0 + (size_t)(r * bc + c);
+                    s += (val32 ? (double)val32[e] : A->val[e]) *
+                         (f32 ? (double)xf[j0 + c] : xd[j0 + c]);
+                }
                 acc[r] += s;
             }
         }

@@ -45,7 +45,8 @@ typedef struct amg_level {
     hk_mat *A; /* level operator in pc->prec */
     int A_owned;
     hk_mat *P, *R; /* to and from level l+1 (scalar formats; NULL on the coarsest) */
-    hk_bmat Pb, Rb; /* the same as block CSR (fp64 values) where the backend has bmat_spmv */
+    hk_bmat Pb, Rb; /* the same as block CSR where the backend has bmat_spmv; for fp32 */
+    float *Pv, *Rv; /* their values in fp32 (Pb.val, Rb.val then freed) */
     hk_vec *Dinv;  /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
     hk_vec *l1;    /* l1-Jacobi scaling (n): l1-jacobi */
     double rho;    /* upper bound of the spectrum of D^-1 A (safety included) */
@@ -318,11 +319,28 @@ static int transfer_matrix(hk_pc *pc, const hk_bmat *M, hk_mat **out)
     return ierr;
 }
 
+/* A block transfer operator kept as it is (no scalar expansion); in fp32 for precision=mixed:
+ * *v32 gets the values and M's fp64 values are freed. */
+static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32)
+{
+    const hk_backend_ops *be = pc->be;
+    const int64_t nv = M->nnzb * M->br * M->bc;
+    *v32 = NULL;
+    if (pc->prec != HK_FP32 || nv == 0) return 0;
+    HK_CALL(be->alloc((void **)v32, (size_t)nv * sizeof **v32));
+    hk_vec src = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
+    hk_vec dst = {.be = be, .n = nv, .prec = HK_FP32, .data = *v32};
+    HK_CALL(be->vec_convert(&dst, &src));
+    be->dealloc(M->val);
+    M->val = NULL;
+    return 0;
+}
+
 /* y = P x (prolongation) or y = R x (restriction) of level L. */
 static int transfer_apply(hk_pc *pc, amg_level *L, int restrict_, const hk_vec *x, hk_vec *y)
 {
     const hk_bmat *M = restrict_ ? &L->Rb : &L->Pb;
-    if (M->rowptr) return pc->be->bmat_spmv(M, x, y);
+    if (M->rowptr) return pc->be->bmat_spmv(M, restrict_ ? L->Rv : L->Pv, x, y);
     return hk_mat_spmv(restrict_ ? L->R : L->P, x, y);
 }
 
@@ -354,6 +372,8 @@ static void amg_destroy(hk_pc *pc)
         hk_mat_destroy(L->R);
         hk_bmat_free(&L->Pb);
         hk_bmat_free(&L->Rb);
+        if (L->Pv) pc->be->dealloc(L->Pv);
+        if (L->Rv) pc->be->dealloc(L->Rv);
         hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
@@ -575,6 +595,8 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
             L->Rb = R;
             memset(&P, 0, sizeof P);
             memset(&R, 0, sizeof R);
+            HK_TRY(block_transfer(pc, &L->Pb, &L->Pv));
+            HK_TRY(block_transfer(pc, &L->Rb, &L->Rv));
         } else {
             HK_TRY(transfer_matrix(pc, &P, &L->P));
             HK_TRY(transfer_matrix(pc, &R, &L->R));
