@@ -6,9 +6,10 @@
 // shared memory (rows with more distinct columns than it holds are redone with tables in global
 // memory sized from the row's product count). Symbolic pass: count the distinct columns; scan;
 // numeric pass: insert again, sort the row's columns (rank sort), then walk A's row in order and,
-// for each A block, B's row in order, adding each block product entry by entry. Within one A
-// block the B blocks have distinct columns, so the lanes of a warp work on different entries of
-// C, and __syncwarp between A blocks keeps every entry's sum in the CPU's order. Products and
+// for each A block, B's row in order, a lane per (B block, row of the product block) adding the
+// row's entries. Within one A block the B blocks have distinct columns, so the lanes of a warp
+// work on different entries of C, and __syncwarp between A blocks keeps every entry's sum in the
+// CPU's order. Products and
 // sums are __dmul_rn / __dadd_rn (no contraction): the CPU's digits exactly.
 #include <cub/cub.cuh>
 #include <cusolverDn.h>
@@ -141,6 +142,28 @@ __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
     __syncwarp();
     // values: A's row in order, B's row in order; entries of one A block are distinct
     const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
+    if (br <= 32) { // lane (q, r): row r of the product with B block q, G B blocks at once
+        const int G = 32 / br, lq = lane / br, r = lane % br;
+        for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
+            const int64_t k = g.aci[p];
+            const double *a = g.av + (size_t)p * br * bk + (size_t)r * bk;
+            const int64_t q1 = g.brp[k + 1];
+            for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G) {
+                const int64_t q = q0 + lq;
+                if (lq >= G || q >= q1) continue;
+                const double *b = g.bv + (size_t)q * bk * bc;
+                const int64_t pos = c0 + vals[sp_find(keys, mask, g.bci[q])];
+                double *dst = g.cv + (size_t)pos * bb + (size_t)r * bc;
+                for (int c = 0; c < bc; c++) {
+                    double acc = dst[c];
+                    for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[m], b[m * bc + c]));
+                    dst[c] = acc;
+                }
+            }
+            __syncwarp();
+        }
+        return;
+    }
     const int G = bb <= 32 ? 32 / bb : 1; // B blocks handled at once
     for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
         const int64_t k = g.aci[p];
