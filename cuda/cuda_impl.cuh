@@ -258,5 +258,14 @@ int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_v
                                  hk_bmat *P);
 int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
 int hk_cu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
+/* Near-null space, rectangular-block SpMV, dense Cholesky inverse of small coarse matrices
+ * (cuda_amg_ops.cu). */
+extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords,
+                                     const double *center, double scale,
+                                     const hk_vec *decoupled, double *B);
+extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x,
+                               hk_vec *y);
+int hk_cu_chol_inverse(double *a, int64_t n, double *b, unsigned long long *first);
+#define HK_CU_CHOL_MAX 2048 /* rows of a dense inverse by hk_cu_chol_inverse; cuSOLVER above */
 
 #endif

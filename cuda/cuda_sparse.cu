@@ -6,9 +6,10 @@
 // shared memory (rows with more distinct columns than it holds are redone with tables in global
 // memory sized from the row's product count). Symbolic pass: count the distinct columns; scan;
 // numeric pass: insert again, sort the row's columns (rank sort), then walk A's row in order and,
-// for each A block, B's row in order, adding each block product entry by entry. Within one A
-// block the B blocks have distinct columns, so the lanes of a warp work on different entries of
-// C, and __syncwarp between A blocks keeps every entry's sum in the CPU's order. Products and
+// for each A block, B's row in order, a lane per (B block, row of the product block) adding the
+// row's entries. Within one A block the B blocks have distinct columns, so the lanes of a warp
+// work on different entries of C, and __syncwarp between A blocks keeps every entry's sum in the
+// CPU's order. Products and
 // sums are __dmul_rn / __dadd_rn (no contraction): the CPU's digits exactly.
 #include <cub/cub.cuh>
 #include <cusolverDn.h>
@@ -141,6 +142,28 @@ __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
     __syncwarp();
     // values: A's row in order, B's row in order; entries of one A block are distinct
     const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
+    if (br <= 32) { // lane (q, r): row r of the product with B block q, G B blocks at once
+        const int G = 32 / br, lq = lane / br, r = lane % br;
+        for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
+            const int64_t k = g.aci[p];
+            const double *a = g.av + (size_t)p * br * bk + (size_t)r * bk;
+            const int64_t q1 = g.brp[k + 1];
+            for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G) {
+                const int64_t q = q0 + lq;
+                if (lq >= G || q >= q1) continue;
+                const double *b = g.bv + (size_t)q * bk * bc;
+                const int64_t pos = c0 + vals[sp_find(keys, mask, g.bci[q])];
+                double *dst = g.cv + (size_t)pos * bb + (size_t)r * bc;
+                for (int c = 0; c < bc; c++) {
+                    double acc = dst[c];
+                    for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[m], b[m * bc + c]));
+                    dst[c] = acc;
+                }
+            }
+            __syncwarp();
+        }
+        return;
+    }
     const int G = bb <= 32 ? 32 / bb : 1; // B blocks handled at once
     for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
         const int64_t k = g.aci[p];
@@ -489,7 +512,7 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
              (long long)Minv->n);
     if (n == 0) return 0;
     const size_t nn = (size_t)n * n;
-    if (!sp_solver) {
+    if (!sp_solver && n > HK_CU_CHOL_MAX) {
         cusolverDnHandle_t h = NULL;
         cusolverStatus_t s = cusolverDnCreate(&h);
         if (s != CUSOLVER_STATUS_SUCCESS) return sp_solver_fail(s, "cusolverDnCreate", __LINE__);
@@ -514,6 +537,14 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     HK_CU_TRY(cudaGetLastError());
     sp_decouple<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, zero, n, b);
     HK_CU_TRY(cudaGetLastError());
+    if (n <= HK_CU_CHOL_MAX) { // the coarse sizes of AMG: own kernels, no cuSOLVER start-up
+        HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice,
+                                  hk_cu.stream));
+        HK_TRY(hk_cu_chol_inverse(a, n, b, dfirst));
+        HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    } else {
     SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
                                               (int)n, &lwork));
     HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
@@ -526,6 +557,7 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     if (hinfo > 0 && (unsigned long long)(hinfo - 1) < first) first = (unsigned long long)(hinfo - 1);
+    }
     if (first != ~0ull) { // not positive definite: Minv = 0
         *bad = (int64_t)first;
         HK_CU_TRY(cudaMemsetAsync(Minv->data, 0,
@@ -533,8 +565,9 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
                                   hk_cu.stream));
         goto fail;
     }
-    SP_SOLVER_TRY(cusolverDnDpotrs(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, (int)n, a, (int)n, b,
-                                   (int)n, info));
+    if (n > HK_CU_CHOL_MAX)
+        SP_SOLVER_TRY(cusolverDnDpotrs(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, (int)n, a,
+                                       (int)n, b, (int)n, info));
     if (Minv->prec != HK_FP64) {
         sp_to_float<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(b, (float *)Minv->data,
                                                                                (int64_t)nn);

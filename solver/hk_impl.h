@@ -311,6 +311,16 @@ typedef struct hk_backend_ops {
      * over scalar row i (out fp64, n = nbrows*br, caller-allocated); 0 for an all-zero row;
      * a row whose sum is not positive and finite gets 0 and *bad = the first such row, or -1. */
     int (*amg_l1_diag)(const hk_bmat *A, hk_vec *out, int64_t *bad);
+    /* near-null space of pc=amg (B: (nnodes*bs) x nns, column-major, caller-allocated):
+     * coords NULL: the bs translations (nns = bs); else the rigid-body modes (bs = 2: nns = 3,
+     * bs = 3: nns = 6) of the node coordinates (fp64, nnodes*bs), x = (coords - center)*scale;
+     * rows i with decoupled[i] != 0 (bmat_diag DECOUPLED; may be NULL) are zero. y = A x for
+     * a block CSR A of any br x bc blocks (br, bc <= 8) with x, y of one precision; the values
+     * are A->val, or val32 (fp32, the same layout, backend memory) when it is not NULL; sums
+     * in fp64 (their order within a row may differ between backends). */
+    int (*amg_rigid_modes)(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
+                           double scale, const hk_vec *decoupled, double *B);
+    int (*bmat_spmv)(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
 
     /* FSAI and SAI set-up ops (pc=fsai, pc=sai; the exact rules, which every backend follows
      * to the same result, are in solver/cpu/cpu_fsai.c). Patterns and factors are on scalar

@@ -48,3 +48,93 @@ int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad)
     *bad = first == INT64_MAX ? -1 : first;
     return 0;
 }
+
+/* Near-null space (amg_rigid_modes, contract in solver/hk_impl.h): one node per iteration;
+ * translations e_a, rotations (bs = 2) (-y, x), (bs = 3) about x (0, -z, y), about y
+ * (z, 0, -x), about z (-y, x, 0) of the centred, scaled coordinates. */
+int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
+                           double scale, const hk_vec *decoupled, double *B)
+{
+    const int64_t n = nnodes * bs;
+    HK_CHECK(bs >= 1 && bs <= 6 && (!coords || bs == 2 || bs == 3), HK_ERR_ARG,
+             "amg_rigid_modes: block size %d with%s coordinates; coordinates need 2 or 3, "
+             "translations 1 to 6",
+             bs, coords ? "" : "out");
+    HK_CHECK(!coords || (coords->prec == HK_FP64 && coords->n == n), HK_ERR_ARG,
+             "amg_rigid_modes: coordinates must be an fp64 vector of %lld entries",
+             (long long)n);
+    HK_CHECK(!decoupled || (decoupled->prec == HK_FP64 && decoupled->n == n), HK_ERR_ARG,
+             "amg_rigid_modes: the decoupled flags must be an fp64 vector of %lld entries",
+             (long long)n);
+    const int nns = coords ? (bs == 3 ? 6 : 3) : bs;
+    const double *xyz = coords ? coords->data : NULL;
+    const double *dec = decoupled ? decoupled->data : NULL;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nnodes; i++) {
+        double m[3][6] = {{0}}; /* m[a][k]: dof a of the node, mode k */
+        for (int a = 0; a < bs && a < 3; a++)
+            m[a][a] = 1;
+        double x[3] = {0, 0, 0};
+        if (xyz)
+            for (int a = 0; a < bs; a++)
+                x[a] = (xyz[i * bs + a] - center[a]) * scale;
+        if (xyz && bs == 2) {
+            m[0][2] = -x[1];
+            m[1][2] = x[0];
+        } else if (xyz) {
+            m[1][3] = -x[2];
+            m[2][3] = x[1];
+            m[0][4] = x[2];
+            m[2][4] = -x[0];
+            m[0][5] = -x[1];
+            m[1][5] = x[0];
+        }
+        for (int a = 0; a < bs; a++) {
+            const int64_t r = i * bs + a;
+            const int off = dec && dec[r] != 0;
+            for (int k = 0; k < nns; k++)
+                B[r + (size_t)k * n] = off ? 0 : a < 3 ? m[a][k] : (double)(a == k);
+        }
+    }
+    return 0;
+}
+
+/* y = A x for rectangular blocks (bmat_spmv): one block row per iteration, its blocks in
+ * order, sums in fp64; values fp64 (A->val) or fp32 (val32). */
+int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y)
+{
+    const int br = A->br, bc = A->bc;
+    HK_CHECK(br >= 1 && br <= 8 && bc >= 1 && bc <= 8, HK_ERR_ARG,
+             "bmat_spmv: %d x %d blocks; at most 8 x 8", br, bc);
+    HK_CHECK(x->n == A->nbcols * bc && y->n == A->nbrows * br && x->prec == y->prec, HK_ERR_ARG,
+             "bmat_spmv: x must have %lld and y %lld entries of one precision (got %lld, %lld)",
+             (long long)(A->nbcols * bc), (long long)(A->nbrows * br), (long long)x->n,
+             (long long)y->n);
+    const int f32 = x->prec == HK_FP32;
+    const double *xd = x->data;
+    const float *xf = x->data;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < A->nbrows; i++) {
+        double acc[8] = {0};
+        for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) {
+            const size_t v0 = (size_t)q * br * bc;
+            const int64_t j0 = (int64_t)A->colind[q] * bc;
+            for (int r = 0; r < br; r++) {
+                double s = 0;
+                for (int c = 0; c < bc; c++) {
+                    const size_t e = v0 + (size_t)(r * bc + c);
+                    s += (val32 ? (double)val32[e] : A->val[e]) *
+                         (f32 ? (double)xf[j0 + c] : xd[j0 + c]);
+                }
+                acc[r] += s;
+            }
+        }
+        for (int r = 0; r < br; r++) {
+            if (f32)
+                ((float *)y->data)[i * br + r] = (float)acc[r];
+            else
+                ((double *)y->data)[i * br + r] = acc[r];
+        }
+    }
+    return 0;
+}

@@ -337,6 +337,9 @@ void hk_cpu_tri_destroy(void *handle);
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 /* l1-Jacobi scaling of pc=amg (cpu_amg.c). */
 int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
+int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
+                           double scale, const hk_vec *decoupled, double *B);
+int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
 /* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
 int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
 int hk_cpu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
@@ -414,4 +417,6 @@ const hk_backend_ops hk_backend_cpu = {
     .amg_strength = hk_cpu_amg_strength,
     .amg_aggregate = hk_cpu_amg_aggregate,
     .amg_tentative = hk_cpu_amg_tentative,
+    .amg_rigid_modes = hk_cpu_amg_rigid_modes,
+    .bmat_spmv = hk_cpu_bmat_spmv,
 };

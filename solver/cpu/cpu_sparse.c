@@ -66,6 +66,23 @@ static void sort_i32(int32_t *a, int64_t n)
     }
 }
 
+/* c += a b for one br x bk times bk x bc block pair, each entry summed over m in order. */
+static inline __attribute__((always_inline)) void block_mac(const double *restrict a,
+                                                            const double *restrict b,
+                                                            double *restrict c, const int br,
+                                                            const int bk, const int bc)
+{
+    for (int r = 0; r < br; r++)
+        for (int s = 0; s < bc; s++) {
+            double acc = c[r * bc + s];
+            for (int m = 0; m < bk; m++) {
+                const double prod = a[r * bk + m] * b[m * bc + s];
+                acc = acc + prod;
+            }
+            c[r * bc + s] = acc;
+        }
+}
+
 int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     int ierr = 0;
@@ -141,15 +158,17 @@ int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                 for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
                     const double *b = B->val + (size_t)q * bk * bc;
                     double *c = C->val + (size_t)mark[B->colind[q]] * bb;
-                    for (int r = 0; r < br; r++)
-                        for (int s = 0; s < bc; s++) {
-                            double acc = c[r * bc + s];
-                            for (int m = 0; m < bk; m++) {
-                                const double prod = a[r * bk + m] * b[m * bc + s];
-                                acc = acc + prod;
-                            }
-                            c[r * bc + s] = acc;
-                        }
+                    /* the block shapes of AMG compiled with constant sizes (unrolled) */
+                    if (br == 3 && bk == 3 && bc == 6)
+                        block_mac(a, b, c, 3, 3, 6);
+                    else if (br == 6 && bk == 3 && bc == 6)
+                        block_mac(a, b, c, 6, 3, 6);
+                    else if (br == 6 && bk == 6 && bc == 6)
+                        block_mac(a, b, c, 6, 6, 6);
+                    else if (br == 3 && bk == 3 && bc == 3)
+                        block_mac(a, b, c, 3, 3, 3);
+                    else
+                        block_mac(a, b, c, br, bk, bc);
                 }
             }
             /* marks hold positions >= 0 now; reset so the next row's -2-i test is clean */

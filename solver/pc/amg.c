@@ -45,6 +45,8 @@ typedef struct amg_level {
     hk_mat *A; /* level operator in pc->prec */
     int A_owned;
     hk_mat *P, *R; /* to and from level l+1 (scalar formats; NULL on the coarsest) */
+    hk_bmat Pb, Rb; /* the same as block CSR where the backend has bmat_spmv; for fp32 */
+    float *Pv, *Rv; /* their values in fp32 (Pb.val, Rb.val then freed) */
     hk_vec *Dinv;  /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
     hk_vec *l1;    /* l1-Jacobi scaling (n): l1-jacobi */
     double rho;    /* upper bound of the spectrum of D^-1 A (safety included) */
@@ -100,7 +102,7 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
     const int bs = K->br;
     const int64_t nb = K->nbrows, n = nb * bs;
     double *Bh = NULL, *B = NULL;
-    hk_vec *dec = NULL, *keep = NULL;
+    hk_vec *dec = NULL, *keep = NULL, *xyz = NULL;
     int ierr = 0, nns;
     *Bout = NULL;
     if (nn && nn->coords) {
@@ -121,18 +123,35 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
                               : "translations only (no coordinates given)";
     }
     d->nns = nns;
-    HK_TRY(hk_calloc((size_t)(n ? n : 1) * nns, sizeof *Bh, &Bh));
+    /* centred on the mean node and scaled by the largest extent: the rotations are then of
+     * the same size as the translations (the coordinates are host data; no matrix values) */
+    double c[3] = {0, 0, 0}, ext = 0;
     if (nn && nn->coords) {
-        /* centred on the mean node and scaled by the largest extent: the rotations are then
-         * of the same size as the translations */
-        double c[3] = {0, 0, 0}, ext = 0;
         for (int64_t i = 0; i < nb; i++)
             for (int a = 0; a < bs; a++)
                 c[a] += nn->coords[i * bs + a] / (double)nb;
         for (int64_t i = 0; i < nb; i++)
             for (int a = 0; a < bs; a++)
                 ext = fmax(ext, fabs(nn->coords[i * bs + a] - c[a]));
-        const double s = ext > 0 ? 1 / ext : 1;
+    }
+    const double s = ext > 0 ? 1 / ext : 1;
+    int64_t bad;
+    HK_TRY(hk_vec_create(be, n, HK_FP64, &dec));
+    HK_TRY(be->bmat_diag(K, HK_DIAG_DECOUPLED, dec, &bad));
+    HK_TRY(be->alloc((void **)&B, (size_t)(n ? n : 1) * nns * sizeof *B));
+    if (be->amg_rigid_modes && !(nn && nn->vectors)) {
+        /* built where B lives: only the coordinates (n values, not n x nns) travel */
+        if (nn && nn->coords) {
+            HK_TRY(hk_vec_create(be, n, HK_FP64, &xyz));
+            HK_TRY(hk_vec_upload(xyz, nn->coords));
+        }
+        HK_TRY(be->amg_rigid_modes(nb, bs, xyz, c, s, dec, B));
+        *Bout = B;
+        B = NULL;
+        goto fail;
+    }
+    HK_TRY(hk_calloc((size_t)(n ? n : 1) * nns, sizeof *Bh, &Bh));
+    if (nn && nn->coords) {
         for (int64_t i = 0; i < nb; i++) {
             double x[3] = {0, 0, 0};
             for (int a = 0; a < bs; a++)
@@ -158,13 +177,9 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
         for (int64_t i = 0; i < n; i++)
             Bh[i + (size_t)(i % bs) * n] = 1;
     }
-    HK_TRY(be->alloc((void **)&B, (size_t)(n ? n : 1) * nns * sizeof *B));
     if (n) HK_TRY(be->copy_to(B, Bh, (size_t)n * nns * sizeof *B));
     /* keep = 1 - decoupled, multiplied into every column on the backend */
-    int64_t bad;
-    HK_TRY(hk_vec_create(be, n, HK_FP64, &dec));
     HK_TRY(hk_vec_create(be, n, HK_FP64, &keep));
-    HK_TRY(be->bmat_diag(K, HK_DIAG_DECOUPLED, dec, &bad));
     HK_TRY(be->vec_set(keep, 1.0));
     HK_TRY(be->vec_axpby(keep, -1.0, dec, 1.0));
     for (int j = 0; j < nns; j++) {
@@ -177,6 +192,7 @@ fail:
     if (B) be->dealloc(B);
     hk_vec_destroy(dec);
     hk_vec_destroy(keep);
+    hk_vec_destroy(xyz);
     free(Bh);
     return ierr;
 }
@@ -303,6 +319,31 @@ static int transfer_matrix(hk_pc *pc, const hk_bmat *M, hk_mat **out)
     return ierr;
 }
 
+/* A block transfer operator kept as it is (no scalar expansion); in fp32 for precision=mixed:
+ * *v32 gets the values and M's fp64 values are freed. */
+static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32)
+{
+    const hk_backend_ops *be = pc->be;
+    const int64_t nv = M->nnzb * M->br * M->bc;
+    *v32 = NULL;
+    if (pc->prec != HK_FP32 || nv == 0) return 0;
+    HK_CALL(be->alloc((void **)v32, (size_t)nv * sizeof **v32));
+    hk_vec src = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
+    hk_vec dst = {.be = be, .n = nv, .prec = HK_FP32, .data = *v32};
+    HK_CALL(be->vec_convert(&dst, &src));
+    be->dealloc(M->val);
+    M->val = NULL;
+    return 0;
+}
+
+/* y = P x (prolongation) or y = R x (restriction) of level L. */
+static int transfer_apply(hk_pc *pc, amg_level *L, int restrict_, const hk_vec *x, hk_vec *y)
+{
+    const hk_bmat *M = restrict_ ? &L->Rb : &L->Pb;
+    if (M->rowptr) return pc->be->bmat_spmv(M, restrict_ ? L->Rv : L->Pv, x, y);
+    return hk_mat_spmv(restrict_ ? L->R : L->P, x, y);
+}
+
 static int level_vectors(hk_pc *pc, amg_data *d, int l)
 {
     amg_level *L = &d->lev[l];
@@ -329,6 +370,10 @@ static void amg_destroy(hk_pc *pc)
         if (L->A_owned) hk_mat_destroy(L->A);
         hk_mat_destroy(L->P);
         hk_mat_destroy(L->R);
+        hk_bmat_free(&L->Pb);
+        hk_bmat_free(&L->Rb);
+        if (L->Pv) pc->be->dealloc(L->Pv);
+        if (L->Rv) pc->be->dealloc(L->Rv);
         hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
@@ -545,10 +590,19 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
         d->st.t_galerkin += now_synced(be) - t0;
 
         t0 = now_synced(be);
-        HK_TRY(transfer_matrix(pc, &P, &L->P));
-        HK_TRY(transfer_matrix(pc, &R, &L->R));
-        hk_bmat_free(&P);
-        hk_bmat_free(&R);
+        if (be->bmat_spmv && P.br <= 8 && P.bc <= 8) { /* kept as they are: no expansion */
+            L->Pb = P;
+            L->Rb = R;
+            memset(&P, 0, sizeof P);
+            memset(&R, 0, sizeof R);
+            HK_TRY(block_transfer(pc, &L->Pb, &L->Pv));
+            HK_TRY(block_transfer(pc, &L->Rb, &L->Rv));
+        } else {
+            HK_TRY(transfer_matrix(pc, &P, &L->P));
+            HK_TRY(transfer_matrix(pc, &R, &L->R));
+            hk_bmat_free(&P);
+            hk_bmat_free(&R);
+        }
         d->st.t_matrices += now_synced(be) - t0;
 
         /* next level */
@@ -641,7 +695,7 @@ static int cycle(hk_pc *pc, amg_data *d, int l, const hk_vec *b, hk_vec *x)
     /* coarse-grid correction */
     HK_CALL(hk_mat_spmv(L->A, x, L->r));
     HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
-    HK_CALL(hk_mat_spmv(L->R, L->r, C->b));
+    HK_CALL(transfer_apply(pc, L, 1, L->r, C->b));
     HK_CALL(cycle(pc, d, l + 1, C->b, C->x));
     if (d->cycle == 1 && l + 1 < d->nlevels - 1) { /* W: a second visit on the residual */
         HK_CALL(hk_mat_spmv(C->A, C->x, C->w));
@@ -649,7 +703,7 @@ static int cycle(hk_pc *pc, amg_data *d, int l, const hk_vec *b, hk_vec *x)
         HK_CALL(cycle(pc, d, l + 1, C->w, C->e));
         HK_CALL(be->vec_axpby(C->x, 1.0, C->e, 1.0));
     }
-    HK_CALL(hk_mat_spmv(L->P, C->x, L->t));
+    HK_CALL(transfer_apply(pc, L, 0, C->x, L->t));
     HK_CALL(be->vec_axpby(x, 1.0, L->t, 1.0));
     for (int s = 0; s < d->post; s++)
         HK_CALL(smooth(pc, d, L, b, x, 0));
