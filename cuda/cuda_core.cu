@@ -409,6 +409,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.tri_create = hk_cu_tri_create;
     o.tri_solve = hk_cu_tri_solve;
     o.tri_destroy = hk_cu_tri_destroy;
+    o.factor_sweeps = hk_cu_factor_sweeps;
     o.amg_l1_diag = hk_cu_amg_l1_diag;
     o.mat_build = hk_cu_mat_build;
     o.mat_download = hk_cu_mat_download;

@@ -243,6 +243,7 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
 int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
+int hk_cu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
 
 /* FSAI set-up (cuda_fsai.cu). */
 extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap,

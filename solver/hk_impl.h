@@ -259,6 +259,13 @@ typedef struct hk_backend_ops {
     int (*tri_create)(const hk_trifactor *T, hk_precision p, void **handle);
     int (*tri_solve)(void *handle, const hk_vec *b, hk_vec *x);
     void (*tri_destroy)(void *handle);
+    /* Fine-grained iterative IC(0) (sym = 1) / ILU(0) (sym = 0) of Chow and Patel: A (1 x 1
+     * blocks) is the matrix scaled to unit diagonal, its lower triangle for sym = 1 (diagonal
+     * last in each row); F (allocated by the op, A's pattern) = the factor entries after
+     * sweeps Jacobi-style sweeps (L and U in one pattern for ilu0). The exact rule, which every
+     * backend follows to the same sums, is in solver/pc/iterfact.c. *bad = the first row with
+     * a missing diagonal or a bad pivot in the last sweep (F is then not allocated), or -1. */
+    int (*factor_sweeps)(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
 
 
     /* ---- set-up on the backend (contracts: solver/hk_setup.h) ----------------------------

@@ -640,7 +640,8 @@ static void test_solve_timings(void)
 }
 
 /* pc=ic0 / ilu0 iteration counts on cuda equal the CPU ones (at most 1 apart: the sync-free
- * sums round in another order), per ordering and method. */
+ * sums round in another order), per ordering and method (syncfree with 3 sweeps of the
+ * device factorisation). */
 static void test_iterations_both_backends(void)
 {
     hk_bcsr K, C;
@@ -653,10 +654,15 @@ static void test_iterations_both_backends(void)
                      hk_ordering_names[ord], method_names[m]);
             snprintf(o2, sizeof o2, "method=gmres pc=ilu0 pc.ordering=%s pc.tri=%s",
                      hk_ordering_names[ord], method_names[m]);
+            if (m == 0) { /* with the device factorisation too */
+                strcat(o1, " pc.ic0.sweeps=3");
+                strcat(o2, " pc.ilu0.sweeps=3");
+            }
             const int ic = iterations(&K, "cpu", o1), ig = iterations(&K, "cuda", o1);
             const int lc = iterations(&C, "cpu", o2), lg = iterations(&C, "cuda", o2);
-            printf("\n    %-8s %-8s: cg+ic0 cpu %d cuda %d, gmres+ilu0 cpu %d cuda %d",
-                   hk_ordering_names[ord], method_names[m], ic, ig, lc, lg);
+            printf("\n    %-8s %-8s%s: cg+ic0 cpu %d cuda %d, gmres+ilu0 cpu %d cuda %d",
+                   hk_ordering_names[ord], method_names[m], m == 0 ? " 3 sweeps" : "", ic, ig, lc,
+                   lg);
             CU_ASSERT(ic > 0 && abs(ic - ig) <= 1);
             CU_ASSERT(lc > 0 && abs(lc - lg) <= 1);
         }
@@ -664,9 +670,111 @@ static void test_iterations_both_backends(void)
     hk_bcsr_free(&C);
 }
 
+/* The factor_sweeps op on cuda against cpu on the same scaled input: 3D elasticity lower
+ * triangle (ic0) and convection-diffusion (ilu0), 1, 3 and 30 sweeps; the same pattern,
+ * values to 1e-12; the same bad row on an indefinite matrix; set-up time on 89k DOFs. */
+static void fs_input(const hk_bcsr *K, int sym, hk_csr *S)
+{
+    hk_csr F;
+    HK_ASSERT_OK(hk_csr_from_bcsr(K, &F));
+    double *sc = malloc(F.n * 8);
+    for (int64_t i = 0; i < F.n; i++)
+        for (int64_t k = F.rowptr[i]; k < F.rowptr[i + 1]; k++)
+            if (F.colind[k] == i) sc[i] = 1 / sqrt(fabs(F.val[k]));
+    HK_ASSERT_OK(hk_csr_alloc(F.n, F.n, F.rowptr[F.n], S));
+    int64_t q = 0;
+    for (int64_t i = 0; i < F.n; i++) {
+        for (int64_t k = F.rowptr[i]; k < F.rowptr[i + 1]; k++)
+            if (!sym || F.colind[k] <= i) {
+                S->colind[q] = F.colind[k];
+                S->val[q++] = F.val[k] * sc[i] * sc[F.colind[k]];
+            }
+        S->rowptr[i + 1] = q;
+    }
+    free(sc);
+    hk_csr_free(&F);
+}
+
+static void fs_compare(const hk_csr *S, int sym, int sweeps, int64_t *bad_out, double *ms)
+{
+    const hk_backend *gpu = backend("cuda"), *cpu = backend("cpu");
+    hk_bcsr view = {.bs = 1,
+                    .nbrows = S->n,
+                    .nbcols = S->n,
+                    .rowptr = S->rowptr,
+                    .colind = S->colind,
+                    .val = S->val};
+    hk_bmat Ac = {0}, Ag = {0}, Fc = {0}, Fg = {0};
+    int64_t bc = -2, bg = -2;
+    HK_ASSERT_OK(hk_bmat_upload(cpu, &view, &Ac));
+    HK_ASSERT_OK(hk_bmat_upload(gpu, &view, &Ag));
+    HK_ASSERT_OK(cpu->factor_sweeps(&Ac, sym, sweeps, &Fc, &bc));
+    gpu->sync();
+    const double t0 = now();
+    HK_ASSERT_OK(gpu->factor_sweeps(&Ag, sym, sweeps, &Fg, &bg));
+    gpu->sync();
+    if (ms) *ms = (now() - t0) * 1e3;
+    CU_ASSERT_EQUAL(bc, bg);
+    if (bad_out) *bad_out = bg;
+    if (bc < 0 && bg < 0) {
+        hk_bcsr Hc = {0}, Hg = {0};
+        HK_ASSERT_OK(hk_bmat_to_bcsr(&Fc, &Hc));
+        HK_ASSERT_OK(hk_bmat_to_bcsr(&Fg, &Hg));
+        const int64_t nnz = S->rowptr[S->n];
+        CU_ASSERT(!memcmp(Hc.rowptr, Hg.rowptr, (S->n + 1) * 8));
+        CU_ASSERT(!memcmp(Hc.colind, Hg.colind, nnz * 4));
+        const double d = hk_test_reldiff(Hg.val, Hc.val, nnz);
+        if (!(d < 1e-12)) printf("\n    sym %d sweeps %d: rel diff %g", sym, sweeps, d);
+        CU_ASSERT(d < 1e-12);
+        hk_bcsr_free(&Hc), hk_bcsr_free(&Hg);
+    }
+    hk_bmat_free(&Ac), hk_bmat_free(&Ag), hk_bmat_free(&Fc), hk_bmat_free(&Fg);
+}
+
+static void test_factor_sweeps_vs_cpu(void)
+{
+    CU_ASSERT_PTR_NOT_NULL_FATAL(backend("cuda"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(backend("cuda")->factor_sweeps);
+    hk_bcsr K, C;
+    hk_csr S;
+    HK_ASSERT_OK(hk_gen_elasticity3d(8, 7, 6, &K));
+    HK_ASSERT_OK(hk_gen_convdiff2d(30, 40, &C));
+    const int sw[] = {1, 3, 30};
+    for (int s = 0; s < 3; s++) {
+        fs_input(&K, 1, &S);
+        fs_compare(&S, 1, sw[s], NULL, NULL);
+        hk_csr_free(&S);
+        fs_input(&C, 0, &S);
+        fs_compare(&S, 0, sw[s], NULL, NULL);
+        hk_csr_free(&S);
+    }
+    /* indefinite tridiag(-2, 1, -2): the pivot of row 1 fails in ic0 */
+    hk_bcsr T = {.bs = 1, .nbrows = 4, .nbcols = 4};
+    int64_t rp[5] = {0, 2, 5, 8, 10};
+    int32_t ci[10] = {0, 1, 0, 1, 2, 1, 2, 3, 2, 3};
+    double v[10] = {1, -2, -2, 1, -2, -2, 1, -2, -2, 1};
+    T.rowptr = rp, T.colind = ci, T.val = v;
+    int64_t bad = -1;
+    fs_input(&T, 1, &S);
+    fs_compare(&S, 1, 5, &bad, NULL);
+    CU_ASSERT_EQUAL(bad, 1);
+    hk_csr_free(&S);
+    hk_bcsr_free(&K), hk_bcsr_free(&C);
+    /* time on 3D elasticity 30^3 (89k dofs), 3 sweeps */
+    HK_ASSERT_OK(hk_gen_elasticity3d(30, 30, 30, &K));
+    double ms = 0;
+    fs_input(&K, 1, &S);
+    fs_compare(&S, 1, 3, NULL, &ms);
+    printf("\n    ic0 3 sweeps on the device, 89k dofs: %.2f ms", ms);
+    hk_csr_free(&S);
+    hk_bcsr_free(&K);
+}
+
 HK_DEVICE_SUITE(trisolve_cuda,
                 {"sync-free, level and cuSPARSE solves vs cpu (wide levels, chains, empty rows)",
                  test_solves_vs_cpu},
                 {"ic0 apply time per ordering and solve method (89k dofs)", test_solve_timings},
+                {"iterative IC(0)/ILU(0) sweeps on cuda equal cpu; bad pivot row",
+                 test_factor_sweeps_vs_cpu},
                 {"ic0/ilu0 iterations equal on cpu and cuda per ordering and method",
                  test_iterations_both_backends})

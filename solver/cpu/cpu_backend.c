@@ -332,6 +332,7 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
 int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cpu_tri_destroy(void *handle);
+int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
@@ -400,6 +401,7 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_create = hk_cpu_tri_create,
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
+    .factor_sweeps = hk_cpu_factor_sweeps,
     .bmat_diag = hk_cpu_bmat_diag,
     .amg_l1_diag = hk_cpu_amg_l1_diag,
     .mat_build = hk_cpu_mat_build,

@@ -29,7 +29,7 @@ static int ic0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o)
     const int64_t n = F.n;
     if (sweeps > 0) {
         int64_t bad = -1;
-        HK_TRY(hk_ic0_sweeps(&F, sweeps, &Lc, &bad));
+        HK_TRY(hk_ic0_sweeps(pc->be, &F, sweeps, &Lc, &bad));
         HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                      "preconditioner ic0: zero or non-positive pivot at row %lld after %d "
                      "sweeps%s; the matrix is not SPD or IC(0) breaks down - use pc=jacobi, "

@@ -39,7 +39,7 @@ static int ilu0_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *o
     }
     if (sweeps > 0) {
         int64_t bad = -1;
-        HK_TRY(hk_ilu0_sweeps(&F, sweeps, &bad));
+        HK_TRY(hk_ilu0_sweeps(pc->be, &F, sweeps, &bad));
         HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                      "preconditioner ilu0: zero pivot at row %lld after %d sweeps%s; reorder "
                      "the unknowns, use more sweeps, pc.ilu0.sweeps=0 or pc=sai",

@@ -16,9 +16,99 @@
 
 #include "pc_impl.h"
 
+/* ---- the op (CPU reference of factor_sweeps; the CUDA version is cuda/cuda_tri.cu) ----
+ *
+ * Entry e = (i, j) of the pattern (row i sorted, diagonal found by search):
+ *   sum = a_e - sum over entries (i, k) of row i with k < min(i, j), ascending k, of
+ *         v(i, k) * v(partner), partner = (j, k) for ic0 (row j of L), (k, j) for ilu0 (row k
+ *         of U), found by binary search in the partner's row (skipped when absent);
+ *   ic0:  j < i: sum / v(j, j); j == i: sqrt(sum) (sum <= 0 or not finite: the old value is
+ *         kept and the row is bad if it happens in the last sweep);
+ *   ilu0: j < i: sum / v(j, j); j >= i: sum (a zero or non-finite pivot in the last sweep:
+ *         bad row).
+ * v are the previous sweep's values; start: ic0 v = a; ilu0 v(i, j) = a_ij / a_jj below the
+ * diagonal, a_ij on and above it. The same sums in the same order on every backend. */
+
+static int64_t find_col(const int64_t *rowptr, const int32_t *colind, int64_t r, int32_t c)
+{
+    int64_t lo = rowptr[r], hi = rowptr[r + 1];
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (colind[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < rowptr[r + 1] && colind[lo] == c ? lo : -1;
+}
+
+int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad)
+{
+    int ierr = 0;
+    const int64_t n = A->nbrows, nnz = A->nnzb;
+    double *old = NULL;
+    int64_t *diag = NULL;
+    *bad = -1;
+    memset(F, 0, sizeof *F);
+    HK_CHECK(A->br == 1 && A->bc == 1 && A->nbrows == A->nbcols, HK_ERR_ARG,
+             "factor_sweeps: the matrix must be square with 1 x 1 blocks");
+    HK_CALL(hk_bmat_alloc(A->be, 1, 1, n, n, nnz, F));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *old, &old));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *diag, &diag));
+    memcpy(F->rowptr, A->rowptr, (size_t)(n + 1) * sizeof *F->rowptr);
+    memcpy(F->colind, A->colind, (size_t)nnz * sizeof *F->colind);
+    for (int64_t i = 0; i < n; i++) {
+        diag[i] = find_col(A->rowptr, A->colind, i, (int32_t)i);
+        if (diag[i] < 0 || (sym && diag[i] != A->rowptr[i + 1] - 1)) {
+            *bad = i;
+            goto fail;
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t e = A->rowptr[i]; e < A->rowptr[i + 1]; e++)
+            F->val[e] =
+                !sym && A->colind[e] < i ? A->val[e] / A->val[diag[A->colind[e]]] : A->val[e];
+    for (int sw = 0; sw < sweeps; sw++) {
+        memcpy(old, F->val, (size_t)nnz * sizeof *old);
+        int64_t badrow = n;
+#pragma omp parallel for schedule(static) reduction(min : badrow)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t e = A->rowptr[i]; e < A->rowptr[i + 1]; e++) {
+                const int32_t j = A->colind[e];
+                const int32_t m = j < i ? j : (int32_t)i;
+                double sum = A->val[e];
+                for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && A->colind[p] < m; p++) {
+                    const int32_t k = A->colind[p];
+                    const int64_t q = sym ? find_col(A->rowptr, A->colind, j, k)
+                                          : find_col(A->rowptr, A->colind, k, j);
+                    if (q >= 0) sum -= old[p] * old[q];
+                }
+                if (j < i) {
+                    F->val[e] = sum / old[diag[j]];
+                } else if (sym) {
+                    if (sum > 0 && isfinite(sum))
+                        F->val[e] = sqrt(sum);
+                    else if (i < badrow)
+                        badrow = i;
+                } else {
+                    F->val[e] = sum;
+                    if (j == i && !(sum != 0 && isfinite(sum)) && i < badrow) badrow = i;
+                }
+            }
+        if (sw == sweeps - 1 && badrow < n) *bad = badrow;
+    }
+fail:
+    free(old);
+    free(diag);
+    if (ierr || *bad >= 0) hk_bmat_free(F);
+    return ierr;
+}
+
+/* ---- the preconditioners' side: scale on the host, sweep on the backend ---------------- */
+
 /* s_i = 1/sqrt|a_ii| from the scalar CSR A; *bad = first row whose diagonal is 0 or not
  * finite (or missing), else -1. */
-static int unit_scaling(const hk_csr *A, double *s, int64_t *bad)
+static void unit_scaling(const hk_csr *A, double *s, int64_t *bad)
 {
     *bad = -1;
     for (int64_t i = 0; i < A->n; i++) {
@@ -27,170 +117,89 @@ static int unit_scaling(const hk_csr *A, double *s, int64_t *bad)
             if (A->colind[k] == i) d = A->val[k];
         if (!(d != 0 && isfinite(d))) {
             *bad = i;
-            return 0;
+            return;
         }
         s[i] = 1 / sqrt(fabs(d));
     }
-    return 0;
 }
 
-int hk_ic0_sweeps(const hk_csr *A, int sweeps, hk_csr *L, int64_t *bad)
+/* Sweeps of the scaled pattern matrix S (host CSR) on be (its factor_sweeps op, or the CPU
+ * reference on the host when be lacks it); the result back in S's values. */
+static int sweeps_on(const hk_backend_ops *be, hk_csr *S, int sym, int sweeps, int64_t *bad)
+{
+    int ierr = 0;
+    hk_bcsr view = {.bs = 1,
+                    .nbrows = S->n,
+                    .nbcols = S->n,
+                    .rowptr = S->rowptr,
+                    .colind = S->colind,
+                    .val = S->val};
+    hk_bmat A = {0}, F = {0};
+    hk_bcsr H = {0};
+    if (!be->factor_sweeps) be = &hk_backend_cpu;
+    HK_CALL(hk_bmat_upload(be, &view, &A));
+    HK_TRY(be->factor_sweeps(&A, sym, sweeps, &F, bad));
+    if (*bad < 0) {
+        HK_TRY(hk_bmat_to_bcsr(&F, &H));
+        memcpy(S->val, H.val, (size_t)S->rowptr[S->n] * sizeof *S->val);
+    }
+fail:
+    hk_bmat_free(&A);
+    hk_bmat_free(&F);
+    hk_bcsr_free(&H);
+    return ierr;
+}
+
+int hk_ic0_sweeps(const hk_backend_ops *be, const hk_csr *A, int sweeps, hk_csr *L, int64_t *bad)
 {
     int ierr = 0;
     const int64_t n = A->n;
-    double *s = NULL, *a = NULL, *old = NULL;
+    double *s = NULL;
     memset(L, 0, sizeof *L);
-    *bad = -1;
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *s, &s));
-    HK_TRY(unit_scaling(A, s, bad));
+    unit_scaling(A, s, bad);
     if (*bad >= 0) goto fail;
     int64_t nnz = 0;
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             nnz += A->colind[k] <= i;
     HK_TRY(hk_csr_alloc(n, n, nnz, L));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *a, &a));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *old, &old));
-    /* lower triangle of S A S (columns sorted: the diagonal is last), the start values */
+    /* lower triangle of S A S (columns sorted: the diagonal is last) */
     int64_t q = 0;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             if (A->colind[k] <= i) {
                 L->colind[q] = A->colind[k];
-                a[q] = A->val[k] * s[i] * s[A->colind[k]];
-                L->val[q] = a[q];
-                q++;
+                L->val[q++] = A->val[k] * s[i] * s[A->colind[k]];
             }
         L->rowptr[i + 1] = q;
-        if (q == L->rowptr[i] || L->colind[q - 1] != i) { /* unit_scaling saw a diagonal */
-            *bad = i;
-            goto fail;
-        }
     }
-    for (int sw = 0; sw < sweeps; sw++) {
-        memcpy(old, L->val, (size_t)nnz * sizeof *old);
-        int64_t badrow = n;
-#pragma omp parallel for schedule(static) reduction(min : badrow)
-        for (int64_t i = 0; i < n; i++) {
-            const int64_t bi = L->rowptr[i], ei = L->rowptr[i + 1];
-            for (int64_t e = bi; e < ei; e++) {
-                const int32_t j = L->colind[e];
-                /* sum_{k<j} l_ik l_jk: merge rows i and j (sorted), columns below j */
-                double sum = a[e];
-                int64_t p = bi, r = L->rowptr[j];
-                const int64_t er = L->rowptr[j + 1] - 1; /* row j without its diagonal */
-                while (p < e && r < er) {
-                    const int32_t cp = L->colind[p], cr = L->colind[r];
-                    if (cp == cr)
-                        sum -= old[p++] * old[r++];
-                    else if (cp < cr)
-                        p++;
-                    else
-                        r++;
-                }
-                if (j < i) {
-                    L->val[e] = sum / old[er];
-                } else if (sum > 0 && isfinite(sum)) {
-                    L->val[e] = sqrt(sum);
-                } else if (i < badrow) {
-                    badrow = i; /* keep the old pivot; an error if it stays in the last sweep */
-                }
-            }
-        }
-        if (sw == sweeps - 1 && badrow < n) {
-            *bad = badrow;
-            goto fail;
-        }
-    }
-    /* L = S^-1 L~ */
-    for (int64_t i = 0; i < n; i++)
+    HK_TRY(sweeps_on(be, L, 1, sweeps, bad));
+    if (*bad >= 0) goto fail;
+    for (int64_t i = 0; i < n; i++) /* L = S^-1 L~ */
         for (int64_t e = L->rowptr[i]; e < L->rowptr[i + 1]; e++)
             L->val[e] /= s[i];
     free(s);
-    free(a);
-    free(old);
     return 0;
 fail:
     free(s);
-    free(a);
-    free(old);
     hk_csr_free(L);
     return ierr;
 }
 
-int hk_ilu0_sweeps(hk_csr *F, int sweeps, int64_t *bad)
+int hk_ilu0_sweeps(const hk_backend_ops *be, hk_csr *F, int sweeps, int64_t *bad)
 {
     int ierr = 0;
-    const int64_t n = F->n, nnz = F->rowptr[n];
-    double *s = NULL, *a = NULL, *old = NULL;
-    int64_t *diag = NULL, *cptr = NULL, *cent = NULL;
-    int32_t *crow = NULL;
-    *bad = -1;
+    const int64_t n = F->n;
+    double *s = NULL;
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *s, &s));
-    HK_TRY(unit_scaling(F, s, bad));
+    unit_scaling(F, s, bad);
     if (*bad >= 0) goto fail;
-    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *diag, &diag));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *a, &a));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *old, &old));
-    /* the pattern by columns (rows ascending): entry positions, for the columns of U */
-    HK_TRY(hk_calloc((size_t)n + 1, sizeof *cptr, &cptr));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *cent, &cent));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *crow, &crow));
-    for (int64_t k = 0; k < nnz; k++)
-        cptr[F->colind[k] + 1]++;
-    for (int64_t j = 0; j < n; j++)
-        cptr[j + 1] += cptr[j];
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {
-            const int64_t c = cptr[F->colind[k]]++;
-            cent[c] = k;
-            crow[c] = (int32_t)i;
-        }
-    for (int64_t j = n; j > 0; j--)
-        cptr[j] = cptr[j - 1];
-    cptr[0] = 0;
-    /* S A S; start: l_ij = a_ij / a_jj, u_ij = a_ij */
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {
-            a[k] = F->val[k] * s[i] * s[F->colind[k]];
-            if (F->colind[k] == i) diag[i] = k;
-        }
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++)
-            F->val[k] = F->colind[k] < i ? a[k] / a[diag[F->colind[k]]] : a[k];
-    for (int sw = 0; sw < sweeps; sw++) {
-        memcpy(old, F->val, (size_t)nnz * sizeof *old);
-        int64_t badrow = n;
-#pragma omp parallel for schedule(static) reduction(min : badrow)
-        for (int64_t i = 0; i < n; i++) {
-            for (int64_t e = F->rowptr[i]; e < F->rowptr[i + 1]; e++) {
-                const int32_t j = F->colind[e];
-                const int32_t m = j < i ? j : (int32_t)i;
-                /* sum_{k<m} l_ik u_kj: row i (columns k < m) against column j (rows k < m) */
-                double sum = a[e];
-                int64_t p = F->rowptr[i], c = cptr[j];
-                while (p < F->rowptr[i + 1] && F->colind[p] < m && c < cptr[j + 1] && crow[c] < m) {
-                    const int32_t kp = F->colind[p], kc = crow[c];
-                    if (kp == kc)
-                        sum -= old[p++] * old[cent[c++]];
-                    else if (kp < kc)
-                        p++;
-                    else
-                        c++;
-                }
-                if (j < i) {
-                    F->val[e] = sum / old[diag[j]];
-                } else {
-                    F->val[e] = sum;
-                    if (j == i && !(sum != 0 && isfinite(sum)) && i < badrow) badrow = i;
-                }
-            }
-        }
-        if (sw == sweeps - 1 && badrow < n) {
-            *bad = badrow;
-            goto fail;
-        }
-    }
+            F->val[k] *= s[i] * s[F->colind[k]];
+    HK_TRY(sweeps_on(be, F, 0, sweeps, bad));
+    if (*bad >= 0) goto fail;
     /* L = S^-1 L~ S (unit diagonal kept), U = S^-1 U~ S^-1 */
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {
@@ -199,11 +208,5 @@ int hk_ilu0_sweeps(hk_csr *F, int sweeps, int64_t *bad)
         }
 fail:
     free(s);
-    free(a);
-    free(old);
-    free(diag);
-    free(cptr);
-    free(cent);
-    free(crow);
     return ierr;
 }

@@ -106,12 +106,16 @@ extern const char *const hk_ordering_names[]; /* natural, rcm, colour */
 int hk_node_ordering(const hk_bcsr *K, int kind, int32_t **perm, int64_t *ncolours);
 int hk_bcsr_permute(const hk_bcsr *K, const int32_t *perm, hk_bcsr *P);
 
-/* Fine-grained iterative IC(0) / ILU(0) by Jacobi-style sweeps (solver/pc/iterfact.c):
- * ic0: L (lower triangle of A's pattern, diagonal last) with L L^T ~ A; ilu0: F (A's pattern)
- * overwritten by L (unit, strictly lower) and U. *bad = the first row with a zero diagonal or
- * a non-positive (ic0) / zero (ilu0) pivot in the last sweep, else -1 (L / F then invalid). */
-int hk_ic0_sweeps(const hk_csr *A, int sweeps, hk_csr *L, int64_t *bad);
-int hk_ilu0_sweeps(hk_csr *F, int sweeps, int64_t *bad);
+/* Fine-grained iterative IC(0) / ILU(0) by Jacobi-style sweeps (solver/pc/iterfact.c),
+ * scaled to unit diagonal on the host, the sweeps by be's factor_sweeps op: ic0: L (lower
+ * triangle of A's pattern, diagonal last) with L L^T ~ A; ilu0: F (A's pattern) overwritten
+ * by L (unit, strictly lower) and U. *bad = the first row with a zero diagonal or a
+ * non-positive (ic0) / zero (ilu0) pivot in the last sweep, else -1 (L / F then invalid). */
+int hk_ic0_sweeps(const hk_backend_ops *be, const hk_csr *A, int sweeps, hk_csr *L,
+                  int64_t *bad);
+int hk_ilu0_sweeps(const hk_backend_ops *be, hk_csr *F, int sweeps, int64_t *bad);
+/* The CPU factor_sweeps op (contract in hk_impl.h). */
+int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
 
 /* State of a preconditioner applied as two triangular solves z = P^T U^-1 L^-1 P r. */
 typedef struct hk_tri_pc {
