@@ -21,11 +21,13 @@ __global__ void k_rigid_modes(int64_t nnodes, int bs, int nns, const double *__r
          i += (int64_t)gridDim.x * blockDim.x) {
         double m[3][6];
         for (int a = 0; a < 3; a++)
-            for (int k = 0; k < 6; k++) m[a][k] = a == k ? 1.0 : 0.0;
+            for (int k = 0; k < 6; k++)
+                m[a][k] = a == k ? 1.0 : 0.0;
         double x[3] = {0, 0, 0};
         const double c[3] = {c0, c1, c2};
         if (xyz)
-            for (int a = 0; a < bs; a++) x[a] = (xyz[i * bs + a] - c[a]) * scale;
+            for (int a = 0; a < bs; a++)
+                x[a] = (xyz[i * bs + a] - c[a]) * scale;
         if (xyz && bs == 2) {
             m[0][2] = -x[1];
             m[1][2] = x[0];
@@ -47,8 +49,8 @@ __global__ void k_rigid_modes(int64_t nnodes, int bs, int nns, const double *__r
 }
 
 extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords,
-                                     const double *center, double scale,
-                                     const hk_vec *decoupled, double *B)
+                                     const double *center, double scale, const hk_vec *decoupled,
+                                     double *B)
 {
     const int64_t n = nnodes * bs;
     HK_CHECK(bs >= 1 && bs <= 6 && (!coords || bs == 2 || bs == 3), HK_ERR_ARG,
@@ -56,8 +58,7 @@ extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coord
              "translations 1 to 6",
              bs, coords ? "" : "out");
     HK_CHECK(!coords || (coords->prec == HK_FP64 && coords->n == n), HK_ERR_ARG,
-             "amg_rigid_modes: coordinates must be an fp64 vector of %lld entries",
-             (long long)n);
+             "amg_rigid_modes: coordinates must be an fp64 vector of %lld entries", (long long)n);
     HK_CHECK(!decoupled || (decoupled->prec == HK_FP64 && decoupled->n == n), HK_ERR_ARG,
              "amg_rigid_modes: the decoupled flags must be an fp64 vector of %lld entries",
              (long long)n);
@@ -78,10 +79,10 @@ extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coord
 // g, g + G, ... of the row, then the G partial sums are added by a fixed shuffle tree.
 // BR = BC = 0: any shape up to 8 x 8 (br, bc at run time); else compiled for BR x BC.
 template <typename T, typename V, int BR_, int BC_>
-__global__ void __launch_bounds__(HK_CU_BLOCK) k_bmat_spmv(int64_t nbrows, int G, int br, int bc,
-                            const int64_t *__restrict__ rowptr,
-                            const int32_t *__restrict__ colind, const V *__restrict__ val,
-                            const T *__restrict__ x, T *__restrict__ y)
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_bmat_spmv(int64_t nbrows, int G, int br, int bc, const int64_t *__restrict__ rowptr,
+                const int32_t *__restrict__ colind, const V *__restrict__ val,
+                const T *__restrict__ x, T *__restrict__ y)
 {
     constexpr int RMAX = BR_ ? BR_ : 8, CMAX = BC_ ? BC_ : 8;
     const int BR = BR_ ? BR_ : br, BC = BC_ ? BC_ : bc;
@@ -89,29 +90,33 @@ __global__ void __launch_bounds__(HK_CU_BLOCK) k_bmat_spmv(int64_t nbrows, int G
     const int64_t i = t / G;
     const int g = (int)(t % G);
     double acc[RMAX];
-    for (int r = 0; r < RMAX; r++) acc[r] = 0;
+    for (int r = 0; r < RMAX; r++)
+        acc[r] = 0;
     if (i < nbrows)
         for (int64_t q = rowptr[i] + g; q < rowptr[i + 1]; q += G) {
             const V *v = val + (size_t)q * BR * BC;
             const int64_t j0 = (int64_t)colind[q] * BC;
             double xc[CMAX];
-            for (int c = 0; c < BC; c++) xc[c] = (double)x[j0 + c];
+            for (int c = 0; c < BC; c++)
+                xc[c] = (double)x[j0 + c];
             for (int r = 0; r < BR; r++) {
                 double s = 0;
-                for (int c = 0; c < BC; c++) s += (double)v[r * BC + c] * xc[c];
+                for (int c = 0; c < BC; c++)
+                    s += (double)v[r * BC + c] * xc[c];
                 acc[r] += s;
             }
         }
     // every lane of the warp takes part (rows past the end carry zeros)
     for (int off = G / 2; off > 0; off /= 2)
-        for (int r = 0; r < RMAX; r++) acc[r] += __shfl_down_sync(0xffffffffu, acc[r], off, G);
+        for (int r = 0; r < RMAX; r++)
+            acc[r] += __shfl_down_sync(0xffffffffu, acc[r], off, G);
     if (i < nbrows && g == 0)
-        for (int r = 0; r < BR; r++) y[i * BR + r] = (T)acc[r];
+        for (int r = 0; r < BR; r++)
+            y[i * BR + r] = (T)acc[r];
 }
 
 template <typename T, int BR, int BC>
-static int bmat_spmv_launch(const hk_bmat *A, const float *val32, int G, const hk_vec *x,
-                            hk_vec *y)
+static int bmat_spmv_launch(const hk_bmat *A, const float *val32, int G, const hk_vec *x, hk_vec *y)
 {
     const int64_t threads = A->nbrows * G;
     const int64_t blocks = (threads + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
@@ -130,8 +135,7 @@ static int bmat_spmv_launch(const hk_bmat *A, const float *val32, int G, const h
 }
 
 template <typename T>
-static int bmat_spmv_shape(const hk_bmat *A, const float *val32, int G, const hk_vec *x,
-                           hk_vec *y)
+static int bmat_spmv_shape(const hk_bmat *A, const float *val32, int G, const hk_vec *x, hk_vec *y)
 {
     // the shapes of elasticity AMG transfers (b x nns, nns x b) compiled; others at run time
 #define HK_SPMV_SHAPE(R, C)                                                                        \
@@ -147,8 +151,7 @@ static int bmat_spmv_shape(const hk_bmat *A, const float *val32, int G, const hk
     return bmat_spmv_launch<T, 0, 0>(A, val32, G, x, y);
 }
 
-extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x,
-                               hk_vec *y)
+extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y)
 {
     const int br = A->br, bc = A->bc;
     HK_CHECK(br >= 1 && br <= 8 && bc >= 1 && bc <= 8, HK_ERR_ARG,
@@ -161,7 +164,8 @@ extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_ve
     // lanes per row: the power of two at most the mean number of blocks per row (1..32)
     const double mean = (double)A->nnzb / (double)A->nbrows;
     int G = 1;
-    while (G < 32 && 2.0 * G <= mean) G *= 2;
+    while (G < 32 && 2.0 * G <= mean)
+        G *= 2;
     return x->prec == HK_FP64 ? bmat_spmv_shape<double>(A, val32, G, x, y)
                               : bmat_spmv_shape<float>(A, val32, G, x, y);
 }
@@ -180,7 +184,8 @@ __global__ void k_chol_diag(double *a, int64_t n, int64_t k0, unsigned long long
     const int i = threadIdx.x;
     const int nb = (int)min((int64_t)CT, n - k0);
     if (i < nb)
-        for (int c = 0; c <= i; c++) s[i][c] = a[(k0 + c) * n + k0 + i];
+        for (int c = 0; c <= i; c++)
+            s[i][c] = a[(k0 + c) * n + k0 + i];
     __syncthreads();
     for (int j = 0; j < nb; j++) {
         if (i == j) {
@@ -195,11 +200,13 @@ __global__ void k_chol_diag(double *a, int64_t n, int64_t k0, unsigned long long
         if (i > j && i < nb) s[i][j] /= s[j][j];
         __syncthreads();
         if (i > j && i < nb) // row i of the trailing triangle; column j is final now
-            for (int c = j + 1; c <= i; c++) s[i][c] -= s[i][j] * s[c][j];
+            for (int c = j + 1; c <= i; c++)
+                s[i][c] -= s[i][j] * s[c][j];
         __syncthreads();
     }
     if (i < nb)
-        for (int c = 0; c <= i; c++) a[(k0 + c) * n + k0 + i] = s[i][c];
+        for (int c = 0; c <= i; c++)
+            a[(k0 + c) * n + k0 + i] = s[i][c];
 }
 
 // L21 = A21 L11^-T for the rows below the diagonal tile: one block of 32 threads per row tile,
@@ -217,10 +224,12 @@ __global__ void k_chol_panel(double *a, int64_t n, int64_t k0)
     double x[CT];
     for (int c = 0; c < nb; c++) {
         double v = a[(k0 + c) * n + r];
-        for (int m = 0; m < c; m++) v -= x[m] * L[c][m];
+        for (int m = 0; m < c; m++)
+            v -= x[m] * L[c][m];
         x[c] = v / L[c][c];
     }
-    for (int c = 0; c < nb; c++) a[(k0 + c) * n + r] = x[c];
+    for (int c = 0; c < nb; c++)
+        a[(k0 + c) * n + r] = x[c];
 }
 
 // A22 -= L21 L21^T on the lower tiles of the trailing matrix: block (ti, tj), tj <= ti, of
@@ -229,7 +238,8 @@ __global__ void __launch_bounds__(CT *CT) k_chol_update(double *a, int64_t n, in
 {
     __shared__ double Li[CT][CT + 1], Lj[CT][CT + 1];
     int ti = 0, rest = (int)blockIdx.x;
-    while (rest > ti) rest -= ++ti; // blockIdx.x = ti (ti + 1) / 2 + tj
+    while (rest > ti)
+        rest -= ++ti; // blockIdx.x = ti (ti + 1) / 2 + tj
     const int tj = rest;
     const int nb = (int)min((int64_t)CT, n - k0);
     const int64_t k1 = k0 + nb;
@@ -242,7 +252,8 @@ __global__ void __launch_bounds__(CT *CT) k_chol_update(double *a, int64_t n, in
     const int64_t row = ri + x, col = rj + y;
     if (row >= n || col >= n || col > row) return;
     double s = 0;
-    for (int m = 0; m < nb; m++) s += Li[x][m] * Lj[y][m];
+    for (int m = 0; m < nb; m++)
+        s += Li[x][m] * Lj[y][m];
     a[col * n + row] -= s;
 }
 
@@ -267,18 +278,20 @@ __global__ void __launch_bounds__(CT *CT) k_chol_solve(const double *a, int64_t 
             Lt[x][y] = (row < n) ? a[(kr + y) * n + row] : 0.0;
             Xt[x][y] = (kr + x < n && col < n) ? b[col * n + kr + x] : 0.0;
             __syncthreads();
-            for (int m = 0; m < CT; m++) s -= Lt[x][m] * Xt[m][y];
+            for (int m = 0; m < CT; m++)
+                s -= Lt[x][m] * Xt[m][y];
         }
         __syncthreads();
-        Lt[x][y] = (row < n && (int64_t)rt * CT + y < n) ? a[((int64_t)rt * CT + y) * n + row]
-                                                          : 0.0;
+        Lt[x][y] =
+            (row < n && (int64_t)rt * CT + y < n) ? a[((int64_t)rt * CT + y) * n + row] : 0.0;
         acc[x][y] = s;
         __syncthreads();
         if (x == 0 && col < n) { // thread (0, y) solves column y of the diagonal tile
             const int nb = (int)min((int64_t)CT, n - (int64_t)rt * CT);
             for (int i = 0; i < nb; i++) {
                 double v = acc[i][y];
-                for (int m = 0; m < i; m++) v -= Lt[i][m] * acc[m][y];
+                for (int m = 0; m < i; m++)
+                    v -= Lt[i][m] * acc[m][y];
                 acc[i][y] = v / Lt[i][i];
             }
         }
@@ -300,19 +313,21 @@ __global__ void __launch_bounds__(CT *CT) k_chol_solve(const double *a, int64_t 
                            : 0.0;
             Xt[x][y] = (kr + x < n && col < n) ? b[col * n + kr + x] : 0.0;
             __syncthreads();
-            for (int m = 0; m < CT; m++) s -= Lt[x][m] * Xt[m][y];
+            for (int m = 0; m < CT; m++)
+                s -= Lt[x][m] * Xt[m][y];
         }
         __syncthreads();
         // Lt[x][y] = L(rt row x, rt col y)
-        Lt[x][y] = (row < n && (int64_t)rt * CT + y < n) ? a[((int64_t)rt * CT + y) * n + row]
-                                                          : 0.0;
+        Lt[x][y] =
+            (row < n && (int64_t)rt * CT + y < n) ? a[((int64_t)rt * CT + y) * n + row] : 0.0;
         acc[x][y] = s;
         __syncthreads();
         if (x == 0 && col < n) {
             const int nb = (int)min((int64_t)CT, n - (int64_t)rt * CT);
             for (int i = nb - 1; i >= 0; i--) {
                 double v = acc[i][y];
-                for (int m = i + 1; m < nb; m++) v -= Lt[m][i] * acc[m][y];
+                for (int m = i + 1; m < nb; m++)
+                    v -= Lt[m][i] * acc[m][y];
                 acc[i][y] = v / Lt[i][i];
             }
         }
@@ -335,7 +350,7 @@ int hk_cu_chol_inverse(double *a, int64_t n, double *b, unsigned long long *firs
         if (below == 0) break;
         k_chol_panel<<<below, CT, 0, hk_cu.stream>>>(a, n, k0);
         HK_CU_LAUNCHED();
-        k_chol_update<<<below * (below + 1) / 2, dim3(CT, CT), 0, hk_cu.stream>>>(a, n, k0);
+        k_chol_update<<<below *(below + 1) / 2, dim3(CT, CT), 0, hk_cu.stream>>>(a, n, k0);
         HK_CU_LAUNCHED();
     }
     k_chol_solve<<<T, dim3(CT, CT), 0, hk_cu.stream>>>(a, n, b);

@@ -426,7 +426,7 @@ fail:
     return ierr;
 }
 
-// ---- dense inverse (cuSOLVER) and gemv ------------------------------------------------------
+// ---- dense inverse (tiled Cholesky kernels up to HK_CU_CHOL_MAX rows, cuSOLVER above) and gemv
 
 static cusolverDnHandle_t sp_solver;
 
@@ -545,18 +545,18 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
                                   hk_cu.stream));
         HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     } else {
-    SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
-                                              (int)n, &lwork));
-    HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
-    SP_SOLVER_TRY(cusolverDnDpotrf(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, work,
-                                   lwork, info));
-    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
-    sp_nonfinite<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, n, dfirst);
-    HK_CU_TRY(cudaGetLastError());
-    HK_CU_TRY(cudaMemcpyAsync(&hinfo, info, sizeof hinfo, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    if (hinfo > 0 && (unsigned long long)(hinfo - 1) < first) first = (unsigned long long)(hinfo - 1);
+        SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
+                                                  (int)n, &lwork));
+        HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
+        SP_SOLVER_TRY(cusolverDnDpotrf(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, work,
+                                       lwork, info));
+        HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+        sp_nonfinite<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, n, dfirst);
+        HK_CU_TRY(cudaGetLastError());
+        HK_CU_TRY(cudaMemcpyAsync(&hinfo, info, sizeof hinfo, cudaMemcpyDeviceToHost, hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        if (hinfo > 0 && (unsigned long long)(hinfo - 1) < first) first = (unsigned long long)(hinfo - 1);
     }
     if (first != ~0ull) { // not positive definite: Minv = 0
         *bad = (int64_t)first;

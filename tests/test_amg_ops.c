@@ -44,12 +44,14 @@ static void rand_bmat(int64_t nbr, int64_t nbc, int br, int bc, int per_row, int
             const int k = (int)(per_row < nbc ? per_row : nbc);
             const int64_t stride = nbc / k;
             const int64_t off = (int64_t)((urand(&s) + 1) / 2 * (double)stride) % stride;
-            for (int t = 0; t < k; t++) A->colind[q++] = (int32_t)(off + t * stride);
+            for (int t = 0; t < k; t++)
+                A->colind[q++] = (int32_t)(off + t * stride);
         }
         A->rowptr[i + 1] = q;
     }
     A->nnzb = q;
-    for (int64_t k = 0; k < q * br * bc; k++) A->val[k] = urand(&s);
+    for (int64_t k = 0; k < q * br * bc; k++)
+        A->val[k] = urand(&s);
 }
 
 /* ---- rigid-body modes -------------------------------------------------------------------- */
@@ -61,7 +63,8 @@ static void check_modes(int bs, int with_coords)
     const int nns = with_coords ? (bs == 3 ? 6 : 3) : bs;
     uint32_t s = 5u + (unsigned)bs;
     double *xyz = malloc((size_t)n * sizeof *xyz), *dec = calloc((size_t)n, sizeof *dec);
-    for (int64_t i = 0; i < n; i++) xyz[i] = 3 * urand(&s) + 1;
+    for (int64_t i = 0; i < n; i++)
+        xyz[i] = 3 * urand(&s) + 1;
     dec[4] = dec[n - 1] = 1;
     const double c[3] = {0.5, -0.25, 2.0}, scale = 0.3;
     hk_vec *X = NULL, *D = NULL;
@@ -74,7 +77,8 @@ static void check_modes(int bs, int with_coords)
     long wrong = 0;
     for (int64_t i = 0; i < nb; i++) {
         double x[3] = {0, 0, 0};
-        for (int a = 0; a < bs && with_coords; a++) x[a] = (xyz[i * bs + a] - c[a]) * scale;
+        for (int a = 0; a < bs && with_coords; a++)
+            x[a] = (xyz[i * bs + a] - c[a]) * scale;
         for (int k = 0; k < nns; k++) {
             double u[3] = {0, 0, 0}; /* mode k at this node, dofs 0..2 */
             if (k < bs && k < 3) u[k] = 1;
@@ -115,8 +119,11 @@ static void test_rigid_modes(void)
 static const struct {
     int br, bc, per_row, empty;
     int64_t nbr, nbc;
-} spmv_cases[] = {{3, 6, 9, 1, 300, 80},  {6, 3, 120, 1, 40, 900}, {2, 5, 4, 0, 100, 60},
-                  {1, 1, 3, 1, 500, 500}, {6, 6, 27, 0, 200, 200}};
+} spmv_cases[] = {{3, 6, 9, 1, 300, 80},
+                  {6, 3, 120, 1, 40, 900},
+                  {2, 5, 4, 0, 100, 60},
+                  {1, 1, 3, 1, 500, 500},
+                  {6, 6, 27, 0, 200, 200}};
 
 static void test_bmat_spmv(void)
 {
@@ -131,8 +138,10 @@ static void test_bmat_spmv(void)
         double *ref = calloc((size_t)m, sizeof *ref), *ref32 = calloc((size_t)m, sizeof *ref);
         const int64_t nv = A.nnzb * A.br * A.bc;
         float *v32 = malloc((size_t)(nv ? nv : 1) * sizeof *v32);
-        for (int64_t k = 0; k < nv; k++) v32[k] = (float)A.val[k];
-        for (int64_t j = 0; j < n; j++) x[j] = urand(&s);
+        for (int64_t k = 0; k < nv; k++)
+            v32[k] = (float)A.val[k];
+        for (int64_t j = 0; j < n; j++)
+            x[j] = urand(&s);
         for (int64_t bi = 0; bi < A.nbrows; bi++) /* the dense product, entry by entry */
             for (int64_t q = A.rowptr[bi]; q < A.rowptr[bi + 1]; q++)
                 for (int r = 0; r < A.br; r++)
@@ -194,8 +203,10 @@ static void test_cuda_rigid_modes(void)
         const int nns = coords ? (bs == 3 ? 6 : 3) : bs;
         uint32_t s = 17u;
         double *xyz = malloc((size_t)n * sizeof *xyz), *dec = calloc((size_t)n, sizeof *dec);
-        for (int64_t i = 0; i < n; i++) xyz[i] = urand(&s);
-        for (int64_t i = 0; i < n; i += 101) dec[i] = 1;
+        for (int64_t i = 0; i < n; i++)
+            xyz[i] = urand(&s);
+        for (int64_t i = 0; i < n; i += 101)
+            dec[i] = 1;
         const double c[3] = {0.1, 0.2, 0.3};
         double *B[2];
         for (int b = 0; b < 2; b++) {
@@ -233,7 +244,8 @@ static void test_cuda_bmat_spmv(void)
         uint32_t s = 5u;
         double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)m * sizeof *y);
         double *dy = malloc((size_t)m * sizeof *dy);
-        for (int64_t j = 0; j < n; j++) x[j] = urand(&s);
+        for (int64_t j = 0; j < n; j++)
+            x[j] = urand(&s);
         /* fp32 copies of the values on both backends */
         const int64_t nv = A.nnzb * A.br * A.bc;
         hk_vec *V32, *dV32;
@@ -271,7 +283,8 @@ static void test_cuda_bmat_spmv(void)
                 gpu->sync();
                 const double tb = (hk_time() - t0) / reps;
                 t0 = hk_time();
-                for (int r = 0; r < reps; r++) HK_ASSERT_OK(hk_mat_spmv(M, dX, dY));
+                for (int r = 0; r < reps; r++)
+                    HK_ASSERT_OK(hk_mat_spmv(M, dX, dY));
                 gpu->sync();
                 const double tc = (hk_time() - t0) / reps;
                 printf("\n    P-like 3x6, %lld rows, %lld blocks, %s: bmat_spmv %.3f ms (%s "
@@ -294,7 +307,8 @@ static void rand_spd(int64_t nb, int bs, unsigned seed, hk_bmat *A)
 {
     int64_t nnzb = 0;
     for (int64_t bi = 0; bi < nb; bi++)
-        for (int64_t bj = bi - 2; bj <= bi + 2; bj++) nnzb += bj >= 0 && bj < nb;
+        for (int64_t bj = bi - 2; bj <= bi + 2; bj++)
+            nnzb += bj >= 0 && bj < nb;
     CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(backend("cpu"), bs, bs, nb, nb, nnzb, A), 0);
     int64_t q = 0;
     A->rowptr[0] = 0;

@@ -61,8 +61,7 @@ int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const d
              "translations 1 to 6",
              bs, coords ? "" : "out");
     HK_CHECK(!coords || (coords->prec == HK_FP64 && coords->n == n), HK_ERR_ARG,
-             "amg_rigid_modes: coordinates must be an fp64 vector of %lld entries",
-             (long long)n);
+             "amg_rigid_modes: coordinates must be an fp64 vector of %lld entries", (long long)n);
     HK_CHECK(!decoupled || (decoupled->prec == HK_FP64 && decoupled->n == n), HK_ERR_ARG,
              "amg_rigid_modes: the decoupled flags must be an fp64 vector of %lld entries",
              (long long)n);

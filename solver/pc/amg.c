@@ -44,13 +44,13 @@ typedef struct amg_level {
     int bs;
     hk_mat *A; /* level operator in pc->prec */
     int A_owned;
-    hk_mat *P, *R; /* to and from level l+1 (scalar formats; NULL on the coarsest) */
+    hk_mat *P, *R;  /* to and from level l+1 (scalar formats; NULL on the coarsest) */
     hk_bmat Pb, Rb; /* the same as block CSR where the backend has bmat_spmv; for fp32 */
     float *Pv, *Rv; /* their values in fp32 (Pb.val, Rb.val then freed) */
-    hk_vec *Dinv;  /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
-    hk_vec *l1;    /* l1-Jacobi scaling (n): l1-jacobi */
-    double rho;    /* upper bound of the spectrum of D^-1 A (safety included) */
-    hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
+    hk_vec *Dinv;   /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
+    hk_vec *l1;     /* l1-Jacobi scaling (n): l1-jacobi */
+    double rho;     /* upper bound of the spectrum of D^-1 A (safety included) */
+    hk_vec *b, *x;  /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
     hk_vec *w, *e; /* W-cycle: second visit's residual and correction (levels >= 1) */
 } amg_level;
