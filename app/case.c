@@ -610,7 +610,8 @@ static int read_materials(ctx *x, struct fy_node *root)
     static const char *const keys[] = {"name", "type",  "E",     "nu",    "density",
                                        "E1",   "E2",    "E3",    "nu12",  "nu13",
                                        "nu23", "G12",   "G13",   "G23",   "D",
-                                       "alpha", "orientation", "regions", NULL};
+                                       "alpha", "orientation", "integration", "regions",
+                                       NULL};
     static const char *const ortho_keys[] = {"E1",   "E2",  "E3",  "nu12", "nu13",
                                              "nu23", "G12", "G13", "G23"};
     hk_case *c = x->c;
@@ -703,6 +704,24 @@ static int read_materials(ctx *x, struct fy_node *root)
                               "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
                               cm->m.name, c->dim == 3 ? 6 : 3, c->dim == 3 ? 6 : 3);
             HK_CALL(read_stiffness(x, v, cm->m.name, c->dim == 3 ? 6 : 3, cm->m.D));
+        }
+        if ((v = lookup(m, "integration"))) {
+            const char *t = scalar(v);
+            static const char *const names[] = {"auto", "full", "selective"};
+            int k = 0;
+            while (k < 3 && !(t && !strcmp(t, names[k])))
+                k++;
+            if (k == 3)
+                return err_at(x, v,
+                              "integration of material '%s' must be auto, full or selective, got "
+                              "'%s'",
+                              cm->m.name, t ? t : "a collection");
+            if (k && cm->m.kind != HK_MAT_ISOTROPIC)
+                return err_at(x, v,
+                              "integration of material '%s' applies to isotropic materials only "
+                              "(their volumetric part); leave it out",
+                              cm->m.name);
+            cm->m.integration = k; /* HK_INTEGRATION_AUTO, _FULL, _SELECTIVE */
         }
         if ((v = lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
         if ((v = lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));

@@ -166,6 +166,13 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
         }
         L->isotropic = 1;
         hk_material_lame(mt, an, dim, &L->lambda, &L->mu);
+        HK_CHECK(mt->integration >= HK_INTEGRATION_AUTO &&
+                     mt->integration <= HK_INTEGRATION_SELECTIVE,
+                 HK_ERR_ARG, "material '%s' has an unknown integration %d", mn, mt->integration);
+        if (!(dim == 2 && an == HK_PLANE_STRESS)) /* plane stress does not lock */
+            L->selective = mt->integration == HK_INTEGRATION_SELECTIVE ||
+                           (mt->integration == HK_INTEGRATION_AUTO && mt->nu >= HK_SELECTIVE_NU);
+        L->kappa = lam + 2 * mu / 3;
     } else if (mt->kind == HK_MAT_ORTHOTROPIC) {
         const double *o = mt->ortho;
         static const char *nm[9] = {"E1", "E2", "E3", "nu12", "nu13", "nu23", "G12", "G13", "G23"};

@@ -169,7 +169,15 @@ typedef struct hk_material {
     /* thermal expansion per unit temperature along the material axes (isotropic: all three
      * equal) */
     double alpha[3];
+    /* integration of the volumetric part of isotropic materials: HK_INTEGRATION_AUTO
+     * (selective when nu >= HK_SELECTIVE_NU in 3D and plane strain), _FULL or _SELECTIVE */
+    int integration;
 } hk_material;
+
+enum { HK_INTEGRATION_AUTO = 0, HK_INTEGRATION_FULL, HK_INTEGRATION_SELECTIVE };
+/* Poisson's ratio from which HK_INTEGRATION_AUTO integrates the volumetric part reduced (the
+ * full rule locks as nu -> 0.5) */
+#define HK_SELECTIVE_NU 0.49
 
 /* The constitutive law of a material under an analysis, in global axes (hk_material_law):
  * stress = D (strain - dT alpha), nv = 3 in 2D (xx yy xy) or 6 in 3D. The full 3D law
@@ -184,6 +192,10 @@ typedef struct hk_law {
     double D6[6][6], S6[6][6], alpha6[6];
     int isotropic;
     double lambda, mu; /* isotropic: the Lame constants of the analysis */
+    /* selective integration: the volumetric part kappa (tr eps - 3 alpha dT) on the reduced
+     * rule (isotropic in 3D and plane strain only; kappa = lambda + 2 mu / 3) */
+    int selective;
+    double kappa;
 } hk_law;
 
 /* Check a material (kind, positive-definite stiffness, axes) and build its law for the
