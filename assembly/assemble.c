@@ -415,8 +415,8 @@ static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], do
 
 /* Adds the thermal load int B^T sig0 dT to fe; dT = dT_region + the nodal field Tn
  * (element-node values, NULL: none) interpolated. */
-static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
-                        double fac, double dT_region, const double *Tn, double *fe)
+static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L, double fac,
+                        double dT_region, const double *Tn, double *fe)
 {
     const int n = r->nnodes;
     for (int q = 0; q < r->nqp; q++) {
@@ -528,13 +528,11 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
             for (int i = 0; i < 3; i++)
                 b[i] = p->body_force[i] + mt->rho * p->gravity[i];
             const int sel = L->selective && r->type != HK_EL_TRI3 && r->type != HK_EL_TET4;
-            int badjac =
-                L->isotropic
-                    ? element_kernel(r, d, (const double(*)[3])x,
-                                     sel ? L->lambda - L->kappa : L->lambda, L->mu, fac, b, Ke,
-                                     f ? fe : NULL)
-                    : element_kernel_general(r, d, (const double(*)[3])x, L, fac, b, Ke,
-                                             f ? fe : NULL);
+            int badjac = L->isotropic ? element_kernel(r, d, (const double(*)[3])x,
+                                                       sel ? L->lambda - L->kappa : L->lambda,
+                                                       L->mu, fac, b, Ke, f ? fe : NULL)
+                                      : element_kernel_general(r, d, (const double(*)[3])x, L, fac,
+                                                               b, Ke, f ? fe : NULL);
             if (!badjac && sel)
                 badjac = volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, fac, Ke);
             if (!badjac && f && (dTr[rg] != 0 || node_dT)) {

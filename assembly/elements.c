@@ -424,15 +424,29 @@ int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
     hk_elref r;
     memset(&r, 0, sizeof r);
     switch (t) {
-    case HK_EL_QUAD4: rule_gauss(&r, 2, 1); break;
+    case HK_EL_QUAD4:
+        rule_gauss(&r, 2, 1);
+        break;
     case HK_EL_QUAD8:
-    case HK_EL_QUAD9: rule_gauss(&r, 2, 2); break;
+    case HK_EL_QUAD9:
+        rule_gauss(&r, 2, 2);
+        break;
     case HK_EL_HEX20:
-    case HK_EL_HEX27: rule_gauss(&r, 3, 2); break;
-    case HK_EL_HEX8: rule_gauss(&r, 3, 1); break;
-    case HK_EL_TRI6: set_qp(&r, 0, 1.0 / 3, 1.0 / 3, 0, 0.5), r.nqp = 1; break;
-    case HK_EL_TET10: set_qp(&r, 0, 0.25, 0.25, 0.25, 1.0 / 6), r.nqp = 1; break;
-    default: *nq = 0; return 0; /* tri3, tet4: one point already */
+    case HK_EL_HEX27:
+        rule_gauss(&r, 3, 2);
+        break;
+    case HK_EL_HEX8:
+        rule_gauss(&r, 3, 1);
+        break;
+    case HK_EL_TRI6:
+        set_qp(&r, 0, 1.0 / 3, 1.0 / 3, 0, 0.5), r.nqp = 1;
+        break;
+    case HK_EL_TET10:
+        set_qp(&r, 0, 0.25, 0.25, 0.25, 1.0 / 6), r.nqp = 1;
+        break;
+    default:
+        *nq = 0;
+        return 0; /* tri3, tet4: one point already */
     }
     *nq = r.nqp;
     memcpy(qp, r.qp, sizeof(double[3]) * (size_t)r.nqp);

@@ -16,8 +16,8 @@
  * plane in 2D) and the stress under the law at temperature change dT, net of the thermal
  * strain: sig = D (strain - dT alpha). Plane stress fills the out-of-plane strain that keeps
  * sig_zz = 0, plane strain the out-of-plane stress that keeps eps_zz = 0. */
-static void constitutive(const hk_law *L, hk_analysis an, int dim, const double G[3][3],
-                         double dT, double eps[6], double sig[6])
+static void constitutive(const hk_law *L, hk_analysis an, int dim, const double G[3][3], double dT,
+                         double eps[6], double sig[6])
 {
     static const int plane[3] = {0, 1, 3};
     eps[0] = G[0][0], eps[1] = G[1][1], eps[2] = G[2][2];

@@ -91,7 +91,8 @@ static void test_law_errors(void)
     hk_material m = carbon;
     m.ortho[3] = 4; /* nu12^2 > E1/E2 = 14 */
     CU_ASSERT_EQUAL(hk_material_law(&m, HK_SOLID, 3, &L), HK_ERR_MODEL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "material 'carbon' is not positive definite"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(hk_error_message(), "material 'carbon' is not positive definite"));
     hk_material a = {.name = "bad", .kind = HK_MAT_ANISOTROPIC};
     for (int i = 0; i < 6; i++)
         a.D[i][i] = 1e9;
@@ -290,8 +291,10 @@ static void test_clamped_bar(void)
     CU_ASSERT(stress_error(&r, ref) < 1e-7 * E * a * dT);
     double slope[3] = {0, (1 + nu) * a * dT, (1 + nu) * a * dT};
     CU_ASSERT(uniform_strain_error(&r, slope) < 1e-8 * a * dT);
-    CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[0][0], E * a * dT * 0.01, 1e-6 * E * a * dT * 0.01);
-    CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[1][0], -E * a * dT * 0.01, 1e-6 * E * a * dT * 0.01);
+    CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[0][0], E * a * dT * 0.01,
+                           1e-6 * E * a * dT * 0.01);
+    CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[1][0], -E * a * dT * 0.01,
+                           1e-6 * E * a * dT * 0.01);
     hk_run_free(&r);
     hk_case_free(&c);
     for (int ps = 0; ps < 2; ps++) {
@@ -323,7 +326,8 @@ static void test_selective_patch(void)
         if (twod)
             snprintf(el, sizeof el,
                      "geometry.generate={shape: rectangle, size: [1, 0.1], cells: [10, 2], "
-                     "element: %s}", el2[k - 5]);
+                     "element: %s}",
+                     el2[k - 5]);
         else
             snprintf(el, sizeof el, "geometry.generate.element=%s", el3[k]);
         snprintf(mat, sizeof mat, "materials=[{name: s, E: %g, nu: %g, alpha: %g}]", E, nu, a);
@@ -412,7 +416,7 @@ static void test_force_consistent(void)
             /* position on the face: corners, mid-sides, centre */
             int ny = fabs(x[1]) < 1e-12 || fabs(x[1] - 3) < 1e-12;
             int nz = d == 2 || fabs(x[2]) < 1e-12 || fabs(x[2] - lz) < 1e-12;
-            double share = d == 2 ? (ny ? cs[k].corner : cs[k].mid)
+            double share = d == 2       ? (ny ? cs[k].corner : cs[k].mid)
                            : (ny && nz) ? cs[k].corner
                            : (ny || nz) ? cs[k].mid
                                         : cs[k].center;
@@ -449,11 +453,10 @@ static double lame_bore_error(const hk_run *r, double nu)
 static void test_lame_incompressible(void)
 {
     const double nu = 0.4999;
-    static const char *const variants[][2] = {
-        {"materials.0.integration=auto", "geometry.order=1"},
-        {"materials.0.integration=full", "geometry.order=1"},
-        {"materials.0.integration=auto", "geometry.order=2"},
-        {"materials.0.integration=full", "geometry.order=2"}};
+    static const char *const variants[][2] = {{"materials.0.integration=auto", "geometry.order=1"},
+                                              {"materials.0.integration=full", "geometry.order=1"},
+                                              {"materials.0.integration=auto", "geometry.order=2"},
+                                              {"materials.0.integration=full", "geometry.order=2"}};
     for (int k = 0; k < 4; k++) {
         const char *sets[] = {variants[k][0], variants[k][1], "solver.pc=amg"};
         hk_case c;
@@ -510,8 +513,7 @@ static void test_case_errors(void)
         {"  - {name: ply, type: orthotropic, E1: 140e9, E2: -10e9, E3: 10e9, nu12: 0.3, nu13: "
          "0.25, nu23: 0.4, G12: 5e9, G13: 5e9, G23: 3.6e9}\n",
          "m.yaml:6:51: E2 = -1e+10 of material 'ply' must be positive"},
-        {"  - {name: ply, type: orthotropic, E1: 140e9}\n",
-         "m.yaml:6:6: material 'ply' needs E2"},
+        {"  - {name: ply, type: orthotropic, E1: 140e9}\n", "m.yaml:6:6: material 'ply' needs E2"},
         {"  - {name: ply, type: anisotropic, D: [[1, 2], [2, 1]]}\n",
          "m.yaml:6:41: D of material 'ply' must be a list of 3 rows of 3 numbers"},
         {"  - {name: ply, type: anisotropic, D: [[1, 2, 0], [2, 1, 0], [0, 0, 1]]}\n",
@@ -538,7 +540,8 @@ static void test_case_errors(void)
         hk_case c;
         CU_ASSERT_EQUAL(hk_case_load(write_case("m.yaml", text), 0, NULL, &c), HK_ERR_CASE);
         int ok = strstr(hk_error_message(), bad[i].expect) != NULL;
-        if (!ok) fprintf(stderr, "\n    got: %s\n    want: %s\n", hk_error_message(), bad[i].expect);
+        if (!ok)
+            fprintf(stderr, "\n    got: %s\n    want: %s\n", hk_error_message(), bad[i].expect);
         CU_ASSERT(ok);
     }
     /* a temperature on a region the mesh lacks: at its line when bound */

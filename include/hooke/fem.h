@@ -186,8 +186,8 @@ enum { HK_INTEGRATION_AUTO = 0, HK_INTEGRATION_FULL, HK_INTEGRATION_SELECTIVE };
 typedef struct hk_law {
     int nv;
     double D[6][6];
-    double alpha[6];  /* thermal strain per unit temperature change (engineering shears) */
-    double sig0[6];   /* D alpha: the stress per unit temperature change of a held body */
+    double alpha[6]; /* thermal strain per unit temperature change (engineering shears) */
+    double sig0[6];  /* D alpha: the stress per unit temperature change of a held body */
     int has3d;
     double D6[6][6], S6[6][6], alpha6[6];
     int isotropic;
@@ -217,8 +217,8 @@ typedef enum {
  * group (points, curves in 3D) it is shared equally by the nodes, like HK_LOAD_FORCE_SPLIT. */
 typedef struct hk_load {
     hk_load_kind kind;
-    int boundary;     /* index into mesh->boundaries (temperature: into mesh->regions) */
-    double value[3];  /* vector (traction, force) or value[0] = pressure, temperature change */
+    int boundary;    /* index into mesh->boundaries (temperature: into mesh->regions) */
+    double value[3]; /* vector (traction, force) or value[0] = pressure, temperature change */
 } hk_load;
 
 typedef struct hk_support {
