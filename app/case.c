@@ -573,8 +573,10 @@ static int read_orientation(ctx *x, struct fy_node *v, hk_material *mt)
         e2[i] -= dot * e1[i], m2 += e2[i] * e2[i];
     m2 = sqrt(m2);
     if (!(m2 > 1e-8 * n2))
-        return err_at(x, a2, "axis2 of material '%s' is parallel to axis1; give a second "
-                      "direction across it", mt->name);
+        return err_at(x, a2,
+                      "axis2 of material '%s' is parallel to axis1; give a second "
+                      "direction across it",
+                      mt->name);
     for (int i = 0; i < 3; i++)
         mt->axes[0][i] = e1[i], mt->axes[1][i] = e2[i] / m2;
     mt->axes[2][0] = mt->axes[0][1] * mt->axes[1][2] - mt->axes[0][2] * mt->axes[1][1];
@@ -607,10 +609,10 @@ static int read_alpha(ctx *x, struct fy_node *v, hk_material *mt)
 
 static int read_materials(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"name", "type",  "E",     "nu",    "density",
-                                       "E1",   "E2",    "E3",    "nu12",  "nu13",
-                                       "nu23", "G12",   "G13",   "G23",   "D",
-                                       "alpha", "orientation", "regions", NULL};
+    static const char *const keys[] = {"name",  "type",        "E",           "nu",      "density",
+                                       "E1",    "E2",          "E3",          "nu12",    "nu13",
+                                       "nu23",  "G12",         "G13",         "G23",     "D",
+                                       "alpha", "orientation", "integration", "regions", NULL};
     static const char *const ortho_keys[] = {"E1",   "E2",  "E3",  "nu12", "nu13",
                                              "nu23", "G12", "G13", "G23"};
     hk_case *c = x->c;
@@ -663,9 +665,8 @@ static int read_materials(ctx *x, struct fy_node *root)
                         (aniso && cm->m.kind != HK_MAT_ANISOTROPIC);
             static const char *const kn[] = {"isotropic", "orthotropic", "anisotropic"};
             if (wrong && (v = lookup(m, kk)))
-                return err_at(x, key_of(m, kk),
-                              "material '%s' is %s, so '%s' does not apply; %s", cm->m.name,
-                              kn[cm->m.kind], kk,
+                return err_at(x, key_of(m, kk), "material '%s' is %s, so '%s' does not apply; %s",
+                              cm->m.name, kn[cm->m.kind], kk,
                               cm->m.kind == HK_MAT_ISOTROPIC
                                   ? "give type: orthotropic (E1 .. G23) or type: anisotropic (D)"
                               : cm->m.kind == HK_MAT_ORTHOTROPIC
@@ -693,16 +694,33 @@ static int read_materials(ctx *x, struct fy_node *root)
         } else if (cm->m.kind == HK_MAT_ORTHOTROPIC) {
             for (int k = 0; k < 9; k++)
                 HK_CALL(material_number(x, m, ortho_keys[k], cm->m.name,
-                                        k < 3    ? "Young's modulus along a material axis"
-                                        : k < 6  ? "Poisson's ratio of two material axes"
-                                                 : "shear modulus of two material axes",
+                                        k < 3   ? "Young's modulus along a material axis"
+                                        : k < 6 ? "Poisson's ratio of two material axes"
+                                                : "shear modulus of two material axes",
                                         k < 3 || k >= 6, &cm->m.ortho[k]));
         } else {
             if (!(v = lookup(m, "D")))
-                return err_at(x, m,
-                              "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
+                return err_at(x, m, "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
                               cm->m.name, c->dim == 3 ? 6 : 3, c->dim == 3 ? 6 : 3);
             HK_CALL(read_stiffness(x, v, cm->m.name, c->dim == 3 ? 6 : 3, cm->m.D));
+        }
+        if ((v = lookup(m, "integration"))) {
+            const char *t = scalar(v);
+            static const char *const names[] = {"auto", "full", "selective"};
+            int k = 0;
+            while (k < 3 && !(t && !strcmp(t, names[k])))
+                k++;
+            if (k == 3)
+                return err_at(x, v,
+                              "integration of material '%s' must be auto, full or selective, got "
+                              "'%s'",
+                              cm->m.name, t ? t : "a collection");
+            if (k && cm->m.kind != HK_MAT_ISOTROPIC)
+                return err_at(x, v,
+                              "integration of material '%s' applies to isotropic materials only "
+                              "(their volumetric part); leave it out",
+                              cm->m.name);
+            cm->m.integration = k; /* HK_INTEGRATION_AUTO, _FULL, _SELECTIVE */
         }
         if ((v = lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
         if ((v = lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));
@@ -854,7 +872,7 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                           int *nloads, hk_case_load_item **loads, double gravity[3],
                           double body_force[3])
 {
-    static const char *const kinds[] = {"traction",   "pressure",    "force",
+    static const char *const kinds[] = {"traction",    "pressure",    "force",
                                         "force_split", "nodal_force", "gravity",
                                         "body_force",  "temperature", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
@@ -903,8 +921,10 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                 struct fy_node *fn = lookup(v, "file");
                 if (fn) { /* a nodal field: one item, its values come at binding */
                     if (lookup(v, "value") || lookup(v, "regions"))
-                        return err_at(x, v, "%s has a file, so value and regions do not apply; "
-                                      "give either file: T.csv or value: DT (and regions)", what);
+                        return err_at(x, v,
+                                      "%s has a file, so value and regions do not apply; "
+                                      "give either file: T.csv or value: DT (and regions)",
+                                      what);
                     hk_case_load_item *cl = &(*loads)[(*nloads)++];
                     cl->kind = HK_LOAD_TEMPERATURE;
                     cl->loc = node_loc(x, fn);
@@ -912,13 +932,17 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                     continue;
                 }
                 if (!(tv = lookup(v, "value")))
-                    return err_at(x, v, "%s needs value: DT (the temperature change) or file: "
-                                  "T.csv (a nodal field)", what);
+                    return err_at(x, v,
+                                  "%s needs value: DT (the temperature change) or file: "
+                                  "T.csv (a nodal field)",
+                                  what);
                 rs = lookup(v, "regions");
             }
             double dT;
             HK_CALL(parse_double(x, tv, "temperature change", &dT));
-            int nr = !rs ? 0 : fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_item_count(rs) : 1;
+            int nr = !rs                                     ? 0
+                     : fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_item_count(rs)
+                                                             : 1;
             if (rs && nr == 0)
                 return err_at(x, rs, "regions of %s must name at least one region", what);
             for (int r = 0; r < (nr ? nr : 1); r++) {
@@ -927,8 +951,9 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                 cl->value[0] = dT;
                 cl->loc = node_loc(x, tv);
                 if (rs) {
-                    struct fy_node *e =
-                        fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_get_by_index(rs, r) : rs;
+                    struct fy_node *e = fy_node_get_type(rs) == FYNT_SEQUENCE
+                                            ? fy_node_sequence_get_by_index(rs, r)
+                                            : rs;
                     HK_CALL(parse_name(x, e, "region name", cl->boundary, sizeof cl->boundary));
                     cl->loc = node_loc(x, e);
                 }
@@ -1472,8 +1497,10 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
     int ierr = 0;
     FILE *f = fopen(it->file, "r");
     if (!f)
-        return hk_case_error(c, it->loc, "cannot open the temperature file '%s'; check the path "
-                             "(relative to the case file)", it->file);
+        return hk_case_error(c, it->loc,
+                             "cannot open the temperature file '%s'; check the path "
+                             "(relative to the case file)",
+                             it->file);
     csv_row *rows = NULL;
     size_t n = 0, cap = 0;
     char line[1024];
@@ -1497,7 +1524,10 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
                 q++;
             if (!*q) break;
         }
-        if (k == 0 && n == 0 && cols < 0) { cols = 0; continue; } /* a header line */
+        if (k == 0 && n == 0 && cols < 0) {
+            cols = 0;
+            continue;
+        } /* a header line */
         int want = m->dim + 1;
         if (*q || !(k == want || (m->dim == 2 && k == 4))) {
             ierr = hk_case_error(c, it->loc, "%s:%d: a row must hold %s, got '%.60s'", it->file, ln,
@@ -1508,7 +1538,11 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
         if (n == cap) {
             cap = cap ? 2 * cap : 1024;
             csv_row *nr = realloc(rows, cap * sizeof *rows);
-            if (!nr) { ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", it->file); goto done; }
+            if (!nr) {
+                ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'",
+                                    it->file);
+                goto done;
+            }
             rows = nr;
         }
         csv_row *r = &rows[n++];
@@ -1521,8 +1555,10 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
         }
     }
     if (n == 0) {
-        ierr = hk_case_error(c, it->loc, "the temperature file '%s' has no rows; give x, y%s, dT "
-                             "per node", it->file, m->dim == 3 ? ", z" : "");
+        ierr = hk_case_error(c, it->loc,
+                             "the temperature file '%s' has no rows; give x, y%s, dT "
+                             "per node",
+                             it->file, m->dim == 3 ? ", z" : "");
         goto done;
     }
     qsort(rows, n, sizeof *rows, cmp_row_x);
@@ -1545,7 +1581,10 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
         size_t a = 0, b = n; /* first row with x >= p.x - tol */
         while (a < b) {
             size_t mid = (a + b) / 2;
-            if (rows[mid].x[0] < p[0] - tol) a = mid + 1; else b = mid;
+            if (rows[mid].x[0] < p[0] - tol)
+                a = mid + 1;
+            else
+                b = mid;
         }
         int found = 0;
         for (size_t r = a; r < n && rows[r].x[0] <= p[0] + tol && !found; r++)

@@ -379,10 +379,44 @@ static int element_kernel_general(const hk_elref *r, int d, const double (*x)[3]
     return 0;
 }
 
+/* Selective integration: adds the volumetric stiffness kappa int div(N_a) div(N_b) on the
+ * reduced rule to Ke (the full-rule part was formed with lambda - kappa). Returns 1 when
+ * det J <= 0 at a reduced point. */
+static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], double kappa,
+                              double fac, double *Ke)
+{
+    int nq;
+    double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
+    if (!hk_elref_reduced_rule(r->type, &nq, qp, qw)) return 0;
+    const int n = r->nnodes, nd = n * d;
+    for (int q = 0; q < nq; q++) {
+        double dN[HK_EL_MAXN][3], J[3][3] = {{0}}, Ji[3][3], g[HK_EL_MAXN][3];
+        hk_el_shape(r->type, qp[q], NULL, dN);
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++)
+                    J[i][k] += x[a][i] * dN[a][k];
+        double det = invert(d, J, Ji);
+        if (!(det > 0)) return 1;
+        const double w = qw[q] * det * fac * kappa;
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                for (int k = 0; k < d; k++)
+                    s += dN[a][k] * Ji[k][i];
+                g[a][i] = s;
+            }
+        for (int a = 0; a < nd; a++)
+            for (int b = 0; b < nd; b++)
+                Ke[(size_t)a * nd + b] += w * g[a / d][a % d] * g[b / d][b % d];
+    }
+    return 0;
+}
+
 /* Adds the thermal load int B^T sig0 dT to fe; dT = dT_region + the nodal field Tn
  * (element-node values, NULL: none) interpolated. */
-static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
-                        double fac, double dT_region, const double *Tn, double *fe)
+static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L, double fac,
+                        double dT_region, const double *Tn, double *fe)
 {
     const int n = r->nnodes;
     for (int q = 0; q < r->nqp; q++) {
@@ -493,12 +527,14 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
             double b[3];
             for (int i = 0; i < 3; i++)
                 b[i] = p->body_force[i] + mt->rho * p->gravity[i];
-            int badjac =
-                L->isotropic
-                    ? element_kernel(r, d, (const double(*)[3])x, L->lambda, L->mu, fac, b, Ke,
-                                     f ? fe : NULL)
-                    : element_kernel_general(r, d, (const double(*)[3])x, L, fac, b, Ke,
-                                             f ? fe : NULL);
+            const int sel = L->selective && r->type != HK_EL_TRI3 && r->type != HK_EL_TET4;
+            int badjac = L->isotropic ? element_kernel(r, d, (const double(*)[3])x,
+                                                       sel ? L->lambda - L->kappa : L->lambda,
+                                                       L->mu, fac, b, Ke, f ? fe : NULL)
+                                      : element_kernel_general(r, d, (const double(*)[3])x, L, fac,
+                                                               b, Ke, f ? fe : NULL);
+            if (!badjac && sel)
+                badjac = volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, fac, Ke);
             if (!badjac && f && (dTr[rg] != 0 || node_dT)) {
                 double Tn[HK_EL_MAXN];
                 for (int a = 0; a < n && node_dT; a++)

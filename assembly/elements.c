@@ -271,7 +271,8 @@ static void rule_gauss(hk_elref *r, int d, int n)
     static const double w2[2] = {1, 1};
     static const double x3[3] = {-0.77459666924148337704, 0, 0.77459666924148337704};
     static const double w3[3] = {5.0 / 9.0, 8.0 / 9.0, 5.0 / 9.0};
-    const double *x = n == 2 ? x2 : x3, *w = n == 2 ? w2 : w3;
+    static const double x1[1] = {0}, w1[1] = {2};
+    const double *x = n == 1 ? x1 : n == 2 ? x2 : x3, *w = n == 1 ? w1 : n == 2 ? w2 : w3;
     int q = 0;
     int nk = d > 2 ? n : 1, nj = d > 1 ? n : 1;
     for (int k = 0; k < nk; k++)
@@ -416,4 +417,59 @@ void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
     *nq = r.nqp;
     memcpy(qp, r.qp, sizeof(double[3]) * (size_t)r.nqp);
     memcpy(qw, r.qw, sizeof(double) * (size_t)r.nqp);
+}
+
+int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
+{
+    hk_elref r;
+    memset(&r, 0, sizeof r);
+    switch (t) {
+    case HK_EL_QUAD4:
+        rule_gauss(&r, 2, 1);
+        break;
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9:
+        rule_gauss(&r, 2, 2);
+        break;
+    case HK_EL_HEX20:
+    case HK_EL_HEX27:
+        rule_gauss(&r, 3, 2);
+        break;
+    case HK_EL_HEX8:
+        rule_gauss(&r, 3, 1);
+        break;
+    case HK_EL_TRI6:
+        set_qp(&r, 0, 1.0 / 3, 1.0 / 3, 0, 0.5), r.nqp = 1;
+        break;
+    case HK_EL_TET10:
+        set_qp(&r, 0, 0.25, 0.25, 0.25, 1.0 / 6), r.nqp = 1;
+        break;
+    default:
+        *nq = 0;
+        return 0; /* tri3, tet4: one point already */
+    }
+    *nq = r.nqp;
+    memcpy(qp, r.qp, sizeof(double[3]) * (size_t)r.nqp);
+    memcpy(qw, r.qw, sizeof(double) * (size_t)r.nqp);
+    return r.nqp;
+}
+
+double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v)
+{
+    int d = 0;
+    if (t == HK_EL_QUAD8 || t == HK_EL_QUAD9) d = 2;
+    if (t == HK_EL_HEX20 || t == HK_EL_HEX27) d = 3;
+    if (d == 0) return v[0]; /* one point: constant */
+    /* linear Lagrange through -+1/sqrt(3) in each direction, points in rule_gauss's order */
+    const double s3 = 1.7320508075688772935;
+    double s = 0;
+    for (int q = 0; q < (1 << d); q++) {
+        double w = 1;
+        for (int k = 0; k < d; k++) {
+            const int side = (q >> k) & 1; /* 0: -1/sqrt(3), 1: +1/sqrt(3) */
+            w *= 0.5 * (1 + (side ? 1 : -1) * s3 * xi[k]);
+        }
+        s += w * v[q];
+    }
+    return s;
 }

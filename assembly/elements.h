@@ -42,4 +42,12 @@ void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3]);
  * curvature, at negligible cost (facets are few). */
 void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
 
+/* The reduced rule of the volumetric part under selective integration (quad4/hex8 1 point,
+ * quad8/9 2x2, hex20/27 2x2x2, tri6/tet10 1 point; points of the tensor rules ordered with the
+ * first coordinate fastest); returns its point count, 0 for tri3/tet4 (one point already). */
+int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
+/* The field with values v at the reduced points, at reference point xi: constant for one
+ * point, the (bi/tri)linear interpolant through the 2^d Gauss points otherwise. */
+double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v);
+
 #endif

@@ -13,8 +13,8 @@
 
 #include "assembly_impl.h"
 
-static const char *const kind_names[] = {"traction",    "pressure",          "force",
-                                         "nodal force", "equally split force", "temperature"};
+static const char *const kind_names[] = {
+    "traction", "pressure", "force", "nodal force", "equally split force", "temperature"};
 
 int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
 {

@@ -140,11 +140,13 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
             }
         HK_CHECK(err < 1e-9, HK_ERR_MODEL,
                  "the material axes of material '%s' are not orthonormal; give two "
-                 "non-parallel directions", mn);
+                 "non-parallel directions",
+                 mn);
         if (dim == 2)
             HK_CHECK(fabs(mt->axes[0][2]) + fabs(mt->axes[1][2]) < 1e-12, HK_ERR_MODEL,
                      "the material axes of material '%s' leave the x-y plane; a 2D analysis "
-                     "turns the material about z only", mn);
+                     "turns the material about z only",
+                     mn);
         memcpy(R, mt->axes, sizeof R);
     }
     /* 1. stiffness in material axes (the 2D 3 x 3 embedded at xx yy xy) */
@@ -154,8 +156,7 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
         HK_CHECK(isfinite(mt->E) && mt->E > 0, HK_ERR_MODEL,
                  "material '%s' has Young's modulus E = %g; E must be positive", mn, mt->E);
         HK_CHECK(isfinite(mt->nu) && mt->nu > -1 && mt->nu < 0.5, HK_ERR_MODEL,
-                 "material '%s' has Poisson's ratio nu = %g; nu must lie in (-1, 0.5)", mn,
-                 mt->nu);
+                 "material '%s' has Poisson's ratio nu = %g; nu must lie in (-1, 0.5)", mn, mt->nu);
         const double mu = mt->E / (2 * (1 + mt->nu));
         const double lam = mt->E * mt->nu / ((1 + mt->nu) * (1 - 2 * mt->nu));
         for (int i = 0; i < 3; i++) {
@@ -166,12 +167,21 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
         }
         L->isotropic = 1;
         hk_material_lame(mt, an, dim, &L->lambda, &L->mu);
+        HK_CHECK(mt->integration >= HK_INTEGRATION_AUTO &&
+                     mt->integration <= HK_INTEGRATION_SELECTIVE,
+                 HK_ERR_ARG, "material '%s' has an unknown integration %d", mn, mt->integration);
+        if (!(dim == 2 && an == HK_PLANE_STRESS)) /* plane stress does not lock */
+            L->selective = mt->integration == HK_INTEGRATION_SELECTIVE ||
+                           (mt->integration == HK_INTEGRATION_AUTO && mt->nu >= HK_SELECTIVE_NU);
+        L->kappa = lam + 2 * mu / 3;
     } else if (mt->kind == HK_MAT_ORTHOTROPIC) {
         const double *o = mt->ortho;
         static const char *nm[9] = {"E1", "E2", "E3", "nu12", "nu13", "nu23", "G12", "G13", "G23"};
         for (int k = 0; k < 9; k++) {
-            HK_CHECK(isfinite(o[k]), HK_ERR_MODEL, "material '%s' has %s = %g; give a finite "
-                     "number", mn, nm[k], o[k]);
+            HK_CHECK(isfinite(o[k]), HK_ERR_MODEL,
+                     "material '%s' has %s = %g; give a finite "
+                     "number",
+                     mn, nm[k], o[k]);
             if (k < 3 || k >= 6)
                 HK_CHECK(o[k] > 0, HK_ERR_MODEL,
                          "material '%s' has %s = %g; moduli must be positive", mn, nm[k], o[k]);
@@ -189,7 +199,8 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
                  "material '%s' is not positive definite (its compliance has a non-positive "
                  "pivot: nu12^2 < E1/E2, nu13^2 < E1/E3, nu23^2 < E2/E3 and "
                  "1 - nu12 nu21 - nu23 nu32 - nu13 nu31 - 2 nu21 nu32 nu13 > 0 must hold); "
-                 "check the Poisson's ratios", mn);
+                 "check the Poisson's ratios",
+                 mn);
     } else {
         const int n = dim == 2 ? 3 : 6;
         double A[6][6] = {{0}}, smax = 0;
@@ -204,11 +215,12 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
             for (int j = 0; j < i; j++)
                 HK_CHECK(fabs(A[i][j] - A[j][i]) <= 1e-12 * smax, HK_ERR_MODEL,
                          "material '%s' has a non-symmetric stiffness (D[%d][%d] = %g but "
-                         "D[%d][%d] = %g); give a symmetric matrix", mn, i, j, A[i][j], j, i,
-                         A[j][i]);
+                         "D[%d][%d] = %g); give a symmetric matrix",
+                         mn, i, j, A[i][j], j, i, A[j][i]);
         HK_CHECK(spd_inverse(n, (const double(*)[6])A, NULL), HK_ERR_MODEL,
                  "material '%s' has a stiffness matrix that is not positive definite (a "
-                 "Cholesky pivot is not positive); check its entries", mn);
+                 "Cholesky pivot is not positive); check its entries",
+                 mn);
         if (n == 6) {
             memcpy(Dl, A, sizeof Dl);
         } else {
@@ -250,7 +262,8 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
                     Sr[i][j] = L->S6[plane[i]][plane[j]];
             HK_CHECK(spd_inverse(3, (const double(*)[6])Sr, L->D), HK_ERR_MODEL,
                      "material '%s' has no positive-definite plane-stress stiffness; check "
-                     "its constants", mn);
+                     "its constants",
+                     mn);
         }
     }
     /* the stress of a held body per unit temperature change */

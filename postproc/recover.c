@@ -16,8 +16,8 @@
  * plane in 2D) and the stress under the law at temperature change dT, net of the thermal
  * strain: sig = D (strain - dT alpha). Plane stress fills the out-of-plane strain that keeps
  * sig_zz = 0, plane strain the out-of-plane stress that keeps eps_zz = 0. */
-static void constitutive(const hk_law *L, hk_analysis an, int dim, const double G[3][3],
-                         double dT, double eps[6], double sig[6])
+static void constitutive(const hk_law *L, hk_analysis an, int dim, const double G[3][3], double dT,
+                         double eps[6], double sig[6])
 {
     static const int plane[3] = {0, 1, 3};
     eps[0] = G[0][0], eps[1] = G[1][1], eps[2] = G[2][2];
@@ -140,6 +140,27 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
             ue[3 * a + i] = u3[3 * (int64_t)nodes[a] + i];
         }
     double dNdx[HK_EL_MAXN][3], G[3][3], eps[6], sig[6];
+    /* selective integration: the volumetric strain (net of the thermal one) at the reduced
+     * points, whose interpolant replaces the pointwise one in the pressure, as in K */
+    int nr = 0;
+    double vr[HK_EL_MAXQ];
+    const double a3 = 3 * L->alpha6[0];
+    if (L->selective) {
+        double rq[HK_EL_MAXQ][3], rw[HK_EL_MAXQ];
+        nr = hk_elref_reduced_rule((hk_eltype)t, &nr, rq, rw);
+        for (int q = 0; q < nr; q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], T = 0;
+            hk_el_shape((hk_eltype)t, rq[q], N, dN);
+            if (!(shape_x(dim, nn, X, (const double(*)[3])dN, dNdx) > 0)) {
+                out->err = 1, out->det = 0;
+                return 1;
+            }
+            grad_u(nn, ue, (const double(*)[3])dNdx, G);
+            for (int a = 0; a < nn; a++)
+                T += N[a] * Tn[a];
+            vr[q] = G[0][0] + G[1][1] + G[2][2] - a3 * T;
+        }
+    }
     const double *qw = el->qw;
     int nq = el->nqp;
     double vol = 0, cell_eps[6] = {0, 0, 0, 0, 0, 0};
@@ -157,6 +178,12 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
         for (int a = 0; a < nn; a++)
             dT += el->N[q][a] * Tn[a];
         constitutive(L, p->analysis, dim, (const double(*)[3])G, dT, eps, sig);
+        if (nr) {
+            const double dv = L->kappa * (hk_elref_reduced_interp((hk_eltype)t, el->qp[q], vr) -
+                                          (G[0][0] + G[1][1] + G[2][2] - a3 * dT));
+            for (int k = 0; k < 3; k++)
+                sig[k] += dv;
+        }
         double dv = qw[q] * det * thick;
         vol += dv;
         for (int k = 0; k < 6; k++)
@@ -190,6 +217,12 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
         }
         grad_u(nn, ue, (const double(*)[3])dNdx, G);
         constitutive(L, p->analysis, dim, (const double(*)[3])G, Tn[a], out->eps[a], out->sig[a]);
+        if (nr) {
+            const double dv = L->kappa * (hk_elref_reduced_interp((hk_eltype)t, el->xi[a], vr) -
+                                          (G[0][0] + G[1][1] + G[2][2] - a3 * Tn[a]));
+            for (int k = 0; k < 3; k++)
+                out->sig[a][k] += dv;
+        }
     }
     return 0;
 }

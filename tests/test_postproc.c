@@ -765,8 +765,9 @@ static void vtu_roundtrip(int compress, int ascii, int t, int nx)
         for (int a = 0; a < dim; a++)
             u[dim * i + a] = 1e-3 * (a + 1) * m.coords[3 * i] + 1e-4 * a;
     s.fixed[0] = 1, s.u_fixed[0] = u[0];
-    hk_material mat[3] = {
-        {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}, {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}, {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}};
+    hk_material mat[3] = {{.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0},
+                          {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0},
+                          {.name = "steel", .E = 200e3, .nu = 0.25, .rho = 0}};
     hk_problem p = {.mesh = &m,
                     .analysis = dim == 3 ? HK_SOLID : HK_PLANE_STRESS,
                     .thickness = 1,

@@ -169,7 +169,15 @@ typedef struct hk_material {
     /* thermal expansion per unit temperature along the material axes (isotropic: all three
      * equal) */
     double alpha[3];
+    /* integration of the volumetric part of isotropic materials: HK_INTEGRATION_AUTO
+     * (selective when nu >= HK_SELECTIVE_NU in 3D and plane strain), _FULL or _SELECTIVE */
+    int integration;
 } hk_material;
+
+enum { HK_INTEGRATION_AUTO = 0, HK_INTEGRATION_FULL, HK_INTEGRATION_SELECTIVE };
+/* Poisson's ratio from which HK_INTEGRATION_AUTO integrates the volumetric part reduced (the
+ * full rule locks as nu -> 0.5) */
+#define HK_SELECTIVE_NU 0.49
 
 /* The constitutive law of a material under an analysis, in global axes (hk_material_law):
  * stress = D (strain - dT alpha), nv = 3 in 2D (xx yy xy) or 6 in 3D. The full 3D law
@@ -178,12 +186,16 @@ typedef struct hk_material {
 typedef struct hk_law {
     int nv;
     double D[6][6];
-    double alpha[6];  /* thermal strain per unit temperature change (engineering shears) */
-    double sig0[6];   /* D alpha: the stress per unit temperature change of a held body */
+    double alpha[6]; /* thermal strain per unit temperature change (engineering shears) */
+    double sig0[6];  /* D alpha: the stress per unit temperature change of a held body */
     int has3d;
     double D6[6][6], S6[6][6], alpha6[6];
     int isotropic;
     double lambda, mu; /* isotropic: the Lame constants of the analysis */
+    /* selective integration: the volumetric part kappa (tr eps - 3 alpha dT) on the reduced
+     * rule (isotropic in 3D and plane strain only; kappa = lambda + 2 mu / 3) */
+    int selective;
+    double kappa;
 } hk_law;
 
 /* Check a material (kind, positive-definite stiffness, axes) and build its law for the
@@ -205,8 +217,8 @@ typedef enum {
  * group (points, curves in 3D) it is shared equally by the nodes, like HK_LOAD_FORCE_SPLIT. */
 typedef struct hk_load {
     hk_load_kind kind;
-    int boundary;     /* index into mesh->boundaries (temperature: into mesh->regions) */
-    double value[3];  /* vector (traction, force) or value[0] = pressure, temperature change */
+    int boundary;    /* index into mesh->boundaries (temperature: into mesh->regions) */
+    double value[3]; /* vector (traction, force) or value[0] = pressure, temperature change */
 } hk_load;
 
 typedef struct hk_support {
