@@ -112,14 +112,14 @@ static int pipecg_ops(const hk_backend_ops *be, hk_mat *A, const double *b, int 
     HK_TRY(be->vec_dot(r, r, &h[HK_S_RR]));
     h[HK_S_RZ] = h[HK_S_RR];
     HK_TRY(be->scal_set(S, HK_S_RR, 2, h));
-    HK_TRY(be->spmv_dot2(A, p, Ap, NULL, S));
+    HK_TRY(be->spmv_dot2(A, p, Ap, NULL, NULL, S));
     HK_TRY(be->sync());
     double t0 = hk_time();
     if (graph) {
         HK_TRY(be->graph_begin());
         for (int c = 0; c < check_every; c++) {
             HK_TRY(be->pipecg_update(x, r, p, Ap, NULL, S));
-            HK_TRY(be->spmv_dot2(A, p, Ap, NULL, S));
+            HK_TRY(be->spmv_dot2(A, p, Ap, NULL, NULL, S));
         }
         HK_TRY(be->graph_end(&g));
     }
@@ -130,7 +130,7 @@ static int pipecg_ops(const hk_backend_ops *be, hk_mat *A, const double *b, int 
         } else {
             for (int c = 0; c < check_every; c++) {
                 HK_TRY(be->pipecg_update(x, r, p, Ap, NULL, S));
-                HK_TRY(be->spmv_dot2(A, p, Ap, NULL, S));
+                HK_TRY(be->spmv_dot2(A, p, Ap, NULL, NULL, S));
             }
         }
         done += check_every;

@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
         /* derived scalars from the old values, before any result overwrites them */
         if (mode == HK_FIN_PIPECG) {
             e0 = S[HK_S_RZ] / S[HK_S_PAP];
-            e1 = e0 * e0 * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+            e1 = (S[HK_S_RZ] - 2.0 * e0 * S[HK_S_ZAP] + e0 * e0 * S[HK_S_APZ]) / S[HK_S_RZ];
         } else if (mode == HK_FIN_BICG_S) {
             e0 = S[HK_S_BI_RR0] / S[HK_S_BI_APR0];
         } else if (mode == HK_FIN_BICG_UPD) {

@@ -27,7 +27,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
                     const double *__restrict__ dinv, const double *__restrict__ S, double *part)
 {
     const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
-    const double beta = alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+    const double beta =
+        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
     double acc[2] = {0, 0};
     HK_GRID_STRIDE(i, n)
     {
@@ -67,27 +68,35 @@ int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const
     return hk_cu_finish(nb, 2, out, HK_FIN_PIPECG, S);
 }
 
-int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S)
+int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                    double *S)
 {
+    if (r) {
+        FP64(r);
+        LEN(Ap, r);
+    }
     if (dinv) {
         FP64(dinv);
         LEN(Ap, dinv);
     }
     LEN(p, Ap);
     hk_cu_fuse f;
-    f.k = 2;
+    f.k = 3;
     f.w[0] = CD(p); /* p.Ap */
     f.d[0] = NULL;
     f.w[1] = NULL; /* Ap.(dinv.*Ap) */
     f.d[1] = dinv ? CD(dinv) : NULL;
-    f.w[2] = f.w[3] = f.d[2] = f.d[3] = NULL;
+    f.w[2] = r ? CD(r) : CD(p); /* r.(dinv.*Ap), or p.Ap again */
+    f.d[2] = r && dinv ? CD(dinv) : NULL;
+    f.w[3] = f.d[3] = NULL;
     unsigned nb;
     const double *part;
     HK_CALL(hk_cu_mat_spmv_fused(A, p, Ap, f, &nb, &part));
     hk_cu_outs out;
     out.p[0] = S + HK_S_PAP;
     out.p[1] = S + HK_S_APZ;
-    return hk_cu_finish_part(part, nb, 2, out, HK_FIN_PLAIN, NULL);
+    out.p[2] = S + HK_S_ZAP;
+    return hk_cu_finish_part(part, nb, 3, out, HK_FIN_PLAIN, NULL);
 }
 
 int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,

@@ -222,7 +222,8 @@ int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 /* Fused Krylov ops (cuda_fused.cu). */
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
                         double *S);
-int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S);
+int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                    double *S);
 int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
                     const int *slot);
 int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);

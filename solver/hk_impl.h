@@ -129,6 +129,7 @@ enum {
     HK_S_APZ,     /* Ap.(dinv .* Ap)  (= Ap.Ap without preconditioner) */
     HK_S_ALPHA,
     HK_S_BETA,
+    HK_S_ZAP,     /* r.(dinv .* Ap) = z.Ap (= p.Ap in exact arithmetic) */
     HK_S_PIPECG_COUNT,
     /* pipelined BiCGStab (pipelined-solver paper, Algorithm 4; krylov engineer) */
     HK_S_BI_RR0 = 8, /* r.r0*  (r0* the fixed shadow residual) */
@@ -211,13 +212,18 @@ typedef struct hk_backend_ops {
     int (*scal_set)(double *s, int first, int n, const double *host);
 
     /* Fused pipelined CG (pipelined-solver paper, Algorithm 2, with optional Jacobi dinv):
-     * alpha = S[RZ]/S[PAP], beta = S[APZ]*alpha^2/S[RZ] - 1 computed on the backend;
+     * alpha = S[RZ]/S[PAP], beta = (S[RZ] - 2 alpha S[ZAP] + alpha^2 S[APZ]) / S[RZ] (the
+     * new r.z over the old one, expanded) computed on the backend;
      * x += alpha p; r -= alpha Ap; p = dinv.*r + beta p (dinv NULL: identity);
      * S[RR] = r.r, S[RZ] = r.(dinv.*r) of the new r; S[ALPHA], S[BETA] stored. */
     int (*pipecg_update)(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
                          double *S);
-    /* Ap = A p; S[PAP] = p.Ap; S[APZ] = Ap.(dinv.*Ap) — the SpMV with its reductions fused. */
-    int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S);
+    /* Ap = A p; S[PAP] = p.Ap; S[APZ] = Ap.(dinv.*Ap); S[ZAP] = r.(dinv.*Ap), or p.Ap when r
+     * is NULL — the SpMV with its reductions fused. With r NULL beta reduces to the
+     * algorithm's alpha^2 S[APZ]/S[RZ] - 1, which assumes z.Ap = p.Ap: that drifts (loss of
+     * local conjugacy) and stalls on ill-conditioned systems; pipecg passes r. */
+    int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                     double *S);
 
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */
@@ -445,6 +451,7 @@ struct hk_ksp {
     int stag_it;
     int stag_window;    /* iterations without progress before "stagnation" (0: off) */
     int graphs;         /* replay recorded iterations where the backend can (option graphs) */
+    int replace_every;  /* pipelined residual replacement: 0 drift estimate, N every N, -1 off */
     hk_ksp *inner;
     /* work vectors kept between solves (no device allocation per solve); owner frees */
     hk_vec **pool;

@@ -427,7 +427,7 @@ static void fused_case(const hk_bcsr *K, hk_format fmt, const char *opt)
         for (int k = 0; k < 2; k++) {
             const hk_backend *be = s[k]->be;
             hk_vec **v = s[k]->v;
-            HK_ASSERT_OK(be->spmv_dot2(s[k]->A, v[2], v[3], w ? v[9] : NULL, s[k]->S));
+            HK_ASSERT_OK(be->spmv_dot2(s[k]->A, v[2], v[3], w ? v[9] : NULL, v[1], s[k]->S));
             HK_ASSERT_OK(be->pipecg_update(v[0], v[1], v[2], v[3], w ? v[9] : NULL, s[k]->S));
         }
         CU_ASSERT(same_all(what, &g, &c, tol));
@@ -510,9 +510,9 @@ static void test_determinism(void)
     side_make(&a, gpu, &K, HK_FMT_SBELL, "");
     side_make(&b, gpu, &K, HK_FMT_SBELL, "");
     for (int k = 0; k < 3; k++) {
-        HK_ASSERT_OK(gpu->spmv_dot2(a.A, a.v[2], a.v[3], a.v[9], a.S));
+        HK_ASSERT_OK(gpu->spmv_dot2(a.A, a.v[2], a.v[3], a.v[9], a.v[1], a.S));
         HK_ASSERT_OK(gpu->pipecg_update(a.v[0], a.v[1], a.v[2], a.v[3], a.v[9], a.S));
-        HK_ASSERT_OK(gpu->spmv_dot2(b.A, b.v[2], b.v[3], b.v[9], b.S));
+        HK_ASSERT_OK(gpu->spmv_dot2(b.A, b.v[2], b.v[3], b.v[9], b.v[1], b.S));
         HK_ASSERT_OK(gpu->pipecg_update(b.v[0], b.v[1], b.v[2], b.v[3], b.v[9], b.S));
     }
     double sa[HK_S_MAX], sb[HK_S_MAX];
@@ -538,13 +538,13 @@ static void test_graph_replay(void)
     side_make(&a, gpu, &K, HK_FMT_SBELL, "");
     side_make(&b, gpu, &K, HK_FMT_SBELL, "");
     for (int k = 0; k < 6; k++) {
-        HK_ASSERT_OK(gpu->spmv_dot2(a.A, a.v[2], a.v[3], NULL, a.S));
+        HK_ASSERT_OK(gpu->spmv_dot2(a.A, a.v[2], a.v[3], NULL, a.v[1], a.S));
         HK_ASSERT_OK(gpu->pipecg_update(a.v[0], a.v[1], a.v[2], a.v[3], NULL, a.S));
     }
     void *g = NULL;
     HK_ASSERT_OK(gpu->graph_begin());
     for (int k = 0; k < 3; k++) {
-        HK_ASSERT_OK(gpu->spmv_dot2(b.A, b.v[2], b.v[3], NULL, b.S));
+        HK_ASSERT_OK(gpu->spmv_dot2(b.A, b.v[2], b.v[3], NULL, b.v[1], b.S));
         HK_ASSERT_OK(gpu->pipecg_update(b.v[0], b.v[1], b.v[2], b.v[3], NULL, b.S));
     }
     HK_ASSERT_OK(gpu->graph_end(&g));

@@ -268,7 +268,8 @@ static int cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
              HK_ERR_ARG, "pipelined CG runs its vectors in fp64");
     const int64_t n = x->n;
     const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
-    const double beta = alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+    const double beta =
+        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
     double *xv = x->data, *rv = r->data, *pv = p->data;
     const double *apv = Ap->data, *dv = dinv ? dinv->data : NULL;
     double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
@@ -295,25 +296,33 @@ static int cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
     return 0;
 }
 
-static int cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, double *S)
+static int cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
+                         const hk_vec *r, double *S)
 {
     /* On the CPU the SpMV and the reductions are two passes; the point of fusing is the GPU. */
     HK_CALL(hk_cpu_mat_spmv(A, p, Ap));
     const int64_t n = p->n;
+    HK_CHECK(!r || (r->prec == HK_FP64 && r->n == n), HK_ERR_ARG,
+             "spmv_dot2: r must be an fp64 vector of p's length (or NULL)");
     const double *pv = p->data, *av = Ap->data, *dv = dinv ? dinv->data : NULL;
-    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS];
+    const double *rv = r ? r->data : NULL;
+    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double s1 = 0, s2 = 0;
+        double s1 = 0, s2 = 0, s3 = 0;
         for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
+            const double dai = dv ? dv[i] * av[i] : av[i];
             s1 += pv[i] * av[i];
-            s2 += av[i] * (dv ? dv[i] * av[i] : av[i]);
+            s2 += av[i] * dai;
+            s3 += rv ? rv[i] * dai : pv[i] * av[i];
         }
         ppap[c] = s1;
         papz[c] = s2;
+        pzap[c] = s3;
     }
     S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
     S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
+    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
     return 0;
 }
 

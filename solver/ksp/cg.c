@@ -5,6 +5,8 @@
  *           Jacobi fused; other preconditioners: Ghysels-Vanroose pipelined PCG
  *   fcg     flexible CG (Notay 2000, truncation 1) for variable preconditioners
  * All track ||r||_2 of the unpreconditioned residual, so tol means the same for every method. */
+#include <string.h>
+
 #include "ksp_impl.h"
 
 /* p.Ap <= 0 means A (or the preconditioned operator) is not SPD; NaN is reported as NaN. */
@@ -155,40 +157,83 @@ const hk_ksp_type hk_ksp_cgcg = {.name = "cgcg",
 
 /* ---- pipecg ---------------------------------------------------------------------------- */
 
+/* r = b - A x (the true residual). */
+static int true_residual(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r)
+{
+    HK_CALL(hk_mat_spmv(k->A, x, r));
+    return k->be->vec_axpby(r, 1.0, b, -1.0);
+}
+
+/* Breakdowns (p.Ap <= 0 or r.z <= 0 from the recurrences) retried from the true residual
+ * before "not SPD" is believed; a cap keeps a drifting method from looping. */
+#define HK_PIPECG_RETRIES 10
+
+/* Fused pipelined CG: S[RR] = r.r and S[RZ] = r.z of the current r, z = dinv .* r (t holds z
+ * when there is a Jacobi diagonal), and with Ap given S[ZAP] = z.Ap (after a replacement of r
+ * with p and Ap kept). */
+static int pipecg_fused_rz(hk_ksp *k, const hk_vec *r, const hk_vec *dinv, hk_vec *t,
+                           const hk_vec *Ap, double *S, double *h)
+{
+    const hk_backend_ops *be = k->be;
+    HK_CALL(be->vec_dot(r, r, &h[HK_S_RR]));
+    if (dinv) {
+        HK_CALL(be->vec_pointwise_mult(t, dinv, r));
+        HK_CALL(be->vec_dot(r, t, &h[HK_S_RZ]));
+    } else {
+        h[HK_S_RZ] = h[HK_S_RR];
+    }
+    if (Ap) {
+        HK_CALL(be->vec_dot(dinv ? t : r, Ap, &h[HK_S_ZAP]));
+        HK_CALL(be->scal_set(S, HK_S_ZAP, 1, &h[HK_S_ZAP]));
+    }
+    return be->scal_set(S, HK_S_RR, 2, h);
+}
+
 /* Algorithm 2 on the fused ops: two backend calls per iteration, scalars stay on the backend
  * and are read only every check_every iterations. dinv is the Jacobi inverse diagonal or
- * NULL (no preconditioner). */
+ * NULL (no preconditioner).
+ * Accuracy: A p is computed, never recurred, so the gap between r and b - A x grows only by
+ * the rounding of each step, as in CG; at a check where the drift estimate crosses sqrt(eps)
+ * ||r|| (or every replace_every iterations) r is replaced by b - A x and S[RR], S[RZ]
+ * recomputed, p and A p kept (so the Krylov space is not lost). A non-positive r.z or p.Ap
+ * read at a check, or a NaN with x still finite, restarts the direction from the true residual
+ * (p = z): only when r.z or p.Ap of that restart, computed without any recurrence, is not
+ * positive does the method stop with "not SPD". */
 static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *dinv)
 {
     const hk_backend_ops *be = k->be;
-    hk_vec *v[3];
+    hk_vec *v[4];
     double *S = NULL;
     void *graph = NULL;
-    int ierr, done;
+    int ierr, done, retries = 0;
     double bnorm, rnorm, h[HK_S_PIPECG_COUNT];
-    HK_CALL(hk_ksp_vecs(k, 3, v));
-    hk_vec *r = v[0], *p = v[1], *Ap = v[2];
+    hk_ksp_drift drift;
+    HK_CALL(hk_ksp_vecs(k, 4, v));
+    hk_vec *r = v[0], *p = v[1], *Ap = v[2], *t = v[3];
     HK_TRY(be->scal_alloc(&S, HK_S_MAX));
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
-    /* p0 = z0 = dinv.*r0; S[RR], S[RZ] of r0 */
+    /* no ||A|| estimate here: the gap counted below needs none (and costs no host read) */
+    memset(&drift, 0, sizeof drift);
+    hk_ksp_drift_reset(&drift, 0, 0.0, rnorm);
+    int it = 0;
+    /* the direction starts (and restarts) at p = z of the true residual in r */
+restart:
+    HK_TRY(pipecg_fused_rz(k, r, dinv, t, NULL, S, h));
+    if (rz_check(k, it, h[HK_S_RZ])) goto out;
     if (dinv)
-        HK_TRY(be->vec_pointwise_mult(p, dinv, r));
+        HK_TRY(be->vec_copy(p, t));
     else
         HK_TRY(be->vec_copy(p, r));
-    h[HK_S_RR] = rnorm * rnorm;
-    HK_TRY(be->vec_dot(r, p, &h[HK_S_RZ]));
-    if (rz_check(k, 0, h[HK_S_RZ])) goto out;
-    HK_TRY(be->scal_set(S, HK_S_RR, 2, h));
-    HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, S));
+    HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, r, S));
     HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
-    if (spd_check(k, 0, h[HK_S_PAP])) goto out;
+    if (spd_check(k, it, h[HK_S_PAP])) goto out;
     /* Between two checks the iterations need nothing from the host: where the backend can
      * record them (CUDA graphs), the check_every iterations are recorded once and replayed,
      * one launch per check instead of 2 * check_every. */
     const int ce = k->check_every;
     const int use_graph = ce > 1 && be->graph_begin && be->graph_launch && k->graphs;
-    for (int it = 0;;) {
+    for (;;) {
         int next = (it / ce + 1) * ce; /* the next check, as hk_ksp_check_now decides it */
         if (next > k->maxit) next = k->maxit > it ? k->maxit : it + 1;
         if (use_graph && next - it == ce) {
@@ -196,7 +241,7 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
                 HK_TRY(be->graph_begin());
                 for (int j = 0; j < ce; j++) {
                     ierr = be->pipecg_update(x, r, p, Ap, dinv, S);
-                    if (!ierr) ierr = be->spmv_dot2(k->A, p, Ap, dinv, S);
+                    if (!ierr) ierr = be->spmv_dot2(k->A, p, Ap, dinv, r, S);
                     if (ierr) break;
                 }
                 /* always end the recording, also after a failed op */
@@ -207,42 +252,91 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
         } else {
             for (int j = it; j < next; j++) {
                 HK_TRY(be->pipecg_update(x, r, p, Ap, dinv, S));
-                HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, S));
+                HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, r, S));
             }
         }
+        const int steps = next - it;
         it = next;
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
-        if (hk_ksp_converged(k, it, sqrt(fabs(h[HK_S_RR])), bnorm)) break;
+        const double rn = sqrt(fabs(h[HK_S_RR]));
+        const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) ||
+                        hk_ksp_bad(h[HK_S_PAP]);
+        const int broke = !bad && (h[HK_S_RZ] <= 0 || h[HK_S_PAP] <= 0);
+        double xx = 0;
+        if (bad || broke) HK_TRY(be->vec_dot(x, x, &xx));
+        if ((bad || broke) && !hk_ksp_bad(xx) && retries < HK_PIPECG_RETRIES && it < k->maxit) {
+            /* a breakdown of the recurrences, not yet of the matrix: retry from x */
+            retries++;
+            HK_TRY(true_residual(k, b, x, r));
+            double tr;
+            HK_TRY(be->vec_dot(r, r, &tr));
+            if (hk_ksp_converged(k, it, sqrt(tr), bnorm)) break;
+            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(tr));
+            goto restart;
+        }
+        if (hk_ksp_converged(k, it, rn, bnorm)) {
+            if (!hk_reason_converged(k->res.reason)) break;
+            /* converged on the recursive residual: confirm on the true one, else replace */
+            double tr;
+            HK_TRY(true_residual(k, b, x, r));
+            HK_TRY(be->vec_dot(r, r, &tr));
+            if (sqrt(tr) <= k->rtol * bnorm || sqrt(tr) <= k->atol || it >= k->maxit) break;
+            k->res.reason = HK_REASON_NONE;
+            HK_TRY(pipecg_fused_rz(k, r, dinv, t, Ap, S, h));
+            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(tr));
+            continue;
+        }
         if (rz_check(k, it, h[HK_S_RZ])) break;
         if (spd_check(k, it, h[HK_S_PAP])) break;
+        /* A p is computed, so the gap only takes the rounding of each step of r and x; the
+         * eps ||A|| ||x|| bound of that rounding was measured to overstate it by orders of
+         * magnitude here (it replaced every ~10 iterations with no gap to close), so only
+         * the rounding of the r recurrence is counted */
+        hk_ksp_drift_add(&drift, steps, 0.0, rn);
+        if (hk_ksp_drift_want(k, &drift, it, rn)) {
+            HK_TRY(true_residual(k, b, x, r));
+            HK_TRY(pipecg_fused_rz(k, r, dinv, t, Ap, S, h));
+            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(h[HK_S_RR]));
+        }
     }
 out:
     ierr = 0;
 fail:
     if (graph) be->graph_free(graph);
     if (S) be->scal_free(S);
-    hk_ksp_vecs_free(k, 3, v);
+    hk_ksp_vecs_free(k, 4, v);
     return ierr;
 }
 
 /* Ghysels-Vanroose pipelined PCG from generic ops, for any SPD preconditioner: the
- * preconditioner and SpMV of the next direction (m = M w, n = A m) overlap the reductions. */
+ * preconditioner and SpMV of the next direction (m = M w, n = A m) overlap the reductions.
+ * Accuracy (Cools, Yetkin, Agullo, Giraud and Vanroose, SIMAX 2018): r, u = M r, w = A u and
+ * s = A p, q = M s, z = A q are all recurrences here, and a rounding error in z reaches r
+ * through w and s, amplified by alpha and beta at every step. The gaps are bounded step by
+ * step (g_z <- |beta| g_z + eps ||A|| ||q||, g_w <- g_w + |alpha| g_z + eps ||A|| ||u||,
+ * g_s <- |beta| g_s + g_w + eps ||A|| ||p||, g_r <- g_r + |alpha| g_s + eps (||A|| ||x|| +
+ * ||r||)) and when g_r first exceeds sqrt(eps) ||r|| (or every replace_every iterations) all
+ * six vectors are recomputed from x and p, which keeps the Krylov space. A non-positive
+ * r.u or p.Ap restarts from the true residual (beta = 0); "not SPD" only when that restart's
+ * r.u or u.Au, computed without a recurrence, is not positive. */
 static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = k->be;
     hk_vec *v[10];
-    int ierr, done, first = 1, restarts = 0;
+    int ierr, done, first = 1, restarts = 0, fresh = 1;
     double bnorm, rnorm, gamma_old = 0, alpha = 0;
-    /* With an fp32 preconditioner the recurrence u = M r drifts by the fp32 rounding of M, so
-     * near convergence gamma or p.Ap may lose their sign: then restart from the true
-     * residual instead of reporting "not SPD". Convergence of the recursive residual is
-     * confirmed with the true one (residual replacement). At most 20 restarts in all. */
-    const int inexact_pc = k->pc->prec != x->prec;
+    double gz = 0, gw = 0, gs = 0; /* gap bounds of z, w, s (g_r is drift.gap) */
+    const double eps = 2.220446049250313e-16;
+    hk_ksp_drift drift;
     HK_CALL(hk_ksp_vecs(k, 10, v));
     hk_vec *r = v[0], *u = v[1], *w = v[2], *m = v[3], *n = v[4], *z = v[5], *q = v[6], *s = v[7],
            *p = v[8];
+    const int estimate = k->replace_every == 0;
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
+    HK_TRY(hk_ksp_drift_init(k, b, m, n, &drift));
+    hk_ksp_drift_reset(&drift, 0, 0.0, rnorm);
+    drift.count = 0;
     HK_TRY(hk_ksp_pc(k, r, u));
     HK_TRY(hk_mat_spmv(k->A, u, w));
     for (int i = 5; i < 9; i++)
@@ -252,23 +346,24 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         HK_TRY(be->vec_dot(r, u, &gamma));
         HK_TRY(be->vec_dot(w, u, &delta));
         const int check = it > 1 && hk_ksp_check_now(k, it - 1);
-        if (check) HK_TRY(be->vec_dot(r, r, &rr));
+        if (check || estimate) HK_TRY(be->vec_dot(r, r, &rr));
         HK_TRY(hk_ksp_pc(k, w, m));
         HK_TRY(hk_mat_spmv(k->A, m, n));
         if (check && hk_ksp_converged(k, it - 1, sqrt(rr), bnorm)) {
-            if (!hk_reason_converged(k->res.reason) || restarts >= 20) break;
-            /* the recursive r of pipelined CG drifts from b - A x (the residual gap): confirm
-             * with the true residual, and if it is not there yet, replace and go on */
+            if (!hk_reason_converged(k->res.reason) || restarts >= HK_PIPECG_RETRIES) break;
+            /* confirm on the true residual; if it is not there yet, replace and go on */
             double tr;
-            HK_TRY(hk_mat_spmv(k->A, x, r));
-            HK_TRY(be->vec_axpby(r, 1.0, b, -1.0));
+            HK_TRY(true_residual(k, b, x, r));
             HK_TRY(be->vec_dot(r, r, &tr));
             if (sqrt(tr) <= k->rtol * bnorm || sqrt(tr) <= k->atol) break;
             k->res.reason = HK_REASON_NONE;
             restarts++;
             first = 1;
+            fresh = 1;
             HK_TRY(hk_ksp_pc(k, r, u));
             HK_TRY(hk_mat_spmv(k->A, u, w));
+            gz = gw = gs = 0;
+            hk_ksp_drift_reset(&drift, it - 1, 0.0, sqrt(tr));
             it--;
             continue;
         }
@@ -286,21 +381,24 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                 hk_ksp_converged(k, it - 1, sqrt(rr_now), bnorm);
                 break;
             }
-        }
-        if (inexact_pc && restarts < 20 && !hk_ksp_bad(gamma) && !hk_ksp_bad(denom) &&
-            (gamma <= 0 || denom <= 0)) {
-            /* restart: r = b - A x, u = M r, w = A u, beta = 0 */
-            restarts++;
-            first = 1;
-            HK_TRY(hk_mat_spmv(k->A, x, r));
-            HK_TRY(be->vec_axpby(r, 1.0, b, -1.0));
-            HK_TRY(hk_ksp_pc(k, r, u));
-            HK_TRY(hk_mat_spmv(k->A, u, w));
-            it--;
-            continue;
+            if (!fresh && restarts < HK_PIPECG_RETRIES) {
+                /* drift, not yet evidence: restart from r = b - A x, u = M r, w = A u, beta
+                 * = 0; the sign test is then repeated on values without recurrences */
+                restarts++;
+                first = 1;
+                fresh = 1;
+                HK_TRY(true_residual(k, b, x, r));
+                HK_TRY(hk_ksp_pc(k, r, u));
+                HK_TRY(hk_mat_spmv(k->A, u, w));
+                gz = gw = gs = 0;
+                hk_ksp_drift_reset(&drift, it - 1, 0.0, sqrt(rr_now));
+                it--;
+                continue;
+            }
         }
         if (rz_check(k, it - 1, gamma)) break;
         if (spd_check(k, it - 1, denom)) break;
+        fresh = 0;
         alpha = gamma / denom;
         gamma_old = gamma;
         first = 0;
@@ -316,6 +414,38 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
             HK_TRY(be->vec_dot(r, r, &rr));
             hk_ksp_converged(k, it, sqrt(rr), bnorm);
             break;
+        }
+        int replace = 0;
+        double xx = 0;
+        if (estimate) {
+            /* propagate the gap bounds through this step's recurrences */
+            double qq, uu, pp, rn2;
+            HK_TRY(be->vec_dot(q, q, &qq));
+            HK_TRY(be->vec_dot(u, u, &uu));
+            HK_TRY(be->vec_dot(p, p, &pp));
+            HK_TRY(be->vec_dot(x, x, &xx));
+            HK_TRY(be->vec_dot(r, r, &rn2));
+            const double nA = drift.normA, fa = fabs(alpha), fb = fabs(beta);
+            gz = fb * gz + eps * nA * sqrt(qq);
+            gs = fb * gs + gw + eps * nA * sqrt(pp);
+            gw = gw + fa * gz + eps * nA * sqrt(uu);
+            drift.gap += fa * gs + eps * (nA * (sqrt(xx) + fa * sqrt(pp)) + sqrt(rn2));
+            replace = hk_ksp_drift_want(k, &drift, it, sqrt(rn2));
+        } else {
+            replace = hk_ksp_drift_want(k, &drift, it, 0.0);
+        }
+        if (replace) {
+            /* residual replacement: every recurred vector from x and p, beta and alpha kept */
+            HK_TRY(true_residual(k, b, x, r));
+            HK_TRY(hk_ksp_pc(k, r, u));
+            HK_TRY(hk_mat_spmv(k->A, u, w));
+            HK_TRY(hk_mat_spmv(k->A, p, s));
+            HK_TRY(hk_ksp_pc(k, s, q));
+            HK_TRY(hk_mat_spmv(k->A, q, z));
+            double tr;
+            HK_TRY(be->vec_dot(r, r, &tr));
+            gz = gw = gs = 0;
+            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(tr));
         }
     }
 out:

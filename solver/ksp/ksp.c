@@ -188,3 +188,53 @@ int hk_ksp_start(hk_ksp *k, const hk_vec *b, hk_vec *x, hk_vec *r, double *bnorm
     *done = hk_ksp_converged(k, 0, *rnorm, *bnorm);
     return 0;
 }
+
+/* ---- residual replacement of the pipelined methods -------------------------------------- */
+
+#define HK_EPS 2.220446049250313e-16
+
+int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d)
+{
+    const hk_backend_ops *be = k->be;
+    memset(d, 0, sizeof *d);
+    d->below = 1;
+    if (k->replace_every != 0) return 0;
+    /* three power steps from b: a lower bound of ||A||_2, usually within a small factor, which
+     * is all a rounding estimate needs */
+    double nn;
+    HK_CALL(be->vec_dot(b, b, &nn));
+    if (!(nn > 0) || hk_ksp_bad(nn)) return 0;
+    HK_CALL(be->vec_copy(t1, b));
+    HK_CALL(be->vec_scale(t1, 1.0 / sqrt(nn)));
+    for (int i = 0; i < 3; i++) {
+        HK_CALL(hk_mat_spmv(k->A, t1, t2));
+        HK_CALL(be->vec_dot(t2, t2, &nn));
+        if (!(nn > 0) || hk_ksp_bad(nn)) break;
+        d->normA = sqrt(nn);
+        HK_CALL(be->vec_axpby(t1, 1.0 / d->normA, t2, 0.0));
+    }
+    return 0;
+}
+
+void hk_ksp_drift_add(hk_ksp_drift *d, int steps, double xnorm, double rnorm)
+{
+    d->gap += steps * HK_EPS * (d->normA * xnorm + 3.0 * rnorm);
+}
+
+int hk_ksp_drift_want(const hk_ksp *k, hk_ksp_drift *d, int it, double rnorm)
+{
+    if (k->replace_every < 0) return 0;
+    if (k->replace_every > 0) return it - d->last >= k->replace_every;
+    const int below = d->gap <= sqrt(HK_EPS) * rnorm;
+    const int want = d->below && !below;
+    d->below = below;
+    return want;
+}
+
+void hk_ksp_drift_reset(hk_ksp_drift *d, int it, double xnorm, double rnorm)
+{
+    d->gap = HK_EPS * (d->normA * xnorm + rnorm);
+    d->below = d->gap <= sqrt(HK_EPS) * rnorm;
+    d->last = it;
+    d->count++;
+}

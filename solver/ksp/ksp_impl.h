@@ -46,6 +46,33 @@ static inline int hk_ksp_check_now(const hk_ksp *k, int it)
     return it % k->check_every == 0 || it >= k->maxit;
 }
 
+/* Residual replacement for the pipelined methods (van der Vorst and Ye 2000; Cools, Yetkin,
+ * Agullo, Giraud and Vanroose, SIMAX 2018). The recursive residual r drifts from b - A x by
+ * rounding that the recurrences carry along; the method keeps an estimate of that gap and
+ * recomputes r (and what its recurrences derive from r) from x when the estimate first grows
+ * past sqrt(eps) ||r||, or every replace_every iterations when that option is set. */
+typedef struct hk_ksp_drift {
+    double normA; /* ||A||_2 estimate (a few power steps) */
+    double gap;   /* bound on ||(b - A x) - r|| accumulated since the last replacement */
+    int below;    /* the gap was below sqrt(eps) ||r|| at the previous test */
+    int last;     /* iteration of the last replacement (or of the start) */
+    int count;    /* replacements done in this solve */
+} hk_ksp_drift;
+
+/* Set up for a solve: estimate ||A|| with t1, t2 as scratch (their contents are lost) from
+ * the start vector b; nothing is done (and no SpMV spent) when replacement is off. */
+int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d);
+/* Account for the rounding of `steps` iterations of a recurrence r -= alpha A p, x += alpha
+ * p whose A p is computed, not recurred (fused pipecg, pipebicgstab): each adds about
+ * eps (||A|| ||x|| + 3 ||r||) to the gap. */
+void hk_ksp_drift_add(hk_ksp_drift *d, int steps, double xnorm, double rnorm);
+/* 1 when iteration it should replace the residual: by the estimate, the first test at which
+ * the gap exceeds sqrt(eps) ||r|| after being below it; with replace_every = N every N
+ * iterations. Never with replace_every = -1. */
+int hk_ksp_drift_want(const hk_ksp *k, hk_ksp_drift *d, int it, double rnorm);
+/* After a replacement at iteration it: the gap is back to the rounding of one residual. */
+void hk_ksp_drift_reset(hk_ksp_drift *d, int it, double xnorm, double rnorm);
+
 static inline int hk_ksp_bad(double v)
 {
     return !isfinite(v);

@@ -27,7 +27,7 @@ static const char *const precisions[] = {"double", "mixed", NULL};
 
 #define HK_SOLVER_KEYS                                                                             \
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
-    "check_every, graphs, stagnation, inner.method, inner.tol, inner.maxit, format.slice, "        \
+    "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
     "format.sigma, format.tpr"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
@@ -173,7 +173,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
     const char *inner_method = "cg";
     int prec = 0, maxit = 10000, restart = 30, history = 0, monitor = 0, check_every = 1;
-    int stagnation = HK_KSP_STAG_WINDOW, graphs = 1;
+    int stagnation = HK_KSP_STAG_WINDOW, graphs = 1, replace_every = 0;
     int inner_maxit = 1000;
     double tol = 1e-8, atol = 0, inner_tol = 1e-4;
     HK_TRY(hk_options_get_string(o, "backend", &backend));
@@ -195,6 +195,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     HK_TRY(hk_options_get_int(o, "check_every", &check_every));
     HK_TRY(hk_options_get_int(o, "stagnation", &stagnation));
     HK_TRY(hk_options_get_int(o, "graphs", &graphs));
+    HK_TRY(hk_options_get_int(o, "replace_every", &replace_every));
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
@@ -244,6 +245,10 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     HK_TRY_CHECK(stagnation >= 0, HK_ERR_OPTION,
                  "option stagnation=%d must be 0 (off) or a number of iterations (default %d)",
                  stagnation, HK_KSP_STAG_WINDOW);
+    HK_TRY_CHECK(replace_every >= -1, HK_ERR_OPTION,
+                 "option replace_every=%d must be 0 (replace the residual when the drift "
+                 "estimate says so), N > 0 (every N iterations) or -1 (never)",
+                 replace_every);
     const hk_ksp_type *sym_type = defect ? it_type : kt;
     HK_TRY_CHECK(!sym_type->needs_symmetric || pt->symmetric || sym_type->flexible,
                  HK_ERR_UNSUPPORTED,
@@ -291,6 +296,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     k->check_every = check_every;
     k->stag_window = stagnation;
     k->graphs = graphs != 0;
+    k->replace_every = replace_every;
     k->keep_history = history != 0;
     if (monitor) {
         k->monitor = print_monitor;
@@ -309,6 +315,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         in->check_every = check_every;
         in->stag_window = stagnation;
         in->graphs = graphs != 0;
+        in->replace_every = replace_every;
         k->inner = in;
     }
     s->setup_seconds = hk_time() - t0;
@@ -511,6 +518,9 @@ void hk_solver_print_help(FILE *f)
                "                          and replay them as one CUDA graph (0: launch each op)\n"
                "  stagnation=2000         stop when the best residual has not dropped 0.1 %%\n"
                "                          in this many iterations (0: never)\n"
+               "  replace_every=0         pipecg, pipebicgstab: recompute the residual from x\n"
+               "                          when the drift estimate says so (0), every N\n"
+               "                          iterations (N), or never (-1)\n"
                "  history=0|1             keep the residual history\n"
                "  monitor=0|1             print the residual at every test\n"
                "  inner.method=cg         defect correction: the fp32 inner method\n"
