@@ -343,10 +343,81 @@ static void test_pc_converges(void)
     hk_bcsr_free(&K);
 }
 
+/* Adaptive pattern, one round of one column: every row gains the column j < i outside its
+ * static pattern with the largest |(A g_i)_j| / sqrt(a_jj) (g_i from the dense reference),
+ * when that exceeds eps; with more rounds pc=fsai converges in fewer iterations than the
+ * static pattern it starts from, and the cuda backend refuses the option in one sentence. */
+static void test_adaptive(void)
+{
+    hk_bcsr Kr;
+    const int nb = 25, bs = 2, n = nb * bs;
+    double *D = gen_spd(nb, bs, 5, &Kr);
+    char *R = ref_pattern(D, n, bs, 0.1, 1, 0);
+    double *G0 = ref_factor(D, n, R, 0);
+    hk_bmat Kb = {0};
+    hk_graph S0 = {0}, S = {0};
+    hk_setup_fault f;
+    HK_ASSERT_OK(hk_bmat_upload(&hk_backend_cpu, &Kr, &Kb));
+    HK_ASSERT_OK(hk_backend_cpu.fsai_pattern(&Kb, 0.1, 1, 0, 600, &S0, &f));
+    CU_ASSERT_EQUAL_FATAL(f.row, -1);
+    const double eps = 1e-3;
+    HK_ASSERT_OK(hk_cpu_fsai_adaptive(&Kb, &S0, 1, 1, eps, 600, &S, &f));
+    CU_ASSERT_EQUAL_FATAL(f.row, -1);
+    int ok = 1, grown = 0;
+    for (int i = 0; i < n; i++) {
+        int best = -1;
+        double top = 0;
+        for (int j = 0; j < i; j++) {
+            if (R[i * n + j]) continue;
+            double r = 0;
+            for (int b = 0; b < n; b++)
+                r += D[j * n + b] * G0[i * n + b];
+            const double v = fabs(r) / sqrt(D[j * n + j]);
+            if (v > top * (1 + 1e-9)) top = v, best = j;
+        }
+        char *row = calloc(n, 1);
+        for (int j = 0; j < n; j++)
+            row[j] = R[i * n + j];
+        if (best >= 0 && top > eps) row[best] = 1, grown++;
+        int cnt = 0;
+        for (int j = 0; j < n; j++)
+            cnt += row[j];
+        ok &= S.rowptr[i + 1] - S.rowptr[i] == cnt;
+        for (int64_t p = S.rowptr[i]; ok && p < S.rowptr[i + 1]; p++)
+            ok &= row[S.colind[p]] && (p == S.rowptr[i] || S.colind[p] > S.colind[p - 1]);
+        free(row);
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT(grown > n / 2);
+    hk_graph_free(&S0), hk_graph_free(&S);
+    hk_bmat_free(&Kb);
+    hk_bcsr_free(&Kr);
+    free(D), free(R), free(G0);
+
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 6, 6, &K));
+    const int st = solve_its(&K, "backend=cpu tol=1e-8 pc=fsai pc.fsai.k=1", NULL);
+    const int ad = solve_its(&K,
+                             "backend=cpu tol=1e-8 pc=fsai pc.fsai.k=1 pc.fsai.adaptive=4 "
+                             "pc.fsai.adaptive_rho=8",
+                             NULL);
+    printf("\n    k=1: static %d, adaptive %d iterations", st, ad);
+    CU_ASSERT(ad > 0 && ad < st);
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu pc=fsai pc.fsai.adaptive=-1"));
+    CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_OPTION);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    hk_bcsr_free(&K);
+}
+
 HK_SUITE(fsai_setup, {"fsai ops vs dense reference: pattern, G to 1e-12, diag(GAG^T) = 1",
                       test_ops_vs_dense},
          {"faults: not SPD, zero diagonal, too large; the pc names the row", test_faults},
-         {"pc=fsai converges, scalar and block patterns", test_pc_converges})
+         {"pc=fsai converges, scalar and block patterns", test_pc_converges},
+         {"adaptive pattern: the column of the largest gradient joins each row", test_adaptive})
 
 /* ---- device: the CUDA ops against the CPU ops ----------------------------------------- */
 
@@ -416,6 +487,15 @@ static void test_cuda_pc(void)
         printf("\n    pattern %s: cpu %d, cuda %d iterations", block ? "block" : "scalar", ic, ig);
         CU_ASSERT(ic > 0 && abs(ic - ig) <= 1);
     }
+    /* the adaptive pattern is CPU only: refused in one sentence */
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cuda pc=fsai pc.fsai.adaptive=2"));
+    CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "cpu backend only"));
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
     hk_bcsr_free(&K);
 }
 

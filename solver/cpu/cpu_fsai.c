@@ -571,3 +571,126 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
     if (fault->row >= 0) hk_bmat_free(Mt);
     return ierr;
 }
+
+/* ---- adaptive pattern (pc.fsai.adaptive; CPU only) -----------------------------------------
+ * Janna, Ferronato and Gambolati's adaptive FSAI: starting from S, per row i and for up to
+ * `steps` rounds: g = the FSAI row on the current pattern P (fsai_row with delta = 0, so
+ * diag(G A G^T) = 1), r_j = (A g)_j / sqrt(a_jj) for the columns j < i outside P (the gradient
+ * of Kaplan's functional tr(G A G^T) in g_ij, scaled); the `rho` columns with the largest
+ * |r_j| (ties: the smaller j) join P, unless the largest is <= eps, which ends the row. A row
+ * reaching cap entries stops growing. Rows run in parallel; the result does not depend on
+ * the schedule. */
+int hk_cpu_fsai_adaptive(const hk_bmat *K, const hk_graph *S0, int steps, int rho, double eps,
+                         int64_t cap, hk_graph *S, hk_setup_fault *fault)
+{
+    int ierr = 0;
+    memset(S, 0, sizeof *S);
+    fault->row = -1;
+    fault->reason = HK_FAULT_NONE;
+    const int64_t n = S0->n;
+    const int br = K->br;
+    HK_CHECK(K->be == &hk_backend_cpu && K->br == K->bc && n == K->nbrows * br, HK_ERR_ARG,
+             "fsai adaptive pattern: K must be a square cpu matrix of %lld rows", (long long)n);
+    int32_t **rows = NULL;
+    int64_t *len = NULL;
+    HK_TRY(hk_calloc((size_t)(n ? n : 1), sizeof *rows, &rows));
+    HK_TRY(hk_calloc((size_t)n + 1, sizeof *len, &len));
+    const int64_t mcap = cap > 0 ? cap : 1;
+#pragma omp parallel
+    {
+        double *M = malloc((size_t)mcap * mcap * sizeof *M);
+        double *dgl = malloc((size_t)mcap * sizeof *dgl), *w = malloc((size_t)mcap * sizeof *w);
+        double *t = malloc((size_t)mcap * sizeof *t), *acc = calloc((size_t)(n ? n : 1), sizeof *acc);
+        unsigned char *keep = malloc((size_t)mcap), *inP = calloc((size_t)(n ? n : 1), 1);
+        int32_t *touched = malloc((size_t)(n ? n : 1) * sizeof *touched);
+        int32_t *best = malloc((size_t)(rho > 0 ? rho : 1) * sizeof *best);
+        const int ok = M && dgl && w && t && acc && keep && inP && touched && best;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t p0 = S0->rowptr[i];
+            int64_t m = S0->rowptr[i + 1] - p0;
+            int32_t *P = ok && m <= mcap ? malloc((size_t)mcap * sizeof *P) : NULL;
+            if (!P) {
+                fault_min(fault, i, ok ? HK_FAULT_TOO_LARGE : HK_FAULT_MEMORY);
+                continue;
+            }
+            memcpy(P, S0->colind + p0, (size_t)m * sizeof *P);
+            for (int s = 0; s < steps && m < mcap; s++) {
+                const int why = fsai_row(K, P, m, 0, M, dgl, w, t, keep);
+                if (why) {
+                    fault_min(fault, i, why);
+                    break;
+                }
+                /* acc_j = (A g)_j over the columns j < i outside P, from the rows P[a] */
+                for (int64_t a = 0; a < m; a++)
+                    inP[P[a]] = 1;
+                int64_t nt = 0;
+                for (int64_t a = 0; a < m; a++) {
+                    const int64_t bi = P[a] / br, r = P[a] % br;
+                    for (int64_t q = K->rowptr[bi]; q < K->rowptr[bi + 1]; q++)
+                        for (int c = 0; c < br; c++) {
+                            const int64_t j = (int64_t)K->colind[q] * br + c;
+                            if (j >= i || inP[j]) continue;
+                            if (acc[j] == 0) touched[nt++] = (int32_t)j;
+                            acc[j] += K->val[((size_t)q * br + r) * br + c] * w[a];
+                            if (acc[j] == 0) acc[j] = 1e-300; /* stays listed once */
+                        }
+                }
+                /* the rho largest scaled entries, ties to the smaller column */
+                int nb = 0;
+                double top = 0;
+                for (int64_t x = 0; x < nt; x++) {
+                    const int32_t j = touched[x];
+                    const double v = fabs(acc[j]) / sqrt(bmat_entry(K, j, j));
+                    if (v > top) top = v;
+                    int pos = nb;
+                    while (pos > 0) {
+                        const int32_t o = best[pos - 1];
+                        const double ov = fabs(acc[o]) / sqrt(bmat_entry(K, o, o));
+                        if (ov > v || (ov == v && o < j)) break;
+                        pos--;
+                    }
+                    if (pos < rho) {
+                        const int end = nb < rho ? nb : rho - 1;
+                        for (int y = end; y > pos; y--)
+                            best[y] = best[y - 1];
+                        best[pos] = j;
+                        if (nb < rho) nb++;
+                    }
+                }
+                for (int64_t x = 0; x < nt; x++)
+                    acc[touched[x]] = 0;
+                for (int64_t a = 0; a < m; a++)
+                    inP[P[a]] = 0;
+                if (nb == 0 || !(top > eps)) break;
+                /* insert into the sorted P (the diagonal stays last: every new j < i) */
+                for (int y = 0; y < nb && m < mcap; y++) {
+                    int64_t pos = m;
+                    while (pos > 0 && P[pos - 1] > best[y]) {
+                        P[pos] = P[pos - 1];
+                        pos--;
+                    }
+                    P[pos] = best[y];
+                    m++;
+                }
+            }
+            rows[i] = P;
+            len[i + 1] = m;
+        }
+        free(M), free(dgl), free(w), free(t), free(acc), free(keep), free(inP), free(touched);
+        free(best);
+    }
+    if (fault->row >= 0) goto fail;
+    for (int64_t i = 0; i < n; i++)
+        len[i + 1] += len[i];
+    HK_TRY(hk_graph_alloc(K->be, n, n, len[n], S));
+    memcpy(S->rowptr, len, (size_t)(n + 1) * sizeof *len);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(S->colind + len[i], rows[i], (size_t)(len[i + 1] - len[i]) * sizeof *S->colind);
+fail:
+    for (int64_t i = 0; rows && i < n; i++)
+        free(rows[i]);
+    free(rows);
+    free(len);
+    return ierr;
+}

@@ -10,6 +10,10 @@
  *      the kept row scaled by 1/sqrt(1 + eps_i^T A eps_i) (equation 3.13), which keeps
  *      diag(G A G^T) = 1 exactly.
  *
+ * Option pc.fsai.adaptive=N (CPU only) grows the static pattern per row by up to N rounds of
+ * adaptive FSAI (Janna et al.): the pc.fsai.adaptive_rho columns with the largest scaled
+ * gradient of Kaplan's functional, while it exceeds pc.fsai.adaptive_eps.
+ *
  * Option pc.fsai.pattern=block sparsifies and grows the pattern on node blocks (all dofs of
  * a node share it, ||A_IJ||_F in place of |a_ij|); scalar works on single entries.
  *
@@ -86,8 +90,8 @@ static int fsai_fault(const hk_setup_fault *f, double tau, int k, const char *pa
 
 static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 {
-    int ierr = 0, k = 2;
-    double tau = 0.05, delta = 0.01;
+    int ierr = 0, k = 2, adaptive = 0, rho = 4;
+    double tau = 0.05, delta = 0.01, eps = 0.01;
     const char *pattern = "scalar";
     hk_graph S = {0};
     hk_bmat G = {0}, Gt = {0};
@@ -98,6 +102,19 @@ static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_CALL(hk_options_get_int(o, "pc.fsai.k", &k));
     HK_CALL(hk_options_get_double(o, "pc.fsai.delta", &delta));
     HK_CALL(hk_options_get_string(o, "pc.fsai.pattern", &pattern));
+    HK_CALL(hk_options_get_int(o, "pc.fsai.adaptive", &adaptive));
+    HK_CALL(hk_options_get_int(o, "pc.fsai.adaptive_rho", &rho));
+    HK_CALL(hk_options_get_double(o, "pc.fsai.adaptive_eps", &eps));
+    HK_CHECK(adaptive >= 0 && adaptive <= 100, HK_ERR_OPTION,
+             "option pc.fsai.adaptive=%d is out of range; use 0 (static pattern) .. 100 rounds",
+             adaptive);
+    HK_CHECK(rho >= 1 && rho <= 100, HK_ERR_OPTION,
+             "option pc.fsai.adaptive_rho=%d is out of range; use 1..100 (default 4)", rho);
+    HK_CHECK(eps >= 0, HK_ERR_OPTION,
+             "option pc.fsai.adaptive_eps=%g is out of range; use eps >= 0 (default 0.01)", eps);
+    HK_CHECK(!adaptive || be == &hk_backend_cpu, HK_ERR_UNSUPPORTED,
+             "option pc.fsai.adaptive works on the cpu backend only; use backend=cpu or "
+             "pc.fsai.adaptive=0");
     HK_CHECK(tau >= 0 && tau <= 1, HK_ERR_OPTION,
              "option pc.fsai.tau=%g is out of range; use 0..1 (default 0.05)", tau);
     HK_CHECK(k >= 1 && k <= 20, HK_ERR_OPTION,
@@ -114,6 +131,12 @@ static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     pc->data = d;
     double t0 = now_synced(be);
     HK_TRY(be->fsai_pattern(K, tau, k, !strcmp(pattern, "block"), FSAI_MAX_ROW, &S, &f));
+    if (adaptive && f.row < 0) {
+        hk_graph S2 = {0};
+        HK_TRY(hk_cpu_fsai_adaptive(K, &S, adaptive, rho, eps, FSAI_MAX_ROW, &S2, &f));
+        hk_graph_free(&S);
+        S = S2;
+    }
     d->times[0] = now_synced(be) - t0;
     t0 = now_synced(be);
     if (f.row < 0) HK_TRY(be->fsai_factor(K, &S, delta, &G, &f));
@@ -160,7 +183,8 @@ int hk_pc_fsai_times(const hk_pc *pc, double t[4])
 const hk_pc_type hk_pc_fsai = {
     .name = "fsai",
     .summary = "static factored sparse approximate inverse G^T G (SPD; two SpMVs per apply)",
-    .options = "pc.fsai.tau pc.fsai.k pc.fsai.delta pc.fsai.pattern",
+    .options = "pc.fsai.tau pc.fsai.k pc.fsai.delta pc.fsai.pattern pc.fsai.adaptive "
+               "pc.fsai.adaptive_rho pc.fsai.adaptive_eps",
     .symmetric = 1,
     .setup = fsai_setup,
     .apply = fsai_apply,

@@ -165,5 +165,10 @@ int64_t hk_pc_fsai_nnz(const hk_pc *pc);
 /* Set-up seconds of pc=fsai: pattern, factor, transpose of G, build of both matrices; -1
  * when pc is not fsai. */
 int hk_pc_fsai_times(const hk_pc *pc, double t[4]);
+/* Adaptive FSAI pattern (pc.fsai.adaptive; solver/cpu/cpu_fsai.c, CPU matrices only): S0 grown
+ * per row by up to steps rounds of rho columns of the largest scaled gradient (A g)_j/sqrt(a_jj)
+ * above eps, rows up to cap entries. Faults as fsai_factor's. */
+int hk_cpu_fsai_adaptive(const hk_bmat *K, const hk_graph *S0, int steps, int rho, double eps,
+                         int64_t cap, hk_graph *S, hk_setup_fault *fault);
 
 #endif
