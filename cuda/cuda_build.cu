@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
+#include "bmat_compress.h"
 
 #define GRID_STRIDE(i, n)                                                                          \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
@@ -549,5 +550,71 @@ fail:
     cudaFree(src);
     cudaFree(tmp);
     if (ierr) hk_bmat_free(T);
+    return ierr;
+}
+
+/* ---- regrouping of a scalar CSR into bs x bs blocks (bmat_compress) --------------------- */
+
+__global__ void k_compress_count(int64_t nb, int bs, const int64_t *__restrict__ rowptr,
+                                 const int32_t *__restrict__ colind, int64_t *__restrict__ cnt)
+{
+    GRID_STRIDE(bi, nb) cnt[bi] = hk_compress_block_row(bi, bs, rowptr, colind, NULL, NULL, NULL);
+}
+
+__global__ void k_compress_fill(int64_t nb, int bs, const int64_t *__restrict__ rowptr,
+                                const int32_t *__restrict__ colind, const double *__restrict__ val,
+                                const int64_t *__restrict__ brow, int32_t *__restrict__ bcol,
+                                double *__restrict__ bval)
+{
+    GRID_STRIDE(bi, nb)
+    hk_compress_block_row(bi, bs, rowptr, colind, val, bcol + brow[bi],
+                          bval + brow[bi] * bs * bs);
+}
+
+int hk_cu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B)
+{
+    HK_CALL(hk_cu_init());
+    HK_CHECK(S->br == 1 && S->bc == 1 && bs >= 1 && bs <= HK_COMPRESS_MAX_BS &&
+                 S->nbrows % bs == 0 && S->nbcols % bs == 0,
+             HK_ERR_ARG,
+             "bmat_compress: needs 1 x 1 blocks and sizes that are multiples of bs = %d (got "
+             "%lld x %lld)",
+             bs, (long long)S->nbrows, (long long)S->nbcols);
+    const int64_t nb = S->nbrows / bs;
+    int64_t *ptr = NULL, nnzb = 0;
+    void *tmp = NULL;
+    size_t tb = 0;
+    int ierr = 0;
+    memset(B, 0, sizeof *B);
+    HK_TRY(hk_cu_malloc((void **)&ptr, (size_t)(nb + 1) * sizeof *ptr));
+    HK_CU_TRY(cudaMemsetAsync(ptr, 0, sizeof *ptr, hk_cu.stream));
+    if (nb) {
+        k_compress_count<<<hk_cu_grid(nb), HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, bs, S->rowptr,
+                                                                          S->colind, ptr + 1);
+        HK_CU_TRY(cudaGetLastError());
+        HK_CU_TRY(cub::DeviceScan::InclusiveSum(NULL, tb, ptr + 1, ptr + 1, nb, hk_cu.stream));
+        HK_TRY(hk_cu_malloc(&tmp, tb ? tb : 8));
+        HK_CU_TRY(cub::DeviceScan::InclusiveSum(tmp, tb, ptr + 1, ptr + 1, nb, hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(&nnzb, ptr + nb, sizeof nnzb, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    }
+    HK_TRY(hk_bmat_alloc(S->be, bs, bs, nb, S->nbcols / bs, nnzb, B));
+    HK_CU_TRY(cudaMemcpyAsync(B->rowptr, ptr, (size_t)(nb + 1) * sizeof *ptr,
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (nb && nnzb) {
+        k_compress_fill<<<hk_cu_grid(nb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            nb, bs, S->rowptr, S->colind, S->val, ptr, B->colind, B->val);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    cudaFree(ptr);
+    cudaFree(tmp);
+    return 0;
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(ptr);
+    cudaFree(tmp);
+    hk_bmat_free(B);
     return ierr;
 }

@@ -415,6 +415,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.mat_download = hk_cu_mat_download;
     o.bmat_transpose = hk_cu_bmat_transpose;
     o.bmat_expand = hk_cu_bmat_expand;
+    o.bmat_compress = hk_cu_bmat_compress;
     o.fsai_pattern = hk_cu_fsai_pattern;
     o.fsai_factor = hk_cu_fsai_factor;
     o.sai_pattern = hk_cu_sai_pattern;

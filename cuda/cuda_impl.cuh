@@ -192,6 +192,7 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K);
 int hk_cu_mat_download(const hk_mat *A, hk_fmt *F);
 int hk_cu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_cu_bmat_expand(const hk_bmat *A, hk_bmat *S);
+int hk_cu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B);
 
 /* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest
  * block row), the fused-SpMV buffer and the cuSPARSE descriptors. */

@@ -291,6 +291,10 @@ typedef struct hk_backend_ops {
      * is the symbolic product, deterministic sums in the order of A's row then B's row). */
     int (*bmat_transpose)(const hk_bmat *A, hk_bmat *T);
     int (*bmat_expand)(const hk_bmat *A, hk_bmat *S);
+    /* B = S (1 x 1 blocks, sizes multiples of bs <= 8) regrouped into bs x bs blocks, every
+     * entry kept, zeros where S has none (solver/bmat_compress.h): the inverse of bmat_expand,
+     * for factors built by rows (FSAI, SAI) that the operator's block formats then store. */
+    int (*bmat_compress)(const hk_bmat *S, int bs, hk_bmat *B);
     int (*bmat_spgemm)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
     /* out (fp64, allocated by the caller: n = nbrows*br, or nbrows*br*br for BLOCK_INV) by
      * mode (enum hk_diag_mode); *bad = first bad scalar row (0-based) or -1. */

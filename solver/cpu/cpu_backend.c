@@ -417,6 +417,7 @@ const hk_backend_ops hk_backend_cpu = {
     .mat_download = hk_cpu_mat_download,
     .bmat_transpose = hk_cpu_bmat_transpose,
     .bmat_expand = hk_cpu_bmat_expand,
+    .bmat_compress = hk_cpu_bmat_compress,
     .fsai_pattern = hk_cpu_fsai_pattern,
     .fsai_factor = hk_cpu_fsai_factor,
     .sai_pattern = hk_cpu_sai_pattern,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu_impl.h"
+#include "bmat_compress.h"
 
 /* Scalar or block CSR view that the builders read. */
 typedef struct build_src {
@@ -370,5 +371,34 @@ fail:
     free(next);
     free(src);
     hk_bmat_free(T);
+    return ierr;
+}
+
+int hk_cpu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B)
+{
+    HK_CHECK(S->br == 1 && S->bc == 1 && bs >= 1 && bs <= HK_COMPRESS_MAX_BS &&
+                 S->nbrows % bs == 0 && S->nbcols % bs == 0,
+             HK_ERR_ARG,
+             "bmat_compress: needs 1 x 1 blocks and sizes that are multiples of bs = %d (got "
+             "%lld x %lld)",
+             bs, (long long)S->nbrows, (long long)S->nbcols);
+    const int64_t nb = S->nbrows / bs;
+    int64_t *cnt = NULL;
+    HK_CALL(hk_malloc((size_t)(nb + 1) * sizeof *cnt, &cnt));
+    cnt[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t bi = 0; bi < nb; bi++)
+        cnt[bi + 1] = hk_compress_block_row(bi, bs, S->rowptr, S->colind, S->val, NULL, NULL);
+    for (int64_t bi = 0; bi < nb; bi++)
+        cnt[bi + 1] += cnt[bi];
+    int ierr = hk_bmat_alloc(S->be, bs, bs, nb, S->nbcols / bs, cnt[nb], B);
+    if (!ierr) {
+        memcpy(B->rowptr, cnt, (size_t)(nb + 1) * sizeof *cnt);
+#pragma omp parallel for schedule(static)
+        for (int64_t bi = 0; bi < nb; bi++)
+            hk_compress_block_row(bi, bs, S->rowptr, S->colind, S->val, B->colind + cnt[bi],
+                                  B->val + cnt[bi] * bs * bs);
+    }
+    free(cnt);
     return ierr;
 }

@@ -17,6 +17,7 @@ int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F);
 void hk_cpu_mat_release(hk_mat *A);
 int hk_cpu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_cpu_bmat_expand(const hk_bmat *A, hk_bmat *S);
+int hk_cpu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B);
 /* SpMV for every format (solver/cpu/cpu_spmv.c). */
 int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 

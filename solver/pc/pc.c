@@ -386,6 +386,30 @@ fail:
     return ierr;
 }
 
+int hk_pc_mat_from_bmat(hk_pc *pc, const hk_mat *A, const hk_bmat *M, hk_mat **out)
+{
+    /* On the backend: a block format of the operator gets M regrouped into its pc->bs blocks
+     * (bmat_compress), then the format is built there (mat_build); no host copy. */
+    const hk_format fmt = A ? A->fmt : HK_FMT_CSR;
+    const int block = pc->bs > 1 && (fmt == HK_FMT_BSR || fmt == HK_FMT_BELL ||
+                                     fmt == HK_FMT_SBELL || fmt == HK_FMT_CUSPARSE_BSR);
+    hk_bmat B = {0};
+    hk_options *fo = NULL;
+    int ierr;
+    *out = NULL;
+    HK_CHECK(M->br == 1 && M->bc == 1, HK_ERR_ARG, "hk_pc_mat_from_bmat: M must have 1 x 1 blocks");
+    HK_CHECK(!block || pc->be->bmat_compress, HK_ERR_UNSUPPORTED,
+             "backend %s cannot regroup a factor into %dx%d blocks (no bmat_compress op)",
+             pc->be->name, pc->bs, pc->bs);
+    HK_CALL(format_options_like(A, &fo));
+    if (block) HK_TRY(pc->be->bmat_compress(M, pc->bs, &B));
+    HK_TRY(hk_mat_create_bmat(block ? &B : M, fmt, pc->prec, fo, out));
+fail:
+    hk_bmat_free(&B);
+    hk_options_destroy(fo);
+    return ierr;
+}
+
 int hk_pc_vec_from_host(const hk_backend_ops *be, int64_t n, hk_precision p, const double *h,
                         hk_vec **v)
 {

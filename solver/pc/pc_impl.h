@@ -62,13 +62,12 @@ int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *ow
  * matrices then use the same SpMV kernels as the operator. Precision pc->prec. */
 int hk_pc_mat_like(hk_pc *pc, const hk_mat *A, const hk_csr *M, hk_mat **out);
 
-/* Set-up steps of the FSAI/SAI preconditioners on the matrices' backend (solver/pc/pc_setup.c):
- * the backend's bmat_transpose / bmat_expand ops where it has them, otherwise the same on a
- * host copy (transitional, 1 x 1 blocks for the transpose); to_backend copies a cpu-backend
- * hk_bmat to be; mat_from_bmat makes an hk_mat of the 1 x 1-block M like hk_pc_mat_like. */
+/* Set-up steps of the FSAI/SAI preconditioners on the matrices' backend: the backend's
+ * bmat_transpose / bmat_expand ops (solver/pc/pc_setup.c); mat_from_bmat (pc.c) makes an
+ * hk_mat of the 1 x 1-block M like hk_pc_mat_like, regrouped into blocks by bmat_compress and
+ * built by mat_build, all on the backend. */
 int hk_pc_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_pc_bmat_expand(const hk_bmat *A, hk_bmat *S);
-int hk_pc_bmat_to_backend(const hk_backend_ops *be, const hk_bmat *H, hk_bmat *A);
 int hk_pc_mat_from_bmat(hk_pc *pc, const hk_mat *A, const hk_bmat *M, hk_mat **out);
 
 /* A backend vector of n host doubles in precision p. */

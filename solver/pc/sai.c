@@ -55,25 +55,11 @@ static int sai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_TRY(hk_pc_bmat_expand(K, &Kx));
     HK_TRY(hk_pc_bmat_transpose(&Kx, &Kt));
     hk_bmat_free(&Kx);
-    if (be->sai_pattern && be->sai_factor) {
-        HK_TRY(be->sai_pattern(K, &Kt, tau, &St));
-        HK_TRY(be->sai_factor(&Kt, &St, SAI_MAX_ROWS, SAI_MAX_COLS, &Mt, &f));
-    } else {
-        /* a backend without the ops: the CPU ops on a host copy (transitional) */
-        hk_bmat Kh = {0}, Kth = {0}, Mth = {0};
-        hk_graph Sth = {0};
-        ierr = hk_bmat_to_host(K, &Kh);
-        if (!ierr) ierr = hk_bmat_to_host(&Kt, &Kth);
-        if (!ierr) ierr = hk_backend_cpu.sai_pattern(&Kh, &Kth, tau, &Sth);
-        if (!ierr)
-            ierr = hk_backend_cpu.sai_factor(&Kth, &Sth, SAI_MAX_ROWS, SAI_MAX_COLS, &Mth, &f);
-        if (!ierr && f.row < 0) ierr = hk_pc_bmat_to_backend(be, &Mth, &Mt);
-        hk_bmat_free(&Kh);
-        hk_bmat_free(&Kth);
-        hk_bmat_free(&Mth);
-        hk_graph_free(&Sth);
-        if (ierr) goto fail;
-    }
+    HK_TRY_CHECK(be->sai_pattern && be->sai_factor, HK_ERR_UNSUPPORTED,
+                 "pc=sai is not available on the %s backend (no sai_pattern/sai_factor ops)",
+                 be->name);
+    HK_TRY(be->sai_pattern(K, &Kt, tau, &St));
+    HK_TRY(be->sai_factor(&Kt, &St, SAI_MAX_ROWS, SAI_MAX_COLS, &Mt, &f));
     if (f.row >= 0) {
         if (f.reason == HK_FAULT_TOO_LARGE)
             ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
