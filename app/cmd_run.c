@@ -284,6 +284,42 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
     return 0;
 }
 
+/* Below this many unknowns hooke run solves with the sparse direct solver when the case names
+ * neither a method nor a preconditioner (measured, docs/solver.md "Choosing a solver"). */
+#define HK_RUN_DIRECT_MAX_DOFS_2D 400000
+#define HK_RUN_DIRECT_MAX_DOFS_3D 100000
+
+/* hooke run's defaults when the case leaves them open. Small models: method=cholesky (one
+ * factorisation, then exact solves for every load case). Otherwise the polynomial
+ * preconditioner: on the 3D cases it needs about a third of point Jacobi's iterations (bracket:
+ * 460 vs 1474) for the same time on the CPU, and far fewer global reductions on a GPU. */
+static int choose_default_solver(hk_options *solver, int64_t ndof, int dim, char *choice,
+                                 size_t n)
+{
+    const int has_method = hk_options_has(solver, "method"), has_pc = hk_options_has(solver, "pc");
+    const int64_t direct_max = dim == 2 ? HK_RUN_DIRECT_MAX_DOFS_2D : HK_RUN_DIRECT_MAX_DOFS_3D;
+#ifdef HOOKE_HAVE_CHOLMOD
+    if (!has_method && !has_pc && ndof <= direct_max) {
+        snprintf(choice, n, " [direct: %lld dofs <= %lld in %dD]", (long long)ndof,
+                 (long long)direct_max, dim);
+        return hk_options_set(solver, "method", "cholesky");
+    }
+#else
+    (void)direct_max;
+#endif
+    const char *method = NULL;
+    HK_CALL(hk_options_get_string(solver, "method", &method));
+    if (!has_pc && !(method && !strcmp(method, "cholesky"))) {
+        if (!has_method)
+            snprintf(choice, n, ndof > direct_max ? " [iterative: %lld dofs > %lld in %dD]"
+                                                  : " [iterative: %lld dofs, %lld in %dD would "
+                                                    "be direct, built without CHOLMOD]",
+                     (long long)ndof, (long long)direct_max, dim);
+        return hk_options_set(solver, "pc", "poly");
+    }
+    return 0;
+}
+
 int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
 {
     int ierr = 0;
@@ -299,10 +335,8 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     /* solve */
     t = hk_time();
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
-    /* hooke run's default preconditioner: the polynomial one. On the 3D cases it needs about a
-     * third of point Jacobi's iterations (bracket: 460 vs 1474) for the same time on the CPU,
-     * and far fewer global reductions on a GPU. */
-    if (!hk_options_has(c->solver, "pc")) HK_TRY(hk_options_set(c->solver, "pc", "poly"));
+    char choice[128] = "";
+    HK_TRY(choose_default_solver(c->solver, r->sys.ndof, r->mesh.dim, choice, sizeof choice));
     {
         /* the mesh's node coordinates whatever the pc: pc=amg builds the rigid-body modes */
         hk_nearnull nn;
@@ -326,10 +360,13 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
             while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' '))
                 r->solver_desc[--l] = 0;
         }
-        const char *on = strstr(r->solver_desc, " on ");
+        /* the backend is the last " on ..." (cholesky's factor is "on the host" before it) */
+        const char *on = NULL;
+        for (const char *q = strstr(r->solver_desc, " on "); q; q = strstr(q + 1, " on "))
+            on = q;
         snprintf(r->backend, sizeof r->backend, "%s", on ? on + 4 : "?");
     }
-    stage(&L, "solve: %s", r->solver_desc);
+    stage(&L, "solve: %s%s", r->solver_desc, choice);
     hk_solver_set_monitor(s, monitor, &L);
     if (c->nloadcases) {
         r->t_setup = r->t_solve = r->t_post = 0;
