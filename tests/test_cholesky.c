@@ -190,6 +190,34 @@ static void test_loadcases_one_factorization(void)
     hk_case_free(&c);
 }
 
+/* hooke run's choice when the case names neither method nor pc: a small 3D block goes to
+ * the direct solver; naming a pc (or a method) keeps the iterative path. */
+static void test_run_default_choice(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/small_block.yaml", hk_test_tmpdir());
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("geometry:\n  generate: {shape: box, size: [1, 1, 1], cells: [4, 4, 4], element: "
+          "hex8}\nanalysis: 3d\nmaterials:\n  - {name: steel, E: 200e9, nu: 0.3}\n"
+          "supports:\n  - {boundary: xmin, fix: all}\nloads:\n  - traction: {boundary: xmax, "
+          "value: [0, 0, -1e6]}\n",
+          f);
+    fclose(f);
+    const char *set_pc[] = {"solver.pc=jacobi"};
+    for (int named = 0; named < 2; named++) {
+        hk_case c;
+        HK_ASSERT_OK(hk_case_load(path, named, set_pc, &c));
+        hk_run_opts o = {.quiet = 1};
+        hk_run r;
+        HK_ASSERT_OK(hk_run_case(&c, &o, &r));
+        CU_ASSERT(r.converged);
+        CU_ASSERT_EQUAL(strncmp(r.solver_desc, named ? "cg + jacobi" : "cholesky", 8), 0);
+        hk_run_free(&r);
+        hk_case_free(&c);
+    }
+}
+
 /* A negative diagonal entry makes K indefinite: the factorisation stops there, and the message
  * names that row (1-based) and its node. */
 static void test_not_positive_definite_names_row(void)
@@ -253,6 +281,7 @@ HK_SUITE(cholesky, {"matches a dense reference (2D, 3D)", test_matches_dense_ref
          {"elasticity: residual below 1e-12", test_elasticity_residual},
          {"several solves, one factorisation", test_factor_reused},
          {"hooke run load cases: one factorisation", test_loadcases_one_factorization},
+         {"hooke run: direct for a small case, unless a pc is named", test_run_default_choice},
          {"not positive definite: names row and node", test_not_positive_definite_names_row},
          {"nonsymmetric K refused", test_nonsymmetric_refused},
          {"pc and precision=mixed refused", test_unused_options_refused})
