@@ -33,7 +33,7 @@ long hk_cholesky_factorizations(void)
 typedef struct hk_cholesky {
     cholmod_common cm;
     cholmod_factor *L;
-    cholmod_dense *R; /* n x 1: the residual on the host, then the correction (solve2) */
+    cholmod_dense *R;         /* n x 1: the residual on the host, then the correction (solve2) */
     cholmod_dense *X, *Y, *E; /* solve2's result and workspaces, kept between solves */
     double *x;                /* the iterate on the host */
     int64_t n;
@@ -70,8 +70,7 @@ static const double *find_block(const hk_bcsr *K, int64_t bi, int64_t bj)
         else
             hi = mid;
     }
-    if (lo < K->rowptr[bi + 1] && K->colind[lo] == bj)
-        return K->val + (size_t)lo * K->bs * K->bs;
+    if (lo < K->rowptr[bi + 1] && K->colind[lo] == bj) return K->val + (size_t)lo * K->bs * K->bs;
     return NULL;
 }
 
@@ -119,8 +118,8 @@ static int lower_csc(const hk_bcsr *K, cholmod_common *cm, cholmod_sparse **out)
             if (bj > bi) nnz += (int64_t)bs * bs;
             if (bj == bi) nnz += (int64_t)bs * (bs + 1) / 2;
         }
-    cholmod_sparse *A = cholmod_l_allocate_sparse((size_t)n, (size_t)n, (size_t)nnz, 1, 1, -1,
-                                                  CHOLMOD_REAL, cm);
+    cholmod_sparse *A =
+        cholmod_l_allocate_sparse((size_t)n, (size_t)n, (size_t)nnz, 1, 1, -1, CHOLMOD_REAL, cm);
     HK_CHECK(A, HK_ERR_MEMORY,
              "method=cholesky: no memory for the %lld x %lld matrix with %lld entries in CHOLMOD's "
              "format",
@@ -171,17 +170,16 @@ int hk_cholesky_factor(hk_ksp *k, const hk_bcsr *K)
     HK_CALL(check_symmetric(K));
     HK_TRY(hk_calloc(1, sizeof *c, &c));
     cholmod_l_start(&c->cm);
-    c->cm.print = 0;              /* errors become our sentences below */
+    c->cm.print = 0; /* errors become our sentences below */
     c->cm.supernodal = CHOLMOD_SUPERNODAL;
-    c->cm.final_ll = 1;           /* L L^T, not L D L^T */
+    c->cm.final_ll = 1; /* L L^T, not L D L^T */
     c->n = K->nbrows * K->bs;
     HK_TRY(hk_malloc((size_t)c->n * sizeof *c->x, &c->x));
     HK_TRY(lower_csc(K, &c->cm, &A));
     c->L = cholmod_l_analyze(A, &c->cm);
     HK_TRY_CHECK(c->L, c->cm.status == CHOLMOD_OUT_OF_MEMORY ? HK_ERR_MEMORY : HK_ERR_NUMERIC,
                  "method=cholesky: CHOLMOD's analysis (ordering) of K failed with status %d%s",
-                 c->cm.status,
-                 c->cm.status == CHOLMOD_OUT_OF_MEMORY ? " (out of memory)" : "");
+                 c->cm.status, c->cm.status == CHOLMOD_OUT_OF_MEMORY ? " (out of memory)" : "");
     cholmod_l_factorize(A, c->L, &c->cm);
     factorizations++;
     if (c->cm.status == CHOLMOD_NOT_POSDEF) {
@@ -211,8 +209,7 @@ int hk_cholesky_factor(hk_ksp *k, const hk_bcsr *K)
                             ? c->cm.method[c->cm.selected].ordering
                             : -1;
         snprintf(c->desc, sizeof c->desc, "CHOLMOD %s, %s ordering, %.3g M entries in L",
-                 c->L->is_super ? "supernodal" : "simplicial", ordering_name(sel),
-                 c->cm.lnz / 1e6);
+                 c->L->is_super ? "supernodal" : "simplicial", ordering_name(sel), c->cm.lnz / 1e6);
     }
     cholmod_l_free_sparse(&A, &c->cm);
     k->direct = c;
@@ -244,10 +241,10 @@ static int cholesky_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     for (int it = 1;; it++) {
         /* x += K^{-1} r on the host */
         HK_TRY(hk_vec_download(r, c->R->x));
-        HK_TRY_CHECK(cholmod_l_solve2(CHOLMOD_A, c->L, c->R, NULL, &c->X, NULL, &c->Y, &c->E,
-                                      &c->cm),
-                     HK_ERR_NUMERIC, "method=cholesky: CHOLMOD's triangular solves failed (status %d)",
-                     c->cm.status);
+        HK_TRY_CHECK(
+            cholmod_l_solve2(CHOLMOD_A, c->L, c->R, NULL, &c->X, NULL, &c->Y, &c->E, &c->cm),
+            HK_ERR_NUMERIC, "method=cholesky: CHOLMOD's triangular solves failed (status %d)",
+            c->cm.status);
         const double *dx = c->X->x;
         for (int64_t i = 0; i < c->n; i++)
             c->x[i] += dx[i];

@@ -190,11 +190,11 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     /* a direct method has no preconditioner: an explicit one would be silently unused */
     const int direct = kt == &hk_ksp_cholesky;
     if (direct) {
-        HK_TRY_CHECK(!strcmp(pcname, "none") || !hk_options_has(o, "pc"), HK_ERR_OPTION,
+        HK_TRY_CHECK(!strcmp(pcname, "none") || !hk_options_has(o, "pc"), HK_ERR_UNSUPPORTED,
                      "option pc=%s has no use with method=cholesky (a direct solver); remove it "
                      "or choose an iterative method",
                      pcname);
-        HK_TRY_CHECK(prec == 0, HK_ERR_OPTION,
+        HK_TRY_CHECK(prec == 0, HK_ERR_UNSUPPORTED,
                      "option precision=mixed has no use with method=cholesky (the factor is "
                      "fp64); remove it");
         pcname = "none";
