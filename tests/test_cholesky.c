@@ -9,6 +9,8 @@
 #include "case.h"
 #include "test_util.h"
 
+#ifdef HOOKE_HAVE_CHOLMOD
+
 static hk_solver *create(const hk_bcsr *K, const char *opts)
 {
     hk_options *o = NULL;
@@ -76,8 +78,6 @@ static void fill_rhs(double *b, int64_t n, unsigned seed)
         b[i] = ((seed >> 8) & 0xffff) / 32768.0 - 1.0;
     }
 }
-
-#ifdef HOOKE_HAVE_CHOLMOD
 
 static void test_matches_dense_reference(void)
 {
