@@ -285,12 +285,14 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
 }
 
 /* Up to this many unknowns hooke run solves with the sparse direct solver when the case names
- * neither a method nor a preconditioner. Measured against cg + poly (docs/solver.md, "Direct
- * or iterative"): in 2D the factor stays cheap (Cook's membrane, 336k DOFs: 7 s against 137 s),
- * in 3D its fill grows fast (bracket, 37k DOFs: 1.4 s against 7.1 s; a solid cube of 28k DOFs
- * 1.6 s against 0.55 s, 89k: 11.6 s against 2.0 s). */
-#define HK_RUN_DIRECT_MAX_DOFS_2D 1000000
-#define HK_RUN_DIRECT_MAX_DOFS_3D 50000
+ * neither a method nor a preconditioner. Measured against cg + amg and cg + poly on the CPU
+ * (docs/solver.md, "Direct or iterative"; set-up + solve): in 2D the factor stays cheap
+ * (Cook's membrane 55k DOFs: 0.27 s against amg 0.64 s; 336k: 3.8 s against 2.0 s), in 3D its
+ * fill grows fast (cantilever 3k: 0.03 s against 0.08 s; a solid cube of 6.6k 0.14 s against
+ * 0.05 s, 28k 0.79 s against 0.23 s; the thin bracket, 39k: 0.74 s against 0.49 s). Load
+ * cases favour the factor further: each one after the first costs two triangular solves. */
+#define HK_RUN_DIRECT_MAX_DOFS_2D 150000
+#define HK_RUN_DIRECT_MAX_DOFS_3D 20000
 
 /* hooke run's defaults when the case leaves them open. Small models: method=cholesky (one
  * factorisation, then exact solves for every load case). Otherwise the polynomial
@@ -702,8 +704,8 @@ static void run_help(FILE *f)
         "1 when the case is invalid, a stage failed or the solver did not converge (the files\n"
         "are still written then, for inspection); 2 for a usage error.\n\n"
         "Solver options (the case's solver: section, or --set solver.KEY=VALUE). When the case\n"
-        "names neither method nor pc, hooke run uses method=cholesky up to 1000000 DOFs in 2D\n"
-        "and 50000 in 3D (with CHOLMOD), cg + pc=poly above; a case naming no pc gets pc=poly\n"
+        "names neither method nor pc, hooke run uses method=cholesky up to 150000 DOFs in 2D\n"
+        "and 20000 in 3D (with CHOLMOD), cg + pc=poly above; a case naming no pc gets pc=poly\n"
         "(the library's default is jacobi):\n\n");
     hk_solver_print_help(f);
 }
