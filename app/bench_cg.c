@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cpu/cpu_impl.h"
 #include "hk_impl.h"
 #ifdef HOOKE_HAVE_CUDA
 #include "../cuda/hk_cuda.h"
@@ -53,7 +54,10 @@ static void cg_usage(FILE *f)
             "pipelined CG with and without CUDA-graph replay, and the SBELL and CSR SpMV per\n"
             "thread count per block row beside cuSPARSE's. --iters (default 200) iterations\n"
             "per solve; --check-every (default 10) iterations between host reads of the\n"
-            "residual in the graph runs and in the solver row 'pipecg check_every=K'.\n");
+            "residual in the graph runs and in the solver row 'pipecg check_every=K'.\n"
+            "On the CPU: the host's copy bandwidth (STREAM-like, same run) and the CPU SpMV\n"
+            "(csr, bsr) as effective bandwidth and its share of the copy, cg per iteration\n"
+            "against one csr SpMV.\n");
 }
 
 /* Solves through the public API: time per iteration (solve_seconds / iterations). */
@@ -256,7 +260,18 @@ int hk_bench_cg(int argc, char **argv)
         printf("device copy bandwidth (read + write): %.0f GB/s\n", copy_gbs);
     }
 #endif
+    /* the host's copy bandwidth: the CPU kernels are judged against it (512 MB, past caches) */
+    double host_gbs = NAN;
+    if (hk_cpu_copy_bandwidth((size_t)256 << 20, 10, &host_gbs)) goto error;
+    printf("host copy bandwidth (read + write, STREAM-like): %.1f GB/s\n", host_gbs);
     printf("\n");
+    typedef struct cpu_spmv_row {
+        int64_t dofs;
+        hk_format fmt;
+        double us, gbs, cg_ms;
+    } cpu_spmv_row;
+    cpu_spmv_row cr[16];
+    int ncr = 0;
     typedef struct tpr_row {
         int nodes, tpr;
         hk_format fmt;
@@ -352,6 +367,24 @@ int hk_bench_cg(int argc, char **argv)
             err = time_solver(&K, "cpu", cmeth[m], "csr", "", iters, b, x, 0, &ms, &rn);
             if (!err) err = rows_add(&R, (cg_row){N, n, "cpu", cmeth[m], "csr", ms, rn, base / ms});
         }
+        /* the CPU SpMV alone, as bytes moved per second: the matrix once, x and y once (a
+         * lower bound on traffic: x reused from cache) */
+        static const hk_format cfmt[] = {HK_FMT_CSR, HK_FMT_BSR};
+        for (int f = 0; f < 2 && !err && ncr < 16; f++) {
+            const int64_t nnzb = K.rowptr[K.nbrows], bs = K.bs;
+            const double bytes =
+                cfmt[f] == HK_FMT_CSR
+                    ? (double)nnzb * bs * bs * 12.0 + (double)(n + 1) * 8 + 2.0 * n * 8
+                    : (double)nnzb * (bs * bs * 8.0 + 4) + (double)(K.nbrows + 1) * 8 + 2.0 * n * 8;
+            cpu_spmv_row c = {n, cfmt[f], NAN, NAN, NAN};
+            err = time_spmv(cpu, &K, cfmt[f], 0, &c.us);
+            c.gbs = bytes / (c.us * 1e-6) / 1e9;
+            for (int i = 0; i < R.n; i++)
+                if (R.r[i].dofs == n && !strcmp(R.r[i].backend, "cpu") &&
+                    !strcmp(R.r[i].method, "cg"))
+                    c.cg_ms = R.r[i].ms_per_iter;
+            if (!err) cr[ncr++] = c;
+        }
         free(b), free(x);
         hk_bcsr_free(&K);
         if (err) goto error;
@@ -370,6 +403,15 @@ int hk_bench_cg(int argc, char **argv)
     printf("\n(baseline: classical CG with cusparseSpMV CSR + cublasDdot/Daxpy/Dscal, host "
            "scalars, same run; > 1x means faster than it. GPU rows: median of 3 solves after a "
            "warm-up; CPU rows: one solve)\n");
+    printf("\n| DOFs | CPU SpMV | us | effective GB/s | share of copy bandwidth | cg ms/it / "
+           "csr SpMV |\n|---:|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < ncr; i++)
+        printf("| %lld | %s | %.1f | %.1f | %.0f %% | %.2fx |\n", (long long)cr[i].dofs,
+               hk_format_name(cr[i].fmt), cr[i].us, cr[i].gbs, 100 * cr[i].gbs / host_gbs,
+               cr[i].fmt == HK_FMT_CSR ? cr[i].cg_ms * 1e3 / cr[i].us : NAN);
+    printf("\n(host copy %.1f GB/s; SpMV bytes: values, column indices, row pointers, x and y "
+           "once each)\n",
+           host_gbs);
     /* GPU/CPU speedup of each method: best GPU format vs the CPU backend */
     if (gpu) {
         printf("\n| DOFs | method | best GPU (format) ms/it | CPU ms/it | GPU speedup |\n"
@@ -420,6 +462,18 @@ int hk_bench_cg(int argc, char **argv)
         hk_json_string(&j, "bench", "cg");
         hk_json_int(&j, "iterations", iters);
         hk_json_number(&j, "copy_gbs", copy_gbs);
+        hk_json_number(&j, "host_copy_gbs", host_gbs);
+        hk_json_begin_array(&j, "cpu_spmv");
+        for (int i = 0; i < ncr; i++) {
+            hk_json_begin_object(&j, NULL);
+            hk_json_int(&j, "dofs", cr[i].dofs);
+            hk_json_string(&j, "format", hk_format_name(cr[i].fmt));
+            hk_json_number(&j, "us", cr[i].us);
+            hk_json_number(&j, "gbs", cr[i].gbs);
+            hk_json_number(&j, "share_of_copy", cr[i].gbs / host_gbs);
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
         hk_json_begin_array(&j, "solves");
         for (int i = 0; i < R.n; i++) {
             hk_json_begin_object(&j, NULL);

@@ -159,7 +159,8 @@ int hk_bench_solvers(int argc, char **argv)
         }
     } else {
         for (int m = 0; hk_ksp_types[m] && nm < 32; m++)
-            methods[nm++] = hk_ksp_types[m];
+            if (strcmp(hk_ksp_types[m]->name, "cholesky") != 0) /* direct: no pc, no iterations */
+                methods[nm++] = hk_ksp_types[m];
     }
 
     const hk_backend *be;

@@ -284,16 +284,57 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
     return 0;
 }
 
-/* The preconditioner hooke run uses when the case names none: smoothed-aggregation AMG with
- * the mesh's rigid-body modes. Measured with hooke bench pcs (cg to 1e-8, docs/BENCHMARKS.md):
- * on the CPU backend amg takes 0.29x cg+poly's time on the bracket (39k DOFs) and 0.25x on
- * the cantilever (3k DOFs), and loses only on very easy structured boxes (16^3 hexes: 0.15 s
- * against 0.10 s); on the H200 it takes 0.36x poly's time at 633k DOFs and 0.19x at 2M, and
- * its iterations stay flat (35-39) where poly's grow (523, 1410, 2114). */
-static const char *default_pc(int64_t ndof)
+/* Up to this many unknowns hooke run solves with the sparse direct solver when the case names
+ * neither a method nor a preconditioner. Measured against cg + amg and cg + poly on the CPU
+ * (docs/solver.md, "Direct or iterative"; set-up + solve): in 2D the factor stays cheap
+ * (Cook's membrane 55k DOFs: 0.27 s against amg 0.64 s; 336k: 3.8 s against 2.0 s), in 3D its
+ * fill grows fast (cantilever 3k: 0.03 s against 0.08 s; a solid cube of 6.6k 0.14 s against
+ * 0.05 s, 28k 0.79 s against 0.23 s; the thin bracket, 39k: 0.74 s against 0.49 s). Load
+ * cases favour the factor further: each one after the first costs two triangular solves. */
+#define HK_RUN_DIRECT_MAX_DOFS_2D 150000
+#define HK_RUN_DIRECT_MAX_DOFS_3D 20000
+
+/* Above those sizes, or when the case names a method but no preconditioner: smoothed-
+ * aggregation AMG with the mesh's rigid-body modes. Measured with hooke bench pcs (cg to
+ * 1e-8, docs/BENCHMARKS.md): on the CPU backend amg takes 0.29x cg+poly's time on the bracket
+ * (39k DOFs) and 0.25x on the cantilever (3k DOFs), and loses only on very easy structured
+ * boxes (16^3 hexes: 0.15 s against 0.10 s); on the H200 it takes 0.17x poly's time at 632k
+ * DOFs and 0.09x at 2M, and its iterations stay flat (37-38) where poly's grow (523, 1400,
+ * 2142). */
+#define HK_RUN_DEFAULT_PC "amg"
+
+/* hooke run's defaults when the case leaves them open; *choice says what was chosen and why
+ * for the solve line. */
+static int choose_default_solver(hk_options *solver, int64_t ndof, int dim, char *choice, size_t n)
 {
-    (void)ndof;
-    return "amg";
+    const int has_method = hk_options_has(solver, "method"), has_pc = hk_options_has(solver, "pc");
+    const int64_t direct_max = dim == 2 ? HK_RUN_DIRECT_MAX_DOFS_2D : HK_RUN_DIRECT_MAX_DOFS_3D;
+#ifdef HOOKE_HAVE_CHOLMOD
+    if (!has_method && !has_pc && ndof <= direct_max) {
+        snprintf(choice, n, " [chosen by hooke run: direct, %lld DOFs <= %lld in %dD]",
+                 (long long)ndof, (long long)direct_max, dim);
+        return hk_options_set(solver, "method", "cholesky");
+    }
+#else
+    (void)direct_max;
+#endif
+    const char *method = NULL;
+    HK_CALL(hk_options_get_string(solver, "method", &method));
+    if (!has_pc && !(method && !strcmp(method, "cholesky"))) {
+        if (!has_method)
+            snprintf(choice, n,
+                     ndof > direct_max
+                         ? " [chosen by hooke run: pc=" HK_RUN_DEFAULT_PC
+                           ", %lld DOFs > %lld in %dD]"
+                         : " [chosen by hooke run: pc=" HK_RUN_DEFAULT_PC
+                           ", %lld DOFs; up to %lld in %dD would be direct, built without "
+                           "CHOLMOD]",
+                     (long long)ndof, (long long)direct_max, dim);
+        else
+            snprintf(choice, n, " [pc=" HK_RUN_DEFAULT_PC " chosen by hooke run]");
+        return hk_options_set(solver, "pc", HK_RUN_DEFAULT_PC);
+    }
+    return 0;
 }
 
 int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
@@ -311,12 +352,8 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     /* solve */
     t = hk_time();
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
-    /* hooke run's default preconditioner (when the case names none): see default_pc. */
-    const char *chosen_pc = NULL;
-    if (!hk_options_has(c->solver, "pc")) {
-        chosen_pc = default_pc(r->sys.ndof);
-        HK_TRY(hk_options_set(c->solver, "pc", chosen_pc));
-    }
+    char choice[160] = "";
+    HK_TRY(choose_default_solver(c->solver, r->sys.ndof, r->mesh.dim, choice, sizeof choice));
     {
         /* the mesh's node coordinates whatever the pc: pc=amg builds the rigid-body modes */
         hk_nearnull nn;
@@ -340,13 +377,13 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
             while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' '))
                 r->solver_desc[--l] = 0;
         }
-        const char *on = strstr(r->solver_desc, " on ");
+        /* the backend is the last " on ..." (cholesky's factor is "on the host" before it) */
+        const char *on = NULL;
+        for (const char *q = strstr(r->solver_desc, " on "); q; q = strstr(q + 1, " on "))
+            on = q;
         snprintf(r->backend, sizeof r->backend, "%s", on ? on + 4 : "?");
     }
-    stage(&L, "solve: %s", r->solver_desc);
-    if (chosen_pc)
-        stage(&L, "solve: pc=%s chosen by hooke run for %lld DOFs (solver.pc picks another)",
-              chosen_pc, (long long)r->sys.ndof);
+    stage(&L, "solve: %s%s", r->solver_desc, choice);
     hk_solver_set_monitor(s, monitor, &L);
     if (c->nloadcases) {
         r->t_setup = r->t_solve = r->t_post = 0;
@@ -678,8 +715,10 @@ static void run_help(FILE *f)
         "Exit status: 0 when the solve (every load case) converged and the files were written;\n"
         "1 when the case is invalid, a stage failed or the solver did not converge (the files\n"
         "are still written then, for inspection); 2 for a usage error.\n\n"
-        "Solver options (the case's solver: section, or --set solver.KEY=VALUE). hooke run uses\n"
-        "pc=amg when the case names no preconditioner (the library's default is jacobi):\n\n");
+        "Solver options (the case's solver: section, or --set solver.KEY=VALUE). When the case\n"
+        "names neither method nor pc, hooke run uses method=cholesky up to 150000 DOFs in 2D\n"
+        "and 20000 in 3D (with CHOLMOD), cg + pc=amg above; a case naming no pc gets pc=amg\n"
+        "(the library's default is jacobi):\n\n");
     hk_solver_print_help(f);
 }
 

@@ -21,7 +21,9 @@ SYS=/usr/lib/x86_64-linux-gnu
 log() { echo "[gpu-check $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 
 # ---- unpack the bundle into a private prefix (never into /) ----------------------------------
-if [ ! -f "$P/.done" ]; then
+# (unpacked again when the bundle has gained CHOLMOD since the last unpack)
+if [ ! -f "$P/.done" ] || { ls "$BUNDLE"/debs/libcholmod3_*.deb >/dev/null 2>&1 &&
+                             [ ! -e "$P/usr/include/suitesparse/cholmod.h" ]; }; then
   mkdir -p "$P/fallback" "$P/gmsh/lib" "$P/gmsh/include"
   for d in "$BUNDLE"/debs/*.deb; do dpkg -x "$d" "$P"; done
   # Debian's libxml2 headers enable ICU; the host has no ICU headers and we use no ICU API.
@@ -45,6 +47,11 @@ PY
     [ -e "$so" ] || continue
     b=$(basename "$so")
     ldconfig -p | grep -q " $b " || ln -sf "$so" "$P/fallback/$b"
+  done
+  # OpenBLAS's libblas.so.3 and liblapack.so.3 (a subfolder: Debian's alternatives) always,
+  # ahead of a host's reference BLAS: CHOLMOD's supernodal factorisation runs in them.
+  for so in "$P"/usr/lib/x86_64-linux-gnu/openblas-pthread/*.so*; do
+    [ -e "$so" ] && ln -sf "$so" "$P/fallback/$(basename "$so")"
   done
   touch "$P/.done"
 fi

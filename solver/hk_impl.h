@@ -460,6 +460,7 @@ struct hk_ksp {
     /* work vectors kept between solves (no device allocation per solve); owner frees */
     hk_vec **pool;
     int npool, pool_cap;
+    void *direct; /* the factor of a direct method (method=cholesky), owned */
 };
 
 extern const hk_ksp_type *const hk_ksp_types[]; /* NULL-terminated registry */

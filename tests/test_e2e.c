@@ -268,9 +268,10 @@ static void test_binary(void)
 
     /* a solve that does not converge: exit 1, the message, the .vtu still written */
     snprintf(vtu, sizeof vtu, "%s/unconverged.vtu", tmp);
-    snprintf(cmd, sizeof cmd, "%s run %s --set solver.pc=jacobi --set solver.maxit=2 -o %s > %s 2> %s",
-             HOOKE_BINARY, yaml,
-             vtu, out, errf);
+    snprintf(cmd, sizeof cmd,
+             "%s run %s --set solver.method=cg --set solver.pc=jacobi --set solver.maxit=2 -o %s "
+             "> %s 2> %s",
+             HOOKE_BINARY, yaml, vtu, out, errf);
     CU_ASSERT_EQUAL(run_cmd(cmd), 1);
     log = read_text(errf);
     CU_ASSERT_PTR_NOT_NULL(log && strstr(log, "without converging"));

@@ -35,6 +35,16 @@ static int cpu_alloc(void **p, size_t bytes)
     if (posix_memalign(&q, 64, sz ? sz : 64))
         return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                             "out of host memory allocating %zu bytes", bytes);
+    /* First touch of large arrays (vectors) by all threads with a static schedule, as the
+     * kernels read them: on a NUMA host the pages spread over the nodes of their users
+     * instead of all landing on the node of the thread that uploads. */
+    if (sz >= ((size_t)1 << 20)) {
+        double *d = q;
+        const int64_t nd = (int64_t)(sz / sizeof *d);
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < nd; i++)
+            d[i] = 0.0;
+    }
     *p = q;
     return 0;
 }

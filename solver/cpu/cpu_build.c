@@ -57,10 +57,17 @@ static int build_rowptr(const build_src *s, int f32, hk_cpu_mat *m)
     HK_CALL(hk_malloc((size_t)(nb ? nb : 1) * sizeof *F->colind, &F->colind));
     HK_CALL(alloc_vals(m, f32, nb * b2));
     memcpy(F->rowptr, s->rowptr, (size_t)(s->n + 1) * sizeof *F->rowptr);
-    if (nb) memcpy(F->colind, s->colind, (size_t)nb * sizeof *F->colind);
     if (!f32 && nb) {
-        memcpy(F->val, s->val, (size_t)(nb * b2) * sizeof *F->val);
+        /* first touch row by row with the SpMV's static schedule (cpu_spmv.c, same loop and
+         * threshold): on a NUMA host each thread's rows sit in its own node's memory */
+#pragma omp parallel for schedule(static) if (s->n > 2048)
+        for (int64_t i = 0; i < s->n; i++) {
+            const int64_t k0 = s->rowptr[i], len = s->rowptr[i + 1] - k0;
+            memcpy(F->colind + k0, s->colind + k0, (size_t)len * sizeof *F->colind);
+            memcpy(F->val + k0 * b2, s->val + k0 * b2, (size_t)(len * b2) * sizeof *F->val);
+        }
     } else {
+        if (nb) memcpy(F->colind, s->colind, (size_t)nb * sizeof *F->colind);
 #pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < nb * b2; k++)
             m->val32[k] = (float)s->val[k];

@@ -21,6 +21,10 @@ int hk_cpu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B);
 /* SpMV for every format (solver/cpu/cpu_spmv.c). */
 int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 
+/* The host's copy bandwidth (read + write, GB/s; best of reps copies of bytes, threads placing
+ * their own pages), for judging the CPU kernels (solver/cpu/cpu_stream.c). */
+int hk_cpu_copy_bandwidth(size_t bytes, int reps, double *gbs);
+
 /* Deterministic reductions: the index range is cut into HK_CPU_CHUNKS fixed chunks whatever
  * the thread count, each summed in order, then the chunk sums in order. */
 #define HK_CPU_CHUNKS 256

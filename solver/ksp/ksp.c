@@ -15,6 +15,7 @@ const hk_ksp_type *const hk_ksp_types[] = {&hk_ksp_cg,
                                            &hk_ksp_pipegmres,
                                            &hk_ksp_fgmres,
                                            &hk_ksp_defect,
+                                           &hk_ksp_cholesky,
                                            NULL};
 
 const hk_ksp_type *hk_ksp_type_find(const char *name)

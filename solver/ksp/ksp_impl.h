@@ -13,6 +13,15 @@ extern const hk_ksp_type hk_ksp_cg, hk_ksp_cgcg, hk_ksp_pipecg, hk_ksp_fcg;
 extern const hk_ksp_type hk_ksp_bicgstab, hk_ksp_pipebicgstab;
 extern const hk_ksp_type hk_ksp_gmres, hk_ksp_pipegmres, hk_ksp_fgmres;
 extern const hk_ksp_type hk_ksp_defect;
+extern const hk_ksp_type hk_ksp_cholesky;
+
+/* method=cholesky (cholesky.c): factor K (the caller's host copy) into k->direct once; every
+ * solve of k reuses it. Errors name the row where K is not positive definite, and say so when
+ * Hooke was built without CHOLMOD. _free releases the factor, _describe says what it is. */
+int hk_cholesky_factor(hk_ksp *k, const hk_bcsr *K);
+void hk_cholesky_free(hk_ksp *k);
+void hk_cholesky_describe(const hk_ksp *k, char *buf, size_t n);
+long hk_cholesky_factorizations(void); /* factorisations so far in this process (tests) */
 
 /* Iterations without a 0.1 % decrease of the best residual before "stagnation". */
 #define HK_KSP_STAG_WINDOW 2000

@@ -202,6 +202,18 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown method=%s; valid methods are %s", method, buf);
     }
     const int defect = kt == &hk_ksp_defect;
+    /* a direct method has no preconditioner: an explicit one would be silently unused */
+    const int direct = kt == &hk_ksp_cholesky;
+    if (direct) {
+        HK_TRY_CHECK(!strcmp(pcname, "none") || !hk_options_has(o, "pc"), HK_ERR_UNSUPPORTED,
+                     "option pc=%s has no use with method=cholesky (a direct solver); remove it "
+                     "or choose an iterative method",
+                     pcname);
+        HK_TRY_CHECK(prec == 0, HK_ERR_UNSUPPORTED,
+                     "option precision=mixed has no use with method=cholesky (the factor is "
+                     "fp64); remove it");
+        pcname = "none";
+    }
     const hk_ksp_type *it_type = NULL;
     if (defect) {
         HK_TRY(hk_options_get_string(o, "inner.method", &inner_method));
@@ -281,6 +293,8 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
 
     valid_keys(buf, sizeof buf);
     HK_TRY(hk_options_check_used(o, buf));
+    /* the factor is computed on the host from the caller's K, whatever the backend */
+    if (direct) HK_TRY(hk_cholesky_factor(&s->ksp, K));
 
     /* ---- the Krylov objects ---- */
     hk_ksp *k = &s->ksp;
@@ -352,6 +366,7 @@ void hk_solver_destroy(hk_solver *s)
     free((void *)s->nn.vectors);
     free(s->ksp.history);
     free(s->inner.history);
+    hk_cholesky_free(&s->ksp);
     hk_ksp_pool_free(&s->ksp);
     hk_ksp_pool_free(&s->inner);
     free(s);
@@ -468,7 +483,12 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
     } else {
         snprintf(pcn, sizeof pcn, "%s", s->pc->type->name);
     }
-    if (s->ksp.inner)
+    if (s->ksp.direct) {
+        char info[256];
+        hk_cholesky_describe(&s->ksp, info, sizeof info);
+        fprintf(f, "%s (%s, on the host), residual in %s fp64 on %s\n", s->ksp.type->name, info,
+                hk_format_name(s->fmt), s->be->name);
+    } else if (s->ksp.inner)
         fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
                 s->ksp.inner->type->name, pcn, hk_format_name(s->fmt), s->be->name);
     else
