@@ -398,7 +398,8 @@ static void test_poly_bounds(void)
 /* ---- ic0, ilu0 ----------------------------------------------------------------------- */
 
 /* Where the factorisation has no fill (tridiagonal, block tridiagonal with full blocks),
- * IC(0) / ILU(0) are the exact factorisations and M^-1 r = A^-1 r. */
+ * IC(0) / ILU(0) are the exact factorisations and M^-1 r = A^-1 r. Only in the natural
+ * order: a multicolour order (the cuda default) creates fill that IC(0) drops. */
 static void check_exact(const char *name, long n, const double *D)
 {
     hk_bcsr K;
@@ -408,7 +409,8 @@ static void check_exact(const char *name, long n, const double *D)
     dense_solve(n, D, r, ref);
     double *z = malloc(n * sizeof *z);
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
-        int err = apply_pc(*b, HK_FP64, &K, name, NULL, r, z, NULL);
+        const char *natural = "pc.ordering=natural";
+        int err = apply_pc(*b, HK_FP64, &K, name, natural, r, z, NULL);
         if (!(*b)->tri_create) { /* a backend without triangular solves says so */
             CU_ASSERT_EQUAL(err, HK_ERR_UNSUPPORTED);
             CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available on the"));
@@ -416,7 +418,7 @@ static void check_exact(const char *name, long n, const double *D)
         }
         CU_ASSERT_EQUAL_FATAL(err, 0);
         CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-11);
-        err = apply_pc(*b, HK_FP32, &K, name, NULL, r, z, NULL);
+        err = apply_pc(*b, HK_FP32, &K, name, natural, r, z, NULL);
         CU_ASSERT_EQUAL_FATAL(err, 0);
         CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-4);
     }
