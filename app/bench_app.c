@@ -110,7 +110,13 @@ int hk_bench_app(int argc, char **argv)
     if (r.mem.device_estimate > 0)
         printf("; device: estimate %.0f MB, %.0f MB free before the run",
                r.mem.device_estimate / 1e6, r.mem.device_available / 1e6);
-    printf("\n");
+    printf("\n\nhost memory by stage (peak resident at the end of each, MB): resident after meshing "
+           "%.0f, mesh %.0f, assembly %.0f, solve %.0f, post-processing %.0f, writing %.0f; "
+           "%.1f bytes per nonzero of K after meshing\n",
+           r.mem.host_resident_mesh / 1e6, r.mem.host_peak_mesh / 1e6,
+           r.mem.host_peak_assembly / 1e6, r.mem.host_peak_solve / 1e6,
+           r.mem.host_peak_post / 1e6, peak / 1e6,
+           nnz > 0 ? (peak - r.mem.host_resident_mesh) / (double)nnz : 0.0);
 
     int rc = 0;
     if (bo.json) {
@@ -147,6 +153,11 @@ int hk_bench_app(int argc, char **argv)
             hk_json_number(&j, "host_available", r.mem.host_available);
             hk_json_number(&j, "device_estimate", r.mem.device_estimate);
             hk_json_number(&j, "device_free_before", r.mem.device_available);
+            hk_json_number(&j, "host_resident_after_mesh", r.mem.host_resident_mesh);
+            hk_json_number(&j, "host_peak_mesh", r.mem.host_peak_mesh);
+            hk_json_number(&j, "host_peak_assembly", r.mem.host_peak_assembly);
+            hk_json_number(&j, "host_peak_solve", r.mem.host_peak_solve);
+            hk_json_number(&j, "host_peak_post", r.mem.host_peak_post);
             hk_json_end_object(&j);
             hk_json_end_object(&j);
             rc = hk_json_close(&j) ? 1 : 0;

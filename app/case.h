@@ -171,6 +171,9 @@ typedef struct hk_run_loadcase {
 typedef struct hk_run_memory {
     double estimated_cells; /* before meshing: the lower bound from volume and size */
     double host_estimate, host_available, device_estimate, device_available;
+    double host_resident_mesh; /* resident bytes when the estimate was made (after meshing) */
+    /* the process's peak resident bytes at the end of each stage (getrusage) */
+    double host_peak_mesh, host_peak_assembly, host_peak_solve, host_peak_post;
 } hk_run_memory;
 
 typedef struct hk_run {

@@ -209,6 +209,7 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
         if (*hk_mesh_load_notes()) stage(L, "meshing: %s", hk_mesh_load_notes());
     }
     r->t_mesh = hk_time() - t;
+    r->mem.host_peak_mesh = hk_run_peak_host_bytes();
     char types[128];
     element_types(&r->mesh, types, sizeof types);
     stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
@@ -245,6 +246,7 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
     }
     if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
+    r->mem.host_peak_assembly = hk_run_peak_host_bytes();
     int64_t nnz =
         r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
     stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
@@ -399,6 +401,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     r->t_solve = hk_time() - t - r->t_setup;
     if (r->t_solve < 0) r->t_solve = r->res.solve_seconds;
     r->converged = hk_reason_converged(r->res.reason);
+    r->mem.host_peak_solve = hk_run_peak_host_bytes();
     stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
           hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual, r->t_solve,
           r->t_setup);
@@ -407,6 +410,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     t = hk_time();
     HK_TRY(hk_postproc(&r->model.problem, &r->sys, r->u, &r->fields));
     r->t_post = hk_time() - t;
+    r->mem.host_peak_post = hk_run_peak_host_bytes();
     stage(&L, "postproc: strains, stresses, reactions in %.2f s", r->t_post);
     r->t_total = hk_time() - L.t0;
     if (!r->converged)
