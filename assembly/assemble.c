@@ -441,17 +441,47 @@ static int element_kernel_general(const hk_elref *r, int d, const double (*x)[3]
     return 0;
 }
 
-/* Selective integration: adds the volumetric stiffness kappa int div(N_a) div(N_b) on the
- * reduced rule to Ke (the full-rule part was formed with lambda - kappa). axi: the divergence
- * includes the hoop strain u_r / r, the weight r. Returns 1 when det J <= 0 (or r <= 0) at a
- * reduced point. */
+/* Selective integration on the reduced rule: adds the volumetric stiffness
+ * kappa int div(N_a) div(N_b) to Ke when Ke != NULL (the full-rule part was formed with
+ * lambda - kappa), and the thermal load kappa int div(N_a) 3 alpha dT to fe when fe != NULL
+ * (s0 = 3 kappa alpha; dT = dT_region + the nodal field Tn interpolated): an isotropic
+ * expansion is purely volumetric, so its load belongs on the same rule as the volumetric
+ * stiffness, or a free body heated on a distorted mesh would not come out stress-free. axi:
+ * the divergence includes the hoop strain u_r / r, the weight r; where the reduced rule has
+ * one point (quad4, tri6) it is the mean dilatation over the full rule instead, since one
+ * point does not integrate int div(N_a) r dA exactly (the weight r adds a degree), which
+ * would let a held, nearly incompressible body change its volume. Returns 1 when det J <= 0
+ * (or r <= 0) at a point. */
 static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], double kappa, int axi,
-                              double fac, double *Ke)
+                              double fac, double *Ke, double s0, double dT_region, const double *Tn,
+                              double *fe)
 {
     int nq;
     double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
     if (!hk_elref_reduced_rule(r->type, &nq, qp, qw)) return 0;
     const int n = r->nnodes, nd = n * d;
+    if (axi && nq == 1) { /* mean dilatation: div_a = int div(N_a) r dA, V = int r dA */
+        double dv[HK_EL_MAXN * 3] = {0}, V = 0, TV = 0;
+        for (int q = 0; q < r->nqp; q++) {
+            double g[HK_EL_MAXN][3], w, rad;
+            if (point_gradients(r, d, x, q, fac, g, &w, &rad)) return 1;
+            double dT = dT_region;
+            for (int a = 0; a < n; a++) {
+                dv[a * d] += w * (g[a][0] + r->N[q][a] / rad);
+                dv[a * d + 1] += w * g[a][1];
+                if (Tn) dT += r->N[q][a] * Tn[a];
+            }
+            V += w, TV += w * dT;
+        }
+        if (Ke)
+            for (int a = 0; a < nd; a++)
+                for (int b = 0; b < nd; b++)
+                    Ke[(size_t)a * nd + b] += kappa / V * dv[a] * dv[b];
+        if (fe)
+            for (int a = 0; a < nd; a++)
+                fe[a] += s0 * TV / V * dv[a];
+        return 0;
+    }
     for (int q = 0; q < nq; q++) {
         double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], J[3][3] = {{0}}, Ji[3][3], g[HK_EL_MAXN][3];
         hk_el_shape(r->type, qp[q], N, dN);
@@ -466,7 +496,7 @@ static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], do
                 rad += N[a] * x[a][0];
         }
         if (!(det > 0) || !(rad > 0)) return 1;
-        const double w = qw[q] * det * fac * kappa * rad;
+        const double w = qw[q] * det * fac * rad;
         for (int a = 0; a < n; a++)
             for (int i = 0; i < d; i++) {
                 double s = 0;
@@ -477,9 +507,17 @@ static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], do
         if (axi) /* div u = du_r/dr + u_r / r + du_z/dz */
             for (int a = 0; a < n; a++)
                 g[a][0] += N[a] / rad;
-        for (int a = 0; a < nd; a++)
-            for (int b = 0; b < nd; b++)
-                Ke[(size_t)a * nd + b] += w * g[a / d][a % d] * g[b / d][b % d];
+        if (Ke)
+            for (int a = 0; a < nd; a++)
+                for (int b = 0; b < nd; b++)
+                    Ke[(size_t)a * nd + b] += w * kappa * g[a / d][a % d] * g[b / d][b % d];
+        if (fe) {
+            double dT = dT_region;
+            for (int a = 0; a < n && Tn; a++)
+                dT += N[a] * Tn[a];
+            for (int a = 0; a < nd; a++)
+                fe[a] += w * s0 * dT * g[a / d][a % d];
+        }
     }
     return 0;
 }
@@ -608,13 +646,19 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
                     : element_kernel_general(r, d, (const double(*)[3])x, L, sel ? L->kappa : 0,
                                              axi, fac, b, Ke, f ? fe : NULL);
             if (!badjac && sel)
-                badjac = volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac, Ke);
+                badjac = volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac, Ke, 0,
+                                            0, NULL, NULL);
             if (!badjac && f && (dTr[rg] != 0 || node_dT)) {
                 double Tn[HK_EL_MAXN];
                 for (int a = 0; a < n && node_dT; a++)
                     Tn[a] = node_dT[nodes[a]];
-                badjac = thermal_load(r, d, (const double(*)[3])x, L, axi, fac, dTr[rg],
-                                      node_dT ? Tn : NULL, fe);
+                /* selective: isotropic, so the thermal stress D alpha = 3 kappa alpha is
+                 * volumetric and goes on the reduced rule */
+                badjac = sel ? volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac,
+                                                  NULL, 3 * L->kappa * L->alpha6[0], dTr[rg],
+                                                  node_dT ? Tn : NULL, fe)
+                             : thermal_load(r, d, (const double(*)[3])x, L, axi, fac, dTr[rg],
+                                            node_dT ? Tn : NULL, fe);
             }
             if (badjac) {
                 if (e < mybad) mybad = e;

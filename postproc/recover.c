@@ -168,17 +168,45 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
         }
     double dNdx[HK_EL_MAXN][3], G[3][3], eps[6], sig[6];
     /* selective integration: the volumetric strain (net of the thermal one) at the reduced
-     * points, whose interpolant replaces the pointwise one in the pressure, as in K */
+     * points, whose interpolant replaces the pointwise one in the pressure, as in K; the
+     * internal force takes the volumetric part kappa div(N_a) tr(eps) on these points, as K
+     * does (the thermal load is there too, in f_ext) */
     int nr = 0;
     double vr[HK_EL_MAXQ];
     const double a3 = 3 * L->alpha6[0];
+    memset(out->fint, 0, sizeof out->fint);
     if (L->selective) {
         double rq[HK_EL_MAXQ][3], rw[HK_EL_MAXQ];
         nr = hk_elref_reduced_rule((hk_eltype)t, &nr, rq, rw);
-        for (int q = 0; q < nr; q++) {
-            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], T = 0;
+        if (axi && nr == 1) { /* the mean dilatation over the full rule, as in K */
+            double dv[HK_EL_MAXN][2] = {{0}}, V = 0, TV = 0, th = 0;
+            for (int q = 0; q < el->nqp; q++) {
+                const double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
+                grad_u(nn, ue, (const double(*)[3])dNdx, G);
+                if (!(det > 0) || hoop(nn, X, ue, el->N[q], G)) {
+                    out->err = 1, out->det = det;
+                    return 1;
+                }
+                double rad = 0, T = 0;
+                for (int a = 0; a < nn; a++)
+                    rad += el->N[q][a] * X[3 * a], T += el->N[q][a] * Tn[a];
+                const double w = el->qw[q] * det * thick * rad;
+                for (int a = 0; a < nn; a++) {
+                    dv[a][0] += w * (dNdx[a][0] + el->N[q][a] / rad);
+                    dv[a][1] += w * dNdx[a][1];
+                }
+                V += w, TV += w * T, th += w * (G[0][0] + G[1][1] + G[2][2]);
+            }
+            vr[0] = (th - a3 * TV) / V;
+            for (int a = 0; a < nn; a++)
+                for (int i = 0; i < 2; i++)
+                    out->fint[a][i] += L->kappa * th / V * dv[a][i];
+        }
+        for (int q = 0; q < nr && !(axi && nr == 1); q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], T = 0, rad = 1;
             hk_el_shape((hk_eltype)t, rq[q], N, dN);
-            if (!(shape_x(dim, nn, X, (const double(*)[3])dN, dNdx) > 0)) {
+            const double det = shape_x(dim, nn, X, (const double(*)[3])dN, dNdx);
+            if (!(det > 0)) {
                 out->err = 1, out->det = 0;
                 return 1;
             }
@@ -187,9 +215,17 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
                 out->err = 1, out->det = 0;
                 return 1;
             }
-            for (int a = 0; a < nn; a++)
+            if (axi) rad = 0;
+            for (int a = 0; a < nn; a++) {
                 T += N[a] * Tn[a];
-            vr[q] = G[0][0] + G[1][1] + G[2][2] - a3 * T;
+                if (axi) rad += N[a] * X[3 * a];
+            }
+            const double tr = G[0][0] + G[1][1] + G[2][2];
+            vr[q] = tr - a3 * T;
+            const double w = rw[q] * det * thick * rad * L->kappa * tr;
+            for (int a = 0; a < nn; a++)
+                for (int i = 0; i < dim; i++)
+                    out->fint[a][i] += w * (dNdx[a][i] + (axi && i == 0 ? N[a] / rad : 0));
         }
     }
     const double *qw = el->qw;
@@ -204,7 +240,6 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
     }
     double vol = 0, cell_eps[6] = {0, 0, 0, 0, 0, 0};
     memset(out->cell_sig, 0, sizeof out->cell_sig);
-    memset(out->fint, 0, sizeof out->fint);
     out->err = 0;
     for (int q = 0; q < nq; q++) {
         double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
@@ -227,9 +262,10 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
         for (int a = 0; a < nn; a++)
             dT += el->N[q][a] * Tn[a];
         constitutive(L, p->analysis, dim, (const double(*)[3])G, dT, eps, sig);
+        double vq = 0; /* selective: the reduced volumetric strain here */
         if (nr) {
-            const double dv = L->kappa * (hk_elref_reduced_interp((hk_eltype)t, el->qp[q], vr) -
-                                          (G[0][0] + G[1][1] + G[2][2] - a3 * dT));
+            vq = hk_elref_reduced_interp((hk_eltype)t, el->qp[q], vr);
+            const double dv = L->kappa * (vq - (G[0][0] + G[1][1] + G[2][2] - a3 * dT));
             for (int k = 0; k < 3; k++)
                 sig[k] += dv;
         }
@@ -238,11 +274,16 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
         for (int k = 0; k < 6; k++)
             out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
         /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor, of the
-         * stress before the thermal part (the system's f_ext holds the thermal loads) */
+         * stress before the thermal part (the system's f_ext holds the thermal loads);
+         * selective: of D eps - kappa tr(eps) (the volumetric part came from the reduced
+         * points above) */
         double st[6];
         memcpy(st, sig, sizeof st);
         for (int k = 0; k < L->nv; k++)
             st[dim == 2 && !axi ? plane[k] : k] += dT * L->sig0[k];
+        if (nr)
+            for (int k = 0; k < 3; k++)
+                st[k] -= L->kappa * (vq + a3 * dT);
         double S[3][3] = {{st[0], st[3], st[5]}, {st[3], st[1], st[4]}, {st[5], st[4], st[2]}};
         for (int a = 0; a < nn; a++)
             for (int i = 0; i < dim; i++) {
