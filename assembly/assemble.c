@@ -652,9 +652,10 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
                 double Tn[HK_EL_MAXN];
                 for (int a = 0; a < n && node_dT; a++)
                     Tn[a] = node_dT[nodes[a]];
-                /* selective: isotropic, so the thermal stress D alpha = 3 kappa alpha is
-                 * volumetric and goes on the reduced rule */
-                badjac = sel ? volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac,
+                /* selective and an isotropic expansion: the thermal stress D alpha =
+                 * 3 kappa alpha is volumetric and goes on the reduced rule */
+                const int vol = sel && L->alpha6[0] == L->alpha6[1] && L->alpha6[1] == L->alpha6[2];
+                badjac = vol ? volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac,
                                                   NULL, 3 * L->kappa * L->alpha6[0], dTr[rg],
                                                   node_dT ? Tn : NULL, fe)
                              : thermal_load(r, d, (const double(*)[3])x, L, axi, fac, dTr[rg],
