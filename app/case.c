@@ -479,15 +479,17 @@ static int read_analysis(ctx *x, struct fy_node *root)
     struct fy_node *a = lookup(root, "analysis"), *type = NULL, *th = NULL;
     if (!a)
         return err_at(x, root,
-                      "the case has no 'analysis'; add analysis: 3d, plane_stress or "
-                      "plane_strain");
+                      "the case has no 'analysis'; add analysis: 3d, plane_stress, plane_strain "
+                      "or axisymmetric");
     if (fy_node_get_type(a) == FYNT_SCALAR) {
         type = a;
     } else {
         HK_CALL(check_mapping(x, a, "analysis", keys));
         type = lookup(a, "type");
         th = lookup(a, "thickness");
-        if (!type) return err_at(x, a, "analysis needs type: 3d, plane_stress or plane_strain");
+        if (!type)
+            return err_at(x, a,
+                          "analysis needs type: 3d, plane_stress, plane_strain or axisymmetric");
     }
     c->analysis_loc = node_loc(x, type);
     const char *s = scalar(type);
@@ -497,13 +499,21 @@ static int read_analysis(ctx *x, struct fy_node *root)
         c->analysis = HK_PLANE_STRAIN, c->dim = 2;
     else if (s && (!strcmp(s, "3d") || !strcmp(s, "3D") || !strcmp(s, "solid")))
         c->analysis = HK_SOLID, c->dim = 3;
+    else if (s && !strcmp(s, "axisymmetric"))
+        c->analysis = HK_AXISYMMETRIC, c->dim = 2;
     else
-        return err_at(x, type, "analysis type must be 3d, plane_stress or plane_strain, got '%s'",
+        return err_at(x, type,
+                      "analysis type must be 3d, plane_stress, plane_strain or axisymmetric, got "
+                      "'%s'",
                       s ? s : "a collection");
     c->thickness = 1.0;
     if (th) {
         if (c->dim == 3)
             return err_at(x, th, "thickness applies to 2D analyses only; remove it for a 3d case");
+        if (c->analysis == HK_AXISYMMETRIC)
+            return err_at(x, th,
+                          "thickness does not apply to an axisymmetric analysis (its results are "
+                          "per radian of the full ring); remove it");
         HK_CALL(parse_double(x, th, "analysis.thickness", &c->thickness));
         if (!(c->thickness > 0))
             return err_at(x, th, "analysis.thickness must be positive, got %g", c->thickness);
@@ -527,7 +537,7 @@ static int material_number(ctx *x, struct fy_node *m, const char *k, const char 
 /* The stiffness matrix D of an anisotropic material: n rows of n numbers. */
 static int read_stiffness(ctx *x, struct fy_node *v, const char *name, int n, double D[6][6])
 {
-    const char *order = n == 6 ? "xx yy zz xy yz xz" : "xx yy xy";
+    const char *order = n == 6 ? "xx yy zz xy yz xz" : n == 4 ? "rr zz tt rz" : "xx yy xy";
     if (fy_node_get_type(v) != FYNT_SEQUENCE || fy_node_sequence_item_count(v) != n)
         return err_at(x, v,
                       "D of material '%s' must be a list of %d rows of %d numbers (Voigt order "
@@ -699,10 +709,12 @@ static int read_materials(ctx *x, struct fy_node *root)
                                                 : "shear modulus of two material axes",
                                         k < 3 || k >= 6, &cm->m.ortho[k]));
         } else {
+            /* 3D: xx yy zz xy yz xz; axisymmetric: rr zz tt rz; plane: xx yy xy */
+            const int nD = c->dim == 3 ? 6 : c->analysis == HK_AXISYMMETRIC ? 4 : 3;
             if (!(v = lookup(m, "D")))
                 return err_at(x, m, "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
-                              cm->m.name, c->dim == 3 ? 6 : 3, c->dim == 3 ? 6 : 3);
-            HK_CALL(read_stiffness(x, v, cm->m.name, c->dim == 3 ? 6 : 3, cm->m.D));
+                              cm->m.name, nD, nD);
+            HK_CALL(read_stiffness(x, v, cm->m.name, nD, cm->m.D));
         }
         if ((v = lookup(m, "integration"))) {
             const char *t = scalar(v);
@@ -1649,9 +1661,21 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     memset(model, 0, sizeof *model);
     if (m->dim != c->dim)
         return hk_case_error(c, c->analysis_loc, "the analysis is %s but the mesh is %dD; use %s",
-                             c->dim == 3 ? "3d" : "2D", m->dim,
-                             m->dim == 3 ? "analysis: 3d"
-                                         : "analysis: plane_stress or plane_strain");
+                             c->analysis == HK_AXISYMMETRIC ? "axisymmetric (2D)"
+                             : c->dim == 3                  ? "3d"
+                                                            : "2D",
+                             m->dim,
+                             m->dim == 3 ? "analysis: 3d (or mesh the r-z section for axisymmetric)"
+                                         : "analysis: plane_stress, plane_strain or axisymmetric");
+    if (c->analysis == HK_AXISYMMETRIC) {
+        const int64_t bad = hk_axisym_bad_node(m);
+        if (bad >= 0)
+            return hk_case_error(c, c->analysis_loc,
+                                 "node %lld of the mesh lies at r = x = %g < 0; an axisymmetric "
+                                 "section lies in x >= 0 (x is the radius, the axis is x = 0): "
+                                 "move the geometry to that side",
+                                 (long long)bad, m->coords[3 * bad]);
+    }
     char names[2048];
     HK_CHECK(m->nregions > 0, HK_ERR_MODEL,
              "%s: the mesh has no regions (cells without a physical "

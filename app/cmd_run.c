@@ -58,7 +58,10 @@ static void monitor(int it, double rnorm, void *ctx)
 
 static const char *analysis_name(hk_analysis a)
 {
-    return a == HK_PLANE_STRESS ? "plane stress" : a == HK_PLANE_STRAIN ? "plane strain" : "3d";
+    return a == HK_PLANE_STRESS   ? "plane stress"
+           : a == HK_PLANE_STRAIN ? "plane strain"
+           : a == HK_AXISYMMETRIC ? "axisymmetric"
+                                  : "3d";
 }
 
 static const char *eltype_name(int t)
@@ -553,7 +556,7 @@ static void print_result(const hk_case *c, const hk_result *res, const hk_fields
         fprintf(f, "%s  reaction       %-16s (%.6e, %.6e", ind, c->supports[i].boundary, R[0],
                 R[1]);
         if (c->dim == 3) fprintf(f, ", %.6e", R[2]);
-        fprintf(f, ")\n");
+        fprintf(f, ")%s\n", c->analysis == HK_AXISYMMETRIC ? " per radian" : "");
     }
 }
 

@@ -63,6 +63,23 @@ void hk_system_free(hk_system *s)
 
 /* ---- checks ------------------------------------------------------------------------------ */
 
+int64_t hk_axisym_bad_node(const hk_mesh *m)
+{
+    /* rounding of a mesher may leave an axis node at -1e-17: tolerate 1e-9 of the mesh size */
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int k = 0; k < 2; k++)
+            lo[k] = fmin(lo[k], m->coords[3 * i + k]), hi[k] = fmax(hi[k], m->coords[3 * i + k]);
+    const double tol = 1e-9 * fmax(hi[0] - lo[0], hi[1] - lo[1]);
+    int64_t bad = -1;
+    for (int64_t k = 0; k < m->cells.ptr[m->cells.n]; k++) {
+        const int32_t v = m->cells.nodes[k];
+        if (v >= 0 && v < m->nnodes && m->coords[3 * (int64_t)v] < -tol && (bad < 0 || v < bad))
+            bad = v;
+    }
+    return bad;
+}
+
 static int check_problem(const hk_problem *p)
 {
     HK_CHECK(p && p->mesh, HK_ERR_ARG, "hk_assemble: the problem or its mesh is NULL");
@@ -76,6 +93,9 @@ static int check_problem(const hk_problem *p)
              m->dim, m->dim);
     HK_CHECK(!(m->dim == 2 && p->analysis == HK_SOLID), HK_ERR_MODEL,
              "a 2D mesh needs a plane analysis; choose plane stress or plane strain");
+    HK_CHECK(!(m->dim == 3 && p->analysis == HK_AXISYMMETRIC), HK_ERR_MODEL,
+             "an axisymmetric analysis needs a 2D mesh of the r-z section (x = r, y = z); "
+             "mesh the section, or choose the 3d analysis for a 3D mesh");
     HK_CHECK(m->nregions > 0 && m->cell_region, HK_ERR_MODEL,
              "the mesh has no region; put the %dD elements in a physical group", m->dim);
     for (int64_t e = 0; e < m->cells.n; e++) {
@@ -106,6 +126,13 @@ static int check_problem(const hk_problem *p)
     for (int64_t i = 0; i < 3 * m->nnodes; i++)
         HK_CHECK(isfinite(m->coords[i]), HK_ERR_MODEL,
                  "node %lld has a non-finite coordinate; the mesh is corrupt", (long long)(i / 3));
+    if (p->analysis == HK_AXISYMMETRIC) {
+        const int64_t bad = hk_axisym_bad_node(m);
+        HK_CHECK(bad < 0, HK_ERR_MODEL,
+                 "node %lld of an element lies at r = x = %g < 0; an axisymmetric section lies "
+                 "in x >= 0 (x is the radius, the axis is x = 0): move the mesh to that side",
+                 (long long)bad, bad < 0 ? 0.0 : m->coords[3 * bad]);
+    }
     for (int k = 0; k < 3; k++)
         HK_CHECK(isfinite(p->body_force[k]) && isfinite(p->gravity[k]), HK_ERR_MODEL,
                  "the body force or gravity has a non-finite component; give finite values");
@@ -305,10 +332,18 @@ static int element_kernel(const hk_elref *r, int d, const double (*x)[3], double
 }
 
 /* Shape-function gradients g[a][i] and weights w (det J * weight * fac) at quadrature point q;
- * returns 1 when det J <= 0 (or is not a number). */
+ * axisymmetric (rad != NULL): the radius r = x there in *rad and the weight times r (per
+ * radian). Returns 1 when det J <= 0 or r <= 0 (or is not a number). */
 static int point_gradients(const hk_elref *r, int d, const double (*x)[3], int q, double fac,
-                           double (*g)[3], double *w)
+                           double (*g)[3], double *w, double *rad)
 {
+    if (rad) {
+        *rad = 0;
+        for (int a = 0; a < r->nnodes; a++)
+            *rad += r->N[q][a] * x[a][0];
+        if (!(*rad > 0)) return 1;
+        fac *= *rad;
+    }
     double J[3][3] = {{0}}, Ji[3][3];
     for (int a = 0; a < r->nnodes; a++)
         for (int i = 0; i < d; i++)
@@ -343,26 +378,53 @@ static void bmatrix(int d, const double g[3], double B[6][3])
     }
 }
 
-/* Element stiffness B^T D B of an anisotropic law (and the body load, as element_kernel). */
-static int element_kernel_general(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
-                                  double fac, const double bf[3], double *Ke, double *fe)
+/* Axisymmetric strain-displacement block of node a (components u_r u_z): rows rr zz tt rz,
+ * the hoop row tt = u_r / r with Nr = N_a / r. */
+static void bmatrix_axi(const double g[3], double Nr, double B[6][3])
 {
-    const int n = r->nnodes, nd = n * d, nv = L->nv;
+    memset(B, 0, sizeof(double) * 18);
+    B[0][0] = g[0], B[1][1] = g[1], B[2][0] = Nr;
+    B[3][0] = g[1], B[3][1] = g[0];
+}
+
+/* B block of node a at quadrature point q: plane/solid, or axisymmetric when rad > 0. */
+static void bmatrix_at(const hk_elref *r, int d, int q, int a, const double g[3], double rad,
+                       double B[6][3])
+{
+    if (rad > 0)
+        bmatrix_axi(g, r->N[q][a] / rad, B);
+    else
+        bmatrix(d, g, B);
+}
+
+/* Element stiffness B^T D B of a general law (and the body load, as element_kernel), with
+ * shift subtracted from the normal-normal entries of D (selective integration: the volumetric
+ * part kappa goes on the reduced rule). axi: the axisymmetric B and weight r. */
+static int element_kernel_general(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
+                                  double shift, int axi, double fac, const double bf[3], double *Ke,
+                                  double *fe)
+{
+    const int n = r->nnodes, nd = n * d, nv = L->nv, nn = nv == 3 ? 2 : 3; /* normal rows */
+    double D[6][6];
+    memcpy(D, L->D, sizeof D);
+    for (int i = 0; i < nn; i++)
+        for (int j = 0; j < nn; j++)
+            D[i][j] -= shift;
     memset(Ke, 0, sizeof(double) * (size_t)nd * nd);
     if (fe) memset(fe, 0, sizeof(double) * (size_t)nd);
     for (int q = 0; q < r->nqp; q++) {
-        double g[HK_EL_MAXN][3], w;
-        if (point_gradients(r, d, x, q, fac, g, &w)) return 1;
+        double g[HK_EL_MAXN][3], w, rad = 0;
+        if (point_gradients(r, d, x, q, fac, g, &w, axi ? &rad : NULL)) return 1;
         for (int a = 0; a < n; a++) {
             double Ba[6][3], DB[6][3] = {{0}};
-            bmatrix(d, g[a], Ba);
+            bmatrix_at(r, d, q, a, g[a], rad, Ba);
             for (int v = 0; v < nv; v++) /* DB = D B_a */
                 for (int i = 0; i < d; i++)
                     for (int k = 0; k < nv; k++)
-                        DB[v][i] += L->D[v][k] * Ba[k][i];
+                        DB[v][i] += D[v][k] * Ba[k][i];
             for (int b = 0; b < n; b++) {
                 double Bb[6][3];
-                bmatrix(d, g[b], Bb);
+                bmatrix_at(r, d, q, b, g[b], rad, Bb);
                 for (int j = 0; j < d; j++)
                     for (int i = 0; i < d; i++) {
                         double s = 0;
@@ -379,26 +441,62 @@ static int element_kernel_general(const hk_elref *r, int d, const double (*x)[3]
     return 0;
 }
 
-/* Selective integration: adds the volumetric stiffness kappa int div(N_a) div(N_b) on the
- * reduced rule to Ke (the full-rule part was formed with lambda - kappa). Returns 1 when
- * det J <= 0 at a reduced point. */
-static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], double kappa,
-                              double fac, double *Ke)
+/* Selective integration on the reduced rule: adds the volumetric stiffness
+ * kappa int div(N_a) div(N_b) to Ke when Ke != NULL (the full-rule part was formed with
+ * lambda - kappa), and the thermal load kappa int div(N_a) 3 alpha dT to fe when fe != NULL
+ * (s0 = 3 kappa alpha; dT = dT_region + the nodal field Tn interpolated): an isotropic
+ * expansion is purely volumetric, so its load belongs on the same rule as the volumetric
+ * stiffness, or a free body heated on a distorted mesh would not come out stress-free. axi:
+ * the divergence includes the hoop strain u_r / r, the weight r; where the reduced rule has
+ * one point (quad4, tri6) it is the mean dilatation over the full rule instead, since one
+ * point does not integrate int div(N_a) r dA exactly (the weight r adds a degree), which
+ * would let a held, nearly incompressible body change its volume. Returns 1 when det J <= 0
+ * (or r <= 0) at a point. */
+static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], double kappa, int axi,
+                              double fac, double *Ke, double s0, double dT_region, const double *Tn,
+                              double *fe)
 {
     int nq;
     double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
     if (!hk_elref_reduced_rule(r->type, &nq, qp, qw)) return 0;
     const int n = r->nnodes, nd = n * d;
+    if (axi && nq == 1) { /* mean dilatation: div_a = int div(N_a) r dA, V = int r dA */
+        double dv[HK_EL_MAXN * 3] = {0}, V = 0, TV = 0;
+        for (int q = 0; q < r->nqp; q++) {
+            double g[HK_EL_MAXN][3], w, rad;
+            if (point_gradients(r, d, x, q, fac, g, &w, &rad)) return 1;
+            double dT = dT_region;
+            for (int a = 0; a < n; a++) {
+                dv[a * d] += w * (g[a][0] + r->N[q][a] / rad);
+                dv[a * d + 1] += w * g[a][1];
+                if (Tn) dT += r->N[q][a] * Tn[a];
+            }
+            V += w, TV += w * dT;
+        }
+        if (Ke)
+            for (int a = 0; a < nd; a++)
+                for (int b = 0; b < nd; b++)
+                    Ke[(size_t)a * nd + b] += kappa / V * dv[a] * dv[b];
+        if (fe)
+            for (int a = 0; a < nd; a++)
+                fe[a] += s0 * TV / V * dv[a];
+        return 0;
+    }
     for (int q = 0; q < nq; q++) {
-        double dN[HK_EL_MAXN][3], J[3][3] = {{0}}, Ji[3][3], g[HK_EL_MAXN][3];
-        hk_el_shape(r->type, qp[q], NULL, dN);
+        double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], J[3][3] = {{0}}, Ji[3][3], g[HK_EL_MAXN][3];
+        hk_el_shape(r->type, qp[q], N, dN);
         for (int a = 0; a < n; a++)
             for (int i = 0; i < d; i++)
                 for (int k = 0; k < d; k++)
                     J[i][k] += x[a][i] * dN[a][k];
-        double det = invert(d, J, Ji);
-        if (!(det > 0)) return 1;
-        const double w = qw[q] * det * fac * kappa;
+        double det = invert(d, J, Ji), rad = 1;
+        if (axi) {
+            rad = 0;
+            for (int a = 0; a < n; a++)
+                rad += N[a] * x[a][0];
+        }
+        if (!(det > 0) || !(rad > 0)) return 1;
+        const double w = qw[q] * det * fac * rad;
         for (int a = 0; a < n; a++)
             for (int i = 0; i < d; i++) {
                 double s = 0;
@@ -406,29 +504,40 @@ static int volumetric_reduced(const hk_elref *r, int d, const double (*x)[3], do
                     s += dN[a][k] * Ji[k][i];
                 g[a][i] = s;
             }
-        for (int a = 0; a < nd; a++)
-            for (int b = 0; b < nd; b++)
-                Ke[(size_t)a * nd + b] += w * g[a / d][a % d] * g[b / d][b % d];
+        if (axi) /* div u = du_r/dr + u_r / r + du_z/dz */
+            for (int a = 0; a < n; a++)
+                g[a][0] += N[a] / rad;
+        if (Ke)
+            for (int a = 0; a < nd; a++)
+                for (int b = 0; b < nd; b++)
+                    Ke[(size_t)a * nd + b] += w * kappa * g[a / d][a % d] * g[b / d][b % d];
+        if (fe) {
+            double dT = dT_region;
+            for (int a = 0; a < n && Tn; a++)
+                dT += N[a] * Tn[a];
+            for (int a = 0; a < nd; a++)
+                fe[a] += w * s0 * dT * g[a / d][a % d];
+        }
     }
     return 0;
 }
 
 /* Adds the thermal load int B^T sig0 dT to fe; dT = dT_region + the nodal field Tn
  * (element-node values, NULL: none) interpolated. */
-static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L, double fac,
-                        double dT_region, const double *Tn, double *fe)
+static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L, int axi,
+                        double fac, double dT_region, const double *Tn, double *fe)
 {
     const int n = r->nnodes;
     for (int q = 0; q < r->nqp; q++) {
-        double g[HK_EL_MAXN][3], w;
-        if (point_gradients(r, d, x, q, fac, g, &w)) return 1;
+        double g[HK_EL_MAXN][3], w, rad = 0;
+        if (point_gradients(r, d, x, q, fac, g, &w, axi ? &rad : NULL)) return 1;
         double dT = dT_region;
         if (Tn)
             for (int a = 0; a < n; a++)
                 dT += r->N[q][a] * Tn[a];
         for (int a = 0; a < n; a++) {
             double B[6][3];
-            bmatrix(d, g[a], B);
+            bmatrix_at(r, d, q, a, g[a], rad, B);
             for (int i = 0; i < d; i++) {
                 double s = 0;
                 for (int v = 0; v < L->nv; v++)
@@ -470,6 +579,7 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
     const int d = m->dim;
     const int64_t nn = m->nnodes, nc = m->cells.n;
     const double fac = hk_asm_thickness(p);
+    const int axi = p->analysis == HK_AXISYMMETRIC;
     const int nthr = nc >= 4096 ? omp_get_max_threads() : 1;
     int64_t *bounds = NULL, bad = INT64_MAX;
     hk_law *laws = NULL;
@@ -528,19 +638,28 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
             for (int i = 0; i < 3; i++)
                 b[i] = p->body_force[i] + mt->rho * p->gravity[i];
             const int sel = L->selective && r->type != HK_EL_TRI3 && r->type != HK_EL_TET4;
-            int badjac = L->isotropic ? element_kernel(r, d, (const double(*)[3])x,
-                                                       sel ? L->lambda - L->kappa : L->lambda,
-                                                       L->mu, fac, b, Ke, f ? fe : NULL)
-                                      : element_kernel_general(r, d, (const double(*)[3])x, L, fac,
-                                                               b, Ke, f ? fe : NULL);
+            int badjac =
+                L->isotropic && !axi
+                    ? element_kernel(r, d, (const double(*)[3])x,
+                                     sel ? L->lambda - L->kappa : L->lambda, L->mu, fac, b, Ke,
+                                     f ? fe : NULL)
+                    : element_kernel_general(r, d, (const double(*)[3])x, L, sel ? L->kappa : 0,
+                                             axi, fac, b, Ke, f ? fe : NULL);
             if (!badjac && sel)
-                badjac = volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, fac, Ke);
+                badjac = volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac, Ke, 0,
+                                            0, NULL, NULL);
             if (!badjac && f && (dTr[rg] != 0 || node_dT)) {
                 double Tn[HK_EL_MAXN];
                 for (int a = 0; a < n && node_dT; a++)
                     Tn[a] = node_dT[nodes[a]];
-                badjac = thermal_load(r, d, (const double(*)[3])x, L, fac, dTr[rg],
-                                      node_dT ? Tn : NULL, fe);
+                /* selective and an isotropic expansion: the thermal stress D alpha =
+                 * 3 kappa alpha is volumetric and goes on the reduced rule */
+                const int vol = sel && L->alpha6[0] == L->alpha6[1] && L->alpha6[1] == L->alpha6[2];
+                badjac = vol ? volumetric_reduced(r, d, (const double(*)[3])x, L->kappa, axi, fac,
+                                                  NULL, 3 * L->kappa * L->alpha6[0], dTr[rg],
+                                                  node_dT ? Tn : NULL, fe)
+                             : thermal_load(r, d, (const double(*)[3])x, L, axi, fac, dTr[rg],
+                                            node_dT ? Tn : NULL, fe);
             }
             if (badjac) {
                 if (e < mybad) mybad = e;
@@ -570,9 +689,11 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
         const hk_eltype t = (hk_eltype)m->cells.type[bad];
         HK_TRY_CHECK(0, HK_ERR_MODEL,
                      "element %lld (%s, Gmsh tag %lld) in region '%s' has a non-positive "
-                     "Jacobian; it is inverted or degenerate — check the mesh",
+                     "Jacobian%s; it is inverted or degenerate — check the mesh",
                      (long long)bad, hk_el_name(t), hk_asm_tag(&m->cells, bad),
-                     hk_asm_region_name(m, m->cell_region[bad]));
+                     hk_asm_region_name(m, m->cell_region[bad]),
+                     p->analysis == HK_AXISYMMETRIC ? " or radius r = x <= 0 at a quadrature point"
+                                                    : "");
     }
 fail:
     free(bounds);

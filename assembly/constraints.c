@@ -5,6 +5,8 @@
  * modes (3 in 2D, 6 in 3D) are evaluated at its constrained dofs, with coordinates centred on
  * the part and scaled by its size; the Gram matrix of those rows is singular exactly when some
  * combination of modes moves no constrained dof. Its null space names the free motions.
+ * Axisymmetric: the only rigid-body mode is the translation along the axis (y); a radial
+ * translation or a turn in the r-z plane strains the rings.
  *
  * Elimination: f = f_ext - K[:, fixed] u_fixed on the free rows; fixed rows and columns are
  * zeroed and the diagonal keeps its assembled value d (a scale of the matrix itself, not 1)
@@ -216,7 +218,7 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
 {
     int ierr = 0;
     const hk_mesh *m = p->mesh;
-    const int d = m->dim, nm = d == 2 ? 3 : 6;
+    const int d = m->dim, axi = p->analysis == HK_AXISYMMETRIC, nm = axi ? 1 : d == 2 ? 3 : 6;
     const int64_t nn = m->nnodes;
     int64_t *par = NULL, *comp = NULL;
     double *acc = NULL, *ext = NULL;
@@ -283,7 +285,7 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
             if (!fixed[(size_t)i * d + c]) continue;
             double row[6];
             for (int k = 0; k < nm; k++)
-                row[k] = mode_value(d, k, c, x);
+                row[k] = axi ? c == 1 : mode_value(d, k, c, x);
             double *G = a + 7;
             for (int k = 0; k < nm; k++)
                 for (int l = 0; l < nm; l++)
@@ -309,7 +311,10 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
             }
         if (nz == 0) continue;
         char desc[512];
-        describe_free(d, nz, Z, desc, sizeof desc);
+        if (axi)
+            snprintf(desc, sizeof desc, "translation along the axis y");
+        else
+            describe_free(d, nz, Z, desc, sizeof desc);
         int64_t node = -1;
         for (int64_t i = 0; i < nn && node < 0; i++)
             if (n2c->ptr[i + 1] > n2c->ptr[i] && pc[i] == q) node = i;

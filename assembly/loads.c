@@ -1,7 +1,9 @@
 /* Boundary and nodal loads: consistent nodal forces of tractions and pressures integrated over
  * the facets of a boundary group, total forces as the uniform traction with that resultant
  * (equal shares per node on point groups, or on request), nodal forces.
- * Body forces and gravity are integrated with the stiffness (assemble.c).
+ * Body forces and gravity are integrated with the stiffness (assemble.c). Axisymmetric:
+ * facet loads carry the weight r (per radian, like the stiffness); nodal forces are taken as
+ * given, per radian.
  *
  * Pressure acts along the inward normal (positive pushes into the body). The outward normal
  * is not taken from the facet's node order: each facet's normal is compared with the vector
@@ -152,6 +154,7 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
     const char *bn = hk_asm_boundary_name(m, b);
     const int pressure = ld->kind == HK_LOAD_PRESSURE;
     const double fac = hk_asm_thickness(p);
+    const int axi = p->analysis == HK_AXISYMMETRIC;
     HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
              "a %s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
              "elements; apply it on a %s group, or use a force",
@@ -194,14 +197,21 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
                      "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
                      "area); check the mesh",
                      (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
-            if (area) *area += qw[q] * fac * dA;
+            double w = qw[q] * fac;
+            if (axi) { /* per radian: the ring's area element r ds */
+                double rad = 0;
+                for (int a = 0; a < fr->nnodes; a++)
+                    rad += N[a] * m->coords[3 * (size_t)fn[a]];
+                w *= fmax(rad, 0);
+            }
+            if (area) *area += w * dA;
             if (!f) continue;
             double tv[3];
             for (int i = 0; i < 3; i++)
                 tv[i] = pressure ? -ld->value[0] * sign * nrm[i] : ld->value[i] * scale * dA;
             for (int a = 0; a < fr->nnodes; a++)
                 for (int i = 0; i < d; i++)
-                    f[(size_t)fn[a] * d + i] += qw[q] * fac * N[a] * tv[i];
+                    f[(size_t)fn[a] * d + i] += w * N[a] * tv[i];
         }
     }
     return 0;

@@ -11,7 +11,9 @@
  *      (rows of R: the material axes), the expansion tensor likewise,
  *   3. reduced to the analysis: plane strain keeps rows/columns xx yy xy (the thermal stress
  *      from the full law, since eps_zz = 0 is held), plane stress inverts the compliance's
- *      in-plane block (sigma_zz = sigma_yz = sigma_xz = 0). */
+ *      in-plane block (sigma_zz = sigma_yz = sigma_xz = 0), axisymmetric keeps rr zz tt rz
+ *      (xx yy zz xy with the hoop direction theta as z; its stiffness always goes through
+ *      B^T D B, assemble.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +204,7 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
                  "check the Poisson's ratios",
                  mn);
     } else {
-        const int n = dim == 2 ? 3 : 6;
+        const int n = dim == 3 ? 6 : an == HK_AXISYMMETRIC ? 4 : 3;
         double A[6][6] = {{0}}, smax = 0;
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
@@ -223,6 +225,11 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
                  mn);
         if (n == 6) {
             memcpy(Dl, A, sizeof Dl);
+        } else if (n == 4) { /* rr zz tt rz: the first four of the 3D order */
+            aniso2d = 1;
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    Dl[i][j] = A[i][j];
         } else {
             aniso2d = 1;
             for (int i = 0; i < 3; i++)
@@ -247,6 +254,16 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
         L->nv = 6;
         memcpy(L->D, L->D6, sizeof L->D);
         memcpy(L->alpha, L->alpha6, sizeof L->alpha);
+    } else if (an == HK_AXISYMMETRIC) {
+        /* rr zz tt rz = xx yy zz xy with theta as z: a turn about theta (the only one a 2D
+         * analysis allows) keeps these four apart from the theta shears, so the 4 x 4 block
+         * is the whole law of a torsionless axisymmetric state */
+        L->nv = 4;
+        for (int i = 0; i < 4; i++) {
+            L->alpha[i] = L->alpha6[i];
+            for (int j = 0; j < 4; j++)
+                L->D[i][j] = L->D6[i][j];
+        }
     } else {
         L->nv = 3;
         for (int i = 0; i < 3; i++)
@@ -297,7 +314,7 @@ double hk_problem_region_dT(const hk_problem *p, int r)
 
 double hk_asm_thickness(const hk_problem *p)
 {
-    if (p->mesh->dim != 2) return 1;
+    if (p->mesh->dim != 2 || p->analysis == HK_AXISYMMETRIC) return 1; /* axisymmetric: r */
     return p->thickness == 0 ? 1 : p->thickness;
 }
 

@@ -4,7 +4,12 @@
  * average), at the element's own nodes (from its shape functions, averaged over the elements
  * sharing a node) and the internal force integral B^T sigma (for the reactions
  * r = f_int - f_ext at the prescribed dofs). Elements are processed in parallel in chunks and
- * scattered in element order, so results do not depend on the thread count. */
+ * scattered in element order, so results do not depend on the thread count.
+ *
+ * Axisymmetric (x = r, y = z, the hoop direction theta in the place of z): the gradient's zz
+ * entry is the hoop strain u_r / r (at a node on the axis, r = 0, its limit du_r/dr, which
+ * holds when u_r = 0 there), volumes and internal forces are per radian (weight r), and the
+ * internal force has the hoop term int sigma_tt N_a / r. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +32,15 @@ static void constitutive(const hk_law *L, hk_analysis an, int dim, const double 
     double e6[6]; /* engineering */
     for (int k = 0; k < 6; k++)
         e6[k] = k < 3 ? eps[k] : 2 * eps[k];
+    if (an == HK_AXISYMMETRIC) { /* rr zz tt rz: the first four; no theta shears */
+        for (int i = 0; i < 6; i++) {
+            double t = 0;
+            for (int k = 0; k < 4 && i < 4; k++)
+                t += L->D[i][k] * (e6[k] - dT * L->alpha[k]);
+            sig[i] = t;
+        }
+        return;
+    }
     if (dim == 3 || (an == HK_PLANE_STRAIN && L->has3d)) {
         for (int i = 0; i < 6; i++) {
             double t = 0;
@@ -112,6 +126,18 @@ static void grad_u(int nn, const double *ue, const double (*dNdx)[3], double G[3
                 G[i][j] += ue[3 * a + i] * dNdx[a][j];
 }
 
+/* Axisymmetric: the hoop strain u_r / r at a point with shape functions N into G[2][2];
+ * returns 1 when the point's radius is not positive. */
+static int hoop(int nn, const double *X, const double *ue, const double *N, double G[3][3])
+{
+    double rad = 0, ur = 0;
+    for (int a = 0; a < nn; a++)
+        rad += N[a] * X[3 * a], ur += N[a] * ue[3 * a];
+    if (!(rad > 0)) return 1;
+    G[2][2] = ur / rad;
+    return 0;
+}
+
 /* Per-element results of one chunk, scattered afterwards in element order. */
 typedef struct {
     double eps[HK_EL_MAXN][6], sig[HK_EL_MAXN][6]; /* at the element's nodes */
@@ -126,6 +152,7 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
                    const double *u3, int64_t e, elem_out *out)
 {
     static const int plane[3] = {0, 1, 3};
+    const int axi = p->analysis == HK_AXISYMMETRIC;
     const hk_mesh *m = p->mesh;
     int t = m->cells.type[e];
     const hk_elref *el = hk_elref_get((hk_eltype)t);
@@ -141,31 +168,78 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
         }
     double dNdx[HK_EL_MAXN][3], G[3][3], eps[6], sig[6];
     /* selective integration: the volumetric strain (net of the thermal one) at the reduced
-     * points, whose interpolant replaces the pointwise one in the pressure, as in K */
+     * points, whose interpolant replaces the pointwise one in the pressure, as in K; the
+     * internal force takes the volumetric part kappa div(N_a) tr(eps) on these points, as K
+     * does (the thermal load is there too, in f_ext) */
     int nr = 0;
     double vr[HK_EL_MAXQ];
     const double a3 = 3 * L->alpha6[0];
+    memset(out->fint, 0, sizeof out->fint);
     if (L->selective) {
         double rq[HK_EL_MAXQ][3], rw[HK_EL_MAXQ];
         nr = hk_elref_reduced_rule((hk_eltype)t, &nr, rq, rw);
-        for (int q = 0; q < nr; q++) {
-            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], T = 0;
+        if (axi && nr == 1) { /* the mean dilatation over the full rule, as in K */
+            double dv[HK_EL_MAXN][2] = {{0}}, V = 0, TV = 0, th = 0;
+            for (int q = 0; q < el->nqp; q++) {
+                const double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
+                grad_u(nn, ue, (const double(*)[3])dNdx, G);
+                if (!(det > 0) || hoop(nn, X, ue, el->N[q], G)) {
+                    out->err = 1, out->det = det;
+                    return 1;
+                }
+                double rad = 0, T = 0;
+                for (int a = 0; a < nn; a++)
+                    rad += el->N[q][a] * X[3 * a], T += el->N[q][a] * Tn[a];
+                const double w = el->qw[q] * det * thick * rad;
+                for (int a = 0; a < nn; a++) {
+                    dv[a][0] += w * (dNdx[a][0] + el->N[q][a] / rad);
+                    dv[a][1] += w * dNdx[a][1];
+                }
+                V += w, TV += w * T, th += w * (G[0][0] + G[1][1] + G[2][2]);
+            }
+            vr[0] = (th - a3 * TV) / V;
+            for (int a = 0; a < nn; a++)
+                for (int i = 0; i < 2; i++)
+                    out->fint[a][i] += L->kappa * th / V * dv[a][i];
+        }
+        for (int q = 0; q < nr && !(axi && nr == 1); q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], T = 0, rad = 1;
             hk_el_shape((hk_eltype)t, rq[q], N, dN);
-            if (!(shape_x(dim, nn, X, (const double(*)[3])dN, dNdx) > 0)) {
+            const double det = shape_x(dim, nn, X, (const double(*)[3])dN, dNdx);
+            if (!(det > 0)) {
                 out->err = 1, out->det = 0;
                 return 1;
             }
             grad_u(nn, ue, (const double(*)[3])dNdx, G);
-            for (int a = 0; a < nn; a++)
+            if (axi && hoop(nn, X, ue, N, G)) {
+                out->err = 1, out->det = 0;
+                return 1;
+            }
+            if (axi) rad = 0;
+            for (int a = 0; a < nn; a++) {
                 T += N[a] * Tn[a];
-            vr[q] = G[0][0] + G[1][1] + G[2][2] - a3 * T;
+                if (axi) rad += N[a] * X[3 * a];
+            }
+            const double tr = G[0][0] + G[1][1] + G[2][2];
+            vr[q] = tr - a3 * T;
+            const double w = rw[q] * det * thick * rad * L->kappa * tr;
+            for (int a = 0; a < nn; a++)
+                for (int i = 0; i < dim; i++)
+                    out->fint[a][i] += w * (dNdx[a][i] + (axi && i == 0 ? N[a] / rad : 0));
         }
     }
     const double *qw = el->qw;
     int nq = el->nqp;
+    double axis_tol = 0; /* nodes closer to the axis than this count as on it */
+    if (axi) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int a = 0; a < nn; a++)
+            for (int i = 0; i < 2; i++)
+                lo = fmin(lo, X[3 * a + i]), hi = fmax(hi, X[3 * a + i]);
+        axis_tol = 1e-9 * (hi - lo);
+    }
     double vol = 0, cell_eps[6] = {0, 0, 0, 0, 0, 0};
     memset(out->cell_sig, 0, sizeof out->cell_sig);
-    memset(out->fint, 0, sizeof out->fint);
     out->err = 0;
     for (int q = 0; q < nq; q++) {
         double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
@@ -174,32 +248,49 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
             return 1;
         }
         grad_u(nn, ue, (const double(*)[3])dNdx, G);
+        double rad = 1;
+        if (axi) {
+            rad = 0;
+            for (int a = 0; a < nn; a++)
+                rad += el->N[q][a] * X[3 * a];
+            if (hoop(nn, X, ue, el->N[q], G)) {
+                out->err = 1, out->det = 0;
+                return 1;
+            }
+        }
         double dT = 0;
         for (int a = 0; a < nn; a++)
             dT += el->N[q][a] * Tn[a];
         constitutive(L, p->analysis, dim, (const double(*)[3])G, dT, eps, sig);
+        double vq = 0; /* selective: the reduced volumetric strain here */
         if (nr) {
-            const double dv = L->kappa * (hk_elref_reduced_interp((hk_eltype)t, el->qp[q], vr) -
-                                          (G[0][0] + G[1][1] + G[2][2] - a3 * dT));
+            vq = hk_elref_reduced_interp((hk_eltype)t, el->qp[q], vr);
+            const double dv = L->kappa * (vq - (G[0][0] + G[1][1] + G[2][2] - a3 * dT));
             for (int k = 0; k < 3; k++)
                 sig[k] += dv;
         }
-        double dv = qw[q] * det * thick;
+        double dv = qw[q] * det * thick * rad;
         vol += dv;
         for (int k = 0; k < 6; k++)
             out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
         /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor, of the
-         * stress before the thermal part (the system's f_ext holds the thermal loads) */
+         * stress before the thermal part (the system's f_ext holds the thermal loads);
+         * selective: of D eps - kappa tr(eps) (the volumetric part came from the reduced
+         * points above) */
         double st[6];
         memcpy(st, sig, sizeof st);
         for (int k = 0; k < L->nv; k++)
-            st[dim == 2 ? plane[k] : k] += dT * L->sig0[k];
+            st[dim == 2 && !axi ? plane[k] : k] += dT * L->sig0[k];
+        if (nr)
+            for (int k = 0; k < 3; k++)
+                st[k] -= L->kappa * (vq + a3 * dT);
         double S[3][3] = {{st[0], st[3], st[5]}, {st[3], st[1], st[4]}, {st[5], st[4], st[2]}};
         for (int a = 0; a < nn; a++)
             for (int i = 0; i < dim; i++) {
                 double s = 0;
                 for (int j = 0; j < dim; j++)
                     s += S[i][j] * dNdx[a][j];
+                if (axi && i == 0) s += st[2] * el->N[q][a] / rad; /* hoop: sigma_tt N_a / r */
                 out->fint[a][i] += dv * s;
             }
     }
@@ -216,6 +307,10 @@ static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *nd
             continue;
         }
         grad_u(nn, ue, (const double(*)[3])dNdx, G);
+        if (axi) { /* u_r / r, or on the axis its limit du_r/dr */
+            const double ra = X[3 * a];
+            G[2][2] = ra > axis_tol ? ue[3 * a] / ra : G[0][0];
+        }
         constitutive(L, p->analysis, dim, (const double(*)[3])G, Tn[a], out->eps[a], out->sig[a]);
         if (nr) {
             const double dv = L->kappa * (hk_elref_reduced_interp((hk_eltype)t, el->xi[a], vr) -
@@ -259,10 +354,14 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
              (long long)s->ndof, s->dim, (long long)m->nnodes, m->dim);
     if (m->dim == 3)
         HK_CHECK(p->analysis == HK_SOLID, HK_ERR_MODEL,
-                 "hk_postproc: a 3D mesh needs the solid analysis, not plane stress/strain");
+                 "hk_postproc: a 3D mesh needs the solid analysis, not plane stress/strain or "
+                 "axisymmetric");
     else
-        HK_CHECK(p->analysis == HK_PLANE_STRESS || p->analysis == HK_PLANE_STRAIN, HK_ERR_MODEL,
-                 "hk_postproc: a 2D mesh needs plane stress or plane strain analysis");
+        HK_CHECK(p->analysis == HK_PLANE_STRESS || p->analysis == HK_PLANE_STRAIN ||
+                     p->analysis == HK_AXISYMMETRIC,
+                 HK_ERR_MODEL,
+                 "hk_postproc: a 2D mesh needs the plane stress, plane strain or axisymmetric "
+                 "analysis");
     if (m->dim == 2)
         HK_CHECK(isfinite(p->thickness) && p->thickness >= 0, HK_ERR_MODEL,
                  "hk_postproc: the thickness %g of the 2D model is not valid; give a positive "
@@ -315,8 +414,9 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     const hk_mesh *m = p->mesh;
     const int dim = m->dim;
     const int64_t nn = m->nnodes, ne = m->cells.n;
-    /* 2D: thickness 0 means unit thickness, as in the assembly */
-    const double thick = dim == 2 ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
+    /* 2D: thickness 0 means unit thickness, as in the assembly; axisymmetric: per radian */
+    const double thick =
+        dim == 2 && p->analysis != HK_AXISYMMETRIC ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
     int ierr = 0;
     double *fint = NULL, *count = NULL;
     elem_out *buf = NULL;
@@ -325,6 +425,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     node_dN *ndN = NULL;
 
     out->nnodes = nn, out->ncells = ne;
+    out->axisymmetric = p->analysis == HK_AXISYMMETRIC;
     HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->u));
     HK_TRY(hk_calloc((size_t)(6 * nn), sizeof(double), &out->strain));
     HK_TRY(hk_calloc((size_t)(6 * nn), sizeof(double), &out->stress));

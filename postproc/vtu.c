@@ -274,6 +274,8 @@ fail:
 }
 
 static const char *const tensor_names[6] = {"xx", "yy", "zz", "xy", "yz", "xz"};
+/* axisymmetric: x = r, y = z, and the hoop direction theta (t) in the place of z */
+static const char *const axi_names[6] = {"rr", "zz", "tt", "rz", "zt", "rt"};
 
 int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
 {
@@ -334,10 +336,11 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     ADD("offsets", "Int64", 1, ne, 8, offs, NULL);
     ADD("types", "UInt8", 1, ne, 1, types, NULL);
     npoint_first = narr;
+    const char *const *tn = f && f->axisymmetric ? axi_names : tensor_names;
     if (f) {
         if (f->u) ADD("displacement", "Float64", 3, nn, 8, f->u, NULL);
-        if (f->stress) ADD("stress", "Float64", 6, nn, 8, f->stress, tensor_names);
-        if (f->strain) ADD("strain", "Float64", 6, nn, 8, f->strain, tensor_names);
+        if (f->stress) ADD("stress", "Float64", 6, nn, 8, f->stress, tn);
+        if (f->strain) ADD("strain", "Float64", 6, nn, 8, f->strain, tn);
         if (f->von_mises) ADD("von_mises", "Float64", 1, nn, 8, f->von_mises, NULL);
         if (f->principal) ADD("principal_stress", "Float64", 3, nn, 8, f->principal, NULL);
         if (f->reaction) ADD("reaction", "Float64", 3, nn, 8, f->reaction, NULL);
@@ -345,8 +348,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     ncell_first = narr;
     if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, NULL);
     if (f) {
-        if (f->cell_stress)
-            ADD("element_stress", "Float64", 6, ne, 8, f->cell_stress, tensor_names);
+        if (f->cell_stress) ADD("element_stress", "Float64", 6, ne, 8, f->cell_stress, tn);
         if (f->cell_von_mises)
             ADD("element_von_mises", "Float64", 1, ne, 8, f->cell_von_mises, NULL);
     }

@@ -144,7 +144,10 @@ int hk_mesh_renumber_rcm(hk_mesh *m);
 
 /* ---- the problem ----------------------------------------------------------------------- */
 
-typedef enum { HK_PLANE_STRESS = 0, HK_PLANE_STRAIN, HK_SOLID } hk_analysis;
+/* HK_AXISYMMETRIC: a 2D mesh of the r-z half-plane (x = r >= 0, y = z the axis of symmetry),
+ * the hoop direction theta taking the place of z; stiffness, loads and reactions per radian
+ * (integrated with the weight r, docs/assembly.md "Axisymmetric analysis"). */
+typedef enum { HK_PLANE_STRESS = 0, HK_PLANE_STRAIN, HK_SOLID, HK_AXISYMMETRIC } hk_analysis;
 
 typedef enum {
     HK_MAT_ISOTROPIC = 0, /* E, nu */
@@ -155,7 +158,8 @@ typedef enum {
 /* A linear elastic material. A zeroed struct with E, nu (and rho) set is the isotropic
  * material of earlier versions. Voigt order everywhere: xx yy zz xy yz xz with engineering
  * shear strains (gamma = 2 eps); in 2D the anisotropic D is the 3 x 3 in-plane matrix of the
- * analysis (rows/columns xx yy xy in D[0..2][0..2]). */
+ * analysis (rows/columns xx yy xy in D[0..2][0..2]), in an axisymmetric analysis the 4 x 4
+ * matrix of rr zz tt rz (= xx yy zz xy, the hoop direction theta as z) in D[0..3][0..3]. */
 typedef struct hk_material {
     char name[64];
     double E, nu, rho;
@@ -180,7 +184,8 @@ enum { HK_INTEGRATION_AUTO = 0, HK_INTEGRATION_FULL, HK_INTEGRATION_SELECTIVE };
 #define HK_SELECTIVE_NU 0.49
 
 /* The constitutive law of a material under an analysis, in global axes (hk_material_law):
- * stress = D (strain - dT alpha), nv = 3 in 2D (xx yy xy) or 6 in 3D. The full 3D law
+ * stress = D (strain - dT alpha), nv = 3 in 2D (xx yy xy), 4 axisymmetric (rr zz tt rz, the
+ * first four of the 3D order) or 6 in 3D. The full 3D law
  * D6/alpha6 (global) gives the out-of-plane stress of plane strain and the out-of-plane
  * strain of plane stress; has3d is 0 for a 2D anisotropic material given as 3 x 3. */
 typedef struct hk_law {
@@ -193,7 +198,8 @@ typedef struct hk_law {
     int isotropic;
     double lambda, mu; /* isotropic: the Lame constants of the analysis */
     /* selective integration: the volumetric part kappa (tr eps - 3 alpha dT) on the reduced
-     * rule (isotropic in 3D and plane strain only; kappa = lambda + 2 mu / 3) */
+     * rule (isotropic in 3D, plane strain and axisymmetric only, where tr eps includes the hoop
+     * strain; kappa = lambda + 2 mu / 3) */
     int selective;
     double kappa;
 } hk_law;
@@ -230,7 +236,7 @@ typedef struct hk_support {
 typedef struct hk_problem {
     const hk_mesh *mesh;
     hk_analysis analysis;
-    double thickness;              /* 2D only */
+    double thickness;              /* plane stress/strain only (axisymmetric: per radian) */
     const hk_material *materials;  /* one per mesh region: materials[cell_region[e]] */
     double body_force[3];          /* force per volume */
     double gravity[3];             /* acceleration; adds rho * g per volume */
@@ -265,6 +271,9 @@ void hk_system_free(hk_system *s);
 /* Check the model and assemble. Errors: element with non-positive Jacobian (its id), region
  * without material, model not held against rigid-body motion. */
 int hk_assemble(const hk_problem *p, hk_system *s);
+/* The first node of an element lying at r = x < 0 (beyond 1e-9 of the mesh's size), which an
+ * axisymmetric analysis refuses; -1 when there is none. */
+int64_t hk_axisym_bad_node(const hk_mesh *m);
 /* Elements assembled per second benchmark helper: assemble only K, no checks. */
 int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K);
 
@@ -283,6 +292,8 @@ typedef struct hk_fields {
     int nsupports;
     double (*support_reaction)[3]; /* sum of reactions per support (same order) */
     double max_u, max_von_mises;
+    int axisymmetric; /* tensors are rr zz tt rz zt rt (x = r, y = z, z = theta), reactions
+                       * per radian */
 } hk_fields;
 
 void hk_fields_free(hk_fields *f);
