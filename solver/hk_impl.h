@@ -454,6 +454,8 @@ struct hk_ksp {
     double stag_best;
     int stag_it;
     int stag_window;    /* iterations without progress before "stagnation" (0: off) */
+    int stag_armed;     /* the residual has once dropped below its initial value */
+    int residual_monotone; /* the method's residual norm never rises (GMRES) */
     int graphs;         /* replay recorded iterations where the backend can (option graphs) */
     int replace_every;  /* pipelined residual replacement: 0 drift estimate, N every N, -1 off */
     hk_ksp *inner;

@@ -60,6 +60,7 @@ static int gmres_common(hk_ksp *k, const hk_vec *b, hk_vec *x, int flexible)
     int ierr, done, it = 0;
     double bnorm, rnorm;
     const int ld = m + 1;
+    k->residual_monotone = 1; /* GMRES and FGMRES minimise the residual norm */
     HK_CALL(hk_calloc((size_t)(m + 1), sizeof *V, &V));
     HK_TRY(hk_calloc((size_t)nz, sizeof *Z, &Z));
     HK_TRY(hk_ksp_vecs(k, m + 1, V));
@@ -204,6 +205,7 @@ static int pipegmres_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     double *S = NULL, *h = NULL, *R = NULL, *eta = NULL, *rhs = NULL;
     int ierr, done, it = 0;
     double bnorm, rnorm;
+    k->residual_monotone = 1;
     HK_CALL(hk_calloc((size_t)(m + 1), sizeof *V, &V));
     HK_TRY(hk_ksp_vecs(k, m + 1, V)); /* V[0] = r0/rho0, V[1..m] the orthonormal basis */
     HK_TRY(hk_ksp_vecs(k, 1, &r));
