@@ -246,6 +246,9 @@ static int set_option(const char *path, const char *name, const char *alt, doubl
 
 /* What hk_mesh_load changed from the options (hk_mesh_load_notes). */
 static char load_notes[1024];
+static hk_mesh_load_times load_times;
+
+hk_mesh_load_times hk_mesh_load_phase_times(void) { return load_times; }
 
 static void add_note(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -341,10 +344,18 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         /* mesh the geometry with the options, overriding the file's own settings */
         if (opt->size > 0)
             HK_TRY(set_option(path, "Mesh.MeshSizeMax", "Mesh.CharacteristicLengthMax", opt->size));
-        if (opt->order) {
-            HK_TRY(set_option(path, "Mesh.ElementOrder", NULL, opt->order));
-            HK_TRY(set_option(path, "Mesh.SecondOrderIncomplete", NULL, opt->incomplete ? 1 : 0));
+        /* the order is raised by its own call below (timed apart), not by Mesh.ElementOrder,
+         * which would make every gmshModelMeshGenerate raise it too */
+        int order = opt->order;
+        if (!order) { /* the file's own Mesh.ElementOrder */
+            double v = 1;
+            int gerr = 0;
+            gmshOptionGetNumber("Mesh.ElementOrder", &v, &gerr);
+            order = gerr || v < 1 ? 1 : (int)v;
         }
+        HK_TRY(set_option(path, "Mesh.ElementOrder", NULL, 1));
+        if (opt->order)
+            HK_TRY(set_option(path, "Mesh.SecondOrderIncomplete", NULL, opt->incomplete ? 1 : 0));
         if (opt->quad) {
             /* 2D: recombine triangles into quads (a few triangles may stay: mixed mesh);
              * 3D: split every tetrahedron into 4 hexahedra (Gmsh's subdivision), since
@@ -358,6 +369,14 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         int algo3d = 1;
         set_meshing_speed(opt, gdim, &algo3d);
         int gerr = 0;
+        double t = omp_get_wtime();
+        if (gdim == 3) {
+            /* curves and surfaces first, then the volume: the same mesh as one call */
+            gmshModelMeshGenerate(2, &gerr);
+            GMSH_TRY(HK_ERR_MODEL, "mesh the surfaces of", gerr_ = gerr);
+            load_times.surfaces = omp_get_wtime() - t;
+            t = omp_get_wtime();
+        }
         gmshModelMeshGenerate(gdim, &gerr);
         if (gerr && gdim == 3 && algo3d == 10 && !opt->algorithm3d) {
             /* a Gmsh built without HXT, or HXT failing on this geometry: Delaunay */
@@ -369,10 +388,17 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             gmshModelMeshGenerate(gdim, &gerr);
         }
         GMSH_TRY(HK_ERR_MODEL, "mesh", gerr_ = gerr);
-        if (opt->order)
+        if (gdim == 3)
+            load_times.volume = omp_get_wtime() - t;
+        else
+            load_times.surfaces = omp_get_wtime() - t;
+        t = omp_get_wtime();
+        if (order > 1)
             GMSH_TRY(HK_ERR_MODEL, "raise the element order of",
-                     gmshModelMeshSetOrder(opt->order, &gerr_));
+                     gmshModelMeshSetOrder(order, &gerr_));
+        load_times.order = omp_get_wtime() - t;
     }
+    double t_read = omp_get_wtime();
 
     /* nodes */
     GMSH_TRY(
@@ -574,6 +600,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
                  (long long)nflip);
     HK_TRY(hk_mesh_orient_facets(m));
     if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
+    load_times.read = omp_get_wtime() - t_read;
 
 fail:
     if (initialized) {
@@ -700,6 +727,7 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
              path);
 #ifdef HOOKE_HAVE_GMSH
     load_notes[0] = 0;
+    memset(&load_times, 0, sizeof load_times);
     return load_gmsh(path, kind, opt, m);
 #else
     return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,

@@ -123,6 +123,13 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m);
 /* What the last hk_mesh_load changed from the options to mesh at all ("" when nothing): an
  * option the installed Gmsh lacks and what it used instead. */
 const char *hk_mesh_load_notes(void);
+/* Seconds of the last hk_mesh_load's phases: curves and surfaces, the volume (3D), the
+ * second-order nodes, and reading the mesh out of Gmsh into Hooke's arrays (0 for phases that
+ * did not run, e.g. reading a .msh file). */
+typedef struct hk_mesh_load_times {
+    double surfaces, volume, order, read;
+} hk_mesh_load_times;
+hk_mesh_load_times hk_mesh_load_phase_times(void);
 /* The volume (3D) or area (2D) of a geometry file's model entities, without meshing, and the
  * model dimension (both 0 for a .msh file, or a build without Gmsh): for estimates of the
  * mesh a size will give. */
