@@ -5,13 +5,14 @@
  * one row, rows longer than a partition, n not a multiple of the partition, every row empty,
  * no rows, block sizes 1-3, fp64 and fp32, several partition sizes and padding factors; the
  * layout, the padding and the product of small matrices counted by hand; option errors; a CG
- * solve through format=pcsr against a manufactured solution.
+ * solve through format=pcsr against a manufactured solution; the bench's pcsr rows.
  * Suite cuda_pcsr (device): the CUDA build equals the CPU build array for array and its SpMV
  * equals the CPU's bit for bit (both precisions, several prefetch depths); every CSR kernel
  * (thread, warp, vector, adaptive, auto) equals the CPU CSR to rounding, including rows longer
  * than the adaptive kernel's shared tile; the fused SpMV + dot of both own kernels. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "hk_impl.h"
 #include "test_util.h"
@@ -394,12 +395,49 @@ static void test_solve_cpu(void)
     solve_case("cpu");
 }
 
+static int count_str(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* hooke bench spmv --pcsr-pads/--pcsr-prefetch: one row per padding factor and prefetch depth
+ * and precision, each recorded in the JSON; a bad padding factor is exit code 2. */
+static void test_bench_rows(void)
+{
+    char cmd[1024], path[256];
+    snprintf(path, sizeof path, "%s/pcsr.json", hk_test_tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 %s bench spmv --backend cpu --cells 2 --matrices tet --formats "
+             "pcsr --pcsr-pads 1,2,8 --pcsr-prefetch 1,3 --min-time 0.001 --json %s > /dev/null",
+             HOOKE_BINARY, path);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    /* the csr fp64 baseline, then 3 pads x 2 prefetch depths x 2 precisions */
+    CU_ASSERT_EQUAL(count_str(buf, "\"format\": \"pcsr\""), 12);
+    CU_ASSERT_EQUAL(count_str(buf, "\"pcsr_pad\": 8,"), 4);
+    CU_ASSERT_EQUAL(count_str(buf, "\"pcsr_prefetch\": 3,"), 6);
+    CU_ASSERT_EQUAL(count_str(buf, "\"pcsr_partition\": 256,"), 12);
+    snprintf(cmd, sizeof cmd, "%s bench spmv --backend cpu --pcsr-pads 3 2>/dev/null",
+             HOOKE_BINARY);
+    const int st = system(cmd);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+}
+
 HK_SUITE(pcsr, {"cpu build = host reference, every array", test_build_equals_reference},
          {"cpu SpMV = block CSR to rounding (empty, long, one row, n % P)", test_spmv_cpu},
          {"layout, padding and product counted by hand", test_by_hand},
          {"padding counts exact for padding factors 1, 2, 4, 8", test_padding_counts},
          {"option errors: partition, padding factor, prefetch, csr kernel", test_option_errors},
-         {"cg through format=pcsr recovers a manufactured solution", test_solve_cpu})
+         {"cg through format=pcsr recovers a manufactured solution", test_solve_cpu},
+         {"hooke bench spmv: pcsr rows per padding factor and prefetch, JSON", test_bench_rows})
 
 /* ---- device ------------------------------------------------------------------------------- */
 
