@@ -3,7 +3,8 @@
 // products for the pipelined methods, and the per-matrix set-up of the kernels (threads per
 // block row, cuSPARSE descriptors).
 //
-// Two kernel families cover the six native formats:
+// Two kernel families cover the six native formats (besides them: the CSR-adaptive kernel,
+// cuda_csr.cu, for format.csr.kernel=adaptive, and PCSR's own kernel, cuda_pcsr.cu):
 //   - row-pointer kernel (k_bsr): CSR is BSR with 1x1 blocks;
 //   - sliced kernel (k_sell): SBELL as in the SBELL paper, values column-major inside a slice
 //     of S block rows so consecutive block rows read consecutive addresses. SELL is SBELL with
