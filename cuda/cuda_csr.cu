@@ -15,8 +15,8 @@
 
 #include "cuda_impl.cuh"
 
-#define HK_CSR_BLOCK_NNZ 1024                   /* C: entries whose rows a block takes */
-#define HK_CSR_PER_THREAD 8                     /* loads in flight per thread */
+#define HK_CSR_BLOCK_NNZ 1024                         /* C: entries whose rows a block takes */
+#define HK_CSR_PER_THREAD 8                           /* loads in flight per thread */
 #define HK_CSR_TILE (HK_CU_BLOCK * HK_CSR_PER_THREAD) /* shared tile: 2C entries */
 
 __global__ void k_csr_rblocks(int64_t n, int64_t nb, const int64_t *__restrict__ rowptr,
@@ -121,8 +121,7 @@ int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y)
             (double *)y);
     else
         k_csr_adaptive<float><<<(unsigned)m->nrblocks, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->rblock, m->rowptr, m->colind, (const float *)m->val, (const float *)x,
-            (float *)y);
+            m->rblock, m->rowptr, m->colind, (const float *)m->val, (const float *)x, (float *)y);
     HK_CU_LAUNCHED();
     return 0;
 }

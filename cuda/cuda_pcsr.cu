@@ -100,11 +100,11 @@ int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t 
     if (n > 0) {
         k_pcsr_len<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, pad, rowptr, m->rowptr);
         HK_CU_LAUNCHED();
-        HK_CU(cub::DeviceScan::InclusiveSum(NULL, tb, m->rowptr + 1, m->rowptr + 1, n,
-                                            hk_cu.stream));
+        HK_CU(
+            cub::DeviceScan::InclusiveSum(NULL, tb, m->rowptr + 1, m->rowptr + 1, n, hk_cu.stream));
         HK_CALL(hk_cu_malloc(&tmp, tb + 16));
-        HK_CU_TRY(cub::DeviceScan::InclusiveSum(tmp, tb, m->rowptr + 1, m->rowptr + 1, n,
-                                                hk_cu.stream));
+        HK_CU_TRY(
+            cub::DeviceScan::InclusiveSum(tmp, tb, m->rowptr + 1, m->rowptr + 1, n, hk_cu.stream));
         HK_CU_TRY(cudaMemcpyAsync(&total, m->rowptr + n, 8, cudaMemcpyDeviceToHost, hk_cu.stream));
         HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
         cudaFree(tmp);
@@ -240,8 +240,7 @@ __global__ void k_pcsr_carry(int64_t nparts, const int32_t *__restrict__ part_ro
     }
 }
 
-template <typename T>
-static int pcsr_launch(const hk_cu_mat *m, const T *x, T *y)
+template <typename T> static int pcsr_launch(const hk_cu_mat *m, const T *x, T *y)
 {
     const int64_t np = m->shape.nparts;
     const int P = m->shape.partition, F = m->pcsr_prefetch > 0 ? m->pcsr_prefetch : 1;

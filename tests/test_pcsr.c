@@ -45,13 +45,20 @@ static double *rand_vec(int64_t n, unsigned seed)
 static int make_matrix(int k, int bs, hk_bcsr *K)
 {
     switch (k) {
-    case 0: return hk_gen_random(37, 41, bs, 4.0, 1, 11u + bs, K);     /* empty rows */
-    case 1: return hk_gen_random(1, 9, bs, 4.0, 0, 3u + bs, K);        /* one row */
-    case 2: return hk_gen_random(6, 300, bs, 90.0, 0, 7u + bs, K);     /* rows over a partition */
-    case 3: return hk_gen_random(103, 60, bs, 7.0, 1, 19u + bs, K);    /* n % P != 0 */
-    case 4: return hk_gen_random(10, 10, bs, 0.0, 0, 3u, K);           /* every row empty */
-    case 5: return hk_gen_random(0, 4, bs, 2.0, 0, 5u, K);             /* no rows */
-    default: return hk_gen_random(2000, 2000, bs, 5.0, 1, 29u + bs, K); /* many partitions */
+    case 0:
+        return hk_gen_random(37, 41, bs, 4.0, 1, 11u + bs, K); /* empty rows */
+    case 1:
+        return hk_gen_random(1, 9, bs, 4.0, 0, 3u + bs, K); /* one row */
+    case 2:
+        return hk_gen_random(6, 300, bs, 90.0, 0, 7u + bs, K); /* rows over a partition */
+    case 3:
+        return hk_gen_random(103, 60, bs, 7.0, 1, 19u + bs, K); /* n % P != 0 */
+    case 4:
+        return hk_gen_random(10, 10, bs, 0.0, 0, 3u, K); /* every row empty */
+    case 5:
+        return hk_gen_random(0, 4, bs, 2.0, 0, 5u, K); /* no rows */
+    default:
+        return hk_gen_random(2000, 2000, bs, 5.0, 1, 29u + bs, K); /* many partitions */
     }
 }
 
@@ -67,17 +74,20 @@ static hk_mat *build(const hk_backend *be, const hk_bcsr *K, hk_format f, hk_pre
     if (hk_options_create(&o)) return NULL;
     int err = hk_options_parse(o, opts);
     if (!err) err = hk_mat_create(be, K, f, p, o, &A);
-    if (err) fprintf(stderr, "\n  build %s (%s): %s\n", hk_format_name(f), opts, hk_error_message());
+    if (err)
+        fprintf(stderr, "\n  build %s (%s): %s\n", hk_format_name(f), opts, hk_error_message());
     hk_options_destroy(o);
     return A;
 }
 
-static hk_mat *build_pcsr(const hk_backend *be, const hk_bcsr *K, hk_precision p, int part,
-                          int pad, int prefetch)
+static hk_mat *build_pcsr(const hk_backend *be, const hk_bcsr *K, hk_precision p, int part, int pad,
+                          int prefetch)
 {
     char opts[128];
-    snprintf(opts, sizeof opts, "format.pcsr.partition=%d format.pcsr.pad=%d "
-             "format.pcsr.prefetch=%d", part, pad, prefetch);
+    snprintf(opts, sizeof opts,
+             "format.pcsr.partition=%d format.pcsr.pad=%d "
+             "format.pcsr.prefetch=%d",
+             part, pad, prefetch);
     return build(be, K, HK_FMT_PCSR, p, opts);
 }
 
@@ -97,8 +107,8 @@ static void spmv(hk_mat *A, const double *x, double *y)
 
 /* |y - ref| <= tol * (|A| |x|)_i in every row: a rounding bound that does not depend on the
  * order of the sums. */
-static int close_to_rounding(const char *what, const hk_bcsr *K, const double *x,
-                             const double *y, const double *ref, double tol)
+static int close_to_rounding(const char *what, const hk_bcsr *K, const double *x, const double *y,
+                             const double *ref, double tol)
 {
     const int bs = K->bs;
     for (int64_t bi = 0; bi < K->nbrows; bi++)
@@ -156,8 +166,8 @@ static void test_build_equals_reference(void)
                     char what[96];
                     snprintf(what, sizeof what, "bs %d matrix %d P %d pad %d %s", bs, k,
                              params[pi][0], params[pi][1], p ? "fp32" : "fp64");
-                    hk_mat *A = build_pcsr(cpu_be(), &K, (hk_precision)p, params[pi][0],
-                                           params[pi][1], 1);
+                    hk_mat *A =
+                        build_pcsr(cpu_be(), &K, (hk_precision)p, params[pi][0], params[pi][1], 1);
                     CU_ASSERT_PTR_NOT_NULL_FATAL(A);
                     hk_fmt F;
                     HK_ASSERT_OK(cpu_be()->mat_download(A, &F));
@@ -182,8 +192,8 @@ static void test_build_equals_reference(void)
 
 /* SpMV of matrix k, block size bs, on be with the given PCSR parameters and precision = the
  * block CSR product to rounding (fp32: the product of the rounded data). */
-static int check_pcsr_spmv(const hk_backend *be, const hk_bcsr *K, int part, int pad,
-                           int prefetch, hk_precision p, const char *what)
+static int check_pcsr_spmv(const hk_backend *be, const hk_bcsr *K, int part, int pad, int prefetch,
+                           hk_precision p, const char *what)
 {
     hk_bcsr K32;
     HK_ASSERT_OK(hk_bcsr_copy(K, &K32));
@@ -332,9 +342,9 @@ static void test_option_errors(void)
 {
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_random(5, 5, 1, 2.0, 0, 1u, &K));
-    static const char *const bad[] = {"format.pcsr.partition=100", "format.pcsr.partition=16",
+    static const char *const bad[] = {"format.pcsr.partition=100",  "format.pcsr.partition=16",
                                       "format.pcsr.partition=2048", "format.pcsr.pad=3",
-                                      "format.pcsr.pad=64", "format.pcsr.prefetch=0",
+                                      "format.pcsr.pad=64",         "format.pcsr.prefetch=0",
                                       "format.csr.kernel=scalar"};
     for (int i = 0; i < 7; i++) {
         hk_options *o = NULL;
@@ -458,13 +468,13 @@ static void test_cuda_build_and_spmv(void)
                     char what[96];
                     snprintf(what, sizeof what, "cuda bs %d matrix %d P %d pad %d %s", bs, k,
                              params[pi][0], params[pi][1], p ? "fp32" : "fp64");
-                    hk_mat *C = build_pcsr(cpu_be(), &K, (hk_precision)p, params[pi][0],
-                                           params[pi][1], 1);
+                    hk_mat *C =
+                        build_pcsr(cpu_be(), &K, (hk_precision)p, params[pi][0], params[pi][1], 1);
                     CU_ASSERT_PTR_NOT_NULL_FATAL(C);
                     spmv(C, x, yc);
                     for (int pf = 1; pf <= 5; pf += 2) {
-                        hk_mat *G = build_pcsr(gpu, &K, (hk_precision)p, params[pi][0],
-                                               params[pi][1], pf);
+                        hk_mat *G =
+                            build_pcsr(gpu, &K, (hk_precision)p, params[pi][0], params[pi][1], pf);
                         CU_ASSERT_PTR_NOT_NULL_FATAL(G);
                         if (pf == 1) {
                             hk_fmt FG, FC;
@@ -480,8 +490,10 @@ static void test_cuda_build_and_spmv(void)
                         /* the same sums in the same order: the same digits */
                         for (int64_t i = 0; i < nr; i++)
                             if (yg[i] != yc[i]) {
-                                fprintf(stderr, "\n  %s prefetch %d: row %lld is %.17g on cuda, "
-                                        "%.17g on cpu\n", what, pf, (long long)i, yg[i], yc[i]);
+                                fprintf(stderr,
+                                        "\n  %s prefetch %d: row %lld is %.17g on cuda, "
+                                        "%.17g on cpu\n",
+                                        what, pf, (long long)i, yg[i], yc[i]);
                                 bad++;
                                 break;
                             }
@@ -518,10 +530,10 @@ static void test_cuda_csr_kernels(void)
 {
     const hk_backend *gpu = gpu_be();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
-    static const char *const kern[] = {"format.csr.kernel=auto",   "format.csr.kernel=thread",
-                                       "format.csr.kernel=warp",   "format.csr.kernel=vector",
-                                       "format.csr.kernel=adaptive",
-                                       "format.csr.kernel=vector format.tpr=8"};
+    static const char *const kern[] = {
+        "format.csr.kernel=auto",     "format.csr.kernel=thread",
+        "format.csr.kernel=warp",     "format.csr.kernel=vector",
+        "format.csr.kernel=adaptive", "format.csr.kernel=vector format.tpr=8"};
     int bad = 0;
     for (int k = 0; k < NMATS + 2; k++) {
         hk_bcsr K;
@@ -606,11 +618,9 @@ static void test_solve_cuda(void)
     solve_case("cuda");
 }
 
-HK_DEVICE_SUITE(cuda_pcsr,
-                {"cuda PCSR build = cpu build; SpMV = cpu bit for bit", test_cuda_build_and_spmv},
-                {"cuda PCSR SpMV = block CSR to rounding", test_cuda_spmv_to_rounding},
-                {"csr kernels thread/warp/vector/adaptive = block CSR to rounding",
-                 test_cuda_csr_kernels},
-                {"fused SpMV + dots of pcsr and adaptive csr = cpu", test_cuda_fused},
-                {"cg through format=pcsr on cuda recovers a manufactured solution",
-                 test_solve_cuda})
+HK_DEVICE_SUITE(
+    cuda_pcsr, {"cuda PCSR build = cpu build; SpMV = cpu bit for bit", test_cuda_build_and_spmv},
+    {"cuda PCSR SpMV = block CSR to rounding", test_cuda_spmv_to_rounding},
+    {"csr kernels thread/warp/vector/adaptive = block CSR to rounding", test_cuda_csr_kernels},
+    {"fused SpMV + dots of pcsr and adaptive csr = cpu", test_cuda_fused},
+    {"cg through format=pcsr on cuda recovers a manufactured solution", test_solve_cuda})

@@ -57,7 +57,7 @@ int hk_cpu_pcsr_build(int64_t n, const int64_t *rowptr, const int32_t *colind, c
     }
     for (size_t k = (size_t)total; k < slots; k++)
         F->colind[k] = -1;
-    /* first row starting at or after each partition's first entry (lower bound) */
+        /* first row starting at or after each partition's first entry (lower bound) */
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < np; p++) {
         int64_t lo = 0, hi = n;
@@ -77,8 +77,8 @@ int hk_cpu_pcsr_build(int64_t n, const int64_t *rowptr, const int32_t *colind, c
 }
 
 #define PCSR_KERNELS(SUF, VT)                                                                      \
-    static void partition_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y,               \
-                                double *carry, int64_t p, double *s)                               \
+    static void partition_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, double *carry, \
+                                int64_t p, double *s)                                              \
     {                                                                                              \
         const int P = F->partition, pad = F->pad;                                                  \
         const int64_t base = p * P;                                                                \
