@@ -333,8 +333,8 @@ static void spmv_usage(FILE *f)
             "built there from it (mat_build); host conversion = the same format made on the\n"
             "host by hk_fmt_from_bcsr, the baseline (formats used to be built that way).\n\n"
             "  --formats LIST     comma-separated: csr,bsr,ell,sell,bell,sbell,cusparse-csr,\n"
-            "                     cusparse-bsr (default: all the backend supports; cusparse-*\n"
-            "                     need cuda)\n"
+            "                     cusparse-bsr,pcsr (default: all the backend supports;\n"
+            "                     cusparse-* need cuda)\n"
             "  --matrices LIST    quad,tri,trirand,hex,tet (default all)\n"
             "  --precisions LIST  fp64,fp32 (default both)\n"
             "  --cells N          N cells per side for every matrix instead of --size\n"
@@ -347,7 +347,17 @@ static void spmv_usage(FILE *f)
             "  --min-time S       time each SpMV for at least S seconds (default 0.15)\n"
             "  --slices LIST      slice sizes S for sell and sbell, e.g. 8,16,32,64,128 (the\n"
             "                     SBELL paper's Figures 6-7; default format.slice or 32)\n"
-            "  format.slice=S format.sigma=N format.tpr=T   format options (hooke solve --help)\n");
+            "  --pcsr-pads LIST   padding factors for pcsr, e.g. 1,2,4,8 (the GPU Krylov\n"
+            "                     thesis's Fig. 3.6 and Table 3.1; default format.pcsr.pad or 4)\n"
+            "  --pcsr-prefetch LIST  partitions per thread block for pcsr, e.g. 1,2,4,8 (the\n"
+            "                     thesis's Fig. 3.7; default format.pcsr.prefetch or 4)\n"
+            "  format.slice=S format.sigma=N format.tpr=T format.csr.kernel=K\n"
+            "  format.pcsr.partition=P format.pcsr.pad=N format.pcsr.prefetch=F\n"
+            "                     format options (hooke solve --help)\n"
+            "\nOn cuda, csr is also measured with each of its kernels (thread: one row per\n"
+            "thread, warp: one row per warp, vector: a sub-warp per row, adaptive: row blocks\n"
+            "reduced in shared memory), and after each matrix a line gives pcsr's speed-up over\n"
+            "the row-per-thread and row-per-warp kernels (the thesis's Table 3.2).\n");
 }
 
 typedef struct spmv_ctx {
@@ -369,12 +379,15 @@ typedef struct spmv_row {
     hk_precision prec;
     hk_mat_info info;
     int slice; /* S of sell/sbell, 0 otherwise */
+    const char *kernel;      /* csr on cuda: the format.csr.kernel asked for; NULL otherwise */
+    int pad, partition, prefetch; /* pcsr; 0 otherwise */
     /* set-up: upload of the block CSR, the format's build on the backend from it, and the
      * host conversion hk_fmt_from_bcsr (what every format cost before it was built on the
      * backend, and still the reference the tests compare with) */
     double upload_s, build_s, host_convert_s;
     double seconds, gflops, gbs, speedup, err;
     double vs_cusparse_csr, vs_cusparse_bsr; /* same precision; 0 when not measured */
+    double vs_csr_thread, vs_csr_warp;       /* csr thread / warp time over this row's */
 } spmv_row;
 
 /* Parse a comma-separated list against names[n]; sets sel[i]. */
@@ -426,11 +439,19 @@ static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
         HK_TRY(hk_options_get_int(o, "format.sigma", &sigma));
     }
     t0 = hk_time();
-    HK_TRY(hk_fmt_from_bcsr(K, f, slice, sigma, &Fh));
+    if (f == HK_FMT_PCSR)
+        HK_TRY(hk_fmt_pcsr_from_bcsr(K, c.A->pcsr_partition, c.A->pcsr_pad, &Fh));
+    else
+        HK_TRY(hk_fmt_from_bcsr(K, f, slice, sigma, &Fh));
     row->host_convert_s = hk_time() - t0;
     hk_fmt_free(&Fh);
     hk_mat_get_info(c.A, &row->info);
     row->slice = (f == HK_FMT_SELL || f == HK_FMT_SBELL) ? c.A->slice : 0;
+    if (f == HK_FMT_PCSR) {
+        row->pad = c.A->pcsr_pad;
+        row->partition = c.A->pcsr_partition;
+        row->prefetch = c.A->pcsr_prefetch;
+    }
     HK_TRY(hk_vec_create(be, n, p, &c.x));
     HK_TRY(hk_vec_create(be, n, p, &c.y));
     HK_TRY(hk_vec_upload(c.x, x));
@@ -526,6 +547,7 @@ int hk_bench_spmv(int argc, char **argv)
     const char *formats = NULL, *matrices = NULL, *precisions = NULL;
     hk_options *o = NULL;
     int rc = 1, nrows = 0, cap = 0, cells = 0, nslice_list = 0, slice_list[16];
+    int npad_list = 0, pad_list[16], npf_list = 0, pf_list[16];
     int paper = 0, mesh_order = 1;
     const char *mesh_path = NULL;
     double min_time = 0.15, mesh_size = 0;
@@ -596,6 +618,26 @@ int hk_bench_spmv(int argc, char **argv)
                 slice_list[nslice_list++] = (int)v;
             }
             i += 2;
+        } else if ((!strcmp(a, "--pcsr-pads") || !strcmp(a, "--pcsr-prefetch")) && i + 1 < argc) {
+            const int pads = !strcmp(a, "--pcsr-pads");
+            int *list = pads ? pad_list : pf_list, *cnt = pads ? &npad_list : &npf_list;
+            char buf[256], *tok, *end;
+            snprintf(buf, sizeof buf, "%s", argv[i + 1]);
+            for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                long v = strtol(tok, &end, 10);
+                if (*end || v < 1 || v > (pads ? 32 : 64) || (pads && (v & (v - 1))) ||
+                    *cnt == 16) {
+                    fprintf(stderr,
+                            "hooke bench spmv: %s %s: each value must be %s, at most 16 of "
+                            "them\n",
+                            a, argv[i + 1],
+                            pads ? "a power of two in 1..32" : "an integer in 1..64");
+                    rc = 2;
+                    goto done;
+                }
+                list[(*cnt)++] = (int)v;
+            }
+            i += 2;
         } else if (!strcmp(a, "--min-time") && i + 1 < argc) {
             char *end;
             min_time = strtod(argv[i + 1], &end);
@@ -663,6 +705,13 @@ int hk_bench_spmv(int argc, char **argv)
             goto done;
         }
 
+    /* the csr kernel the user asked for (restored after the kernel rows of each matrix) */
+    const char *user_kernel = "auto";
+    if (hk_options_has(o, "format.csr.kernel") &&
+        hk_options_get_string(o, "format.csr.kernel", &user_kernel))
+        goto error;
+    static const char *const csr_kernels[] = {"thread", "warp", "vector", "adaptive"};
+
     double copy_bps = 0;
     long long ncopy = cuda ? (1LL << 26) : (1LL << 23); /* 512 MiB / 64 MiB per vector */
     if (copy_bandwidth(be, ncopy, min_time, &copy_bps)) goto error;
@@ -698,23 +747,44 @@ int hk_bench_spmv(int argc, char **argv)
             x[i] = 1.0 + 0.5 * sin(0.001 * (double)i);
         hk_bcsr_spmv(&K, x, yref);
         double base = 0;
-        /* CSR fp64 first: the baseline of every ratio */
+        /* CSR fp64 first: the baseline of every ratio. Variants of a format: slice sizes
+         * (sell, sbell), kernels (csr on cuda: variant 0 is the kernel asked for, then one
+         * per kernel), padding factor x prefetch (pcsr). */
         for (int f = -1; f < HK_FMT_COUNT; f++)
-            for (int p = 0; p < 2; p++)
-                for (int si = 0; si < nslice_list || si == 0; si++) {
+            for (int p = 0; p < 2; p++) {
+                const int sliced = f == HK_FMT_SELL || f == HK_FMT_SBELL;
+                const int kernels = f == HK_FMT_CSR && cuda;
+                const int npads = npad_list ? npad_list : 1, npfs = npf_list ? npf_list : 1;
+                const int nvar = sliced    ? (nslice_list ? nslice_list : 1)
+                                 : kernels ? 5
+                                 : f == HK_FMT_PCSR ? npads * npfs
+                                                    : 1;
+                for (int si = 0; si < nvar; si++) {
                     const int is_base = f < 0;
-                    const int sliced = f == HK_FMT_SELL || f == HK_FMT_SBELL;
                     if (is_base && p == 1) continue;
                     if (!is_base && (!fsel[f] || !psel[p])) continue;
-                    if (!is_base && f == HK_FMT_CSR && p == 0) continue; /* already measured */
-                    if (si > 0 && !sliced) continue;
+                    if (!is_base && f == HK_FMT_CSR && p == 0 && si == 0)
+                        continue; /* already measured */
+                    char sv[16];
+                    int oerr = 0;
                     if (sliced && nslice_list) {
-                        char sv[16];
                         snprintf(sv, sizeof sv, "%d", slice_list[si]);
-                        if (hk_options_set(o, "format.slice", sv)) {
-                            free(x), free(yref), hk_bcsr_free(&K);
-                            goto error;
-                        }
+                        oerr = hk_options_set(o, "format.slice", sv);
+                    }
+                    if (kernels)
+                        oerr = hk_options_set(o, "format.csr.kernel",
+                                              si ? csr_kernels[si - 1] : user_kernel);
+                    if (f == HK_FMT_PCSR && npad_list) {
+                        snprintf(sv, sizeof sv, "%d", pad_list[si / npfs]);
+                        oerr = oerr || hk_options_set(o, "format.pcsr.pad", sv);
+                    }
+                    if (f == HK_FMT_PCSR && npf_list) {
+                        snprintf(sv, sizeof sv, "%d", pf_list[si % npfs]);
+                        oerr = oerr || hk_options_set(o, "format.pcsr.prefetch", sv);
+                    }
+                    if (oerr) {
+                        free(x), free(yref), hk_bcsr_free(&K);
+                        goto error;
                     }
                     if (nrows == cap) {
                         cap = cap ? 2 * cap : 64;
@@ -729,8 +799,13 @@ int hk_bench_spmv(int argc, char **argv)
                     spmv_row *r = &rows[nrows];
                     memset(r, 0, sizeof *r);
                     r->matrix = job->label;
-                    if (spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
-                                     (hk_precision)p, o, min_time, r)) {
+                    if (cuda && (is_base || f == HK_FMT_CSR))
+                        r->kernel = si ? csr_kernels[si - 1] : user_kernel;
+                    oerr = spmv_measure(be, &K, x, yref, is_base ? HK_FMT_CSR : (hk_format)f,
+                                        (hk_precision)p, o, min_time, r);
+                    if (!oerr && kernels)
+                        oerr = hk_options_set(o, "format.csr.kernel", user_kernel);
+                    if (oerr) {
                         free(x), free(yref), hk_bcsr_free(&K);
                         goto error;
                     }
@@ -738,6 +813,7 @@ int hk_bench_spmv(int argc, char **argv)
                     r->speedup = base / r->seconds;
                     nrows++;
                 }
+            }
         /* ratios to cuSPARSE of the same precision (measured last), then the rows */
         for (int i = first_row; i < nrows; i++)
             for (int k = first_row; k < nrows; k++) {
@@ -746,12 +822,22 @@ int hk_bench_spmv(int argc, char **argv)
                     rows[i].vs_cusparse_csr = rows[k].seconds / rows[i].seconds;
                 if (rows[k].fmt == HK_FMT_CUSPARSE_BSR)
                     rows[i].vs_cusparse_bsr = rows[k].seconds / rows[i].seconds;
+                if (rows[k].fmt == HK_FMT_CSR && rows[k].kernel &&
+                    !strcmp(rows[k].kernel, "thread"))
+                    rows[i].vs_csr_thread = rows[k].seconds / rows[i].seconds;
+                if (rows[k].fmt == HK_FMT_CSR && rows[k].kernel && !strcmp(rows[k].kernel, "warp"))
+                    rows[i].vs_csr_warp = rows[k].seconds / rows[i].seconds;
             }
         for (int i = first_row; i < nrows; i++) {
             const spmv_row *r = &rows[i];
             char fname[48], vc[16] = "-", vb[16] = "-";
             if (r->slice)
                 snprintf(fname, sizeof fname, "%s S=%d", hk_format_name(r->fmt), r->slice);
+            else if (r->kernel)
+                snprintf(fname, sizeof fname, "%s %s", hk_format_name(r->fmt), r->kernel);
+            else if (r->pad && (npad_list || npf_list))
+                snprintf(fname, sizeof fname, "%s n=%d pf=%d", hk_format_name(r->fmt), r->pad,
+                         r->prefetch);
             else
                 snprintf(fname, sizeof fname, "%s", hk_format_name(r->fmt));
             if (r->vs_cusparse_csr > 0) snprintf(vc, sizeof vc, "%.2fx", r->vs_cusparse_csr);
@@ -763,12 +849,25 @@ int hk_bench_spmv(int argc, char **argv)
                    100.0 * r->gbs * 1e9 / copy_bps, r->speedup, vc, vb, r->err, r->upload_s * 1e3,
                    r->build_s * 1e3, r->host_convert_s * 1e3);
         }
+        /* the thesis's Table 3.2: PCSR over the row-per-thread and row-per-warp CSR kernels */
+        for (int i = first_row; i < nrows; i++) {
+            const spmv_row *r = &rows[i];
+            if (r->fmt != HK_FMT_PCSR || !(r->vs_csr_thread > 0) || !(r->vs_csr_warp > 0))
+                continue;
+            printf("\n%s, pcsr n=%d P=%d pf=%d %s: %.2fx over row-per-thread csr, %.2fx over "
+                   "row-per-warp csr, %.2fx over cusparse-csr (thesis, Table 3.2: 3.37x and "
+                   "2.45x on a GT8800)\n",
+                   r->matrix, r->pad, r->partition, r->prefetch, pnames[r->prec],
+                   r->vs_csr_thread, r->vs_csr_warp, r->vs_cusparse_csr);
+        }
         fflush(stdout);
         free(x);
         free(yref);
         hk_bcsr_free(&K);
     }
-    if (hk_options_check_used(o, "format.slice, format.sigma, format.tpr")) goto error;
+    if (hk_options_check_used(o, "format.slice, format.sigma, format.tpr, format.csr.kernel, "
+                                 "format.pcsr.partition, format.pcsr.pad, format.pcsr.prefetch"))
+        goto error;
     /* copy bandwidth again at the end: on a shared machine the better of the two is the
      * figure the SpMV rates should be read against */
     double copy2 = 0;
@@ -796,6 +895,10 @@ int hk_bench_spmv(int argc, char **argv)
             hk_json_string(&j, "format", hk_format_name(r->fmt));
             hk_json_string(&j, "precision", pnames[r->prec]);
             hk_json_int(&j, "slice", r->slice);
+            hk_json_string(&j, "csr_kernel", r->kernel ? r->kernel : "");
+            hk_json_int(&j, "pcsr_pad", r->pad);
+            hk_json_int(&j, "pcsr_partition", r->partition);
+            hk_json_int(&j, "pcsr_prefetch", r->prefetch);
             hk_json_int(&j, "bs", r->info.bs);
             hk_json_int(&j, "rows", r->info.nrows);
             hk_json_int(&j, "nnz", r->info.nnz);
@@ -812,6 +915,8 @@ int hk_bench_spmv(int argc, char **argv)
             hk_json_number(&j, "speedup_vs_csr_fp64", r->speedup);
             hk_json_number(&j, "speedup_vs_cusparse_csr", r->vs_cusparse_csr);
             hk_json_number(&j, "speedup_vs_cusparse_bsr", r->vs_cusparse_bsr);
+            hk_json_number(&j, "speedup_vs_csr_thread", r->vs_csr_thread);
+            hk_json_number(&j, "speedup_vs_csr_warp", r->vs_csr_warp);
             hk_json_number(&j, "rel_err", r->err);
             hk_json_end_object(&j);
         }

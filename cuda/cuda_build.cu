@@ -383,8 +383,8 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
     HK_CHECK(A->slice >= 1 && A->slice <= 1024, HK_ERR_OPTION,
              "slice size %d is out of range; use format.slice between 1 and 1024", A->slice);
     const int bs = K->br;
-    const int scalar =
-        fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL || fmt == HK_FMT_CUSPARSE_CSR;
+    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL ||
+                       fmt == HK_FMT_CUSPARSE_CSR || fmt == HK_FMT_PCSR;
     build_src s = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};
     HK_CHECK(s.n * bs < INT32_MAX, HK_ERR_ARG,
              "cuda backend: %lld rows is out of range (32-bit row numbers)",
@@ -423,6 +423,9 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
     case HK_FMT_ELL:
     case HK_FMT_BELL:
         HK_TRY(build_ell(A, s, L, m));
+        break;
+    case HK_FMT_PCSR:
+        HK_TRY(hk_cu_pcsr_build(A, s.n, s.rowptr, s.colind, s.val, m));
         break;
     default:
         HK_TRY(build_sliced(A, s, len, L, m, &last_width));
@@ -475,6 +478,7 @@ int hk_cu_mat_download(const hk_mat *A, hk_fmt *F)
         HK_TRY(fetch((void **)&F->slice_width, m->swidth, (size_t)F->nslices * 4));
         HK_TRY(fetch((void **)&F->perm, m->perm, (size_t)m->nbrows * 4));
     }
+    if (A->fmt == HK_FMT_PCSR) HK_TRY(hk_cu_pcsr_download(m, F));
     if (A->prec == HK_FP32) {
         HK_TRY(fetch((void **)&v32, m->val, (size_t)A->stored * 4));
         HK_TRY(hk_malloc((size_t)(A->stored ? A->stored : 1) * 8, &F->val));

@@ -185,6 +185,15 @@ struct hk_cu_mat {
     /* partial sums of the fused SpMV: 4 per block of its grid */
     double *part;
     unsigned part_nb;
+    /* PCSR (cuda_pcsr.cu): first row and split of each partition, 2 carries per partition */
+    int32_t *part_row, *split;
+    double *carry;
+    int pcsr_prefetch; /* partitions per thread block */
+    /* CSR: the kernel (enum hk_csr_kernel, resolved) and, for the adaptive one, the first row
+     * of each row block (cuda_csr.cu) */
+    int csr_kernel;
+    int32_t *rblock;
+    int64_t nrblocks;
 };
 
 /* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
@@ -193,6 +202,17 @@ int hk_cu_mat_download(const hk_mat *A, hk_fmt *F);
 int hk_cu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_cu_bmat_expand(const hk_bmat *A, hk_bmat *S);
 int hk_cu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B);
+
+/* PCSR (cuda_pcsr.cu): build from the scalar CSR rows (rowptr, colind, val: n rows, device
+ * memory) in A->prec with A->pcsr_partition and A->pcsr_pad, sets A->stored and m's arrays and
+ * shape; download of part_row and split; SpMV (the CPU's digits, solver/cpu/cpu_pcsr.c). */
+int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t *colind,
+                     const double *val, hk_cu_mat *m);
+int hk_cu_pcsr_download(const hk_cu_mat *m, hk_fmt *F);
+int hk_cu_pcsr_spmv(const hk_mat *A, const void *x, void *y);
+/* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries), its SpMV. */
+int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz);
+int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y);
 
 /* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest
  * block row), the fused-SpMV buffer and the cuSPARSE descriptors. */

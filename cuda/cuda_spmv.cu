@@ -3,7 +3,8 @@
 // products for the pipelined methods, and the per-matrix set-up of the kernels (threads per
 // block row, cuSPARSE descriptors).
 //
-// Two kernel families cover the six native formats:
+// Two kernel families cover the six native formats (besides them: the CSR-adaptive kernel,
+// cuda_csr.cu, for format.csr.kernel=adaptive, and PCSR's own kernel, cuda_pcsr.cu):
 //   - row-pointer kernel (k_bsr): CSR is BSR with 1x1 blocks;
 //   - sliced kernel (k_sell): SBELL as in the SBELL paper, values column-major inside a slice
 //     of S block rows so consecutive block rows read consecutive addresses. SELL is SBELL with
@@ -252,12 +253,21 @@ static int cusparse_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     return 0;
 }
 
+/* Formats whose SpMV is not one of the two kernel families (no fused variant). */
+static int own_kernel(const hk_mat *A)
+{
+    const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
+    return A->fmt == HK_FMT_PCSR || (A->fmt == HK_FMT_CSR && m->csr_kernel == HK_CSR_ADAPTIVE);
+}
+
 int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
 {
     HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
     HK_CHECK(x->prec == A->prec && y->prec == A->prec && x->n == A->ncols && y->n == A->nrows,
              HK_ERR_ARG, "cuda backend: SpMV vectors differ from the matrix in size or precision");
     if (is_cusparse(A->fmt)) return cusparse_spmv(A, x, y);
+    if (A->fmt == HK_FMT_PCSR) return hk_cu_pcsr_spmv(A, x->data, y->data);
+    if (own_kernel(A)) return hk_cu_csr_adaptive_spmv(A, x->data, y->data);
     hk_cu_fuse f;
     memset(&f, 0, sizeof f);
     if (A->prec == HK_FP64) return launch<double, false>(A, x->data, y->data, f, NULL);
@@ -289,7 +299,7 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
         const char *e = getenv("HOOKE_CUDA_FUSE");
         force = e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
     }
-    const int fuse = force >= 0 ? force : y->n < HK_CU_FUSE_MAX_ROWS;
+    const int fuse = !own_kernel(A) && (force >= 0 ? force : y->n < HK_CU_FUSE_MAX_ROWS);
     if (!fuse) {
         HK_CALL(hk_cu_mat_spmv(A, x, y));
         *part = hk_cu.part;
@@ -336,8 +346,9 @@ void hk_cu_mat_release(hk_mat *A)
     if (m->dx) cusparseDestroyDnVec(m->dx);
     if (m->dy) cusparseDestroyDnVec(m->dy);
     if (m->sp) cusparseDestroySpMat(m->sp);
-    void *arrays[] = {m->rowptr, m->colind,   m->val,   m->sptr, m->swidth,
-                      m->perm,   m->rowptr32, m->spbuf, m->part};
+    void *arrays[] = {m->rowptr,   m->colind, m->val,   m->sptr,  m->swidth,
+                      m->perm,     m->rowptr32, m->spbuf, m->part, m->part_row,
+                      m->split,    m->carry,  m->rblock};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         if (arrays[i]) cudaFree(arrays[i]);
     free(m);
@@ -357,6 +368,16 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
                         : auto_tpr(fmt, nbrows,
                                    nbrows ? (double)A->nnz / ((double)bs * bs) / nbrows : 0,
                                    longest);
+    if (fmt == HK_FMT_CSR) {
+        /* format.csr.kernel: auto is the adaptive kernel unless format.tpr asks for a group
+         * size; thread and warp are the classic row-per-thread and row-per-warp kernels */
+        m->csr_kernel = A->csr_kernel;
+        if (m->csr_kernel == HK_CSR_AUTO)
+            m->csr_kernel = A->tpr > 0 ? HK_CSR_VECTOR : HK_CSR_ADAPTIVE;
+        if (m->csr_kernel == HK_CSR_THREAD) m->tpr = 1;
+        if (m->csr_kernel == HK_CSR_WARP) m->tpr = 32;
+        if (m->csr_kernel == HK_CSR_ADAPTIVE) HK_CALL(hk_cu_csr_blocks(m, nbrows, A->stored));
+    }
     HK_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {

@@ -178,8 +178,87 @@ fail:
     return ierr;
 }
 
+/* PCSR (GPU Krylov thesis, section 3.4.2) from a scalar CSR view: rows padded to multiples of
+ * pad, the padded entries cut into partitions of P, the first row of each partition and the
+ * split vector. Written straight from the layout comment in hk_impl.h. */
+static int fmt_build_pcsr(const fmt_src *s, int P, int pad, hk_fmt *F)
+{
+    const int64_t n = s->nbrows;
+    F->partition = P;
+    F->pad = pad;
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *F->rowptr, &F->rowptr));
+    F->rowptr[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t len = s->rowptr[i + 1] - s->rowptr[i];
+        F->rowptr[i + 1] = F->rowptr[i] + (len + pad - 1) / pad * pad;
+    }
+    const int64_t total = F->rowptr[n];
+    /* every row has an owner: at least one partition when there are rows */
+    F->nparts = n > 0 ? ((total + P - 1) / P > 0 ? (total + P - 1) / P : 1) : 0;
+    F->stored = F->nparts * P;
+    const size_t slots = (size_t)F->stored;
+    HK_CALL(hk_malloc((slots ? slots : 1) * sizeof *F->colind, &F->colind));
+    HK_CALL(hk_calloc(slots ? slots : 1, sizeof *F->val, &F->val));
+    HK_CALL(hk_malloc((size_t)(F->nparts + 1) * sizeof *F->part_row, &F->part_row));
+    HK_CALL(hk_malloc((size_t)(F->nparts ? F->nparts : 1) * sizeof *F->split, &F->split));
+    for (size_t k = 0; k < slots; k++)
+        F->colind[k] = -1;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) {
+            F->colind[F->rowptr[i] + k - s->rowptr[i]] = s->colind[k];
+            F->val[F->rowptr[i] + k - s->rowptr[i]] = s->val[k];
+        }
+    int64_t i = 0;
+    for (int64_t p = 0; p < F->nparts; p++) {
+        while (i < n && F->rowptr[i] < p * P)
+            i++;
+        F->part_row[p] = (int32_t)i;
+        const int64_t end = F->rowptr[i] < (p + 1) * P ? F->rowptr[i] : (p + 1) * P;
+        F->split[p] = p == 0 ? 0 : (int32_t)(end - p * P);
+    }
+    F->part_row[F->nparts] = (int32_t)n;
+    return 0;
+}
+
+int hk_fmt_pcsr_from_bcsr(const hk_bcsr *K, int partition, int pad, hk_fmt *F)
+{
+    int ierr = 0;
+    int64_t *srp = NULL;
+    int32_t *sci = NULL;
+    double *sv = NULL;
+    memset(F, 0, sizeof *F);
+    HK_CALL(hk_fmt_check_bcsr(K));
+    if (partition <= 0) partition = HK_PCSR_PARTITION;
+    if (pad <= 0) pad = HK_PCSR_PAD;
+    HK_CHECK(partition >= 32 && partition <= 1024 && !(partition & (partition - 1)) &&
+                 pad <= 32 && !(pad & (pad - 1)),
+             HK_ERR_OPTION,
+             "PCSR partition %d and padding factor %d: use a power of two from 32 to 1024 and "
+             "one from 1 to 32",
+             partition, pad);
+    const int bs = K->bs;
+    F->fmt = HK_FMT_PCSR;
+    F->bs = 1;
+    F->nrows = F->nbrows = K->nbrows * bs;
+    F->ncols = F->nbcols = K->nbcols * bs;
+    F->nnz = K->rowptr[K->nbrows] * bs * bs;
+    fmt_src src = {1, K->nbrows, K->rowptr, K->colind, K->val};
+    if (bs > 1) {
+        HK_TRY(fmt_to_scalar_csr(K, &srp, &sci, &sv));
+        src = (fmt_src){1, F->nrows, srp, sci, sv};
+    }
+    HK_TRY(fmt_build_pcsr(&src, partition, pad, F));
+fail:
+    free(srp);
+    free(sci);
+    free(sv);
+    if (ierr) hk_fmt_free(F);
+    return ierr;
+}
+
 int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F)
 {
+    if (fmt == HK_FMT_PCSR) return hk_fmt_pcsr_from_bcsr(K, 0, 0, F);
     int ierr = 0;
     int64_t *srp = NULL;
     int32_t *sci = NULL;
@@ -262,6 +341,8 @@ void hk_fmt_free(hk_fmt *F)
     free(F->slice_ptr);
     free(F->slice_width);
     free(F->perm);
+    free(F->part_row);
+    free(F->split);
     memset(F, 0, sizeof *F);
 }
 
@@ -274,6 +355,11 @@ void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y)
     for (int64_t i = 0; i < F->nrows; i++)
         y[i] = 0;
     switch (F->fmt) {
+    case HK_FMT_PCSR: /* padded rows; padding has column -1 */
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++)
+                if (F->colind[k] >= 0) y[i] += F->val[k] * x[F->colind[k]];
+        break;
     case HK_FMT_CSR:
     case HK_FMT_CUSPARSE_CSR:
     case HK_FMT_BSR:
@@ -339,6 +425,10 @@ size_t hk_fmt_bytes_shape(const hk_fmt *F, int32_t last_width, hk_precision p)
     case HK_FMT_BSR:
     case HK_FMT_CUSPARSE_BSR:
         bytes += (size_t)(F->nbrows + 1) * sizeof(int64_t);
+        break;
+    case HK_FMT_PCSR: /* row pointers, first row of each partition, split vector */
+        bytes += (size_t)(F->nbrows + 1) * sizeof(int64_t) +
+                 (size_t)(2 * F->nparts + 1) * sizeof(int32_t);
         break;
     case HK_FMT_SELL:
     case HK_FMT_SBELL: {

@@ -53,6 +53,13 @@ struct hk_vec_s {
  *                 colind[slice_ptr[s] + k*S + j], value e at
  *                 val[(slice_ptr[s] + k*S)*bs*bs + e*S + j]
  *                 so that consecutive block rows (threads) read consecutive addresses.
+ * PCSR  (bs = 1): CSR with every row padded to a multiple of the padding factor pad (rowptr
+ *                 counts the padding, so every row starts at a multiple of pad); the padded
+ *                 entries cut into nparts partitions of partition entries (the tail of the last
+ *                 one is padding). part_row[p] = the first row starting at or after entry
+ *                 p*partition (part_row[nparts] = nrows): partition p owns the rows
+ *                 [part_row[p], part_row[p+1]). split[p] = the entries at the start of
+ *                 partition p that continue a row begun in an earlier partition (0 for p = 0).
  * The cusparse-* formats use the CSR / BSR arrays.
  * Scalar formats (CSR, ELL, SELL, cusparse-csr) of a bs > 1 source expand every block into bs
  * scalar rows, keeping all bs*bs entries (zeros too): their hk_fmt has bs = 1, nbrows = nrows.
@@ -74,13 +81,25 @@ typedef struct hk_fmt {
     int64_t *slice_ptr;       /* nslices + 1 */
     int32_t *slice_width;     /* nslices */
     int32_t *perm;            /* SELL: nrows; SBELL: nbrows. perm[new] = old */
+    int32_t partition, pad;   /* PCSR: entries per partition, padding factor */
+    int64_t nparts;           /* PCSR */
+    int32_t *part_row;        /* PCSR: nparts + 1 */
+    int32_t *split;           /* PCSR: nparts */
 } hk_fmt;
+
+/* PCSR defaults: the thesis's 256-entry partitions (one per thread of a block), padding factor
+ * 4 (its best, Fig. 3.6) and four partitions per block with prefetching (Fig. 3.7). */
+#define HK_PCSR_PARTITION 256
+#define HK_PCSR_PAD 4
+#define HK_PCSR_PREFETCH 4
 
 /* Check K's structure (block size 1..6, sizes, row pointers, column range): an error naming
  * the block row, so that a bad matrix never reaches a kernel (hk_mat_create calls it). */
 int hk_fmt_check_bcsr(const hk_bcsr *K);
 /* Convert K to fmt with slice S and window sigma (<= 0: defaults). */
 int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_fmt *F);
+/* The same for PCSR with its partition size and padding factor (<= 0: defaults). */
+int hk_fmt_pcsr_from_bcsr(const hk_bcsr *K, int partition, int pad, hk_fmt *F);
 void hk_fmt_free(hk_fmt *F);
 /* Reference SpMV on the host arrays, any format, fp64 (tests and the CPU backend). */
 void hk_fmt_spmv_host(const hk_fmt *F, const double *x, double *y);
@@ -105,6 +124,8 @@ struct hk_mat_s {
     int slice;     /* SELL/SBELL slice height S requested (format.slice, default 32) */
     int sigma;     /* sorting window requested (format.sigma; 0 = the whole matrix) */
     int tpr;       /* threads per block row requested (0 = backend decides) */
+    int csr_kernel; /* enum hk_csr_kernel: the CSR SpMV on cuda (format.csr.kernel) */
+    int pcsr_partition, pcsr_pad, pcsr_prefetch; /* format.pcsr.* */
     /* filled by mat_build */
     int64_t nnz;    /* scalar nonzeros of the source (nnzb*bs*bs) */
     int64_t stored; /* scalar entries stored, padding included */
@@ -112,6 +133,11 @@ struct hk_mat_s {
     size_t bytes;   /* bytes one SpMV reads of the matrix (hk_fmt_bytes) */
     void *bdata;    /* backend-private: the built arrays, descriptors */
 };
+
+/* format.csr.kernel: auto (adaptive, or vector when format.tpr is given), one row per thread,
+ * one row per warp, a sub-warp per row (width from the mean row length or format.tpr), or
+ * row blocks of about equal entries reduced in shared memory (CSR-adaptive). */
+enum hk_csr_kernel { HK_CSR_AUTO = 0, HK_CSR_THREAD, HK_CSR_WARP, HK_CSR_VECTOR, HK_CSR_ADAPTIVE };
 
 /* ---- the backend ops table --------------------------------------------------------------
  *

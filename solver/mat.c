@@ -7,7 +7,7 @@
 #include "hk_impl.h"
 
 static const char *const format_names[HK_FMT_COUNT] = {
-    "csr", "bsr", "ell", "sell", "bell", "sbell", "cusparse-csr", "cusparse-bsr"};
+    "csr", "bsr", "ell", "sell", "bell", "sbell", "cusparse-csr", "cusparse-bsr", "pcsr"};
 
 const char *hk_format_name(hk_format f)
 {
@@ -23,7 +23,7 @@ int hk_format_from_name(const char *name, hk_format *f)
         }
     return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__,
                         "unknown format '%s'; valid formats are csr, bsr, ell, sell, bell, "
-                        "sbell, cusparse-csr, cusparse-bsr",
+                        "sbell, cusparse-csr, cusparse-bsr, pcsr",
                         name);
 }
 
@@ -47,7 +47,10 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
 {
     int ierr;
     hk_mat *A = NULL;
-    int slice = 32, sigma = 0, tpr = 0;
+    int slice = 32, sigma = 0, tpr = 0, csr_kernel = HK_CSR_AUTO;
+    int part = HK_PCSR_PARTITION, pad = HK_PCSR_PAD, prefetch = HK_PCSR_PREFETCH;
+    static const char *const csr_kernels[] = {"auto", "thread", "warp", "vector", "adaptive",
+                                              NULL};
     *Aout = NULL;
     HK_CHECK(K && K->be, HK_ERR_ARG, "hk_mat_create_bmat: no matrix");
     HK_CHECK(K->br == K->bc && K->br >= 1 && K->br <= 6, HK_ERR_ARG,
@@ -62,7 +65,22 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
         HK_CALL(hk_options_get_int(o, "format.slice", &slice));
         HK_CALL(hk_options_get_int(o, "format.sigma", &sigma));
         HK_CALL(hk_options_get_int(o, "format.tpr", &tpr));
+        HK_CALL(hk_options_get_choice(o, "format.csr.kernel", csr_kernels, &csr_kernel));
+        HK_CALL(hk_options_get_int(o, "format.pcsr.partition", &part));
+        HK_CALL(hk_options_get_int(o, "format.pcsr.pad", &pad));
+        HK_CALL(hk_options_get_int(o, "format.pcsr.prefetch", &prefetch));
     }
+    HK_CHECK(part >= 32 && part <= 1024 && (part & (part - 1)) == 0, HK_ERR_OPTION,
+             "option format.pcsr.partition=%d must be a power of two from 32 to 1024 (default "
+             "%d)",
+             part, HK_PCSR_PARTITION);
+    HK_CHECK(pad >= 1 && pad <= 32 && (pad & (pad - 1)) == 0, HK_ERR_OPTION,
+             "option format.pcsr.pad=%d must be a power of two from 1 to 32 (default %d)", pad,
+             HK_PCSR_PAD);
+    HK_CHECK(prefetch >= 1 && prefetch <= 64, HK_ERR_OPTION,
+             "option format.pcsr.prefetch=%d is out of range; use 1..64 partitions per block "
+             "(default %d)",
+             prefetch, HK_PCSR_PREFETCH);
     HK_CHECK(slice >= 1 && slice <= 1024, HK_ERR_OPTION,
              "option format.slice=%d is out of range; use 1..1024 (default 32)", slice);
     HK_CHECK(sigma >= 0, HK_ERR_OPTION,
@@ -82,6 +100,10 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
     A->slice = slice;
     A->sigma = sigma;
     A->tpr = tpr;
+    A->csr_kernel = csr_kernel;
+    A->pcsr_partition = part;
+    A->pcsr_pad = pad;
+    A->pcsr_prefetch = prefetch;
     HK_TRY(K->be->mat_build(A, K));
     *Aout = A;
     return 0;

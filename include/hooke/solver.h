@@ -50,6 +50,7 @@ typedef enum {
     HK_FMT_SBELL,
     HK_FMT_CUSPARSE_CSR,
     HK_FMT_CUSPARSE_BSR,
+    HK_FMT_PCSR, /* prefetch CSR (GPU Krylov thesis, ch. 3.4) */
     HK_FMT_COUNT
 } hk_format;
 
@@ -122,7 +123,8 @@ typedef struct hk_mat_info {
 
 /* Upload K to backend be once and build the format there in precision p. Format parameters come from o (may be
  * NULL): format.slice (S, default 32), format.sigma (sorting window in rows, default all),
- * format.tpr (threads per block row on cuda, default auto). */
+ * format.tpr (threads per block row on cuda, default auto), format.csr.kernel (csr on cuda:
+ * auto|thread|warp|vector|adaptive), format.pcsr.partition / .pad / .prefetch (pcsr). */
 int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,
                   hk_options *o, hk_mat **A);
 void hk_mat_destroy(hk_mat *A);

@@ -203,6 +203,7 @@ void hk_cpu_mat_release(hk_mat *A)
     if (!m) return;
     hk_fmt_free(&m->F);
     free(m->val32);
+    free(m->carry);
     free(m);
     A->bdata = NULL;
 }
@@ -225,7 +226,8 @@ int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K)
     HK_CHECK(A->slice >= 1 && A->slice <= 1024, HK_ERR_OPTION,
              "slice size %d is out of range; use format.slice between 1 and 1024", A->slice);
     const int bs = K->br;
-    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
+    const int scalar =
+        fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL || fmt == HK_FMT_PCSR;
     HK_CALL(hk_calloc(1, sizeof *m, &m));
     hk_fmt *F = &m->F;
     build_src s = {bs, K->nbrows, K->rowptr, K->colind, K->val};
@@ -255,6 +257,10 @@ int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K)
     case HK_FMT_SBELL:
         HK_TRY(build_sliced(&s, f32, A->slice, A->sigma, m));
         break;
+    case HK_FMT_PCSR:
+        HK_TRY(hk_cpu_pcsr_build(s.n, s.rowptr, s.colind, s.val, A->pcsr_partition, A->pcsr_pad,
+                                 f32, m));
+        break;
     default:
         HK_TRY_CHECK(0, HK_ERR_INTERNAL, "format %d has no build", (int)fmt);
     }
@@ -270,6 +276,7 @@ fail:
     if (m) {
         hk_fmt_free(&m->F);
         free(m->val32);
+        free(m->carry);
         free(m);
     }
     return ierr;
@@ -295,6 +302,7 @@ int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F)
     *F = *G;
     F->rowptr = NULL, F->colind = NULL, F->val = NULL;
     F->slice_ptr = NULL, F->slice_width = NULL, F->perm = NULL;
+    F->part_row = NULL, F->split = NULL;
     const int rowfam = G->rowptr != NULL;
     const size_t slots = (size_t)(G->stored / ((int64_t)G->bs * G->bs));
     HK_TRY(dup_array((void **)&F->rowptr, G->rowptr, rowfam ? (size_t)G->nbrows + 1 : 0, 8));
@@ -302,6 +310,8 @@ int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F)
     HK_TRY(dup_array((void **)&F->slice_ptr, G->slice_ptr, (size_t)G->nslices + 1, 8));
     HK_TRY(dup_array((void **)&F->slice_width, G->slice_width, (size_t)G->nslices, 4));
     HK_TRY(dup_array((void **)&F->perm, G->perm, (size_t)G->nbrows, 4));
+    HK_TRY(dup_array((void **)&F->part_row, G->part_row, (size_t)G->nparts + 1, 4));
+    HK_TRY(dup_array((void **)&F->split, G->split, (size_t)G->nparts, 4));
     if (m->val32) {
         HK_TRY(hk_malloc((size_t)(G->stored ? G->stored : 1) * sizeof *F->val, &F->val));
         for (int64_t k = 0; k < G->stored; k++)

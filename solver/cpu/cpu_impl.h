@@ -9,6 +9,7 @@
 typedef struct hk_cpu_mat {
     hk_fmt F;
     float *val32;
+    double *carry; /* PCSR: 2 per partition, the partial sums of rows that cross partitions */
 } hk_cpu_mat;
 
 /* Formats built from a backend block CSR, and their download (solver/cpu/cpu_build.c). */
@@ -18,6 +19,12 @@ void hk_cpu_mat_release(hk_mat *A);
 int hk_cpu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_cpu_bmat_expand(const hk_bmat *A, hk_bmat *S);
 int hk_cpu_bmat_compress(const hk_bmat *S, int bs, hk_bmat *B);
+/* PCSR (solver/cpu/cpu_pcsr.c): the arrays from a scalar CSR view (rowptr, colind, val of n
+ * rows) with partition P and padding factor pad, values in fp32 when f32; and its SpMV, the
+ * CUDA kernel's arithmetic step for step (same sums in the same order: the same digits). */
+int hk_cpu_pcsr_build(int64_t n, const int64_t *rowptr, const int32_t *colind, const double *val,
+                      int P, int pad, int f32, hk_cpu_mat *m);
+int hk_cpu_pcsr_spmv(const hk_cpu_mat *m, const void *x, void *y, hk_precision p);
 /* SpMV for every format (solver/cpu/cpu_spmv.c). */
 int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 

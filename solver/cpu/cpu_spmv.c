@@ -133,6 +133,7 @@ int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
              (long long)F->ncols, (long long)x->n, (long long)y->n);
     HK_CHECK(x->data != y->data, HK_ERR_ARG, "cpu SpMV: x and y must be different vectors");
     /* every row is written exactly once (empty rows get 0), so y needs no clearing */
+    if (F->fmt == HK_FMT_PCSR) return hk_cpu_pcsr_spmv(m, x->data, y->data, A->prec);
     if (A->prec == HK_FP64)
         spmv_f64(F, F->val, x->data, y->data);
     else

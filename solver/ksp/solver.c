@@ -28,7 +28,8 @@ static const char *const precisions[] = {"double", "mixed", NULL};
 #define HK_SOLVER_KEYS                                                                             \
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
     "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
-    "format.sigma, format.tpr"
+    "format.sigma, format.tpr, format.csr.kernel, format.pcsr.partition, format.pcsr.pad, "        \
+    "format.pcsr.prefetch"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -524,6 +525,11 @@ void hk_solver_print_help(FILE *f)
                "  format.slice=32         SELL/SBELL slice height S\n"
                "  format.sigma=0          sorting window in rows (0: whole matrix)\n"
                "  format.tpr=0            threads per block row on cuda (0: auto)\n"
+               "  format.csr.kernel=auto  csr on cuda: thread, warp, vector (sub-warp per row),\n"
+               "                          adaptive (row blocks in shared memory; auto)\n"
+               "  format.pcsr.partition=256  pcsr: entries per partition (thread block)\n"
+               "  format.pcsr.pad=4       pcsr: rows padded to a multiple of this\n"
+               "  format.pcsr.prefetch=4  pcsr on cuda: partitions per thread block\n"
                "  precision=double|mixed  mixed: fp32 preconditioner, fp64 outer loop "
                "(default double)\n"
                "  tol=1e-8                relative tolerance on ||b-Ax||/||b||\n"

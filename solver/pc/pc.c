@@ -314,7 +314,8 @@ fail:
     return ierr;
 }
 
-/* Format options (slice, sigma) that reproduce A's layout for another matrix. */
+/* Format options (slice, sigma; PCSR's partition, padding, prefetch) that reproduce A's
+ * layout for another matrix. */
 static int format_options_like(const hk_mat *A, hk_options **fo)
 {
     HK_CALL(hk_options_create(fo));
@@ -327,6 +328,14 @@ static int format_options_like(const hk_mat *A, hk_options **fo)
             snprintf(buf, sizeof buf, "%d", A->sigma);
             ierr = hk_options_set(*fo, "format.sigma", buf);
         }
+    }
+    if (!ierr && A && A->fmt == HK_FMT_PCSR) { /* the fp32 copies keep the PCSR layout */
+        snprintf(buf, sizeof buf, "%d", A->pcsr_partition);
+        ierr = hk_options_set(*fo, "format.pcsr.partition", buf);
+        snprintf(buf, sizeof buf, "%d", A->pcsr_pad);
+        if (!ierr) ierr = hk_options_set(*fo, "format.pcsr.pad", buf);
+        snprintf(buf, sizeof buf, "%d", A->pcsr_prefetch);
+        if (!ierr) ierr = hk_options_set(*fo, "format.pcsr.prefetch", buf);
     }
     if (ierr) {
         hk_options_destroy(*fo);
