@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call of a development session (not used by CI): build on the GPU host from the
+# bundle, then run the steps given as arguments, each writing OUT/<name>.md (at most 8 files
+# come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:?}
+scripts/gpu-check.sh "$OUT/check" info > "$OUT/check.log" 2>&1
+export LD_LIBRARY_PATH=/tmp/hooke-prefix/fallback:/tmp/hooke-prefix/gmsh/lib
+export OMP_WAIT_POLICY=passive
+B=build-gpu
+{ git log --oneline -1; cat "$OUT/check/info.txt"; tail -3 "$OUT/check/build.log"; } > "$OUT/info.md" 2>&1
+rm -rf "$OUT/check"
+for step in "$@"; do
+  case $step in
+    tests=*) $B/hooke_tests ${step#tests=} > "$OUT/tests.md" 2>&1
+             grep -E "FAIL|hooke_tests:" "$OUT/tests.md" | tail -25 ;;
+    spmv) $B/hooke bench spmv --backend cuda --paper --formats csr,cusparse-csr,pcsr,sbell,bsr \
+            --json "$OUT/spmv.json" > "$OUT/spmv.md" 2>&1 ;;
+    app) $B/hooke bench app --backend cuda --size large --json "$OUT/app.json" > "$OUT/app.md" 2>&1 ;;
+    pipecg) for m in cg pipecg; do
+              $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
+                --problem 'cases/bracket/bracket.yaml geometry.size=0.0015' \
+                --problem 'cases/bracket/bracket.yaml geometry.size=0.001'
+            done > "$OUT/pipecg.md" 2>&1 ;;
+    pcs) $B/hooke bench pcs --backend cuda --size large --no-cpu --json "$OUT/pcs.json" > "$OUT/pcs.md" 2>&1 ;;
+    mpk) $B/hooke bench mpk --backend cuda > "$OUT/mpk.md" 2>&1 ;;
+  esac
+  echo "[$(date +%T)] $step done" >> "$OUT/info.md"
+done
