@@ -529,17 +529,20 @@ static void rule_wedge(hk_elref *r, int ntri, int ng)
  * n Gauss-Jacobi points in c for the weight (1-c)^2 (exact for degree 2n-1 in c times the
  * weight). The pyramids' gradients are polynomials in (a, b, c), so the rule is exact for the
  * stiffness of straight-sided pyr5 (n = 2) and pyr13/pyr14 (n = 3). Points ordered a fastest. */
+/* Gauss-Jacobi (alpha = 2, beta = 0) on [0,1]: roots of the degree-n polynomial orthogonal
+ * under (1-c)^2, weights summing to 1/3 (computed to 40 digits) */
+static const double gj_c1[1] = {0.25}, gj_w1[1] = {1.0 / 3};
+static const double gj_c2[2] = {0.12251482265544137787, 0.54415184401122528880};
+static const double gj_w2[2] = {0.23254745125350790275, 0.10078588207982543058};
+static const double gj_c3[3] = {0.072994024073149732156, 0.34700376603835188472,
+                                0.70500220988849838312};
+static const double gj_w3[3] = {0.15713636106488661332, 0.14624626925986602200,
+                                0.029950703008580698011};
+
 static void rule_pyramid(hk_elref *r, int n)
 {
-    /* Gauss-Jacobi (alpha = 2, beta = 0) on [0,1]: roots of the degree-n polynomial orthogonal
-     * under (1-c)^2, weights summing to 1/3 (computed to 40 digits) */
-    static const double c2[2] = {0.12251482265544137787, 0.54415184401122528880};
-    static const double w2[2] = {0.23254745125350790275, 0.10078588207982543058};
-    static const double c3[3] = {0.072994024073149732156, 0.34700376603835188472,
-                                 0.70500220988849838312};
-    static const double w3[3] = {0.15713636106488661332, 0.14624626925986602200,
-                                 0.029950703008580698011};
-    const double *c = n == 2 ? c2 : c3, *wc = n == 2 ? w2 : w3;
+    const double *c = n == 1 ? gj_c1 : n == 2 ? gj_c2 : gj_c3;
+    const double *wc = n == 1 ? gj_w1 : n == 2 ? gj_w2 : gj_w3;
     hk_elref g;
     memset(&g, 0, sizeof g);
     rule_gauss(&g, 2, n);
@@ -687,14 +690,18 @@ int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
         set_qp(&r, 0, 0.25, 0.25, 0.25, 1.0 / 6), r.nqp = 1;
         break;
     case HK_EL_WEDGE6:
-    case HK_EL_WEDGE15:
-    case HK_EL_WEDGE18:
         set_qp(&r, 0, 1.0 / 3, 1.0 / 3, 0, 1), r.nqp = 1;
         break;
-    case HK_EL_PYR5:
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        rule_wedge(&r, 3, 2);
+        break;
+    case HK_EL_PYR5: /* (0, 0, 1/4), the centroid of the reference pyramid, weight 4/3 */
+        rule_pyramid(&r, 1);
+        break;
     case HK_EL_PYR13:
-    case HK_EL_PYR14: /* the centroid of the reference pyramid, its volume 4/3 */
-        set_qp(&r, 0, 0, 0, 0.25, 4.0 / 3), r.nqp = 1;
+    case HK_EL_PYR14:
+        rule_pyramid(&r, 2);
         break;
     default:
         *nq = 0;
@@ -711,6 +718,35 @@ double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v)
     int d = 0;
     if (t == HK_EL_QUAD8 || t == HK_EL_QUAD9) d = 2;
     if (t == HK_EL_HEX20 || t == HK_EL_HEX27) d = 3;
+    if (t == HK_EL_WEDGE15 || t == HK_EL_WEDGE18) {
+        /* linear through the triangle's points (1/6,1/6), (2/3,1/6), (1/6,2/3) times linear
+         * through zeta = -+1/sqrt(3), in rule_wedge's order (triangle fastest) */
+        const double s3 = 1.7320508075688772935;
+        const double p1 = 2 * xi[0] - 1.0 / 3, p2 = 2 * xi[1] - 1.0 / 3;
+        const double pt[3] = {1 - p1 - p2, p1, p2};
+        const double pz[2] = {0.5 * (1 - s3 * xi[2]), 0.5 * (1 + s3 * xi[2])};
+        double s = 0;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 3; i++)
+                s += pt[i] * pz[k] * v[3 * k + i];
+        return s;
+    }
+    if (t == HK_EL_PYR13 || t == HK_EL_PYR14) {
+        /* linear in the collapsed a, b through -+1/sqrt(3) and in c through the two
+         * Gauss-Jacobi points, in rule_pyramid's order (a fastest) */
+        const double s3 = 1.7320508075688772935, w = 1 - xi[2];
+        const double a = fabs(w) > 1e-13 ? xi[0] / w : 0, b = fabs(w) > 1e-13 ? xi[1] / w : 0;
+        const double pa[2] = {0.5 * (1 - s3 * a), 0.5 * (1 + s3 * a)};
+        const double pb[2] = {0.5 * (1 - s3 * b), 0.5 * (1 + s3 * b)};
+        const double h = gj_c2[1] - gj_c2[0];
+        const double pc[2] = {(gj_c2[1] - xi[2]) / h, (xi[2] - gj_c2[0]) / h};
+        double s = 0;
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 2; j++)
+                for (int i = 0; i < 2; i++)
+                    s += pa[i] * pb[j] * pc[k] * v[4 * k + 2 * j + i];
+        return s;
+    }
     if (d == 0) return v[0]; /* one point: constant */
     /* linear Lagrange through -+1/sqrt(3) in each direction, points in rule_gauss's order */
     const double s3 = 1.7320508075688772935;
