@@ -178,10 +178,10 @@ static void test_quadrature(void)
  * element's (tri3/tri6, quad4/quad8/quad9): wedges and pyramids conform to tets and hexes. */
 static void test_face_conformity(void)
 {
-    static const int wfaces[5][4] = {{0, 1, 2, -1}, {3, 4, 5, -1}, {0, 1, 4, 3}, {0, 2, 5, 3},
-                                     {1, 2, 5, 4}};
-    static const int pfaces[5][4] = {{0, 1, 2, 3}, {0, 1, 4, -1}, {1, 2, 4, -1}, {2, 3, 4, -1},
-                                     {3, 0, 4, -1}};
+    static const int wfaces[5][4] = {
+        {0, 1, 2, -1}, {3, 4, 5, -1}, {0, 1, 4, 3}, {0, 2, 5, 3}, {1, 2, 5, 4}};
+    static const int pfaces[5][4] = {
+        {0, 1, 2, 3}, {0, 1, 4, -1}, {1, 2, 4, -1}, {2, 3, 4, -1}, {3, 0, 4, -1}};
     for (int it = 0; it < 6; it++) {
         const hk_eltype t = hyb[it];
         const hk_elref *r = hk_elref_get(t);
@@ -190,7 +190,7 @@ static void test_face_conformity(void)
             const int *fc = is_pyr(t) ? pfaces[f] : wfaces[f];
             const int tri = fc[3] < 0;
             hk_eltype ft = tri ? (ord == 1 ? HK_EL_TRI3 : HK_EL_TRI6)
-                               : (ord == 1 ? HK_EL_QUAD4
+                               : (ord == 1                                   ? HK_EL_QUAD4
                                   : (t == HK_EL_WEDGE15 || t == HK_EL_PYR13) ? HK_EL_QUAD8
                                                                              : HK_EL_QUAD9);
             const hk_elref *fr = hk_elref_get(ft);
@@ -203,20 +203,22 @@ static void test_face_conformity(void)
             for (int k = 0; k < fr->nnodes; k++) {
                 double s = fr->xi[k][0], u = fr->xi[k][1];
                 for (int d = 0; d < 3; d++)
-                    fxi[k][d] = tri ? X[0][d] + s * (X[1][d] - X[0][d]) + u * (X[2][d] - X[0][d])
-                                    : 0.25 * ((1 - s) * (1 - u) * X[0][d] + (1 + s) * (1 - u) * X[1][d] +
-                                              (1 + s) * (1 + u) * X[2][d] + (1 - s) * (1 + u) * X[3][d]);
+                    fxi[k][d] =
+                        tri ? X[0][d] + s * (X[1][d] - X[0][d]) + u * (X[2][d] - X[0][d])
+                            : 0.25 * ((1 - s) * (1 - u) * X[0][d] + (1 + s) * (1 - u) * X[1][d] +
+                                      (1 + s) * (1 + u) * X[2][d] + (1 - s) * (1 + u) * X[3][d]);
                 match[k] = -1;
                 for (int a = 0; a < r->nnodes; a++)
                     if (fabs(r->xi[a][0] - fxi[k][0]) + fabs(r->xi[a][1] - fxi[k][1]) +
-                            fabs(r->xi[a][2] - fxi[k][2]) < 1e-12)
+                            fabs(r->xi[a][2] - fxi[k][2]) <
+                        1e-12)
                         match[k] = a;
                 CU_ASSERT_FATAL(match[k] >= 0);
             }
             unsigned seed = 99u + 7u * (unsigned)f;
             for (int s = 0; s < 20; s++) {
-                double fx[3] = {0, 0, 0}, x[3], Nf[HK_EL_MAXN], dNf[HK_EL_MAXN][3],
-                       N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
+                double fx[3] = {0, 0, 0}, x[3], Nf[HK_EL_MAXN], dNf[HK_EL_MAXN][3], N[HK_EL_MAXN],
+                       dN[HK_EL_MAXN][3];
                 fx[0] = urand(&seed), fx[1] = urand(&seed);
                 if (tri && fx[0] + fx[1] > 1) fx[0] = 1 - fx[0], fx[1] = 1 - fx[1];
                 if (!tri) fx[0] = 2 * fx[0] - 1, fx[1] = 2 * fx[1] - 1;
@@ -252,9 +254,9 @@ static void test_face_conformity(void)
  * apex stands over node 0: x = (xi + 1 - zeta)/2, y = (eta + 1 - zeta)/2, z = zeta; VTK's
  * pyramid parameters (r, s, t) sit at (r(1 - t), s(1 - t), t). */
 static const double vtk_wedge18[18][3] = {
-    {0, 0, 0},   {1, 0, 0},   {0, 1, 0},  {0, 0, 1},   {1, 0, 1},    {0, 1, 1},
-    {.5, 0, 0},  {.5, .5, 0}, {0, .5, 0}, {.5, 0, 1},  {.5, .5, 1},  {0, .5, 1},
-    {0, 0, .5},  {1, 0, .5},  {0, 1, .5}, {.5, 0, .5}, {.5, .5, .5}, {0, .5, .5}};
+    {0, 0, 0},  {1, 0, 0},   {0, 1, 0},  {0, 0, 1},   {1, 0, 1},    {0, 1, 1},
+    {.5, 0, 0}, {.5, .5, 0}, {0, .5, 0}, {.5, 0, 1},  {.5, .5, 1},  {0, .5, 1},
+    {0, 0, .5}, {1, 0, .5},  {0, 1, .5}, {.5, 0, .5}, {.5, .5, .5}, {0, .5, .5}};
 static const double vtk_pyr13[13][3] = {{0, 0, 0},  {1, 0, 0},  {1, 1, 0},  {0, 1, 0},  {0, 0, 1},
                                         {.5, 0, 0}, {1, .5, 0}, {.5, 1, 0}, {0, .5, 0}, {0, 0, .5},
                                         {1, 0, .5}, {1, 1, .5}, {0, 1, .5}};
@@ -350,7 +352,8 @@ static void test_vtk_order(void)
         CU_ASSERT_EQUAL(type, hk_eltype_get(hyb[it])->vtk_type);
         CU_ASSERT_EQUAL(nn, hk_eltype_vtk_nnodes(hyb[it]));
         CU_ASSERT(dev < 1e-12);
-        if (!(dev < 1e-12)) printf("\n  %s: VTK places a node %.3g off\n", hk_el_name(hyb[it]), dev);
+        if (!(dev < 1e-12))
+            printf("\n  %s: VTK places a node %.3g off\n", hk_el_name(hyb[it]), dev);
     }
     fclose(f);
     free(m.coords);
@@ -464,7 +467,8 @@ static void build_grid(builder *b, int nx, int ny, int nz, const int *kind, int 
             for (int i = 0; i < nx; i++) {
                 int32_t c[8];
                 for (int a = 0; a < 8; a++)
-                    c[a] = vid[(i + hc[a][0]) + (nx + 1) * ((j + hc[a][1]) + (ny + 1) * (k + hc[a][2]))];
+                    c[a] = vid[(i + hc[a][0]) +
+                               (nx + 1) * ((j + hc[a][1]) + (ny + 1) * (k + hc[a][2]))];
                 if (kind[i] == CUBE_HEX) {
                     add_cell(b, HK_EL_HEX8, c);
                 } else if (kind[i] == CUBE_WEDGE) {
@@ -533,11 +537,14 @@ static int32_t key_node(builder *b, int32_t *key, int nk)
 static hk_eltype raise(hk_eltype t, int family)
 {
     switch (t) {
-    case HK_EL_HEX8: return family == 0 ? HK_EL_HEX8 : family == 1 ? HK_EL_HEX20 : HK_EL_HEX27;
+    case HK_EL_HEX8:
+        return family == 0 ? HK_EL_HEX8 : family == 1 ? HK_EL_HEX20 : HK_EL_HEX27;
     case HK_EL_WEDGE6:
         return family == 0 ? HK_EL_WEDGE6 : family == 1 ? HK_EL_WEDGE15 : HK_EL_WEDGE18;
-    case HK_EL_PYR5: return family == 0 ? HK_EL_PYR5 : family == 1 ? HK_EL_PYR13 : HK_EL_PYR14;
-    default: return family == 0 ? HK_EL_TET4 : HK_EL_TET10;
+    case HK_EL_PYR5:
+        return family == 0 ? HK_EL_PYR5 : family == 1 ? HK_EL_PYR13 : HK_EL_PYR14;
+    default:
+        return family == 0 ? HK_EL_TET4 : HK_EL_TET10;
     }
 }
 
@@ -563,7 +570,8 @@ static void raise_cells(builder *b, int family)
                             for (int d = 0; d < 3; d++)
                                 m[d] += rc[3 * c + d] / size;
                     if (fabs(m[0] - rc[3 * a]) + fabs(m[1] - rc[3 * a + 1]) +
-                            fabs(m[2] - rc[3 * a + 2]) > 1e-12)
+                            fabs(m[2] - rc[3 * a + 2]) >
+                        1e-12)
                         continue;
                     for (int c = 0; c < nc; c++)
                         if (mask >> c & 1) key[nk++] = b->conn[e][c];
@@ -841,11 +849,10 @@ static void test_gmsh_bar(void)
         const char *file;
         int order, incomplete;
         hk_eltype hex, wedge, pyr;
-    } runs[] = {{"tests/data/mesh/hybrid_bar_o1_v41.msh", 1, 0, HK_EL_HEX8, HK_EL_WEDGE6, HK_EL_PYR5},
-                {"tests/data/mesh/hybrid_bar_o2i_v41.msh", 2, 1, HK_EL_HEX20, HK_EL_WEDGE15,
-                 HK_EL_PYR13},
-                {"tests/data/mesh/hybrid_bar_o2_v41.msh", 2, 0, HK_EL_HEX27, HK_EL_WEDGE18,
-                 HK_EL_PYR14}};
+    } runs[] = {
+        {"tests/data/mesh/hybrid_bar_o1_v41.msh", 1, 0, HK_EL_HEX8, HK_EL_WEDGE6, HK_EL_PYR5},
+        {"tests/data/mesh/hybrid_bar_o2i_v41.msh", 2, 1, HK_EL_HEX20, HK_EL_WEDGE15, HK_EL_PYR13},
+        {"tests/data/mesh/hybrid_bar_o2_v41.msh", 2, 0, HK_EL_HEX27, HK_EL_WEDGE18, HK_EL_PYR14}};
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
         hk_mesh m;
         HK_ASSERT_OK(hk_mesh_load(hk_test_path(runs[k].file), NULL, &m));
@@ -864,11 +871,17 @@ static void test_gmsh_bar(void)
             for (int64_t i = 0; i < g->nnodes; i++) /* the groups are the planes they say */
                 CU_ASSERT_DOUBLE_EQUAL(m.coords[3 * g->nodes[i] + d], 0, 1e-12);
         }
-        hk_load ld = {.kind = HK_LOAD_TRACTION, .boundary = hk_mesh_find_boundary(&m, "xmax"),
+        hk_load ld = {.kind = HK_LOAD_TRACTION,
+                      .boundary = hk_mesh_find_boundary(&m, "xmax"),
                       .value = {sigma, 0, 0}};
         CU_ASSERT_FATAL(ld.boundary >= 0);
-        hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = &mat, .nloads = 1,
-                        .loads = &ld, .nsupports = 3, .supports = sup};
+        hk_problem p = {.mesh = &m,
+                        .analysis = HK_SOLID,
+                        .materials = &mat,
+                        .nloads = 1,
+                        .loads = &ld,
+                        .nsupports = 3,
+                        .supports = sup};
         hk_system s;
         HK_ASSERT_OK(hk_assemble(&p, &s));
         double *u = calloc((size_t)s.ndof, sizeof *u);
@@ -876,7 +889,8 @@ static void test_gmsh_bar(void)
         hk_solver *sv = NULL;
         hk_result res;
         HK_ASSERT_OK(hk_options_create(&opt));
-        HK_ASSERT_OK(hk_options_parse(opt, "backend=cpu method=cg pc=jacobi tol=1e-13 maxit=20000"));
+        HK_ASSERT_OK(
+            hk_options_parse(opt, "backend=cpu method=cg pc=jacobi tol=1e-13 maxit=20000"));
         HK_ASSERT_OK(hk_solver_create(&s.K, opt, &sv));
         HK_ASSERT_OK(hk_solver_solve(sv, s.f, u, &res));
         double err = 0;
