@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../assembly/elements.h"
+#include "../mesh/mesh_impl.h"
 #include "case.h"
 #include "hooke/fem.h"
 #include "test_util.h"
@@ -242,6 +243,44 @@ static void test_face_conformity(void)
                 CU_ASSERT(dev < 1e-13);
                 if (!(dev < 1e-13)) printf("\n  %s face %d: off by %.2e\n", r->name, f, dev);
             }
+        }
+    }
+}
+
+/* The loader's orientation fix: a mirrored cell of each type (nodes in the mirror's order)
+ * has a negative Jacobian, is flipped back to Gmsh's order, and its corner map is the
+ * element's own. */
+static void test_orientation(void)
+{
+    for (int it = 0; it < 6; it++) {
+        const hk_eltype t = hyb[it];
+        const int n = hk_eltype_get(t)->nnodes;
+        int perm[27];
+        CU_ASSERT_EQUAL_FATAL(hk_eltype_flip_perm(t, perm), 0);
+        hk_mesh m;
+        memset(&m, 0, sizeof m);
+        int64_t ptr[2] = {0, n};
+        int32_t nodes[27];
+        uint8_t type = (uint8_t)t;
+        double coords[81];
+        memcpy(coords, hk_eltype_ref_coords(t), 3 * (size_t)n * sizeof *coords);
+        for (int a = 0; a < n; a++)
+            nodes[a] = perm[a];
+        m.dim = 3, m.nnodes = n, m.coords = coords;
+        m.cells = (hk_elems){.n = 1, .type = &type, .ptr = ptr, .nodes = nodes};
+        CU_ASSERT(hk_elem_jacobian_sign(&m.cells, 0, coords, 3) < 0);
+        CU_ASSERT_EQUAL(hk_mesh_fix_orientation(&m), 1);
+        CU_ASSERT(hk_elem_jacobian_sign(&m.cells, 0, coords, 3) > 0);
+        for (int a = 0; a < n; a++)
+            CU_ASSERT_EQUAL(nodes[a], a);
+        /* on the reference element the mesh's corner map is the identity */
+        double r[3], x[3], J[3][3];
+        hk_eltype_centroid(t, r);
+        CU_ASSERT_EQUAL(hk_mesh_linear_map(t, coords, r, x, J), hk_eltype_ncorners(t));
+        for (int k = 0; k < 3; k++) {
+            CU_ASSERT_DOUBLE_EQUAL(x[k], r[k], 1e-15);
+            for (int l = 0; l < 3; l++)
+                CU_ASSERT_DOUBLE_EQUAL(J[k][l], k == l, 1e-15);
         }
     }
 }
@@ -958,6 +997,7 @@ static void test_case_hybrid(void)
 HK_SUITE(hybrid, {"shape functions: delta, unity, completeness, derivatives", test_shape_functions},
          {"wedge and pyramid rules integrate exactly", test_quadrature},
          {"faces conform to tri3/6 and quad4/8/9", test_face_conformity},
+         {"mirrored cells are flipped back to Gmsh's order", test_orientation},
          {"Gmsh -> VTK node order and cell types", test_vtk_order},
          {"patch test, distorted single-type meshes", test_patch_single_type},
          {"patch test, distorted hex/pyramid/tet/wedge meshes", test_patch_mixed},
