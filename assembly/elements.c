@@ -378,8 +378,10 @@ static void shape_pyramid(hk_eltype t, const double *x, double *N, double (*dN)[
     const double B = w * w * (1 - a * a) * (1 - b * b);
     const double dB[3] = {-2 * a * w * (1 - b * b), -2 * b * w * (1 - a * a),
                           -2 * w * (1 - a * a * b * b)};
+    /* corners + B/4, base edges (5, 6, 8, 10) - B/2, apex and its edges unchanged */
+    static const double c13[13] = {0.25, 0.25, 0.25, 0.25, 0, -0.5, -0.5, 0, -0.5, 0, -0.5, 0, 0};
     for (int n = 0; n < 13; n++) {
-        const double c = n < 4 ? 0.25 : (n == 4 || n == 7 || n == 9 || n == 11 || n == 12) ? 0 : -0.5;
+        const double c = c13[n];
         if (N) N[n] += c * B;
         for (int k = 0; k < 3; k++)
             dN[n][k] += c * dB[k];

@@ -236,8 +236,10 @@ static void test_eltype_table(void)
                {HK_EL_TET4, "tet4", 3, 4, 1, 4, 10},     {HK_EL_TET10, "tet10", 3, 10, 2, 11, 24},
                {HK_EL_HEX8, "hex8", 3, 8, 1, 5, 12},     {HK_EL_HEX20, "hex20", 3, 20, 2, 17, 25},
                {HK_EL_HEX27, "hex27", 3, 27, 2, 12, 29}, {HK_EL_WEDGE6, "wedge6", 3, 6, 1, 6, 13},
-               {HK_EL_PYR5, "pyr5", 3, 5, 1, 7, 14},     {HK_EL_WEDGE15, "wedge15", 3, 15, 2, 18, 26},
-               {HK_EL_WEDGE18, "wedge18", 3, 18, 2, 13, 32}, {HK_EL_PYR13, "pyr13", 3, 13, 2, 19, 27},
+               {HK_EL_PYR5, "pyr5", 3, 5, 1, 7, 14},
+               {HK_EL_WEDGE15, "wedge15", 3, 15, 2, 18, 26},
+               {HK_EL_WEDGE18, "wedge18", 3, 18, 2, 13, 32},
+               {HK_EL_PYR13, "pyr13", 3, 13, 2, 19, 27},
                {HK_EL_PYR14, "pyr14", 3, 14, 2, 14, 27}};
     CU_ASSERT_EQUAL(sizeof ref / sizeof *ref, HK_EL_COUNT);
     for (size_t i = 0; i < sizeof ref / sizeof *ref; i++) {
