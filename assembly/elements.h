@@ -46,9 +46,9 @@ void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
 
 /* The reduced rule of the volumetric part under selective integration (quad4/hex8 1 point,
  * quad8/9 2x2, hex20/27 2x2x2, tri6/tet10 1 point, wedge6 and pyr5 1 point, wedge15/18 3 x 2,
- * pyr13/14 2x2x2 collapsed: each exact for div N of undistorted elements; points of the
- * product rules ordered with the first coordinate fastest); returns its point count, 0 for
- * tri3/tet4 (one point already). */
+ * pyr13/14 2x2x2 collapsed; the wedge and pyramid rules integrate div N exactly over
+ * straight-sided cells; points of the product rules ordered with the first coordinate
+ * fastest); returns its point count, 0 for tri3/tet4 (one point already). */
 int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
 /* The field with values v at the reduced points, at reference point xi: constant for one
  * point, the (bi/tri)linear interpolant through the 2^d Gauss points otherwise (wedges:
