@@ -106,7 +106,8 @@ static int check_problem(const hk_problem *p)
                  "%s",
                  (long long)e, hk_el_name(t), hk_asm_tag(&m->cells, e), m->dim,
                  m->dim == 2 ? "tri3, tri6, quad4, quad8, quad9"
-                             : "tet4, tet10, hex8, hex20, hex27");
+                             : "tet4, tet10, hex8, hex20, hex27, wedge6, wedge15, wedge18, "
+                               "pyr5, pyr13, pyr14");
         HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == r->nnodes, HK_ERR_MODEL,
                  "element %lld (%s, Gmsh tag %lld) has %lld nodes instead of %d; the mesh is "
                  "corrupt",

@@ -8,16 +8,22 @@
  *   hex20  edges 8:(0,1) 9:(0,3) 10:(0,4) 11:(1,2) 12:(1,5) 13:(2,3) 14:(2,6) 15:(3,7)
  *                16:(4,5) 17:(4,7) 18:(5,6) 19:(6,7)
  *   hex27  adds faces 20:(0,3,2,1) z=-1, 21:(0,1,5,4) y=-1, 22:(0,4,7,3) x=-1,
- *                23:(1,2,6,5) x=+1, 24:(2,3,7,6) y=+1, 25:(4,5,6,7) z=+1, and 26: centre. */
+ *                23:(1,2,6,5) x=+1, 24:(2,3,7,6) y=+1, 25:(4,5,6,7) z=+1, and 26: centre.
+ *   wedge15 edges 6:(0,1) 7:(0,2) 8:(0,3) 9:(1,2) 10:(1,4) 11:(2,5) 12:(3,4) 13:(3,5) 14:(4,5)
+ *   wedge18 adds faces 15:(0,1,4,3) 16:(0,2,5,3) 17:(1,2,5,4)
+ *   pyr13  edges 5:(0,1) 6:(0,3) 7:(0,4) 8:(1,2) 9:(1,4) 10:(2,3) 11:(2,4) 12:(3,4)
+ *   pyr14  adds 13: base centre.
+ * (checked against meshes written by Gmsh in tests/test_hybrid.c) */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "elements.h"
 
-static const char *const el_names[HK_EL_COUNT] = {"point1", "line2", "line3", "tri3",   "tri6",
-                                                  "quad4",  "quad8", "quad9", "tet4",   "tet10",
-                                                  "hex8",   "hex20", "hex27", "wedge6", "pyr5"};
+static const char *const el_names[HK_EL_COUNT] = {
+    "point1", "line2", "line3",  "tri3", "tri6",    "quad4",   "quad8", "quad9",
+    "tet4",   "tet10", "hex8",   "hex20", "hex27",  "wedge6", "pyr5",  "wedge15",
+    "wedge18", "pyr13", "pyr14"};
 
 const char *hk_el_name(int t)
 {
@@ -36,6 +42,13 @@ static const int hex_faces[6][4] = {{0, 3, 2, 1}, {0, 1, 5, 4}, {0, 4, 7, 3},
                                     {1, 2, 6, 5}, {2, 3, 7, 6}, {4, 5, 6, 7}};
 static const int tri_edges[3][2] = {{0, 1}, {1, 2}, {2, 0}};
 static const int tet_edges[6][2] = {{0, 1}, {1, 2}, {2, 0}, {3, 0}, {3, 2}, {3, 1}};
+static const double wedge_corner[6][3] = {{0, 0, -1}, {1, 0, -1}, {0, 1, -1},
+                                          {0, 0, 1},  {1, 0, 1},  {0, 1, 1}};
+static const int wedge_edges[9][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 4},
+                                      {2, 5}, {3, 4}, {3, 5}, {4, 5}};
+static const int wedge_faces[3][4] = {{0, 1, 4, 3}, {0, 2, 5, 3}, {1, 2, 5, 4}};
+static const double pyr_corner[5][3] = {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0}, {-1, 1, 0}, {0, 0, 1}};
+static const int pyr_edges[8][2] = {{0, 1}, {0, 3}, {0, 4}, {1, 2}, {1, 4}, {2, 3}, {2, 4}, {3, 4}};
 
 /* Reference coordinates of node a of element type t. */
 static void node_xi(hk_eltype t, int a, double xi[3])
@@ -90,6 +103,35 @@ static void node_xi(hk_eltype t, int a, double xi[3])
                 xi[k] = 0.25 * (hex_corner[f[0]][k] + hex_corner[f[1]][k] + hex_corner[f[2]][k] +
                                 hex_corner[f[3]][k]);
         }
+        break;
+    case HK_EL_WEDGE6:
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        if (a < 6) {
+            for (int k = 0; k < 3; k++)
+                xi[k] = wedge_corner[a][k];
+        } else if (a < 15) {
+            const int *e = wedge_edges[a - 6];
+            for (int k = 0; k < 3; k++)
+                xi[k] = 0.5 * (wedge_corner[e[0]][k] + wedge_corner[e[1]][k]);
+        } else {
+            const int *f = wedge_faces[a - 15];
+            for (int k = 0; k < 3; k++)
+                xi[k] = 0.25 * (wedge_corner[f[0]][k] + wedge_corner[f[1]][k] +
+                                wedge_corner[f[2]][k] + wedge_corner[f[3]][k]);
+        }
+        break;
+    case HK_EL_PYR5:
+    case HK_EL_PYR13:
+    case HK_EL_PYR14:
+        if (a < 5) {
+            for (int k = 0; k < 3; k++)
+                xi[k] = pyr_corner[a][k];
+        } else if (a < 13) {
+            const int *e = pyr_edges[a - 5];
+            for (int k = 0; k < 3; k++)
+                xi[k] = 0.5 * (pyr_corner[e[0]][k] + pyr_corner[e[1]][k]);
+        } /* 13: base centre (0,0,0) */
         break;
     default:
         break;
@@ -218,6 +260,137 @@ static void shape_simplex(int d, int quadratic, const double *x, double *N, doub
     }
 }
 
+/* Wedges: triangle (barycentric L0 = 1 - xi - eta, L1 = xi, L2 = eta) times line in zeta.
+ * wedge6 linear x linear; wedge18 Lagrange tri6 x line3; wedge15 serendipity (e.g.
+ * Zienkiewicz-Taylor vol. 1, ch. 6): corners L(2L-1)(1+s zeta)/2 - L(1-zeta^2)/2, triangle
+ * edges 2 Li Lj (1+s zeta), vertical edges L(1-zeta^2), s = -1 below and +1 above. */
+static void shape_wedge(hk_eltype t, const double *x, double *N, double (*dN)[3])
+{
+    const double L[3] = {1 - x[0] - x[1], x[0], x[1]};
+    static const double dL[3][2] = {{-1, -1}, {1, 0}, {0, 1}};
+    const double z = x[2];
+    if (t == HK_EL_WEDGE18) {
+        double T[6], dT[6][3] = {{0}};
+        shape_simplex(2, 1, x, T, dT);
+        /* triangle node (tri6 numbering) and zeta level of each node */
+        static const int tri[18] = {0, 1, 2, 0, 1, 2, 3, 5, 0, 4, 1, 2, 3, 5, 4, 3, 5, 4};
+        static const int lev[18] = {-1, -1, -1, 1, 1, 1, -1, -1, 0, -1, 0, 0, 1, 1, 1, 0, 0, 0};
+        for (int a = 0; a < 18; a++) {
+            double l, dl;
+            lag1d(2, lev[a], z, &l, &dl);
+            if (N) N[a] = T[tri[a]] * l;
+            dN[a][0] = dT[tri[a]][0] * l;
+            dN[a][1] = dT[tri[a]][1] * l;
+            dN[a][2] = T[tri[a]] * dl;
+        }
+        return;
+    }
+    for (int a = 0; a < 6; a++) {
+        const int k = a % 3;
+        const double s = a < 3 ? -1 : 1, lz = (1 + s * z) / 2;
+        if (t == HK_EL_WEDGE6) {
+            if (N) N[a] = L[k] * lz;
+            dN[a][0] = dL[k][0] * lz, dN[a][1] = dL[k][1] * lz, dN[a][2] = L[k] * s / 2;
+        } else {
+            const double b = 1 - z * z, g = (4 * L[k] - 1) * lz - b / 2;
+            if (N) N[a] = L[k] * (2 * L[k] - 1) * lz - L[k] * b / 2;
+            dN[a][0] = dL[k][0] * g, dN[a][1] = dL[k][1] * g;
+            dN[a][2] = L[k] * (2 * L[k] - 1) * s / 2 + L[k] * z;
+        }
+    }
+    if (t == HK_EL_WEDGE6) return;
+    for (int m = 0; m < 9; m++) {
+        const int a = 6 + m, i = wedge_edges[m][0], j = wedge_edges[m][1];
+        if (j == i + 3) { /* vertical edge */
+            const double b = 1 - z * z;
+            if (N) N[a] = L[i] * b;
+            dN[a][0] = dL[i][0] * b, dN[a][1] = dL[i][1] * b, dN[a][2] = -2 * z * L[i];
+        } else {
+            const int p = i % 3, q = j % 3;
+            const double s = i < 3 ? -1 : 1, lz = 1 + s * z;
+            if (N) N[a] = 2 * L[p] * L[q] * lz;
+            for (int k = 0; k < 2; k++)
+                dN[a][k] = 2 * (dL[p][k] * L[q] + L[p] * dL[q][k]) * lz;
+            dN[a][2] = 2 * L[p] * L[q] * s;
+        }
+    }
+}
+
+/* Pyramids (base [-1,1]^2 at zeta = 0, apex (0,0,1)): rational functions, written in the
+ * collapsed coordinates a = xi/w, b = eta/w, w = 1 - zeta, in which they are polynomials
+ * and so are their xi/eta/zeta derivatives (forms simplified symbolically; at the apex
+ * a = b = 0, the limit along the axis). pyr5 is Bedrosian's linear pyramid; pyr13 his
+ * serendipity pyramid (Bedrosian, "Shape functions and integration formulas for
+ * three-dimensional finite element analysis", IJNME 35, 1992): corners
+ * (w + s xi)(w + t eta)(s xi + t eta - 1)/(4w), base edges (w^2 - xi^2)(w + t eta)/(2w),
+ * apex zeta(2 zeta - 1), apex edges zeta (w + s xi)(w + t eta)/w. pyr14 adds the base bubble
+ * B = (w^2 - xi^2)(w^2 - eta^2)/w^2 (corners + B/4, base edges - B/2), which makes the base
+ * face biquadratic. Every function restricts to the tri3/tri6 functions on the triangular
+ * faces and to quad4/quad8/quad9 on the base, so pyramids conform to tets and hexes. */
+static void shape_pyramid(hk_eltype t, const double *x, double *N, double (*dN)[3])
+{
+    const double w = 1 - x[2], z = x[2];
+    const double a = fabs(w) > 1e-13 ? x[0] / w : 0, b = fabs(w) > 1e-13 ? x[1] / w : 0;
+    if (t == HK_EL_PYR5) {
+        for (int i = 0; i < 4; i++) {
+            const double s = pyr_corner[i][0], u = pyr_corner[i][1];
+            if (N) N[i] = w * (1 + s * a) * (1 + u * b) / 4;
+            dN[i][0] = s * (1 + u * b) / 4;
+            dN[i][1] = u * (1 + s * a) / 4;
+            dN[i][2] = (s * u * a * b - 1) / 4;
+        }
+        if (N) N[4] = z;
+        dN[4][0] = dN[4][1] = 0, dN[4][2] = 1;
+        return;
+    }
+    for (int i = 0; i < 4; i++) { /* base corners */
+        const double s = pyr_corner[i][0], u = pyr_corner[i][1];
+        if (N) N[i] = w * (1 + s * a) * (1 + u * b) * (w * (s * a + u * b) - 1) / 4;
+        dN[i][0] = s * (1 + u * b) * (w * (2 * s * a + u * b + 1) - 1) / 4;
+        dN[i][1] = u * (1 + s * a) * (w * (s * a + 2 * u * b + 1) - 1) / 4;
+        dN[i][2] = (s * u * a * b - 1) * (w * (s * a + u * b) - 1) / 4;
+    }
+    if (N) N[4] = z * (2 * z - 1);
+    dN[4][0] = dN[4][1] = 0, dN[4][2] = 4 * z - 1;
+    for (int m = 0; m < 8; m++) {
+        const int n = 5 + m, i = pyr_edges[m][0], j = pyr_edges[m][1];
+        if (j == 4) { /* edge to the apex */
+            const double s = pyr_corner[i][0], u = pyr_corner[i][1];
+            if (N) N[n] = z * w * (1 + s * a) * (1 + u * b);
+            dN[n][0] = s * z * (1 + u * b);
+            dN[n][1] = u * z * (1 + s * a);
+            dN[n][2] = s * u * a * b + w * (s * a + u * b) + 2 * w - 1;
+        } else if (pyr_corner[i][1] == pyr_corner[j][1]) { /* base edge along xi at eta = u */
+            const double u = pyr_corner[i][1];
+            if (N) N[n] = w * w * (1 - a * a) * (1 + u * b) / 2;
+            dN[n][0] = -a * w * (1 + u * b);
+            dN[n][1] = u * w * (1 - a * a) / 2;
+            dN[n][2] = -w * (u * b * (1 + a * a) + 2) / 2;
+        } else { /* base edge along eta at xi = s */
+            const double s = pyr_corner[i][0];
+            if (N) N[n] = w * w * (1 - b * b) * (1 + s * a) / 2;
+            dN[n][0] = s * w * (1 - b * b) / 2;
+            dN[n][1] = -b * w * (1 + s * a);
+            dN[n][2] = -w * (s * a * (1 + b * b) + 2) / 2;
+        }
+    }
+    if (t != HK_EL_PYR14) return;
+    const double B = w * w * (1 - a * a) * (1 - b * b);
+    const double dB[3] = {-2 * a * w * (1 - b * b), -2 * b * w * (1 - a * a),
+                          -2 * w * (1 - a * a * b * b)};
+    /* corners + B/4, base edges (5, 6, 8, 10) - B/2, apex and its edges unchanged */
+    static const double c13[13] = {0.25, 0.25, 0.25, 0.25, 0, -0.5, -0.5, 0, -0.5, 0, -0.5, 0, 0};
+    for (int n = 0; n < 13; n++) {
+        const double c = c13[n];
+        if (N) N[n] += c * B;
+        for (int k = 0; k < 3; k++)
+            dN[n][k] += c * dB[k];
+    }
+    if (N) N[13] = B;
+    for (int k = 0; k < 3; k++)
+        dN[13][k] = dB[k];
+}
+
 void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3])
 {
     switch (t) {
@@ -256,6 +429,16 @@ void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3])
         break;
     case HK_EL_HEX27:
         shape_tensor(t, 3, 2, 27, xi, N, dN);
+        break;
+    case HK_EL_WEDGE6:
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        shape_wedge(t, xi, N, dN);
+        break;
+    case HK_EL_PYR5:
+    case HK_EL_PYR13:
+    case HK_EL_PYR14:
+        shape_pyramid(t, xi, N, dN);
         break;
     default:
         break;
@@ -328,6 +511,50 @@ static void rule_tet(hk_elref *r, int npts)
     r->nqp = npts;
 }
 
+/* Wedge: the triangle rule of ntri points times ng Gauss points in zeta (triangle fastest). */
+static void rule_wedge(hk_elref *r, int ntri, int ng)
+{
+    hk_elref t, g;
+    memset(&t, 0, sizeof t);
+    memset(&g, 0, sizeof g);
+    rule_tri(&t, ntri);
+    rule_gauss(&g, 1, ng);
+    int q = 0;
+    for (int k = 0; k < g.nqp; k++)
+        for (int i = 0; i < t.nqp; i++, q++)
+            set_qp(r, q, t.qp[i][0], t.qp[i][1], g.qp[k][0], t.qw[i] * g.qw[k]);
+    r->nqp = q;
+}
+
+/* Pyramid: the collapsed-hexahedron (conical product) rule. With xi = a(1-c), eta = b(1-c),
+ * zeta = c, dV = (1-c)^2 da db dc over [-1,1]^2 x [0,1]: n Gauss-Legendre points in a and b,
+ * n Gauss-Jacobi points in c for the weight (1-c)^2 (exact for degree 2n-1 in c times the
+ * weight). The pyramids' gradients are polynomials in (a, b, c), so the rule is exact for the
+ * stiffness of straight-sided pyr5 (n = 2) and pyr13/pyr14 (n = 3). Points ordered a fastest. */
+/* Gauss-Jacobi (alpha = 2, beta = 0) on [0,1]: roots of the degree-n polynomial orthogonal
+ * under (1-c)^2, weights summing to 1/3 (computed to 40 digits) */
+static const double gj_c1[1] = {0.25}, gj_w1[1] = {1.0 / 3};
+static const double gj_c2[2] = {0.12251482265544137787, 0.54415184401122528880};
+static const double gj_w2[2] = {0.23254745125350790275, 0.10078588207982543058};
+static const double gj_c3[3] = {0.072994024073149732156, 0.34700376603835188472,
+                                0.70500220988849838312};
+static const double gj_w3[3] = {0.15713636106488661332, 0.14624626925986602200,
+                                0.029950703008580698011};
+
+static void rule_pyramid(hk_elref *r, int n)
+{
+    const double *c = n == 1 ? gj_c1 : n == 2 ? gj_c2 : gj_c3;
+    const double *wc = n == 1 ? gj_w1 : n == 2 ? gj_w2 : gj_w3;
+    hk_elref g;
+    memset(&g, 0, sizeof g);
+    rule_gauss(&g, 2, n);
+    int q = 0;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < g.nqp; i++, q++)
+            set_qp(r, q, g.qp[i][0] * (1 - c[k]), g.qp[i][1] * (1 - c[k]), c[k], g.qw[i] * wc[k]);
+    r->nqp = q;
+}
+
 /* ---- tables ------------------------------------------------------------------------------ */
 
 static hk_elref refs[HK_EL_COUNT];
@@ -371,6 +598,20 @@ static void init_one(hk_eltype t, int dim, int n, int nc, int simplex)
     case HK_EL_HEX8:
         rule_gauss(r, 3, 2);
         break;
+    case HK_EL_WEDGE6:
+        rule_wedge(r, 3, 2);
+        break;
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        rule_wedge(r, 6, 3);
+        break;
+    case HK_EL_PYR5:
+        rule_pyramid(r, 2);
+        break;
+    case HK_EL_PYR13:
+    case HK_EL_PYR14:
+        rule_pyramid(r, 3);
+        break;
     default:
         rule_gauss(r, 3, 3);
         break;
@@ -395,12 +636,18 @@ static void init_refs(void)
     init_one(HK_EL_HEX8, 3, 8, 8, 0);
     init_one(HK_EL_HEX20, 3, 20, 8, 0);
     init_one(HK_EL_HEX27, 3, 27, 8, 0);
+    init_one(HK_EL_WEDGE6, 3, 6, 6, 0);
+    init_one(HK_EL_WEDGE15, 3, 15, 6, 0);
+    init_one(HK_EL_WEDGE18, 3, 18, 6, 0);
+    init_one(HK_EL_PYR5, 3, 5, 5, 0);
+    init_one(HK_EL_PYR13, 3, 13, 5, 0);
+    init_one(HK_EL_PYR14, 3, 14, 5, 0);
 }
 
 const hk_elref *hk_elref_get(hk_eltype t)
 {
     pthread_once(&refs_once, init_refs);
-    if ((int)t < HK_EL_LINE2 || (int)t > HK_EL_HEX27) return NULL;
+    if ((int)t < HK_EL_LINE2 || (int)t >= HK_EL_COUNT) return NULL;
     return &refs[t];
 }
 
@@ -444,6 +691,20 @@ int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
     case HK_EL_TET10:
         set_qp(&r, 0, 0.25, 0.25, 0.25, 1.0 / 6), r.nqp = 1;
         break;
+    case HK_EL_WEDGE6:
+        set_qp(&r, 0, 1.0 / 3, 1.0 / 3, 0, 1), r.nqp = 1;
+        break;
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        rule_wedge(&r, 3, 2);
+        break;
+    case HK_EL_PYR5: /* (0, 0, 1/4), the centroid of the reference pyramid, weight 4/3 */
+        rule_pyramid(&r, 1);
+        break;
+    case HK_EL_PYR13:
+    case HK_EL_PYR14:
+        rule_pyramid(&r, 2);
+        break;
     default:
         *nq = 0;
         return 0; /* tri3, tet4: one point already */
@@ -459,6 +720,35 @@ double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v)
     int d = 0;
     if (t == HK_EL_QUAD8 || t == HK_EL_QUAD9) d = 2;
     if (t == HK_EL_HEX20 || t == HK_EL_HEX27) d = 3;
+    if (t == HK_EL_WEDGE15 || t == HK_EL_WEDGE18) {
+        /* linear through the triangle's points (1/6,1/6), (2/3,1/6), (1/6,2/3) times linear
+         * through zeta = -+1/sqrt(3), in rule_wedge's order (triangle fastest) */
+        const double s3 = 1.7320508075688772935;
+        const double p1 = 2 * xi[0] - 1.0 / 3, p2 = 2 * xi[1] - 1.0 / 3;
+        const double pt[3] = {1 - p1 - p2, p1, p2};
+        const double pz[2] = {0.5 * (1 - s3 * xi[2]), 0.5 * (1 + s3 * xi[2])};
+        double s = 0;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 3; i++)
+                s += pt[i] * pz[k] * v[3 * k + i];
+        return s;
+    }
+    if (t == HK_EL_PYR13 || t == HK_EL_PYR14) {
+        /* linear in the collapsed a, b through -+1/sqrt(3) and in c through the two
+         * Gauss-Jacobi points, in rule_pyramid's order (a fastest) */
+        const double s3 = 1.7320508075688772935, w = 1 - xi[2];
+        const double a = fabs(w) > 1e-13 ? xi[0] / w : 0, b = fabs(w) > 1e-13 ? xi[1] / w : 0;
+        const double pa[2] = {0.5 * (1 - s3 * a), 0.5 * (1 + s3 * a)};
+        const double pb[2] = {0.5 * (1 - s3 * b), 0.5 * (1 + s3 * b)};
+        const double h = gj_c2[1] - gj_c2[0];
+        const double pc[2] = {(gj_c2[1] - xi[2]) / h, (xi[2] - gj_c2[0]) / h};
+        double s = 0;
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 2; j++)
+                for (int i = 0; i < 2; i++)
+                    s += pa[i] * pb[j] * pc[k] * v[4 * k + 2 * j + i];
+        return s;
+    }
     if (d == 0) return v[0]; /* one point: constant */
     /* linear Lagrange through -+1/sqrt(3) in each direction, points in rule_gauss's order */
     const double s3 = 1.7320508075688772935;

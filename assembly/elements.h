@@ -2,8 +2,10 @@
  * their values tabulated at the quadrature points. Private to assembly/ (and its tests).
  *
  * Reference domains: line/quad/hex [-1,1]^d; tri (0,0),(1,0),(0,1); tet (0,0,0),(1,0,0),
- * (0,1,0),(0,0,1). Quadrature is "full": exact for the stiffness of undistorted elements
- * (tri3/tet4 1 point, tri6 3, tet10 4, quad4 2x2, quad8/9 3x3, hex8 2x2x2, hex20/27 3x3x3);
+ * (0,1,0),(0,0,1); wedge tri x [-1,1]; pyramid base [-1,1]^2 at zeta 0, apex (0,0,1).
+ * Quadrature is "full": exact for the stiffness of undistorted elements (tri3/tet4 1 point,
+ * tri6 3, tet10 4, quad4 2x2, quad8/9 3x3, hex8 2x2x2, hex20/27 3x3x3, wedge6 3 x 2,
+ * wedge15/18 6 x 3, pyr5 2x2x2 and pyr13/14 3x3x3 collapsed-hexahedron Gauss-Jacobi rules);
  * facet rules are one degree richer where cheap (tri6 facets 6 points). */
 #ifndef HOOKE_ASSEMBLY_ELEMENTS_H
 #define HOOKE_ASSEMBLY_ELEMENTS_H
@@ -16,7 +18,7 @@
 typedef struct hk_elref {
     hk_eltype type;
     const char *name;
-    int dim; /* reference dimension: 1 line, 2 tri/quad, 3 tet/hex */
+    int dim; /* reference dimension: 1 line, 2 tri/quad, 3 tet/hex/wedge/pyramid */
     int nnodes;
     int ncorners; /* vertices (the first ncorners nodes in Gmsh ordering) */
     int simplex;  /* 1 for tri/tet (barycentric reference) */
@@ -29,8 +31,8 @@ typedef struct hk_elref {
     double xi[HK_EL_MAXN][3]; /* reference coordinates of the nodes */
 } hk_elref;
 
-/* The reference element of t, or NULL when t has no kernel (point, wedge, pyramid). The tables
- * are built once, thread-safely. */
+/* The reference element of t, or NULL when t has no kernel (point). The tables are built
+ * once, thread-safely. */
 const hk_elref *hk_elref_get(hk_eltype t);
 /* Name of any element type ("hex8"), also those without kernel; "?" when out of range. */
 const char *hk_el_name(int t);
@@ -43,11 +45,15 @@ void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3]);
 void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
 
 /* The reduced rule of the volumetric part under selective integration (quad4/hex8 1 point,
- * quad8/9 2x2, hex20/27 2x2x2, tri6/tet10 1 point; points of the tensor rules ordered with the
- * first coordinate fastest); returns its point count, 0 for tri3/tet4 (one point already). */
+ * quad8/9 2x2, hex20/27 2x2x2, tri6/tet10 1 point, wedge6 and pyr5 1 point, wedge15/18 3 x 2,
+ * pyr13/14 2x2x2 collapsed; the wedge and pyramid rules integrate div N exactly over
+ * straight-sided cells; points of the product rules ordered with the first coordinate
+ * fastest); returns its point count, 0 for tri3/tet4 (one point already). */
 int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
 /* The field with values v at the reduced points, at reference point xi: constant for one
- * point, the (bi/tri)linear interpolant through the 2^d Gauss points otherwise. */
+ * point, the (bi/tri)linear interpolant through the 2^d Gauss points otherwise (wedges:
+ * linear in the triangle times linear in zeta; pyramids: trilinear in the collapsed
+ * coordinates). */
 double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v);
 
 #endif

@@ -19,6 +19,10 @@ static const hk_eltype_info info[HK_EL_COUNT] = {
     [HK_EL_HEX27] = {"hex27", 3, 27, 2, 12, 29},
     [HK_EL_WEDGE6] = {"wedge6", 3, 6, 1, 6, 13},
     [HK_EL_PYR5] = {"pyr5", 3, 5, 1, 7, 14},
+    [HK_EL_WEDGE15] = {"wedge15", 3, 15, 2, 18, 26},
+    [HK_EL_WEDGE18] = {"wedge18", 3, 18, 2, 13, 32},
+    [HK_EL_PYR13] = {"pyr13", 3, 13, 2, 19, 27},
+    [HK_EL_PYR14] = {"pyr14", 3, 14, 2, 14, 27},
 };
 /* clang-format on */
 
@@ -41,6 +45,8 @@ int hk_eltype_has_kernel(hk_eltype t)
     switch (t) {
     case HK_EL_TRI3: case HK_EL_TRI6: case HK_EL_QUAD4: case HK_EL_QUAD8: case HK_EL_QUAD9:
     case HK_EL_TET4: case HK_EL_TET10: case HK_EL_HEX8: case HK_EL_HEX20: case HK_EL_HEX27:
+    case HK_EL_WEDGE6: case HK_EL_WEDGE15: case HK_EL_WEDGE18:
+    case HK_EL_PYR5: case HK_EL_PYR13: case HK_EL_PYR14:
         return 1;
     default:
         return 0;
@@ -85,8 +91,29 @@ static const double ref_hex27[] = {
     0, 1, 0,    /* 24: face 2376 */
     0, 0, 1,    /* 25: face 4567 */
     0, 0, 0};   /* 26: centre */
-static const double ref_wedge6[] = {0, 0, -1, 1, 0, -1, 0, 1, -1, 0, 0, 1, 1, 0, 1, 0, 1, 1};
-static const double ref_pyr5[] = {-1, -1, 0, 1, -1, 0, 1, 1, 0, -1, 1, 0, 0, 0, 1};
+static const double ref_wedge18[] = {0, 0, -1, 1, 0, -1, 0, 1, -1, 0, 0, 1, 1, 0, 1, 0, 1, 1,
+    .5, 0, -1,  /*  6: 0-1 */
+    0, .5, -1,  /*  7: 0-2 */
+    0, 0, 0,    /*  8: 0-3 */
+    .5, .5, -1, /*  9: 1-2 */
+    1, 0, 0,    /* 10: 1-4 */
+    0, 1, 0,    /* 11: 2-5 */
+    .5, 0, 1,   /* 12: 3-4 */
+    0, .5, 1,   /* 13: 3-5 */
+    .5, .5, 1,  /* 14: 4-5 */
+    .5, 0, 0,   /* 15: face 0-1-4-3 */
+    0, .5, 0,   /* 16: face 0-2-5-3 */
+    .5, .5, 0}; /* 17: face 1-2-5-4 */
+static const double ref_pyr14[] = {-1, -1, 0, 1, -1, 0, 1, 1, 0, -1, 1, 0, 0, 0, 1,
+    0, -1, 0,     /*  5: 0-1 */
+    -1, 0, 0,     /*  6: 0-3 */
+    -.5, -.5, .5, /*  7: 0-4 */
+    1, 0, 0,      /*  8: 1-2 */
+    .5, -.5, .5,  /*  9: 1-4 */
+    0, 1, 0,      /* 10: 2-3 */
+    .5, .5, .5,   /* 11: 2-4 */
+    -.5, .5, .5,  /* 12: 3-4 */
+    0, 0, 0};     /* 13: base centre */
 /* clang-format on */
 
 /* clang-format off */
@@ -99,8 +126,8 @@ const double *hk_eltype_ref_coords(hk_eltype t)
     case HK_EL_QUAD4: case HK_EL_QUAD8: case HK_EL_QUAD9: return ref_quad9;
     case HK_EL_TET4: case HK_EL_TET10: return ref_tet10;
     case HK_EL_HEX8: case HK_EL_HEX20: case HK_EL_HEX27: return ref_hex27;
-    case HK_EL_WEDGE6: return ref_wedge6;
-    case HK_EL_PYR5: return ref_pyr5;
+    case HK_EL_WEDGE6: case HK_EL_WEDGE15: case HK_EL_WEDGE18: return ref_wedge18;
+    case HK_EL_PYR5: case HK_EL_PYR13: case HK_EL_PYR14: return ref_pyr14;
     default: return NULL;
     }
 }
@@ -108,13 +135,16 @@ const double *hk_eltype_ref_coords(hk_eltype t)
 
 /* vtk_nodes[i] = gmsh_nodes[order[i]]. Identity except tet10 (VTK's edges 8, 9 are 1-3 and
  * 2-3), hex20 (VTK lists bottom, top, then vertical edges) and hex27 (VTK's faces are
- * x-, x+, y-, y+, z-, z+). */
+ * x-, x+, y-, y+, z-, z+), wedge15/18 (VTK: bottom loop, top loop, vertical edges; faces
+ * 0-1-4-3, 1-2-5-4, 2-0-3-5) and pyr13/14 (VTK: base loop, then the edges to the apex). */
 /* clang-format off */
 static const int ord_identity[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
                                      14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26};
 static const int ord_tet10[10] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 8};
 static const int ord_hex27[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  11, 13, 9,  16, 18,
                                   19, 17, 10, 12, 14, 15, 22, 23, 21, 24, 20, 25, 26};
+static const int ord_wedge18[18] = {0, 1, 2, 3, 4, 5, 6, 9, 7, 12, 14, 13, 8, 10, 11, 15, 17, 16};
+static const int ord_pyr13[13] = {0, 1, 2, 3, 4, 5, 8, 10, 6, 7, 9, 11, 12};
 /* clang-format on */
 
 const int *hk_eltype_vtk_order(hk_eltype t)
@@ -125,9 +155,21 @@ const int *hk_eltype_vtk_order(hk_eltype t)
     case HK_EL_HEX20:
     case HK_EL_HEX27:
         return ord_hex27;
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        return ord_wedge18;
+    case HK_EL_PYR13:
+    case HK_EL_PYR14:
+        return ord_pyr13;
     default:
         return ((int)t >= 0 && t < HK_EL_COUNT) ? ord_identity : NULL;
     }
+}
+
+int hk_eltype_vtk_nnodes(hk_eltype t)
+{
+    if ((int)t < 0 || t >= HK_EL_COUNT) return 0;
+    return t == HK_EL_PYR14 ? 13 : info[t].nnodes;
 }
 
 /* ---- geometry helpers used by the generators, the loader and the tests ---------------- */
@@ -182,7 +224,9 @@ static int corner_shape(hk_eltype t, const double *r, double *N, double (*dN)[3]
         }
         return 8;
     }
-    case HK_EL_WEDGE6: {
+    case HK_EL_WEDGE6:
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18: {
         double t3[3] = {1 - x - y, x, y}, d3[3][2] = {{-1, -1}, {1, 0}, {0, 1}};
         for (int i = 0; i < 6; i++) {
             int k = i % 3;
@@ -192,7 +236,22 @@ static int corner_shape(hk_eltype t, const double *r, double *N, double (*dN)[3]
         }
         return 6;
     }
-    /* pyr5: no kernel and no geometry helpers (rejected by the loader) */
+    case HK_EL_PYR5:
+    case HK_EL_PYR13:
+    case HK_EL_PYR14: {
+        /* rational pyramid in collapsed coordinates a = xi/w, b = eta/w, w = 1 - zeta
+         * (a = b = 0 at the apex: the limit along the axis) */
+        double w = 1 - z, a = fabs(w) > 1e-13 ? x / w : 0, b = fabs(w) > 1e-13 ? y / w : 0;
+        for (int i = 0; i < 4; i++) {
+            double s = ref_pyr14[3 * i], u = ref_pyr14[3 * i + 1];
+            N[i] = w * (1 + s * a) * (1 + u * b) / 4;
+            dN[i][0] = s * (1 + u * b) / 4;
+            dN[i][1] = u * (1 + s * a) / 4;
+            dN[i][2] = (s * u * a * b - 1) / 4;
+        }
+        N[4] = z, dN[4][2] = 1;
+        return 5;
+    }
     default:
         return 0;
     }
@@ -222,7 +281,8 @@ int hk_eltype_ncorners(hk_eltype t)
         [HK_EL_POINT1] = 1, [HK_EL_LINE2] = 2,  [HK_EL_LINE3] = 2, [HK_EL_TRI3] = 3,
         [HK_EL_TRI6] = 3,   [HK_EL_QUAD4] = 4,  [HK_EL_QUAD8] = 4, [HK_EL_QUAD9] = 4,
         [HK_EL_TET4] = 4,   [HK_EL_TET10] = 4,  [HK_EL_HEX8] = 8,  [HK_EL_HEX20] = 8,
-        [HK_EL_HEX27] = 8,  [HK_EL_WEDGE6] = 6, [HK_EL_PYR5] = 5};
+        [HK_EL_HEX27] = 8,  [HK_EL_WEDGE6] = 6, [HK_EL_PYR5] = 5,  [HK_EL_WEDGE15] = 6,
+        [HK_EL_WEDGE18] = 6, [HK_EL_PYR13] = 5, [HK_EL_PYR14] = 5};
     return ((int)t >= 0 && t < HK_EL_COUNT) ? nc[t] : 0;
 }
 

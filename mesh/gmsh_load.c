@@ -201,9 +201,10 @@ static int read_entity(const char *path, int dim, int tag, int cells, const char
                  (!cells || hk_eltype_has_kernel((hk_eltype)t));
         HK_TRY_CHECK(ok, HK_ERR_UNSUPPORTED,
                      "%s: element type %s (Gmsh type %d) in %s '%s' is not supported; Hooke "
-                     "has %s (mesh with tetrahedra/hexahedra only, or recombine fully)",
+                     "has %s",
                      path, type_name_gmsh(types[k], tn, sizeof tn), types[k], what, name,
-                     cells ? "tri3/6, quad4/8/9 cells in 2D and tet4/10, hex8/20/27 in 3D"
+                     cells ? "tri3/6, quad4/8/9 cells in 2D and tet4/10, hex8/20/27, wedge6/15/18, "
+                             "pyr5/13/14 in 3D"
                            : "point, line2/3, tri3/6 and quad4/8/9 boundary elements");
         int nn = hk_eltype_get((hk_eltype)t)->nnodes;
         size_t ne = etags_n[k];

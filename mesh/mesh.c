@@ -533,8 +533,8 @@ int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_elty
     int n[3] = {nx, ny, nz};
     HK_CALL(check_sizes("hk_mesh_box", 3, L, n));
     const hk_eltype_info *in = hk_eltype_get(t);
-    HK_CHECK(in && in->dim == 3 && hk_eltype_has_kernel(t), HK_ERR_ARG,
-             "hk_mesh_box: element type %s is not a 3D cell type with a kernel; use tet4, "
+    HK_CHECK(in && t >= HK_EL_TET4 && t <= HK_EL_HEX27, HK_ERR_ARG,
+             "hk_mesh_box: element type %s is not a 3D cell type the generator makes; use tet4, "
              "tet10, hex8, hex20 or hex27",
              in ? in->name : "(invalid)");
     return generate(3, L, n, t, m);

@@ -384,7 +384,8 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
         const hk_elref *el = hk_eltype_has_kernel((hk_eltype)t) ? hk_elref_get((hk_eltype)t) : NULL;
         HK_CHECK(el && el->dim == m->dim, HK_ERR_UNSUPPORTED,
                  "element %lld: a %s has no stress recovery in a %dD model (supported: tri3 tri6 "
-                 "quad4 quad8 quad9 in 2D, tet4 tet10 hex8 hex20 hex27 in 3D)",
+                 "quad4 quad8 quad9 in 2D, tet4 tet10 hex8 hex20 hex27 wedge6 wedge15 wedge18 "
+                 "pyr5 pyr13 pyr14 in 3D)",
                  (long long)m->cells.tag[e], hk_el_name(t), m->dim);
         HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == el->nnodes, HK_ERR_MODEL,
                  "element %lld (%s) has %lld nodes, expected %d", (long long)m->cells.tag[e],

@@ -306,25 +306,28 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         hk_malloc((size_t)(m->cells.ptr[ne] > 0 ? m->cells.ptr[ne] : 1) * sizeof(int64_t), &conn));
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1) * sizeof(int64_t), &offs));
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
+    int64_t nconn = 0; /* connectivity entries so far (a pyr14 contributes 13) */
     for (int64_t e = 0; e < ne; e++) {
         /* element types, VTK numbers and node order: mesh's table (fem.h) */
         int t = m->cells.type[e];
         const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
         const int *order = hk_eltype_vtk_order((hk_eltype)t);
         int64_t b = m->cells.ptr[e], len = m->cells.ptr[e + 1] - b;
+        const int nv = hk_eltype_vtk_nnodes((hk_eltype)t); /* pyr14: its first 13 nodes */
         HK_TRY_CHECK(el && order && el->dim >= 2 && len == el->nnodes, HK_ERR_UNSUPPORTED,
                      "hk_vtu_write '%s': element %lld is a %s with %lld nodes, which is not a "
                      "2D/3D cell the VTU writer knows",
                      path, (long long)(m->cells.tag ? m->cells.tag[e] : e + 1),
                      el ? el->name : "element of unknown type", (long long)len);
-        for (int a = 0; a < el->nnodes; a++) {
+        for (int a = 0; a < nv; a++) {
             int32_t v = m->cells.nodes[b + order[a]];
             HK_TRY_CHECK(v >= 0 && v < nn, HK_ERR_MODEL,
                          "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
                          (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v, (long long)nn - 1);
-            conn[b + a] = v;
+            conn[nconn + a] = v;
         }
-        offs[e] = b + len;
+        nconn += nv;
+        offs[e] = nconn;
         types[e] = (uint8_t)el->vtk_type;
     }
 
@@ -332,7 +335,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
 #define ADD(nm, ty, nc, nt, wd, dp, cn)                                                            \
     arr[narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (cn), NULL, 0, NULL, 0, 0}
     ADD("Points", "Float64", 3, nn, 8, m->coords, NULL);
-    ADD("connectivity", "Int64", 1, m->cells.ptr[ne], 8, conn, NULL);
+    ADD("connectivity", "Int64", 1, nconn, 8, conn, NULL);
     ADD("offsets", "Int64", 1, ne, 8, offs, NULL);
     ADD("types", "UInt8", 1, ne, 1, types, NULL);
     npoint_first = narr;

@@ -236,7 +236,11 @@ static void test_eltype_table(void)
                {HK_EL_TET4, "tet4", 3, 4, 1, 4, 10},     {HK_EL_TET10, "tet10", 3, 10, 2, 11, 24},
                {HK_EL_HEX8, "hex8", 3, 8, 1, 5, 12},     {HK_EL_HEX20, "hex20", 3, 20, 2, 17, 25},
                {HK_EL_HEX27, "hex27", 3, 27, 2, 12, 29}, {HK_EL_WEDGE6, "wedge6", 3, 6, 1, 6, 13},
-               {HK_EL_PYR5, "pyr5", 3, 5, 1, 7, 14}};
+               {HK_EL_PYR5, "pyr5", 3, 5, 1, 7, 14},
+               {HK_EL_WEDGE15, "wedge15", 3, 15, 2, 18, 26},
+               {HK_EL_WEDGE18, "wedge18", 3, 18, 2, 13, 32},
+               {HK_EL_PYR13, "pyr13", 3, 13, 2, 19, 27},
+               {HK_EL_PYR14, "pyr14", 3, 14, 2, 14, 27}};
     CU_ASSERT_EQUAL(sizeof ref / sizeof *ref, HK_EL_COUNT);
     for (size_t i = 0; i < sizeof ref / sizeof *ref; i++) {
         const hk_eltype_info *in = hk_eltype_get(ref[i].t);
@@ -250,19 +254,22 @@ static void test_eltype_table(void)
         CU_ASSERT_EQUAL(hk_eltype_from_gmsh(ref[i].gmsh), (int)ref[i].t);
         /* the VTK order is a permutation */
         const int *o = hk_eltype_vtk_order(ref[i].t);
+        const int nv = hk_eltype_vtk_nnodes(ref[i].t);
+        CU_ASSERT_EQUAL(nv, ref[i].t == HK_EL_PYR14 ? 13 : ref[i].nn);
         int seen[27] = {0};
-        for (int k = 0; k < ref[i].nn; k++) {
+        for (int k = 0; k < nv; k++) {
             CU_ASSERT_FATAL(o[k] >= 0 && o[k] < ref[i].nn);
             seen[o[k]]++;
         }
-        for (int k = 0; k < ref[i].nn; k++)
+        for (int k = 0; k < nv; k++)
             CU_ASSERT_EQUAL(seen[k], 1);
     }
     CU_ASSERT_EQUAL(hk_eltype_from_gmsh(99), -1);
     CU_ASSERT_EQUAL(hk_eltype_from_gmsh(0), -1);
     CU_ASSERT_PTR_NULL(hk_eltype_get(HK_EL_COUNT));
     CU_ASSERT_PTR_NULL(hk_eltype_vtk_order(HK_EL_COUNT));
-    CU_ASSERT(hk_eltype_has_kernel(HK_EL_HEX20) && !hk_eltype_has_kernel(HK_EL_WEDGE6));
+    CU_ASSERT(hk_eltype_has_kernel(HK_EL_HEX20) && hk_eltype_has_kernel(HK_EL_PYR13) &&
+              !hk_eltype_has_kernel(HK_EL_POINT1));
 }
 
 /* VTK's own reference positions (vtkQuadraticTetra, vtkTriquadraticHexahedron) reached through
@@ -796,10 +803,14 @@ static void test_load_errors(void)
     HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/square.geo"), NULL, &m));
     hk_mesh_free(&m);
 
-    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/wedge_v41.msh"), NULL, &m),
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/prism40_v41.msh"), NULL, &m),
                     HK_ERR_UNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "wedge6 (Gmsh type 6)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "of Gmsh type 90"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'body'"));
+    /* prisms of order 1 are cells */
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/wedge_v41.msh"), NULL, &m));
+    CU_ASSERT(m.cells.n > 0 && m.cells.type[0] == HK_EL_WEDGE6);
+    hk_mesh_free(&m);
 
     CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/dupnames_v22.msh"), NULL, &m),
                     HK_ERR_MODEL);

@@ -287,7 +287,7 @@ static void test_element_data(void)
         CU_ASSERT_DOUBLE_EQUAL(vol, vref, 1e-14);
         if (el->nqp > 1) CU_ASSERT_DOUBLE_EQUAL(m2, m2ref, 1e-14);
     }
-    CU_ASSERT(!hk_eltype_has_kernel(HK_EL_WEDGE6));
+    CU_ASSERT(!hk_eltype_has_kernel(HK_EL_POINT1));
 }
 
 /* ---- invariants ----------------------------------------------------------------------- */

@@ -33,8 +33,12 @@ typedef enum {
     HK_EL_HEX8,
     HK_EL_HEX20,
     HK_EL_HEX27,
-    HK_EL_WEDGE6, /* read so mixed meshes fail clearly; no element kernel yet */
+    HK_EL_WEDGE6, /* prisms (Gmsh's "prism"): triangle x line */
     HK_EL_PYR5,
+    HK_EL_WEDGE15,
+    HK_EL_WEDGE18,
+    HK_EL_PYR13,
+    HK_EL_PYR14,
     HK_EL_COUNT
 } hk_eltype;
 
@@ -51,17 +55,21 @@ const hk_eltype_info *hk_eltype_get(hk_eltype t);
 /* -1 when Gmsh type number g has no Hooke element. */
 int hk_eltype_from_gmsh(int g);
 /* Gmsh -> VTK node order (docs/elements.md): vtk_nodes[i] = gmsh_nodes[order[i]],
- * nnodes entries. NULL for an invalid type. */
+ * hk_eltype_vtk_nnodes(t) entries. NULL for an invalid type. */
 const int *hk_eltype_vtk_order(hk_eltype t);
+/* Nodes of the VTK cell written for t: nnodes, except pyr14 (VTK has no 14-node pyramid: it
+ * is written as a 13-node quadratic pyramid without its base centre). 0 for an invalid type. */
+int hk_eltype_vtk_nnodes(hk_eltype t);
 /* Gmsh reference-element node coordinates, 3 per node (xi, eta, zeta): simplices on
- * [0,1], quads/hexes on [-1,1]^d, wedge6 (xi,eta) simplex x zeta in [-1,1], pyr5 base
+ * [0,1], quads/hexes on [-1,1]^d, wedges (xi,eta) simplex x zeta in [-1,1], pyramids base
  * [-1,1]^2 at zeta 0 with apex (0,0,1). NULL for an invalid type. */
 const double *hk_eltype_ref_coords(hk_eltype t);
 /* 1 if Hooke has an element kernel for cells of this type (tri3/6, quad4/8/9, tet4/10,
- * hex8/20/27). */
+ * hex8/20/27, wedge6/15/18, pyr5/13/14). */
 int hk_eltype_has_kernel(hk_eltype t);
 /* The boundary facet type of a cell type with an element kernel (hex27 -> quad9, tet10 ->
- * tri6, quad8 -> line3, ...); HK_EL_COUNT for types without one. */
+ * tri6, quad8 -> line3, ...); HK_EL_COUNT for types without one and for wedges and pyramids,
+ * whose faces are triangles and quadrilaterals. */
 hk_eltype hk_eltype_facet(hk_eltype t);
 
 /* ---- mesh ------------------------------------------------------------------------------ */

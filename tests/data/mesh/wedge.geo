@@ -1,4 +1,4 @@
-// Triangles extruded into prisms (wedge6): Hooke has no wedge kernel, the load must say so.
+// Triangles extruded into prisms (wedge6): read as wedge6 cells.
 Point(1) = {0, 0, 0, 0.5};
 Point(2) = {1, 0, 0, 0.5};
 Point(3) = {0, 1, 0, 0.5};
