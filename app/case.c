@@ -815,8 +815,8 @@ static int read_spring(ctx *x, struct fy_node *s, const char *what, hk_case_supp
         for (int i = 0; i < 3; i++)
             if (cs->k_node[i] < 0)
                 return err_at(x, ks,
-                              "stiffness[%d] = %g is negative; a spring stiffness must be >= 0",
-                              i, cs->k_node[i]);
+                              "stiffness[%d] = %g is negative; a spring stiffness must be >= 0", i,
+                              cs->k_node[i]);
     }
     return 0;
 }
@@ -934,8 +934,9 @@ static int read_remote(ctx *x, struct fy_node *v, const char *what, hk_case_load
                    *mo = lookup(v, "moment"), *cp = lookup(v, "coupling");
     if (!b) return err_at(x, v, "%s needs boundary: NAME (the coupled boundary)", what);
     if (!pt)
-        return err_at(x, v, "%s needs point: [%s] (the reference point where force and moment "
-                            "act)",
+        return err_at(x, v,
+                      "%s needs point: [%s] (the reference point where force and moment "
+                      "act)",
                       what, x->c->dim == 2 ? "x, y" : "x, y, z");
     if (!f && !mo) return err_at(x, v, "%s needs force: [...] and/or moment: ...", what);
     cl->kind = HK_LOAD_REMOTE;
@@ -968,10 +969,9 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
                           int *nloads, hk_case_load_item **loads, double gravity[3],
                           double body_force[3])
 {
-    static const char *const kinds[] = {"traction",    "pressure",    "force",
-                                        "force_split", "nodal_force", "gravity",
-                                        "body_force",  "temperature", "remote_force",
-                                        NULL};
+    static const char *const kinds[] = {"traction",     "pressure", "force",      "force_split",
+                                        "nodal_force",  "gravity",  "body_force", "temperature",
+                                        "remote_force", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
     static const char *const tkeys[] = {"value", "regions", "file", NULL};
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)

@@ -40,9 +40,9 @@ typedef struct hk_case_support {
     unsigned mask; /* bit c: component c prescribed */
     double value[3];
     hk_case_loc loc; /* of the boundary name */
-    hk_support_kind kind;                    /* type: fixed (default) or spring */
+    hk_support_kind kind;                     /* type: fixed (default) or spring */
     double k_normal, k_tangential, k_node[3]; /* spring: normal/tangential, stiffness */
-    double moment_point[3];                  /* moment_about (default: the origin) */
+    double moment_point[3];                   /* moment_about (default: the origin) */
 } hk_case_support;
 
 typedef struct hk_case_load_item {

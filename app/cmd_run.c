@@ -601,11 +601,10 @@ static void print_result(const hk_case *c, const hk_result *res, const hk_fields
         if (!fl->support_moment) continue;
         const double *M = fl->support_moment[i], *X = c->supports[i].moment_point;
         if (c->dim == 3)
-            fprintf(f, "%s    moment       %-16s (%.6e, %.6e, %.6e) about (%g, %g, %g)\n", ind,
-                    "", M[0], M[1], M[2], X[0], X[1], X[2]);
+            fprintf(f, "%s    moment       %-16s (%.6e, %.6e, %.6e) about (%g, %g, %g)\n", ind, "",
+                    M[0], M[1], M[2], X[0], X[1], X[2]);
         else
-            fprintf(f, "%s    moment       %-16s %.6e about (%g, %g)\n", ind, "", M[2], X[0],
-                    X[1]);
+            fprintf(f, "%s    moment       %-16s %.6e about (%g, %g)\n", ind, "", M[2], X[0], X[1]);
     }
 }
 

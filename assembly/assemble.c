@@ -552,7 +552,8 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
                 const int32_t ra = nodes[a];
                 if (ra < r0 || ra >= r1) continue;
                 for (int bb = 0; bb < n; bb++) {
-                    double *blk = K->val + (size_t)hk_asm_find_block(K, ra, nodes[bb]) * (size_t)(d * d);
+                    double *blk =
+                        K->val + (size_t)hk_asm_find_block(K, ra, nodes[bb]) * (size_t)(d * d);
                     const double *ke = Ke + (size_t)(a * d) * nd + bb * d;
                     for (int i = 0; i < d; i++)
                         for (int j = 0; j < d; j++)

@@ -43,8 +43,8 @@ typedef void (*hk_facet_fn)(void *ctx, const int32_t *fn, int nf, const double *
 /* The quadrature points (the facet-load rule) of the facets of boundary b, checked as the
  * loads' facets are (dimension dim - 1, facet types, nodes on cells); `what` ("a remote
  * force") names the user in messages. */
-int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what,
-                    hk_facet_fn fn, void *ctx);
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, hk_facet_fn fn,
+                    void *ctx);
 /* Position of block column j in block row i of K (sorted rows), -1 when absent. */
 int64_t hk_asm_find_block(const hk_bcsr *K, int64_t i, int32_t j);
 

@@ -82,7 +82,7 @@ int hk_rigid_apply(const hk_problem *p, const hk_adj *n2c, hk_system *s)
     hk_bcsr *K = &s->K, K2 = {0};
     int32_t *nodes = NULL, *cols = NULL, *load_of = NULL;
     int64_t *sptr = NULL, *slaves = NULL, *mark = NULL;
-    double (*Rn)[3][3] = NULL;
+    double(*Rn)[3][3] = NULL;
     HK_CHECK(s->ndof == (int64_t)d * nb2 && K->nbrows == nn, HK_ERR_ARG,
              "hk_rigid_apply: the system is not sized for %d rigid couplings", nc);
     HK_TRY(hk_malloc((size_t)nc * sizeof *s->rigid_point + 1, &s->rigid_point));
@@ -266,6 +266,23 @@ int hk_rigid_apply(const hk_problem *p, const hk_adj *n2c, hk_system *s)
             }
         }
     }
+    /* symmetric to the last bit: the reference rows are the transposes of the columns formed
+     * above (sums in another order would differ by rounding) */
+    for (int64_t i = nn; i < nb2; i++)
+        for (int64_t k = K2.rowptr[i]; k < K2.rowptr[i + 1]; k++) {
+            const int64_t j = K2.colind[k];
+            double *dst = K2.val + (size_t)k * bb;
+            if (j < i) {
+                const double *src = block_at(&K2, j, i);
+                for (int a = 0; a < d; a++)
+                    for (int b = 0; b < d; b++)
+                        dst[a * d + b] = src[b * d + a];
+            } else if (j == i) {
+                for (int a = 0; a < d; a++)
+                    for (int b = a + 1; b < d; b++)
+                        dst[a * d + b] = dst[b * d + a] = 0.5 * (dst[a * d + b] + dst[b * d + a]);
+            }
+        }
     /* f <- T^T f, and the remote loads at the reference points */
     for (int64_t i = 0; i < nn; i++) {
         const int c = s->rigid_of[i];

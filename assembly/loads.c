@@ -13,10 +13,9 @@
 
 #include "assembly_impl.h"
 
-static const char *const kind_names[] = {"traction",    "pressure",
-                                         "force",       "nodal force",
-                                         "equally split force", "temperature",
-                                         "remote force"};
+static const char *const kind_names[] = {
+    "traction",    "pressure",    "force", "nodal force", "equally split force",
+    "temperature", "remote force"};
 
 int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
 {
@@ -209,8 +208,8 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
     return 0;
 }
 
-int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what,
-                    hk_facet_fn fn, void *ctx)
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, hk_facet_fn fn,
+                    void *ctx)
 {
     const hk_mesh *m = p->mesh;
     const int d = m->dim;
@@ -306,8 +305,7 @@ static void remote_point(void *vctx, const int32_t *fn, int nf, const double *N,
             r->f[(size_t)fn[a] * r->d + i] += w * N[a] * t[i];
 }
 
-static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
-                               double *f)
+static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double *f)
 {
     const int d = p->mesh->dim;
     const char *bn = hk_asm_boundary_name(p->mesh, ld->boundary);
@@ -337,12 +335,13 @@ static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_
     } else {
         /* J is symmetric positive definite unless the boundary lies on one line */
         const double(*J)[3] = (const double(*)[3])r.J;
-        double C[3][3] = {{J[1][1] * J[2][2] - J[1][2] * J[2][1], J[0][2] * J[2][1] - J[0][1] * J[2][2],
-                           J[0][1] * J[1][2] - J[0][2] * J[1][1]},
-                          {J[1][2] * J[2][0] - J[1][0] * J[2][2], J[0][0] * J[2][2] - J[0][2] * J[2][0],
-                           J[0][2] * J[1][0] - J[0][0] * J[1][2]},
-                          {J[1][0] * J[2][1] - J[1][1] * J[2][0], J[0][1] * J[2][0] - J[0][0] * J[2][1],
-                           J[0][0] * J[1][1] - J[0][1] * J[1][0]}};
+        double C[3][3] = {
+            {J[1][1] * J[2][2] - J[1][2] * J[2][1], J[0][2] * J[2][1] - J[0][1] * J[2][2],
+             J[0][1] * J[1][2] - J[0][2] * J[1][1]},
+            {J[1][2] * J[2][0] - J[1][0] * J[2][2], J[0][0] * J[2][2] - J[0][2] * J[2][0],
+             J[0][2] * J[1][0] - J[0][0] * J[1][2]},
+            {J[1][0] * J[2][1] - J[1][1] * J[2][0], J[0][1] * J[2][0] - J[0][0] * J[2][1],
+             J[0][0] * J[1][1] - J[0][1] * J[1][0]}};
         double det = J[0][0] * C[0][0] + J[0][1] * C[1][0] + J[0][2] * C[2][0];
         double tr = J[0][0] + J[1][1] + J[2][2];
         HK_CHECK(tr > 0 && det > 1e-12 * tr * tr * tr, HK_ERR_MODEL,
@@ -394,8 +393,8 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
                          "give finite numbers",
                          bn);
             HK_CHECK(ld->coupling == HK_COUPLING_DISTRIBUTING || ld->coupling == HK_COUPLING_RIGID,
-                     HK_ERR_ARG, "the remote force on boundary '%s' has an unknown coupling %d",
-                     bn, ld->coupling);
+                     HK_ERR_ARG, "the remote force on boundary '%s' has an unknown coupling %d", bn,
+                     ld->coupling);
             /* rigid: the force and moment act on the reference point's dofs (coupling.c) */
             if (ld->coupling == HK_COUPLING_DISTRIBUTING)
                 HK_CALL(remote_distributing(p, ld, n2c, f));

@@ -10,7 +10,10 @@
 
 #include "assembly_impl.h"
 
-static int is_spring(const hk_support *sp) { return sp->kind == HK_SUPPORT_SPRING; }
+static int is_spring(const hk_support *sp)
+{
+    return sp->kind == HK_SUPPORT_SPRING;
+}
 
 static int has_area_springs(const hk_support *sp)
 {
@@ -65,8 +68,9 @@ int hk_springs_check(const hk_problem *p, const hk_adj *n2c)
             for (int64_t i = 0; i < nn && bad < 0; i++)
                 if (n2c->ptr[nodes[i] + 1] == n2c->ptr[nodes[i]]) bad = nodes[i];
             free(nodes);
-            HK_CHECK(nn > 0, HK_ERR_MODEL, "the spring support on '%s' has no node; the group is "
-                                           "empty",
+            HK_CHECK(nn > 0, HK_ERR_MODEL,
+                     "the spring support on '%s' has no node; the group is "
+                     "empty",
                      bn);
             HK_CHECK(bad < 0, HK_ERR_MODEL,
                      "the spring support on '%s' acts on node %lld, which belongs to no %dD "
@@ -82,10 +86,10 @@ int hk_springs_check(const hk_problem *p, const hk_adj *n2c)
 typedef struct spring_ctx {
     const hk_support *sp;
     int d;
-    hk_bcsr *K;        /* add to K, or */
-    const double *u;   /* y += K_s u */
+    hk_bcsr *K;      /* add to K, or */
+    const double *u; /* y += K_s u */
     double *y;
-    int64_t missing;   /* a node pair without a block of K (-1: none) */
+    int64_t missing; /* a node pair without a block of K (-1: none) */
 } spring_ctx;
 
 static void spring_point(void *vctx, const int32_t *fn, int nf, const double *N, const double x[3],
@@ -98,7 +102,7 @@ static void spring_point(void *vctx, const int32_t *fn, int nf, const double *N,
     point_stiffness(c->sp, nrm, S);
     for (int a = 0; a < nf; a++)
         for (int b = 0; b < nf; b++) {
-            const double s = w * N[a] * N[b];
+            const double s = w * (N[a] * N[b]); /* K_ab = K_ba^T to the last bit */
             if (c->K) {
                 int64_t pos = hk_asm_find_block(c->K, fn[a], fn[b]);
                 if (pos < 0) {
@@ -205,8 +209,8 @@ static void dir_point(void *vctx, const int32_t *fn, int nf, const double *N, co
         dirs[0][0] = -n[1], dirs[0][1] = n[0], dirs[0][2] = 0, nd = 1;
     } else { /* two tangents: n x e, with e the axis least aligned with n, and n x t1 */
         int a = fabs(n[0]) <= fabs(n[1]) && fabs(n[0]) <= fabs(n[2]) ? 0
-                : fabs(n[1]) <= fabs(n[2])                         ? 1
-                                                                   : 2;
+                : fabs(n[1]) <= fabs(n[2])                           ? 1
+                                                                     : 2;
         double e[3] = {a == 0, a == 1, a == 2};
         double *t1 = dirs[0], *t2 = dirs[1];
         t1[0] = n[1] * e[2] - n[2] * e[1];

@@ -289,7 +289,7 @@ typedef struct hk_system {
     int64_t nnodes;
     int nrigid;
     double (*rigid_point)[3];
-    int32_t *rigid_of;   /* nnodes: the coupling of a coupled node, -1 elsewhere; NULL: none */
+    int32_t *rigid_of; /* nnodes: the coupling of a coupled node, -1 elsewhere; NULL: none */
 } hk_system;
 
 void hk_system_free(hk_system *s);
