@@ -794,9 +794,49 @@ static int component(ctx *x, struct fy_node *n, int *ci)
                   x->c->dim == 2 ? "x or y" : "x, y or z");
 }
 
+/* A stiffness: a number >= 0. */
+static int parse_stiffness(ctx *x, struct fy_node *n, const char *what, double *k)
+{
+    HK_CALL(parse_double(x, n, what, k));
+    if (*k < 0)
+        return err_at(x, n, "%s = %g is negative; a spring stiffness must be >= 0", what, *k);
+    return 0;
+}
+
+/* The spring keys of supports[i] (type: spring): normal, tangential (N/m^3) and stiffness
+ * [kx, ky(, kz)] (N/m per node). */
+static int read_spring(ctx *x, struct fy_node *s, const char *what, hk_case_support *cs)
+{
+    struct fy_node *kn = lookup(s, "normal"), *kt = lookup(s, "tangential"),
+                   *ks = lookup(s, "stiffness");
+    if (lookup(s, "fix"))
+        return err_at(x, key_of(s, "fix"),
+                      "%s is a spring, so fix does not apply; give normal/tangential (per area) "
+                      "or stiffness (per node), or drop type: spring",
+                      what);
+    if (!kn && !kt && !ks)
+        return err_at(x, s,
+                      "%s (type: spring) needs normal: K and/or tangential: K (stiffness per "
+                      "area, N/m^3), or stiffness: [kx, ky%s] (per node, N/m)",
+                      what, x->c->dim == 3 ? ", kz" : "");
+    cs->kind = HK_SUPPORT_SPRING;
+    if (kn) HK_CALL(parse_stiffness(x, kn, "normal stiffness", &cs->k_normal));
+    if (kt) HK_CALL(parse_stiffness(x, kt, "tangential stiffness", &cs->k_tangential));
+    if (ks) {
+        HK_CALL(parse_vec(x, ks, "stiffness", cs->k_node));
+        for (int i = 0; i < 3; i++)
+            if (cs->k_node[i] < 0)
+                return err_at(x, ks,
+                              "stiffness[%d] = %g is negative; a spring stiffness must be >= 0", i,
+                              cs->k_node[i]);
+    }
+    return 0;
+}
+
 static int read_supports(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"boundary", "fix", NULL};
+    static const char *const keys[] = {"boundary",   "fix",       "type",         "normal",
+                                       "tangential", "stiffness", "moment_about", NULL};
     hk_case *c = x->c;
     struct fy_node *ss = lookup(root, "supports");
     if (!ss)
@@ -816,6 +856,24 @@ static int read_supports(ctx *x, struct fy_node *root)
         snprintf(what, sizeof what, "supports[%d]", i);
         HK_CALL(check_mapping(x, s, what, keys));
         if (!(b = lookup(s, "boundary"))) return err_at(x, s, "%s needs boundary: NAME", what);
+        struct fy_node *ty = lookup(s, "type"), *ma = lookup(s, "moment_about");
+        if (ma) HK_CALL(parse_vec(x, ma, "moment_about", cs->moment_point));
+        const char *tyname = ty ? scalar(ty) : "fixed";
+        if (!tyname || (strcmp(tyname, "fixed") && strcmp(tyname, "spring")))
+            return err_at(x, ty, "%s has type '%s'; use fixed (the default) or spring", what,
+                          tyname ? tyname : "a collection");
+        if (!strcmp(tyname, "spring")) {
+            HK_CALL(parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
+            cs->loc = node_loc(x, b);
+            HK_CALL(read_spring(x, s, what, cs));
+            continue;
+        }
+        static const char *const spring_keys[] = {"normal", "tangential", "stiffness"};
+        for (int k = 0; k < 3; k++)
+            if (lookup(s, spring_keys[k]))
+                return err_at(x, key_of(s, spring_keys[k]),
+                              "%s sets %s, which belongs to springs; add type: spring", what,
+                              spring_keys[k]);
         if (!(f = lookup(s, "fix")))
             return err_at(x, s, "%s needs fix: all, [x, y] or {x: 0.0, y: 1e-3}", what);
         HK_CALL(parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
@@ -878,15 +936,54 @@ static int need_density(const hk_case *c, const double gravity[3], const char *w
     return 0;
 }
 
+/* remote_force: {boundary: B, point: [x, y(, z)], force: [...], moment: ..., coupling:
+ * distributing|rigid}; the moment is a number (about z) in 2D, a vector in 3D. */
+static int read_remote(ctx *x, struct fy_node *v, const char *what, hk_case_load_item *cl)
+{
+    static const char *const keys[] = {"boundary", "point", "force", "moment", "coupling", NULL};
+    HK_CALL(check_mapping(x, v, what, keys));
+    struct fy_node *b = lookup(v, "boundary"), *pt = lookup(v, "point"), *f = lookup(v, "force"),
+                   *mo = lookup(v, "moment"), *cp = lookup(v, "coupling");
+    if (!b) return err_at(x, v, "%s needs boundary: NAME (the coupled boundary)", what);
+    if (!pt)
+        return err_at(x, v,
+                      "%s needs point: [%s] (the reference point where force and moment "
+                      "act)",
+                      what, x->c->dim == 2 ? "x, y" : "x, y, z");
+    if (!f && !mo) return err_at(x, v, "%s needs force: [...] and/or moment: ...", what);
+    cl->kind = HK_LOAD_REMOTE;
+    HK_CALL(parse_name(x, b, "boundary", cl->boundary, sizeof cl->boundary));
+    cl->loc = node_loc(x, b);
+    HK_CALL(parse_vec(x, pt, "point", cl->point));
+    if (f) HK_CALL(parse_vec(x, f, "force", cl->value));
+    if (mo && x->c->dim == 2) {
+        if (fy_node_get_type(mo) != FYNT_SCALAR)
+            return err_at(x, mo, "moment in a 2D analysis is one number (about z), like 250");
+        HK_CALL(parse_double(x, mo, "moment", &cl->moment[2]));
+    } else if (mo) {
+        HK_CALL(parse_vec(x, mo, "moment", cl->moment));
+    }
+    cl->coupling = HK_COUPLING_DISTRIBUTING;
+    if (cp) {
+        const char *c = scalar(cp);
+        if (c && !strcmp(c, "rigid"))
+            cl->coupling = HK_COUPLING_RIGID;
+        else if (!c || strcmp(c, "distributing"))
+            return err_at(x, cp, "coupling '%s' is not known; use distributing or rigid",
+                          c ? c : "(a collection)");
+    }
+    return 0;
+}
+
 /* One loads: list (the top level's, or a load case's) into loads/gravity/body_force. prefix
  * names the list in messages: "loads" or "load_cases[1].loads". */
 static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, const char *prefix,
                           int *nloads, hk_case_load_item **loads, double gravity[3],
                           double body_force[3])
 {
-    static const char *const kinds[] = {"traction",    "pressure",    "force",
-                                        "force_split", "nodal_force", "gravity",
-                                        "body_force",  "temperature", NULL};
+    static const char *const kinds[] = {"traction",     "pressure", "force",      "force_split",
+                                        "nodal_force",  "gravity",  "body_force", "temperature",
+                                        "remote_force", NULL};
     static const char *const keys[] = {"boundary", "value", NULL};
     static const char *const tkeys[] = {"value", "regions", "file", NULL};
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
@@ -910,8 +1007,8 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
         if (fy_node_mapping_item_count(l) != 1)
             return err_at(x, l,
                           "each load is one of traction, pressure, force, force_split, "
-                          "nodal_force, gravity, body_force, temperature; start a new '- ' item "
-                          "for each");
+                          "nodal_force, gravity, body_force, temperature, remote_force; start a "
+                          "new '- ' item for each");
         void *it = NULL;
         struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
         const char *kind = scalar(fy_node_pair_key(p));
@@ -974,6 +1071,10 @@ static int read_load_list(ctx *x, struct fy_node *ls, struct fy_node *keynode, c
         }
         hk_case_load_item *cl = &(*loads)[(*nloads)++];
         snprintf(what, sizeof what, "%s[%d].%s", prefix, i, kind);
+        if (!strcmp(kind, "remote_force")) {
+            HK_CALL(read_remote(x, v, what, cl));
+            continue;
+        }
         HK_CALL(check_mapping(x, v, what, keys));
         struct fy_node *b = lookup(v, "boundary"), *val = lookup(v, "value");
         if (!b || !val)
@@ -1003,6 +1104,41 @@ static int read_loads(ctx *x, struct fy_node *root)
     HK_CALL(read_load_list(x, ls, key_of(root, "loads"), "loads", &c->nloads, &c->loads,
                            c->gravity, c->body_force));
     return need_density(c, c->gravity, "");
+}
+
+/* The k-th rigid remote force of a load list, NULL when there are fewer. */
+static const hk_case_load_item *rigid_item(const hk_case_loadcase *lc, int k)
+{
+    for (int i = 0; i < lc->nloads; i++)
+        if (lc->loads[i].kind == HK_LOAD_REMOTE && lc->loads[i].coupling == HK_COUPLING_RIGID &&
+            k-- == 0)
+            return &lc->loads[i];
+    return NULL;
+}
+
+/* A rigid coupling is part of K, which the load cases share: every case must couple the same
+ * boundaries to the same points, in the same order (their forces and moments may differ). */
+static int same_rigid_couplings(const hk_case *c)
+{
+    for (int i = 1; i < c->nloadcases; i++)
+        for (int k = 0;; k++) {
+            const hk_case_load_item *a = rigid_item(&c->loadcases[0], k),
+                                    *b = rigid_item(&c->loadcases[i], k);
+            if (!a && !b) break;
+            const hk_case_load_item *odd = b ? b : a;
+            if (!a || !b || strcmp(a->boundary, b->boundary) ||
+                memcmp(a->point, b->point, sizeof a->point))
+                return hk_case_error(
+                    c, odd->loc,
+                    "a rigid coupling is part of the stiffness matrix, which the load cases share, "
+                    "but load case '%s' couples %s than load case '%s'; give every load case the "
+                    "same rigid remote forces (boundary and point; force and moment may differ), "
+                    "or use coupling: distributing",
+                    c->loadcases[i].name,
+                    !a || !b ? "a different number of boundaries" : "another boundary or point",
+                    c->loadcases[0].name);
+        }
+    return 0;
 }
 
 /* load_cases: [{name: WORD, loads: [...]}, ...]: several right-hand sides over the same mesh,
@@ -1066,7 +1202,7 @@ static int read_load_cases(ctx *x, struct fy_node *root)
         snprintf(where, sizeof where, " in load case '%s'", lc->name);
         HK_CALL(need_density(c, lc->gravity, where));
     }
-    return 0;
+    return same_rigid_couplings(c);
 }
 
 static int add_solver_key(ctx *x, const char *key, struct fy_node *val, struct fy_node *keynode)
@@ -1641,6 +1777,9 @@ static int bind_load(const hk_case *c, const hk_mesh *m, const hk_case_load_item
 {
     ld->kind = it->kind;
     memcpy(ld->value, it->value, sizeof ld->value);
+    memcpy(ld->moment, it->moment, sizeof ld->moment);
+    memcpy(ld->point, it->point, sizeof ld->point);
+    ld->coupling = it->coupling;
     if (it->kind != HK_LOAD_TEMPERATURE)
         return find_boundary(c, m, it->boundary, it->loc, &ld->boundary);
     ld->boundary = -1;
@@ -1730,8 +1869,15 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     for (int i = 0; i < c->nsupports; i++) {
         HK_TRY(find_boundary(c, m, c->supports[i].boundary, c->supports[i].loc,
                              &model->supports[i].boundary));
-        model->supports[i].mask = c->supports[i].mask;
-        memcpy(model->supports[i].value, c->supports[i].value, sizeof model->supports[i].value);
+        const hk_case_support *cs = &c->supports[i];
+        hk_support *ms = &model->supports[i];
+        ms->mask = cs->mask;
+        memcpy(ms->value, cs->value, sizeof ms->value);
+        ms->kind = cs->kind;
+        ms->k_normal = cs->k_normal;
+        ms->k_tangential = cs->k_tangential;
+        memcpy(ms->k_node, cs->k_node, sizeof ms->k_node);
+        memcpy(ms->moment_point, cs->moment_point, sizeof ms->moment_point);
     }
     if (c->nloads) HK_TRY(hk_calloc((size_t)c->nloads, sizeof *model->loads, &model->loads));
     for (int i = 0; i < c->nloads; i++)

@@ -40,6 +40,9 @@ typedef struct hk_case_support {
     unsigned mask; /* bit c: component c prescribed */
     double value[3];
     hk_case_loc loc; /* of the boundary name */
+    hk_support_kind kind;                     /* type: fixed (default) or spring */
+    double k_normal, k_tangential, k_node[3]; /* spring: normal/tangential, stiffness */
+    double moment_point[3];                   /* moment_about (default: the origin) */
 } hk_case_support;
 
 typedef struct hk_case_load_item {
@@ -48,6 +51,8 @@ typedef struct hk_case_load_item {
     char file[HK_CASE_PATH];     /* temperature: a CSV of nodal values ("": none) */
     double value[3];
     hk_case_loc loc; /* of the boundary (region) name */
+    double moment[3], point[3]; /* remote_force: moment, point (value: force) */
+    int coupling;               /* remote_force: HK_COUPLING_* */
 } hk_case_load_item;
 
 /* One load case of `load_cases:`: its own loads over the shared mesh, materials and supports. */
@@ -204,8 +209,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
 int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r);
 /* The near-null space of r->sys.K from the mesh: node coordinates, mesh.dim per node in K's
  * block-row order (K numbers its block rows by the mesh's nodes), for pc=amg's rigid-body
- * modes. *coords is a new array the caller frees (nn->coords points into it); both are
- * left empty (NULL, dim 0) when K's blocks do not match the mesh's nodes. */
+ * modes; with rigid couplings (extra block rows) the rigid-body modes as explicit vectors.
+ * *coords is a new array the caller frees (nn->coords or nn->vectors points into it); both
+ * are left empty (NULL, dim 0) when K's blocks do not match the mesh's nodes. */
 int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords);
 /* Write the .vtu (path NULL: the case's output). With load cases: <stem>-<case>.vtu for each
  * case next to path and <stem>.pvd listing them, one timestep per case. */

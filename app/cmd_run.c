@@ -6,6 +6,7 @@
  * Progress goes to stderr one line per stage; the summary to stdout (or JSON with --json).
  * Exit 0 only when the solve converged and the file was written. */
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -274,11 +275,58 @@ int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r)
     return run_mesh_assemble(c, o, &L, r);
 }
 
+/* With rigid couplings K has the reference points' block rows after the nodes: the rigid-body
+ * modes as explicit vectors (centred on the mesh and scaled by its extent, as pc=amg does with
+ * coordinates); a reference point moves with translation t + w x x_ref and rotation w. */
+static int rigid_nearnull(const hk_run *r, hk_nearnull *nn, double **vec)
+{
+    const hk_mesh *m = &r->mesh;
+    const int d = m->dim, nm = d == 2 ? 3 : 6;
+    const int64_t nn0 = m->nnodes, n = r->sys.K.nbrows * d;
+    double c[3] = {0, 0, 0}, ext = 0;
+    for (int64_t i = 0; i < nn0; i++)
+        for (int a = 0; a < d; a++)
+            c[a] += m->coords[3 * i + a] / (double)nn0;
+    for (int64_t i = 0; i < nn0; i++)
+        for (int a = 0; a < d; a++)
+            ext = fmax(ext, fabs(m->coords[3 * i + a] - c[a]));
+    const double sc = ext > 0 ? 1 / ext : 1;
+    HK_CALL(hk_calloc((size_t)(n * nm), sizeof **vec, vec));
+    double *B = *vec; /* dof a of block row i, mode k: B[i * d + a + k * n] */
+    for (int64_t i = 0; i < nn0 + r->sys.nrigid; i++) {
+        const double *xp = i < nn0 ? m->coords + 3 * i : r->sys.rigid_point[i - nn0];
+        const int64_t row = i < nn0 ? i : nn0 + 2 * (i - nn0); /* translations */
+        double x[3] = {0, 0, 0};
+        for (int a = 0; a < d; a++)
+            x[a] = (xp[a] - c[a]) * sc;
+        double *t = B + row * d;
+        for (int a = 0; a < d; a++)
+            t[a + a * n] = 1;
+        if (d == 2) {
+            t[0 + 2 * n] = -x[1], t[1 + 2 * n] = x[0];
+        } else {
+            t[1 + 3 * n] = -x[2], t[2 + 3 * n] = x[1];
+            t[0 + 4 * n] = x[2], t[2 + 4 * n] = -x[0];
+            t[0 + 5 * n] = -x[1], t[1 + 5 * n] = x[0];
+        }
+        if (i < nn0) continue;
+        double *w = t + d; /* the rotations, in the scaled units of the modes */
+        for (int k = d; k < nm; k++)
+            w[(k - d) + k * n] = sc;
+    }
+    nn->nvec = nm;
+    nn->vectors = B;
+    return 0;
+}
+
 int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
 {
     const hk_mesh *m = &r->mesh;
     memset(nn, 0, sizeof *nn);
     *coords = NULL;
+    if (r->sys.nrigid > 0 && r->sys.K.bs == m->dim &&
+        r->sys.K.nbrows == m->nnodes + 2 * (int64_t)r->sys.nrigid)
+        return rigid_nearnull(r, nn, coords);
     if (r->sys.K.bs != m->dim || r->sys.K.nbrows != m->nnodes) return 0;
     HK_CALL(hk_malloc((size_t)m->nnodes * m->dim * sizeof **coords, coords));
     for (int64_t i = 0; i < m->nnodes; i++)
@@ -557,6 +605,13 @@ static void print_result(const hk_case *c, const hk_result *res, const hk_fields
                 R[1]);
         if (c->dim == 3) fprintf(f, ", %.6e", R[2]);
         fprintf(f, ")%s\n", c->analysis == HK_AXISYMMETRIC ? " per radian" : "");
+        if (!fl->support_moment) continue;
+        const double *M = fl->support_moment[i], *X = c->supports[i].moment_point;
+        if (c->dim == 3)
+            fprintf(f, "%s    moment       %-16s (%.6e, %.6e, %.6e) about (%g, %g, %g)\n", ind, "",
+                    M[0], M[1], M[2], X[0], X[1], X[2]);
+        else
+            fprintf(f, "%s    moment       %-16s %.6e about (%g, %g)\n", ind, "", M[2], X[0], X[1]);
     }
 }
 
@@ -632,7 +687,22 @@ static void json_result(const hk_case *c, const hk_result *res, const hk_fields 
             if (d) fprintf(f, ", ");
             json_number(f, fl->support_reaction[i][d]);
         }
-        fprintf(f, "]}");
+        fprintf(f, "]");
+        if (fl->support_moment) { /* 3 components in 3D, the one about z in 2D */
+            fprintf(f, ", \"moment\": ");
+            if (c->dim == 2) json_number(f, fl->support_moment[i][2]);
+            for (int d = 0; d < 3 && c->dim == 3; d++) {
+                fprintf(f, "%s", d ? ", " : "[");
+                json_number(f, fl->support_moment[i][d]);
+            }
+            fprintf(f, "%s, \"about\": [", c->dim == 3 ? "]" : "");
+            for (int d = 0; d < c->dim; d++) {
+                if (d) fprintf(f, ", ");
+                json_number(f, c->supports[i].moment_point[d]);
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "%s%s]", c->nsupports ? "\n" : "", c->nsupports ? ind : "");
 }
@@ -717,7 +787,8 @@ static void run_help(FILE *f)
         "residuals, postproc, output). The summary gives nodes, elements, DOFs, nonzeros, "
         "iterations,\n"
         "the true residual, max |u|, max von Mises stress, the reaction force summed over each\n"
-        "support and the time of each stage; with load_cases (one mesh, one K, one solver set-up,\n"
+        "support and its moment (about the origin, or the support's moment_about point), and the\n"
+        "time of each stage; with load_cases (one mesh, one K, one solver set-up,\n"
         "a right-hand side per case) the solve results are given per load case.\n\n"
         "Exit status: 0 when the solve (every load case) converged and the files were written;\n"
         "1 when the case is invalid, a stage failed or the solver did not converge (the files\n"

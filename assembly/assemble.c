@@ -58,6 +58,8 @@ void hk_system_free(hk_system *s)
     free(s->f_ext);
     free(s->fixed);
     free(s->u_fixed);
+    free(s->rigid_point);
+    free(s->rigid_of);
     memset(s, 0, sizeof *s);
 }
 
@@ -142,7 +144,7 @@ static int check_problem(const hk_problem *p)
 
 /* ---- adjacency and pattern --------------------------------------------------------------- */
 
-static int node_cells(const hk_mesh *m, hk_adj *a)
+int hk_asm_node_cells(const hk_mesh *m, hk_adj *a)
 {
     memset(a, 0, sizeof *a);
     a->n = m->nnodes;
@@ -551,7 +553,7 @@ static int thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk
 }
 
 /* Position of block column j in block row i (binary search in the sorted row). */
-static int64_t find_block(const hk_bcsr *K, int64_t i, int32_t j)
+int64_t hk_asm_find_block(const hk_bcsr *K, int64_t i, int32_t j)
 {
     int64_t lo = K->rowptr[i], hi = K->rowptr[i + 1] - 1;
     while (lo <= hi) {
@@ -670,7 +672,8 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
                 const int32_t ra = nodes[a];
                 if (ra < r0 || ra >= r1) continue;
                 for (int bb = 0; bb < n; bb++) {
-                    double *blk = K->val + (size_t)find_block(K, ra, nodes[bb]) * (size_t)(d * d);
+                    double *blk =
+                        K->val + (size_t)hk_asm_find_block(K, ra, nodes[bb]) * (size_t)(d * d);
                     const double *ke = Ke + (size_t)(a * d) * nd + bb * d;
                     for (int i = 0; i < d; i++)
                         for (int j = 0; j < d; j++)
@@ -725,7 +728,7 @@ int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K)
     stage(NULL, &t);
     HK_TRY(check_problem(p));
     stage("checks", &t);
-    HK_TRY(node_cells(p->mesh, &n2c));
+    HK_TRY(hk_asm_node_cells(p->mesh, &n2c));
     stage("adjacency", &t);
     HK_TRY(build_pattern(p->mesh, &n2c, K));
     stage("pattern", &t);
@@ -751,15 +754,18 @@ int hk_assemble(const hk_problem *p, hk_system *s)
     stage("checks", &t);
     const hk_mesh *m = p->mesh;
     s->dim = m->dim;
-    s->ndof = (int64_t)m->dim * m->nnodes;
+    s->nnodes = m->nnodes;
+    const int nrigid = hk_rigid_count(p); /* 2 block rows each for the reference points */
+    s->ndof = (int64_t)m->dim * (m->nnodes + 2 * (int64_t)nrigid);
     HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f_ext, &s->f_ext));
     HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
     HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
     HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
-    HK_TRY(node_cells(m, &n2c));
+    HK_TRY(hk_asm_node_cells(m, &n2c));
     stage("adjacency", &t);
     /* cheap checks first: supports, rigid-body motion, loads */
     HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
+    HK_TRY(hk_springs_check(p, &n2c));
     HK_TRY(hk_check_rigid(p, &n2c, s->fixed));
     stage("supports", &t);
     HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
@@ -767,8 +773,10 @@ int hk_assemble(const hk_problem *p, hk_system *s)
     HK_TRY(build_pattern(m, &n2c, &s->K));
     stage("pattern", &t);
     HK_TRY(assemble_numeric(p, &n2c, &s->K, s->f_ext));
+    HK_TRY(hk_springs_add(p, &n2c, &s->K));
     stage("numeric", &t);
     HK_TRY(hk_eliminate(s, &n2c));
+    if (nrigid) HK_TRY(hk_rigid_apply(p, &n2c, s));
     stage("eliminate", &t);
     hk_adj_free(&n2c);
     return 0;

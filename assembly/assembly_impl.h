@@ -13,6 +13,8 @@ typedef struct hk_adj {
 } hk_adj;
 
 void hk_adj_free(hk_adj *a);
+/* The node-to-cell adjacency of a mesh. */
+int hk_asm_node_cells(const hk_mesh *m, hk_adj *a);
 
 /* Name of region r of a mesh for messages ("domain", or "#r" when unnamed). */
 const char *hk_asm_region_name(const hk_mesh *m, int r);
@@ -33,6 +35,19 @@ double hk_asm_thickness(const hk_problem *p);
  * is empty. *nodes is malloc'ed; free it. */
 int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes);
 
+/* Called at every quadrature point of a boundary's facets: the facet's nodes fn (nf of them),
+ * the shape functions N there, the point x, the weight w (rule weight x area element x 2D
+ * thickness) and the unit normal (either orientation). */
+typedef void (*hk_facet_fn)(void *ctx, const int32_t *fn, int nf, const double *N,
+                            const double x[3], double w, const double nrm[3]);
+/* The quadrature points (the facet-load rule) of the facets of boundary b, checked as the
+ * loads' facets are (dimension dim - 1, facet types, nodes on cells); `what` ("a remote
+ * force") names the user in messages. */
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, hk_facet_fn fn,
+                    void *ctx);
+/* Position of block column j in block row i of K (sorted rows), -1 when absent. */
+int64_t hk_asm_find_block(const hk_bcsr *K, int64_t i, int32_t j);
+
 /* Add the boundary and nodal loads of p to f_ext (dim per node). */
 int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f_ext);
 
@@ -41,6 +56,21 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
 /* Error HK_ERR_MODEL when the constrained dofs leave a rigid-body mode of any connected part
  * of the mesh free; the message names the free modes. */
 int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed);
+/* Spring supports (springs.c): check their stiffnesses and groups; add their stiffness to K
+ * (before the elimination); y += K_s u of support k (k < 0: every spring support; dim per
+ * node); visit the directions they hold at each node (for the rigid-body check). */
+int hk_springs_check(const hk_problem *p, const hk_adj *n2c);
+int hk_springs_add(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K);
+int hk_springs_apply(const hk_problem *p, int k, const double *u, double *y);
+typedef void (*hk_dir_fn)(void *ctx, int32_t node, const double dir[3]);
+int hk_springs_directions(const hk_problem *p, const hk_adj *n2c, hk_dir_fn fn, void *ctx);
+
+/* Rigid couplings (coupling.c): their count (the remote loads with HK_COUPLING_RIGID), and
+ * K <- T^T K T, f <- T^T f plus the remote loads at the reference points, after the
+ * elimination; s->ndof and the vectors are already sized for the extra block rows. */
+int hk_rigid_count(const hk_problem *p);
+int hk_rigid_apply(const hk_problem *p, const hk_adj *n2c, hk_system *s);
+
 /* Symmetric elimination of the fixed dofs of s (K, f from f_ext), identity-like rows for nodes
  * without a cell. */
 int hk_eliminate(hk_system *s, const hk_adj *n2c);

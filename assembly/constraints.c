@@ -37,6 +37,7 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
         HK_TRY_CHECK(sp->boundary >= 0 && sp->boundary < m->nboundaries, HK_ERR_MODEL,
                      "support %d refers to boundary %d, but the mesh has %d boundary groups", s,
                      sp->boundary, m->nboundaries);
+        if (sp->kind == HK_SUPPORT_SPRING) continue; /* springs.c */
         const char *bn = hk_asm_boundary_name(m, sp->boundary);
         HK_TRY_CHECK((sp->mask & ((1u << d) - 1)) != 0, HK_ERR_MODEL,
                      "the support on boundary '%s' fixes no component; fix at least one of %s", bn,
@@ -214,6 +215,46 @@ static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
     }
 }
 
+typedef struct rigid_ctx {
+    const hk_mesh *m;
+    const hk_adj *n2c;
+    const int64_t *pc;
+    double *acc;
+    const double *ext;
+    size_t stride;
+    int axi; /* axisymmetric: the one mode is the translation along the axis (y) */
+} rigid_ctx;
+
+/* Adds the row dir . (rigid modes at node i) to the Gram matrix of i's part, with coordinates
+ * centred on the part and scaled by its size. */
+static void held_direction(void *vctx, int32_t i, const double dir[3])
+{
+    const rigid_ctx *r = vctx;
+    const hk_mesh *m = r->m;
+    const int d = m->dim, nm = r->axi ? 1 : d == 2 ? 3 : 6;
+    if (r->n2c->ptr[i + 1] == r->n2c->ptr[i]) return;
+    const int64_t q = r->pc[i];
+    double *a = r->acc + (size_t)q * r->stride;
+    double L = 0;
+    for (int k = 0; k < 3; k++)
+        L = fmax(L, r->ext[6 * q + 3 + k] - r->ext[6 * q + k]);
+    if (L <= 0) L = 1;
+    double x[3];
+    for (int k = 0; k < 3; k++)
+        x[k] = (m->coords[3 * (size_t)i + k] - a[k] / a[3]) / L;
+    double row[6] = {0};
+    if (r->axi)
+        row[0] = dir[1];
+    else
+        for (int k = 0; k < nm; k++)
+            for (int c = 0; c < d; c++)
+                row[k] += dir[c] * mode_value(d, k, c, x);
+    double *G = a + 7;
+    for (int k = 0; k < nm; k++)
+        for (int l = 0; l < nm; l++)
+            G[k * 6 + l] += row[k] * row[l];
+}
+
 int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
 {
     int ierr = 0;
@@ -270,28 +311,15 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
         }
         a[3] += 1;
     }
-    for (int64_t i = 0; i < nn; i++) {
-        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
-        const int64_t q = pc[i];
-        double *a = acc + (size_t)q * stride;
-        double L = 0;
-        for (int k = 0; k < 3; k++)
-            L = fmax(L, ext[6 * q + 3 + k] - ext[6 * q + k]);
-        if (L <= 0) L = 1;
-        double x[3];
-        for (int k = 0; k < 3; k++)
-            x[k] = (m->coords[3 * (size_t)i + k] - a[k] / a[3]) / L;
+    rigid_ctx rc = {m, n2c, pc, acc, ext, stride, axi};
+    for (int64_t i = 0; i < nn; i++)
         for (int c = 0; c < d; c++) {
             if (!fixed[(size_t)i * d + c]) continue;
-            double row[6];
-            for (int k = 0; k < nm; k++)
-                row[k] = axi ? c == 1 : mode_value(d, k, c, x);
-            double *G = a + 7;
-            for (int k = 0; k < nm; k++)
-                for (int l = 0; l < nm; l++)
-                    G[k * 6 + l] += row[k] * row[l];
+            double e[3] = {c == 0, c == 1, c == 2};
+            held_direction(&rc, (int32_t)i, e);
         }
-    }
+    /* spring supports hold the body too, along the directions they are stiff in */
+    HK_TRY(hk_springs_directions(p, n2c, held_direction, &rc));
     for (int64_t q = 0; q < np; q++) {
         double A[6][6], w[6], V[6][6], Z[6][6];
         const double *G = acc + (size_t)q * stride + 7;

@@ -16,7 +16,8 @@
 #include "assembly_impl.h"
 
 static const char *const kind_names[] = {
-    "traction", "pressure", "force", "nodal force", "equally split force", "temperature"};
+    "traction",    "pressure",    "force", "nodal force", "equally split force",
+    "temperature", "remote force"};
 
 int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
 {
@@ -217,6 +218,153 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
     return 0;
 }
 
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, hk_facet_fn fn,
+                    void *ctx)
+{
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim;
+    const hk_group *g = &m->boundaries[b];
+    const char *bn = hk_asm_boundary_name(m, b);
+    const double fac = hk_asm_thickness(p);
+    HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
+             "%s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
+             "elements; apply it on a %s group",
+             what, d - 1, bn, g->dim, (long long)g->elems.n, d == 2 ? "curve" : "surface");
+    for (int64_t fe = 0; fe < g->elems.n; fe++) {
+        const int t = g->elems.type[fe];
+        const hk_elref *fr = hk_elref_get((hk_eltype)t);
+        HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
+                 HK_ERR_MODEL,
+                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a %s element; %s acts "
+                 "on %s",
+                 (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
+                 d == 2 ? "line" : "surface", what,
+                 d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
+        const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
+        for (int a = 0; a < fr->nnodes; a++) {
+            HK_CHECK(fn_[a] >= 0 && fn_[a] < m->nnodes, HK_ERR_MODEL,
+                     "facet %lld of boundary '%s' refers to node %d, outside the mesh; the "
+                     "mesh is corrupt",
+                     (long long)fe, bn, fn_[a]);
+            HK_CHECK(n2c->ptr[fn_[a] + 1] > n2c->ptr[fn_[a]], HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' has node %d that belongs "
+                     "to no %dD element, so %s would be lost there; use the meshed domain's "
+                     "boundary",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn_[a], d, what);
+        }
+        int nq;
+        double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
+        hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
+        for (int q = 0; q < nq; q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3], x[3] = {0, 0, 0};
+            hk_el_shape((hk_eltype)t, qp[q], N, dN);
+            facet_normal(m, fr, fn_, dN, nrm);
+            double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+            HK_CHECK(dA > 0, HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
+                     "area); check the mesh",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
+            for (int i = 0; i < 3; i++)
+                nrm[i] /= dA;
+            for (int a = 0; a < fr->nnodes; a++)
+                for (int i = 0; i < 3; i++)
+                    x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
+            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * dA, nrm);
+        }
+    }
+    return 0;
+}
+
+/* ---- remote force, distributing coupling --------------------------------------------------
+ * The traction t(x) = F / A + w x (x - x_c) over the boundary (area A, centroid x_c), integrated
+ * consistently. Its resultant is F (the linear part integrates to zero about the centroid) and
+ * its moment about x_c is J w with J = int (|r|^2 I - r r^T) dA, r = x - x_c; w solves
+ * J w = M + (x_ref - x_c) x F, so the moment about the reference point is M. Area, centroid, J
+ * and the nodal forces use one quadrature, so both resultants hold to rounding (isoparametric
+ * facets: x = sum N_a x_a at every point). */
+typedef struct remote_ctx {
+    int pass, d;
+    double A, c[3], J[3][3], F[3], w[3];
+    double *f;
+} remote_ctx;
+
+static void remote_point(void *vctx, const int32_t *fn, int nf, const double *N, const double x[3],
+                         double w, const double nrm[3])
+{
+    remote_ctx *r = vctx;
+    (void)nrm;
+    if (r->pass == 0) {
+        r->A += w;
+        for (int i = 0; i < 3; i++)
+            r->c[i] += w * x[i];
+        return;
+    }
+    double rv[3] = {x[0] - r->c[0], x[1] - r->c[1], x[2] - r->c[2]};
+    if (r->pass == 1) {
+        double rr = rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                r->J[i][j] += w * ((i == j ? rr : 0) - rv[i] * rv[j]);
+        return;
+    }
+    double t[3] = {r->F[0] / r->A + r->w[1] * rv[2] - r->w[2] * rv[1],
+                   r->F[1] / r->A + r->w[2] * rv[0] - r->w[0] * rv[2],
+                   r->F[2] / r->A + r->w[0] * rv[1] - r->w[1] * rv[0]};
+    for (int a = 0; a < nf; a++)
+        for (int i = 0; i < r->d; i++)
+            r->f[(size_t)fn[a] * r->d + i] += w * N[a] * t[i];
+}
+
+static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double *f)
+{
+    const int d = p->mesh->dim;
+    const char *bn = hk_asm_boundary_name(p->mesh, ld->boundary);
+    remote_ctx r = {.d = d, .f = f};
+    for (int i = 0; i < d; i++)
+        r.F[i] = ld->value[i];
+    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", remote_point, &r));
+    HK_CHECK(r.A > 0 && isfinite(r.A), HK_ERR_MODEL,
+             "boundary '%s' has zero area, so a remote force cannot be spread over it; check the "
+             "mesh",
+             bn);
+    for (int i = 0; i < 3; i++)
+        r.c[i] /= r.A;
+    r.pass = 1;
+    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", remote_point, &r));
+    /* the moment to carry about the centroid: M + (x_ref - x_c) x F (2D: its z part) */
+    double e[3] = {ld->point[0] - r.c[0], ld->point[1] - r.c[1], ld->point[2] - r.c[2]};
+    double Mc[3] = {ld->moment[0] + e[1] * r.F[2] - e[2] * r.F[1],
+                    ld->moment[1] + e[2] * r.F[0] - e[0] * r.F[2],
+                    ld->moment[2] + e[0] * r.F[1] - e[1] * r.F[0]};
+    if (d == 2) {
+        HK_CHECK(r.J[2][2] > 0, HK_ERR_MODEL,
+                 "boundary '%s' has no extent about its centroid, so the remote force's moment "
+                 "cannot be spread over it; couple a longer boundary",
+                 bn);
+        r.w[2] = Mc[2] / r.J[2][2];
+    } else {
+        /* J is symmetric positive definite unless the boundary lies on one line */
+        const double(*J)[3] = (const double(*)[3])r.J;
+        double C[3][3] = {
+            {J[1][1] * J[2][2] - J[1][2] * J[2][1], J[0][2] * J[2][1] - J[0][1] * J[2][2],
+             J[0][1] * J[1][2] - J[0][2] * J[1][1]},
+            {J[1][2] * J[2][0] - J[1][0] * J[2][2], J[0][0] * J[2][2] - J[0][2] * J[2][0],
+             J[0][2] * J[1][0] - J[0][0] * J[1][2]},
+            {J[1][0] * J[2][1] - J[1][1] * J[2][0], J[0][1] * J[2][0] - J[0][0] * J[2][1],
+             J[0][0] * J[1][1] - J[0][1] * J[1][0]}};
+        double det = J[0][0] * C[0][0] + J[0][1] * C[1][0] + J[0][2] * C[2][0];
+        double tr = J[0][0] + J[1][1] + J[2][2];
+        HK_CHECK(tr > 0 && det > 1e-12 * tr * tr * tr, HK_ERR_MODEL,
+                 "boundary '%s' lies on one line, so a remote force cannot carry a moment about "
+                 "it; couple a surface",
+                 bn);
+        for (int i = 0; i < 3; i++)
+            r.w[i] = (C[i][0] * Mc[0] + C[i][1] * Mc[1] + C[i][2] * Mc[2]) / det;
+    }
+    r.pass = 2;
+    return hk_facet_points(p, n2c, ld->boundary, "a remote force", remote_point, &r);
+}
+
 int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
 {
     const hk_mesh *m = p->mesh;
@@ -224,7 +372,7 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
     HK_CHECK(p->nloads == 0 || p->loads, HK_ERR_ARG, "hk_assemble: nloads > 0 but loads is NULL");
     for (int l = 0; l < p->nloads; l++) {
         const hk_load *ld = &p->loads[l];
-        HK_CHECK(ld->kind >= HK_LOAD_TRACTION && ld->kind <= HK_LOAD_TEMPERATURE, HK_ERR_ARG,
+        HK_CHECK(ld->kind >= HK_LOAD_TRACTION && ld->kind <= HK_LOAD_REMOTE, HK_ERR_ARG,
                  "load %d has an unknown kind %d", l, (int)ld->kind);
         if (ld->kind == HK_LOAD_TEMPERATURE) { /* a volume load: assemble.c integrates it */
             HK_CHECK(ld->boundary >= -1 && ld->boundary < m->nregions, HK_ERR_MODEL,
@@ -246,6 +394,20 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
                      kind_names[ld->kind], bn);
         if (ld->kind == HK_LOAD_TRACTION || ld->kind == HK_LOAD_PRESSURE) {
             HK_CALL(facet_load(p, ld, n2c, 1, f, NULL));
+            continue;
+        }
+        if (ld->kind == HK_LOAD_REMOTE) {
+            for (int i = 0; i < 3; i++)
+                HK_CHECK(isfinite(ld->moment[i]) && isfinite(ld->point[i]), HK_ERR_MODEL,
+                         "the remote force on boundary '%s' has a non-finite moment or point; "
+                         "give finite numbers",
+                         bn);
+            HK_CHECK(ld->coupling == HK_COUPLING_DISTRIBUTING || ld->coupling == HK_COUPLING_RIGID,
+                     HK_ERR_ARG, "the remote force on boundary '%s' has an unknown coupling %d", bn,
+                     ld->coupling);
+            /* rigid: the force and moment act on the reference point's dofs (coupling.c) */
+            if (ld->coupling == HK_COUPLING_DISTRIBUTING)
+                HK_CALL(remote_distributing(p, ld, n2c, f));
             continue;
         }
         const hk_group *g = &m->boundaries[ld->boundary];

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elements.h" /* assembly/: reference elements (shape functions, Gauss rules) */
+#include "assembly_impl.h" /* assembly/: spring forces */
+#include "elements.h"      /* assembly/: reference elements (shape functions, Gauss rules) */
 #include "pp_impl.h"
 
 /* Tensor strain eps (xx yy zz xy yz xz) from the displacement gradient G (3x3, zeros out of
@@ -334,6 +335,7 @@ void hk_fields_free(hk_fields *f)
     free(f->cell_von_mises);
     free(f->reaction);
     free(f->support_reaction);
+    free(f->support_moment);
     memset(f, 0, sizeof *f);
 }
 
@@ -348,7 +350,9 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
     const hk_mesh *m = p->mesh;
     HK_CHECK(m->dim == 2 || m->dim == 3, HK_ERR_ARG, "hk_postproc: mesh dimension %d is not 2 or 3",
              m->dim);
-    HK_CHECK(s->dim == m->dim && s->ndof == m->dim * m->nnodes, HK_ERR_ARG,
+    HK_CHECK(s->dim == m->dim && s->ndof == m->dim * (m->nnodes + 2 * (int64_t)s->nrigid) &&
+                 (!s->nrigid || (s->rigid_of && s->rigid_point)),
+             HK_ERR_ARG,
              "hk_postproc: the system has %lld dofs of block size %d but the mesh has %lld nodes "
              "in %dD; pass the system assembled for this mesh",
              (long long)s->ndof, s->dim, (long long)m->nnodes, m->dim);
@@ -424,6 +428,8 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     hk_law *laws = NULL;
     double *dTr = NULL;
     node_dN *ndN = NULL;
+    double *ud = NULL, *ys = NULL, *yk = NULL;
+    int32_t *gnodes = NULL;
 
     out->nnodes = nn, out->ncells = ne;
     out->axisymmetric = p->analysis == HK_AXISYMMETRIC;
@@ -440,6 +446,8 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     out->nsupports = p->nsupports;
     HK_TRY(hk_calloc((size_t)(p->nsupports > 0 ? p->nsupports : 1), sizeof(double[3]),
                      &out->support_reaction));
+    HK_TRY(hk_calloc((size_t)(p->nsupports > 0 ? p->nsupports : 1), sizeof(double[3]),
+                     &out->support_moment));
 
     /* displacements, 3 per node; prescribed dofs take the system's prescribed values */
     for (int64_t i = 0; i < nn; i++)
@@ -447,6 +455,23 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
             int64_t d = i * dim + c;
             out->u[3 * i + c] = s->fixed[d] && s->u_fixed ? s->u_fixed[d] : u[d];
         }
+    /* nodes of a rigid coupling: u = u_ref + theta x (x - x_ref) */
+    for (int64_t i = 0; i < nn && s->nrigid; i++) {
+        const int k = s->rigid_of[i];
+        if (k < 0) continue;
+        const double *t = u + (nn + 2 * k) * dim, *th = t + dim, *x0 = s->rigid_point[k];
+        const double r[3] = {m->coords[3 * i] - x0[0], m->coords[3 * i + 1] - x0[1],
+                             m->coords[3 * i + 2] - x0[2]};
+        double *ui = out->u + 3 * i;
+        if (dim == 2) {
+            ui[0] = t[0] - th[0] * r[1];
+            ui[1] = t[1] + th[0] * r[0];
+        } else {
+            ui[0] = t[0] + th[1] * r[2] - th[2] * r[1];
+            ui[1] = t[1] + th[2] * r[0] - th[0] * r[2];
+            ui[2] = t[2] + th[0] * r[1] - th[1] * r[0];
+        }
+    }
 
     int nmat = m->nregions > 0 ? m->nregions : 1;
     HK_TRY(hk_calloc((size_t)nmat, sizeof *laws, &laws));
@@ -513,23 +538,63 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     }
     out->max_u = max_u, out->max_von_mises = max_vm;
 
-    /* reactions r = f_int - f_ext at the prescribed dofs */
+    /* reactions r = f_int - f_ext at the prescribed dofs, the springs' forces -K_s u where
+     * they act (a held dof's own reaction is f_int + K_s u - f_ext, the springs take the
+     * rest) */
+    HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ud));
+    HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ys));
+    HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &yk));
+    for (int64_t i = 0; i < nn; i++)
+        for (int c = 0; c < dim; c++)
+            ud[i * dim + c] = out->u[3 * i + c];
+    HK_TRY(hk_springs_apply(p, -1, ud, ys));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
         for (int c = 0; c < dim; c++) {
             int64_t d = i * dim + c;
-            if (s->fixed[d]) out->reaction[3 * i + c] = fint[3 * i + c] - s->f_ext[d];
+            out->reaction[3 * i + c] = s->fixed[d] ? fint[3 * i + c] - s->f_ext[d] : -ys[d];
         }
     for (int k = 0; k < p->nsupports; k++) {
         const hk_support *sp = &p->supports[k];
         const hk_group *g = &m->boundaries[sp->boundary];
-        for (int64_t j = 0; j < g->nnodes; j++)
+        const double *x0 = sp->moment_point;
+        const int spring = sp->kind == HK_SUPPORT_SPRING;
+        if (spring) {
+            memset(yk, 0, sizeof(double) * (size_t)(dim * nn));
+            HK_TRY(hk_springs_apply(p, k, ud, yk));
+        }
+        /* every node of the group once (a node list, or the unique nodes of its facets) */
+        int64_t gn;
+        HK_TRY(hk_group_nodes(m, sp->boundary, &gn, &gnodes));
+        for (int64_t j = 0; j < gn; j++) {
+            const int64_t i = gnodes[j];
+            double rf[3] = {0, 0, 0};
+            for (int c = 0; c < dim; c++) {
+                const int64_t d = i * dim + c;
+                if (spring)
+                    rf[c] = -yk[d];
+                else if (sp->mask & (1u << c))
+                    rf[c] = s->fixed[d] ? fint[3 * i + c] + ys[d] - s->f_ext[d] : 0;
+            }
+            const double *x = m->coords + 3 * i;
+            const double r[3] = {x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]};
+            double *R = out->support_reaction[k], *M = out->support_moment[k];
             for (int c = 0; c < dim; c++)
-                if (sp->mask & (1u << c))
-                    out->support_reaction[k][c] += out->reaction[3 * (int64_t)g->nodes[j] + c];
+                R[c] += rf[c];
+            M[0] += r[1] * rf[2] - r[2] * rf[1];
+            M[1] += r[2] * rf[0] - r[0] * rf[2];
+            M[2] += r[0] * rf[1] - r[1] * rf[0];
+        }
+        free(gnodes);
+        gnodes = NULL;
+        (void)g;
     }
 
 fail:
+    free(ud);
+    free(ys);
+    free(yk);
+    free(gnodes);
     free(fint);
     free(count);
     free(buf);

@@ -498,7 +498,8 @@ static void bar_case(int t, hk_analysis an)
         for (int a = 1; a < dim; a++)
             u[dim * i + a] = lat * m.coords[3 * i + a];
     }
-    hk_support sup[2] = {{0, 1u, {0, 0, 0}}, {1, 1u, {eps * L[0], 0, 0}}};
+    hk_support sup[2] = {{.boundary = 0, .mask = 1u},
+                         {.boundary = 1, .mask = 1u, .value = {eps * L[0], 0, 0}}};
     for (int k = 0; k < 2; k++) {
         const hk_group *g = &m.boundaries[sup[k].boundary];
         for (int64_t j = 0; j < g->nnodes; j++) {
@@ -1062,11 +1063,12 @@ static void chain_traction_case(int t, hk_analysis an)
     hk_support sup[3];
     for (int d = 0; d < dim; d++) {
         const char *name = dim == 2 ? bn[d][0] : bn3[d][0];
-        sup[d] = (hk_support){hk_mesh_find_boundary(&m, name), 1u << d, {0, 0, 0}};
+        sup[d] = (hk_support){.boundary = hk_mesh_find_boundary(&m, name), .mask = 1u << d};
         CU_ASSERT_FATAL(sup[d].boundary >= 0);
     }
-    hk_load ld = {
-        HK_LOAD_TRACTION, hk_mesh_find_boundary(&m, dim == 2 ? "right" : "xmax"), {pr, 0, 0}};
+    hk_load ld = {.kind = HK_LOAD_TRACTION,
+                  .boundary = hk_mesh_find_boundary(&m, dim == 2 ? "right" : "xmax"),
+                  .value = {pr, 0, 0}};
     CU_ASSERT_FATAL(ld.boundary >= 0);
     hk_material mat = {.name = "mat", .E = E, .nu = nu, .rho = 0};
     hk_problem p = {.mesh = &m,
@@ -1134,7 +1136,8 @@ static void test_chain_gravity(void)
         memset(&m, 0, sizeof m);
         HK_ASSERT_OK(dim == 2 ? hk_mesh_rectangle(L[0], L[1], 4, 2, t, &m)
                               : hk_mesh_box(L[0], L[1], L[2], 4, 2, 2, t, &m));
-        hk_support sup = {hk_mesh_find_boundary(&m, dim == 2 ? "left" : "xmin"), 7u, {0, 0, 0}};
+        hk_support sup = {.boundary = hk_mesh_find_boundary(&m, dim == 2 ? "left" : "xmin"),
+                          .mask = 7u};
         CU_ASSERT_FATAL(sup.boundary >= 0);
         hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3, .rho = rho};
         hk_problem p = {.mesh = &m,

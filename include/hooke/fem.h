@@ -229,9 +229,17 @@ typedef enum {
     HK_LOAD_FORCE,        /* total force vector spread over the group's nodes equally */
     HK_LOAD_NODAL,        /* force vector applied at every node of the group */
     HK_LOAD_FORCE_SPLIT,  /* total force vector shared equally by the group's nodes */
-    HK_LOAD_TEMPERATURE   /* uniform temperature change value[0] of region `boundary` (a
+    HK_LOAD_TEMPERATURE,  /* uniform temperature change value[0] of region `boundary` (a
                            * region index; -1: every region) */
+    HK_LOAD_REMOTE        /* force value[] and moment[] at point[], carried to a boundary by a
+                           * coupling (HK_COUPLING_*) */
 } hk_load_kind;
+
+/* How a remote load reaches its boundary: distributing (RBE3-like: the consistent nodal forces
+ * of the linear traction F/A + w x (x - x_c) with the load's resultant force and moment) or
+ * rigid (RBE2-like: the boundary moves as a rigid body with the reference point, whose 6 (2D:
+ * 3) dofs are extra unknowns of K; the boundary's dofs are eliminated). */
+enum { HK_COUPLING_DISTRIBUTING = 0, HK_COUPLING_RIGID };
 
 /* HK_LOAD_FORCE on a boundary of facets (curves in 2D, surfaces in 3D) is the uniform
  * traction value / (area of the boundary) integrated consistently; on a lower-dimensional
@@ -240,12 +248,26 @@ typedef struct hk_load {
     hk_load_kind kind;
     int boundary;    /* index into mesh->boundaries (temperature: into mesh->regions) */
     double value[3]; /* vector (traction, force) or value[0] = pressure, temperature change */
+    /* HK_LOAD_REMOTE: the moment (2D: moment[2], about z), the reference point, the coupling */
+    double moment[3], point[3];
+    int coupling;
 } hk_load;
+
+typedef enum {
+    HK_SUPPORT_FIXED = 0, /* prescribed displacement components (mask, value) */
+    HK_SUPPORT_SPRING     /* elastic support: k_normal, k_tangential, k_node */
+} hk_support_kind;
 
 typedef struct hk_support {
     int boundary;     /* index into mesh->boundaries */
     unsigned mask;    /* bit c set: component c is prescribed */
     double value[3];  /* prescribed displacement per component */
+    hk_support_kind kind;
+    /* HK_SUPPORT_SPRING: stiffness per area (N/m^3) along the facets' normal and in their
+     * plane, traction = -k u integrated consistently over the facets (a boundary of facets);
+     * and per node (N/m) along global x, y, z at every node of the group */
+    double k_normal, k_tangential, k_node[3];
+    double moment_point[3]; /* the reaction moment is taken about this point */
 } hk_support;
 
 typedef struct hk_problem {
@@ -280,6 +302,15 @@ typedef struct hk_system {
     uint8_t *fixed;      /* ndof: 1 where prescribed */
     double *u_fixed;     /* ndof: prescribed values (0 elsewhere) */
     int64_t nfixed;
+    /* Rigid couplings (remote loads with HK_COUPLING_RIGID): ndof = dim * (nnodes + 2 nrigid);
+     * coupling k's reference point has block rows nnodes + 2k (translations) and nnodes + 2k + 1
+     * (rotations; 2D: theta_z and an unused dof). The coupled nodes' dofs are eliminated
+     * (K <- T^T K T, their rows keep only the diagonal and solve to 0); hk_postproc recovers
+     * them as u = u_ref + theta x (x - x_ref). */
+    int64_t nnodes;
+    int nrigid;
+    double (*rigid_point)[3];
+    int32_t *rigid_of; /* nnodes: the coupling of a coupled node, -1 elsewhere; NULL: none */
 } hk_system;
 
 void hk_system_free(hk_system *s);
@@ -303,9 +334,11 @@ typedef struct hk_fields {
     double *principal;     /* 3 * nnodes, descending */
     double *cell_stress;   /* 6 * ncells element averages */
     double *cell_von_mises;/* ncells */
-    double *reaction;      /* 3 * nnodes nodal reactions (nonzero at supported nodes) */
+    double *reaction;      /* 3 * nnodes nodal reactions (nonzero at supported nodes; spring
+                            * supports: the springs' forces on the body) */
     int nsupports;
     double (*support_reaction)[3]; /* sum of reactions per support (same order) */
+    double (*support_moment)[3];   /* their moment about the support's moment_point (2D: [2]) */
     double max_u, max_von_mises;
     int axisymmetric; /* tensors are rr zz tt rz zt rt (x = r, y = z, z = theta), reactions
                        * per radian */
