@@ -27,12 +27,11 @@
 #include "ksp_impl.h"
 #include "pc/pc_impl.h"
 
-#define SCG_MAX_S 8
+#define SCG_MAX_S HK_SCG_MAX_S
 #define SCG_WARMUP 10  /* CG steps at the start of a solve, for the spectrum estimate */
 #define SCG_RETRIES 10 /* restarts from the true residual before believing a breakdown */
 #define SCG_EPS 2.220446049250313e-16
 
-enum { BASIS_MONOMIAL = 0, BASIS_NEWTON, BASIS_CHEBYSHEV };
 static const char *const basis_names[] = {"monomial", "newton", "chebyshev", NULL};
 
 typedef struct scg_state {
@@ -56,7 +55,7 @@ int hk_scg_options(hk_ksp *k, hk_options *o)
     HK_CALL(hk_calloc(1, sizeof *st, &st));
     k->sstep = st;
     st->s = 4;
-    st->basis = BASIS_CHEBYSHEV;
+    st->basis = HK_BASIS_CHEBYSHEV;
     int block = 0;
     HK_CALL(hk_options_get_int(o, "ksp.s", &st->s));
     HK_CALL(hk_options_get_choice(o, "ksp.basis", basis_names, &st->basis));
@@ -93,13 +92,12 @@ void hk_scg_describe(const hk_ksp *k, char *buf, size_t n)
         return;
     }
     if (st->plan) {
-        const double extra = (double)st->info.work / ((double)st->info.k * st->info.block *
-                                                      (double)st->info.nparts);
+        const double extra = (double)st->info.work / ((double)st->info.k * k->K->nbrows);
         snprintf(buf, n,
                  "scg (s=%d, %s basis; matrix powers: %lld partitions of %lld block rows, %d "
-                 "levels a pass, %.2fx the rows of k SpMVs%s)",
+                 "level%s a pass, %.2fx the rows of k SpMVs%s)",
                  st->s, basis_names[st->basis], (long long)st->info.nparts,
-                 (long long)st->info.block, st->kk, extra,
+                 (long long)st->info.block, st->kk, st->kk > 1 ? "s" : "", extra,
                  st->info.on_chip ? ", on chip" : "");
     } else {
         snprintf(buf, n, "scg (s=%d, %s basis; one SpMV per basis vector: %s)", st->s,
@@ -245,17 +243,16 @@ fail:
 
 /* ---- the basis ------------------------------------------------------------------------- */
 
-/* Coefficients (a_j, b_j, c_j) of the s levels for spectrum bounds [lo, hi]. */
-static void basis_coef(int basis, int s, double lo, double hi, double *coef)
+void hk_scg_basis_coef(int basis, int s, double lo, double hi, double *coef)
 {
-    if (basis == BASIS_MONOMIAL || !(hi > lo)) {
+    if (basis == HK_BASIS_MONOMIAL || !(hi > lo)) {
         for (int j = 0; j < s; j++) {
             coef[3 * j] = 1.0 / hi;
             coef[3 * j + 1] = coef[3 * j + 2] = 0.0;
         }
         return;
     }
-    if (basis == BASIS_NEWTON) {
+    if (basis == HK_BASIS_NEWTON) {
         /* shifts: Chebyshev points of [lo, hi] in Leja order (largest first, then each the
          * farthest, in product of distances, from those chosen); scale: the capacity */
         double pts[SCG_MAX_S], sh[SCG_MAX_S];
@@ -454,7 +451,7 @@ restart:
     for (int nw = 0; !(hi > 0); nw++) {
         if (nw == SCG_WARMUP) {
             HK_TRY(ritz_bounds(nw, alpha, beta, &lo, &hi));
-            basis_coef(st->basis, s, lo, hi, coef);
+            hk_scg_basis_coef(st->basis, s, lo, hi, coef);
             break;
         }
         double pap, g[2];
