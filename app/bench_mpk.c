@@ -221,15 +221,17 @@ int hk_bench_mpk(int argc, char **argv)
             goto done;
         }
     if (!no_solve) {
-        static const char *methods[] = {"method=cg", "method=scg ksp.s=2", "method=scg ksp.s=4",
-                                        "method=scg ksp.s=8", "method=scg ksp.s=4 mpk.block=-1",
+        static const char *methods[] = {"method=cg",
+                                        "method=scg ksp.s=2",
+                                        "method=scg ksp.s=4",
+                                        "method=scg ksp.s=8",
+                                        "method=scg ksp.s=4 mpk.block=-1",
                                         NULL};
         printf("\n| system | method (pc=jacobi) | iterations | time to 1e-8 ms | ms/iteration | "
                "true residual | reason |\n|---|---|---:|---:|---:|---:|---|\n");
         for (int m = 0; m < 2; m++)
             for (int i = 0; methods[i]; i++)
-                if (solve_one(hk_backend_name(be), &K[m], name[m], methods[i],
-                              &srows[nsrows]) == 0)
+                if (solve_one(hk_backend_name(be), &K[m], name[m], methods[i], &srows[nsrows]) == 0)
                     nsrows++;
                 else {
                     printf("| %s | %s | – | – | – | – | %s |\n", name[m], methods[i],

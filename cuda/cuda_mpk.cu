@@ -50,7 +50,10 @@ struct cu_tmp {
         bytes = b;
         return 0;
     }
-    ~cu_tmp() { cudaFree(p); }
+    ~cu_tmp()
+    {
+        cudaFree(p);
+    }
 };
 
 static int excl_scan(cu_tmp &t, const int64_t *in, int64_t *out, int64_t n)
@@ -134,8 +137,8 @@ __global__ void mpk_count(int64_t n, const uint64_t *keys, int k2, int l, unsign
 // ext_row, the entry count and the (partition, row) key with the local place of every entry of
 // level l
 __global__ void mpk_scatter(int64_t n, const uint64_t *keys, int k, int l, const int64_t *lvl,
-                            const int64_t *rowptr, int32_t *ext_row, int64_t *len,
-                            uint64_t *mkey, int32_t *mval)
+                            const int64_t *rowptr, int32_t *ext_row, int64_t *len, uint64_t *mkey,
+                            int32_t *mval)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -206,13 +209,13 @@ static int bits_of(uint64_t v)
         x = NULL;                                                                                  \
     } while (0)
 
-extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work,
-                              void **plan, hk_mpk_info *info)
+extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
+                              hk_mpk_info *info)
 {
     *plan = NULL;
     memset(info, 0, sizeof *info);
-    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols,
-             HK_ERR_ARG, "matrix powers: the matrix must be square with square blocks of 1..6");
+    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
+             "matrix powers: the matrix must be square with square blocks of 1..6");
     HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
              "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
     HK_CHECK(block >= 1, HK_ERR_OPTION,
@@ -233,7 +236,7 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
     cu_mpk *P = NULL;
     uint64_t *L[HK_MPK_MAXK + 1] = {0}, *cand = NULL, *uniq = NULL, *mkey = NULL, *skey = NULL;
     int64_t nl[HK_MPK_MAXK + 1] = {0}, *deg = NULL, *off = NULL, *dcount = NULL, *len = NULL,
-            *sizes = NULL, *dmax = NULL;
+                             *sizes = NULL, *dmax = NULL;
     char *flag = NULL;
     int32_t *mval = NULL, *sval = NULL;
     unsigned long long *cnt = NULL;
@@ -265,12 +268,17 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
         }
         HK_TRY(hk_cu_malloc((void **)&deg, sizeof(int64_t) * (nf + 1)));
         HK_TRY(hk_cu_malloc((void **)&off, sizeof(int64_t) * (nf + 1)));
-        mpk_degree<<<hk_cu_grid(nf), HK_CU_BLOCK, 0, hk_cu.stream>>>(nf, L[l - 1], K->rowptr,
-                                                                      deg);
+        mpk_degree<<<hk_cu_grid(nf), HK_CU_BLOCK, 0, hk_cu.stream>>>(nf, L[l - 1], K->rowptr, deg);
         HK_CU_TRY(cudaMemsetAsync(deg + nf, 0, sizeof(int64_t), hk_cu.stream));
         HK_TRY(excl_scan(tmp, deg, off, nf + 1));
         int64_t nc = 0;
         HK_TRY(read_count(off + nf, &nc));
+        if (nc == 0) { // rows without entries: nothing further
+            MPK_FREE(deg);
+            MPK_FREE(off);
+            HK_TRY(hk_cu_malloc((void **)&L[l], sizeof(uint64_t)));
+            continue;
+        }
         HK_TRY_CHECK(nc < (1LL << 31), HK_ERR_UNSUPPORTED,
                      "matrix powers: %lld ghost candidates at level %d are too many; use a "
                      "smaller mpk.k or mpk.block",
@@ -278,8 +286,8 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
         HK_TRY(hk_cu_malloc((void **)&cand, sizeof(uint64_t) * (nc > 0 ? 2 * nc : 2)));
         uint64_t *sorted = cand + nc;
         if (nc)
-            mpk_expand<<<hk_cu_grid(nf), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-                nf, L[l - 1], K->rowptr, K->colind, off, cand);
+            mpk_expand<<<hk_cu_grid(nf), HK_CU_BLOCK, 0, hk_cu.stream>>>(nf, L[l - 1], K->rowptr,
+                                                                         K->colind, off, cand);
         HK_CU_TRY(cudaGetLastError());
         MPK_FREE(deg);
         MPK_FREE(off);
@@ -292,22 +300,21 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
         HK_TRY(hk_cu_malloc((void **)&uniq, sizeof(uint64_t) * (nc > 0 ? nc : 1)));
         HK_CU_TRY(cub::DeviceSelect::Unique(NULL, b, sorted, uniq, dcount, (int)nc, hk_cu.stream));
         HK_TRY(tmp.need(b));
-        HK_CU_TRY(
-            cub::DeviceSelect::Unique(tmp.p, b, sorted, uniq, dcount, (int)nc, hk_cu.stream));
+        HK_CU_TRY(cub::DeviceSelect::Unique(tmp.p, b, sorted, uniq, dcount, (int)nc, hk_cu.stream));
         int64_t nu = 0;
         HK_TRY(read_count(dcount, &nu));
         HK_TRY(hk_cu_malloc((void **)&flag, nu > 0 ? nu : 1));
         if (nu)
-            mpk_new<<<hk_cu_grid(nu), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-                nu, uniq, L[l - 1], nl[l - 1], l >= 2 ? L[l - 2] : L[l - 1], l >= 2 ? nl[l - 2] : 0,
-                flag);
+            mpk_new<<<hk_cu_grid(nu), HK_CU_BLOCK, 0, hk_cu.stream>>>(nu, uniq, L[l - 1], nl[l - 1],
+                                                                      l >= 2 ? L[l - 2] : L[l - 1],
+                                                                      l >= 2 ? nl[l - 2] : 0, flag);
         HK_CU_TRY(cudaGetLastError());
         HK_TRY(hk_cu_malloc((void **)&L[l], sizeof(uint64_t) * (nu > 0 ? nu : 1)));
-        HK_CU_TRY(cub::DeviceSelect::Flagged(NULL, b, uniq, flag, L[l], dcount, (int)nu,
-                                             hk_cu.stream));
+        HK_CU_TRY(
+            cub::DeviceSelect::Flagged(NULL, b, uniq, flag, L[l], dcount, (int)nu, hk_cu.stream));
         HK_TRY(tmp.need(b));
-        HK_CU_TRY(cub::DeviceSelect::Flagged(tmp.p, b, uniq, flag, L[l], dcount, (int)nu,
-                                             hk_cu.stream));
+        HK_CU_TRY(
+            cub::DeviceSelect::Flagged(tmp.p, b, uniq, flag, L[l], dcount, (int)nu, hk_cu.stream));
         HK_TRY(read_count(dcount, &nl[l]));
         MPK_FREE(cand);
         MPK_FREE(uniq);
@@ -379,8 +386,7 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
             HK_TRY(read_count(dmax, &P->max_ext));
         }
         info->max_ext = P->max_ext;
-        info->on_chip =
-            (double)P->max_ext * P->bs * 5 * sizeof(double) <= (double)P->smem_optin;
+        info->on_chip = (double)P->max_ext * P->bs * 5 * sizeof(double) <= (double)P->smem_optin;
     }
     *plan = P;
     P = NULL;
@@ -508,8 +514,7 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
     }
 }
 
-template <int BS>
-static int mpk_launch(const cu_mpk *P, const mpk_args &a, bool sh, size_t smem)
+template <int BS> static int mpk_launch(const cu_mpk *P, const mpk_args &a, bool sh, size_t smem)
 {
     if (sh) {
         auto kern = mpk_apply_kernel<BS, true>;
@@ -562,8 +567,7 @@ extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_
     const size_t smem = (size_t)P->max_ext * P->bs * (d ? 5 : 3) * sizeof(double);
     const bool sh = smem <= (size_t)P->smem_optin;
     if (!sh && !P->scratch)
-        HK_CALL(hk_cu_malloc((void **)&P->scratch,
-                             (size_t)P->next * P->bs * 5 * sizeof(double)));
+        HK_CALL(hk_cu_malloc((void **)&P->scratch, (size_t)P->next * P->bs * 5 * sizeof(double)));
     a.scratch = P->scratch;
     switch (P->bs) {
     case 1:
@@ -595,8 +599,8 @@ struct gram_args {
 
 // Stage 1: tiles of GRAM_TILE rows of every vector in shared memory, each thread owns pairs
 // q = threadIdx.x + j*blockDim.x and sums its rows in order; one partial per pair and block.
-__global__ void __launch_bounds__(HK_CU_BLOCK) gram_kernel(int64_t n, const gram_args g,
-                                                           double *part)
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    gram_kernel(int64_t n, const gram_args g, double *part)
 {
     __shared__ double tile[2 * HK_GRAM_MAX][GRAM_TILE + 1]; // +1: no bank conflicts
     __shared__ unsigned char sa[GRAM_MAXP], sb[GRAM_MAXP];

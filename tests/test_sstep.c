@@ -63,7 +63,7 @@ static double *download(const hk_vec *v)
 /* The test matrices of the matrix-powers cases. */
 enum { NMPK = 5 };
 static const char *mpk_name[NMPK] = {"elasticity2d 6x5", "elasticity3d 3x3x2", "poisson 9",
-                                      "random bs 4 with empty rows", "tridiag 40"};
+                                     "random bs 4 with empty rows", "tridiag 40"};
 static void mpk_matrix(int i, hk_bcsr *K)
 {
     int err = 0;
@@ -80,8 +80,8 @@ static void mpk_matrix(int i, hk_bcsr *K)
  * same recurrence by SpMVs and vector ops; the results go to Wout/Uout (kk+1 host arrays of
  * n, caller-freed) when not NULL. */
 static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, int k, int kk,
-                       const double *coef, int with_d, int with_prev, double **Wout,
-                       double **Uout, hk_mpk_info *info)
+                       const double *coef, int with_d, int with_prev, double **Wout, double **Uout,
+                       hk_mpk_info *info)
 {
     const int64_t n = K->nbrows * K->bs;
     hk_bmat B = {0};
@@ -111,8 +111,8 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, in
         const hk_vec *prev = j ? Wr[j - 1] : wp;
         HK_ASSERT_OK(hk_mat_spmv(A, d ? Ur[j] : Wr[j], Wr[j + 1]));
         if (prev)
-            HK_ASSERT_OK(be->vec_axpbypcz(Wr[j + 1], coef[3 * j + 1], Wr[j], coef[3 * j + 2],
-                                          prev, coef[3 * j]));
+            HK_ASSERT_OK(be->vec_axpbypcz(Wr[j + 1], coef[3 * j + 1], Wr[j], coef[3 * j + 2], prev,
+                                          coef[3 * j]));
         else
             HK_ASSERT_OK(be->vec_axpby(Wr[j + 1], coef[3 * j + 1], Wr[j], coef[3 * j]));
         if (d) HK_ASSERT_OK(be->vec_pointwise_mult(Ur[j + 1], d, Wr[j + 1]));
@@ -122,16 +122,20 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, in
         double *a = download(W[j]), *r = download(Wr[j]);
         double e = hk_test_reldiff(a, r, (long)n);
         if (!(e <= worst)) worst = e;
-        if (Wout) Wout[j] = a;
-        else free(a);
+        if (Wout)
+            Wout[j] = a;
+        else
+            free(a);
         free(r);
         if (d) {
             a = download(U[j]);
             r = download(Ur[j]);
             e = hk_test_reldiff(a, r, (long)n);
             if (!(e <= worst)) worst = e;
-            if (Uout) Uout[j] = a;
-            else free(a);
+            if (Uout)
+                Uout[j] = a;
+            else
+                free(a);
             free(r);
         } else if (Uout) {
             Uout[j] = NULL;
@@ -190,8 +194,8 @@ static void mpk_sweep(const hk_backend *be)
                         fprintf(stderr,
                                 "\n  %s on %s: block %lld, k %d, %d levels, basis %d, d %d, "
                                 "prev %d: relative difference %.2e",
-                                mpk_name[mi], hk_backend_name(be), (long long)blocks[bi], k, kk,
-                                b, with_d, with_prev, e);
+                                mpk_name[mi], hk_backend_name(be), (long long)blocks[bi], k, kk, b,
+                                with_d, with_prev, e);
                     CU_ASSERT(e <= 1e-13);
                     cases++;
                 }
@@ -371,7 +375,7 @@ static void scg_vs_cg(const hk_backend *be)
     static const char *mats[3] = {"elasticity2d 8x8", "elasticity3d 4x4x4", "poisson 12"};
     for (int mi = 0; mi < 3; mi++) {
         hk_bcsr K;
-        int err = mi == 0 ? hk_gen_elasticity2d(8, 8, &K)
+        int err = mi == 0   ? hk_gen_elasticity2d(8, 8, &K)
                   : mi == 1 ? hk_gen_elasticity3d(4, 4, 4, &K)
                             : hk_gen_poisson2d(12, &K);
         CU_ASSERT_EQUAL_FATAL(err, 0);
@@ -386,7 +390,8 @@ static void scg_vs_cg(const hk_backend *be)
             for (int s = 1; s <= 4; s++)
                 for (int b = 0; b < 3; b++)
                     for (int h = 0; h < 3; h++) {
-                        snprintf(opts, sizeof opts, "method=scg ksp.s=%d ksp.basis=%s %s%s pc=%s "
+                        snprintf(opts, sizeof opts,
+                                 "method=scg ksp.s=%d ksp.basis=%s %s%s pc=%s "
                                  "tol=1e-10",
                                  s, bases[b], builds[h], h == 1 && s >= 2 ? " mpk.k=2" : "",
                                  pc ? "jacobi" : "none");
@@ -462,10 +467,15 @@ static void test_scg_pcs_and_replacement(void)
     HK_ASSERT_OK(hk_backend_get("cpu", &be));
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 5, &K));
-    static const char *opts[] = {
-        "pc=poly", "pc=fsai ksp.s=3", "pc=amg ksp.basis=newton", "pc=jacobi precision=mixed",
-        "pc=bjacobi ksp.basis=monomial ksp.s=2", "pc=jacobi replace_every=8",
-        "pc=none replace_every=-1", "pc=jacobi ksp.s=8 mpk.block=32 mpk.k=3", NULL};
+    static const char *opts[] = {"pc=poly",
+                                 "pc=fsai ksp.s=3",
+                                 "pc=amg ksp.basis=newton",
+                                 "pc=jacobi precision=mixed",
+                                 "pc=bjacobi ksp.basis=monomial ksp.s=2",
+                                 "pc=jacobi replace_every=8",
+                                 "pc=none replace_every=-1",
+                                 "pc=jacobi ksp.s=8 mpk.block=32 mpk.k=3",
+                                 NULL};
     for (int i = 0; opts[i]; i++) {
         char text[256];
         snprintf(text, sizeof text, "method=scg %s tol=1e-9", opts[i]);
@@ -475,8 +485,8 @@ static void test_scg_pcs_and_replacement(void)
         double err = 0;
         for (int64_t j = 0; j < K.nbrows * K.bs; j++)
             err = fmax(err, fabs(x[j] - 1.0));
-        const int ok = code == 0 && r.reason == HK_CONVERGED_RTOL && r.true_residual <= 1e-9 &&
-                       err <= 1e-5;
+        const int ok =
+            code == 0 && r.reason == HK_CONVERGED_RTOL && r.true_residual <= 1e-9 && err <= 1e-5;
         if (!ok)
             fprintf(stderr, "\n  %s: code %d (%s) reason '%s' it %d true res %.2e err %.2e", text,
                     code, code ? hk_error_message() : "", hk_reason_name(r.reason), r.iterations,

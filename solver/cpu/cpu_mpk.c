@@ -30,8 +30,8 @@ typedef struct cpu_mpk {
 
 /* The extended rows of partition p into *buf (grown as needed), level starts into lstart
  * (k + 2 values). mark is a per-thread array of nb stamps. */
-static int mpk_bfs(const hk_bmat *K, int64_t block, int k, int64_t p, int64_t *mark,
-                   int32_t **buf, int64_t *cap, int64_t *lstart)
+static int mpk_bfs(const hk_bmat *K, int64_t block, int k, int64_t p, int32_t *mark, int32_t **buf,
+                   int64_t *cap, int64_t *lstart)
 {
     const int64_t nb = K->nbrows, lo = p * block, hi = lo + block < nb ? lo + block : nb;
     int64_t len = 0;
@@ -43,7 +43,7 @@ static int mpk_bfs(const hk_bmat *K, int64_t block, int k, int64_t p, int64_t *m
     }
     for (int64_t r = lo; r < hi; r++) {
         (*buf)[len++] = (int32_t)r;
-        mark[r] = p;
+        mark[r] = (int32_t)p;
     }
     lstart[0] = 0;
     lstart[1] = len;
@@ -53,7 +53,7 @@ static int mpk_bfs(const hk_bmat *K, int64_t block, int k, int64_t p, int64_t *m
             for (int64_t t = K->rowptr[r]; t < K->rowptr[r + 1]; t++) {
                 const int32_t c = K->colind[t];
                 if (mark[c] == p) continue;
-                mark[c] = p;
+                mark[c] = (int32_t)p;
                 if (len == *cap) {
                     int32_t *b = realloc(*buf, (size_t)*cap * 2 * sizeof *b);
                     HK_CHECK(b, HK_ERR_MEMORY,
@@ -106,20 +106,23 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, voi
 {
     *plan = NULL;
     memset(info, 0, sizeof *info);
-    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols,
-             HK_ERR_ARG, "matrix powers: the matrix must be square with square blocks of 1..6");
+    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
+             "matrix powers: the matrix must be square with square blocks of 1..6");
     HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
              "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
     HK_CHECK(block >= 1, HK_ERR_OPTION,
              "matrix powers: a partition of %lld block rows; use at least 1 (option mpk.block)",
              (long long)block);
     const int64_t nb = K->nbrows;
+    HK_CHECK(nb < ((int64_t)1 << 31), HK_ERR_UNSUPPORTED,
+             "matrix powers: %lld block rows are too many for 32-bit indices", (long long)nb);
     if (block > nb) block = nb > 0 ? nb : 1;
     const int64_t nparts = nb > 0 ? (nb + block - 1) / block : 0;
     const int nt = omp_get_max_threads();
     int ierr = 0;
     cpu_mpk *P = NULL;
-    int64_t *marks = NULL, *cnt = NULL;
+    int32_t *marks = NULL;
+    int64_t *cnt = NULL;
     HK_TRY(hk_calloc(1, sizeof *P, &P));
     P->K = K;
     P->bs = K->br;
@@ -142,7 +145,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, voi
 #pragma omp parallel reduction(+ : work) reduction(| : failed)
         {
             const int t = omp_get_thread_num();
-            int64_t *mark = marks + (size_t)t * (size_t)nb;
+            int32_t *mark = marks + (size_t)t * (size_t)nb;
             for (int64_t i = 0; i < nb; i++)
                 mark[i] = -1;
             int32_t *buf = NULL;
@@ -187,7 +190,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, voi
 #pragma omp parallel reduction(| : failed)
     {
         const int t = omp_get_thread_num();
-        int64_t *mark = marks + (size_t)t * (size_t)nb;
+        int32_t *mark = marks + (size_t)t * (size_t)nb;
         for (int64_t i = 0; i < nb; i++)
             mark[i] = -1;
         int32_t *buf = NULL;
@@ -219,7 +222,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, voi
 #pragma omp parallel
     {
         const int t = omp_get_thread_num();
-        int64_t *mark = marks + (size_t)t * (size_t)nb;
+        int32_t *mark = marks + (size_t)t * (size_t)nb;
         for (int64_t i = 0; i < nb; i++)
             mark[i] = -1;
 #pragma omp for schedule(dynamic, 16)
@@ -227,7 +230,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, voi
             const int64_t e0 = P->ext_ptr[p];
             /* mark[g] = g's place in this partition's list, reset before the next one */
             for (int64_t e = e0; e < P->ext_ptr[p + 1]; e++)
-                mark[P->ext_row[e]] = e - e0;
+                mark[P->ext_row[e]] = (int32_t)(e - e0);
             for (int64_t e = e0; e < P->lvl[(size_t)p * (k + 2) + k]; e++) {
                 const int32_t g = P->ext_row[e];
                 int64_t o = P->ent_ptr[e];
@@ -415,8 +418,8 @@ int hk_cpu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double
     const int distinct = Y && Y != X;
     const double *v[2 * HK_GRAM_MAX];
     for (int i = 0; i < m; i++) {
-        HK_CHECK(X[i]->prec == HK_FP64 && X[i]->n == n && (!distinct || (Y[i]->prec == HK_FP64 &&
-                                                                         Y[i]->n == n)),
+        HK_CHECK(X[i]->prec == HK_FP64 && X[i]->n == n &&
+                     (!distinct || (Y[i]->prec == HK_FP64 && Y[i]->n == n)),
                  HK_ERR_ARG, "vec_gram: the vectors must be fp64 of one length");
         v[i] = X[i]->data;
         v[m + i] = distinct ? Y[i]->data : X[i]->data;

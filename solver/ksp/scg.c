@@ -41,7 +41,7 @@ typedef struct scg_state {
     void *plan;        /* the matrix-powers plan; NULL: one SpMV (and pc apply) per vector */
     int kk;            /* levels per pass of the plan */
     hk_mpk_info info;
-    hk_vec *d;         /* the Jacobi diagonal fused into the matrix powers (NULL: none) */
+    hk_vec *d; /* the Jacobi diagonal fused into the matrix powers (NULL: none) */
     int d_owned;
     double t_mpk, t_spmv; /* tuning: seconds per basis, matrix powers and k SpMVs */
     char why[96];         /* why the basis is built with separate SpMVs */
@@ -69,8 +69,7 @@ int hk_scg_options(hk_ksp *k, hk_options *o)
              "of block rows per partition",
              block);
     HK_CHECK(st->mpk_k >= 0 && st->mpk_k <= st->s, HK_ERR_OPTION,
-             "option mpk.k=%d must be 0 (tuned) or 1..ksp.s=%d levels per pass", st->mpk_k,
-             st->s);
+             "option mpk.k=%d must be 0 (tuned) or 1..ksp.s=%d levels per pass", st->mpk_k, st->s);
     return 0;
 }
 
@@ -118,8 +117,8 @@ static int time_chain(hk_ksp *k, scg_state *st, void *plan, int kk, hk_vec **W, 
         if (plan) {
             for (int j0 = 0; j0 < s; j0 += kk) {
                 const int nl = s - j0 < kk ? s - j0 : kk;
-                HK_CALL(be->mpk_apply(plan, nl, coef + 3 * j0, st->d, j0 ? W[j0 - 1] : NULL,
-                                      W + j0, st->d ? U + j0 : NULL));
+                HK_CALL(be->mpk_apply(plan, nl, coef + 3 * j0, st->d, j0 ? W[j0 - 1] : NULL, W + j0,
+                                      st->d ? U + j0 : NULL));
             }
         } else {
             for (int j = 0; j < s; j++) {
@@ -234,8 +233,7 @@ int hk_scg_setup(hk_ksp *k)
         }
     st->t_mpk = best;
     if (!st->plan)
-        snprintf(st->why, sizeof st->why, "%s measured faster than matrix powers",
-                 "the SpMV");
+        snprintf(st->why, sizeof st->why, "%s measured faster than matrix powers", "the SpMV");
 fail:
     hk_ksp_vecs_free(k, 2 * (s + 1), v);
     return ierr;
@@ -305,8 +303,8 @@ static int build_chain(hk_ksp *k, scg_state *st, int levels, const double *coef,
     if (st->plan) {
         for (int j0 = 0; j0 < levels; j0 += st->kk) {
             const int nl = levels - j0 < st->kk ? levels - j0 : st->kk;
-            HK_CALL(be->mpk_apply(st->plan, nl, coef + 3 * j0, st->d, j0 ? W[j0 - 1] : NULL,
-                                  W + j0, st->d ? U + j0 : NULL));
+            HK_CALL(be->mpk_apply(st->plan, nl, coef + 3 * j0, st->d, j0 ? W[j0 - 1] : NULL, W + j0,
+                                  st->d ? U + j0 : NULL));
         }
         return 0;
     }
