@@ -21,6 +21,7 @@ int hk_bench_assembly(int argc, char **argv); /* app/bench_assembly.c */
 int hk_bench_solvers(int argc, char **argv);  /* app/bench_solvers.c (krylov) */
 int hk_bench_pcs(int argc, char **argv);      /* app/bench_pcs.c */
 int hk_bench_app(int argc, char **argv);      /* app/bench_app.c */
+int hk_bench_mpk(int argc, char **argv);      /* app/bench_mpk.c */
 
 /* ---- common options: --backend auto|cpu|cuda  --json FILE  --size small|medium|large ---- */
 

@@ -30,6 +30,8 @@ static const bench_cmd bench_cmds[] = {
      hk_bench_pcs},
     {"app", "the bracket end to end: every stage, peak memory, vs the single-thread mesher",
      hk_bench_app},
+    {"mpk", "matrix powers vs k SpMVs (k = 2..8), scg vs cg, on 2D and 3D elasticity",
+     hk_bench_mpk},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 

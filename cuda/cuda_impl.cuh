@@ -289,6 +289,13 @@ extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coord
 extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x,
                                hk_vec *y);
 int hk_cu_chol_inverse(double *a, int64_t n, double *b, unsigned long long *first);
+/* Matrix powers and the Gram reduction of the s-step methods (cuda_mpk.cu). */
+extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work,
+                              void **plan, hk_mpk_info *info);
+extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d,
+                               const hk_vec *wprev, hk_vec *const *W, hk_vec *const *U);
+extern "C" void hk_cu_mpk_free(void *plan);
+extern "C" int hk_cu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 #define HK_CU_CHOL_MAX 2048 /* rows of a dense inverse by hk_cu_chol_inverse; cuSOLVER above */
 
 #endif

@@ -191,6 +191,19 @@ typedef struct hk_trifactor {
  * cuSPARSE SpSV; a backend lacking one falls back to levels. */
 enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE };
 
+/* A matrix-powers plan (mpk_plan): partitions, ghost zones and the work of one pass. */
+#define HK_MPK_MAXK 16 /* levels of one pass at most */
+#define HK_GRAM_MAX 24 /* vectors of one Gram matrix at most */
+typedef struct hk_mpk_info {
+    int64_t block;    /* block rows per partition */
+    int k;            /* levels the ghost zones allow */
+    int64_t nparts;   /* partitions */
+    int64_t ext_rows; /* block rows of all partitions with their ghost zones */
+    int64_t max_ext;  /* the largest partition with its ghost zone, block rows */
+    int64_t work;     /* block-row products of k levels (k*nbrows without ghosts) */
+    int on_chip;      /* cuda: a partition's vectors live in shared memory (else in L2) */
+} hk_mpk_info;
+
 typedef struct hk_backend_ops {
     const char *name;
     /* 0 when usable; otherwise an error whose message says why (not built, no device). */
@@ -399,7 +412,35 @@ typedef struct hk_backend_ops {
     int (*graph_end)(void **graph);
     int (*graph_launch)(void *graph);
     void (*graph_free)(void *graph);
+
+    /* ---- s-step methods (method=scg; CPU: solver/cpu/cpu_mpk.c, CUDA: cuda/cuda_mpk.cu) ---
+     * Matrix powers (GPU Krylov thesis ch. 6): mpk_plan cuts the block rows of K (square
+     * blocks, bs <= 6; K must outlive the plan) into partitions of `block` block rows and adds
+     * to each its ghost zone, the rows at graph distance <= k, so that one pass computes k
+     * levels of a partition without touching another's results (rows near the partition's
+     * edge are computed redundantly). The plan is built on the backend from K's pattern;
+     * *info says what it holds. When the redundant work would exceed max_work times the k
+     * SpMVs it replaces (max_work > 0), no plan is made: *plan = NULL, info->work filled.
+     * mpk_apply computes kk <= k levels of the three-term recurrence, for j < kk:
+     *   W[j+1] = coef[3j] A U[j] + coef[3j+1] W[j] + coef[3j+2] W[j-1]
+     *   U[j+1] = d .* W[j+1]          (d NULL: no scaling, U = W and U is not used)
+     * with W[0] given, W[-1] = wprev (NULL: that term is 0) and U[0] = d .* W[0] written too.
+     * All vectors fp64. d is the Jacobi preconditioner, so U is the basis of D A and W = U/d.
+     * vec_gram: G[i*m + j] = X[i].Y[j] (Y NULL: Y = X) and, GX not NULL, GX[i*m + j] =
+     * X[i].X[j], for i, j < m <= HK_GRAM_MAX, in one pass over the vectors (host results). */
+    int (*mpk_plan)(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
+                    struct hk_mpk_info *info);
+    int (*mpk_apply)(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
+                     hk_vec *const *W, hk_vec *const *U);
+    void (*mpk_free)(void *plan);
+    int (*vec_gram)(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 } hk_backend_ops;
+
+/* The pairs of one vec_gram call (CPU and CUDA alike): over V = X then Y (distinct: Y given
+ * and not X), X^T Y (only i <= j when not distinct) then, want_gx, X^T X (i <= j); pair q is
+ * V[a[q]].V[b[q]]; the count is returned. hk_gram_scatter puts the sums s[q] into G, GX. */
+int hk_gram_pairs(int m, int distinct, int want_gx, unsigned char *a, unsigned char *b);
+void hk_gram_scatter(int m, int distinct, const double *s, double *G, double *GX);
 
 extern const hk_backend_ops hk_backend_cpu;
 #ifdef HOOKE_HAVE_CUDA
@@ -489,6 +530,8 @@ struct hk_ksp {
     hk_vec **pool;
     int npool, pool_cap;
     void *direct; /* the factor of a direct method (method=cholesky), owned */
+    const hk_bmat *K; /* the operator's block CSR on the backend (matrix powers), not owned */
+    void *sstep;      /* method=scg: its options, matrix-powers plan and tuning, owned */
 };
 
 extern const hk_ksp_type *const hk_ksp_types[]; /* NULL-terminated registry */

@@ -347,6 +347,14 @@ int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
+/* Matrix powers and the Gram reduction of the s-step methods (cpu_mpk.c). */
+int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
+                    hk_mpk_info *info);
+int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
+                     hk_vec *const *W, hk_vec *const *U);
+void hk_cpu_mpk_free(void *plan);
+int hk_cpu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
+
 /* Level-scheduled triangular solves of the ic0/ilu0 preconditioners (solver/pc/tri_cpu.c). */
 int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
@@ -441,4 +449,8 @@ const hk_backend_ops hk_backend_cpu = {
     .amg_tentative = hk_cpu_amg_tentative,
     .amg_rigid_modes = hk_cpu_amg_rigid_modes,
     .bmat_spmv = hk_cpu_bmat_spmv,
+    .mpk_plan = hk_cpu_mpk_plan,
+    .mpk_apply = hk_cpu_mpk_apply,
+    .mpk_free = hk_cpu_mpk_free,
+    .vec_gram = hk_cpu_vec_gram,
 };

@@ -7,6 +7,7 @@
 
 const hk_ksp_type *const hk_ksp_types[] = {&hk_ksp_cg,
                                            &hk_ksp_cgcg,
+                                           &hk_ksp_scg,
                                            &hk_ksp_pipecg,
                                            &hk_ksp_fcg,
                                            &hk_ksp_bicgstab,

@@ -14,6 +14,21 @@ extern const hk_ksp_type hk_ksp_bicgstab, hk_ksp_pipebicgstab;
 extern const hk_ksp_type hk_ksp_gmres, hk_ksp_pipegmres, hk_ksp_fgmres;
 extern const hk_ksp_type hk_ksp_defect;
 extern const hk_ksp_type hk_ksp_cholesky;
+extern const hk_ksp_type hk_ksp_scg;
+
+/* method=scg (scg.c): _options reads ksp.s, ksp.basis, mpk.block and mpk.k into k->sstep
+ * (before the solver checks its keys); _setup, once k is complete (A, K, pc), builds the
+ * matrix-powers plan (tuned unless given); _free releases both; _describe says what the basis
+ * is built with. */
+int hk_scg_options(hk_ksp *k, hk_options *o);
+int hk_scg_setup(hk_ksp *k);
+void hk_scg_free(hk_ksp *k);
+void hk_scg_describe(const hk_ksp *k, char *buf, size_t n);
+/* The recurrence coefficients (a_j, b_j, c_j), j < s, of a basis (ksp.basis) on [lo, hi]:
+ * U_{j+1} = a_j M^-1 A U_j + b_j U_j + c_j U_{j-1}. */
+enum { HK_BASIS_MONOMIAL = 0, HK_BASIS_NEWTON, HK_BASIS_CHEBYSHEV };
+#define HK_SCG_MAX_S 8
+void hk_scg_basis_coef(int basis, int s, double lo, double hi, double *coef);
 
 /* method=cholesky (cholesky.c): factor K (the caller's host copy) into k->direct once; every
  * solve of k reuses it. Errors name the row where K is not positive definite, and say so when

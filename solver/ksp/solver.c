@@ -29,7 +29,7 @@ static const char *const precisions[] = {"double", "mixed", NULL};
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
     "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
     "format.sigma, format.tpr, format.csr.kernel, format.pcsr.partition, format.pcsr.pad, "        \
-    "format.pcsr.prefetch"
+    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -221,7 +221,8 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         HK_TRY(hk_options_get_double(o, "inner.tol", &inner_tol));
         HK_TRY(hk_options_get_int(o, "inner.maxit", &inner_maxit));
         it_type = hk_ksp_type_find(inner_method);
-        HK_TRY_CHECK(it_type != &hk_ksp_pipebicgstab && it_type != &hk_ksp_pipegmres,
+        HK_TRY_CHECK(it_type != &hk_ksp_pipebicgstab && it_type != &hk_ksp_pipegmres &&
+                         it_type != &hk_ksp_scg,
                      HK_ERR_UNSUPPORTED,
                      "option inner.method=%s: its fused ops run in fp64 and the inner solve of "
                      "defect is fp32; use bicgstab or gmres (or pipecg, which has an fp32 form)",
@@ -292,6 +293,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->x));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->r));
 
+    if (kt == &hk_ksp_scg) HK_TRY(hk_scg_options(&s->ksp, o));
     valid_keys(buf, sizeof buf);
     HK_TRY(hk_options_check_used(o, buf));
     /* the factor is computed on the host from the caller's K, whatever the backend */
@@ -303,6 +305,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     k->be = s->be;
     k->A = s->A;
     k->A_low = s->A_low;
+    k->K = &s->K;
     k->pc = s->pc;
     k->rtol = tol;
     k->atol = atol;
@@ -333,6 +336,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         in->replace_every = replace_every;
         k->inner = in;
     }
+    if (k->sstep) HK_TRY(hk_scg_setup(k));
     s->setup_seconds = hk_time() - t0;
     hk_options_destroy(own);
     *out = s;
@@ -368,6 +372,7 @@ void hk_solver_destroy(hk_solver *s)
     free(s->ksp.history);
     free(s->inner.history);
     hk_cholesky_free(&s->ksp);
+    hk_scg_free(&s->ksp);
     hk_ksp_pool_free(&s->ksp);
     hk_ksp_pool_free(&s->inner);
     free(s);
@@ -489,6 +494,11 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
         hk_cholesky_describe(&s->ksp, info, sizeof info);
         fprintf(f, "%s (%s, on the host), residual in %s fp64 on %s\n", s->ksp.type->name, info,
                 hk_format_name(s->fmt), s->be->name);
+    } else if (s->ksp.sstep) {
+        char info[384];
+        hk_scg_describe(&s->ksp, info, sizeof info);
+        fprintf(f, "%s + %s%s, %s fp64 on %s\n", info, pcn,
+                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->fmt), s->be->name);
     } else if (s->ksp.inner)
         fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
                 s->ksp.inner->type->name, pcn, hk_format_name(s->fmt), s->be->name);
@@ -546,7 +556,12 @@ void hk_solver_print_help(FILE *f)
                "                          in this many iterations (0: never); for cg and\n"
                "                          bicgstab counted from the first drop below the\n"
                "                          initial residual\n"
-               "  replace_every=0         pipecg, pipebicgstab: recompute the residual from x\n"
+               "  ksp.s=4                 scg: CG steps per outer step (1..8)\n"
+               "  ksp.basis=chebyshev     scg: monomial, newton or chebyshev basis\n"
+               "  mpk.block=0             scg: matrix-powers partition in block rows (0: tuned,\n"
+               "                          -1: one SpMV per basis vector)\n"
+               "  mpk.k=0                 scg: levels per matrix-powers pass (0: tuned, 1..s)\n"
+               "  replace_every=0         pipecg, pipebicgstab, scg: recompute the residual from x\n"
                "                          when the drift estimate says so (0), every N\n"
                "                          iterations (N), or never (-1)\n"
                "  history=0|1             keep the residual history\n"

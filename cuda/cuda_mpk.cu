@@ -1,0 +1,697 @@
+// Matrix powers and the block Gram reduction of the s-step methods on the device (contracts:
+// mpk_plan, mpk_apply, vec_gram in solver/hk_impl.h; the CPU reference, whose plan arrays and
+// sums these repeat, is solver/cpu/cpu_mpk.c).
+//
+// Plan (GPU Krylov thesis, section 6.3, built here from K's pattern without a host copy):
+// partition p owns block rows [p*block, (p+1)*block); its ghost zone is found level by level
+// on (partition, row) keys: the neighbours of level l-1 are expanded, sorted, made unique and
+// stripped of levels l-1 and l-2 (a neighbour of level l-1 lies in l-2, l-1 or l). The levels
+// are scattered into one list per partition (owned rows, then level 1, ..., level k, each
+// ascending), and every entry of a row of level < k gets its column's place in that list by a
+// binary search in the partition's sorted keys.
+//
+// Apply: one thread block per partition computes kk levels from its own copy of the vectors
+// (levels <= kk-1-j at step j), with __syncthreads between levels and no grid-wide sync: the
+// partition's vectors live in shared memory when they fit (on chip), else in a scratch area
+// of global memory that the block alone touches (L2-resident for moderate partitions).
+#include <cub/cub.cuh>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda_impl.cuh"
+
+#define MPK_THREADS 256
+
+struct cu_mpk {
+    const hk_bmat *K;
+    int bs, k;
+    int64_t nb, block, nparts, next, max_ext;
+    int64_t *lvl;     // nparts * (k + 2): start of level l of partition p (and its end)
+    int32_t *ext_row; // next
+    int64_t *ent_ptr; // next + 1
+    int32_t *lcol;    // ent_ptr[next]
+    double *scratch;  // next * bs * 5, allocated at the first apply that needs it
+    int smem_optin;
+};
+
+// ---- small device helpers ------------------------------------------------------------------
+
+// Temporary storage for one cub call, grown as needed (freed with the plan build).
+struct cu_tmp {
+    void *p = NULL;
+    size_t bytes = 0;
+    int need(size_t b)
+    {
+        if (b <= bytes) return 0;
+        cudaFree(p);
+        p = NULL;
+        bytes = 0;
+        HK_CALL(hk_cu_malloc(&p, b));
+        bytes = b;
+        return 0;
+    }
+    ~cu_tmp()
+    {
+        cudaFree(p);
+    }
+};
+
+static int excl_scan(cu_tmp &t, const int64_t *in, int64_t *out, int64_t n)
+{
+    size_t b = 0;
+    if (n <= 0) return 0;
+    HK_CU(cub::DeviceScan::ExclusiveSum(NULL, b, in, out, n, hk_cu.stream));
+    HK_CALL(t.need(b));
+    HK_CU(cub::DeviceScan::ExclusiveSum(t.p, b, in, out, n, hk_cu.stream));
+    return 0;
+}
+
+static int read_count(const int64_t *d, int64_t *h)
+{
+    HK_CU(cudaMemcpyAsync(h, d, sizeof *h, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    return 0;
+}
+
+__global__ void mpk_level0(int64_t nb, int64_t block, uint64_t *keys)
+{
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < nb;
+         r += (int64_t)gridDim.x * blockDim.x)
+        keys[r] = ((uint64_t)(r / block) << 32) | (uint64_t)r;
+}
+
+__global__ void mpk_degree(int64_t n, const uint64_t *keys, const int64_t *rowptr, int64_t *deg)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = (int64_t)(keys[i] & 0xffffffffu);
+        deg[i] = rowptr[r + 1] - rowptr[r];
+    }
+}
+
+__global__ void mpk_expand(int64_t n, const uint64_t *keys, const int64_t *rowptr,
+                           const int32_t *colind, const int64_t *off, uint64_t *out)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const uint64_t p = keys[i] >> 32;
+        const int64_t r = (int64_t)(keys[i] & 0xffffffffu);
+        int64_t o = off[i];
+        for (int64_t t = rowptr[r]; t < rowptr[r + 1]; t++)
+            out[o++] = (p << 32) | (uint64_t)(uint32_t)colind[t];
+    }
+}
+
+__device__ __forceinline__ int64_t lower_bound(const uint64_t *a, int64_t n, uint64_t x)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) >> 1;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// flag = 1 when the key is in neither earlier level
+__global__ void mpk_new(int64_t n, const uint64_t *cand, const uint64_t *a, int64_t na,
+                        const uint64_t *b, int64_t nb, char *flag)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const uint64_t x = cand[i];
+        const int64_t ia = lower_bound(a, na, x), ib = lower_bound(b, nb, x);
+        flag[i] = !((ia < na && a[ia] == x) || (ib < nb && b[ib] == x));
+    }
+}
+
+__global__ void mpk_count(int64_t n, const uint64_t *keys, int k2, int l, unsigned long long *cnt)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        atomicAdd(&cnt[(keys[i] >> 32) * k2 + l], 1ull);
+}
+
+// ext_row, the entry count and the (partition, row) key with the local place of every entry of
+// level l
+__global__ void mpk_scatter(int64_t n, const uint64_t *keys, int k, int l, const int64_t *lvl,
+                            const int64_t *rowptr, int32_t *ext_row, int64_t *len, uint64_t *mkey,
+                            int32_t *mval)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const uint64_t key = keys[i], p = key >> 32;
+        const int64_t seg = lower_bound(keys, n, p << 32);
+        const int64_t pos = lvl[p * (k + 2) + l] + (i - seg);
+        const int32_t r = (int32_t)(key & 0xffffffffu);
+        ext_row[pos] = r;
+        len[pos] = l < k ? rowptr[r + 1] - rowptr[r] : 0;
+        mkey[pos] = key;
+        mval[pos] = (int32_t)(pos - lvl[p * (k + 2)]);
+    }
+}
+
+__global__ void mpk_sizes(int64_t np, int k2, const int64_t *lvl, int64_t *size)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < np;
+         p += (int64_t)gridDim.x * blockDim.x)
+        size[p] = lvl[p * k2 + k2 - 1] - lvl[p * k2];
+}
+
+__global__ void mpk_lcol(int64_t n, int k2, const uint64_t *mkey_unsorted, const int64_t *lvl,
+                         const uint64_t *skey, const int32_t *sval, const int32_t *ext_row,
+                         const int64_t *ent_ptr, const int64_t *rowptr, const int32_t *colind,
+                         int32_t *lcol)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t len = ent_ptr[e + 1] - ent_ptr[e];
+        if (len == 0) continue;
+        const uint64_t p = mkey_unsorted[e] >> 32;
+        const int64_t s0 = lvl[p * k2], s1 = lvl[p * k2 + k2 - 1];
+        const int32_t g = ext_row[e];
+        for (int64_t t = 0; t < len; t++) {
+            const uint64_t x = (p << 32) | (uint64_t)(uint32_t)colind[rowptr[g] + t];
+            const int64_t at = s0 + lower_bound(skey + s0, s1 - s0, x);
+            lcol[ent_ptr[e] + t] = sval[at];
+        }
+    }
+}
+
+// ---- the plan ------------------------------------------------------------------------------
+
+static void mpk_destroy(cu_mpk *P)
+{
+    if (!P) return;
+    cudaFree(P->lvl);
+    cudaFree(P->ext_row);
+    cudaFree(P->ent_ptr);
+    cudaFree(P->lcol);
+    cudaFree(P->scratch);
+    free(P);
+}
+
+static int bits_of(uint64_t v)
+{
+    int b = 0;
+    while (v) {
+        b++;
+        v >>= 1;
+    }
+    return b;
+}
+
+#define MPK_FREE(x)                                                                                \
+    do {                                                                                           \
+        cudaFree(x);                                                                               \
+        x = NULL;                                                                                  \
+    } while (0)
+
+extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
+                              hk_mpk_info *info)
+{
+    *plan = NULL;
+    memset(info, 0, sizeof *info);
+    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
+             "matrix powers: the matrix must be square with square blocks of 1..6");
+    HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
+             "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
+    HK_CHECK(block >= 1, HK_ERR_OPTION,
+             "matrix powers: a partition of %lld block rows; use at least 1 (option mpk.block)",
+             (long long)block);
+    HK_CALL(hk_cu_init());
+    const int64_t nb = K->nbrows;
+    HK_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "matrix powers: %lld block rows are too many for 32-bit indices", (long long)nb);
+    if (block > nb) block = nb > 0 ? nb : 1;
+    const int64_t nparts = nb > 0 ? (nb + block - 1) / block : 0;
+    const int k2 = k + 2;
+    info->block = block;
+    info->k = k;
+    info->nparts = nparts;
+    int ierr = 0;
+    cu_tmp tmp;
+    cu_mpk *P = NULL;
+    uint64_t *L[HK_MPK_MAXK + 1] = {0}, *cand = NULL, *uniq = NULL, *mkey = NULL, *skey = NULL;
+    int64_t nl[HK_MPK_MAXK + 1] = {0}, *deg = NULL, *off = NULL, *dcount = NULL, *len = NULL,
+                             *sizes = NULL, *dmax = NULL;
+    char *flag = NULL;
+    int32_t *mval = NULL, *sval = NULL;
+    unsigned long long *cnt = NULL;
+    const int endbit = 32 + bits_of((uint64_t)nparts);
+    const double cap = max_work > 0 ? max_work * (double)k * (double)nb : 0;
+    double work = 0;
+    P = (cu_mpk *)calloc(1, sizeof *P);
+    HK_TRY_CHECK(P, HK_ERR_MEMORY, "matrix powers: out of host memory");
+    P->K = K;
+    P->bs = K->br;
+    P->k = k;
+    P->nb = nb;
+    P->block = block;
+    P->nparts = nparts;
+    HK_CU_TRY(cudaDeviceGetAttribute(&P->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                     hk_cu.device));
+    HK_TRY(hk_cu_malloc((void **)&dcount, sizeof(int64_t)));
+    // level 0: the owned rows
+    HK_TRY(hk_cu_malloc((void **)&L[0], sizeof(uint64_t) * (nb > 0 ? nb : 1)));
+    nl[0] = nb;
+    if (nb) mpk_level0<<<hk_cu_grid(nb), HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, block, L[0]);
+    HK_CU_TRY(cudaGetLastError());
+    work = (double)k * nb;
+    for (int l = 1; l <= k; l++) {
+        const int64_t nf = nl[l - 1];
+        if (nf == 0) {
+            HK_TRY(hk_cu_malloc((void **)&L[l], sizeof(uint64_t)));
+            continue;
+        }
+        HK_TRY(hk_cu_malloc((void **)&deg, sizeof(int64_t) * (nf + 1)));
+        HK_TRY(hk_cu_malloc((void **)&off, sizeof(int64_t) * (nf + 1)));
+        mpk_degree<<<hk_cu_grid(nf), HK_CU_BLOCK, 0, hk_cu.stream>>>(nf, L[l - 1], K->rowptr, deg);
+        HK_CU_TRY(cudaMemsetAsync(deg + nf, 0, sizeof(int64_t), hk_cu.stream));
+        HK_TRY(excl_scan(tmp, deg, off, nf + 1));
+        int64_t nc = 0;
+        HK_TRY(read_count(off + nf, &nc));
+        if (nc == 0) { // rows without entries: nothing further
+            MPK_FREE(deg);
+            MPK_FREE(off);
+            HK_TRY(hk_cu_malloc((void **)&L[l], sizeof(uint64_t)));
+            continue;
+        }
+        HK_TRY_CHECK(nc < (1LL << 31), HK_ERR_UNSUPPORTED,
+                     "matrix powers: %lld ghost candidates at level %d are too many; use a "
+                     "smaller mpk.k or mpk.block",
+                     (long long)nc, l);
+        HK_TRY(hk_cu_malloc((void **)&cand, sizeof(uint64_t) * (nc > 0 ? 2 * nc : 2)));
+        uint64_t *sorted = cand + nc;
+        if (nc)
+            mpk_expand<<<hk_cu_grid(nf), HK_CU_BLOCK, 0, hk_cu.stream>>>(nf, L[l - 1], K->rowptr,
+                                                                         K->colind, off, cand);
+        HK_CU_TRY(cudaGetLastError());
+        MPK_FREE(deg);
+        MPK_FREE(off);
+        size_t b = 0;
+        HK_CU_TRY(cub::DeviceRadixSort::SortKeys(NULL, b, cand, sorted, (int)nc, 0, endbit,
+                                                 hk_cu.stream));
+        HK_TRY(tmp.need(b));
+        HK_CU_TRY(cub::DeviceRadixSort::SortKeys(tmp.p, b, cand, sorted, (int)nc, 0, endbit,
+                                                 hk_cu.stream));
+        HK_TRY(hk_cu_malloc((void **)&uniq, sizeof(uint64_t) * (nc > 0 ? nc : 1)));
+        HK_CU_TRY(cub::DeviceSelect::Unique(NULL, b, sorted, uniq, dcount, (int)nc, hk_cu.stream));
+        HK_TRY(tmp.need(b));
+        HK_CU_TRY(cub::DeviceSelect::Unique(tmp.p, b, sorted, uniq, dcount, (int)nc, hk_cu.stream));
+        int64_t nu = 0;
+        HK_TRY(read_count(dcount, &nu));
+        HK_TRY(hk_cu_malloc((void **)&flag, nu > 0 ? nu : 1));
+        if (nu)
+            mpk_new<<<hk_cu_grid(nu), HK_CU_BLOCK, 0, hk_cu.stream>>>(nu, uniq, L[l - 1], nl[l - 1],
+                                                                      l >= 2 ? L[l - 2] : L[l - 1],
+                                                                      l >= 2 ? nl[l - 2] : 0, flag);
+        HK_CU_TRY(cudaGetLastError());
+        HK_TRY(hk_cu_malloc((void **)&L[l], sizeof(uint64_t) * (nu > 0 ? nu : 1)));
+        HK_CU_TRY(
+            cub::DeviceSelect::Flagged(NULL, b, uniq, flag, L[l], dcount, (int)nu, hk_cu.stream));
+        HK_TRY(tmp.need(b));
+        HK_CU_TRY(
+            cub::DeviceSelect::Flagged(tmp.p, b, uniq, flag, L[l], dcount, (int)nu, hk_cu.stream));
+        HK_TRY(read_count(dcount, &nl[l]));
+        MPK_FREE(cand);
+        MPK_FREE(uniq);
+        MPK_FREE(flag);
+        // a row of level l is computed at the levels after it: (k - l) times per pass
+        work += (double)(k - l) * nl[l];
+        if (cap > 0 && work > cap) {
+            info->work = (int64_t)work;
+            goto fail; // no plan, no error
+        }
+    }
+    info->work = (int64_t)work;
+    {
+        int64_t next = 0;
+        for (int l = 0; l <= k; l++)
+            next += nl[l];
+        P->next = next;
+        info->ext_rows = next;
+        // level starts: counts per (partition, level) with a zero after each partition, scanned
+        const int64_t ncnt = nparts * k2;
+        HK_TRY(hk_cu_malloc((void **)&cnt, sizeof(unsigned long long) * (ncnt + 1)));
+        HK_CU_TRY(cudaMemsetAsync(cnt, 0, sizeof(unsigned long long) * (ncnt + 1), hk_cu.stream));
+        for (int l = 0; l <= k; l++)
+            if (nl[l])
+                mpk_count<<<hk_cu_grid(nl[l]), HK_CU_BLOCK, 0, hk_cu.stream>>>(nl[l], L[l], k2, l,
+                                                                               cnt);
+        HK_CU_TRY(cudaGetLastError());
+        HK_TRY(hk_cu_malloc((void **)&P->lvl, sizeof(int64_t) * (ncnt + 1)));
+        HK_TRY(excl_scan(tmp, (const int64_t *)cnt, P->lvl, ncnt + 1));
+        HK_TRY(hk_cu_malloc((void **)&P->ext_row, sizeof(int32_t) * (next > 0 ? next : 1)));
+        HK_TRY(hk_cu_malloc((void **)&len, sizeof(int64_t) * (next + 1)));
+        HK_TRY(hk_cu_malloc((void **)&mkey, sizeof(uint64_t) * (next > 0 ? 2 * next : 2)));
+        HK_TRY(hk_cu_malloc((void **)&mval, sizeof(int32_t) * (next > 0 ? 2 * next : 2)));
+        skey = mkey + next;
+        sval = mval + next;
+        HK_CU_TRY(cudaMemsetAsync(len + next, 0, sizeof(int64_t), hk_cu.stream));
+        for (int l = 0; l <= k; l++)
+            if (nl[l])
+                mpk_scatter<<<hk_cu_grid(nl[l]), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                    nl[l], L[l], k, l, P->lvl, K->rowptr, P->ext_row, len, mkey, mval);
+        HK_CU_TRY(cudaGetLastError());
+        for (int l = 0; l <= k; l++)
+            MPK_FREE(L[l]);
+        HK_TRY(hk_cu_malloc((void **)&P->ent_ptr, sizeof(int64_t) * (next + 1)));
+        HK_TRY(excl_scan(tmp, len, P->ent_ptr, next + 1));
+        int64_t nent = 0;
+        HK_TRY(read_count(P->ent_ptr + next, &nent));
+        HK_TRY(hk_cu_malloc((void **)&P->lcol, sizeof(int32_t) * (nent > 0 ? nent : 1)));
+        size_t b = 0;
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, b, mkey, skey, mval, sval, (int)next, 0,
+                                                  endbit, hk_cu.stream));
+        HK_TRY(tmp.need(b));
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp.p, b, mkey, skey, mval, sval, (int)next, 0,
+                                                  endbit, hk_cu.stream));
+        if (next)
+            mpk_lcol<<<hk_cu_grid(next), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                next, k2, mkey, P->lvl, skey, sval, P->ext_row, P->ent_ptr, K->rowptr, K->colind,
+                P->lcol);
+        HK_CU_TRY(cudaGetLastError());
+        // the largest partition with its ghost zone
+        HK_TRY(hk_cu_malloc((void **)&sizes, sizeof(int64_t) * (nparts > 0 ? nparts : 1)));
+        HK_TRY(hk_cu_malloc((void **)&dmax, sizeof(int64_t)));
+        if (nparts) {
+            mpk_sizes<<<hk_cu_grid(nparts), HK_CU_BLOCK, 0, hk_cu.stream>>>(nparts, k2, P->lvl,
+                                                                            sizes);
+            HK_CU_TRY(cub::DeviceReduce::Max(NULL, b, sizes, dmax, (int)nparts, hk_cu.stream));
+            HK_TRY(tmp.need(b));
+            HK_CU_TRY(cub::DeviceReduce::Max(tmp.p, b, sizes, dmax, (int)nparts, hk_cu.stream));
+            HK_TRY(read_count(dmax, &P->max_ext));
+        }
+        info->max_ext = P->max_ext;
+        info->on_chip = (double)P->max_ext * P->bs * 5 * sizeof(double) <= (double)P->smem_optin;
+    }
+    *plan = P;
+    P = NULL;
+fail:
+    for (int l = 0; l <= HK_MPK_MAXK; l++)
+        cudaFree(L[l]);
+    cudaFree(cand);
+    cudaFree(uniq);
+    cudaFree(flag);
+    cudaFree(deg);
+    cudaFree(off);
+    cudaFree(dcount);
+    cudaFree(cnt);
+    cudaFree(len);
+    cudaFree(mkey);
+    cudaFree(mval);
+    cudaFree(sizes);
+    cudaFree(dmax);
+    mpk_destroy(P);
+    return ierr;
+}
+
+extern "C" void hk_cu_mpk_free(void *plan)
+{
+    mpk_destroy((cu_mpk *)plan);
+}
+
+// ---- apply ---------------------------------------------------------------------------------
+
+struct mpk_args {
+    double coef[3 * HK_MPK_MAXK];
+    double *w[HK_MPK_MAXK + 1];
+    double *u[HK_MPK_MAXK + 1];
+    const double *d, *wprev;
+    const int64_t *lvl, *ent_ptr, *rowptr;
+    const int32_t *ext_row, *lcol;
+    const double *val;
+    double *scratch;
+    int k, kk;
+};
+
+template <int BS, bool SH>
+__global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a)
+{
+    extern __shared__ double smem[];
+    const int64_t p = blockIdx.x;
+    const int64_t *lv = a.lvl + p * (a.k + 2);
+    const int64_t e0 = lv[0], nown = lv[1] - e0, nload = lv[a.kk + 1] - e0;
+    const bool hd = a.d != NULL;
+    const int64_t S = nload * BS;
+    double *loc = SH ? smem : a.scratch + e0 * BS * 5;
+    double *wp = loc, *wc = loc + S, *wn = loc + 2 * S;
+    double *uc = hd ? loc + 3 * S : wc, *un = hd ? loc + 4 * S : wn;
+    const double *w0 = a.w[0];
+    for (int64_t e = threadIdx.x; e < nload; e += blockDim.x) {
+        const int64_t g = a.ext_row[e0 + e];
+#pragma unroll
+        for (int r = 0; r < BS; r++) {
+            const int64_t i = g * BS + r;
+            const double w = w0[i];
+            wc[e * BS + r] = w;
+            wp[e * BS + r] = a.wprev ? a.wprev[i] : 0.0;
+            if (hd) {
+                const double u = a.d[i] * w;
+                uc[e * BS + r] = u;
+                if (e < nown) a.u[0][i] = u;
+            }
+        }
+    }
+    __syncthreads();
+    for (int j = 0; j < a.kk; j++) {
+        const double c0 = a.coef[3 * j], c1 = a.coef[3 * j + 1], c2 = a.coef[3 * j + 2];
+        const int64_t nrow = lv[a.kk - j] - e0;
+        double *wo = a.w[j + 1], *uo = hd ? a.u[j + 1] : NULL;
+        for (int64_t e = threadIdx.x; e < nrow; e += blockDim.x) {
+            const int64_t g = a.ext_row[e0 + e];
+            const int32_t *lc = a.lcol + a.ent_ptr[e0 + e];
+            const int64_t r0 = a.rowptr[g], len = a.rowptr[g + 1] - r0;
+            const double *v = a.val + r0 * BS * BS;
+            double acc[BS];
+#pragma unroll
+            for (int r = 0; r < BS; r++)
+                acc[r] = 0.0;
+            for (int64_t t = 0; t < len; t++) {
+                const double *x = uc + (int64_t)lc[t] * BS;
+                double xv[BS];
+#pragma unroll
+                for (int c = 0; c < BS; c++)
+                    xv[c] = x[c];
+#pragma unroll
+                for (int r = 0; r < BS; r++)
+#pragma unroll
+                    for (int c = 0; c < BS; c++)
+                        acc[r] += v[t * BS * BS + r * BS + c] * xv[c];
+            }
+#pragma unroll
+            for (int r = 0; r < BS; r++) {
+                const int64_t q = e * BS + r, i = g * BS + r;
+                const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
+                wn[q] = w;
+                double u = 0.0;
+                if (hd) {
+                    u = a.d[i] * w;
+                    un[q] = u;
+                }
+                if (e < nown) {
+                    wo[i] = w;
+                    if (hd) uo[i] = u;
+                }
+            }
+        }
+        __syncthreads();
+        double *t = wp;
+        wp = wc;
+        wc = wn;
+        wn = t;
+        if (hd) {
+            t = uc;
+            uc = un;
+            un = t;
+        } else {
+            uc = wc;
+            un = wn;
+        }
+    }
+}
+
+template <int BS> static int mpk_launch(const cu_mpk *P, const mpk_args &a, bool sh, size_t smem)
+{
+    if (sh) {
+        auto kern = mpk_apply_kernel<BS, true>;
+        HK_CU(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kern<<<(unsigned)P->nparts, MPK_THREADS, smem, hk_cu.stream>>>(a);
+    } else {
+        mpk_apply_kernel<BS, false><<<(unsigned)P->nparts, MPK_THREADS, 0, hk_cu.stream>>>(a);
+    }
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+#define CHECK_VEC(v, what)                                                                         \
+    HK_CHECK((v) && (v)->prec == HK_FP64 && (v)->n == n, HK_ERR_ARG,                               \
+             "matrix powers: %s must be an fp64 vector of the matrix's %lld rows", what,           \
+             (long long)n)
+
+extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d,
+                               const hk_vec *wprev, hk_vec *const *W, hk_vec *const *U)
+{
+    cu_mpk *P = (cu_mpk *)plan;
+    HK_CHECK(P, HK_ERR_ARG, "matrix powers: no plan");
+    HK_CHECK(kk >= 1 && kk <= P->k, HK_ERR_ARG,
+             "matrix powers: %d levels asked of a plan made for %d", kk, P->k);
+    const int64_t n = P->nb * P->bs;
+    mpk_args a;
+    memset(&a, 0, sizeof a);
+    for (int j = 0; j <= kk; j++) {
+        CHECK_VEC(W[j], "every W");
+        a.w[j] = (double *)W[j]->data;
+        if (d) {
+            CHECK_VEC(U[j], "every U");
+            a.u[j] = (double *)U[j]->data;
+        }
+    }
+    if (d) CHECK_VEC(d, "d");
+    if (wprev) CHECK_VEC(wprev, "wprev");
+    if (P->nparts == 0) return 0;
+    memcpy(a.coef, coef, sizeof(double) * 3 * kk);
+    a.d = d ? (const double *)d->data : NULL;
+    a.wprev = wprev ? (const double *)wprev->data : NULL;
+    a.lvl = P->lvl;
+    a.ent_ptr = P->ent_ptr;
+    a.rowptr = P->K->rowptr;
+    a.ext_row = P->ext_row;
+    a.lcol = P->lcol;
+    a.val = P->K->val;
+    a.k = P->k;
+    a.kk = kk;
+    const size_t smem = (size_t)P->max_ext * P->bs * (d ? 5 : 3) * sizeof(double);
+    const bool sh = smem <= (size_t)P->smem_optin;
+    if (!sh && !P->scratch)
+        HK_CALL(hk_cu_malloc((void **)&P->scratch, (size_t)P->next * P->bs * 5 * sizeof(double)));
+    a.scratch = P->scratch;
+    switch (P->bs) {
+    case 1:
+        return mpk_launch<1>(P, a, sh, smem);
+    case 2:
+        return mpk_launch<2>(P, a, sh, smem);
+    case 3:
+        return mpk_launch<3>(P, a, sh, smem);
+    case 4:
+        return mpk_launch<4>(P, a, sh, smem);
+    case 5:
+        return mpk_launch<5>(P, a, sh, smem);
+    default:
+        return mpk_launch<6>(P, a, sh, smem);
+    }
+}
+
+// ---- the Gram reduction --------------------------------------------------------------------
+
+#define GRAM_TILE 32
+#define GRAM_MAXP (HK_GRAM_MAX * HK_GRAM_MAX + HK_GRAM_MAX * (HK_GRAM_MAX + 1) / 2)
+#define GRAM_PER_THREAD ((GRAM_MAXP + HK_CU_BLOCK - 1) / HK_CU_BLOCK)
+
+struct gram_args {
+    const double *v[2 * HK_GRAM_MAX];
+    unsigned char a[GRAM_MAXP], b[GRAM_MAXP];
+    int np, nv;
+};
+
+// Stage 1: tiles of GRAM_TILE rows of every vector in shared memory, each thread owns pairs
+// q = threadIdx.x + j*blockDim.x and sums its rows in order; one partial per pair and block.
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    gram_kernel(int64_t n, const gram_args g, double *part)
+{
+    __shared__ double tile[2 * HK_GRAM_MAX][GRAM_TILE + 1]; // +1: no bank conflicts
+    __shared__ unsigned char sa[GRAM_MAXP], sb[GRAM_MAXP];
+    __shared__ const double *sv[2 * HK_GRAM_MAX];
+    for (int q = threadIdx.x; q < g.np; q += blockDim.x) {
+        sa[q] = g.a[q];
+        sb[q] = g.b[q];
+    }
+    if (threadIdx.x < g.nv) sv[threadIdx.x] = g.v[threadIdx.x];
+    double acc[GRAM_PER_THREAD];
+#pragma unroll
+    for (int s = 0; s < GRAM_PER_THREAD; s++)
+        acc[s] = 0.0;
+    __syncthreads();
+    for (int64_t t0 = (int64_t)blockIdx.x * GRAM_TILE; t0 < n;
+         t0 += (int64_t)gridDim.x * GRAM_TILE) {
+        for (int q = threadIdx.x; q < g.nv * GRAM_TILE; q += blockDim.x) {
+            const int vi = q / GRAM_TILE, r = q % GRAM_TILE;
+            const int64_t i = t0 + r;
+            tile[vi][r] = i < n ? sv[vi][i] : 0.0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int s = 0; s < GRAM_PER_THREAD; s++) {
+            const int q = threadIdx.x + s * HK_CU_BLOCK;
+            if (q < g.np) {
+                const double *x = tile[sa[q]], *y = tile[sb[q]];
+                double t = acc[s];
+#pragma unroll 8
+                for (int r = 0; r < GRAM_TILE; r++)
+                    t += x[r] * y[r];
+                acc[s] = t;
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int s = 0; s < GRAM_PER_THREAD; s++) {
+        const int q = threadIdx.x + s * HK_CU_BLOCK;
+        if (q < g.np) part[(size_t)q * gridDim.x + blockIdx.x] = acc[s];
+    }
+}
+
+// Stage 2: pair q sums its nb partials in block order.
+__global__ void gram_finish(int np, unsigned nb, const double *part, double *out)
+{
+    const int q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= np) return;
+    double s = 0.0;
+    for (unsigned b = 0; b < nb; b++)
+        s += part[(size_t)q * nb + b];
+    out[q] = s;
+}
+
+static double *gram_part, *gram_out, *gram_host;
+
+extern "C" int hk_cu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
+{
+    HK_CHECK(m >= 1 && m <= HK_GRAM_MAX, HK_ERR_ARG, "vec_gram: %d vectors; at most %d", m,
+             HK_GRAM_MAX);
+    const int64_t n = X[0]->n;
+    const int distinct = Y && Y != X;
+    gram_args g;
+    memset(&g, 0, sizeof g);
+    for (int i = 0; i < m; i++) {
+        HK_CHECK(X[i]->prec == HK_FP64 && X[i]->n == n &&
+                     (!distinct || (Y[i]->prec == HK_FP64 && Y[i]->n == n)),
+                 HK_ERR_ARG, "vec_gram: the vectors must be fp64 of one length");
+        g.v[i] = (const double *)X[i]->data;
+        if (distinct) g.v[m + i] = (const double *)Y[i]->data;
+    }
+    g.nv = distinct ? 2 * m : m;
+    g.np = hk_gram_pairs(m, distinct, GX != NULL, g.a, g.b);
+    if (!gram_part) {
+        HK_CALL(hk_cu_malloc((void **)&gram_part, sizeof(double) * GRAM_MAXP * HK_CU_MAXB));
+        HK_CALL(hk_cu_malloc((void **)&gram_out, sizeof(double) * GRAM_MAXP));
+        HK_CU(cudaMallocHost((void **)&gram_host, sizeof(double) * GRAM_MAXP));
+    }
+    // a fixed grid for given n and device: the sums repeat
+    int64_t nb = (n + GRAM_TILE - 1) / GRAM_TILE;
+    const int64_t most = (int64_t)4 * hk_cu.nsm < HK_CU_MAXB ? (int64_t)4 * hk_cu.nsm : HK_CU_MAXB;
+    if (nb > most) nb = most;
+    if (nb < 1) nb = 1;
+    gram_kernel<<<(unsigned)nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, g, gram_part);
+    HK_CU_LAUNCHED();
+    gram_finish<<<(g.np + HK_CU_BLOCK - 1) / HK_CU_BLOCK, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        g.np, (unsigned)nb, gram_part, gram_out);
+    HK_CU_LAUNCHED();
+    HK_CU(cudaMemcpyAsync(gram_host, gram_out, sizeof(double) * g.np, cudaMemcpyDeviceToHost,
+                          hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    hk_gram_scatter(m, distinct, gram_host, G, GX);
+    return 0;
+}

@@ -1,0 +1,458 @@
+/* Matrix powers and the block Gram reduction of the s-step methods, CPU reference (contracts:
+ * mpk_plan, mpk_apply, vec_gram in solver/hk_impl.h; the CUDA version in cuda/cuda_mpk.cu
+ * builds the same plan arrays and computes the same sums).
+ *
+ * The plan (GPU Krylov thesis, section 6.3): partition p owns the block rows
+ * [p*block, (p+1)*block); its extended row list holds level 0 (the owned rows, ascending),
+ * then level l = 1..k (the rows at graph distance exactly l from the partition, ascending).
+ * Level j+1 of the recurrence needs level j on the neighbours, so a pass of kk levels computes
+ * at step j the rows of levels <= kk-1-j (a prefix of the list) from values the partition
+ * computed itself: no partition waits for another between levels. Every extended row of level
+ * < k keeps its matrix row's column indices renumbered into the list (lcol); values are read
+ * from K. On the CPU each thread takes whole partitions (cache blocking, Mohiyuddin et al.). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+
+typedef struct cpu_mpk {
+    const hk_bmat *K;
+    int bs, k;
+    int64_t nb, block, nparts;
+    int64_t *ext_ptr; /* nparts + 1 */
+    int64_t *lvl;     /* nparts * (k + 2): start of level l of partition p at [p*(k+2) + l] */
+    int32_t *ext_row; /* block row of each extended entry */
+    int64_t *ent_ptr; /* ext + 1: entries of each extended row (none for level k) */
+    int32_t *lcol;    /* local column of each entry */
+    int64_t max_ext;
+} cpu_mpk;
+
+/* The extended rows of partition p into *buf (grown as needed), level starts into lstart
+ * (k + 2 values). mark is a per-thread array of nb stamps. */
+static int mpk_bfs(const hk_bmat *K, int64_t block, int k, int64_t p, int32_t *mark, int32_t **buf,
+                   int64_t *cap, int64_t *lstart)
+{
+    const int64_t nb = K->nbrows, lo = p * block, hi = lo + block < nb ? lo + block : nb;
+    int64_t len = 0;
+    if (*cap < hi - lo + 64) {
+        int32_t *b = realloc(*buf, (size_t)(hi - lo + 64) * 2 * sizeof *b);
+        HK_CHECK(b, HK_ERR_MEMORY, "matrix powers: out of host memory for a ghost zone");
+        *buf = b;
+        *cap = (hi - lo + 64) * 2;
+    }
+    for (int64_t r = lo; r < hi; r++) {
+        (*buf)[len++] = (int32_t)r;
+        mark[r] = (int32_t)p;
+    }
+    lstart[0] = 0;
+    lstart[1] = len;
+    for (int l = 1; l <= k; l++) {
+        for (int64_t e = lstart[l - 1]; e < lstart[l]; e++) {
+            const int64_t r = (*buf)[e];
+            for (int64_t t = K->rowptr[r]; t < K->rowptr[r + 1]; t++) {
+                const int32_t c = K->colind[t];
+                if (mark[c] == p) continue;
+                mark[c] = (int32_t)p;
+                if (len == *cap) {
+                    int32_t *b = realloc(*buf, (size_t)*cap * 2 * sizeof *b);
+                    HK_CHECK(b, HK_ERR_MEMORY,
+                             "matrix powers: out of host memory for a ghost zone");
+                    *buf = b;
+                    *cap *= 2;
+                }
+                (*buf)[len++] = c;
+            }
+        }
+        /* ascending within the level (insertion sort: the frontier is nearly sorted) */
+        int32_t *v = *buf + lstart[l];
+        const int64_t m = len - lstart[l];
+        for (int64_t i = 1; i < m; i++) {
+            int32_t x = v[i];
+            int64_t j = i - 1;
+            while (j >= 0 && v[j] > x) {
+                v[j + 1] = v[j];
+                j--;
+            }
+            v[j + 1] = x;
+        }
+        lstart[l + 1] = len;
+    }
+    return 0;
+}
+
+/* Block-row products of kk levels of a partition with level starts lstart. */
+static int64_t mpk_work(const int64_t *lstart, int kk)
+{
+    int64_t w = 0;
+    for (int j = 0; j < kk; j++)
+        w += lstart[kk - j]; /* rows of levels <= kk-1-j */
+    return w;
+}
+
+static void mpk_destroy(cpu_mpk *P)
+{
+    if (!P) return;
+    free(P->ext_ptr);
+    free(P->lvl);
+    free(P->ext_row);
+    free(P->ent_ptr);
+    free(P->lcol);
+    free(P);
+}
+
+int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
+                    hk_mpk_info *info)
+{
+    *plan = NULL;
+    memset(info, 0, sizeof *info);
+    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
+             "matrix powers: the matrix must be square with square blocks of 1..6");
+    HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
+             "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
+    HK_CHECK(block >= 1, HK_ERR_OPTION,
+             "matrix powers: a partition of %lld block rows; use at least 1 (option mpk.block)",
+             (long long)block);
+    const int64_t nb = K->nbrows;
+    HK_CHECK(nb < ((int64_t)1 << 31), HK_ERR_UNSUPPORTED,
+             "matrix powers: %lld block rows are too many for 32-bit indices", (long long)nb);
+    if (block > nb) block = nb > 0 ? nb : 1;
+    const int64_t nparts = nb > 0 ? (nb + block - 1) / block : 0;
+    const int nt = omp_get_max_threads();
+    int ierr = 0;
+    cpu_mpk *P = NULL;
+    int32_t *marks = NULL;
+    int64_t *cnt = NULL;
+    HK_TRY(hk_calloc(1, sizeof *P, &P));
+    P->K = K;
+    P->bs = K->br;
+    P->k = k;
+    P->nb = nb;
+    P->block = block;
+    P->nparts = nparts;
+    info->block = block;
+    info->k = k;
+    info->nparts = nparts;
+    HK_TRY(hk_malloc((size_t)nt * (size_t)(nb > 0 ? nb : 1) * sizeof *marks, &marks));
+    HK_TRY(hk_calloc((size_t)nparts * (k + 2) + 1, sizeof *cnt, &cnt));
+    const double cap = max_work > 0 ? max_work * (double)k * (double)nb : 0;
+    /* pass 1: level sizes of every partition (a sample first, so a hopeless size is refused
+     * before the whole graph is walked) */
+    int failed = 0;
+    for (int pass = 0; pass < 2 && !failed; pass++) {
+        const int64_t np = pass == 0 ? (nparts < 16 ? nparts : 16) : nparts;
+        double work = 0;
+#pragma omp parallel reduction(+ : work) reduction(| : failed)
+        {
+            const int t = omp_get_thread_num();
+            int32_t *mark = marks + (size_t)t * (size_t)nb;
+            for (int64_t i = 0; i < nb; i++)
+                mark[i] = -1;
+            int32_t *buf = NULL;
+            int64_t bcap = 0;
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t q = 0; q < np; q++) {
+                const int64_t p = pass == 0 ? q * nparts / np : q;
+                int64_t *ls = cnt + (size_t)p * (k + 2);
+                if (failed || mpk_bfs(K, block, k, p, mark, &buf, &bcap, ls)) {
+                    failed = 1;
+                    continue;
+                }
+                work += (double)mpk_work(ls, k);
+            }
+            free(buf);
+        }
+        if (failed) {
+            ierr = HK_ERR_MEMORY;
+            goto fail;
+        }
+        if (pass == 0 && np > 0) work *= (double)nparts / (double)np;
+        info->work = (int64_t)work;
+        if (cap > 0 && work > (pass == 0 ? 2 * cap : cap)) goto fail; /* no plan, no error */
+    }
+    /* offsets */
+    HK_TRY(hk_malloc(((size_t)nparts + 1) * sizeof *P->ext_ptr, &P->ext_ptr));
+    HK_TRY(hk_malloc((size_t)nparts * (k + 2) * sizeof *P->lvl + 8, &P->lvl));
+    P->ext_ptr[0] = 0;
+    for (int64_t p = 0; p < nparts; p++) {
+        const int64_t *ls = cnt + (size_t)p * (k + 2);
+        for (int l = 0; l <= k + 1; l++)
+            P->lvl[(size_t)p * (k + 2) + l] = P->ext_ptr[p] + ls[l];
+        P->ext_ptr[p + 1] = P->ext_ptr[p] + ls[k + 1];
+        if (ls[k + 1] > P->max_ext) P->max_ext = ls[k + 1];
+    }
+    const int64_t next = P->ext_ptr[nparts];
+    info->ext_rows = next;
+    info->max_ext = P->max_ext;
+    HK_TRY(hk_malloc((size_t)(next > 0 ? next : 1) * sizeof *P->ext_row, &P->ext_row));
+    HK_TRY(hk_malloc(((size_t)next + 1) * sizeof *P->ent_ptr, &P->ent_ptr));
+    /* pass 2: the lists themselves, then the entry counts */
+#pragma omp parallel reduction(| : failed)
+    {
+        const int t = omp_get_thread_num();
+        int32_t *mark = marks + (size_t)t * (size_t)nb;
+        for (int64_t i = 0; i < nb; i++)
+            mark[i] = -1;
+        int32_t *buf = NULL;
+        int64_t bcap = 0, ls[HK_MPK_MAXK + 2];
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t p = 0; p < nparts; p++) {
+            if (failed || mpk_bfs(K, block, k, p, mark, &buf, &bcap, ls)) {
+                failed = 1;
+                continue;
+            }
+            memcpy(P->ext_row + P->ext_ptr[p], buf, (size_t)ls[k + 1] * sizeof *buf);
+        }
+        free(buf);
+    }
+    if (failed) {
+        ierr = HK_ERR_MEMORY;
+        goto fail;
+    }
+    P->ent_ptr[0] = 0;
+    for (int64_t p = 0; p < nparts; p++)
+        for (int64_t e = P->ext_ptr[p]; e < P->ext_ptr[p + 1]; e++) {
+            const int inner = e < P->lvl[(size_t)p * (k + 2) + k];
+            const int32_t g = P->ext_row[e];
+            P->ent_ptr[e + 1] = P->ent_ptr[e] + (inner ? K->rowptr[g + 1] - K->rowptr[g] : 0);
+        }
+    HK_TRY(hk_malloc((size_t)(P->ent_ptr[next] > 0 ? P->ent_ptr[next] : 1) * sizeof *P->lcol,
+                     &P->lcol));
+    /* local columns: mark holds the partition, a second array the local index */
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num();
+        int32_t *mark = marks + (size_t)t * (size_t)nb;
+        for (int64_t i = 0; i < nb; i++)
+            mark[i] = -1;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t p = 0; p < nparts; p++) {
+            const int64_t e0 = P->ext_ptr[p];
+            /* mark[g] = g's place in this partition's list, reset before the next one */
+            for (int64_t e = e0; e < P->ext_ptr[p + 1]; e++)
+                mark[P->ext_row[e]] = (int32_t)(e - e0);
+            for (int64_t e = e0; e < P->lvl[(size_t)p * (k + 2) + k]; e++) {
+                const int32_t g = P->ext_row[e];
+                int64_t o = P->ent_ptr[e];
+                for (int64_t q = K->rowptr[g]; q < K->rowptr[g + 1]; q++)
+                    P->lcol[o++] = (int32_t)mark[K->colind[q]];
+            }
+            for (int64_t e = e0; e < P->ext_ptr[p + 1]; e++)
+                mark[P->ext_row[e]] = -1;
+        }
+    }
+    free(marks);
+    free(cnt);
+    *plan = P;
+    return 0;
+fail:
+    free(marks);
+    free(cnt);
+    mpk_destroy(P);
+    return ierr;
+}
+
+void hk_cpu_mpk_free(void *plan)
+{
+    mpk_destroy(plan);
+}
+
+#define CHECK_VEC(v, what)                                                                         \
+    HK_CHECK((v) && (v)->prec == HK_FP64 && (v)->n == n, HK_ERR_ARG,                               \
+             "matrix powers: %s must be an fp64 vector of the matrix's %lld rows", what,           \
+             (long long)n)
+
+int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
+                     hk_vec *const *W, hk_vec *const *U)
+{
+    cpu_mpk *P = plan;
+    HK_CHECK(P, HK_ERR_ARG, "matrix powers: no plan");
+    HK_CHECK(kk >= 1 && kk <= P->k, HK_ERR_ARG,
+             "matrix powers: %d levels asked of a plan made for %d", kk, P->k);
+    const int bs = P->bs, k = P->k;
+    const int64_t n = P->nb * bs;
+    for (int j = 0; j <= kk; j++) {
+        CHECK_VEC(W[j], "every W");
+        if (d) CHECK_VEC(U[j], "every U");
+    }
+    if (d) CHECK_VEC(d, "d");
+    if (wprev) CHECK_VEC(wprev, "wprev");
+    const hk_bmat *K = P->K;
+    const double *dv = d ? d->data : NULL, *wp0 = wprev ? wprev->data : NULL;
+    const int nsl = d ? 5 : 3;
+    const size_t slot = (size_t)P->max_ext * bs;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        double *mem = malloc(slot * nsl * sizeof *mem + 8);
+        if (!mem) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t p = 0; p < P->nparts; p++) {
+            if (!mem) continue;
+            double *wp = mem, *wc = mem + slot, *wn = mem + 2 * slot;
+            double *uc = d ? mem + 3 * slot : wc, *un = d ? mem + 4 * slot : wn;
+            const int64_t e0 = P->ext_ptr[p];
+            const int64_t *lv = P->lvl + (size_t)p * (k + 2);
+            const int64_t nown = lv[1] - e0, nload = lv[kk + 1] - e0;
+            const double *w0 = W[0]->data;
+            for (int64_t e = 0; e < nload; e++) {
+                const int64_t g = P->ext_row[e0 + e];
+                for (int r = 0; r < bs; r++) {
+                    const int64_t i = g * bs + r;
+                    wc[e * bs + r] = w0[i];
+                    wp[e * bs + r] = wp0 ? wp0[i] : 0.0;
+                    if (d) {
+                        uc[e * bs + r] = dv[i] * w0[i];
+                        if (e < nown) ((double *)U[0]->data)[i] = uc[e * bs + r];
+                    }
+                }
+            }
+            for (int j = 0; j < kk; j++) {
+                const double c0 = coef[3 * j], c1 = coef[3 * j + 1], c2 = coef[3 * j + 2];
+                const int64_t nrow = lv[kk - j] - e0; /* rows of levels <= kk-1-j */
+                double *wo = W[j + 1]->data, *uo = d ? U[j + 1]->data : NULL;
+                for (int64_t e = 0; e < nrow; e++) {
+                    const int64_t g = P->ext_row[e0 + e];
+                    const int32_t *lc = P->lcol + P->ent_ptr[e0 + e];
+                    const double *a = K->val + (size_t)K->rowptr[g] * bs * bs;
+                    const int64_t len = K->rowptr[g + 1] - K->rowptr[g];
+                    double acc[6] = {0, 0, 0, 0, 0, 0};
+                    for (int64_t t = 0; t < len; t++) {
+                        const double *x = uc + (size_t)lc[t] * bs;
+                        const double *blk = a + (size_t)t * bs * bs;
+                        for (int r = 0; r < bs; r++)
+                            for (int c = 0; c < bs; c++)
+                                acc[r] += blk[r * bs + c] * x[c];
+                    }
+                    for (int r = 0; r < bs; r++) {
+                        const int64_t q = e * bs + r, i = g * bs + r;
+                        const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
+                        wn[q] = w;
+                        if (d) un[q] = dv[i] * w;
+                        if (e < nown) {
+                            wo[i] = w;
+                            if (d) uo[i] = un[q];
+                        }
+                    }
+                }
+                double *t = wp;
+                wp = wc;
+                wc = wn;
+                wn = t;
+                if (d) {
+                    t = uc;
+                    uc = un;
+                    un = t;
+                } else {
+                    uc = wc;
+                    un = wn;
+                }
+            }
+        }
+        free(mem);
+    }
+    HK_CHECK(!failed, HK_ERR_MEMORY,
+             "matrix powers: out of host memory for the partitions' work vectors (%zu bytes a "
+             "thread); use a smaller mpk.block",
+             slot * nsl * sizeof(double));
+    return 0;
+}
+
+/* The pairs (a, b) of one Gram call over V = X (then Y when distinct), into out[q]. */
+typedef struct gram_pairs {
+    int np;
+    unsigned char a[3 * HK_GRAM_MAX * HK_GRAM_MAX], b[3 * HK_GRAM_MAX * HK_GRAM_MAX];
+} gram_pairs;
+
+/* Pair list shared with the CUDA version: X^T Y (upper triangle when Y is X) then X^T X. */
+int hk_gram_pairs(int m, int distinct, int want_gx, unsigned char *a, unsigned char *b)
+{
+    int np = 0;
+    if (!distinct) {
+        for (int i = 0; i < m; i++)
+            for (int j = i; j < m; j++) {
+                a[np] = (unsigned char)i;
+                b[np++] = (unsigned char)j;
+            }
+        return np;
+    }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            a[np] = (unsigned char)i;
+            b[np++] = (unsigned char)(m + j);
+        }
+    if (want_gx)
+        for (int i = 0; i < m; i++)
+            for (int j = i; j < m; j++) {
+                a[np] = (unsigned char)i;
+                b[np++] = (unsigned char)j;
+            }
+    return np;
+}
+
+void hk_gram_scatter(int m, int distinct, const double *s, double *G, double *GX)
+{
+    int q = 0;
+    if (!distinct) {
+        for (int i = 0; i < m; i++)
+            for (int j = i; j < m; j++, q++) {
+                G[i * m + j] = G[j * m + i] = s[q];
+                if (GX) GX[i * m + j] = GX[j * m + i] = s[q];
+            }
+        return;
+    }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++)
+            G[i * m + j] = s[q++];
+    if (GX)
+        for (int i = 0; i < m; i++)
+            for (int j = i; j < m; j++, q++)
+                GX[i * m + j] = GX[j * m + i] = s[q];
+}
+
+int hk_cpu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
+{
+    HK_CHECK(m >= 1 && m <= HK_GRAM_MAX, HK_ERR_ARG, "vec_gram: %d vectors; at most %d", m,
+             HK_GRAM_MAX);
+    const int64_t n = X[0]->n;
+    const int distinct = Y && Y != X;
+    const double *v[2 * HK_GRAM_MAX];
+    for (int i = 0; i < m; i++) {
+        HK_CHECK(X[i]->prec == HK_FP64 && X[i]->n == n &&
+                     (!distinct || (Y[i]->prec == HK_FP64 && Y[i]->n == n)),
+                 HK_ERR_ARG, "vec_gram: the vectors must be fp64 of one length");
+        v[i] = X[i]->data;
+        v[m + i] = distinct ? Y[i]->data : X[i]->data;
+    }
+    gram_pairs pr;
+    pr.np = hk_gram_pairs(m, distinct, GX != NULL, pr.a, pr.b);
+    const int np = pr.np;
+    double *part = NULL, *sum = NULL;
+    HK_CALL(hk_malloc((size_t)HK_CPU_CHUNKS * np * sizeof *part, &part));
+    int ierr = hk_malloc((size_t)np * sizeof *sum, &sum);
+    if (ierr) {
+        free(part);
+        return ierr;
+    }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        for (int q = 0; q < np; q++) {
+            const double *x = v[pr.a[q]], *y = v[pr.b[q]];
+            double s = 0;
+            for (int64_t i = i0; i < i1; i++)
+                s += x[i] * y[i];
+            part[(size_t)c * np + q] = s;
+        }
+    }
+    for (int q = 0; q < np; q++) {
+        double s = 0;
+        for (int c = 0; c < HK_CPU_CHUNKS; c++)
+            s += part[(size_t)c * np + q];
+        sum[q] = s;
+    }
+    hk_gram_scatter(m, distinct, sum, G, GX);
+    free(part);
+    free(sum);
+    return 0;
+}

@@ -1,0 +1,684 @@
+/* The s-step pieces: the matrix-powers op against k SpMVs (every basis, partition size and
+ * pass length, with and without the fused Jacobi diagonal, partitions of one row and of the
+ * whole matrix), its ghost zones against the closed form of a tridiagonal matrix, the Gram
+ * reduction against dot products; method=scg against cg (same solution to the tolerance on
+ * the true residual, iterations within 1.2x), options, and the exit code of hooke solve.
+ * cuda_sstep: the CUDA matrix powers, plans and Gram matrices equal the CPU's, and scg on
+ * CUDA converges to the same solution. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+#include "hk_impl.h"
+#include "ksp/ksp_impl.h"
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+/* tridiag(-1, 2, -1) of order n, bs = 1. */
+static void tridiag(int64_t n, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = 1;
+    K->nbrows = K->nbcols = n;
+    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
+    K->colind = malloc((size_t)(3 * n) * sizeof *K->colind);
+    K->val = malloc((size_t)(3 * n) * sizeof *K->val);
+    int64_t q = 0;
+    for (int64_t i = 0; i < n; i++) {
+        K->rowptr[i] = q;
+        for (int64_t j = i - 1; j <= i + 1; j++)
+            if (j >= 0 && j < n) {
+                K->colind[q] = (int32_t)j;
+                K->val[q++] = j == i ? 2.0 : -1.0;
+            }
+    }
+    K->rowptr[n] = q;
+}
+
+/* A deterministic vector with entries in [0.5, 1.5). */
+static void fill(double *h, int64_t n, unsigned seed)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t x = hk_hash32((uint32_t)i * 2654435761u + seed);
+        h[i] = 0.5 + (double)(x & 0xffff) / 65536.0;
+    }
+}
+
+static hk_vec *vec_from(const hk_backend *be, int64_t n, const double *h)
+{
+    hk_vec *v = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &v));
+    if (h) HK_ASSERT_OK(hk_vec_upload(v, h));
+    return v;
+}
+
+static double *download(const hk_vec *v)
+{
+    double *h = malloc((size_t)v->n * sizeof *h);
+    HK_ASSERT_OK(hk_vec_download(v, h));
+    return h;
+}
+
+/* The test matrices of the matrix-powers cases. */
+enum { NMPK = 5 };
+static const char *mpk_name[NMPK] = {"elasticity2d 6x5", "elasticity3d 3x3x2", "poisson 9",
+                                     "random bs 4 with empty rows", "tridiag 40"};
+static void mpk_matrix(int i, hk_bcsr *K)
+{
+    int err = 0;
+    if (i == 0) err = hk_gen_elasticity2d(6, 5, K);
+    if (i == 1) err = hk_gen_elasticity3d(3, 3, 2, K);
+    if (i == 2) err = hk_gen_poisson2d(9, K);
+    if (i == 3) err = hk_gen_random(45, 45, 4, 3.0, 1, 7u, K);
+    if (i == 4) tridiag(40, K);
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+}
+
+/* One matrix-powers case on be: kk levels from a plan of k levels with partitions of block
+ * rows; returns the largest relative difference of W[1..kk] (and U[0..kk] with d) from the
+ * same recurrence by SpMVs and vector ops; the results go to Wout/Uout (kk+1 host arrays of
+ * n, caller-freed) when not NULL. */
+static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, int k, int kk,
+                       const double *coef, int with_d, int with_prev, double **Wout, double **Uout,
+                       hk_mpk_info *info)
+{
+    const int64_t n = K->nbrows * K->bs;
+    hk_bmat B = {0};
+    hk_mat *A = NULL;
+    void *plan = NULL;
+    HK_ASSERT_OK(hk_bmat_upload(be, K, &B));
+    HK_ASSERT_OK(hk_mat_create_bmat(&B, HK_FMT_CSR, HK_FP64, NULL, &A));
+    HK_ASSERT_OK(be->mpk_plan(&B, block, k, 0.0, &plan, info));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    double *h = malloc((size_t)n * sizeof *h);
+    hk_vec *W[HK_MPK_MAXK + 1], *U[HK_MPK_MAXK + 1], *Wr[HK_MPK_MAXK + 1], *Ur[HK_MPK_MAXK + 1];
+    fill(h, n, 1);
+    for (int j = 0; j <= kk; j++) {
+        W[j] = vec_from(be, n, j == 0 ? h : NULL);
+        U[j] = vec_from(be, n, NULL);
+        Wr[j] = vec_from(be, n, j == 0 ? h : NULL);
+        Ur[j] = vec_from(be, n, NULL);
+    }
+    fill(h, n, 2);
+    hk_vec *d = with_d ? vec_from(be, n, h) : NULL;
+    fill(h, n, 3);
+    hk_vec *wp = with_prev ? vec_from(be, n, h) : NULL;
+    HK_ASSERT_OK(be->mpk_apply(plan, kk, coef, d, wp, W, d ? U : NULL));
+    /* the reference: SpMV and vector ops */
+    if (d) HK_ASSERT_OK(be->vec_pointwise_mult(Ur[0], d, Wr[0]));
+    for (int j = 0; j < kk; j++) {
+        const hk_vec *prev = j ? Wr[j - 1] : wp;
+        HK_ASSERT_OK(hk_mat_spmv(A, d ? Ur[j] : Wr[j], Wr[j + 1]));
+        if (prev)
+            HK_ASSERT_OK(be->vec_axpbypcz(Wr[j + 1], coef[3 * j + 1], Wr[j], coef[3 * j + 2], prev,
+                                          coef[3 * j]));
+        else
+            HK_ASSERT_OK(be->vec_axpby(Wr[j + 1], coef[3 * j + 1], Wr[j], coef[3 * j]));
+        if (d) HK_ASSERT_OK(be->vec_pointwise_mult(Ur[j + 1], d, Wr[j + 1]));
+    }
+    double worst = 0;
+    for (int j = 0; j <= kk; j++) {
+        double *a = download(W[j]), *r = download(Wr[j]);
+        double e = hk_test_reldiff(a, r, (long)n);
+        if (!(e <= worst)) worst = e;
+        if (Wout)
+            Wout[j] = a;
+        else
+            free(a);
+        free(r);
+        if (d) {
+            a = download(U[j]);
+            r = download(Ur[j]);
+            e = hk_test_reldiff(a, r, (long)n);
+            if (!(e <= worst)) worst = e;
+            if (Uout)
+                Uout[j] = a;
+            else
+                free(a);
+            free(r);
+        } else if (Uout) {
+            Uout[j] = NULL;
+        }
+    }
+    for (int j = 0; j <= kk; j++) {
+        hk_vec_destroy(W[j]);
+        hk_vec_destroy(U[j]);
+        hk_vec_destroy(Wr[j]);
+        hk_vec_destroy(Ur[j]);
+    }
+    hk_vec_destroy(d);
+    hk_vec_destroy(wp);
+    free(h);
+    be->mpk_free(plan);
+    hk_mat_destroy(A);
+    hk_bmat_free(&B);
+    return worst;
+}
+
+/* Coefficients of basis b (monomial, newton, chebyshev) for k levels on [lo, hi] = [0.2, 8]
+ * (about the spectra here), or a generic three-term recurrence (b = 3). */
+static void coefs(int b, int k, double *coef)
+{
+    if (b < 3) {
+        hk_scg_basis_coef(b, k, 0.2, 8.0, coef);
+        return;
+    }
+    for (int j = 0; j < k; j++) {
+        coef[3 * j] = 0.3 + 0.01 * j;
+        coef[3 * j + 1] = -0.7;
+        coef[3 * j + 2] = 0.2;
+    }
+}
+
+static const int64_t blocks[] = {1, 2, 7, 64, 1 << 30}; /* the last: the whole matrix */
+
+static void mpk_sweep(const hk_backend *be)
+{
+    int cases = 0;
+    for (int mi = 0; mi < NMPK; mi++) {
+        hk_bcsr K;
+        mpk_matrix(mi, &K);
+        for (int bi = 0; bi < 5; bi++)
+            for (int k = 1; k <= HK_SCG_MAX_S; k++)
+                for (int b = 0; b < 4; b++) {
+                    /* every pass length of a plan with k levels; d and W[-1] on alternate cases */
+                    const int kk = 1 + (k + b) % k;
+                    double coef[3 * HK_MPK_MAXK];
+                    coefs(b, kk, coef);
+                    hk_mpk_info info;
+                    const int with_d = (bi + b) & 1, with_prev = (k + b) & 1;
+                    double e = mpk_case(be, &K, blocks[bi], k, kk, coef, with_d, with_prev, NULL,
+                                        NULL, &info);
+                    if (!(e <= 1e-13))
+                        fprintf(stderr,
+                                "\n  %s on %s: block %lld, k %d, %d levels, basis %d, d %d, "
+                                "prev %d: relative difference %.2e",
+                                mpk_name[mi], hk_backend_name(be), (long long)blocks[bi], k, kk, b,
+                                with_d, with_prev, e);
+                    CU_ASSERT(e <= 1e-13);
+                    cases++;
+                }
+        hk_bcsr_free(&K);
+    }
+    CU_ASSERT(cases == NMPK * 5 * HK_SCG_MAX_S * 4);
+}
+
+/* ---- matrix powers ------------------------------------------------------------------------ */
+
+static void test_mpk_equals_spmvs(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    mpk_sweep(be);
+}
+
+/* Ghost zones of tridiag(n): partition [lo, hi) at levels <= l covers
+ * [max(0, lo - l), min(n, hi + l)); the plan's counts follow. */
+static void test_mpk_ghost_zones(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    const int64_t n = 40;
+    hk_bcsr K;
+    tridiag(n, &K);
+    hk_bmat B = {0};
+    HK_ASSERT_OK(hk_bmat_upload(be, &K, &B));
+    for (int bi = 0; bi < 5; bi++)
+        for (int k = 1; k <= 6; k++) {
+            const int64_t blk = blocks[bi] < n ? blocks[bi] : n;
+            const int64_t np = (n + blk - 1) / blk;
+            int64_t ext = 0, work = 0, mx = 0;
+            for (int64_t p = 0; p < np; p++) {
+                const int64_t lo = p * blk, hi = lo + blk < n ? lo + blk : n;
+#define COVER(l) ((hi + (l) < n ? hi + (l) : n) - (lo - (l) > 0 ? lo - (l) : 0))
+                ext += COVER(k);
+                if (COVER(k) > mx) mx = COVER(k);
+                for (int l = 0; l < k; l++)
+                    work += COVER(l);
+#undef COVER
+            }
+            void *plan = NULL;
+            hk_mpk_info info;
+            HK_ASSERT_OK(be->mpk_plan(&B, blocks[bi], k, 0.0, &plan, &info));
+            CU_ASSERT_EQUAL(info.nparts, np);
+            CU_ASSERT_EQUAL(info.block, blk);
+            CU_ASSERT_EQUAL(info.ext_rows, ext);
+            CU_ASSERT_EQUAL(info.max_ext, mx);
+            CU_ASSERT_EQUAL(info.work, work);
+            be->mpk_free(plan);
+            /* a cap below the redundant work: no plan, and no error */
+            if (work > k * n) {
+                HK_ASSERT_OK(be->mpk_plan(&B, blocks[bi], k, 1.0, &plan, &info));
+                CU_ASSERT_PTR_NULL(plan);
+            }
+        }
+    /* bad arguments are errors naming the option */
+    void *plan = NULL;
+    hk_mpk_info info;
+    CU_ASSERT_EQUAL(be->mpk_plan(&B, 0, 2, 0.0, &plan, &info), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "mpk.block"));
+    CU_ASSERT_EQUAL(be->mpk_plan(&B, 4, HK_MPK_MAXK + 1, 0.0, &plan, &info), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "mpk.k"));
+    hk_error_clear();
+    hk_bmat_free(&B);
+    hk_bcsr_free(&K);
+}
+
+/* ---- the Gram reduction ------------------------------------------------------------------- */
+
+static void gram_case(const hk_backend *be, int64_t n, int m, int distinct, int gx, double *Gout,
+                      double *GXout)
+{
+    hk_vec *X[HK_GRAM_MAX], *Y[HK_GRAM_MAX];
+    double *hx[HK_GRAM_MAX], *hy[HK_GRAM_MAX];
+    for (int i = 0; i < m; i++) {
+        hx[i] = malloc((size_t)n * sizeof(double));
+        hy[i] = malloc((size_t)n * sizeof(double));
+        fill(hx[i], n, 10u + (unsigned)i);
+        fill(hy[i], n, 50u + (unsigned)i);
+        for (int64_t r = 0; r < n; r++)
+            hy[i][r] -= 1.0; /* signs mixed */
+        X[i] = vec_from(be, n, hx[i]);
+        Y[i] = vec_from(be, n, hy[i]);
+    }
+    double G[HK_GRAM_MAX * HK_GRAM_MAX], GX[HK_GRAM_MAX * HK_GRAM_MAX];
+    HK_ASSERT_OK(be->vec_gram(m, X, distinct ? Y : NULL, G, gx ? GX : NULL));
+    double worst = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            double want = 0, wx = 0, scale = 0;
+            const double *y = distinct ? hy[j] : hx[j];
+            for (int64_t r = 0; r < n; r++) {
+                want += hx[i][r] * y[r];
+                wx += hx[i][r] * hx[j][r];
+                scale += fabs(hx[i][r] * y[r]) + fabs(hx[i][r] * hx[j][r]);
+            }
+            double e = fabs(G[i * m + j] - want) / scale;
+            if (gx) e = fmax(e, fabs(GX[i * m + j] - wx) / scale);
+            if (!(e <= worst)) worst = e;
+        }
+    if (!(worst <= 1e-14))
+        fprintf(stderr, "\n  gram %s n %lld m %d distinct %d gx %d: %.2e", hk_backend_name(be),
+                (long long)n, m, distinct, gx, worst);
+    CU_ASSERT(worst <= 1e-14);
+    if (Gout) memcpy(Gout, G, sizeof(double) * m * m);
+    if (GXout && gx) memcpy(GXout, GX, sizeof(double) * m * m);
+    for (int i = 0; i < m; i++) {
+        hk_vec_destroy(X[i]);
+        hk_vec_destroy(Y[i]);
+        free(hx[i]);
+        free(hy[i]);
+    }
+}
+
+static void test_gram(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    const int64_t ns[3] = {1, 300, 5001};
+    const int ms[4] = {1, 3, 17, HK_GRAM_MAX};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 3; c++)
+                gram_case(be, ns[a], ms[b], c > 0, c == 2, NULL, NULL);
+}
+
+/* ---- method=scg --------------------------------------------------------------------------- */
+
+/* Solve K x = K ones with opts on be; the solution (host, caller-freed), result, code. */
+static int solve(const hk_backend *be, const hk_bcsr *K, const char *opts, double **x,
+                 hk_result *res)
+{
+    const int64_t n = K->nbrows * K->bs;
+    double *b = malloc((size_t)n * sizeof *b), *one = malloc((size_t)n * sizeof *one);
+    *x = calloc((size_t)n, sizeof **x);
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0;
+    hk_bcsr_spmv(K, one, b);
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    char text[512];
+    snprintf(text, sizeof text, "backend=%s %s", hk_backend_name(be), opts);
+    memset(res, 0, sizeof *res);
+    int err = hk_options_create(&o);
+    if (!err) err = hk_options_parse(o, text);
+    if (!err) err = hk_solver_create(K, o, &s);
+    if (!err) err = hk_solver_solve(s, b, *x, res);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    free(b);
+    free(one);
+    return err;
+}
+
+static double maxdiff(const double *a, const double *b, int64_t n)
+{
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]);
+        if (!(d <= e)) e = d;
+    }
+    return e;
+}
+
+static const char *const bases[3] = {"monomial", "newton", "chebyshev"};
+/* how the basis is built: tuned, matrix powers forced (partitions of 16 block rows, 2 levels
+ * a pass where s allows), one SpMV per vector */
+static const char *const builds[3] = {"", "mpk.block=16", "mpk.block=-1"};
+
+/* scg's solution equals cg's to the accuracy the tolerance gives (the true residual of both
+ * is below it), on 2D/3D elasticity and Poisson, s = 1..4, every basis, pc none and jacobi,
+ * every way of building the basis. */
+static void scg_vs_cg(const hk_backend *be)
+{
+    static const char *mats[3] = {"elasticity2d 8x8", "elasticity3d 4x4x4", "poisson 12"};
+    for (int mi = 0; mi < 3; mi++) {
+        hk_bcsr K;
+        int err = mi == 0   ? hk_gen_elasticity2d(8, 8, &K)
+                  : mi == 1 ? hk_gen_elasticity3d(4, 4, 4, &K)
+                            : hk_gen_poisson2d(12, &K);
+        CU_ASSERT_EQUAL_FATAL(err, 0);
+        const int64_t n = K.nbrows * K.bs;
+        for (int pc = 0; pc < 2; pc++) {
+            char opts[256];
+            snprintf(opts, sizeof opts, "method=cg pc=%s tol=1e-10", pc ? "jacobi" : "none");
+            double *xcg = NULL;
+            hk_result rcg;
+            HK_ASSERT_OK(solve(be, &K, opts, &xcg, &rcg));
+            CU_ASSERT_EQUAL(rcg.reason, HK_CONVERGED_RTOL);
+            for (int s = 1; s <= 4; s++)
+                for (int b = 0; b < 3; b++)
+                    for (int h = 0; h < 3; h++) {
+                        snprintf(opts, sizeof opts,
+                                 "method=scg ksp.s=%d ksp.basis=%s %s%s pc=%s "
+                                 "tol=1e-10",
+                                 s, bases[b], builds[h], h == 1 && s >= 2 ? " mpk.k=2" : "",
+                                 pc ? "jacobi" : "none");
+                        double *x = NULL;
+                        hk_result r;
+                        int code = solve(be, &K, opts, &x, &r);
+                        double d = maxdiff(x, xcg, n);
+                        int ok = code == 0 && r.reason == HK_CONVERGED_RTOL &&
+                                 r.true_residual <= 1e-10 && d <= 1e-6;
+                        if (!ok)
+                            fprintf(stderr,
+                                    "\n  %s on %s [%s]: code %d (%s) reason '%s' it %d (cg %d) "
+                                    "true residual %.2e, |x - x_cg| %.2e",
+                                    opts, mats[mi], hk_backend_name(be), code,
+                                    code ? hk_error_message() : "", hk_reason_name(r.reason),
+                                    r.iterations, rcg.iterations, r.true_residual, d);
+                        CU_ASSERT(ok);
+                        free(x);
+                    }
+            free(xcg);
+        }
+        hk_bcsr_free(&K);
+    }
+}
+
+static void test_scg_matches_cg(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    scg_vs_cg(be);
+}
+
+/* On 3D elasticity scg takes at most 1.2x cg's iterations for s <= 4 (every basis, no pc and
+ * Jacobi): the s-step basis spans the same Krylov space, and rounding costs little at s <= 4. */
+static void test_scg_iterations(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(8, 8, 8, &K));
+    for (int pc = 0; pc < 2; pc++) {
+        char opts[256];
+        const char *pcn = pc ? "jacobi" : "none";
+        snprintf(opts, sizeof opts, "method=cg pc=%s tol=1e-8", pcn);
+        double *x = NULL;
+        hk_result rcg;
+        HK_ASSERT_OK(solve(be, &K, opts, &x, &rcg));
+        free(x);
+        for (int s = 1; s <= 4; s++)
+            for (int b = 0; b < 3; b++) {
+                snprintf(opts, sizeof opts, "method=scg ksp.s=%d ksp.basis=%s pc=%s tol=1e-8", s,
+                         bases[b], pcn);
+                hk_result r;
+                HK_ASSERT_OK(solve(be, &K, opts, &x, &r));
+                free(x);
+                const int ok = r.reason == HK_CONVERGED_RTOL && r.true_residual <= 1e-8 &&
+                               r.iterations <= 1.2 * rcg.iterations;
+                if (!ok)
+                    fprintf(stderr, "\n  %s: reason '%s', %d iterations, cg %d, true res %.2e",
+                            opts, hk_reason_name(r.reason), r.iterations, rcg.iterations,
+                            r.true_residual);
+                CU_ASSERT(ok);
+            }
+    }
+    hk_bcsr_free(&K);
+}
+
+/* Preconditioners that cannot be fused are applied between the SpMVs; residual replacement
+ * by count and off; the iteration limit inside an outer step. */
+static void test_scg_pcs_and_replacement(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 5, &K));
+    static const char *opts[] = {"pc=poly",
+                                 "pc=fsai ksp.s=3",
+                                 "pc=amg ksp.basis=newton",
+                                 "pc=jacobi precision=mixed",
+                                 "pc=bjacobi ksp.basis=monomial ksp.s=2",
+                                 "pc=jacobi replace_every=8",
+                                 "pc=none replace_every=-1",
+                                 "pc=jacobi ksp.s=8 mpk.block=32 mpk.k=3",
+                                 NULL};
+    for (int i = 0; opts[i]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "method=scg %s tol=1e-9", opts[i]);
+        double *x = NULL;
+        hk_result r;
+        int code = solve(be, &K, text, &x, &r);
+        double err = 0;
+        for (int64_t j = 0; j < K.nbrows * K.bs; j++)
+            err = fmax(err, fabs(x[j] - 1.0));
+        const int ok =
+            code == 0 && r.reason == HK_CONVERGED_RTOL && r.true_residual <= 1e-9 && err <= 1e-5;
+        if (!ok)
+            fprintf(stderr, "\n  %s: code %d (%s) reason '%s' it %d true res %.2e err %.2e", text,
+                    code, code ? hk_error_message() : "", hk_reason_name(r.reason), r.iterations,
+                    r.true_residual, err);
+        CU_ASSERT(ok);
+        free(x);
+    }
+    /* maxit falls inside an outer step: the count stops there */
+    for (int s = 1; s <= 8; s++) {
+        char text[128];
+        snprintf(text, sizeof text, "method=scg ksp.s=%d pc=jacobi maxit=%d", s, 13 + s);
+        double *x = NULL;
+        hk_result r;
+        HK_ASSERT_OK(solve(be, &K, text, &x, &r));
+        CU_ASSERT_EQUAL(r.reason, HK_DIVERGED_MAXIT);
+        CU_ASSERT_EQUAL(r.iterations, 13 + s);
+        free(x);
+    }
+    hk_bcsr_free(&K);
+}
+
+static void test_scg_options(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_poisson2d(6, &K));
+    static const struct {
+        const char *opts, *names;
+    } bad[] = {{"method=scg ksp.s=0", "ksp.s"},
+               {"method=scg ksp.s=9", "ksp.s"},
+               {"method=scg ksp.basis=legendre", "ksp.basis"},
+               {"method=scg mpk.block=-2", "mpk.block"},
+               {"method=scg ksp.s=3 mpk.k=4", "mpk.k"},
+               {"method=cg ksp.s=3", "ksp.s"},
+               {NULL, NULL}};
+    for (int i = 0; bad[i].opts; i++) {
+        double *x = NULL;
+        hk_result r;
+        int code = solve(be, &K, bad[i].opts, &x, &r);
+        CU_ASSERT_EQUAL(code, HK_ERR_OPTION);
+        if (code == HK_ERR_OPTION) CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), bad[i].names));
+        hk_error_clear();
+        free(x);
+    }
+    /* scg is no inner method of defect (fp32) */
+    double *x = NULL;
+    hk_result r;
+    CU_ASSERT_EQUAL(solve(be, &K, "method=defect inner.method=scg", &x, &r), HK_ERR_UNSUPPORTED);
+    hk_error_clear();
+    free(x);
+    hk_bcsr_free(&K);
+}
+
+/* `hooke solve` exits non-zero when scg ends above the tolerance, 0 when it meets it. */
+static void test_solve_exit_code(void)
+{
+    char cmd[1024], out[8192];
+    const char *args[2] = {"method=scg ksp.s=3 maxit=5", "method=scg ksp.s=3"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && OMP_NUM_THREADS=1 '%s' solve --generate elasticity3d:4 %s --backend "
+                 "cpu 2>&1",
+                 hk_test_tmpdir(), HOOKE_BINARY, args[i]);
+        FILE *p = popen(cmd, "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        size_t len = fread(out, 1, sizeof out - 1, p);
+        out[len] = 0;
+        int st = pclose(p);
+        const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (i == 0) {
+            CU_ASSERT_EQUAL(rc, 1);
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "iteration limit"));
+        } else {
+            CU_ASSERT_EQUAL(rc, 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "scg (s=3"));
+        }
+        if ((i == 0) != (rc != 0)) fprintf(stderr, "\n%s\n", out);
+    }
+}
+
+HK_SUITE(sstep, {"matrix powers equal k SpMVs (bases, partitions, levels)", test_mpk_equals_spmvs},
+         {"matrix-powers ghost zones of a tridiagonal matrix (closed form)", test_mpk_ghost_zones},
+         {"Gram reduction equals dot products", test_gram},
+         {"scg equals cg's solution (s 1..4, bases, pc none/jacobi)", test_scg_matches_cg},
+         {"scg iterations within 1.2x cg on 3D elasticity", test_scg_iterations},
+         {"scg with other pcs, residual replacement, maxit", test_scg_pcs_and_replacement},
+         {"scg options and their errors", test_scg_options},
+         {"hooke solve exit code with scg", test_solve_exit_code})
+
+/* ---- the CUDA versions against the CPU ---------------------------------------------------- */
+
+static void test_cuda_mpk(void)
+{
+    const hk_backend *cpu = NULL, *gpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    HK_ASSERT_OK(hk_backend_get("cuda", &gpu));
+    /* the sweep on the device itself (op against SpMVs), then op against op */
+    mpk_sweep(gpu);
+    for (int mi = 0; mi < NMPK; mi++) {
+        hk_bcsr K;
+        mpk_matrix(mi, &K);
+        const int64_t n = K.nbrows * K.bs;
+        for (int bi = 0; bi < 5; bi++)
+            for (int k = 1; k <= HK_SCG_MAX_S; k += 3)
+                for (int b = 0; b < 4; b++) {
+                    double coef[3 * HK_MPK_MAXK];
+                    coefs(b, k, coef);
+                    double *Wc[HK_MPK_MAXK + 1], *Uc[HK_MPK_MAXK + 1];
+                    double *Wg[HK_MPK_MAXK + 1], *Ug[HK_MPK_MAXK + 1];
+                    hk_mpk_info ic, ig;
+                    mpk_case(cpu, &K, blocks[bi], k, k, coef, b & 1, 1, Wc, Uc, &ic);
+                    mpk_case(gpu, &K, blocks[bi], k, k, coef, b & 1, 1, Wg, Ug, &ig);
+                    CU_ASSERT(ic.nparts == ig.nparts && ic.ext_rows == ig.ext_rows &&
+                              ic.max_ext == ig.max_ext && ic.work == ig.work);
+                    double e = 0;
+                    for (int j = 0; j <= k; j++) {
+                        e = fmax(e, hk_test_reldiff(Wg[j], Wc[j], (long)n));
+                        if (Uc[j]) e = fmax(e, hk_test_reldiff(Ug[j], Uc[j], (long)n));
+                        free(Wc[j]);
+                        free(Wg[j]);
+                        free(Uc[j]);
+                        free(Ug[j]);
+                    }
+                    if (!(e <= 1e-13))
+                        fprintf(stderr, "\n  %s block %lld k %d basis %d: cuda vs cpu %.2e",
+                                mpk_name[mi], (long long)blocks[bi], k, b, e);
+                    CU_ASSERT(e <= 1e-13);
+                }
+        hk_bcsr_free(&K);
+    }
+    /* a larger matrix: several thread blocks per level, vectors beyond shared memory */
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(20, 20, 20, &K));
+    const int64_t bl[3] = {512, 4096, 1 << 30};
+    for (int i = 0; i < 3; i++) {
+        double coef[3 * HK_MPK_MAXK];
+        coefs(2, 4, coef);
+        hk_mpk_info info;
+        double e = mpk_case(gpu, &K, bl[i], 4, 4, coef, 1, 0, NULL, NULL, &info);
+        CU_ASSERT(e <= 1e-13);
+    }
+    hk_bcsr_free(&K);
+}
+
+static void test_cuda_gram(void)
+{
+    const hk_backend *cpu = NULL, *gpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    HK_ASSERT_OK(hk_backend_get("cuda", &gpu));
+    const int64_t ns[4] = {1, 300, 5001, 1000003};
+    const int ms[4] = {1, 3, 17, HK_GRAM_MAX};
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 3; c++) {
+                double Gc[HK_GRAM_MAX * HK_GRAM_MAX], Gg[HK_GRAM_MAX * HK_GRAM_MAX];
+                double Xc[HK_GRAM_MAX * HK_GRAM_MAX], Xg[HK_GRAM_MAX * HK_GRAM_MAX];
+                gram_case(cpu, ns[a], ms[b], c > 0, c == 2, Gc, Xc);
+                gram_case(gpu, ns[a], ms[b], c > 0, c == 2, Gg, Xg);
+                CU_ASSERT(hk_test_reldiff(Gg, Gc, ms[b] * ms[b]) <= 1e-13);
+                if (c == 2) CU_ASSERT(hk_test_reldiff(Xg, Xc, ms[b] * ms[b]) <= 1e-13);
+            }
+}
+
+static void test_cuda_scg(void)
+{
+    const hk_backend *cpu = NULL, *gpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    HK_ASSERT_OK(hk_backend_get("cuda", &gpu));
+    scg_vs_cg(gpu);
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(10, 10, 10, &K));
+    const int64_t n = K.nbrows * K.bs;
+    for (int b = 0; b < 3; b++)
+        for (int h = 0; h < 3; h++) {
+            char opts[256];
+            snprintf(opts, sizeof opts, "method=scg ksp.s=4 ksp.basis=%s %s pc=jacobi tol=1e-10",
+                     bases[b], builds[h]);
+            double *xc = NULL, *xg = NULL;
+            hk_result rc, rg;
+            HK_ASSERT_OK(solve(cpu, &K, opts, &xc, &rc));
+            HK_ASSERT_OK(solve(gpu, &K, opts, &xg, &rg));
+            CU_ASSERT_EQUAL(rg.reason, HK_CONVERGED_RTOL);
+            CU_ASSERT(rg.true_residual <= 1e-10);
+            CU_ASSERT(abs(rg.iterations - rc.iterations) <= 4);
+            CU_ASSERT(maxdiff(xg, xc, n) <= 1e-6);
+            free(xc);
+            free(xg);
+        }
+    hk_bcsr_free(&K);
+}
+
+HK_DEVICE_SUITE(cuda_sstep, {"matrix powers: cuda equals k SpMVs and the cpu", test_cuda_mpk},
+                {"Gram reduction: cuda equals the cpu", test_cuda_gram},
+                {"scg on cuda: cg's solution, the cpu's iterations", test_cuda_scg})
