@@ -128,8 +128,9 @@ static void lame(hk_eltype t, int nx, double nu, int integration, double *eu, do
     const double A = p * a * a / (b * b - a * a), B = A * b * b;
     hk_mesh m;
     ring(a, b, h, nx, 1, t, &m);
-    hk_support sup[2] = {{bnd(&m, "bottom"), 2u, {0}}, {bnd(&m, "top"), 2u, {0}}};
-    hk_load ld = {HK_LOAD_PRESSURE, bnd(&m, "left"), {p, 0, 0}};
+    hk_support sup[2] = {{.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
+                         {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0}}};
+    hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = bnd(&m, "left"), .value = {p, 0, 0}};
     hk_material mat = {.name = "m", .E = E, .nu = nu, .integration = integration};
     hk_problem pr = {.mesh = &m,
                      .analysis = HK_AXISYMMETRIC,
@@ -260,9 +261,9 @@ static void test_axial_stretch(void)
         hk_mesh m;
         ring(0, b, h, 3, 4, all_types[k % 5], &m);
         distort(&m, 0, b, h, 3, 4);
-        hk_support sup[3] = {{bnd(&m, "left"), 1u, {0}},
-                             {bnd(&m, "bottom"), 2u, {0}},
-                             {bnd(&m, "top"), 2u, {0, e * h, 0}}};
+        hk_support sup[3] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
+                             {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
+                             {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0, e * h, 0}}};
         hk_material mat = {.name = "m", .E = E, .nu = nu};
         hk_problem pr = {.mesh = &m,
                          .analysis = HK_AXISYMMETRIC,
@@ -304,9 +305,10 @@ static void test_radial_pressure(void)
         hk_mesh m;
         ring(0, b, h, 3, 2, all_types[k % 5], &m);
         distort(&m, 0, b, h, 3, 2);
-        hk_support sup[3] = {
-            {bnd(&m, "left"), 1u, {0}}, {bnd(&m, "bottom"), 2u, {0}}, {bnd(&m, "top"), 2u, {0}}};
-        hk_load ld = {HK_LOAD_PRESSURE, bnd(&m, "right"), {p, 0, 0}};
+        hk_support sup[3] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
+                             {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
+                             {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0}}};
+        hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = bnd(&m, "right"), .value = {p, 0, 0}};
         hk_material mat = {.name = "m", .E = E, .nu = nu};
         hk_problem pr = {.mesh = &m,
                          .analysis = HK_AXISYMMETRIC,
@@ -356,9 +358,10 @@ static void test_loaded_ring(void)
             hk_mesh m;
             ring(a, b, h, 4, 2, types[k], &m);
             distort(&m, a, b, h, 4, 2);
-            hk_support sup = {bnd(&m, "bottom"), 2u, {0}};
-            hk_load ld = {
-                kind == 0 ? HK_LOAD_FORCE : HK_LOAD_FORCE_SPLIT, bnd(&m, "top"), {0, -F, 0}};
+            hk_support sup = {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}};
+            hk_load ld = {.kind = kind == 0 ? HK_LOAD_FORCE : HK_LOAD_FORCE_SPLIT,
+                          .boundary = bnd(&m, "top"),
+                          .value = {0, -F, 0}};
             hk_material mat = {.name = "m", .E = E, .nu = nu, .rho = rho};
             hk_problem pr = {.mesh = &m,
                              .analysis = HK_AXISYMMETRIC,
@@ -402,8 +405,9 @@ static void test_thermal(void)
         hk_mesh m;
         ring(0, 1, 1, 3, 3, types[k % 5], &m);
         distort(&m, 0, 1, 1, 3, 3);
-        hk_support sup[2] = {{bnd(&m, "left"), 1u, {0}}, {bnd(&m, "bottom"), 2u, {0}}};
-        hk_load ld = {HK_LOAD_TEMPERATURE, -1, {dT, 0, 0}};
+        hk_support sup[2] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
+                             {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}}};
+        hk_load ld = {.kind = HK_LOAD_TEMPERATURE, .boundary = -1, .value = {dT, 0, 0}};
         hk_material mat = {.name = "m", .E = E, .nu = nu, .alpha = {al, al, al}};
         hk_problem pr = {.mesh = &m,
                          .analysis = HK_AXISYMMETRIC,
@@ -428,10 +432,10 @@ static void test_thermal(void)
 
         ring(0.5, 1, 1, 2, 2, types[k % 5], &m);
         distort(&m, 0.5, 1, 1, 2, 2);
-        hk_support held[4] = {{bnd(&m, "left"), 1u, {0}},
-                              {bnd(&m, "right"), 1u, {0}},
-                              {bnd(&m, "bottom"), 2u, {0}},
-                              {bnd(&m, "top"), 2u, {0}}};
+        hk_support held[4] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
+                              {.boundary = bnd(&m, "right"), .mask = 1u, .value = {0}},
+                              {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
+                              {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0}}};
         pr.mesh = &m, pr.nsupports = 4, pr.supports = held;
         run(&pr, &s, &u, &f);
         const double sh = -s0 / (1 - 2 * nu), ref[6] = {sh, sh, sh, 0, 0, 0};
@@ -473,8 +477,9 @@ static void test_general_laws(void)
         hk_mesh m;
         ring(0, 1, 1, 3, 3, HK_EL_QUAD8, &m);
         distort(&m, 0, 1, 1, 3, 3);
-        hk_support sup[2] = {{bnd(&m, "left"), 1u, {0}}, {bnd(&m, "bottom"), 2u, {0}}};
-        hk_load ld = {HK_LOAD_TRACTION, bnd(&m, "top"), {0, s, 0}};
+        hk_support sup[2] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
+                             {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}}};
+        hk_load ld = {.kind = HK_LOAD_TRACTION, .boundary = bnd(&m, "top"), .value = {0, s, 0}};
         hk_problem pr = {.mesh = &m,
                          .analysis = HK_AXISYMMETRIC,
                          .materials = k ? &aniso : &ortho,
@@ -517,8 +522,9 @@ static void test_vtu_names(void)
 {
     hk_mesh m;
     ring(0, 1, 1, 2, 2, HK_EL_QUAD4, &m);
-    hk_support sup[2] = {{bnd(&m, "left"), 1u, {0}}, {bnd(&m, "bottom"), 2u, {0}}};
-    hk_load ld = {HK_LOAD_PRESSURE, bnd(&m, "right"), {1, 0, 0}};
+    hk_support sup[2] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
+                         {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}}};
+    hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = bnd(&m, "right"), .value = {1, 0, 0}};
     hk_material mat = {.name = "m", .E = 1000, .nu = 0.3};
     hk_problem pr = {.mesh = &m,
                      .analysis = HK_AXISYMMETRIC,
@@ -571,7 +577,7 @@ static void test_errors(void)
     hk_material mat = {.name = "m", .E = 1000, .nu = 0.3};
     hk_mesh m;
     HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 1, 1, 1, HK_EL_HEX8, &m));
-    hk_support sup = {bnd(&m, "zmin"), 7u, {0}};
+    hk_support sup = {.boundary = bnd(&m, "zmin"), .mask = 7u, .value = {0}};
     hk_problem pr = {.mesh = &m,
                      .analysis = HK_AXISYMMETRIC,
                      .materials = &mat,
@@ -583,14 +589,14 @@ static void test_errors(void)
     hk_mesh_free(&m);
 
     ring(-0.25, 1, 1, 5, 1, HK_EL_QUAD4, &m);
-    sup = (hk_support){bnd(&m, "bottom"), 3u, {0}};
+    sup = (hk_support){.boundary = bnd(&m, "bottom"), .mask = 3u, .value = {0}};
     pr.mesh = &m;
     CU_ASSERT_EQUAL(hk_assemble(&pr, &s), HK_ERR_MODEL);
     CU_ASSERT(has("lies at r = x = -0.25 < 0; an axisymmetric section lies in x >= 0"));
     hk_mesh_free(&m);
 
     ring(0, 1, 1, 2, 2, HK_EL_QUAD4, &m);
-    sup = (hk_support){bnd(&m, "left"), 1u, {0}};
+    sup = (hk_support){.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}};
     pr.mesh = &m;
     CU_ASSERT_EQUAL(hk_assemble(&pr, &s), HK_ERR_MODEL);
     CU_ASSERT(has("free: translation along the axis y"));
