@@ -1814,6 +1814,21 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
                                  "section lies in x >= 0 (x is the radius, the axis is x = 0): "
                                  "move the geometry to that side",
                                  (long long)bad, m->coords[3 * bad]);
+        /* a force and moment at a point have no meaning on a ring section */
+        for (int l = 0; l < c->nloads; l++)
+            if (c->loads[l].kind == HK_LOAD_REMOTE)
+                return hk_case_error(c, c->loads[l].loc,
+                                     "a remote_force does not apply to an axisymmetric analysis "
+                                     "(a force and moment at a point are not axisymmetric); use "
+                                     "a traction, pressure or force on the boundary");
+        for (int l = 0; l < c->nloadcases; l++)
+            for (int i = 0; i < c->loadcases[l].nloads; i++)
+                if (c->loadcases[l].loads[i].kind == HK_LOAD_REMOTE)
+                    return hk_case_error(c, c->loadcases[l].loads[i].loc,
+                                         "a remote_force does not apply to an axisymmetric "
+                                         "analysis (a force and moment at a point are not "
+                                         "axisymmetric); use a traction, pressure or force on "
+                                         "the boundary");
     }
     char names[2048];
     HK_CHECK(m->nregions > 0, HK_ERR_MODEL,

@@ -269,7 +269,9 @@ int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *w
             for (int a = 0; a < fr->nnodes; a++)
                 for (int i = 0; i < 3; i++)
                     x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
-            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * dA, nrm);
+            /* axisymmetric: per radian of the ring, like the stiffness */
+            const double r = p->analysis == HK_AXISYMMETRIC ? x[0] : 1;
+            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * dA * r, nrm);
         }
     }
     return 0;
@@ -397,6 +399,10 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
             continue;
         }
         if (ld->kind == HK_LOAD_REMOTE) {
+            HK_CHECK(p->analysis != HK_AXISYMMETRIC, HK_ERR_MODEL,
+                     "the remote force on boundary '%s' does not apply to an axisymmetric "
+                     "analysis; use a traction, pressure or force",
+                     bn);
             for (int i = 0; i < 3; i++)
                 HK_CHECK(isfinite(ld->moment[i]) && isfinite(ld->point[i]), HK_ERR_MODEL,
                          "the remote force on boundary '%s' has a non-finite moment or point; "

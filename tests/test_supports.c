@@ -108,6 +108,26 @@ static void test_spring_bar(void)
         hk_run_free(&r);
         hk_case_free(&c);
     }
+    /* axisymmetric: a solid cylinder of radius 0.1 (r-z section) standing on an axial spring
+     * bed, pulled by a force per radian F on its top; the bed and the load are both per radian
+     * of the ring, A = R^2 / 2 */
+    {
+        const char *sets[] = {
+            "geometry.generate={shape: rectangle, size: [0.1, 1], cells: [2, 6], element: quad8}",
+            "materials=[{name: steel, E: 200e9, nu: 0.3}]",
+            "supports=[{boundary: bottom, type: spring, normal: 1e11}, {boundary: left, fix: [x]}]",
+            "loads=[{force: {boundary: top, value: [0, 1e4]}}]", "analysis=axisymmetric",
+            "solver.pc=amg"};
+        hk_case c;
+        hk_run r;
+        HK_ASSERT_OK(run_case("cases/springs/springs.yaml", 6, sets, &c, &r));
+        const double Ar = 0.1 * 0.1 / 2, u0 = F / (k * Ar), u1 = u0 + F * L / (E * Ar);
+        CU_ASSERT(plane_error(&r, &r.fields, 1, 0, 1, u0) < 1e-9 * u0);
+        CU_ASSERT(plane_error(&r, &r.fields, 1, L, 1, u1) < 1e-9 * u1);
+        CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[0][1], -F, 1e-9 * F);
+        hk_run_free(&r);
+        hk_case_free(&c);
+    }
 }
 
 /* cases/springs/springs.yaml: the bottom settles by p / k, the top by p / k + p H / E, the bed
@@ -571,7 +591,7 @@ static void test_bad_input(void)
     }
 }
 
-HK_SUITE(supports, {"a bar on springs: u = F / (k A), 3D and 2D", test_spring_bar},
+HK_SUITE(supports, {"a bar on springs: u = F / (k A), 3D, 2D and axisymmetric", test_spring_bar},
          {"cases/springs: a block on a Winkler bed, u = p / k", test_springs_case},
          {"a grounded node spring: u = F / k", test_node_spring},
          {"spring stiffness symmetric, positive, totals k A", test_spring_stiffness},
