@@ -13,7 +13,8 @@ B=build-gpu
 rm -rf "$OUT/check"
 for step in "$@"; do
   case $step in
-    tests=*) $B/hooke_tests ${step#tests=} > "$OUT/tests.md" 2>&1
+    tests=*) suites=${step#tests=}; [ "$suites" = all ] && suites=
+             $B/hooke_tests ${suites//,/ } > "$OUT/tests.md" 2>&1
              grep -E "FAIL|hooke_tests:" "$OUT/tests.md" | tail -25 ;;
     spmv) $B/hooke bench spmv --backend cuda --paper --formats csr,cusparse-csr,pcsr,sbell,bsr \
             --json "$OUT/spmv.json" > "$OUT/spmv.md" 2>&1 ;;
@@ -24,7 +25,11 @@ for step in "$@"; do
                 --problem 'cases/bracket/bracket.yaml geometry.size=0.001'
             done > "$OUT/pipecg.md" 2>&1 ;;
     pcs) $B/hooke bench pcs --backend cuda --size large --no-cpu --json "$OUT/pcs.json" > "$OUT/pcs.md" 2>&1 ;;
-    mpk) $B/hooke bench mpk --backend cuda > "$OUT/mpk.md" 2>&1 ;;
+    mpk) for z in small medium; do $B/hooke bench mpk --backend cuda --size $z; done > "$OUT/mpk.md" 2>&1 ;;
+    pipesmall) for m in cg pipecg; do
+              $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
+                --problem 'cases/bracket/bracket.yaml'
+            done > "$OUT/pipesmall.md" 2>&1 ;;
   esac
   echo "[$(date +%T)] $step done" >> "$OUT/info.md"
 done
