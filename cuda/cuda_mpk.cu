@@ -235,6 +235,8 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
     cu_tmp tmp;
     cu_mpk *P = NULL;
     uint64_t *L[HK_MPK_MAXK + 1] = {0}, *cand = NULL, *uniq = NULL, *mkey = NULL, *skey = NULL;
+    uint64_t *seen = NULL; // sorted union of the levels before the current one (from level 2)
+    int64_t nseen = 0;
     int64_t nl[HK_MPK_MAXK + 1] = {0}, *deg = NULL, *off = NULL, *dcount = NULL, *len = NULL,
                              *sizes = NULL, *dmax = NULL;
     char *flag = NULL;
@@ -304,10 +306,11 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
         int64_t nu = 0;
         HK_TRY(read_count(dcount, &nu));
         HK_TRY(hk_cu_malloc((void **)&flag, nu > 0 ? nu : 1));
+        // new: in no earlier level at all (a nonsymmetric pattern reaches back further than
+        // the two levels before, so every earlier level is searched: seen is their sorted union)
         if (nu)
-            mpk_new<<<hk_cu_grid(nu), HK_CU_BLOCK, 0, hk_cu.stream>>>(nu, uniq, L[l - 1], nl[l - 1],
-                                                                      l >= 2 ? L[l - 2] : L[l - 1],
-                                                                      l >= 2 ? nl[l - 2] : 0, flag);
+            mpk_new<<<hk_cu_grid(nu), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                nu, uniq, l >= 2 ? seen : L[0], l >= 2 ? nseen : nl[0], L[l - 1], 0, flag);
         HK_CU_TRY(cudaGetLastError());
         HK_TRY(hk_cu_malloc((void **)&L[l], sizeof(uint64_t) * (nu > 0 ? nu : 1)));
         HK_CU_TRY(
@@ -319,6 +322,26 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
         MPK_FREE(cand);
         MPK_FREE(uniq);
         MPK_FREE(flag);
+        if (l < k) { // seen = sort(seen + L[l])
+            const uint64_t *prev = l >= 2 ? seen : L[0];
+            const int64_t np_ = l >= 2 ? nseen : nl[0], ns = np_ + nl[l];
+            uint64_t *cat = NULL, *next_seen = NULL;
+            HK_TRY(hk_cu_malloc((void **)&cat, sizeof(uint64_t) * (ns > 0 ? ns : 1)));
+            HK_TRY(hk_cu_malloc((void **)&next_seen, sizeof(uint64_t) * (ns > 0 ? ns : 1)));
+            HK_CU_TRY(cudaMemcpyAsync(cat, prev, sizeof(uint64_t) * np_, cudaMemcpyDeviceToDevice,
+                                      hk_cu.stream));
+            HK_CU_TRY(cudaMemcpyAsync(cat + np_, L[l], sizeof(uint64_t) * nl[l],
+                                      cudaMemcpyDeviceToDevice, hk_cu.stream));
+            HK_CU_TRY(cub::DeviceRadixSort::SortKeys(NULL, b, cat, next_seen, (int)ns, 0, endbit,
+                                                     hk_cu.stream));
+            HK_TRY(tmp.need(b));
+            HK_CU_TRY(cub::DeviceRadixSort::SortKeys(tmp.p, b, cat, next_seen, (int)ns, 0, endbit,
+                                                     hk_cu.stream));
+            MPK_FREE(cat);
+            MPK_FREE(seen);
+            seen = next_seen;
+            nseen = ns;
+        }
         // a row of level l is computed at the levels after it: (k - l) times per pass
         work += (double)(k - l) * nl[l];
         if (cap > 0 && work > cap) {
@@ -393,6 +416,7 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max
 fail:
     for (int l = 0; l <= HK_MPK_MAXK; l++)
         cudaFree(L[l]);
+    cudaFree(seen);
     cudaFree(cand);
     cudaFree(uniq);
     cudaFree(flag);
