@@ -12,41 +12,26 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Call KERNEL(F, val, x, y, B) with the block size F->bs as a compile-time constant. */
+/* Call KERNEL_<bs>(F, val, x, y): one specialisation per block size. The block size must be a
+ * literal inside each function: the OpenMP region is outlined into its own function before
+ * constants propagate, so a block size passed as an argument (even to an always-inline
+ * function) reaches the loop as a variable, leaves the accumulators in memory and made the
+ * scalar CSR product six times slower than the 3x3 BSR one. */
 #define HK_CPU_BS_DISPATCH(KERNEL, F, val, x, y)                                                   \
     switch ((F)->bs) {                                                                             \
-    case 1: KERNEL(F, val, x, y, 1); break;                                                        \
-    case 2: KERNEL(F, val, x, y, 2); break;                                                        \
-    case 3: KERNEL(F, val, x, y, 3); break;                                                        \
-    case 4: KERNEL(F, val, x, y, 4); break;                                                        \
-    case 5: KERNEL(F, val, x, y, 5); break;                                                        \
-    default: KERNEL(F, val, x, y, 6); break;                                                       \
+    case 1: KERNEL##_1(F, val, x, y); break;                                                       \
+    case 2: KERNEL##_2(F, val, x, y); break;                                                       \
+    case 3: KERNEL##_3(F, val, x, y); break;                                                       \
+    case 4: KERNEL##_4(F, val, x, y); break;                                                       \
+    case 5: KERNEL##_5(F, val, x, y); break;                                                       \
+    default: KERNEL##_6(F, val, x, y); break;                                                      \
     }
 
-/* One kernel set per value type VT (double, float); B is the block size, a compile-time
- * constant in each specialisation. Below ~2000 (block) rows the loops run on one thread: a
- * parallel region costs more than the product. */
-#define HK_CPU_SPMV_KERNELS(SUF, VT)                                                               \
-    ALWAYS_INLINE void bsr_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
-    {                                                                                              \
-        const int64_t n = F->nbrows;                                                               \
-        _Pragma("omp parallel for schedule(static) if (n > 2048)") for (int64_t i = 0; i < n; i++) \
-        {                                                                                          \
-            double acc[6] = {0, 0, 0, 0, 0, 0};                                                          \
-            for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {                            \
-                const VT *blk = val + (size_t)k * B * B;                                           \
-                const VT *xj = x + (size_t)F->colind[k] * B;                                       \
-                for (int r = 0; r < B; r++)                                                        \
-                    for (int c = 0; c < B; c++)                                                    \
-                        acc[r] += (double)blk[r * B + c] * xj[c];                                  \
-            }                                                                                      \
-            for (int r = 0; r < B; r++)                                                            \
-                y[i * B + r] = (VT)acc[r];                                                         \
-        }                                                                                          \
-    }                                                                                              \
-    /* Column-major tile of `rows` rows: slot k of row j at ci[k*ld + j], value e of it at         \
-     * v[(k*B*B + e)*ld + j]. k outer, rows inner: contiguous reads, and each row still sums its   \
-     * entries in order k = 0, 1, ... (the same digits as a row-by-row loop). */                   \
+/* Column-major tile of `rows` rows: slot k of row j at ci[k*ld + j], value e of it at
+ * v[(k*B*B + e)*ld + j]. k outer, rows inner: contiguous reads, and each row still sums its
+ * entries in order k = 0, 1, ... (the same digits as a row-by-row loop). Inlined into a caller
+ * whose B is a literal. */
+#define HK_CPU_TILE(SUF, VT)                                                                       \
     ALWAYS_INLINE void tile_##SUF(const int32_t *ci, const VT *v, int64_t ld, int64_t W,           \
                                   int64_t rows, const VT *x, double *acc, const int B)             \
     {                                                                                              \
@@ -64,29 +49,51 @@
                         acc[j * B + r] += (double)vk[(size_t)(r * B + c) * ld + j] * xj[c];        \
             }                                                                                      \
         }                                                                                          \
+    }
+
+/* The kernels of one value type VT (double, float) and one literal block size B. Below ~2000
+ * (block) rows the loops run on one thread: a parallel region costs more than the product. */
+#define HK_CPU_SPMV_KERNELS_B(SUF, VT, B)                                                          \
+    static void bsr_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)                \
+    {                                                                                              \
+        const int64_t n = F->nbrows;                                                               \
+        const int64_t *rowptr = F->rowptr;                                                         \
+        const int32_t *colind = F->colind;                                                         \
+        _Pragma("omp parallel for schedule(static) if (n > 2048)") for (int64_t i = 0; i < n; i++) \
+        {                                                                                          \
+            double acc[B] = {0};                                                                   \
+            for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {                                  \
+                const VT *blk = val + (size_t)k * B * B;                                           \
+                const VT *xj = x + (size_t)colind[k] * B;                                          \
+                for (int r = 0; r < B; r++)                                                        \
+                    for (int c = 0; c < B; c++)                                                    \
+                        acc[r] += (double)blk[r * B + c] * xj[c];                                  \
+            }                                                                                      \
+            for (int r = 0; r < B; r++)                                                            \
+                y[i * B + r] = (VT)acc[r];                                                         \
+        }                                                                                          \
     }                                                                                              \
-    ALWAYS_INLINE void ell_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y, const int B)  \
+    static void ell_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)                \
     {                                                                                              \
         const int64_t n = F->nbrows, W = F->width, T = 128;                                        \
         const int64_t ntiles = (n + T - 1) / T;                                                    \
         _Pragma("omp parallel for schedule(static) if (ntiles > 16)") for (int64_t t = 0;          \
                                                                            t < ntiles; t++)        \
         {                                                                                          \
-            double acc[128 * 6];                                                                   \
+            double acc[128 * B];                                                                   \
             const int64_t i0 = t * T, rows = n - i0 < T ? n - i0 : T;                              \
             tile_##SUF(F->colind + i0, val + i0, n, W, rows, x, acc, B);                           \
             for (int64_t j = 0; j < rows * B; j++)                                                 \
                 y[i0 * B + j] = (VT)acc[j];                                                        \
         }                                                                                          \
     }                                                                                              \
-    ALWAYS_INLINE void sliced_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y,            \
-                                    const int B)                                                   \
+    static void sliced_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)             \
     {                                                                                              \
         const int64_t n = F->nbrows, S = F->slice, nsl = F->nslices;                               \
         _Pragma("omp parallel for schedule(dynamic, 16) if (nsl * S > 2048)") for (int64_t sl = 0; \
                                                                                    sl < nsl; sl++) \
         {                                                                                          \
-            double acc[1024 * 6]; /* S <= 1024 (hk_mat_create) */                                \
+            double acc[1024 * B]; /* S <= 1024 (hk_mat_create) */                                \
             const int64_t base = F->slice_ptr[sl], rows = n - sl * S < S ? n - sl * S : S;         \
             tile_##SUF(F->colind + base, val + (size_t)base * B * B, S, F->slice_width[sl], rows,  \
                        x, acc, B);                                                                 \
@@ -96,7 +103,16 @@
                     y[old * B + r] = (VT)acc[j * B + r];                                           \
             }                                                                                      \
         }                                                                                          \
-    }                                                                                              \
+    }
+
+#define HK_CPU_SPMV_KERNELS(SUF, VT)                                                               \
+    HK_CPU_TILE(SUF, VT)                                                                           \
+    HK_CPU_SPMV_KERNELS_B(SUF, VT, 1)                                                              \
+    HK_CPU_SPMV_KERNELS_B(SUF, VT, 2)                                                              \
+    HK_CPU_SPMV_KERNELS_B(SUF, VT, 3)                                                              \
+    HK_CPU_SPMV_KERNELS_B(SUF, VT, 4)                                                              \
+    HK_CPU_SPMV_KERNELS_B(SUF, VT, 5)                                                              \
+    HK_CPU_SPMV_KERNELS_B(SUF, VT, 6)                                                              \
     static void spmv_##SUF(const hk_fmt *F, const VT *val, const VT *x, VT *y)                     \
     {                                                                                              \
         switch (F->fmt) {                                                                          \
