@@ -343,10 +343,18 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
     for (int it = 1;; it++) {
         double gamma, delta, rr = 0;
-        HK_TRY(be->vec_dot(r, u, &gamma));
-        HK_TRY(be->vec_dot(w, u, &delta));
         const int check = it > 1 && hk_ksp_check_now(k, it - 1);
-        if (check || estimate) HK_TRY(be->vec_dot(r, r, &rr));
+        if (be->vec_gram) {
+            /* r.u, r.r, w.u (and w.r, unused) in one pass and one wait for the host */
+            hk_vec *X[2] = {r, w}, *Y[2] = {u, r};
+            double G[4];
+            HK_TRY(be->vec_gram(2, X, Y, G, NULL));
+            gamma = G[0], rr = G[1], delta = G[2];
+        } else {
+            HK_TRY(be->vec_dot(r, u, &gamma));
+            HK_TRY(be->vec_dot(w, u, &delta));
+            if (check || estimate) HK_TRY(be->vec_dot(r, r, &rr));
+        }
         HK_TRY(hk_ksp_pc(k, w, m));
         HK_TRY(hk_mat_spmv(k->A, m, n));
         if (check && hk_ksp_converged(k, it - 1, sqrt(rr), bnorm)) {
@@ -420,11 +428,18 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         if (estimate) {
             /* propagate the gap bounds through this step's recurrences */
             double qq, uu, pp, rn2;
-            HK_TRY(be->vec_dot(q, q, &qq));
-            HK_TRY(be->vec_dot(u, u, &uu));
-            HK_TRY(be->vec_dot(p, p, &pp));
-            HK_TRY(be->vec_dot(x, x, &xx));
-            HK_TRY(be->vec_dot(r, r, &rn2));
+            if (be->vec_gram) { /* the five norms in one pass and one wait */
+                hk_vec *X[5] = {q, u, p, x, r};
+                double G[25];
+                HK_TRY(be->vec_gram(5, X, NULL, G, NULL));
+                qq = G[0], uu = G[6], pp = G[12], xx = G[18], rn2 = G[24];
+            } else {
+                HK_TRY(be->vec_dot(q, q, &qq));
+                HK_TRY(be->vec_dot(u, u, &uu));
+                HK_TRY(be->vec_dot(p, p, &pp));
+                HK_TRY(be->vec_dot(x, x, &xx));
+                HK_TRY(be->vec_dot(r, r, &rn2));
+            }
             const double nA = drift.normA, fa = fabs(alpha), fb = fabs(beta);
             gz = fb * gz + eps * nA * sqrt(qq);
             gs = fb * gs + gw + eps * nA * sqrt(pp);
