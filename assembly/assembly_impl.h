@@ -37,14 +37,16 @@ int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes);
 
 /* Called at every quadrature point of a boundary's facets: the facet's nodes fn (nf of them),
  * the shape functions N there, the point x, the weight w (rule weight x area element x 2D
- * thickness) and the unit normal (either orientation). */
+ * thickness, x r in axisymmetric) and the unit normal (outward when asked, else either
+ * orientation). */
 typedef void (*hk_facet_fn)(void *ctx, const int32_t *fn, int nf, const double *N,
                             const double x[3], double w, const double nrm[3]);
-/* The quadrature points (the facet-load rule) of the facets of boundary b, checked as the
- * loads' facets are (dimension dim - 1, facet types, nodes on cells); `what` ("a remote
- * force") names the user in messages. */
-int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, hk_facet_fn fn,
-                    void *ctx);
+/* The quadrature points (the facet-load rule) of the facets of boundary b, checked (dimension
+ * dim - 1, facet types, nodes on cells); `what` ("a remote force") names the user in
+ * messages. outward: orient each facet's normal away from its one adjacent cell (an error
+ * when a facet lies on no cell or between two). */
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, int outward,
+                    hk_facet_fn fn, void *ctx);
 /* Position of block column j in block row i of K (sorted rows), -1 when absent. */
 int64_t hk_asm_find_block(const hk_bcsr *K, int64_t i, int32_t j);
 

@@ -10,6 +10,7 @@
  * from the centroid of the adjacent cell to the facet's centroid and flipped when they
  * disagree, so facets of either orientation load the body the same way. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,83 +144,8 @@ static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
     return 0;
 }
 
-/* Traction (value[] per area) or pressure (value[0]) on the facets of boundary b; a force
- * (value[] in total) is the traction value[] * scale. f == NULL: only the checks, and the
- * boundary's area (length x thickness in 2D) added to *area when area != NULL. */
-static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double scale,
-                      double *f, double *area)
-{
-    const hk_mesh *m = p->mesh;
-    const int d = m->dim, b = ld->boundary;
-    const hk_group *g = &m->boundaries[b];
-    const char *bn = hk_asm_boundary_name(m, b);
-    const int pressure = ld->kind == HK_LOAD_PRESSURE;
-    const double fac = hk_asm_thickness(p);
-    const int axi = p->analysis == HK_AXISYMMETRIC;
-    HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
-             "a %s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
-             "elements; apply it on a %s group, or use a force",
-             kind_names[ld->kind], d - 1, bn, g->dim, (long long)g->elems.n,
-             d == 2 ? "curve" : "surface");
-    for (int64_t fe = 0; fe < g->elems.n; fe++) {
-        const int t = g->elems.type[fe];
-        const hk_elref *fr = hk_elref_get((hk_eltype)t);
-        HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
-                 HK_ERR_MODEL,
-                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a %s element; loads "
-                 "act on %s",
-                 (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
-                 d == 2 ? "line" : "surface",
-                 d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
-        const int32_t *fn = g->elems.nodes + g->elems.ptr[fe];
-        for (int a = 0; a < fr->nnodes; a++) {
-            HK_CHECK(fn[a] >= 0 && fn[a] < m->nnodes, HK_ERR_MODEL,
-                     "facet %lld of boundary '%s' refers to node %d, outside the mesh; the "
-                     "mesh is corrupt",
-                     (long long)fe, bn, fn[a]);
-            HK_CHECK(n2c->ptr[fn[a] + 1] > n2c->ptr[fn[a]], HK_ERR_MODEL,
-                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' has node %d that belongs "
-                     "to no %dD element, so its load would be lost; load the meshed domain's "
-                     "boundary",
-                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn[a], d);
-        }
-        double sign = 1;
-        if (pressure) HK_CALL(facet_sign(p, n2c, b, fe, fr, fn, &sign));
-        int nq;
-        double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
-        hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
-        for (int q = 0; q < nq; q++) {
-            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3];
-            hk_el_shape((hk_eltype)t, qp[q], N, dN);
-            facet_normal(m, fr, fn, dN, nrm);
-            /* |nrm| is the length/area element; nrm itself the area-weighted normal */
-            double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-            HK_CHECK(dA > 0, HK_ERR_MODEL,
-                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
-                     "area); check the mesh",
-                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
-            double w = qw[q] * fac;
-            if (axi) { /* per radian: the ring's area element r ds */
-                double rad = 0;
-                for (int a = 0; a < fr->nnodes; a++)
-                    rad += N[a] * m->coords[3 * (size_t)fn[a]];
-                w *= fmax(rad, 0);
-            }
-            if (area) *area += w * dA;
-            if (!f) continue;
-            double tv[3];
-            for (int i = 0; i < 3; i++)
-                tv[i] = pressure ? -ld->value[0] * sign * nrm[i] : ld->value[i] * scale * dA;
-            for (int a = 0; a < fr->nnodes; a++)
-                for (int i = 0; i < d; i++)
-                    f[(size_t)fn[a] * d + i] += w * N[a] * tv[i];
-        }
-    }
-    return 0;
-}
-
-int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, hk_facet_fn fn,
-                    void *ctx)
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, int outward,
+                    hk_facet_fn fn, void *ctx)
 {
     const hk_mesh *m = p->mesh;
     const int d = m->dim;
@@ -252,6 +178,8 @@ int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *w
                      "boundary",
                      (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn_[a], d, what);
         }
+        double sign = 1;
+        if (outward) HK_CALL(facet_sign(p, n2c, b, fe, fr, fn_, &sign));
         int nq;
         double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
         hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
@@ -259,22 +187,71 @@ int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *w
             double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3], x[3] = {0, 0, 0};
             hk_el_shape((hk_eltype)t, qp[q], N, dN);
             facet_normal(m, fr, fn_, dN, nrm);
+            /* |nrm| is the length/area element */
             double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
             HK_CHECK(dA > 0, HK_ERR_MODEL,
                      "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
                      "area); check the mesh",
                      (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
             for (int i = 0; i < 3; i++)
-                nrm[i] /= dA;
+                nrm[i] = sign * nrm[i] / dA;
             for (int a = 0; a < fr->nnodes; a++)
                 for (int i = 0; i < 3; i++)
                     x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
-            /* axisymmetric: per radian of the ring, like the stiffness */
-            const double r = p->analysis == HK_AXISYMMETRIC ? x[0] : 1;
-            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * dA * r, nrm);
+            /* axisymmetric: per radian of the ring (area element r ds), like the stiffness; a
+             * mesher's axis node at r = -1e-17 gives no negative weight */
+            const double r = p->analysis == HK_AXISYMMETRIC ? fmax(x[0], 0) : 1;
+            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * r * dA, nrm);
         }
     }
     return 0;
+}
+
+/* Traction t[] (per area) or pressure p (along the inward normal) at a facet point, added to
+ * f when f != NULL; the area summed in *area when area != NULL. */
+typedef struct facet_load_ctx {
+    int d, pressure;
+    double t[3], p;
+    double *f, *area;
+} facet_load_ctx;
+
+static void facet_load_point(void *vctx, const int32_t *fn, int nf, const double *N,
+                             const double x[3], double w, const double nrm[3])
+{
+    facet_load_ctx *c = vctx;
+    (void)x;
+    if (c->area) *c->area += w;
+    if (!c->f) return;
+    double tv[3];
+    for (int i = 0; i < 3; i++)
+        tv[i] = c->pressure ? -c->p * nrm[i] : c->t[i];
+    for (int a = 0; a < nf; a++)
+        for (int i = 0; i < c->d; i++)
+            c->f[(size_t)fn[a] * c->d + i] += w * N[a] * tv[i];
+}
+
+/* Traction (value[] per area) or pressure (value[0]) on the facets of boundary b; a force
+ * (value[] in total) is the traction value[] * scale. f == NULL: only the checks, and the
+ * boundary's area (length x thickness in 2D) added to *area when area != NULL. */
+static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double scale,
+                      double *f, double *area)
+{
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim, b = ld->boundary;
+    const hk_group *g = &m->boundaries[b];
+    const int pressure = ld->kind == HK_LOAD_PRESSURE;
+    /* checked here too, for the load's own advice */
+    HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
+             "a %s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
+             "elements; apply it on a %s group, or use a force",
+             kind_names[ld->kind], d - 1, hk_asm_boundary_name(m, b), g->dim, (long long)g->elems.n,
+             d == 2 ? "curve" : "surface");
+    facet_load_ctx c = {.d = d, .pressure = pressure, .p = ld->value[0], .f = f, .area = area};
+    for (int i = 0; i < 3; i++)
+        c.t[i] = ld->value[i] * scale;
+    char what[32];
+    snprintf(what, sizeof what, "a %s", kind_names[ld->kind]);
+    return hk_facet_points(p, n2c, b, what, pressure, facet_load_point, &c);
 }
 
 /* ---- remote force, distributing coupling --------------------------------------------------
@@ -324,7 +301,7 @@ static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_
     remote_ctx r = {.d = d, .f = f};
     for (int i = 0; i < d; i++)
         r.F[i] = ld->value[i];
-    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", remote_point, &r));
+    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, &r));
     HK_CHECK(r.A > 0 && isfinite(r.A), HK_ERR_MODEL,
              "boundary '%s' has zero area, so a remote force cannot be spread over it; check the "
              "mesh",
@@ -332,7 +309,7 @@ static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_
     for (int i = 0; i < 3; i++)
         r.c[i] /= r.A;
     r.pass = 1;
-    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", remote_point, &r));
+    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, &r));
     /* the moment to carry about the centroid: M + (x_ref - x_c) x F (2D: its z part) */
     double e[3] = {ld->point[0] - r.c[0], ld->point[1] - r.c[1], ld->point[2] - r.c[2]};
     double Mc[3] = {ld->moment[0] + e[1] * r.F[2] - e[2] * r.F[1],
@@ -364,7 +341,7 @@ static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_
             r.w[i] = (C[i][0] * Mc[0] + C[i][1] * Mc[1] + C[i][2] * Mc[2]) / det;
     }
     r.pass = 2;
-    return hk_facet_points(p, n2c, ld->boundary, "a remote force", remote_point, &r);
+    return hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, &r);
 }
 
 int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)

@@ -131,7 +131,7 @@ static int spring_support(const hk_problem *p, const hk_adj *n2c, int k, hk_bcsr
     const char *bn = hk_asm_boundary_name(m, sp->boundary);
     if (has_area_springs(sp)) {
         spring_ctx c = {.sp = sp, .d = d, .K = K, .u = u, .y = y, .missing = -1};
-        HK_CALL(hk_facet_points(p, n2c, sp->boundary, "a spring support", spring_point, &c));
+        HK_CALL(hk_facet_points(p, n2c, sp->boundary, "a spring support", 0, spring_point, &c));
         HK_CHECK(c.missing < 0, HK_ERR_MODEL,
                  "a facet of the spring support on '%s' at node %lld is not the face of one "
                  "element; put the springs on the boundary of the meshed domain",
@@ -235,7 +235,7 @@ int hk_springs_directions(const hk_problem *p, const hk_adj *n2c, hk_dir_fn fn, 
         if (!is_spring(sp)) continue;
         if (has_area_springs(sp)) {
             dir_ctx c = {.sp = sp, .d = d, .fn = fn, .ctx = ctx};
-            HK_CALL(hk_facet_points(p, n2c, sp->boundary, "a spring support", dir_point, &c));
+            HK_CALL(hk_facet_points(p, n2c, sp->boundary, "a spring support", 0, dir_point, &c));
         }
         int64_t nn;
         int32_t *nodes;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
+#include "mpk_plan.h"
 
 #define MPK_THREADS 256
 
@@ -212,25 +213,11 @@ static int bits_of(uint64_t v)
 extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
                               hk_mpk_info *info)
 {
-    *plan = NULL;
-    memset(info, 0, sizeof *info);
-    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
-             "matrix powers: the matrix must be square with square blocks of 1..6");
-    HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
-             "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
-    HK_CHECK(block >= 1, HK_ERR_OPTION,
-             "matrix powers: a partition of %lld block rows; use at least 1 (option mpk.block)",
-             (long long)block);
+    int64_t nparts;
+    HK_CALL(hk_mpk_plan_begin(K, &block, k, plan, info, &nparts));
     HK_CALL(hk_cu_init());
     const int64_t nb = K->nbrows;
-    HK_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED,
-             "matrix powers: %lld block rows are too many for 32-bit indices", (long long)nb);
-    if (block > nb) block = nb > 0 ? nb : 1;
-    const int64_t nparts = nb > 0 ? (nb + block - 1) / block : 0;
     const int k2 = k + 2;
-    info->block = block;
-    info->k = k;
-    info->nparts = nparts;
     int ierr = 0;
     cu_tmp tmp;
     cu_mpk *P = NULL;

@@ -61,6 +61,26 @@ static int bnd(const hk_mesh *m, const char *name)
     return b;
 }
 
+/* ring() with its interior nodes moved by distort(). */
+static void distorted_ring(double a, double b, double h, int nx, int ny, hk_eltype t, hk_mesh *m)
+{
+    ring(a, b, h, nx, ny, t, m);
+    distort(m, a, b, h, nx, ny);
+}
+
+/* The axisymmetric problem on m of one material with nloads loads and nsupports supports. */
+static hk_problem axi_problem(const hk_mesh *m, const hk_material *mat, int nloads,
+                              const hk_load *loads, int nsupports, const hk_support *sup)
+{
+    return (hk_problem){.mesh = m,
+                        .analysis = HK_AXISYMMETRIC,
+                        .materials = mat,
+                        .nloads = nloads,
+                        .loads = loads,
+                        .nsupports = nsupports,
+                        .supports = sup};
+}
+
 /* Assemble, solve (direct where CHOLMOD is built in, else tight CG) and recover. */
 static void run(const hk_problem *p, hk_system *s, double **u, hk_fields *f)
 {
@@ -132,13 +152,7 @@ static void lame(hk_eltype t, int nx, double nu, int integration, double *eu, do
                          {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0}}};
     hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = bnd(&m, "left"), .value = {p, 0, 0}};
     hk_material mat = {.name = "m", .E = E, .nu = nu, .integration = integration};
-    hk_problem pr = {.mesh = &m,
-                     .analysis = HK_AXISYMMETRIC,
-                     .materials = &mat,
-                     .nloads = 1,
-                     .loads = &ld,
-                     .nsupports = 2,
-                     .supports = sup};
+    hk_problem pr = axi_problem(&m, &mat, 1, &ld, 2, sup);
     hk_system s;
     double *u;
     hk_fields f;
@@ -220,10 +234,9 @@ static void test_rigid_modes(void)
 {
     for (size_t k = 0; k < sizeof all_types / sizeof all_types[0]; k++) {
         hk_mesh m;
-        ring(0, 1, 2, 3, 4, all_types[k], &m);
-        distort(&m, 0, 1, 2, 3, 4);
+        distorted_ring(0, 1, 2, 3, 4, all_types[k], &m);
         hk_material mat = {.name = "m", .E = 1000, .nu = 0.3};
-        hk_problem pr = {.mesh = &m, .analysis = HK_AXISYMMETRIC, .materials = &mat};
+        hk_problem pr = axi_problem(&m, &mat, 0, NULL, 0, NULL);
         hk_bcsr K;
         HK_ASSERT_OK(hk_assemble_stiffness(&pr, &K));
         const int64_t n = 2 * m.nnodes;
@@ -259,17 +272,12 @@ static void test_axial_stretch(void)
     for (size_t k = 0; k < 2 * sizeof all_types / sizeof all_types[0]; k++) {
         const double nu = k < 5 ? 0.3 : 0.4999; /* then selective integration */
         hk_mesh m;
-        ring(0, b, h, 3, 4, all_types[k % 5], &m);
-        distort(&m, 0, b, h, 3, 4);
+        distorted_ring(0, b, h, 3, 4, all_types[k % 5], &m);
         hk_support sup[3] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
                              {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
                              {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0, e * h, 0}}};
         hk_material mat = {.name = "m", .E = E, .nu = nu};
-        hk_problem pr = {.mesh = &m,
-                         .analysis = HK_AXISYMMETRIC,
-                         .materials = &mat,
-                         .nsupports = 3,
-                         .supports = sup};
+        hk_problem pr = axi_problem(&m, &mat, 0, NULL, 3, sup);
         hk_system s;
         double *u;
         hk_fields f;
@@ -303,20 +311,13 @@ static void test_radial_pressure(void)
     for (size_t k = 0; k < 2 * sizeof all_types / sizeof all_types[0]; k++) {
         const double nu = k < 5 ? 0.3 : 0.4999; /* then selective integration */
         hk_mesh m;
-        ring(0, b, h, 3, 2, all_types[k % 5], &m);
-        distort(&m, 0, b, h, 3, 2);
+        distorted_ring(0, b, h, 3, 2, all_types[k % 5], &m);
         hk_support sup[3] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
                              {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
                              {.boundary = bnd(&m, "top"), .mask = 2u, .value = {0}}};
         hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = bnd(&m, "right"), .value = {p, 0, 0}};
         hk_material mat = {.name = "m", .E = E, .nu = nu};
-        hk_problem pr = {.mesh = &m,
-                         .analysis = HK_AXISYMMETRIC,
-                         .materials = &mat,
-                         .nloads = 1,
-                         .loads = &ld,
-                         .nsupports = 3,
-                         .supports = sup};
+        hk_problem pr = axi_problem(&m, &mat, 1, &ld, 3, sup);
         hk_system s;
         double *u;
         hk_fields f;
@@ -356,21 +357,14 @@ static void test_loaded_ring(void)
     for (int k = 0; k < 3; k++)
         for (int kind = 0; kind < 3; kind++) {
             hk_mesh m;
-            ring(a, b, h, 4, 2, types[k], &m);
-            distort(&m, a, b, h, 4, 2);
+            distorted_ring(a, b, h, 4, 2, types[k], &m);
             hk_support sup = {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}};
             hk_load ld = {.kind = kind == 0 ? HK_LOAD_FORCE : HK_LOAD_FORCE_SPLIT,
                           .boundary = bnd(&m, "top"),
                           .value = {0, -F, 0}};
             hk_material mat = {.name = "m", .E = E, .nu = nu, .rho = rho};
-            hk_problem pr = {.mesh = &m,
-                             .analysis = HK_AXISYMMETRIC,
-                             .materials = &mat,
-                             .gravity = {0, kind == 2 ? -g : 0, 0},
-                             .nloads = kind < 2,
-                             .loads = &ld,
-                             .nsupports = 1,
-                             .supports = &sup};
+            hk_problem pr = axi_problem(&m, &mat, kind < 2, &ld, 1, &sup);
+            pr.gravity[1] = kind == 2 ? -g : 0;
             hk_system s;
             double *u;
             hk_fields f;
@@ -403,19 +397,12 @@ static void test_thermal(void)
     for (int k = 0; k < 10; k++) {
         const double nu = k < 5 ? 0.3 : 0.4999; /* then selective integration */
         hk_mesh m;
-        ring(0, 1, 1, 3, 3, types[k % 5], &m);
-        distort(&m, 0, 1, 1, 3, 3);
+        distorted_ring(0, 1, 1, 3, 3, types[k % 5], &m);
         hk_support sup[2] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
                              {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}}};
         hk_load ld = {.kind = HK_LOAD_TEMPERATURE, .boundary = -1, .value = {dT, 0, 0}};
         hk_material mat = {.name = "m", .E = E, .nu = nu, .alpha = {al, al, al}};
-        hk_problem pr = {.mesh = &m,
-                         .analysis = HK_AXISYMMETRIC,
-                         .materials = &mat,
-                         .nloads = 1,
-                         .loads = &ld,
-                         .nsupports = 2,
-                         .supports = sup};
+        hk_problem pr = axi_problem(&m, &mat, 1, &ld, 2, sup);
         hk_system s;
         double *u;
         hk_fields f;
@@ -430,8 +417,7 @@ static void test_thermal(void)
         CU_ASSERT(fabs(f.support_reaction[1][1]) < 1e-9 * s0);
         done(&s, u, &f, &m);
 
-        ring(0.5, 1, 1, 2, 2, types[k % 5], &m);
-        distort(&m, 0.5, 1, 1, 2, 2);
+        distorted_ring(0.5, 1, 1, 2, 2, types[k % 5], &m);
         hk_support held[4] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
                               {.boundary = bnd(&m, "right"), .mask = 1u, .value = {0}},
                               {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}},
@@ -475,18 +461,11 @@ static void test_general_laws(void)
     const double ez[2] = {s / 140e3, s / E}, er[2] = {-0.28 * s / 140e3, -nu * s / E};
     for (int k = 0; k < 2; k++) {
         hk_mesh m;
-        ring(0, 1, 1, 3, 3, HK_EL_QUAD8, &m);
-        distort(&m, 0, 1, 1, 3, 3);
+        distorted_ring(0, 1, 1, 3, 3, HK_EL_QUAD8, &m);
         hk_support sup[2] = {{.boundary = bnd(&m, "left"), .mask = 1u, .value = {0}},
                              {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}}};
         hk_load ld = {.kind = HK_LOAD_TRACTION, .boundary = bnd(&m, "top"), .value = {0, s, 0}};
-        hk_problem pr = {.mesh = &m,
-                         .analysis = HK_AXISYMMETRIC,
-                         .materials = k ? &aniso : &ortho,
-                         .nloads = 1,
-                         .loads = &ld,
-                         .nsupports = 2,
-                         .supports = sup};
+        hk_problem pr = axi_problem(&m, k ? &aniso : &ortho, 1, &ld, 2, sup);
         hk_system sy;
         double *u;
         hk_fields f;
@@ -526,13 +505,7 @@ static void test_vtu_names(void)
                          {.boundary = bnd(&m, "bottom"), .mask = 2u, .value = {0}}};
     hk_load ld = {.kind = HK_LOAD_PRESSURE, .boundary = bnd(&m, "right"), .value = {1, 0, 0}};
     hk_material mat = {.name = "m", .E = 1000, .nu = 0.3};
-    hk_problem pr = {.mesh = &m,
-                     .analysis = HK_AXISYMMETRIC,
-                     .materials = &mat,
-                     .nloads = 1,
-                     .loads = &ld,
-                     .nsupports = 2,
-                     .supports = sup};
+    hk_problem pr = axi_problem(&m, &mat, 1, &ld, 2, sup);
     hk_system s;
     double *u;
     hk_fields f;
@@ -578,11 +551,7 @@ static void test_errors(void)
     hk_mesh m;
     HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 1, 1, 1, HK_EL_HEX8, &m));
     hk_support sup = {.boundary = bnd(&m, "zmin"), .mask = 7u, .value = {0}};
-    hk_problem pr = {.mesh = &m,
-                     .analysis = HK_AXISYMMETRIC,
-                     .materials = &mat,
-                     .nsupports = 1,
-                     .supports = &sup};
+    hk_problem pr = axi_problem(&m, &mat, 0, NULL, 1, &sup);
     hk_system s;
     CU_ASSERT_EQUAL(hk_assemble(&pr, &s), HK_ERR_MODEL);
     CU_ASSERT(has("an axisymmetric analysis needs a 2D mesh of the r-z section"));
@@ -651,23 +620,6 @@ static void test_errors(void)
 /* ---- the ready case ------------------------------------------------------------------------ */
 
 #ifdef HOOKE_HAVE_GMSH
-static int run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
-{
-    int err = hk_case_load(hk_test_path(rel), nsets, sets, c);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        return err;
-    }
-    hk_run_opts o = {.backend = "cpu", .quiet = 1};
-    err = hk_run_case(c, &o, r);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        hk_run_free(r);
-        hk_case_free(c);
-    }
-    return err;
-}
-
 /* cases/axisym/thick_cylinder.yaml against the values in its header: u_r and sigma_tt at the
  * bore within 1 % (quad8), the axial reaction per radian; and at nu = 0.4999 on quad4. */
 static void test_ready_case(void)
@@ -678,7 +630,7 @@ static void test_ready_case(void)
         const char *sets[] = {"materials.0.nu=0.4999", "geometry.order=1"};
         hk_case c;
         hk_run r;
-        HK_ASSERT_OK(run_case("cases/axisym/thick_cylinder.yaml", k ? 2 : 0, sets, &c, &r));
+        HK_ASSERT_OK(hk_test_run_case("cases/axisym/thick_cylinder.yaml", k ? 2 : 0, sets, &c, &r));
         const double A = p * a * a / (b * b - a * a), B = A * b * b;
         const double ua = (1 + nu) / E * ((1 - 2 * nu) * A * a + B / a), sta = A + B / (a * a);
         const int g = hk_mesh_find_boundary(&r.mesh, "bore");

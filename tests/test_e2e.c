@@ -9,24 +9,6 @@
 #include "case.h"
 #include "test_util.h"
 
-/* Load cases/<rel> with overrides and run the pipeline quietly on the CPU. */
-static int run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
-{
-    int err = hk_case_load(hk_test_path(rel), nsets, sets, c);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        return err;
-    }
-    hk_run_opts o = {.backend = "cpu", .quiet = 1};
-    err = hk_run_case(c, &o, r);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        hk_run_free(r);
-        hk_case_free(c);
-    }
-    return err;
-}
-
 static int64_t nearest_node(const hk_mesh *m, double x, double y, double z)
 {
     int64_t best = -1;
@@ -58,7 +40,7 @@ static void test_cantilever(void)
     const char *sets[] = {"geometry.size=0.025"};
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/cantilever/cantilever.yaml", 1, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/cantilever/cantilever.yaml", 1, sets, &c, &r));
     const double L = 1, b = 0.1, h = 0.1, E = 200e9, nu = 0.3, P = 1000;
     const double I = b * h * h * h / 12, G = E / (2 * (1 + nu)), k = 10 * (1 + nu) / (12 + 11 * nu);
     const double ref = P * L * L * L / (3 * E * I) + P * L / (k * G * b * h);
@@ -113,7 +95,7 @@ static void test_kirsch(void)
 {
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/kirsch/kirsch.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/kirsch/kirsch.yaml", 0, NULL, &c, &r));
     int64_t n = nearest_node(&r.mesh, 0, 0.01, 0);
     double scf = r.fields.stress[6 * n + 0] / 100e6;
     fprintf(stderr, "\n    kirsch: stress concentration %.4f (Kirsch 3) ", scf);
@@ -130,7 +112,7 @@ static void test_le1(void)
 {
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/le1/le1.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/le1/le1.yaml", 0, NULL, &c, &r));
     CU_ASSERT(c.mesh.order == 2);
     int64_t n = nearest_node(&r.mesh, 2, 0, 0);
     double syy = r.fields.stress[6 * n + 1];
@@ -145,7 +127,7 @@ static void test_le10(void)
 {
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/le10/le10.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/le10/le10.yaml", 0, NULL, &c, &r));
     int64_t n = nearest_node(&r.mesh, 2, 0, 0.3);
     double syy = r.fields.stress[6 * n + 1];
     fprintf(stderr, "\n    le10: sigma_yy at D %.3f MPa (NAFEMS -5.38) ", syy / 1e6);
@@ -159,7 +141,7 @@ static void test_cook(void)
 {
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/cook/cook.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/cook/cook.yaml", 0, NULL, &c, &r));
     int64_t n = nearest_node(&r.mesh, 48, 52, 0);
     double v = disp(&r, n, 1);
     fprintf(stderr, "\n    cook: displacement at C %.4f (reference 23.96) ", v);
@@ -378,10 +360,10 @@ static void test_load_cases(void)
     const char *tmp = hk_test_tmpdir();
     char yaml[1024], single[1024], out[1024], errf[1024], cmd[8192];
     snprintf(yaml, sizeof yaml, "%s/lc.yaml", tmp);
-    write_text(yaml, LC_HEAD "load_cases:\n"
-                             "  - name: down\n    loads:\n      - " LC_DOWN "\n"
-                             "  - name: self\n    loads:\n      - " LC_SELF1 "\n      - " LC_SELF2
-                             "\n");
+    write_text(yaml,
+               LC_HEAD "load_cases:\n"
+                       "  - name: down\n    loads:\n      - " LC_DOWN "\n"
+                       "  - name: self\n    loads:\n      - " LC_SELF1 "\n      - " LC_SELF2 "\n");
     const char *singles[2] = {LC_HEAD "loads:\n  - " LC_DOWN "\n",
                               LC_HEAD "loads:\n  - " LC_SELF1 "\n  - " LC_SELF2 "\n"};
     hk_run_opts o = {.backend = "cpu", .quiet = 1};

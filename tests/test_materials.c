@@ -111,24 +111,6 @@ static void test_law_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not orthonormal"));
 }
 
-/* Load cases/<rel> with overrides and run it on the CPU. */
-static int run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
-{
-    int err = hk_case_load(hk_test_path(rel), nsets, sets, c);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        return err;
-    }
-    hk_run_opts o = {.backend = "cpu", .quiet = 1};
-    err = hk_run_case(c, &o, r);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        hk_run_free(r);
-        hk_case_free(c);
-    }
-    return err;
-}
-
 /* Largest |u_c(x) - slope_c * x_c| over the nodes: zero for the uniform strain field
  * u_c = slope_c x_c of the bars held on their symmetry planes. */
 static double uniform_strain_error(const hk_run *r, const double slope[3])
@@ -158,7 +140,7 @@ static void test_ortho_bar(void)
     const double sig = 1e5, E1 = 140e9, E2 = 10e9, nu12 = 0.3, nu13 = 0.25;
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/orthotropic/ortho_bar.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/orthotropic/ortho_bar.yaml", 0, NULL, &c, &r));
     double slope[3] = {sig / E1, -nu12 * sig / E1, -nu13 * sig / E1};
     CU_ASSERT(uniform_strain_error(&r, slope) < 1e-6 * sig / E1);
     double ref[6] = {sig, 0, 0, 0, 0, 0};
@@ -166,7 +148,7 @@ static void test_ortho_bar(void)
     hk_run_free(&r);
     hk_case_free(&c);
     const char *sets[] = {"materials.0.orientation={axis1: [0, 1, 0], axis2: [-1, 0, 0]}"};
-    HK_ASSERT_OK(run_case("cases/orthotropic/ortho_bar.yaml", 1, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/orthotropic/ortho_bar.yaml", 1, sets, &c, &r));
     /* axis 1 = y, axis 2 = -x, axis 3 = z: nu21 = nu12 E2/E1, nu23 couples x to z */
     double slope2[3] = {sig / E2, -nu12 * sig / E1, -0.4 * sig / E2};
     CU_ASSERT(uniform_strain_error(&r, slope2) < 1e-6 * sig / E2);
@@ -189,7 +171,7 @@ static void test_aniso_2d(void)
         "loads=[{traction: {boundary: right, value: [1e6, 0]}}]"};
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/orthotropic/ortho_bar.yaml", 5, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/orthotropic/ortho_bar.yaml", 5, sets, &c, &r));
     /* S = D^-1 for the 2 x 2 block (no shear coupling): S00 = 10/(200-36), S10 = -6/164 */
     const double det = 20e9 * 10e9 - 36e18;
     double slope[3] = {1e6 * 10e9 / det, -1e6 * 6e9 / det, 0};
@@ -204,7 +186,7 @@ static void test_free_bar(void)
     const double a = 1.2e-5, dT = 100, E = 200e9;
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/thermal/free_bar.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/thermal/free_bar.yaml", 0, NULL, &c, &r));
     double slope[3] = {a * dT, a * dT, a * dT};
     CU_ASSERT(uniform_strain_error(&r, slope) < 1e-8 * a * dT);
     double zero[6] = {0};
@@ -220,7 +202,7 @@ static void test_free_bar(void)
         "materials=[{name: ply, type: orthotropic, E1: 140e9, E2: 10e9, E3: 10e9, nu12: 0.3, "
         "nu13: 0.25, nu23: 0.4, G12: 5e9, G13: 5e9, G23: 3.6e9, alpha: [-1e-6, 3e-5, 2e-5]}]",
         "loads=[{temperature: {value: 40, regions: [domain]}}]"};
-    HK_ASSERT_OK(run_case("cases/thermal/free_bar.yaml", 2, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/thermal/free_bar.yaml", 2, sets, &c, &r));
     double slope2[3] = {-1e-6 * 40, 3e-5 * 40, 2e-5 * 40};
     CU_ASSERT(uniform_strain_error(&r, slope2) < 1e-8 * 3e-5 * 40);
     CU_ASSERT(stress_error(&r, zero) < 1e-7 * 140e9 * 3e-5 * 40);
@@ -253,7 +235,7 @@ static void test_temperature_csv(void)
                           "{boundary: origin, fix: [z]}]"};
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/thermal/free_bar.yaml", 3, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/thermal/free_bar.yaml", 3, sets, &c, &r));
     double zero[6] = {0};
     CU_ASSERT(stress_error(&r, zero) < 1e-6 * E * a * g * 0.1);
     double err = 0;
@@ -286,7 +268,7 @@ static void test_clamped_bar(void)
     const double a = 1.2e-5, dT = 100, E = 200e9, nu = 0.3;
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/thermal/clamped_bar.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/thermal/clamped_bar.yaml", 0, NULL, &c, &r));
     double ref[6] = {-E * a * dT, 0, 0, 0, 0, 0};
     CU_ASSERT(stress_error(&r, ref) < 1e-7 * E * a * dT);
     double slope[3] = {0, (1 + nu) * a * dT, (1 + nu) * a * dT};
@@ -303,7 +285,7 @@ static void test_clamped_bar(void)
             "geometry.generate={shape: rectangle, size: [1, 0.1], cells: [10, 2], element: quad8}",
             "supports=[{boundary: left, fix: [x]}, {boundary: right, fix: [x]}, {boundary: "
             "bottom, fix: [y]}]"};
-        HK_ASSERT_OK(run_case("cases/thermal/clamped_bar.yaml", 3, sets, &c, &r));
+        HK_ASSERT_OK(hk_test_run_case("cases/thermal/clamped_bar.yaml", 3, sets, &c, &r));
         double sxx = ps ? -E * a * dT : -E * a * dT / (1 - nu);
         /* plane strain: sigma_zz = nu sxx - E alpha dT */
         double ref2[6] = {sxx, 0, ps ? 0 : nu * sxx - E * a * dT, 0, 0, 0};
@@ -336,7 +318,8 @@ static void test_selective_patch(void)
                               "{boundary: bottom, fix: [y]}]"};
         hk_case c;
         hk_run r;
-        HK_ASSERT_OK(run_case("cases/thermal/clamped_bar.yaml", twod ? 4 : 2, sets, &c, &r));
+        HK_ASSERT_OK(
+            hk_test_run_case("cases/thermal/clamped_bar.yaml", twod ? 4 : 2, sets, &c, &r));
         const double sxx = twod ? -E * a * dT / (1 - nu) : -E * a * dT;
         double ref[6] = {sxx, 0, twod ? nu * sxx - E * a * dT : 0, 0, 0, 0};
         const double err = stress_error(&r, ref);
@@ -355,7 +338,7 @@ static void test_force_bar(void)
     const double F = 1e4, A = 0.01, E = 200e9;
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/force/force_bar.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/force/force_bar.yaml", 0, NULL, &c, &r));
     double ref[6] = {F / A, 0, 0, 0, 0, 0};
     CU_ASSERT(stress_error(&r, ref) < 1e-7 * F / A);
     double slope[3] = {F / (E * A), -0.3 * F / (E * A), -0.3 * F / (E * A)};
@@ -364,7 +347,7 @@ static void test_force_bar(void)
     hk_run_free(&r);
     hk_case_free(&c);
     const char *sets[] = {"loads=[{force_split: {boundary: xmax, value: [10000, 0, 0]}}]"};
-    HK_ASSERT_OK(run_case("cases/force/force_bar.yaml", 1, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/force/force_bar.yaml", 1, sets, &c, &r));
     CU_ASSERT_DOUBLE_EQUAL(r.fields.support_reaction[0][0], -F, 1e-9 * F);
     CU_ASSERT(stress_error(&r, ref) > 0.1 * F / A);
     hk_run_free(&r);
@@ -461,7 +444,7 @@ static void test_lame_incompressible(void)
         const char *sets[] = {variants[k][0], variants[k][1], "solver.pc=amg"};
         hk_case c;
         hk_run r;
-        HK_ASSERT_OK(run_case("cases/lame/lame_incompressible.yaml", 3, sets, &c, &r));
+        HK_ASSERT_OK(hk_test_run_case("cases/lame/lame_incompressible.yaml", 3, sets, &c, &r));
         const double err = lame_bore_error(&r, nu);
         fprintf(stderr, "\n    lame nu=0.4999, %s, %s: bore u_r off by %.3f %% ", variants[k][0],
                 variants[k][1], 100 * err);

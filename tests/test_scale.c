@@ -15,10 +15,9 @@
 /* Coarse sizes that keep each case under a second (cases not listed: their own size). */
 static const char *coarse_size(const char *name)
 {
-    static const char *const t[][2] = {{"bracket", "0.008"}, {"cantilever", "0.1"},
-                                       {"cook", "6"},        {"le1", "0.2"},
-                                       {"le10", "0.3"},      {"kirsch", "0.02"},
-                                       {"lame", "0.05"}};
+    static const char *const t[][2] = {
+        {"bracket", "0.008"}, {"cantilever", "0.1"}, {"cook", "6"},   {"le1", "0.2"},
+        {"le10", "0.3"},      {"kirsch", "0.02"},    {"lame", "0.05"}};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (!strcmp(name, t[i][0])) return t[i][1];
     return NULL;
@@ -116,8 +115,8 @@ static void check_threaded_case(const char *dir, const char *file, const char *e
         CU_ASSERT(r1.mesh.nregions >= 1 && r1.mesh.nboundaries >= 1);
         double v1 = mesh_volume(&r1.mesh), v0 = mesh_volume(&r0.mesh);
         if (v1 >= 0 && v0 > 0 && fabs(v1 - v0) > 0.01 * v0) {
-            fprintf(stderr, "\n  %s: volume %.6g threaded, %.6g single-thread Delaunay\n", rel,
-                    v1, v0);
+            fprintf(stderr, "\n  %s: volume %.6g threaded, %.6g single-thread Delaunay\n", rel, v1,
+                    v0);
             CU_FAIL("the threaded mesh does not fill the geometry's volume");
         }
         hk_run_free(&r0);
@@ -167,24 +166,6 @@ static int run_cmd(const char *cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int run_quiet(const char *path, int nsets, const char *const *sets, hk_case *c, hk_run *r)
-{
-    memset(r, 0, sizeof *r);
-    int err = hk_case_load(path, nsets, sets, c);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", path, hk_error_message());
-        return err;
-    }
-    hk_run_opts o = {.backend = "cpu", .quiet = 1};
-    err = hk_run_case(c, &o, r);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", path, hk_error_message());
-        hk_run_free(r);
-        hk_case_free(c);
-    }
-    return err;
-}
-
 static int same_elems(const hk_elems *a, const hk_elems *b)
 {
     if (a->n != b->n || memcmp(a->type, b->type, (size_t)a->n) ||
@@ -205,15 +186,14 @@ static void mesh_roundtrip(const char *rel, const char *size)
     snprintf(fileset, sizeof fileset, "geometry.file=%s", msh);
     const char *sets[] = {"geometry.threads=1", "geometry.algorithm3d=delaunay",
                           "geometry.algorithm2d=frontal", sizeset, fileset};
-    snprintf(cmd, sizeof cmd,
-             "%s mesh %s -o %s --quiet --set %s --set %s --set %s --set %s", HOOKE_BINARY, path,
-             msh, sets[0], sets[1], sets[2], sets[3]);
+    snprintf(cmd, sizeof cmd, "%s mesh %s -o %s --quiet --set %s --set %s --set %s --set %s",
+             HOOKE_BINARY, path, msh, sets[0], sets[1], sets[2], sets[3]);
     CU_ASSERT_EQUAL_FATAL(run_cmd(cmd), 0);
     hk_case c0, c1;
     hk_run r0, r1;
-    int e0 = run_quiet(path, 4, sets, &c0, &r0);
+    int e0 = hk_test_run_case(path, 4, sets, &c0, &r0);
     CU_ASSERT_EQUAL_FATAL(e0, 0);
-    int e1 = run_quiet(path, 5, sets, &c1, &r1);
+    int e1 = hk_test_run_case(path, 5, sets, &c1, &r1);
     CU_ASSERT_EQUAL(e1, 0);
     if (!e1) {
         const hk_mesh *a = &r0.mesh, *b = &r1.mesh;
@@ -255,8 +235,7 @@ static void test_mesh_roundtrip(void)
 static void test_system_roundtrip(void)
 {
     const char *tmp = hk_test_tmpdir();
-    char path[2048], K[1024], f[1024], x[1024], u[1024], sK[1100], sf[1100], sx[1100],
-        cmd[8192];
+    char path[2048], K[1024], f[1024], x[1024], u[1024], sK[1100], sf[1100], sx[1100], cmd[8192];
     snprintf(path, sizeof path, "%s", hk_test_path("cases/cantilever/cantilever.yaml"));
     snprintf(K, sizeof K, "%s/K.mtx", tmp);
     snprintf(f, sizeof f, "%s/f.mtx", tmp);
@@ -268,7 +247,7 @@ static void test_system_roundtrip(void)
     const char *sets[] = {"geometry.size=0.1", "solver.tol=1e-10", sK, sf, sx};
     hk_case c;
     hk_run r;
-    CU_ASSERT_EQUAL_FATAL(run_quiet(path, 5, sets, &c, &r), 0);
+    CU_ASSERT_EQUAL_FATAL(hk_test_run_case(path, 5, sets, &c, &r), 0);
     /* a different method and preconditioner than the run's, to the same tolerance */
     snprintf(cmd, sizeof cmd,
              "%s solve %s --rhs %s --block-size 3 -o %s backend=cpu method=cg pc=jacobi "
@@ -345,8 +324,8 @@ static void test_memory_guard(void)
     hk_case_free(&c);
     /* a run that fits goes through, with its estimate */
     const char *ok[] = {"geometry.size=0.1"};
-    CU_ASSERT_EQUAL_FATAL(
-        hk_case_load(hk_test_path("cases/cantilever/cantilever.yaml"), 1, ok, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(hk_case_load(hk_test_path("cases/cantilever/cantilever.yaml"), 1, ok, &c),
+                          0);
     CU_ASSERT_EQUAL(hk_run_assemble(&c, &o, &r), 0);
     CU_ASSERT(r.mem.host_estimate > 0 && r.mem.host_estimate < r.mem.host_available);
     hk_run_free(&r);
@@ -355,8 +334,9 @@ static void test_memory_guard(void)
 
 HK_SUITE(scale,
          {"an absurd geometry.size is refused within a second, naming the memory",
-          test_memory_guard}, {"the threaded mesher gives a valid mesh for every case in cases/",
-                 test_threaded_mesher_every_case},
+          test_memory_guard},
+         {"the threaded mesher gives a valid mesh for every case in cases/",
+          test_threaded_mesher_every_case},
          {"hooke mesh -> geometry.file: the same nodes, elements, groups and solution",
           test_mesh_roundtrip},
          {"output.matrix/rhs -> hooke solve: the run's displacements; output.coordinates",

@@ -11,24 +11,6 @@
 #include "case.h"
 #include "test_util.h"
 
-/* Load cases/<rel> (or an absolute path) with overrides and run it on the CPU. */
-static int run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
-{
-    int err = hk_case_load(rel[0] == '/' ? rel : hk_test_path(rel), nsets, sets, c);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        return err;
-    }
-    hk_run_opts o = {.backend = "cpu", .quiet = 1};
-    err = hk_run_case(c, &o, r);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        hk_run_free(r);
-        hk_case_free(c);
-    }
-    return err;
-}
-
 static void cross(const double a[3], const double b[3], double c[3])
 {
     c[0] = a[1] * b[2] - a[2] * b[1];
@@ -96,7 +78,7 @@ static void test_spring_bar(void)
              "analysis={type: plane_stress, thickness: 0.1}", "solver.pc=amg"}};
         hk_case c;
         hk_run r;
-        HK_ASSERT_OK(run_case("cases/springs/springs.yaml", twod ? 6 : 5, sets[g], &c, &r));
+        HK_ASSERT_OK(hk_test_run_case("cases/springs/springs.yaml", twod ? 6 : 5, sets[g], &c, &r));
         const double u0 = F / (k * A), u1 = u0 + F * L / (E * A);
         CU_ASSERT(plane_error(&r, &r.fields, 0, 0, 0, u0) < 1e-9 * u0);
         CU_ASSERT(plane_error(&r, &r.fields, 0, L, 0, u1) < 1e-9 * u1);
@@ -116,11 +98,12 @@ static void test_spring_bar(void)
             "geometry.generate={shape: rectangle, size: [0.1, 1], cells: [2, 6], element: quad8}",
             "materials=[{name: steel, E: 200e9, nu: 0.3}]",
             "supports=[{boundary: bottom, type: spring, normal: 1e11}, {boundary: left, fix: [x]}]",
-            "loads=[{force: {boundary: top, value: [0, 1e4]}}]", "analysis=axisymmetric",
+            "loads=[{force: {boundary: top, value: [0, 1e4]}}]",
+            "analysis=axisymmetric",
             "solver.pc=amg"};
         hk_case c;
         hk_run r;
-        HK_ASSERT_OK(run_case("cases/springs/springs.yaml", 6, sets, &c, &r));
+        HK_ASSERT_OK(hk_test_run_case("cases/springs/springs.yaml", 6, sets, &c, &r));
         const double Ar = 0.1 * 0.1 / 2, u0 = F / (k * Ar), u1 = u0 + F * L / (E * Ar);
         CU_ASSERT(plane_error(&r, &r.fields, 1, 0, 1, u0) < 1e-9 * u0);
         CU_ASSERT(plane_error(&r, &r.fields, 1, L, 1, u1) < 1e-9 * u1);
@@ -137,7 +120,7 @@ static void test_springs_case(void)
     const double p = 1e5, k = 1e8, E = 30e9, H = 0.5;
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/springs/springs.yaml", 0, NULL, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/springs/springs.yaml", 0, NULL, &c, &r));
     CU_ASSERT(plane_error(&r, &r.fields, 2, 0, 2, -p / k) < 1e-9 * p / k);
     CU_ASSERT(plane_error(&r, &r.fields, 2, H, 2, -(p / k + p * H / E)) < 1e-9 * p / k);
     for (int64_t i = 0; i < r.mesh.nnodes; i++)
@@ -155,7 +138,7 @@ static void test_springs_case(void)
     const char *sets[] = {
         "supports=[{boundary: zmin, type: spring, normal: 1e8, moment_about: "
         "[0.5, 0.5, 0]}, {boundary: xmin, fix: [x]}, {boundary: ymin, fix: [y]}]"};
-    HK_ASSERT_OK(run_case("cases/springs/springs.yaml", 1, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/springs/springs.yaml", 1, sets, &c, &r));
     for (int a = 0; a < 3; a++)
         CU_ASSERT(fabs(r.fields.support_moment[0][a]) < 1e-8 * p);
     check_equilibrium(&r, &r.fields, F, M, 1e-8 * p, 1e-8 * p);
@@ -176,7 +159,7 @@ static void test_node_spring(void)
         "loads=[{force: {boundary: xmax, value: [1e4, 0, 0]}}]", "solver.pc=amg"};
     hk_case c;
     hk_run r;
-    HK_ASSERT_OK(run_case("cases/springs/springs.yaml", 5, sets, &c, &r));
+    HK_ASSERT_OK(hk_test_run_case("cases/springs/springs.yaml", 5, sets, &c, &r));
     const hk_group *g = &r.mesh.boundaries[hk_mesh_find_boundary(&r.mesh, "origin")];
     CU_ASSERT_FATAL(g->nnodes == 1);
     const int64_t o = g->nodes[0];
@@ -454,8 +437,8 @@ static void test_remote_cases(void)
         hk_case c;
         hk_run r;
         const char *sets[] = {"geometry.size=0.02"};
-        HK_ASSERT_OK(run_case(rigid ? "cases/remote/tube_rigid.yaml" : "cases/remote/tube.yaml", 1,
-                              sets, &c, &r));
+        HK_ASSERT_OK(hk_test_run_case(
+            rigid ? "cases/remote/tube_rigid.yaml" : "cases/remote/tube.yaml", 1, sets, &c, &r));
         CU_ASSERT_FATAL(r.nlc == 2);
         double p, uz;
         tip_motion(&r, &r.lc[0].fields, L, &p, &uz);

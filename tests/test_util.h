@@ -26,9 +26,9 @@ void hk_test_register_suite(const char *name, int device, const hk_test_case *ca
     static const hk_test_case hk_suite_cases_##sname[] = {__VA_ARGS__};                            \
     __attribute__((constructor)) static void hk_suite_register_##sname(void)                       \
     {                                                                                              \
-        hk_test_register_suite(#sname, device, hk_suite_cases_##sname,                             \
-                               (int)(sizeof hk_suite_cases_##sname /                               \
-                                     sizeof hk_suite_cases_##sname[0]));                           \
+        hk_test_register_suite(                                                                    \
+            #sname, device, hk_suite_cases_##sname,                                                \
+            (int)(sizeof hk_suite_cases_##sname / sizeof hk_suite_cases_##sname[0]));              \
     }
 #define HK_SUITE(sname, ...) HK_SUITE_IMPL_(sname, 0, __VA_ARGS__)
 #define HK_DEVICE_SUITE(sname, ...) HK_SUITE_IMPL_(sname, 1, __VA_ARGS__)
@@ -44,7 +44,7 @@ double hk_test_reldiff(const double *a, const double *b, long n);
 #define HK_ASSERT_OK(expr)                                                                         \
     do {                                                                                           \
         int hk_t_err_ = (expr);                                                                    \
-        if (hk_t_err_) fprintf(stderr, "\n  %s failed: %s\n", #expr, hk_error_message());        \
+        if (hk_t_err_) fprintf(stderr, "\n  %s failed: %s\n", #expr, hk_error_message());          \
         CU_ASSERT_EQUAL_FATAL(hk_t_err_, 0);                                                       \
     } while (0)
 
@@ -52,5 +52,13 @@ double hk_test_reldiff(const double *a, const double *b, long n);
 const char *hk_test_path(const char *rel);
 /* A fresh temporary directory for this test run ("/tmp/hooke-test-XXXXXX"). */
 const char *hk_test_tmpdir(void);
+
+/* Load the case file cases/<rel> (or an absolute path) with --set style overrides and run it
+ * quietly on the CPU (test_util.c). On error the message is printed and nothing is left to
+ * free. */
+struct hk_case;
+struct hk_run;
+int hk_test_run_case(const char *rel, int nsets, const char *const *sets, struct hk_case *c,
+                     struct hk_run *r);
 
 #endif

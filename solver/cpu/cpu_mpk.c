@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu_impl.h"
+#include "mpk_plan.h"
 
 typedef struct cpu_mpk {
     const hk_bmat *K;
@@ -104,20 +105,9 @@ static void mpk_destroy(cpu_mpk *P)
 int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
                     hk_mpk_info *info)
 {
-    *plan = NULL;
-    memset(info, 0, sizeof *info);
-    HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
-             "matrix powers: the matrix must be square with square blocks of 1..6");
-    HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
-             "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
-    HK_CHECK(block >= 1, HK_ERR_OPTION,
-             "matrix powers: a partition of %lld block rows; use at least 1 (option mpk.block)",
-             (long long)block);
+    int64_t nparts;
+    HK_CALL(hk_mpk_plan_begin(K, &block, k, plan, info, &nparts));
     const int64_t nb = K->nbrows;
-    HK_CHECK(nb < ((int64_t)1 << 31), HK_ERR_UNSUPPORTED,
-             "matrix powers: %lld block rows are too many for 32-bit indices", (long long)nb);
-    if (block > nb) block = nb > 0 ? nb : 1;
-    const int64_t nparts = nb > 0 ? (nb + block - 1) / block : 0;
     const int nt = omp_get_max_threads();
     int ierr = 0;
     cpu_mpk *P = NULL;
@@ -130,9 +120,6 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, voi
     P->nb = nb;
     P->block = block;
     P->nparts = nparts;
-    info->block = block;
-    info->k = k;
-    info->nparts = nparts;
     HK_TRY(hk_malloc((size_t)nt * (size_t)(nb > 0 ? nb : 1) * sizeof *marks, &marks));
     HK_TRY(hk_calloc((size_t)nparts * (k + 2) + 1, sizeof *cnt, &cnt));
     const double cap = max_work > 0 ? max_work * (double)k * (double)nb : 0;
