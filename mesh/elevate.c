@@ -128,15 +128,29 @@ static int cmp_ints(const int32_t *a, const int32_t *b, int w)
     return 0;
 }
 
+/* An entry of a bucket: the corners after the smallest, then 32 * cell + local node, packed
+ * into S = 1 (edges) or 2 (faces) words so that comparing words orders by (key, cell, node). */
+static int entry_cmp(const uint64_t *a, const uint64_t *b, int S)
+{
+    for (int i = 0; i < S; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+static int entry_same_key(const uint64_t *a, const uint64_t *b, int S)
+{
+    return S == 1 ? a[0] >> 32 == b[0] >> 32 : a[0] == b[0] && a[1] >> 32 == b[1] >> 32;
+}
+
 /* The keys of kind k of the cells c: numbered base + 0, 1, ... in the order of their sorted
  * corners, written into the quadratic connectivity qnodes (rows qptr). */
 static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, int64_t nv,
                         int32_t *qnodes, const int64_t *qptr, int64_t base)
 {
     int ierr = 0;
-    const int w = k - 1, W = w + 2; /* key, cell, local */
+    const int w = k - 1, S = k == 2 ? 1 : 2;
     int64_t *ptr = NULL, *fill = NULL, *ucnt = NULL;
-    int32_t *ent = NULL;
+    uint64_t *ent = NULL;
     memset(ks, 0, sizeof *ks);
     ks->k = k, ks->nv = nv;
     HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ptr, &ptr));
@@ -153,8 +167,8 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
     for (int64_t v = 0; v < nv; v++)
         ptr[v + 1] += ptr[v];
     const int64_t ntot = ptr[nv];
-    HK_TRY(hk_malloc((size_t)(ntot ? ntot : 1) * W * sizeof *ent, &ent));
-    HK_TRY(hk_malloc((size_t)nv * sizeof *fill, &fill));
+    HK_TRY(hk_malloc((size_t)(ntot ? ntot : 1) * S * sizeof *ent, &ent));
+    HK_TRY(hk_malloc((size_t)(nv ? nv : 1) * sizeof *fill, &fill));
     memcpy(fill, ptr, (size_t)nv * sizeof *fill);
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++) {
@@ -165,27 +179,32 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
                 int64_t pos;
 #pragma omp atomic capture
                 pos = fill[key[0]]++;
-                int32_t *p = ent + pos * W;
-                for (int a = 0; a < w; a++)
-                    p[a] = key[a + 1];
-                p[w] = (int32_t)e, p[w + 1] = i;
+                uint64_t id = 32 * (uint64_t)e + (uint64_t)i, *p = ent + pos * S;
+                if (S == 1) {
+                    p[0] = (uint64_t)key[1] << 32 | id;
+                } else {
+                    p[0] = (uint64_t)key[1] << 32 | (uint32_t)key[2];
+                    p[1] = (uint64_t)key[3] << 32 | id;
+                }
             }
     }
-    /* each bucket sorted by (key, cell, local): a total order, whatever filled it */
+    /* each bucket sorted by (key, cell, node): a total order, whatever filled it */
     HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ucnt, &ucnt));
 #pragma omp parallel for schedule(dynamic, 512)
     for (int64_t v = 0; v < nv; v++) {
-        int32_t *b = ent + ptr[v] * W, tmp[5];
+        uint64_t *b = ent + ptr[v] * S;
         int64_t m = ptr[v + 1] - ptr[v], u = 0;
         for (int64_t i = 1; i < m; i++) {
-            memcpy(tmp, b + i * W, (size_t)W * sizeof *tmp);
+            uint64_t t0 = b[i * S], t1 = S == 2 ? b[i * S + 1] : 0, tmp[2] = {t0, t1};
             int64_t j = i;
-            for (; j > 0 && cmp_ints(b + (j - 1) * W, tmp, W) > 0; j--)
-                memcpy(b + j * W, b + (j - 1) * W, (size_t)W * sizeof *tmp);
-            memcpy(b + j * W, tmp, (size_t)W * sizeof *tmp);
+            for (; j > 0 && entry_cmp(b + (j - 1) * S, tmp, S) > 0; j--)
+                for (int a = 0; a < S; a++)
+                    b[j * S + a] = b[(j - 1) * S + a];
+            for (int a = 0; a < S; a++)
+                b[j * S + a] = tmp[a];
         }
         for (int64_t i = 0; i < m; i++)
-            u += !i || cmp_ints(b + (i - 1) * W, b + i * W, w);
+            u += !i || !entry_same_key(b + (i - 1) * S, b + i * S, S);
         ucnt[v + 1] = u;
     }
     for (int64_t v = 0; v < nv; v++)
@@ -193,22 +212,24 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
     ks->n = ucnt[nv];
     ks->uptr = ucnt;
     ucnt = NULL;
-    HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * (w ? w : 1) * sizeof *ks->ukey, &ks->ukey));
+    HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * w * sizeof *ks->ukey, &ks->ukey));
     HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * sizeof *ks->first, &ks->first));
     HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * sizeof *ks->owner, &ks->owner));
 #pragma omp parallel for schedule(dynamic, 512)
     for (int64_t v = 0; v < nv; v++) {
-        const int32_t *b = ent + ptr[v] * W;
+        const uint64_t *b = ent + ptr[v] * S;
         int64_t m = ptr[v + 1] - ptr[v], u = ks->uptr[v] - 1;
         for (int64_t i = 0; i < m; i++) {
-            const int32_t *p = b + i * W;
-            if (!i || cmp_ints(p - W, p, w)) {
+            const uint64_t *p = b + i * S, id = p[S - 1] & 0xffffffffu;
+            if (!i || !entry_same_key(p - S, p, S)) {
                 u++;
-                memcpy(ks->ukey + u * w, p, (size_t)w * sizeof *p);
+                int32_t *q = ks->ukey + u * w;
+                q[0] = (int32_t)(p[0] >> 32);
+                if (S == 2) q[1] = (int32_t)(p[0] & 0xffffffffu), q[2] = (int32_t)(p[1] >> 32);
                 ks->first[u] = (int32_t)v;
-                ks->owner[u] = 32 * (int64_t)p[w] + p[w + 1];
+                ks->owner[u] = (int64_t)id;
             }
-            qnodes[qptr[p[w]] + p[w + 1]] = (int32_t)(base + u);
+            qnodes[qptr[id / 32] + id % 32] = (int32_t)(base + u);
         }
     }
 fail:
