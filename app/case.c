@@ -407,8 +407,8 @@ static int read_meshing_speed(ctx *x, struct fy_node *g)
 
 static int read_geometry(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"file",        "generate",   "size",     "order",
-                                       "quad",        "incomplete", "renumber", "threads",
+    static const char *const keys[] = {"file",        "generate",    "size",     "order",
+                                       "quad",        "incomplete",  "renumber", "threads",
                                        "algorithm2d", "algorithm3d", "order_by", NULL};
     hk_case *c = x->c;
     struct fy_node *g = lookup(root, "geometry");

@@ -323,8 +323,8 @@ static int project_gmsh(void *ctx, const hk_elev_entity *e, double *xyz, int64_t
 /* The second-order nodes of the linear mesh m made by Hooke (hk_mesh_elevate), those on the
  * model's curves and surfaces (in 2D: curves) moved onto them unless the file asks for
  * straight ones (Mesh.SecondOrderLinear). tm and newid map Gmsh's node tags to m's nodes. */
-static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight,
-                        const tagmap *tm, const int32_t *newid, hk_mesh *m)
+static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight, const tagmap *tm,
+                        const int32_t *newid, hk_mesh *m)
 {
     int ierr = 0, *ent = NULL;
     size_t nent = 0;
@@ -333,7 +333,8 @@ static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight
     hk_elev_stats st;
     for (int dim = 2; dim >= 1 && !straight; dim--) {
         if (dim >= gdim) continue;
-        GMSH_TRY(HK_ERR_PARSE, "list the entities of", gmshModelGetEntities(&ent, &nent, dim, &gerr_));
+        GMSH_TRY(HK_ERR_PARSE, "list the entities of",
+                 gmshModelGetEntities(&ent, &nent, dim, &gerr_));
         hk_elev_entity *ne = realloc(g.ent, (size_t)(g.n + (int)nent / 2 + 1) * sizeof *ne);
         HK_TRY_CHECK(ne, HK_ERR_MEMORY, "out of host memory reading '%s'", path);
         g.ent = ne;

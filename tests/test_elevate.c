@@ -577,7 +577,27 @@ static void test_cases(void)
     CU_ASSERT(fabs(uk[0] - uk[1]) < 1e-4 * uk[1]);
 }
 
-HK_SUITE(elevate, {"raised generated meshes are the generators' quadratic ones", test_generated},
+/* geometry.order_by takes hooke or gmsh, and says so */
+static void test_case_key(void)
+{
+    hk_case c;
+    const char *bad[] = {"geometry.order_by=both"};
+    CU_ASSERT_NOT_EQUAL(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 1, bad, &c), 0);
+    const char *msg = hk_error_message();
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "geometry.order_by"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "hooke"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "gmsh"));
+    const char *good[] = {"geometry.order_by=gmsh"};
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 1, good, &c));
+    CU_ASSERT_EQUAL(c.mesh.order_by, HK_ORDER_BY_GMSH);
+    hk_case_free(&c);
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 0, NULL, &c));
+    CU_ASSERT_EQUAL(c.mesh.order_by, HK_ORDER_BY_HOOKE);
+    hk_case_free(&c);
+}
+
+HK_SUITE(elevate, {"geometry.order_by: hooke or gmsh", test_case_key},
+         {"raised generated meshes are the generators' quadratic ones", test_generated},
 #ifdef HOOKE_HAVE_GMSH
          {"hex/pyramid/tet/prism bar raised node for node as Gmsh does", test_hybrid_order},
          {"cylinder, sphere, circles: Gmsh's counts, mid-nodes on the geometry", test_curved},
