@@ -375,7 +375,8 @@ static int parse_algorithm(ctx *x, struct fy_node *n, const char *what, const ch
     return err_at(x, n, "unknown %s '%s'; %s", what, s ? s : "?", hint);
 }
 
-/* geometry.threads, geometry.algorithm2d, geometry.algorithm3d: how Gmsh meshes. */
+/* geometry.threads, geometry.algorithm2d, geometry.algorithm3d: how Gmsh meshes;
+ * geometry.order_by: who makes the second-order nodes. */
 static int read_meshing_speed(ctx *x, struct fy_node *g)
 {
     static const char *const n2[] = {"meshadapt", "automatic", "delaunay",         "frontal",
@@ -397,14 +398,18 @@ static int read_meshing_speed(ctx *x, struct fy_node *g)
         HK_CALL(parse_algorithm(x, n, "geometry.algorithm2d", n2, v2, &c->mesh.algorithm2d));
     if ((n = lookup(g, "algorithm3d")))
         HK_CALL(parse_algorithm(x, n, "geometry.algorithm3d", n3, v3, &c->mesh.algorithm3d));
+    static const char *const nby[] = {"hooke", "gmsh", NULL};
+    static const int vby[] = {HK_ORDER_BY_HOOKE, HK_ORDER_BY_GMSH};
+    if ((n = lookup(g, "order_by")))
+        HK_CALL(parse_algorithm(x, n, "geometry.order_by", nby, vby, &c->mesh.order_by));
     return 0;
 }
 
 static int read_geometry(ctx *x, struct fy_node *root)
 {
-    static const char *const keys[] = {"file",        "generate",   "size",     "order",
-                                       "quad",        "incomplete", "renumber", "threads",
-                                       "algorithm2d", "algorithm3d", NULL};
+    static const char *const keys[] = {"file",        "generate",    "size",     "order",
+                                       "quad",        "incomplete",  "renumber", "threads",
+                                       "algorithm2d", "algorithm3d", "order_by", NULL};
     hk_case *c = x->c;
     struct fy_node *g = lookup(root, "geometry");
     if (!g)

@@ -305,6 +305,80 @@ static void set_meshing_speed(const hk_mesh_options *opt, int gdim, int *algo3d)
         *algo3d = 1;
 }
 
+/* Closest points on a model entity, one Gmsh call for all of them. */
+static int project_gmsh(void *ctx, const hk_elev_entity *e, double *xyz, int64_t n)
+{
+    double *cc = NULL, *pc = NULL;
+    size_t ncc = 0, npc = 0;
+    int gerr = 0;
+    (void)ctx;
+    gmshModelGetClosestPoint(e->dim, e->tag, xyz, 3 * (size_t)n, &cc, &ncc, &pc, &npc, &gerr);
+    int ok = !gerr && ncc == 3 * (size_t)n;
+    if (ok) memcpy(xyz, cc, 3 * (size_t)n * sizeof *xyz);
+    gmshFree(cc);
+    gmshFree(pc);
+    return ok ? 0 : -1;
+}
+
+/* The second-order nodes of the linear mesh m made by Hooke (hk_mesh_elevate), those on the
+ * model's curves and surfaces (in 2D: curves) moved onto them unless the file asks for
+ * straight ones (Mesh.SecondOrderLinear). tm and newid map Gmsh's node tags to m's nodes. */
+static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight, const tagmap *tm,
+                        const int32_t *newid, hk_mesh *m)
+{
+    int ierr = 0, *ent = NULL;
+    size_t nent = 0;
+    char *type = NULL;
+    hk_elev_geom g = {.project = project_gmsh};
+    hk_elev_stats st;
+    for (int dim = 2; dim >= 1 && !straight; dim--) {
+        if (dim >= gdim) continue;
+        GMSH_TRY(HK_ERR_PARSE, "list the entities of",
+                 gmshModelGetEntities(&ent, &nent, dim, &gerr_));
+        hk_elev_entity *ne = realloc(g.ent, (size_t)(g.n + (int)nent / 2 + 1) * sizeof *ne);
+        HK_TRY_CHECK(ne, HK_ERR_MEMORY, "out of host memory reading '%s'", path);
+        g.ent = ne;
+        for (size_t k = 0; k < nent / 2; k++) {
+            hk_elev_entity *e = &g.ent[g.n];
+            hk_elems_builder b;
+            memset(e, 0, sizeof *e);
+            memset(&b, 0, sizeof b);
+            e->dim = dim, e->tag = ent[2 * k + 1];
+            g.n++;
+            GMSH_TRY(HK_ERR_PARSE, "find the geometry of an entity of",
+                     gmshModelGetType(dim, e->tag, &type, &gerr_));
+            e->flat = !strcmp(type, dim == 1 ? "Line" : "Plane");
+            gmshFree(type);
+            type = NULL;
+            char name[32];
+            snprintf(name, sizeof name, "%d", e->tag);
+            ierr = read_entity(path, dim, e->tag, 0, dim == 1 ? "curve" : "surface", name, tm, &b);
+            e->elems = b.e;
+            if (ierr) goto fail;
+            for (int64_t i = 0; e->elems.n && i < e->elems.ptr[e->elems.n]; i++)
+                e->elems.nodes[i] = newid[e->elems.nodes[i]];
+        }
+        gmshFree(ent);
+        ent = NULL;
+    }
+    HK_TRY(hk_mesh_elevate(m, incomplete, &g, &st));
+    if (st.straight)
+        add_note("%lld second-order nodes kept straight: on the curved geometry they would "
+                 "invert a cell",
+                 (long long)st.straight);
+    if (st.too_far || st.failed)
+        add_note("%lld second-order nodes on curved geometry left straight: Gmsh found no "
+                 "closest point near them",
+                 (long long)(st.too_far + st.failed));
+fail:
+    for (int k = 0; k < g.n; k++)
+        hk_elems_free(&g.ent[k].elems);
+    free(g.ent);
+    gmshFree(ent);
+    gmshFree(type);
+    return ierr;
+}
+
 static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh *m)
 {
     int ierr = 0, initialized = 0, threads = omp_get_max_threads();
@@ -322,6 +396,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     char *pname = NULL;
     int *claimed = NULL; /* entity tags of the model dimension already in a region */
     size_t nclaimed = 0;
+    int elevate = 0, incomplete = 0, straight = 0; /* second-order nodes made by Hooke */
 
 #if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 9)
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
@@ -357,6 +432,14 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         HK_TRY(set_option(path, "Mesh.ElementOrder", NULL, 1));
         if (opt->order)
             HK_TRY(set_option(path, "Mesh.SecondOrderIncomplete", NULL, opt->incomplete ? 1 : 0));
+        {
+            double inc = 0, lin = 0;
+            int gerr = 0;
+            gmshOptionGetNumber("Mesh.SecondOrderIncomplete", &inc, &gerr);
+            gmshOptionGetNumber("Mesh.SecondOrderLinear", &lin, &gerr);
+            incomplete = inc != 0, straight = lin != 0;
+        }
+        elevate = order == 2 && opt->order_by != HK_ORDER_BY_GMSH;
         if (opt->quad) {
             /* 2D: recombine triangles into quads (a few triangles may stay: mixed mesh);
              * 3D: split every tetrahedron into 4 hexahedra (Gmsh's subdivision), since
@@ -394,7 +477,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         else
             load_times.surfaces = omp_get_wtime() - t;
         t = omp_get_wtime();
-        if (order > 1)
+        if (order > 1 && !elevate)
             GMSH_TRY(HK_ERR_MODEL, "raise the element order of",
                      gmshModelMeshSetOrder(order, &gerr_));
         load_times.order = omp_get_wtime() - t;
@@ -589,7 +672,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         f->n = kept;
         g->elems = *f;
         memset(f, 0, sizeof *f);
-        HK_TRY(hk_group_collect_nodes(g, nn));
+        if (!elevate) HK_TRY(hk_group_collect_nodes(g, nn));
         b++;
     }
 
@@ -600,8 +683,14 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
                  "be tangled (try geometry.algorithm3d: delaunay)",
                  (long long)nflip);
     HK_TRY(hk_mesh_orient_facets(m));
+    if (elevate) {
+        double t = omp_get_wtime();
+        omp_set_num_threads(threads);
+        HK_TRY(elevate_gmsh(path, gdim, incomplete, straight, &tm, newid, m));
+        load_times.order = omp_get_wtime() - t;
+    }
     if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
-    load_times.read = omp_get_wtime() - t_read;
+    load_times.read = omp_get_wtime() - t_read - load_times.order * elevate;
 
 fail:
     if (initialized) {

@@ -41,4 +41,38 @@ int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx);
  * adjacent cell. */
 int hk_mesh_orient_facets(hk_mesh *m);
 
+/* A model curve or surface with its linear mesh (lines; triangles and quadrilaterals, nodes
+ * in the mesh's numbering, -1 off the mesh), onto which hk_mesh_elevate moves the
+ * second-order nodes of its edges and faces. */
+typedef struct hk_elev_entity {
+    int dim, tag; /* the Gmsh entity */
+    int flat;     /* a line or a plane: the straight midpoint already lies on it */
+    hk_elems elems;
+} hk_elev_entity;
+
+typedef struct hk_elev_geom {
+    int n;
+    hk_elev_entity *ent; /* a node on several goes onto the last (curves after surfaces) */
+    /* Move the n points xyz (3 each) onto entity e, in place; nonzero leaves them straight */
+    int (*project)(void *ctx, const hk_elev_entity *e, double *xyz, int64_t n);
+    void *ctx;
+} hk_elev_geom;
+
+typedef struct hk_elev_stats {
+    int64_t edges, faces, centres; /* new nodes */
+    int64_t projected;             /* moved onto a curve or surface */
+    int64_t too_far;  /* left straight: the closest point was over half the edge away */
+    int64_t straight; /* put back straight: curved, it inverted a cell */
+    int64_t failed;   /* left straight: the projection onto their entity failed */
+    int64_t dropped;  /* boundary elements not on the cells' faces, dropped */
+} hk_elev_stats;
+
+/* Raise the linear mesh m (cells positively oriented) to second order in place: one node per
+ * unique edge, per quadrilateral face and per hexahedron where the complete types need them
+ * (incomplete: quad8, hex20, wedge15, pyr13), in Gmsh's node order; the new nodes numbered
+ * after the corners, edges then faces then centres, each sorted by its corners (the same for
+ * any thread count). Boundary groups get the cells' nodes. g (may be NULL): the curved
+ * geometry. */
+int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_stats *st);
+
 #endif

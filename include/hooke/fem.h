@@ -123,7 +123,12 @@ typedef struct hk_mesh_options {
     int algorithm2d;    /* Gmsh's Mesh.Algorithm (1 MeshAdapt, 5 Delaunay, 6 Frontal-Delaunay,
                          * ...); 0: the file's own or Gmsh's default (6) */
     int algorithm3d;    /* Gmsh's Mesh.Algorithm3D (1 Delaunay, 4 Frontal, 10 HXT, ...); 0: 10 */
+    int order_by;       /* who makes the second-order nodes of a meshed geometry:
+                         * HK_ORDER_BY_HOOKE (0, in parallel, curved onto the geometry) or
+                         * HK_ORDER_BY_GMSH (gmshModelMeshSetOrder, one thread) */
 } hk_mesh_options;
+
+enum { HK_ORDER_BY_HOOKE = 0, HK_ORDER_BY_GMSH };
 
 /* Load a .msh (2.2 / 4.1) or mesh a .geo/.step/.stp/.brep with the options, through Gmsh.
  * Errors name the file and what is wrong. */

@@ -1,0 +1,632 @@
+/* hk_mesh_elevate: the second-order nodes of a linear mesh, made by Hooke in parallel.
+ *
+ * One node per unique edge, per quadrilateral face (complete quad9/hex27/wedge18/pyr14) and per
+ * hexahedron (hex27), placed in Gmsh's node order of the quadratic types (the reference
+ * coordinates of mesh/eltype.c say which corners each node sits between). The unique edges and
+ * faces are found by a count/scan over their smallest corner and sorted within it, so the
+ * numbering depends on the linear mesh alone, never on the thread count. Nodes of edges and
+ * faces on model curves and surfaces go onto them through the caller's projection (Gmsh's
+ * closest point); a moved node that would invert a cell stays straight. */
+#include <omp.h>
+#include <stdio.h>
+
+#include "elements.h"
+#include "mesh_impl.h"
+
+/* ---- the quadratic types ----------------------------------------------------------------- */
+
+typedef struct {
+    hk_eltype quad; /* HK_EL_COUNT: no quadratic counterpart */
+    int nc, nn;
+    int nk[27];    /* corners of node i >= nc: 2 edge, 4 quadrilateral face, 8 centre */
+    int cn[27][8]; /* those corners (local) */
+    int nsub[27];  /* face and centre nodes: the edge nodes they interpolate */
+    int sub[27][12];
+    double dN[27][27][3]; /* quadratic shape derivatives at the nodes (Jacobian check) */
+} eltab;
+
+static hk_eltype quad_of(hk_eltype t, int incomplete)
+{
+    switch (t) {
+    case HK_EL_POINT1:
+        return HK_EL_POINT1;
+    case HK_EL_LINE2:
+        return HK_EL_LINE3;
+    case HK_EL_TRI3:
+        return HK_EL_TRI6;
+    case HK_EL_QUAD4:
+        return incomplete ? HK_EL_QUAD8 : HK_EL_QUAD9;
+    case HK_EL_TET4:
+        return HK_EL_TET10;
+    case HK_EL_HEX8:
+        return incomplete ? HK_EL_HEX20 : HK_EL_HEX27;
+    case HK_EL_WEDGE6:
+        return incomplete ? HK_EL_WEDGE15 : HK_EL_WEDGE18;
+    case HK_EL_PYR5:
+        return incomplete ? HK_EL_PYR13 : HK_EL_PYR14;
+    default:
+        return HK_EL_COUNT;
+    }
+}
+
+static int has(const int *a, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] == v) return 1;
+    return 0;
+}
+
+static int build_tab(hk_eltype lin, int incomplete, eltab *t)
+{
+    memset(t, 0, sizeof *t);
+    t->quad = quad_of(lin, incomplete);
+    if (t->quad == HK_EL_COUNT) return 0;
+    t->nc = hk_eltype_ncorners(lin);
+    t->nn = hk_eltype_get(t->quad)->nnodes;
+    if (lin == HK_EL_POINT1) return 0;
+    const double *rc = hk_eltype_ref_coords(t->quad);
+    for (int i = t->nc; i < t->nn; i++) {
+        double N[27], dN[27][3];
+        hk_el_shape(lin, rc + 3 * i, N, dN);
+        for (int c = 0; c < t->nc; c++)
+            if (fabs(N[c]) > 1e-9) t->cn[i][t->nk[i]++] = c;
+        HK_CHECK(t->nk[i] == 2 || t->nk[i] == 4 || t->nk[i] == 8, HK_ERR_INTERNAL,
+                 "hk_mesh_elevate: node %d of %s lies between %d corners", i,
+                 hk_eltype_get(t->quad)->name, t->nk[i]);
+    }
+    for (int i = t->nc; i < t->nn; i++)
+        if (t->nk[i] > 2)
+            for (int j = t->nc; j < t->nn; j++)
+                if (t->nk[j] == 2 && has(t->cn[i], t->nk[i], t->cn[j][0]) &&
+                    has(t->cn[i], t->nk[i], t->cn[j][1]))
+                    t->sub[i][t->nsub[i]++] = j;
+    for (int i = 0; i < t->nn; i++)
+        hk_el_shape(t->quad, rc + 3 * i, NULL, t->dN[i]);
+    return 0;
+}
+
+/* Sorted global corners of node i of an element with corners nd (-1 if one is off the mesh). */
+static int node_key(const eltab *t, int i, const int32_t *nd, int32_t *key)
+{
+    int k = t->nk[i];
+    for (int a = 0; a < k; a++) {
+        int32_t v = nd[t->cn[i][a]];
+        if (v < 0) return -1;
+        int b = a;
+        for (; b > 0 && key[b - 1] > v; b--)
+            key[b] = key[b - 1];
+        key[b] = v;
+    }
+    return 0;
+}
+
+/* ---- unique edges and faces ---------------------------------------------------------------- */
+
+/* The unique keys (sorted corner tuples) of one kind, bucketed by their smallest corner. */
+typedef struct {
+    int k;          /* corners per key: 2 edges, 4 faces */
+    int64_t nv, n;  /* vertices, unique keys */
+    int64_t *uptr;  /* nv + 1: the keys whose smallest corner is v */
+    int32_t *ukey;  /* n * (k - 1): the other corners */
+    int32_t *first; /* n: the smallest corner */
+    int64_t *owner; /* n: 32 * (first cell using it) + its local node */
+} keyset;
+
+static void keyset_free(keyset *ks)
+{
+    free(ks->uptr);
+    free(ks->ukey);
+    free(ks->first);
+    free(ks->owner);
+    memset(ks, 0, sizeof *ks);
+}
+
+static int cmp_ints(const int32_t *a, const int32_t *b, int w)
+{
+    for (int i = 0; i < w; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* An entry of a bucket: the corners after the smallest, then 32 * cell + local node, packed
+ * into S = 1 (edges) or 2 (faces) words so that comparing words orders by (key, cell, node). */
+static int entry_cmp(const uint64_t *a, const uint64_t *b, int S)
+{
+    for (int i = 0; i < S; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+static int entry_same_key(const uint64_t *a, const uint64_t *b, int S)
+{
+    return S == 1 ? a[0] >> 32 == b[0] >> 32 : a[0] == b[0] && a[1] >> 32 == b[1] >> 32;
+}
+
+/* The keys of kind k of the cells c: numbered base + 0, 1, ... in the order of their sorted
+ * corners, written into the quadratic connectivity qnodes (rows qptr). */
+static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, int64_t nv,
+                        int32_t *qnodes, const int64_t *qptr, int64_t base)
+{
+    int ierr = 0;
+    const int w = k - 1, S = k == 2 ? 1 : 2;
+    int64_t *ptr = NULL, *fill = NULL, *ucnt = NULL;
+    uint64_t *ent = NULL;
+    memset(ks, 0, sizeof *ks);
+    ks->k = k, ks->nv = nv;
+    HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ptr, &ptr));
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < c->n; e++) {
+        const eltab *t = &tab[c->type[e]];
+        int32_t key[8];
+        for (int i = t->nc; i < t->nn; i++)
+            if (t->nk[i] == k && !node_key(t, i, c->nodes + c->ptr[e], key)) {
+#pragma omp atomic
+                ptr[key[0] + 1]++;
+            }
+    }
+    for (int64_t v = 0; v < nv; v++)
+        ptr[v + 1] += ptr[v];
+    const int64_t ntot = ptr[nv];
+    HK_TRY(hk_malloc((size_t)(ntot ? ntot : 1) * S * sizeof *ent, &ent));
+    HK_TRY(hk_malloc((size_t)(nv ? nv : 1) * sizeof *fill, &fill));
+    memcpy(fill, ptr, (size_t)nv * sizeof *fill);
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < c->n; e++) {
+        const eltab *t = &tab[c->type[e]];
+        int32_t key[8];
+        for (int i = t->nc; i < t->nn; i++)
+            if (t->nk[i] == k && !node_key(t, i, c->nodes + c->ptr[e], key)) {
+                int64_t pos;
+#pragma omp atomic capture
+                pos = fill[key[0]]++;
+                uint64_t id = 32 * (uint64_t)e + (uint64_t)i, *p = ent + pos * S;
+                if (S == 1) {
+                    p[0] = (uint64_t)key[1] << 32 | id;
+                } else {
+                    p[0] = (uint64_t)key[1] << 32 | (uint32_t)key[2];
+                    p[1] = (uint64_t)key[3] << 32 | id;
+                }
+            }
+    }
+    /* each bucket sorted by (key, cell, node): a total order, whatever filled it */
+    HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ucnt, &ucnt));
+#pragma omp parallel for schedule(dynamic, 512)
+    for (int64_t v = 0; v < nv; v++) {
+        uint64_t *b = ent + ptr[v] * S;
+        int64_t m = ptr[v + 1] - ptr[v], u = 0;
+        for (int64_t i = 1; i < m; i++) {
+            uint64_t t0 = b[i * S], t1 = S == 2 ? b[i * S + 1] : 0, tmp[2] = {t0, t1};
+            int64_t j = i;
+            for (; j > 0 && entry_cmp(b + (j - 1) * S, tmp, S) > 0; j--)
+                for (int a = 0; a < S; a++)
+                    b[j * S + a] = b[(j - 1) * S + a];
+            for (int a = 0; a < S; a++)
+                b[j * S + a] = tmp[a];
+        }
+        for (int64_t i = 0; i < m; i++)
+            u += !i || !entry_same_key(b + (i - 1) * S, b + i * S, S);
+        ucnt[v + 1] = u;
+    }
+    for (int64_t v = 0; v < nv; v++)
+        ucnt[v + 1] += ucnt[v];
+    ks->n = ucnt[nv];
+    ks->uptr = ucnt;
+    ucnt = NULL;
+    HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * w * sizeof *ks->ukey, &ks->ukey));
+    HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * sizeof *ks->first, &ks->first));
+    HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * sizeof *ks->owner, &ks->owner));
+#pragma omp parallel for schedule(dynamic, 512)
+    for (int64_t v = 0; v < nv; v++) {
+        const uint64_t *b = ent + ptr[v] * S;
+        int64_t m = ptr[v + 1] - ptr[v], u = ks->uptr[v] - 1;
+        for (int64_t i = 0; i < m; i++) {
+            const uint64_t *p = b + i * S, id = p[S - 1] & 0xffffffffu;
+            if (!i || !entry_same_key(p - S, p, S)) {
+                u++;
+                int32_t *q = ks->ukey + u * w;
+                q[0] = (int32_t)(p[0] >> 32);
+                if (S == 2) q[1] = (int32_t)(p[0] & 0xffffffffu), q[2] = (int32_t)(p[1] >> 32);
+                ks->first[u] = (int32_t)v;
+                ks->owner[u] = (int64_t)id;
+            }
+            qnodes[qptr[id / 32] + id % 32] = (int32_t)(base + u);
+        }
+    }
+fail:
+    free(ptr);
+    free(fill);
+    free(ucnt);
+    free(ent);
+    if (ierr) keyset_free(ks);
+    return ierr;
+}
+
+/* Index of the sorted key (k corners), -1 if absent. */
+static int64_t keyset_find(const keyset *ks, const int32_t *key)
+{
+    const int w = ks->k - 1;
+    if (key[0] < 0 || key[0] >= ks->nv) return -1;
+    int64_t lo = ks->uptr[key[0]], hi = ks->uptr[key[0] + 1];
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        int c = cmp_ints(ks->ukey + mid * w, key + 1, w);
+        if (!c) return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* ---- elevation ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const hk_mesh *m;
+    const eltab *tab;
+    keyset edges, faces;
+    int64_t nv, ne, nf, ncent; /* corners, edge, face and centre nodes */
+    hk_elems q;                /* the quadratic cells */
+    double *x;                 /* 3 per node */
+    uint8_t *moved;            /* per higher-order node: off its straight position */
+} elev;
+
+/* The global node (or -1) of node i of a facet or cell of linear type t with corners nd. */
+static int64_t lookup(const elev *E, const eltab *t, int i, const int32_t *nd)
+{
+    int32_t key[8];
+    if (node_key(t, i, nd, key)) return -1;
+    int64_t u = keyset_find(t->nk[i] == 2 ? &E->edges : &E->faces, key);
+    if (u < 0) return -1;
+    return t->nk[i] == 2 ? E->nv + u : E->nv + E->ne + u;
+}
+
+/* Corners of higher-order node id (global), into c; returns their count. */
+static int node_corners(const elev *E, int64_t id, int32_t *c)
+{
+    int64_t h = id - E->nv;
+    if (h < E->ne) {
+        c[0] = E->edges.first[h], c[1] = E->edges.ukey[h];
+        return 2;
+    }
+    h -= E->ne;
+    if (h < E->nf) {
+        c[0] = E->faces.first[h];
+        memcpy(c + 1, E->faces.ukey + 3 * h, 3 * sizeof *c);
+        return 4;
+    }
+    return -1; /* a centre: its cell's corners */
+}
+
+static void straight_point(const elev *E, const int32_t *c, int k, double *p)
+{
+    p[0] = p[1] = p[2] = 0;
+    for (int a = 0; a < k; a++)
+        for (int d = 0; d < 3; d++)
+            p[d] += E->x[3 * (int64_t)c[a] + d];
+    for (int d = 0; d < 3; d++)
+        p[d] /= k;
+}
+
+/* Serendipity interpolation of node i of cell e from its corners and edge nodes: the centre
+ * of a quadrilateral face (-1/4 corners + 1/2 edges) or of a hexahedron (-1/4, +1/4), which
+ * follows curved edges; the straight centre when the edges are straight. */
+static int interp_node(elev *E, int64_t e, int i, double *p)
+{
+    const eltab *t = &E->tab[E->m->cells.type[e]];
+    const int32_t *qn = E->q.nodes + E->q.ptr[e];
+    double wc = -0.25, we = t->nk[i] == 4 ? 0.5 : 0.25;
+    int moved = 0;
+    p[0] = p[1] = p[2] = 0;
+    for (int a = 0; a < t->nk[i]; a++)
+        for (int d = 0; d < 3; d++)
+            p[d] += wc * E->x[3 * (int64_t)qn[t->cn[i][a]] + d];
+    for (int a = 0; a < t->nsub[i]; a++) {
+        int64_t id = qn[t->sub[i][a]];
+        moved |= E->moved[id - E->nv];
+        for (int d = 0; d < 3; d++)
+            p[d] += we * E->x[3 * id + d];
+    }
+    return moved;
+}
+
+static double dist(const double *a, const double *b)
+{
+    return sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+/* Move the higher-order nodes [lo, hi) (global ids) of the classified entities onto them. */
+static int project_range(elev *E, const hk_elev_geom *g, const int32_t *cls, int64_t lo, int64_t hi,
+                         hk_elev_stats *st)
+{
+    int ierr = 0;
+    int64_t *cnt = NULL, *list = NULL;
+    double *xyz = NULL;
+    HK_TRY(hk_calloc((size_t)g->n + 1, sizeof *cnt, &cnt));
+    for (int64_t id = lo; id < hi; id++)
+        if (cls[id - E->nv] >= 0) cnt[cls[id - E->nv] + 1]++;
+    for (int k = 0; k < g->n; k++)
+        cnt[k + 1] += cnt[k];
+    HK_TRY(hk_malloc((size_t)(cnt[g->n] ? cnt[g->n] : 1) * sizeof *list, &list));
+    HK_TRY(hk_malloc((size_t)(cnt[g->n] ? cnt[g->n] : 1) * 3 * sizeof *xyz, &xyz));
+    {
+        int64_t *pos = NULL;
+        HK_TRY(hk_malloc((size_t)g->n * sizeof *pos + 1, &pos));
+        memcpy(pos, cnt, (size_t)g->n * sizeof *pos);
+        for (int64_t id = lo; id < hi; id++)
+            if (cls[id - E->nv] >= 0) list[pos[cls[id - E->nv]]++] = id;
+        free(pos);
+    }
+    for (int k = 0; k < g->n; k++) {
+        int64_t n = cnt[k + 1] - cnt[k];
+        const int64_t *l = list + cnt[k];
+        if (!n || g->ent[k].flat) continue;
+        for (int64_t j = 0; j < n; j++)
+            memcpy(xyz + 3 * j, E->x + 3 * l[j], 3 * sizeof *xyz);
+        if (g->project(g->ctx, &g->ent[k], xyz, n)) {
+            st->failed += n;
+            continue;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            int32_t c[4];
+            int nc = node_corners(E, l[j], c);
+            double size = 0, *p = E->x + 3 * l[j];
+            for (int a = 0; a < nc; a++)
+                for (int b = a + 1; b < nc; b++)
+                    size = fmax(size, dist(E->x + 3 * (int64_t)c[a], E->x + 3 * (int64_t)c[b]));
+            /* a closest point far off the edge is on another part of the surface */
+            if (!(dist(xyz + 3 * j, p) <= 0.5 * size)) {
+                st->too_far++;
+                continue;
+            }
+            memcpy(p, xyz + 3 * j, 3 * sizeof *p);
+            E->moved[l[j] - E->nv] = 1;
+            st->projected++;
+        }
+    }
+fail:
+    free(cnt);
+    free(list);
+    free(xyz);
+    return ierr;
+}
+
+/* Smallest Jacobian determinant of quadratic cell e over its nodes. */
+static double min_det(const elev *E, int64_t e)
+{
+    const eltab *t = &E->tab[E->m->cells.type[e]];
+    const int32_t *qn = E->q.nodes + E->q.ptr[e];
+    const int dim = E->m->dim;
+    double worst = INFINITY;
+    for (int i = 0; i < t->nn; i++) {
+        double J[3][3] = {{0}};
+        for (int a = 0; a < t->nn; a++)
+            for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++)
+                    J[r][s] += E->x[3 * (int64_t)qn[a] + r] * t->dN[i][a][s];
+        double det = dim == 2 ? J[0][0] * J[1][1] - J[0][1] * J[1][0]
+                              : J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+                                    J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+                                    J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+        worst = fmin(worst, det);
+    }
+    return worst;
+}
+
+static int cell_moved(const elev *E, int64_t e)
+{
+    const eltab *t = &E->tab[E->m->cells.type[e]];
+    const int32_t *qn = E->q.nodes + E->q.ptr[e];
+    for (int i = t->nc; i < t->nn; i++)
+        if (E->moved[qn[i] - E->nv]) return 1;
+    return 0;
+}
+
+/* Cells that a moved node inverts get their moved nodes back on the straight positions,
+ * until none is inverted (a straight cell keeps the linear mesh's orientation). */
+static int keep_valid(elev *E, hk_elev_stats *st)
+{
+    int ierr = 0;
+    const hk_elems *c = &E->m->cells;
+    uint8_t *bad = NULL;
+    HK_TRY(hk_calloc((size_t)(c->n ? c->n : 1), 1, &bad));
+    for (;;) {
+        int64_t nbad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nbad)
+        for (int64_t e = 0; e < c->n; e++) {
+            bad[e] = cell_moved(E, e) && !(min_det(E, e) > 0);
+            nbad += bad[e];
+        }
+        if (!nbad) break;
+        for (int64_t e = 0; e < c->n; e++) {
+            if (!bad[e]) continue;
+            const eltab *t = &E->tab[c->type[e]];
+            const int32_t *qn = E->q.nodes + E->q.ptr[e];
+            for (int i = t->nc; i < t->nn; i++) {
+                int64_t id = qn[i];
+                if (!E->moved[id - E->nv]) continue;
+                int32_t cn[8];
+                int k = node_corners(E, id, cn);
+                if (k < 0) {
+                    k = t->nk[i];
+                    for (int a = 0; a < k; a++)
+                        cn[a] = qn[t->cn[i][a]];
+                }
+                straight_point(E, cn, k, E->x + 3 * id);
+                E->moved[id - E->nv] = 0;
+                st->straight++;
+            }
+        }
+    }
+fail:
+    free(bad);
+    return ierr;
+}
+
+/* Facets (or points, lines) of a boundary group raised to second order; those whose nodes are
+ * not the cells' are dropped. */
+static int elevate_facets(const elev *E, hk_elems *f, int64_t *dropped)
+{
+    int ierr = 0;
+    hk_elems_builder b;
+    memset(&b, 0, sizeof b);
+    for (int64_t e = 0; e < f->n; e++) {
+        const eltab *t = &E->tab[f->type[e]];
+        const int32_t *nd = f->nodes + f->ptr[e];
+        int32_t qn[27];
+        int ok = t->quad != HK_EL_COUNT;
+        for (int i = 0; ok && i < t->nc; i++)
+            qn[i] = nd[i];
+        for (int i = t->nc; ok && i < t->nn; i++) {
+            int64_t id = lookup(E, t, i, nd);
+            ok = id >= 0;
+            qn[i] = (int32_t)id;
+        }
+        if (!ok) {
+            (*dropped)++;
+            continue;
+        }
+        HK_TRY(hk_elems_push(&b, t->quad, qn, f->tag[e]));
+    }
+    hk_elems_free(f);
+    *f = b.e;
+    memset(&b, 0, sizeof b);
+fail:
+    hk_elems_free(&b.e);
+    return ierr;
+}
+
+int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_stats *st)
+{
+    int ierr = 0;
+    eltab *tab = NULL;
+    elev E;
+    memset(&E, 0, sizeof E);
+    memset(st, 0, sizeof *st);
+    int32_t *cls = NULL;
+    int64_t *cent = NULL;
+    const hk_elems *c = &m->cells;
+    E.m = m;
+    E.nv = m->nnodes;
+    HK_TRY_CHECK(c->n < INT32_MAX / 32 && m->nnodes < INT32_MAX, HK_ERR_UNSUPPORTED,
+                 "hk_mesh_elevate: %lld cells and %lld nodes; raising the order takes fewer "
+                 "than 2^26 cells",
+                 (long long)c->n, (long long)m->nnodes);
+    HK_TRY(hk_calloc(HK_EL_COUNT, sizeof *tab, &tab));
+    for (int t = 0; t < HK_EL_COUNT; t++)
+        HK_TRY(build_tab((hk_eltype)t, incomplete, &tab[t]));
+    E.tab = tab;
+    for (int64_t e = 0; e < c->n; e++)
+        HK_TRY_CHECK(tab[c->type[e]].quad != HK_EL_COUNT && c->type[e] != HK_EL_POINT1, HK_ERR_ARG,
+                     "hk_mesh_elevate: cell %lld is a %s, not a linear cell; give a linear mesh",
+                     (long long)c->tag[e], hk_eltype_get((hk_eltype)c->type[e])->name);
+
+    /* the quadratic cells: corners as they were, the other nodes from the keys */
+    E.q.n = c->n;
+    HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1), &E.q.type));
+    HK_TRY(hk_malloc((size_t)(c->n + 1) * sizeof *E.q.ptr, &E.q.ptr));
+    HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *E.q.tag, &E.q.tag));
+    HK_TRY(hk_calloc((size_t)c->n + 1, sizeof *cent, &cent));
+    E.q.ptr[0] = 0;
+    for (int64_t e = 0; e < c->n; e++) {
+        const eltab *t = &tab[c->type[e]];
+        E.q.type[e] = (uint8_t)t->quad;
+        E.q.tag[e] = c->tag[e];
+        E.q.ptr[e + 1] = E.q.ptr[e] + t->nn;
+        cent[e + 1] = cent[e] + (t->nn > t->nc && t->nk[t->nn - 1] == 8);
+    }
+    HK_TRY(hk_malloc((size_t)(E.q.ptr[c->n] ? E.q.ptr[c->n] : 1) * sizeof *E.q.nodes, &E.q.nodes));
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < c->n; e++)
+        memcpy(E.q.nodes + E.q.ptr[e], c->nodes + c->ptr[e],
+               (size_t)tab[c->type[e]].nc * sizeof *E.q.nodes);
+    HK_TRY(keyset_build(&E.edges, 2, c, tab, E.nv, E.q.nodes, E.q.ptr, E.nv));
+    E.ne = E.edges.n;
+    HK_TRY(keyset_build(&E.faces, 4, c, tab, E.nv, E.q.nodes, E.q.ptr, E.nv + E.ne));
+    E.nf = E.faces.n;
+    E.ncent = cent[c->n];
+    const int64_t nho = E.ne + E.nf + E.ncent, ntot = E.nv + nho;
+    HK_TRY_CHECK(ntot < INT32_MAX, HK_ERR_UNSUPPORTED,
+                 "hk_mesh_elevate: the quadratic mesh would have %lld nodes; Hooke takes < 2^31",
+                 (long long)ntot);
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < c->n; e++)
+        if (cent[e + 1] > cent[e]) {
+            const eltab *t = &tab[c->type[e]];
+            E.q.nodes[E.q.ptr[e] + t->nn - 1] = (int32_t)(E.nv + E.ne + E.nf + cent[e]);
+        }
+    st->edges = E.ne, st->faces = E.nf, st->centres = E.ncent;
+
+    /* positions: straight edges, then projected; faces and centres interpolate the edges */
+    HK_TRY(hk_malloc((size_t)ntot * 3 * sizeof *E.x, &E.x));
+    HK_TRY(hk_calloc((size_t)(nho ? nho : 1), 1, &E.moved));
+    memcpy(E.x, m->coords, (size_t)E.nv * 3 * sizeof *E.x);
+#pragma omp parallel for schedule(static)
+    for (int64_t u = 0; u < E.ne; u++) {
+        int32_t cn[2] = {E.edges.first[u], E.edges.ukey[u]};
+        straight_point(&E, cn, 2, E.x + 3 * (E.nv + u));
+    }
+    if (g && g->n) {
+        HK_TRY(hk_malloc((size_t)(E.ne + E.nf ? E.ne + E.nf : 1) * sizeof *cls, &cls));
+        for (int64_t h = 0; h < E.ne + E.nf; h++)
+            cls[h] = -1;
+        for (int k = 0; k < g->n; k++) {
+            const hk_elems *f = &g->ent[k].elems;
+            for (int64_t e = 0; e < f->n; e++) {
+                const eltab *t = &tab[f->type[e]];
+                for (int i = t->nc; i < t->nn; i++) {
+                    int64_t id = lookup(&E, t, i, f->nodes + f->ptr[e]);
+                    if (id >= 0) cls[id - E.nv] = k;
+                }
+            }
+        }
+        HK_TRY(project_range(&E, g, cls, E.nv, E.nv + E.ne, st));
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t u = 0; u < E.nf; u++) {
+        int64_t o = E.faces.owner[u];
+        E.moved[E.ne + u] =
+            (uint8_t)interp_node(&E, o / 32, (int)(o % 32), E.x + 3 * (E.nv + E.ne + u));
+    }
+    if (g && g->n && E.nf) HK_TRY(project_range(&E, g, cls, E.nv + E.ne, E.nv + E.ne + E.nf, st));
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < c->n; e++)
+        if (cent[e + 1] > cent[e]) {
+            const eltab *t = &tab[c->type[e]];
+            int64_t id = E.nv + E.ne + E.nf + cent[e];
+            E.moved[id - E.nv] = (uint8_t)interp_node(&E, e, t->nn - 1, E.x + 3 * id);
+        }
+    HK_TRY(keep_valid(&E, st));
+    if (m->dim == 2)
+        for (int64_t i = E.nv; i < ntot; i++)
+            E.x[3 * i + 2] = 0;
+
+    /* boundary groups on the same nodes */
+    for (int b = 0; b < m->nboundaries; b++) {
+        hk_group *gr = &m->boundaries[b];
+        HK_TRY(elevate_facets(&E, &gr->elems, &st->dropped));
+        HK_TRY_CHECK(gr->elems.n > 0, HK_ERR_MODEL,
+                     "boundary group '%s' (dimension %d) has no element on the faces of the "
+                     "cells; put its entities on a region's boundary or remove the group",
+                     gr->name, gr->dim);
+        HK_TRY(hk_group_collect_nodes(gr, ntot));
+    }
+    hk_elems_free(&m->cells);
+    m->cells = E.q;
+    memset(&E.q, 0, sizeof E.q);
+    free(m->coords);
+    m->coords = E.x;
+    E.x = NULL;
+    m->nnodes = ntot;
+fail:
+    free(tab);
+    free(cls);
+    free(cent);
+    free(E.x);
+    free(E.moved);
+    hk_elems_free(&E.q);
+    keyset_free(&E.edges);
+    keyset_free(&E.faces);
+    return ierr;
+}
