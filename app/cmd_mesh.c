@@ -13,8 +13,8 @@ static void mesh_help(FILE *f)
 {
     fprintf(f,
             "usage: hooke mesh CASE.yaml -o PART.msh [--set KEY=VALUE ...] [--verbose]\n\n"
-            "Mesh the case's geometry with its geometry: keys (size, order, quad, threads,\n"
-            "algorithm2d, algorithm3d) and write the mesh as a Gmsh .msh file (format 2.2,\n"
+            "Mesh the case's geometry with its geometry: keys (size, order, order_by, quad,\n"
+            "threads, algorithm2d, algorithm3d) and write the mesh as a Gmsh .msh file (format 2.2,\n"
             "regions and boundaries as named physical groups). A case with\n"
             "  geometry: {file: PART.msh}\n"
             "then reads it as is: the same nodes, elements and groups, no meshing.\n\n"

@@ -25,6 +25,7 @@ for step in "$@"; do
                 --problem 'cases/bracket/bracket.yaml geometry.size=0.001'
             done > "$OUT/pipecg.md" 2>&1 ;;
     pcs) $B/hooke bench pcs --backend cuda --size large --no-cpu --json "$OUT/pcs.json" > "$OUT/pcs.md" 2>&1 ;;
+    cpucg) $B/hooke bench cg --backend cpu --size medium > "$OUT/cpucg.md" 2>&1 ;;
     mpk) for z in small medium; do $B/hooke bench mpk --backend cuda --size $z; done > "$OUT/mpk.md" 2>&1 ;;
     pipesmall) for m in cg pipecg; do
               $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
