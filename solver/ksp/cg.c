@@ -308,6 +308,37 @@ fail:
     return ierr;
 }
 
+/* The inner products of one pipecg_gv iteration in one pass and one wait for the host:
+ * r.u, w.u and r.r, and with norms also q.q, u.u, p.p and x.x (nrm[0..3]) for the drift
+ * estimate. */
+static int pipecg_gv_dots(hk_ksp *k, int norms, hk_vec *r, hk_vec *w, hk_vec *u, hk_vec *q,
+                          hk_vec *p, hk_vec *x, double *gamma, double *delta, double *rr,
+                          double nrm[4])
+{
+    const hk_backend_ops *be = k->be;
+    if (be->vec_gram) {
+        hk_vec *X[6] = {r, w, u, q, p, x};
+        const int m = norms ? 6 : 3;
+        double G[36];
+        HK_CALL(be->vec_gram(m, X, NULL, G, NULL));
+        *gamma = G[0 * m + 2], *delta = G[1 * m + 2], *rr = G[0];
+        if (norms)
+            nrm[0] = G[3 * m + 3], nrm[1] = G[2 * m + 2], nrm[2] = G[4 * m + 4],
+            nrm[3] = G[5 * m + 5];
+        return 0;
+    }
+    HK_CALL(be->vec_dot(r, u, gamma));
+    HK_CALL(be->vec_dot(w, u, delta));
+    HK_CALL(be->vec_dot(r, r, rr));
+    if (norms) {
+        HK_CALL(be->vec_dot(q, q, &nrm[0]));
+        HK_CALL(be->vec_dot(u, u, &nrm[1]));
+        HK_CALL(be->vec_dot(p, p, &nrm[2]));
+        HK_CALL(be->vec_dot(x, x, &nrm[3]));
+    }
+    return 0;
+}
+
 /* Ghysels-Vanroose pipelined PCG from generic ops, for any SPD preconditioner: the
  * preconditioner and SpMV of the next direction (m = M w, n = A m) overlap the reductions.
  * Accuracy (Cools, Yetkin, Agullo, Giraud and Vanroose, SIMAX 2018): r, u = M r, w = A u and
@@ -324,7 +355,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     const hk_backend_ops *be = k->be;
     hk_vec *v[10];
     int ierr, done, first = 1, restarts = 0, fresh = 1;
-    double bnorm, rnorm, gamma_old = 0, alpha = 0;
+    int stepped = 0; /* the vectors were updated at the end of the previous pass */
+    double bnorm, rnorm, gamma_old = 0, alpha = 0, beta_prev = 0;
     double gz = 0, gw = 0, gs = 0; /* gap bounds of z, w, s (g_r is drift.gap) */
     const double eps = 2.220446049250313e-16;
     hk_ksp_drift drift;
@@ -342,19 +374,42 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     for (int i = 5; i < 9; i++)
         HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
     for (int it = 1;; it++) {
-        double gamma, delta, rr = 0;
+        double gamma, delta, rr, nrm[4];
         const int check = it > 1 && hk_ksp_check_now(k, it - 1);
-        if (be->vec_gram) {
-            /* r.u, r.r, w.u (and w.r, unused) in one pass and one wait for the host */
-            hk_vec *X[2] = {r, w}, *Y[2] = {u, r};
-            double G[4];
-            HK_TRY(be->vec_gram(2, X, Y, G, NULL));
-            gamma = G[0], rr = G[1], delta = G[2];
-        } else {
-            HK_TRY(be->vec_dot(r, u, &gamma));
-            HK_TRY(be->vec_dot(w, u, &delta));
-            if (check || estimate) HK_TRY(be->vec_dot(r, r, &rr));
+        HK_TRY(pipecg_gv_dots(k, estimate && stepped, r, w, u, q, p, x, &gamma, &delta, &rr, nrm));
+        if (stepped) {
+            /* the step of iteration it - 1 is done: advance the gap bounds with the norms just
+             * read (they are the vectors after that step) and replace the residual if needed */
+            int replace;
+            if (estimate) {
+                const double qn = sqrt(nrm[0]), un = sqrt(nrm[1]), pn = sqrt(nrm[2]),
+                             xn = sqrt(nrm[3]), rn = sqrt(rr);
+                const double nA = drift.normA, fa = fabs(alpha), fb = fabs(beta_prev);
+                gz = fb * gz + eps * nA * qn;
+                gs = fb * gs + gw + eps * nA * pn;
+                gw = gw + fa * gz + eps * nA * un;
+                drift.gap += fa * gs + eps * (nA * (xn + fa * pn) + rn);
+                replace = hk_ksp_drift_want(k, &drift, it - 1, rn);
+            } else {
+                replace = hk_ksp_drift_want(k, &drift, it - 1, 0.0);
+            }
+            if (replace) {
+                /* residual replacement: every recurred vector from x and p, beta and alpha
+                 * kept */
+                double xx = 0;
+                if (estimate) xx = nrm[3];
+                HK_TRY(true_residual(k, b, x, r));
+                HK_TRY(hk_ksp_pc(k, r, u));
+                HK_TRY(hk_mat_spmv(k->A, u, w));
+                HK_TRY(hk_mat_spmv(k->A, p, s));
+                HK_TRY(hk_ksp_pc(k, s, q));
+                HK_TRY(hk_mat_spmv(k->A, q, z));
+                HK_TRY(pipecg_gv_dots(k, 0, r, w, u, q, p, x, &gamma, &delta, &rr, nrm));
+                gz = gw = gs = 0;
+                hk_ksp_drift_reset(&drift, it - 1, sqrt(xx), sqrt(rr));
+            }
         }
+        stepped = 0;
         HK_TRY(hk_ksp_pc(k, w, m));
         HK_TRY(hk_mat_spmv(k->A, m, n));
         if (check && hk_ksp_converged(k, it - 1, sqrt(rr), bnorm)) {
@@ -423,45 +478,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
             hk_ksp_converged(k, it, sqrt(rr), bnorm);
             break;
         }
-        int replace = 0;
-        double xx = 0;
-        if (estimate) {
-            /* propagate the gap bounds through this step's recurrences */
-            double qq, uu, pp, rn2;
-            if (be->vec_gram) { /* the five norms in one pass and one wait */
-                hk_vec *X[5] = {q, u, p, x, r};
-                double G[25];
-                HK_TRY(be->vec_gram(5, X, NULL, G, NULL));
-                qq = G[0], uu = G[6], pp = G[12], xx = G[18], rn2 = G[24];
-            } else {
-                HK_TRY(be->vec_dot(q, q, &qq));
-                HK_TRY(be->vec_dot(u, u, &uu));
-                HK_TRY(be->vec_dot(p, p, &pp));
-                HK_TRY(be->vec_dot(x, x, &xx));
-                HK_TRY(be->vec_dot(r, r, &rn2));
-            }
-            const double nA = drift.normA, fa = fabs(alpha), fb = fabs(beta);
-            gz = fb * gz + eps * nA * sqrt(qq);
-            gs = fb * gs + gw + eps * nA * sqrt(pp);
-            gw = gw + fa * gz + eps * nA * sqrt(uu);
-            drift.gap += fa * gs + eps * (nA * (sqrt(xx) + fa * sqrt(pp)) + sqrt(rn2));
-            replace = hk_ksp_drift_want(k, &drift, it, sqrt(rn2));
-        } else {
-            replace = hk_ksp_drift_want(k, &drift, it, 0.0);
-        }
-        if (replace) {
-            /* residual replacement: every recurred vector from x and p, beta and alpha kept */
-            HK_TRY(true_residual(k, b, x, r));
-            HK_TRY(hk_ksp_pc(k, r, u));
-            HK_TRY(hk_mat_spmv(k->A, u, w));
-            HK_TRY(hk_mat_spmv(k->A, p, s));
-            HK_TRY(hk_ksp_pc(k, s, q));
-            HK_TRY(hk_mat_spmv(k->A, q, z));
-            double tr;
-            HK_TRY(be->vec_dot(r, r, &tr));
-            gz = gw = gs = 0;
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(tr));
-        }
+        beta_prev = beta;
+        stepped = 1;
     }
 out:
     ierr = 0;
