@@ -7,9 +7,10 @@
  * resident size is the process's size after meshing plus a number of bytes per scalar nonzero
  * of K: about 9 for K and the assembly's work arrays, and on the CPU backend about 33 more for
  * the solver's copy in its format and the preconditioner (cg + amg, bsr: 40.6 to 42.6 bytes in
- * all at 2.6M, 12.6M and 50M nonzeros; 46 assumed); with the solve on the GPU the host keeps only K and the
- * fields (10.1 to 11.2 bytes measured at 160M nonzeros, 13 assumed). K has about nnz_per_node scalar nonzeros per node for each
- * element kind. Before meshing, the element count is a lower bound from the volume and the
+ * all at 2.6M, 12.6M and 50M nonzeros; 46 assumed); with the solve on the GPU the host keeps
+ * only K and the fields (10.1 to 11.2 bytes measured at 160M nonzeros; 13 assumed). K has
+ * about nnz_per_node scalar nonzeros per node for each element kind. Before meshing, the
+ * element count is a lower bound from the volume and the
  * largest element size, so the guard never refuses a mesh that would fit. */
 #include <stdio.h>
 #include <string.h>
