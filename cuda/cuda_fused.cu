@@ -198,8 +198,48 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
 }
 
 /* Occupancy of the reducing kernels, found at start-up and not first inside a graph capture. */
+/* Pipelined CG with a general preconditioner: the eight vector updates of one iteration and
+ * the seven inner products of the new vectors in one pass (semantics in hk_impl.h). */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_pipecg_gv_update(int64_t n, double alpha, double beta, double *__restrict__ x,
+                       double *__restrict__ r, double *__restrict__ u, double *__restrict__ w,
+                       const double *__restrict__ m, const double *__restrict__ nv,
+                       double *__restrict__ z, double *__restrict__ q, double *__restrict__ s,
+                       double *__restrict__ p, double *part)
+{
+    double a[7] = {0, 0, 0, 0, 0, 0, 0};
+    HK_GRID_STRIDE(i, n)
+    {
+        const double zi = nv[i] + beta * z[i], qi = m[i] + beta * q[i];
+        const double si = w[i] + beta * s[i], pi = u[i] + beta * p[i];
+        z[i] = zi, q[i] = qi, s[i] = si, p[i] = pi;
+        const double xi = x[i] + alpha * pi, ri = r[i] - alpha * si;
+        const double ui = u[i] - alpha * qi, wi = w[i] - alpha * zi;
+        x[i] = xi, r[i] = ri, u[i] = ui, w[i] = wi;
+        a[0] += ri * ui, a[1] += wi * ui, a[2] += ri * ri, a[3] += qi * qi;
+        a[4] += ui * ui, a[5] += pi * pi, a[6] += xi * xi;
+    }
+    hk_block_reduce<7>(a, 7, part);
+}
+
+int hk_cu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d)
+{
+    for (int j = 0; j < 10; j++) {
+        FP64(V[j]);
+        LEN(V[0], V[j]);
+    }
+    const int64_t n = V[0]->n;
+    const unsigned nb = hk_cu_rgrid(n, (const void *)k_pipecg_gv_update);
+    k_pipecg_gv_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        n, alpha, beta, D(V[0]), D(V[1]), D(V[2]), D(V[3]), CD(V[4]), CD(V[5]), D(V[6]),
+        D(V[7]), D(V[8]), D(V[9]), hk_cu.part);
+    HK_CU_LAUNCHED();
+    return hk_cu_finish_host(nb, 7, d);
+}
+
 void hk_cu_fused_init_grids(void)
 {
+    hk_cu_rgrid(1, (const void *)k_pipecg_gv_update);
     hk_cu_rgrid(1, (const void *)k_pipecg_update);
     hk_cu_rgrid(1, (const void *)k_bicg_s);
     hk_cu_rgrid(1, (const void *)k_bicg_update);

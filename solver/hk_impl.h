@@ -264,6 +264,13 @@ typedef struct hk_backend_ops {
     int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                      double *S);
 
+    /* Pipelined CG with a general preconditioner (Ghysels-Vanroose), one iteration's eight
+     * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}:
+     * z = n + beta z; q = m + beta q; s = w + beta s; p = u + beta p (new z, q, s, p), then
+     * x += alpha p; r -= alpha s; u -= alpha q; w -= alpha z; and d[0..6] = r.u, w.u, r.r,
+     * q.q, u.u, p.p, x.x of the new vectors on the host (waits). */
+    int (*pipecg_gv_update)(double alpha, double beta, hk_vec *const *V, double *d);
+
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */
 

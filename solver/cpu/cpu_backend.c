@@ -418,6 +418,7 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_get = cpu_scal_get,
     .scal_set = cpu_scal_set,
     .pipecg_update = cpu_pipecg_update,
+    .pipecg_gv_update = hk_cpu_pipecg_gv_update,
     .spmv_dot2 = cpu_spmv_dot2,
     .spmv_mdot = hk_cpu_spmv_mdot,
     .pipebicg_s = hk_cpu_pipebicg_s,

@@ -49,4 +49,7 @@ static inline double hk_cpu_chunk_sum(const double *part)
     return s;
 }
 
+/* cpu_pipecg_gv.c */
+int hk_cpu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d);
+
 #endif

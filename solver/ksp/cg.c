@@ -356,6 +356,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     hk_vec *v[10];
     int ierr, done, first = 1, restarts = 0, fresh = 1;
     int stepped = 0; /* the vectors were updated at the end of the previous pass */
+    int pending = 0;  /* dots[] holds r.u, w.u, r.r, q.q, u.u, p.p, x.x of the vectors now */
+    double dots[7];
     double bnorm, rnorm, gamma_old = 0, alpha = 0, beta_prev = 0;
     double gz = 0, gw = 0, gs = 0; /* gap bounds of z, w, s (g_r is drift.gap) */
     const double eps = 2.220446049250313e-16;
@@ -376,7 +378,15 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     for (int it = 1;; it++) {
         double gamma, delta, rr, nrm[4];
         const int check = it > 1 && hk_ksp_check_now(k, it - 1);
-        HK_TRY(pipecg_gv_dots(k, estimate && stepped, r, w, u, q, p, x, &gamma, &delta, &rr, nrm));
+        if (pending) { /* the fused update of the last step returned them already */
+            gamma = dots[0], delta = dots[1], rr = dots[2];
+            for (int j = 0; j < 4; j++)
+                nrm[j] = dots[3 + j];
+            pending = 0;
+        } else {
+            HK_TRY(pipecg_gv_dots(k, estimate && stepped, r, w, u, q, p, x, &gamma, &delta, &rr,
+                                  nrm));
+        }
         if (stepped) {
             /* the step of iteration it - 1 is done: advance the gap bounds with the norms just
              * read (they are the vectors after that step) and replace the residual if needed */
@@ -465,16 +475,26 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         alpha = gamma / denom;
         gamma_old = gamma;
         first = 0;
-        HK_TRY(be->vec_axpby(z, 1.0, n, beta));
-        HK_TRY(be->vec_axpby(q, 1.0, m, beta));
-        HK_TRY(be->vec_axpby(s, 1.0, w, beta));
-        HK_TRY(be->vec_axpby(p, 1.0, u, beta));
-        HK_TRY(be->vec_axpby(x, alpha, p, 1.0));
-        HK_TRY(be->vec_axpby(r, -alpha, s, 1.0));
-        HK_TRY(be->vec_axpby(u, -alpha, q, 1.0));
-        HK_TRY(be->vec_axpby(w, -alpha, z, 1.0));
+        if (be->pipecg_gv_update) {
+            /* the eight updates and the next iteration's inner products in one pass */
+            hk_vec *V[10] = {x, r, u, w, m, n, z, q, s, p};
+            HK_TRY(be->pipecg_gv_update(alpha, beta, V, dots));
+            pending = 1;
+        } else {
+            HK_TRY(be->vec_axpby(z, 1.0, n, beta));
+            HK_TRY(be->vec_axpby(q, 1.0, m, beta));
+            HK_TRY(be->vec_axpby(s, 1.0, w, beta));
+            HK_TRY(be->vec_axpby(p, 1.0, u, beta));
+            HK_TRY(be->vec_axpby(x, alpha, p, 1.0));
+            HK_TRY(be->vec_axpby(r, -alpha, s, 1.0));
+            HK_TRY(be->vec_axpby(u, -alpha, q, 1.0));
+            HK_TRY(be->vec_axpby(w, -alpha, z, 1.0));
+        }
         if (it >= k->maxit) {
-            HK_TRY(be->vec_dot(r, r, &rr));
+            if (pending)
+                rr = dots[2];
+            else
+                HK_TRY(be->vec_dot(r, r, &rr));
             hk_ksp_converged(k, it, sqrt(rr), bnorm);
             break;
         }

@@ -1,0 +1,36 @@
+/* CPU backend: the fused vector step of pipelined CG with a general preconditioner
+ * (pipecg_gv_update, semantics in hk_impl.h). One pass over the ten vectors instead of eight
+ * axpby passes and a Gram pass; the seven inner products are summed over the fixed chunks, so
+ * the result does not depend on the thread count. */
+#include "cpu_impl.h"
+
+int hk_cpu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d)
+{
+    for (int j = 0; j < 10; j++)
+        HK_CHECK(V[j]->prec == HK_FP64 && V[j]->n == V[0]->n, HK_ERR_ARG,
+                 "pipelined CG runs its vectors in fp64, all of one length");
+    const int64_t n = V[0]->n;
+    double *x = V[0]->data, *r = V[1]->data, *u = V[2]->data, *w = V[3]->data;
+    const double *m = V[4]->data, *nv = V[5]->data;
+    double *z = V[6]->data, *q = V[7]->data, *s = V[8]->data, *p = V[9]->data;
+    double part[7][HK_CPU_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        double a[7] = {0, 0, 0, 0, 0, 0, 0};
+        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
+            const double zi = nv[i] + beta * z[i], qi = m[i] + beta * q[i];
+            const double si = w[i] + beta * s[i], pi = u[i] + beta * p[i];
+            z[i] = zi, q[i] = qi, s[i] = si, p[i] = pi;
+            const double xi = x[i] + alpha * pi, ri = r[i] - alpha * si;
+            const double ui = u[i] - alpha * qi, wi = w[i] - alpha * zi;
+            x[i] = xi, r[i] = ri, u[i] = ui, w[i] = wi;
+            a[0] += ri * ui, a[1] += wi * ui, a[2] += ri * ri, a[3] += qi * qi;
+            a[4] += ui * ui, a[5] += pi * pi, a[6] += xi * xi;
+        }
+        for (int j = 0; j < 7; j++)
+            part[j][c] = a[j];
+    }
+    for (int j = 0; j < 7; j++)
+        d[j] = hk_cpu_chunk_sum(part[j]);
+    return 0;
+}
