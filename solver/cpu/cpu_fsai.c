@@ -408,7 +408,8 @@ int hk_cpu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bma
                         fault_min(fault, i, HK_FAULT_NOT_SPD);
                         continue;
                     }
-                    int why = fsai_row(K, S->colind + p0, m, delta, M, dgl, wall + p0, t, keep + p0);
+                    int why =
+                        fsai_row(K, S->colind + p0, m, delta, M, dgl, wall + p0, t, keep + p0);
                     if (why) {
                         fault_min(fault, i, why);
                         continue;
