@@ -14,8 +14,12 @@
  * adaptive FSAI (Janna et al.): the pc.fsai.adaptive_rho columns with the largest scaled
  * gradient of Kaplan's functional, while it exceeds pc.fsai.adaptive_eps.
  *
- * Option pc.fsai.pattern=block sparsifies and grows the pattern on node blocks (all dofs of
- * a node share it, ||A_IJ||_F in place of |a_ij|); scalar works on single entries.
+ * Option pc.fsai.pattern=block (the default) sparsifies and grows the pattern on node blocks
+ * (all dofs of a node share it, ||A_IJ||_F in place of |a_ij|): the block formats store G by
+ * node blocks anyway, so entries inside a stored block cost nothing, and one Cholesky per
+ * node gives its rows. scalar works on single entries (the paper). The defaults (block,
+ * tau 0.12: face couplings of hex elasticity, k 2) give the least SpMV work per solve among
+ * the patterns measured in docs/preconditioners.md, at a tenth of the scalar set-up.
  *
  * Every step runs on the backend where K lives, through its fsai_pattern and fsai_factor ops
  * (the exact rules: solver/cpu/cpu_fsai.c; CUDA: cuda/cuda_fsai.cu). G and G^T become
@@ -91,17 +95,21 @@ static int fsai_fault(const hk_setup_fault *f, double tau, int k, const char *pa
 static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 {
     int ierr = 0, k = 2, adaptive = 0, rho = 4;
-    double tau = 0.05, delta = 0.01, eps = 0.01;
-    const char *pattern = "scalar";
+    double tau, delta = 0.01, eps = 0.01;
+    const char *pattern = "block";
     hk_graph S = {0};
     hk_bmat G = {0}, Gt = {0};
     hk_setup_fault f = {-1, 0};
     fsai_data *d = NULL;
     const hk_backend_ops *be = K->be;
+    HK_CALL(hk_options_get_string(o, "pc.fsai.pattern", &pattern));
+    /* block: keeps the face couplings of hex elasticity (scaled block norms 0.16; edges 0.10,
+     * corners 0.04) and those of similar strength on tets; scalar: the paper's range */
+    const int block = !strcmp(pattern, "block");
+    tau = block ? 0.12 : 0.05;
     HK_CALL(hk_options_get_double(o, "pc.fsai.tau", &tau));
     HK_CALL(hk_options_get_int(o, "pc.fsai.k", &k));
     HK_CALL(hk_options_get_double(o, "pc.fsai.delta", &delta));
-    HK_CALL(hk_options_get_string(o, "pc.fsai.pattern", &pattern));
     HK_CALL(hk_options_get_int(o, "pc.fsai.adaptive", &adaptive));
     HK_CALL(hk_options_get_int(o, "pc.fsai.adaptive_rho", &rho));
     HK_CALL(hk_options_get_double(o, "pc.fsai.adaptive_eps", &eps));
@@ -116,21 +124,23 @@ static int fsai_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
              "option pc.fsai.adaptive works on the cpu backend only; use backend=cpu or "
              "pc.fsai.adaptive=0");
     HK_CHECK(tau >= 0 && tau <= 1, HK_ERR_OPTION,
-             "option pc.fsai.tau=%g is out of range; use 0..1 (default 0.05)", tau);
+             "option pc.fsai.tau=%g is out of range; use 0..1 (default 0.12 with the block "
+             "pattern, 0.05 with scalar)",
+             tau);
     HK_CHECK(k >= 1 && k <= 20, HK_ERR_OPTION,
              "option pc.fsai.k=%d is out of range; use 1..20 (default 2)", k);
     HK_CHECK(delta >= 0 && delta < 1, HK_ERR_OPTION,
              "option pc.fsai.delta=%g is out of range; use 0 <= delta < 1 (default 0.01)", delta);
-    HK_CHECK(!strcmp(pattern, "scalar") || !strcmp(pattern, "block"), HK_ERR_OPTION,
-             "option pc.fsai.pattern=%s is not known; use scalar (single entries) or block "
-             "(node blocks)",
+    HK_CHECK(!strcmp(pattern, "scalar") || block, HK_ERR_OPTION,
+             "option pc.fsai.pattern=%s is not known; use block (node blocks, the default) or "
+             "scalar (single entries)",
              pattern);
     HK_CHECK(be->fsai_pattern && be->fsai_factor, HK_ERR_UNSUPPORTED,
              "preconditioner fsai: the %s backend cannot set it up; use backend=cpu", be->name);
     HK_CALL(hk_calloc(1, sizeof *d, &d));
     pc->data = d;
     double t0 = now_synced(be);
-    HK_TRY(be->fsai_pattern(K, tau, k, !strcmp(pattern, "block"), FSAI_MAX_ROW, &S, &f));
+    HK_TRY(be->fsai_pattern(K, tau, k, block, FSAI_MAX_ROW, &S, &f));
     if (adaptive && f.row < 0) {
         hk_graph S2 = {0};
         HK_TRY(hk_cpu_fsai_adaptive(K, &S, adaptive, rho, eps, FSAI_MAX_ROW, &S2, &f));
