@@ -5,12 +5,17 @@
  * exactly one thread (SELL/SBELL write y through perm, a permutation), so there are no races
  * and the result does not depend on the thread count. Sums run in double in both precisions
  * and are rounded once per output entry. The cusparse-* formats need the cuda backend. */
+#include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_impl.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Two doubles in one register (GCC/Clang vector extension; SSE2 on any x86-64) */
+typedef double hk_v2d __attribute__((vector_size(16)));
 
 /* Call KERNEL_<bs>(F, val, x, y): one specialisation per block size. The block size must be a
  * literal inside each function: the OpenMP region is outlined into its own function before
@@ -51,26 +56,85 @@
         }                                                                                          \
     }
 
-/* The kernels of one value type VT (double, float) and one literal block size B. Below ~2000
- * (block) rows the loops run on one thread: a parallel region costs more than the product. */
-#define HK_CPU_SPMV_KERNELS_B(SUF, VT, B)                                                          \
-    static void bsr_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)                \
+/* Block row i of a block CSR product.
+ * fp64 (and fp32 with B >= 4): one running sum per output entry over the row's entries in
+ * order, the host reference's order (the same digits; tests and `hooke bench spmv` compare
+ * fp64 exactly). Memory, not the adder, bounds it.
+ * fp32, B <= 3: independent partial sums. With one running sum each entry's two float->double
+ * conversions and the addition that waits for the previous one made fp32 slower than fp64;
+ *   B = 1: the row's entries in HK_CPU_LANES interleaved lanes (cpu_impl.h), lanes (0, 1) and
+ *          (2, 3) as vector pairs (packed conversions and products), added in a fixed order;
+ *   B = 2, 3: one sum per entry (r, c) of the block over the row's blocks in order, then over
+ *          c in order: B*B sums in registers, contiguous loads converted packed.
+ * Each row's order is fixed by the matrix alone: the same digits for any thread count. */
+#define HK_CPU_BSR_ROW(SUF, VT)                                                                    \
+    ALWAYS_INLINE void bsr_row_##SUF(const int64_t *restrict rowptr,                              \
+                                     const int32_t *restrict colind, const VT *restrict val,       \
+                                     const VT *restrict x, VT *restrict y, int64_t i, const int B) \
     {                                                                                              \
-        const int64_t n = F->nbrows;                                                               \
-        const int64_t *rowptr = F->rowptr;                                                         \
-        const int32_t *colind = F->colind;                                                         \
-        _Pragma("omp parallel for schedule(static) if (n > 2048)") for (int64_t i = 0; i < n; i++) \
-        {                                                                                          \
-            double acc[B] = {0};                                                                   \
-            for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {                                  \
+        const int64_t k0 = rowptr[i], k1 = rowptr[i + 1];                                         \
+        if (sizeof(VT) == sizeof(double) || B >= 4) {                                             \
+            double acc[6] = {0};                                                                   \
+            for (int64_t k = k0; k < k1; k++) {                                                    \
                 const VT *blk = val + (size_t)k * B * B;                                           \
                 const VT *xj = x + (size_t)colind[k] * B;                                          \
                 for (int r = 0; r < B; r++)                                                        \
                     for (int c = 0; c < B; c++)                                                    \
-                        acc[r] += (double)blk[r * B + c] * xj[c];                                  \
+                        acc[r] += (double)blk[r * B + c] * (double)xj[c];                          \
             }                                                                                      \
             for (int r = 0; r < B; r++)                                                            \
                 y[i * B + r] = (VT)acc[r];                                                         \
+        } else if (B == 1) {                                                                       \
+            hk_v2d s01 = {0, 0}, s23 = {0, 0};                                                     \
+            const int64_t m = k0 + (k1 - k0) / 4 * 4;                                              \
+            for (int64_t k = k0; k < m; k += 4) {                                                  \
+                const hk_v2d v01 = {(double)val[k], (double)val[k + 1]};                           \
+                const hk_v2d v23 = {(double)val[k + 2], (double)val[k + 3]};                       \
+                const hk_v2d x01 = {(double)x[colind[k]], (double)x[colind[k + 1]]};               \
+                const hk_v2d x23 = {(double)x[colind[k + 2]], (double)x[colind[k + 3]]};           \
+                s01 += v01 * x01;                                                                  \
+                s23 += v23 * x23;                                                                  \
+            }                                                                                      \
+            double s[HK_CPU_LANES] = {s01[0], s01[1], s23[0], s23[1]};                             \
+            for (int64_t k = m; k < k1; k++)                                                       \
+                s[k - m] += (double)val[k] * (double)x[colind[k]];                                 \
+            y[i] = (VT)hk_cpu_lanes_sum(s);                                                        \
+        } else {                                                                                   \
+            double a[3][3] = {{0}};                                                                \
+            for (int64_t k = k0; k < k1; k++) {                                                    \
+                const VT *blk = val + (size_t)k * B * B;                                           \
+                const VT *xj = x + (size_t)colind[k] * B;                                          \
+                for (int r = 0; r < B; r++)                                                        \
+                    for (int c = 0; c < B; c++)                                                    \
+                        a[r][c] += (double)blk[r * B + c] * (double)xj[c];                         \
+            }                                                                                      \
+            for (int r = 0; r < B; r++) {                                                          \
+                double t = a[r][0];                                                                \
+                for (int c = 1; c < B; c++)                                                        \
+                    t += a[r][c];                                                                  \
+                y[i * B + r] = (VT)t;                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* The kernels of one value type VT (double, float) and one literal block size B. Below ~2000
+ * (block) rows the loops run on one thread: a parallel region costs more than the product. */
+#define HK_CPU_SPMV_KERNELS_B(SUF, VT, B)                                                          \
+    /* block rows [b0, b1) of y = A x on the calling thread */                                     \
+    static void bsr_rows_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y,          \
+                                     int64_t b0, int64_t b1)                                       \
+    {                                                                                              \
+        for (int64_t i = b0; i < b1; i++)                                                          \
+            bsr_row_##SUF(F->rowptr, F->colind, val, x, y, i, B);                                  \
+    }                                                                                              \
+    static void bsr_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)                \
+    {                                                                                              \
+        const int64_t n = F->nbrows;                                                               \
+        /* the static schedule's contiguous ranges, as the vectors were first touched */           \
+        _Pragma("omp parallel if (n > 2048)")                                                      \
+        {                                                                                          \
+            const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();                    \
+            bsr_rows_##SUF##_##B(F, val, x, y, n * t / nt, n * (t + 1) / nt);                      \
         }                                                                                          \
     }                                                                                              \
     static void ell_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)                \
@@ -107,6 +171,7 @@
 
 #define HK_CPU_SPMV_KERNELS(SUF, VT)                                                               \
     HK_CPU_TILE(SUF, VT)                                                                           \
+    HK_CPU_BSR_ROW(SUF, VT)                                                                        \
     HK_CPU_SPMV_KERNELS_B(SUF, VT, 1)                                                              \
     HK_CPU_SPMV_KERNELS_B(SUF, VT, 2)                                                              \
     HK_CPU_SPMV_KERNELS_B(SUF, VT, 3)                                                              \
@@ -155,4 +220,24 @@ int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     else
         spmv_f32(F, m->val32, x->data, y->data);
     return 0;
+}
+
+int hk_cpu_spmv_has_rows(const hk_mat *A)
+{
+    const hk_cpu_mat *m = A->bdata;
+    return m && A->prec == HK_FP64 && (m->F.fmt == HK_FMT_CSR || m->F.fmt == HK_FMT_BSR);
+}
+
+void hk_cpu_spmv_rows(const hk_mat *A, const double *x, double *y, int64_t b0, int64_t b1)
+{
+    const hk_cpu_mat *m = A->bdata;
+    const hk_fmt *F = &m->F;
+    switch (F->bs) {
+    case 1: bsr_rows_f64_1(F, F->val, x, y, b0, b1); break;
+    case 2: bsr_rows_f64_2(F, F->val, x, y, b0, b1); break;
+    case 3: bsr_rows_f64_3(F, F->val, x, y, b0, b1); break;
+    case 4: bsr_rows_f64_4(F, F->val, x, y, b0, b1); break;
+    case 5: bsr_rows_f64_5(F, F->val, x, y, b0, b1); break;
+    default: bsr_rows_f64_6(F, F->val, x, y, b0, b1); break;
+    }
 }
