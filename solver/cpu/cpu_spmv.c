@@ -32,26 +32,54 @@ typedef double hk_v2d __attribute__((vector_size(16)));
     default: KERNEL##_6(F, val, x, y); break;                                                      \
     }
 
-/* Column-major tile of `rows` rows: slot k of row j at ci[k*ld + j], value e of it at
- * v[(k*B*B + e)*ld + j]. k outer, rows inner: contiguous reads, and each row still sums its
- * entries in order k = 0, 1, ... (the same digits as a row-by-row loop). Inlined into a caller
- * whose B is a literal. */
+/* Column-major tile of `rows` rows: slot k of row j at ci[k*ld + j], value e = r*B + c of it at
+ * v[(k*B*B + e)*ld + j]. k outer, rows inner; with B > 1 two rows at a time in one vector register
+ * (neighbouring rows' values are neighbours in memory): packed loads, conversions, products and
+ * sums, x gathered per row. A padding slot (col < 0) has value 0 and multiplies 0, adding +0:
+ * the sum stays as it is (a -0 sum becomes +0). Each output entry (j, r) sums its terms in the
+ * order k, then c: the same digits as a row-by-row loop. acc: sum r of row j at
+ * acc[r*rows + j]. Inlined into a caller whose B is a literal. */
 #define HK_CPU_TILE(SUF, VT)                                                                       \
-    ALWAYS_INLINE void tile_##SUF(const int32_t *ci, const VT *v, int64_t ld, int64_t W,           \
-                                  int64_t rows, const VT *x, double *acc, const int B)             \
+    ALWAYS_INLINE double xpad_##SUF(const VT *x, int32_t col, int B, int c)                        \
+    {                                                                                              \
+        return col >= 0 ? (double)x[(size_t)col * B + c] : 0.0;                                    \
+    }                                                                                              \
+    ALWAYS_INLINE void tile_##SUF(const int32_t *restrict ci, const VT *restrict v, int64_t ld,    \
+                                  int64_t W, int64_t rows, const VT *restrict x,                   \
+                                  double *restrict acc, const int B)                               \
     {                                                                                              \
         for (int64_t j = 0; j < rows * B; j++)                                                     \
             acc[j] = 0;                                                                            \
+        /* scalar rows (B = 1): one row at a time did better than pairs */                        \
+        const int64_t rows2 = B > 1 ? rows / 2 * 2 : 0;                                            \
         for (int64_t k = 0; k < W; k++) {                                                          \
             const int32_t *ck = ci + k * ld;                                                       \
             const VT *vk = v + (size_t)k * B * B * ld;                                             \
-            for (int64_t j = 0; j < rows; j++) {                                                   \
+            for (int64_t j = 0; j < rows2; j += 2) {                                               \
+                const int32_t c0 = ck[j], c1 = ck[j + 1];                                          \
+                hk_v2d xc[6] = {{0}};                                                              \
+                for (int c = 0; c < B; c++) {                                                      \
+                    xc[c][0] = xpad_##SUF(x, c0, B, c);                                            \
+                    xc[c][1] = xpad_##SUF(x, c1, B, c);                                            \
+                }                                                                                  \
+                for (int r = 0; r < B; r++) {                                                      \
+                    hk_v2d a = {acc[r * rows + j], acc[r * rows + j + 1]};                         \
+                    for (int c = 0; c < B; c++) {                                                  \
+                        const VT *ve = vk + (size_t)(r * B + c) * ld + j;                          \
+                        const hk_v2d vv = {(double)ve[0], (double)ve[1]};                          \
+                        a += vv * xc[c];                                                           \
+                    }                                                                              \
+                    acc[r * rows + j] = a[0];                                                      \
+                    acc[r * rows + j + 1] = a[1];                                                  \
+                }                                                                                  \
+            }                                                                                      \
+            for (int64_t j = rows2; j < rows; j++) {                                               \
                 const int32_t col = ck[j];                                                         \
                 if (col < 0) continue;                                                             \
                 const VT *xj = x + (size_t)col * B;                                                \
                 for (int r = 0; r < B; r++)                                                        \
                     for (int c = 0; c < B; c++)                                                    \
-                        acc[j * B + r] += (double)vk[(size_t)(r * B + c) * ld + j] * xj[c];        \
+                        acc[r * rows + j] += (double)vk[(size_t)(r * B + c) * ld + j] * xj[c];     \
             }                                                                                      \
         }                                                                                          \
     }
@@ -139,16 +167,18 @@ typedef double hk_v2d __attribute__((vector_size(16)));
     }                                                                                              \
     static void ell_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)                \
     {                                                                                              \
-        const int64_t n = F->nbrows, W = F->width, T = 128;                                        \
+        /* 512-row tiles: runs of 2-4 KB per slot and entry, long enough for the prefetchers */    \
+        const int64_t n = F->nbrows, W = F->width, T = 512;                                        \
         const int64_t ntiles = (n + T - 1) / T;                                                    \
-        _Pragma("omp parallel for schedule(static) if (ntiles > 16)") for (int64_t t = 0;          \
-                                                                           t < ntiles; t++)        \
+        _Pragma("omp parallel for schedule(static) if (ntiles > 4)") for (int64_t t = 0;           \
+                                                                          t < ntiles; t++)         \
         {                                                                                          \
-            double acc[128 * B];                                                                   \
+            double acc[512 * B];                                                                   \
             const int64_t i0 = t * T, rows = n - i0 < T ? n - i0 : T;                              \
             tile_##SUF(F->colind + i0, val + i0, n, W, rows, x, acc, B);                           \
-            for (int64_t j = 0; j < rows * B; j++)                                                 \
-                y[i0 * B + j] = (VT)acc[j];                                                        \
+            for (int64_t j = 0; j < rows; j++)                                                     \
+                for (int r = 0; r < B; r++)                                                        \
+                    y[(i0 + j) * B + r] = (VT)acc[r * rows + j];                                   \
         }                                                                                          \
     }                                                                                              \
     static void sliced_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y)             \
@@ -164,7 +194,7 @@ typedef double hk_v2d __attribute__((vector_size(16)));
             for (int64_t j = 0; j < rows; j++) {                                                   \
                 const int64_t old = F->perm[sl * S + j];                                           \
                 for (int r = 0; r < B; r++)                                                        \
-                    y[old * B + r] = (VT)acc[j * B + r];                                           \
+                    y[old * B + r] = (VT)acc[r * rows + j];                                        \
             }                                                                                      \
         }                                                                                          \
     }
