@@ -4,7 +4,10 @@
  * layout with values in the matrix precision. Every output row is written by
  * exactly one thread (SELL/SBELL write y through perm, a permutation), so there are no races
  * and the result does not depend on the thread count. Sums run in double in both precisions
- * and are rounded once per output entry. The cusparse-* formats need the cuda backend. */
+ * and are rounded once per output entry; fp64 sums in the host reference's order, fp32 csr and
+ * bsr in fixed partial sums (bsr_row below). No -march is assumed: the vector code is SSE2's
+ * two doubles per register, written with GCC/Clang vector types where the compiler would not
+ * find it. The cusparse-* formats need the cuda backend. */
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,7 +53,7 @@ typedef double hk_v2d __attribute__((vector_size(16)));
     {                                                                                              \
         for (int64_t j = 0; j < rows * B; j++)                                                     \
             acc[j] = 0;                                                                            \
-        /* scalar rows (B = 1): one row at a time did better than pairs */                        \
+        /* scalar rows (B = 1): one row at a time did better than pairs */                         \
         const int64_t rows2 = B > 1 ? rows / 2 * 2 : 0;                                            \
         for (int64_t k = 0; k < W; k++) {                                                          \
             const int32_t *ck = ci + k * ld;                                                       \
@@ -96,12 +99,12 @@ typedef double hk_v2d __attribute__((vector_size(16)));
  *          c in order: B*B sums in registers, contiguous loads converted packed.
  * Each row's order is fixed by the matrix alone: the same digits for any thread count. */
 #define HK_CPU_BSR_ROW(SUF, VT)                                                                    \
-    ALWAYS_INLINE void bsr_row_##SUF(const int64_t *restrict rowptr,                              \
+    ALWAYS_INLINE void bsr_row_##SUF(const int64_t *restrict rowptr,                               \
                                      const int32_t *restrict colind, const VT *restrict val,       \
                                      const VT *restrict x, VT *restrict y, int64_t i, const int B) \
     {                                                                                              \
-        const int64_t k0 = rowptr[i], k1 = rowptr[i + 1];                                         \
-        if (sizeof(VT) == sizeof(double) || B >= 4) {                                             \
+        const int64_t k0 = rowptr[i], k1 = rowptr[i + 1];                                          \
+        if (sizeof(VT) == sizeof(double) || B >= 4) {                                              \
             double acc[6] = {0};                                                                   \
             for (int64_t k = k0; k < k1; k++) {                                                    \
                 const VT *blk = val + (size_t)k * B * B;                                           \
@@ -149,7 +152,7 @@ typedef double hk_v2d __attribute__((vector_size(16)));
  * (block) rows the loops run on one thread: a parallel region costs more than the product. */
 #define HK_CPU_SPMV_KERNELS_B(SUF, VT, B)                                                          \
     /* block rows [b0, b1) of y = A x on the calling thread */                                     \
-    static void bsr_rows_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y,          \
+    static void bsr_rows_##SUF##_##B(const hk_fmt *F, const VT *val, const VT *x, VT *y,           \
                                      int64_t b0, int64_t b1)                                       \
     {                                                                                              \
         for (int64_t i = b0; i < b1; i++)                                                          \
@@ -187,7 +190,7 @@ typedef double hk_v2d __attribute__((vector_size(16)));
         _Pragma("omp parallel for schedule(dynamic, 16) if (nsl * S > 2048)") for (int64_t sl = 0; \
                                                                                    sl < nsl; sl++) \
         {                                                                                          \
-            double acc[1024 * B]; /* S <= 1024 (hk_mat_create) */                                \
+            double acc[1024 * B]; /* S <= 1024 (hk_mat_create) */                                  \
             const int64_t base = F->slice_ptr[sl], rows = n - sl * S < S ? n - sl * S : S;         \
             tile_##SUF(F->colind + base, val + (size_t)base * B * B, S, F->slice_width[sl], rows,  \
                        x, acc, B);                                                                 \
