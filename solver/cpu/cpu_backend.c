@@ -82,13 +82,16 @@ static int cpu_sync(void)
         }                                                                                          \
     } while (0)
 #define HK_OMP_FOR _Pragma("omp parallel for schedule(static)")
+/* Element-wise loops: no iteration depends on another, even where a caller passes the same
+ * vector twice (each element is read before it is written), so they are vectorised as such. */
+#define HK_OMP_FOR_SIMD _Pragma("omp parallel for simd schedule(static)")
 
 static int cpu_vec_set(hk_vec *x, double a)
 {
     const int64_t n = x->n;
     HK_FOR_PREC(x, {
         T *xv = x->data;
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
         for (int64_t i = 0; i < n; i++) xv[i] = (T)a;
     });
     return 0;
@@ -125,7 +128,7 @@ static int cpu_vec_scale(hk_vec *x, double a)
     const int64_t n = x->n;
     HK_FOR_PREC(x, {
         T *xv = x->data;
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
         for (int64_t i = 0; i < n; i++) xv[i] = (T)(a * xv[i]);
     });
     return 0;
@@ -139,10 +142,10 @@ static int cpu_vec_axpby(hk_vec *y, double a, const hk_vec *x, double b)
         const T *xv = x->data;
         T *yv = y->data;
         if (b == 0.0) {
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
             for (int64_t i = 0; i < n; i++) yv[i] = (T)(a * xv[i]);
         } else {
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
             for (int64_t i = 0; i < n; i++) yv[i] = (T)(a * xv[i] + b * yv[i]);
         }
     });
@@ -159,10 +162,10 @@ static int cpu_vec_axpbypcz(hk_vec *z, double a, const hk_vec *x, double b, cons
         const T *xv = x->data, *yv = y->data;
         T *zv = z->data;
         if (c == 0.0) {
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
             for (int64_t i = 0; i < n; i++) zv[i] = (T)(a * xv[i] + b * yv[i]);
         } else {
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
             for (int64_t i = 0; i < n; i++) zv[i] = (T)(a * xv[i] + b * yv[i] + c * zv[i]);
         }
     });
@@ -177,7 +180,7 @@ static int cpu_vec_pointwise_mult(hk_vec *w, const hk_vec *x, const hk_vec *y)
     HK_FOR_PREC(x, {
         const T *xv = x->data, *yv = y->data;
         T *wv = w->data;
-HK_OMP_FOR
+HK_OMP_FOR_SIMD
         for (int64_t i = 0; i < n; i++) wv[i] = xv[i] * yv[i];
     });
     return 0;
@@ -189,22 +192,46 @@ static int cpu_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
     const int64_t n = x->n;
     double part[HK_CPU_CHUNKS];
     HK_FOR_PREC(x, {
-        const T *xv = x->data, *yv = y->data;
+        const T *restrict xv = x->data, *restrict yv = y->data;
 HK_OMP_FOR
         for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-            double s = 0;
-            for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++)
-                s += (double)xv[i] * (double)yv[i];
-            part[c] = s;
+            double s[HK_CPU_LANES] = {0};
+            HK_CPU_LANE_FOR(hk_cpu_chunk_begin(n, c), hk_cpu_chunk_begin(n, c + 1), i, l,
+                            s[l] += (double)xv[i] * (double)yv[i];);
+            part[c] = hk_cpu_lanes_sum(s);
         }
     });
     *r = hk_cpu_chunk_sum(part);
     return 0;
 }
 
+/* Up to two dot products against y in one pass (cg's r.z and r.r); more: one pass each. */
 static int cpu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
 {
-    for (int j = 0; j < k; j++) HK_CALL(cpu_vec_dot(X[j], y, &r[j]));
+    if (k != 2) {
+        for (int j = 0; j < k; j++) HK_CALL(cpu_vec_dot(X[j], y, &r[j]));
+        return 0;
+    }
+    SAME_PREC(X[0], y);
+    SAME_PREC(X[1], y);
+    const int64_t n = y->n;
+    double part[2][HK_CPU_CHUNKS];
+    HK_FOR_PREC(y, {
+        const T *restrict yv = y->data, *restrict av = X[0]->data, *restrict bv = X[1]->data;
+HK_OMP_FOR
+        for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+            double sa[HK_CPU_LANES] = {0}, sb[HK_CPU_LANES] = {0};
+            HK_CPU_LANE_FOR(hk_cpu_chunk_begin(n, c), hk_cpu_chunk_begin(n, c + 1), i, l, {
+                const double yi = yv[i];
+                sa[l] += (double)av[i] * yi;
+                sb[l] += (double)bv[i] * yi;
+            });
+            part[0][c] = hk_cpu_lanes_sum(sa);
+            part[1][c] = hk_cpu_lanes_sum(sb);
+        }
+    });
+    r[0] = hk_cpu_chunk_sum(part[0]);
+    r[1] = hk_cpu_chunk_sum(part[1]);
     return 0;
 }
 
@@ -269,74 +296,11 @@ static int cpu_scal_set(double *s, int first, int n, const double *host)
     return 0;
 }
 
-/* Pipelined CG, fused: see hk_impl.h. fp64 vectors only (the outer loop is always fp64). */
-static int cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
-                             const hk_vec *dinv, double *S)
-{
-    HK_CHECK(x->prec == HK_FP64 && r->prec == HK_FP64 && p->prec == HK_FP64 &&
-                 Ap->prec == HK_FP64,
-             HK_ERR_ARG, "pipelined CG runs its vectors in fp64");
-    const int64_t n = x->n;
-    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
-    const double beta =
-        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
-    double *xv = x->data, *rv = r->data, *pv = p->data;
-    const double *apv = Ap->data, *dv = dinv ? dinv->data : NULL;
-    double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double srr = 0, srz = 0;
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
-            double pi = pv[i];
-            xv[i] += alpha * pi;
-            double ri = rv[i] - alpha * apv[i];
-            rv[i] = ri;
-            double zi = dv ? dv[i] * ri : ri;
-            pv[i] = zi + beta * pi;
-            srr += ri * ri;
-            srz += ri * zi;
-        }
-        prr[c] = srr;
-        prz[c] = srz;
-    }
-    S[HK_S_RR] = hk_cpu_chunk_sum(prr);
-    S[HK_S_RZ] = hk_cpu_chunk_sum(prz);
-    S[HK_S_ALPHA] = alpha;
-    S[HK_S_BETA] = beta;
-    return 0;
-}
-
-static int cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
-                         const hk_vec *r, double *S)
-{
-    /* On the CPU the SpMV and the reductions are two passes; the point of fusing is the GPU. */
-    HK_CALL(hk_cpu_mat_spmv(A, p, Ap));
-    const int64_t n = p->n;
-    HK_CHECK(!r || (r->prec == HK_FP64 && r->n == n), HK_ERR_ARG,
-             "spmv_dot2: r must be an fp64 vector of p's length (or NULL)");
-    const double *pv = p->data, *av = Ap->data, *dv = dinv ? dinv->data : NULL;
-    const double *rv = r ? r->data : NULL;
-    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double s1 = 0, s2 = 0, s3 = 0;
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
-            const double dai = dv ? dv[i] * av[i] : av[i];
-            s1 += pv[i] * av[i];
-            s2 += av[i] * dai;
-            s3 += rv ? rv[i] * dai : pv[i] * av[i];
-        }
-        ppap[c] = s1;
-        papz[c] = s2;
-        pzap[c] = s3;
-    }
-    S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
-    S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
-    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
-    return 0;
-}
-
 /* Fused ops of the Krylov methods (solver/cpu/cpu_fused.c). */
+int hk_cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                         double *S);
+int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                     double *S);
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot);
 int hk_cpu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
@@ -417,9 +381,9 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_free = cpu_scal_free,
     .scal_get = cpu_scal_get,
     .scal_set = cpu_scal_set,
-    .pipecg_update = cpu_pipecg_update,
+    .pipecg_update = hk_cpu_pipecg_update,
     .pipecg_gv_update = hk_cpu_pipecg_gv_update,
-    .spmv_dot2 = cpu_spmv_dot2,
+    .spmv_dot2 = hk_cpu_spmv_dot2,
     .spmv_mdot = hk_cpu_spmv_mdot,
     .pipebicg_s = hk_cpu_pipebicg_s,
     .pipebicg_update = hk_cpu_pipebicg_update,

@@ -1,7 +1,12 @@
-/* CPU versions of the Krylov methods' fused ops (pipelined BiCGStab and GMRES); semantics in
- * hk_impl.h. On the CPU "fused" means one pass over the vectors per op, with the same
- * deterministic chunked reductions as the rest of the backend. */
+/* CPU versions of the Krylov methods' fused ops (pipelined CG, BiCGStab and GMRES); semantics
+ * in hk_impl.h. On the CPU "fused" means one pass over the vectors per op: the element-wise
+ * work and the dot products of a chunk done together while the chunk is in cache, and an SpMV
+ * fused with its dot products row range by row range (fp64 CSR and BSR; other formats: the
+ * SpMV, then one pass for all the dot products). Reductions are the backend's deterministic
+ * ones: fixed chunks summed in HK_CPU_LANES lanes, then the chunk sums in order (cpu_impl.h);
+ * an SpMV's chunks are whole block rows, hk_cpu_chunk_begin of the block-row count. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "cpu_impl.h"
 
@@ -9,26 +14,203 @@
     HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \
              "cpu backend: the pipelined Krylov fused ops run their vectors in fp64")
 
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Chunk c of an SpMV's output: block rows [*b0, *b1) of the built format (scalar rows for the
+ * scalar formats), scalar entries [*i0, *i1). */
+static inline void spmv_chunk(const hk_mat *A, int64_t n, int c, int64_t *b0, int64_t *b1,
+                              int64_t *i0, int64_t *i1)
+{
+    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
+    const int64_t nb = n / bs;
+    *b0 = hk_cpu_chunk_begin(nb, c);
+    *b1 = hk_cpu_chunk_begin(nb, c + 1);
+    *i0 = *b0 * bs;
+    *i1 = *b1 * bs;
+}
+
+/* The SpMV y = A x, its chunk c computed inside the chunk loop when the format has a
+ * row-range kernel (fused), else before the loop (SPMV_BEFORE). */
+#define SPMV_BEFORE(A, x, y, fused)                                                                \
+    do {                                                                                           \
+        if (!(fused)) HK_CALL(hk_cpu_mat_spmv(A, x, y));                                           \
+    } while (0)
+
+static int spmv_args(hk_mat *A, const hk_vec *x, hk_vec *y)
+{
+    FP64_ONLY(x);
+    FP64_ONLY(y);
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cpu SpMV: matrix was not built");
+    HK_CHECK(A->prec == HK_FP64, HK_ERR_ARG,
+             "cpu backend: the fused SpMV ops need an fp64 matrix (format.precision=fp64)");
+    HK_CHECK(x->n == A->ncols && y->n == A->nrows && x->n == y->n, HK_ERR_ARG,
+             "cpu fused SpMV: sizes differ (matrix %lld x %lld, x %lld, y %lld)",
+             (long long)A->nrows, (long long)A->ncols, (long long)x->n, (long long)y->n);
+    HK_CHECK(x->data != y->data, HK_ERR_ARG, "cpu SpMV: x and y must be different vectors");
+    return 0;
+}
+
+/* ---- pipelined CG ----------------------------------------------------------------------- */
+
+/* One chunk of the pipecg update; D: a Jacobi diagonal is given (a literal at each call). */
+ALWAYS_INLINE void pipecg_chunk(int64_t i0, int64_t i1, double alpha, double beta,
+                                double *restrict xv, double *restrict rv, double *restrict pv,
+                                const double *restrict apv, const double *restrict dv, double *srr,
+                                double *srz, const int D)
+{
+    double rr[HK_CPU_LANES] = {0}, rz[HK_CPU_LANES] = {0};
+    HK_CPU_LANE_FOR(i0, i1, i, l, {
+        const double pi = pv[i];
+        xv[i] += alpha * pi;
+        const double ri = rv[i] - alpha * apv[i];
+        rv[i] = ri;
+        const double zi = D ? dv[i] * ri : ri;
+        pv[i] = zi + beta * pi;
+        rr[l] += ri * ri;
+        rz[l] += ri * zi;
+    });
+    *srr = hk_cpu_lanes_sum(rr);
+    *srz = hk_cpu_lanes_sum(rz);
+}
+
+int hk_cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                         double *S)
+{
+    HK_CHECK(x->prec == HK_FP64 && r->prec == HK_FP64 && p->prec == HK_FP64 && Ap->prec == HK_FP64,
+             HK_ERR_ARG, "pipelined CG runs its vectors in fp64");
+    const int64_t n = x->n;
+    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
+    const double beta =
+        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
+    double *xv = x->data, *rv = r->data, *pv = p->data;
+    const double *apv = Ap->data, *dv = dinv ? dinv->data : NULL;
+    double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        if (dv)
+            pipecg_chunk(i0, i1, alpha, beta, xv, rv, pv, apv, dv, &prr[c], &prz[c], 1);
+        else
+            pipecg_chunk(i0, i1, alpha, beta, xv, rv, pv, apv, NULL, &prr[c], &prz[c], 0);
+    }
+    S[HK_S_RR] = hk_cpu_chunk_sum(prr);
+    S[HK_S_RZ] = hk_cpu_chunk_sum(prz);
+    S[HK_S_ALPHA] = alpha;
+    S[HK_S_BETA] = beta;
+    return 0;
+}
+
+/* The three dot products of spmv_dot2 over one chunk; D: dinv given, R: r given. */
+ALWAYS_INLINE void dot2_chunk(int64_t i0, int64_t i1, const double *restrict pv,
+                              const double *restrict av, const double *restrict dv,
+                              const double *restrict rv, double *s1, double *s2, double *s3,
+                              const int D, const int R)
+{
+    double a[HK_CPU_LANES] = {0}, b[HK_CPU_LANES] = {0}, c[HK_CPU_LANES] = {0};
+    HK_CPU_LANE_FOR(i0, i1, i, l, {
+        const double ai = av[i], dai = D ? dv[i] * ai : ai, pa = pv[i] * ai;
+        a[l] += pa;
+        b[l] += ai * dai;
+        c[l] += R ? rv[i] * dai : pa;
+    });
+    *s1 = hk_cpu_lanes_sum(a);
+    *s2 = hk_cpu_lanes_sum(b);
+    *s3 = hk_cpu_lanes_sum(c);
+}
+
+int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                     double *S)
+{
+    HK_CALL(spmv_args(A, p, Ap));
+    const int64_t n = p->n;
+    HK_CHECK(!r || (r->prec == HK_FP64 && r->n == n), HK_ERR_ARG,
+             "spmv_dot2: r must be an fp64 vector of p's length (or NULL)");
+    HK_CHECK(!dinv || (dinv->prec == HK_FP64 && dinv->n == n), HK_ERR_ARG,
+             "spmv_dot2: dinv must be an fp64 vector of p's length (or NULL)");
+    const int fused = hk_cpu_spmv_has_rows(A);
+    SPMV_BEFORE(A, p, Ap, fused);
+    const double *pv = p->data, *dv = dinv ? dinv->data : NULL, *rv = r ? r->data : NULL;
+    double *av = Ap->data;
+    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        int64_t b0, b1, i0, i1;
+        spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+        if (fused) hk_cpu_spmv_rows(A, pv, av, b0, b1);
+        double *s1 = &ppap[c], *s2 = &papz[c], *s3 = &pzap[c];
+        if (dv && rv)
+            dot2_chunk(i0, i1, pv, av, dv, rv, s1, s2, s3, 1, 1);
+        else if (dv)
+            dot2_chunk(i0, i1, pv, av, dv, NULL, s1, s2, s3, 1, 0);
+        else if (rv)
+            dot2_chunk(i0, i1, pv, av, NULL, rv, s1, s2, s3, 0, 1);
+        else
+            dot2_chunk(i0, i1, pv, av, NULL, NULL, s1, s2, s3, 0, 0);
+    }
+    S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
+    S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
+    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
+    return 0;
+}
+
+/* ---- pipelined BiCGStab ----------------------------------------------------------------- */
+
+/* sum_l W[j].y over [i0, i1) for j < K (K a literal at each call). */
+ALWAYS_INLINE void mdot_chunk(int64_t i0, int64_t i1, const double *restrict yv,
+                              const double *const *wv, double *out, const int K)
+{
+    double s[4][HK_CPU_LANES] = {{0}};
+    const double *w0 = wv[0], *w1 = K > 1 ? wv[1] : NULL, *w2 = K > 2 ? wv[2] : NULL,
+                 *w3 = K > 3 ? wv[3] : NULL;
+    HK_CPU_LANE_FOR(i0, i1, i, l, {
+        const double yi = yv[i];
+        s[0][l] += w0[i] * yi;
+        if (K > 1) s[1][l] += w1[i] * yi;
+        if (K > 2) s[2][l] += w2[i] * yi;
+        if (K > 3) s[3][l] += w3[i] * yi;
+    });
+    for (int j = 0; j < K; j++)
+        out[j * HK_CPU_CHUNKS] = hk_cpu_lanes_sum(s[j]);
+}
+
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot)
 {
     HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)", k);
-    FP64_ONLY(x);
-    FP64_ONLY(y);
-    for (int j = 0; j < k; j++)
+    HK_CALL(spmv_args(A, x, y));
+    for (int j = 0; j < k; j++) {
         FP64_ONLY(W[j]);
-    HK_CALL(hk_cpu_mat_spmv(A, x, y));
+        HK_CHECK(W[j]->n == y->n, HK_ERR_ARG, "spmv_mdot: W[%d] differs in length from y", j);
+    }
+    const int fused = hk_cpu_spmv_has_rows(A);
+    SPMV_BEFORE(A, x, y, fused);
     const int64_t n = y->n;
-    const double *yv = y->data;
+    double *yv = y->data;
+    const double *xv = x->data;
+    const double *wv[4] = {NULL, NULL, NULL, NULL};
+    for (int j = 0; j < k; j++)
+        wv[j] = W[j]->data;
     double part[4][HK_CPU_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        for (int j = 0; j < k; j++) {
-            const double *wv = W[j]->data;
-            double s = 0;
-            for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++)
-                s += wv[i] * yv[i];
-            part[j][c] = s;
+        int64_t b0, b1, i0, i1;
+        spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+        if (fused) hk_cpu_spmv_rows(A, xv, yv, b0, b1);
+        switch (k) {
+        case 1:
+            mdot_chunk(i0, i1, yv, wv, &part[0][c], 1);
+            break;
+        case 2:
+            mdot_chunk(i0, i1, yv, wv, &part[0][c], 2);
+            break;
+        case 3:
+            mdot_chunk(i0, i1, yv, wv, &part[0][c], 3);
+            break;
+        case 4:
+            mdot_chunk(i0, i1, yv, wv, &part[0][c], 4);
+            break;
+        default:
+            break;
         }
     }
     for (int j = 0; j < k; j++)
@@ -43,18 +225,18 @@ int hk_cpu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S)
     FP64_ONLY(Ap);
     const int64_t n = s->n;
     const double alpha = S[HK_S_BI_RR0] / S[HK_S_BI_APR0];
-    double *sv = s->data;
-    const double *rv = r->data, *av = Ap->data;
+    double *restrict sv = s->data;
+    const double *restrict rv = r->data, *restrict av = Ap->data;
     double part[HK_CPU_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double ss = 0;
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
-            double si = rv[i] - alpha * av[i];
+        double ss[HK_CPU_LANES] = {0};
+        HK_CPU_LANE_FOR(hk_cpu_chunk_begin(n, c), hk_cpu_chunk_begin(n, c + 1), i, l, {
+            const double si = rv[i] - alpha * av[i];
             sv[i] = si;
-            ss += si * si;
-        }
-        part[c] = ss;
+            ss[l] += si * si;
+        });
+        part[c] = hk_cpu_lanes_sum(ss);
     }
     S[HK_S_BI_SS] = hk_cpu_chunk_sum(part);
     S[HK_S_BI_ALPHA] = alpha;
@@ -78,23 +260,25 @@ int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, 
     const double alpha = S[HK_S_BI_ALPHA];
     const double omega = S[HK_S_BI_ASAS] != 0.0 ? S[HK_S_BI_ASS] / S[HK_S_BI_ASAS] : 0.0;
     const double beta = -S[HK_S_BI_ASR0] / S[HK_S_BI_APR0];
-    double *xv = x->data, *rv = r->data, *pv = p->data;
-    const double *phv = phat->data, *sv = s->data, *shv = shat->data, *asv = As->data,
-                 *apv = Ap->data, *r0v = r0s->data;
+    /* phat may be p and shat may be s (no preconditioner): only x, r, p are written, and each
+     * element is read before it is written, so no restrict on the pairs that may alias */
+    double *restrict xv = x->data, *restrict rv = r->data, *pv = p->data;
+    const double *phv = phat->data, *sv = s->data, *shv = shat->data;
+    const double *restrict asv = As->data, *restrict apv = Ap->data, *restrict r0v = r0s->data;
     double prr0[HK_CPU_CHUNKS], prr[HK_CPU_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double srr0 = 0, srr = 0;
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
+        double srr0[HK_CPU_LANES] = {0}, srr[HK_CPU_LANES] = {0};
+        HK_CPU_LANE_FOR(hk_cpu_chunk_begin(n, c), hk_cpu_chunk_begin(n, c + 1), i, l, {
             xv[i] += alpha * phv[i] + omega * shv[i];
-            double ri = sv[i] - omega * asv[i];
+            const double ri = sv[i] - omega * asv[i];
             rv[i] = ri;
             pv[i] = ri + beta * (pv[i] - omega * apv[i]);
-            srr0 += ri * r0v[i];
-            srr += ri * ri;
-        }
-        prr0[c] = srr0;
-        prr[c] = srr;
+            srr0[l] += ri * r0v[i];
+            srr[l] += ri * ri;
+        });
+        prr0[c] = hk_cpu_lanes_sum(srr0);
+        prr[c] = hk_cpu_lanes_sum(srr);
     }
     S[HK_S_BI_RR0] = hk_cpu_chunk_sum(prr0);
     S[HK_S_BI_RR] = hk_cpu_chunk_sum(prr);
@@ -103,26 +287,35 @@ int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, 
     return 0;
 }
 
+/* ---- pipelined GMRES -------------------------------------------------------------------- */
+
 int hk_cpu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
 {
     FP64_ONLY(y);
     for (int j = 0; j < k; j++)
         FP64_ONLY(X[j]);
+    if (k <= 0) return 0;
     const int64_t n = y->n;
     const double *yv = y->data;
-    /* one chunked pass per basis vector: deterministic, and y stays in cache per chunk */
-    for (int j = 0; j < k; j++) {
-        const double *xv = X[j]->data;
-        double part[HK_CPU_CHUNKS];
+    double *part;
+    HK_CALL(hk_malloc((size_t)k * HK_CPU_CHUNKS * sizeof *part, &part));
+    /* one pass: chunk by chunk, every basis vector against the chunk of y while it is in L1 */
 #pragma omp parallel for schedule(static)
-        for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-            double s = 0;
-            for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++)
-                s += xv[i] * yv[i];
-            part[c] = s;
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        int j = 0;
+        for (; j + 4 <= k; j += 4) {
+            const double *wv[4] = {X[j]->data, X[j + 1]->data, X[j + 2]->data, X[j + 3]->data};
+            mdot_chunk(i0, i1, yv, wv, &part[(size_t)j * HK_CPU_CHUNKS + c], 4);
         }
-        S[j] = hk_cpu_chunk_sum(part);
+        for (; j < k; j++) {
+            const double *wv[1] = {X[j]->data};
+            mdot_chunk(i0, i1, yv, wv, &part[(size_t)j * HK_CPU_CHUNKS + c], 1);
+        }
     }
+    for (int j = 0; j < k; j++)
+        S[j] = hk_cpu_chunk_sum(part + (size_t)j * HK_CPU_CHUNKS);
+    free(part);
     return 0;
 }
 
@@ -132,19 +325,22 @@ int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, 
     for (int j = 0; j < k; j++)
         FP64_ONLY(X[j]);
     const int64_t n = y->n;
-    double *yv = y->data;
+    double *restrict yv = y->data;
     double part[HK_CPU_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double s = 0;
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
-            double v = yv[i];
-            for (int j = 0; j < k; j++)
-                v -= S[j] * ((const double *)X[j]->data)[i];
-            yv[i] = v;
-            s += v * v;
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        /* y_i -= S[j] X[j]_i in order j = 0, 1, ... as before, one vector at a time over the
+         * chunk (y's chunk stays in L1), then the norm over the chunk */
+        for (int j = 0; j < k; j++) {
+            const double sj = S[j];
+            const double *restrict xv = X[j]->data;
+            for (int64_t i = i0; i < i1; i++)
+                yv[i] -= sj * xv[i];
         }
-        part[c] = s;
+        double s[HK_CPU_LANES] = {0};
+        HK_CPU_LANE_FOR(i0, i1, i, l, s[l] += yv[i] * yv[i];);
+        part[c] = hk_cpu_lanes_sum(s);
     }
     *nrm2 = hk_cpu_chunk_sum(part);
     return 0;
@@ -156,17 +352,24 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
     if (w) FP64_ONLY(w);
     const int64_t n = y->n;
     const double scale = *nrm2 > 0 ? 1.0 / sqrt(*nrm2) : 1.0;
-    double *yv = y->data;
-    const double *wv = w ? w->data : NULL;
+    double *restrict yv = y->data;
+    const double *restrict wv = w ? w->data : NULL;
     double part[HK_CPU_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        double s = 0;
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
-            yv[i] *= scale;
-            if (wv) s += wv[i] * yv[i];
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        double s[HK_CPU_LANES] = {0};
+        if (wv) {
+            HK_CPU_LANE_FOR(i0, i1, i, l, {
+                const double yi = yv[i] * scale;
+                yv[i] = yi;
+                s[l] += wv[i] * yi;
+            });
+        } else {
+            for (int64_t i = i0; i < i1; i++)
+                yv[i] *= scale;
         }
-        part[c] = s;
+        part[c] = hk_cpu_lanes_sum(s);
     }
     if (w) *d = hk_cpu_chunk_sum(part);
     return 0;

@@ -27,6 +27,10 @@ int hk_cpu_pcsr_build(int64_t n, const int64_t *rowptr, const int32_t *colind, c
 int hk_cpu_pcsr_spmv(const hk_cpu_mat *m, const void *x, void *y, hk_precision p);
 /* SpMV for every format (solver/cpu/cpu_spmv.c). */
 int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
+/* Block rows [b0, b1) of y = A x on the calling thread, for the fused ops that reduce over the
+ * rows while they are in cache; only where hk_cpu_spmv_has_rows (fp64 CSR and BSR). */
+int hk_cpu_spmv_has_rows(const hk_mat *A);
+void hk_cpu_spmv_rows(const hk_mat *A, const double *x, double *y, int64_t b0, int64_t b1);
 
 /* The host's copy bandwidth (read + write, GB/s; best of reps copies of bytes, threads placing
  * their own pages), for judging the CPU kernels (solver/cpu/cpu_stream.c). */
@@ -48,6 +52,33 @@ static inline double hk_cpu_chunk_sum(const double *part)
         s += part[c];
     return s;
 }
+
+/* Sums inside a chunk run in HK_CPU_LANES interleaved partial sums: lane l takes the chunk's
+ * elements l, l + 4, l + 8, ... (the tail after the last full group continues at lane 0), and
+ * the lanes are added as (0 + 1) + (2 + 3). The order is fixed by the chunk alone, so results
+ * stay independent of the thread count, and four independent additions fill vector registers
+ * and hide the adder's latency that one running sum waits on at every element. */
+#define HK_CPU_LANES 4
+static inline double hk_cpu_lanes_sum(const double *s)
+{
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* for (j = b; j < e; j++) BODY with l the lane of j (see HK_CPU_LANES). */
+#define HK_CPU_LANE_FOR(b, e, j, l, ...)                                                           \
+    do {                                                                                           \
+        const int64_t b_ = (b), e_ = (e);                                                          \
+        const int64_t m_ = b_ + (e_ - b_) / HK_CPU_LANES * HK_CPU_LANES;                           \
+        for (int64_t i_ = b_; i_ < m_; i_ += HK_CPU_LANES)                                         \
+            for (int l = 0; l < HK_CPU_LANES; l++) {                                               \
+                const int64_t j = i_ + l;                                                          \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+        for (int64_t j = m_; j < e_; j++) {                                                        \
+            const int l = (int)(j - m_);                                                           \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    } while (0)
 
 /* cpu_pipecg_gv.c */
 int hk_cpu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d);
