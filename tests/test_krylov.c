@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "test_util.h"
 #include "hk_impl.h"
 
@@ -359,6 +361,44 @@ static void test_huge_rhs(void)
         free(x);
         hk_bcsr_free(&K);
     }
+}
+
+/* Every method's fused and plain CPU ops sum in fixed chunks and lanes, so a solve repeats to
+ * the last digit whatever the thread count (docs/architecture.md, "Determinism"). */
+static void test_cpu_thread_independent(void)
+{
+    const hk_backend *cpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(11, 10, 9, &K));
+    const int64_t n = K.nbrows * K.bs;
+    double *b = malloc(n * sizeof *b), *x1 = malloc(n * sizeof *x1), *x2 = malloc(n * sizeof *x2);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = sin(0.37 * (double)i) + 0.1;
+    static const char *opts[] = {"method=cg pc=jacobi",
+                                 "method=pipecg pc=jacobi",
+                                 "method=pipecg pc=poly",
+                                 "method=pipebicgstab pc=jacobi",
+                                 "method=pipegmres pc=none",
+                                 "method=scg pc=jacobi mpk.block=-1", /* the tuner times: fixed */
+                                 NULL};
+    const int nt = omp_get_max_threads();
+    for (int k = 0; opts[k]; k++) {
+        hk_result r1, r2;
+        memset(x1, 0, n * sizeof *x1), memset(x2, 0, n * sizeof *x2);
+        omp_set_num_threads(1);
+        HK_ASSERT_OK(solve_raw(cpu, &K, opts[k], b, x1, &r1));
+        omp_set_num_threads(3);
+        HK_ASSERT_OK(solve_raw(cpu, &K, opts[k], b, x2, &r2));
+        omp_set_num_threads(nt);
+        const int same = r1.iterations == r2.iterations && !memcmp(x1, x2, n * sizeof *x1);
+        if (!same)
+            fprintf(stderr, "\n  %s: 1 thread %d iterations, 3 threads %d, x differs", opts[k],
+                    r1.iterations, r2.iterations);
+        CU_ASSERT(same);
+    }
+    free(b), free(x1), free(x2);
+    hk_bcsr_free(&K);
 }
 
 /* CG's residual norm is not monotone: on A = diag(logspace(0, 4, 200)), b = 1, it rises to
@@ -804,6 +844,7 @@ HK_SUITE(krylov, {"fused Krylov ops equal their definitions", test_fused_ops},
          {"a rhs too large for inner products is reported with its entry", test_huge_rhs},
          {"breakdown and stagnation are reported", test_breakdown_and_stagnation},
          {"cg's rising residual is not stagnation", test_stagnation_after_rise},
+         {"cpu solves repeat to the last digit for 1 and 3 threads", test_cpu_thread_independent},
          {"pipecg graph replay equals op-by-op launches", test_pipecg_graph_replay},
          {"iteration limit and tolerances are respected", test_limits_and_tolerances},
          {"options, history, monitor, describe, help", test_options_history_monitor})
