@@ -17,7 +17,7 @@
 const hk_pc_type *const hk_pc_types[] = {&hk_pc_none, &hk_pc_jacobi, &hk_pc_bjacobi,
                                          &hk_pc_poly, &hk_pc_fsai,   &hk_pc_sai,
                                          &hk_pc_ic0,  &hk_pc_ilu0,   &hk_pc_amg,
-                                         NULL};
+                                         &hk_pc_mlilu, NULL};
 
 const hk_pc_type *hk_pc_type_find(const char *name)
 {

@@ -16,6 +16,7 @@ extern const hk_pc_type hk_pc_sai;
 extern const hk_pc_type hk_pc_ic0;
 extern const hk_pc_type hk_pc_ilu0;
 extern const hk_pc_type hk_pc_amg;
+extern const hk_pc_type hk_pc_mlilu;
 
 /* Scalar CSR on the host (fp64), the working form of the set-up algorithms. */
 typedef struct hk_csr {
