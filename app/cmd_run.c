@@ -338,14 +338,16 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
 }
 
 /* Up to this many unknowns hooke run solves with the sparse direct solver when the case names
- * neither a method nor a preconditioner. Measured against cg + amg and cg + poly on the CPU
- * (docs/solver.md, "Direct or iterative"; set-up + solve): in 2D the factor stays cheap
- * (Cook's membrane 55k DOFs: 0.27 s against amg 0.64 s; 336k: 3.8 s against 2.0 s), in 3D its
- * fill grows fast (cantilever 3k: 0.03 s against 0.08 s; a solid cube of 6.6k 0.14 s against
- * 0.05 s, 28k 0.79 s against 0.23 s; the thin bracket, 39k: 0.74 s against 0.49 s). Load
- * cases favour the factor further: each one after the first costs two triangular solves. */
-#define HK_RUN_DIRECT_MAX_DOFS_2D 150000
-#define HK_RUN_DIRECT_MAX_DOFS_3D 20000
+ * neither a method nor a preconditioner. Measured against cg + amg on the CPU (docs/solver.md,
+ * "Direct or iterative"; set-up + solve, 2 cores, after the CPU SpMV fix of 2026-11-25): in
+ * 2D the two cross near 60k DOFs (a quad8 strip: 61k 0.27 s against 0.24 s, 242k 1.15 s
+ * against 0.98 s); in 3D the factor's fill makes it slower from a few thousand DOFs (a hex8
+ * cube of 6.6k: 0.10 s against 0.04 s, 15k 0.28 s against 0.09 s, 28k 0.66 s against 0.16 s)
+ * but it is kept up to 10k for its robustness on ill-conditioned small parts, where both take
+ * a fraction of a second. Load cases favour the factor further: each one after the first
+ * costs two triangular solves. */
+#define HK_RUN_DIRECT_MAX_DOFS_2D 60000
+#define HK_RUN_DIRECT_MAX_DOFS_3D 10000
 
 /* Above those sizes, or when the case names a method but no preconditioner: smoothed-
  * aggregation AMG with the mesh's rigid-body modes. Measured with hooke bench pcs (cg to
@@ -794,8 +796,8 @@ static void run_help(FILE *f)
         "1 when the case is invalid, a stage failed or the solver did not converge (the files\n"
         "are still written then, for inspection); 2 for a usage error.\n\n"
         "Solver options (the case's solver: section, or --set solver.KEY=VALUE). When the case\n"
-        "names neither method nor pc, hooke run uses method=cholesky up to 150000 DOFs in 2D\n"
-        "and 20000 in 3D (with CHOLMOD), cg + pc=amg above; a case naming no pc gets pc=amg\n"
+        "names neither method nor pc, hooke run uses method=cholesky up to 60000 DOFs in 2D\n"
+        "and 10000 in 3D (with CHOLMOD), cg + pc=amg above; a case naming no pc gets pc=amg\n"
         "(the library's default is jacobi):\n\n");
     hk_solver_print_help(f);
 }
