@@ -19,37 +19,6 @@ static void rhs(long n, double *r)
         r[i] = 1 + 0.3 * sin(0.7 * (double)i) + 0.1 * (double)(i % 5);
 }
 
-/* z = M^-1 r of preconditioner name with options opts on backend be (fp64 or fp32). */
-static int apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *name,
-                    const char *opts, const double *r, double *z)
-{
-    const long n = (long)K->nbrows * K->bs;
-    hk_mat *A = NULL;
-    hk_options *o = NULL;
-    hk_pc *pc = NULL;
-    hk_vec *vr = NULL, *vz = NULL;
-    hk_bmat Kd = {0};
-    const hk_pc_type *t = hk_pc_type_find(name);
-    int err = hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &A);
-    if (!err) err = hk_options_create(&o);
-    if (!err && opts) err = hk_options_parse(o, opts);
-    if (!err) err = hk_bmat_upload(be, K, &Kd);
-    if (!err) err = hk_pc_create(t, be, p, &Kd, A, NULL, o, &pc);
-    hk_bmat_free(&Kd);
-    if (!err) err = hk_options_check_used(o, t->options);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
-    if (!err) err = hk_vec_upload(vr, r);
-    if (!err) err = hk_pc_apply(pc, vr, vz);
-    if (!err) err = hk_vec_download(vz, z);
-    hk_vec_destroy(vr);
-    hk_vec_destroy(vz);
-    hk_pc_destroy(pc);
-    hk_options_destroy(o);
-    hk_mat_destroy(A);
-    return err;
-}
-
 /* The n x n row-major dense form of K. */
 static double *dense_of(const hk_bcsr *K)
 {
@@ -156,9 +125,11 @@ static void test_block_tridiag_exact(void)
             dense_solve(n, A, b, ref);
             for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
                 if (!(*be)->tri_create) continue;
-                HK_ASSERT_OK(apply_pc(*be, HK_FP64, &K, cases[c].pc, cases[c].opts, r, z));
+                HK_ASSERT_OK(
+                    hk_test_apply_pc(*be, HK_FP64, &K, cases[c].pc, cases[c].opts, r, z, NULL));
                 CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-12);
-                HK_ASSERT_OK(apply_pc(*be, HK_FP32, &K, cases[c].pc, cases[c].opts, r, z));
+                HK_ASSERT_OK(
+                    hk_test_apply_pc(*be, HK_FP32, &K, cases[c].pc, cases[c].opts, r, z, NULL));
                 CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-5);
             }
             free(A);
@@ -352,13 +323,13 @@ static void test_block_dense_reference(void)
             snprintf(scal, sizeof scal, "pc.ordering=%s", hk_ordering_names[kind]);
             for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
                 if (!(*be)->tri_create) continue;
-                HK_ASSERT_OK(apply_pc(*be, HK_FP64, A, pc, opts, r, z));
+                HK_ASSERT_OK(hk_test_apply_pc(*be, HK_FP64, A, pc, opts, r, z, NULL));
                 const double d = hk_test_reldiff(z, ref, n);
                 if (d >= 1e-11) printf("\n    %s %s %s: %g", hk_backend_name(*be), pc, opts, d);
                 CU_ASSERT(d < 1e-11);
-                HK_ASSERT_OK(apply_pc(*be, HK_FP64, A, pc, scal, r, zs));
+                HK_ASSERT_OK(hk_test_apply_pc(*be, HK_FP64, A, pc, scal, r, zs, NULL));
                 CU_ASSERT(hk_test_reldiff(zs, z, n) < 1e-11);
-                HK_ASSERT_OK(apply_pc(*be, HK_FP32, A, pc, opts, r, z));
+                HK_ASSERT_OK(hk_test_apply_pc(*be, HK_FP32, A, pc, opts, r, z, NULL));
                 CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-4);
             }
             free(D), free(pat), free(perm);
@@ -368,32 +339,6 @@ static void test_block_dense_reference(void)
     free(r), free(pr), free(pz), free(ref), free(z), free(zs);
     hk_bcsr_free(&K);
     hk_bcsr_free(&S);
-}
-
-/* CG iterations to 1e-8 through the solver's options (-1 when it fails). */
-static int iterations(const hk_bcsr *K, const char *be, const char *text)
-{
-    char opts[512];
-    snprintf(opts, sizeof opts, "backend=%s tol=1e-8 maxit=3000 %s", be, text);
-    hk_options *o;
-    hk_solver *s = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    HK_ASSERT_OK(hk_options_parse(o, opts));
-    int err = hk_solver_create(K, o, &s);
-    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL_FATAL(err, 0);
-    const long n = (long)K->nbrows * K->bs;
-    double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
-    rhs(n, b);
-    hk_result res;
-    err = hk_solver_solve(s, b, x, &res);
-    int ok = !err && hk_reason_converged(res.reason) && res.true_residual < 1e-7;
-    if (!ok) fprintf(stderr, "\n  %s: failed (%s)\n", opts, err ? hk_error_message() : "");
-    CU_ASSERT(ok);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b), free(x);
-    return ok ? res.iterations : -1;
 }
 
 /* cg+ic0 block vs scalar on 3D elasticity per ordering, through the solver options: the same
@@ -408,18 +353,18 @@ static void test_block_iterations(void)
     for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
         if (!(*be)->tri_create) continue;
         const char *bn = hk_backend_name(*be);
-        const int jac = iterations(&K, bn, "method=cg pc=jacobi");
+        const int jac = hk_test_solve_iterations(&K, bn, "method=cg pc=jacobi", rhs);
         printf("\n    %s: cg jacobi %d", bn, jac);
         for (int kind = 0; kind < 3; kind++) {
             char o[160];
             snprintf(o, sizeof o, "method=cg pc=ic0 pc.ordering=%s", hk_ordering_names[kind]);
-            const int sc = iterations(&K, bn, o);
+            const int sc = hk_test_solve_iterations(&K, bn, o, rhs);
             strcat(o, " pc.ic0.block=1");
-            const int bl = iterations(&K, bn, o);
+            const int bl = hk_test_solve_iterations(&K, bn, o, rhs);
             snprintf(o, sizeof o, "method=gmres pc=ilu0 pc.ordering=%s", hk_ordering_names[kind]);
-            const int gs = iterations(&S, bn, o);
+            const int gs = hk_test_solve_iterations(&S, bn, o, rhs);
             strcat(o, " pc.ilu0.block=1");
-            const int gb = iterations(&S, bn, o);
+            const int gb = hk_test_solve_iterations(&S, bn, o, rhs);
             printf("; %s ic0 %d block %d, ilu0 %d block %d", hk_ordering_names[kind], sc, bl, gs,
                    gb);
             CU_ASSERT(bl > 0 && bl < jac && abs(bl - sc) <= 1);
@@ -482,11 +427,13 @@ static void test_block_errors(void)
     K.val[p2 * 9 + 4] = -20;
     double r[12], z[12];
     rhs(12, r);
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=1", r, z), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=1", r, z, NULL),
+                    HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pivot block of node 2 is not positive"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "scalar row 7"));
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=1 pc.ordering=rcm", r, z),
-                    HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(
+        hk_test_apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=1 pc.ordering=rcm", r, z, NULL),
+        HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "reordered"));
     /* ilu0: node 1's block made singular (two equal rows) */
     const int64_t p1 = K.rowptr[1] + 1;
@@ -496,15 +443,19 @@ static void test_block_errors(void)
     /* and no coupling to node 0, so the pivot block is the block itself */
     for (int e = 0; e < 9; e++)
         K.val[(p1 - 1) * 9 + e] = 0;
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &K, "ilu0", "pc.ilu0.block=1", r, z), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &K, "ilu0", "pc.ilu0.block=1", r, z, NULL),
+                    HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pivot block of node 1 is singular"));
     /* options */
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=2", r, z), HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=2", r, z, NULL),
+                    HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.ic0.block=2"));
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=1 pc.ic0.sweeps=3", r, z),
-                    HK_ERR_OPTION);
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &K, "ilu0", "pc.ilu0.block=1 pc.ilu0.sweeps=3", r, z),
-                    HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(
+        hk_test_apply_pc(cpu, HK_FP64, &K, "ic0", "pc.ic0.block=1 pc.ic0.sweeps=3", r, z, NULL),
+        HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(
+        hk_test_apply_pc(cpu, HK_FP64, &K, "ilu0", "pc.ilu0.block=1 pc.ilu0.sweeps=3", r, z, NULL),
+        HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "do not combine"));
     hk_bcsr_free(&K);
 }

@@ -13,33 +13,11 @@
 static int apply_mlilu(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *opts,
                        const double *r, double *z, int *nlev)
 {
-    const long n = (long)K->nbrows * K->bs;
-    hk_mat *A = NULL;
-    hk_options *o = NULL;
     hk_pc *pc = NULL;
-    hk_vec *vr = NULL, *vz = NULL;
-    hk_bmat Kd = {0};
-    const hk_pc_type *t = hk_pc_type_find("mlilu");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    int err = hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &A);
-    if (!err) err = hk_options_create(&o);
-    if (!err && opts) err = hk_options_parse(o, opts);
-    if (!err) err = hk_bmat_upload(be, K, &Kd);
-    if (!err) err = hk_pc_create(t, be, p, &Kd, A, NULL, o, &pc);
-    hk_bmat_free(&Kd);
-    if (!err) err = hk_options_check_used(o, t->options);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
-    if (!err) err = hk_vec_upload(vr, r);
-    if (!err) err = hk_pc_apply(pc, vr, vz);
-    if (!err) err = hk_vec_download(vz, z);
+    const int err = hk_test_apply_pc(be, p, K, "mlilu", opts, r, z, &pc);
     double fill;
     if (!err && nlev) CU_ASSERT_EQUAL(hk_pc_mlilu_info(pc, nlev, NULL, &fill), 0);
-    hk_vec_destroy(vr);
-    hk_vec_destroy(vz);
     hk_pc_destroy(pc);
-    hk_options_destroy(o);
-    hk_mat_destroy(A);
     return err;
 }
 
@@ -116,36 +94,6 @@ static void test_exact(void)
     hk_bcsr_free(&K);
 }
 
-static int iterations(const hk_bcsr *K, const char *backend, const char *text)
-{
-    char opts[512];
-    snprintf(opts, sizeof opts, "backend=%s tol=1e-8 maxit=3000 %s", backend, text);
-    hk_options *o;
-    hk_solver *s = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    HK_ASSERT_OK(hk_options_parse(o, opts));
-    int err = hk_solver_create(K, o, &s);
-    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL_FATAL(err, 0);
-    const long n = (long)K->nbrows * K->bs;
-    double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
-    for (long i = 0; i < n; i++)
-        b[i] = 1 + 0.1 * (i % 7);
-    hk_result res;
-    err = hk_solver_solve(s, b, x, &res);
-    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL(err, 0);
-    int ok = !err && hk_reason_converged(res.reason) && res.true_residual < 1e-7;
-    if (!ok)
-        fprintf(stderr, "\n  %s: %s after %d iterations, true residual %.2e\n", opts,
-                hk_reason_name(res.reason), res.iterations, res.true_residual);
-    CU_ASSERT(ok);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b), free(x);
-    return ok ? res.iterations : -1;
-}
-
 static void expect_error_on(const hk_bcsr *K, const char *text, int code, const char *needle)
 {
     hk_options *o;
@@ -179,14 +127,15 @@ static void test_solves(void)
     zero_diag_matrix(2000, &Z);
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *be = hk_backend_name(*b);
-        int gi = iterations(&C, be, "method=gmres pc=ilu0");
-        int gm = iterations(&C, be, "method=gmres pc=mlilu");
-        int gm10 = iterations(&C, be, "method=gmres pc=mlilu pc.mlilu.kappa=10");
-        int fm = iterations(&C, be, "method=fgmres pc=mlilu");
-        int bm = iterations(&C, be, "method=bicgstab pc=mlilu");
-        int pm = iterations(&P, be, "method=gmres pc=mlilu");
-        int pi = iterations(&P, be, "method=gmres pc=ilu0");
-        int zm = iterations(&Z, be, "method=gmres pc=mlilu pc.mlilu.dense=50");
+        int gi = hk_test_solve_iterations(&C, be, "method=gmres pc=ilu0", NULL);
+        int gm = hk_test_solve_iterations(&C, be, "method=gmres pc=mlilu", NULL);
+        int gm10 =
+            hk_test_solve_iterations(&C, be, "method=gmres pc=mlilu pc.mlilu.kappa=10", NULL);
+        int fm = hk_test_solve_iterations(&C, be, "method=fgmres pc=mlilu", NULL);
+        int bm = hk_test_solve_iterations(&C, be, "method=bicgstab pc=mlilu", NULL);
+        int pm = hk_test_solve_iterations(&P, be, "method=gmres pc=mlilu", NULL);
+        int pi = hk_test_solve_iterations(&P, be, "method=gmres pc=ilu0", NULL);
+        int zm = hk_test_solve_iterations(&Z, be, "method=gmres pc=mlilu pc.mlilu.dense=50", NULL);
         printf("\n    %s: convdiff gmres ilu0 %d, mlilu %d (kappa 10: %d), fgmres %d, "
                "bicgstab %d; poisson gmres ilu0 %d, mlilu %d; zero diagonal %d",
                be, gi, gm, gm10, fm, bm, pi, pm, zm);

@@ -109,42 +109,6 @@ static void test_rhs(long n, double *r)
         r[i] = sin(0.7 * i + 0.3) + 0.25 * (i % 5);
 }
 
-/* Apply pc "name" with options text to r on backend be in precision p: z = M^-1 r. Returns
- * the hk error code of set-up (0 on success, z filled). */
-static int apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *name,
-                    const char *opts, const double *r, double *z, hk_pc **keep)
-{
-    const long n = (long)K->nbrows * K->bs;
-    hk_mat *A = NULL;
-    hk_options *o = NULL;
-    hk_pc *pc = NULL;
-    hk_vec *vr = NULL, *vz = NULL;
-    int err = hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &A);
-    if (!err) err = hk_options_create(&o);
-    if (!err && opts) err = hk_options_parse(o, opts);
-    const hk_pc_type *t = hk_pc_type_find(name);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    hk_bmat Kd = {0};
-    if (!err) err = hk_bmat_upload(be, K, &Kd);
-    if (!err) err = hk_pc_create(t, be, p, &Kd, A, NULL, o, &pc);
-    hk_bmat_free(&Kd);
-    if (!err) err = hk_options_check_used(o, t->options);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
-    if (!err) err = hk_vec_upload(vr, r);
-    if (!err) err = hk_pc_apply(pc, vr, vz);
-    if (!err) err = hk_vec_download(vz, z);
-    hk_vec_destroy(vr);
-    hk_vec_destroy(vz);
-    if (keep && !err)
-        *keep = pc;
-    else
-        hk_pc_destroy(pc);
-    hk_options_destroy(o);
-    hk_mat_destroy(A);
-    return err;
-}
-
 static double tol_of(hk_precision p)
 {
     return p == HK_FP64 ? 1e-11 : 2e-5;
@@ -158,7 +122,7 @@ static void check_all(const hk_bcsr *K, const char *name, const char *opts, cons
     double *z = malloc((size_t)n * sizeof *z);
     for (const hk_backend *const *b = hk_test_backends(); *b; b++)
         for (int p = 0; p < 2; p++) {
-            int err = apply_pc(*b, (hk_precision)p, K, name, opts, r, z, NULL);
+            int err = hk_test_apply_pc(*b, (hk_precision)p, K, name, opts, r, z, NULL);
             if (err)
                 fprintf(stderr, "\n  pc %s (%s) on %s, %s: %s\n", name, opts ? opts : "",
                         hk_backend_name(*b), p ? "fp32" : "fp64", hk_error_message());
@@ -380,7 +344,7 @@ static void test_poly_bounds(void)
         for (int p = 0; p < 2; p++) {
             hk_pc *pc = NULL;
             HK_ASSERT_OK(
-                apply_pc(*b, (hk_precision)p, &K, "poly", "pc.poly.lanczos=20", r, z, &pc));
+                hk_test_apply_pc(*b, (hk_precision)p, &K, "poly", "pc.poly.lanczos=20", r, z, &pc));
             double lo, hi;
             int m;
             const double *c;
@@ -410,7 +374,7 @@ static void check_exact(const char *name, long n, const double *D)
     double *z = malloc(n * sizeof *z);
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *natural = "pc.ordering=natural";
-        int err = apply_pc(*b, HK_FP64, &K, name, natural, r, z, NULL);
+        int err = hk_test_apply_pc(*b, HK_FP64, &K, name, natural, r, z, NULL);
         if (!(*b)->tri_create) { /* a backend without triangular solves says so */
             CU_ASSERT_EQUAL(err, HK_ERR_UNSUPPORTED);
             CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available on the"));
@@ -418,7 +382,7 @@ static void check_exact(const char *name, long n, const double *D)
         }
         CU_ASSERT_EQUAL_FATAL(err, 0);
         CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-11);
-        err = apply_pc(*b, HK_FP32, &K, name, natural, r, z, NULL);
+        err = hk_test_apply_pc(*b, HK_FP32, &K, name, natural, r, z, NULL);
         CU_ASSERT_EQUAL_FATAL(err, 0);
         CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-4);
     }
@@ -484,7 +448,7 @@ static void check_pairs(const char *name, int sym)
     double *z = malloc(n * sizeof *z);
     for (const hk_backend *const *be = hk_test_backends(); *be; be++)
         for (int p = 0; p < 2 && (*be)->tri_create; p++) {
-            int err = apply_pc(*be, (hk_precision)p, &K, name, NULL, r, z, NULL);
+            int err = hk_test_apply_pc(*be, (hk_precision)p, &K, name, NULL, r, z, NULL);
             CU_ASSERT_EQUAL_FATAL(err, 0);
             CU_ASSERT(hk_test_reldiff(z, ref, n) < (p ? 1e-5 : 1e-12));
         }
@@ -591,7 +555,7 @@ static void test_fsai_pattern(void)
         char opts[100];
         snprintf(opts, sizeof opts, "pc.fsai.tau=0 pc.fsai.k=%d pc.fsai.delta=0", k);
         hk_pc *pc = NULL;
-        HK_ASSERT_OK(apply_pc(hk_test_backends()[0], HK_FP64, &K, "fsai", opts, r, z, &pc));
+        HK_ASSERT_OK(hk_test_apply_pc(hk_test_backends()[0], HK_FP64, &K, "fsai", opts, r, z, &pc));
         CU_ASSERT_EQUAL(hk_pc_fsai_nnz(pc), expect);
         hk_pc_destroy(pc);
         free(B), free(C);
@@ -698,37 +662,6 @@ static void test_every_pc_in_place(void)
 
 /* ---- through the solver: the papers' orderings ------------------------------------------ */
 
-/* CG (or another method) iterations for options text on K; -1 when it fails to converge. */
-static int iterations(const hk_bcsr *K, const char *backend, const char *text)
-{
-    char opts[512];
-    snprintf(opts, sizeof opts, "backend=%s tol=1e-8 maxit=3000 %s", backend, text);
-    hk_options *o;
-    hk_solver *s = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    HK_ASSERT_OK(hk_options_parse(o, opts));
-    int err = hk_solver_create(K, o, &s);
-    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL_FATAL(err, 0);
-    const long n = (long)K->nbrows * K->bs;
-    double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
-    for (long i = 0; i < n; i++)
-        b[i] = 1 + 0.1 * (i % 7);
-    hk_result res;
-    err = hk_solver_solve(s, b, x, &res);
-    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL(err, 0);
-    int ok = !err && hk_reason_converged(res.reason) && res.true_residual < 1e-7;
-    if (!ok)
-        fprintf(stderr, "\n  %s: %s after %d iterations, true residual %.2e\n", opts,
-                hk_reason_name(res.reason), res.iterations, res.true_residual);
-    CU_ASSERT(ok);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b), free(x);
-    return ok ? res.iterations : -1;
-}
-
 /* SBELL paper, Table 3: least-squares < Neumann < Jacobi in CG iterations, same degree. */
 static void test_table3_ordering(void)
 {
@@ -736,19 +669,21 @@ static void test_table3_ordering(void)
     HK_ASSERT_OK(hk_gen_elasticity2d(40, 20, &K));
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *be = hk_backend_name(*b);
-        int jac = iterations(&K, be, "method=cg pc=jacobi");
+        int jac = hk_test_solve_iterations(&K, be, "method=cg pc=jacobi", NULL);
         for (int m = 3; m <= 6; m += 3) {
             char o1[128], o2[128];
             snprintf(o1, sizeof o1, "method=cg pc=poly pc.poly.kind=neumann pc.poly.degree=%d", m);
             snprintf(o2, sizeof o2, "method=cg pc=poly pc.poly.kind=ls pc.poly.degree=%d", m);
-            int neu = iterations(&K, be, o1), ls = iterations(&K, be, o2);
+            int neu = hk_test_solve_iterations(&K, be, o1, NULL),
+                ls = hk_test_solve_iterations(&K, be, o2, NULL);
             printf("\n    %s degree %d: jacobi %d, neumann %d, ls %d", be, m, jac, neu, ls);
             CU_ASSERT(ls > 0 && neu > 0 && jac > 0);
             CU_ASSERT(ls < neu);
             CU_ASSERT(neu < jac);
         }
         /* mixed precision (fp32 polynomial, fp64 CG) still reaches the fp64 tolerance */
-        int mixed = iterations(&K, be, "method=cg pc=poly pc.poly.degree=6 precision=mixed");
+        int mixed = hk_test_solve_iterations(
+            &K, be, "method=cg pc=poly pc.poly.degree=6 precision=mixed", NULL);
         CU_ASSERT(mixed > 0);
     }
     hk_bcsr_free(&K);
@@ -761,14 +696,14 @@ static void test_fsai_ic0_vs_jacobi(void)
     HK_ASSERT_OK(hk_gen_elasticity3d(10, 6, 6, &K));
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *be = hk_backend_name(*b);
-        int jac = iterations(&K, be, "method=cg pc=jacobi");
-        int fsai = iterations(&K, be, "method=cg pc=fsai");
-        int fsai32 = iterations(&K, be, "method=cg pc=fsai precision=mixed");
+        int jac = hk_test_solve_iterations(&K, be, "method=cg pc=jacobi", NULL);
+        int fsai = hk_test_solve_iterations(&K, be, "method=cg pc=fsai", NULL);
+        int fsai32 = hk_test_solve_iterations(&K, be, "method=cg pc=fsai precision=mixed", NULL);
         printf("\n    %s: jacobi %d, fsai %d (mixed %d)", be, jac, fsai, fsai32);
         CU_ASSERT(fsai > 0 && 2 * fsai <= jac);
         CU_ASSERT(fsai32 > 0 && 2 * fsai32 <= jac);
         if ((*b)->tri_create) {
-            int ic0 = iterations(&K, be, "method=cg pc=ic0");
+            int ic0 = hk_test_solve_iterations(&K, be, "method=cg pc=ic0", NULL);
             printf(", ic0 %d", ic0);
             CU_ASSERT(ic0 > 0 && ic0 < jac);
         }
@@ -783,15 +718,15 @@ static void test_sai_nonsymmetric(void)
     HK_ASSERT_OK(hk_gen_convdiff2d(40, 50, &K));
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *be = hk_backend_name(*b);
-        int bn = iterations(&K, be, "method=bicgstab pc=none");
-        int bs = iterations(&K, be, "method=bicgstab pc=sai");
-        int gj = iterations(&K, be, "method=gmres pc=jacobi");
-        int gs = iterations(&K, be, "method=gmres pc=sai");
+        int bn = hk_test_solve_iterations(&K, be, "method=bicgstab pc=none", NULL);
+        int bs = hk_test_solve_iterations(&K, be, "method=bicgstab pc=sai", NULL);
+        int gj = hk_test_solve_iterations(&K, be, "method=gmres pc=jacobi", NULL);
+        int gs = hk_test_solve_iterations(&K, be, "method=gmres pc=sai", NULL);
         printf("\n    %s: bicgstab none %d sai %d; gmres jacobi %d sai %d", be, bn, bs, gj, gs);
         CU_ASSERT(bs > 0 && bs < bn);
         CU_ASSERT(gs > 0 && gs < gj);
         if ((*b)->tri_create) {
-            int gi = iterations(&K, be, "method=gmres pc=ilu0");
+            int gi = hk_test_solve_iterations(&K, be, "method=gmres pc=ilu0", NULL);
             printf(", gmres ilu0 %d", gi);
             CU_ASSERT(gi > 0 && gi < gs);
         }
@@ -811,41 +746,41 @@ static void test_errors(void)
     D[3 * n + 3] = 0;
     hk_bcsr K;
     bcsr_from_dense(n, D, &K);
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "jacobi", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "jacobi", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 3"));
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "poly", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 3"));
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "bjacobi", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "bjacobi", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "block row 3"));
     hk_bcsr_free(&K);
     /* indefinite: IC(0) meets a negative pivot in row 1 */
     D[3 * n + 3] = 2.5;
     D[1 * n + 1] = 0.2;
     bcsr_from_dense(n, D, &K);
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "ic0", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "ic0", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 1"));
     hk_bcsr_free(&K);
     /* ILU(0) zero pivot: a_11 - a_10 a_01 / a_00 = 0 */
     D[1 * n + 1] = 0.4; /* 0.4 - (-1)(-1)/2.5 = 0 */
     bcsr_from_dense(n, D, &K);
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "ilu0", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "ilu0", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 1"));
     /* ic0 and fsai read one triangle: a nonsymmetric matrix is refused, naming the entry */
     hk_bcsr N;
     double *U = tridiag(n, -1.3, 2.5, -0.6);
     bcsr_from_dense(n, U, &N);
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &N, "ic0", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &N, "ic0", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "symmetric"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "(0, 1)"));
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &N, "fsai", NULL, r, z, NULL), HK_ERR_NUMERIC);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &N, "fsai", NULL, r, z, NULL), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "symmetric"));
     hk_bcsr_free(&N);
     free(U);
     /* bad option values are named */
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", "pc.poly.kind=taylor", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "poly", "pc.poly.kind=taylor", r, z, NULL),
                     HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.poly.kind"));
-    CU_ASSERT_EQUAL(apply_pc(be, HK_FP64, &K, "poly", "pc.poly.degree=-1", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "poly", "pc.poly.degree=-1", r, z, NULL),
                     HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.poly.degree"));
     hk_bcsr_free(&K);

@@ -25,66 +25,6 @@ static void rhs(long n, double *r)
         r[i] = 1 + 0.3 * sin(0.7 * (double)i) + 0.1 * (double)(i % 5);
 }
 
-/* z = M^-1 r of preconditioner name with options opts on backend be (fp64 or fp32). */
-static int apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *name,
-                    const char *opts, const double *r, double *z, hk_pc **keep)
-{
-    const long n = (long)K->nbrows * K->bs;
-    hk_mat *A = NULL;
-    hk_options *o = NULL;
-    hk_pc *pc = NULL;
-    hk_vec *vr = NULL, *vz = NULL;
-    hk_bmat Kd = {0};
-    const hk_pc_type *t = hk_pc_type_find(name);
-    int err = hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &A);
-    if (!err) err = hk_options_create(&o);
-    if (!err && opts) err = hk_options_parse(o, opts);
-    if (!err) err = hk_bmat_upload(be, K, &Kd);
-    if (!err) err = hk_pc_create(t, be, p, &Kd, A, NULL, o, &pc);
-    hk_bmat_free(&Kd);
-    if (!err) err = hk_options_check_used(o, t->options);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
-    if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
-    if (!err) err = hk_vec_upload(vr, r);
-    if (!err) err = hk_pc_apply(pc, vr, vz);
-    if (!err) err = hk_vec_download(vz, z);
-    hk_vec_destroy(vr);
-    hk_vec_destroy(vz);
-    if (keep && !err)
-        *keep = pc;
-    else
-        hk_pc_destroy(pc);
-    hk_options_destroy(o);
-    hk_mat_destroy(A);
-    return err;
-}
-
-/* CG/GMRES iterations to 1e-8 (-1 when it fails). */
-static int iterations(const hk_bcsr *K, const char *be, const char *text)
-{
-    char opts[512];
-    snprintf(opts, sizeof opts, "backend=%s tol=1e-8 maxit=3000 %s", be, text);
-    hk_options *o;
-    hk_solver *s = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    HK_ASSERT_OK(hk_options_parse(o, opts));
-    int err = hk_solver_create(K, o, &s);
-    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL_FATAL(err, 0);
-    const long n = (long)K->nbrows * K->bs;
-    double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
-    rhs(n, b);
-    hk_result res;
-    err = hk_solver_solve(s, b, x, &res);
-    int ok = !err && hk_reason_converged(res.reason) && res.true_residual < 1e-7;
-    if (!ok) fprintf(stderr, "\n  %s: failed (%s)\n", opts, err ? hk_error_message() : "");
-    CU_ASSERT(ok);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b), free(x);
-    return ok ? res.iterations : -1;
-}
-
 /* Largest |I - J| over the stored blocks (node bandwidth). */
 static int64_t bandwidth(const hk_bcsr *K)
 {
@@ -295,7 +235,7 @@ static void test_ic0_ordering_dense(void)
                 char opts[128];
                 snprintf(opts, sizeof opts, "pc.ordering=%s pc.ic0.sweeps=%d",
                          hk_ordering_names[kind], sw ? 400 : 0);
-                HK_ASSERT_OK(apply_pc(*b, HK_FP64, &K, "ic0", opts, r, z, NULL));
+                HK_ASSERT_OK(hk_test_apply_pc(*b, HK_FP64, &K, "ic0", opts, r, z, NULL));
                 CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-10);
                 if (hk_test_reldiff(z, ref, n) >= 1e-10)
                     printf("\n    %s %s: %g", hk_backend_name(*b), opts,
@@ -303,7 +243,7 @@ static void test_ic0_ordering_dense(void)
             }
             char opts[64];
             snprintf(opts, sizeof opts, "pc.ordering=%s", hk_ordering_names[kind]);
-            HK_ASSERT_OK(apply_pc(*b, HK_FP32, &K, "ic0", opts, r, z, NULL));
+            HK_ASSERT_OK(hk_test_apply_pc(*b, HK_FP32, &K, "ic0", opts, r, z, NULL));
             CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-4);
         }
         hk_bcsr_free(&P);
@@ -330,14 +270,14 @@ static void test_sweeps_converge(void)
         const long n = (long)cases[c].A->nbrows * cases[c].A->bs;
         double *r = malloc(n * 8), *ze = malloc(n * 8), *z = malloc(n * 8);
         rhs(n, r);
-        HK_ASSERT_OK(apply_pc(cpu, HK_FP64, cases[c].A, cases[c].pc, NULL, r, ze, NULL));
+        HK_ASSERT_OK(hk_test_apply_pc(cpu, HK_FP64, cases[c].A, cases[c].pc, NULL, r, ze, NULL));
         double prev = INFINITY;
         int sweeps[] = {1, 3, 10, 1000};
         printf("\n    %s apply vs exact:", cases[c].pc);
         for (int s = 0; s < 4; s++) {
             char opts[64];
             snprintf(opts, sizeof opts, "%s=%d", cases[c].key, sweeps[s]);
-            HK_ASSERT_OK(apply_pc(cpu, HK_FP64, cases[c].A, cases[c].pc, opts, r, z, NULL));
+            HK_ASSERT_OK(hk_test_apply_pc(cpu, HK_FP64, cases[c].A, cases[c].pc, opts, r, z, NULL));
             const double d = hk_test_reldiff(z, ze, n);
             printf(" %d sweeps %.1e", sweeps[s], d);
             if (s == 3) CU_ASSERT(d < 1e-12);
@@ -357,21 +297,21 @@ static void test_ordering_iterations(void)
     hk_bcsr K, C;
     HK_ASSERT_OK(hk_gen_elasticity3d(8, 8, 8, &K));
     HK_ASSERT_OK(hk_gen_convdiff2d(40, 50, &C));
-    const int jac = iterations(&K, "cpu", "method=cg pc=jacobi");
+    const int jac = hk_test_solve_iterations(&K, "cpu", "method=cg pc=jacobi", rhs);
     printf("\n    elasticity3d 8^3 cg: jacobi %d", jac);
     int64_t levels[3] = {0};
     for (int kind = 0; kind < 3; kind++) {
         char opts[128];
         snprintf(opts, sizeof opts, "method=cg pc=ic0 pc.ordering=%s", hk_ordering_names[kind]);
-        const int it = iterations(&K, "cpu", opts);
+        const int it = hk_test_solve_iterations(&K, "cpu", opts, rhs);
         strcat(opts, " pc.ic0.sweeps=3");
-        const int it3 = iterations(&K, "cpu", opts);
+        const int it3 = hk_test_solve_iterations(&K, "cpu", opts, rhs);
         const long n = (long)K.nbrows * K.bs;
         double *r = malloc(n * 8), *z = malloc(n * 8);
         rhs(n, r);
         hk_pc *pc = NULL;
         snprintf(opts, sizeof opts, "pc.ordering=%s", hk_ordering_names[kind]);
-        HK_ASSERT_OK(apply_pc(backend("cpu"), HK_FP64, &K, "ic0", opts, r, z, &pc));
+        HK_ASSERT_OK(hk_test_apply_pc(backend("cpu"), HK_FP64, &K, "ic0", opts, r, z, &pc));
         const hk_tri_pc *t = pc->data;
         levels[kind] = t->levels_L;
         printf(", ic0 %s %d (3 sweeps %d; %lld levels)", hk_ordering_names[kind], it, it3,
@@ -386,9 +326,9 @@ static void test_ordering_iterations(void)
     for (int kind = 0; kind < 3; kind++) {
         char opts[128];
         snprintf(opts, sizeof opts, "method=gmres pc=ilu0 pc.ordering=%s", hk_ordering_names[kind]);
-        const int it = iterations(&C, "cpu", opts);
+        const int it = hk_test_solve_iterations(&C, "cpu", opts, rhs);
         strcat(opts, " pc.ilu0.sweeps=3");
-        const int it3 = iterations(&C, "cpu", opts);
+        const int it3 = hk_test_solve_iterations(&C, "cpu", opts, rhs);
         printf(" %s %d (3 sweeps %d)", hk_ordering_names[kind], it, it3);
         CU_ASSERT(it > 0 && it3 > 0);
     }
@@ -407,10 +347,10 @@ static void test_sweeps_errors(void)
     int32_t ci[10] = {0, 1, 0, 1, 2, 1, 2, 3, 2, 3};
     double v[10] = {1, -2, -2, 1, -2, -2, 1, -2, -2, 1};
     T.rowptr = rp, T.colind = ci, T.val = v;
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ic0.sweeps=5", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ic0.sweeps=5", r, z, NULL),
                     HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "at row 1"));
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ordering=rcm", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ordering=rcm", r, z, NULL),
                     HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "reordered"));
     /* [[1 1][1 1]] blocks: ILU(0) pivot u_11 = 0 */
@@ -419,18 +359,19 @@ static void test_sweeps_errors(void)
     int32_t ci2[4] = {0, 1, 0, 1};
     double v2[4] = {1, 1, 1, 1};
     S.rowptr = rp2, S.colind = ci2, S.val = v2;
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &S, "ilu0", "pc.ilu0.sweeps=4", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &S, "ilu0", "pc.ilu0.sweeps=4", r, z, NULL),
                     HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "at row 1"));
     /* zero diagonal */
     v2[0] = 0;
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &S, "ilu0", "pc.ilu0.sweeps=4", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &S, "ilu0", "pc.ilu0.sweeps=4", r, z, NULL),
                     HK_ERR_NUMERIC);
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &T, "ic0", "pc.tri=fast", r, z, NULL), HK_ERR_OPTION);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "syncfree"));
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ordering=amd", r, z, NULL),
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &T, "ic0", "pc.tri=fast", r, z, NULL),
                     HK_ERR_OPTION);
-    CU_ASSERT_EQUAL(apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ic0.sweeps=-1", r, z, NULL),
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "syncfree"));
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ordering=amd", r, z, NULL),
+                    HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(hk_test_apply_pc(cpu, HK_FP64, &T, "ic0", "pc.ic0.sweeps=-1", r, z, NULL),
                     HK_ERR_OPTION);
 }
 
@@ -616,7 +557,7 @@ static void test_solve_timings(void)
                 snprintf(opts, sizeof opts, "pc.ordering=%s pc.tri=%s", hk_ordering_names[ord],
                          method_names[m]);
                 hk_pc *pc = NULL;
-                HK_ASSERT_OK(apply_pc(gpu, (hk_precision)p, &K, "ic0", opts, r, z, &pc));
+                HK_ASSERT_OK(hk_test_apply_pc(gpu, (hk_precision)p, &K, "ic0", opts, r, z, &pc));
                 if (!pc) continue;
                 hk_vec *x, *y;
                 HK_ASSERT_OK(hk_vec_create(gpu, n, (hk_precision)p, &x));
@@ -658,8 +599,10 @@ static void test_iterations_both_backends(void)
                 strcat(o1, " pc.ic0.sweeps=3");
                 strcat(o2, " pc.ilu0.sweeps=3");
             }
-            const int ic = iterations(&K, "cpu", o1), ig = iterations(&K, "cuda", o1);
-            const int lc = iterations(&C, "cpu", o2), lg = iterations(&C, "cuda", o2);
+            const int ic = hk_test_solve_iterations(&K, "cpu", o1, rhs),
+                      ig = hk_test_solve_iterations(&K, "cuda", o1, rhs);
+            const int lc = hk_test_solve_iterations(&C, "cpu", o2, rhs),
+                      lg = hk_test_solve_iterations(&C, "cuda", o2, rhs);
             printf("\n    %-8s %-8s%s: cg+ic0 cpu %d cuda %d, gmres+ilu0 cpu %d cuda %d",
                    hk_ordering_names[ord], method_names[m], m == 0 ? " 3 sweeps" : "", ic, ig, lc,
                    lg);

@@ -1,8 +1,11 @@
-/* Helpers shared by the test suites that need the application layer (case files). */
+/* Helpers shared by the test suites: case files through the application layer, one
+ * preconditioner application, iteration counts through the solver. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "case.h"
 #include "test_util.h"
+#include "hk_impl.h"
 
 int hk_test_run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
 {
@@ -19,4 +22,72 @@ int hk_test_run_case(const char *rel, int nsets, const char *const *sets, hk_cas
         hk_case_free(c);
     }
     return err;
+}
+
+int hk_test_apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *name,
+                     const char *opts, const double *r, double *z, hk_pc **keep)
+{
+    const long n = (long)K->nbrows * K->bs;
+    hk_mat *A = NULL;
+    hk_options *o = NULL;
+    hk_pc *pc = NULL;
+    hk_vec *vr = NULL, *vz = NULL;
+    hk_bmat Kd = {0};
+    const hk_pc_type *t = hk_pc_type_find(name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    int err = hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &A);
+    if (!err) err = hk_options_create(&o);
+    if (!err && opts) err = hk_options_parse(o, opts);
+    if (!err) err = hk_bmat_upload(be, K, &Kd);
+    if (!err) err = hk_pc_create(t, be, p, &Kd, A, NULL, o, &pc);
+    hk_bmat_free(&Kd);
+    if (!err) err = hk_options_check_used(o, t->options);
+    if (!err) err = hk_vec_create(be, n, HK_FP64, &vr);
+    if (!err) err = hk_vec_create(be, n, HK_FP64, &vz);
+    if (!err) err = hk_vec_upload(vr, r);
+    if (!err) err = hk_pc_apply(pc, vr, vz);
+    if (!err) err = hk_vec_download(vz, z);
+    hk_vec_destroy(vr);
+    hk_vec_destroy(vz);
+    if (keep && !err)
+        *keep = pc;
+    else
+        hk_pc_destroy(pc);
+    hk_options_destroy(o);
+    hk_mat_destroy(A);
+    return err;
+}
+
+int hk_test_solve_iterations(const hk_bcsr *K, const char *backend, const char *text,
+                             void (*rhs)(long n, double *b))
+{
+    char opts[512];
+    snprintf(opts, sizeof opts, "backend=%s tol=1e-8 maxit=3000 %s", backend, text);
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, opts));
+    int err = hk_solver_create(K, o, &s);
+    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(err, 0);
+    const long n = (long)K->nbrows * K->bs;
+    double *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x);
+    if (rhs)
+        rhs(n, b);
+    else
+        for (long i = 0; i < n; i++)
+            b[i] = 1 + 0.1 * (i % 7);
+    hk_result res;
+    err = hk_solver_solve(s, b, x, &res);
+    if (err) fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
+    CU_ASSERT_EQUAL(err, 0);
+    int ok = !err && hk_reason_converged(res.reason) && res.true_residual < 1e-7;
+    if (!ok)
+        fprintf(stderr, "\n  %s: %s after %d iterations, true residual %.2e\n", opts,
+                hk_reason_name(res.reason), res.iterations, res.true_residual);
+    CU_ASSERT(ok);
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    free(b), free(x);
+    return ok ? res.iterations : -1;
 }

@@ -58,7 +58,20 @@ const char *hk_test_tmpdir(void);
  * free. */
 struct hk_case;
 struct hk_run;
+struct hk_pc;
 int hk_test_run_case(const char *rel, int nsets, const char *const *sets, struct hk_case *c,
                      struct hk_run *r);
+
+/* z = M^-1 r of the preconditioner `name` with options text `opts` (NULL: none) set up on K
+ * (uploaded to be, operator in csr fp64) in precision p, every option checked as used.
+ * keep: the preconditioner is handed over there on success (the caller destroys it), else
+ * destroyed. Returns the first error code (test_util.c). */
+int hk_test_apply_pc(const hk_backend *be, hk_precision p, const hk_bcsr *K, const char *name,
+                     const char *opts, const double *r, double *z, struct hk_pc **keep);
+/* Iterations of the solver options `text` on K to 1e-8 (maxit 3000), b from rhs (NULL:
+ * b_i = 1 + 0.1 (i mod 7)); asserts a converged solve with true residual < 1e-7 and returns -1
+ * when it is not. */
+int hk_test_solve_iterations(const hk_bcsr *K, const char *backend, const char *text,
+                             void (*rhs)(long n, double *b));
 
 #endif
