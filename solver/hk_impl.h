@@ -507,6 +507,7 @@ typedef struct hk_ksp_type {
     int needs_symmetric; /* CG family */
     int flexible;        /* tolerates a variable preconditioner */
     int pipelined;       /* scalars stay on the backend between checks (check_every pays) */
+    int residual_monotone; /* the residual norm never rises (GMRES): stagnation counts at once */
     int (*solve)(hk_ksp *k, const hk_vec *b, hk_vec *x);
 } hk_ksp_type;
 
@@ -529,7 +530,6 @@ struct hk_ksp {
     int stag_it;
     int stag_window;    /* iterations without progress before "stagnation" (0: off) */
     int stag_armed;     /* the residual has once dropped below its initial value */
-    int residual_monotone; /* the method's residual norm never rises (GMRES) */
     int graphs;         /* replay recorded iterations where the backend can (option graphs) */
     int replace_every;  /* pipelined residual replacement: 0 drift estimate, N every N, -1 off */
     hk_ksp *inner;

@@ -60,7 +60,6 @@ static int gmres_common(hk_ksp *k, const hk_vec *b, hk_vec *x, int flexible)
     int ierr, done, it = 0;
     double bnorm, rnorm;
     const int ld = m + 1;
-    k->residual_monotone = 1; /* GMRES and FGMRES minimise the residual norm */
     HK_CALL(hk_calloc((size_t)(m + 1), sizeof *V, &V));
     HK_TRY(hk_calloc((size_t)nz, sizeof *Z, &Z));
     HK_TRY(hk_ksp_vecs(k, m + 1, V));
@@ -175,12 +174,14 @@ const hk_ksp_type hk_ksp_gmres = {.name = "gmres",
                                              "re-orthogonalisation (ILUPACK MGSO)",
                                   .needs_symmetric = 0,
                                   .flexible = 0,
+                                  .residual_monotone = 1,
                                   .solve = gmres_solve};
 
 const hk_ksp_type hk_ksp_fgmres = {.name = "fgmres",
                                    .summary = "flexible GMRES(m), for variable preconditioners",
                                    .needs_symmetric = 0,
                                    .flexible = 1,
+                                   .residual_monotone = 1,
                                    .solve = fgmres_solve};
 
 /* ---- pipegmres ------------------------------------------------------------------------- */
@@ -205,7 +206,6 @@ static int pipegmres_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     double *S = NULL, *h = NULL, *R = NULL, *eta = NULL, *rhs = NULL;
     int ierr, done, it = 0;
     double bnorm, rnorm;
-    k->residual_monotone = 1;
     HK_CALL(hk_calloc((size_t)(m + 1), sizeof *V, &V));
     HK_TRY(hk_ksp_vecs(k, m + 1, V)); /* V[0] = r0/rho0, V[1..m] the orthonormal basis */
     HK_TRY(hk_ksp_vecs(k, 1, &r));
@@ -355,4 +355,5 @@ const hk_ksp_type hk_ksp_pipegmres = {.name = "pipegmres",
                                       .needs_symmetric = 0,
                                       .flexible = 0,
                                       .pipelined = 1,
+                                      .residual_monotone = 1,
                                       .solve = pipegmres_solve};

@@ -156,7 +156,7 @@ int hk_ksp_converged(hk_ksp *k, int it, double rnorm, double bnorm)
         if (it > 0) k->stag_armed = 1;
         k->stag_best = rnorm;
         k->stag_it = it;
-    } else if (k->stag_window > 0 && (k->stag_armed || k->residual_monotone) &&
+    } else if (k->stag_window > 0 && (k->stag_armed || k->type->residual_monotone) &&
                it - k->stag_it >= k->stag_window) {
         return hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
     }
