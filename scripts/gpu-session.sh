@@ -35,6 +35,21 @@ for step in "$@"; do
            done
          done > "$OUT/mlilu.md" 2>&1 ;;
     mpk) for z in small medium; do $B/hooke bench mpk --backend cuda --size $z; done > "$OUT/mpk.md" 2>&1 ;;
+    setup) $B/hooke bench pcs --backend cuda --no-cpu --pcs jacobi,poly \
+             --problem 'cases/box/box.yaml geometry.generate.cells=[69,69,69]' > "$OUT/setup.md" 2>&1 ;;
+    tune) # slice sorting window x threads per block row, SBELL on the paper's matrices
+          for sg in 0 32 4096; do for t in 0 1 2 4; do
+            echo "== format.sigma=$sg format.tpr=$t"
+            $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri \
+              --formats sbell,cusparse-csr --min-time 0.05 format.sigma=$sg format.tpr=$t | grep '^| [a-z]'
+          done; done > "$OUT/tune.md" 2>&1 ;;
+    ncu) for p in fp64 fp32; do
+           ncu --kernel-name regex:k_sell --launch-skip 4 --launch-count 1 --section SpeedOfLight \
+             --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+             --section LaunchStats --section SchedulerStats \
+             $B/hooke bench spmv --backend cuda --matrices hex --cells 69 --formats sbell \
+             --precisions $p --min-time 0
+         done > "$OUT/ncu.md" 2>&1 ;;
     pipesmall) for m in cg pipecg; do
               $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
                 --problem 'cases/bracket/bracket.yaml'

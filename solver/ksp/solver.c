@@ -19,6 +19,7 @@ struct hk_solver {
     int mixed;
     int64_t n;
     double setup_seconds;
+    double setup_phase[4]; /* check, upload, format, pc (hk_result's setup_*_seconds) */
     double bnorm; /* of the current solve, for the printing monitor */
     hk_vec *b, *x, *r;
 };
@@ -162,6 +163,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     char buf[1024];
     *out = NULL;
     HK_CALL(check_matrix(K));
+    double t_phase = hk_time(), t_check = t_phase - t0;
     if (!o) {
         HK_CALL(hk_options_create(&own));
         o = own;
@@ -281,12 +283,19 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         s->fmt = gpu ? HK_FMT_SBELL : (K->bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
     }
     /* K goes to the backend once; formats and preconditioners are built there from it */
+    s->setup_phase[0] = t_check;
+    t_phase = hk_time();
     HK_TRY(hk_bmat_upload(s->be, K, &s->K));
+    HK_TRY(s->be->sync());
+    s->setup_phase[1] = hk_time() - t_phase;
+    t_phase = hk_time();
     HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
     /* mixed: fp32 preconditioner; pc=none has nothing to store, so it stays an exact copy
      * (except under defect, whose inner vectors are fp32 anyway) */
     s->mixed = (prec == 1 && strcmp(pt->name, "none") != 0) || defect;
     if (defect) HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP32, o, &s->A_low));
+    HK_TRY(s->be->sync());
+    s->setup_phase[2] = hk_time() - t_phase;
     HK_TRY(hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
                         defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL, o, &s->pc));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->b));
@@ -337,7 +346,11 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         k->inner = in;
     }
     if (k->sstep) HK_TRY(hk_scg_setup(k));
+    HK_TRY(s->be->sync());
     s->setup_seconds = hk_time() - t0;
+    /* the rest (options, the preconditioner, vectors, a direct factor, the Krylov objects) */
+    s->setup_phase[3] =
+        s->setup_seconds - s->setup_phase[0] - s->setup_phase[1] - s->setup_phase[2];
     hk_options_destroy(own);
     *out = s;
     return 0;
@@ -396,6 +409,15 @@ static int64_t first_huge(const double *v, int64_t n)
     return -1;
 }
 
+static void set_setup_times(const hk_solver *s, hk_result *res)
+{
+    res->setup_seconds = s->setup_seconds;
+    res->setup_check_seconds = s->setup_phase[0];
+    res->setup_upload_seconds = s->setup_phase[1];
+    res->setup_format_seconds = s->setup_phase[2];
+    res->setup_pc_seconds = s->setup_phase[3];
+}
+
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
     HK_CHECK(s && b && x && res, HK_ERR_ARG, "hk_solver_solve: missing solver, b, x or result");
@@ -405,7 +427,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     int64_t bad = first_bad(b, s->n);
     if (bad >= 0) {
         res->reason = HK_DIVERGED_NAN;
-        res->setup_seconds = s->setup_seconds;
+        set_setup_times(s, res);
         return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
                             "right-hand side entry %lld is %g; the solver needs finite values",
                             (long long)bad + 1, b[bad]);
@@ -413,7 +435,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     bad = first_huge(b, s->n);
     if (bad >= 0) {
         res->reason = HK_DIVERGED_NAN;
-        res->setup_seconds = s->setup_seconds;
+        set_setup_times(s, res);
         return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
                             "right-hand side entry %lld is %g, too large for the solver's inner "
                             "products (their squares overflow); keep values below %g, e.g. "
@@ -423,7 +445,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     bad = first_bad(x, s->n);
     if (bad >= 0) {
         res->reason = HK_DIVERGED_NAN;
-        res->setup_seconds = s->setup_seconds;
+        set_setup_times(s, res);
         return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
                             "initial guess entry %lld is %g; pass finite values (zeros will do)",
                             (long long)bad + 1, x[bad]);
@@ -468,7 +490,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     res->iterations = iterations;
     res->rnorm0 = rnorm0;
     res->true_residual = s->bnorm > 0 ? sqrt(rr) / s->bnorm : sqrt(rr);
-    res->setup_seconds = s->setup_seconds;
+    set_setup_times(s, res);
     res->solve_seconds = t1 - t0;
     res->history = k->keep_history ? k->history : NULL;
     if (!k->keep_history) res->history_len = 0;
