@@ -353,7 +353,7 @@ static void spmv_usage(FILE *f)
             "                     thesis's Fig. 3.6 and Table 3.1; default format.pcsr.pad or 4)\n"
             "  --pcsr-prefetch LIST  partitions per thread block for pcsr, e.g. 1,2,4,8 (the\n"
             "                     thesis's Fig. 3.7; default format.pcsr.prefetch or 4)\n"
-            "  format.slice=S format.sigma=N format.tpr=T format.csr.kernel=K\n"
+            "  format.slice=S format.sigma=auto|0|N format.tpr=T format.csr.kernel=K\n"
             "  format.pcsr.partition=P format.pcsr.pad=N format.pcsr.prefetch=F\n"
             "                     format options (hooke solve --help)\n"
             "\nOn cuda, csr is also measured with each of its kernels (thread: one row per\n"
@@ -436,10 +436,8 @@ static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
     HK_TRY(be->sync());
     row->build_s = hk_time() - t0;
     hk_bmat_free(&Kd);
-    if (o) {
-        HK_TRY(hk_options_get_int(o, "format.slice", &slice));
-        HK_TRY(hk_options_get_int(o, "format.sigma", &sigma));
-    }
+    slice = c.A->slice; /* the request as the backend got it (sigma may be auto) */
+    sigma = c.A->sigma;
     t0 = hk_time();
     if (f == HK_FMT_PCSR)
         HK_TRY(hk_fmt_pcsr_from_bcsr(K, c.A->pcsr_partition, c.A->pcsr_pad, &Fh));

@@ -300,12 +300,41 @@ static int build_ell(hk_mat *A, const build_src &s, int64_t L, hk_cu_mat *m)
     return scatter<double>(s, m->S, NULL, NULL, m);
 }
 
+__global__ void k_len_count(int64_t n, const int32_t *__restrict__ len,
+                            unsigned long long *__restrict__ count)
+{
+    GRID_STRIDE(i, n) atomicAdd(count + len[i], 1ull);
+}
+
+/* format.sigma=auto: the window from the histogram of row lengths (hk_sigma_auto); only the
+ * L + 1 counts come back to the host. */
+static int sigma_auto(const int32_t *len, int64_t n, int64_t L, int S, int64_t *sigma)
+{
+    int ierr = 0;
+    unsigned long long *dcount = NULL;
+    int64_t *count = NULL;
+    HK_TRY(hk_calloc((size_t)L + 1, sizeof *count, &count));
+    HK_TRY(hk_cu_malloc((void **)&dcount, (size_t)(L + 1) * sizeof *dcount));
+    HK_CU_TRY(cudaMemsetAsync(dcount, 0, (size_t)(L + 1) * sizeof *dcount, hk_cu.stream));
+    k_len_count<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, len, dcount);
+    HK_CU_TRY(cudaGetLastError());
+    HK_CU_TRY(cudaMemcpyAsync(count, dcount, (size_t)(L + 1) * sizeof *dcount,
+                              cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    *sigma = hk_sigma_auto(count, L, n, S);
+fail:
+    cudaFree(dcount);
+    free(count);
+    return ierr;
+}
+
 static int build_sliced(hk_mat *A, const build_src &s, const int32_t *len, int64_t L,
                         hk_cu_mat *m, int32_t *last_width)
 {
     int ierr = 0;
     const int64_t n = s.n, S = A->slice, nsl = (n + S - 1) / S;
-    const int64_t sigma = A->sigma <= 0 || A->sigma > n ? (n > 0 ? n : 1) : A->sigma;
+    int64_t sigma = A->sigma <= 0 || A->sigma > n ? (n > 0 ? n : 1) : A->sigma;
+    if (A->sigma == HK_SIGMA_AUTO && n > 0) HK_CALL(sigma_auto(len, n, L, (int)S, &sigma));
     uint64_t *keys = NULL, *keys_out = NULL;
     int32_t *rows = NULL;
     int64_t *cnt = NULL;

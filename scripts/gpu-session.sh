@@ -43,11 +43,6 @@ for step in "$@"; do
             $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri \
               --formats sbell,cusparse-csr --min-time 0.05 format.sigma=$sg format.tpr=$t | grep '^| [a-z]'
           done; done > "$OUT/tune.md" 2>&1 ;;
-    variants) for v in 0 1 2 3 4 5; do
-            echo "== HK_SELL_VARIANT=$v"
-            HK_SELL_VARIANT=$v $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri \
-              --formats sbell --min-time 0.1 | grep '^| [a-z]'
-          done > "$OUT/variants.md" 2>&1 ;;
     ncu) for p in fp64 fp32; do
            ncu --kernel-name regex:k_sell --launch-skip 4 --launch-count 1 --section SpeedOfLight \
              --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \

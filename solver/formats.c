@@ -122,6 +122,36 @@ static int fmt_key_cmp(const void *a, const void *b)
     return (x->row > y->row) - (x->row < y->row);          /* stable */
 }
 
+int64_t hk_sigma_auto(const int64_t *count, int64_t L, int64_t n, int S)
+{
+    const int64_t window = 128 * (int64_t)S;
+    if (n <= window) return n > 0 ? n : 1;
+    int64_t mode = 0;
+    for (int64_t l = 0; l <= L; l++)
+        if (count[l] > mode) mode = count[l];
+    return 2 * mode >= n ? n : window;
+}
+
+/* The automatic window from K's row lengths (host arrays). */
+static int sigma_from_rows(const int64_t *rowptr, int64_t n, int S, int *sigma)
+{
+    int64_t L = 0, *count = NULL;
+    for (int64_t i = 0; i < n; i++)
+        if (rowptr[i + 1] - rowptr[i] > L) L = rowptr[i + 1] - rowptr[i];
+    HK_CALL(hk_calloc((size_t)L + 1, sizeof *count, &count));
+    for (int64_t i = 0; i < n; i++)
+        count[rowptr[i + 1] - rowptr[i]]++;
+    *sigma = (int)hk_sigma_auto(count, L, n, S);
+    free(count);
+    return 0;
+}
+
+int hk_sigma_resolve(const int64_t *rowptr, int64_t n, int S, int *sigma)
+{
+    if (*sigma == HK_SIGMA_AUTO) return sigma_from_rows(rowptr, n, S, sigma);
+    return 0;
+}
+
 /* SELL (b = 1) / SBELL: rows sorted by length (descending) inside windows of sigma rows,
  * slices of S rows, each slice ELL column-major with its own width. */
 static int fmt_build_sliced(const fmt_src *s, int S, int sigma, hk_fmt *F)
@@ -286,6 +316,8 @@ int hk_fmt_from_bcsr(const hk_bcsr *K, hk_format fmt, int slice, int sigma, hk_f
         HK_TRY(fmt_to_scalar_csr(K, &srp, &sci, &sv));
         src = (fmt_src){1, F->nrows, srp, sci, sv};
     }
+    if (sigma == HK_SIGMA_AUTO && (fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL))
+        HK_TRY(hk_sigma_resolve(src.rowptr, src.nbrows, slice, &sigma));
     if (sigma <= 0 || sigma > src.nbrows) sigma = (int)(src.nbrows > 0 ? src.nbrows : 1);
 
     switch (fmt) {

@@ -47,7 +47,7 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
 {
     int ierr;
     hk_mat *A = NULL;
-    int slice = 32, sigma = 0, tpr = 0, csr_kernel = HK_CSR_AUTO;
+    int slice = 32, sigma = HK_SIGMA_AUTO, tpr = 0, csr_kernel = HK_CSR_AUTO;
     int part = HK_PCSR_PARTITION, pad = HK_PCSR_PAD, prefetch = HK_PCSR_PREFETCH;
     static const char *const csr_kernels[] = {"auto", "thread", "warp", "vector", "adaptive",
                                               NULL};
@@ -63,7 +63,16 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
              (long long)K->nbrows, (long long)K->nbcols);
     if (o) {
         HK_CALL(hk_options_get_int(o, "format.slice", &slice));
-        HK_CALL(hk_options_get_int(o, "format.sigma", &sigma));
+        const char *sg = "auto";
+        if (hk_options_has(o, "format.sigma"))
+            HK_CALL(hk_options_get_string(o, "format.sigma", &sg));
+        if (strcmp(sg, "auto") != 0) {
+            HK_CALL(hk_options_get_int(o, "format.sigma", &sigma));
+            HK_CHECK(sigma >= 0, HK_ERR_OPTION,
+                     "option format.sigma=%d must be auto (the default), 0 (sort the whole "
+                     "matrix) or a window of rows",
+                     sigma);
+        }
         HK_CALL(hk_options_get_int(o, "format.tpr", &tpr));
         HK_CALL(hk_options_get_choice(o, "format.csr.kernel", csr_kernels, &csr_kernel));
         HK_CALL(hk_options_get_int(o, "format.pcsr.partition", &part));
@@ -83,9 +92,6 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
              prefetch, HK_PCSR_PREFETCH);
     HK_CHECK(slice >= 1 && slice <= 1024, HK_ERR_OPTION,
              "option format.slice=%d is out of range; use 1..1024 (default 32)", slice);
-    HK_CHECK(sigma >= 0, HK_ERR_OPTION,
-             "option format.sigma=%d must be 0 (sort the whole matrix) or a window of rows",
-             sigma);
     HK_CHECK(tpr >= 0 && tpr <= 32 && (tpr & (tpr - 1)) == 0, HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", tpr);
     HK_CHECK(K->be->mat_build, HK_ERR_UNSUPPORTED,

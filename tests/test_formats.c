@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "hk_impl.h"
+#include "cpu/cpu_impl.h"
 #include "bench.h"
 #include <omp.h>
 
@@ -395,6 +396,46 @@ static int max_row_blocks(const hk_bcsr *K)
     return (int)m;
 }
 
+/* format.sigma=auto: the rule on hand-made histograms, then on generated meshes through the
+ * CPU backend's build and the host reference (they must pick the same window). */
+static void test_sigma_auto(void)
+{
+    const int64_t one_length[4] = {0, 0, 0, 10000};    /* every row of length 3 */
+    const int64_t spread[6] = {0, 0, 2000, 3000, 2500, 2500}; /* mode share 0.3 */
+    const int64_t half[3] = {0, 5000, 5000};
+    CU_ASSERT_EQUAL(hk_sigma_auto(one_length, 3, 10000, 32), 10000);
+    CU_ASSERT_EQUAL(hk_sigma_auto(spread, 5, 10000, 32), 128 * 32);
+    CU_ASSERT_EQUAL(hk_sigma_auto(spread, 5, 10000, 8), 128 * 8);
+    CU_ASSERT_EQUAL(hk_sigma_auto(half, 2, 10000, 32), 10000);
+    CU_ASSERT_EQUAL(hk_sigma_auto(spread, 5, 4096, 32), 4096); /* one window is the matrix */
+
+    const hk_backend *cpu;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    for (int m = 0; m < 2; m++) {
+        hk_bcsr K = {0};
+        /* a triangulation with random diagonals: node degrees spread; hexes: interior rows
+         * (27 blocks) dominate */
+        if (m == 0)
+            HK_ASSERT_OK(hk_gen_elasticity2d_tri_random(80, 80, 7, &K));
+        else
+            HK_ASSERT_OK(hk_gen_elasticity3d(24, 24, 24, &K));
+        const int64_t expect = m == 0 ? 128 * 32 : K.nbrows;
+        hk_fmt F = {0};
+        HK_ASSERT_OK(hk_fmt_from_bcsr(&K, HK_FMT_SBELL, 32, HK_SIGMA_AUTO, &F));
+        CU_ASSERT_EQUAL(F.sigma, expect);
+        hk_mat *A = NULL;
+        HK_ASSERT_OK(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, NULL, &A));
+        CU_ASSERT_EQUAL(A->sigma, HK_SIGMA_AUTO);
+        const hk_fmt *G = &((const hk_cpu_mat *)A->bdata)->F;
+        CU_ASSERT_EQUAL(G->sigma, expect);
+        CU_ASSERT_EQUAL(G->stored, F.stored);
+        CU_ASSERT_EQUAL(memcmp(G->perm, F.perm, (size_t)K.nbrows * sizeof *F.perm), 0);
+        hk_mat_destroy(A);
+        hk_fmt_free(&F);
+        hk_bcsr_free(&K);
+    }
+}
+
 /* Regression (fuzzing): a negative format.sigma was taken silently as "whole matrix". */
 static void test_format_option_ranges(void)
 {
@@ -407,7 +448,7 @@ static void test_format_option_ranges(void)
     HK_ASSERT_OK(hk_options_create(&o));
     HK_ASSERT_OK(hk_options_parse(o, "format.sigma=-1"));
     CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A), HK_ERR_OPTION);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "option format.sigma=-1 must be 0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "option format.sigma=-1 must be auto (the default), 0"));
     CU_ASSERT_PTR_NULL(A);
     HK_ASSERT_OK(hk_options_parse(o, "format.sigma=4"));
     HK_ASSERT_OK(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A));
@@ -713,6 +754,7 @@ HK_SUITE(formats, {"spmv of every format = block CSR reference, random matrices"
          {"padding of SBELL <= BELL on hexes", test_padding_fem},
          {"format errors: cusparse on cpu, bad column index", test_format_errors},
          {"format options out of range are errors", test_format_option_ranges},
+         {"format.sigma=auto: window from the row-length histogram", test_sigma_auto},
          {"elasticity generators: symmetry, stencil, exact strain energy", test_gen_elasticity},
          {"elasticity generator: rigid-body motion is force-free", test_gen_rigid_body},
          {"elasticity generator gives the same digits for 1 and 3 threads",

@@ -122,7 +122,8 @@ typedef struct hk_mat_info {
 } hk_mat_info;
 
 /* Upload K to backend be once and build the format there in precision p. Format parameters come from o (may be
- * NULL): format.slice (S, default 32), format.sigma (sorting window in rows, default all),
+ * NULL): format.slice (S, default 32), format.sigma (sorting window in rows: auto (default, from the
+ * row-length histogram), 0 = all rows, or N),
  * format.tpr (threads per block row on cuda, default auto), format.csr.kernel (csr on cuda:
  * auto|thread|warp|vector|adaptive), format.pcsr.partition / .pad / .prefetch (pcsr). */
 int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,

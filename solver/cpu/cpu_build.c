@@ -255,7 +255,11 @@ int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K)
         break;
     case HK_FMT_SELL:
     case HK_FMT_SBELL:
-        HK_TRY(build_sliced(&s, f32, A->slice, A->sigma, m));
+    {
+        int sigma = A->sigma;
+        HK_TRY(hk_sigma_resolve(s.rowptr, s.n, A->slice, &sigma));
+        HK_TRY(build_sliced(&s, f32, A->slice, sigma, m));
+    }
         break;
     case HK_FMT_PCSR:
         HK_TRY(hk_cpu_pcsr_build(s.n, s.rowptr, s.colind, s.val, A->pcsr_partition, A->pcsr_pad,
