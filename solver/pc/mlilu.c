@@ -811,7 +811,7 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             if (A->colind[k] == i) a = A->val[k];
         if (!(isfinite(a) && a > 0)) {
-            ierr = lev ? sym_pivot_error(a, lev - 1, orig[i])
+            ierr = lev ? sym_pivot_error(a, lev, orig[i])
                        : hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
                                       "pc=mlilu (symmetric): the diagonal entry of row %lld is "
                                       "%g, so the matrix is not positive definite; use "
