@@ -1084,9 +1084,11 @@ static void mlilu_describe(const hk_pc *pc, char *buf, size_t len)
     for (int l = 0; l < ml->nlev && w > 0 && (size_t)w < len; l++)
         w += snprintf(buf + w, len - (size_t)w, "%s%lld", l ? " " : " ", (long long)ml->lev[l].n);
     if (w > 0 && (size_t)w < len)
-        snprintf(buf + w, len - (size_t)w, "), fill %.2f, kappa %g, droptol %g%s",
+        snprintf(buf + w, len - (size_t)w,
+                 "), fill %.2f, kappa %g, droptol %g%s, level 0 solves %lld + %lld levels",
                  ml->nnzA ? (double)ml->nnz_factors / (double)ml->nnzA : 0.0, ml->kappa,
-                 ml->droptol, ml->symmetric ? ", symmetric (LDL^T)" : "");
+                 ml->droptol, ml->symmetric ? ", symmetric (LDL^T)" : "",
+                 (long long)ml->lev[0].levels_L, (long long)ml->lev[0].levels_U);
 }
 
 int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill)
