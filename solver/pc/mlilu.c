@@ -22,7 +22,11 @@
  *   b1 = Rin_B b, b2 = Rin_C b   (Rin = Q P Dr: the scaled permutation, split in two)
  *   y1 = L_B^-1 b1, b2 -= L_E y1, x2 = next level's solve of b2, y1 -= U_F x2,
  *   x1 = U_B^-1 y1, z = Rout_B x1 + Rout_C x2   (Rout = Dc P^T Q^T).
- * Not symmetric: CG is refused (use gmres, fgmres, bicgstab or fcg). */
+ * Not symmetric. pc.mlilu.symmetric=1 (the default with CG-type methods, which get the type
+ * hk_pc_mlilu_spd) builds the SPD form instead: D A D to unit diagonal, an inverse-based
+ * incomplete LDL^T per level (factor_level_sym), symmetric Schur complements, a Cholesky last
+ * level; the same apply is then W^T diag(D_B^-1, S^-1) W per level, symmetric positive
+ * definite. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1108,7 +1112,8 @@ int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill)
 
 const hk_pc_type hk_pc_mlilu = {
     .name = "mlilu",
-    .summary = "multilevel inverse-based ILU (ILUPACK style): postponed pivots, Schur levels",
+    .summary = "multilevel inverse-based ILU (ILUPACK style): postponed pivots, Schur levels; "
+               "an SPD LDL^T form with CG-type methods",
     .options = MLILU_OPTIONS,
     .symmetric = 0,
     .symmetric_variant = &hk_pc_mlilu_spd,
