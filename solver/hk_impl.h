@@ -478,6 +478,9 @@ typedef struct hk_pc_type {
     const char *summary; /* one line for help */
     const char *options; /* its option keys, space separated, for error hints */
     int symmetric;       /* usable with CG-type methods */
+    /* A nonsymmetric type's symmetric positive definite form (may be NULL): the type that
+     * CG-type methods get instead when they are given this one. */
+    const struct hk_pc_type *symmetric_variant;
     /* Set up from K (block CSR in the backend's memory, fp64) and the operator A (its format
      * and precision) through backend ops; store what apply needs as backend objects in
      * pc->prec. */

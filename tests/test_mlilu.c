@@ -1,8 +1,12 @@
 /* pc=mlilu (solver/pc/mlilu.c): without dropping the multilevel factorisation is exact, so
  * M^-1 (A x) = x to rounding whatever the levels; GMRES with it on convection-diffusion and on
- * an SPD matrix on every backend; fewer iterations than ILU(0); CG refused; bad options. */
+ * an SPD matrix on every backend; fewer iterations than ILU(0); bad options. The symmetric
+ * variant (pc.mlilu.symmetric): exact without dropping on SPD matrices, a symmetric positive
+ * definite apply, CG (through the solver and hooke solve) in fewer iterations than with
+ * jacobi, pivot and option errors. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
@@ -23,12 +27,15 @@ static int apply_mlilu(const hk_backend *be, hk_precision p, const hk_bcsr *K, c
 
 static void matvec(const hk_bcsr *K, const double *x, double *y)
 {
-    for (int64_t i = 0; i < K->nbrows; i++) {
-        double s = 0;
-        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
-            s += K->val[k] * x[K->colind[k]];
-        y[i] = s;
-    }
+    const int bs = K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int r = 0; r < bs; r++) {
+            double s = 0;
+            for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+                for (int c = 0; c < bs; c++)
+                    s += K->val[(k * bs + r) * bs + c] * x[K->colind[k] * bs + c];
+            y[i * bs + r] = s;
+        }
 }
 
 /* Nonsymmetric tridiagonal-plus-far-band matrix (bs = 1) whose every 7th row has a zero
@@ -56,7 +63,7 @@ static void zero_diag_matrix(long n, hk_bcsr *K)
  * inverted densely or by the exact sparse LU). */
 static void check_exact(const hk_bcsr *K, const char *opts, int min_levels)
 {
-    const long n = (long)K->nbrows;
+    const long n = (long)K->nbrows * K->bs;
     double *x = malloc(n * sizeof *x), *r = malloc(n * sizeof *r), *z = malloc(n * sizeof *z);
     for (long i = 0; i < n; i++)
         x[i] = sin(0.7 * i + 0.3) + 0.25 * (i % 5);
@@ -92,6 +99,220 @@ static void test_exact(void)
     zero_diag_matrix(150, &K);
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=2 pc.mlilu.dense=10", 2);
     hk_bcsr_free(&K);
+}
+
+/* The symmetric variant without dropping: one level (the exact LDL^T), several levels by
+ * postponement (small kappa), the last level by dense Cholesky or by the sparse LDL^T. */
+static void test_exact_symmetric(void)
+{
+    hk_bcsr K;
+    const char *const opts[] = {
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1e300 pc.mlilu.dense=0 "
+        "pc.mlilu.levels=1",
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=20",
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 "
+        "pc.mlilu.levels=3",
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=20 "
+        "pc.ordering=rcm"};
+    const int min_levels[] = {1, 2, 3, 2};
+    for (int m = 0; m < 3; m++) {
+        if (m == 0) HK_ASSERT_OK(hk_gen_elasticity3d(4, 3, 3, &K));
+        if (m == 1) HK_ASSERT_OK(hk_gen_elasticity2d(8, 6, &K));
+        if (m == 2) HK_ASSERT_OK(hk_gen_poisson2d(12, &K));
+        for (int k = 0; k < 4; k++)
+            check_exact(&K, opts[k], min_levels[k]);
+        hk_bcsr_free(&K);
+    }
+}
+
+/* x.M^-1 y against y.M^-1 x and x.M^-1 x > 0 for several x, y on every backend, fp64 and
+ * fp32; at least min_levels levels. */
+static void check_spd_apply(const hk_bcsr *K, const char *opts, int min_levels)
+{
+    enum { NV = 4 };
+    const long n = (long)K->nbrows * K->bs;
+    double *x[NV], *Mx[NV];
+    for (int v = 0; v < NV; v++) {
+        x[v] = malloc(n * sizeof *x[v]);
+        Mx[v] = malloc(n * sizeof *Mx[v]);
+        for (long i = 0; i < n; i++)
+            x[v][i] = v == 0   ? 1.0
+                      : v == 1 ? sin(1.3 * i + 0.2)
+                      : v == 2 ? cos(0.7 * (double)i * i)
+                               : (i % 2 ? -1.0 : 1.0) * (1 + i % 5);
+    }
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++)
+        for (int p = 0; p < 2; p++) {
+            hk_pc *pc = NULL;
+            hk_vec *vx = NULL, *vz = NULL;
+            int err = hk_test_apply_pc(*b, (hk_precision)p, K, "mlilu", opts, x[0], Mx[0], &pc);
+            if (err) fprintf(stderr, "\n  mlilu %s: %s\n", opts, hk_error_message());
+            CU_ASSERT_EQUAL_FATAL(err, 0);
+            int nlev = 0;
+            double fill;
+            CU_ASSERT_EQUAL(hk_pc_mlilu_info(pc, &nlev, NULL, &fill), 0);
+            CU_ASSERT(nlev >= min_levels);
+            HK_ASSERT_OK(hk_vec_create(*b, n, HK_FP64, &vx));
+            HK_ASSERT_OK(hk_vec_create(*b, n, HK_FP64, &vz));
+            for (int v = 1; v < NV; v++) {
+                HK_ASSERT_OK(hk_vec_upload(vx, x[v]));
+                HK_ASSERT_OK(hk_pc_apply(pc, vx, vz));
+                HK_ASSERT_OK(hk_vec_download(vz, Mx[v]));
+            }
+            /* fp32 factors and vectors: symmetric to fp32 rounding */
+            const double tol = p ? 1e-5 : 1e-12;
+            for (int v = 0; v < NV; v++) {
+                double xx = 0, xMx = 0;
+                for (long i = 0; i < n; i++) {
+                    xx += x[v][i] * x[v][i];
+                    xMx += x[v][i] * Mx[v][i];
+                }
+                if (!(xMx > 0))
+                    fprintf(stderr, "\n  mlilu %s on %s %s: x%d.M^-1 x%d = %g\n", opts,
+                            hk_backend_name(*b), p ? "fp32" : "fp64", v, v, xMx);
+                CU_ASSERT(xMx > 0 && xx > 0);
+                for (int w = v + 1; w < NV; w++) {
+                    double a = 0, c = 0, na = 0, nb = 0, nMa = 0, nMb = 0;
+                    for (long i = 0; i < n; i++) {
+                        a += x[w][i] * Mx[v][i];
+                        c += x[v][i] * Mx[w][i];
+                        na += x[v][i] * x[v][i];
+                        nb += x[w][i] * x[w][i];
+                        nMa += Mx[v][i] * Mx[v][i];
+                        nMb += Mx[w][i] * Mx[w][i];
+                    }
+                    const double scale = sqrt(nb * nMa) + sqrt(na * nMb);
+                    if (!(fabs(a - c) <= tol * scale))
+                        fprintf(stderr,
+                                "\n  mlilu %s on %s %s: x%d.M^-1 x%d - x%d.M^-1 x%d = %.3g "
+                                "(scale %.3g)\n",
+                                opts, hk_backend_name(*b), p ? "fp32" : "fp64", w, v, v, w, a - c,
+                                scale);
+                    CU_ASSERT(fabs(a - c) <= tol * scale);
+                }
+            }
+            hk_vec_destroy(vx);
+            hk_vec_destroy(vz);
+            hk_pc_destroy(pc);
+        }
+    for (int v = 0; v < NV; v++)
+        free(x[v]), free(Mx[v]);
+}
+
+static void test_spd_apply(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 4, &K));
+    check_spd_apply(&K, "pc.mlilu.symmetric=1", 1);
+    check_spd_apply(&K, "pc.mlilu.symmetric=1 pc.mlilu.kappa=1.5 pc.mlilu.dense=30", 3);
+    check_spd_apply(&K, "pc.mlilu.symmetric=1 pc.mlilu.kappa=2 pc.mlilu.dense=0 pc.mlilu.levels=2",
+                    2);
+    check_spd_apply(&K, "pc.mlilu.symmetric=1 pc.mlilu.droptol=0.1 pc.ordering=rcm", 1);
+    hk_bcsr_free(&K);
+    HK_ASSERT_OK(hk_gen_poisson2d(20, &K));
+    check_spd_apply(&K, "pc.mlilu.symmetric=1 pc.mlilu.kappa=2 pc.mlilu.dense=10", 2);
+    hk_bcsr_free(&K);
+}
+
+/* The pc type the solver uses: the symmetric one with CG-type methods, else the other. */
+static int solver_pc_symmetric(const hk_bcsr *K, const char *text)
+{
+    hk_options *o;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, text));
+    HK_ASSERT_OK(hk_solver_create(K, o, &s));
+    const int sym = hk_solver_get_pc(s)->type->symmetric;
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    return sym;
+}
+
+/* CG-type methods with pc=mlilu (symmetric by default there) on 3D elasticity and Poisson,
+ * against the same method with jacobi on the same matrix and backend. */
+static void test_cg(void)
+{
+    hk_bcsr E, P;
+    HK_ASSERT_OK(hk_gen_elasticity3d(10, 10, 10, &E));
+    HK_ASSERT_OK(hk_gen_poisson2d(40, &P));
+    CU_ASSERT_EQUAL(solver_pc_symmetric(&P, "backend=cpu method=cg pc=mlilu"), 1);
+    CU_ASSERT_EQUAL(solver_pc_symmetric(&P, "backend=cpu method=pipecg pc=mlilu"), 1);
+    CU_ASSERT_EQUAL(solver_pc_symmetric(&P, "backend=cpu method=gmres pc=mlilu"), 0);
+    CU_ASSERT_EQUAL(
+        solver_pc_symmetric(&P, "backend=cpu method=gmres pc=mlilu pc.mlilu.symmetric=1"), 0);
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        const char *be = hk_backend_name(*b);
+        const hk_bcsr *mats[] = {&E, &P};
+        for (int m = 0; m < 2; m++) {
+            const hk_bcsr *K = mats[m];
+            const int jac = hk_test_solve_iterations(K, be, "method=cg pc=jacobi", NULL);
+            const int pjac = hk_test_solve_iterations(K, be, "method=pipecg pc=jacobi", NULL);
+            const int ic = hk_test_solve_iterations(K, be, "method=cg pc=ic0", NULL);
+            const int ml = hk_test_solve_iterations(K, be, "method=cg pc=mlilu", NULL);
+            const int mlk = hk_test_solve_iterations(
+                K, be, "method=cg pc=mlilu pc.mlilu.symmetric=1 pc.mlilu.kappa=2", NULL);
+            const int pml = hk_test_solve_iterations(K, be, "method=pipecg pc=mlilu", NULL);
+            const int fml = hk_test_solve_iterations(K, be, "method=fcg pc=mlilu", NULL);
+            const int gml =
+                hk_test_solve_iterations(K, be, "method=gmres pc=mlilu pc.mlilu.symmetric=1", NULL);
+            const int mix =
+                hk_test_solve_iterations(K, be, "method=cg pc=mlilu precision=mixed", NULL);
+            printf("\n    %s %s: cg jacobi %d, ic0 %d, mlilu %d (kappa 2: %d, mixed %d); "
+                   "pipecg jacobi %d, mlilu %d; fcg mlilu %d; gmres mlilu symmetric %d",
+                   be, m ? "poisson 40^2" : "elasticity 10^3", jac, ic, ml, mlk, mix, pjac, pml,
+                   fml, gml);
+            CU_ASSERT(ml > 0 && ml < jac);
+            CU_ASSERT(mlk > 0 && mlk < jac);
+            CU_ASSERT(mix > 0 && mix < jac);
+            CU_ASSERT(pml > 0 && pml < pjac);
+            CU_ASSERT(fml > 0 && fml < jac);
+            CU_ASSERT(gml > 0 && gml < jac);
+        }
+    }
+    hk_bcsr_free(&E);
+    hk_bcsr_free(&P);
+}
+
+/* `hooke solve` with pc=mlilu and CG, against cg + jacobi through the same command. */
+static int run_solve(const char *args, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
+             HOOKE_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t len = fread(out, 1, cap - 1, p);
+    out[len] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_solve_cmd(void)
+{
+    char out[8192];
+    const char *pcs[] = {"pc=jacobi", "pc=mlilu", "pc=mlilu pc.mlilu.symmetric=1 pc.ordering=rcm"};
+    int it[3];
+    for (int k = 0; k < 3; k++) {
+        char args[256];
+        snprintf(args, sizeof args, "--generate elasticity3d:6 --backend cpu method=cg %s tol=1e-8",
+                 pcs[k]);
+        const int rc = run_solve(args, out, sizeof out);
+        if (rc) fprintf(stderr, "\n%s\n", out);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        if (k) CU_ASSERT_PTR_NOT_NULL(strstr(out, "symmetric (LDL^T)"));
+        const char *s = strstr(out, "iterations:");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        it[k] = atoi(s + 11);
+    }
+    printf("\n    hooke solve elasticity3d:6 cg: jacobi %d, mlilu %d, mlilu rcm %d", it[0], it[1],
+           it[2]);
+    CU_ASSERT(it[1] > 0 && it[1] < it[0]);
+    CU_ASSERT(it[2] > 0 && it[2] < it[0]);
+    CU_ASSERT_EQUAL(run_solve("--generate elasticity3d:4 --backend cpu method=cg pc=mlilu "
+                              "pc.mlilu.symmetric=0",
+                              out, sizeof out),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "pc.mlilu.symmetric=0"));
 }
 
 static void expect_error_on(const hk_bcsr *K, const char *text, int code, const char *needle)
@@ -163,10 +384,76 @@ static void test_errors(void)
                  "pc.mlilu.levels");
     expect_error("backend=cpu method=gmres pc=mlilu pc.mlilu.dense=-1", HK_ERR_OPTION,
                  "pc.mlilu.dense");
-    /* not symmetric: CG is refused, naming the methods that take it */
-    expect_error("backend=cpu method=cg pc=mlilu", HK_ERR_UNSUPPORTED, "gmres");
+    expect_error("backend=cpu method=gmres pc=mlilu pc.mlilu.symmetric=2", HK_ERR_OPTION,
+                 "pc.mlilu.symmetric");
+    /* the nonsymmetric variant with CG, refused naming the methods that take it */
+    expect_error("backend=cpu method=cg pc=mlilu pc.mlilu.symmetric=0", HK_ERR_OPTION, "gmres");
+    /* the symmetric variant on a nonsymmetric matrix */
+    expect_error("backend=cpu method=cg pc=mlilu", HK_ERR_NUMERIC, "needs a symmetric matrix");
+}
+
+/* Symmetric, positive diagonal (unit after scaling) but indefinite: rows 21 and 22 couple by
+ * 3 against diagonals 2, so the 2x2 block [2 3; 3 2] is indefinite and the pivot of whichever
+ * of the two comes second is negative; row 7 optionally gets a negative diagonal. */
+static void indefinite_matrix(long n, int neg7, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = 1;
+    K->nbrows = K->nbcols = n;
+    K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
+    K->colind = malloc((size_t)n * 3 * sizeof *K->colind);
+    K->val = malloc((size_t)n * 3 * sizeof *K->val);
+    long q = 0;
+    for (long i = 0; i < n; i++) {
+        if (i > 0) K->colind[q] = (int32_t)(i - 1), K->val[q++] = i == 22 ? 3.0 : -1.0;
+        K->colind[q] = (int32_t)i, K->val[q++] = neg7 && i == 7 ? -2.0 : 2.0;
+        if (i + 1 < n) K->colind[q] = (int32_t)(i + 1), K->val[q++] = i == 21 ? 3.0 : -1.0;
+        K->rowptr[i + 1] = q;
+    }
+}
+
+/* A pivot that is not positive where postponing cannot cure it names the row of K: in the
+ * dense Cholesky last level, in a sparse last level, and after postponement to later levels;
+ * a negative diagonal entry names its row. */
+static void test_pivot_errors(void)
+{
+    hk_bcsr K;
+    indefinite_matrix(60, 0, &K);
+    const char *const opts[] = {
+        "backend=cpu method=cg pc=mlilu",
+        "backend=cpu method=cg pc=mlilu pc.mlilu.dense=0 pc.mlilu.levels=1",
+        "backend=cpu method=cg pc=mlilu pc.mlilu.dense=0",
+        "backend=cpu method=cg pc=mlilu pc.mlilu.dense=5 pc.mlilu.kappa=1.2",
+        "backend=cpu method=cg pc=mlilu pc.mlilu.dense=0 pc.ordering=rcm"};
+    for (int k = 0; k < 5; k++) {
+        hk_options *o;
+        hk_solver *s = NULL;
+        HK_ASSERT_OK(hk_options_create(&o));
+        HK_ASSERT_OK(hk_options_parse(o, opts[k]));
+        const int err = hk_solver_create(&K, o, &s);
+        const char *msg = hk_error_message();
+        const int named = strstr(msg, "pivot of row 21 of the matrix") ||
+                          strstr(msg, "pivot of row 22 of the matrix");
+        if (err != HK_ERR_NUMERIC || !named) fprintf(stderr, "\n  %s: '%s'\n", opts[k], msg);
+        CU_ASSERT_EQUAL(err, HK_ERR_NUMERIC);
+        CU_ASSERT(named);
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+    }
+    /* gmres with the nonsymmetric variant factors it */
+    CU_ASSERT(hk_test_solve_iterations(&K, "cpu", "method=gmres pc=mlilu", NULL) > 0);
+    hk_bcsr_free(&K);
+    indefinite_matrix(60, 1, &K);
+    expect_error_on(&K, "backend=cpu method=cg pc=mlilu pc.mlilu.dense=0", HK_ERR_NUMERIC,
+                    "diagonal entry of row 7 is -2");
+    hk_bcsr_free(&K);
 }
 
 HK_SUITE(mlilu, {"without dropping M^-1 A = I (one and several levels)", test_exact},
+         {"symmetric: without dropping M^-1 A = I (one and several levels)", test_exact_symmetric},
+         {"symmetric: x.M^-1 y = y.M^-1 x and x.M^-1 x > 0", test_spd_apply},
+         {"symmetric: cg/pipecg/fcg in fewer iterations than with jacobi", test_cg},
+         {"symmetric: hooke solve cg + mlilu in fewer iterations than cg + jacobi", test_solve_cmd},
          {"gmres/fgmres/bicgstab converge, fewer iterations than ilu0", test_solves},
-         {"bad options and cg refused", test_errors})
+         {"bad options, the nonsymmetric variant refused by cg", test_errors},
+         {"symmetric: a pivot postponing cannot cure names its row", test_pivot_errors})

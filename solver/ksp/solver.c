@@ -266,6 +266,8 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
                  "estimate says so), N > 0 (every N iterations) or -1 (never)",
                  replace_every);
     const hk_ksp_type *sym_type = defect ? it_type : kt;
+    if (sym_type->needs_symmetric && !pt->symmetric && pt->symmetric_variant)
+        pt = pt->symmetric_variant;
     HK_TRY_CHECK(!sym_type->needs_symmetric || pt->symmetric || sym_type->flexible,
                  HK_ERR_UNSUPPORTED,
                  "method=%s needs a symmetric positive definite preconditioner and pc=%s is not "

@@ -22,7 +22,11 @@
  *   b1 = Rin_B b, b2 = Rin_C b   (Rin = Q P Dr: the scaled permutation, split in two)
  *   y1 = L_B^-1 b1, b2 -= L_E y1, x2 = next level's solve of b2, y1 -= U_F x2,
  *   x1 = U_B^-1 y1, z = Rout_B x1 + Rout_C x2   (Rout = Dc P^T Q^T).
- * Not symmetric: CG is refused (use gmres, fgmres, bicgstab or fcg). */
+ * Not symmetric. pc.mlilu.symmetric=1 (the default with CG-type methods, which get the type
+ * hk_pc_mlilu_spd) builds the SPD form instead: D A D to unit diagonal, an inverse-based
+ * incomplete LDL^T per level (factor_level_sym), symmetric Schur complements, a Cholesky last
+ * level; the same apply is then W^T diag(D_B^-1, S^-1) W per level, symmetric positive
+ * definite. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +53,14 @@ typedef struct mlilu {
     mlilu_level lev[MAX_LEVELS];
     int method; /* pc.tri */
     double kappa, droptol;
-    int dense; /* pc.mlilu.dense */
+    int dense;     /* pc.mlilu.dense */
+    int symmetric; /* the SPD variant: L D L^T levels, symmetric scaling, Cholesky last level */
     int64_t nnzA, nnz_factors;
 } mlilu;
 
 static const char *const tri_names[] = {"syncfree", "levels", "cusparse", NULL};
+static const char *const sym_names[] = {"0", "1", "auto", NULL};
+extern const hk_pc_type hk_pc_mlilu_spd;
 
 /* ---- growable row storage ---------------------------------------------------------------- */
 
@@ -364,6 +371,232 @@ fail:
     return ierr;
 }
 
+/* ---- the symmetric (SPD) variant: inverse-based incomplete LDL^T ------------------------ */
+
+typedef struct sym_entry {
+    int32_t b, c; /* row (B position of its pivot) and column (index of M) */
+    double u;     /* unit factor entry u_bc = l_cb */
+    int64_t next; /* next entry of column c, in increasing b (-1: last) */
+} sym_entry;
+
+static int sym_push(sym_entry **e, int64_t *ne, int64_t *cap, int32_t b, int32_t c, double u)
+{
+    if (*ne == *cap) {
+        const int64_t nc = 2 * *cap;
+        sym_entry *m = realloc(*e, (size_t)nc * sizeof *m);
+        HK_CHECK(m, HK_ERR_MEMORY, "pc=mlilu: out of memory for the factor (%lld entries)",
+                 (long long)nc);
+        *e = m;
+        *cap = nc;
+    }
+    (*e)[*ne] = (sym_entry){b, c, u, -1};
+    (*ne)++;
+    return 0;
+}
+
+/* The error for a pivot that is not positive where postponing is no longer possible. */
+static int sym_pivot_error(double p, int level, int64_t row)
+{
+    return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                        "pc=mlilu (symmetric): the pivot of row %lld of the matrix is %g (not "
+                        "positive) on level %d, where postponing cannot cure it; the matrix is "
+                        "not positive definite, or the dropping made it indefinite: use a "
+                        "smaller pc.mlilu.droptol, or pc.mlilu.symmetric=0 with method=gmres",
+                        (long long)row, p, level);
+}
+
+/* Symmetric counterpart of factor_level on the symmetric, unit-diagonal M: M = L D L^T with
+ * L = U^T, computed by rows of U (Crout: row i of U is formed with column i of U, kept as
+ * linked lists of the entries), so the stored factor is exactly of that form whatever is
+ * dropped. One estimate nu_i ~ ||e_i^T L^-1|| (= ||U^-1 e_i||) by the sign-choice forward
+ * solve; row i is postponed with its column when nu_i > kappa or its pivot is below
+ * TINY_PIVOT (not positive). u_ic is dropped when |u_ic| nu_i <= tau. The Schur complement
+ * S = C - U_F^T D U_F is formed from the upper triangle and mirrored, so it is exactly
+ * symmetric; s_pq is dropped when |s_pq| <= tau sqrt(|s_pp s_qq|). final: nothing is
+ * postponed, a pivot that is not positive is an error naming orig[i] (the row of K). */
+static int factor_level_sym(const hk_csr *M, double kappa, double tau, int final, int level,
+                            const int64_t *orig, factor_out *f)
+{
+    int ierr = 0;
+    const int64_t n = M->n;
+    const size_t nz = (size_t)(n ? n : 1);
+    double *w = NULL, *d = NULL, *y = NULL, *sd = NULL;
+    int64_t *mark = NULL, *head = NULL, *tail = NULL, *ustart = NULL, *cnt = NULL;
+    int32_t *list = NULL, *Bidx = NULL;
+    sym_entry *e = NULL;
+    int64_t ne = 0, cap = 1024;
+    rows Su = {0};
+    memset(f, 0, sizeof *f);
+    HK_TRY(hk_calloc(nz, sizeof *w, &w));
+    HK_TRY(hk_calloc(nz, sizeof *d, &d));
+    HK_TRY(hk_calloc(nz, sizeof *y, &y));
+    HK_TRY(hk_malloc(nz * sizeof *mark, &mark));
+    HK_TRY(hk_malloc(nz * sizeof *head, &head));
+    HK_TRY(hk_malloc(nz * sizeof *tail, &tail));
+    HK_TRY(hk_calloc(nz + 1, sizeof *ustart, &ustart));
+    HK_TRY(hk_malloc(nz * sizeof *list, &list));
+    HK_TRY(hk_malloc(nz * sizeof *Bidx, &Bidx));
+    HK_TRY(hk_malloc(nz * sizeof *f->acc, &f->acc));
+    HK_TRY(hk_malloc(nz * sizeof *f->post, &f->post));
+    HK_TRY(hk_malloc((size_t)cap * sizeof *e, &e));
+    for (int64_t i = 0; i < n; i++) {
+        mark[i] = head[i] = tail[i] = -1;
+        f->acc[i] = f->post[i] = -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t nl = 0;
+        /* row i of M in the columns not yet accepted */
+        for (int64_t k = M->rowptr[i]; k < M->rowptr[i + 1]; k++) {
+            const int32_t c = M->colind[k];
+            if (f->acc[c] >= 0) continue;
+            w[c] = M->val[k];
+            mark[c] = nl;
+            list[nl++] = c;
+        }
+        /* minus u_ji d_j U(j, :) for every accepted j with u_ji != 0 (column i of U) */
+        double s = 0;
+        for (int64_t q = head[i]; q >= 0; q = e[q].next) {
+            const int32_t b = e[q].b, j = Bidx[b];
+            const double du = d[j] * e[q].u;
+            s += e[q].u * y[j];
+            for (int64_t k = ustart[b]; k < ustart[b + 1]; k++) {
+                const int32_t c = e[k].c;
+                if (f->acc[c] >= 0) continue;
+                if (mark[c] < 0) {
+                    w[c] = 0;
+                    mark[c] = nl;
+                    list[nl++] = c;
+                }
+                w[c] -= du * e[k].u;
+            }
+        }
+        const double p = mark[i] >= 0 ? w[i] : 0, nu = 1 + fabs(s);
+        const int pos = isfinite(p) && p > TINY_PIVOT;
+        if (final && !pos) {
+            ierr = sym_pivot_error(p, level, orig[i]);
+            goto fail;
+        }
+        if (!pos || (!final && nu > kappa)) {
+            f->post[i] = (int32_t)f->nC++;
+        } else {
+            const int32_t b = (int32_t)f->nB++;
+            f->acc[i] = b;
+            Bidx[b] = (int32_t)i;
+            d[i] = p;
+            y[i] = (s >= 0 ? -1 : 1) - s;
+            for (int64_t q = 0; q < nl; q++) {
+                const int32_t c = list[q];
+                if (c == i || w[c] == 0) continue;
+                const double u = w[c] / p;
+                if (fabs(u) * nu <= tau) continue;
+                HK_TRY(sym_push(&e, &ne, &cap, b, c, u));
+                if (tail[c] >= 0)
+                    e[tail[c]].next = ne - 1;
+                else
+                    head[c] = ne - 1;
+                tail[c] = ne - 1;
+            }
+            ustart[b + 1] = ne;
+        }
+        for (int64_t q = 0; q < nl; q++)
+            mark[list[q]] = -1;
+    }
+    /* B's factor: row b holds L (column Bidx[b] of U, unit), d, then D U (accepted columns);
+     * U_F = D U in the postponed columns; L_E = U_F^T unit (column p of U) */
+    HK_TRY(rows_init(&f->F, f->nB));
+    HK_TRY(rows_init(&f->UF, f->nB));
+    for (int64_t b = 0; b < f->nB; b++) {
+        const int32_t i = Bidx[b];
+        for (int64_t q = head[i]; q >= 0; q = e[q].next)
+            HK_TRY(rows_push(&f->F, e[q].b, e[q].u));
+        HK_TRY(rows_push(&f->F, (int32_t)b, d[i]));
+        for (int64_t k = ustart[b]; k < ustart[b + 1]; k++) {
+            const int32_t c = e[k].c;
+            if (f->acc[c] >= 0)
+                HK_TRY(rows_push(&f->F, f->acc[c], d[i] * e[k].u));
+            else
+                HK_TRY(rows_push(&f->UF, f->post[c], d[i] * e[k].u));
+        }
+        rows_end(&f->F);
+        rows_end(&f->UF);
+    }
+    if (f->nC == 0) goto fail; /* done: ierr is 0 */
+    HK_TRY(rows_init(&f->LE, f->nC));
+    HK_TRY(rows_init(&Su, f->nC));
+    HK_TRY(hk_malloc((size_t)f->nC * sizeof *sd, &sd));
+    for (int64_t i = 0; i < n; i++) {
+        if (f->post[i] < 0) continue;
+        int64_t nl = 0;
+        for (int64_t k = M->rowptr[i]; k < M->rowptr[i + 1]; k++) {
+            const int32_t c = M->colind[k];
+            if (f->post[c] < 0 || c < i) continue;
+            w[c] = M->val[k];
+            mark[c] = nl;
+            list[nl++] = c;
+        }
+        for (int64_t q = head[i]; q >= 0; q = e[q].next) {
+            const int32_t b = e[q].b;
+            const double dj = d[Bidx[b]], up = e[q].u;
+            HK_TRY(rows_push(&f->LE, b, up));
+            for (int64_t k = ustart[b]; k < ustart[b + 1]; k++) {
+                const int32_t c = e[k].c;
+                if (f->post[c] < 0 || c < i) continue;
+                if (mark[c] < 0) {
+                    w[c] = 0;
+                    mark[c] = nl;
+                    list[nl++] = c;
+                }
+                w[c] -= dj * (up * e[k].u); /* the same bits as entry (c, i) would get */
+            }
+        }
+        rows_end(&f->LE);
+        sd[f->post[i]] = mark[i] >= 0 ? w[i] : 0;
+        for (int64_t q = 0; q < nl; q++) {
+            const int32_t c = list[q];
+            HK_TRY(rows_push(&Su, f->post[c], w[c]));
+            mark[c] = -1;
+        }
+        rows_end(&Su);
+    }
+    /* S: the upper triangle's kept entries and their mirror images, by rows */
+    HK_TRY(hk_calloc((size_t)f->nC + 1, sizeof *cnt, &cnt));
+    for (int64_t p = 0; p < f->nC; p++)
+        for (int64_t k = Su.ptr[p]; k < Su.ptr[p + 1]; k++) {
+            const int32_t q = Su.col[k];
+            if (q != p && !(fabs(Su.val[k]) > tau * sqrt(fabs(sd[p] * sd[q])))) {
+                Su.col[k] = -1;
+                continue;
+            }
+            cnt[p + 1]++;
+            if (q != p) cnt[q + 1]++;
+        }
+    for (int64_t p = 0; p < f->nC; p++)
+        cnt[p + 1] += cnt[p];
+    HK_TRY(hk_calloc((size_t)f->nC + 1, sizeof *f->S.ptr, &f->S.ptr));
+    memcpy(f->S.ptr, cnt, ((size_t)f->nC + 1) * sizeof *cnt);
+    f->S.n = f->nC;
+    f->S.nnz = f->S.cap = cnt[f->nC];
+    HK_TRY(hk_malloc((size_t)(f->S.cap ? f->S.cap : 1) * sizeof *f->S.col, &f->S.col));
+    HK_TRY(hk_malloc((size_t)(f->S.cap ? f->S.cap : 1) * sizeof *f->S.val, &f->S.val));
+    for (int64_t p = 0; p < f->nC; p++)
+        for (int64_t k = Su.ptr[p]; k < Su.ptr[p + 1]; k++) {
+            const int32_t q = Su.col[k];
+            if (q < 0) continue;
+            f->S.col[cnt[p]] = q;
+            f->S.val[cnt[p]++] = Su.val[k];
+            if (q != p) {
+                f->S.col[cnt[q]] = (int32_t)p;
+                f->S.val[cnt[q]++] = Su.val[k];
+            }
+        }
+fail:
+    free(w), free(d), free(y), free(sd), free(mark), free(head), free(tail), free(ustart);
+    free(cnt), free(list), free(Bidx), free(e);
+    rows_free(&Su);
+    if (ierr) factor_out_free(f);
+    return ierr;
+}
+
 /* ---- set-up --------------------------------------------------------------------------------- */
 
 /* Dense inverse of A (n x n) by LU with partial pivoting, as CSR (every entry stored). */
@@ -438,6 +671,66 @@ fail:
     return ierr;
 }
 
+/* Dense inverse of the symmetric A (n x n) by Cholesky, as CSR (every entry stored), exactly
+ * symmetric (X = L^-T L^-1 formed from its upper triangle); a pivot that is not positive is
+ * an error naming orig[c], the row of K. */
+static int dense_inverse_spd(const hk_csr *A, int level, const int64_t *orig, hk_csr *Inv)
+{
+    int ierr = 0;
+    const int64_t n = A->n;
+    double *D = NULL, *X = NULL;
+    HK_CALL(hk_calloc((size_t)(n * n), sizeof *D, &D));
+    HK_TRY(hk_calloc((size_t)(n * n), sizeof *X, &X));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            D[i * n + A->colind[k]] = A->val[k];
+    for (int64_t c = 0; c < n; c++) { /* lower triangle of D becomes L (D = L L^T) */
+        const double a = D[c * n + c];
+        double p = a;
+        for (int64_t k = 0; k < c; k++)
+            p -= D[c * n + k] * D[c * n + k];
+        if (!(isfinite(p) && p > 1e-14 * fabs(a))) {
+            ierr = sym_pivot_error(p, level, orig[c]);
+            goto fail;
+        }
+        const double l = sqrt(p);
+        D[c * n + c] = l;
+        for (int64_t r = c + 1; r < n; r++) {
+            double s = D[r * n + c];
+            for (int64_t k = 0; k < c; k++)
+                s -= D[r * n + k] * D[c * n + k];
+            D[r * n + c] = s / l;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) { /* L^-1 in place of the lower triangle, by columns */
+        D[i * n + i] = 1 / D[i * n + i];
+        for (int64_t r = i + 1; r < n; r++) {
+            double s = 0;
+            for (int64_t k = i; k < r; k++)
+                s -= D[r * n + k] * D[k * n + i];
+            D[r * n + i] = s / D[r * n + r];
+        }
+    }
+    for (int64_t i = 0; i < n; i++) /* X = L^-T L^-1, upper triangle mirrored */
+        for (int64_t j = i; j < n; j++) {
+            double s = 0;
+            for (int64_t k = j; k < n; k++)
+                s += D[k * n + i] * D[k * n + j];
+            X[i * n + j] = X[j * n + i] = s;
+        }
+    HK_TRY(hk_csr_alloc(n, n, n * n, Inv));
+    for (int64_t i = 0; i < n; i++) {
+        Inv->rowptr[i + 1] = (i + 1) * n;
+        for (int64_t k = 0; k < n; k++) {
+            Inv->colind[i * n + k] = (int32_t)k;
+            Inv->val[i * n + k] = X[i * n + k];
+        }
+    }
+fail:
+    free(D), free(X);
+    return ierr;
+}
+
 /* The node ordering kind applied to the pattern of A + A^T (bs = 1). */
 static int order_level(const hk_csr *A, int kind, int32_t **perm)
 {
@@ -486,10 +779,11 @@ static int mat_of_rows(hk_pc *pc, const rows *R, int64_t m, hk_mat **out)
     return ierr;
 }
 
-/* Build level lev from its matrix A (host, n x n); *S receives the next level's matrix
- * (n = 0 when this level is the last). */
+/* Build level lev from its matrix A (host, n x n) whose rows are the rows orig of K; *S
+ * receives the next level's matrix (n = 0 when this level is the last) and *orig_next its
+ * rows of K. */
 static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, const hk_csr *A,
-                       hk_csr *S)
+                       const int64_t *orig, hk_csr *S, int64_t **orig_next)
 {
     int ierr = 0;
     const hk_backend_ops *be = pc->be;
@@ -501,19 +795,37 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     hk_trifactor TL = {0}, TU = {0};
     factor_out f = {0};
     rows Ri = {0}, Rc = {0}, Ob = {0}, Oc = {0};
+    int64_t *orig_M = NULL; /* index of M -> row of K */
     memset(S, 0, sizeof *S);
+    *orig_next = NULL;
     L->n = n;
     if (final && n <= ml->dense) {
-        HK_CALL(dense_inverse(A, lev, &Inv));
+        HK_CALL(ml->symmetric ? dense_inverse_spd(A, lev, orig, &Inv)
+                              : dense_inverse(A, lev, &Inv));
         ierr = hk_pc_mat_like(pc, NULL, &Inv, &L->Sinv);
         L->nnz = n * n;
         hk_csr_free(&Inv);
         return ierr;
     }
-    /* 1. scaling to unit max norm, rows then columns */
+    /* 1. scaling to unit max norm, rows then columns; symmetric: to unit diagonal, D A D */
     HK_TRY(hk_malloc((size_t)n * sizeof *dr, &dr));
     HK_TRY(hk_calloc((size_t)n, sizeof *dc, &dc));
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; ml->symmetric && i < n; i++) {
+        double a = 0;
+        for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            if (A->colind[k] == i) a = A->val[k];
+        if (!(isfinite(a) && a > 0)) {
+            ierr = lev ? sym_pivot_error(a, lev, orig[i])
+                       : hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                                      "pc=mlilu (symmetric): the diagonal entry of row %lld is "
+                                      "%g, so the matrix is not positive definite; use "
+                                      "pc.mlilu.symmetric=0 with method=gmres",
+                                      (long long)orig[i], a);
+            goto fail;
+        }
+        dr[i] = dc[i] = 1 / sqrt(a);
+    }
+    for (int64_t i = 0; !ml->symmetric && i < n; i++) {
         double m = 0;
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             if (fabs(A->val[k]) > m) m = fabs(A->val[k]);
@@ -523,11 +835,11 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
                      (long long)i, lev);
         dr[i] = 1 / m;
     }
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; !ml->symmetric && i < n; i++)
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             if (fabs(A->val[k]) * dr[i] > dc[A->colind[k]])
                 dc[A->colind[k]] = fabs(A->val[k]) * dr[i];
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = 0; !ml->symmetric && j < n; j++) {
         HK_TRY_CHECK(dc[j] > 0, HK_ERR_NUMERIC,
                      "pc=mlilu: column %lld of the level-%d matrix is zero, so the matrix is "
                      "singular; check the matrix",
@@ -537,23 +849,33 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     /* 2. ordering; M = P Dr A Dc P^T */
     HK_TRY(order_level(A, ordering, &perm));
     HK_TRY(hk_malloc((size_t)n * sizeof *iperm, &iperm));
-    for (int64_t k = 0; k < n; k++)
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *orig_M, &orig_M));
+    for (int64_t k = 0; k < n; k++) {
         iperm[perm ? perm[k] : k] = (int32_t)k;
+        orig_M[k] = orig[perm ? perm[k] : k];
+    }
     HK_TRY(hk_csr_alloc(n, n, A->rowptr[n], &M));
     for (int64_t k = 0, q = 0; k < n; k++) {
         const int64_t i = perm ? perm[k] : k;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++, q++) {
             M.colind[q] = iperm[A->colind[p]];
-            M.val[q] = dr[i] * A->val[p] * dc[A->colind[p]];
+            /* the scale factors' product first, so a symmetric A gives a symmetric M */
+            M.val[q] = A->val[p] * (dr[i] * dc[A->colind[p]]);
         }
         M.rowptr[k + 1] = q;
     }
     HK_TRY(csr_sort_rows(&M));
     /* 3-4. the factorisation; an all-postponed level becomes the last one */
-    HK_TRY(factor_level(&M, ml->kappa, ml->droptol, final, lev, &f));
+    if (ml->symmetric)
+        HK_TRY(factor_level_sym(&M, ml->kappa, ml->droptol, final, lev, orig_M, &f));
+    else
+        HK_TRY(factor_level(&M, ml->kappa, ml->droptol, final, lev, &f));
     if (f.nB == 0) {
         factor_out_free(&f);
-        HK_TRY(factor_level(&M, ml->kappa, ml->droptol, 1, lev, &f));
+        if (ml->symmetric)
+            HK_TRY(factor_level_sym(&M, ml->kappa, ml->droptol, 1, lev, orig_M, &f));
+        else
+            HK_TRY(factor_level(&M, ml->kappa, ml->droptol, 1, lev, &f));
     }
     L->nB = f.nB;
     L->nC = f.nC;
@@ -607,9 +929,12 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
         HK_TRY(hk_vec_create(be, f.nC, pc->prec, &L->x2));
         HK_TRY(hk_vec_create(be, n, pc->prec, &L->t0));
         HK_TRY(csr_of_rows(&f.S, f.nC, S));
+        HK_TRY(hk_malloc((size_t)f.nC * sizeof **orig_next, orig_next));
+        for (int64_t k = 0; k < n; k++)
+            if (f.post[k] >= 0) (*orig_next)[f.post[k]] = orig_M[k];
     }
 fail:
-    free(dr), free(dc), free(perm), free(iperm);
+    free(dr), free(dc), free(perm), free(iperm), free(orig_M);
     hk_csr_free(&M);
     hk_csr_free(&Fc);
     hk_trifactor_free(&TL);
@@ -626,8 +951,17 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
     const hk_backend_ops *be = pc->be;
     double kappa = 5, droptol = 1e-2;
     int levels = 10, dense = 400, ordering = HK_ORDER_NATURAL,
-        method = be == &hk_backend_cpu ? 0 : 2;
+        method = be == &hk_backend_cpu ? 0 : 2, symmetric = 2;
     hk_csr Al = {0}, Sn = {0};
+    int64_t *orig = NULL, *orig_next = NULL;
+    HK_CALL(hk_options_get_choice(o, "pc.mlilu.symmetric", sym_names, &symmetric));
+    /* the type CG-type methods get (hk_pc_mlilu's symmetric_variant) must be symmetric */
+    const int for_cg = pc->type == &hk_pc_mlilu_spd;
+    HK_CHECK(!(for_cg && symmetric == 0), HK_ERR_OPTION,
+             "option pc.mlilu.symmetric=0 asks for the nonsymmetric multilevel ILU, which the "
+             "CG-type methods cannot use; drop the option (or set 1), or use method=gmres, "
+             "fgmres or bicgstab");
+    if (symmetric == 2) symmetric = for_cg;
     HK_CALL(hk_options_get_double(o, "pc.mlilu.kappa", &kappa));
     HK_CALL(hk_options_get_double(o, "pc.mlilu.droptol", &droptol));
     HK_CALL(hk_options_get_int(o, "pc.mlilu.levels", &levels));
@@ -660,16 +994,24 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
     ml->droptol = droptol;
     ml->method = method;
     ml->dense = dense;
+    ml->symmetric = symmetric;
     HK_CALL(hk_csr_from_bcsr(K, &Al));
     ml->nnzA = Al.rowptr[Al.n];
+    if (symmetric) HK_TRY(hk_csr_check_symmetric(&Al, "mlilu (pc.mlilu.symmetric=1)"));
+    HK_TRY(hk_malloc((size_t)(Al.n ? Al.n : 1) * sizeof *orig, &orig));
+    for (int64_t i = 0; i < Al.n; i++)
+        orig[i] = i;
     for (int l = 0; l < levels; l++) {
         const int final = l == levels - 1 || Al.n <= dense;
         ml->nlev = l + 1;
-        HK_TRY(setup_level(pc, ml, l, ordering, final, &Al, &Sn));
+        HK_TRY(setup_level(pc, ml, l, ordering, final, &Al, orig, &Sn, &orig_next));
         ml->nnz_factors += ml->lev[l].nnz;
         hk_csr_free(&Al);
         Al = Sn;
         memset(&Sn, 0, sizeof Sn);
+        free(orig);
+        orig = orig_next;
+        orig_next = NULL;
         if (Al.n == 0) break;
     }
     HK_TRY_CHECK(Al.n == 0, HK_ERR_INTERNAL, "pc=mlilu: level %d left a Schur complement",
@@ -677,6 +1019,8 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
 fail:
     hk_csr_free(&Al);
     hk_csr_free(&Sn);
+    free(orig);
+    free(orig_next);
     return ierr;
 }
 
@@ -744,14 +1088,16 @@ static void mlilu_describe(const hk_pc *pc, char *buf, size_t len)
     for (int l = 0; l < ml->nlev && w > 0 && (size_t)w < len; l++)
         w += snprintf(buf + w, len - (size_t)w, "%s%lld", l ? " " : " ", (long long)ml->lev[l].n);
     if (w > 0 && (size_t)w < len)
-        snprintf(buf + w, len - (size_t)w, "), fill %.2f, kappa %g, droptol %g",
+        snprintf(buf + w, len - (size_t)w,
+                 "), fill %.2f, kappa %g, droptol %g%s, level 0 solves %lld + %lld levels",
                  ml->nnzA ? (double)ml->nnz_factors / (double)ml->nnzA : 0.0, ml->kappa,
-                 ml->droptol);
+                 ml->droptol, ml->symmetric ? ", symmetric (LDL^T)" : "",
+                 (long long)ml->lev[0].levels_L, (long long)ml->lev[0].levels_U);
 }
 
 int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill)
 {
-    if (!pc || pc->type != &hk_pc_mlilu || !pc->data) return -1;
+    if (!pc || (pc->type != &hk_pc_mlilu && pc->type != &hk_pc_mlilu_spd) || !pc->data) return -1;
     const mlilu *ml = pc->data;
     *nlev = ml->nlev;
     for (int l = 0; rows && l < ml->nlev; l++)
@@ -760,11 +1106,29 @@ int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill)
     return 0;
 }
 
+#define MLILU_OPTIONS                                                                              \
+    "pc.tri pc.ordering pc.mlilu.kappa pc.mlilu.droptol pc.mlilu.levels pc.mlilu.dense "           \
+    "pc.mlilu.symmetric"
+
 const hk_pc_type hk_pc_mlilu = {
     .name = "mlilu",
-    .summary = "multilevel inverse-based ILU (ILUPACK style): postponed pivots, Schur levels",
-    .options = "pc.tri pc.ordering pc.mlilu.kappa pc.mlilu.droptol pc.mlilu.levels pc.mlilu.dense",
+    .summary = "multilevel inverse-based ILU (ILUPACK style): postponed pivots, Schur levels; "
+               "an SPD LDL^T form with CG-type methods",
+    .options = MLILU_OPTIONS,
     .symmetric = 0,
+    .symmetric_variant = &hk_pc_mlilu_spd,
+    .setup = mlilu_setup,
+    .apply = mlilu_apply,
+    .destroy = mlilu_destroy,
+    .describe = mlilu_describe,
+};
+
+/* What CG-type methods get for pc=mlilu: the same set-up, symmetric by default. */
+const hk_pc_type hk_pc_mlilu_spd = {
+    .name = "mlilu",
+    .summary = "multilevel inverse-based incomplete LDL^T (SPD form of mlilu)",
+    .options = MLILU_OPTIONS,
+    .symmetric = 1,
     .setup = mlilu_setup,
     .apply = mlilu_apply,
     .destroy = mlilu_destroy,
