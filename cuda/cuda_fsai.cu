@@ -320,23 +320,22 @@ __global__ void __launch_bounds__(32 * FSAI_PWARPS)
                 len[I * b + r] = (m - 1) * b + r + 1;
             continue;
         }
-        /* rank sort: I is the largest member (all are <= I), so it ranks m - 1 */
+        /* rank sort into tab, whose hash set is done with (I is the largest member, so it
+         * ranks m - 1); then the node's rows, which share the prefix, each written by lanes
+         * over consecutive entries */
         for (int64_t e = lane; e < m; e += 32) {
             const int32_t v = list[e];
-            if (v == (int32_t)I) continue;
             int64_t rank = 0;
             for (int64_t x = 0; x < m; x++)
                 rank += list[x] < v;
-            for (int r = 0; r < b; r++) {
-                int32_t *out = scol + srow[I * b + r] + rank * b;
-                for (int c = 0; c < b; c++)
-                    out[c] = (int32_t)((int64_t)v * b + c);
-            }
+            tab[rank] = v;
         }
-        for (int r = lane; r < b; r += 32) {
-            int32_t *out = scol + srow[I * b + r] + (m - 1) * b;
-            for (int c = 0; c <= r; c++)
-                out[c] = (int32_t)(I * b + c);
+        __syncwarp();
+        for (int r = 0; r < b; r++) {
+            int32_t *out = scol + srow[I * b + r];
+            const int len = (int)((m - 1) * b + r + 1);
+            for (int t = lane; t < len; t += 32)
+                out[t] = (int32_t)((int64_t)tab[t / b] * b + t % b);
         }
         __syncwarp();
     }
