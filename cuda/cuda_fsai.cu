@@ -514,8 +514,8 @@ __device__ void fsai_solve_warp(const double *M, int ld, double *W, const int64_
  * entries first, first + stride, .. of each row, into wall (A_ab from the upper triangle, the
  * diagonal from dgl). */
 __device__ void fsai_filter_t(const double *M, int ld, const double *dgl, const double *W,
-                              const int64_t *srow, int nr, const unsigned char *keep,
-                              double *wall, int first, int stride)
+                              const int64_t *srow, int nr, const unsigned char *keep, double *wall,
+                              int first, int stride)
 {
     int mr[FSAI_NRHS];
     rows_m(mr, srow, nr);
@@ -579,8 +579,9 @@ __device__ void fsai_tail_warp(const double *M, int ld, const double *dgl, doubl
 /* Steps 1-2 for the pattern P (m entries, global) by one warp: M (m x m) receives A[P,P] in its
  * upper triangle and L in its lower, dgl the diagonal of A[P,P]. Returns a fault reason or 0,
  * the same in every lane. */
-__device__ __forceinline__ int fsai_chol_warp(const int64_t *krow, const int32_t *kcol, const double *kval,
-                              int br, const int32_t *P, int m, double *M, double *dgl)
+__device__ __forceinline__ int fsai_chol_warp(const int64_t *krow, const int32_t *kcol,
+                                              const double *kval, int br, const int32_t *P, int m,
+                                              double *M, double *dgl)
 {
     const int lane = threadIdx.x & 31;
     for (int e = lane; e < m * m; e += 32)
@@ -640,10 +641,11 @@ __device__ __forceinline__ int fsai_chol_warp(const int64_t *krow, const int32_t
 
 /* Row i alone by one warp (srow + i: its place in wall and keep); work = m*m + (1 +
  * FSAI_NRHS) m doubles. */
-__device__ __forceinline__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol, const double *kval,
-                              int br, int64_t i, const int64_t *srow, const int32_t *scol,
-                              double delta, double *work, double *wall, unsigned char *keep,
-                              ull *fault)
+__device__ __forceinline__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol,
+                                              const double *kval, int br, int64_t i,
+                                              const int64_t *srow, const int32_t *scol,
+                                              double delta, double *work, double *wall,
+                                              unsigned char *keep, ull *fault)
 {
     const int64_t p0 = srow[i];
     const int m = (int)(srow[i + 1] - p0);
@@ -663,10 +665,9 @@ __device__ __forceinline__ void fsai_row_warp(const int64_t *krow, const int32_t
 /* Node I's rows by one warp: one factor on the last row's pattern, its rows' solves FSAI_NRHS
  * at a time; if the factor fails, row by row as the reference does, which names the first
  * failing row. work = ml*ml + (1 + FSAI_NRHS) ml doubles. */
-__device__ void fsai_node_warp(const int64_t *krow, const int32_t *kcol, const double *kval,
-                               int br, int64_t I, const int64_t *srow, const int32_t *scol,
-                               double delta, double *work, double *wall, unsigned char *keep,
-                               ull *fault)
+__device__ void fsai_node_warp(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
+                               int64_t I, const int64_t *srow, const int32_t *scol, double delta,
+                               double *work, double *wall, unsigned char *keep, ull *fault)
 {
     const int64_t i0 = I * br, pl = srow[i0 + br - 1];
     const int ml = (int)(srow[i0 + br] - pl);
@@ -688,9 +689,9 @@ __device__ void fsai_node_warp(const int64_t *krow, const int32_t *kcol, const d
 /* Steps 1-2 for the pattern Pg (m entries, global) by the whole thread block: M (m x m) and
  * dgl as in fsai_chol_warp, P (m int32, shared) the pattern. Returns a fault reason or 0, the
  * same in every thread; ends with a barrier. */
-__device__ __forceinline__ int fsai_chol_block(const int64_t *krow, const int32_t *kcol, const double *kval,
-                               int br, const int32_t *Pg, int m, double *M, double *dgl,
-                               int32_t *P)
+__device__ __forceinline__ int fsai_chol_block(const int64_t *krow, const int32_t *kcol,
+                                               const double *kval, int br, const int32_t *Pg, int m,
+                                               double *M, double *dgl, int32_t *P)
 {
     const int tid = threadIdx.x, lane = tid & 31, wib = tid >> 5;
     const int nt = 32 * FSAI_BLOCK_WARPS;
@@ -735,7 +736,7 @@ __device__ __forceinline__ int fsai_chol_block(const int64_t *krow, const int32_
     /* 2. Cholesky, right-looking: entry (r, c) gets its updates in the order q = 0 .. c-1
      * and is then divided by the pivot, as in the left-looking reference */
     for (int j = 0; j < m; j++) {
-        double d = M[j * m + j]; /* final: the previous step ended with a barrier */
+        double d = M[j * m + j];        /* final: the previous step ended with a barrier */
         if (!(d > 0) || !isfinite(d)) { /* the same d in every thread */
             __syncthreads();
             return HK_FAULT_NOT_SPD;
@@ -780,10 +781,11 @@ __device__ void fsai_tail_block(const double *M, int ld, const double *dgl, doub
 }
 
 /* Row i alone by the thread block, work in shm (m*m + (1 + FSAI_NRHS) m doubles). */
-__device__ __forceinline__ void fsai_row_block(const int64_t *krow, const int32_t *kcol, const double *kval,
-                               int br, int64_t i, const int64_t *srow, const int32_t *scol,
-                               double delta, double *shm, double *wall, unsigned char *keep,
-                               ull *fault)
+__device__ __forceinline__ void fsai_row_block(const int64_t *krow, const int32_t *kcol,
+                                               const double *kval, int br, int64_t i,
+                                               const int64_t *srow, const int32_t *scol,
+                                               double delta, double *shm, double *wall,
+                                               unsigned char *keep, ull *fault)
 {
     const int64_t p0 = srow[i];
     const int m = (int)(srow[i + 1] - p0);
@@ -805,9 +807,9 @@ __device__ __forceinline__ void fsai_row_block(const int64_t *krow, const int32_
  * block, the solves by its first warp, the filtration sums by the block. */
 __global__ void __launch_bounds__(32 * FSAI_BLOCK_WARPS)
     fsai_factor_block_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
-                             const int64_t *srow, const int32_t *scol,
-                             const unsigned char *shared, int64_t n, double delta, double *wall,
-                             unsigned char *keep, int mlo, int mhi, ull *fault)
+                             const int64_t *srow, const int32_t *scol, const unsigned char *shared,
+                             int64_t n, double delta, double *wall, unsigned char *keep, int mlo,
+                             int mhi, ull *fault)
 {
     extern __shared__ double shm[];
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
@@ -979,9 +981,9 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
             const int64_t blocks = n < 65536 ? n : 65536;
             fsai_factor_block_kernel<<<(unsigned)blocks, 32 * FSAI_BLOCK_WARPS, bytes,
-                                       hk_cu.stream>>>(K->rowptr, K->colind, K->val, br,
-                                                       S->rowptr, S->colind, shared, n, delta,
-                                                       wall, keep, mbig, mhi, dfault);
+                                       hk_cu.stream>>>(K->rowptr, K->colind, K->val, br, S->rowptr,
+                                                       S->colind, shared, n, delta, wall, keep,
+                                                       mbig, mhi, dfault);
             HK_CU_TRY(cudaGetLastError());
             mbig = mhi;
         }
