@@ -803,49 +803,53 @@ __device__ __forceinline__ void fsai_row_block(const int64_t *krow, const int32_
 }
 
 /* Units whose size (the row's m; a node's: its last row's) is in mlo < m <= mhi, one thread
- * block each; dynamic shared: ml*ml + (1 + FSAI_NRHS) ml doubles. Steps 1-2 by the whole
- * block, the solves by its first warp, the filtration sums by the block. */
+ * block each, the blocks over the nodes; dynamic shared: m*m + (1 + FSAI_NRHS) m doubles.
+ * Steps 1-2 by the whole block, the solves by its first warp, the filtration sums by the
+ * block. */
 __global__ void __launch_bounds__(32 * FSAI_BLOCK_WARPS)
     fsai_factor_block_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
                              const int64_t *srow, const int32_t *scol, const unsigned char *shared,
-                             int64_t n, double delta, double *wall, unsigned char *keep, int mlo,
+                             int64_t nn, double delta, double *wall, unsigned char *keep, int mlo,
                              int mhi, ull *fault)
 {
     extern __shared__ double shm[];
-    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-        const int64_t p0 = srow[i];
-        const int m = (int)(srow[i + 1] - p0 < mhi + 1 ? srow[i + 1] - p0 : mhi + 1);
-        if (m <= mlo || m > mhi) continue; /* the same in the whole block */
-        const int64_t I = i / br;
-        if (!shared || !shared[I]) {
-            fsai_row_block(krow, kcol, kval, br, i, srow, scol, delta, shm, wall, keep, fault);
-            __syncthreads();
+    for (int64_t I = blockIdx.x; I < nn; I += gridDim.x) {
+        const int64_t i0 = I * br;
+        if (!shared || !shared[I]) { /* the node's rows one by one */
+            for (int r = 0; r < br; r++) {
+                const int64_t m = srow[i0 + r + 1] - srow[i0 + r];
+                if (m <= mlo || m > mhi) continue; /* the same in the whole block */
+                fsai_row_block(krow, kcol, kval, br, i0 + r, srow, scol, delta, shm, wall, keep,
+                               fault);
+                __syncthreads();
+            }
             continue;
         }
-        if (i != I * br + br - 1) continue; /* the node's last row stands for the node */
+        const int64_t pl = srow[i0 + br - 1];
+        if (srow[i0 + br] - pl <= mlo || srow[i0 + br] - pl > mhi) continue;
+        const int m = (int)(srow[i0 + br] - pl);
         double *dgl = shm + m * m, *W = dgl + m;
-        if (!fsai_chol_block(krow, kcol, kval, br, scol + p0, m, shm, dgl, (int32_t *)W)) {
+        if (!fsai_chol_block(krow, kcol, kval, br, scol + pl, m, shm, dgl, (int32_t *)W)) {
             for (int r0 = 0; r0 < br; r0 += FSAI_NRHS) {
                 const int nr = br - r0 < FSAI_NRHS ? br - r0 : FSAI_NRHS;
-                fsai_tail_block(shm, m, dgl, W, srow + I * br + r0, nr, delta, wall, keep);
+                fsai_tail_block(shm, m, dgl, W, srow + i0 + r0, nr, delta, wall, keep);
             }
             continue;
         }
         for (int r = 0; r < br; r++) { /* row by row: names the first failing row */
-            fsai_row_block(krow, kcol, kval, br, I * br + r, srow, scol, delta, shm, wall, keep,
-                           fault);
+            fsai_row_block(krow, kcol, kval, br, i0 + r, srow, scol, delta, shm, wall, keep, fault);
             __syncthreads();
         }
     }
 }
 
 /* small = 1: units with m <= FSAI_SMALL, work in shared memory; small = 0: units with m > mbig,
- * work in gwork (slab doubles per warp). */
+ * work in gwork (slab doubles per warp). The warps over the nodes. */
 template <int SMALL>
 __global__ void __launch_bounds__(32 * FSAI_WARPS)
     fsai_factor_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
                        const int64_t *srow, const int32_t *scol, const unsigned char *shared,
-                       int64_t n, double delta, double *wall, unsigned char *keep, double *gwork,
+                       int64_t nn, double delta, double *wall, unsigned char *keep, double *gwork,
                        int64_t slab, int64_t mbig, ull *fault)
 {
     __shared__ double sh[SMALL ? FSAI_WARPS : 1]
@@ -854,14 +858,20 @@ __global__ void __launch_bounds__(32 * FSAI_WARPS)
     const int64_t gw = (int64_t)blockIdx.x * FSAI_WARPS + wib,
                   nw = (int64_t)gridDim.x * FSAI_WARPS;
     double *work = SMALL ? sh[wib] : gwork + gw * slab;
-    for (int64_t i = gw; i < n; i += nw) {
-        const int64_t m = srow[i + 1] - srow[i];
-        if (SMALL ? m > FSAI_SMALL : m <= mbig) continue;
-        const int64_t I = i / br;
-        if (!shared || !shared[I])
-            fsai_row_warp(krow, kcol, kval, br, i, srow, scol, delta, work, wall, keep, fault);
-        else if (i == I * br + br - 1)
-            fsai_node_warp(krow, kcol, kval, br, I, srow, scol, delta, work, wall, keep, fault);
+    for (int64_t I = gw; I < nn; I += nw) {
+        const int64_t i0 = I * br;
+        if (shared && shared[I]) {
+            const int64_t m = srow[i0 + br] - srow[i0 + br - 1];
+            if (SMALL ? m <= FSAI_SMALL : m > mbig)
+                fsai_node_warp(krow, kcol, kval, br, I, srow, scol, delta, work, wall, keep, fault);
+        } else
+            for (int r = 0; r < br; r++) { /* the node's rows one by one */
+                const int64_t m = srow[i0 + r + 1] - srow[i0 + r];
+                if (SMALL ? m > FSAI_SMALL : m <= mbig) continue;
+                fsai_row_warp(krow, kcol, kval, br, i0 + r, srow, scol, delta, work, wall, keep,
+                              fault);
+                __syncwarp();
+            }
         __syncwarp();
     }
 }
@@ -959,10 +969,11 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
                      hmax);
         /* units (rows, or nodes sharing a factor) of up to FSAI_SMALL entries: a warp each,
          * system in shared memory */
-        int64_t nb = (n + FSAI_WARPS - 1) / FSAI_WARPS;
+        const int64_t nn = n / br;
+        int64_t nb = (nn + FSAI_WARPS - 1) / FSAI_WARPS;
         if (nb > (1 << 20)) nb = 1 << 20;
         fsai_factor_kernel<1><<<(unsigned)nb, 32 * FSAI_WARPS, 0, hk_cu.stream>>>(
-            K->rowptr, K->colind, K->val, br, S->rowptr, S->colind, shared, n, delta, wall, keep,
+            K->rowptr, K->colind, K->val, br, S->rowptr, S->colind, shared, nn, delta, wall, keep,
             NULL, 0, 0, dfault);
         HK_CU_TRY(cudaGetLastError());
         /* mid-size units: a thread block each, by size class so that small systems share an
@@ -979,10 +990,10 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
             if (bytes > (size_t)optin) break; /* larger rows take the global slab */
             HK_CU_TRY(cudaFuncSetAttribute(fsai_factor_block_kernel,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-            const int64_t blocks = n < 65536 ? n : 65536;
+            const int64_t blocks = nn < 65536 ? nn : 65536;
             fsai_factor_block_kernel<<<(unsigned)blocks, 32 * FSAI_BLOCK_WARPS, bytes,
                                        hk_cu.stream>>>(K->rowptr, K->colind, K->val, br, S->rowptr,
-                                                       S->colind, shared, n, delta, wall, keep,
+                                                       S->colind, shared, nn, delta, wall, keep,
                                                        mbig, mhi, dfault);
             HK_CU_TRY(cudaGetLastError());
             mbig = mhi;
@@ -997,7 +1008,7 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
             HK_TRY(hk_cu_malloc((void **)&gwork,
                                 (size_t)blocks * FSAI_WARPS * (size_t)slab * sizeof(double)));
             fsai_factor_kernel<0><<<(unsigned)blocks, 32 * FSAI_WARPS, 0, hk_cu.stream>>>(
-                K->rowptr, K->colind, K->val, br, S->rowptr, S->colind, shared, n, delta, wall,
+                K->rowptr, K->colind, K->val, br, S->rowptr, S->colind, shared, nn, delta, wall,
                 keep, gwork, slab, mbig, dfault);
             HK_CU_TRY(cudaGetLastError());
         }
