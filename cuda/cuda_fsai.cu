@@ -6,19 +6,25 @@
 // fsai_pattern: diagonal check, the sparsified graph Ã (count, scan, fill), then one warp per
 // node grows its node set by k steps of Low(B_p Ã): candidates go into an open-addressing hash
 // set in shared memory (atomicCAS), new members are appended to a list by ballot, and the
-// finished set is sorted by rank (each member counts the smaller ones), so the result does
-// not depend on the order of insertion. Twice: sizes, then the rows. Node sets of more than
-// FSAI_LIST nodes (cap over FSAI_LIST scalar entries) take the old path: one thread per node
-// growing a sorted array in global scratch.
-// fsai_factor: rows by class of pattern size m:
-//   m <= FSAI_SMALL: one warp per row, the system in shared memory;
-//   FSAI_SMALL < m <= FSAI_MID: one thread block per row, the m x m system in (opt-in, up to
-//     200 KB) dynamic shared memory, launched per size class (48, 64, .., 116, 128, 144,
-//     FSAI_MID) so that small systems share an SM; the Cholesky is right-looking (column j is divided by its
-//     pivot, then the trailing lower triangle is updated, warps over columns and lanes over
-//     rows) - entry (r, c) receives its updates in the order q = 0, 1, .., c-1 exactly as the
-//     left-looking reference's sum, so the digits are the same;
-//   m > FSAI_MID: one warp per row with its system in a global slab (the slow path).
+// finished set is sorted by rank into the hash table's place (each member counts the smaller
+// ones), so the result does not depend on the order of insertion; the node's rows share that
+// prefix and are written by lanes over consecutive entries. Twice: sizes, then the rows.
+// Node sets of more than FSAI_LIST nodes (cap over FSAI_LIST scalar entries) take the old
+// path: one thread per node growing a sorted array in global scratch.
+// fsai_factor: units of work are rows, or whole nodes where the node's rows share one factor
+// (pc.fsai.pattern=block: each row's pattern is a prefix of the last row's): such a node
+// gathers and factors its last row's system once and solves its rows with the leading parts
+// of that factor, FSAI_NRHS rows side by side, as the CPU reference does. Units by class of
+// size m (a node's: its last row's):
+//   m <= FSAI_SMALL: one warp per unit, the system in shared memory;
+//   FSAI_SMALL < m <= FSAI_MID: one thread block per unit, the m x m system in (opt-in, up to
+//     210 KB) dynamic shared memory, launched per size class (48, 64, .., 116, 128, 144,
+//     FSAI_MID) so that small systems share an SM; the Cholesky is right-looking (column j is
+//     divided by its pivot, then the trailing lower triangle is updated, warps over columns
+//     and lanes over rows) - entry (r, c) receives its updates in the order q = 0, 1, .., c-1
+//     exactly as the left-looking reference's sum, so the digits are the same;
+//   m > FSAI_MID: one warp per unit with its system in a global slab (the slow path).
+// A node whose factor fails is redone row by row, which names the first failing row.
 // Faults go through an integer atomicMin on (row << 4 | reason): the first faulty row,
 // whatever the schedule.
 #include <cub/cub.cuh>
@@ -35,6 +41,7 @@
 #define FSAI_HASH 2048       /* shared hash slots per warp of the pattern kernel */
 #define FSAI_LIST 1024       /* most nodes of a set in the warp pattern kernel */
 #define FSAI_PWARPS 4        /* warps per block of the pattern kernel (48 KB of shared) */
+#define FSAI_NRHS 3          /* rows of a node solved side by side with its one factor */
 
 typedef unsigned long long ull;
 
@@ -313,23 +320,22 @@ __global__ void __launch_bounds__(32 * FSAI_PWARPS)
                 len[I * b + r] = (m - 1) * b + r + 1;
             continue;
         }
-        /* rank sort: I is the largest member (all are <= I), so it ranks m - 1 */
+        /* rank sort into tab, whose hash set is done with (I is the largest member, so it
+         * ranks m - 1); then the node's rows, which share the prefix, each written by lanes
+         * over consecutive entries */
         for (int64_t e = lane; e < m; e += 32) {
             const int32_t v = list[e];
-            if (v == (int32_t)I) continue;
             int64_t rank = 0;
             for (int64_t x = 0; x < m; x++)
                 rank += list[x] < v;
-            for (int r = 0; r < b; r++) {
-                int32_t *out = scol + srow[I * b + r] + rank * b;
-                for (int c = 0; c < b; c++)
-                    out[c] = (int32_t)((int64_t)v * b + c);
-            }
+            tab[rank] = v;
         }
-        for (int r = lane; r < b; r += 32) {
-            int32_t *out = scol + srow[I * b + r] + (m - 1) * b;
-            for (int c = 0; c <= r; c++)
-                out[c] = (int32_t)(I * b + c);
+        __syncwarp();
+        for (int r = 0; r < b; r++) {
+            int32_t *out = scol + srow[I * b + r];
+            const int len = (int)((m - 1) * b + r + 1);
+            for (int t = lane; t < len; t += 32)
+                out[t] = (int32_t)((int64_t)tab[t / b] * b + t % b);
         }
         __syncwarp();
     }
@@ -420,119 +426,178 @@ fail:
     return ierr;
 }
 
-/* ---- fsai_factor ------------------------------------------------------------------------- */
+/* ---- fsai_factor ------------------------------------------------------------------------- *
+ * A unit of work is one row (its own m x m system), or one node whose rows share a factor
+ * (flag from fsai_shared_kernel, the rule of node_shares_factor in solver/cpu/cpu_fsai.c): the
+ * node's last row's system is gathered and factored once and the node's rows are solved with
+ * the leading part of it, FSAI_NRHS rows at a time. A unit's work: M (ld x ld, column-major: L
+ * in the lower triangle, A[P,P] in the upper), dgl (ld), W (FSAI_NRHS x ld: the rows' w;
+ * before the solve the block kernel keeps P there). The post-filtration sums t go to the
+ * rows' places in wall, which their final values overwrite. */
 
-/* Steps 3-4 and the kept flags of step 5, by one warp: M holds L in its lower triangle and
- * A[P,P] in its upper, followed by dgl, w, t (m each). */
-__device__ void fsai_solve_warp(double *M, int64_t m, double delta, unsigned char *keep)
+/* The pattern sizes of the unit's rows r < nr (srow: the unit's first row), 0 for r >= nr. */
+__device__ __forceinline__ void rows_m(int (&mr)[FSAI_NRHS], const int64_t *srow, int nr)
+{
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++)
+        mr[r] = r < nr ? (int)(srow[r + 1] - srow[r]) : 0;
+}
+
+/* Steps 3-4 and the kept flags of step 5 for the unit's rows r < nr, by one warp: row r's
+ * pattern is the first mr[r] entries of the factored one. The rows' backward solves run side
+ * by side (each row's entries receive the reference's updates in its order). */
+__device__ void fsai_solve_warp(const double *M, int ld, double *W, const int64_t *srow, int nr,
+                                double delta, unsigned char *keep)
 {
     const int lane = threadIdx.x & 31;
-    double *w = M + m * m + m;
-    /* 3. solve with e_m: backward by columns */
-    for (int64_t a = lane; a < m - 1; a += 32)
-        w[a] = 0;
-    if (lane == 0) w[m - 1] = 1 / M[(m - 1) * m + (m - 1)];
+    int mr[FSAI_NRHS];
+    rows_m(mr, srow, nr);
+    int mmax = 0;
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++)
+        mmax = mr[r] > mmax ? mr[r] : mmax;
+    for (int e = lane; e < nr * ld; e += 32)
+        W[e] = 0;
     __syncwarp();
-    for (int64_t kk = m - 1; kk >= 0; kk--) {
-        if (lane == 0) w[kk] = w[kk] / M[kk * m + kk];
-        __syncwarp();
-        const double wk = w[kk];
-        for (int64_t r = lane; r < kk; r += 32)
-            w[r] = sub_(w[r], mul_(M[r * m + kk], wk));
+    /* 3. solve with e_m: w_{m-1} = 1 / L_{m-1,m-1}, then backward by columns */
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < FSAI_NRHS; r++)
+            if (r < nr) W[r * ld + mr[r] - 1] = 1 / M[(mr[r] - 1) * ld + (mr[r] - 1)];
+    }
+    __syncwarp();
+    for (int kk = mmax - 1; kk >= 0; kk--) {
+        const double d = M[kk * ld + kk];
+        double wk[FSAI_NRHS];
+#pragma unroll
+        for (int r = 0; r < FSAI_NRHS; r++)
+            wk[r] = kk < mr[r] ? W[r * ld + kk] / d : 0.0;
+        __syncwarp(); /* every lane has read w_kk before it is replaced */
+#pragma unroll
+        for (int r = 0; r < FSAI_NRHS; r++) {
+            if (kk >= mr[r]) continue; /* row r's pattern ends before kk (or r >= nr) */
+            if (lane == 0) W[r * ld + kk] = wk[r];
+            for (int a = lane; a < kk; a += 32)
+                W[r * ld + a] = sub_(W[r * ld + a], mul_(M[a * ld + kk], wk[r]));
+        }
         __syncwarp();
     }
-    /* 4. scaling */
-    const double s = 1 / sqrt(w[m - 1]);
+    /* 4. scaling; the norms by lanes r, each in order */
+    double s[FSAI_NRHS];
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++)
+        s[r] = r < nr ? 1 / sqrt(W[r * ld + mr[r] - 1]) : 0.0;
     __syncwarp();
-    for (int64_t a = lane; a < m; a += 32)
-        w[a] = mul_(w[a], s);
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++)
+        for (int a = lane; a < mr[r]; a += 32)
+            W[r * ld + a] = mul_(W[r * ld + a], s[r]);
     __syncwarp();
     double nrm = 0;
-    if (lane == 0) {
-        for (int64_t a = 0; a < m; a++)
-            nrm = add_(nrm, mul_(w[a], w[a]));
-        nrm = sqrt(nrm);
-    }
-    nrm = __shfl_sync(0xffffffffu, nrm, 0);
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++)
+        if (lane == r)
+            for (int a = 0; a < mr[r]; a++)
+                nrm = add_(nrm, mul_(W[r * ld + a], W[r * ld + a]));
+    nrm = sqrt(nrm);
     /* 5. post-filtration: the kept entries */
-    const double lim = mul_(delta, nrm);
-    for (int64_t a = lane; a < m; a += 32)
-        keep[a] = a == m - 1 || fabs(w[a]) > lim;
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++) {
+        const double lim = mul_(delta, __shfl_sync(0xffffffffu, nrm, r));
+        unsigned char *kp = keep + (r < nr ? srow[r] : 0);
+        for (int a = lane; a < mr[r]; a += 32)
+            kp[a] = a == mr[r] - 1 || fabs(W[r * ld + a]) > lim;
+    }
 }
 
-/* t_a = sum over dropped b (in order) of A_ab w_b for the dropped a = first, first + stride, ..
- * (A_ab from the upper triangle, the diagonal from dgl). */
-__device__ void fsai_filter_t(double *M, int64_t m, const unsigned char *keep, int64_t first,
-                              int64_t stride)
+/* t_a = sum over dropped b (in order) of A_ab w_b for the dropped entries a of the unit's rows,
+ * entries first, first + stride, .. of each row, into wall (A_ab from the upper triangle, the
+ * diagonal from dgl). */
+__device__ void fsai_filter_t(const double *M, int ld, const double *dgl, const double *W,
+                              const int64_t *srow, int nr, const unsigned char *keep, double *wall,
+                              int first, int stride)
 {
-    const double *dgl = M + m * m, *w = dgl + m;
-    double *t = M + m * m + 2 * m;
-    for (int64_t a = first; a < m; a += stride) {
-        double ta = 0;
-        if (!keep[a])
-            for (int64_t bb = 0; bb < m; bb++) {
-                if (keep[bb]) continue;
-                const int64_t lo = a < bb ? a : bb, hi = a < bb ? bb : a;
-                const double ab = a == bb ? dgl[a] : M[hi * m + lo];
+    int mr[FSAI_NRHS];
+    rows_m(mr, srow, nr);
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++) {
+        if (r >= nr) continue;
+        const unsigned char *kp = keep + srow[r];
+        const double *w = W + r * ld;
+        for (int a = first; a < mr[r]; a += stride) {
+            if (kp[a]) continue;
+            double ta = 0;
+            for (int bb = 0; bb < mr[r]; bb++) {
+                if (kp[bb]) continue;
+                const int lo = a < bb ? a : bb, hi = a < bb ? bb : a;
+                const double ab = a == bb ? dgl[a] : M[hi * ld + lo];
                 ta = add_(ta, mul_(ab, w[bb]));
             }
-        t[a] = ta;
+            wall[srow[r] + a] = ta;
+        }
     }
 }
 
-/* e = sum of w_a t_a over dropped a, in order; the filtered row to wout (one warp). */
-__device__ void fsai_finish_warp(const double *M, int64_t m, const unsigned char *keep,
-                                 double *wout)
+/* e = sum of w_a t_a over dropped a, in order (lane r for row r); the filtered rows to wall
+ * (one warp). */
+__device__ void fsai_finish_warp(const double *W, int ld, const int64_t *srow, int nr,
+                                 const unsigned char *keep, double *wall)
 {
     const int lane = threadIdx.x & 31;
-    const double *w = M + m * m + m, *t = w + m;
+    int mr[FSAI_NRHS];
+    rows_m(mr, srow, nr);
     double e = 0;
-    if (lane == 0)
-        for (int64_t a = 0; a < m; a++)
-            if (!keep[a]) e = add_(e, mul_(w[a], t[a]));
-    e = __shfl_sync(0xffffffffu, e, 0);
-    const double sc = 1 / sqrt(add_(1.0, e));
-    for (int64_t a = lane; a < m; a += 32)
-        wout[a] = keep[a] ? mul_(w[a], sc) : 0.0;
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++)
+        if (lane == r)
+            for (int a = 0; a < mr[r]; a++)
+                if (!keep[srow[r] + a]) e = add_(e, mul_(W[r * ld + a], wall[srow[r] + a]));
+    __syncwarp(); /* the t in wall are read before they are replaced */
+#pragma unroll
+    for (int r = 0; r < FSAI_NRHS; r++) {
+        const double sc = 1 / sqrt(add_(1.0, __shfl_sync(0xffffffffu, e, r)));
+        if (r >= nr) continue;
+        const unsigned char *kp = keep + srow[r];
+        double *out = wall + srow[r];
+        for (int a = lane; a < mr[r]; a += 32)
+            out[a] = kp[a] ? mul_(W[r * ld + a], sc) : 0.0;
+    }
 }
 
-/* Steps 3-5 of one row by one warp. */
-__device__ void fsai_tail_warp(double *M, int64_t m, double delta, double *wout,
+/* Steps 3-5 of the unit's rows r < nr by one warp. */
+__device__ void fsai_tail_warp(const double *M, int ld, const double *dgl, double *W,
+                               const int64_t *srow, int nr, double delta, double *wall,
                                unsigned char *keep)
 {
-    fsai_solve_warp(M, m, delta, keep);
+    fsai_solve_warp(M, ld, W, srow, nr, delta, keep);
     __syncwarp();
-    fsai_filter_t(M, m, keep, threadIdx.x & 31, 32);
+    fsai_filter_t(M, ld, dgl, W, srow, nr, keep, wall, threadIdx.x & 31, 32);
     __syncwarp();
-    fsai_finish_warp(M, m, keep, wout);
+    fsai_finish_warp(W, ld, srow, nr, keep, wall);
 }
 
-/* Row i by one warp; work = m*m (M, column-major) + 3m (dgl, w, t) doubles. Writes the
- * filtered row to wall and its kept flags to keep (both at srow[i]). */
-__device__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol, const double *kval,
-                              int br, int64_t i, const int32_t *P, int64_t m, double delta,
-                              double *M, double *wout, unsigned char *keep, ull *fault)
+/* Steps 1-2 for the pattern P (m entries, global) by one warp: M (m x m) receives A[P,P] in its
+ * upper triangle and L in its lower, dgl the diagonal of A[P,P]. Returns a fault reason or 0,
+ * the same in every lane. */
+__device__ __forceinline__ int fsai_chol_warp(const int64_t *krow, const int32_t *kcol,
+                                              const double *kval, int br, const int32_t *P, int m,
+                                              double *M, double *dgl)
 {
     const int lane = threadIdx.x & 31;
-    double *dgl = M + m * m;
-    if (m < 1 || P[m - 1] != i) {
-        if (lane == 0) report(fault, i, HK_FAULT_NOT_SPD);
-        return;
-    }
-    for (int64_t e = lane; e < m * m; e += 32)
+    for (int e = lane; e < m * m; e += 32)
         M[e] = 0;
     __syncwarp();
     /* 1. gather: lanes over the entries of row P[a] */
-    for (int64_t a = 0; a < m; a++) {
+    for (int a = 0; a < m; a++) {
         const int64_t bi = P[a] / br, r = P[a] % br;
         const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
         for (int64_t e = lane; e < ne; e += 32) {
             const int64_t q = q0 + e / br;
             const int c = (int)(e % br);
             const int64_t j = (int64_t)kcol[q] * br + c;
-            int64_t lo = 0, hi = m;
+            int lo = 0, hi = m;
             while (lo < hi) {
-                int64_t mid = (lo + hi) / 2;
+                const int mid = (lo + hi) >> 1;
                 if (P[mid] < j)
                     lo = mid + 1;
                 else
@@ -542,172 +607,292 @@ __device__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol, const do
         }
     }
     __syncwarp();
-    for (int64_t a = lane; a < m; a += 32)
+    for (int a = lane; a < m; a += 32)
         dgl[a] = M[a * m + a];
     __syncwarp();
     int asym = 0;
-    for (int64_t a = lane; a < m; a += 32)
-        for (int64_t bb = a + 1; bb < m && !asym; bb++) {
+    for (int a = lane; a < m; a += 32)
+        for (int bb = a + 1; bb < m && !asym; bb++) {
             const double x = M[bb * m + a], y = M[a * m + bb];
             if (fabs(sub_(x, y)) >
                 mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(dgl[a], dgl[bb]))))))
                 asym = 1;
         }
-    if (__any_sync(0xffffffffu, asym)) {
-        if (lane == 0) report(fault, i, HK_FAULT_ASYMMETRIC);
-        return;
-    }
+    if (__any_sync(0xffffffffu, asym)) return HK_FAULT_ASYMMETRIC;
     /* 2. Cholesky, left-looking: lanes over the rows of column j */
-    for (int64_t j = 0; j < m; j++) {
+    for (int j = 0; j < m; j++) {
         double d = M[j * m + j];
-        for (int64_t q = 0; q < j; q++)
+        for (int q = 0; q < j; q++)
             d = sub_(d, mul_(M[q * m + j], M[q * m + j]));
-        if (!(d > 0) || !isfinite(d)) { /* the same d in every lane */
-            if (lane == 0) report(fault, i, HK_FAULT_NOT_SPD);
-            return;
-        }
+        if (!(d > 0) || !isfinite(d)) return HK_FAULT_NOT_SPD; /* the same d in every lane */
         d = sqrt(d);
         __syncwarp();
         if (lane == 0) M[j * m + j] = d;
-        for (int64_t r = j + 1 + lane; r < m; r += 32) {
+        for (int r = j + 1 + lane; r < m; r += 32) {
             double s = M[j * m + r];
-            for (int64_t q = 0; q < j; q++)
+            for (int q = 0; q < j; q++)
                 s = sub_(s, mul_(M[q * m + r], M[q * m + j]));
             M[j * m + r] = s / d;
         }
         __syncwarp();
     }
-    fsai_tail_warp(M, m, delta, wout, keep);
+    return 0;
 }
 
-/* Rows with mlo < m <= mhi, one thread block each; dynamic shared: M (m*m), dgl, w, t (m
- * each), P (m int32). Steps 1-2 by the whole block, 3-5 by its first warp. */
-__global__ void __launch_bounds__(32 * FSAI_BLOCK_WARPS)
-    fsai_factor_block_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
-                             const int64_t *srow, const int32_t *scol, int64_t n, double delta,
-                             double *wall, unsigned char *keep, int mlo, int mhi, ull *fault)
+/* Row i alone by one warp (srow + i: its place in wall and keep); work = m*m + (1 +
+ * FSAI_NRHS) m doubles. */
+__device__ __forceinline__ void fsai_row_warp(const int64_t *krow, const int32_t *kcol,
+                                              const double *kval, int br, int64_t i,
+                                              const int64_t *srow, const int32_t *scol,
+                                              double delta, double *work, double *wall,
+                                              unsigned char *keep, ull *fault)
 {
-    extern __shared__ double shm[];
-    const int tid = threadIdx.x, lane = tid & 31, wib = tid >> 5;
-    const int nt = 32 * FSAI_BLOCK_WARPS;
-    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-        const int64_t p0 = srow[i];
-        const int m = (int)(srow[i + 1] - p0 < mhi + 1 ? srow[i + 1] - p0 : mhi + 1);
-        if (m <= mlo || m > mhi) continue; /* the same in the whole block */
-        double *M = shm, *dgl = M + m * m;
-        int32_t *P = (int32_t *)(dgl + 3 * m);
-        for (int a = tid; a < m; a += nt)
-            P[a] = scol[p0 + a];
-        for (int e = tid; e < m * m; e += nt)
-            M[e] = 0;
-        __syncthreads();
-        if (P[m - 1] != i) { /* the diagonal must close the row */
-            if (tid == 0) report(fault, i, HK_FAULT_NOT_SPD);
-            __syncthreads();
-            continue;
+    const int64_t p0 = srow[i];
+    const int m = (int)(srow[i + 1] - p0);
+    if (m < 1 || scol[p0 + m - 1] != i) { /* the diagonal must close the row */
+        if ((threadIdx.x & 31) == 0) report(fault, i, HK_FAULT_NOT_SPD);
+        return;
+    }
+    double *dgl = work + m * m;
+    const int why = fsai_chol_warp(krow, kcol, kval, br, scol + p0, m, work, dgl);
+    if (why) {
+        if ((threadIdx.x & 31) == 0) report(fault, i, why);
+        return;
+    }
+    fsai_tail_warp(work, m, dgl, dgl + m, srow + i, 1, delta, wall, keep);
+}
+
+/* Node I's rows by one warp: one factor on the last row's pattern, its rows' solves FSAI_NRHS
+ * at a time; if the factor fails, row by row as the reference does, which names the first
+ * failing row. work = ml*ml + (1 + FSAI_NRHS) ml doubles. */
+__device__ void fsai_node_warp(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
+                               int64_t I, const int64_t *srow, const int32_t *scol, double delta,
+                               double *work, double *wall, unsigned char *keep, ull *fault)
+{
+    const int64_t i0 = I * br, pl = srow[i0 + br - 1];
+    const int ml = (int)(srow[i0 + br] - pl);
+    double *dgl = work + ml * ml;
+    if (!fsai_chol_warp(krow, kcol, kval, br, scol + pl, ml, work, dgl)) {
+        for (int r0 = 0; r0 < br; r0 += FSAI_NRHS) {
+            const int nr = br - r0 < FSAI_NRHS ? br - r0 : FSAI_NRHS;
+            fsai_tail_warp(work, ml, dgl, dgl + ml, srow + i0 + r0, nr, delta, wall, keep);
+            __syncwarp();
         }
-        /* 1. gather: warps over the rows P[a], lanes over their entries */
-        for (int a = wib; a < m; a += FSAI_BLOCK_WARPS) {
-            const int64_t bi = P[a] / br, r = P[a] % br;
-            const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
-            for (int64_t e = lane; e < ne; e += 32) {
-                const int64_t q = q0 + e / br;
-                const int c = (int)(e % br);
-                const int64_t j = (int64_t)kcol[q] * br + c;
-                int lo = 0, hi = m;
-                while (lo < hi) {
-                    const int mid = (lo + hi) >> 1;
-                    if (P[mid] < j)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
-            }
-        }
-        __syncthreads();
-        for (int a = tid; a < m; a += nt)
-            dgl[a] = M[a * m + a];
-        __syncthreads();
-        int asym = 0;
-        for (int e = tid; e < m * m; e += nt) {
-            const int a = e % m, bb = e / m;
-            if (bb <= a) continue;
-            const double x = M[bb * m + a], y = M[a * m + bb];
-            if (fabs(sub_(x, y)) >
-                mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(dgl[a], dgl[bb]))))))
-                asym = 1;
-        }
-        if (__syncthreads_or(asym)) {
-            if (tid == 0) report(fault, i, HK_FAULT_ASYMMETRIC);
-            continue;
-        }
-        /* 2. Cholesky, right-looking: entry (r, c) gets its updates in the order q = 0 .. c-1
-         * and is then divided by the pivot, as in the left-looking reference */
-        int bad = 0;
-        for (int j = 0; j < m; j++) {
-            double d = M[j * m + j]; /* final: the previous step ended with a barrier */
-            if (!(d > 0) || !isfinite(d)) { /* the same d in every thread */
-                bad = 1;
-                break;
-            }
-            d = sqrt(d);
-            for (int r = j + 1 + tid; r < m; r += nt)
-                M[j * m + r] = M[j * m + r] / d;
-            __syncthreads(); /* column j is final; every thread has read the pivot */
-            if (tid == 0) M[j * m + j] = d;
-            double lr[FSAI_MID / 32];
-#pragma unroll
-            for (int t = 0; t < FSAI_MID / 32; t++) {
-                const int r = lane + 32 * t;
-                lr[t] = r > j && r < m ? M[j * m + r] : 0.0;
-            }
-            for (int c = j + 1 + wib; c < m; c += FSAI_BLOCK_WARPS) {
-                const double lc = M[j * m + c];
-#pragma unroll
-                for (int t = 0; t < FSAI_MID / 32; t++) {
-                    const int r = lane + 32 * t;
-                    if (r >= c && r < m) M[c * m + r] = sub_(M[c * m + r], mul_(lr[t], lc));
-                }
-            }
-            __syncthreads();
-        }
-        if (bad) {
-            if (tid == 0) report(fault, i, HK_FAULT_NOT_SPD);
-            __syncthreads();
-            continue;
-        }
-        /* 3-5: the solve by the first warp, the filtration sums by the block */
-        if (wib == 0) fsai_solve_warp(M, m, delta, keep + p0);
-        __syncthreads();
-        fsai_filter_t(M, m, keep + p0, tid, nt);
-        __syncthreads();
-        if (wib == 0) fsai_finish_warp(M, m, keep + p0, wall + p0);
-        __syncthreads();
+        return;
+    }
+    for (int r = 0; r < br; r++) {
+        __syncwarp();
+        fsai_row_warp(krow, kcol, kval, br, i0 + r, srow, scol, delta, work, wall, keep, fault);
     }
 }
 
-/* small = 1: rows with m <= FSAI_SMALL, work in shared memory; small = 0: rows with m > mbig,
- * work in gwork (slab doubles per warp). */
+/* Steps 1-2 for the pattern Pg (m entries, global) by the whole thread block: M (m x m) and
+ * dgl as in fsai_chol_warp, P (m int32, shared) the pattern. Returns a fault reason or 0, the
+ * same in every thread; ends with a barrier. */
+__device__ __forceinline__ int fsai_chol_block(const int64_t *krow, const int32_t *kcol,
+                                               const double *kval, int br, const int32_t *Pg, int m,
+                                               double *M, double *dgl, int32_t *P)
+{
+    const int tid = threadIdx.x, lane = tid & 31, wib = tid >> 5;
+    const int nt = 32 * FSAI_BLOCK_WARPS;
+    for (int a = tid; a < m; a += nt)
+        P[a] = Pg[a];
+    for (int e = tid; e < m * m; e += nt)
+        M[e] = 0;
+    __syncthreads();
+    /* 1. gather: warps over the rows P[a], lanes over their entries */
+    for (int a = wib; a < m; a += FSAI_BLOCK_WARPS) {
+        const int64_t bi = P[a] / br, r = P[a] % br;
+        const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
+        for (int64_t e = lane; e < ne; e += 32) {
+            const int64_t q = q0 + e / br;
+            const int c = (int)(e % br);
+            const int64_t j = (int64_t)kcol[q] * br + c;
+            int lo = 0, hi = m;
+            while (lo < hi) {
+                const int mid = (lo + hi) >> 1;
+                if (P[mid] < j)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
+        }
+    }
+    __syncthreads();
+    for (int a = tid; a < m; a += nt)
+        dgl[a] = M[a * m + a];
+    __syncthreads();
+    int asym = 0;
+    for (int e = tid; e < m * m; e += nt) {
+        const int a = e % m, bb = e / m;
+        if (bb <= a) continue;
+        const double x = M[bb * m + a], y = M[a * m + bb];
+        if (fabs(sub_(x, y)) >
+            mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(dgl[a], dgl[bb]))))))
+            asym = 1;
+    }
+    if (__syncthreads_or(asym)) return HK_FAULT_ASYMMETRIC;
+    /* 2. Cholesky, right-looking: entry (r, c) gets its updates in the order q = 0 .. c-1
+     * and is then divided by the pivot, as in the left-looking reference */
+    for (int j = 0; j < m; j++) {
+        double d = M[j * m + j];        /* final: the previous step ended with a barrier */
+        if (!(d > 0) || !isfinite(d)) { /* the same d in every thread */
+            __syncthreads();
+            return HK_FAULT_NOT_SPD;
+        }
+        d = sqrt(d);
+        for (int r = j + 1 + tid; r < m; r += nt)
+            M[j * m + r] = M[j * m + r] / d;
+        __syncthreads(); /* column j is final; every thread has read the pivot */
+        if (tid == 0) M[j * m + j] = d;
+        double lr[FSAI_MID / 32];
+#pragma unroll
+        for (int t = 0; t < FSAI_MID / 32; t++) {
+            const int r = lane + 32 * t;
+            lr[t] = r > j && r < m ? M[j * m + r] : 0.0;
+        }
+        for (int c = j + 1 + wib; c < m; c += FSAI_BLOCK_WARPS) {
+            const double lc = M[j * m + c];
+#pragma unroll
+            for (int t = 0; t < FSAI_MID / 32; t++) {
+                const int r = lane + 32 * t;
+                if (r >= c && r < m) M[c * m + r] = sub_(M[c * m + r], mul_(lr[t], lc));
+            }
+        }
+        __syncthreads();
+    }
+    return 0;
+}
+
+/* Steps 3-5 of the unit's rows r < nr: the solves by the first warp, the filtration sums by
+ * the block. Ends with a barrier. */
+__device__ void fsai_tail_block(const double *M, int ld, const double *dgl, double *W,
+                                const int64_t *srow, int nr, double delta, double *wall,
+                                unsigned char *keep)
+{
+    const int wib = threadIdx.x >> 5;
+    if (wib == 0) fsai_solve_warp(M, ld, W, srow, nr, delta, keep);
+    __syncthreads();
+    fsai_filter_t(M, ld, dgl, W, srow, nr, keep, wall, threadIdx.x, 32 * FSAI_BLOCK_WARPS);
+    __syncthreads();
+    if (wib == 0) fsai_finish_warp(W, ld, srow, nr, keep, wall);
+    __syncthreads();
+}
+
+/* Row i alone by the thread block, work in shm (m*m + (1 + FSAI_NRHS) m doubles). */
+__device__ __forceinline__ void fsai_row_block(const int64_t *krow, const int32_t *kcol,
+                                               const double *kval, int br, int64_t i,
+                                               const int64_t *srow, const int32_t *scol,
+                                               double delta, double *shm, double *wall,
+                                               unsigned char *keep, ull *fault)
+{
+    const int64_t p0 = srow[i];
+    const int m = (int)(srow[i + 1] - p0);
+    if (scol[p0 + m - 1] != i) { /* the diagonal must close the row (m >= 1 here) */
+        if (threadIdx.x == 0) report(fault, i, HK_FAULT_NOT_SPD);
+        return;
+    }
+    double *dgl = shm + m * m, *W = dgl + m;
+    const int why = fsai_chol_block(krow, kcol, kval, br, scol + p0, m, shm, dgl, (int32_t *)W);
+    if (why) {
+        if (threadIdx.x == 0) report(fault, i, why);
+        return;
+    }
+    fsai_tail_block(shm, m, dgl, W, srow + i, 1, delta, wall, keep);
+}
+
+/* Units whose size (the row's m; a node's: its last row's) is in mlo < m <= mhi, one thread
+ * block each, the blocks over the nodes; dynamic shared: m*m + (1 + FSAI_NRHS) m doubles.
+ * Steps 1-2 by the whole block, the solves by its first warp, the filtration sums by the
+ * block. */
+__global__ void __launch_bounds__(32 * FSAI_BLOCK_WARPS)
+    fsai_factor_block_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
+                             const int64_t *srow, const int32_t *scol, const unsigned char *shared,
+                             int64_t nn, double delta, double *wall, unsigned char *keep, int mlo,
+                             int mhi, ull *fault)
+{
+    extern __shared__ double shm[];
+    for (int64_t I = blockIdx.x; I < nn; I += gridDim.x) {
+        const int64_t i0 = I * br;
+        if (!shared || !shared[I]) { /* the node's rows one by one */
+            for (int r = 0; r < br; r++) {
+                const int64_t m = srow[i0 + r + 1] - srow[i0 + r];
+                if (m <= mlo || m > mhi) continue; /* the same in the whole block */
+                fsai_row_block(krow, kcol, kval, br, i0 + r, srow, scol, delta, shm, wall, keep,
+                               fault);
+                __syncthreads();
+            }
+            continue;
+        }
+        const int64_t pl = srow[i0 + br - 1];
+        if (srow[i0 + br] - pl <= mlo || srow[i0 + br] - pl > mhi) continue;
+        const int m = (int)(srow[i0 + br] - pl);
+        double *dgl = shm + m * m, *W = dgl + m;
+        if (!fsai_chol_block(krow, kcol, kval, br, scol + pl, m, shm, dgl, (int32_t *)W)) {
+            for (int r0 = 0; r0 < br; r0 += FSAI_NRHS) {
+                const int nr = br - r0 < FSAI_NRHS ? br - r0 : FSAI_NRHS;
+                fsai_tail_block(shm, m, dgl, W, srow + i0 + r0, nr, delta, wall, keep);
+            }
+            continue;
+        }
+        for (int r = 0; r < br; r++) { /* row by row: names the first failing row */
+            fsai_row_block(krow, kcol, kval, br, i0 + r, srow, scol, delta, shm, wall, keep, fault);
+            __syncthreads();
+        }
+    }
+}
+
+/* small = 1: units with m <= FSAI_SMALL, work in shared memory; small = 0: units with m > mbig,
+ * work in gwork (slab doubles per warp). The warps over the nodes. */
 template <int SMALL>
 __global__ void __launch_bounds__(32 * FSAI_WARPS)
     fsai_factor_kernel(const int64_t *krow, const int32_t *kcol, const double *kval, int br,
-                       const int64_t *srow, const int32_t *scol, int64_t n, double delta,
-                       double *wall, unsigned char *keep, double *gwork, int64_t slab,
-                       int64_t mbig, ull *fault)
+                       const int64_t *srow, const int32_t *scol, const unsigned char *shared,
+                       int64_t nn, double delta, double *wall, unsigned char *keep, double *gwork,
+                       int64_t slab, int64_t mbig, ull *fault)
 {
-    __shared__ double sh[SMALL ? FSAI_WARPS : 1][SMALL ? FSAI_SMALL * FSAI_SMALL + 3 * FSAI_SMALL
-                                                       : 1];
+    __shared__ double sh[SMALL ? FSAI_WARPS : 1]
+                        [SMALL ? FSAI_SMALL * FSAI_SMALL + (1 + FSAI_NRHS) * FSAI_SMALL : 1];
     const int wib = threadIdx.x >> 5;
     const int64_t gw = (int64_t)blockIdx.x * FSAI_WARPS + wib,
                   nw = (int64_t)gridDim.x * FSAI_WARPS;
     double *work = SMALL ? sh[wib] : gwork + gw * slab;
-    for (int64_t i = gw; i < n; i += nw) {
-        const int64_t p0 = srow[i], m = srow[i + 1] - p0;
-        if (SMALL ? m > FSAI_SMALL : m <= mbig) continue;
-        fsai_row_warp(krow, kcol, kval, br, i, scol + p0, m, delta, work, wall + p0, keep + p0,
-                      fault);
+    for (int64_t I = gw; I < nn; I += nw) {
+        const int64_t i0 = I * br;
+        if (shared && shared[I]) {
+            const int64_t m = srow[i0 + br] - srow[i0 + br - 1];
+            if (SMALL ? m <= FSAI_SMALL : m > mbig)
+                fsai_node_warp(krow, kcol, kval, br, I, srow, scol, delta, work, wall, keep, fault);
+        } else
+            for (int r = 0; r < br; r++) { /* the node's rows one by one */
+                const int64_t m = srow[i0 + r + 1] - srow[i0 + r];
+                if (SMALL ? m > FSAI_SMALL : m <= mbig) continue;
+                fsai_row_warp(krow, kcol, kval, br, i0 + r, srow, scol, delta, work, wall, keep,
+                              fault);
+                __syncwarp();
+            }
         __syncwarp();
+    }
+}
+
+/* shared[I] = whether node I's rows share one factor (node_shares_factor of the reference). */
+__global__ void fsai_shared_kernel(const int64_t *srow, const int32_t *scol, int64_t nn, int br,
+                                   unsigned char *shared)
+{
+    for (int64_t I = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; I < nn;
+         I += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t last = I * br + br - 1, pl = srow[last], ml = srow[last + 1] - pl;
+        int ok = 1;
+        for (int r = 0; r < br && ok; r++) {
+            const int64_t i = I * br + r, p0 = srow[i], m = srow[i + 1] - p0;
+            if (m < 1 || m > ml || scol[p0 + m - 1] != i)
+                ok = 0;
+            else if (r < br - 1)
+                for (int64_t a = 0; a < m && ok; a++)
+                    ok = scol[p0 + a] == scol[pl + a];
+        }
+        shared[I] = (unsigned char)ok;
     }
 }
 
@@ -758,8 +943,9 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
              (long long)(K->nbrows * K->br));
     ull *dfault = NULL, *dmax = NULL, hmax = 0;
     double *wall = NULL, *gwork = NULL;
-    unsigned char *keep = NULL;
+    unsigned char *keep = NULL, *shared = NULL;
     int64_t *cnt = NULL, nnz = 0;
+    const int br = K->br;
     HK_CALL(fault_begin(&dfault));
     HK_TRY(hk_cu_malloc((void **)&dmax, sizeof *dmax));
     HK_CU_TRY(cudaMemsetAsync(dmax, 0, sizeof *dmax, hk_cu.stream));
@@ -770,38 +956,51 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
         fsai_maxlen_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(S->rowptr, n, dmax);
         HK_CU_TRY(cudaGetLastError());
         HK_CU_TRY(cudaMemcpyAsync(&hmax, dmax, sizeof hmax, cudaMemcpyDeviceToHost, hk_cu.stream));
+        if (br > 1) { /* the nodes whose rows share one factor */
+            HK_TRY(hk_cu_malloc((void **)&shared, (size_t)(n / br)));
+            fsai_shared_kernel<<<hk_cu_grid(n / br), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                S->rowptr, S->colind, n / br, br, shared);
+            HK_CU_TRY(cudaGetLastError());
+        }
         HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-        /* rows of up to FSAI_SMALL entries: a warp each, system in shared memory */
-        int64_t nb = (n + FSAI_WARPS - 1) / FSAI_WARPS;
+        HK_TRY_CHECK(hmax <= 16384, HK_ERR_UNSUPPORTED,
+                     "fsai_factor on cuda: a pattern row has %llu entries, more than 16384; "
+                     "raise pc.fsai.tau or lower pc.fsai.k",
+                     hmax);
+        /* units (rows, or nodes sharing a factor) of up to FSAI_SMALL entries: a warp each,
+         * system in shared memory */
+        const int64_t nn = n / br;
+        int64_t nb = (nn + FSAI_WARPS - 1) / FSAI_WARPS;
         if (nb > (1 << 20)) nb = 1 << 20;
         fsai_factor_kernel<1><<<(unsigned)nb, 32 * FSAI_WARPS, 0, hk_cu.stream>>>(
-            K->rowptr, K->colind, K->val, K->br, S->rowptr, S->colind, n, delta, wall, keep, NULL,
-            0, 0, dfault);
+            K->rowptr, K->colind, K->val, br, S->rowptr, S->colind, shared, nn, delta, wall, keep,
+            NULL, 0, 0, dfault);
         HK_CU_TRY(cudaGetLastError());
-        /* mid-size rows: a thread block each, by size class so that small systems share an SM */
+        /* mid-size units: a thread block each, by size class so that small systems share an
+         * SM */
         int optin = 0, dev = 0, mbig = FSAI_SMALL;
         HK_CU_TRY(cudaGetDevice(&dev));
         HK_CU_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-        /* 116: two blocks per SM of 228 KB; 96: three; 64: six */
+        /* 116: two blocks per SM of 228 KB; 96: three; 64: six (1 KB per block reserved) */
         static const int fsai_class[] = {48, 64, 80, 96, 116, 128, 144, FSAI_MID};
         for (int c = 0; c < 8 && (ull)mbig < hmax; c++) {
             const int mhi = fsai_class[c];
-            const size_t bytes = (size_t)mhi * mhi * sizeof(double) + 3 * (size_t)mhi * sizeof(double) +
-                                 (size_t)mhi * sizeof(int32_t);
+            const size_t bytes =
+                ((size_t)mhi * mhi + (1 + FSAI_NRHS) * (size_t)mhi) * sizeof(double);
             if (bytes > (size_t)optin) break; /* larger rows take the global slab */
             HK_CU_TRY(cudaFuncSetAttribute(fsai_factor_block_kernel,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-            const int64_t blocks = n < 65536 ? n : 65536;
+            const int64_t blocks = nn < 65536 ? nn : 65536;
             fsai_factor_block_kernel<<<(unsigned)blocks, 32 * FSAI_BLOCK_WARPS, bytes,
-                                       hk_cu.stream>>>(K->rowptr, K->colind, K->val, K->br,
-                                                       S->rowptr, S->colind, n, delta, wall, keep,
+                                       hk_cu.stream>>>(K->rowptr, K->colind, K->val, br, S->rowptr,
+                                                       S->colind, shared, nn, delta, wall, keep,
                                                        mbig, mhi, dfault);
             HK_CU_TRY(cudaGetLastError());
             mbig = mhi;
         }
         if (hmax > (ull)mbig) {
-            /* larger rows: a global slab per warp, as many warps as FSAI_SLAB_BYTES holds */
-            const int64_t slab = (int64_t)hmax * (int64_t)hmax + 3 * (int64_t)hmax;
+            /* larger units: a global slab per warp, as many warps as FSAI_SLAB_BYTES holds */
+            const int64_t slab = (int64_t)hmax * (int64_t)hmax + (1 + FSAI_NRHS) * (int64_t)hmax;
             int64_t nw = (int64_t)(FSAI_SLAB_BYTES / ((size_t)slab * sizeof(double)));
             if (nw > 8192) nw = 8192;
             if (nw < FSAI_WARPS) nw = FSAI_WARPS;
@@ -809,8 +1008,8 @@ extern "C" int hk_cu_fsai_factor(const hk_bmat *K, const hk_graph *S, double del
             HK_TRY(hk_cu_malloc((void **)&gwork,
                                 (size_t)blocks * FSAI_WARPS * (size_t)slab * sizeof(double)));
             fsai_factor_kernel<0><<<(unsigned)blocks, 32 * FSAI_WARPS, 0, hk_cu.stream>>>(
-                K->rowptr, K->colind, K->val, K->br, S->rowptr, S->colind, n, delta, wall, keep,
-                gwork, slab, mbig, dfault);
+                K->rowptr, K->colind, K->val, br, S->rowptr, S->colind, shared, nn, delta, wall,
+                keep, gwork, slab, mbig, dfault);
             HK_CU_TRY(cudaGetLastError());
         }
     }
@@ -844,6 +1043,7 @@ fail:
     cudaFree(wall);
     cudaFree(gwork);
     cudaFree(keep);
+    cudaFree(shared);
     cudaFree(cnt);
     return ierr;
 }

@@ -261,6 +261,51 @@ static hk_bcsr dense_bcsr(int n, const double *D)
     return K;
 }
 
+/* n x n dense D as a block CSR of bs x bs blocks (the blocks with a nonzero entry). */
+static hk_bcsr dense_bcsr_blocks(int n, int bs, const double *D)
+{
+    const int nb = n / bs;
+    hk_bcsr K = {.bs = bs, .nbrows = nb, .nbcols = nb};
+    K.rowptr = calloc(nb + 1, sizeof *K.rowptr);
+    K.colind = malloc((size_t)nb * nb * sizeof *K.colind);
+    K.val = malloc((size_t)n * n * sizeof *K.val);
+    int64_t q = 0;
+    for (int I = 0; I < nb; I++) {
+        for (int J = 0; J < nb; J++) {
+            int nz = 0;
+            for (int e = 0; e < bs * bs; e++)
+                nz |= D[(I * bs + e / bs) * n + J * bs + e % bs] != 0;
+            if (!nz) continue;
+            K.colind[q] = J;
+            for (int e = 0; e < bs * bs; e++)
+                K.val[q * bs * bs + e] = D[(I * bs + e / bs) * n + J * bs + e % bs];
+            q++;
+        }
+        K.rowptr[I + 1] = q;
+    }
+    return K;
+}
+
+/* Node pattern (bs 3, tau 0, k 1) on two nodes where node 1's rows 3, 4, 5 share a factor of
+ * A[0..5, 0..5]. bad = 0: a_44 = 1 coupled to a_00 = 2 by 3, so A[0..4, 0..4] is indefinite
+ * while A[0..3, 0..3] is not: row 4 is the first failing row. bad = 1: a_35 != a_53, so only
+ * row 5's local matrix is not symmetric. */
+static hk_bcsr node_fault_matrix(int bad)
+{
+    double D[36] = {0};
+    for (int i = 0; i < 6; i++)
+        D[i * 6 + i] = bad ? 4 : 2;
+    D[1 * 6 + 3] = D[3 * 6 + 1] = 0.5;
+    if (!bad) {
+        D[4 * 6 + 4] = 1;
+        D[0 * 6 + 4] = D[4 * 6 + 0] = 3;
+    } else {
+        D[3 * 6 + 5] = 1;
+        D[5 * 6 + 3] = 1.5;
+    }
+    return dense_bcsr_blocks(6, 3, D);
+}
+
 static void test_faults(void)
 {
     hk_graph S;
@@ -281,6 +326,26 @@ static void test_faults(void)
     CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_NUMERIC);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 2"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not positive definite"));
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    hk_bcsr_free(&K);
+    /* node pattern: the node's shared factor fails, the first failing row of the node is
+     * named (not the node's first or last row) */
+    for (int bad = 0; bad < 2; bad++) {
+        K = node_fault_matrix(bad);
+        run_ops(&hk_backend_cpu, &K, 0, 1, 1, 0, &S, &G, &f);
+        CU_ASSERT_EQUAL(f.row, bad ? 5 : 4);
+        CU_ASSERT_EQUAL(f.reason, bad ? HK_FAULT_ASYMMETRIC : HK_FAULT_NOT_SPD);
+        hk_graph_free(&S);
+        hk_bcsr_free(&K);
+    }
+    K = node_fault_matrix(0);
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu pc=fsai pc.fsai.pattern=block pc.fsai.tau=0 "
+                                     "pc.fsai.k=1"));
+    s = NULL;
+    CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "row 4 "));
     hk_solver_destroy(s);
     hk_options_destroy(o);
     hk_bcsr_free(&K);
@@ -459,7 +524,9 @@ HK_SUITE(fsai_setup, {"fsai ops vs dense reference: pattern, G to 1e-12, diag(GA
 
 /* ---- device: the CUDA ops against the CPU ops ----------------------------------------- */
 
-static void compare_backends(const hk_bcsr *K, double tau, int k, int block, double delta)
+/* Compare both backends' ops; returns the longest row of the pattern (for a node pattern the
+ * size of the largest node system), 0 on a fault. */
+static int64_t compare_backends(const hk_bcsr *K, double tau, int k, int block, double delta)
 {
     const hk_backend *cu = NULL;
     HK_ASSERT_OK(hk_backend_get("cuda", &cu));
@@ -470,6 +537,9 @@ static void compare_backends(const hk_bcsr *K, double tau, int k, int block, dou
     run_ops(cu, K, tau, k, block, delta, &Sg, &Gg, &fg);
     CU_ASSERT_EQUAL(fc.row, fg.row);
     CU_ASSERT_EQUAL(fc.reason, fg.reason);
+    int64_t mmax = 0;
+    for (int64_t i = 0; fc.row < 0 && i < Sc.n; i++)
+        if (Sc.rowptr[i + 1] - Sc.rowptr[i] > mmax) mmax = Sc.rowptr[i + 1] - Sc.rowptr[i];
     if (fc.row < 0 && fg.row < 0) {
         CU_ASSERT_EQUAL_FATAL(Sc.nnz, Sg.nnz);
         CU_ASSERT(!memcmp(Sc.rowptr, Sg.rowptr, (size_t)(Sc.n + 1) * sizeof *Sc.rowptr));
@@ -482,6 +552,7 @@ static void compare_backends(const hk_bcsr *K, double tau, int k, int block, dou
     }
     hk_graph_free(&Sc), hk_graph_free(&Sg);
     hk_bmat_free(&Gc), hk_bmat_free(&Gg);
+    return mmax;
 }
 
 static void test_cuda_ops(void)
@@ -509,6 +580,37 @@ static void test_cuda_ops(void)
     K = dense_bcsr(4, D1);
     compare_backends(&K, 0, 1, 0, 0);
     hk_bcsr_free(&K);
+}
+
+/* The node pattern, where a node's rows share one factor: bs 2 and 3, nodes in every size
+ * class (warp <= 32, thread block 33..160, the global slab above), post-filtration on and
+ * off, and a node whose shared factor fails (the same first failing row and reason). */
+static void test_cuda_node_ops(void)
+{
+    hk_bcsr K;
+    for (unsigned c = 0; c < 4; c++) { /* random node couplings, bs 2 and 3 */
+        double *D = gen_spd(30 + 9 * c, 2 + c % 2, 300 + c, &K);
+        compare_backends(&K, 0.05 * (c % 2), 1 + c / 2, 1, 0.02 * (c % 2));
+        free(D);
+        hk_bcsr_free(&K);
+    }
+    HK_ASSERT_OK(hk_gen_elasticity2d(24, 20, &K)); /* bs 2 */
+    CU_ASSERT(compare_backends(&K, 0.12, 2, 1, 0.01) <= 32);
+    const int64_t m2 = compare_backends(&K, 0.0, 3, 1, 0.01);
+    CU_ASSERT(m2 > 32 && m2 <= 160);
+    CU_ASSERT(compare_backends(&K, 0.0, 6, 1, 0.0) > 160);
+    hk_bcsr_free(&K);
+    HK_ASSERT_OK(hk_gen_elasticity3d(8, 8, 8, &K)); /* bs 3 */
+    const int64_t m3 = compare_backends(&K, 0.12, 2, 1, 0.01); /* the defaults */
+    CU_ASSERT(m3 > 32 && m3 <= 160);
+    compare_backends(&K, 0.0, 1, 1, 0.0);
+    CU_ASSERT(compare_backends(&K, 0.0, 2, 1, 0.01) > 160); /* over the batched limit */
+    hk_bcsr_free(&K);
+    for (int bad = 0; bad < 2; bad++) { /* row 4 not SPD; row 5 not symmetric */
+        K = node_fault_matrix(bad);
+        compare_backends(&K, 0, 1, 1, 0);
+        hk_bcsr_free(&K);
+    }
 }
 
 static void test_cuda_pc(void)
@@ -580,6 +682,9 @@ static void test_cuda_times(void)
 
 HK_DEVICE_SUITE(cuda_fsai, {"CUDA fsai ops equal the CPU ones (pattern, G to 1e-12, faults)",
                             test_cuda_ops},
+                {"node pattern on cuda: one factor per node equals the CPU ops, every size "
+                 "class, faults",
+                 test_cuda_node_ops},
                 {"pc=fsai on cuda: iterations as on cpu", test_cuda_pc},
                 {"fsai set-up time split, elasticity3d:30 and :60", test_cuda_times})
 
