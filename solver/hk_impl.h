@@ -265,11 +265,14 @@ typedef struct hk_backend_ops {
                      double *S);
 
     /* Pipelined CG with a general preconditioner (Ghysels-Vanroose), one iteration's eight
-     * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}:
+     * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}, scalars in the backend
+     * array S (HK_G_COUNT slots, solver/pipecg_gv.h). Nothing when S[HK_G_HALT] is set; else
+     * with alpha = S[HK_G_ALPHA], beta = S[HK_G_BETA]:
      * z = n + beta z; q = m + beta q; s = w + beta s; p = u + beta p (new z, q, s, p), then
-     * x += alpha p; r -= alpha s; u -= alpha q; w -= alpha z; and d[0..6] = r.u, w.u, r.r,
-     * q.q, u.u, p.p, x.x of the new vectors on the host (waits). */
-    int (*pipecg_gv_update)(double alpha, double beta, hk_vec *const *V, double *d);
+     * x += alpha p; r -= alpha s; u -= alpha q; w -= alpha z; then hk_pipecg_gv_after_step(S,
+     * d) on the backend with d = r.u, w.u, r.r, q.q, u.u, p.p, x.x of the new vectors (the
+     * next step's coefficients derived there). Never waits. */
+    int (*pipecg_gv_step)(hk_vec *const *V, double *S);
 
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */
@@ -469,6 +472,9 @@ typedef struct hk_pc_type {
     int (*setup)(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o);
     /* z = M^{-1} r; r and z have precision pc->prec. */
     int (*apply)(hk_pc *pc, const hk_vec *r, hk_vec *z);
+    /* apply only issues backend ops that neither wait for the device nor allocate, so a
+     * pipelined method may record it in a replayed graph (graph_begin) */
+    int apply_capturable;
     void (*destroy)(hk_pc *pc);
     /* Optional: what the set-up built, for the solve line (may be NULL). */
     void (*describe)(const hk_pc *pc, char *buf, size_t len);

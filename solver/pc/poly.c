@@ -326,5 +326,6 @@ const hk_pc_type hk_pc_poly = {
     .symmetric = 1,
     .setup = poly_setup,
     .apply = poly_apply,
+    .apply_capturable = 1,
     .destroy = poly_destroy,
 };
