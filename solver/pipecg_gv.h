@@ -23,25 +23,25 @@ enum {
     HK_G_UU,
     HK_G_PP,
     HK_G_XX,
-    HK_G_ALPHA,   /* the next step's alpha and beta */
+    HK_G_ALPHA, /* the next step's alpha and beta */
     HK_G_BETA,
-    HK_G_DENOM,   /* the next step's p.Ap = delta - beta gamma / alpha_last */
-    HK_G_ALAST,   /* alpha, beta and gamma of the last step taken */
+    HK_G_DENOM, /* the next step's p.Ap = delta - beta gamma / alpha_last */
+    HK_G_ALAST, /* alpha, beta and gamma of the last step taken */
     HK_G_BLAST,
     HK_G_GLAST,
-    HK_G_FIRST,   /* 1: the next step starts a direction (beta = 0) */
-    HK_G_STEPPED, /* 1: a step was taken since the last derivation (bounds to advance) */
-    HK_G_STEPS,   /* steps taken since the host last wrote S */
-    HK_G_HALT,    /* 1: the next step's gamma or denominator is not positive or not finite;
-                   * the step op then does nothing until the host has decided */
+    HK_G_FIRST,    /* 1: the next step starts a direction (beta = 0) */
+    HK_G_STEPPED,  /* 1: a step was taken since the last derivation (bounds to advance) */
+    HK_G_STEPS,    /* steps taken since the host last wrote S */
+    HK_G_HALT,     /* 1: the next step's gamma or denominator is not positive or not finite;
+                    * the step op then does nothing until the host has decided */
     HK_G_ESTIMATE, /* 1: advance the drift bounds (replace_every = 0) */
-    HK_G_NORMA,   /* ||A|| estimate */
-    HK_G_GZ,      /* gap bounds of z, w, s and r (Cools et al.) since the last replacement */
+    HK_G_NORMA,    /* ||A|| estimate */
+    HK_G_GZ,       /* gap bounds of z, w, s and r (Cools et al.) since the last replacement */
     HK_G_GW,
     HK_G_GS,
     HK_G_GAP,
-    HK_G_BELOW,   /* the r gap was below sqrt(eps) ||r|| at the previous step */
-    HK_G_WANT,    /* it crossed sqrt(eps) ||r|| since: replace at the next check (sticky) */
+    HK_G_BELOW, /* the r gap was below sqrt(eps) ||r|| at the previous step */
+    HK_G_WANT,  /* it crossed sqrt(eps) ||r|| since: replace at the next check (sticky) */
     HK_G_COUNT
 };
 

@@ -1,0 +1,210 @@
+/* Pipelined CG with a general preconditioner (Ghysels-Vanroose) keeps its scalars on the
+ * backend: reading them every iteration (check_every=1) or every 7th, recorded as a graph or
+ * launched op by op, gives the same iterates; it follows classical PCG (host scalars) in
+ * iterations and reaches x = ones; residual replacement decided at checks keeps the true
+ * residual; an indefinite matrix still stops with "not SPD". The device suite compares the
+ * fused step op on CUDA with the CPU reference. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "hk_impl.h"
+#include "pipecg_gv.h"
+
+/* Solve K x = b from x = 0 with "backend=<be> <opts>"; b = K * ones when b is NULL (then
+ * *maxerr = max |x_i - 1|). x (n entries) receives the solution. */
+static int solve(const hk_backend *be, const hk_bcsr *K, const char *opts, double *x,
+                 hk_result *res, double *maxerr)
+{
+    const int64_t n = K->nbrows * K->bs;
+    double *b = malloc((size_t)n * sizeof *b), *one = malloc((size_t)n * sizeof *one);
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0, x[i] = 0.0;
+    hk_bcsr_spmv(K, one, b);
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    char text[512];
+    snprintf(text, sizeof text, "backend=%s maxit=5000 %s", hk_backend_name(be), opts);
+    memset(res, 0, sizeof *res);
+    int err = hk_options_create(&o);
+    if (!err) err = hk_options_parse(o, text);
+    if (!err) err = hk_solver_create(K, o, &s);
+    if (!err) err = hk_solver_solve(s, b, x, res);
+    if (err) fprintf(stderr, "\n  %s: %s\n", text, hk_error_message());
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs(x[i] - 1.0);
+        if (!(d <= e)) e = d;
+    }
+    if (maxerr) *maxerr = e;
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    free(b);
+    free(one);
+    return err;
+}
+
+static const char *const gv_pcs[] = {"poly", "bjacobi", "fsai", "amg", "ic0"};
+enum { NPCS = sizeof gv_pcs / sizeof gv_pcs[0] };
+
+/* check_every=1 reads the scalars after every step, as the host-scalar form did; 7 (or 4)
+ * with and without graphs must give the same iterates: bit for bit over a fixed 9 iterations (4
+ * with graphs, 4 and the tail op by op at check_every=4) (no replacement, whose timing is the one
+ * thing the check interval changes), and convergence at the first check at or after check_every=1's
+ * iteration. All against cg with the same pc. */
+static void test_check_every_and_graphs(void)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 6, 6, &K));
+    const int64_t n = K.nbrows * K.bs;
+    double *x1 = malloc((size_t)n * sizeof *x1), *x7 = malloc((size_t)n * sizeof *x7),
+           *x7e = malloc((size_t)n * sizeof *x7e);
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
+        for (int p = 0; p < NPCS; p++) {
+            char o[256];
+            hk_result rcg, r1, r7, r7e;
+            double ecg, e1, e7, e7e;
+            snprintf(o, sizeof o, "method=cg pc=%s tol=1e-10", gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x1, &rcg, &ecg));
+            snprintf(o, sizeof o, "method=pipecg pc=%s tol=1e-10 check_every=1", gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x1, &r1, &e1));
+            snprintf(o, sizeof o, "method=pipecg pc=%s tol=1e-10 check_every=7 graphs=1",
+                     gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x7, &r7, &e7));
+            snprintf(o, sizeof o, "method=pipecg pc=%s tol=1e-10 check_every=7 graphs=0",
+                     gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x7e, &r7e, &e7e));
+            CU_ASSERT(hk_reason_converged(rcg.reason));
+            CU_ASSERT(hk_reason_converged(r1.reason));
+            CU_ASSERT(hk_reason_converged(r7.reason));
+            CU_ASSERT(abs(r1.iterations - rcg.iterations) <= 1);
+            CU_ASSERT(r7.iterations % 7 == 0 && r7.iterations >= r1.iterations - 1 &&
+                      r7.iterations < r1.iterations + 7);
+            CU_ASSERT_EQUAL(r7.iterations, r7e.iterations);
+            CU_ASSERT_EQUAL(memcmp(x7, x7e, (size_t)n * sizeof *x7), 0);
+            CU_ASSERT(e1 <= 1e-6 && e7 <= 1e-6);
+            CU_ASSERT(r1.true_residual <= 1e-9 && r7.true_residual <= 1e-9);
+            if (abs(r1.iterations - rcg.iterations) > 1 || e1 > 1e-6 || e7 > 1e-6)
+                printf("\n  %s pc=%s: cg %d, pipecg check_every=1 %d (err %.1e), 7: %d (err "
+                       "%.1e)",
+                       hk_backend_name(*be), gv_pcs[p], rcg.iterations, r1.iterations, e1,
+                       r7.iterations, e7);
+            /* a fixed number of steps: the same digits whatever the check interval */
+            snprintf(o, sizeof o, "method=pipecg pc=%s maxit=9 replace_every=-1 check_every=1",
+                     gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x1, &r1, NULL));
+            snprintf(o, sizeof o,
+                     "method=pipecg pc=%s maxit=9 replace_every=-1 check_every=4 graphs=1",
+                     gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x7, &r7, NULL));
+            snprintf(o, sizeof o,
+                     "method=pipecg pc=%s maxit=9 replace_every=-1 check_every=4 graphs=0",
+                     gv_pcs[p]);
+            HK_ASSERT_OK(solve(*be, &K, o, x7e, &r7e, NULL));
+            CU_ASSERT(r1.reason == HK_DIVERGED_MAXIT && r1.iterations == 9);
+            CU_ASSERT(r7.reason == HK_DIVERGED_MAXIT && r7.iterations == 9);
+            CU_ASSERT_EQUAL(memcmp(x1, x7, (size_t)n * sizeof *x1), 0);
+            CU_ASSERT_EQUAL(memcmp(x1, x7e, (size_t)n * sizeof *x1), 0);
+        }
+    }
+    free(x1);
+    free(x7);
+    free(x7e);
+    hk_bcsr_free(&K);
+}
+
+/* The stretched beam of pipecg_accuracy (every hex 100:1): the drift flag raised between
+ * checks and acted on at the next one still brings the true residual to 1e-10. */
+static void test_replacement_at_checks(void)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(300, 3, 3, &K));
+    const int64_t n = K.nbrows * K.bs;
+    double *x = malloc((size_t)n * sizeof *x);
+    static const char *const runs[] = {"method=cg pc=poly tol=1e-10",
+                                       "method=pipecg pc=poly tol=1e-10 check_every=10",
+                                       "method=pipecg pc=poly tol=1e-10 check_every=10 "
+                                       "replace_every=100"};
+    hk_result res[3];
+    for (int r = 0; r < 3; r++) {
+        HK_ASSERT_OK(solve(hk_test_backends()[0], &K, runs[r], x, &res[r], NULL));
+        CU_ASSERT(hk_reason_converged(res[r].reason));
+        CU_ASSERT(res[r].true_residual <= HK_TRUE_RESIDUAL_FACTOR * 1e-10);
+        CU_ASSERT(res[r].iterations <= 1.1 * res[0].iterations + 10);
+        printf("\n  %s: %d iterations, true residual %.2e", runs[r], res[r].iterations,
+               res[r].true_residual);
+    }
+    free(x);
+    hk_bcsr_free(&K);
+}
+
+/* 5-point Poisson (eigenvalues in (0, 8)) shifted by -2: indefinite with a positive
+ * diagonal, so every pc sets up and the sign test of the recurrences must catch it. */
+static void test_indefinite(void)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_poisson2d(20, &K));
+    for (int64_t i = 0; i < K.nbrows; i++)
+        for (int64_t q = K.rowptr[i]; q < K.rowptr[i + 1]; q++)
+            if (K.colind[q] == i) K.val[q] -= 2.0;
+    const int64_t n = K.nbrows * K.bs;
+    double *x = malloc((size_t)n * sizeof *x);
+    static const char *const runs[] = {"pc=poly check_every=1", "pc=poly check_every=10",
+                                       "pc=bjacobi check_every=10 graphs=0",
+                                       "pc=bjacobi check_every=3"};
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++)
+        for (int r = 0; r < 4; r++) {
+            char o[128];
+            hk_result res;
+            snprintf(o, sizeof o, "method=pipecg %s", runs[r]);
+            HK_ASSERT_OK(solve(*be, &K, o, x, &res, NULL));
+            if (res.reason != HK_DIVERGED_NOT_SPD)
+                printf("\n  %s %s: %s after %d", hk_backend_name(*be), o,
+                       hk_reason_name(res.reason), res.iterations);
+            CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_NOT_SPD);
+        }
+    free(x);
+    hk_bcsr_free(&K);
+}
+
+/* The rule of pipecg_gv.h on closed-form numbers: the first step has beta = 0 and alpha =
+ * gamma / delta; the next beta = gamma / gamma_last, p.Ap = delta - beta gamma / alpha_last;
+ * a negative p.Ap halts, and a halted S is left alone. */
+static void test_derive_rule(void)
+{
+    double S[HK_G_COUNT] = {0};
+    S[HK_G_FIRST] = 1;
+    S[HK_G_GAMMA] = 4, S[HK_G_DELTA] = 2;
+    hk_pipecg_gv_derive(S);
+    CU_ASSERT_EQUAL(S[HK_G_HALT], 0);
+    CU_ASSERT_DOUBLE_EQUAL(S[HK_G_ALPHA], 2.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(S[HK_G_BETA], 0.0, 0);
+    const double d[7] = {1, 3, 1, 1, 1, 1, 1};
+    hk_pipecg_gv_after_step(S, d); /* beta = 1/4, p.Ap = 3 - 0.25 * 1 / 2 = 2.875 */
+    CU_ASSERT_EQUAL(S[HK_G_STEPS], 1);
+    CU_ASSERT_DOUBLE_EQUAL(S[HK_G_BETA], 0.25, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(S[HK_G_DENOM], 2.875, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(S[HK_G_ALPHA], 1 / 2.875, 1e-15);
+    const double bad[7] = {1, 0.01, 1, 1, 1, 1, 1}; /* p.Ap = 0.01 - 4 * 1 / alpha < 0 */
+    hk_pipecg_gv_after_step(S, bad);
+    CU_ASSERT_EQUAL(S[HK_G_HALT], 1);
+    CU_ASSERT(S[HK_G_DENOM] < 0);
+    const double steps = S[HK_G_STEPS];
+    hk_pipecg_gv_derive(S);
+    CU_ASSERT_EQUAL(S[HK_G_STEPS], steps);
+    /* the drift bound: a gap above sqrt(eps) ||r|| after being below raises WANT */
+    double T[HK_G_COUNT] = {0};
+    T[HK_G_ESTIMATE] = 1, T[HK_G_BELOW] = 1, T[HK_G_NORMA] = 1e12, T[HK_G_FIRST] = 1;
+    const double big[7] = {1, 1, 1, 1, 1, 1, 1};
+    hk_pipecg_gv_after_step(T, big); /* gap >= eps * 1e12 * ||x|| = 2.2e-4 > 1.5e-8 */
+    CU_ASSERT_EQUAL(T[HK_G_WANT], 1);
+    CU_ASSERT_EQUAL(T[HK_G_BELOW], 0);
+}
+
+HK_SUITE(pipecg_gv,
+         {"check_every 1 or 7, graphs or not: the same iterates, cg's iterations",
+          test_check_every_and_graphs},
+         {"residual replacement decided at checks keeps 1e-10 on the stretched beam",
+          test_replacement_at_checks},
+         {"an indefinite matrix stops with not SPD through the halted steps", test_indefinite},
+         {"the scalar rule on closed-form numbers", test_derive_rule})
