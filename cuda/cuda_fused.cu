@@ -270,6 +270,47 @@ int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S)
     return 0;
 }
 
+/* One step of pc=poly's recurrence (semantics in hk_impl.h): the pointwise scaling and the two
+ * vector updates of a Chebyshev step in one pass. */
+template <typename T>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_poly_step(int64_t n, T *__restrict__ y, double a, const T *__restrict__ d,
+                const T *__restrict__ t, double b, const T *__restrict__ x, double c,
+                T *__restrict__ z, double e, double f)
+{
+    HK_GRID_STRIDE(i, n)
+    {
+        double v = a * ((double)d[i] * t[i]);
+        if (x) v += b * x[i];
+        if (c != 0.0) v += c * y[i];
+        const T vi = (T)v;
+        y[i] = vi;
+        z[i] = (T)(f != 0.0 ? e * vi + f * z[i] : e * vi);
+    }
+}
+
+int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
+                        const hk_vec *x, double c, hk_vec *z, double e, double f)
+{
+    const hk_vec *all[4] = {d, t, z, x};
+    for (int j = 0; j < 4; j++)
+        HK_CHECK(!all[j] || (all[j]->prec == y->prec && all[j]->n == y->n), HK_ERR_ARG,
+                 "cuda backend: vec_poly_step on vectors of different precision or length");
+    HK_CHECK(x || b == 0.0, HK_ERR_ARG, "vec_poly_step: x is NULL with b = %g; pass x or b = 0",
+             b);
+    if (!y->n) return 0;
+    const unsigned g = hk_cu_grid(y->n);
+    if (y->prec == HK_FP64)
+        k_poly_step<double><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            y->n, D(y), a, CD(d), CD(t), b, x ? CD(x) : NULL, c, D(z), e, f);
+    else
+        k_poly_step<float><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            y->n, (float *)y->data, a, (const float *)d->data, (const float *)t->data, b,
+            x ? (const float *)x->data : NULL, c, (float *)z->data, e, f);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 void hk_cu_fused_init_grids(void)
 {
     hk_cu_rgrid(1, (const void *)k_pipecg_gv_step);

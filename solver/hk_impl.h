@@ -230,6 +230,12 @@ typedef struct hk_backend_ops {
     int (*vec_axpbypcz)(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y,
                         double c);
     int (*vec_pointwise_mult)(hk_vec *w, const hk_vec *x, const hk_vec *y); /* w = x .* y */
+    /* One step of a polynomial preconditioner's three-term recurrence (pc=poly) in one pass:
+     * y = a (d .* t) + b x + c y, then z = e y + f z. x may be NULL when b = 0; the old y and
+     * z are not read when c = 0 or f = 0 (they may hold anything). One precision; y and z
+     * distinct from each other and from d, t, x. */
+    int (*vec_poly_step)(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
+                         const hk_vec *x, double c, hk_vec *z, double e, double f);
     int (*vec_dot)(const hk_vec *x, const hk_vec *y, double *r);
     /* r[j] = X[j] . y for j < k (one pass over y; classical Gram-Schmidt) */
     int (*vec_mdot)(int k, hk_vec *const *X, const hk_vec *y, double *r);
