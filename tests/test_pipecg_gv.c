@@ -4,6 +4,7 @@
  * iterations and reaches x = ones; residual replacement decided at checks keeps the true
  * residual; an indefinite matrix still stops with "not SPD". The device suite compares the
  * fused step op on CUDA with the CPU reference. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,180 @@ static void test_derive_rule(void)
     CU_ASSERT_EQUAL(T[HK_G_WANT], 1);
     CU_ASSERT_EQUAL(T[HK_G_BELOW], 0);
 }
+
+/* ---- device: CUDA against the CPU reference ----------------------------------------------- */
+
+static const hk_backend *backend(const char *name)
+{
+    const hk_backend *b = NULL;
+    if (hk_backend_get(name, &b)) hk_error_clear();
+    return b;
+}
+
+static double *pseudo(int64_t n, unsigned seed, double lo)
+{
+    double *x = malloc((size_t)n * sizeof *x);
+    uint32_t s = seed * 2891336453u + 7u;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = lo + (double)(s >> 8) / (double)(1u << 24);
+    }
+    return x;
+}
+
+static int close_vec(const char *what, const hk_vec *a, const hk_vec *b, double tol)
+{
+    const int64_t n = a->n;
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    HK_ASSERT_OK(hk_vec_download(a, x));
+    HK_ASSERT_OK(hk_vec_download(b, y));
+    const double d = hk_test_reldiff(x, y, (long)n);
+    if (!(d <= tol)) printf("\n  %s: relative difference %.2e", what, d);
+    free(x);
+    free(y);
+    return d <= tol;
+}
+
+/* pipecg_gv_step: three steps from the same vectors and scalars on both backends, then a
+ * halted S that leaves everything alone; sizes with one and with many blocks. */
+static void test_step_cuda_cpu(void)
+{
+    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
+    static const int64_t sizes[] = {1000, 300007};
+    for (int c = 0; c < 2; c++) {
+        const int64_t n = sizes[c];
+        hk_vec *V[2][10];
+        double *S[2], h[2][HK_G_COUNT];
+        for (int k = 0; k < 2; k++) {
+            for (int j = 0; j < 10; j++) {
+                double *x = pseudo(n, 40 + j, -0.5);
+                HK_ASSERT_OK(hk_vec_create(be[k], n, HK_FP64, &V[k][j]));
+                HK_ASSERT_OK(hk_vec_upload(V[k][j], x));
+                free(x);
+            }
+            double init[HK_G_COUNT] = {0};
+            init[HK_G_FIRST] = 1, init[HK_G_ESTIMATE] = 1, init[HK_G_NORMA] = 8;
+            init[HK_G_BELOW] = 1, init[HK_G_GAMMA] = 2, init[HK_G_DELTA] = 3;
+            hk_pipecg_gv_derive(init);
+            HK_ASSERT_OK(be[k]->scal_alloc(&S[k], HK_G_COUNT));
+            HK_ASSERT_OK(be[k]->scal_set(S[k], 0, HK_G_COUNT, init));
+        }
+        for (int step = 0; step < 4; step++) {
+            if (step == 3) /* halted: nothing may change */
+                for (int k = 0; k < 2; k++) {
+                    const double one = 1;
+                    HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_HALT, 1, &one));
+                }
+            for (int k = 0; k < 2; k++) {
+                /* the coefficients a real run would derive can halt on these vectors: keep
+                 * them fixed so that every step moves the vectors */
+                if (step < 3) {
+                    const double ab[2] = {0.3, 0.7}, zero = 0;
+                    HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_ALPHA, 2, ab));
+                    HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_HALT, 1, &zero));
+                }
+                HK_ASSERT_OK(be[k]->pipecg_gv_step(V[k], S[k]));
+                HK_ASSERT_OK(be[k]->scal_get(S[k], 0, HK_G_COUNT, h[k]));
+            }
+            for (int j = 0; j < 10; j++) {
+                char what[96];
+                snprintf(what, sizeof what, "pipecg_gv_step n=%lld step %d vector %d", (long long)n,
+                         step, j);
+                CU_ASSERT(close_vec(what, V[0][j], V[1][j], 1e-12));
+            }
+            /* derived slots may cancel: compared on the scale of the inner products */
+            const double scale = fmax(1.0, fabs(h[1][HK_G_GAMMA]) + fabs(h[1][HK_G_DELTA]));
+            CU_ASSERT_EQUAL(h[0][HK_G_HALT], h[1][HK_G_HALT]);
+            for (int j = 0; j < HK_G_COUNT; j++)
+                CU_ASSERT(fabs(h[0][j] - h[1][j]) <= 1e-11 * fmax(scale, fabs(h[1][j])));
+            CU_ASSERT_EQUAL(h[0][HK_G_STEPS], step < 3 ? step + 1 : 3);
+        }
+        for (int k = 0; k < 2; k++) {
+            for (int j = 0; j < 10; j++)
+                hk_vec_destroy(V[k][j]);
+            be[k]->scal_free(S[k]);
+        }
+    }
+}
+
+/* vec_poly_step in fp64 and fp32, with and without x, the old y and the old z. */
+static void test_poly_step_cuda_cpu(void)
+{
+    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
+    const int64_t n = 100003;
+    static const double coef[4][5] = {{1.0, 0.0, 0.0, 0.7, 0.0},
+                                      {0.9, -1.0, 0.0, 0.3, 1.0},
+                                      {1.8, -2.0, -1.0, -0.2, 1.0},
+                                      {0.5, 0.25, -1.0, 1.5, 0.0}};
+    for (int p = 0; p < 2; p++) {
+        const hk_precision prec = p ? HK_FP32 : HK_FP64;
+        hk_vec *v[2][5]; /* y d t x z */
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 5; j++) {
+                double *x = pseudo(n, 70 + j, j == 1 ? 0.5 : -0.5);
+                HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
+                HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
+                free(x);
+            }
+        for (int c = 0; c < 4; c++) {
+            const double *a = coef[c];
+            for (int k = 0; k < 2; k++)
+                HK_ASSERT_OK(be[k]->vec_poly_step(v[k][0], a[0], v[k][1], v[k][2], a[1],
+                                                  a[1] != 0.0 ? v[k][3] : NULL, a[2], v[k][4], a[3],
+                                                  a[4]));
+            char what[64];
+            snprintf(what, sizeof what, "vec_poly_step %s case %d y", p ? "fp32" : "fp64", c);
+            CU_ASSERT(close_vec(what, v[0][0], v[1][0], p ? 1e-6 : 1e-14));
+            snprintf(what, sizeof what, "vec_poly_step %s case %d z", p ? "fp32" : "fp64", c);
+            CU_ASSERT(close_vec(what, v[0][4], v[1][4], p ? 1e-6 : 1e-14));
+        }
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 5; j++)
+                hk_vec_destroy(v[k][j]);
+    }
+}
+
+/* Whole solves: CUDA's device-scalar path with graphs against the CPU, same options. */
+static void test_solve_cuda_cpu(void)
+{
+    const hk_backend *gpu = backend("cuda"), *cpu = backend("cpu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(8, 8, 8, &K));
+    const int64_t n = K.nbrows * K.bs;
+    double *xg = malloc((size_t)n * sizeof *xg), *xc = malloc((size_t)n * sizeof *xc);
+    static const char *const runs[] = {"method=pipecg pc=poly check_every=10",
+                                       "method=pipecg pc=poly check_every=1",
+                                       "method=pipecg pc=poly precision=mixed check_every=10",
+                                       "method=pipecg pc=fsai check_every=10",
+                                       "method=pipecg pc=amg check_every=5",
+                                       "method=pipecg pc=ic0 check_every=10",
+                                       "method=cg pc=poly"};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        hk_result rg, rc;
+        double eg, ec;
+        HK_ASSERT_OK(solve(gpu, &K, runs[r], xg, &rg, &eg));
+        HK_ASSERT_OK(solve(cpu, &K, runs[r], xc, &rc, &ec));
+        printf("\n  %s: cuda %d iterations (err %.1e), cpu %d (err %.1e)", runs[r], rg.iterations,
+               eg, rc.iterations, ec);
+        CU_ASSERT(hk_reason_converged(rg.reason) && hk_reason_converged(rc.reason));
+        /* the same within 1, then rounded up to the next check */
+        const char *ce = strstr(runs[r], "check_every=");
+        const int every = ce ? atoi(ce + 12) : 1;
+        CU_ASSERT(abs(rg.iterations - rc.iterations) <= every);
+        CU_ASSERT(eg <= 1e-5 && ec <= 1e-5);
+    }
+    free(xg);
+    free(xc);
+    hk_bcsr_free(&K);
+}
+
+HK_DEVICE_SUITE(pipecg_gv_cuda,
+                {"pipecg_gv_step: CUDA equals the CPU reference", test_step_cuda_cpu},
+                {"vec_poly_step: CUDA equals the CPU reference", test_poly_step_cuda_cpu},
+                {"pipecg with device scalars: CUDA solves as the CPU does", test_solve_cuda_cpu})
 
 HK_SUITE(pipecg_gv,
          {"check_every 1 or 7, graphs or not: the same iterates, cg's iterations",
