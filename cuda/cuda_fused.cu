@@ -4,6 +4,7 @@
 // so an iteration never waits for the host. Each op is one vector kernel (stage 1 of its
 // reductions) plus the one-block stage 2, which also derives the step's scalars.
 #include "cuda_impl.cuh"
+#include "pipecg_gv.h"
 
 #define FP64(v)                                                                                    \
     HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \
@@ -197,16 +198,18 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
     return hk_cu_finish(nb, 2, out, HK_FIN_BICG_UPD, S);
 }
 
-/* Occupancy of the reducing kernels, found at start-up and not first inside a graph capture. */
 /* Pipelined CG with a general preconditioner: the eight vector updates of one iteration and
- * the seven inner products of the new vectors in one pass (semantics in hk_impl.h). */
+ * the seven inner products of the new vectors in one pass (semantics in hk_impl.h); alpha and
+ * beta read from S, nothing done while S[HK_G_HALT] is set. */
 __global__ void __launch_bounds__(HK_CU_BLOCK)
-    k_pipecg_gv_update(int64_t n, double alpha, double beta, double *__restrict__ x,
-                       double *__restrict__ r, double *__restrict__ u, double *__restrict__ w,
-                       const double *__restrict__ m, const double *__restrict__ nv,
-                       double *__restrict__ z, double *__restrict__ q, double *__restrict__ s,
-                       double *__restrict__ p, double *part)
+    k_pipecg_gv_step(int64_t n, const double *__restrict__ S, double *__restrict__ x,
+                     double *__restrict__ r, double *__restrict__ u, double *__restrict__ w,
+                     const double *__restrict__ m, const double *__restrict__ nv,
+                     double *__restrict__ z, double *__restrict__ q, double *__restrict__ s,
+                     double *__restrict__ p, double *part)
 {
+    if (S[HK_G_HALT] != 0) return; /* the same for every thread */
+    const double alpha = S[HK_G_ALPHA], beta = S[HK_G_BETA];
     double a[7] = {0, 0, 0, 0, 0, 0, 0};
     HK_GRID_STRIDE(i, n)
     {
@@ -222,24 +225,95 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     hk_block_reduce<7>(a, 7, part);
 }
 
-int hk_cu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d)
+/* Stage 2 of k_pipecg_gv_step (the fixed-order sums of hk_cu_finish), then the step's
+ * bookkeeping and the next coefficients (pipecg_gv.h) by thread 0: no host round trip. */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_pipecg_gv_finish(const double *__restrict__ part, unsigned nb, double *S)
+{
+    __shared__ double sh[HK_CU_BLOCK / 32];
+    __shared__ double d[7];
+    if (S[HK_G_HALT] != 0) return;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int j = 0; j < 7; j++) {
+        double v = 0;
+        for (unsigned b = threadIdx.x; b < nb; b += HK_CU_BLOCK)
+            v += part[(size_t)j * nb + b];
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) sh[warp] = v;
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < HK_CU_BLOCK / 32 ? sh[lane] : 0.0;
+            for (int o = 16; o > 0; o >>= 1)
+                v += __shfl_down_sync(0xffffffffu, v, o);
+            if (lane == 0) d[j] = v;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) hk_pipecg_gv_after_step(S, d);
+}
+
+int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S)
 {
     for (int j = 0; j < 10; j++) {
         FP64(V[j]);
         LEN(V[0], V[j]);
     }
     const int64_t n = V[0]->n;
-    const unsigned nb = hk_cu_rgrid(n, (const void *)k_pipecg_gv_update);
-    k_pipecg_gv_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-        n, alpha, beta, D(V[0]), D(V[1]), D(V[2]), D(V[3]), CD(V[4]), CD(V[5]), D(V[6]),
-        D(V[7]), D(V[8]), D(V[9]), hk_cu.part);
+    const unsigned nb = hk_cu_rgrid(n, (const void *)k_pipecg_gv_step);
+    k_pipecg_gv_step<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        n, S, D(V[0]), D(V[1]), D(V[2]), D(V[3]), CD(V[4]), CD(V[5]), D(V[6]), D(V[7]), D(V[8]),
+        D(V[9]), hk_cu.part);
     HK_CU_LAUNCHED();
-    return hk_cu_finish_host(nb, 7, d);
+    k_pipecg_gv_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(hk_cu.part, nb, S);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+/* One step of pc=poly's recurrence (semantics in hk_impl.h): the pointwise scaling and the two
+ * vector updates of a Chebyshev step in one pass. */
+template <typename T>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_poly_step(int64_t n, T *__restrict__ y, double a, const T *__restrict__ d,
+                const T *__restrict__ t, double b, const T *__restrict__ x, double c,
+                T *__restrict__ z, double e, double f)
+{
+    HK_GRID_STRIDE(i, n)
+    {
+        double v = a * ((double)d[i] * t[i]);
+        if (x) v += b * x[i];
+        if (c != 0.0) v += c * y[i];
+        const T vi = (T)v;
+        y[i] = vi;
+        z[i] = (T)(f != 0.0 ? e * vi + f * z[i] : e * vi);
+    }
+}
+
+int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
+                        const hk_vec *x, double c, hk_vec *z, double e, double f)
+{
+    const hk_vec *all[4] = {d, t, z, x};
+    for (int j = 0; j < 4; j++)
+        HK_CHECK(!all[j] || (all[j]->prec == y->prec && all[j]->n == y->n), HK_ERR_ARG,
+                 "cuda backend: vec_poly_step on vectors of different precision or length");
+    HK_CHECK(x || b == 0.0, HK_ERR_ARG, "vec_poly_step: x is NULL with b = %g; pass x or b = 0",
+             b);
+    if (!y->n) return 0;
+    const unsigned g = hk_cu_grid(y->n);
+    if (y->prec == HK_FP64)
+        k_poly_step<double><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            y->n, D(y), a, CD(d), CD(t), b, x ? CD(x) : NULL, c, D(z), e, f);
+    else
+        k_poly_step<float><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            y->n, (float *)y->data, a, (const float *)d->data, (const float *)t->data, b,
+            x ? (const float *)x->data : NULL, c, (float *)z->data, e, f);
+    HK_CU_LAUNCHED();
+    return 0;
 }
 
 void hk_cu_fused_init_grids(void)
 {
-    hk_cu_rgrid(1, (const void *)k_pipecg_gv_update);
+    hk_cu_rgrid(1, (const void *)k_pipecg_gv_step);
     hk_cu_rgrid(1, (const void *)k_pipecg_update);
     hk_cu_rgrid(1, (const void *)k_bicg_s);
     hk_cu_rgrid(1, (const void *)k_bicg_update);

@@ -241,7 +241,9 @@ int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 
 /* Fused Krylov ops (cuda_fused.cu). */
-int hk_cu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d);
+int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S);
+int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
+                        const hk_vec *x, double c, hk_vec *z, double e, double f);
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
                         double *S);
 int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,

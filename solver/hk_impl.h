@@ -245,6 +245,12 @@ typedef struct hk_backend_ops {
     int (*vec_axpbypcz)(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y,
                         double c);
     int (*vec_pointwise_mult)(hk_vec *w, const hk_vec *x, const hk_vec *y); /* w = x .* y */
+    /* One step of a polynomial preconditioner's three-term recurrence (pc=poly) in one pass:
+     * y = a (d .* t) + b x + c y, then z = e y + f z. x may be NULL when b = 0; the old y and
+     * z are not read when c = 0 or f = 0 (they may hold anything). One precision; y and z
+     * distinct from each other and from d, t, x. */
+    int (*vec_poly_step)(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
+                         const hk_vec *x, double c, hk_vec *z, double e, double f);
     int (*vec_dot)(const hk_vec *x, const hk_vec *y, double *r);
     /* r[j] = X[j] . y for j < k (one pass over y; classical Gram-Schmidt) */
     int (*vec_mdot)(int k, hk_vec *const *X, const hk_vec *y, double *r);
@@ -280,11 +286,14 @@ typedef struct hk_backend_ops {
                      double *S);
 
     /* Pipelined CG with a general preconditioner (Ghysels-Vanroose), one iteration's eight
-     * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}:
+     * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}, scalars in the backend
+     * array S (HK_G_COUNT slots, solver/pipecg_gv.h). Nothing when S[HK_G_HALT] is set; else
+     * with alpha = S[HK_G_ALPHA], beta = S[HK_G_BETA]:
      * z = n + beta z; q = m + beta q; s = w + beta s; p = u + beta p (new z, q, s, p), then
-     * x += alpha p; r -= alpha s; u -= alpha q; w -= alpha z; and d[0..6] = r.u, w.u, r.r,
-     * q.q, u.u, p.p, x.x of the new vectors on the host (waits). */
-    int (*pipecg_gv_update)(double alpha, double beta, hk_vec *const *V, double *d);
+     * x += alpha p; r -= alpha s; u -= alpha q; w -= alpha z; then hk_pipecg_gv_after_step(S,
+     * d) on the backend with d = r.u, w.u, r.r, q.q, u.u, p.p, x.x of the new vectors (the
+     * next step's coefficients derived there). Never waits. */
+    int (*pipecg_gv_step)(hk_vec *const *V, double *S);
 
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */
@@ -487,6 +496,9 @@ typedef struct hk_pc_type {
     int (*setup)(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o);
     /* z = M^{-1} r; r and z have precision pc->prec. */
     int (*apply)(hk_pc *pc, const hk_vec *r, hk_vec *z);
+    /* apply only issues backend ops that neither wait for the device nor allocate, so a
+     * pipelined method may record it in a replayed graph (graph_begin) */
+    int apply_capturable;
     void (*destroy)(hk_pc *pc);
     /* Optional: what the set-up built, for the solve line (may be NULL). */
     void (*describe)(const hk_pc *pc, char *buf, size_t len);

@@ -432,15 +432,6 @@ static void fused_case(const hk_bcsr *K, hk_format fmt, const char *opt)
         }
         CU_ASSERT(same_all(what, &g, &c, tol));
     }
-    /* the fused step of pipelined CG with a general preconditioner: ten vectors, seven dots */
-    {
-        double d[2][7];
-        for (int k = 0; k < 2; k++)
-            HK_ASSERT_OK(s[k]->be->pipecg_gv_update(0.3, 0.7, s[k]->v, d[k]));
-        CU_ASSERT(same_all(what, &g, &c, tol));
-        for (int j = 0; j < 7; j++)
-            CU_ASSERT(fabs(d[0][j] - d[1][j]) <= tol * fmax(1.0, fabs(d[1][j])));
-    }
     /* spmv_mdot with 0..4 dots, one of them against y itself */
     static const int slots[4] = {HK_S_BI_APR0, 30, HK_S_BI_ASAS, 31};
     for (int kk = 0; kk <= 4; kk++) {

@@ -186,6 +186,32 @@ HK_OMP_FOR_SIMD
     return 0;
 }
 
+static int cpu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
+                             const hk_vec *x, double c, hk_vec *z, double e, double f)
+{
+    SAME_PREC(y, d);
+    SAME_PREC(y, t);
+    SAME_PREC(y, z);
+    if (x) SAME_PREC(y, x);
+    HK_CHECK(x || b == 0.0, HK_ERR_ARG,
+             "vec_poly_step: x is NULL with b = %g; pass x or b = 0", b);
+    const int64_t n = y->n;
+    HK_FOR_PREC(y, {
+        T *yv = y->data, *zv = z->data;
+        const T *dv = d->data, *tv = t->data, *xv = x ? (const T *)x->data : NULL;
+HK_OMP_FOR_SIMD
+        for (int64_t i = 0; i < n; i++) {
+            double v = a * ((double)dv[i] * tv[i]);
+            if (xv) v += b * xv[i];
+            if (c != 0.0) v += c * yv[i];
+            const T vi = (T)v;
+            yv[i] = vi;
+            zv[i] = (T)(f != 0.0 ? e * vi + f * zv[i] : e * vi);
+        }
+    });
+    return 0;
+}
+
 static int cpu_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
 {
     SAME_PREC(x, y);
@@ -371,6 +397,7 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_axpby = cpu_vec_axpby,
     .vec_axpbypcz = cpu_vec_axpbypcz,
     .vec_pointwise_mult = cpu_vec_pointwise_mult,
+    .vec_poly_step = cpu_vec_poly_step,
     .vec_dot = cpu_vec_dot,
     .vec_mdot = cpu_vec_mdot,
     .vec_maxpy = cpu_vec_maxpy,
@@ -382,7 +409,7 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_get = cpu_scal_get,
     .scal_set = cpu_scal_set,
     .pipecg_update = hk_cpu_pipecg_update,
-    .pipecg_gv_update = hk_cpu_pipecg_gv_update,
+    .pipecg_gv_step = hk_cpu_pipecg_gv_step,
     .spmv_dot2 = hk_cpu_spmv_dot2,
     .spmv_mdot = hk_cpu_spmv_mdot,
     .pipebicg_s = hk_cpu_pipebicg_s,

@@ -81,6 +81,6 @@ static inline double hk_cpu_lanes_sum(const double *s)
     } while (0)
 
 /* cpu_pipecg_gv.c */
-int hk_cpu_pipecg_gv_update(double alpha, double beta, hk_vec *const *V, double *d);
+int hk_cpu_pipecg_gv_step(hk_vec *const *V, double *S);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ksp_impl.h"
+#include "pipecg_gv.h"
 
 /* p.Ap <= 0 means A (or the preconditioned operator) is not SPD; NaN is reported as NaN. */
 static int spd_check(hk_ksp *k, int it, double pap)
@@ -308,203 +309,187 @@ fail:
     return ierr;
 }
 
-/* The inner products of one pipecg_gv iteration in one pass and one wait for the host:
- * r.u, w.u and r.r, and with norms also q.q, u.u, p.p and x.x (nrm[0..3]) for the drift
- * estimate. */
-static int pipecg_gv_dots(hk_ksp *k, int norms, hk_vec *r, hk_vec *w, hk_vec *u, hk_vec *q,
-                          hk_vec *p, hk_vec *x, double *gamma, double *delta, double *rr,
-                          double nrm[4])
+/* Load S after the host recomputed r, u = M r and w = A u (and on a replacement s, q, z): the
+ * three inner products r.u, w.u, r.r in one pass, with reset the drift bounds back to the gap
+ * of one residual at iteration it (||x|| = xn), then the next step's coefficients by the
+ * backend's own rule; h is the host copy. */
+static int pipecg_gv_load(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int reset, int it,
+                          double xn, hk_ksp_drift *drift, double *h, double *S)
 {
     const hk_backend_ops *be = k->be;
     if (be->vec_gram) {
-        hk_vec *X[6] = {r, w, u, q, p, x};
-        const int m = norms ? 6 : 3;
-        double G[36];
-        HK_CALL(be->vec_gram(m, X, NULL, G, NULL));
-        *gamma = G[0 * m + 2], *delta = G[1 * m + 2], *rr = G[0];
-        if (norms)
-            nrm[0] = G[3 * m + 3], nrm[1] = G[2 * m + 2], nrm[2] = G[4 * m + 4],
-            nrm[3] = G[5 * m + 5];
-        return 0;
+        hk_vec *X[3] = {r, w, u};
+        double G[9];
+        HK_CALL(be->vec_gram(3, X, NULL, G, NULL));
+        h[HK_G_GAMMA] = G[2], h[HK_G_DELTA] = G[5], h[HK_G_RR] = G[0];
+    } else {
+        HK_CALL(be->vec_dot(r, u, &h[HK_G_GAMMA]));
+        HK_CALL(be->vec_dot(w, u, &h[HK_G_DELTA]));
+        HK_CALL(be->vec_dot(r, r, &h[HK_G_RR]));
     }
-    HK_CALL(be->vec_dot(r, u, gamma));
-    HK_CALL(be->vec_dot(w, u, delta));
-    HK_CALL(be->vec_dot(r, r, rr));
-    if (norms) {
-        HK_CALL(be->vec_dot(q, q, &nrm[0]));
-        HK_CALL(be->vec_dot(u, u, &nrm[1]));
-        HK_CALL(be->vec_dot(p, p, &nrm[2]));
-        HK_CALL(be->vec_dot(x, x, &nrm[3]));
-    }
-    return 0;
+    if (reset) hk_ksp_drift_reset(drift, it, xn, sqrt(fabs(h[HK_G_RR])));
+    h[HK_G_STEPPED] = h[HK_G_STEPS] = h[HK_G_HALT] = h[HK_G_WANT] = 0;
+    h[HK_G_GZ] = h[HK_G_GW] = h[HK_G_GS] = 0;
+    h[HK_G_GAP] = drift->gap;
+    h[HK_G_BELOW] = drift->below;
+    hk_pipecg_gv_derive(h);
+    return be->scal_set(S, 0, HK_G_COUNT, h);
 }
 
 /* Ghysels-Vanroose pipelined PCG from generic ops, for any SPD preconditioner: the
  * preconditioner and SpMV of the next direction (m = M w, n = A m) overlap the reductions.
+ * An iteration is m = M w, n = A m and one fused step (pipecg_gv_step) that also derives the
+ * next alpha and beta on the backend from the step's inner products (solver/pipecg_gv.h), so
+ * the host reads the scalars only every check_every iterations; where the preconditioner's
+ * apply is only backend launches (apply_capturable), the check_every iterations between two
+ * checks are recorded once as a graph and replayed.
  * Accuracy (Cools, Yetkin, Agullo, Giraud and Vanroose, SIMAX 2018): r, u = M r, w = A u and
  * s = A p, q = M s, z = A q are all recurrences here, and a rounding error in z reaches r
  * through w and s, amplified by alpha and beta at every step. The gaps are bounded step by
- * step (g_z <- |beta| g_z + eps ||A|| ||q||, g_w <- g_w + |alpha| g_z + eps ||A|| ||u||,
- * g_s <- |beta| g_s + g_w + eps ||A|| ||p||, g_r <- g_r + |alpha| g_s + eps (||A|| ||x|| +
- * ||r||)) and when g_r first exceeds sqrt(eps) ||r|| (or every replace_every iterations) all
- * six vectors are recomputed from x and p, which keeps the Krylov space. A non-positive
- * r.u or p.Ap restarts from the true residual (beta = 0); "not SPD" only when that restart's
- * r.u or u.Au, computed without a recurrence, is not positive. */
+ * step on the backend (pipecg_gv.h); when the bound on r first exceeds sqrt(eps) ||r|| a flag
+ * is raised and the next check (up to check_every - 1 iterations later) recomputes all six
+ * vectors from x and p, which keeps the Krylov space (replace_every = N: at the first check N
+ * or more iterations after the last replacement). A non-positive r.u or p.Ap halts the steps
+ * on the backend; the next check decides on the halted iteration as if it had been read at
+ * once: converged if the residual is small, else a restart from the true residual (beta = 0),
+ * and "not SPD" only when that restart's r.u or u.Au, computed without a recurrence, is not
+ * positive. */
 static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = k->be;
-    hk_vec *v[10];
-    int ierr, done, first = 1, restarts = 0, fresh = 1;
-    int stepped = 0; /* the vectors were updated at the end of the previous pass */
-    int pending = 0;  /* dots[] holds r.u, w.u, r.r, q.q, u.u, p.p, x.x of the vectors now */
-    double dots[7];
-    double bnorm, rnorm, gamma_old = 0, alpha = 0, beta_prev = 0;
-    double gz = 0, gw = 0, gs = 0; /* gap bounds of z, w, s (g_r is drift.gap) */
-    const double eps = 2.220446049250313e-16;
+    hk_vec *v[9];
+    double *S = NULL, h[HK_G_COUNT];
+    void *graph = NULL;
+    int ierr, done, restarts = 0, fresh = 1;
+    double bnorm, rnorm;
     hk_ksp_drift drift;
-    HK_CALL(hk_ksp_vecs(k, 10, v));
+    HK_CHECK(be->pipecg_gv_step, HK_ERR_UNSUPPORTED,
+             "method=pipecg: backend %s lacks the fused step for pc=%s; choose method=cg",
+             be->name, k->pc->type->name);
+    HK_CALL(hk_ksp_vecs(k, 9, v));
     hk_vec *r = v[0], *u = v[1], *w = v[2], *m = v[3], *n = v[4], *z = v[5], *q = v[6], *s = v[7],
            *p = v[8];
-    const int estimate = k->replace_every == 0;
+    hk_vec *V[10] = {x, r, u, w, m, n, z, q, s, p};
+    HK_TRY(be->scal_alloc(&S, HK_G_COUNT));
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
     HK_TRY(hk_ksp_drift_init(k, b, m, n, &drift));
     hk_ksp_drift_reset(&drift, 0, 0.0, rnorm);
     drift.count = 0;
-    HK_TRY(hk_ksp_pc(k, r, u));
+    memset(h, 0, sizeof h);
+    h[HK_G_ESTIMATE] = k->replace_every == 0;
+    h[HK_G_NORMA] = drift.normA;
+    h[HK_G_FIRST] = 1;
+    HK_TRY(hk_ksp_pc(k, r, u)); /* also makes any buffer the apply needs, before a recording */
     HK_TRY(hk_mat_spmv(k->A, u, w));
     for (int i = 5; i < 9; i++)
         HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
-    for (int it = 1;; it++) {
-        double gamma, delta, rr, nrm[4];
-        const int check = it > 1 && hk_ksp_check_now(k, it - 1);
-        if (pending) { /* the fused update of the last step returned them already */
-            gamma = dots[0], delta = dots[1], rr = dots[2];
-            for (int j = 0; j < 4; j++)
-                nrm[j] = dots[3 + j];
-            pending = 0;
-        } else {
-            HK_TRY(pipecg_gv_dots(k, estimate && stepped, r, w, u, q, p, x, &gamma, &delta, &rr,
-                                  nrm));
-        }
-        if (stepped) {
-            /* the step of iteration it - 1 is done: advance the gap bounds with the norms just
-             * read (they are the vectors after that step) and replace the residual if needed */
-            int replace;
-            if (estimate) {
-                const double qn = sqrt(nrm[0]), un = sqrt(nrm[1]), pn = sqrt(nrm[2]),
-                             xn = sqrt(nrm[3]), rn = sqrt(rr);
-                const double nA = drift.normA, fa = fabs(alpha), fb = fabs(beta_prev);
-                gz = fb * gz + eps * nA * qn;
-                gs = fb * gs + gw + eps * nA * pn;
-                gw = gw + fa * gz + eps * nA * un;
-                drift.gap += fa * gs + eps * (nA * (xn + fa * pn) + rn);
-                replace = hk_ksp_drift_want(k, &drift, it - 1, rn);
+    HK_TRY(pipecg_gv_load(k, r, w, u, 0, 0, 0.0, &drift, h, S));
+    const int ce = k->check_every;
+    const int use_graph = ce > 1 && be->graph_begin && be->graph_launch && k->graphs &&
+                          k->pc->type->apply_capturable;
+    int it = 0, it0 = 0; /* it0: the iteration at which the host last wrote S */
+    for (;;) {
+        if (h[HK_G_HALT] == 0) {
+            int next = (it / ce + 1) * ce; /* the next check, as hk_ksp_check_now decides it */
+            if (next > k->maxit) next = k->maxit > it ? k->maxit : it + 1;
+            if (use_graph && next - it == ce) {
+                if (!graph) {
+                    HK_TRY(be->graph_begin());
+                    for (int j = 0; j < ce; j++) {
+                        ierr = hk_ksp_pc(k, w, m);
+                        if (!ierr) ierr = hk_mat_spmv(k->A, m, n);
+                        if (!ierr) ierr = be->pipecg_gv_step(V, S);
+                        if (ierr) break;
+                    }
+                    /* always end the recording, also after a failed op */
+                    int eerr = be->graph_end(&graph);
+                    if (ierr || eerr) goto fail;
+                }
+                HK_TRY(be->graph_launch(graph));
             } else {
-                replace = hk_ksp_drift_want(k, &drift, it - 1, 0.0);
+                for (int j = it; j < next; j++) {
+                    HK_TRY(hk_ksp_pc(k, w, m));
+                    HK_TRY(hk_mat_spmv(k->A, m, n));
+                    HK_TRY(be->pipecg_gv_step(V, S));
+                }
             }
-            if (replace) {
-                /* residual replacement: every recurred vector from x and p, beta and alpha
-                 * kept */
-                double xx = 0;
-                if (estimate) xx = nrm[3];
+            HK_TRY(be->scal_get(S, 0, HK_G_COUNT, h));
+            it = it0 + (int)h[HK_G_STEPS]; /* short of next when the steps halted */
+            if (it > it0) fresh = 0;
+            if (hk_ksp_check_now(k, it) && hk_ksp_converged(k, it, sqrt(fabs(h[HK_G_RR])), bnorm)) {
+                if (!hk_reason_converged(k->res.reason) || restarts >= HK_PIPECG_RETRIES ||
+                    it >= k->maxit)
+                    break;
+                /* confirm on the true residual; if it is not there yet, restart from it */
+                double tr;
                 HK_TRY(true_residual(k, b, x, r));
-                HK_TRY(hk_ksp_pc(k, r, u));
-                HK_TRY(hk_mat_spmv(k->A, u, w));
-                HK_TRY(hk_mat_spmv(k->A, p, s));
-                HK_TRY(hk_ksp_pc(k, s, q));
-                HK_TRY(hk_mat_spmv(k->A, q, z));
-                HK_TRY(pipecg_gv_dots(k, 0, r, w, u, q, p, x, &gamma, &delta, &rr, nrm));
-                gz = gw = gs = 0;
-                hk_ksp_drift_reset(&drift, it - 1, sqrt(xx), sqrt(rr));
-            }
-        }
-        stepped = 0;
-        HK_TRY(hk_ksp_pc(k, w, m));
-        HK_TRY(hk_mat_spmv(k->A, m, n));
-        if (check && hk_ksp_converged(k, it - 1, sqrt(rr), bnorm)) {
-            if (!hk_reason_converged(k->res.reason) || restarts >= HK_PIPECG_RETRIES) break;
-            /* confirm on the true residual; if it is not there yet, replace and go on */
-            double tr;
-            HK_TRY(true_residual(k, b, x, r));
-            HK_TRY(be->vec_dot(r, r, &tr));
-            if (sqrt(tr) <= k->rtol * bnorm || sqrt(tr) <= k->atol) break;
-            k->res.reason = HK_REASON_NONE;
-            restarts++;
-            first = 1;
-            fresh = 1;
-            HK_TRY(hk_ksp_pc(k, r, u));
-            HK_TRY(hk_mat_spmv(k->A, u, w));
-            gz = gw = gs = 0;
-            hk_ksp_drift_reset(&drift, it - 1, 0.0, sqrt(tr));
-            it--;
-            continue;
-        }
-        double beta = 0, denom = delta;
-        if (!first) {
-            beta = gamma / gamma_old;
-            denom = delta - beta * gamma / alpha;
-        }
-        if (!hk_ksp_bad(gamma) && !hk_ksp_bad(denom) && (gamma <= 0 || denom <= 0)) {
-            /* Between two checks (check_every > 1) the iteration may run past convergence,
-             * where rounding alone can flip these signs: look at the residual first. */
-            double rr_now;
-            HK_TRY(be->vec_dot(r, r, &rr_now));
-            if (sqrt(rr_now) <= k->rtol * bnorm || sqrt(rr_now) <= k->atol) {
-                hk_ksp_converged(k, it - 1, sqrt(rr_now), bnorm);
-                break;
-            }
-            if (!fresh && restarts < HK_PIPECG_RETRIES) {
-                /* drift, not yet evidence: restart from r = b - A x, u = M r, w = A u, beta
-                 * = 0; the sign test is then repeated on values without recurrences */
+                HK_TRY(be->vec_dot(r, r, &tr));
+                if (sqrt(tr) <= k->rtol * bnorm || sqrt(tr) <= k->atol) break;
+                k->res.reason = HK_REASON_NONE;
                 restarts++;
-                first = 1;
                 fresh = 1;
-                HK_TRY(true_residual(k, b, x, r));
                 HK_TRY(hk_ksp_pc(k, r, u));
                 HK_TRY(hk_mat_spmv(k->A, u, w));
-                gz = gw = gs = 0;
-                hk_ksp_drift_reset(&drift, it - 1, 0.0, sqrt(rr_now));
-                it--;
+                h[HK_G_FIRST] = 1;
+                HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, 0.0, &drift, h, S));
+                it0 = it;
                 continue;
             }
         }
-        if (rz_check(k, it - 1, gamma)) break;
-        if (spd_check(k, it - 1, denom)) break;
-        fresh = 0;
-        alpha = gamma / denom;
-        gamma_old = gamma;
-        first = 0;
-        if (be->pipecg_gv_update) {
-            /* the eight updates and the next iteration's inner products in one pass */
-            hk_vec *V[10] = {x, r, u, w, m, n, z, q, s, p};
-            HK_TRY(be->pipecg_gv_update(alpha, beta, V, dots));
-            pending = 1;
-        } else {
-            HK_TRY(be->vec_axpby(z, 1.0, n, beta));
-            HK_TRY(be->vec_axpby(q, 1.0, m, beta));
-            HK_TRY(be->vec_axpby(s, 1.0, w, beta));
-            HK_TRY(be->vec_axpby(p, 1.0, u, beta));
-            HK_TRY(be->vec_axpby(x, alpha, p, 1.0));
-            HK_TRY(be->vec_axpby(r, -alpha, s, 1.0));
-            HK_TRY(be->vec_axpby(u, -alpha, q, 1.0));
-            HK_TRY(be->vec_axpby(w, -alpha, z, 1.0));
-        }
-        if (it >= k->maxit) {
-            if (pending)
-                rr = dots[2];
-            else
-                HK_TRY(be->vec_dot(r, r, &rr));
-            hk_ksp_converged(k, it, sqrt(rr), bnorm);
+        if (h[HK_G_HALT] != 0) {
+            /* the step after iteration it has gamma = r.u or p.Ap not positive (or NaN) */
+            const double gamma = h[HK_G_GAMMA], denom = h[HK_G_DENOM];
+            if (!hk_ksp_bad(gamma) && !hk_ksp_bad(denom)) {
+                /* Between two checks the iteration may run past convergence, where rounding
+                 * alone can flip these signs: look at the residual first. */
+                const double rn = sqrt(fabs(h[HK_G_RR]));
+                if (rn <= k->rtol * bnorm || rn <= k->atol) {
+                    hk_ksp_converged(k, it, rn, bnorm);
+                    break;
+                }
+                if (!fresh && restarts < HK_PIPECG_RETRIES) {
+                    /* drift, not yet evidence: restart from r = b - A x, u = M r, w = A u,
+                     * beta = 0; the sign test is then repeated on values without recurrences */
+                    restarts++;
+                    fresh = 1;
+                    HK_TRY(true_residual(k, b, x, r));
+                    HK_TRY(hk_ksp_pc(k, r, u));
+                    HK_TRY(hk_mat_spmv(k->A, u, w));
+                    h[HK_G_FIRST] = 1;
+                    HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, 0.0, &drift, h, S));
+                    it0 = it;
+                    continue;
+                }
+            }
+            if (!rz_check(k, it, gamma) && !spd_check(k, it, denom))
+                hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN); /* not reached: HALT means one */
             break;
         }
-        beta_prev = beta;
-        stepped = 1;
+        int replace = 0;
+        if (k->replace_every > 0)
+            replace = it - drift.last >= k->replace_every;
+        else if (k->replace_every == 0)
+            replace = h[HK_G_WANT] != 0;
+        if (replace) {
+            /* residual replacement: every recurred vector from x and p, beta and alpha kept */
+            const double xx = h[HK_G_XX];
+            HK_TRY(true_residual(k, b, x, r));
+            HK_TRY(hk_ksp_pc(k, r, u));
+            HK_TRY(hk_mat_spmv(k->A, u, w));
+            HK_TRY(hk_mat_spmv(k->A, p, s));
+            HK_TRY(hk_ksp_pc(k, s, q));
+            HK_TRY(hk_mat_spmv(k->A, q, z));
+            HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, sqrt(xx), &drift, h, S));
+            it0 = it;
+        }
     }
 out:
     ierr = 0;
 fail:
-    hk_ksp_vecs_free(k, 10, v);
+    if (graph) be->graph_free(graph);
+    if (S) be->scal_free(S);
+    hk_ksp_vecs_free(k, 9, v);
     return ierr;
 }
 

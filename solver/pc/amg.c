@@ -764,6 +764,7 @@ const hk_pc_type hk_pc_amg = {
     .symmetric = 1,
     .setup = amg_setup,
     .apply = amg_apply,
+    .apply_capturable = 1,
     .destroy = amg_destroy,
     .describe = amg_describe,
 };

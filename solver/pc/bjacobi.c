@@ -45,5 +45,6 @@ const hk_pc_type hk_pc_bjacobi = {
     .symmetric = 1,
     .setup = bjacobi_setup,
     .apply = bjacobi_apply,
+    .apply_capturable = 1,
     .destroy = bjacobi_destroy,
 };

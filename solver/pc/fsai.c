@@ -198,5 +198,6 @@ const hk_pc_type hk_pc_fsai = {
     .symmetric = 1,
     .setup = fsai_setup,
     .apply = fsai_apply,
+    .apply_capturable = 1,
     .destroy = fsai_destroy,
 };

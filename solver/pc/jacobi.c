@@ -20,5 +20,6 @@ const hk_pc_type hk_pc_jacobi = {
     .symmetric = 1,
     .setup = jacobi_setup,
     .apply = jacobi_apply,
+    .apply_capturable = 1,
     .destroy = NULL, /* pc->dinv is freed by hk_pc_destroy */
 };

@@ -106,6 +106,7 @@ const hk_pc_type hk_pc_none = {
     .symmetric = 1,
     .setup = none_setup,
     .apply = none_apply,
+    .apply_capturable = 1,
     .destroy = NULL,
 };
 

@@ -17,7 +17,8 @@
  * the preconditioner indefinite. lo is the smallest Ritz value (used by chebyshev only).
  *
  * s is stored by its coefficients in the Chebyshev basis T_k(xi), xi = 2t/hi - 1, and applied
- * by the three-term recurrence: m SpMVs, m pointwise scalings and 2m vector updates. */
+ * by the three-term recurrence: m SpMVs and m + 1 fused steps (vec_poly_step: the pointwise
+ * scaling and the vector updates of one degree in one pass). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,28 +282,28 @@ static int poly_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     return 0;
 }
 
-/* z = s(B) D^-1 r, B = D^-1 A, by the Chebyshev recurrence in xi(B) = (2/hi) B - I. */
+/* z = s(B) D^-1 r, B = D^-1 A, by the Chebyshev recurrence in xi(B) = (2/hi) B - I: per degree
+ * one SpMV and one fused step (scaling by D^-1, the recurrence and the sum into z), so 2m + 1
+ * launches in all. */
 static int poly_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 {
     poly_data *d = pc->data;
     const hk_backend_ops *be = pc->be;
     const double *c = d->coef, s = 2 / d->hi;
     hk_vec *vk = d->v0, *vprev = d->v1, *t = d->t;
-    HK_CALL(be->vec_pointwise_mult(vk, d->dinv, r)); /* v_0 = D^-1 r */
-    HK_CALL(be->vec_axpby(z, c[0], vk, 0.0));
+    /* v_0 = D^-1 r, z = c_0 v_0 */
+    HK_CALL(be->vec_poly_step(vk, 1.0, d->dinv, r, 0.0, NULL, 0.0, z, c[0], 0.0));
     for (int k = 0; k < d->degree; k++) {
-        HK_CALL(hk_mat_spmv(d->A, vk, t));
-        HK_CALL(be->vec_pointwise_mult(t, d->dinv, t)); /* t = B v_k */
-        if (k == 0) {                                   /* v_1 = s t - v_0 */
-            HK_CALL(be->vec_axpby(vprev, s, t, 0.0));
-            HK_CALL(be->vec_axpby(vprev, -1.0, vk, 1.0));
-        } else { /* v_{k+1} = 2 s t - 2 v_k - v_{k-1}, into v_{k-1}'s buffer */
-            HK_CALL(be->vec_axpbypcz(vprev, 2 * s, t, -2.0, vk, -1.0));
-        }
+        HK_CALL(hk_mat_spmv(d->A, vk, t)); /* D^-1 t = B v_k */
+        /* v_1 = s B v_0 - v_0; v_{k+1} = 2 s B v_k - 2 v_k - v_{k-1} into v_{k-1}'s buffer;
+         * z += c_{k+1} v_{k+1} */
+        if (k == 0)
+            HK_CALL(be->vec_poly_step(vprev, s, d->dinv, t, -1.0, vk, 0.0, z, c[1], 1.0));
+        else
+            HK_CALL(be->vec_poly_step(vprev, 2 * s, d->dinv, t, -2.0, vk, -1.0, z, c[k + 1], 1.0));
         hk_vec *sw = vk;
         vk = vprev;
         vprev = sw;
-        HK_CALL(be->vec_axpby(z, c[k + 1], vk, 1.0));
     }
     return 0;
 }
@@ -326,5 +327,6 @@ const hk_pc_type hk_pc_poly = {
     .symmetric = 1,
     .setup = poly_setup,
     .apply = poly_apply,
+    .apply_capturable = 1,
     .destroy = poly_destroy,
 };

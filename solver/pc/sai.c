@@ -104,5 +104,6 @@ const hk_pc_type hk_pc_sai = {
     .symmetric = 0,
     .setup = sai_setup,
     .apply = sai_apply,
+    .apply_capturable = 1,
     .destroy = sai_destroy,
 };
