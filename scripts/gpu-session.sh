@@ -50,6 +50,13 @@ for step in "$@"; do
              $B/hooke bench spmv --backend cuda --matrices hex --cells 69 --formats sbell \
              --precisions $p --min-time 0
          done > "$OUT/ncu.md" 2>&1 ;;
+    fsai) for g in elasticity3d:30 elasticity3d:60; do for be in cuda cpu; do
+            [ $g = elasticity3d:60 ] && [ $be = cpu ] && continue
+            echo "== $g $be pc=fsai"; $B/hooke solve --generate $g --backend $be method=cg pc=fsai 2>&1 | tail -2
+          done; done > "$OUT/fsai.md" 2>&1 ;;
+    pipepoly) for m in "method=cg" "method=pipecg" "method=pipecg graphs=0"; do
+            echo "== $m pc=poly"; $B/hooke solve --generate elasticity3d:22 --backend cuda $m pc=poly 2>&1 | tail -2
+          done > "$OUT/pipepoly.md" 2>&1 ;;
     pipesmall) for m in cg pipecg; do
               $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
                 --problem 'cases/bracket/bracket.yaml'
