@@ -90,6 +90,24 @@ typedef struct hk_setup_fault {
     int64_t row;
     int reason;
 } hk_setup_fault;
+/* Where an exact incomplete factorisation (factor_exact) or the symmetry check
+ * (bmat_sym_check) stopped: the first failing row (a scalar row; the node for a factorisation
+ * on node blocks) and the values its message names. Host struct filled by the op; row = -1
+ * when every row succeeded. */
+enum hk_factor_reason {
+    HK_FACTOR_OK = 0,
+    HK_FACTOR_NO_DIAG,   /* ilu0: the row (node) has no diagonal entry (block) */
+    HK_FACTOR_PIVOT,     /* ic0: pivot not positive and finite; ilu0: zero or not finite */
+    HK_FACTOR_ASYMMETRIC /* sym check: a_ij and a_ji differ by more than round-off */
+};
+typedef struct hk_factor_fault {
+    int64_t row;
+    int reason;
+    int sub;     /* node blocks: the pivot's row inside the block */
+    int64_t col; /* sym check: j of the entry (row, j) */
+    double v[2]; /* ic0: pivot, a_ii (scalar); ilu0: pivot; sym check: a_ij, a_ji */
+} hk_factor_fault;
+
 /* Integer hash of a node index: the random priority of the AMG aggregation
  * (docs/amg-aggregation.md), the same on the host and on the device. */
 #ifdef __CUDACC__
