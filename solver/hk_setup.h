@@ -3,7 +3,7 @@
  *
  * hk_solver uploads the block CSR K once (hk_bmat_upload). From then on every set-up step —
  * building a storage format, a preconditioner's diagonal, the FSAI/SAI factors, the AMG
- * hierarchy — reads and writes hk_bmat / hk_graph objects in the backend's memory through the
+ * hierarchy, the IC(0)/ILU(0) factors and their triangular solves — reads and writes hk_bmat / hk_graph objects in the backend's memory through the
  * backend's set-up ops (the *_setup fields of hk_backend_ops). The host sees sizes and a few
  * scalars, never matrix values. Each op has a CPU reference (solver/cpu/, OpenMP) and a CUDA
  * version (cuda/); tests run both on the same input and compare. */
@@ -50,8 +50,7 @@ int hk_bmat_alloc(const struct hk_backend_ops *be, int br, int bc, int64_t nbrow
 void hk_bmat_free(hk_bmat *A); /* frees and zeroes; a zeroed struct is fine */
 /* Copy a host block CSR (square bs x bs blocks) to be. */
 int hk_bmat_upload(const struct hk_backend_ops *be, const hk_bcsr *K, hk_bmat *A);
-/* A copy of A in host memory as a cpu-backend hk_bmat (tests, and the few set-up steps that
- * still run on the host: ic0/ilu0). */
+/* A copy of A in host memory as a cpu-backend hk_bmat (tests, and pc=mlilu's host set-up). */
 int hk_bmat_to_host(const hk_bmat *A, hk_bmat *H);
 /* Host block CSR of a square-block hk_bmat (br == bc) wherever it lives. */
 int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K);
