@@ -24,11 +24,8 @@ static hk_bcsr bcsr_view(const hk_bmat *A)
 
 static hk_csr csr_view(const hk_bmat *A)
 {
-    hk_csr v = {.n = A->nbrows,
-                .m = A->nbcols,
-                .rowptr = A->rowptr,
-                .colind = A->colind,
-                .val = A->val};
+    hk_csr v = {
+        .n = A->nbrows, .m = A->nbcols, .rowptr = A->rowptr, .colind = A->colind, .val = A->val};
     return v;
 }
 
@@ -269,7 +266,8 @@ static int ic0_block(const hk_bmat *A, hk_bmat *Lout, hk_factor_fault *f)
             const int32_t j = ci[e];
             const int64_t jd = rp[j + 1] - 1;
             for (int64_t g = rp[j]; g < jd; g++) /* k = ci[g] < j: L_ik is final already */
-                if (mark[ci[g]] >= 0) block_sub_xyt(bs, v + mark[ci[g]] * bb, v + g * bb, v + e * bb);
+                if (mark[ci[g]] >= 0)
+                    block_sub_xyt(bs, v + mark[ci[g]] * bb, v + g * bb, v + e * bb);
             block_solve_lt(bs, v + jd * bb, v + e * bb);
             block_sub_xyt(bs, v + e * bb, v + e * bb, v + dq * bb);
         }
