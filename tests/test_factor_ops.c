@@ -258,10 +258,36 @@ static void test_tri_setup_cpu(void)
     hk_bcsr_free(&K);
 }
 
+/* the host symmetry check of mlilu's set-up follows the op's rule and names the entry */
+static void test_host_sym_check(void)
+{
+    hk_bcsr K;
+    hk_csr A;
+    random_bcsr(30, 1, 3, 1, 21, &K);
+    HK_ASSERT_OK(hk_csr_from_bcsr(&K, &A));
+    CU_ASSERT_EQUAL(hk_csr_check_symmetric(&A, "test"), 0);
+    /* round-off is not asymmetry */
+    for (int64_t k = A.rowptr[7]; k < A.rowptr[8]; k++)
+        if (A.colind[k] != 7) A.val[k] *= 1 + 1e-14;
+    CU_ASSERT_EQUAL(hk_csr_check_symmetric(&A, "test"), 0);
+    int64_t at = -1;
+    for (int64_t k = A.rowptr[12]; k < A.rowptr[13] && at < 0; k++)
+        if (A.colind[k] > 12) at = k;
+    CU_ASSERT_FATAL(at >= 0);
+    char want[64];
+    snprintf(want, sizeof want, "entry (12, %d)", A.colind[at]);
+    A.val[at] += 0.5;
+    CU_ASSERT_EQUAL(hk_csr_check_symmetric(&A, "test"), HK_ERR_NUMERIC);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+    hk_csr_free(&A);
+    hk_bcsr_free(&K);
+}
+
 HK_SUITE(factorops,
          {"pivot, missing-diagonal and asymmetry faults name the row (node) on every backend",
           test_faults},
-         {"tri_setup: the solve of the chosen triangle of a factor (cpu)", test_tri_setup_cpu})
+         {"tri_setup: the solve of the chosen triangle of a factor (cpu)", test_tri_setup_cpu},
+         {"the host symmetry check (mlilu) names the first asymmetric entry", test_host_sym_check})
 
 /* ---- cuda against cpu -------------------------------------------------------------------- */
 

@@ -180,6 +180,41 @@ int hk_csr_transpose(const hk_csr *A, hk_csr *T)
     return 0;
 }
 
+int hk_csr_check_symmetric(const hk_csr *A, const char *who)
+{
+    /* the CPU backend's bmat_sym_check on views of A and its transpose: one rule for both */
+    hk_csr T = {0};
+    hk_factor_fault f;
+    HK_CALL(hk_csr_transpose(A, &T));
+    const hk_bmat Av = {.be = &hk_backend_cpu,
+                        .br = 1,
+                        .bc = 1,
+                        .nbrows = A->n,
+                        .nbcols = A->m,
+                        .nnzb = A->rowptr[A->n],
+                        .rowptr = A->rowptr,
+                        .colind = A->colind,
+                        .val = A->val};
+    const hk_bmat Tv = {.be = &hk_backend_cpu,
+                        .br = 1,
+                        .bc = 1,
+                        .nbrows = T.n,
+                        .nbcols = T.m,
+                        .nnzb = T.rowptr[T.n],
+                        .rowptr = T.rowptr,
+                        .colind = T.colind,
+                        .val = T.val};
+    int ierr = hk_cpu_bmat_sym_check(&Av, &Tv, &f);
+    hk_csr_free(&T);
+    HK_CALL(ierr);
+    HK_CHECK(f.row < 0, HK_ERR_NUMERIC,
+             "preconditioner %s needs a symmetric matrix, but entry (%lld, %lld) is %g and "
+             "(%lld, %lld) is %g; use pc=ilu0 or pc=sai with method=gmres or bicgstab",
+             who, (long long)f.row, (long long)f.col, f.v[0], (long long)f.col,
+             (long long)f.row, f.v[1]);
+    return 0;
+}
+
 int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
 {
     const int bs = K->bs;

@@ -33,6 +33,10 @@ int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A);
 int hk_csr_alloc(int64_t n, int64_t m, int64_t nnz, hk_csr *A);
 /* Transpose (columns sorted). */
 int hk_csr_transpose(const hk_csr *A, hk_csr *T);
+/* HK_ERR_NUMERIC naming the first entry (i, j) whose mirror (j, i) differs by more than
+ * round-off (the rule of the bmat_sym_check op, whose CPU version it calls); who names the
+ * preconditioner (host set-ups: mlilu). */
+int hk_csr_check_symmetric(const hk_csr *A, const char *who);
 
 /* Run a set-up written for a host block CSR on a copy of the backend matrix K: pc=mlilu
  * alone, whose multilevel set-up is serial by design (the ILUPACK paper sets up on the CPU). */
