@@ -91,11 +91,12 @@ void hk_dense_cholesky_solve(int n, const double *L, double *b);
  * zero (rank deficient), or -1 on success. */
 int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x);
 
-/* ---- triangular factors (solver/pc/trifactor.c), shared by ic0 and ilu0 -------------- */
+/* ---- triangular factors (solver/pc/trifactor.c): ic0, ilu0, mlilu ----------------------- */
 
-/* Split the factor stored in the scalar CSR F (diagonal included, columns sorted) into the
- * strictly lower (upper = 0) or strictly upper (upper = 1) part with its inverse diagonal
- * (unit = 1: diagonal taken as 1), and compute the level sets. */
+/* Split the factor stored in the host scalar CSR F (diagonal included, columns sorted) into
+ * the strictly lower (upper = 0) or strictly upper (upper = 1) part with its inverse diagonal
+ * (unit = 1: diagonal taken as 1), and compute the level sets: the CPU backend's tri_setup and
+ * mlilu's host factors. */
 int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T);
 void hk_trifactor_free(hk_trifactor *T);
 
