@@ -409,6 +409,10 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_maxpy_s_nrm = hk_cu_vec_maxpy_s_nrm;
     o.vec_scale_s_dot = hk_cu_vec_scale_s_dot;
     o.tri_create = hk_cu_tri_create;
+    o.tri_setup = hk_cu_tri_setup;
+    o.factor_exact = hk_cu_factor_exact;
+    o.bmat_permute = hk_cu_bmat_permute;
+    o.bmat_sym_check = hk_cu_bmat_sym_check;
     o.tri_solve = hk_cu_tri_solve;
     o.tri_destroy = hk_cu_tri_destroy;
     o.factor_sweeps = hk_cu_factor_sweeps;

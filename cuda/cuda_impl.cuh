@@ -268,7 +268,23 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
 int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
+int hk_cu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                    void **handle, int64_t *nlevels);
+/* out[0..n] = exclusive prefix sums of cnt[0..n) (cnt has n + 1 entries; cnt[n] is set to 0
+ * here), *total = out[n] on the host. */
+int hk_cu_scan_counts(int64_t *cnt, int64_t n, int64_t *out, int64_t *total);
+/* Level sets of a sorted CSR's rows (n < 2^31): row i depends on its columns j < i (upper = 0)
+ * or j > i (upper = 1); level = 1 + the highest level of its dependencies. level_rows (device,
+ * rows by level, ascending within a level), level_ptr (device) and its host copy hlevel_ptr
+ * (nlevels + 1; free()) are allocated here. */
+int hk_cu_levels(int64_t n, const int64_t *rowptr, const int32_t *colind, int upper,
+                 int32_t **level_rows, int64_t **level_ptr, int64_t **hlevel_ptr,
+                 int64_t *nlevels);
+/* Set-up of pc=ic0/ilu0 (cuda_factor.cu; contracts in hk_impl.h). */
 int hk_cu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
+int hk_cu_factor_exact(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
+int hk_cu_bmat_permute(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
+int hk_cu_bmat_sym_check(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
 
 /* FSAI set-up (cuda_fsai.cu). */
 extern "C" int hk_cu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t cap,

@@ -1,5 +1,17 @@
-// Sparse triangular solves on the device (ops tri_create / tri_solve / tri_destroy; pc=ic0 and
-// pc=ilu0 through solver/pc/trifactor.c), three ways chosen by the factor's method (pc.tri):
+// Sparse triangular solves on the device (ops tri_setup / tri_create / tri_solve / tri_destroy;
+// pc=ic0 and pc=ilu0 through solver/pc/trifactor.c, pc=mlilu), three ways chosen by the
+// factor's method (pc.tri).
+//
+// Set-up (tri_setup) from a factor already on the device: the strict triangle and inverse
+// diagonal by a count, a scan and a fill; the level sets by hk_cu_levels below (a sync-free
+// pass: rows handed out in solve order by an atomic counter, each spinning on its
+// dependencies' levels, level = 1 + their highest; then a stable radix sort of the rows by
+// level, so each level lists its rows in ascending order as the CPU's hk_trifactor_from_csr
+// does); the cuSPARSE copy with the diagonal by a kernel. Only the level boundaries come back
+// to the host (the launch sizes). tri_create (pc=mlilu's host factors) uploads the same
+// arrays.
+//
+// Solves:
 //
 // syncfree (default): no barrier at all. Rows are handed out in solve order (ascending for a
 // lower factor, descending for an upper one) by a global atomic counter, a group of G lanes
@@ -23,6 +35,7 @@
 // small levels, where a launch per level would cost more than the work, is one launch of a
 // single block that walks the levels with a block barrier between them (a barrier makes the
 // block's global writes visible to the whole block).
+#include <cub/cub.cuh>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +60,7 @@ typedef struct {
     void *sp_val, *sp_buf;
     cusparseSpMatDescr_t sp_A;
     cusparseSpSVDescr_t sp_sv;
-    int64_t n, nlevels, nseg;
+    int64_t n, nnz, nlevels, nseg;
     int64_t *rowptr, *level_ptr; /* device */
     int32_t *colind, *level_rows;
     void *val, *dinv;
@@ -154,16 +167,171 @@ static int put(void **d, const void *h, size_t bytes)
     return 0;
 }
 
-/* cuSPARSE SpSV: the factor with its diagonal 1/dinv in place (columns sorted), 32-bit
- * indices, analysis done once here. */
-static int cusparse_create(cu_tri *t, const hk_trifactor *T, hk_precision p)
+/* ---- scans and level sets (shared with cuda_factor.cu) ----------------------------------- */
+
+int hk_cu_scan_counts(int64_t *cnt, int64_t n, int64_t *out, int64_t *total)
 {
     int ierr = 0;
-    const int64_t n = T->n, nnz = T->rowptr[n] + n;
+    void *tmp = NULL;
+    size_t bytes = 0;
+    HK_CU(cudaMemsetAsync(cnt + n, 0, sizeof *cnt, hk_cu.stream));
+    HK_CU(cub::DeviceScan::ExclusiveSum(NULL, bytes, cnt, out, n + 1, hk_cu.stream));
+    HK_CALL(hk_cu_malloc(&tmp, bytes ? bytes : 16));
+    HK_CU_TRY(cub::DeviceScan::ExclusiveSum(tmp, bytes, cnt, out, n + 1, hk_cu.stream));
+    HK_CU_TRY(cudaMemcpyAsync(total, out + n, sizeof *total, cudaMemcpyDeviceToHost,
+                              hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+fail:
+    cudaFree(tmp);
+    return ierr;
+}
+
+/* lev1[i] = level + 1 (0: not yet known); the row counter is lev1[n] */
+__global__ void k_levels(int64_t n, int upper, const int64_t *rowptr, const int32_t *colind,
+                         int32_t *lev1)
+{
+    const int lane = threadIdx.x & 31;
+    unsigned base = 0;
+    if (lane == 0) base = atomicAdd((unsigned *)&lev1[n], 32u);
+    base = __shfl_sync(0xffffffffu, base, 0);
+    const int64_t q = (int64_t)base + lane;
+    if (q >= n) return;
+    const int64_t i = upper ? n - 1 - q : q;
+    int32_t l = 0;
+    for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
+        const int32_t j = colind[k];
+        if (upper ? j <= i : j >= i) continue;
+        int32_t v;
+        while ((v = *(volatile int32_t *)&lev1[j]) == 0) {
+        }
+        l = v > l ? v : l;
+    }
+    *(volatile int32_t *)&lev1[i] = l + 1;
+}
+
+__global__ void k_level_keys(int64_t n, const int32_t *lev1, int32_t *key, int32_t *row)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        key[i] = lev1[i] - 1;
+        row[i] = (int32_t)i;
+    }
+}
+
+__global__ void k_level_ptr(int64_t n, const int32_t *key, int64_t *level_ptr)
+{
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        if (q == 0 || key[q] != key[q - 1]) level_ptr[key[q]] = q;
+        if (q == n - 1) level_ptr[key[q] + 1] = n;
+    }
+}
+
+int hk_cu_levels(int64_t n, const int64_t *rowptr, const int32_t *colind, int upper,
+                 int32_t **level_rows, int64_t **level_ptr, int64_t **hlevel_ptr, int64_t *nlevels)
+{
+    int ierr = 0;
+    int32_t *lev1 = NULL, *key = NULL, *row = NULL, *skey = NULL;
+    void *tmp = NULL;
+    size_t bytes = 0;
+    int32_t top = -1;
+    *level_rows = NULL;
+    *level_ptr = NULL;
+    *hlevel_ptr = NULL;
+    *nlevels = 0;
+    HK_CHECK(n < INT32_MAX, HK_ERR_UNSUPPORTED,
+             "level sets: %lld rows exceed 32-bit row indices", (long long)n);
+    HK_TRY(hk_cu_malloc((void **)&lev1, (size_t)(n + 1) * sizeof *lev1));
+    HK_TRY(hk_cu_malloc((void **)&key, (size_t)(n ? n : 1) * sizeof *key));
+    HK_TRY(hk_cu_malloc((void **)&skey, (size_t)(n ? n : 1) * sizeof *skey));
+    HK_TRY(hk_cu_malloc((void **)&row, (size_t)(n ? n : 1) * sizeof *row));
+    HK_TRY(hk_cu_malloc((void **)level_rows, (size_t)(n ? n : 1) * sizeof **level_rows));
+    if (n) {
+        HK_CU_TRY(cudaMemsetAsync(lev1, 0, (size_t)(n + 1) * sizeof *lev1, hk_cu.stream));
+        const unsigned grid = (unsigned)((n + HK_CU_BLOCK - 1) / HK_CU_BLOCK);
+        k_levels<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, upper, rowptr, colind, lev1);
+        HK_CU_TRY(cudaGetLastError());
+        k_level_keys<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, lev1, key, row);
+        HK_CU_TRY(cudaGetLastError());
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, bytes, key, skey, row, *level_rows, (int)n,
+                                                  0, 32, hk_cu.stream));
+        HK_TRY(hk_cu_malloc(&tmp, bytes ? bytes : 16));
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, bytes, key, skey, row, *level_rows, (int)n,
+                                                  0, 32, hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(&top, skey + n - 1, sizeof top, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    }
+    *nlevels = top + 1;
+    HK_TRY(hk_cu_malloc((void **)level_ptr, (size_t)(*nlevels + 1) * sizeof **level_ptr));
+    HK_TRY(hk_malloc((size_t)(*nlevels + 1) * sizeof **hlevel_ptr, hlevel_ptr));
+    if (n) {
+        k_level_ptr<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, skey, *level_ptr);
+        HK_CU_TRY(cudaGetLastError());
+        HK_CU_TRY(cudaMemcpyAsync(*hlevel_ptr, *level_ptr, (size_t)(*nlevels + 1) * sizeof(int64_t),
+                                  cudaMemcpyDeviceToHost, hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    } else {
+        (*hlevel_ptr)[0] = 0;
+        HK_CU_TRY(cudaMemsetAsync(*level_ptr, 0, sizeof(int64_t), hk_cu.stream));
+    }
+fail:
+    void *d[] = {lev1, key, skey, row, tmp};
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
+        if (d[k]) cudaFree(d[k]);
+    if (ierr) {
+        if (*level_rows) cudaFree(*level_rows);
+        if (*level_ptr) cudaFree(*level_ptr);
+        free(*hlevel_ptr);
+        *level_rows = NULL;
+        *level_ptr = NULL;
+        *hlevel_ptr = NULL;
+    }
+    return ierr;
+}
+
+/* ---- the factor's arrays ------------------------------------------------------------------ */
+
+/* cuSPARSE's copy: the strict triangle with the diagonal 1/dinv (last in a lower row, first
+ * in an upper one), 32-bit indices */
+template <typename T>
+__global__ void k_sp_fill(int64_t n, int upper, const int64_t *rowptr, const int32_t *colind,
+                          const double *val, const double *dinv, int32_t *rp, int32_t *ci, T *v)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        rp[i] = (int32_t)(rowptr[i] + i);
+        if (i == n) continue;
+        int64_t q = rowptr[i] + i;
+        if (upper) {
+            ci[q] = (int32_t)i;
+            v[q++] = (T)(1 / dinv[i]);
+        }
+        for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
+            ci[q] = colind[k];
+            v[q++] = (T)val[k];
+        }
+        if (!upper) {
+            ci[q] = (int32_t)i;
+            v[q] = (T)(1 / dinv[i]);
+        }
+    }
+}
+
+__global__ void k_to_float(int64_t n, const double *in, float *out)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = (float)in[i];
+}
+
+/* cuSPARSE SpSV on t's fp64 device arrays (val64, dinv64), analysis done once here */
+static int cusparse_create(cu_tri *t, const double *val64, const double *dinv64, hk_precision p)
+{
+    int ierr = 0;
+    const int64_t n = t->n, nnz = t->nnz + n;
     const size_t es = p == HK_FP64 ? 8 : 4;
     const cudaDataType dt = p == HK_FP64 ? CUDA_R_64F : CUDA_R_32F;
-    int32_t *rp = NULL, *ci = NULL;
-    char *v = NULL;
     void *dummy = NULL;
     cusparseDnVecDescr_t vb = NULL, vx = NULL;
     size_t bytes = 0;
@@ -173,37 +341,18 @@ static int cusparse_create(cu_tri *t, const hk_trifactor *T, hk_precision p)
              "pc.tri=cusparse: the factor has %lld entries, more than 32-bit indices hold; use "
              "pc.tri=syncfree",
              (long long)nnz);
-    HK_TRY(hk_malloc((size_t)(n + 1) * 4, &rp));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * 4, &ci));
-    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * es, &v));
-    {
-        int64_t q = 0;
-        rp[0] = 0;
-        for (int64_t i = 0; i < n; i++) {
-            int diag_done = 0;
-            for (int64_t k = T->rowptr[i]; k <= T->rowptr[i + 1]; k++) {
-                const int at_end = k == T->rowptr[i + 1];
-                if (!diag_done && (at_end || T->colind[k] > i)) {
-                    ci[q] = (int32_t)i;
-                    if (p == HK_FP64)
-                        ((double *)v)[q++] = 1 / T->dinv[i];
-                    else
-                        ((float *)v)[q++] = (float)(1 / T->dinv[i]);
-                    diag_done = 1;
-                }
-                if (at_end) break;
-                ci[q] = T->colind[k];
-                if (p == HK_FP64)
-                    ((double *)v)[q++] = T->val[k];
-                else
-                    ((float *)v)[q++] = (float)T->val[k];
-            }
-            rp[i + 1] = (int32_t)q;
-        }
-    }
-    HK_TRY(put((void **)&t->sp_rowptr, rp, (size_t)(n + 1) * 4));
-    HK_TRY(put((void **)&t->sp_colind, ci, (size_t)nnz * 4));
-    HK_TRY(put(&t->sp_val, v, (size_t)nnz * es));
+    HK_TRY(hk_cu_malloc((void **)&t->sp_rowptr, (size_t)(n + 1) * 4));
+    HK_TRY(hk_cu_malloc((void **)&t->sp_colind, (size_t)(nnz ? nnz : 1) * 4));
+    HK_TRY(hk_cu_malloc(&t->sp_val, (size_t)(nnz ? nnz : 1) * es));
+    if (p == HK_FP64)
+        k_sp_fill<double><<<hk_cu_grid(n + 1), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, t->upper, t->rowptr, t->colind, val64, dinv64, (int32_t *)t->sp_rowptr,
+            t->sp_colind, (double *)t->sp_val);
+    else
+        k_sp_fill<float><<<hk_cu_grid(n + 1), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, t->upper, t->rowptr, t->colind, val64, dinv64, (int32_t *)t->sp_rowptr,
+            t->sp_colind, (float *)t->sp_val);
+    HK_CU_TRY(cudaGetLastError());
     HK_CU_SPARSE_TRY(cusparseCreateCsr(&t->sp_A, n, n, nnz, t->sp_rowptr, t->sp_colind, t->sp_val,
                                        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                        CUSPARSE_INDEX_BASE_ZERO, dt));
@@ -233,48 +382,20 @@ fail:
     if (vb) cusparseDestroyDnVec(vb);
     if (vx) cusparseDestroyDnVec(vx);
     if (dummy) cudaFree(dummy);
-    free(rp);
-    free(ci);
-    free(v);
     return ierr;
 }
 
-static int tri_create(const hk_trifactor *T, hk_precision p, void **handle)
+/* Everything after t's rowptr, colind, levels and the fp64 val64 / dinv64 (device, taken
+ * over) are in place: the segments, the method's data, the values in precision p. */
+static int tri_finish(cu_tri *t, double *val64, double *dinv64, int method, hk_precision p)
 {
     int ierr = 0;
-    cu_tri *t = NULL;
-    void *tmp = NULL;
-    *handle = NULL;
-    HK_CALL(hk_cu_init());
-    const int64_t n = T->n, nnz = T->rowptr[T->n], nl = T->nlevels;
-    const size_t es = p == HK_FP64 ? sizeof(double) : sizeof(float);
-    HK_CALL(hk_calloc(1, sizeof *t, &t));
+    const int64_t n = t->n, nnz = t->nnz, nl = t->nlevels;
     t->prec = p;
-    t->n = n;
-    t->nlevels = nl;
-    HK_TRY(put((void **)&t->rowptr, T->rowptr, (size_t)(n + 1) * 8));
-    HK_TRY(put((void **)&t->level_ptr, T->level_ptr, (size_t)(nl + 1) * 8));
-    HK_TRY(put((void **)&t->colind, T->colind, (size_t)nnz * 4));
-    HK_TRY(put((void **)&t->level_rows, T->level_rows, (size_t)n * 4));
-    if (p == HK_FP64) {
-        HK_TRY(put(&t->val, T->val, (size_t)nnz * 8));
-        HK_TRY(put(&t->dinv, T->dinv, (size_t)n * 8));
-    } else {
-        HK_TRY(hk_malloc((size_t)(nnz > n ? nnz : n) * es + 16, &tmp));
-        float *f = (float *)tmp;
-        for (int64_t k = 0; k < nnz; k++)
-            f[k] = (float)T->val[k];
-        HK_TRY(put(&t->val, f, (size_t)nnz * es));
-        for (int64_t i = 0; i < n; i++)
-            f[i] = (float)T->dinv[i];
-        HK_TRY(put(&t->dinv, f, (size_t)n * es));
-    }
-    HK_TRY(hk_malloc((size_t)(nl + 1) * 8, &t->hlevel_ptr));
-    memcpy(t->hlevel_ptr, T->level_ptr, (size_t)(nl + 1) * 8);
     /* segments: big levels alone, runs of small levels walked by one block */
     HK_TRY(hk_malloc((size_t)(nl ? nl : 1) * sizeof *t->seg, &t->seg));
     for (int64_t l = 0; l < nl; l++) {
-        const int big = T->level_ptr[l + 1] - T->level_ptr[l] >= TRI_GRID_MIN;
+        const int big = t->hlevel_ptr[l + 1] - t->hlevel_ptr[l] >= TRI_GRID_MIN;
         if (!big && t->nseg > 0 && t->seg[t->nseg - 1].block) {
             t->seg[t->nseg - 1].l1 = l + 1;
         } else {
@@ -284,25 +405,169 @@ static int tri_create(const hk_trifactor *T, hk_precision p, void **handle)
             t->nseg++;
         }
     }
-    /* solve order: an upper factor has entries right of the diagonal */
-    for (int64_t i = 0; i < n && !t->upper; i++)
-        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
-            if (T->colind[k] > i) t->upper = 1;
-    t->method = T->method;
+    t->method = method;
     if (t->method == HK_TRI_SYNCFREE) {
         const double mean = n ? (double)nnz / (double)n : 0;
         t->group = mean <= 4 ? 4 : mean <= 8 ? 8 : mean <= 16 ? 16 : 32;
         HK_TRY(hk_cu_malloc((void **)&t->ready, (size_t)(n + 1) * sizeof(unsigned)));
     } else if (t->method == HK_TRI_CUSPARSE) {
-        HK_TRY(cusparse_create(t, T, p));
+        HK_TRY(cusparse_create(t, val64, dinv64, p));
     } else {
         t->method = HK_TRI_LEVELS;
     }
-    free(tmp);
+    if (p == HK_FP64) {
+        t->val = val64;
+        t->dinv = dinv64;
+        val64 = dinv64 = NULL;
+    } else {
+        HK_TRY(hk_cu_malloc(&t->val, (size_t)(nnz ? nnz : 1) * sizeof(float)));
+        HK_TRY(hk_cu_malloc(&t->dinv, (size_t)(n ? n : 1) * sizeof(float)));
+        if (nnz) {
+            k_to_float<<<hk_cu_grid(nnz), HK_CU_BLOCK, 0, hk_cu.stream>>>(nnz, val64,
+                                                                          (float *)t->val);
+            HK_CU_TRY(cudaGetLastError());
+        }
+        if (n) {
+            k_to_float<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, dinv64,
+                                                                        (float *)t->dinv);
+            HK_CU_TRY(cudaGetLastError());
+        }
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    }
+fail:
+    if (val64) cudaFree(val64);
+    if (dinv64) cudaFree(dinv64);
+    return ierr;
+}
+
+static int tri_create(const hk_trifactor *T, hk_precision p, void **handle)
+{
+    int ierr = 0;
+    cu_tri *t = NULL;
+    double *val64 = NULL, *dinv64 = NULL;
+    *handle = NULL;
+    HK_CALL(hk_cu_init());
+    const int64_t n = T->n, nnz = T->rowptr[T->n], nl = T->nlevels;
+    HK_CALL(hk_calloc(1, sizeof *t, &t));
+    t->n = n;
+    t->nnz = nnz;
+    t->nlevels = nl;
+    HK_TRY(put((void **)&t->rowptr, T->rowptr, (size_t)(n + 1) * 8));
+    HK_TRY(put((void **)&t->level_ptr, T->level_ptr, (size_t)(nl + 1) * 8));
+    HK_TRY(put((void **)&t->colind, T->colind, (size_t)nnz * 4));
+    HK_TRY(put((void **)&t->level_rows, T->level_rows, (size_t)n * 4));
+    HK_TRY(put((void **)&val64, T->val, (size_t)nnz * 8));
+    HK_TRY(put((void **)&dinv64, T->dinv, (size_t)n * 8));
+    HK_TRY(hk_malloc((size_t)(nl + 1) * 8, &t->hlevel_ptr));
+    memcpy(t->hlevel_ptr, T->level_ptr, (size_t)(nl + 1) * 8);
+    /* solve order: an upper factor has entries right of the diagonal */
+    for (int64_t i = 0; i < n && !t->upper; i++)
+        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
+            if (T->colind[k] > i) t->upper = 1;
+    ierr = tri_finish(t, val64, dinv64, T->method, p);
+    val64 = dinv64 = NULL;
+    if (ierr) goto fail;
     *handle = t;
     return 0;
 fail:
-    free(tmp);
+    if (val64) cudaFree(val64);
+    if (dinv64) cudaFree(dinv64);
+    tri_destroy(t);
+    return ierr;
+}
+
+/* ---- tri_setup from a factor on the device -------------------------------------------------- */
+
+/* strict entries of the chosen triangle per row; the first non-unit row without a diagonal */
+__global__ void k_tri_count(int64_t n, int upper, int unit, const int64_t *rowptr,
+                            const int32_t *colind, int64_t *cnt, unsigned long long *bad)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = 0;
+        int diag = 0;
+        for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
+            const int32_t j = colind[k];
+            c += upper ? j > i : j < i;
+            diag |= j == i;
+        }
+        cnt[i] = c;
+        if (!unit && !diag) atomicMin(bad, (unsigned long long)i);
+    }
+}
+
+__global__ void k_tri_fill(int64_t n, int upper, int unit, const int64_t *rowptr,
+                           const int32_t *colind, const double *val, const int64_t *trp,
+                           int32_t *tcol, double *tval, double *dinv)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t q = trp[i];
+        double d = 1;
+        for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
+            const int32_t j = colind[k];
+            if (j == i) {
+                if (!unit) d = 1 / val[k];
+            } else if (upper ? j > i : j < i) {
+                tcol[q] = j;
+                tval[q++] = val[k];
+            }
+        }
+        dinv[i] = d;
+    }
+}
+
+static int tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                     void **handle, int64_t *nlevels)
+{
+    int ierr = 0;
+    cu_tri *t = NULL;
+    double *val64 = NULL, *dinv64 = NULL;
+    int64_t *cnt = NULL;
+    unsigned long long *dbad = NULL, hbad = ~0ull;
+    *handle = NULL;
+    HK_CHECK(F->br == 1 && F->bc == 1 && F->nbrows == F->nbcols, HK_ERR_ARG,
+             "tri_setup: the factor must be square with 1 x 1 blocks");
+    HK_CALL(hk_cu_init());
+    const int64_t n = F->nbrows;
+    HK_CALL(hk_calloc(1, sizeof *t, &t));
+    t->n = n;
+    t->upper = upper;
+    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(n + 1) * sizeof *cnt));
+    HK_TRY(hk_cu_malloc((void **)&dbad, sizeof *dbad));
+    HK_TRY(hk_cu_malloc((void **)&t->rowptr, (size_t)(n + 1) * sizeof *t->rowptr));
+    HK_CU_TRY(cudaMemcpyAsync(dbad, &hbad, sizeof hbad, cudaMemcpyHostToDevice, hk_cu.stream));
+    if (n) {
+        k_tri_count<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, upper, unit, F->rowptr,
+                                                                     F->colind, cnt, dbad);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_scan_counts(cnt, n, t->rowptr, &t->nnz));
+    HK_CU_TRY(cudaMemcpyAsync(&hbad, dbad, sizeof hbad, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    HK_TRY_CHECK(hbad == ~0ull, HK_ERR_INTERNAL, "triangular factor: row %lld has no diagonal entry",
+                 (long long)hbad);
+    HK_TRY(hk_cu_malloc((void **)&t->colind, (size_t)(t->nnz ? t->nnz : 1) * sizeof *t->colind));
+    HK_TRY(hk_cu_malloc((void **)&val64, (size_t)(t->nnz ? t->nnz : 1) * sizeof *val64));
+    HK_TRY(hk_cu_malloc((void **)&dinv64, (size_t)(n ? n : 1) * sizeof *dinv64));
+    if (n) {
+        k_tri_fill<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, upper, unit, F->rowptr, F->colind, F->val, t->rowptr, t->colind, val64, dinv64);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_levels(n, t->rowptr, t->colind, upper, &t->level_rows, &t->level_ptr,
+                        &t->hlevel_ptr, &t->nlevels));
+    ierr = tri_finish(t, val64, dinv64, method, p);
+    val64 = dinv64 = NULL;
+    if (ierr) goto fail;
+    *nlevels = t->nlevels;
+    *handle = t;
+    t = NULL;
+fail:
+    if (val64) cudaFree(val64);
+    if (dinv64) cudaFree(dinv64);
+    if (cnt) cudaFree(cnt);
+    if (dbad) cudaFree(dbad);
     tri_destroy(t);
     return ierr;
 }
@@ -399,6 +664,11 @@ static int tri_solve(void *handle, const hk_vec *b, hk_vec *x)
 int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
 {
     return tri_create(T, p, handle);
+}
+int hk_cu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                    void **handle, int64_t *nlevels)
+{
+    return tri_setup(F, upper, unit, method, p, handle, nlevels);
 }
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x)
 {

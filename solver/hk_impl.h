@@ -4,7 +4,8 @@
  * Contract between the pieces:
  *   formats.c   hk_bcsr -> hk_fmt on the host: the reference layouts that tests compare with
  *   backend     hk_bmat -> a format in its own memory (mat_build), SpMV, vector ops, fused ops
- *   pc/ files    set-up on the host from hk_bcsr, apply through backend ops only
+ *   pc/ files    set-up through backend set-up ops on hk_bmat, apply through backend ops only
+ *                (mlilu alone sets up on a host copy)
  *   ksp/ files   each method once, through backend ops only (never CUDA, never raw arrays) */
 #ifndef HOOKE_SOLVER_IMPL_H
 #define HOOKE_SOLVER_IMPL_H
@@ -328,21 +329,53 @@ typedef struct hk_backend_ops {
     /* y *= 1/sqrt(*nrm2) (no scaling when *nrm2 == 0); then *d = w.y (w may be NULL: skip). */
     int (*vec_scale_s_dot)(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
-    /* ---- level-scheduled triangular solves (pc ic0/ilu0; CPU: solver/pc/tri_cpu.c) -------
-     * NULL when the backend lacks them; the preconditioner then says so at set-up.
-     * tri_create copies the host factor (hk_trifactor above) in precision p; tri_solve solves
-     * T x = b level by level (b, x distinct, precision p); tri_destroy frees the copy. */
+    /* ---- incomplete factorisations and their triangular solves (pc ic0/ilu0) -------------
+     * NULL when the backend lacks them; the preconditioner then says so at set-up. CPU
+     * references in solver/pc/factor_cpu.c (the exact factorisations, the permutation, the
+     * symmetry check, tri_setup), solver/pc/tri_cpu.c (the solves) and solver/pc/iterfact.c
+     * (the sweeps); CUDA in cuda/cuda_factor.cu and cuda/cuda_tri.cu.
+     *
+     * bmat_permute: P = Q A Q^T for the node permutation perm (backend array of nbrows
+     *   entries, perm[new] = old): block row i of P is block row perm[i] of A with its block
+     *   columns renumbered by the inverse of perm and sorted (blocks moved whole).
+     * bmat_sym_check: A (1 x 1 blocks, square) against T = A^T (bmat_transpose): the first row
+     *   i (then the first column j) where |a_ij - a_ji| > 1e-10 (max(|a_ij|, |a_ji|) +
+     *   sqrt(|a_ii a_jj|)), a missing entry counting as 0; f->row = i (-1 when symmetric),
+     *   f->col = j, f->v = {a_ij, a_ji}.
+     * factor_exact: the exact IC(0) (sym = 1) / ILU(0) (sym = 0) of A (square). 1 x 1 blocks:
+     *   the scalar factorisation; br x br blocks (br <= 8): on the node blocks (the block
+     *   algorithms of solver/pc/factor_cpu.c). F (1 x 1 blocks, allocated by the op) is the
+     *   factor on scalar rows: ic0: L, the lower triangle of A's (block) pattern with the
+     *   diagonal entry last in each row (the diagonal blocks' lower triangles for blocks),
+     *   L L^T = A on that pattern; ilu0: the pattern of A (expanded), L strictly below the
+     *   diagonal (unit diagonal implied) and U on and above. Each row's sums are formed in
+     *   the order of the CPU reference, so the backends agree to rounding. The first failing
+     *   row (node) goes to *f (F is then not allocated); no error is returned for it.
+     * tri_setup: a handle for tri_solve on the triangle of the factor F (1 x 1 blocks, square,
+     *   columns sorted) selected by upper (entries right of the diagonal, else left): its
+     *   strict part, the inverse diagonal (1 when unit; a missing diagonal is an error
+     *   otherwise) and the level sets (a row's level is one more than the highest level of
+     *   the rows it depends on), solved by method (enum hk_tri_method; a backend lacking one
+     *   solves by levels) in precision p; *nlevels = the number of levels.
+     * tri_create: the same from a host hk_trifactor (pc=mlilu, whose set-up is on the host).
+     * tri_solve solves T x = b (b, x distinct, precision p); tri_destroy frees the handle. */
+    int (*bmat_permute)(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
+    int (*bmat_sym_check)(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
+    int (*factor_exact)(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
+    int (*tri_setup)(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                     void **handle, int64_t *nlevels);
     int (*tri_create)(const hk_trifactor *T, hk_precision p, void **handle);
     int (*tri_solve)(void *handle, const hk_vec *b, hk_vec *x);
     void (*tri_destroy)(void *handle);
-    /* Fine-grained iterative IC(0) (sym = 1) / ILU(0) (sym = 0) of Chow and Patel: A (1 x 1
-     * blocks) is the matrix scaled to unit diagonal, its lower triangle for sym = 1 (diagonal
-     * last in each row); F (allocated by the op, A's pattern) = the factor entries after
-     * sweeps Jacobi-style sweeps (L and U in one pattern for ilu0). The exact rule, which every
-     * backend follows to the same sums, is in solver/pc/iterfact.c. *bad = the first row with
-     * a missing diagonal or a bad pivot in the last sweep (F is then not allocated), or -1. */
+    /* Fine-grained iterative IC(0) (sym = 1) / ILU(0) (sym = 0) of Chow and Patel on A (1 x 1
+     * blocks, square; sym = 1 reads its lower triangle only): the matrix is scaled to unit
+     * diagonal (s_i = 1/sqrt|a_ii|), F (allocated by the op) gets the factor entries after
+     * sweeps Jacobi-style sweeps on the scaled matrix, scaled back (ic0: L on the lower
+     * pattern, diagonal last; ilu0: L (unit, strictly lower) and U in A's pattern). The exact
+     * rule, which every backend follows to the same sums, is in solver/pc/iterfact.c. *bad =
+     * the first row with a missing or zero diagonal or a bad pivot in the last sweep (F is
+     * then not allocated), or -1. */
     int (*factor_sweeps)(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
-
 
     /* ---- set-up on the backend (contracts: solver/hk_setup.h) ----------------------------
      * CPU references in solver/cpu/, CUDA versions in cuda/. An op a backend lacks is NULL

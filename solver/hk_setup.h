@@ -3,7 +3,7 @@
  *
  * hk_solver uploads the block CSR K once (hk_bmat_upload). From then on every set-up step —
  * building a storage format, a preconditioner's diagonal, the FSAI/SAI factors, the AMG
- * hierarchy — reads and writes hk_bmat / hk_graph objects in the backend's memory through the
+ * hierarchy, the IC(0)/ILU(0) factors and their triangular solves — reads and writes hk_bmat / hk_graph objects in the backend's memory through the
  * backend's set-up ops (the *_setup fields of hk_backend_ops). The host sees sizes and a few
  * scalars, never matrix values. Each op has a CPU reference (solver/cpu/, OpenMP) and a CUDA
  * version (cuda/); tests run both on the same input and compare. */
@@ -50,8 +50,7 @@ int hk_bmat_alloc(const struct hk_backend_ops *be, int br, int bc, int64_t nbrow
 void hk_bmat_free(hk_bmat *A); /* frees and zeroes; a zeroed struct is fine */
 /* Copy a host block CSR (square bs x bs blocks) to be. */
 int hk_bmat_upload(const struct hk_backend_ops *be, const hk_bcsr *K, hk_bmat *A);
-/* A copy of A in host memory as a cpu-backend hk_bmat (tests, and the few set-up steps that
- * still run on the host: ic0/ilu0). */
+/* A copy of A in host memory as a cpu-backend hk_bmat (tests, and pc=mlilu's host set-up). */
 int hk_bmat_to_host(const hk_bmat *A, hk_bmat *H);
 /* Host block CSR of a square-block hk_bmat (br == bc) wherever it lives. */
 int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K);
@@ -90,6 +89,24 @@ typedef struct hk_setup_fault {
     int64_t row;
     int reason;
 } hk_setup_fault;
+/* Where an exact incomplete factorisation (factor_exact) or the symmetry check
+ * (bmat_sym_check) stopped: the first failing row (a scalar row; the node for a factorisation
+ * on node blocks) and the values its message names. Host struct filled by the op; row = -1
+ * when every row succeeded. */
+enum hk_factor_reason {
+    HK_FACTOR_OK = 0,
+    HK_FACTOR_NO_DIAG,   /* ilu0: the row (node) has no diagonal entry (block) */
+    HK_FACTOR_PIVOT,     /* ic0: pivot not positive and finite; ilu0: zero or not finite */
+    HK_FACTOR_ASYMMETRIC /* sym check: a_ij and a_ji differ by more than round-off */
+};
+typedef struct hk_factor_fault {
+    int64_t row;
+    int reason;
+    int sub;     /* node blocks: the pivot's row inside the block */
+    int64_t col; /* sym check: j of the entry (row, j) */
+    double v[2]; /* ic0: pivot, a_ii (scalar); ilu0: pivot; sym check: a_ij, a_ji */
+} hk_factor_fault;
+
 /* Integer hash of a node index: the random priority of the AMG aggregation
  * (docs/amg-aggregation.md), the same on the host and on the device. */
 #ifdef __CUDACC__

@@ -350,6 +350,12 @@ int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cpu_tri_destroy(void *handle);
 int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
+/* Set-up ops of ic0/ilu0 (solver/pc/factor_cpu.c). */
+int hk_cpu_bmat_permute(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
+int hk_cpu_bmat_sym_check(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
+int hk_cpu_factor_exact(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
+int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                     void **handle, int64_t *nlevels);
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
@@ -417,6 +423,10 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_mdot_s = hk_cpu_vec_mdot_s,
     .vec_maxpy_s_nrm = hk_cpu_vec_maxpy_s_nrm,
     .vec_scale_s_dot = hk_cpu_vec_scale_s_dot,
+    .bmat_permute = hk_cpu_bmat_permute,
+    .bmat_sym_check = hk_cpu_bmat_sym_check,
+    .factor_exact = hk_cpu_factor_exact,
+    .tri_setup = hk_cpu_tri_setup,
     .tri_create = hk_cpu_tri_create,
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,

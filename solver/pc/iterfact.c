@@ -4,19 +4,21 @@
  * in which all entries are updated at once from the previous sweep's values (Jacobi-style, so
  * the result is deterministic and the sweep is one parallel map, the form a device kernel
  * takes). The matrix is first scaled to unit diagonal (S A S, s_i = 1/sqrt|a_ii|) and the
- * sweeps start from the factors of its triangles, as in the paper.
+ * sweeps start from the factors of its triangles, as in the paper; the op (factor_sweeps)
+ * does the scaling, the sweeps and the scaling back, on the matrix's backend.
  *
  * An entry only depends on entries of lower column index (and the pivot of its column), so
  * the sweeps reach the exact IC(0) / ILU(0) after at most twice the length of the longest
  * dependency chain; a few sweeps already give a useful preconditioner on FE matrices. This
- * is the host reference (OpenMP over rows) for pc.ic0.sweeps / pc.ilu0.sweeps. */
+ * is the CPU reference (OpenMP over rows) for pc.ic0.sweeps / pc.ilu0.sweeps; the CUDA
+ * version is cuda/cuda_factor.cu. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pc_impl.h"
 
-/* ---- the op (CPU reference of factor_sweeps; the CUDA version is cuda/cuda_tri.cu) ----
+/* ---- the sweeps (CPU reference of factor_sweeps; the CUDA version is cuda/cuda_factor.cu)
  *
  * Entry e = (i, j) of the pattern (row i sorted, diagonal found by search):
  *   sum = a_e - sum over entries (i, k) of row i with k < min(i, j), ascending k, of
@@ -42,7 +44,8 @@ static int64_t find_col(const int64_t *rowptr, const int32_t *colind, int64_t r,
     return lo < rowptr[r + 1] && colind[lo] == c ? lo : -1;
 }
 
-int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad)
+/* The sweeps on the scaled matrix A (sym: its lower triangle, diagonal last). */
+static int sweeps_scaled(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad)
 {
     int ierr = 0;
     const int64_t n = A->nbrows, nnz = A->nnzb;
@@ -104,109 +107,60 @@ fail:
     return ierr;
 }
 
-/* ---- the preconditioners' side: scale on the host, sweep on the backend ---------------- */
+/* ---- scaling to unit diagonal and back ----------------------------------------------------
+ *
+ * s_i = 1/sqrt|a_ii| (a missing, zero or non-finite a_ii: bad row i). The scaled entries are
+ * (a_ij * s_i) * s_j, the lower triangle only for ic0. Back: ic0 L = S^-1 L~ (l_ij / s_i);
+ * ilu0 L = S^-1 L~ S (l_ij * s_j / s_i, unit diagonal kept), U = S^-1 U~ S^-1
+ * (u_ij / (s_i * s_j)). */
 
-/* s_i = 1/sqrt|a_ii| from the scalar CSR A; *bad = first row whose diagonal is 0 or not
- * finite (or missing), else -1. */
-static void unit_scaling(const hk_csr *A, double *s, int64_t *bad)
-{
-    *bad = -1;
-    for (int64_t i = 0; i < A->n; i++) {
-        double d = 0;
-        for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
-            if (A->colind[k] == i) d = A->val[k];
-        if (!(d != 0 && isfinite(d))) {
-            *bad = i;
-            return;
-        }
-        s[i] = 1 / sqrt(fabs(d));
-    }
-}
-
-/* Sweeps of the scaled pattern matrix S (host CSR) on be (its factor_sweeps op, or the CPU
- * reference on the host when be lacks it); the result back in S's values. */
-static int sweeps_on(const hk_backend_ops *be, hk_csr *S, int sym, int sweeps, int64_t *bad)
+int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad)
 {
     int ierr = 0;
-    hk_bcsr view = {.bs = 1,
-                    .nbrows = S->n,
-                    .nbcols = S->n,
-                    .rowptr = S->rowptr,
-                    .colind = S->colind,
-                    .val = S->val};
-    hk_bmat A = {0}, F = {0};
-    hk_bcsr H = {0};
-    if (!be->factor_sweeps) be = &hk_backend_cpu;
-    HK_CALL(hk_bmat_upload(be, &view, &A));
-    HK_TRY(be->factor_sweeps(&A, sym, sweeps, &F, bad));
-    if (*bad < 0) {
-        HK_TRY(hk_bmat_to_bcsr(&F, &H));
-        memcpy(S->val, H.val, (size_t)S->rowptr[S->n] * sizeof *S->val);
-    }
-fail:
-    hk_bmat_free(&A);
-    hk_bmat_free(&F);
-    hk_bcsr_free(&H);
-    return ierr;
-}
-
-int hk_ic0_sweeps(const hk_backend_ops *be, const hk_csr *A, int sweeps, hk_csr *L, int64_t *bad)
-{
-    int ierr = 0;
-    const int64_t n = A->n;
+    const int64_t n = A->nbrows;
     double *s = NULL;
-    memset(L, 0, sizeof *L);
+    hk_bmat S = {0};
+    *bad = -1;
+    memset(F, 0, sizeof *F);
+    HK_CHECK(A->br == 1 && A->bc == 1 && A->nbrows == A->nbcols, HK_ERR_ARG,
+             "factor_sweeps: the matrix must be square with 1 x 1 blocks");
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *s, &s));
-    unit_scaling(A, s, bad);
+    for (int64_t i = 0; i < n && *bad < 0; i++) {
+        const int64_t k = find_col(A->rowptr, A->colind, i, (int32_t)i);
+        const double d = k >= 0 ? A->val[k] : 0;
+        if (!(d != 0 && isfinite(d)))
+            *bad = i;
+        else
+            s[i] = 1 / sqrt(fabs(d));
+    }
     if (*bad >= 0) goto fail;
     int64_t nnz = 0;
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
-            nnz += A->colind[k] <= i;
-    HK_TRY(hk_csr_alloc(n, n, nnz, L));
-    /* lower triangle of S A S (columns sorted: the diagonal is last) */
+            nnz += !sym || A->colind[k] <= i;
+    HK_TRY(hk_bmat_alloc(A->be, 1, 1, n, n, nnz, &S));
     int64_t q = 0;
+    S.rowptr[0] = 0;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
-            if (A->colind[k] <= i) {
-                L->colind[q] = A->colind[k];
-                L->val[q++] = A->val[k] * s[i] * s[A->colind[k]];
+            if (!sym || A->colind[k] <= i) {
+                S.colind[q] = A->colind[k];
+                S.val[q++] = A->val[k] * s[i] * s[A->colind[k]];
             }
-        L->rowptr[i + 1] = q;
+        S.rowptr[i + 1] = q;
     }
-    HK_TRY(sweeps_on(be, L, 1, sweeps, bad));
-    if (*bad >= 0) goto fail;
-    for (int64_t i = 0; i < n; i++) /* L = S^-1 L~ */
-        for (int64_t e = L->rowptr[i]; e < L->rowptr[i + 1]; e++)
-            L->val[e] /= s[i];
-    free(s);
-    return 0;
-fail:
-    free(s);
-    hk_csr_free(L);
-    return ierr;
-}
-
-int hk_ilu0_sweeps(const hk_backend_ops *be, hk_csr *F, int sweeps, int64_t *bad)
-{
-    int ierr = 0;
-    const int64_t n = F->n;
-    double *s = NULL;
-    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *s, &s));
-    unit_scaling(F, s, bad);
+    HK_TRY(sweeps_scaled(&S, sym, sweeps, F, bad));
     if (*bad >= 0) goto fail;
     for (int64_t i = 0; i < n; i++)
-        for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++)
-            F->val[k] *= s[i] * s[F->colind[k]];
-    HK_TRY(sweeps_on(be, F, 0, sweeps, bad));
-    if (*bad >= 0) goto fail;
-    /* L = S^-1 L~ S (unit diagonal kept), U = S^-1 U~ S^-1 */
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {
-            const int32_t j = F->colind[k];
-            F->val[k] = j < i ? F->val[k] * s[j] / s[i] : F->val[k] / (s[i] * s[j]);
+        for (int64_t e = F->rowptr[i]; e < F->rowptr[i + 1]; e++) {
+            const int32_t j = F->colind[e];
+            F->val[e] = sym ? F->val[e] / s[i]
+                      : j < i ? F->val[e] * s[j] / s[i]
+                              : F->val[e] / (s[i] * s[j]);
         }
 fail:
     free(s);
+    hk_bmat_free(&S);
+    if (ierr) hk_bmat_free(F);
     return ierr;
 }

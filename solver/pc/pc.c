@@ -2,10 +2,10 @@
  * host helpers every type's set-up shares (scalar CSR, diagonal, operator copy).
  *
  * A preconditioner is set up from the backend matrix K (an hk_bmat in the backend's memory):
- * jacobi, bjacobi and poly through backend ops only (the diag op, SpMVs), the others still on
- * a host copy (hk_pc_setup_on_host). It keeps what its apply needs as backend objects in its
- * own precision (pc->prec), so apply runs through backend ops only and the same code serves
- * every backend. hk_pc_apply converts fp64 vectors to and from an
+ * every type but mlilu through backend ops only (the diag op, SpMVs, the set-up ops of
+ * hk_setup.h / hk_impl.h); mlilu on a host copy (hk_pc_setup_on_host), by design. It keeps
+ * what its apply needs as backend objects in its own precision (pc->prec), so apply runs
+ * through backend ops only and the same code serves every backend. hk_pc_apply converts fp64 vectors to and from an
  * fp32 preconditioner (the SBELL paper's mixed-precision PCG, Algorithm 6). */
 #include <math.h>
 #include <stdint.h>
@@ -183,42 +183,37 @@ int hk_csr_transpose(const hk_csr *A, hk_csr *T)
 
 int hk_csr_check_symmetric(const hk_csr *A, const char *who)
 {
+    /* the CPU backend's bmat_sym_check on views of A and its transpose: one rule for both */
     hk_csr T = {0};
-    double *d = NULL;
-    HK_CALL(hk_calloc((size_t)(A->n ? A->n : 1), sizeof *d, &d));
-    for (int64_t i = 0; i < A->n; i++)
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-            if (A->colind[p] == i) d[i] = fabs(A->val[p]);
-    int ierr = hk_csr_transpose(A, &T);
-    if (ierr) {
-        free(d);
-        return ierr;
-    }
-    /* same values row by row (both have sorted columns); an entry missing on one side is 0.
-     * Round-off of the assembly (1e-17 against an exact 0) is not asymmetry: the tolerance is
-     * relative to the entries and to the scale sqrt(|a_ii a_jj|) of the pair. */
-    for (int64_t i = 0; i < A->n && !ierr; i++) {
-        int64_t p = A->rowptr[i], q = T.rowptr[i];
-        while (p < A->rowptr[i + 1] || q < T.rowptr[i + 1]) {
-            int32_t ca = p < A->rowptr[i + 1] ? A->colind[p] : INT32_MAX;
-            int32_t ct = q < T.rowptr[i + 1] ? T.colind[q] : INT32_MAX;
-            double a = 0, t = 0; /* A(i, c) and A(c, i) */
-            int32_t c = ca < ct ? ca : ct;
-            if (ca == c) a = A->val[p++];
-            if (ct == c) t = T.val[q++];
-            if (fabs(a - t) > 1e-10 * (fmax(fabs(a), fabs(t)) + sqrt(d[i] * d[c]))) {
-                ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
-                                    "preconditioner %s needs a symmetric matrix, but entry "
-                                    "(%lld, %d) is %g and (%d, %lld) is %g; use pc=ilu0 or "
-                                    "pc=sai with method=gmres or bicgstab",
-                                    who, (long long)i, c, a, c, (long long)i, t);
-                break;
-            }
-        }
-    }
+    hk_factor_fault f;
+    HK_CALL(hk_csr_transpose(A, &T));
+    const hk_bmat Av = {.be = &hk_backend_cpu,
+                        .br = 1,
+                        .bc = 1,
+                        .nbrows = A->n,
+                        .nbcols = A->m,
+                        .nnzb = A->rowptr[A->n],
+                        .rowptr = A->rowptr,
+                        .colind = A->colind,
+                        .val = A->val};
+    const hk_bmat Tv = {.be = &hk_backend_cpu,
+                        .br = 1,
+                        .bc = 1,
+                        .nbrows = T.n,
+                        .nbcols = T.m,
+                        .nnzb = T.rowptr[T.n],
+                        .rowptr = T.rowptr,
+                        .colind = T.colind,
+                        .val = T.val};
+    int ierr = hk_cpu_bmat_sym_check(&Av, &Tv, &f);
     hk_csr_free(&T);
-    free(d);
-    return ierr;
+    HK_CALL(ierr);
+    HK_CHECK(f.row < 0, HK_ERR_NUMERIC,
+             "preconditioner %s needs a symmetric matrix, but entry (%lld, %lld) is %g and "
+             "(%lld, %lld) is %g; use pc=ilu0 or pc=sai with method=gmres or bicgstab",
+             who, (long long)f.row, (long long)f.col, f.v[0], (long long)f.col,
+             (long long)f.row, f.v[1]);
+    return 0;
 }
 
 int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)

@@ -1,6 +1,6 @@
 /* Private helpers shared by the preconditioner files (solver/pc/). Set-up works on the
- * backend matrix through backend ops (hk_pc_diag) or, for the types not moved yet, on host
- * arrays; everything apply needs becomes backend objects (hk_vec, hk_mat). */
+ * backend matrix through backend ops (hk_pc_diag, the factorisation ops) or, for mlilu, on
+ * host arrays; everything apply needs becomes backend objects (hk_vec, hk_mat). */
 #ifndef HOOKE_PC_IMPL_H
 #define HOOKE_PC_IMPL_H
 
@@ -33,12 +33,13 @@ int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A);
 int hk_csr_alloc(int64_t n, int64_t m, int64_t nnz, hk_csr *A);
 /* Transpose (columns sorted). */
 int hk_csr_transpose(const hk_csr *A, hk_csr *T);
-/* HK_ERR_NUMERIC naming the first entry (i, j) whose mirror (j, i) differs by more than round-off
- * (1e-10 relative); who names the preconditioner. */
+/* HK_ERR_NUMERIC naming the first entry (i, j) whose mirror (j, i) differs by more than
+ * round-off (the rule of the bmat_sym_check op, whose CPU version it calls); who names the
+ * preconditioner (host set-ups: mlilu). */
 int hk_csr_check_symmetric(const hk_csr *A, const char *who);
 
-/* Transitional: run a set-up written for a host block CSR on a copy of the backend matrix K
- * (the preconditioners whose set-up has not moved to backend ops yet). */
+/* Run a set-up written for a host block CSR on a copy of the backend matrix K: pc=mlilu
+ * alone, whose multilevel set-up is serial by design (the ILUPACK paper sets up on the CPU). */
 int hk_pc_setup_on_host(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o,
                         int (*setup_host)(hk_pc *, const hk_bcsr *, hk_mat *, hk_options *));
 
@@ -90,11 +91,12 @@ void hk_dense_cholesky_solve(int n, const double *L, double *b);
  * zero (rank deficient), or -1 on success. */
 int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x);
 
-/* ---- triangular factors (solver/pc/trifactor.c), shared by ic0 and ilu0 -------------- */
+/* ---- triangular factors (solver/pc/trifactor.c): ic0, ilu0, mlilu ----------------------- */
 
-/* Split the factor stored in the scalar CSR F (diagonal included, columns sorted) into the
- * strictly lower (upper = 0) or strictly upper (upper = 1) part with its inverse diagonal
- * (unit = 1: diagonal taken as 1), and compute the level sets. */
+/* Split the factor stored in the host scalar CSR F (diagonal included, columns sorted) into
+ * the strictly lower (upper = 0) or strictly upper (upper = 1) part with its inverse diagonal
+ * (unit = 1: diagonal taken as 1), and compute the level sets: the CPU backend's tri_setup and
+ * mlilu's host factors. */
 int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T);
 void hk_trifactor_free(hk_trifactor *T);
 
@@ -106,16 +108,16 @@ extern const char *const hk_ordering_names[]; /* natural, rcm, colour */
 int hk_node_ordering(const hk_bcsr *K, int kind, int32_t **perm, int64_t *ncolours);
 int hk_bcsr_permute(const hk_bcsr *K, const int32_t *perm, hk_bcsr *P);
 
-/* Fine-grained iterative IC(0) / ILU(0) by Jacobi-style sweeps (solver/pc/iterfact.c),
- * scaled to unit diagonal on the host, the sweeps by be's factor_sweeps op: ic0: L (lower
- * triangle of A's pattern, diagonal last) with L L^T ~ A; ilu0: F (A's pattern) overwritten
- * by L (unit, strictly lower) and U. *bad = the first row with a zero diagonal or a
- * non-positive (ic0) / zero (ilu0) pivot in the last sweep, else -1 (L / F then invalid). */
-int hk_ic0_sweeps(const hk_backend_ops *be, const hk_csr *A, int sweeps, hk_csr *L,
-                  int64_t *bad);
-int hk_ilu0_sweeps(const hk_backend_ops *be, hk_csr *F, int sweeps, int64_t *bad);
-/* The CPU factor_sweeps op (contract in hk_impl.h). */
+/* The CPU backend's set-up ops of ic0/ilu0 (contracts in hk_impl.h): the sweeps
+ * (solver/pc/iterfact.c), the permutation, symmetry check, exact factorisations and
+ * triangular-solve set-up (solver/pc/factor_cpu.c), the host-factor solve (tri_cpu.c). */
 int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
+int hk_cpu_bmat_permute(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
+int hk_cpu_bmat_sym_check(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
+int hk_cpu_factor_exact(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
+int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                     void **handle, int64_t *nlevels);
+int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 
 /* State of a preconditioner applied as two triangular solves z = P^T U^-1 L^-1 P r. */
 typedef struct hk_tri_pc {
@@ -128,13 +130,17 @@ typedef struct hk_tri_pc {
     hk_mat *P, *Pt;      /* the scalar permutation and its transpose (NULL: natural) */
     hk_vec *rp, *zp;     /* P r and U^-1 L^-1 P r */
 } hk_tri_pc;
-/* Read pc.tri and pc.ordering, allocate the state (pc->data) and order K: *Kf is K itself
- * (natural) or Kperm = P K P^T, which the caller frees (hk_bcsr_free). */
-int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o,
-                    hk_bcsr *Kperm, const hk_bcsr **Kf);
-/* Upload both factors with the method read by hk_tri_pc_begin (pc->be must have the tri ops:
- * who names the pc in the error). */
-int hk_tri_pc_create(hk_pc *pc, const char *who, hk_trifactor *L, hk_trifactor *U);
+/* Read pc.tri and pc.ordering, allocate the state (pc->data) and order K on its backend:
+ * *Kf is K itself (natural) or Kperm = P K P^T (bmat_permute), which the caller frees
+ * (hk_bmat_free). The ordering is computed on the host from K's pattern (downloaded once; no
+ * values): RCM and the greedy colouring are serial algorithms. Checks that pc->be has the
+ * set-up ops (who names the pc in the error). */
+int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bmat *K, hk_options *o,
+                    hk_bmat *Kperm, const hk_bmat **Kf);
+/* The two triangular solves from backend factors (tri_setup with the method read by
+ * hk_tri_pc_begin): the lower triangle of Lf (unit diagonal when lunit) and the upper
+ * triangle of Uf (ic0: Lf = L, Uf = L^T; ilu0: both the combined factor F). */
+int hk_tri_pc_factors(hk_pc *pc, const hk_bmat *Lf, int lunit, const hk_bmat *Uf);
 int hk_tri_pc_apply(hk_pc *pc, const hk_vec *r, hk_vec *z);
 void hk_tri_pc_destroy(hk_pc *pc);
 void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len);

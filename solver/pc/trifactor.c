@@ -1,7 +1,10 @@
-/* Triangular factors for ic0 and ilu0: split a factor held in CSR into the strictly
- * triangular part plus the inverse diagonal, compute its level sets (the level-set
- * scheduling of the ILUPACK-GMRES paper: a row's level is one more than the highest level of
- * the rows it depends on), hand both factors to the backend, and apply z = U^-1 L^-1 r. */
+/* Triangular factors for ic0 and ilu0: the node ordering and its permutation on the backend
+ * (bmat_permute), the two triangular solves set up on the backend from the factors
+ * (tri_setup), and the apply z = P^T U^-1 L^-1 P r. hk_trifactor_from_csr splits a host
+ * factor into the strictly triangular part plus the inverse diagonal and computes its level
+ * sets (the level-set scheduling of the ILUPACK-GMRES paper: a row's level is one more than
+ * the highest level of the rows it depends on): the CPU backend's tri_setup and pc=mlilu's
+ * host set-up use it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,17 +112,38 @@ static int perm_matrix(hk_pc *pc, const int32_t *perm, int64_t nodes, int invers
     return ierr;
 }
 
-int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o, hk_bcsr *Kperm,
-                    const hk_bcsr **Kf)
+/* The node ordering of K from its pattern, downloaded once (no values). */
+static int order_nodes(const hk_bmat *K, int kind, int32_t **perm, int64_t *ncolours)
+{
+    const hk_backend_ops *be = K->be;
+    hk_bcsr pat = {.bs = K->br, .nbrows = K->nbrows, .nbcols = K->nbcols};
+    int ierr = 0;
+    HK_TRY(hk_malloc((size_t)(K->nbrows + 1) * sizeof *pat.rowptr, &pat.rowptr));
+    HK_TRY(hk_malloc((size_t)(K->nnzb ? K->nnzb : 1) * sizeof *pat.colind, &pat.colind));
+    HK_TRY(be->copy_from(pat.rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof *pat.rowptr));
+    if (K->nnzb)
+        HK_TRY(be->copy_from(pat.colind, K->colind, (size_t)K->nnzb * sizeof *pat.colind));
+    HK_TRY(hk_node_ordering(&pat, kind, perm, ncolours));
+fail:
+    free(pat.rowptr);
+    free(pat.colind);
+    return ierr;
+}
+
+int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bmat *K, hk_options *o, hk_bmat *Kperm,
+                    const hk_bmat **Kf)
 {
     const hk_backend_ops *be = pc->be;
-    int32_t *perm = NULL;
+    int32_t *perm = NULL, *dperm = NULL;
     int ierr = 0;
     memset(Kperm, 0, sizeof *Kperm);
     *Kf = K;
-    HK_CHECK(be->tri_create && be->tri_solve && be->tri_destroy, HK_ERR_UNSUPPORTED,
-             "%s is not available on the %s backend (it has no triangular solve); use jacobi, "
-             "bjacobi, poly, fsai or sai, or backend=cpu",
+    HK_CHECK(be->tri_setup && be->tri_solve && be->tri_destroy && be->factor_exact &&
+                 be->factor_sweeps && be->bmat_permute && be->bmat_sym_check &&
+                 be->bmat_transpose && be->bmat_expand,
+             HK_ERR_UNSUPPORTED,
+             "%s is not available on the %s backend (it lacks the factorisation or triangular "
+             "solve ops); use jacobi, bjacobi, poly, fsai or sai, or backend=cpu",
              who, be->name);
     hk_tri_pc *t;
     HK_CALL(hk_calloc(1, sizeof *t, &t));
@@ -135,31 +159,31 @@ int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bcsr *K, hk_options *o,
     HK_CALL(hk_options_get_choice(o, "pc.tri", tri_names, &t->method));
     HK_CALL(hk_options_get_choice(o, "pc.ordering", hk_ordering_names, &t->ordering));
     if (t->ordering == HK_ORDER_NATURAL) return 0;
-    HK_CALL(hk_node_ordering(K, t->ordering, &perm, &t->ncolours));
-    HK_TRY(hk_bcsr_permute(K, perm, Kperm));
+    HK_CALL(order_nodes(K, t->ordering, &perm, &t->ncolours));
+    const size_t pbytes = (size_t)(K->nbrows ? K->nbrows : 1) * sizeof *perm;
+    HK_TRY(be->alloc((void **)&dperm, pbytes));
+    HK_TRY(be->copy_to(dperm, perm, pbytes));
+    HK_TRY(be->bmat_permute(K, dperm, Kperm));
     HK_TRY(perm_matrix(pc, perm, K->nbrows, 0, &t->P));
     HK_TRY(perm_matrix(pc, perm, K->nbrows, 1, &t->Pt));
     HK_TRY(hk_vec_create(be, pc->n, pc->prec, &t->rp));
     HK_TRY(hk_vec_create(be, pc->n, pc->prec, &t->zp));
     *Kf = Kperm;
-    free(perm);
-    return 0;
 fail:
     free(perm);
-    hk_bcsr_free(Kperm);
+    if (dperm) be->dealloc(dperm);
+    if (ierr) hk_bmat_free(Kperm);
     return ierr;
 }
 
-int hk_tri_pc_create(hk_pc *pc, const char *who, hk_trifactor *L, hk_trifactor *U)
+int hk_tri_pc_factors(hk_pc *pc, const hk_bmat *Lf, int lunit, const hk_bmat *Uf)
 {
     const hk_backend_ops *be = pc->be;
     hk_tri_pc *t = pc->data;
-    HK_CHECK(t && be->tri_create, HK_ERR_INTERNAL, "%s: hk_tri_pc_begin was not called", who);
-    t->levels_L = L->nlevels;
-    t->levels_U = U->nlevels;
-    L->method = U->method = t->method;
-    HK_CALL(be->tri_create(L, pc->prec, &t->L));
-    HK_CALL(be->tri_create(U, pc->prec, &t->U));
+    HK_CHECK(t && be->tri_setup, HK_ERR_INTERNAL, "%s: hk_tri_pc_begin was not called",
+             pc->type->name);
+    HK_CALL(be->tri_setup(Lf, 0, lunit, t->method, pc->prec, &t->L, &t->levels_L));
+    HK_CALL(be->tri_setup(Uf, 1, 0, t->method, pc->prec, &t->U, &t->levels_U));
     HK_CALL(hk_vec_create(be, pc->n, pc->prec, &t->y));
     return 0;
 }
