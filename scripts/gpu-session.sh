@@ -26,7 +26,7 @@ for step in "$@"; do
             done > "$OUT/pipecg.md" 2>&1 ;;
     pcs) $B/hooke bench pcs --backend cuda --size large --no-cpu --json "$OUT/pcs.json" > "$OUT/pcs.md" 2>&1 ;;
     cpucg) $B/hooke bench cg --backend cpu --size medium > "$OUT/cpucg.md" 2>&1 ;;
-    ic0) for pc in "pc=jacobi" "pc=ic0" "pc=ic0 pc.tri=syncfree" "pc=ic0 pc.ordering=natural" "pc=ic0 pc.ic0.sweeps=3"; do
+    ic0) for pc in "pc=jacobi" "pc=ic0" "pc=ic0 pc.tri=syncfree" "pc=ic0 pc.ordering=natural" "pc=ic0 pc.ic0.sweeps=3" "pc=ic0 pc.ic0.block=1" "pc=ilu0"; do
            echo "== cg $pc"; $B/hooke solve --generate elasticity3d:60 --backend cuda method=cg $pc 2>&1 | tail -4
          done > "$OUT/ic0.md" 2>&1 ;;
     mlilu) for pc in "pc=ilu0" "pc=mlilu"; do
