@@ -440,6 +440,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.graph_launch = cuda_graph_launch;
     o.graph_free = cuda_graph_free;
     o.bmat_diag = hk_cu_bmat_diag;
+    o.bmat_first_nonfinite = hk_cu_bmat_first_nonfinite;
     o.mpk_plan = hk_cu_mpk_plan;
     o.mpk_apply = hk_cu_mpk_apply;
     o.mpk_free = hk_cu_mpk_free;

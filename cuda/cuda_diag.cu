@@ -247,3 +247,45 @@ fail:
     cudaFree(dfirst);
     return ierr;
 }
+
+// First block row with a NaN or infinite value: the values are read in order (coalesced); only
+// a bad value pays a binary search for its block row, then an order-independent atomicMin.
+__global__ void k_first_nonfinite(int64_t nvals, int64_t bb, int64_t nb,
+                                  const int64_t *__restrict__ rowptr,
+                                  const double *__restrict__ val, unsigned long long *first)
+{
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < nvals;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        if (isfinite(val[q])) continue;
+        const int64_t blk = q / bb;
+        int64_t lo = 0, hi = nb; /* the last row with rowptr[row] <= blk */
+        while (hi - lo > 1) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (rowptr[mid] <= blk)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        atomicMin(first, (unsigned long long)lo);
+    }
+}
+
+int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row)
+{
+    *row = -1;
+    const int64_t bb = (int64_t)A->br * A->bc, nvals = A->nnzb * bb;
+    if (nvals == 0) return 0;
+    int ierr = 0;
+    unsigned long long *dfirst = NULL, first = (unsigned long long)INT64_MAX;
+    HK_CALL(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
+    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+    k_first_nonfinite<<<hk_cu_grid(nvals), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        nvals, bb, A->nbrows, A->rowptr, A->val, dfirst);
+    HK_CU_TRY(cudaGetLastError());
+    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    *row = first == (unsigned long long)INT64_MAX ? -1 : (int64_t)first;
+fail:
+    cudaFree(dfirst);
+    return ierr;
+}

@@ -294,10 +294,11 @@ int hk_cu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64
         HK_TRY(dalloc((void **)&rp, (size_t)(n + 1) * sizeof *rp));
         ierr = hk_cu_scan_counts(cnt, n, rp, &nnz);
         if (!ierr) ierr = hk_bmat_alloc(A->be, 1, 1, n, n, nnz, &S);
-        if (!ierr)
-            ierr = hk_cu_fail(cudaMemcpyAsync(S.rowptr, rp, (size_t)(n + 1) * sizeof *rp,
-                                              cudaMemcpyDeviceToDevice, hk_cu.stream),
-                              "cudaMemcpyAsync", __FILE__, __LINE__);
+        if (!ierr) {
+            const cudaError_t e = cudaMemcpyAsync(S.rowptr, rp, (size_t)(n + 1) * sizeof *rp,
+                                              cudaMemcpyDeviceToDevice, hk_cu.stream);
+            if (e != cudaSuccess) ierr = hk_cu_fail(e, "cudaMemcpyAsync", __FILE__, __LINE__);
+        }
         cudaFree(rp);
         if (ierr) goto fail;
     }
@@ -870,10 +871,11 @@ static int exact_ic0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
         HK_TRY(dalloc((void **)&srp, (size_t)(ns + 1) * sizeof *srp));
         ierr = hk_cu_scan_counts(cnt, ns, srp, &snnz);
         if (!ierr) ierr = hk_bmat_alloc(A->be, 1, 1, ns, ns, snnz, F);
-        if (!ierr)
-            ierr = hk_cu_fail(cudaMemcpyAsync(F->rowptr, srp, (size_t)(ns + 1) * sizeof *srp,
-                                              cudaMemcpyDeviceToDevice, hk_cu.stream),
-                              "cudaMemcpyAsync", __FILE__, __LINE__);
+        if (!ierr) {
+            const cudaError_t e = cudaMemcpyAsync(F->rowptr, srp, (size_t)(ns + 1) * sizeof *srp,
+                                              cudaMemcpyDeviceToDevice, hk_cu.stream);
+            if (e != cudaSuccess) ierr = hk_cu_fail(e, "cudaMemcpyAsync", __FILE__, __LINE__);
+        }
         cudaFree(srp);
         if (ierr) goto fail;
         k_bic0_expand<<<hk_cu_grid(ns), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, bs, lrp, lcol, lval,

@@ -239,6 +239,7 @@ int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
 int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 /* Set-up: the diag op (cuda_diag.cu). */
 int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
 
 /* Fused Krylov ops (cuda_fused.cu). */
 int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S);

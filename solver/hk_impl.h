@@ -402,6 +402,9 @@ typedef struct hk_backend_ops {
     /* out (fp64, allocated by the caller: n = nbrows*br, or nbrows*br*br for BLOCK_INV) by
      * mode (enum hk_diag_mode); *bad = first bad scalar row (0-based) or -1. */
     int (*bmat_diag)(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+    /* *row = the first block row (0-based) holding a NaN or infinite value, or -1: the
+     * solver's check of K, run where K lives after its upload. */
+    int (*bmat_first_nonfinite)(const hk_bmat *A, int64_t *row);
 
     /* aggregation AMG (pc=amg): strength graph of the node blocks (j != i strong when
      * ||A_ij||_F > theta sqrt(||A_ii||_F ||A_jj||_F), the larger of A_ij and A_ji where both

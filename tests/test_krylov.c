@@ -331,6 +331,24 @@ static void test_nan_input(void)
         free(b);
         free(x);
         hk_bcsr_free(&K);
+        /* 3x3 blocks (checked where K lives, after the upload): the first bad block row wins,
+         * and the entry is named by scalar row and column */
+        HK_ASSERT_OK(hk_gen_elasticity3d(4, 4, 4, &K));
+        const int64_t n3 = K.nbrows * 3;
+        b = malloc((size_t)n3 * sizeof *b);
+        x = calloc((size_t)n3, sizeof *x);
+        for (int64_t i = 0; i < n3; i++)
+            b[i] = 1.0;
+        K.val[(size_t)(K.rowptr[40] + 2) * 9] = INFINITY; /* block row 40 */
+        K.val[(size_t)(K.rowptr[9] + 1) * 9 + 5] = NAN;   /* block row 9: row 9*3+1+1 */
+        CU_ASSERT_EQUAL(solve_raw(*be, &K, "method=cg", b, x, &res), HK_ERR_NUMERIC);
+        char want[64];
+        snprintf(want, sizeof want, "row %d, column %d is nan", 9 * 3 + 2,
+                 K.colind[K.rowptr[9] + 1] * 3 + 3);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+        free(b);
+        free(x);
+        hk_bcsr_free(&K);
     }
 }
 

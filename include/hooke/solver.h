@@ -206,7 +206,7 @@ typedef struct hk_result {
     double rnorm;          /* last residual norm the method tracked */
     double true_residual;  /* ||b - A x|| / ||b|| recomputed in fp64 at the end */
     double setup_seconds;  /* conversion + preconditioner set-up, the sum of the four below */
-    double setup_check_seconds;  /* the host check of K (square, finite entries) */
+    double setup_check_seconds;  /* the check of K's values (finite), on the backend */
     double setup_upload_seconds; /* K copied to the backend once */
     double setup_format_seconds; /* the operator's storage format built on the backend */
     double setup_pc_seconds;     /* the preconditioner and the solver's work vectors */

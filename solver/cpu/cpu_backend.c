@@ -359,6 +359,7 @@ int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_preci
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
+int hk_cpu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
 /* l1-Jacobi scaling of pc=amg (cpu_amg.c). */
 int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
@@ -432,6 +433,7 @@ const hk_backend_ops hk_backend_cpu = {
     .tri_destroy = hk_cpu_tri_destroy,
     .factor_sweeps = hk_cpu_factor_sweeps,
     .bmat_diag = hk_cpu_bmat_diag,
+    .bmat_first_nonfinite = hk_cpu_bmat_first_nonfinite,
     .amg_l1_diag = hk_cpu_amg_l1_diag,
     .mat_build = hk_cpu_mat_build,
     .mat_download = hk_cpu_mat_download,

@@ -137,3 +137,22 @@ int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad)
     *bad = first == INT64_MAX ? -1 : first;
     return 0;
 }
+
+int hk_cpu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row)
+{
+    const int64_t bb = (int64_t)A->br * A->bc, nb = A->nbrows;
+    int64_t first = INT64_MAX;
+    /* one pass on every thread; NaN or Inf times zero is NaN, finite values keep the sum 0 */
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < nb; i++) {
+        if (i > first) continue;
+        const double *v = A->val + A->rowptr[i] * bb;
+        const int64_t m = (A->rowptr[i + 1] - A->rowptr[i]) * bb;
+        double sum = 0;
+        for (int64_t q = 0; q < m; q++)
+            sum += v[q] * 0.0;
+        if (sum != 0 && i < first) first = i; /* NaN != 0 holds */
+    }
+    *row = first == INT64_MAX ? -1 : first;
+    return 0;
+}

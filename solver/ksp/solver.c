@@ -71,7 +71,7 @@ static int list_pcs(char *buf, size_t n)
     return 0;
 }
 
-/* K must be square with finite entries; the first bad entry is named by scalar row/column. */
+/* K must be square with a supported block size (host, structure only). */
 static int check_matrix(const hk_bcsr *K)
 {
     HK_CHECK(K && K->rowptr && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
@@ -79,32 +79,34 @@ static int check_matrix(const hk_bcsr *K)
     HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
              "the solver needs a square matrix; this one has %lld x %lld block rows/columns",
              (long long)K->nbrows, (long long)K->nbcols);
-    /* one pass over the values on every thread (this runs before the upload, on the host
-     * copy the caller owns); the first bad entry in row order is reported */
-    const int bs = K->bs;
-    const int64_t nb = K->nbrows;
-    int64_t first = INT64_MAX;
-#pragma omp parallel for schedule(static) reduction(min : first)
-    for (int64_t i = 0; i < nb; i++) {
-        if (i > first) continue;
-        const double *v = K->val + (size_t)K->rowptr[i] * bs * bs;
-        const int64_t m = (K->rowptr[i + 1] - K->rowptr[i]) * bs * bs;
-        double sum = 0;
-        for (int64_t q = 0; q < m; q++)
-            sum += v[q] * 0.0; /* NaN or Inf makes sum NaN; finite values keep it 0 */
-        if (sum != 0 && i < first) first = i; /* NaN != 0 holds */
-    }
-    if (first != INT64_MAX)
-        for (int64_t p = K->rowptr[first]; p < K->rowptr[first + 1]; p++)
-            for (int e = 0; e < bs * bs; e++) {
-                double v = K->val[(size_t)p * bs * bs + e];
-                HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
-                         "matrix entry at row %lld, column %lld is %g; the solver needs finite "
-                         "values - check the assembly or the input file",
-                         (long long)(first * bs + e / bs + 1),
-                         (long long)(K->colind[p] * bs + e % bs + 1), v);
-            }
     return 0;
+}
+
+/* K's values must be finite: checked where K lives, after its upload (one pass of the
+ * backend's bmat_first_nonfinite); the first bad entry is named by scalar row and column from
+ * the caller's copy of that block row. */
+static int check_values(const hk_bmat *Kd, const hk_bcsr *K)
+{
+    int64_t first = -1;
+    HK_CHECK(Kd->be->bmat_first_nonfinite, HK_ERR_UNSUPPORTED,
+             "backend %s cannot check the matrix values (no bmat_first_nonfinite op)",
+             Kd->be->name);
+    HK_CALL(Kd->be->bmat_first_nonfinite(Kd, &first));
+    if (first < 0) return 0;
+    const int bs = K->bs;
+    for (int64_t p = K->rowptr[first]; p < K->rowptr[first + 1]; p++)
+        for (int e = 0; e < bs * bs; e++) {
+            double v = K->val[(size_t)p * bs * bs + e];
+            HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
+                     "matrix entry at row %lld, column %lld is %g; the solver needs finite "
+                     "values - check the assembly or the input file",
+                     (long long)(first * bs + e / bs + 1),
+                     (long long)(K->colind[p] * bs + e % bs + 1), v);
+        }
+    return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                        "the backend found a non-finite value in block row %lld of K, the "
+                        "caller's copy has none",
+                        (long long)first);
 }
 
 static void print_monitor(int it, double rnorm, void *ctx)
@@ -163,7 +165,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     char buf[1024];
     *out = NULL;
     HK_CALL(check_matrix(K));
-    double t_phase = hk_time(), t_check = t_phase - t0;
+    double t_phase = hk_time();
     if (!o) {
         HK_CALL(hk_options_create(&own));
         o = own;
@@ -285,11 +287,13 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         s->fmt = gpu ? HK_FMT_SBELL : (K->bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
     }
     /* K goes to the backend once; formats and preconditioners are built there from it */
-    s->setup_phase[0] = t_check;
     t_phase = hk_time();
     HK_TRY(hk_bmat_upload(s->be, K, &s->K));
     HK_TRY(s->be->sync());
     s->setup_phase[1] = hk_time() - t_phase;
+    t_phase = hk_time();
+    HK_TRY(check_values(&s->K, K));
+    s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
     /* mixed: fp32 preconditioner; pc=none has nothing to store, so it stays an exact copy
