@@ -57,6 +57,16 @@ for step in "$@"; do
     pipepoly) for m in "method=cg" "method=pipecg" "method=pipecg graphs=0"; do
             echo "== $m pc=poly"; $B/hooke solve --generate elasticity3d:22 --backend cuda $m pc=poly 2>&1 | tail -2
           done > "$OUT/pipepoly.md" 2>&1 ;;
+    extra) for a in "elasticity3d:60 pc=fsai" "elasticity3d:60 pc=fsai pc.fsai.k=4" "elasticity3d:60 pc=jacobi" \
+                   "elasticity3d:30 pc=jacobi" "elasticity3d:30 pc=ic0" "elasticity3d:30 pc=mlilu"; do
+             echo "== cg $a"; $B/hooke solve --generate ${a%% *} --backend cuda method=cg ${a#* } 2>&1 | tail -3
+           done > "$OUT/extra.md" 2>&1 ;;
+    ncutri) for k in syncfree spsv; do
+              ncu --kernel-name regex:$k --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+                --section WarpStateStats --section SchedulerStats --section Occupancy \
+                $B/hooke solve --generate elasticity3d:30 --backend cuda method=cg pc=ic0 \
+                pc.tri=$([ $k = spsv ] && echo cusparse || echo syncfree) maxit=3
+            done > "$OUT/ncutri.md" 2>&1 ;;
     pipesmall) for m in cg pipecg; do
               $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
                 --problem 'cases/bracket/bracket.yaml'
