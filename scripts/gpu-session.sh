@@ -37,12 +37,12 @@ for step in "$@"; do
     mpk) for z in small medium; do $B/hooke bench mpk --backend cuda --size $z; done > "$OUT/mpk.md" 2>&1 ;;
     setup) $B/hooke bench pcs --backend cuda --no-cpu --pcs jacobi,poly \
              --problem 'cases/box/box.yaml geometry.generate.cells=[69,69,69]' > "$OUT/setup.md" 2>&1 ;;
-    tune) # slice sorting window x threads per block row, SBELL on the paper's matrices
-          for sg in 0 32 4096; do for t in 0 1 2 4; do
-            echo "== format.sigma=$sg format.tpr=$t"
-            $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri \
-              --formats sbell,cusparse-csr --min-time 0.05 format.sigma=$sg format.tpr=$t | grep '^| [a-z]'
-          done; done > "$OUT/tune.md" 2>&1 ;;
+    tune) # threads per block row for SBELL on the paper's matrices (format.sigma=auto)
+          for t in 0 1 2 4 8; do
+            echo "== format.tpr=$t"
+            $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri,quad \
+              --formats sbell --min-time 0.1 format.tpr=$t | grep '^| [a-z]'
+          done > "$OUT/tune.md" 2>&1 ;;
     ncu) for p in fp64 fp32; do
            ncu --kernel-name regex:k_sell --launch-skip 4 --launch-count 1 --section SpeedOfLight \
              --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
