@@ -281,9 +281,10 @@ int hk_cmd_solve(int argc, char **argv)
         }
         printf("max error vs ones: %.3e\n", e);
     }
-    printf("setup: %.4f s (check %.4f, upload %.4f, format %.4f, preconditioner %.4f), solve: "
-           "%.4f s (%.4f ms per iteration)\n",
-           res.setup_seconds, res.setup_check_seconds, res.setup_upload_seconds,
+    printf("setup: %.4f s (backend start %.4f, upload %.4f, check %.4f, format %.4f, "
+           "preconditioner %.4f), solve: %.4f s (%.4f ms per iteration)\n",
+           res.setup_seconds, res.setup_start_seconds, res.setup_upload_seconds,
+           res.setup_check_seconds,
            res.setup_format_seconds, res.setup_pc_seconds, res.solve_seconds,
            res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
     if (out && hk_mm_write_vector(out, n, x)) {

@@ -205,11 +205,13 @@ typedef struct hk_result {
     double rnorm0;         /* ||b - A x0|| */
     double rnorm;          /* last residual norm the method tracked */
     double true_residual;  /* ||b - A x|| / ||b|| recomputed in fp64 at the end */
-    double setup_seconds;  /* conversion + preconditioner set-up, the sum of the four below */
+    double setup_seconds;  /* conversion + preconditioner set-up, the sum of the five below */
+    double setup_start_seconds;  /* options, and the backend's start when this is its first use
+                                  * in the process (a CUDA context: about 0.2 s) */
     double setup_check_seconds;  /* the check of K's values (finite), on the backend */
     double setup_upload_seconds; /* K copied to the backend once */
     double setup_format_seconds; /* the operator's storage format built on the backend */
-    double setup_pc_seconds;     /* the preconditioner and the solver's work vectors */
+    double setup_pc_seconds;     /* the preconditioner, the solver's work vectors, the method */
     double solve_seconds;
     int history_len;       /* residual history when option history=1 (owned by the solver) */
     const double *history;
