@@ -325,24 +325,31 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
 
 /* ---- kernel set-up after the build ---------------------------------------------------- */
 
-/* Threads per block row when A->tpr is 0: enough threads to fill the device for small
- * systems (ANCHORS.md: one thread per block row leaves an H200 idle at 24k DOFs), one thread
- * per block row once the block rows alone fill it; never more lanes than blocks in a row.
- * Matrices with a long tail of row lengths want four times the threads, so the slices of
- * the longest rows do not run alone at the end: measured on the H200 (bench spmv, SBELL
- * fp64), an unstructured Gmsh tet10 bracket (197k block rows, mean 25 blocks a row, longest
- * 115) ran 219 us with 1 lane per block row, 149 with 2 and 129 with 4 (cuSPARSE CSR 194),
- * while the structured matrices (longest row within 10 % of the mean) lose 3-35 % with more
- * lanes. */
+/* Threads per block row when A->tpr is 0 (format.tpr=auto), from the matrix's row lengths:
+ * - long rows get several lanes: the largest power of two up to 4 that leaves each lane at
+ *   least 6 blocks of the mean row (hex elasticity, 27 blocks a row: 4; tet, 14: 2; 2D
+ *   meshes, 7-9: 1). Measured on an H100 (bench spmv --paper, SBELL, fp64 / fp32, us, tpr 1
+ *   against the rule's choice): hex 0.5M 139.5 / 93.0 against 129.3 / 84.8 (4), hex 1M 255.3 /
+ *   154.6 against 251.8 / 157.4 (4), tet 97.9 / 64.0 against 96.2 / 63.2 (2), while the 2D
+ *   matrices lose 6-12 % with 2 lanes. More lanes give more loads in flight and shorter
+ *   per-thread work, so the last, partly filled wave of blocks costs less;
+ * - then enough threads to fill the device for small systems (ANCHORS.md: one thread per block
+ *   row leaves an H200 idle at 24k DOFs), at most 8 lanes and never more lanes than blocks in
+ *   a row; four times that target when the longest row is over 2.5 times the mean, so the
+ *   slices of the longest rows do not run alone at the end (H200, an unstructured Gmsh tet10
+ *   bracket, 197k block rows, mean 25 blocks, longest 115: 219 us with 1 lane, 149 with 2, 129
+ *   with 4; cuSPARSE CSR 194).
+ * CSR (scalar rows) keeps about four entries per lane. */
 static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row, int64_t longest)
 {
     int tpr = 1;
     if (fmt == HK_FMT_CSR) {
-        /* scalar rows: about four entries per lane */
         while (tpr < 32 && tpr * 4 <= per_row)
             tpr *= 2;
         return tpr;
     }
+    while (tpr < 4 && tpr * 2 * 6 <= per_row)
+        tpr *= 2;
     const int factor = (double)longest > 2.5 * per_row ? 4 : 1;
     const int64_t target = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024 * factor;
     while (tpr < 8 && nbrows * tpr < target && tpr * 2 <= per_row)
