@@ -301,12 +301,14 @@ int hk_bench_parse_ints(const char *s, int *v, int max, int lo, int hi)
 
 /* ---- hooke bench spmv -------------------------------------------------------------------- */
 
-enum { M_QUAD, M_TRI, M_TRIR, M_HEX, M_TET, M_COUNT };
-static const char *const matrix_names[M_COUNT] = {"quad", "tri", "trirand", "hex", "tet"};
+enum { M_QUAD, M_TRI, M_TRIR, M_HEX, M_TET, M_HEX6, M_COUNT };
+static const char *const matrix_names[M_COUNT] = {"quad", "tri", "trirand", "hex", "tet", "hex6"};
 static const char *const matrix_desc[M_COUNT] = {
     "2D bilinear quads (bs 2)", "2D linear triangles (bs 2)",
     "2D triangles, random diagonals (rows vary as on an unstructured mesh)",
-    "3D trilinear hexes (bs 3)", "3D linear tets (bs 3)"};
+    "3D trilinear hexes (bs 3)", "3D linear tets (bs 3)",
+    "the hex node graph with 6x6 blocks (bs 6: an aggregation AMG coarse level in 3D carries "
+    "6 rigid-body modes per aggregate), cells 3/5 of hex's"};
 /* cells per side for small / medium / large (2D, 3D) */
 static const int grid2d[3] = {250, 600, 1000};
 static const int grid3d[3] = {24, 50, 100};
@@ -337,12 +339,13 @@ static void spmv_usage(FILE *f)
             "  --formats LIST     comma-separated: csr,bsr,ell,sell,bell,sbell,cusparse-csr,\n"
             "                     cusparse-bsr,pcsr (default: all the backend supports;\n"
             "                     cusparse-* need cuda)\n"
-            "  --matrices LIST    quad,tri,trirand,hex,tet (default all)\n"
+            "  --matrices LIST    quad,tri,trirand,hex,tet,hex6 (default all)\n"
             "  --precisions LIST  fp64,fp32 (default both)\n"
             "  --cells N          N cells per side for every matrix instead of --size\n"
             "  --paper            the SBELL paper's Table 1 systems at their sizes (tri 1.06M,\n"
             "                     quad 0.32M, tet 0.62M, hex 0.5M unknowns) plus hex 1M and\n"
-            "                     24k DOFs and trirand 1.06M (--matrices filters them)\n"
+            "                     24k DOFs, trirand 1.06M and hex6 0.55M (--matrices filters\n"
+            "                     them)\n"
             "  --mesh FILE        also a Gmsh geometry (.geo/.step/.msh) meshed at run time\n"
             "                     (--mesh-size H, --order 1|2), one material, no supports;\n"
             "                     alone (without --matrices/--paper) it is the only matrix\n"
@@ -494,7 +497,7 @@ typedef struct spmv_job {
 static const spmv_job paper_jobs[] = {
     {M_TRI, 727, "tri-1.06M"},  {M_QUAD, 399, "quad-0.32M"}, {M_TET, 58, "tet-0.62M"},
     {M_HEX, 54, "hex-0.5M"},    {M_HEX, 69, "hex-1M"},       {M_HEX, 19, "hex-24k"},
-    {M_TRIR, 727, "trirand-1.06M"}};
+    {M_TRIR, 727, "trirand-1.06M"}, {M_HEX6, 44, "hex6-0.55M"}};
 
 /* Stiffness of a Gmsh geometry (meshed at run time with size h and order, or a .msh), one
  * steel-like material on every region, no supports: the SpMV does not need them. */
@@ -524,6 +527,35 @@ fail:
     return ierr;
 }
 
+/* The hex mesh's node graph with 6x6 blocks: block (a, b) of a 6x6 block repeats the 3x3
+ * block of the hex elasticity matrix at (a mod 3, b mod 3), halved off the 3x3 diagonal
+ * blocks, so K stays symmetric; only the layout matters to the SpMV (the bench checks each
+ * product against the host block CSR product). */
+static int gen_hex6(int cells, hk_bcsr *K)
+{
+    hk_bcsr K3 = {0};
+    HK_CALL(hk_gen_elasticity3d(cells, cells, cells, &K3));
+    const int64_t nb = K3.nbrows, nnzb = K3.rowptr[nb];
+    int ierr = 0;
+    memset(K, 0, sizeof *K);
+    K->bs = 6;
+    K->nbrows = K->nbcols = nb;
+    HK_TRY(hk_malloc((size_t)(nb + 1) * sizeof *K->rowptr, &K->rowptr));
+    HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * sizeof *K->colind, &K->colind));
+    HK_TRY(hk_malloc((size_t)(nnzb ? nnzb : 1) * 36 * sizeof *K->val, &K->val));
+    memcpy(K->rowptr, K3.rowptr, (size_t)(nb + 1) * sizeof *K->rowptr);
+    memcpy(K->colind, K3.colind, (size_t)nnzb * sizeof *K->colind);
+    for (int64_t q = 0; q < nnzb; q++)
+        for (int a = 0; a < 6; a++)
+            for (int b = 0; b < 6; b++)
+                K->val[q * 36 + a * 6 + b] =
+                    K3.val[q * 9 + (a % 3) * 3 + b % 3] * (a / 3 == b / 3 ? 1.0 : 0.5);
+fail:
+    if (ierr) hk_bcsr_free(K);
+    hk_bcsr_free(&K3);
+    return ierr;
+}
+
 static int gen_matrix(int m, int cells, hk_bcsr *K)
 {
     const int n2 = cells, n3 = cells;
@@ -536,6 +568,8 @@ static int gen_matrix(int m, int cells, hk_bcsr *K)
         return hk_gen_elasticity2d_tri_random(n2, n2, 1u, K);
     case M_HEX:
         return hk_gen_elasticity3d(n3, n3, n3, K);
+    case M_HEX6:
+        return gen_hex6(n3, K);
     default:
         return hk_gen_elasticity3d_tet(n3, n3, n3, K);
     }
@@ -686,7 +720,10 @@ int hk_bench_spmv(int argc, char **argv)
         for (int m = 0; m < M_COUNT; m++) {
             if (!msel[m]) continue;
             jobs[njobs].m = m;
-            jobs[njobs].cells = cells > 0 ? cells : (m >= M_HEX ? grid3d[bo.size] : grid2d[bo.size]);
+            jobs[njobs].cells = cells > 0      ? cells
+                                : m == M_HEX6 ? grid3d[bo.size] * 3 / 5
+                                : m >= M_HEX  ? grid3d[bo.size]
+                                              : grid2d[bo.size];
             snprintf(jobs[njobs].label, sizeof jobs[njobs].label, "%s", matrix_names[m]);
             njobs++;
         }
