@@ -711,11 +711,11 @@ static void test_bench_spmv_command(void)
     size_t len = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[len] = 0;
-    /* 5 matrices x (csr, bsr, ell, sell, bell, sbell, pcsr) x (fp64, fp32) */
-    CU_ASSERT_EQUAL(count_str(buf, "\"matrix\":"), 70);
-    CU_ASSERT_EQUAL(count_str(buf, "\"speedup_vs_csr_fp64\": 1,"), 5);
+    /* 6 matrices x (csr, bsr, ell, sell, bell, sbell, pcsr) x (fp64, fp32) */
+    CU_ASSERT_EQUAL(count_str(buf, "\"matrix\":"), 84);
+    CU_ASSERT_EQUAL(count_str(buf, "\"speedup_vs_csr_fp64\": 1,"), 6);
     /* fp64 results are exact here, except pcsr's (its sums run in another order) */
-    CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 30);
+    CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 36);
     /* bad input: exit code 2 with a message, not a crash */
     snprintf(cmd, sizeof cmd, "%s bench spmv --backend cpu --formats csr,foo 2>/dev/null",
              HOOKE_BINARY);
