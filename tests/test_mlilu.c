@@ -6,7 +6,6 @@
  * jacobi, pivot and option errors. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
@@ -274,19 +273,6 @@ static void test_cg(void)
 }
 
 /* `hooke solve` with pc=mlilu and CG, against cg + jacobi through the same command. */
-static int run_solve(const char *args, char *out, size_t cap)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
-             HOOKE_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t len = fread(out, 1, cap - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_solve_cmd(void)
 {
     char out[8192];
@@ -296,7 +282,7 @@ static void test_solve_cmd(void)
         char args[256];
         snprintf(args, sizeof args, "--generate elasticity3d:6 --backend cpu method=cg %s tol=1e-8",
                  pcs[k]);
-        const int rc = run_solve(args, out, sizeof out);
+        const int rc = hk_test_solve_cmd(args, out, sizeof out);
         if (rc) fprintf(stderr, "\n%s\n", out);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         if (k) CU_ASSERT_PTR_NOT_NULL(strstr(out, "symmetric (LDL^T)"));
@@ -308,7 +294,7 @@ static void test_solve_cmd(void)
            it[2]);
     CU_ASSERT(it[1] > 0 && it[1] < it[0]);
     CU_ASSERT(it[2] > 0 && it[2] < it[0]);
-    CU_ASSERT_EQUAL(run_solve("--generate elasticity3d:4 --backend cpu method=cg pc=mlilu "
+    CU_ASSERT_EQUAL(hk_test_solve_cmd("--generate elasticity3d:4 --backend cpu method=cg pc=mlilu "
                               "pc.mlilu.symmetric=0",
                               out, sizeof out),
                     2);

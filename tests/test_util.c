@@ -1,8 +1,10 @@
 /* Helpers shared by the test suites: case files through the application layer, one
- * preconditioner application, iteration counts through the solver, host reads of a solve. */
+ * preconditioner application, iteration counts through the solver, host reads of a solve,
+ * the `hooke solve` command. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "case.h"
 #include "test_util.h"
@@ -160,4 +162,17 @@ int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, hk_ksp *
     k->pc = NULL;
     k->A = NULL;
     return reads;
+}
+
+int hk_test_solve_cmd(const char *args, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
+             HOOKE_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t len = fread(out, 1, cap - 1, p);
+    out[len] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
