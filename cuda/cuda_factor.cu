@@ -25,20 +25,6 @@
 #include "cuda_impl.cuh"
 #include "pc/factor_block.h"
 
-__device__ __forceinline__ int64_t find_col(const int64_t *rowptr, const int32_t *colind, int64_t r,
-                                            int32_t c)
-{
-    int64_t lo = rowptr[r], hi = rowptr[r + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < rowptr[r + 1] && colind[lo] == c ? lo : -1;
-}
-
 /* diagonal positions; a missing one (or, for sym, one not last in its row) is a bad row */
 __global__ void k_fs_diag(int64_t n, int sym, const int64_t *rowptr, const int32_t *colind,
                           int64_t *diag, unsigned long long *bad)
@@ -157,21 +143,6 @@ fail:
 #define GRID_STRIDE(i, n)                                                                          \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                     \
          i += (int64_t)gridDim.x * blockDim.x)
-
-/* position of column c in colind[lo, hi) (sorted), or -1 */
-__device__ __forceinline__ int64_t find_in(const int32_t *colind, int64_t lo, int64_t hi,
-                                           int32_t c)
-{
-    const int64_t end = hi;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < end && colind[lo] == c ? lo : -1;
-}
 
 static int dalloc(void **p, size_t bytes)
 {
