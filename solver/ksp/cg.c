@@ -393,6 +393,17 @@ static int pipecg_gv_load(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int reset,
  * once: converged if the residual is small, else a restart from the true residual (beta = 0),
  * and "not SPD" only when that restart's r.u or u.Au, computed without a recurrence, is not
  * positive. */
+/* A restart from the true residual in r at iteration it: u = M r, w = A u, beta = 0 (as the
+ * first step), S loaded with the drift bounds reset. */
+static int pipecg_gv_restart(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int it,
+                             hk_ksp_drift *drift, double *h, double *S)
+{
+    HK_CALL(hk_ksp_pc(k, r, u));
+    HK_CALL(hk_mat_spmv(k->A, u, w));
+    h[HK_G_FIRST] = 1;
+    return pipecg_gv_load(k, r, w, u, 1, it, 0.0, drift, h, S);
+}
+
 typedef struct pipecg_gv_vecs {
     hk_vec *w, *m, *n;
     hk_vec **V; /* x r u w m n z q s p, as pipecg_gv_step takes them */
@@ -461,10 +472,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                 k->res.reason = HK_REASON_NONE;
                 restarts++;
                 fresh = 1;
-                HK_TRY(hk_ksp_pc(k, r, u));
-                HK_TRY(hk_mat_spmv(k->A, u, w));
-                h[HK_G_FIRST] = 1;
-                HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, 0.0, &drift, h, S));
+                HK_TRY(pipecg_gv_restart(k, r, w, u, it, &drift, h, S));
                 it0 = it;
                 continue;
             }
@@ -486,10 +494,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                     restarts++;
                     fresh = 1;
                     HK_TRY(true_residual(k, b, x, r));
-                    HK_TRY(hk_ksp_pc(k, r, u));
-                    HK_TRY(hk_mat_spmv(k->A, u, w));
-                    h[HK_G_FIRST] = 1;
-                    HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, 0.0, &drift, h, S));
+                    HK_TRY(pipecg_gv_restart(k, r, w, u, it, &drift, h, S));
                     it0 = it;
                     continue;
                 }
