@@ -159,6 +159,15 @@ fail:
     return ierr;
 }
 
+/* A pivot block that failed: node i, its row sub, the pivot's value piv. */
+static void pivot_fault(hk_factor_fault *f, int64_t i, int sub, double piv)
+{
+    f->row = i;
+    f->sub = sub;
+    f->reason = HK_FACTOR_PIVOT;
+    f->v[0] = piv;
+}
+
 /* ILU(0)'s start, scalar and block alike: diag[i] the position of row i's diagonal entry
  * and mark[i] = -1; a row without one is recorded in f (HK_FACTOR_NO_DIAG) and returns 1. */
 static int diag_positions(int64_t n, const int64_t *rowptr, const int32_t *colind, int64_t *diag,
@@ -283,10 +292,7 @@ static int ic0_block(const hk_bmat *A, hk_bmat *Lout, hk_factor_fault *f)
         double piv = 0;
         const int bad = block_cholesky(bs, v + dq * bb, &piv);
         if (bad >= 0) {
-            f->row = i;
-            f->sub = bad;
-            f->reason = HK_FACTOR_PIVOT;
-            f->v[0] = piv;
+            pivot_fault(f, i, bad, piv);
             goto fail;
         }
         for (int64_t e = rp[i]; e < dq; e++)
@@ -360,10 +366,7 @@ static int ilu0_block(const hk_bmat *A, hk_bmat *Fout, hk_factor_fault *f)
         double piv = 0;
         const int bad = block_lu(bs, B.val + diag[i] * bb, 1e-14 * rowmax, &piv);
         if (bad >= 0) {
-            f->row = i;
-            f->sub = bad;
-            f->reason = HK_FACTOR_PIVOT;
-            f->v[0] = piv;
+            pivot_fault(f, i, bad, piv);
             goto fail;
         }
         for (int64_t p = B.rowptr[i]; p < B.rowptr[i + 1]; p++)
