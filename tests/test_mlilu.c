@@ -37,16 +37,22 @@ static void matvec(const hk_bcsr *K, const double *x, double *y)
         }
 }
 
-/* Nonsymmetric tridiagonal-plus-far-band matrix (bs = 1) whose every 7th row has a zero
- * diagonal and no entry left of it but the far band: ILU(0) has a zero pivot there. */
-static void zero_diag_matrix(long n, hk_bcsr *K)
+/* An empty n x n matrix with 1 x 1 blocks and room for per_row entries a row. */
+static void scalar_matrix(long n, int per_row, hk_bcsr *K)
 {
     memset(K, 0, sizeof *K);
     K->bs = 1;
     K->nbrows = K->nbcols = n;
     K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
-    K->colind = malloc((size_t)n * 4 * sizeof *K->colind);
-    K->val = malloc((size_t)n * 4 * sizeof *K->val);
+    K->colind = malloc((size_t)n * per_row * sizeof *K->colind);
+    K->val = malloc((size_t)n * per_row * sizeof *K->val);
+}
+
+/* Nonsymmetric tridiagonal-plus-far-band matrix (bs = 1) whose every 7th row has a zero
+ * diagonal and no entry left of it but the far band: ILU(0) has a zero pivot there. */
+static void zero_diag_matrix(long n, hk_bcsr *K)
+{
+    scalar_matrix(n, 4, K);
     long q = 0;
     for (long i = 0; i < n; i++) {
         if (i >= 5) K->colind[q] = (int32_t)(i - 5), K->val[q++] = 0.3;
@@ -383,12 +389,7 @@ static void test_errors(void)
  * of the two comes second is negative; row 7 optionally gets a negative diagonal. */
 static void indefinite_matrix(long n, int neg7, hk_bcsr *K)
 {
-    memset(K, 0, sizeof *K);
-    K->bs = 1;
-    K->nbrows = K->nbcols = n;
-    K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
-    K->colind = malloc((size_t)n * 3 * sizeof *K->colind);
-    K->val = malloc((size_t)n * 3 * sizeof *K->val);
+    scalar_matrix(n, 3, K);
     long q = 0;
     for (long i = 0; i < n; i++) {
         if (i > 0) K->colind[q] = (int32_t)(i - 1), K->val[q++] = i == 22 ? 3.0 : -1.0;
