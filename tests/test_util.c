@@ -3,7 +3,6 @@
  * the `hooke solve` command. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
 
 #include "case.h"
