@@ -470,7 +470,8 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
     const int64_t nn = nnodes;
     int64_t *size = NULL, *rowflag = NULL, nnzb = 0;
     int32_t *keys = NULL, *vals = NULL;
-    unsigned long long *bad = NULL, hbad = ~0ull;
+    unsigned long long *bad = NULL;
+    int64_t hbad = -1;
     void *tmp = NULL;
     size_t tbytes = 0;
     HK_CALL(hk_cu_init());
@@ -480,23 +481,22 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
     HK_TRY(hk_cu_malloc((void **)&rowflag, (size_t)(2 * nn + 1) * sizeof *rowflag));
     HK_TRY(hk_cu_malloc((void **)&keys, (size_t)(2 * nn + 1) * sizeof *keys));
     HK_TRY(hk_cu_malloc((void **)&vals, (size_t)(2 * nn + 1) * sizeof *vals));
-    HK_TRY(hk_cu_malloc((void **)&bad, sizeof *bad));
+    HK_TRY(hk_cu_first_row_alloc(&bad));
     HK_CU_TRY(cudaMemsetAsync(size, 0, (size_t)nagg * sizeof *size, hk_cu.stream));
     HK_CU_TRY(cudaMemsetAsync(rowflag + nn, 0, sizeof *rowflag, hk_cu.stream));
-    HK_CU_TRY(cudaMemcpyAsync(bad, &hbad, sizeof hbad, cudaMemcpyHostToDevice, hk_cu.stream));
     if (nn) {
         k_tent_scan_agg<<<hk_cu_grid(nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(nn, agg, nagg, bad, size,
                                                                           rowflag);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_TRY(agg_read(&hbad, bad, sizeof hbad));
-    if (hbad != ~0ull) {
+    HK_TRY(hk_cu_first_row_read(bad, &hbad));
+    if (hbad >= 0) {
         int32_t a = 0;
         HK_TRY(agg_read(&a, agg + hbad, sizeof a));
         ierr = hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
-                            "amg_tentative: node %llu has aggregate %d outside -1..%lld; pass "
+                            "amg_tentative: node %lld has aggregate %d outside -1..%lld; pass "
                             "the output of amg_aggregate with its count",
-                            hbad, a, (long long)nagg - 1);
+                            (long long)hbad, a, (long long)nagg - 1);
         goto fail;
     }
     if (nn) {

@@ -48,18 +48,13 @@ int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad)
              "amg_l1_diag: the output must be an fp64 vector of %lld entries (got %lld)",
              (long long)n, (long long)out->n);
     if (!n) return 0;
-    unsigned long long *dfirst = NULL, hfirst = ~0ull;
+    unsigned long long *dfirst = NULL;
     int ierr = 0;
-    HK_CALL(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
-    HK_CU_TRY(
-        cudaMemcpyAsync(dfirst, &hfirst, sizeof hfirst, cudaMemcpyHostToDevice, hk_cu.stream));
+    HK_TRY(hk_cu_first_row_alloc(&dfirst));
     k_amg_l1_diag<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
         n, br, A->rowptr, A->colind, A->val, (double *)out->data, dfirst);
     HK_CU_TRY(cudaGetLastError());
-    HK_CU_TRY(
-        cudaMemcpyAsync(&hfirst, dfirst, sizeof hfirst, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    *bad = hfirst == ~0ull ? -1 : (int64_t)hfirst;
+    HK_TRY(hk_cu_first_row_read(dfirst, bad));
 fail:
     cudaFree(dfirst);
     return ierr;

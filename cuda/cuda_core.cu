@@ -139,6 +139,23 @@ int hk_cu_malloc(void **p, size_t bytes)
     return cuda_alloc(p, bytes);
 }
 
+int hk_cu_first_row_alloc(unsigned long long **d)
+{
+    static const unsigned long long none = HK_CU_NO_ROW;
+    HK_CALL(hk_cu_malloc((void **)d, sizeof **d));
+    HK_CU(cudaMemcpyAsync(*d, &none, sizeof none, cudaMemcpyHostToDevice, hk_cu.stream));
+    return 0;
+}
+
+int hk_cu_first_row_read(const unsigned long long *d, int64_t *row)
+{
+    unsigned long long h = HK_CU_NO_ROW;
+    HK_CU(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    *row = h == HK_CU_NO_ROW ? -1 : (int64_t)h;
+    return 0;
+}
+
 /* Uploads from pageable memory run at a fraction of the link's speed (the driver stages them
  * through its own small pinned buffers with one thread). Large ones go through two pinned
  * buffers of our own, filled on every host thread while the copy engine drains the other. */

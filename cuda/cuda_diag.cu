@@ -211,9 +211,8 @@ int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad)
         return 0;
     }
     int ierr = 0;
-    unsigned long long *dfirst = NULL, first = (unsigned long long)INT64_MAX;
-    HK_CALL(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
-    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+    unsigned long long *dfirst = NULL;
+    HK_TRY(hk_cu_first_row_alloc(&dfirst));
     if (mode == HK_DIAG_BLOCK_INV) {
         switch (br) {
         case 1:
@@ -240,9 +239,7 @@ int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad)
                                                            A->rowptr, A->colind, A->val, o, dfirst);
     }
     HK_CU_TRY(cudaGetLastError());
-    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    *bad = first == (unsigned long long)INT64_MAX ? -1 : (int64_t)first;
+    HK_TRY(hk_cu_first_row_read(dfirst, bad));
 fail:
     cudaFree(dfirst);
     return ierr;
@@ -276,15 +273,12 @@ int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row)
     const int64_t bb = (int64_t)A->br * A->bc, nvals = A->nnzb * bb;
     if (nvals == 0) return 0;
     int ierr = 0;
-    unsigned long long *dfirst = NULL, first = (unsigned long long)INT64_MAX;
-    HK_CALL(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
-    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+    unsigned long long *dfirst = NULL;
+    HK_TRY(hk_cu_first_row_alloc(&dfirst));
     k_first_nonfinite<<<hk_cu_grid(nvals), HK_CU_BLOCK, 0, hk_cu.stream>>>(
         nvals, bb, A->nbrows, A->rowptr, A->val, dfirst);
     HK_CU_TRY(cudaGetLastError());
-    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    *row = first == (unsigned long long)INT64_MAX ? -1 : (int64_t)first;
+    HK_TRY(hk_cu_first_row_read(dfirst, row));
 fail:
     cudaFree(dfirst);
     return ierr;

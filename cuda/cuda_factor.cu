@@ -25,20 +25,6 @@
 #include "cuda_impl.cuh"
 #include "pc/factor_block.h"
 
-__device__ __forceinline__ int64_t find_col(const int64_t *rowptr, const int32_t *colind, int64_t r,
-                                            int32_t c)
-{
-    int64_t lo = rowptr[r], hi = rowptr[r + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < rowptr[r + 1] && colind[lo] == c ? lo : -1;
-}
-
 /* diagonal positions; a missing one (or, for sym, one not last in its row) is a bad row */
 __global__ void k_fs_diag(int64_t n, int sym, const int64_t *rowptr, const int32_t *colind,
                           int64_t *diag, unsigned long long *bad)
@@ -158,43 +144,9 @@ fail:
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                     \
          i += (int64_t)gridDim.x * blockDim.x)
 
-static const unsigned long long NONE = ~0ull;
-
-/* position of column c in colind[lo, hi) (sorted), or -1 */
-__device__ __forceinline__ int64_t find_in(const int32_t *colind, int64_t lo, int64_t hi,
-                                           int32_t c)
-{
-    const int64_t end = hi;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < end && colind[lo] == c ? lo : -1;
-}
-
 static int dalloc(void **p, size_t bytes)
 {
     return hk_cu_malloc(p, bytes ? bytes : 16);
-}
-
-/* a device word set to NONE (no bad row yet) */
-static int bad_word(unsigned long long **d)
-{
-    HK_CALL(dalloc((void **)d, sizeof **d));
-    HK_CU(cudaMemcpyAsync(*d, &NONE, sizeof NONE, cudaMemcpyHostToDevice, hk_cu.stream));
-    return 0;
-}
-
-static int read_bad(const unsigned long long *d, int64_t *row)
-{
-    unsigned long long h = NONE;
-    HK_CU(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU(cudaStreamSynchronize(hk_cu.stream));
-    *row = h == NONE ? -1 : (int64_t)h;
-    return 0;
 }
 
 static int fetch_value(const void *d, void *h, size_t bytes)
@@ -274,13 +226,13 @@ int hk_cu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64
     HK_CALL(hk_cu_init());
     HK_TRY(dalloc((void **)&s, (size_t)n * sizeof *s));
     HK_TRY(dalloc((void **)&cnt, (size_t)(n + 1) * sizeof *cnt));
-    HK_TRY(bad_word(&dbad));
+    HK_TRY(hk_cu_first_row_alloc(&dbad));
     if (n) {
         k_sw_scale_diag<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, A->rowptr, A->colind,
                                                                          A->val, s, dbad);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_TRY(read_bad(dbad, bad));
+    HK_TRY(hk_cu_first_row_read(dbad, bad));
     if (*bad >= 0) goto fail;
     {
         int64_t nnz = 0;
@@ -475,14 +427,14 @@ int hk_cu_bmat_sym_check(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f)
                  T->nbrows == A->nbrows,
              HK_ERR_ARG, "bmat_sym_check: A and its transpose T must be square, 1 x 1 blocks");
     HK_CALL(hk_cu_init());
-    HK_TRY(bad_word(&dbad));
+    HK_TRY(hk_cu_first_row_alloc(&dbad));
     HK_TRY(dalloc((void **)&det, sizeof h));
     if (n) {
         k_sym_rows<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
             n, A->rowptr, A->colind, A->val, T->rowptr, T->colind, T->val, dbad);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_TRY(read_bad(dbad, &f->row));
+    HK_TRY(hk_cu_first_row_read(dbad, &f->row));
     if (f->row >= 0) {
         k_sym_detail<<<1, 1, 0, hk_cu.stream>>>(f->row, A->rowptr, A->colind, A->val, T->rowptr,
                                                 T->colind, T->val, det);
@@ -795,7 +747,7 @@ static int exact_ic0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
     unsigned long long *dbad = NULL;
     HK_TRY(dalloc((void **)&cnt, (size_t)(n * bs + 1) * sizeof *cnt));
     HK_TRY(dalloc((void **)&lrp, (size_t)(n + 1) * sizeof *lrp));
-    HK_TRY(bad_word(&dbad));
+    HK_TRY(hk_cu_first_row_alloc(&dbad));
     if (n) {
         k_lower_count<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, A->rowptr, A->colind,
                                                                        cnt);
@@ -826,7 +778,7 @@ static int exact_ic0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
             };
             HK_TRY(per_level(hlp, nl, HK_CU_BLOCK / 32, go));
         }
-        HK_TRY(read_bad(dbad, &f->row));
+        HK_TRY(hk_cu_first_row_read(dbad, &f->row));
         if (f->row >= 0) {
             /* the pivot stayed in the diagonal slot; a_ii is A's entry after the row's lower
              * part when that is the diagonal */
@@ -858,7 +810,7 @@ static int exact_ic0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
         };
         HK_TRY(per_level(hlp, nl, HK_CU_BLOCK, go));
     }
-    HK_TRY(read_bad(dbad, &f->row));
+    HK_TRY(hk_cu_first_row_read(dbad, &f->row));
     if (f->row >= 0) {
         HK_TRY(block_fault(f->row, fsub, fpiv, f));
         goto fail;
@@ -908,13 +860,13 @@ static int exact_ilu0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
     int *fsub = NULL;
     unsigned long long *dbad = NULL;
     HK_TRY(dalloc((void **)&diag, (size_t)n * sizeof *diag));
-    HK_TRY(bad_word(&dbad));
+    HK_TRY(hk_cu_first_row_alloc(&dbad));
     if (n) {
         k_diag_pos<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, A->rowptr, A->colind, diag,
                                                                     dbad);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_TRY(read_bad(dbad, &f->row));
+    HK_TRY(hk_cu_first_row_read(dbad, &f->row));
     if (f->row >= 0) {
         f->reason = HK_FACTOR_NO_DIAG;
         goto fail;
@@ -937,7 +889,7 @@ static int exact_ilu0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
             };
             HK_TRY(per_level(hlp, nl, HK_CU_BLOCK / 32, go));
         }
-        HK_TRY(read_bad(dbad, &f->row));
+        HK_TRY(hk_cu_first_row_read(dbad, &f->row));
         if (f->row >= 0) {
             int64_t at = 0;
             f->reason = HK_FACTOR_PIVOT;
@@ -960,7 +912,7 @@ static int exact_ilu0(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
         };
         HK_TRY(per_level(hlp, nl, HK_CU_BLOCK, go));
     }
-    HK_TRY(read_bad(dbad, &f->row));
+    HK_TRY(hk_cu_first_row_read(dbad, &f->row));
     if (f->row >= 0) {
         HK_TRY(block_fault(f->row, fsub, fpiv, f));
         goto fail;

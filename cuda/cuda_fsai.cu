@@ -576,6 +576,37 @@ __device__ void fsai_tail_warp(const double *M, int ld, const double *dgl, doubl
     fsai_finish_warp(W, ld, srow, nr, keep, wall);
 }
 
+/* Step 1 for row P[a] of the pattern P (m entries, sorted) by the lanes of one warp: its
+ * entries in the columns of P go to column a of M (m x m), found by binary search in P. */
+__device__ __forceinline__ void fsai_gather_row(const int64_t *krow, const int32_t *kcol,
+                                                const double *kval, int br, const int32_t *P,
+                                                int m, int a, int lane, double *M)
+{
+    const int64_t bi = P[a] / br, r = P[a] % br;
+    const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
+    for (int64_t e = lane; e < ne; e += 32) {
+        const int64_t q = q0 + e / br;
+        const int c = (int)(e % br);
+        const int64_t j = (int64_t)kcol[q] * br + c;
+        int lo = 0, hi = m;
+        while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (P[mid] < j)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
+    }
+}
+
+/* The reference's symmetry test of the entries x = M_ba, y = M_ab with diagonals da, db:
+ * |x - y| > 1e-10 (max(|x|, |y|) + sqrt(|da db|)), rounded as on the CPU. */
+__device__ __forceinline__ bool fsai_asym(double x, double y, double da, double db)
+{
+    return fabs(sub_(x, y)) > mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(da, db)))));
+}
+
 /* Steps 1-2 for the pattern P (m entries, global) by one warp: M (m x m) receives A[P,P] in its
  * upper triangle and L in its lower, dgl the diagonal of A[P,P]. Returns a fault reason or 0,
  * the same in every lane. */
@@ -588,24 +619,8 @@ __device__ __forceinline__ int fsai_chol_warp(const int64_t *krow, const int32_t
         M[e] = 0;
     __syncwarp();
     /* 1. gather: lanes over the entries of row P[a] */
-    for (int a = 0; a < m; a++) {
-        const int64_t bi = P[a] / br, r = P[a] % br;
-        const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
-        for (int64_t e = lane; e < ne; e += 32) {
-            const int64_t q = q0 + e / br;
-            const int c = (int)(e % br);
-            const int64_t j = (int64_t)kcol[q] * br + c;
-            int lo = 0, hi = m;
-            while (lo < hi) {
-                const int mid = (lo + hi) >> 1;
-                if (P[mid] < j)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
-        }
-    }
+    for (int a = 0; a < m; a++)
+        fsai_gather_row(krow, kcol, kval, br, P, m, a, lane, M);
     __syncwarp();
     for (int a = lane; a < m; a += 32)
         dgl[a] = M[a * m + a];
@@ -613,10 +628,7 @@ __device__ __forceinline__ int fsai_chol_warp(const int64_t *krow, const int32_t
     int asym = 0;
     for (int a = lane; a < m; a += 32)
         for (int bb = a + 1; bb < m && !asym; bb++) {
-            const double x = M[bb * m + a], y = M[a * m + bb];
-            if (fabs(sub_(x, y)) >
-                mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(dgl[a], dgl[bb]))))))
-                asym = 1;
+            if (fsai_asym(M[bb * m + a], M[a * m + bb], dgl[a], dgl[bb])) asym = 1;
         }
     if (__any_sync(0xffffffffu, asym)) return HK_FAULT_ASYMMETRIC;
     /* 2. Cholesky, left-looking: lanes over the rows of column j */
@@ -701,24 +713,8 @@ __device__ __forceinline__ int fsai_chol_block(const int64_t *krow, const int32_
         M[e] = 0;
     __syncthreads();
     /* 1. gather: warps over the rows P[a], lanes over their entries */
-    for (int a = wib; a < m; a += FSAI_BLOCK_WARPS) {
-        const int64_t bi = P[a] / br, r = P[a] % br;
-        const int64_t q0 = krow[bi], ne = (krow[bi + 1] - q0) * br;
-        for (int64_t e = lane; e < ne; e += 32) {
-            const int64_t q = q0 + e / br;
-            const int c = (int)(e % br);
-            const int64_t j = (int64_t)kcol[q] * br + c;
-            int lo = 0, hi = m;
-            while (lo < hi) {
-                const int mid = (lo + hi) >> 1;
-                if (P[mid] < j)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
-        }
-    }
+    for (int a = wib; a < m; a += FSAI_BLOCK_WARPS)
+        fsai_gather_row(krow, kcol, kval, br, P, m, a, lane, M);
     __syncthreads();
     for (int a = tid; a < m; a += nt)
         dgl[a] = M[a * m + a];
@@ -727,10 +723,7 @@ __device__ __forceinline__ int fsai_chol_block(const int64_t *krow, const int32_
     for (int e = tid; e < m * m; e += nt) {
         const int a = e % m, bb = e / m;
         if (bb <= a) continue;
-        const double x = M[bb * m + a], y = M[a * m + bb];
-        if (fabs(sub_(x, y)) >
-            mul_(1e-10, add_(fmax(fabs(x), fabs(y)), sqrt(fabs(mul_(dgl[a], dgl[bb]))))))
-            asym = 1;
+        if (fsai_asym(M[bb * m + a], M[a * m + bb], dgl[a], dgl[bb])) asym = 1;
     }
     if (__syncthreads_or(asym)) return HK_FAULT_ASYMMETRIC;
     /* 2. Cholesky, right-looking: entry (r, c) gets its updates in the order q = 0 .. c-1

@@ -42,6 +42,14 @@ int hk_cu_init(void);
  * set-up allocation goes through it (or the backend's alloc op). Free with cudaFree. */
 int hk_cu_malloc(void **p, size_t bytes);
 
+/* A kernel's first bad row: one device word that the kernel lowers with an integer atomicMin
+ * (exact and independent of the order), HK_CU_NO_ROW while no row is bad. _alloc allocates it
+ * (free with cudaFree) and sets it to HK_CU_NO_ROW on the stream; _read waits for the stream
+ * and gives the row, or -1 when none. */
+#define HK_CU_NO_ROW (~0ull)
+int hk_cu_first_row_alloc(unsigned long long **d);
+int hk_cu_first_row_read(const unsigned long long *d, int64_t *row);
+
 /* Record a CUDA / cuSPARSE / cuBLAS failure as HK_ERR_DEVICE with the status name. */
 int hk_cu_fail(cudaError_t e, const char *what, const char *file, int line);
 int hk_cu_fail_sparse(cusparseStatus_t s, const char *what, const char *file, int line);

@@ -378,7 +378,8 @@ int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T,
                                             const hk_vec *Dinv, double w, hk_bmat *P)
 {
     int ierr = 0;
-    unsigned long long *dfirst = NULL, first = ~0ull;
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
     memset(P, 0, sizeof *P);
     const int br = AT->br, bc = AT->bc;
     HK_CHECK(T->br == br && T->bc == bc && T->nbrows == AT->nbrows && T->nbcols == AT->nbcols,
@@ -394,16 +395,14 @@ int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T,
     HK_CHECK(br <= 8 && bc <= 8, HK_ERR_UNSUPPORTED,
              "amg_smooth_prolongator: blocks of %d x %d exceed the supported 8 x 8", br, bc);
     const int64_t nbr = AT->nbrows;
-    HK_TRY(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
-    HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
+    HK_TRY(hk_cu_first_row_alloc(&dfirst));
     if (T->nnzb > 0) {
         sp_subset<<<hk_cu_grid(T->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
             AT->rowptr, AT->colind, T->rowptr, T->colind, nbr, T->nnzb, dfirst);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    HK_TRY_CHECK(first == ~0ull, HK_ERR_ARG,
+    HK_TRY(hk_cu_first_row_read(dfirst, &first));
+    HK_TRY_CHECK(first < 0, HK_ERR_ARG,
                  "amg_smooth_prolongator: block row %lld of T has a block outside the pattern "
                  "of A T; pass A T = A times this T (its pattern contains T's when A stores its "
                  "diagonal blocks)",
@@ -495,7 +494,8 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     int ierr = 0;
     double *a = NULL, *b = NULL, *work = NULL;
     int *zero = NULL, *info = NULL;
-    unsigned long long *dfirst = NULL, first = ~0ull;
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
     int hinfo = 0, lwork = 0;
     *bad = -1;
     const int br = A->br, bc = A->bc;
@@ -526,7 +526,7 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     HK_TRY(hk_cu_malloc((void **)&a, nn * sizeof(double)));
     HK_TRY(hk_cu_malloc((void **)&zero, (size_t)n * sizeof(int)));
     HK_TRY(hk_cu_malloc((void **)&info, sizeof(int)));
-    HK_TRY(hk_cu_malloc((void **)&dfirst, sizeof *dfirst));
+    HK_TRY(hk_cu_first_row_alloc(&dfirst));
     if (Minv->prec == HK_FP64)
         b = (double *)Minv->data;
     else
@@ -538,28 +538,22 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     sp_decouple<<<hk_cu_grid((int64_t)nn), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, zero, n, b);
     HK_CU_TRY(cudaGetLastError());
     if (n <= HK_CU_CHOL_MAX) { // the coarse sizes of AMG: own kernels, no cuSOLVER start-up
-        HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice,
-                                  hk_cu.stream));
         HK_TRY(hk_cu_chol_inverse(a, n, b, dfirst));
-        HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost,
-                                  hk_cu.stream));
-        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        HK_TRY(hk_cu_first_row_read(dfirst, &first));
     } else {
         SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
                                                   (int)n, &lwork));
         HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
         SP_SOLVER_TRY(cusolverDnDpotrf(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, work,
                                        lwork, info));
-        HK_CU_TRY(cudaMemcpyAsync(dfirst, &first, sizeof first, cudaMemcpyHostToDevice, hk_cu.stream));
         sp_nonfinite<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, n, dfirst);
         HK_CU_TRY(cudaGetLastError());
         HK_CU_TRY(cudaMemcpyAsync(&hinfo, info, sizeof hinfo, cudaMemcpyDeviceToHost, hk_cu.stream));
-        HK_CU_TRY(cudaMemcpyAsync(&first, dfirst, sizeof first, cudaMemcpyDeviceToHost, hk_cu.stream));
-        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-        if (hinfo > 0 && (unsigned long long)(hinfo - 1) < first) first = (unsigned long long)(hinfo - 1);
+        HK_TRY(hk_cu_first_row_read(dfirst, &first)); /* waits: hinfo is read too */
+        if (hinfo > 0 && (first < 0 || hinfo - 1 < first)) first = hinfo - 1;
     }
-    if (first != ~0ull) { // not positive definite: Minv = 0
-        *bad = (int64_t)first;
+    if (first >= 0) { // not positive definite: Minv = 0
+        *bad = first;
         HK_CU_TRY(cudaMemsetAsync(Minv->data, 0,
                                   nn * (Minv->prec == HK_FP64 ? sizeof(double) : sizeof(float)),
                                   hk_cu.stream));

@@ -524,7 +524,8 @@ static int tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_preci
     cu_tri *t = NULL;
     double *val64 = NULL, *dinv64 = NULL;
     int64_t *cnt = NULL;
-    unsigned long long *dbad = NULL, hbad = ~0ull;
+    unsigned long long *dbad = NULL;
+    int64_t hbad = -1;
     *handle = NULL;
     HK_CHECK(F->br == 1 && F->bc == 1 && F->nbrows == F->nbcols, HK_ERR_ARG,
              "tri_setup: the factor must be square with 1 x 1 blocks");
@@ -534,18 +535,16 @@ static int tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_preci
     t->n = n;
     t->upper = upper;
     HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(n + 1) * sizeof *cnt));
-    HK_TRY(hk_cu_malloc((void **)&dbad, sizeof *dbad));
+    HK_TRY(hk_cu_first_row_alloc(&dbad));
     HK_TRY(hk_cu_malloc((void **)&t->rowptr, (size_t)(n + 1) * sizeof *t->rowptr));
-    HK_CU_TRY(cudaMemcpyAsync(dbad, &hbad, sizeof hbad, cudaMemcpyHostToDevice, hk_cu.stream));
     if (n) {
         k_tri_count<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, upper, unit, F->rowptr,
                                                                      F->colind, cnt, dbad);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_TRY(hk_cu_scan_counts(cnt, n, t->rowptr, &t->nnz));
-    HK_CU_TRY(cudaMemcpyAsync(&hbad, dbad, sizeof hbad, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    HK_TRY_CHECK(hbad == ~0ull, HK_ERR_INTERNAL, "triangular factor: row %lld has no diagonal entry",
+    HK_TRY(hk_cu_first_row_read(dbad, &hbad));
+    HK_TRY_CHECK(hbad < 0, HK_ERR_INTERNAL, "triangular factor: row %lld has no diagonal entry",
                  (long long)hbad);
     HK_TRY(hk_cu_malloc((void **)&t->colind, (size_t)(t->nnz ? t->nnz : 1) * sizeof *t->colind));
     HK_TRY(hk_cu_malloc((void **)&val64, (size_t)(t->nnz ? t->nnz : 1) * sizeof *val64));

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
@@ -376,19 +375,6 @@ static void test_block_iterations(void)
 }
 
 /* `hooke solve` takes the option like any other and converges in the scalar count. */
-static int run_solve(const char *args, char *out, size_t cap)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
-             HOOKE_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t len = fread(out, 1, cap - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_block_solve_cmd(void)
 {
     char out[8192];
@@ -399,7 +385,7 @@ static void test_block_solve_cmd(void)
                  "--generate elasticity3d:6 --backend cpu method=cg pc=ic0 pc.ic0.block=%d "
                  "tol=1e-8",
                  b);
-        const int rc = run_solve(args, out, sizeof out);
+        const int rc = hk_test_solve_cmd(args, out, sizeof out);
         if (rc) fprintf(stderr, "\n%s\n", out);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         const char *s = strstr(out, "iterations:");
@@ -409,7 +395,7 @@ static void test_block_solve_cmd(void)
     printf("\n    hooke solve elasticity3d:6 cg+ic0: scalar %d, block %d", it[0], it[1]);
     CU_ASSERT(it[1] > 0 && abs(it[1] - it[0]) <= 1);
     CU_ASSERT_EQUAL(
-        run_solve("--generate elasticity3d:4 --backend cpu pc=ic0 pc.ic0.block=2", out, sizeof out),
+        hk_test_solve_cmd("--generate elasticity3d:4 --backend cpu pc=ic0 pc.ic0.block=2", out, sizeof out),
         2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "pc.ic0.block"));
 }

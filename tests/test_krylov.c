@@ -770,83 +770,27 @@ static void test_fused_ops(void)
 
 /* ---- pipelined methods talk to the host only every check_every iterations ------------- */
 
-static int n_host_reads;
-static int counting_scal_get(const double *s, int first, int n, double *host)
-{
-    n_host_reads++;
-    return hk_backend_cpu.scal_get(s, first, n, host);
-}
-static int counting_dot(const hk_vec *x, const hk_vec *y, double *r)
-{
-    n_host_reads++;
-    return hk_backend_cpu.vec_dot(x, y, r);
-}
-static int counting_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
-{
-    n_host_reads++;
-    return hk_backend_cpu.vec_mdot(k, X, y, r);
-}
-
 static void test_host_reads(void)
 {
-    /* the CPU backend with every host read counted */
-    static hk_backend_ops counting;
-    counting = hk_backend_cpu;
-    counting.scal_get = counting_scal_get;
-    counting.vec_dot = counting_dot;
-    counting.vec_mdot = counting_mdot;
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_convdiff2d(20, 0.0, &K)); /* beta = 0: symmetric Poisson-like */
-    const int64_t n = K.nbrows;
-    hk_mat *A;
-    hk_pc *pc;
-    HK_ASSERT_OK(hk_mat_create(&counting, &K, HK_FMT_CSR, HK_FP64, NULL, &A));
-    hk_bmat Kd = {0};
-    HK_ASSERT_OK(hk_bmat_upload(&counting, &K, &Kd));
-    HK_ASSERT_OK(
-        hk_pc_create(hk_pc_type_find("none"), &counting, HK_FP64, &Kd, A, NULL, NULL, &pc));
-    hk_bmat_free(&Kd);
-    double *one = malloc((size_t)n * sizeof *one), *hb = malloc((size_t)n * sizeof *hb);
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(&K, one, hb);
     static const char *methods[] = {"pipecg", "pipebicgstab", "pipegmres", NULL};
     for (int m = 0; methods[m]; m++) {
         hk_ksp k;
         memset(&k, 0, sizeof k);
         k.type = hk_ksp_type_find(methods[m]);
-        k.be = &counting;
-        k.A = A;
-        k.pc = pc;
         k.rtol = 1e-8;
         k.maxit = 1000;
         k.restart = 200; /* one GMRES cycle */
         k.check_every = 5;
-        hk_vec *b, *x;
-        HK_ASSERT_OK(hk_vec_create(&counting, n, HK_FP64, &b));
-        HK_ASSERT_OK(hk_vec_create(&counting, n, HK_FP64, &x));
-        HK_ASSERT_OK(hk_vec_upload(b, hb));
-        HK_ASSERT_OK(counting.vec_set(x, 0.0));
-        n_host_reads = 0;
-        HK_ASSERT_OK(k.type->solve(&k, b, x));
-        CU_ASSERT(hk_reason_converged(k.res.reason));
-        CU_ASSERT(k.res.iterations >= 20);
+        const int n_host_reads = hk_test_host_reads(&K, HK_FMT_CSR, "none", &k);
         /* start-up reads (norms, first scalars) + one per check + the final true residual */
         const int allowed = 6 + k.res.iterations / 5 + 1;
         if (n_host_reads > allowed)
             fprintf(stderr, "\n  %s: %d host reads for %d iterations (check_every=5)", methods[m],
                     n_host_reads, k.res.iterations);
         CU_ASSERT(n_host_reads <= allowed);
-        hk_vec_destroy(b);
-        hk_vec_destroy(x);
-        for (int i = 0; i < k.npool; i++)
-            hk_vec_destroy(k.pool[i]); /* its work vectors */
-        free(k.pool);
     }
-    free(one);
-    free(hb);
-    hk_pc_destroy(pc);
-    hk_mat_destroy(A);
     hk_bcsr_free(&K);
 }
 

@@ -6,7 +6,6 @@
  * jacobi, pivot and option errors. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
@@ -38,16 +37,22 @@ static void matvec(const hk_bcsr *K, const double *x, double *y)
         }
 }
 
-/* Nonsymmetric tridiagonal-plus-far-band matrix (bs = 1) whose every 7th row has a zero
- * diagonal and no entry left of it but the far band: ILU(0) has a zero pivot there. */
-static void zero_diag_matrix(long n, hk_bcsr *K)
+/* An empty n x n matrix with 1 x 1 blocks and room for per_row entries a row. */
+static void scalar_matrix(long n, int per_row, hk_bcsr *K)
 {
     memset(K, 0, sizeof *K);
     K->bs = 1;
     K->nbrows = K->nbcols = n;
     K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
-    K->colind = malloc((size_t)n * 4 * sizeof *K->colind);
-    K->val = malloc((size_t)n * 4 * sizeof *K->val);
+    K->colind = malloc((size_t)n * per_row * sizeof *K->colind);
+    K->val = malloc((size_t)n * per_row * sizeof *K->val);
+}
+
+/* Nonsymmetric tridiagonal-plus-far-band matrix (bs = 1) whose every 7th row has a zero
+ * diagonal and no entry left of it but the far band: ILU(0) has a zero pivot there. */
+static void zero_diag_matrix(long n, hk_bcsr *K)
+{
+    scalar_matrix(n, 4, K);
     long q = 0;
     for (long i = 0; i < n; i++) {
         if (i >= 5) K->colind[q] = (int32_t)(i - 5), K->val[q++] = 0.3;
@@ -274,19 +279,6 @@ static void test_cg(void)
 }
 
 /* `hooke solve` with pc=mlilu and CG, against cg + jacobi through the same command. */
-static int run_solve(const char *args, char *out, size_t cap)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
-             HOOKE_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t len = fread(out, 1, cap - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_solve_cmd(void)
 {
     char out[8192];
@@ -296,7 +288,7 @@ static void test_solve_cmd(void)
         char args[256];
         snprintf(args, sizeof args, "--generate elasticity3d:6 --backend cpu method=cg %s tol=1e-8",
                  pcs[k]);
-        const int rc = run_solve(args, out, sizeof out);
+        const int rc = hk_test_solve_cmd(args, out, sizeof out);
         if (rc) fprintf(stderr, "\n%s\n", out);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         if (k) CU_ASSERT_PTR_NOT_NULL(strstr(out, "symmetric (LDL^T)"));
@@ -308,7 +300,7 @@ static void test_solve_cmd(void)
            it[2]);
     CU_ASSERT(it[1] > 0 && it[1] < it[0]);
     CU_ASSERT(it[2] > 0 && it[2] < it[0]);
-    CU_ASSERT_EQUAL(run_solve("--generate elasticity3d:4 --backend cpu method=cg pc=mlilu "
+    CU_ASSERT_EQUAL(hk_test_solve_cmd("--generate elasticity3d:4 --backend cpu method=cg pc=mlilu "
                               "pc.mlilu.symmetric=0",
                               out, sizeof out),
                     2);
@@ -397,12 +389,7 @@ static void test_errors(void)
  * of the two comes second is negative; row 7 optionally gets a negative diagonal. */
 static void indefinite_matrix(long n, int neg7, hk_bcsr *K)
 {
-    memset(K, 0, sizeof *K);
-    K->bs = 1;
-    K->nbrows = K->nbcols = n;
-    K->rowptr = calloc((size_t)n + 1, sizeof *K->rowptr);
-    K->colind = malloc((size_t)n * 3 * sizeof *K->colind);
-    K->val = malloc((size_t)n * 3 * sizeof *K->val);
+    scalar_matrix(n, 3, K);
     long q = 0;
     for (long i = 0; i < n; i++) {
         if (i > 0) K->colind[q] = (int32_t)(i - 1), K->val[q++] = i == 22 ? 3.0 : -1.0;

@@ -5,7 +5,6 @@
  * stiffness on every row away from the supports. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "case.h"
 #include "test_util.h"
@@ -25,20 +24,6 @@ static void write_text(const char *name, const char *text)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs(text, f);
     fclose(f);
-}
-
-/* Run `hooke solve ARGS` in the temporary directory, stderr merged; exit status, output. */
-static int run_solve(const char *args, char *out, size_t cap)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
-             HOOKE_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t len = fread(out, 1, cap - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* Coordinates (rows x dim, row after row) as a Matrix Market array file. */
@@ -250,7 +235,7 @@ static void test_solve_coords(void)
     write_coords("xyz.mtx", K.nbrows * 2 / 3, 3, c);
 
     /* with coordinates: runs and converges, says where they came from */
-    int rc = run_solve("el2.mtx --block-size 2 --coords xy.mtx method=cg pc=amg --backend cpu",
+    int rc = hk_test_solve_cmd("el2.mtx --block-size 2 --coords xy.mtx method=cg pc=amg --backend cpu",
                        out, sizeof out);
     if (rc) fprintf(stderr, "\n%s\n", out);
     CU_ASSERT_EQUAL(rc, 0);
@@ -260,34 +245,34 @@ static void test_solve_coords(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "3 rigid-body modes"));
 
     /* a wrong row count is refused with the sentence */
-    rc = run_solve("el2.mtx --block-size 2 --coords xy_short.mtx pc=jacobi --backend cpu", out,
+    rc = hk_test_solve_cmd("el2.mtx --block-size 2 --coords xy_short.mtx pc=jacobi --backend cpu", out,
                    sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--coords xy_short.mtx has 24 rows of 2 coordinates but "
                                        "the matrix has 25 nodes (block rows) of 2 dofs"));
     /* 3 columns for a 2D matrix */
-    rc = run_solve("el2.mtx --block-size 2 --coords xyz.mtx pc=jacobi --backend cpu", out,
+    rc = hk_test_solve_cmd("el2.mtx --block-size 2 --coords xyz.mtx pc=jacobi --backend cpu", out,
                    sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "of 3 coordinates"));
     /* scalar rows: the fix is --block-size */
-    rc = run_solve("el2.mtx --coords xy.mtx pc=jacobi --backend cpu", out, sizeof out);
+    rc = hk_test_solve_cmd("el2.mtx --coords xy.mtx pc=jacobi --backend cpu", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "pass --block-size 2"));
     /* not an array file: the reader's sentence with the file */
-    rc = run_solve("el2.mtx --block-size 2 --coords el2.mtx pc=jacobi --backend cpu", out,
+    rc = hk_test_solve_cmd("el2.mtx --block-size 2 --coords el2.mtx pc=jacobi --backend cpu", out,
                    sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "el2.mtx:1: layout 'coordinate' where 'array'"));
     /* a matrix file without --coords passes none; a generator passes its own */
-    rc = run_solve("el2.mtx --block-size 2 pc=amg --backend cpu", out, sizeof out);
+    rc = hk_test_solve_cmd("el2.mtx --block-size 2 pc=amg --backend cpu", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NULL(strstr(out, "coordinates:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "translations only"));
-    rc = run_solve("--generate elasticity3d:3 pc=jacobi --backend cpu", out, sizeof out);
+    rc = hk_test_solve_cmd("--generate elasticity3d:3 pc=jacobi --backend cpu", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "coordinates: 64 nodes in 3D from the generated grid"));
-    rc = run_solve("--help", out, sizeof out);
+    rc = hk_test_solve_cmd("--help", out, sizeof out);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--coords xyz.mtx"));
     hk_bcsr_free(&K);
     free(c);

@@ -202,83 +202,26 @@ static void test_derive_rule(void)
     CU_ASSERT_EQUAL(T[HK_G_BELOW], 0);
 }
 
-/* The CPU backend with every read of a value by the host counted. */
-static int n_reads;
-static int count_scal_get(const double *s, int first, int n, double *host)
-{
-    n_reads++;
-    return hk_backend_cpu.scal_get(s, first, n, host);
-}
-static int count_dot(const hk_vec *x, const hk_vec *y, double *r)
-{
-    n_reads++;
-    return hk_backend_cpu.vec_dot(x, y, r);
-}
-static int count_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
-{
-    n_reads++;
-    return hk_backend_cpu.vec_gram(m, X, Y, G, GX);
-}
-
 /* With pc=poly the solve reads the host once per check (plus its start and the final true
  * residual), no longer once per iteration. */
 static void test_host_reads_at_checks(void)
 {
-    static hk_backend_ops counting;
-    counting = hk_backend_cpu;
-    counting.scal_get = count_scal_get;
-    counting.vec_dot = count_dot;
-    counting.vec_gram = count_gram;
-    counting.vec_mdot = NULL; /* not used by the method; a read if it were */
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 5, &K));
-    const int64_t n = K.nbrows * K.bs;
-    hk_mat *A;
-    hk_pc *pc;
-    HK_ASSERT_OK(hk_mat_create(&counting, &K, HK_FMT_BSR, HK_FP64, NULL, &A));
-    hk_bmat Kd = {0};
-    HK_ASSERT_OK(hk_bmat_upload(&counting, &K, &Kd));
-    HK_ASSERT_OK(
-        hk_pc_create(hk_pc_type_find("poly"), &counting, HK_FP64, &Kd, A, NULL, NULL, &pc));
-    hk_bmat_free(&Kd);
-    double *one = malloc((size_t)n * sizeof *one), *hb = malloc((size_t)n * sizeof *hb);
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(&K, one, hb);
     hk_ksp k;
     memset(&k, 0, sizeof k);
     k.type = hk_ksp_type_find("pipecg");
-    k.be = &counting;
-    k.A = A;
-    k.pc = pc;
     k.rtol = 1e-8;
     k.maxit = 1000;
     k.check_every = 5;
     k.replace_every = -1; /* a replacement would add one Gram pass */
-    hk_vec *b, *x;
-    HK_ASSERT_OK(hk_vec_create(&counting, n, HK_FP64, &b));
-    HK_ASSERT_OK(hk_vec_create(&counting, n, HK_FP64, &x));
-    HK_ASSERT_OK(hk_vec_upload(b, hb));
-    HK_ASSERT_OK(counting.vec_set(x, 0.0));
-    n_reads = 0;
-    HK_ASSERT_OK(k.type->solve(&k, b, x));
-    CU_ASSERT(hk_reason_converged(k.res.reason));
-    CU_ASSERT(k.res.iterations >= 20);
+    const int n_reads = hk_test_host_reads(&K, HK_FMT_BSR, "poly", &k);
     /* ||b||, ||r0||, the first Gram pass, one per check, the true residual's confirmation */
     const int allowed = 3 + k.res.iterations / 5 + 1;
     if (n_reads > allowed)
         printf("\n  pipecg pc=poly: %d host reads for %d iterations (check_every=5)", n_reads,
                k.res.iterations);
     CU_ASSERT(n_reads <= allowed);
-    hk_vec_destroy(b);
-    hk_vec_destroy(x);
-    for (int i = 0; i < k.npool; i++)
-        hk_vec_destroy(k.pool[i]);
-    free(k.pool);
-    free(one);
-    free(hb);
-    hk_pc_destroy(pc);
-    hk_mat_destroy(A);
     hk_bcsr_free(&K);
 }
 

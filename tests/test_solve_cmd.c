@@ -2,23 +2,8 @@
  * written to the test's temporary directory; exit codes, output and the solution file. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "test_util.h"
-
-/* Run `hooke solve ARGS` with stderr merged; returns the exit status, output in out. */
-static int run_solve(const char *args, char *out, size_t cap)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
-             HOOKE_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t len = fread(out, 1, cap - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* The 1D Laplacian tridiag(-1, 2, -1) of order n, symmetric Matrix Market (lower triangle). */
 static void write_laplacian(const char *name, int n)
@@ -40,7 +25,7 @@ static void test_solve_ones_and_output(void)
 {
     char out[8192];
     write_laplacian("lap.mtx", 12);
-    int rc = run_solve("lap.mtx method=cg pc=jacobi -o x.mtx --backend cpu", out, sizeof out);
+    int rc = hk_test_solve_cmd("lap.mtx method=cg pc=jacobi -o x.mtx --backend cpu", out, sizeof out);
     if (rc) fprintf(stderr, "\n%s\n", out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "converged"));
@@ -78,7 +63,7 @@ static void test_solve_rhs_blocks_generate(void)
     char path[512];
     snprintf(path, sizeof path, "%s/b10.mtx", hk_test_tmpdir());
     HK_ASSERT_OK(hk_mm_write_vector(path, N, b));
-    int rc = run_solve("lap10.mtx --rhs b10.mtx -o x10.mtx method=gmres pc=none --block-size 2",
+    int rc = hk_test_solve_cmd("lap10.mtx --rhs b10.mtx -o x10.mtx method=gmres pc=none --block-size 2",
                        out, sizeof out);
     if (rc) fprintf(stderr, "\n%s\n", out);
     CU_ASSERT_EQUAL(rc, 0);
@@ -93,12 +78,12 @@ static void test_solve_rhs_blocks_generate(void)
         CU_ASSERT_DOUBLE_EQUAL(x[i], xs[i], 1e-7 * N);
     free(x);
     /* generated matrices */
-    rc = run_solve("--generate elasticity2d:6 method=pipecg pc=jacobi precision=mixed", out,
+    rc = hk_test_solve_cmd("--generate elasticity2d:6 method=pipecg pc=jacobi precision=mixed", out,
                    sizeof out);
     if (rc) fprintf(stderr, "\n%s\n", out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "pipecg + jacobi"));
-    rc = run_solve("--generate convdiff:12 method=pipebicgstab pc=none", out, sizeof out);
+    rc = hk_test_solve_cmd("--generate convdiff:12 method=pipebicgstab pc=none", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
 }
 
@@ -107,16 +92,16 @@ static void test_solve_errors(void)
     char out[8192];
     write_laplacian("lap.mtx", 12);
     /* a typo in an option key: exit 2, the key and the valid keys are named */
-    int rc = run_solve("lap.mtx metod=cg", out, sizeof out);
+    int rc = hk_test_solve_cmd("lap.mtx metod=cg", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "metod"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "method"));
     /* an unknown flag */
-    rc = run_solve("lap.mtx --tolerance 1e-3", out, sizeof out);
+    rc = hk_test_solve_cmd("lap.mtx --tolerance 1e-3", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tolerance"));
     /* a missing file: its path is named */
-    rc = run_solve("missing.mtx", out, sizeof out);
+    rc = hk_test_solve_cmd("missing.mtx", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "missing.mtx"));
     /* a malformed file */
@@ -126,31 +111,31 @@ static void test_solve_errors(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 4.0\n2 x 1.0\n");
     fclose(f);
-    rc = run_solve("bad.mtx", out, sizeof out);
+    rc = hk_test_solve_cmd("bad.mtx", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "bad.mtx"));
     /* a wrong block size and a right-hand side of the wrong length */
-    rc = run_solve("lap.mtx --block-size 5", out, sizeof out);
+    rc = hk_test_solve_cmd("lap.mtx --block-size 5", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "block-size"));
     const double b10[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     snprintf(path, sizeof path, "%s/short.mtx", hk_test_tmpdir());
     HK_ASSERT_OK(hk_mm_write_vector(path, 10, b10));
-    rc = run_solve("lap.mtx --rhs short.mtx", out, sizeof out);
+    rc = hk_test_solve_cmd("lap.mtx --rhs short.mtx", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "12 rows"));
     /* not converged: exit 1 with the reason */
-    rc = run_solve("lap.mtx method=cg pc=none maxit=2", out, sizeof out);
+    rc = hk_test_solve_cmd("lap.mtx method=cg pc=none maxit=2", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "iteration limit"));
     /* help */
-    rc = run_solve("--help", out, sizeof out);
+    rc = hk_test_solve_cmd("--help", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--block-size"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "pipebicgstab"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "precision=double|mixed"));
     /* no matrix */
-    rc = run_solve("method=cg", out, sizeof out);
+    rc = hk_test_solve_cmd("method=cg", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "no matrix"));
 }
@@ -160,16 +145,16 @@ static void test_solve_errors(void)
 static void test_solve_generate_errors(void)
 {
     char out[8192];
-    int rc = run_solve("--generate poisson:3000000", out, sizeof out);
+    int rc = hk_test_solve_cmd("--generate poisson:3000000", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "N = 3000000 is out of range; use 1..100000"));
-    rc = run_solve("--generate elasticity3d:0", out, sizeof out);
+    rc = hk_test_solve_cmd("--generate elasticity3d:0", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "N = 0 is out of range"));
-    rc = run_solve("--generate poisson:", out, sizeof out);
+    rc = hk_test_solve_cmd("--generate poisson:", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not KIND:N"));
-    rc = run_solve("--generate poisson:4x", out, sizeof out);
+    rc = hk_test_solve_cmd("--generate poisson:4x", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not KIND:N"));
 }

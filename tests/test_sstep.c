@@ -7,7 +7,6 @@
  * CUDA converges to the same solution. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
@@ -544,19 +543,11 @@ static void test_scg_options(void)
 /* `hooke solve` exits non-zero when scg ends above the tolerance, 0 when it meets it. */
 static void test_solve_exit_code(void)
 {
-    char cmd[1024], out[8192];
-    const char *args[2] = {"method=scg ksp.s=3 maxit=5", "method=scg ksp.s=3"};
+    char args[256], out[8192];
+    const char *method[2] = {"method=scg ksp.s=3 maxit=5", "method=scg ksp.s=3"};
     for (int i = 0; i < 2; i++) {
-        snprintf(cmd, sizeof cmd,
-                 "cd %s && OMP_NUM_THREADS=1 '%s' solve --generate elasticity3d:4 %s --backend "
-                 "cpu 2>&1",
-                 hk_test_tmpdir(), HOOKE_BINARY, args[i]);
-        FILE *p = popen(cmd, "r");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        size_t len = fread(out, 1, sizeof out - 1, p);
-        out[len] = 0;
-        int st = pclose(p);
-        const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        snprintf(args, sizeof args, "--generate elasticity3d:4 %s --backend cpu", method[i]);
+        const int rc = hk_test_solve_cmd(args, out, sizeof out);
         if (i == 0) {
             CU_ASSERT_EQUAL(rc, 1);
             CU_ASSERT_PTR_NOT_NULL(strstr(out, "iteration limit"));

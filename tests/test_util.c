@@ -1,7 +1,9 @@
 /* Helpers shared by the test suites: case files through the application layer, one
- * preconditioner application, iteration counts through the solver. */
+ * preconditioner application, iteration counts through the solver, host reads of a solve,
+ * the `hooke solve` command. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "case.h"
 #include "test_util.h"
@@ -90,4 +92,86 @@ int hk_test_solve_iterations(const hk_bcsr *K, const char *backend, const char *
     hk_options_destroy(o);
     free(b), free(x);
     return ok ? res.iterations : -1;
+}
+
+/* The CPU backend with every read of a value by the host counted. */
+static int host_reads;
+static int count_scal_get(const double *s, int first, int n, double *host)
+{
+    host_reads++;
+    return hk_backend_cpu.scal_get(s, first, n, host);
+}
+static int count_dot(const hk_vec *x, const hk_vec *y, double *r)
+{
+    host_reads++;
+    return hk_backend_cpu.vec_dot(x, y, r);
+}
+static int count_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
+{
+    host_reads++;
+    return hk_backend_cpu.vec_mdot(k, X, y, r);
+}
+static int count_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
+{
+    host_reads++;
+    return hk_backend_cpu.vec_gram(m, X, Y, G, GX);
+}
+
+int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, hk_ksp *k)
+{
+    static hk_backend_ops counting;
+    counting = hk_backend_cpu;
+    counting.scal_get = count_scal_get;
+    counting.vec_dot = count_dot;
+    counting.vec_mdot = count_mdot;
+    counting.vec_gram = count_gram;
+    const int64_t n = K->nbrows * K->bs;
+    hk_bmat Kd = {0};
+    HK_ASSERT_OK(hk_mat_create(&counting, K, fmt, HK_FP64, NULL, &k->A));
+    HK_ASSERT_OK(hk_bmat_upload(&counting, K, &Kd));
+    HK_ASSERT_OK(
+        hk_pc_create(hk_pc_type_find(pc), &counting, HK_FP64, &Kd, k->A, NULL, NULL, &k->pc));
+    hk_bmat_free(&Kd);
+    k->be = &counting;
+    double *one = malloc((size_t)n * sizeof *one), *hb = malloc((size_t)n * sizeof *hb);
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0;
+    hk_bcsr_spmv(K, one, hb);
+    hk_vec *b, *x;
+    HK_ASSERT_OK(hk_vec_create(&counting, n, HK_FP64, &b));
+    HK_ASSERT_OK(hk_vec_create(&counting, n, HK_FP64, &x));
+    HK_ASSERT_OK(hk_vec_upload(b, hb));
+    HK_ASSERT_OK(counting.vec_set(x, 0.0));
+    host_reads = 0;
+    HK_ASSERT_OK(k->type->solve(k, b, x));
+    const int reads = host_reads;
+    CU_ASSERT(hk_reason_converged(k->res.reason));
+    CU_ASSERT(k->res.iterations >= 20);
+    hk_vec_destroy(b);
+    hk_vec_destroy(x);
+    for (int i = 0; i < k->npool; i++)
+        hk_vec_destroy(k->pool[i]); /* the method's work vectors */
+    free(k->pool);
+    k->pool = NULL;
+    k->npool = k->pool_cap = 0;
+    free(one);
+    free(hb);
+    hk_pc_destroy(k->pc);
+    hk_mat_destroy(k->A);
+    k->pc = NULL;
+    k->A = NULL;
+    return reads;
+}
+
+int hk_test_solve_cmd(const char *args, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
+             HOOKE_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t len = fread(out, 1, cap - 1, p);
+    out[len] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -165,6 +165,52 @@ static int true_residual(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r)
     return k->be->vec_axpby(r, 1.0, b, -1.0);
 }
 
+/* r = b - A x and its norm in *tn: the true residual that confirms (or not) a convergence read
+ * on the recurrences. */
+static int true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r, double *tn)
+{
+    double tr;
+    HK_CALL(true_residual(k, b, x, r));
+    HK_CALL(k->be->vec_dot(r, r, &tr));
+    *tn = sqrt(tr);
+    return 0;
+}
+
+/* The iteration of the next check after it, as hk_ksp_check_now decides it (maxit is one). */
+static int next_check(const hk_ksp *k, int it)
+{
+    const int ce = k->check_every;
+    int next = (it / ce + 1) * ce;
+    if (next > k->maxit) next = k->maxit > it ? k->maxit : it + 1;
+    return next;
+}
+
+/* Iterations it .. next - 1 of a pipelined CG, each step(k, ctx): backend ops only, nothing
+ * read by the host. Where use_graph and a whole check_every span lies ahead, the span is
+ * recorded once as a graph (*graph, kept for the next spans) and replayed, one launch per
+ * check instead of one per op. */
+static int pipecg_steps(hk_ksp *k, int it, int next, int use_graph, void **graph,
+                        int (*step)(hk_ksp *k, void *ctx), void *ctx)
+{
+    const hk_backend_ops *be = k->be;
+    const int ce = k->check_every;
+    if (!use_graph || next - it != ce) {
+        for (int j = it; j < next; j++)
+            HK_CALL(step(k, ctx));
+        return 0;
+    }
+    if (!*graph) {
+        HK_CALL(be->graph_begin());
+        int ierr = 0;
+        for (int j = 0; j < ce && !ierr; j++)
+            ierr = step(k, ctx);
+        /* always end the recording, also after a failed op */
+        const int eerr = be->graph_end(graph);
+        if (ierr || eerr) return ierr ? ierr : eerr;
+    }
+    return be->graph_launch(*graph);
+}
+
 /* Breakdowns (p.Ap <= 0 or r.z <= 0 from the recurrences) retried from the true residual
  * before "not SPD" is believed; a cap keeps a drifting method from looping. */
 #define HK_PIPECG_RETRIES 10
@@ -200,6 +246,20 @@ static int pipecg_fused_rz(hk_ksp *k, const hk_vec *r, const hk_vec *dinv, hk_ve
  * read at a check, or a NaN with x still finite, restarts the direction from the true residual
  * (p = z): only when r.z or p.Ap of that restart, computed without any recurrence, is not
  * positive does the method stop with "not SPD". */
+typedef struct pipecg_fused_vecs {
+    hk_vec *x, *r, *p, *Ap;
+    const hk_vec *dinv;
+    double *S;
+} pipecg_fused_vecs;
+
+/* One iteration of the fused pipelined CG: two backend calls. */
+static int pipecg_fused_step(hk_ksp *k, void *ctx)
+{
+    const pipecg_fused_vecs *v = ctx;
+    HK_CALL(k->be->pipecg_update(v->x, v->r, v->p, v->Ap, v->dinv, v->S));
+    return k->be->spmv_dot2(k->A, v->p, v->Ap, v->dinv, v->r, v->S);
+}
+
 static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *dinv)
 {
     const hk_backend_ops *be = k->be;
@@ -232,30 +292,11 @@ restart:
     /* Between two checks the iterations need nothing from the host: where the backend can
      * record them (CUDA graphs), the check_every iterations are recorded once and replayed,
      * one launch per check instead of 2 * check_every. */
-    const int ce = k->check_every;
-    const int use_graph = ce > 1 && be->graph_begin && be->graph_launch && k->graphs;
+    const int use_graph = k->check_every > 1 && be->graph_begin && be->graph_launch && k->graphs;
+    pipecg_fused_vecs sv = {x, r, p, Ap, dinv, S};
     for (;;) {
-        int next = (it / ce + 1) * ce; /* the next check, as hk_ksp_check_now decides it */
-        if (next > k->maxit) next = k->maxit > it ? k->maxit : it + 1;
-        if (use_graph && next - it == ce) {
-            if (!graph) {
-                HK_TRY(be->graph_begin());
-                for (int j = 0; j < ce; j++) {
-                    ierr = be->pipecg_update(x, r, p, Ap, dinv, S);
-                    if (!ierr) ierr = be->spmv_dot2(k->A, p, Ap, dinv, r, S);
-                    if (ierr) break;
-                }
-                /* always end the recording, also after a failed op */
-                int eerr = be->graph_end(&graph);
-                if (ierr || eerr) goto fail;
-            }
-            HK_TRY(be->graph_launch(graph));
-        } else {
-            for (int j = it; j < next; j++) {
-                HK_TRY(be->pipecg_update(x, r, p, Ap, dinv, S));
-                HK_TRY(be->spmv_dot2(k->A, p, Ap, dinv, r, S));
-            }
-        }
+        const int next = next_check(k, it);
+        HK_TRY(pipecg_steps(k, it, next, use_graph, &graph, pipecg_fused_step, &sv));
         const int steps = next - it;
         it = next;
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
@@ -268,23 +309,21 @@ restart:
         if ((bad || broke) && !hk_ksp_bad(xx) && retries < HK_PIPECG_RETRIES && it < k->maxit) {
             /* a breakdown of the recurrences, not yet of the matrix: retry from x */
             retries++;
-            HK_TRY(true_residual(k, b, x, r));
-            double tr;
-            HK_TRY(be->vec_dot(r, r, &tr));
-            if (hk_ksp_converged(k, it, sqrt(tr), bnorm)) break;
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(tr));
+            double tn;
+            HK_TRY(true_residual_norm(k, b, x, r, &tn));
+            if (hk_ksp_converged(k, it, tn, bnorm)) break;
+            hk_ksp_drift_reset(&drift, it, sqrt(xx), tn);
             goto restart;
         }
         if (hk_ksp_converged(k, it, rn, bnorm)) {
             if (!hk_reason_converged(k->res.reason)) break;
             /* converged on the recursive residual: confirm on the true one, else replace */
-            double tr;
-            HK_TRY(true_residual(k, b, x, r));
-            HK_TRY(be->vec_dot(r, r, &tr));
-            if (sqrt(tr) <= k->rtol * bnorm || sqrt(tr) <= k->atol || it >= k->maxit) break;
+            double tn;
+            HK_TRY(true_residual_norm(k, b, x, r, &tn));
+            if (tn <= k->rtol * bnorm || tn <= k->atol || it >= k->maxit) break;
             k->res.reason = HK_REASON_NONE;
             HK_TRY(pipecg_fused_rz(k, r, dinv, t, Ap, S, h));
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(tr));
+            hk_ksp_drift_reset(&drift, it, sqrt(xx), tn);
             continue;
         }
         if (rz_check(k, it, h[HK_S_RZ])) break;
@@ -354,6 +393,32 @@ static int pipecg_gv_load(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int reset,
  * once: converged if the residual is small, else a restart from the true residual (beta = 0),
  * and "not SPD" only when that restart's r.u or u.Au, computed without a recurrence, is not
  * positive. */
+/* A restart from the true residual in r at iteration it: u = M r, w = A u, beta = 0 (as the
+ * first step), S loaded with the drift bounds reset. */
+static int pipecg_gv_restart(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int it,
+                             hk_ksp_drift *drift, double *h, double *S)
+{
+    HK_CALL(hk_ksp_pc(k, r, u));
+    HK_CALL(hk_mat_spmv(k->A, u, w));
+    h[HK_G_FIRST] = 1;
+    return pipecg_gv_load(k, r, w, u, 1, it, 0.0, drift, h, S);
+}
+
+typedef struct pipecg_gv_vecs {
+    hk_vec *w, *m, *n;
+    hk_vec **V; /* x r u w m n z q s p, as pipecg_gv_step takes them */
+    double *S;
+} pipecg_gv_vecs;
+
+/* One Ghysels-Vanroose iteration: m = M w, n = A m, the fused step. */
+static int pipecg_gv_iter(hk_ksp *k, void *ctx)
+{
+    const pipecg_gv_vecs *v = ctx;
+    HK_CALL(hk_ksp_pc(k, v->w, v->m));
+    HK_CALL(hk_mat_spmv(k->A, v->m, v->n));
+    return k->be->pipecg_gv_step(v->V, v->S);
+}
+
 static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = k->be;
@@ -385,35 +450,14 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     for (int i = 5; i < 9; i++)
         HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
     HK_TRY(pipecg_gv_load(k, r, w, u, 0, 0, 0.0, &drift, h, S));
-    const int ce = k->check_every;
-    const int use_graph = ce > 1 && be->graph_begin && be->graph_launch && k->graphs &&
-                          k->pc->type->apply_capturable;
+    const int use_graph = k->check_every > 1 && be->graph_begin && be->graph_launch &&
+                          k->graphs && k->pc->type->apply_capturable;
+    pipecg_gv_vecs sv = {w, m, n, V, S};
     int it = 0, it0 = 0; /* it0: the iteration at which the host last wrote S */
     for (;;) {
         if (h[HK_G_HALT] == 0) {
-            int next = (it / ce + 1) * ce; /* the next check, as hk_ksp_check_now decides it */
-            if (next > k->maxit) next = k->maxit > it ? k->maxit : it + 1;
-            if (use_graph && next - it == ce) {
-                if (!graph) {
-                    HK_TRY(be->graph_begin());
-                    for (int j = 0; j < ce; j++) {
-                        ierr = hk_ksp_pc(k, w, m);
-                        if (!ierr) ierr = hk_mat_spmv(k->A, m, n);
-                        if (!ierr) ierr = be->pipecg_gv_step(V, S);
-                        if (ierr) break;
-                    }
-                    /* always end the recording, also after a failed op */
-                    int eerr = be->graph_end(&graph);
-                    if (ierr || eerr) goto fail;
-                }
-                HK_TRY(be->graph_launch(graph));
-            } else {
-                for (int j = it; j < next; j++) {
-                    HK_TRY(hk_ksp_pc(k, w, m));
-                    HK_TRY(hk_mat_spmv(k->A, m, n));
-                    HK_TRY(be->pipecg_gv_step(V, S));
-                }
-            }
+            const int next = next_check(k, it);
+            HK_TRY(pipecg_steps(k, it, next, use_graph, &graph, pipecg_gv_iter, &sv));
             HK_TRY(be->scal_get(S, 0, HK_G_COUNT, h));
             it = it0 + (int)h[HK_G_STEPS]; /* short of next when the steps halted */
             if (it > it0) fresh = 0;
@@ -422,17 +466,13 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                     it >= k->maxit)
                     break;
                 /* confirm on the true residual; if it is not there yet, restart from it */
-                double tr;
-                HK_TRY(true_residual(k, b, x, r));
-                HK_TRY(be->vec_dot(r, r, &tr));
-                if (sqrt(tr) <= k->rtol * bnorm || sqrt(tr) <= k->atol) break;
+                double tn;
+                HK_TRY(true_residual_norm(k, b, x, r, &tn));
+                if (tn <= k->rtol * bnorm || tn <= k->atol) break;
                 k->res.reason = HK_REASON_NONE;
                 restarts++;
                 fresh = 1;
-                HK_TRY(hk_ksp_pc(k, r, u));
-                HK_TRY(hk_mat_spmv(k->A, u, w));
-                h[HK_G_FIRST] = 1;
-                HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, 0.0, &drift, h, S));
+                HK_TRY(pipecg_gv_restart(k, r, w, u, it, &drift, h, S));
                 it0 = it;
                 continue;
             }
@@ -454,10 +494,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                     restarts++;
                     fresh = 1;
                     HK_TRY(true_residual(k, b, x, r));
-                    HK_TRY(hk_ksp_pc(k, r, u));
-                    HK_TRY(hk_mat_spmv(k->A, u, w));
-                    h[HK_G_FIRST] = 1;
-                    HK_TRY(pipecg_gv_load(k, r, w, u, 1, it, 0.0, &drift, h, S));
+                    HK_TRY(pipecg_gv_restart(k, r, w, u, it, &drift, h, S));
                     it0 = it;
                     continue;
                 }

@@ -1,17 +1,41 @@
 /* The small dense kernels of the block IC(0) / ILU(0) on node blocks (bs x bs, row-major),
  * shared by the CPU reference (solver/pc/factor_cpu.c) and the CUDA version
  * (cuda/cuda_factor.cu), so both form the same sums in the same order. Both files are
- * compiled without fused multiply-add (CMakeLists.txt), so their results agree bit for bit. */
+ * compiled without fused multiply-add (CMakeLists.txt), so their results agree bit for bit.
+ * Also the column search in a sorted row that the CPU and CUDA factorisations share
+ * (solver/pc/iterfact.c, cuda/cuda_factor.cu). */
 #ifndef HOOKE_PC_FACTOR_BLOCK_H
 #define HOOKE_PC_FACTOR_BLOCK_H
 
 #include <math.h>
+#include <stdint.h>
 
 #ifdef __CUDACC__
 #define HK_HD __host__ __device__
 #else
 #define HK_HD
 #endif
+
+/* Position of column c in colind[lo, hi) (sorted), or -1. */
+HK_HD static inline int64_t find_in(const int32_t *colind, int64_t lo, int64_t hi, int32_t c)
+{
+    const int64_t end = hi;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (colind[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < end && colind[lo] == c ? lo : -1;
+}
+
+/* Position of column c in row r of a CSR pattern with sorted rows, or -1. */
+HK_HD static inline int64_t find_col(const int64_t *rowptr, const int32_t *colind, int64_t r,
+                                     int32_t c)
+{
+    return find_in(colind, rowptr[r], rowptr[r + 1], c);
+}
 
 /* S -= X Y^T */
 HK_HD static inline void block_sub_xyt(int bs, const double *X, const double *Y, double *S)

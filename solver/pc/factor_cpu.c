@@ -159,6 +159,34 @@ fail:
     return ierr;
 }
 
+/* A pivot block that failed: node i, its row sub, the pivot's value piv. */
+static void pivot_fault(hk_factor_fault *f, int64_t i, int sub, double piv)
+{
+    f->row = i;
+    f->sub = sub;
+    f->reason = HK_FACTOR_PIVOT;
+    f->v[0] = piv;
+}
+
+/* ILU(0)'s start, scalar and block alike: diag[i] the position of row i's diagonal entry
+ * and mark[i] = -1; a row without one is recorded in f (HK_FACTOR_NO_DIAG) and returns 1. */
+static int diag_positions(int64_t n, const int64_t *rowptr, const int32_t *colind, int64_t *diag,
+                          int64_t *mark, hk_factor_fault *f)
+{
+    for (int64_t i = 0; i < n; i++) {
+        mark[i] = -1;
+        diag[i] = -1;
+        for (int64_t k = rowptr[i]; k < rowptr[i + 1]; k++)
+            if (colind[k] == i) diag[i] = k;
+        if (diag[i] < 0) {
+            f->row = i;
+            f->reason = HK_FACTOR_NO_DIAG;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int ilu0_scalar(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
 {
     int ierr = 0;
@@ -172,17 +200,7 @@ static int ilu0_scalar(const hk_bmat *A, hk_bmat *F, hk_factor_fault *f)
     }
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *diag, &diag));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *marker, &marker));
-    for (int64_t i = 0; i < n; i++) {
-        marker[i] = -1;
-        diag[i] = -1;
-        for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++)
-            if (F->colind[k] == i) diag[i] = k;
-        if (diag[i] < 0) {
-            f->row = i;
-            f->reason = HK_FACTOR_NO_DIAG;
-            goto fail;
-        }
-    }
+    if (diag_positions(n, F->rowptr, F->colind, diag, marker, f)) goto fail;
     for (int64_t i = 0; i < n; i++) {
         double rowmax = 0;
         for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++) {
@@ -274,10 +292,7 @@ static int ic0_block(const hk_bmat *A, hk_bmat *Lout, hk_factor_fault *f)
         double piv = 0;
         const int bad = block_cholesky(bs, v + dq * bb, &piv);
         if (bad >= 0) {
-            f->row = i;
-            f->sub = bad;
-            f->reason = HK_FACTOR_PIVOT;
-            f->v[0] = piv;
+            pivot_fault(f, i, bad, piv);
             goto fail;
         }
         for (int64_t e = rp[i]; e < dq; e++)
@@ -330,17 +345,7 @@ static int ilu0_block(const hk_bmat *A, hk_bmat *Fout, hk_factor_fault *f)
     HK_TRY(hk_malloc((size_t)(nb ? nb : 1) * sizeof *diag, &diag));
     HK_TRY(hk_malloc((size_t)(nb ? nb : 1) * sizeof *mark, &mark));
     HK_TRY(hk_malloc((size_t)bb * sizeof *tmp, &tmp));
-    for (int64_t i = 0; i < nb; i++) {
-        mark[i] = -1;
-        diag[i] = -1;
-        for (int64_t p = B.rowptr[i]; p < B.rowptr[i + 1]; p++)
-            if (B.colind[p] == i) diag[i] = p;
-        if (diag[i] < 0) {
-            f->row = i;
-            f->reason = HK_FACTOR_NO_DIAG;
-            goto fail;
-        }
-    }
+    if (diag_positions(nb, B.rowptr, B.colind, diag, mark, f)) goto fail;
     for (int64_t i = 0; i < nb; i++) {
         double rowmax = 0;
         for (int64_t p = B.rowptr[i]; p < B.rowptr[i + 1]; p++) {
@@ -361,10 +366,7 @@ static int ilu0_block(const hk_bmat *A, hk_bmat *Fout, hk_factor_fault *f)
         double piv = 0;
         const int bad = block_lu(bs, B.val + diag[i] * bb, 1e-14 * rowmax, &piv);
         if (bad >= 0) {
-            f->row = i;
-            f->sub = bad;
-            f->reason = HK_FACTOR_PIVOT;
-            f->v[0] = piv;
+            pivot_fault(f, i, bad, piv);
             goto fail;
         }
         for (int64_t p = B.rowptr[i]; p < B.rowptr[i + 1]; p++)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "factor_block.h"
 #include "pc_impl.h"
 
 /* ---- the sweeps (CPU reference of factor_sweeps; the CUDA version is cuda/cuda_factor.cu)
@@ -30,19 +31,6 @@
  *         bad row).
  * v are the previous sweep's values; start: ic0 v = a; ilu0 v(i, j) = a_ij / a_jj below the
  * diagonal, a_ij on and above it. The same sums in the same order on every backend. */
-
-static int64_t find_col(const int64_t *rowptr, const int32_t *colind, int64_t r, int32_t c)
-{
-    int64_t lo = rowptr[r], hi = rowptr[r + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < rowptr[r + 1] && colind[lo] == c ? lo : -1;
-}
 
 /* The sweeps on the scaled matrix A (sym: its lower triangle, diagonal last). */
 static int sweeps_scaled(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad)

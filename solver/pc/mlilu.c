@@ -215,6 +215,13 @@ static void factor_out_free(factor_out *f)
     memset(f, 0, sizeof *f);
 }
 
+/* Entry v of D U in column c of M: to B's factor F where c was accepted, else to U_F. */
+static int push_du(factor_out *f, int32_t c, double v)
+{
+    if (f->acc[c] >= 0) return rows_push(&f->F, f->acc[c], v);
+    return rows_push(&f->UF, f->post[c], v);
+}
+
 /* Factor the scaled, ordered M (n x n, rows sorted). final: accept every pivot (zero pivots
  * replaced). */
 static int factor_level(const hk_csr *M, double kappa, double tau, int final, int level,
@@ -353,11 +360,7 @@ static int factor_level(const hk_csr *M, double kappa, double tau, int final, in
             HK_TRY(rows_push(&f->F, f->acc[Lr.col[k]], Lr.val[k]));
         HK_TRY(rows_push(&f->F, (int32_t)b, d[i]));
         for (int64_t k = ustart[b]; k < ustart[b + 1]; k++) {
-            const int32_t c = Ur.col[k];
-            if (f->acc[c] >= 0)
-                HK_TRY(rows_push(&f->F, f->acc[c], d[i] * Ur.val[k]));
-            else
-                HK_TRY(rows_push(&f->UF, f->post[c], d[i] * Ur.val[k]));
+            HK_TRY(push_du(f, Ur.col[k], d[i] * Ur.val[k]));
         }
         rows_end(&f->F);
         rows_end(&f->UF);
@@ -511,11 +514,7 @@ static int factor_level_sym(const hk_csr *M, double kappa, double tau, int final
             HK_TRY(rows_push(&f->F, e[q].b, e[q].u));
         HK_TRY(rows_push(&f->F, (int32_t)b, d[i]));
         for (int64_t k = ustart[b]; k < ustart[b + 1]; k++) {
-            const int32_t c = e[k].c;
-            if (f->acc[c] >= 0)
-                HK_TRY(rows_push(&f->F, f->acc[c], d[i] * e[k].u));
-            else
-                HK_TRY(rows_push(&f->UF, f->post[c], d[i] * e[k].u));
+            HK_TRY(push_du(f, e[k].c, d[i] * e[k].u));
         }
         rows_end(&f->F);
         rows_end(&f->UF);
