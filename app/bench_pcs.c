@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app.h"
 #include "bench.h"
 #include "case.h"
 #include "hk_impl.h"
@@ -23,6 +24,7 @@ typedef struct pcs_problem {
     const char *file;
     int nsets;
     const char *sets[PCS_MAX_SETS];
+    const char *gen; /* a generated matrix, "KIND:N" as hooke solve --generate, or NULL */
 } pcs_problem;
 
 typedef struct pcs_row {
@@ -42,7 +44,8 @@ static void pcs_usage(FILE *f)
 {
     fprintf(f,
             "usage: hooke bench pcs [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-            "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--pcs LIST]\n"
+            "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--generate KIND:N]...\n"
+            "                       [--pcs LIST]\n"
             "                       [--method M] [--no-cpu] [--cpu-max-dofs N] [--json FILE]\n\n"
             "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's)\n"
             "with CG (or --method) to 1e-8 on the stiffness matrix of each problem, meshed and\n"
@@ -54,34 +57,37 @@ static void pcs_usage(FILE *f)
             "of the block CSR alone, total divided by cg+jacobi's total on the same matrix and\n"
             "backend, one preconditioner application in SpMV times, the true residual. With a\n"
             "GPU backend every row is repeated on the CPU backend unless --no-cpu, for problems\n"
-            "up to --cpu-max-dofs (default 800000) DOFs.\n");
+            "up to --cpu-max-dofs (default 800000) DOFs.\n"
+            "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
+            "(elasticity3d, elasticity2d, poisson, convdiff; b = A times ones), e.g.\n"
+            "  hooke bench pcs --method gmres --pcs ilu0,mlilu --generate convdiff:256\n");
 }
 
 static const pcs_problem pcs_defaults[3][4] = {
-    {{"box hex8 12^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[12,12,12]"}},
+    {{"box hex8 12^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[12,12,12]"}, NULL},
      {"box tet4 10^3",
       "cases/box/box.yaml",
       2,
-      {"geometry.generate.cells=[10,10,10]", "geometry.generate.element=tet4"}},
+      {"geometry.generate.cells=[10,10,10]", "geometry.generate.element=tet4"}, NULL},
      {"box hex8 40x4x4",
       "cases/box/box.yaml",
       2,
-      {"geometry.generate.cells=[40,4,4]", "geometry.generate.size=[10,1,1]"}},
-     {"bracket", "cases/bracket/bracket.yaml", 0, {NULL}}},
-    {{"box hex8 40^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[40,40,40]"}},
+      {"geometry.generate.cells=[40,4,4]", "geometry.generate.size=[10,1,1]"}, NULL},
+     {"bracket", "cases/bracket/bracket.yaml", 0, {NULL}, NULL}},
+    {{"box hex8 40^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[40,40,40]"}, NULL},
      {"box tet4 30^3",
       "cases/box/box.yaml",
       2,
-      {"geometry.generate.cells=[30,30,30]", "geometry.generate.element=tet4"}},
+      {"geometry.generate.cells=[30,30,30]", "geometry.generate.element=tet4"}, NULL},
      {"box hex8 120x12x12",
       "cases/box/box.yaml",
       2,
-      {"geometry.generate.cells=[120,12,12]", "geometry.generate.size=[10,1,1]"}},
-     {"bracket 0.0015", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.0015"}}},
-    {{"box hex8 69^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[69,69,69]"}},
-     {"bracket 0.0015", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.0015"}},
-     {"bracket 0.001", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.001"}},
-     {NULL, NULL, 0, {NULL}}},
+      {"geometry.generate.cells=[120,12,12]", "geometry.generate.size=[10,1,1]"}, NULL},
+     {"bracket 0.0015", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.0015"}, NULL}},
+    {{"box hex8 69^3", "cases/box/box.yaml", 1, {"geometry.generate.cells=[69,69,69]"}, NULL},
+     {"bracket 0.0015", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.0015"}, NULL},
+     {"bracket 0.001", "cases/bracket/bracket.yaml", 1, {"geometry.size=0.001"}, NULL},
+     {NULL, NULL, 0, {NULL}, NULL}},
 };
 
 typedef struct pcs_timing {
@@ -118,6 +124,45 @@ static int pcs_upload_once(void *ctx)
     int ierr = u->be->sync();
     hk_bmat_free(&Kd);
     return ierr;
+}
+
+/* A generated matrix as a run: K, b = K times ones, and for the elasticity kinds the grid's
+ * nodes as the mesh's, so that pc=amg gets its rigid-body modes as for a case. */
+static int pcs_generated(const char *spec, hk_run *r)
+{
+    double *coords = NULL;
+    int dim = 0;
+    if (hk_app_generate(spec, "hooke bench pcs", &r->sys.K, &coords, &dim)) return -1;
+    const hk_bcsr *K = &r->sys.K;
+    const int64_t n = K->nbrows * K->bs;
+    double *one = malloc((size_t)(n ? n : 1) * sizeof *one);
+    r->sys.f = malloc((size_t)(n ? n : 1) * sizeof *r->sys.f);
+    if (!one || !r->sys.f) {
+        free(one);
+        free(coords);
+        fprintf(stderr, "hooke bench pcs: out of memory for %s\n", spec);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0;
+    hk_bcsr_spmv(K, one, r->sys.f);
+    free(one);
+    r->sys.ndof = n;
+    r->sys.dim = K->bs;
+    if (coords) {
+        r->mesh.dim = dim;
+        r->mesh.nnodes = K->nbrows;
+        r->mesh.coords = calloc((size_t)K->nbrows * 3, sizeof *r->mesh.coords);
+        if (!r->mesh.coords) {
+            free(coords);
+            return -1;
+        }
+        for (int64_t i = 0; i < K->nbrows; i++)
+            for (int d = 0; d < dim; d++)
+                r->mesh.coords[3 * i + d] = coords[i * dim + d];
+        free(coords);
+    }
+    return 0;
 }
 
 /* One solve: create (set-up), solve from x = 0, time one application against one SpMV. */
@@ -263,6 +308,16 @@ int hk_bench_pcs(int argc, char **argv)
             }
             nprob++;
             i += 2;
+        } else if (!strcmp(a, "--generate") && i + 1 < argc) {
+            if (nprob == PCS_MAX_PROBLEMS) {
+                fprintf(stderr, "hooke bench pcs: at most %d --problem and --generate\n",
+                        PCS_MAX_PROBLEMS);
+                return 2;
+            }
+            memset(&probs[nprob], 0, sizeof probs[nprob]);
+            probs[nprob].label = probs[nprob].gen = argv[i + 1];
+            nprob++;
+            i += 2;
         } else if (!strcmp(a, "--pcs") && i + 1 < argc) {
             pc_list = argv[i + 1];
             i += 2;
@@ -315,22 +370,32 @@ int hk_bench_pcs(int argc, char **argv)
     int nrows = 0;
     hk_json j = {0};
     if (!rows) goto done;
-    printf("## hooke bench pcs: %s to 1e-8 on assembled cases\n\n", method);
+    printf("## hooke bench pcs: %s to 1e-8 on assembled cases and generated matrices\n\n",
+           method);
     hk_backend_describe(be, stdout);
     for (int p = 0; p < nprob; p++) {
         hk_case c;
         hk_run r;
         memset(&r, 0, sizeof r);
-        if (hk_case_load(probs[p].file, probs[p].nsets, probs[p].sets, &c)) {
-            fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
-            goto done;
-        }
-        hk_run_opts ro = {.quiet = 1};
-        if (hk_run_assemble(&c, &ro, &r)) {
-            fprintf(stderr, "hooke bench pcs: %s: %s\n", probs[p].label, hk_error_message());
-            hk_run_free(&r);
-            hk_case_free(&c);
-            goto done;
+        memset(&c, 0, sizeof c);
+        if (probs[p].gen) {
+            if (pcs_generated(probs[p].gen, &r)) {
+                hk_run_free(&r);
+                goto done;
+            }
+        } else {
+            if (hk_case_load(probs[p].file, probs[p].nsets, probs[p].sets, &c)) {
+                fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
+                goto done;
+            }
+            hk_run_opts ro = {.quiet = 1};
+            if (hk_run_assemble(&c, &ro, &r)) {
+                fprintf(stderr, "hooke bench pcs: %s: %s\n", probs[p].label,
+                        hk_error_message());
+                hk_run_free(&r);
+                hk_case_free(&c);
+                goto done;
+            }
         }
         const long long dofs = (long long)r.sys.ndof;
         printf("\n### %s: %lld DOFs, %lld nonzeros, mesh %.2f s, assembly %.2f s\n\n",
@@ -373,7 +438,7 @@ int hk_bench_pcs(int argc, char **argv)
         for (int i = nrows - nbe * npc; i < nrows; i++)
             if (!rows[i].failed && rows[i].has_amg) pcs_print_amg(&rows[i]);
         hk_run_free(&r);
-        hk_case_free(&c);
+        if (!probs[p].gen) hk_case_free(&c);
     }
     if (bo.json) {
         if (hk_json_open(&j, bo.json)) goto done;

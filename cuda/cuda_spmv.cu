@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     if (FUSED) hk_block_reduce<4>(fs, f.k, part);
 }
 
-template <typename T, int BS, bool FUSED, int STREAM = 0>
+template <typename T, int BS, bool FUSED>
 __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
     k_sell(int64_t nbrows, int64_t S, int tpr, const int64_t *__restrict__ sptr,
            const int32_t *__restrict__ swidth, const int32_t *__restrict__ perm,
@@ -136,11 +136,14 @@ __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
              * 155.3; unrolling the slot loop or forcing more blocks per SM was slower. The
              * kernel's __launch_bounds__(HK_CU_BLOCK, 1) and the unroll 1 below matter: with
              * neither, ptxas kept 40 registers instead of 56, fewer loads in flight, and
-             * hex-1M fp64 took 272 us instead of 253. */
+             * hex-1M fp64 took 272 us instead of 253. The matrix is read once per product,
+             * so its loads are marked streaming (__ldcs: evict first) and leave the caches to
+             * x: fp64 tri 67.6 -> 61.4 us, trirand 70.1 -> 62.6, tet 94.8 -> 92.0, hex-1M
+             * 252.9 -> 249.5 (96 % of copy); fp32 hex-1M 158.4 -> 151.7, tet 63.3 -> 60.2. */
 #pragma unroll 1
             for (int k = lane; k < w; k += tpr) {
                 const int64_t slot = base + (int64_t)k * S;
-                const int32_t c = STREAM ? __ldcs(col + slot + j) : __ldg(col + slot + j);
+                const int32_t c = __ldcs(col + slot + j);
                 const int64_t cs = c >= 0 ? (int64_t)c * BS : 0;
                 const T *v = val + slot * (BS * BS) + j;
 #pragma unroll
@@ -149,8 +152,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
                     const double xc = c >= 0 ? (double)xr : 0.0;
 #pragma unroll
                     for (int r = 0; r < BS; r++)
-                        acc[r] += (double)(STREAM ? __ldcs(v + (r * BS + cc) * S)
-                                                  : __ldg(v + (r * BS + cc) * S)) * xc;
+                        acc[r] += (double)__ldcs(v + (r * BS + cc) * S) * xc;
                 }
             }
             if (perm) row = perm[g];
@@ -223,11 +225,6 @@ static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, T *y, con
         k_bsr<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, y, f, m->part);
     else
-        if (getenv("HK_SELL_STREAM"))
-            k_sell<T, BS, FUSED, 1><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-                m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, (const T *)m->val, x,
-                y, f, m->part);
-        else
         k_sell<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, (const T *)m->val, x,
             y, f, m->part);

@@ -43,12 +43,6 @@ for step in "$@"; do
             $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri,quad \
               --formats sbell --min-time 0.1 format.tpr=$t | grep '^| [a-z]'
           done > "$OUT/tune.md" 2>&1 ;;
-    stream) { for v in 0 1; do
-              echo "== HK_SELL_STREAM=$v"
-              if [ $v = 1 ]; then export HK_SELL_STREAM=1; else unset HK_SELL_STREAM; fi
-              $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri,hex6 \
-                --formats sbell,cusparse-csr,bsr --min-time 0.1 | grep '^| [a-z]'
-            done; unset HK_SELL_STREAM; } > "$OUT/stream.md" 2>&1 ;;
     ncu) for p in fp64 fp32; do
            ncu --kernel-name regex:k_sell --launch-skip 4 --launch-count 1 --section SpeedOfLight \
              --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \

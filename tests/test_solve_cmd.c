@@ -159,7 +159,46 @@ static void test_solve_generate_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not KIND:N"));
 }
 
+/* hooke bench pcs --generate: generated matrices next to the cases, with the method asked for;
+ * the multilevel ILU needs fewer GMRES iterations than ILU(0) on convection-diffusion (the
+ * ILUPACK-GMRES paper's claim), AMG gets the grid's rigid-body modes (few iterations), and a bad
+ * spec is exit 2 with the place named. */
+static void test_bench_pcs_generate(void)
+{
+    static char out[1 << 16];
+    int rc = hk_test_hooke_cmd("bench pcs --backend cpu --method gmres --pcs ilu0,mlilu "
+                               "--generate convdiff:24",
+                               out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    int its[2] = {0, 0};
+    const char *names[2] = {"| ilu0 | cpu | ", "| mlilu | cpu | "};
+    for (int k = 0; k < 2; k++) {
+        const char *row = strstr(out, names[k]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        its[k] = atoi(row + strlen(names[k]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(row, "converged"));
+    }
+    CU_ASSERT(its[1] > 0 && its[1] < its[0]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "### convdiff:24: 576 DOFs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "set-up phases"));
+
+    rc = hk_test_hooke_cmd("bench pcs --backend cpu --pcs jacobi,amg --generate elasticity3d:8",
+                           out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    const char *jr = strstr(out, "| jacobi | cpu | "), *ar = strstr(out, "| amg | cpu | ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(jr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
+    const int ij = atoi(jr + strlen("| jacobi | cpu | ")), ia = atoi(ar + strlen("| amg | cpu | "));
+    CU_ASSERT(ia > 0 && 3 * ia < ij); /* the rigid-body modes reach AMG */
+
+    rc = hk_test_hooke_cmd("bench pcs --backend cpu --generate elasticity3d:x", out, sizeof out);
+    CU_ASSERT_NOT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hooke bench pcs: --generate 'elasticity3d:x' is not KIND:N"));
+}
+
 HK_SUITE(solve_cmd,
+         {"hooke bench pcs --generate: generated matrices, method, errors",
+          test_bench_pcs_generate},
          {"hooke solve: b = A*ones, solution file, iterations", test_solve_ones_and_output},
          {"hooke solve: --rhs, --block-size, --generate", test_solve_rhs_blocks_generate},
          {"hooke solve: --generate sizes out of range are named", test_solve_generate_errors},

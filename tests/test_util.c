@@ -163,10 +163,10 @@ int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, hk_ksp *
     return reads;
 }
 
-int hk_test_solve_cmd(const char *args, char *out, size_t cap)
+int hk_test_hooke_cmd(const char *args, char *out, size_t cap)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' solve %s 2>&1", hk_test_tmpdir(),
+    snprintf(cmd, sizeof cmd, "cd %s && OMP_NUM_THREADS=1 '%s' %s 2>&1", hk_test_tmpdir(),
              HOOKE_BINARY, args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
@@ -174,4 +174,11 @@ int hk_test_solve_cmd(const char *args, char *out, size_t cap)
     out[len] = 0;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int hk_test_solve_cmd(const char *args, char *out, size_t cap)
+{
+    char a[1900];
+    snprintf(a, sizeof a, "solve %s", args);
+    return hk_test_hooke_cmd(a, out, cap);
 }

@@ -85,5 +85,7 @@ int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, struct h
 /* Run `hooke solve ARGS` (the built binary) in the temporary directory with one thread, stderr
  * merged: returns the exit status (-1 when it did not run), the output in out (test_util.c). */
 int hk_test_solve_cmd(const char *args, char *out, size_t cap);
+/* The same for `hooke ARGS` (any subcommand). */
+int hk_test_hooke_cmd(const char *args, char *out, size_t cap);
 
 #endif
