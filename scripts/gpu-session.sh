@@ -43,6 +43,10 @@ for step in "$@"; do
             $B/hooke bench spmv --backend cuda --paper --matrices tet,trirand,hex,tri,quad \
               --formats sbell --min-time 0.1 format.tpr=$t | grep '^| [a-z]'
           done > "$OUT/tune.md" 2>&1 ;;
+    pcsgen) { $B/hooke bench pcs --backend cuda --method gmres --pcs jacobi,ilu0,mlilu --generate convdiff:256
+              $B/hooke bench pcs --backend cuda --no-cpu --method gmres --pcs ilu0,mlilu --generate convdiff:1024
+              $B/hooke bench pcs --backend cuda --no-cpu --pcs jacobi,poly,ic0,mlilu,amg --generate elasticity3d:60 \
+                --problem 'cases/bracket/bracket.yaml geometry.size=0.0015'; } > "$OUT/pcsgen.md" 2>&1 ;;
     ncu) for p in fp64 fp32; do
            ncu --kernel-name regex:k_sell --launch-skip 4 --launch-count 1 --section SpeedOfLight \
              --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
