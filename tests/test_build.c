@@ -14,29 +14,6 @@
 #include "test_util.h"
 #include "hk_impl.h"
 
-static const hk_backend *cpu_be(void)
-{
-    return &hk_backend_cpu;
-}
-
-static const hk_backend *gpu_be(void)
-{
-    const hk_backend *b = NULL;
-    if (hk_backend_get("cuda", &b)) hk_error_clear();
-    return b;
-}
-
-static double *rand_vec(int64_t n, unsigned seed)
-{
-    double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
-    uint32_t s = seed * 2891336453u + 7u;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (double)(s >> 8) / (double)(1u << 24) * 2.0 - 1.0;
-    }
-    return x;
-}
-
 /* The matrices every format is built from, for block size bs (index k < NMATS). */
 #define NMATS 5
 static int make_matrix(int k, int bs, hk_bcsr *K)
@@ -123,7 +100,7 @@ static void backend_spmv(hk_mat *A, const double *x, double *y)
 
 static void test_build_equals_reference(void)
 {
-    const hk_backend *cpu = cpu_be();
+    const hk_backend *cpu = &hk_backend_cpu;
     int nbuilt = 0;
     for (int bs = 1; bs <= 6; bs++)
         for (int k = 0; k < NMATS; k++) {
@@ -179,7 +156,7 @@ static void test_build_by_hand(void)
     for (int q = 0; q < 6 * 16; q++)
         v[q] = q + 1;
     hk_bcsr K = {.bs = 4, .nbrows = 4, .nbcols = 4, .rowptr = rp, .colind = ci, .val = v};
-    hk_mat *A = build(cpu_be(), &K, HK_FMT_SBELL, HK_FP64, 2, 4);
+    hk_mat *A = build(&hk_backend_cpu, &K, HK_FMT_SBELL, HK_FP64, 2, 4);
     CU_ASSERT_PTR_NOT_NULL_FATAL(A);
     hk_fmt F;
     HK_ASSERT_OK(hk_backend_cpu.mat_download(A, &F));
@@ -198,7 +175,7 @@ static void test_build_by_hand(void)
     CU_ASSERT_EQUAL(F.val[(0 + 1 * 2) * 16 + 5 * 2 + 1], 5 * 16 + 5 + 1);
     hk_fmt_free(&F);
     hk_mat_destroy(A);
-    A = build(cpu_be(), &K, HK_FMT_BELL, HK_FP64, 32, 0);
+    A = build(&hk_backend_cpu, &K, HK_FMT_BELL, HK_FP64, 32, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(A);
     CU_ASSERT_EQUAL(A->width, 3);
     CU_ASSERT_EQUAL(A->stored, 3 * 4 * 16);
@@ -217,7 +194,7 @@ static void check_spmv_all(const hk_backend *be)
             const int64_t nv = K.rowptr[K.nbrows] * bs * bs;
             for (int64_t q = 0; q < nv; q++)
                 K32.val[q] = (float)K32.val[q];
-            double *x = rand_vec(nc, 3u + (unsigned)k), *x32 = rand_vec(nc, 3u + (unsigned)k);
+            double *x = hk_test_rand_vec(nc, 3u + (unsigned)k), *x32 = hk_test_rand_vec(nc, 3u + (unsigned)k);
             for (int64_t i = 0; i < nc; i++)
                 x32[i] = (float)x32[i];
             double *ref = calloc((size_t)nr + 1, 8), *ref32 = calloc((size_t)nr + 1, 8);
@@ -225,7 +202,7 @@ static void check_spmv_all(const hk_backend *be)
             hk_bcsr_spmv(&K, x, ref);
             hk_bcsr_spmv(&K32, x32, ref32);
             for (int f = 0; f < HK_FMT_COUNT; f++) {
-                if (be == cpu_be() && (f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR))
+                if (be == &hk_backend_cpu && (f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR))
                     continue;
                 for (int pi = 0; pi < 2; pi++) {
                     const hk_precision p = pi ? HK_FP32 : HK_FP64;
@@ -255,7 +232,7 @@ static void check_spmv_all(const hk_backend *be)
 
 static void test_spmv_cpu(void)
 {
-    check_spmv_all(cpu_be());
+    check_spmv_all(&hk_backend_cpu);
 }
 
 /* A random br x bc block matrix on be (pattern of hk_gen_random, values random). */
@@ -268,7 +245,7 @@ static void random_bmat(const hk_backend *be, int64_t nbrows, int64_t nbcols, in
     HK_ASSERT_OK(hk_bmat_alloc(&hk_backend_cpu, br, bc, nbrows, nbcols, nnzb, H));
     memcpy(H->rowptr, P.rowptr, (size_t)(nbrows + 1) * 8);
     if (nnzb) memcpy(H->colind, P.colind, (size_t)nnzb * 4);
-    double *v = rand_vec(nnzb * br * bc, seed + 1);
+    double *v = hk_test_rand_vec(nnzb * br * bc, seed + 1);
     if (nnzb) memcpy(H->val, v, (size_t)(nnzb * br * bc) * 8);
     free(v);
     hk_bcsr_free(&P);
@@ -356,13 +333,13 @@ static void check_transpose_expand(const hk_backend *be)
 
 static void test_transpose_expand_cpu(void)
 {
-    check_transpose_expand(cpu_be());
+    check_transpose_expand(&hk_backend_cpu);
 }
 
 /* What the build refuses, in one sentence each. */
 static void test_build_errors(void)
 {
-    const hk_backend *cpu = cpu_be();
+    const hk_backend *cpu = &hk_backend_cpu;
     hk_bcsr K;
     hk_mat *A = NULL;
     HK_ASSERT_OK(hk_gen_random(4, 4, 2, 2.0, 0, 1u, &K));
@@ -406,7 +383,7 @@ HK_SUITE(build, {"built arrays = hk_fmt_from_bcsr, every format, bs 1..6, fp64/f
 
 static void test_cuda_build_equals_cpu(void)
 {
-    const hk_backend *gpu = gpu_be(), *cpu = cpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend(), *cpu = &hk_backend_cpu;
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     for (int bs = 1; bs <= 6; bs++)
         for (int k = 0; k < NMATS; k++) {
@@ -448,7 +425,7 @@ static void test_cuda_build_equals_cpu(void)
 
 static void test_cuda_spmv(void)
 {
-    const hk_backend *gpu = gpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     check_spmv_all(gpu);
 }
@@ -456,7 +433,7 @@ static void test_cuda_spmv(void)
 /* transpose / expansion on the device = on the CPU, entry for entry */
 static void test_cuda_transpose_expand(void)
 {
-    const hk_backend *gpu = gpu_be(), *cpu = cpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend(), *cpu = &hk_backend_cpu;
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     check_transpose_expand(gpu);
     for (int t = 0; t < NSHAPES; t++) {

@@ -15,17 +15,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static double *rand_vec(int64_t n, unsigned seed)
-{
-    double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
-    uint32_t s = seed * 747796405u + 1u;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (double)(s >> 8) / (double)(1u << 24) * 2.0 - 1.0;
-    }
-    return x;
-}
-
 /* y = |A| |x| (bound for rounding errors) */
 static void abs_spmv(const hk_bcsr *A, const double *x, double *y)
 {
@@ -65,7 +54,7 @@ static void check_spmv(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk
              hk_format_name(fmt), p == HK_FP64 ? "fp64" : "fp32", hk_backend_name(be), K->bs,
              (long long)K->nbrows, slice, sigma);
     const int64_t nr = K->nbrows * K->bs, nc = K->nbcols * K->bs;
-    double *x = rand_vec(nc, 7 + (unsigned)nr), *ref = calloc((size_t)nr + 1, sizeof(double));
+    double *x = hk_test_rand_vec(nc, 7 + (unsigned)nr), *ref = calloc((size_t)nr + 1, sizeof(double));
     double *bound = calloc((size_t)nr + 1, sizeof(double));
     double *y = calloc((size_t)nr + 1, sizeof(double));
     hk_bcsr K32 = {0};
@@ -625,7 +614,7 @@ static void test_spmv_thread_independent(void)
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d_tet(14, 14, 14, &K)); /* > 2048 rows: parallel */
     const int64_t n = K.nbrows * 3;
-    double *x = rand_vec(n, 3), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+    double *x = hk_test_rand_vec(n, 3), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
     const int nt = omp_get_max_threads();
     for (int f = 0; f < HK_FMT_CUSPARSE_CSR; f++) {
         hk_mat *A;

@@ -17,29 +17,6 @@
 #include "hk_impl.h"
 #include "test_util.h"
 
-static const hk_backend *cpu_be(void)
-{
-    return &hk_backend_cpu;
-}
-
-static const hk_backend *gpu_be(void)
-{
-    const hk_backend *b = NULL;
-    if (hk_backend_get("cuda", &b)) hk_error_clear();
-    return b;
-}
-
-static double *rand_vec(int64_t n, unsigned seed)
-{
-    double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
-    uint32_t s = seed * 2654435761u + 3u;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (double)(s >> 8) / (double)(1u << 24) * 2.0 - 1.0;
-    }
-    return x;
-}
-
 /* Matrices with the shapes PCSR has to get right (index k < NMATS), block size bs. */
 #define NMATS 7
 static int make_matrix(int k, int bs, hk_bcsr *K)
@@ -167,10 +144,10 @@ static void test_build_equals_reference(void)
                     snprintf(what, sizeof what, "bs %d matrix %d P %d pad %d %s", bs, k,
                              params[pi][0], params[pi][1], p ? "fp32" : "fp64");
                     hk_mat *A =
-                        build_pcsr(cpu_be(), &K, (hk_precision)p, params[pi][0], params[pi][1], 1);
+                        build_pcsr(&hk_backend_cpu, &K, (hk_precision)p, params[pi][0], params[pi][1], 1);
                     CU_ASSERT_PTR_NOT_NULL_FATAL(A);
                     hk_fmt F;
-                    HK_ASSERT_OK(cpu_be()->mat_download(A, &F));
+                    HK_ASSERT_OK(hk_backend_cpu.mat_download(A, &F));
                     if (p)
                         for (int64_t q = 0; q < R.stored; q++)
                             R.val[q] = (float)R.val[q];
@@ -199,7 +176,7 @@ static int check_pcsr_spmv(const hk_backend *be, const hk_bcsr *K, int part, int
     HK_ASSERT_OK(hk_bcsr_copy(K, &K32));
     const int64_t nr = K->nbrows * K->bs, nc = K->nbcols * K->bs;
     const int64_t nv = K->rowptr[K->nbrows] * K->bs * K->bs;
-    double *x = rand_vec(nc, 5u + (unsigned)nr), *y = calloc((size_t)nr + 1, 8);
+    double *x = hk_test_rand_vec(nc, 5u + (unsigned)nr), *y = calloc((size_t)nr + 1, 8);
     double *ref = calloc((size_t)nr + 1, 8);
     if (p == HK_FP32) {
         for (int64_t q = 0; q < nv; q++)
@@ -231,7 +208,7 @@ static void test_spmv_cpu(void)
                     char what[96];
                     snprintf(what, sizeof what, "cpu bs %d matrix %d P %d pad %d %s", bs, k,
                              params[pi][0], params[pi][1], p ? "fp32" : "fp64");
-                    bad += !check_pcsr_spmv(cpu_be(), &K, params[pi][0], params[pi][1], 4,
+                    bad += !check_pcsr_spmv(&hk_backend_cpu, &K, params[pi][0], params[pi][1], 4,
                                             (hk_precision)p, what);
                     runs++;
                 }
@@ -257,10 +234,10 @@ static void test_by_hand(void)
     for (int q = 20; q < 70; q++) /* sorted, distinct columns in row 1 */
         ci[q] = q - 20;
     hk_bcsr K = {.bs = 1, .nbrows = 3, .nbcols = 50, .rowptr = rp, .colind = ci, .val = v};
-    hk_mat *A = build_pcsr(cpu_be(), &K, HK_FP64, 32, 2, 1);
+    hk_mat *A = build_pcsr(&hk_backend_cpu, &K, HK_FP64, 32, 2, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(A);
     hk_fmt F;
-    HK_ASSERT_OK(cpu_be()->mat_download(A, &F));
+    HK_ASSERT_OK(hk_backend_cpu.mat_download(A, &F));
     const int64_t rowptr[4] = {0, 20, 70, 74};
     const int32_t part_row[4] = {0, 2, 2, 3}, split[3] = {0, 32, 6};
     CU_ASSERT_EQUAL(F.nparts, 3);
@@ -312,7 +289,7 @@ static void test_padding_counts(void)
         CU_ASSERT_EQUAL(R.rowptr[R.nrows], c[i].padded);
         CU_ASSERT_EQUAL(R.stored, 32);
         CU_ASSERT_EQUAL(R.nparts, 1);
-        hk_mat *A = build_pcsr(cpu_be(), &K, HK_FP32, 32, c[i].pad, 1);
+        hk_mat *A = build_pcsr(&hk_backend_cpu, &K, HK_FP32, 32, c[i].pad, 1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(A);
         hk_mat_info info;
         hk_mat_get_info(A, &info);
@@ -351,7 +328,7 @@ static void test_option_errors(void)
         hk_mat *A = NULL;
         HK_ASSERT_OK(hk_options_create(&o));
         HK_ASSERT_OK(hk_options_parse(o, bad[i]));
-        CU_ASSERT_EQUAL(hk_mat_create(cpu_be(), &K, HK_FMT_PCSR, HK_FP64, o, &A), HK_ERR_OPTION);
+        CU_ASSERT_EQUAL(hk_mat_create(&hk_backend_cpu, &K, HK_FMT_PCSR, HK_FP64, o, &A), HK_ERR_OPTION);
         CU_ASSERT_PTR_NULL(A);
         hk_error_clear();
         hk_options_destroy(o);
@@ -370,7 +347,7 @@ static void solve_case(const char *backend)
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_poisson2d(40, &K));
     const int64_t n = K.nbrows;
-    double *xt = rand_vec(n, 9u), *b = malloc((size_t)n * 8), *x = calloc((size_t)n, 8);
+    double *xt = hk_test_rand_vec(n, 9u), *b = malloc((size_t)n * 8), *x = calloc((size_t)n, 8);
     hk_bcsr_spmv(&K, xt, b);
     static const char *const opts[] = {"method=cg pc=jacobi format=pcsr tol=1e-11",
                                        "method=cg pc=poly format=pcsr precision=mixed tol=1e-11 "
@@ -453,7 +430,7 @@ HK_SUITE(pcsr, {"cpu build = host reference, every array", test_build_equals_ref
 
 static void test_cuda_build_and_spmv(void)
 {
-    const hk_backend *gpu = gpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     int bad = 0, runs = 0;
     for (int bs = 1; bs <= 3; bs++)
@@ -461,7 +438,7 @@ static void test_cuda_build_and_spmv(void)
             hk_bcsr K;
             HK_ASSERT_OK(make_matrix(k, bs, &K));
             const int64_t nr = K.nbrows * bs, nc = K.nbcols * bs;
-            double *x = rand_vec(nc, 17u), *yc = calloc((size_t)nr + 1, 8);
+            double *x = hk_test_rand_vec(nc, 17u), *yc = calloc((size_t)nr + 1, 8);
             double *yg = calloc((size_t)nr + 1, 8);
             for (int pi = 0; pi < NPARAMS; pi++)
                 for (int p = 0; p < 2; p++) {
@@ -469,7 +446,7 @@ static void test_cuda_build_and_spmv(void)
                     snprintf(what, sizeof what, "cuda bs %d matrix %d P %d pad %d %s", bs, k,
                              params[pi][0], params[pi][1], p ? "fp32" : "fp64");
                     hk_mat *C =
-                        build_pcsr(cpu_be(), &K, (hk_precision)p, params[pi][0], params[pi][1], 1);
+                        build_pcsr(&hk_backend_cpu, &K, (hk_precision)p, params[pi][0], params[pi][1], 1);
                     CU_ASSERT_PTR_NOT_NULL_FATAL(C);
                     spmv(C, x, yc);
                     for (int pf = 1; pf <= 5; pf += 2) {
@@ -479,7 +456,7 @@ static void test_cuda_build_and_spmv(void)
                         if (pf == 1) {
                             hk_fmt FG, FC;
                             HK_ASSERT_OK(gpu->mat_download(G, &FG));
-                            HK_ASSERT_OK(cpu_be()->mat_download(C, &FC));
+                            HK_ASSERT_OK(hk_backend_cpu.mat_download(C, &FC));
                             bad += !same_pcsr(what, &FG, &FC);
                             bad += G->stored != C->stored || G->bytes != C->bytes ||
                                    G->width != C->width;
@@ -511,7 +488,7 @@ static void test_cuda_build_and_spmv(void)
 
 static void test_cuda_spmv_to_rounding(void)
 {
-    const hk_backend *gpu = gpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     int bad = 0;
     for (int k = 0; k < NMATS; k++) {
@@ -528,7 +505,7 @@ static void test_cuda_spmv_to_rounding(void)
  * 5000 entries (longer than the adaptive kernel's tile of 2048) next to short and empty rows. */
 static void test_cuda_csr_kernels(void)
 {
-    const hk_backend *gpu = gpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     static const char *const kern[] = {
         "format.csr.kernel=auto",     "format.csr.kernel=thread",
@@ -547,7 +524,7 @@ static void test_cuda_csr_kernels(void)
         for (int p = 0; p < 2; p++) {
             hk_bcsr K32;
             HK_ASSERT_OK(hk_bcsr_copy(&K, &K32));
-            double *x = rand_vec(nc, 23u), *y = calloc((size_t)nr + 1, 8);
+            double *x = hk_test_rand_vec(nc, 23u), *y = calloc((size_t)nr + 1, 8);
             double *ref = calloc((size_t)nr + 1, 8);
             if (p) {
                 for (int64_t q = 0; q < K.rowptr[K.nbrows] * K.bs * K.bs; q++)
@@ -577,17 +554,17 @@ static void test_cuda_csr_kernels(void)
  * SpMV and then a reduction: Ap and p.Ap agree with the CPU. */
 static void test_cuda_fused(void)
 {
-    const hk_backend *gpu = gpu_be();
+    const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 4, &K));
     const int64_t n = K.nbrows * K.bs;
-    double *x = rand_vec(n, 31u), *yc = malloc((size_t)n * 8), *yg = malloc((size_t)n * 8);
+    double *x = hk_test_rand_vec(n, 31u), *yc = malloc((size_t)n * 8), *yg = malloc((size_t)n * 8);
     const hk_format fmts[2] = {HK_FMT_PCSR, HK_FMT_CSR};
     for (int f = 0; f < 2; f++) {
         double S[2][HK_S_PIPECG_COUNT];
         double *out[2] = {yc, yg};
-        const hk_backend *bes[2] = {cpu_be(), gpu};
+        const hk_backend *bes[2] = {&hk_backend_cpu, gpu};
         for (int b = 0; b < 2; b++) {
             hk_mat *A = build(bes[b], &K, fmts[f], HK_FP64, "");
             CU_ASSERT_PTR_NOT_NULL_FATAL(A);

@@ -182,3 +182,21 @@ int hk_test_solve_cmd(const char *args, char *out, size_t cap)
     snprintf(a, sizeof a, "solve %s", args);
     return hk_test_hooke_cmd(a, out, cap);
 }
+
+const hk_backend *hk_test_cuda_backend(void)
+{
+    const hk_backend *b = NULL;
+    if (hk_backend_get("cuda", &b)) hk_error_clear();
+    return b;
+}
+
+double *hk_test_rand_vec(int64_t n, unsigned seed)
+{
+    double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
+    uint32_t s = seed * 747796405u + 1u;
+    for (int64_t i = 0; x && i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (double)(s >> 8) / (double)(1u << 24) * 2.0 - 1.0;
+    }
+    return x;
+}

@@ -35,6 +35,10 @@ void hk_test_register_suite(const char *name, int device, const hk_test_case *ca
 
 /* Usable backends (cpu always, cuda when a device is present); NULL-terminated. */
 const hk_backend *const *hk_test_backends(void);
+/* The cuda backend, or NULL when no device is usable. */
+const hk_backend *hk_test_cuda_backend(void);
+/* n pseudo-random values in [-1, 1), the same for the same seed (malloc'd; free it). */
+double *hk_test_rand_vec(int64_t n, unsigned seed);
 int hk_test_have_cuda(void);
 
 /* Relative difference max|a-b| / max(max|b|, tiny). */
