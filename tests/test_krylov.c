@@ -12,40 +12,6 @@
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-/* Solve K x = K*ones from x = 0 with "backend=<be> <opts>". Returns the create/solve code;
- * *maxerr = max |x_i - 1|. */
-static int solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts, hk_result *res,
-                      double *maxerr)
-{
-    const int64_t n = K->nbrows * K->bs;
-    double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x),
-           *one = malloc((size_t)n * sizeof *one);
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(K, one, b);
-    hk_options *o;
-    hk_solver *s = NULL;
-    int err = hk_options_create(&o);
-    char text[512];
-    snprintf(text, sizeof text, "backend=%s %s", hk_backend_name(be), opts);
-    if (!err) err = hk_options_parse(o, text);
-    if (!err) err = hk_solver_create(K, o, &s);
-    memset(res, 0, sizeof *res);
-    if (!err) err = hk_solver_solve(s, b, x, res);
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs(x[i] - 1.0);
-        if (!(d <= e)) e = d; /* NaN propagates */
-    }
-    if (maxerr) *maxerr = e;
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b);
-    free(x);
-    free(one);
-    return err;
-}
-
 /* Scalar CSR of a dense n x n row-major matrix (zeros dropped). */
 static void dense_to_bcsr(int n, const double *D, hk_bcsr *A)
 {
@@ -114,7 +80,7 @@ static void test_all_combinations_spd(void)
                                  prec ? "mixed" : "double");
                         hk_result res;
                         double err;
-                        int code = solve_ones(*be, &K, opts, &res, &err);
+                        int code = hk_test_solve_ones(*be, &K, opts, NULL, &res, &err);
                         if (code == HK_ERR_UNSUPPORTED) { /* invalid combination, says why */
                             CU_ASSERT(strlen(hk_error_message()) > 20);
                             skipped++;
@@ -166,7 +132,7 @@ static void test_nonsymmetric(void)
                              prec ? "mixed" : "double");
                     hk_result res;
                     double err;
-                    int code = solve_ones(*be, &K, opts, &res, &err);
+                    int code = hk_test_solve_ones(*be, &K, opts, NULL, &res, &err);
                     if (code == HK_ERR_UNSUPPORTED) { /* e.g. ilu0 on cuda: says why */
                         CU_ASSERT(strlen(hk_error_message()) > 20);
                         continue;
@@ -191,7 +157,7 @@ static int iterations_of(const hk_backend *be, const hk_bcsr *K, const char *opt
 {
     hk_result res;
     double err;
-    int code = solve_ones(be, K, opts, &res, &err);
+    int code = hk_test_solve_ones(be, K, opts, NULL, &res, &err);
     if (code || !hk_reason_converged(res.reason)) {
         fprintf(stderr, "\n  %s: code %d (%s) reason %s\n", opts, code,
                 code ? hk_error_message() : "", hk_reason_name(res.reason));
@@ -237,7 +203,8 @@ static void test_pipelined_match_classical(void)
         /* check_every: pipecg reads its scalars every 4th iteration only */
         hk_result res;
         double err;
-        HK_ASSERT_OK(solve_ones(*be, &K, "method=pipecg pc=jacobi check_every=4", &res, &err));
+        HK_ASSERT_OK(hk_test_solve_ones(*be, &K, "method=pipecg pc=jacobi check_every=4", NULL,
+                                        &res, &err));
         CU_ASSERT(hk_reason_converged(res.reason));
         CU_ASSERT_EQUAL(res.iterations % 4, 0);
         CU_ASSERT(res.true_residual <= 1e-7);
@@ -296,7 +263,7 @@ static void test_not_spd(void)
             char opts[64];
             snprintf(opts, sizeof opts, "method=%s pc=none check_every=1", methods[m]);
             hk_result res;
-            HK_ASSERT_OK(solve_ones(*be, &K, opts, &res, NULL));
+            HK_ASSERT_OK(hk_test_solve_ones(*be, &K, opts, NULL, &res, NULL));
             if (res.reason != HK_DIVERGED_NOT_SPD)
                 fprintf(stderr, "\n  %s: reason '%s'", opts, hk_reason_name(res.reason));
             CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_NOT_SPD);
@@ -510,7 +477,7 @@ static void test_limits_and_tolerances(void)
             if (!strcmp(hk_ksp_types[m]->name, "cholesky")) continue; /* direct: no iterations */
             snprintf(opts, sizeof opts, "method=%s pc=jacobi maxit=7", hk_ksp_types[m]->name);
             hk_result res;
-            HK_ASSERT_OK(solve_ones(*be, &K, opts, &res, NULL));
+            HK_ASSERT_OK(hk_test_solve_ones(*be, &K, opts, NULL, &res, NULL));
             if (res.reason != HK_DIVERGED_MAXIT || res.iterations > 7)
                 fprintf(stderr, "\n  %s: reason '%s' after %d", opts, hk_reason_name(res.reason),
                         res.iterations);
@@ -524,7 +491,7 @@ static void test_limits_and_tolerances(void)
             char opts[128];
             snprintf(opts, sizeof opts, "method=cg pc=jacobi tol=%g", tols[t]);
             hk_result res;
-            HK_ASSERT_OK(solve_ones(*be, &K, opts, &res, NULL));
+            HK_ASSERT_OK(hk_test_solve_ones(*be, &K, opts, NULL, &res, NULL));
             CU_ASSERT_EQUAL(res.reason, HK_CONVERGED_RTOL);
             CU_ASSERT(res.true_residual <= 2 * tols[t]);
             CU_ASSERT(res.iterations > prev);
@@ -546,7 +513,7 @@ static void test_limits_and_tolerances(void)
             char opts[128];
             snprintf(opts, sizeof opts, "method=%s tol=1e-11", tight[t]);
             hk_result res;
-            HK_ASSERT_OK(solve_ones(*be, &K, opts, &res, NULL));
+            HK_ASSERT_OK(hk_test_solve_ones(*be, &K, opts, NULL, &res, NULL));
             if (!hk_reason_converged(res.reason) || res.true_residual > 1.5e-11)
                 fprintf(stderr, "\n  %s: %s, true residual %.2e", opts, hk_reason_name(res.reason),
                         res.true_residual);

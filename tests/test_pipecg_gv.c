@@ -12,36 +12,15 @@
 #include "hk_impl.h"
 #include "pipecg_gv.h"
 
-/* Solve K x = b from x = 0 with "backend=<be> <opts>"; b = K * ones when b is NULL (then
- * *maxerr = max |x_i - 1|). x (n entries) receives the solution. */
+/* Solve K x = K * ones from x = 0 with "backend=<be> maxit=5000 <opts>" (*maxerr = max
+ * |x_i - 1|); x (n entries) receives the solution. */
 static int solve(const hk_backend *be, const hk_bcsr *K, const char *opts, double *x,
                  hk_result *res, double *maxerr)
 {
-    const int64_t n = K->nbrows * K->bs;
-    double *b = malloc((size_t)n * sizeof *b), *one = malloc((size_t)n * sizeof *one);
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0, x[i] = 0.0;
-    hk_bcsr_spmv(K, one, b);
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
     char text[512];
-    snprintf(text, sizeof text, "backend=%s maxit=5000 %s", hk_backend_name(be), opts);
-    memset(res, 0, sizeof *res);
-    int err = hk_options_create(&o);
-    if (!err) err = hk_options_parse(o, text);
-    if (!err) err = hk_solver_create(K, o, &s);
-    if (!err) err = hk_solver_solve(s, b, x, res);
+    snprintf(text, sizeof text, "maxit=5000 %s", opts);
+    const int err = hk_test_solve_ones(be, K, text, x, res, maxerr);
     if (err) fprintf(stderr, "\n  %s: %s\n", text, hk_error_message());
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double d = fabs(x[i] - 1.0);
-        if (!(d <= e)) e = d;
-    }
-    if (maxerr) *maxerr = e;
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b);
-    free(one);
     return err;
 }
 

@@ -329,26 +329,8 @@ static void test_gram(void)
 static int solve(const hk_backend *be, const hk_bcsr *K, const char *opts, double **x,
                  hk_result *res)
 {
-    const int64_t n = K->nbrows * K->bs;
-    double *b = malloc((size_t)n * sizeof *b), *one = malloc((size_t)n * sizeof *one);
-    *x = calloc((size_t)n, sizeof **x);
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(K, one, b);
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
-    char text[512];
-    snprintf(text, sizeof text, "backend=%s %s", hk_backend_name(be), opts);
-    memset(res, 0, sizeof *res);
-    int err = hk_options_create(&o);
-    if (!err) err = hk_options_parse(o, text);
-    if (!err) err = hk_solver_create(K, o, &s);
-    if (!err) err = hk_solver_solve(s, b, *x, res);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b);
-    free(one);
-    return err;
+    *x = calloc((size_t)(K->nbrows * K->bs), sizeof **x);
+    return hk_test_solve_ones(be, K, opts, *x, res, NULL);
 }
 
 static double maxdiff(const double *a, const double *b, int64_t n)

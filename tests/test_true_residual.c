@@ -9,32 +9,6 @@
 
 #include "test_util.h"
 
-/* Solve K x = K 1 from x = 0 with the options; returns the error code. */
-static int solve(const hk_backend *be, const hk_bcsr *K, const char *opts, hk_result *res)
-{
-    const int64_t n = K->nbrows * K->bs;
-    double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x),
-           *one = malloc((size_t)n * sizeof *one);
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(K, one, b);
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
-    char text[512];
-    snprintf(text, sizeof text, "backend=%s %s", hk_backend_name(be), opts);
-    memset(res, 0, sizeof *res);
-    int err = hk_options_create(&o);
-    if (!err) err = hk_options_parse(o, text);
-    if (!err) err = hk_solver_create(K, o, &s);
-    if (!err) err = hk_solver_solve(s, b, x, res);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b);
-    free(x);
-    free(one);
-    return err;
-}
-
 static void test_converged_means_true_residual(void)
 {
     static const char *const runs[] = {
@@ -50,7 +24,7 @@ static void test_converged_means_true_residual(void)
         for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
             hk_result res;
             double tol = atof(strstr(runs[r], "tol=") + 4);
-            int err = solve(*be, &K, runs[r], &res);
+            int err = hk_test_solve_ones(*be, &K, runs[r], NULL, &res, NULL);
             CU_ASSERT_EQUAL(err, 0);
             if (err) hk_error_clear();
             if (hk_reason_converged(res.reason)) {
@@ -73,8 +47,9 @@ static void test_unreachable_tolerance_not_converged(void)
     HK_ASSERT_OK(hk_gen_elasticity3d(6, 6, 6, &K));
     for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
         hk_result res;
-        HK_ASSERT_OK(solve(*be, &K, "method=cg pc=jacobi tol=1e-17 stagnation=0 maxit=5000",
-                           &res));
+        HK_ASSERT_OK(hk_test_solve_ones(*be, &K,
+                                        "method=cg pc=jacobi tol=1e-17 stagnation=0 maxit=5000",
+                                        NULL, &res, NULL));
         CU_ASSERT_FALSE(hk_reason_converged(res.reason));
         CU_ASSERT(res.true_residual > HK_TRUE_RESIDUAL_FACTOR * 1e-17);
         CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_TRUE_RESIDUAL);
@@ -104,7 +79,7 @@ static void test_pipelined_past_convergence(void)
         for (int m = 0; m < 2; m++)
             for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
                 hk_result res;
-                CU_ASSERT_EQUAL(solve(*be, &K[m], runs[r], &res), 0);
+                CU_ASSERT_EQUAL(hk_test_solve_ones(*be, &K[m], runs[r], NULL, &res, NULL), 0);
                 if (!hk_reason_converged(res.reason))
                     printf("\n  %s on %s, matrix %d: %s, true residual %.2e", runs[r],
                            hk_backend_name(*be), m, hk_reason_name(res.reason),

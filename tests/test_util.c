@@ -200,3 +200,36 @@ double *hk_test_rand_vec(int64_t n, unsigned seed)
     }
     return x;
 }
+
+int hk_test_solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts, double *x,
+                       hk_result *res, double *maxerr)
+{
+    const int64_t n = K->nbrows * K->bs;
+    double *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    double *one = malloc((size_t)(n ? n : 1) * sizeof *one);
+    double *xo = x ? x : malloc((size_t)(n ? n : 1) * sizeof *xo);
+    for (int64_t i = 0; i < n; i++)
+        one[i] = 1.0, xo[i] = 0.0;
+    hk_bcsr_spmv(K, one, b);
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    char text[512];
+    snprintf(text, sizeof text, "backend=%s %s", hk_backend_name(be), opts);
+    memset(res, 0, sizeof *res);
+    int err = hk_options_create(&o);
+    if (!err) err = hk_options_parse(o, text);
+    if (!err) err = hk_solver_create(K, o, &s);
+    if (!err) err = hk_solver_solve(s, b, xo, res);
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs(xo[i] - 1.0);
+        if (!(d <= e)) e = d; /* NaN propagates */
+    }
+    if (maxerr) *maxerr = e;
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    free(b);
+    free(one);
+    if (!x) free(xo);
+    return err;
+}

@@ -35,6 +35,10 @@ void hk_test_register_suite(const char *name, int device, const hk_test_case *ca
 
 /* Usable backends (cpu always, cuda when a device is present); NULL-terminated. */
 const hk_backend *const *hk_test_backends(void);
+/* Solve K x = K * ones from x = 0 with "backend=<be> <opts>": returns the create/solve code;
+ * x (n entries, may be NULL) receives the solution, *maxerr (may be NULL) = max |x_i - 1|. */
+int hk_test_solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts, double *x,
+                       hk_result *res, double *maxerr);
 /* The cuda backend, or NULL when no device is usable. */
 const hk_backend *hk_test_cuda_backend(void);
 /* n pseudo-random values in [-1, 1), the same for the same seed (malloc'd; free it). */
