@@ -516,18 +516,7 @@ static int run_case(const char *rel, const char *order_by, hk_case *c, hk_run *r
     snprintf(set, sizeof set, "geometry.order_by=%s", order_by);
     /* Delaunay on one thread: both elevations raise the same linear mesh */
     const char *sets[] = {set, "geometry.algorithm3d=delaunay", "geometry.threads=1"};
-    int err = hk_case_load(hk_test_path(rel), 3, sets, c);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        return err;
-    }
-    hk_run_opts o = {.backend = "cpu", .quiet = 1};
-    err = hk_run_case(c, &o, r);
-    if (err) {
-        fprintf(stderr, "\n  %s: %s\n", rel, hk_error_message());
-        hk_case_free(c);
-    }
-    return err;
+    return hk_test_run_case(rel, 3, sets, c, r);
 }
 
 static void test_cases(void)
