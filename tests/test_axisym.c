@@ -532,17 +532,6 @@ static int has(const char *want)
     return ok;
 }
 
-static const char *write_case(const char *name, const char *text)
-{
-    static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/%s", hk_test_tmpdir(), name);
-    FILE *f = fopen(buf, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-    return buf;
-}
-
 /* A 3D mesh, a node at r < 0, no axial support: one sentence each, from the library and at
  * file:line:col from a case file (also thickness and a D of the wrong size). */
 static void test_errors(void)
@@ -592,13 +581,13 @@ static void test_errors(void)
                  "supports: [{boundary: bottom, fix: [y]}]\nmaterials: [%s]\n",
                  bad[i].geometry, bad[i].analysis, bad[i].material);
         hk_case c;
-        CU_ASSERT_EQUAL(hk_case_load(write_case("a.yaml", text), 0, NULL, &c), HK_ERR_CASE);
+        CU_ASSERT_EQUAL(hk_case_load(hk_test_write_case("a.yaml", text), 0, NULL, &c), HK_ERR_CASE);
         CU_ASSERT(has(bad[i].want));
     }
     /* a mesh with nodes at r < 0, and a 3D mesh, when the case is bound to it */
     hk_case c;
     HK_ASSERT_OK(
-        hk_case_load(write_case("b.yaml", "geometry:\n  generate: {shape: rectangle, size: [1, 1], "
+        hk_case_load(hk_test_write_case("b.yaml", "geometry:\n  generate: {shape: rectangle, size: [1, 1], "
                                           "cells: [2, 2]}\nanalysis: axisymmetric\n"
                                           "supports: [{boundary: bottom, fix: [y]}]\n"
                                           "materials: [{E: 1e9, nu: 0.3}]\n"),

@@ -7,19 +7,6 @@
 #include "test_util.h"
 
 /* Write text to tmpdir/name and return the path (static buffer per slot). */
-static const char *write_case(const char *name, const char *text)
-{
-    static char buf[8][1024];
-    static int slot;
-    slot = (slot + 1) % 8;
-    snprintf(buf[slot], sizeof buf[slot], "%s/%s", hk_test_tmpdir(), name);
-    FILE *f = fopen(buf[slot], "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-    return buf[slot];
-}
-
 static const char *full_case = "title: test box\n"
                                "geometry:\n"
                                "  generate: {shape: box, size: [10, 1, 2], cells: [20, 2, 4]}\n"
@@ -57,7 +44,7 @@ static const char *full_case = "title: test box\n"
 
 static void test_full_case(void)
 {
-    const char *path = write_case("full.yaml", full_case);
+    const char *path = hk_test_write_case("full.yaml", full_case);
     hk_case c;
     HK_ASSERT_OK(hk_case_load(path, 0, NULL, &c));
     CU_ASSERT_STRING_EQUAL(c.title, "test box");
@@ -115,9 +102,9 @@ static void test_full_case(void)
 /* A .geo next to the case is found relative to the case file; defaults fill the rest. */
 static void test_file_geometry_and_defaults(void)
 {
-    write_case("plate.geo", "Point(1) = {0, 0, 0};\n");
+    hk_test_write_case("plate.geo", "Point(1) = {0, 0, 0};\n");
     const char *path =
-        write_case("plate.yaml", "geometry: {file: plate.geo, size: 0.5, quad: true}\n"
+        hk_test_write_case("plate.yaml", "geometry: {file: plate.geo, size: 0.5, quad: true}\n"
                                  "analysis: {type: plane_strain, thickness: 2}\n"
                                  "materials: [{E: 1, nu: 0.25, regions: [plate, rim]}]\n"
                                  "supports: [{boundary: left, fix: x}]\n");
@@ -146,7 +133,7 @@ static void test_file_geometry_and_defaults(void)
 
 static void test_set_overrides(void)
 {
-    const char *path = write_case("full.yaml", full_case);
+    const char *path = hk_test_write_case("full.yaml", full_case);
     const char *sets[] = {"solver.method=cg",        /* replace */
                           "solver.pc.poly.degree=9", /* dotted key that exists */
                           "solver.pc.poly.kind=ls",  /* dotted key that is new */
@@ -199,7 +186,7 @@ static void test_set_below_value(void)
     hk_case c0;
     CU_ASSERT_EQUAL(hk_case_load(hk_test_tmpdir(), 0, NULL, &c0), HK_ERR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "is a folder, not a case file"));
-    const char *path = write_case("empty_geo.yaml", "geometry:\nanalysis: 3d\ntitle: t\n");
+    const char *path = hk_test_write_case("empty_geo.yaml", "geometry:\nanalysis: 3d\ntitle: t\n");
     const char *sets[] = {"geometry.generate.element=tet10"};
     hk_case c;
     CU_ASSERT_EQUAL(hk_case_load(path, 1, sets, &c), HK_ERR_CASE);
@@ -210,7 +197,7 @@ static void test_set_below_value(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'title' is a single value or empty, not "
                                                       "a section; there is no 'x.y' below it"));
     /* regression (fuzzing): a name where an index belongs blamed the name, not the list */
-    const char *lpath = write_case("list_out.yaml", "output: [a, b]\n");
+    const char *lpath = hk_test_write_case("list_out.yaml", "output: [a, b]\n");
     const char *sets3[] = {"output.fields=[stress]"};
     CU_ASSERT_EQUAL(hk_case_load(lpath, 1, sets3, &c), HK_ERR_CASE);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'output' is a list of 2 items; address an "
@@ -325,7 +312,7 @@ static void test_bad_inputs(void)
 {
     int n = (int)(sizeof bad_cases / sizeof bad_cases[0]);
     for (int i = 0; i < n; i++) {
-        const char *path = write_case("bad.yaml", bad_cases[i].yaml);
+        const char *path = hk_test_write_case("bad.yaml", bad_cases[i].yaml);
         hk_case c;
         int err = hk_case_load(path, 0, NULL, &c);
         CU_ASSERT_EQUAL(err, HK_ERR_CASE);
@@ -352,7 +339,7 @@ static void test_bad_inputs(void)
  * into them, binding checks every case's boundaries and rebinds case by case. */
 static void test_load_cases(void)
 {
-    const char *path = write_case("lc.yaml", GOOD_HEAD
+    const char *path = hk_test_write_case("lc.yaml", GOOD_HEAD
                                   "materials: [{name: alu, E: 70e9, nu: 0.33, density: 2700}]\n"
                                   GOOD_SUP
                                   "load_cases:\n"                                          /* 5 */
@@ -432,8 +419,8 @@ static void test_bind_errors(void)
     hk_group bnds[3] = {
         {.name = "left", .dim = 1}, {.name = "right", .dim = 1}, {.name = "hole", .dim = 1}};
     hk_mesh m = {.dim = 2, .nregions = 1, .regions = regions, .nboundaries = 3, .boundaries = bnds};
-    write_case("g.geo", "\n");
-    const char *p1 = write_case("bind.yaml", "geometry: {file: g.geo}\nanalysis: plane_stress\n"
+    hk_test_write_case("g.geo", "\n");
+    const char *p1 = hk_test_write_case("bind.yaml", "geometry: {file: g.geo}\nanalysis: plane_stress\n"
                                              "materials: [{E: 1, nu: 0.3}]\n"
                                              "supports:\n  - {boundary: left, fix: all}\n"
                                              "loads:\n  - pressure: {boundary: bore, value: 1}\n");
@@ -457,7 +444,7 @@ static void test_bind_errors(void)
     hk_case_model_free(&model);
     hk_case_free(&c);
 
-    const char *p2 = write_case("bind2.yaml", "geometry: {file: g.geo}\nanalysis: plane_stress\n"
+    const char *p2 = hk_test_write_case("bind2.yaml", "geometry: {file: g.geo}\nanalysis: plane_stress\n"
                                               "materials:\n  - {E: 1, nu: 0.3, regions: [web]}\n"
                                               "supports: [{boundary: left, fix: all}]\n");
     HK_ASSERT_OK(hk_case_load(p2, 0, NULL, &c));
@@ -467,7 +454,7 @@ static void test_bind_errors(void)
                                   "it has: plate"));
     hk_case_free(&c);
 
-    const char *p3 = write_case("bind3.yaml", "geometry: {file: g.geo}\nanalysis: 3d\n"
+    const char *p3 = hk_test_write_case("bind3.yaml", "geometry: {file: g.geo}\nanalysis: 3d\n"
                                               "materials: [{E: 1, nu: 0.3}]\n"
                                               "supports: [{boundary: left, fix: all}]\n");
     HK_ASSERT_OK(hk_case_load(p3, 0, NULL, &c));

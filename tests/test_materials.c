@@ -472,17 +472,6 @@ static void test_lame_incompressible(void)
 }
 #endif
 
-static const char *write_case(const char *name, const char *text)
-{
-    static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/%s", hk_test_tmpdir(), name);
-    FILE *f = fopen(buf, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-    return buf;
-}
-
 /* Bad materials in a case file: one sentence at file:line:col. */
 static void test_case_errors(void)
 {
@@ -521,7 +510,7 @@ static void test_case_errors(void)
                  "materials:\n%s",
                  bad[i].material);
         hk_case c;
-        CU_ASSERT_EQUAL(hk_case_load(write_case("m.yaml", text), 0, NULL, &c), HK_ERR_CASE);
+        CU_ASSERT_EQUAL(hk_case_load(hk_test_write_case("m.yaml", text), 0, NULL, &c), HK_ERR_CASE);
         int ok = strstr(hk_error_message(), bad[i].expect) != NULL;
         if (!ok)
             fprintf(stderr, "\n    got: %s\n    want: %s\n", hk_error_message(), bad[i].expect);
@@ -534,7 +523,7 @@ static void test_case_errors(void)
                     "materials: [{E: 1e9, nu: 0.3, alpha: 1e-5}]\n"
                     "loads:\n  - temperature: {value: 10, regions: [core]}\n";
     hk_case c;
-    HK_ASSERT_OK(hk_case_load(write_case("t.yaml", t), 0, NULL, &c));
+    HK_ASSERT_OK(hk_case_load(hk_test_write_case("t.yaml", t), 0, NULL, &c));
     hk_mesh m;
     HK_ASSERT_OK(hk_mesh_rectangle(1, 1, 2, 2, HK_EL_QUAD4, &m));
     hk_case_model model;

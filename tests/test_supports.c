@@ -462,17 +462,6 @@ static void test_remote_cases(void)
 }
 
 /* Write text to <tmp>/name and return its path. */
-static const char *write_case(const char *name, const char *text)
-{
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/%s", hk_test_tmpdir(), name);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 #define BAD_HEAD                                                                                   \
     "title: bad\n"                                                                                 \
     "geometry:\n"                                                                                  \
@@ -527,7 +516,7 @@ static void test_bad_input(void)
          ":15:34: a rigid coupling is part of the stiffness matrix", "another boundary or point"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        const char *path = write_case("bad.yaml", bad[k].text);
+        const char *path = hk_test_write_case("bad.yaml", bad[k].text);
         hk_case c;
         int err = hk_case_load(path, 0, NULL, &c);
         CU_ASSERT_EQUAL(err, HK_ERR_CASE);
@@ -558,7 +547,7 @@ static void test_bad_input(void)
          "the supports do not prevent rigid-body motion"},
     };
     for (size_t k = 0; k < sizeof model / sizeof model[0]; k++) {
-        const char *path = write_case("bad.yaml", model[k].text);
+        const char *path = hk_test_write_case("bad.yaml", model[k].text);
         hk_case c;
         hk_run r;
         HK_ASSERT_OK(hk_case_load(path, 0, NULL, &c));

@@ -233,3 +233,16 @@ int hk_test_solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts,
     if (!x) free(xo);
     return err;
 }
+
+const char *hk_test_write_case(const char *name, const char *text)
+{
+    static char buf[8][1024];
+    static int slot;
+    slot = (slot + 1) % 8;
+    snprintf(buf[slot], sizeof buf[slot], "%s/%s", hk_test_tmpdir(), name);
+    FILE *f = fopen(buf[slot], "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+    return buf[slot];
+}

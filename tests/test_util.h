@@ -39,6 +39,9 @@ const hk_backend *const *hk_test_backends(void);
  * x (n entries, may be NULL) receives the solution, *maxerr (may be NULL) = max |x_i - 1|. */
 int hk_test_solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts, double *x,
                        hk_result *res, double *maxerr);
+/* Write text to the file name in the temporary directory; returns its path (one of 8 static
+ * buffers, so a few paths stay valid together). */
+const char *hk_test_write_case(const char *name, const char *text);
 /* The cuda backend, or NULL when no device is usable. */
 const hk_backend *hk_test_cuda_backend(void);
 /* n pseudo-random values in [-1, 1), the same for the same seed (malloc'd; free it). */
