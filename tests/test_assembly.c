@@ -311,58 +311,6 @@ static hk_problem tproblem(const tmesh *tm, hk_analysis a)
     return p;
 }
 
-/* ---- solving the assembled system -------------------------------------------------------- */
-
-/* Dense copy of a block CSR matrix (n x n, row-major). */
-static double *dense_of(const hk_bcsr *K)
-{
-    const int bs = K->bs;
-    const int64_t n = K->nbrows * bs;
-    double *A = calloc((size_t)(n * n), sizeof *A);
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
-            for (int r = 0; r < bs; r++)
-                for (int c = 0; c < bs; c++)
-                    A[(i * bs + r) * n + K->colind[k] * bs + c] = K->val[(k * bs + r) * bs + c];
-    return A;
-}
-
-/* In-place Cholesky A = L L^T (lower); 0 on success, -1 when not positive definite. */
-static int cholesky(int64_t n, double *A)
-{
-    for (int64_t j = 0; j < n; j++) {
-        double s = A[j * n + j];
-        for (int64_t k = 0; k < j; k++)
-            s -= A[j * n + k] * A[j * n + k];
-        if (!(s > 0)) return -1;
-        double d = sqrt(s);
-        A[j * n + j] = d;
-        for (int64_t i = j + 1; i < n; i++) {
-            double t = A[i * n + j];
-            for (int64_t k = 0; k < j; k++)
-                t -= A[i * n + k] * A[j * n + k];
-            A[i * n + j] = t / d;
-        }
-    }
-    return 0;
-}
-
-static void chol_solve(int64_t n, const double *L, double *x)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double t = x[i];
-        for (int64_t k = 0; k < i; k++)
-            t -= L[i * n + k] * x[k];
-        x[i] = t / L[i * n + i];
-    }
-    for (int64_t i = n - 1; i >= 0; i--) {
-        double t = x[i];
-        for (int64_t k = i + 1; k < n; k++)
-            t -= L[k * n + i] * x[k];
-        x[i] = t / L[i * n + i];
-    }
-}
-
 /* y = K x, serial (small systems: no thread start-up in the loop). */
 static void spmv_serial(const hk_bcsr *K, const double *x, double *y)
 {
@@ -421,10 +369,10 @@ static void solve_system(const hk_system *s, double *u)
 {
     const int64_t n = s->ndof;
     if (n <= 1500) {
-        double *A = dense_of(&s->K);
-        CU_ASSERT_EQUAL_FATAL(cholesky(n, A), 0);
+        double *A = hk_test_dense_of(&s->K);
+        CU_ASSERT_EQUAL_FATAL(hk_test_cholesky(n, A), 0);
         memcpy(u, s->f, n * sizeof *u);
-        chol_solve(n, A, u);
+        hk_test_cholesky_solve(n, A, u);
         free(A);
     } else {
         CU_ASSERT_EQUAL_FATAL(cg_solve(&s->K, s->f, u), 0);
@@ -1060,7 +1008,7 @@ static void test_spd_after_elimination(void)
         hk_system s;
         HK_ASSERT_OK(hk_assemble(&p, &s));
         const int64_t n = s.ndof;
-        double *A = dense_of(&s.K), asym = 0, amax = 0;
+        double *A = hk_test_dense_of(&s.K), asym = 0, amax = 0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) {
                 asym = fmax(asym, fabs(A[i * n + j] - A[j * n + i]));
@@ -1076,7 +1024,7 @@ static void test_spd_after_elimination(void)
                 if (j != i) off = fmax(off, fabs(A[i * n + j]) + fabs(A[j * n + i]));
             CU_ASSERT_EQUAL(off, 0);
         }
-        CU_ASSERT_EQUAL(cholesky(n, A), 0);
+        CU_ASSERT_EQUAL(hk_test_cholesky(n, A), 0);
         free(A);
         /* the solution takes the prescribed values */
         double *u = malloc(n * sizeof *u);
@@ -1104,8 +1052,8 @@ static void test_orphan_node(void)
     p.nsupports = 1, p.supports = &sup;
     hk_system s;
     HK_ASSERT_OK(hk_assemble(&p, &s));
-    double *A = dense_of(&s.K);
-    CU_ASSERT_EQUAL(cholesky(s.ndof, A), 0);
+    double *A = hk_test_dense_of(&s.K);
+    CU_ASSERT_EQUAL(hk_test_cholesky(s.ndof, A), 0);
     free(A);
     double *u = malloc(s.ndof * sizeof *u);
     solve_system(&s, u);

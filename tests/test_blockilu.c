@@ -18,20 +18,6 @@ static void rhs(long n, double *r)
         r[i] = 1 + 0.3 * sin(0.7 * (double)i) + 0.1 * (double)(i % 5);
 }
 
-/* The n x n row-major dense form of K. */
-static double *dense_of(const hk_bcsr *K)
-{
-    const int bs = K->bs;
-    const long n = (long)K->nbrows * bs;
-    double *D = calloc((size_t)n * n, sizeof *D);
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-            for (int a = 0; a < bs; a++)
-                for (int c = 0; c < bs; c++)
-                    D[(i * bs + a) * n + K->colind[p] * bs + c] = K->val[(p * bs + a) * bs + c];
-    return D;
-}
-
 /* The node-block pattern of K as an nb x nb 0/1 table. */
 static char *block_pattern(const hk_bcsr *K)
 {
@@ -118,7 +104,7 @@ static void test_block_tridiag_exact(void)
             hk_bcsr K;
             block_tridiag(9, bs, cases[c].sym, &K);
             const long n = 9L * bs;
-            double *A = dense_of(&K), r[27], b[27], ref[27], z[27];
+            double *A = hk_test_dense_of(&K), r[27], b[27], ref[27], z[27];
             rhs(n, r);
             memcpy(b, r, sizeof b);
             dense_solve(n, A, b, ref);
@@ -303,7 +289,7 @@ static void test_block_dense_reference(void)
                 HK_ASSERT_OK(hk_bcsr_permute(A, perm, &P));
             else
                 HK_ASSERT_OK(hk_bcsr_copy(A, &P));
-            double *D = dense_of(&P);
+            double *D = hk_test_dense_of(&P);
             char *pat = block_pattern(&P);
             for (int64_t i = 0; i < nb; i++)
                 for (int a = 0; a < bs; a++)

@@ -692,39 +692,11 @@ static void mesh_free(hk_mesh *m)
 /* Dense Cholesky solve of the assembled system (small meshes only). */
 static void dense_solve(const hk_system *s, double *u)
 {
-    const hk_bcsr *K = &s->K;
-    const int bs = K->bs;
-    const int64_t n = K->nbrows * bs;
-    double *A = calloc((size_t)(n * n), sizeof *A);
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
-            for (int r = 0; r < bs; r++)
-                for (int c = 0; c < bs; c++)
-                    A[(i * bs + r) * n + K->colind[k] * bs + c] = K->val[(k * bs + r) * bs + c];
-    for (int64_t j = 0; j < n; j++) {
-        double d = A[j * n + j];
-        for (int64_t k = 0; k < j; k++)
-            d -= A[j * n + k] * A[j * n + k];
-        CU_ASSERT_FATAL(d > 0);
-        A[j * n + j] = sqrt(d);
-        for (int64_t i = j + 1; i < n; i++) {
-            double v = A[i * n + j];
-            for (int64_t k = 0; k < j; k++)
-                v -= A[i * n + k] * A[j * n + k];
-            A[i * n + j] = v / A[j * n + j];
-        }
-    }
+    const int64_t n = s->K.nbrows * s->K.bs;
+    double *A = hk_test_dense_of(&s->K);
+    CU_ASSERT_EQUAL_FATAL(hk_test_cholesky(n, A), 0);
     memcpy(u, s->f, (size_t)n * sizeof *u);
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t k = 0; k < i; k++)
-            u[i] -= A[i * n + k] * u[k];
-        u[i] /= A[i * n + i];
-    }
-    for (int64_t i = n - 1; i >= 0; i--) {
-        for (int64_t k = i + 1; k < n; k++)
-            u[i] -= A[k * n + i] * u[k];
-        u[i] /= A[i * n + i];
-    }
+    hk_test_cholesky_solve(n, A, u);
     free(A);
 }
 

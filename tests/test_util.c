@@ -1,6 +1,7 @@
 /* Helpers shared by the test suites: case files through the application layer, one
- * preconditioner application, iteration counts through the solver, host reads of a solve,
- * the `hooke solve` command. */
+ * preconditioner application, iteration counts and solves through the solver, host reads of a
+ * solve, the `hooke` commands, dense references, random vectors. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -245,4 +246,52 @@ const char *hk_test_write_case(const char *name, const char *text)
     fputs(text, f);
     fclose(f);
     return buf[slot];
+}
+
+double *hk_test_dense_of(const hk_bcsr *K)
+{
+    const int bs = K->bs;
+    const int64_t n = K->nbrows * bs;
+    double *A = calloc((size_t)(n * n), sizeof *A);
+    for (int64_t i = 0; A && i < K->nbrows; i++)
+        for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    A[(i * bs + r) * n + K->colind[k] * bs + c] = K->val[(k * bs + r) * bs + c];
+    return A;
+}
+
+int hk_test_cholesky(int64_t n, double *A)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double s = A[j * n + j];
+        for (int64_t k = 0; k < j; k++)
+            s -= A[j * n + k] * A[j * n + k];
+        if (!(s > 0)) return -1;
+        const double d = sqrt(s);
+        A[j * n + j] = d;
+        for (int64_t i = j + 1; i < n; i++) {
+            double t = A[i * n + j];
+            for (int64_t k = 0; k < j; k++)
+                t -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = t / d;
+        }
+    }
+    return 0;
+}
+
+void hk_test_cholesky_solve(int64_t n, const double *L, double *x)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double t = x[i];
+        for (int64_t k = 0; k < i; k++)
+            t -= L[i * n + k] * x[k];
+        x[i] = t / L[i * n + i];
+    }
+    for (int64_t i = n - 1; i >= 0; i--) {
+        double t = x[i];
+        for (int64_t k = i + 1; k < n; k++)
+            t -= L[k * n + i] * x[k];
+        x[i] = t / L[i * n + i];
+    }
 }

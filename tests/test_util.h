@@ -42,6 +42,11 @@ int hk_test_solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts,
 /* Write text to the file name in the temporary directory; returns its path (one of 8 static
  * buffers, so a few paths stay valid together). */
 const char *hk_test_write_case(const char *name, const char *text);
+/* Dense references for small systems: K as an n x n row-major matrix (calloc'd), its
+ * in-place Cholesky factor L (lower; -1 when not positive definite) and x := (L L^T)^-1 x. */
+double *hk_test_dense_of(const hk_bcsr *K);
+int hk_test_cholesky(int64_t n, double *A);
+void hk_test_cholesky_solve(int64_t n, const double *L, double *x);
 /* The cuda backend, or NULL when no device is usable. */
 const hk_backend *hk_test_cuda_backend(void);
 /* n pseudo-random values in [-1, 1), the same for the same seed (malloc'd; free it). */
