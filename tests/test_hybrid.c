@@ -674,21 +674,6 @@ static void builder_free(builder *b)
     memset(b, 0, sizeof *b);
 }
 
-static void mesh_free(hk_mesh *m)
-{
-    free(m->coords);
-    free(m->cells.type);
-    free(m->cells.ptr);
-    free(m->cells.nodes);
-    free(m->cells.tag);
-    free(m->cell_region);
-    free(m->regions);
-    for (int g = 0; g < m->nboundaries; g++)
-        free(m->boundaries[g].nodes);
-    free(m->boundaries);
-    memset(m, 0, sizeof *m);
-}
-
 /* Dense Cholesky solve of the assembled system (small meshes only). */
 static void dense_solve(const hk_system *s, double *u)
 {
@@ -767,7 +752,7 @@ static void patch(const char *what, builder *b, int integration)
     free(ue);
     free(sup);
     hk_system_free(&s);
-    mesh_free(&m);
+    hk_mesh_free(&m);
 }
 
 static void test_patch_single_type(void)
