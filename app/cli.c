@@ -1,4 +1,5 @@
-/* Top-level command dispatch and `hooke info`. */
+/* Top-level command dispatch, `hooke info`, and the generated test matrices that `hooke solve`
+ * and `hooke bench pcs` share (hk_app_generate). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
