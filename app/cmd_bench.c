@@ -308,10 +308,16 @@ static const char *const matrix_desc[M_COUNT] = {
     "2D triangles, random diagonals (rows vary as on an unstructured mesh)",
     "3D trilinear hexes (bs 3)", "3D linear tets (bs 3)",
     "the hex node graph with 6x6 blocks (bs 6: an aggregation AMG coarse level in 3D carries "
-    "6 rigid-body modes per aggregate), cells 3/5 of hex's"};
+    "6 rigid-body modes per aggregate)"};
 /* cells per side for small / medium / large (2D, 3D) */
 static const int grid2d[3] = {250, 600, 1000};
 static const int grid3d[3] = {24, 50, 100};
+
+/* Cells per side of matrix m at size z; hex6 (36 values a block) at 3/5 of hex's. */
+static int spmv_cells(int m, int z)
+{
+    return m == M_HEX6 ? grid3d[z] * 3 / 5 : m >= M_HEX ? grid3d[z] : grid2d[z];
+}
 
 static void spmv_usage(FILE *f)
 {
@@ -321,12 +327,14 @@ static void spmv_usage(FILE *f)
                "                        [--slices LIST]\n\n"
                "Times y = A x for every storage format and precision on generated elasticity\n"
                "stiffness matrices (unit square/cube, left face clamped):\n");
-    for (int m = 0; m < M_COUNT; m++)
+    for (int m = 0; m < M_COUNT; m++) {
+        int g[3];
+        for (int z = 0; z < 3; z++)
+            g[z] = spmv_cells(m, z);
         fprintf(f, "  %-8s %s, %s: %d^%d, %d^%d, %d^%d cells (small, medium, large)\n",
-                matrix_names[m], matrix_desc[m], m < M_HEX ? "2D" : "3D",
-                m < M_HEX ? grid2d[0] : grid3d[0], m < M_HEX ? 2 : 3,
-                m < M_HEX ? grid2d[1] : grid3d[1], m < M_HEX ? 2 : 3,
-                m < M_HEX ? grid2d[2] : grid3d[2], m < M_HEX ? 2 : 3);
+                matrix_names[m], matrix_desc[m], m < M_HEX ? "2D" : "3D", g[0],
+                m < M_HEX ? 2 : 3, g[1], m < M_HEX ? 2 : 3, g[2], m < M_HEX ? 2 : 3);
+    }
     fprintf(f,
             "\nColumns: padding = stored / nonzeros (SBELL paper, Table 2); time = median per\n"
             "SpMV after warm-up; GFLOP/s = 2 nnz / time; GB/s = (matrix bytes + x + y) / time,\n"
@@ -720,10 +728,7 @@ int hk_bench_spmv(int argc, char **argv)
         for (int m = 0; m < M_COUNT; m++) {
             if (!msel[m]) continue;
             jobs[njobs].m = m;
-            jobs[njobs].cells = cells > 0      ? cells
-                                : m == M_HEX6 ? grid3d[bo.size] * 3 / 5
-                                : m >= M_HEX  ? grid3d[bo.size]
-                                              : grid2d[bo.size];
+            jobs[njobs].cells = cells > 0 ? cells : spmv_cells(m, bo.size);
             snprintf(jobs[njobs].label, sizeof jobs[njobs].label, "%s", matrix_names[m]);
             njobs++;
         }

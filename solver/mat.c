@@ -67,11 +67,13 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
         if (hk_options_has(o, "format.sigma"))
             HK_CALL(hk_options_get_string(o, "format.sigma", &sg));
         if (strcmp(sg, "auto") != 0) {
-            HK_CALL(hk_options_get_int(o, "format.sigma", &sigma));
-            HK_CHECK(sigma >= 0, HK_ERR_OPTION,
-                     "option format.sigma=%d must be auto (the default), 0 (sort the whole "
+            char *end = NULL;
+            const long v = strtol(sg, &end, 10);
+            HK_CHECK(end != sg && !*end && v >= 0 && v <= INT32_MAX, HK_ERR_OPTION,
+                     "option format.sigma=%s must be auto (the default), 0 (sort the whole "
                      "matrix) or a window of rows",
-                     sigma);
+                     sg);
+            sigma = (int)v;
         }
         HK_CALL(hk_options_get_int(o, "format.tpr", &tpr));
         HK_CALL(hk_options_get_choice(o, "format.csr.kernel", csr_kernels, &csr_kernel));

@@ -439,6 +439,13 @@ static void test_format_option_ranges(void)
     CU_ASSERT_EQUAL(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A), HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "option format.sigma=-1 must be auto (the default), 0"));
     CU_ASSERT_PTR_NULL(A);
+    HK_ASSERT_OK(hk_options_parse(o, "format.sigma=abc"));
+    CU_ASSERT_EQUAL(hk_mat_create(&hk_backend_cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "option format.sigma=abc must be auto"));
+    HK_ASSERT_OK(hk_options_parse(o, "format.sigma=auto"));
+    HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A));
+    hk_mat_destroy(A);
+    A = NULL;
     HK_ASSERT_OK(hk_options_parse(o, "format.sigma=4"));
     HK_ASSERT_OK(hk_mat_create(cpu, &K, HK_FMT_SBELL, HK_FP64, o, &A));
     hk_mat_destroy(A);

@@ -563,7 +563,7 @@ void hk_solver_print_help(FILE *f)
         fprintf(f, " %s", hk_format_name((hk_format)i));
     fprintf(f, "\n"
                "  format.slice=32         SELL/SBELL slice height S\n"
-               "  format.sigma=0          sorting window in rows (0: whole matrix)\n"
+               "  format.sigma=auto       sorting window in rows (auto: from the row lengths; 0: whole matrix)\n"
                "  format.tpr=0            threads per block row on cuda (0: auto)\n"
                "  format.csr.kernel=auto  csr on cuda: thread, warp, vector (sub-warp per row),\n"
                "                          adaptive (row blocks in shared memory; auto)\n"
