@@ -97,7 +97,7 @@ static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys,
         for (int64_t blk = 64;; blk *= 4) {
             const int64_t b = blk < nb ? blk : nb;
             hk_mpk_info info;
-            HK_TRY(be->mpk_plan(&K, b, k, 3.0, &c.plan, &info));
+            HK_TRY(be->mpk_plan(&K, HK_MPK_GHOST, b, k, 3.0, &c.plan, &info));
             if (c.plan) {
                 ierr = hk_bench_time(mpk_once, &c, 2, 5, 0.2, &t);
                 be->mpk_free(c.plan);

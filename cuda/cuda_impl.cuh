@@ -318,8 +318,8 @@ extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_ve
                                hk_vec *y);
 int hk_cu_chol_inverse(double *a, int64_t n, double *b, unsigned long long *first);
 /* Matrix powers and the Gram reduction of the s-step methods (cuda_mpk.cu). */
-extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work,
-                              void **plan, hk_mpk_info *info);
+extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k,
+                              double max_work, void **plan, hk_mpk_info *info);
 extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d,
                                const hk_vec *wprev, hk_vec *const *W, hk_vec *const *U);
 extern "C" void hk_cu_mpk_free(void *plan);

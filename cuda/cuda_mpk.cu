@@ -210,11 +210,13 @@ static int bits_of(uint64_t v)
         x = NULL;                                                                                  \
     } while (0)
 
-extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
-                              hk_mpk_info *info)
+extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k,
+                              double max_work, void **plan, hk_mpk_info *info)
 {
     int64_t nparts;
-    HK_CALL(hk_mpk_plan_begin(K, &block, k, plan, info, &nparts));
+    HK_CALL(hk_mpk_plan_begin(K, schedule, &block, k, plan, info, &nparts));
+    HK_CHECK(schedule == HK_MPK_GHOST, HK_ERR_UNSUPPORTED,
+             "matrix powers: the wavefront schedule is not built on the cuda backend yet");
     HK_CALL(hk_cu_init());
     const int64_t nb = K->nbrows;
     const int k2 = k + 2;

@@ -210,8 +210,13 @@ enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE };
 /* A matrix-powers plan (mpk_plan): partitions, ghost zones and the work of one pass. */
 #define HK_MPK_MAXK 16 /* levels of one pass at most */
 #define HK_GRAM_MAX 24 /* vectors of one Gram matrix at most */
+/* How a pass is cut (mpk.schedule): partitions with ghost zones computed independently, or
+ * a wavefront over chunks of consecutive block rows (no redundant rows; see mpk_plan). */
+enum hk_mpk_schedule { HK_MPK_GHOST = 0, HK_MPK_WAVEFRONT };
 typedef struct hk_mpk_info {
-    int64_t block;    /* block rows per partition */
+    int schedule;     /* enum hk_mpk_schedule */
+    int64_t block;    /* block rows per partition (wavefront: per chunk) */
+    int64_t bandwidth; /* wavefront: the largest |column - row| of K in block rows */
     int k;            /* levels the ghost zones allow */
     int64_t nparts;   /* partitions */
     int64_t ext_rows; /* block rows of all partitions with their ghost zones */
@@ -488,6 +493,14 @@ typedef struct hk_backend_ops {
      * edge are computed redundantly). The plan is built on the backend from K's pattern;
      * *info says what it holds. When the redundant work would exceed max_work times the k
      * SpMVs it replaces (max_work > 0), no plan is made: *plan = NULL, info->work filled.
+     * schedule HK_MPK_WAVEFRONT instead cuts the block rows into chunks of `block` rows (0:
+     * the backend chooses from its cache size; any size is raised to at least twice K's
+     * bandwidth h = max |column - row|) and computes a pass in stages: at stage t level j
+     * (1..kk) covers the rows of chunk t - j shifted back by (j - 1) h rows, whose inputs
+     * (level j - 1 on that range widened by h) were all finished at stages t - 1 and t - 2.
+     * No row is computed twice (info->work = k nbrows, nparts = chunks, ext_rows = nbrows),
+     * and a chunk's matrix rows are read again at the next levels while they are still in
+     * cache. max_work is then ignored.
      * mpk_apply computes kk <= k levels of the three-term recurrence, for j < kk:
      *   W[j+1] = coef[3j] A U[j] + coef[3j+1] W[j] + coef[3j+2] W[j-1]
      *   U[j+1] = d .* W[j+1]          (d NULL: no scaling, U = W and U is not used)
@@ -495,8 +508,8 @@ typedef struct hk_backend_ops {
      * All vectors fp64. d is the Jacobi preconditioner, so U is the basis of D A and W = U/d.
      * vec_gram: G[i*m + j] = X[i].Y[j] (Y NULL: Y = X) and, GX not NULL, GX[i*m + j] =
      * X[i].X[j], for i, j < m <= HK_GRAM_MAX, in one pass over the vectors (host results). */
-    int (*mpk_plan)(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
-                    struct hk_mpk_info *info);
+    int (*mpk_plan)(const hk_bmat *K, int schedule, int64_t block, int k, double max_work,
+                    void **plan, struct hk_mpk_info *info);
     int (*mpk_apply)(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
                      hk_vec *const *W, hk_vec *const *U);
     void (*mpk_free)(void *plan);

@@ -1,6 +1,6 @@
-/* The start of a matrix-powers plan (mpk_plan), shared by the CPU reference
- * (solver/cpu/cpu_mpk.c) and the CUDA version (cuda/cuda_mpk.cu) so both refuse the same
- * arguments and cut the same partitions. */
+/* The start of a matrix-powers plan (mpk_plan) and the arithmetic of the wavefront schedule,
+ * shared by the CPU reference (solver/cpu/cpu_mpk.c) and the CUDA version (cuda/cuda_mpk.cu)
+ * so both refuse the same arguments, cut the same partitions and run the same stages. */
 #ifndef HOOKE_SOLVER_MPK_PLAN_H
 #define HOOKE_SOLVER_MPK_PLAN_H
 
@@ -9,29 +9,81 @@
 
 #include "hk_impl.h"
 
-/* Clears *plan and *info, checks K, k and *block, clamps *block to the block rows (at least 1)
- * and sets *nparts and info's block, k and nparts. */
-static inline int hk_mpk_plan_begin(const hk_bmat *K, int64_t *block, int k, void **plan,
-                                    hk_mpk_info *info, int64_t *nparts)
+#ifdef __CUDACC__
+#define HK_MPK_HD __host__ __device__
+#else
+#define HK_MPK_HD
+#endif
+
+/* Clears *plan and *info, checks K, the schedule, k and *block, and sets info's schedule, k
+ * and (ghost zones) block and nparts. Ghost zones: *block is clamped to the block rows (at
+ * least 1) and *nparts set. Wavefront: *block >= 0 is left for hk_mpk_wave_chunk, which
+ * needs K's bandwidth. */
+static inline int hk_mpk_plan_begin(const hk_bmat *K, int schedule, int64_t *block, int k,
+                                    void **plan, hk_mpk_info *info, int64_t *nparts)
 {
     *plan = NULL;
     memset(info, 0, sizeof *info);
     HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
              "matrix powers: the matrix must be square with square blocks of 1..6");
+    HK_CHECK(schedule == HK_MPK_GHOST || schedule == HK_MPK_WAVEFRONT, HK_ERR_ARG,
+             "matrix powers: unknown schedule %d", schedule);
     HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
              "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
-    HK_CHECK(*block >= 1, HK_ERR_OPTION,
-             "matrix powers: a partition of %lld block rows; use at least 1 (option mpk.block)",
-             (long long)*block);
+    const int wave = schedule == HK_MPK_WAVEFRONT;
+    HK_CHECK(*block >= (wave ? 0 : 1), HK_ERR_OPTION,
+             "matrix powers: a %s of %lld block rows; use at least %s (option mpk.block)",
+             wave ? "chunk" : "partition", (long long)*block, wave ? "0 (chosen)" : "1");
     const int64_t nb = K->nbrows;
     HK_CHECK(nb < ((int64_t)1 << 31), HK_ERR_UNSUPPORTED,
              "matrix powers: %lld block rows are too many for 32-bit indices", (long long)nb);
+    info->schedule = schedule;
+    info->k = k;
+    *nparts = 0;
+    if (wave) return 0;
     if (*block > nb) *block = nb > 0 ? nb : 1;
     *nparts = nb > 0 ? (nb + *block - 1) / *block : 0;
     info->block = *block;
-    info->k = k;
     info->nparts = *nparts;
+    info->ext_rows = 0;
     return 0;
+}
+
+/* ---- the wavefront schedule (shared arithmetic of both backends) ----------------------- */
+
+/* The plan of a wavefront: chunk rows C, the shift h between levels, the chunks. want is the
+ * requested chunk (0: want_auto, the backend's choice); bw is K's bandwidth. A chunk is at
+ * least 2 bw rows, so level j of a chunk needs level j - 1 only of the same and the previous
+ * chunk; one chunk of all rows needs no shift (the pass is then k plain SpMVs). */
+static inline void hk_mpk_wave_plan(int64_t nb, int64_t bw, int64_t want, int64_t want_auto,
+                                    int k, hk_mpk_info *info, int64_t *shift)
+{
+    int64_t c = want > 0 ? want : want_auto;
+    if (c < 2 * bw) c = 2 * bw;
+    if (c < 1) c = 1;
+    if (c >= nb) c = nb > 0 ? nb : 1;
+    *shift = c >= nb ? 0 : bw;
+    info->block = c;
+    info->bandwidth = bw;
+    info->nparts = nb > 0 ? (nb + c - 1) / c : 0;
+    info->ext_rows = nb;
+    info->max_ext = c;
+    info->work = (int64_t)k * nb;
+}
+
+/* Stages of a pass of kk levels. */
+static inline int64_t hk_mpk_wave_stages(int64_t nb, int64_t chunk, int64_t shift, int kk)
+{
+    return nb > 0 ? kk - 1 + (nb + (kk - 1) * shift + chunk - 1) / chunk : 0;
+}
+
+/* The block rows [*lo, *hi) of level j (1..kk) at stage t (1..stages); empty when *lo >= *hi. */
+static inline HK_MPK_HD void hk_mpk_wave_rows(int64_t nb, int64_t chunk, int64_t shift, int64_t t,
+                                              int j, int64_t *lo, int64_t *hi)
+{
+    int64_t a = (t - j) * chunk - (int64_t)(j - 1) * shift, b = a + chunk;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > nb ? nb : b;
 }
 
 #endif

@@ -88,7 +88,7 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, in
     void *plan = NULL;
     HK_ASSERT_OK(hk_bmat_upload(be, K, &B));
     HK_ASSERT_OK(hk_mat_create_bmat(&B, HK_FMT_CSR, HK_FP64, NULL, &A));
-    HK_ASSERT_OK(be->mpk_plan(&B, block, k, 0.0, &plan, info));
+    HK_ASSERT_OK(be->mpk_plan(&B, HK_MPK_GHOST, block, k, 0.0, &plan, info));
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     double *h = malloc((size_t)n * sizeof *h);
     hk_vec *W[HK_MPK_MAXK + 1], *U[HK_MPK_MAXK + 1], *Wr[HK_MPK_MAXK + 1], *Ur[HK_MPK_MAXK + 1];
@@ -239,7 +239,7 @@ static void test_mpk_ghost_zones(void)
             }
             void *plan = NULL;
             hk_mpk_info info;
-            HK_ASSERT_OK(be->mpk_plan(&B, blocks[bi], k, 0.0, &plan, &info));
+            HK_ASSERT_OK(be->mpk_plan(&B, HK_MPK_GHOST, blocks[bi], k, 0.0, &plan, &info));
             CU_ASSERT_EQUAL(info.nparts, np);
             CU_ASSERT_EQUAL(info.block, blk);
             CU_ASSERT_EQUAL(info.ext_rows, ext);
@@ -248,16 +248,16 @@ static void test_mpk_ghost_zones(void)
             be->mpk_free(plan);
             /* a cap below the redundant work: no plan, and no error */
             if (work > k * n) {
-                HK_ASSERT_OK(be->mpk_plan(&B, blocks[bi], k, 1.0, &plan, &info));
+                HK_ASSERT_OK(be->mpk_plan(&B, HK_MPK_GHOST, blocks[bi], k, 1.0, &plan, &info));
                 CU_ASSERT_PTR_NULL(plan);
             }
         }
     /* bad arguments are errors naming the option */
     void *plan = NULL;
     hk_mpk_info info;
-    CU_ASSERT_EQUAL(be->mpk_plan(&B, 0, 2, 0.0, &plan, &info), HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(be->mpk_plan(&B, HK_MPK_GHOST, 0, 2, 0.0, &plan, &info), HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "mpk.block"));
-    CU_ASSERT_EQUAL(be->mpk_plan(&B, 4, HK_MPK_MAXK + 1, 0.0, &plan, &info), HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(be->mpk_plan(&B, HK_MPK_GHOST, 4, HK_MPK_MAXK + 1, 0.0, &plan, &info), HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "mpk.k"));
     hk_error_clear();
     hk_bmat_free(&B);

@@ -338,8 +338,8 @@ int hk_cpu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, 
 int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
 /* Matrix powers and the Gram reduction of the s-step methods (cpu_mpk.c). */
-int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
-                    hk_mpk_info *info);
+int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double max_work,
+                    void **plan, hk_mpk_info *info);
 int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
                      hk_vec *const *W, hk_vec *const *U);
 void hk_cpu_mpk_free(void *plan);

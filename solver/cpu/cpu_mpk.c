@@ -102,11 +102,13 @@ static void mpk_destroy(cpu_mpk *P)
     free(P);
 }
 
-int hk_cpu_mpk_plan(const hk_bmat *K, int64_t block, int k, double max_work, void **plan,
-                    hk_mpk_info *info)
+int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double max_work,
+                    void **plan, hk_mpk_info *info)
 {
     int64_t nparts;
-    HK_CALL(hk_mpk_plan_begin(K, &block, k, plan, info, &nparts));
+    HK_CALL(hk_mpk_plan_begin(K, schedule, &block, k, plan, info, &nparts));
+    HK_CHECK(schedule == HK_MPK_GHOST, HK_ERR_UNSUPPORTED,
+             "matrix powers: the wavefront schedule is not built on the cpu backend yet");
     const int64_t nb = K->nbrows;
     const int nt = omp_get_max_threads();
     int ierr = 0;

@@ -184,7 +184,7 @@ int hk_scg_setup(hk_ksp *k)
     }
     if (st->mpk_block > 0) {
         st->kk = st->mpk_k ? st->mpk_k : s;
-        HK_CALL(be->mpk_plan(k->K, st->mpk_block, st->kk, 0.0, &st->plan, &st->info));
+        HK_CALL(be->mpk_plan(k->K, HK_MPK_GHOST, st->mpk_block, st->kk, 0.0, &st->plan, &st->info));
         return 0;
     }
     HK_TRY(hk_ksp_vecs(k, 2 * (s + 1), v));
@@ -213,7 +213,7 @@ int hk_scg_setup(hk_ksp *k)
             void *plan = NULL;
             hk_mpk_info info;
             /* more than twice the rows of the k SpMVs cannot win: not even built */
-            HK_TRY(be->mpk_plan(k->K, blocks[bi], kks[ki], 2.0, &plan, &info));
+            HK_TRY(be->mpk_plan(k->K, HK_MPK_GHOST, blocks[bi], kks[ki], 2.0, &plan, &info));
             if (!plan) continue;
             double t;
             ierr = time_chain(k, st, plan, kks[ki], W, U, coef, &t);
