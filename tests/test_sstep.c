@@ -1,16 +1,19 @@
-/* The s-step pieces: the matrix-powers op against k SpMVs (every basis, partition size and
- * pass length, with and without the fused Jacobi diagonal, partitions of one row and of the
- * whole matrix), its ghost zones against the closed form of a tridiagonal matrix, the Gram
+/* The s-step pieces: the matrix-powers op against k SpMVs in both schedules (every basis,
+ * partition or chunk size and pass length, with and without the fused Jacobi diagonal,
+ * partitions of one row and of the whole matrix), its ghost zones against the closed form of
+ * a tridiagonal matrix, the wavefront's stages against their dependencies, the Gram
  * reduction against dot products; method=scg against cg (same solution to the tolerance on
  * the true residual, iterations within 1.2x), options, and the exit code of hooke solve.
  * cuda_sstep: the CUDA matrix powers, plans and Gram matrices equal the CPU's, and scg on
  * CUDA converges to the same solution. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "test_util.h"
 #include "hk_impl.h"
 #include "ksp/ksp_impl.h"
+#include "mpk_plan.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -33,6 +36,48 @@ static void tridiag(int64_t n, hk_bcsr *K)
             }
     }
     K->rowptr[n] = q;
+}
+
+/* A nonsymmetric banded pattern of order n with blocks of bs: row i has the columns i - 3,
+ * i - 1, i and i + 2 (bandwidth 3), values from a hash, the diagonal dominant. */
+static void banded(int64_t n, int bs, hk_bcsr *K)
+{
+    static const int off[4] = {-3, -1, 0, 2};
+    const int b2 = bs * bs;
+    memset(K, 0, sizeof *K);
+    K->bs = bs;
+    K->nbrows = K->nbcols = n;
+    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
+    K->colind = malloc((size_t)(4 * n) * sizeof *K->colind);
+    K->val = malloc((size_t)(4 * n) * b2 * sizeof *K->val);
+    int64_t q = 0;
+    for (int64_t i = 0; i < n; i++) {
+        K->rowptr[i] = q;
+        for (int o = 0; o < 4; o++) {
+            const int64_t j = i + off[o];
+            if (j < 0 || j >= n) continue;
+            K->colind[q] = (int32_t)j;
+            for (int e = 0; e < b2; e++) {
+                const uint32_t x = hk_hash32((uint32_t)(q * b2 + e) * 2654435761u + 99u);
+                K->val[q * b2 + e] = (double)(x & 0xffff) / 65536.0 - 0.5 +
+                                     (j == i && e % (bs + 1) == 0 ? 4.0 : 0.0);
+            }
+            q++;
+        }
+    }
+    K->rowptr[n] = q;
+}
+
+/* The largest |column - row| of K in block rows. */
+static int64_t bandwidth(const hk_bcsr *K)
+{
+    int64_t bw = 0;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t t = K->rowptr[i]; t < K->rowptr[i + 1]; t++) {
+            const int64_t d = K->colind[t] > i ? K->colind[t] - i : i - K->colind[t];
+            if (d > bw) bw = d;
+        }
+    return bw;
 }
 
 /* A deterministic vector with entries in [0.5, 1.5). */
@@ -60,9 +105,10 @@ static double *download(const hk_vec *v)
 }
 
 /* The test matrices of the matrix-powers cases. */
-enum { NMPK = 5 };
-static const char *mpk_name[NMPK] = {"elasticity2d 6x5", "elasticity3d 3x3x2", "poisson 9",
-                                     "random bs 4 with empty rows", "tridiag 40"};
+enum { NMPK = 6 };
+static const char *mpk_name[NMPK] = {"elasticity2d 6x5", "elasticity3d 3x3x2",
+                                     "poisson 9",        "random bs 4 with empty rows",
+                                     "tridiag 40",       "nonsymmetric banded bs 6, 53 rows"};
 static void mpk_matrix(int i, hk_bcsr *K)
 {
     int err = 0;
@@ -71,16 +117,17 @@ static void mpk_matrix(int i, hk_bcsr *K)
     if (i == 2) err = hk_gen_poisson2d(9, K);
     if (i == 3) err = hk_gen_random(45, 45, 4, 3.0, 1, 7u, K);
     if (i == 4) tridiag(40, K);
+    if (i == 5) banded(53, 6, K);
     CU_ASSERT_EQUAL_FATAL(err, 0);
 }
 
-/* One matrix-powers case on be: kk levels from a plan of k levels with partitions of block
- * rows; returns the largest relative difference of W[1..kk] (and U[0..kk] with d) from the
- * same recurrence by SpMVs and vector ops; the results go to Wout/Uout (kk+1 host arrays of
- * n, caller-freed) when not NULL. */
-static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, int k, int kk,
-                       const double *coef, int with_d, int with_prev, double **Wout, double **Uout,
-                       hk_mpk_info *info)
+/* One matrix-powers case on be: kk levels from a plan of k levels with partitions (wavefront:
+ * chunks) of block rows; returns the largest relative difference of W[1..kk] (and U[0..kk] with d)
+ * from the same recurrence by SpMVs and vector ops; the results go to Wout/Uout (kk+1 host arrays
+ * of n, caller-freed) when not NULL. */
+static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_t block, int k,
+                       int kk, const double *coef, int with_d, int with_prev, double **Wout,
+                       double **Uout, hk_mpk_info *info)
 {
     const int64_t n = K->nbrows * K->bs;
     hk_bmat B = {0};
@@ -88,7 +135,7 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int64_t block, in
     void *plan = NULL;
     HK_ASSERT_OK(hk_bmat_upload(be, K, &B));
     HK_ASSERT_OK(hk_mat_create_bmat(&B, HK_FMT_CSR, HK_FP64, NULL, &A));
-    HK_ASSERT_OK(be->mpk_plan(&B, HK_MPK_GHOST, block, k, 0.0, &plan, info));
+    HK_ASSERT_OK(be->mpk_plan(&B, sched, block, k, 0.0, &plan, info));
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     double *h = malloc((size_t)n * sizeof *h);
     hk_vec *W[HK_MPK_MAXK + 1], *U[HK_MPK_MAXK + 1], *Wr[HK_MPK_MAXK + 1], *Ur[HK_MPK_MAXK + 1];
@@ -171,9 +218,14 @@ static void coefs(int b, int k, double *coef)
 }
 
 static const int64_t blocks[] = {1, 2, 7, 64, 1 << 30}; /* the last: the whole matrix */
+/* wavefront chunks: the backend's, 1 (raised to twice the bandwidth), sizes that do not divide
+ * the rows, the whole matrix */
+static const int64_t chunks[] = {0, 1, 7, 20, 1 << 30};
+static const char *const sched_name[2] = {"ghost", "wavefront"};
 
-static void mpk_sweep(const hk_backend *be)
+static void mpk_sweep(const hk_backend *be, int sched)
 {
+    const int64_t *bl = sched == HK_MPK_WAVEFRONT ? chunks : blocks;
     int cases = 0;
     for (int mi = 0; mi < NMPK; mi++) {
         hk_bcsr K;
@@ -187,14 +239,14 @@ static void mpk_sweep(const hk_backend *be)
                     coefs(b, kk, coef);
                     hk_mpk_info info;
                     const int with_d = (bi + b) & 1, with_prev = (k + b) & 1;
-                    double e = mpk_case(be, &K, blocks[bi], k, kk, coef, with_d, with_prev, NULL,
+                    double e = mpk_case(be, &K, sched, bl[bi], k, kk, coef, with_d, with_prev, NULL,
                                         NULL, &info);
                     if (!(e <= 1e-13))
                         fprintf(stderr,
-                                "\n  %s on %s: block %lld, k %d, %d levels, basis %d, d %d, "
+                                "\n  %s on %s, %s: block %lld, k %d, %d levels, basis %d, d %d, "
                                 "prev %d: relative difference %.2e",
-                                mpk_name[mi], hk_backend_name(be), (long long)blocks[bi], k, kk, b,
-                                with_d, with_prev, e);
+                                mpk_name[mi], hk_backend_name(be), sched_name[sched],
+                                (long long)bl[bi], k, kk, b, with_d, with_prev, e);
                     CU_ASSERT(e <= 1e-13);
                     cases++;
                 }
@@ -209,7 +261,142 @@ static void test_mpk_equals_spmvs(void)
 {
     const hk_backend *be = NULL;
     HK_ASSERT_OK(hk_backend_get("cpu", &be));
-    mpk_sweep(be);
+    mpk_sweep(be, HK_MPK_GHOST);
+}
+
+static void test_mpk_wavefront_equals_spmvs(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    mpk_sweep(be, HK_MPK_WAVEFRONT);
+}
+
+/* The stages of every row count, bandwidth, chunk and pass length: each row of each level is
+ * computed at exactly one stage, the last stage is not empty, and every input of a row at
+ * level j (level j - 1 at the columns within the bandwidth, levels j - 1 and j - 2 at the row
+ * itself; level 0 is given) was finished at an earlier stage, so the levels of one stage are
+ * independent. */
+static void test_wave_stages(void)
+{
+    static const int64_t nbs[] = {1, 2, 5, 17, 40, 101};
+    static const int64_t bws[] = {0, 1, 3, 8, 60};
+    static const int64_t wants[] = {1, 2, 5, 7, 16, 1 << 30};
+    int64_t *stage = malloc((size_t)(HK_MPK_MAXK + 1) * 101 * sizeof *stage);
+    int bad = 0, cases = 0;
+    for (size_t a = 0; a < sizeof nbs / sizeof *nbs; a++)
+        for (size_t b = 0; b < sizeof bws / sizeof *bws; b++)
+            for (size_t c = 0; c < sizeof wants / sizeof *wants; c++)
+                for (int kk = 1; kk <= HK_MPK_MAXK; kk++) {
+                    const int64_t nb = nbs[a], bw = bws[b] < nb ? bws[b] : nb - 1;
+                    hk_mpk_info info;
+                    int64_t shift;
+                    memset(&info, 0, sizeof info);
+                    hk_mpk_wave_plan(nb, bw, wants[c], 3, kk, &info, &shift);
+                    const int64_t C = info.block;
+                    bad += !(C >= 1 && C <= nb && (C >= 2 * bw || C == nb));
+                    bad += !(info.nparts == (nb + C - 1) / C && info.work == kk * nb &&
+                             info.bandwidth == bw);
+                    for (int64_t i = 0; i < (HK_MPK_MAXK + 1) * nb; i++)
+                        stage[i] = i < nb ? 0 : -1; /* level 0 is given */
+                    const int64_t stages = hk_mpk_wave_stages(nb, C, shift, kk);
+                    int64_t last = 0;
+                    for (int64_t t = 1; t <= stages; t++)
+                        for (int j = 1; j <= kk; j++) {
+                            int64_t lo, hi;
+                            hk_mpk_wave_rows(nb, C, shift, t, j, &lo, &hi);
+                            for (int64_t i = lo; i < hi; i++) {
+                                bad += stage[j * nb + i] != -1; /* computed twice */
+                                stage[j * nb + i] = t;
+                                last = t;
+                            }
+                        }
+                    bad += last != stages;
+                    for (int j = 1; j <= kk; j++)
+                        for (int64_t i = 0; i < nb; i++) {
+                            const int64_t t = stage[j * nb + i];
+                            if (t < 1) {
+                                bad++; /* never computed */
+                                continue;
+                            }
+                            for (int64_t q = i - bw; q <= i + bw; q++)
+                                if (q >= 0 && q < nb) bad += !(stage[(j - 1) * nb + q] < t);
+                            if (j >= 2) bad += !(stage[(j - 2) * nb + i] < t);
+                        }
+                    if (bad) {
+                        fprintf(stderr, "\n  wavefront nb %lld bw %lld want %lld kk %d: %d faults",
+                                (long long)nb, (long long)bw, (long long)wants[c], kk, bad);
+                        bad = 0;
+                        CU_FAIL("wavefront stages");
+                    }
+                    cases++;
+                }
+    CU_ASSERT_EQUAL(cases, 6 * 5 * 6 * HK_MPK_MAXK);
+    free(stage);
+}
+
+/* The wavefront plan's counts (chunks, bandwidth, no redundant rows), the backend's own chunk
+ * at least twice the bandwidth, and the same digits for 1, 2 and 3 threads. */
+static void test_mpk_wavefront_plan(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    for (int mi = 0; mi < NMPK; mi++) {
+        hk_bcsr K;
+        mpk_matrix(mi, &K);
+        hk_bmat B = {0};
+        HK_ASSERT_OK(hk_bmat_upload(be, &K, &B));
+        const int64_t nb = K.nbrows, bw = bandwidth(&K);
+        for (int ci = 0; ci < 5; ci++)
+            for (int k = 1; k <= HK_SCG_MAX_S; k += 3) {
+                void *plan = NULL;
+                hk_mpk_info info;
+                HK_ASSERT_OK(be->mpk_plan(&B, HK_MPK_WAVEFRONT, chunks[ci], k, 0.0, &plan, &info));
+                CU_ASSERT_PTR_NOT_NULL(plan);
+                int64_t want = chunks[ci] > 2 * bw ? chunks[ci] : 2 * bw;
+                if (want > nb) want = nb;
+                if (chunks[ci] > 0) CU_ASSERT_EQUAL(info.block, want);
+                CU_ASSERT(info.block >= 1 && info.block <= nb &&
+                          (info.block >= 2 * bw || info.block == nb));
+                CU_ASSERT_EQUAL(info.schedule, HK_MPK_WAVEFRONT);
+                CU_ASSERT_EQUAL(info.bandwidth, bw);
+                CU_ASSERT_EQUAL(info.nparts, (nb + info.block - 1) / info.block);
+                CU_ASSERT_EQUAL(info.work, (int64_t)k * nb);
+                CU_ASSERT_EQUAL(info.ext_rows, nb);
+                CU_ASSERT_EQUAL(info.k, k);
+                be->mpk_free(plan);
+            }
+        hk_bmat_free(&B);
+        hk_bcsr_free(&K);
+    }
+    /* the thread count changes no digit (matrices large enough for a parallel stage) */
+    for (int mi = 0; mi < 2; mi++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(mi ? hk_gen_poisson2d(60, &K) : hk_gen_elasticity3d(8, 8, 8, &K));
+        const int64_t n = K.nbrows * K.bs;
+        double coef[3 * HK_MPK_MAXK], *W1[HK_MPK_MAXK + 1], *U1[HK_MPK_MAXK + 1];
+        coefs(2, 5, coef);
+        hk_mpk_info info;
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(1);
+        mpk_case(be, &K, HK_MPK_WAVEFRONT, 0, 5, 5, coef, 1, 1, W1, U1, &info);
+        for (int nt = 2; nt <= 3; nt++) {
+            double *Wt[HK_MPK_MAXK + 1], *Ut[HK_MPK_MAXK + 1];
+            omp_set_num_threads(nt);
+            mpk_case(be, &K, HK_MPK_WAVEFRONT, 0, 5, 5, coef, 1, 1, Wt, Ut, &info);
+            for (int j = 0; j <= 5; j++) {
+                CU_ASSERT(memcmp(Wt[j], W1[j], (size_t)n * sizeof(double)) == 0);
+                CU_ASSERT(memcmp(Ut[j], U1[j], (size_t)n * sizeof(double)) == 0);
+                free(Wt[j]);
+                free(Ut[j]);
+            }
+        }
+        omp_set_num_threads(threads);
+        for (int j = 0; j <= 5; j++) {
+            free(W1[j]);
+            free(U1[j]);
+        }
+        hk_bcsr_free(&K);
+    }
 }
 
 /* Ghost zones of tridiag(n): partition [lo, hi) at levels <= l covers
@@ -257,7 +444,8 @@ static void test_mpk_ghost_zones(void)
     hk_mpk_info info;
     CU_ASSERT_EQUAL(be->mpk_plan(&B, HK_MPK_GHOST, 0, 2, 0.0, &plan, &info), HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "mpk.block"));
-    CU_ASSERT_EQUAL(be->mpk_plan(&B, HK_MPK_GHOST, 4, HK_MPK_MAXK + 1, 0.0, &plan, &info), HK_ERR_OPTION);
+    CU_ASSERT_EQUAL(be->mpk_plan(&B, HK_MPK_GHOST, 4, HK_MPK_MAXK + 1, 0.0, &plan, &info),
+                    HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "mpk.k"));
     hk_error_clear();
     hk_bmat_free(&B);
@@ -542,6 +730,11 @@ static void test_solve_exit_code(void)
 }
 
 HK_SUITE(sstep, {"matrix powers equal k SpMVs (bases, partitions, levels)", test_mpk_equals_spmvs},
+         {"matrix powers, wavefront: equal k SpMVs (bases, chunks, levels, bs 1-6)",
+          test_mpk_wavefront_equals_spmvs},
+         {"wavefront stages: every row once, every input earlier", test_wave_stages},
+         {"wavefront plan: chunks, bandwidth, work; digits for any thread count",
+          test_mpk_wavefront_plan},
          {"matrix-powers ghost zones of a tridiagonal matrix (closed form)", test_mpk_ghost_zones},
          {"Gram reduction equals dot products", test_gram},
          {"scg equals cg's solution (s 1..4, bases, pc none/jacobi)", test_scg_matches_cg},
@@ -557,41 +750,49 @@ static void test_cuda_mpk(void)
     const hk_backend *cpu = NULL, *gpu = NULL;
     HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
     HK_ASSERT_OK(hk_backend_get("cuda", &gpu));
-    /* the sweep on the device itself (op against SpMVs), then op against op */
-    mpk_sweep(gpu);
-    for (int mi = 0; mi < NMPK; mi++) {
-        hk_bcsr K;
-        mpk_matrix(mi, &K);
-        const int64_t n = K.nbrows * K.bs;
-        for (int bi = 0; bi < 5; bi++)
-            for (int k = 1; k <= HK_SCG_MAX_S; k += 3)
-                for (int b = 0; b < 4; b++) {
-                    double coef[3 * HK_MPK_MAXK];
-                    coefs(b, k, coef);
-                    double *Wc[HK_MPK_MAXK + 1], *Uc[HK_MPK_MAXK + 1];
-                    double *Wg[HK_MPK_MAXK + 1], *Ug[HK_MPK_MAXK + 1];
-                    hk_mpk_info ic, ig;
-                    mpk_case(cpu, &K, blocks[bi], k, k, coef, b & 1, 1, Wc, Uc, &ic);
-                    mpk_case(gpu, &K, blocks[bi], k, k, coef, b & 1, 1, Wg, Ug, &ig);
-                    CU_ASSERT(ic.nparts == ig.nparts && ic.ext_rows == ig.ext_rows &&
-                              ic.max_ext == ig.max_ext && ic.work == ig.work);
-                    double e = 0;
-                    for (int j = 0; j <= k; j++) {
-                        e = fmax(e, hk_test_reldiff(Wg[j], Wc[j], (long)n));
-                        if (Uc[j]) e = fmax(e, hk_test_reldiff(Ug[j], Uc[j], (long)n));
-                        free(Wc[j]);
-                        free(Wg[j]);
-                        free(Uc[j]);
-                        free(Ug[j]);
+    /* the sweep on the device itself (op against SpMVs), then op against op; a wavefront
+     * chunk of 0 is each backend's own choice, so only its bandwidth and work must agree */
+    for (int sched = 0; sched < 2; sched++) {
+        const int64_t *bls = sched == HK_MPK_WAVEFRONT ? chunks : blocks;
+        mpk_sweep(gpu, sched);
+        for (int mi = 0; mi < NMPK; mi++) {
+            hk_bcsr K;
+            mpk_matrix(mi, &K);
+            const int64_t n = K.nbrows * K.bs;
+            for (int bi = 0; bi < 5; bi++)
+                for (int k = 1; k <= HK_SCG_MAX_S; k += 3)
+                    for (int b = 0; b < 4; b++) {
+                        double coef[3 * HK_MPK_MAXK];
+                        coefs(b, k, coef);
+                        double *Wc[HK_MPK_MAXK + 1], *Uc[HK_MPK_MAXK + 1];
+                        double *Wg[HK_MPK_MAXK + 1], *Ug[HK_MPK_MAXK + 1];
+                        hk_mpk_info ic, ig;
+                        mpk_case(cpu, &K, sched, bls[bi], k, k, coef, b & 1, 1, Wc, Uc, &ic);
+                        mpk_case(gpu, &K, sched, bls[bi], k, k, coef, b & 1, 1, Wg, Ug, &ig);
+                        CU_ASSERT(ic.schedule == ig.schedule && ic.bandwidth == ig.bandwidth &&
+                                  ic.work == ig.work);
+                        if (bls[bi] > 0)
+                            CU_ASSERT(ic.block == ig.block && ic.nparts == ig.nparts &&
+                                      ic.ext_rows == ig.ext_rows && ic.max_ext == ig.max_ext);
+                        double e = 0;
+                        for (int j = 0; j <= k; j++) {
+                            e = fmax(e, hk_test_reldiff(Wg[j], Wc[j], (long)n));
+                            if (Uc[j]) e = fmax(e, hk_test_reldiff(Ug[j], Uc[j], (long)n));
+                            free(Wc[j]);
+                            free(Wg[j]);
+                            free(Uc[j]);
+                            free(Ug[j]);
+                        }
+                        if (!(e <= 1e-13))
+                            fprintf(stderr, "\n  %s %s block %lld k %d basis %d: cuda vs cpu %.2e",
+                                    mpk_name[mi], sched_name[sched], (long long)bls[bi], k, b, e);
+                        CU_ASSERT(e <= 1e-13);
                     }
-                    if (!(e <= 1e-13))
-                        fprintf(stderr, "\n  %s block %lld k %d basis %d: cuda vs cpu %.2e",
-                                mpk_name[mi], (long long)blocks[bi], k, b, e);
-                    CU_ASSERT(e <= 1e-13);
-                }
-        hk_bcsr_free(&K);
+            hk_bcsr_free(&K);
+        }
     }
-    /* a larger matrix: several thread blocks per level, vectors beyond shared memory */
+    /* a larger matrix: several thread blocks per level, vectors beyond shared memory; the
+     * wavefront with the backend's chunk, half and twice it, and the whole matrix */
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(20, 20, 20, &K));
     const int64_t bl[3] = {512, 4096, 1 << 30};
@@ -599,8 +800,24 @@ static void test_cuda_mpk(void)
         double coef[3 * HK_MPK_MAXK];
         coefs(2, 4, coef);
         hk_mpk_info info;
-        double e = mpk_case(gpu, &K, bl[i], 4, 4, coef, 1, 0, NULL, NULL, &info);
+        double e = mpk_case(gpu, &K, HK_MPK_GHOST, bl[i], 4, 4, coef, 1, 0, NULL, NULL, &info);
         CU_ASSERT(e <= 1e-13);
+    }
+    hk_mpk_info auto_info;
+    {
+        double coef[3 * HK_MPK_MAXK];
+        coefs(2, 4, coef);
+        double e = mpk_case(gpu, &K, HK_MPK_WAVEFRONT, 0, 4, 4, coef, 1, 1, NULL, NULL, &auto_info);
+        CU_ASSERT(e <= 1e-13);
+        const int64_t wl[3] = {auto_info.block / 2, auto_info.block * 2, 1 << 30};
+        for (int i = 0; i < 3; i++) {
+            hk_mpk_info info;
+            e = mpk_case(gpu, &K, HK_MPK_WAVEFRONT, wl[i], 4, 3, coef, i & 1, 1, NULL, NULL, &info);
+            if (!(e <= 1e-13))
+                fprintf(stderr, "\n  elasticity3d 20^3 wavefront chunk %lld: %.2e",
+                        (long long)wl[i], e);
+            CU_ASSERT(e <= 1e-13);
+        }
     }
     hk_bcsr_free(&K);
 }

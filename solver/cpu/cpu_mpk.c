@@ -9,7 +9,12 @@
  * at step j the rows of levels <= kk-1-j (a prefix of the list) from values the partition
  * computed itself: no partition waits for another between levels. Every extended row of level
  * < k keeps its matrix row's column indices renumbered into the list (lcol); values are read
- * from K. On the CPU each thread takes whole partitions (cache blocking, Mohiyuddin et al.). */
+ * from K. On the CPU each thread takes whole partitions (cache blocking, Mohiyuddin et al.).
+ *
+ * The wavefront schedule (mpk_plan.h) needs no lists: its plan is K's bandwidth and the chunk.
+ * A stage is one parallel loop over its levels' rows, each level's range cut evenly among the
+ * threads; a row's sum runs over K's row in BSR order, as the ghost zones' and the fp64 BSR
+ * SpMV's do, so the digits do not depend on the thread count. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +24,8 @@
 
 typedef struct cpu_mpk {
     const hk_bmat *K;
-    int bs, k;
+    int bs, k, schedule;
+    int64_t shift; /* wavefront: rows between the ranges of two levels of one chunk */
     int64_t nb, block, nparts;
     int64_t *ext_ptr; /* nparts + 1 */
     int64_t *lvl;     /* nparts * (k + 2): start of level l of partition p at [p*(k+2) + l] */
@@ -102,13 +108,149 @@ static void mpk_destroy(cpu_mpk *P)
     free(P);
 }
 
+/* ---- the wavefront schedule ---------------------------------------------------------- */
+
+/* The CPU's own chunk (mpk.block=0): the rows whose matrix bytes times k fill about 1 MiB a
+ * thread (half of a common 2 MiB L2). The rows a stage reads at level j were read at level
+ * j - 1 one stage before, so k chunks of matrix rows are live at once. */
+#define CPU_WAVE_BYTES ((int64_t)1 << 20)
+
+static int wave_plan(const hk_bmat *K, int64_t want, int k, void **plan, hk_mpk_info *info)
+{
+    const int64_t nb = K->nbrows, bs = K->br;
+    int64_t bw = 0;
+#pragma omp parallel for reduction(max : bw) schedule(static)
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t t = K->rowptr[i]; t < K->rowptr[i + 1]; t++) {
+            const int64_t dist = K->colind[t] > i ? K->colind[t] - i : i - K->colind[t];
+            if (dist > bw) bw = dist;
+        }
+    /* matrix bytes of an average block row: its blocks and their column indices */
+    const double row_bytes =
+        nb > 0 ? (double)K->nnzb / (double)nb * (double)(bs * bs * 8 + 4) + 8.0 : 8.0;
+    const double rows = (double)CPU_WAVE_BYTES * omp_get_max_threads() / (k * row_bytes);
+    const int64_t want_auto = rows < 1 ? 1 : rows > (double)nb ? nb : (int64_t)rows;
+    cpu_mpk *P = NULL;
+    HK_CALL(hk_calloc(1, sizeof *P, &P));
+    P->K = K;
+    P->bs = K->br;
+    P->k = k;
+    P->nb = nb;
+    P->schedule = HK_MPK_WAVEFRONT;
+    hk_mpk_wave_plan(nb, bw, want, want_auto, k, info, &P->shift);
+    P->block = info->block;
+    P->nparts = info->nparts;
+    P->max_ext = info->max_ext;
+    *plan = P;
+    return 0;
+}
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* One level of a stage: W[j] (and U[j]) from x = U[j-1] (W[j-1] without d; at level 1 with d,
+ * W[0] times d on the fly), W[j-1] and W[j-2] (wprev or none at level 1). */
+typedef struct wave_level {
+    const double *x, *wc, *wp; /* wp NULL: no W[j-2] term */
+    double *wo, *uo, *u0;      /* uo NULL without d; u0: U[0] of the level's rows (level 1, d) */
+    double c0, c1, c2;
+} wave_level;
+
+/* Block rows [r0, r1) of one level; B and FLY (scale x by d) are literals at every call. */
+ALWAYS_INLINE void wave_range(const hk_bmat *K, const wave_level *L, const double *restrict d,
+                              int64_t r0, int64_t r1, const int B, const int FLY)
+{
+    const int64_t *restrict rowptr = K->rowptr;
+    const int32_t *restrict colind = K->colind;
+    const double *restrict val = K->val, *restrict x = L->x, *restrict wc = L->wc;
+    const double *restrict wp = L->wp;
+    double *restrict wo = L->wo, *restrict uo = L->uo, *restrict u0 = L->u0;
+    const double c0 = L->c0, c1 = L->c1, c2 = L->c2;
+    for (int64_t i = r0; i < r1; i++) {
+        double acc[6] = {0, 0, 0, 0, 0, 0};
+        for (int64_t t = rowptr[i]; t < rowptr[i + 1]; t++) {
+            const double *blk = val + (size_t)t * B * B;
+            const size_t o = (size_t)colind[t] * B;
+            for (int r = 0; r < B; r++)
+                for (int c = 0; c < B; c++)
+                    acc[r] += blk[r * B + c] * (FLY ? d[o + c] * x[o + c] : x[o + c]);
+        }
+        for (int r = 0; r < B; r++) {
+            const size_t q = (size_t)i * B + r;
+            double w = c0 * acc[r] + c1 * wc[q];
+            if (wp) w += c2 * wp[q];
+            wo[q] = w;
+            if (uo) uo[q] = d[q] * w;
+            if (FLY) u0[q] = d[q] * wc[q];
+        }
+    }
+}
+
+#define WAVE_RANGE_B(B)                                                                            \
+    static void wave_range_##B(const hk_bmat *K, const wave_level *L, const double *d, int64_t r0, \
+                               int64_t r1)                                                         \
+    {                                                                                              \
+        if (L->u0)                                                                                 \
+            wave_range(K, L, d, r0, r1, B, 1);                                                     \
+        else                                                                                       \
+            wave_range(K, L, d, r0, r1, B, 0);                                                     \
+    }
+WAVE_RANGE_B(1)
+WAVE_RANGE_B(2)
+WAVE_RANGE_B(3)
+WAVE_RANGE_B(4)
+WAVE_RANGE_B(5)
+WAVE_RANGE_B(6)
+
+static void wave_apply(const cpu_mpk *P, int kk, const double *coef, const double *d,
+                       const double *wprev, hk_vec *const *W, hk_vec *const *U)
+{
+    wave_level L[HK_MPK_MAXK];
+    for (int j = 1; j <= kk; j++) {
+        wave_level *l = &L[j - 1];
+        l->x = d && j > 1 ? U[j - 1]->data : W[j - 1]->data;
+        l->wc = W[j - 1]->data;
+        l->wp = j > 1 ? W[j - 2]->data : wprev;
+        l->wo = W[j]->data;
+        l->uo = d ? U[j]->data : NULL;
+        l->u0 = d && j == 1 ? U[0]->data : NULL;
+        l->c0 = coef[3 * (j - 1)];
+        l->c1 = coef[3 * (j - 1) + 1];
+        l->c2 = coef[3 * (j - 1) + 2];
+    }
+    const int64_t nb = P->nb, C = P->block, h = P->shift;
+    const int64_t stages = hk_mpk_wave_stages(nb, C, h, kk);
+    void (*range)(const hk_bmat *, const wave_level *, const double *, int64_t, int64_t) =
+        P->bs == 1   ? wave_range_1
+        : P->bs == 2 ? wave_range_2
+        : P->bs == 3 ? wave_range_3
+        : P->bs == 4 ? wave_range_4
+        : P->bs == 5 ? wave_range_5
+                     : wave_range_6;
+    /* one region for the whole pass; the barrier at the end of each stage orders the levels */
+#pragma omp parallel if (nb * kk > 2048)
+    {
+        const int64_t nt = omp_get_num_threads(), me = omp_get_thread_num();
+        for (int64_t t = 1; t <= stages; t++) {
+            /* the levels of a stage are independent; the highest first, so that a stage that
+             * read a level of its own would read stale values even on one thread */
+            for (int j = kk; j >= 1; j--) {
+                int64_t lo, hi;
+                hk_mpk_wave_rows(nb, C, h, t, j, &lo, &hi);
+                if (lo >= hi) continue;
+                const int64_t m = hi - lo;
+                range(P->K, &L[j - 1], d, lo + m * me / nt, lo + m * (me + 1) / nt);
+            }
+#pragma omp barrier
+        }
+    }
+}
+
 int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double max_work,
                     void **plan, hk_mpk_info *info)
 {
     int64_t nparts;
     HK_CALL(hk_mpk_plan_begin(K, schedule, &block, k, plan, info, &nparts));
-    HK_CHECK(schedule == HK_MPK_GHOST, HK_ERR_UNSUPPORTED,
-             "matrix powers: the wavefront schedule is not built on the cpu backend yet");
+    if (schedule == HK_MPK_WAVEFRONT) return wave_plan(K, block, k, plan, info);
     const int64_t nb = K->nbrows;
     const int nt = omp_get_max_threads();
     int ierr = 0;
@@ -268,6 +410,10 @@ int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, co
     if (wprev) CHECK_VEC(wprev, "wprev");
     const hk_bmat *K = P->K;
     const double *dv = d ? d->data : NULL, *wp0 = wprev ? wprev->data : NULL;
+    if (P->schedule == HK_MPK_WAVEFRONT) {
+        wave_apply(P, kk, coef, dv, wp0, W, U);
+        return 0;
+    }
     const int nsl = d ? 5 : 3;
     const size_t slot = (size_t)P->max_ext * bs;
     int failed = 0;
