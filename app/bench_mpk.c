@@ -2,9 +2,10 @@
  * 6.1: time of the kernel for [A x, ..., A^k x] over the time of k standard SpMVs) for
  * k = 2..8 on generated 2D and 3D elasticity, and method=scg against cg (iterations and time
  * to 1e-8) on the same systems. Both figures are measured in the same run as their baseline.
- * For each k the kernel's time is the best over partition sizes (block rows) whose ghost
- * zones add at most 3x the rows of the k SpMVs; the chosen size and that redundancy are
- * printed beside it. The SpMVs use the solver's default format on the backend (sbell on
+ * For each k two rows against the same k SpMVs: ghost zones, the best over partition sizes
+ * (block rows) whose ghost zones add at most 3x the rows of the k SpMVs, with the chosen size
+ * and that redundancy beside it; and the wavefront, the best of the backend's chunk, half and
+ * twice it (no redundant rows). The SpMVs use the solver's default format on the backend (sbell on
  * cuda, bsr on the cpu). */
 #include <math.h>
 #include <stdlib.h>
@@ -39,19 +40,22 @@ static int mpk_once(void *p)
 
 static void mpk_usage(FILE *f)
 {
-    fprintf(f, "usage: hooke bench mpk [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-               "                       [--no-solve] [--json FILE]\n\n"
-               "Matrix powers [A x, ..., A^k x] in one kernel against k SpMVs for k = 2..8 on\n"
-               "2D quad and 3D hex elasticity (small: 200^2 and 20^3 elements, medium 500^2\n"
-               "and 40^3, large 1000^2 and 70^3): time of each, their ratio (below 1: the\n"
-               "kernel wins), the best partition size and the redundant rows of its ghost\n"
-               "zones. Then scg (s = 2, 4, 8) against cg with pc=jacobi to 1e-8: iterations\n"
-               "and time (--no-solve skips it).\n");
+    fprintf(
+        f,
+        "usage: hooke bench mpk [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+        "                       [--no-solve] [--json FILE]\n\n"
+        "Matrix powers [A x, ..., A^k x] in one kernel against k SpMVs for k = 2..8 on\n"
+        "2D quad and 3D hex elasticity (small: 200^2 and 20^3 elements, medium 500^2\n"
+        "and 40^3, large 1000^2 and 70^3): time of each, their ratio (below 1: the\n"
+        "kernel wins), for ghost zones the best partition size and the redundant rows\n"
+        "of its ghost zones, for the wavefront the best chunk of the backend's own,\n"
+        "half and twice it. Then scg (s = 2, 4, 8) against cg with pc=jacobi to 1e-8: iterations\n"
+        "and time (--no-solve skips it).\n");
 }
 
 typedef struct mpk_row {
     const char *sys;
-    int k;
+    int k, schedule;
     double spmv_ms, mpk_ms, redundancy;
     long long block;
     int on_chip;
@@ -64,6 +68,35 @@ typedef struct solve_row {
     double ms, true_res;
     const char *reason;
 } solve_row;
+
+static void print_row(const mpk_row *r)
+{
+    printf("| %s | %d | %s | %.4f | %.4f | %.2f | %lld | %.2f | %s |\n", r->sys, r->k,
+           r->schedule == HK_MPK_WAVEFRONT ? "wavefront" : "ghost", r->spmv_ms, r->mpk_ms,
+           r->mpk_ms / r->spmv_ms, r->block, r->redundancy, r->on_chip ? "shared" : "L2/global");
+    fflush(stdout);
+}
+
+/* Time the plan of (schedule, block, k) into r when it beats r's best; *info of the plan. */
+static int try_plan(mpk_ctx *c, const hk_bmat *K, int schedule, int64_t block, mpk_row *r,
+                    hk_mpk_info *info)
+{
+    const hk_backend_ops *be = c->be;
+    double t;
+    HK_CALL(be->mpk_plan(K, schedule, block, c->k, 3.0, &c->plan, info));
+    if (!c->plan) return 0;
+    int ierr = hk_bench_time(mpk_once, c, 2, 5, 0.2, &t);
+    be->mpk_free(c->plan);
+    c->plan = NULL;
+    HK_CALL(ierr);
+    if (t * 1e3 < r->mpk_ms) {
+        r->mpk_ms = t * 1e3;
+        r->block = info->block;
+        r->redundancy = (double)info->work / ((double)c->k * K->nbrows);
+        r->on_chip = info->on_chip;
+    }
+    return 0;
+}
 
 static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys, mpk_row *rows,
                    int *nrows)
@@ -85,7 +118,7 @@ static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys,
         c.coef[3 * j + 1] = c.coef[3 * j + 2] = 0.0;
     }
     for (int k = 2; k <= 8; k++) {
-        mpk_row *r = &rows[(*nrows)++];
+        mpk_row *r = &rows[(*nrows)++], *w = &rows[(*nrows)++];
         memset(r, 0, sizeof *r);
         r->sys = sys;
         r->k = k;
@@ -94,28 +127,30 @@ static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys,
         HK_TRY(hk_bench_time(spmvs_once, &c, 2, 5, 0.2, &t));
         r->spmv_ms = t * 1e3;
         r->mpk_ms = INFINITY;
+        *w = *r;
+        w->schedule = HK_MPK_WAVEFRONT;
+        hk_mpk_info info;
         for (int64_t blk = 64;; blk *= 4) {
             const int64_t b = blk < nb ? blk : nb;
-            hk_mpk_info info;
-            HK_TRY(be->mpk_plan(&K, HK_MPK_GHOST, b, k, 3.0, &c.plan, &info));
-            if (c.plan) {
-                ierr = hk_bench_time(mpk_once, &c, 2, 5, 0.2, &t);
-                be->mpk_free(c.plan);
-                c.plan = NULL;
-                if (ierr) goto fail;
-                if (t * 1e3 < r->mpk_ms) {
-                    r->mpk_ms = t * 1e3;
-                    r->block = b;
-                    r->redundancy = (double)info.work / ((double)k * nb);
-                    r->on_chip = info.on_chip;
-                }
-            }
+            HK_TRY(try_plan(&c, &K, HK_MPK_GHOST, b, r, &info));
             if (b == nb) break;
         }
-        printf("| %s | %d | %.4f | %.4f | %.2f | %lld | %.2f | %s |\n", sys, k, r->spmv_ms,
-               r->mpk_ms, r->mpk_ms / r->spmv_ms, r->block, r->redundancy,
-               r->on_chip ? "shared" : "L2/global");
-        fflush(stdout);
+        print_row(r);
+        /* the backend's chunk, then half and twice it (a size the plan raises to twice the
+         * bandwidth or clamps to the rows onto one already timed is skipped) */
+        HK_TRY(try_plan(&c, &K, HK_MPK_WAVEFRONT, 0, w, &info));
+        int64_t done[3] = {info.block, -1, -1};
+        const int64_t bw = info.bandwidth;
+        for (int i = 0; i < 2; i++) {
+            int64_t eff = i ? 2 * done[0] : done[0] / 2;
+            if (eff < 2 * bw) eff = 2 * bw;
+            if (eff < 1) eff = 1;
+            if (eff > nb) eff = nb;
+            if (eff == done[0] || eff == done[1]) continue;
+            done[i + 1] = eff;
+            HK_TRY(try_plan(&c, &K, HK_MPK_WAVEFRONT, eff, w, &info));
+        }
+        print_row(w);
     }
 fail:
     for (int j = 0; j <= 8; j++)
@@ -197,7 +232,7 @@ int hk_bench_mpk(int argc, char **argv)
     const int n3 = bo.size == HK_BENCH_SMALL ? 20 : bo.size == HK_BENCH_MEDIUM ? 40 : 70;
     hk_bcsr K[2] = {{0}, {0}};
     char name[2][64];
-    mpk_row rows[16];
+    mpk_row rows[32];
     solve_row srows[16];
     int nrows = 0, nsrows = 0;
     hk_json j = {0};
@@ -213,8 +248,9 @@ int hk_bench_mpk(int argc, char **argv)
            "kernel wins); redundancy = rows computed / (k * rows)\n\n",
            name[0], (long long)(K[0].nbrows * K[0].bs), name[1],
            (long long)(K[1].nbrows * K[1].bs));
-    printf("| system | k | k SpMVs ms | matrix powers ms | ratio | partition (block rows) | "
-           "redundancy | vectors in |\n|---|---:|---:|---:|---:|---:|---:|---|\n");
+    printf(
+        "| system | k | schedule | k SpMVs ms | matrix powers ms | ratio | partition or chunk "
+        "(block rows) | redundancy | vectors in |\n|---|---:|---|---:|---:|---:|---:|---:|---|\n");
     for (int m = 0; m < 2; m++)
         if (measure(be, &K[m], name[m], rows, &nrows)) {
             fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
@@ -249,6 +285,8 @@ int hk_bench_mpk(int argc, char **argv)
             hk_json_begin_object(&j, NULL);
             hk_json_string(&j, "system", rows[i].sys);
             hk_json_int(&j, "k", rows[i].k);
+            hk_json_string(&j, "schedule",
+                           rows[i].schedule == HK_MPK_WAVEFRONT ? "wavefront" : "ghost");
             hk_json_number(&j, "spmvs_ms", rows[i].spmv_ms);
             hk_json_number(&j, "mpk_ms", rows[i].mpk_ms);
             hk_json_number(&j, "ratio", rows[i].mpk_ms / rows[i].spmv_ms);

@@ -532,9 +532,14 @@ static double maxdiff(const double *a, const double *b, int64_t n)
 }
 
 static const char *const bases[3] = {"monomial", "newton", "chebyshev"};
-/* how the basis is built: tuned, matrix powers forced (partitions of 16 block rows, 2 levels
- * a pass where s allows), one SpMV per vector */
-static const char *const builds[3] = {"", "mpk.block=16", "mpk.block=-1"};
+/* how the basis is built: tuned (both schedules timed), ghost zones forced (partitions of 16
+ * block rows, 2 levels a pass where s allows), one SpMV per vector, the wavefront with the
+ * backend's chunk, the wavefront with chunks of 5 block rows (raised to twice the bandwidth)
+ * and 2 levels a pass where s allows */
+enum { NBUILD = 5 };
+static const char *const builds[NBUILD] = {"", "mpk.block=16", "mpk.block=-1",
+                                           "mpk.schedule=wavefront",
+                                           "mpk.schedule=wavefront mpk.block=5"};
 
 /* scg's solution equals cg's to the accuracy the tolerance gives (the true residual of both
  * is below it), on 2D/3D elasticity and Poisson, s = 1..4, every basis, pc none and jacobi,
@@ -558,11 +563,12 @@ static void scg_vs_cg(const hk_backend *be)
             CU_ASSERT_EQUAL(rcg.reason, HK_CONVERGED_RTOL);
             for (int s = 1; s <= 4; s++)
                 for (int b = 0; b < 3; b++)
-                    for (int h = 0; h < 3; h++) {
+                    for (int h = 0; h < NBUILD; h++) {
                         snprintf(opts, sizeof opts,
                                  "method=scg ksp.s=%d ksp.basis=%s %s%s pc=%s "
                                  "tol=1e-10",
-                                 s, bases[b], builds[h], h == 1 && s >= 2 ? " mpk.k=2" : "",
+                                 s, bases[b], builds[h],
+                                 (h == 1 || h == 4) && s >= 2 ? " mpk.k=2" : "",
                                  pc ? "jacobi" : "none");
                         double *x = NULL;
                         hk_result r;
@@ -690,6 +696,9 @@ static void test_scg_options(void)
                {"method=scg ksp.basis=legendre", "ksp.basis"},
                {"method=scg mpk.block=-2", "mpk.block"},
                {"method=scg ksp.s=3 mpk.k=4", "mpk.k"},
+               {"method=scg mpk.schedule=diagonal", "mpk.schedule"},
+               {"method=scg mpk.schedule=", "mpk.schedule"},
+               {"method=scg mpk.schedule=wavefront mpk.block=-3", "mpk.block"},
                {"method=cg ksp.s=3", "ksp.s"},
                {NULL, NULL}};
     for (int i = 0; bad[i].opts; i++) {
@@ -729,6 +738,31 @@ static void test_solve_exit_code(void)
     }
 }
 
+/* The solve line names the schedule, its chunks or partitions and the levels of a pass;
+ * elasticity3d:4 has 125 block rows and bandwidth 31, so chunks of 5 become 62. */
+static void test_solve_line_schedule(void)
+{
+    static const struct {
+        const char *opts, *want;
+    } cases[] = {
+        {"mpk.schedule=wavefront mpk.block=5 mpk.k=2",
+         "matrix powers: wavefront, 3 chunks of 62 block rows (bandwidth 31), 2 levels a pass"},
+        {"mpk.schedule=ghost mpk.block=64",
+         "matrix powers: ghost zones, 2 partitions of 64 block rows, 3 levels a pass"},
+        {"mpk.block=-1", "one SpMV per basis vector: mpk.block=-1"},
+        {NULL, NULL}};
+    for (int i = 0; cases[i].opts; i++) {
+        char args[256], out[8192];
+        snprintf(args, sizeof args, "--generate elasticity3d:4 method=scg ksp.s=3 %s --backend cpu",
+                 cases[i].opts);
+        const int rc = hk_test_solve_cmd(args, out, sizeof out);
+        CU_ASSERT_EQUAL(rc, 0);
+        const int found = strstr(out, cases[i].want) != NULL;
+        if (!found) fprintf(stderr, "\n  wanted '%s' in:\n%s\n", cases[i].want, out);
+        CU_ASSERT(found);
+    }
+}
+
 HK_SUITE(sstep, {"matrix powers equal k SpMVs (bases, partitions, levels)", test_mpk_equals_spmvs},
          {"matrix powers, wavefront: equal k SpMVs (bases, chunks, levels, bs 1-6)",
           test_mpk_wavefront_equals_spmvs},
@@ -741,7 +775,8 @@ HK_SUITE(sstep, {"matrix powers equal k SpMVs (bases, partitions, levels)", test
          {"scg iterations within 1.2x cg on 3D elasticity", test_scg_iterations},
          {"scg with other pcs, residual replacement, maxit", test_scg_pcs_and_replacement},
          {"scg options and their errors", test_scg_options},
-         {"hooke solve exit code with scg", test_solve_exit_code})
+         {"hooke solve exit code with scg", test_solve_exit_code},
+         {"the solve line names the matrix-powers schedule", test_solve_line_schedule})
 
 /* ---- the CUDA versions against the CPU ---------------------------------------------------- */
 
@@ -851,7 +886,7 @@ static void test_cuda_scg(void)
     HK_ASSERT_OK(hk_gen_elasticity3d(10, 10, 10, &K));
     const int64_t n = K.nbrows * K.bs;
     for (int b = 0; b < 3; b++)
-        for (int h = 0; h < 3; h++) {
+        for (int h = 0; h < NBUILD; h++) {
             char opts[256];
             snprintf(opts, sizeof opts, "method=scg ksp.s=4 ksp.basis=%s %s pc=jacobi tol=1e-10",
                      bases[b], builds[h]);

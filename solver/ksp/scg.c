@@ -33,11 +33,15 @@
 #define SCG_EPS 2.220446049250313e-16
 
 static const char *const basis_names[] = {"monomial", "newton", "chebyshev", NULL};
+/* mpk.schedule: auto times both when tuning (mpk.block=0), else ghost zones of mpk.block */
+enum { SCHED_AUTO = 0, SCHED_GHOST, SCHED_WAVEFRONT };
+static const char *const schedule_names[] = {"auto", "ghost", "wavefront", NULL};
 
 typedef struct scg_state {
     int s, basis;
-    int64_t mpk_block; /* option: -1 k SpMVs, 0 tuned, N block rows per partition */
+    int64_t mpk_block; /* option: -1 k SpMVs, 0 tuned, N block rows per partition (chunk) */
     int mpk_k;         /* option: levels per pass, 0 tuned */
+    int schedule;      /* option: SCHED_* */
     void *plan;        /* the matrix-powers plan; NULL: one SpMV (and pc apply) per vector */
     int kk;            /* levels per pass of the plan */
     hk_mpk_info info;
@@ -61,6 +65,7 @@ int hk_scg_options(hk_ksp *k, hk_options *o)
     HK_CALL(hk_options_get_choice(o, "ksp.basis", basis_names, &st->basis));
     HK_CALL(hk_options_get_int(o, "mpk.block", &block));
     HK_CALL(hk_options_get_int(o, "mpk.k", &st->mpk_k));
+    HK_CALL(hk_options_get_choice(o, "mpk.schedule", schedule_names, &st->schedule));
     st->mpk_block = block;
     HK_CHECK(st->s >= 1 && st->s <= SCG_MAX_S, HK_ERR_OPTION,
              "option ksp.s=%d is out of range; use 1..%d (default 4)", st->s, SCG_MAX_S);
@@ -90,11 +95,18 @@ void hk_scg_describe(const hk_ksp *k, char *buf, size_t n)
         snprintf(buf, n, "scg");
         return;
     }
-    if (st->plan) {
+    if (st->plan && st->info.schedule == HK_MPK_WAVEFRONT) {
+        snprintf(buf, n,
+                 "scg (s=%d, %s basis; matrix powers: wavefront, %lld chunks of %lld block rows "
+                 "(bandwidth %lld), %d level%s a pass%s)",
+                 st->s, basis_names[st->basis], (long long)st->info.nparts,
+                 (long long)st->info.block, (long long)st->info.bandwidth, st->kk,
+                 st->kk > 1 ? "s" : "", st->info.on_chip ? ", on chip" : "");
+    } else if (st->plan) {
         const double extra = (double)st->info.work / ((double)st->info.k * k->K->nbrows);
         snprintf(buf, n,
-                 "scg (s=%d, %s basis; matrix powers: %lld partitions of %lld block rows, %d "
-                 "level%s a pass, %.2fx the rows of k SpMVs%s)",
+                 "scg (s=%d, %s basis; matrix powers: ghost zones, %lld partitions of %lld block "
+                 "rows, %d level%s a pass, %.2fx the rows of k SpMVs%s)",
                  st->s, basis_names[st->basis], (long long)st->info.nparts,
                  (long long)st->info.block, st->kk, st->kk > 1 ? "s" : "", extra,
                  st->info.on_chip ? ", on chip" : "");
@@ -136,9 +148,33 @@ static int time_chain(hk_ksp *k, scg_state *st, void *plan, int kk, hk_vec **W, 
     return 0;
 }
 
-/* Build and keep the matrix-powers plan: the one given by mpk.block/mpk.k, or the fastest of
- * a few partition sizes and pass lengths timed against s SpMVs (the thesis's auto-tuner,
- * reduced to a search over a fixed list). Nothing when the pc cannot be fused. */
+/* Build one plan and time it; keep it in st when it beats *best, else free it. max_work as
+ * for mpk_plan (no plan when the ghost zones exceed it). *info: the plan's. */
+static int tune_one(hk_ksp *k, scg_state *st, int schedule, int64_t block, int kk, double max_work,
+                    hk_vec **W, hk_vec **U, const double *coef, double *best, hk_mpk_info *info)
+{
+    const hk_backend_ops *be = k->be;
+    void *plan = NULL;
+    double t;
+    HK_CALL(be->mpk_plan(k->K, schedule, block, kk, max_work, &plan, info));
+    if (!plan) return 0;
+    int ierr = time_chain(k, st, plan, kk, W, U, coef, &t);
+    if (ierr || !(t < *best)) {
+        be->mpk_free(plan);
+        return ierr;
+    }
+    if (st->plan) be->mpk_free(st->plan);
+    st->plan = plan;
+    st->kk = kk;
+    st->info = *info;
+    *best = t;
+    return 0;
+}
+
+/* Build and keep the matrix-powers plan: the one given by mpk.schedule/mpk.block/mpk.k, or
+ * the fastest of a few ghost partition sizes, wavefront chunks and pass lengths timed against
+ * s SpMVs (the thesis's auto-tuner, reduced to a search over a fixed list). Nothing when the
+ * pc cannot be fused. */
 int hk_scg_setup(hk_ksp *k)
 {
     scg_state *st = k->sstep;
@@ -182,9 +218,12 @@ int hk_scg_setup(hk_ksp *k)
         coef[3 * j + 1] = 0.5;
         coef[3 * j + 2] = j ? -0.25 : 0.0;
     }
-    if (st->mpk_block > 0) {
+    if (st->schedule == SCHED_WAVEFRONT || st->mpk_block > 0) {
+        /* fixed: the wavefront with the chunk asked (0: the backend's), or ghost partitions */
         st->kk = st->mpk_k ? st->mpk_k : s;
-        HK_CALL(be->mpk_plan(k->K, HK_MPK_GHOST, st->mpk_block, st->kk, 0.0, &st->plan, &st->info));
+        HK_CALL(be->mpk_plan(k->K,
+                             st->schedule == SCHED_WAVEFRONT ? HK_MPK_WAVEFRONT : HK_MPK_GHOST,
+                             st->mpk_block, st->kk, 0.0, &st->plan, &st->info));
         return 0;
     }
     HK_TRY(hk_ksp_vecs(k, 2 * (s + 1), v));
@@ -207,30 +246,30 @@ int hk_scg_setup(hk_ksp *k)
     for (int64_t b = 64; b < nb && nbl < 7; b *= 4)
         blocks[nbl++] = b;
     blocks[nbl++] = nb;
-    const int kks[2] = {s, 2};
+    const int kks[2] = {st->mpk_k ? st->mpk_k : s, 2};
+    const int nkk = st->mpk_k || s <= 2 ? 1 : 2;
+    hk_mpk_info info;
+    /* ghost zones: more than twice the rows of the k SpMVs cannot win, not even built */
     for (int bi = 0; bi < nbl; bi++)
-        for (int ki = 0; ki < (s > 2 ? 2 : 1); ki++) {
-            void *plan = NULL;
-            hk_mpk_info info;
-            /* more than twice the rows of the k SpMVs cannot win: not even built */
-            HK_TRY(be->mpk_plan(k->K, HK_MPK_GHOST, blocks[bi], kks[ki], 2.0, &plan, &info));
-            if (!plan) continue;
-            double t;
-            ierr = time_chain(k, st, plan, kks[ki], W, U, coef, &t);
-            if (ierr) {
-                be->mpk_free(plan);
-                goto fail;
-            }
-            if (t < best) {
-                if (st->plan) be->mpk_free(st->plan);
-                st->plan = plan;
-                st->kk = kks[ki];
-                st->info = info;
-                best = t;
-            } else {
-                be->mpk_free(plan);
-            }
+        for (int ki = 0; ki < nkk; ki++)
+            HK_TRY(
+                tune_one(k, st, HK_MPK_GHOST, blocks[bi], kks[ki], 2.0, W, U, coef, &best, &info));
+    /* the wavefront (auto only): the backend's chunk, half and twice it; a size the plan
+     * raises to twice the bandwidth or clamps to the rows onto one already timed is skipped */
+    for (int ki = 0; ki < nkk && st->schedule == SCHED_AUTO; ki++) {
+        HK_TRY(tune_one(k, st, HK_MPK_WAVEFRONT, 0, kks[ki], 0.0, W, U, coef, &best, &info));
+        int64_t done[3] = {info.block, -1, -1};
+        for (int i = 0; i < 2; i++) {
+            int64_t c = i ? 2 * done[0] : done[0] / 2;
+            if (c < 2 * info.bandwidth) c = 2 * info.bandwidth;
+            if (c < 1) c = 1;
+            if (c > nb) c = nb;
+            if (c == done[0] || c == done[1]) continue;
+            done[i + 1] = c;
+            hk_mpk_info ci;
+            HK_TRY(tune_one(k, st, HK_MPK_WAVEFRONT, c, kks[ki], 0.0, W, U, coef, &best, &ci));
         }
+    }
     st->t_mpk = best;
     if (!st->plan)
         snprintf(st->why, sizeof st->why, "%s measured faster than matrix powers", "the SpMV");

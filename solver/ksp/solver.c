@@ -30,7 +30,7 @@ static const char *const precisions[] = {"double", "mixed", NULL};
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
     "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
     "format.sigma, format.tpr, format.csr.kernel, format.pcsr.partition, format.pcsr.pad, "        \
-    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k"
+    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k, mpk.schedule"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -588,9 +588,11 @@ void hk_solver_print_help(FILE *f)
                "                          initial residual\n"
                "  ksp.s=4                 scg: CG steps per outer step (1..8)\n"
                "  ksp.basis=chebyshev     scg: monomial, newton or chebyshev basis\n"
-               "  mpk.block=0             scg: matrix-powers partition in block rows (0: tuned,\n"
-               "                          -1: one SpMV per basis vector)\n"
+               "  mpk.block=0             scg: matrix-powers partition (wavefront: chunk) in\n"
+               "                          block rows (0: tuned, -1: one SpMV per basis vector)\n"
                "  mpk.k=0                 scg: levels per matrix-powers pass (0: tuned, 1..s)\n"
+               "  mpk.schedule=auto       scg: matrix powers by ghost zones or a wavefront\n"
+               "                          over chunks (auto: both timed when tuned)\n"
                "  replace_every=0         pipecg, pipebicgstab, scg: recompute the residual from x\n"
                "                          when the drift estimate says so (0), every N\n"
                "                          iterations (N), or never (-1)\n"
