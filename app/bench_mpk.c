@@ -40,17 +40,15 @@ static int mpk_once(void *p)
 
 static void mpk_usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: hooke bench mpk [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-        "                       [--no-solve] [--json FILE]\n\n"
-        "Matrix powers [A x, ..., A^k x] in one kernel against k SpMVs for k = 2..8 on\n"
-        "2D quad and 3D hex elasticity (small: 200^2 and 20^3 elements, medium 500^2\n"
-        "and 40^3, large 1000^2 and 70^3): time of each, their ratio (below 1: the\n"
-        "kernel wins), for ghost zones the best partition size and the redundant rows\n"
-        "of its ghost zones, for the wavefront the best chunk of the backend's own,\n"
-        "half and twice it. Then scg (s = 2, 4, 8) against cg with pc=jacobi to 1e-8: iterations\n"
-        "and time (--no-solve skips it).\n");
+    fprintf(f, "usage: hooke bench mpk [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+               "                       [--no-solve] [--json FILE]\n\n"
+               "Matrix powers [A x, ..., A^k x] in one kernel against k SpMVs for k = 2..8 on\n"
+               "2D quad and 3D hex elasticity (small: 200^2 and 20^3 elements, medium 500^2\n"
+               "and 40^3, large 1000^2 and 70^3): time of each, their ratio (below 1: the\n"
+               "kernel wins), for ghost zones the best partition size and the redundant rows\n"
+               "of its ghost zones, for the wavefront the best chunk of the backend's own,\n"
+               "half and twice it. Then scg (s = 2, 4, 8) against cg with pc=jacobi to\n"
+               "1e-8: iterations and time (--no-solve skips it).\n");
 }
 
 typedef struct mpk_row {
