@@ -14,18 +14,41 @@
 // (levels <= kk-1-j at step j), with __syncthreads between levels and no grid-wide sync: the
 // partition's vectors live in shared memory when they fit (on chip), else in a scratch area
 // of global memory that the block alone touches (L2-resident for moderate partitions).
+//
+// The wavefront schedule (HK_MPK_WAVEFRONT) keeps a sliced copy of K (SBELL, rows in their
+// order: sigma 1) and runs a pass as ONE kernel of persistent blocks: tiles of R block rows
+// (one thread block's rows) at level j are handed out by an atomic counter in the order of
+// the key i + (j-1) D (tile i, a skew of D tiles: the chunk), and a block spins on the ready
+// flags of the level j-1 tiles within K's bandwidth before it computes. Every such tile has a
+// smaller key, so it was handed out earlier to a running block: no deadlock, no grid-wide
+// barrier, no launch per stage. A tile's matrix rows are read from memory at level 1 and
+// again about D*kk tiles later at level 2, ..., from L2 when that distance fits in it. (A
+// kernel per stage of the CPU's schedule, measured first on an H100, lost to k SpMVs at
+// every chunk size: 1.01-3.2x slower, the small stages being bound by launch and tail.)
 #include <cub/cub.cuh>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_impl.cuh"
 #include "mpk_plan.h"
 
 #define MPK_THREADS 256
+// wavefront: threads per block (a tile is their rows) and the slots each thread loads at once
+#define WAVE_THREADS 512
+#define WAVE_UNROLL 4
 
 struct cu_mpk {
     const hk_bmat *K;
+    int schedule; // enum hk_mpk_schedule
     int bs, k;
+    // wavefront: K sliced (SBELL, sigma 1), chunk rows, shift between levels, lanes per row
+    hk_mat wave;
+    int64_t chunk, reach, ntile, skew; // chunk = skew tiles of HK_CU_BLOCK / tpr rows
+    int tpr, epoch, threads;
+    unsigned grid;
+    int *flag;
+    unsigned *counter;
     int64_t nb, block, nparts, next, max_ext;
     int64_t *lvl;     // nparts * (k + 2): start of level l of partition p (and its end)
     int32_t *ext_row; // next
@@ -186,6 +209,9 @@ __global__ void mpk_lcol(int64_t n, int k2, const uint64_t *mkey_unsorted, const
 static void mpk_destroy(cu_mpk *P)
 {
     if (!P) return;
+    hk_cu_mat_release(&P->wave);
+    cudaFree(P->flag);
+    cudaFree(P->counter);
     cudaFree(P->lvl);
     cudaFree(P->ext_row);
     cudaFree(P->ent_ptr);
@@ -210,14 +236,106 @@ static int bits_of(uint64_t v)
         x = NULL;                                                                                  \
     } while (0)
 
+// ---- the wavefront plan ----------------------------------------------------------------
+
+__global__ void mpk_reach(int64_t nb, const int64_t *rowptr, const int32_t *colind,
+                          unsigned long long *reach)
+{
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < nb;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = 0;
+        for (int64_t t = rowptr[r]; t < rowptr[r + 1]; t++) {
+            const int64_t d = (int64_t)colind[t] - r;
+            m = max(m, d < 0 ? -d : d);
+        }
+        if (m) atomicMax(reach, (unsigned long long)m);
+    }
+}
+
+template <int BS> __global__ void mpk_wave_kernel(const struct wave_args a);
+static int wave_occupancy(int bs, int threads, int *per_sm);
+
+static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk_info *info)
+{
+    int ierr = 0;
+    cu_mpk *P = (cu_mpk *)calloc(1, sizeof *P);
+    unsigned long long *dreach = NULL, reach = 0;
+    HK_CHECK(P, HK_ERR_MEMORY, "matrix powers: out of host memory");
+    P->K = K;
+    P->schedule = HK_MPK_WAVEFRONT;
+    P->bs = K->br;
+    P->k = k;
+    P->nb = K->nbrows;
+    HK_TRY(hk_cu_malloc((void **)&dreach, sizeof *dreach));
+    HK_CU_TRY(cudaMemsetAsync(dreach, 0, sizeof *dreach, hk_cu.stream));
+    if (P->nb)
+        mpk_reach<<<hk_cu_grid(P->nb), HK_CU_BLOCK, 0, hk_cu.stream>>>(P->nb, K->rowptr, K->colind,
+                                                                       dreach);
+    HK_CU_TRY(cudaGetLastError());
+    HK_CU_TRY(cudaMemcpyAsync(&reach, dreach, sizeof reach, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    {
+        // lanes per row as in the SpMV (a few for long rows); a tile is one block's rows
+        const double per_row = P->nb ? (double)K->nnzb / (double)P->nb : 0;
+        P->tpr = per_row >= 48 ? 4 : per_row >= 6 ? 2 : 1;
+
+        P->threads = WAVE_THREADS;
+        const int64_t R = P->threads / P->tpr;
+        P->reach = (int64_t)reach;
+        P->ntile = P->nb > 0 ? (P->nb + R - 1) / R : 0;
+        // the resident blocks bound how far back a tile's inputs must lie for it rarely to
+        // wait, and so how much L2 a tile's rows must survive in between
+        int per_sm = 1;
+        HK_TRY(wave_occupancy(P->bs, P->threads, &per_sm));
+        if (per_sm < 1) per_sm = 1;
+        const int64_t grid = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 1) * per_sm;
+        const int64_t min_skew = (P->reach + R - 1) / R + 1;
+        // the chosen skew: a tile's inputs were handed out one round of resident blocks
+        // before it (on an H100, 2D elasticity at 0.5M DOFs: twice that was 1.1-1.2x slower,
+        // a quarter 1.3-1.4x slower)
+        int64_t skew = block > 0 ? (block + R - 1) / R : min_skew - 1 + (grid + k - 1) / k;
+        if (skew < min_skew) skew = min_skew;
+        if (skew > P->ntile) skew = P->ntile > min_skew ? P->ntile : min_skew;
+        P->skew = skew;
+        P->chunk = skew * R < P->nb ? skew * R : (P->nb > 0 ? P->nb : 1);
+        P->grid = (unsigned)(grid < P->ntile * k ? grid : (P->ntile * k > 0 ? P->ntile * k : 1));
+        P->block = P->chunk;
+        P->nparts = P->nb > 0 ? (P->nb + P->chunk - 1) / P->chunk : 0;
+        info->block = P->chunk;
+        info->bandwidth = P->reach;
+        info->nparts = P->nparts;
+        info->ext_rows = P->nb;
+        info->max_ext = P->chunk;
+        info->work = (int64_t)k * P->nb;
+        HK_TRY(hk_cu_malloc((void **)&P->flag, sizeof(int) * (size_t)(k * P->ntile + 1)));
+        HK_CU_TRY(cudaMemsetAsync(P->flag, 0, sizeof(int) * (size_t)(k * P->ntile + 1),
+                                  hk_cu.stream));
+        HK_TRY(hk_cu_malloc((void **)&P->counter, sizeof(unsigned)));
+    }
+    // K sliced in its row order; the SpMV kernels' layout, so level 1 streams it as fast
+    P->wave.fmt = HK_FMT_SBELL;
+    P->wave.prec = HK_FP64;
+    P->wave.bs = P->bs;
+    P->wave.nrows = P->wave.ncols = P->nb * P->bs;
+    P->wave.slice = 32;
+    P->wave.sigma = 1;
+    P->wave.tpr = P->tpr;
+    HK_TRY(hk_cu_mat_build(&P->wave, K));
+    *plan = P;
+    P = NULL;
+fail:
+    cudaFree(dreach);
+    mpk_destroy(P);
+    return ierr;
+}
+
 extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k,
                               double max_work, void **plan, hk_mpk_info *info)
 {
     int64_t nparts;
     HK_CALL(hk_mpk_plan_begin(K, schedule, &block, k, plan, info, &nparts));
-    HK_CHECK(schedule == HK_MPK_GHOST, HK_ERR_UNSUPPORTED,
-             "matrix powers: the wavefront schedule is not built on the cuda backend yet");
     HK_CALL(hk_cu_init());
+    if (schedule == HK_MPK_WAVEFRONT) return wave_plan(K, block, k, plan, info);
     const int64_t nb = K->nbrows;
     const int k2 = k + 2;
     int ierr = 0;
@@ -540,6 +658,224 @@ template <int BS> static int mpk_launch(const cu_mpk *P, const mpk_args &a, bool
     return 0;
 }
 
+// ---- the wavefront apply -------------------------------------------------------------------
+
+
+struct wave_args {
+    double coef[3 * HK_MPK_MAXK];
+    double *w[HK_MPK_MAXK + 1];
+    double *u[HK_MPK_MAXK + 1];
+    const double *d, *wprev;
+    const int64_t *sptr;
+    const int32_t *swidth, *col;
+    const double *val;
+    int *flag;          // k * ntile: the epoch of the pass that finished tile (level, i)
+    unsigned *counter;  // tiles handed out in this pass
+    int64_t S, nb, ntile, skew, reach, total;
+    int kk, tpr, rows, epoch;
+};
+
+// Tiles (level j, tile i) with key i + (j-1) skew below `key`: the tiles handed out before it.
+__device__ __forceinline__ int64_t wave_before(int64_t key, int64_t ntile, int64_t skew, int kk)
+{
+    int64_t n = 0;
+    for (int j = 1; j <= kk; j++) {
+        const int64_t c = key - (int64_t)(j - 1) * skew;
+        n += c <= 0 ? 0 : (c < ntile ? c : ntile);
+    }
+    return n;
+}
+
+// The q-th tile in key order, the highest level first within a key (kk * ntile tiles, no
+// empty slots): the key by bisection on wave_before, then the level.
+__device__ __forceinline__ void wave_tile(int64_t q, int64_t ntile, int64_t skew, int kk, int *j,
+                                          int64_t *i)
+{
+    int64_t lo = 0, hi = ntile + (int64_t)(kk - 1) * skew; // wave_before(lo) <= q < (hi)
+    while (hi - lo > 1) {
+        const int64_t mid = (lo + hi) >> 1;
+        if (wave_before(mid, ntile, skew, kk) <= q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const int64_t r = q - wave_before(lo, ntile, skew, kk);
+    const int64_t top = lo / skew + 1;
+    *j = (int)((top < kk ? top : kk) - r);
+    *i = lo - (int64_t)(*j - 1) * skew;
+}
+
+// One persistent block: take tiles in key order, wait for their inputs, compute, flag. The
+// sum over a row is the SBELL kernel's (cuda_spmv.cu k_sell). The vectors written in this
+// kernel are read through L1, which is not coherent with other SMs' writes; that is safe
+// because a tile waits for every tile that holds a row of the cache lines it reads: tiles
+// are whole lines (R rows of BS doubles, R >= 64), and the waited tiles cover whole tiles.
+template <int BS>
+__global__ void __launch_bounds__(WAVE_THREADS, 2) mpk_wave_kernel(const wave_args a)
+{
+    __shared__ unsigned s_q;
+    const int tpr = a.tpr, lane = threadIdx.x & (tpr - 1);
+    const int64_t rloc = threadIdx.x / tpr;
+    for (;;) {
+        if (threadIdx.x == 0) s_q = atomicAdd(a.counter, 1u);
+        __syncthreads();
+        const int64_t q = s_q;
+        __syncthreads();
+        if (q >= a.total) return;
+        int j;
+        int64_t i;
+        wave_tile(q, a.ntile, a.skew, a.kk, &j, &i);
+        const int64_t r0 = i * a.rows;
+        if (j > 1 && threadIdx.x == 0) { // level j-1 within the bandwidth of this tile
+            const int64_t lo = r0 - a.reach > 0 ? (r0 - a.reach) / a.rows : 0;
+            int64_t hi = (r0 + a.rows - 1 + a.reach) / a.rows;
+            if (hi >= a.ntile) hi = a.ntile - 1;
+            const int *f = a.flag + (int64_t)(j - 2) * a.ntile;
+            for (int64_t t = lo; t <= hi; t++)
+                while (*(const volatile int *)&f[t] != a.epoch)
+                    __nanosleep(64);
+            __threadfence();
+        }
+        __syncthreads();
+        const int64_t g = r0 + rloc;
+        const bool active = g < a.nb;
+        const bool first = j == 1, last = j == a.kk;
+        const double *x = first ? a.w[0] : (a.d ? a.u[j - 1] : a.w[j - 1]);
+        double acc[BS];
+#pragma unroll
+        for (int r = 0; r < BS; r++)
+            acc[r] = 0;
+        if (active) {
+            const int64_t s = g / a.S, jr = g - s * a.S, base = a.sptr[s];
+            const int w = a.swidth[s];
+            // WAVE_UNROLL slots at a time, their column loads first: few threads run per SM
+            // here, so each keeps more loads in flight than the SpMV's threads do
+#pragma unroll 1
+            for (int k0 = lane; k0 < w; k0 += WAVE_UNROLL * tpr) {
+                int32_t c[WAVE_UNROLL];
+#pragma unroll
+                for (int u = 0; u < WAVE_UNROLL; u++) {
+                    const int k = k0 + u * tpr;
+                    const int64_t at = base + (int64_t)(k < w ? k : k0) * a.S + jr;
+                    c[u] = k < w ? (last ? __ldcs(a.col + at) : __ldcg(a.col + at)) : -1;
+                }
+#pragma unroll
+                for (int u = 0; u < WAVE_UNROLL; u++) {
+                    const int k = k0 + u * tpr;
+                    if (k >= w) break;
+                    const int64_t slot = base + (int64_t)k * a.S;
+                    const int64_t cs = c[u] >= 0 ? (int64_t)c[u] * BS : 0;
+                    const double *v = a.val + slot * (BS * BS) + jr;
+#pragma unroll
+                    for (int cc = 0; cc < BS; cc++) {
+                        double xc;
+                        if (first)
+                            xc = a.d ? __ldg(x + cs + cc) * __ldg(a.d + cs + cc)
+                                     : __ldg(x + cs + cc);
+                        else
+                            xc = x[cs + cc];
+                        xc = c[u] >= 0 ? xc : 0.0;
+#pragma unroll
+                        for (int r = 0; r < BS; r++) {
+                            const double *vp = v + (r * BS + cc) * a.S;
+                            acc[r] += (last ? __ldcs(vp) : __ldcg(vp)) * xc;
+                        }
+                    }
+                }
+            }
+        }
+        for (int o = tpr >> 1; o > 0; o >>= 1)
+#pragma unroll
+            for (int r = 0; r < BS; r++)
+                acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
+        if (active && lane == 0) {
+            const double c0 = a.coef[3 * (j - 1)], c1 = a.coef[3 * (j - 1) + 1],
+                         c2 = a.coef[3 * (j - 1) + 2];
+            const double *wm1 = a.w[j - 1], *wm2 = j >= 2 ? a.w[j - 2] : a.wprev;
+            double *wo = a.w[j];
+#pragma unroll
+            for (int r = 0; r < BS; r++) {
+                const int64_t e = g * BS + r;
+                // a zero coefficient drops its term (and its load)
+                double w = c0 * acc[r];
+                if (c1 != 0.0) w += c1 * wm1[e];
+                if (c2 != 0.0 && wm2) w += c2 * wm2[e];
+                wo[e] = w;
+                if (a.d) {
+                    a.u[j][e] = a.d[e] * w;
+                    if (first) a.u[0][e] = a.d[e] * a.w[0][e];
+                }
+            }
+        }
+        __syncthreads(); // every row of the tile written
+        if (threadIdx.x == 0) {
+            __threadfence();
+            *(volatile int *)&a.flag[(int64_t)(j - 1) * a.ntile + i] = a.epoch;
+        }
+    }
+}
+
+static int wave_occupancy(int bs, int threads, int *per_sm)
+{
+    const void *kern[6] = {(const void *)mpk_wave_kernel<1>, (const void *)mpk_wave_kernel<2>,
+                           (const void *)mpk_wave_kernel<3>, (const void *)mpk_wave_kernel<4>,
+                           (const void *)mpk_wave_kernel<5>, (const void *)mpk_wave_kernel<6>};
+    HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern[bs - 1], threads, 0));
+    return 0;
+}
+
+template <int BS> static int wave_launch(cu_mpk *P, const wave_args &a)
+{
+    mpk_wave_kernel<BS><<<P->grid, P->threads, 0, hk_cu.stream>>>(a);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d,
+                      const double *wprev, hk_vec *const *W, hk_vec *const *U)
+{
+    const hk_cu_mat *m = (const hk_cu_mat *)P->wave.bdata;
+    wave_args a;
+    memset(&a, 0, sizeof a);
+    memcpy(a.coef, coef, sizeof(double) * 3 * kk);
+    for (int j = 0; j <= kk; j++) {
+        a.w[j] = (double *)W[j]->data;
+        if (d) a.u[j] = (double *)U[j]->data;
+    }
+    a.d = d;
+    a.wprev = wprev;
+    a.sptr = m->sptr;
+    a.swidth = m->swidth;
+    a.col = m->colind;
+    a.val = (const double *)m->val;
+    a.flag = P->flag;
+    a.counter = P->counter;
+    a.S = m->S;
+    a.nb = P->nb;
+    a.ntile = P->ntile;
+    a.skew = P->skew;
+    a.reach = P->reach;
+    a.total = P->ntile * kk;
+    a.kk = kk;
+    a.tpr = P->tpr;
+    a.rows = P->threads / P->tpr;
+    // a new epoch marks this pass's flags; the counter restarts
+    if (++P->epoch == INT32_MAX) {
+        HK_CU(cudaMemsetAsync(P->flag, 0, sizeof(int) * P->k * P->ntile, hk_cu.stream));
+        P->epoch = 1;
+    }
+    a.epoch = P->epoch;
+    HK_CU(cudaMemsetAsync(P->counter, 0, sizeof(unsigned), hk_cu.stream));
+    switch (P->bs) {
+    case 1: return wave_launch<1>(P, a);
+    case 2: return wave_launch<2>(P, a);
+    case 3: return wave_launch<3>(P, a);
+    case 4: return wave_launch<4>(P, a);
+    case 5: return wave_launch<5>(P, a);
+    default: return wave_launch<6>(P, a);
+    }
+}
+
 #define CHECK_VEC(v, what)                                                                         \
     HK_CHECK((v) && (v)->prec == HK_FP64 && (v)->n == n, HK_ERR_ARG,                               \
              "matrix powers: %s must be an fp64 vector of the matrix's %lld rows", what,           \
@@ -566,6 +902,9 @@ extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_
     if (d) CHECK_VEC(d, "d");
     if (wprev) CHECK_VEC(wprev, "wprev");
     if (P->nparts == 0) return 0;
+    if (P->schedule == HK_MPK_WAVEFRONT)
+        return wave_apply(P, kk, coef, d ? (const double *)d->data : NULL,
+                          wprev ? (const double *)wprev->data : NULL, W, U);
     memcpy(a.coef, coef, sizeof(double) * 3 * kk);
     a.d = d ? (const double *)d->data : NULL;
     a.wprev = wprev ? (const double *)wprev->data : NULL;

@@ -500,7 +500,10 @@ typedef struct hk_backend_ops {
      * (level j - 1 on that range widened by h) were all finished at stages t - 1 and t - 2.
      * No row is computed twice (info->work = k nbrows, nparts = chunks, ext_rows = nbrows),
      * and a chunk's matrix rows are read again at the next levels while they are still in
-     * cache. max_work is then ignored.
+     * cache. max_work is then ignored. The CPU runs exactly these stages; CUDA runs the same
+     * recurrence as one kernel whose tiles of a thread block's rows wait on flags instead of
+     * stage barriers, with the chunk rounded to whole tiles and at least h plus one tile
+     * (cuda/cuda_mpk.cu); info->block is the chunk used.
      * mpk_apply computes kk <= k levels of the three-term recurrence, for j < kk:
      *   W[j+1] = coef[3j] A U[j] + coef[3j+1] W[j] + coef[3j+2] W[j-1]
      *   U[j+1] = d .* W[j+1]          (d NULL: no scaling, U = W and U is not used)

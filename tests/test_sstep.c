@@ -806,9 +806,11 @@ static void test_cuda_mpk(void)
                         mpk_case(gpu, &K, sched, bls[bi], k, k, coef, b & 1, 1, Wg, Ug, &ig);
                         CU_ASSERT(ic.schedule == ig.schedule && ic.bandwidth == ig.bandwidth &&
                                   ic.work == ig.work);
-                        if (bls[bi] > 0)
+                        /* the cuda wavefront rounds its chunk to whole tiles of a thread block */
+                        if (bls[bi] > 0 && sched == HK_MPK_GHOST)
                             CU_ASSERT(ic.block == ig.block && ic.nparts == ig.nparts &&
                                       ic.ext_rows == ig.ext_rows && ic.max_ext == ig.max_ext);
+                        CU_ASSERT(ic.ext_rows == ig.ext_rows);
                         double e = 0;
                         for (int j = 0; j <= k; j++) {
                             e = fmax(e, hk_test_reldiff(Wg[j], Wc[j], (long)n));
