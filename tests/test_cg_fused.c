@@ -1,4 +1,4 @@
-/* cg's two-pass backend ops (spmv_dot, cg_update) against the generic ops that cg composes
+/* cg's two-pass backend ops (cg_spmv, cg_update) against the generic ops that cg composes
  * where a backend lacks them: the same numbers to rounding without a preconditioner and with
  * Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi under
  * fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
@@ -18,7 +18,7 @@ static const hk_backend_ops *cpu_composed(void)
 {
     static hk_backend_ops be;
     be = hk_backend_cpu;
-    be.spmv_dot = NULL;
+    be.cg_spmv = NULL;
     be.cg_update = NULL;
     return &be;
 }
@@ -176,66 +176,96 @@ static void test_update_equals_composed(void)
     }
 }
 
-/* ---- spmv_dot ----------------------------------------------------------------------------- */
+/* ---- cg_spmv ------------------------------------------------------------------------------ */
 
-static void test_spmv_dot_equals_composed(void)
+/* p = z + beta p (beta = 0: p = z; no z: p as it is), y = A p, p.Ap: by the CPU op, or composed
+ * as cg composes it. p, y and *pap receive the results. */
+static void direction(const hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *y,
+                      int fused, double *pap)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    HK_ASSERT_OK(be->vec_set(y, 0.0));
+    if (fused) {
+        HK_ASSERT_OK(be->cg_spmv((hk_mat *)A, z, beta, p, y, pap));
+        return;
+    }
+    if (z && beta == 0.0) HK_ASSERT_OK(be->vec_copy(p, z));
+    if (z && beta != 0.0) HK_ASSERT_OK(be->vec_axpby(p, 1.0, z, beta));
+    HK_ASSERT_OK(hk_mat_spmv((hk_mat *)A, p, y));
+    HK_ASSERT_OK(be->vec_dot(p, y, pap));
+}
+
+static void test_cg_spmv_equals_composed(void)
 {
     const hk_backend_ops *be = &hk_backend_cpu;
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
     const int64_t n = K.nbrows * K.bs;
-    double *hp = hk_test_rand_vec(n, 11);
+    double *hp = hk_test_rand_vec(n, 11), *hz = hk_test_rand_vec(n, 12);
+    double *hnan = malloc((size_t)n * sizeof *hnan);
+    for (int64_t i = 0; i < n; i++)
+        hnan[i] = NAN; /* beta = 0 must not read the old p */
     static const hk_format fmts[] = {HK_FMT_CSR,  HK_FMT_BSR,   HK_FMT_ELL, HK_FMT_SELL,
                                      HK_FMT_BELL, HK_FMT_SBELL, HK_FMT_PCSR};
+    static const double betas[] = {0.7, 0.0, -1.0}; /* -1: no z, p as it is */
     const int nt = omp_get_max_threads();
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
-        for (int pr = HK_FP64; pr <= HK_FP32; pr++) {
-            hk_mat *A = NULL;
-            HK_ASSERT_OK(hk_mat_create(be, &K, fmts[f], (hk_precision)pr, NULL, &A));
-            hk_vec *p = vec_from(pr, n, hp), *y = NULL;
-            HK_ASSERT_OK(hk_vec_create(be, n, pr, &y));
-            /* composed: SpMV, then the dot product */
-            double pap_c, pap_f, pap_t[3];
-            HK_ASSERT_OK(hk_mat_spmv(A, p, y));
-            HK_ASSERT_OK(be->vec_dot(p, y, &pap_c));
-            double *yc = download(y);
-            HK_ASSERT_OK(be->vec_set(y, 0.0));
-            HK_ASSERT_OK(be->spmv_dot(A, p, y, &pap_f));
-            double *yf = download(y);
-            const int ok =
-                hk_test_reldiff(yf, yc, n) <= 2 * eps_of(pr) && rel(pap_f, pap_c) <= 1e-12;
-            if (!ok)
-                fprintf(stderr, "\n  spmv_dot %s %s: differs from SpMV + dot (%.17g vs %.17g)",
-                        hk_format_name(fmts[f]), pr == HK_FP64 ? "fp64" : "fp32", pap_f, pap_c);
-            CU_ASSERT(ok);
-            /* the same digits for 1, 2 and 7 threads */
-            double *yt[3];
-            static const int threads[] = {1, 2, 7};
-            for (int k = 0; k < 3; k++) {
-                omp_set_num_threads(threads[k]);
-                HK_ASSERT_OK(be->vec_set(y, 0.0));
-                HK_ASSERT_OK(be->spmv_dot(A, p, y, &pap_t[k]));
-                yt[k] = download(y);
+        for (int pr = HK_FP64; pr <= HK_FP32; pr++)
+            for (int bi = 0; bi < 3; bi++) {
+                const double beta = betas[bi] < 0 ? 0.0 : betas[bi];
+                const double *p0 = betas[bi] == 0.0 ? hnan : hp;
+                hk_mat *A = NULL;
+                HK_ASSERT_OK(hk_mat_create(be, &K, fmts[f], (hk_precision)pr, NULL, &A));
+                hk_vec *z = betas[bi] < 0 ? NULL : vec_from(pr, n, hz), *p = vec_from(pr, n, p0),
+                       *y = NULL;
+                HK_ASSERT_OK(hk_vec_create(be, n, pr, &y));
+                double pap_c, pap_f, pap_t[3];
+                direction(A, z, beta, p, y, 0, &pap_c);
+                double *pc = download(p), *yc = download(y);
+                HK_ASSERT_OK(hk_vec_upload(p, p0));
+                direction(A, z, beta, p, y, 1, &pap_f);
+                double *pf = download(p), *yf = download(y);
+                const double e = 2 * eps_of(pr);
+                const int ok = hk_test_reldiff(pf, pc, n) <= e && hk_test_reldiff(yf, yc, n) <= e &&
+                               rel(pap_f, pap_c) <= 1e-12 && isfinite(pap_f);
+                if (!ok)
+                    fprintf(stderr,
+                            "\n  cg_spmv %s %s beta %g: differs from the composed ops (%.17g vs "
+                            "%.17g)",
+                            hk_format_name(fmts[f]), pr == HK_FP64 ? "fp64" : "fp32", betas[bi],
+                            pap_f, pap_c);
+                CU_ASSERT(ok);
+                /* the same digits for 1, 2 and 7 threads */
+                double *yt[3], *pt[3];
+                static const int threads[] = {1, 2, 7};
+                for (int k = 0; k < 3; k++) {
+                    omp_set_num_threads(threads[k]);
+                    HK_ASSERT_OK(hk_vec_upload(p, p0));
+                    direction(A, z, beta, p, y, 1, &pap_t[k]);
+                    yt[k] = download(y);
+                    pt[k] = download(p);
+                }
+                omp_set_num_threads(nt);
+                for (int k = 1; k < 3; k++)
+                    CU_ASSERT(same_bits(yt[k], yt[0], n) && same_bits(pt[k], pt[0], n) &&
+                              pap_t[k] == pap_t[0]);
+                for (int k = 0; k < 3; k++)
+                    free(yt[k]), free(pt[k]);
+                free(pc), free(yc), free(pf), free(yf);
+                hk_vec_destroy(z), hk_vec_destroy(p), hk_vec_destroy(y);
+                hk_mat_destroy(A);
             }
-            omp_set_num_threads(nt);
-            for (int k = 1; k < 3; k++)
-                CU_ASSERT(same_bits(yt[k], yt[0], n) && pap_t[k] == pap_t[0]);
-            for (int k = 0; k < 3; k++)
-                free(yt[k]);
-            free(yc), free(yf);
-            hk_vec_destroy(p), hk_vec_destroy(y);
-            hk_mat_destroy(A);
-        }
     /* a wrong-precision call is refused with a sentence, not computed */
     hk_mat *A = NULL;
     HK_ASSERT_OK(hk_mat_create(be, &K, HK_FMT_CSR, HK_FP32, NULL, &A));
     hk_vec *p = vec_from(HK_FP64, n, hp), *y = NULL;
     HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &y));
     double pap;
-    CU_ASSERT(be->spmv_dot(A, p, y, &pap) != 0);
+    CU_ASSERT(be->cg_spmv(A, NULL, 0.0, p, y, &pap) != 0);
+    CU_ASSERT(be->cg_spmv(A, p, 0.0, p, y, &pap) != 0); /* z = p */
     hk_vec_destroy(p), hk_vec_destroy(y);
     hk_mat_destroy(A);
-    free(hp);
+    free(hp), free(hz), free(hnan);
     hk_bcsr_free(&K);
 }
 
@@ -343,5 +373,5 @@ static void test_cg_fused_and_composed(void)
 
 HK_SUITE(cg_fused,
          {"cg_update equals the composed ops, any thread count", test_update_equals_composed},
-         {"spmv_dot equals SpMV then dot for every format", test_spmv_dot_equals_composed},
+         {"cg_spmv equals the composed ops for every format", test_cg_spmv_equals_composed},
          {"cg with and without the fused ops solves to ones", test_cg_fused_and_composed})

@@ -6,6 +6,7 @@
  * ones: fixed chunks summed in HK_CPU_LANES lanes, then the chunk sums in order (cpu_impl.h);
  * an SpMV's chunks are whole block rows, hk_cpu_chunk_begin of the block-row count. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "cpu_impl.h"
@@ -377,17 +378,71 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
 
 /* ---- classical CG ----------------------------------------------------------------------- */
 
-int hk_cpu_spmv_dot(hk_mat *A, const hk_vec *p, hk_vec *Ap, double *pap)
+/* Rows of cg_spmv's SpMV swept at once before their dot products: 8192 rows of p and Ap
+ * (128 KB) stay in L2. */
+#define HK_CG_GROUP_ROWS 8192
+
+/* p = z + beta p over [i0, i1) (vec_axpby's arithmetic; beta = 0: vec_copy's). */
+ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *restrict zv,
+                                      double beta, double *restrict pv)
 {
-    if (A->prec == HK_FP64 && p->prec == HK_FP64 && Ap->prec == HK_FP64) {
-        /* the SpMV with p.Ap reduced row range by row range (spmv_mdot's kernel) */
-        const hk_vec *W[1] = {p};
-        const int slot[1] = {0};
-        return hk_cpu_spmv_mdot(A, p, Ap, 1, W, pap, slot);
+    if (beta == 0.0)
+        for (int64_t i = i0; i < i1; i++)
+            pv[i] = zv[i];
+    else
+        for (int64_t i = i0; i < i1; i++)
+            pv[i] = zv[i] + beta * pv[i];
+}
+
+int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap)
+{
+    HK_CHECK(!z || (z->prec == p->prec && z->n == p->n && z->data != p->data), HK_ERR_ARG,
+             "cg_spmv: z must be a vector of p's precision and length, other than p");
+    if (!hk_cpu_spmv_has_rows(A) || p->prec != HK_FP64 || Ap->prec != HK_FP64) {
+        /* no row-range kernel (fp32, ELL/SELL/PCSR): the direction, the SpMV, then the dot */
+        const hk_backend_ops *be = &hk_backend_cpu;
+        if (z) HK_CALL(beta == 0.0 ? be->vec_copy(p, z) : be->vec_axpby(p, 1.0, z, beta));
+        HK_CALL(hk_mat_spmv(A, p, Ap));
+        return be->vec_dot(p, Ap, pap);
     }
-    /* fp32: no row-range kernel, so the SpMV then the dot product */
-    HK_CALL(hk_mat_spmv(A, p, Ap));
-    return hk_backend_cpu.vec_dot(p, Ap, pap);
+    HK_CALL(spmv_args(A, p, Ap));
+    const int64_t n = p->n;
+    const double *zv = z ? z->data : NULL;
+    double *pv = p->data, *av = Ap->data;
+    double part[HK_CPU_CHUNKS];
+    /* chunks per group: about HK_CG_GROUP_ROWS rows */
+    const int64_t per = n / HK_CPU_CHUNKS + 1;
+    const int G = (int)(HK_CG_GROUP_ROWS / per > 1 ? HK_CG_GROUP_ROWS / per : 1);
+    /* One region: each thread updates p over its chunks, then (after the barrier that reads of
+     * other threads' p need) multiplies the same rows while its part of p is still in cache,
+     * a group of chunks in one sweep, and reduces p.Ap over the group's chunks (the sums of
+     * spmv_mdot's mdot_chunk, each chunk its own, so the grouping does not change them).
+     * A dot product after every chunk broke the SpMV's streams at each of the 256 chunks:
+     * measured +5 % over the plain SpMV on 81k DOFs, one thread. */
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
+        if (zv) {
+            cg_direction_chunk(hk_cpu_chunk_begin(n, c0), hk_cpu_chunk_begin(n, c1), zv, beta, pv);
+#pragma omp barrier
+        }
+        for (int g = c0; g < c1; g += G) {
+            const int g1 = g + G < c1 ? g + G : c1;
+            int64_t b0, b1, i0, i1;
+            spmv_chunk(A, n, g, &b0, &b1, &i0, &i1);
+            int64_t e0, e1, j0, j1;
+            spmv_chunk(A, n, g1 - 1, &e0, &e1, &j0, &j1);
+            hk_cpu_spmv_rows(A, pv, av, b0, e1);
+            for (int c = g; c < g1; c++) {
+                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+                const double *wv[1] = {pv};
+                mdot_chunk(i0, i1, av, wv, &part[c], 1);
+            }
+        }
+    }
+    *pap = hk_cpu_chunk_sum(part);
+    return 0;
 }
 
 /* One chunk of cg_update for vectors of type T and a diagonal of type D; P: dinv is given (a

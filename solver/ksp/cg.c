@@ -29,25 +29,30 @@ static int rz_check(hk_ksp *k, int it, double rz)
 
 /* ---- cg -------------------------------------------------------------------------------- */
 
-/* The one place where cg takes a backend's two-pass ops (spmv_dot, cg_update) or composes the
+/* The one place where cg takes a backend's two-pass ops (cg_spmv, cg_update) or composes the
  * generic ones; both give the same results to rounding. On the CPU an iteration then reads
- * and writes each vector about once (SpMV with p.Ap; x, r, z and both inner products; p)
- * instead of once per op. */
+ * and writes each vector about once (p = z + beta p with the SpMV and p.Ap in one region;
+ * x, r, z and both inner products in one pass) instead of once per op. */
 
-/* Ap = A p and *pap = p.Ap. */
-static int cg_spmv_dot(hk_ksp *k, const hk_vec *p, hk_vec *Ap, double *pap)
+/* p = z + beta p (beta = 0: p = z), Ap = A p and *pap = p.Ap. */
+static int cg_spmv_step(hk_ksp *k, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap)
 {
-    if (k->be->spmv_dot) return k->be->spmv_dot(k->A, p, Ap, pap);
+    const hk_backend_ops *be = k->be;
+    if (be->cg_spmv) return be->cg_spmv(k->A, z, beta, p, Ap, pap);
+    if (beta == 0.0)
+        HK_CALL(be->vec_copy(p, z));
+    else
+        HK_CALL(be->vec_axpby(p, 1.0, z, beta));
     HK_CALL(hk_mat_spmv(k->A, p, Ap));
-    return k->be->vec_dot(p, Ap, pap);
+    return be->vec_dot(p, Ap, pap);
 }
 
 /* x += alpha p; r -= alpha Ap; z = M r (z == r: no preconditioner); d[0] = r.z, d[1] = r.r
  * when want_rr or without a preconditioner (else NaN: the fused op gives it anyway, the
  * composition saves the pass). The fused op takes no preconditioner or Jacobi (its inverse
  * diagonal); any other preconditioner is applied through hk_ksp_pc. */
-static int cg_update(hk_ksp *k, double alpha, hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p,
-                     const hk_vec *Ap, int want_rr, double *d)
+static int cg_update_step(hk_ksp *k, double alpha, hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p,
+                          const hk_vec *Ap, int want_rr, double *d)
 {
     const hk_backend_ops *be = k->be;
     const int none = z == r;
@@ -74,7 +79,7 @@ static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     const hk_backend_ops *be = k->be;
     hk_vec *w[4];
     int ierr, done;
-    double bnorm, rnorm, rz, pap;
+    double bnorm, rnorm, rz, pap, beta = 0.0; /* beta = 0: p = z */
     HK_CALL(hk_ksp_vecs(k, 4, w));
     hk_vec *r = w[0], *z = w[1], *p = w[2], *Ap = w[3];
     const int none = hk_ksp_pc_is_none(k);
@@ -84,17 +89,16 @@ static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     if (!none) HK_TRY(hk_ksp_pc(k, r, z));
     HK_TRY(be->vec_dot(r, z, &rz));
     if (rz_check(k, 0, rz)) goto out;
-    HK_TRY(be->vec_copy(p, z));
     for (int it = 1;; it++) {
-        HK_TRY(cg_spmv_dot(k, p, Ap, &pap));
+        HK_TRY(cg_spmv_step(k, z, beta, p, Ap, &pap));
         if (spd_check(k, it - 1, pap)) break;
         const double alpha = rz / pap;
         const int check = hk_ksp_check_now(k, it);
         double d[2]; /* the new r.z and r.r */
-        HK_TRY(cg_update(k, alpha, x, r, z, p, Ap, check, d));
+        HK_TRY(cg_update_step(k, alpha, x, r, z, p, Ap, check, d));
         if (check && hk_ksp_converged(k, it, sqrt(fabs(d[1])), bnorm)) break;
         if (rz_check(k, it, d[0])) break;
-        HK_TRY(be->vec_axpby(p, 1.0, z, d[0] / rz));
+        beta = d[0] / rz;
         rz = d[0];
     }
 out:
