@@ -1,4 +1,4 @@
-/* cg's two-pass backend ops (cg_spmv, cg_update) against the generic ops that cg composes
+/* cg's two backend ops (cg_spmv, cg_update) against the generic ops that cg composes
  * where a backend lacks them: the same numbers to rounding without a preconditioner and with
  * Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi under
  * fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
