@@ -301,6 +301,21 @@ typedef struct hk_backend_ops {
      * next step's coefficients derived there). Never waits. */
     int (*pipecg_gv_step)(hk_vec *const *V, double *S);
 
+    /* Classical CG's iteration in two passes over the vectors (method=cg; cpu only). NULL
+     * where a backend lacks them: cg then composes vec_copy/vec_axpby, mat_spmv, vec_dot, the
+     * preconditioner and vec_mdot, with the same results to rounding (solver/ksp/cg.c,
+     * cg_spmv_step and cg_update_step, is the one place that chooses).
+     * cg_spmv: p = z + beta p (beta = 0: p = z, the old p not read; z NULL: p as it is), then
+     *   Ap = A p and *pap = p.Ap (host value); vectors in A's precision, z other than p.
+     * cg_update: x += alpha p; r -= alpha Ap; z = dinv .* r (dinv NULL: no preconditioner,
+     *   z is not written and may be r); d[0] = r.z and d[1] = r.r of the new r (host values,
+     *   sums in fp64). x, r, z, p, Ap share one precision; dinv (Jacobi's inverse diagonal)
+     *   may have the other one, and the product is then rounded as hk_pc_apply rounds it:
+     *   z = (vector type)((dinv type) r * dinv). */
+    int (*cg_spmv)(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap);
+    int (*cg_update)(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
+                     const hk_vec *dinv, double alpha, double *d);
+
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */
 

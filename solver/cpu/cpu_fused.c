@@ -1,11 +1,12 @@
-/* CPU versions of the Krylov methods' fused ops (pipelined CG, BiCGStab and GMRES); semantics
- * in hk_impl.h. On the CPU "fused" means one pass over the vectors per op: the element-wise
- * work and the dot products of a chunk done together while the chunk is in cache, and an SpMV
- * fused with its dot products row range by row range (fp64 CSR and BSR; other formats: the
+/* CPU versions of the Krylov methods' fused ops (classical and pipelined CG, BiCGStab and GMRES);
+ * semantics in hk_impl.h. On the CPU "fused" means one pass over the vectors per op: the
+ * element-wise work and the dot products of a chunk done together while the chunk is in cache, and
+ * an SpMV fused with its dot products row range by row range (fp64 CSR and BSR; other formats: the
  * SpMV, then one pass for all the dot products). Reductions are the backend's deterministic
  * ones: fixed chunks summed in HK_CPU_LANES lanes, then the chunk sums in order (cpu_impl.h);
  * an SpMV's chunks are whole block rows, hk_cpu_chunk_begin of the block-row count. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "cpu_impl.h"
@@ -372,5 +373,141 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
         part[c] = hk_cpu_lanes_sum(s);
     }
     if (w) *d = hk_cpu_chunk_sum(part);
+    return 0;
+}
+
+/* ---- classical CG ----------------------------------------------------------------------- */
+
+/* Rows of cg_spmv's SpMV swept at once before their dot products: 8192 rows of p and Ap
+ * (128 KB) stay in L2. */
+#define HK_CG_GROUP_ROWS 8192
+
+/* p = z + beta p over [i0, i1) (vec_axpby's arithmetic; beta = 0: vec_copy's). */
+ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *restrict zv,
+                                      double beta, double *restrict pv)
+{
+    if (beta == 0.0)
+        for (int64_t i = i0; i < i1; i++)
+            pv[i] = zv[i];
+    else
+        for (int64_t i = i0; i < i1; i++)
+            pv[i] = zv[i] + beta * pv[i];
+}
+
+int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap)
+{
+    HK_CHECK(!z || (z->prec == p->prec && z->n == p->n && z->data != p->data), HK_ERR_ARG,
+             "cg_spmv: z must be a vector of p's precision and length, other than p");
+    if (!hk_cpu_spmv_has_rows(A) || p->prec != HK_FP64 || Ap->prec != HK_FP64) {
+        /* no row-range kernel (fp32, ELL/SELL/PCSR): the direction, the SpMV, then the dot */
+        const hk_backend_ops *be = &hk_backend_cpu;
+        if (z) HK_CALL(beta == 0.0 ? be->vec_copy(p, z) : be->vec_axpby(p, 1.0, z, beta));
+        HK_CALL(hk_mat_spmv(A, p, Ap));
+        return be->vec_dot(p, Ap, pap);
+    }
+    HK_CALL(spmv_args(A, p, Ap));
+    const int64_t n = p->n;
+    const double *zv = z ? z->data : NULL;
+    double *pv = p->data, *av = Ap->data;
+    double part[HK_CPU_CHUNKS];
+    /* chunks per group: about HK_CG_GROUP_ROWS rows */
+    const int64_t per = n / HK_CPU_CHUNKS + 1;
+    const int G = (int)(HK_CG_GROUP_ROWS / per > 1 ? HK_CG_GROUP_ROWS / per : 1);
+    /* One region: each thread updates p over its chunks, then (after the barrier that reads of
+     * other threads' p need) multiplies the same rows while its part of p is still in cache,
+     * a group of chunks in one sweep, and reduces p.Ap over the group's chunks (the sums of
+     * spmv_mdot's mdot_chunk, each chunk its own, so the grouping does not change them).
+     * A dot product after every chunk broke the SpMV's streams at each of the 256 chunks:
+     * measured +5 % over the plain SpMV on 81k DOFs, one thread. */
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
+        if (zv) {
+            cg_direction_chunk(hk_cpu_chunk_begin(n, c0), hk_cpu_chunk_begin(n, c1), zv, beta, pv);
+#pragma omp barrier
+        }
+        for (int g = c0; g < c1; g += G) {
+            const int g1 = g + G < c1 ? g + G : c1;
+            int64_t b0, b1, i0, i1;
+            spmv_chunk(A, n, g, &b0, &b1, &i0, &i1);
+            int64_t e0, e1, j0, j1;
+            spmv_chunk(A, n, g1 - 1, &e0, &e1, &j0, &j1);
+            hk_cpu_spmv_rows(A, pv, av, b0, e1);
+            for (int c = g; c < g1; c++) {
+                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+                const double *wv[1] = {pv};
+                mdot_chunk(i0, i1, av, wv, &part[c], 1);
+            }
+        }
+    }
+    *pap = hk_cpu_chunk_sum(part);
+    return 0;
+}
+
+/* One chunk of cg_update for vectors of type T and a diagonal of type D; P: dinv is given (a
+ * literal at each call). The arithmetic is vec_axpby's, hk_pc_apply's and vec_dot's, element
+ * by element and lane by lane: the composed ops' digits (unless a compiler contracts one side
+ * into multiply-adds and not the other). */
+#define CG_UPDATE_CHUNK(name, T, D)                                                                \
+    ALWAYS_INLINE void name(int64_t i0, int64_t i1, double alpha, T *restrict xv, T *restrict rv,  \
+                            T *restrict zv, const T *restrict pv, const T *restrict apv,           \
+                            const D *restrict dv, double *srz, double *srr, const int P)           \
+    {                                                                                              \
+        double rz[HK_CPU_LANES] = {0}, rr[HK_CPU_LANES] = {0};                                     \
+        HK_CPU_LANE_FOR(i0, i1, i, l, {                                                            \
+            xv[i] = (T)(alpha * pv[i] + xv[i]);                                                    \
+            const T ri = (T)(-alpha * apv[i] + rv[i]);                                             \
+            rv[i] = ri;                                                                            \
+            rr[l] += (double)ri * (double)ri;                                                      \
+            if (P) {                                                                               \
+                const T zi = (T)((D)ri * dv[i]);                                                   \
+                zv[i] = zi;                                                                        \
+                rz[l] += (double)ri * (double)zi;                                                  \
+            }                                                                                      \
+        });                                                                                        \
+        *srr = hk_cpu_lanes_sum(rr);                                                               \
+        *srz = P ? hk_cpu_lanes_sum(rz) : *srr;                                                    \
+    }
+CG_UPDATE_CHUNK(cg_chunk_dd, double, double)
+CG_UPDATE_CHUNK(cg_chunk_ds, double, float)
+CG_UPDATE_CHUNK(cg_chunk_sd, float, double)
+CG_UPDATE_CHUNK(cg_chunk_ss, float, float)
+#undef CG_UPDATE_CHUNK
+
+int hk_cpu_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
+                     const hk_vec *dinv, double alpha, double *d)
+{
+    const int64_t n = x->n;
+    const hk_precision t = x->prec;
+    HK_CHECK(r->prec == t && p->prec == t && Ap->prec == t && (!dinv || z->prec == t), HK_ERR_ARG,
+             "cg_update: x, r, z, p and Ap must share one precision");
+    HK_CHECK(r->n == n && p->n == n && Ap->n == n && (!dinv || (z->n == n && dinv->n == n)),
+             HK_ERR_ARG, "cg_update: vectors differ in length from x (%lld)", (long long)n);
+    HK_CHECK(!dinv || z->data != r->data, HK_ERR_ARG,
+             "cg_update: z must be a vector other than r when dinv is given");
+    const int f64 = t == HK_FP64, d64 = dinv && dinv->prec == HK_FP64;
+    void *xv = x->data, *rv = r->data, *zv = dinv ? z->data : NULL;
+    const void *pv = p->data, *apv = Ap->data, *dv = dinv ? dinv->data : NULL;
+    double prz[HK_CPU_CHUNKS], prr[HK_CPU_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        double *sz = &prz[c], *sr = &prr[c];
+        if (f64 && !dv)
+            cg_chunk_dd(i0, i1, alpha, xv, rv, NULL, pv, apv, NULL, sz, sr, 0);
+        else if (f64 && d64)
+            cg_chunk_dd(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+        else if (f64)
+            cg_chunk_ds(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+        else if (!dv)
+            cg_chunk_ss(i0, i1, alpha, xv, rv, NULL, pv, apv, NULL, sz, sr, 0);
+        else if (d64)
+            cg_chunk_sd(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+        else
+            cg_chunk_ss(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+    }
+    d[0] = hk_cpu_chunk_sum(prz);
+    d[1] = hk_cpu_chunk_sum(prr);
     return 0;
 }

@@ -29,12 +29,57 @@ static int rz_check(hk_ksp *k, int it, double rz)
 
 /* ---- cg -------------------------------------------------------------------------------- */
 
+/* The one place where cg takes a backend's two-pass ops (cg_spmv, cg_update) or composes the
+ * generic ones; both give the same results to rounding. On the CPU an iteration then reads
+ * and writes each vector about once (p = z + beta p with the SpMV and p.Ap in one region;
+ * x, r, z and both inner products in one pass) instead of once per op. */
+
+/* p = z + beta p (beta = 0: p = z), Ap = A p and *pap = p.Ap. */
+static int cg_spmv_step(hk_ksp *k, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap)
+{
+    const hk_backend_ops *be = k->be;
+    if (be->cg_spmv) return be->cg_spmv(k->A, z, beta, p, Ap, pap);
+    if (beta == 0.0)
+        HK_CALL(be->vec_copy(p, z));
+    else
+        HK_CALL(be->vec_axpby(p, 1.0, z, beta));
+    HK_CALL(hk_mat_spmv(k->A, p, Ap));
+    return be->vec_dot(p, Ap, pap);
+}
+
+/* x += alpha p; r -= alpha Ap; z = M r (z == r: no preconditioner); d[0] = r.z, d[1] = r.r
+ * when want_rr or without a preconditioner (else NaN: the fused op gives it anyway, the
+ * composition saves the pass). The fused op takes no preconditioner or Jacobi (its inverse
+ * diagonal); any other preconditioner is applied through hk_ksp_pc. */
+static int cg_update_step(hk_ksp *k, double alpha, hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p,
+                          const hk_vec *Ap, int want_rr, double *d)
+{
+    const hk_backend_ops *be = k->be;
+    const int none = z == r;
+    if (be->cg_update && (none || k->pc->dinv))
+        return be->cg_update(x, r, z, p, Ap, none ? NULL : k->pc->dinv, alpha, d);
+    HK_CALL(be->vec_axpby(x, alpha, p, 1.0));
+    HK_CALL(be->vec_axpby(r, -alpha, Ap, 1.0));
+    if (none) {
+        HK_CALL(be->vec_dot(r, r, &d[0])); /* r.z = r.r: the norm for free */
+        d[1] = d[0];
+        return 0;
+    }
+    HK_CALL(hk_ksp_pc(k, r, z));
+    if (!want_rr) {
+        d[1] = NAN;
+        return be->vec_dot(r, z, &d[0]);
+    }
+    hk_vec *X[2] = {z, r}; /* r.z and r.r in one pass and one host read */
+    return be->vec_mdot(2, X, r, d);
+}
+
 static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = k->be;
     hk_vec *w[4];
     int ierr, done;
-    double bnorm, rnorm, rz, rz_new, pap;
+    double bnorm, rnorm, rz, pap, beta = 0.0; /* beta = 0: p = z */
     HK_CALL(hk_ksp_vecs(k, 4, w));
     hk_vec *r = w[0], *z = w[1], *p = w[2], *Ap = w[3];
     const int none = hk_ksp_pc_is_none(k);
@@ -44,32 +89,17 @@ static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     if (!none) HK_TRY(hk_ksp_pc(k, r, z));
     HK_TRY(be->vec_dot(r, z, &rz));
     if (rz_check(k, 0, rz)) goto out;
-    HK_TRY(be->vec_copy(p, z));
     for (int it = 1;; it++) {
-        HK_TRY(hk_mat_spmv(k->A, p, Ap));
-        HK_TRY(be->vec_dot(p, Ap, &pap));
+        HK_TRY(cg_spmv_step(k, z, beta, p, Ap, &pap));
         if (spd_check(k, it - 1, pap)) break;
         const double alpha = rz / pap;
-        HK_TRY(be->vec_axpby(x, alpha, p, 1.0));
-        HK_TRY(be->vec_axpby(r, -alpha, Ap, 1.0));
-        if (!none) HK_TRY(hk_ksp_pc(k, r, z));
         const int check = hk_ksp_check_now(k, it);
-        double rr = 0;
-        if (!none && check) {
-            /* r.z and r.r in one pass and one host read */
-            hk_vec *X[2] = {z, r};
-            double g[2];
-            HK_TRY(be->vec_mdot(2, X, r, g));
-            rz_new = g[0];
-            rr = g[1];
-        } else {
-            HK_TRY(be->vec_dot(r, z, &rz_new));
-            rr = rz_new;
-        }
-        if (check && hk_ksp_converged(k, it, sqrt(fabs(rr)), bnorm)) break;
-        if (rz_check(k, it, rz_new)) break;
-        HK_TRY(be->vec_axpby(p, 1.0, z, rz_new / rz));
-        rz = rz_new;
+        double d[2]; /* the new r.z and r.r */
+        HK_TRY(cg_update_step(k, alpha, x, r, z, p, Ap, check, d));
+        if (check && hk_ksp_converged(k, it, sqrt(fabs(d[1])), bnorm)) break;
+        if (rz_check(k, it, d[0])) break;
+        beta = d[0] / rz;
+        rz = d[0];
     }
 out:
     ierr = 0;
@@ -301,8 +331,7 @@ restart:
         it = next;
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
         const double rn = sqrt(fabs(h[HK_S_RR]));
-        const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) ||
-                        hk_ksp_bad(h[HK_S_PAP]);
+        const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) || hk_ksp_bad(h[HK_S_PAP]);
         const int broke = !bad && (h[HK_S_RZ] <= 0 || h[HK_S_PAP] <= 0);
         double xx = 0;
         if (bad || broke) HK_TRY(be->vec_dot(x, x, &xx));
@@ -352,8 +381,8 @@ fail:
  * three inner products r.u, w.u, r.r in one pass, with reset the drift bounds back to the gap
  * of one residual at iteration it (||x|| = xn), then the next step's coefficients by the
  * backend's own rule; h is the host copy. */
-static int pipecg_gv_load(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int reset, int it,
-                          double xn, hk_ksp_drift *drift, double *h, double *S)
+static int pipecg_gv_load(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int reset, int it, double xn,
+                          hk_ksp_drift *drift, double *h, double *S)
 {
     const hk_backend_ops *be = k->be;
     if (be->vec_gram) {
@@ -429,8 +458,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     double bnorm, rnorm;
     hk_ksp_drift drift;
     HK_CHECK(be->pipecg_gv_step, HK_ERR_UNSUPPORTED,
-             "method=pipecg: backend %s lacks the fused step for pc=%s; choose method=cg",
-             be->name, k->pc->type->name);
+             "method=pipecg: backend %s lacks the fused step for pc=%s; choose method=cg", be->name,
+             k->pc->type->name);
     HK_CALL(hk_ksp_vecs(k, 9, v));
     hk_vec *r = v[0], *u = v[1], *w = v[2], *m = v[3], *n = v[4], *z = v[5], *q = v[6], *s = v[7],
            *p = v[8];
@@ -450,8 +479,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     for (int i = 5; i < 9; i++)
         HK_TRY(be->vec_set(v[i], 0.0)); /* z q s p: beta_0 = 0 */
     HK_TRY(pipecg_gv_load(k, r, w, u, 0, 0, 0.0, &drift, h, S));
-    const int use_graph = k->check_every > 1 && be->graph_begin && be->graph_launch &&
-                          k->graphs && k->pc->type->apply_capturable;
+    const int use_graph = k->check_every > 1 && be->graph_begin && be->graph_launch && k->graphs &&
+                          k->pc->type->apply_capturable;
     pipecg_gv_vecs sv = {w, m, n, V, S};
     int it = 0, it0 = 0; /* it0: the iteration at which the host last wrote S */
     for (;;) {
