@@ -49,6 +49,7 @@ struct cu_mpk {
     unsigned grid;
     int *flag;
     unsigned *counter;
+    uint64_t *order; // wave_tile of every tile for pass lengths 1..k, one after another
     int64_t nb, block, nparts, next, max_ext;
     int64_t *lvl;     // nparts * (k + 2): start of level l of partition p (and its end)
     int32_t *ext_row; // next
@@ -211,6 +212,7 @@ static void mpk_destroy(cu_mpk *P)
     if (!P) return;
     hk_cu_mat_release(&P->wave);
     cudaFree(P->flag);
+    cudaFree(P->order);
     cudaFree(P->counter);
     cudaFree(P->lvl);
     cudaFree(P->ext_row);
@@ -254,6 +256,7 @@ __global__ void mpk_reach(int64_t nb, const int64_t *rowptr, const int32_t *coli
 
 template <int BS> __global__ void mpk_wave_kernel(const struct wave_args a);
 static int wave_occupancy(int bs, int threads, int *per_sm);
+__global__ void mpk_wave_order(int64_t ntile, int64_t skew, int kk, uint64_t *order);
 
 static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk_info *info)
 {
@@ -311,6 +314,12 @@ static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk
         HK_CU_TRY(cudaMemsetAsync(P->flag, 0, sizeof(int) * (size_t)(k * P->ntile + 1),
                                   hk_cu.stream));
         HK_TRY(hk_cu_malloc((void **)&P->counter, sizeof(unsigned)));
+        HK_TRY(hk_cu_malloc((void **)&P->order,
+                            sizeof(uint64_t) * (size_t)(P->ntile * ((int64_t)k * (k + 1) / 2) + 1)));
+        for (int kk = 1; kk <= k && P->ntile > 0; kk++)
+            mpk_wave_order<<<hk_cu_grid(P->ntile * kk), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                P->ntile, P->skew, kk, P->order + P->ntile * ((int64_t)kk * (kk - 1) / 2));
+        HK_CU_TRY(cudaGetLastError());
     }
     // K sliced in its row order; the SpMV kernels' layout, so level 1 streams it as fast
     P->wave.fmt = HK_FMT_SBELL;
@@ -670,6 +679,7 @@ struct wave_args {
     const int32_t *swidth, *col;
     const double *val;
     int *flag;          // k * ntile: the epoch of the pass that finished tile (level, i)
+    const uint64_t *order; // the tiles of a pass of kk levels in key order: level << 32 | tile
     unsigned *counter;  // tiles handed out in this pass
     int64_t S, nb, ntile, skew, reach, total;
     int kk, tpr, rows, epoch;
@@ -705,6 +715,17 @@ __device__ __forceinline__ void wave_tile(int64_t q, int64_t ntile, int64_t skew
     *i = lo - (int64_t)(*j - 1) * skew;
 }
 
+__global__ void mpk_wave_order(int64_t ntile, int64_t skew, int kk, uint64_t *order)
+{
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < ntile * kk;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        int j;
+        int64_t i;
+        wave_tile(q, ntile, skew, kk, &j, &i);
+        order[q] = ((uint64_t)j << 32) | (uint64_t)i;
+    }
+}
+
 // One persistent block: take tiles in key order, wait for their inputs, compute, flag. The
 // sum over a row is the SBELL kernel's (cuda_spmv.cu k_sell). The vectors written in this
 // kernel are read through L1, which is not coherent with other SMs' writes; that is safe
@@ -713,28 +734,31 @@ __device__ __forceinline__ void wave_tile(int64_t q, int64_t ntile, int64_t skew
 template <int BS>
 __global__ void __launch_bounds__(WAVE_THREADS, 2) mpk_wave_kernel(const wave_args a)
 {
-    __shared__ unsigned s_q;
+    __shared__ unsigned s_next;
     const int tpr = a.tpr, lane = threadIdx.x & (tpr - 1);
     const int64_t rloc = threadIdx.x / tpr;
+    if (threadIdx.x == 0) s_next = atomicAdd(a.counter, 1u);
+    __syncthreads();
     for (;;) {
-        if (threadIdx.x == 0) s_q = atomicAdd(a.counter, 1u);
-        __syncthreads();
-        const int64_t q = s_q;
+        const int64_t q = s_next;
         __syncthreads();
         if (q >= a.total) return;
-        int j;
-        int64_t i;
-        wave_tile(q, a.ntile, a.skew, a.kk, &j, &i);
+        // the next tile is asked for now; its number is read after this tile's last barrier
+        if (threadIdx.x == 0) s_next = atomicAdd(a.counter, 1u);
+        const uint64_t e = a.order[q];
+        const int j = (int)(e >> 32);
+        const int64_t i = (int64_t)(e & 0xffffffffu);
         const int64_t r0 = i * a.rows;
-        if (j > 1 && threadIdx.x == 0) { // level j-1 within the bandwidth of this tile
+        if (j > 1) { // level j-1 within the bandwidth of this tile: a thread per flag
             const int64_t lo = r0 - a.reach > 0 ? (r0 - a.reach) / a.rows : 0;
             int64_t hi = (r0 + a.rows - 1 + a.reach) / a.rows;
             if (hi >= a.ntile) hi = a.ntile - 1;
             const int *f = a.flag + (int64_t)(j - 2) * a.ntile;
-            for (int64_t t = lo; t <= hi; t++)
+            for (int64_t t = lo + threadIdx.x; t <= hi; t += blockDim.x) {
                 while (*(const volatile int *)&f[t] != a.epoch)
-                    __nanosleep(64);
-            __threadfence();
+                    __nanosleep(32);
+                __threadfence();
+            }
         }
         __syncthreads();
         const int64_t g = r0 + rloc;
@@ -849,6 +873,7 @@ static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d,
     a.col = m->colind;
     a.val = (const double *)m->val;
     a.flag = P->flag;
+    a.order = P->order + P->ntile * ((int64_t)kk * (kk - 1) / 2);
     a.counter = P->counter;
     a.S = m->S;
     a.nb = P->nb;
