@@ -125,6 +125,10 @@ static void mpk_matrix(int i, hk_bcsr *K)
  * chunks) of block rows; returns the largest relative difference of W[1..kk] (and U[0..kk] with d)
  * from the same recurrence by SpMVs and vector ops; the results go to Wout/Uout (kk+1 host arrays
  * of n, caller-freed) when not NULL. */
+/* Passes of other lengths that mpk_case runs with the plan before the one it checks (a plan
+ * is reused by scg with varying pass lengths). */
+static int mpk_prior_passes;
+
 static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_t block, int k,
                        int kk, const double *coef, int with_d, int with_prev, double **Wout,
                        double **Uout, hk_mpk_info *info)
@@ -140,7 +144,7 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_
     double *h = malloc((size_t)n * sizeof *h);
     hk_vec *W[HK_MPK_MAXK + 1], *U[HK_MPK_MAXK + 1], *Wr[HK_MPK_MAXK + 1], *Ur[HK_MPK_MAXK + 1];
     fill(h, n, 1);
-    for (int j = 0; j <= kk; j++) {
+    for (int j = 0; j <= k; j++) {
         W[j] = vec_from(be, n, j == 0 ? h : NULL);
         U[j] = vec_from(be, n, NULL);
         Wr[j] = vec_from(be, n, j == 0 ? h : NULL);
@@ -150,6 +154,12 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_
     hk_vec *d = with_d ? vec_from(be, n, h) : NULL;
     fill(h, n, 3);
     hk_vec *wp = with_prev ? vec_from(be, n, h) : NULL;
+    double prior[3 * HK_MPK_MAXK];
+    for (int j = 0; j < 3 * HK_MPK_MAXK; j++)
+        prior[j] = j % 3 == 0 ? 0.5 : 0.0;
+    for (int p = 0; p < mpk_prior_passes; p++) /* lengths k, 1, k-1, 2, ... */
+        HK_ASSERT_OK(be->mpk_apply(plan, p & 1 ? 1 + p / 2 : (k - p / 2 > 0 ? k - p / 2 : 1),
+                                   prior, d, wp, W, d ? U : NULL));
     HK_ASSERT_OK(be->mpk_apply(plan, kk, coef, d, wp, W, d ? U : NULL));
     /* the reference: SpMV and vector ops */
     if (d) HK_ASSERT_OK(be->vec_pointwise_mult(Ur[0], d, Wr[0]));
@@ -187,7 +197,7 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_
             Uout[j] = NULL;
         }
     }
-    for (int j = 0; j <= kk; j++) {
+    for (int j = 0; j <= k; j++) {
         hk_vec_destroy(W[j]);
         hk_vec_destroy(U[j]);
         hk_vec_destroy(Wr[j]);
@@ -269,6 +279,9 @@ static void test_mpk_wavefront_equals_spmvs(void)
     const hk_backend *be = NULL;
     HK_ASSERT_OK(hk_backend_get("cpu", &be));
     mpk_sweep(be, HK_MPK_WAVEFRONT);
+    mpk_prior_passes = 3; /* and with the plan used for other pass lengths first */
+    mpk_sweep(be, HK_MPK_WAVEFRONT);
+    mpk_prior_passes = 0;
 }
 
 /* The stages of every row count, bandwidth, chunk and pass length: each row of each level is
@@ -790,6 +803,9 @@ static void test_cuda_mpk(void)
     for (int sched = 0; sched < 2; sched++) {
         const int64_t *bls = sched == HK_MPK_WAVEFRONT ? chunks : blocks;
         mpk_sweep(gpu, sched);
+        mpk_prior_passes = 3; /* the plan used for other pass lengths first */
+        mpk_sweep(gpu, sched);
+        mpk_prior_passes = 0;
         for (int mi = 0; mi < NMPK; mi++) {
             hk_bcsr K;
             mpk_matrix(mi, &K);
@@ -847,6 +863,7 @@ static void test_cuda_mpk(void)
         double e = mpk_case(gpu, &K, HK_MPK_WAVEFRONT, 0, 4, 4, coef, 1, 1, NULL, NULL, &auto_info);
         CU_ASSERT(e <= 1e-13);
         const int64_t wl[3] = {auto_info.block / 2, auto_info.block * 2, 1 << 30};
+        mpk_prior_passes = 5; /* the plan reused with other pass lengths first */
         for (int i = 0; i < 3; i++) {
             hk_mpk_info info;
             e = mpk_case(gpu, &K, HK_MPK_WAVEFRONT, wl[i], 4, 3, coef, i & 1, 1, NULL, NULL, &info);
@@ -855,6 +872,7 @@ static void test_cuda_mpk(void)
                         (long long)wl[i], e);
             CU_ASSERT(e <= 1e-13);
         }
+        mpk_prior_passes = 0;
     }
     hk_bcsr_free(&K);
 }
