@@ -34,10 +34,9 @@
 #include "mpk_plan.h"
 
 #define MPK_THREADS 256
-// wavefront: threads per block, slots each thread loads at once, tiles per ready counter
-#define WAVE_THREADS 256
+// wavefront: threads per block (a tile is their rows) and the slots each thread loads at once
+#define WAVE_THREADS 512
 #define WAVE_UNROLL 4
-#define WAVE_GROUP 16
 
 struct cu_mpk {
     const hk_bmat *K;
@@ -45,10 +44,11 @@ struct cu_mpk {
     int bs, k;
     // wavefront: K sliced (SBELL, sigma 1), chunk rows, shift between levels, lanes per row
     hk_mat wave;
-    int64_t chunk, reach, rows, ntile, ngroup, skew; // chunk = skew tiles of `rows` rows
-    int tpr, passes;
-    unsigned epoch[HK_MPK_MAXK], grid; // passes that computed each level
-    unsigned *done; // k * ngroup: tiles finished per group, summed over the passes
+    int64_t chunk, reach, ntile, skew; // chunk = skew tiles of HK_CU_BLOCK / tpr rows
+    int tpr, epoch, threads;
+    unsigned grid;
+    int *flag;
+    unsigned *counter;
     uint64_t *order; // wave_tile of every tile for pass lengths 1..k, one after another
     int64_t nb, block, nparts, next, max_ext;
     int64_t *lvl;     // nparts * (k + 2): start of level l of partition p (and its end)
@@ -211,8 +211,9 @@ static void mpk_destroy(cu_mpk *P)
 {
     if (!P) return;
     hk_cu_mat_release(&P->wave);
-    cudaFree(P->done);
+    cudaFree(P->flag);
     cudaFree(P->order);
+    cudaFree(P->counter);
     cudaFree(P->lvl);
     cudaFree(P->ext_row);
     cudaFree(P->ent_ptr);
@@ -254,7 +255,7 @@ __global__ void mpk_reach(int64_t nb, const int64_t *rowptr, const int32_t *coli
 }
 
 template <int BS> __global__ void mpk_wave_kernel(const struct wave_args a);
-static int wave_occupancy(int bs, int *per_sm);
+static int wave_occupancy(int bs, int threads, int *per_sm);
 __global__ void mpk_wave_order(int64_t ntile, int64_t skew, int kk, uint64_t *order);
 
 static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk_info *info)
@@ -277,35 +278,30 @@ static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk
     HK_CU_TRY(cudaMemcpyAsync(&reach, dreach, sizeof reach, cudaMemcpyDeviceToHost, hk_cu.stream));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     {
-        // lanes per row as in the SpMV (a few for long rows); a tile is one warp's rows, in
-        // passes of 32 / tpr, as many as make it whole 128-byte lines of every vector
+        // lanes per row as in the SpMV (a few for long rows); a tile is one block's rows
         const double per_row = P->nb ? (double)K->nnzb / (double)P->nb : 0;
         P->tpr = per_row >= 48 ? 4 : per_row >= 6 ? 2 : 1;
-        P->passes = 1;
-        while ((32 / P->tpr) * P->passes * P->bs % 16 != 0)
-            P->passes++;
-        const int64_t R = (int64_t)(32 / P->tpr) * P->passes;
-        P->rows = R;
+
+        P->threads = WAVE_THREADS;
+        const int64_t R = P->threads / P->tpr;
         P->reach = (int64_t)reach;
         P->ntile = P->nb > 0 ? (P->nb + R - 1) / R : 0;
-        P->ngroup = (P->ntile + WAVE_GROUP - 1) / WAVE_GROUP;
-        // every warp resident (a cooperative launch): a tile waits only on tiles of smaller
-        // order, which their warps reach first
+        // the resident blocks bound how far back a tile's inputs must lie for it rarely to
+        // wait, and so how much L2 a tile's rows must survive in between
         int per_sm = 1;
-        HK_TRY(wave_occupancy(P->bs, &per_sm));
+        HK_TRY(wave_occupancy(P->bs, P->threads, &per_sm));
         if (per_sm < 1) per_sm = 1;
-        P->grid = (unsigned)((hk_cu.nsm > 0 ? hk_cu.nsm : 1) * per_sm);
-        const int64_t warps = (int64_t)P->grid * (WAVE_THREADS / 32);
-        // the inputs of a tile at level j: level j-1 within the bandwidth, waited for by
-        // whole groups of WAVE_GROUP tiles, all of a smaller key when the skew passes them
-        const int64_t min_skew = (P->reach + R - 1) / R + WAVE_GROUP + 1;
-        // the chosen skew: the tiles between a tile and its inputs are about one tile per
-        // resident warp, so a tile rarely waits, and its matrix rows, read at level j, are
-        // read again at level j + 1 after about skew * k tiles, still in L2
-        int64_t skew = block > 0 ? (block + R - 1) / R : min_skew + (warps + k - 1) / k;
+        const int64_t grid = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 1) * per_sm;
+        const int64_t min_skew = (P->reach + R - 1) / R + 1;
+        // the chosen skew: a tile's inputs were handed out one round of resident blocks
+        // before it (on an H100, 2D elasticity at 0.5M DOFs: twice that was 1.1-1.2x slower,
+        // a quarter 1.3-1.4x slower)
+        int64_t skew = block > 0 ? (block + R - 1) / R : min_skew - 1 + (grid + k - 1) / k;
         if (skew < min_skew) skew = min_skew;
+        if (skew > P->ntile) skew = P->ntile > min_skew ? P->ntile : min_skew;
         P->skew = skew;
         P->chunk = skew * R < P->nb ? skew * R : (P->nb > 0 ? P->nb : 1);
+        P->grid = (unsigned)(grid < P->ntile * k ? grid : (P->ntile * k > 0 ? P->ntile * k : 1));
         P->block = P->chunk;
         P->nparts = P->nb > 0 ? (P->nb + P->chunk - 1) / P->chunk : 0;
         info->block = P->chunk;
@@ -314,9 +310,10 @@ static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk
         info->ext_rows = P->nb;
         info->max_ext = P->chunk;
         info->work = (int64_t)k * P->nb;
-        const size_t ndone = (size_t)k * (size_t)P->ngroup + 1;
-        HK_TRY(hk_cu_malloc((void **)&P->done, sizeof(unsigned) * ndone));
-        HK_CU_TRY(cudaMemsetAsync(P->done, 0, sizeof(unsigned) * ndone, hk_cu.stream));
+        HK_TRY(hk_cu_malloc((void **)&P->flag, sizeof(int) * (size_t)(k * P->ntile + 1)));
+        HK_CU_TRY(cudaMemsetAsync(P->flag, 0, sizeof(int) * (size_t)(k * P->ntile + 1),
+                                  hk_cu.stream));
+        HK_TRY(hk_cu_malloc((void **)&P->counter, sizeof(unsigned)));
         HK_TRY(hk_cu_malloc((void **)&P->order,
                             sizeof(uint64_t) * (size_t)(P->ntile * ((int64_t)k * (k + 1) / 2) + 1)));
         for (int kk = 1; kk <= k && P->ntile > 0; kk++)
@@ -681,11 +678,11 @@ struct wave_args {
     const int64_t *sptr;
     const int32_t *swidth, *col;
     const double *val;
-    unsigned *done;        // k * ngroup: tiles finished per group of WAVE_GROUP, all passes
+    int *flag;          // k * ntile: the epoch of the pass that finished tile (level, i)
     const uint64_t *order; // the tiles of a pass of kk levels in key order: level << 32 | tile
-    int64_t S, nb, ntile, ngroup, reach, total, rows;
-    int kk, tpr, passes;
-    unsigned epoch[HK_MPK_MAXK]; // passes that computed level l + 1 so far, this one included
+    unsigned *counter;  // tiles handed out in this pass
+    int64_t S, nb, ntile, skew, reach, total;
+    int kk, tpr, rows, epoch;
 };
 
 // Tiles (level j, tile i) with key i + (j-1) skew below `key`: the tiles handed out before it.
@@ -729,125 +726,132 @@ __global__ void mpk_wave_order(int64_t ntile, int64_t skew, int kk, uint64_t *or
     }
 }
 
-// One resident warp takes the tiles q = warp, warp + warps, ... of the key order: waits (a
-// lane per group) until the groups of level j-1 within the bandwidth are finished, computes
-// its rows, and counts its tile in its group. No block barrier: a warp never waits for
-// another warp of its block. The sum over a row is the SBELL kernel's (cuda_spmv.cu k_sell).
-// The vectors written in this kernel are read through L1, which is not coherent with other
-// SMs' writes; that is safe because a tile is whole 128-byte lines of every vector and a
-// warp reads a line only after the tiles holding it are finished.
+// One persistent block: take tiles in key order, wait for their inputs, compute, flag. The
+// sum over a row is the SBELL kernel's (cuda_spmv.cu k_sell). The vectors written in this
+// kernel are read through L1, which is not coherent with other SMs' writes; that is safe
+// because a tile waits for every tile that holds a row of the cache lines it reads: tiles
+// are whole lines (R rows of BS doubles, R >= 64), and the waited tiles cover whole tiles.
 template <int BS>
-__global__ void __launch_bounds__(WAVE_THREADS, 4) mpk_wave_kernel(const wave_args a)
+__global__ void __launch_bounds__(WAVE_THREADS, 2) mpk_wave_kernel(const wave_args a)
 {
-    const int tpr = a.tpr, lane = threadIdx.x & 31, sub = lane & (tpr - 1);
-    const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
-    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-    const int per_pass = 32 / tpr;
-    for (int64_t q = warp; q < a.total; q += warps) {
+    __shared__ unsigned s_next;
+    const int tpr = a.tpr, lane = threadIdx.x & (tpr - 1);
+    const int64_t rloc = threadIdx.x / tpr;
+    if (threadIdx.x == 0) s_next = atomicAdd(a.counter, 1u);
+    __syncthreads();
+    for (;;) {
+        const int64_t q = s_next;
+        __syncthreads();
+        if (q >= a.total) return;
+        // the next tile is asked for now; its number is read after this tile's last barrier
+        if (threadIdx.x == 0) s_next = atomicAdd(a.counter, 1u);
         const uint64_t e = a.order[q];
         const int j = (int)(e >> 32);
         const int64_t i = (int64_t)(e & 0xffffffffu);
         const int64_t r0 = i * a.rows;
-        if (j > 1) {
-            const int64_t lo = (r0 - a.reach > 0 ? r0 - a.reach : 0) / a.rows / WAVE_GROUP;
-            const int64_t last_row = r0 + a.rows - 1 + a.reach < a.nb ? r0 + a.rows - 1 + a.reach
-                                                                       : a.nb - 1;
-            const int64_t hi = last_row / a.rows / WAVE_GROUP;
-            const unsigned *f = a.done + (int64_t)(j - 2) * a.ngroup;
-            for (int64_t gi = lo + lane; gi <= hi; gi += 32) {
-                const int64_t in_group = a.ntile - gi * WAVE_GROUP < WAVE_GROUP
-                                             ? a.ntile - gi * WAVE_GROUP
-                                             : WAVE_GROUP;
-                const unsigned want = a.epoch[j - 2] * (unsigned)in_group;
-                while (*(const volatile unsigned *)&f[gi] < want)
+        if (j > 1) { // level j-1 within the bandwidth of this tile: a thread per flag
+            const int64_t lo = r0 - a.reach > 0 ? (r0 - a.reach) / a.rows : 0;
+            int64_t hi = (r0 + a.rows - 1 + a.reach) / a.rows;
+            if (hi >= a.ntile) hi = a.ntile - 1;
+            const int *f = a.flag + (int64_t)(j - 2) * a.ntile;
+            for (int64_t t = lo + threadIdx.x; t <= hi; t += blockDim.x) {
+                while (*(const volatile int *)&f[t] != a.epoch)
                     __nanosleep(32);
+                __threadfence();
             }
-            __threadfence();
-            __syncwarp();
         }
+        __syncthreads();
+        const int64_t g = r0 + rloc;
+        const bool active = g < a.nb;
         const bool first = j == 1, last = j == a.kk;
         const double *x = first ? a.w[0] : (a.d ? a.u[j - 1] : a.w[j - 1]);
-        const double c0 = a.coef[3 * (j - 1)], c1 = a.coef[3 * (j - 1) + 1],
-                     c2 = a.coef[3 * (j - 1) + 2];
-        const double *wm1 = a.w[j - 1], *wm2 = j >= 2 ? a.w[j - 2] : a.wprev;
-        double *wo = a.w[j], *uo = a.d ? a.u[j] : NULL;
-        for (int pass = 0; pass < a.passes; pass++) {
-            const int64_t g = r0 + (int64_t)pass * per_pass + lane / tpr;
-            const bool active = g < a.nb;
-            double acc[BS];
+        double acc[BS];
 #pragma unroll
-            for (int r = 0; r < BS; r++)
-                acc[r] = 0;
-            if (active) {
-                const int64_t s = g / a.S, jr = g - s * a.S, base = a.sptr[s];
-                const int w = a.swidth[s];
-                // WAVE_UNROLL slots at a time, their column loads first
+        for (int r = 0; r < BS; r++)
+            acc[r] = 0;
+        if (active) {
+            const int64_t s = g / a.S, jr = g - s * a.S, base = a.sptr[s];
+            const int w = a.swidth[s];
+            // WAVE_UNROLL slots at a time, their column loads first: few threads run per SM
+            // here, so each keeps more loads in flight than the SpMV's threads do
 #pragma unroll 1
-                for (int k0 = sub; k0 < w; k0 += WAVE_UNROLL * tpr) {
-                    int32_t c[WAVE_UNROLL];
+            for (int k0 = lane; k0 < w; k0 += WAVE_UNROLL * tpr) {
+                int32_t c[WAVE_UNROLL];
 #pragma unroll
-                    for (int u = 0; u < WAVE_UNROLL; u++) {
-                        const int k = k0 + u * tpr;
-                        const int64_t at = base + (int64_t)(k < w ? k : k0) * a.S + jr;
-                        c[u] = k < w ? (last ? __ldcs(a.col + at) : __ldcg(a.col + at)) : -1;
-                    }
+                for (int u = 0; u < WAVE_UNROLL; u++) {
+                    const int k = k0 + u * tpr;
+                    const int64_t at = base + (int64_t)(k < w ? k : k0) * a.S + jr;
+                    c[u] = k < w ? (last ? __ldcs(a.col + at) : __ldcg(a.col + at)) : -1;
+                }
 #pragma unroll
-                    for (int u = 0; u < WAVE_UNROLL; u++) {
-                        const int k = k0 + u * tpr;
-                        if (k >= w) break;
-                        const int64_t slot = base + (int64_t)k * a.S;
-                        const int64_t cs = c[u] >= 0 ? (int64_t)c[u] * BS : 0;
-                        const double *v = a.val + slot * (BS * BS) + jr;
+                for (int u = 0; u < WAVE_UNROLL; u++) {
+                    const int k = k0 + u * tpr;
+                    if (k >= w) break;
+                    const int64_t slot = base + (int64_t)k * a.S;
+                    const int64_t cs = c[u] >= 0 ? (int64_t)c[u] * BS : 0;
+                    const double *v = a.val + slot * (BS * BS) + jr;
 #pragma unroll
-                        for (int cc = 0; cc < BS; cc++) {
-                            double xc;
-                            if (first)
-                                xc = a.d ? __ldg(x + cs + cc) * __ldg(a.d + cs + cc)
-                                         : __ldg(x + cs + cc);
-                            else
-                                xc = x[cs + cc];
-                            xc = c[u] >= 0 ? xc : 0.0;
+                    for (int cc = 0; cc < BS; cc++) {
+                        double xc;
+                        if (first)
+                            xc = a.d ? __ldg(x + cs + cc) * __ldg(a.d + cs + cc)
+                                     : __ldg(x + cs + cc);
+                        else
+                            xc = x[cs + cc];
+                        xc = c[u] >= 0 ? xc : 0.0;
 #pragma unroll
-                            for (int r = 0; r < BS; r++) {
-                                const double *vp = v + (r * BS + cc) * a.S;
-                                acc[r] += (last ? __ldcs(vp) : __ldcg(vp)) * xc;
-                            }
+                        for (int r = 0; r < BS; r++) {
+                            const double *vp = v + (r * BS + cc) * a.S;
+                            acc[r] += (last ? __ldcs(vp) : __ldcg(vp)) * xc;
                         }
                     }
                 }
             }
-            for (int o = tpr >> 1; o > 0; o >>= 1)
+        }
+        for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
-                for (int r = 0; r < BS; r++)
-                    acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
-            if (active && sub == 0) {
+            for (int r = 0; r < BS; r++)
+                acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
+        if (active && lane == 0) {
+            const double c0 = a.coef[3 * (j - 1)], c1 = a.coef[3 * (j - 1) + 1],
+                         c2 = a.coef[3 * (j - 1) + 2];
+            const double *wm1 = a.w[j - 1], *wm2 = j >= 2 ? a.w[j - 2] : a.wprev;
+            double *wo = a.w[j];
 #pragma unroll
-                for (int r = 0; r < BS; r++) {
-                    const int64_t e = g * BS + r;
-                    // a zero coefficient drops its term (and its load)
-                    double w = c0 * acc[r];
-                    if (c1 != 0.0) w += c1 * wm1[e];
-                    if (c2 != 0.0 && wm2) w += c2 * wm2[e];
-                    wo[e] = w;
-                    if (uo) {
-                        uo[e] = a.d[e] * w;
-                        if (first) a.u[0][e] = a.d[e] * a.w[0][e];
-                    }
+            for (int r = 0; r < BS; r++) {
+                const int64_t e = g * BS + r;
+                // a zero coefficient drops its term (and its load)
+                double w = c0 * acc[r];
+                if (c1 != 0.0) w += c1 * wm1[e];
+                if (c2 != 0.0 && wm2) w += c2 * wm2[e];
+                wo[e] = w;
+                if (a.d) {
+                    a.u[j][e] = a.d[e] * w;
+                    if (first) a.u[0][e] = a.d[e] * a.w[0][e];
                 }
             }
         }
-        __threadfence(); // this lane's rows, before the tile is counted
-        __syncwarp();
-        if (lane == 0) atomicAdd(&a.done[(int64_t)(j - 1) * a.ngroup + i / WAVE_GROUP], 1u);
+        __syncthreads(); // every row of the tile written
+        if (threadIdx.x == 0) {
+            __threadfence();
+            *(volatile int *)&a.flag[(int64_t)(j - 1) * a.ntile + i] = a.epoch;
+        }
     }
 }
 
-static int wave_occupancy(int bs, int *per_sm)
+static int wave_occupancy(int bs, int threads, int *per_sm)
 {
     const void *kern[6] = {(const void *)mpk_wave_kernel<1>, (const void *)mpk_wave_kernel<2>,
                            (const void *)mpk_wave_kernel<3>, (const void *)mpk_wave_kernel<4>,
                            (const void *)mpk_wave_kernel<5>, (const void *)mpk_wave_kernel<6>};
-    HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern[bs - 1], WAVE_THREADS, 0));
+    HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern[bs - 1], threads, 0));
+    return 0;
+}
+
+template <int BS> static int wave_launch(cu_mpk *P, const wave_args &a)
+{
+    mpk_wave_kernel<BS><<<P->grid, P->threads, 0, hk_cu.stream>>>(a);
+    HK_CU_LAUNCHED();
     return 0;
 }
 
@@ -868,33 +872,33 @@ static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d,
     a.swidth = m->swidth;
     a.col = m->colind;
     a.val = (const double *)m->val;
-    a.done = P->done;
+    a.flag = P->flag;
     a.order = P->order + P->ntile * ((int64_t)kk * (kk - 1) / 2);
+    a.counter = P->counter;
     a.S = m->S;
     a.nb = P->nb;
     a.ntile = P->ntile;
-    a.ngroup = P->ngroup;
+    a.skew = P->skew;
     a.reach = P->reach;
     a.total = P->ntile * kk;
-    a.rows = P->rows;
     a.kk = kk;
     a.tpr = P->tpr;
-    a.passes = P->passes;
-    // the counters only grow: a pass waits for a level's passes times a group's tiles;
-    // restart them long before that product could wrap
-    if (P->epoch[0] + 1 >= (1u << 27)) {
-        HK_CU(cudaMemsetAsync(P->done, 0, sizeof(unsigned) * P->k * P->ngroup, hk_cu.stream));
-        memset(P->epoch, 0, sizeof P->epoch);
+    a.rows = P->threads / P->tpr;
+    // a new epoch marks this pass's flags; the counter restarts
+    if (++P->epoch == INT32_MAX) {
+        HK_CU(cudaMemsetAsync(P->flag, 0, sizeof(int) * P->k * P->ntile, hk_cu.stream));
+        P->epoch = 1;
     }
-    for (int l = 0; l < kk; l++)
-        a.epoch[l] = ++P->epoch[l];
-    const void *kern[6] = {(const void *)mpk_wave_kernel<1>, (const void *)mpk_wave_kernel<2>,
-                           (const void *)mpk_wave_kernel<3>, (const void *)mpk_wave_kernel<4>,
-                           (const void *)mpk_wave_kernel<5>, (const void *)mpk_wave_kernel<6>};
-    void *args[1] = {(void *)&a};
-    HK_CU(cudaLaunchCooperativeKernel(kern[P->bs - 1], dim3(P->grid), dim3(WAVE_THREADS), args, 0,
-                                      hk_cu.stream));
-    return 0;
+    a.epoch = P->epoch;
+    HK_CU(cudaMemsetAsync(P->counter, 0, sizeof(unsigned), hk_cu.stream));
+    switch (P->bs) {
+    case 1: return wave_launch<1>(P, a);
+    case 2: return wave_launch<2>(P, a);
+    case 3: return wave_launch<3>(P, a);
+    case 4: return wave_launch<4>(P, a);
+    case 5: return wave_launch<5>(P, a);
+    default: return wave_launch<6>(P, a);
+    }
 }
 
 #define CHECK_VEC(v, what)                                                                         \
