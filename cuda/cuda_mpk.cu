@@ -734,17 +734,18 @@ __global__ void mpk_wave_order(int64_t ntile, int64_t skew, int kk, uint64_t *or
 template <int BS>
 __global__ void __launch_bounds__(WAVE_THREADS, 2) mpk_wave_kernel(const wave_args a)
 {
-    __shared__ unsigned s_next;
+    // two slots for the tile numbers: the next one is written while this one may still be
+    // read, and both are separated from their readers by the barriers of a tile
+    __shared__ unsigned s_next[2];
     const int tpr = a.tpr, lane = threadIdx.x & (tpr - 1);
     const int64_t rloc = threadIdx.x / tpr;
-    if (threadIdx.x == 0) s_next = atomicAdd(a.counter, 1u);
+    if (threadIdx.x == 0) s_next[0] = atomicAdd(a.counter, 1u);
     __syncthreads();
-    for (;;) {
-        const int64_t q = s_next;
-        __syncthreads();
+    for (int slot = 0;; slot ^= 1) {
+        const int64_t q = s_next[slot];
         if (q >= a.total) return;
         // the next tile is asked for now; its number is read after this tile's last barrier
-        if (threadIdx.x == 0) s_next = atomicAdd(a.counter, 1u);
+        if (threadIdx.x == 0) s_next[slot ^ 1] = atomicAdd(a.counter, 1u);
         const uint64_t e = a.order[q];
         const int j = (int)(e >> 32);
         const int64_t i = (int64_t)(e & 0xffffffffu);
