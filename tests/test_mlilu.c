@@ -136,26 +136,21 @@ static void test_exact_symmetric(void)
 static void test_tri_methods(void)
 {
     static const char *const tri[] = {"syncfree", "levels", "cusparse"};
-    hk_bcsr K;
-    char o[200];
-    HK_ASSERT_OK(hk_gen_convdiff2d(12, 20.0, &K));
-    for (int m = 0; m < 3; m++) {
-        snprintf(o, sizeof o,
-                 "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=2 "
-                 "pc.tri=%s",
-                 tri[m]);
-        check_exact(&K, o, 2);
+    static const char *const base[] = {
+        "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=2",
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 "
+        "pc.mlilu.levels=3"};
+    const int min_levels[] = {2, 3};
+    for (int c = 0; c < 2; c++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(c ? hk_gen_elasticity2d(8, 6, &K) : hk_gen_convdiff2d(12, 20.0, &K));
+        for (int m = 0; m < 3; m++) {
+            char o[200];
+            snprintf(o, sizeof o, "%s pc.tri=%s", base[c], tri[m]);
+            check_exact(&K, o, min_levels[c]);
+        }
+        hk_bcsr_free(&K);
     }
-    hk_bcsr_free(&K);
-    HK_ASSERT_OK(hk_gen_elasticity2d(8, 6, &K));
-    for (int m = 0; m < 3; m++) {
-        snprintf(o, sizeof o,
-                 "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 "
-                 "pc.mlilu.levels=3 pc.tri=%s",
-                 tri[m]);
-        check_exact(&K, o, 3);
-    }
-    hk_bcsr_free(&K);
 }
 
 /* x.M^-1 y against y.M^-1 x and x.M^-1 x > 0 for several x, y on every backend, fp64 and
