@@ -425,7 +425,6 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_mdot_s = hk_cu_vec_mdot_s;
     o.vec_maxpy_s_nrm = hk_cu_vec_maxpy_s_nrm;
     o.vec_scale_s_dot = hk_cu_vec_scale_s_dot;
-    o.tri_create = hk_cu_tri_create;
     o.tri_setup = hk_cu_tri_setup;
     o.factor_exact = hk_cu_factor_exact;
     o.bmat_permute = hk_cu_bmat_permute;

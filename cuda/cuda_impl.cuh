@@ -274,7 +274,6 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
                                    int nns, const double *B, hk_bmat *T, double *Bc);
 
 /* Level-scheduled triangular solves for pc=ic0/ilu0 (cuda_tri.cu). */
-int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 int hk_cu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cu_tri_destroy(void *handle);
 int hk_cu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,

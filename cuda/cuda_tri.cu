@@ -1,6 +1,6 @@
-// Sparse triangular solves on the device (ops tri_setup / tri_create / tri_solve / tri_destroy;
-// pc=ic0 and pc=ilu0 through solver/pc/trifactor.c, pc=mlilu), three ways chosen by the
-// factor's method (pc.tri).
+// Sparse triangular solves on the device (ops tri_setup / tri_solve / tri_destroy; pc=ic0 and
+// pc=ilu0 through solver/pc/trifactor.c, pc=mlilu with its host factors uploaded), three ways
+// chosen by the factor's method (pc.tri).
 //
 // Set-up (tri_setup) from a factor already on the device: the strict triangle and inverse
 // diagonal by a count, a scan and a fill; the level sets by hk_cu_levels below (a sync-free
@@ -8,8 +8,7 @@
 // dependencies' levels, level = 1 + their highest; then a stable radix sort of the rows by
 // level, so each level lists its rows in ascending order as the CPU's hk_trifactor_from_csr
 // does); the cuSPARSE copy with the diagonal by a kernel. Only the level boundaries come back
-// to the host (the launch sizes). tri_create (pc=mlilu's host factors) uploads the same
-// arrays.
+// to the host (the launch sizes). The handle owns copies of everything; F is not kept.
 //
 // Solves:
 //
@@ -158,13 +157,6 @@ static void tri_destroy(void *handle)
     free(t->hlevel_ptr);
     free(t->seg);
     free(t);
-}
-
-static int put(void **d, const void *h, size_t bytes)
-{
-    HK_CU(cudaMalloc(d, bytes ? bytes : 16));
-    if (bytes) HK_CU(cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice));
-    return 0;
 }
 
 /* ---- scans and level sets (shared with cuda_factor.cu) ----------------------------------- */
@@ -440,42 +432,6 @@ fail:
     return ierr;
 }
 
-static int tri_create(const hk_trifactor *T, hk_precision p, void **handle)
-{
-    int ierr = 0;
-    cu_tri *t = NULL;
-    double *val64 = NULL, *dinv64 = NULL;
-    *handle = NULL;
-    HK_CALL(hk_cu_init());
-    const int64_t n = T->n, nnz = T->rowptr[T->n], nl = T->nlevels;
-    HK_CALL(hk_calloc(1, sizeof *t, &t));
-    t->n = n;
-    t->nnz = nnz;
-    t->nlevels = nl;
-    HK_TRY(put((void **)&t->rowptr, T->rowptr, (size_t)(n + 1) * 8));
-    HK_TRY(put((void **)&t->level_ptr, T->level_ptr, (size_t)(nl + 1) * 8));
-    HK_TRY(put((void **)&t->colind, T->colind, (size_t)nnz * 4));
-    HK_TRY(put((void **)&t->level_rows, T->level_rows, (size_t)n * 4));
-    HK_TRY(put((void **)&val64, T->val, (size_t)nnz * 8));
-    HK_TRY(put((void **)&dinv64, T->dinv, (size_t)n * 8));
-    HK_TRY(hk_malloc((size_t)(nl + 1) * 8, &t->hlevel_ptr));
-    memcpy(t->hlevel_ptr, T->level_ptr, (size_t)(nl + 1) * 8);
-    /* solve order: an upper factor has entries right of the diagonal */
-    for (int64_t i = 0; i < n && !t->upper; i++)
-        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
-            if (T->colind[k] > i) t->upper = 1;
-    ierr = tri_finish(t, val64, dinv64, T->method, p);
-    val64 = dinv64 = NULL;
-    if (ierr) goto fail;
-    *handle = t;
-    return 0;
-fail:
-    if (val64) cudaFree(val64);
-    if (dinv64) cudaFree(dinv64);
-    tri_destroy(t);
-    return ierr;
-}
-
 /* ---- tri_setup from a factor on the device -------------------------------------------------- */
 
 /* strict entries of the chosen triangle per row; the first non-unit row without a diagonal */
@@ -660,10 +616,6 @@ static int tri_solve(void *handle, const hk_vec *b, hk_vec *x)
     return 0;
 }
 
-int hk_cu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
-{
-    return tri_create(T, p, handle);
-}
 int hk_cu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
                     void **handle, int64_t *nlevels)
 {

@@ -188,21 +188,6 @@ enum {
     HK_S_MAX = 64 /* a method may use slots up to this for its own fused ops */
 };
 
-/* A sparse triangular factor T on the host, ready for a level-scheduled solve: per row the
- * strictly off-diagonal entries (CSR) and the inverse diagonal (1 for a unit factor), and the
- * rows grouped in levels: a row depends only on rows of earlier levels, so the rows of one
- * level are solved in parallel, x[i] = dinv[i] (b[i] - sum_k val[k] x[colind[k]]). */
-typedef struct hk_trifactor {
-    int64_t n;
-    int64_t *rowptr;     /* n + 1 (strictly off-diagonal entries) */
-    int32_t *colind;
-    double *val;
-    double *dinv;        /* n */
-    int64_t nlevels;
-    int64_t *level_ptr;  /* nlevels + 1 */
-    int32_t *level_rows; /* n: level l is level_rows[level_ptr[l] .. level_ptr[l+1]) */
-    int method;          /* enum hk_tri_method: how a device backend solves (cpu: levels) */
-} hk_trifactor;
 /* pc.tri: sync-free (rows spin on ready flags of their dependencies), level-scheduled, or
  * cuSPARSE SpSV; a backend lacking one falls back to levels. */
 enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE };
@@ -349,7 +334,7 @@ typedef struct hk_backend_ops {
     /* y *= 1/sqrt(*nrm2) (no scaling when *nrm2 == 0); then *d = w.y (w may be NULL: skip). */
     int (*vec_scale_s_dot)(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 
-    /* ---- incomplete factorisations and their triangular solves (pc ic0/ilu0) -------------
+    /* ---- incomplete factorisations and their triangular solves (pc ic0/ilu0/mlilu) -----
      * NULL when the backend lacks them; the preconditioner then says so at set-up. CPU
      * references in solver/pc/factor_cpu.c (the exact factorisations, the permutation, the
      * symmetry check, tri_setup), solver/pc/tri_cpu.c (the solves) and solver/pc/iterfact.c
@@ -377,14 +362,14 @@ typedef struct hk_backend_ops {
      *   otherwise) and the level sets (a row's level is one more than the highest level of
      *   the rows it depends on), solved by method (enum hk_tri_method; a backend lacking one
      *   solves by levels) in precision p; *nlevels = the number of levels.
-     * tri_create: the same from a host hk_trifactor (pc=mlilu, whose set-up is on the host).
+     *   The handle keeps copies: F may be freed once the handle exists. pc=mlilu, which sets
+     *   up on the host, uploads its factors (hk_csr_upload) for this op.
      * tri_solve solves T x = b (b, x distinct, precision p); tri_destroy frees the handle. */
     int (*bmat_permute)(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
     int (*bmat_sym_check)(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
     int (*factor_exact)(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
     int (*tri_setup)(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
                      void **handle, int64_t *nlevels);
-    int (*tri_create)(const hk_trifactor *T, hk_precision p, void **handle);
     int (*tri_solve)(void *handle, const hk_vec *b, hk_vec *x);
     void (*tri_destroy)(void *handle);
     /* Fine-grained iterative IC(0) (sym = 1) / ILU(0) (sym = 0) of Chow and Patel on A (1 x 1

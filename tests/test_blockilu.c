@@ -109,7 +109,7 @@ static void test_block_tridiag_exact(void)
             memcpy(b, r, sizeof b);
             dense_solve(n, A, b, ref);
             for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
-                if (!(*be)->tri_create) continue;
+                if (!(*be)->tri_setup) continue;
                 HK_ASSERT_OK(
                     hk_test_apply_pc(*be, HK_FP64, &K, cases[c].pc, cases[c].opts, r, z, NULL));
                 CU_ASSERT(hk_test_reldiff(z, ref, n) < 1e-12);
@@ -307,7 +307,7 @@ static void test_block_dense_reference(void)
                      pc);
             snprintf(scal, sizeof scal, "pc.ordering=%s", hk_ordering_names[kind]);
             for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
-                if (!(*be)->tri_create) continue;
+                if (!(*be)->tri_setup) continue;
                 HK_ASSERT_OK(hk_test_apply_pc(*be, HK_FP64, A, pc, opts, r, z, NULL));
                 const double d = hk_test_reldiff(z, ref, n);
                 if (d >= 1e-11) printf("\n    %s %s %s: %g", hk_backend_name(*be), pc, opts, d);
@@ -336,7 +336,7 @@ static void test_block_iterations(void)
     HK_ASSERT_OK(hk_bcsr_copy(&K, &S));
     skew(&S);
     for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
-        if (!(*be)->tri_create) continue;
+        if (!(*be)->tri_setup) continue;
         const char *bn = hk_backend_name(*be);
         const int jac = hk_test_solve_iterations(&K, bn, "method=cg pc=jacobi", rhs);
         printf("\n    %s: cg jacobi %d", bn, jac);

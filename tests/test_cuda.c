@@ -608,89 +608,94 @@ static void test_baseline_cg(void)
 static void test_baseline_cg(void) {}
 #endif
 
-/* ---- triangular solves (pc=ic0/ilu0) ------------------------------------------------------ */
+/* ---- triangular solves (pc=ic0/ilu0/mlilu) ------------------------------------------------ */
 
-/* A triangular factor with wide levels (>= 2048 rows: one launch each), a long chain of
- * one-row levels (walked by one block) and random extra dependencies; lower or upper (then
- * row i is built as row n-1-i mirrored). Levels as in solver/pc/trifactor.c. */
-static void make_tri(int64_t n, int upper, unsigned seed, hk_trifactor *T)
+/* A triangular factor F (1 x 1 blocks, diagonal included, columns sorted) with wide levels
+ * (>= 2048 rows: one launch each), a long chain of one-row levels (walked by one block) and
+ * random extra dependencies; lower or upper (then row i is built as row n-1-i mirrored).
+ * Returns its number of levels, counted here as in solver/pc/trifactor.c. */
+static int64_t make_tri(int64_t n, int upper, unsigned seed, hk_bcsr *F)
 {
-    memset(T, 0, sizeof *T);
-    T->n = n;
-    T->rowptr = calloc(n + 1, 8);
-    T->colind = malloc(n * 4 * 4);
-    T->val = malloc(n * 4 * 8);
-    T->dinv = malloc(n * 8);
+    F->bs = 1;
+    F->nbrows = F->nbcols = n;
+    F->rowptr = calloc(n + 1, 8);
+    F->colind = malloc(n * 4 * 4);
+    F->val = malloc(n * 4 * 8);
+    int32_t *c4 = malloc(n * 4 * 4); /* up to 4 entries per row, row i at 4 i */
+    double *v4 = malloc(n * 4 * 8);
     uint32_t s = seed;
 #define RND() (s = s * 1664525u + 1013904223u, s >> 8)
-    int64_t q = 0;
     for (int64_t r = 0; r < n; r++) { /* r: position in solve order */
         const int64_t i = upper ? n - 1 - r : r;
+        int32_t *c = c4 + 4 * i;
+        double *v = v4 + 4 * i;
         int64_t deps[3];
-        int nd = 0;
+        int nd = 0, m = 0;
         if (r >= 5000 && r < 10000) deps[nd++] = r - 5000;   /* second wide level */
         if (r >= 10000) deps[nd++] = r - 1;                  /* a chain */
         if (r > 0 && RND() % 3 == 0) deps[nd++] = RND() % r; /* random earlier row */
         for (int d = 0; d < nd; d++) {
-            T->colind[q] = (int32_t)(upper ? n - 1 - deps[d] : deps[d]);
-            T->val[q++] = ((double)(RND() % 1000) / 1000.0 - 0.5) * 0.5;
+            const int32_t j = (int32_t)(upper ? n - 1 - deps[d] : deps[d]);
+            const double x = ((double)(RND() % 1000) / 1000.0 - 0.5) * 0.5;
+            int dup = 0;
+            for (int e = 0; e < m; e++)
+                dup |= c[e] == j;
+            if (dup) continue;
+            c[m] = j;
+            v[m++] = x;
         }
-        T->rowptr[i + 1] = nd; /* counts first */
-        T->dinv[i] = 1.0 / (1.0 + (double)(RND() % 100) / 100.0);
+        c[m] = (int32_t)i;
+        v[m++] = 1.0 + (double)(RND() % 100) / 100.0;
+        for (int a = 1; a < m; a++) /* sort the row by column */
+            for (int b = a; b > 0 && c[b - 1] > c[b]; b--) {
+                const int32_t tc = c[b];
+                const double tv = v[b];
+                c[b] = c[b - 1], v[b] = v[b - 1];
+                c[b - 1] = tc, v[b - 1] = tv;
+            }
+        F->rowptr[i + 1] = m; /* counts first */
     }
-    /* entries were written in solve order; rebuild in row order */
-    int32_t *c2 = malloc(n * 4 * 4);
-    double *v2 = malloc(n * 4 * 8);
-    for (int64_t i = 0; i < n; i++)
-        T->rowptr[i + 1] += T->rowptr[i];
-    int64_t p = 0;
-    for (int64_t r = 0; r < n; r++) {
-        const int64_t i = upper ? n - 1 - r : r;
-        const int64_t len = T->rowptr[i + 1] - T->rowptr[i];
-        memcpy(c2 + T->rowptr[i], T->colind + p, len * 4);
-        memcpy(v2 + T->rowptr[i], T->val + p, len * 8);
-        p += len;
+#undef RND
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t len = F->rowptr[i + 1];
+        F->rowptr[i + 1] += F->rowptr[i];
+        memcpy(F->colind + F->rowptr[i], c4 + 4 * i, len * 4);
+        memcpy(F->val + F->rowptr[i], v4 + 4 * i, len * 8);
     }
-    free(T->colind), free(T->val);
-    T->colind = c2;
-    T->val = v2;
+    free(c4), free(v4);
     int64_t *level = calloc(n, 8), nl = 0;
     for (int64_t r = 0; r < n; r++) {
         const int64_t i = upper ? n - 1 - r : r;
         int64_t l = 0;
-        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
-            if (level[T->colind[k]] + 1 > l) l = level[T->colind[k]] + 1;
+        for (int64_t k = F->rowptr[i]; k < F->rowptr[i + 1]; k++)
+            if (F->colind[k] != i && level[F->colind[k]] + 1 > l) l = level[F->colind[k]] + 1;
         level[i] = l;
         if (l + 1 > nl) nl = l + 1;
     }
-    T->nlevels = nl;
-    T->level_ptr = calloc(nl + 1, 8);
-    T->level_rows = malloc(n * 4);
-    for (int64_t i = 0; i < n; i++)
-        T->level_ptr[level[i] + 1]++;
-    for (int64_t l = 0; l < nl; l++)
-        T->level_ptr[l + 1] += T->level_ptr[l];
-    int64_t *fill = malloc((nl + 1) * 8);
-    memcpy(fill, T->level_ptr, (nl + 1) * 8);
-    for (int64_t i = 0; i < n; i++)
-        T->level_rows[fill[level[i]]++] = (int32_t)i;
-    free(fill), free(level);
-#undef RND
+    free(level);
+    return nl;
 }
 
 static void test_tri_solve(void)
 {
     const hk_backend *gpu = be_gpu(), *cpu = be_cpu();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu->tri_create);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu->tri_setup);
     const int64_t n = 12000;
     for (int upper = 0; upper < 2; upper++)
         for (int p = 0; p < 2; p++) {
-            hk_trifactor T;
-            make_tri(n, upper, 17 + upper, &T);
-            CU_ASSERT(T.nlevels > 2000); /* the chain is there */
+            hk_bcsr F;
+            const int64_t nl = make_tri(n, upper, 17 + upper, &F);
+            CU_ASSERT(nl > 2000); /* the chain is there */
+            hk_bmat Fg = {0}, Fc = {0};
+            HK_ASSERT_OK(hk_bmat_upload(gpu, &F, &Fg));
+            HK_ASSERT_OK(hk_bmat_upload(cpu, &F, &Fc));
             void *hg = NULL, *hc = NULL;
-            HK_ASSERT_OK(gpu->tri_create(&T, (hk_precision)p, &hg));
-            HK_ASSERT_OK(cpu->tri_create(&T, (hk_precision)p, &hc));
+            int64_t lg = -1, lc = -1;
+            HK_ASSERT_OK(gpu->tri_setup(&Fg, upper, 0, HK_TRI_SYNCFREE, (hk_precision)p, &hg, &lg));
+            HK_ASSERT_OK(cpu->tri_setup(&Fc, upper, 0, HK_TRI_SYNCFREE, (hk_precision)p, &hc, &lc));
+            CU_ASSERT_EQUAL(lg, nl);
+            CU_ASSERT_EQUAL(lc, nl);
+            hk_bmat_free(&Fg), hk_bmat_free(&Fc); /* the handles keep their own copies */
             double *hb = rnd(n, 5);
             hk_vec *gb = mk(gpu, n, (hk_precision)p, hb), *gx = mk(gpu, n, (hk_precision)p, NULL);
             hk_vec *cb = mk(cpu, n, (hk_precision)p, hb), *cx = mk(cpu, n, (hk_precision)p, NULL);
@@ -705,8 +710,7 @@ static void test_tri_solve(void)
             cpu->tri_destroy(hc);
             hk_vec_destroy(gb), hk_vec_destroy(gx), hk_vec_destroy(cb), hk_vec_destroy(cx);
             free(hb);
-            free(T.rowptr), free(T.colind), free(T.val), free(T.dinv), free(T.level_ptr),
-                free(T.level_rows);
+            hk_bcsr_free(&F);
         }
 }
 

@@ -375,7 +375,7 @@ static void check_exact(const char *name, long n, const double *D)
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *natural = "pc.ordering=natural";
         int err = hk_test_apply_pc(*b, HK_FP64, &K, name, natural, r, z, NULL);
-        if (!(*b)->tri_create) { /* a backend without triangular solves says so */
+        if (!(*b)->tri_setup) { /* a backend without triangular solves says so */
             CU_ASSERT_EQUAL(err, HK_ERR_UNSUPPORTED);
             CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available on the"));
             continue;
@@ -447,7 +447,7 @@ static void check_pairs(const char *name, int sym)
     }
     double *z = malloc(n * sizeof *z);
     for (const hk_backend *const *be = hk_test_backends(); *be; be++)
-        for (int p = 0; p < 2 && (*be)->tri_create; p++) {
+        for (int p = 0; p < 2 && (*be)->tri_setup; p++) {
             int err = hk_test_apply_pc(*be, (hk_precision)p, &K, name, NULL, r, z, NULL);
             CU_ASSERT_EQUAL_FATAL(err, 0);
             CU_ASSERT(hk_test_reldiff(z, ref, n) < (p ? 1e-5 : 1e-12));
@@ -628,7 +628,7 @@ static void test_every_pc_in_place(void)
                 HK_ASSERT_OK(hk_bmat_upload(*b, &K, &Kd));
                 int err = hk_pc_create(pt, *b, (hk_precision)p, &Kd, A, NULL, NULL, &pc);
                 hk_bmat_free(&Kd);
-                if (err == HK_ERR_UNSUPPORTED && !(*b)->tri_create) {
+                if (err == HK_ERR_UNSUPPORTED && !(*b)->tri_setup) {
                     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not available"));
                     hk_mat_destroy(A);
                     continue;
@@ -702,7 +702,7 @@ static void test_fsai_ic0_vs_jacobi(void)
         printf("\n    %s: jacobi %d, fsai %d (mixed %d)", be, jac, fsai, fsai32);
         CU_ASSERT(fsai > 0 && 2 * fsai <= jac);
         CU_ASSERT(fsai32 > 0 && 2 * fsai32 <= jac);
-        if ((*b)->tri_create) {
+        if ((*b)->tri_setup) {
             int ic0 = hk_test_solve_iterations(&K, be, "method=cg pc=ic0", NULL);
             printf(", ic0 %d", ic0);
             CU_ASSERT(ic0 > 0 && ic0 < jac);
@@ -725,7 +725,7 @@ static void test_sai_nonsymmetric(void)
         printf("\n    %s: bicgstab none %d sai %d; gmres jacobi %d sai %d", be, bn, bs, gj, gs);
         CU_ASSERT(bs > 0 && bs < bn);
         CU_ASSERT(gs > 0 && gs < gj);
-        if ((*b)->tri_create) {
+        if ((*b)->tri_setup) {
             int gi = hk_test_solve_iterations(&K, be, "method=gmres pc=ilu0", NULL);
             printf(", gmres ilu0 %d", gi);
             CU_ASSERT(gi > 0 && gi < gs);

@@ -230,7 +230,7 @@ static void test_ic0_ordering_dense(void)
             for (int a = 0; a < bs; a++)
                 ref[(perm ? perm[i] : i) * bs + a] = pz[i * bs + a];
         for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
-            if (!(*b)->tri_create) continue;
+            if (!(*b)->tri_setup) continue;
             for (int sw = 0; sw < 2; sw++) {
                 char opts[128];
                 snprintf(opts, sizeof opts, "pc.ordering=%s pc.ic0.sweeps=%d",
@@ -477,13 +477,16 @@ static void test_solves_vs_cpu(void)
                     F.val[i] = 2;
                     F.rowptr[i + 1] = i + 1;
                 }
-            hk_trifactor T;
-            HK_ASSERT_OK(hk_trifactor_from_csr(&F, upper, 0, &T));
+            hk_bmat Fc = {0}, Fg = {0};
+            HK_ASSERT_OK(hk_csr_upload(cpu, &F, &Fc));
+            HK_ASSERT_OK(hk_csr_upload(gpu, &F, &Fg));
             double *hb = malloc(n * 8), *xc = malloc(n * 8), *xg = malloc(n * 8);
             rhs(n, hb);
             for (int p = 0; p < 2; p++) {
                 void *hc = NULL;
-                HK_ASSERT_OK(cpu->tri_create(&T, (hk_precision)p, &hc));
+                int64_t lc = -1;
+                HK_ASSERT_OK(
+                    cpu->tri_setup(&Fc, upper, 0, HK_TRI_LEVELS, (hk_precision)p, &hc, &lc));
                 hk_vec *cb, *cx;
                 HK_ASSERT_OK(hk_vec_create(cpu, n, (hk_precision)p, &cb));
                 HK_ASSERT_OK(hk_vec_create(cpu, n, (hk_precision)p, &cx));
@@ -491,9 +494,10 @@ static void test_solves_vs_cpu(void)
                 HK_ASSERT_OK(cpu->tri_solve(hc, cb, cx));
                 HK_ASSERT_OK(hk_vec_download(cx, xc));
                 for (int m = 0; m < 3; m++) {
-                    T.method = m;
                     void *hg = NULL;
-                    HK_ASSERT_OK(gpu->tri_create(&T, (hk_precision)p, &hg));
+                    int64_t lg = -2;
+                    HK_ASSERT_OK(gpu->tri_setup(&Fg, upper, 0, m, (hk_precision)p, &hg, &lg));
+                    CU_ASSERT_EQUAL(lg, lc);
                     hk_vec *gb, *gx;
                     HK_ASSERT_OK(hk_vec_create(gpu, n, (hk_precision)p, &gb));
                     HK_ASSERT_OK(hk_vec_create(gpu, n, (hk_precision)p, &gx));
@@ -516,7 +520,7 @@ static void test_solves_vs_cpu(void)
                 cpu->tri_destroy(hc);
                 hk_vec_destroy(cb), hk_vec_destroy(cx);
             }
-            hk_trifactor_free(&T);
+            hk_bmat_free(&Fc), hk_bmat_free(&Fg);
             hk_csr_free(&F);
             free(hb), free(xc), free(xg);
         }

@@ -348,8 +348,10 @@ int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, co
 void hk_cpu_mpk_free(void *plan);
 int hk_cpu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 
-/* Level-scheduled triangular solves of the ic0/ilu0 preconditioners (solver/pc/tri_cpu.c). */
-int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
+/* Level-scheduled triangular solves of the ic0/ilu0/mlilu preconditioners and their set-up
+ * from a factor (solver/pc/tri_cpu.c). */
+int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                     void **handle, int64_t *nlevels);
 int hk_cpu_tri_solve(void *handle, const hk_vec *b, hk_vec *x);
 void hk_cpu_tri_destroy(void *handle);
 int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
@@ -357,8 +359,6 @@ int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int6
 int hk_cpu_bmat_permute(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
 int hk_cpu_bmat_sym_check(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
 int hk_cpu_factor_exact(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
-int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
-                     void **handle, int64_t *nlevels);
 
 /* Diagonal, inverse diagonal blocks, decoupled rows of a backend matrix (cpu_diag.c). */
 int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
@@ -433,7 +433,6 @@ const hk_backend_ops hk_backend_cpu = {
     .bmat_sym_check = hk_cpu_bmat_sym_check,
     .factor_exact = hk_cpu_factor_exact,
     .tri_setup = hk_cpu_tri_setup,
-    .tri_create = hk_cpu_tri_create,
     .tri_solve = hk_cpu_tri_solve,
     .tri_destroy = hk_cpu_tri_destroy,
     .factor_sweeps = hk_cpu_factor_sweeps,

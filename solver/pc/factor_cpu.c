@@ -1,7 +1,7 @@
 /* The CPU backend's set-up ops of pc=ic0 and pc=ilu0 (contracts in solver/hk_impl.h,
  * registered in solver/cpu/cpu_backend.c): the symmetric node permutation, the symmetry check,
- * the exact IC(0) / ILU(0) on scalar rows or node blocks, and the triangular-solve set-up from
- * a factor. These are the references the CUDA versions (cuda/cuda_factor.cu, cuda_tri.cu)
+ * the exact IC(0) / ILU(0) on scalar rows or node blocks (the triangular-solve set-up from a
+ * factor is in tri_cpu.c). These are the references the CUDA versions (cuda/cuda_factor.cu)
  * follow sum for sum. The backend's memory is host memory, so hk_bmat arrays are read here
  * directly. */
 #include <math.h>
@@ -20,26 +20,6 @@ static hk_bcsr bcsr_view(const hk_bmat *A)
                  .colind = A->colind,
                  .val = A->val};
     return v;
-}
-
-static hk_csr csr_view(const hk_bmat *A)
-{
-    hk_csr v = {
-        .n = A->nbrows, .m = A->nbcols, .rowptr = A->rowptr, .colind = A->colind, .val = A->val};
-    return v;
-}
-
-/* A host CSR moved into a new 1 x 1-block hk_bmat on be (the CPU backend). */
-static int bmat_from_csr(const hk_backend_ops *be, const hk_csr *C, hk_bmat *B)
-{
-    const int64_t nnz = C->rowptr[C->n];
-    HK_CALL(hk_bmat_alloc(be, 1, 1, C->n, C->m, nnz, B));
-    memcpy(B->rowptr, C->rowptr, (size_t)(C->n + 1) * sizeof *B->rowptr);
-    if (nnz) {
-        memcpy(B->colind, C->colind, (size_t)nnz * sizeof *B->colind);
-        memcpy(B->val, C->val, (size_t)nnz * sizeof *B->val);
-    }
-    return 0;
 }
 
 /* ---- permutation and symmetry ---------------------------------------------------------- */
@@ -310,7 +290,7 @@ static int ic0_block(const hk_bmat *A, hk_bmat *Lout, hk_factor_fault *f)
                 }
             Lc.rowptr[i * bs + a + 1] = q;
         }
-    HK_TRY(bmat_from_csr(A->be, &Lc, Lout));
+    HK_TRY(hk_csr_upload(A->be, &Lc, Lout));
 fail:
     free(rp);
     free(ci);
@@ -398,7 +378,7 @@ static int ilu0_block(const hk_bmat *A, hk_bmat *Fout, hk_factor_fault *f)
             }
         }
     }
-    HK_TRY(bmat_from_csr(A->be, &F, Fout));
+    HK_TRY(hk_csr_upload(A->be, &F, Fout));
 fail:
     hk_bcsr_free(&B);
     hk_csr_free(&F);
@@ -417,22 +397,4 @@ int hk_cpu_factor_exact(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *
              "factor_exact: the matrix must be square with square blocks of at most 8 x 8");
     if (A->br == 1) return sym ? ic0_scalar(A, F, f) : ilu0_scalar(A, F, f);
     return sym ? ic0_block(A, F, f) : ilu0_block(A, F, f);
-}
-
-/* ---- triangular solve set-up ------------------------------------------------------------- */
-
-int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
-                     void **handle, int64_t *nlevels)
-{
-    *handle = NULL;
-    HK_CHECK(F->br == 1 && F->bc == 1 && F->nbrows == F->nbcols, HK_ERR_ARG,
-             "tri_setup: the factor must be square with 1 x 1 blocks");
-    const hk_csr v = csr_view(F);
-    hk_trifactor T = {0};
-    HK_CALL(hk_trifactor_from_csr(&v, upper, unit, &T));
-    T.method = method;
-    *nlevels = T.nlevels;
-    int ierr = hk_cpu_tri_create(&T, p, handle);
-    hk_trifactor_free(&T);
-    return ierr;
 }

@@ -791,7 +791,7 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     double *dr = NULL, *dc = NULL;
     int32_t *perm = NULL, *iperm = NULL;
     hk_csr M = {0}, Fc = {0}, Inv = {0};
-    hk_trifactor TL = {0}, TU = {0};
+    hk_bmat Fb = {0}; /* B's factor on the backend, until the triangular solves are set up */
     factor_out f = {0};
     rows Ri = {0}, Rc = {0}, Ob = {0}, Oc = {0};
     int64_t *orig_M = NULL; /* index of M -> row of K */
@@ -907,13 +907,10 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     HK_TRY(mat_of_rows(pc, &Ob, f.nB, &L->RoutB));
     /* B's triangular factors */
     HK_TRY(csr_of_rows(&f.F, f.nB, &Fc));
-    HK_TRY(hk_trifactor_from_csr(&Fc, 0, 1, &TL));
-    HK_TRY(hk_trifactor_from_csr(&Fc, 1, 0, &TU));
-    TL.method = TU.method = ml->method;
-    L->levels_L = TL.nlevels;
-    L->levels_U = TU.nlevels;
-    HK_TRY(be->tri_create(&TL, pc->prec, &L->L));
-    HK_TRY(be->tri_create(&TU, pc->prec, &L->U));
+    HK_TRY(hk_csr_upload(be, &Fc, &Fb));
+    HK_TRY(be->tri_setup(&Fb, 0, 1, ml->method, pc->prec, &L->L, &L->levels_L));
+    HK_TRY(be->tri_setup(&Fb, 1, 0, ml->method, pc->prec, &L->U, &L->levels_U));
+    hk_bmat_free(&Fb); /* the handles keep their own copies */
     HK_TRY(hk_vec_create(be, f.nB, pc->prec, &L->b1));
     HK_TRY(hk_vec_create(be, f.nB, pc->prec, &L->y1));
     HK_TRY(hk_vec_create(be, f.nB, pc->prec, &L->x1));
@@ -936,8 +933,7 @@ fail:
     free(dr), free(dc), free(perm), free(iperm), free(orig_M);
     hk_csr_free(&M);
     hk_csr_free(&Fc);
-    hk_trifactor_free(&TL);
-    hk_trifactor_free(&TU);
+    hk_bmat_free(&Fb);
     factor_out_free(&f);
     rows_free(&Ri), rows_free(&Rc), rows_free(&Ob), rows_free(&Oc);
     return ierr;
@@ -982,7 +978,7 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
              "option pc.mlilu.dense=%d is outside 0..4000 (rows of a last level inverted "
              "densely); use a value such as 400 (the default)",
              dense);
-    HK_CHECK(be->tri_create && be->tri_solve && be->tri_destroy, HK_ERR_UNSUPPORTED,
+    HK_CHECK(be->tri_setup && be->tri_solve && be->tri_destroy, HK_ERR_UNSUPPORTED,
              "mlilu is not available on the %s backend (it has no triangular solve); use "
              "jacobi, bjacobi, poly, fsai or sai, or backend=cpu",
              be->name);

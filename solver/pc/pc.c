@@ -136,6 +136,17 @@ fail:
     return ierr;
 }
 
+int hk_csr_upload(const hk_backend_ops *be, const hk_csr *C, hk_bmat *B)
+{
+    const hk_bcsr v = {.bs = 1,
+                       .nbrows = C->n,
+                       .nbcols = C->m,
+                       .rowptr = C->rowptr,
+                       .colind = C->colind,
+                       .val = C->val};
+    return hk_bmat_upload(be, &v, B);
+}
+
 int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A)
 {
     const int bs = K->bs;

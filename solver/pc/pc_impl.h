@@ -27,6 +27,8 @@ typedef struct hk_csr {
 } hk_csr;
 
 void hk_csr_free(hk_csr *A);
+/* A copy of C on be as a 1 x 1-block hk_bmat (a factor for tri_setup, say). */
+int hk_csr_upload(const hk_backend_ops *be, const hk_csr *C, hk_bmat *B);
 /* Expand block CSR to scalar CSR (explicit zeros inside blocks are kept). */
 int hk_csr_from_bcsr(const hk_bcsr *K, hk_csr *A);
 /* Allocate rowptr (zeroed), colind and val for n rows, m columns and nnz entries. */
@@ -93,10 +95,23 @@ int hk_dense_qr_ls(int m, int n, double *A, double *b, double *x);
 
 /* ---- triangular factors (solver/pc/trifactor.c): ic0, ilu0, mlilu ----------------------- */
 
+/* A sparse triangular factor T on the host, ready for the CPU's level-scheduled solve: per row
+ * the strictly off-diagonal entries (CSR) and the inverse diagonal (1 for a unit factor), and
+ * the rows grouped in levels: a row depends only on rows of earlier levels, so the rows of one
+ * level are solved in parallel, x[i] = dinv[i] (b[i] - sum_k val[k] x[colind[k]]). */
+typedef struct hk_trifactor {
+    int64_t n;
+    int64_t *rowptr;     /* n + 1 (strictly off-diagonal entries) */
+    int32_t *colind;
+    double *val;
+    double *dinv;        /* n */
+    int64_t nlevels;
+    int64_t *level_ptr;  /* nlevels + 1 */
+    int32_t *level_rows; /* n: level l is level_rows[level_ptr[l] .. level_ptr[l+1]) */
+} hk_trifactor;
 /* Split the factor stored in the host scalar CSR F (diagonal included, columns sorted) into
  * the strictly lower (upper = 0) or strictly upper (upper = 1) part with its inverse diagonal
- * (unit = 1: diagonal taken as 1), and compute the level sets: the CPU backend's tri_setup and
- * mlilu's host factors. */
+ * (unit = 1: diagonal taken as 1), and compute the level sets: the CPU backend's tri_setup. */
 int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T);
 void hk_trifactor_free(hk_trifactor *T);
 
@@ -109,15 +124,14 @@ int hk_node_ordering(const hk_bcsr *K, int kind, int32_t **perm, int64_t *ncolou
 int hk_bcsr_permute(const hk_bcsr *K, const int32_t *perm, hk_bcsr *P);
 
 /* The CPU backend's set-up ops of ic0/ilu0 (contracts in hk_impl.h): the sweeps
- * (solver/pc/iterfact.c), the permutation, symmetry check, exact factorisations and
- * triangular-solve set-up (solver/pc/factor_cpu.c), the host-factor solve (tri_cpu.c). */
+ * (solver/pc/iterfact.c), the permutation, symmetry check and exact factorisations
+ * (solver/pc/factor_cpu.c), the triangular-solve set-up (tri_cpu.c). */
 int hk_cpu_factor_sweeps(const hk_bmat *A, int sym, int sweeps, hk_bmat *F, int64_t *bad);
 int hk_cpu_bmat_permute(const hk_bmat *A, const int32_t *perm, hk_bmat *P);
 int hk_cpu_bmat_sym_check(const hk_bmat *A, const hk_bmat *T, hk_factor_fault *f);
 int hk_cpu_factor_exact(const hk_bmat *A, int sym, hk_bmat *F, hk_factor_fault *f);
 int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
                      void **handle, int64_t *nlevels);
-int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle);
 
 /* State of a preconditioner applied as two triangular solves z = P^T U^-1 L^-1 P r. */
 typedef struct hk_tri_pc {

@@ -1,5 +1,7 @@
-/* The CPU backend's level-scheduled sparse triangular solve (ops tri_create / tri_solve /
- * tri_destroy, registered in solver/cpu/cpu_backend.c).
+/* The CPU backend's level-scheduled sparse triangular solve (ops tri_setup / tri_solve /
+ * tri_destroy, registered in solver/cpu/cpu_backend.c). The set-up splits the factor on the
+ * host (hk_trifactor_from_csr: the backend's memory is host memory) and copies the split into
+ * the handle, so the factor may be freed afterwards.
  *
  * Rows of one level are independent and a level with enough rows (see par_min) runs in
  * parallel (OpenMP for over its rows, the barrier at its end separating it from the next). Runs
@@ -60,7 +62,8 @@ void hk_cpu_tri_destroy(void *handle)
     free(t);
 }
 
-int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
+/* The handle of the split T in precision p (upper: solved in descending row order). */
+static int tri_build(const hk_trifactor *T, int upper, hk_precision p, void **handle)
 {
     int ierr;
     cpu_tri *t = NULL;
@@ -92,10 +95,6 @@ int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
             d[i] = (float)T->dinv[i];
     }
     /* segments: parallel levels, and runs of small levels in natural order */
-    int upper = 0;
-    for (int64_t i = 0; i < n && !upper; i++)
-        for (int64_t k = T->rowptr[i]; k < T->rowptr[i + 1]; k++)
-            if (T->colind[k] > i) upper = 1;
     const int threads = omp_get_max_threads();
     const int64_t par_min =
         threads > 1 && TRI_PAR_WORK / threads > 64 ? TRI_PAR_WORK / threads : 64;
@@ -120,6 +119,23 @@ int hk_cpu_tri_create(const hk_trifactor *T, hk_precision p, void **handle)
     return 0;
 fail:
     hk_cpu_tri_destroy(t);
+    return ierr;
+}
+
+int hk_cpu_tri_setup(const hk_bmat *F, int upper, int unit, int method, hk_precision p,
+                     void **handle, int64_t *nlevels)
+{
+    (void)method; /* the CPU solves by levels */
+    *handle = NULL;
+    HK_CHECK(F->br == 1 && F->bc == 1 && F->nbrows == F->nbcols, HK_ERR_ARG,
+             "tri_setup: the factor must be square with 1 x 1 blocks");
+    const hk_csr v = {
+        .n = F->nbrows, .m = F->nbcols, .rowptr = F->rowptr, .colind = F->colind, .val = F->val};
+    hk_trifactor T = {0};
+    HK_CALL(hk_trifactor_from_csr(&v, upper, unit, &T));
+    *nlevels = T.nlevels;
+    int ierr = tri_build(&T, upper, p, handle);
+    hk_trifactor_free(&T);
     return ierr;
 }
 

@@ -3,8 +3,7 @@
  * (tri_setup), and the apply z = P^T U^-1 L^-1 P r. hk_trifactor_from_csr splits a host
  * factor into the strictly triangular part plus the inverse diagonal and computes its level
  * sets (the level-set scheduling of the ILUPACK-GMRES paper: a row's level is one more than
- * the highest level of the rows it depends on): the CPU backend's tri_setup and pc=mlilu's
- * host set-up use it. */
+ * the highest level of the rows it depends on): the CPU backend's tri_setup uses it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
