@@ -108,6 +108,20 @@ static void mpk_destroy(cpu_mpk *P)
     free(P);
 }
 
+/* A plan of either schedule for K and k levels, its other fields zero. */
+static int mpk_new(const hk_bmat *K, int k, int schedule, cpu_mpk **out)
+{
+    cpu_mpk *P = NULL;
+    HK_CALL(hk_calloc(1, sizeof *P, &P));
+    P->K = K;
+    P->bs = K->br;
+    P->k = k;
+    P->nb = K->nbrows;
+    P->schedule = schedule;
+    *out = P;
+    return 0;
+}
+
 /* ---- the wavefront schedule ---------------------------------------------------------- */
 
 /* The CPU's own chunk (mpk.block=0): the rows whose matrix bytes times k fill about 1 MiB a
@@ -131,12 +145,7 @@ static int wave_plan(const hk_bmat *K, int64_t want, int k, void **plan, hk_mpk_
     const double rows = (double)CPU_WAVE_BYTES * omp_get_max_threads() / (k * row_bytes);
     const int64_t want_auto = rows < 1 ? 1 : rows > (double)nb ? nb : (int64_t)rows;
     cpu_mpk *P = NULL;
-    HK_CALL(hk_calloc(1, sizeof *P, &P));
-    P->K = K;
-    P->bs = K->br;
-    P->k = k;
-    P->nb = nb;
-    P->schedule = HK_MPK_WAVEFRONT;
+    HK_CALL(mpk_new(K, k, HK_MPK_WAVEFRONT, &P));
     hk_mpk_wave_plan(nb, bw, want, want_auto, k, info, &P->shift);
     P->block = info->block;
     P->nparts = info->nparts;
@@ -257,11 +266,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
     cpu_mpk *P = NULL;
     int32_t *marks = NULL;
     int64_t *cnt = NULL;
-    HK_TRY(hk_calloc(1, sizeof *P, &P));
-    P->K = K;
-    P->bs = K->br;
-    P->k = k;
-    P->nb = nb;
+    HK_TRY(mpk_new(K, k, HK_MPK_GHOST, &P));
     P->block = block;
     P->nparts = nparts;
     HK_TRY(hk_malloc((size_t)nt * (size_t)(nb > 0 ? nb : 1) * sizeof *marks, &marks));
