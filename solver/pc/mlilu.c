@@ -58,7 +58,6 @@ typedef struct mlilu {
     int64_t nnzA, nnz_factors;
 } mlilu;
 
-static const char *const tri_names[] = {"syncfree", "levels", "cusparse", NULL};
 static const char *const sym_names[] = {"0", "1", "auto", NULL};
 extern const hk_pc_type hk_pc_mlilu_spd;
 
@@ -962,7 +961,7 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
     HK_CALL(hk_options_get_int(o, "pc.mlilu.levels", &levels));
     HK_CALL(hk_options_get_int(o, "pc.mlilu.dense", &dense));
     HK_CALL(hk_options_get_choice(o, "pc.ordering", hk_ordering_names, &ordering));
-    HK_CALL(hk_options_get_choice(o, "pc.tri", tri_names, &method));
+    HK_CALL(hk_options_get_choice(o, "pc.tri", hk_tri_method_names, &method));
     HK_CHECK(isfinite(kappa) ? kappa >= 1 : kappa > 0, HK_ERR_OPTION,
              "option pc.mlilu.kappa=%g is below 1 (the bound on the inverse factors' norms is "
              "at least 1); use a value such as 5 (the default) or 10",

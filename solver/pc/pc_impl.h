@@ -120,6 +120,8 @@ void hk_trifactor_free(hk_trifactor *T);
  * columns; columns sorted). */
 enum { HK_ORDER_NATURAL = 0, HK_ORDER_RCM, HK_ORDER_COLOUR };
 extern const char *const hk_ordering_names[]; /* natural, rcm, colour */
+/* pc.tri: the names of enum hk_tri_method, NULL-terminated (trifactor.c) */
+extern const char *const hk_tri_method_names[];
 int hk_node_ordering(const hk_bcsr *K, int kind, int32_t **perm, int64_t *ncolours);
 int hk_bcsr_permute(const hk_bcsr *K, const int32_t *perm, hk_bcsr *P);
 

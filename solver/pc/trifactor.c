@@ -86,8 +86,7 @@ fail:
     return ierr;
 }
 
-static const char *const tri_names[] = {"syncfree", "levels", "cusparse", NULL};
-#define HK_TRI_CUSPARSE_DEFAULT 2 /* tri_names[2] */
+const char *const hk_tri_method_names[] = {"syncfree", "levels", "cusparse", NULL};
 
 /* The scalar permutation matrix of the node permutation perm (bs dofs per node): row
  * new*bs + r has a 1 at column perm[new]*bs + r (inverse = 1: the transpose). */
@@ -153,9 +152,9 @@ int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bmat *K, hk_options *o,
      * both orderings: sync-free 0.33 ms, levels 0.68 ms) for about 1.5x the iterations. On the
      * CPU the natural ordering needs the fewest iterations. */
     const int gpu = be != &hk_backend_cpu;
-    t->method = gpu ? HK_TRI_CUSPARSE_DEFAULT : 0;
+    t->method = gpu ? HK_TRI_CUSPARSE : HK_TRI_SYNCFREE;
     t->ordering = gpu ? HK_ORDER_COLOUR : HK_ORDER_NATURAL;
-    HK_CALL(hk_options_get_choice(o, "pc.tri", tri_names, &t->method));
+    HK_CALL(hk_options_get_choice(o, "pc.tri", hk_tri_method_names, &t->method));
     HK_CALL(hk_options_get_choice(o, "pc.ordering", hk_ordering_names, &t->ordering));
     if (t->ordering == HK_ORDER_NATURAL) return 0;
     HK_CALL(order_nodes(K, t->ordering, &perm, &t->ncolours));
@@ -217,13 +216,12 @@ void hk_tri_pc_destroy(hk_pc *pc)
 void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len)
 {
     const hk_tri_pc *t = pc->data;
-    static const char *const tri[] = {"syncfree", "levels", "cusparse"};
     if (!t) {
         snprintf(buf, len, "-");
         return;
     }
     /* the CPU backend always solves level by level (pc.tri concerns device backends) */
-    const char *how = pc->be == &hk_backend_cpu ? "levels" : tri[t->method];
+    const char *how = pc->be == &hk_backend_cpu ? "levels" : hk_tri_method_names[t->method];
     int w =
         snprintf(buf, len, "%s solves, %lld + %lld levels, %s ordering", how,
                  (long long)t->levels_L, (long long)t->levels_U, hk_ordering_names[t->ordering]);
