@@ -311,11 +311,12 @@ static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk
         info->max_ext = P->chunk;
         info->work = (int64_t)k * P->nb;
         HK_TRY(hk_cu_malloc((void **)&P->flag, sizeof(int) * (size_t)(k * P->ntile + 1)));
-        HK_CU_TRY(cudaMemsetAsync(P->flag, 0, sizeof(int) * (size_t)(k * P->ntile + 1),
-                                  hk_cu.stream));
+        HK_CU_TRY(
+            cudaMemsetAsync(P->flag, 0, sizeof(int) * (size_t)(k * P->ntile + 1), hk_cu.stream));
         HK_TRY(hk_cu_malloc((void **)&P->counter, sizeof(unsigned)));
-        HK_TRY(hk_cu_malloc((void **)&P->order,
-                            sizeof(uint64_t) * (size_t)(P->ntile * ((int64_t)k * (k + 1) / 2) + 1)));
+        HK_TRY(
+            hk_cu_malloc((void **)&P->order,
+                         sizeof(uint64_t) * (size_t)(P->ntile * ((int64_t)k * (k + 1) / 2) + 1)));
         for (int kk = 1; kk <= k && P->ntile > 0; kk++)
             mpk_wave_order<<<hk_cu_grid(P->ntile * kk), HK_CU_BLOCK, 0, hk_cu.stream>>>(
                 P->ntile, P->skew, kk, P->order + P->ntile * ((int64_t)kk * (kk - 1) / 2));
@@ -338,8 +339,8 @@ fail:
     return ierr;
 }
 
-extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k,
-                              double max_work, void **plan, hk_mpk_info *info)
+extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double max_work,
+                              void **plan, hk_mpk_info *info)
 {
     int64_t nparts;
     HK_CALL(hk_mpk_plan_begin(K, schedule, &block, k, plan, info, &nparts));
@@ -669,7 +670,6 @@ template <int BS> static int mpk_launch(const cu_mpk *P, const mpk_args &a, bool
 
 // ---- the wavefront apply -------------------------------------------------------------------
 
-
 struct wave_args {
     double coef[3 * HK_MPK_MAXK];
     double *w[HK_MPK_MAXK + 1];
@@ -678,9 +678,9 @@ struct wave_args {
     const int64_t *sptr;
     const int32_t *swidth, *col;
     const double *val;
-    int *flag;          // k * ntile: the epoch of the pass that finished tile (level, i)
+    int *flag;             // k * ntile: the epoch of the pass that finished tile (level, i)
     const uint64_t *order; // the tiles of a pass of kk levels in key order: level << 32 | tile
-    unsigned *counter;  // tiles handed out in this pass
+    unsigned *counter;     // tiles handed out in this pass
     int64_t S, nb, ntile, skew, reach, total;
     int kk, tpr, rows, epoch;
 };
@@ -856,8 +856,8 @@ template <int BS> static int wave_launch(cu_mpk *P, const wave_args &a)
     return 0;
 }
 
-static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d,
-                      const double *wprev, hk_vec *const *W, hk_vec *const *U)
+static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d, const double *wprev,
+                      hk_vec *const *W, hk_vec *const *U)
 {
     const hk_cu_mat *m = (const hk_cu_mat *)P->wave.bdata;
     wave_args a;
@@ -893,12 +893,18 @@ static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d,
     a.epoch = P->epoch;
     HK_CU(cudaMemsetAsync(P->counter, 0, sizeof(unsigned), hk_cu.stream));
     switch (P->bs) {
-    case 1: return wave_launch<1>(P, a);
-    case 2: return wave_launch<2>(P, a);
-    case 3: return wave_launch<3>(P, a);
-    case 4: return wave_launch<4>(P, a);
-    case 5: return wave_launch<5>(P, a);
-    default: return wave_launch<6>(P, a);
+    case 1:
+        return wave_launch<1>(P, a);
+    case 2:
+        return wave_launch<2>(P, a);
+    case 3:
+        return wave_launch<3>(P, a);
+    case 4:
+        return wave_launch<4>(P, a);
+    case 5:
+        return wave_launch<5>(P, a);
+    default:
+        return wave_launch<6>(P, a);
     }
 }
 

@@ -55,8 +55,8 @@ static inline int hk_mpk_plan_begin(const hk_bmat *K, int schedule, int64_t *blo
  * requested chunk (0: want_auto, the backend's choice); bw is K's bandwidth. A chunk is at
  * least 2 bw rows, so level j of a chunk needs level j - 1 only of the same and the previous
  * chunk; one chunk of all rows needs no shift (the pass is then k plain SpMVs). */
-static inline void hk_mpk_wave_plan(int64_t nb, int64_t bw, int64_t want, int64_t want_auto,
-                                    int k, hk_mpk_info *info, int64_t *shift)
+static inline void hk_mpk_wave_plan(int64_t nb, int64_t bw, int64_t want, int64_t want_auto, int k,
+                                    hk_mpk_info *info, int64_t *shift)
 {
     int64_t c = want > 0 ? want : want_auto;
     if (c < 2 * bw) c = 2 * bw;

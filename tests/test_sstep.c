@@ -158,8 +158,8 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_
     for (int j = 0; j < 3 * HK_MPK_MAXK; j++)
         prior[j] = j % 3 == 0 ? 0.5 : 0.0;
     for (int p = 0; p < mpk_prior_passes; p++) /* lengths k, 1, k-1, 2, ... */
-        HK_ASSERT_OK(be->mpk_apply(plan, p & 1 ? 1 + p / 2 : (k - p / 2 > 0 ? k - p / 2 : 1),
-                                   prior, d, wp, W, d ? U : NULL));
+        HK_ASSERT_OK(be->mpk_apply(plan, p & 1 ? 1 + p / 2 : (k - p / 2 > 0 ? k - p / 2 : 1), prior,
+                                   d, wp, W, d ? U : NULL));
     HK_ASSERT_OK(be->mpk_apply(plan, kk, coef, d, wp, W, d ? U : NULL));
     /* the reference: SpMV and vector ops */
     if (d) HK_ASSERT_OK(be->vec_pointwise_mult(Ur[0], d, Wr[0]));

@@ -119,8 +119,7 @@ static int order_nodes(const hk_bmat *K, int kind, int32_t **perm, int64_t *ncol
     HK_TRY(hk_malloc((size_t)(K->nbrows + 1) * sizeof *pat.rowptr, &pat.rowptr));
     HK_TRY(hk_malloc((size_t)(K->nnzb ? K->nnzb : 1) * sizeof *pat.colind, &pat.colind));
     HK_TRY(be->copy_from(pat.rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof *pat.rowptr));
-    if (K->nnzb)
-        HK_TRY(be->copy_from(pat.colind, K->colind, (size_t)K->nnzb * sizeof *pat.colind));
+    if (K->nnzb) HK_TRY(be->copy_from(pat.colind, K->colind, (size_t)K->nnzb * sizeof *pat.colind));
     HK_TRY(hk_node_ordering(&pat, kind, perm, ncolours));
 fail:
     free(pat.rowptr);
