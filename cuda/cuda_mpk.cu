@@ -42,14 +42,15 @@ struct cu_mpk {
     const hk_bmat *K;
     int schedule; // enum hk_mpk_schedule
     int bs, k;
-    // wavefront: K sliced (SBELL, sigma 1), chunk rows, shift between levels, lanes per row
+    // wavefront: K sliced (SBELL, sigma 1); K's bandwidth (reach), tiles of threads / tpr
+    // block rows, the skew D in tiles (chunk = D tiles' rows), lanes per row, resident blocks
     hk_mat wave;
-    int64_t chunk, reach, ntile, skew; // chunk = skew tiles of HK_CU_BLOCK / tpr rows
-    int tpr, epoch, threads;
+    int64_t chunk, reach, ntile, skew;
+    int tpr, epoch, threads; // epoch: passes so far, the value a finished tile's flag gets
     unsigned grid;
-    int *flag;
-    unsigned *counter;
-    uint64_t *order; // wave_tile of every tile for pass lengths 1..k, one after another
+    int *flag;         // k * ntile ready flags
+    unsigned *counter; // tiles handed out in the current pass
+    uint64_t *order;   // wave_tile of every tile for pass lengths 1..k, one after another
     int64_t nb, block, nparts, next, max_ext;
     int64_t *lvl;     // nparts * (k + 2): start of level l of partition p (and its end)
     int32_t *ext_row; // next
