@@ -213,14 +213,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     double a[7] = {0, 0, 0, 0, 0, 0, 0};
     HK_GRID_STRIDE(i, n)
     {
-        const double zi = nv[i] + beta * z[i], qi = m[i] + beta * q[i];
-        const double si = w[i] + beta * s[i], pi = u[i] + beta * p[i];
-        z[i] = zi, q[i] = qi, s[i] = si, p[i] = pi;
-        const double xi = x[i] + alpha * pi, ri = r[i] - alpha * si;
-        const double ui = u[i] - alpha * qi, wi = w[i] - alpha * zi;
-        x[i] = xi, r[i] = ri, u[i] = ui, w[i] = wi;
-        a[0] += ri * ui, a[1] += wi * ui, a[2] += ri * ri, a[3] += qi * qi;
-        a[4] += ui * ui, a[5] += pi * pi, a[6] += xi * xi;
+        hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, nv, z, q, s, p, a);
     }
     hk_block_reduce<7>(a, 7, part);
 }

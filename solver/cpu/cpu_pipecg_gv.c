@@ -21,16 +21,8 @@ int hk_cpu_pipecg_gv_step(hk_vec *const *V, double *S)
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
         double a[7] = {0, 0, 0, 0, 0, 0, 0};
-        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++) {
-            const double zi = nv[i] + beta * z[i], qi = m[i] + beta * q[i];
-            const double si = w[i] + beta * s[i], pi = u[i] + beta * p[i];
-            z[i] = zi, q[i] = qi, s[i] = si, p[i] = pi;
-            const double xi = x[i] + alpha * pi, ri = r[i] - alpha * si;
-            const double ui = u[i] - alpha * qi, wi = w[i] - alpha * zi;
-            x[i] = xi, r[i] = ri, u[i] = ui, w[i] = wi;
-            a[0] += ri * ui, a[1] += wi * ui, a[2] += ri * ri, a[3] += qi * qi;
-            a[4] += ui * ui, a[5] += pi * pi, a[6] += xi * xi;
-        }
+        for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++)
+            hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, nv, z, q, s, p, a);
         for (int j = 0; j < 7; j++)
             part[j][c] = a[j];
     }
