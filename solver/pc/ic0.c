@@ -22,20 +22,7 @@ static int ic0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     const hk_bmat *Kf = K, *Sf;
     hk_factor_fault f = {.row = -1};
     int sweeps = 0, block = 0;
-    HK_CALL(hk_options_get_int(o, "pc.ic0.sweeps", &sweeps));
-    HK_CALL(hk_options_get_int(o, "pc.ic0.block", &block));
-    HK_CHECK(sweeps >= 0, HK_ERR_OPTION,
-             "option pc.ic0.sweeps=%d is negative; use 0 (exact factorisation, the default) or "
-             "a number of sweeps such as 3",
-             sweeps);
-    HK_CHECK(block == 0 || block == 1, HK_ERR_OPTION,
-             "option pc.ic0.block=%d is not 0 or 1; use 1 to factor on the node blocks, 0 "
-             "(the default) for the scalar factorisation",
-             block);
-    HK_CHECK(!(block && sweeps > 0), HK_ERR_OPTION,
-             "options pc.ic0.block=1 and pc.ic0.sweeps=%d do not combine (the sweeps are "
-             "scalar); drop one of them",
-             sweeps);
+    HK_CALL(hk_tri_pc_factor_options("ic0", o, &sweeps, &block));
     HK_CALL(hk_tri_pc_begin(pc, "ic0", K, o, &Kp, &Kf));
     const char *reordered = Kf != K ? " of the reordered matrix" : "";
     /* scalar rows, and the symmetry the lower triangle stands for */

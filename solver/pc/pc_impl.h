@@ -153,6 +153,9 @@ typedef struct hk_tri_pc {
  * set-up ops (who names the pc in the error). */
 int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bmat *K, hk_options *o,
                     hk_bmat *Kperm, const hk_bmat **Kf);
+/* pc.<who>.sweeps (0: the exact factorisation) and pc.<who>.block (1: on the node blocks) of
+ * ic0 / ilu0, checked: non-negative, 0 or 1, and not both. */
+int hk_tri_pc_factor_options(const char *who, hk_options *o, int *sweeps, int *block);
 /* The two triangular solves from backend factors (tri_setup with the method read by
  * hk_tri_pc_begin): the lower triangle of Lf (unit diagonal when lunit) and the upper
  * triangle of Uf (ic0: Lf = L, Uf = L^T; ilu0: both the combined factor F). */

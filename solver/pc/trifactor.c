@@ -127,6 +127,29 @@ fail:
     return ierr;
 }
 
+int hk_tri_pc_factor_options(const char *who, hk_options *o, int *sweeps, int *block)
+{
+    char key[64];
+    *sweeps = *block = 0;
+    snprintf(key, sizeof key, "pc.%s.sweeps", who);
+    HK_CALL(hk_options_get_int(o, key, sweeps));
+    snprintf(key, sizeof key, "pc.%s.block", who);
+    HK_CALL(hk_options_get_int(o, key, block));
+    HK_CHECK(*sweeps >= 0, HK_ERR_OPTION,
+             "option pc.%s.sweeps=%d is negative; use 0 (exact factorisation, the default) or a "
+             "number of sweeps such as 3",
+             who, *sweeps);
+    HK_CHECK(*block == 0 || *block == 1, HK_ERR_OPTION,
+             "option pc.%s.block=%d is not 0 or 1; use 1 to factor on the node blocks, 0 (the "
+             "default) for the scalar factorisation",
+             who, *block);
+    HK_CHECK(!(*block && *sweeps > 0), HK_ERR_OPTION,
+             "options pc.%s.block=1 and pc.%s.sweeps=%d do not combine (the sweeps are scalar); "
+             "drop one of them",
+             who, who, *sweeps);
+    return 0;
+}
+
 int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bmat *K, hk_options *o, hk_bmat *Kperm,
                     const hk_bmat **Kf)
 {
