@@ -42,11 +42,12 @@ struct cu_mpk {
     const hk_bmat *K;
     int schedule; // enum hk_mpk_schedule
     int bs, k;
-    // wavefront: K sliced (SBELL, sigma 1); K's bandwidth (reach), tiles of threads / tpr
-    // block rows, the skew D in tiles (chunk = D tiles' rows), lanes per row, resident blocks
+    // wavefront: K sliced (SBELL, sigma 1); K's bandwidth (reach), tiles of WAVE_THREADS / tpr
+    // block rows, the skew D in tiles (block = the chunk, D tiles' rows), lanes per row,
+    // resident blocks
     hk_mat wave;
-    int64_t chunk, reach, ntile, skew;
-    int tpr, epoch, threads; // epoch: passes so far, the value a finished tile's flag gets
+    int64_t reach, ntile, skew;
+    int tpr, epoch; // epoch: passes so far, the value a finished tile's flag gets
     unsigned grid;
     int *flag;         // k * ntile ready flags
     unsigned *counter; // tiles handed out in the current pass
@@ -255,8 +256,7 @@ __global__ void mpk_reach(int64_t nb, const int64_t *rowptr, const int32_t *coli
     }
 }
 
-template <int BS> __global__ void mpk_wave_kernel(const struct wave_args a);
-static int wave_occupancy(int bs, int threads, int *per_sm);
+static int wave_occupancy(int bs, int *per_sm);
 __global__ void mpk_wave_order(int64_t ntile, int64_t skew, int kk, uint64_t *order);
 
 static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk_info *info)
@@ -283,14 +283,13 @@ static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk
         const double per_row = P->nb ? (double)K->nnzb / (double)P->nb : 0;
         P->tpr = per_row >= 48 ? 4 : per_row >= 6 ? 2 : 1;
 
-        P->threads = WAVE_THREADS;
-        const int64_t R = P->threads / P->tpr;
+        const int64_t R = WAVE_THREADS / P->tpr;
         P->reach = (int64_t)reach;
         P->ntile = P->nb > 0 ? (P->nb + R - 1) / R : 0;
         // the resident blocks bound how far back a tile's inputs must lie for it rarely to
         // wait, and so how much L2 a tile's rows must survive in between
         int per_sm = 1;
-        HK_TRY(wave_occupancy(P->bs, P->threads, &per_sm));
+        HK_TRY(wave_occupancy(P->bs, &per_sm));
         if (per_sm < 1) per_sm = 1;
         const int64_t grid = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 1) * per_sm;
         const int64_t min_skew = (P->reach + R - 1) / R + 1;
@@ -301,15 +300,14 @@ static int wave_plan(const hk_bmat *K, int64_t block, int k, void **plan, hk_mpk
         if (skew < min_skew) skew = min_skew;
         if (skew > P->ntile) skew = P->ntile > min_skew ? P->ntile : min_skew;
         P->skew = skew;
-        P->chunk = skew * R < P->nb ? skew * R : (P->nb > 0 ? P->nb : 1);
+        P->block = skew * R < P->nb ? skew * R : (P->nb > 0 ? P->nb : 1);
         P->grid = (unsigned)(grid < P->ntile * k ? grid : (P->ntile * k > 0 ? P->ntile * k : 1));
-        P->block = P->chunk;
-        P->nparts = P->nb > 0 ? (P->nb + P->chunk - 1) / P->chunk : 0;
-        info->block = P->chunk;
+        P->nparts = P->nb > 0 ? (P->nb + P->block - 1) / P->block : 0;
+        info->block = P->block;
         info->bandwidth = P->reach;
         info->nparts = P->nparts;
         info->ext_rows = P->nb;
-        info->max_ext = P->chunk;
+        info->max_ext = P->block;
         info->work = (int64_t)k * P->nb;
         HK_TRY(hk_cu_malloc((void **)&P->flag, sizeof(int) * (size_t)(k * P->ntile + 1)));
         HK_CU_TRY(
@@ -682,7 +680,7 @@ struct wave_args {
     int *flag;             // k * ntile: the epoch of the pass that finished tile (level, i)
     const uint64_t *order; // the tiles of a pass of kk levels in key order: level << 32 | tile
     unsigned *counter;     // tiles handed out in this pass
-    int64_t S, nb, ntile, skew, reach, total;
+    int64_t S, nb, ntile, reach, total;
     int kk, tpr, rows, epoch;
 };
 
@@ -841,19 +839,19 @@ __global__ void __launch_bounds__(WAVE_THREADS, 2) mpk_wave_kernel(const wave_ar
     }
 }
 
-static int wave_occupancy(int bs, int threads, int *per_sm)
+// The wavefront kernel of block size bs (1..6).
+static const void *wave_kernel(int bs)
 {
-    const void *kern[6] = {(const void *)mpk_wave_kernel<1>, (const void *)mpk_wave_kernel<2>,
-                           (const void *)mpk_wave_kernel<3>, (const void *)mpk_wave_kernel<4>,
-                           (const void *)mpk_wave_kernel<5>, (const void *)mpk_wave_kernel<6>};
-    HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern[bs - 1], threads, 0));
-    return 0;
+    static const void *const kern[6] = {
+        (const void *)mpk_wave_kernel<1>, (const void *)mpk_wave_kernel<2>,
+        (const void *)mpk_wave_kernel<3>, (const void *)mpk_wave_kernel<4>,
+        (const void *)mpk_wave_kernel<5>, (const void *)mpk_wave_kernel<6>};
+    return kern[bs - 1];
 }
 
-template <int BS> static int wave_launch(cu_mpk *P, const wave_args &a)
+static int wave_occupancy(int bs, int *per_sm)
 {
-    mpk_wave_kernel<BS><<<P->grid, P->threads, 0, hk_cu.stream>>>(a);
-    HK_CU_LAUNCHED();
+    HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, wave_kernel(bs), WAVE_THREADS, 0));
     return 0;
 }
 
@@ -880,12 +878,11 @@ static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d, co
     a.S = m->S;
     a.nb = P->nb;
     a.ntile = P->ntile;
-    a.skew = P->skew;
     a.reach = P->reach;
     a.total = P->ntile * kk;
     a.kk = kk;
     a.tpr = P->tpr;
-    a.rows = P->threads / P->tpr;
+    a.rows = WAVE_THREADS / P->tpr;
     // a new epoch marks this pass's flags; the counter restarts
     if (++P->epoch == INT32_MAX) {
         HK_CU(cudaMemsetAsync(P->flag, 0, sizeof(int) * P->k * P->ntile, hk_cu.stream));
@@ -893,20 +890,10 @@ static int wave_apply(cu_mpk *P, int kk, const double *coef, const double *d, co
     }
     a.epoch = P->epoch;
     HK_CU(cudaMemsetAsync(P->counter, 0, sizeof(unsigned), hk_cu.stream));
-    switch (P->bs) {
-    case 1:
-        return wave_launch<1>(P, a);
-    case 2:
-        return wave_launch<2>(P, a);
-    case 3:
-        return wave_launch<3>(P, a);
-    case 4:
-        return wave_launch<4>(P, a);
-    case 5:
-        return wave_launch<5>(P, a);
-    default:
-        return wave_launch<6>(P, a);
-    }
+    void *args[1] = {(void *)&a};
+    HK_CU(cudaLaunchKernel(wave_kernel(P->bs), dim3(P->grid), dim3(WAVE_THREADS), args, 0,
+                           hk_cu.stream));
+    return 0;
 }
 
 #define CHECK_VEC(v, what)                                                                         \
