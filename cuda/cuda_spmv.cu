@@ -107,6 +107,51 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     if (FUSED) hk_block_reduce<4>(fs, f.k, part);
 }
 
+/* The slot loop of one block row's lane of the sliced kernel: acc += the row's slots lane,
+ * lane + tpr, ... (< w) times x. With AHEAD the next slot's column is loaded one iteration
+ * early, so a slot's x gathers wait for no load of their own iteration. Padding slots hold
+ * column -1 and zero values; their loads are not skipped by a branch, so the value loads need
+ * not wait for the column and more loads are in flight, and the x entry of a padding slot
+ * (read at column 0) is selected away, so NaN or Inf in x never reaches a row through
+ * padding. The matrix is read once per product, so its loads are marked streaming (__ldcs:
+ * evict first) and leave the caches to x. */
+template <typename T, int BS, bool AHEAD>
+__device__ __forceinline__ void sell_slots(double (&acc)[BS], int lane, int tpr, int w,
+                                           int64_t base, int64_t S, int64_t j,
+                                           const int32_t *__restrict__ col,
+                                           const T *__restrict__ val, const T *__restrict__ x)
+{
+    int32_t cn = AHEAD && lane < w ? __ldcs(col + base + (int64_t)lane * S + j) : -1;
+#pragma unroll 1
+    for (int k = lane; k < w; k += tpr) {
+        const int64_t slot = base + (int64_t)k * S;
+        const int32_t c = AHEAD ? cn : __ldcs(col + slot + j);
+        if (AHEAD && k + tpr < w) cn = __ldcs(col + slot + (int64_t)tpr * S + j);
+        const int64_t cs = c >= 0 ? (int64_t)c * BS : 0;
+        const T *v = val + slot * (BS * BS) + j;
+#pragma unroll
+        for (int cc = 0; cc < BS; cc++) {
+            const T xr = __ldg(x + cs + cc);
+            const double xc = c >= 0 ? (double)xr : 0.0;
+#pragma unroll
+            for (int r = 0; r < BS; r++)
+                acc[r] += (double)__ldcs(v + (r * BS + cc) * S) * xc;
+        }
+    }
+}
+
+/* Whether sell_slots loads the column ahead, measured on an H100 (bench spmv --paper, two
+ * runs each, us per product): fp32 gains with every block size (hex-1M 150.5 -> 143.2, 83 ->
+ * 88 % of copy; hex-0.5M 81.5 -> 76.3; tet 61.6 -> 58.3; quad 18.7 -> 17.7; trirand 45.3 ->
+ * 43.7), fp64 with 2x2 blocks a little (quad 31.4 -> 30.4, trirand 63.2 -> 62.3) and loses
+ * with 3x3 and 6x6 (hex-1M 250 -> 255, hex6 259 -> 267), whose wider rows of values keep
+ * enough loads in flight. Loading the next slot's values ahead as well cost registers and
+ * gained nothing that repeated. */
+template <typename T, int BS> constexpr bool sell_ahead()
+{
+    return sizeof(T) == 4 || BS <= 2;
+}
+
 template <typename T, int BS, bool FUSED>
 __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
     k_sell(int64_t nbrows, int64_t S, int tpr, const int64_t *__restrict__ sptr,
@@ -126,35 +171,17 @@ __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
         if (active) {
             const int64_t s = g / S, j = g - s * S;
             const int64_t base = sptr[s];
-            const int w = swidth[s];
-            /* Padding slots hold column -1 and zero values. Their loads are not skipped by a
-             * branch: then the value loads need not wait for the column, more loads are in
-             * flight per thread, and the x entry of a padding slot (read at column 0) is
-             * selected away, so NaN or Inf in x never reaches a row through padding. Measured
-             * on an H100 (bench spmv --paper, fp64 / fp32): tet 106.6 -> 97.6 / 73.1 -> 63.6
-             * us, tri 71.2 -> 67.9, trirand 80.9 -> 78.4, hex-1M 256.6 -> 253.1 / 152.9 ->
-             * 155.3; unrolling the slot loop or forcing more blocks per SM was slower. The
-             * kernel's __launch_bounds__(HK_CU_BLOCK, 1) and the unroll 1 below matter: with
-             * neither, ptxas kept 40 registers instead of 56, fewer loads in flight, and
-             * hex-1M fp64 took 272 us instead of 253. The matrix is read once per product,
-             * so its loads are marked streaming (__ldcs: evict first) and leave the caches to
-             * x: fp64 tri 67.6 -> 61.4 us, trirand 70.1 -> 62.6, tet 94.8 -> 92.0, hex-1M
-             * 252.9 -> 249.5 (96 % of copy); fp32 hex-1M 158.4 -> 151.7, tet 63.3 -> 60.2. */
-#pragma unroll 1
-            for (int k = lane; k < w; k += tpr) {
-                const int64_t slot = base + (int64_t)k * S;
-                const int32_t c = __ldcs(col + slot + j);
-                const int64_t cs = c >= 0 ? (int64_t)c * BS : 0;
-                const T *v = val + slot * (BS * BS) + j;
-#pragma unroll
-                for (int cc = 0; cc < BS; cc++) {
-                    const T xr = __ldg(x + cs + cc);
-                    const double xc = c >= 0 ? (double)xr : 0.0;
-#pragma unroll
-                    for (int r = 0; r < BS; r++)
-                        acc[r] += (double)__ldcs(v + (r * BS + cc) * S) * xc;
-                }
-            }
+            /* Before the column was loaded ahead, measured on an H100 (bench spmv --paper, fp64 /
+             * fp32): loading the padding slots without a branch took tet 106.6 -> 97.6 / 73.1 ->
+             * 63.6 us, tri 71.2 -> 67.9, trirand 80.9 -> 78.4, hex-1M 256.6 -> 253.1 / 152.9 ->
+             * 155.3; streaming matrix loads fp64 tri 67.6 -> 61.4 us, trirand 70.1 -> 62.6, tet
+             * 94.8 -> 92.0, hex-1M 252.9 -> 249.5 (96 % of copy), fp32 hex-1M 158.4 -> 151.7.
+             * The kernel's __launch_bounds__(HK_CU_BLOCK, 1) and the unroll 1 in sell_slots
+             * matter: with neither, ptxas kept 40 registers instead of 56, fewer loads in
+             * flight, and hex-1M fp64 took 272 us instead of 253; unrolling the slot loop or
+             * forcing more blocks per SM was slower. */
+            sell_slots<T, BS, sell_ahead<T, BS>()>(acc, lane, tpr, swidth[s], base, S, j, col,
+                                                   val, x);
             if (perm) row = perm[g];
         }
         row_out<T, BS, FUSED>(acc, active, lane, tpr, row, y, f, fs);
