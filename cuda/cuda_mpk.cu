@@ -557,7 +557,7 @@ extern "C" void hk_cu_mpk_free(void *plan)
 }
 
 extern "C" int hk_cu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
-                                     void **plan, hk_mpk_info *info)
+                                     double max_work, void **plan, hk_mpk_info *info)
 {
     *plan = NULL;
     memset(info, 0, sizeof *info);
@@ -565,7 +565,8 @@ extern "C" int hk_cu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t bud
     int ierr = 0;
     cu_mpk *P = (cu_mpk *)calloc(1, sizeof *P);
     HK_CHECK(P, HK_ERR_MEMORY, "matrix powers (streamed): out of host memory");
-    HK_TRY(hk_cu_mpk_stream_build(K, block, budget, k, &P->stream, info));
+    HK_TRY(hk_cu_mpk_stream_build(K, block, budget, k, max_work, &P->stream, info));
+    if (!P->stream) goto fail; // refused by max_work: no plan, no error
     P->schedule = HK_MPK_STREAM;
     P->bs = K->bs;
     P->k = k;

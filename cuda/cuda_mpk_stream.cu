@@ -61,14 +61,18 @@ void hk_cu_mpk_stream_destroy(cu_mpk_stream *T)
     free(T);
 }
 
-int hk_cu_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k,
+int hk_cu_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
                            cu_mpk_stream **out, hk_mpk_info *info)
 {
     int ierr = 0;
     *out = NULL;
     cu_mpk_stream *T = (cu_mpk_stream *)calloc(1, sizeof *T);
     HK_CHECK(T, HK_ERR_MEMORY, "matrix powers (streamed): out of host memory");
-    HK_TRY(hk_mpk_stream_build(K, block, budget, k, pinned_alloc, pinned_free, &T->S));
+    HK_TRY(hk_mpk_stream_build(K, block, budget, k, max_work, pinned_alloc, pinned_free, &T->S));
+    if (!T->S.pack) { // refused by max_work: no plan, no error
+        hk_mpk_stream_info(&T->S, info);
+        goto fail;
+    }
     {
         const hk_mpk_stream *S = &T->S;
         for (int b = 0; b < 2; b++)

@@ -524,9 +524,12 @@ typedef struct hk_backend_ops {
      * partitions of `block` block rows (0: the largest whose device bytes fit budget bytes, 0:
      * HK_MPK_STREAM_MB MiB) cut and packed in host memory by solver/mpk_stream.c; mpk_apply
      * then copies each partition in turn (cuda: pinned memory, two buffers, copies overlapping
-     * the computation) and computes the same recurrence into the same backend vectors. */
-    int (*mpk_stream_plan)(const hk_bcsr *K, int64_t block, size_t budget, int k, void **plan,
-                           struct hk_mpk_info *info);
+     * the computation) and computes the same recurrence into the same backend vectors. As for
+     * mpk_plan, max_work > 0 refuses partitions whose redundant work exceeds max_work times
+     * the k SpMVs (*plan = NULL, info->work and info->block filled, no error): their packs
+     * would take that many times K's host memory. */
+    int (*mpk_stream_plan)(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
+                           void **plan, struct hk_mpk_info *info);
     int (*vec_gram)(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 } hk_backend_ops;
 

@@ -177,7 +177,7 @@ void hk_mpk_stream_free(hk_mpk_stream *S)
     memset(S, 0, sizeof *S);
 }
 
-int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k,
+int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
                         int (*alloc)(void **p, size_t bytes), void (*dealloc)(void *p),
                         hk_mpk_stream *S)
 {
@@ -219,6 +219,10 @@ int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k,
         S->block = b;
         S->nparts = np;
         HK_TRY(cut(K, b, k, np, marks, S));
+        if (max_work > 0 && (double)S->work > max_work * (double)k * (double)nb) {
+            free(marks);
+            return 0; /* refused: nothing packed */
+        }
         const size_t need = hk_mpk_stream_device_bytes(S);
         if (block > 0 || need <= budget) break;
         HK_TRY_CHECK(b > 1, HK_ERR_OPTION,
@@ -273,6 +277,6 @@ void hk_mpk_stream_info(const hk_mpk_stream *S, hk_mpk_info *info)
     info->ext_rows = S->ext_rows;
     info->max_ext = S->max_rows;
     info->work = S->work;
-    info->host_bytes = S->nparts ? S->off[S->nparts] : 0;
+    info->host_bytes = S->off ? S->off[S->nparts] : 0;
     info->dev_bytes = hk_mpk_stream_device_bytes(S);
 }

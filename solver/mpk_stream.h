@@ -61,8 +61,10 @@ size_t hk_mpk_stream_device_bytes(const hk_mpk_stream *S);
  * with ghost zones of k levels and pack them into memory from alloc (freed with dealloc).
  * block > 0: partitions of that many block rows (clamped to the rows); block = 0: the largest
  * size whose device bytes (hk_mpk_stream_device_bytes) fit budget bytes (0: HK_MPK_STREAM_MB
- * MiB), found by shrinking from the whole matrix. Errors name the argument and the fix. */
-int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k,
+ * MiB), found by shrinking from the whole matrix. When max_work > 0 and the partitions' work
+ * exceeds max_work * k * nbrows (smaller partitions would only add to it), nothing is packed:
+ * S->pack is NULL, S's sizes describe the refused cut. Errors name the argument and the fix. */
+int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
                         int (*alloc)(void **p, size_t bytes), void (*dealloc)(void *p),
                         hk_mpk_stream *S);
 void hk_mpk_stream_free(hk_mpk_stream *S);

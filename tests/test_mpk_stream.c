@@ -135,7 +135,7 @@ static double pass(const hk_backend *be, const hk_bcsr *K, const pass_case *c, d
     const int64_t n = K->nbrows * K->bs;
     const int k = c->k, kk = c->kk;
     void *plan = NULL;
-    HK_ASSERT_OK(be->mpk_stream_plan(K, c->block, c->budget, k, &plan, info));
+    HK_ASSERT_OK(be->mpk_stream_plan(K, c->block, c->budget, k, 0.0, &plan, info));
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     CU_ASSERT_EQUAL(info->schedule, HK_MPK_STREAM);
     double *w0 = malloc((size_t)n * sizeof *w0), *dh = malloc((size_t)n * sizeof *dh);
@@ -294,7 +294,7 @@ static void test_extraction(void)
         for (int bi = 0; bi < NBLOCKS; bi++)
             for (int k = 1; k <= 4; k++) {
                 hk_mpk_stream S;
-                HK_ASSERT_OK(hk_mpk_stream_build(&K, blocks[bi], 0, k, host_alloc, free, &S));
+                HK_ASSERT_OK(hk_mpk_stream_build(&K, blocks[bi], 0, k, 0.0, host_alloc, free, &S));
                 int bad = 0;
                 int32_t *level = malloc((size_t)K.nbrows * sizeof *level);
                 for (int64_t p = 0; p < S.nparts; p++) {
@@ -367,7 +367,7 @@ static void test_tridiag_closed_form(void)
     for (int i = 0; i < 4; i++)
         for (int k = 1; k <= 6; k++) {
             hk_mpk_stream S;
-            HK_ASSERT_OK(hk_mpk_stream_build(&K, bs[i], 0, k, host_alloc, free, &S));
+            HK_ASSERT_OK(hk_mpk_stream_build(&K, bs[i], 0, k, 0.0, host_alloc, free, &S));
             CU_ASSERT_EQUAL(S.nparts, (40 + bs[i] - 1) / bs[i]);
             int64_t ext = 0;
             for (int64_t p = 0; p < S.nparts; p++) {
@@ -397,7 +397,7 @@ static void test_tridiag_closed_form(void)
 static size_t device_bytes(const hk_bcsr *K, int64_t b, int k)
 {
     hk_mpk_stream S;
-    HK_ASSERT_OK(hk_mpk_stream_build(K, b, 0, k, host_alloc, free, &S));
+    HK_ASSERT_OK(hk_mpk_stream_build(K, b, 0, k, 0.0, host_alloc, free, &S));
     const size_t bytes = hk_mpk_stream_device_bytes(&S);
     hk_mpk_stream_free(&S);
     return bytes;
@@ -440,6 +440,39 @@ static void test_budget(void)
     hk_bcsr_free(&K);
 }
 
+/* max_work: partitions whose ghost zones would exceed it are refused without an error (no
+ * plan, the cut's work and size in info); a budget-chosen cut stops shrinking there. */
+static void max_work_cases(const hk_backend *be)
+{
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 6, 6, &K));
+    const double whole = (double)K.nbrows * 3;
+    void *plan = (void *)1;
+    hk_mpk_info info;
+    HK_ASSERT_OK(be->mpk_stream_plan(&K, 1, 0, 3, 2.0, &plan, &info));
+    CU_ASSERT_PTR_NULL(plan);
+    CU_ASSERT(info.schedule == HK_MPK_STREAM && info.block == 1 && info.work > 2.0 * whole);
+    HK_ASSERT_OK(be->mpk_stream_plan(&K, 1, 0, 3, 0.0, &plan, &info)); /* no limit */
+    CU_ASSERT_PTR_NOT_NULL(plan);
+    be->mpk_free(plan);
+    /* the whole matrix has no redundant rows */
+    HK_ASSERT_OK(be->mpk_stream_plan(&K, 0, 0, 3, 1.0, &plan, &info));
+    CU_ASSERT_PTR_NOT_NULL(plan);
+    CU_ASSERT(info.nparts == 1 && info.work == (int64_t)whole);
+    const size_t whole_bytes = info.dev_bytes;
+    be->mpk_free(plan);
+    /* a budget that only tiny partitions fit: refused by the work on the way down */
+    HK_ASSERT_OK(be->mpk_stream_plan(&K, 0, whole_bytes / 50, 3, 1.5, &plan, &info));
+    CU_ASSERT_PTR_NULL(plan);
+    CU_ASSERT(info.work > 1.5 * whole && info.block < K.nbrows);
+    hk_bcsr_free(&K);
+}
+
+static void test_max_work(void)
+{
+    max_work_cases(cpu());
+}
+
 /* A refused argument: code and a phrase of the message. */
 static void refused(int rc, int code, const char *phrase)
 {
@@ -457,21 +490,22 @@ static void bad_arguments(const hk_backend *be)
     HK_ASSERT_OK(hk_gen_random(6, 8, 2, 2.0, 0, 3u, &R));
     void *plan = (void *)1;
     hk_mpk_info info;
-    refused(be->mpk_stream_plan(NULL, 1, 0, 2, &plan, &info), HK_ERR_ARG, "no matrix");
+    refused(be->mpk_stream_plan(NULL, 1, 0, 2, 0.0, &plan, &info), HK_ERR_ARG, "no matrix");
     CU_ASSERT_PTR_NULL(plan);
-    refused(be->mpk_stream_plan(&R, 1, 0, 2, &plan, &info), HK_ERR_ARG, "must be square");
-    refused(be->mpk_stream_plan(&K, 1, 0, 0, &plan, &info), HK_ERR_OPTION, "mpk.k");
-    refused(be->mpk_stream_plan(&K, 1, 0, HK_MPK_MAXK + 1, &plan, &info), HK_ERR_OPTION, "mpk.k");
-    refused(be->mpk_stream_plan(&K, -1, 0, 2, &plan, &info), HK_ERR_OPTION, "mpk.block");
-    refused(be->mpk_stream_plan(&K, 0, 100, 2, &plan, &info), HK_ERR_OPTION, "budget");
+    refused(be->mpk_stream_plan(&R, 1, 0, 2, 0.0, &plan, &info), HK_ERR_ARG, "must be square");
+    refused(be->mpk_stream_plan(&K, 1, 0, 0, 0.0, &plan, &info), HK_ERR_OPTION, "mpk.k");
+    refused(be->mpk_stream_plan(&K, 1, 0, HK_MPK_MAXK + 1, 0.0, &plan, &info), HK_ERR_OPTION,
+            "mpk.k");
+    refused(be->mpk_stream_plan(&K, -1, 0, 2, 0.0, &plan, &info), HK_ERR_OPTION, "mpk.block");
+    refused(be->mpk_stream_plan(&K, 0, 100, 2, 0.0, &plan, &info), HK_ERR_OPTION, "budget");
     K.bs = 7;
-    refused(be->mpk_stream_plan(&K, 1, 0, 2, &plan, &info), HK_ERR_ARG, "block size 7");
+    refused(be->mpk_stream_plan(&K, 1, 0, 2, 0.0, &plan, &info), HK_ERR_ARG, "block size 7");
     K.bs = 1;
     K.colind[4] = 10;
-    refused(be->mpk_stream_plan(&K, 1, 0, 2, &plan, &info), HK_ERR_ARG, "column index 10");
+    refused(be->mpk_stream_plan(&K, 1, 0, 2, 0.0, &plan, &info), HK_ERR_ARG, "column index 10");
     K.colind[4] = 1;
     /* apply: more levels than the plan, vectors of the wrong length */
-    HK_ASSERT_OK(be->mpk_stream_plan(&K, 3, 0, 2, &plan, &info));
+    HK_ASSERT_OK(be->mpk_stream_plan(&K, 3, 0, 2, 0.0, &plan, &info));
     hk_vec *W[4], *s = NULL;
     for (int j = 0; j < 4; j++)
         HK_ASSERT_OK(hk_vec_create(be, 10, HK_FP64, &W[j]));
@@ -507,6 +541,7 @@ HK_SUITE(mpk_stream,
          {"streamed partitions: packed rows equal K's, cut as the ghost plan's", test_extraction},
          {"streamed ghost zones of a tridiagonal matrix (closed form)", test_tridiag_closed_form},
          {"streamed partition size from the device budget", test_budget},
+         {"streamed plan: redundant work over max_work refused without a plan", test_max_work},
          {"streamed plan: bad arguments refused with a message", test_bad_arguments})
 
 /* ---- CUDA against the host reference and the CPU ------------------------------------------ */
@@ -580,10 +615,12 @@ static void test_cuda_bad_arguments(void)
     const hk_backend *gpu = NULL;
     HK_ASSERT_OK(hk_backend_get("cuda", &gpu));
     bad_arguments(gpu);
+    max_work_cases(gpu);
 }
 
 HK_DEVICE_SUITE(cuda_mpk_stream,
                 {"streamed matrix powers: cuda equals k SpMVs and the cpu", test_cuda_pass},
                 {"streamed matrix powers on cuda: budgets, many partitions, a larger partition",
                  test_cuda_budget},
-                {"streamed matrix powers on cuda: bad arguments refused", test_cuda_bad_arguments})
+                {"streamed matrix powers on cuda: bad arguments and max_work refused",
+                 test_cuda_bad_arguments})

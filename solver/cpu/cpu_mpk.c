@@ -362,8 +362,8 @@ static int host_alloc(void **p, size_t bytes)
     return hk_malloc(bytes, p);
 }
 
-int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k, void **plan,
-                           hk_mpk_info *info)
+int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
+                           double max_work, void **plan, hk_mpk_info *info)
 {
     *plan = NULL;
     memset(info, 0, sizeof *info);
@@ -371,7 +371,9 @@ int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k
     cpu_mpk *P = NULL;
     HK_TRY(hk_calloc(1, sizeof *P, &P));
     HK_TRY(hk_calloc(1, sizeof *P->stream, &P->stream));
-    HK_TRY(hk_mpk_stream_build(K, block, budget, k, host_alloc, free, P->stream));
+    HK_TRY(hk_mpk_stream_build(K, block, budget, k, max_work, host_alloc, free, P->stream));
+    hk_mpk_stream_info(P->stream, info);
+    if (!P->stream->pack) goto fail; /* refused by max_work: no plan, no error */
     P->bs = K->bs;
     P->k = k;
     P->nb = K->nbrows;
@@ -379,7 +381,6 @@ int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k
     P->block = P->stream->block;
     P->nparts = P->stream->nparts;
     P->max_ext = P->stream->max_rows;
-    hk_mpk_stream_info(P->stream, info);
     *plan = P;
     return 0;
 fail:
