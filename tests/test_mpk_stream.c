@@ -246,13 +246,15 @@ static void sweep(const hk_backend *be, int prior)
                                    (ki + b) & 1, prior};
                     hk_mpk_info info;
                     const double e = pass(be, &K, &c, NULL, NULL, &info);
-                    if (!(e <= 1e-13))
+                    /* rounding (a device sums a row in another order) grows over 16 levels */
+                    const double tol = k > 8 ? 1e-12 : 1e-13;
+                    if (!(e <= tol))
                         fprintf(stderr,
                                 "\n  %s on %s: block %lld, k %d, %d levels, basis %d, d %d, prev "
                                 "%d: relative difference %.2e",
                                 mat_name[mi], hk_backend_name(be), (long long)c.block, k, c.kk, b,
                                 c.with_d, c.with_prev, e);
-                    CU_ASSERT(e <= 1e-13);
+                    CU_ASSERT(e <= tol);
                     cases++;
                 }
         hk_bcsr_free(&K);
@@ -578,10 +580,11 @@ static void test_cuda_pass(void)
                     free(Uc[j]);
                     free(Ug[j]);
                 }
-                if (!(e <= 1e-13))
+                const double tol = k > 8 ? 1e-12 : 1e-13;
+                if (!(e <= tol))
                     fprintf(stderr, "\n  %s block %lld k %d: cuda vs cpu %.2e", mat_name[mi],
                             (long long)blocks[bi], k, e);
-                CU_ASSERT(e <= 1e-13);
+                CU_ASSERT(e <= tol);
             }
         hk_bcsr_free(&K);
     }
