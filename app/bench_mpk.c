@@ -60,7 +60,9 @@ static void mpk_usage(FILE *f)
                "the device in turn) against k streamed SpMVs, with their bandwidths beside\n"
                "the pinned host-to-device copy bandwidth (cpu: memcpy, a reference row);\n"
                "the device budget is --stream-mb N MiB, else half of K's bytes (two buffers\n"
-               "of about a quarter of K), doubled while one row's ghost zone does not fit.\n");
+               "of about a quarter of K), doubled while one row's ghost zone does not fit or\n"
+               "the partitions that fit would compute more than 3x the rows of k SpMVs (a\n"
+               "given budget: the row shows the redundancy and dashes).\n");
 }
 
 typedef struct mpk_row {
@@ -451,13 +453,15 @@ int hk_bench_mpk(int argc, char **argv)
             goto done;
         }
     if (stream) {
-        printf("\nStreamed (K in host memory, partitions copied in turn): the pass against k "
-               "streamed SpMVs (a one-level plan applied k times). partitions: of the pass / of "
-               "the SpMVs; redundancy as above; GB/s = bytes copied from host memory per "
-               "second (the pass copies K's partitions with their ghost zones once, the SpMVs "
-               "k times); copy GB/s: %s of one partition's bytes\n\n",
-               strcmp(hk_backend_name(be), "cpu") ? "pinned host-to-device copies"
-                                                  : "memcpy (cpu: nothing is copied; reference)");
+        printf(
+            "\nStreamed (K in host memory, partitions copied in turn): the pass against k "
+            "streamed SpMVs (a one-level plan applied k times). partitions: of the pass / of "
+            "the SpMVs; redundancy as above; GB/s = bytes copied from host memory per "
+            "second (the pass copies K's partitions with their ghost zones once, the SpMVs "
+            "k times); copy GB/s: %s of one partition's bytes; dashes: the partitions that fit the "
+            "budget would compute more than 3x the rows of the k SpMVs\n\n",
+            strcmp(hk_backend_name(be), "cpu") ? "pinned host-to-device copies"
+                                               : "memcpy (cpu: nothing is copied; reference)");
         printf("| system | k | partitions | block rows | redundancy | device budget MiB | host "
                "MiB | k streamed SpMVs ms | streamed pass ms | ratio | SpMVs GB/s | pass GB/s | "
                "copy GB/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
