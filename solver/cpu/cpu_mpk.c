@@ -14,7 +14,11 @@
  * The wavefront schedule (mpk_plan.h) needs no lists: its plan is K's bandwidth and the chunk.
  * A stage is one parallel loop over its levels' rows, each level's range cut evenly among the
  * threads; a row's sum runs over K's row in BSR order, as the ghost zones' and the fp64 BSR
- * SpMV's do, so the digits do not depend on the thread count. */
+ * SpMV's do, so the digits do not depend on the thread count.
+ *
+ * The streamed plan (mpk_stream_plan) is the ghost-zone cut made from a host matrix and
+ * packed by solver/mpk_stream.c; its pass computes each partition from the packed arrays alone,
+ * the reference for the CUDA copies of the same bytes. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
