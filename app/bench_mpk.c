@@ -6,13 +6,20 @@
  * (block rows) whose ghost zones add at most 3x the rows of the k SpMVs, with the chosen size
  * and that redundancy beside it; and the wavefront, the best of the backend's chunk, half and
  * twice it (no redundant rows). The SpMVs use the solver's default format on the backend (sbell on
- * cuda, bsr on the cpu). */
+ * cuda, bsr on the cpu).
+ * --stream adds the streamed kernel (mpk_stream_plan: K kept in host memory, the thesis's
+ * section 6.3.1) against k streamed SpMVs (a plan of one level applied k times, so K is read
+ * from host memory k times, which is what k SpMVs cost when K does not fit on the device),
+ * beside the host-to-device copy bandwidth of pinned memory measured in the same run. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "hk_impl.h"
+#ifdef HOOKE_HAVE_CUDA
+#include "../cuda/hk_cuda.h"
+#endif
 
 typedef struct mpk_ctx {
     const hk_backend_ops *be;
@@ -41,14 +48,21 @@ static int mpk_once(void *p)
 static void mpk_usage(FILE *f)
 {
     fprintf(f, "usage: hooke bench mpk [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-               "                       [--no-solve] [--json FILE]\n\n"
+               "                       [--no-solve] [--stream] [--stream-mb N] [--json FILE]\n\n"
                "Matrix powers [A x, ..., A^k x] in one kernel against k SpMVs for k = 2..8 on\n"
                "2D quad and 3D hex elasticity (small: 200^2 and 20^3 elements, medium 500^2\n"
                "and 40^3, large 1000^2 and 70^3): time of each, their ratio (below 1: the\n"
                "kernel wins), for ghost zones the best partition size and the redundant rows\n"
                "of its ghost zones, for the wavefront the best chunk of the backend's own,\n"
                "half and twice it. Then scg (s = 2, 4, 8) against cg with pc=jacobi to\n"
-               "1e-8: iterations and time (--no-solve skips it).\n");
+               "1e-8: iterations and time (--no-solve skips it).\n"
+               "--stream: also the streamed kernel (K in host memory, partitions copied to\n"
+               "the device in turn) against k streamed SpMVs, with their bandwidths beside\n"
+               "the pinned host-to-device copy bandwidth (cpu: memcpy, a reference row);\n"
+               "the device budget is --stream-mb N MiB, else half of K's bytes (two buffers\n"
+               "of about a quarter of K), doubled while one row's ghost zone does not fit or\n"
+               "the partitions that fit would compute more than 3x the rows of k SpMVs (a\n"
+               "given budget: the row shows the redundancy and dashes).\n");
 }
 
 typedef struct mpk_row {
@@ -158,6 +172,175 @@ fail:
     return ierr;
 }
 
+/* ---- the streamed kernel (--stream) ---------------------------------------------------- */
+
+typedef struct stream_row {
+    const char *sys;
+    int k;
+    long long parts, parts1, block;
+    double budget_mib, host_mib, spmv_ms, mpk_ms, spmv_gbs, mpk_gbs, copy_gbs, redundancy;
+} stream_row;
+
+typedef struct stream_ctx {
+    const hk_backend_ops *be;
+    void *plan, *plan1; /* k levels; one level */
+    int k;
+    double coef[3 * HK_MPK_MAXK];
+    hk_vec *W[HK_MPK_MAXK + 1];
+} stream_ctx;
+
+static int stream_spmvs_once(void *p)
+{
+    stream_ctx *c = p;
+    for (int j = 0; j < c->k; j++)
+        HK_CALL(c->be->mpk_apply(c->plan1, 1, c->coef, NULL, NULL, c->W + j, NULL));
+    return c->be->sync();
+}
+
+static int stream_pass_once(void *p)
+{
+    stream_ctx *c = p;
+    HK_CALL(c->be->mpk_apply(c->plan, c->k, c->coef, NULL, NULL, c->W, NULL));
+    return c->be->sync();
+}
+
+typedef struct memcpy_ctx {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} memcpy_ctx;
+
+static int memcpy_once(void *p)
+{
+    memcpy_ctx *c = p;
+    memcpy(c->dst, c->src, c->bytes);
+    return 0;
+}
+
+/* Bytes moved per second by one copy of `bytes` into the backend's memory: pinned host to
+ * device on cuda, memcpy on the cpu. */
+static int copy_bandwidth(const hk_backend_ops *be, size_t bytes, double *gbs)
+{
+    if (bytes < 4096) bytes = 4096;
+#ifdef HOOKE_HAVE_CUDA
+    if (strcmp(be->name, "cpu")) {
+        const size_t reps = ((size_t)1 << 30) / bytes;
+        return hk_cuda_h2d_bandwidth(bytes, reps < 3 ? 3 : reps > 200 ? 200 : (int)reps, gbs);
+    }
+#else
+    (void)be;
+#endif
+    memcpy_ctx c = {malloc(bytes), malloc(bytes), bytes};
+    int ierr = 0;
+    double t;
+    HK_TRY_CHECK(c.dst && c.src, HK_ERR_MEMORY, "hooke bench mpk: out of host memory");
+    memset(c.dst, 1, bytes);
+    memset((void *)c.src, 2, bytes);
+    HK_TRY(hk_bench_time(memcpy_once, &c, 1, 5, 0.1, &t));
+    *gbs = (double)bytes / t / 1e9;
+fail:
+    free(c.dst);
+    free((void *)c.src);
+    return ierr;
+}
+
+/* Streamed partitions whose ghost zones add at most 3x the rows of the k SpMVs (as for the
+ * ghost-zone rows above): the most the bench builds, since the pack takes that many times K. */
+#define STREAM_MAX_WORK 3.0
+
+/* A streamed plan of k levels for the device budget *budget; 0: half of K's bytes, then
+ * doubled while one block row's ghost zone does not fit or the partitions that fit would
+ * exceed STREAM_MAX_WORK. *plan stays NULL when a given budget gives such partitions. */
+static int stream_plan(const hk_backend_ops *be, const hk_bcsr *Kh, int k, size_t *budget,
+                       void **plan, hk_mpk_info *info)
+{
+    const int chosen = *budget == 0;
+    if (chosen) {
+        const int64_t nnzb = Kh->rowptr[Kh->nbrows];
+        *budget = ((size_t)nnzb * (size_t)(Kh->bs * Kh->bs * 8 + 4) + (size_t)Kh->nbrows * 8) / 2;
+    }
+    for (int i = 0;; i++) {
+        const int ierr = be->mpk_stream_plan(Kh, 0, *budget, k, STREAM_MAX_WORK, plan, info);
+        if (!ierr && (*plan || !chosen)) return 0;
+        if (ierr && (!chosen || ierr != HK_ERR_OPTION)) return ierr;
+        HK_CHECK(i < 24, HK_ERR_INTERNAL, "hooke bench mpk: no streamed plan for k = %d", k);
+        hk_error_clear();
+        *budget *= 2;
+    }
+}
+
+static void print_stream_row(const stream_row *r)
+{
+    printf("| %s | %d | %lld / %lld | %lld | %.2f | %.0f | %.1f | %.4f | %.4f | %.2f | %.2f | %.2f "
+           "| %.2f |\n",
+           r->sys, r->k, r->parts, r->parts1, r->block, r->redundancy, r->budget_mib, r->host_mib,
+           r->spmv_ms, r->mpk_ms, r->mpk_ms / r->spmv_ms, r->spmv_gbs, r->mpk_gbs, r->copy_gbs);
+    fflush(stdout);
+}
+
+static int measure_stream(const hk_backend *be, const hk_bcsr *Kh, const char *sys,
+                          size_t budget_given, stream_row *rows, int *nrows)
+{
+    int ierr = 0;
+    stream_ctx c;
+    memset(&c, 0, sizeof c);
+    c.be = be;
+    HK_CHECK(be->mpk_stream_plan, HK_ERR_UNSUPPORTED,
+             "hooke bench mpk --stream: backend %s has no streamed matrix powers", be->name);
+    const int64_t n = Kh->nbrows * Kh->bs;
+    for (int j = 0; j <= 8; j++)
+        HK_TRY(hk_vec_create(be, n, HK_FP64, &c.W[j]));
+    HK_TRY(be->vec_set(c.W[0], 1.0));
+    for (int j = 0; j < 8; j++) {
+        c.coef[3 * j] = 1.0;
+        c.coef[3 * j + 1] = c.coef[3 * j + 2] = 0.0;
+    }
+    for (int k = 2; k <= 8; k++) {
+        stream_row *r = &rows[(*nrows)++];
+        memset(r, 0, sizeof *r);
+        r->sys = sys;
+        r->k = k;
+        c.k = k;
+        size_t budget = budget_given;
+        hk_mpk_info info, info1;
+        HK_TRY(stream_plan(be, Kh, k, &budget, &c.plan, &info));
+        if (!c.plan) {
+            printf("| %s | %d | – | – | %.2f | %.0f | – | – | – | – | – | – | – |\n", sys, k,
+                   (double)info.work / ((double)k * Kh->nbrows), (double)budget / 1048576.0);
+            (*nrows)--;
+            continue;
+        }
+        /* the SpMVs' plan under the same budget (one level: no redundant rows) */
+        HK_TRY(be->mpk_stream_plan(Kh, 0, budget, 1, 0.0, &c.plan1, &info1));
+        double t;
+        HK_TRY(hk_bench_time(stream_spmvs_once, &c, 1, 3, 0.2, &t));
+        r->spmv_ms = t * 1e3;
+        HK_TRY(hk_bench_time(stream_pass_once, &c, 1, 3, 0.2, &t));
+        r->mpk_ms = t * 1e3;
+        r->parts = info.nparts;
+        r->parts1 = info1.nparts;
+        r->block = info.block;
+        r->redundancy = (double)info.work / ((double)k * Kh->nbrows);
+        r->budget_mib = (double)budget / 1048576.0;
+        r->host_mib = (double)info.host_bytes / 1048576.0;
+        r->spmv_gbs = (double)k * (double)info1.host_bytes / (r->spmv_ms * 1e-3) / 1e9;
+        r->mpk_gbs = (double)info.host_bytes / (r->mpk_ms * 1e-3) / 1e9;
+        /* the copies of one partition of the pass: its mean size */
+        HK_TRY(copy_bandwidth(be, info.host_bytes / (size_t)(info.nparts > 0 ? info.nparts : 1),
+                              &r->copy_gbs));
+        be->mpk_free(c.plan);
+        be->mpk_free(c.plan1);
+        c.plan = c.plan1 = NULL;
+        print_stream_row(r);
+    }
+fail:
+    be->mpk_free(c.plan);
+    be->mpk_free(c.plan1);
+    for (int j = 0; j <= 8; j++)
+        hk_vec_destroy(c.W[j]);
+    return ierr;
+}
+
 static int solve_one(const char *backend, const hk_bcsr *K, const char *sys, const char *method,
                      solve_row *row)
 {
@@ -204,7 +387,8 @@ fail:
 int hk_bench_mpk(int argc, char **argv)
 {
     hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
-    int no_solve = 0, rc = 1;
+    int no_solve = 0, stream = 0, rc = 1;
+    size_t stream_budget = 0;
     for (int i = 1; i < argc;) {
         int r = hk_bench_common_option(argc, argv, &i, &bo);
         if (r < 0) return 2;
@@ -215,6 +399,19 @@ int hk_bench_mpk(int argc, char **argv)
         } else if (!strcmp(argv[i], "--no-solve")) {
             no_solve = 1;
             i++;
+        } else if (!strcmp(argv[i], "--stream")) {
+            stream = 1;
+            i++;
+        } else if (!strcmp(argv[i], "--stream-mb")) {
+            char *end = NULL;
+            const long long mb = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
+            if (!end || *end || mb < 1) {
+                fprintf(stderr, "hooke bench mpk: --stream-mb needs a positive number of MiB "
+                                "(the device budget of the streamed kernel)\n");
+                return 2;
+            }
+            stream_budget = (size_t)mb << 20;
+            i += 2;
         } else {
             fprintf(stderr, "hooke bench mpk: unknown option '%s' (hooke bench mpk --help)\n",
                     argv[i]);
@@ -232,7 +429,8 @@ int hk_bench_mpk(int argc, char **argv)
     char name[2][64];
     mpk_row rows[32];
     solve_row srows[16];
-    int nrows = 0, nsrows = 0;
+    stream_row strows[16];
+    int nrows = 0, nsrows = 0, nstrows = 0;
     hk_json j = {0};
     snprintf(name[0], sizeof name[0], "2D quad %d^2", n2);
     snprintf(name[1], sizeof name[1], "3D hex %d^3", n3);
@@ -254,6 +452,25 @@ int hk_bench_mpk(int argc, char **argv)
             fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
             goto done;
         }
+    if (stream) {
+        printf(
+            "\nStreamed (K in host memory, partitions copied in turn): the pass against k "
+            "streamed SpMVs (a one-level plan applied k times). partitions: of the pass / of "
+            "the SpMVs; redundancy as above; GB/s = bytes copied from host memory per "
+            "second (the pass copies K's partitions with their ghost zones once, the SpMVs "
+            "k times); copy GB/s: %s of one partition's bytes; dashes: the partitions that fit the "
+            "budget would compute more than 3x the rows of the k SpMVs\n\n",
+            strcmp(hk_backend_name(be), "cpu") ? "pinned host-to-device copies"
+                                               : "memcpy (cpu: nothing is copied; reference)");
+        printf("| system | k | partitions | block rows | redundancy | device budget MiB | host "
+               "MiB | k streamed SpMVs ms | streamed pass ms | ratio | SpMVs GB/s | pass GB/s | "
+               "copy GB/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (int m = 0; m < 2; m++)
+            if (measure_stream(be, &K[m], name[m], stream_budget, strows, &nstrows)) {
+                fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
+                goto done;
+            }
+    }
     if (!no_solve) {
         static const char *methods[] = {"method=cg",
                                         "method=scg ksp.s=2",
@@ -294,6 +511,29 @@ int hk_bench_mpk(int argc, char **argv)
             hk_json_end_object(&j);
         }
         hk_json_end_array(&j);
+        if (stream) {
+            hk_json_begin_array(&j, "streamed");
+            for (int i = 0; i < nstrows; i++) {
+                const stream_row *r = &strows[i];
+                hk_json_begin_object(&j, NULL);
+                hk_json_string(&j, "system", r->sys);
+                hk_json_int(&j, "k", r->k);
+                hk_json_int(&j, "partitions", r->parts);
+                hk_json_int(&j, "partitions_spmv", r->parts1);
+                hk_json_int(&j, "block", r->block);
+                hk_json_number(&j, "redundancy", r->redundancy);
+                hk_json_number(&j, "device_budget_mib", r->budget_mib);
+                hk_json_number(&j, "host_mib", r->host_mib);
+                hk_json_number(&j, "spmvs_ms", r->spmv_ms);
+                hk_json_number(&j, "mpk_ms", r->mpk_ms);
+                hk_json_number(&j, "ratio", r->mpk_ms / r->spmv_ms);
+                hk_json_number(&j, "spmvs_gbs", r->spmv_gbs);
+                hk_json_number(&j, "mpk_gbs", r->mpk_gbs);
+                hk_json_number(&j, "copy_gbs", r->copy_gbs);
+                hk_json_end_object(&j);
+            }
+            hk_json_end_array(&j);
+        }
         hk_json_begin_array(&j, "solves");
         for (int i = 0; i < nsrows; i++) {
             hk_json_begin_object(&j, NULL);

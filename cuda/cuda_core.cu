@@ -460,6 +460,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.mpk_plan = hk_cu_mpk_plan;
     o.mpk_apply = hk_cu_mpk_apply;
     o.mpk_free = hk_cu_mpk_free;
+    o.mpk_stream_plan = hk_cu_mpk_stream_plan;
     o.vec_gram = hk_cu_vec_gram;
     return o;
 }

@@ -322,6 +322,16 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int
 extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d,
                                const hk_vec *wprev, hk_vec *const *W, hk_vec *const *U);
 extern "C" void hk_cu_mpk_free(void *plan);
+extern "C" int hk_cu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
+                                     double max_work, void **plan, hk_mpk_info *info);
+/* The streamed plan's state (cuda_mpk_stream.cu): built from the host K, applied as one pass
+ * of partitions copied in turn, destroyed after the copies in flight. */
+struct cu_mpk_stream;
+int hk_cu_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k,
+                           double max_work, cu_mpk_stream **out, hk_mpk_info *info);
+int hk_cu_mpk_stream_apply(cu_mpk_stream *T, int kk, const double *coef, const double *d,
+                           const double *wprev, hk_vec *const *W, hk_vec *const *U);
+void hk_cu_mpk_stream_destroy(cu_mpk_stream *T);
 extern "C" int hk_cu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 #define HK_CU_CHOL_MAX 2048 /* rows of a dense inverse by hk_cu_chol_inverse; cuSOLVER above */
 

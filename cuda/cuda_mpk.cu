@@ -59,6 +59,7 @@ struct cu_mpk {
     int32_t *lcol;    // ent_ptr[next]
     double *scratch;  // next * bs * 5, allocated at the first apply that needs it
     int smem_optin;
+    cu_mpk_stream *stream; // HK_MPK_STREAM: partitions in pinned host memory (K is NULL)
 };
 
 // ---- small device helpers ------------------------------------------------------------------
@@ -221,6 +222,7 @@ static void mpk_destroy(cu_mpk *P)
     cudaFree(P->ent_ptr);
     cudaFree(P->lcol);
     cudaFree(P->scratch);
+    hk_cu_mpk_stream_destroy(P->stream);
     free(P);
 }
 
@@ -552,6 +554,31 @@ fail:
 extern "C" void hk_cu_mpk_free(void *plan)
 {
     mpk_destroy((cu_mpk *)plan);
+}
+
+extern "C" int hk_cu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
+                                     double max_work, void **plan, hk_mpk_info *info)
+{
+    *plan = NULL;
+    memset(info, 0, sizeof *info);
+    HK_CALL(hk_cu_init());
+    int ierr = 0;
+    cu_mpk *P = (cu_mpk *)calloc(1, sizeof *P);
+    HK_CHECK(P, HK_ERR_MEMORY, "matrix powers (streamed): out of host memory");
+    HK_TRY(hk_cu_mpk_stream_build(K, block, budget, k, max_work, &P->stream, info));
+    if (!P->stream) goto fail; // refused by max_work: no plan, no error
+    P->schedule = HK_MPK_STREAM;
+    P->bs = K->bs;
+    P->k = k;
+    P->nb = K->nbrows;
+    P->block = info->block;
+    P->nparts = info->nparts;
+    P->max_ext = info->max_ext;
+    *plan = P;
+    return 0;
+fail:
+    mpk_destroy(P);
+    return ierr;
 }
 
 // ---- apply ---------------------------------------------------------------------------------
@@ -922,6 +949,9 @@ extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_
     if (d) CHECK_VEC(d, "d");
     if (wprev) CHECK_VEC(wprev, "wprev");
     if (P->nparts == 0) return 0;
+    if (P->schedule == HK_MPK_STREAM)
+        return hk_cu_mpk_stream_apply(P->stream, kk, coef, d ? (const double *)d->data : NULL,
+                                      wprev ? (const double *)wprev->data : NULL, W, U);
     if (P->schedule == HK_MPK_WAVEFRONT)
         return wave_apply(P, kk, coef, d ? (const double *)d->data : NULL,
                           wprev ? (const double *)wprev->data : NULL, W, U);

@@ -30,6 +30,10 @@ int hk_cuda_baseline_cg(const hk_bcsr *K, int iters, hk_cuda_cg_timing *t);
 /* Device copy bandwidth: a kernel copying bytes (read + write counted) reps times; GB/s. */
 int hk_cuda_copy_bandwidth(size_t bytes, int reps, double *gbs);
 
+/* Pinned host-to-device copy bandwidth (cudaMemcpyAsync of bytes from cudaHostAlloc memory,
+ * reps times after a warm-up); GB/s. */
+int hk_cuda_h2d_bandwidth(size_t bytes, int reps, double *gbs);
+
 /* C = K K by the backend's bmat_spgemm (block CSR, the whole op: both passes and C's
  * allocation) and by cusparseSpGEMM on K expanded to scalar CSR (32-bit indices; work
  * estimation, compute, copy, buffers and C allocated inside), median of reps runs each. */

@@ -196,8 +196,9 @@ enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE };
 #define HK_MPK_MAXK 16 /* levels of one pass at most */
 #define HK_GRAM_MAX 24 /* vectors of one Gram matrix at most */
 /* How a pass is cut (mpk.schedule): partitions with ghost zones computed independently, or
- * a wavefront over chunks of consecutive block rows (no redundant rows; see mpk_plan). */
-enum hk_mpk_schedule { HK_MPK_GHOST = 0, HK_MPK_WAVEFRONT };
+ * a wavefront over chunks of consecutive block rows (no redundant rows; see mpk_plan); a
+ * streamed plan (mpk_stream_plan) is ghost-zone partitions kept in host memory. */
+enum hk_mpk_schedule { HK_MPK_GHOST = 0, HK_MPK_WAVEFRONT, HK_MPK_STREAM };
 typedef struct hk_mpk_info {
     int schedule;     /* enum hk_mpk_schedule */
     int64_t block;    /* block rows per partition (wavefront: per chunk) */
@@ -208,6 +209,8 @@ typedef struct hk_mpk_info {
     int64_t max_ext;  /* the largest partition with its ghost zone, block rows */
     int64_t work;     /* block-row products of k levels (k*nbrows without ghosts) */
     int on_chip;      /* cuda: a partition's vectors live in shared memory (else in L2) */
+    size_t host_bytes; /* streamed: the packed partitions in host memory (a pass copies them) */
+    size_t dev_bytes;  /* streamed: device memory of a pass (two partition buffers, vectors) */
 } hk_mpk_info;
 
 typedef struct hk_backend_ops {
@@ -516,6 +519,17 @@ typedef struct hk_backend_ops {
     int (*mpk_apply)(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
                      hk_vec *const *W, hk_vec *const *U);
     void (*mpk_free)(void *plan);
+    /* Optional: a streamed plan (HK_MPK_STREAM) for a matrix larger than the backend's memory,
+     * built from the HOST block CSR K (not needed afterwards; never uploaded whole): ghost-zone
+     * partitions of `block` block rows (0: the largest whose device bytes fit budget bytes, 0:
+     * HK_MPK_STREAM_MB MiB) cut and packed in host memory by solver/mpk_stream.c; mpk_apply
+     * then copies each partition in turn (cuda: pinned memory, two buffers, copies overlapping
+     * the computation) and computes the same recurrence into the same backend vectors. As for
+     * mpk_plan, max_work > 0 refuses partitions whose redundant work exceeds max_work times
+     * the k SpMVs (*plan = NULL, info->work and info->block filled, no error): their packs
+     * would take that many times K's host memory. */
+    int (*mpk_stream_plan)(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
+                           void **plan, struct hk_mpk_info *info);
     int (*vec_gram)(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 } hk_backend_ops;
 

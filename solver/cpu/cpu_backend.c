@@ -346,6 +346,8 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
                      hk_vec *const *W, hk_vec *const *U);
 void hk_cpu_mpk_free(void *plan);
+int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
+                           double max_work, void **plan, hk_mpk_info *info);
 int hk_cpu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
 
 /* Level-scheduled triangular solves of the ic0/ilu0/mlilu preconditioners and their set-up
@@ -460,5 +462,6 @@ const hk_backend_ops hk_backend_cpu = {
     .mpk_plan = hk_cpu_mpk_plan,
     .mpk_apply = hk_cpu_mpk_apply,
     .mpk_free = hk_cpu_mpk_free,
+    .mpk_stream_plan = hk_cpu_mpk_stream_plan,
     .vec_gram = hk_cpu_vec_gram,
 };

@@ -14,13 +14,18 @@
  * The wavefront schedule (mpk_plan.h) needs no lists: its plan is K's bandwidth and the chunk.
  * A stage is one parallel loop over its levels' rows, each level's range cut evenly among the
  * threads; a row's sum runs over K's row in BSR order, as the ghost zones' and the fp64 BSR
- * SpMV's do, so the digits do not depend on the thread count. */
+ * SpMV's do, so the digits do not depend on the thread count.
+ *
+ * The streamed plan (mpk_stream_plan) is the ghost-zone cut made from a host matrix and
+ * packed by solver/mpk_stream.c; its pass computes each partition from the packed arrays alone,
+ * the reference for the CUDA copies of the same bytes. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_impl.h"
 #include "mpk_plan.h"
+#include "mpk_stream.h"
 
 typedef struct cpu_mpk {
     const hk_bmat *K;
@@ -33,59 +38,14 @@ typedef struct cpu_mpk {
     int64_t *ent_ptr; /* ext + 1: entries of each extended row (none for level k) */
     int32_t *lcol;    /* local column of each entry */
     int64_t max_ext;
+    hk_mpk_stream *stream; /* HK_MPK_STREAM: the packed partitions (K is NULL) */
 } cpu_mpk;
 
-/* The extended rows of partition p into *buf (grown as needed), level starts into lstart
- * (k + 2 values). mark is a per-thread array of nb stamps. */
+/* The extended rows of partition p (the walk shared with the streamed plan, mpk_stream.c). */
 static int mpk_bfs(const hk_bmat *K, int64_t block, int k, int64_t p, int32_t *mark, int32_t **buf,
                    int64_t *cap, int64_t *lstart)
 {
-    const int64_t nb = K->nbrows, lo = p * block, hi = lo + block < nb ? lo + block : nb;
-    int64_t len = 0;
-    if (*cap < hi - lo + 64) {
-        int32_t *b = realloc(*buf, (size_t)(hi - lo + 64) * 2 * sizeof *b);
-        HK_CHECK(b, HK_ERR_MEMORY, "matrix powers: out of host memory for a ghost zone");
-        *buf = b;
-        *cap = (hi - lo + 64) * 2;
-    }
-    for (int64_t r = lo; r < hi; r++) {
-        (*buf)[len++] = (int32_t)r;
-        mark[r] = (int32_t)p;
-    }
-    lstart[0] = 0;
-    lstart[1] = len;
-    for (int l = 1; l <= k; l++) {
-        for (int64_t e = lstart[l - 1]; e < lstart[l]; e++) {
-            const int64_t r = (*buf)[e];
-            for (int64_t t = K->rowptr[r]; t < K->rowptr[r + 1]; t++) {
-                const int32_t c = K->colind[t];
-                if (mark[c] == p) continue;
-                mark[c] = (int32_t)p;
-                if (len == *cap) {
-                    int32_t *b = realloc(*buf, (size_t)*cap * 2 * sizeof *b);
-                    HK_CHECK(b, HK_ERR_MEMORY,
-                             "matrix powers: out of host memory for a ghost zone");
-                    *buf = b;
-                    *cap *= 2;
-                }
-                (*buf)[len++] = c;
-            }
-        }
-        /* ascending within the level (insertion sort: the frontier is nearly sorted) */
-        int32_t *v = *buf + lstart[l];
-        const int64_t m = len - lstart[l];
-        for (int64_t i = 1; i < m; i++) {
-            int32_t x = v[i];
-            int64_t j = i - 1;
-            while (j >= 0 && v[j] > x) {
-                v[j + 1] = v[j];
-                j--;
-            }
-            v[j + 1] = x;
-        }
-        lstart[l + 1] = len;
-    }
-    return 0;
+    return hk_mpk_ghost_rows(K->rowptr, K->colind, K->nbrows, block, k, p, mark, buf, cap, lstart);
 }
 
 /* Block-row products of kk levels of a partition with level starts lstart. */
@@ -105,6 +65,10 @@ static void mpk_destroy(cpu_mpk *P)
     free(P->ext_row);
     free(P->ent_ptr);
     free(P->lcol);
+    if (P->stream) {
+        hk_mpk_stream_free(P->stream);
+        free(P->stream);
+    }
     free(P);
 }
 
@@ -393,6 +357,124 @@ void hk_cpu_mpk_free(void *plan)
     mpk_destroy(plan);
 }
 
+/* ---- the streamed plan ------------------------------------------------------------------
+ * The partitions packed by solver/mpk_stream.c, each computed from its own packed arrays
+ * alone (K is not kept): the reference for the CUDA copies of the same bytes. */
+
+static int host_alloc(void **p, size_t bytes)
+{
+    return hk_malloc(bytes, p);
+}
+
+int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
+                           double max_work, void **plan, hk_mpk_info *info)
+{
+    *plan = NULL;
+    memset(info, 0, sizeof *info);
+    int ierr = 0;
+    cpu_mpk *P = NULL;
+    HK_TRY(hk_calloc(1, sizeof *P, &P));
+    HK_TRY(hk_calloc(1, sizeof *P->stream, &P->stream));
+    HK_TRY(hk_mpk_stream_build(K, block, budget, k, max_work, host_alloc, free, P->stream));
+    hk_mpk_stream_info(P->stream, info);
+    if (!P->stream->pack) goto fail; /* refused by max_work: no plan, no error */
+    P->bs = K->bs;
+    P->k = k;
+    P->nb = K->nbrows;
+    P->schedule = HK_MPK_STREAM;
+    P->block = P->stream->block;
+    P->nparts = P->stream->nparts;
+    P->max_ext = P->stream->max_rows;
+    *plan = P;
+    return 0;
+fail:
+    mpk_destroy(P);
+    return ierr;
+}
+
+/* Partition by partition: gather W[0], wprev and d of its listed rows, compute the levels
+ * from its local block CSR, scatter its owned rows. */
+static int stream_apply(const cpu_mpk *P, int kk, const double *coef, const double *dv,
+                        const double *wp0, hk_vec *const *W, hk_vec *const *U)
+{
+    const hk_mpk_stream *S = P->stream;
+    const int bs = P->bs, b2 = bs * bs;
+    const size_t slot = (size_t)S->max_rows * bs;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        double *mem = malloc(slot * HK_MPK_STREAM_VECS * sizeof *mem + 8);
+        if (!mem) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t p = 0; p < S->nparts; p++) {
+            if (!mem) continue;
+            hk_mpk_part v;
+            hk_mpk_stream_part(S, p, S->pack + S->off[p], &v);
+            double *wp = mem, *wc = mem + slot, *wn = mem + 2 * slot, *dl = mem + 5 * slot;
+            double *uc = dv ? mem + 3 * slot : wc, *un = dv ? mem + 4 * slot : wn;
+            const int64_t nown = v.nown, nload = v.lvl[kk + 1];
+            const double *w0 = W[0]->data;
+            for (int64_t e = 0; e < nload; e++) {
+                const int64_t g = v.rows[e];
+                for (int r = 0; r < bs; r++) {
+                    const int64_t i = g * bs + r, q = e * bs + r;
+                    wc[q] = w0[i];
+                    wp[q] = wp0 ? wp0[i] : 0.0;
+                    if (dv) {
+                        dl[q] = dv[i];
+                        uc[q] = dv[i] * w0[i];
+                        if (e < nown) ((double *)U[0]->data)[i] = uc[q];
+                    }
+                }
+            }
+            for (int j = 0; j < kk; j++) {
+                const double c0 = coef[3 * j], c1 = coef[3 * j + 1], c2 = coef[3 * j + 2];
+                const int64_t nrow = v.lvl[kk - j]; /* rows of levels <= kk-1-j */
+                double *wo = W[j + 1]->data, *uo = dv ? U[j + 1]->data : NULL;
+                for (int64_t e = 0; e < nrow; e++) {
+                    double acc[6] = {0, 0, 0, 0, 0, 0};
+                    for (int32_t t = v.rowptr[e]; t < v.rowptr[e + 1]; t++) {
+                        const double *x = uc + (size_t)v.colind[t] * bs;
+                        const double *blk = v.val + (size_t)t * b2;
+                        for (int r = 0; r < bs; r++)
+                            for (int c = 0; c < bs; c++)
+                                acc[r] += blk[r * bs + c] * x[c];
+                    }
+                    const int64_t g = v.rows[e];
+                    for (int r = 0; r < bs; r++) {
+                        const int64_t q = e * bs + r, i = g * bs + r;
+                        const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
+                        wn[q] = w;
+                        if (dv) un[q] = dl[q] * w;
+                        if (e < nown) {
+                            wo[i] = w;
+                            if (dv) uo[i] = un[q];
+                        }
+                    }
+                }
+                double *t = wp;
+                wp = wc;
+                wc = wn;
+                wn = t;
+                if (dv) {
+                    t = uc;
+                    uc = un;
+                    un = t;
+                } else {
+                    uc = wc;
+                    un = wn;
+                }
+            }
+        }
+        free(mem);
+    }
+    HK_CHECK(!failed, HK_ERR_MEMORY,
+             "matrix powers (streamed): out of host memory for a partition's work vectors (%zu "
+             "bytes a thread); use a smaller mpk.block",
+             slot * HK_MPK_STREAM_VECS * sizeof(double));
+    return 0;
+}
+
 #define CHECK_VEC(v, what)                                                                         \
     HK_CHECK((v) && (v)->prec == HK_FP64 && (v)->n == n, HK_ERR_ARG,                               \
              "matrix powers: %s must be an fp64 vector of the matrix's %lld rows", what,           \
@@ -415,6 +497,7 @@ int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, co
     if (wprev) CHECK_VEC(wprev, "wprev");
     const hk_bmat *K = P->K;
     const double *dv = d ? d->data : NULL, *wp0 = wprev ? wprev->data : NULL;
+    if (P->schedule == HK_MPK_STREAM) return stream_apply(P, kk, coef, dv, wp0, W, U);
     if (P->schedule == HK_MPK_WAVEFRONT) {
         wave_apply(P, kk, coef, dv, wp0, W, U);
         return 0;
