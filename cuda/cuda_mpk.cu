@@ -625,9 +625,9 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
     }
     __syncthreads();
     for (int j = 0; j < a.kk; j++) {
-        const double c0 = a.coef[3 * j], c1 = a.coef[3 * j + 1], c2 = a.coef[3 * j + 2];
+        const hk_mpk_level L = hk_mpk_level_at(a.coef, j, wc, wp, wn, hd ? un : NULL, a.w[j + 1],
+                                               hd ? a.u[j + 1] : NULL);
         const int64_t nrow = lv[a.kk - j] - e0;
-        double *wo = a.w[j + 1], *uo = hd ? a.u[j + 1] : NULL;
         for (int64_t e = threadIdx.x; e < nrow; e += blockDim.x) {
             const int64_t g = a.ext_row[e0 + e];
             const int32_t *lc = a.lcol + a.ent_ptr[e0 + e];
@@ -652,32 +652,11 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
 #pragma unroll
             for (int r = 0; r < BS; r++) {
                 const int64_t q = e * BS + r, i = g * BS + r;
-                const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
-                wn[q] = w;
-                double u = 0.0;
-                if (hd) {
-                    u = a.d[i] * w;
-                    un[q] = u;
-                }
-                if (e < nown) {
-                    wo[i] = w;
-                    if (hd) uo[i] = u;
-                }
+                hk_mpk_step(&L, acc[r], hd ? a.d[i] : 0.0, q, i, e < nown);
             }
         }
         __syncthreads();
-        double *t = wp;
-        wp = wc;
-        wc = wn;
-        wn = t;
-        if (hd) {
-            t = uc;
-            uc = un;
-            un = t;
-        } else {
-            uc = wc;
-            un = wn;
-        }
+        hk_mpk_rotate(&wp, &wc, &wn, &uc, &un, hd);
     }
 }
 
