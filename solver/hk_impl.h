@@ -21,6 +21,20 @@
 extern "C" {
 #endif
 
+/* Sort a[0..n) ascending by insertion: for short rows and nearly sorted lists. */
+static inline void hk_isort_i32(int32_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        const int32_t v = a[i];
+        int64_t j = i - 1;
+        while (j >= 0 && a[j] > v) {
+            a[j + 1] = a[j];
+            j--;
+        }
+        a[j + 1] = v;
+    }
+}
+
 /* ---- vectors --------------------------------------------------------------------------- */
 
 struct hk_vec_s {

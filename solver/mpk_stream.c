@@ -39,18 +39,7 @@ int hk_mpk_ghost_rows(const int64_t *rowptr, const int32_t *colind, int64_t nb, 
                 (*buf)[len++] = c;
             }
         }
-        /* ascending within the level (insertion sort: the frontier is nearly sorted) */
-        int32_t *v = *buf + lstart[l];
-        const int64_t m = len - lstart[l];
-        for (int64_t i = 1; i < m; i++) {
-            int32_t x = v[i];
-            int64_t j = i - 1;
-            while (j >= 0 && v[j] > x) {
-                v[j + 1] = v[j];
-                j--;
-            }
-            v[j + 1] = x;
-        }
+        hk_isort_i32(*buf + lstart[l], len - lstart[l]); /* the frontier is nearly sorted */
         lstart[l + 1] = len;
     }
     return 0;
