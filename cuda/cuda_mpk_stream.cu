@@ -230,6 +230,10 @@ static int st_partition(const cu_mpk_stream *T, const hk_mpk_part &v, int kk, co
 int hk_cu_mpk_stream_apply(cu_mpk_stream *T, int kk, const double *coef, const double *d,
                            const double *wprev, hk_vec *const *W, hk_vec *const *U)
 {
+    typedef int (*part_fn)(const cu_mpk_stream *, const hk_mpk_part &, int, const double *,
+                           const double *, const double *, hk_vec *const *, hk_vec *const *);
+    static const part_fn part[6] = {st_partition<1>, st_partition<2>, st_partition<3>,
+                                    st_partition<4>, st_partition<5>, st_partition<6>};
     const hk_mpk_stream *S = &T->S;
     for (int64_t p = 0; p < S->nparts; p++) {
         const int b = (int)(p & 1);
@@ -241,26 +245,7 @@ int hk_cu_mpk_stream_apply(cu_mpk_stream *T, int kk, const double *coef, const d
         HK_CU(cudaStreamWaitEvent(hk_cu.stream, T->copied[b], 0));
         hk_mpk_part v;
         hk_mpk_stream_part(S, p, T->buf[b], &v);
-        switch (S->bs) {
-        case 1:
-            HK_CALL(st_partition<1>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 2:
-            HK_CALL(st_partition<2>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 3:
-            HK_CALL(st_partition<3>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 4:
-            HK_CALL(st_partition<4>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 5:
-            HK_CALL(st_partition<5>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        default:
-            HK_CALL(st_partition<6>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        }
+        HK_CALL(part[S->bs - 1](T, v, kk, coef, d, wprev, W, U));
         HK_CU(cudaEventRecord(T->done[b], hk_cu.stream));
     }
     return 0;
