@@ -272,21 +272,7 @@ static int fsai_chol(const hk_bmat *K, const int32_t *P, int64_t m, double *M, d
                 return HK_FAULT_ASYMMETRIC;
         }
     /* 2. Cholesky (left-looking, lower triangle) */
-    for (int64_t j = 0; j < m; j++) {
-        double d = M[(size_t)j * m + j];
-        for (int64_t q = 0; q < j; q++)
-            d -= M[(size_t)q * m + j] * M[(size_t)q * m + j];
-        if (!(d > 0) || !isfinite(d)) return HK_FAULT_NOT_SPD;
-        d = sqrt(d);
-        M[(size_t)j * m + j] = d;
-        for (int64_t i = j + 1; i < m; i++) {
-            double s = M[(size_t)j * m + i];
-            for (int64_t q = 0; q < j; q++)
-                s -= M[(size_t)q * m + i] * M[(size_t)q * m + j];
-            M[(size_t)j * m + i] = s / d;
-        }
-    }
-    return 0;
+    return hk_dense_cholesky(m, M, 1, m, 0.0, NULL) >= 0 ? HK_FAULT_NOT_SPD : 0;
 }
 
 /* Steps 3-5 of fsai_factor for the row whose pattern is the first m entries of the pattern
