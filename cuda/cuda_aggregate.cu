@@ -67,7 +67,7 @@ __device__ static int agg_strong(const agg_mat &A, const double *dnorm, const ch
     const int64_t j = A.colind[p];
     if (j == i || iso[i] || iso[j]) return 0;
     double nij = agg_block_norm(A.val + (size_t)p * b * b, b);
-    const int64_t q = hk_cu_find_block(A.rowptr, A.colind, j, i);
+    const int64_t q = hk_find_block(A.rowptr, A.colind, j, i);
     if (q >= 0) {
         const double nji = agg_block_norm(A.val + (size_t)q * b * b, b);
         if (nji > nij) nij = nji;

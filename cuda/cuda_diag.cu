@@ -115,7 +115,7 @@ __global__ void k_block_inv(int64_t nb, const int64_t *rowptr, const int32_t *co
     int64_t mine = INT64_MAX;
     for (int64_t bi = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; bi < nb;
          bi += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t p = hk_cu_find_block(rowptr, colind, bi, bi);
+        const int64_t p = hk_find_block(rowptr, colind, bi, bi);
         double a[BR * BR], inv[BR * BR];
 #pragma unroll
         for (int k = 0; k < BR * BR; k++)
@@ -136,7 +136,7 @@ __global__ void k_diag_inv(int64_t nb, int br, int isqrt, const int64_t *rowptr,
     int64_t mine = INT64_MAX;
     for (int64_t bi = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; bi < nb;
          bi += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t p = hk_cu_find_block(rowptr, colind, bi, bi);
+        const int64_t p = hk_find_block(rowptr, colind, bi, bi);
         for (int r = 0; r < br; r++) {
             const int64_t i = bi * br + r;
             const double a = p >= 0 ? val[((size_t)p * br + r) * br + r] : 0.0;

@@ -112,7 +112,7 @@ __global__ void fsai_diag_kernel(const int64_t *rowptr, const int32_t *colind, c
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t q = hk_cu_find_block(rowptr, colind, i / br, i / br);
+        const int64_t q = hk_find_block(rowptr, colind, i / br, i / br);
         const double a = q >= 0 ? val[(q * br + i % br) * br + i % br] : 0.0;
         if (!(a > 0) || !isfinite(a)) report(fault, i, HK_FAULT_DIAG);
         dg[i] = a;
@@ -124,7 +124,7 @@ __global__ void fsai_block_diag_kernel(const int64_t *rowptr, const int32_t *col
 {
     for (int64_t I = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; I < nb;
          I += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t q = hk_cu_find_block(rowptr, colind, I, I);
+        const int64_t q = hk_find_block(rowptr, colind, I, I);
         dgb[I] = q >= 0 ? block_fnorm(val, q, br * br) : 0.0;
     }
 }

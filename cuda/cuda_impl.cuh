@@ -186,14 +186,6 @@ __device__ __forceinline__ int64_t hk_cu_upper_bound(const T *a, int64_t lo, int
 {
     return hk_cu_partition_point(lo, hi, [=](int64_t q) { return !(key < a[q]); });
 }
-/* The entry of block column j in block row i of a block CSR pattern (columns ascending in each
- * row), or -1. */
-__device__ __forceinline__ int64_t hk_cu_find_block(const int64_t *rowptr, const int32_t *colind,
-                                                    int64_t i, int64_t j)
-{
-    const int64_t q = hk_cu_lower_bound(colind, rowptr[i], rowptr[i + 1], j);
-    return q < rowptr[i + 1] && colind[q] == j ? q : -1;
-}
 
 /* Dot products fused after an SpMV y = A x: value j is (d[j] .* w[j]) . y, with w[j] NULL
  * meaning y itself and d[j] NULL meaning no scaling. */

@@ -329,7 +329,7 @@ __global__ void sp_smooth(const int64_t *atrp, const int32_t *atci, const double
          q += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = sp_row_of(atrp, nbr, q);
         const int32_t j = atci[q];
-        const int64_t t = hk_cu_find_block(trp, tci, i, j);
+        const int64_t t = hk_find_block(trp, tci, i, j);
         const double *tb = t >= 0 ? tv + (size_t)t * br * bc : NULL;
         const double *d = dinv + (size_t)i * br * br, *a = atv + (size_t)q * br * bc;
         double *p = pv + (size_t)q * br * bc;
@@ -350,7 +350,7 @@ __global__ void sp_subset(const int64_t *atrp, const int32_t *atci, const int64_
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < tnnzb;
          t += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = sp_row_of(trp, nbr, t);
-        if (hk_cu_find_block(atrp, atci, i, tci[t]) < 0) atomicMin(first, (unsigned long long)i);
+        if (hk_find_block(atrp, atci, i, tci[t]) < 0) atomicMin(first, (unsigned long long)i);
     }
 }
 

@@ -35,6 +35,47 @@ static inline void hk_isort_i32(int32_t *a, int64_t n)
     }
 }
 
+#ifdef __CUDACC__
+#define HK_IMPL_HD __host__ __device__
+#else
+#define HK_IMPL_HD
+#endif
+
+/* In a[lo..hi) ascending, the first q with a[q] >= key (hi when there is none); host and
+ * device. */
+static inline HK_IMPL_HD int64_t hk_lower_bound_i32(const int32_t *a, int64_t lo, int64_t hi,
+                                                    int64_t key)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+static inline HK_IMPL_HD int64_t hk_lower_bound_i64(const int64_t *a, int64_t lo, int64_t hi,
+                                                    int64_t key)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+/* The entry of block column j in block row i of a block CSR pattern (columns ascending in each
+ * row), or -1; host and device. */
+static inline HK_IMPL_HD int64_t hk_find_block(const int64_t *rowptr, const int32_t *colind,
+                                               int64_t i, int64_t j)
+{
+    const int64_t q = hk_lower_bound_i32(colind, rowptr[i], rowptr[i + 1], j);
+    return q < rowptr[i + 1] && colind[q] == j ? q : -1;
+}
+
 /* ---- vectors --------------------------------------------------------------------------- */
 
 struct hk_vec_s {
