@@ -41,32 +41,24 @@ static inline void hk_isort_i32(int32_t *a, int64_t n)
 #define HK_IMPL_HD
 #endif
 
-/* In a[lo..hi) ascending, the first q with a[q] >= key (hi when there is none); host and
- * device. */
-static inline HK_IMPL_HD int64_t hk_lower_bound_i32(const int32_t *a, int64_t lo, int64_t hi,
-                                                    int64_t key)
-{
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* hk_lower_bound_i32/_i64: in a[lo..hi) ascending, the first q with a[q] >= key (hi when there
+ * is none); host and device. */
+#define HK_LOWER_BOUND(name, T)                                                                    \
+    static inline HK_IMPL_HD int64_t name(const T *a, int64_t lo, int64_t hi, int64_t key)         \
+    {                                                                                              \
+        while (lo < hi) {                                                                          \
+            const int64_t mid = lo + (hi - lo) / 2;                                                \
+            if (a[mid] < key)                                                                      \
+                lo = mid + 1;                                                                      \
+            else                                                                                   \
+                hi = mid;                                                                          \
+        }                                                                                          \
+        return lo;                                                                                 \
     }
-    return lo;
-}
-static inline HK_IMPL_HD int64_t hk_lower_bound_i64(const int64_t *a, int64_t lo, int64_t hi,
-                                                    int64_t key)
-{
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+HK_LOWER_BOUND(hk_lower_bound_i32, int32_t)
+HK_LOWER_BOUND(hk_lower_bound_i64, int64_t)
+#undef HK_LOWER_BOUND
+
 /* The entry of block column j in block row i of a block CSR pattern (columns ascending in each
  * row), or -1; host and device. */
 static inline HK_IMPL_HD int64_t hk_find_block(const int64_t *rowptr, const int32_t *colind,
