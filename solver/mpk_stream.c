@@ -85,9 +85,7 @@ static int cut(const hk_bcsr *K, int64_t block, int k, int64_t nparts, int32_t *
 #pragma omp parallel reduction(| : failed, toobig) reduction(+ : ext, work)                        \
     reduction(max : maxr, maxb)
     {
-        int32_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, omp_get_thread_num());
         int32_t *buf = NULL;
         int64_t cap = 0;
 #pragma omp for schedule(dynamic, 16)
@@ -235,9 +233,7 @@ int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k, d
     int failed = 0;
 #pragma omp parallel reduction(| : failed)
     {
-        int32_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, omp_get_thread_num());
         int32_t *buf = NULL;
         int64_t cap = 0;
 #pragma omp for schedule(dynamic, 16)

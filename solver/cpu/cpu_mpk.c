@@ -245,9 +245,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 #pragma omp parallel reduction(+ : work) reduction(| : failed)
         {
             const int t = omp_get_thread_num();
-            int32_t *mark = marks + (size_t)t * (size_t)nb;
-            for (int64_t i = 0; i < nb; i++)
-                mark[i] = -1;
+            int32_t *mark = hk_mpk_marks(marks, nb, t);
             int32_t *buf = NULL;
             int64_t bcap = 0;
 #pragma omp for schedule(dynamic, 16)
@@ -290,9 +288,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 #pragma omp parallel reduction(| : failed)
     {
         const int t = omp_get_thread_num();
-        int32_t *mark = marks + (size_t)t * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, t);
         int32_t *buf = NULL;
         int64_t bcap = 0, ls[HK_MPK_MAXK + 2];
 #pragma omp for schedule(dynamic, 16)
@@ -322,9 +318,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 #pragma omp parallel
     {
         const int t = omp_get_thread_num();
-        int32_t *mark = marks + (size_t)t * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, t);
 #pragma omp for schedule(dynamic, 16)
         for (int64_t p = 0; p < nparts; p++) {
             const int64_t e0 = P->ext_ptr[p];
