@@ -612,7 +612,7 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
     }
     __syncthreads();
     for (int j = 0; j < a.kk; j++) {
-        const hk_mpk_level L = hk_mpk_level_at(a.coef, j, wc, wp, wn, hd ? un : NULL, a.w[j + 1],
+        const hk_mpk_level L = hk_mpk_level_at(a.coef, j, hd, wc, wp, wn, un, a.w[j + 1],
                                                hd ? a.u[j + 1] : NULL);
         const int64_t nrow = lv[a.kk - j] - e0;
         for (int64_t e = threadIdx.x; e < nrow; e += blockDim.x) {

@@ -168,7 +168,7 @@ template <int BS> __global__ void st_level_kernel(const st_level a)
 #pragma unroll
     for (int r = 0; r < BS; r++) {
         const int64_t q = e * BS + r, i = g * BS + r;
-        hk_mpk_step(&a.L, acc[r], a.L.un ? a.dl[q] : 0.0, q, i, e < a.nown);
+        hk_mpk_step(&a.L, acc[r], a.L.hd ? a.dl[q] : 0.0, q, i, e < a.nown);
     }
 }
 
@@ -201,7 +201,7 @@ static int st_partition(const cu_mpk_stream *T, const hk_mpk_part &v, int kk, co
         a.rows = v.rows;
         a.x = uc;
         a.dl = dl;
-        a.L = hk_mpk_level_at(coef, j, wc, wp, wn, d ? un : NULL, (double *)W[j + 1]->data,
+        a.L = hk_mpk_level_at(coef, j, d != NULL, wc, wp, wn, un, (double *)W[j + 1]->data,
                               d ? (double *)U[j + 1]->data : NULL);
         a.nrow = v.lvl[kk - j]; // rows of levels <= kk-1-j
         a.nown = v.nown;

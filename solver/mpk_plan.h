@@ -53,19 +53,21 @@ static inline int hk_mpk_plan_begin(const hk_bmat *K, int schedule, int64_t *blo
 
 /* One level of the recurrence over a partition's listed rows: its current and previous W (wc,
  * wp) and its next W and U (wn, un) in the partition's entries, the level's outputs (wo, uo)
- * in the vectors' entries; un and uo NULL without d. */
+ * in the vectors' entries; un and uo are written only with d (hd). */
 typedef struct hk_mpk_level {
     double c0, c1, c2;
+    int hd;
     const double *wc, *wp;
     double *wn, *un, *wo, *uo;
 } hk_mpk_level;
 
 /* Level j + 1 of a pass (coefficients coef[3j..3j+2]). */
-static inline HK_MPK_HD hk_mpk_level hk_mpk_level_at(const double *coef, int j, const double *wc,
-                                                     const double *wp, double *wn, double *un,
-                                                     double *wo, double *uo)
+static inline HK_MPK_HD hk_mpk_level hk_mpk_level_at(const double *coef, int j, int hd,
+                                                     const double *wc, const double *wp, double *wn,
+                                                     double *un, double *wo, double *uo)
 {
-    const hk_mpk_level L = {coef[3 * j], coef[3 * j + 1], coef[3 * j + 2], wc, wp, wn, un, wo, uo};
+    const hk_mpk_level L = {coef[3 * j], coef[3 * j + 1], coef[3 * j + 2], hd, wc, wp, wn, un, wo,
+                            uo};
     return L;
 }
 
@@ -77,13 +79,13 @@ static inline HK_MPK_HD void hk_mpk_step(const hk_mpk_level *L, double au, doubl
     const double w = L->c0 * au + L->c1 * L->wc[q] + L->c2 * L->wp[q];
     L->wn[q] = w;
     double u = 0.0;
-    if (L->un) {
+    if (L->hd) {
         u = dq * w;
         L->un[q] = u;
     }
     if (own) {
         L->wo[i] = w;
-        if (L->uo) L->uo[i] = u;
+        if (L->hd) L->uo[i] = u;
     }
 }
 

@@ -452,7 +452,7 @@ static void part_levels(const part_rows *v, int bs, int kk, const double *coef, 
         }
     }
     for (int j = 0; j < kk; j++) {
-        const hk_mpk_level L = hk_mpk_level_at(coef, j, wc, wp, wn, dv ? un : NULL, W[j + 1]->data,
+        const hk_mpk_level L = hk_mpk_level_at(coef, j, dv != NULL, wc, wp, wn, un, W[j + 1]->data,
                                                dv ? U[j + 1]->data : NULL);
         const int64_t nrow = v->lvl[kk - j] - v->base; /* rows of levels <= kk-1-j */
         for (int64_t e = 0; e < nrow; e++) {
