@@ -160,21 +160,6 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
     }
 }
 
-/* acc += v x for one BS x BS row-major block v, x's BS values loaded first. */
-template <int BS>
-__device__ __forceinline__ void hk_cu_block_mv(double (&acc)[BS], const double *v, const double *x)
-{
-    double xv[BS];
-#pragma unroll
-    for (int c = 0; c < BS; c++)
-        xv[c] = x[c];
-#pragma unroll
-    for (int r = 0; r < BS; r++)
-#pragma unroll
-        for (int c = 0; c < BS; c++)
-            acc[r] += v[r * BS + c] * xv[c];
-}
-
 /* Binary search: the first q in [lo, hi) where below(q) is false (hi when it holds everywhere),
  * below being true on a prefix of [lo, hi). */
 template <typename Below>

@@ -624,8 +624,18 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
 #pragma unroll
             for (int r = 0; r < BS; r++)
                 acc[r] = 0.0;
-            for (int64_t t = 0; t < len; t++)
-                hk_cu_block_mv<BS>(acc, v + t * BS * BS, uc + (int64_t)lc[t] * BS);
+            for (int64_t t = 0; t < len; t++) {
+                const double *x = uc + (int64_t)lc[t] * BS;
+                double xv[BS];
+#pragma unroll
+                for (int c = 0; c < BS; c++)
+                    xv[c] = x[c];
+#pragma unroll
+                for (int r = 0; r < BS; r++)
+#pragma unroll
+                    for (int c = 0; c < BS; c++)
+                        acc[r] += v[t * BS * BS + r * BS + c] * xv[c];
+            }
 #pragma unroll
             for (int r = 0; r < BS; r++) {
                 const int64_t q = e * BS + r, i = g * BS + r;

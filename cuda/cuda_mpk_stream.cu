@@ -156,9 +156,19 @@ template <int BS> __global__ void st_level_kernel(const st_level a)
     for (int r = 0; r < BS; r++)
         acc[r] = 0.0;
     if (active)
-        for (int32_t t = a.rowptr[e] + lane; t < a.rowptr[e + 1]; t += tpr)
-            hk_cu_block_mv<BS>(acc, a.val + (int64_t)t * (BS * BS),
-                               a.x + (int64_t)a.colind[t] * BS);
+        for (int32_t t = a.rowptr[e] + lane; t < a.rowptr[e + 1]; t += tpr) {
+            const double *x = a.x + (int64_t)a.colind[t] * BS;
+            const double *v = a.val + (int64_t)t * (BS * BS);
+            double xv[BS];
+#pragma unroll
+            for (int c = 0; c < BS; c++)
+                xv[c] = x[c];
+#pragma unroll
+            for (int r = 0; r < BS; r++)
+#pragma unroll
+                for (int c = 0; c < BS; c++)
+                    acc[r] += v[r * BS + c] * xv[c];
+        }
     for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
         for (int r = 0; r < BS; r++)
