@@ -21,14 +21,29 @@
 #include "../cuda/hk_cuda.h"
 #endif
 
+/* What a timed call reads: the SpMVs' matrix A or (--stream) the SpMVs' one-level plan1, the
+ * plan of k levels, and the vectors W[0..8]. */
 typedef struct mpk_ctx {
     const hk_backend_ops *be;
     hk_mat *A;
-    void *plan;
+    void *plan, *plan1;
     int k;
     double coef[3 * HK_MPK_MAXK];
     hk_vec *W[HK_MPK_MAXK + 1];
 } mpk_ctx;
+
+/* W[0..8] on be, W[0] = 1, and the coefficients of A^j x, unscaled as in the thesis's kernel. */
+static int ctx_vectors(mpk_ctx *c, int64_t n)
+{
+    for (int j = 0; j <= 8; j++)
+        HK_CALL(hk_vec_create(c->be, n, HK_FP64, &c->W[j]));
+    HK_CALL(c->be->vec_set(c->W[0], 1.0));
+    for (int j = 0; j < 8; j++) {
+        c->coef[3 * j] = 1.0;
+        c->coef[3 * j + 1] = c->coef[3 * j + 2] = 0.0;
+    }
+    return 0;
+}
 
 static int spmvs_once(void *p)
 {
@@ -121,14 +136,8 @@ static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys,
     const int gpu = strcmp(be->name, "cpu") != 0;
     HK_TRY(hk_bmat_upload(be, Kh, &K));
     HK_TRY(hk_mat_create_bmat(&K, gpu ? HK_FMT_SBELL : HK_FMT_BSR, HK_FP64, NULL, &c.A));
-    const int64_t n = Kh->nbrows * Kh->bs, nb = Kh->nbrows;
-    for (int j = 0; j <= 8; j++)
-        HK_TRY(hk_vec_create(be, n, HK_FP64, &c.W[j]));
-    HK_TRY(be->vec_set(c.W[0], 1.0));
-    for (int j = 0; j < 8; j++) { /* A^j x, unscaled as in the thesis's kernel */
-        c.coef[3 * j] = 1.0;
-        c.coef[3 * j + 1] = c.coef[3 * j + 2] = 0.0;
-    }
+    const int64_t nb = Kh->nbrows;
+    HK_TRY(ctx_vectors(&c, Kh->nbrows * Kh->bs));
     for (int k = 2; k <= 8; k++) {
         mpk_row *r = &rows[(*nrows)++], *w = &rows[(*nrows)++];
         memset(r, 0, sizeof *r);
@@ -181,26 +190,11 @@ typedef struct stream_row {
     double budget_mib, host_mib, spmv_ms, mpk_ms, spmv_gbs, mpk_gbs, copy_gbs, redundancy;
 } stream_row;
 
-typedef struct stream_ctx {
-    const hk_backend_ops *be;
-    void *plan, *plan1; /* k levels; one level */
-    int k;
-    double coef[3 * HK_MPK_MAXK];
-    hk_vec *W[HK_MPK_MAXK + 1];
-} stream_ctx;
-
 static int stream_spmvs_once(void *p)
 {
-    stream_ctx *c = p;
+    mpk_ctx *c = p;
     for (int j = 0; j < c->k; j++)
         HK_CALL(c->be->mpk_apply(c->plan1, 1, c->coef, NULL, NULL, c->W + j, NULL));
-    return c->be->sync();
-}
-
-static int stream_pass_once(void *p)
-{
-    stream_ctx *c = p;
-    HK_CALL(c->be->mpk_apply(c->plan, c->k, c->coef, NULL, NULL, c->W, NULL));
     return c->be->sync();
 }
 
@@ -282,19 +276,12 @@ static int measure_stream(const hk_backend *be, const hk_bcsr *Kh, const char *s
                           size_t budget_given, stream_row *rows, int *nrows)
 {
     int ierr = 0;
-    stream_ctx c;
+    mpk_ctx c;
     memset(&c, 0, sizeof c);
     c.be = be;
     HK_CHECK(be->mpk_stream_plan, HK_ERR_UNSUPPORTED,
              "hooke bench mpk --stream: backend %s has no streamed matrix powers", be->name);
-    const int64_t n = Kh->nbrows * Kh->bs;
-    for (int j = 0; j <= 8; j++)
-        HK_TRY(hk_vec_create(be, n, HK_FP64, &c.W[j]));
-    HK_TRY(be->vec_set(c.W[0], 1.0));
-    for (int j = 0; j < 8; j++) {
-        c.coef[3 * j] = 1.0;
-        c.coef[3 * j + 1] = c.coef[3 * j + 2] = 0.0;
-    }
+    HK_TRY(ctx_vectors(&c, Kh->nbrows * Kh->bs));
     for (int k = 2; k <= 8; k++) {
         stream_row *r = &rows[(*nrows)++];
         memset(r, 0, sizeof *r);
@@ -315,7 +302,7 @@ static int measure_stream(const hk_backend *be, const hk_bcsr *Kh, const char *s
         double t;
         HK_TRY(hk_bench_time(stream_spmvs_once, &c, 1, 3, 0.2, &t));
         r->spmv_ms = t * 1e3;
-        HK_TRY(hk_bench_time(stream_pass_once, &c, 1, 3, 0.2, &t));
+        HK_TRY(hk_bench_time(mpk_once, &c, 1, 3, 0.2, &t));
         r->mpk_ms = t * 1e3;
         r->parts = info.nparts;
         r->parts1 = info1.nparts;

@@ -52,20 +52,6 @@ __device__ static double agg_block_norm(const double *a, int b)
     return __dsqrt_rn(s);
 }
 
-__device__ static int64_t agg_find(const int64_t *rowptr, const int32_t *colind, int64_t i,
-                                   int64_t j)
-{
-    int64_t lo = rowptr[i], hi = rowptr[i + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < rowptr[i + 1] && colind[lo] == j ? lo : -1;
-}
-
 struct agg_mat {
     int b;
     int64_t n;
@@ -81,7 +67,7 @@ __device__ static int agg_strong(const agg_mat &A, const double *dnorm, const ch
     const int64_t j = A.colind[p];
     if (j == i || iso[i] || iso[j]) return 0;
     double nij = agg_block_norm(A.val + (size_t)p * b * b, b);
-    const int64_t q = agg_find(A.rowptr, A.colind, j, i);
+    const int64_t q = hk_find_block(A.rowptr, A.colind, j, i);
     if (q >= 0) {
         const double nji = agg_block_norm(A.val + (size_t)q * b * b, b);
         if (nji > nij) nij = nji;

@@ -134,15 +134,7 @@ __global__ void k_col_starts(int64_t m, int64_t nnz, const uint32_t *__restrict_
 {
     GRID_STRIDE(c, m + 1)
     {
-        int64_t lo = 0, hi = nnz;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if ((int64_t)cols[mid] < c)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        rowptr[c] = lo;
+        rowptr[c] = hk_cu_lower_bound(cols, 0, nnz, c);
     }
 }
 

@@ -41,15 +41,7 @@ __global__ void k_csr_rblocks(int64_t n, int64_t nb, int64_t C, const int64_t *_
             rb[nb] = (int32_t)n;
             continue;
         }
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (rowptr[mid] < b * C)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        rb[b] = (int32_t)lo;
+        rb[b] = (int32_t)hk_cu_lower_bound(rowptr, 0, n, b * C);
     }
 }
 

@@ -11,20 +11,6 @@
 
 #define DIAG_MAX_BR 6
 
-// Position of block column bi in block row bi, or -1 (columns are sorted).
-__device__ static int64_t diag_block(const int64_t *rowptr, const int32_t *colind, int64_t bi)
-{
-    int64_t lo = rowptr[bi], hi = rowptr[bi + 1];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < bi)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < rowptr[bi + 1] && colind[lo] == bi ? lo : -1;
-}
-
 // Gauss-Jordan inverse with partial pivoting of the br x br row-major block a (BR = br known at
 // compile time so m stays in registers). Decoupled dofs (zero row and column) are left out and
 // get 0. Returns 1 when the rest is singular or not finite (inv all zero), else 0.
@@ -129,7 +115,7 @@ __global__ void k_block_inv(int64_t nb, const int64_t *rowptr, const int32_t *co
     int64_t mine = INT64_MAX;
     for (int64_t bi = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; bi < nb;
          bi += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t p = diag_block(rowptr, colind, bi);
+        const int64_t p = hk_find_block(rowptr, colind, bi, bi);
         double a[BR * BR], inv[BR * BR];
 #pragma unroll
         for (int k = 0; k < BR * BR; k++)
@@ -150,7 +136,7 @@ __global__ void k_diag_inv(int64_t nb, int br, int isqrt, const int64_t *rowptr,
     int64_t mine = INT64_MAX;
     for (int64_t bi = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; bi < nb;
          bi += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t p = diag_block(rowptr, colind, bi);
+        const int64_t p = hk_find_block(rowptr, colind, bi, bi);
         for (int r = 0; r < br; r++) {
             const int64_t i = bi * br + r;
             const double a = p >= 0 ? val[((size_t)p * br + r) * br + r] : 0.0;
@@ -255,15 +241,9 @@ __global__ void k_first_nonfinite(int64_t nvals, int64_t bb, int64_t nb,
          q += (int64_t)gridDim.x * blockDim.x) {
         if (isfinite(val[q])) continue;
         const int64_t blk = q / bb;
-        int64_t lo = 0, hi = nb; /* the last row with rowptr[row] <= blk */
-        while (hi - lo > 1) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (rowptr[mid] <= blk)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        atomicMin(first, (unsigned long long)lo);
+        /* the last row with rowptr[row] <= blk (rowptr[0] = 0) */
+        const int64_t row = hk_cu_upper_bound(rowptr, 1, nb, blk) - 1;
+        atomicMin(first, (unsigned long long)row);
     }
 }
 

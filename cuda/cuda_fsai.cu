@@ -98,19 +98,6 @@ fail:
 
 /* ---- fsai_pattern ------------------------------------------------------------------------ */
 
-__device__ int64_t find_block(const int64_t *rowptr, const int32_t *colind, int64_t bi, int64_t bj)
-{
-    int64_t lo = rowptr[bi], hi = rowptr[bi + 1];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (colind[mid] < bj)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < rowptr[bi + 1] && colind[lo] == bj ? lo : -1;
-}
-
 __device__ double block_fnorm(const double *val, int64_t q, int bb)
 {
     double s = 0;
@@ -125,7 +112,7 @@ __global__ void fsai_diag_kernel(const int64_t *rowptr, const int32_t *colind, c
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t q = find_block(rowptr, colind, i / br, i / br);
+        const int64_t q = hk_find_block(rowptr, colind, i / br, i / br);
         const double a = q >= 0 ? val[(q * br + i % br) * br + i % br] : 0.0;
         if (!(a > 0) || !isfinite(a)) report(fault, i, HK_FAULT_DIAG);
         dg[i] = a;
@@ -137,7 +124,7 @@ __global__ void fsai_block_diag_kernel(const int64_t *rowptr, const int32_t *col
 {
     for (int64_t I = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; I < nb;
          I += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t q = find_block(rowptr, colind, I, I);
+        const int64_t q = hk_find_block(rowptr, colind, I, I);
         dgb[I] = q >= 0 ? block_fnorm(val, q, br * br) : 0.0;
     }
 }
@@ -196,14 +183,8 @@ __global__ void fsai_sets_kernel(const int64_t *arow, const int32_t *acol, int64
             for (int64_t q = arow[j]; q < arow[j + 1]; q++) {
                 const int32_t c = acol[q];
                 if (c > I) continue;
-                int64_t lo = 0, hi = m;
-                while (lo < hi) {
-                    int64_t mid = (lo + hi) / 2;
-                    if (AT(set, mid) < c)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
+                const int64_t lo =
+                    hk_cu_partition_point(0, m, [&](int64_t e) { return AT(set, e) < c; });
                 if (lo < m && AT(set, lo) == c) continue;
                 if (m == capn) {
                     over = 1;
@@ -588,14 +569,7 @@ __device__ __forceinline__ void fsai_gather_row(const int64_t *krow, const int32
         const int64_t q = q0 + e / br;
         const int c = (int)(e % br);
         const int64_t j = (int64_t)kcol[q] * br + c;
-        int lo = 0, hi = m;
-        while (lo < hi) {
-            const int mid = (lo + hi) >> 1;
-            if (P[mid] < j)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        const int lo = (int)hk_cu_lower_bound(P, 0, m, j);
         if (lo < m && P[lo] == j) M[lo * m + a] = kval[(q * br + r) * br + c];
     }
 }

@@ -160,6 +160,33 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
     }
 }
 
+/* Binary search: the first q in [lo, hi) where below(q) is false (hi when it holds everywhere),
+ * below being true on a prefix of [lo, hi). */
+template <typename Below>
+__device__ __forceinline__ int64_t hk_cu_partition_point(int64_t lo, int64_t hi, Below below)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (below(mid))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+/* In a[lo..hi) ascending: the first q with a[q] >= key (lower bound), with a[q] > key (upper
+ * bound); hi when there is none. */
+template <typename T, typename K>
+__device__ __forceinline__ int64_t hk_cu_lower_bound(const T *a, int64_t lo, int64_t hi, K key)
+{
+    return hk_cu_partition_point(lo, hi, [=](int64_t q) { return a[q] < key; });
+}
+template <typename T, typename K>
+__device__ __forceinline__ int64_t hk_cu_upper_bound(const T *a, int64_t lo, int64_t hi, K key)
+{
+    return hk_cu_partition_point(lo, hi, [=](int64_t q) { return !(key < a[q]); });
+}
+
 /* Dot products fused after an SpMV y = A x: value j is (d[j] .* w[j]) . y, with w[j] NULL
  * meaning y itself and d[j] NULL meaning no scaling. */
 struct hk_cu_fuse {

@@ -130,19 +130,6 @@ __global__ void mpk_expand(int64_t n, const uint64_t *keys, const int64_t *rowpt
     }
 }
 
-__device__ __forceinline__ int64_t lower_bound(const uint64_t *a, int64_t n, uint64_t x)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        const int64_t mid = (lo + hi) >> 1;
-        if (a[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 // flag = 1 when the key is in neither earlier level
 __global__ void mpk_new(int64_t n, const uint64_t *cand, const uint64_t *a, int64_t na,
                         const uint64_t *b, int64_t nb, char *flag)
@@ -150,7 +137,7 @@ __global__ void mpk_new(int64_t n, const uint64_t *cand, const uint64_t *a, int6
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         const uint64_t x = cand[i];
-        const int64_t ia = lower_bound(a, na, x), ib = lower_bound(b, nb, x);
+        const int64_t ia = hk_cu_lower_bound(a, 0, na, x), ib = hk_cu_lower_bound(b, 0, nb, x);
         flag[i] = !((ia < na && a[ia] == x) || (ib < nb && b[ib] == x));
     }
 }
@@ -171,7 +158,7 @@ __global__ void mpk_scatter(int64_t n, const uint64_t *keys, int k, int l, const
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         const uint64_t key = keys[i], p = key >> 32;
-        const int64_t seg = lower_bound(keys, n, p << 32);
+        const int64_t seg = hk_cu_lower_bound(keys, 0, n, p << 32);
         const int64_t pos = lvl[p * (k + 2) + l] + (i - seg);
         const int32_t r = (int32_t)(key & 0xffffffffu);
         ext_row[pos] = r;
@@ -202,7 +189,7 @@ __global__ void mpk_lcol(int64_t n, int k2, const uint64_t *mkey_unsorted, const
         const int32_t g = ext_row[e];
         for (int64_t t = 0; t < len; t++) {
             const uint64_t x = (p << 32) | (uint64_t)(uint32_t)colind[rowptr[g] + t];
-            const int64_t at = s0 + lower_bound(skey + s0, s1 - s0, x);
+            const int64_t at = s0 + hk_cu_lower_bound(skey + s0, 0, s1 - s0, x);
             lcol[ent_ptr[e] + t] = sval[at];
         }
     }
@@ -625,9 +612,9 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
     }
     __syncthreads();
     for (int j = 0; j < a.kk; j++) {
-        const double c0 = a.coef[3 * j], c1 = a.coef[3 * j + 1], c2 = a.coef[3 * j + 2];
+        const hk_mpk_level L = hk_mpk_level_at(a.coef, j, hd, wc, wp, wn, un, a.w[j + 1],
+                                               hd ? a.u[j + 1] : NULL);
         const int64_t nrow = lv[a.kk - j] - e0;
-        double *wo = a.w[j + 1], *uo = hd ? a.u[j + 1] : NULL;
         for (int64_t e = threadIdx.x; e < nrow; e += blockDim.x) {
             const int64_t g = a.ext_row[e0 + e];
             const int32_t *lc = a.lcol + a.ent_ptr[e0 + e];
@@ -652,32 +639,11 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
 #pragma unroll
             for (int r = 0; r < BS; r++) {
                 const int64_t q = e * BS + r, i = g * BS + r;
-                const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
-                wn[q] = w;
-                double u = 0.0;
-                if (hd) {
-                    u = a.d[i] * w;
-                    un[q] = u;
-                }
-                if (e < nown) {
-                    wo[i] = w;
-                    if (hd) uo[i] = u;
-                }
+                hk_mpk_step(&L, acc[r], hd ? a.d[i] : 0.0, q, i, e < nown);
             }
         }
         __syncthreads();
-        double *t = wp;
-        wp = wc;
-        wc = wn;
-        wn = t;
-        if (hd) {
-            t = uc;
-            uc = un;
-            un = t;
-        } else {
-            uc = wc;
-            un = wn;
-        }
+        hk_mpk_rotate(&wp, &wc, &wn, &uc, &un, hd);
     }
 }
 
@@ -727,14 +693,9 @@ __device__ __forceinline__ int64_t wave_before(int64_t key, int64_t ntile, int64
 __device__ __forceinline__ void wave_tile(int64_t q, int64_t ntile, int64_t skew, int kk, int *j,
                                           int64_t *i)
 {
-    int64_t lo = 0, hi = ntile + (int64_t)(kk - 1) * skew; // wave_before(lo) <= q < (hi)
-    while (hi - lo > 1) {
-        const int64_t mid = (lo + hi) >> 1;
-        if (wave_before(mid, ntile, skew, kk) <= q)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    // the last key with wave_before(key) <= q (wave_before(0) = 0)
+    const auto reached = [&](int64_t key) { return wave_before(key, ntile, skew, kk) <= q; };
+    const int64_t lo = hk_cu_partition_point(1, ntile + (int64_t)(kk - 1) * skew, reached) - 1;
     const int64_t r = q - wave_before(lo, ntile, skew, kk);
     const int64_t top = lo / skew + 1;
     *j = (int)((top < kk ? top : kk) - r);

@@ -16,6 +16,7 @@
 
 #include "cuda_impl.cuh"
 #include "hk_cuda.h"
+#include "mpk_plan.h"
 #include "mpk_stream.h"
 
 struct cu_mpk_stream {
@@ -136,9 +137,8 @@ template <int BS> __global__ void st_gather_kernel(const st_gather a)
 struct st_level {
     const double *val;
     const int32_t *rowptr, *colind, *rows;
-    const double *x, *wc, *wp, *dl;
-    double *wn, *un, *wo, *uo; // un, uo NULL without d
-    double c0, c1, c2;
+    const double *x, *dl;
+    hk_mpk_level L;
     int64_t nrow, nown;
     int tpr;
 };
@@ -178,17 +178,7 @@ template <int BS> __global__ void st_level_kernel(const st_level a)
 #pragma unroll
     for (int r = 0; r < BS; r++) {
         const int64_t q = e * BS + r, i = g * BS + r;
-        const double w = a.c0 * acc[r] + a.c1 * a.wc[q] + a.c2 * a.wp[q];
-        a.wn[q] = w;
-        double u = 0.0;
-        if (a.un) {
-            u = a.dl[q] * w;
-            a.un[q] = u;
-        }
-        if (e < a.nown) {
-            a.wo[i] = w;
-            if (a.uo) a.uo[i] = u;
-        }
+        hk_mpk_step(&a.L, acc[r], a.L.hd ? a.dl[q] : 0.0, q, i, e < a.nown);
     }
 }
 
@@ -220,16 +210,9 @@ static int st_partition(const cu_mpk_stream *T, const hk_mpk_part &v, int kk, co
         a.colind = v.colind;
         a.rows = v.rows;
         a.x = uc;
-        a.wc = wc;
-        a.wp = wp;
         a.dl = dl;
-        a.wn = wn;
-        a.un = d ? un : NULL;
-        a.wo = (double *)W[j + 1]->data;
-        a.uo = d ? (double *)U[j + 1]->data : NULL;
-        a.c0 = coef[3 * j];
-        a.c1 = coef[3 * j + 1];
-        a.c2 = coef[3 * j + 2];
+        a.L = hk_mpk_level_at(coef, j, d != NULL, wc, wp, wn, un, (double *)W[j + 1]->data,
+                              d ? (double *)U[j + 1]->data : NULL);
         a.nrow = v.lvl[kk - j]; // rows of levels <= kk-1-j
         a.nown = v.nown;
         a.tpr = T->tpr;
@@ -239,18 +222,7 @@ static int st_partition(const cu_mpk_stream *T, const hk_mpk_part &v, int kk, co
             st_level_kernel<BS><<<(unsigned)blocks, HK_CU_BLOCK, 0, hk_cu.stream>>>(a);
         }
         HK_CU_LAUNCHED();
-        double *t = wp;
-        wp = wc;
-        wc = wn;
-        wn = t;
-        if (d) {
-            t = uc;
-            uc = un;
-            un = t;
-        } else {
-            uc = wc;
-            un = wn;
-        }
+        hk_mpk_rotate(&wp, &wc, &wn, &uc, &un, d != NULL);
     }
     return 0;
 }
@@ -258,6 +230,10 @@ static int st_partition(const cu_mpk_stream *T, const hk_mpk_part &v, int kk, co
 int hk_cu_mpk_stream_apply(cu_mpk_stream *T, int kk, const double *coef, const double *d,
                            const double *wprev, hk_vec *const *W, hk_vec *const *U)
 {
+    typedef int (*part_fn)(const cu_mpk_stream *, const hk_mpk_part &, int, const double *,
+                           const double *, const double *, hk_vec *const *, hk_vec *const *);
+    static const part_fn part[6] = {st_partition<1>, st_partition<2>, st_partition<3>,
+                                    st_partition<4>, st_partition<5>, st_partition<6>};
     const hk_mpk_stream *S = &T->S;
     for (int64_t p = 0; p < S->nparts; p++) {
         const int b = (int)(p & 1);
@@ -269,26 +245,7 @@ int hk_cu_mpk_stream_apply(cu_mpk_stream *T, int kk, const double *coef, const d
         HK_CU(cudaStreamWaitEvent(hk_cu.stream, T->copied[b], 0));
         hk_mpk_part v;
         hk_mpk_stream_part(S, p, T->buf[b], &v);
-        switch (S->bs) {
-        case 1:
-            HK_CALL(st_partition<1>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 2:
-            HK_CALL(st_partition<2>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 3:
-            HK_CALL(st_partition<3>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 4:
-            HK_CALL(st_partition<4>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        case 5:
-            HK_CALL(st_partition<5>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        default:
-            HK_CALL(st_partition<6>(T, v, kk, coef, d, wprev, W, U));
-            break;
-        }
+        HK_CALL(part[S->bs - 1](T, v, kk, coef, d, wprev, W, U));
         HK_CU(cudaEventRecord(T->done[b], hk_cu.stream));
     }
     return 0;

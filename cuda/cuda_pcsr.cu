@@ -67,14 +67,7 @@ __global__ void k_pcsr_parts(int64_t n, int64_t np, int P, const int64_t *__rest
             part_row[np] = (int32_t)n;
             continue;
         }
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (prp[mid] < p * P)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        const int64_t lo = hk_cu_lower_bound(prp, 0, n, p * P);
         part_row[p] = (int32_t)lo;
         const int64_t end = prp[lo] < (p + 1) * P ? prp[lo] : (p + 1) * P;
         split[p] = p == 0 ? 0 : (int32_t)(end - p * P);

@@ -313,29 +313,10 @@ fail:
 
 // ---- P = T - w Dinv (A T) --------------------------------------------------------------------
 
+// The last row with rp[row] <= q (rp[0] = 0).
 static __device__ int64_t sp_row_of(const int64_t *rp, int64_t nbr, int64_t q)
 {
-    int64_t lo = 0, hi = nbr; // last row with rp[row] <= q
-    while (hi - lo > 1) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (rp[mid] <= q)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static __device__ int64_t sp_search(const int32_t *ci, int64_t lo, int64_t hi, int32_t key)
-{
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (ci[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return hk_cu_upper_bound(rp, 1, nbr, q) - 1;
 }
 
 // One thread per block of A T.
@@ -348,8 +329,8 @@ __global__ void sp_smooth(const int64_t *atrp, const int32_t *atci, const double
          q += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = sp_row_of(atrp, nbr, q);
         const int32_t j = atci[q];
-        const int64_t t = sp_search(tci, trp[i], trp[i + 1], j);
-        const double *tb = t < trp[i + 1] && tci[t] == j ? tv + (size_t)t * br * bc : NULL;
+        const int64_t t = hk_find_block(trp, tci, i, j);
+        const double *tb = t >= 0 ? tv + (size_t)t * br * bc : NULL;
         const double *d = dinv + (size_t)i * br * br, *a = atv + (size_t)q * br * bc;
         double *p = pv + (size_t)q * br * bc;
         for (int r = 0; r < br; r++)
@@ -369,8 +350,7 @@ __global__ void sp_subset(const int64_t *atrp, const int32_t *atci, const int64_
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < tnnzb;
          t += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = sp_row_of(trp, nbr, t);
-        const int64_t q = sp_search(atci, atrp[i], atrp[i + 1], tci[t]);
-        if (!(q < atrp[i + 1] && atci[q] == tci[t])) atomicMin(first, (unsigned long long)i);
+        if (hk_find_block(atrp, atci, i, tci[t]) < 0) atomicMin(first, (unsigned long long)i);
     }
 }
 

@@ -540,14 +540,8 @@ int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double bpr, int empty_
                 if ((int64_t)(gen_rand(&s) % (uint32_t)(nbcols - c)) < len - got)
                     used[c] = 1, A->colind[b + got++] = (int32_t)c;
         }
-        /* sort (insertion: rows are short) and clear the marks */
-        for (int64_t p = b + 1; p < b + len; p++) {
-            int32_t v = A->colind[p];
-            int64_t q = p - 1;
-            while (q >= b && A->colind[q] > v)
-                A->colind[q + 1] = A->colind[q], q--;
-            A->colind[q + 1] = v;
-        }
+        /* sort (rows are short) and clear the marks */
+        hk_isort_i32(A->colind + b, len);
         for (int64_t p = b; p < b + len; p++)
             used[A->colind[p]] = 0;
     }

@@ -21,6 +21,53 @@
 extern "C" {
 #endif
 
+/* Sort a[0..n) ascending by insertion: for short rows and nearly sorted lists. */
+static inline void hk_isort_i32(int32_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        const int32_t v = a[i];
+        int64_t j = i - 1;
+        while (j >= 0 && a[j] > v) {
+            a[j + 1] = a[j];
+            j--;
+        }
+        a[j + 1] = v;
+    }
+}
+
+#ifdef __CUDACC__
+#define HK_IMPL_HD __host__ __device__
+#else
+#define HK_IMPL_HD
+#endif
+
+/* hk_lower_bound_i32/_i64: in a[lo..hi) ascending, the first q with a[q] >= key (hi when there
+ * is none); host and device. */
+#define HK_LOWER_BOUND(name, T)                                                                    \
+    static inline HK_IMPL_HD int64_t name(const T *a, int64_t lo, int64_t hi, int64_t key)         \
+    {                                                                                              \
+        while (lo < hi) {                                                                          \
+            const int64_t mid = lo + (hi - lo) / 2;                                                \
+            if (a[mid] < key)                                                                      \
+                lo = mid + 1;                                                                      \
+            else                                                                                   \
+                hi = mid;                                                                          \
+        }                                                                                          \
+        return lo;                                                                                 \
+    }
+HK_LOWER_BOUND(hk_lower_bound_i32, int32_t)
+HK_LOWER_BOUND(hk_lower_bound_i64, int64_t)
+#undef HK_LOWER_BOUND
+
+/* The entry of block column j in block row i of a block CSR pattern (columns ascending in each
+ * row), or -1; host and device. */
+static inline HK_IMPL_HD int64_t hk_find_block(const int64_t *rowptr, const int32_t *colind,
+                                               int64_t i, int64_t j)
+{
+    const int64_t q = hk_lower_bound_i32(colind, rowptr[i], rowptr[i + 1], j);
+    return q < rowptr[i + 1] && colind[q] == j ? q : -1;
+}
+
 /* ---- vectors --------------------------------------------------------------------------- */
 
 struct hk_vec_s {

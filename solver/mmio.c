@@ -556,13 +556,7 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
                 const int64_t J = A->colind[k] / bs;
                 if (mark[J] < B->rowptr[I]) mark[J] = p, B->colind[p++] = (int32_t)J;
             }
-        for (int64_t q = B->rowptr[I] + 1; q < p; q++) { /* insertion sort: rows are short */
-            int32_t v = B->colind[q];
-            int64_t t = q - 1;
-            while (t >= B->rowptr[I] && B->colind[t] > v)
-                B->colind[t + 1] = B->colind[t], t--;
-            B->colind[t + 1] = v;
-        }
+        hk_isort_i32(B->colind + B->rowptr[I], p - B->rowptr[I]); /* rows are short */
         for (int64_t q = B->rowptr[I]; q < p; q++)
             mark[B->colind[q]] = q;
         for (int64_t r = I * bs; r < (I + 1) * bs; r++)

@@ -49,6 +49,65 @@ static inline int hk_mpk_plan_begin(const hk_bmat *K, int schedule, int64_t *blo
     return 0;
 }
 
+/* ---- a level of a partition (ghost zones and streamed plans, both backends) ------------ */
+
+/* One level of the recurrence over a partition's listed rows: its current and previous W (wc,
+ * wp) and its next W and U (wn, un) in the partition's entries, the level's outputs (wo, uo)
+ * in the vectors' entries; un and uo are written only with d (hd). */
+typedef struct hk_mpk_level {
+    double c0, c1, c2;
+    int hd;
+    const double *wc, *wp;
+    double *wn, *un, *wo, *uo;
+} hk_mpk_level;
+
+/* Level j + 1 of a pass (coefficients coef[3j..3j+2]). */
+static inline HK_MPK_HD hk_mpk_level hk_mpk_level_at(const double *coef, int j, int hd,
+                                                     const double *wc, const double *wp, double *wn,
+                                                     double *un, double *wo, double *uo)
+{
+    const hk_mpk_level L = {coef[3 * j], coef[3 * j + 1], coef[3 * j + 2], hd, wc, wp, wn, un, wo,
+                            uo};
+    return L;
+}
+
+/* Entry q (vector entry i, dq = d[i] where there is d) of the level from au = (A U)_q:
+ * w = c0 au + c1 wc + c2 wp and u = dq w, into the outputs too where the row is owned. */
+static inline HK_MPK_HD void hk_mpk_step(const hk_mpk_level *L, double au, double dq, int64_t q,
+                                         int64_t i, int own)
+{
+    const double w = L->c0 * au + L->c1 * L->wc[q] + L->c2 * L->wp[q];
+    L->wn[q] = w;
+    double u = 0.0;
+    if (L->hd) {
+        u = dq * w;
+        L->un[q] = u;
+    }
+    if (own) {
+        L->wo[i] = w;
+        if (L->hd) L->uo[i] = u;
+    }
+}
+
+/* After a level the partition's W vectors move one back (the next becomes the current), and
+ * U's with d; without d, U is W. */
+static inline HK_MPK_HD void hk_mpk_rotate(double **wp, double **wc, double **wn, double **uc,
+                                           double **un, int hd)
+{
+    double *t = *wp;
+    *wp = *wc;
+    *wc = *wn;
+    *wn = t;
+    if (hd) {
+        t = *uc;
+        *uc = *un;
+        *un = t;
+    } else {
+        *uc = *wc;
+        *un = *wn;
+    }
+}
+
 /* ---- the wavefront schedule (shared arithmetic of both backends) ----------------------- */
 
 /* The plan of a wavefront: chunk rows C, the shift h between levels, the chunks. want is the

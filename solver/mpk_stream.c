@@ -39,18 +39,7 @@ int hk_mpk_ghost_rows(const int64_t *rowptr, const int32_t *colind, int64_t nb, 
                 (*buf)[len++] = c;
             }
         }
-        /* ascending within the level (insertion sort: the frontier is nearly sorted) */
-        int32_t *v = *buf + lstart[l];
-        const int64_t m = len - lstart[l];
-        for (int64_t i = 1; i < m; i++) {
-            int32_t x = v[i];
-            int64_t j = i - 1;
-            while (j >= 0 && v[j] > x) {
-                v[j + 1] = v[j];
-                j--;
-            }
-            v[j + 1] = x;
-        }
+        hk_isort_i32(*buf + lstart[l], len - lstart[l]); /* the frontier is nearly sorted */
         lstart[l + 1] = len;
     }
     return 0;
@@ -96,9 +85,7 @@ static int cut(const hk_bcsr *K, int64_t block, int k, int64_t nparts, int32_t *
 #pragma omp parallel reduction(| : failed, toobig) reduction(+ : ext, work)                        \
     reduction(max : maxr, maxb)
     {
-        int32_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, omp_get_thread_num());
         int32_t *buf = NULL;
         int64_t cap = 0;
 #pragma omp for schedule(dynamic, 16)
@@ -246,9 +233,7 @@ int hk_mpk_stream_build(const hk_bcsr *K, int64_t block, size_t budget, int k, d
     int failed = 0;
 #pragma omp parallel reduction(| : failed)
     {
-        int32_t *mark = marks + (size_t)omp_get_thread_num() * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, omp_get_thread_num());
         int32_t *buf = NULL;
         int64_t cap = 0;
 #pragma omp for schedule(dynamic, 16)

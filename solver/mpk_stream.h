@@ -77,6 +77,14 @@ void hk_mpk_stream_info(const hk_mpk_stream *S, hk_mpk_info *info);
 int hk_mpk_ghost_rows(const int64_t *rowptr, const int32_t *colind, int64_t nb, int64_t block,
                       int k, int64_t p, int32_t *mark, int32_t **buf, int64_t *cap,
                       int64_t *lstart);
+/* Thread t's row of nb stamps for hk_mpk_ghost_rows (marks: one row a thread), all reset. */
+static inline int32_t *hk_mpk_marks(int32_t *marks, int64_t nb, int t)
+{
+    int32_t *mark = marks + (size_t)t * (size_t)nb;
+    for (int64_t i = 0; i < nb; i++)
+        mark[i] = -1;
+    return mark;
+}
 
 #ifdef __cplusplus
 }

@@ -17,61 +17,6 @@
 
 /* ---- matrices ------------------------------------------------------------------------------ */
 
-/* A nonsymmetric band of order n with blocks of bs: row i has the columns i - 3, i - 1, i and
- * i + 2, hashed values, a dominant diagonal. hub >= 0 adds to row hub every third column and
- * to every third row the column hub, so the hub's partition has the largest ghost zone. */
-static void band(int64_t n, int bs, int64_t hub, hk_bcsr *K)
-{
-    static const int off[4] = {-3, -1, 0, 2};
-    const int b2 = bs * bs;
-    memset(K, 0, sizeof *K);
-    K->bs = bs;
-    K->nbrows = K->nbcols = n;
-    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
-    K->colind = malloc((size_t)(6 * n + 8) * sizeof *K->colind);
-    K->val = malloc((size_t)(6 * n + 8) * b2 * sizeof *K->val);
-    int64_t q = 0;
-    for (int64_t i = 0; i < n; i++) {
-        K->rowptr[i] = q;
-        for (int64_t j = 0; j < n; j++) {
-            int in = 0;
-            for (int o = 0; o < 4; o++)
-                in |= j == i + off[o];
-            if (hub >= 0) in |= (i == hub && j % 3 == 0) || (j == hub && i % 3 == 0);
-            if (!in) continue;
-            K->colind[q] = (int32_t)j;
-            for (int e = 0; e < b2; e++) {
-                const uint32_t x = hk_hash32((uint32_t)(q * b2 + e) * 2654435761u + 17u);
-                K->val[q * b2 + e] = (double)(x & 0xffff) / 65536.0 - 0.5 +
-                                     (j == i && e % (bs + 1) == 0 ? 4.0 : 0.0);
-            }
-            q++;
-        }
-    }
-    K->rowptr[n] = q;
-}
-
-/* tridiag(-1, 2, -1) of order n. */
-static void tridiag(int64_t n, hk_bcsr *K)
-{
-    memset(K, 0, sizeof *K);
-    K->bs = 1;
-    K->nbrows = K->nbcols = n;
-    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
-    K->colind = malloc((size_t)(3 * n) * sizeof *K->colind);
-    K->val = malloc((size_t)(3 * n) * sizeof *K->val);
-    int64_t q = 0;
-    for (int64_t i = 0; i < n; i++) {
-        K->rowptr[i] = q;
-        for (int64_t j = i - 1; j <= i + 1; j++)
-            if (j >= 0 && j < n) {
-                K->colind[q] = (int32_t)j;
-                K->val[q++] = j == i ? 2.0 : -1.0;
-            }
-    }
-    K->rowptr[n] = q;
-}
-
 enum { NMAT = 8 };
 static const char *mat_name[NMAT] = {"elasticity2d 6x5 (bs 2)",
                                      "elasticity3d 3x3x2 (bs 3)",
@@ -88,33 +33,11 @@ static void matrix(int i, hk_bcsr *K)
     if (i == 1) err = hk_gen_elasticity3d(3, 3, 2, K);
     if (i == 2) err = hk_gen_poisson2d(9, K);
     if (i == 3) err = hk_gen_random(45, 45, 4, 3.0, 1, 7u, K);
-    if (i == 4) band(31, 5, -1, K);
-    if (i == 5) band(53, 6, -1, K);
-    if (i == 6) tridiag(40, K);
-    if (i == 7) band(60, 1, 31, K);
+    if (i == 4) hk_test_band(31, 5, -1, 17u, K);
+    if (i == 5) hk_test_band(53, 6, -1, 17u, K);
+    if (i == 6) hk_test_tridiag(40, K);
+    if (i == 7) hk_test_band(60, 1, 31, 17u, K);
     CU_ASSERT_EQUAL_FATAL(err, 0);
-}
-
-/* Entries in [0.5, 1.5). */
-static void fill(double *h, int64_t n, unsigned seed)
-{
-    for (int64_t i = 0; i < n; i++)
-        h[i] = 0.5 + (double)(hk_hash32((uint32_t)i * 2654435761u + seed) & 0xffff) / 65536.0;
-}
-
-/* Coefficients of basis b (monomial, newton, chebyshev on [0.2, 8]) or a generic three-term
- * recurrence (b = 3). */
-static void coefs(int b, int k, double *coef)
-{
-    if (b < 3) {
-        hk_scg_basis_coef(b, k, 0.2, 8.0, coef);
-        return;
-    }
-    for (int j = 0; j < k; j++) {
-        coef[3 * j] = 0.3 + 0.01 * j;
-        coef[3 * j + 1] = -0.7;
-        coef[3 * j + 2] = 0.2;
-    }
 }
 
 /* ---- one pass against the host reference ------------------------------------------------- */
@@ -141,9 +64,9 @@ static double pass(const hk_backend *be, const hk_bcsr *K, const pass_case *c, d
     double *w0 = malloc((size_t)n * sizeof *w0), *dh = malloc((size_t)n * sizeof *dh);
     double *ph = malloc((size_t)n * sizeof *ph), *y = malloc((size_t)n * sizeof *y);
     double *rw[HK_MPK_MAXK + 1] = {0}, *ru[HK_MPK_MAXK + 1] = {0};
-    fill(w0, n, 1);
-    fill(dh, n, 2);
-    fill(ph, n, 3);
+    hk_test_fill(w0, n, 1);
+    hk_test_fill(dh, n, 2);
+    hk_test_fill(ph, n, 3);
     hk_vec *W[HK_MPK_MAXK + 1], *U[HK_MPK_MAXK + 1], *d = NULL, *wp = NULL;
     for (int j = 0; j <= k; j++) {
         HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &W[j]));
@@ -167,7 +90,7 @@ static double pass(const hk_backend *be, const hk_bcsr *K, const pass_case *c, d
         HK_ASSERT_OK(be->mpk_apply(plan, p & 1 ? 1 + p / 2 : (k - p / 2 > 0 ? k - p / 2 : 1), other,
                                    d, wp, W, d ? U : NULL));
     double coef[3 * HK_MPK_MAXK];
-    coefs(c->basis, kk, coef);
+    hk_test_mpk_coefs(c->basis, kk, coef);
     HK_ASSERT_OK(be->mpk_apply(plan, kk, coef, d, wp, W, d ? U : NULL));
     /* the reference */
     for (int j = 0; j <= kk; j++) {
@@ -364,7 +287,7 @@ static void test_extraction(void)
 static void test_tridiag_closed_form(void)
 {
     hk_bcsr K;
-    tridiag(40, &K);
+    hk_test_tridiag(40, &K);
     static const int64_t bs[] = {1, 3, 7, 40};
     for (int i = 0; i < 4; i++)
         for (int k = 1; k <= 6; k++) {
@@ -488,7 +411,7 @@ static void refused(int rc, int code, const char *phrase)
 static void bad_arguments(const hk_backend *be)
 {
     hk_bcsr K, R;
-    tridiag(10, &K);
+    hk_test_tridiag(10, &K);
     HK_ASSERT_OK(hk_gen_random(6, 8, 2, 2.0, 0, 3u, &R));
     void *plan = (void *)1;
     hk_mpk_info info;
@@ -602,7 +525,7 @@ static void test_cuda_budget(void)
     budget_cases(gpu, &K, 4, 5);
     hk_bcsr_free(&K);
     hk_bcsr hub;
-    band(3000, 3, 1500, &hub);
+    hk_test_band(3000, 3, 1500, 17u, &hub);
     for (int k = 1; k <= 3; k++) {
         pass_case c = {100, 0, k, k, 3, 1, 1, 2};
         hk_mpk_info info;

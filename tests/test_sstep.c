@@ -17,57 +17,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* tridiag(-1, 2, -1) of order n, bs = 1. */
-static void tridiag(int64_t n, hk_bcsr *K)
-{
-    memset(K, 0, sizeof *K);
-    K->bs = 1;
-    K->nbrows = K->nbcols = n;
-    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
-    K->colind = malloc((size_t)(3 * n) * sizeof *K->colind);
-    K->val = malloc((size_t)(3 * n) * sizeof *K->val);
-    int64_t q = 0;
-    for (int64_t i = 0; i < n; i++) {
-        K->rowptr[i] = q;
-        for (int64_t j = i - 1; j <= i + 1; j++)
-            if (j >= 0 && j < n) {
-                K->colind[q] = (int32_t)j;
-                K->val[q++] = j == i ? 2.0 : -1.0;
-            }
-    }
-    K->rowptr[n] = q;
-}
-
-/* A nonsymmetric banded pattern of order n with blocks of bs: row i has the columns i - 3,
- * i - 1, i and i + 2 (bandwidth 3), values from a hash, the diagonal dominant. */
-static void banded(int64_t n, int bs, hk_bcsr *K)
-{
-    static const int off[4] = {-3, -1, 0, 2};
-    const int b2 = bs * bs;
-    memset(K, 0, sizeof *K);
-    K->bs = bs;
-    K->nbrows = K->nbcols = n;
-    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
-    K->colind = malloc((size_t)(4 * n) * sizeof *K->colind);
-    K->val = malloc((size_t)(4 * n) * b2 * sizeof *K->val);
-    int64_t q = 0;
-    for (int64_t i = 0; i < n; i++) {
-        K->rowptr[i] = q;
-        for (int o = 0; o < 4; o++) {
-            const int64_t j = i + off[o];
-            if (j < 0 || j >= n) continue;
-            K->colind[q] = (int32_t)j;
-            for (int e = 0; e < b2; e++) {
-                const uint32_t x = hk_hash32((uint32_t)(q * b2 + e) * 2654435761u + 99u);
-                K->val[q * b2 + e] = (double)(x & 0xffff) / 65536.0 - 0.5 +
-                                     (j == i && e % (bs + 1) == 0 ? 4.0 : 0.0);
-            }
-            q++;
-        }
-    }
-    K->rowptr[n] = q;
-}
-
 /* The largest |column - row| of K in block rows. */
 static int64_t bandwidth(const hk_bcsr *K)
 {
@@ -78,15 +27,6 @@ static int64_t bandwidth(const hk_bcsr *K)
             if (d > bw) bw = d;
         }
     return bw;
-}
-
-/* A deterministic vector with entries in [0.5, 1.5). */
-static void fill(double *h, int64_t n, unsigned seed)
-{
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t x = hk_hash32((uint32_t)i * 2654435761u + seed);
-        h[i] = 0.5 + (double)(x & 0xffff) / 65536.0;
-    }
 }
 
 static hk_vec *vec_from(const hk_backend *be, int64_t n, const double *h)
@@ -116,8 +56,8 @@ static void mpk_matrix(int i, hk_bcsr *K)
     if (i == 1) err = hk_gen_elasticity3d(3, 3, 2, K);
     if (i == 2) err = hk_gen_poisson2d(9, K);
     if (i == 3) err = hk_gen_random(45, 45, 4, 3.0, 1, 7u, K);
-    if (i == 4) tridiag(40, K);
-    if (i == 5) banded(53, 6, K);
+    if (i == 4) hk_test_tridiag(40, K);
+    if (i == 5) hk_test_band(53, 6, -1, 99u, K);
     CU_ASSERT_EQUAL_FATAL(err, 0);
 }
 
@@ -143,16 +83,16 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     double *h = malloc((size_t)n * sizeof *h);
     hk_vec *W[HK_MPK_MAXK + 1], *U[HK_MPK_MAXK + 1], *Wr[HK_MPK_MAXK + 1], *Ur[HK_MPK_MAXK + 1];
-    fill(h, n, 1);
+    hk_test_fill(h, n, 1);
     for (int j = 0; j <= k; j++) {
         W[j] = vec_from(be, n, j == 0 ? h : NULL);
         U[j] = vec_from(be, n, NULL);
         Wr[j] = vec_from(be, n, j == 0 ? h : NULL);
         Ur[j] = vec_from(be, n, NULL);
     }
-    fill(h, n, 2);
+    hk_test_fill(h, n, 2);
     hk_vec *d = with_d ? vec_from(be, n, h) : NULL;
-    fill(h, n, 3);
+    hk_test_fill(h, n, 3);
     hk_vec *wp = with_prev ? vec_from(be, n, h) : NULL;
     double prior[3 * HK_MPK_MAXK];
     for (int j = 0; j < 3 * HK_MPK_MAXK; j++)
@@ -212,21 +152,6 @@ static double mpk_case(const hk_backend *be, const hk_bcsr *K, int sched, int64_
     return worst;
 }
 
-/* Coefficients of basis b (monomial, newton, chebyshev) for k levels on [lo, hi] = [0.2, 8]
- * (about the spectra here), or a generic three-term recurrence (b = 3). */
-static void coefs(int b, int k, double *coef)
-{
-    if (b < 3) {
-        hk_scg_basis_coef(b, k, 0.2, 8.0, coef);
-        return;
-    }
-    for (int j = 0; j < k; j++) {
-        coef[3 * j] = 0.3 + 0.01 * j;
-        coef[3 * j + 1] = -0.7;
-        coef[3 * j + 2] = 0.2;
-    }
-}
-
 static const int64_t blocks[] = {1, 2, 7, 64, 1 << 30}; /* the last: the whole matrix */
 /* wavefront chunks: the backend's, 1 (raised to twice the bandwidth), sizes that do not divide
  * the rows, the whole matrix */
@@ -246,7 +171,7 @@ static void mpk_sweep(const hk_backend *be, int sched)
                     /* every pass length of a plan with k levels; d and W[-1] on alternate cases */
                     const int kk = 1 + (k + b) % k;
                     double coef[3 * HK_MPK_MAXK];
-                    coefs(b, kk, coef);
+                    hk_test_mpk_coefs(b, kk, coef);
                     hk_mpk_info info;
                     const int with_d = (bi + b) & 1, with_prev = (k + b) & 1;
                     double e = mpk_case(be, &K, sched, bl[bi], k, kk, coef, with_d, with_prev, NULL,
@@ -387,7 +312,7 @@ static void test_mpk_wavefront_plan(void)
         HK_ASSERT_OK(mi ? hk_gen_poisson2d(60, &K) : hk_gen_elasticity3d(8, 8, 8, &K));
         const int64_t n = K.nbrows * K.bs;
         double coef[3 * HK_MPK_MAXK], *W1[HK_MPK_MAXK + 1], *U1[HK_MPK_MAXK + 1];
-        coefs(2, 5, coef);
+        hk_test_mpk_coefs(2, 5, coef);
         hk_mpk_info info;
         const int threads = omp_get_max_threads();
         omp_set_num_threads(1);
@@ -420,7 +345,7 @@ static void test_mpk_ghost_zones(void)
     HK_ASSERT_OK(hk_backend_get("cpu", &be));
     const int64_t n = 40;
     hk_bcsr K;
-    tridiag(n, &K);
+    hk_test_tridiag(n, &K);
     hk_bmat B = {0};
     HK_ASSERT_OK(hk_bmat_upload(be, &K, &B));
     for (int bi = 0; bi < 5; bi++)
@@ -475,8 +400,8 @@ static void gram_case(const hk_backend *be, int64_t n, int m, int distinct, int 
     for (int i = 0; i < m; i++) {
         hx[i] = malloc((size_t)n * sizeof(double));
         hy[i] = malloc((size_t)n * sizeof(double));
-        fill(hx[i], n, 10u + (unsigned)i);
-        fill(hy[i], n, 50u + (unsigned)i);
+        hk_test_fill(hx[i], n, 10u + (unsigned)i);
+        hk_test_fill(hy[i], n, 50u + (unsigned)i);
         for (int64_t r = 0; r < n; r++)
             hy[i][r] -= 1.0; /* signs mixed */
         X[i] = vec_from(be, n, hx[i]);
@@ -814,7 +739,7 @@ static void test_cuda_mpk(void)
                 for (int k = 1; k <= HK_SCG_MAX_S; k += 3)
                     for (int b = 0; b < 4; b++) {
                         double coef[3 * HK_MPK_MAXK];
-                        coefs(b, k, coef);
+                        hk_test_mpk_coefs(b, k, coef);
                         double *Wc[HK_MPK_MAXK + 1], *Uc[HK_MPK_MAXK + 1];
                         double *Wg[HK_MPK_MAXK + 1], *Ug[HK_MPK_MAXK + 1];
                         hk_mpk_info ic, ig;
@@ -851,7 +776,7 @@ static void test_cuda_mpk(void)
     const int64_t bl[3] = {512, 4096, 1 << 30};
     for (int i = 0; i < 3; i++) {
         double coef[3 * HK_MPK_MAXK];
-        coefs(2, 4, coef);
+        hk_test_mpk_coefs(2, 4, coef);
         hk_mpk_info info;
         double e = mpk_case(gpu, &K, HK_MPK_GHOST, bl[i], 4, 4, coef, 1, 0, NULL, NULL, &info);
         CU_ASSERT(e <= 1e-13);
@@ -859,7 +784,7 @@ static void test_cuda_mpk(void)
     hk_mpk_info auto_info;
     {
         double coef[3 * HK_MPK_MAXK];
-        coefs(2, 4, coef);
+        hk_test_mpk_coefs(2, 4, coef);
         double e = mpk_case(gpu, &K, HK_MPK_WAVEFRONT, 0, 4, 4, coef, 1, 1, NULL, NULL, &auto_info);
         CU_ASSERT(e <= 1e-13);
         const int64_t wl[3] = {auto_info.block / 2, auto_info.block * 2, 1 << 30};

@@ -1,14 +1,17 @@
 /* Helpers shared by the test suites: case files through the application layer, one
  * preconditioner application, iteration counts and solves through the solver, host reads of a
- * solve, the `hooke` commands, dense references, random vectors. */
+ * solve, the `hooke` commands, dense references, random vectors, the matrix-powers suites'
+ * matrices and coefficients. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "case.h"
 #include "test_util.h"
 #include "hk_impl.h"
+#include "ksp/ksp_impl.h"
 
 int hk_test_run_case(const char *rel, int nsets, const char *const *sets, hk_case *c, hk_run *r)
 {
@@ -200,6 +203,76 @@ double *hk_test_rand_vec(int64_t n, unsigned seed)
         x[i] = (double)(s >> 8) / (double)(1u << 24) * 2.0 - 1.0;
     }
     return x;
+}
+
+void hk_test_fill(double *h, int64_t n, unsigned seed)
+{
+    for (int64_t i = 0; i < n; i++)
+        h[i] = 0.5 + (double)(hk_hash32((uint32_t)i * 2654435761u + seed) & 0xffff) / 65536.0;
+}
+
+void hk_test_tridiag(int64_t n, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = 1;
+    K->nbrows = K->nbcols = n;
+    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
+    K->colind = malloc((size_t)(3 * n) * sizeof *K->colind);
+    K->val = malloc((size_t)(3 * n) * sizeof *K->val);
+    int64_t q = 0;
+    for (int64_t i = 0; i < n; i++) {
+        K->rowptr[i] = q;
+        for (int64_t j = i - 1; j <= i + 1; j++)
+            if (j >= 0 && j < n) {
+                K->colind[q] = (int32_t)j;
+                K->val[q++] = j == i ? 2.0 : -1.0;
+            }
+    }
+    K->rowptr[n] = q;
+}
+
+void hk_test_band(int64_t n, int bs, int64_t hub, unsigned seed, hk_bcsr *K)
+{
+    static const int off[4] = {-3, -1, 0, 2};
+    const int b2 = bs * bs;
+    memset(K, 0, sizeof *K);
+    K->bs = bs;
+    K->nbrows = K->nbcols = n;
+    K->rowptr = malloc((size_t)(n + 1) * sizeof *K->rowptr);
+    K->colind = malloc((size_t)(6 * n + 8) * sizeof *K->colind);
+    K->val = malloc((size_t)(6 * n + 8) * b2 * sizeof *K->val);
+    int64_t q = 0;
+    for (int64_t i = 0; i < n; i++) {
+        K->rowptr[i] = q;
+        for (int64_t j = 0; j < n; j++) {
+            int in = 0;
+            for (int o = 0; o < 4; o++)
+                in |= j == i + off[o];
+            if (hub >= 0) in |= (i == hub && j % 3 == 0) || (j == hub && i % 3 == 0);
+            if (!in) continue;
+            K->colind[q] = (int32_t)j;
+            for (int e = 0; e < b2; e++) {
+                const uint32_t x = hk_hash32((uint32_t)(q * b2 + e) * 2654435761u + seed);
+                K->val[q * b2 + e] = (double)(x & 0xffff) / 65536.0 - 0.5 +
+                                     (j == i && e % (bs + 1) == 0 ? 4.0 : 0.0);
+            }
+            q++;
+        }
+    }
+    K->rowptr[n] = q;
+}
+
+void hk_test_mpk_coefs(int b, int k, double *coef)
+{
+    if (b < 3) {
+        hk_scg_basis_coef(b, k, 0.2, 8.0, coef);
+        return;
+    }
+    for (int j = 0; j < k; j++) {
+        coef[3 * j] = 0.3 + 0.01 * j;
+        coef[3 * j + 1] = -0.7;
+        coef[3 * j + 2] = 0.2;
+    }
 }
 
 int hk_test_solve_ones(const hk_backend *be, const hk_bcsr *K, const char *opts, double *x,

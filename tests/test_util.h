@@ -53,6 +53,18 @@ const hk_backend *hk_test_cuda_backend(void);
 double *hk_test_rand_vec(int64_t n, unsigned seed);
 int hk_test_have_cuda(void);
 
+/* For the matrix-powers suites: n entries in [0.5, 1.5), the same for the same seed; K =
+ * tridiag(-1, 2, -1) of order n (bs 1); a nonsymmetric band of order n with blocks of bs (row i
+ * has the columns i - 3, i - 1, i and i + 2, values hashed from seed, a dominant diagonal),
+ * where hub >= 0 adds to row hub every third column and to every third row the column hub, so
+ * the hub's partition has the largest ghost zone; coefficients of k levels of basis b
+ * (monomial, newton, chebyshev on [0.2, 8], about the spectra here) or of a generic
+ * three-term recurrence (b = 3). K's arrays are malloc'd (hk_bcsr_free). */
+void hk_test_fill(double *h, int64_t n, unsigned seed);
+void hk_test_tridiag(int64_t n, hk_bcsr *K);
+void hk_test_band(int64_t n, int bs, int64_t hub, unsigned seed, hk_bcsr *K);
+void hk_test_mpk_coefs(int b, int k, double *coef);
+
 /* Relative difference max|a-b| / max(max|b|, tiny). */
 double hk_test_reldiff(const double *a, const double *b, long n);
 

@@ -28,20 +28,6 @@ static double block_norm(const double *a, int b)
     return sqrt(s);
 }
 
-/* Position of column j in block row i, or -1 (sorted columns). */
-static int64_t find_block(const hk_bmat *A, int64_t i, int64_t j)
-{
-    int64_t lo = A->rowptr[i], hi = A->rowptr[i + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (A->colind[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < A->rowptr[i + 1] && A->colind[lo] == j ? lo : -1;
-}
-
 /* Whether the entry at position p of block row i (column j != i) is strong. */
 static int strong_entry(const hk_bmat *A, const double *dnorm, const char *isolated, double theta,
                         int64_t i, int64_t p)
@@ -50,7 +36,7 @@ static int strong_entry(const hk_bmat *A, const double *dnorm, const char *isola
     const int64_t j = A->colind[p];
     if (j == i || isolated[i] || isolated[j]) return 0;
     double nij = block_norm(A->val + (size_t)p * b * b, b);
-    const int64_t q = find_block(A, j, i);
+    const int64_t q = hk_find_block(A->rowptr, A->colind, j, i);
     if (q >= 0) {
         const double nji = block_norm(A->val + (size_t)q * b * b, b);
         if (nji > nij) nij = nji;

@@ -9,20 +9,6 @@
 
 #define DIAG_MAX_BR 6
 
-/* Position of block column bi in block row bi, or -1 (columns are sorted). */
-static int64_t diag_block(const hk_bmat *A, int64_t bi)
-{
-    int64_t lo = A->rowptr[bi], hi = A->rowptr[bi + 1];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (A->colind[mid] < bi)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < A->rowptr[bi + 1] && A->colind[lo] == bi ? lo : -1;
-}
-
 /* Inverse of the br x br row-major block a into inv by Gauss-Jordan with partial pivoting.
  * A dof whose row and column are zero in a is decoupled: left out, 0 in inv. Returns 0, or 1
  * when the rest is singular (a pivot at or below 1e-13 of the largest entry) or an entry or
@@ -101,7 +87,7 @@ int hk_cpu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad)
     int64_t first = INT64_MAX;
 #pragma omp parallel for schedule(static) reduction(min : first)
     for (int64_t bi = 0; bi < nb; bi++) {
-        const int64_t p = diag_block(A, bi);
+        const int64_t p = hk_find_block(A->rowptr, A->colind, bi, bi);
         const double *blk = p >= 0 ? A->val + (size_t)p * br * br : NULL;
         if (mode == HK_DIAG_BLOCK_INV) {
             double a[DIAG_MAX_BR * DIAG_MAX_BR] = {0};

@@ -52,17 +52,8 @@ static double bmat_entry(const hk_bmat *K, int64_t i, int64_t j)
 {
     const int b = K->br;
     const int64_t bi = i / b, bj = j / b;
-    int64_t lo = K->rowptr[bi], hi = K->rowptr[bi + 1];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (K->colind[mid] < bj)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < K->rowptr[bi + 1] && K->colind[lo] == bj)
-        return K->val[((size_t)lo * b + (size_t)(i % b)) * b + (size_t)(j % b)];
-    return 0;
+    const int64_t q = hk_find_block(K->rowptr, K->colind, bi, bj);
+    return q >= 0 ? K->val[((size_t)q * b + (size_t)(i % b)) * b + (size_t)(j % b)] : 0;
 }
 
 /* Frobenius norm of block q of K. */
@@ -252,14 +243,7 @@ static int fsai_chol(const hk_bmat *K, const int32_t *P, int64_t m, double *M, d
         for (int64_t q = K->rowptr[bi]; q < K->rowptr[bi + 1]; q++)
             for (int c = 0; c < br; c++) {
                 const int64_t j = (int64_t)K->colind[q] * br + c;
-                int64_t lo = 0, hi = m; /* position of j in P */
-                while (lo < hi) {
-                    int64_t mid = (lo + hi) / 2;
-                    if (P[mid] < j)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
+                const int64_t lo = hk_lower_bound_i32(P, 0, m, j); /* position of j in P */
                 if (lo < m && P[lo] == j) M[(size_t)lo * m + a] = K->val[((size_t)q * br + r) * br + c];
             }
     }
@@ -272,21 +256,7 @@ static int fsai_chol(const hk_bmat *K, const int32_t *P, int64_t m, double *M, d
                 return HK_FAULT_ASYMMETRIC;
         }
     /* 2. Cholesky (left-looking, lower triangle) */
-    for (int64_t j = 0; j < m; j++) {
-        double d = M[(size_t)j * m + j];
-        for (int64_t q = 0; q < j; q++)
-            d -= M[(size_t)q * m + j] * M[(size_t)q * m + j];
-        if (!(d > 0) || !isfinite(d)) return HK_FAULT_NOT_SPD;
-        d = sqrt(d);
-        M[(size_t)j * m + j] = d;
-        for (int64_t i = j + 1; i < m; i++) {
-            double s = M[(size_t)j * m + i];
-            for (int64_t q = 0; q < j; q++)
-                s -= M[(size_t)q * m + i] * M[(size_t)q * m + j];
-            M[(size_t)j * m + i] = s / d;
-        }
-    }
-    return 0;
+    return hk_dense_cholesky(m, M, 1, m, 0.0, NULL) >= 0 ? HK_FAULT_NOT_SPD : 0;
 }
 
 /* Steps 3-5 of fsai_factor for the row whose pattern is the first m entries of the pattern

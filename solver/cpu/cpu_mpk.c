@@ -245,9 +245,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 #pragma omp parallel reduction(+ : work) reduction(| : failed)
         {
             const int t = omp_get_thread_num();
-            int32_t *mark = marks + (size_t)t * (size_t)nb;
-            for (int64_t i = 0; i < nb; i++)
-                mark[i] = -1;
+            int32_t *mark = hk_mpk_marks(marks, nb, t);
             int32_t *buf = NULL;
             int64_t bcap = 0;
 #pragma omp for schedule(dynamic, 16)
@@ -290,9 +288,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 #pragma omp parallel reduction(| : failed)
     {
         const int t = omp_get_thread_num();
-        int32_t *mark = marks + (size_t)t * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, t);
         int32_t *buf = NULL;
         int64_t bcap = 0, ls[HK_MPK_MAXK + 2];
 #pragma omp for schedule(dynamic, 16)
@@ -322,9 +318,7 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
 #pragma omp parallel
     {
         const int t = omp_get_thread_num();
-        int32_t *mark = marks + (size_t)t * (size_t)nb;
-        for (int64_t i = 0; i < nb; i++)
-            mark[i] = -1;
+        int32_t *mark = hk_mpk_marks(marks, nb, t);
 #pragma omp for schedule(dynamic, 16)
         for (int64_t p = 0; p < nparts; p++) {
             const int64_t e0 = P->ext_ptr[p];
@@ -366,8 +360,8 @@ static int host_alloc(void **p, size_t bytes)
     return hk_malloc(bytes, p);
 }
 
-int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
-                           double max_work, void **plan, hk_mpk_info *info)
+int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
+                           void **plan, hk_mpk_info *info)
 {
     *plan = NULL;
     memset(info, 0, sizeof *info);
@@ -392,86 +386,132 @@ fail:
     return ierr;
 }
 
-/* Partition by partition: gather W[0], wprev and d of its listed rows, compute the levels
- * from its local block CSR, scatter its owned rows. */
-static int stream_apply(const cpu_mpk *P, int kk, const double *coef, const double *dv,
-                        const double *wp0, hk_vec *const *W, hk_vec *const *U)
+/* ---- a pass over partitions (ghost zones and streamed) ---------------------------------- */
+
+/* One partition's listed rows: their global block rows, the level starts (level l from
+ * lvl[l] - base) and the blocks of each computed row with columns local to the list, from a
+ * local block CSR (streamed: rowptr, colind, val) or from K's rows (ghost zones: K, with the
+ * local columns at lcol + ent_ptr[e]). */
+typedef struct part_rows {
+    const int32_t *rows;
+    const int64_t *lvl;
+    int64_t base;
+    const int32_t *rowptr, *colind;
+    const double *val;
+    const hk_bmat *K;
+    const int64_t *ent_ptr;
+    const int32_t *lcol;
+} part_rows;
+
+static part_rows part_of(const cpu_mpk *P, int64_t p)
 {
-    const hk_mpk_stream *S = P->stream;
-    const int bs = P->bs, b2 = bs * bs;
-    const size_t slot = (size_t)S->max_rows * bs;
+    part_rows v = {0};
+    if (P->stream) {
+        const hk_mpk_stream *S = P->stream;
+        hk_mpk_part s;
+        hk_mpk_stream_part(S, p, S->pack + S->off[p], &s);
+        v.rows = s.rows;
+        v.lvl = s.lvl;
+        v.rowptr = s.rowptr;
+        v.colind = s.colind;
+        v.val = s.val;
+        return v;
+    }
+    const int64_t e0 = P->ext_ptr[p];
+    v.rows = P->ext_row + e0;
+    v.lvl = P->lvl + (size_t)p * (P->k + 2);
+    v.base = e0;
+    v.K = P->K;
+    v.ent_ptr = P->ent_ptr + e0;
+    v.lcol = P->lcol;
+    return v;
+}
+
+/* kk levels of one partition: gather W[0], wprev and U[0] = d .* W[0] of its listed rows, then
+ * at step j the rows of levels <= kk-1-j, scattering its owned rows. mem: 3 vectors of its
+ * rows (5 with d) of slot entries each. */
+static void part_levels(const part_rows *v, int bs, int kk, const double *coef, const double *dv,
+                        const double *wp0, hk_vec *const *W, hk_vec *const *U, double *mem,
+                        size_t slot)
+{
+    const int b2 = bs * bs;
+    double *wp = mem, *wc = mem + slot, *wn = mem + 2 * slot;
+    double *uc = dv ? mem + 3 * slot : wc, *un = dv ? mem + 4 * slot : wn;
+    const int64_t nown = v->lvl[1] - v->base, nload = v->lvl[kk + 1] - v->base;
+    const double *w0 = W[0]->data;
+    for (int64_t e = 0; e < nload; e++) {
+        const int64_t g = v->rows[e];
+        for (int r = 0; r < bs; r++) {
+            const int64_t i = g * bs + r, q = e * bs + r;
+            wc[q] = w0[i];
+            wp[q] = wp0 ? wp0[i] : 0.0;
+            if (dv) {
+                uc[q] = dv[i] * w0[i];
+                if (e < nown) ((double *)U[0]->data)[i] = uc[q];
+            }
+        }
+    }
+    for (int j = 0; j < kk; j++) {
+        const hk_mpk_level L = hk_mpk_level_at(coef, j, dv != NULL, wc, wp, wn, un, W[j + 1]->data,
+                                               dv ? U[j + 1]->data : NULL);
+        const int64_t nrow = v->lvl[kk - j] - v->base; /* rows of levels <= kk-1-j */
+        for (int64_t e = 0; e < nrow; e++) {
+            const int64_t g = v->rows[e];
+            const int32_t *lc;
+            const double *a;
+            int64_t len;
+            if (v->rowptr) {
+                lc = v->colind + v->rowptr[e];
+                a = v->val + (size_t)v->rowptr[e] * b2;
+                len = v->rowptr[e + 1] - v->rowptr[e];
+            } else {
+                lc = v->lcol + v->ent_ptr[e];
+                a = v->K->val + (size_t)v->K->rowptr[g] * b2;
+                len = v->K->rowptr[g + 1] - v->K->rowptr[g];
+            }
+            double acc[6] = {0, 0, 0, 0, 0, 0};
+            for (int64_t t = 0; t < len; t++) {
+                const double *x = uc + (size_t)lc[t] * bs;
+                const double *blk = a + (size_t)t * b2;
+                for (int r = 0; r < bs; r++)
+                    for (int c = 0; c < bs; c++)
+                        acc[r] += blk[r * bs + c] * x[c];
+            }
+            for (int r = 0; r < bs; r++) {
+                const int64_t q = e * bs + r, i = g * bs + r;
+                hk_mpk_step(&L, acc[r], dv ? dv[i] : 0.0, q, i, e < nown);
+            }
+        }
+        hk_mpk_rotate(&wp, &wc, &wn, &uc, &un, dv != NULL);
+    }
+}
+
+/* A pass of the ghost-zone or streamed plan: each thread takes whole partitions (cache
+ * blocking), their work vectors its own. */
+static int parts_apply(const cpu_mpk *P, int kk, const double *coef, const double *dv,
+                       const double *wp0, hk_vec *const *W, hk_vec *const *U)
+{
+    const int nsl = dv ? 5 : 3;
+    const size_t slot = (size_t)P->max_ext * P->bs;
     int failed = 0;
 #pragma omp parallel reduction(| : failed)
     {
-        double *mem = malloc(slot * HK_MPK_STREAM_VECS * sizeof *mem + 8);
+        double *mem = malloc(slot * nsl * sizeof *mem + 8);
         if (!mem) failed = 1;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t p = 0; p < S->nparts; p++) {
+        for (int64_t p = 0; p < P->nparts; p++) {
             if (!mem) continue;
-            hk_mpk_part v;
-            hk_mpk_stream_part(S, p, S->pack + S->off[p], &v);
-            double *wp = mem, *wc = mem + slot, *wn = mem + 2 * slot, *dl = mem + 5 * slot;
-            double *uc = dv ? mem + 3 * slot : wc, *un = dv ? mem + 4 * slot : wn;
-            const int64_t nown = v.nown, nload = v.lvl[kk + 1];
-            const double *w0 = W[0]->data;
-            for (int64_t e = 0; e < nload; e++) {
-                const int64_t g = v.rows[e];
-                for (int r = 0; r < bs; r++) {
-                    const int64_t i = g * bs + r, q = e * bs + r;
-                    wc[q] = w0[i];
-                    wp[q] = wp0 ? wp0[i] : 0.0;
-                    if (dv) {
-                        dl[q] = dv[i];
-                        uc[q] = dv[i] * w0[i];
-                        if (e < nown) ((double *)U[0]->data)[i] = uc[q];
-                    }
-                }
-            }
-            for (int j = 0; j < kk; j++) {
-                const double c0 = coef[3 * j], c1 = coef[3 * j + 1], c2 = coef[3 * j + 2];
-                const int64_t nrow = v.lvl[kk - j]; /* rows of levels <= kk-1-j */
-                double *wo = W[j + 1]->data, *uo = dv ? U[j + 1]->data : NULL;
-                for (int64_t e = 0; e < nrow; e++) {
-                    double acc[6] = {0, 0, 0, 0, 0, 0};
-                    for (int32_t t = v.rowptr[e]; t < v.rowptr[e + 1]; t++) {
-                        const double *x = uc + (size_t)v.colind[t] * bs;
-                        const double *blk = v.val + (size_t)t * b2;
-                        for (int r = 0; r < bs; r++)
-                            for (int c = 0; c < bs; c++)
-                                acc[r] += blk[r * bs + c] * x[c];
-                    }
-                    const int64_t g = v.rows[e];
-                    for (int r = 0; r < bs; r++) {
-                        const int64_t q = e * bs + r, i = g * bs + r;
-                        const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
-                        wn[q] = w;
-                        if (dv) un[q] = dl[q] * w;
-                        if (e < nown) {
-                            wo[i] = w;
-                            if (dv) uo[i] = un[q];
-                        }
-                    }
-                }
-                double *t = wp;
-                wp = wc;
-                wc = wn;
-                wn = t;
-                if (dv) {
-                    t = uc;
-                    uc = un;
-                    un = t;
-                } else {
-                    uc = wc;
-                    un = wn;
-                }
-            }
+            const part_rows v = part_of(P, p);
+            part_levels(&v, P->bs, kk, coef, dv, wp0, W, U, mem, slot);
         }
         free(mem);
     }
+    const int st = P->schedule == HK_MPK_STREAM;
     HK_CHECK(!failed, HK_ERR_MEMORY,
-             "matrix powers (streamed): out of host memory for a partition's work vectors (%zu "
-             "bytes a thread); use a smaller mpk.block",
-             slot * HK_MPK_STREAM_VECS * sizeof(double));
+             "matrix powers%s: out of host memory for %s work vectors (%zu bytes a thread); use a "
+             "smaller mpk.block",
+             st ? " (streamed)" : "", st ? "a partition's" : "the partitions'",
+             slot * nsl * sizeof(double));
     return 0;
 }
 
@@ -487,7 +527,7 @@ int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, co
     HK_CHECK(P, HK_ERR_ARG, "matrix powers: no plan");
     HK_CHECK(kk >= 1 && kk <= P->k, HK_ERR_ARG,
              "matrix powers: %d levels asked of a plan made for %d", kk, P->k);
-    const int bs = P->bs, k = P->k;
+    const int bs = P->bs;
     const int64_t n = P->nb * bs;
     for (int j = 0; j <= kk; j++) {
         CHECK_VEC(W[j], "every W");
@@ -495,90 +535,12 @@ int hk_cpu_mpk_apply(void *plan, int kk, const double *coef, const hk_vec *d, co
     }
     if (d) CHECK_VEC(d, "d");
     if (wprev) CHECK_VEC(wprev, "wprev");
-    const hk_bmat *K = P->K;
     const double *dv = d ? d->data : NULL, *wp0 = wprev ? wprev->data : NULL;
-    if (P->schedule == HK_MPK_STREAM) return stream_apply(P, kk, coef, dv, wp0, W, U);
     if (P->schedule == HK_MPK_WAVEFRONT) {
         wave_apply(P, kk, coef, dv, wp0, W, U);
         return 0;
     }
-    const int nsl = d ? 5 : 3;
-    const size_t slot = (size_t)P->max_ext * bs;
-    int failed = 0;
-#pragma omp parallel reduction(| : failed)
-    {
-        double *mem = malloc(slot * nsl * sizeof *mem + 8);
-        if (!mem) failed = 1;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t p = 0; p < P->nparts; p++) {
-            if (!mem) continue;
-            double *wp = mem, *wc = mem + slot, *wn = mem + 2 * slot;
-            double *uc = d ? mem + 3 * slot : wc, *un = d ? mem + 4 * slot : wn;
-            const int64_t e0 = P->ext_ptr[p];
-            const int64_t *lv = P->lvl + (size_t)p * (k + 2);
-            const int64_t nown = lv[1] - e0, nload = lv[kk + 1] - e0;
-            const double *w0 = W[0]->data;
-            for (int64_t e = 0; e < nload; e++) {
-                const int64_t g = P->ext_row[e0 + e];
-                for (int r = 0; r < bs; r++) {
-                    const int64_t i = g * bs + r;
-                    wc[e * bs + r] = w0[i];
-                    wp[e * bs + r] = wp0 ? wp0[i] : 0.0;
-                    if (d) {
-                        uc[e * bs + r] = dv[i] * w0[i];
-                        if (e < nown) ((double *)U[0]->data)[i] = uc[e * bs + r];
-                    }
-                }
-            }
-            for (int j = 0; j < kk; j++) {
-                const double c0 = coef[3 * j], c1 = coef[3 * j + 1], c2 = coef[3 * j + 2];
-                const int64_t nrow = lv[kk - j] - e0; /* rows of levels <= kk-1-j */
-                double *wo = W[j + 1]->data, *uo = d ? U[j + 1]->data : NULL;
-                for (int64_t e = 0; e < nrow; e++) {
-                    const int64_t g = P->ext_row[e0 + e];
-                    const int32_t *lc = P->lcol + P->ent_ptr[e0 + e];
-                    const double *a = K->val + (size_t)K->rowptr[g] * bs * bs;
-                    const int64_t len = K->rowptr[g + 1] - K->rowptr[g];
-                    double acc[6] = {0, 0, 0, 0, 0, 0};
-                    for (int64_t t = 0; t < len; t++) {
-                        const double *x = uc + (size_t)lc[t] * bs;
-                        const double *blk = a + (size_t)t * bs * bs;
-                        for (int r = 0; r < bs; r++)
-                            for (int c = 0; c < bs; c++)
-                                acc[r] += blk[r * bs + c] * x[c];
-                    }
-                    for (int r = 0; r < bs; r++) {
-                        const int64_t q = e * bs + r, i = g * bs + r;
-                        const double w = c0 * acc[r] + c1 * wc[q] + c2 * wp[q];
-                        wn[q] = w;
-                        if (d) un[q] = dv[i] * w;
-                        if (e < nown) {
-                            wo[i] = w;
-                            if (d) uo[i] = un[q];
-                        }
-                    }
-                }
-                double *t = wp;
-                wp = wc;
-                wc = wn;
-                wn = t;
-                if (d) {
-                    t = uc;
-                    uc = un;
-                    un = t;
-                } else {
-                    uc = wc;
-                    un = wn;
-                }
-            }
-        }
-        free(mem);
-    }
-    HK_CHECK(!failed, HK_ERR_MEMORY,
-             "matrix powers: out of host memory for the partitions' work vectors (%zu bytes a "
-             "thread); use a smaller mpk.block",
-             slot * nsl * sizeof(double));
-    return 0;
+    return parts_apply(P, kk, coef, dv, wp0, W, U);
 }
 
 /* The pairs (a, b) of one Gram call over V = X (then Y when distinct), into out[q]. */

@@ -60,14 +60,7 @@ int hk_cpu_pcsr_build(int64_t n, const int64_t *rowptr, const int32_t *colind, c
         /* first row starting at or after each partition's first entry (lower bound) */
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < np; p++) {
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (F->rowptr[mid] < p * P)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        const int64_t lo = hk_lower_bound_i64(F->rowptr, 0, n, p * P);
         F->part_row[p] = (int32_t)lo;
         const int64_t end = F->rowptr[lo] < (p + 1) * P ? F->rowptr[lo] : (p + 1) * P;
         F->split[p] = p == 0 ? 0 : (int32_t)(end - p * P);

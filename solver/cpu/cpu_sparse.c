@@ -25,15 +25,7 @@ static void sort_i32(int32_t *a, int64_t n)
     /* insertion sort for the short rows, heap sort otherwise: rows of a product are tens to a
      * few hundred blocks */
     if (n <= 32) {
-        for (int64_t i = 1; i < n; i++) {
-            int32_t v = a[i];
-            int64_t j = i - 1;
-            while (j >= 0 && a[j] > v) {
-                a[j + 1] = a[j];
-                j--;
-            }
-            a[j + 1] = v;
-        }
+        hk_isort_i32(a, n);
         return;
     }
     for (int64_t start = n / 2 - 1;; start--) { /* heapify, then pop */

@@ -62,16 +62,8 @@ void hk_cholesky_free(hk_ksp *k)
 /* The block entry K(bi, bj) (its bs x bs values), or NULL when that block is not stored. */
 static const double *find_block(const hk_bcsr *K, int64_t bi, int64_t bj)
 {
-    int64_t lo = K->rowptr[bi], hi = K->rowptr[bi + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (K->colind[mid] < bj)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < K->rowptr[bi + 1] && K->colind[lo] == bj) return K->val + (size_t)lo * K->bs * K->bs;
-    return NULL;
+    const int64_t q = hk_find_block(K->rowptr, K->colind, bi, bj);
+    return q >= 0 ? K->val + (size_t)q * K->bs * K->bs : NULL;
 }
 
 /* CHOLMOD uses one triangle of K: the other must agree, or the answer would be for another

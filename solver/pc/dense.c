@@ -1,6 +1,7 @@
 /* Small dense kernels for preconditioner set-up: symmetric eigenproblem (Lanczos tridiagonal),
- * Cholesky (FSAI local systems), Householder least squares (SAI columns, LS polynomials).
- * Column-major, sizes of a few hundred at most; plain loops, no BLAS. */
+ * Cholesky (FSAI local systems, mlilu's last level), Householder least squares (SAI columns,
+ * LS polynomials). Column-major (the Cholesky also by rows), sizes of a few hundred at most
+ * (mlilu's last level a few thousand); plain loops, no BLAS. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,19 +68,23 @@ int hk_dense_symeig(int n, double *A, double *evals, double *V)
 #undef AA
 }
 
-int hk_dense_cholesky(int n, double *A)
+int64_t hk_dense_cholesky(int64_t n, double *A, int64_t rs, int64_t cs, double rtol, double *pivot)
 {
-#define AA(i, j) A[(size_t)(j)*n + (i)]
-    for (int j = 0; j < n; j++) {
-        double d = AA(j, j);
-        for (int k = 0; k < j; k++)
+#define AA(i, j) A[(size_t)(i) * (size_t)rs + (size_t)(j) * (size_t)cs]
+    for (int64_t j = 0; j < n; j++) {
+        const double a = AA(j, j), least = rtol > 0 ? rtol * fabs(a) : 0;
+        double d = a;
+        for (int64_t k = 0; k < j; k++)
             d -= AA(j, k) * AA(j, k);
-        if (!(d > 0)) return j;
+        if (!(isfinite(d) && d > least)) {
+            if (pivot) *pivot = d;
+            return j;
+        }
         d = sqrt(d);
         AA(j, j) = d;
-        for (int i = j + 1; i < n; i++) {
+        for (int64_t i = j + 1; i < n; i++) {
             double s = AA(i, j);
-            for (int k = 0; k < j; k++)
+            for (int64_t k = 0; k < j; k++)
                 s -= AA(i, k) * AA(j, k);
             AA(i, j) = s / d;
         }

@@ -682,23 +682,11 @@ static int dense_inverse_spd(const hk_csr *A, int level, const int64_t *orig, hk
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             D[i * n + A->colind[k]] = A->val[k];
-    for (int64_t c = 0; c < n; c++) { /* lower triangle of D becomes L (D = L L^T) */
-        const double a = D[c * n + c];
-        double p = a;
-        for (int64_t k = 0; k < c; k++)
-            p -= D[c * n + k] * D[c * n + k];
-        if (!(isfinite(p) && p > 1e-14 * fabs(a))) {
-            ierr = sym_pivot_error(p, level, orig[c]);
-            goto fail;
-        }
-        const double l = sqrt(p);
-        D[c * n + c] = l;
-        for (int64_t r = c + 1; r < n; r++) {
-            double s = D[r * n + c];
-            for (int64_t k = 0; k < c; k++)
-                s -= D[r * n + k] * D[c * n + k];
-            D[r * n + c] = s / l;
-        }
+    double p; /* lower triangle of D becomes L (D = L L^T), by rows */
+    const int64_t c = hk_dense_cholesky(n, D, n, 1, 1e-14, &p);
+    if (c >= 0) {
+        ierr = sym_pivot_error(p, level, orig[c]);
+        goto fail;
     }
     for (int64_t i = 0; i < n; i++) { /* L^-1 in place of the lower triangle, by columns */
         D[i * n + i] = 1 / D[i * n + i];

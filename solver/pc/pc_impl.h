@@ -83,10 +83,16 @@ int hk_pc_vec_from_host(const hk_backend_ops *be, int64_t n, hk_precision p, con
 /* Eigenvalues (ascending) and orthonormal eigenvectors (columns of V, may be NULL) of the
  * symmetric n x n matrix A (overwritten) by cyclic Jacobi rotations. */
 int hk_dense_symeig(int n, double *A, double *evals, double *V);
-/* Cholesky A = L L^T in place (lower triangle); returns the 0-based index of the first
- * non-positive pivot, or -1 on success. */
-int hk_dense_cholesky(int n, double *A);
-/* Solve L L^T x = b in place with the factor from hk_dense_cholesky. */
+/* Cholesky A = L L^T in place, left-looking on the lower triangle, entry (i, j) at
+ * A[i * rs + j * cs] (column-major: rs = 1, cs = the leading dimension; row-major: rs = the
+ * leading dimension, cs = 1, which keeps the dot products along memory). Entry (i, j) of L
+ * reads entries (<= i, <= j) only, summed in ascending order, so the factor of a leading block
+ * is the leading block of the factor. Stops at the first pivot d_j (a_jj less the squares of
+ * row j of L) that is not finite or not above rtol |a_jj|: returns j and *pivot = d_j (pivot
+ * may be NULL); -1 on success. */
+int64_t hk_dense_cholesky(int64_t n, double *A, int64_t rs, int64_t cs, double rtol, double *pivot);
+/* Solve L L^T x = b in place with the column-major factor (rs = 1, cs = n) from
+ * hk_dense_cholesky. */
 void hk_dense_cholesky_solve(int n, const double *L, double *b);
 /* Least squares min ||A x - b|| for m x n A (m >= n) by Householder QR; A and b are
  * overwritten, x (n) receives the solution. Returns the 0-based column whose R diagonal is
