@@ -20,6 +20,7 @@ static const hk_backend_ops *cpu_composed(void)
     be = hk_backend_cpu;
     be.cg_spmv = NULL;
     be.cg_update = NULL;
+    be.cg_iter = NULL;
     return &be;
 }
 
@@ -269,6 +270,134 @@ static void test_cg_spmv_equals_composed(void)
     hk_bcsr_free(&K);
 }
 
+/* ---- cg_iter ------------------------------------------------------------------------------ */
+
+typedef struct iter_out {
+    double *x, *r, *z, *p, *ap; /* z NULL without a diagonal */
+    double d[3];
+} iter_out;
+
+static void iter_free(iter_out *o)
+{
+    free(o->x), free(o->r), free(o->z), free(o->p), free(o->ap);
+}
+
+/* One cg iteration from the host values (fp64 vectors, the diagonal in dp, dp < 0: none; rz the
+ * previous r.z): by the CPU's cg_iter, or composed as cg composes it without one (the update,
+ * then p = z + beta p, A p and p.Ap by the generic ops). */
+static iter_out iterate(hk_mat *A, const upd_in *in, int dp, int fused, double alpha, double rz)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    const int64_t n = in->n;
+    hk_vec *x = vec_from(HK_FP64, n, in->x), *r = vec_from(HK_FP64, n, in->r),
+           *p = vec_from(HK_FP64, n, in->p), *ap = vec_from(HK_FP64, n, in->ap), *z = r,
+           *dinv = NULL;
+    if (dp >= 0) {
+        dinv = vec_from((hk_precision)dp, n, in->d);
+        HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &z));
+    }
+    iter_out o = {NULL, NULL, NULL, NULL, NULL, {0, 0, 0}};
+    if (fused) {
+        HK_ASSERT_OK(be->cg_iter(A, x, r, z, p, ap, dinv, alpha, rz, o.d));
+    } else {
+        HK_ASSERT_OK(be->vec_axpby(x, alpha, p, 1.0));
+        HK_ASSERT_OK(be->vec_axpby(r, -alpha, ap, 1.0));
+        if (dinv) {
+            if (dinv->prec == HK_FP64) {
+                HK_ASSERT_OK(be->vec_pointwise_mult(z, dinv, r));
+            } else {
+                hk_vec *rl, *zl;
+                HK_ASSERT_OK(hk_vec_create(be, n, HK_FP32, &rl));
+                HK_ASSERT_OK(hk_vec_create(be, n, HK_FP32, &zl));
+                HK_ASSERT_OK(be->vec_convert(rl, r));
+                HK_ASSERT_OK(be->vec_pointwise_mult(zl, dinv, rl));
+                HK_ASSERT_OK(be->vec_convert(z, zl));
+                hk_vec_destroy(rl), hk_vec_destroy(zl);
+            }
+        }
+        hk_vec *X[2] = {z, r};
+        HK_ASSERT_OK(be->vec_mdot(2, X, r, o.d));
+        HK_ASSERT_OK(be->vec_axpby(p, 1.0, z, o.d[0] / rz));
+        HK_ASSERT_OK(hk_mat_spmv(A, p, ap));
+        HK_ASSERT_OK(be->vec_dot(p, ap, &o.d[2]));
+    }
+    o.x = download(x), o.r = download(r), o.p = download(p), o.ap = download(ap);
+    o.z = dinv ? download(z) : NULL;
+    hk_vec_destroy(x), hk_vec_destroy(r), hk_vec_destroy(p), hk_vec_destroy(ap);
+    if (dinv) hk_vec_destroy(z), hk_vec_destroy(dinv);
+    return o;
+}
+
+/* Sizes with chunks shorter than the matrix's reach (each thread's rows read the entries of
+ * several others at 7 threads) and longer (the SpMV's interior rows first); formats with the
+ * row kernel (csr, bsr) and without (sbell: the op's two-pass form). */
+static void test_cg_iter_equals_composed(void)
+{
+    static const int dims[2][3] = {{5, 4, 3}, {16, 14, 12}};
+    static const hk_format fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL};
+    static const char *const dname[] = {"none", "fp64", "fp32"};
+    const int nt = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
+        const int64_t n = K.nbrows * K.bs;
+        upd_in in = {n,
+                     hk_test_rand_vec(n, 21),
+                     hk_test_rand_vec(n, 22),
+                     hk_test_rand_vec(n, 23),
+                     hk_test_rand_vec(n, 24),
+                     hk_test_rand_vec(n, 25)};
+        for (int64_t i = 0; i < n; i++)
+            in.d[i] = 1.0 + 0.5 * in.d[i];
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            hk_mat *A = NULL;
+            HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
+            for (int dp = -1; dp <= HK_FP32; dp++) {
+                const double alpha = 0.37, rz = 0.8 * (double)n;
+                iter_out fo = iterate(A, &in, dp, 1, alpha, rz),
+                         co = iterate(A, &in, dp, 0, alpha, rz);
+                const double e = 4 * DBL_EPSILON;
+                const int ok =
+                    hk_test_reldiff(fo.x, co.x, n) <= e && hk_test_reldiff(fo.r, co.r, n) <= e &&
+                    (dp < 0 || hk_test_reldiff(fo.z, co.z, n) <= e) &&
+                    hk_test_reldiff(fo.p, co.p, n) <= 1e-13 &&
+                    hk_test_reldiff(fo.ap, co.ap, n) <= 1e-12 && rel(fo.d[0], co.d[0]) <= 1e-13 &&
+                    rel(fo.d[1], co.d[1]) <= 1e-13 && rel(fo.d[2], co.d[2]) <= 1e-12;
+                if (!ok)
+                    fprintf(stderr,
+                            "\n  cg_iter n=%lld %s dinv %s: differs from the composed ops "
+                            "(p.Ap %.17g vs %.17g)",
+                            (long long)n, hk_format_name(fmts[f]), dname[dp + 1], fo.d[2], co.d[2]);
+                CU_ASSERT(ok);
+                /* the same digits for 1, 2 and 7 threads */
+                static const int threads[] = {1, 2, 7};
+                iter_out t[3];
+                for (int k = 0; k < 3; k++) {
+                    omp_set_num_threads(threads[k]);
+                    t[k] = iterate(A, &in, dp, 1, alpha, rz);
+                }
+                omp_set_num_threads(nt);
+                for (int k = 1; k < 3; k++) {
+                    const int same = same_bits(t[k].x, t[0].x, n) && same_bits(t[k].r, t[0].r, n) &&
+                                     same_bits(t[k].z, t[0].z, n) && same_bits(t[k].p, t[0].p, n) &&
+                                     same_bits(t[k].ap, t[0].ap, n) &&
+                                     !memcmp(t[k].d, t[0].d, sizeof t[0].d);
+                    if (!same)
+                        fprintf(stderr, "\n  cg_iter n=%lld %s dinv %s: %d threads differ from 1",
+                                (long long)n, hk_format_name(fmts[f]), dname[dp + 1], threads[k]);
+                    CU_ASSERT(same);
+                }
+                for (int k = 0; k < 3; k++)
+                    iter_free(&t[k]);
+                iter_free(&fo), iter_free(&co);
+            }
+            hk_mat_destroy(A);
+        }
+        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        hk_bcsr_free(&K);
+    }
+}
+
 /* ---- cg with and without the fused ops ------------------------------------------------------ */
 
 typedef struct cg_case {
@@ -374,4 +503,5 @@ static void test_cg_fused_and_composed(void)
 HK_SUITE(cg_fused,
          {"cg_update equals the composed ops, any thread count", test_update_equals_composed},
          {"cg_spmv equals the composed ops for every format", test_cg_spmv_equals_composed},
+         {"cg_iter equals the composed ops, any thread count", test_cg_iter_equals_composed},
          {"cg with and without the fused ops solves to ones", test_cg_fused_and_composed})

@@ -332,6 +332,8 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
 int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap);
 int hk_cpu_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
                      const hk_vec *dinv, double alpha, double *d);
+int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec *Ap,
+                   const hk_vec *dinv, double alpha, double rz, double *d);
 int hk_cpu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
 int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
                            const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
@@ -422,6 +424,7 @@ const hk_backend_ops hk_backend_cpu = {
     .pipecg_gv_step = hk_cpu_pipecg_gv_step,
     .cg_spmv = hk_cpu_cg_spmv,
     .cg_update = hk_cpu_cg_update,
+    .cg_iter = hk_cpu_cg_iter,
     .spmv_dot2 = hk_cpu_spmv_dot2,
     .spmv_mdot = hk_cpu_spmv_mdot,
     .pipebicg_s = hk_cpu_pipebicg_s,

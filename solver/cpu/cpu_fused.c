@@ -7,6 +7,8 @@
  * an SpMV's chunks are whole block rows, hk_cpu_chunk_begin of the block-row count. */
 #include <math.h>
 #include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "cpu_impl.h"
@@ -378,20 +380,137 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
 
 /* ---- classical CG ----------------------------------------------------------------------- */
 
-/* Rows of cg_spmv's SpMV swept at once before their dot products: 8192 rows of p and Ap
- * (128 KB) stay in L2. */
+/* Rows of an SpMV swept at once before their dot products: 8192 rows of p and Ap (128 KB)
+ * stay in L2. */
 #define HK_CG_GROUP_ROWS 8192
 
-/* p = z + beta p over [i0, i1) (vec_axpby's arithmetic; beta = 0: vec_copy's). */
-ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *restrict zv,
-                                      double beta, double *restrict pv)
+/* The ops below share one layout: thread t of nt owns the chunks [c0, c1) = [256 t / nt,
+ * 256 (t + 1) / nt) of the matrix's (block) rows, for the element-wise work as for the SpMV, so
+ * each thread reads and writes the same entries of every vector in every pass (the pages it
+ * placed, cpu_alloc), and an SpMV row range needs other threads' entries of p only where the
+ * matrix reaches there. */
+typedef struct cg_part {
+    int t, nt, c0, c1;
+    int64_t e0, e1; /* the thread's entries of every vector */
+} cg_part;
+
+static inline cg_part cg_part_of(const hk_mat *A, int64_t n, int t, int nt)
 {
-    if (beta == 0.0)
+    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
+    const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
+    return (cg_part){
+        t, nt, c0, c1, hk_cpu_chunk_begin(n / bs, c0) * bs, hk_cpu_chunk_begin(n / bs, c1) * bs};
+}
+
+/* SpMV rows and p.Ap of chunks [g0, g1) in groups of G chunks: each group's rows in one sweep
+ * (a dot product after every chunk broke the matrix streams: +5 % over the plain SpMV on 81k
+ * DOFs, one thread), then each chunk's sum while the group is in cache (spmv_mdot's sums, each
+ * chunk its own, so neither grouping nor order changes them). */
+static void cg_sweep(const hk_mat *A, int64_t n, const double *pv, double *av, double *part, int g0,
+                     int g1, int G)
+{
+    for (int g = g0; g < g1; g += G) {
+        const int g1_ = g + G < g1 ? g + G : g1;
+        int64_t b0, b1, e0, e1, i0, i1;
+        spmv_chunk(A, n, g, &b0, &b1, &i0, &i1);
+        spmv_chunk(A, n, g1_ - 1, &e0, &e1, &i0, &i1);
+        hk_cpu_spmv_rows(A, pv, av, b0, e1);
+        for (int c = g; c < g1_; c++) {
+            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            const double *wv[1] = {pv};
+            mdot_chunk(i0, i1, av, wv, &part[c], 1);
+        }
+    }
+}
+
+/* Ap = A p and p.Ap's chunk sums for the thread's chunks, right after the thread wrote its own
+ * entries of p and set ready[t]: first the longest run of its chunks whose rows read only its
+ * own entries, then, once every thread whose entries the other rows read has set its flag, the
+ * rest. No barrier: a thread waits only for the threads its rows reach, and only after its
+ * own interior rows, by when they have long finished their (shorter) update of p. Without the
+ * column reach of the chunks (has_reach unset) the wait covers every thread; ready NULL: the
+ * team has passed a barrier after writing p. */
+static void cg_spmv_part(const hk_mat *A, int64_t n, const cg_part *q, const double *pv, double *av,
+                         double *part, atomic_int *ready)
+{
+    const hk_cpu_mat *m = A->bdata;
+    const int bs = m->F.bs;
+    const int64_t per = n / HK_CPU_CHUNKS + 1;
+    const int G = (int)(HK_CG_GROUP_ROWS / per > 1 ? HK_CG_GROUP_ROWS / per : 1);
+    const int64_t P0 = q->e0 / bs, P1 = q->e1 / bs; /* own (block) columns */
+    int ca = q->c0, cb = q->c0;                     /* the longest interior run */
+    int64_t lo = INT64_MAX, hi = -1;                /* columns read by the other chunks */
+    if (m->has_reach) {
+        for (int c = q->c0; c < q->c1;) {
+            if (m->reach_lo[c] >= P0 && m->reach_hi[c] < P1) {
+                int e = c;
+                while (e < q->c1 && m->reach_lo[e] >= P0 && m->reach_hi[e] < P1)
+                    e++;
+                if (e - c > cb - ca) ca = c, cb = e;
+                c = e;
+            } else {
+                c++;
+            }
+        }
+        for (int c = q->c0; c < q->c1; c++)
+            if (c < ca || c >= cb) {
+                lo = m->reach_lo[c] < lo ? m->reach_lo[c] : lo;
+                hi = m->reach_hi[c] > hi ? m->reach_hi[c] : hi;
+            }
+    } else {
+        lo = 0;
+        hi = INT64_MAX;
+    }
+    cg_sweep(A, n, pv, av, part, ca, cb, G);
+    if (ready && hi >= lo)
+        for (int u = 0; u < q->nt; u++) {
+            const cg_part o = cg_part_of(A, n, u, q->nt);
+            if (u == q->t || o.e1 / bs <= lo || o.e0 / bs > hi) continue;
+            while (!atomic_load_explicit(&ready[u], memory_order_acquire))
+                sched_yield();
+        }
+    cg_sweep(A, n, pv, av, part, q->c0, ca, G);
+    cg_sweep(A, n, pv, av, part, cb, q->c1, G);
+}
+
+/* x += alpha p (X: x given; alpha p + x, vec_axpby's arithmetic), then p = z + beta p over
+ * [i0, i1) (vec_axpby's; beta = 0: vec_copy's, the old p not read). */
+ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *restrict zv,
+                                      double beta, double *restrict pv, double *restrict xv,
+                                      double alpha, const int X)
+{
+    if (X)
+        for (int64_t i = i0; i < i1; i++) {
+            const double pi = pv[i];
+            xv[i] = alpha * pi + xv[i];
+            pv[i] = zv[i] + beta * pi;
+        }
+    else if (beta == 0.0)
         for (int64_t i = i0; i < i1; i++)
             pv[i] = zv[i];
     else
         for (int64_t i = i0; i < i1; i++)
             pv[i] = zv[i] + beta * pv[i];
+}
+
+/* The flags of the threads that have written their part of p (at most one per chunk; a team
+ * larger than that synchronises with a barrier instead). */
+#define CG_READY_INIT(ready)                                                                       \
+    for (int u_ = 0; u_ < HK_CPU_CHUNKS; u_++)                                                     \
+    atomic_init(&(ready)[u_], 0)
+
+/* Inside the region, once the thread has written its entries of p: its flag, then its SpMV
+ * rows and chunk sums of p.Ap. */
+static inline void cg_spmv_after(const hk_mat *A, int64_t n, const cg_part *q, const double *pv,
+                                 double *av, double *part, atomic_int *ready)
+{
+    if (q->nt > HK_CPU_CHUNKS) {
+#pragma omp barrier
+        ready = NULL;
+    } else {
+        atomic_store_explicit(&ready[q->t], 1, memory_order_release);
+    }
+    if (q->c1 > q->c0) cg_spmv_part(A, n, q, pv, av, part, ready);
 }
 
 int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap)
@@ -410,53 +529,32 @@ int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *A
     const double *zv = z ? z->data : NULL;
     double *pv = p->data, *av = Ap->data;
     double part[HK_CPU_CHUNKS];
-    /* chunks per group: about HK_CG_GROUP_ROWS rows */
-    const int64_t per = n / HK_CPU_CHUNKS + 1;
-    const int G = (int)(HK_CG_GROUP_ROWS / per > 1 ? HK_CG_GROUP_ROWS / per : 1);
-    /* One region: each thread updates p over its chunks, then (after the barrier that reads of
-     * other threads' p need) multiplies the same rows while its part of p is still in cache,
-     * a group of chunks in one sweep, and reduces p.Ap over the group's chunks (the sums of
-     * spmv_mdot's mdot_chunk, each chunk its own, so the grouping does not change them).
-     * A dot product after every chunk broke the SpMV's streams at each of the 256 chunks:
-     * measured +5 % over the plain SpMV on 81k DOFs, one thread. */
+    atomic_int ready[HK_CPU_CHUNKS];
+    CG_READY_INIT(ready);
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
-        if (zv) {
-            cg_direction_chunk(hk_cpu_chunk_begin(n, c0), hk_cpu_chunk_begin(n, c1), zv, beta, pv);
-#pragma omp barrier
-        }
-        for (int g = c0; g < c1; g += G) {
-            const int g1 = g + G < c1 ? g + G : c1;
-            int64_t b0, b1, i0, i1;
-            spmv_chunk(A, n, g, &b0, &b1, &i0, &i1);
-            int64_t e0, e1, j0, j1;
-            spmv_chunk(A, n, g1 - 1, &e0, &e1, &j0, &j1);
-            hk_cpu_spmv_rows(A, pv, av, b0, e1);
-            for (int c = g; c < g1; c++) {
-                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-                const double *wv[1] = {pv};
-                mdot_chunk(i0, i1, av, wv, &part[c], 1);
-            }
-        }
+        const cg_part q = cg_part_of(A, n, t, nt);
+        if (zv) cg_direction_chunk(q.e0, q.e1, zv, beta, pv, NULL, 0.0, 0);
+        cg_spmv_after(A, n, &q, pv, av, part, ready);
     }
     *pap = hk_cpu_chunk_sum(part);
     return 0;
 }
 
-/* One chunk of cg_update for vectors of type T and a diagonal of type D; P: dinv is given (a
- * literal at each call). The arithmetic is vec_axpby's, hk_pc_apply's and vec_dot's, element
- * by element and lane by lane: the composed ops' digits (unless a compiler contracts one side
- * into multiply-adds and not the other). */
+/* One chunk of cg_update for vectors of type T and a diagonal of type D; P: dinv is given, X: x
+ * is updated here (literals at each call). The arithmetic is vec_axpby's, hk_pc_apply's and
+ * vec_dot's, element by element and lane by lane: the composed ops' digits (unless a compiler
+ * contracts one side into multiply-adds and not the other). */
 #define CG_UPDATE_CHUNK(name, T, D)                                                                \
     ALWAYS_INLINE void name(int64_t i0, int64_t i1, double alpha, T *restrict xv, T *restrict rv,  \
                             T *restrict zv, const T *restrict pv, const T *restrict apv,           \
-                            const D *restrict dv, double *srz, double *srr, const int P)           \
+                            const D *restrict dv, double *srz, double *srr, const int P,           \
+                            const int X)                                                           \
     {                                                                                              \
         double rz[HK_CPU_LANES] = {0}, rr[HK_CPU_LANES] = {0};                                     \
         HK_CPU_LANE_FOR(i0, i1, i, l, {                                                            \
-            xv[i] = (T)(alpha * pv[i] + xv[i]);                                                    \
+            if (X) xv[i] = (T)(alpha * pv[i] + xv[i]);                                             \
             const T ri = (T)(-alpha * apv[i] + rv[i]);                                             \
             rv[i] = ri;                                                                            \
             rr[l] += (double)ri * (double)ri;                                                      \
@@ -495,19 +593,72 @@ int hk_cpu_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_
         const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
         double *sz = &prz[c], *sr = &prr[c];
         if (f64 && !dv)
-            cg_chunk_dd(i0, i1, alpha, xv, rv, NULL, pv, apv, NULL, sz, sr, 0);
+            cg_chunk_dd(i0, i1, alpha, xv, rv, NULL, pv, apv, NULL, sz, sr, 0, 1);
         else if (f64 && d64)
-            cg_chunk_dd(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+            cg_chunk_dd(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1, 1);
         else if (f64)
-            cg_chunk_ds(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+            cg_chunk_ds(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1, 1);
         else if (!dv)
-            cg_chunk_ss(i0, i1, alpha, xv, rv, NULL, pv, apv, NULL, sz, sr, 0);
+            cg_chunk_ss(i0, i1, alpha, xv, rv, NULL, pv, apv, NULL, sz, sr, 0, 1);
         else if (d64)
-            cg_chunk_sd(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+            cg_chunk_sd(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1, 1);
         else
-            cg_chunk_ss(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1);
+            cg_chunk_ss(i0, i1, alpha, xv, rv, zv, pv, apv, dv, sz, sr, 1, 1);
     }
     d[0] = hk_cpu_chunk_sum(prz);
     d[1] = hk_cpu_chunk_sum(prr);
+    return 0;
+}
+
+int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec *Ap,
+                   const hk_vec *dinv, double alpha, double rz, double *d)
+{
+    const int64_t n = x->n;
+    if (!hk_cpu_spmv_has_rows(A) || x->prec != HK_FP64) {
+        /* no row-range kernel (fp32, ELL/SELL/PCSR): the update, then the next direction */
+        HK_CALL(hk_cpu_cg_update(x, r, z, p, Ap, dinv, alpha, d));
+        return hk_cpu_cg_spmv(A, dinv ? z : r, d[0] / rz, p, Ap, &d[2]);
+    }
+    HK_CALL(spmv_args(A, p, Ap));
+    HK_CHECK(r->prec == HK_FP64 && r->n == n && p->n == n &&
+                 (!dinv || (z->prec == HK_FP64 && z->n == n && dinv->n == n)),
+             HK_ERR_ARG, "cg_iter: x, r, z, p and Ap must be fp64 vectors of one length (%lld)",
+             (long long)n);
+    HK_CHECK(!dinv || (z->data != r->data && z->data != p->data), HK_ERR_ARG,
+             "cg_iter: z must be a vector other than r and p when dinv is given");
+    const int d64 = dinv && dinv->prec == HK_FP64;
+    double *xv = x->data, *rv = r->data, *pv = p->data, *av = Ap->data;
+    double *zv = dinv ? z->data : rv;
+    const void *dv = dinv ? dinv->data : NULL;
+    double prz[HK_CPU_CHUNKS], prr[HK_CPU_CHUNKS], ppap[HK_CPU_CHUNKS];
+    atomic_int ready[HK_CPU_CHUNKS];
+    CG_READY_INIT(ready);
+    /* One region, one barrier: r and z of the thread's chunks and their sums; the barrier
+     * (beta needs every chunk's r.z); x and p of the same entries, reading p once for both;
+     * the SpMV of the same rows (cg_spmv_after). Every thread adds the chunk sums of r.z in
+     * the same order, so all see the same beta. */
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const cg_part q = cg_part_of(A, n, t, nt);
+        for (int c = q.c0; c < q.c1; c++) {
+            int64_t b0, b1, i0, i1;
+            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            double *sz = &prz[c], *sr = &prr[c];
+            if (!dv)
+                cg_chunk_dd(i0, i1, alpha, NULL, rv, NULL, NULL, av, NULL, sz, sr, 0, 0);
+            else if (d64)
+                cg_chunk_dd(i0, i1, alpha, NULL, rv, zv, NULL, av, dv, sz, sr, 1, 0);
+            else
+                cg_chunk_ds(i0, i1, alpha, NULL, rv, zv, NULL, av, dv, sz, sr, 1, 0);
+        }
+#pragma omp barrier
+        const double beta = hk_cpu_chunk_sum(prz) / rz;
+        cg_direction_chunk(q.e0, q.e1, zv, beta, pv, xv, alpha, 1);
+        cg_spmv_after(A, n, &q, pv, av, ppap, ready);
+    }
+    d[0] = hk_cpu_chunk_sum(prz);
+    d[1] = hk_cpu_chunk_sum(prr);
+    d[2] = hk_cpu_chunk_sum(ppap);
     return 0;
 }
