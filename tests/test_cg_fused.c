@@ -1,5 +1,6 @@
-/* cg's two backend ops (cg_spmv, cg_update) against the generic ops that cg composes
- * where a backend lacks them: the same numbers to rounding without a preconditioner and with
+/* cg's backend ops (cg_spmv, cg_update, cg_iter) and the pipelined methods' SpMV with dot
+ * products (spmv_dot2, spmv_mdot) against the generic ops that a method composes where a
+ * backend lacks them: the same numbers to rounding without a preconditioner and with
  * Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi under
  * fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
  * without them solving K x = K 1 to x = ones. */
@@ -398,6 +399,90 @@ static void test_cg_iter_equals_composed(void)
     }
 }
 
+/* ---- the pipelined methods' SpMV with dot products ----------------------------------------- */
+
+typedef struct sdot_out {
+    double *y;
+    double s[7]; /* spmv_dot2's PAP, APZ, ZAP, then spmv_mdot's k = 4 sums */
+} sdot_out;
+
+/* spmv_dot2 (dinv and r given) and spmv_mdot (k = 4, W[3] = y itself) on p: by the CPU ops, or
+ * composed (hk_mat_spmv, then vec_dot on the definitions). */
+static sdot_out spmv_dots(hk_mat *A, const double *hp, const double *hr, const double *hd,
+                          int64_t n, int fused)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    hk_vec *p = vec_from(HK_FP64, n, hp), *r = vec_from(HK_FP64, n, hr),
+           *d = vec_from(HK_FP64, n, hd), *y = NULL, *t = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &y));
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &t));
+    sdot_out o = {NULL, {0}};
+    const hk_vec *W[4] = {p, r, d, y};
+    if (fused) {
+        double S[HK_S_MAX];
+        const int slot[4] = {20, 21, 22, 23};
+        HK_ASSERT_OK(be->spmv_dot2(A, p, y, d, r, S));
+        o.s[0] = S[HK_S_PAP], o.s[1] = S[HK_S_APZ], o.s[2] = S[HK_S_ZAP];
+        HK_ASSERT_OK(be->spmv_mdot(A, p, y, 4, W, S, slot));
+        for (int j = 0; j < 4; j++)
+            o.s[3 + j] = S[20 + j];
+    } else {
+        HK_ASSERT_OK(hk_mat_spmv(A, p, y));
+        HK_ASSERT_OK(be->vec_dot(p, y, &o.s[0]));
+        HK_ASSERT_OK(be->vec_pointwise_mult(t, d, y)); /* dinv .* Ap */
+        HK_ASSERT_OK(be->vec_dot(y, t, &o.s[1]));
+        HK_ASSERT_OK(be->vec_dot(r, t, &o.s[2]));
+        for (int j = 0; j < 4; j++)
+            HK_ASSERT_OK(be->vec_dot(W[j], y, &o.s[3 + j]));
+    }
+    o.y = download(y);
+    hk_vec_destroy(p), hk_vec_destroy(r), hk_vec_destroy(d), hk_vec_destroy(y), hk_vec_destroy(t);
+    return o;
+}
+
+static void test_spmv_dots_equal_composed(void)
+{
+    static const int dims[2][3] = {{5, 4, 3}, {16, 14, 12}};
+    static const hk_format fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL};
+    const int nt = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
+        const int64_t n = K.nbrows * K.bs;
+        double *hp = hk_test_rand_vec(n, 31), *hr = hk_test_rand_vec(n, 32),
+               *hd = hk_test_rand_vec(n, 33);
+        for (int64_t i = 0; i < n; i++)
+            hd[i] = 1.0 + 0.5 * hd[i];
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            hk_mat *A = NULL;
+            HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
+            sdot_out fo = spmv_dots(A, hp, hr, hd, n, 1), co = spmv_dots(A, hp, hr, hd, n, 0);
+            int ok = hk_test_reldiff(fo.y, co.y, n) <= 1e-13;
+            for (int j = 0; j < 7; j++)
+                ok = ok && rel(fo.s[j], co.s[j]) <= 1e-12;
+            if (!ok)
+                fprintf(stderr, "\n  spmv_dot2/spmv_mdot n=%lld %s: differ from the composed ops",
+                        (long long)n, hk_format_name(fmts[f]));
+            CU_ASSERT(ok);
+            static const int threads[] = {1, 2, 7};
+            sdot_out t[3];
+            for (int k = 0; k < 3; k++) {
+                omp_set_num_threads(threads[k]);
+                t[k] = spmv_dots(A, hp, hr, hd, n, 1);
+            }
+            omp_set_num_threads(nt);
+            for (int k = 1; k < 3; k++)
+                CU_ASSERT(same_bits(t[k].y, t[0].y, n) && !memcmp(t[k].s, t[0].s, sizeof t[0].s));
+            for (int k = 0; k < 3; k++)
+                free(t[k].y);
+            free(fo.y), free(co.y);
+            hk_mat_destroy(A);
+        }
+        free(hp), free(hr), free(hd);
+        hk_bcsr_free(&K);
+    }
+}
+
 /* ---- cg with and without the fused ops ------------------------------------------------------ */
 
 typedef struct cg_case {
@@ -504,4 +589,6 @@ HK_SUITE(cg_fused,
          {"cg_update equals the composed ops, any thread count", test_update_equals_composed},
          {"cg_spmv equals the composed ops for every format", test_cg_spmv_equals_composed},
          {"cg_iter equals the composed ops, any thread count", test_cg_iter_equals_composed},
+         {"spmv_dot2 and spmv_mdot equal the composed ops, any thread count",
+          test_spmv_dots_equal_composed},
          {"cg with and without the fused ops solves to ones", test_cg_fused_and_composed})

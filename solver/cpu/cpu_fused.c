@@ -53,6 +53,43 @@ static int spmv_args(hk_mat *A, const hk_vec *x, hk_vec *y)
     return 0;
 }
 
+/* Rows of an SpMV swept at once before their dot products: 8192 rows of p and Ap (128 KB)
+ * stay in L2. */
+#define HK_SPMV_GROUP_ROWS 8192
+
+/* The SpMV ops share one layout: thread t of nt owns the chunks [c0, c1) = [256 t / nt,
+ * 256 (t + 1) / nt) of the matrix's (block) rows, for the element-wise work as for the SpMV, so
+ * each thread reads and writes the same entries of every vector in every pass (the pages it
+ * placed, cpu_alloc), and an SpMV row range needs other threads' entries of p only where the
+ * matrix reaches there. */
+typedef struct row_part {
+    int t, nt, c0, c1;
+    int64_t e0, e1; /* the thread's entries of every vector */
+} row_part;
+
+static inline row_part row_part_of(const hk_mat *A, int64_t n, int t, int nt)
+{
+    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
+    const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
+    return (row_part){
+        t, nt, c0, c1, hk_cpu_chunk_begin(n / bs, c0) * bs, hk_cpu_chunk_begin(n / bs, c1) * bs};
+}
+
+/* Chunks per sweep of about HK_SPMV_GROUP_ROWS rows for an SpMV of n rows. */
+static inline int group_chunks(int64_t n)
+{
+    const int64_t per = n / HK_CPU_CHUNKS + 1;
+    return (int)(HK_SPMV_GROUP_ROWS / per > 1 ? HK_SPMV_GROUP_ROWS / per : 1);
+}
+
+/* Block rows [*b0, *e1) of chunks [g, g1). */
+static inline void group_rows(const hk_mat *A, int64_t n, int g, int g1, int64_t *b0, int64_t *e1)
+{
+    int64_t b1, e0, i0, i1;
+    spmv_chunk(A, n, g, b0, &b1, &i0, &i1);
+    spmv_chunk(A, n, g1 - 1, &e0, e1, &i0, &i1);
+}
+
 /* ---- pipelined CG ----------------------------------------------------------------------- */
 
 /* One chunk of the pipecg update; D: a Jacobi diagonal is given (a literal at each call). */
@@ -135,20 +172,30 @@ int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
     const double *pv = p->data, *dv = dinv ? dinv->data : NULL, *rv = r ? r->data : NULL;
     double *av = Ap->data;
     double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        int64_t b0, b1, i0, i1;
-        spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-        if (fused) hk_cpu_spmv_rows(A, pv, av, b0, b1);
-        double *s1 = &ppap[c], *s2 = &papz[c], *s3 = &pzap[c];
-        if (dv && rv)
-            dot2_chunk(i0, i1, pv, av, dv, rv, s1, s2, s3, 1, 1);
-        else if (dv)
-            dot2_chunk(i0, i1, pv, av, dv, NULL, s1, s2, s3, 1, 0);
-        else if (rv)
-            dot2_chunk(i0, i1, pv, av, NULL, rv, s1, s2, s3, 0, 1);
-        else
-            dot2_chunk(i0, i1, pv, av, NULL, NULL, s1, s2, s3, 0, 0);
+    const int G = group_chunks(n);
+#pragma omp parallel
+    {
+        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        for (int g = q.c0; g < q.c1; g += G) {
+            const int g1 = g + G < q.c1 ? g + G : q.c1;
+            int64_t b0, b1, i0, i1;
+            if (fused) {
+                group_rows(A, n, g, g1, &b0, &b1);
+                hk_cpu_spmv_rows(A, pv, av, b0, b1);
+            }
+            for (int c = g; c < g1; c++) {
+                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+                double *s1 = &ppap[c], *s2 = &papz[c], *s3 = &pzap[c];
+                if (dv && rv)
+                    dot2_chunk(i0, i1, pv, av, dv, rv, s1, s2, s3, 1, 1);
+                else if (dv)
+                    dot2_chunk(i0, i1, pv, av, dv, NULL, s1, s2, s3, 1, 0);
+                else if (rv)
+                    dot2_chunk(i0, i1, pv, av, NULL, rv, s1, s2, s3, 0, 1);
+                else
+                    dot2_chunk(i0, i1, pv, av, NULL, NULL, s1, s2, s3, 0, 0);
+            }
+        }
     }
     S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
     S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
@@ -194,26 +241,36 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
     for (int j = 0; j < k; j++)
         wv[j] = W[j]->data;
     double part[4][HK_CPU_CHUNKS];
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
-        int64_t b0, b1, i0, i1;
-        spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-        if (fused) hk_cpu_spmv_rows(A, xv, yv, b0, b1);
-        switch (k) {
-        case 1:
-            mdot_chunk(i0, i1, yv, wv, &part[0][c], 1);
-            break;
-        case 2:
-            mdot_chunk(i0, i1, yv, wv, &part[0][c], 2);
-            break;
-        case 3:
-            mdot_chunk(i0, i1, yv, wv, &part[0][c], 3);
-            break;
-        case 4:
-            mdot_chunk(i0, i1, yv, wv, &part[0][c], 4);
-            break;
-        default:
-            break;
+    const int G = group_chunks(n);
+#pragma omp parallel
+    {
+        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        for (int g = q.c0; g < q.c1; g += G) {
+            const int g1 = g + G < q.c1 ? g + G : q.c1;
+            int64_t b0, b1, i0, i1;
+            if (fused) {
+                group_rows(A, n, g, g1, &b0, &b1);
+                hk_cpu_spmv_rows(A, xv, yv, b0, b1);
+            }
+            for (int c = g; c < g1; c++) {
+                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+                switch (k) {
+                case 1:
+                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 1);
+                    break;
+                case 2:
+                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 2);
+                    break;
+                case 3:
+                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 3);
+                    break;
+                case 4:
+                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 4);
+                    break;
+                default:
+                    break;
+                }
+            }
         }
     }
     for (int j = 0; j < k; j++)
@@ -380,28 +437,6 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
 
 /* ---- classical CG ----------------------------------------------------------------------- */
 
-/* Rows of an SpMV swept at once before their dot products: 8192 rows of p and Ap (128 KB)
- * stay in L2. */
-#define HK_CG_GROUP_ROWS 8192
-
-/* The ops below share one layout: thread t of nt owns the chunks [c0, c1) = [256 t / nt,
- * 256 (t + 1) / nt) of the matrix's (block) rows, for the element-wise work as for the SpMV, so
- * each thread reads and writes the same entries of every vector in every pass (the pages it
- * placed, cpu_alloc), and an SpMV row range needs other threads' entries of p only where the
- * matrix reaches there. */
-typedef struct cg_part {
-    int t, nt, c0, c1;
-    int64_t e0, e1; /* the thread's entries of every vector */
-} cg_part;
-
-static inline cg_part cg_part_of(const hk_mat *A, int64_t n, int t, int nt)
-{
-    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
-    const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
-    return (cg_part){
-        t, nt, c0, c1, hk_cpu_chunk_begin(n / bs, c0) * bs, hk_cpu_chunk_begin(n / bs, c1) * bs};
-}
-
 /* SpMV rows and p.Ap of chunks [g0, g1) in groups of G chunks: each group's rows in one sweep
  * (a dot product after every chunk broke the matrix streams: +5 % over the plain SpMV on 81k
  * DOFs, one thread), then each chunk's sum while the group is in cache (spmv_mdot's sums, each
@@ -411,9 +446,8 @@ static void cg_sweep(const hk_mat *A, int64_t n, const double *pv, double *av, d
 {
     for (int g = g0; g < g1; g += G) {
         const int g1_ = g + G < g1 ? g + G : g1;
-        int64_t b0, b1, e0, e1, i0, i1;
-        spmv_chunk(A, n, g, &b0, &b1, &i0, &i1);
-        spmv_chunk(A, n, g1_ - 1, &e0, &e1, &i0, &i1);
+        int64_t b0, b1, e1, i0, i1;
+        group_rows(A, n, g, g1_, &b0, &e1);
         hk_cpu_spmv_rows(A, pv, av, b0, e1);
         for (int c = g; c < g1_; c++) {
             spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
@@ -430,13 +464,12 @@ static void cg_sweep(const hk_mat *A, int64_t n, const double *pv, double *av, d
  * own interior rows, by when they have long finished their (shorter) update of p. Without the
  * column reach of the chunks (has_reach unset) the wait covers every thread; ready NULL: the
  * team has passed a barrier after writing p. */
-static void cg_spmv_part(const hk_mat *A, int64_t n, const cg_part *q, const double *pv, double *av,
-                         double *part, atomic_int *ready)
+static void cg_spmv_part(const hk_mat *A, int64_t n, const row_part *q, const double *pv,
+                         double *av, double *part, atomic_int *ready)
 {
     const hk_cpu_mat *m = A->bdata;
     const int bs = m->F.bs;
-    const int64_t per = n / HK_CPU_CHUNKS + 1;
-    const int G = (int)(HK_CG_GROUP_ROWS / per > 1 ? HK_CG_GROUP_ROWS / per : 1);
+    const int G = group_chunks(n);
     const int64_t P0 = q->e0 / bs, P1 = q->e1 / bs; /* own (block) columns */
     int ca = q->c0, cb = q->c0;                     /* the longest interior run */
     int64_t lo = INT64_MAX, hi = -1;                /* columns read by the other chunks */
@@ -464,7 +497,7 @@ static void cg_spmv_part(const hk_mat *A, int64_t n, const cg_part *q, const dou
     cg_sweep(A, n, pv, av, part, ca, cb, G);
     if (ready && hi >= lo)
         for (int u = 0; u < q->nt; u++) {
-            const cg_part o = cg_part_of(A, n, u, q->nt);
+            const row_part o = row_part_of(A, n, u, q->nt);
             if (u == q->t || o.e1 / bs <= lo || o.e0 / bs > hi) continue;
             while (!atomic_load_explicit(&ready[u], memory_order_acquire))
                 sched_yield();
@@ -501,7 +534,7 @@ ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *rest
 
 /* Inside the region, once the thread has written its entries of p: its flag, then its SpMV
  * rows and chunk sums of p.Ap. */
-static inline void cg_spmv_after(const hk_mat *A, int64_t n, const cg_part *q, const double *pv,
+static inline void cg_spmv_after(const hk_mat *A, int64_t n, const row_part *q, const double *pv,
                                  double *av, double *part, atomic_int *ready)
 {
     if (q->nt > HK_CPU_CHUNKS) {
@@ -534,7 +567,7 @@ int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *A
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const cg_part q = cg_part_of(A, n, t, nt);
+        const row_part q = row_part_of(A, n, t, nt);
         if (zv) cg_direction_chunk(q.e0, q.e1, zv, beta, pv, NULL, 0.0, 0);
         cg_spmv_after(A, n, &q, pv, av, part, ready);
     }
@@ -640,7 +673,7 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const cg_part q = cg_part_of(A, n, t, nt);
+        const row_part q = row_part_of(A, n, t, nt);
         for (int c = q.c0; c < q.c1; c++) {
             int64_t b0, b1, i0, i1;
             spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
