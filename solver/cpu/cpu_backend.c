@@ -35,15 +35,19 @@ static int cpu_alloc(void **p, size_t bytes)
     if (posix_memalign(&q, 64, sz ? sz : 64))
         return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                             "out of host memory allocating %zu bytes", bytes);
-    /* First touch of large arrays (vectors) by all threads with a static schedule, as the
-     * kernels read them: on a NUMA host the pages spread over the nodes of their users
-     * instead of all landing on the node of the thread that uploads. */
+    /* First touch of large arrays (vectors) by all threads, each its HK_CPU_CHUNKS chunks as
+     * the fused ops and the SpMV divide them: on a NUMA host the pages spread over the nodes
+     * of their users instead of all landing on the node of the thread that uploads. */
     if (sz >= ((size_t)1 << 20)) {
         double *d = q;
         const int64_t nd = (int64_t)(sz / sizeof *d);
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < nd; i++)
-            d[i] = 0.0;
+#pragma omp parallel
+        {
+            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            const int64_t i1 = hk_cpu_chunk_begin(nd, HK_CPU_CHUNKS * (t + 1) / nt);
+            for (int64_t i = hk_cpu_chunk_begin(nd, HK_CPU_CHUNKS * t / nt); i < i1; i++)
+                d[i] = 0.0;
+        }
     }
     *p = q;
     return 0;
