@@ -58,7 +58,8 @@ static void cg_usage(FILE *f)
             "On the CPU: the host's copy bandwidth (STREAM-like, same run) and the CPU SpMV\n"
             "(csr, bsr) as effective bandwidth and its share of the copy, cg per iteration\n"
             "against one csr SpMV, and the ops of an iteration (cg_iter, cg_spmv, cg_update,\n"
-            "pipecg_update, spmv_dot2) each timed alone on the same csr matrix and vectors:\n"
+            "pipecg_step, pipecg_update, spmv_dot2) each timed alone on the same csr matrix and "
+            "vectors:\n"
             "bytes they must move, GB/s, share of the copy and time against the SpMV.\n");
 }
 
@@ -201,6 +202,7 @@ typedef enum {
     OP_CG_SPMV,     /* cg: p = z + beta p, Ap = A p, p.Ap */
     OP_CG_UPDATE,   /* cg, pc=none: x += alpha p, r -= alpha Ap, r.r */
     OP_CG_UPDATE_J, /* cg, pc=jacobi: the same plus z = dinv .* r and r.z */
+    OP_PIPE_STEP,   /* pipecg, pc=none: its whole iteration (pipecg_update, then spmv_dot2) */
     OP_PIPE_UPDATE, /* pipecg, pc=none: x, r, p and r.r, r.z */
     OP_PIPE_SPMV,   /* pipecg: Ap = A p with p.Ap, Ap.Ap, r.Ap */
     OP_COUNT
@@ -212,6 +214,7 @@ static const char *const cpu_op_name[OP_COUNT] = {"csr SpMV",
                                                   "cg_spmv",
                                                   "cg_update (pc=none)",
                                                   "cg_update (pc=jacobi)",
+                                                  "pipecg_step (pc=none)",
                                                   "pipecg_update",
                                                   "spmv_dot2"};
 
@@ -242,10 +245,13 @@ static int op_once(void *c)
         return be->cg_update(o->x, o->r, o->r, o->p, o->Ap, NULL, 1e-9, d);
     case OP_CG_UPDATE_J:
         return be->cg_update(o->x, o->r, o->z, o->p, o->Ap, o->dinv, 1e-9, d);
+    case OP_PIPE_STEP:
     case OP_PIPE_UPDATE: {
         /* alpha = RZ / PAP = 1e-9 and beta = 1 - 2 alpha ZAP / RZ = 0.5 at every call */
         const double S0[HK_S_PIPECG_COUNT] = {1.0, 1.0, 1e9, 0.0, 0.0, 0.0, 2.5e8};
         HK_CALL(be->scal_set(o->S, 0, HK_S_PIPECG_COUNT, S0));
+        if (o->op == OP_PIPE_STEP)
+            return be->pipecg_step(o->A, o->x, o->r, o->p, o->Ap, NULL, o->S);
         return be->pipecg_update(o->x, o->r, o->p, o->Ap, NULL, o->S);
     }
     case OP_PIPE_SPMV:
@@ -274,6 +280,8 @@ static double op_bytes(cpu_op op, double mat_bytes, int64_t n)
         return 6 * v; /* x, r, p, Ap read; x, r written */
     case OP_CG_UPDATE_J:
         return 8 * v; /* and dinv read, z written */
+    case OP_PIPE_STEP:
+        return mat_bytes + 8 * v; /* x, r, p, Ap read and written */
     case OP_PIPE_UPDATE:
         return 7 * v; /* x, r, p, Ap read; x, r, p written */
     case OP_PIPE_SPMV:

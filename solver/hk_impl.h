@@ -275,6 +275,10 @@ typedef struct hk_backend_ops {
      * local conjugacy) and stalls on ill-conditioned systems; pipecg passes r. */
     int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                      double *S);
+    /* pipecg_update, then spmv_dot2 with the new p and r, in one call (cpu only; NULL:
+     * pipecg calls the two). */
+    int (*pipecg_step)(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
+                       double *S);
 
     /* Pipelined CG with a general preconditioner (Ghysels-Vanroose), one iteration's eight
      * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}, scalars in the backend

@@ -1,8 +1,8 @@
-/* cg's backend ops (cg_spmv, cg_update, cg_iter) and the pipelined methods' SpMV with dot
- * products (spmv_dot2, spmv_mdot) against the generic ops that a method composes where a
- * backend lacks them: the same numbers to rounding without a preconditioner and with
- * Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi under
- * fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
+/* cg's backend ops (cg_spmv, cg_update, cg_iter), pipecg's one-call step (pipecg_step) and the
+ * pipelined methods' SpMV with dot products (spmv_dot2, spmv_mdot) against the generic ops that a
+ * method composes where a backend lacks them: the same numbers to rounding without a preconditioner
+ * and with Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi
+ * under fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
  * without them solving K x = K 1 to x = ones. */
 #include <float.h>
 #include <stdlib.h>
@@ -483,6 +483,97 @@ static void test_spmv_dots_equal_composed(void)
     }
 }
 
+/* ---- pipecg_step ---------------------------------------------------------------------------- */
+
+typedef struct pipe_out {
+    double *x, *r, *p, *ap;
+    double S[HK_S_PIPECG_COUNT];
+} pipe_out;
+
+static void pipe_free(pipe_out *o)
+{
+    free(o->x), free(o->r), free(o->p), free(o->ap);
+}
+
+/* One fused pipelined CG step from the host values and scalars S0: by the CPU's pipecg_step,
+ * or by the two ops pipecg calls without it. */
+static pipe_out pipe_step(hk_mat *A, const upd_in *in, int jacobi, const double *S0, int fused)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    const int64_t n = in->n;
+    hk_vec *x = vec_from(HK_FP64, n, in->x), *r = vec_from(HK_FP64, n, in->r),
+           *p = vec_from(HK_FP64, n, in->p), *ap = vec_from(HK_FP64, n, in->ap),
+           *d = jacobi ? vec_from(HK_FP64, n, in->d) : NULL;
+    double S[HK_S_MAX];
+    memcpy(S, S0, HK_S_PIPECG_COUNT * sizeof *S);
+    if (fused) {
+        HK_ASSERT_OK(be->pipecg_step(A, x, r, p, ap, d, S));
+    } else {
+        HK_ASSERT_OK(be->pipecg_update(x, r, p, ap, d, S));
+        HK_ASSERT_OK(be->spmv_dot2(A, p, ap, d, r, S));
+    }
+    pipe_out o = {download(x), download(r), download(p), download(ap), {0}};
+    memcpy(o.S, S, sizeof o.S);
+    hk_vec_destroy(x), hk_vec_destroy(r), hk_vec_destroy(p), hk_vec_destroy(ap), hk_vec_destroy(d);
+    return o;
+}
+
+static void test_pipecg_step_equals_composed(void)
+{
+    static const int dims[2][3] = {{5, 4, 3}, {16, 14, 12}};
+    static const hk_format fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL};
+    const int nt = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
+        const int64_t n = K.nbrows * K.bs;
+        upd_in in = {n,
+                     hk_test_rand_vec(n, 41),
+                     hk_test_rand_vec(n, 42),
+                     hk_test_rand_vec(n, 43),
+                     hk_test_rand_vec(n, 44),
+                     hk_test_rand_vec(n, 45)};
+        for (int64_t i = 0; i < n; i++)
+            in.d[i] = 1.0 + 0.5 * in.d[i];
+        /* RR, RZ, PAP, APZ, ALPHA, BETA, ZAP: alpha = 0.4, beta = 0.5 */
+        const double S0[HK_S_PIPECG_COUNT] = {2.0, 2.0, 5.0, 2.5, 0, 0, 3.0};
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            hk_mat *A = NULL;
+            HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
+            for (int j = 0; j < 2; j++) {
+                pipe_out fo = pipe_step(A, &in, j, S0, 1), co = pipe_step(A, &in, j, S0, 0);
+                int ok = hk_test_reldiff(fo.x, co.x, n) <= 4 * DBL_EPSILON &&
+                         hk_test_reldiff(fo.r, co.r, n) <= 4 * DBL_EPSILON &&
+                         hk_test_reldiff(fo.p, co.p, n) <= 4 * DBL_EPSILON &&
+                         hk_test_reldiff(fo.ap, co.ap, n) <= 1e-13;
+                for (int i = 0; i < HK_S_PIPECG_COUNT; i++)
+                    ok = ok && rel(fo.S[i], co.S[i]) <= 1e-12;
+                if (!ok)
+                    fprintf(stderr, "\n  pipecg_step n=%lld %s jacobi %d: differs from the two ops",
+                            (long long)n, hk_format_name(fmts[f]), j);
+                CU_ASSERT(ok);
+                static const int threads[] = {1, 2, 7};
+                pipe_out t[3];
+                for (int k = 0; k < 3; k++) {
+                    omp_set_num_threads(threads[k]);
+                    t[k] = pipe_step(A, &in, j, S0, 1);
+                }
+                omp_set_num_threads(nt);
+                for (int k = 1; k < 3; k++)
+                    CU_ASSERT(same_bits(t[k].x, t[0].x, n) && same_bits(t[k].r, t[0].r, n) &&
+                              same_bits(t[k].p, t[0].p, n) && same_bits(t[k].ap, t[0].ap, n) &&
+                              !memcmp(t[k].S, t[0].S, sizeof t[0].S));
+                for (int k = 0; k < 3; k++)
+                    pipe_free(&t[k]);
+                pipe_free(&fo), pipe_free(&co);
+            }
+            hk_mat_destroy(A);
+        }
+        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        hk_bcsr_free(&K);
+    }
+}
+
 /* ---- cg with and without the fused ops ------------------------------------------------------ */
 
 typedef struct cg_case {
@@ -591,4 +682,6 @@ HK_SUITE(cg_fused,
          {"cg_iter equals the composed ops, any thread count", test_cg_iter_equals_composed},
          {"spmv_dot2 and spmv_mdot equal the composed ops, any thread count",
           test_spmv_dots_equal_composed},
+         {"pipecg_step equals pipecg_update then spmv_dot2, any thread count",
+          test_pipecg_step_equals_composed},
          {"cg with and without the fused ops solves to ones", test_cg_fused_and_composed})

@@ -437,12 +437,39 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
 
 /* ---- classical CG ----------------------------------------------------------------------- */
 
-/* SpMV rows and p.Ap of chunks [g0, g1) in groups of G chunks: each group's rows in one sweep
- * (a dot product after every chunk broke the matrix streams: +5 % over the plain SpMV on 81k
- * DOFs, one thread), then each chunk's sum while the group is in cache (spmv_mdot's sums, each
- * chunk its own, so neither grouping nor order changes them). */
-static void cg_sweep(const hk_mat *A, int64_t n, const double *pv, double *av, double *part, int g0,
-                     int g1, int G)
+/* The chunk sums taken right after a chunk's SpMV rows: p.Ap into s[0] (cg), or spmv_dot2's
+ * three (PAP, APZ, ZAP into s[0..2]; dinv dv and r rv may be NULL). */
+typedef struct chunk_dots {
+    int dot2;
+    const double *dv, *rv;
+    double *s[3];
+} chunk_dots;
+
+static inline void chunk_dots_of(const chunk_dots *d, const double *pv, const double *av, int c,
+                                 int64_t i0, int64_t i1)
+{
+    double *s1 = &d->s[0][c], *s2 = d->dot2 ? &d->s[1][c] : NULL,
+           *s3 = d->dot2 ? &d->s[2][c] : NULL;
+    if (!d->dot2) {
+        const double *wv[1] = {pv};
+        mdot_chunk(i0, i1, av, wv, s1, 1);
+    } else if (d->dv && d->rv) {
+        dot2_chunk(i0, i1, pv, av, d->dv, d->rv, s1, s2, s3, 1, 1);
+    } else if (d->dv) {
+        dot2_chunk(i0, i1, pv, av, d->dv, NULL, s1, s2, s3, 1, 0);
+    } else if (d->rv) {
+        dot2_chunk(i0, i1, pv, av, NULL, d->rv, s1, s2, s3, 0, 1);
+    } else {
+        dot2_chunk(i0, i1, pv, av, NULL, NULL, s1, s2, s3, 0, 0);
+    }
+}
+
+/* SpMV rows and chunk sums of chunks [g0, g1) in groups of G chunks: each group's rows in one
+ * sweep (a dot product after every chunk broke the matrix streams: +5 % over the plain SpMV on
+ * 81k DOFs, one thread), then each chunk's sums while the group is in cache (each chunk its
+ * own, so neither grouping nor order changes them). */
+static void spmv_sweep(const hk_mat *A, int64_t n, const double *pv, double *av,
+                       const chunk_dots *d, int g0, int g1, int G)
 {
     for (int g = g0; g < g1; g += G) {
         const int g1_ = g + G < g1 ? g + G : g1;
@@ -451,21 +478,20 @@ static void cg_sweep(const hk_mat *A, int64_t n, const double *pv, double *av, d
         hk_cpu_spmv_rows(A, pv, av, b0, e1);
         for (int c = g; c < g1_; c++) {
             spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-            const double *wv[1] = {pv};
-            mdot_chunk(i0, i1, av, wv, &part[c], 1);
+            chunk_dots_of(d, pv, av, c, i0, i1);
         }
     }
 }
 
-/* Ap = A p and p.Ap's chunk sums for the thread's chunks, right after the thread wrote its own
+/* Ap = A p and the chunk sums d for the thread's chunks, right after the thread wrote its own
  * entries of p and set ready[t]: first the longest run of its chunks whose rows read only its
  * own entries, then, once every thread whose entries the other rows read has set its flag, the
  * rest. No barrier: a thread waits only for the threads its rows reach, and only after its
  * own interior rows, by when they have long finished their (shorter) update of p. Without the
  * column reach of the chunks (has_reach unset) the wait covers every thread; ready NULL: the
  * team has passed a barrier after writing p. */
-static void cg_spmv_part(const hk_mat *A, int64_t n, const row_part *q, const double *pv,
-                         double *av, double *part, atomic_int *ready)
+static void spmv_part(const hk_mat *A, int64_t n, const row_part *q, const double *pv, double *av,
+                      const chunk_dots *d, atomic_int *ready)
 {
     const hk_cpu_mat *m = A->bdata;
     const int bs = m->F.bs;
@@ -494,7 +520,7 @@ static void cg_spmv_part(const hk_mat *A, int64_t n, const row_part *q, const do
         lo = 0;
         hi = INT64_MAX;
     }
-    cg_sweep(A, n, pv, av, part, ca, cb, G);
+    spmv_sweep(A, n, pv, av, d, ca, cb, G);
     if (ready && hi >= lo)
         for (int u = 0; u < q->nt; u++) {
             const row_part o = row_part_of(A, n, u, q->nt);
@@ -502,8 +528,8 @@ static void cg_spmv_part(const hk_mat *A, int64_t n, const row_part *q, const do
             while (!atomic_load_explicit(&ready[u], memory_order_acquire))
                 sched_yield();
         }
-    cg_sweep(A, n, pv, av, part, q->c0, ca, G);
-    cg_sweep(A, n, pv, av, part, cb, q->c1, G);
+    spmv_sweep(A, n, pv, av, d, q->c0, ca, G);
+    spmv_sweep(A, n, pv, av, d, cb, q->c1, G);
 }
 
 /* x += alpha p (X: x given; alpha p + x, vec_axpby's arithmetic), then p = z + beta p over
@@ -528,14 +554,14 @@ ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *rest
 
 /* The flags of the threads that have written their part of p (at most one per chunk; a team
  * larger than that synchronises with a barrier instead). */
-#define CG_READY_INIT(ready)                                                                       \
+#define SPMV_READY_INIT(ready)                                                                     \
     for (int u_ = 0; u_ < HK_CPU_CHUNKS; u_++)                                                     \
     atomic_init(&(ready)[u_], 0)
 
 /* Inside the region, once the thread has written its entries of p: its flag, then its SpMV
- * rows and chunk sums of p.Ap. */
-static inline void cg_spmv_after(const hk_mat *A, int64_t n, const row_part *q, const double *pv,
-                                 double *av, double *part, atomic_int *ready)
+ * rows and chunk sums d. */
+static inline void spmv_after(const hk_mat *A, int64_t n, const row_part *q, const double *pv,
+                              double *av, const chunk_dots *d, atomic_int *ready)
 {
     if (q->nt > HK_CPU_CHUNKS) {
 #pragma omp barrier
@@ -543,7 +569,7 @@ static inline void cg_spmv_after(const hk_mat *A, int64_t n, const row_part *q, 
     } else {
         atomic_store_explicit(&ready[q->t], 1, memory_order_release);
     }
-    if (q->c1 > q->c0) cg_spmv_part(A, n, q, pv, av, part, ready);
+    if (q->c1 > q->c0) spmv_part(A, n, q, pv, av, d, ready);
 }
 
 int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap)
@@ -562,14 +588,15 @@ int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *A
     const double *zv = z ? z->data : NULL;
     double *pv = p->data, *av = Ap->data;
     double part[HK_CPU_CHUNKS];
+    const chunk_dots d = {0, NULL, NULL, {part, NULL, NULL}};
     atomic_int ready[HK_CPU_CHUNKS];
-    CG_READY_INIT(ready);
+    SPMV_READY_INIT(ready);
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();
         const row_part q = row_part_of(A, n, t, nt);
         if (zv) cg_direction_chunk(q.e0, q.e1, zv, beta, pv, NULL, 0.0, 0);
-        cg_spmv_after(A, n, &q, pv, av, part, ready);
+        spmv_after(A, n, &q, pv, av, &d, ready);
     }
     *pap = hk_cpu_chunk_sum(part);
     return 0;
@@ -664,12 +691,13 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
     double *zv = dinv ? z->data : rv;
     const void *dv = dinv ? dinv->data : NULL;
     double prz[HK_CPU_CHUNKS], prr[HK_CPU_CHUNKS], ppap[HK_CPU_CHUNKS];
+    const chunk_dots dots = {0, NULL, NULL, {ppap, NULL, NULL}};
     atomic_int ready[HK_CPU_CHUNKS], arrived;
-    CG_READY_INIT(ready);
+    SPMV_READY_INIT(ready);
     atomic_init(&arrived, 0);
     /* One region: r and z of the thread's chunks and their sums; a barrier (beta needs every
      * chunk's r.z); x and p of the same entries, reading p once for both; the SpMV of the same
-     * rows (cg_spmv_after). Every thread adds the chunk sums of r.z in the same order, so all
+     * rows (spmv_after). Every thread adds the chunk sums of r.z in the same order, so all
      * see the same beta. The barrier is a counter that the threads wait on yielding the core:
      * with OMP_WAIT_POLICY=passive an OpenMP barrier sleeps and wakes through the kernel,
      * ~20 us on the 2-core machine, and the counter measured 3 % of an iteration faster at
@@ -694,10 +722,61 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
             sched_yield();
         const double beta = hk_cpu_chunk_sum(prz) / rz;
         cg_direction_chunk(q.e0, q.e1, zv, beta, pv, xv, alpha, 1);
-        cg_spmv_after(A, n, &q, pv, av, ppap, ready);
+        spmv_after(A, n, &q, pv, av, &dots, ready);
     }
     d[0] = hk_cpu_chunk_sum(prz);
     d[1] = hk_cpu_chunk_sum(prr);
     d[2] = hk_cpu_chunk_sum(ppap);
+    return 0;
+}
+
+/* ---- pipelined CG in one region --------------------------------------------------------- */
+
+int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
+                       double *S)
+{
+    if (!hk_cpu_spmv_has_rows(A)) {
+        /* no row-range kernel: the update, then the SpMV with its dot products */
+        HK_CALL(hk_cpu_pipecg_update(x, r, p, Ap, dinv, S));
+        return hk_cpu_spmv_dot2(A, p, Ap, dinv, r, S);
+    }
+    HK_CALL(spmv_args(A, p, Ap));
+    const int64_t n = x->n;
+    HK_CHECK(x->prec == HK_FP64 && r->prec == HK_FP64 && x->n == n && r->n == n &&
+                 (!dinv || (dinv->prec == HK_FP64 && dinv->n == n)),
+             HK_ERR_ARG, "pipecg_step: x, r, p, Ap and dinv must be fp64 vectors of one length");
+    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
+    const double beta =
+        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
+    double *xv = x->data, *rv = r->data, *pv = p->data, *av = Ap->data;
+    const double *dv = dinv ? dinv->data : NULL;
+    double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
+    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
+    const chunk_dots dots = {1, dv, rv, {ppap, papz, pzap}};
+    atomic_int ready[HK_CPU_CHUNKS];
+    SPMV_READY_INIT(ready);
+    /* One region and no barrier: alpha and beta are known before it, so each thread updates x,
+     * r and p of its own rows and then multiplies them, waiting only for the threads whose p
+     * its boundary rows read (spmv_after). */
+#pragma omp parallel
+    {
+        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        for (int c = q.c0; c < q.c1; c++) {
+            int64_t b0, b1, i0, i1;
+            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            if (dv)
+                pipecg_chunk(i0, i1, alpha, beta, xv, rv, pv, av, dv, &prr[c], &prz[c], 1);
+            else
+                pipecg_chunk(i0, i1, alpha, beta, xv, rv, pv, av, NULL, &prr[c], &prz[c], 0);
+        }
+        spmv_after(A, n, &q, pv, av, &dots, ready);
+    }
+    S[HK_S_RR] = hk_cpu_chunk_sum(prr);
+    S[HK_S_RZ] = hk_cpu_chunk_sum(prz);
+    S[HK_S_ALPHA] = alpha;
+    S[HK_S_BETA] = beta;
+    S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
+    S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
+    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
     return 0;
 }

@@ -300,10 +300,12 @@ typedef struct pipecg_fused_vecs {
     double *S;
 } pipecg_fused_vecs;
 
-/* One iteration of the fused pipelined CG: two backend calls. */
+/* One iteration of the fused pipelined CG: one backend call where it has pipecg_step, else
+ * two. */
 static int pipecg_fused_step(hk_ksp *k, void *ctx)
 {
     const pipecg_fused_vecs *v = ctx;
+    if (k->be->pipecg_step) return k->be->pipecg_step(k->A, v->x, v->r, v->p, v->Ap, v->dinv, v->S);
     HK_CALL(k->be->pipecg_update(v->x, v->r, v->p, v->Ap, v->dinv, v->S));
     return k->be->spmv_dot2(k->A, v->p, v->Ap, v->dinv, v->r, v->S);
 }
