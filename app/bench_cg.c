@@ -57,7 +57,10 @@ static void cg_usage(FILE *f)
             "residual in the graph runs and in the solver row 'pipecg check_every=K'.\n"
             "On the CPU: the host's copy bandwidth (STREAM-like, same run) and the CPU SpMV\n"
             "(csr, bsr) as effective bandwidth and its share of the copy, cg per iteration\n"
-            "against one csr SpMV.\n");
+            "against one csr SpMV, and the ops of an iteration (cg_iter, cg_spmv, cg_update,\n"
+            "pipecg_step, pipecg_update, spmv_dot2) each timed alone on the same csr matrix and "
+            "vectors:\n"
+            "bytes they must move, GB/s, share of the copy and time against the SpMV.\n");
 }
 
 /* Solves through the public API: time per iteration (solve_seconds / iterations). */
@@ -189,6 +192,160 @@ fail:
     return ierr;
 }
 
+/* ---- the CPU iteration, op by op --------------------------------------------------------- */
+
+/* The ops of one CPU iteration, each timed alone on the same vectors and matrix (csr fp64). */
+typedef enum {
+    OP_SPMV,        /* y = A x alone: the reference */
+    OP_CG_ITER,     /* cg, pc=none: its whole iteration (cg_update, then cg_spmv) */
+    OP_CG_ITER_J,   /* cg, pc=jacobi */
+    OP_CG_SPMV,     /* cg: p = z + beta p, Ap = A p, p.Ap */
+    OP_CG_UPDATE,   /* cg, pc=none: x += alpha p, r -= alpha Ap, r.r */
+    OP_CG_UPDATE_J, /* cg, pc=jacobi: the same plus z = dinv .* r and r.z */
+    OP_PIPE_STEP,   /* pipecg, pc=none: its whole iteration (pipecg_update, then spmv_dot2) */
+    OP_PIPE_UPDATE, /* pipecg, pc=none: x, r, p and r.r, r.z */
+    OP_PIPE_SPMV,   /* pipecg: Ap = A p with p.Ap, Ap.Ap, r.Ap */
+    OP_COUNT
+} cpu_op;
+
+static const char *const cpu_op_name[OP_COUNT] = {"csr SpMV",
+                                                  "cg_iter (pc=none)",
+                                                  "cg_iter (pc=jacobi)",
+                                                  "cg_spmv",
+                                                  "cg_update (pc=none)",
+                                                  "cg_update (pc=jacobi)",
+                                                  "pipecg_step (pc=none)",
+                                                  "pipecg_update",
+                                                  "spmv_dot2"};
+
+typedef struct op_ctx {
+    const hk_backend_ops *be;
+    hk_mat *A;
+    hk_vec *x, *r, *z, *p, *Ap, *dinv;
+    double *S;
+    cpu_op op;
+} op_ctx;
+
+static int op_once(void *c)
+{
+    op_ctx *o = c;
+    const hk_backend_ops *be = o->be;
+    double d[3];
+    switch (o->op) {
+    case OP_SPMV:
+        return hk_mat_spmv(o->A, o->p, o->Ap);
+    case OP_CG_ITER: /* r = p = 1: r.r = n; rz = 2 n gives beta = 0.5 (and 0.25 below) */
+        return be->cg_iter(o->A, o->x, o->r, o->r, o->p, o->Ap, NULL, 1e-9, 2.0 * o->A->nrows, d);
+    case OP_CG_ITER_J:
+        return be->cg_iter(o->A, o->x, o->r, o->z, o->p, o->Ap, o->dinv, 1e-9, 2.0 * o->A->nrows,
+                           d);
+    case OP_CG_SPMV: /* beta = 0.5 keeps p bounded (p -> 2 z) over any number of calls */
+        return be->cg_spmv(o->A, o->r, 0.5, o->p, o->Ap, d);
+    case OP_CG_UPDATE: /* a tiny alpha keeps x and r bounded */
+        return be->cg_update(o->x, o->r, o->r, o->p, o->Ap, NULL, 1e-9, d);
+    case OP_CG_UPDATE_J:
+        return be->cg_update(o->x, o->r, o->z, o->p, o->Ap, o->dinv, 1e-9, d);
+    case OP_PIPE_STEP:
+    case OP_PIPE_UPDATE: {
+        /* alpha = RZ / PAP = 1e-9 and beta = 1 - 2 alpha ZAP / RZ = 0.5 at every call */
+        const double S0[HK_S_PIPECG_COUNT] = {1.0, 1.0, 1e9, 0.0, 0.0, 0.0, 2.5e8};
+        HK_CALL(be->scal_set(o->S, 0, HK_S_PIPECG_COUNT, S0));
+        if (o->op == OP_PIPE_STEP)
+            return be->pipecg_step(o->A, o->x, o->r, o->p, o->Ap, NULL, o->S);
+        return be->pipecg_update(o->x, o->r, o->p, o->Ap, NULL, o->S);
+    }
+    case OP_PIPE_SPMV:
+        return be->spmv_dot2(o->A, o->p, o->Ap, NULL, o->r, o->S);
+    default:
+        return 0;
+    }
+}
+
+/* Bytes an op must move at least: the matrix once (mat_bytes, csr), each vector of n doubles
+ * read once and written once where it is an output (a write-allocate read is not counted, as
+ * STREAM does not count it). */
+static double op_bytes(cpu_op op, double mat_bytes, int64_t n)
+{
+    const double v = 8.0 * (double)n;
+    switch (op) {
+    case OP_SPMV:
+        return mat_bytes + 2 * v; /* x, y */
+    case OP_CG_ITER:
+        return mat_bytes + 8 * v; /* x, r, p, Ap read and written */
+    case OP_CG_ITER_J:
+        return mat_bytes + 10 * v; /* and dinv read, z written */
+    case OP_CG_SPMV:
+        return mat_bytes + 4 * v; /* z, p read; p, Ap written */
+    case OP_CG_UPDATE:
+        return 6 * v; /* x, r, p, Ap read; x, r written */
+    case OP_CG_UPDATE_J:
+        return 8 * v; /* and dinv read, z written */
+    case OP_PIPE_STEP:
+        return mat_bytes + 8 * v; /* x, r, p, Ap read and written */
+    case OP_PIPE_UPDATE:
+        return 7 * v; /* x, r, p, Ap read; x, r, p written */
+    case OP_PIPE_SPMV:
+        return mat_bytes + 3 * v; /* p, r read; Ap written */
+    default:
+        return 0;
+    }
+}
+
+typedef struct op_row {
+    int64_t dofs;
+    cpu_op op;
+    double us, bytes;
+} op_row;
+
+/* Each op of the CPU iteration alone on K in csr fp64: microseconds per call into us[op]
+ * (all fp64 CPU ops, so no device wait is needed). */
+static int time_cpu_ops(const hk_backend_ops *be, const hk_bcsr *K, double *us)
+{
+    int ierr;
+    op_ctx o = {be, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, OP_SPMV};
+    hk_vec **v[6] = {&o.x, &o.r, &o.z, &o.p, &o.Ap, &o.dinv};
+    HK_TRY(hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &o.A));
+    for (int j = 0; j < 6; j++)
+        HK_TRY(hk_vec_create(be, o.A->nrows, HK_FP64, v[j]));
+    HK_TRY(be->scal_alloc(&o.S, HK_S_MAX));
+    HK_TRY(be->vec_set(o.x, 0.0));
+    HK_TRY(be->vec_set(o.r, 1.0));
+    HK_TRY(be->vec_set(o.p, 1.0));
+    HK_TRY(be->vec_set(o.dinv, 0.5));
+    HK_TRY(hk_mat_spmv(o.A, o.p, o.Ap));
+    /* The ops take turns, a batch of about 2 ms each per round, and each op's figure is its
+     * median over the rounds: load from other jobs that comes and goes then weighs on every op
+     * alike, so the ratios to the SpMV hold where the times alone drift. */
+    enum { ROUNDS = 31 };
+    int k[OP_COUNT];
+    double t[OP_COUNT][ROUNDS];
+    for (int op = 0; op < OP_COUNT; op++) {
+        o.op = (cpu_op)op;
+        double t0 = hk_time();
+        for (int w = 0; w < 3; w++)
+            HK_TRY(op_once(&o));
+        const double est = (hk_time() - t0) / 3;
+        k[op] = est > 0 ? (int)ceil(2e-3 / est) : 1000;
+        if (k[op] > 100000) k[op] = 100000;
+    }
+    for (int r = 0; r < ROUNDS; r++)
+        for (int op = 0; op < OP_COUNT; op++) {
+            o.op = (cpu_op)op;
+            const double t0 = hk_time();
+            for (int j = 0; j < k[op]; j++)
+                HK_TRY(op_once(&o));
+            t[op][r] = (hk_time() - t0) / k[op];
+        }
+    for (int op = 0; op < OP_COUNT; op++)
+        us[op] = hk_bench_median(t[op], ROUNDS) * 1e6;
+fail:
+    if (o.S) be->scal_free(o.S);
+    for (int j = 0; j < 6; j++)
+        hk_vec_destroy(*v[j]);
+    hk_mat_destroy(o.A);
+    return ierr;
+}
+
 int hk_bench_cg(int argc, char **argv)
 {
     hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
@@ -285,6 +442,8 @@ int hk_bench_cg(int argc, char **argv)
     } graph_row;
     graph_row gr[8];
     int ngr = 0;
+    op_row orow[8 * OP_COUNT];
+    int nor = 0;
 
     for (int s = 0; s < nn; s++) {
         const int N = nodes[s];
@@ -360,11 +519,12 @@ int hk_bench_cg(int argc, char **argv)
             }
         }
 #endif
-        /* the CPU backend: one solve each (its first-use costs are negligible) */
+        /* the CPU backend as the GPU: a warm-up solve (vector allocation and first touch, about
+         * ten SpMVs at 81k DOFs on 2 cores), then the median of three */
         static const char *const cmeth[] = {"cg", "pipecg"};
         for (int m = 0; m < 2 && !err; m++) {
             double ms, rn;
-            err = time_solver(&K, "cpu", cmeth[m], "csr", "", iters, b, x, 0, &ms, &rn);
+            err = time_solver(&K, "cpu", cmeth[m], "csr", "", iters, b, x, 1, &ms, &rn);
             if (!err) err = rows_add(&R, (cg_row){N, n, "cpu", cmeth[m], "csr", ms, rn, base / ms});
         }
         /* the CPU SpMV alone, as bytes moved per second: the matrix once, x and y once (a
@@ -385,6 +545,15 @@ int hk_bench_cg(int argc, char **argv)
                     c.cg_ms = R.r[i].ms_per_iter;
             if (!err) cr[ncr++] = c;
         }
+        /* the iteration op by op, on the same vectors (bytes: the csr matrix as above) */
+        if (!err) {
+            double us[OP_COUNT];
+            const double mat_bytes =
+                (double)K.rowptr[K.nbrows] * K.bs * K.bs * 12.0 + (double)(n + 1) * 8;
+            err = time_cpu_ops(cpu, &K, us);
+            for (int op = 0; op < OP_COUNT && !err; op++)
+                orow[nor++] = (op_row){n, (cpu_op)op, us[op], op_bytes((cpu_op)op, mat_bytes, n)};
+        }
         free(b), free(x);
         hk_bcsr_free(&K);
         if (err) goto error;
@@ -401,8 +570,8 @@ int hk_bench_cg(int argc, char **argv)
                r->format, r->ms_per_iter, ratio, r->rnorm);
     }
     printf("\n(baseline: classical CG with cusparseSpMV CSR + cublasDdot/Daxpy/Dscal, host "
-           "scalars, same run; > 1x means faster than it. GPU rows: median of 3 solves after a "
-           "warm-up; CPU rows: one solve)\n");
+           "scalars, same run; > 1x means faster than it; every row: median of 3 solves after a "
+           "warm-up)\n");
     printf("\n| DOFs | CPU SpMV | us | effective GB/s | share of copy bandwidth | cg ms/it / "
            "csr SpMV |\n|---:|---|---:|---:|---:|---:|\n");
     for (int i = 0; i < ncr; i++) {
@@ -415,6 +584,30 @@ int hk_bench_cg(int argc, char **argv)
     printf("\n(host copy %.1f GB/s; SpMV bytes: values, column indices, row pointers, x and y "
            "once each)\n",
            host_gbs);
+    printf("\n| DOFs | CPU op (alone) | us | MB moved | GB/s | share of copy | vs csr SpMV | "
+           "above its traffic at copy speed, us |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < nor; i++) {
+        const op_row *o = &orow[i];
+        const double spmv = orow[i - o->op].us, gbs = o->bytes / (o->us * 1e-6) / 1e9;
+        printf("| %lld | %s | %.1f | %.2f | %.1f | %.0f %% | %.3fx | %.1f |\n", (long long)o->dofs,
+               cpu_op_name[o->op], o->us, o->bytes / 1e6, gbs, 100 * gbs / host_gbs, o->us / spmv,
+               o->us - o->bytes / (host_gbs * 1e3));
+        if (o->op == OP_CG_UPDATE || o->op == OP_PIPE_SPMV) {
+            /* an iteration without a preconditioner as the sum of its two ops (the op before
+             * this one in the table and this one): cg on a backend without cg_iter */
+            const double it = orow[i - 1].us + o->us, by = orow[i - 1].bytes + o->bytes;
+            const double ig = by / (it * 1e-6) / 1e9;
+            printf("| %lld | = %s (sum of the two) | %.1f | %.2f | %.1f | %.0f %% | "
+                   "%.3fx | %.1f |\n",
+                   (long long)o->dofs,
+                   o->op == OP_CG_UPDATE ? "cg_spmv + cg_update" : "pipecg iteration", it, by / 1e6,
+                   ig, 100 * ig / host_gbs, it / spmv, it - by / (host_gbs * 1e3));
+        }
+    }
+    printf("\n(each op alone on the same csr matrix and vectors, the ops taking turns in 31 rounds "
+           "of ~2 ms batches, median per call; MB: the least "
+           "traffic, the matrix and each vector once, a write counted once; above its traffic: "
+           "the time beyond those bytes at the copy bandwidth of this run)\n");
     /* GPU/CPU speedup of each method: best GPU format vs the CPU backend */
     if (gpu) {
         printf("\n| DOFs | method | best GPU (format) ms/it | CPU ms/it | GPU speedup |\n"
@@ -474,6 +667,16 @@ int hk_bench_cg(int argc, char **argv)
             hk_json_number(&j, "us", cr[i].us);
             hk_json_number(&j, "gbs", cr[i].gbs);
             hk_json_number(&j, "share_of_copy", cr[i].gbs / host_gbs);
+            hk_json_end_object(&j);
+        }
+        hk_json_end_array(&j);
+        hk_json_begin_array(&j, "cpu_ops");
+        for (int i = 0; i < nor; i++) {
+            hk_json_begin_object(&j, NULL);
+            hk_json_int(&j, "dofs", orow[i].dofs);
+            hk_json_string(&j, "op", cpu_op_name[orow[i].op]);
+            hk_json_number(&j, "us", orow[i].us);
+            hk_json_number(&j, "bytes", orow[i].bytes);
             hk_json_end_object(&j);
         }
         hk_json_end_array(&j);

@@ -325,6 +325,10 @@ typedef struct hk_backend_ops {
      * local conjugacy) and stalls on ill-conditioned systems; pipecg passes r. */
     int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                      double *S);
+    /* pipecg_update, then spmv_dot2 with the new p and r, in one call (cpu only; NULL:
+     * pipecg calls the two). */
+    int (*pipecg_step)(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
+                       double *S);
 
     /* Pipelined CG with a general preconditioner (Ghysels-Vanroose), one iteration's eight
      * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}, scalars in the backend
@@ -350,6 +354,11 @@ typedef struct hk_backend_ops {
     int (*cg_spmv)(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap);
     int (*cg_update)(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
                      const hk_vec *dinv, double alpha, double *d);
+    /* cg_iter: cg_update without a preconditioner or with Jacobi, then cg_spmv with beta =
+     *   d[0] / rz (rz: the previous r.z) and z (r without dinv), in one call: d[0] = r.z,
+     *   d[1] = r.r, d[2] = p.Ap of the new direction (cpu only; NULL: cg calls the two). */
+    int (*cg_iter)(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec *Ap,
+                   const hk_vec *dinv, double alpha, double rz, double *d);
 
     /* (The Krylov code may add further fused ops below for pipelined BiCGStab and GMRES; a
      * NULL op means the backend lacks it and the method says so.) */

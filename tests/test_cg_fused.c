@@ -1,7 +1,8 @@
-/* cg's two backend ops (cg_spmv, cg_update) against the generic ops that cg composes
- * where a backend lacks them: the same numbers to rounding without a preconditioner and with
- * Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi under
- * fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
+/* cg's backend ops (cg_spmv, cg_update, cg_iter), pipecg's one-call step (pipecg_step) and the
+ * pipelined methods' SpMV with dot products (spmv_dot2, spmv_mdot) against the generic ops that a
+ * method composes where a backend lacks them: the same numbers to rounding without a preconditioner
+ * and with Jacobi, for fp64 and fp32 vectors (the inner cg of method=defect) and an fp32 Jacobi
+ * under fp64 vectors (precision=mixed); the same digits for 1, 2 and 7 threads; and cg with and
  * without them solving K x = K 1 to x = ones. */
 #include <float.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ static const hk_backend_ops *cpu_composed(void)
     be = hk_backend_cpu;
     be.cg_spmv = NULL;
     be.cg_update = NULL;
+    be.cg_iter = NULL;
     return &be;
 }
 
@@ -269,6 +271,309 @@ static void test_cg_spmv_equals_composed(void)
     hk_bcsr_free(&K);
 }
 
+/* ---- cg_iter ------------------------------------------------------------------------------ */
+
+typedef struct iter_out {
+    double *x, *r, *z, *p, *ap; /* z NULL without a diagonal */
+    double d[3];
+} iter_out;
+
+static void iter_free(iter_out *o)
+{
+    free(o->x), free(o->r), free(o->z), free(o->p), free(o->ap);
+}
+
+/* One cg iteration from the host values (fp64 vectors, the diagonal in dp, dp < 0: none; rz the
+ * previous r.z): by the CPU's cg_iter, or composed as cg composes it without one (the update,
+ * then p = z + beta p, A p and p.Ap by the generic ops). */
+static iter_out iterate(hk_mat *A, const upd_in *in, int dp, int fused, double alpha, double rz)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    const int64_t n = in->n;
+    hk_vec *x = vec_from(HK_FP64, n, in->x), *r = vec_from(HK_FP64, n, in->r),
+           *p = vec_from(HK_FP64, n, in->p), *ap = vec_from(HK_FP64, n, in->ap), *z = r,
+           *dinv = NULL;
+    if (dp >= 0) {
+        dinv = vec_from((hk_precision)dp, n, in->d);
+        HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &z));
+    }
+    iter_out o = {NULL, NULL, NULL, NULL, NULL, {0, 0, 0}};
+    if (fused) {
+        HK_ASSERT_OK(be->cg_iter(A, x, r, z, p, ap, dinv, alpha, rz, o.d));
+    } else {
+        HK_ASSERT_OK(be->vec_axpby(x, alpha, p, 1.0));
+        HK_ASSERT_OK(be->vec_axpby(r, -alpha, ap, 1.0));
+        if (dinv) {
+            if (dinv->prec == HK_FP64) {
+                HK_ASSERT_OK(be->vec_pointwise_mult(z, dinv, r));
+            } else {
+                hk_vec *rl, *zl;
+                HK_ASSERT_OK(hk_vec_create(be, n, HK_FP32, &rl));
+                HK_ASSERT_OK(hk_vec_create(be, n, HK_FP32, &zl));
+                HK_ASSERT_OK(be->vec_convert(rl, r));
+                HK_ASSERT_OK(be->vec_pointwise_mult(zl, dinv, rl));
+                HK_ASSERT_OK(be->vec_convert(z, zl));
+                hk_vec_destroy(rl), hk_vec_destroy(zl);
+            }
+        }
+        hk_vec *X[2] = {z, r};
+        HK_ASSERT_OK(be->vec_mdot(2, X, r, o.d));
+        HK_ASSERT_OK(be->vec_axpby(p, 1.0, z, o.d[0] / rz));
+        HK_ASSERT_OK(hk_mat_spmv(A, p, ap));
+        HK_ASSERT_OK(be->vec_dot(p, ap, &o.d[2]));
+    }
+    o.x = download(x), o.r = download(r), o.p = download(p), o.ap = download(ap);
+    o.z = dinv ? download(z) : NULL;
+    hk_vec_destroy(x), hk_vec_destroy(r), hk_vec_destroy(p), hk_vec_destroy(ap);
+    if (dinv) hk_vec_destroy(z), hk_vec_destroy(dinv);
+    return o;
+}
+
+/* Sizes with chunks shorter than the matrix's reach (each thread's rows read the entries of
+ * several others at 7 threads) and longer (the SpMV's interior rows first); formats with the
+ * row kernel (csr, bsr) and without (sbell: the op's two-pass form). */
+static void test_cg_iter_equals_composed(void)
+{
+    static const int dims[2][3] = {{5, 4, 3}, {16, 14, 12}};
+    static const hk_format fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL};
+    static const char *const dname[] = {"none", "fp64", "fp32"};
+    const int nt = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
+        const int64_t n = K.nbrows * K.bs;
+        upd_in in = {n,
+                     hk_test_rand_vec(n, 21),
+                     hk_test_rand_vec(n, 22),
+                     hk_test_rand_vec(n, 23),
+                     hk_test_rand_vec(n, 24),
+                     hk_test_rand_vec(n, 25)};
+        for (int64_t i = 0; i < n; i++)
+            in.d[i] = 1.0 + 0.5 * in.d[i];
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            hk_mat *A = NULL;
+            HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
+            for (int dp = -1; dp <= HK_FP32; dp++) {
+                const double alpha = 0.37, rz = 0.8 * (double)n;
+                iter_out fo = iterate(A, &in, dp, 1, alpha, rz),
+                         co = iterate(A, &in, dp, 0, alpha, rz);
+                const double e = 4 * DBL_EPSILON;
+                const int ok =
+                    hk_test_reldiff(fo.x, co.x, n) <= e && hk_test_reldiff(fo.r, co.r, n) <= e &&
+                    (dp < 0 || hk_test_reldiff(fo.z, co.z, n) <= e) &&
+                    hk_test_reldiff(fo.p, co.p, n) <= 1e-13 &&
+                    hk_test_reldiff(fo.ap, co.ap, n) <= 1e-12 && rel(fo.d[0], co.d[0]) <= 1e-13 &&
+                    rel(fo.d[1], co.d[1]) <= 1e-13 && rel(fo.d[2], co.d[2]) <= 1e-12;
+                if (!ok)
+                    fprintf(stderr,
+                            "\n  cg_iter n=%lld %s dinv %s: differs from the composed ops "
+                            "(p.Ap %.17g vs %.17g)",
+                            (long long)n, hk_format_name(fmts[f]), dname[dp + 1], fo.d[2], co.d[2]);
+                CU_ASSERT(ok);
+                /* the same digits for 1, 2 and 7 threads */
+                static const int threads[] = {1, 2, 7};
+                iter_out t[3];
+                for (int k = 0; k < 3; k++) {
+                    omp_set_num_threads(threads[k]);
+                    t[k] = iterate(A, &in, dp, 1, alpha, rz);
+                }
+                omp_set_num_threads(nt);
+                for (int k = 1; k < 3; k++) {
+                    const int same = same_bits(t[k].x, t[0].x, n) && same_bits(t[k].r, t[0].r, n) &&
+                                     same_bits(t[k].z, t[0].z, n) && same_bits(t[k].p, t[0].p, n) &&
+                                     same_bits(t[k].ap, t[0].ap, n) &&
+                                     !memcmp(t[k].d, t[0].d, sizeof t[0].d);
+                    if (!same)
+                        fprintf(stderr, "\n  cg_iter n=%lld %s dinv %s: %d threads differ from 1",
+                                (long long)n, hk_format_name(fmts[f]), dname[dp + 1], threads[k]);
+                    CU_ASSERT(same);
+                }
+                for (int k = 0; k < 3; k++)
+                    iter_free(&t[k]);
+                iter_free(&fo), iter_free(&co);
+            }
+            hk_mat_destroy(A);
+        }
+        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        hk_bcsr_free(&K);
+    }
+}
+
+/* ---- the pipelined methods' SpMV with dot products ----------------------------------------- */
+
+typedef struct sdot_out {
+    double *y;
+    double s[7]; /* spmv_dot2's PAP, APZ, ZAP, then spmv_mdot's k = 4 sums */
+} sdot_out;
+
+/* spmv_dot2 (dinv and r given) and spmv_mdot (k = 4, W[3] = y itself) on p: by the CPU ops, or
+ * composed (hk_mat_spmv, then vec_dot on the definitions). */
+static sdot_out spmv_dots(hk_mat *A, const double *hp, const double *hr, const double *hd,
+                          int64_t n, int fused)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    hk_vec *p = vec_from(HK_FP64, n, hp), *r = vec_from(HK_FP64, n, hr),
+           *d = vec_from(HK_FP64, n, hd), *y = NULL, *t = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &y));
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &t));
+    sdot_out o = {NULL, {0}};
+    const hk_vec *W[4] = {p, r, d, y};
+    if (fused) {
+        double S[HK_S_MAX];
+        const int slot[4] = {20, 21, 22, 23};
+        HK_ASSERT_OK(be->spmv_dot2(A, p, y, d, r, S));
+        o.s[0] = S[HK_S_PAP], o.s[1] = S[HK_S_APZ], o.s[2] = S[HK_S_ZAP];
+        HK_ASSERT_OK(be->spmv_mdot(A, p, y, 4, W, S, slot));
+        for (int j = 0; j < 4; j++)
+            o.s[3 + j] = S[20 + j];
+    } else {
+        HK_ASSERT_OK(hk_mat_spmv(A, p, y));
+        HK_ASSERT_OK(be->vec_dot(p, y, &o.s[0]));
+        HK_ASSERT_OK(be->vec_pointwise_mult(t, d, y)); /* dinv .* Ap */
+        HK_ASSERT_OK(be->vec_dot(y, t, &o.s[1]));
+        HK_ASSERT_OK(be->vec_dot(r, t, &o.s[2]));
+        for (int j = 0; j < 4; j++)
+            HK_ASSERT_OK(be->vec_dot(W[j], y, &o.s[3 + j]));
+    }
+    o.y = download(y);
+    hk_vec_destroy(p), hk_vec_destroy(r), hk_vec_destroy(d), hk_vec_destroy(y), hk_vec_destroy(t);
+    return o;
+}
+
+static void test_spmv_dots_equal_composed(void)
+{
+    static const int dims[2][3] = {{5, 4, 3}, {16, 14, 12}};
+    static const hk_format fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL};
+    const int nt = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
+        const int64_t n = K.nbrows * K.bs;
+        double *hp = hk_test_rand_vec(n, 31), *hr = hk_test_rand_vec(n, 32),
+               *hd = hk_test_rand_vec(n, 33);
+        for (int64_t i = 0; i < n; i++)
+            hd[i] = 1.0 + 0.5 * hd[i];
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            hk_mat *A = NULL;
+            HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
+            sdot_out fo = spmv_dots(A, hp, hr, hd, n, 1), co = spmv_dots(A, hp, hr, hd, n, 0);
+            int ok = hk_test_reldiff(fo.y, co.y, n) <= 1e-13;
+            for (int j = 0; j < 7; j++)
+                ok = ok && rel(fo.s[j], co.s[j]) <= 1e-12;
+            if (!ok)
+                fprintf(stderr, "\n  spmv_dot2/spmv_mdot n=%lld %s: differ from the composed ops",
+                        (long long)n, hk_format_name(fmts[f]));
+            CU_ASSERT(ok);
+            static const int threads[] = {1, 2, 7};
+            sdot_out t[3];
+            for (int k = 0; k < 3; k++) {
+                omp_set_num_threads(threads[k]);
+                t[k] = spmv_dots(A, hp, hr, hd, n, 1);
+            }
+            omp_set_num_threads(nt);
+            for (int k = 1; k < 3; k++)
+                CU_ASSERT(same_bits(t[k].y, t[0].y, n) && !memcmp(t[k].s, t[0].s, sizeof t[0].s));
+            for (int k = 0; k < 3; k++)
+                free(t[k].y);
+            free(fo.y), free(co.y);
+            hk_mat_destroy(A);
+        }
+        free(hp), free(hr), free(hd);
+        hk_bcsr_free(&K);
+    }
+}
+
+/* ---- pipecg_step ---------------------------------------------------------------------------- */
+
+typedef struct pipe_out {
+    double *x, *r, *p, *ap;
+    double S[HK_S_PIPECG_COUNT];
+} pipe_out;
+
+static void pipe_free(pipe_out *o)
+{
+    free(o->x), free(o->r), free(o->p), free(o->ap);
+}
+
+/* One fused pipelined CG step from the host values and scalars S0: by the CPU's pipecg_step,
+ * or by the two ops pipecg calls without it. */
+static pipe_out pipe_step(hk_mat *A, const upd_in *in, int jacobi, const double *S0, int fused)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    const int64_t n = in->n;
+    hk_vec *x = vec_from(HK_FP64, n, in->x), *r = vec_from(HK_FP64, n, in->r),
+           *p = vec_from(HK_FP64, n, in->p), *ap = vec_from(HK_FP64, n, in->ap),
+           *d = jacobi ? vec_from(HK_FP64, n, in->d) : NULL;
+    double S[HK_S_MAX];
+    memcpy(S, S0, HK_S_PIPECG_COUNT * sizeof *S);
+    if (fused) {
+        HK_ASSERT_OK(be->pipecg_step(A, x, r, p, ap, d, S));
+    } else {
+        HK_ASSERT_OK(be->pipecg_update(x, r, p, ap, d, S));
+        HK_ASSERT_OK(be->spmv_dot2(A, p, ap, d, r, S));
+    }
+    pipe_out o = {download(x), download(r), download(p), download(ap), {0}};
+    memcpy(o.S, S, sizeof o.S);
+    hk_vec_destroy(x), hk_vec_destroy(r), hk_vec_destroy(p), hk_vec_destroy(ap), hk_vec_destroy(d);
+    return o;
+}
+
+static void test_pipecg_step_equals_composed(void)
+{
+    static const int dims[2][3] = {{5, 4, 3}, {16, 14, 12}};
+    static const hk_format fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL};
+    const int nt = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        hk_bcsr K;
+        HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
+        const int64_t n = K.nbrows * K.bs;
+        upd_in in = {n,
+                     hk_test_rand_vec(n, 41),
+                     hk_test_rand_vec(n, 42),
+                     hk_test_rand_vec(n, 43),
+                     hk_test_rand_vec(n, 44),
+                     hk_test_rand_vec(n, 45)};
+        for (int64_t i = 0; i < n; i++)
+            in.d[i] = 1.0 + 0.5 * in.d[i];
+        /* RR, RZ, PAP, APZ, ALPHA, BETA, ZAP: alpha = 0.4, beta = 0.5 */
+        const double S0[HK_S_PIPECG_COUNT] = {2.0, 2.0, 5.0, 2.5, 0, 0, 3.0};
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            hk_mat *A = NULL;
+            HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
+            for (int j = 0; j < 2; j++) {
+                pipe_out fo = pipe_step(A, &in, j, S0, 1), co = pipe_step(A, &in, j, S0, 0);
+                int ok = hk_test_reldiff(fo.x, co.x, n) <= 4 * DBL_EPSILON &&
+                         hk_test_reldiff(fo.r, co.r, n) <= 4 * DBL_EPSILON &&
+                         hk_test_reldiff(fo.p, co.p, n) <= 4 * DBL_EPSILON &&
+                         hk_test_reldiff(fo.ap, co.ap, n) <= 1e-13;
+                for (int i = 0; i < HK_S_PIPECG_COUNT; i++)
+                    ok = ok && rel(fo.S[i], co.S[i]) <= 1e-12;
+                if (!ok)
+                    fprintf(stderr, "\n  pipecg_step n=%lld %s jacobi %d: differs from the two ops",
+                            (long long)n, hk_format_name(fmts[f]), j);
+                CU_ASSERT(ok);
+                static const int threads[] = {1, 2, 7};
+                pipe_out t[3];
+                for (int k = 0; k < 3; k++) {
+                    omp_set_num_threads(threads[k]);
+                    t[k] = pipe_step(A, &in, j, S0, 1);
+                }
+                omp_set_num_threads(nt);
+                for (int k = 1; k < 3; k++)
+                    CU_ASSERT(same_bits(t[k].x, t[0].x, n) && same_bits(t[k].r, t[0].r, n) &&
+                              same_bits(t[k].p, t[0].p, n) && same_bits(t[k].ap, t[0].ap, n) &&
+                              !memcmp(t[k].S, t[0].S, sizeof t[0].S));
+                for (int k = 0; k < 3; k++)
+                    pipe_free(&t[k]);
+                pipe_free(&fo), pipe_free(&co);
+            }
+            hk_mat_destroy(A);
+        }
+        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        hk_bcsr_free(&K);
+    }
+}
+
 /* ---- cg with and without the fused ops ------------------------------------------------------ */
 
 typedef struct cg_case {
@@ -374,4 +679,9 @@ static void test_cg_fused_and_composed(void)
 HK_SUITE(cg_fused,
          {"cg_update equals the composed ops, any thread count", test_update_equals_composed},
          {"cg_spmv equals the composed ops for every format", test_cg_spmv_equals_composed},
+         {"cg_iter equals the composed ops, any thread count", test_cg_iter_equals_composed},
+         {"spmv_dot2 and spmv_mdot equal the composed ops, any thread count",
+          test_spmv_dots_equal_composed},
+         {"pipecg_step equals pipecg_update then spmv_dot2, any thread count",
+          test_pipecg_step_equals_composed},
          {"cg with and without the fused ops solves to ones", test_cg_fused_and_composed})

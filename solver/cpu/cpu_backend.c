@@ -35,15 +35,19 @@ static int cpu_alloc(void **p, size_t bytes)
     if (posix_memalign(&q, 64, sz ? sz : 64))
         return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                             "out of host memory allocating %zu bytes", bytes);
-    /* First touch of large arrays (vectors) by all threads with a static schedule, as the
-     * kernels read them: on a NUMA host the pages spread over the nodes of their users
-     * instead of all landing on the node of the thread that uploads. */
+    /* First touch of large arrays (vectors) by all threads, each its HK_CPU_CHUNKS chunks as
+     * the fused ops and the SpMV divide them: on a NUMA host the pages spread over the nodes
+     * of their users instead of all landing on the node of the thread that uploads. */
     if (sz >= ((size_t)1 << 20)) {
         double *d = q;
         const int64_t nd = (int64_t)(sz / sizeof *d);
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < nd; i++)
-            d[i] = 0.0;
+#pragma omp parallel
+        {
+            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            const int64_t i1 = hk_cpu_chunk_begin(nd, HK_CPU_CHUNKS * (t + 1) / nt);
+            for (int64_t i = hk_cpu_chunk_begin(nd, HK_CPU_CHUNKS * t / nt); i < i1; i++)
+                d[i] = 0.0;
+        }
     }
     *p = q;
     return 0;
@@ -329,9 +333,13 @@ int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
                      double *S);
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot);
+int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
+                       double *S);
 int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap);
 int hk_cpu_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
                      const hk_vec *dinv, double alpha, double *d);
+int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec *Ap,
+                   const hk_vec *dinv, double alpha, double rz, double *d);
 int hk_cpu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
 int hk_cpu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
                            const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
@@ -424,6 +432,8 @@ const hk_backend_ops hk_backend_cpu = {
     .pipecg_gv_step = hk_cpu_pipecg_gv_step,
     .cg_spmv = hk_cpu_cg_spmv,
     .cg_update = hk_cpu_cg_update,
+    .cg_iter = hk_cpu_cg_iter,
+    .pipecg_step = hk_cpu_pipecg_step,
     .spmv_dot2 = hk_cpu_spmv_dot2,
     .spmv_mdot = hk_cpu_spmv_mdot,
     .pipebicg_s = hk_cpu_pipebicg_s,

@@ -208,6 +208,26 @@ void hk_cpu_mat_release(hk_mat *A)
     A->bdata = NULL;
 }
 
+/* The column range that each chunk of (block) rows reads (hk_cpu_mat.reach_lo/hi). */
+static void chunk_reach(hk_cpu_mat *m)
+{
+    const hk_fmt *F = &m->F;
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        int32_t lo = INT32_MAX, hi = -1;
+        const int64_t b0 = hk_cpu_chunk_begin(F->nbrows, c);
+        const int64_t b1 = hk_cpu_chunk_begin(F->nbrows, c + 1);
+        for (int64_t k = F->rowptr[b0]; k < F->rowptr[b1]; k++) {
+            const int32_t j = F->colind[k];
+            lo = j < lo ? j : lo;
+            hi = j > hi ? j : hi;
+        }
+        m->reach_lo[c] = lo;
+        m->reach_hi[c] = hi;
+    }
+    m->has_reach = 1;
+}
+
 int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K)
 {
     int ierr = 0;
@@ -248,6 +268,7 @@ int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K)
     case HK_FMT_CSR:
     case HK_FMT_BSR:
         HK_TRY(build_rowptr(&s, f32, m));
+        chunk_reach(m);
         break;
     case HK_FMT_ELL:
     case HK_FMT_BELL:

@@ -4,12 +4,19 @@
 
 #include "hk_impl.h"
 
+#define HK_CPU_CHUNKS 256 /* the fixed chunks of the deterministic reductions (below) */
+
 /* A built matrix on the CPU backend (A->bdata): the format's arrays in the hk_fmt layout,
  * values in A->prec (F.val for fp64, val32 for fp32; the other is NULL). */
 typedef struct hk_cpu_mat {
     hk_fmt F;
     float *val32;
     double *carry; /* PCSR: 2 per partition, the partial sums of rows that cross partitions */
+    /* CSR/BSR (has_reach set): the lowest and highest (block) column that the rows of each of
+     * the HK_CPU_CHUNKS chunks of (block) rows read (an empty chunk: INT32_MAX, -1), so a
+     * fused op knows which rows need only the thread's own part of x */
+    int has_reach;
+    int32_t reach_lo[HK_CPU_CHUNKS], reach_hi[HK_CPU_CHUNKS];
 } hk_cpu_mat;
 
 /* Formats built from a backend block CSR, and their download (solver/cpu/cpu_build.c). */
@@ -38,7 +45,6 @@ int hk_cpu_copy_bandwidth(size_t bytes, int reps, double *gbs);
 
 /* Deterministic reductions: the index range is cut into HK_CPU_CHUNKS fixed chunks whatever
  * the thread count, each summed in order, then the chunk sums in order. */
-#define HK_CPU_CHUNKS 256
 static inline int64_t hk_cpu_chunk_begin(int64_t n, int c)
 {
     return (int64_t)((__int128)n * c / HK_CPU_CHUNKS);

@@ -248,6 +248,21 @@ int hk_cpu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     HK_CHECK(x->data != y->data, HK_ERR_ARG, "cpu SpMV: x and y must be different vectors");
     /* every row is written exactly once (empty rows get 0), so y needs no clearing */
     if (F->fmt == HK_FMT_PCSR) return hk_cpu_pcsr_spmv(m, x->data, y->data, A->prec);
+    if (hk_cpu_spmv_has_rows(A) && F->nbrows > 2048) {
+        /* fp64 CSR/BSR: the row-range kernel of the fused ops on the thread's chunks of rows
+         * (theirs, cpu_fused.c), so the plain SpMV runs the same code on the same rows and
+         * pages as cg's; fewer rows run on one thread (below) */
+        const int64_t nb = F->nbrows;
+        const double *xv = x->data;
+        double *yv = y->data;
+#pragma omp parallel
+        {
+            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            hk_cpu_spmv_rows(A, xv, yv, hk_cpu_chunk_begin(nb, HK_CPU_CHUNKS * t / nt),
+                             hk_cpu_chunk_begin(nb, HK_CPU_CHUNKS * (t + 1) / nt));
+        }
+        return 0;
+    }
     if (A->prec == HK_FP64)
         spmv_f64(F, F->val, x->data, y->data);
     else

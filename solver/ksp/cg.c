@@ -74,12 +74,26 @@ static int cg_update_step(hk_ksp *k, double alpha, hk_vec *x, hk_vec *r, hk_vec 
     return be->vec_mdot(2, X, r, d);
 }
 
+/* One iteration from alpha: the update (cg_update_step, d[0] = r.z, d[1] = r.r as there) and,
+ * where the backend has cg_iter (no preconditioner or Jacobi), also the next direction from
+ * beta = d[0] / rz with d[2] = its p.Ap, in one call: *ahead = 1. Else *ahead = 0 and the
+ * caller runs cg_spmv_step once it knows the iteration goes on. */
+static int cg_iter_step(hk_ksp *k, double alpha, double rz, hk_vec *x, hk_vec *r, hk_vec *z,
+                        hk_vec *p, hk_vec *Ap, int want_rr, double *d, int *ahead)
+{
+    const hk_backend_ops *be = k->be;
+    const int none = z == r;
+    *ahead = be->cg_iter && (none || k->pc->dinv);
+    if (*ahead) return be->cg_iter(k->A, x, r, z, p, Ap, none ? NULL : k->pc->dinv, alpha, rz, d);
+    return cg_update_step(k, alpha, x, r, z, p, Ap, want_rr, d);
+}
+
 static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = k->be;
     hk_vec *w[4];
     int ierr, done;
-    double bnorm, rnorm, rz, pap, beta = 0.0; /* beta = 0: p = z */
+    double bnorm, rnorm, rz, pap;
     HK_CALL(hk_ksp_vecs(k, 4, w));
     hk_vec *r = w[0], *z = w[1], *p = w[2], *Ap = w[3];
     const int none = hk_ksp_pc_is_none(k);
@@ -89,16 +103,20 @@ static int cg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     if (!none) HK_TRY(hk_ksp_pc(k, r, z));
     HK_TRY(be->vec_dot(r, z, &rz));
     if (rz_check(k, 0, rz)) goto out;
+    HK_TRY(cg_spmv_step(k, z, 0.0, p, Ap, &pap)); /* beta = 0: p = z */
     for (int it = 1;; it++) {
-        HK_TRY(cg_spmv_step(k, z, beta, p, Ap, &pap));
         if (spd_check(k, it - 1, pap)) break;
         const double alpha = rz / pap;
         const int check = hk_ksp_check_now(k, it);
-        double d[2]; /* the new r.z and r.r */
-        HK_TRY(cg_update_step(k, alpha, x, r, z, p, Ap, check, d));
+        double d[3]; /* the new r.z and r.r; with ahead the next direction's p.Ap */
+        int ahead;
+        HK_TRY(cg_iter_step(k, alpha, rz, x, r, z, p, Ap, check, d, &ahead));
         if (check && hk_ksp_converged(k, it, sqrt(fabs(d[1])), bnorm)) break;
         if (rz_check(k, it, d[0])) break;
-        beta = d[0] / rz;
+        if (ahead)
+            pap = d[2];
+        else
+            HK_TRY(cg_spmv_step(k, z, d[0] / rz, p, Ap, &pap));
         rz = d[0];
     }
 out:
@@ -282,10 +300,12 @@ typedef struct pipecg_fused_vecs {
     double *S;
 } pipecg_fused_vecs;
 
-/* One iteration of the fused pipelined CG: two backend calls. */
+/* One iteration of the fused pipelined CG: one backend call where it has pipecg_step, else
+ * two. */
 static int pipecg_fused_step(hk_ksp *k, void *ctx)
 {
     const pipecg_fused_vecs *v = ctx;
+    if (k->be->pipecg_step) return k->be->pipecg_step(k->A, v->x, v->r, v->p, v->Ap, v->dinv, v->S);
     HK_CALL(k->be->pipecg_update(v->x, v->r, v->p, v->Ap, v->dinv, v->S));
     return k->be->spmv_dot2(k->A, v->p, v->Ap, v->dinv, v->r, v->S);
 }
