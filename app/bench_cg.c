@@ -98,6 +98,7 @@ fail:
     hk_options_destroy(o);
     return ierr;
 }
+#ifdef HOOKE_HAVE_CUDA
 
 /* Pipelined CG (no preconditioner) driven through the ops as solver/ksp/cg.c does, reading
  * S every check_every iterations; with graph, those iterations are recorded once and
@@ -152,6 +153,7 @@ fail:
         hk_vec_destroy(v[j]);
     return ierr;
 }
+#endif
 
 typedef struct spmv_ctx {
     const hk_backend_ops *be;
