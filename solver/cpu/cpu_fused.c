@@ -90,6 +90,32 @@ static inline void group_rows(const hk_mat *A, int64_t n, int g, int g1, int64_t
     spmv_chunk(A, n, g1 - 1, &e0, e1, &i0, &i1);
 }
 
+/* The sweep of spmv_dot2 and spmv_mdot: each thread its chunks (row_part), y = A x of
+ * groups of about HK_SPMV_GROUP_ROWS rows (fused: the group's rows just before; else the
+ * whole SpMV before the region), then chunk(ctx, c, i0, i1) on each chunk of the group while
+ * its rows of x and y are still in L2. One call per chunk (256 in all) through the pointer. */
+static void spmv_sweep_chunks(hk_mat *A, int64_t n, const double *xv, double *yv, int fused,
+                              void (*chunk)(void *ctx, int c, int64_t i0, int64_t i1), void *ctx)
+{
+    const int G = group_chunks(n);
+#pragma omp parallel
+    {
+        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        for (int g = q.c0; g < q.c1; g += G) {
+            const int g1 = g + G < q.c1 ? g + G : q.c1;
+            int64_t b0, b1, i0, i1;
+            if (fused) {
+                group_rows(A, n, g, g1, &b0, &b1);
+                hk_cpu_spmv_rows(A, xv, yv, b0, b1);
+            }
+            for (int c = g; c < g1; c++) {
+                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+                chunk(ctx, c, i0, i1);
+            }
+        }
+    }
+}
+
 /* ---- pipelined CG ----------------------------------------------------------------------- */
 
 /* One chunk of the pipecg update; D: a Jacobi diagonal is given (a literal at each call). */
@@ -158,6 +184,26 @@ ALWAYS_INLINE void dot2_chunk(int64_t i0, int64_t i1, const double *restrict pv,
     *s3 = hk_cpu_lanes_sum(c);
 }
 
+/* spmv_dot2's sums of one chunk, each into its chunk's slot. */
+typedef struct dot2_ctx {
+    const double *pv, *av, *dv, *rv;
+    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
+} dot2_ctx;
+
+static void dot2_chunk_of(void *ctx, int c, int64_t i0, int64_t i1)
+{
+    dot2_ctx *d = ctx;
+    double *s1 = &d->ppap[c], *s2 = &d->papz[c], *s3 = &d->pzap[c];
+    if (d->dv && d->rv)
+        dot2_chunk(i0, i1, d->pv, d->av, d->dv, d->rv, s1, s2, s3, 1, 1);
+    else if (d->dv)
+        dot2_chunk(i0, i1, d->pv, d->av, d->dv, NULL, s1, s2, s3, 1, 0);
+    else if (d->rv)
+        dot2_chunk(i0, i1, d->pv, d->av, NULL, d->rv, s1, s2, s3, 0, 1);
+    else
+        dot2_chunk(i0, i1, d->pv, d->av, NULL, NULL, s1, s2, s3, 0, 0);
+}
+
 int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                      double *S)
 {
@@ -171,35 +217,11 @@ int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
     SPMV_BEFORE(A, p, Ap, fused);
     const double *pv = p->data, *dv = dinv ? dinv->data : NULL, *rv = r ? r->data : NULL;
     double *av = Ap->data;
-    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
-    const int G = group_chunks(n);
-#pragma omp parallel
-    {
-        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
-        for (int g = q.c0; g < q.c1; g += G) {
-            const int g1 = g + G < q.c1 ? g + G : q.c1;
-            int64_t b0, b1, i0, i1;
-            if (fused) {
-                group_rows(A, n, g, g1, &b0, &b1);
-                hk_cpu_spmv_rows(A, pv, av, b0, b1);
-            }
-            for (int c = g; c < g1; c++) {
-                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-                double *s1 = &ppap[c], *s2 = &papz[c], *s3 = &pzap[c];
-                if (dv && rv)
-                    dot2_chunk(i0, i1, pv, av, dv, rv, s1, s2, s3, 1, 1);
-                else if (dv)
-                    dot2_chunk(i0, i1, pv, av, dv, NULL, s1, s2, s3, 1, 0);
-                else if (rv)
-                    dot2_chunk(i0, i1, pv, av, NULL, rv, s1, s2, s3, 0, 1);
-                else
-                    dot2_chunk(i0, i1, pv, av, NULL, NULL, s1, s2, s3, 0, 0);
-            }
-        }
-    }
-    S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
-    S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
-    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
+    dot2_ctx d = {pv, av, dv, rv, {0}, {0}, {0}};
+    spmv_sweep_chunks(A, n, pv, av, fused, dot2_chunk_of, &d);
+    S[HK_S_PAP] = hk_cpu_chunk_sum(d.ppap);
+    S[HK_S_APZ] = hk_cpu_chunk_sum(d.papz);
+    S[HK_S_ZAP] = hk_cpu_chunk_sum(d.pzap);
     return 0;
 }
 
@@ -223,6 +245,35 @@ ALWAYS_INLINE void mdot_chunk(int64_t i0, int64_t i1, const double *restrict yv,
         out[j * HK_CPU_CHUNKS] = hk_cpu_lanes_sum(s[j]);
 }
 
+/* spmv_mdot's sums of one chunk, W[j].y into part[j][c]. */
+typedef struct mdot_ctx {
+    const double *yv;
+    const double *wv[4];
+    int k;
+    double part[4][HK_CPU_CHUNKS];
+} mdot_ctx;
+
+static void mdot_chunk_of(void *ctx, int c, int64_t i0, int64_t i1)
+{
+    mdot_ctx *d = ctx;
+    switch (d->k) { /* K a literal in each call */
+    case 1:
+        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 1);
+        break;
+    case 2:
+        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 2);
+        break;
+    case 3:
+        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 3);
+        break;
+    case 4:
+        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 4);
+        break;
+    default:
+        break;
+    }
+}
+
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot)
 {
@@ -240,41 +291,10 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
     const double *wv[4] = {NULL, NULL, NULL, NULL};
     for (int j = 0; j < k; j++)
         wv[j] = W[j]->data;
-    double part[4][HK_CPU_CHUNKS];
-    const int G = group_chunks(n);
-#pragma omp parallel
-    {
-        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
-        for (int g = q.c0; g < q.c1; g += G) {
-            const int g1 = g + G < q.c1 ? g + G : q.c1;
-            int64_t b0, b1, i0, i1;
-            if (fused) {
-                group_rows(A, n, g, g1, &b0, &b1);
-                hk_cpu_spmv_rows(A, xv, yv, b0, b1);
-            }
-            for (int c = g; c < g1; c++) {
-                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-                switch (k) {
-                case 1:
-                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 1);
-                    break;
-                case 2:
-                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 2);
-                    break;
-                case 3:
-                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 3);
-                    break;
-                case 4:
-                    mdot_chunk(i0, i1, yv, wv, &part[0][c], 4);
-                    break;
-                default:
-                    break;
-                }
-            }
-        }
-    }
+    mdot_ctx d = {yv, {wv[0], wv[1], wv[2], wv[3]}, k, {{0}}};
+    spmv_sweep_chunks(A, n, xv, yv, fused, mdot_chunk_of, &d);
     for (int j = 0; j < k; j++)
-        S[slot[j]] = hk_cpu_chunk_sum(part[j]);
+        S[slot[j]] = hk_cpu_chunk_sum(d.part[j]);
     return 0;
 }
 
