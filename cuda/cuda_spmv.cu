@@ -369,8 +369,9 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
  *   slices of the longest rows do not run alone at the end (H200, an unstructured Gmsh tet10
  *   bracket, 197k block rows, mean 25 blocks, longest 115: 219 us with 1 lane, 149 with 2, 129
  *   with 4; cuSPARSE CSR 194).
+ * - fp32 with at least 1.5 waves of block rows keeps one lane (the exception in the code).
  * CSR (scalar rows) keeps about four entries per lane. */
-static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row, int64_t longest)
+static int auto_tpr(hk_format fmt, int fp32, int64_t nbrows, double per_row, int64_t longest)
 {
     int tpr = 1;
     if (fmt == HK_FMT_CSR) {
@@ -378,10 +379,17 @@ static int auto_tpr(hk_format fmt, int64_t nbrows, double per_row, int64_t longe
             tpr *= 2;
         return tpr;
     }
-    while (tpr < 4 && tpr * 2 * 6 <= per_row)
-        tpr *= 2;
     const int factor = (double)longest > 2.5 * per_row ? 4 : 1;
-    const int64_t target = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024 * factor;
+    const int64_t fill = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024;
+    const int64_t target = fill * factor;
+    /* fp32 with one lane per block row keeps its column look-ahead (sell_slots) busy over
+     * the whole row; with at least 1.5 waves of rows that won (H100, us, 1 lane against the
+     * row-length rule's 2-4: hex-1M 136.8-137.3 against 140.8-142.5, tet 0.62M 56.1-56.6
+     * against 57.3-58.7), while hex 0.5M (1.3 waves) lost with it (80.0-80.6 against
+     * 75.5-77.6). */
+    if (!(fp32 && nbrows >= fill * 3 / 2))
+        while (tpr < 4 && tpr * 2 * 6 <= per_row)
+            tpr *= 2;
     while (tpr < 8 && nbrows * tpr < target && tpr * 2 <= per_row)
         tpr *= 2;
     return tpr;
@@ -413,7 +421,7 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
     const int to_float = A->prec == HK_FP32;
     const size_t vsz = to_float ? 4 : 8;
     m->tpr = A->tpr > 0 ? A->tpr
-                        : auto_tpr(fmt, nbrows,
+                        : auto_tpr(fmt, to_float, nbrows,
                                    nbrows ? (double)A->nnz / ((double)bs * bs) / nbrows : 0,
                                    longest);
     if (fmt == HK_FMT_CSR) {
