@@ -57,6 +57,25 @@ typedef struct upd_in {
     double *x, *r, *p, *ap, *d; /* host values */
 } upd_in;
 
+/* Random inputs from seeds seed..seed+4; d a positive diagonal in [1, 1.5). */
+static upd_in upd_in_rand(int64_t n, unsigned seed)
+{
+    upd_in in = {n,
+                 hk_test_rand_vec(n, seed),
+                 hk_test_rand_vec(n, seed + 1),
+                 hk_test_rand_vec(n, seed + 2),
+                 hk_test_rand_vec(n, seed + 3),
+                 hk_test_rand_vec(n, seed + 4)};
+    for (int64_t i = 0; i < n; i++)
+        in.d[i] = 1.0 + 0.5 * in.d[i];
+    return in;
+}
+
+static void upd_in_free(upd_in *in)
+{
+    free(in->x), free(in->r), free(in->p), free(in->ap), free(in->d);
+}
+
 typedef struct upd_out {
     double *x, *r, *z; /* z NULL without a diagonal */
     double d[2];
@@ -125,14 +144,7 @@ static void test_update_equals_composed(void)
     const int nt = omp_get_max_threads();
     for (int s = 0; s < 2; s++) {
         const int64_t n = sizes[s];
-        upd_in in = {n,
-                     hk_test_rand_vec(n, 1),
-                     hk_test_rand_vec(n, 2),
-                     hk_test_rand_vec(n, 3),
-                     hk_test_rand_vec(n, 4),
-                     hk_test_rand_vec(n, 5)};
-        for (int64_t i = 0; i < n; i++)
-            in.d[i] = 1.0 + 0.5 * in.d[i]; /* a positive diagonal */
+        upd_in in = upd_in_rand(n, 1);
         for (int vp = HK_FP64; vp <= HK_FP32; vp++)
             for (int dp = -1; dp <= HK_FP32; dp++) {
                 const double alpha = 0.37;
@@ -174,7 +186,7 @@ static void test_update_equals_composed(void)
                     upd_free(&t[k]);
                 upd_free(&f), upd_free(&c);
             }
-        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        upd_in_free(&in);
     }
 }
 
@@ -342,14 +354,7 @@ static void test_cg_iter_equals_composed(void)
         hk_bcsr K;
         HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
         const int64_t n = K.nbrows * K.bs;
-        upd_in in = {n,
-                     hk_test_rand_vec(n, 21),
-                     hk_test_rand_vec(n, 22),
-                     hk_test_rand_vec(n, 23),
-                     hk_test_rand_vec(n, 24),
-                     hk_test_rand_vec(n, 25)};
-        for (int64_t i = 0; i < n; i++)
-            in.d[i] = 1.0 + 0.5 * in.d[i];
+        upd_in in = upd_in_rand(n, 21);
         for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
             hk_mat *A = NULL;
             HK_ASSERT_OK(hk_mat_create(&hk_backend_cpu, &K, fmts[f], HK_FP64, NULL, &A));
@@ -394,7 +399,7 @@ static void test_cg_iter_equals_composed(void)
             }
             hk_mat_destroy(A);
         }
-        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        upd_in_free(&in);
         hk_bcsr_free(&K);
     }
 }
@@ -527,14 +532,7 @@ static void test_pipecg_step_equals_composed(void)
         hk_bcsr K;
         HK_ASSERT_OK(hk_gen_elasticity3d(dims[s][0], dims[s][1], dims[s][2], &K));
         const int64_t n = K.nbrows * K.bs;
-        upd_in in = {n,
-                     hk_test_rand_vec(n, 41),
-                     hk_test_rand_vec(n, 42),
-                     hk_test_rand_vec(n, 43),
-                     hk_test_rand_vec(n, 44),
-                     hk_test_rand_vec(n, 45)};
-        for (int64_t i = 0; i < n; i++)
-            in.d[i] = 1.0 + 0.5 * in.d[i];
+        upd_in in = upd_in_rand(n, 41);
         /* RR, RZ, PAP, APZ, ALPHA, BETA, ZAP: alpha = 0.4, beta = 0.5 */
         const double S0[HK_S_PIPECG_COUNT] = {2.0, 2.0, 5.0, 2.5, 0, 0, 3.0};
         for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
@@ -569,7 +567,7 @@ static void test_pipecg_step_equals_composed(void)
             }
             hk_mat_destroy(A);
         }
-        free(in.x), free(in.r), free(in.p), free(in.ap), free(in.d);
+        upd_in_free(&in);
         hk_bcsr_free(&K);
     }
 }
