@@ -90,32 +90,6 @@ static inline void group_rows(const hk_mat *A, int64_t n, int g, int g1, int64_t
     spmv_chunk(A, n, g1 - 1, &e0, e1, &i0, &i1);
 }
 
-/* The sweep of spmv_dot2 and spmv_mdot: each thread its chunks (row_part), y = A x of
- * groups of about HK_SPMV_GROUP_ROWS rows (fused: the group's rows just before; else the
- * whole SpMV before the region), then chunk(ctx, c, i0, i1) on each chunk of the group while
- * its rows of x and y are still in L2. One call per chunk (256 in all) through the pointer. */
-static void spmv_sweep_chunks(hk_mat *A, int64_t n, const double *xv, double *yv, int fused,
-                              void (*chunk)(void *ctx, int c, int64_t i0, int64_t i1), void *ctx)
-{
-    const int G = group_chunks(n);
-#pragma omp parallel
-    {
-        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
-        for (int g = q.c0; g < q.c1; g += G) {
-            const int g1 = g + G < q.c1 ? g + G : q.c1;
-            int64_t b0, b1, i0, i1;
-            if (fused) {
-                group_rows(A, n, g, g1, &b0, &b1);
-                hk_cpu_spmv_rows(A, xv, yv, b0, b1);
-            }
-            for (int c = g; c < g1; c++) {
-                spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-                chunk(ctx, c, i0, i1);
-            }
-        }
-    }
-}
-
 /* ---- pipelined CG ----------------------------------------------------------------------- */
 
 /* One chunk of the pipecg update; D: a Jacobi diagonal is given (a literal at each call). */
@@ -184,49 +158,6 @@ ALWAYS_INLINE void dot2_chunk(int64_t i0, int64_t i1, const double *restrict pv,
     *s3 = hk_cpu_lanes_sum(c);
 }
 
-/* spmv_dot2's sums of one chunk, each into its chunk's slot. */
-typedef struct dot2_ctx {
-    const double *pv, *av, *dv, *rv;
-    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
-} dot2_ctx;
-
-static void dot2_chunk_of(void *ctx, int c, int64_t i0, int64_t i1)
-{
-    dot2_ctx *d = ctx;
-    double *s1 = &d->ppap[c], *s2 = &d->papz[c], *s3 = &d->pzap[c];
-    if (d->dv && d->rv)
-        dot2_chunk(i0, i1, d->pv, d->av, d->dv, d->rv, s1, s2, s3, 1, 1);
-    else if (d->dv)
-        dot2_chunk(i0, i1, d->pv, d->av, d->dv, NULL, s1, s2, s3, 1, 0);
-    else if (d->rv)
-        dot2_chunk(i0, i1, d->pv, d->av, NULL, d->rv, s1, s2, s3, 0, 1);
-    else
-        dot2_chunk(i0, i1, d->pv, d->av, NULL, NULL, s1, s2, s3, 0, 0);
-}
-
-int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
-                     double *S)
-{
-    HK_CALL(spmv_args(A, p, Ap));
-    const int64_t n = p->n;
-    HK_CHECK(!r || (r->prec == HK_FP64 && r->n == n), HK_ERR_ARG,
-             "spmv_dot2: r must be an fp64 vector of p's length (or NULL)");
-    HK_CHECK(!dinv || (dinv->prec == HK_FP64 && dinv->n == n), HK_ERR_ARG,
-             "spmv_dot2: dinv must be an fp64 vector of p's length (or NULL)");
-    const int fused = hk_cpu_spmv_has_rows(A);
-    SPMV_BEFORE(A, p, Ap, fused);
-    const double *pv = p->data, *dv = dinv ? dinv->data : NULL, *rv = r ? r->data : NULL;
-    double *av = Ap->data;
-    dot2_ctx d = {pv, av, dv, rv, {0}, {0}, {0}};
-    spmv_sweep_chunks(A, n, pv, av, fused, dot2_chunk_of, &d);
-    S[HK_S_PAP] = hk_cpu_chunk_sum(d.ppap);
-    S[HK_S_APZ] = hk_cpu_chunk_sum(d.papz);
-    S[HK_S_ZAP] = hk_cpu_chunk_sum(d.pzap);
-    return 0;
-}
-
-/* ---- pipelined BiCGStab ----------------------------------------------------------------- */
-
 /* sum_l W[j].y over [i0, i1) for j < K (K a literal at each call). */
 ALWAYS_INLINE void mdot_chunk(int64_t i0, int64_t i1, const double *restrict yv,
                               const double *const *wv, double *out, const int K)
@@ -245,34 +176,103 @@ ALWAYS_INLINE void mdot_chunk(int64_t i0, int64_t i1, const double *restrict yv,
         out[j * HK_CPU_CHUNKS] = hk_cpu_lanes_sum(s[j]);
 }
 
-/* spmv_mdot's sums of one chunk, W[j].y into part[j][c]. */
-typedef struct mdot_ctx {
-    const double *yv;
-    const double *wv[4];
+/* The chunk sums taken right after a chunk's SpMV rows y = A p: with k = 1..4, W[j].y into
+ * s[0][j * HK_CPU_CHUNKS + c] for j < k (cg: k = 1, W[0] = p); with k = 0, spmv_dot2's three
+ * (PAP, APZ, ZAP into s[0..2][c]; dinv dv and r rv may be NULL). */
+typedef struct chunk_dots {
     int k;
-    double part[4][HK_CPU_CHUNKS];
-} mdot_ctx;
+    const double *wv[4];
+    const double *dv, *rv;
+    double *s[3];
+} chunk_dots;
 
-static void mdot_chunk_of(void *ctx, int c, int64_t i0, int64_t i1)
+static inline void chunk_dots_of(const chunk_dots *d, const double *pv, const double *yv, int c,
+                                 int64_t i0, int64_t i1)
 {
-    mdot_ctx *d = ctx;
+    double *s1 = &d->s[0][c], *s2 = d->k ? NULL : &d->s[1][c], *s3 = d->k ? NULL : &d->s[2][c];
     switch (d->k) { /* K a literal in each call */
     case 1:
-        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 1);
-        break;
+        mdot_chunk(i0, i1, yv, d->wv, s1, 1);
+        return;
     case 2:
-        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 2);
-        break;
+        mdot_chunk(i0, i1, yv, d->wv, s1, 2);
+        return;
     case 3:
-        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 3);
-        break;
+        mdot_chunk(i0, i1, yv, d->wv, s1, 3);
+        return;
     case 4:
-        mdot_chunk(i0, i1, d->yv, d->wv, &d->part[0][c], 4);
-        break;
+        mdot_chunk(i0, i1, yv, d->wv, s1, 4);
+        return;
     default:
         break;
     }
+    if (d->dv && d->rv)
+        dot2_chunk(i0, i1, pv, yv, d->dv, d->rv, s1, s2, s3, 1, 1);
+    else if (d->dv)
+        dot2_chunk(i0, i1, pv, yv, d->dv, NULL, s1, s2, s3, 1, 0);
+    else if (d->rv)
+        dot2_chunk(i0, i1, pv, yv, NULL, d->rv, s1, s2, s3, 0, 1);
+    else
+        dot2_chunk(i0, i1, pv, yv, NULL, NULL, s1, s2, s3, 0, 0);
 }
+
+/* SpMV rows and chunk sums of chunks [g0, g1) in groups of G chunks: each group's rows in one
+ * sweep (a dot product after every chunk broke the matrix streams: +5 % over the plain SpMV on
+ * 81k DOFs, one thread), then each chunk's sums while the group is in cache (each chunk its
+ * own, so neither grouping nor order changes them). rows 0: y was computed before (a format
+ * without a row-range kernel), only the sums. */
+static void spmv_sweep(const hk_mat *A, int64_t n, const double *pv, double *yv,
+                       const chunk_dots *d, int g0, int g1, int G, int rows)
+{
+    for (int g = g0; g < g1; g += G) {
+        const int g1_ = g + G < g1 ? g + G : g1;
+        int64_t b0, b1, e1, i0, i1;
+        if (rows) {
+            group_rows(A, n, g, g1_, &b0, &e1);
+            hk_cpu_spmv_rows(A, pv, yv, b0, e1);
+        }
+        for (int c = g; c < g1_; c++) {
+            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            chunk_dots_of(d, pv, yv, c, i0, i1);
+        }
+    }
+}
+
+/* spmv_dot2 and spmv_mdot: each thread sweeps its own chunks. */
+static void spmv_sweep_all(const hk_mat *A, int64_t n, const double *pv, double *yv,
+                           const chunk_dots *d, int rows)
+{
+    const int G = group_chunks(n);
+#pragma omp parallel
+    {
+        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        spmv_sweep(A, n, pv, yv, d, q.c0, q.c1, G, rows);
+    }
+}
+
+int hk_cpu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                     double *S)
+{
+    HK_CALL(spmv_args(A, p, Ap));
+    const int64_t n = p->n;
+    HK_CHECK(!r || (r->prec == HK_FP64 && r->n == n), HK_ERR_ARG,
+             "spmv_dot2: r must be an fp64 vector of p's length (or NULL)");
+    HK_CHECK(!dinv || (dinv->prec == HK_FP64 && dinv->n == n), HK_ERR_ARG,
+             "spmv_dot2: dinv must be an fp64 vector of p's length (or NULL)");
+    const int fused = hk_cpu_spmv_has_rows(A);
+    SPMV_BEFORE(A, p, Ap, fused);
+    const double *pv = p->data, *dv = dinv ? dinv->data : NULL, *rv = r ? r->data : NULL;
+    double *av = Ap->data;
+    double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
+    const chunk_dots d = {0, {NULL}, dv, rv, {ppap, papz, pzap}};
+    spmv_sweep_all(A, n, pv, av, &d, fused);
+    S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
+    S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
+    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
+    return 0;
+}
+
+/* ---- pipelined BiCGStab ----------------------------------------------------------------- */
 
 int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
                      double *S, const int *slot)
@@ -283,18 +283,16 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
         FP64_ONLY(W[j]);
         HK_CHECK(W[j]->n == y->n, HK_ERR_ARG, "spmv_mdot: W[%d] differs in length from y", j);
     }
+    if (k == 0) return hk_cpu_mat_spmv(A, x, y);
     const int fused = hk_cpu_spmv_has_rows(A);
     SPMV_BEFORE(A, x, y, fused);
-    const int64_t n = y->n;
-    double *yv = y->data;
-    const double *xv = x->data;
-    const double *wv[4] = {NULL, NULL, NULL, NULL};
+    double part[4][HK_CPU_CHUNKS];
+    chunk_dots d = {k, {NULL}, NULL, NULL, {&part[0][0], NULL, NULL}};
     for (int j = 0; j < k; j++)
-        wv[j] = W[j]->data;
-    mdot_ctx d = {yv, {wv[0], wv[1], wv[2], wv[3]}, k, {{0}}};
-    spmv_sweep_chunks(A, n, xv, yv, fused, mdot_chunk_of, &d);
+        d.wv[j] = W[j]->data;
+    spmv_sweep_all(A, y->n, x->data, y->data, &d, fused);
     for (int j = 0; j < k; j++)
-        S[slot[j]] = hk_cpu_chunk_sum(d.part[j]);
+        S[slot[j]] = hk_cpu_chunk_sum(part[j]);
     return 0;
 }
 
@@ -457,52 +455,6 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
 
 /* ---- classical CG ----------------------------------------------------------------------- */
 
-/* The chunk sums taken right after a chunk's SpMV rows: p.Ap into s[0] (cg), or spmv_dot2's
- * three (PAP, APZ, ZAP into s[0..2]; dinv dv and r rv may be NULL). */
-typedef struct chunk_dots {
-    int dot2;
-    const double *dv, *rv;
-    double *s[3];
-} chunk_dots;
-
-static inline void chunk_dots_of(const chunk_dots *d, const double *pv, const double *av, int c,
-                                 int64_t i0, int64_t i1)
-{
-    double *s1 = &d->s[0][c], *s2 = d->dot2 ? &d->s[1][c] : NULL,
-           *s3 = d->dot2 ? &d->s[2][c] : NULL;
-    if (!d->dot2) {
-        const double *wv[1] = {pv};
-        mdot_chunk(i0, i1, av, wv, s1, 1);
-    } else if (d->dv && d->rv) {
-        dot2_chunk(i0, i1, pv, av, d->dv, d->rv, s1, s2, s3, 1, 1);
-    } else if (d->dv) {
-        dot2_chunk(i0, i1, pv, av, d->dv, NULL, s1, s2, s3, 1, 0);
-    } else if (d->rv) {
-        dot2_chunk(i0, i1, pv, av, NULL, d->rv, s1, s2, s3, 0, 1);
-    } else {
-        dot2_chunk(i0, i1, pv, av, NULL, NULL, s1, s2, s3, 0, 0);
-    }
-}
-
-/* SpMV rows and chunk sums of chunks [g0, g1) in groups of G chunks: each group's rows in one
- * sweep (a dot product after every chunk broke the matrix streams: +5 % over the plain SpMV on
- * 81k DOFs, one thread), then each chunk's sums while the group is in cache (each chunk its
- * own, so neither grouping nor order changes them). */
-static void spmv_sweep(const hk_mat *A, int64_t n, const double *pv, double *av,
-                       const chunk_dots *d, int g0, int g1, int G)
-{
-    for (int g = g0; g < g1; g += G) {
-        const int g1_ = g + G < g1 ? g + G : g1;
-        int64_t b0, b1, e1, i0, i1;
-        group_rows(A, n, g, g1_, &b0, &e1);
-        hk_cpu_spmv_rows(A, pv, av, b0, e1);
-        for (int c = g; c < g1_; c++) {
-            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
-            chunk_dots_of(d, pv, av, c, i0, i1);
-        }
-    }
-}
-
 /* Ap = A p and the chunk sums d for the thread's chunks, right after the thread wrote its own
  * entries of p and set ready[t]: first the longest run of its chunks whose rows read only its
  * own entries, then, once every thread whose entries the other rows read has set its flag, the
@@ -540,7 +492,7 @@ static void spmv_part(const hk_mat *A, int64_t n, const row_part *q, const doubl
         lo = 0;
         hi = INT64_MAX;
     }
-    spmv_sweep(A, n, pv, av, d, ca, cb, G);
+    spmv_sweep(A, n, pv, av, d, ca, cb, G, 1);
     if (ready && hi >= lo)
         for (int u = 0; u < q->nt; u++) {
             const row_part o = row_part_of(A, n, u, q->nt);
@@ -548,8 +500,8 @@ static void spmv_part(const hk_mat *A, int64_t n, const row_part *q, const doubl
             while (!atomic_load_explicit(&ready[u], memory_order_acquire))
                 sched_yield();
         }
-    spmv_sweep(A, n, pv, av, d, q->c0, ca, G);
-    spmv_sweep(A, n, pv, av, d, cb, q->c1, G);
+    spmv_sweep(A, n, pv, av, d, q->c0, ca, G, 1);
+    spmv_sweep(A, n, pv, av, d, cb, q->c1, G, 1);
 }
 
 /* x += alpha p (X: x given; alpha p + x, vec_axpby's arithmetic), then p = z + beta p over
@@ -608,7 +560,7 @@ int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *A
     const double *zv = z ? z->data : NULL;
     double *pv = p->data, *av = Ap->data;
     double part[HK_CPU_CHUNKS];
-    const chunk_dots d = {0, NULL, NULL, {part, NULL, NULL}};
+    const chunk_dots d = {1, {pv}, NULL, NULL, {part, NULL, NULL}};
     atomic_int ready[HK_CPU_CHUNKS];
     SPMV_READY_INIT(ready);
 #pragma omp parallel
@@ -711,7 +663,7 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
     double *zv = dinv ? z->data : rv;
     const void *dv = dinv ? dinv->data : NULL;
     double prz[HK_CPU_CHUNKS], prr[HK_CPU_CHUNKS], ppap[HK_CPU_CHUNKS];
-    const chunk_dots dots = {0, NULL, NULL, {ppap, NULL, NULL}};
+    const chunk_dots dots = {1, {pv}, NULL, NULL, {ppap, NULL, NULL}};
     atomic_int ready[HK_CPU_CHUNKS], arrived;
     SPMV_READY_INIT(ready);
     atomic_init(&arrived, 0);
@@ -772,7 +724,7 @@ int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, c
     const double *dv = dinv ? dinv->data : NULL;
     double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
     double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
-    const chunk_dots dots = {1, dv, rv, {ppap, papz, pzap}};
+    const chunk_dots dots = {0, {NULL}, dv, rv, {ppap, papz, pzap}};
     atomic_int ready[HK_CPU_CHUNKS];
     SPMV_READY_INIT(ready);
     /* One region and no barrier: alpha and beta are known before it, so each thread updates x,
