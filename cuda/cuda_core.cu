@@ -281,7 +281,6 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     hk_k_finish(const double *__restrict__ part, unsigned nb, int k, hk_cu_outs out, int mode,
                 double *S)
 {
-    __shared__ double sh[HK_CU_BLOCK / 32];
     double e0 = 0, e1 = 0;
     if (threadIdx.x == 0 && S) {
         /* derived scalars from the old values, before any result overwrites them */
@@ -295,23 +294,10 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
             e1 = -S[HK_S_BI_ASR0] / S[HK_S_BI_APR0];
         }
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int j = 0; j < k; j++) {
-        double s = 0;
-        for (unsigned b = threadIdx.x; b < nb; b += HK_CU_BLOCK)
-            s += part[(size_t)j * nb + b];
-        for (int o = 16; o > 0; o >>= 1)
-            s += __shfl_down_sync(0xffffffffu, s, o);
-        if (lane == 0) sh[warp] = s;
-        __syncthreads();
-        if (warp == 0) {
-            s = lane < HK_CU_BLOCK / 32 ? sh[lane] : 0.0;
-            for (int o = 16; o > 0; o >>= 1)
-                s += __shfl_down_sync(0xffffffffu, s, o);
-            if (lane == 0) *out.p[j] = s;
-        }
-        __syncthreads();
-    }
+    __shared__ double d[HK_CU_MAXK];
+    hk_cu_sum_parts(part, nb, k, d);
+    for (int j = threadIdx.x; j < k; j += HK_CU_BLOCK)
+        *out.p[j] = d[j];
     if (threadIdx.x == 0 && S) {
         if (mode == HK_FIN_PIPECG) {
             S[HK_S_ALPHA] = e0;

@@ -218,32 +218,26 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     hk_block_reduce<7>(a, 7, part);
 }
 
-/* Stage 2 of k_pipecg_gv_step (the fixed-order sums of hk_cu_finish), then the step's
- * bookkeeping and the next coefficients (pipecg_gv.h) by thread 0: no host round trip. */
+/* Stage 2 of k_pipecg_gv_step (fixed-order sums), then the step's bookkeeping and the next
+ * coefficients (pipecg_gv.h) by thread 0 on a copy of S in registers: no host round trip. The
+ * copy matters: on S in global memory every read after a write waits for memory (the update
+ * reads and writes S some thirty times), and the kernel took 10 us on an H100. */
 __global__ void __launch_bounds__(HK_CU_BLOCK)
     k_pipecg_gv_finish(const double *__restrict__ part, unsigned nb, double *S)
 {
-    __shared__ double sh[HK_CU_BLOCK / 32];
     __shared__ double d[7];
-    if (S[HK_G_HALT] != 0) return;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int j = 0; j < 7; j++) {
-        double v = 0;
-        for (unsigned b = threadIdx.x; b < nb; b += HK_CU_BLOCK)
-            v += part[(size_t)j * nb + b];
-        for (int o = 16; o > 0; o >>= 1)
-            v += __shfl_down_sync(0xffffffffu, v, o);
-        if (lane == 0) sh[warp] = v;
-        __syncthreads();
-        if (warp == 0) {
-            v = lane < HK_CU_BLOCK / 32 ? sh[lane] : 0.0;
-            for (int o = 16; o > 0; o >>= 1)
-                v += __shfl_down_sync(0xffffffffu, v, o);
-            if (lane == 0) d[j] = v;
-        }
-        __syncthreads();
+    if (S[HK_G_HALT] != 0) return; /* the same for every thread */
+    hk_cu_sum_parts(part, nb, 7, d);
+    if (threadIdx.x == 0) {
+        double s[HK_G_COUNT];
+#pragma unroll
+        for (int i = 0; i < HK_G_COUNT; i++)
+            s[i] = S[i];
+        hk_pipecg_gv_after_step(s, d);
+#pragma unroll
+        for (int i = 0; i < HK_G_COUNT; i++)
+            S[i] = s[i];
     }
-    if (threadIdx.x == 0) hk_pipecg_gv_after_step(S, d);
 }
 
 int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S)

@@ -160,6 +160,29 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
     }
 }
 
+/* Stage 2 of a reduction by one block of HK_CU_BLOCK threads: d[j] = the sum of
+ * part[j * nb + b] over b < nb for j < k (k <= HK_CU_MAXK). Warp w sums the values j = w,
+ * w + 8, ... at once, each lane its b = lane, lane + 32, ... and then the warp's shuffle tree,
+ * so the order is fixed and the k sums cost one pass instead of k rounds of block barriers
+ * (the one-value-at-a-time loop took 10 us for pipelined CG's seven sums on an H100). Ends
+ * with a block barrier, so d (shared) is complete for every thread. */
+__device__ __forceinline__ void hk_cu_sum_parts(const double *__restrict__ part, unsigned nb,
+                                                int k, double *d)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int j = warp; j < k; j += HK_CU_BLOCK / 32) {
+        const double *pj = part + (size_t)j * nb;
+        double s = 0;
+        for (unsigned b = lane; b < nb; b += 32)
+            s += pj[b];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_down_sync(0xffffffffu, s, o);
+        if (lane == 0) d[j] = s;
+    }
+    __syncthreads();
+}
+
 /* Binary search: the first q in [lo, hi) where below(q) is false (hi when it holds everywhere),
  * below being true on a prefix of [lo, hi). */
 template <typename Below>
@@ -246,7 +269,7 @@ int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t 
 int hk_cu_pcsr_download(const hk_cu_mat *m, hk_fmt *F);
 int hk_cu_pcsr_spmv(const hk_mat *A, const void *x, void *y);
 /* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries), its SpMV. */
-int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32);
+int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t longest);
 int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y);
 
 /* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest
