@@ -392,6 +392,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_axpbypcz = hk_cu_vec_axpbypcz;
     o.vec_pointwise_mult = hk_cu_vec_pointwise_mult;
     o.vec_poly_step = hk_cu_vec_poly_step;
+    o.spmv_poly_step = hk_cu_spmv_poly_step;
     o.vec_dot = hk_cu_vec_dot;
     o.vec_mdot = hk_cu_vec_mdot;
     o.vec_maxpy = hk_cu_vec_maxpy;
@@ -404,6 +405,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.scal_set = cuda_scal_set;
     o.pipecg_update = hk_cu_pipecg_update;
     o.pipecg_gv_step = hk_cu_pipecg_gv_step;
+    o.spmv_pipecg_gv_step = hk_cu_spmv_pipecg_gv_step;
     o.spmv_dot2 = hk_cu_spmv_dot2;
     o.spmv_mdot = hk_cu_spmv_mdot;
     o.pipebicg_s = hk_cu_pipebicg_s;

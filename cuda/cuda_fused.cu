@@ -14,8 +14,6 @@
              "cuda backend: fused op on vectors of lengths %lld "                                  \
              "and %lld",                                                                           \
              (long long)(a)->n, (long long)(b)->n)
-#define D(v) ((double *)(v)->data)
-#define CD(v) ((const double *)(v)->data)
 
 #define HK_GRID_STRIDE(i, n)                                                                       \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
@@ -213,7 +211,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     double a[7] = {0, 0, 0, 0, 0, 0, 0};
     HK_GRID_STRIDE(i, n)
     {
-        hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, nv, z, q, s, p, a);
+        hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, nv[i], z, q, s, p, a);
     }
     hk_block_reduce<7>(a, 7, part);
 }
@@ -252,7 +250,12 @@ int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S)
         n, S, D(V[0]), D(V[1]), D(V[2]), D(V[3]), CD(V[4]), CD(V[5]), D(V[6]), D(V[7]), D(V[8]),
         D(V[9]), hk_cu.part);
     HK_CU_LAUNCHED();
-    k_pipecg_gv_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(hk_cu.part, nb, S);
+    return hk_cu_pipecg_gv_finish(hk_cu.part, nb, S);
+}
+
+int hk_cu_pipecg_gv_finish(const double *part, unsigned nb, double *S)
+{
+    k_pipecg_gv_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(part, nb, S);
     HK_CU_LAUNCHED();
     return 0;
 }
@@ -267,12 +270,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
 {
     HK_GRID_STRIDE(i, n)
     {
-        double v = a * ((double)d[i] * t[i]);
-        if (x) v += b * x[i];
-        if (c != 0.0) v += c * y[i];
-        const T vi = (T)v;
-        y[i] = vi;
-        z[i] = (T)(f != 0.0 ? e * vi + f * z[i] : e * vi);
+        hk_cu_poly_entry<T>(i, y, a, d, t[i], b, x, c, z, e, f);
     }
 }
 

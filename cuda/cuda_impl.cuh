@@ -160,6 +160,27 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
     }
 }
 
+/* The device arrays of fp64 vectors. */
+#define D(v) ((double *)(v)->data)
+#define CD(v) ((const double *)(v)->data)
+
+/* Entry i of a polynomial preconditioner's step (the vec_poly_step op) with t_i = (A x)_i:
+ * y = a (d .* t) + b x + c y, then z = e y + f z; x NULL when b = 0, the old y and z not
+ * read when c = 0 or f = 0. */
+template <typename T>
+__device__ __forceinline__ void hk_cu_poly_entry(int64_t i, T *__restrict__ y, double a,
+                                                 const T *__restrict__ d, T ti, double b,
+                                                 const T *__restrict__ x, double c,
+                                                 T *__restrict__ z, double e, double f)
+{
+    double v = a * ((double)d[i] * ti);
+    if (x) v += b * x[i];
+    if (c != 0.0) v += c * y[i];
+    const T vi = (T)v;
+    y[i] = vi;
+    z[i] = (T)(f != 0.0 ? e * vi + f * z[i] : e * vi);
+}
+
 /* Stage 2 of a reduction by one block of HK_CU_BLOCK threads: d[j] = the sum of
  * part[j * nb + b] over b < nb for j < k (k <= HK_CU_MAXK). Warp w sums the values j = w,
  * w + 8, ... at once, each lane its b = lane, lane + 32, ... and then the warp's shuffle tree,
@@ -269,7 +290,7 @@ int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t 
 int hk_cu_pcsr_download(const hk_cu_mat *m, hk_fmt *F);
 int hk_cu_pcsr_spmv(const hk_mat *A, const void *x, void *y);
 /* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries), its SpMV. */
-int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t longest);
+int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32);
 int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y);
 
 /* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest
@@ -301,6 +322,13 @@ int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
 
 /* Fused Krylov ops (cuda_fused.cu). */
 int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S);
+/* Stage 2 of pipelined CG's step: the seven sums of nb partials per value in part, then the
+ * next coefficients in S (pipecg_gv.h). */
+int hk_cu_pipecg_gv_finish(const double *part, unsigned nb, double *S);
+/* The fused SpMV ops (cuda_spmv.cu; semantics in hk_impl.h). */
+int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
+                         const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
+int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S);
 int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
                         const hk_vec *x, double c, hk_vec *z, double e, double f);
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,

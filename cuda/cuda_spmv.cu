@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
+#include "pipecg_gv.h"
 
 static int is_rowptr_family(hk_format f)
 {
@@ -32,13 +33,78 @@ static int is_cusparse(hk_format f)
     return f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR;
 }
 
+/* ---- epilogues: what the row kernels do with each entry v of A x ------------------------ */
+/* An epilogue sums K values per thread block into the part buffer (NF: their array's size, at
+ * least 1); begin() runs first in every thread and false skips the whole kernel. Besides the
+ * plain store, the pipelined methods' vector updates run here, on each entry of A x as it is
+ * made, so the product is never written and read back and a launch is saved. */
+template <typename T> struct epi_store { /* y = A x */
+    static constexpr int K = 0, NF = 1;
+    T *y;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return 0; }
+    __device__ void entry(int64_t i, double v, double (&)[NF]) const { y[i] = (T)v; }
+};
+
+struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
+    static constexpr int K = 4, NF = 4;
+    double *y;
+    hk_cu_fuse f;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return f.k; }
+    __device__ void entry(int64_t i, double v, double (&fs)[NF]) const
+    {
+        y[i] = v;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (j < f.k) {
+                double w = f.w[j] ? f.w[j][i] : v;
+                if (f.d[j]) w = f.d[j][i] * w;
+                fs[j] += w * v;
+            }
+        }
+    }
+};
+
+template <typename T> struct epi_poly { /* the vec_poly_step of t = A x (t not stored) */
+    static constexpr int K = 0, NF = 1;
+    T *y, *z;
+    const T *d, *x;
+    double a, b, c, e, f;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return 0; }
+    __device__ void entry(int64_t i, double v, double (&)[NF]) const
+    {
+        hk_cu_poly_entry<T>(i, y, a, d, (T)v, b, x, c, z, e, f);
+    }
+};
+
+struct epi_gv { /* n = A m, then pipecg_gv_step's updates and inner products */
+    static constexpr int K = 7, NF = 7;
+    const double *S;
+    double alpha, beta;
+    double *x, *r, *u, *w, *n, *z, *q, *s, *p;
+    const double *m;
+    __device__ bool begin()
+    {
+        if (S[HK_G_HALT] != 0) return false; /* the same for every thread */
+        alpha = S[HK_G_ALPHA], beta = S[HK_G_BETA];
+        return true;
+    }
+    __device__ int k() const { return K; }
+    __device__ void entry(int64_t i, double v, double (&fs)[NF]) const
+    {
+        n[i] = v;
+        hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, v, z, q, s, p, fs);
+    }
+};
+
 /* ---- kernels --------------------------------------------------------------------------- */
 
-/* Sum a group's per-lane results, write the block row's y and add the fused dot terms. */
-template <typename T, int BS, bool FUSED>
+/* Sum a group's per-lane results and hand each entry of the block row to the epilogue. */
+template <int BS, class E>
 __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane, int tpr,
-                                        int64_t row, T *__restrict__ y, const hk_cu_fuse &f,
-                                        double (&fs)[4])
+                                        int64_t row, const E &epi, double (&fs)[E::NF])
 {
     for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
@@ -46,22 +112,8 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
             acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
     if (active && lane == 0) {
 #pragma unroll
-        for (int r = 0; r < BS; r++) {
-            const int64_t i = row * BS + r;
-            const T yt = (T)acc[r];
-            y[i] = yt;
-            if (FUSED) {
-                const double yi = (double)yt;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if (j < f.k) {
-                        double w = f.w[j] ? f.w[j][i] : yi;
-                        if (f.d[j]) w = f.d[j][i] * w;
-                        fs[j] += w * yi;
-                    }
-                }
-            }
-        }
+        for (int r = 0; r < BS; r++)
+            epi.entry(row * BS + r, acc[r], fs);
     }
 }
 
@@ -74,13 +126,14 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
     int64_t g = t_ / tpr;                                                                          \
     for (int64_t gw = (t_ & ~(int64_t)31) / tpr; gw < (nbrows); gw += gstride, g += gstride)
 
-template <typename T, int BS, bool FUSED>
+template <typename T, int BS, class E>
 __global__ void __launch_bounds__(HK_CU_BLOCK)
     k_bsr(int64_t nbrows, int tpr, const int64_t *__restrict__ rowptr,
           const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
-          T *__restrict__ y, hk_cu_fuse f, double *part)
+          E epi, double *part)
 {
-    double fs[4] = {0, 0, 0, 0};
+    if (!epi.begin()) return;
+    double fs[E::NF] = {};
     GROUP_LOOP(nbrows)
     {
         double acc[BS];
@@ -102,9 +155,9 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
                 }
             }
         }
-        row_out<T, BS, FUSED>(acc, active, lane, tpr, g, y, f, fs);
+        row_out<BS>(acc, active, lane, tpr, g, epi, fs);
     }
-    if (FUSED) hk_block_reduce<4>(fs, f.k, part);
+    if (E::K) hk_block_reduce<E::NF>(fs, epi.k(), part);
 }
 
 /* The slot loop of one block row's lane of the sliced kernel: acc += the row's slots lane,
@@ -152,14 +205,15 @@ template <typename T, int BS> constexpr bool sell_ahead()
     return sizeof(T) == 4 || BS <= 2;
 }
 
-template <typename T, int BS, bool FUSED>
+template <typename T, int BS, class E>
 __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
     k_sell(int64_t nbrows, int64_t S, int tpr, const int64_t *__restrict__ sptr,
            const int32_t *__restrict__ swidth, const int32_t *__restrict__ perm,
            const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
-           T *__restrict__ y, hk_cu_fuse f, double *part)
+           E epi, double *part)
 {
-    double fs[4] = {0, 0, 0, 0};
+    if (!epi.begin()) return;
+    double fs[E::NF] = {};
     GROUP_LOOP(nbrows)
     {
         double acc[BS];
@@ -184,9 +238,9 @@ __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
                                                    val, x);
             if (perm) row = perm[g];
         }
-        row_out<T, BS, FUSED>(acc, active, lane, tpr, row, y, f, fs);
+        row_out<BS>(acc, active, lane, tpr, row, epi, fs);
     }
-    if (FUSED) hk_block_reduce<4>(fs, f.k, part);
+    if (E::K) hk_block_reduce<E::NF>(fs, epi.k(), part);
 }
 
 /* Fused values over y computed after a separate SpMV (formats without a fused kernel). */
@@ -231,7 +285,7 @@ void hk_cu_spmv_init_grids(void)
  * SBELL SpMV alone.) Beyond HK_CU_FUSED_MAXB blocks the kernel walks the rest with its grid
  * stride. */
 #define HK_CU_FUSED_MAXB (1 << 16)
-/* Largest system whose pipelined SpMV fuses its reductions (see hk_cu_mat_spmv_fused). */
+/* Largest system whose fused ops run in the SpMV's epilogue (see fuse_in_spmv). */
 #define HK_CU_FUSE_MAX_ROWS (1 << 18)
 static unsigned grid_blocks(int64_t nbrows, int tpr, int fused)
 {
@@ -241,34 +295,36 @@ static unsigned grid_blocks(int64_t nbrows, int tpr, int fused)
     return (unsigned)nb;
 }
 
-template <typename T, int BS, bool FUSED>
-static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, T *y, const hk_cu_fuse &f,
+template <typename T, int BS, class E>
+static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, const E &epi,
                       unsigned *nbout)
 {
-    const unsigned nb = grid_blocks(m->nbrows, m->tpr, FUSED);
+    const unsigned nb = grid_blocks(m->nbrows, m->tpr, E::K > 0);
     *nbout = nb;
     if (!nb) return;
     if (is_rowptr_family(A->fmt))
-        k_bsr<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, y, f, m->part);
+        k_bsr<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, epi, m->part);
     else
-        k_sell<T, BS, FUSED><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        k_sell<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, (const T *)m->val, x,
-            y, f, m->part);
+            epi, m->part);
 }
 
-template <typename T, bool FUSED>
-static int launch(const hk_mat *A, const void *x, void *y, const hk_cu_fuse &f, unsigned *nbout)
+/* A x through one of the two kernel families with epilogue epi (T the matrix's precision). */
+template <typename T, class E>
+static int launch(const hk_mat *A, const void *x, const E &epi, unsigned *nbout)
 {
     const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
+    const T *xt = (const T *)x;
     unsigned nb = 0;
     switch (m->bs) {
-    case 1: launch_bs<T, 1, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
-    case 2: launch_bs<T, 2, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
-    case 3: launch_bs<T, 3, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
-    case 4: launch_bs<T, 4, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
-    case 5: launch_bs<T, 5, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
-    case 6: launch_bs<T, 6, FUSED>(A, m, (const T *)x, (T *)y, f, &nb); break;
+    case 1: launch_bs<T, 1>(A, m, xt, epi, &nb); break;
+    case 2: launch_bs<T, 2>(A, m, xt, epi, &nb); break;
+    case 3: launch_bs<T, 3>(A, m, xt, epi, &nb); break;
+    case 4: launch_bs<T, 4>(A, m, xt, epi, &nb); break;
+    case 5: launch_bs<T, 5>(A, m, xt, epi, &nb); break;
+    case 6: launch_bs<T, 6>(A, m, xt, epi, &nb); break;
     default: return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
                                  "cuda SpMV: block size %d (must be 1 to 6)", m->bs);
     }
@@ -309,10 +365,24 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     if (is_cusparse(A->fmt)) return cusparse_spmv(A, x, y);
     if (A->fmt == HK_FMT_PCSR) return hk_cu_pcsr_spmv(A, x->data, y->data);
     if (own_kernel(A)) return hk_cu_csr_adaptive_spmv(A, x->data, y->data);
-    hk_cu_fuse f;
-    memset(&f, 0, sizeof f);
-    if (A->prec == HK_FP64) return launch<double, false>(A, x->data, y->data, f, NULL);
-    return launch<float, false>(A, x->data, y->data, f, NULL);
+    if (A->prec == HK_FP64) return launch<double>(A, x->data, epi_store<double>{D(y)}, NULL);
+    return launch<float>(A, x->data, epi_store<float>{(float *)y->data}, NULL);
+}
+
+/* Whether a fused op runs its work in the SpMV's epilogue: the two kernel families only,
+ * and small systems only. Measured on the H200 (hooke bench cg, pipelined CG, SBELL): 24k
+ * DOFs fused 0.0204 ms/it vs 0.0216 unfused (latency-bound: one launch less wins); 1M DOFs
+ * fused 0.244 vs 0.210 unfused (the fused kernel's extra registers cost the bandwidth-bound
+ * SpMV more than the second pass over y). HOOKE_CUDA_FUSE=1 or 0 forces either. */
+static int fuse_in_spmv(const hk_mat *A)
+{
+    static int force = -2;
+    if (force == -2) {
+        const char *e = getenv("HOOKE_CUDA_FUSE");
+        force = e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
+    }
+    if (is_cusparse(A->fmt) || own_kernel(A)) return 0;
+    return force >= 0 ? force : A->nrows < HK_CU_FUSE_MAX_ROWS;
 }
 
 int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f, unsigned *nb,
@@ -325,32 +395,59 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
              A->prec == HK_FP64 ? "fp64" : "fp32");
     HK_CHECK(x->n == A->ncols && y->n == A->nrows, HK_ERR_ARG,
              "cuda backend: SpMV vectors differ from the matrix in size");
-    if (is_cusparse(A->fmt)) {
-        HK_CALL(cusparse_spmv(A, x, y));
-        *part = hk_cu.part;
-        return hk_cu_fuse_reduce(y->n, (const double *)y->data, f, nb);
-    }
-    /* Fuse the reductions into the SpMV only for small systems. Measured on the H200
-     * (hooke bench cg, pipelined CG, SBELL): 24k DOFs fused 0.0204 ms/it vs 0.0216 unfused
-     * (latency-bound: one launch less wins); 1M DOFs fused 0.244 vs 0.210 unfused (the
-     * fused kernel's extra registers cost the bandwidth-bound SpMV more than the second pass
-     * over y). HOOKE_CUDA_FUSE=1 or 0 forces either. */
-    static int force = -2;
-    if (force == -2) {
-        const char *e = getenv("HOOKE_CUDA_FUSE");
-        force = e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
-    }
-    const int fuse = !own_kernel(A) && (force >= 0 ? force : y->n < HK_CU_FUSE_MAX_ROWS);
-    if (!fuse) {
+    if (!fuse_in_spmv(A)) {
         HK_CALL(hk_cu_mat_spmv(A, x, y));
         *part = hk_cu.part;
         return hk_cu_fuse_reduce(y->n, (const double *)y->data, f, nb);
     }
-    const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
-    HK_CHECK(m->part && grid_blocks(m->nbrows, m->tpr, 1) <= m->part_nb, HK_ERR_INTERNAL,
-             "cuda backend: fused SpMV partial buffer missing");
-    *part = m->part;
-    return launch<double, true>(A, x->data, y->data, f, nb);
+    *part = ((const hk_cu_mat *)A->bdata)->part;
+    return launch<double>(A, x->data, epi_dots{D(y), f}, nb);
+}
+
+/* t = A x and the polynomial step on it (the spmv_poly_step op), in one kernel where the
+ * epilogue can run; t is then not written. */
+int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
+                         const hk_vec *d, double b, double c, hk_vec *z, double e, double f)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
+    if (!fuse_in_spmv(A)) {
+        HK_CALL(hk_cu_mat_spmv(A, x, t));
+        return hk_cu_vec_poly_step(y, a, d, t, b, x, c, z, e, f);
+    }
+    const hk_vec *v[5] = {x, t, y, d, z};
+    for (int j = 0; j < 5; j++)
+        HK_CHECK(v[j]->prec == A->prec && v[j]->n == A->nrows && A->nrows == A->ncols, HK_ERR_ARG,
+                 "cuda backend: spmv_poly_step on vectors that differ from the square matrix in "
+                 "size or precision");
+    if (A->prec == HK_FP64)
+        return launch<double>(A, x->data,
+                              epi_poly<double>{D(y), D(z), CD(d), CD(x), a, b, c, e, f}, NULL);
+    return launch<float>(A, x->data,
+                         epi_poly<float>{(float *)y->data, (float *)z->data,
+                                         (const float *)d->data, (const float *)x->data, a, b, c,
+                                         e, f},
+                         NULL);
+}
+
+/* n = A m and pipelined CG's step (the spmv_pipecg_gv_step op): the step's updates and
+ * inner products in the SpMV's epilogue where it can run, then the finish kernel. */
+int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
+    if (!fuse_in_spmv(A) || A->prec != HK_FP64) {
+        HK_CALL(hk_cu_mat_spmv(A, V[4], V[5]));
+        return hk_cu_pipecg_gv_step(V, S);
+    }
+    for (int j = 0; j < 10; j++)
+        HK_CHECK(V[j]->prec == HK_FP64 && V[j]->n == A->nrows && A->nrows == A->ncols, HK_ERR_ARG,
+                 "cuda backend: spmv_pipecg_gv_step on vectors that differ from the square fp64 "
+                 "matrix in size or precision");
+    unsigned nb = 0;
+    HK_CALL(launch<double>(A, V[4]->data,
+                           epi_gv{S, 0.0, 0.0, D(V[0]), D(V[1]), D(V[2]), D(V[3]), D(V[5]),
+                                  D(V[6]), D(V[7]), D(V[8]), D(V[9]), CD(V[4])},
+                           &nb));
+    return hk_cu_pipecg_gv_finish(((const hk_cu_mat *)A->bdata)->part, nb, S);
 }
 
 /* ---- kernel set-up after the build ---------------------------------------------------- */
@@ -439,7 +536,7 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {
         m->part_nb = grid_blocks(nbrows, m->tpr, 1);
-        HK_CALL(hk_cu_malloc((void **)&m->part, sizeof(double) * 4 * m->part_nb));
+        HK_CALL(hk_cu_malloc((void **)&m->part, sizeof(double) * 8 * m->part_nb)); /* NF <= 8 */
         return 0;
     }
     {

@@ -292,6 +292,11 @@ typedef struct hk_backend_ops {
      * distinct from each other and from d, t, x. */
     int (*vec_poly_step)(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
                          const hk_vec *x, double c, hk_vec *z, double e, double f);
+    /* t = A x (A square, in the vectors' precision), then vec_poly_step(y, a, d, t, b, x, c, z,
+     * e, f), in one pass where the backend can: t's contents afterwards are unspecified (it is
+     * then not written). NULL where a backend lacks it: pc=poly makes the two calls. */
+    int (*spmv_poly_step)(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
+                          const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
     int (*vec_dot)(const hk_vec *x, const hk_vec *y, double *r);
     /* r[j] = X[j] . y for j < k (one pass over y; classical Gram-Schmidt) */
     int (*vec_mdot)(int k, hk_vec *const *X, const hk_vec *y, double *r);
@@ -339,6 +344,10 @@ typedef struct hk_backend_ops {
      * d) on the backend with d = r.u, w.u, r.r, q.q, u.u, p.p, x.x of the new vectors (the
      * next step's coefficients derived there). Never waits. */
     int (*pipecg_gv_step)(hk_vec *const *V, double *S);
+    /* n = A m (V[5] = A V[4], fp64), then pipecg_gv_step(V, S), in one pass where the backend
+     * can (the step's updates and inner products on each entry of A m as it is made). NULL
+     * where a backend lacks it: pipecg makes the two calls. */
+    int (*spmv_pipecg_gv_step)(hk_mat *A, hk_vec *const *V, double *S);
 
     /* Classical CG's iteration in two passes over the vectors (method=cg; cpu only). NULL
      * where a backend lacks them: cg then composes vec_copy/vec_axpby, mat_spmv, vec_dot, the

@@ -54,16 +54,16 @@ enum {
  * ||p||, g_w <- g_w + |alpha| g_z + eps ||A|| ||u||, g_r <- g_r + |alpha| g_s + eps (||A||
  * (||x|| + |alpha| ||p||) + ||r||). */
 /* Entry i of one step (the pipecg_gv_step op): the recurrences of z, q, s, p, then x, r, u, w
- * with the step's alpha and beta, and the terms of the seven inner products added to a
+ * with the step's alpha and beta (nvi = n_i), and the terms of the seven inner products added to a
  * (gamma, delta, r.r, q.q, u.u, p.p, x.x: the order of the first HK_G_ slots). */
 HK_GV_FN void hk_pipecg_gv_entry(long long i, double alpha, double beta, double *HK_GV_RESTRICT x,
                                  double *HK_GV_RESTRICT r, double *HK_GV_RESTRICT u,
                                  double *HK_GV_RESTRICT w, const double *HK_GV_RESTRICT m,
-                                 const double *HK_GV_RESTRICT nv, double *HK_GV_RESTRICT z,
+                                 double nvi, double *HK_GV_RESTRICT z,
                                  double *HK_GV_RESTRICT q, double *HK_GV_RESTRICT s,
                                  double *HK_GV_RESTRICT p, double *HK_GV_RESTRICT a)
 {
-    const double zi = nv[i] + beta * z[i], qi = m[i] + beta * q[i];
+    const double zi = nvi + beta * z[i], qi = m[i] + beta * q[i];
     const double si = w[i] + beta * s[i], pi = u[i] + beta * p[i];
     z[i] = zi, q[i] = qi, s[i] = si, p[i] = pi;
     const double xi = x[i] + alpha * pi, ri = r[i] - alpha * si;

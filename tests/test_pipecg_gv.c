@@ -237,67 +237,154 @@ static int close_vec(const char *what, const hk_vec *a, const hk_vec *b, double 
     return d <= tol;
 }
 
-/* pipecg_gv_step: three steps from the same vectors and scalars on both backends, then a
- * halted S that leaves everything alone; sizes with one and with many blocks. */
+/* Three steps from the same vectors and scalars on both backends, then a halted S that
+ * leaves everything alone. With matrices A (A[0] on cuda, A[1] on the cpu) CUDA runs the
+ * fused spmv_pipecg_gv_step and the CPU mat_spmv then pipecg_gv_step; without, both run
+ * pipecg_gv_step on the given n = V[5]. */
+static void gv_steps_compare(const hk_backend *const be[2], int64_t n, hk_mat *const A[2],
+                             const char *label)
+{
+    hk_vec *V[2][10];
+    double *S[2], h[2][HK_G_COUNT];
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 10; j++) {
+            double *x = pseudo(n, 40 + j, -0.5);
+            HK_ASSERT_OK(hk_vec_create(be[k], n, HK_FP64, &V[k][j]));
+            HK_ASSERT_OK(hk_vec_upload(V[k][j], x));
+            free(x);
+        }
+        double init[HK_G_COUNT] = {0};
+        init[HK_G_FIRST] = 1, init[HK_G_ESTIMATE] = 1, init[HK_G_NORMA] = 8;
+        init[HK_G_BELOW] = 1, init[HK_G_GAMMA] = 2, init[HK_G_DELTA] = 3;
+        hk_pipecg_gv_derive(init);
+        HK_ASSERT_OK(be[k]->scal_alloc(&S[k], HK_G_COUNT));
+        HK_ASSERT_OK(be[k]->scal_set(S[k], 0, HK_G_COUNT, init));
+    }
+    for (int step = 0; step < 4; step++) {
+        if (step == 3) /* halted: nothing may change */
+            for (int k = 0; k < 2; k++) {
+                const double one = 1;
+                HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_HALT, 1, &one));
+            }
+        for (int k = 0; k < 2; k++) {
+            /* the coefficients a real run would derive can halt on these vectors: keep
+             * them fixed so that every step moves the vectors */
+            if (step < 3) {
+                const double ab[2] = {0.3, 0.7}, zero = 0;
+                HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_ALPHA, 2, ab));
+                HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_HALT, 1, &zero));
+            }
+            if (A && k == 0) {
+                CU_ASSERT_PTR_NOT_NULL_FATAL(be[k]->spmv_pipecg_gv_step);
+                HK_ASSERT_OK(be[k]->spmv_pipecg_gv_step(A[k], V[k], S[k]));
+            } else {
+                if (A) HK_ASSERT_OK(hk_mat_spmv(A[k], V[k][4], V[k][5]));
+                HK_ASSERT_OK(be[k]->pipecg_gv_step(V[k], S[k]));
+            }
+            HK_ASSERT_OK(be[k]->scal_get(S[k], 0, HK_G_COUNT, h[k]));
+        }
+        for (int j = 0; j < 10; j++) {
+            char what[128];
+            snprintf(what, sizeof what, "%s n=%lld step %d vector %d", label, (long long)n, step,
+                     j);
+            CU_ASSERT(close_vec(what, V[0][j], V[1][j], 1e-12));
+        }
+        /* derived slots may cancel: compared on the scale of the inner products */
+        const double scale = fmax(1.0, fabs(h[1][HK_G_GAMMA]) + fabs(h[1][HK_G_DELTA]));
+        CU_ASSERT_EQUAL(h[0][HK_G_HALT], h[1][HK_G_HALT]);
+        for (int j = 0; j < HK_G_COUNT; j++)
+            CU_ASSERT(fabs(h[0][j] - h[1][j]) <= 1e-11 * fmax(scale, fabs(h[1][j])));
+        CU_ASSERT_EQUAL(h[0][HK_G_STEPS], step < 3 ? step + 1 : 3);
+    }
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 10; j++)
+            hk_vec_destroy(V[k][j]);
+        be[k]->scal_free(S[k]);
+    }
+}
+
+/* pipecg_gv_step on sizes with one and with many blocks. */
 static void test_step_cuda_cpu(void)
 {
     const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
     CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
-    static const int64_t sizes[] = {1000, 300007};
-    for (int c = 0; c < 2; c++) {
-        const int64_t n = sizes[c];
-        hk_vec *V[2][10];
-        double *S[2], h[2][HK_G_COUNT];
-        for (int k = 0; k < 2; k++) {
-            for (int j = 0; j < 10; j++) {
-                double *x = pseudo(n, 40 + j, -0.5);
-                HK_ASSERT_OK(hk_vec_create(be[k], n, HK_FP64, &V[k][j]));
-                HK_ASSERT_OK(hk_vec_upload(V[k][j], x));
-                free(x);
-            }
-            double init[HK_G_COUNT] = {0};
-            init[HK_G_FIRST] = 1, init[HK_G_ESTIMATE] = 1, init[HK_G_NORMA] = 8;
-            init[HK_G_BELOW] = 1, init[HK_G_GAMMA] = 2, init[HK_G_DELTA] = 3;
-            hk_pipecg_gv_derive(init);
-            HK_ASSERT_OK(be[k]->scal_alloc(&S[k], HK_G_COUNT));
-            HK_ASSERT_OK(be[k]->scal_set(S[k], 0, HK_G_COUNT, init));
-        }
-        for (int step = 0; step < 4; step++) {
-            if (step == 3) /* halted: nothing may change */
-                for (int k = 0; k < 2; k++) {
-                    const double one = 1;
-                    HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_HALT, 1, &one));
-                }
-            for (int k = 0; k < 2; k++) {
-                /* the coefficients a real run would derive can halt on these vectors: keep
-                 * them fixed so that every step moves the vectors */
-                if (step < 3) {
-                    const double ab[2] = {0.3, 0.7}, zero = 0;
-                    HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_ALPHA, 2, ab));
-                    HK_ASSERT_OK(be[k]->scal_set(S[k], HK_G_HALT, 1, &zero));
-                }
-                HK_ASSERT_OK(be[k]->pipecg_gv_step(V[k], S[k]));
-                HK_ASSERT_OK(be[k]->scal_get(S[k], 0, HK_G_COUNT, h[k]));
-            }
-            for (int j = 0; j < 10; j++) {
-                char what[96];
-                snprintf(what, sizeof what, "pipecg_gv_step n=%lld step %d vector %d", (long long)n,
-                         step, j);
-                CU_ASSERT(close_vec(what, V[0][j], V[1][j], 1e-12));
-            }
-            /* derived slots may cancel: compared on the scale of the inner products */
-            const double scale = fmax(1.0, fabs(h[1][HK_G_GAMMA]) + fabs(h[1][HK_G_DELTA]));
-            CU_ASSERT_EQUAL(h[0][HK_G_HALT], h[1][HK_G_HALT]);
-            for (int j = 0; j < HK_G_COUNT; j++)
-                CU_ASSERT(fabs(h[0][j] - h[1][j]) <= 1e-11 * fmax(scale, fabs(h[1][j])));
-            CU_ASSERT_EQUAL(h[0][HK_G_STEPS], step < 3 ? step + 1 : 3);
-        }
-        for (int k = 0; k < 2; k++) {
-            for (int j = 0; j < 10; j++)
-                hk_vec_destroy(V[k][j]);
-            be[k]->scal_free(S[k]);
-        }
+    gv_steps_compare(be, 1000, NULL, "pipecg_gv_step");
+    gv_steps_compare(be, 300007, NULL, "pipecg_gv_step");
+}
+
+/* The formats whose SpMV runs the fused ops in its epilogue (sbell, sell, bsr) and two that
+ * compose a separate SpMV and step (csr's adaptive kernel, cuSPARSE). */
+static const hk_format fused_fmts[] = {HK_FMT_SBELL, HK_FMT_SELL, HK_FMT_BSR, HK_FMT_CSR,
+                                       HK_FMT_CUSPARSE_CSR};
+#define N_FUSED_FMTS (sizeof fused_fmts / sizeof fused_fmts[0])
+
+/* spmv_pipecg_gv_step on CUDA against mat_spmv and pipecg_gv_step on the CPU. */
+static void test_spmv_step_cuda_cpu(void)
+{
+    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
+    for (size_t f = 0; f < N_FUSED_FMTS; f++) {
+        hk_mat *A[2];
+        HK_ASSERT_OK(hk_mat_create(be[0], &K, fused_fmts[f], HK_FP64, NULL, &A[0]));
+        HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, HK_FP64, NULL, &A[1]));
+        char label[64];
+        snprintf(label, sizeof label, "spmv_pipecg_gv_step %s", hk_format_name(fused_fmts[f]));
+        gv_steps_compare(be, K.nbrows * K.bs, A, label);
+        hk_mat_destroy(A[0]);
+        hk_mat_destroy(A[1]);
     }
+    hk_bcsr_free(&K);
+}
+
+/* spmv_poly_step on CUDA against mat_spmv and vec_poly_step on the CPU, fp64 and fp32, the
+ * first degree's coefficients (old y not read) and a later degree's. */
+static void test_spmv_poly_step_cuda_cpu(void)
+{
+    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]->spmv_poly_step);
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
+    const int64_t n = K.nbrows * K.bs;
+    static const double coef[2][4] = {{0.4, -1.0, 0.0, 0.3}, {0.8, -2.0, -1.0, -0.2}};
+    for (size_t f = 0; f < N_FUSED_FMTS; f++)
+        for (int p = 0; p < 2; p++) {
+            const hk_precision prec = p ? HK_FP32 : HK_FP64;
+            hk_mat *A[2];
+            hk_vec *v[2][5]; /* x t y d z */
+            HK_ASSERT_OK(hk_mat_create(be[0], &K, fused_fmts[f], prec, NULL, &A[0]));
+            HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, prec, NULL, &A[1]));
+            for (int k = 0; k < 2; k++)
+                for (int j = 0; j < 5; j++) {
+                    double *x = pseudo(n, 90 + j, j == 3 ? 0.5 : -0.5);
+                    HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
+                    HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
+                    free(x);
+                }
+            for (int c = 0; c < 2; c++) {
+                const double *a = coef[c];
+                HK_ASSERT_OK(be[0]->spmv_poly_step(A[0], v[0][0], v[0][1], v[0][2], a[0],
+                                                   v[0][3], a[1], a[2], v[0][4], a[3], 1.0));
+                HK_ASSERT_OK(hk_mat_spmv(A[1], v[1][0], v[1][1]));
+                HK_ASSERT_OK(be[1]->vec_poly_step(v[1][2], a[0], v[1][3], v[1][1], a[1], v[1][0],
+                                                  a[2], v[1][4], a[3], 1.0));
+                for (int j = 2; j <= 4; j += 2) {
+                    char what[96];
+                    snprintf(what, sizeof what, "spmv_poly_step %s %s case %d %s",
+                             hk_format_name(fused_fmts[f]), p ? "fp32" : "fp64", c,
+                             j == 2 ? "y" : "z");
+                    CU_ASSERT(close_vec(what, v[0][j], v[1][j], p ? 1e-5 : 1e-12));
+                }
+            }
+            for (int k = 0; k < 2; k++) {
+                for (int j = 0; j < 5; j++)
+                    hk_vec_destroy(v[k][j]);
+                hk_mat_destroy(A[k]);
+            }
+        }
+    hk_bcsr_free(&K);
 }
 
 /* vec_poly_step in fp64 and fp32, with and without x, the old y and the old z. */
@@ -375,6 +462,8 @@ static void test_solve_cuda_cpu(void)
 
 HK_DEVICE_SUITE(pipecg_gv_cuda,
                 {"pipecg_gv_step: CUDA equals the CPU reference", test_step_cuda_cpu},
+                {"spmv_pipecg_gv_step: CUDA equals the CPU's SpMV and step", test_spmv_step_cuda_cpu},
+                {"spmv_poly_step: CUDA equals the CPU's SpMV and step", test_spmv_poly_step_cuda_cpu},
                 {"vec_poly_step: CUDA equals the CPU reference", test_poly_step_cuda_cpu},
                 {"pipecg with device scalars: CUDA solves as the CPU does", test_solve_cuda_cpu})
 

@@ -22,7 +22,7 @@ int hk_cpu_pipecg_gv_step(hk_vec *const *V, double *S)
     for (int c = 0; c < HK_CPU_CHUNKS; c++) {
         double a[7] = {0, 0, 0, 0, 0, 0, 0};
         for (int64_t i = hk_cpu_chunk_begin(n, c); i < hk_cpu_chunk_begin(n, c + 1); i++)
-            hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, nv, z, q, s, p, a);
+            hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, nv[i], z, q, s, p, a);
         for (int j = 0; j < 7; j++)
             part[j][c] = a[j];
     }

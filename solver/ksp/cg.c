@@ -459,11 +459,13 @@ typedef struct pipecg_gv_vecs {
     double *S;
 } pipecg_gv_vecs;
 
-/* One Ghysels-Vanroose iteration: m = M w, n = A m, the fused step. */
+/* One Ghysels-Vanroose iteration: m = M w, then n = A m and the fused step (one op where the
+ * backend has it). */
 static int pipecg_gv_iter(hk_ksp *k, void *ctx)
 {
     const pipecg_gv_vecs *v = ctx;
     HK_CALL(hk_ksp_pc(k, v->w, v->m));
+    if (k->be->spmv_pipecg_gv_step) return k->be->spmv_pipecg_gv_step(k->A, v->V, v->S);
     HK_CALL(hk_mat_spmv(k->A, v->m, v->n));
     return k->be->pipecg_gv_step(v->V, v->S);
 }

@@ -18,7 +18,8 @@
  *
  * s is stored by its coefficients in the Chebyshev basis T_k(xi), xi = 2t/hi - 1, and applied
  * by the three-term recurrence: m SpMVs and m + 1 fused steps (vec_poly_step: the pointwise
- * scaling and the vector updates of one degree in one pass). */
+ * scaling and the vector updates of one degree in one pass; with spmv_poly_step each SpMV and
+ * its step are one pass). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,25 +283,35 @@ static int poly_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     return 0;
 }
 
+/* One degree of the recurrence: t = A x and y = a D^-1 t + b x + c y, z = e y + f z, in one
+ * op where the backend fuses them (t then unused). */
+static int poly_degree(const hk_backend_ops *be, poly_data *d, const hk_vec *x, hk_vec *y,
+                       double a, double b, double c, hk_vec *z, double e)
+{
+    if (be->spmv_poly_step)
+        return be->spmv_poly_step(d->A, x, d->t, y, a, d->dinv, b, c, z, e, 1.0);
+    HK_CALL(hk_mat_spmv(d->A, x, d->t));
+    return be->vec_poly_step(y, a, d->dinv, d->t, b, x, c, z, e, 1.0);
+}
+
 /* z = s(B) D^-1 r, B = D^-1 A, by the Chebyshev recurrence in xi(B) = (2/hi) B - I: per degree
- * one SpMV and one fused step (scaling by D^-1, the recurrence and the sum into z), so 2m + 1
- * launches in all. */
+ * one SpMV and one fused step (scaling by D^-1, the recurrence and the sum into z), one launch
+ * each where the backend fuses them (spmv_poly_step), else two. */
 static int poly_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 {
     poly_data *d = pc->data;
     const hk_backend_ops *be = pc->be;
     const double *c = d->coef, s = 2 / d->hi;
-    hk_vec *vk = d->v0, *vprev = d->v1, *t = d->t;
+    hk_vec *vk = d->v0, *vprev = d->v1;
     /* v_0 = D^-1 r, z = c_0 v_0 */
     HK_CALL(be->vec_poly_step(vk, 1.0, d->dinv, r, 0.0, NULL, 0.0, z, c[0], 0.0));
     for (int k = 0; k < d->degree; k++) {
-        HK_CALL(hk_mat_spmv(d->A, vk, t)); /* D^-1 t = B v_k */
         /* v_1 = s B v_0 - v_0; v_{k+1} = 2 s B v_k - 2 v_k - v_{k-1} into v_{k-1}'s buffer;
          * z += c_{k+1} v_{k+1} */
         if (k == 0)
-            HK_CALL(be->vec_poly_step(vprev, s, d->dinv, t, -1.0, vk, 0.0, z, c[1], 1.0));
+            HK_CALL(poly_degree(be, d, vk, vprev, s, -1.0, 0.0, z, c[1]));
         else
-            HK_CALL(be->vec_poly_step(vprev, 2 * s, d->dinv, t, -2.0, vk, -1.0, z, c[k + 1], 1.0));
+            HK_CALL(poly_degree(be, d, vk, vprev, 2 * s, -2.0, -1.0, z, c[k + 1]));
         hk_vec *sw = vk;
         vk = vprev;
         vprev = sw;
