@@ -11,7 +11,16 @@
 // by up to one row past (b+1)*C. A block whose entries exceed the shared tile (a row longer
 // than about C) sums its rows one warp per row straight from global memory. Each row is summed
 // by one group in a fixed order: no atomics, the same digits on every run.
+//
+// TEMPORARY, for one measurement: HOOKE_EXP_CSR32 (read at each build, both precisions) picks
+// a candidate kernel: unset or 0 today's kernel; 1 and 2 a group of lanes per row with 16-byte
+// loads (k_csr_quads: no shared memory, no barrier), 1 with groups sized so that one pass of
+// U quads per lane covers a mean row, 2 with groups twice that size; 3 today's kernel with the
+// shared tile cut to C plus the longest row and registers capped (k_csr_adaptive_fit), so that
+// 8 blocks fit an SM instead of 6 (fp32 takes 40-42 registers and 32 KB of shared memory; the
+// capped build compiles to 32 registers without spills, in both precisions).
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cuda_impl.cuh"
 
@@ -45,12 +54,38 @@ __global__ void k_csr_rblocks(int64_t n, int64_t nb, int64_t C, const int64_t *_
     }
 }
 
-int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32)
+/* Quads per lane per pass of k_csr_quads: 96 bytes of indices and values in flight per lane in
+ * both precisions. */
+template <typename T> struct csr_quads;
+template <> struct csr_quads<double> {
+    static constexpr int U = 2;
+};
+template <> struct csr_quads<float> {
+    static constexpr int U = 3;
+};
+
+int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t longest)
 {
     const int64_t C = HK_CU_BLOCK * (fp32 ? csr_tile<float>::PT : csr_tile<double>::PT) / 2;
     int64_t nb = (nnz + C - 1) / C;
     if (n > 0 && nb < 1) nb = 1; /* empty rows are written (0) by a block too */
     m->nrblocks = nb;
+    const char *env = getenv("HOOKE_EXP_CSR32");
+    m->csr_exp = env ? atoi(env) : 0;
+    HK_CHECK(m->csr_exp >= 0 && m->csr_exp <= 3, HK_ERR_OPTION,
+             "HOOKE_EXP_CSR32=%s is not a CSR kernel variant; use 0 to 3 or unset it", env);
+    /* 1, 2: lanes per row, the smallest power of two whose passes of U quads cover the quads of
+     * a mean row (its entries / 4 plus 0.75 for a start inside a quad); 2 doubles it */
+    const double quads = n > 0 ? (double)nnz / (double)n / 4 + 0.75 : 1;
+    const int U = fp32 ? csr_quads<float>::U : csr_quads<double>::U;
+    int G = 1;
+    while (G < 32 && G * U < quads)
+        G *= 2;
+    if (m->csr_exp == 2 && G < 32) G *= 2;
+    m->csr_group = G;
+    /* 3: the tile holds a row block's entries (at most C + longest - 1) and a quad's lead-in */
+    const int64_t full = 2 * C;
+    m->csr_tile = (int)(m->csr_exp == 3 && C + longest + 3 < full ? C + longest + 3 : full);
     HK_CALL(hk_cu_malloc((void **)&m->rblock, (size_t)(nb + 1) * 4));
     k_csr_rblocks<<<hk_cu_grid(nb + 1), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, nb, C, m->rowptr,
                                                                         m->rblock);
@@ -96,20 +131,22 @@ __device__ __forceinline__ void load4(const double *v, double (&o)[4])
     o[0] = a.x, o[1] = a.y, o[2] = b.x, o[3] = b.y;
 }
 
+/* One row block of the adaptive kernel, its products in prod (tile <= HK_CU_BLOCK * PT
+ * doubles): the body of both kernels below. */
 template <typename T>
-__global__ void __launch_bounds__(HK_CU_BLOCK)
-    k_csr_adaptive(const int32_t *__restrict__ rb, const int64_t *__restrict__ rowptr,
-                   const int32_t *__restrict__ col, const T *__restrict__ val,
-                   const T *__restrict__ x, T *__restrict__ y, int64_t nnz)
+__device__ __forceinline__ void
+csr_adaptive_block(double *prod, int tile, const int32_t *__restrict__ rb,
+                   const int64_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+                   const T *__restrict__ val, const T *__restrict__ x, T *__restrict__ y,
+                   int64_t nnz)
 {
     constexpr int PT = csr_tile<T>::PT;
     constexpr bool VEC = csr_tile<T>::VEC;
-    __shared__ double prod[HK_CU_BLOCK * PT];
     const int t = threadIdx.x;
     const int64_t r0 = rb[blockIdx.x], r1 = rb[blockIdx.x + 1];
     if (r0 >= r1) return; /* the rows of this entry range started in an earlier block */
     const int64_t e0 = rowptr[r0], ne = rowptr[r1] - e0;
-    if (VEC && ne + 3 <= HK_CU_BLOCK * PT) {
+    if (VEC && ne + 3 <= tile) {
         /* quads of entries from e0 rounded down to a multiple of 4 */
         const int64_t a0 = e0 & ~(int64_t)3;
         const int nq = (int)((e0 + ne - a0 + 3) >> 2);
@@ -140,7 +177,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
         }
         __syncthreads();
         csr_rows_from_tile<T>(prod, t, r0, r1, e0, rowptr, y);
-    } else if (!VEC && ne <= HK_CU_BLOCK * PT) {
+    } else if (!VEC && ne <= tile) {
         int32_t c[PT];
         T v[PT];
 #pragma unroll
@@ -171,19 +208,100 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     }
 }
 
+template <typename T>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_csr_adaptive(const int32_t *__restrict__ rb, const int64_t *__restrict__ rowptr,
+                   const int32_t *__restrict__ col, const T *__restrict__ val,
+                   const T *__restrict__ x, T *__restrict__ y, int64_t nnz)
+{
+    __shared__ double prod[HK_CU_BLOCK * csr_tile<T>::PT];
+    csr_adaptive_block<T>(prod, HK_CU_BLOCK * csr_tile<T>::PT, rb, rowptr, col, val, x, y, nnz);
+}
+
+/* HOOKE_EXP_CSR32=3: a tile of tile doubles (dynamic shared memory) and registers for 8 blocks
+ * per SM. */
+template <typename T>
+__global__ void __launch_bounds__(HK_CU_BLOCK, 8)
+    k_csr_adaptive_fit(const int32_t *__restrict__ rb, const int64_t *__restrict__ rowptr,
+                       const int32_t *__restrict__ col, const T *__restrict__ val,
+                       const T *__restrict__ x, T *__restrict__ y, int64_t nnz, int tile)
+{
+    extern __shared__ double prod_fit[];
+    csr_adaptive_block<T>(prod_fit, tile, rb, rowptr, col, val, x, y, nnz);
+}
+
+/* A group of G lanes per row (G a power of two, at most 32): each pass a lane loads U of the
+ * aligned quads covering the row by 16-byte loads, then multiplies the entries of the row among
+ * them; the lane sums in order, the group by a shuffle tree. */
+template <typename T>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_csr_quads(int64_t n, int G, const int64_t *__restrict__ rowptr,
+                const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
+                T *__restrict__ y, int64_t nnz)
+{
+    constexpr int U = csr_quads<T>::U;
+    const int64_t r = (blockIdx.x * (int64_t)HK_CU_BLOCK + threadIdx.x) / G;
+    const int lane = threadIdx.x & (G - 1);
+    /* no early exit: every lane of the warp reaches the shuffles */
+    const bool live = r < n;
+    const int64_t a = live ? rowptr[r] : 0, e = live ? rowptr[r + 1] : 0;
+    double s = 0;
+    for (int64_t q = (a >> 2) + lane; 4 * q < e; q += (int64_t)G * U) {
+        int32_t c[U][4];
+        T v[U][4];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t f = 4 * (q + (int64_t)u * G);
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                c[u][k] = 0, v[u][k] = 0;
+            if (f + 4 <= nnz && f < e) {
+                const int4 ci = __ldcs((const int4 *)(col + f));
+                c[u][0] = ci.x, c[u][1] = ci.y, c[u][2] = ci.z, c[u][3] = ci.w;
+                load4(val + f, v[u]);
+            } else if (f < e) {
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (f + k < nnz) c[u][k] = col[f + k], v[u][k] = val[f + k];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int64_t i = 4 * (q + (int64_t)u * G) + k;
+                if (i >= a && i < e) s += (double)v[u][k] * (double)__ldg(x + c[u][k]);
+            }
+    }
+    for (int o = G >> 1; o > 0; o >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, o, G);
+    if (live && lane == 0) y[r] = (T)s;
+}
+
+template <typename T> static void csr_launch(const hk_cu_mat *m, const T *x, T *y, int64_t nnz)
+{
+    const unsigned nb = (unsigned)m->nrblocks;
+    const size_t shared = (size_t)m->csr_tile * sizeof(double);
+    if (m->csr_exp == 1 || m->csr_exp == 2) {
+        const int64_t nblk = (m->nbrows * m->csr_group + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+        k_csr_quads<T><<<(unsigned)nblk, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            m->nbrows, m->csr_group, m->rowptr, m->colind, (const T *)m->val, x, y, nnz);
+    } else if (m->csr_exp == 3)
+        k_csr_adaptive_fit<T><<<nb, HK_CU_BLOCK, shared, hk_cu.stream>>>(
+            m->rblock, m->rowptr, m->colind, (const T *)m->val, x, y, nnz, m->csr_tile);
+    else
+        k_csr_adaptive<T><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(m->rblock, m->rowptr, m->colind,
+                                                                (const T *)m->val, x, y, nnz);
+}
+
 int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y)
 {
     const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
     if (m->nrblocks <= 0) return 0;
-    const unsigned nb = (unsigned)m->nrblocks;
     if (A->prec == HK_FP64)
-        k_csr_adaptive<double><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->rblock, m->rowptr, m->colind, (const double *)m->val, (const double *)x, (double *)y,
-            A->stored);
+        csr_launch<double>(m, (const double *)x, (double *)y, A->stored);
     else
-        k_csr_adaptive<float><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->rblock, m->rowptr, m->colind, (const float *)m->val, (const float *)x, (float *)y,
-            A->stored);
+        csr_launch<float>(m, (const float *)x, (float *)y, A->stored);
     HK_CU_LAUNCHED();
     return 0;
 }

@@ -252,6 +252,7 @@ struct hk_cu_mat {
     int csr_kernel;
     int32_t *rblock;
     int64_t nrblocks;
+    int csr_exp, csr_group, csr_tile; /* TEMPORARY HOOKE_EXP_CSR32 variant, lanes per row, tile */
 };
 
 /* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
@@ -268,7 +269,8 @@ int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t 
                      const double *val, hk_cu_mat *m);
 int hk_cu_pcsr_download(const hk_cu_mat *m, hk_fmt *F);
 int hk_cu_pcsr_spmv(const hk_mat *A, const void *x, void *y);
-/* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries), its SpMV. */
+/* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries, the longest row
+ * of longest entries), its SpMV. */
 int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t longest);
 int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y);
 
