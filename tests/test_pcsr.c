@@ -553,16 +553,18 @@ static void test_cuda_csr_kernels(void)
 
 /* The candidate CSR kernels chosen by HOOKE_EXP_CSR32 (temporary, cuda/cuda_csr.cu) against
  * the CPU CSR, to rounding, in both precisions: empty rows, one row, every row empty, no rows,
- * n a multiple of nothing, a row longer than the shared tile, and mean row lengths that give
- * every group size of the quad kernels (1 to 32 lanes per row); an unknown value is refused. */
+ * n a multiple of nothing, a row longer than the shared tile, more row blocks than the
+ * pipelined kernel's resident grid (each block then takes several), and mean row lengths that
+ * give every group size of the quad kernels (1 to 32 lanes per row); an unknown value is
+ * refused. */
 static void test_cuda_csr_variants(void)
 {
     const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     static const double per_row[] = {1.5, 5, 11, 23, 40, 80, 160};
-    const int nmats = NMATS + 2 + (int)(sizeof per_row / sizeof per_row[0]);
+    const int nmats = NMATS + 4 + (int)(sizeof per_row / sizeof per_row[0]);
     int bad = 0, runs = 0;
-    for (int v = 0; v <= 3; v++) {
+    for (int v = 0; v <= 4; v++) {
         char val[8];
         snprintf(val, sizeof val, "%d", v);
         HK_ASSERT_OK(setenv("HOOKE_EXP_CSR32", val, 1));
@@ -574,8 +576,12 @@ static void test_cuda_csr_variants(void)
                 HK_ASSERT_OK(hk_gen_random(7, 6000, 1, 2500.0, 1, 77u, &K));
             else if (k == NMATS + 1)
                 HK_ASSERT_OK(hk_gen_elasticity3d(8, 7, 6, &K));
+            else if (k == NMATS + 2) /* more row blocks than a resident grid holds */
+                HK_ASSERT_OK(hk_gen_elasticity3d(20, 20, 20, &K));
+            else if (k == NMATS + 3) /* as many, some longer than a tile, some empty */
+                HK_ASSERT_OK(hk_gen_random(2000, 20000, 1, 1200.0, 1, 83u, &K));
             else /* 1 x 1 blocks: rows start anywhere in a quad */
-                HK_ASSERT_OK(hk_gen_random(997, 1500, 1, per_row[k - NMATS - 2], 1, 41u + k, &K));
+                HK_ASSERT_OK(hk_gen_random(997, 1500, 1, per_row[k - NMATS - 4], 1, 41u + k, &K));
             const int64_t nr = K.nbrows * K.bs, nc = K.nbcols * K.bs;
             for (int p = 0; p < 2; p++) {
                 hk_bcsr K32;
