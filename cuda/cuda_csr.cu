@@ -70,7 +70,43 @@ template <> struct csr_quads<float> {
 constexpr int CSR_PIPE_QT = 3;
 static int csr_pipe_grid(int fp32, int tile, int64_t nrb, int *grid);
 
-int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t longest)
+/* The longest row of n rows into *out (set to 0 before): an integer maximum, exact in any
+ * order. */
+__global__ void k_csr_longest(int64_t n, const int64_t *__restrict__ rowptr,
+                              unsigned long long *out)
+{
+    unsigned long long best = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const unsigned long long len = (unsigned long long)(rowptr[i + 1] - rowptr[i]);
+        best = len > best ? len : best;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long other = __shfl_down_sync(0xffffffffu, best, o);
+        best = other > best ? other : best;
+    }
+    if ((threadIdx.x & 31) == 0 && best > 0) atomicMax(out, best);
+}
+
+static int csr_longest(int64_t n, const int64_t *rowptr, int64_t *longest)
+{
+    unsigned long long *d = NULL, h = 0;
+    *longest = 0;
+    if (n <= 0) return 0;
+    HK_CALL(hk_cu_malloc((void **)&d, sizeof *d));
+    int ierr = 0;
+    HK_CU_TRY(cudaMemsetAsync(d, 0, sizeof *d, hk_cu.stream));
+    k_csr_longest<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, rowptr, d);
+    HK_CU_TRY(cudaGetLastError());
+    HK_CU_TRY(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    *longest = (int64_t)h;
+fail:
+    cudaFree(d);
+    return ierr;
+}
+
+int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32)
 {
     const int64_t C = HK_CU_BLOCK * (fp32 ? csr_tile<float>::PT : csr_tile<double>::PT) / 2;
     int64_t nb = (nnz + C - 1) / C;
@@ -91,7 +127,8 @@ int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t lon
     m->csr_group = G;
     /* 3, 4: the tile holds a row block's entries (at most C + longest - 1) and a quad's lead-in,
      * up to today's 2C (3) or the quads that 4 keeps in registers */
-    int64_t full = 2 * C;
+    int64_t full = 2 * C, longest = 0;
+    if (m->csr_exp >= 3) HK_CALL(csr_longest(n, m->rowptr, &longest));
     if (m->csr_exp == 4) full = (int64_t)CSR_PIPE_QT * 4 * HK_CU_BLOCK;
     m->csr_tile = (int)(m->csr_exp >= 3 && C + longest + 3 < full ? C + longest + 3 : full);
     if (m->csr_exp == 4) HK_CALL(csr_pipe_grid(fp32, m->csr_tile, nb, &m->csr_grid));

@@ -270,9 +270,8 @@ int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t 
                      const double *val, hk_cu_mat *m);
 int hk_cu_pcsr_download(const hk_cu_mat *m, hk_fmt *F);
 int hk_cu_pcsr_spmv(const hk_mat *A, const void *x, void *y);
-/* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries, the longest row
- * of longest entries), its SpMV. */
-int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32, int64_t longest);
+/* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries), its SpMV. */
+int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32);
 int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y);
 
 /* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest

@@ -433,7 +433,7 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
         if (m->csr_kernel == HK_CSR_THREAD) m->tpr = 1;
         if (m->csr_kernel == HK_CSR_WARP) m->tpr = 32;
         if (m->csr_kernel == HK_CSR_ADAPTIVE)
-            HK_CALL(hk_cu_csr_blocks(m, nbrows, A->stored, A->prec == HK_FP32, longest));
+            HK_CALL(hk_cu_csr_blocks(m, nbrows, A->stored, A->prec == HK_FP32));
     }
     HK_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
