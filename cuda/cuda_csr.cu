@@ -357,7 +357,8 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
  * from the tile, the entries of its next row block (up to CSR_PIPE_QT quads per thread) are
  * already on their way into registers, and the row pointers of the next row block and the rb
  * entries of the one after are loaded a step ahead, so loads stay in flight through the sum
- * phase. Each row is summed as by today's kernel.
+ * phase. Each row is summed as by today's kernel. 64 registers (4 blocks per SM) without
+ * spills.
  *
  * Quads of [e0 & ~3, e0 + ne) to load (thread t owns q = t + u * HK_CU_BLOCK): none for a row
  * block without entries or one that does not fit the tile. */
@@ -367,7 +368,7 @@ __device__ __forceinline__ int csr_pipe_nq(int64_t e0, int64_t ne, int tile)
 }
 
 template <typename T>
-__global__ void __launch_bounds__(HK_CU_BLOCK)
+__global__ void __launch_bounds__(HK_CU_BLOCK, 4)
     k_csr_pipe(const int32_t *__restrict__ rb, int64_t nrb, const int64_t *__restrict__ rowptr,
                const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
                T *__restrict__ y, int64_t nnz, int tile)
@@ -375,13 +376,15 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     constexpr int QT = CSR_PIPE_QT;
     extern __shared__ double prod_pipe[];
     const int t = threadIdx.x;
-    const int64_t G = gridDim.x;
+    const int G = gridDim.x;
     int32_t c[QT][4];
     T v[QT][4];
-    /* this row block b: rows [r0, r1), entries [e0, e0 + ne); the next one's rows [n0, n1) */
-    int64_t b = blockIdx.x, r0 = 0, r1 = 0, e0 = 0, ne = 0, n0 = 0, n1 = 0;
+    /* this row block b: rows [r0, r1), entries [e0, e0 + ne); the next one's rows [n0, n1)
+     * (row and block numbers in 32 bits, fewer registers) */
+    int b = blockIdx.x, r0 = 0, r1 = 0, n0 = 0, n1 = 0;
+    int64_t e0 = 0, ne = 0;
     if (b < nrb) r0 = rb[b], r1 = rb[b + 1];
-    if (b + G < nrb) n0 = rb[b + G], n1 = rb[b + G + 1];
+    if ((int64_t)b + G < nrb) n0 = rb[b + G], n1 = rb[b + G + 1];
     if (r0 < r1) e0 = rowptr[r0], ne = rowptr[r1] - e0;
     int nq = csr_pipe_nq(e0, ne, tile);
 #pragma unroll
@@ -390,8 +393,9 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
         if (q < nq) load_quad(col, val, (e0 & ~(int64_t)3) + 4 * (int64_t)q, nnz, c[u], v[u]);
     }
     for (; b < nrb; b += G) { /* uniform across the block */
-        int64_t m0 = 0, m1 = 0, f0 = 0, nf = 0;
-        if (b + 2 * G < nrb) m0 = rb[b + 2 * G], m1 = rb[b + 2 * G + 1];
+        int m0 = 0, m1 = 0;
+        int64_t f0 = 0, nf = 0;
+        if ((int64_t)b + 2 * G < nrb) m0 = rb[b + 2 * G], m1 = rb[b + 2 * G + 1];
         if (n0 < n1) f0 = rowptr[n0], nf = rowptr[n1] - f0;
         const int64_t a0 = e0 & ~(int64_t)3;
 #pragma unroll
