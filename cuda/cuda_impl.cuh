@@ -273,6 +273,8 @@ struct hk_cu_mat {
     int csr_kernel;
     int32_t *rblock;
     int64_t nrblocks;
+    /* TEMPORARY (HOOKE_EXP_CSR32): variant, lanes per row, tile, resident grid */
+    int csr_exp, csr_group, csr_tile, csr_grid;
 };
 
 /* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
