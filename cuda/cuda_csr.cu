@@ -1,4 +1,13 @@
-// CSR-adaptive SpMV (format=csr format.csr.kernel=adaptive, the default on cuda), in the style
+// The two CSR kernels of cuda's own (besides the row-pointer kernel's thread and warp variants
+// in cuda_spmv.cu): format.csr.kernel=vector and adaptive.
+//
+// Vector (k_csr_quads, the default for rows of similar lengths): a group of G lanes per row,
+// G a power of two up to 32 sized so that one pass covers a mean row. Each pass a lane loads U
+// of the aligned quads of four entries that cover the row by 16-byte loads (index and value),
+// multiplies the entries of its row among them in order, and the group sums by a shuffle tree.
+// Many rows are in flight per SM, with no shared memory and no barrier.
+//
+// Adaptive (k_csr_adaptive, the default when a few rows are much longer than the mean), in the style
 // of Greathouse and Daga's CSR-Adaptive ("CSR-stream"): the rows are cut into row blocks of
 // about C entries, one thread block each. A thread block loads all entries of its rows at
 // once — several independent loads per thread, coalesced, whatever the row lengths —
@@ -12,15 +21,6 @@
 // than about C) sums its rows one warp per row straight from global memory. Each row is summed
 // by one group in a fixed order: no atomics, the same digits on every run.
 //
-// TEMPORARY, for one measurement: HOOKE_EXP_CSR32 (read at each build, both precisions) picks
-// a candidate kernel: unset or 0 today's kernel; 1 and 2 a group of lanes per row with 16-byte
-// loads (k_csr_quads: no shared memory, no barrier), 1 with groups sized so that one pass of
-// U quads per lane covers a mean row, 2 with groups twice that size; 3 today's kernel with the
-// shared tile cut to C plus the longest row and registers capped (k_csr_adaptive_fit), so that
-// 8 blocks fit an SM instead of 6 (fp32 takes 40-42 registers and 32 KB of shared memory; the
-// capped build compiles to 32 registers without spills, in both precisions); 4 today's kernel
-// as a software pipeline over a resident grid (k_csr_pipe: the next row block's loads in flight
-// while a row block is summed).
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -66,44 +66,16 @@ template <> struct csr_quads<float> {
     static constexpr int U = 3;
 };
 
-/* HOOKE_EXP_CSR32=4 (below): quads per thread, and its grid of resident blocks. */
-constexpr int CSR_PIPE_QT = 3;
-static int csr_pipe_grid(int fp32, int tile, int64_t nrb, int *grid);
-
-/* The longest row of n rows into *out (set to 0 before): an integer maximum, exact in any
- * order. */
-__global__ void k_csr_longest(int64_t n, const int64_t *__restrict__ rowptr,
-                              unsigned long long *out)
+int hk_cu_csr_group(int64_t n, int64_t nnz, int fp32)
 {
-    unsigned long long best = 0;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const unsigned long long len = (unsigned long long)(rowptr[i + 1] - rowptr[i]);
-        best = len > best ? len : best;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long other = __shfl_down_sync(0xffffffffu, best, o);
-        best = other > best ? other : best;
-    }
-    if ((threadIdx.x & 31) == 0 && best > 0) atomicMax(out, best);
-}
-
-static int csr_longest(int64_t n, const int64_t *rowptr, int64_t *longest)
-{
-    unsigned long long *d = NULL, h = 0;
-    *longest = 0;
-    if (n <= 0) return 0;
-    HK_CALL(hk_cu_malloc((void **)&d, sizeof *d));
-    int ierr = 0;
-    HK_CU_TRY(cudaMemsetAsync(d, 0, sizeof *d, hk_cu.stream));
-    k_csr_longest<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, rowptr, d);
-    HK_CU_TRY(cudaGetLastError());
-    HK_CU_TRY(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, hk_cu.stream));
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    *longest = (int64_t)h;
-fail:
-    cudaFree(d);
-    return ierr;
+    /* the smallest power of two whose passes of U quads cover the quads of a mean row (its
+     * entries / 4 plus 0.75 for a start inside a quad) */
+    const double quads = n > 0 ? (double)nnz / (double)n / 4 + 0.75 : 1;
+    const int U = fp32 ? csr_quads<float>::U : csr_quads<double>::U;
+    int G = 1;
+    while (G < 32 && G * U < quads)
+        G *= 2;
+    return G;
 }
 
 int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32)
@@ -112,26 +84,6 @@ int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32)
     int64_t nb = (nnz + C - 1) / C;
     if (n > 0 && nb < 1) nb = 1; /* empty rows are written (0) by a block too */
     m->nrblocks = nb;
-    const char *env = getenv("HOOKE_EXP_CSR32");
-    m->csr_exp = env ? atoi(env) : 0;
-    HK_CHECK(m->csr_exp >= 0 && m->csr_exp <= 4, HK_ERR_OPTION,
-             "HOOKE_EXP_CSR32=%s is not a CSR kernel variant; use 0 to 4 or unset it", env);
-    /* 1, 2: lanes per row, the smallest power of two whose passes of U quads cover the quads of
-     * a mean row (its entries / 4 plus 0.75 for a start inside a quad); 2 doubles it */
-    const double quads = n > 0 ? (double)nnz / (double)n / 4 + 0.75 : 1;
-    const int U = fp32 ? csr_quads<float>::U : csr_quads<double>::U;
-    int G = 1;
-    while (G < 32 && G * U < quads)
-        G *= 2;
-    if (m->csr_exp == 2 && G < 32) G *= 2;
-    m->csr_group = G;
-    /* 3, 4: the tile holds a row block's entries (at most C + longest - 1) and a quad's lead-in,
-     * up to today's 2C (3) or the quads that 4 keeps in registers */
-    int64_t full = 2 * C, longest = 0;
-    if (m->csr_exp >= 3) HK_CALL(csr_longest(n, m->rowptr, &longest));
-    if (m->csr_exp == 4) full = (int64_t)CSR_PIPE_QT * 4 * HK_CU_BLOCK;
-    m->csr_tile = (int)(m->csr_exp >= 3 && C + longest + 3 < full ? C + longest + 3 : full);
-    if (m->csr_exp == 4) HK_CALL(csr_pipe_grid(fp32, m->csr_tile, nb, &m->csr_grid));
     HK_CALL(hk_cu_malloc((void **)&m->rblock, (size_t)(nb + 1) * 4));
     k_csr_rblocks<<<hk_cu_grid(nb + 1), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, nb, C, m->rowptr,
                                                                         m->rblock);
@@ -294,18 +246,6 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     csr_adaptive_block<T>(prod, HK_CU_BLOCK * csr_tile<T>::PT, rb, rowptr, col, val, x, y, nnz);
 }
 
-/* HOOKE_EXP_CSR32=3: a tile of tile doubles (dynamic shared memory) and registers for 8 blocks
- * per SM. */
-template <typename T>
-__global__ void __launch_bounds__(HK_CU_BLOCK, 8)
-    k_csr_adaptive_fit(const int32_t *__restrict__ rb, const int64_t *__restrict__ rowptr,
-                       const int32_t *__restrict__ col, const T *__restrict__ val,
-                       const T *__restrict__ x, T *__restrict__ y, int64_t nnz, int tile)
-{
-    extern __shared__ double prod_fit[];
-    csr_adaptive_block<T>(prod_fit, tile, rb, rowptr, col, val, x, y, nnz);
-}
-
 /* A group of G lanes per row (G a power of two, at most 32): each pass a lane loads U of the
  * aligned quads covering the row by 16-byte loads, then multiplies the entries of the row among
  * them; the lane sums in order, the group by a shuffle tree. */
@@ -352,123 +292,21 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     if (live && lane == 0) y[r] = (T)s;
 }
 
-/* HOOKE_EXP_CSR32=4: the adaptive kernel as a software pipeline. A resident grid of thread
- * blocks takes row blocks b, b + gridDim.x, ...; while a block sums the rows of one row block
- * from the tile, the entries of its next row block (up to CSR_PIPE_QT quads per thread) are
- * already on their way into registers, and the row pointers of the next row block and the rb
- * entries of the one after are loaded a step ahead, so loads stay in flight through the sum
- * phase. Each row is summed as by today's kernel. 64 registers (4 blocks per SM) without
- * spills.
- *
- * Quads of [e0 & ~3, e0 + ne) to load (thread t owns q = t + u * HK_CU_BLOCK): none for a row
- * block without entries or one that does not fit the tile. */
-__device__ __forceinline__ int csr_pipe_nq(int64_t e0, int64_t ne, int tile)
-{
-    return ne > 0 && ne + 3 <= tile ? (int)((e0 + ne - (e0 & ~(int64_t)3) + 3) >> 2) : 0;
-}
-
-template <typename T>
-__global__ void __launch_bounds__(HK_CU_BLOCK, 4)
-    k_csr_pipe(const int32_t *__restrict__ rb, int64_t nrb, const int64_t *__restrict__ rowptr,
-               const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
-               T *__restrict__ y, int64_t nnz, int tile)
-{
-    constexpr int QT = CSR_PIPE_QT;
-    extern __shared__ double prod_pipe[];
-    const int t = threadIdx.x;
-    const int G = gridDim.x;
-    int32_t c[QT][4];
-    T v[QT][4];
-    /* this row block b: rows [r0, r1), entries [e0, e0 + ne); the next one's rows [n0, n1)
-     * (row and block numbers in 32 bits, fewer registers) */
-    int b = blockIdx.x, r0 = 0, r1 = 0, n0 = 0, n1 = 0;
-    int64_t e0 = 0, ne = 0;
-    if (b < nrb) r0 = rb[b], r1 = rb[b + 1];
-    if ((int64_t)b + G < nrb) n0 = rb[b + G], n1 = rb[b + G + 1];
-    if (r0 < r1) e0 = rowptr[r0], ne = rowptr[r1] - e0;
-    int nq = csr_pipe_nq(e0, ne, tile);
-#pragma unroll
-    for (int u = 0; u < QT; u++) {
-        const int q = t + u * HK_CU_BLOCK;
-        if (q < nq) load_quad(col, val, (e0 & ~(int64_t)3) + 4 * (int64_t)q, nnz, c[u], v[u]);
-    }
-    for (; b < nrb; b += G) { /* uniform across the block */
-        int m0 = 0, m1 = 0;
-        int64_t f0 = 0, nf = 0;
-        if ((int64_t)b + 2 * G < nrb) m0 = rb[b + 2 * G], m1 = rb[b + 2 * G + 1];
-        if (n0 < n1) f0 = rowptr[n0], nf = rowptr[n1] - f0;
-        const int64_t a0 = e0 & ~(int64_t)3;
-#pragma unroll
-        for (int u = 0; u < QT; u++) {
-            const int q = t + u * HK_CU_BLOCK;
-            if (q < nq) {
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    const int64_t i = a0 + 4 * (int64_t)q + k - e0;
-                    if (i >= 0 && i < ne)
-                        prod_pipe[i] = (double)v[u][k] * (double)__ldg(x + c[u][k]);
-                }
-            }
-        }
-        __syncthreads();
-        /* the next row block's entries, in flight while this one is summed */
-        nq = csr_pipe_nq(f0, nf, tile);
-#pragma unroll
-        for (int u = 0; u < QT; u++) {
-            const int q = t + u * HK_CU_BLOCK;
-            if (q < nq) load_quad(col, val, (f0 & ~(int64_t)3) + 4 * (int64_t)q, nnz, c[u], v[u]);
-        }
-        if (r0 < r1) {
-            if (ne + 3 <= tile)
-                csr_rows_from_tile<T>(prod_pipe, t, r0, r1, e0, rowptr, y);
-            else
-                csr_rows_by_warps<T>(t, r0, r1, rowptr, col, val, x, y);
-        }
-        __syncthreads();
-        r0 = n0, r1 = n1, e0 = f0, ne = nf, n0 = m0, n1 = m1;
-    }
-}
-
-/* As many blocks as are resident at once (the tile in dynamic shared memory), at most nrb. */
-static int csr_pipe_grid(int fp32, int tile, int64_t nrb, int *grid)
-{
-    int per_sm = 0;
-    const size_t shared = (size_t)tile * sizeof(double);
-    if (fp32)
-        HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_csr_pipe<float>, HK_CU_BLOCK,
-                                                            shared));
-    else
-        HK_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_csr_pipe<double>,
-                                                            HK_CU_BLOCK, shared));
-    const int64_t g = (int64_t)(per_sm > 0 ? per_sm : 1) * hk_cu.nsm;
-    *grid = (int)(g < nrb ? g : nrb);
-    return 0;
-}
-
 template <typename T> static void csr_launch(const hk_cu_mat *m, const T *x, T *y, int64_t nnz)
 {
-    const unsigned nb = (unsigned)m->nrblocks;
-    const size_t shared = (size_t)m->csr_tile * sizeof(double);
-    if (m->csr_exp == 1 || m->csr_exp == 2) {
-        const int64_t nblk = (m->nbrows * m->csr_group + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
-        k_csr_quads<T><<<(unsigned)nblk, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->nbrows, m->csr_group, m->rowptr, m->colind, (const T *)m->val, x, y, nnz);
-    } else if (m->csr_exp == 4)
-        k_csr_pipe<T><<<(unsigned)m->csr_grid, HK_CU_BLOCK, shared, hk_cu.stream>>>(
-            m->rblock, m->nrblocks, m->rowptr, m->colind, (const T *)m->val, x, y, nnz,
-            m->csr_tile);
-    else if (m->csr_exp == 3)
-        k_csr_adaptive_fit<T><<<nb, HK_CU_BLOCK, shared, hk_cu.stream>>>(
-            m->rblock, m->rowptr, m->colind, (const T *)m->val, x, y, nnz, m->csr_tile);
-    else
-        k_csr_adaptive<T><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(m->rblock, m->rowptr, m->colind,
-                                                                (const T *)m->val, x, y, nnz);
+    if (m->csr_kernel == HK_CSR_VECTOR) {
+        const int64_t nblk = (m->nbrows * m->tpr + HK_CU_BLOCK - 1) / HK_CU_BLOCK;
+        if (nblk > 0)
+            k_csr_quads<T><<<(unsigned)nblk, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, y, nnz);
+    } else if (m->nrblocks > 0)
+        k_csr_adaptive<T><<<(unsigned)m->nrblocks, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            m->rblock, m->rowptr, m->colind, (const T *)m->val, x, y, nnz);
 }
 
-int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y)
+int hk_cu_csr_spmv(const hk_mat *A, const void *x, void *y)
 {
     const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
-    if (m->nrblocks <= 0) return 0;
     if (A->prec == HK_FP64)
         csr_launch<double>(m, (const double *)x, (double *)y, A->stored);
     else

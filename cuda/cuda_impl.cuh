@@ -273,8 +273,6 @@ struct hk_cu_mat {
     int csr_kernel;
     int32_t *rblock;
     int64_t nrblocks;
-    /* TEMPORARY (HOOKE_EXP_CSR32): variant, lanes per row, tile, resident grid */
-    int csr_exp, csr_group, csr_tile, csr_grid;
 };
 
 /* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
@@ -291,9 +289,12 @@ int hk_cu_pcsr_build(hk_mat *A, int64_t n, const int64_t *rowptr, const int32_t 
                      const double *val, hk_cu_mat *m);
 int hk_cu_pcsr_download(const hk_cu_mat *m, hk_fmt *F);
 int hk_cu_pcsr_spmv(const hk_mat *A, const void *x, void *y);
-/* CSR-adaptive (cuda_csr.cu): the row blocks of m's CSR (n rows, nnz entries), its SpMV. */
+/* The CSR kernels of cuda_csr.cu: the vector kernel's lanes per row for a mean row (n rows,
+ * nnz entries), the adaptive kernel's row blocks, and the SpMV by m->csr_kernel (vector or
+ * adaptive). */
+int hk_cu_csr_group(int64_t n, int64_t nnz, int fp32);
 int hk_cu_csr_blocks(hk_cu_mat *m, int64_t n, int64_t nnz, int fp32);
-int hk_cu_csr_adaptive_spmv(const hk_mat *A, const void *x, void *y);
+int hk_cu_csr_spmv(const hk_mat *A, const void *x, void *y);
 
 /* Matrix ops (cuda_spmv.cu). After the build: threads per block row (longest: the longest
  * block row), the fused-SpMV buffer and the cuSPARSE descriptors. */

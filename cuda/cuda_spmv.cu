@@ -3,8 +3,8 @@
 // products for the pipelined methods, and the per-matrix set-up of the kernels (threads per
 // block row, cuSPARSE descriptors).
 //
-// Two kernel families cover the six native formats (besides them: the CSR-adaptive kernel,
-// cuda_csr.cu, for format.csr.kernel=adaptive, and PCSR's own kernel, cuda_pcsr.cu):
+// Two kernel families cover the six native formats (besides them: CSR's vector and adaptive
+// kernels, cuda_csr.cu, and PCSR's own kernel, cuda_pcsr.cu):
 //   - row-pointer kernel (k_bsr): CSR is BSR with 1x1 blocks;
 //   - sliced kernel (k_sell): SBELL as in the SBELL paper, values column-major inside a slice
 //     of S block rows so consecutive block rows read consecutive addresses. SELL is SBELL with
@@ -350,11 +350,13 @@ static int cusparse_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     return 0;
 }
 
-/* Formats whose SpMV is not one of the two kernel families (no fused variant). */
+/* Formats whose SpMV is not one of the two kernel families (no fused variant): PCSR and the
+ * CSR kernels of cuda_csr.cu. */
 static int own_kernel(const hk_mat *A)
 {
     const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
-    return A->fmt == HK_FMT_PCSR || (A->fmt == HK_FMT_CSR && m->csr_kernel == HK_CSR_ADAPTIVE);
+    return A->fmt == HK_FMT_PCSR || (A->fmt == HK_FMT_CSR && (m->csr_kernel == HK_CSR_ADAPTIVE ||
+                                                              m->csr_kernel == HK_CSR_VECTOR));
 }
 
 int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
@@ -364,7 +366,7 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
              HK_ERR_ARG, "cuda backend: SpMV vectors differ from the matrix in size or precision");
     if (is_cusparse(A->fmt)) return cusparse_spmv(A, x, y);
     if (A->fmt == HK_FMT_PCSR) return hk_cu_pcsr_spmv(A, x->data, y->data);
-    if (own_kernel(A)) return hk_cu_csr_adaptive_spmv(A, x->data, y->data);
+    if (own_kernel(A)) return hk_cu_csr_spmv(A, x->data, y->data);
     if (A->prec == HK_FP64) return launch<double>(A, x->data, epi_store<double>{D(y)}, NULL);
     return launch<float>(A, x->data, epi_store<float>{(float *)y->data}, NULL);
 }
@@ -467,15 +469,11 @@ int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S)
  *   bracket, 197k block rows, mean 25 blocks, longest 115: 219 us with 1 lane, 149 with 2, 129
  *   with 4; cuSPARSE CSR 194).
  * - fp32 with at least 1.5 waves of block rows keeps one lane (the exception in the code).
- * CSR (scalar rows) keeps about four entries per lane. */
+ * CSR's kernels choose their own (hk_cu_mat_finish). */
 static int auto_tpr(hk_format fmt, int fp32, int64_t nbrows, double per_row, int64_t longest)
 {
     int tpr = 1;
-    if (fmt == HK_FMT_CSR) {
-        while (tpr < 32 && tpr * 4 <= per_row)
-            tpr *= 2;
-        return tpr;
-    }
+    if (fmt == HK_FMT_CSR) return tpr;
     const int factor = (double)longest > 2.5 * per_row ? 4 : 1;
     const int64_t fill = (int64_t)(hk_cu.nsm > 0 ? hk_cu.nsm : 100) * 1024;
     const int64_t target = fill * factor;
@@ -522,11 +520,15 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
                                    nbrows ? (double)A->nnz / ((double)bs * bs) / nbrows : 0,
                                    longest);
     if (fmt == HK_FMT_CSR) {
-        /* format.csr.kernel: auto is the adaptive kernel unless format.tpr asks for a group
-         * size; thread and warp are the classic row-per-thread and row-per-warp kernels */
+        /* format.csr.kernel: auto is the vector kernel (a group of lanes per row, 16-byte
+         * loads; its group from the mean row unless format.tpr gives one), which beat the
+         * adaptive kernel and cuSPARSE on every matrix of bench spmv --paper in both
+         * precisions (docs/cuda.md); thread and warp are the classic row-per-thread and
+         * row-per-warp kernels */
         m->csr_kernel = A->csr_kernel;
-        if (m->csr_kernel == HK_CSR_AUTO)
-            m->csr_kernel = A->tpr > 0 ? HK_CSR_VECTOR : HK_CSR_ADAPTIVE;
+        if (m->csr_kernel == HK_CSR_AUTO) m->csr_kernel = HK_CSR_VECTOR;
+        if (m->csr_kernel == HK_CSR_VECTOR && A->tpr <= 0)
+            m->tpr = hk_cu_csr_group(nbrows, A->stored, to_float);
         if (m->csr_kernel == HK_CSR_THREAD) m->tpr = 1;
         if (m->csr_kernel == HK_CSR_WARP) m->tpr = 32;
         if (m->csr_kernel == HK_CSR_ADAPTIVE)

@@ -8,9 +8,9 @@
  * solve through format=pcsr against a manufactured solution; the bench's pcsr rows.
  * Suite cuda_pcsr (device): the CUDA build equals the CPU build array for array and its SpMV
  * equals the CPU's bit for bit (both precisions, several prefetch depths); every CSR kernel
- * (thread, warp, vector, adaptive, auto) equals the CPU CSR to rounding, including rows longer
- * than the adaptive kernel's shared tile; the candidate kernels of HOOKE_EXP_CSR32 (temporary)
- * likewise; the fused SpMV + dot of both own kernels. */
+ * (thread, warp, vector with every group size, adaptive, auto) equals the CPU CSR to rounding,
+ * including rows longer than the adaptive kernel's shared tile; the fused SpMV + dot of both
+ * own kernels. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -502,8 +502,11 @@ static void test_cuda_spmv_to_rounding(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
-/* Every CSR kernel against the CPU CSR, to rounding; the matrices include a row of up to
- * 5000 entries (longer than the adaptive kernel's tile of 2048) next to short and empty rows. */
+/* Every CSR kernel against the CPU CSR, to rounding, in both precisions: empty rows, one row,
+ * every row empty, no rows, n a multiple of nothing, a row of up to 5000 entries (longer than
+ * the adaptive kernel's tile of 2048) next to short and empty rows, more row blocks than an SM
+ * wave, mean row lengths that give the vector kernel every group size from its rule, and
+ * every group size forced by format.tpr. */
 static void test_cuda_csr_kernels(void)
 {
     const hk_backend *gpu = hk_test_cuda_backend();
@@ -511,21 +514,33 @@ static void test_cuda_csr_kernels(void)
     static const char *const kern[] = {
         "format.csr.kernel=auto",     "format.csr.kernel=thread",
         "format.csr.kernel=warp",     "format.csr.kernel=vector",
-        "format.csr.kernel=adaptive", "format.csr.kernel=vector format.tpr=8"};
+        "format.csr.kernel=adaptive", "format.csr.kernel=vector format.tpr=1",
+        "format.csr.kernel=vector format.tpr=2", "format.csr.kernel=vector format.tpr=4",
+        "format.csr.kernel=vector format.tpr=8", "format.csr.kernel=vector format.tpr=16",
+        "format.csr.kernel=vector format.tpr=32"};
+    const int nkern = (int)(sizeof kern / sizeof kern[0]);
+    static const double per_row[] = {1.5, 5, 11, 23, 40, 80, 160};
+    const int nmats = NMATS + 4 + (int)(sizeof per_row / sizeof per_row[0]);
     int bad = 0;
-    for (int k = 0; k < NMATS + 2; k++) {
+    for (int k = 0; k < nmats; k++) {
         hk_bcsr K;
-        if (k == NMATS)
+        if (k < NMATS)
+            HK_ASSERT_OK(make_matrix(k, 2, &K));
+        else if (k == NMATS)
             HK_ASSERT_OK(hk_gen_random(7, 6000, 1, 2500.0, 1, 77u, &K));
         else if (k == NMATS + 1)
             HK_ASSERT_OK(hk_gen_elasticity3d(12, 12, 12, &K));
-        else
-            HK_ASSERT_OK(make_matrix(k, 2, &K));
+        else if (k == NMATS + 2) /* more row blocks than an SM wave holds */
+            HK_ASSERT_OK(hk_gen_elasticity3d(20, 20, 20, &K));
+        else if (k == NMATS + 3) /* as many, some longer than a tile, some empty */
+            HK_ASSERT_OK(hk_gen_random(2000, 20000, 1, 1200.0, 1, 83u, &K));
+        else /* 1 x 1 blocks: rows start anywhere in a quad */
+            HK_ASSERT_OK(hk_gen_random(997, 1500, 1, per_row[k - NMATS - 4], 1, 41u + k, &K));
         const int64_t nr = K.nbrows * K.bs, nc = K.nbcols * K.bs;
         for (int p = 0; p < 2; p++) {
             hk_bcsr K32;
             HK_ASSERT_OK(hk_bcsr_copy(&K, &K32));
-            double *x = hk_test_rand_vec(nc, 23u), *y = calloc((size_t)nr + 1, 8);
+            double *x = hk_test_rand_vec(nc, 23u + k), *y = calloc((size_t)nr + 1, 8);
             double *ref = calloc((size_t)nr + 1, 8);
             if (p) {
                 for (int64_t q = 0; q < K.rowptr[K.nbrows] * K.bs * K.bs; q++)
@@ -534,11 +549,11 @@ static void test_cuda_csr_kernels(void)
                     x[i] = (float)x[i];
             }
             hk_bcsr_spmv(&K32, x, ref);
-            for (int i = 0; i < 6; i++) {
+            for (int i = 0; i < nkern; i++) {
                 hk_mat *A = build(gpu, &K, HK_FMT_CSR, (hk_precision)p, kern[i]);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(A);
                 spmv(A, x, y);
-                char what[96];
+                char what[128];
                 snprintf(what, sizeof what, "csr %s matrix %d %s", kern[i], k, p ? "fp32" : "fp64");
                 bad += !close_to_rounding(what, &K32, x, y, ref, p ? 1.2e-7 : 1e-14);
                 hk_mat_destroy(A);
@@ -548,84 +563,6 @@ static void test_cuda_csr_kernels(void)
         }
         hk_bcsr_free(&K);
     }
-    CU_ASSERT_EQUAL(bad, 0);
-}
-
-/* The candidate CSR kernels chosen by HOOKE_EXP_CSR32 (temporary, cuda/cuda_csr.cu) against
- * the CPU CSR, to rounding, in both precisions: empty rows, one row, every row empty, no rows,
- * n a multiple of nothing, a row longer than the shared tile, more row blocks than the
- * pipelined kernel's resident grid (each block then takes several), and mean row lengths that
- * give every group size of the quad kernels (1 to 32 lanes per row); an unknown value is
- * refused. */
-static void test_cuda_csr_variants(void)
-{
-    const hk_backend *gpu = hk_test_cuda_backend();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
-    static const double per_row[] = {1.5, 5, 11, 23, 40, 80, 160};
-    const int nmats = NMATS + 4 + (int)(sizeof per_row / sizeof per_row[0]);
-    int bad = 0, runs = 0;
-    for (int v = 0; v <= 4; v++) {
-        char val[8];
-        snprintf(val, sizeof val, "%d", v);
-        HK_ASSERT_OK(setenv("HOOKE_EXP_CSR32", val, 1));
-        for (int k = 0; k < nmats; k++) {
-            hk_bcsr K;
-            if (k < NMATS)
-                HK_ASSERT_OK(make_matrix(k, 2, &K));
-            else if (k == NMATS)
-                HK_ASSERT_OK(hk_gen_random(7, 6000, 1, 2500.0, 1, 77u, &K));
-            else if (k == NMATS + 1)
-                HK_ASSERT_OK(hk_gen_elasticity3d(8, 7, 6, &K));
-            else if (k == NMATS + 2) /* more row blocks than a resident grid holds */
-                HK_ASSERT_OK(hk_gen_elasticity3d(20, 20, 20, &K));
-            else if (k == NMATS + 3) /* as many, some longer than a tile, some empty */
-                HK_ASSERT_OK(hk_gen_random(2000, 20000, 1, 1200.0, 1, 83u, &K));
-            else /* 1 x 1 blocks: rows start anywhere in a quad */
-                HK_ASSERT_OK(hk_gen_random(997, 1500, 1, per_row[k - NMATS - 4], 1, 41u + k, &K));
-            const int64_t nr = K.nbrows * K.bs, nc = K.nbcols * K.bs;
-            for (int p = 0; p < 2; p++) {
-                hk_bcsr K32;
-                HK_ASSERT_OK(hk_bcsr_copy(&K, &K32));
-                double *x = hk_test_rand_vec(nc, 29u + k), *y = calloc((size_t)nr + 1, 8);
-                double *ref = calloc((size_t)nr + 1, 8);
-                if (p) {
-                    for (int64_t q = 0; q < K.rowptr[K.nbrows] * K.bs * K.bs; q++)
-                        K32.val[q] = (float)K32.val[q];
-                    for (int64_t i = 0; i < nc; i++)
-                        x[i] = (float)x[i];
-                }
-                hk_bcsr_spmv(&K32, x, ref);
-                hk_mat *A =
-                    build(gpu, &K, HK_FMT_CSR, (hk_precision)p, "format.csr.kernel=adaptive");
-                CU_ASSERT_PTR_NOT_NULL_FATAL(A);
-                spmv(A, x, y);
-                char what[96];
-                snprintf(what, sizeof what, "HOOKE_EXP_CSR32=%d matrix %d %s", v, k,
-                         p ? "fp32" : "fp64");
-                bad += !close_to_rounding(what, &K32, x, y, ref, p ? 1.2e-7 : 1e-14);
-                runs++;
-                hk_mat_destroy(A);
-                hk_bcsr_free(&K32);
-                free(x), free(y), free(ref);
-            }
-            hk_bcsr_free(&K);
-        }
-    }
-    /* a value that names no kernel */
-    HK_ASSERT_OK(setenv("HOOKE_EXP_CSR32", "9", 1));
-    hk_bcsr K;
-    HK_ASSERT_OK(make_matrix(0, 1, &K));
-    hk_options *o = NULL;
-    hk_mat *A = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    hk_error_clear();
-    CU_ASSERT_EQUAL(hk_mat_create(gpu, &K, HK_FMT_CSR, HK_FP32, o, &A), HK_ERR_OPTION);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_EXP_CSR32=9"));
-    hk_mat_destroy(A);
-    hk_options_destroy(o);
-    hk_bcsr_free(&K);
-    unsetenv("HOOKE_EXP_CSR32");
-    if (bad) fprintf(stderr, "\n  %d failures in %d HOOKE_EXP_CSR32 cases\n", bad, runs);
     CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -678,6 +615,5 @@ HK_DEVICE_SUITE(
     cuda_pcsr, {"cuda PCSR build = cpu build; SpMV = cpu bit for bit", test_cuda_build_and_spmv},
     {"cuda PCSR SpMV = block CSR to rounding", test_cuda_spmv_to_rounding},
     {"csr kernels thread/warp/vector/adaptive = block CSR to rounding", test_cuda_csr_kernels},
-    {"HOOKE_EXP_CSR32 csr kernel variants = block CSR to rounding", test_cuda_csr_variants},
     {"fused SpMV + dots of pcsr and adaptive csr = cpu", test_cuda_fused},
     {"cg through format=pcsr on cuda recovers a manufactured solution", test_solve_cuda})
