@@ -170,7 +170,7 @@ __device__ __forceinline__ void load_quad(const int32_t *__restrict__ col,
 }
 
 /* One row block of the adaptive kernel, its products in prod (tile <= HK_CU_BLOCK * PT
- * doubles): the body of both kernels below. */
+ * doubles). */
 template <typename T>
 __device__ __forceinline__ void
 csr_adaptive_block(double *prod, int tile, const int32_t *__restrict__ rb,
@@ -195,17 +195,7 @@ csr_adaptive_block(double *prod, int tile, const int32_t *__restrict__ rb,
                 const int64_t e = a0 + 4 * (int64_t)q;
                 int32_t c[4];
                 T v[4];
-                if (e + 4 <= nnz) {
-                    const int4 ci = __ldcs((const int4 *)(col + e));
-                    c[0] = ci.x, c[1] = ci.y, c[2] = ci.z, c[3] = ci.w;
-                    load4(val + e, v);
-                } else {
-#pragma unroll
-                    for (int m = 0; m < 4; m++) {
-                        c[m] = e + m < nnz ? col[e + m] : 0;
-                        v[m] = e + m < nnz ? val[e + m] : (T)0;
-                    }
-                }
+                load_quad(col, val, e, nnz, c, v);
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
                     const int64_t i = e + m - e0;

@@ -46,6 +46,20 @@ template <typename T> struct epi_store { /* y = A x */
     __device__ void entry(int64_t i, double v, double (&)[NF]) const { y[i] = (T)v; }
 };
 
+/* Entry i's terms of the fused dot products of f over y (y_i = v): w_j,i (d_j,i) y_i. */
+__device__ __forceinline__ void fuse_terms(const hk_cu_fuse &f, int64_t i, double v,
+                                           double (&fs)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        if (j < f.k) {
+            double w = f.w[j] ? f.w[j][i] : v;
+            if (f.d[j]) w = f.d[j][i] * w;
+            fs[j] += w * v;
+        }
+    }
+}
+
 struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
     static constexpr int K = 4, NF = 4;
     double *y;
@@ -55,14 +69,7 @@ struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
     __device__ void entry(int64_t i, double v, double (&fs)[NF]) const
     {
         y[i] = v;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (j < f.k) {
-                double w = f.w[j] ? f.w[j][i] : v;
-                if (f.d[j]) w = f.d[j][i] * w;
-                fs[j] += w * v;
-            }
-        }
+        fuse_terms(f, i, v, fs);
     }
 };
 
@@ -250,15 +257,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     double fs[4] = {0, 0, 0, 0};
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const double yi = y[i];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (j < f.k) {
-                double w = f.w[j] ? f.w[j][i] : yi;
-                if (f.d[j]) w = f.d[j][i] * w;
-                fs[j] += w * yi;
-            }
-        }
+        fuse_terms(f, i, y[i], fs);
     }
     hk_block_reduce<4>(fs, f.k, part);
 }
