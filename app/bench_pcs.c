@@ -18,6 +18,7 @@
 #define PCS_MAX_PROBLEMS 16
 #define PCS_MAX_PCS 16
 #define PCS_MAX_SETS 8
+#define PCS_MAX_METHODS 4
 
 typedef struct pcs_problem {
     const char *label;
@@ -28,11 +29,12 @@ typedef struct pcs_problem {
 } pcs_problem;
 
 typedef struct pcs_row {
-    const char *problem, *pc, *backend;
+    const char *problem, *pc, *backend, *method;
     long long dofs;
     int iterations;
     double phase_s[5]; /* set-up: check, upload, format, preconditioner, backend start */
     double upload_s, setup_s, solve_s, total_s, apply_spmv, true_res, jacobi_total_s;
+    double first_per_it_s; /* the first --method's solve time per iteration, same pc */
     hk_reason reason;
     int failed;
     char error[160];
@@ -46,16 +48,21 @@ static void pcs_usage(FILE *f)
             "usage: hooke bench pcs [--backend auto|cpu|cuda] [--size small|medium|large]\n"
             "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--generate KIND:N]...\n"
             "                       [--pcs LIST]\n"
-            "                       [--method M] [--no-cpu] [--cpu-max-dofs N] [--json FILE]\n\n"
+            "                       [--method M[,M...]] [--no-cpu] [--cpu-max-dofs N]\n"
+            "                       [--json FILE]\n\n"
             "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's)\n"
-            "with CG (or --method) to 1e-8 on the stiffness matrix of each problem, meshed and\n"
+            "with CG (or each method of --method, up to 4) to 1e-8 on the stiffness matrix of\n"
+            "each problem, meshed and\n"
             "assembled as hooke run does (KEY=VALUE as --set). Default problems by --size:\n"
             "  small:  box hex8 12^3, box tet4 10^3, box hex8 40x4x4 (aspect 10:1:1), bracket\n"
             "  medium: box hex8 40^3, box tet4 30^3, box hex8 120x12x12, bracket size 0.0015\n"
             "  large:  box hex8 69^3, bracket size 0.0015, bracket size 0.001\n"
-            "Columns: iterations, set-up / solve / total seconds, set-up divided by the upload\n"
-            "of the block CSR alone, total divided by cg+jacobi's total on the same matrix and\n"
-            "backend, one preconditioner application in SpMV times, the true residual. With a\n"
+            "Columns: iterations, set-up / solve / total seconds, solve milliseconds per\n"
+            "iteration and divided by the first method's with the same pc and backend (so\n"
+            "--method cg,pipecg compares the two on one mesh), set-up divided by the upload of\n"
+            "the block CSR alone, total divided by jacobi's total with the same method on the\n"
+            "same matrix and backend, one preconditioner application in SpMV times, the true\n"
+            "residual. With a\n"
             "GPU backend every row is repeated on the CPU backend unless --no-cpu, for problems\n"
             "up to --cpu-max-dofs (default 800000) DOFs.\n"
             "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
@@ -248,15 +255,23 @@ static void pcs_print_amg(const pcs_row *w)
            a->t_coarse);
 }
 
+/* Solve seconds per iteration (NaN for a solve of no iteration). */
+static double pcs_per_it(const pcs_row *w)
+{
+    return w->iterations > 0 ? w->solve_s / w->iterations : NAN;
+}
+
 static void pcs_print_row(const pcs_row *w)
 {
     if (w->failed) {
-        printf("| %s | %s | – | – | – | – | – | – | – | – | %s |\n", w->pc, w->backend,
-               w->error);
+        printf("| %s | %s | %s | – | – | – | – | – | – | – | – | – | – | %s |\n", w->pc,
+               w->backend, w->method, w->error);
         return;
     }
-    printf("| %s | %s | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %.1f | %.1e | %s |\n", w->pc,
-           w->backend, w->iterations, w->setup_s, w->solve_s, w->total_s,
+    printf("| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.1f | %.1e "
+           "| %s |\n",
+           w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
+           1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s,
            w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
            w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
            w->true_res, hk_reason_name(w->reason));
@@ -269,7 +284,7 @@ int hk_bench_pcs(int argc, char **argv)
     pcs_problem probs[PCS_MAX_PROBLEMS];
     int nprob = 0, no_cpu = 0, rc = 1;
     long long cpu_max = 800000;
-    const char *pc_list = "jacobi,poly,fsai,amg", *method = "cg";
+    const char *pc_list = "jacobi,poly,fsai,amg", *method_list = "cg";
     char *owned[PCS_MAX_PROBLEMS] = {0};
     for (int i = 1; i < argc;) {
         int r = hk_bench_common_option(argc, argv, &i, &bo);
@@ -322,7 +337,7 @@ int hk_bench_pcs(int argc, char **argv)
             pc_list = argv[i + 1];
             i += 2;
         } else if (!strcmp(a, "--method") && i + 1 < argc) {
-            method = argv[i + 1];
+            method_list = argv[i + 1];
             i += 2;
         } else if (!strcmp(a, "--cpu-max-dofs") && i + 1 < argc) {
             cpu_max = atoll(argv[i + 1]);
@@ -358,6 +373,33 @@ int hk_bench_pcs(int argc, char **argv)
         }
         pcs[npc++] = tok;
     }
+    /* the methods, checked by name before any work */
+    const char *methods[PCS_MAX_METHODS];
+    int nmeth = 0;
+    char mbuf[128];
+    snprintf(mbuf, sizeof mbuf, "%s", method_list);
+    for (char *tok = strtok(mbuf, ","); tok; tok = strtok(NULL, ",")) {
+        if (nmeth == PCS_MAX_METHODS) {
+            fprintf(stderr, "hooke bench pcs: at most %d methods in --method\n",
+                    PCS_MAX_METHODS);
+            return 2;
+        }
+        int known = 0;
+        for (int k = 0; hk_ksp_types[k]; k++)
+            known |= !strcmp(hk_ksp_types[k]->name, tok);
+        if (!known) {
+            fprintf(stderr, "hooke bench pcs: unknown method '%s' in --method; they are", tok);
+            for (int k = 0; hk_ksp_types[k]; k++)
+                fprintf(stderr, "%s %s", k ? "," : "", hk_ksp_types[k]->name);
+            fprintf(stderr, "\n");
+            return 2;
+        }
+        methods[nmeth++] = tok;
+    }
+    if (!nmeth) {
+        fprintf(stderr, "hooke bench pcs: --method '%s' names no method\n", method_list);
+        return 2;
+    }
     const hk_backend *be;
     if (hk_backend_get(bo.backend, &be)) {
         fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
@@ -366,12 +408,12 @@ int hk_bench_pcs(int argc, char **argv)
     const char *bname = hk_backend_name(be);
     const int gpu = strcmp(bname, "cpu") != 0;
 
-    pcs_row *rows = calloc((size_t)nprob * npc * 2, sizeof *rows);
+    pcs_row *rows = calloc((size_t)nprob * npc * 2 * nmeth, sizeof *rows);
     int nrows = 0;
     hk_json j = {0};
     if (!rows) goto done;
     printf("## hooke bench pcs: %s to 1e-8 on assembled cases and generated matrices\n\n",
-           method);
+           method_list);
     hk_backend_describe(be, stdout);
     for (int p = 0; p < nprob; p++) {
         hk_case c;
@@ -402,40 +444,49 @@ int hk_bench_pcs(int argc, char **argv)
                probs[p].label, dofs,
                (long long)(r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs),
                r.t_mesh, r.t_assembly);
-        printf("| pc | backend | iterations | set-up s | solve s | total s | set-up / upload | "
-               "total / jacobi | apply in SpMVs | true residual | reason |\n");
-        printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        printf("| pc | backend | method | iterations | set-up s | solve s | total s | ms / it | "
+               "per it / %s | set-up / upload | total / jacobi | apply in SpMVs | true residual "
+               "| reason |\n",
+               methods[0]);
+        printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         const int nbe = gpu && !no_cpu && dofs <= cpu_max ? 2 : 1;
         for (int b = 0; b < nbe; b++) {
             const char *bn = b ? "cpu" : bname;
-            double jac_total = 0;
-            for (int k = 0; k < npc; k++) {
-                pcs_row *w = &rows[nrows++];
-                w->problem = probs[p].label;
-                w->pc = pcs[k];
-                w->backend = bn;
-                w->dofs = dofs;
-                if (pcs_solve(&r, bn, method, pcs[k], w)) {
-                    w->failed = 1;
-                    snprintf(w->error, sizeof w->error, "%s", hk_error_message());
-                    hk_error_clear();
-                } else if (!strcmp(pcs[k], "jacobi")) {
-                    jac_total = w->total_s;
+            double first_per_it[PCS_MAX_PCS];
+            for (int mi = 0; mi < nmeth; mi++) {
+                double jac_total = 0;
+                for (int k = 0; k < npc; k++) {
+                    pcs_row *w = &rows[nrows++];
+                    w->problem = probs[p].label;
+                    w->pc = pcs[k];
+                    w->backend = bn;
+                    w->method = methods[mi];
+                    w->dofs = dofs;
+                    if (pcs_solve(&r, bn, methods[mi], pcs[k], w)) {
+                        w->failed = 1;
+                        snprintf(w->error, sizeof w->error, "%s", hk_error_message());
+                        hk_error_clear();
+                    } else if (!strcmp(pcs[k], "jacobi")) {
+                        jac_total = w->total_s;
+                    }
+                    if (mi == 0) first_per_it[k] = w->failed ? NAN : pcs_per_it(w);
+                    w->first_per_it_s = first_per_it[k];
+                    w->jacobi_total_s = jac_total;
+                    pcs_print_row(w);
                 }
-                w->jacobi_total_s = jac_total;
-                pcs_print_row(w);
             }
         }
         printf("\nset-up phases (s: backend start, upload, check of K on the backend, format "
                "build, preconditioner; the upload alone, timed apart: set-up / upload's "
                "divisor):\n");
-        for (int i = nrows - nbe * npc; i < nrows; i++)
+        const int nnew = nbe * nmeth * npc;
+        for (int i = nrows - nnew; i < nrows; i++)
             if (!rows[i].failed)
-                printf("  %s %s: %.4f, %.4f, %.4f, %.4f, %.4f; upload alone %.4f\n", rows[i].pc,
-                       rows[i].backend, rows[i].phase_s[4], rows[i].phase_s[1],
+                printf("  %s %s %s: %.4f, %.4f, %.4f, %.4f, %.4f; upload alone %.4f\n",
+                       rows[i].pc, rows[i].backend, rows[i].method, rows[i].phase_s[4], rows[i].phase_s[1],
                        rows[i].phase_s[0], rows[i].phase_s[2], rows[i].phase_s[3],
                        rows[i].upload_s);
-        for (int i = nrows - nbe * npc; i < nrows; i++)
+        for (int i = nrows - nnew; i < nrows; i++)
             if (!rows[i].failed && rows[i].has_amg) pcs_print_amg(&rows[i]);
         hk_run_free(&r);
         if (!probs[p].gen) hk_case_free(&c);
@@ -445,7 +496,7 @@ int hk_bench_pcs(int argc, char **argv)
         hk_json_begin_object(&j, NULL);
         hk_json_string(&j, "bench", "pcs");
         hk_json_string(&j, "backend", bname);
-        hk_json_string(&j, "method", method);
+        hk_json_string(&j, "methods", method_list);
         hk_json_number(&j, "tol", 1e-8);
         hk_json_begin_array(&j, "solves");
         for (int i = 0; i < nrows; i++) {
@@ -455,6 +506,7 @@ int hk_bench_pcs(int argc, char **argv)
             hk_json_int(&j, "dofs", w->dofs);
             hk_json_string(&j, "pc", w->pc);
             hk_json_string(&j, "backend", w->backend);
+            hk_json_string(&j, "method", w->method);
             if (w->failed) {
                 hk_json_string(&j, "error", w->error);
             } else {
@@ -462,6 +514,9 @@ int hk_bench_pcs(int argc, char **argv)
                 hk_json_number(&j, "setup_s", w->setup_s);
                 hk_json_number(&j, "solve_s", w->solve_s);
                 hk_json_number(&j, "total_s", w->total_s);
+                hk_json_number(&j, "per_iteration_s", pcs_per_it(w));
+                hk_json_number(&j, "per_iteration_vs_first_method",
+                               pcs_per_it(w) / w->first_per_it_s);
                 hk_json_number(&j, "upload_s", w->upload_s);
                 hk_json_number(&j, "setup_check_s", w->phase_s[0]);
                 hk_json_number(&j, "setup_upload_s", w->phase_s[1]);

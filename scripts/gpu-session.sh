@@ -19,11 +19,9 @@ for step in "$@"; do
     spmv) $B/hooke bench spmv --backend cuda --paper --formats csr,cusparse-csr,pcsr,sbell,bsr \
             --json "$OUT/spmv.json" > "$OUT/spmv.md" 2>&1 ;;
     app) $B/hooke bench app --backend cuda --size large --json "$OUT/app.json" > "$OUT/app.md" 2>&1 ;;
-    pipecg) for m in cg pipecg; do
-              $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
-                --problem 'cases/bracket/bracket.yaml geometry.size=0.0015' \
-                --problem 'cases/bracket/bracket.yaml geometry.size=0.001'
-            done > "$OUT/pipecg.md" 2>&1 ;;
+    pipecg) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
+              --problem 'cases/bracket/bracket.yaml geometry.size=0.0015' \
+              --problem 'cases/bracket/bracket.yaml geometry.size=0.001' > "$OUT/pipecg.md" 2>&1 ;;
     pcs) $B/hooke bench pcs --backend cuda --size large --no-cpu --json "$OUT/pcs.json" > "$OUT/pcs.md" 2>&1 ;;
     cpucg) $B/hooke bench cg --backend cpu --size medium > "$OUT/cpucg.md" 2>&1 ;;
     ic0) for pc in "pc=jacobi" "pc=ic0" "pc=ic0 pc.tri=syncfree" "pc=ic0 pc.ordering=natural" "pc=ic0 pc.ic0.sweeps=3" "pc=ic0 pc.ic0.block=1" "pc=ilu0"; do
@@ -71,10 +69,9 @@ for step in "$@"; do
                 $B/hooke solve --generate elasticity3d:30 --backend cuda method=cg pc=ic0 \
                 pc.tri=$([ $k = spsv ] && echo cusparse || echo syncfree) maxit=3
             done > "$OUT/ncutri.md" 2>&1 ;;
-    pipesmall) for m in cg pipecg; do
-              $B/hooke bench pcs --backend cuda --no-cpu --method $m --pcs jacobi,poly \
-                --problem 'cases/bracket/bracket.yaml'
-            done > "$OUT/pipesmall.md" 2>&1 ;;
+    pipesmall) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
+                 --problem 'cases/bracket/bracket.yaml' --problem 'cases/bracket/bracket.yaml' \
+                 > "$OUT/pipesmall.md" 2>&1 ;;
   esac
   echo "[$(date +%T)] $step done" >> "$OUT/info.md"
 done

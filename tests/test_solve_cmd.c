@@ -159,7 +159,8 @@ static void test_solve_generate_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not KIND:N"));
 }
 
-/* hooke bench pcs --generate: generated matrices next to the cases, with the method asked for;
+/* hooke bench pcs --generate: generated matrices next to the cases, with the methods asked for
+ * (two compared per iteration on one matrix);
  * the multilevel ILU needs fewer GMRES iterations than ILU(0) on convection-diffusion (the
  * ILUPACK-GMRES paper's claim), AMG gets the grid's rigid-body modes (few iterations), and a bad
  * spec is exit 2 with the place named. */
@@ -171,7 +172,7 @@ static void test_bench_pcs_generate(void)
                                out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
     int its[2] = {0, 0};
-    const char *names[2] = {"| ilu0 | cpu | ", "| mlilu | cpu | "};
+    const char *names[2] = {"| ilu0 | cpu | gmres | ", "| mlilu | cpu | gmres | "};
     for (int k = 0; k < 2; k++) {
         const char *row = strstr(out, names[k]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(row);
@@ -185,11 +186,40 @@ static void test_bench_pcs_generate(void)
     rc = hk_test_hooke_cmd("bench pcs --backend cpu --pcs jacobi,amg --generate elasticity3d:8",
                            out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
-    const char *jr = strstr(out, "| jacobi | cpu | "), *ar = strstr(out, "| amg | cpu | ");
+    const char *jr = strstr(out, "| jacobi | cpu | cg | "), *ar = strstr(out, "| amg | cpu | cg | ");
     CU_ASSERT_PTR_NOT_NULL_FATAL(jr);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
-    const int ij = atoi(jr + strlen("| jacobi | cpu | ")), ia = atoi(ar + strlen("| amg | cpu | "));
+    const int ij = atoi(jr + strlen("| jacobi | cpu | cg | "));
+    const int ia = atoi(ar + strlen("| amg | cpu | cg | "));
     CU_ASSERT(ia > 0 && 3 * ia < ij); /* the rigid-body modes reach AMG */
+
+    /* two methods on one matrix: a row each, the first method's per-iteration ratio 1.00, the
+     * second's its solve time per iteration over the first's */
+    rc = hk_test_hooke_cmd("bench pcs --backend cpu --method cg,pipecg --pcs jacobi "
+                           "--generate elasticity3d:8",
+                           out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "| per it / cg |"));
+    const char *mrow[2] = {strstr(out, "| jacobi | cpu | cg | "),
+                           strstr(out, "| jacobi | cpu | pipecg | ")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mrow[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mrow[1]);
+    double per_it[2], ratio[2];
+    for (int k = 0; k < 2; k++) {
+        /* | pc | backend | method | iterations | set-up | solve | total | ms / it | ratio | */
+        const char *c = mrow[k];
+        for (int bar = 0; bar < 7; bar++)
+            c = strchr(c + 1, '|');
+        per_it[k] = atof(c + 1);
+        ratio[k] = atof(strchr(c + 1, '|') + 1);
+    }
+    CU_ASSERT_DOUBLE_EQUAL(ratio[0], 1.0, 1e-9);
+    CU_ASSERT(per_it[0] > 0 && per_it[1] > 0);
+    CU_ASSERT_DOUBLE_EQUAL(ratio[1], per_it[1] / per_it[0], 0.01 + 1e-3 * ratio[1]);
+    rc = hk_test_hooke_cmd("bench pcs --backend cpu --method cg,pipecq --generate elasticity3d:4",
+                           out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown method 'pipecq' in --method"));
 
     rc = hk_test_hooke_cmd("bench pcs --backend cpu --generate elasticity3d:x", out, sizeof out);
     CU_ASSERT_NOT_EQUAL(rc, 0);
