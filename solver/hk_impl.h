@@ -345,8 +345,9 @@ typedef struct hk_backend_ops {
      * next step's coefficients derived there). Never waits. */
     int (*pipecg_gv_step)(hk_vec *const *V, double *S);
     /* n = A m (V[5] = A V[4], fp64), then pipecg_gv_step(V, S), in one pass where the backend
-     * can (the step's updates and inner products on each entry of A m as it is made). NULL
-     * where a backend lacks it: pipecg makes the two calls. */
+     * can (the step's updates and inner products on each entry of A m as it is made; while
+     * S[HK_G_HALT] is set n may be left as it was). NULL where a backend lacks it: pipecg makes
+     * the two calls. */
     int (*spmv_pipecg_gv_step)(hk_mat *A, hk_vec *const *V, double *S);
 
     /* Classical CG's iteration in two passes over the vectors (method=cg; cpu only). NULL

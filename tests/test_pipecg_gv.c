@@ -312,25 +312,26 @@ static void test_step_cuda_cpu(void)
     gv_steps_compare(be, 300007, NULL, "pipecg_gv_step");
 }
 
-/* The formats whose SpMV runs the fused ops in its epilogue (sbell, sell, bsr) and two that
- * compose a separate SpMV and step (csr's adaptive kernel, cuSPARSE). */
-static const hk_format fused_fmts[] = {HK_FMT_SBELL, HK_FMT_SELL, HK_FMT_BSR, HK_FMT_CSR,
-                                       HK_FMT_CUSPARSE_CSR};
-#define N_FUSED_FMTS (sizeof fused_fmts / sizeof fused_fmts[0])
+/* Formats for the fused SpMV ops. On cuda: those whose SpMV runs the step in its epilogue
+ * (sbell, sell, bsr) and two that make a separate SpMV and step (csr's vector kernel,
+ * cuSPARSE); on the cpu: those with a row kernel (csr, bsr) and two without (sbell, sell). */
+static const hk_format cuda_fused_fmts[] = {HK_FMT_SBELL, HK_FMT_SELL, HK_FMT_BSR, HK_FMT_CSR,
+                                            HK_FMT_CUSPARSE_CSR};
+static const hk_format cpu_fused_fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL, HK_FMT_SELL};
 
-/* spmv_pipecg_gv_step on CUDA against mat_spmv and pipecg_gv_step on the CPU. */
-static void test_spmv_step_cuda_cpu(void)
+/* spmv_pipecg_gv_step of be[0] on each format against mat_spmv and pipecg_gv_step of be[1] on
+ * BSR. */
+static void spmv_step_compare(const hk_backend *const be[2], const hk_format *fmts, int nfmt)
 {
-    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
-    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
-    for (size_t f = 0; f < N_FUSED_FMTS; f++) {
+    for (int f = 0; f < nfmt; f++) {
         hk_mat *A[2];
-        HK_ASSERT_OK(hk_mat_create(be[0], &K, fused_fmts[f], HK_FP64, NULL, &A[0]));
+        HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], HK_FP64, NULL, &A[0]));
         HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, HK_FP64, NULL, &A[1]));
-        char label[64];
-        snprintf(label, sizeof label, "spmv_pipecg_gv_step %s", hk_format_name(fused_fmts[f]));
+        char label[96];
+        snprintf(label, sizeof label, "spmv_pipecg_gv_step %s %s", hk_backend_name(be[0]),
+                 hk_format_name(fmts[f]));
         gv_steps_compare(be, K.nbrows * K.bs, A, label);
         hk_mat_destroy(A[0]);
         hk_mat_destroy(A[1]);
@@ -338,23 +339,21 @@ static void test_spmv_step_cuda_cpu(void)
     hk_bcsr_free(&K);
 }
 
-/* spmv_poly_step on CUDA against mat_spmv and vec_poly_step on the CPU, fp64 and fp32, the
- * first degree's coefficients (old y not read) and a later degree's. */
-static void test_spmv_poly_step_cuda_cpu(void)
+/* spmv_poly_step of be[0] on each format against mat_spmv and vec_poly_step of be[1] on BSR,
+ * fp64 and fp32, the first degree's coefficients (old y not read) and a later degree's. */
+static void spmv_poly_compare(const hk_backend *const be[2], const hk_format *fmts, int nfmt)
 {
-    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
-    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]->spmv_poly_step);
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
     const int64_t n = K.nbrows * K.bs;
     static const double coef[2][4] = {{0.4, -1.0, 0.0, 0.3}, {0.8, -2.0, -1.0, -0.2}};
-    for (size_t f = 0; f < N_FUSED_FMTS; f++)
+    for (int f = 0; f < nfmt; f++)
         for (int p = 0; p < 2; p++) {
             const hk_precision prec = p ? HK_FP32 : HK_FP64;
             hk_mat *A[2];
             hk_vec *v[2][5]; /* x t y d z */
-            HK_ASSERT_OK(hk_mat_create(be[0], &K, fused_fmts[f], prec, NULL, &A[0]));
+            HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], prec, NULL, &A[0]));
             HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, prec, NULL, &A[1]));
             for (int k = 0; k < 2; k++)
                 for (int j = 0; j < 5; j++) {
@@ -372,9 +371,9 @@ static void test_spmv_poly_step_cuda_cpu(void)
                                                   a[2], v[1][4], a[3], 1.0));
                 for (int j = 2; j <= 4; j += 2) {
                     char what[96];
-                    snprintf(what, sizeof what, "spmv_poly_step %s %s case %d %s",
-                             hk_format_name(fused_fmts[f]), p ? "fp32" : "fp64", c,
-                             j == 2 ? "y" : "z");
+                    snprintf(what, sizeof what, "spmv_poly_step %s %s %s case %d %s",
+                             hk_backend_name(be[0]), hk_format_name(fmts[f]),
+                             p ? "fp32" : "fp64", c, j == 2 ? "y" : "z");
                     CU_ASSERT(close_vec(what, v[0][j], v[1][j], p ? 1e-5 : 1e-12));
                 }
             }
@@ -385,6 +384,26 @@ static void test_spmv_poly_step_cuda_cpu(void)
             }
         }
     hk_bcsr_free(&K);
+}
+
+#define NFMTS(a) ((int)(sizeof a / sizeof a[0]))
+
+/* The fused SpMV ops on CUDA against the CPU's two calls. */
+static void test_spmv_ops_cuda_cpu(void)
+{
+    const hk_backend *be[2] = {backend("cuda"), backend("cpu")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
+    spmv_step_compare(be, cuda_fused_fmts, NFMTS(cuda_fused_fmts));
+    spmv_poly_compare(be, cuda_fused_fmts, NFMTS(cuda_fused_fmts));
+}
+
+/* The CPU's fused SpMV ops against its own two calls. */
+static void test_spmv_ops_cpu(void)
+{
+    const hk_backend *be[2] = {backend("cpu"), backend("cpu")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]);
+    spmv_step_compare(be, cpu_fused_fmts, NFMTS(cpu_fused_fmts));
+    spmv_poly_compare(be, cpu_fused_fmts, NFMTS(cpu_fused_fmts));
 }
 
 /* vec_poly_step in fp64 and fp32, with and without x, the old y and the old z. */
@@ -462,8 +481,8 @@ static void test_solve_cuda_cpu(void)
 
 HK_DEVICE_SUITE(pipecg_gv_cuda,
                 {"pipecg_gv_step: CUDA equals the CPU reference", test_step_cuda_cpu},
-                {"spmv_pipecg_gv_step: CUDA equals the CPU's SpMV and step", test_spmv_step_cuda_cpu},
-                {"spmv_poly_step: CUDA equals the CPU's SpMV and step", test_spmv_poly_step_cuda_cpu},
+                {"spmv_pipecg_gv_step, spmv_poly_step: CUDA equals the CPU's SpMV and step",
+                 test_spmv_ops_cuda_cpu},
                 {"vec_poly_step: CUDA equals the CPU reference", test_poly_step_cuda_cpu},
                 {"pipecg with device scalars: CUDA solves as the CPU does", test_solve_cuda_cpu})
 
@@ -474,4 +493,6 @@ HK_SUITE(pipecg_gv,
           test_replacement_at_checks},
          {"an indefinite matrix stops with not SPD through the halted steps", test_indefinite},
          {"the scalar rule on closed-form numbers", test_derive_rule},
+         {"spmv_pipecg_gv_step, spmv_poly_step: the fused ops equal the SpMV and the step",
+          test_spmv_ops_cpu},
          {"pc=poly: the host reads scalars only at checks", test_host_reads_at_checks})

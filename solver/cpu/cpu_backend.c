@@ -190,6 +190,17 @@ HK_OMP_FOR_SIMD
     return 0;
 }
 
+/* Entry i of vec_poly_step with t_i = ti (vectors of type T, arithmetic in double). */
+#define POLY_ENTRY(T, i, yv, zv, dv, ti, xv, a, b, c, e, f)                                        \
+    do {                                                                                           \
+        double v_ = (a) * ((double)(dv)[i] * (ti));                                                \
+        if (xv) v_ += (b) * (xv)[i];                                                               \
+        if ((c) != 0.0) v_ += (c) * (yv)[i];                                                       \
+        const T vi_ = (T)v_;                                                                       \
+        (yv)[i] = vi_;                                                                             \
+        (zv)[i] = (T)((f) != 0.0 ? (e) * vi_ + (f) * (zv)[i] : (e) * vi_);                         \
+    } while (0)
+
 static int cpu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
                              const hk_vec *x, double c, hk_vec *z, double e, double f)
 {
@@ -204,15 +215,47 @@ static int cpu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec 
         T *yv = y->data, *zv = z->data;
         const T *dv = d->data, *tv = t->data, *xv = x ? (const T *)x->data : NULL;
 HK_OMP_FOR_SIMD
-        for (int64_t i = 0; i < n; i++) {
-            double v = a * ((double)dv[i] * tv[i]);
-            if (xv) v += b * xv[i];
-            if (c != 0.0) v += c * yv[i];
-            const T vi = (T)v;
-            yv[i] = vi;
-            zv[i] = (T)(f != 0.0 ? e * vi + f * zv[i] : e * vi);
-        }
+        for (int64_t i = 0; i < n; i++)
+            POLY_ENTRY(T, i, yv, zv, dv, tv[i], xv, a, b, c, e, f);
     });
+    return 0;
+}
+
+/* t = A x and the polynomial step on it: for fp64 CSR and BSR each thread computes the rows of
+ * a group of its chunks and then the step's entries of those rows while t is in cache (one
+ * parallel region instead of two); other formats and fp32 make the two calls. */
+static int cpu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
+                              const hk_vec *d, double b, double c, hk_vec *z, double e, double f)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cpu SpMV: matrix was not built");
+    const hk_vec *v[5] = {x, t, y, d, z};
+    for (int j = 0; j < 5; j++)
+        HK_CHECK(v[j]->prec == A->prec && v[j]->n == A->nrows && A->nrows == A->ncols, HK_ERR_ARG,
+                 "spmv_poly_step: the vectors differ from the square matrix in size or precision");
+    HK_CHECK(x->data != t->data && x->data != y->data && x->data != z->data, HK_ERR_ARG,
+             "spmv_poly_step: x must differ from t, y and z");
+    if (A->prec != HK_FP64 || !hk_cpu_spmv_has_rows(A)) {
+        HK_CALL(hk_cpu_mat_spmv(A, x, t));
+        return cpu_vec_poly_step(y, a, d, t, b, x, c, z, e, f);
+    }
+    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
+    const int64_t n = A->nrows;
+    const int G = hk_cpu_group_chunks(n);
+    const double *xv = x->data, *dv = d->data;
+    double *tv = t->data, *yv = y->data, *zv = z->data;
+#pragma omp parallel
+    {
+        /* thread t's chunks, as every fused op splits them (the pages it placed) */
+        const int th = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int c0 = HK_CPU_CHUNKS * th / nt, c1 = HK_CPU_CHUNKS * (th + 1) / nt;
+        for (int g = c0; g < c1; g += G) {
+            int64_t b0, e1;
+            hk_cpu_group_rows(A, n, g, g + G < c1 ? g + G : c1, &b0, &e1);
+            hk_cpu_spmv_rows(A, xv, tv, b0, e1);
+            for (int64_t i = b0 * bs; i < e1 * bs; i++)
+                POLY_ENTRY(double, i, yv, zv, dv, tv[i], xv, a, b, c, e, f);
+        }
+    }
     return 0;
 }
 
@@ -418,6 +461,7 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_axpbypcz = cpu_vec_axpbypcz,
     .vec_pointwise_mult = cpu_vec_pointwise_mult,
     .vec_poly_step = cpu_vec_poly_step,
+    .spmv_poly_step = cpu_spmv_poly_step,
     .vec_dot = cpu_vec_dot,
     .vec_mdot = cpu_vec_mdot,
     .vec_maxpy = cpu_vec_maxpy,
@@ -430,6 +474,7 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_set = cpu_scal_set,
     .pipecg_update = hk_cpu_pipecg_update,
     .pipecg_gv_step = hk_cpu_pipecg_gv_step,
+    .spmv_pipecg_gv_step = hk_cpu_spmv_pipecg_gv_step,
     .cg_spmv = hk_cpu_cg_spmv,
     .cg_update = hk_cpu_cg_update,
     .cg_iter = hk_cpu_cg_iter,

@@ -19,19 +19,6 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Chunk c of an SpMV's output: block rows [*b0, *b1) of the built format (scalar rows for the
- * scalar formats), scalar entries [*i0, *i1). */
-static inline void spmv_chunk(const hk_mat *A, int64_t n, int c, int64_t *b0, int64_t *b1,
-                              int64_t *i0, int64_t *i1)
-{
-    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
-    const int64_t nb = n / bs;
-    *b0 = hk_cpu_chunk_begin(nb, c);
-    *b1 = hk_cpu_chunk_begin(nb, c + 1);
-    *i0 = *b0 * bs;
-    *i1 = *b1 * bs;
-}
-
 /* The SpMV y = A x, its chunk c computed inside the chunk loop when the format has a
  * row-range kernel (fused), else before the loop (SPMV_BEFORE). */
 #define SPMV_BEFORE(A, x, y, fused)                                                                \
@@ -53,10 +40,6 @@ static int spmv_args(hk_mat *A, const hk_vec *x, hk_vec *y)
     return 0;
 }
 
-/* Rows of an SpMV swept at once before their dot products: 8192 rows of p and Ap (128 KB)
- * stay in L2. */
-#define HK_SPMV_GROUP_ROWS 8192
-
 /* The SpMV ops share one layout: thread t of nt owns the chunks [c0, c1) = [256 t / nt,
  * 256 (t + 1) / nt) of the matrix's (block) rows, for the element-wise work as for the SpMV, so
  * each thread reads and writes the same entries of every vector in every pass (the pages it
@@ -73,21 +56,6 @@ static inline row_part row_part_of(const hk_mat *A, int64_t n, int t, int nt)
     const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
     return (row_part){
         t, nt, c0, c1, hk_cpu_chunk_begin(n / bs, c0) * bs, hk_cpu_chunk_begin(n / bs, c1) * bs};
-}
-
-/* Chunks per sweep of about HK_SPMV_GROUP_ROWS rows for an SpMV of n rows. */
-static inline int group_chunks(int64_t n)
-{
-    const int64_t per = n / HK_CPU_CHUNKS + 1;
-    return (int)(HK_SPMV_GROUP_ROWS / per > 1 ? HK_SPMV_GROUP_ROWS / per : 1);
-}
-
-/* Block rows [*b0, *e1) of chunks [g, g1). */
-static inline void group_rows(const hk_mat *A, int64_t n, int g, int g1, int64_t *b0, int64_t *e1)
-{
-    int64_t b1, e0, i0, i1;
-    spmv_chunk(A, n, g, b0, &b1, &i0, &i1);
-    spmv_chunk(A, n, g1 - 1, &e0, e1, &i0, &i1);
 }
 
 /* ---- pipelined CG ----------------------------------------------------------------------- */
@@ -228,11 +196,11 @@ static void spmv_sweep(const hk_mat *A, int64_t n, const double *pv, double *yv,
         const int g1_ = g + G < g1 ? g + G : g1;
         int64_t b0, b1, e1, i0, i1;
         if (rows) {
-            group_rows(A, n, g, g1_, &b0, &e1);
+            hk_cpu_group_rows(A, n, g, g1_, &b0, &e1);
             hk_cpu_spmv_rows(A, pv, yv, b0, e1);
         }
         for (int c = g; c < g1_; c++) {
-            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            hk_cpu_spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
             chunk_dots_of(d, pv, yv, c, i0, i1);
         }
     }
@@ -242,7 +210,7 @@ static void spmv_sweep(const hk_mat *A, int64_t n, const double *pv, double *yv,
 static void spmv_sweep_all(const hk_mat *A, int64_t n, const double *pv, double *yv,
                            const chunk_dots *d, int rows)
 {
-    const int G = group_chunks(n);
+    const int G = hk_cpu_group_chunks(n);
 #pragma omp parallel
     {
         const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
@@ -467,7 +435,7 @@ static void spmv_part(const hk_mat *A, int64_t n, const row_part *q, const doubl
 {
     const hk_cpu_mat *m = A->bdata;
     const int bs = m->F.bs;
-    const int G = group_chunks(n);
+    const int G = hk_cpu_group_chunks(n);
     const int64_t P0 = q->e0 / bs, P1 = q->e1 / bs; /* own (block) columns */
     int ca = q->c0, cb = q->c0;                     /* the longest interior run */
     int64_t lo = INT64_MAX, hi = -1;                /* columns read by the other chunks */
@@ -680,7 +648,7 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
         const row_part q = row_part_of(A, n, t, nt);
         for (int c = q.c0; c < q.c1; c++) {
             int64_t b0, b1, i0, i1;
-            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            hk_cpu_spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
             double *sz = &prz[c], *sr = &prr[c];
             if (!dv)
                 cg_chunk_dd(i0, i1, alpha, NULL, rv, NULL, NULL, av, NULL, sz, sr, 0, 0);
@@ -735,7 +703,7 @@ int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, c
         const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
         for (int c = q.c0; c < q.c1; c++) {
             int64_t b0, b1, i0, i1;
-            spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
+            hk_cpu_spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
             if (dv)
                 pipecg_chunk(i0, i1, alpha, beta, xv, rv, pv, av, dv, &prr[c], &prz[c], 1);
             else

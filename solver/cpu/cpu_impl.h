@@ -50,6 +50,40 @@ static inline int64_t hk_cpu_chunk_begin(int64_t n, int c)
     return (int64_t)((__int128)n * c / HK_CPU_CHUNKS);
 }
 
+/* Chunk c of an SpMV's output: block rows [*b0, *b1) of the built format (scalar rows for the
+ * scalar formats), scalar entries [*i0, *i1). */
+static inline void hk_cpu_spmv_chunk(const hk_mat *A, int64_t n, int c, int64_t *b0,
+                                     int64_t *b1, int64_t *i0, int64_t *i1)
+{
+    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
+    const int64_t nb = n / bs;
+    *b0 = hk_cpu_chunk_begin(nb, c);
+    *b1 = hk_cpu_chunk_begin(nb, c + 1);
+    *i0 = *b0 * bs;
+    *i1 = *b1 * bs;
+}
+
+/* Rows of an SpMV swept at once before the fused work on them (a pass after every chunk broke
+ * the matrix streams: +5 % over the plain SpMV on 81k DOFs, one thread): 8192 rows of x and y
+ * (128 KB) stay in L2. */
+#define HK_SPMV_GROUP_ROWS 8192
+
+/* Chunks per sweep of about HK_SPMV_GROUP_ROWS rows for an SpMV of n rows. */
+static inline int hk_cpu_group_chunks(int64_t n)
+{
+    const int64_t per = n / HK_CPU_CHUNKS + 1;
+    return (int)(HK_SPMV_GROUP_ROWS / per > 1 ? HK_SPMV_GROUP_ROWS / per : 1);
+}
+
+/* Block rows [*b0, *e1) of chunks [g, g1). */
+static inline void hk_cpu_group_rows(const hk_mat *A, int64_t n, int g, int g1, int64_t *b0,
+                                     int64_t *e1)
+{
+    int64_t b1, e0, i0, i1;
+    hk_cpu_spmv_chunk(A, n, g, b0, &b1, &i0, &i1);
+    hk_cpu_spmv_chunk(A, n, g1 - 1, &e0, e1, &i0, &i1);
+}
+
 /* Sum the per-chunk partial results in chunk order (deterministic). */
 static inline double hk_cpu_chunk_sum(const double *part)
 {
@@ -88,5 +122,6 @@ static inline double hk_cpu_lanes_sum(const double *s)
 
 /* cpu_pipecg_gv.c */
 int hk_cpu_pipecg_gv_step(hk_vec *const *V, double *S);
+int hk_cpu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S);
 
 #endif
