@@ -1,14 +1,14 @@
 // The two CSR kernels of cuda's own (besides the row-pointer kernel's thread and warp variants
 // in cuda_spmv.cu): format.csr.kernel=vector and adaptive.
 //
-// Vector (k_csr_quads, the default for rows of similar lengths): a group of G lanes per row,
+// Vector (k_csr_quads, the default): a group of G lanes per row,
 // G a power of two up to 32 sized so that one pass covers a mean row. Each pass a lane loads U
 // of the aligned quads of four entries that cover the row by 16-byte loads (index and value),
 // multiplies the entries of its row among them in order, and the group sums by a shuffle tree.
 // Many rows are in flight per SM, with no shared memory and no barrier.
 //
-// Adaptive (k_csr_adaptive, the default when a few rows are much longer than the mean), in the style
-// of Greathouse and Daga's CSR-Adaptive ("CSR-stream"): the rows are cut into row blocks of
+// Adaptive (k_csr_adaptive; for rows of very different lengths, not measured against vector
+// there), in the style of Greathouse and Daga's CSR-Adaptive ("CSR-stream"): the rows are cut into row blocks of
 // about C entries, one thread block each. A thread block loads all entries of its rows at
 // once — several independent loads per thread, coalesced, whatever the row lengths —
 // multiplies them by x into shared memory, then sums each row there with a group of lanes
@@ -169,17 +169,16 @@ __device__ __forceinline__ void load_quad(const int32_t *__restrict__ col,
     }
 }
 
-/* One row block of the adaptive kernel, its products in prod (tile <= HK_CU_BLOCK * PT
- * doubles). */
+/* One row block per thread block, its products in the shared tile. */
 template <typename T>
-__device__ __forceinline__ void
-csr_adaptive_block(double *prod, int tile, const int32_t *__restrict__ rb,
-                   const int64_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-                   const T *__restrict__ val, const T *__restrict__ x, T *__restrict__ y,
-                   int64_t nnz)
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_csr_adaptive(const int32_t *__restrict__ rb, const int64_t *__restrict__ rowptr,
+                   const int32_t *__restrict__ col, const T *__restrict__ val,
+                   const T *__restrict__ x, T *__restrict__ y, int64_t nnz)
 {
-    constexpr int PT = csr_tile<T>::PT;
+    constexpr int PT = csr_tile<T>::PT, tile = HK_CU_BLOCK * PT;
     constexpr bool VEC = csr_tile<T>::VEC;
+    __shared__ double prod[tile];
     const int t = threadIdx.x;
     const int64_t r0 = rb[blockIdx.x], r1 = rb[blockIdx.x + 1];
     if (r0 >= r1) return; /* the rows of this entry range started in an earlier block */
@@ -224,16 +223,6 @@ csr_adaptive_block(double *prod, int tile, const int32_t *__restrict__ rb,
     } else {
         csr_rows_by_warps<T>(t, r0, r1, rowptr, col, val, x, y);
     }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(HK_CU_BLOCK)
-    k_csr_adaptive(const int32_t *__restrict__ rb, const int64_t *__restrict__ rowptr,
-                   const int32_t *__restrict__ col, const T *__restrict__ val,
-                   const T *__restrict__ x, T *__restrict__ y, int64_t nnz)
-{
-    __shared__ double prod[HK_CU_BLOCK * csr_tile<T>::PT];
-    csr_adaptive_block<T>(prod, HK_CU_BLOCK * csr_tile<T>::PT, rb, rowptr, col, val, x, y, nnz);
 }
 
 /* A group of G lanes per row (G a power of two, at most 32): each pass a lane loads U of the

@@ -245,12 +245,11 @@ static int cpu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, 
     double *tv = t->data, *yv = y->data, *zv = z->data;
 #pragma omp parallel
     {
-        /* thread t's chunks, as every fused op splits them (the pages it placed) */
-        const int th = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int c0 = HK_CPU_CHUNKS * th / nt, c1 = HK_CPU_CHUNKS * (th + 1) / nt;
-        for (int g = c0; g < c1; g += G) {
+        const hk_cpu_row_part q = hk_cpu_row_part_of(A, n, omp_get_thread_num(),
+                                                     omp_get_num_threads());
+        for (int g = q.c0; g < q.c1; g += G) {
             int64_t b0, e1;
-            hk_cpu_group_rows(A, n, g, g + G < c1 ? g + G : c1, &b0, &e1);
+            hk_cpu_group_rows(A, n, g, g + G < q.c1 ? g + G : q.c1, &b0, &e1);
             hk_cpu_spmv_rows(A, xv, tv, b0, e1);
             for (int64_t i = b0 * bs; i < e1 * bs; i++)
                 POLY_ENTRY(double, i, yv, zv, dv, tv[i], xv, a, b, c, e, f);

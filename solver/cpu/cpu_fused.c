@@ -40,24 +40,6 @@ static int spmv_args(hk_mat *A, const hk_vec *x, hk_vec *y)
     return 0;
 }
 
-/* The SpMV ops share one layout: thread t of nt owns the chunks [c0, c1) = [256 t / nt,
- * 256 (t + 1) / nt) of the matrix's (block) rows, for the element-wise work as for the SpMV, so
- * each thread reads and writes the same entries of every vector in every pass (the pages it
- * placed, cpu_alloc), and an SpMV row range needs other threads' entries of p only where the
- * matrix reaches there. */
-typedef struct row_part {
-    int t, nt, c0, c1;
-    int64_t e0, e1; /* the thread's entries of every vector */
-} row_part;
-
-static inline row_part row_part_of(const hk_mat *A, int64_t n, int t, int nt)
-{
-    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
-    const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
-    return (row_part){
-        t, nt, c0, c1, hk_cpu_chunk_begin(n / bs, c0) * bs, hk_cpu_chunk_begin(n / bs, c1) * bs};
-}
-
 /* ---- pipelined CG ----------------------------------------------------------------------- */
 
 /* One chunk of the pipecg update; D: a Jacobi diagonal is given (a literal at each call). */
@@ -213,7 +195,7 @@ static void spmv_sweep_all(const hk_mat *A, int64_t n, const double *pv, double 
     const int G = hk_cpu_group_chunks(n);
 #pragma omp parallel
     {
-        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        const hk_cpu_row_part q = hk_cpu_row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
         spmv_sweep(A, n, pv, yv, d, q.c0, q.c1, G, rows);
     }
 }
@@ -430,7 +412,7 @@ int hk_cpu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, doubl
  * own interior rows, by when they have long finished their (shorter) update of p. Without the
  * column reach of the chunks (has_reach unset) the wait covers every thread; ready NULL: the
  * team has passed a barrier after writing p. */
-static void spmv_part(const hk_mat *A, int64_t n, const row_part *q, const double *pv, double *av,
+static void spmv_part(const hk_mat *A, int64_t n, const hk_cpu_row_part *q, const double *pv, double *av,
                       const chunk_dots *d, atomic_int *ready)
 {
     const hk_cpu_mat *m = A->bdata;
@@ -463,7 +445,7 @@ static void spmv_part(const hk_mat *A, int64_t n, const row_part *q, const doubl
     spmv_sweep(A, n, pv, av, d, ca, cb, G, 1);
     if (ready && hi >= lo)
         for (int u = 0; u < q->nt; u++) {
-            const row_part o = row_part_of(A, n, u, q->nt);
+            const hk_cpu_row_part o = hk_cpu_row_part_of(A, n, u, q->nt);
             if (u == q->t || o.e1 / bs <= lo || o.e0 / bs > hi) continue;
             while (!atomic_load_explicit(&ready[u], memory_order_acquire))
                 sched_yield();
@@ -500,7 +482,7 @@ ALWAYS_INLINE void cg_direction_chunk(int64_t i0, int64_t i1, const double *rest
 
 /* Inside the region, once the thread has written its entries of p: its flag, then its SpMV
  * rows and chunk sums d. */
-static inline void spmv_after(const hk_mat *A, int64_t n, const row_part *q, const double *pv,
+static inline void spmv_after(const hk_mat *A, int64_t n, const hk_cpu_row_part *q, const double *pv,
                               double *av, const chunk_dots *d, atomic_int *ready)
 {
     if (q->nt > HK_CPU_CHUNKS) {
@@ -534,7 +516,7 @@ int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *A
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const row_part q = row_part_of(A, n, t, nt);
+        const hk_cpu_row_part q = hk_cpu_row_part_of(A, n, t, nt);
         if (zv) cg_direction_chunk(q.e0, q.e1, zv, beta, pv, NULL, 0.0, 0);
         spmv_after(A, n, &q, pv, av, &d, ready);
     }
@@ -645,7 +627,7 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const row_part q = row_part_of(A, n, t, nt);
+        const hk_cpu_row_part q = hk_cpu_row_part_of(A, n, t, nt);
         for (int c = q.c0; c < q.c1; c++) {
             int64_t b0, b1, i0, i1;
             hk_cpu_spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);
@@ -700,7 +682,7 @@ int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, c
      * its boundary rows read (spmv_after). */
 #pragma omp parallel
     {
-        const row_part q = row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
+        const hk_cpu_row_part q = hk_cpu_row_part_of(A, n, omp_get_thread_num(), omp_get_num_threads());
         for (int c = q.c0; c < q.c1; c++) {
             int64_t b0, b1, i0, i1;
             hk_cpu_spmv_chunk(A, n, c, &b0, &b1, &i0, &i1);

@@ -84,6 +84,24 @@ static inline void hk_cpu_group_rows(const hk_mat *A, int64_t n, int g, int g1, 
     hk_cpu_spmv_chunk(A, n, g1 - 1, &e0, e1, &i0, &i1);
 }
 
+/* The fused SpMV ops share one layout: thread t of nt owns the chunks [c0, c1) = [256 t / nt,
+ * 256 (t + 1) / nt) of the matrix's (block) rows, for the element-wise work as for the SpMV, so
+ * each thread reads and writes the same entries of every vector in every pass (the pages it
+ * placed, cpu_alloc), and an SpMV row range needs other threads' entries of p only where the
+ * matrix reaches there. */
+typedef struct hk_cpu_row_part {
+    int t, nt, c0, c1;
+    int64_t e0, e1; /* the thread's entries of every vector */
+} hk_cpu_row_part;
+
+static inline hk_cpu_row_part hk_cpu_row_part_of(const hk_mat *A, int64_t n, int t, int nt)
+{
+    const int bs = ((const hk_cpu_mat *)A->bdata)->F.bs;
+    const int c0 = HK_CPU_CHUNKS * t / nt, c1 = HK_CPU_CHUNKS * (t + 1) / nt;
+    return (hk_cpu_row_part){
+        t, nt, c0, c1, hk_cpu_chunk_begin(n / bs, c0) * bs, hk_cpu_chunk_begin(n / bs, c1) * bs};
+}
+
 /* Sum the per-chunk partial results in chunk order (deterministic). */
 static inline double hk_cpu_chunk_sum(const double *part)
 {

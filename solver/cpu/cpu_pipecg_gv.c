@@ -45,10 +45,10 @@ static int gv_step(hk_mat *A, hk_vec *const *V, double *S)
         double *nv = V[5]->data;
 #pragma omp parallel
         {
-            const int th = omp_get_thread_num(), nt = omp_get_num_threads();
-            const int c0 = HK_CPU_CHUNKS * th / nt, c1 = HK_CPU_CHUNKS * (th + 1) / nt;
-            for (int g = c0; g < c1; g += G) {
-                const int g1 = g + G < c1 ? g + G : c1;
+            const hk_cpu_row_part q = hk_cpu_row_part_of(A, n, omp_get_thread_num(),
+                                                         omp_get_num_threads());
+            for (int g = q.c0; g < q.c1; g += G) {
+                const int g1 = g + G < q.c1 ? g + G : q.c1;
                 int64_t b0, b1, i0, i1;
                 hk_cpu_group_rows(A, n, g, g1, &b0, &b1);
                 hk_cpu_spmv_rows(A, m, nv, b0, b1);
