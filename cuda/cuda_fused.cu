@@ -216,26 +216,12 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     hk_block_reduce<7>(a, 7, part);
 }
 
-/* Stage 2 of k_pipecg_gv_step (fixed-order sums), then the step's bookkeeping and the next
- * coefficients (pipecg_gv.h) by thread 0 on a copy of S in registers: no host round trip. The
- * copy matters: on S in global memory every read after a write waits for memory (the update
- * reads and writes S some thirty times), and the kernel took 10 us on an H100. */
+/* Stage 2 of k_pipecg_gv_step in one block (hk_cu_pipecg_gv_stage2). */
 __global__ void __launch_bounds__(HK_CU_BLOCK)
     k_pipecg_gv_finish(const double *__restrict__ part, unsigned nb, double *S)
 {
-    __shared__ double d[7];
     if (S[HK_G_HALT] != 0) return; /* the same for every thread */
-    hk_cu_sum_parts(part, nb, 7, d);
-    if (threadIdx.x == 0) {
-        double s[HK_G_COUNT];
-#pragma unroll
-        for (int i = 0; i < HK_G_COUNT; i++)
-            s[i] = S[i];
-        hk_pipecg_gv_after_step(s, d);
-#pragma unroll
-        for (int i = 0; i < HK_G_COUNT; i++)
-            S[i] = s[i];
-    }
+    hk_cu_pipecg_gv_stage2(part, nb, S);
 }
 
 int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S)
@@ -250,12 +236,7 @@ int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S)
         n, S, D(V[0]), D(V[1]), D(V[2]), D(V[3]), CD(V[4]), CD(V[5]), D(V[6]), D(V[7]), D(V[8]),
         D(V[9]), hk_cu.part);
     HK_CU_LAUNCHED();
-    return hk_cu_pipecg_gv_finish(hk_cu.part, nb, S);
-}
-
-int hk_cu_pipecg_gv_finish(const double *part, unsigned nb, double *S)
-{
-    k_pipecg_gv_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(part, nb, S);
+    k_pipecg_gv_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(hk_cu.part, nb, S);
     HK_CU_LAUNCHED();
     return 0;
 }

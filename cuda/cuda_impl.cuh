@@ -19,6 +19,7 @@
 extern "C" {
 #include "hk_impl.h"
 }
+#include "pipecg_gv.h"
 
 #define HK_CU_BLOCK 256 /* threads per block of every kernel */
 #define HK_CU_MAXB 1024 /* blocks of a reducing kernel at most (partials per value) */
@@ -186,7 +187,9 @@ __device__ __forceinline__ void hk_cu_poly_entry(int64_t i, T *__restrict__ y, d
  * w + 8, ... at once, each lane its b = lane, lane + 32, ... and then the warp's shuffle tree,
  * so the order is fixed and the k sums cost one pass instead of k rounds of block barriers
  * (the one-value-at-a-time loop took 10 us for pipelined CG's seven sums on an H100). Ends
- * with a block barrier, so d (shared) is complete for every thread. */
+ * with a block barrier, so d (shared) is complete for every thread. The partials are read
+ * through L2 only, so the last block of the kernel that wrote them can sum them
+ * (hk_cu_last_block). */
 __device__ __forceinline__ void hk_cu_sum_parts(const double *__restrict__ part, unsigned nb,
                                                 int k, double *d)
 {
@@ -195,13 +198,50 @@ __device__ __forceinline__ void hk_cu_sum_parts(const double *__restrict__ part,
         const double *pj = part + (size_t)j * nb;
         double s = 0;
         for (unsigned b = lane; b < nb; b += 32)
-            s += pj[b];
+            s += __ldcg(pj + b);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
             s += __shfl_down_sync(0xffffffffu, s, o);
         if (lane == 0) d[j] = s;
     }
     __syncthreads();
+}
+
+/* Stage 2 of pipelined CG's step (its 7 sums of nb partials each), then the step's bookkeeping
+ * and the next coefficients (pipecg_gv.h) by thread 0 on a copy of S in registers: on S in
+ * global memory every read after a write waits for memory (the update reads and writes S some
+ * thirty times; a kernel doing that took 10 us on an H100). One whole block calls it. */
+__device__ __forceinline__ void hk_cu_pipecg_gv_stage2(const double *part, unsigned nb, double *S)
+{
+    __shared__ double d[7];
+    hk_cu_sum_parts(part, nb, 7, d);
+    if (threadIdx.x == 0) {
+        double s[HK_G_COUNT];
+#pragma unroll
+        for (int i = 0; i < HK_G_COUNT; i++)
+            s[i] = S[i];
+        hk_pipecg_gv_after_step(s, d);
+#pragma unroll
+        for (int i = 0; i < HK_G_COUNT; i++)
+            S[i] = s[i];
+    }
+}
+
+/* Whether this block is the last of its grid to get here, for the grid's stage 2 in the same
+ * kernel: thread 0 makes the block's writes visible, then counts on *ticket (zero before the
+ * launch); the last block resets it for the next launch. Every thread of every block calls
+ * it. */
+__device__ __forceinline__ bool hk_cu_last_block(unsigned *ticket)
+{
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+        if (last) *ticket = 0;
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
 }
 
 /* Binary search: the first q in [lo, hi) where below(q) is false (hi when it holds everywhere),
@@ -261,9 +301,11 @@ struct hk_cu_mat {
     cusparseDnVecDescr_t dx, dy;
     void *spbuf;
     cusparseSpMVAlg_t alg;
-    /* partial sums of the fused SpMV: 4 per block of its grid */
+    /* partial sums of the fused SpMV: up to 8 per block of its grid, then the ticket of its
+     * stage 2 in the last block (hk_cu_last_block) */
     double *part;
     unsigned part_nb;
+    unsigned *ticket;
     /* PCSR (cuda_pcsr.cu): first row and split of each partition, 2 carries per partition */
     int32_t *part_row, *split;
     double *carry;
@@ -325,9 +367,6 @@ int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
 
 /* Fused Krylov ops (cuda_fused.cu). */
 int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S);
-/* Stage 2 of pipelined CG's step: the seven sums of nb partials per value in part, then the
- * next coefficients in S (pipecg_gv.h). */
-int hk_cu_pipecg_gv_finish(const double *part, unsigned nb, double *S);
 /* The fused SpMV ops (cuda_spmv.cu; semantics in hk_impl.h). */
 int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
                          const hk_vec *d, double b, double c, hk_vec *z, double e, double f);

@@ -35,11 +35,17 @@ static int is_cusparse(hk_format f)
 
 /* ---- epilogues: what the row kernels do with each entry v of A x ------------------------ */
 /* An epilogue sums K values per thread block into the part buffer (NF: their array's size, at
- * least 1); begin() runs first in every thread and false skips the whole kernel. Besides the
+ * least 1); begin() runs first in every thread and false skips the whole kernel. With FIN the
+ * last block of the grid also runs finish() (stage 2 of the sums) in the same kernel, so no
+ * second launch waits on the first; MINB is the sliced kernel's minimum of resident blocks per
+ * SM (its register budget). Besides the
  * plain store, the pipelined methods' vector updates run here, on each entry of A x as it is
  * made, so the product is never written and read back and a launch is saved. */
 template <typename T> struct epi_store { /* y = A x */
     static constexpr int K = 0, NF = 1;
+    static constexpr bool FIN = false;
+    static constexpr int MINB = 1;
+    __device__ void finish(const double *, unsigned) const {}
     T *y;
     __device__ bool begin() { return true; }
     __device__ int k() const { return 0; }
@@ -62,6 +68,9 @@ __device__ __forceinline__ void fuse_terms(const hk_cu_fuse &f, int64_t i, doubl
 
 struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
     static constexpr int K = 4, NF = 4;
+    static constexpr bool FIN = false;
+    static constexpr int MINB = 1;
+    __device__ void finish(const double *, unsigned) const {}
     double *y;
     hk_cu_fuse f;
     __device__ bool begin() { return true; }
@@ -75,6 +84,9 @@ struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
 
 template <typename T> struct epi_poly { /* the vec_poly_step of t = A x (t not stored) */
     static constexpr int K = 0, NF = 1;
+    static constexpr bool FIN = false;
+    static constexpr int MINB = 1;
+    __device__ void finish(const double *, unsigned) const {}
     T *y, *z;
     const T *d, *x;
     double a, b, c, e, f;
@@ -86,9 +98,13 @@ template <typename T> struct epi_poly { /* the vec_poly_step of t = A x (t not s
     }
 };
 
-struct epi_gv { /* n = A m, then pipecg_gv_step's updates and inner products */
+struct epi_gv { /* n = A m, then pipecg_gv_step's updates, inner products and stage 2 */
     static constexpr int K = 7, NF = 7;
-    const double *S;
+    static constexpr bool FIN = true;
+    /* at least 3 blocks per SM (85 registers, not 90): 12k block rows of 8 lanes then fit in one
+     * wave of an H100's 132 SMs instead of 1.44 */
+    static constexpr int MINB = 3;
+    double *S;
     double alpha, beta;
     double *x, *r, *u, *w, *n, *z, *q, *s, *p;
     const double *m;
@@ -104,11 +120,17 @@ struct epi_gv { /* n = A m, then pipecg_gv_step's updates and inner products */
         n[i] = v;
         hk_pipecg_gv_entry(i, alpha, beta, x, r, u, w, m, v, z, q, s, p, fs);
     }
+    __device__ void finish(const double *part, unsigned nb) const
+    {
+        hk_cu_pipecg_gv_stage2(part, nb, S);
+    }
 };
 
 /* ---- kernels --------------------------------------------------------------------------- */
 
-/* Sum a group's per-lane results and hand each entry of the block row to the epilogue. */
+/* Sum a group's per-lane results (every lane gets the sums) and hand the entries of the block
+ * row to the epilogue, entry r by lane r mod tpr: with tpr >= BS each entry's epilogue runs in
+ * its own lane at once instead of one after another in lane 0. */
 template <int BS, class E>
 __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane, int tpr,
                                         int64_t row, const E &epi, double (&fs)[E::NF])
@@ -116,12 +138,26 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
     for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
         for (int r = 0; r < BS; r++)
-            acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
-    if (active && lane == 0) {
+            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o, tpr);
+    if (!active) return;
+    for (int r = lane; r < BS; r += tpr) {
+        double v = acc[0];
 #pragma unroll
-        for (int r = 0; r < BS; r++)
-            epi.entry(row * BS + r, acc[r], fs);
+        for (int q = 1; q < BS; q++)
+            if (r == q) v = acc[q];
+        epi.entry(row * BS + r, v, fs);
     }
+}
+
+/* The end of a row kernel: the block's partial sums, and with FIN the grid's stage 2 in its
+ * last block. */
+template <class E>
+__device__ __forceinline__ void kernel_end(const E &epi, double (&fs)[E::NF], double *part,
+                                           unsigned *ticket)
+{
+    if (!E::K) return;
+    hk_block_reduce<E::NF>(fs, epi.k(), part);
+    if (E::FIN && hk_cu_last_block(ticket)) epi.finish(part, gridDim.x);
 }
 
 /* Loop header shared by both families: g is this group's block row, gw the first block row
@@ -137,7 +173,7 @@ template <typename T, int BS, class E>
 __global__ void __launch_bounds__(HK_CU_BLOCK)
     k_bsr(int64_t nbrows, int tpr, const int64_t *__restrict__ rowptr,
           const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
-          E epi, double *part)
+          E epi, double *part, unsigned *ticket)
 {
     if (!epi.begin()) return;
     double fs[E::NF] = {};
@@ -164,7 +200,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
         }
         row_out<BS>(acc, active, lane, tpr, g, epi, fs);
     }
-    if (E::K) hk_block_reduce<E::NF>(fs, epi.k(), part);
+    kernel_end(epi, fs, part, ticket);
 }
 
 /* The slot loop of one block row's lane of the sliced kernel: acc += the row's slots lane,
@@ -213,11 +249,11 @@ template <typename T, int BS> constexpr bool sell_ahead()
 }
 
 template <typename T, int BS, class E>
-__global__ void __launch_bounds__(HK_CU_BLOCK, 1)
+__global__ void __launch_bounds__(HK_CU_BLOCK, E::MINB)
     k_sell(int64_t nbrows, int64_t S, int tpr, const int64_t *__restrict__ sptr,
            const int32_t *__restrict__ swidth, const int32_t *__restrict__ perm,
            const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
-           E epi, double *part)
+           E epi, double *part, unsigned *ticket)
 {
     if (!epi.begin()) return;
     double fs[E::NF] = {};
@@ -247,7 +283,7 @@ __global__ void __launch_bounds__(HK_CU_BLOCK, 1)
         }
         row_out<BS>(acc, active, lane, tpr, row, epi, fs);
     }
-    if (E::K) hk_block_reduce<E::NF>(fs, epi.k(), part);
+    kernel_end(epi, fs, part, ticket);
 }
 
 /* Fused values over y computed after a separate SpMV (formats without a fused kernel). */
@@ -303,11 +339,11 @@ static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, const E &
     if (!nb) return;
     if (is_rowptr_family(A->fmt))
         k_bsr<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, epi, m->part);
+            m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, epi, m->part, m->ticket);
     else
         k_sell<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, (const T *)m->val, x,
-            epi, m->part);
+            epi, m->part, m->ticket);
 }
 
 /* A x through one of the two kernel families with epilogue epi (T the matrix's precision). */
@@ -430,8 +466,9 @@ int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, doubl
                          NULL);
 }
 
-/* n = A m and pipelined CG's step (the spmv_pipecg_gv_step op): the step's updates and
- * inner products in the SpMV's epilogue where it can run, then the finish kernel. */
+/* n = A m and pipelined CG's step (the spmv_pipecg_gv_step op): the step's updates, inner
+ * products and their stage 2 in the SpMV kernel where its epilogue can run (one launch per
+ * step), else the SpMV and the step's two kernels. */
 int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S)
 {
     HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
@@ -443,12 +480,10 @@ int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S)
         HK_CHECK(V[j]->prec == HK_FP64 && V[j]->n == A->nrows && A->nrows == A->ncols, HK_ERR_ARG,
                  "cuda backend: spmv_pipecg_gv_step on vectors that differ from the square fp64 "
                  "matrix in size or precision");
-    unsigned nb = 0;
-    HK_CALL(launch<double>(A, V[4]->data,
-                           epi_gv{S, 0.0, 0.0, D(V[0]), D(V[1]), D(V[2]), D(V[3]), D(V[5]),
-                                  D(V[6]), D(V[7]), D(V[8]), D(V[9]), CD(V[4])},
-                           &nb));
-    return hk_cu_pipecg_gv_finish(((const hk_cu_mat *)A->bdata)->part, nb, S);
+    return launch<double>(A, V[4]->data,
+                          epi_gv{S, 0.0, 0.0, D(V[0]), D(V[1]), D(V[2]), D(V[3]), D(V[5]), D(V[6]),
+                                 D(V[7]), D(V[8]), D(V[9]), CD(V[4])},
+                          NULL);
 }
 
 /* ---- kernel set-up after the build ---------------------------------------------------- */
@@ -536,8 +571,12 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
     HK_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {
+        /* NF <= 8 partials per block, then the stage-2 ticket (zero) */
         m->part_nb = grid_blocks(nbrows, m->tpr, 1);
-        HK_CALL(hk_cu_malloc((void **)&m->part, sizeof(double) * 8 * m->part_nb)); /* NF <= 8 */
+        const size_t pbytes = sizeof(double) * 8 * m->part_nb;
+        HK_CALL(hk_cu_malloc((void **)&m->part, pbytes + sizeof(double)));
+        m->ticket = (unsigned *)(m->part + 8 * m->part_nb);
+        HK_CU(cudaMemsetAsync(m->ticket, 0, sizeof(unsigned), hk_cu.stream));
         return 0;
     }
     {
