@@ -341,6 +341,8 @@ static void spmv_usage(FILE *f)
             "with %%copy = that bandwidth over the device's copy bandwidth (vec_copy, measured\n"
             "in the same run); speedup = CSR fp64 time / time (CSR fp64 is always measured);\n"
             "err = max |y - y_ref| / max |y_ref| against the host block CSR product.\n"
+            "The format column gives the slice height S of the sliced formats and, on cuda,\n"
+            "the threads per block row (a range: long slices get more, format.tpr=auto).\n"
             "Set-up: upload = the block CSR copied to the backend once; build = the format\n"
             "built there from it (mat_build); host conversion = the same format made on the\n"
             "host by hk_fmt_from_bcsr, the baseline (formats used to be built that way).\n\n"
@@ -873,7 +875,13 @@ int hk_bench_spmv(int argc, char **argv)
         for (int i = first_row; i < nrows; i++) {
             const spmv_row *r = &rows[i];
             char fname[48], vc[16] = "-", vb[16] = "-";
-            if (r->slice)
+            if (r->slice && r->info.lanes_max > r->info.lanes_min)
+                snprintf(fname, sizeof fname, "%s S=%d %d-%d lanes", hk_format_name(r->fmt),
+                         r->slice, r->info.lanes_min, r->info.lanes_max);
+            else if (r->slice && r->info.lanes_min > 1)
+                snprintf(fname, sizeof fname, "%s S=%d %d lanes", hk_format_name(r->fmt), r->slice,
+                         r->info.lanes_min);
+            else if (r->slice)
                 snprintf(fname, sizeof fname, "%s S=%d", hk_format_name(r->fmt), r->slice);
             else if (r->kernel)
                 snprintf(fname, sizeof fname, "%s %s", hk_format_name(r->fmt), r->kernel);
@@ -946,6 +954,8 @@ int hk_bench_spmv(int argc, char **argv)
             hk_json_int(&j, "nnz", r->info.nnz);
             hk_json_int(&j, "stored", r->info.stored);
             hk_json_number(&j, "padding", r->info.padding);
+            hk_json_int(&j, "lanes_min", r->info.lanes_min);
+            hk_json_int(&j, "lanes_max", r->info.lanes_max);
             hk_json_int(&j, "matrix_bytes", (long long)r->info.bytes);
             hk_json_number(&j, "upload_s", r->upload_s);
             hk_json_number(&j, "build_s", r->build_s);

@@ -306,6 +306,10 @@ struct hk_cu_mat {
     double *part;
     unsigned part_nb;
     unsigned *ticket;
+    /* sliced family, format.tpr=auto: lanes per slice (k_sell_wide), NULL when every slice has
+     * tpr lanes: warp w takes rows r0.. of slice s with L lanes, (s, r0 | L << 16) = wtab[w] */
+    int2 *wtab;
+    int64_t nwarps;
     /* PCSR (cuda_pcsr.cu): first row and split of each partition, 2 carries per partition */
     int32_t *part_row, *split;
     double *carry;

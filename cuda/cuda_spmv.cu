@@ -16,6 +16,7 @@
 // kernels write one partial per block and value into the matrix's own buffer; the grid depends
 // only on the matrix, so the sums repeat. Sums run in double in both precisions and are rounded
 // once per output entry, as on the CPU backend.
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,9 +129,9 @@ struct epi_gv { /* n = A m, then pipecg_gv_step's updates, inner products and st
 
 /* ---- kernels --------------------------------------------------------------------------- */
 
-/* Sum a group's per-lane results (every lane gets the sums) and hand the entries of the block
- * row to the epilogue, entry r by lane r mod tpr: with tpr >= BS each entry's epilogue runs in
- * its own lane at once instead of one after another in lane 0. */
+/* Sum a group's per-lane results and hand each entry of the block row to the epilogue. (Each
+ * entry in its own lane of the group instead of all in lane 0 cost fp32 SBELL 5-30 % on an
+ * H100, quad 0.32M 15.8 -> 20.8 us, hex 0.5M 77.0 -> 81.8, and gained nothing measurable.) */
 template <int BS, class E>
 __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane, int tpr,
                                         int64_t row, const E &epi, double (&fs)[E::NF])
@@ -138,14 +139,11 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
     for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
         for (int r = 0; r < BS; r++)
-            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o, tpr);
-    if (!active) return;
-    for (int r = lane; r < BS; r += tpr) {
-        double v = acc[0];
+            acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
+    if (active && lane == 0) {
 #pragma unroll
-        for (int q = 1; q < BS; q++)
-            if (r == q) v = acc[q];
-        epi.entry(row * BS + r, v, fs);
+        for (int r = 0; r < BS; r++)
+            epi.entry(row * BS + r, acc[r], fs);
     }
 }
 
@@ -248,6 +246,39 @@ template <typename T, int BS> constexpr bool sell_ahead()
     return sizeof(T) == 4 || BS <= 2;
 }
 
+/* One block row g (its slice's row j = g mod S) of the sliced kernel by a group of tpr lanes;
+ * the row's entries then go to the epilogue. */
+template <typename T, int BS, class E>
+__device__ __forceinline__ void
+sell_row(int64_t g, bool active, int lane, int tpr, int64_t S, const int64_t *__restrict__ sptr,
+         const int32_t *__restrict__ swidth, const int32_t *__restrict__ perm,
+         const int32_t *__restrict__ col, const T *__restrict__ val, const T *__restrict__ x,
+         const E &epi, double (&fs)[E::NF])
+{
+    double acc[BS];
+#pragma unroll
+    for (int r = 0; r < BS; r++)
+        acc[r] = 0;
+    int64_t row = g;
+    if (active) {
+        const int64_t s = g / S, j = g - s * S;
+        const int64_t base = sptr[s];
+        /* Before the column was loaded ahead, measured on an H100 (bench spmv --paper, fp64 /
+         * fp32): loading the padding slots without a branch took tet 106.6 -> 97.6 / 73.1 ->
+         * 63.6 us, tri 71.2 -> 67.9, trirand 80.9 -> 78.4, hex-1M 256.6 -> 253.1 / 152.9 ->
+         * 155.3; streaming matrix loads fp64 tri 67.6 -> 61.4 us, trirand 70.1 -> 62.6, tet
+         * 94.8 -> 92.0, hex-1M 252.9 -> 249.5 (96 % of copy), fp32 hex-1M 158.4 -> 151.7.
+         * The kernel's __launch_bounds__(HK_CU_BLOCK, 1) and the unroll 1 in sell_slots
+         * matter: with neither, ptxas kept 40 registers instead of 56, fewer loads in
+         * flight, and hex-1M fp64 took 272 us instead of 253; unrolling the slot loop or
+         * forcing more blocks per SM was slower (so was two slots per pass for small
+         * matrices: bracket 37k DOFs 29.4 against 29.0 us, hex-1M 257.1 against 247.9). */
+        sell_slots<T, BS, sell_ahead<T, BS>()>(acc, lane, tpr, swidth[s], base, S, j, col, val, x);
+        if (perm) row = perm[g];
+    }
+    row_out<BS>(acc, active, lane, tpr, row, epi, fs);
+}
+
 template <typename T, int BS, class E>
 __global__ void __launch_bounds__(HK_CU_BLOCK, E::MINB)
     k_sell(int64_t nbrows, int64_t S, int tpr, const int64_t *__restrict__ sptr,
@@ -259,30 +290,37 @@ __global__ void __launch_bounds__(HK_CU_BLOCK, E::MINB)
     double fs[E::NF] = {};
     GROUP_LOOP(nbrows)
     {
-        double acc[BS];
-#pragma unroll
-        for (int r = 0; r < BS; r++)
-            acc[r] = 0;
-        const bool active = g < nbrows;
-        int64_t row = g;
-        if (active) {
-            const int64_t s = g / S, j = g - s * S;
-            const int64_t base = sptr[s];
-            /* Before the column was loaded ahead, measured on an H100 (bench spmv --paper, fp64 /
-             * fp32): loading the padding slots without a branch took tet 106.6 -> 97.6 / 73.1 ->
-             * 63.6 us, tri 71.2 -> 67.9, trirand 80.9 -> 78.4, hex-1M 256.6 -> 253.1 / 152.9 ->
-             * 155.3; streaming matrix loads fp64 tri 67.6 -> 61.4 us, trirand 70.1 -> 62.6, tet
-             * 94.8 -> 92.0, hex-1M 252.9 -> 249.5 (96 % of copy), fp32 hex-1M 158.4 -> 151.7.
-             * The kernel's __launch_bounds__(HK_CU_BLOCK, 1) and the unroll 1 in sell_slots
-             * matter: with neither, ptxas kept 40 registers instead of 56, fewer loads in
-             * flight, and hex-1M fp64 took 272 us instead of 253; unrolling the slot loop or
-             * forcing more blocks per SM was slower. */
-            sell_slots<T, BS, sell_ahead<T, BS>()>(acc, lane, tpr, swidth[s], base, S, j, col,
-                                                   val, x);
-            if (perm) row = perm[g];
-        }
-        row_out<BS>(acc, active, lane, tpr, row, epi, fs);
+        sell_row<T, BS>(g, g < nbrows, lane, tpr, S, sptr, swidth, perm, col, val, x, epi, fs);
     }
+    kernel_end(epi, fs, part, ticket);
+}
+
+/* The sliced kernel with lanes per slice (hk_cu_mat.wtab): warp w takes the 32 / L rows
+ * r0, r0 + 1, ... of slice s with L lanes each, (s, r0 | L << 16) = wtab[w]. One warp per entry,
+ * no grid stride. */
+template <typename T, int BS, class E>
+__global__ void __launch_bounds__(HK_CU_BLOCK, E::MINB)
+    k_sell_wide(int64_t nbrows, int64_t S, int64_t nwarps, const int2 *__restrict__ wtab,
+                const int64_t *__restrict__ sptr, const int32_t *__restrict__ swidth,
+                const int32_t *__restrict__ perm, const int32_t *__restrict__ col,
+                const T *__restrict__ val, const T *__restrict__ x, E epi, double *part,
+                unsigned *ticket)
+{
+    if (!epi.begin()) return;
+    double fs[E::NF] = {};
+    const int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+    const int wl = threadIdx.x & 31;
+    int L = 1;
+    int64_t g = 0;
+    bool active = false;
+    if (w < nwarps) {
+        const int2 e = wtab[w];
+        L = e.y >> 16;
+        const int64_t j = (e.y & 0xffff) + wl / L;
+        g = (int64_t)e.x * S + j;
+        active = j < S && g < nbrows;
+    }
+    sell_row<T, BS>(g, active, wl & (L - 1), L, S, sptr, swidth, perm, col, val, x, epi, fs);
     kernel_end(epi, fs, part, ticket);
 }
 
@@ -334,12 +372,18 @@ template <typename T, int BS, class E>
 static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, const E &epi,
                       unsigned *nbout)
 {
-    const unsigned nb = grid_blocks(m->nbrows, m->tpr, E::K > 0);
+    const unsigned nb = m->wtab
+                            ? (unsigned)((m->nwarps + HK_CU_BLOCK / 32 - 1) / (HK_CU_BLOCK / 32))
+                            : grid_blocks(m->nbrows, m->tpr, E::K > 0);
     *nbout = nb;
     if (!nb) return;
     if (is_rowptr_family(A->fmt))
         k_bsr<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->tpr, m->rowptr, m->colind, (const T *)m->val, x, epi, m->part, m->ticket);
+    else if (m->wtab)
+        k_sell_wide<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            m->nbrows, m->S, m->nwarps, m->wtab, m->sptr, m->swidth, m->perm, m->colind,
+            (const T *)m->val, x, epi, m->part, m->ticket);
     else
         k_sell<T, BS, E><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, (const T *)m->val, x,
@@ -524,6 +568,64 @@ static int auto_tpr(hk_format fmt, int fp32, int64_t nbrows, double per_row, int
     return tpr;
 }
 
+/* Lanes per slice for the sliced kernel (format.tpr=auto): a slice that would take more than
+ * twice the passes of the mean slice over the tpr lanes gets twice the lanes, again, up to 32,
+ * so no warp runs far longer than the rest. (Doubling at once past the mean, not twice the
+ * mean, gave the 27-block interior slices of a hex mesh 16 lanes and cost a second partial
+ * wave: hex 36k DOFs 18.7 -> 30.0 us.) On an unstructured mesh the row lengths vary
+ * (a tet10 vertex node couples to up to ~115 nodes, an edge node to ~30; mean 25), and the
+ * sorted slices put the longest rows together: with one uniform lane count their blocks ran
+ * 3-4 times as long as the rest, and at a small size (one partial wave) the whole product
+ * waited for them (bracket, 37k DOFs: SMs active 40 % of the kernel's time). Sets m->wtab,
+ * or leaves it NULL when no slice needs more lanes; *lanes_max: the most lanes of a slice. */
+static int wide_slices(hk_cu_mat *m, int64_t nsl, int *lanes_max)
+{
+    int ierr = 0;
+    int32_t *w = NULL;
+    int2 *tab = NULL;
+    const int tpr = m->tpr;
+    const int64_t S = m->S;
+    if (nsl < 2 || S > 0xffff) return 0;
+    HK_TRY(hk_malloc((size_t)nsl * sizeof *w, &w));
+    HK_CU_TRY(cudaMemcpyAsync(w, m->swidth, (size_t)nsl * sizeof *w, cudaMemcpyDeviceToHost,
+                              hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    {
+        double sum = 0;
+        for (int64_t s = 0; s < nsl; s++)
+            sum += w[s];
+        /* passes of the mean slice over tpr lanes; a slice may take up to twice as many */
+        int64_t passes = (int64_t)ceil(sum / (double)nsl / tpr);
+        if (passes < 2) passes = 2;
+        int64_t nw = 0, wider = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            nw = 0;
+            for (int64_t s = 0; s < nsl; s++) {
+                int L = tpr;
+                while (L < 32 && w[s] > 2 * passes * L)
+                    L *= 2;
+                wider += pass == 0 && L > tpr;
+                if (L > *lanes_max) *lanes_max = L;
+                const int64_t rows = 32 / L; /* per warp */
+                for (int64_t r0 = 0; r0 < S; r0 += rows, nw++)
+                    if (tab) tab[nw] = make_int2((int)s, (int)r0 | L << 16);
+            }
+            if (!wider || (nw + 7) / 8 > HK_CU_FUSED_MAXB) goto done;
+            if (pass == 0) HK_TRY(hk_malloc((size_t)nw * sizeof *tab, &tab));
+        }
+        HK_TRY(hk_cu_malloc((void **)&m->wtab, (size_t)nw * sizeof *tab));
+        HK_CU_TRY(cudaMemcpyAsync(m->wtab, tab, (size_t)nw * sizeof *tab, cudaMemcpyHostToDevice,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        m->nwarps = nw;
+    }
+done:
+fail:
+    free(w);
+    free(tab);
+    return ierr;
+}
+
 void hk_cu_mat_release(hk_mat *A)
 {
     hk_cu_mat *m = (hk_cu_mat *)A->bdata;
@@ -533,7 +635,7 @@ void hk_cu_mat_release(hk_mat *A)
     if (m->sp) cusparseDestroySpMat(m->sp);
     void *arrays[] = {m->rowptr,   m->colind, m->val,   m->sptr,  m->swidth,
                       m->perm,     m->rowptr32, m->spbuf, m->part, m->part_row,
-                      m->split,    m->carry,  m->rblock};
+                      m->split,    m->carry,  m->rblock, m->wtab};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         if (arrays[i]) cudaFree(arrays[i]);
     free(m);
@@ -571,8 +673,13 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
     HK_CHECK(m->tpr >= 1 && m->tpr <= 32 && !(m->tpr & (m->tpr - 1)), HK_ERR_OPTION,
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {
+        A->lanes_min = A->lanes_max = m->tpr;
+        if ((fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL) && A->tpr <= 0) {
+            HK_CALL(wide_slices(m, m->shape.nslices, &A->lanes_max));
+            if (!m->wtab) A->lanes_max = m->tpr;
+        }
         /* NF <= 8 partials per block, then the stage-2 ticket (zero) */
-        m->part_nb = grid_blocks(nbrows, m->tpr, 1);
+        m->part_nb = m->wtab ? (unsigned)((m->nwarps + 7) / 8) : grid_blocks(nbrows, m->tpr, 1);
         const size_t pbytes = sizeof(double) * 8 * m->part_nb;
         HK_CALL(hk_cu_malloc((void **)&m->part, pbytes + sizeof(double)));
         m->ticket = (unsigned *)(m->part + 8 * m->part_nb);

@@ -194,6 +194,7 @@ struct hk_mat_s {
     int64_t stored; /* scalar entries stored, padding included */
     int64_t width;  /* ELL/BELL width; longest (block) row for the other formats */
     size_t bytes;   /* bytes one SpMV reads of the matrix (hk_fmt_bytes) */
+    int lanes_min, lanes_max; /* threads per block row of the SpMV kernel (0: one, no choice) */
     void *bdata;    /* backend-private: the built arrays, descriptors */
 };
 

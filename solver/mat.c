@@ -149,4 +149,6 @@ void hk_mat_get_info(const hk_mat *A, hk_mat_info *info)
     info->stored = A->stored;
     info->padding = A->nnz ? (double)A->stored / (double)A->nnz : 1.0;
     info->bytes = A->bytes;
+    info->lanes_min = A->lanes_min > 0 ? A->lanes_min : 1;
+    info->lanes_max = A->lanes_max > A->lanes_min ? A->lanes_max : info->lanes_min;
 }

@@ -197,6 +197,50 @@ static void test_spmv_formats(void)
         hk_bcsr_free(&m[i].K);
 }
 
+/* Slices of very different widths (a band matrix with one hub row coupled to every third
+ * column: the hub's slice is hundreds of blocks wide, the rest four or five): with
+ * format.tpr=auto the sliced formats give the hub's slice more lanes than the others (the
+ * k_sell_wide kernel), with a fixed format.tpr every slice the same; both equal the host. */
+static void test_spmv_wide_slices(void)
+{
+    static const struct {
+        int64_t n;
+        int bs;
+        int64_t hub;
+    } cases[] = {{3000, 3, 7}, {3000, 1, 1500}, {20000, 2, 19999}};
+    static const hk_format fmts[] = {HK_FMT_SBELL, HK_FMT_SELL};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        hk_bcsr K;
+        hk_test_band(cases[c].n, cases[c].bs, cases[c].hub, 5, &K);
+        char name[64];
+        snprintf(name, sizeof name, "band %lld bs%d, hub row %lld", (long long)cases[c].n,
+                 cases[c].bs, (long long)cases[c].hub);
+        for (int f = 0; f < 2; f++)
+            for (int p = 0; p < 2; p++)
+                for (int fixed = 0; fixed < 2; fixed++) {
+                    const char *opt = fixed ? "format.tpr=4" : "";
+                    CU_ASSERT(check_spmv(name, &K, fmts[f], (hk_precision)p, opt));
+                    hk_options *o;
+                    hk_options_create(&o);
+                    hk_options_parse(o, opt);
+                    hk_mat *A = NULL;
+                    HK_ASSERT_OK(hk_mat_create(be_gpu(), &K, fmts[f], (hk_precision)p, o, &A));
+                    hk_options_destroy(o);
+                    hk_mat_info info;
+                    hk_mat_get_info(A, &info);
+                    if (fixed) {
+                        CU_ASSERT_EQUAL(info.lanes_min, 4);
+                        CU_ASSERT_EQUAL(info.lanes_max, 4);
+                    } else {
+                        CU_ASSERT(info.lanes_max > info.lanes_min);
+                        CU_ASSERT_EQUAL(info.lanes_max, 32);
+                    }
+                    hk_mat_destroy(A);
+                }
+        hk_bcsr_free(&K);
+    }
+}
+
 /* A mid-size FEM matrix (24k DOFs: the auto thread count picks several per block row) and a
  * grid larger than the fused kernels' cap (tpr=32). */
 static void test_spmv_fem_sizes(void)
@@ -752,6 +796,8 @@ static void test_describe(void)
 HK_DEVICE_SUITE(cuda,
                 {"SpMV of every format, precision and thread count vs host", test_spmv_formats},
                 {"SpMV on a 24k-DOF hex8 matrix, auto and 32 threads per row", test_spmv_fem_sizes},
+                {"SpMV on slices of very different widths: more lanes for the wide ones",
+                 test_spmv_wide_slices},
                 {"vector ops, conversions, mdot/maxpy, bdiag vs cpu", test_vec_ops},
                 {"argument errors, scalars, memory info", test_vec_errors},
                 {"fused pipelined CG/BiCGStab/GMRES ops vs cpu", test_fused_ops},

@@ -319,24 +319,35 @@ static const hk_format cuda_fused_fmts[] = {HK_FMT_SBELL, HK_FMT_SELL, HK_FMT_BS
                                             HK_FMT_CUSPARSE_CSR};
 static const hk_format cpu_fused_fmts[] = {HK_FMT_CSR, HK_FMT_BSR, HK_FMT_SBELL, HK_FMT_SELL};
 
+/* The matrices of the fused-op comparisons: a small hex8 elasticity matrix, and a band with a
+ * hub row hundreds of blocks long (on cuda its slice gets more lanes than the others). */
+static void fused_op_matrices(hk_bcsr K[2])
+{
+    HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K[0]));
+    hk_test_band(4000, 3, 11, 3, &K[1]);
+}
+
 /* spmv_pipecg_gv_step of be[0] on each format against mat_spmv and pipecg_gv_step of be[1] on
  * BSR. */
 static void spmv_step_compare(const hk_backend *const be[2], const hk_format *fmts, int nfmt)
 {
-    hk_bcsr K;
-    HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
-    for (int f = 0; f < nfmt; f++) {
-        hk_mat *A[2];
-        HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], HK_FP64, NULL, &A[0]));
-        HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, HK_FP64, NULL, &A[1]));
-        char label[96];
-        snprintf(label, sizeof label, "spmv_pipecg_gv_step %s %s", hk_backend_name(be[0]),
-                 hk_format_name(fmts[f]));
-        gv_steps_compare(be, K.nbrows * K.bs, A, label);
-        hk_mat_destroy(A[0]);
-        hk_mat_destroy(A[1]);
+    hk_bcsr KK[2];
+    fused_op_matrices(KK);
+    for (int km = 0; km < 2; km++) {
+        const hk_bcsr K = KK[km];
+        for (int f = 0; f < nfmt; f++) {
+            hk_mat *A[2];
+            HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], HK_FP64, NULL, &A[0]));
+            HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, HK_FP64, NULL, &A[1]));
+            char label[96];
+            snprintf(label, sizeof label, "spmv_pipecg_gv_step %s %s", hk_backend_name(be[0]),
+                     hk_format_name(fmts[f]));
+            gv_steps_compare(be, K.nbrows * K.bs, A, label);
+            hk_mat_destroy(A[0]);
+            hk_mat_destroy(A[1]);
+        }
+        hk_bcsr_free(&KK[km]);
     }
-    hk_bcsr_free(&K);
 }
 
 /* spmv_poly_step of be[0] on each format against mat_spmv and vec_poly_step of be[1] on BSR,
@@ -344,46 +355,49 @@ static void spmv_step_compare(const hk_backend *const be[2], const hk_format *fm
 static void spmv_poly_compare(const hk_backend *const be[2], const hk_format *fmts, int nfmt)
 {
     CU_ASSERT_PTR_NOT_NULL_FATAL(be[0]->spmv_poly_step);
-    hk_bcsr K;
-    HK_ASSERT_OK(hk_gen_elasticity3d(7, 6, 5, &K));
-    const int64_t n = K.nbrows * K.bs;
-    static const double coef[2][4] = {{0.4, -1.0, 0.0, 0.3}, {0.8, -2.0, -1.0, -0.2}};
-    for (int f = 0; f < nfmt; f++)
-        for (int p = 0; p < 2; p++) {
-            const hk_precision prec = p ? HK_FP32 : HK_FP64;
-            hk_mat *A[2];
-            hk_vec *v[2][5]; /* x t y d z */
-            HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], prec, NULL, &A[0]));
-            HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, prec, NULL, &A[1]));
-            for (int k = 0; k < 2; k++)
-                for (int j = 0; j < 5; j++) {
-                    double *x = pseudo(n, 90 + j, j == 3 ? 0.5 : -0.5);
-                    HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
-                    HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
-                    free(x);
+    hk_bcsr KK[2];
+    fused_op_matrices(KK);
+    for (int km = 0; km < 2; km++) {
+        const hk_bcsr K = KK[km];
+        const int64_t n = K.nbrows * K.bs;
+        static const double coef[2][4] = {{0.4, -1.0, 0.0, 0.3}, {0.8, -2.0, -1.0, -0.2}};
+        for (int f = 0; f < nfmt; f++)
+            for (int p = 0; p < 2; p++) {
+                const hk_precision prec = p ? HK_FP32 : HK_FP64;
+                hk_mat *A[2];
+                hk_vec *v[2][5]; /* x t y d z */
+                HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], prec, NULL, &A[0]));
+                HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, prec, NULL, &A[1]));
+                for (int k = 0; k < 2; k++)
+                    for (int j = 0; j < 5; j++) {
+                        double *x = pseudo(n, 90 + j, j == 3 ? 0.5 : -0.5);
+                        HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
+                        HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
+                        free(x);
+                    }
+                for (int c = 0; c < 2; c++) {
+                    const double *a = coef[c];
+                    HK_ASSERT_OK(be[0]->spmv_poly_step(A[0], v[0][0], v[0][1], v[0][2], a[0],
+                                                       v[0][3], a[1], a[2], v[0][4], a[3], 1.0));
+                    HK_ASSERT_OK(hk_mat_spmv(A[1], v[1][0], v[1][1]));
+                    HK_ASSERT_OK(be[1]->vec_poly_step(v[1][2], a[0], v[1][3], v[1][1], a[1],
+                                                      v[1][0], a[2], v[1][4], a[3], 1.0));
+                    for (int j = 2; j <= 4; j += 2) {
+                        char what[96];
+                        snprintf(what, sizeof what, "spmv_poly_step %s %s %s case %d %s",
+                                 hk_backend_name(be[0]), hk_format_name(fmts[f]),
+                                 p ? "fp32" : "fp64", c, j == 2 ? "y" : "z");
+                        CU_ASSERT(close_vec(what, v[0][j], v[1][j], p ? 1e-5 : 1e-12));
+                    }
                 }
-            for (int c = 0; c < 2; c++) {
-                const double *a = coef[c];
-                HK_ASSERT_OK(be[0]->spmv_poly_step(A[0], v[0][0], v[0][1], v[0][2], a[0],
-                                                   v[0][3], a[1], a[2], v[0][4], a[3], 1.0));
-                HK_ASSERT_OK(hk_mat_spmv(A[1], v[1][0], v[1][1]));
-                HK_ASSERT_OK(be[1]->vec_poly_step(v[1][2], a[0], v[1][3], v[1][1], a[1], v[1][0],
-                                                  a[2], v[1][4], a[3], 1.0));
-                for (int j = 2; j <= 4; j += 2) {
-                    char what[96];
-                    snprintf(what, sizeof what, "spmv_poly_step %s %s %s case %d %s",
-                             hk_backend_name(be[0]), hk_format_name(fmts[f]),
-                             p ? "fp32" : "fp64", c, j == 2 ? "y" : "z");
-                    CU_ASSERT(close_vec(what, v[0][j], v[1][j], p ? 1e-5 : 1e-12));
+                for (int k = 0; k < 2; k++) {
+                    for (int j = 0; j < 5; j++)
+                        hk_vec_destroy(v[k][j]);
+                    hk_mat_destroy(A[k]);
                 }
             }
-            for (int k = 0; k < 2; k++) {
-                for (int j = 0; j < 5; j++)
-                    hk_vec_destroy(v[k][j]);
-                hk_mat_destroy(A[k]);
-            }
-        }
-    hk_bcsr_free(&K);
+        hk_bcsr_free(&KK[km]);
+    }
 }
 
 #define NFMTS(a) ((int)(sizeof a / sizeof a[0]))

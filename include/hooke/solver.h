@@ -111,7 +111,9 @@ int hk_vec_download(const hk_vec *v, double *host); /* converts to double */
 typedef struct hk_mat_s hk_mat;
 
 /* Statistics of a converted matrix: padding = stored entries / CSR entries (SBELL paper,
- * Table 2), bytes = what one SpMV must read of the matrix. */
+ * Table 2), bytes = what one SpMV must read of the matrix, lanes_min..lanes_max = threads per
+ * (block) row of the backend's SpMV kernel (cuda: format.tpr or its automatic choice, per slice
+ * for the sliced formats; 1 on the CPU). */
 typedef struct hk_mat_info {
     hk_format format;
     hk_precision precision;
@@ -119,6 +121,7 @@ typedef struct hk_mat_info {
     int64_t nrows, ncols, nnz, stored;
     double padding;
     size_t bytes;
+    int lanes_min, lanes_max;
 } hk_mat_info;
 
 /* Upload K to backend be once and build the format there in precision p. Format parameters come from o (may be
