@@ -16,7 +16,6 @@
 // kernels write one partial per block and value into the matrix's own buffer; the grid depends
 // only on the matrix, so the sums repeat. Sums run in double in both precisions and are rounded
 // once per output entry, as on the CPU backend.
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,16 +567,17 @@ static int auto_tpr(hk_format fmt, int fp32, int64_t nbrows, double per_row, int
     return tpr;
 }
 
-/* Lanes per slice for the sliced kernel (format.tpr=auto): a slice that would take more than
- * twice the passes of the mean slice over the tpr lanes gets twice the lanes, again, up to 32,
- * so no warp runs far longer than the rest. (Doubling at once past the mean, not twice the
- * mean, gave the 27-block interior slices of a hex mesh 16 lanes and cost a second partial
- * wave: hex 36k DOFs 18.7 -> 30.0 us.) On an unstructured mesh the row lengths vary
- * (a tet10 vertex node couples to up to ~115 nodes, an edge node to ~30; mean 25), and the
- * sorted slices put the longest rows together: with one uniform lane count their blocks ran
- * 3-4 times as long as the rest, and at a small size (one partial wave) the whole product
- * waited for them (bracket, 37k DOFs: SMs active 40 % of the kernel's time). Sets m->wtab,
- * or leaves it NULL when no slice needs more lanes; *lanes_max: the most lanes of a slice. */
+/* Lanes per slice for the sliced kernel (format.tpr=auto): a slice more than 1.5 times as
+ * wide as the mean slice per lane gets twice the lanes, again, up to 32, so no warp runs far
+ * longer than the rest. On an unstructured mesh the row lengths vary (a tet10 vertex node
+ * couples to up to ~115 nodes, an edge node to ~30; mean 25), and the sorted slices put the
+ * longest rows together: with one lane count for all, their blocks ran 3-4 times as long as
+ * the rest, and at a small size (one partial wave) the product waited for them (bracket, 37k
+ * DOFs: the SMs were active 40 % of the kernel's time). Measured on an H100 (bench spmv,
+ * SBELL fp64, us, factor 1.5 / table off / factor 1): bracket 37k DOFs 24.6 / 29.3 / 22.3,
+ * hex 36k 17.2 / 17.6 / 23.5 (factor 1 doubled the 27-block interior slices of a hex mesh and
+ * cost a second partial wave), tet 36k 14.2 / 14.4 / 18.1. Sets m->wtab, or leaves it NULL
+ * when no slice needs more lanes; *lanes_max: the most lanes of a slice. */
 static int wide_slices(hk_cu_mat *m, int64_t nsl, int *lanes_max)
 {
     int ierr = 0;
@@ -594,15 +594,13 @@ static int wide_slices(hk_cu_mat *m, int64_t nsl, int *lanes_max)
         double sum = 0;
         for (int64_t s = 0; s < nsl; s++)
             sum += w[s];
-        /* passes of the mean slice over tpr lanes; a slice may take up to twice as many */
-        int64_t passes = (int64_t)ceil(sum / (double)nsl / tpr);
-        if (passes < 2) passes = 2;
+        const double mean = sum / (double)nsl;
         int64_t nw = 0, wider = 0;
         for (int pass = 0; pass < 2; pass++) {
             nw = 0;
             for (int64_t s = 0; s < nsl; s++) {
                 int L = tpr;
-                while (L < 32 && w[s] > 2 * passes * L)
+                while (L < 32 && (double)w[s] * tpr > 1.5 * mean * L)
                     L *= 2;
                 wider += pass == 0 && L > tpr;
                 if (L > *lanes_max) *lanes_max = L;
