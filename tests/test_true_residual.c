@@ -60,6 +60,33 @@ static void test_unreachable_tolerance_not_converged(void)
     hk_bcsr_free(&K);
 }
 
+/* Pipelined CG asked for a tolerance far below the rounding floor of b - A x: its recursive
+ * residual falls past the floor, and the method must stop there with "stagnation" and the
+ * floor's accuracy, not run on (with Jacobi its recurrences drifted to a true residual of
+ * 1e115) nor blame the matrix ("not SPD" with pc=poly on an SPD matrix). */
+static void test_pipelined_stop_at_floor(void)
+{
+    static const char *const runs[] = {
+        "method=pipecg pc=jacobi tol=1e-30 stagnation=0 maxit=3000",
+        "method=pipecg pc=poly tol=1e-30 stagnation=0 maxit=3000",
+        "method=pipecg pc=none tol=1e-30 stagnation=0 maxit=3000",
+    };
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(12, 12, 12, &K));
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++)
+        for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+            hk_result res;
+            CU_ASSERT_EQUAL(hk_test_solve_ones(*be, &K, runs[r], NULL, &res, NULL), 0);
+            printf("\n  %s on %s: %s after %d iterations, true residual %.2e", runs[r],
+                   hk_backend_name(*be), hk_reason_name(res.reason), res.iterations,
+                   res.true_residual);
+            CU_ASSERT_EQUAL(res.reason, HK_DIVERGED_STAGNATION);
+            CU_ASSERT(res.true_residual <= 1e-13);
+            CU_ASSERT(res.iterations < 3000);
+        }
+    hk_bcsr_free(&K);
+}
+
 /* Pipelined methods check every check_every iterations (10 on a GPU); with a preconditioner
  * that converges in a few steps they run past convergence into an exhausted Krylov space
  * between two checks. That must not end in NaN (it did on the GPU with pc=amg). */
@@ -94,4 +121,5 @@ static void test_pipelined_past_convergence(void)
 HK_SUITE(true_residual,
          {"pipelined methods with a strong preconditioner run past convergence safely", test_pipelined_past_convergence},
          {"converged solves meet the tolerance on the true residual", test_converged_means_true_residual},
-         {"an unreachable tolerance is not reported converged", test_unreachable_tolerance_not_converged})
+         {"an unreachable tolerance is not reported converged", test_unreachable_tolerance_not_converged},
+         {"pipelined CG stops at the rounding floor with stagnation", test_pipelined_stop_at_floor})

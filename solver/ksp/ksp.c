@@ -199,7 +199,6 @@ int hk_ksp_start(hk_ksp *k, const hk_vec *b, hk_vec *x, hk_vec *r, double *bnorm
 
 /* ---- residual replacement of the pipelined methods -------------------------------------- */
 
-#define HK_EPS 2.220446049250313e-16
 
 int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d)
 {

@@ -70,6 +70,9 @@ static inline int hk_ksp_check_now(const hk_ksp *k, int it)
     return it % k->check_every == 0 || it >= k->maxit;
 }
 
+/* The unit roundoff of fp64 (DBL_EPSILON), the scale of every rounding estimate below. */
+#define HK_EPS 2.220446049250313e-16
+
 /* Residual replacement for the pipelined methods (van der Vorst and Ye 2000; Cools, Yetkin,
  * Agullo, Giraud and Vanroose, SIMAX 2018). The recursive residual r drifts from b - A x by
  * rounding that the recurrences carry along; the method keeps an estimate of that gap and
