@@ -60,16 +60,18 @@ static void test_unreachable_tolerance_not_converged(void)
     hk_bcsr_free(&K);
 }
 
-/* Pipelined CG asked for a tolerance far below the rounding floor of b - A x: its recursive
- * residual falls past the floor, and the method must stop there with "stagnation" and the
- * floor's accuracy, not run on (with Jacobi its recurrences drifted to a true residual of
- * 1e115) nor blame the matrix ("not SPD" with pc=poly on an SPD matrix). */
+/* Pipelined and s-step CG asked for a tolerance far below the rounding floor of b - A x: the
+ * recursive residual falls past the floor, and the method must stop there with "stagnation"
+ * and the floor's accuracy, not run on (with Jacobi the recurrences drifted to true residuals
+ * of 1e115 and 1e144) nor blame the matrix ("not SPD" with pc=poly on an SPD matrix). */
 static void test_pipelined_stop_at_floor(void)
 {
     static const char *const runs[] = {
         "method=pipecg pc=jacobi tol=1e-30 stagnation=0 maxit=3000",
         "method=pipecg pc=poly tol=1e-30 stagnation=0 maxit=3000",
         "method=pipecg pc=none tol=1e-30 stagnation=0 maxit=3000",
+        "method=scg pc=jacobi tol=1e-30 stagnation=0 maxit=3000",
+        "method=scg pc=none tol=1e-30 stagnation=0 maxit=3000",
     };
     hk_bcsr K = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(12, 12, 12, &K));
@@ -122,4 +124,4 @@ HK_SUITE(true_residual,
          {"pipelined methods with a strong preconditioner run past convergence safely", test_pipelined_past_convergence},
          {"converged solves meet the tolerance on the true residual", test_converged_means_true_residual},
          {"an unreachable tolerance is not reported converged", test_unreachable_tolerance_not_converged},
-         {"pipelined CG stops at the rounding floor with stagnation", test_pipelined_stop_at_floor})
+         {"pipelined and s-step CG stop at the rounding floor with stagnation", test_pipelined_stop_at_floor})

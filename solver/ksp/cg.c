@@ -224,30 +224,6 @@ static int true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_ve
     return 0;
 }
 
-/* The rounding floor of a true residual: b - A x computed in fp64 carries errors of about
- * eps (||A|| ||x|| + ||b||) (normA 0 when there is no estimate: then eps ||b||, a lower bound).
- * A recursive residual below it no longer tells anything about b - A x: it goes on falling
- * while x stops improving, and past it the pipelined recurrences can drift away (fused
- * pipelined CG with Jacobi asked for tol=1e-30 went on to a true residual of 1e115, with a
- * polynomial preconditioner it stopped with "not SPD" on an SPD matrix). */
-static double residual_floor(double normA, double xnorm, double bnorm)
-{
-    return HK_EPS * (normA * xnorm + bnorm);
-}
-
-/* At a check whose recursive residual has fallen below the floor, the true residual decides:
- * converged when it meets the tolerance, else stagnation (the tolerance asks for more than
- * fp64 attains on this system). r receives b - A x. */
-static int stop_at_floor(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                         double bnorm)
-{
-    double tn;
-    HK_CALL(true_residual_norm(k, b, x, r, &tn));
-    if (!(hk_ksp_converged(k, it, tn, bnorm) && hk_reason_converged(k->res.reason)))
-        hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
-    return 0;
-}
-
 /* The iteration of the next check after it, as hk_ksp_check_now decides it (maxit is one). */
 static int next_check(const hk_ksp *k, int it)
 {
@@ -376,8 +352,8 @@ restart:
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
         const double rn = sqrt(fabs(h[HK_S_RR]));
         const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) || hk_ksp_bad(h[HK_S_PAP]);
-        if (!bad && rn < residual_floor(0.0, 0.0, bnorm)) {
-            HK_TRY(stop_at_floor(k, it, b, x, r, bnorm));
+        if (!bad && rn < hk_ksp_residual_floor(0.0, 0.0, bnorm)) {
+            HK_TRY(hk_ksp_stop_at_floor(k, it, b, x, r, bnorm));
             break;
         }
         const int broke = !bad && (h[HK_S_RZ] <= 0 || h[HK_S_PAP] <= 0);
@@ -559,8 +535,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         {
             const double rn = sqrt(fabs(h[HK_G_RR]));
             if (!hk_ksp_bad(h[HK_G_RR]) && !hk_ksp_bad(h[HK_G_XX]) &&
-                rn < residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])), bnorm)) {
-                HK_TRY(stop_at_floor(k, it, b, x, r, bnorm));
+                rn < hk_ksp_residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])), bnorm)) {
+                HK_TRY(hk_ksp_stop_at_floor(k, it, b, x, r, bnorm));
                 break;
             }
         }

@@ -199,6 +199,23 @@ int hk_ksp_start(hk_ksp *k, const hk_vec *b, hk_vec *x, hk_vec *r, double *bnorm
 
 /* ---- residual replacement of the pipelined methods -------------------------------------- */
 
+double hk_ksp_residual_floor(double normA, double xnorm, double bnorm)
+{
+    return HK_EPS * (normA * xnorm + bnorm);
+}
+
+int hk_ksp_stop_at_floor(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
+                         double bnorm)
+{
+    double tt;
+    HK_CALL(hk_mat_spmv(k->A, x, r));
+    HK_CALL(k->be->vec_axpby(r, 1.0, b, -1.0));
+    HK_CALL(k->be->vec_dot(r, r, &tt));
+    if (!(hk_ksp_converged(k, it, sqrt(tt), bnorm) && hk_reason_converged(k->res.reason)))
+        hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
+    return 0;
+}
+
 
 int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d)
 {

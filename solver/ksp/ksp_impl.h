@@ -73,6 +73,20 @@ static inline int hk_ksp_check_now(const hk_ksp *k, int it)
 /* The unit roundoff of fp64 (DBL_EPSILON), the scale of every rounding estimate below. */
 #define HK_EPS 2.220446049250313e-16
 
+/* The rounding floor of a true residual: b - A x computed in fp64 carries errors of about
+ * eps (||A|| ||x|| + ||b||) (normA 0 when there is no estimate: then eps ||b||, a lower bound).
+ * A recursive residual below it no longer tells anything about b - A x: it goes on falling
+ * while x stops improving, and past it the recurrences of the pipelined and s-step methods can
+ * drift away (pipelined CG with Jacobi asked for tol=1e-30 went on to a true residual of 1e115,
+ * s-step CG to 1e144; with a polynomial preconditioner pipelined CG stopped with "not SPD" on
+ * an SPD matrix). */
+double hk_ksp_residual_floor(double normA, double xnorm, double bnorm);
+/* At a check whose recursive residual has fallen below the floor, the true residual decides:
+ * converged when it meets the tolerance, else stagnation (the tolerance asks for more than
+ * fp64 attains on this system). r receives b - A x; the caller stops. */
+int hk_ksp_stop_at_floor(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
+                         double bnorm);
+
 /* Residual replacement for the pipelined methods (van der Vorst and Ye 2000; Cools, Yetkin,
  * Agullo, Giraud and Vanroose, SIMAX 2018). The recursive residual r drifts from b - A x by
  * rounding that the recurrences carry along; the method keeps an estimate of that gap and

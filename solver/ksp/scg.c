@@ -30,7 +30,6 @@
 #define SCG_MAX_S HK_SCG_MAX_S
 #define SCG_WARMUP 10  /* CG steps at the start of a solve, for the spectrum estimate */
 #define SCG_RETRIES 10 /* restarts from the true residual before believing a breakdown */
-#define SCG_EPS 2.220446049250313e-16
 
 static const char *const basis_names[] = {"monomial", "newton", "chebyshev", NULL};
 /* mpk.schedule: auto times both when tuning (mpk.block=0), else ghost zones of mpk.block */
@@ -615,7 +614,11 @@ restart:
             double g = normA * sqrt(xx);
             for (int i = 0; i < m; i++)
                 g += (fabs(rc[i]) + hi * fabs(xc[i])) * sqrt(fabs(Gr[i * m + i]));
-            drift.gap += SCG_EPS * g;
+            drift.gap += HK_EPS * g;
+        }
+        if (!stop && !broke && rnorm < hk_ksp_residual_floor(normA, sqrt(xx), bnorm)) {
+            HK_TRY(hk_ksp_stop_at_floor(k, it, b, x, R_, bnorm));
+            goto out;
         }
         if (stop || broke || hk_ksp_drift_want(k, &drift, it, rnorm)) {
             /* residual replacement; at convergence it confirms on the true residual */
