@@ -224,6 +224,22 @@ static double *pseudo(int64_t n, unsigned seed, double lo)
     return x;
 }
 
+/* count vectors of n entries in precision prec on each of the two backends, the same on both:
+ * vector j from pseudo(n, seed + j, ...), in [0.5, 1.5) for j == positive (a diagonal), else
+ * in [-0.5, 0.5). */
+static void twin_vecs(const hk_backend *const be[2], int64_t n, hk_precision prec, int count,
+                      unsigned seed, int positive, hk_vec **v0, hk_vec **v1)
+{
+    hk_vec **v[2] = {v0, v1};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < count; j++) {
+            double *x = pseudo(n, seed + j, j == positive ? 0.5 : -0.5);
+            HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
+            HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
+            free(x);
+        }
+}
+
 static int close_vec(const char *what, const hk_vec *a, const hk_vec *b, double tol)
 {
     const int64_t n = a->n;
@@ -246,13 +262,8 @@ static void gv_steps_compare(const hk_backend *const be[2], int64_t n, hk_mat *c
 {
     hk_vec *V[2][10];
     double *S[2], h[2][HK_G_COUNT];
+    twin_vecs(be, n, HK_FP64, 10, 40, -1, V[0], V[1]);
     for (int k = 0; k < 2; k++) {
-        for (int j = 0; j < 10; j++) {
-            double *x = pseudo(n, 40 + j, -0.5);
-            HK_ASSERT_OK(hk_vec_create(be[k], n, HK_FP64, &V[k][j]));
-            HK_ASSERT_OK(hk_vec_upload(V[k][j], x));
-            free(x);
-        }
         double init[HK_G_COUNT] = {0};
         init[HK_G_FIRST] = 1, init[HK_G_ESTIMATE] = 1, init[HK_G_NORMA] = 8;
         init[HK_G_BELOW] = 1, init[HK_G_GAMMA] = 2, init[HK_G_DELTA] = 3;
@@ -368,13 +379,7 @@ static void spmv_poly_compare(const hk_backend *const be[2], const hk_format *fm
                 hk_vec *v[2][5]; /* x t y d z */
                 HK_ASSERT_OK(hk_mat_create(be[0], &K, fmts[f], prec, NULL, &A[0]));
                 HK_ASSERT_OK(hk_mat_create(be[1], &K, HK_FMT_BSR, prec, NULL, &A[1]));
-                for (int k = 0; k < 2; k++)
-                    for (int j = 0; j < 5; j++) {
-                        double *x = pseudo(n, 90 + j, j == 3 ? 0.5 : -0.5);
-                        HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
-                        HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
-                        free(x);
-                    }
+                twin_vecs(be, n, prec, 5, 90, 3, v[0], v[1]);
                 for (int c = 0; c < 2; c++) {
                     const double *a = coef[c];
                     HK_ASSERT_OK(be[0]->spmv_poly_step(A[0], v[0][0], v[0][1], v[0][2], a[0],
@@ -433,13 +438,7 @@ static void test_poly_step_cuda_cpu(void)
     for (int p = 0; p < 2; p++) {
         const hk_precision prec = p ? HK_FP32 : HK_FP64;
         hk_vec *v[2][5]; /* y d t x z */
-        for (int k = 0; k < 2; k++)
-            for (int j = 0; j < 5; j++) {
-                double *x = pseudo(n, 70 + j, j == 1 ? 0.5 : -0.5);
-                HK_ASSERT_OK(hk_vec_create(be[k], n, prec, &v[k][j]));
-                HK_ASSERT_OK(hk_vec_upload(v[k][j], x));
-                free(x);
-            }
+        twin_vecs(be, n, prec, 5, 70, 1, v[0], v[1]);
         for (int c = 0; c < 4; c++) {
             const double *a = coef[c];
             for (int k = 0; k < 2; k++)
