@@ -52,7 +52,9 @@ static void pcs_usage(FILE *f)
             "                       [--json FILE]\n\n"
             "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's)\n"
             "with CG (or each method of --method, up to 4) to 1e-8 on the stiffness matrix of\n"
-            "each problem, meshed and assembled as hooke run does (KEY=VALUE as --set).\n"
+            "each problem, meshed and assembled as hooke run does (KEY=VALUE as --set; of the\n"
+            "case's solver keys, format.* and precision apply to every row, e.g.\n"
+            "--problem 'cases/bracket/bracket.yaml solver.format=bsr').\n"
             "Default problems by --size:\n"
             "  small:  box hex8 12^3, box tet4 10^3, box hex8 40x4x4 (aspect 10:1:1), bracket\n"
             "  medium: box hex8 40^3, box tet4 30^3, box hex8 120x12x12, bracket size 0.0015\n"
@@ -172,21 +174,39 @@ static int pcs_generated(const char *spec, hk_run *r)
     return 0;
 }
 
-/* One solve: create (set-up), solve from x = 0, time one application against one SpMV. */
+/* The storage options of a problem's case (its solver's format.* keys and precision, as
+ * "key=value ..." in out), which every row of that problem takes; its method and pc are the
+ * bench's. */
+static void case_storage_options(hk_case *c, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < c->nsolver_keys; i++) {
+        const char *key = c->solver_keys[i], *val = NULL;
+        if (strncmp(key, "format", 6) && strcmp(key, "precision")) continue;
+        if (hk_options_get_string(c->solver, key, &val) || !val) continue;
+        const int n = snprintf(out + len, cap - len, " %s=%s", key, val);
+        if (n < 0 || (size_t)n >= cap - len) break;
+        len += (size_t)n;
+    }
+}
+
+/* One solve: create (set-up), solve from x = 0, time one application against one SpMV; extra:
+ * more options ("key=value ...", may be empty). */
 static int pcs_solve(const hk_run *r, const char *backend, const char *method, const char *pc,
-                     pcs_row *row)
+                     const char *extra, pcs_row *row)
 {
     int ierr;
     hk_options *o = NULL;
     hk_solver *s = NULL;
     hk_vec *x = NULL, *y = NULL;
     double *u = NULL;
-    char text[256];
+    char text[768];
     hk_result res;
     const hk_bcsr *K = &r->sys.K;
     double *coords = NULL;
-    snprintf(text, sizeof text, "backend=%s method=%s pc=%s tol=1e-8 maxit=20000", backend,
-             method, pc);
+    snprintf(text, sizeof text, "backend=%s method=%s pc=%s tol=1e-8 maxit=20000%s", backend,
+             method, pc, extra);
     HK_TRY(hk_options_create(&o));
     HK_TRY(hk_options_parse(o, text));
     /* The upload alone first, so that it and the solver's set-up below meet the device's
@@ -439,6 +459,8 @@ int hk_bench_pcs(int argc, char **argv)
                 goto done;
             }
         }
+        char extra[512] = "";
+        if (!probs[p].gen) case_storage_options(&c, extra, sizeof extra);
         const long long dofs = (long long)r.sys.ndof;
         printf("\n### %s: %lld DOFs, %lld nonzeros, mesh %.2f s, assembly %.2f s\n\n",
                probs[p].label, dofs,
@@ -462,7 +484,7 @@ int hk_bench_pcs(int argc, char **argv)
                     w->backend = bn;
                     w->method = methods[mi];
                     w->dofs = dofs;
-                    if (pcs_solve(&r, bn, methods[mi], pcs[k], w)) {
+                    if (pcs_solve(&r, bn, methods[mi], pcs[k], extra, w)) {
                         w->failed = 1;
                         snprintf(w->error, sizeof w->error, "%s", hk_error_message());
                         hk_error_clear();

@@ -224,6 +224,13 @@ static void test_bench_pcs_generate(void)
     rc = hk_test_hooke_cmd("bench pcs --backend cpu --generate elasticity3d:x", out, sizeof out);
     CU_ASSERT_NOT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "hooke bench pcs: --generate 'elasticity3d:x' is not KIND:N"));
+
+    /* a case's storage keys reach every row (a format that does not exist fails the row) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bench pcs --backend cpu --pcs jacobi --problem '%s solver.format=nope'",
+             hk_test_path("cases/lame/lame.yaml"));
+    rc = hk_test_hooke_cmd(cmd, out, sizeof out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown format 'nope'"));
 }
 
 HK_SUITE(solve_cmd,
