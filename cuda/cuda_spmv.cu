@@ -585,7 +585,9 @@ static int wide_slices(hk_cu_mat *m, int64_t nsl, int *lanes_max)
     int2 *tab = NULL;
     const int tpr = m->tpr;
     const int64_t S = m->S;
-    if (nsl < 2 || S > 0xffff) return 0;
+    /* a warp of the table takes rows of one slice only: slices of fewer than 32 / tpr rows
+     * would leave lanes idle, so they keep the plain kernel */
+    if (nsl < 2 || S > 0xffff || S * tpr < 32) return 0;
     HK_TRY(hk_malloc((size_t)nsl * sizeof *w, &w));
     HK_CU_TRY(cudaMemcpyAsync(w, m->swidth, (size_t)nsl * sizeof *w, cudaMemcpyDeviceToHost,
                               hk_cu.stream));
