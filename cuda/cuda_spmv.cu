@@ -38,9 +38,9 @@ static int is_cusparse(hk_format f)
  * least 1); begin() runs first in every thread and false skips the whole kernel. With FIN the
  * last block of the grid also runs finish() (stage 2 of the sums) in the same kernel, so no
  * second launch waits on the first; MINB is the sliced kernel's minimum of resident blocks per
- * SM (its register budget). Besides the
- * plain store, the pipelined methods' vector updates run here, on each entry of A x as it is
- * made, so the product is never written and read back and a launch is saved. */
+ * SM (its register budget). Besides the plain store, the pipelined methods' vector updates run
+ * here, on each entry of A x as it is made, so the product is never written and read back and
+ * a launch is saved. */
 template <typename T> struct epi_store { /* y = A x */
     static constexpr int K = 0, NF = 1;
     static constexpr bool FIN = false;
@@ -267,10 +267,10 @@ sell_row(int64_t g, bool active, int lane, int tpr, int64_t S, const int64_t *__
          * 63.6 us, tri 71.2 -> 67.9, trirand 80.9 -> 78.4, hex-1M 256.6 -> 253.1 / 152.9 ->
          * 155.3; streaming matrix loads fp64 tri 67.6 -> 61.4 us, trirand 70.1 -> 62.6, tet
          * 94.8 -> 92.0, hex-1M 252.9 -> 249.5 (96 % of copy), fp32 hex-1M 158.4 -> 151.7.
-         * The kernel's __launch_bounds__(HK_CU_BLOCK, 1) and the unroll 1 in sell_slots
-         * matter: with neither, ptxas kept 40 registers instead of 56, fewer loads in
-         * flight, and hex-1M fp64 took 272 us instead of 253; unrolling the slot loop or
-         * forcing more blocks per SM was slower (so was two slots per pass for small
+         * The kernel's __launch_bounds__(HK_CU_BLOCK, 1) (MINB of the plain store) and the
+         * unroll 1 in sell_slots matter: with neither, ptxas kept 40 registers instead of 56,
+         * fewer loads in flight, and hex-1M fp64 took 272 us instead of 253; unrolling the slot
+         * loop or forcing more blocks per SM was slower (so was two slots per pass for small
          * matrices: bracket 37k DOFs 29.4 against 29.0 us, hex-1M 257.1 against 247.9). */
         sell_slots<T, BS, sell_ahead<T, BS>()>(acc, lane, tpr, swidth[s], base, S, j, col, val, x);
         if (perm) row = perm[g];
