@@ -35,6 +35,8 @@ typedef struct pcs_row {
     double phase_s[5]; /* set-up: check, upload, format, preconditioner, backend start */
     double upload_s, setup_s, solve_s, total_s, apply_spmv, true_res, jacobi_total_s;
     double first_per_it_s; /* the first --method's solve time per iteration, same pc */
+    double steady_s;       /* seconds per iteration between a quarter of the solve and its end */
+    double first_steady_s; /* the same of the first --method, same pc */
     hk_reason reason;
     int failed;
     char error[160];
@@ -61,12 +63,14 @@ static void pcs_usage(FILE *f)
             "  large:  box hex8 69^3, bracket size 0.0015, bracket size 0.001\n"
             "Columns: iterations, set-up / solve / total seconds, solve milliseconds per\n"
             "iteration and divided by the first method's with the same pc and backend (so\n"
-            "--method cg,pipecg compares the two on one mesh), set-up divided by the upload of\n"
-            "the block CSR alone, total divided by jacobi's total with the same method on the\n"
-            "same matrix and backend, one preconditioner application in SpMV times, the true\n"
-            "residual. With a\n"
-            "GPU backend every row is repeated on the CPU backend unless --no-cpu, for problems\n"
-            "up to --cpu-max-dofs (default 800000) DOFs.\n"
+            "--method cg,pipecg compares the two on one mesh), the same in the steady state\n"
+            "(the wall clock at the residual tests, from a quarter of the iterations to the\n"
+            "last: without the solve's start and end, which weigh on short solves), set-up\n"
+            "divided by the upload of the block CSR alone, total divided by jacobi's total\n"
+            "with the same method on the same matrix and backend, one preconditioner\n"
+            "application in SpMV times, the true residual. With a GPU backend every row is\n"
+            "repeated on the CPU backend unless --no-cpu, for problems up to --cpu-max-dofs\n"
+            "(default 800000) DOFs.\n"
             "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
             "(elasticity3d, elasticity2d, poisson, convdiff; b = A times ones), e.g.\n"
             "  hooke bench pcs --method gmres --pcs ilu0,mlilu --generate convdiff:256\n");
@@ -191,6 +195,50 @@ static void case_storage_options(hk_case *c, char *out, size_t cap)
     }
 }
 
+/* The wall clock at every residual test of a solve (the solver's monitor; the host has just
+ * read the residual, so the work up to that iteration is done). */
+typedef struct pcs_clock {
+    int n, cap;
+    int *it;
+    double *t;
+} pcs_clock;
+
+static void pcs_clock_tick(int it, double rnorm, void *ctx)
+{
+    (void)rnorm;
+    pcs_clock *c = ctx;
+    if (c->n >= c->cap) {
+        const int cap = c->cap ? 2 * c->cap : 1024;
+        int *ni = realloc(c->it, (size_t)cap * sizeof *ni);
+        if (ni) c->it = ni;
+        double *nt = realloc(c->t, (size_t)cap * sizeof *nt);
+        if (nt) c->t = nt;
+        if (!ni || !nt) return;
+        c->cap = cap;
+    }
+    c->it[c->n] = it;
+    c->t[c->n++] = hk_time();
+}
+
+/* Seconds per iteration in the steady state: from the first test at or past a quarter of the
+ * iterations to the first test of the last iteration (a confirmation on the true residual
+ * tests the same iteration again), so the set-up of the iteration (first steps, graph
+ * recording) and the end of the solve are left out. NaN with fewer than 10 iterations between
+ * the two. */
+static double pcs_clock_steady(const pcs_clock *c)
+{
+    if (c->n < 2) return NAN;
+    int last = c->it[c->n - 1], a = -1, b = -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->it[i] > last) last = c->it[i];
+    for (int i = 0; i < c->n && a < 0; i++)
+        if (c->it[i] >= last / 4 && c->it[i] > 0) a = i;
+    for (int i = 0; i < c->n && b < 0; i++)
+        if (c->it[i] == last) b = i;
+    if (a < 0 || b <= a || c->it[b] - c->it[a] < 10) return NAN;
+    return (c->t[b] - c->t[a]) / (c->it[b] - c->it[a]);
+}
+
 /* One solve: create (set-up), solve from x = 0, time one application against one SpMV; extra:
  * more options ("key=value ...", may be empty). */
 static int pcs_solve(const hk_run *r, const char *backend, const char *method, const char *pc,
@@ -205,6 +253,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     hk_result res;
     const hk_bcsr *K = &r->sys.K;
     double *coords = NULL;
+    pcs_clock clk = {0, 0, NULL, NULL};
     snprintf(text, sizeof text, "backend=%s method=%s pc=%s tol=1e-8 maxit=20000%s", backend,
              method, pc, extra);
     HK_TRY(hk_options_create(&o));
@@ -222,7 +271,10 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     HK_TRY(hk_run_nearnull(r, &nn, &coords));
     HK_TRY(hk_solver_create_nearnull(K, &nn, o, &s));
     HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *u, &u));
+    hk_solver_set_monitor(s, pcs_clock_tick, &clk);
     HK_TRY(hk_solver_solve(s, r->sys.f, u, &res));
+    hk_solver_set_monitor(s, NULL, NULL);
+    row->steady_s = pcs_clock_steady(&clk);
     row->iterations = res.iterations;
     row->setup_s = res.setup_seconds;
     row->phase_s[0] = res.setup_check_seconds;
@@ -251,6 +303,8 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     row->apply_spmv = tm > 0 ? ta / tm : NAN;
 
 fail:
+    free(clk.it);
+    free(clk.t);
     hk_vec_destroy(x);
     hk_vec_destroy(y);
     free(u);
@@ -284,14 +338,15 @@ static double pcs_per_it(const pcs_row *w)
 static void pcs_print_row(const pcs_row *w)
 {
     if (w->failed) {
-        printf("| %s | %s | %s | – | – | – | – | – | – | – | – | – | – | %s |\n", w->pc,
+        printf("| %s | %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w->pc,
                w->backend, w->method, w->error);
         return;
     }
-    printf("| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.1f | %.1e "
-           "| %s |\n",
+    printf("| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.4f | %.2f | %.4f | %.2f | %.2f | %.2f | "
+           "%.1f | %.1e | %s |\n",
            w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
-           1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s,
+           1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s, 1e3 * w->steady_s,
+           w->steady_s / w->first_steady_s,
            w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
            w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
            w->true_res, hk_reason_name(w->reason));
@@ -467,14 +522,14 @@ int hk_bench_pcs(int argc, char **argv)
                (long long)(r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs),
                r.t_mesh, r.t_assembly);
         printf("| pc | backend | method | iterations | set-up s | solve s | total s | ms / it | "
-               "per it / %s | set-up / upload | total / jacobi | apply in SpMVs | true residual "
-               "| reason |\n",
-               methods[0]);
-        printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+               "per it / %s | steady ms / it | steady / %s | set-up / upload | total / jacobi | "
+               "apply in SpMVs | true residual | reason |\n",
+               methods[0], methods[0]);
+        printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         const int nbe = gpu && !no_cpu && dofs <= cpu_max ? 2 : 1;
         for (int b = 0; b < nbe; b++) {
             const char *bn = b ? "cpu" : bname;
-            double first_per_it[PCS_MAX_PCS];
+            double first_per_it[PCS_MAX_PCS], first_steady[PCS_MAX_PCS];
             for (int mi = 0; mi < nmeth; mi++) {
                 double jac_total = 0;
                 for (int k = 0; k < npc; k++) {
@@ -491,8 +546,12 @@ int hk_bench_pcs(int argc, char **argv)
                     } else if (!strcmp(pcs[k], "jacobi")) {
                         jac_total = w->total_s;
                     }
-                    if (mi == 0) first_per_it[k] = w->failed ? NAN : pcs_per_it(w);
+                    if (mi == 0) {
+                        first_per_it[k] = w->failed ? NAN : pcs_per_it(w);
+                        first_steady[k] = w->failed ? NAN : w->steady_s;
+                    }
                     w->first_per_it_s = first_per_it[k];
+                    w->first_steady_s = first_steady[k];
                     w->jacobi_total_s = jac_total;
                     pcs_print_row(w);
                 }
@@ -539,6 +598,8 @@ int hk_bench_pcs(int argc, char **argv)
                 hk_json_number(&j, "per_iteration_s", pcs_per_it(w));
                 hk_json_number(&j, "per_iteration_vs_first_method",
                                pcs_per_it(w) / w->first_per_it_s);
+                hk_json_number(&j, "steady_per_iteration_s", w->steady_s);
+                hk_json_number(&j, "steady_vs_first_method", w->steady_s / w->first_steady_s);
                 hk_json_number(&j, "upload_s", w->upload_s);
                 hk_json_number(&j, "setup_check_s", w->phase_s[0]);
                 hk_json_number(&j, "setup_upload_s", w->phase_s[1]);

@@ -204,18 +204,29 @@ static void test_bench_pcs_generate(void)
                            strstr(out, "| jacobi | cpu | pipecg | ")};
     CU_ASSERT_PTR_NOT_NULL_FATAL(mrow[0]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(mrow[1]);
-    double per_it[2], ratio[2];
+    double per_it[2], ratio[2], steady[2], sratio[2];
     for (int k = 0; k < 2; k++) {
-        /* | pc | backend | method | iterations | set-up | solve | total | ms / it | ratio | */
+        /* | pc | backend | method | iterations | set-up | solve | total | ms / it | ratio |
+         * steady ms / it | steady ratio | */
         const char *c = mrow[k];
         for (int bar = 0; bar < 7; bar++)
             c = strchr(c + 1, '|');
         per_it[k] = atof(c + 1);
-        ratio[k] = atof(strchr(c + 1, '|') + 1);
+        c = strchr(c + 1, '|');
+        ratio[k] = atof(c + 1);
+        c = strchr(c + 1, '|');
+        steady[k] = atof(c + 1);
+        sratio[k] = atof(strchr(c + 1, '|') + 1);
     }
     CU_ASSERT_DOUBLE_EQUAL(ratio[0], 1.0, 1e-9);
     CU_ASSERT(per_it[0] > 0 && per_it[1] > 0);
     CU_ASSERT_DOUBLE_EQUAL(ratio[1], per_it[1] / per_it[0], 0.01 + 1e-3 * ratio[1]);
+    /* the steady state leaves the start and the end out: positive, at most the whole solve's
+     * time per iteration and a bit (clock noise), its ratio that of the two figures */
+    CU_ASSERT_DOUBLE_EQUAL(sratio[0], 1.0, 1e-9);
+    for (int k = 0; k < 2; k++)
+        CU_ASSERT(steady[k] > 0 && steady[k] <= 1.5 * per_it[k]);
+    CU_ASSERT_DOUBLE_EQUAL(sratio[1], steady[1] / steady[0], 0.01 + 2e-3 * sratio[1]);
     rc = hk_test_hooke_cmd("bench pcs --backend cpu --method cg,pipecq --generate elasticity3d:4",
                            out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
