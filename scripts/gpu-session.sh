@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call of a development session (not used by CI): build on the GPU host from the
 # bundle, then run the steps given as arguments, each writing OUT/<name>.md (at most 8 files
-# come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk.
+# come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk and the others of
+# the case list below (wide, pipeformats: issue 11's open measurements).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -69,6 +70,22 @@ for step in "$@"; do
                 $B/hooke solve --generate elasticity3d:30 --backend cuda method=cg pc=ic0 \
                 pc.tri=$([ $k = spsv ] && echo cusparse || echo syncfree) maxit=3
             done > "$OUT/ncutri.md" 2>&1 ;;
+    wide) # lanes per slice on the bracket at three sizes: auto (table) against a fixed
+          # format.tpr (no table; the auto base is the low end of the lanes column)
+          for h in "" "--mesh-size 0.0015" "--mesh-size 0.001"; do
+            for t in 0 4 8; do
+              echo "== bracket $h format.tpr=$t"
+              $B/hooke bench spmv --backend cuda --mesh cases/bracket/bracket.geo --order 2 $h \
+                --formats sbell,bsr,csr --precisions fp64 --min-time 0.1 format.tpr=$t | grep '^| [a-z]'
+            done
+          done > "$OUT/wide.md" 2>&1 ;;
+    pipeformats) # issue 11's per-iteration comparison in the steady state, per storage format
+          { for f in sbell bsr csr; do
+              $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
+                --problem "cases/bracket/bracket.yaml solver.format=$f"
+            done
+            $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
+              --generate elasticity3d:22; } > "$OUT/pipeformats.md" 2>&1 ;;
     pipesmall) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
                  --problem 'cases/bracket/bracket.yaml' --problem 'cases/bracket/bracket.yaml' \
                  > "$OUT/pipesmall.md" 2>&1 ;;
