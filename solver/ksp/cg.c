@@ -317,7 +317,7 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
     double *S = NULL;
     void *graph = NULL;
     int ierr, done, retries = 0;
-    double bnorm, rnorm, h[HK_S_PIPECG_COUNT];
+    double bnorm, rnorm, h[HK_S_PIPECG_COUNT], floor_last = 0;
     hk_ksp_drift drift;
     HK_CALL(hk_ksp_vecs(k, 4, v));
     hk_vec *r = v[0], *p = v[1], *Ap = v[2], *t = v[3];
@@ -353,8 +353,12 @@ restart:
         const double rn = sqrt(fabs(h[HK_S_RR]));
         const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) || hk_ksp_bad(h[HK_S_PAP]);
         if (!bad && rn < hk_ksp_residual_floor(0.0, 0.0, bnorm)) {
-            HK_TRY(hk_ksp_stop_at_floor(k, it, b, x, r, bnorm));
-            break;
+            double tn;
+            int stop;
+            HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor_last, &tn, &stop));
+            if (stop) break;
+            hk_ksp_drift_reset(&drift, it, 0.0, tn);
+            goto restart; /* from the true residual now in r */
         }
         const int broke = !bad && (h[HK_S_RZ] <= 0 || h[HK_S_PAP] <= 0);
         double xx = 0;
@@ -481,7 +485,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     double *S = NULL, h[HK_G_COUNT];
     void *graph = NULL;
     int ierr, done, restarts = 0, fresh = 1;
-    double bnorm, rnorm;
+    double bnorm, rnorm, floor_last = 0;
     hk_ksp_drift drift;
     HK_CHECK(be->pipecg_gv_step, HK_ERR_UNSUPPORTED,
              "method=pipecg: backend %s lacks the fused step for pc=%s; choose method=cg", be->name,
@@ -536,8 +540,15 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
             const double rn = sqrt(fabs(h[HK_G_RR]));
             if (!hk_ksp_bad(h[HK_G_RR]) && !hk_ksp_bad(h[HK_G_XX]) &&
                 rn < hk_ksp_residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])), bnorm)) {
-                HK_TRY(hk_ksp_stop_at_floor(k, it, b, x, r, bnorm));
-                break;
+                double tn;
+                int stop;
+                HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor_last, &tn, &stop));
+                if (stop) break;
+                /* from the true residual now in r, beta = 0 */
+                fresh = 1;
+                HK_TRY(pipecg_gv_restart(k, r, w, u, it, &drift, h, S));
+                it0 = it;
+                continue;
             }
         }
         if (h[HK_G_HALT] != 0) {

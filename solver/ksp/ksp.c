@@ -204,15 +204,22 @@ double hk_ksp_residual_floor(double normA, double xnorm, double bnorm)
     return HK_EPS * (normA * xnorm + bnorm);
 }
 
-int hk_ksp_stop_at_floor(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                         double bnorm)
+int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
+                      double bnorm, double *last, double *tn, int *stop)
 {
     double tt;
     HK_CALL(hk_mat_spmv(k->A, x, r));
     HK_CALL(k->be->vec_axpby(r, 1.0, b, -1.0));
     HK_CALL(k->be->vec_dot(r, r, &tt));
-    if (!(hk_ksp_converged(k, it, sqrt(tt), bnorm) && hk_reason_converged(k->res.reason)))
+    *tn = sqrt(tt);
+    *stop = 1;
+    if (hk_ksp_converged(k, it, *tn, bnorm)) return 0; /* converged, or maxit, NaN */
+    if (*last > 0 && !(*tn < 0.5 * *last)) {
         hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
+        return 0;
+    }
+    *last = *tn;
+    *stop = 0;
     return 0;
 }
 

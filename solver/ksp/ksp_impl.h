@@ -81,11 +81,15 @@ static inline int hk_ksp_check_now(const hk_ksp *k, int it)
  * s-step CG to 1e144; with a polynomial preconditioner pipelined CG stopped with "not SPD" on
  * an SPD matrix). */
 double hk_ksp_residual_floor(double normA, double xnorm, double bnorm);
-/* At a check whose recursive residual has fallen below the floor, the true residual decides:
- * converged when it meets the tolerance, else stagnation (the tolerance asks for more than
- * fp64 attains on this system). r receives b - A x; the caller stops. */
-int hk_ksp_stop_at_floor(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                         double bnorm);
+/* At a check whose recursive residual has fallen below the floor, the true residual (into r,
+ * its norm into *tn) decides: *stop = 1 when it meets the tolerance (or the iteration limit
+ * is reached), and when it is not at least half the true residual of the last such test
+ * (*last, 0 before the first): stagnation, the tolerance asks for more than fp64 attains on
+ * this system. Otherwise *last = *tn, *stop = 0 and the caller restarts from r: the floor
+ * estimate is an upper bound of the rounding, and the true residual can go on falling below
+ * it (the bracket with pc=poly: 1.9e-11 with a floor near 1e-10). */
+int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
+                      double bnorm, double *last, double *tn, int *stop);
 
 /* Residual replacement for the pipelined methods (van der Vorst and Ye 2000; Cools, Yetkin,
  * Agullo, Giraud and Vanroose, SIMAX 2018). The recursive residual r drifts from b - A x by
