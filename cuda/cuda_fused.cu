@@ -4,7 +4,6 @@
 // so an iteration never waits for the host. Each op is one vector kernel (stage 1 of its
 // reductions) plus the one-block stage 2, which also derives the step's scalars.
 #include "cuda_impl.cuh"
-#include "pipecg_gv.h"
 
 #define FP64(v)                                                                                    \
     HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \

@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
-#include "pipecg_gv.h"
 
 static int is_rowptr_family(hk_format f)
 {
@@ -41,11 +40,16 @@ static int is_cusparse(hk_format f)
  * SM (its register budget). Besides the plain store, the pipelined methods' vector updates run
  * here, on each entry of A x as it is made, so the product is never written and read back and
  * a launch is saved. */
-template <typename T> struct epi_store { /* y = A x */
-    static constexpr int K = 0, NF = 1;
+/* What every epilogue but pipelined CG's shares: no stage 2 in the kernel, no register cap.
+ * (An aggregate with a base: initialise it as {{}, members...}.) */
+struct epi_base {
     static constexpr bool FIN = false;
     static constexpr int MINB = 1;
     __device__ void finish(const double *, unsigned) const {}
+};
+
+template <typename T> struct epi_store : epi_base { /* y = A x */
+    static constexpr int K = 0, NF = 1;
     T *y;
     __device__ bool begin() { return true; }
     __device__ int k() const { return 0; }
@@ -66,11 +70,8 @@ __device__ __forceinline__ void fuse_terms(const hk_cu_fuse &f, int64_t i, doubl
     }
 }
 
-struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
+struct epi_dots : epi_base { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
     static constexpr int K = 4, NF = 4;
-    static constexpr bool FIN = false;
-    static constexpr int MINB = 1;
-    __device__ void finish(const double *, unsigned) const {}
     double *y;
     hk_cu_fuse f;
     __device__ bool begin() { return true; }
@@ -82,11 +83,8 @@ struct epi_dots { /* y = A x and the dot products of f (hk_cu_mat_spmv_fused) */
     }
 };
 
-template <typename T> struct epi_poly { /* the vec_poly_step of t = A x (t not stored) */
+template <typename T> struct epi_poly : epi_base { /* vec_poly_step of t = A x (t not stored) */
     static constexpr int K = 0, NF = 1;
-    static constexpr bool FIN = false;
-    static constexpr int MINB = 1;
-    __device__ void finish(const double *, unsigned) const {}
     T *y, *z;
     const T *d, *x;
     double a, b, c, e, f;
@@ -367,13 +365,18 @@ static unsigned grid_blocks(int64_t nbrows, int tpr, int fused)
     return (unsigned)nb;
 }
 
+/* Grid of the lanes-per-slice kernel: one warp per table entry. */
+static unsigned warps_grid(int64_t nwarps)
+{
+    return (unsigned)((nwarps + HK_CU_BLOCK / 32 - 1) / (HK_CU_BLOCK / 32));
+}
+
 template <typename T, int BS, class E>
 static void launch_bs(const hk_mat *A, const hk_cu_mat *m, const T *x, const E &epi,
                       unsigned *nbout)
 {
-    const unsigned nb = m->wtab
-                            ? (unsigned)((m->nwarps + HK_CU_BLOCK / 32 - 1) / (HK_CU_BLOCK / 32))
-                            : grid_blocks(m->nbrows, m->tpr, E::K > 0);
+    const unsigned nb =
+        m->wtab ? warps_grid(m->nwarps) : grid_blocks(m->nbrows, m->tpr, E::K > 0);
     *nbout = nb;
     if (!nb) return;
     if (is_rowptr_family(A->fmt))
@@ -445,8 +448,8 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     if (is_cusparse(A->fmt)) return cusparse_spmv(A, x, y);
     if (A->fmt == HK_FMT_PCSR) return hk_cu_pcsr_spmv(A, x->data, y->data);
     if (own_kernel(A)) return hk_cu_csr_spmv(A, x->data, y->data);
-    if (A->prec == HK_FP64) return launch<double>(A, x->data, epi_store<double>{D(y)}, NULL);
-    return launch<float>(A, x->data, epi_store<float>{(float *)y->data}, NULL);
+    if (A->prec == HK_FP64) return launch<double>(A, x->data, epi_store<double>{{}, D(y)}, NULL);
+    return launch<float>(A, x->data, epi_store<float>{{}, (float *)y->data}, NULL);
 }
 
 /* Whether a fused op runs its work in the SpMV's epilogue: the two kernel families only,
@@ -481,7 +484,7 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
         return hk_cu_fuse_reduce(y->n, (const double *)y->data, f, nb);
     }
     *part = ((const hk_cu_mat *)A->bdata)->part;
-    return launch<double>(A, x->data, epi_dots{D(y), f}, nb);
+    return launch<double>(A, x->data, epi_dots{{}, D(y), f}, nb);
 }
 
 /* t = A x and the polynomial step on it (the spmv_poly_step op), in one kernel where the
@@ -501,9 +504,9 @@ int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, doubl
                  "size or precision");
     if (A->prec == HK_FP64)
         return launch<double>(A, x->data,
-                              epi_poly<double>{D(y), D(z), CD(d), CD(x), a, b, c, e, f}, NULL);
+                              epi_poly<double>{{}, D(y), D(z), CD(d), CD(x), a, b, c, e, f}, NULL);
     return launch<float>(A, x->data,
-                         epi_poly<float>{(float *)y->data, (float *)z->data,
+                         epi_poly<float>{{}, (float *)y->data, (float *)z->data,
                                          (const float *)d->data, (const float *)x->data, a, b, c,
                                          e, f},
                          NULL);
@@ -576,52 +579,53 @@ static int auto_tpr(hk_format fmt, int fp32, int64_t nbrows, double per_row, int
  * DOFs: the SMs were active 40 % of the kernel's time). Measured on an H100 (bench spmv,
  * SBELL fp64, us, factor 1.5 / table off / factor 1): bracket 37k DOFs 24.6 / 29.3 / 22.3,
  * hex 36k 17.2 / 17.6 / 23.5 (factor 1 doubled the 27-block interior slices of a hex mesh and
- * cost a second partial wave), tet 36k 14.2 / 14.4 / 18.1. Sets m->wtab, or leaves it NULL
- * when no slice needs more lanes; *lanes_max: the most lanes of a slice. */
+ * cost a second partial wave), tet 36k 14.2 / 14.4 / 18.1. Sets m->wtab and *lanes_max (the
+ * most lanes of a slice), or leaves both when no slice needs more lanes. */
 static int wide_slices(hk_cu_mat *m, int64_t nsl, int *lanes_max)
 {
     int ierr = 0;
-    int32_t *w = NULL;
+    int32_t *lanes = NULL; /* each slice's width, then its lanes */
     int2 *tab = NULL;
     const int tpr = m->tpr;
     const int64_t S = m->S;
     /* a warp of the table takes rows of one slice only: slices of fewer than 32 / tpr rows
      * would leave lanes idle, so they keep the plain kernel */
     if (nsl < 2 || S > 0xffff || S * tpr < 32) return 0;
-    HK_TRY(hk_malloc((size_t)nsl * sizeof *w, &w));
-    HK_CU_TRY(cudaMemcpyAsync(w, m->swidth, (size_t)nsl * sizeof *w, cudaMemcpyDeviceToHost,
-                              hk_cu.stream));
+    HK_TRY(hk_malloc((size_t)nsl * sizeof *lanes, &lanes));
+    HK_CU_TRY(cudaMemcpyAsync(lanes, m->swidth, (size_t)nsl * sizeof *lanes,
+                              cudaMemcpyDeviceToHost, hk_cu.stream));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     {
         double sum = 0;
         for (int64_t s = 0; s < nsl; s++)
-            sum += w[s];
+            sum += lanes[s];
         const double mean = sum / (double)nsl;
-        int64_t nw = 0, wider = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            nw = 0;
-            for (int64_t s = 0; s < nsl; s++) {
-                int L = tpr;
-                while (L < 32 && (double)w[s] * tpr > 1.5 * mean * L)
-                    L *= 2;
-                wider += pass == 0 && L > tpr;
-                if (L > *lanes_max) *lanes_max = L;
-                const int64_t rows = 32 / L; /* per warp */
-                for (int64_t r0 = 0; r0 < S; r0 += rows, nw++)
-                    if (tab) tab[nw] = make_int2((int)s, (int)r0 | L << 16);
-            }
-            if (!wider || (nw + 7) / 8 > HK_CU_FUSED_MAXB) goto done;
-            if (pass == 0) HK_TRY(hk_malloc((size_t)nw * sizeof *tab, &tab));
+        int64_t nw = 0;
+        int most = tpr;
+        for (int64_t s = 0; s < nsl; s++) {
+            int L = tpr;
+            while (L < 32 && (double)lanes[s] * tpr > 1.5 * mean * L)
+                L *= 2;
+            lanes[s] = L;
+            if (L > most) most = L;
+            nw += (S + 32 / L - 1) / (32 / L); /* warps of 32 / L rows */
         }
+        if (most == tpr || warps_grid(nw) > HK_CU_FUSED_MAXB) goto done;
+        HK_TRY(hk_malloc((size_t)nw * sizeof *tab, &tab));
+        int64_t k = 0;
+        for (int64_t s = 0; s < nsl; s++)
+            for (int64_t r0 = 0; r0 < S; r0 += 32 / lanes[s])
+                tab[k++] = make_int2((int)s, (int)r0 | lanes[s] << 16);
         HK_TRY(hk_cu_malloc((void **)&m->wtab, (size_t)nw * sizeof *tab));
         HK_CU_TRY(cudaMemcpyAsync(m->wtab, tab, (size_t)nw * sizeof *tab, cudaMemcpyHostToDevice,
                                   hk_cu.stream));
         HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
         m->nwarps = nw;
+        *lanes_max = most;
     }
 done:
 fail:
-    free(w);
+    free(lanes);
     free(tab);
     return ierr;
 }
@@ -674,12 +678,10 @@ int hk_cu_mat_finish(hk_mat *A, hk_cu_mat *m, int64_t longest)
              "option format.tpr=%d must be 0 (auto) or a power of two up to 32", m->tpr);
     if (!is_cusparse(fmt)) {
         A->lanes_min = A->lanes_max = m->tpr;
-        if ((fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL) && A->tpr <= 0) {
+        if ((fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL) && A->tpr <= 0)
             HK_CALL(wide_slices(m, m->shape.nslices, &A->lanes_max));
-            if (!m->wtab) A->lanes_max = m->tpr;
-        }
         /* NF <= 8 partials per block, then the stage-2 ticket (zero) */
-        m->part_nb = m->wtab ? (unsigned)((m->nwarps + 7) / 8) : grid_blocks(nbrows, m->tpr, 1);
+        m->part_nb = m->wtab ? warps_grid(m->nwarps) : grid_blocks(nbrows, m->tpr, 1);
         const size_t pbytes = sizeof(double) * 8 * m->part_nb;
         HK_CALL(hk_cu_malloc((void **)&m->part, pbytes + sizeof(double)));
         m->ticket = (unsigned *)(m->part + 8 * m->part_nb);
