@@ -206,24 +206,6 @@ const hk_ksp_type hk_ksp_cgcg = {.name = "cgcg",
 
 /* ---- pipecg ---------------------------------------------------------------------------- */
 
-/* r = b - A x (the true residual). */
-static int true_residual(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r)
-{
-    HK_CALL(hk_mat_spmv(k->A, x, r));
-    return k->be->vec_axpby(r, 1.0, b, -1.0);
-}
-
-/* r = b - A x and its norm in *tn: the true residual that confirms (or not) a convergence read
- * on the recurrences. */
-static int true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r, double *tn)
-{
-    double tr;
-    HK_CALL(true_residual(k, b, x, r));
-    HK_CALL(k->be->vec_dot(r, r, &tr));
-    *tn = sqrt(tr);
-    return 0;
-}
-
 /* The iteration of the next check after it, as hk_ksp_check_now decides it (maxit is one). */
 static int next_check(const hk_ksp *k, int it)
 {
@@ -367,7 +349,7 @@ restart:
             /* a breakdown of the recurrences, not yet of the matrix: retry from x */
             retries++;
             double tn;
-            HK_TRY(true_residual_norm(k, b, x, r, &tn));
+            HK_TRY(hk_ksp_true_residual_norm(k, b, x, r, &tn));
             if (hk_ksp_converged(k, it, tn, bnorm)) break;
             hk_ksp_drift_reset(&drift, it, sqrt(xx), tn);
             goto restart;
@@ -376,7 +358,7 @@ restart:
             if (!hk_reason_converged(k->res.reason)) break;
             /* converged on the recursive residual: confirm on the true one, else replace */
             double tn;
-            HK_TRY(true_residual_norm(k, b, x, r, &tn));
+            HK_TRY(hk_ksp_true_residual_norm(k, b, x, r, &tn));
             if (tn <= k->rtol * bnorm || tn <= k->atol || it >= k->maxit) break;
             k->res.reason = HK_REASON_NONE;
             HK_TRY(pipecg_fused_rz(k, r, dinv, t, Ap, S, h));
@@ -391,7 +373,7 @@ restart:
          * the rounding of the r recurrence is counted */
         hk_ksp_drift_add(&drift, steps, 0.0, rn);
         if (hk_ksp_drift_want(k, &drift, it, rn)) {
-            HK_TRY(true_residual(k, b, x, r));
+            HK_TRY(hk_ksp_true_residual(k, b, x, r));
             HK_TRY(pipecg_fused_rz(k, r, dinv, t, Ap, S, h));
             hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(h[HK_S_RR]));
         }
@@ -526,7 +508,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                     break;
                 /* confirm on the true residual; if it is not there yet, restart from it */
                 double tn;
-                HK_TRY(true_residual_norm(k, b, x, r, &tn));
+                HK_TRY(hk_ksp_true_residual_norm(k, b, x, r, &tn));
                 if (tn <= k->rtol * bnorm || tn <= k->atol) break;
                 k->res.reason = HK_REASON_NONE;
                 restarts++;
@@ -567,7 +549,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
                      * beta = 0; the sign test is then repeated on values without recurrences */
                     restarts++;
                     fresh = 1;
-                    HK_TRY(true_residual(k, b, x, r));
+                    HK_TRY(hk_ksp_true_residual(k, b, x, r));
                     HK_TRY(pipecg_gv_restart(k, r, w, u, it, &drift, h, S));
                     it0 = it;
                     continue;
@@ -591,7 +573,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         if (replace) {
             /* residual replacement: every recurred vector from x and p, beta and alpha kept */
             const double xx = h[HK_G_XX];
-            HK_TRY(true_residual(k, b, x, r));
+            HK_TRY(hk_ksp_true_residual(k, b, x, r));
             HK_TRY(hk_ksp_pc(k, r, u));
             HK_TRY(hk_mat_spmv(k->A, u, w));
             HK_TRY(hk_mat_spmv(k->A, p, s));

@@ -204,14 +204,25 @@ double hk_ksp_residual_floor(double normA, double xnorm, double bnorm)
     return HK_EPS * (normA * xnorm + bnorm);
 }
 
+int hk_ksp_true_residual(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r)
+{
+    HK_CALL(hk_mat_spmv(k->A, x, r));
+    return k->be->vec_axpby(r, 1.0, b, -1.0);
+}
+
+int hk_ksp_true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r, double *tn)
+{
+    double tr;
+    HK_CALL(hk_ksp_true_residual(k, b, x, r));
+    HK_CALL(k->be->vec_dot(r, r, &tr));
+    *tn = sqrt(tr);
+    return 0;
+}
+
 int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
                       double bnorm, double *last, double *tn, int *stop)
 {
-    double tt;
-    HK_CALL(hk_mat_spmv(k->A, x, r));
-    HK_CALL(k->be->vec_axpby(r, 1.0, b, -1.0));
-    HK_CALL(k->be->vec_dot(r, r, &tt));
-    *tn = sqrt(tt);
+    HK_CALL(hk_ksp_true_residual_norm(k, b, x, r, tn));
     *stop = 1;
     if (hk_ksp_converged(k, it, *tn, bnorm)) return 0; /* converged, or maxit, NaN */
     if (*last > 0 && !(*tn < 0.5 * *last)) {
@@ -222,7 +233,6 @@ int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_ve
     *stop = 0;
     return 0;
 }
-
 
 int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d)
 {

@@ -70,6 +70,11 @@ static inline int hk_ksp_check_now(const hk_ksp *k, int it)
     return it % k->check_every == 0 || it >= k->maxit;
 }
 
+/* r = b - A x, the true residual (that, with its norm in *tn): what confirms, or not, a
+ * convergence read on the recurrences. */
+int hk_ksp_true_residual(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r);
+int hk_ksp_true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_vec *r, double *tn);
+
 /* The unit roundoff of fp64 (DBL_EPSILON), the scale of every rounding estimate below. */
 #define HK_EPS 2.220446049250313e-16
 

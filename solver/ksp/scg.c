@@ -626,11 +626,7 @@ restart:
         }
         if (stop || broke || hk_ksp_drift_want(k, &drift, it, rnorm)) {
             /* residual replacement; at convergence it confirms on the true residual */
-            double tt;
-            HK_TRY(hk_mat_spmv(k->A, x, R_));
-            HK_TRY(be->vec_axpby(R_, 1.0, b, -1.0));
-            HK_TRY(be->vec_dot(R_, R_, &tt));
-            rnorm = sqrt(tt);
+            HK_TRY(hk_ksp_true_residual_norm(k, b, x, R_, &rnorm));
             if (stop) {
                 if (rnorm <= k->rtol * bnorm || rnorm <= k->atol || it >= k->maxit ||
                     retries >= SCG_RETRIES)
