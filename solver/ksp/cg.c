@@ -299,14 +299,16 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
     double *S = NULL;
     void *graph = NULL;
     int ierr, done, retries = 0;
-    double bnorm, rnorm, h[HK_S_PIPECG_COUNT], floor_last = 0;
+    double bnorm, rnorm, h[HK_S_PIPECG_COUNT], normA, xn = 0;
+    hk_ksp_floor floor = {0};
     hk_ksp_drift drift;
     HK_CALL(hk_ksp_vecs(k, 4, v));
     hk_vec *r = v[0], *p = v[1], *Ap = v[2], *t = v[3];
     HK_TRY(be->scal_alloc(&S, HK_S_MAX));
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
-    /* no ||A|| estimate here: the gap counted below needs none (and costs no host read) */
+    /* ||A|| for the rounding floor of b - A x alone: the gap counted below needs none */
+    HK_TRY(hk_ksp_norm_estimate(k, b, p, Ap, &normA));
     memset(&drift, 0, sizeof drift);
     hk_ksp_drift_reset(&drift, 0, 0.0, rnorm);
     int it = 0;
@@ -334,10 +336,18 @@ restart:
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
         const double rn = sqrt(fabs(h[HK_S_RR]));
         const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) || hk_ksp_bad(h[HK_S_PAP]);
-        if (!bad && rn < hk_ksp_residual_floor(0.0, 0.0, bnorm)) {
+        /* ||x|| for the floor, read once when the residual first gets small (by then x is
+         * near the solution: an order of magnitude is all the floor needs); before that the
+         * floor's eps ||b|| part stands alone */
+        if (xn == 0 && !bad && rn < sqrt(HK_EPS) * bnorm) {
+            double xx;
+            HK_TRY(be->vec_dot(x, x, &xx));
+            if (!hk_ksp_bad(xx)) xn = sqrt(xx);
+        }
+        if (!bad && hk_ksp_floor_due(&floor, it, rn, hk_ksp_residual_floor(normA, xn, bnorm))) {
             double tn;
             int stop;
-            HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor_last, &tn, &stop));
+            HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor, &tn, &stop));
             if (stop) break;
             hk_ksp_drift_reset(&drift, it, 0.0, tn);
             goto restart; /* from the true residual now in r */
@@ -467,7 +477,8 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     double *S = NULL, h[HK_G_COUNT];
     void *graph = NULL;
     int ierr, done, restarts = 0, fresh = 1;
-    double bnorm, rnorm, floor_last = 0;
+    double bnorm, rnorm;
+    hk_ksp_floor floor = {0};
     hk_ksp_drift drift;
     HK_CHECK(be->pipecg_gv_step, HK_ERR_UNSUPPORTED,
              "method=pipecg: backend %s lacks the fused step for pc=%s; choose method=cg", be->name,
@@ -521,10 +532,12 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
         {
             const double rn = sqrt(fabs(h[HK_G_RR]));
             if (!hk_ksp_bad(h[HK_G_RR]) && !hk_ksp_bad(h[HK_G_XX]) &&
-                rn < hk_ksp_residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])), bnorm)) {
+                hk_ksp_floor_due(&floor, it, rn,
+                                 hk_ksp_residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])),
+                                                       bnorm))) {
                 double tn;
                 int stop;
-                HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor_last, &tn, &stop));
+                HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor, &tn, &stop));
                 if (stop) break;
                 /* from the true residual now in r, beta = 0 */
                 fresh = 1;

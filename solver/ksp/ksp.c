@@ -219,30 +219,36 @@ int hk_ksp_true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_ve
     return 0;
 }
 
+int hk_ksp_floor_due(const hk_ksp_floor *f, int it, double rn, double floor)
+{
+    if (!(rn < floor)) return 0;
+    if (f->last == 0) return 1;
+    return rn < 0.5 * f->last || it - f->it >= HK_KSP_FLOOR_WAIT;
+}
+
 int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                      double bnorm, double *last, double *tn, int *stop)
+                      double bnorm, hk_ksp_floor *f, double *tn, int *stop)
 {
     HK_CALL(hk_ksp_true_residual_norm(k, b, x, r, tn));
     *stop = 1;
     if (hk_ksp_converged(k, it, *tn, bnorm)) return 0; /* converged, or maxit, NaN */
-    if (*last > 0 && !(*tn < 0.5 * *last)) {
+    if (f->last > 0 && !(*tn < 0.5 * f->last)) {
         hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
         return 0;
     }
-    *last = *tn;
+    f->last = *tn;
+    f->it = it;
     *stop = 0;
     return 0;
 }
 
-int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d)
+int hk_ksp_norm_estimate(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, double *normA)
 {
     const hk_backend_ops *be = k->be;
-    memset(d, 0, sizeof *d);
-    d->below = 1;
-    if (k->replace_every != 0) return 0;
     /* three power steps from b: a lower bound of ||A||_2, usually within a small factor, which
      * is all a rounding estimate needs */
     double nn;
+    *normA = 0;
     HK_CALL(be->vec_dot(b, b, &nn));
     if (!(nn > 0) || hk_ksp_bad(nn)) return 0;
     HK_CALL(be->vec_copy(t1, b));
@@ -251,10 +257,18 @@ int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp
         HK_CALL(hk_mat_spmv(k->A, t1, t2));
         HK_CALL(be->vec_dot(t2, t2, &nn));
         if (!(nn > 0) || hk_ksp_bad(nn)) break;
-        d->normA = sqrt(nn);
-        HK_CALL(be->vec_axpby(t1, 1.0 / d->normA, t2, 0.0));
+        *normA = sqrt(nn);
+        HK_CALL(be->vec_axpby(t1, 1.0 / *normA, t2, 0.0));
     }
     return 0;
+}
+
+int hk_ksp_drift_init(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, hk_ksp_drift *d)
+{
+    memset(d, 0, sizeof *d);
+    d->below = 1;
+    if (k->replace_every != 0) return 0;
+    return hk_ksp_norm_estimate(k, b, t1, t2, &d->normA);
 }
 
 void hk_ksp_drift_add(hk_ksp_drift *d, int steps, double xnorm, double rnorm)

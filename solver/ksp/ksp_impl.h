@@ -86,15 +86,33 @@ int hk_ksp_true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_ve
  * s-step CG to 1e144; with a polynomial preconditioner pipelined CG stopped with "not SPD" on
  * an SPD matrix). */
 double hk_ksp_residual_floor(double normA, double xnorm, double bnorm);
-/* At a check whose recursive residual has fallen below the floor, the true residual (into r,
- * its norm into *tn) decides: *stop = 1 when it meets the tolerance (or the iteration limit
- * is reached), and when it is not at least half the true residual of the last such test
- * (*last, 0 before the first): stagnation, the tolerance asks for more than fp64 attains on
- * this system. Otherwise *last = *tn, *stop = 0 and the caller restarts from r: the floor
- * estimate is an upper bound of the rounding, and the true residual can go on falling below
- * it (the bracket with pc=poly: 1.9e-11 with a floor near 1e-10). */
+/* The floor tests of one solve: the true residual of the last test and its iteration. */
+typedef struct hk_ksp_floor {
+    double last; /* 0 before the first test */
+    int it;
+} hk_ksp_floor;
+/* Iterations after a floor test at which the next one is due even though the recursive
+ * residual has not claimed to halve the last test's true residual: restarted at the floor,
+ * the recurrences run on rounding and hover there (pipelined CG without a preconditioner on
+ * the GPU hovered at 5e-16..2e-15 for 3000 iterations while x drifted to 1e-9). */
+#define HK_KSP_FLOOR_WAIT 100
+/* 1 when a check at iteration it with recursive residual rn calls for the floor test: rn is
+ * below the floor estimate and either no test was made yet, rn claims half the last test's
+ * true residual, or HK_KSP_FLOOR_WAIT iterations passed since it. Between tests the method
+ * keeps its Krylov space: a restart at every check below the estimate (which bounds the
+ * rounding from above) could not halve the residual in a slow solve and so stopped early. */
+int hk_ksp_floor_due(const hk_ksp_floor *f, int it, double rn, double floor);
+/* The floor test: the true residual (into r, its norm into *tn) decides: *stop = 1 when it
+ * meets the tolerance (or the iteration limit is reached), and when it is not at least half
+ * the true residual of the last test: stagnation, the tolerance asks for more than fp64
+ * attains on this system. Otherwise the test is recorded in f, *stop = 0 and the caller
+ * restarts from r: the floor estimate is an upper bound of the rounding, and the true residual
+ * can go on falling below it (the bracket with pc=poly: 1.9e-11 with a floor near 1e-10). */
 int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                      double bnorm, double *last, double *tn, int *stop);
+                      double bnorm, hk_ksp_floor *f, double *tn, int *stop);
+/* ||A||_2 from below, by three power steps from b with t1, t2 as scratch (their contents are
+ * lost); 0 when b is zero. */
+int hk_ksp_norm_estimate(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, double *normA);
 
 /* Residual replacement for the pipelined methods (van der Vorst and Ye 2000; Cools, Yetkin,
  * Agullo, Giraud and Vanroose, SIMAX 2018). The recursive residual r drifts from b - A x by

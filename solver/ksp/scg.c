@@ -450,7 +450,8 @@ static int scg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     hk_vec *v[2 * (2 * SCG_MAX_S + 1) + 5] = {0};
     hk_vec *Yw[HK_GRAM_MAX], *Yz[HK_GRAM_MAX];
     int ierr, done, it = 0, retries = 0;
-    double bnorm, rnorm, rz, lo = 0, hi = 0, floor_last = 0;
+    double bnorm, rnorm, rz, lo = 0, hi = 0;
+    hk_ksp_floor floor = {0};
     double G[HK_GRAM_MAX * HK_GRAM_MAX], GX[HK_GRAM_MAX * HK_GRAM_MAX], coef[3 * SCG_MAX_S];
     double alpha[SCG_WARMUP], beta[SCG_WARMUP];
     hk_ksp_drift drift;
@@ -616,10 +617,11 @@ restart:
                 g += (fabs(rc[i]) + hi * fabs(xc[i])) * sqrt(fabs(Gr[i * m + i]));
             drift.gap += HK_EPS * g;
         }
-        if (!stop && !broke && rnorm < hk_ksp_residual_floor(normA, sqrt(xx), bnorm)) {
+        if (!stop && !broke &&
+            hk_ksp_floor_due(&floor, it, rnorm, hk_ksp_residual_floor(normA, sqrt(xx), bnorm))) {
             double tn;
             int fstop;
-            HK_TRY(hk_ksp_floor_test(k, it, b, x, R_, bnorm, &floor_last, &tn, &fstop));
+            HK_TRY(hk_ksp_floor_test(k, it, b, x, R_, bnorm, &floor, &tn, &fstop));
             if (fstop) goto out;
             rnorm = tn;
             goto restart; /* from the true residual now in R_ */
