@@ -384,6 +384,13 @@ fail:
     return ierr;
 }
 
+int hk_cu_format_auto(const hk_bmat *K, hk_precision p, hk_format *fmt)
+{
+    HK_CALL(hk_cu_init());
+    *fmt = hk_format_auto_by_cache(K->br, hk_format_auto_bytes(K, p), hk_cu.l2);
+    return 0;
+}
+
 int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
 {
     int ierr = 0;

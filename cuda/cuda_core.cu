@@ -43,6 +43,9 @@ int hk_cu_init(void)
     }
     HK_CU(cudaGetDevice(&hk_cu.device));
     HK_CU(cudaDeviceGetAttribute(&hk_cu.nsm, cudaDevAttrMultiProcessorCount, hk_cu.device));
+    int l2 = 0;
+    HK_CU(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, hk_cu.device));
+    hk_cu.l2 = l2 > 0 ? (size_t)l2 : 0;
     HK_CU(cudaStreamCreateWithFlags(&hk_cu.stream, cudaStreamNonBlocking));
     HK_CU_SPARSE(cusparseCreate(&hk_cu.sp));
     HK_CU_SPARSE(cusparseSetStream(hk_cu.sp, hk_cu.stream));
@@ -422,6 +425,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.factor_sweeps = hk_cu_factor_sweeps;
     o.amg_l1_diag = hk_cu_amg_l1_diag;
     o.mat_build = hk_cu_mat_build;
+    o.format_auto = hk_cu_format_auto;
     o.mat_download = hk_cu_mat_download;
     o.bmat_transpose = hk_cu_bmat_transpose;
     o.bmat_expand = hk_cu_bmat_expand;

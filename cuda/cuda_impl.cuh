@@ -29,6 +29,7 @@ struct hk_cuda_ctx {
     int ready;
     int device;
     int nsm;
+    size_t l2;           /* L2 cache bytes (format=auto) */
     cudaStream_t stream; /* every op runs on this stream, in order */
     cusparseHandle_t sp; /* bound to stream */
     double *part;        /* HK_CU_MAXK * HK_CU_MAXB partial sums */
@@ -323,6 +324,8 @@ struct hk_cu_mat {
 
 /* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
 int hk_cu_mat_build(hk_mat *A, const hk_bmat *K);
+/* format=auto: by the matrix's bytes against this device's L2 (hk_format_auto_by_cache). */
+int hk_cu_format_auto(const hk_bmat *K, hk_precision p, hk_format *fmt);
 int hk_cu_mat_download(const hk_mat *A, hk_fmt *F);
 int hk_cu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_cu_bmat_expand(const hk_bmat *A, hk_bmat *S);

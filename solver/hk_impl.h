@@ -177,9 +177,21 @@ size_t hk_fmt_bytes_shape(const hk_fmt *F, int32_t last_width, hk_precision p);
 int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_options *o,
                        hk_mat **A);
 
+/* format=auto on a device with a last-level cache of `cache` bytes (0: none, the CPU): a matrix
+ * that fits in it (bytes, one product's reads of its row-pointer layout) is latency-bound, and
+ * the row-pointer kernel, one group of lanes per block row in the mesh's order, balances it
+ * best: CSR for bs 1, else BSR. A larger one is bandwidth-bound: SBELL, whose sorted slices
+ * read the values coalesced and without row pointers. Measured on an H100 (50 MB L2),
+ * docs/BENCHMARKS.md "Storage format by size". */
+hk_format hk_format_auto_by_cache(int bs, size_t bytes, size_t cache);
+/* The bytes of K's values in precision p, block column indices and row pointers. */
+size_t hk_format_auto_bytes(const hk_bmat *K, hk_precision p);
+
 struct hk_mat_s {
     const struct hk_backend_ops *be;
     hk_format fmt;
+    hk_format asked; /* fmt, or HK_FMT_AUTO when the backend chose fmt: matrices made like
+                      * this one (preconditioner copies, multigrid levels) choose again */
     hk_precision prec;
     int bs;        /* block size of the source (scalar formats expand it) */
     int64_t nrows, ncols;
@@ -462,6 +474,9 @@ typedef struct hk_backend_ops {
      * A's statistics (nnz, stored, width, bytes) and A->bdata. mat_download returns the built arrays to the
      * host in the hk_fmt layout (fp64 values; tests compare them with hk_fmt_from_bcsr). */
     int (*mat_build)(hk_mat *A, const hk_bmat *K);
+    /* format=auto: the layout this backend's SpMV runs fastest for K in precision p
+     * (hk_format_auto_by_cache with its cache); NULL: csr for bs 1, bsr otherwise. */
+    int (*format_auto)(const hk_bmat *K, hk_precision p, hk_format *fmt);
     int (*mat_download)(const hk_mat *A, hk_fmt *F);
 
     /* generic sparse set-up: T = A^T (blocks transposed: bc x br); S = A with 1 x 1 blocks

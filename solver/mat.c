@@ -11,18 +11,37 @@ static const char *const format_names[HK_FMT_COUNT] = {
 
 const char *hk_format_name(hk_format f)
 {
+    if (f == HK_FMT_AUTO) return "auto";
     return (f >= 0 && f < HK_FMT_COUNT) ? format_names[f] : "?";
+}
+
+hk_format hk_format_auto_by_cache(int bs, size_t bytes, size_t cache)
+{
+    if (cache > 0 && bytes > cache) return HK_FMT_SBELL;
+    return bs == 1 ? HK_FMT_CSR : HK_FMT_BSR;
+}
+
+size_t hk_format_auto_bytes(const hk_bmat *K, hk_precision p)
+{
+    const size_t val = p == HK_FP32 ? sizeof(float) : sizeof(double);
+    const size_t nnzb = (size_t)K->nnzb;
+    return nnzb * (size_t)K->br * (size_t)K->bc * val + nnzb * sizeof(int32_t) +
+           ((size_t)K->nbrows + 1) * sizeof(int64_t);
 }
 
 int hk_format_from_name(const char *name, hk_format *f)
 {
+    if (!strcmp(name, "auto")) {
+        *f = HK_FMT_AUTO;
+        return 0;
+    }
     for (int i = 0; i < HK_FMT_COUNT; i++)
         if (!strcmp(name, format_names[i])) {
             *f = (hk_format)i;
             return 0;
         }
     return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__,
-                        "unknown format '%s'; valid formats are csr, bsr, ell, sell, bell, "
+                        "unknown format '%s'; valid formats are auto, csr, bsr, ell, sell, bell, "
                         "sbell, cusparse-csr, cusparse-bsr, pcsr",
                         name);
 }
@@ -56,6 +75,13 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
     HK_CHECK(K->br == K->bc && K->br >= 1 && K->br <= 6, HK_ERR_ARG,
              "hk_mat_create: blocks are %d x %d; formats need square blocks of size 1 to 6",
              K->br, K->bc);
+    const hk_format asked = fmt;
+    if (fmt == HK_FMT_AUTO) {
+        if (K->be->format_auto)
+            HK_CALL(K->be->format_auto(K, p, &fmt));
+        else
+            fmt = hk_format_auto_by_cache(K->br, 0, 0);
+    }
     HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "hk_mat_create: unknown format code %d",
              (int)fmt);
     HK_CHECK(K->nbrows * K->br < INT32_MAX && K->nbcols * K->bc < INT32_MAX, HK_ERR_ARG,
@@ -101,6 +127,7 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
     HK_CALL(hk_calloc(1, sizeof *A, &A));
     A->be = K->be;
     A->fmt = fmt;
+    A->asked = asked;
     A->prec = p;
     A->bs = K->br;
     A->nrows = K->nbrows * K->br;

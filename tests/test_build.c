@@ -8,6 +8,7 @@
  * dense references.
  * Suite cuda_build (device): the CUDA build equals the CPU build array for array, the SpMV
  * agrees, transpose and expansion are identical. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,12 +373,56 @@ static void test_build_errors(void)
     hk_bcsr_free(&K);
 }
 
+/* format=auto: the rule by size against the cache, and its resolution when a matrix is built
+ * (A->fmt the format chosen, A->asked auto so that matrices made like A choose again). */
+static void test_format_auto(void)
+{
+    const size_t MB = (size_t)1 << 20;
+    CU_ASSERT_EQUAL(hk_format_auto_by_cache(3, 40 * MB, 50 * MB), HK_FMT_BSR);
+    CU_ASSERT_EQUAL(hk_format_auto_by_cache(1, 40 * MB, 50 * MB), HK_FMT_CSR);
+    CU_ASSERT_EQUAL(hk_format_auto_by_cache(3, 50 * MB, 50 * MB), HK_FMT_BSR);
+    CU_ASSERT_EQUAL(hk_format_auto_by_cache(3, 50 * MB + 1, 50 * MB), HK_FMT_SBELL);
+    CU_ASSERT_EQUAL(hk_format_auto_by_cache(1, 60 * MB, 50 * MB), HK_FMT_SBELL);
+    CU_ASSERT_EQUAL(hk_format_auto_by_cache(3, 600 * MB, 0), HK_FMT_BSR); /* no cache known */
+    hk_format f = HK_FMT_CSR;
+    HK_ASSERT_OK(hk_format_from_name("auto", &f));
+    CU_ASSERT_EQUAL(f, HK_FMT_AUTO);
+    CU_ASSERT_STRING_EQUAL(hk_format_name(HK_FMT_AUTO), "auto");
+
+    const hk_backend *cpu = &hk_backend_cpu;
+    for (int bs = 1; bs <= 3; bs += 2) {
+        hk_bcsr K = {0};
+        if (bs == 3)
+            HK_ASSERT_OK(hk_gen_elasticity3d(4, 5, 6, &K));
+        else
+            HK_ASSERT_OK(hk_gen_poisson2d(30, &K));
+        hk_bmat D = {0};
+        HK_ASSERT_OK(hk_bmat_upload(cpu, &K, &D));
+        const size_t nnzb = (size_t)K.rowptr[K.nbrows];
+        CU_ASSERT_EQUAL(hk_format_auto_bytes(&D, HK_FP64),
+                        nnzb * bs * bs * 8 + nnzb * 4 + (size_t)(K.nbrows + 1) * 8);
+        CU_ASSERT_EQUAL(hk_format_auto_bytes(&D, HK_FP32),
+                        nnzb * bs * bs * 4 + nnzb * 4 + (size_t)(K.nbrows + 1) * 8);
+        hk_mat *A = NULL;
+        HK_ASSERT_OK(hk_mat_create_bmat(&D, HK_FMT_AUTO, HK_FP64, NULL, &A));
+        CU_ASSERT_EQUAL(A->fmt, bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
+        CU_ASSERT_EQUAL(A->asked, HK_FMT_AUTO);
+        hk_mat_destroy(A);
+        HK_ASSERT_OK(hk_mat_create_bmat(&D, HK_FMT_SBELL, HK_FP64, NULL, &A));
+        CU_ASSERT_EQUAL(A->asked, HK_FMT_SBELL);
+        hk_mat_destroy(A);
+        hk_bmat_free(&D);
+        hk_bcsr_free(&K);
+    }
+}
+
 HK_SUITE(build, {"built arrays = hk_fmt_from_bcsr, every format, bs 1..6, fp64/fp32",
                  test_build_equals_reference},
          {"SBELL/BELL of bs 4 counted by hand", test_build_by_hand},
          {"SpMV of every built format, bs 1..6 = block CSR reference", test_spmv_cpu},
          {"transpose and expansion = dense references", test_transpose_expand_cpu},
-         {"build errors: cusparse on cpu, bs 7, bad column, non-square blocks", test_build_errors})
+         {"build errors: cusparse on cpu, bs 7, bad column, non-square blocks", test_build_errors},
+         {"format=auto: the rule by size, its resolution when built", test_format_auto})
 
 /* ---- device ------------------------------------------------------------------------------ */
 
@@ -462,9 +507,51 @@ static void test_cuda_transpose_expand(void)
     }
 }
 
+/* format=auto on the device: a matrix far inside any GPU's L2 gets bsr, one of 240 MB sbell
+ * (the L2 of an H100 or H200 is 50 MB); the SpMV of the chosen format is right. */
+static void test_cuda_format_auto(void)
+{
+    const hk_backend *gpu = hk_test_cuda_backend();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
+    for (int big = 0; big < 2; big++) {
+        hk_bcsr K = {0};
+        const int c = big ? 50 : 6;
+        HK_ASSERT_OK(hk_gen_elasticity3d(c, c, c, &K));
+        hk_mat *A = NULL;
+        HK_ASSERT_OK(hk_mat_create(gpu, &K, HK_FMT_AUTO, HK_FP64, NULL, &A));
+        CU_ASSERT_EQUAL(A->fmt, big ? HK_FMT_SBELL : HK_FMT_BSR);
+        CU_ASSERT_EQUAL(A->asked, HK_FMT_AUTO);
+        const int64_t n = K.nbrows * K.bs;
+        double *x = NULL, *y = NULL, *ref = NULL;
+        HK_ASSERT_OK(hk_calloc((size_t)n, sizeof *x, &x));
+        HK_ASSERT_OK(hk_calloc((size_t)n, sizeof *y, &y));
+        HK_ASSERT_OK(hk_calloc((size_t)n, sizeof *ref, &ref));
+        for (int64_t i = 0; i < n; i++)
+            x[i] = 1.0 + 0.001 * (double)(i % 97);
+        hk_bcsr_spmv(&K, x, ref);
+        hk_vec *dx = NULL, *dy = NULL;
+        HK_ASSERT_OK(hk_vec_create(gpu, n, HK_FP64, &dx));
+        HK_ASSERT_OK(hk_vec_create(gpu, n, HK_FP64, &dy));
+        HK_ASSERT_OK(hk_vec_upload(dx, x));
+        HK_ASSERT_OK(hk_mat_spmv(A, dx, dy));
+        HK_ASSERT_OK(hk_vec_download(dy, y));
+        double err = 0, mx = 0;
+        for (int64_t i = 0; i < n; i++) {
+            err = fmax(err, fabs(y[i] - ref[i]));
+            mx = fmax(mx, fabs(ref[i]));
+        }
+        CU_ASSERT(err <= 1e-13 * mx);
+        hk_vec_destroy(dx), hk_vec_destroy(dy);
+        free(x), free(y), free(ref);
+        hk_mat_destroy(A);
+        hk_bcsr_free(&K);
+    }
+}
+
 HK_DEVICE_SUITE(cuda_build,
                 {"cuda build = cpu build array for array, every format, bs 1..6, fp64/fp32",
                  test_cuda_build_equals_cpu},
                 {"cuda SpMV of every built format, bs 1..6 = block CSR reference", test_cuda_spmv},
                 {"cuda transpose and expansion = dense references and the cpu ops",
-                 test_cuda_transpose_expand})
+                 test_cuda_transpose_expand},
+                {"format=auto on cuda: bsr inside the L2, sbell beyond", test_cuda_format_auto})

@@ -42,6 +42,7 @@ void hk_bcsr_spmv(const hk_bcsr *A, const double *x, double *y);
 typedef enum { HK_FP64 = 0, HK_FP32 = 1 } hk_precision;
 
 typedef enum {
+    HK_FMT_AUTO = -1, /* not a layout: the backend chooses one per matrix (hk_mat_create) */
     HK_FMT_CSR = 0,
     HK_FMT_BSR,
     HK_FMT_ELL,

@@ -279,13 +279,10 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     /* ---- backend, matrix, preconditioner ---- */
     HK_TRY(hk_backend_get(backend, &s->be));
     if (!check_every_given && kt->pipelined && strcmp(s->be->name, "cpu") != 0) check_every = 10;
-    if (fmtname) {
-        HK_TRY(hk_format_from_name(fmtname, &s->fmt));
-    } else {
-        /* sbell on a GPU (the SBELL paper); on the CPU csr for scalar, bsr for block */
-        const int gpu = strcmp(s->be->name, "cpu") != 0;
-        s->fmt = gpu ? HK_FMT_SBELL : (K->bs == 1 ? HK_FMT_CSR : HK_FMT_BSR);
-    }
+    /* auto: the backend chooses per matrix (on a GPU by the matrix's size against its L2,
+     * on the CPU csr for scalar, bsr for block matrices) */
+    s->fmt = HK_FMT_AUTO;
+    if (fmtname) HK_TRY(hk_format_from_name(fmtname, &s->fmt));
     /* K goes to the backend once; formats and preconditioners are built there from it */
     s->setup_phase[4] = hk_time() - t0; /* options, and the backend's start on first use */
     t_phase = hk_time();
@@ -523,18 +520,18 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
         char info[256];
         hk_cholesky_describe(&s->ksp, info, sizeof info);
         fprintf(f, "%s (%s, on the host), residual in %s fp64 on %s\n", s->ksp.type->name, info,
-                hk_format_name(s->fmt), s->be->name);
+                hk_format_name(s->A->fmt), s->be->name);
     } else if (s->ksp.sstep) {
         char info[384];
         hk_scg_describe(&s->ksp, info, sizeof info);
         fprintf(f, "%s + %s%s, %s fp64 on %s\n", info, pcn,
-                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->fmt), s->be->name);
+                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->A->fmt), s->be->name);
     } else if (s->ksp.inner)
         fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
-                s->ksp.inner->type->name, pcn, hk_format_name(s->fmt), s->be->name);
+                s->ksp.inner->type->name, pcn, hk_format_name(s->A->fmt), s->be->name);
     else
         fprintf(f, "%s + %s%s, %s fp64 on %s\n", s->ksp.type->name, pcn,
-                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->fmt), s->be->name);
+                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->A->fmt), s->be->name);
 }
 
 void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx)

@@ -457,7 +457,7 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     const hk_backend_ops *be = pc->be;
     int ierr = 0, fmt_given = 0;
     amg_data *d = NULL;
-    hk_format fmt = A ? A->fmt : HK_FMT_CSR;
+    hk_format fmt = A ? A->asked : HK_FMT_CSR;
     hk_bmat Acur = {0}, Anext = {0}, T = {0}, AT = {0}, P = {0}, R = {0}, AP = {0};
     hk_graph S = {0};
     hk_vec *D64 = NULL;

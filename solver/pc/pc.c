@@ -372,17 +372,23 @@ int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *ow
     /* same format and slicing as the solver's operator, in the preconditioner's precision */
     hk_options *fo = NULL;
     HK_CALL(format_options_like(A, &fo));
-    int ierr = hk_mat_create_bmat(K, A ? A->fmt : HK_FMT_CSR, pc->prec, fo, Aop);
+    int ierr = hk_mat_create_bmat(K, A ? A->asked : HK_FMT_CSR, pc->prec, fo, Aop);
     hk_options_destroy(fo);
     if (!ierr) *owned = 1;
     return ierr;
 }
 
+/* Whether fmt stores bs x bs blocks (auto chooses block formats for bs > 1). */
+static int format_is_block(hk_format fmt)
+{
+    return fmt == HK_FMT_AUTO || fmt == HK_FMT_BSR || fmt == HK_FMT_BELL || fmt == HK_FMT_SBELL ||
+           fmt == HK_FMT_CUSPARSE_BSR;
+}
+
 int hk_pc_mat_like(hk_pc *pc, const hk_mat *A, const hk_csr *M, hk_mat **out)
 {
-    const hk_format fmt = A ? A->fmt : HK_FMT_CSR;
-    const int block = pc->bs > 1 && (fmt == HK_FMT_BSR || fmt == HK_FMT_BELL ||
-                                     fmt == HK_FMT_SBELL || fmt == HK_FMT_CUSPARSE_BSR);
+    const hk_format fmt = A ? A->asked : HK_FMT_CSR;
+    const int block = pc->bs > 1 && format_is_block(fmt);
     hk_bcsr view = {.bs = 1,
                     .nbrows = M->n,
                     .nbcols = M->m,
@@ -406,9 +412,8 @@ int hk_pc_mat_from_bmat(hk_pc *pc, const hk_mat *A, const hk_bmat *M, hk_mat **o
 {
     /* On the backend: a block format of the operator gets M regrouped into its pc->bs blocks
      * (bmat_compress), then the format is built there (mat_build); no host copy. */
-    const hk_format fmt = A ? A->fmt : HK_FMT_CSR;
-    const int block = pc->bs > 1 && (fmt == HK_FMT_BSR || fmt == HK_FMT_BELL ||
-                                     fmt == HK_FMT_SBELL || fmt == HK_FMT_CUSPARSE_BSR);
+    const hk_format fmt = A ? A->asked : HK_FMT_CSR;
+    const int block = pc->bs > 1 && format_is_block(fmt);
     hk_bmat B = {0};
     hk_options *fo = NULL;
     int ierr;
