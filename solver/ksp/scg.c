@@ -582,10 +582,19 @@ restart:
                 }
             if (n) HK_TRY(be->vec_maxpy(x, n, a, V));
             HK_TRY(combine(be, tr, m, rc, Yw));
-            HK_TRY(combine(be, tp, m, pc, Yz));
-            if (!none) {
-                HK_TRY(combine(be, tz, m, rc, Yz));
+            if (none) {
+                HK_TRY(combine(be, tp, m, pc, Yz));
+            } else {
+                /* z = M^-1 r and p = M^-1 q by the preconditioner, not recombined from the
+                 * U basis: recombined, their gaps to M^-1 r and M^-1 q entered the next
+                 * basis through its shifts (U_1 = M^-1 W_1 = a M^-1 A p + b M^-1 q, read
+                 * as a M^-1 A p + b p), were multiplied by the coordinates' magnitudes at
+                 * every recombination and grew from one outer step to the next: s = 1 took
+                 * 2144 iterations for cg's 147 with hi ten times too large, and the bracket
+                 * with pc=poly at s = 4 took 673-713 for cg's 460 (now 463-520) */
                 HK_TRY(combine(be, tq, m, pc, Yw));
+                HK_TRY(hk_ksp_pc(k, tr, tz));
+                HK_TRY(hk_ksp_pc(k, tq, tp));
             }
             hk_vec *sw = R_;
             R_ = tr;
