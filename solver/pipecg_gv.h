@@ -80,12 +80,12 @@ HK_GV_FN void hk_pipecg_gv_derive(double *S)
     if (S[HK_G_STEPPED] != 0 && S[HK_G_ESTIMATE] != 0) {
         const double eps = 2.220446049250313e-16;
         const double qn = sqrt(S[HK_G_QQ]), un = sqrt(S[HK_G_UU]), pn = sqrt(S[HK_G_PP]),
-                     xn = sqrt(S[HK_G_XX]), rn = sqrt(S[HK_G_RR]);
+                     rn = sqrt(S[HK_G_RR]);
         const double nA = S[HK_G_NORMA], fa = fabs(S[HK_G_ALAST]), fb = fabs(S[HK_G_BLAST]);
         const double gz = fb * S[HK_G_GZ] + eps * nA * qn;
         const double gs = fb * S[HK_G_GS] + S[HK_G_GW] + eps * nA * pn;
         const double gw = S[HK_G_GW] + fa * gz + eps * nA * un;
-        const double gap = S[HK_G_GAP] + fa * gs + eps * (nA * (xn + fa * pn) + rn);
+        const double gap = S[HK_G_GAP] + fa * gs + eps * (nA * fa * pn + rn);
         S[HK_G_GZ] = gz, S[HK_G_GS] = gs, S[HK_G_GW] = gw, S[HK_G_GAP] = gap;
         const int below = gap <= sqrt(eps) * rn;
         if (S[HK_G_BELOW] != 0 && !below) S[HK_G_WANT] = 1;

@@ -172,11 +172,19 @@ static void test_derive_rule(void)
     const double steps = S[HK_G_STEPS];
     hk_pipecg_gv_derive(S);
     CU_ASSERT_EQUAL(S[HK_G_STEPS], steps);
-    /* the drift bound: a gap above sqrt(eps) ||r|| after being below raises WANT */
+    /* the drift bound: a gap above sqrt(eps) ||r|| after being below raises WANT; the
+     * rounding of x itself (eps ||A|| ||x|| a step) is not counted: a replacement cannot
+     * remove it, and counted it replaced r at every check below 1e-2 on the bracket */
     double T[HK_G_COUNT] = {0};
     T[HK_G_ESTIMATE] = 1, T[HK_G_BELOW] = 1, T[HK_G_NORMA] = 1e12, T[HK_G_FIRST] = 1;
-    const double big[7] = {1, 1, 1, 1, 1, 1, 1};
-    hk_pipecg_gv_after_step(T, big); /* gap >= eps * 1e12 * ||x|| = 2.2e-4 > 1.5e-8 */
+    const double big[7] = {1, 1, 1, 1, 1, 1, 1}, xbig[7] = {1, 1, 1, 1, 1, 1, 1e30};
+    double U[HK_G_COUNT];
+    memcpy(U, T, sizeof U);
+    hk_pipecg_gv_after_step(U, xbig); /* alpha_last = 0: gap = eps ||r||, whatever ||x|| */
+    CU_ASSERT_EQUAL(U[HK_G_WANT], 0);
+    CU_ASSERT_EQUAL(U[HK_G_BELOW], 1);
+    T[HK_G_ALPHA] = 1;
+    hk_pipecg_gv_after_step(T, big); /* gap >= eps * 1e12 * alpha ||p|| = 2.2e-4 > 1.5e-8 */
     CU_ASSERT_EQUAL(T[HK_G_WANT], 1);
     CU_ASSERT_EQUAL(T[HK_G_BELOW], 0);
 }
