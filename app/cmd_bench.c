@@ -342,7 +342,8 @@ static void spmv_usage(FILE *f)
             "in the same run); speedup = CSR fp64 time / time (CSR fp64 is always measured);\n"
             "err = max |y - y_ref| / max |y_ref| against the host block CSR product.\n"
             "The format column gives the slice height S of the sliced formats and, on cuda,\n"
-            "the threads per block row (a range: long slices get more, format.tpr=auto).\n"
+            "the threads per block row (a range: long slices get more, format.tpr=auto);\n"
+            "(auto) marks the format that format=auto, the solver's default, chooses.\n"
             "Set-up: upload = the block CSR copied to the backend once; build = the format\n"
             "built there from it (mat_build); host conversion = the same format made on the\n"
             "host by hk_fmt_from_bcsr, the baseline (formats used to be built that way).\n\n"
@@ -403,7 +404,15 @@ typedef struct spmv_row {
     double seconds, gflops, gbs, speedup, err;
     double vs_cusparse_csr, vs_cusparse_bsr; /* same precision; 0 when not measured */
     double vs_csr_thread, vs_csr_warp;       /* csr thread / warp time over this row's */
+    int is_auto; /* the format format=auto gives this matrix in this precision */
 } spmv_row;
+
+/* The row format=auto would run: its format with the default CSR kernel and slice height. */
+static int spmv_row_is_auto(const spmv_row *r)
+{
+    return r->is_auto && (!r->kernel || !strcmp(r->kernel, "auto")) &&
+           (!r->slice || r->slice == 32);
+}
 
 /* Parse a comma-separated list against names[n]; sets sel[i]. */
 static int parse_list(const char *opt, const char *text, const char *const *names, int n, int *sel)
@@ -444,6 +453,9 @@ static int spmv_measure(const hk_backend *be, const hk_bcsr *K, const double *x,
     HK_TRY(hk_bmat_upload(be, K, &Kd));
     HK_TRY(be->sync());
     row->upload_s = hk_time() - t0;
+    hk_format fauto;
+    HK_TRY(hk_format_auto(&Kd, p, &fauto));
+    row->is_auto = fauto == f;
     t0 = hk_time();
     HK_TRY(hk_mat_create_bmat(&Kd, f, p, o, &c.A));
     HK_TRY(be->sync());
@@ -890,6 +902,10 @@ int hk_bench_spmv(int argc, char **argv)
                          r->prefetch);
             else
                 snprintf(fname, sizeof fname, "%s", hk_format_name(r->fmt));
+            if (spmv_row_is_auto(r)) {
+                const size_t len = strlen(fname);
+                snprintf(fname + len, sizeof fname - len, " (auto)");
+            }
             if (r->vs_cusparse_csr > 0) snprintf(vc, sizeof vc, "%.2fx", r->vs_cusparse_csr);
             if (r->vs_cusparse_bsr > 0) snprintf(vb, sizeof vb, "%.2fx", r->vs_cusparse_bsr);
             printf("| %s | %lld | %lld | %s | %s | %.3f | %.1f | %.2f | %.1f | %.0f%% | %.2fx | "
@@ -943,6 +959,7 @@ int hk_bench_spmv(int argc, char **argv)
             hk_json_begin_object(&j, NULL);
             hk_json_string(&j, "matrix", r->matrix);
             hk_json_string(&j, "format", hk_format_name(r->fmt));
+            hk_json_int(&j, "auto", spmv_row_is_auto(r));
             hk_json_string(&j, "precision", pnames[r->prec]);
             hk_json_int(&j, "slice", r->slice);
             hk_json_string(&j, "csr_kernel", r->kernel ? r->kernel : "");

@@ -184,6 +184,9 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
  * read the values coalesced and without row pointers. Measured on an H100 (50 MB L2),
  * docs/BENCHMARKS.md "Storage format by size". */
 hk_format hk_format_auto_by_cache(int bs, size_t bytes, size_t cache);
+/* The format format=auto gives K in precision p on K's backend (its format_auto op, or the
+ * rule without a cache). */
+int hk_format_auto(const hk_bmat *K, hk_precision p, hk_format *fmt);
 /* The bytes of K's values in precision p, block column indices and row pointers. */
 size_t hk_format_auto_bytes(const hk_bmat *K, hk_precision p);
 

@@ -21,6 +21,13 @@ hk_format hk_format_auto_by_cache(int bs, size_t bytes, size_t cache)
     return bs == 1 ? HK_FMT_CSR : HK_FMT_BSR;
 }
 
+int hk_format_auto(const hk_bmat *K, hk_precision p, hk_format *fmt)
+{
+    if (K->be->format_auto) return K->be->format_auto(K, p, fmt);
+    *fmt = hk_format_auto_by_cache(K->br, 0, 0);
+    return 0;
+}
+
 size_t hk_format_auto_bytes(const hk_bmat *K, hk_precision p)
 {
     const size_t val = p == HK_FP32 ? sizeof(float) : sizeof(double);
@@ -76,12 +83,7 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
              "hk_mat_create: blocks are %d x %d; formats need square blocks of size 1 to 6",
              K->br, K->bc);
     const hk_format asked = fmt;
-    if (fmt == HK_FMT_AUTO) {
-        if (K->be->format_auto)
-            HK_CALL(K->be->format_auto(K, p, &fmt));
-        else
-            fmt = hk_format_auto_by_cache(K->br, 0, 0);
-    }
+    if (fmt == HK_FMT_AUTO) HK_CALL(hk_format_auto(K, p, &fmt));
     HK_CHECK(fmt >= 0 && fmt < HK_FMT_COUNT, HK_ERR_ARG, "hk_mat_create: unknown format code %d",
              (int)fmt);
     HK_CHECK(K->nbrows * K->br < INT32_MAX && K->nbcols * K->bc < INT32_MAX, HK_ERR_ARG,

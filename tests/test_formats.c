@@ -710,6 +710,9 @@ static void test_bench_spmv_command(void)
     /* 6 matrices x (csr, bsr, ell, sell, bell, sbell, pcsr) x (fp64, fp32) */
     CU_ASSERT_EQUAL(count_str(buf, "\"matrix\":"), 84);
     CU_ASSERT_EQUAL(count_str(buf, "\"speedup_vs_csr_fp64\": 1,"), 6);
+    /* format=auto's choice marked once per matrix and precision (bsr on the CPU) */
+    CU_ASSERT_EQUAL(count_str(buf, "\"auto\": 1"), 12);
+    CU_ASSERT_EQUAL(count_str(buf, "\"auto\": 0"), 72);
     /* fp64 results are exact here, except pcsr's (its sums run in another order) */
     CU_ASSERT_EQUAL(count_str(buf, "\"rel_err\": 0\n"), 36);
     /* bad input: exit code 2 with a message, not a crash */
