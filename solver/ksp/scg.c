@@ -115,14 +115,16 @@ void hk_scg_describe(const hk_ksp *k, char *buf, size_t n)
     }
 }
 
-/* The vectors of one chain of s levels for the tuning runs. */
+/* The vectors of one chain of s levels for the tuning runs: the best of three runs after a
+ * warm-up, or of fewer when one already took more than `cutoff` (it cannot win: the ghost
+ * schedules' plans, 2-3x the SpMVs, took most of the tuning time with four runs each). */
 static int time_chain(hk_ksp *k, scg_state *st, void *plan, int kk, hk_vec **W, hk_vec **U,
-                      const double *coef, double *seconds)
+                      const double *coef, double cutoff, double *seconds)
 {
     const hk_backend_ops *be = k->be;
     const int s = st->s;
     double best = INFINITY;
-    for (int rep = 0; rep < 4; rep++) {
+    for (int rep = 0; rep < 4 && !(rep > 1 && best > cutoff); rep++) {
         HK_CALL(be->sync());
         const double t0 = hk_time();
         if (plan) {
@@ -157,7 +159,7 @@ static int tune_one(hk_ksp *k, scg_state *st, int schedule, int64_t block, int k
     double t;
     HK_CALL(be->mpk_plan(k->K, schedule, block, kk, max_work, &plan, info));
     if (!plan) return 0;
-    int ierr = time_chain(k, st, plan, kk, W, U, coef, &t);
+    int ierr = time_chain(k, st, plan, kk, W, U, coef, 1.5 * *best, &t);
     if (ierr || !(t < *best)) {
         be->mpk_free(plan);
         return ierr;
@@ -237,7 +239,7 @@ int hk_scg_setup(hk_ksp *k)
         if (ierr) goto fail;
     }
     if (st->d) HK_TRY(be->vec_pointwise_mult(U[0], st->d, W[0]));
-    HK_TRY(time_chain(k, st, NULL, 0, W, U, coef, &st->t_spmv));
+    HK_TRY(time_chain(k, st, NULL, 0, W, U, coef, INFINITY, &st->t_spmv));
     double best = st->t_spmv;
     const int64_t nb = k->K->nbrows;
     int64_t blocks[8];
