@@ -244,11 +244,35 @@ static void test_bench_pcs_generate(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown format 'nope'"));
 }
 
+/* The format on the solver line: format=auto (the default) gives a small block matrix bsr on
+ * the cpu; the sliced format's own options without a format ask for sbell; with format=auto
+ * given they leave the choice to auto. */
+static void test_solve_format_choice(void)
+{
+    static const struct {
+        const char *opts, *want;
+    } runs[] = {{"", "bsr fp64 on cpu"},
+                {"format.slice=16", "sbell fp64 on cpu"},
+                {"format.sigma=0", "sbell fp64 on cpu"},
+                {"format=auto format.slice=16", "bsr fp64 on cpu"},
+                {"format=csr", "csr fp64 on cpu"}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char args[256], out[8192];
+        snprintf(args, sizeof args, "--generate elasticity3d:4 --backend cpu %s", runs[i].opts);
+        const int rc = hk_test_solve_cmd(args, out, sizeof out);
+        const int ok = rc == 0 && strstr(out, runs[i].want) != NULL;
+        if (!ok) fprintf(stderr, "\n  %s: rc %d, want '%s' in\n%s", args, rc, runs[i].want, out);
+        CU_ASSERT(ok);
+    }
+}
+
 HK_SUITE(solve_cmd,
          {"hooke bench pcs --generate: generated matrices, method, errors",
           test_bench_pcs_generate},
          {"hooke solve: b = A*ones, solution file, iterations", test_solve_ones_and_output},
          {"hooke solve: --rhs, --block-size, --generate", test_solve_rhs_blocks_generate},
          {"hooke solve: --generate sizes out of range are named", test_solve_generate_errors},
+         {"hooke solve: the format chosen by format=auto and by sliced options",
+          test_solve_format_choice},
          {"hooke solve: bad options, files and sizes give exit 2, no convergence 1",
           test_solve_errors})

@@ -283,6 +283,10 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
      * on the CPU csr for scalar, bsr for block matrices) */
     s->fmt = HK_FMT_AUTO;
     if (fmtname) HK_TRY(hk_format_from_name(fmtname, &s->fmt));
+    /* the sliced format's own options without a format ask for it (the default was sbell on a
+     * GPU, and `format: {slice: 64}` in a case file meant sbell with 64-row slices) */
+    if (!fmtname && (hk_options_has(o, "format.slice") || hk_options_has(o, "format.sigma")))
+        s->fmt = HK_FMT_SBELL;
     /* K goes to the backend once; formats and preconditioners are built there from it */
     s->setup_phase[4] = hk_time() - t0; /* options, and the backend's start on first use */
     t_phase = hk_time();
