@@ -52,7 +52,8 @@ enum {
  * step's beta, p.Ap and alpha; HALT instead of alpha when gamma or p.Ap is not positive and
  * finite. The bounds: g_z <- |beta| g_z + eps ||A|| ||q||, g_s <- |beta| g_s + g_w + eps ||A||
  * ||p||, g_w <- g_w + |alpha| g_z + eps ||A|| ||u||, g_r <- g_r + |alpha| g_s + eps (||A||
- * (||x|| + |alpha| ||p||) + ||r||). */
+ * |alpha| ||p|| + ||r||); Cools et al.'s eps ||A|| ||x|| in g_r, the rounding of x itself, is
+ * left to the floor test (solver/ksp/ksp_impl.h): a replacement cannot remove it. */
 /* Entry i of one step (the pipecg_gv_step op): the recurrences of z, q, s, p, then x, r, u, w
  * with the step's alpha and beta (nvi = n_i), and the terms of the seven inner products added to a
  * (gamma, delta, r.r, q.q, u.u, p.p, x.x: the order of the first HK_G_ slots). */

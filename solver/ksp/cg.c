@@ -336,14 +336,7 @@ restart:
         HK_TRY(be->scal_get(S, 0, HK_S_PIPECG_COUNT, h));
         const double rn = sqrt(fabs(h[HK_S_RR]));
         const int bad = hk_ksp_bad(h[HK_S_RR]) || hk_ksp_bad(h[HK_S_RZ]) || hk_ksp_bad(h[HK_S_PAP]);
-        /* ||x|| for the floor, read once when the residual first gets small (by then x is
-         * near the solution: an order of magnitude is all the floor needs); before that the
-         * floor's eps ||b|| part stands alone */
-        if (xn == 0 && !bad && rn < sqrt(HK_EPS) * bnorm) {
-            double xx;
-            HK_TRY(be->vec_dot(x, x, &xx));
-            if (!hk_ksp_bad(xx)) xn = sqrt(xx);
-        }
+        if (!bad) HK_TRY(hk_ksp_floor_xnorm(k, x, rn, bnorm, &xn));
         if (!bad && hk_ksp_floor_due(&floor, it, rn, hk_ksp_residual_floor(normA, xn, bnorm))) {
             double tn;
             int stop;

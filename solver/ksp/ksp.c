@@ -242,6 +242,15 @@ int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_ve
     return 0;
 }
 
+int hk_ksp_floor_xnorm(hk_ksp *k, const hk_vec *x, double rn, double bnorm, double *xn)
+{
+    if (*xn != 0 || !(rn < sqrt(HK_EPS) * bnorm)) return 0;
+    double xx;
+    HK_CALL(k->be->vec_dot(x, x, &xx));
+    if (!hk_ksp_bad(xx)) *xn = sqrt(xx);
+    return 0;
+}
+
 int hk_ksp_norm_estimate(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, double *normA)
 {
     const hk_backend_ops *be = k->be;

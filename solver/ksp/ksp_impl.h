@@ -110,6 +110,11 @@ int hk_ksp_floor_due(const hk_ksp_floor *f, int it, double rn, double floor);
  * can go on falling below it (the bracket with pc=poly: 1.9e-11 with a floor near 1e-10). */
 int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
                       double bnorm, hk_ksp_floor *f, double *tn, int *stop);
+/* ||x|| for the floor estimate, read (one dot, one host read) once, when the recursive
+ * residual rn first falls below sqrt(eps) ||b||: x is then near the solution, and an order of
+ * magnitude is all the floor needs; before that *xn stays 0 and the floor's eps ||b|| part
+ * stands alone. Nothing once *xn is set, so a loop can call it at every check. */
+int hk_ksp_floor_xnorm(hk_ksp *k, const hk_vec *x, double rn, double bnorm, double *xn);
 /* ||A||_2 from below, by three power steps from b with t1, t2 as scratch (their contents are
  * lost); 0 when b is zero. */
 int hk_ksp_norm_estimate(hk_ksp *k, const hk_vec *b, hk_vec *t1, hk_vec *t2, double *normA);

@@ -452,7 +452,7 @@ static int scg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     hk_vec *v[2 * (2 * SCG_MAX_S + 1) + 5] = {0};
     hk_vec *Yw[HK_GRAM_MAX], *Yz[HK_GRAM_MAX];
     int ierr, done, it = 0, retries = 0;
-    double bnorm, rnorm, rz, lo = 0, hi = 0;
+    double bnorm, rnorm, rz, lo = 0, hi = 0, xn = 0;
     hk_ksp_floor floor = {0};
     double G[HK_GRAM_MAX * HK_GRAM_MAX], GX[HK_GRAM_MAX * HK_GRAM_MAX], coef[3 * SCG_MAX_S];
     double alpha[SCG_WARMUP], beta[SCG_WARMUP];
@@ -593,7 +593,7 @@ restart:
                  * as a M^-1 A p + b p), were multiplied by the coordinates' magnitudes at
                  * every recombination and grew from one outer step to the next: s = 1 took
                  * 2144 iterations for cg's 147 with hi ten times too large, and the bracket
-                 * with pc=poly at s = 4 took 673-713 for cg's 460 (now 463-520) */
+                 * with pc=poly at s = 4 took 673-713 for cg's 460 (now 454-520) */
                 HK_TRY(combine(be, tq, m, pc, Yw));
                 HK_TRY(hk_ksp_pc(k, tr, tz));
                 HK_TRY(hk_ksp_pc(k, tq, tp));
@@ -626,16 +626,15 @@ restart:
          * digits each time), and the replacements, each a perturbation of the recurrence,
          * held the solve back (1639 against 1562 iterations to 5e-11 with s = 1, 1985
          * against 1543 with s = 4). */
-        double xx = 0;
         if (k->replace_every == 0) {
-            HK_TRY(be->vec_dot(x, x, &xx));
             double g = 0;
             for (int i = 0; i < m; i++)
                 g += (fabs(rc[i]) + hi * fabs(xc[i])) * sqrt(fabs(Gr[i * m + i]));
             drift.gap += HK_EPS * g;
         }
+        HK_TRY(hk_ksp_floor_xnorm(k, x, rnorm, bnorm, &xn));
         if (!stop && !broke &&
-            hk_ksp_floor_due(&floor, it, rnorm, hk_ksp_residual_floor(normA, sqrt(xx), bnorm))) {
+            hk_ksp_floor_due(&floor, it, rnorm, hk_ksp_residual_floor(normA, xn, bnorm))) {
             double tn;
             int fstop;
             HK_TRY(hk_ksp_floor_test(k, it, b, x, R_, bnorm, &floor, &tn, &fstop));
@@ -668,7 +667,7 @@ restart:
                 goto restart;
             }
             if (!none) HK_TRY(hk_ksp_pc(k, R_, Z_));
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), rnorm);
+            hk_ksp_drift_reset(&drift, it, xn, rnorm);
         }
     }
 #undef R_
