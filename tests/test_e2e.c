@@ -61,11 +61,13 @@ static void test_cantilever(void)
 }
 
 /* Pipelined and s-step CG asked for a tolerance near the rounding floor of a real mesh (the
- * L-bracket, tet10, Jacobi; the floor is about 2e-11): when the true residual disagrees with
- * the converged recursive one the method must go on from it and converge. Both used to keep
- * the direction built from the recursive residual, and the error grew: scg from 8e-11 to
- * 1e-3 ("stagnation" after 3500 iterations, s = 1 as well), pipecg to 1e-5..2e-4 in about
- * half the runs (the mesh varies a little between runs). */
+ * L-bracket, tet10, Jacobi; the floor is about 2e-11 to 4e-11, the mesh varies a little between
+ * runs): when the true residual disagrees with the converged recursive one the method must go
+ * on from it and end within 2x the tolerance, converged or, where this mesh's floor is above
+ * the tolerance, with "stagnation" (CI met one such mesh: pipecg stopped at 4.3e-11 for
+ * 4e-11). Both used to keep the direction built from the recursive residual, and the error
+ * grew: scg from 8e-11 to 1e-3 ("stagnation" after 3500 iterations, s = 1 as well), pipecg to
+ * 1e-5..2e-4 in about half the runs. */
 static void test_bracket_near_floor(void)
 {
     static const struct {
@@ -76,11 +78,15 @@ static void test_bracket_near_floor(void)
         const char *sets[] = {runs[i].method, runs[i].extra, runs[i].tol, "solver.pc=jacobi"};
         hk_case c;
         hk_run r;
-        HK_ASSERT_OK(hk_test_run_case("cases/bracket/bracket.yaml", 4, sets, &c, &r));
+        HK_ASSERT_OK(hk_case_load(hk_test_path("cases/bracket/bracket.yaml"), 4, sets, &c));
+        hk_run_opts o = {.backend = "cpu", .quiet = 1};
+        const int err = hk_run_case(&c, &o, &r); /* r is filled also when it did not converge */
+        hk_error_clear();
         fprintf(stderr, "\n    bracket %s %s %s: %s after %d iterations, true residual %.2e ",
                 runs[i].method, runs[i].extra, runs[i].tol, hk_reason_name(r.res.reason),
                 r.res.iterations, r.res.true_residual);
-        CU_ASSERT(hk_reason_converged(r.res.reason));
+        CU_ASSERT(err == 0 ? hk_reason_converged(r.res.reason)
+                           : r.res.reason == HK_DIVERGED_STAGNATION);
         CU_ASSERT(r.res.true_residual <= 2 * atof(strchr(runs[i].tol, '=') + 1));
         hk_run_free(&r);
         hk_case_free(&c);
@@ -522,7 +528,7 @@ HK_SUITE(e2e,
          {"NAFEMS LE1 sigma_yy at D within 3% of 92.7 MPa", test_le1},
          {"NAFEMS LE10 sigma_yy at D within 3% of -5.38 MPa", test_le10},
          {"Cook's membrane displacement at C within 1% of 23.96", test_cook},
-         {"pipelined and s-step CG converge near the rounding floor of the L-bracket",
+         {"pipelined and s-step CG end within 2x a tolerance near the L-bracket's floor",
           test_bracket_near_floor},
          {"s-step CG with pc=poly within 1.2x cg's iterations on the L-bracket",
           test_bracket_sstep_poly},
