@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assembly_impl.h"
+#include "constraints.h"
 
 static const char comp_name[3] = {'x', 'y', 'z'};
 
@@ -255,7 +255,7 @@ static void held_direction(void *vctx, int32_t i, const double dir[3])
             G[k * 6 + l] += row[k] * row[l];
 }
 
-int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
+int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held)
 {
     int ierr = 0;
     const hk_mesh *m = p->mesh;
@@ -318,8 +318,9 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed)
             double e[3] = {c == 0, c == 1, c == 2};
             held_direction(&rc, (int32_t)i, e);
         }
-    /* spring supports hold the body too, along the directions they are stiff in */
-    HK_TRY(hk_springs_directions(p, n2c, held_direction, &rc));
+    /* spring supports hold the body too, along the directions they are stiff in (held:
+     * hk_springs_directions, from assemble.c) */
+    if (held) HK_TRY(held(p, n2c, held_direction, &rc));
     for (int64_t q = 0; q < np; q++) {
         double A[6][6], w[6], V[6][6], Z[6][6];
         const double *G = acc + (size_t)q * stride + 7;

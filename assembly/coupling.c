@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assembly_impl.h"
+#include "coupling.h"
+#include "groups.h"
 
 int hk_rigid_count(const hk_problem *p)
 {

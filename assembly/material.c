@@ -1,6 +1,7 @@
-/* Linear elastic materials: checks, and the constitutive law per analysis in global axes.
+/* Linear elastic materials: the constitutive law per analysis in global axes, a function of
+ * one material (the checks that name its region are in checks.c).
  *
- * Isotropic materials keep the fast stiffness kernel of assemble.c, which uses the form
+ * Isotropic materials keep the fast stiffness kernel (element_kernels.h), which uses the form
  *     K_ab[i][j] = lambda g_a[i] g_b[j] + mu g_a[j] g_b[i] + mu (g_a . g_b) delta_ij
  * (g = shape-function gradient), equal to B^T D B for 3D and plane strain with the ordinary
  * lambda, and for plane stress with lambda* = 2 lambda mu / (lambda + 2 mu) = E nu / (1 - nu^2).
@@ -13,13 +14,13 @@
  *      from the full law, since eps_zz = 0 is held), plane stress inverts the compliance's
  *      in-plane block (sigma_zz = sigma_yz = sigma_xz = 0), axisymmetric keeps rr zz tt rz
  *      (xx yy zz xy with the hoop direction theta as z; its stiffness always goes through
- *      B^T D B, assemble.c). */
+ *      B^T D B, element_kernels.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "assembly_impl.h"
+#include "material.h"
 
 void hk_material_lame(const hk_material *mt, hk_analysis a, int dim, double *lam, double *mu)
 {
@@ -299,72 +300,5 @@ int hk_material_law(const hk_material *mt, hk_analysis an, int dim, hk_law *L)
             L->sig0[i] = s;
         }
     }
-    return 0;
-}
-
-double hk_problem_region_dT(const hk_problem *p, int r)
-{
-    double t = 0;
-    for (int l = 0; l < p->nloads; l++)
-        if (p->loads[l].kind == HK_LOAD_TEMPERATURE &&
-            (p->loads[l].boundary < 0 || p->loads[l].boundary == r))
-            t += p->loads[l].value[0];
-    return t;
-}
-
-double hk_asm_thickness(const hk_problem *p)
-{
-    if (p->mesh->dim != 2 || p->analysis == HK_AXISYMMETRIC) return 1; /* axisymmetric: r */
-    return p->thickness == 0 ? 1 : p->thickness;
-}
-
-/* Check the material of region r (which carries cells). */
-static int check_one(const hk_problem *p, int r)
-{
-    const hk_mesh *m = p->mesh;
-    const char *rn = hk_asm_region_name(m, r);
-    HK_CHECK(p->materials, HK_ERR_MODEL,
-             "region '%s' has no material; assign a material to every region", rn);
-    const hk_material *mt = &p->materials[r];
-    HK_CHECK(mt->name[0] || mt->E != 0 || mt->kind != HK_MAT_ISOTROPIC, HK_ERR_MODEL,
-             "region '%s' has no material; assign a material to every region", rn);
-    const char *mn = mt->name[0] ? mt->name : rn;
-    HK_CHECK(isfinite(mt->rho) && mt->rho >= 0, HK_ERR_MODEL,
-             "material '%s' of region '%s' has density rho = %g; rho must be >= 0", mn, rn,
-             mt->rho);
-    hk_law law;
-    if (mt->kind != HK_MAT_ISOTROPIC) return hk_material_law(mt, p->analysis, m->dim, &law);
-    HK_CHECK(isfinite(mt->E) && mt->E > 0, HK_ERR_MODEL,
-             "material '%s' of region '%s' has Young's modulus E = %g; E must be positive", mn, rn,
-             mt->E);
-    HK_CHECK(isfinite(mt->nu) && mt->nu > -1 && mt->nu < 0.5, HK_ERR_MODEL,
-             "material '%s' of region '%s' has Poisson's ratio nu = %g; nu must lie in "
-             "(-1, 0.5)",
-             mn, rn, mt->nu);
-    return hk_material_law(mt, p->analysis, m->dim, &law); /* the expansion coefficients */
-}
-
-int hk_materials_check(const hk_problem *p)
-{
-    const hk_mesh *m = p->mesh;
-    if (m->dim == 2)
-        HK_CHECK(isfinite(p->thickness) && p->thickness >= 0, HK_ERR_MODEL,
-                 "the thickness %g of the 2D model is not valid; give a positive thickness "
-                 "(0 means unit thickness)",
-                 p->thickness);
-    /* only regions that carry cells need a material */
-    uint8_t *used;
-    HK_CALL(hk_calloc((size_t)m->nregions + 1, 1, &used));
-    for (int64_t e = 0; e < m->cells.n; e++)
-        used[m->cell_region[e]] = 1;
-    for (int r = 0; r < m->nregions; r++) {
-        if (!used[r]) continue;
-        int ierr = check_one(p, r);
-        if (ierr) {
-            free(used);
-            return ierr;
-        }
-    }
-    free(used);
     return 0;
 }

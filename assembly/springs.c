@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assembly_impl.h"
+#include "springs.h"
 
 static int is_spring(const hk_support *sp)
 {

@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assembly_impl.h" /* assembly/: spring forces */
-#include "elements.h"      /* assembly/: reference elements (shape functions, Gauss rules) */
+#include "elements.h" /* assembly/: reference elements (shape functions, Gauss rules) */
+#include "groups.h"   /* assembly/: the nodes of a group */
+#include "springs.h"  /* assembly/: spring forces of the reactions */
 #include "pp_impl.h"
 
 /* Tensor strain eps (xx yy zz xy yz xz) from the displacement gradient G (3x3, zeros out of

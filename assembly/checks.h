@@ -1,0 +1,12 @@
+/* Checks of the model before assembly (checks.c). */
+#ifndef HOOKE_ASSEMBLY_CHECKS_H
+#define HOOKE_ASSEMBLY_CHECKS_H
+
+#include "hooke/fem.h"
+
+/* The mesh (dimension, element kernels, node and region indices, coordinates, the
+ * axisymmetric section), the body force and the materials of the regions with cells; every
+ * error names the element, node or region and the fix. */
+int hk_check_problem(const hk_problem *p);
+
+#endif

@@ -1,0 +1,347 @@
+/* Element kernels of assembly/: the matrices and load vectors of one element, from its node
+ * coordinates x[a][i], its reference element (elements.h) and its material law (hk_law,
+ * material.c). Plain functions of arrays: no mesh, no system, no allocation, nothing global,
+ * so that a device assembly can run the same code per element (a CUDA translation unit that
+ * includes this header gets them as __host__ __device__, except hk_el_volumetric_reduced,
+ * which evaluates shape functions at the reduced rule's points through elements.c).
+ *
+ * Element matrices are nd x nd with nd = nnodes * d, row-major, dof a * d + i (node a,
+ * component i); fac is the thickness in 2D (1 in 3D and axisymmetric, where the weight is r
+ * per radian). Each returns 1 when det J <= 0 (or r <= 0) at a quadrature point, 0 otherwise.
+ * New per-element quantities (a consistent mass matrix for modal analysis, say) belong here,
+ * beside the stiffness they share the Jacobian and gradient code with. */
+#ifndef HOOKE_ASSEMBLY_ELEMENT_KERNELS_H
+#define HOOKE_ASSEMBLY_ELEMENT_KERNELS_H
+
+#include <string.h>
+
+#include "elements.h"
+#include "hooke/fem.h"
+
+#ifdef __CUDACC__
+#define HK_EL_FN __host__ __device__ static inline
+#define HK_RESTRICT __restrict__
+#else
+#define HK_EL_FN static inline
+#define HK_RESTRICT restrict
+#endif
+#define HK_EL_HOST static inline /* calls elements.c: host only */
+
+/* Inverse and determinant of the d x d Jacobian J[i][k] = dx_i/dxi_k. */
+HK_EL_FN double hk_el_invert(int d, const double J[3][3], double Ji[3][3])
+{
+    double det;
+    if (d == 2) {
+        det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+        double s = 1 / det;
+        Ji[0][0] = J[1][1] * s, Ji[0][1] = -J[0][1] * s;
+        Ji[1][0] = -J[1][0] * s, Ji[1][1] = J[0][0] * s;
+    } else {
+        double c00 = J[1][1] * J[2][2] - J[1][2] * J[2][1];
+        double c01 = J[1][2] * J[2][0] - J[1][0] * J[2][2];
+        double c02 = J[1][0] * J[2][1] - J[1][1] * J[2][0];
+        det = J[0][0] * c00 + J[0][1] * c01 + J[0][2] * c02;
+        double s = 1 / det;
+        Ji[0][0] = c00 * s;
+        Ji[1][0] = c01 * s;
+        Ji[2][0] = c02 * s;
+        Ji[0][1] = (J[0][2] * J[2][1] - J[0][1] * J[2][2]) * s;
+        Ji[1][1] = (J[0][0] * J[2][2] - J[0][2] * J[2][0]) * s;
+        Ji[2][1] = (J[0][1] * J[2][0] - J[0][0] * J[2][1]) * s;
+        Ji[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) * s;
+        Ji[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) * s;
+        Ji[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) * s;
+    }
+    return det;
+}
+
+/* Isotropic element stiffness Ke (Lame constants lam, mu) and, when fe != NULL, the
+ * consistent body load fe = int N^T b. fac scales both (thickness in 2D). Returns 1 when
+ * det J <= 0 (or is not a number) at a quadrature point, 0 otherwise.
+ *
+ * Per node pair (a, b >= a) the d x d sums S_ij = sum_q w_q g_a[i] g_b[j] are formed once,
+ * then K_ab[i][j] = lambda S_ij + mu S_ji + mu tr(S) delta_ij and K_ba = K_ab^T: about 3x fewer
+ * operations than B^T D B per point. d is a constant in hk_el_stiffness_iso's two calls
+ * (specialised). */
+HK_EL_FN int hk_el_stiffness_iso_d(const hk_elref *r, const int d, const double (*x)[3], double lam,
+                                   double mu, double fac, const double bf[3],
+                                   double *HK_RESTRICT Ke, double *HK_RESTRICT fe)
+{
+    const int n = r->nnodes, nd = n * d, nq = r->nqp;
+    double g[HK_EL_MAXQ][HK_EL_MAXN][3];
+    double wq[HK_EL_MAXQ];
+    if (fe) memset(fe, 0, sizeof(double) * (size_t)nd);
+    for (int q = 0; q < nq; q++) {
+        double J[3][3] = {{0}}, Ji[3][3];
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++)
+                    J[i][k] += x[a][i] * r->dN[q][a][k];
+        double det = hk_el_invert(d, J, Ji);
+        if (!(det > 0)) return 1;
+        const double w = r->qw[q] * det * fac;
+        wq[q] = w;
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                for (int k = 0; k < d; k++)
+                    s += r->dN[q][a][k] * Ji[k][i];
+                g[q][a][i] = s;
+            }
+        if (fe)
+            for (int a = 0; a < n; a++)
+                for (int i = 0; i < d; i++)
+                    fe[a * d + i] += w * r->N[q][a] * bf[i];
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = a; b < n; b++) {
+            double S[3][3] = {{0}};
+            for (int q = 0; q < nq; q++) {
+                const double *ga = g[q][a], *gb = g[q][b], w = wq[q];
+                for (int i = 0; i < d; i++) {
+                    const double wa = w * ga[i];
+                    for (int j = 0; j < d; j++)
+                        S[i][j] += wa * gb[j];
+                }
+            }
+            double tr = 0;
+            for (int i = 0; i < d; i++)
+                tr += S[i][i];
+            for (int i = 0; i < d; i++)
+                for (int j = 0; j < d; j++) {
+                    const double v = lam * S[i][j] + mu * S[j][i] + (i == j ? mu * tr : 0);
+                    Ke[(size_t)(a * d + i) * nd + b * d + j] = v;
+                    Ke[(size_t)(b * d + j) * nd + a * d + i] = v;
+                }
+        }
+    }
+    return 0;
+}
+
+/* hk_el_stiffness_iso_d for d = 2 or 3. */
+HK_EL_FN int hk_el_stiffness_iso(const hk_elref *r, int d, const double (*x)[3], double lam,
+                                 double mu, double fac, const double bf[3], double *Ke, double *fe)
+{
+    return d == 2 ? hk_el_stiffness_iso_d(r, 2, x, lam, mu, fac, bf, Ke, fe)
+                  : hk_el_stiffness_iso_d(r, 3, x, lam, mu, fac, bf, Ke, fe);
+}
+
+/* Shape-function gradients g[a][i] and weights w (det J * weight * fac) at quadrature point q;
+ * axisymmetric (rad != NULL): the radius r = x there in *rad and the weight times r (per
+ * radian). Returns 1 when det J <= 0 or r <= 0 (or is not a number). */
+HK_EL_FN int hk_el_point_gradients(const hk_elref *r, int d, const double (*x)[3], int q,
+                                   double fac, double (*g)[3], double *w, double *rad)
+{
+    if (rad) {
+        *rad = 0;
+        for (int a = 0; a < r->nnodes; a++)
+            *rad += r->N[q][a] * x[a][0];
+        if (!(*rad > 0)) return 1;
+        fac *= *rad;
+    }
+    double J[3][3] = {{0}}, Ji[3][3];
+    for (int a = 0; a < r->nnodes; a++)
+        for (int i = 0; i < d; i++)
+            for (int k = 0; k < d; k++)
+                J[i][k] += x[a][i] * r->dN[q][a][k];
+    double det = hk_el_invert(d, J, Ji);
+    if (!(det > 0)) return 1;
+    *w = r->qw[q] * det * fac;
+    for (int a = 0; a < r->nnodes; a++)
+        for (int i = 0; i < d; i++) {
+            double s = 0;
+            for (int k = 0; k < d; k++)
+                s += r->dN[q][a][k] * Ji[k][i];
+            g[a][i] = s;
+        }
+    return 0;
+}
+
+/* Strain-displacement block of node a: B[v][i] (v Voigt row, i displacement component); 2D
+ * xx yy xy, 3D xx yy zz xy yz xz with engineering shears. */
+HK_EL_FN void hk_el_bmatrix(int d, const double g[3], double B[6][3])
+{
+    memset(B, 0, sizeof(double) * 18);
+    if (d == 2) {
+        B[0][0] = g[0], B[1][1] = g[1];
+        B[2][0] = g[1], B[2][1] = g[0];
+    } else {
+        B[0][0] = g[0], B[1][1] = g[1], B[2][2] = g[2];
+        B[3][0] = g[1], B[3][1] = g[0];
+        B[4][1] = g[2], B[4][2] = g[1];
+        B[5][0] = g[2], B[5][2] = g[0];
+    }
+}
+
+/* Axisymmetric strain-displacement block of node a (components u_r u_z): rows rr zz tt rz,
+ * the hoop row tt = u_r / r with Nr = N_a / r. */
+HK_EL_FN void hk_el_bmatrix_axi(const double g[3], double Nr, double B[6][3])
+{
+    memset(B, 0, sizeof(double) * 18);
+    B[0][0] = g[0], B[1][1] = g[1], B[2][0] = Nr;
+    B[3][0] = g[1], B[3][1] = g[0];
+}
+
+/* B block of node a at quadrature point q: plane/solid, or axisymmetric when rad > 0. */
+HK_EL_FN void hk_el_bmatrix_at(const hk_elref *r, int d, int q, int a, const double g[3],
+                               double rad, double B[6][3])
+{
+    if (rad > 0)
+        hk_el_bmatrix_axi(g, r->N[q][a] / rad, B);
+    else
+        hk_el_bmatrix(d, g, B);
+}
+
+/* Element stiffness B^T D B of a general law (and the body load, as hk_el_stiffness_iso), with
+ * shift subtracted from the normal-normal entries of D (selective integration: the volumetric
+ * part kappa goes on the reduced rule). axi: the axisymmetric B and weight r. */
+HK_EL_FN int hk_el_stiffness_general(const hk_elref *r, int d, const double (*x)[3],
+                                     const hk_law *L, double shift, int axi, double fac,
+                                     const double bf[3], double *Ke, double *fe)
+{
+    const int n = r->nnodes, nd = n * d, nv = L->nv, nn = nv == 3 ? 2 : 3; /* normal rows */
+    double D[6][6];
+    memcpy(D, L->D, sizeof D);
+    for (int i = 0; i < nn; i++)
+        for (int j = 0; j < nn; j++)
+            D[i][j] -= shift;
+    memset(Ke, 0, sizeof(double) * (size_t)nd * nd);
+    if (fe) memset(fe, 0, sizeof(double) * (size_t)nd);
+    for (int q = 0; q < r->nqp; q++) {
+        double g[HK_EL_MAXN][3], w, rad = 0;
+        if (hk_el_point_gradients(r, d, x, q, fac, g, &w, axi ? &rad : NULL)) return 1;
+        for (int a = 0; a < n; a++) {
+            double Ba[6][3], DB[6][3] = {{0}};
+            hk_el_bmatrix_at(r, d, q, a, g[a], rad, Ba);
+            for (int v = 0; v < nv; v++) /* DB = D B_a */
+                for (int i = 0; i < d; i++)
+                    for (int k = 0; k < nv; k++)
+                        DB[v][i] += D[v][k] * Ba[k][i];
+            for (int b = 0; b < n; b++) {
+                double Bb[6][3];
+                hk_el_bmatrix_at(r, d, q, b, g[b], rad, Bb);
+                for (int j = 0; j < d; j++)
+                    for (int i = 0; i < d; i++) {
+                        double s = 0;
+                        for (int v = 0; v < nv; v++)
+                            s += Bb[v][j] * DB[v][i];
+                        Ke[(size_t)(b * d + j) * nd + a * d + i] += w * s;
+                    }
+            }
+            if (fe)
+                for (int i = 0; i < d; i++)
+                    fe[a * d + i] += w * r->N[q][a] * bf[i];
+        }
+    }
+    return 0;
+}
+
+/* Selective integration on the reduced rule: adds the volumetric stiffness
+ * kappa int div(N_a) div(N_b) to Ke when Ke != NULL (the full-rule part was formed with
+ * lambda - kappa), and the thermal load kappa int div(N_a) 3 alpha dT to fe when fe != NULL
+ * (s0 = 3 kappa alpha; dT = dT_region + the nodal field Tn interpolated): an isotropic
+ * expansion is purely volumetric, so its load belongs on the same rule as the volumetric
+ * stiffness, or a free body heated on a distorted mesh would not come out stress-free. axi:
+ * the divergence includes the hoop strain u_r / r, the weight r; where the reduced rule has
+ * one point (quad4, tri6) it is the mean dilatation over the full rule instead, since one
+ * point does not integrate int div(N_a) r dA exactly (the weight r adds a degree), which
+ * would let a held, nearly incompressible body change its volume. Returns 1 when det J <= 0
+ * (or r <= 0) at a point. */
+HK_EL_HOST int hk_el_volumetric_reduced(const hk_elref *r, int d, const double (*x)[3],
+                                        double kappa, int axi, double fac, double *Ke, double s0,
+                                        double dT_region, const double *Tn, double *fe)
+{
+    int nq;
+    double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
+    if (!hk_elref_reduced_rule(r->type, &nq, qp, qw)) return 0;
+    const int n = r->nnodes, nd = n * d;
+    if (axi && nq == 1) { /* mean dilatation: div_a = int div(N_a) r dA, V = int r dA */
+        double dv[HK_EL_MAXN * 3] = {0}, V = 0, TV = 0;
+        for (int q = 0; q < r->nqp; q++) {
+            double g[HK_EL_MAXN][3], w, rad;
+            if (hk_el_point_gradients(r, d, x, q, fac, g, &w, &rad)) return 1;
+            double dT = dT_region;
+            for (int a = 0; a < n; a++) {
+                dv[a * d] += w * (g[a][0] + r->N[q][a] / rad);
+                dv[a * d + 1] += w * g[a][1];
+                if (Tn) dT += r->N[q][a] * Tn[a];
+            }
+            V += w, TV += w * dT;
+        }
+        if (Ke)
+            for (int a = 0; a < nd; a++)
+                for (int b = 0; b < nd; b++)
+                    Ke[(size_t)a * nd + b] += kappa / V * dv[a] * dv[b];
+        if (fe)
+            for (int a = 0; a < nd; a++)
+                fe[a] += s0 * TV / V * dv[a];
+        return 0;
+    }
+    for (int q = 0; q < nq; q++) {
+        double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], J[3][3] = {{0}}, Ji[3][3], g[HK_EL_MAXN][3];
+        hk_el_shape(r->type, qp[q], N, dN);
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++)
+                    J[i][k] += x[a][i] * dN[a][k];
+        double det = hk_el_invert(d, J, Ji), rad = 1;
+        if (axi) {
+            rad = 0;
+            for (int a = 0; a < n; a++)
+                rad += N[a] * x[a][0];
+        }
+        if (!(det > 0) || !(rad > 0)) return 1;
+        const double w = qw[q] * det * fac * rad;
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                for (int k = 0; k < d; k++)
+                    s += dN[a][k] * Ji[k][i];
+                g[a][i] = s;
+            }
+        if (axi) /* div u = du_r/dr + u_r / r + du_z/dz */
+            for (int a = 0; a < n; a++)
+                g[a][0] += N[a] / rad;
+        if (Ke)
+            for (int a = 0; a < nd; a++)
+                for (int b = 0; b < nd; b++)
+                    Ke[(size_t)a * nd + b] += w * kappa * g[a / d][a % d] * g[b / d][b % d];
+        if (fe) {
+            double dT = dT_region;
+            for (int a = 0; a < n && Tn; a++)
+                dT += N[a] * Tn[a];
+            for (int a = 0; a < nd; a++)
+                fe[a] += w * s0 * dT * g[a / d][a % d];
+        }
+    }
+    return 0;
+}
+
+/* Adds the thermal load int B^T sig0 dT to fe; dT = dT_region + the nodal field Tn
+ * (element-node values, NULL: none) interpolated. */
+HK_EL_FN int hk_el_thermal_load(const hk_elref *r, int d, const double (*x)[3], const hk_law *L,
+                                int axi, double fac, double dT_region, const double *Tn, double *fe)
+{
+    const int n = r->nnodes;
+    for (int q = 0; q < r->nqp; q++) {
+        double g[HK_EL_MAXN][3], w, rad = 0;
+        if (hk_el_point_gradients(r, d, x, q, fac, g, &w, axi ? &rad : NULL)) return 1;
+        double dT = dT_region;
+        if (Tn)
+            for (int a = 0; a < n; a++)
+                dT += r->N[q][a] * Tn[a];
+        for (int a = 0; a < n; a++) {
+            double B[6][3];
+            hk_el_bmatrix_at(r, d, q, a, g[a], rad, B);
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                for (int v = 0; v < L->nv; v++)
+                    s += B[v][i] * L->sig0[v];
+                fe[a * d + i] += w * dT * s;
+            }
+        }
+    }
+    return 0;
+}
+
+#endif

@@ -1,0 +1,239 @@
+/* Lookups shared by assembly/: names of regions and boundary groups, the nodes of a group,
+ * the quadrature points of a boundary's facets, the thickness, the temperature change of a
+ * region.
+ *
+ * Facet normals: the outward normal is not taken from the facet's node order: each facet's
+ * normal is compared with the vector from the centroid of the adjacent cell to the facet's
+ * centroid and flipped when they disagree, so facets of either orientation load the body the
+ * same way. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elements.h"
+#include "groups.h"
+
+const char *hk_asm_region_name(const hk_mesh *m, int r)
+{
+    static _Thread_local char buf[32];
+    if (m->regions && r >= 0 && r < m->nregions && m->regions[r].name[0]) return m->regions[r].name;
+    snprintf(buf, sizeof buf, "#%d", r);
+    return buf;
+}
+
+const char *hk_asm_boundary_name(const hk_mesh *m, int b)
+{
+    static _Thread_local char buf[32];
+    if (m->boundaries && b >= 0 && b < m->nboundaries && m->boundaries[b].name[0])
+        return m->boundaries[b].name;
+    snprintf(buf, sizeof buf, "#%d", b);
+    return buf;
+}
+
+long long hk_asm_tag(const hk_elems *es, int64_t e)
+{
+    return es->tag ? (long long)es->tag[e] : (long long)(e + 1);
+}
+double hk_problem_region_dT(const hk_problem *p, int r)
+{
+    double t = 0;
+    for (int l = 0; l < p->nloads; l++)
+        if (p->loads[l].kind == HK_LOAD_TEMPERATURE &&
+            (p->loads[l].boundary < 0 || p->loads[l].boundary == r))
+            t += p->loads[l].value[0];
+    return t;
+}
+
+double hk_asm_thickness(const hk_problem *p)
+{
+    if (p->mesh->dim != 2 || p->analysis == HK_AXISYMMETRIC) return 1; /* axisymmetric: r */
+    return p->thickness == 0 ? 1 : p->thickness;
+}
+
+int hk_group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
+{
+    const hk_group *g = &m->boundaries[b];
+    *n = 0;
+    *nodes = NULL;
+    if (g->nnodes > 0 && g->nodes) {
+        HK_CALL(hk_malloc((size_t)g->nnodes * sizeof **nodes, nodes));
+        memcpy(*nodes, g->nodes, (size_t)g->nnodes * sizeof **nodes);
+        *n = g->nnodes;
+    } else if (g->elems.n > 0) { /* unique nodes of its elements */
+        uint8_t *seen;
+        int64_t cnt = 0, tot = g->elems.ptr[g->elems.n];
+        HK_CALL(hk_calloc((size_t)m->nnodes + 1, 1, &seen));
+        int ierr = hk_malloc((size_t)tot * sizeof **nodes + 1, nodes);
+        if (ierr) {
+            free(seen);
+            return ierr;
+        }
+        for (int64_t k = 0; k < tot; k++) {
+            int32_t v = g->elems.nodes[k];
+            if (v < 0 || v >= m->nnodes) {
+                free(seen);
+                free(*nodes);
+                *nodes = NULL;
+                return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                                    "boundary '%s' refers to node %d, outside the mesh's %lld "
+                                    "nodes; the mesh is corrupt",
+                                    hk_asm_boundary_name(m, b), v, (long long)m->nnodes);
+            }
+            if (!seen[v]) seen[v] = 1, (*nodes)[cnt++] = v;
+        }
+        free(seen);
+        *n = cnt;
+    }
+    for (int64_t i = 0; i < *n; i++)
+        if ((*nodes)[i] < 0 || (*nodes)[i] >= m->nnodes) {
+            int32_t v = (*nodes)[i];
+            free(*nodes);
+            *nodes = NULL;
+            return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                                "boundary '%s' refers to node %d, outside the mesh's %lld "
+                                "nodes; the mesh is corrupt",
+                                hk_asm_boundary_name(m, b), v, (long long)m->nnodes);
+        }
+    return 0;
+}
+
+/* Does cell e contain node v? */
+static int cell_has(const hk_mesh *m, int64_t e, int32_t v)
+{
+    for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+        if (m->cells.nodes[k] == v) return 1;
+    return 0;
+}
+
+/* Geometric normal of the facet with reference r and nodes fn, from its shape-function
+ * derivatives dN at one point: the tangents' cross product (a line's tangent turned by -90
+ * degrees in 2D). Its length is the length/area element there. */
+static void facet_normal(const hk_mesh *m, const hk_elref *fr, const int32_t *fn,
+                         const double dN[][3], double nrm[3])
+{
+    double t[2][3] = {{0}};
+    for (int a = 0; a < fr->nnodes; a++)
+        for (int k = 0; k < fr->dim; k++)
+            for (int i = 0; i < 3; i++)
+                t[k][i] += m->coords[3 * (size_t)fn[a] + i] * dN[a][k];
+    if (fr->dim == 1) {
+        nrm[0] = t[0][1], nrm[1] = -t[0][0], nrm[2] = 0;
+    } else {
+        nrm[0] = t[0][1] * t[1][2] - t[0][2] * t[1][1];
+        nrm[1] = t[0][2] * t[1][0] - t[0][0] * t[1][2];
+        nrm[2] = t[0][0] * t[1][1] - t[0][1] * t[1][0];
+    }
+}
+
+/* Sign (+1/-1) that turns the facet's geometric normal outward, from the cells that hold all
+ * of the facet's corners. Errors: the facet is on no cell, or (pressure) between two. */
+static int facet_sign(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const hk_elref *fr,
+                      const int32_t *fn, double *sign)
+{
+    const hk_mesh *m = p->mesh;
+    const hk_group *g = &m->boundaries[b];
+    int64_t found = -1, nfound = 0;
+    for (int64_t c = n2c->ptr[fn[0]]; c < n2c->ptr[fn[0] + 1]; c++) {
+        int64_t e = n2c->idx[c], ok = 1;
+        for (int a = 1; a < fr->ncorners && ok; a++)
+            ok = cell_has(m, e, fn[a]);
+        if (ok) {
+            if (nfound == 0) found = e;
+            nfound++;
+        }
+    }
+    HK_CHECK(nfound > 0, HK_ERR_MODEL,
+             "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a face of any %dD element; "
+             "put the loaded surface on the boundary of the meshed domain",
+             (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), hk_asm_boundary_name(m, b),
+             m->dim);
+    HK_CHECK(nfound == 1, HK_ERR_MODEL,
+             "facet %lld (%s, Gmsh tag %lld) of boundary '%s' lies between two elements, so its "
+             "outward normal is ambiguous; apply pressure on the outer boundary only, or use a "
+             "traction",
+             (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), hk_asm_boundary_name(m, b));
+    /* centroids from the corners */
+    const hk_elref *cr = hk_elref_get((hk_eltype)m->cells.type[found]);
+    const int32_t *cn = m->cells.nodes + m->cells.ptr[found];
+    double cc[3] = {0, 0, 0}, fc[3] = {0, 0, 0};
+    for (int a = 0; a < cr->ncorners; a++)
+        for (int i = 0; i < 3; i++)
+            cc[i] += m->coords[3 * (size_t)cn[a] + i] / cr->ncorners;
+    for (int a = 0; a < fr->ncorners; a++)
+        for (int i = 0; i < 3; i++)
+            fc[i] += m->coords[3 * (size_t)fn[a] + i] / fr->ncorners;
+    /* geometric normal at the facet's reference centroid */
+    double xi[3] = {0, 0, 0}, dN[HK_EL_MAXN][3], nrm[3];
+    if (fr->simplex) xi[0] = xi[1] = 1.0 / 3;
+    hk_el_shape(fr->type, xi, NULL, dN);
+    facet_normal(m, fr, fn, dN, nrm);
+    double dot = 0;
+    for (int i = 0; i < 3; i++)
+        dot += nrm[i] * (fc[i] - cc[i]);
+    *sign = dot < 0 ? -1 : 1;
+    return 0;
+}
+
+int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, int outward,
+                    hk_facet_fn fn, void *ctx)
+{
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim;
+    const hk_group *g = &m->boundaries[b];
+    const char *bn = hk_asm_boundary_name(m, b);
+    const double fac = hk_asm_thickness(p);
+    HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
+             "%s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
+             "elements; apply it on a %s group",
+             what, d - 1, bn, g->dim, (long long)g->elems.n, d == 2 ? "curve" : "surface");
+    for (int64_t fe = 0; fe < g->elems.n; fe++) {
+        const int t = g->elems.type[fe];
+        const hk_elref *fr = hk_elref_get((hk_eltype)t);
+        HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
+                 HK_ERR_MODEL,
+                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a %s element; %s acts "
+                 "on %s",
+                 (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
+                 d == 2 ? "line" : "surface", what,
+                 d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
+        const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
+        for (int a = 0; a < fr->nnodes; a++) {
+            HK_CHECK(fn_[a] >= 0 && fn_[a] < m->nnodes, HK_ERR_MODEL,
+                     "facet %lld of boundary '%s' refers to node %d, outside the mesh; the "
+                     "mesh is corrupt",
+                     (long long)fe, bn, fn_[a]);
+            HK_CHECK(n2c->ptr[fn_[a] + 1] > n2c->ptr[fn_[a]], HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' has node %d that belongs "
+                     "to no %dD element, so %s would be lost there; use the meshed domain's "
+                     "boundary",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn_[a], d, what);
+        }
+        double sign = 1;
+        if (outward) HK_CALL(facet_sign(p, n2c, b, fe, fr, fn_, &sign));
+        int nq;
+        double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
+        hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
+        for (int q = 0; q < nq; q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3], x[3] = {0, 0, 0};
+            hk_el_shape((hk_eltype)t, qp[q], N, dN);
+            facet_normal(m, fr, fn_, dN, nrm);
+            /* |nrm| is the length/area element */
+            double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+            HK_CHECK(dA > 0, HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
+                     "area); check the mesh",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
+            for (int i = 0; i < 3; i++)
+                nrm[i] = sign * nrm[i] / dA;
+            for (int a = 0; a < fr->nnodes; a++)
+                for (int i = 0; i < 3; i++)
+                    x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
+            /* axisymmetric: per radian of the ring (area element r ds), like the stiffness; a
+             * mesher's axis node at r = -1e-17 gives no negative weight */
+            const double r = p->analysis == HK_AXISYMMETRIC ? fmax(x[0], 0) : 1;
+            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * r * dA, nrm);
+        }
+    }
+    return 0;
+}
