@@ -8,7 +8,6 @@ int hk_app_main(int argc, char **argv);
 int hk_cmd_run(int argc, char **argv);   /* app/cmd_run.c */
 int hk_cmd_solve(int argc, char **argv); /* app/cmd_solve.c */
 int hk_cmd_mesh(int argc, char **argv);  /* app/cmd_mesh.c */
-int hk_cmd_bench(int argc, char **argv); /* app/cmd_bench.c */
 int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with
  * the node coordinates of the elasticity kinds (*coords, *dim; else NULL, 0); messages on

@@ -56,7 +56,6 @@ int hk_app_main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return hk_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "mesh")) return hk_cmd_mesh(argc - 1, argv + 1);
     if (!strcmp(cmd, "solve")) return hk_cmd_solve(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return hk_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return hk_cmd_info(argc - 1, argv + 1);
     fprintf(stderr, "hooke: unknown command '%s'; the commands are run, mesh, solve, bench, info "
                     "(hooke --help)\n", cmd);

@@ -1,13 +1,13 @@
 /* `hooke bench`: shared pieces of the benchmark subcommands.
  *
  * Each benchmark is a function `int hk_bench_WHAT(int argc, char **argv)` (argv[0] = "WHAT")
- * returning the exit code. To add one: write app/bench_WHAT.c, declare the function below and
- * add one line to the table `bench_cmds` in app/cmd_bench.c (a static archive cannot discover
+ * returning the exit code. To add one: write bench/bench_WHAT.c, declare the function below and
+ * add one line to the table `bench_cmds` in bench/cmd_bench.c (a static archive cannot discover
  * it otherwise). Use the helpers here for timing, the common options and JSON so every
  * benchmark reports alike: median of repeated runs after warm-up, each figure beside its
  * baseline measured in the same run. */
-#ifndef HOOKE_APP_BENCH_H
-#define HOOKE_APP_BENCH_H
+#ifndef HOOKE_BENCH_H
+#define HOOKE_BENCH_H
 
 #include <stdio.h>
 
@@ -15,13 +15,15 @@
 
 /* ---- subcommands ------------------------------------------------------------------------- */
 
-int hk_bench_spmv(int argc, char **argv);     /* app/cmd_bench.c */
-int hk_bench_cg(int argc, char **argv);       /* app/bench_cg.c */
-int hk_bench_assembly(int argc, char **argv); /* app/bench_assembly.c */
-int hk_bench_solvers(int argc, char **argv);  /* app/bench_solvers.c (krylov) */
-int hk_bench_pcs(int argc, char **argv);      /* app/bench_pcs.c */
-int hk_bench_app(int argc, char **argv);      /* app/bench_app.c */
-int hk_bench_mpk(int argc, char **argv);      /* app/bench_mpk.c */
+int hk_cmd_bench(int argc, char **argv); /* bench/cmd_bench.c: `hooke bench WHAT ...` */
+
+int hk_bench_spmv(int argc, char **argv);     /* bench/cmd_bench.c */
+int hk_bench_cg(int argc, char **argv);       /* bench/bench_cg.c */
+int hk_bench_assembly(int argc, char **argv); /* bench/bench_assembly.c */
+int hk_bench_solvers(int argc, char **argv);  /* bench/bench_solvers.c (krylov) */
+int hk_bench_pcs(int argc, char **argv);      /* bench/bench_pcs.c */
+int hk_bench_app(int argc, char **argv);      /* bench/bench_app.c */
+int hk_bench_mpk(int argc, char **argv);      /* bench/bench_mpk.c */
 
 /* ---- common options: --backend auto|cpu|cuda  --json FILE  --size small|medium|large ---- */
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
 #include "bench.h"
 #include "hooke/fem.h"
 #include "hk_impl.h"
