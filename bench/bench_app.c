@@ -26,25 +26,23 @@ static void app_usage(FILE *f)
 
 int hk_bench_app(int argc, char **argv)
 {
-    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const char *case_path = "cases/bracket/bracket.yaml";
     int baseline = 1;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc;) {
         int k = hk_bench_common_option(argc, argv, &i, &bo); /* moves i past what it took */
         if (k < 0) return 2;
-        if (k) {
-            i--;
-            continue;
-        }
-        if (!strcmp(argv[i], "--no-baseline")) {
+        if (k) continue;
+        const char *a = argv[i++];
+        if (!strcmp(a, "--no-baseline")) {
             baseline = 0;
-        } else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
-            case_path = argv[++i];
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        } else if (!strcmp(a, "--case") && i < argc) {
+            case_path = argv[i++];
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             app_usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "hooke bench app: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "hooke bench app: unknown option '%s'\n", a);
             app_usage(stderr);
             return 2;
         }
@@ -96,16 +94,19 @@ int hk_bench_app(int argc, char **argv)
            "residual %.2e\n\n",
            (long long)r.mesh.nnodes, (long long)r.mesh.cells.n, (long long)r.sys.ndof,
            (long long)nnz, r.solver_desc, r.res.iterations, r.res.true_residual);
-    printf("| stage | seconds | baseline |\n|---|---:|---|\n");
-    printf("| mesh | %.2f | ", r.t_mesh);
+    char mesh_base[64] = "-";
     if (t_single > 0)
-        printf("single-thread Delaunay %.2f s (%.1fx) |\n", t_single, t_single / r.t_mesh);
-    else
-        printf("- |\n");
-    printf("| assembly | %.2f | |\n| solver set-up and upload | %.2f | |\n| solve | %.2f | |\n",
-           r.t_assembly, r.t_setup, r.t_solve);
-    printf("| post-processing | %.2f | |\n| writing | %.2f | |\n| total | %.2f | wall %.2f |\n\n",
-           r.t_post, r.t_output, r.t_total, wall);
+        snprintf(mesh_base, sizeof mesh_base, "single-thread Delaunay %.2f s (%.1fx)", t_single,
+                 t_single / r.t_mesh);
+    hk_table_head(stdout, "lrl", "stage|seconds|baseline");
+    hk_table_row(stdout, "mesh|%.2f|%s", r.t_mesh, mesh_base);
+    hk_table_row(stdout, "assembly|%.2f|", r.t_assembly);
+    hk_table_row(stdout, "solver set-up and upload|%.2f|", r.t_setup);
+    hk_table_row(stdout, "solve|%.2f|", r.t_solve);
+    hk_table_row(stdout, "post-processing|%.2f|", r.t_post);
+    hk_table_row(stdout, "writing|%.2f|", r.t_output);
+    hk_table_row(stdout, "total|%.2f|wall %.2f", r.t_total, wall);
+    printf("\n");
     printf("host memory: peak %.0f MB, memory guard's estimate %.0f MB (%+.0f%%)", peak / 1e6,
            r.mem.host_estimate / 1e6,
            peak > 0 ? 100 * (r.mem.host_estimate - peak) / peak : 0.0);

@@ -150,46 +150,45 @@ fail:
 
 int hk_bench_assembly(int argc, char **argv)
 {
-    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const char *types = "tri3,tri6,quad4,quad8,quad9,tet4,tet10,hex8,hex20,hex27";
     int cells = 0, solve = 1;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc;) {
         int r = hk_bench_common_option(argc, argv, &i, &bo); /* advances past what it reads */
         if (r < 0) return 2;
-        if (r > 0) {
-            i--;
-            continue;
-        }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (r > 0) continue;
+        const char *a = argv[i++];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             asm_usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--types") && i + 1 < argc) {
-            types = argv[++i];
-        } else if (!strcmp(argv[i], "--cells") && i + 1 < argc) {
-            cells = atoi(argv[++i]);
+        } else if (!strcmp(a, "--types") && i < argc) {
+            types = argv[i++];
+        } else if (!strcmp(a, "--cells") && i < argc) {
+            cells = atoi(argv[i++]);
             if (cells < 1) {
                 fprintf(stderr, "hooke bench assembly: --cells needs a positive integer\n");
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--no-solve")) {
+        } else if (!strcmp(a, "--no-solve")) {
             solve = 0;
         } else {
             fprintf(stderr,
                     "hooke bench assembly: unknown option '%s' (hooke bench assembly "
                     "--help)\n",
-                    argv[i]);
+                    a);
             return 2;
         }
     }
-    const double target = bo.size == HK_BENCH_SMALL ? 5e4 : bo.size == HK_BENCH_MEDIUM ? 3e5 : 1e6;
-    if (!cells) cells = bo.size == HK_BENCH_SMALL ? 40 : 69;
+    const double target = hk_bench_pick(bo.size, 5e4, 3e5, 1e6);
+    if (!cells) cells = (int)hk_bench_pick(bo.size, 40, 69, 69);
 
     asm_row rows[HK_EL_COUNT];
     int nrows = 0;
     printf("## Assembly throughput (hk_assemble_stiffness: pattern + numeric), %d threads\n\n",
            omp_get_max_threads());
-    printf("| type | elements | DOFs | ms (all threads) | elements/s | ms (1 thread) | "
-           "elements/s (1 thread) | speed-up |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    hk_table_head(stdout, "lrrrrrrr",
+                  "type|elements|DOFs|ms (all threads)|elements/s|ms (1 thread)|"
+                  "elements/s (1 thread)|speed-up");
     char list[256];
     snprintf(list, sizeof list, "%s", types);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
@@ -211,10 +210,9 @@ int hk_bench_assembly(int argc, char **argv)
             return 1;
         }
         nrows++;
-        printf("| %s | %lld | %lld | %.1f | %.3g | %.1f | %.3g | %.2f |\n", r->type, r->elements,
-               r->dofs, 1e3 * r->s_all, r->elements / r->s_all, 1e3 * r->s_one,
-               r->elements / r->s_one, r->s_one / r->s_all);
-        fflush(stdout);
+        hk_table_row(stdout, "%s|%lld|%lld|%.1f|%.3g|%.1f|%.3g|%.2f", r->type, r->elements, r->dofs,
+                     1e3 * r->s_all, r->elements / r->s_all, 1e3 * r->s_one, r->elements / r->s_one,
+                     r->s_one / r->s_all);
     }
 
     double st[4];
@@ -225,13 +223,14 @@ int hk_bench_assembly(int argc, char **argv)
         fprintf(stderr, "hooke bench assembly: stages: %s\n", hk_error_message());
         return 1;
     }
-    printf("| stage | seconds |\n|---|---:|\n| DOFs | %lld |\n| generation (hk_mesh_box) | %.3f |\n"
-           "| assembly (hk_assemble: checks, K, loads, elimination) | %.3f |\n",
-           dofs, st[0], st[1]);
-    if (solve)
-        printf("| solver set-up (%s, cg + jacobi) | %.3f |\n| solve (%d iterations, tol 1e-6) | "
-               "%.3f |\n",
-               bo.backend, st[2], iters, st[3]);
+    hk_table_head(stdout, "lr", "stage|seconds");
+    hk_table_row(stdout, "DOFs|%lld", dofs);
+    hk_table_row(stdout, "generation (hk_mesh_box)|%.3f", st[0]);
+    hk_table_row(stdout, "assembly (hk_assemble: checks, K, loads, elimination)|%.3f", st[1]);
+    if (solve) {
+        hk_table_row(stdout, "solver set-up (%s, cg + jacobi)|%.3f", bo.backend, st[2]);
+        hk_table_row(stdout, "solve (%d iterations, tol 1e-6)|%.3f", iters, st[3]);
+    }
 
     if (bo.json) {
         hk_json j;

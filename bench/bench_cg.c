@@ -63,40 +63,23 @@ static void cg_usage(FILE *f)
             "bytes they must move, GB/s, share of the copy and time against the SpMV.\n");
 }
 
-/* Solves through the public API: time per iteration (solve_seconds / iterations). */
+/* Solves through the public API: time per iteration (solve_seconds / iterations), the median
+ * of three solves after a warm-up one (first-use costs such as module load and handles stay out
+ * of the figure). Every solve runs the same fixed iterations, so the median of the solve times
+ * over the iterations is the median per iteration. */
 static int time_solver(const hk_bcsr *K, const char *backend, const char *method,
                        const char *format, const char *extra, int iters, const double *b, double *x,
-                       int warm, double *ms, double *rnorm)
+                       double *ms, double *rnorm)
 {
-    int ierr;
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
     char opt[256];
     hk_result res;
-    const int64_t n = K->nbrows * K->bs;
+    double s;
     snprintf(opt, sizeof opt, "backend=%s method=%s pc=none format=%s tol=1e-30 maxit=%d %s",
              backend, method, format, iters, extra);
-    HK_TRY(hk_options_create(&o));
-    HK_TRY(hk_options_parse(o, opt));
-    HK_TRY(hk_solver_create(K, o, &s));
-    if (warm) { /* first-use costs (module load, handles) stay out of the figure */
-        memset(x, 0, (size_t)n * sizeof *x);
-        HK_TRY(hk_solver_solve(s, b, x, &res));
-    }
-    /* the median of three timed solves on a device, one on the CPU (seconds each at 1M DOFs) */
-    double t[3];
-    const int reps = warm ? 3 : 1;
-    for (int r = 0; r < reps; r++) {
-        memset(x, 0, (size_t)n * sizeof *x);
-        HK_TRY(hk_solver_solve(s, b, x, &res));
-        t[r] = res.iterations > 0 ? res.solve_seconds * 1e3 / res.iterations : NAN;
-    }
-    *ms = hk_bench_median(t, reps);
+    HK_CALL(hk_bench_solve(K, opt, 1, 3, b, x, &res, &s));
+    *ms = res.iterations > 0 ? s * 1e3 / res.iterations : NAN;
     *rnorm = res.rnorm;
-fail:
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    return ierr;
+    return 0;
 }
 #ifdef HOOKE_HAVE_CUDA
 
@@ -155,41 +138,29 @@ fail:
 }
 #endif
 
-typedef struct spmv_ctx {
-    const hk_backend_ops *be;
-    hk_mat *A;
-    hk_vec *x, *y;
-} spmv_ctx;
-
-static int spmv_once(void *c)
-{
-    spmv_ctx *s = c;
-    HK_CALL(hk_mat_spmv(s->A, s->x, s->y));
-    return s->be->sync();
-}
-
 /* fp64 SpMV in format fmt with tpr threads per block row (0 = auto): microseconds per
  * product. */
 static int time_spmv(const hk_backend_ops *be, const hk_bcsr *K, hk_format fmt, int tpr, double *us)
 {
     int ierr;
     hk_options *o = NULL;
-    spmv_ctx c = {be, NULL, NULL, NULL};
+    hk_mat *A = NULL;
+    hk_vec *x = NULL, *y = NULL;
     char opt[64];
     snprintf(opt, sizeof opt, "format.tpr=%d", tpr);
     HK_TRY(hk_options_create(&o));
     HK_TRY(hk_options_parse(o, opt));
-    HK_TRY(hk_mat_create(be, K, fmt, HK_FP64, o, &c.A));
-    HK_TRY(hk_vec_create(be, c.A->ncols, HK_FP64, &c.x));
-    HK_TRY(hk_vec_create(be, c.A->nrows, HK_FP64, &c.y));
-    HK_TRY(be->vec_set(c.x, 1.0));
+    HK_TRY(hk_mat_create(be, K, fmt, HK_FP64, o, &A));
+    HK_TRY(hk_vec_create(be, A->ncols, HK_FP64, &x));
+    HK_TRY(hk_vec_create(be, A->nrows, HK_FP64, &y));
+    HK_TRY(be->vec_set(x, 1.0));
     double s;
-    HK_TRY(hk_bench_time(spmv_once, &c, 3, 10, 0.2, &s));
+    HK_TRY(hk_bench_time_spmv(A, x, y, 3, 10, 0.2, &s));
     *us = s * 1e6;
 fail:
-    hk_vec_destroy(c.x);
-    hk_vec_destroy(c.y);
-    hk_mat_destroy(c.A);
+    hk_vec_destroy(x);
+    hk_vec_destroy(y);
+    hk_mat_destroy(A);
     hk_options_destroy(o);
     return ierr;
 }
@@ -225,15 +196,14 @@ typedef struct op_ctx {
     hk_mat *A;
     hk_vec *x, *r, *z, *p, *Ap, *dinv;
     double *S;
-    cpu_op op;
 } op_ctx;
 
-static int op_once(void *c)
+static int op_once(void *c, int op)
 {
     op_ctx *o = c;
     const hk_backend_ops *be = o->be;
     double d[3];
-    switch (o->op) {
+    switch ((cpu_op)op) {
     case OP_SPMV:
         return hk_mat_spmv(o->A, o->p, o->Ap);
     case OP_CG_ITER: /* r = p = 1: r.r = n; rz = 2 n gives beta = 0.5 (and 0.25 below) */
@@ -252,8 +222,7 @@ static int op_once(void *c)
         /* alpha = RZ / PAP = 1e-9 and beta = 1 - 2 alpha ZAP / RZ = 0.5 at every call */
         const double S0[HK_S_PIPECG_COUNT] = {1.0, 1.0, 1e9, 0.0, 0.0, 0.0, 2.5e8};
         HK_CALL(be->scal_set(o->S, 0, HK_S_PIPECG_COUNT, S0));
-        if (o->op == OP_PIPE_STEP)
-            return be->pipecg_step(o->A, o->x, o->r, o->p, o->Ap, NULL, o->S);
+        if (op == OP_PIPE_STEP) return be->pipecg_step(o->A, o->x, o->r, o->p, o->Ap, NULL, o->S);
         return be->pipecg_update(o->x, o->r, o->p, o->Ap, NULL, o->S);
     }
     case OP_PIPE_SPMV:
@@ -304,7 +273,7 @@ typedef struct op_row {
 static int time_cpu_ops(const hk_backend_ops *be, const hk_bcsr *K, double *us)
 {
     int ierr;
-    op_ctx o = {be, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, OP_SPMV};
+    op_ctx o = {be, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     hk_vec **v[6] = {&o.x, &o.r, &o.z, &o.p, &o.Ap, &o.dinv};
     HK_TRY(hk_mat_create(be, K, HK_FMT_CSR, HK_FP64, NULL, &o.A));
     for (int j = 0; j < 6; j++)
@@ -315,31 +284,11 @@ static int time_cpu_ops(const hk_backend_ops *be, const hk_bcsr *K, double *us)
     HK_TRY(be->vec_set(o.p, 1.0));
     HK_TRY(be->vec_set(o.dinv, 0.5));
     HK_TRY(hk_mat_spmv(o.A, o.p, o.Ap));
-    /* The ops take turns, a batch of about 2 ms each per round, and each op's figure is its
-     * median over the rounds: load from other jobs that comes and goes then weighs on every op
-     * alike, so the ratios to the SpMV hold where the times alone drift. */
-    enum { ROUNDS = 31 };
-    int k[OP_COUNT];
-    double t[OP_COUNT][ROUNDS];
-    for (int op = 0; op < OP_COUNT; op++) {
-        o.op = (cpu_op)op;
-        double t0 = hk_time();
-        for (int w = 0; w < 3; w++)
-            HK_TRY(op_once(&o));
-        const double est = (hk_time() - t0) / 3;
-        k[op] = est > 0 ? (int)ceil(2e-3 / est) : 1000;
-        if (k[op] > 100000) k[op] = 100000;
-    }
-    for (int r = 0; r < ROUNDS; r++)
-        for (int op = 0; op < OP_COUNT; op++) {
-            o.op = (cpu_op)op;
-            const double t0 = hk_time();
-            for (int j = 0; j < k[op]; j++)
-                HK_TRY(op_once(&o));
-            t[op][r] = (hk_time() - t0) / k[op];
-        }
+    /* The ops take turns, a batch of about 2 ms each per round, each op's figure its median
+     * over the rounds, so the ratios to the SpMV hold where the times alone drift. */
+    HK_TRY(hk_bench_time_rounds(op_once, &o, OP_COUNT, 31, 2e-3, us));
     for (int op = 0; op < OP_COUNT; op++)
-        us[op] = hk_bench_median(t[op], ROUNDS) * 1e6;
+        us[op] *= 1e6;
 fail:
     if (o.S) be->scal_free(o.S);
     for (int j = 0; j < 6; j++)
@@ -350,7 +299,7 @@ fail:
 
 int hk_bench_cg(int argc, char **argv)
 {
-    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     int iters = 200, check_every = 10, nn = 0, nodes[8], rc = 1;
     const char *node_list = NULL;
     cg_rows R = {NULL, 0, 0};
@@ -400,9 +349,9 @@ int hk_bench_cg(int argc, char **argv)
     }
 
     const hk_backend *gpu = NULL, *cpu = NULL;
-    if (hk_backend_get("cpu", &cpu)) goto error;
+    if (hk_bench_backend("hooke bench cg", "cpu", &cpu)) goto done;
     if (strcmp(bo.backend, "cpu")) {
-        if (hk_backend_get(bo.backend, &gpu)) goto error;
+        if (hk_bench_backend("hooke bench cg", bo.backend, &gpu)) goto done;
         if (!strcmp(hk_backend_name(gpu), "cpu")) gpu = NULL; /* auto without a device */
     }
 #ifndef HOOKE_HAVE_CUDA
@@ -478,7 +427,7 @@ int hk_bench_cg(int argc, char **argv)
             for (int m = 0; m < 2 && !err; m++)
                 for (int f = 0; f < 3 && !err; f++) {
                     double ms, rn;
-                    err = time_solver(&K, "cuda", meth[m], fmts[f], "", iters, b, x, 1, &ms, &rn);
+                    err = time_solver(&K, "cuda", meth[m], fmts[f], "", iters, b, x, &ms, &rn);
                     if (!err)
                         err = rows_add(&R,
                                        (cg_row){N, n, "cuda", meth[m], fmts[f], ms, rn, base / ms});
@@ -490,7 +439,7 @@ int hk_bench_cg(int argc, char **argv)
                 char extra[32];
                 snprintf(extra, sizeof extra, "check_every=%d", check_every);
                 double ms, rn;
-                err = time_solver(&K, "cuda", "pipecg", "sbell", extra, iters, b, x, 1, &ms, &rn);
+                err = time_solver(&K, "cuda", "pipecg", "sbell", extra, iters, b, x, &ms, &rn);
                 if (!err)
                     err = rows_add(&R, (cg_row){N, n, "cuda", label, "sbell", ms, rn, base / ms});
             }
@@ -526,7 +475,7 @@ int hk_bench_cg(int argc, char **argv)
         static const char *const cmeth[] = {"cg", "pipecg"};
         for (int m = 0; m < 2 && !err; m++) {
             double ms, rn;
-            err = time_solver(&K, "cpu", cmeth[m], "csr", "", iters, b, x, 1, &ms, &rn);
+            err = time_solver(&K, "cpu", cmeth[m], "csr", "", iters, b, x, &ms, &rn);
             if (!err) err = rows_add(&R, (cg_row){N, n, "cpu", cmeth[m], "csr", ms, rn, base / ms});
         }
         /* the CPU SpMV alone, as bytes moved per second: the matrix once, x and y once (a
@@ -561,49 +510,52 @@ int hk_bench_cg(int argc, char **argv)
         if (err) goto error;
     }
 
-    printf("| DOFs | backend | method | format | ms/iteration | baseline / this | ||r|| after "
-           "%d |\n|---:|---|---|---|---:|---:|---:|\n",
-           iters);
+    hk_table_head(stdout, "rlllrrr",
+                  "DOFs|backend|method|format|ms/iteration|baseline / this|%s after %d", "||r||",
+                  iters);
     for (int i = 0; i < R.n; i++) {
         cg_row *r = &R.r[i];
-        char ratio[32] = "-";
-        if (isfinite(r->vs_base)) snprintf(ratio, sizeof ratio, "%.2fx", r->vs_base);
-        printf("| %lld | %s | %s | %s | %.4f | %s | %.6e |\n", r->dofs, r->backend, r->method,
-               r->format, r->ms_per_iter, ratio, r->rnorm);
+        char ratio[32];
+        hk_table_row(stdout, "%lld|%s|%s|%s|%.4f|%s|%.6e", r->dofs, r->backend, r->method,
+                     r->format, r->ms_per_iter,
+                     hk_bench_ratio_text(ratio, sizeof ratio, r->vs_base), r->rnorm);
     }
     printf("\n(baseline: classical CG with cusparseSpMV CSR + cublasDdot/Daxpy/Dscal, host "
            "scalars, same run; > 1x means faster than it; every row: median of 3 solves after a "
            "warm-up)\n");
-    printf("\n| DOFs | CPU SpMV | us | effective GB/s | share of copy bandwidth | cg ms/it / "
-           "csr SpMV |\n|---:|---|---:|---:|---:|---:|\n");
+    printf("\n");
+    hk_table_head(stdout, "rlrrrr",
+                  "DOFs|CPU SpMV|us|effective GB/s|share of copy bandwidth|cg ms/it / csr SpMV");
     for (int i = 0; i < ncr; i++) {
-        char ratio[32] = "-"; /* cg runs in csr here: its ratio only on that row */
-        if (cr[i].fmt == HK_FMT_CSR)
-            snprintf(ratio, sizeof ratio, "%.2fx", cr[i].cg_ms * 1e3 / cr[i].us);
-        printf("| %lld | %s | %.1f | %.1f | %.0f %% | %s |\n", (long long)cr[i].dofs,
-               hk_format_name(cr[i].fmt), cr[i].us, cr[i].gbs, 100 * cr[i].gbs / host_gbs, ratio);
+        char ratio[32]; /* cg runs in csr here: its ratio only on that row */
+        hk_bench_ratio_text(ratio, sizeof ratio,
+                            cr[i].fmt == HK_FMT_CSR ? cr[i].cg_ms * 1e3 / cr[i].us : NAN);
+        hk_table_row(stdout, "%lld|%s|%.1f|%.1f|%.0f %%|%s", (long long)cr[i].dofs,
+                     hk_format_name(cr[i].fmt), cr[i].us, cr[i].gbs, 100 * cr[i].gbs / host_gbs,
+                     ratio);
     }
     printf("\n(host copy %.1f GB/s; SpMV bytes: values, column indices, row pointers, x and y "
            "once each)\n",
            host_gbs);
-    printf("\n| DOFs | CPU op (alone) | us | MB moved | GB/s | share of copy | vs csr SpMV | "
-           "above its traffic at copy speed, us |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    printf("\n");
+    hk_table_head(stdout, "rlrrrrrr",
+                  "DOFs|CPU op (alone)|us|MB moved|GB/s|share of copy|vs csr SpMV|"
+                  "above its traffic at copy speed, us");
     for (int i = 0; i < nor; i++) {
         const op_row *o = &orow[i];
         const double spmv = orow[i - o->op].us, gbs = o->bytes / (o->us * 1e-6) / 1e9;
-        printf("| %lld | %s | %.1f | %.2f | %.1f | %.0f %% | %.3fx | %.1f |\n", (long long)o->dofs,
-               cpu_op_name[o->op], o->us, o->bytes / 1e6, gbs, 100 * gbs / host_gbs, o->us / spmv,
-               o->us - o->bytes / (host_gbs * 1e3));
+        hk_table_row(stdout, "%lld|%s|%.1f|%.2f|%.1f|%.0f %%|%.3fx|%.1f", (long long)o->dofs,
+                     cpu_op_name[o->op], o->us, o->bytes / 1e6, gbs, 100 * gbs / host_gbs,
+                     o->us / spmv, o->us - o->bytes / (host_gbs * 1e3));
         if (o->op == OP_CG_UPDATE || o->op == OP_PIPE_SPMV) {
             /* an iteration without a preconditioner as the sum of its two ops (the op before
              * this one in the table and this one): cg on a backend without cg_iter */
             const double it = orow[i - 1].us + o->us, by = orow[i - 1].bytes + o->bytes;
             const double ig = by / (it * 1e-6) / 1e9;
-            printf("| %lld | = %s (sum of the two) | %.1f | %.2f | %.1f | %.0f %% | "
-                   "%.3fx | %.1f |\n",
-                   (long long)o->dofs,
-                   o->op == OP_CG_UPDATE ? "cg_spmv + cg_update" : "pipecg iteration", it, by / 1e6,
-                   ig, 100 * ig / host_gbs, it / spmv, it - by / (host_gbs * 1e3));
+            hk_table_row(stdout, "%lld|= %s (sum of the two)|%.1f|%.2f|%.1f|%.0f %%|%.3fx|%.1f",
+                         (long long)o->dofs,
+                         o->op == OP_CG_UPDATE ? "cg_spmv + cg_update" : "pipecg iteration", it,
+                         by / 1e6, ig, 100 * ig / host_gbs, it / spmv, it - by / (host_gbs * 1e3));
         }
     }
     printf("\n(each op alone on the same csr matrix and vectors, the ops taking turns in 31 rounds "
@@ -612,8 +564,8 @@ int hk_bench_cg(int argc, char **argv)
            "the time beyond those bytes at the copy bandwidth of this run)\n");
     /* GPU/CPU speedup of each method: best GPU format vs the CPU backend */
     if (gpu) {
-        printf("\n| DOFs | method | best GPU (format) ms/it | CPU ms/it | GPU speedup |\n"
-               "|---:|---|---:|---:|---:|\n");
+        printf("\n");
+        hk_table_head(stdout, "rlrrr", "DOFs|method|best GPU (format) ms/it|CPU ms/it|GPU speedup");
         for (int i = 0; i < R.n; i++) {
             if (strcmp(R.r[i].backend, "cpu")) continue;
             const cg_row *c = &R.r[i], *best = NULL;
@@ -623,18 +575,22 @@ int hk_bench_cg(int argc, char **argv)
                     (!best || R.r[k].ms_per_iter < best->ms_per_iter))
                     best = &R.r[k];
             if (best)
-                printf("| %lld | %s | %.4f (%s) | %.4f | %.1fx |\n", c->dofs, c->method,
-                       best->ms_per_iter, best->format, c->ms_per_iter,
-                       c->ms_per_iter / best->ms_per_iter);
+                hk_table_row(stdout, "%lld|%s|%.4f (%s)|%.4f|%.1fx", c->dofs, c->method,
+                             best->ms_per_iter, best->format, c->ms_per_iter,
+                             c->ms_per_iter / best->ms_per_iter);
         }
-        printf("\n| nodes | pipecg via ops, sbell: direct ms/it | CUDA graph of %d its ms/it | "
-               "graph gain | ||r|| direct / graph |\n|---:|---:|---:|---:|---|\n",
-               check_every);
+        printf("\n");
+        hk_table_head(stdout, "rrrrl",
+                      "nodes|pipecg via ops, sbell: direct ms/it|CUDA graph of %d its ms/it|"
+                      "graph gain|%s direct / graph",
+                      check_every, "||r||");
         for (int i = 0; i < ngr; i++)
-            printf("| %d^3 | %.4f | %.4f | %.2fx | %.6e / %.6e |\n", gr[i].nodes, gr[i].direct,
-                   gr[i].graph, gr[i].direct / gr[i].graph, gr[i].r1, gr[i].r2);
-        printf("\n| nodes | fp64 SpMV | threads per block row | us | vs auto of the format | "
-               "vs cusparse-csr |\n|---:|---|---|---:|---:|---:|\n");
+            hk_table_row(stdout, "%d^3|%.4f|%.4f|%.2fx|%.6e / %.6e", gr[i].nodes, gr[i].direct,
+                         gr[i].graph, gr[i].direct / gr[i].graph, gr[i].r1, gr[i].r2);
+        printf("\n");
+        hk_table_head(stdout, "rllrrr",
+                      "nodes|fp64 SpMV|threads per block row|us|vs auto of the format|"
+                      "vs cusparse-csr");
         for (int i = 0; i < ntr; i++) {
             double us_auto = NAN, us_cus = NAN;
             for (int k = 0; k < ntr; k++) {
@@ -649,8 +605,9 @@ int hk_bench_cg(int argc, char **argv)
                 snprintf(t, sizeof t, "%d", tr[i].tpr);
             else
                 snprintf(t, sizeof t, "auto");
-            printf("| %d^3 | %s | %s | %.2f | %.2fx | %.2fx |\n", tr[i].nodes,
-                   hk_format_name(tr[i].fmt), t, tr[i].us, us_auto / tr[i].us, us_cus / tr[i].us);
+            hk_table_row(stdout, "%d^3|%s|%s|%.2f|%.2fx|%.2fx", tr[i].nodes,
+                         hk_format_name(tr[i].fmt), t, tr[i].us, us_auto / tr[i].us,
+                         us_cus / tr[i].us);
         }
     }
 

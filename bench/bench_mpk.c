@@ -98,10 +98,10 @@ typedef struct solve_row {
 
 static void print_row(const mpk_row *r)
 {
-    printf("| %s | %d | %s | %.4f | %.4f | %.2f | %lld | %.2f | %s |\n", r->sys, r->k,
-           r->schedule == HK_MPK_WAVEFRONT ? "wavefront" : "ghost", r->spmv_ms, r->mpk_ms,
-           r->mpk_ms / r->spmv_ms, r->block, r->redundancy, r->on_chip ? "shared" : "L2/global");
-    fflush(stdout);
+    hk_table_row(stdout, "%s|%d|%s|%.4f|%.4f|%.2f|%lld|%.2f|%s", r->sys, r->k,
+                 r->schedule == HK_MPK_WAVEFRONT ? "wavefront" : "ghost", r->spmv_ms, r->mpk_ms,
+                 r->mpk_ms / r->spmv_ms, r->block, r->redundancy,
+                 r->on_chip ? "shared" : "L2/global");
 }
 
 /* Time the plan of (schedule, block, k) into r when it beats r's best; *info of the plan. */
@@ -265,11 +265,10 @@ static int stream_plan(const hk_backend_ops *be, const hk_bcsr *Kh, int k, size_
 
 static void print_stream_row(const stream_row *r)
 {
-    printf("| %s | %d | %lld / %lld | %lld | %.2f | %.0f | %.1f | %.4f | %.4f | %.2f | %.2f | %.2f "
-           "| %.2f |\n",
-           r->sys, r->k, r->parts, r->parts1, r->block, r->redundancy, r->budget_mib, r->host_mib,
-           r->spmv_ms, r->mpk_ms, r->mpk_ms / r->spmv_ms, r->spmv_gbs, r->mpk_gbs, r->copy_gbs);
-    fflush(stdout);
+    hk_table_row(stdout, "%s|%d|%lld / %lld|%lld|%.2f|%.0f|%.1f|%.4f|%.4f|%.2f|%.2f|%.2f|%.2f",
+                 r->sys, r->k, r->parts, r->parts1, r->block, r->redundancy, r->budget_mib,
+                 r->host_mib, r->spmv_ms, r->mpk_ms, r->mpk_ms / r->spmv_ms, r->spmv_gbs,
+                 r->mpk_gbs, r->copy_gbs);
 }
 
 static int measure_stream(const hk_backend *be, const hk_bcsr *Kh, const char *sys,
@@ -292,8 +291,13 @@ static int measure_stream(const hk_backend *be, const hk_bcsr *Kh, const char *s
         hk_mpk_info info, info1;
         HK_TRY(stream_plan(be, Kh, k, &budget, &c.plan, &info));
         if (!c.plan) {
-            printf("| %s | %d | – | – | %.2f | %.0f | – | – | – | – | – | – | – |\n", sys, k,
-                   (double)info.work / ((double)k * Kh->nbrows), (double)budget / 1048576.0);
+            hk_table_cell(stdout, "%s", sys);
+            hk_table_cell(stdout, "%d", k);
+            hk_table_dashes(stdout, 2);
+            hk_table_cell(stdout, "%.2f", (double)info.work / ((double)k * Kh->nbrows));
+            hk_table_cell(stdout, "%.0f", (double)budget / 1048576.0);
+            hk_table_dashes(stdout, 7);
+            hk_table_end(stdout);
             (*nrows)--;
             continue;
         }
@@ -331,49 +335,32 @@ fail:
 static int solve_one(const char *backend, const hk_bcsr *K, const char *sys, const char *method,
                      solve_row *row)
 {
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
     int ierr;
     char text[256];
     hk_result res;
+    double seconds;
     const int64_t n = K->nbrows * K->bs;
-    double *b = malloc((size_t)n * sizeof *b), *x = malloc((size_t)n * sizeof *x),
-           *one = malloc((size_t)n * sizeof *one), t[3];
-    HK_TRY_CHECK(b && x && one, HK_ERR_MEMORY, "hooke bench mpk: out of host memory");
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(K, one, b);
+    double *b = hk_bench_rhs_ones(K), *x = malloc((size_t)n * sizeof *x);
+    HK_TRY_CHECK(b && x, HK_ERR_MEMORY, "hooke bench mpk: out of host memory");
     snprintf(text, sizeof text, "backend=%s tol=1e-8 pc=jacobi %s", backend, method);
-    HK_TRY(hk_options_create(&o));
-    HK_TRY(hk_options_parse(o, text));
-    HK_TRY(hk_solver_create(K, o, &s));
-    for (int r = 0; r < 4; r++) { /* one warm-up, the median of three */
-        memset(x, 0, (size_t)n * sizeof *x);
-        HK_TRY(hk_solver_solve(s, b, x, &res));
-        if (r) t[r - 1] = res.solve_seconds;
-    }
+    HK_TRY(hk_bench_solve(K, text, 1, 3, b, x, &res, &seconds)); /* the median of three */
     row->sys = sys;
     snprintf(row->method, sizeof row->method, "%s", method);
     row->iterations = res.iterations;
-    row->ms = hk_bench_median(t, 3) * 1e3;
+    row->ms = seconds * 1e3;
     row->true_res = res.true_residual;
     row->reason = hk_reason_name(res.reason);
-    printf("| %s | %s | %d | %.2f | %.4f | %.1e | %s |\n", sys, method, row->iterations, row->ms,
-           row->ms / row->iterations, row->true_res, row->reason);
-    fflush(stdout);
-    ierr = 0;
+    hk_table_row(stdout, "%s|%s|%d|%.2f|%.4f|%.1e|%s", sys, method, row->iterations, row->ms,
+                 row->ms / row->iterations, row->true_res, row->reason);
 fail:
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
     free(b);
     free(x);
-    free(one);
     return ierr;
 }
 
 int hk_bench_mpk(int argc, char **argv)
 {
-    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     int no_solve = 0, stream = 0, rc = 1;
     size_t stream_budget = 0;
     for (int i = 1; i < argc;) {
@@ -406,12 +393,9 @@ int hk_bench_mpk(int argc, char **argv)
         }
     }
     const hk_backend *be;
-    if (hk_backend_get(bo.backend, &be)) {
-        fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
-        return 2;
-    }
-    const int n2 = bo.size == HK_BENCH_SMALL ? 200 : bo.size == HK_BENCH_MEDIUM ? 500 : 1000;
-    const int n3 = bo.size == HK_BENCH_SMALL ? 20 : bo.size == HK_BENCH_MEDIUM ? 40 : 70;
+    if (hk_bench_backend("hooke bench mpk", bo.backend, &be)) return 2;
+    const int n2 = (int)hk_bench_pick(bo.size, 200, 500, 1000);
+    const int n3 = (int)hk_bench_pick(bo.size, 20, 40, 70);
     hk_bcsr K[2] = {{0}, {0}};
     char name[2][64];
     mpk_row rows[32];
@@ -431,9 +415,9 @@ int hk_bench_mpk(int argc, char **argv)
            "kernel wins); redundancy = rows computed / (k * rows)\n\n",
            name[0], (long long)(K[0].nbrows * K[0].bs), name[1],
            (long long)(K[1].nbrows * K[1].bs));
-    printf(
-        "| system | k | schedule | k SpMVs ms | matrix powers ms | ratio | partition or chunk "
-        "(block rows) | redundancy | vectors in |\n|---|---:|---|---:|---:|---:|---:|---:|---|\n");
+    hk_table_head(stdout, "lrlrrrrrl",
+                  "system|k|schedule|k SpMVs ms|matrix powers ms|ratio|"
+                  "partition or chunk (block rows)|redundancy|vectors in");
     for (int m = 0; m < 2; m++)
         if (measure(be, &K[m], name[m], rows, &nrows)) {
             fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
@@ -449,9 +433,9 @@ int hk_bench_mpk(int argc, char **argv)
             "budget would compute more than 3x the rows of the k SpMVs\n\n",
             strcmp(hk_backend_name(be), "cpu") ? "pinned host-to-device copies"
                                                : "memcpy (cpu: nothing is copied; reference)");
-        printf("| system | k | partitions | block rows | redundancy | device budget MiB | host "
-               "MiB | k streamed SpMVs ms | streamed pass ms | ratio | SpMVs GB/s | pass GB/s | "
-               "copy GB/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        hk_table_head(stdout, "lrrrrrrrrrrrr",
+                      "system|k|partitions|block rows|redundancy|device budget MiB|host MiB|"
+                      "k streamed SpMVs ms|streamed pass ms|ratio|SpMVs GB/s|pass GB/s|copy GB/s");
         for (int m = 0; m < 2; m++)
             if (measure_stream(be, &K[m], name[m], stream_budget, strows, &nstrows)) {
                 fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
@@ -465,15 +449,20 @@ int hk_bench_mpk(int argc, char **argv)
                                         "method=scg ksp.s=8",
                                         "method=scg ksp.s=4 mpk.block=-1",
                                         NULL};
-        printf("\n| system | method (pc=jacobi) | iterations | time to 1e-8 ms | ms/iteration | "
-               "true residual | reason |\n|---|---|---:|---:|---:|---:|---|\n");
+        printf("\n");
+        hk_table_head(stdout, "llrrrrl",
+                      "system|method (pc=jacobi)|iterations|time to 1e-8 ms|ms/iteration|"
+                      "true residual|reason");
         for (int m = 0; m < 2; m++)
             for (int i = 0; methods[i]; i++)
                 if (solve_one(hk_backend_name(be), &K[m], name[m], methods[i], &srows[nsrows]) == 0)
                     nsrows++;
                 else {
-                    printf("| %s | %s | – | – | – | – | %s |\n", name[m], methods[i],
-                           hk_error_message());
+                    hk_table_cell(stdout, "%s", name[m]);
+                    hk_table_cell(stdout, "%s", methods[i]);
+                    hk_table_dashes(stdout, 4);
+                    hk_table_cell(stdout, "%s", hk_error_message());
+                    hk_table_end(stdout);
                     hk_error_clear();
                 }
     }

@@ -117,13 +117,6 @@ static int pcs_apply_once(void *ctx)
     return t->be->sync();
 }
 
-static int pcs_spmv_once(void *ctx)
-{
-    pcs_timing *t = ctx;
-    HK_CALL(hk_mat_spmv(t->A, t->x, t->y));
-    return t->be->sync();
-}
-
 typedef struct pcs_upload {
     const hk_backend_ops *be;
     const hk_bcsr *K;
@@ -147,20 +140,13 @@ static int pcs_generated(const char *spec, hk_run *r)
     int dim = 0;
     if (hk_app_generate(spec, "hooke bench pcs", &r->sys.K, &coords, &dim)) return -1;
     const hk_bcsr *K = &r->sys.K;
-    const int64_t n = K->nbrows * K->bs;
-    double *one = malloc((size_t)(n ? n : 1) * sizeof *one);
-    r->sys.f = malloc((size_t)(n ? n : 1) * sizeof *r->sys.f);
-    if (!one || !r->sys.f) {
-        free(one);
+    r->sys.f = hk_bench_rhs_ones(K);
+    if (!r->sys.f) {
         free(coords);
         fprintf(stderr, "hooke bench pcs: out of memory for %s\n", spec);
         return -1;
     }
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(K, one, r->sys.f);
-    free(one);
-    r->sys.ndof = n;
+    r->sys.ndof = K->nbrows * K->bs;
     r->sys.dim = K->bs;
     if (coords) {
         r->mesh.dim = dim;
@@ -299,7 +285,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     t.y = y;
     double ta = 0, tm = 0;
     HK_TRY(hk_bench_time(pcs_apply_once, &t, 1, 3, 0.2, &ta));
-    HK_TRY(hk_bench_time(pcs_spmv_once, &t, 1, 3, 0.2, &tm));
+    HK_TRY(hk_bench_time_spmv(t.A, x, y, 1, 3, 0.2, &tm));
     row->apply_spmv = tm > 0 ? ta / tm : NAN;
 
 fail:
@@ -338,24 +324,25 @@ static double pcs_per_it(const pcs_row *w)
 static void pcs_print_row(const pcs_row *w)
 {
     if (w->failed) {
-        printf("| %s | %s | %s | – | – | – | – | – | – | – | – | – | – | – | – | %s |\n", w->pc,
-               w->backend, w->method, w->error);
+        hk_table_cell(stdout, "%s", w->pc);
+        hk_table_cell(stdout, "%s", w->backend);
+        hk_table_cell(stdout, "%s", w->method);
+        hk_table_dashes(stdout, 12);
+        hk_table_cell(stdout, "%s", w->error);
+        hk_table_end(stdout);
         return;
     }
-    printf("| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.4f | %.2f | %.4f | %.2f | %.2f | %.2f | "
-           "%.1f | %.1e | %s |\n",
-           w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
-           1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s, 1e3 * w->steady_s,
-           w->steady_s / w->first_steady_s,
-           w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
-           w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
-           w->true_res, hk_reason_name(w->reason));
-    fflush(stdout);
+    hk_table_row(stdout, "%s|%s|%s|%d|%.3f|%.3f|%.3f|%.4f|%.2f|%.4f|%.2f|%.2f|%.2f|%.1f|%.1e|%s",
+                 w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
+                 1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s, 1e3 * w->steady_s,
+                 w->steady_s / w->first_steady_s, w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
+                 w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
+                 w->true_res, hk_reason_name(w->reason));
 }
 
 int hk_bench_pcs(int argc, char **argv)
 {
-    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     pcs_problem probs[PCS_MAX_PROBLEMS];
     int nprob = 0, no_cpu = 0, rc = 1;
     long long cpu_max = 800000;
@@ -476,10 +463,7 @@ int hk_bench_pcs(int argc, char **argv)
         return 2;
     }
     const hk_backend *be;
-    if (hk_backend_get(bo.backend, &be)) {
-        fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
-        return 2;
-    }
+    if (hk_bench_backend("hooke bench pcs", bo.backend, &be)) return 2;
     const char *bname = hk_backend_name(be);
     const int gpu = strcmp(bname, "cpu") != 0;
 
@@ -521,11 +505,11 @@ int hk_bench_pcs(int argc, char **argv)
                probs[p].label, dofs,
                (long long)(r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs),
                r.t_mesh, r.t_assembly);
-        printf("| pc | backend | method | iterations | set-up s | solve s | total s | ms / it | "
-               "per it / %s | steady ms / it | steady / %s | set-up / upload | total / jacobi | "
-               "apply in SpMVs | true residual | reason |\n",
-               methods[0], methods[0]);
-        printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        hk_table_head(stdout, "lllrrrrrrrrrrrrl",
+                      "pc|backend|method|iterations|set-up s|solve s|total s|ms / it|per it / %s|"
+                      "steady ms / it|steady / %s|set-up / upload|total / jacobi|apply in SpMVs|"
+                      "true residual|reason",
+                      methods[0], methods[0]);
         const int nbe = gpu && !no_cpu && dofs <= cpu_max ? 2 : 1;
         for (int b = 0; b < nbe; b++) {
             const char *bn = b ? "cpu" : bname;

@@ -42,23 +42,13 @@ static void sv_usage(FILE *f)
 static int run_one(const hk_bcsr *K, const char *backend, const char *opts, int reps,
                    const double *b, double *x, sv_row *row, int cpu)
 {
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
-    int ierr;
-    double t[64];
     char text[512];
     hk_result res;
+    double seconds;
     snprintf(text, sizeof text, "backend=%s tol=1e-8 %s", backend, opts);
-    HK_TRY(hk_options_create(&o));
-    HK_TRY(hk_options_parse(o, text));
-    HK_TRY(hk_solver_create(K, o, &s));
+    HK_CALL(hk_bench_solve(K, text, 1, reps, b, x, &res, &seconds));
     const int64_t n = K->nbrows * K->bs;
-    for (int r = 0; r <= reps; r++) {
-        memset(x, 0, (size_t)n * sizeof *x);
-        HK_TRY(hk_solver_solve(s, b, x, &res));
-        if (r > 0) t[r - 1] = res.solve_seconds;
-    }
-    const double med = hk_bench_median(t, reps) * 1e3;
+    const double med = seconds * 1e3;
     if (cpu) {
         row->cpu_iterations = res.iterations;
         row->cpu_solve_ms = med;
@@ -77,17 +67,12 @@ static int run_one(const hk_bcsr *K, const char *backend, const char *opts, int 
         row->max_err = e;
         row->reason = res.reason;
     }
-    ierr = 0;
-fail:
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    return ierr;
+    return 0;
 }
 
-/* Parse "a,b,c" into at most max integers in [lo, hi]; returns the count or -1. */
 int hk_bench_solvers(int argc, char **argv)
 {
-    hk_bench_opts bo = {"auto", NULL, HK_BENCH_SMALL};
+    hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     int elements = 0, reps = 3, no_cpu = 0, degrees[8] = {2, 4, 6}, ndeg = 3, rc = 1;
     const char *method_list = NULL;
     for (int i = 1; i < argc;) {
@@ -132,7 +117,7 @@ int hk_bench_solvers(int argc, char **argv)
         fprintf(stderr, "hooke bench solvers: --reps must be in 1..64\n");
         return 2;
     }
-    if (!elements) elements = bo.size == HK_BENCH_SMALL ? 10 : bo.size == HK_BENCH_MEDIUM ? 20 : 40;
+    if (!elements) elements = (int)hk_bench_pick(bo.size, 10, 20, 40);
     if (elements < 1 || elements > 200) {
         fprintf(stderr, "hooke bench solvers: --elements must be in 1..200\n");
         return 2;
@@ -164,15 +149,12 @@ int hk_bench_solvers(int argc, char **argv)
     }
 
     const hk_backend *be;
-    if (hk_backend_get(bo.backend, &be)) {
-        fprintf(stderr, "hooke bench solvers: %s\n", hk_error_message());
-        return 2;
-    }
+    if (hk_bench_backend("hooke bench solvers", bo.backend, &be)) return 2;
     const char *bname = hk_backend_name(be);
     const int with_cpu = !no_cpu && strcmp(bname, "cpu") != 0;
 
     hk_bcsr K = {0};
-    double *b = NULL, *x = NULL, *one = NULL;
+    double *b = NULL, *x = NULL;
     sv_row *rows = NULL;
     int nrows = 0;
     hk_json j = {0};
@@ -181,17 +163,13 @@ int hk_bench_solvers(int argc, char **argv)
         return 1;
     }
     const int64_t n = K.nbrows * K.bs;
-    b = malloc((size_t)n * sizeof *b);
+    b = hk_bench_rhs_ones(&K);
     x = malloc((size_t)n * sizeof *x);
-    one = malloc((size_t)n * sizeof *one);
     rows = calloc((size_t)nm * (1 + (size_t)ndeg) * 2, sizeof *rows);
-    if (!b || !x || !one || !rows) {
+    if (!b || !x || !rows) {
         fprintf(stderr, "hooke bench solvers: out of host memory\n");
         goto done;
     }
-    for (int64_t i = 0; i < n; i++)
-        one[i] = 1.0;
-    hk_bcsr_spmv(&K, one, b);
 
     printf("## hooke bench solvers: 3D hex8 elasticity, %d^3 elements, %lld DOFs, tol 1e-8\n\n",
            elements, (long long)n);
@@ -214,12 +192,23 @@ int hk_bench_solvers(int argc, char **argv)
         }
     }
 #endif
-    printf("\n| method | pc | precision | iterations | setup ms | time to 1e-8 ms | ms/iteration "
-           "|%s true residual | reason |%s\n",
-           base_ms > 0 ? " vs base |" : "",
-           with_cpu ? " cpu iterations | cpu ms | cpu ms/iteration | speedup |" : "");
-    printf("|---|---|---|---:|---:|---:|---:|%s---:|---|%s\n", base_ms > 0 ? "---:|" : "",
-           with_cpu ? "---:|---:|---:|---:|" : "");
+    /* the columns of the baseline and of the CPU only where they were measured */
+    static const char *const head[] = {
+        "method",          "pc",           "precision",        "iterations",    "setup ms",
+        "time to 1e-8 ms", "ms/iteration", "vs base",          "true residual", "reason",
+        "cpu iterations",  "cpu ms",       "cpu ms/iteration", "speedup"};
+    static const char align[] = "lllrrrrrrlrrrr";
+    char used[16];
+    int ncol = 0;
+    printf("\n");
+    for (int c = 0; c < 14; c++)
+        if ((c != 7 || base_ms > 0) && (c < 10 || with_cpu)) {
+            hk_table_cell(stdout, "%s", head[c]);
+            used[ncol++] = align[c];
+        }
+    used[ncol] = 0;
+    hk_table_end(stdout);
+    hk_table_rule(stdout, used);
     for (int m = 0; m < nm; m++)
         for (int p = 0; p <= ndeg; p++)
             for (int prec = 0; prec < 2; prec++) {
@@ -241,24 +230,34 @@ int hk_bench_solvers(int argc, char **argv)
                     snprintf(opts + len, sizeof opts - len, " pc.poly.degree=%d", degrees[p - 1]);
                 }
                 if (run_one(&K, bname, opts, reps, b, x, row, 0)) {
-                    printf("| %s | %s | %s | – | – | – | – |%s – | %s |\n", row->method,
-                           row->pc, row->precision, base_ms > 0 ? " – |" : "",
-                           hk_error_message());
+                    hk_table_cell(stdout, "%s", row->method);
+                    hk_table_cell(stdout, "%s", row->pc);
+                    hk_table_cell(stdout, "%s", row->precision);
+                    hk_table_dashes(stdout, base_ms > 0 ? 6 : 5);
+                    hk_table_cell(stdout, "%s", hk_error_message());
+                    hk_table_end(stdout);
                     continue;
                 }
                 row->cpu_solve_ms = row->cpu_ms_per_iter = NAN;
                 if (with_cpu && run_one(&K, "cpu", opts, reps, b, x, row, 1))
                     row->cpu_solve_ms = NAN;
-                printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f |", row->method, row->pc,
-                       row->precision, row->iterations, row->setup_ms, row->solve_ms,
-                       row->ms_per_iter);
-                if (base_ms > 0) printf(" %.2fx |", base_ms / row->ms_per_iter);
-                printf(" %.1e | %s |", row->true_res, hk_reason_name(row->reason));
-                if (with_cpu)
-                    printf(" %d | %.2f | %.4f | %.1fx |", row->cpu_iterations, row->cpu_solve_ms,
-                           row->cpu_ms_per_iter, row->cpu_solve_ms / row->solve_ms);
-                printf("\n");
-                fflush(stdout);
+                hk_table_cell(stdout, "%s", row->method);
+                hk_table_cell(stdout, "%s", row->pc);
+                hk_table_cell(stdout, "%s", row->precision);
+                hk_table_cell(stdout, "%d", row->iterations);
+                hk_table_cell(stdout, "%.2f", row->setup_ms);
+                hk_table_cell(stdout, "%.2f", row->solve_ms);
+                hk_table_cell(stdout, "%.4f", row->ms_per_iter);
+                if (base_ms > 0) hk_table_cell(stdout, "%.2fx", base_ms / row->ms_per_iter);
+                hk_table_cell(stdout, "%.1e", row->true_res);
+                hk_table_cell(stdout, "%s", hk_reason_name(row->reason));
+                if (with_cpu) {
+                    hk_table_cell(stdout, "%d", row->cpu_iterations);
+                    hk_table_cell(stdout, "%.2f", row->cpu_solve_ms);
+                    hk_table_cell(stdout, "%.4f", row->cpu_ms_per_iter);
+                    hk_table_cell(stdout, "%.1fx", row->cpu_solve_ms / row->solve_ms);
+                }
+                hk_table_end(stdout);
                 nrows++;
             }
     if (bo.json) {
@@ -300,7 +299,6 @@ done:
     hk_bcsr_free(&K);
     free(b);
     free(x);
-    free(one);
     free(rows);
     return rc;
 }
