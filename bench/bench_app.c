@@ -30,17 +30,14 @@ int hk_bench_app(int argc, char **argv)
     const char *case_path = "cases/bracket/bracket.yaml";
     int baseline = 1;
     for (int i = 1; i < argc;) {
-        int k = hk_bench_common_option(argc, argv, &i, &bo); /* moves i past what it took */
-        if (k < 0) return 2;
+        int k = hk_bench_option(argc, argv, &i, &bo, app_usage); /* moves i past what it took */
+        if (k < 0) return k == HK_BENCH_HELP ? 0 : 2;
         if (k) continue;
         const char *a = argv[i++];
         if (!strcmp(a, "--no-baseline")) {
             baseline = 0;
         } else if (!strcmp(a, "--case") && i < argc) {
             case_path = argv[i++];
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            app_usage(stdout);
-            return 0;
         } else {
             fprintf(stderr, "hooke bench app: unknown option '%s'\n", a);
             app_usage(stderr);

@@ -154,14 +154,11 @@ int hk_bench_assembly(int argc, char **argv)
     const char *types = "tri3,tri6,quad4,quad8,quad9,tet4,tet10,hex8,hex20,hex27";
     int cells = 0, solve = 1;
     for (int i = 1; i < argc;) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo); /* advances past what it reads */
-        if (r < 0) return 2;
+        int r = hk_bench_option(argc, argv, &i, &bo, asm_usage); /* advances past what it reads */
+        if (r < 0) return r == HK_BENCH_HELP ? 0 : 2;
         if (r > 0) continue;
         const char *a = argv[i++];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            asm_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--types") && i < argc) {
+        if (!strcmp(a, "--types") && i < argc) {
             types = argv[i++];
         } else if (!strcmp(a, "--cells") && i < argc) {
             cells = atoi(argv[i++]);

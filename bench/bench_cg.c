@@ -305,14 +305,11 @@ int hk_bench_cg(int argc, char **argv)
     cg_rows R = {NULL, 0, 0};
     hk_json j = {0};
     for (int i = 1; i < argc;) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo);
-        if (r < 0) return 2;
+        int r = hk_bench_option(argc, argv, &i, &bo, cg_usage);
+        if (r < 0) return r == HK_BENCH_HELP ? 0 : 2;
         if (r > 0) continue;
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            cg_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--nodes") && i + 1 < argc) {
+        if (!strcmp(a, "--nodes") && i + 1 < argc) {
             node_list = argv[i + 1];
             i += 2;
         } else if (!strcmp(a, "--iters") && i + 1 < argc) {

@@ -364,13 +364,10 @@ int hk_bench_mpk(int argc, char **argv)
     int no_solve = 0, stream = 0, rc = 1;
     size_t stream_budget = 0;
     for (int i = 1; i < argc;) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo);
-        if (r < 0) return 2;
+        int r = hk_bench_option(argc, argv, &i, &bo, mpk_usage);
+        if (r < 0) return r == HK_BENCH_HELP ? 0 : 2;
         if (r > 0) continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            mpk_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--no-solve")) {
+        if (!strcmp(argv[i], "--no-solve")) {
             no_solve = 1;
             i++;
         } else if (!strcmp(argv[i], "--stream")) {

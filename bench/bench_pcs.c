@@ -349,14 +349,11 @@ int hk_bench_pcs(int argc, char **argv)
     const char *pc_list = "jacobi,poly,fsai,amg", *method_list = "cg";
     char *owned[PCS_MAX_PROBLEMS] = {0};
     for (int i = 1; i < argc;) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo);
-        if (r < 0) return 2;
+        int r = hk_bench_option(argc, argv, &i, &bo, pcs_usage);
+        if (r < 0) return r == HK_BENCH_HELP ? 0 : 2;
         if (r > 0) continue;
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            pcs_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--problem") && i + 1 < argc) {
+        if (!strcmp(a, "--problem") && i + 1 < argc) {
             if (nprob == PCS_MAX_PROBLEMS) {
                 fprintf(stderr, "hooke bench pcs: at most %d --problem\n", PCS_MAX_PROBLEMS);
                 return 2;

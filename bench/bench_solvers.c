@@ -76,14 +76,11 @@ int hk_bench_solvers(int argc, char **argv)
     int elements = 0, reps = 3, no_cpu = 0, degrees[8] = {2, 4, 6}, ndeg = 3, rc = 1;
     const char *method_list = NULL;
     for (int i = 1; i < argc;) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo);
-        if (r < 0) return 2;
+        int r = hk_bench_option(argc, argv, &i, &bo, sv_usage);
+        if (r < 0) return r == HK_BENCH_HELP ? 0 : 2;
         if (r > 0) continue;
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            sv_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--elements") && i + 1 < argc) {
+        if (!strcmp(a, "--elements") && i + 1 < argc) {
             elements = atoi(argv[i + 1]);
             i += 2;
         } else if (!strcmp(a, "--methods") && i + 1 < argc) {

@@ -311,15 +311,12 @@ int hk_bench_spmv(int argc, char **argv)
     spmv_row *rows = NULL;
     if (hk_options_create(&o)) goto error;
     for (int i = 1; i < argc;) {
-        int r = hk_bench_common_option(argc, argv, &i, &bo);
+        int r = hk_bench_option(argc, argv, &i, &bo, spmv_usage);
+        if (r == HK_BENCH_HELP) rc = 0;
         if (r < 0) goto done;
         if (r > 0) continue;
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            spmv_usage(stdout);
-            rc = 0;
-            goto done;
-        } else if ((!strcmp(a, "--formats") || !strcmp(a, "--matrices") ||
+        if ((!strcmp(a, "--formats") || !strcmp(a, "--matrices") ||
                     !strcmp(a, "--precisions")) &&
                    i + 1 < argc) {
             const char **dst = a[2] == 'f' ? &formats : a[2] == 'm' ? &matrices : &precisions;

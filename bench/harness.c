@@ -22,7 +22,7 @@ double hk_bench_pick(hk_bench_size s, double small, double medium, double large)
     return s == HK_BENCH_SMALL ? small : s == HK_BENCH_MEDIUM ? medium : large;
 }
 
-int hk_bench_common_option(int argc, char **argv, int *i, hk_bench_opts *o)
+static int common_option(int argc, char **argv, int *i, hk_bench_opts *o)
 {
     const char *a = argv[*i];
     const char *keys[] = {"--backend", "--json", "--size"};
@@ -57,6 +57,15 @@ int hk_bench_common_option(int argc, char **argv, int *i, hk_bench_opts *o)
         return 1;
     }
     return 0;
+}
+
+int hk_bench_option(int argc, char **argv, int *i, hk_bench_opts *o, void (*usage)(FILE *f))
+{
+    if (!strcmp(argv[*i], "--help") || !strcmp(argv[*i], "-h")) {
+        usage(stdout);
+        return HK_BENCH_HELP;
+    }
+    return common_option(argc, argv, i, o);
 }
 
 int hk_bench_backend(const char *who, const char *name, const hk_backend **be)

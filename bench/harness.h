@@ -21,9 +21,12 @@ typedef struct hk_bench_opts {
 
 #define HK_BENCH_OPTS_DEFAULT ((hk_bench_opts){"auto", NULL, HK_BENCH_SMALL})
 
-/* If argv[*i] is one of the common options, consume it (and its value), advance *i past them
- * and return 1; return 0 when it is not a common option; -1 (message printed) on a bad value. */
-int hk_bench_common_option(int argc, char **argv, int *i, hk_bench_opts *o);
+/* Read argv[*i] if it is an option every bench takes: one of the common options (consumed
+ * with its value, *i advanced past them; returns 1), or --help / -h (usage(stdout) printed;
+ * returns HK_BENCH_HELP). Returns 0 when argv[*i] is the bench's own to read, -1 (message
+ * printed) on a bad value. */
+int hk_bench_option(int argc, char **argv, int *i, hk_bench_opts *o, void (*usage)(FILE *f));
+#define HK_BENCH_HELP (-2)
 const char *hk_bench_size_name(hk_bench_size s);
 /* The value of a problem dimension for size s. */
 double hk_bench_pick(hk_bench_size s, double small, double medium, double large);

@@ -56,6 +56,13 @@ static void test_tables(void)
     CU_ASSERT_STRING_EQUAL(hk_bench_ratio_text(buf, sizeof buf, 0.0), "-");
 }
 
+static int usages;
+static void usage_seen(FILE *f)
+{
+    (void)f;
+    usages++;
+}
+
 static void test_options(void)
 {
     char *argv[] = {"x",   "--size=medium", "--json", "out.json", "--backend",
@@ -66,22 +73,27 @@ static void test_options(void)
     CU_ASSERT_PTR_NULL(o.json);
     CU_ASSERT_EQUAL(o.size, HK_BENCH_SMALL);
     int i = 1;
-    CU_ASSERT_EQUAL(hk_bench_common_option(argc, argv, &i, &o), 1);
+    CU_ASSERT_EQUAL(hk_bench_option(argc, argv, &i, &o, usage_seen), 1);
     CU_ASSERT_EQUAL(i, 2);
     CU_ASSERT_EQUAL(o.size, HK_BENCH_MEDIUM);
-    CU_ASSERT_EQUAL(hk_bench_common_option(argc, argv, &i, &o), 1);
+    CU_ASSERT_EQUAL(hk_bench_option(argc, argv, &i, &o, usage_seen), 1);
     CU_ASSERT_EQUAL(i, 4);
     CU_ASSERT_STRING_EQUAL(o.json, "out.json");
-    CU_ASSERT_EQUAL(hk_bench_common_option(argc, argv, &i, &o), 1);
+    CU_ASSERT_EQUAL(hk_bench_option(argc, argv, &i, &o, usage_seen), 1);
     CU_ASSERT_STRING_EQUAL(o.backend, "cpu");
     CU_ASSERT_EQUAL(i, 6);
-    CU_ASSERT_EQUAL(hk_bench_common_option(argc, argv, &i, &o), 0); /* not ours: untouched */
+    CU_ASSERT_EQUAL(hk_bench_option(argc, argv, &i, &o, usage_seen), 0); /* not ours: untouched */
     CU_ASSERT_EQUAL(i, 6);
     i = 7;
-    CU_ASSERT_EQUAL(hk_bench_common_option(argc, argv, &i, &o), -1); /* --size huge */
+    CU_ASSERT_EQUAL(hk_bench_option(argc, argv, &i, &o, usage_seen), -1); /* --size huge */
     i = 9;
-    CU_ASSERT_EQUAL(hk_bench_common_option(argc, argv, &i, &o), -1); /* --json without value */
+    CU_ASSERT_EQUAL(hk_bench_option(argc, argv, &i, &o, usage_seen), -1); /* --json, no value */
     CU_ASSERT_EQUAL(o.size, HK_BENCH_MEDIUM);
+    CU_ASSERT_EQUAL(usages, 0);
+    char *help[] = {"x", "-h"};
+    i = 1;
+    CU_ASSERT_EQUAL(hk_bench_option(2, help, &i, &o, usage_seen), HK_BENCH_HELP);
+    CU_ASSERT_EQUAL(usages, 1);
     CU_ASSERT_STRING_EQUAL(hk_bench_size_name(HK_BENCH_LARGE), "large");
     CU_ASSERT_DOUBLE_EQUAL(hk_bench_pick(HK_BENCH_SMALL, 1, 2, 3), 1, 0);
     CU_ASSERT_DOUBLE_EQUAL(hk_bench_pick(HK_BENCH_MEDIUM, 1, 2, 3), 2, 0);
