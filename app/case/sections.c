@@ -1,0 +1,28 @@
+/* The table of the case file's top-level sections (docs/case-format.md). The top-level parse
+ * (app/case/load.c) reads them from it, and its "valid keys" hint lists its names. A new
+ * section is its own file with a case_read_NAME (app/case/reader.h) and one line here. */
+#include "reader.h"
+
+#include <stddef.h>
+
+const case_section case_sections[] = {
+    /* title and analysis are read first: analysis fixes the dimension the others check */
+    {"title", case_read_title, 1, NULL},
+    {"geometry", case_read_geometry, 0,
+     "the case has no 'geometry' section; add geometry: {file: part.geo} "
+     "or geometry: {generate: {shape: box, ...}}"},
+    {"analysis", case_read_analysis, 1,
+     "the case has no 'analysis'; add analysis: 3d, plane_stress, plane_strain "
+     "or axisymmetric"},
+    {"materials", case_read_materials, 0,
+     "the case has no 'materials'; add materials: [{name: steel, E: 210e9, "
+     "nu: 0.3}]"},
+    {"supports", case_read_supports, 0,
+     "the case has no 'supports'; the body must be held, e.g. supports: "
+     "[{boundary: fixed, fix: all}]"},
+    {"loads", case_read_loads, 0, NULL},
+    {"load_cases", case_read_load_cases, 0, NULL},
+    {"solver", case_read_solver, 0, NULL},
+    {"output", case_read_output, 0, NULL},
+    {NULL, NULL, 0, NULL},
+};
