@@ -1,5 +1,5 @@
-/* Case files: the YAML description of one analysis (docs/case-format.md), and the pipeline
- * that runs it (mesh -> assemble -> solve -> postproc -> .vtu).
+/* Case files: the YAML description of one analysis (docs/case-format.md), read by app/case/,
+ * and the pipeline that runs it (mesh -> assemble -> solve -> postproc -> .vtu).
  *
  *   hk_case c;   hk_case_load("cases/cook/cook.yaml", nset, sets, &c);
  *   hk_run r;    hk_run_case(&c, &opts, &r);   hk_run_write(&c, &r, NULL);

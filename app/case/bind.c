@@ -45,80 +45,70 @@ static int cmp_row_x(const void *a, const void *b)
     return (u > v) - (u < v);
 }
 
-/* Adds the temperature changes of a CSV file (x, y(, z), dT per row; '#' comments and a
- * header line allowed) to node_dT, matched to the mesh's nodes by coordinates within 1e-6 of
- * the mesh's size. Every node of a cell must be found. */
-static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it,
-                                double *node_dT)
+/* The numbers of one line (up to 5, separated by spaces, ',' or ';') into v; *k of them.
+ * Returns what is left after them ("" for a clean row). */
+static const char *parse_csv_numbers(const char *q, double v[5], int *k)
 {
-    int ierr = 0;
-    FILE *f = fopen(it->file, "r");
-    if (!f)
-        return hk_case_error(c, it->loc,
-                             "cannot open the temperature file '%s'; check the path "
-                             "(relative to the case file)",
-                             it->file);
-    csv_row *rows = NULL;
-    size_t n = 0, cap = 0;
+    *k = 0;
+    while (*k < 5) {
+        char *end;
+        v[*k] = strtod(q, &end);
+        if (end == q) break;
+        (*k)++;
+        q = end;
+        while (isspace((unsigned char)*q) || *q == ',' || *q == ';')
+            q++;
+        if (!*q) break;
+    }
+    return q;
+}
+
+/* The rows of an open temperature file into *rows (the caller frees it), *n of them. */
+static int read_csv_rows(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it, FILE *f,
+                         csv_row **rows, size_t *n)
+{
+    size_t cap = 0;
     char line[1024];
     int ln = 0, cols = -1;
-    uint8_t *used = NULL;
     while (fgets(line, sizeof line, f)) {
         ln++;
-        char *q = line;
+        const char *q = line;
         while (isspace((unsigned char)*q))
             q++;
         if (!*q || *q == '#') continue;
         double v[5];
-        int k = 0;
-        char *end = q;
-        while (k < 5) {
-            v[k] = strtod(q, &end);
-            if (end == q) break;
-            k++;
-            q = end;
-            while (isspace((unsigned char)*q) || *q == ',' || *q == ';')
-                q++;
-            if (!*q) break;
-        }
-        if (k == 0 && n == 0 && cols < 0) {
+        int k;
+        q = parse_csv_numbers(q, v, &k);
+        if (k == 0 && *n == 0 && cols < 0) {
             cols = 0;
             continue;
         } /* a header line */
         int want = m->dim + 1;
-        if (*q || !(k == want || (m->dim == 2 && k == 4))) {
-            ierr = hk_case_error(c, it->loc, "%s:%d: a row must hold %s, got '%.60s'", it->file, ln,
+        if (*q || !(k == want || (m->dim == 2 && k == 4)))
+            return hk_case_error(c, it->loc, "%s:%d: a row must hold %s, got '%.60s'", it->file, ln,
                                  m->dim == 2 ? "x, y, dT (or x, y, z, dT)" : "x, y, z, dT",
                                  strtok(line, "\n"));
-            goto done;
-        }
-        if (n == cap) {
+        if (*n == cap) {
             cap = cap ? 2 * cap : 1024;
-            csv_row *nr = realloc(rows, cap * sizeof *rows);
-            if (!nr) {
-                ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'",
+            csv_row *nr = realloc(*rows, cap * sizeof **rows);
+            if (!nr)
+                return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'",
                                     it->file);
-                goto done;
-            }
-            rows = nr;
+            *rows = nr;
         }
-        csv_row *r = &rows[n++];
+        csv_row *r = &(*rows)[(*n)++];
         r->x[0] = v[0], r->x[1] = v[1], r->x[2] = k == 4 ? v[2] : 0;
         r->t = v[k - 1];
         r->line = ln;
-        if (!isfinite(r->t) || !isfinite(r->x[0]) || !isfinite(r->x[1]) || !isfinite(r->x[2])) {
-            ierr = hk_case_error(c, it->loc, "%s:%d: a value is not a finite number", it->file, ln);
-            goto done;
-        }
+        if (!isfinite(r->t) || !isfinite(r->x[0]) || !isfinite(r->x[1]) || !isfinite(r->x[2]))
+            return hk_case_error(c, it->loc, "%s:%d: a value is not a finite number", it->file, ln);
     }
-    if (n == 0) {
-        ierr = hk_case_error(c, it->loc,
-                             "the temperature file '%s' has no rows; give x, y%s, dT "
-                             "per node",
-                             it->file, m->dim == 3 ? ", z" : "");
-        goto done;
-    }
-    qsort(rows, n, sizeof *rows, cmp_row_x);
+    return 0;
+}
+
+/* 1e-6 of the mesh's largest extent: how near a row must be to a node. */
+static double match_tolerance(const hk_mesh *m)
+{
     double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
     for (int64_t i = 0; i < m->nnodes; i++)
         for (int d = 0; d < 3; d++)
@@ -126,12 +116,14 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
     double size = 0;
     for (int d = 0; d < 3; d++)
         size = fmax(size, hi[d] - lo[d]);
-    const double tol = 1e-6 * size;
-    ierr = hk_calloc((size_t)m->nnodes + 1, 1, &used);
-    if (ierr) goto done;
-    for (int64_t e = 0; e < m->cells.n; e++)
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
-            used[m->cells.nodes[k]] = 1;
+    return 1e-6 * size;
+}
+
+/* Adds each used node's row (rows sorted by x) to node_dT; a node without a row is an error. */
+static int match_rows(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it,
+                      const csv_row *rows, size_t n, const uint8_t *used, double *node_dT)
+{
+    const double tol = match_tolerance(m);
     for (int64_t i = 0; i < m->nnodes; i++) {
         if (!used[i]) continue;
         const double *p = m->coords + 3 * i;
@@ -147,15 +139,47 @@ static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_cas
         for (size_t r = a; r < n && rows[r].x[0] <= p[0] + tol && !found; r++)
             if (fabs(rows[r].x[1] - p[1]) <= tol && fabs(rows[r].x[2] - p[2]) <= tol)
                 node_dT[i] += rows[r].t, found = 1;
-        if (!found) {
-            ierr = hk_case_error(c, it->loc,
+        if (!found)
+            return hk_case_error(c, it->loc,
                                  "the temperature file '%s' has no row at node %lld (%g, %g, %g); "
                                  "give a value at every node of the mesh (matched by coordinates "
                                  "within %g)",
                                  it->file, (long long)i, p[0], p[1], p[2], tol);
-            goto done;
-        }
     }
+    return 0;
+}
+
+/* Adds the temperature changes of a CSV file (x, y(, z), dT per row; '#' comments and a
+ * header line allowed) to node_dT, matched to the mesh's nodes by coordinates within 1e-6 of
+ * the mesh's size. Every node of a cell must be found. */
+static int read_temperature_csv(const hk_case *c, const hk_mesh *m, const hk_case_load_item *it,
+                                double *node_dT)
+{
+    FILE *f = fopen(it->file, "r");
+    if (!f)
+        return hk_case_error(c, it->loc,
+                             "cannot open the temperature file '%s'; check the path "
+                             "(relative to the case file)",
+                             it->file);
+    csv_row *rows = NULL;
+    size_t n = 0;
+    uint8_t *used = NULL;
+    int ierr = read_csv_rows(c, m, it, f, &rows, &n);
+    if (ierr) goto done;
+    if (n == 0) {
+        ierr = hk_case_error(c, it->loc,
+                             "the temperature file '%s' has no rows; give x, y%s, dT "
+                             "per node",
+                             it->file, m->dim == 3 ? ", z" : "");
+        goto done;
+    }
+    qsort(rows, n, sizeof *rows, cmp_row_x);
+    ierr = hk_calloc((size_t)m->nnodes + 1, 1, &used);
+    if (ierr) goto done;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            used[m->cells.nodes[k]] = 1;
+    ierr = match_rows(c, m, it, rows, n, used, node_dT);
 done:
     free(used);
     free(rows);
@@ -203,10 +227,18 @@ static int bind_load(const hk_case *c, const hk_mesh *m, const hk_case_load_item
     return 0;
 }
 
-int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
+/* A remote force on an axisymmetric section: the first among loads, or NULL. */
+static const hk_case_load_item *first_remote(int nloads, const hk_case_load_item *loads)
 {
-    int ierr = 0;
-    memset(model, 0, sizeof *model);
+    for (int l = 0; l < nloads; l++)
+        if (loads[l].kind == HK_LOAD_REMOTE) return &loads[l];
+    return NULL;
+}
+
+/* The mesh fits the analysis: its dimension, and for an axisymmetric one the side of the axis
+ * and no remote forces. */
+static int check_analysis(const hk_case *c, const hk_mesh *m)
+{
     if (m->dim != c->dim)
         return hk_case_error(c, c->analysis_loc, "the analysis is %s but the mesh is %dD; use %s",
                              c->analysis == HK_AXISYMMETRIC ? "axisymmetric (2D)"
@@ -215,38 +247,36 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
                              m->dim,
                              m->dim == 3 ? "analysis: 3d (or mesh the r-z section for axisymmetric)"
                                          : "analysis: plane_stress, plane_strain or axisymmetric");
-    if (c->analysis == HK_AXISYMMETRIC) {
-        const int64_t bad = hk_axisym_bad_node(m);
-        if (bad >= 0)
-            return hk_case_error(c, c->analysis_loc,
-                                 "node %lld of the mesh lies at r = x = %g < 0; an axisymmetric "
-                                 "section lies in x >= 0 (x is the radius, the axis is x = 0): "
-                                 "move the geometry to that side",
-                                 (long long)bad, m->coords[3 * bad]);
-        /* a force and moment at a point have no meaning on a ring section */
-        for (int l = 0; l < c->nloads; l++)
-            if (c->loads[l].kind == HK_LOAD_REMOTE)
-                return hk_case_error(c, c->loads[l].loc,
-                                     "a remote_force does not apply to an axisymmetric analysis "
-                                     "(a force and moment at a point are not axisymmetric); use "
-                                     "a traction, pressure or force on the boundary");
-        for (int l = 0; l < c->nloadcases; l++)
-            for (int i = 0; i < c->loadcases[l].nloads; i++)
-                if (c->loadcases[l].loads[i].kind == HK_LOAD_REMOTE)
-                    return hk_case_error(c, c->loadcases[l].loads[i].loc,
-                                         "a remote_force does not apply to an axisymmetric "
-                                         "analysis (a force and moment at a point are not "
-                                         "axisymmetric); use a traction, pressure or force on "
-                                         "the boundary");
-    }
+    if (c->analysis != HK_AXISYMMETRIC) return 0;
+    const int64_t bad = hk_axisym_bad_node(m);
+    if (bad >= 0)
+        return hk_case_error(c, c->analysis_loc,
+                             "node %lld of the mesh lies at r = x = %g < 0; an axisymmetric "
+                             "section lies in x >= 0 (x is the radius, the axis is x = 0): "
+                             "move the geometry to that side",
+                             (long long)bad, m->coords[3 * bad]);
+    /* a force and moment at a point have no meaning on a ring section */
+    const hk_case_load_item *r = first_remote(c->nloads, c->loads);
+    if (r)
+        return hk_case_error(c, r->loc,
+                             "a remote_force does not apply to an axisymmetric analysis "
+                             "(a force and moment at a point are not axisymmetric); use "
+                             "a traction, pressure or force on the boundary");
+    for (int l = 0; l < c->nloadcases; l++)
+        if ((r = first_remote(c->loadcases[l].nloads, c->loadcases[l].loads)))
+            return hk_case_error(c, r->loc,
+                                 "a remote_force does not apply to an axisymmetric "
+                                 "analysis (a force and moment at a point are not "
+                                 "axisymmetric); use a traction, pressure or force on "
+                                 "the boundary");
+    return 0;
+}
+
+/* owner[r]: the material of each mesh region, from the materials' region lists and the one
+ * material without a list. */
+static int material_owners(const hk_case *c, const hk_mesh *m, int *owner)
+{
     char names[2048];
-    HK_CHECK(m->nregions > 0, HK_ERR_MODEL,
-             "%s: the mesh has no regions (cells without a physical "
-             "group); define a Physical %s in the geometry (docs/geometry.md)",
-             c->path, m->dim == 3 ? "Volume" : "Surface");
-    HK_TRY(hk_calloc((size_t)m->nregions, sizeof *model->materials, &model->materials));
-    int *owner = NULL;
-    HK_TRY(hk_calloc((size_t)m->nregions, sizeof *owner, &owner));
     for (int r = 0; r < m->nregions; r++)
         owner[r] = -1;
     int catch_all = -1;
@@ -257,44 +287,52 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
             int r = hk_mesh_find_region(m, cm->regions[j]);
             if (r < 0) {
                 list_names(m->regions, m->nregions, names, sizeof names);
-                ierr = hk_case_error(c, cm->region_loc[j],
+                return hk_case_error(c, cm->region_loc[j],
                                      "the mesh has no region named '%s'; it has: %s",
                                      cm->regions[j], names);
-                goto fail_owner;
             }
-            if (owner[r] >= 0) {
-                ierr = hk_case_error(c, cm->region_loc[j],
+            if (owner[r] >= 0)
+                return hk_case_error(c, cm->region_loc[j],
                                      "region '%s' already has material '%s'; "
                                      "give each region one material",
                                      cm->regions[j], c->materials[owner[r]].m.name);
-                goto fail_owner;
-            }
             owner[r] = i;
         }
     }
     for (int r = 0; r < m->nregions; r++) {
         if (owner[r] < 0) owner[r] = catch_all;
-        if (owner[r] < 0) {
-            ierr =
-                hk_case_error(c, c->materials[0].loc,
-                              "region '%s' of the mesh has no material; add it "
-                              "to a material's regions, or leave regions out of one material so it "
-                              "takes every other region",
-                              m->regions[r].name);
-            goto fail_owner;
-        }
-        model->materials[r] = c->materials[owner[r]].m;
+        if (owner[r] < 0)
+            return hk_case_error(
+                c, c->materials[0].loc,
+                "region '%s' of the mesh has no material; add it "
+                "to a material's regions, or leave regions out of one material so it "
+                "takes every other region",
+                m->regions[r].name);
     }
-    free(owner);
-    owner = NULL;
+    return 0;
+}
 
+/* model->materials: one per mesh region. */
+static int bind_materials(const hk_case *c, const hk_mesh *m, hk_case_model *model)
+{
+    HK_CALL(hk_calloc((size_t)m->nregions, sizeof *model->materials, &model->materials));
+    int *owner = NULL;
+    HK_CALL(hk_calloc((size_t)m->nregions, sizeof *owner, &owner));
+    int ierr = material_owners(c, m, owner);
+    for (int r = 0; !ierr && r < m->nregions; r++)
+        model->materials[r] = c->materials[owner[r]].m;
+    free(owner);
+    return ierr;
+}
+
+static int bind_supports(const hk_case *c, const hk_mesh *m, hk_case_model *model)
+{
     if (c->nsupports)
-        HK_TRY(hk_calloc((size_t)c->nsupports, sizeof *model->supports, &model->supports));
+        HK_CALL(hk_calloc((size_t)c->nsupports, sizeof *model->supports, &model->supports));
     for (int i = 0; i < c->nsupports; i++) {
-        HK_TRY(find_boundary(c, m, c->supports[i].boundary, c->supports[i].loc,
-                             &model->supports[i].boundary));
         const hk_case_support *cs = &c->supports[i];
         hk_support *ms = &model->supports[i];
+        HK_CALL(find_boundary(c, m, cs->boundary, cs->loc, &ms->boundary));
         ms->mask = cs->mask;
         memcpy(ms->value, cs->value, sizeof ms->value);
         ms->kind = cs->kind;
@@ -303,6 +341,20 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
         memcpy(ms->k_node, cs->k_node, sizeof ms->k_node);
         memcpy(ms->moment_point, cs->moment_point, sizeof ms->moment_point);
     }
+    return 0;
+}
+
+int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
+{
+    int ierr = 0;
+    memset(model, 0, sizeof *model);
+    HK_CALL(check_analysis(c, m));
+    HK_CHECK(m->nregions > 0, HK_ERR_MODEL,
+             "%s: the mesh has no regions (cells without a physical "
+             "group); define a Physical %s in the geometry (docs/geometry.md)",
+             c->path, m->dim == 3 ? "Volume" : "Surface");
+    HK_TRY(bind_materials(c, m, model));
+    HK_TRY(bind_supports(c, m, model));
     if (c->nloads) HK_TRY(hk_calloc((size_t)c->nloads, sizeof *model->loads, &model->loads));
     for (int i = 0; i < c->nloads; i++)
         HK_TRY(bind_load(c, m, &c->loads[i], &model->loads[i]));
@@ -322,8 +374,6 @@ int hk_case_bind(const hk_case *c, const hk_mesh *m, hk_case_model *model)
     for (int k = c->nloadcases - 1; k >= 0; k--)
         HK_TRY(hk_case_bind_loadcase(c, m, k, model));
     return 0;
-fail_owner:
-    free(owner);
 fail:
     hk_case_model_free(model);
     return ierr;

@@ -20,6 +20,35 @@ static int eltype_by_name(const char *s, hk_eltype *t)
     return 0;
 }
 
+/* geometry.generate.element: explicit, or from order/quad/incomplete. sh: the shape's name. */
+static int generate_element(case_ctx *x, struct fy_node *el, const char *sh, int quad, int order,
+                            int incomplete)
+{
+    hk_case *c = x->c;
+    if (el) {
+        const char *s = case_scalar(el);
+        if (!s || !eltype_by_name(s, &c->gen_element))
+            return case_err_at(x, el, "unknown element '%s'; use %s", s ? s : "?",
+                               c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
+                                               : "tet4, tet10, hex8, hex20 or hex27");
+        int ok = c->gen_dim == 2 ? (c->gen_element >= HK_EL_TRI3 && c->gen_element <= HK_EL_QUAD9)
+                                 : (c->gen_element >= HK_EL_TET4 && c->gen_element <= HK_EL_HEX27);
+        if (!ok)
+            return case_err_at(x, el, "element %s does not fit a %s; use %s", s, sh,
+                               c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
+                                               : "tet4, tet10, hex8, hex20 or hex27");
+    } else if (c->gen_dim == 2) {
+        c->gen_element =
+            !quad ? (order == 2 ? HK_EL_TRI6 : HK_EL_TRI3)
+                  : (order == 2 ? (incomplete ? HK_EL_QUAD8 : HK_EL_QUAD9) : HK_EL_QUAD4);
+    } else {
+        c->gen_element = !quad
+                             ? (order == 2 ? HK_EL_TET10 : HK_EL_TET4)
+                             : (order == 2 ? (incomplete ? HK_EL_HEX20 : HK_EL_HEX27) : HK_EL_HEX8);
+    }
+    return 0;
+}
+
 static int read_generate(case_ctx *x, struct fy_node *g, int quad, int order, int incomplete)
 {
     static const char *const keys[] = {"shape", "size", "cells", "element", NULL};
@@ -67,29 +96,7 @@ static int read_generate(case_ctx *x, struct fy_node *g, int quad, int order, in
                                "geometry.generate.cells[%d] = %d must be between 1 and 100000", i,
                                c->gen_cells[i]);
     }
-    /* element: explicit, or from order/quad/incomplete. */
-    if (el) {
-        const char *s = case_scalar(el);
-        if (!s || !eltype_by_name(s, &c->gen_element))
-            return case_err_at(x, el, "unknown element '%s'; use %s", s ? s : "?",
-                               c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
-                                               : "tet4, tet10, hex8, hex20 or hex27");
-        int ok = c->gen_dim == 2 ? (c->gen_element >= HK_EL_TRI3 && c->gen_element <= HK_EL_QUAD9)
-                                 : (c->gen_element >= HK_EL_TET4 && c->gen_element <= HK_EL_HEX27);
-        if (!ok)
-            return case_err_at(x, el, "element %s does not fit a %s; use %s", s, sh,
-                               c->gen_dim == 2 ? "tri3, tri6, quad4, quad8 or quad9"
-                                               : "tet4, tet10, hex8, hex20 or hex27");
-    } else if (c->gen_dim == 2) {
-        c->gen_element =
-            !quad ? (order == 2 ? HK_EL_TRI6 : HK_EL_TRI3)
-                  : (order == 2 ? (incomplete ? HK_EL_QUAD8 : HK_EL_QUAD9) : HK_EL_QUAD4);
-    } else {
-        c->gen_element = !quad
-                             ? (order == 2 ? HK_EL_TET10 : HK_EL_TET4)
-                             : (order == 2 ? (incomplete ? HK_EL_HEX20 : HK_EL_HEX27) : HK_EL_HEX8);
-    }
-    return 0;
+    return generate_element(x, el, sh, quad, order, incomplete);
 }
 
 /* A Gmsh algorithm by name (geometry.algorithm2d / algorithm3d): its Gmsh number in *out. */
@@ -138,6 +145,31 @@ static int read_meshing_speed(case_ctx *x, struct fy_node *g)
     return 0;
 }
 
+/* geometry.file: a .geo, .msh, .step/.stp or .brep that can be opened. */
+static int read_geometry_file(case_ctx *x, struct fy_node *file)
+{
+    static const char *ext[] = {".geo", ".msh", ".step", ".stp", ".brep", ".STEP", ".STP", NULL};
+    hk_case *c = x->c;
+    c->geo_loc = case_node_loc(x, file);
+    HK_CALL(case_resolve_path(x, file, "geometry.file", c->geo_file));
+    const char *dot = strrchr(c->geo_file, '.');
+    int ok = 0;
+    for (int i = 0; dot && ext[i] && !ok; i++)
+        ok = !strcmp(dot, ext[i]);
+    if (!ok)
+        return case_err_at(x, file,
+                           "geometry.file '%s' is not a .geo, .msh, .step, .stp or .brep file",
+                           case_scalar(file));
+    FILE *f = fopen(c->geo_file, "rb");
+    if (!f)
+        return case_err_at(x, file,
+                           "cannot open geometry file '%s' (%s); paths are relative to the "
+                           "case file's folder",
+                           c->geo_file, strerror(errno));
+    fclose(f);
+    return 0;
+}
+
 int case_read_geometry(case_ctx *x, struct fy_node *root, struct fy_node *g)
 {
     static const char *const keys[] = {"file",        "generate",    "size",     "order",
@@ -174,25 +206,7 @@ int case_read_geometry(case_ctx *x, struct fy_node *root, struct fy_node *g)
     if (file) {
         c->generate = 0;
         c->mesh.quad = quad > 0;
-        c->geo_loc = case_node_loc(x, file);
-        HK_CALL(case_resolve_path(x, file, "geometry.file", c->geo_file));
-        const char *dot = strrchr(c->geo_file, '.');
-        static const char *ext[] = {".geo",  ".msh",  ".step", ".stp",
-                                    ".brep", ".STEP", ".STP",  NULL};
-        int ok = 0;
-        for (int i = 0; dot && ext[i] && !ok; i++)
-            ok = !strcmp(dot, ext[i]);
-        if (!ok)
-            return case_err_at(x, file,
-                               "geometry.file '%s' is not a .geo, .msh, .step, .stp or .brep file",
-                               case_scalar(file));
-        FILE *f = fopen(c->geo_file, "rb");
-        if (!f)
-            return case_err_at(x, file,
-                               "cannot open geometry file '%s' (%s); paths are relative to the "
-                               "case file's folder",
-                               c->geo_file, strerror(errno));
-        fclose(f);
+        return read_geometry_file(x, file);
     } else {
         c->generate = 1;
         c->mesh.quad = quad != 0; /* generated meshes default to quads/hexes */

@@ -61,126 +61,141 @@ static int read_remote(case_ctx *x, struct fy_node *v, const char *what, hk_case
     return 0;
 }
 
+/* The items a loads: list makes: one per entry, and one per region of a temperature with a
+ * list of regions. */
+static int count_load_items(struct fy_node *ls)
+{
+    int n = fy_node_sequence_item_count(ls), cap = n;
+    for (int i = 0; i < n; i++) {
+        struct fy_node *t = case_lookup(fy_node_sequence_get_by_index(ls, i), "temperature"), *r;
+        if (t && fy_node_get_type(t) == FYNT_MAPPING && (r = case_lookup(t, "regions")) &&
+            fy_node_get_type(r) == FYNT_SEQUENCE)
+            cap += fy_node_sequence_item_count(r);
+    }
+    return cap;
+}
+
+/* temperature: DT (every region), {value: DT, regions: [a, b]} (one item per region) or
+ * {file: T.csv} (a nodal field: one item, its values come at binding). */
+static int read_temperature(case_ctx *x, struct fy_node *v, const char *what,
+                            hk_case_load_item *loads, int *nloads)
+{
+    static const char *const tkeys[] = {"value", "regions", "file", NULL};
+    struct fy_node *tv = v, *rs = NULL;
+    if (fy_node_get_type(v) != FYNT_SCALAR) {
+        HK_CALL(case_check_mapping(x, v, what, tkeys));
+        struct fy_node *fn = case_lookup(v, "file");
+        if (fn) {
+            if (case_lookup(v, "value") || case_lookup(v, "regions"))
+                return case_err_at(x, v,
+                                   "%s has a file, so value and regions do not apply; "
+                                   "give either file: T.csv or value: DT (and regions)",
+                                   what);
+            hk_case_load_item *cl = &loads[(*nloads)++];
+            cl->kind = HK_LOAD_TEMPERATURE;
+            cl->loc = case_node_loc(x, fn);
+            return case_resolve_path(x, fn, "temperature file", cl->file);
+        }
+        if (!(tv = case_lookup(v, "value")))
+            return case_err_at(x, v,
+                               "%s needs value: DT (the temperature change) or file: "
+                               "T.csv (a nodal field)",
+                               what);
+        rs = case_lookup(v, "regions");
+    }
+    double dT;
+    HK_CALL(case_parse_double(x, tv, "temperature change", &dT));
+    int nr = !rs ? 0 : fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_item_count(rs) : 1;
+    if (rs && nr == 0)
+        return case_err_at(x, rs, "regions of %s must name at least one region", what);
+    for (int r = 0; r < (nr ? nr : 1); r++) {
+        hk_case_load_item *cl = &loads[(*nloads)++];
+        cl->kind = HK_LOAD_TEMPERATURE;
+        cl->value[0] = dT;
+        cl->loc = case_node_loc(x, tv);
+        if (rs) {
+            struct fy_node *e =
+                fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_get_by_index(rs, r) : rs;
+            HK_CALL(case_parse_name(x, e, "region name", cl->boundary, sizeof cl->boundary));
+            cl->loc = case_node_loc(x, e);
+        }
+    }
+    return 0;
+}
+
+/* traction, pressure, force, force_split, nodal_force: {boundary: NAME, value: ...}. */
+static int read_boundary_load(case_ctx *x, struct fy_node *v, const char *what, const char *kind,
+                              hk_case_load_item *cl)
+{
+    static const char *const keys[] = {"boundary", "value", NULL};
+    HK_CALL(case_check_mapping(x, v, what, keys));
+    struct fy_node *b = case_lookup(v, "boundary"), *val = case_lookup(v, "value");
+    if (!b || !val)
+        return case_err_at(x, v, "%s needs boundary: NAME and value: %s", what,
+                           !strcmp(kind, "pressure") ? "P" : "[vx, vy(, vz)]");
+    HK_CALL(case_parse_name(x, b, "boundary", cl->boundary, sizeof cl->boundary));
+    cl->loc = case_node_loc(x, b);
+    if (!strcmp(kind, "pressure")) {
+        cl->kind = HK_LOAD_PRESSURE;
+        return case_parse_double(x, val, "pressure value", &cl->value[0]);
+    }
+    cl->kind = !strcmp(kind, "traction")      ? HK_LOAD_TRACTION
+               : !strcmp(kind, "force")       ? HK_LOAD_FORCE
+               : !strcmp(kind, "force_split") ? HK_LOAD_FORCE_SPLIT
+                                              : HK_LOAD_NODAL;
+    return case_parse_vec(x, val, what, cl->value);
+}
+
+/* Entry i of a loads: list: one key, the kind of load. */
+static int read_load(case_ctx *x, struct fy_node *l, const char *prefix, int i,
+                     hk_case_load_item *loads, int *nloads, double gravity[3], double body_force[3])
+{
+    static const char *const kinds[] = {"traction",     "pressure", "force",      "force_split",
+                                        "nodal_force",  "gravity",  "body_force", "temperature",
+                                        "remote_force", NULL};
+    char what[96];
+    snprintf(what, sizeof what, "%s[%d]", prefix, i);
+    HK_CALL(case_check_mapping(x, l, what, kinds));
+    if (fy_node_mapping_item_count(l) != 1)
+        return case_err_at(x, l,
+                           "each load is one of traction, pressure, force, force_split, "
+                           "nodal_force, gravity, body_force, temperature, remote_force; start a "
+                           "new '- ' item for each");
+    void *it = NULL;
+    struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
+    const char *kind = case_scalar(fy_node_pair_key(p));
+    struct fy_node *v = fy_node_pair_value(p);
+    if (!strcmp(kind, "gravity") || !strcmp(kind, "body_force")) {
+        double g[3];
+        HK_CALL(case_parse_vec(x, v, kind, g));
+        double *dst = kind[0] == 'g' ? gravity : body_force;
+        for (int d = 0; d < 3; d++)
+            dst[d] += g[d];
+        return 0;
+    }
+    snprintf(what, sizeof what, "%s[%d].%s", prefix, i, kind);
+    if (!strcmp(kind, "temperature")) return read_temperature(x, v, what, loads, nloads);
+    hk_case_load_item *cl = &loads[(*nloads)++];
+    if (!strcmp(kind, "remote_force")) return read_remote(x, v, what, cl);
+    return read_boundary_load(x, v, what, kind, cl);
+}
+
 /* One loads: list (the top level's, or a load case's) into loads/gravity/body_force. prefix
  * names the list in messages: "loads" or "load_cases[1].loads". */
 int case_read_load_list(case_ctx *x, struct fy_node *ls, struct fy_node *keynode,
                         const char *prefix, int *nloads, hk_case_load_item **loads,
                         double gravity[3], double body_force[3])
 {
-    static const char *const kinds[] = {"traction",     "pressure", "force",      "force_split",
-                                        "nodal_force",  "gravity",  "body_force", "temperature",
-                                        "remote_force", NULL};
-    static const char *const keys[] = {"boundary", "value", NULL};
-    static const char *const tkeys[] = {"value", "regions", "file", NULL};
     if (fy_node_get_type(ls) != FYNT_SEQUENCE)
         return case_err_at(x, keynode,
                            "%s must be a list like [{traction: {boundary: right, "
                            "value: [0, -1e6]}}]",
                            prefix);
-    int n = fy_node_sequence_item_count(ls), cap = n;
-    for (int i = 0; i < n; i++) { /* a temperature with a list of regions: one item each */
-        struct fy_node *t = case_lookup(fy_node_sequence_get_by_index(ls, i), "temperature"), *r;
-        if (t && fy_node_get_type(t) == FYNT_MAPPING && (r = case_lookup(t, "regions")) &&
-            fy_node_get_type(r) == FYNT_SEQUENCE)
-            cap += fy_node_sequence_item_count(r);
-    }
+    int n = fy_node_sequence_item_count(ls), cap = count_load_items(ls);
     if (cap) HK_CALL(hk_calloc((size_t)cap, sizeof **loads, loads));
-    for (int i = 0; i < n; i++) {
-        struct fy_node *l = fy_node_sequence_get_by_index(ls, i);
-        char what[96];
-        snprintf(what, sizeof what, "%s[%d]", prefix, i);
-        HK_CALL(case_check_mapping(x, l, what, kinds));
-        if (fy_node_mapping_item_count(l) != 1)
-            return case_err_at(
-                x, l,
-                "each load is one of traction, pressure, force, force_split, "
-                "nodal_force, gravity, body_force, temperature, remote_force; start a "
-                "new '- ' item for each");
-        void *it = NULL;
-        struct fy_node_pair *p = fy_node_mapping_iterate(l, &it);
-        const char *kind = case_scalar(fy_node_pair_key(p));
-        struct fy_node *v = fy_node_pair_value(p);
-        if (!strcmp(kind, "gravity") || !strcmp(kind, "body_force")) {
-            double g[3];
-            HK_CALL(case_parse_vec(x, v, kind, g));
-            double *dst = kind[0] == 'g' ? gravity : body_force;
-            for (int d = 0; d < 3; d++)
-                dst[d] += g[d];
-            continue;
-        }
-        if (!strcmp(kind, "temperature")) {
-            /* temperature: DT (every region) or {value: DT, regions: [a, b]} */
-            snprintf(what, sizeof what, "%s[%d].temperature", prefix, i);
-            struct fy_node *tv = v, *rs = NULL;
-            if (fy_node_get_type(v) != FYNT_SCALAR) {
-                HK_CALL(case_check_mapping(x, v, what, tkeys));
-                struct fy_node *fn = case_lookup(v, "file");
-                if (fn) { /* a nodal field: one item, its values come at binding */
-                    if (case_lookup(v, "value") || case_lookup(v, "regions"))
-                        return case_err_at(x, v,
-                                           "%s has a file, so value and regions do not apply; "
-                                           "give either file: T.csv or value: DT (and regions)",
-                                           what);
-                    hk_case_load_item *cl = &(*loads)[(*nloads)++];
-                    cl->kind = HK_LOAD_TEMPERATURE;
-                    cl->loc = case_node_loc(x, fn);
-                    HK_CALL(case_resolve_path(x, fn, "temperature file", cl->file));
-                    continue;
-                }
-                if (!(tv = case_lookup(v, "value")))
-                    return case_err_at(x, v,
-                                       "%s needs value: DT (the temperature change) or file: "
-                                       "T.csv (a nodal field)",
-                                       what);
-                rs = case_lookup(v, "regions");
-            }
-            double dT;
-            HK_CALL(case_parse_double(x, tv, "temperature change", &dT));
-            int nr = !rs                                     ? 0
-                     : fy_node_get_type(rs) == FYNT_SEQUENCE ? fy_node_sequence_item_count(rs)
-                                                             : 1;
-            if (rs && nr == 0)
-                return case_err_at(x, rs, "regions of %s must name at least one region", what);
-            for (int r = 0; r < (nr ? nr : 1); r++) {
-                hk_case_load_item *cl = &(*loads)[(*nloads)++];
-                cl->kind = HK_LOAD_TEMPERATURE;
-                cl->value[0] = dT;
-                cl->loc = case_node_loc(x, tv);
-                if (rs) {
-                    struct fy_node *e = fy_node_get_type(rs) == FYNT_SEQUENCE
-                                            ? fy_node_sequence_get_by_index(rs, r)
-                                            : rs;
-                    HK_CALL(
-                        case_parse_name(x, e, "region name", cl->boundary, sizeof cl->boundary));
-                    cl->loc = case_node_loc(x, e);
-                }
-            }
-            continue;
-        }
-        hk_case_load_item *cl = &(*loads)[(*nloads)++];
-        snprintf(what, sizeof what, "%s[%d].%s", prefix, i, kind);
-        if (!strcmp(kind, "remote_force")) {
-            HK_CALL(read_remote(x, v, what, cl));
-            continue;
-        }
-        HK_CALL(case_check_mapping(x, v, what, keys));
-        struct fy_node *b = case_lookup(v, "boundary"), *val = case_lookup(v, "value");
-        if (!b || !val)
-            return case_err_at(x, v, "%s needs boundary: NAME and value: %s", what,
-                               !strcmp(kind, "pressure") ? "P" : "[vx, vy(, vz)]");
-        HK_CALL(case_parse_name(x, b, "boundary", cl->boundary, sizeof cl->boundary));
-        cl->loc = case_node_loc(x, b);
-        if (!strcmp(kind, "pressure")) {
-            cl->kind = HK_LOAD_PRESSURE;
-            HK_CALL(case_parse_double(x, val, "pressure value", &cl->value[0]));
-        } else {
-            cl->kind = !strcmp(kind, "traction")      ? HK_LOAD_TRACTION
-                       : !strcmp(kind, "force")       ? HK_LOAD_FORCE
-                       : !strcmp(kind, "force_split") ? HK_LOAD_FORCE_SPLIT
-                                                      : HK_LOAD_NODAL;
-            HK_CALL(case_parse_vec(x, val, what, cl->value));
-        }
-    }
+    for (int i = 0; i < n; i++)
+        HK_CALL(read_load(x, fy_node_sequence_get_by_index(ls, i), prefix, i, *loads, nloads,
+                          gravity, body_force));
     return 0;
 }
 

@@ -103,14 +103,197 @@ static int read_alpha(case_ctx *x, struct fy_node *v, hk_material *mt)
     return 0;
 }
 
-int case_read_materials(case_ctx *x, struct fy_node *root, struct fy_node *ms)
+static const char *const material_keys[] = {
+    "name", "type",  "E",           "nu",          "density", "E1",  "E2",
+    "E3",   "nu12",  "nu13",        "nu23",        "G12",     "G13", "G23",
+    "D",    "alpha", "orientation", "integration", "regions", NULL};
+
+/* type: isotropic (default), orthotropic or anisotropic. */
+static int read_material_kind(case_ctx *x, struct fy_node *tnode, hk_material *mt)
 {
-    static const char *const keys[] = {"name",  "type",        "E",           "nu",      "density",
-                                       "E1",    "E2",          "E3",          "nu12",    "nu13",
-                                       "nu23",  "G12",         "G13",         "G23",     "D",
-                                       "alpha", "orientation", "integration", "regions", NULL};
+    mt->kind = HK_MAT_ISOTROPIC;
+    if (!tnode) return 0;
+    const char *t = case_scalar(tnode);
+    if (t && !strcmp(t, "orthotropic"))
+        mt->kind = HK_MAT_ORTHOTROPIC;
+    else if (t && !strcmp(t, "anisotropic"))
+        mt->kind = HK_MAT_ANISOTROPIC;
+    else if (!t || strcmp(t, "isotropic"))
+        return case_err_at(x, tnode,
+                           "type of material '%s' must be isotropic, orthotropic or "
+                           "anisotropic, got '%s'",
+                           mt->name, t ? t : "a collection");
+    return 0;
+}
+
+/* Keys of the other kinds are mistakes, not silently ignored. */
+static int check_kind_keys(case_ctx *x, struct fy_node *m, const hk_material *mt)
+{
+    static const char *const kn[] = {"isotropic", "orthotropic", "anisotropic"};
+    for (int k = 0; material_keys[k]; k++) {
+        const char *kk = material_keys[k];
+        int iso = !strcmp(kk, "E") || !strcmp(kk, "nu");
+        int ortho = kk[0] == 'E' || kk[0] == 'G' || !strncmp(kk, "nu", 2);
+        ortho = ortho && !iso;
+        int aniso = !strcmp(kk, "D");
+        int wrong = (iso && mt->kind != HK_MAT_ISOTROPIC) ||
+                    (ortho && mt->kind != HK_MAT_ORTHOTROPIC) ||
+                    (aniso && mt->kind != HK_MAT_ANISOTROPIC);
+        if (wrong && case_lookup(m, kk))
+            return case_err_at(x, case_key_of(m, kk),
+                               "material '%s' is %s, so '%s' does not apply; %s", mt->name,
+                               kn[mt->kind], kk,
+                               mt->kind == HK_MAT_ISOTROPIC
+                                   ? "give type: orthotropic (E1 .. G23) or type: anisotropic (D)"
+                               : mt->kind == HK_MAT_ORTHOTROPIC
+                                   ? "an orthotropic material takes E1 E2 E3 nu12 nu13 nu23 G12 "
+                                     "G13 G23"
+                                   : "an anisotropic material takes its stiffness matrix D");
+    }
+    return 0;
+}
+
+static int read_isotropic(case_ctx *x, struct fy_node *m, hk_material *mt)
+{
+    struct fy_node *v;
+    if (!(v = case_lookup(m, "E")))
+        return case_err_at(x, m, "material '%s' needs E (Young's modulus)", mt->name);
+    HK_CALL(case_parse_double(x, v, "E", &mt->E));
+    if (!(mt->E > 0))
+        return case_err_at(
+            x, v, "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)", mt->E,
+            mt->name);
+    if (!(v = case_lookup(m, "nu")))
+        return case_err_at(x, m, "material '%s' needs nu (Poisson's ratio)", mt->name);
+    HK_CALL(case_parse_double(x, v, "nu", &mt->nu));
+    if (!(mt->nu > -1 && mt->nu < 0.5))
+        return case_err_at(x, v,
+                           "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is "
+                           "incompressible, which displacement elements cannot model",
+                           mt->nu, mt->name);
+    return 0;
+}
+
+/* The elastic constants of the material's kind. */
+static int read_elastic_constants(case_ctx *x, struct fy_node *m, hk_material *mt)
+{
     static const char *const ortho_keys[] = {"E1",   "E2",  "E3",  "nu12", "nu13",
                                              "nu23", "G12", "G13", "G23"};
+    const hk_case *c = x->c;
+    if (mt->kind == HK_MAT_ISOTROPIC) return read_isotropic(x, m, mt);
+    if (mt->kind == HK_MAT_ORTHOTROPIC) {
+        for (int k = 0; k < 9; k++)
+            HK_CALL(material_number(x, m, ortho_keys[k], mt->name,
+                                    k < 3   ? "Young's modulus along a material axis"
+                                    : k < 6 ? "Poisson's ratio of two material axes"
+                                            : "shear modulus of two material axes",
+                                    k < 3 || k >= 6, &mt->ortho[k]));
+        return 0;
+    }
+    /* 3D: xx yy zz xy yz xz; axisymmetric: rr zz tt rz; plane: xx yy xy */
+    const int nD = c->dim == 3 ? 6 : c->analysis == HK_AXISYMMETRIC ? 4 : 3;
+    struct fy_node *v = case_lookup(m, "D");
+    if (!v)
+        return case_err_at(x, m, "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
+                           mt->name, nD, nD);
+    return read_stiffness(x, v, mt->name, nD, mt->D);
+}
+
+/* integration: auto, full or selective (isotropic materials only). */
+static int read_integration(case_ctx *x, struct fy_node *v, hk_material *mt)
+{
+    static const char *const names[] = {"auto", "full", "selective"};
+    const char *t = case_scalar(v);
+    int k = 0;
+    while (k < 3 && !(t && !strcmp(t, names[k])))
+        k++;
+    if (k == 3)
+        return case_err_at(x, v,
+                           "integration of material '%s' must be auto, full or selective, got "
+                           "'%s'",
+                           mt->name, t ? t : "a collection");
+    if (k && mt->kind != HK_MAT_ISOTROPIC)
+        return case_err_at(x, v,
+                           "integration of material '%s' applies to isotropic materials only "
+                           "(their volumetric part); leave it out",
+                           mt->name);
+    mt->integration = k; /* HK_INTEGRATION_AUTO, _FULL, _SELECTIVE */
+    return 0;
+}
+
+/* Positive definiteness and the rest, with the library's own sentence. */
+static int check_law(case_ctx *x, struct fy_node *m, struct fy_node *tnode, const hk_material *mt)
+{
+    const hk_case *c = x->c;
+    hk_law law;
+    if (!hk_material_law(mt, c->analysis, c->dim, &law)) return 0;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", hk_error_message());
+    struct fy_node *at = mt->kind == HK_MAT_ANISOTROPIC ? case_lookup(m, "D") : tnode ? tnode : m;
+    return case_err_at(x, at, "%s", msg);
+}
+
+/* regions: a name or a list of names. */
+static int read_regions(case_ctx *x, struct fy_node *v, hk_case_material *cm)
+{
+    if (fy_node_get_type(v) == FYNT_SCALAR) {
+        cm->nregions = 1;
+    } else if (fy_node_get_type(v) == FYNT_SEQUENCE && fy_node_sequence_item_count(v) > 0) {
+        cm->nregions = fy_node_sequence_item_count(v);
+    } else {
+        return case_err_at(x, v,
+                           "regions of material '%s' must be a list of region names like [body]",
+                           cm->m.name);
+    }
+    HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->regions, &cm->regions));
+    HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->region_loc, &cm->region_loc));
+    for (int r = 0; r < cm->nregions; r++) {
+        struct fy_node *e =
+            fy_node_get_type(v) == FYNT_SCALAR ? v : fy_node_sequence_get_by_index(v, r);
+        HK_CALL(case_parse_name(x, e, "region name", cm->regions[r], HK_CASE_NAME));
+        cm->region_loc[r] = case_node_loc(x, e);
+    }
+    return 0;
+}
+
+/* materials[i]; *nall counts the materials without regions (at most one). */
+static int read_material(case_ctx *x, struct fy_node *m, int i, int *nall)
+{
+    hk_case_material *cm = &x->c->materials[i];
+    struct fy_node *v, *tnode;
+    char what[64];
+    snprintf(what, sizeof what, "materials[%d]", i);
+    HK_CALL(case_check_mapping(x, m, what, material_keys));
+    cm->loc = case_node_loc(x, m);
+    if ((v = case_lookup(m, "name")))
+        HK_CALL(case_parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
+    else
+        snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
+    tnode = case_lookup(m, "type");
+    HK_CALL(read_material_kind(x, tnode, &cm->m));
+    HK_CALL(check_kind_keys(x, m, &cm->m));
+    HK_CALL(read_elastic_constants(x, m, &cm->m));
+    if ((v = case_lookup(m, "integration"))) HK_CALL(read_integration(x, v, &cm->m));
+    if ((v = case_lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
+    if ((v = case_lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));
+    HK_CALL(check_law(x, m, tnode, &cm->m));
+    if ((v = case_lookup(m, "density"))) {
+        HK_CALL(case_parse_double(x, v, "density", &cm->m.rho));
+        if (!(cm->m.rho >= 0))
+            return case_err_at(x, v, "density = %g of material '%s' must not be negative",
+                               cm->m.rho, cm->m.name);
+    }
+    if ((v = case_lookup(m, "regions"))) return read_regions(x, v, cm);
+    if (++*nall > 1)
+        return case_err_at(x, m,
+                           "only one material may leave out 'regions' (it takes every region no "
+                           "other material names); give material '%s' its regions",
+                           cm->m.name);
+    return 0;
+}
+
+int case_read_materials(case_ctx *x, struct fy_node *root, struct fy_node *ms)
+{
     hk_case *c = x->c;
     if (fy_node_get_type(ms) != FYNT_SEQUENCE || fy_node_sequence_item_count(ms) == 0)
         return case_err_at(
@@ -121,150 +304,7 @@ int case_read_materials(case_ctx *x, struct fy_node *root, struct fy_node *ms)
     HK_CALL(hk_calloc((size_t)n, sizeof *c->materials, &c->materials));
     c->nmaterials = n;
     int nall = 0;
-    for (int i = 0; i < n; i++) {
-        struct fy_node *m = fy_node_sequence_get_by_index(ms, i), *v, *tnode;
-        hk_case_material *cm = &c->materials[i];
-        char what[64];
-        snprintf(what, sizeof what, "materials[%d]", i);
-        HK_CALL(case_check_mapping(x, m, what, keys));
-        cm->loc = case_node_loc(x, m);
-        if ((v = case_lookup(m, "name")))
-            HK_CALL(case_parse_name(x, v, "material name", cm->m.name, sizeof cm->m.name));
-        else
-            snprintf(cm->m.name, sizeof cm->m.name, "material%d", i + 1);
-        cm->m.kind = HK_MAT_ISOTROPIC;
-        if ((tnode = case_lookup(m, "type"))) {
-            const char *t = case_scalar(tnode);
-            if (t && !strcmp(t, "orthotropic"))
-                cm->m.kind = HK_MAT_ORTHOTROPIC;
-            else if (t && !strcmp(t, "anisotropic"))
-                cm->m.kind = HK_MAT_ANISOTROPIC;
-            else if (!t || strcmp(t, "isotropic"))
-                return case_err_at(x, tnode,
-                                   "type of material '%s' must be isotropic, orthotropic or "
-                                   "anisotropic, got '%s'",
-                                   cm->m.name, t ? t : "a collection");
-        }
-        /* keys of the other kinds are mistakes, not silently ignored */
-        for (int k = 0; keys[k]; k++) {
-            const char *kk = keys[k];
-            int iso = !strcmp(kk, "E") || !strcmp(kk, "nu");
-            int ortho = kk[0] == 'E' || kk[0] == 'G' || !strncmp(kk, "nu", 2);
-            ortho = ortho && !iso;
-            int aniso = !strcmp(kk, "D");
-            int wrong = (iso && cm->m.kind != HK_MAT_ISOTROPIC) ||
-                        (ortho && cm->m.kind != HK_MAT_ORTHOTROPIC) ||
-                        (aniso && cm->m.kind != HK_MAT_ANISOTROPIC);
-            static const char *const kn[] = {"isotropic", "orthotropic", "anisotropic"};
-            if (wrong && (v = case_lookup(m, kk)))
-                return case_err_at(
-                    x, case_key_of(m, kk), "material '%s' is %s, so '%s' does not apply; %s",
-                    cm->m.name, kn[cm->m.kind], kk,
-                    cm->m.kind == HK_MAT_ISOTROPIC
-                        ? "give type: orthotropic (E1 .. G23) or type: anisotropic (D)"
-                    : cm->m.kind == HK_MAT_ORTHOTROPIC
-                        ? "an orthotropic material takes E1 E2 E3 nu12 nu13 nu23 G12 "
-                          "G13 G23"
-                        : "an anisotropic material takes its stiffness matrix D");
-        }
-        if (cm->m.kind == HK_MAT_ISOTROPIC) {
-            if (!(v = case_lookup(m, "E")))
-                return case_err_at(x, m, "material '%s' needs E (Young's modulus)", cm->m.name);
-            HK_CALL(case_parse_double(x, v, "E", &cm->m.E));
-            if (!(cm->m.E > 0))
-                return case_err_at(
-                    x, v,
-                    "E = %g of material '%s' must be positive (Young's modulus, in Pa for SI)",
-                    cm->m.E, cm->m.name);
-            if (!(v = case_lookup(m, "nu")))
-                return case_err_at(x, m, "material '%s' needs nu (Poisson's ratio)", cm->m.name);
-            HK_CALL(case_parse_double(x, v, "nu", &cm->m.nu));
-            if (!(cm->m.nu > -1 && cm->m.nu < 0.5))
-                return case_err_at(x, v,
-                                   "nu = %g of material '%s' must be in (-1, 0.5); 0.5 is "
-                                   "incompressible, which displacement elements cannot model",
-                                   cm->m.nu, cm->m.name);
-        } else if (cm->m.kind == HK_MAT_ORTHOTROPIC) {
-            for (int k = 0; k < 9; k++)
-                HK_CALL(material_number(x, m, ortho_keys[k], cm->m.name,
-                                        k < 3   ? "Young's modulus along a material axis"
-                                        : k < 6 ? "Poisson's ratio of two material axes"
-                                                : "shear modulus of two material axes",
-                                        k < 3 || k >= 6, &cm->m.ortho[k]));
-        } else {
-            /* 3D: xx yy zz xy yz xz; axisymmetric: rr zz tt rz; plane: xx yy xy */
-            const int nD = c->dim == 3 ? 6 : c->analysis == HK_AXISYMMETRIC ? 4 : 3;
-            if (!(v = case_lookup(m, "D")))
-                return case_err_at(x, m,
-                                   "anisotropic material '%s' needs D, its %dx%d stiffness matrix",
-                                   cm->m.name, nD, nD);
-            HK_CALL(read_stiffness(x, v, cm->m.name, nD, cm->m.D));
-        }
-        if ((v = case_lookup(m, "integration"))) {
-            const char *t = case_scalar(v);
-            static const char *const names[] = {"auto", "full", "selective"};
-            int k = 0;
-            while (k < 3 && !(t && !strcmp(t, names[k])))
-                k++;
-            if (k == 3)
-                return case_err_at(
-                    x, v,
-                    "integration of material '%s' must be auto, full or selective, got "
-                    "'%s'",
-                    cm->m.name, t ? t : "a collection");
-            if (k && cm->m.kind != HK_MAT_ISOTROPIC)
-                return case_err_at(
-                    x, v,
-                    "integration of material '%s' applies to isotropic materials only "
-                    "(their volumetric part); leave it out",
-                    cm->m.name);
-            cm->m.integration = k; /* HK_INTEGRATION_AUTO, _FULL, _SELECTIVE */
-        }
-        if ((v = case_lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
-        if ((v = case_lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));
-        /* positive definiteness and the rest, with the library's own sentence */
-        {
-            hk_law law;
-            if (hk_material_law(&cm->m, c->analysis, c->dim, &law)) {
-                char msg[1024];
-                snprintf(msg, sizeof msg, "%s", hk_error_message());
-                struct fy_node *at = cm->m.kind == HK_MAT_ANISOTROPIC ? case_lookup(m, "D")
-                                     : tnode                          ? tnode
-                                                                      : m;
-                return case_err_at(x, at, "%s", msg);
-            }
-        }
-        if ((v = case_lookup(m, "density"))) {
-            HK_CALL(case_parse_double(x, v, "density", &cm->m.rho));
-            if (!(cm->m.rho >= 0))
-                return case_err_at(x, v, "density = %g of material '%s' must not be negative",
-                                   cm->m.rho, cm->m.name);
-        }
-        if ((v = case_lookup(m, "regions"))) {
-            if (fy_node_get_type(v) == FYNT_SCALAR) {
-                cm->nregions = 1;
-            } else if (fy_node_get_type(v) == FYNT_SEQUENCE && fy_node_sequence_item_count(v) > 0) {
-                cm->nregions = fy_node_sequence_item_count(v);
-            } else {
-                return case_err_at(
-                    x, v, "regions of material '%s' must be a list of region names like [body]",
-                    cm->m.name);
-            }
-            HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->regions, &cm->regions));
-            HK_CALL(hk_calloc((size_t)cm->nregions, sizeof *cm->region_loc, &cm->region_loc));
-            for (int r = 0; r < cm->nregions; r++) {
-                struct fy_node *e =
-                    fy_node_get_type(v) == FYNT_SCALAR ? v : fy_node_sequence_get_by_index(v, r);
-                HK_CALL(case_parse_name(x, e, "region name", cm->regions[r], HK_CASE_NAME));
-                cm->region_loc[r] = case_node_loc(x, e);
-            }
-        } else if (++nall > 1) {
-            return case_err_at(
-                x, m,
-                "only one material may leave out 'regions' (it takes every region no "
-                "other material names); give material '%s' its regions",
-                cm->m.name);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        HK_CALL(read_material(x, fy_node_sequence_get_by_index(ms, i), i, &nall));
     return 0;
 }

@@ -2,6 +2,7 @@
  * override is checked like a key of the file and its messages name the --set word. */
 #include "reader.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,155 @@ static int remember_set(case_ctx *x, struct fy_node *n, int set)
     return 0;
 }
 
-/* Apply "a.b.c=value" to the tree. At each mapping the longest dotted prefix that is a key
- * wins, so solver keys with dots (pc.poly.degree) work; a missing key is added (and then
- * checked by the section reader like any other key). */
-static int apply_set_path(case_ctx *x, int set, char *path, struct fy_node *val, int *attached);
+/* One override being applied: where its walk down the tree has come to. */
+typedef struct set_walk {
+    case_ctx *x;
+    int set;             /* index of the --set word */
+    const char *path;    /* the whole key path, for messages */
+    char *rest;          /* the part of path below cur */
+    struct fy_node *cur; /* the node the walk is at */
+    struct fy_node *val; /* the value to put at the end of path */
+    int attached;        /* the tree owns val */
+    int done;            /* val is in place */
+} set_walk;
+
+/* hk_case_error naming the --set word. */
+static int walk_error(const set_walk *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static int walk_error(const set_walk *w, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hk_case_error(w->x->c, (hk_case_loc){0, 0, w->set}, "%s", msg);
+}
+
+/* The longest prefix of rest (at dots) that is a key of map, its length in *len. A shorter
+ * prefix than the whole must lead into a section (solver: pc=poly, pc.poly.degree=6). */
+static struct fy_node_pair *longest_key(struct fy_node *map, const char *rest, size_t *len)
+{
+    size_t l = strlen(rest);
+    for (;;) {
+        struct fy_node_pair *pr = fy_node_mapping_lookup_pair_by_string(map, rest, l);
+        if (pr && (rest[l] == 0 || fy_node_get_type(fy_node_pair_value(pr)) != FYNT_SCALAR)) {
+            *len = l;
+            return pr;
+        }
+        while (l > 0 && rest[l - 1] != '.')
+            l--;
+        if (l == 0) return NULL;
+        l--; /* drop the dot */
+    }
+}
+
+/* The key is absent from the mapping w->cur: inside solver the whole rest is one option name
+ * (val goes there); elsewhere the first word becomes a new section to walk into. */
+static int add_missing(set_walk *w)
+{
+    case_ctx *x = w->x;
+    char *rest = w->rest;
+    int in_solver = w->cur == case_lookup(fy_document_root(x->fyd), "solver");
+    char *dot = in_solver ? NULL : strchr(rest, '.');
+    if (!dot) {
+        struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
+        if (!k || fy_node_mapping_append(w->cur, k, w->val)) {
+            fy_node_free(k);
+            return walk_error(w, "could not add '%s'", w->path);
+        }
+        w->attached = w->done = 1;
+        return remember_set(x, k, w->set);
+    }
+    *dot = 0;
+    /* the key is there but holds a value or nothing (geometry:), not a section */
+    if (fy_node_mapping_lookup_pair_by_string(w->cur, rest, FY_NT)) {
+        *dot = '.';
+        return walk_error(w,
+                          "'%.*s' is a single value or empty, not a section; there "
+                          "is no '%s' below it (give it a mapping in the case file)",
+                          (int)(dot - w->path), w->path, dot + 1);
+    }
+    struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
+    struct fy_node *m = fy_node_create_mapping(x->fyd);
+    if (!k || !m || fy_node_mapping_append(w->cur, k, m)) {
+        fy_node_free(k);
+        fy_node_free(m);
+        return walk_error(w, "could not add '%s'", w->path);
+    }
+    HK_CALL(remember_set(x, k, w->set));
+    HK_CALL(remember_set(x, m, w->set));
+    w->cur = m;
+    w->rest = dot + 1;
+    return 0;
+}
+
+/* One step in a mapping: set the key at the end of the path, or walk into a section. */
+static int step_mapping(set_walk *w)
+{
+    size_t len = 0;
+    struct fy_node_pair *pr = longest_key(w->cur, w->rest, &len);
+    if (!pr) return add_missing(w);
+    if (w->rest[len] == 0) {
+        if (fy_node_pair_set_value(pr, w->val)) return walk_error(w, "could not set '%s'", w->path);
+        w->attached = w->done = 1;
+        return 0;
+    }
+    w->cur = fy_node_pair_value(pr);
+    w->rest += len + 1;
+    return 0;
+}
+
+/* One step in a list: the next word is an item's index. */
+static int step_sequence(set_walk *w)
+{
+    const char *path = w->path, *rest = w->rest;
+    char *end;
+    long idx = strtol(rest, &end, 10);
+    int cnt = fy_node_sequence_item_count(w->cur);
+    if (end == rest || (*end && *end != '.') || idx < 0 || idx >= cnt)
+        return walk_error(w,
+                          "'%.*s' is a list of %d items; address an item by its index "
+                          "0..%d (not '%.*s'), e.g. materials.0.E=1e9",
+                          (int)(rest - path - 1 > 0 ? rest - path - 1 : 0), path, cnt, cnt - 1,
+                          (int)strcspn(rest, "."), rest);
+    struct fy_node *item = fy_node_sequence_get_by_index(w->cur, (int)idx);
+    if (!*end) {
+        if (fy_node_sequence_insert_before(w->cur, item, w->val))
+            return walk_error(w, "could not set '%s'", path);
+        w->attached = w->done = 1;
+        fy_node_free(fy_node_sequence_remove(w->cur, item));
+        return 0;
+    }
+    w->cur = item;
+    w->rest = end + 1;
+    return 0;
+}
+
+/* Walk path from the root and put w->val there. At each mapping the longest dotted prefix
+ * that is a key wins, so solver keys with dots (pc.poly.degree) work; a missing key is added
+ * (and then checked by the section reader like any other key). */
+static int apply_set_path(set_walk *w)
+{
+    w->cur = fy_document_root(w->x->fyd);
+    while (!w->done) {
+        enum fy_node_type t = fy_node_get_type(w->cur);
+        if (t == FYNT_MAPPING)
+            HK_CALL(step_mapping(w));
+        else if (t == FYNT_SEQUENCE)
+            HK_CALL(step_sequence(w));
+        else
+            return walk_error(w,
+                              "'%.*s' is a single value, not a section; there is no '%s' "
+                              "below it",
+                              (int)(w->rest - w->path - 1 > 0 ? w->rest - w->path - 1 : 0), w->path,
+                              w->rest);
+    }
+    return 0;
+}
 
 int case_apply_set(case_ctx *x, int set)
 {
@@ -42,107 +188,9 @@ int case_apply_set(case_ctx *x, int set)
     struct fy_node *val = *vtext ? fy_node_build_from_string(x->fyd, vtext, FY_NT) : NULL;
     if (!val) val = fy_node_create_scalar_copy(x->fyd, vtext, FY_NT);
     if (!val) return hk_case_error(c, here, "the value '%s' could not be read", vtext);
-    int attached = 0;
+    set_walk w = {.x = x, .set = set, .path = path, .rest = path, .val = val};
     int err = remember_set(x, val, set);
-    if (!err) err = apply_set_path(x, set, path, val, &attached);
-    if (!attached) fy_node_free(val);
+    if (!err) err = apply_set_path(&w);
+    if (!w.attached) fy_node_free(val);
     return err;
-}
-
-/* Walk path from the root and put val there; *attached when the tree owns val. */
-static int apply_set_path(case_ctx *x, int set, char *path, struct fy_node *val, int *attached)
-{
-    hk_case *c = x->c;
-    hk_case_loc here = {0, 0, set};
-    struct fy_node *cur = fy_document_root(x->fyd);
-    char *rest = path;
-    for (;;) {
-        enum fy_node_type t = fy_node_get_type(cur);
-        if (t == FYNT_MAPPING) {
-            /* longest prefix of rest (at dots) that is a key */
-            size_t len = strlen(rest);
-            struct fy_node_pair *pr = NULL;
-            for (;;) {
-                pr = fy_node_mapping_lookup_pair_by_string(cur, rest, len);
-                /* a shorter prefix must lead into a section (solver: pc=poly, pc.poly.degree=6) */
-                if (pr &&
-                    (rest[len] == 0 || fy_node_get_type(fy_node_pair_value(pr)) != FYNT_SCALAR))
-                    break;
-                pr = NULL;
-                while (len > 0 && rest[len - 1] != '.')
-                    len--;
-                if (len == 0) break;
-                len--; /* drop the dot */
-            }
-            if (pr && rest[len] == 0) {
-                if (fy_node_pair_set_value(pr, val))
-                    return hk_case_error(c, here, "could not set '%s'", path);
-                *attached = 1;
-                return 0;
-            }
-            if (pr) {
-                cur = fy_node_pair_value(pr);
-                rest += len + 1;
-                continue;
-            }
-            /* absent: inside solver the whole rest is one option name; elsewhere nest */
-            int in_solver = cur == case_lookup(fy_document_root(x->fyd), "solver");
-            char *dot = in_solver ? NULL : strchr(rest, '.');
-            if (!dot) {
-                struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
-                if (!k || fy_node_mapping_append(cur, k, val)) {
-                    fy_node_free(k);
-                    return hk_case_error(c, here, "could not add '%s'", path);
-                }
-                *attached = 1;
-                HK_CALL(remember_set(x, k, set));
-                return 0;
-            }
-            *dot = 0;
-            /* the key is there but holds a value or nothing (geometry:), not a section */
-            if (fy_node_mapping_lookup_pair_by_string(cur, rest, FY_NT)) {
-                *dot = '.';
-                return hk_case_error(c, here,
-                                     "'%.*s' is a single value or empty, not a section; there "
-                                     "is no '%s' below it (give it a mapping in the case file)",
-                                     (int)(dot - path), path, dot + 1);
-            }
-            struct fy_node *k = fy_node_create_scalar_copy(x->fyd, rest, FY_NT);
-            struct fy_node *m = fy_node_create_mapping(x->fyd);
-            if (!k || !m || fy_node_mapping_append(cur, k, m)) {
-                fy_node_free(k);
-                fy_node_free(m);
-                return hk_case_error(c, here, "could not add '%s'", path);
-            }
-            HK_CALL(remember_set(x, k, set));
-            HK_CALL(remember_set(x, m, set));
-            cur = m;
-            rest = dot + 1;
-        } else if (t == FYNT_SEQUENCE) {
-            char *end;
-            long idx = strtol(rest, &end, 10);
-            int cnt = fy_node_sequence_item_count(cur);
-            if (end == rest || (*end && *end != '.') || idx < 0 || idx >= cnt)
-                return hk_case_error(c, here,
-                                     "'%.*s' is a list of %d items; address an item by its index "
-                                     "0..%d (not '%.*s'), e.g. materials.0.E=1e9",
-                                     (int)(rest - path - 1 > 0 ? rest - path - 1 : 0), path, cnt,
-                                     cnt - 1, (int)strcspn(rest, "."), rest);
-            struct fy_node *item = fy_node_sequence_get_by_index(cur, (int)idx);
-            if (!*end) {
-                if (fy_node_sequence_insert_before(cur, item, val))
-                    return hk_case_error(c, here, "could not set '%s'", path);
-                *attached = 1;
-                fy_node_free(fy_node_sequence_remove(cur, item));
-                return 0;
-            }
-            cur = item;
-            rest = end + 1;
-        } else {
-            return hk_case_error(c, here,
-                                 "'%.*s' is a single value, not a section; there is no '%s' "
-                                 "below it",
-                                 (int)(rest - path - 1 > 0 ? rest - path - 1 : 0), path, rest);
-        }
-    }
 }

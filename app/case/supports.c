@@ -58,10 +58,87 @@ static int read_spring(case_ctx *x, struct fy_node *s, const char *what, hk_case
     return 0;
 }
 
-int case_read_supports(case_ctx *x, struct fy_node *root, struct fy_node *ss)
+/* fix: all, a component, a list [x, y] or prescribed values {x: 0.0, y: 1e-3}. */
+static int read_fix(case_ctx *x, struct fy_node *f, hk_case_support *cs)
+{
+    int ci;
+    switch (fy_node_get_type(f)) {
+    case FYNT_SCALAR:
+        if (!strcmp(case_scalar(f), "all")) {
+            cs->mask = (1u << x->c->dim) - 1;
+        } else {
+            HK_CALL(component(x, f, &ci));
+            cs->mask = 1u << ci;
+        }
+        return 0;
+    case FYNT_SEQUENCE: {
+        void *it = NULL;
+        struct fy_node *e;
+        if (!fy_node_sequence_item_count(f))
+            return case_err_at(x, f, "fix lists no component; use [x, y]");
+        while ((e = fy_node_sequence_iterate(f, &it))) {
+            HK_CALL(component(x, e, &ci));
+            cs->mask |= 1u << ci;
+        }
+        return 0;
+    }
+    case FYNT_MAPPING: {
+        void *it = NULL;
+        struct fy_node_pair *p;
+        if (!fy_node_mapping_item_count(f))
+            return case_err_at(x, f, "fix gives no component; use {x: 0.0}");
+        while ((p = fy_node_mapping_iterate(f, &it))) {
+            HK_CALL(component(x, fy_node_pair_key(p), &ci));
+            char w[64];
+            snprintf(w, sizeof w, "prescribed displacement %s", comp_names[ci]);
+            HK_CALL(case_parse_double(x, fy_node_pair_value(p), w, &cs->value[ci]));
+            cs->mask |= 1u << ci;
+        }
+        return 0;
+    }
+    default:
+        return case_err_at(x, f, "fix must be all, a list [x, y] or a mapping {x: 0.0, y: 1e-3}");
+    }
+}
+
+/* supports[i]: a fixed support (the default) or a spring. */
+static int read_support(case_ctx *x, struct fy_node *s, int i)
 {
     static const char *const keys[] = {"boundary",   "fix",       "type",         "normal",
                                        "tangential", "stiffness", "moment_about", NULL};
+    static const char *const spring_keys[] = {"normal", "tangential", "stiffness"};
+    hk_case_support *cs = &x->c->supports[i];
+    struct fy_node *b, *f;
+    char what[64];
+    snprintf(what, sizeof what, "supports[%d]", i);
+    HK_CALL(case_check_mapping(x, s, what, keys));
+    if (!(b = case_lookup(s, "boundary")))
+        return case_err_at(x, s, "%s needs boundary: NAME", what);
+    struct fy_node *ty = case_lookup(s, "type"), *ma = case_lookup(s, "moment_about");
+    if (ma) HK_CALL(case_parse_vec(x, ma, "moment_about", cs->moment_point));
+    const char *tyname = ty ? case_scalar(ty) : "fixed";
+    if (!tyname || (strcmp(tyname, "fixed") && strcmp(tyname, "spring")))
+        return case_err_at(x, ty, "%s has type '%s'; use fixed (the default) or spring", what,
+                           tyname ? tyname : "a collection");
+    if (!strcmp(tyname, "spring")) {
+        HK_CALL(case_parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
+        cs->loc = case_node_loc(x, b);
+        return read_spring(x, s, what, cs);
+    }
+    for (int k = 0; k < 3; k++)
+        if (case_lookup(s, spring_keys[k]))
+            return case_err_at(x, case_key_of(s, spring_keys[k]),
+                               "%s sets %s, which belongs to springs; add type: spring", what,
+                               spring_keys[k]);
+    if (!(f = case_lookup(s, "fix")))
+        return case_err_at(x, s, "%s needs fix: all, [x, y] or {x: 0.0, y: 1e-3}", what);
+    HK_CALL(case_parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
+    cs->loc = case_node_loc(x, b);
+    return read_fix(x, f, cs);
+}
+
+int case_read_supports(case_ctx *x, struct fy_node *root, struct fy_node *ss)
+{
     hk_case *c = x->c;
     if (fy_node_get_type(ss) != FYNT_SEQUENCE || fy_node_sequence_item_count(ss) == 0)
         return case_err_at(x, case_key_of(root, "supports"),
@@ -69,75 +146,7 @@ int case_read_supports(case_ctx *x, struct fy_node *root, struct fy_node *ss)
     int n = fy_node_sequence_item_count(ss);
     HK_CALL(hk_calloc((size_t)n, sizeof *c->supports, &c->supports));
     c->nsupports = n;
-    for (int i = 0; i < n; i++) {
-        struct fy_node *s = fy_node_sequence_get_by_index(ss, i), *b, *f;
-        hk_case_support *cs = &c->supports[i];
-        char what[64];
-        snprintf(what, sizeof what, "supports[%d]", i);
-        HK_CALL(case_check_mapping(x, s, what, keys));
-        if (!(b = case_lookup(s, "boundary")))
-            return case_err_at(x, s, "%s needs boundary: NAME", what);
-        struct fy_node *ty = case_lookup(s, "type"), *ma = case_lookup(s, "moment_about");
-        if (ma) HK_CALL(case_parse_vec(x, ma, "moment_about", cs->moment_point));
-        const char *tyname = ty ? case_scalar(ty) : "fixed";
-        if (!tyname || (strcmp(tyname, "fixed") && strcmp(tyname, "spring")))
-            return case_err_at(x, ty, "%s has type '%s'; use fixed (the default) or spring", what,
-                               tyname ? tyname : "a collection");
-        if (!strcmp(tyname, "spring")) {
-            HK_CALL(case_parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
-            cs->loc = case_node_loc(x, b);
-            HK_CALL(read_spring(x, s, what, cs));
-            continue;
-        }
-        static const char *const spring_keys[] = {"normal", "tangential", "stiffness"};
-        for (int k = 0; k < 3; k++)
-            if (case_lookup(s, spring_keys[k]))
-                return case_err_at(x, case_key_of(s, spring_keys[k]),
-                                   "%s sets %s, which belongs to springs; add type: spring", what,
-                                   spring_keys[k]);
-        if (!(f = case_lookup(s, "fix")))
-            return case_err_at(x, s, "%s needs fix: all, [x, y] or {x: 0.0, y: 1e-3}", what);
-        HK_CALL(case_parse_name(x, b, "boundary", cs->boundary, sizeof cs->boundary));
-        cs->loc = case_node_loc(x, b);
-        int ci;
-        switch (fy_node_get_type(f)) {
-        case FYNT_SCALAR:
-            if (!strcmp(case_scalar(f), "all")) {
-                cs->mask = (1u << c->dim) - 1;
-            } else {
-                HK_CALL(component(x, f, &ci));
-                cs->mask = 1u << ci;
-            }
-            break;
-        case FYNT_SEQUENCE: {
-            void *it = NULL;
-            struct fy_node *e;
-            if (!fy_node_sequence_item_count(f))
-                return case_err_at(x, f, "fix lists no component; use [x, y]");
-            while ((e = fy_node_sequence_iterate(f, &it))) {
-                HK_CALL(component(x, e, &ci));
-                cs->mask |= 1u << ci;
-            }
-            break;
-        }
-        case FYNT_MAPPING: {
-            void *it = NULL;
-            struct fy_node_pair *p;
-            if (!fy_node_mapping_item_count(f))
-                return case_err_at(x, f, "fix gives no component; use {x: 0.0}");
-            while ((p = fy_node_mapping_iterate(f, &it))) {
-                HK_CALL(component(x, fy_node_pair_key(p), &ci));
-                char w[64];
-                snprintf(w, sizeof w, "prescribed displacement %s", comp_names[ci]);
-                HK_CALL(case_parse_double(x, fy_node_pair_value(p), w, &cs->value[ci]));
-                cs->mask |= 1u << ci;
-            }
-            break;
-        }
-        default:
-            return case_err_at(x, f,
-                               "fix must be all, a list [x, y] or a mapping {x: 0.0, y: 1e-3}");
-        }
-    }
+    for (int i = 0; i < n; i++)
+        HK_CALL(read_support(x, fy_node_sequence_get_by_index(ss, i), i));
     return 0;
 }
