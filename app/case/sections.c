@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 const case_section case_sections[] = {
-    /* title and analysis are read first: analysis fixes the dimension the others check */
+    /* early (1): title, then analysis, which fixes the dimension the others are checked against */
     {"title", case_read_title, 1, NULL},
     {"geometry", case_read_geometry, 0,
      "the case has no 'geometry' section; add geometry: {file: part.geo} "
