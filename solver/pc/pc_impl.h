@@ -18,7 +18,7 @@ extern const hk_pc_type hk_pc_ilu0;
 extern const hk_pc_type hk_pc_amg;
 extern const hk_pc_type hk_pc_mlilu;
 
-/* Scalar CSR on the host (fp64), the working form of the set-up algorithms. */
+/* Scalar CSR on the host (fp64), the working form of the set-up algorithms (csr.c). */
 typedef struct hk_csr {
     int64_t n, m;    /* rows, columns */
     int64_t *rowptr; /* n + 1 */
