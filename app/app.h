@@ -11,7 +11,7 @@ int hk_cmd_mesh(int argc, char **argv);  /* app/cmd_mesh.c */
 int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with
  * the node coordinates of the elasticity kinds (*coords, *dim; else NULL, 0); messages on
- * stderr start with who. Returns 0 or -1. */
+ * stderr start with who. Returns 0 or -1. (app/generate.c) */
 int hk_app_generate(const char *spec, const char *who, hk_bcsr *A, double **coords, int *dim);
 
 #endif
