@@ -38,6 +38,7 @@ struct hk_cuda_ctx {
 };
 extern struct hk_cuda_ctx hk_cu;
 
+/* The context and the helpers below are in cuda_context.cu. */
 /* Create the context on first use (probe calls it). */
 int hk_cu_init(void);
 /* cudaMalloc with the library's out-of-memory sentence (bytes needed, bytes free); every
@@ -107,10 +108,13 @@ static inline unsigned hk_cu_grid(int64_t n)
  * while it runs) and at most HK_CU_MAXB. Fixed by n, the kernel and the device, so sums
  * repeat. kernel is the __global__ function's address. */
 unsigned hk_cu_rgrid(int64_t n, const void *kernel);
-/* Fill hk_cu_rgrid's cache for every reducing kernel (hk_cu_init). */
+/* Fill hk_cu_rgrid's cache for every reducing kernel of cuda_vec.cu, cuda_fused.cu and
+ * cuda_spmv.cu. hk_cu_init runs them through hk_cu_grid_inits (NULL-terminated, listed in
+ * cuda_core.cu with the ops table), so the context calls none of those files by name. */
 void hk_cu_vec_init_grids(void);
 void hk_cu_fused_init_grids(void);
 void hk_cu_spmv_init_grids(void);
+extern void (*const hk_cu_grid_inits[])(void);
 
 /* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
 enum {
@@ -165,6 +169,15 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
 /* The device arrays of fp64 vectors. */
 #define D(v) ((double *)(v)->data)
 #define CD(v) ((const double *)(v)->data)
+/* Argument checks of the fused ops (cuda_fused.cu, cuda_spmv.cu). */
+#define FP64(v)                                                                                    \
+    HK_CHECK((v)->prec == HK_FP64, HK_ERR_ARG,                                                     \
+             "cuda backend: the pipelined Krylov fused ops run their vectors in fp64")
+#define LEN(a, b)                                                                                  \
+    HK_CHECK((a)->n == (b)->n, HK_ERR_ARG,                                                         \
+             "cuda backend: fused op on vectors of lengths %lld "                                  \
+             "and %lld",                                                                           \
+             (long long)(a)->n, (long long)(b)->n)
 
 /* Entry i of a polynomial preconditioner's step (the vec_poly_step op) with t_i = (A x)_i:
  * y = a (d .* t) + b x + c y, then z = e y + f z; x NULL when b = 0, the old y and z not
@@ -372,24 +385,26 @@ int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
 
-/* Fused Krylov ops (cuda_fused.cu). */
+/* Fused Krylov ops (cuda_fused.cu): the vector steps; pipecg_gv_step and vec_poly_step also
+ * serve the fused SpMV ops below where the SpMV's epilogue cannot run them. */
 int hk_cu_pipecg_gv_step(hk_vec *const *V, double *S);
-/* The fused SpMV ops (cuda_spmv.cu; semantics in hk_impl.h). */
-int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
-                         const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
-int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S);
 int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, double b,
                         const hk_vec *x, double c, hk_vec *z, double e, double f);
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
                         double *S);
-int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
-                    double *S);
-int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
-                    const int *slot);
 int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
 int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
                           const hk_vec *shat, const hk_vec *As, const hk_vec *Ap, const hk_vec *r0s,
                           double *S);
+/* The fused SpMV ops (cuda_spmv.cu; semantics in hk_impl.h). */
+int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
+                         const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
+int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S);
+int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                    double *S);
+int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
+                    const int *slot);
+/* Pipelined GMRES's ops on backend-resident scalars (cuda_vec.cu). */
 int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);

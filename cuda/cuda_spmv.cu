@@ -487,6 +487,64 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
     return launch<double>(A, x->data, epi_dots{{}, D(y), f}, nb);
 }
 
+/* The spmv_dot2 and spmv_mdot ops of the pipelined methods: the fused SpMV and the stage 2 of
+ * its dot products. */
+int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                    double *S)
+{
+    if (r) {
+        FP64(r);
+        LEN(Ap, r);
+    }
+    if (dinv) {
+        FP64(dinv);
+        LEN(Ap, dinv);
+    }
+    LEN(p, Ap);
+    hk_cu_fuse f;
+    f.k = 3;
+    f.w[0] = CD(p); /* p.Ap */
+    f.d[0] = NULL;
+    f.w[1] = NULL; /* Ap.(dinv.*Ap) */
+    f.d[1] = dinv ? CD(dinv) : NULL;
+    f.w[2] = r ? CD(r) : CD(p); /* r.(dinv.*Ap), or p.Ap again */
+    f.d[2] = r && dinv ? CD(dinv) : NULL;
+    f.w[3] = f.d[3] = NULL;
+    unsigned nb;
+    const double *part;
+    HK_CALL(hk_cu_mat_spmv_fused(A, p, Ap, f, &nb, &part));
+    hk_cu_outs out;
+    out.p[0] = S + HK_S_PAP;
+    out.p[1] = S + HK_S_APZ;
+    out.p[2] = S + HK_S_ZAP;
+    return hk_cu_finish_part(part, nb, 3, out, HK_FIN_PLAIN, NULL);
+}
+
+int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
+                    const int *slot)
+{
+    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: at most 4 fused dot products (got %d)", k);
+    hk_cu_fuse f;
+    f.k = k;
+    for (int j = 0; j < 4; j++) {
+        f.w[j] = NULL;
+        f.d[j] = NULL;
+    }
+    for (int j = 0; j < k; j++) {
+        FP64(W[j]);
+        LEN(W[j], y);
+        f.w[j] = W[j] == y ? NULL : CD(W[j]);
+    }
+    unsigned nb;
+    const double *part;
+    HK_CALL(hk_cu_mat_spmv_fused(A, x, y, f, &nb, &part));
+    if (!k) return 0;
+    hk_cu_outs out;
+    for (int j = 0; j < k; j++)
+        out.p[j] = S + slot[j];
+    return hk_cu_finish_part(part, nb, k, out, HK_FIN_PLAIN, NULL);
+}
+
 /* t = A x and the polynomial step on it (the spmv_poly_step op), in one kernel where the
  * epilogue can run; t is then not written. */
 int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
