@@ -7,6 +7,8 @@ scripts/install-deps.sh
 BUILD=${BUILD:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} >/dev/null
 cmake --build "$BUILD" --parallel
+# The dependency rules of docs/architecture.md: folder layering, no call cycles between files.
+python3 scripts/check-deps.py "$BUILD"
 # Passive OpenMP waiting: on a shared machine spinning threads slow the solves badly.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 "$BUILD"/hooke_tests "$@"
