@@ -11,6 +11,7 @@
 #define HOOKE_ASSEMBLY_ELEMENTS_H
 
 #include "hooke/fem.h"
+#include "../mesh/shape.h" /* hk_el_shape, hk_el_node_xi */
 
 #define HK_EL_MAXN 27 /* most nodes of an element */
 #define HK_EL_MAXQ 27 /* most quadrature points of a rule */
@@ -36,8 +37,6 @@ typedef struct hk_elref {
 const hk_elref *hk_elref_get(hk_eltype t);
 /* Name of any element type ("hex8"), also those without kernel; "?" when out of range. */
 const char *hk_el_name(int t);
-/* Shape functions and their reference derivatives at xi (N may be NULL). */
-void hk_el_shape(hk_eltype t, const double xi[3], double *N, double (*dN)[3]);
 
 /* The rule used for facet loads of facet type t (lines 3 points, triangles 6, quads 3x3):
  * exact for traction and pressure on straight and curved quadratic facets of moderate

@@ -10,7 +10,7 @@
 #include <omp.h>
 #include <stdio.h>
 
-#include "elements.h"
+#include "shape.h"
 #include "mesh_impl.h"
 
 /* ---- the quadratic types ----------------------------------------------------------------- */
