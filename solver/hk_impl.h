@@ -616,6 +616,27 @@ typedef struct hk_backend_ops {
     int (*mpk_stream_plan)(const hk_bcsr *K, int64_t block, size_t budget, int k, double max_work,
                            void **plan, struct hk_mpk_info *info);
     int (*vec_gram)(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
+
+    /* ---- blocks of vectors (the eigensolver, solver/eigen/; CPU: solver/cpu/cpu_block.c,
+     * CUDA: cuda/cuda_block.cu) ------------------------------------------------------------
+     * A block is one fp64 hk_vec holding k columns of n entries, column after column (column j
+     * at entries [j n, (j + 1) n)); a block's columns c0.. are a block too (solver/eigen/
+     * block.c makes such views). Host matrices C, G are column-major. Sums are deterministic
+     * (a fixed order for given sizes, whatever the thread count; cuda: cuBLAS dgemm, which
+     * repeats on one device).
+     * block_spmv: Y = A X for k >= 1 columns (X: k A->ncols entries, Y: k A->nrows; fp64 A),
+     *   reading the matrix once for up to 8 columns where the format has a block kernel (csr,
+     *   bsr, ell, sell, bell, sbell; cuda: block sizes up to 3), each column's sums in the
+     *   order of the single SpMV's; other formats: k single SpMVs.
+     * block_gram: G[i + j p] = X_i . Y_j (p columns of X, q of Y, n rows; host result).
+     * block_update: Y = X C + beta Y (X: p columns, C: p x q host, Y: q columns, distinct from
+     *   X; beta = 0: Y is not read).
+     * block_dots: d[j] = X_j . Y_j for j < k (host result). */
+    int (*block_spmv)(hk_mat *A, int k, const hk_vec *X, hk_vec *Y);
+    int (*block_gram)(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y, double *G);
+    int (*block_update)(int64_t n, int p, const hk_vec *X, int q, const double *C, double beta,
+                        hk_vec *Y);
+    int (*block_dots)(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *d);
 } hk_backend_ops;
 
 /* The pairs of one vec_gram call (CPU and CUDA alike): over V = X then Y (distinct: Y given

@@ -171,6 +171,31 @@ int hk_options_check_used(const hk_options *o, const char *valid_keys)
     return 0;
 }
 
+int hk_options_copy(const hk_options *o, hk_options **copy)
+{
+    HK_CALL(hk_options_create(copy));
+    for (int i = 0; o && i < o->n; i++) {
+        int ierr = hk_options_set(*copy, o->pairs[i].key, o->pairs[i].value);
+        if (ierr) {
+            hk_options_destroy(*copy);
+            *copy = NULL;
+            return ierr;
+        }
+        (*copy)->pairs[(*copy)->n - 1].used = o->pairs[i].used;
+    }
+    return 0;
+}
+
+int hk_options_count(const hk_options *o)
+{
+    return o ? o->n : 0;
+}
+
+const char *hk_options_key(const hk_options *o, int i)
+{
+    return o && i >= 0 && i < o->n ? o->pairs[i].key : NULL;
+}
+
 void hk_options_print(const hk_options *o, FILE *f)
 {
     for (int i = 0; o && i < o->n; i++)

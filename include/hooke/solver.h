@@ -81,6 +81,11 @@ int hk_options_has(const hk_options *o, const char *key);
 int hk_options_check_used(const hk_options *o, const char *valid_keys);
 /* Print the pairs as "k=v k=v". */
 void hk_options_print(const hk_options *o, FILE *f);
+/* A new object with o's pairs and their read marks (o may be NULL: an empty one). */
+int hk_options_copy(const hk_options *o, hk_options **copy);
+/* The number of pairs, and the key of pair i (0-based; NULL out of range). */
+int hk_options_count(const hk_options *o);
+const char *hk_options_key(const hk_options *o, int i);
 
 /* ---- backends -------------------------------------------------------------------------- */
 
@@ -254,6 +259,57 @@ typedef void (*hk_monitor_fn)(int it, double rnorm, void *ctx);
 void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx);
 /* Help text listing methods, preconditioners, formats and every option with its default. */
 void hk_solver_print_help(FILE *f);
+
+/* ---- eigenvalues: K x = lambda M x ----------------------------------------------------- */
+
+/* The lowest eigenpairs of K x = lambda M x (K symmetric positive semidefinite, M symmetric
+ * positive definite or NULL for the identity) by LOBPCG with a preconditioner of the
+ * library, on any backend (docs/modal.md):
+ *
+ *     hk_eigen *e;  hk_eigen_create(&K, &M, &nn, o, &e);      // o: "pc=amg eigen.tol=1e-8"
+ *     hk_eigen_solve(e, 10, lambda, X, residual, &res);        // the 10 lowest pairs
+ *
+ * Options read (all optional): eigen.tol (1e-6), eigen.maxit (1000), eigen.block (0: nev +
+ * max(4, nev/2)), eigen.shift (auto: -1e-6 trace(K)/trace(M)), monitor, and the
+ * preconditioner's: backend, pc (default amg), pc.*, format, format.*, precision. The
+ * preconditioner is set up on K - sigma M as hk_solver sets up K (nn: the near-null space for
+ * pc=amg, may be NULL): sigma below the lowest eigenvalue keeps it definite, also for a
+ * free-floating part (K singular). Options of the linear solver (method, tol, maxit, ...) and
+ * unknown keys are errors. */
+typedef struct hk_eigen hk_eigen;
+
+typedef struct hk_eigen_result {
+    int nev;             /* pairs asked for */
+    int block;           /* columns of LOBPCG's block */
+    int converged;       /* of the nev lowest pairs, those converged (nev on success) */
+    int at_floor;        /* of those, converged at fp64's rounding floor (rigid-body modes) */
+    int iterations;
+    int restarts;        /* times the search directions P were dropped (the basis lost rank) */
+    int stagnated;       /* stopped because the preconditioned residuals added no direction */
+    long long spmv_columns; /* columns multiplied by K - sigma M (in block SpMVs) */
+    long long pc_applies;
+    double shift;        /* sigma of the preconditioner's K - sigma M (eigen.shift resolved) */
+    double max_residual; /* largest relative residual of the nev pairs */
+    double setup_seconds, solve_seconds;
+} hk_eigen_result;
+
+/* M may be NULL (identity); its block size may differ from K's when the scalar sizes agree
+ * (it is regrouped). The caller's options are not modified. */
+int hk_eigen_create(const hk_bcsr *K, const hk_bcsr *M, const hk_nearnull *nn, hk_options *o,
+                    hk_eigen **e);
+/* The nev lowest pairs: lambda (nev, ascending), X (n x nev column-major, M-orthonormal, the
+ * largest entry of each column positive; may be NULL), residual (nev relative residuals
+ * ||K x - lambda M x|| / (|lambda| ||M x||), recomputed from K x and M x at the end; may be
+ * NULL). A pair is converged below eigen.tol, or at the rounding floor ||K x - lambda M x||
+ * <= 100 eps ||K||_inf ||x|| (zero eigenvalues end there). Returns 0 also when not every pair
+ * converged: res->converged says how many did. */
+int hk_eigen_solve(hk_eigen *e, int nev, double *lambda, double *X, double *residual,
+                   hk_eigen_result *res);
+/* One line: "lobpcg + amg (...), bsr fp64 on cuda, shift -1.2e-06". */
+void hk_eigen_describe(const hk_eigen *e, FILE *f);
+void hk_eigen_destroy(hk_eigen *e);
+/* The eigensolver's options with their defaults. */
+void hk_eigen_print_help(FILE *f);
 
 /* Wall-clock seconds (monotonic). */
 double hk_time(void);

@@ -399,6 +399,12 @@ void hk_cpu_mpk_free(void *plan);
 int hk_cpu_mpk_stream_plan(const hk_bcsr *K, int64_t block, size_t budget, int k,
                            double max_work, void **plan, hk_mpk_info *info);
 int hk_cpu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
+/* Blocks of vectors for the eigensolver (cpu_block.c). */
+int hk_cpu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y);
+int hk_cpu_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y, double *G);
+int hk_cpu_block_update(int64_t n, int p, const hk_vec *X, int q, const double *C, double beta,
+                        hk_vec *Y);
+int hk_cpu_block_dots(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *d);
 
 /* Level-scheduled triangular solves of the ic0/ilu0/mlilu preconditioners and their set-up
  * from a factor (solver/pc/tri_cpu.c). */
@@ -518,4 +524,8 @@ const hk_backend_ops hk_backend_cpu = {
     .mpk_free = hk_cpu_mpk_free,
     .mpk_stream_plan = hk_cpu_mpk_stream_plan,
     .vec_gram = hk_cpu_vec_gram,
+    .block_spmv = hk_cpu_block_spmv,
+    .block_gram = hk_cpu_block_gram,
+    .block_update = hk_cpu_block_update,
+    .block_dots = hk_cpu_block_dots,
 };

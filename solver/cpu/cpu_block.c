@@ -1,0 +1,281 @@
+/* CPU backend: the block ops of the eigensolver (contracts: block_spmv, block_gram,
+ * block_update, block_dots in solver/hk_impl.h; the CUDA versions in cuda/cuda_block.cu).
+ *
+ * A block is k columns of n fp64 entries, one after the other. The block SpMV reads the matrix
+ * once for up to HK_CPU_BLOCK_COLS columns and sums each output entry in the single SpMV's
+ * order (the row's blocks in order, then the block's columns), so a column of A X has the same
+ * digits as hk_mat_spmv of that column (up to the sign of a zero). The reductions cut the rows
+ * into chunks fixed by the sizes alone, sum each chunk in order (four interleaved lanes) and
+ * the chunks in order: the same digits for any thread count. */
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Columns of one pass over the matrix: 8 x 3 accumulators stay in registers. */
+#define HK_CPU_BLOCK_COLS 8
+
+/* ---- block SpMV ------------------------------------------------------------------------- */
+
+/* Block row i of a block CSR (literal B): Y[:, 0..kk) rows of i = A X. */
+ALWAYS_INLINE void bsr_block_row(const hk_fmt *F, int64_t i, int kk, const double *restrict X,
+                                 int64_t ldx, double *restrict Y, int64_t ldy, const int B)
+{
+    double acc[HK_CPU_BLOCK_COLS][6];
+    for (int j = 0; j < kk; j++)
+        for (int r = 0; r < B; r++)
+            acc[j][r] = 0;
+    for (int64_t q = F->rowptr[i]; q < F->rowptr[i + 1]; q++) {
+        const double *blk = F->val + (size_t)q * B * B;
+        const int64_t c0 = (int64_t)F->colind[q] * B;
+        for (int j = 0; j < kk; j++) {
+            const double *xj = X + j * ldx + c0;
+            for (int r = 0; r < B; r++)
+                for (int c = 0; c < B; c++)
+                    acc[j][r] += blk[r * B + c] * xj[c];
+        }
+    }
+    for (int j = 0; j < kk; j++)
+        for (int r = 0; r < B; r++)
+            Y[j * ldy + i * B + r] = acc[j][r];
+}
+
+/* Local row jr of a slice (literal B) starting at slot base with S rows and w slots: padding
+ * slots (column -1) are skipped, which adds nothing to a sum. */
+ALWAYS_INLINE void sliced_block_row(const hk_fmt *F, int64_t base, int64_t S, int64_t w,
+                                    int64_t jr, int64_t out, int kk, const double *restrict X,
+                                    int64_t ldx, double *restrict Y, int64_t ldy, const int B)
+{
+    double acc[HK_CPU_BLOCK_COLS][6];
+    for (int j = 0; j < kk; j++)
+        for (int r = 0; r < B; r++)
+            acc[j][r] = 0;
+    for (int64_t k = 0; k < w; k++) {
+        const int64_t slot = base + k * S;
+        const int32_t col = F->colind[slot + jr];
+        if (col < 0) continue;
+        const double *v = F->val + (size_t)slot * B * B + jr;
+        const int64_t c0 = (int64_t)col * B;
+        for (int j = 0; j < kk; j++) {
+            const double *xj = X + j * ldx + c0;
+            for (int r = 0; r < B; r++)
+                for (int c = 0; c < B; c++)
+                    acc[j][r] += v[(size_t)(r * B + c) * S] * xj[c];
+        }
+    }
+    for (int j = 0; j < kk; j++)
+        for (int r = 0; r < B; r++)
+            Y[j * ldy + out * B + r] = acc[j][r];
+}
+
+/* One pass of kk <= HK_CPU_BLOCK_COLS columns for a literal block size B (see cpu_spmv.c on
+ * why B must be a literal inside the function that holds the OpenMP loop). */
+#define HK_CPU_BLOCK_PASS(B)                                                                       \
+    static void block_pass_##B(const hk_fmt *F, int kk, const double *X, int64_t ldx, double *Y,   \
+                               int64_t ldy)                                                        \
+    {                                                                                              \
+        const int64_t nb = F->nbrows;                                                              \
+        if (F->fmt == HK_FMT_CSR || F->fmt == HK_FMT_BSR) {                                        \
+            _Pragma("omp parallel for schedule(static, 64) if (nb * kk > 8192)")                   \
+            for (int64_t i = 0; i < nb; i++)                                                       \
+                bsr_block_row(F, i, kk, X, ldx, Y, ldy, B);                                        \
+            return;                                                                                \
+        }                                                                                          \
+        /* ELL and BELL are one slice of every row, without a permutation */                       \
+        const int sliced = F->fmt == HK_FMT_SELL || F->fmt == HK_FMT_SBELL;                        \
+        const int64_t S = sliced ? F->slice : (nb > 0 ? nb : 1);                                   \
+        const int64_t nsl = sliced ? F->nslices : 1;                                               \
+        _Pragma("omp parallel for schedule(dynamic, 16) if (nb * kk > 8192)")                      \
+        for (int64_t sl = 0; sl < nsl; sl++) {                                                     \
+            const int64_t base = sliced ? F->slice_ptr[sl] : 0;                                    \
+            const int64_t w = sliced ? F->slice_width[sl] : F->width;                              \
+            const int64_t rows = nb - sl * S < S ? nb - sl * S : S;                                \
+            for (int64_t jr = 0; jr < rows; jr++) {                                                \
+                const int64_t out = sliced ? F->perm[sl * S + jr] : sl * S + jr;                   \
+                sliced_block_row(F, base, S, w, jr, out, kk, X, ldx, Y, ldy, B);                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+HK_CPU_BLOCK_PASS(1)
+HK_CPU_BLOCK_PASS(2)
+HK_CPU_BLOCK_PASS(3)
+HK_CPU_BLOCK_PASS(4)
+HK_CPU_BLOCK_PASS(5)
+HK_CPU_BLOCK_PASS(6)
+
+/* Column j of a block as a vector of n entries (no copy). */
+static hk_vec column(const hk_vec *B, int64_t n, int j)
+{
+    hk_vec v = {B->be, n, HK_FP64, (double *)B->data + (size_t)j * n};
+    return v;
+}
+
+int hk_cpu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
+{
+    const hk_cpu_mat *m = A->bdata;
+    HK_CHECK(m, HK_ERR_ARG, "cpu block SpMV: matrix was not built");
+    HK_CHECK(k >= 1 && X->prec == HK_FP64 && Y->prec == HK_FP64 && A->prec == HK_FP64 &&
+                 X->n == (int64_t)k * A->ncols && Y->n == (int64_t)k * A->nrows,
+             HK_ERR_ARG,
+             "cpu block SpMV: %d columns need fp64 blocks of %lld x %d and %lld x %d entries "
+             "and an fp64 matrix",
+             k, (long long)A->ncols, k, (long long)A->nrows, k);
+    HK_CHECK(X->data != Y->data, HK_ERR_ARG, "cpu block SpMV: X and Y must be different blocks");
+    const hk_fmt *F = &m->F;
+    const int native = F->fmt == HK_FMT_CSR || F->fmt == HK_FMT_BSR || F->fmt == HK_FMT_ELL ||
+                       F->fmt == HK_FMT_BELL || F->fmt == HK_FMT_SELL || F->fmt == HK_FMT_SBELL;
+    if (!native) {
+        /* a format without a block kernel (pcsr): one SpMV per column */
+        for (int j = 0; j < k; j++) {
+            hk_vec x = column(X, A->ncols, j), y = column(Y, A->nrows, j);
+            HK_CALL(hk_cpu_mat_spmv(A, &x, &y));
+        }
+        return 0;
+    }
+    const double *xd = X->data;
+    double *yd = Y->data;
+    for (int j0 = 0; j0 < k; j0 += HK_CPU_BLOCK_COLS) {
+        const int kk = k - j0 < HK_CPU_BLOCK_COLS ? k - j0 : HK_CPU_BLOCK_COLS;
+        const double *xj = xd + (size_t)j0 * A->ncols;
+        double *yj = yd + (size_t)j0 * A->nrows;
+        switch (F->bs) {
+        case 1: block_pass_1(F, kk, xj, A->ncols, yj, A->nrows); break;
+        case 2: block_pass_2(F, kk, xj, A->ncols, yj, A->nrows); break;
+        case 3: block_pass_3(F, kk, xj, A->ncols, yj, A->nrows); break;
+        case 4: block_pass_4(F, kk, xj, A->ncols, yj, A->nrows); break;
+        case 5: block_pass_5(F, kk, xj, A->ncols, yj, A->nrows); break;
+        default: block_pass_6(F, kk, xj, A->ncols, yj, A->nrows); break;
+        }
+    }
+    return 0;
+}
+
+/* ---- reductions ------------------------------------------------------------------------- */
+
+/* x . y over [0, n) in HK_CPU_LANES interleaved lanes (the order fixed by n alone). */
+static inline double lanes_dot(const double *restrict x, const double *restrict y, int64_t n)
+{
+    double s[HK_CPU_LANES] = {0, 0, 0, 0};
+    HK_CPU_LANE_FOR(0, n, i, l, s[l] += x[i] * y[i];);
+    return hk_cpu_lanes_sum(s);
+}
+
+/* Rows per tile of the Gram product: a tile's columns stay in cache while every pair of
+ * columns is summed over it. */
+#define GRAM_TILE 512
+
+/* Chunks of a Gram product of p x q values: HK_CPU_CHUNKS, fewer when the partial sums would
+ * pass 32 MB (fixed by the sizes, never by the thread count). */
+static int gram_chunks(int64_t n, int p, int q)
+{
+    const int64_t cap = ((int64_t)32 << 20) / ((int64_t)p * q * (int64_t)sizeof(double));
+    int64_t c = HK_CPU_CHUNKS < cap ? HK_CPU_CHUNKS : cap;
+    if (c > n / GRAM_TILE + 1) c = n / GRAM_TILE + 1;
+    return c < 1 ? 1 : (int)c;
+}
+
+int hk_cpu_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y, double *G)
+{
+    HK_CHECK(p >= 1 && q >= 1 && X->prec == HK_FP64 && Y->prec == HK_FP64 &&
+                 X->n >= (int64_t)p * n && Y->n >= (int64_t)q * n,
+             HK_ERR_ARG, "cpu block_gram: fp64 blocks of %lld x %d and %lld x %d expected",
+             (long long)n, p, (long long)n, q);
+    const int nc = gram_chunks(n, p, q);
+    const size_t pq = (size_t)p * q;
+    double *part = NULL;
+    HK_CALL(hk_malloc((size_t)nc * pq * sizeof *part, &part));
+    const double *x = X->data, *y = Y->data;
+#pragma omp parallel for schedule(static) if (n * (int64_t)pq > 65536)
+    for (int c = 0; c < nc; c++) {
+        const int64_t i0 = (int64_t)((__int128)n * c / nc), i1 = (int64_t)((__int128)n * (c + 1) / nc);
+        double *pc = part + (size_t)c * pq;
+        memset(pc, 0, pq * sizeof *pc);
+        for (int64_t t = i0; t < i1; t += GRAM_TILE) {
+            const int64_t len = i1 - t < GRAM_TILE ? i1 - t : GRAM_TILE;
+            for (int j = 0; j < q; j++) {
+                const double *yj = y + (size_t)j * n + t;
+                for (int i = 0; i < p; i++)
+                    pc[i + (size_t)j * p] += lanes_dot(x + (size_t)i * n + t, yj, len);
+            }
+        }
+    }
+    for (size_t e = 0; e < pq; e++) {
+        double s = 0;
+        for (int c = 0; c < nc; c++)
+            s += part[(size_t)c * pq + e];
+        G[e] = s;
+    }
+    free(part);
+    return 0;
+}
+
+int hk_cpu_block_dots(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *d)
+{
+    HK_CHECK(k >= 1 && X->prec == HK_FP64 && Y->prec == HK_FP64 && X->n >= (int64_t)k * n &&
+                 Y->n >= (int64_t)k * n,
+             HK_ERR_ARG, "cpu block_dots: fp64 blocks of %lld x %d expected", (long long)n, k);
+    double *part = NULL;
+    HK_CALL(hk_malloc((size_t)HK_CPU_CHUNKS * k * sizeof *part, &part));
+    const double *x = X->data, *y = Y->data;
+#pragma omp parallel for schedule(static) if (n * (int64_t)k > 65536)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        for (int j = 0; j < k; j++)
+            part[(size_t)c * k + j] =
+                lanes_dot(x + (size_t)j * n + i0, y + (size_t)j * n + i0, i1 - i0);
+    }
+    for (int j = 0; j < k; j++) {
+        double s = 0;
+        for (int c = 0; c < HK_CPU_CHUNKS; c++)
+            s += part[(size_t)c * k + j];
+        d[j] = s;
+    }
+    free(part);
+    return 0;
+}
+
+/* ---- Y = X C + beta Y ------------------------------------------------------------------- */
+
+#define UPDATE_TILE 256
+
+int hk_cpu_block_update(int64_t n, int p, const hk_vec *X, int q, const double *C, double beta,
+                        hk_vec *Y)
+{
+    HK_CHECK(p >= 1 && q >= 1 && X->prec == HK_FP64 && Y->prec == HK_FP64 &&
+                 X->n >= (int64_t)p * n && Y->n >= (int64_t)q * n,
+             HK_ERR_ARG, "cpu block_update: fp64 blocks of %lld x %d and %lld x %d expected",
+             (long long)n, p, (long long)n, q);
+    const double *x = X->data;
+    double *y = Y->data;
+    HK_CHECK(y + (size_t)q * n <= x || x + (size_t)p * n <= y, HK_ERR_ARG,
+             "cpu block_update: Y overlaps X");
+    const int64_t ntiles = (n + UPDATE_TILE - 1) / UPDATE_TILE;
+#pragma omp parallel for schedule(static) if (n * (int64_t)p * q > 65536)
+    for (int64_t t = 0; t < ntiles; t++) {
+        const int64_t r0 = t * UPDATE_TILE;
+        const int64_t len = n - r0 < UPDATE_TILE ? n - r0 : UPDATE_TILE;
+        double acc[UPDATE_TILE];
+        for (int j = 0; j < q; j++) {
+            for (int64_t r = 0; r < len; r++)
+                acc[r] = 0;
+            for (int i = 0; i < p; i++) {
+                const double cij = C[i + (size_t)j * p];
+                const double *xi = x + (size_t)i * n + r0;
+                for (int64_t r = 0; r < len; r++)
+                    acc[r] += cij * xi[r];
+            }
+            double *yj = y + (size_t)j * n + r0;
+            if (beta == 0)
+                for (int64_t r = 0; r < len; r++)
+                    yj[r] = acc[r];
+            else
+                for (int64_t r = 0; r < len; r++)
+                    yj[r] = acc[r] + beta * yj[r];
+        }
+    }
+    return 0;
+}
