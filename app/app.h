@@ -7,6 +7,7 @@
 int hk_app_main(int argc, char **argv);
 int hk_cmd_run(int argc, char **argv);   /* app/cmd_run.c */
 int hk_cmd_solve(int argc, char **argv); /* app/cmd_solve.c */
+int hk_cmd_solve_eigen(int argc, char **argv); /* app/cmd_solve_eigen.c: solve --eigen N */
 int hk_cmd_mesh(int argc, char **argv);  /* app/cmd_mesh.c */
 int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with

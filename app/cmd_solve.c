@@ -13,7 +13,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: hooke solve A.mtx [--rhs b.mtx] [-o x.mtx] [--backend auto|cpu|cuda]\n"
             "                   [--block-size 1|2|3] [--coords xyz.mtx] [key=value ...]\n"
-            "       hooke solve --generate KIND:N [options as above]\n\n"
+            "       hooke solve --generate KIND:N [options as above]\n"
+            "       hooke solve K.mtx --eigen N [--mass M.mtx] [-o X.mtx] [--json] [options]\n\n"
             "Solves A x = b from x = 0 and prints the iterations, the true residual\n"
             "||b - A x|| / ||b|| (recomputed in fp64), the stop reason and the set-up and solve\n"
             "times. Exit status 0 only when the solve converged, 1 when it did not, 2 on bad\n"
@@ -35,10 +36,20 @@ static void usage(FILE *f)
             "  --generate KIND:N   instead of a file: elasticity3d:N (N^3 hexes, bs 3),\n"
             "                      elasticity2d:N (N^2 quads, bs 2), poisson:N (N x N),\n"
             "                      convdiff:N (N x N, nonsymmetric)\n"
-            "  key=value           solver options, listed below; docs/solver.md has the details\n\n"
+            "  key=value           solver options, listed below; docs/solver.md has the details\n"
+            "  --eigen N           instead of a solve: the N lowest eigenpairs of\n"
+            "                      K x = lambda M x by LOBPCG (docs/modal.md): eigenvalues,\n"
+            "                      frequencies sqrt(lambda)/(2 pi) in Hz with --mass,\n"
+            "                      residuals, iterations; exit 0 when all converged\n"
+            "  --mass M.mtx        with --eigen: the mass matrix (default the identity)\n"
+            "  -o X.mtx            with --eigen: the eigenvectors as a Matrix Market array\n"
+            "                      (N columns, M-orthonormal)\n"
+            "  --json              with --eigen: the results as JSON on stdout\n\n"
             "example: hooke solve K.mtx --block-size 3 method=pipecg pc=poly "
             "pc.poly.degree=4 precision=mixed\n\n");
     hk_solver_print_help(f);
+    fprintf(f, "\n");
+    hk_eigen_print_help(f);
 }
 
 int hk_cmd_solve(int argc, char **argv)
@@ -51,6 +62,11 @@ int hk_cmd_solve(int argc, char **argv)
     hk_solver *s = NULL;
     hk_bcsr A = {0}, B = {0};
     double *b = NULL, *x = NULL, *one = NULL;
+    /* an eigenproblem has its own path (app/cmd_solve_eigen.c) */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) break;
+        if (!strcmp(argv[i], "--eigen")) return hk_cmd_solve_eigen(argc, argv);
+    }
     if (hk_options_create(&o)) {
         fprintf(stderr, "hooke solve: %s\n", hk_error_message());
         return 2;

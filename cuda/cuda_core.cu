@@ -274,6 +274,10 @@ static hk_backend_ops cuda_make_ops(void)
     o.mpk_free = hk_cu_mpk_free;
     o.mpk_stream_plan = hk_cu_mpk_stream_plan;
     o.vec_gram = hk_cu_vec_gram;
+    o.block_spmv = hk_cu_block_spmv;
+    o.block_gram = hk_cu_block_gram;
+    o.block_update = hk_cu_block_update;
+    o.block_dots = hk_cu_block_dots;
     return o;
 }
 

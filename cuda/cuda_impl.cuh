@@ -475,6 +475,13 @@ int hk_cu_mpk_stream_apply(cu_mpk_stream *T, int kk, const double *coef, const d
                            const double *wprev, hk_vec *const *W, hk_vec *const *U);
 void hk_cu_mpk_stream_destroy(cu_mpk_stream *T);
 extern "C" int hk_cu_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX);
+/* Blocks of vectors for the eigensolver (cuda_block.cu). */
+extern "C" int hk_cu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y);
+extern "C" int hk_cu_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y,
+                                double *G);
+extern "C" int hk_cu_block_update(int64_t n, int p, const hk_vec *X, int q, const double *C,
+                                  double beta, hk_vec *Y);
+extern "C" int hk_cu_block_dots(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *d);
 #define HK_CU_CHOL_MAX 2048 /* rows of a dense inverse by hk_cu_chol_inverse; cuSOLVER above */
 
 #endif

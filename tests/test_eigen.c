@@ -14,6 +14,7 @@
 
 #include "test_util.h"
 #include "hk_impl.h"
+#include "eigen/eigen_impl.h"
 
 /* ---- matrices with known spectra -------------------------------------------------------- */
 
@@ -586,3 +587,482 @@ HK_SUITE(eigen, {"closed-form eigenvalues, every case and backend", test_closed_
          {"free-free: zero eigenvalue and rigid motion", test_free_free},
          {"same bytes on every run and thread count", test_deterministic},
          {"bad input: clear errors", test_bad_input})
+
+/* ---- the block ops ---------------------------------------------------------------------- */
+
+/* A backend block of the host values h (n * k entries). */
+static hk_vec *upload(const hk_backend *be, int64_t len, const double *h)
+{
+    hk_vec *v = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, len, HK_FP64, &v));
+    HK_ASSERT_OK(hk_vec_upload(v, h));
+    return v;
+}
+
+static double *download(const hk_vec *v)
+{
+    double *h = malloc((size_t)v->n * sizeof *h);
+    HK_ASSERT_OK(hk_vec_download(v, h));
+    return h;
+}
+
+/* max |a - b| / max |b| over len entries */
+static double rel_err(const double *a, const double *b, int64_t len)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < len; i++) {
+        num = fmax(num, fabs(a[i] - b[i]));
+        den = fmax(den, fabs(b[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+/* Matrices of the block SpMV tests: 3D elasticity (bs 3), 2D elasticity (bs 2), Poisson (bs 1),
+ * a random block matrix with empty rows (bs 2). */
+static void op_matrix(int t, hk_bcsr *K)
+{
+    switch (t) {
+    case 0: HK_ASSERT_OK(hk_gen_elasticity3d(4, 3, 3, K)); break;
+    case 1: HK_ASSERT_OK(hk_gen_elasticity2d(9, 7, K)); break;
+    case 2: HK_ASSERT_OK(hk_gen_poisson2d(19, K)); break;
+    default: HK_ASSERT_OK(hk_gen_random(157, 157, 2, 6.5, 1, 11, K)); break;
+    }
+}
+
+/* Y = A X for k columns equals k single SpMVs (bit for bit on the CPU, whose block kernels sum
+ * in the single SpMV's order; to rounding on cuda, whose csr kernel differs) and the host
+ * reference, for every format and 1, 3, 8 and 11 columns (passes of 8 + 2 + 1). */
+static void test_block_spmv(void)
+{
+    static const int ks[4] = {1, 3, 8, 11};
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
+        const int cpu = !strcmp(hk_backend_name(*be), "cpu");
+        for (int t = 0; t < 4; t++) {
+            hk_bcsr K;
+            op_matrix(t, &K);
+            const int64_t n = K.nbrows * K.bs;
+            for (int f = 0; f < HK_FMT_COUNT; f++) {
+                if (cpu && (f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR)) continue;
+                hk_mat *A = NULL;
+                HK_ASSERT_OK(hk_mat_create(*be, &K, (hk_format)f, HK_FP64, NULL, &A));
+                for (int ik = 0; ik < 4; ik++) {
+                    const int k = ks[ik];
+                    double *hx = hk_test_rand_vec(n * k, 7 + ik);
+                    double *ref = malloc((size_t)(n * k) * sizeof *ref);
+                    for (int j = 0; j < k; j++)
+                        hk_bcsr_spmv(&K, hx + j * n, ref + j * n);
+                    hk_vec *X = upload(*be, n * k, hx), *Y = NULL, *Ys = NULL;
+                    HK_ASSERT_OK(hk_vec_create(*be, n * k, HK_FP64, &Y));
+                    HK_ASSERT_OK(hk_vec_create(*be, n * k, HK_FP64, &Ys));
+                    HK_ASSERT_OK((*be)->block_spmv(A, k, X, Y));
+                    for (int j = 0; j < k; j++) {
+                        hk_vec xj = {*be, n, HK_FP64, (double *)X->data + j * n};
+                        hk_vec yj = {*be, n, HK_FP64, (double *)Ys->data + j * n};
+                        HK_ASSERT_OK(hk_mat_spmv(A, &xj, &yj));
+                    }
+                    double *hy = download(Y), *hs = download(Ys);
+                    const double e1 = rel_err(hy, hs, n * k), e2 = rel_err(hy, ref, n * k);
+                    int same = 1;
+                    for (int64_t i = 0; i < n * k; i++)
+                        same &= hy[i] == hs[i];
+                    const int ok = e1 <= 1e-13 && e2 <= 1e-13 && (!cpu || same);
+                    CU_ASSERT(ok);
+                    if (!ok)
+                        printf("\n  %s %s matrix %d, %d columns: vs single SpMVs %.2e%s, vs "
+                               "host %.2e",
+                               hk_backend_name(*be), hk_format_name((hk_format)f), t, k, e1,
+                               same ? "" : " (not bit for bit)", e2);
+                    free(hx);
+                    free(ref);
+                    free(hy);
+                    free(hs);
+                    hk_vec_destroy(X);
+                    hk_vec_destroy(Y);
+                    hk_vec_destroy(Ys);
+                }
+                hk_mat_destroy(A);
+            }
+            hk_bcsr_free(&K);
+        }
+    }
+}
+
+/* G = X^T Y, Y = X C + beta Y and the column dots against host sums, on blocks and on views
+ * of their columns; two Gram products of the same input give the same bytes. */
+static void test_block_reductions(void)
+{
+    const int64_t n = 3001;
+    const int p = 7, q = 5;
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
+        double *hx = hk_test_rand_vec(n * (p + 2), 21), *hy = hk_test_rand_vec(n * q, 22);
+        double *hc = hk_test_rand_vec(p * q, 23);
+        hk_vec *X = upload(*be, n * (p + 2), hx), *Y = upload(*be, n * q, hy);
+        /* X's columns 2 .. p+1 as a view */
+        hk_vec Xv = {*be, n * p, HK_FP64, (double *)X->data + 2 * n};
+        const double *xv = hx + 2 * n;
+        double G[35], G2[35], Gref[35];
+        HK_ASSERT_OK((*be)->block_gram(n, p, &Xv, q, Y, G));
+        HK_ASSERT_OK((*be)->block_gram(n, p, &Xv, q, Y, G2));
+        for (int i = 0; i < p; i++)
+            for (int j = 0; j < q; j++) {
+                long double s = 0;
+                for (int64_t r = 0; r < n; r++)
+                    s += (long double)xv[i * n + r] * hy[j * n + r];
+                Gref[i + j * p] = (double)s;
+            }
+        CU_ASSERT(rel_err(G, Gref, p * q) <= 1e-13);
+        CU_ASSERT_EQUAL(memcmp(G, G2, sizeof G), 0);
+        /* column dots of the first q columns of X with Y */
+        double d[5], dref[5];
+        HK_ASSERT_OK((*be)->block_dots(n, q, X, Y, d));
+        for (int j = 0; j < q; j++) {
+            long double s = 0;
+            for (int64_t r = 0; r < n; r++)
+                s += (long double)hx[j * n + r] * hy[j * n + r];
+            dref[j] = (double)s;
+        }
+        CU_ASSERT(rel_err(d, dref, q) <= 1e-13);
+        /* Y = X C + beta Y for beta 0 and 0.5 */
+        for (int b = 0; b < 2; b++) {
+            const double beta = b ? 0.5 : 0;
+            HK_ASSERT_OK(hk_vec_upload(Y, hy));
+            HK_ASSERT_OK((*be)->block_update(n, p, &Xv, q, hc, beta, Y));
+            double *got = download(Y), *want = malloc((size_t)(n * q) * sizeof *want);
+            for (int j = 0; j < q; j++)
+                for (int64_t r = 0; r < n; r++) {
+                    double s = 0;
+                    for (int i = 0; i < p; i++)
+                        s += xv[i * n + r] * hc[i + j * p];
+                    want[j * n + r] = s + beta * hy[j * n + r];
+                }
+            const double e = rel_err(got, want, n * q);
+            CU_ASSERT(e <= 1e-13);
+            if (e > 1e-13) printf("\n  %s block_update beta %g: %.2e", hk_backend_name(*be), beta, e);
+            free(got);
+            free(want);
+        }
+        free(hx);
+        free(hy);
+        free(hc);
+        hk_vec_destroy(X);
+        hk_vec_destroy(Y);
+    }
+}
+
+/* The library's dense symmetric eigensolver (the Rayleigh-Ritz step's) against the test's
+ * Jacobi: eigenvalues and A V = V diag(w), V^T V = I, on a matrix with a repeated eigenvalue
+ * and a wide range of magnitudes. */
+static void test_dense_symeig(void)
+{
+    enum { N = 37 };
+    double A[N * N], Ac[N * N], Aj[N * N], V[N * N], w[N], wj[N];
+    double *h = hk_test_rand_vec(N * N, 5);
+    /* A = Q diag(d) Q^T with d spanning 1e-9 .. 1e3, one value three times */
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            A[i + j * N] = 0;
+    double d[N];
+    for (int i = 0; i < N; i++)
+        d[i] = i >= 4 && i <= 6 ? 0.5 : pow(10.0, -9 + 12.0 * i / (N - 1));
+    /* Q from Gram-Schmidt of random columns */
+    double Q[N * N];
+    memcpy(Q, h, sizeof Q);
+    for (int j = 0; j < N; j++) {
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < j; k++) {
+                double s = 0;
+                for (int i = 0; i < N; i++)
+                    s += Q[i + k * N] * Q[i + j * N];
+                for (int i = 0; i < N; i++)
+                    Q[i + j * N] -= s * Q[i + k * N];
+            }
+        double s = 0;
+        for (int i = 0; i < N; i++)
+            s += Q[i + j * N] * Q[i + j * N];
+        for (int i = 0; i < N; i++)
+            Q[i + j * N] /= sqrt(s);
+    }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < N; k++)
+                s += Q[i + k * N] * d[k] * Q[j + k * N];
+            A[i + j * N] = s;
+        }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            A[i + j * N] = A[j + i * N] = 0.5 * (A[i + j * N] + A[j + i * N]);
+    memcpy(Ac, A, sizeof A);
+    memcpy(Aj, A, sizeof A);
+    HK_ASSERT_OK(hk_eig_symeig(N, Ac, w, V));
+    dense_eigenvalues(N, Aj, wj);
+    double dmax = 1e3, worst = 0, orth = 0;
+    for (int i = 0; i < N; i++)
+        worst = fmax(worst, fabs(w[i] - wj[i]));
+    CU_ASSERT(worst <= 1e-13 * dmax);
+    for (int j = 0; j < N; j++) {
+        for (int i = 0; i < N; i++) {
+            double s = 0;
+            for (int k = 0; k < N; k++)
+                s += A[i + k * N] * V[k + j * N];
+            worst = fmax(worst, fabs(s - w[j] * V[i + j * N]));
+        }
+        for (int k = 0; k < N; k++) {
+            double s = 0;
+            for (int i = 0; i < N; i++)
+                s += V[i + k * N] * V[i + j * N];
+            orth = fmax(orth, fabs(s - (k == j)));
+        }
+    }
+    CU_ASSERT(worst <= 1e-12 * dmax);
+    CU_ASSERT(orth <= 1e-13);
+    if (worst > 1e-12 * dmax || orth > 1e-13)
+        printf("\n  dense eigensolver: residual %.2e, orthogonality %.2e", worst, orth);
+    free(h);
+}
+
+/* ---- hooke solve --eigen ---------------------------------------------------------------- */
+
+/* The eigenvalues printed by `hooke solve --eigen` (lines "   j  value ..."), into v. */
+static int parse_eigenvalues(const char *out, double *v, int max)
+{
+    int k = 0;
+    for (const char *l = out; l && *l && k < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        int j;
+        double x;
+        if (sscanf(l, "%d %lf", &j, &x) == 2 && j == k + 1 && strstr(l, "e") != NULL &&
+            l[0] == ' ')
+            v[k++] = x;
+    }
+    return k;
+}
+
+static void test_command(void)
+{
+    char out[16384], path[512];
+    /* poisson:10: 4 - 2 cos(i pi/11) - 2 cos(j pi/11); the 4 lowest: (1,1), (1,2) twice, (2,2) */
+    double ref[4], v[8];
+    const double c1 = cos(M_PI / 11), c2 = cos(2 * M_PI / 11);
+    ref[0] = 4 - 4 * c1;
+    ref[1] = ref[2] = 4 - 2 * c1 - 2 * c2;
+    ref[3] = 4 - 4 * c2;
+    int rc = hk_test_solve_cmd("--generate poisson:10 --eigen 4 --backend cpu pc=jacobi "
+                               "eigen.tol=1e-10 -o X.mtx",
+                               out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(parse_eigenvalues(out, v, 8), 4);
+    for (int j = 0; j < 4; j++)
+        CU_ASSERT(fabs(v[j] - ref[j]) <= 1e-9 * ref[j]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "converged: 4 of 4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "lobpcg + jacobi"));
+    if (rc) printf("\n%s", out);
+    /* the eigenvectors file: 100 rows, 4 columns */
+    snprintf(path, sizeof path, "%s/X.mtx", hk_test_tmpdir());
+    int64_t rows = 0;
+    int cols = 0;
+    double *X = NULL;
+    HK_ASSERT_OK(hk_mm_read_array(path, &rows, &cols, &X));
+    CU_ASSERT_EQUAL(rows, 100);
+    CU_ASSERT_EQUAL(cols, 4);
+    free(X);
+    /* JSON */
+    rc = hk_test_solve_cmd("--generate poisson:10 --eigen 4 --backend cpu --json", out,
+                           sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"converged\": 4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"eigenvalues\": ["));
+    /* a mass matrix file: M = 2 I halves the eigenvalues; frequencies printed */
+    hk_bcsr K, M;
+    HK_ASSERT_OK(hk_gen_poisson2d(10, &K));
+    tridiag(100, 2, 0, 2, &M);
+    snprintf(path, sizeof path, "%s/K.mtx", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_mm_write_matrix(path, &K));
+    snprintf(path, sizeof path, "%s/M.mtx", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_mm_write_matrix(path, &M));
+    rc = hk_test_solve_cmd("K.mtx --mass M.mtx --eigen 4 --backend cpu eigen.tol=1e-10", out,
+                           sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(parse_eigenvalues(out, v, 8), 4);
+    for (int j = 0; j < 4; j++)
+        CU_ASSERT(fabs(v[j] - ref[j] / 2) <= 1e-9 * ref[j]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "frequency (Hz)"));
+    if (rc) printf("\n%s", out);
+    /* bad input: exit 2 with a sentence; not converged: exit 1 */
+    rc = hk_test_solve_cmd("K.mtx --eigen 0", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "number of eigenpairs"));
+    rc = hk_test_solve_cmd("K.mtx --eigen 200 --backend cpu", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "at most 100"));
+    hk_bcsr_free(&M);
+    tridiag(50, 2, 0, 2, &M);
+    snprintf(path, sizeof path, "%s/M50.mtx", hk_test_tmpdir());
+    HK_ASSERT_OK(hk_mm_write_matrix(path, &M));
+    rc = hk_test_solve_cmd("K.mtx --mass M50.mtx --eigen 3", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "same dofs"));
+    rc = hk_test_solve_cmd("K.mtx --eigen 3 eigen.tolerance=1", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "eigen.tol, eigen.maxit"));
+    rc = hk_test_solve_cmd("K.mtx --eigen 3 --backend cpu pc=none eigen.maxit=1", out,
+                           sizeof out);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "eigen.maxit"));
+    rc = hk_test_solve_cmd("--help", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--eigen N"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "eigen.shift=auto"));
+    hk_bcsr_free(&K);
+    hk_bcsr_free(&M);
+}
+
+HK_SUITE(eigen_ops, {"block SpMV of every format = single SpMVs and host", test_block_spmv},
+         {"Gram products, block updates, column dots", test_block_reductions},
+         {"dense symmetric eigensolver of the Rayleigh-Ritz step", test_dense_symeig},
+         {"hooke solve --eigen", test_command})
+
+/* ---- device suite: CUDA against the CPU ------------------------------------------------- */
+
+/* The block ops on cuda and cpu from the same input, entry for entry to rounding. */
+static void test_cuda_block_ops(void)
+{
+    const hk_backend *cu = hk_test_cuda_backend(), *cpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    static const hk_format fmts[] = {HK_FMT_CSR,  HK_FMT_BSR,   HK_FMT_ELL,
+                                     HK_FMT_SELL, HK_FMT_BELL,  HK_FMT_SBELL,
+                                     HK_FMT_PCSR, HK_FMT_CUSPARSE_BSR};
+    for (int t = 0; t < 4; t++) {
+        hk_bcsr K;
+        op_matrix(t, &K);
+        const int64_t n = K.nbrows * K.bs;
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+            for (int k = 1; k <= 16; k += 5) {
+                hk_mat *Ag = NULL, *Ac = NULL;
+                const hk_format fc = fmts[f] == HK_FMT_CUSPARSE_BSR ? HK_FMT_BSR : fmts[f];
+                HK_ASSERT_OK(hk_mat_create(cu, &K, fmts[f], HK_FP64, NULL, &Ag));
+                HK_ASSERT_OK(hk_mat_create(cpu, &K, fc, HK_FP64, NULL, &Ac));
+                double *hx = hk_test_rand_vec(n * k, 31 + k);
+                hk_vec *Xg = upload(cu, n * k, hx), *Xc = upload(cpu, n * k, hx), *Yg, *Yc;
+                HK_ASSERT_OK(hk_vec_create(cu, n * k, HK_FP64, &Yg));
+                HK_ASSERT_OK(hk_vec_create(cpu, n * k, HK_FP64, &Yc));
+                HK_ASSERT_OK(cu->block_spmv(Ag, k, Xg, Yg));
+                HK_ASSERT_OK(cpu->block_spmv(Ac, k, Xc, Yc));
+                double *yg = download(Yg), *yc = download(Yc);
+                const double e = rel_err(yg, yc, n * k);
+                CU_ASSERT(e <= 1e-13);
+                if (e > 1e-13)
+                    printf("\n  block SpMV %s, matrix %d, %d columns: cuda vs cpu %.2e",
+                           hk_format_name(fmts[f]), t, k, e);
+                free(hx);
+                free(yg);
+                free(yc);
+                hk_vec_destroy(Xg);
+                hk_vec_destroy(Xc);
+                hk_vec_destroy(Yg);
+                hk_vec_destroy(Yc);
+                hk_mat_destroy(Ag);
+                hk_mat_destroy(Ac);
+            }
+        hk_bcsr_free(&K);
+    }
+    /* Gram, update, dots with 48 columns (a basis of three blocks of 16) */
+    const int64_t n = 20011;
+    const int p = 48, q = 48;
+    double *hx = hk_test_rand_vec(n * p, 41), *hy = hk_test_rand_vec(n * q, 42);
+    double *hc = hk_test_rand_vec(p * q, 43);
+    hk_vec *Xg = upload(cu, n * p, hx), *Yg = upload(cu, n * q, hy);
+    hk_vec *Xc = upload(cpu, n * p, hx), *Yc = upload(cpu, n * q, hy);
+    double *Gg = malloc(sizeof(double) * p * q), *Gc = malloc(sizeof(double) * p * q);
+    HK_ASSERT_OK(cu->block_gram(n, p, Xg, q, Yg, Gg));
+    HK_ASSERT_OK(cpu->block_gram(n, p, Xc, q, Yc, Gc));
+    CU_ASSERT(rel_err(Gg, Gc, p * q) <= 1e-12);
+    HK_ASSERT_OK(cu->block_gram(n, p, Xg, q, Yg, Gc));
+    CU_ASSERT_EQUAL(memcmp(Gg, Gc, sizeof(double) * p * q), 0); /* repeats on the device */
+    HK_ASSERT_OK(cu->block_dots(n, q, Xg, Yg, Gg));
+    HK_ASSERT_OK(cpu->block_dots(n, q, Xc, Yc, Gc));
+    CU_ASSERT(rel_err(Gg, Gc, q) <= 1e-12);
+    HK_ASSERT_OK(cu->block_update(n, p, Xg, q, hc, 0.25, Yg));
+    HK_ASSERT_OK(cpu->block_update(n, p, Xc, q, hc, 0.25, Yc));
+    double *yg = download(Yg), *yc = download(Yc);
+    CU_ASSERT(rel_err(yg, yc, n * q) <= 1e-13);
+    free(yg);
+    free(yc);
+    free(Gg);
+    free(Gc);
+    free(hx);
+    free(hy);
+    free(hc);
+    hk_vec_destroy(Xg);
+    hk_vec_destroy(Yg);
+    hk_vec_destroy(Xc);
+    hk_vec_destroy(Yc);
+}
+
+/* The whole LOBPCG on cuda against cpu: the same eigenvalues to 1e-10, the same eigenspaces
+ * (X_cpu^T M X_cuda has orthonormal columns to 1e-7, also across the degenerate pairs), the
+ * iteration counts within two. */
+static void test_cuda_lobpcg(void)
+{
+    const hk_backend *cu = hk_test_cuda_backend(), *cpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    static const int kinds[] = {ELAST3D, LAP2D, CHAIN2, LAP1D_FEM};
+    static const char *const opts[] = {"pc=amg", "pc=amg format=sbell", "pc=jacobi",
+                                       "pc=fsai"};
+    for (int t = 0; t < 4; t++)
+        for (int o = 0; o < 4; o++) {
+            hk_bcsr K, M;
+            double *coords, *ref;
+            build(kinds[t], &K, &M, &coords, &ref);
+            if (kinds[t] != ELAST3D && o == 1) { /* sbell is the block kernels' other family */
+                hk_bcsr_free(&K);
+                hk_bcsr_free(&M);
+                free(coords);
+                free(ref);
+                continue;
+            }
+            const int64_t n = K.nbrows * K.bs;
+            const int nev = 6;
+            const hk_bcsr *Mp = M.rowptr ? &M : NULL;
+            double lg[6], lc[6];
+            double *Xg = calloc((size_t)n * nev, sizeof *Xg), *Xc = calloc((size_t)n * nev, 8);
+            hk_eigen_result rg, rcpu;
+            HK_ASSERT_OK(run(cu, &K, Mp, coords, opts[o], nev, lg, Xg, &rg));
+            HK_ASSERT_OK(run(cpu, &K, Mp, coords, opts[o], nev, lc, Xc, &rcpu));
+            check_pairs("cuda", &K, Mp, nev, lg, Xg, &rg, 1e-8, ref);
+            const double knorm = norm_inf(&K);
+            for (int j = 0; j < nev; j++)
+                CU_ASSERT(fabs(lg[j] - lc[j]) <= 1e-10 * fabs(lc[j]) + 1e-12 * knorm);
+            CU_ASSERT(abs(rg.iterations - rcpu.iterations) <= 2);
+            /* the projections of the cuda vectors on the cpu ones */
+            double *mx = malloc((size_t)n * sizeof *mx), dev = 0;
+            for (int a = 0; a < nev; a++) {
+                if (Mp)
+                    hk_bcsr_spmv(Mp, Xg + (size_t)a * n, mx);
+                else
+                    memcpy(mx, Xg + (size_t)a * n, (size_t)n * sizeof *mx);
+                double col = 0;
+                for (int b = 0; b < nev; b++) {
+                    double s = 0;
+                    for (int64_t i = 0; i < n; i++)
+                        s += Xc[(size_t)b * n + i] * mx[i];
+                    col += s * s;
+                }
+                dev = fmax(dev, fabs(col - 1));
+            }
+            CU_ASSERT(dev <= 1e-7);
+            if (dev > 1e-7 || abs(rg.iterations - rcpu.iterations) > 2)
+                printf("\n  case %d %s: eigenspaces differ by %.2e, iterations %d (cuda) %d "
+                       "(cpu)",
+                       kinds[t], opts[o], dev, rg.iterations, rcpu.iterations);
+            free(mx);
+            free(Xg);
+            free(Xc);
+            free(coords);
+            free(ref);
+            hk_bcsr_free(&K);
+            hk_bcsr_free(&M);
+        }
+}
+
+HK_DEVICE_SUITE(eigen_cuda, {"block ops: cuda vs cpu entry for entry", test_cuda_block_ops},
+                {"LOBPCG: cuda vs cpu eigenvalues, eigenspaces, iterations", test_cuda_lobpcg})
