@@ -20,5 +20,6 @@ int hk_bench_solvers(int argc, char **argv);  /* bench/bench_solvers.c (krylov) 
 int hk_bench_pcs(int argc, char **argv);      /* bench/bench_pcs.c */
 int hk_bench_app(int argc, char **argv);      /* bench/bench_app.c */
 int hk_bench_mpk(int argc, char **argv);      /* bench/bench_mpk.c */
+int hk_bench_eigen(int argc, char **argv);    /* bench/bench_eigen.c */
 
 #endif

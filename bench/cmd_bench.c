@@ -25,6 +25,7 @@ static const bench_cmd bench_cmds[] = {
      hk_bench_app},
     {"mpk", "matrix powers vs k SpMVs (k = 2..8), scg vs cg, on 2D and 3D elasticity",
      hk_bench_mpk},
+    {"eigen", "LOBPCG + amg vs + jacobi, block SpMV vs k SpMVs, Rayleigh-Ritz", hk_bench_eigen},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 

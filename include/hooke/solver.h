@@ -270,7 +270,7 @@ void hk_solver_print_help(FILE *f);
  *     hk_eigen_solve(e, 10, lambda, X, residual, &res);        // the 10 lowest pairs
  *
  * Options read (all optional): eigen.tol (1e-6), eigen.maxit (1000), eigen.block (0: nev +
- * max(4, nev/2)), eigen.shift (auto: -1e-6 trace(K)/trace(M)), monitor, and the
+ * max(4, nev/2)), eigen.shift (auto: -1e-8 trace(K)/trace(M)), monitor, and the
  * preconditioner's: backend, pc (default amg), pc.*, format, format.*, precision. The
  * preconditioner is set up on K - sigma M as hk_solver sets up K (nn: the near-null space for
  * pc=amg, may be NULL): sigma below the lowest eigenvalue keeps it definite, also for a

@@ -164,6 +164,16 @@ static inline double lanes_dot(const double *restrict x, const double *restrict 
     return hk_cpu_lanes_sum(s);
 }
 
+/* Two doubles in one register (GCC/Clang vector extension; SSE2 on any x86-64). */
+typedef double v2d __attribute__((vector_size(16)));
+
+static inline v2d load2(const double *p)
+{
+    v2d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 /* Rows per tile of the Gram product: a tile's columns stay in cache while every pair of
  * columns is summed over it. */
 #define GRAM_TILE 512
@@ -178,6 +188,41 @@ static int gram_chunks(int64_t n, int p, int q)
     return c < 1 ? 1 : (int)c;
 }
 
+/* pc[i + j p] += X_i . Y_j over rows [0, len) of the columns at x, y (leading dimension n), for
+ * i in [i0, i0 + IB), j in [j0, j0 + JB): IB x JB sums of two lanes each (even and odd rows,
+ * the odd tail row into the even lane), added lane 0 + lane 1. */
+#define GRAM_MICRO(IB, JB)                                                                         \
+    static void gram_micro_##IB##_##JB(const double *restrict x, const double *restrict y,         \
+                                       int64_t n, int64_t len, int i0, int j0, int p, double *pc)  \
+    {                                                                                              \
+        v2d acc[IB][JB];                                                                           \
+        for (int a = 0; a < IB; a++)                                                               \
+            for (int b = 0; b < JB; b++)                                                           \
+                acc[a][b] = (v2d){0, 0};                                                           \
+        const int64_t len2 = len / 2 * 2;                                                          \
+        for (int64_t r = 0; r < len2; r += 2) {                                                    \
+            v2d xa[IB], yb[JB];                                                                    \
+            for (int a = 0; a < IB; a++)                                                           \
+                xa[a] = load2(x + (size_t)(i0 + a) * n + r);                                       \
+            for (int b = 0; b < JB; b++)                                                           \
+                yb[b] = load2(y + (size_t)(j0 + b) * n + r);                                       \
+            for (int a = 0; a < IB; a++)                                                           \
+                for (int b = 0; b < JB; b++)                                                       \
+                    acc[a][b] += xa[a] * yb[b];                                                    \
+        }                                                                                          \
+        for (int a = 0; a < IB; a++)                                                               \
+            for (int b = 0; b < JB; b++) {                                                         \
+                double s0 = acc[a][b][0];                                                          \
+                if (len2 < len)                                                                    \
+                    s0 += x[(size_t)(i0 + a) * n + len2] * y[(size_t)(j0 + b) * n + len2];          \
+                pc[(i0 + a) + (size_t)(j0 + b) * p] += s0 + acc[a][b][1];                          \
+            }                                                                                      \
+    }
+GRAM_MICRO(2, 4)
+GRAM_MICRO(2, 1)
+GRAM_MICRO(1, 4)
+GRAM_MICRO(1, 1)
+
 int hk_cpu_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y, double *G)
 {
     HK_CHECK(p >= 1 && q >= 1 && X->prec == HK_FP64 && Y->prec == HK_FP64 &&
@@ -191,15 +236,21 @@ int hk_cpu_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y,
     const double *x = X->data, *y = Y->data;
 #pragma omp parallel for schedule(static) if (n * (int64_t)pq > 65536)
     for (int c = 0; c < nc; c++) {
-        const int64_t i0 = (int64_t)((__int128)n * c / nc), i1 = (int64_t)((__int128)n * (c + 1) / nc);
+        const int64_t r0 = (int64_t)((__int128)n * c / nc), r1 = (int64_t)((__int128)n * (c + 1) / nc);
         double *pc = part + (size_t)c * pq;
         memset(pc, 0, pq * sizeof *pc);
-        for (int64_t t = i0; t < i1; t += GRAM_TILE) {
-            const int64_t len = i1 - t < GRAM_TILE ? i1 - t : GRAM_TILE;
-            for (int j = 0; j < q; j++) {
-                const double *yj = y + (size_t)j * n + t;
-                for (int i = 0; i < p; i++)
-                    pc[i + (size_t)j * p] += lanes_dot(x + (size_t)i * n + t, yj, len);
+        for (int64_t t = r0; t < r1; t += GRAM_TILE) {
+            const int64_t len = r1 - t < GRAM_TILE ? r1 - t : GRAM_TILE;
+            const int p2 = p / 2 * 2, q4 = q / 4 * 4;
+            for (int j = 0; j < q4; j += 4) {
+                for (int i = 0; i < p2; i += 2)
+                    gram_micro_2_4(x + t, y + t, n, len, i, j, p, pc);
+                if (p2 < p) gram_micro_1_4(x + t, y + t, n, len, p2, j, p, pc);
+            }
+            for (int j = q4; j < q; j++) {
+                for (int i = 0; i < p2; i += 2)
+                    gram_micro_2_1(x + t, y + t, n, len, i, j, p, pc);
+                if (p2 < p) gram_micro_1_1(x + t, y + t, n, len, p2, j, p, pc);
             }
         }
     }
@@ -240,7 +291,37 @@ int hk_cpu_block_dots(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double
 
 /* ---- Y = X C + beta Y ------------------------------------------------------------------- */
 
-#define UPDATE_TILE 256
+/* Rows [r, r + 4) of columns j0 .. j0 + JB of Y = X C + beta Y: JB x 4 sums (two registers
+ * each column) over i in order, C's entries broadcast. */
+#define UPDATE_MICRO(JB)                                                                           \
+    static void update_micro_##JB(const double *restrict x, int64_t n, int p, const double *C,     \
+                                  int j0, int64_t r, double beta, double *restrict y)              \
+    {                                                                                              \
+        v2d lo[JB], hi[JB];                                                                        \
+        for (int b = 0; b < JB; b++)                                                               \
+            lo[b] = hi[b] = (v2d){0, 0};                                                           \
+        for (int i = 0; i < p; i++) {                                                              \
+            const v2d x0 = load2(x + (size_t)i * n + r), x1 = load2(x + (size_t)i * n + r + 2);    \
+            for (int b = 0; b < JB; b++) {                                                         \
+                const double c = C[i + (size_t)(j0 + b) * p];                                      \
+                const v2d cc = {c, c};                                                             \
+                lo[b] += cc * x0;                                                                  \
+                hi[b] += cc * x1;                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (int b = 0; b < JB; b++) {                                                             \
+            double *yj = y + (size_t)(j0 + b) * n + r;                                             \
+            if (beta != 0) {                                                                       \
+                const v2d bb = {beta, beta};                                                       \
+                lo[b] += bb * load2(yj);                                                           \
+                hi[b] += bb * load2(yj + 2);                                                       \
+            }                                                                                      \
+            memcpy(yj, &lo[b], sizeof lo[b]);                                                      \
+            memcpy(yj + 2, &hi[b], sizeof hi[b]);                                                  \
+        }                                                                                          \
+    }
+UPDATE_MICRO(4)
+UPDATE_MICRO(1)
 
 int hk_cpu_block_update(int64_t n, int p, const hk_vec *X, int q, const double *C, double beta,
                         hk_vec *Y)
@@ -253,29 +334,22 @@ int hk_cpu_block_update(int64_t n, int p, const hk_vec *X, int q, const double *
     double *y = Y->data;
     HK_CHECK(y + (size_t)q * n <= x || x + (size_t)p * n <= y, HK_ERR_ARG,
              "cpu block_update: Y overlaps X");
-    const int64_t ntiles = (n + UPDATE_TILE - 1) / UPDATE_TILE;
+    /* rows in groups of 4 (each row's sum over i in order, then + beta y), the tail alone */
+    const int64_t n4 = n / 4 * 4;
+    const int q4 = q / 4 * 4;
 #pragma omp parallel for schedule(static) if (n * (int64_t)p * q > 65536)
-    for (int64_t t = 0; t < ntiles; t++) {
-        const int64_t r0 = t * UPDATE_TILE;
-        const int64_t len = n - r0 < UPDATE_TILE ? n - r0 : UPDATE_TILE;
-        double acc[UPDATE_TILE];
-        for (int j = 0; j < q; j++) {
-            for (int64_t r = 0; r < len; r++)
-                acc[r] = 0;
-            for (int i = 0; i < p; i++) {
-                const double cij = C[i + (size_t)j * p];
-                const double *xi = x + (size_t)i * n + r0;
-                for (int64_t r = 0; r < len; r++)
-                    acc[r] += cij * xi[r];
-            }
-            double *yj = y + (size_t)j * n + r0;
-            if (beta == 0)
-                for (int64_t r = 0; r < len; r++)
-                    yj[r] = acc[r];
-            else
-                for (int64_t r = 0; r < len; r++)
-                    yj[r] = acc[r] + beta * yj[r];
-        }
+    for (int64_t r = 0; r < n4; r += 4) {
+        for (int j = 0; j < q4; j += 4)
+            update_micro_4(x, n, p, C, j, r, beta, y);
+        for (int j = q4; j < q; j++)
+            update_micro_1(x, n, p, C, j, r, beta, y);
     }
+    for (int64_t r = n4; r < n; r++)
+        for (int j = 0; j < q; j++) {
+            double s = 0;
+            for (int i = 0; i < p; i++)
+                s += C[i + (size_t)j * p] * x[(size_t)i * n + r];
+            y[(size_t)j * n + r] = beta != 0 ? s + beta * y[(size_t)j * n + r] : s;
+        }
     return 0;
 }

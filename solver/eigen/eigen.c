@@ -25,12 +25,12 @@ struct hk_eigen {
 #define HK_EIGEN_KEYS "eigen.tol, eigen.maxit, eigen.block, eigen.shift, monitor"
 #define HK_EIGEN_TOL 1e-6
 #define HK_EIGEN_MAXIT 1000
-/* eigen.shift=auto: sigma = -HK_EIGEN_AUTO_SHIFT trace(K) / trace(M), a millionth of the
- * pencil's mean eigenvalue (docs/modal.md). Measured on two free-free chains (a double zero
- * eigenvalue) with pc=amg: 1e-8 left the rigid modes at ||K x|| = 2e-13 and stalled the next
- * pair at a relative residual of 5e-9 (the preconditioner's 1/|sigma| on the null space
- * amplifies rounding); 1e-6 converged to 1e-8 in 7 iterations. */
-#define HK_EIGEN_AUTO_SHIFT 1e-6
+/* eigen.shift=auto: sigma = -HK_EIGEN_AUTO_SHIFT trace(K) / trace(M), 1e-8 of the pencil's
+ * mean eigenvalue: far below the lowest flexible mode of any mesh (the preconditioner of
+ * K - sigma M stays one of K there), far above fp64's rounding of K (the null space's pivots
+ * stay positive in AMG's coarse Cholesky). Two free chains (a double zero eigenvalue) with
+ * pc=amg converge to 1e-8 in 8 iterations with 1e-8, 1e-7 and 1e-6 alike (7 with 1e-6). */
+#define HK_EIGEN_AUTO_SHIFT 1e-8
 
 /* Keys of the linear solver that have no meaning for the eigensolver. */
 static int check_keys(const hk_options *o)
@@ -465,7 +465,7 @@ void hk_eigen_print_help(FILE *f)
             "  eigen.block=0           columns of the block (0: nev + max(4, nev/2))\n"
             "  eigen.shift=auto        sigma: the preconditioner is set up on K - sigma M,\n"
             "                          which must be positive definite (sigma below the\n"
-            "                          lowest eigenvalue); auto: -1e-6 trace(K)/trace(M), so\n"
+            "                          lowest eigenvalue); auto: -1e-8 trace(K)/trace(M), so\n"
             "                          free-floating parts (singular K) work\n"
             "  monitor=0|1             print every LOBPCG iteration\n"
             "  pc=amg                  preconditioner of K - sigma M (any symmetric one:\n"
