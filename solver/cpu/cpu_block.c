@@ -16,96 +16,128 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Columns of one pass over the matrix: 8 x 3 accumulators stay in registers. */
+/* Columns of one pass over the matrix at most (passes of 8, 4, 2, 1): 8 x 3 accumulators stay
+ * in registers. */
 #define HK_CPU_BLOCK_COLS 8
 
 /* ---- block SpMV ------------------------------------------------------------------------- */
 
-/* Block row i of a block CSR (literal B): Y[:, 0..kk) rows of i = A X. */
-ALWAYS_INLINE void bsr_block_row(const hk_fmt *F, int64_t i, int kk, const double *restrict X,
-                                 int64_t ldx, double *restrict Y, int64_t ldy, const int B)
+/* Block row i of a block CSR (literal B and KB): Y[:, 0..KB) rows of i = A X. */
+ALWAYS_INLINE void bsr_block_row(const hk_fmt *F, int64_t i, const double *restrict X,
+                                 int64_t ldx, double *restrict Y, int64_t ldy, const int B,
+                                 const int KB)
 {
     double acc[HK_CPU_BLOCK_COLS][6];
-    for (int j = 0; j < kk; j++)
+    for (int j = 0; j < KB; j++)
         for (int r = 0; r < B; r++)
             acc[j][r] = 0;
     for (int64_t q = F->rowptr[i]; q < F->rowptr[i + 1]; q++) {
         const double *blk = F->val + (size_t)q * B * B;
         const int64_t c0 = (int64_t)F->colind[q] * B;
-        for (int j = 0; j < kk; j++) {
+        for (int j = 0; j < KB; j++) {
             const double *xj = X + j * ldx + c0;
             for (int r = 0; r < B; r++)
                 for (int c = 0; c < B; c++)
                     acc[j][r] += blk[r * B + c] * xj[c];
         }
     }
-    for (int j = 0; j < kk; j++)
+    for (int j = 0; j < KB; j++)
         for (int r = 0; r < B; r++)
             Y[j * ldy + i * B + r] = acc[j][r];
 }
 
-/* Local row jr of a slice (literal B) starting at slot base with S rows and w slots: padding
- * slots (column -1) are skipped, which adds nothing to a sum. */
-ALWAYS_INLINE void sliced_block_row(const hk_fmt *F, int64_t base, int64_t S, int64_t w,
-                                    int64_t jr, int64_t out, int kk, const double *restrict X,
-                                    int64_t ldx, double *restrict Y, int64_t ldy, const int B)
+/* A slice (literal B and KB) starting at slot base with w slots and rows <= S of its S rows:
+ * slot by slot over the slice's rows, so the values stream in order as in the single SpMV's
+ * tile (cpu_spmv.c); every output entry still sums over its slots in order, then the block's
+ * columns. Padding slots (column -1) are skipped, which adds nothing to a sum. acc holds
+ * HK_CPU_SLICE_MAX rows. */
+#define HK_CPU_SLICE_MAX 64
+ALWAYS_INLINE void sliced_block_slice(const hk_fmt *F, int64_t base, int64_t S, int64_t w,
+                                      int64_t rows, const int32_t *perm, int64_t first,
+                                      const double *restrict X, int64_t ldx, double *restrict Y,
+                                      int64_t ldy, const int B, const int KB)
 {
-    double acc[HK_CPU_BLOCK_COLS][6];
-    for (int j = 0; j < kk; j++)
-        for (int r = 0; r < B; r++)
-            acc[j][r] = 0;
-    for (int64_t k = 0; k < w; k++) {
-        const int64_t slot = base + k * S;
-        const int32_t col = F->colind[slot + jr];
-        if (col < 0) continue;
-        const double *v = F->val + (size_t)slot * B * B + jr;
-        const int64_t c0 = (int64_t)col * B;
-        for (int j = 0; j < kk; j++) {
-            const double *xj = X + j * ldx + c0;
-            for (int r = 0; r < B; r++)
-                for (int c = 0; c < B; c++)
-                    acc[j][r] += v[(size_t)(r * B + c) * S] * xj[c];
+    for (int64_t j0 = 0; j0 < rows; j0 += HK_CPU_SLICE_MAX) {
+        const int64_t nr = rows - j0 < HK_CPU_SLICE_MAX ? rows - j0 : HK_CPU_SLICE_MAX;
+        double acc[HK_CPU_SLICE_MAX][HK_CPU_BLOCK_COLS][6];
+        for (int64_t jr = 0; jr < nr; jr++)
+            for (int j = 0; j < KB; j++)
+                for (int r = 0; r < B; r++)
+                    acc[jr][j][r] = 0;
+        for (int64_t k = 0; k < w; k++) {
+            const int64_t slot = base + k * S;
+            for (int64_t jr = 0; jr < nr; jr++) {
+                const int32_t col = F->colind[slot + j0 + jr];
+                if (col < 0) continue;
+                const double *v = F->val + (size_t)slot * B * B + j0 + jr;
+                const int64_t c0 = (int64_t)col * B;
+                double a[36];
+                for (int e = 0; e < B * B; e++)
+                    a[e] = v[(size_t)e * S];
+                for (int j = 0; j < KB; j++) {
+                    const double *xj = X + j * ldx + c0;
+                    for (int r = 0; r < B; r++)
+                        for (int c = 0; c < B; c++)
+                            acc[jr][j][r] += a[r * B + c] * xj[c];
+                }
+            }
+        }
+        for (int64_t jr = 0; jr < nr; jr++) {
+            const int64_t out = perm ? perm[first + j0 + jr] : first + j0 + jr;
+            for (int j = 0; j < KB; j++)
+                for (int r = 0; r < B; r++)
+                    Y[j * ldy + out * B + r] = acc[jr][j][r];
         }
     }
-    for (int j = 0; j < kk; j++)
-        for (int r = 0; r < B; r++)
-            Y[j * ldy + out * B + r] = acc[j][r];
 }
 
-/* One pass of kk <= HK_CPU_BLOCK_COLS columns for a literal block size B (see cpu_spmv.c on
- * why B must be a literal inside the function that holds the OpenMP loop). */
-#define HK_CPU_BLOCK_PASS(B)                                                                       \
-    static void block_pass_##B(const hk_fmt *F, int kk, const double *X, int64_t ldx, double *Y,   \
-                               int64_t ldy)                                                        \
+/* One pass of KB columns for a literal block size B (both literals inside the function that
+ * holds the OpenMP loop: see cpu_spmv.c on why a block size passed down stays a variable). */
+#define HK_CPU_BLOCK_PASS(B, KB)                                                                   \
+    static void block_pass_##B##_##KB(const hk_fmt *F, const double *X, int64_t ldx, double *Y,    \
+                                      int64_t ldy)                                                 \
     {                                                                                              \
-        const int64_t nb = F->nbrows;                                                              \
+        const int64_t nb = F->nbrows, work = nb * KB;                                              \
         if (F->fmt == HK_FMT_CSR || F->fmt == HK_FMT_BSR) {                                        \
-            _Pragma("omp parallel for schedule(static, 64) if (nb * kk > 8192)")                   \
+            _Pragma("omp parallel for schedule(static, 64) if (work > 8192)")                      \
             for (int64_t i = 0; i < nb; i++)                                                       \
-                bsr_block_row(F, i, kk, X, ldx, Y, ldy, B);                                        \
+                bsr_block_row(F, i, X, ldx, Y, ldy, B, KB);                                        \
             return;                                                                                \
         }                                                                                          \
         /* ELL and BELL are one slice of every row, without a permutation */                       \
         const int sliced = F->fmt == HK_FMT_SELL || F->fmt == HK_FMT_SBELL;                        \
         const int64_t S = sliced ? F->slice : (nb > 0 ? nb : 1);                                   \
         const int64_t nsl = sliced ? F->nslices : 1;                                               \
-        _Pragma("omp parallel for schedule(dynamic, 16) if (nb * kk > 8192)")                      \
+        _Pragma("omp parallel for schedule(dynamic, 16) if (work > 8192)")                         \
         for (int64_t sl = 0; sl < nsl; sl++) {                                                     \
             const int64_t base = sliced ? F->slice_ptr[sl] : 0;                                    \
             const int64_t w = sliced ? F->slice_width[sl] : F->width;                              \
             const int64_t rows = nb - sl * S < S ? nb - sl * S : S;                                \
-            for (int64_t jr = 0; jr < rows; jr++) {                                                \
-                const int64_t out = sliced ? F->perm[sl * S + jr] : sl * S + jr;                   \
-                sliced_block_row(F, base, S, w, jr, out, kk, X, ldx, Y, ldy, B);                   \
-            }                                                                                      \
+            sliced_block_slice(F, base, S, w, rows, sliced ? F->perm : NULL, sl * S, X, ldx, Y,    \
+                               ldy, B, KB);                                                        \
         }                                                                                          \
     }
-HK_CPU_BLOCK_PASS(1)
-HK_CPU_BLOCK_PASS(2)
-HK_CPU_BLOCK_PASS(3)
-HK_CPU_BLOCK_PASS(4)
-HK_CPU_BLOCK_PASS(5)
-HK_CPU_BLOCK_PASS(6)
+#define HK_CPU_BLOCK_PASSES(B)                                                                     \
+    HK_CPU_BLOCK_PASS(B, 1)                                                                        \
+    HK_CPU_BLOCK_PASS(B, 2)                                                                        \
+    HK_CPU_BLOCK_PASS(B, 4)                                                                        \
+    HK_CPU_BLOCK_PASS(B, 8)                                                                        \
+    static void block_pass_##B(const hk_fmt *F, int kb, const double *X, int64_t ldx, double *Y,   \
+                               int64_t ldy)                                                        \
+    {                                                                                              \
+        switch (kb) {                                                                              \
+        case 8: block_pass_##B##_8(F, X, ldx, Y, ldy); break;                                      \
+        case 4: block_pass_##B##_4(F, X, ldx, Y, ldy); break;                                      \
+        case 2: block_pass_##B##_2(F, X, ldx, Y, ldy); break;                                      \
+        default: block_pass_##B##_1(F, X, ldx, Y, ldy); break;                                     \
+        }                                                                                          \
+    }
+HK_CPU_BLOCK_PASSES(1)
+HK_CPU_BLOCK_PASSES(2)
+HK_CPU_BLOCK_PASSES(3)
+HK_CPU_BLOCK_PASSES(4)
+HK_CPU_BLOCK_PASSES(5)
+HK_CPU_BLOCK_PASSES(6)
 
 /* Column j of a block as a vector of n entries (no copy). */
 static hk_vec column(const hk_vec *B, int64_t n, int j)
@@ -138,18 +170,21 @@ int hk_cpu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
     }
     const double *xd = X->data;
     double *yd = Y->data;
-    for (int j0 = 0; j0 < k; j0 += HK_CPU_BLOCK_COLS) {
-        const int kk = k - j0 < HK_CPU_BLOCK_COLS ? k - j0 : HK_CPU_BLOCK_COLS;
+    /* passes of 8 columns, then 4, 2, 1 for the rest */
+    for (int j0 = 0; j0 < k;) {
+        const int rest = k - j0;
+        const int kb = rest >= 8 ? 8 : rest >= 4 ? 4 : rest >= 2 ? 2 : 1;
         const double *xj = xd + (size_t)j0 * A->ncols;
         double *yj = yd + (size_t)j0 * A->nrows;
         switch (F->bs) {
-        case 1: block_pass_1(F, kk, xj, A->ncols, yj, A->nrows); break;
-        case 2: block_pass_2(F, kk, xj, A->ncols, yj, A->nrows); break;
-        case 3: block_pass_3(F, kk, xj, A->ncols, yj, A->nrows); break;
-        case 4: block_pass_4(F, kk, xj, A->ncols, yj, A->nrows); break;
-        case 5: block_pass_5(F, kk, xj, A->ncols, yj, A->nrows); break;
-        default: block_pass_6(F, kk, xj, A->ncols, yj, A->nrows); break;
+        case 1: block_pass_1(F, kb, xj, A->ncols, yj, A->nrows); break;
+        case 2: block_pass_2(F, kb, xj, A->ncols, yj, A->nrows); break;
+        case 3: block_pass_3(F, kb, xj, A->ncols, yj, A->nrows); break;
+        case 4: block_pass_4(F, kb, xj, A->ncols, yj, A->nrows); break;
+        case 5: block_pass_5(F, kb, xj, A->ncols, yj, A->nrows); break;
+        default: block_pass_6(F, kb, xj, A->ncols, yj, A->nrows); break;
         }
+        j0 += kb;
     }
     return 0;
 }

@@ -427,9 +427,11 @@ int hk_lobpcg_run(hk_lobpcg *L)
             continue;
         }
 
-        if (getenv("HK_LOBPCG_DEBUG")) {
-            printf("    na %d nw %d np %d rel:", na, nw, np);
-            for (int j = 0; j < m; j++) printf(" %.1e", rel[j]);
+        if (L->monitor > 1) {
+            printf("    active %d, new directions %d, previous directions %d; residuals:", na, nw,
+                   np);
+            for (int j = 0; j < m; j++)
+                printf(" %.1e", rel[j]);
             printf("\n");
         }
         /* ---- 3. Rayleigh-Ritz on [X P W], without P (then W) when the basis lost rank ---- */
