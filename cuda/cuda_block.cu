@@ -3,9 +3,9 @@
 // solver/cpu/cpu_block.c).
 //
 // Block SpMV: the two kernel families of cuda_spmv.cu (row-pointer: csr, bsr; sliced: ell,
-// sell, bell, sbell) with KB columns per pass (8, then 4, 2, 1 for the rest): a group of lanes
-// loads each block of the matrix once and applies it to the KB columns, so one pass reads the
-// matrix once for up to 8 vectors. Each output entry sums in the order of the single SpMV's
+// sell, bell, sbell) with KB <= 8 columns per pass (k columns in ceil(k / 8) passes of nearly
+// equal width): a group of lanes loads each block of the matrix once and applies it to the KB
+// columns, so one pass reads the matrix once for up to 8 vectors. Each output entry sums in the order of the single SpMV's
 // kernel (the row's slots by lane, then the block's columns, then the lanes by shuffles), so a
 // column of A X equals hk_cu_mat_spmv of that column for the same lanes per row (up to the
 // sign of a zero: padding slots are skipped). Block sizes 1 to 3; other formats and block
@@ -167,7 +167,11 @@ static void launch_pass(const hk_mat *A, const hk_cu_mat *m, int kb, const doubl
 {
     switch (kb) {
     case 8: launch_block<BS, 8>(A, m, X, Y); break;
+    case 7: launch_block<BS, 7>(A, m, X, Y); break;
+    case 6: launch_block<BS, 6>(A, m, X, Y); break;
+    case 5: launch_block<BS, 5>(A, m, X, Y); break;
     case 4: launch_block<BS, 4>(A, m, X, Y); break;
+    case 3: launch_block<BS, 3>(A, m, X, Y); break;
     case 2: launch_block<BS, 2>(A, m, X, Y); break;
     default: launch_block<BS, 1>(A, m, X, Y); break;
     }
@@ -199,9 +203,10 @@ extern "C" int hk_cu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
         }
         return 0;
     }
-    for (int j0 = 0; j0 < k;) {
-        const int rest = k - j0;
-        const int kb = rest >= BLOCK_COLS ? BLOCK_COLS : rest >= 4 ? 4 : rest >= 2 ? 2 : 1;
+    /* ceil(k / 8) passes of nearly equal width (15 columns: 8 + 7) */
+    const int passes = (k + BLOCK_COLS - 1) / BLOCK_COLS;
+    for (int j0 = 0, pass = 0; j0 < k; pass++) {
+        const int kb = (k - j0 + (passes - pass) - 1) / (passes - pass);
         const double *xj = x + (size_t)j0 * A->ncols;
         double *yj = y + (size_t)j0 * A->nrows;
         switch (m->bs) {

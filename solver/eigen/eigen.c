@@ -322,7 +322,18 @@ int hk_eigen_create(const hk_bcsr *K, const hk_bcsr *M, const hk_nearnull *nn, h
         Pm = &P;
     }
     e->L.anorm = norm_inf(K);
-    HK_TRY(hk_solver_create_nearnull(Pm, nn, own, &e->s));
+    ierr = hk_solver_create_nearnull(Pm, nn, own, &e->s);
+    if (ierr && !e->shift_auto && ierr != HK_ERR_OPTION) {
+        /* the preconditioner of K - sigma M failed: say which shift made that matrix */
+        char msg[768];
+        snprintf(msg, sizeof msg, "%s", hk_error_message());
+        hk_error_clear();
+        ierr = hk_error_set(ierr, __FILE__, __LINE__,
+                            "%s (the preconditioner is set up on K - sigma M with "
+                            "eigen.shift=%g, which must lie below the lowest eigenvalue)",
+                            msg, e->sigma);
+    }
+    if (ierr) goto fail;
     hk_bcsr_free(&P);
     hk_mat *A = hk_solver_get_mat(e->s);
     if (Mm) {
