@@ -89,7 +89,7 @@ static void test_solve_rhs_blocks_generate(void)
 
 static void test_solve_errors(void)
 {
-    char out[8192];
+    char out[16384]; /* the whole --help: a full pipe buffer would end the command early */
     write_laplacian("lap.mtx", 12);
     /* a typo in an option key: exit 2, the key and the valid keys are named */
     int rc = hk_test_solve_cmd("lap.mtx metod=cg", out, sizeof out);

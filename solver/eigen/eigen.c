@@ -350,6 +350,17 @@ int hk_eigen_create(const hk_bcsr *K, const hk_bcsr *M, const hk_nearnull *nn, h
     e->L.maxit = e->maxit;
     e->L.monitor = e->monitor;
     e->L.seed = 1;
+    {
+        /* the block ops' first use (cuda: the cuBLAS handle and its workspace) in the set-up,
+         * not in the first solve's time */
+        hk_vec *one = NULL;
+        double g;
+        HK_TRY(hk_vec_create(A->be, 1, HK_FP64, &one));
+        ierr = A->be->vec_set(one, 1.0);
+        if (!ierr && A->be->block_gram) ierr = A->be->block_gram(1, 1, one, 1, one, &g);
+        hk_vec_destroy(one);
+        if (ierr) goto fail;
+    }
     HK_TRY(A->be->sync());
     e->setup_seconds = hk_time() - t0;
     hk_options_destroy(own);
