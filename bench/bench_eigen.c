@@ -6,7 +6,8 @@
  *   2. the block SpMV with k = 1, 4, 8, 16 columns against k single SpMVs of the same format
  *      (ratio = k single SpMVs / one block SpMV: the matrix read once for up to 8 columns);
  *   3. the dense symmetric eigensolver of the Rayleigh-Ritz step (Householder + implicit QR,
- *      solver/eigen/dense.c) against the cyclic Jacobi of solver/pc/dense.c, k = 10..120.
+ *      solver/eigen/dense.c) against the cyclic Jacobi of solver/pc/dense.c and, on cuda,
+ *      cuSOLVER's syevd with the copies to and from the device, k = 10..120.
  * Matrix sources are a table (eigen_sources): a source makes its problem at size step 0, 1, 2
  * of --size; `--mtx K.mtx [--mass M.mtx] [--coords xyz.mtx] [--block-size B]` benches a file
  * instead. The block SpMV and the dense eigensolvers are timed in turns with their baselines
@@ -19,6 +20,9 @@
 #include "eigen/eigen_impl.h"
 #include "hk_impl.h"
 #include "pc/pc_impl.h"
+#ifdef HOOKE_HAVE_CUDA
+#include "../cuda/hk_cuda.h"
+#endif
 
 /* ---- matrix sources --------------------------------------------------------------------- */
 
@@ -200,8 +204,9 @@ static void usage(FILE *f)
             "   over this row's.\n"
             "2. The block SpMV of k = 1, 4, 8, 16 columns against k single SpMVs, per\n"
             "   format, on the largest problem: ratio = k SpMVs / block SpMV.\n"
-            "3. The dense eigensolver of the Rayleigh-Ritz step (Householder + QR) against\n"
-            "   cyclic Jacobi for k = 10..120.\n\nsources:\n");
+            "3. The dense eigensolver of the Rayleigh-Ritz step (Householder + QR, on the\n"
+            "   host) against cyclic Jacobi and, on cuda, cuSOLVER's syevd with its copies,\n"
+            "   for k = 10..120.\n\nsources:\n");
     for (int i = 0; i < NSOURCES; i++)
         fprintf(f, "  %-6s %s\n", eigen_sources[i].name, eigen_sources[i].summary);
 }
@@ -294,7 +299,7 @@ int hk_bench_eigen(int argc, char **argv)
     solve_row srows[24];
     spmv_row prows[64];
     int nsrows = 0, nprows = 0;
-    double dense_ms[8][2];
+    double dense_ms[8][3];
     static const int dense_k[] = {10, 20, 30, 40, 60, 120};
     hk_json j = {0};
     if (mtx) {
@@ -417,9 +422,15 @@ int hk_bench_eigen(int argc, char **argv)
     }
 
     if (!no_dense) {
+        const int gpu = strcmp(hk_backend_name(be), "cpu") != 0;
         printf("\nRayleigh-Ritz: the dense symmetric eigenproblem of order k (eigenvalues and "
-               "vectors) on the host; ratio = Jacobi / Householder + QR\n\n");
-        hk_table_head(stdout, "rrrr", "k|Householder + QR ms|Jacobi ms|ratio");
+               "vectors); ratio = Jacobi / Householder + QR%s\n\n",
+               gpu ? "; cuSOLVER: syevd on the device with A copied in and the results back" : "");
+        if (gpu)
+            hk_table_head(stdout, "rrrrrr",
+                          "k|Householder + QR ms|Jacobi ms|ratio|cuSOLVER syevd ms|ratio");
+        else
+            hk_table_head(stdout, "rrrr", "k|Householder + QR ms|Jacobi ms|ratio");
         for (int d = 0; d < (int)(sizeof dense_k / sizeof dense_k[0]); d++) {
             const int k = dense_k[d];
             dense_ctx c = {k, NULL, NULL, NULL, NULL};
@@ -438,10 +449,26 @@ int hk_bench_eigen(int argc, char **argv)
             const int err = hk_bench_time_rounds(dense_turn, &c, 2, 7, 0.02, t);
             dense_ms[d][0] = t[0] * 1e3;
             dense_ms[d][1] = t[1] * 1e3;
-            char ratio[32];
-            if (err) {
-                hk_table_row(stdout, "%d|–|–|%s", k, hk_error_message());
+            char ratio[32], ratio2[32];
+            double tgpu = NAN;
+#ifdef HOOKE_HAVE_CUDA
+            if (gpu && hk_cuda_bench_syevd(k, c.A0, 9, &tgpu)) {
+                printf("cuSOLVER: %s\n", hk_error_message());
                 hk_error_clear();
+                tgpu = NAN;
+            }
+#endif
+            dense_ms[d][2] = tgpu * 1e3;
+            if (err) {
+                hk_table_cell(stdout, "%d", k);
+                hk_table_dashes(stdout, gpu ? 4 : 2);
+                hk_table_cell(stdout, "%s", hk_error_message());
+                hk_table_end(stdout);
+                hk_error_clear();
+            } else if (gpu) {
+                hk_table_row(stdout, "%d|%.4f|%.4f|%s|%.4f|%s", k, t[0] * 1e3, t[1] * 1e3,
+                             hk_bench_ratio_text(ratio, sizeof ratio, t[1] / t[0]), tgpu * 1e3,
+                             hk_bench_ratio_text(ratio2, sizeof ratio2, tgpu / t[0]));
             } else {
                 hk_table_row(stdout, "%d|%.4f|%.4f|%s", k, t[0] * 1e3, t[1] * 1e3,
                              hk_bench_ratio_text(ratio, sizeof ratio, t[1] / t[0]));
@@ -498,6 +525,7 @@ int hk_bench_eigen(int argc, char **argv)
                 hk_json_int(&j, "k", dense_k[d]);
                 hk_json_number(&j, "householder_qr_ms", dense_ms[d][0]);
                 hk_json_number(&j, "jacobi_ms", dense_ms[d][1]);
+                hk_json_number(&j, "cusolver_syevd_ms", dense_ms[d][2]);
                 hk_json_end_object(&j);
             }
             hk_json_end_array(&j);

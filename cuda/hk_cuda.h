@@ -44,6 +44,12 @@ typedef struct hk_cuda_spgemm_timing {
 } hk_cuda_spgemm_timing;
 int hk_cuda_bench_spgemm(const hk_bcsr *K, int reps, hk_cuda_spgemm_timing *t);
 
+/* The Rayleigh-Ritz step's dense symmetric eigenproblem (order k, column-major A) by
+ * cusolverDnDsyevd on the device, as the eigensolver would run it there: A copied in, the
+ * eigenvalues and vectors copied back, waited for; *seconds = the median of reps runs after a
+ * warm-up (cuda/cuda_block.c). The baseline of `hooke bench eigen`'s host eigensolver. */
+int hk_cuda_bench_syevd(int k, const double *A, int reps, double *seconds);
+
 #ifdef __cplusplus
 }
 #endif
