@@ -18,8 +18,9 @@ static int write_array(const char *path, int64_t n, int k, const double *X)
         fprintf(stderr, "hooke solve: cannot write %s\n", path);
         return -1;
     }
-    fprintf(f, "%%%%MatrixMarket matrix array real general\n%% eigenvectors (columns), "
-               "M-orthonormal\n%lld %d\n",
+    fprintf(f,
+            "%%%%MatrixMarket matrix array real general\n%% eigenvectors (columns), "
+            "M-orthonormal\n%lld %d\n",
             (long long)n, k);
     for (int64_t i = 0; i < n * k; i++)
         fprintf(f, "%.17g\n", X[i]);
@@ -154,8 +155,7 @@ int hk_cmd_solve_eigen(int argc, char **argv)
     }
     const int64_t n = K->nbrows * K->bs;
     if (K->nbrows != K->nbcols) {
-        fprintf(stderr,
-                "hooke solve: %s is %lld x %lld; an eigenproblem needs a square matrix\n",
+        fprintf(stderr, "hooke solve: %s is %lld x %lld; an eigenproblem needs a square matrix\n",
                 gen ? gen : mtx, (long long)(K->nbrows * K->bs), (long long)(K->nbcols * K->bs));
         goto done;
     }
@@ -249,8 +249,7 @@ int hk_cmd_solve_eigen(int argc, char **argv)
             printf("%.3e\n", resid[j]);
         }
         printf("setup: %.4f s, solve: %.4f s (%.4f ms per iteration)\n", res.setup_seconds,
-               res.solve_seconds,
-               res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
+               res.solve_seconds, res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
     }
     if (out && write_array(out, n, nev, X)) goto done;
     rc = res.converged == nev ? 0 : 1;

@@ -157,8 +157,7 @@ static int spmv_turn(void *p, int op)
         HK_CALL(c->be->block_spmv(c->A, c->k, &x, &y));
     } else {
         for (int j = 0; j < c->k; j++) {
-            hk_vec x = hk_block_col(c->X, c->A->ncols, j),
-                   y = hk_block_col(c->Y, c->A->nrows, j);
+            hk_vec x = hk_block_col(c->X, c->A->ncols, j), y = hk_block_col(c->Y, c->A->nrows, j);
             HK_CALL(hk_mat_spmv(c->A, &x, &y));
         }
     }
@@ -191,22 +190,21 @@ static int dense_turn(void *p, int op)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hooke bench eigen [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-            "                         [--source NAME] [--nev N] [--tol T] [--pcs amg,jacobi]\n"
-            "                         [--mtx K.mtx [--mass M.mtx] [--coords xyz.mtx]\n"
-            "                          [--block-size B]] [--no-solve] [--no-spmv] [--no-dense]\n"
-            "                         [--json FILE]\n\n"
-            "1. LOBPCG for the nev (default 10) lowest eigenpairs to eigen.tol (default 1e-6)\n"
-            "   with each preconditioner of --pcs (default amg, then jacobi) on the source's\n"
-            "   problems at three sizes (or the --mtx file): set-up and solve seconds,\n"
-            "   iterations, preconditioner applications; speed-up = jacobi's solve time\n"
-            "   over this row's.\n"
-            "2. The block SpMV of k = 1, 4, 8, 16 columns against k single SpMVs, per\n"
-            "   format, on the largest problem: ratio = k SpMVs / block SpMV.\n"
-            "3. The dense eigensolver of the Rayleigh-Ritz step (Householder + QR, on the\n"
-            "   host) against cyclic Jacobi and, on cuda, cuSOLVER's syevd with its copies,\n"
-            "   for k = 10..120.\n\nsources:\n");
+    fprintf(f, "usage: hooke bench eigen [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+               "                         [--source NAME] [--nev N] [--tol T] [--pcs amg,jacobi]\n"
+               "                         [--mtx K.mtx [--mass M.mtx] [--coords xyz.mtx]\n"
+               "                          [--block-size B]] [--no-solve] [--no-spmv] [--no-dense]\n"
+               "                         [--json FILE]\n\n"
+               "1. LOBPCG for the nev (default 10) lowest eigenpairs to eigen.tol (default 1e-6)\n"
+               "   with each preconditioner of --pcs (default amg, then jacobi) on the source's\n"
+               "   problems at three sizes (or the --mtx file): set-up and solve seconds,\n"
+               "   iterations, preconditioner applications; speed-up = jacobi's solve time\n"
+               "   over this row's.\n"
+               "2. The block SpMV of k = 1, 4, 8, 16 columns against k single SpMVs, per\n"
+               "   format, on the largest problem: ratio = k SpMVs / block SpMV.\n"
+               "3. The dense eigensolver of the Rayleigh-Ritz step (Householder + QR, on the\n"
+               "   host) against cyclic Jacobi and, on cuda, cuSOLVER's syevd with its copies,\n"
+               "   for k = 10..120.\n\nsources:\n");
     for (int i = 0; i < NSOURCES; i++)
         fprintf(f, "  %-6s %s\n", eigen_sources[i].name, eigen_sources[i].summary);
 }
@@ -265,8 +263,9 @@ int hk_bench_eigen(int argc, char **argv)
             i++;
             continue;
         } else {
-            fprintf(stderr, "hooke bench eigen: unknown or incomplete option '%s' (hooke bench "
-                            "eigen --help)\n",
+            fprintf(stderr,
+                    "hooke bench eigen: unknown or incomplete option '%s' (hooke bench "
+                    "eigen --help)\n",
                     a);
             return 2;
         }
@@ -400,7 +399,8 @@ int hk_bench_eigen(int argc, char **argv)
                 if (err) break;
                 const double tb = t[0], ts = t[1];
                 snprintf(r->problem, sizeof r->problem, "%s", p->name);
-                snprintf(r->format, sizeof r->format, "%s%s%s", fmts[f], fmt == HK_FMT_AUTO ? ": " : "",
+                snprintf(r->format, sizeof r->format, "%s%s%s", fmts[f],
+                         fmt == HK_FMT_AUTO ? ": " : "",
                          fmt == HK_FMT_AUTO ? hk_format_name(A->fmt) : "");
                 r->k = c.k;
                 r->block_ms = tb * 1e3;
@@ -441,8 +441,8 @@ int hk_bench_eigen(int argc, char **argv)
             /* a spread spectrum, as LOBPCG's basis has: diagonal 10^(-6..2) plus coupling */
             for (int a = 0; a < k; a++)
                 for (int b = 0; b <= a; b++) {
-                    const double v = a == b ? pow(10.0, -6 + 8.0 * a / k)
-                                            : 1e-3 * sin(1.0 + a * 7.0 + b * 3.0);
+                    const double v =
+                        a == b ? pow(10.0, -6 + 8.0 * a / k) : 1e-3 * sin(1.0 + a * 7.0 + b * 3.0);
                     c.A0[a + b * k] = c.A0[b + a * k] = v;
                 }
             double t[2] = {0, 0};

@@ -5,11 +5,11 @@
 // Block SpMV: the two kernel families of cuda_spmv.cu (row-pointer: csr, bsr; sliced: ell,
 // sell, bell, sbell) with KB <= 8 columns per pass (k columns in ceil(k / 8) passes of nearly
 // equal width): a group of lanes loads each block of the matrix once and applies it to the KB
-// columns, so one pass reads the matrix once for up to 8 vectors. Each output entry sums in the order of the single SpMV's
-// kernel (the row's slots by lane, then the block's columns, then the lanes by shuffles), so a
-// column of A X equals hk_cu_mat_spmv of that column for the same lanes per row (up to the
-// sign of a zero: padding slots are skipped). Block sizes 1 to 3; other formats and block
-// sizes: one SpMV per column.
+// columns, so one pass reads the matrix once for up to 8 vectors. Each output entry sums in the
+// order of the single SpMV's kernel (the row's slots by lane, then the block's columns, then the
+// lanes by shuffles), so a column of A X equals hk_cu_mat_spmv of that column for the same lanes
+// per row (up to the sign of a zero: padding slots are skipped). Block sizes 1 to 3; other formats
+// and block sizes: one SpMV per column.
 //
 // Gram products and block updates are cuBLAS dgemm on the stream (one device, one stream: the
 // same digits on every run); column dots are one reducing kernel per 16 columns with the
@@ -28,8 +28,7 @@
 /* ---- block SpMV kernels ------------------------------------------------------------------ */
 
 /* acc[j][r] of a group of tpr lanes summed into lane 0 (shuffles within the group). */
-template <int BS, int KB>
-__device__ __forceinline__ void group_sum(double (&acc)[KB][BS], int tpr)
+template <int BS, int KB> __device__ __forceinline__ void group_sum(double (&acc)[KB][BS], int tpr)
 {
     for (int o = tpr >> 1; o > 0; o >>= 1)
 #pragma unroll
@@ -160,23 +159,39 @@ static void launch_block(const hk_mat *A, const hk_cu_mat *m, const double *X, d
         k_bsr_block<BS, KB><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
             m->nbrows, m->tpr, m->rowptr, m->colind, val, X, A->ncols, Y, A->nrows);
     else
-        k_sell_block<BS, KB><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            m->nbrows, m->S, m->tpr, m->sptr, m->swidth, m->perm, m->colind, val, X, A->ncols, Y,
-            A->nrows);
+        k_sell_block<BS, KB><<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(m->nbrows, m->S, m->tpr, m->sptr,
+                                                                   m->swidth, m->perm, m->colind,
+                                                                   val, X, A->ncols, Y, A->nrows);
 }
 
 template <int BS>
 static void launch_pass(const hk_mat *A, const hk_cu_mat *m, int kb, const double *X, double *Y)
 {
     switch (kb) {
-    case 8: launch_block<BS, 8>(A, m, X, Y); break;
-    case 7: launch_block<BS, 7>(A, m, X, Y); break;
-    case 6: launch_block<BS, 6>(A, m, X, Y); break;
-    case 5: launch_block<BS, 5>(A, m, X, Y); break;
-    case 4: launch_block<BS, 4>(A, m, X, Y); break;
-    case 3: launch_block<BS, 3>(A, m, X, Y); break;
-    case 2: launch_block<BS, 2>(A, m, X, Y); break;
-    default: launch_block<BS, 1>(A, m, X, Y); break;
+    case 8:
+        launch_block<BS, 8>(A, m, X, Y);
+        break;
+    case 7:
+        launch_block<BS, 7>(A, m, X, Y);
+        break;
+    case 6:
+        launch_block<BS, 6>(A, m, X, Y);
+        break;
+    case 5:
+        launch_block<BS, 5>(A, m, X, Y);
+        break;
+    case 4:
+        launch_block<BS, 4>(A, m, X, Y);
+        break;
+    case 3:
+        launch_block<BS, 3>(A, m, X, Y);
+        break;
+    case 2:
+        launch_block<BS, 2>(A, m, X, Y);
+        break;
+    default:
+        launch_block<BS, 1>(A, m, X, Y);
+        break;
     }
 }
 
@@ -192,8 +207,8 @@ extern "C" int hk_cu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
              k, (long long)A->ncols, k, (long long)A->nrows, k);
     HK_CHECK(X->data != Y->data, HK_ERR_ARG, "cuda block SpMV: X and Y must be different blocks");
     const hk_format f = A->fmt;
-    const int native = (f == HK_FMT_CSR || f == HK_FMT_BSR || f == HK_FMT_ELL ||
-                        f == HK_FMT_BELL || f == HK_FMT_SELL || f == HK_FMT_SBELL) &&
+    const int native = (f == HK_FMT_CSR || f == HK_FMT_BSR || f == HK_FMT_ELL || f == HK_FMT_BELL ||
+                        f == HK_FMT_SELL || f == HK_FMT_SBELL) &&
                        m->bs >= 1 && m->bs <= 3;
     const double *x = (const double *)X->data;
     double *y = (double *)Y->data;
@@ -213,9 +228,15 @@ extern "C" int hk_cu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
         const double *xj = x + (size_t)j0 * A->ncols;
         double *yj = y + (size_t)j0 * A->nrows;
         switch (m->bs) {
-        case 1: launch_pass<1>(A, m, kb, xj, yj); break;
-        case 2: launch_pass<2>(A, m, kb, xj, yj); break;
-        default: launch_pass<3>(A, m, kb, xj, yj); break;
+        case 1:
+            launch_pass<1>(A, m, kb, xj, yj);
+            break;
+        case 2:
+            launch_pass<2>(A, m, kb, xj, yj);
+            break;
+        default:
+            launch_pass<3>(A, m, kb, xj, yj);
+            break;
         }
         HK_CU_LAUNCHED();
         j0 += kb;
@@ -265,8 +286,8 @@ extern "C" int hk_cu_block_gram(int64_t n, int p, const hk_vec *X, int q, const 
     HK_CALL(blas_ready((size_t)p * q));
     const double one = 1, zero = 0;
     HK_CU_BLAS(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, p, q, (int)n, &one,
-                           (const double *)X->data, (int)n, (const double *)Y->data, (int)n,
-                           &zero, scratch, p));
+                           (const double *)X->data, (int)n, (const double *)Y->data, (int)n, &zero,
+                           scratch, p));
     HK_CU(cudaMemcpyAsync(G, scratch, (size_t)p * q * sizeof *G, cudaMemcpyDeviceToHost,
                           hk_cu.stream));
     HK_CU(cudaStreamSynchronize(hk_cu.stream));
@@ -285,8 +306,7 @@ extern "C" int hk_cu_block_update(int64_t n, int p, const hk_vec *X, int q, cons
     HK_CHECK(y + (size_t)q * n <= x || x + (size_t)p * n <= y, HK_ERR_ARG,
              "cuda block_update: Y overlaps X");
     HK_CHECK(n < INT32_MAX, HK_ERR_UNSUPPORTED,
-             "cuda block_update: %lld rows; cuBLAS leading dimensions stop at 2^31",
-             (long long)n);
+             "cuda block_update: %lld rows; cuBLAS leading dimensions stop at 2^31", (long long)n);
     if (n == 0) return 0;
     HK_CALL(blas_ready((size_t)p * q));
     /* pageable source: staged before the call returns, ordered on the stream */
@@ -370,17 +390,16 @@ extern "C" int hk_cuda_bench_syevd(int k, const double *A, int reps, double *sec
     HK_TRY(hk_malloc(sizeof(double) * (reps + 1), &t));
     for (int r = 0; r <= reps; r++) {
         const double t0 = hk_time();
-        HK_CU_TRY(cudaMemcpyAsync(dA, A, sizeof(double) * k * k, cudaMemcpyHostToDevice,
-                                  hk_cu.stream));
+        HK_CU_TRY(
+            cudaMemcpyAsync(dA, A, sizeof(double) * k * k, cudaMemcpyHostToDevice, hk_cu.stream));
         if ((st = cusolverDnDsyevd(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, k, dA, k,
                                    dW, work, lwork, info)) != CUSOLVER_STATUS_SUCCESS) {
             ierr = syevd_fail(st, "cusolverDnDsyevd");
             goto fail;
         }
-        HK_CU_TRY(cudaMemcpyAsync(V, dA, sizeof(double) * k * k, cudaMemcpyDeviceToHost,
-                                  hk_cu.stream));
-        HK_CU_TRY(cudaMemcpyAsync(w, dW, sizeof(double) * k, cudaMemcpyDeviceToHost,
-                                  hk_cu.stream));
+        HK_CU_TRY(
+            cudaMemcpyAsync(V, dA, sizeof(double) * k * k, cudaMemcpyDeviceToHost, hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(w, dW, sizeof(double) * k, cudaMemcpyDeviceToHost, hk_cu.stream));
         HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
         t[r] = hk_time() - t0;
     }

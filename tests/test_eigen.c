@@ -73,9 +73,9 @@ static void laplace3d(int N, hk_bcsr *A)
     for (int64_t r = 0; r < n; r++) {
         const int i = (int)(r % N), j = (int)(r / N % N), k = (int)(r / N / N);
         A->rowptr[r] = q;
-        const int64_t nb[7] = {k > 0 ? r - N * N : -1, j > 0 ? r - N : -1, i > 0 ? r - 1 : -1, r,
-                               i < N - 1 ? r + 1 : -1, j < N - 1 ? r + N : -1,
-                               k < N - 1 ? r + N * N : -1};
+        const int64_t nb[7] = {
+            k > 0 ? r - N * N : -1, j > 0 ? r - N : -1,     i > 0 ? r - 1 : -1,        r,
+            i < N - 1 ? r + 1 : -1, j < N - 1 ? r + N : -1, k < N - 1 ? r + N * N : -1};
         for (int t = 0; t < 7; t++)
             if (nb[t] >= 0) {
                 A->colind[q] = (int32_t)nb[t];
@@ -175,8 +175,8 @@ static const eig_case cases[] = {
     {"generalized, tridiagonal M (1D FEM)", LAP1D_FEM, "pc=amg", 6},
     {"generalized, tridiagonal M, poly", LAP1D_FEM, "pc=poly", 4},
     {"generalized, tridiagonal M, amg in fp32", LAP1D_FEM, "pc=amg precision=mixed", 5},
-    {"generalized, tridiagonal M, sell, block 16", LAP1D_FEM, "pc=bjacobi format=sell eigen.block=16",
-     5},
+    {"generalized, tridiagonal M, sell, block 16", LAP1D_FEM,
+     "pc=bjacobi format=sell eigen.block=16", 5},
     {"2D Laplacian, repeated eigenvalues", LAP2D, "pc=amg", 8},
     {"2D Laplacian, a pair cut by nev", LAP2D, "pc=jacobi", 7},
     {"3D Laplacian, triple eigenvalues", LAP3D, "pc=amg", 7},
@@ -238,7 +238,8 @@ static void build(int kind, hk_bcsr *K, hk_bcsr *M, double **coords, double **re
         w = malloc((size_t)n * sizeof *w);
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++)
-                w[i * N + j] = 4 - 2 * cos((i + 1) * M_PI / (N + 1)) - 2 * cos((j + 1) * M_PI / (N + 1));
+                w[i * N + j] =
+                    4 - 2 * cos((i + 1) * M_PI / (N + 1)) - 2 * cos((j + 1) * M_PI / (N + 1));
         break;
     }
     case LAP3D: {
@@ -365,8 +366,8 @@ static void check_pairs(const char *what, const hk_bcsr *K, const hk_bcsr *M, in
         }
     }
     if (bad)
-        printf("\n  %s: %d of %d converged in %d iterations (%d restarts), max residual %.2e",
-               what, res->converged, nev, res->iterations, res->restarts, res->max_residual);
+        printf("\n  %s: %d of %d converged in %d iterations (%d restarts), max residual %.2e", what,
+               res->converged, nev, res->iterations, res->restarts, res->max_residual);
     free(kx);
     free(mx);
 }
@@ -426,8 +427,8 @@ static void test_closed_forms(void)
 static void test_multiplicity(void)
 {
     for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
-        const int kinds[2] = {LAP2D, LAP3D}, nevs[2] = {8, 7}, mult[2][8] = {{1, 2, 1, 2, 2},
-                                                                             {1, 3, 3}};
+        const int kinds[2] = {LAP2D, LAP3D}, nevs[2] = {8, 7},
+                  mult[2][8] = {{1, 2, 1, 2, 2}, {1, 3, 3}};
         for (int t = 0; t < 2; t++) {
             hk_bcsr K, M;
             double *coords, *ref;
@@ -625,10 +626,18 @@ static double rel_err(const double *a, const double *b, int64_t len)
 static void op_matrix(int t, hk_bcsr *K)
 {
     switch (t) {
-    case 0: HK_ASSERT_OK(hk_gen_elasticity3d(4, 3, 3, K)); break;
-    case 1: HK_ASSERT_OK(hk_gen_elasticity2d(9, 7, K)); break;
-    case 2: HK_ASSERT_OK(hk_gen_poisson2d(19, K)); break;
-    default: HK_ASSERT_OK(hk_gen_random(157, 157, 2, 6.5, 1, 11, K)); break;
+    case 0:
+        HK_ASSERT_OK(hk_gen_elasticity3d(4, 3, 3, K));
+        break;
+    case 1:
+        HK_ASSERT_OK(hk_gen_elasticity2d(9, 7, K));
+        break;
+    case 2:
+        HK_ASSERT_OK(hk_gen_poisson2d(19, K));
+        break;
+    default:
+        HK_ASSERT_OK(hk_gen_random(157, 157, 2, 6.5, 1, 11, K));
+        break;
     }
 }
 
@@ -740,7 +749,8 @@ static void test_block_reductions(void)
                 }
             const double e = rel_err(got, want, n * q);
             CU_ASSERT(e <= 1e-13);
-            if (e > 1e-13) printf("\n  %s block_update beta %g: %.2e", hk_backend_name(*be), beta, e);
+            if (e > 1e-13)
+                printf("\n  %s block_update beta %g: %.2e", hk_backend_name(*be), beta, e);
             free(got);
             free(want);
         }
@@ -830,11 +840,11 @@ static void test_dense_symeig(void)
 static int parse_eigenvalues(const char *out, double *v, int max)
 {
     int k = 0;
-    for (const char *l = out; l && *l && k < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    for (const char *l = out; l && *l && k < max;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         int j;
         double x;
-        if (sscanf(l, "%d %lf", &j, &x) == 2 && j == k + 1 && strstr(l, "e") != NULL &&
-            l[0] == ' ')
+        if (sscanf(l, "%d %lf", &j, &x) == 2 && j == k + 1 && strstr(l, "e") != NULL && l[0] == ' ')
             v[k++] = x;
     }
     return k;
@@ -869,8 +879,7 @@ static void test_command(void)
     CU_ASSERT_EQUAL(cols, 4);
     free(X);
     /* JSON */
-    rc = hk_test_solve_cmd("--generate poisson:10 --eigen 4 --backend cpu --json", out,
-                           sizeof out);
+    rc = hk_test_solve_cmd("--generate poisson:10 --eigen 4 --backend cpu --json", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"converged\": 4"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"eigenvalues\": ["));
@@ -907,8 +916,7 @@ static void test_command(void)
     rc = hk_test_solve_cmd("K.mtx --eigen 3 eigen.tolerance=1", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "eigen.tol, eigen.maxit"));
-    rc = hk_test_solve_cmd("K.mtx --eigen 3 --backend cpu pc=none eigen.maxit=1", out,
-                           sizeof out);
+    rc = hk_test_solve_cmd("K.mtx --eigen 3 --backend cpu pc=none eigen.maxit=1", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "eigen.maxit"));
     rc = hk_test_solve_cmd("--help", out, sizeof out);
@@ -931,9 +939,8 @@ static void test_cuda_block_ops(void)
 {
     const hk_backend *cu = hk_test_cuda_backend(), *cpu = NULL;
     HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
-    static const hk_format fmts[] = {HK_FMT_CSR,  HK_FMT_BSR,   HK_FMT_ELL,
-                                     HK_FMT_SELL, HK_FMT_BELL,  HK_FMT_SBELL,
-                                     HK_FMT_PCSR, HK_FMT_CUSPARSE_BSR};
+    static const hk_format fmts[] = {HK_FMT_CSR,  HK_FMT_BSR,   HK_FMT_ELL,  HK_FMT_SELL,
+                                     HK_FMT_BELL, HK_FMT_SBELL, HK_FMT_PCSR, HK_FMT_CUSPARSE_BSR};
     for (int t = 0; t < 4; t++) {
         hk_bcsr K;
         op_matrix(t, &K);
@@ -1009,8 +1016,7 @@ static void test_cuda_lobpcg(void)
     const hk_backend *cu = hk_test_cuda_backend(), *cpu = NULL;
     HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
     static const int kinds[] = {ELAST3D, LAP2D, CHAIN2, LAP1D_FEM};
-    static const char *const opts[] = {"pc=amg", "pc=amg format=sbell", "pc=jacobi",
-                                       "pc=fsai"};
+    static const char *const opts[] = {"pc=amg", "pc=amg format=sbell", "pc=jacobi", "pc=fsai"};
     for (int t = 0; t < 4; t++)
         for (int o = 0; o < 4; o++) {
             hk_bcsr K, M;

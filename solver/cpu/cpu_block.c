@@ -23,9 +23,8 @@
 /* ---- block SpMV ------------------------------------------------------------------------- */
 
 /* Block row i of a block CSR (literal B and KB): Y[:, 0..KB) rows of i = A X. */
-ALWAYS_INLINE void bsr_block_row(const hk_fmt *F, int64_t i, const double *restrict X,
-                                 int64_t ldx, double *restrict Y, int64_t ldy, const int B,
-                                 const int KB)
+ALWAYS_INLINE void bsr_block_row(const hk_fmt *F, int64_t i, const double *restrict X, int64_t ldx,
+                                 double *restrict Y, int64_t ldy, const int B, const int KB)
 {
     double acc[HK_CPU_BLOCK_COLS][6];
     for (int j = 0; j < KB; j++)
@@ -99,8 +98,8 @@ ALWAYS_INLINE void sliced_block_slice(const hk_fmt *F, int64_t base, int64_t S, 
     {                                                                                              \
         const int64_t nb = F->nbrows, work = nb * KB;                                              \
         if (F->fmt == HK_FMT_CSR || F->fmt == HK_FMT_BSR) {                                        \
-            _Pragma("omp parallel for schedule(static, 64) if (work > 8192)")                      \
-            for (int64_t i = 0; i < nb; i++)                                                       \
+            _Pragma("omp parallel for schedule(static, 64) if (work > 8192)") for (int64_t i = 0;  \
+                                                                                   i < nb; i++)    \
                 bsr_block_row(F, i, X, ldx, Y, ldy, B, KB);                                        \
             return;                                                                                \
         }                                                                                          \
@@ -108,12 +107,13 @@ ALWAYS_INLINE void sliced_block_slice(const hk_fmt *F, int64_t base, int64_t S, 
         const int sliced = F->fmt == HK_FMT_SELL || F->fmt == HK_FMT_SBELL;                        \
         const int64_t S = sliced ? F->slice : (nb > 0 ? nb : 1);                                   \
         const int64_t nsl = sliced ? F->nslices : 1;                                               \
-        _Pragma("omp parallel for schedule(dynamic, 16) if (work > 8192)")                         \
-        for (int64_t sl = 0; sl < nsl; sl++) {                                                     \
+        _Pragma("omp parallel for schedule(dynamic, 16) if (work > 8192)") for (int64_t sl = 0;    \
+                                                                                sl < nsl; sl++)    \
+        {                                                                                          \
             const int64_t base = sliced ? F->slice_ptr[sl] : 0;                                    \
             const int64_t w = sliced ? F->slice_width[sl] : F->width;                              \
             const int64_t rows = nb - sl * S < S ? nb - sl * S : S;                                \
-            sliced_block_slice(F, base, S, w, rows, sliced ? F->perm : NULL, sl * S, X, ldx, Y,    \
+            sliced_block_slice(F, base, S, w, rows, sliced ? F->perm : NULL, sl *S, X, ldx, Y,     \
                                ldy, B, KB);                                                        \
         }                                                                                          \
     }
@@ -126,10 +126,18 @@ ALWAYS_INLINE void sliced_block_slice(const hk_fmt *F, int64_t base, int64_t S, 
                                int64_t ldy)                                                        \
     {                                                                                              \
         switch (kb) {                                                                              \
-        case 8: block_pass_##B##_8(F, X, ldx, Y, ldy); break;                                      \
-        case 4: block_pass_##B##_4(F, X, ldx, Y, ldy); break;                                      \
-        case 2: block_pass_##B##_2(F, X, ldx, Y, ldy); break;                                      \
-        default: block_pass_##B##_1(F, X, ldx, Y, ldy); break;                                     \
+        case 8:                                                                                    \
+            block_pass_##B##_8(F, X, ldx, Y, ldy);                                                 \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            block_pass_##B##_4(F, X, ldx, Y, ldy);                                                 \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            block_pass_##B##_2(F, X, ldx, Y, ldy);                                                 \
+            break;                                                                                 \
+        default:                                                                                   \
+            block_pass_##B##_1(F, X, ldx, Y, ldy);                                                 \
+            break;                                                                                 \
         }                                                                                          \
     }
 HK_CPU_BLOCK_PASSES(1)
@@ -177,12 +185,24 @@ int hk_cpu_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
         const double *xj = xd + (size_t)j0 * A->ncols;
         double *yj = yd + (size_t)j0 * A->nrows;
         switch (F->bs) {
-        case 1: block_pass_1(F, kb, xj, A->ncols, yj, A->nrows); break;
-        case 2: block_pass_2(F, kb, xj, A->ncols, yj, A->nrows); break;
-        case 3: block_pass_3(F, kb, xj, A->ncols, yj, A->nrows); break;
-        case 4: block_pass_4(F, kb, xj, A->ncols, yj, A->nrows); break;
-        case 5: block_pass_5(F, kb, xj, A->ncols, yj, A->nrows); break;
-        default: block_pass_6(F, kb, xj, A->ncols, yj, A->nrows); break;
+        case 1:
+            block_pass_1(F, kb, xj, A->ncols, yj, A->nrows);
+            break;
+        case 2:
+            block_pass_2(F, kb, xj, A->ncols, yj, A->nrows);
+            break;
+        case 3:
+            block_pass_3(F, kb, xj, A->ncols, yj, A->nrows);
+            break;
+        case 4:
+            block_pass_4(F, kb, xj, A->ncols, yj, A->nrows);
+            break;
+        case 5:
+            block_pass_5(F, kb, xj, A->ncols, yj, A->nrows);
+            break;
+        default:
+            block_pass_6(F, kb, xj, A->ncols, yj, A->nrows);
+            break;
         }
         j0 += kb;
     }
@@ -249,7 +269,7 @@ static int gram_chunks(int64_t n, int p, int q)
             for (int b = 0; b < JB; b++) {                                                         \
                 double s0 = acc[a][b][0];                                                          \
                 if (len2 < len)                                                                    \
-                    s0 += x[(size_t)(i0 + a) * n + len2] * y[(size_t)(j0 + b) * n + len2];          \
+                    s0 += x[(size_t)(i0 + a) * n + len2] * y[(size_t)(j0 + b) * n + len2];         \
                 pc[(i0 + a) + (size_t)(j0 + b) * p] += s0 + acc[a][b][1];                          \
             }                                                                                      \
     }
@@ -271,7 +291,8 @@ int hk_cpu_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y,
     const double *x = X->data, *y = Y->data;
 #pragma omp parallel for schedule(static) if (n * (int64_t)pq > 65536)
     for (int c = 0; c < nc; c++) {
-        const int64_t r0 = (int64_t)((__int128)n * c / nc), r1 = (int64_t)((__int128)n * (c + 1) / nc);
+        const int64_t r0 = (int64_t)((__int128)n * c / nc),
+                      r1 = (int64_t)((__int128)n * (c + 1) / nc);
         double *pc = part + (size_t)c * pq;
         memset(pc, 0, pq * sizeof *pc);
         for (int64_t t = r0; t < r1; t += GRAM_TILE) {

@@ -14,8 +14,7 @@
 
 /* Householder reduction of the symmetric A to tridiagonal form: d (n) the diagonal, e (n) the
  * subdiagonal (e[n-1] = 0), V = the product of the reflections (A = V T V^T). */
-static void tridiagonalize(int n, double *A, double *d, double *e, double *V, double *v,
-                           double *p)
+static void tridiagonalize(int n, double *A, double *d, double *e, double *V, double *v, double *p)
 {
     for (int j = 0; j < n; j++)
         for (int i = 0; i < n; i++)

@@ -11,8 +11,8 @@
 #include "eigen_impl.h"
 
 struct hk_eigen {
-    hk_solver *s;  /* K - sigma M: backend, format, preconditioner */
-    hk_mat *M;     /* M on the backend, NULL for the identity */
+    hk_solver *s; /* K - sigma M: backend, format, preconditioner */
+    hk_mat *M;    /* M on the backend, NULL for the identity */
     hk_lobpcg L;
     int64_t n;
     double sigma;
@@ -35,15 +35,15 @@ struct hk_eigen {
 /* Keys of the linear solver that have no meaning for the eigensolver. */
 static int check_keys(const hk_options *o)
 {
-    static const char *const linear[] = {"method",     "tol",        "atol",     "maxit",
-                                         "restart",    "history",    "check_every",
-                                         "stagnation", "graphs",     "replace_every", NULL};
+    static const char *const linear[] = {"method",  "tol",           "atol",        "maxit",
+                                         "restart", "history",       "check_every", "stagnation",
+                                         "graphs",  "replace_every", NULL};
     static const char *const eigen[] = {"eigen.tol", "eigen.maxit", "eigen.block", "eigen.shift",
                                         NULL};
     for (int i = 0; i < hk_options_count(o); i++) {
         const char *key = hk_options_key(o, i);
-        int bad = !strncmp(key, "inner.", 6) || !strncmp(key, "ksp.", 4) ||
-                  !strncmp(key, "mpk.", 4);
+        int bad =
+            !strncmp(key, "inner.", 6) || !strncmp(key, "ksp.", 4) || !strncmp(key, "mpk.", 4);
         for (int j = 0; linear[j] && !bad; j++)
             bad = !strcmp(key, linear[j]);
         HK_CHECK(!bad, HK_ERR_OPTION,
@@ -55,8 +55,8 @@ static int check_keys(const hk_options *o)
         int known = 0;
         for (int j = 0; eigen[j] && !known; j++)
             known = !strcmp(key, eigen[j]);
-        HK_CHECK(known, HK_ERR_OPTION, "unknown option '%s'; the eigensolver's options are %s",
-                 key, HK_EIGEN_KEYS);
+        HK_CHECK(known, HK_ERR_OPTION, "unknown option '%s'; the eigensolver's options are %s", key,
+                 HK_EIGEN_KEYS);
     }
     return 0;
 }
@@ -281,8 +281,7 @@ int hk_eigen_create(const hk_bcsr *K, const hk_bcsr *M, const hk_nearnull *nn, h
                  "option eigen.tol=%g must be in (0, 1) (relative residual; default %g)", e->tol,
                  HK_EIGEN_TOL);
     HK_TRY_CHECK(e->maxit >= 1, HK_ERR_OPTION,
-                 "option eigen.maxit=%d must be at least 1 (default %d)", e->maxit,
-                 HK_EIGEN_MAXIT);
+                 "option eigen.maxit=%d must be at least 1 (default %d)", e->maxit, HK_EIGEN_MAXIT);
     HK_TRY_CHECK(e->block >= 0, HK_ERR_OPTION,
                  "option eigen.block=%d must be 0 (automatic: nev + max(4, nev/2)) or the "
                  "number of columns, at least the pairs asked for",
@@ -394,8 +393,7 @@ int hk_eigen_solve(hk_eigen *e, int nev, double *lambda, double *X, double *resi
     memset(res, 0, sizeof *res);
     const int64_t n = e->n;
     HK_CHECK(nev >= 1, HK_ERR_ARG,
-             "%d eigenpairs asked for; ask for at least one (hooke solve --eigen N, N >= 1)",
-             nev);
+             "%d eigenpairs asked for; ask for at least one (hooke solve --eigen N, N >= 1)", nev);
     HK_CHECK(nev <= n, HK_ERR_ARG,
              "%d eigenpairs asked for, but the problem has only %lld unknowns; ask for at "
              "most %lld",
@@ -471,28 +469,26 @@ void hk_eigen_describe(const hk_eigen *e, FILE *f)
     char info[448] = "";
     if (pc->type->describe && pc->data) pc->type->describe(pc, info, sizeof info);
     fprintf(f, "lobpcg + %s%s%s%s%s, %s fp64 on %s, shift %.3g%s\n", pc->type->name,
-            info[0] ? " (" : "", info, info[0] ? ")" : "",
-            pc->prec == HK_FP32 ? " fp32" : "", hk_format_name(A->fmt), A->be->name, e->sigma,
-            e->M ? "" : ", M = I");
+            info[0] ? " (" : "", info, info[0] ? ")" : "", pc->prec == HK_FP32 ? " fp32" : "",
+            hk_format_name(A->fmt), A->be->name, e->sigma, e->M ? "" : ", M = I");
 }
 
 void hk_eigen_print_help(FILE *f)
 {
-    fprintf(f,
-            "Eigensolver options (with --eigen; key=value, unknown keys are errors):\n"
-            "  eigen.tol=1e-6          relative residual ||K x - lambda M x|| /\n"
-            "                          (|lambda| ||M x||) of every pair (zero eigenvalues:\n"
-            "                          the rounding floor 100 eps ||K|| ||x||)\n"
-            "  eigen.maxit=1000        LOBPCG iteration limit\n"
-            "  eigen.block=0           columns of the block (0: nev + max(4, nev/2))\n"
-            "  eigen.shift=auto        sigma: the preconditioner is set up on K - sigma M,\n"
-            "                          which must be positive definite (sigma below the\n"
-            "                          lowest eigenvalue); auto: -1e-8 trace(K)/trace(M), so\n"
-            "                          free-floating parts (singular K) work\n"
-            "  monitor=0|1|2           print every LOBPCG iteration (2: with every pair's\n"
-            "                          residual and the basis's sizes)\n"
-            "  pc=amg                  preconditioner of K - sigma M (any symmetric one:\n"
-            "                          amg, jacobi, bjacobi, poly, fsai, ic0, none), with its\n"
-            "                          pc.* options; format, format.*, precision, backend as\n"
-            "                          for the linear solver\n");
+    fprintf(f, "Eigensolver options (with --eigen; key=value, unknown keys are errors):\n"
+               "  eigen.tol=1e-6          relative residual ||K x - lambda M x|| /\n"
+               "                          (|lambda| ||M x||) of every pair (zero eigenvalues:\n"
+               "                          the rounding floor 100 eps ||K|| ||x||)\n"
+               "  eigen.maxit=1000        LOBPCG iteration limit\n"
+               "  eigen.block=0           columns of the block (0: nev + max(4, nev/2))\n"
+               "  eigen.shift=auto        sigma: the preconditioner is set up on K - sigma M,\n"
+               "                          which must be positive definite (sigma below the\n"
+               "                          lowest eigenvalue); auto: -1e-8 trace(K)/trace(M), so\n"
+               "                          free-floating parts (singular K) work\n"
+               "  monitor=0|1|2           print every LOBPCG iteration (2: with every pair's\n"
+               "                          residual and the basis's sizes)\n"
+               "  pc=amg                  preconditioner of K - sigma M (any symmetric one:\n"
+               "                          amg, jacobi, bjacobi, poly, fsai, ic0, none), with its\n"
+               "                          pc.* options; format, format.*, precision, backend as\n"
+               "                          for the linear solver\n");
 }

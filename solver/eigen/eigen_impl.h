@@ -61,10 +61,10 @@ typedef struct hk_lobpcg {
     hk_vec *S[2], *AS[2], *BS[2], *R;
     int m_alloc;
     /* results */
-    double *theta;    /* m Ritz values of (K, B) */
-    double *residual; /* m relative residuals (hk_eigen_result) */
+    double *theta;         /* m Ritz values of (K, B) */
+    double *residual;      /* m relative residuals (hk_eigen_result) */
     unsigned char *status; /* m: 0 not converged, 1 below tol, 2 at the rounding floor */
-    int cur;          /* S[cur] holds X in its first m columns after a run */
+    int cur;               /* S[cur] holds X in its first m columns after a run */
     int iterations, restarts, spmv_cols, pc_applies, stagnated;
 } hk_lobpcg;
 

@@ -1,10 +1,10 @@
 /* LOBPCG for the pencil K x = theta B x (K symmetric positive semidefinite, B = M symmetric
- * positive definite or the identity; T ~ (K - sigma M)^-1 the preconditioner), after Knyazev (SIAM J. Sci. Comput. 23, 2001)
- * with the basis handling of Hetmaniuk and Lehoucq (J. Comput. Phys. 218, 2006) and Duersch,
- * Shao, Yang and Gu (SIAM J. Sci. Comput. 40, 2018). Written once against the backend ops
- * (block SpMV, Gram products, block updates, the preconditioner's apply on each column); the
- * small dense Rayleigh-Ritz problem is solved on the host (dense.c). docs/modal.md describes
- * the algorithm and its choices.
+ * positive definite or the identity; T ~ (K - sigma M)^-1 the preconditioner), after Knyazev (SIAM
+ * J. Sci. Comput. 23, 2001) with the basis handling of Hetmaniuk and Lehoucq (J. Comput. Phys. 218,
+ * 2006) and Duersch, Shao, Yang and Gu (SIAM J. Sci. Comput. 40, 2018). Written once against the
+ * backend ops (block SpMV, Gram products, block updates, the preconditioner's apply on each
+ * column); the small dense Rayleigh-Ritz problem is solved on the host (dense.c). docs/modal.md
+ * describes the algorithm and its choices.
  *
  * K is multiplied as (K - sigma M) X + sigma B X: the preconditioner's matrix (sigma < 0 makes
  * it definite for a free-floating part, whose K is singular) serves as the operator too, so
@@ -40,9 +40,9 @@
 
 #include "eigen_impl.h"
 
-#define W_DROP 1e-10   /* SVQB of W: relative Gram eigenvalue below which a direction is dropped */
-#define P_DROP 1e-8    /* orthonormalisation of P's coefficients: relative norm kept */
-#define GB_PIVOT 1e-8  /* Cholesky pivot of the (near identity) basis Gram matrix */
+#define W_DROP 1e-10  /* SVQB of W: relative Gram eigenvalue below which a direction is dropped */
+#define P_DROP 1e-8   /* orthonormalisation of P's coefficients: relative norm kept */
+#define GB_PIVOT 1e-8 /* Cholesky pivot of the (near identity) basis Gram matrix */
 
 int hk_lobpcg_alloc(hk_lobpcg *L)
 {
@@ -250,8 +250,8 @@ static int gram(const hk_lobpcg *L, int p, const hk_vec *X, int q, const hk_vec 
 }
 
 /* Y = X C + beta Y on block views (X: p columns, C: p x q). */
-static int update(const hk_lobpcg *L, int p, const hk_vec *X, int q, const double *C,
-                  double beta, hk_vec *Y)
+static int update(const hk_lobpcg *L, int p, const hk_vec *X, int q, const double *C, double beta,
+                  hk_vec *Y)
 {
     if (p <= 0 || q <= 0) return 0;
     return L->be->block_update(L->n, p, X, q, C, beta, Y);
