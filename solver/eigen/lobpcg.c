@@ -110,15 +110,9 @@ static int work_alloc(rr_work *r, int m)
     r->G = p + 9 * kk;
     r->tmp = p + 10 * kk;
     r->w = p + 11 * kk;
-    if (hk_calloc((size_t)k, sizeof *r->J, &r->J)) {
-        free(p);
-        return HK_ERR_MEMORY;
-    }
-    if (hk_calloc((size_t)k, 1, &r->use)) {
-        free(p);
-        free(r->J);
-        return HK_ERR_MEMORY;
-    }
+    /* work_free releases whatever was allocated when one of these fails */
+    HK_CALL(hk_calloc((size_t)k, sizeof *r->J, &r->J));
+    HK_CALL(hk_calloc((size_t)k, 1, &r->use));
     return 0;
 }
 
