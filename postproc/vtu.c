@@ -1,286 +1,464 @@
-/* VTK XML output through libxml2's xmlTextWriter: .vtu (UnstructuredGrid) and .pvd.
+/* VTK XML output, written directly: .vtu (UnstructuredGrid) and .pvd.
  *
- * Binary mode: every array goes into one <AppendedData encoding="base64"> section; DataArray
- * offsets count base64 characters from the byte after the leading '_'. header_type is UInt64.
- *   uncompressed: base64(UInt64 nbytes + data), one stream per array;
- *   zlib:         base64([nblocks, blocksize, last partial block size, csize_1..csize_n])
- *                 followed by base64(compressed blocks), blocks of 32 KiB, as
- *                 vtkZLibDataCompressor writes and vtkXMLDataParser reads.
- * ASCII mode writes the values inline (format="ascii"), 17 significant digits. */
+ * The XML head is plain text; the arrays follow it in one <AppendedData encoding="raw">
+ * section (header_type UInt64; a DataArray's offset counts bytes from the byte after '_'):
+ *   uncompressed: the UInt64 byte count, then the values;
+ *   compressed:   UInt64 [number of blocks, block size, size of the last block when partial
+ *                 (else 0), compressed size of each block], then the blocks, each compressed
+ *                 on its own (zlib's compress2 or LZ4's block format), as vtkXMLDataParser
+ *                 reads them with vtkZLibDataCompressor or vtkLZ4DataCompressor.
+ * The data go out with pwrite at positions fixed by the block order, from every thread at
+ * once: blocks are compressed in parallel and placed by the running sum of their sizes in
+ * block order, so the bytes do not depend on the thread count. Compressed sizes are known only
+ * after compression, so a compressed file's head is written last, over room reserved for it:
+ * each offset is followed by blanks up to 20 digits' width (blanks before "/>", which XML
+ * allows). ASCII mode writes the values inline (format="ascii") through stdio. */
+#define _GNU_SOURCE /* open_memstream, pwrite */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <libxml/xmlwriter.h>
 #include <zlib.h>
+#ifdef HOOKE_HAVE_LZ4
+#include <lz4.h>
+#endif
+
+#include <omp.h>
 
 #include "pp_impl.h"
 
-#define VTU_BLOCK 32768 /* uncompressed bytes per zlib block (VTK's default) */
-#define VTU_ZLEVEL 1    /* zlib level: 1 is several times faster than 6 for ~10% larger files */
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define VTU_BLOCK ((size_t)1 << 16) /* uncompressed bytes per compressed block */
+#define VTU_PIECE ((size_t)1 << 20) /* bytes per pwrite of an uncompressed array */
+#define VTU_OFFSET_WIDTH 20         /* digits of the largest UInt64: room for any offset */
 
-/* One array to write. */
+int hk_vtu_have_lz4(void)
+{
+#ifdef HOOKE_HAVE_LZ4
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* One array of the file. */
 typedef struct {
     const char *name;
-    const char *type; /* "Float64", "Int64", "Int32", "UInt8" */
+    const char *type; /* VTK type name of the values in the file */
     int ncomp;
     int64_t ntuples;
-    size_t word;                   /* bytes per value */
-    const void *data;              /* ntuples * ncomp values */
+    int word;                      /* bytes per value in the file */
+    const void *data;              /* ntuples * ncomp values in memory */
+    int from_double;               /* data are doubles, written as Float32 */
     const char *const *comp_names; /* NULL or ncomp names */
-    /* binary modes: the VTK header and the body (the data itself, or its zlib blocks) */
-    uint64_t *hdr;
-    size_t hdr_bytes;
-    unsigned char *zbody; /* compressed body (owned), NULL when uncompressed */
-    size_t body_bytes;
-    size_t enc_len; /* base64 characters of this array in the appended section */
+    uint64_t offset;               /* appended: from the byte after '_' */
+    uint64_t size;                 /* appended: bytes (header and values or blocks) */
 } vtu_array;
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Append the base64 encoding of n bytes to out (room for 4*ceil(n/3) chars), return the count. */
-static size_t b64_encode(const unsigned char *in, size_t n, char *out)
+static uint64_t array_bytes(const vtu_array *a)
 {
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = b64[v >> 18], out[o++] = b64[(v >> 12) & 63];
-        out[o++] = b64[(v >> 6) & 63], out[o++] = b64[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
-        out[o++] = b64[v >> 18], out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    return o;
+    return (uint64_t)a->ntuples * (uint64_t)a->ncomp * (uint64_t)a->word;
 }
 
-static size_t b64_len(size_t n)
+/* Bytes [start, start + len) of a's values as written: its memory itself, or the Float32
+ * conversion in tmp (room for len bytes). start and len are multiples of 4. */
+static const unsigned char *values_at(const vtu_array *a, uint64_t start, size_t len, float *tmp)
 {
-    return 4 * ((n + 2) / 3);
+    if (!a->from_double) return (const unsigned char *)a->data + start;
+    const double *d = (const double *)a->data + start / 4;
+    for (size_t i = 0; i < len / 4; i++)
+        tmp[i] = (float)d[i];
+    return (const unsigned char *)tmp;
 }
 
-/* Prepare array a for the appended section: its VTK header, its body (compressed in
- * zlib blocks when asked) and the length of its base64 text, so the offsets are known
- * before anything is written. The base64 text itself is produced while writing. */
-static int prepare_array(vtu_array *a, int compress)
+/* All of buf at pos; 0, or an errno. */
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t pos)
 {
-    size_t nbytes = (size_t)a->ntuples * (size_t)a->ncomp * a->word;
-    int ierr = 0;
-    if (!compress) {
-        /* header and data form one base64 stream */
-        HK_CALL(hk_malloc(sizeof(uint64_t), &a->hdr));
-        a->hdr[0] = nbytes;
-        a->hdr_bytes = 8, a->body_bytes = nbytes;
-        a->enc_len = b64_len(8 + nbytes);
-        return 0;
-    }
-    const unsigned char *src = a->data;
-    size_t nblocks = (nbytes + VTU_BLOCK - 1) / VTU_BLOCK;
-    size_t last = nbytes % VTU_BLOCK;
-    HK_CALL(hk_calloc(3 + nblocks, sizeof(uint64_t), &a->hdr));
-    a->hdr[0] = nblocks, a->hdr[1] = VTU_BLOCK, a->hdr[2] = last;
-    a->hdr_bytes = (3 + nblocks) * sizeof(uint64_t);
-    /* blocks are independent: compress them in parallel into fixed slots, then pack them
-     * (the file does not depend on the thread count) */
-    const size_t slot = compressBound(VTU_BLOCK);
-    size_t used = 0;
-    int zfail = Z_OK;
-    unsigned char *z = NULL;
-    HK_TRY(hk_malloc(nblocks * slot + 1, &z));
-#pragma omp parallel for schedule(dynamic, 4)
-    for (size_t b = 0; b < nblocks; b++) {
-        size_t len = (b + 1 < nblocks || !last) ? VTU_BLOCK : last;
-        uLongf clen = (uLongf)slot;
-        int zr =
-            compress2(z + b * slot, &clen, src + b * (size_t)VTU_BLOCK, (uLong)len, VTU_ZLEVEL);
-        a->hdr[3 + b] = clen;
-        if (zr != Z_OK) {
-#pragma omp critical(hk_vtu_zfail)
-            zfail = zr;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, (off_t)pos);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return errno;
         }
+        if (w == 0) return EIO;
+        p += w, len -= (size_t)w, pos += (uint64_t)w;
     }
-    HK_TRY_CHECK(zfail == Z_OK, HK_ERR_INTERNAL, "zlib compress2 failed (%d) on array '%s'", zfail,
-                 a->name);
-    for (size_t b = 0; b < nblocks; b++) {
-        memmove(z + used, z + b * slot, a->hdr[3 + b]);
-        used += a->hdr[3 + b];
-    }
-    a->zbody = z, z = NULL;
-    a->body_bytes = used;
-    /* header and compressed blocks are encoded separately, as VTK reads them */
-    a->enc_len = b64_len(a->hdr_bytes) + b64_len(used);
-fail:
-    free(z);
-    return ierr;
-}
-
-/* Streaming base64 into the writer: bytes are fed in any pieces, text goes out in chunks. */
-typedef struct {
-    xmlTextWriterPtr w;
-    unsigned char carry[3];
-    int ncarry;
-    char out[65536];
-    size_t nout;
-    int failed;
-} b64_stream;
-
-static void b64_flush(b64_stream *st)
-{
-    if (st->nout && !st->failed)
-        st->failed = xmlTextWriterWriteRawLen(st->w, BAD_CAST st->out, (int)st->nout) < 0;
-    st->nout = 0;
-}
-
-static void b64_feed(b64_stream *st, const unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        if (st->ncarry > 0 || n < 3) { /* complete a triplet byte by byte */
-            st->carry[st->ncarry++] = *p++, n--;
-            if (st->ncarry == 3) {
-                st->nout += b64_encode(st->carry, 3, st->out + st->nout);
-                st->ncarry = 0;
-            }
-        } else { /* whole triplets straight from the input, as many as fit */
-            size_t room = (sizeof st->out - st->nout) / 4 * 3, take = n / 3 * 3;
-            if (take > room) take = room;
-            st->nout += b64_encode(p, take, st->out + st->nout);
-            p += take, n -= take;
-        }
-        if (sizeof st->out - st->nout < 8) b64_flush(st);
-    }
-}
-
-/* End one base64 stream: pad the last partial triplet. */
-static void b64_end(b64_stream *st)
-{
-    if (st->ncarry) st->nout += b64_encode(st->carry, (size_t)st->ncarry, st->out + st->nout);
-    st->ncarry = 0;
-    b64_flush(st);
-}
-
-/* The base64 text of array a (lengths as prepare_array computed). */
-static int write_appended(b64_stream *st, const vtu_array *a)
-{
-    b64_feed(st, (const unsigned char *)a->hdr, a->hdr_bytes);
-    if (a->zbody) {
-        b64_end(st);
-        b64_feed(st, a->zbody, a->body_bytes);
-    } else {
-        b64_feed(st, a->data, a->body_bytes);
-    }
-    b64_end(st);
-    return st->failed ? -1 : 0;
-}
-
-/* libxml2 returns -1 on failure: turn that into one sentence with the path. */
-#define XW(call)                                                                                   \
-    do {                                                                                           \
-        if ((call) < 0) {                                                                          \
-            ierr = hk_error_set(HK_ERR_IO, __FILE__, __LINE__,                                     \
-                                "could not write '%s' (disk full or no permission?)", path);       \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-/* Values of a as ASCII text, in pieces of bounded size. */
-static int write_ascii(xmlTextWriterPtr w, const char *path, const vtu_array *a)
-{
-    int ierr = 0;
-    char buf[8192];
-    size_t len = 0;
-    int64_t n = a->ntuples * a->ncomp;
-    for (int64_t i = 0; i < n; i++) {
-        char *p = buf + len;
-        size_t room = sizeof buf - len;
-        int k;
-        if (!strcmp(a->type, "Float64"))
-            k = snprintf(p, room, "%.17g ", ((const double *)a->data)[i]);
-        else if (!strcmp(a->type, "Int64"))
-            k = snprintf(p, room, "%" PRId64 " ", ((const int64_t *)a->data)[i]);
-        else if (!strcmp(a->type, "Int32"))
-            k = snprintf(p, room, "%" PRId32 " ", ((const int32_t *)a->data)[i]);
-        else
-            k = snprintf(p, room, "%u ", (unsigned)((const uint8_t *)a->data)[i]);
-        len += (size_t)k;
-        if (sizeof buf - len < 64 || i + 1 == n) {
-            buf[len] = '\0';
-            XW(xmlTextWriterWriteRaw(w, BAD_CAST buf));
-            len = 0;
-        }
-    }
-fail:
-    return ierr;
-}
-
-/* <DataArray ...> for a, with its offset in binary mode. */
-static int write_array(xmlTextWriterPtr w, const char *path, const vtu_array *a, int ascii,
-                       size_t offset)
-{
-    int ierr = 0;
-    XW(xmlTextWriterStartElement(w, BAD_CAST "DataArray"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST a->type));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Name", BAD_CAST a->name));
-    XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "NumberOfComponents", "%d", a->ncomp));
-    if (a->comp_names)
-        for (int c = 0; c < a->ncomp; c++) {
-            char key[32];
-            snprintf(key, sizeof key, "ComponentName%d", c);
-            XW(xmlTextWriterWriteAttribute(w, BAD_CAST key, BAD_CAST a->comp_names[c]));
-        }
-    if (ascii) {
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "format", BAD_CAST "ascii"));
-        HK_TRY(write_ascii(w, path, a));
-    } else {
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "format", BAD_CAST "appended"));
-        XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "offset", "%zu", offset));
-    }
-    XW(xmlTextWriterEndElement(w));
-fail:
-    return ierr;
-}
-
-/* A text writer on path. The path is tried with stdio first so a bad path gives one
- * sentence with the system's reason instead of libxml2's messages on stderr. */
-static int open_writer(const char *path, xmlTextWriterPtr *w)
-{
-    FILE *fp = fopen(path, "wb");
-    HK_CHECK(fp, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)", path,
-             strerror(errno));
-    fclose(fp);
-    *w = xmlNewTextWriterFilename(path, 0);
-    HK_CHECK(*w, HK_ERR_IO, "could not open '%s' for writing", path);
     return 0;
 }
 
-/* The indented document and its open <VTKFile type version byte_order> element, shared by the
- * .vtu and .pvd writers. */
-static int start_vtkfile(xmlTextWriterPtr w, const char *path, const char *type,
-                         const char *version)
+static size_t compress_bound(hk_vtu_compression c)
 {
-    int ierr = 0;
-    XW(xmlTextWriterSetIndent(w, 1));
-    XW(xmlTextWriterSetIndentString(w, BAD_CAST "  "));
-    XW(xmlTextWriterStartDocument(w, "1.0", "UTF-8", NULL));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "VTKFile"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "type", BAD_CAST type));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST version));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "byte_order", BAD_CAST "LittleEndian"));
-fail:
-    return ierr;
+#ifdef HOOKE_HAVE_LZ4
+    if (c == HK_VTU_LZ4) return (size_t)LZ4_compressBound((int)VTU_BLOCK);
+#endif
+    (void)c;
+    return (size_t)compressBound((uLong)VTU_BLOCK);
+}
+
+/* A thread's compressor: one zlib stream reset for every block (compress2 would set up and
+ * free its state each time). */
+typedef struct {
+    hk_vtu_compression c;
+    z_stream zs;
+    int zs_ready;
+} block_zip;
+
+/* Level 1 compresses floating-point arrays with zlib's run-length strategy: matches longer
+ * than a byte are rare in such data, and the default search took 2-3x the time for 1-4%
+ * smaller blocks on recovered fields (docs/output.md); integer arrays (connectivity, types,
+ * regions) keep the default search, which halves their size. */
+static int zip_init(block_zip *z, hk_vtu_compression c, int level, int floating)
+{
+    memset(z, 0, sizeof *z);
+    z->c = c;
+    if (c != HK_VTU_ZLIB) return 0;
+    const int strategy = level == 1 && floating ? Z_RLE : Z_DEFAULT_STRATEGY;
+    if (deflateInit2(&z->zs, level, Z_DEFLATED, 15, 8, strategy) != Z_OK) return -1;
+    z->zs_ready = 1;
+    return 0;
+}
+
+static void zip_free(block_zip *z)
+{
+    if (z->zs_ready) deflateEnd(&z->zs);
+    z->zs_ready = 0;
+}
+
+/* Compress one block into dst (room compress_bound); its compressed size, 0 on failure. */
+static size_t zip_block(block_zip *z, const unsigned char *src, size_t len, unsigned char *dst,
+                        size_t cap)
+{
+#ifdef HOOKE_HAVE_LZ4
+    if (z->c == HK_VTU_LZ4) {
+        int n = LZ4_compress_default((const char *)src, (char *)dst, (int)len, (int)cap);
+        return n > 0 ? (size_t)n : 0;
+    }
+#endif
+    if (!z->zs_ready || deflateReset(&z->zs) != Z_OK) return 0;
+    z->zs.next_in = (Bytef *)src, z->zs.avail_in = (uInt)len;
+    z->zs.next_out = dst, z->zs.avail_out = (uInt)cap;
+    return deflate(&z->zs, Z_FINISH) == Z_STREAM_END ? (size_t)z->zs.total_out : 0;
+}
+
+/* The shared state of one file's parallel writing; errors are kept, first one wins. */
+typedef struct {
+    int fd;
+    uint64_t base; /* file position of the byte after '_' */
+    int err_errno; /* a write failed with this errno */
+    int err_zip;   /* a block did not compress */
+} vtu_out;
+
+static void note_error(vtu_out *o, int err, int zip)
+{
+#pragma omp critical(hk_vtu_error)
+    {
+        if (err && !o->err_errno) o->err_errno = err;
+        if (zip) o->err_zip = 1;
+    }
+}
+
+/* An uncompressed array at o->base + a->offset: its byte count, then its values in pieces
+ * written by every thread (positions known beforehand). */
+static void write_plain(vtu_out *o, vtu_array *a)
+{
+    const uint64_t nbytes = array_bytes(a), at = o->base + a->offset;
+    const int64_t npieces = (int64_t)((nbytes + VTU_PIECE - 1) / VTU_PIECE);
+    int err = pwrite_all(o->fd, &nbytes, sizeof nbytes, at);
+    if (err) note_error(o, err, 0);
+    a->size = sizeof nbytes + nbytes;
+#pragma omp parallel if (npieces > 1)
+    {
+        float *tmp = a->from_double ? malloc(VTU_PIECE) : NULL;
+        if (a->from_double && !tmp) note_error(o, ENOMEM, 0);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t p = 0; p < npieces; p++) {
+            if (a->from_double && !tmp) continue;
+            const uint64_t start = (uint64_t)p * VTU_PIECE;
+            const size_t len = (size_t)(nbytes - start < VTU_PIECE ? nbytes - start : VTU_PIECE);
+            int e = pwrite_all(o->fd, values_at(a, start, len, tmp), len, at + 8 + start);
+            if (e) note_error(o, e, 0);
+        }
+        free(tmp);
+    }
+}
+
+/* A compressed array at o->base + a->offset: the header with the blocks' sizes, then the
+ * blocks, each right after the previous one in block order. Blocks go in batches of a few per
+ * thread through two buffers: while the threads compress batch k into one, they write batch
+ * k - 1 from the other at the positions the running sum of its sizes gave (two barriers a
+ * batch, whatever the number of blocks). */
+static void write_compressed(vtu_out *o, vtu_array *a, hk_vtu_compression c, int level)
+{
+    const uint64_t nbytes = array_bytes(a), nblocks = (nbytes + VTU_BLOCK - 1) / VTU_BLOCK;
+    const uint64_t hbytes = (3 + nblocks) * sizeof(uint64_t), at = o->base + a->offset;
+    const size_t cap = compress_bound(c);
+    /* blocks per batch: 16 MiB of values, and at least 8 a thread (the two buffers hold two
+     * batches; a batch costs two barriers, which an oversubscribed machine makes slow) */
+    const int64_t batch = MAX(8 * (int64_t)omp_get_max_threads(), 256);
+    const int64_t nbatches = ((int64_t)nblocks + batch - 1) / batch;
+    uint64_t *hdr = malloc(hbytes), *pos = malloc(2 * (size_t)batch * sizeof(uint64_t));
+    unsigned char *slots = malloc(2 * (size_t)batch * cap);
+    if (!hdr || !pos || !slots) {
+        note_error(o, ENOMEM, 0);
+        goto done;
+    }
+    hdr[0] = nblocks, hdr[1] = VTU_BLOCK, hdr[2] = nbytes % VTU_BLOCK;
+    uint64_t next = at + hbytes; /* where the next block goes */
+#pragma omp parallel if (nblocks > 1)
+    {
+        float *tmp = a->from_double ? malloc(VTU_BLOCK) : NULL;
+        block_zip zip;
+        const int floating = !strncmp(a->type, "Float", 5);
+        const int ok = (tmp || !a->from_double) && zip_init(&zip, c, level, floating) == 0;
+        if (!ok) note_error(o, ENOMEM, 0);
+        for (int64_t k = 0; k <= nbatches; k++) {
+            /* compress batch k into buffer k % 2, write batch k - 1 from the other */
+            const int64_t c0 = k * batch,
+                          c1 = k < nbatches ? MIN(c0 + batch, (int64_t)nblocks) : c0;
+            const int64_t w0 = (k - 1) * batch, w1 = k > 0 ? MIN(k * batch, (int64_t)nblocks) : w0;
+            unsigned char *cbuf = slots + (size_t)(k % 2) * (size_t)batch * cap;
+            const unsigned char *wbuf = slots + (size_t)((k + 1) % 2) * (size_t)batch * cap;
+            uint64_t *cpos = pos + (k % 2) * batch;
+            const uint64_t *wpos = pos + ((k + 1) % 2) * batch;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t j = 0; j < (w1 - w0) + (c1 - c0); j++) {
+                if (j < w1 - w0) {
+                    const int64_t b = w0 + j;
+                    if (!hdr[3 + b]) continue;
+                    int e = pwrite_all(o->fd, wbuf + (size_t)j * cap, hdr[3 + b], wpos[j]);
+                    if (e) note_error(o, e, 0);
+                    continue;
+                }
+                const int64_t b = c0 + j - (w1 - w0);
+                const uint64_t start = (uint64_t)b * VTU_BLOCK;
+                const size_t len = (size_t)MIN(nbytes - start, (uint64_t)VTU_BLOCK);
+                unsigned char *z = cbuf + (size_t)(b - c0) * cap;
+                hdr[3 + b] = ok ? zip_block(&zip, values_at(a, start, len, tmp), len, z, cap) : 0;
+                if (ok && !hdr[3 + b]) note_error(o, 0, 1);
+            }
+#pragma omp single
+            for (int64_t b = c0; b < c1; b++)
+                cpos[b - c0] = next, next += hdr[3 + b];
+        }
+        if (ok) zip_free(&zip);
+        free(tmp);
+    }
+    int err = pwrite_all(o->fd, hdr, hbytes, at);
+    if (err) note_error(o, err, 0);
+    a->size = next - at;
+done:
+    free(hdr);
+    free(pos);
+    free(slots);
+}
+
+/* The values of a as text, a tuple per line. */
+static void put_ascii(FILE *fp, const vtu_array *a)
+{
+    const int64_t n = a->ntuples * a->ncomp;
+    for (int64_t i = 0; i < n; i++) {
+        const char sep = (i + 1) % a->ncomp ? ' ' : '\n';
+        if (a->from_double)
+            fprintf(fp, "%.9g%c", (double)(float)((const double *)a->data)[i], sep);
+        else if (!strcmp(a->type, "Float64"))
+            fprintf(fp, "%.17g%c", ((const double *)a->data)[i], sep);
+        else if (!strcmp(a->type, "Int64"))
+            fprintf(fp, "%" PRId64 "%c", ((const int64_t *)a->data)[i], sep);
+        else if (!strcmp(a->type, "Int32"))
+            fprintf(fp, "%" PRId32 "%c", ((const int32_t *)a->data)[i], sep);
+        else
+            fprintf(fp, "%u%c", (unsigned)((const uint8_t *)a->data)[i], sep);
+    }
+}
+
+/* <DataArray .../> (appended: with its offset, padded to a fixed width when pad is set) or
+ * <DataArray ...>values</DataArray> (ascii). */
+static void put_array(FILE *fp, const vtu_array *a, int ascii, int pad)
+{
+    fprintf(fp, "        <DataArray type=\"%s\" Name=\"%s\" NumberOfComponents=\"%d\"", a->type,
+            a->name, a->ncomp);
+    if (a->comp_names)
+        for (int c = 0; c < a->ncomp; c++)
+            fprintf(fp, " ComponentName%d=\"%s\"", c, a->comp_names[c]);
+    if (ascii) {
+        fputs(" format=\"ascii\">\n", fp);
+        put_ascii(fp, a);
+        fputs("        </DataArray>\n", fp);
+        return;
+    }
+    int digits = fprintf(fp, " format=\"appended\" offset=\"%" PRIu64 "\"", a->offset) -
+                 (int)strlen(" format=\"appended\" offset=\"\"");
+    fprintf(fp, "%*s/>\n", pad ? VTU_OFFSET_WIDTH - digits : 0, "");
 }
 
 static const char *const tensor_names[6] = {"xx", "yy", "zz", "xy", "yz", "xz"};
 /* axisymmetric: x = r, y = z, and the hoop direction theta (t) in the place of z */
 static const char *const axi_names[6] = {"rr", "zz", "tt", "rz", "zt", "rt"};
 
+/* The arrays of a file and what they are written with. */
+typedef struct {
+    vtu_array arr[16];
+    int narr, npoint_first, ncell_first;
+    int64_t nn, ne;
+    int has_vm, has_u, has_cell_vm;
+    const char *compressor; /* NULL: uncompressed */
+    int ascii;
+} vtu_plan;
+
+/* The document up to the '_' that opens the appended data (binary), or whole (ascii). */
+static void put_head(FILE *fp, const vtu_plan *pl, int pad)
+{
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", fp);
+    fputs("<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" "
+          "header_type=\"UInt64\"",
+          fp);
+    if (pl->compressor) fprintf(fp, " compressor=\"%s\"", pl->compressor);
+    fputs(">\n  <UnstructuredGrid>\n", fp);
+    fprintf(fp, "    <Piece NumberOfPoints=\"%lld\" NumberOfCells=\"%lld\">\n", (long long)pl->nn,
+            (long long)pl->ne);
+    fputs("      <PointData", fp);
+    if (pl->has_vm) fputs(" Scalars=\"von_mises\"", fp);
+    if (pl->has_u) fputs(" Vectors=\"displacement\"", fp);
+    fputs(">\n", fp);
+    for (int k = pl->npoint_first; k < pl->ncell_first; k++)
+        put_array(fp, &pl->arr[k], pl->ascii, pad);
+    fputs("      </PointData>\n      <CellData", fp);
+    if (pl->has_cell_vm) fputs(" Scalars=\"element_von_mises\"", fp);
+    fputs(">\n", fp);
+    for (int k = pl->ncell_first; k < pl->narr; k++)
+        put_array(fp, &pl->arr[k], pl->ascii, pad);
+    fputs("      </CellData>\n      <Points>\n", fp);
+    put_array(fp, &pl->arr[0], pl->ascii, pad);
+    fputs("      </Points>\n      <Cells>\n", fp);
+    for (int k = 1; k < 4; k++)
+        put_array(fp, &pl->arr[k], pl->ascii, pad);
+    fputs("      </Cells>\n    </Piece>\n  </UnstructuredGrid>\n", fp);
+    if (pl->ascii)
+        fputs("</VTKFile>\n", fp);
+    else
+        fputs("  <AppendedData encoding=\"raw\">\n   _", fp);
+}
+
+static const char vtu_tail[] = "\n  </AppendedData>\n</VTKFile>\n";
+
+/* The head as text in memory (*text, *len). */
+static int head_text(const vtu_plan *pl, int pad, char **text, size_t *len)
+{
+    *text = NULL;
+    FILE *fp = open_memstream(text, len);
+    HK_CHECK(fp, HK_ERR_MEMORY, "hk_vtu_write: out of memory for the XML head");
+    put_head(fp, pl, pad);
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(*text);
+        *text = NULL;
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "hk_vtu_write: out of memory for the XML head");
+    }
+    return 0;
+}
+
+/* Cells in VTK's node order: connectivity (Int32: node indices are 32-bit), offsets (Int32
+ * when they fit) and types, filled in parallel. The first element the writer cannot map, in
+ * element order, gets the message. */
+static int vtk_cells(const char *path, const hk_mesh *m, int32_t **conn_out, void **offs_out,
+                     int *offs64, uint8_t **types_out, int64_t *nconn_out)
+{
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    int ierr = 0;
+    int32_t *conn = NULL;
+    int64_t *offs = NULL;
+    uint8_t *types = NULL;
+    HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1) * sizeof(int64_t), &offs));
+    HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
+    int64_t bad = ne; /* the first element that cannot be written */
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t e = 0; e < ne; e++) {
+        /* element types, VTK numbers and node order: mesh's table (fem.h) */
+        const int t = m->cells.type[e];
+        const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
+        const int64_t len = m->cells.ptr[e + 1] - m->cells.ptr[e];
+        if (!el || !hk_eltype_vtk_order((hk_eltype)t) || el->dim < 2 || len != el->nnodes) {
+            if (e < bad) bad = e;
+            offs[e] = 0, types[e] = 0;
+            continue;
+        }
+        offs[e] = hk_eltype_vtk_nnodes((hk_eltype)t); /* pyr14: its first 13 nodes */
+        types[e] = (uint8_t)el->vtk_type;
+    }
+    if (bad < ne) {
+        const int t = m->cells.type[bad];
+        const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
+        HK_TRY_CHECK(0, HK_ERR_UNSUPPORTED,
+                     "hk_vtu_write '%s': element %lld is a %s with %lld nodes, which is not a "
+                     "2D/3D cell the VTU writer knows",
+                     path, (long long)(m->cells.tag ? m->cells.tag[bad] : bad + 1),
+                     el ? el->name : "element of unknown type",
+                     (long long)(m->cells.ptr[bad + 1] - m->cells.ptr[bad]));
+    }
+    int64_t nconn = 0; /* running sum: offsets[e] = entries up to and including e */
+    for (int64_t e = 0; e < ne; e++)
+        offs[e] = nconn += offs[e];
+    HK_TRY(hk_malloc((size_t)(nconn > 0 ? nconn : 1) * sizeof(int32_t), &conn));
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t e = 0; e < ne; e++) {
+        const int *order = hk_eltype_vtk_order((hk_eltype)m->cells.type[e]);
+        const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
+        const int64_t b = e ? offs[e - 1] : 0, nv = offs[e] - b;
+        for (int64_t a = 0; a < nv; a++) {
+            const int32_t v = nodes[order[a]];
+            if (v < 0 || v >= nn) bad = e < bad ? e : bad;
+            conn[b + a] = v;
+        }
+    }
+    if (bad < ne) {
+        const int *order = hk_eltype_vtk_order((hk_eltype)m->cells.type[bad]);
+        const int32_t *nodes = m->cells.nodes + m->cells.ptr[bad];
+        int32_t v = 0;
+        for (int64_t a = 0; a < offs[bad] - (bad ? offs[bad - 1] : 0); a++)
+            if (nodes[order[a]] < 0 || nodes[order[a]] >= nn) v = nodes[order[a]];
+        HK_TRY_CHECK(0, HK_ERR_MODEL,
+                     "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
+                     (long long)(m->cells.tag ? m->cells.tag[bad] : bad + 1), v, (long long)nn - 1);
+    }
+    *offs64 = nconn > INT32_MAX;
+    if (!*offs64) { /* narrow in place: entry e is read before anything overwrites it */
+        int32_t *o32 = (int32_t *)offs;
+        for (int64_t e = 0; e < ne; e++)
+            o32[e] = (int32_t)offs[e];
+    }
+    *conn_out = conn, *offs_out = offs, *types_out = types, *nconn_out = nconn;
+    return 0;
+fail:
+    free(conn);
+    free(offs);
+    free(types);
+    return ierr;
+}
+
 int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
 {
+    static const hk_vtu_options plain = {0};
+    if (!opt) opt = &plain;
     HK_CHECK(path && m, HK_ERR_ARG, "hk_vtu_write: path or mesh is NULL");
-    const int ascii = opt && opt->ascii, compress = opt && opt->compress && !ascii;
+    const int ascii = opt->ascii;
+    const hk_vtu_compression comp = ascii ? HK_VTU_NONE : opt->compression;
+    const int level = opt->level ? opt->level : 1;
+    HK_CHECK(comp == HK_VTU_NONE || comp == HK_VTU_ZLIB || comp == HK_VTU_LZ4, HK_ERR_ARG,
+             "hk_vtu_write '%s': compression %d is not none, zlib or lz4", path, (int)comp);
+    HK_CHECK(comp != HK_VTU_LZ4 || hk_vtu_have_lz4(), HK_ERR_NOT_BUILT,
+             "hk_vtu_write '%s': this build has no LZ4 compression; install liblz4-dev "
+             "(scripts/install-deps.sh) and rebuild, or use compression zlib or none",
+             path);
+    HK_CHECK(level >= 1 && level <= 9, HK_ERR_ARG,
+             "hk_vtu_write '%s': zlib level %d is outside 1..9", path, opt->level);
     const int64_t nn = m->nnodes, ne = m->cells.n;
     if (f)
         HK_CHECK(f->nnodes == nn && f->ncells == ne, HK_ERR_ARG,
@@ -292,143 +470,142 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         HK_CHECK(*(const uint8_t *)&one == 1, HK_ERR_UNSUPPORTED,
                  "hk_vtu_write: big-endian hosts are not supported; use the ascii option");
     }
-    int ierr = 0;
-    xmlTextWriterPtr w = NULL;
-    int64_t *conn = NULL, *offs = NULL;
+    int ierr = 0, fd = -1;
+    FILE *fp = NULL;
+    int32_t *conn = NULL;
+    void *offs = NULL;
     uint8_t *types = NULL;
-    b64_stream *stream = NULL;
-    vtu_array arr[16];
-    int narr = 0, npoint_first = 0, ncell_first = 0, ncells_arrays = 0;
-    memset(arr, 0, sizeof arr);
+    char *head = NULL;
+    vtu_plan pl;
+    memset(&pl, 0, sizeof pl);
+    int64_t nconn = 0;
+    int offs64 = 0;
+    HK_CALL(vtk_cells(path, m, &conn, &offs, &offs64, &types, &nconn));
 
-    /* cells in VTK order */
-    HK_TRY(
-        hk_malloc((size_t)(m->cells.ptr[ne] > 0 ? m->cells.ptr[ne] : 1) * sizeof(int64_t), &conn));
-    HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1) * sizeof(int64_t), &offs));
-    HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
-    int64_t nconn = 0; /* connectivity entries so far (a pyr14 contributes 13) */
-    for (int64_t e = 0; e < ne; e++) {
-        /* element types, VTK numbers and node order: mesh's table (fem.h) */
-        int t = m->cells.type[e];
-        const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
-        const int *order = hk_eltype_vtk_order((hk_eltype)t);
-        int64_t b = m->cells.ptr[e], len = m->cells.ptr[e + 1] - b;
-        const int nv = hk_eltype_vtk_nnodes((hk_eltype)t); /* pyr14: its first 13 nodes */
-        HK_TRY_CHECK(el && order && el->dim >= 2 && len == el->nnodes, HK_ERR_UNSUPPORTED,
-                     "hk_vtu_write '%s': element %lld is a %s with %lld nodes, which is not a "
-                     "2D/3D cell the VTU writer knows",
-                     path, (long long)(m->cells.tag ? m->cells.tag[e] : e + 1),
-                     el ? el->name : "element of unknown type", (long long)len);
-        for (int a = 0; a < nv; a++) {
-            int32_t v = m->cells.nodes[b + order[a]];
-            HK_TRY_CHECK(v >= 0 && v < nn, HK_ERR_MODEL,
-                         "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
-                         (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v, (long long)nn - 1);
-            conn[nconn + a] = v;
-        }
-        nconn += nv;
-        offs[e] = nconn;
-        types[e] = (uint8_t)el->vtk_type;
-    }
-
-    /* the arrays, in the order they appear in the file */
-#define ADD(nm, ty, nc, nt, wd, dp, cn)                                                            \
-    arr[narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (cn), NULL, 0, NULL, 0, 0}
-    ADD("Points", "Float64", 3, nn, 8, m->coords, NULL);
-    ADD("connectivity", "Int64", 1, nconn, 8, conn, NULL);
-    ADD("offsets", "Int64", 1, ne, 8, offs, NULL);
-    ADD("types", "UInt8", 1, ne, 1, types, NULL);
-    npoint_first = narr;
+    /* the arrays, in the order they appear in the file; fields as Float32 on request */
+    const int fw = opt->float32 ? 4 : 8;
+    const char *ft = opt->float32 ? "Float32" : "Float64";
+#define ADD(nm, ty, nc, nt, wd, dp, f32, cn)                                                       \
+    pl.arr[pl.narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (f32), (cn), 0, 0}
+#define FIELD(nm, nc, nt, dp, cn) ADD(nm, ft, nc, nt, fw, dp, opt->float32, cn)
+    ADD("Points", "Float64", 3, nn, 8, m->coords, 0, NULL);
+    ADD("connectivity", "Int32", 1, nconn, 4, conn, 0, NULL);
+    ADD("offsets", offs64 ? "Int64" : "Int32", 1, ne, offs64 ? 8 : 4, offs, 0, NULL);
+    ADD("types", "UInt8", 1, ne, 1, types, 0, NULL);
+    pl.npoint_first = pl.narr;
     const char *const *tn = f && f->axisymmetric ? axi_names : tensor_names;
     if (f) {
-        if (f->u) ADD("displacement", "Float64", 3, nn, 8, f->u, NULL);
-        if (f->stress) ADD("stress", "Float64", 6, nn, 8, f->stress, tn);
-        if (f->strain) ADD("strain", "Float64", 6, nn, 8, f->strain, tn);
-        if (f->von_mises) ADD("von_mises", "Float64", 1, nn, 8, f->von_mises, NULL);
-        if (f->principal) ADD("principal_stress", "Float64", 3, nn, 8, f->principal, NULL);
-        if (f->reaction) ADD("reaction", "Float64", 3, nn, 8, f->reaction, NULL);
+        if (f->u) FIELD("displacement", 3, nn, f->u, NULL);
+        if (f->stress) FIELD("stress", 6, nn, f->stress, tn);
+        if (f->strain) FIELD("strain", 6, nn, f->strain, tn);
+        if (f->von_mises) FIELD("von_mises", 1, nn, f->von_mises, NULL);
+        if (f->principal) FIELD("principal_stress", 3, nn, f->principal, NULL);
+        if (f->reaction) FIELD("reaction", 3, nn, f->reaction, NULL);
     }
-    ncell_first = narr;
-    if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, NULL);
+    pl.ncell_first = pl.narr;
+    if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, 0, NULL);
     if (f) {
-        if (f->cell_stress) ADD("element_stress", "Float64", 6, ne, 8, f->cell_stress, tn);
-        if (f->cell_von_mises)
-            ADD("element_von_mises", "Float64", 1, ne, 8, f->cell_von_mises, NULL);
+        if (f->cell_stress) FIELD("element_stress", 6, ne, f->cell_stress, tn);
+        if (f->cell_von_mises) FIELD("element_von_mises", 1, ne, f->cell_von_mises, NULL);
     }
-    ncells_arrays = narr - ncell_first;
+#undef FIELD
 #undef ADD
-    size_t offsets[16] = {0};
-    if (!ascii)
-        for (int k = 0; k < narr; k++) {
-            HK_TRY(prepare_array(&arr[k], compress));
-            if (k + 1 < narr) offsets[k + 1] = offsets[k] + arr[k].enc_len;
-        }
+    pl.nn = nn, pl.ne = ne, pl.ascii = ascii;
+    pl.has_vm = f && f->von_mises, pl.has_u = f && f->u, pl.has_cell_vm = f && f->cell_von_mises;
+    pl.compressor = comp == HK_VTU_ZLIB  ? "vtkZLibDataCompressor"
+                    : comp == HK_VTU_LZ4 ? "vtkLZ4DataCompressor"
+                                         : NULL;
 
-    HK_TRY(hk_calloc(1, sizeof *stream, &stream));
-    HK_TRY(open_writer(path, &w));
-    HK_TRY(start_vtkfile(w, path, "UnstructuredGrid", "1.0"));
-    XW(xmlTextWriterWriteAttribute(w, BAD_CAST "header_type", BAD_CAST "UInt64"));
-    if (compress)
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "compressor", BAD_CAST "vtkZLibDataCompressor"));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "UnstructuredGrid"));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "Piece"));
-    XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "NumberOfPoints", "%lld", (long long)nn));
-    XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "NumberOfCells", "%lld", (long long)ne));
-
-    XW(xmlTextWriterStartElement(w, BAD_CAST "PointData"));
-    if (f && f->von_mises)
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Scalars", BAD_CAST "von_mises"));
-    if (f && f->u) XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Vectors", BAD_CAST "displacement"));
-    for (int k = npoint_first; k < ncell_first; k++)
-        HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
-    XW(xmlTextWriterEndElement(w));
-
-    XW(xmlTextWriterStartElement(w, BAD_CAST "CellData"));
-    if (f && f->cell_von_mises)
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "Scalars", BAD_CAST "element_von_mises"));
-    for (int k = ncell_first; k < ncell_first + ncells_arrays; k++)
-        HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
-    XW(xmlTextWriterEndElement(w));
-
-    XW(xmlTextWriterStartElement(w, BAD_CAST "Points"));
-    HK_TRY(write_array(w, path, &arr[0], ascii, offsets[0]));
-    XW(xmlTextWriterEndElement(w));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "Cells"));
-    for (int k = 1; k < 4; k++)
-        HK_TRY(write_array(w, path, &arr[k], ascii, offsets[k]));
-    XW(xmlTextWriterEndElement(w));
-
-    XW(xmlTextWriterEndElement(w)); /* Piece */
-    XW(xmlTextWriterEndElement(w)); /* UnstructuredGrid */
-    if (!ascii) {
-        XW(xmlTextWriterStartElement(w, BAD_CAST "AppendedData"));
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "encoding", BAD_CAST "base64"));
-        XW(xmlTextWriterWriteRaw(w, BAD_CAST "_"));
-        XW(xmlTextWriterFlush(w));
-        for (int k = 0; k < narr; k++) {
-            stream->w = w;
-            XW(write_appended(stream, &arr[k]));
-        }
-        XW(xmlTextWriterWriteRaw(w, BAD_CAST "\n"));
-        XW(xmlTextWriterEndElement(w));
+    if (ascii) {
+        fp = fopen(path, "w");
+        HK_TRY_CHECK(fp, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)",
+                     path, strerror(errno));
+        put_head(fp, &pl, 0);
+        const int bad = ferror(fp);
+        const int closed = fclose(fp);
+        fp = NULL;
+        HK_TRY_CHECK(!bad && closed == 0, HK_ERR_IO,
+                     "could not write '%s' (disk full or no permission?)", path);
+        goto fail; /* done: free the cell arrays */
     }
-    XW(xmlTextWriterEndElement(w)); /* VTKFile */
-    XW(xmlTextWriterEndDocument(w));
-    xmlFreeTextWriter(w); /* flushes and closes */
-    w = NULL;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    HK_TRY_CHECK(fd >= 0, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)",
+                 path, strerror(errno));
+    vtu_out o = {fd, 0, 0, 0};
+    size_t hlen = 0;
+    if (comp == HK_VTU_NONE) { /* every offset known: the head first, exact */
+        uint64_t off = 0;
+        for (int k = 0; k < pl.narr; k++)
+            pl.arr[k].offset = off, off += sizeof(uint64_t) + array_bytes(&pl.arr[k]);
+        HK_TRY(head_text(&pl, 0, &head, &hlen));
+        o.base = hlen;
+        int e = pwrite_all(fd, head, hlen, 0);
+        if (e) note_error(&o, e, 0);
+        for (int k = 0; k < pl.narr && !o.err_errno; k++)
+            write_plain(&o, &pl.arr[k]);
+    } else { /* the head's room first (its length does not depend on the offsets) */
+        HK_TRY(head_text(&pl, 1, &head, &hlen));
+        free(head);
+        head = NULL;
+        o.base = hlen;
+        uint64_t off = 0;
+        for (int k = 0; k < pl.narr && !o.err_errno && !o.err_zip; k++) {
+            pl.arr[k].offset = off;
+            write_compressed(&o, &pl.arr[k], comp, level);
+            off += pl.arr[k].size;
+        }
+        size_t len2 = 0;
+        HK_TRY(head_text(&pl, 1, &head, &len2));
+        HK_TRY_CHECK(len2 == hlen, HK_ERR_INTERNAL,
+                     "hk_vtu_write '%s': the XML head changed length (%zu, %zu bytes)", path, hlen,
+                     len2);
+        int e = pwrite_all(fd, head, hlen, 0);
+        if (e) note_error(&o, e, 0);
+    }
+    HK_TRY_CHECK(!o.err_zip, HK_ERR_INTERNAL, "hk_vtu_write '%s': a block did not compress", path);
+    {
+        const vtu_array *last = &pl.arr[pl.narr - 1];
+        int e = pwrite_all(fd, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
+        if (e) note_error(&o, e, 0);
+    }
+    HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
+                 path, strerror(o.err_errno));
+    HK_TRY_CHECK(close(fd) == 0, HK_ERR_IO, "could not write '%s': %s (disk full?)", path,
+                 strerror(errno));
+    fd = -1;
 
 fail:
-    if (w) {
-        xmlFreeTextWriter(w);
-        remove(path); /* no half-written file that ParaView would choke on */
-    }
-    for (int k = 0; k < narr; k++)
-        free(arr[k].hdr), free(arr[k].zbody);
-    free(stream);
+    if (fd >= 0) close(fd);
+    if (ierr) remove(path); /* no half-written file that ParaView would choke on */
+    free(head);
     free(conn);
     free(offs);
     free(types);
     return ierr;
+}
+
+/* An attribute value with XML's special characters escaped. */
+static void put_escaped(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            fputs("&amp;", fp);
+            break;
+        case '<':
+            fputs("&lt;", fp);
+            break;
+        case '>':
+            fputs("&gt;", fp);
+            break;
+        case '"':
+            fputs("&quot;", fp);
+            break;
+        default:
+            fputc(*s, fp);
+        }
+    }
 }
 
 int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
@@ -436,30 +613,34 @@ int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
 {
     HK_CHECK(path && nfiles >= 0 && (nfiles == 0 || vtu_files), HK_ERR_ARG,
              "hk_pvd_write: path is NULL or the file list is missing");
-    int ierr = 0;
-    xmlTextWriterPtr w;
-    HK_CALL(open_writer(path, &w));
-    HK_TRY(start_vtkfile(w, path, "Collection", "0.1"));
-    XW(xmlTextWriterStartElement(w, BAD_CAST "Collection"));
+    for (int i = 0; i < nfiles; i++)
+        HK_CHECK(vtu_files[i], HK_ERR_ARG, "hk_pvd_write '%s': file %d of the list is NULL", path,
+                 i);
+    FILE *fp = fopen(path, "w");
+    HK_CHECK(fp, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)", path,
+             strerror(errno));
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+          "<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+          "  <Collection>\n",
+          fp);
     for (int i = 0; i < nfiles; i++) {
-        HK_TRY_CHECK(vtu_files[i], HK_ERR_ARG, "hk_pvd_write '%s': file %d of the list is NULL",
-                     path, i);
         /* one timestep per load case: ParaView's time slider steps through them */
-        XW(xmlTextWriterStartElement(w, BAD_CAST "DataSet"));
-        XW(xmlTextWriterWriteFormatAttribute(w, BAD_CAST "timestep", "%d", i));
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "group", BAD_CAST ""));
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "part", BAD_CAST "0"));
-        XW(xmlTextWriterWriteAttribute(w, BAD_CAST "file", BAD_CAST vtu_files[i]));
-        if (names && names[i])
-            XW(xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST names[i]));
-        XW(xmlTextWriterEndElement(w));
+        fprintf(fp, "    <DataSet timestep=\"%d\" group=\"\" part=\"0\" file=\"", i);
+        put_escaped(fp, vtu_files[i]);
+        fputs("\"", fp);
+        if (names && names[i]) {
+            fputs(" name=\"", fp);
+            put_escaped(fp, names[i]);
+            fputs("\"", fp);
+        }
+        fputs("/>\n", fp);
     }
-    XW(xmlTextWriterEndElement(w)); /* Collection */
-    XW(xmlTextWriterEndElement(w)); /* VTKFile */
-    XW(xmlTextWriterEndDocument(w));
-    xmlFreeTextWriter(w);
+    fputs("  </Collection>\n</VTKFile>\n", fp);
+    const int bad = ferror(fp);
+    if (fclose(fp) != 0 || bad) {
+        remove(path);
+        return hk_error_set(HK_ERR_IO, __FILE__, __LINE__,
+                            "could not write '%s' (disk full or no permission?)", path);
+    }
     return 0;
-fail:
-    xmlFreeTextWriter(w);
-    return ierr;
 }

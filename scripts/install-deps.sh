@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libxml2-dev zlib1g-dev libfyaml-dev
       libcunit1-dev libgmsh-dev gmsh python3-vtk9
-      libsuitesparse-dev libopenblas0-pthread)  # CHOLMOD for method=cholesky, threaded BLAS
+      libsuitesparse-dev libopenblas0-pthread  # CHOLMOD for method=cholesky, threaded BLAS
+      liblz4-dev)  # output compression lz4 (optional: the build works without it)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -353,13 +353,29 @@ void hk_fields_free(hk_fields *f);
 /* u is the solution with dim components per node (ndof = dim * nnodes). */
 int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out);
 
+/* Compression of the .vtu's appended arrays (docs/output.md). */
+typedef enum hk_vtu_compression {
+    HK_VTU_NONE = 0, /* raw values */
+    HK_VTU_ZLIB,     /* vtkZLibDataCompressor: zlib blocks */
+    HK_VTU_LZ4       /* vtkLZ4DataCompressor: LZ4 blocks; only where hk_vtu_have_lz4() */
+} hk_vtu_compression;
+
 typedef struct hk_vtu_options {
-    int compress;   /* zlib-compress the appended data */
-    int ascii;      /* plain ASCII data instead of appended base64 (for debugging) */
+    hk_vtu_compression compression;
+    int level;   /* zlib level 1..9 (0: 1, the fastest) */
+    int float32; /* point and cell fields as Float32; coordinates stay Float64 */
+    int ascii;   /* values inline as text instead of appended binary (for debugging) */
 } hk_vtu_options;
 
+/* Write m and the non-NULL fields of f (f may be NULL) as a VTK XML UnstructuredGrid; opt NULL
+ * means all zero (raw binary, Float64). The bytes do not depend on the thread count. */
 int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
                  const hk_vtu_options *opt);
+/* 1 when the build has LZ4 (HK_VTU_LZ4), else 0. */
+int hk_vtu_have_lz4(void);
+/* The former writer through libxml2 (base64 appended data; zlib level 1 blocks of 32 KiB when
+ * zlib is set), kept as the baseline of `hooke bench output`. */
+int hk_vtu_write_libxml2(const char *path, const hk_mesh *m, const hk_fields *f, int zlib);
 /* A .pvd collection of nfiles .vtu files (paths relative to the .pvd) with names. */
 int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
                  const char *const *names);
