@@ -116,7 +116,10 @@ typedef struct hk_case {
 
     char output[HK_CASE_PATH]; /* resolved .vtu path */
     unsigned fields;           /* HK_FIELD_* bits */
-    int compress, ascii;
+    int compress, ascii; /* output.compress as read (1 when absent), output.ascii */
+    /* output.compression (hk_vtu_compression; the older compress: true means zlib, false
+     * none), output.level (zlib's), output.precision: float32 */
+    int compression, zlevel, float32;
     /* the assembled system in Matrix Market ("" when not asked for): K, its right-hand side
      * and the node coordinates (output.matrix, output.rhs, output.coordinates) */
     char matrix_file[HK_CASE_PATH], rhs_file[HK_CASE_PATH], coords_file[HK_CASE_PATH];

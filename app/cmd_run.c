@@ -509,7 +509,9 @@ static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all
     if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
     if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
     if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
-    hk_vtu_options vo = {.compression = c->compress ? HK_VTU_ZLIB : HK_VTU_NONE,
+    hk_vtu_options vo = {.compression = (hk_vtu_compression)c->compression,
+                         .level = c->zlevel,
+                         .float32 = c->float32,
                          .ascii = c->ascii};
     return hk_vtu_write(path, m, &f, &vo);
 }
