@@ -26,6 +26,8 @@ static const bench_cmd bench_cmds[] = {
     {"mpk", "matrix powers vs k SpMVs (k = 2..8), scg vs cg, on 2D and 3D elasticity",
      hk_bench_mpk},
     {"eigen", "LOBPCG + amg vs + jacobi, block SpMV vs k SpMVs, Rayleigh-Ritz", hk_bench_eigen},
+    {"output", "stress recovery and .vtu writing (none/zlib/lz4, fp64/fp32) vs the old writer",
+     hk_bench_output},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 
