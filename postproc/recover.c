@@ -11,8 +11,11 @@
  * holds when u_r = 0 there), volumes and internal forces are per radian (weight r), and the
  * internal force has the hoop term int sigma_tt N_a / r. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <omp.h>
 
 #include "elements.h" /* assembly/: reference elements (shape functions, Gauss rules) */
 #include "groups.h"   /* assembly/: the nodes of a group */
@@ -80,8 +83,10 @@ static void node_dN_fill(int t, node_dN tb)
         hk_el_shape((hk_eltype)t, r->xi[a], NULL, tb[a]);
 }
 
-/* Physical derivatives dNdx[a][i] from the natural ones dN; returns det J (<= 0: inverted). */
-static double shape_x(int dim, int nn, const double *X, const double (*dN)[3], double (*dNdx)[3])
+/* Physical derivatives dNdx[a][i] from the natural ones dN; returns det J (<= 0: inverted).
+ * Inlined into shape_x once per dimension, so the loops over i and j have constant bounds. */
+static inline __attribute__((always_inline)) double
+shape_x_dim(const int dim, int nn, const double *X, const double (*dN)[3], double (*dNdx)[3])
 {
     double J[3][3] = {{0}};
     for (int a = 0; a < nn; a++)
@@ -118,6 +123,11 @@ static double shape_x(int dim, int nn, const double *X, const double (*dN)[3], d
     return det;
 }
 
+static double shape_x(int dim, int nn, const double *X, const double (*dN)[3], double (*dNdx)[3])
+{
+    return dim == 3 ? shape_x_dim(3, nn, X, dN, dNdx) : shape_x_dim(2, nn, X, dN, dNdx);
+}
+
 /* Displacement gradient G[i][j] = du_i/dx_j from element displacements ue (3 per node). */
 static void grad_u(int nn, const double *ue, const double (*dNdx)[3], double G[3][3])
 {
@@ -138,6 +148,14 @@ static int hoop(int nn, const double *X, const double *ue, const double *N, doub
     if (!(rad > 0)) return 1;
     G[2][2] = ur / rad;
     return 0;
+}
+
+/* The thread (of nthreads) that sums into node g: blocks of 16 consecutive nodes (whole cache
+ * lines of the 6-component arrays) spread over the threads by a multiplicative hash. */
+static inline unsigned node_owner(int64_t g, unsigned nthreads)
+{
+    const uint64_t h = ((uint64_t)g >> 4) * 0x9E3779B97F4A7C15ull;
+    return (unsigned)(((h >> 32) * nthreads) >> 32);
 }
 
 /* Per-element results of one chunk, scattered afterwards in element order. */
@@ -340,6 +358,26 @@ void hk_fields_free(hk_fields *f)
     memset(f, 0, sizeof *f);
 }
 
+/* Element e has a recovery kernel of the mesh's dimension, its node count and a valid region. */
+static int check_element(const hk_mesh *m, int64_t e)
+{
+    int t = m->cells.type[e];
+    const hk_elref *el = hk_eltype_has_kernel((hk_eltype)t) ? hk_elref_get((hk_eltype)t) : NULL;
+    HK_CHECK(el && el->dim == m->dim, HK_ERR_UNSUPPORTED,
+             "element %lld: a %s has no stress recovery in a %dD model (supported: tri3 tri6 "
+             "quad4 quad8 quad9 in 2D, tet4 tet10 hex8 hex20 hex27 wedge6 wedge15 wedge18 "
+             "pyr5 pyr13 pyr14 in 3D)",
+             (long long)m->cells.tag[e], hk_el_name(t), m->dim);
+    HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == el->nnodes, HK_ERR_MODEL,
+             "element %lld (%s) has %lld nodes, expected %d", (long long)m->cells.tag[e], el->name,
+             (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), el->nnodes);
+    if (m->cell_region && m->nregions > 0)
+        HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
+                 "element %lld has region index %d outside 0..%d", (long long)m->cells.tag[e],
+                 m->cell_region[e], m->nregions - 1);
+    return 0;
+}
+
 /* Input checks: one sentence each, naming what is wrong and the fix. */
 static int check_input(const hk_problem *p, const hk_system *s, const double *u)
 {
@@ -384,27 +422,20 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
                  "material '%s' of region '%s': Poisson's ratio nu = %g must lie in (-1, 0.5)",
                  mat->name, rn, mat->nu);
     }
-    for (int64_t e = 0; e < m->cells.n; e++) {
-        int t = m->cells.type[e];
-        const hk_elref *el = hk_eltype_has_kernel((hk_eltype)t) ? hk_elref_get((hk_eltype)t) : NULL;
-        HK_CHECK(el && el->dim == m->dim, HK_ERR_UNSUPPORTED,
-                 "element %lld: a %s has no stress recovery in a %dD model (supported: tri3 tri6 "
-                 "quad4 quad8 quad9 in 2D, tet4 tet10 hex8 hex20 hex27 wedge6 wedge15 wedge18 "
-                 "pyr5 pyr13 pyr14 in 3D)",
-                 (long long)m->cells.tag[e], hk_el_name(t), m->dim);
-        HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == el->nnodes, HK_ERR_MODEL,
-                 "element %lld (%s) has %lld nodes, expected %d", (long long)m->cells.tag[e],
-                 el->name, (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), el->nnodes);
-        if (m->cell_region && m->nregions > 0)
-            HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
-                     "element %lld has region index %d outside 0..%d", (long long)m->cells.tag[e],
-                     m->cell_region[e], m->nregions - 1);
-    }
+    /* elements and dofs checked on every thread; the first bad one in order is reported */
+    int64_t bad = m->cells.n;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (check_element(m, e) && e < bad) bad = e;
+    if (bad < m->cells.n) return check_element(m, bad);
+    bad = s->ndof;
+#pragma omp parallel for schedule(static) reduction(min : bad)
     for (int64_t i = 0; i < s->ndof; i++)
-        HK_CHECK(isfinite(u[i]), HK_ERR_NUMERIC,
-                 "hk_postproc: displacement dof %lld (node %lld) is %g; the solve did not "
-                 "converge to a finite answer",
-                 (long long)i, (long long)(i / m->dim), u[i]);
+        if (!isfinite(u[i]) && i < bad) bad = i;
+    HK_CHECK(bad == s->ndof, HK_ERR_NUMERIC,
+             "hk_postproc: displacement dof %lld (node %lld) is %g; the solve did not "
+             "converge to a finite answer",
+             (long long)bad, (long long)(bad / m->dim), bad < s->ndof ? u[bad] : 0.0);
     for (int k = 0; k < p->nsupports; k++)
         HK_CHECK(p->supports[k].boundary >= 0 && p->supports[k].boundary < m->nboundaries,
                  HK_ERR_ARG, "hk_postproc: support %d names boundary index %d outside 0..%d", k,
@@ -451,13 +482,17 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
                      &out->support_moment));
 
     /* displacements, 3 per node; prescribed dofs take the system's prescribed values */
-    for (int64_t i = 0; i < nn; i++)
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++) {
         for (int c = 0; c < dim; c++) {
             int64_t d = i * dim + c;
             out->u[3 * i + c] = s->fixed[d] && s->u_fixed ? s->u_fixed[d] : u[d];
         }
+    }
     /* nodes of a rigid coupling: u = u_ref + theta x (x - x_ref) */
-    for (int64_t i = 0; i < nn && s->nrigid; i++) {
+#pragma omp parallel for schedule(static) if (s->nrigid)
+    for (int64_t i = 0; i < nn; i++) {
+        if (!s->nrigid) continue;
         const int k = s->rigid_of[i];
         if (k < 0) continue;
         const double *t = u + (nn + 2 * k) * dim, *th = t + dim, *x0 = s->rigid_point[k];
@@ -486,38 +521,60 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     for (int t = 0; t < HK_EL_COUNT; t++)
         if (hk_eltype_has_kernel((hk_eltype)t)) node_dN_fill(t, ndN[t]);
 
-    /* elements in chunks: parallel compute, ordered scatter */
+    /* elements in chunks: computed in parallel, then summed into their nodes. Each thread
+     * adds only the nodes it owns (blocks of 16 nodes dealt out by node_owner), scanning the
+     * chunk's elements in order, so every node's sums are taken in element order whatever the
+     * thread count, and the node arrays are first touched by the threads that fill them. Two
+     * buffers: the threads sum chunk k from one while the first done compute chunk k + 1 into
+     * the other, one barrier a chunk. */
     enum { CHUNK = 2048 };
-    HK_TRY(hk_malloc(CHUNK * sizeof(elem_out), &buf));
-    for (int64_t e0 = 0; e0 < ne; e0 += CHUNK) {
-        int64_t e1 = e0 + CHUNK < ne ? e0 + CHUNK : ne;
-#pragma omp parallel for schedule(static)
-        for (int64_t e = e0; e < e1; e++) {
-            int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
-            element(p, &laws[r], dTr[r], ndN, thick, out->u, e, &buf[e - e0]);
-        }
-        for (int64_t e = e0; e < e1; e++) {
-            const elem_out *o = &buf[e - e0];
-            HK_TRY_CHECK(!o->err, HK_ERR_MODEL,
-                         "element %lld has a non-positive Jacobian determinant (%g): it is "
-                         "inverted or degenerate; fix its node order or the mesh",
-                         (long long)m->cells.tag[e], o->det);
-            const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
-            int nen = (int)(m->cells.ptr[e + 1] - m->cells.ptr[e]);
-            for (int a = 0; a < nen; a++) {
-                int64_t g = nodes[a];
-                for (int k = 0; k < 6; k++) {
-                    out->strain[6 * g + k] += o->eps[a][k];
-                    out->stress[6 * g + k] += o->sig[a][k];
+    HK_TRY(hk_malloc(2 * CHUNK * sizeof(elem_out), &buf));
+    int64_t bad = ne; /* the first element with a non-positive Jacobian */
+#pragma omp parallel reduction(min : bad)
+    {
+        const unsigned nthreads = (unsigned)omp_get_num_threads();
+        const unsigned me = (unsigned)omp_get_thread_num();
+        for (int64_t e0 = 0; e0 < ne; e0 += CHUNK) {
+            const int64_t e1 = e0 + CHUNK < ne ? e0 + CHUNK : ne;
+            elem_out *cb = buf + (e0 / CHUNK % 2) * CHUNK;
+#pragma omp for schedule(static)
+            for (int64_t e = e0; e < e1; e++) {
+                int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
+                elem_out *o = &cb[e - e0];
+                if (element(p, &laws[r], dTr[r], ndN, thick, out->u, e, o)) {
+                    if (e < bad) bad = e;
+                    continue;
                 }
-                for (int k = 0; k < 3; k++)
-                    fint[3 * g + k] += o->fint[a][k];
-                count[g] += 1;
+                for (int k = 0; k < 6; k++)
+                    out->cell_stress[6 * e + k] = o->cell_sig[k];
+                out->cell_von_mises[e] = hk_pp_von_mises(o->cell_sig);
             }
-            for (int k = 0; k < 6; k++)
-                out->cell_stress[6 * e + k] = o->cell_sig[k];
-            out->cell_von_mises[e] = hk_pp_von_mises(o->cell_sig);
+            for (int64_t e = e0; e < e1; e++) {
+                const elem_out *o = &cb[e - e0];
+                if (o->err) continue; /* reported below */
+                const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
+                const int nen = (int)(m->cells.ptr[e + 1] - m->cells.ptr[e]);
+                for (int a = 0; a < nen; a++) {
+                    const int64_t g = nodes[a];
+                    if (node_owner(g, nthreads) != me) continue;
+                    for (int k = 0; k < 6; k++) {
+                        out->strain[6 * g + k] += o->eps[a][k];
+                        out->stress[6 * g + k] += o->sig[a][k];
+                    }
+                    for (int k = 0; k < 3; k++)
+                        fint[3 * g + k] += o->fint[a][k];
+                    count[g] += 1;
+                }
+            }
         }
+    }
+    if (bad < ne) { /* the determinant again, for the message */
+        int r = m->cell_region && m->nregions > 0 ? m->cell_region[bad] : 0;
+        element(p, &laws[r], dTr[r], ndN, thick, out->u, bad, buf);
+        HK_TRY_CHECK(0, HK_ERR_MODEL,
+                     "element %lld has a non-positive Jacobian determinant (%g): it is inverted "
+                     "or degenerate; fix its node order or the mesh",
+                     (long long)m->cells.tag[bad], buf->det);
     }
 
     /* nodal averages, invariants, maxima: node by node on every thread (a max does not
@@ -545,6 +602,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ud));
     HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ys));
     HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &yk));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
         for (int c = 0; c < dim; c++)
             ud[i * dim + c] = out->u[3 * i + c];
