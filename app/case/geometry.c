@@ -99,21 +99,6 @@ static int read_generate(case_ctx *x, struct fy_node *g, int quad, int order, in
     return generate_element(x, el, sh, quad, order, incomplete);
 }
 
-/* A Gmsh algorithm by name (geometry.algorithm2d / algorithm3d): its Gmsh number in *out. */
-static int parse_algorithm(case_ctx *x, struct fy_node *n, const char *what,
-                           const char *const *names, const int *numbers, int *out)
-{
-    const char *s = case_scalar(n);
-    for (int i = 0; s && names[i]; i++)
-        if (!strcmp(s, names[i])) {
-            *out = numbers[i];
-            return 0;
-        }
-    char hint[512];
-    case_key_hint(s ? s : "", names, hint, sizeof hint);
-    return case_err_at(x, n, "unknown %s '%s'; %s", what, s ? s : "?", hint);
-}
-
 /* geometry.threads, geometry.algorithm2d, geometry.algorithm3d: how Gmsh meshes;
  * geometry.order_by: who makes the second-order nodes. */
 static int read_meshing_speed(case_ctx *x, struct fy_node *g)
@@ -135,13 +120,13 @@ static int read_meshing_speed(case_ctx *x, struct fy_node *g)
                 c->mesh.threads);
     }
     if ((n = case_lookup(g, "algorithm2d")))
-        HK_CALL(parse_algorithm(x, n, "geometry.algorithm2d", n2, v2, &c->mesh.algorithm2d));
+        HK_CALL(case_parse_choice(x, n, "geometry.algorithm2d", n2, v2, &c->mesh.algorithm2d));
     if ((n = case_lookup(g, "algorithm3d")))
-        HK_CALL(parse_algorithm(x, n, "geometry.algorithm3d", n3, v3, &c->mesh.algorithm3d));
+        HK_CALL(case_parse_choice(x, n, "geometry.algorithm3d", n3, v3, &c->mesh.algorithm3d));
     static const char *const nby[] = {"hooke", "gmsh", NULL};
     static const int vby[] = {HK_ORDER_BY_HOOKE, HK_ORDER_BY_GMSH};
     if ((n = case_lookup(g, "order_by")))
-        HK_CALL(parse_algorithm(x, n, "geometry.order_by", nby, vby, &c->mesh.order_by));
+        HK_CALL(case_parse_choice(x, n, "geometry.order_by", nby, vby, &c->mesh.order_by));
     return 0;
 }
 

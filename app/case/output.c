@@ -31,21 +31,6 @@ static int read_output_system(case_ctx *x, struct fy_node *o)
     return 0;
 }
 
-/* A word from names (NULL-terminated) into the matching value. */
-static int parse_word(case_ctx *x, struct fy_node *n, const char *what, const char *const *names,
-                      const int *values, int *out)
-{
-    const char *s = case_scalar(n);
-    for (int i = 0; s && names[i]; i++)
-        if (!strcmp(s, names[i])) {
-            *out = values[i];
-            return 0;
-        }
-    char hint[512];
-    case_key_hint(s ? s : "", names, hint, sizeof hint);
-    return case_err_at(x, n, "unknown %s '%s'; %s", what, s ? s : "?", hint);
-}
-
 /* output.compression, output.level, output.precision: how the .vtu's arrays are stored. */
 static int read_output_format(case_ctx *x, struct fy_node *o)
 {
@@ -58,7 +43,7 @@ static int read_output_format(case_ctx *x, struct fy_node *o)
     if (kn) c->compression = c->compress ? HK_VTU_ZLIB : HK_VTU_NONE; /* the older key */
     if (cn) {
         int comp = 0;
-        HK_CALL(parse_word(x, cn, "output.compression", comp_names, comp_values, &comp));
+        HK_CALL(case_parse_choice(x, cn, "output.compression", comp_names, comp_values, &comp));
         if (kn && (comp != HK_VTU_NONE) != c->compress)
             return case_err_at(x, cn,
                                "output.compression: %s contradicts output.compress: %s; keep "
@@ -82,7 +67,7 @@ static int read_output_format(case_ctx *x, struct fy_node *o)
             return case_err_at(x, n, "output.level is zlib's level; it needs compression: zlib");
     }
     if ((n = case_lookup(o, "precision")))
-        HK_CALL(parse_word(x, n, "output.precision", prec_names, prec_values, &c->float32));
+        HK_CALL(case_parse_choice(x, n, "output.precision", prec_names, prec_values, &c->float32));
     return 0;
 }
 

@@ -207,6 +207,20 @@ int case_parse_bool(case_ctx *x, struct fy_node *n, const char *what, int *out)
     return case_err_at(x, n, "%s must be true or false, got '%s'", what, s ? s : "a collection");
 }
 
+int case_parse_choice(case_ctx *x, struct fy_node *n, const char *what, const char *const *names,
+                      const int *values, int *out)
+{
+    const char *s = case_scalar(n);
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(s, names[i])) {
+            *out = values[i];
+            return 0;
+        }
+    char hint[512];
+    case_key_hint(s ? s : "", names, hint, sizeof hint);
+    return case_err_at(x, n, "unknown %s '%s'; %s", what, s ? s : "?", hint);
+}
+
 /* A vector of 2 (2D) or 3 numbers; a 2D case may give 3 with z = 0. */
 int case_parse_vec(case_ctx *x, struct fy_node *n, const char *what, double v[3])
 {

@@ -51,6 +51,9 @@ struct fy_node *case_key_of(struct fy_node *map, const char *key);
 int case_parse_double(case_ctx *x, struct fy_node *n, const char *what, double *out);
 int case_parse_int(case_ctx *x, struct fy_node *n, const char *what, int *out);
 int case_parse_bool(case_ctx *x, struct fy_node *n, const char *what, int *out);
+/* One of the words names (NULL-terminated): the value of the same index into *out. */
+int case_parse_choice(case_ctx *x, struct fy_node *n, const char *what, const char *const *names,
+                      const int *values, int *out);
 /* A vector of 2 (2D) or 3 numbers; a 2D case may give 3 with z = 0. */
 int case_parse_vec(case_ctx *x, struct fy_node *n, const char *what, double v[3]);
 int case_parse_name(case_ctx *x, struct fy_node *n, const char *what, char *out, size_t size);
