@@ -15,14 +15,14 @@ GMSH_VERSION=${GMSH_VERSION:-4.9.5}   # C API of Debian's 4.8 plus additions; se
 mkdir -p "$OUTDIR/debs" "$OUTDIR/gmsh"
 
 # Headers and libraries of the build, and the X11/GL libraries that libgmsh.so links to.
-pkgs=(libfyaml0 libfyaml-dev libcunit1 libcunit1-dev libxml2-dev zlib1g-dev
+pkgs=(libfyaml0 libfyaml-dev libcunit1 libcunit1-dev libxml2-dev zlib1g-dev liblz4-1 liblz4-dev
       libglu1-mesa libgl1 libglx0 libopengl0 libglvnd0 libxrender1 libxcursor1 libxfixes3
       libxft2 libfontconfig1 libxinerama1 libx11-6 libfreetype6 libexpat1 libxext6 libxcb1
       libpng16-16 libbrotli1 libxau6 libxdmcp6 libbsd0 libmd0
       libsuitesparse-dev libcholmod3 libamd2 libcolamd2 libcamd2 libccolamd2
       libsuitesparseconfig5 libmetis5 libopenblas0-pthread libgfortran5 libquadmath0)
 # (CHOLMOD for method=cholesky, with the threaded OpenBLAS as its BLAS and LAPACK)
-if ! ls "$OUTDIR"/debs/libcholmod3_*.deb >/dev/null 2>&1; then
+if ! ls "$OUTDIR"/debs/libcholmod3_*.deb "$OUTDIR"/debs/liblz4-dev_*.deb >/dev/null 2>&1; then
   (cd "$OUTDIR/debs" && apt-get download "${pkgs[@]}" >/dev/null)
 fi
 if ! ls "$OUTDIR"/gmsh/gmsh-*.whl >/dev/null 2>&1; then
