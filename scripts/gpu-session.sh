@@ -86,6 +86,9 @@ for step in "$@"; do
             done
             $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
               --generate elasticity3d:22; } > "$OUT/pipeformats.md" 2>&1 ;;
+    eigen) { $B/hooke bench eigen --backend cuda --size medium
+             $B/hooke bench eigen --backend cuda --size large --pcs amg --no-dense; } > "$OUT/eigen.md" 2>&1 ;;
+    output) $B/hooke bench output --size large > "$OUT/output.md" 2>&1 ;;
     pipesmall) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
                  --problem 'cases/bracket/bracket.yaml' --problem 'cases/bracket/bracket.yaml' \
                  > "$OUT/pipesmall.md" 2>&1 ;;
