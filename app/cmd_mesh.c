@@ -14,7 +14,7 @@ static void mesh_help(FILE *f)
     fprintf(f,
             "usage: hooke mesh CASE.yaml -o PART.msh [--set KEY=VALUE ...] [--verbose]\n\n"
             "Mesh the case's geometry with its geometry: keys (size, order, order_by, quad,\n"
-            "threads, algorithm2d, algorithm3d) and write the mesh as a Gmsh .msh file (format 2.2,\n"
+            "refine, threads, algorithm2d, algorithm3d) and write the mesh as a Gmsh .msh file (format 2.2,\n"
             "regions and boundaries as named physical groups). A case with\n"
             "  geometry: {file: PART.msh}\n"
             "then reads it as is: the same nodes, elements and groups, no meshing.\n\n"
@@ -103,11 +103,32 @@ int hk_cmd_mesh(int argc, char **argv)
     t = hk_time();
     err = hk_mesh_write_msh(out, &m);
     if (err) goto fail;
-    if (!quiet)
+    if (!quiet) {
         fprintf(stderr, "hooke mesh: %lld nodes, %lld elements, %d regions, %d boundaries in "
                         "%.2f s; wrote %s in %.2f s\n",
                 (long long)m.nnodes, (long long)m.cells.n, m.nregions, m.nboundaries, tm, out,
                 hk_time() - t);
+        hk_mesh_quality q = {0, 0, 0};
+        if (!hk_mesh_measure_quality(&m, &q))
+            fprintf(stderr, "hooke mesh: element quality (scaled Jacobian) min %.3f mean %.3f\n",
+                    q.min, q.mean);
+        const hk_mesh_refine_stats rs = hk_mesh_load_refine_stats();
+        if (!c.generate && rs.levels)
+            fprintf(stderr,
+                    "hooke mesh: refined %d time%s, %lld -> %lld cells in %.2f s (%.2f GB/s), "
+                    "quality min %.3f mean %.3f -> min %.3f mean %.3f\n",
+                    rs.levels, rs.levels == 1 ? "" : "s", (long long)rs.cells_before,
+                    (long long)rs.after.cells, rs.seconds,
+                    rs.seconds > 0 ? rs.bytes / rs.seconds / 1e9 : 0.0, rs.before.min,
+                    rs.before.mean, rs.after.min, rs.after.mean);
+        if (!c.generate) {
+            hk_mesh_load_times lt = hk_mesh_load_phase_times();
+            fprintf(stderr,
+                    "hooke mesh: phases (s): curves and surfaces %.2f, volume %.2f, refinement "
+                    "%.2f, second-order nodes %.2f, reading into Hooke %.2f\n",
+                    lt.surfaces, lt.volume, lt.refine, lt.order, lt.read);
+        }
+    }
     rc = 0;
 fail:
     if (rc) fprintf(stderr, "hooke mesh: %s\n", hk_error_message());

@@ -211,13 +211,24 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
         mo.verbose = o->verbose;
         HK_TRY(hk_mesh_load(c->geo_file, &mo, &r->mesh));
         if (*hk_mesh_load_notes()) stage(L, "meshing: %s", hk_mesh_load_notes());
+        const hk_mesh_refine_stats rs = hk_mesh_load_refine_stats();
+        if (rs.levels)
+            stage(L,
+                  "meshing: refined %d time%s, %lld -> %lld cells in %.2f s (%.2f GB/s), "
+                  "quality min %.2f mean %.2f -> min %.2f mean %.2f",
+                  rs.levels, rs.levels == 1 ? "" : "s", (long long)rs.cells_before,
+                  (long long)rs.after.cells, rs.seconds,
+                  rs.seconds > 0 ? rs.bytes / rs.seconds / 1e9 : 0.0, rs.before.min,
+                  rs.before.mean, rs.after.min, rs.after.mean);
     }
     r->t_mesh = hk_time() - t;
     r->mem.host_peak_mesh = hk_run_peak_host_bytes();
     char types[128];
+    hk_mesh_quality q = {0, 0, 0};
     element_types(&r->mesh, types, sizeof types);
-    stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s", (long long)r->mesh.nnodes,
-          (long long)r->mesh.cells.n, types, r->t_mesh);
+    HK_TRY(hk_mesh_measure_quality(&r->mesh, &q));
+    stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s, quality min %.2f mean %.2f",
+          (long long)r->mesh.nnodes, (long long)r->mesh.cells.n, types, r->t_mesh, q.min, q.mean);
 
     HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, &r->mem));
     if (r->mem.host_estimate > 0)

@@ -612,6 +612,11 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
                      gr->name, gr->dim);
         HK_TRY(hk_group_collect_nodes(gr, ntot));
     }
+    if (g && g->raise_entities)
+        for (int k = 0; k < g->n; k++) {
+            int64_t off_mesh = 0;
+            HK_TRY(elevate_facets(&E, &g->ent[k].elems, &off_mesh));
+        }
     hk_elems_free(&m->cells);
     m->cells = E.q;
     memset(&E.q, 0, sizeof E.q);

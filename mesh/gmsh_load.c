@@ -35,6 +35,14 @@ static int file_kind(const char *path)
     return -1;
 }
 
+/* The phases and the refinement of the last hk_mesh_load. */
+static hk_mesh_load_times load_times;
+static hk_mesh_refine_stats load_refine;
+
+hk_mesh_load_times hk_mesh_load_phase_times(void) { return load_times; }
+
+hk_mesh_refine_stats hk_mesh_load_refine_stats(void) { return load_refine; }
+
 #ifdef HOOKE_HAVE_GMSH
 
 /* Gmsh 4.8 dereferences NULL on some malformed files (a .msh whose node count is '3e9'). A
@@ -247,9 +255,6 @@ static int set_option(const char *path, const char *name, const char *alt, doubl
 
 /* What hk_mesh_load changed from the options (hk_mesh_load_notes). */
 static char load_notes[1024];
-static hk_mesh_load_times load_times;
-
-hk_mesh_load_times hk_mesh_load_phase_times(void) { return load_times; }
 
 static void add_note(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -284,12 +289,16 @@ static const char *algo2d_name(int a)
     return a >= 0 && a < (int)(sizeof n / sizeof *n) ? n[a] : "?";
 }
 
-/* Threads and algorithms (docs/geometry.md, "Meshing speed"): HXT for volumes (3 to 10 times
- * faster than Gmsh's default Delaunay on the bracket, and parallel); surfaces with the file's
- * or Gmsh's default algorithm (Frontal-Delaunay: as fast as Delaunay there, better shaped). */
+/* Threads and algorithms (docs/geometry.md, "Reproducible meshes" and "Meshing speed"): by
+ * default one thread and Delaunay for volumes, which give the same mesh every time (Gmsh's
+ * threads mesh curves and surfaces in a varying order, and HXT varies even on one thread);
+ * HXT and more threads when asked. Surfaces with the file's or Gmsh's default algorithm
+ * (Frontal-Delaunay). */
 static void set_meshing_speed(const hk_mesh_options *opt, int gdim, int *algo3d)
 {
-    int nt = opt->threads > 0 ? opt->threads : omp_get_num_procs();
+    int nt = opt->threads == HK_MESH_THREADS_ALL ? omp_get_num_procs()
+             : opt->threads > 0                  ? opt->threads
+                                                 : 1;
     if (nt < 1) nt = 1;
     if (set_option_soft("General.NumThreads", nt, "meshing on one thread")) {
         static const char *const per_dim[] = {"Mesh.MaxNumThreads1D", "Mesh.MaxNumThreads2D",
@@ -300,7 +309,7 @@ static void set_meshing_speed(const hk_mesh_options *opt, int gdim, int *algo3d)
     if (opt->algorithm2d && !set_option_soft("Mesh.Algorithm", opt->algorithm2d,
                                               "Gmsh's default surface mesher"))
         add_note("surface algorithm %s not used", algo2d_name(opt->algorithm2d));
-    *algo3d = opt->algorithm3d ? opt->algorithm3d : 10;
+    *algo3d = opt->algorithm3d ? opt->algorithm3d : 1;
     if (gdim == 3 && !set_option_soft("Mesh.Algorithm3D", *algo3d, "Gmsh's default Delaunay"))
         *algo3d = 1;
 }
@@ -320,31 +329,31 @@ static int project_gmsh(void *ctx, const hk_elev_entity *e, double *xyz, int64_t
     return ok ? 0 : -1;
 }
 
-/* The second-order nodes of the linear mesh m made by Hooke (hk_mesh_elevate), those on the
- * model's curves and surfaces (in 2D: curves) moved onto them unless the file asks for
- * straight ones (Mesh.SecondOrderLinear). tm and newid map Gmsh's node tags to m's nodes. */
-static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight, const tagmap *tm,
-                        const int32_t *newid, hk_mesh *m)
+/* The model's curves and surfaces (in 2D: its curves) with their linear meshes in m's
+ * numbering, onto which refinement and the second-order nodes go. tm and newid map Gmsh's
+ * node tags to m's nodes. */
+static int gmsh_geometry(const char *path, int gdim, const tagmap *tm, const int32_t *newid,
+                         hk_elev_geom *g)
 {
     int ierr = 0, *ent = NULL;
     size_t nent = 0;
     char *type = NULL;
-    hk_elev_geom g = {.project = project_gmsh};
-    hk_elev_stats st;
-    for (int dim = 2; dim >= 1 && !straight; dim--) {
+    memset(g, 0, sizeof *g);
+    g->project = project_gmsh;
+    for (int dim = 2; dim >= 1; dim--) {
         if (dim >= gdim) continue;
         GMSH_TRY(HK_ERR_PARSE, "list the entities of",
                  gmshModelGetEntities(&ent, &nent, dim, &gerr_));
-        hk_elev_entity *ne = realloc(g.ent, (size_t)(g.n + (int)nent / 2 + 1) * sizeof *ne);
+        hk_elev_entity *ne = realloc(g->ent, (size_t)(g->n + (int)nent / 2 + 1) * sizeof *ne);
         HK_TRY_CHECK(ne, HK_ERR_MEMORY, "out of host memory reading '%s'", path);
-        g.ent = ne;
+        g->ent = ne;
         for (size_t k = 0; k < nent / 2; k++) {
-            hk_elev_entity *e = &g.ent[g.n];
+            hk_elev_entity *e = &g->ent[g->n];
             hk_elems_builder b;
             memset(e, 0, sizeof *e);
             memset(&b, 0, sizeof b);
             e->dim = dim, e->tag = ent[2 * k + 1];
-            g.n++;
+            g->n++;
             GMSH_TRY(HK_ERR_PARSE, "find the geometry of an entity of",
                      gmshModelGetType(dim, e->tag, &type, &gerr_));
             e->flat = !strcmp(type, dim == 1 ? "Line" : "Plane");
@@ -361,7 +370,41 @@ static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight
         gmshFree(ent);
         ent = NULL;
     }
-    HK_TRY(hk_mesh_elevate(m, incomplete, &g, &st));
+fail:
+    gmshFree(ent);
+    gmshFree(type);
+    return ierr;
+}
+
+static void geometry_free(hk_elev_geom *g)
+{
+    for (int k = 0; k < g->n; k++)
+        hk_elems_free(&g->ent[k].elems);
+    free(g->ent);
+    memset(g, 0, sizeof *g);
+}
+
+/* Refinement and the second-order nodes of the linear mesh m, made by Hooke (hk_mesh_refine,
+ * hk_mesh_elevate) with the new nodes on the model's curves and surfaces moved onto them (g,
+ * may be NULL: straight; straight: the second-order nodes stay straight, as the file's
+ * Mesh.SecondOrderLinear asks). */
+static int refine_elevate(int levels, int order2, int incomplete, int straight,
+                          const hk_elev_geom *g, hk_mesh *m)
+{
+    hk_elev_stats st;
+    if (levels) {
+        double t = omp_get_wtime();
+        HK_CALL(hk_mesh_refine_geom(m, levels, g, &load_refine));
+        load_times.refine = omp_get_wtime() - t;
+        if (load_refine.straight)
+            add_note("%lld refined nodes on curved geometry kept straight: on it they would "
+                     "invert a cell or Gmsh found no closest point near them",
+                     (long long)load_refine.straight);
+    }
+    if (!order2) return 0;
+    double t = omp_get_wtime();
+    HK_CALL(hk_mesh_elevate(m, incomplete, straight ? NULL : g, &st));
+    load_times.order = omp_get_wtime() - t;
     if (st.straight)
         add_note("%lld second-order nodes kept straight: on the curved geometry they would "
                  "invert a cell",
@@ -370,13 +413,52 @@ static int elevate_gmsh(const char *path, int gdim, int incomplete, int straight
         add_note("%lld second-order nodes on curved geometry left straight: Gmsh found no "
                  "closest point near them",
                  (long long)(st.too_far + st.failed));
+    return 0;
+}
+
+/* The volume (3D) or area (2D) of the open model's entities of dimension dim: OpenCASCADE's
+ * mass, or the bounding box where the entity is not OpenCASCADE's (the built-in kernel). */
+static int model_measure(const char *path, int dim, double *measure)
+{
+    int ierr = 0, *ent = NULL;
+    size_t nent = 0;
+    *measure = 0;
+    GMSH_TRY(HK_ERR_PARSE, "list the entities of", gmshModelGetEntities(&ent, &nent, dim, &gerr_));
+    for (size_t k = 0; k < nent / 2; k++) {
+        double v = 0, b[6];
+        int gerr = 0;
+        gmshModelOccGetMass(dim, ent[2 * k + 1], &v, &gerr);
+        if (gerr || !(v > 0)) {
+            gerr = 0;
+            gmshModelGetBoundingBox(dim, ent[2 * k + 1], b, b + 1, b + 2, b + 3, b + 4, b + 5,
+                                    &gerr);
+            v = gerr ? 0 : (b[3] - b[0]) * (b[4] - b[1]) * (dim == 3 ? b[5] - b[2] : 1);
+        }
+        if (v > 0 && isfinite(v)) *measure += v;
+    }
 fail:
-    for (int k = 0; k < g.n; k++)
-        hk_elems_free(&g.ent[k].elems);
-    free(g.ent);
     gmshFree(ent);
-    gmshFree(type);
     return ierr;
+}
+
+/* geometry.refine: auto (docs/geometry.md, "Refinement"): the fewest levels that bring the
+ * estimated cell count of the coarse mesh Gmsh makes to at most HK_AUTO_CELLS_3D (2D:
+ * _2D). The estimate is the memory guard's lower bound (about 3.5 tetrahedra per cube of the
+ * size, 1.6 triangles per square); a size field's finer parts add to it. */
+enum { HK_AUTO_CELLS_3D = 150000, HK_AUTO_CELLS_2D = 100000 };
+
+static int auto_levels(const char *path, int gdim, double size)
+{
+    double measure = 0;
+    if (!(size > 0) || model_measure(path, gdim, &measure) || !(measure > 0)) {
+        hk_error_clear();
+        return 0;
+    }
+    double cells = gdim == 3 ? 3.5 * measure / (size * size * size) : 1.6 * measure / (size * size);
+    int n = 0;
+    for (; n < HK_REFINE_MAX && cells > (gdim == 3 ? HK_AUTO_CELLS_3D : HK_AUTO_CELLS_2D); n++)
+        cells /= gdim == 3 ? 8 : 4;
+    return n;
 }
 
 static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh *m)
@@ -397,6 +479,10 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     int *claimed = NULL; /* entity tags of the model dimension already in a region */
     size_t nclaimed = 0;
     int elevate = 0, incomplete = 0, straight = 0; /* second-order nodes made by Hooke */
+    int levels = opt->refine > 0 ? opt->refine : 0; /* refinements by Hooke */
+    hk_elev_geom geo;
+    memset(&geo, 0, sizeof geo);
+    memset(&load_refine, 0, sizeof load_refine);
 
 #if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 9)
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
@@ -440,6 +526,30 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             incomplete = inc != 0, straight = lin != 0;
         }
         elevate = order == 2 && opt->order_by != HK_ORDER_BY_GMSH;
+        /* refinement: Gmsh meshes with every size (the maximum, the fields', the points')
+         * 2^levels times larger, Hooke splits the cells levels times */
+        double factor = 1;
+        {
+            int gerr = 0;
+            gmshOptionGetNumber("Mesh.MeshSizeFactor", &factor, &gerr);
+            if (gerr || !(factor > 0)) factor = 1;
+        }
+        if (opt->refine == HK_REFINE_AUTO && !(order == 2 && !elevate)) {
+            double h = opt->size;
+            if (!(h > 0)) {
+                int gerr = 0;
+                gmshOptionGetNumber("Mesh.MeshSizeMax", &h, &gerr);
+                if (gerr || !(h < 1e21)) h = 0; /* Gmsh's default: the model's own size */
+            }
+            levels = auto_levels(path, gdim, h * factor);
+        }
+        HK_TRY_CHECK(!levels || order < 2 || elevate, HK_ERR_OPTION,
+                     "%s: geometry.refine cannot be used with geometry.order_by: gmsh (Gmsh "
+                     "raises the order before Hooke could refine); leave order_by at hooke",
+                     path);
+        if (levels)
+            HK_TRY(set_option(path, "Mesh.MeshSizeFactor", "Mesh.CharacteristicLengthFactor",
+                              factor * (double)(1 << levels)));
         if (opt->quad) {
             /* 2D: recombine triangles into quads (a few triangles may stay: mixed mesh);
              * 3D: split every tetrahedron into 4 hexahedra (Gmsh's subdivision), since
@@ -462,7 +572,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             t = omp_get_wtime();
         }
         gmshModelMeshGenerate(gdim, &gerr);
-        if (gerr && gdim == 3 && algo3d == 10 && !opt->algorithm3d) {
+        if (gerr && gdim == 3 && algo3d == 10) {
             /* a Gmsh built without HXT, or HXT failing on this geometry: Delaunay */
             add_note("HXT could not mesh the volume (%s); meshed with Delaunay instead",
                      gmsh_last_error());
@@ -672,7 +782,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         f->n = kept;
         g->elems = *f;
         memset(f, 0, sizeof *f);
-        if (!elevate) HK_TRY(hk_group_collect_nodes(g, nn));
+        if (!elevate && !levels) HK_TRY(hk_group_collect_nodes(g, nn));
         b++;
     }
 
@@ -683,16 +793,21 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
                  "be tangled (try geometry.algorithm3d: delaunay)",
                  (long long)nflip);
     HK_TRY(hk_mesh_orient_facets(m));
-    if (elevate) {
-        double t = omp_get_wtime();
+    /* a mesh file is refined without its geometry, then raised to the asked order */
+    const int order2 = elevate || (kind == 0 && levels && opt->order == 2);
+    if (levels || order2) {
         omp_set_num_threads(threads);
-        HK_TRY(elevate_gmsh(path, gdim, incomplete, straight, &tm, newid, m));
-        load_times.order = omp_get_wtime() - t;
+        if (kind == 1 && (levels || !straight))
+            HK_TRY(gmsh_geometry(path, gdim, &tm, newid, &geo));
+        HK_TRY(refine_elevate(levels, order2, kind == 1 ? incomplete : opt->incomplete, straight,
+                              kind == 1 ? &geo : NULL, m));
     }
     if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
-    load_times.read = omp_get_wtime() - t_read - load_times.order * elevate;
+    load_times.read =
+        omp_get_wtime() - t_read - (order2 ? load_times.order : 0) - load_times.refine;
 
 fail:
+    geometry_free(&geo);
     if (initialized) {
         int gerr = 0;
         gmshFinalize(&gerr);
@@ -720,12 +835,10 @@ fail:
 #endif /* HOOKE_HAVE_GMSH */
 
 #ifdef HOOKE_HAVE_GMSH
-/* OpenCASCADE's mass of each entity of the model dimension, or its bounding box where the
- * entity is not OpenCASCADE's (the built-in kernel). */
+/* The model's dimension and the measure of its entities of that dimension. */
 static int measure_gmsh(const char *path, int *dim, double *measure)
 {
-    int ierr = 0, *ent = NULL;
-    size_t nent = 0;
+    int ierr = 0;
 #if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 9)
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
 #else
@@ -735,27 +848,13 @@ static int measure_gmsh(const char *path, int *dim, double *measure)
     HK_TRY(set_option(path, "General.Terminal", NULL, 0));
     GMSH_TRY(HK_ERR_PARSE, "read", gmshOpen(path, &gerr_));
     GMSH_TRY(HK_ERR_PARSE, "find the dimension of", *dim = gmshModelGetDimension(&gerr_));
-    GMSH_TRY(HK_ERR_PARSE, "list the entities of", gmshModelGetEntities(&ent, &nent, *dim, &gerr_));
-    *measure = 0;
-    for (size_t k = 0; k < nent / 2; k++) {
-        double v = 0, b[6];
-        int gerr = 0;
-        gmshModelOccGetMass(*dim, ent[2 * k + 1], &v, &gerr);
-        if (gerr || !(v > 0)) {
-            gerr = 0;
-            gmshModelGetBoundingBox(*dim, ent[2 * k + 1], b, b + 1, b + 2, b + 3, b + 4, b + 5,
-                                    &gerr);
-            v = gerr ? 0 : (b[3] - b[0]) * (b[4] - b[1]) * (*dim == 3 ? b[5] - b[2] : 1);
-        }
-        if (v > 0 && isfinite(v)) *measure += v;
-    }
+    HK_TRY(model_measure(path, *dim, measure));
 fail:
     {
         int gerr = 0;
         gmshFinalize(&gerr);
         crash_guard_off();
     }
-    gmshFree(ent);
     return ierr;
 }
 #endif
@@ -794,6 +893,10 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
     HK_CHECK(opt->order >= 0 && opt->order <= 2, HK_ERR_OPTION,
              "mesh order %d is not supported for '%s'; use 1 (linear) or 2 (quadratic)", opt->order,
              path);
+    HK_CHECK(opt->refine >= HK_REFINE_AUTO && opt->refine <= HK_REFINE_MAX, HK_ERR_OPTION,
+             "mesh refinement %d times is not supported for '%s'; refine 0 to %d times (or "
+             "auto)",
+             opt->refine, path, HK_REFINE_MAX);
     HK_CHECK(isfinite(opt->size) && opt->size >= 0, HK_ERR_OPTION,
              "mesh size %g is invalid for '%s'; give a positive element size (0: Gmsh's default)",
              opt->size, path);
@@ -815,9 +918,10 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
              "'%s' is not a Gmsh mesh file (it does not start with $MeshFormat); write it with "
              "Gmsh (format msh22 or msh41)",
              path);
+    memset(&load_times, 0, sizeof load_times);
+    memset(&load_refine, 0, sizeof load_refine);
 #ifdef HOOKE_HAVE_GMSH
     load_notes[0] = 0;
-    memset(&load_times, 0, sizeof load_times);
     return load_gmsh(path, kind, opt, m);
 #else
     return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,

@@ -56,6 +56,9 @@ typedef struct hk_elev_geom {
     /* Move the n points xyz (3 each) onto entity e, in place; nonzero leaves them straight */
     int (*project)(void *ctx, const hk_elev_entity *e, double *xyz, int64_t n);
     void *ctx;
+    /* raise the entities' elements too (ent[k].elems become quadratic, those off the mesh
+     * dropped), so that refinement can split them for its next level */
+    int raise_entities;
 } hk_elev_geom;
 
 typedef struct hk_elev_stats {
@@ -74,5 +77,10 @@ typedef struct hk_elev_stats {
  * any thread count). Boundary groups get the cells' nodes. g (may be NULL): the curved
  * geometry. */
 int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_stats *st);
+
+/* hk_mesh_refine with the new nodes on model curves and surfaces moved onto them: g's
+ * entities (their linear elements) are refined along with the mesh, ready for
+ * hk_mesh_elevate afterwards. g may be NULL. */
+int hk_mesh_refine_geom(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st);
 
 #endif

@@ -118,6 +118,7 @@ static int read_meshing_speed(case_ctx *x, struct fy_node *g)
                 "geometry.threads must be 0 (every core) or a thread count up to 4096, "
                 "got %d",
                 c->mesh.threads);
+        if (!c->mesh.threads) c->mesh.threads = HK_MESH_THREADS_ALL;
     }
     if ((n = case_lookup(g, "algorithm2d")))
         HK_CALL(case_parse_choice(x, n, "geometry.algorithm2d", n2, v2, &c->mesh.algorithm2d));
@@ -159,7 +160,8 @@ int case_read_geometry(case_ctx *x, struct fy_node *root, struct fy_node *g)
 {
     static const char *const keys[] = {"file",        "generate",    "size",     "order",
                                        "quad",        "incomplete",  "renumber", "threads",
-                                       "algorithm2d", "algorithm3d", "order_by", NULL};
+                                       "algorithm2d", "algorithm3d", "order_by", "refine",
+                                       NULL};
     hk_case *c = x->c;
     HK_CALL(case_check_mapping(x, g, "geometry", keys));
     struct fy_node *file = case_lookup(g, "file"), *gen = case_lookup(g, "generate"), *n;
@@ -169,6 +171,18 @@ int case_read_geometry(case_ctx *x, struct fy_node *root, struct fy_node *g)
             "geometry needs exactly one of 'file' (a .geo/.msh/.step/.brep) and 'generate'");
     c->mesh.order = 1;
     c->mesh.renumber = 1;
+    c->mesh.refine = HK_REFINE_AUTO;
+    if ((n = case_lookup(g, "refine"))) {
+        const char *s = case_scalar(n);
+        char *end = NULL;
+        long v = s && strcmp(s, "auto") ? strtol(s, &end, 10) : HK_REFINE_AUTO;
+        if (!s || (end && (end == s || *end || v < 0)) || v > HK_REFINE_MAX)
+            return case_err_at(x, n,
+                               "geometry.refine must be auto or a number of uniform refinements "
+                               "from 0 to %d, got '%s'",
+                               HK_REFINE_MAX, s ? s : "a collection");
+        c->mesh.refine = (int)v;
+    }
     int quad = -1;
     if ((n = case_lookup(g, "size"))) {
         HK_CALL(case_parse_double(x, n, "geometry.size", &c->mesh.size));
@@ -200,6 +214,14 @@ int case_read_geometry(case_ctx *x, struct fy_node *root, struct fy_node *g)
                                "geometry.size (element size) is for geometry files; "
                                "a generated mesh takes generate.cells");
         HK_CALL(read_generate(x, gen, c->mesh.quad, c->mesh.order, c->mesh.incomplete));
+        /* a generated grid refined: the grid with 2^refine times the cells along each axis */
+        for (int i = 0; i < c->gen_dim && c->mesh.refine > 0; i++)
+            if ((c->gen_cells[i] <<= c->mesh.refine) > 100000)
+                return case_err_at(x, case_lookup(g, "refine"),
+                                   "geometry.refine %d makes %d cells along an axis of the "
+                                   "generated mesh; the most is 100000",
+                                   c->mesh.refine, c->gen_cells[i]);
+        c->mesh.refine = 0;
     }
     return 0;
 }

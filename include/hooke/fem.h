@@ -126,9 +126,16 @@ typedef struct hk_mesh_options {
     int order_by;       /* who makes the second-order nodes of a meshed geometry:
                          * HK_ORDER_BY_HOOKE (0, in parallel, curved onto the geometry) or
                          * HK_ORDER_BY_GMSH (gmshModelMeshSetOrder, one thread) */
+    int refine;         /* uniform refinements by Hooke after meshing (0..HK_REFINE_MAX): Gmsh
+                         * meshes with every size 2^refine times larger, Hooke splits each cell
+                         * refine times (new boundary nodes onto the geometry), then raises the
+                         * order; HK_REFINE_AUTO: chosen from the size (docs/geometry.md) */
 } hk_mesh_options;
 
 enum { HK_ORDER_BY_HOOKE = 0, HK_ORDER_BY_GMSH };
+/* hk_mesh_options.threads: every core (Gmsh's meshing then varies from run to run) */
+enum { HK_MESH_THREADS_ALL = -1 };
+enum { HK_REFINE_AUTO = -1, HK_REFINE_MAX = 6 };
 
 /* Load a .msh (2.2 / 4.1) or mesh a .geo/.step/.stp/.brep with the options, through Gmsh.
  * Errors name the file and what is wrong. */
@@ -140,9 +147,37 @@ const char *hk_mesh_load_notes(void);
  * second-order nodes, and reading the mesh out of Gmsh into Hooke's arrays (0 for phases that
  * did not run, e.g. reading a .msh file). */
 typedef struct hk_mesh_load_times {
-    double surfaces, volume, order, read;
+    double surfaces, volume, order, read, refine;
 } hk_mesh_load_times;
 hk_mesh_load_times hk_mesh_load_phase_times(void);
+
+/* Element shape: per cell the smallest scaled Jacobian of its corners (the determinant of the
+ * corner's edge vectors over their lengths' product), relative to the ideal shape's (1:
+ * equilateral triangle, square, regular tetrahedron, cube, right prism on an equilateral
+ * triangle, pyramid with equilateral sides; 0 or less: flat or inverted). Corners only. */
+typedef struct hk_mesh_quality {
+    double min, mean;
+    int64_t cells; /* cells measured */
+} hk_mesh_quality;
+int hk_mesh_measure_quality(const hk_mesh *m, hk_mesh_quality *q);
+
+typedef struct hk_mesh_refine_stats {
+    int levels;
+    int64_t cells_before, nodes_before;
+    hk_mesh_quality before, after;
+    int64_t projected; /* new nodes moved onto the geometry's curves and surfaces */
+    int64_t straight;  /* new nodes on them left straight (they would invert a cell) */
+    double seconds, bytes; /* time, and the bytes of the refined mesh written */
+} hk_mesh_refine_stats;
+/* Uniform refinement of a linear mesh, levels times (0..HK_REFINE_MAX), in parallel, the same
+ * nodes and cells on any number of threads: tri3 and quad4 into 4, tet4 into 8 (the inner
+ * octahedron cut along its shortest diagonal), hex8 and wedge6 into 8, pyr5 into 6 pyramids
+ * and 4 tetrahedra; boundary groups (points, lines, triangles, quadrilaterals) follow. New
+ * nodes lie on the straight edges and faces (hk_mesh_load projects them onto a geometry's
+ * curves and surfaces). st may be NULL. */
+int hk_mesh_refine(hk_mesh *m, int levels, hk_mesh_refine_stats *st);
+/* The refinement of the last hk_mesh_load (levels 0 when none). */
+hk_mesh_refine_stats hk_mesh_load_refine_stats(void);
 /* The volume (3D) or area (2D) of a geometry file's model entities, without meshing, and the
  * model dimension (both 0 for a .msh file, or a build without Gmsh): for estimates of the
  * mesh a size will give. */
