@@ -339,3 +339,16 @@ hk_eltype hk_eltype_facet(hk_eltype t)
         return HK_EL_COUNT;
     }
 }
+
+int hk_eltype_node_corners(hk_eltype t, int i, int8_t *corners)
+{
+    const int nc = hk_eltype_ncorners(t);
+    const double *rc = hk_eltype_ref_coords(t);
+    double N[8], dN[8][3];
+    int k = 0;
+    if (!rc || i < 0 || i >= info[t].nnodes) return 0;
+    corner_shape(t, rc + 3 * i, N, dN);
+    for (int c = 0; c < nc; c++)
+        if (fabs(N[c]) > 1e-9) corners[k++] = (int8_t)c;
+    return k;
+}

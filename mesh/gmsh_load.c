@@ -197,11 +197,11 @@ static int read_entity(const char *path, int dim, int tag, int cells, const char
 {
     int ierr = 0;
     int *types = NULL;
-    size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
-           *ntags_n = NULL, ntags_nn = 0;
-    GMSH_TRY(HK_ERR_PARSE, "read the elements of",
-             gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags,
-                                      &ntags_n, &ntags_nn, dim, tag, &gerr_));
+    size_t ntypes = 0, *etags = NULL, netags = 0, *ntags = NULL, nntags = 0;
+    /* one bulk call per element type (Gmsh fills preallocated arrays: faster than
+     * getElements, which grows one vector per type) */
+    GMSH_TRY(HK_ERR_PARSE, "read the element types of",
+             gmshModelMeshGetElementTypes(&types, &ntypes, dim, tag, &gerr_));
     for (size_t k = 0; k < ntypes; k++) {
         int t = hk_eltype_from_gmsh(types[k]);
         char tn[64];
@@ -214,31 +214,42 @@ static int read_entity(const char *path, int dim, int tag, int cells, const char
                      cells ? "tri3/6, quad4/8/9 cells in 2D and tet4/10, hex8/20/27, wedge6/15/18, "
                              "pyr5/13/14 in 3D"
                            : "point, line2/3, tri3/6 and quad4/8/9 boundary elements");
-        int nn = hk_eltype_get((hk_eltype)t)->nnodes;
-        size_t ne = etags_n[k];
-        HK_TRY_CHECK(ntags_n[k] == ne * (size_t)nn, HK_ERR_PARSE,
-                     "%s: Gmsh returned %zu node tags for %zu %s elements", path, ntags_n[k], ne,
+        GMSH_TRY(HK_ERR_PARSE, "read the elements of",
+                 gmshModelMeshGetElementsByType(types[k], &etags, &netags, &ntags, &nntags, tag,
+                                                0, 1, &gerr_));
+        const int nn = hk_eltype_get((hk_eltype)t)->nnodes;
+        const size_t ne = netags;
+        HK_TRY_CHECK(nntags == ne * (size_t)nn, HK_ERR_PARSE,
+                     "%s: Gmsh returned %zu node tags for %zu %s elements", path, nntags, ne,
                      hk_eltype_get((hk_eltype)t)->name);
+        /* the whole block at once, its node tags mapped in parallel */
+        HK_TRY(hk_elems_reserve(b, (int64_t)ne, (int64_t)(ne * (size_t)nn)));
+        hk_elems *o = &b->e;
+        const int64_t e0 = o->n, n0 = o->ptr[o->n];
+        int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
         for (size_t e = 0; e < ne; e++) {
-            int32_t nodes[27];
+            const int64_t w = n0 + (int64_t)(e * (size_t)nn);
+            o->type[e0 + (int64_t)e] = (uint8_t)t;
+            o->tag[e0 + (int64_t)e] = (int64_t)etags[e];
+            o->ptr[e0 + (int64_t)e + 1] = w + nn;
             for (int a = 0; a < nn; a++) {
-                nodes[a] = tagmap_find(tm, ntags[k][e * nn + a]);
-                HK_TRY_CHECK(nodes[a] >= 0, HK_ERR_PARSE,
-                             "%s: element %zu uses node %zu, which the file does not define", path,
-                             etags[k][e], ntags[k][e * nn + a]);
+                const int32_t v = tagmap_find(tm, ntags[e * nn + a]);
+                o->nodes[w + a] = v;
+                if (v < 0 && w - n0 + a < bad) bad = w - n0 + a;
             }
-            HK_TRY(hk_elems_push(b, (hk_eltype)t, nodes, (int64_t)etags[k][e]));
         }
+        HK_TRY_CHECK(bad == INT64_MAX, HK_ERR_PARSE,
+                     "%s: element %zu uses node %zu, which the file does not define", path,
+                     etags[bad / nn], ntags[bad]);
+        o->n += (int64_t)ne;
+        gmshFree(etags);
+        gmshFree(ntags);
+        etags = ntags = NULL;
     }
 fail:
-    for (size_t k = 0; k < etags_nn; k++)
-        gmshFree(etags[k]);
-    for (size_t k = 0; k < ntags_nn; k++)
-        gmshFree(ntags[k]);
     gmshFree(etags);
-    gmshFree(etags_n);
     gmshFree(ntags);
-    gmshFree(ntags_n);
     gmshFree(types);
     return ierr;
 }

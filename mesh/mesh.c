@@ -95,6 +95,30 @@ int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_
     return 0;
 }
 
+int hk_elems_reserve(hk_elems_builder *b, int64_t nelem, int64_t nnodes)
+{
+    hk_elems *e = &b->e;
+    if (e->n + nelem + 1 > b->cap) {
+        int64_t nc = b->cap ? 2 * b->cap : 64;
+        while (nc < e->n + nelem + 1)
+            nc *= 2;
+        HK_CALL(resize(&e->type, nc, sizeof *e->type));
+        HK_CALL(resize(&e->tag, nc, sizeof *e->tag));
+        HK_CALL(resize(&e->ptr, nc, sizeof *e->ptr));
+        b->cap = nc;
+    }
+    if (!e->n) e->ptr[0] = 0;
+    const int64_t off = e->ptr[e->n];
+    if (off + nnodes > b->ncap) {
+        int64_t nc = b->ncap ? 2 * b->ncap : 256;
+        while (nc < off + nnodes)
+            nc *= 2;
+        HK_CALL(resize(&e->nodes, nc, sizeof *e->nodes));
+        b->ncap = nc;
+    }
+    return 0;
+}
+
 static int cmp_i32(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -163,6 +187,7 @@ static void flip_elem(hk_elems *es, int64_t e)
 int64_t hk_mesh_fix_orientation(hk_mesh *m)
 {
     int64_t nflip = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nflip)
     for (int64_t e = 0; e < m->cells.n; e++)
         if (hk_elem_jacobian_sign(&m->cells, e, m->coords, m->dim) < 0) {
             flip_elem(&m->cells, e);
@@ -178,18 +203,36 @@ int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx)
     const int64_t nn = m->nnodes, tot = c->n ? c->ptr[c->n] : 0;
     int64_t *cptr = NULL, *cidx = NULL;
     *ptr = *idx = NULL;
+    int64_t *fill = NULL;
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *cptr, &cptr));
     HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
-    for (int64_t k = 0; k < tot; k++)
+    HK_TRY(hk_malloc((size_t)(nn ? nn : 1) * sizeof *fill, &fill));
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < tot; k++) {
+#pragma omp atomic
         cptr[c->nodes[k] + 1]++;
+    }
     for (int64_t i = 0; i < nn; i++)
         cptr[i + 1] += cptr[i];
+    memcpy(fill, cptr, (size_t)nn * sizeof *fill);
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++)
-        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++)
-            cidx[cptr[c->nodes[k]]++] = e;
-    for (int64_t i = nn; i > 0; i--)
-        cptr[i] = cptr[i - 1];
-    cptr[0] = 0;
+        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++) {
+            int64_t pos;
+#pragma omp atomic capture
+            pos = fill[c->nodes[k]]++;
+            cidx[pos] = e;
+        }
+    free(fill);
+    /* each list in increasing order, whatever order the threads filled it in */
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < nn; i++)
+        for (int64_t k = cptr[i] + 1; k < cptr[i + 1]; k++) {
+            int64_t x = cidx[k], j = k;
+            for (; j > cptr[i] && cidx[j - 1] > x; j--)
+                cidx[j] = cidx[j - 1];
+            cidx[j] = x;
+        }
     *ptr = cptr;
     *idx = cidx;
     return 0;
@@ -208,6 +251,7 @@ int hk_mesh_orient_facets(hk_mesh *m)
     for (int g = 0; g < m->nboundaries; g++) {
         hk_elems *f = &m->boundaries[g].elems;
         if (m->boundaries[g].dim != m->dim - 1) continue;
+#pragma omp parallel for schedule(static)
         for (int64_t e = 0; e < f->n; e++) {
             hk_eltype ft = (hk_eltype)f->type[e];
             int nfc = hk_eltype_ncorners(ft);

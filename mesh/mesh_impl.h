@@ -16,6 +16,10 @@ void hk_eltype_centroid(hk_eltype t, double *r);
 /* Linear (corner) geometry map of an element with corner coordinates xc (3 per corner):
  * x = X(r) and J[a][b] = dX_a/dr_b. Returns the number of corners (0: unsupported type). */
 int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x, double J[3][3]);
+/* The corners node i of type t lies between (those whose linear shape functions do not vanish
+ * there): 1 for a corner, 2 on an edge, 4 on a quadrilateral face, 8 inside a hexahedron.
+ * Returns their count. */
+int hk_eltype_node_corners(hk_eltype t, int i, int8_t *corners);
 /* Node permutation that mirrors the reference element (flips orientation). */
 int hk_eltype_flip_perm(hk_eltype t, int *perm);
 
@@ -26,6 +30,9 @@ typedef struct {
 } hk_elems_builder;
 
 int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_t tag);
+/* Room for nelem more elements of nnodes nodes in all (written directly into b->e, whose ptr
+ * then gets the new rows; b->e.n counts them). */
+int hk_elems_reserve(hk_elems_builder *b, int64_t nelem, int64_t nnodes);
 void hk_elems_free(hk_elems *e);
 /* Sorted unique nodes of a group's elements into g->nodes / g->nnodes. */
 int hk_group_collect_nodes(hk_group *g, int64_t nnodes_total);

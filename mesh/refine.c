@@ -123,17 +123,8 @@ static int build_split(hk_eltype lin, split_tab *s)
     if (s->quad == HK_EL_COUNT) return 0;
     const int nc = hk_eltype_ncorners(lin), nn = hk_eltype_get(s->quad)->nnodes;
     const double *rc = hk_eltype_ref_coords(s->quad);
-    /* the corners under each node: where the linear shape functions do not vanish */
-    for (int i = 0; i < nn; i++) {
-        double xc[24], x[3], J[3][3];
-        for (int c = 0; c < nc; c++) {
-            /* N_c at node i: the linear map of the unit vector e_c */
-            memset(xc, 0, sizeof xc);
-            xc[3 * c] = 1;
-            hk_mesh_linear_map(lin, xc, rc + 3 * i, x, J);
-            if (fabs(x[0]) > 1e-9) s->kc[i][s->nk[i]++] = (int8_t)c;
-        }
-    }
+    for (int i = 0; i < nn; i++)
+        s->nk[i] = hk_eltype_node_corners(s->quad, i, s->kc[i]);
     s->nvar = 1;
     if (lin == HK_EL_POINT1) {
         s->nchild = 1, s->nout = 1;
