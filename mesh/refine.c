@@ -399,6 +399,25 @@ static double cell_quality(const qual_tab *tab, const hk_elems *c, int64_t e, co
     const int d = hk_eltype_get(t)->dim;
     double worst = INFINITY;
     if (!qt->nc || d != dim) return NAN;
+    if (lin[t] == HK_EL_TET4) {
+        /* every corner's determinant is 6 V: only the edge lengths differ */
+        static const int edge[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+        static const int at[4][3] = {{0, 1, 2}, {0, 3, 4}, {1, 3, 5}, {2, 4, 5}};
+        double v[6][3], len[6], J[3][3];
+        for (int k = 0; k < 6; k++) {
+            const double *a = x + 3 * (int64_t)nd[edge[k][0]], *b = x + 3 * (int64_t)nd[edge[k][1]];
+            for (int r = 0; r < 3; r++)
+                v[k][r] = b[r] - a[r];
+            len[k] = sqrt(v[k][0] * v[k][0] + v[k][1] * v[k][1] + v[k][2] * v[k][2]);
+        }
+        for (int r = 0; r < 3; r++)
+            for (int a = 0; a < 3; a++)
+                J[r][a] = v[a][r];
+        double lmax = 0;
+        for (int k = 0; k < 4; k++)
+            lmax = fmax(lmax, len[at[k][0]] * len[at[k][1]] * len[at[k][2]]);
+        return lmax > 0 ? det_dim(J, 3) / lmax / qt->ideal : 0;
+    }
     for (int k = 0; k < qt->nc; k++) {
         double J[3][3] = {{0}}, len = 1;
         const double *x0 = x + 3 * (int64_t)nd[qt->corner[k]];
@@ -466,6 +485,20 @@ static double elems_bytes(const hk_elems *e)
                 : 0;
 }
 
+/* The orientation of child c: hk_elem_jacobian_sign, with the tetrahedra's (most children)
+ * determinant written out. */
+static double child_sign(const hk_elems *ch, int64_t c, const double *x, int dim)
+{
+    if (ch->type[c] != HK_EL_TET4) return hk_elem_jacobian_sign(ch, c, x, dim);
+    const int32_t *nd = ch->nodes + ch->ptr[c];
+    const double *x0 = x + 3 * (int64_t)nd[0];
+    double J[3][3];
+    for (int a = 0; a < 3; a++)
+        for (int r = 0; r < 3; r++)
+            J[r][a] = x[3 * (int64_t)nd[a + 1] + r] - x0[r];
+    return det_dim(J, 3);
+}
+
 /* Split the quadratic cells of m into their children, straightening the higher-order nodes
  * of a cell where a child would be inverted (a node projected onto a strongly curved
  * surface); the regions follow. */
@@ -488,7 +521,7 @@ static int split_cells(hk_mesh *m, const split_tab *tab, int64_t *straightened)
             bad[e] = 0;
             if (done[e]) continue;
             for (int64_t c = first[e]; c < first[e + 1] && !bad[e]; c++)
-                bad[e] = !(hk_elem_jacobian_sign(&ch, c, m->coords, m->dim) > 0);
+                bad[e] = !(child_sign(&ch, c, m->coords, m->dim) > 0);
             nbad += bad[e];
         }
         if (!nbad) break;

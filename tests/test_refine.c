@@ -480,7 +480,560 @@ static void test_threads(void)
     omp_set_num_threads(threads);
 }
 
+/* ---- the patch test on refined meshes ------------------------------------------------------ */
+
+static const double PG[3][3] = {
+    {1.0e-3, 2.0e-3, -0.5e-3}, {-1.5e-3, 0.7e-3, 1.1e-3}, {0.4e-3, -0.9e-3, 1.3e-3}};
+static const double PC[3] = {1e-3, -2e-3, 0.5e-3};
+
+/* Every node on the bounding box held at u = c + G x (one point group each): a refined mesh
+ * (every kind, order 1 or 2) reproduces the linear field inside to rounding. */
+static double patch_error(hk_mesh *m)
+{
+    const int d = m->dim;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int a = 0; a < d; a++)
+            lo[a] = fmin(lo[a], m->coords[3 * i + a]), hi[a] = fmax(hi[a], m->coords[3 * i + a]);
+    uint8_t *onb = calloc((size_t)m->nnodes, 1);
+    int64_t nb = 0, inside = 0;
+    for (int g = 0; g < m->nboundaries; g++) /* the single cells' faces are groups */
+        for (int64_t i = 0; i < m->boundaries[g].nnodes; i++)
+            onb[m->boundaries[g].nodes[i]] = m->boundaries[g].dim == d - 1;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        for (int a = 0; a < d; a++)
+            onb[i] |= fabs(m->coords[3 * i + a] - lo[a]) < 1e-9 ||
+                      fabs(m->coords[3 * i + a] - hi[a]) < 1e-9;
+        nb += onb[i];
+    }
+    const int nold = m->nboundaries;
+    hk_group *gr = realloc(m->boundaries, (size_t)(nold + nb) * sizeof *gr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gr);
+    m->boundaries = gr;
+    hk_support *sup = calloc((size_t)nb, sizeof *sup);
+    int64_t k = 0;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        if (!onb[i]) continue;
+        hk_group *g = &m->boundaries[nold + k];
+        memset(g, 0, sizeof *g);
+        snprintf(g->name, sizeof g->name, "n%lld", (long long)i);
+        g->nnodes = 1;
+        g->nodes = malloc(sizeof *g->nodes);
+        g->nodes[0] = (int32_t)i;
+        sup[k].boundary = nold + (int)k;
+        sup[k].mask = d == 2 ? 3 : 7;
+        for (int a = 0; a < d; a++) {
+            sup[k].value[a] = PC[a];
+            for (int b = 0; b < d; b++)
+                sup[k].value[a] += PG[a][b] * m->coords[3 * i + b];
+        }
+        k++;
+    }
+    m->nboundaries = nold + (int)nb;
+    hk_material *mat = calloc((size_t)m->nregions, sizeof *mat);
+    for (int r = 0; r < m->nregions; r++)
+        mat[r].E = 200e9, mat[r].nu = 0.3;
+    hk_problem p = {.mesh = m,
+                    .analysis = d == 2 ? HK_PLANE_STRESS : HK_SOLID,
+                    .thickness = 1,
+                    .materials = mat,
+                    .nsupports = (int)nb,
+                    .supports = sup};
+    hk_system s;
+    HK_ASSERT_OK(hk_assemble(&p, &s));
+    double *u = calloc((size_t)s.ndof, sizeof *u);
+    hk_options *o = NULL;
+    hk_solver *sv = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=cg pc=jacobi tol=1e-15 maxit=100000"));
+    HK_ASSERT_OK(hk_solver_create(&s.K, o, &sv));
+    hk_options_destroy(o);
+    hk_result res;
+    hk_solver_solve(sv, s.f, u, &res); /* tol 1e-15 may end in stagnation at rounding */
+    hk_error_clear();
+    hk_solver_destroy(sv);
+    double err = 0, ref = 0;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        inside += !onb[i];
+        for (int a = 0; a < d; a++) {
+            double ue = PC[a];
+            for (int b = 0; b < d; b++)
+                ue += PG[a][b] * m->coords[3 * i + b];
+            const double ui = s.fixed[d * i + a] ? s.u_fixed[d * i + a] : u[d * i + a];
+            err = fmax(err, fabs(ui - ue));
+            ref = fmax(ref, fabs(ue));
+        }
+    }
+    CU_ASSERT(inside > 0);
+    free(u);
+    free(sup);
+    free(onb);
+    free(mat);
+    hk_system_free(&s);
+    return err / ref;
+}
+
+static void test_patch(void)
+{
+    /* the hybrid bar (hexahedra, prisms, pyramids, tetrahedra) and the tri/quad rectangle,
+     * refined twice, each also raised to order 2; the distorted single cells once */
+    static const int meshes[] = {6, 7, 4, 5, 2};
+    for (size_t k = 0; k < sizeof meshes / sizeof *meshes; k++)
+        for (int order = 1; order <= 2; order++) {
+            hk_mesh m;
+            if (make_mesh(meshes[k], &m) < 0) continue;
+            HK_ASSERT_OK(hk_mesh_refine(&m, meshes[k] == 2 ? 1 : 2, NULL));
+            if (order == 2) {
+                hk_elev_stats es;
+                HK_ASSERT_OK(hk_mesh_elevate(&m, 0, NULL, &es));
+            }
+            const int64_t cells = m.cells.n;
+            const double err = patch_error(&m);
+            fprintf(stderr, "\n    patch test, %s refined, order %d (%lld cells): error %.1e ",
+                    mesh_names[meshes[k]], order, (long long)cells, err);
+            CU_ASSERT(err < 1e-9);
+            hk_mesh_free(&m);
+        }
+}
+
+#ifdef HOOKE_HAVE_GMSH
+
+/* ---- curved geometry: the new boundary nodes on the CAD ------------------------------------ */
+
+typedef double (*surface_fn)(const double *x);
+static double off_cylinder(const double *x)
+{
+    return fabs(hypot(x[0], x[1]) - 1);
+}
+static double off_sphere(const double *x)
+{
+    return fabs(hypot(hypot(x[0] - 1, x[1] - 2), x[2] - 3) - 0.5) / 0.5;
+}
+static double off_bore(const double *x)
+{
+    return fabs(hypot(x[0], x[1]) - 0.1) / 0.1;
+}
+static double off_outer(const double *x)
+{
+    return fabs(hypot(x[0], x[1]) - 0.2) / 0.2;
+}
+static double off_hole(const double *x)
+{
+    return fabs(hypot(x[0], x[1]) - 0.01) / 0.01;
+}
+
+static void test_curved(void)
+{
+    static const struct {
+        const char *geo;
+        int n;
+        const char *curved[2];
+        surface_fn off[2];
+        double exact, size; /* volume or area (0: none), element size */
+    } c[] = {{"tests/data/mesh/cylinder.geo", 1, {"side"}, {off_cylinder}, 2 * M_PI, 0.4},
+             {"tests/data/mesh/sphere.geo", 1, {"skin"}, {off_sphere}, M_PI / 6, 0.15},
+             {"cases/lame/lame.geo", 2, {"bore", "outer"}, {off_bore, off_outer},
+              M_PI / 4 * (0.04 - 0.01), 0.04},
+             {"cases/kirsch/kirsch.geo", 1, {"hole"}, {off_hole}, 0.01 - M_PI / 4 * 1e-4, 0.02}};
+    for (size_t k = 0; k < sizeof c / sizeof *c; k++)
+        for (int order = 1; order <= 2; order++) {
+            /* one coarse mesh (Gmsh's sizes scaled by 2 and by 4 from size / 2 and size / 4)
+             * refined once and twice */
+            hk_mesh m0, m2;
+            hk_mesh_options o = {.order = order, .size = c[k].size / 2, .refine = 1};
+            HK_ASSERT_OK(hk_mesh_load(hk_test_path(c[k].geo), &o, &m0));
+            const int64_t coarse = hk_mesh_load_refine_stats().cells_before;
+            o.refine = 2;
+            o.size = c[k].size / 4;
+            HK_ASSERT_OK(hk_mesh_load(hk_test_path(c[k].geo), &o, &m2));
+            /* nested where the sizes are Gmsh's own (a Threshold field is not scaled alike) */
+            const int nested = hk_mesh_load_refine_stats().cells_before == coarse;
+            const hk_mesh_refine_stats rs = hk_mesh_load_refine_stats();
+            CU_ASSERT_EQUAL(rs.levels, 2);
+            CU_ASSERT(rs.projected > 0);
+            /* every node of the curved groups on the exact surface */
+            double worst = 0;
+            int64_t on = 0;
+            for (int g = 0; g < c[k].n; g++) {
+                const int b = hk_mesh_find_boundary(&m2, c[k].curved[g]);
+                CU_ASSERT_FATAL(b >= 0);
+                for (int64_t i = 0; i < m2.boundaries[b].nnodes; i++, on++)
+                    worst = fmax(worst,
+                                 c[k].off[g](m2.coords + 3 * (int64_t)m2.boundaries[b].nodes[i]));
+            }
+            const double v0 = elems_measure(&m0, &m0.cells), v2 = elems_measure(&m2, &m2.cells);
+            const double e0 = fabs(v0 - c[k].exact) / c[k].exact,
+                         e2 = fabs(v2 - c[k].exact) / c[k].exact;
+            hk_mesh_quality q;
+            HK_ASSERT_OK(hk_mesh_measure_quality(&m2, &q));
+            fprintf(stderr,
+                    "\n    %s, order %d, refined twice: %lld boundary nodes off the surface by "
+                    "%.1e; measure error %.1e (refined once %.1e); quality min %.2f mean %.2f ",
+                    c[k].geo, order, (long long)on, worst, e2, e0, q.min, q.mean);
+            CU_ASSERT(on > 16);
+            CU_ASSERT(worst < 1e-10);
+            CU_ASSERT(q.min > 0);
+            CU_ASSERT(min_jacobian_sign(&m2) > 0);
+            /* the chords err by h^2 (quadratic: h^4 on these curves): a level less by about 4
+             * (16) times; without the projection the error would stay the coarse mesh's */
+            CU_ASSERT(!nested || e2 < e0 / (order == 1 ? 2.5 : 5));
+            CU_ASSERT(nested || strstr(c[k].geo, "kirsch"));
+            hk_mesh_free(&m0);
+            hk_mesh_free(&m2);
+        }
+}
+
+/* The same nodes and cells from hk_mesh_load on 1 and 2 threads, projections included. */
+static void test_load_threads(void)
+{
+    const int threads = omp_get_max_threads();
+    static const char *const geo[] = {"tests/data/mesh/cylinder.geo", "cases/kirsch/kirsch.geo"};
+    for (int k = 0; k < 2; k++) {
+        hk_mesh a, b;
+        hk_mesh_options o = {.order = 2, .refine = 2, .renumber = 1};
+        omp_set_num_threads(1);
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(geo[k]), &o, &a));
+        omp_set_num_threads(2);
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(geo[k]), &o, &b));
+        same_bytes(&a, &b);
+        hk_mesh_free(&a);
+        hk_mesh_free(&b);
+    }
+    omp_set_num_threads(threads);
+}
+
+/* A .msh is refined without geometry, then raised to the asked order; a quadratic one and
+ * order_by: gmsh are refused in one sentence. */
+static void test_load_msh(void)
+{
+    hk_mesh a, b;
+    hk_mesh_options o = {.order = 2, .refine = 1};
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/hybrid_bar_o1_v41.msh"), NULL, &a));
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("tests/data/mesh/hybrid_bar_o1_v41.msh"), &o, &b));
+    HK_ASSERT_OK(hk_mesh_refine(&a, 1, NULL));
+    CU_ASSERT_EQUAL(b.cells.n, a.cells.n);
+    int64_t quadratic = 0;
+    for (int64_t e = 0; e < b.cells.n; e++)
+        quadratic += hk_eltype_get((hk_eltype)b.cells.type[e])->order == 2;
+    CU_ASSERT_EQUAL(quadratic, b.cells.n);
+    CU_ASSERT(fabs(elems_measure(&b, &b.cells) - 0.01) < 1e-14);
+    hk_mesh_free(&a);
+    hk_mesh_free(&b);
+    /* a quadratic file */
+    o.order = 1;
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("tests/data/mesh/hybrid_bar_o2_v41.msh"), &o, &a),
+                    HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "linear cells"));
+    hk_error_clear();
+    /* Gmsh's own second-order nodes cannot be refined */
+    hk_mesh_options g = {.order = 2, .refine = 1, .order_by = HK_ORDER_BY_GMSH};
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("cases/lame/lame.geo"), &g, &a), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "order_by"));
+    hk_error_clear();
+    /* more levels than there are */
+    hk_mesh_options big = {.refine = HK_REFINE_MAX + 1};
+    CU_ASSERT_EQUAL(hk_mesh_load(hk_test_path("cases/lame/lame.geo"), &big, &a), HK_ERR_OPTION);
+    hk_error_clear();
+}
+
+/* ---- convergence against Lame's solution ---------------------------------------------------- */
+
+/* Largest radial displacement error over the nodes, relative to u_r at the bore. */
+static double lame_error(int order, int refine)
+{
+    const double a = 0.1, b = 0.2, p = 100e6, E = 200e9, nu = 0.3;
+    const double A = (1 + nu) / E * p * a * a / (b * b - a * a);
+    char so[64], sr[64], sz[64];
+    snprintf(so, sizeof so, "geometry.order=%d", order);
+    snprintf(sr, sizeof sr, "geometry.refine=%d", refine);
+    snprintf(sz, sizeof sz, "geometry.size=%.17g", 0.08 / (1 << refine)); /* one coarse mesh */
+    const char *sets[] = {so, sr, sz, "solver.tol=1e-11", "solver.pc=amg"};
+    hk_case c;
+    hk_run r;
+    if (hk_test_run_case("cases/lame/lame.yaml", 5, sets, &c, &r)) return INFINITY;
+    double worst = 0;
+    for (int64_t i = 0; i < r.mesh.nnodes; i++) {
+        const double *x = r.mesh.coords + 3 * i, rr = hypot(x[0], x[1]);
+        const double ue = A * ((1 - 2 * nu) * rr + b * b / rr);
+        worst = fmax(worst, fabs(hypot(r.u[2 * i], r.u[2 * i + 1]) - ue));
+    }
+    hk_run_free(&r);
+    hk_case_free(&c);
+    return worst / (A * ((1 - 2 * nu) * a + b * b / a));
+}
+
+static void test_convergence(void)
+{
+    for (int order = 1; order <= 2; order++) {
+        /* refined 1 to 4 times from one coarse mesh (Gmsh's sizes scaled by 2 to 16) */
+        double e[4];
+        for (int l = 0; l < 4; l++)
+            e[l] = lame_error(order, l + 1);
+        const double r1 = log2(e[1] / e[2]), r2 = log2(e[2] / e[3]);
+        fprintf(stderr,
+                "\n    Lame, order %d, refined 1 to 4 times: error %.2e %.2e %.2e %.2e, rates "
+                "%.2f %.2f %.2f ",
+                order, e[0], e[1], e[2], e[3], log2(e[0] / e[1]), r1, r2);
+        /* nodal displacements: O(h^2) for linear elements, O(h^3) for quadratic ones, once
+         * past the coarsest meshes (three elements through the wall) */
+        CU_ASSERT(r2 > (order == 1 ? 1.8 : 2.7));
+        CU_ASSERT(r1 > (order == 1 ? 1.7 : 2.4));
+    }
+}
+
+/* ---- every ready case with refine: 1 --------------------------------------------------------- */
+
+/* a node's displacement or stress, a group's mean displacement, the largest |u|, the twist of
+ * the section x = x[0] about the x axis */
+typedef enum { P_RUNS, P_NODE_U, P_NODE_S, P_MEAN_U, P_MAX_U, P_TWIST } probe_kind;
+
+typedef struct {
+    const char *file;
+    probe_kind kind;
+    double x[3];
+    int comp, lc;
+    const char *group;
+    double expect, tol; /* the header's value and tolerance (relative) */
+    const char *extra;  /* a --set to keep the run short, or NULL */
+} case_probe;
+
+/* The headline of each case file, as its header states it. */
+static const case_probe probes[] = {
+    {"axisym/thick_cylinder.yaml", P_NODE_U, {0.1, 0, 0}, 0, -1, NULL, 9.5333e-5, 0.01, NULL},
+    {"box/box.yaml", P_RUNS, {0}, 0, -1, NULL, 0, 0, "geometry.generate.cells=[4,4,4]"},
+    {"bracket/bracket.yaml", P_MAX_U, {0}, 0, -1, NULL, 0.69e-3, 0.02, NULL},
+    {"cantilever/cantilever.yaml", P_MEAN_U, {0}, 2, -1, "tip", -2.015e-4, 0.02, NULL},
+    /* tol 1e-10 is near this mesh's rounding floor: the true residual can end a little above */
+    {"cantilever/cantilever_loadcases.yaml", P_MEAN_U, {0}, 2, 0, "tip", -2.015e-4, 0.02,
+     "solver.tol=1e-9"},
+    {"cook/cook.yaml", P_NODE_U, {48, 52, 0}, 1, -1, NULL, 23.96, 0.01, NULL},
+    {"force/force_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 5e-6, 1e-6, NULL},
+    {"hybrid/hybrid.yaml", P_MEAN_U, {0}, 2, -1, "tip", -2.015e-4, 0.02, "solver.tol=1e-9"},
+    {"kirsch/kirsch.yaml", P_NODE_S, {0, 0.01, 0}, 0, -1, NULL, 300e6, 0.05, NULL},
+    {"lame/lame.yaml", P_NODE_U, {0.1, 0, 0}, 0, -1, NULL, 9.5333e-5, 0.01, NULL},
+    {"lame/lame_incompressible.yaml", P_NODE_U, {0.1, 0, 0}, 0, -1, NULL, 0.019998, 0.01, NULL},
+    {"le1/le1.yaml", P_NODE_S, {2, 0, 0}, 1, -1, NULL, 92.7e6, 0.03, NULL},
+    {"le10/le10.yaml", P_NODE_S, {2, 0, 0.3}, 1, -1, NULL, -5.38e6, 0.03, NULL},
+    {"orthotropic/ortho_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 7.143e-7, 1e-3, NULL},
+    /* the 10 mm wall needs a coarse mesh of about its thickness (docs/geometry.md) */
+    {"remote/tube.yaml", P_TWIST, {0.5, 0, 0}, 0, 0, NULL, 1.1215e-3, 0.02, "geometry.size=0.01"},
+    {"remote/tube_rigid.yaml", P_TWIST, {0.5, 0, 0}, 0, 0, NULL, 1.1215e-3, 0.02,
+     "geometry.size=0.01"},
+    {"springs/springs.yaml", P_NODE_U, {0, 0, 0.5}, 2, -1, NULL, -1.001667e-3, 1e-4,
+     "solver.tol=1e-10"},
+    {"thermal/clamped_bar.yaml", P_NODE_S, {0.5, 0.05, 0.05}, 0, -1, NULL, -240e6, 1e-6, NULL},
+    {"thermal/free_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 1.2e-3, 1e-6, NULL},
+};
+
+static int64_t nearest_node(const hk_mesh *m, const double *x)
+{
+    int64_t best = -1;
+    double bd = INFINITY;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        const double *p = m->coords + 3 * i;
+        double d = (p[0] - x[0]) * (p[0] - x[0]) + (p[1] - x[1]) * (p[1] - x[1]) +
+                   (p[2] - x[2]) * (p[2] - x[2]);
+        if (d < bd) bd = d, best = i;
+    }
+    return best;
+}
+
+static void check_case(const case_probe *p)
+{
+    const char *sets[2] = {"geometry.refine=1", p->extra};
+    char rel[256];
+    snprintf(rel, sizeof rel, "cases/%s", p->file);
+    hk_case c;
+    hk_run r;
+    int err = hk_test_run_case(rel, p->extra ? 2 : 1, sets, &c, &r);
+    CU_ASSERT_EQUAL(err, 0);
+    if (err) return;
+    const hk_fields *f = p->lc >= 0 ? &r.lc[p->lc].fields : &r.fields;
+    const double *u = f->u;
+    const int d = 3;
+    double v = 0;
+    if (p->kind == P_NODE_U) {
+        v = u[d * nearest_node(&r.mesh, p->x) + p->comp];
+    } else if (p->kind == P_NODE_S) {
+        v = f->stress[6 * nearest_node(&r.mesh, p->x) + p->comp];
+    } else if (p->kind == P_MEAN_U) {
+        const int g = hk_mesh_find_boundary(&r.mesh, p->group);
+        CU_ASSERT_FATAL(g >= 0);
+        for (int64_t i = 0; i < r.mesh.boundaries[g].nnodes; i++)
+            v += u[d * (int64_t)r.mesh.boundaries[g].nodes[i] + p->comp];
+        v /= (double)r.mesh.boundaries[g].nnodes;
+    } else if (p->kind == P_MAX_U) {
+        v = f->max_u;
+    } else if (p->kind == P_TWIST) {
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < r.mesh.nnodes; i++) {
+            const double *x = r.mesh.coords + 3 * i;
+            if (fabs(x[0] - p->x[0]) > 1e-9) continue;
+            num += x[1] * u[3 * i + 2] - x[2] * u[3 * i + 1];
+            den += x[1] * x[1] + x[2] * x[2];
+        }
+        v = num / den;
+    }
+    const double off = p->kind == P_RUNS ? 0 : fabs(v - p->expect) / fabs(p->expect);
+    fprintf(stderr, "\n    %s, refine 1: %lld cells%s, %.5g against %.5g (%.2f %%) ", p->file,
+            (long long)r.mesh.cells.n, c.generate ? " (generated)" : "", v, p->expect, 100 * off);
+    CU_ASSERT(off <= p->tol);
+    hk_run_free(&r);
+    hk_case_free(&c);
+}
+
+static void test_every_case(void)
+{
+    char casedir[1024];
+    snprintf(casedir, sizeof casedir, "%s", hk_test_path("cases"));
+    DIR *d = opendir(casedir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct dirent *de;
+    int ncases = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char sub[2048];
+        snprintf(sub, sizeof sub, "%s/%s", casedir, de->d_name);
+        DIR *d2 = opendir(sub);
+        if (!d2) continue;
+        struct dirent *f;
+        while ((f = readdir(d2))) {
+            size_t l = strlen(f->d_name);
+            if (l < 6 || strcmp(f->d_name + l - 5, ".yaml")) continue;
+            char file[600];
+            snprintf(file, sizeof file, "%s/%s", de->d_name, f->d_name);
+            const case_probe *p = NULL;
+            for (size_t k = 0; k < sizeof probes / sizeof *probes && !p; k++)
+                if (!strcmp(probes[k].file, file)) p = &probes[k];
+            if (!p) fprintf(stderr, "\n    %s: no headline in this test's table; add it ", file);
+            CU_ASSERT_PTR_NOT_NULL(p);
+            if (p) check_case(p);
+            ncases++;
+        }
+        closedir(d2);
+    }
+    closedir(d);
+    CU_ASSERT(ncases >= 19);
+}
+
+/* ---- the case file's key --------------------------------------------------------------------- */
+
+static void test_case_key(void)
+{
+    hk_case c;
+    const char *bad[][1] = {{"geometry.refine=7"}, {"geometry.refine=two"}, {"geometry.refine=-1"}};
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_NOT_EQUAL(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 1, bad[k], &c), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "geometry.refine must be auto or"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), bad[k][0])); /* where: the --set */
+        hk_error_clear();
+    }
+    const char *two[] = {"geometry.refine=2"}, *aut[] = {"geometry.refine=auto"};
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 1, two, &c));
+    CU_ASSERT_EQUAL(c.mesh.refine, 2);
+    hk_case_free(&c);
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 1, aut, &c));
+    CU_ASSERT_EQUAL(c.mesh.refine, HK_REFINE_AUTO);
+    CU_ASSERT_EQUAL(c.mesh.threads, 0); /* one thread, Delaunay: reproducible */
+    CU_ASSERT_EQUAL(c.mesh.algorithm3d, 0);
+    hk_case_free(&c);
+    /* geometry.threads: 0 is every core */
+    const char *all[] = {"geometry.threads=0"};
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/lame/lame.yaml"), 1, all, &c));
+    CU_ASSERT_EQUAL(c.mesh.threads, HK_MESH_THREADS_ALL);
+    hk_case_free(&c);
+    /* a generated grid: 2^refine times the cells along each axis */
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/box/box.yaml"), 1, two, &c));
+    CU_ASSERT(c.generate && c.gen_cells[0] == 48 && c.gen_cells[2] == 48 && !c.mesh.refine);
+    hk_case_free(&c);
+    const char *big[] = {"geometry.refine=6", "geometry.generate.cells=[2000,2,2]"};
+    CU_ASSERT_NOT_EQUAL(hk_case_load(hk_test_path("cases/box/box.yaml"), 2, big, &c), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "the most is 100000"));
+    hk_error_clear();
+}
+
+/* ---- the same result file, bit for bit ------------------------------------------------------- */
+
+static int read_file(const char *path, char **buf, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc(*n + 1);
+    size_t got = fread(*buf, 1, *n, f);
+    fclose(f);
+    return got == *n ? 0 : -1;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int same = !read_file(a, &x, &nx) && !read_file(b, &y, &ny) && nx == ny && nx > 0 &&
+               !memcmp(x, y, nx);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* hooke run (the binary) twice on one thread and on two, and hooke mesh twice: the same .vtu
+ * and .msh bytes, on every usable backend; with the default meshing and with refinement. */
+static void test_reproducible(void)
+{
+    static const struct {
+        const char *rel, *sets;
+    } runs[] = {{"cases/cantilever/cantilever.yaml", "--set geometry.size=0.1"},
+                {"cases/kirsch/kirsch.yaml", "--set geometry.size=0.02"},
+                {"cases/cantilever/cantilever.yaml", "--set geometry.size=0.1 --set geometry.refine=1"},
+                {"cases/hybrid/hybrid.yaml", "--set geometry.refine=1 --set solver.tol=1e-9"}};
+    const char *tmp = hk_test_tmpdir();
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++)
+        for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+            char out[3][1200], cmd[4096];
+            static const int threads[3] = {1, 2, 2};
+            for (int i = 0; i < 3; i++) {
+                snprintf(out[i], sizeof out[i], "%s/repro%d.vtu", tmp, i);
+                snprintf(cmd, sizeof cmd,
+                         "OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive '%s' run '%s' -o '%s' "
+                         "--backend %s --quiet %s > /dev/null 2>&1",
+                         threads[i], HOOKE_BINARY, hk_test_path(runs[k].rel), out[i],
+                         hk_backend_name(*be), runs[k].sets);
+                CU_ASSERT_EQUAL(system(cmd), 0);
+            }
+            const int same = same_file(out[0], out[1]) && same_file(out[1], out[2]);
+            fprintf(stderr, "\n    %s %s on %s, 1, 2, 2 threads: %s ", runs[k].rel, runs[k].sets,
+                    hk_backend_name(*be), same ? "the same .vtu bytes" : "DIFFERENT .vtu files");
+            CU_ASSERT(same);
+        }
+    /* hooke mesh: the same .msh, twice */
+    char msh[2][1200], cmd[4096];
+    for (int i = 0; i < 2; i++) {
+        snprintf(msh[i], sizeof msh[i], "%s/repro%d.msh", tmp, i);
+        snprintf(cmd, sizeof cmd,
+                 "OMP_NUM_THREADS=%d '%s' mesh '%s' -o '%s' --quiet --set geometry.size=0.01 > "
+                 "/dev/null 2>&1",
+                 i + 1, HOOKE_BINARY, hk_test_path("cases/bracket/bracket.yaml"), msh[i]);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+    CU_ASSERT(same_file(msh[0], msh[1]));
+}
+
+#endif
+
 HK_SUITE(refine, {"every element kind refined once and twice: counts, volumes, groups",
                   test_every_kind},
          {"refined quads and hexes are the generators' finer grids", test_generator_grids},
-         {"the same nodes and cells on 1 and 2 threads", test_threads})
+         {"the same nodes and cells on 1 and 2 threads", test_threads},
+         {"the patch test on refined meshes of every kind, order 1 and 2", test_patch},
+#ifdef HOOKE_HAVE_GMSH
+         {"geometry.refine in the case file, and its errors", test_case_key},
+         {"refined boundary nodes on the cylinder, sphere and circles", test_curved},
+         {"hk_mesh_load with refinement: the same bytes on 1 and 2 threads", test_load_threads},
+         {"a .msh refined and raised; quadratic files and order_by gmsh refused", test_load_msh},
+         {"Lame: errors fall at the elements' rates under refinement", test_convergence},
+         {"hooke run and hooke mesh give the same bytes every time", test_reproducible},
+         {"every ready case with refine: 1 within its stated tolerance", test_every_case}
+#endif
+)
