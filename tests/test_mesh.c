@@ -896,6 +896,46 @@ static void test_load_partial(void)
                     HK_ERR_MODEL);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "'left'"));
 }
+
+static int same_mesh_bytes(const hk_mesh *a, const hk_mesh *b)
+{
+    int same = a->nnodes == b->nnodes && a->cells.n == b->cells.n &&
+               a->nboundaries == b->nboundaries &&
+               !memcmp(a->coords, b->coords, 3 * (size_t)a->nnodes * sizeof *a->coords) &&
+               !memcmp(a->cells.nodes, b->cells.nodes,
+                       (size_t)a->cells.ptr[a->cells.n] * sizeof *a->cells.nodes);
+    for (int g = 0; same && g < a->nboundaries; g++) {
+        const hk_elems *fa = &a->boundaries[g].elems, *fb = &b->boundaries[g].elems;
+        same = fa->n == fb->n &&
+               !memcmp(fa->nodes, fb->nodes, (size_t)fa->ptr[fa->n] * sizeof *fa->nodes);
+    }
+    return same;
+}
+
+/* The default meshing (Gmsh on one thread, Delaunay for volumes) gives the same mesh every
+ * time and on any number of threads of the process (Hooke's own steps: reading, orientation,
+ * second-order nodes, RCM); a 2D geometry too, whose curves Gmsh's threads would mesh in a
+ * varying order. */
+static void test_load_reproducible(void)
+{
+    static const char *const geo[] = {"cases/cantilever/cantilever.geo", "cases/kirsch/kirsch.geo",
+                                      "cases/bracket/bracket.geo"};
+    static const double size[] = {0.05, 0.01, 0.006};
+    const int threads = omp_get_max_threads();
+    for (int k = 0; k < 3; k++) {
+        hk_mesh m[3];
+        hk_mesh_options o = {.size = size[k], .order = 2, .renumber = 1};
+        for (int i = 0; i < 3; i++) {
+            omp_set_num_threads(i ? 2 : 1);
+            HK_ASSERT_OK(hk_mesh_load(hk_test_path(geo[k]), &o, &m[i]));
+        }
+        CU_ASSERT(same_mesh_bytes(&m[0], &m[1]));
+        CU_ASSERT(same_mesh_bytes(&m[1], &m[2]));
+        for (int i = 0; i < 3; i++)
+            hk_mesh_free(&m[i]);
+    }
+    omp_set_num_threads(threads);
+}
 #else
 static void test_no_gmsh(void)
 {
@@ -927,7 +967,9 @@ HK_SUITE(mesh, {"element table: Gmsh/VTK numbers, names, sizes", test_eltype_tab
          {"a file that crashes Gmsh ends with one sentence", test_load_gmsh_crash},
          {"a NaN node coordinate names the file and node", test_load_nan_coord},
          {"no physical groups: one region 'domain'", test_load_no_physical_groups},
-         {"cells outside the physical regions are dropped", test_load_partial}
+         {"cells outside the physical regions are dropped", test_load_partial},
+         {"the default meshing gives the same mesh every time, on 1 and 2 threads",
+          test_load_reproducible}
 #else
          {"without Gmsh, loading says so", test_no_gmsh}
 #endif
