@@ -405,6 +405,7 @@ static int refine_elevate(int levels, int order2, int incomplete, int straight,
     hk_elev_stats st;
     if (levels) {
         double t = omp_get_wtime();
+        HK_CALL(hk_mesh_localize(m, g));
         HK_CALL(hk_mesh_refine_geom(m, levels, g, &load_refine));
         load_times.refine = omp_get_wtime() - t;
         if (load_refine.straight)
@@ -456,7 +457,7 @@ fail:
  * estimated cell count of the coarse mesh Gmsh makes to at most HK_AUTO_CELLS_3D (2D:
  * _2D). The estimate is the memory guard's lower bound (about 3.5 tetrahedra per cube of the
  * size, 1.6 triangles per square); a size field's finer parts add to it. */
-enum { HK_AUTO_CELLS_3D = 150000, HK_AUTO_CELLS_2D = 100000 };
+enum { HK_AUTO_CELLS_3D = 100000, HK_AUTO_CELLS_2D = 100000 };
 
 static int auto_levels(const char *path, int gdim, double size)
 {

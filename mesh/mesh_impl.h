@@ -85,6 +85,17 @@ typedef struct hk_elev_stats {
  * geometry. */
 int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_stats *st);
 
+/* The reverse Cuthill-McKee numbering of hk_mesh_renumber_rcm, not applied: newid[old node]
+ * (malloc'd, NULL for an empty mesh). */
+int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid);
+/* Renumber the nodes: node i becomes newid[i] (coordinates, cells, boundary groups). */
+int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid);
+
+/* Locality before refinement: the nodes in RCM order (g's entity meshes follow) and the cells
+ * by their first node in it, so that the finer levels' cells, and the nodes they share, lie
+ * close in memory. */
+int hk_mesh_localize(hk_mesh *m, const hk_elev_geom *g);
+
 /* hk_mesh_refine with the new nodes on model curves and surfaces moved onto them: g's
  * entities (their linear elements) are refined along with the mesh, ready for
  * hk_mesh_elevate afterwards. g may be NULL. */

@@ -154,7 +154,7 @@ static void sort_by_degree(const graph *g, int32_t *v, int64_t n)
     }
 }
 
-static int permute(hk_mesh *m, const int32_t *newid)
+int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid)
 {
     double *xc = NULL;
     HK_CALL(hk_malloc((size_t)(3 * (m->nnodes ? m->nnodes : 1)) * sizeof *xc, &xc));
@@ -239,7 +239,19 @@ int hk_mesh_renumber_rcm(hk_mesh *m)
 {
     HK_CHECK(m && (m->nnodes == 0 || m->coords), HK_ERR_ARG,
              "hk_mesh_renumber_rcm: the mesh is NULL or has no coordinates");
+    int32_t *newid = NULL;
+    int ierr = hk_mesh_rcm_order(m, &newid);
+    if (!ierr && newid) ierr = hk_mesh_permute_nodes(m, newid);
+    free(newid);
+    return ierr;
+}
+
+int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
+{
     int ierr = 0;
+    *newid_out = NULL;
+    HK_CHECK(m && (m->nnodes == 0 || m->coords), HK_ERR_ARG,
+             "hk_mesh_rcm_order: the mesh is NULL or has no coordinates");
     graph g = {0, NULL, NULL};
     const hk_elems *c = &m->cells;
     const int64_t n = m->nnodes;
@@ -313,7 +325,8 @@ int hk_mesh_renumber_rcm(hk_mesh *m)
         }
         newid[i] = (int32_t)(n - 1 - pos); /* reversed */
     }
-    HK_TRY(permute(m, newid));
+    *newid_out = newid;
+    newid = NULL;
 fail:
     free(g.ptr);
     free(g.adj);
