@@ -14,8 +14,8 @@ static void mesh_help(FILE *f)
     fprintf(f,
             "usage: hooke mesh CASE.yaml -o PART.msh [--set KEY=VALUE ...] [--verbose]\n\n"
             "Mesh the case's geometry with its geometry: keys (size, order, order_by, quad,\n"
-            "refine, threads, algorithm2d, algorithm3d) and write the mesh as a Gmsh .msh file (format 2.2,\n"
-            "regions and boundaries as named physical groups). A case with\n"
+            "refine, threads, algorithm2d, algorithm3d) and write the mesh as a Gmsh .msh file\n"
+            "(format 2.2, regions and boundaries as named physical groups). A case with\n"
             "  geometry: {file: PART.msh}\n"
             "then reads it as is: the same nodes, elements and groups, no meshing.\n\n"
             "  -o, --output FILE.msh   where to write (required)\n"
@@ -110,7 +110,8 @@ int hk_cmd_mesh(int argc, char **argv)
                 hk_time() - t);
         hk_mesh_quality q = {0, 0, 0};
         const hk_mesh_refine_stats rs = hk_mesh_load_refine_stats();
-        if (!c.generate && rs.levels) q = rs.after; /* the corners' shapes: the order changes none */
+        if (!c.generate && rs.levels)
+            q = rs.after; /* the corners' shapes: the order changes none */
         if ((!c.generate && rs.levels) || !hk_mesh_measure_quality(&m, &q))
             fprintf(stderr, "hooke mesh: element quality (scaled Jacobian) min %.3f mean %.3f\n",
                     q.min, q.mean);

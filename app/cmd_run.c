@@ -218,8 +218,8 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
                   "quality min %.2f mean %.2f -> min %.2f mean %.2f",
                   rs.levels, rs.levels == 1 ? "" : "s", (long long)rs.cells_before,
                   (long long)rs.after.cells, rs.seconds,
-                  rs.seconds > 0 ? rs.bytes / rs.seconds / 1e9 : 0.0, rs.before.min,
-                  rs.before.mean, rs.after.min, rs.after.mean);
+                  rs.seconds > 0 ? rs.bytes / rs.seconds / 1e9 : 0.0, rs.before.min, rs.before.mean,
+                  rs.after.min, rs.after.mean);
     }
     r->t_mesh = hk_time() - t;
     r->mem.host_peak_mesh = hk_run_peak_host_bytes();

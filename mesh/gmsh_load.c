@@ -39,9 +39,15 @@ static int file_kind(const char *path)
 static hk_mesh_load_times load_times;
 static hk_mesh_refine_stats load_refine;
 
-hk_mesh_load_times hk_mesh_load_phase_times(void) { return load_times; }
+hk_mesh_load_times hk_mesh_load_phase_times(void)
+{
+    return load_times;
+}
 
-hk_mesh_refine_stats hk_mesh_load_refine_stats(void) { return load_refine; }
+hk_mesh_refine_stats hk_mesh_load_refine_stats(void)
+{
+    return load_refine;
+}
 
 #ifdef HOOKE_HAVE_GMSH
 
@@ -215,8 +221,8 @@ static int read_entity(const char *path, int dim, int tag, int cells, const char
                              "pyr5/13/14 in 3D"
                            : "point, line2/3, tri3/6 and quad4/8/9 boundary elements");
         GMSH_TRY(HK_ERR_PARSE, "read the elements of",
-                 gmshModelMeshGetElementsByType(types[k], &etags, &netags, &ntags, &nntags, tag,
-                                                0, 1, &gerr_));
+                 gmshModelMeshGetElementsByType(types[k], &etags, &netags, &ntags, &nntags, tag, 0,
+                                                1, &gerr_));
         const int nn = hk_eltype_get((hk_eltype)t)->nnodes;
         const size_t ne = netags;
         HK_TRY_CHECK(nntags == ne * (size_t)nn, HK_ERR_PARSE,
@@ -809,8 +815,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     const int order2 = elevate || (kind == 0 && levels && opt->order == 2);
     if (levels || order2) {
         omp_set_num_threads(threads);
-        if (kind == 1 && (levels || !straight))
-            HK_TRY(gmsh_geometry(path, gdim, &tm, newid, &geo));
+        if (kind == 1 && (levels || !straight)) HK_TRY(gmsh_geometry(path, gdim, &tm, newid, &geo));
         HK_TRY(refine_elevate(levels, order2, kind == 1 ? incomplete : opt->incomplete, straight,
                               kind == 1 ? &geo : NULL, m));
     }
@@ -866,7 +871,7 @@ fail:
         int gerr = 0;
         gmshFinalize(&gerr);
         crash_guard_off();
-    }
+}
     return ierr;
 }
 #endif

@@ -56,7 +56,7 @@ static int build_graph(const hk_mesh *m, const int32_t *cid, int64_t n, graph *g
             pos = fill[kc[k]]++;
             cidx[pos] = e;
         }
-    /* each list in increasing cell order (the atomic fill left it in thread order) */
+        /* each list in increasing cell order (the atomic fill left it in thread order) */
 #pragma omp parallel for schedule(dynamic, 1024)
     for (int64_t i = 0; i < n; i++)
         for (int64_t k = cptr[i] + 1; k < cptr[i + 1]; k++) {

@@ -20,9 +20,9 @@
 enum { MAX_CHILD = 10, MAX_VAR = 3 };
 
 typedef struct {
-    hk_eltype quad;             /* the complete quadratic type whose nodes the children use */
-    int nchild, nvar, nout;     /* children, variants (tetrahedra: 3 diagonals), corners out */
-    uint8_t ctype[MAX_CHILD];   /* child types (the same in every variant) */
+    hk_eltype quad;           /* the complete quadratic type whose nodes the children use */
+    int nchild, nvar, nout;   /* children, variants (tetrahedra: 3 diagonals), corners out */
+    uint8_t ctype[MAX_CHILD]; /* child types (the same in every variant) */
     int8_t cn[MAX_VAR][MAX_CHILD][8]; /* child corners: local nodes of the quadratic element */
     int8_t diag[MAX_VAR][2];          /* tetrahedra: the octahedron diagonal of each variant */
     int nk[27];                       /* corners under local node i (1 corner, 2, 4, 8) */
@@ -32,15 +32,24 @@ typedef struct {
 static hk_eltype complete_of(hk_eltype t)
 {
     switch (t) {
-    case HK_EL_POINT1: return HK_EL_POINT1;
-    case HK_EL_LINE2: return HK_EL_LINE3;
-    case HK_EL_TRI3: return HK_EL_TRI6;
-    case HK_EL_QUAD4: return HK_EL_QUAD9;
-    case HK_EL_TET4: return HK_EL_TET10;
-    case HK_EL_HEX8: return HK_EL_HEX27;
-    case HK_EL_WEDGE6: return HK_EL_WEDGE18;
-    case HK_EL_PYR5: return HK_EL_PYR14;
-    default: return HK_EL_COUNT;
+    case HK_EL_POINT1:
+        return HK_EL_POINT1;
+    case HK_EL_LINE2:
+        return HK_EL_LINE3;
+    case HK_EL_TRI3:
+        return HK_EL_TRI6;
+    case HK_EL_QUAD4:
+        return HK_EL_QUAD9;
+    case HK_EL_TET4:
+        return HK_EL_TET10;
+    case HK_EL_HEX8:
+        return HK_EL_HEX27;
+    case HK_EL_WEDGE6:
+        return HK_EL_WEDGE18;
+    case HK_EL_PYR5:
+        return HK_EL_PYR14;
+    default:
+        return HK_EL_COUNT;
     }
 }
 
@@ -48,15 +57,24 @@ static hk_eltype complete_of(hk_eltype t)
 static hk_eltype linear_of(hk_eltype q)
 {
     switch (q) {
-    case HK_EL_POINT1: return HK_EL_POINT1;
-    case HK_EL_LINE3: return HK_EL_LINE2;
-    case HK_EL_TRI6: return HK_EL_TRI3;
-    case HK_EL_QUAD9: return HK_EL_QUAD4;
-    case HK_EL_TET10: return HK_EL_TET4;
-    case HK_EL_HEX27: return HK_EL_HEX8;
-    case HK_EL_WEDGE18: return HK_EL_WEDGE6;
-    case HK_EL_PYR14: return HK_EL_PYR5;
-    default: return HK_EL_COUNT;
+    case HK_EL_POINT1:
+        return HK_EL_POINT1;
+    case HK_EL_LINE3:
+        return HK_EL_LINE2;
+    case HK_EL_TRI6:
+        return HK_EL_TRI3;
+    case HK_EL_QUAD9:
+        return HK_EL_QUAD4;
+    case HK_EL_TET10:
+        return HK_EL_TET4;
+    case HK_EL_HEX27:
+        return HK_EL_HEX8;
+    case HK_EL_WEDGE18:
+        return HK_EL_WEDGE6;
+    case HK_EL_PYR14:
+        return HK_EL_PYR5;
+    default:
+        return HK_EL_COUNT;
     }
 }
 
@@ -74,7 +92,8 @@ static int node_at(hk_eltype q, const double *p)
 {
     const double *rc = hk_eltype_ref_coords(q);
     for (int i = 0; i < hk_eltype_get(q)->nnodes; i++)
-        if (fabs(rc[3 * i] - p[0]) + fabs(rc[3 * i + 1] - p[1]) + fabs(rc[3 * i + 2] - p[2]) < 1e-12)
+        if (fabs(rc[3 * i] - p[0]) + fabs(rc[3 * i + 1] - p[1]) + fabs(rc[3 * i + 2] - p[2]) <
+            1e-12)
             return i;
     return -1;
 }
@@ -151,7 +170,7 @@ static int build_split(hk_eltype lin, split_tab *s)
             for (int j = 0; j < 3; j++) {
                 const int a = j, b = (j + 1) % 3;
                 double lo[3], hi[3];
-                midpoint(rc + 3 * a, rc + 3 * b, lo);          /* bottom edge */
+                midpoint(rc + 3 * a, rc + 3 * b, lo);             /* bottom edge */
                 midpoint(rc + 3 * (a + 3), rc + 3 * (b + 3), hi); /* top edge */
                 double mid[3];
                 midpoint(lo, hi, mid);
@@ -331,9 +350,9 @@ static void straighten(const split_tab *tab, const hk_elems *q, int64_t e, doubl
  * regular tetrahedron, cube, right prism on an equilateral triangle, pyramid with equilateral
  * sides), so 1 is ideal and 0 or less a flat or inverted corner. */
 typedef struct {
-    int nc;              /* corners measured (a pyramid's apex, with four edges, is not) */
+    int nc; /* corners measured (a pyramid's apex, with four edges, is not) */
     int8_t corner[8];
-    int8_t nb[8][3];     /* each one's edge neighbours, in positive order */
+    int8_t nb[8][3]; /* each one's edge neighbours, in positive order */
     double ideal;
 } qual_tab;
 
@@ -346,8 +365,8 @@ static const qual_tab *quality_tables(void)
 #pragma omp critical(hk_quality_tables)
     if (!ready) {
         static const double ideal[HK_EL_COUNT] = {
-            [HK_EL_TRI3] = 0.86602540378443865, [HK_EL_QUAD4] = 1,
-            [HK_EL_TET4] = 0.70710678118654752, [HK_EL_HEX8] = 1,
+            [HK_EL_TRI3] = 0.86602540378443865,   [HK_EL_QUAD4] = 1,
+            [HK_EL_TET4] = 0.70710678118654752,   [HK_EL_HEX8] = 1,
             [HK_EL_WEDGE6] = 0.86602540378443865, [HK_EL_PYR5] = 0.70710678118654752};
         for (int t = 0; t < HK_EL_COUNT; t++) {
             if (!ideal[t]) continue;
@@ -388,12 +407,14 @@ static double cell_quality(const qual_tab *tab, const hk_elems *c, int64_t e, co
 {
     const hk_eltype t = (hk_eltype)c->type[e];
     static const hk_eltype lin[HK_EL_COUNT] = {
-        [HK_EL_TRI3] = HK_EL_TRI3,     [HK_EL_TRI6] = HK_EL_TRI3,     [HK_EL_QUAD4] = HK_EL_QUAD4,
-        [HK_EL_QUAD8] = HK_EL_QUAD4,   [HK_EL_QUAD9] = HK_EL_QUAD4,   [HK_EL_TET4] = HK_EL_TET4,
-        [HK_EL_TET10] = HK_EL_TET4,    [HK_EL_HEX8] = HK_EL_HEX8,     [HK_EL_HEX20] = HK_EL_HEX8,
-        [HK_EL_HEX27] = HK_EL_HEX8,    [HK_EL_WEDGE6] = HK_EL_WEDGE6, [HK_EL_WEDGE15] = HK_EL_WEDGE6,
-        [HK_EL_WEDGE18] = HK_EL_WEDGE6, [HK_EL_PYR5] = HK_EL_PYR5,    [HK_EL_PYR13] = HK_EL_PYR5,
-        [HK_EL_PYR14] = HK_EL_PYR5};
+        [HK_EL_TRI3] = HK_EL_TRI3,      [HK_EL_TRI6] = HK_EL_TRI3,
+        [HK_EL_QUAD4] = HK_EL_QUAD4,    [HK_EL_QUAD8] = HK_EL_QUAD4,
+        [HK_EL_QUAD9] = HK_EL_QUAD4,    [HK_EL_TET4] = HK_EL_TET4,
+        [HK_EL_TET10] = HK_EL_TET4,     [HK_EL_HEX8] = HK_EL_HEX8,
+        [HK_EL_HEX20] = HK_EL_HEX8,     [HK_EL_HEX27] = HK_EL_HEX8,
+        [HK_EL_WEDGE6] = HK_EL_WEDGE6,  [HK_EL_WEDGE15] = HK_EL_WEDGE6,
+        [HK_EL_WEDGE18] = HK_EL_WEDGE6, [HK_EL_PYR5] = HK_EL_PYR5,
+        [HK_EL_PYR13] = HK_EL_PYR5,     [HK_EL_PYR14] = HK_EL_PYR5};
     const qual_tab *qt = &tab[lin[t]];
     const int32_t *nd = c->nodes + c->ptr[e];
     const int d = hk_eltype_get(t)->dim;
@@ -471,10 +492,19 @@ int hk_mesh_measure_quality(const hk_mesh *m, hk_mesh_quality *q)
 static int refinable(hk_eltype t, int cell)
 {
     switch (t) {
-    case HK_EL_TRI3: case HK_EL_QUAD4: return 1;
-    case HK_EL_TET4: case HK_EL_HEX8: case HK_EL_WEDGE6: case HK_EL_PYR5: return cell;
-    case HK_EL_POINT1: case HK_EL_LINE2: return !cell;
-    default: return 0;
+    case HK_EL_TRI3:
+    case HK_EL_QUAD4:
+        return 1;
+    case HK_EL_TET4:
+    case HK_EL_HEX8:
+    case HK_EL_WEDGE6:
+    case HK_EL_PYR5:
+        return cell;
+    case HK_EL_POINT1:
+    case HK_EL_LINE2:
+        return !cell;
+    default:
+        return 0;
     }
 }
 

@@ -65,32 +65,46 @@ static const topo *topo_of(hk_eltype t)
     static const topo tri = {3, 0, 4, {{0, 1}, {1, 2}, {2, 0}}, {{0}}};
     static const topo quad = {4, 1, 4, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}, {{0, 1, 2, 3}}};
     static const topo tet = {6, 0, 8, {{0, 1}, {1, 2}, {2, 0}, {0, 3}, {1, 3}, {2, 3}}, {{0}}};
-    static const topo hex = {12,
-                             6,
-                             8,
-                             {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {4, 5}, {5, 6}, {6, 7}, {7, 4},
-                              {0, 4}, {1, 5}, {2, 6}, {3, 7}},
-                             {{0, 1, 2, 3}, {4, 5, 6, 7}, {0, 1, 5, 4}, {1, 2, 6, 5}, {2, 3, 7, 6},
-                              {3, 0, 4, 7}}};
+    static const topo hex = {
+        12,
+        6,
+        8,
+        {{0, 1},
+         {1, 2},
+         {2, 3},
+         {3, 0},
+         {4, 5},
+         {5, 6},
+         {6, 7},
+         {7, 4},
+         {0, 4},
+         {1, 5},
+         {2, 6},
+         {3, 7}},
+        {{0, 1, 2, 3}, {4, 5, 6, 7}, {0, 1, 5, 4}, {1, 2, 6, 5}, {2, 3, 7, 6}, {3, 0, 4, 7}}};
     static const topo wedge = {
         9,
         3,
         8,
         {{0, 1}, {1, 2}, {2, 0}, {3, 4}, {4, 5}, {5, 3}, {0, 3}, {1, 4}, {2, 5}},
         {{0, 1, 4, 3}, {1, 2, 5, 4}, {2, 0, 3, 5}}};
-    static const topo pyr = {8,
-                             1,
-                             10,
-                             {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {0, 4}, {1, 4}, {2, 4}, {3, 4}},
-                             {{0, 1, 2, 3}}};
+    static const topo pyr = {
+        8, 1, 10, {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {0, 4}, {1, 4}, {2, 4}, {3, 4}}, {{0, 1, 2, 3}}};
     switch (t) {
-    case HK_EL_TRI3: return &tri;
-    case HK_EL_QUAD4: return &quad;
-    case HK_EL_TET4: return &tet;
-    case HK_EL_HEX8: return &hex;
-    case HK_EL_WEDGE6: return &wedge;
-    case HK_EL_PYR5: return &pyr;
-    default: return NULL;
+    case HK_EL_TRI3:
+        return &tri;
+    case HK_EL_QUAD4:
+        return &quad;
+    case HK_EL_TET4:
+        return &tet;
+    case HK_EL_HEX8:
+        return &hex;
+    case HK_EL_WEDGE6:
+        return &wedge;
+    case HK_EL_PYR5:
+        return &pyr;
+    default:
+        return NULL;
     }
 }
 
@@ -187,9 +201,10 @@ static void single_cell(hk_eltype t, hk_mesh *m)
     snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
     m->regions[0].dim = 3;
     /* faces: triangles and quadrilaterals (orientation fixed below), and a point group */
-    static const int wf[5][4] = {{0, 2, 1, -1}, {3, 4, 5, -1}, {0, 1, 4, 3}, {1, 2, 5, 4}, {2, 0, 3, 5}};
-    static const int pf[5][4] = {{0, 3, 2, 1}, {0, 1, 4, -1}, {1, 2, 4, -1}, {2, 3, 4, -1},
-                                 {3, 0, 4, -1}};
+    static const int wf[5][4] = {
+        {0, 2, 1, -1}, {3, 4, 5, -1}, {0, 1, 4, 3}, {1, 2, 5, 4}, {2, 0, 3, 5}};
+    static const int pf[5][4] = {
+        {0, 3, 2, 1}, {0, 1, 4, -1}, {1, 2, 4, -1}, {2, 3, 4, -1}, {3, 0, 4, -1}};
     const int(*f)[4] = t == HK_EL_WEDGE6 ? wf : pf;
     m->nboundaries = 6;
     m->boundaries = calloc(6, sizeof *m->boundaries);
@@ -221,17 +236,28 @@ static const char *const mesh_names[NMESH] = {"tri3 rectangle", "quad4 rectangle
 static int make_mesh(int k, hk_mesh *m)
 {
     switch (k) {
-    case 0: return hk_mesh_rectangle(3, 2, 3, 2, HK_EL_TRI3, m);
-    case 1: return hk_mesh_rectangle(3, 2, 3, 2, HK_EL_QUAD4, m);
-    case 2: return hk_mesh_box(1, 2, 1, 2, 2, 1, HK_EL_TET4, m);
-    case 3: return hk_mesh_box(2, 1, 1, 2, 1, 2, HK_EL_HEX8, m);
-    case 4: single_cell(HK_EL_WEDGE6, m); return 0;
-    case 5: single_cell(HK_EL_PYR5, m); return 0;
+    case 0:
+        return hk_mesh_rectangle(3, 2, 3, 2, HK_EL_TRI3, m);
+    case 1:
+        return hk_mesh_rectangle(3, 2, 3, 2, HK_EL_QUAD4, m);
+    case 2:
+        return hk_mesh_box(1, 2, 1, 2, 2, 1, HK_EL_TET4, m);
+    case 3:
+        return hk_mesh_box(2, 1, 1, 2, 1, 2, HK_EL_HEX8, m);
+    case 4:
+        single_cell(HK_EL_WEDGE6, m);
+        return 0;
+    case 5:
+        single_cell(HK_EL_PYR5, m);
+        return 0;
 #ifdef HOOKE_HAVE_GMSH
-    case 6: return hk_mesh_load(hk_test_path("tests/data/mesh/hybrid_bar_o1_v41.msh"), NULL, m);
-    case 7: return hk_mesh_load(hk_test_path("tests/data/mesh/mixed_v41.msh"), NULL, m);
+    case 6:
+        return hk_mesh_load(hk_test_path("tests/data/mesh/hybrid_bar_o1_v41.msh"), NULL, m);
+    case 7:
+        return hk_mesh_load(hk_test_path("tests/data/mesh/mixed_v41.msh"), NULL, m);
 #endif
-    default: return -1;
+    default:
+        return -1;
     }
 }
 
@@ -299,7 +325,8 @@ static void test_every_kind(void)
             CU_ASSERT_EQUAL(st.cells_before, m0.cells.n);
             CU_ASSERT(st.after.min > 0 && st.after.mean <= 1 + 1e-12);
             check_refined(&m0, &m1, nodes, cells, mesh_names[k], level);
-            fprintf(stderr, "\n    %s, level %d: %lld -> %lld cells, %lld nodes, quality min %.3f "
+            fprintf(stderr,
+                    "\n    %s, level %d: %lld -> %lld cells, %lld nodes, quality min %.3f "
                     "mean %.3f -> min %.3f mean %.3f ",
                     mesh_names[k], level, (long long)m0.cells.n, (long long)m1.cells.n,
                     (long long)m1.nnodes, st.before.min, st.before.mean, st.after.min,
@@ -632,8 +659,12 @@ static void test_curved(void)
         double exact, size; /* volume or area (0: none), element size */
     } c[] = {{"tests/data/mesh/cylinder.geo", 1, {"side"}, {off_cylinder}, 2 * M_PI, 0.4},
              {"tests/data/mesh/sphere.geo", 1, {"skin"}, {off_sphere}, M_PI / 6, 0.15},
-             {"cases/lame/lame.geo", 2, {"bore", "outer"}, {off_bore, off_outer},
-              M_PI / 4 * (0.04 - 0.01), 0.04},
+             {"cases/lame/lame.geo",
+              2,
+              {"bore", "outer"},
+              {off_bore, off_outer},
+              M_PI / 4 * (0.04 - 0.01),
+              0.04},
              {"cases/kirsch/kirsch.geo", 1, {"hole"}, {off_hole}, 0.01 - M_PI / 4 * 1e-4, 0.02}};
     for (size_t k = 0; k < sizeof c / sizeof *c; k++)
         for (int order = 1; order <= 2; order++) {
@@ -804,7 +835,14 @@ static const case_probe probes[] = {
     {"bracket/bracket.yaml", P_MAX_U, {0}, 0, -1, NULL, 0.69e-3, 0.02, NULL},
     {"cantilever/cantilever.yaml", P_MEAN_U, {0}, 2, -1, "tip", -2.015e-4, 0.02, NULL},
     /* tol 1e-10 is near this mesh's rounding floor: the true residual can end a little above */
-    {"cantilever/cantilever_loadcases.yaml", P_MEAN_U, {0}, 2, 0, "tip", -2.015e-4, 0.02,
+    {"cantilever/cantilever_loadcases.yaml",
+     P_MEAN_U,
+     {0},
+     2,
+     0,
+     "tip",
+     -2.015e-4,
+     0.02,
      "solver.tol=1e-9"},
     {"cook/cook.yaml", P_NODE_U, {48, 52, 0}, 1, -1, NULL, 23.96, 0.01, NULL},
     {"force/force_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 5e-6, 1e-6, NULL},
@@ -817,9 +855,23 @@ static const case_probe probes[] = {
     {"orthotropic/ortho_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 7.143e-7, 1e-3, NULL},
     /* the 10 mm wall needs a coarse mesh of about its thickness (docs/geometry.md) */
     {"remote/tube.yaml", P_TWIST, {0.5, 0, 0}, 0, 0, NULL, 1.1215e-3, 0.02, "geometry.size=0.01"},
-    {"remote/tube_rigid.yaml", P_TWIST, {0.5, 0, 0}, 0, 0, NULL, 1.1215e-3, 0.02,
+    {"remote/tube_rigid.yaml",
+     P_TWIST,
+     {0.5, 0, 0},
+     0,
+     0,
+     NULL,
+     1.1215e-3,
+     0.02,
      "geometry.size=0.01"},
-    {"springs/springs.yaml", P_NODE_U, {0, 0, 0.5}, 2, -1, NULL, -1.001667e-3, 1e-4,
+    {"springs/springs.yaml",
+     P_NODE_U,
+     {0, 0, 0.5},
+     2,
+     -1,
+     NULL,
+     -1.001667e-3,
+     1e-4,
      "solver.tol=1e-10"},
     {"thermal/clamped_bar.yaml", P_NODE_S, {0.5, 0.05, 0.05}, 0, -1, NULL, -240e6, 1e-6, NULL},
     {"thermal/free_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 1.2e-3, 1e-6, NULL},
@@ -971,8 +1023,8 @@ static int same_file(const char *a, const char *b)
 {
     char *x = NULL, *y = NULL;
     size_t nx = 0, ny = 0;
-    int same = !read_file(a, &x, &nx) && !read_file(b, &y, &ny) && nx == ny && nx > 0 &&
-               !memcmp(x, y, nx);
+    int same =
+        !read_file(a, &x, &nx) && !read_file(b, &y, &ny) && nx == ny && nx > 0 && !memcmp(x, y, nx);
     free(x);
     free(y);
     return same;
@@ -984,10 +1036,11 @@ static void test_reproducible(void)
 {
     static const struct {
         const char *rel, *sets;
-    } runs[] = {{"cases/cantilever/cantilever.yaml", "--set geometry.size=0.1"},
-                {"cases/kirsch/kirsch.yaml", "--set geometry.size=0.02"},
-                {"cases/cantilever/cantilever.yaml", "--set geometry.size=0.1 --set geometry.refine=1"},
-                {"cases/hybrid/hybrid.yaml", "--set geometry.refine=1 --set solver.tol=1e-9"}};
+    } runs[] = {
+        {"cases/cantilever/cantilever.yaml", "--set geometry.size=0.1"},
+        {"cases/kirsch/kirsch.yaml", "--set geometry.size=0.02"},
+        {"cases/cantilever/cantilever.yaml", "--set geometry.size=0.1 --set geometry.refine=1"},
+        {"cases/hybrid/hybrid.yaml", "--set geometry.refine=1 --set solver.tol=1e-9"}};
     const char *tmp = hk_test_tmpdir();
     for (const hk_backend *const *be = hk_test_backends(); *be; be++)
         for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
@@ -1022,8 +1075,8 @@ static void test_reproducible(void)
 
 #endif
 
-HK_SUITE(refine, {"every element kind refined once and twice: counts, volumes, groups",
-                  test_every_kind},
+HK_SUITE(refine,
+         {"every element kind refined once and twice: counts, volumes, groups", test_every_kind},
          {"refined quads and hexes are the generators' finer grids", test_generator_grids},
          {"the same nodes and cells on 1 and 2 threads", test_threads},
          {"the patch test on refined meshes of every kind, order 1 and 2", test_patch},

@@ -159,10 +159,9 @@ static int read_geometry_file(case_ctx *x, struct fy_node *file)
 
 int case_read_geometry(case_ctx *x, struct fy_node *root, struct fy_node *g)
 {
-    static const char *const keys[] = {"file",        "generate",    "size",     "order",
-                                       "quad",        "incomplete",  "renumber", "threads",
-                                       "algorithm2d", "algorithm3d", "order_by", "refine",
-                                       NULL};
+    static const char *const keys[] = {
+        "file",    "generate",    "size",        "order",    "quad",   "incomplete", "renumber",
+        "threads", "algorithm2d", "algorithm3d", "order_by", "refine", NULL};
     hk_case *c = x->c;
     HK_CALL(case_check_mapping(x, g, "geometry", keys));
     struct fy_node *file = case_lookup(g, "file"), *gen = case_lookup(g, "generate"), *n;

@@ -165,8 +165,8 @@ typedef struct hk_mesh_refine_stats {
     int levels;
     int64_t cells_before, nodes_before;
     hk_mesh_quality before, after;
-    int64_t projected; /* new nodes moved onto the geometry's curves and surfaces */
-    int64_t straight;  /* new nodes on them left straight (they would invert a cell) */
+    int64_t projected;     /* new nodes moved onto the geometry's curves and surfaces */
+    int64_t straight;      /* new nodes on them left straight (they would invert a cell) */
     double seconds, bytes; /* time, and the bytes of the refined mesh written */
 } hk_mesh_refine_stats;
 /* Uniform refinement of a linear mesh, levels times (0..HK_REFINE_MAX), in parallel, the same
