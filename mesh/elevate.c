@@ -25,7 +25,7 @@ typedef struct {
     double dN[27][27][3]; /* quadratic shape derivatives at the nodes (Jacobian check) */
 } eltab;
 
-static hk_eltype quad_of(hk_eltype t, int incomplete)
+hk_eltype hk_eltype_quadratic(hk_eltype t, int incomplete)
 {
     switch (t) {
     case HK_EL_POINT1:
@@ -59,7 +59,7 @@ static int has(const int *a, int n, int v)
 static int build_tab(hk_eltype lin, int incomplete, eltab *t)
 {
     memset(t, 0, sizeof *t);
-    t->quad = quad_of(lin, incomplete);
+    t->quad = hk_eltype_quadratic(lin, incomplete);
     if (t->quad == HK_EL_COUNT) return 0;
     t->nc = hk_eltype_ncorners(lin);
     t->nn = hk_eltype_get(t->quad)->nnodes;

@@ -70,23 +70,9 @@ static int resize(void *pp, int64_t n, size_t elsize)
 int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_t tag)
 {
     hk_elems *e = &b->e;
-    int nn = hk_eltype_get(t)->nnodes;
-    if (e->n + 2 > b->cap) {
-        int64_t nc = b->cap ? 2 * b->cap : 64;
-        HK_CALL(resize(&e->type, nc, sizeof *e->type));
-        HK_CALL(resize(&e->tag, nc, sizeof *e->tag));
-        HK_CALL(resize(&e->ptr, nc, sizeof *e->ptr));
-        b->cap = nc;
-    }
-    if (!e->n) e->ptr[0] = 0;
-    int64_t off = e->ptr[e->n];
-    if (off + nn > b->ncap) {
-        int64_t nc = b->ncap ? 2 * b->ncap : 256;
-        while (nc < off + nn)
-            nc *= 2;
-        HK_CALL(resize(&e->nodes, nc, sizeof *e->nodes));
-        b->ncap = nc;
-    }
+    const int nn = hk_eltype_get(t)->nnodes;
+    HK_CALL(hk_elems_reserve(b, 1, nn));
+    const int64_t off = e->ptr[e->n];
     memcpy(e->nodes + off, nodes, (size_t)nn * sizeof *nodes);
     e->type[e->n] = (uint8_t)t;
     e->tag[e->n] = tag;
@@ -196,6 +182,18 @@ int64_t hk_mesh_fix_orientation(hk_mesh *m)
     return nflip;
 }
 
+void hk_sort_lists(const int64_t *ptr, int64_t *idx, int64_t n)
+{
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = ptr[i] + 1; k < ptr[i + 1]; k++) {
+            int64_t x = idx[k], j = k;
+            for (; j > ptr[i] && idx[j - 1] > x; j--)
+                idx[j] = idx[j - 1];
+            idx[j] = x;
+        }
+}
+
 int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx)
 {
     int ierr = 0;
@@ -224,15 +222,7 @@ int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx)
             cidx[pos] = e;
         }
     free(fill);
-    /* each list in increasing order, whatever order the threads filled it in */
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t i = 0; i < nn; i++)
-        for (int64_t k = cptr[i] + 1; k < cptr[i + 1]; k++) {
-            int64_t x = cidx[k], j = k;
-            for (; j > cptr[i] && cidx[j - 1] > x; j--)
-                cidx[j] = cidx[j - 1];
-            cidx[j] = x;
-        }
+    hk_sort_lists(cptr, cidx, nn); /* whatever order the threads filled them in */
     *ptr = cptr;
     *idx = cidx;
     return 0;

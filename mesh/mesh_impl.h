@@ -16,6 +16,11 @@ void hk_eltype_centroid(hk_eltype t, double *r);
 /* Linear (corner) geometry map of an element with corner coordinates xc (3 per corner):
  * x = X(r) and J[a][b] = dX_a/dr_b. Returns the number of corners (0: unsupported type). */
 int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x, double J[3][3]);
+/* The quadratic type of linear type t (complete, or serendipity where incomplete and there
+ * is one: quad8, hex20, wedge15, pyr13); points stay points; HK_EL_COUNT for other types. */
+hk_eltype hk_eltype_quadratic(hk_eltype t, int incomplete);
+/* Sort each list idx[ptr[i] .. ptr[i+1]), i < n, in increasing order (short lists). */
+void hk_sort_lists(const int64_t *ptr, int64_t *idx, int64_t n);
 /* The corners node i of type t lies between (those whose linear shape functions do not vanish
  * there): 1 for a corner, 2 on an edge, 4 on a quadrilateral face, 8 inside a hexahedron.
  * Returns their count. */

@@ -56,15 +56,7 @@ static int build_graph(const hk_mesh *m, const int32_t *cid, int64_t n, graph *g
             pos = fill[kc[k]]++;
             cidx[pos] = e;
         }
-        /* each list in increasing cell order (the atomic fill left it in thread order) */
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t k = cptr[i] + 1; k < cptr[i + 1]; k++) {
-            int64_t x = cidx[k], j = k;
-            for (; j > cptr[i] && cidx[j - 1] > x; j--)
-                cidx[j] = cidx[j - 1];
-            cidx[j] = x;
-        }
+        hk_sort_lists(cptr, cidx, n); /* in cell order: the atomic fill left thread order */
     /* neighbours: the corners of those cells in the order met, each once; counted, then
      * written */
     HK_TRY(hk_calloc((size_t)n + 1, sizeof *g->ptr, &g->ptr));

@@ -29,30 +29,6 @@ typedef struct {
     int8_t kc[27][8];                 /* those corners */
 } split_tab;
 
-static hk_eltype complete_of(hk_eltype t)
-{
-    switch (t) {
-    case HK_EL_POINT1:
-        return HK_EL_POINT1;
-    case HK_EL_LINE2:
-        return HK_EL_LINE3;
-    case HK_EL_TRI3:
-        return HK_EL_TRI6;
-    case HK_EL_QUAD4:
-        return HK_EL_QUAD9;
-    case HK_EL_TET4:
-        return HK_EL_TET10;
-    case HK_EL_HEX8:
-        return HK_EL_HEX27;
-    case HK_EL_WEDGE6:
-        return HK_EL_WEDGE18;
-    case HK_EL_PYR5:
-        return HK_EL_PYR14;
-    default:
-        return HK_EL_COUNT;
-    }
-}
-
 /* The linear type whose children a complete quadratic type carries (HK_EL_COUNT: none). */
 static hk_eltype linear_of(hk_eltype q)
 {
@@ -138,7 +114,7 @@ static void midpoint(const double *a, const double *b, double *m)
 static int build_split(hk_eltype lin, split_tab *s)
 {
     memset(s, 0, sizeof *s);
-    s->quad = complete_of(lin);
+    s->quad = hk_eltype_quadratic(lin, 0);
     if (s->quad == HK_EL_COUNT) return 0;
     const int nc = hk_eltype_ncorners(lin), nn = hk_eltype_get(s->quad)->nnodes;
     const double *rc = hk_eltype_ref_coords(s->quad);
