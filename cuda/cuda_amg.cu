@@ -59,3 +59,26 @@ fail:
     cudaFree(dfirst);
     return ierr;
 }
+
+// The start vector of the spectral estimate (amg_start_vector; CPU: solver/cpu/cpu_amg.c):
+// v_i = 0.5 + (hk_hash32(i) & 0xffff) / 65536, built where it is used instead of uploaded.
+__global__ void k_amg_start_vector(int64_t n, int fp32, void *v)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const double x = 0.5 + (double)(hk_hash32((uint32_t)i) & 0xffffu) / 65536.0;
+        if (fp32)
+            ((float *)v)[i] = (float)x;
+        else
+            ((double *)v)[i] = x;
+    }
+}
+
+int hk_cu_amg_start_vector(hk_vec *v)
+{
+    if (v->n == 0) return 0;
+    k_amg_start_vector<<<hk_cu_grid(v->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        v->n, v->prec == HK_FP32, v->data);
+    HK_CU(cudaGetLastError());
+    return 0;
+}

@@ -244,6 +244,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.tri_destroy = hk_cu_tri_destroy;
     o.factor_sweeps = hk_cu_factor_sweeps;
     o.amg_l1_diag = hk_cu_amg_l1_diag;
+    o.amg_start_vector = hk_cu_amg_start_vector;
     o.mat_build = hk_cu_mat_build;
     o.format_auto = hk_cu_format_auto;
     o.mat_download = hk_cu_mat_download;
@@ -255,6 +256,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.sai_pattern = hk_cu_sai_pattern;
     o.sai_factor = hk_cu_sai_factor;
     o.bmat_spgemm = hk_cu_bmat_spgemm;
+    o.bmat_spgemm_numeric = hk_cu_bmat_spgemm_numeric;
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
     o.dense_inverse = hk_cu_dense_inverse;
     o.dense_gemv = hk_cu_dense_gemv;

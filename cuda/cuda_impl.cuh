@@ -381,6 +381,7 @@ int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
 /* l1-Jacobi scaling of pc=amg (cuda_amg.cu). */
 int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
+int hk_cu_amg_start_vector(hk_vec *v);
 /* Set-up: the diag op (cuda_diag.cu). */
 int hk_cu_bmat_diag(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
 int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
@@ -446,6 +447,7 @@ extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t m
                                 int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault);
 /* Sparse product, prolongator smoothing, dense coarse solve (cuda_sparse.cu). */
 int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,
                                  hk_bmat *P);
 int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);

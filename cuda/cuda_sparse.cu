@@ -311,6 +311,119 @@ fail:
     return ierr;
 }
 
+// ---- C = A B into a pattern made before (numeric re-set-up) ---------------------------------
+
+struct spn_args {
+    const int64_t *arp, *brp, *crp;
+    const int32_t *aci, *bci, *cci;
+    const double *av, *bv;
+    double *cv;
+    int br, bk, bc;
+    int64_t nbr;
+    unsigned long long *first; // first block row with a product block outside C's pattern
+};
+
+// One warp per block row of C, as sp_rows's numeric pass: C's row zeroed, then A's row in
+// order and for each A block B's row in order, a lane per (B block, row of the product block);
+// the position of a product block is found by binary search in C's sorted row instead of the
+// hash table. The same sums in the same order: the digits of bmat_spgemm.
+__global__ void __launch_bounds__(SP_WARPS * 32) spn_rows(spn_args g)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int64_t i = (int64_t)blockIdx.x * SP_WARPS + w;
+    if (i >= g.nbr) return; // whole warps leave together
+    const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
+    const int64_t c0 = g.crp[i], c1 = g.crp[i + 1];
+    for (int64_t e = lane; e < (c1 - c0) * bb; e += 32) g.cv[(size_t)c0 * bb + e] = 0.0;
+    __syncwarp();
+    if (br <= 32) {
+        const int G = 32 / br, lq = lane / br, r = lane % br;
+        for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
+            const int64_t k = g.aci[p];
+            const double *a = g.av + (size_t)p * br * bk + (size_t)r * bk;
+            const int64_t q1 = g.brp[k + 1];
+            for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G) {
+                const int64_t q = q0 + lq;
+                if (lq >= G || q >= q1) continue;
+                const int64_t pos = hk_find_block(g.crp, g.cci, i, g.bci[q]);
+                if (pos < 0) {
+                    atomicMin(g.first, (unsigned long long)i);
+                    continue;
+                }
+                const double *b = g.bv + (size_t)q * bk * bc;
+                double *dst = g.cv + (size_t)pos * bb + (size_t)r * bc;
+                for (int c = 0; c < bc; c++) {
+                    double acc = dst[c];
+                    for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[m], b[m * bc + c]));
+                    dst[c] = acc;
+                }
+            }
+            __syncwarp();
+        }
+        return;
+    }
+    const int G = bb <= 32 ? 32 / bb : 1;
+    for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
+        const int64_t k = g.aci[p];
+        const double *a = g.av + (size_t)p * br * bk;
+        const int64_t q1 = g.brp[k + 1];
+        for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G)
+            for (int e2 = lane; e2 < G * bb; e2 += 32) {
+                const int64_t q = q0 + e2 / bb;
+                if (q >= q1) continue;
+                const int e = e2 % bb, r = e / bc, c = e % bc;
+                const int64_t pos = hk_find_block(g.crp, g.cci, i, g.bci[q]);
+                if (pos < 0) {
+                    atomicMin(g.first, (unsigned long long)i);
+                    continue;
+                }
+                const double *b = g.bv + (size_t)q * bk * bc;
+                double *dst = g.cv + (size_t)pos * bb + e;
+                double acc = *dst;
+                for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[r * bk + m], b[m * bc + c]));
+                *dst = acc;
+            }
+        __syncwarp();
+    }
+}
+
+int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    int ierr = 0;
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
+    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows && C->br == A->br && C->bc == B->bc &&
+                 C->nbrows == A->nbrows && C->nbcols == B->nbcols,
+             HK_ERR_ARG,
+             "bmat_spgemm_numeric: A (%lld x %lld blocks of %d x %d), B (%lld x %lld blocks of "
+             "%d x %d) and C (%lld x %lld blocks of %d x %d) do not fit C = A B",
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
+             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
+             C->br, C->bc);
+    const int64_t nb = (A->nbrows + SP_WARPS - 1) / SP_WARPS;
+    HK_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_numeric: %lld block rows are too many", (long long)A->nbrows);
+    HK_CALL(hk_cu_first_row_alloc(&dfirst));
+    if (nb > 0) {
+        spn_args g;
+        memset(&g, 0, sizeof g);
+        g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
+        g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
+        g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
+        g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = A->nbrows, g.first = dfirst;
+        spn_rows<<<(unsigned)nb, SP_WARPS * 32, 0, hk_cu.stream>>>(g);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_first_row_read(dfirst, &first));
+    HK_TRY_CHECK(first < 0, HK_ERR_ARG,
+                 "bmat_spgemm_numeric: block row %lld of A B has a block outside C's pattern; "
+                 "pass the pattern that bmat_spgemm made for these A and B",
+                 (long long)first);
+fail:
+    cudaFree(dfirst);
+    return ierr;
+}
+
 // ---- P = T - w Dinv (A T) --------------------------------------------------------------------
 
 // The last row with rp[row] <= q (rp[0] = 0).

@@ -176,6 +176,9 @@ size_t hk_fmt_bytes_shape(const hk_fmt *F, int32_t last_width, hk_precision p);
  * options as for hk_mat_create. hk_mat_create is hk_bmat_upload + this. */
 int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_options *o,
                        hk_mat **A);
+/* Build A again from K (the same shape; new values, or a new pattern) in A's format,
+ * precision and format parameters; the hk_mat object stays, so pointers to it stay valid. */
+int hk_mat_rebuild(hk_mat *A, const hk_bmat *K);
 
 /* format=auto on a device with a last-level cache of `cache` bytes (0: none, the CPU): a matrix
  * that fits in it (bytes, one product's reads of its row-pointer layout) is latency-bound, and
@@ -492,6 +495,11 @@ typedef struct hk_backend_ops {
      * for factors built by rows (FSAI, SAI) that the operator's block formats then store. */
     int (*bmat_compress)(const hk_bmat *S, int bs, hk_bmat *B);
     int (*bmat_spgemm)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+    /* The values of C = A B into C's pattern (rowptr and colind as bmat_spgemm made them for
+     * these patterns; val allocated by the caller): every entry summed in bmat_spgemm's order,
+     * so the digits are the same; a product block outside the pattern is an error naming its
+     * block row. The numeric re-set-up of pc=amg (hk_solver_update_values). */
+    int (*bmat_spgemm_numeric)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
     /* out (fp64, allocated by the caller: n = nbrows*br, or nbrows*br*br for BLOCK_INV) by
      * mode (enum hk_diag_mode); *bad = first bad scalar row (0-based) or -1. */
     int (*bmat_diag)(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);
@@ -527,6 +535,10 @@ typedef struct hk_backend_ops {
      * over scalar row i (out fp64, n = nbrows*br, caller-allocated); 0 for an all-zero row;
      * a row whose sum is not positive and finite gets 0 and *bad = the first such row, or -1. */
     int (*amg_l1_diag)(const hk_bmat *A, hk_vec *out, int64_t *bad);
+    /* The start vector of pc=amg's spectral estimate, built where it is used: v_i = 0.5 +
+     * (hk_hash32(i) & 0xffff) / 65536 (every entry in [0.5, 1.5), generic, the same digits on
+     * every backend), in v's precision. */
+    int (*amg_start_vector)(hk_vec *v);
     /* near-null space of pc=amg (B: (nnodes*bs) x nns, column-major, caller-allocated):
      * coords NULL: the bs translations (nns = bs); else the rigid-body modes (bs = 2: nns = 3,
      * bs = 3: nns = 6) of the node coordinates (fp64, nnodes*bs), x = (coords - center)*scale;
@@ -674,6 +686,14 @@ typedef struct hk_pc_type {
     void (*destroy)(hk_pc *pc);
     /* Optional: what the set-up built, for the solve line (may be NULL). */
     void (*describe)(const hk_pc *pc, char *buf, size_t len);
+    /* Optional: K's values changed, its pattern not (hk_solver_update_values): redo the
+     * numeric part of the set-up and keep the rest. NULL: the solver sets up anew. A is the
+     * solver's operator, rebuilt in place with the new values. */
+    int (*update)(hk_pc *pc, const hk_bmat *K, hk_mat *A);
+    /* Optional, with pc->fallback_armed: the reduced-precision preconditioner stalled at the
+     * relative residual `at` (NaN or infinite: it overflowed); rebuild it in fp64 (pc->prec
+     * becomes HK_FP64, armed cleared). */
+    int (*fallback)(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at);
 } hk_pc_type;
 
 struct hk_pc {
@@ -687,6 +707,7 @@ struct hk_pc {
     hk_vec *dinv;      /* set by jacobi: inverse diagonal, lets pipecg fuse it */
     const hk_nearnull *nearnull; /* the caller's near-null space (pc=amg), may be NULL */
     const hk_bmat *K;  /* the backend matrix, during set-up only (NULL afterwards) */
+    int fallback_armed; /* set by a type whose fp32 form rebuilds in fp64 when it stalls */
 };
 
 const hk_pc_type *hk_pc_type_find(const char *name);
@@ -732,6 +753,11 @@ struct hk_ksp {
     int stag_it;
     int stag_window;    /* iterations without progress before "stagnation" (0: off) */
     int stag_armed;     /* the residual has once dropped below its initial value */
+    /* stall test of a preconditioner that can fall back to fp64 (hk_solver_solve sets it):
+     * the best residual must drop below stall_factor times its value of stall_window
+     * iterations before (0: off) */
+    int stall_window, stall_it;
+    double stall_factor, stall_ref, stall_best;
     int graphs;         /* replay recorded iterations where the backend can (option graphs) */
     int replace_every;  /* pipelined residual replacement: 0 drift estimate, N every N, -1 off */
     hk_ksp *inner;

@@ -4,10 +4,12 @@
  *
  * Suite amg_ops (CPU): the modes against translations and cross products e_k x x computed
  * here, decoupled rows zero; bmat_spmv against a dense product (3x6, 6x3, 2x5, 1x1 blocks,
- * empty rows, fp64 and fp32), misuse rejected.
+ * empty rows, fp64 and fp32), misuse rejected; bmat_spgemm_numeric into bmat_spgemm's pattern
+ * gives its bytes, a missing block is named; amg_start_vector is its formula.
  * Suite cuda_amg_ops (device): the CUDA ops equal the CPU's on the same inputs (modes
- * identical, SpMV and inverse to rounding, the first bad pivot the same), with the times of
- * bmat_spmv against the scalar CSR of the same operator and of the dense inverse. */
+ * identical, SpMV and inverse to rounding, the first bad pivot the same, the numeric product
+ * and the start vector byte for byte), with the times of bmat_spmv against the scalar CSR of
+ * the same operator, of the dense inverse and of the numeric product against the whole one. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,10 +177,98 @@ static void test_bmat_spmv(void)
     }
 }
 
+/* ---- C = A B into a kept pattern; the spectral estimate's start vector -------------------- */
+
+/* The products of the AMG set-up: (rows, inner, columns in blocks; block shapes; fill). */
+static const struct {
+    int64_t nbr, nbk, nbc;
+    int br, bk, bc, per_a, per_b, empty;
+} numeric_cases[] = {{300, 300, 60, 3, 3, 6, 9, 4, 0},  /* A T, A P */
+                     {60, 300, 60, 6, 3, 6, 20, 8, 1},  /* R (A P) */
+                     {80, 80, 20, 6, 6, 6, 12, 5, 0},   /* coarse levels */
+                     {500, 500, 500, 1, 1, 1, 5, 5, 1}, /* Poisson */
+                     {90, 70, 40, 2, 5, 3, 6, 7, 1},    /* a generic shape */
+                     {40, 40, 40, 3, 3, 3, 40, 40, 0}}; /* dense rows */
+
+/* C = A B by bmat_spgemm, and the same values by bmat_spgemm_numeric into C's pattern. */
+static void numeric_pair(const hk_backend *be, size_t t, hk_bmat *A, hk_bmat *B, hk_bmat *C,
+                         hk_bmat *N)
+{
+    rand_bmat(numeric_cases[t].nbr, numeric_cases[t].nbk, numeric_cases[t].br,
+              numeric_cases[t].bk, numeric_cases[t].per_a, numeric_cases[t].empty,
+              (unsigned)(31 + t), A);
+    rand_bmat(numeric_cases[t].nbk, numeric_cases[t].nbc, numeric_cases[t].bk,
+              numeric_cases[t].bc, numeric_cases[t].per_b, numeric_cases[t].empty,
+              (unsigned)(47 + t), B);
+    HK_ASSERT_OK(be->bmat_spgemm(A, B, C));
+    HK_ASSERT_OK(hk_bmat_alloc(be, C->br, C->bc, C->nbrows, C->nbcols, C->nnzb, N));
+    memcpy(N->rowptr, C->rowptr, (size_t)(C->nbrows + 1) * sizeof *N->rowptr);
+    memcpy(N->colind, C->colind, (size_t)C->nnzb * sizeof *N->colind);
+    for (int64_t k = 0; k < C->nnzb * C->br * C->bc; k++)
+        N->val[k] = 1e300; /* every value overwritten */
+}
+
+static void test_spgemm_numeric(void)
+{
+    const hk_backend *be = backend("cpu");
+    for (size_t t = 0; t < sizeof numeric_cases / sizeof numeric_cases[0]; t++) {
+        hk_bmat A, B, C, N;
+        numeric_pair(be, t, &A, &B, &C, &N);
+        HK_ASSERT_OK(be->bmat_spgemm_numeric(&A, &B, &N));
+        CU_ASSERT(memcmp(N.val, C.val, (size_t)C.nnzb * C.br * C.bc * sizeof(double)) == 0);
+        /* a pattern without one of the product's blocks: named by its row */
+        int64_t row = -1;
+        for (int64_t i = 0; i < N.nbrows && row < 0; i++)
+            if (N.rowptr[i + 1] - N.rowptr[i] >= 2) row = i;
+        CU_ASSERT_FATAL(row >= 0);
+        const int64_t q = N.rowptr[row + 1] - 1;
+        const int32_t keep = N.colind[q];
+        N.colind[q] = N.colind[q - 1]; /* the row's last block column is gone */
+        CU_ASSERT_EQUAL(be->bmat_spgemm_numeric(&A, &B, &N), HK_ERR_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "block row %lld", (long long)row);
+        CU_ASSERT(strstr(hk_error_message(), want) != NULL);
+        hk_error_clear();
+        N.colind[q] = keep;
+        /* shapes that do not fit */
+        hk_bmat wrong = N;
+        wrong.bc += 1;
+        CU_ASSERT_EQUAL(be->bmat_spgemm_numeric(&A, &B, &wrong), HK_ERR_ARG);
+        hk_error_clear();
+        hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
+    }
+}
+
+static void test_start_vector(void)
+{
+    const hk_backend *be = backend("cpu");
+    const int64_t n = 10007;
+    hk_vec *v64, *v32;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &v64));
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP32, &v32));
+    HK_ASSERT_OK(be->amg_start_vector(v64));
+    HK_ASSERT_OK(be->amg_start_vector(v32));
+    const double *a = v64->data;
+    const float *f = v32->data;
+    long bad = 0, distinct = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bad += a[i] != 0.5 + (double)(hk_hash32((uint32_t)i) & 0xffffu) / 65536.0;
+        bad += (double)f[i] != a[i]; /* exact in fp32 */
+        bad += !(a[i] >= 0.5 && a[i] < 1.5);
+        distinct += i > 0 && a[i] != a[i - 1];
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(distinct > n - 10);
+    hk_vec_destroy(v64), hk_vec_destroy(v32);
+}
+
 HK_SUITE(amg_ops, {"rigid-body modes and translations equal e_k and e_k x x", test_rigid_modes},
          {"bmat_spmv equals the dense product (3x6, 6x3, 2x5, 1x1, 6x6; fp64, fp32 vectors "
           "and values)",
-          test_bmat_spmv})
+          test_bmat_spmv},
+         {"spgemm_numeric into spgemm's pattern: its bytes; a missing block named; misfit shapes",
+          test_spgemm_numeric},
+         {"the spectral estimate's start vector: its formula, exact in fp32", test_start_vector})
 
 /* ---- device ------------------------------------------------------------------------------- */
 
@@ -394,7 +484,84 @@ static void test_cuda_chol_inverse(void)
     }
 }
 
+/* The CUDA numeric product equals the CPU's digit for digit (each sum in the same order), on
+ * the AMG shapes and on K K of an elasticity matrix, with its time against the whole
+ * bmat_spgemm. */
+static void test_cuda_spgemm_numeric(void)
+{
+    const hk_backend *cpu = backend("cpu"), *gpu = backend("cuda");
+    for (size_t t = 0; t < sizeof numeric_cases / sizeof numeric_cases[0] + 1; t++) {
+        hk_bmat A, B, C, N, dA, dB, dN;
+        if (t < sizeof numeric_cases / sizeof numeric_cases[0]) {
+            numeric_pair(cpu, t, &A, &B, &C, &N);
+        } else { /* K K, 3x3 blocks of elasticity3d:30 */
+            hk_bcsr K = {0};
+            HK_ASSERT_OK(hk_gen_elasticity3d(30, 30, 30, &K));
+            HK_ASSERT_OK(hk_bmat_upload(cpu, &K, &A));
+            HK_ASSERT_OK(hk_bmat_upload(cpu, &K, &B));
+            hk_bcsr_free(&K);
+            HK_ASSERT_OK(cpu->bmat_spgemm(&A, &B, &C));
+            HK_ASSERT_OK(hk_bmat_alloc(cpu, C.br, C.bc, C.nbrows, C.nbcols, C.nnzb, &N));
+            memcpy(N.rowptr, C.rowptr, (size_t)(C.nbrows + 1) * sizeof *N.rowptr);
+            memcpy(N.colind, C.colind, (size_t)C.nnzb * sizeof *N.colind);
+        }
+        const size_t nv = (size_t)C.nnzb * C.br * C.bc;
+        bmat_to(gpu, &A, &dA);
+        bmat_to(gpu, &B, &dB);
+        bmat_to(gpu, &N, &dN); /* the pattern, and values to be overwritten */
+        HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+        double *got = malloc((nv ? nv : 1) * sizeof *got);
+        if (nv) gpu->copy_from(got, dN.val, nv * sizeof *got);
+        CU_ASSERT(memcmp(got, C.val, nv * sizeof *got) == 0);
+        if (t == sizeof numeric_cases / sizeof numeric_cases[0]) {
+            hk_bmat dC = {0};
+            double tn = 1e30, tf = 1e30;
+            for (int rep = 0; rep < 3; rep++) {
+                gpu->sync();
+                double t0 = hk_time();
+                HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+                gpu->sync();
+                tn = fmin(tn, hk_time() - t0);
+                t0 = hk_time();
+                HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
+                gpu->sync();
+                tf = fmin(tf, hk_time() - t0);
+                hk_bmat_free(&dC);
+            }
+            printf("\n    K K of elasticity3d:30 (%lld blocks): numeric %.2f ms, whole spgemm %.2f ms",
+                   (long long)C.nnzb, 1e3 * tn, 1e3 * tf);
+        }
+        free(got);
+        hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
+        hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dN);
+    }
+}
+
+static void test_cuda_start_vector(void)
+{
+    const hk_backend *cpu = backend("cpu"), *gpu = backend("cuda");
+    const int64_t n = 1000003;
+    for (int p = 0; p < 2; p++) {
+        const hk_precision prec = p ? HK_FP32 : HK_FP64;
+        hk_vec *a, *b;
+        HK_ASSERT_OK(hk_vec_create(cpu, n, prec, &a));
+        HK_ASSERT_OK(hk_vec_create(gpu, n, prec, &b));
+        HK_ASSERT_OK(cpu->amg_start_vector(a));
+        HK_ASSERT_OK(gpu->amg_start_vector(b));
+        double *ha = malloc((size_t)n * sizeof *ha), *hb = malloc((size_t)n * sizeof *hb);
+        HK_ASSERT_OK(hk_vec_download(a, ha));
+        HK_ASSERT_OK(hk_vec_download(b, hb));
+        CU_ASSERT(memcmp(ha, hb, (size_t)n * sizeof *ha) == 0);
+        free(ha), free(hb);
+        hk_vec_destroy(a), hk_vec_destroy(b);
+    }
+}
+
 HK_DEVICE_SUITE(cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
+                {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K); time",
+                 test_cuda_spgemm_numeric},
+                {"the spectral estimate's start vector: cuda identical to cpu",
+                 test_cuda_start_vector},
                 {"bmat_spmv: cuda equals cpu (all shapes, fp64, fp32); time against csr",
                  test_cuda_bmat_spmv},
                 {"dense inverse by tiled Cholesky equals the cpu's; first bad pivot; times",

@@ -137,3 +137,19 @@ int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_v
     }
     return 0;
 }
+
+/* The start vector of the spectral estimate (amg_start_vector): v_i = 0.5 + (h(i) & 0xffff) /
+ * 65536 with h = hk_hash32, every entry in [0.5, 1.5), exact in either precision. */
+int hk_cpu_amg_start_vector(hk_vec *v)
+{
+    const int64_t n = v->n;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const double x = 0.5 + (double)(hk_hash32((uint32_t)i) & 0xffffu) / 65536.0;
+        if (v->prec == HK_FP64)
+            ((double *)v->data)[i] = x;
+        else
+            ((float *)v->data)[i] = (float)x;
+    }
+    return 0;
+}

@@ -426,6 +426,7 @@ int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
                            double scale, const hk_vec *decoupled, double *B);
 int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
+int hk_cpu_amg_start_vector(hk_vec *v);
 /* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
 int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S);
 int hk_cpu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nagg);
@@ -442,6 +443,7 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
                       hk_bmat *Mt, hk_setup_fault *fault);
 /* Sparse product, prolongator smoothing, dense coarse solve (cpu_sparse.c). */
 int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
                                   double w, hk_bmat *P);
 int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
@@ -511,6 +513,7 @@ const hk_backend_ops hk_backend_cpu = {
     .sai_pattern = hk_cpu_sai_pattern,
     .sai_factor = hk_cpu_sai_factor,
     .bmat_spgemm = hk_cpu_bmat_spgemm,
+    .bmat_spgemm_numeric = hk_cpu_bmat_spgemm_numeric,
     .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,
     .dense_inverse = hk_cpu_dense_inverse,
     .dense_gemv = hk_cpu_dense_gemv,
@@ -519,6 +522,7 @@ const hk_backend_ops hk_backend_cpu = {
     .amg_tentative = hk_cpu_amg_tentative,
     .amg_rigid_modes = hk_cpu_amg_rigid_modes,
     .bmat_spmv = hk_cpu_bmat_spmv,
+    .amg_start_vector = hk_cpu_amg_start_vector,
     .mpk_plan = hk_cpu_mpk_plan,
     .mpk_apply = hk_cpu_mpk_apply,
     .mpk_free = hk_cpu_mpk_free,

@@ -2,6 +2,7 @@
  * the backend" part of hk_backend_ops in solver/hk_impl.h):
  *
  *   bmat_spgemm             C = A B, block CSR with rectangular blocks
+ *   bmat_spgemm_numeric     the values of C = A B into a pattern made before (re-set-up)
  *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T
  *   dense_inverse           Minv = A^-1 by a blocked Cholesky factorisation (coarsest level)
  *   dense_gemv              y = M x for a dense column-major M
@@ -169,6 +170,70 @@ int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     }
 fail:
     free(count);
+    free(mark_all);
+    return ierr;
+}
+
+/* C = A B into C's given pattern: the numeric pass of bmat_spgemm alone (no symbolic pass, no
+ * sort), each entry summed in the same order, so the digits are bmat_spgemm's. */
+int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    int ierr = 0;
+    int64_t *mark_all = NULL;
+    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows && C->br == A->br && C->bc == B->bc &&
+                 C->nbrows == A->nbrows && C->nbcols == B->nbcols,
+             HK_ERR_ARG,
+             "bmat_spgemm_numeric: A (%lld x %lld blocks of %d x %d), B (%lld x %lld blocks of "
+             "%d x %d) and C (%lld x %lld blocks of %d x %d) do not fit C = A B",
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
+             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
+             C->br, C->bc);
+    const int br = A->br, bk = A->bc, bc = B->bc;
+    const int64_t nbr = A->nbrows, nbc = B->nbcols;
+    const int nth = omp_get_max_threads();
+    const size_t bb = (size_t)br * bc;
+    int64_t first = INT64_MAX;
+    HK_CALL(hk_malloc((size_t)nth * (size_t)(nbc ? nbc : 1) * sizeof *mark_all, &mark_all));
+#pragma omp parallel reduction(min : first)
+    {
+        int64_t *mark = mark_all + (size_t)omp_get_thread_num() * (size_t)(nbc ? nbc : 1);
+        for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < nbr; i++) {
+            const int64_t c0 = C->rowptr[i], c1 = C->rowptr[i + 1];
+            for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = t;
+            memset(C->val + (size_t)c0 * bb, 0, (size_t)(c1 - c0) * bb * sizeof(double));
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t k = A->colind[p];
+                const double *a = A->val + (size_t)p * br * bk;
+                for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+                    const int64_t pos = mark[B->colind[q]];
+                    if (pos < 0) { /* a product block outside C's pattern */
+                        if (i < first) first = i;
+                        continue;
+                    }
+                    const double *b = B->val + (size_t)q * bk * bc;
+                    double *c = C->val + (size_t)pos * bb;
+                    if (br == 3 && bk == 3 && bc == 6)
+                        block_mac(a, b, c, 3, 3, 6);
+                    else if (br == 6 && bk == 3 && bc == 6)
+                        block_mac(a, b, c, 6, 3, 6);
+                    else if (br == 6 && bk == 6 && bc == 6)
+                        block_mac(a, b, c, 6, 6, 6);
+                    else if (br == 3 && bk == 3 && bc == 3)
+                        block_mac(a, b, c, 3, 3, 3);
+                    else
+                        block_mac(a, b, c, br, bk, bc);
+                }
+            }
+            for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = -1;
+        }
+    }
+    HK_TRY_CHECK(first == INT64_MAX, HK_ERR_ARG,
+                 "bmat_spgemm_numeric: block row %lld of A B has a block outside C's pattern; "
+                 "pass the pattern that bmat_spgemm made for these A and B",
+                 (long long)first);
+fail:
     free(mark_all);
     return ierr;
 }
