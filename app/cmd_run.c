@@ -616,6 +616,7 @@ static void print_result(const hk_case *c, const hk_result *res, const hk_fields
 {
     fprintf(f, "%s  solve          %d iterations, %s, true residual %.3e\n", ind, res->iterations,
             hk_reason_name(res->reason), res->true_residual);
+    if (res->note[0]) fprintf(f, "%s  solver note    %s\n", ind, res->note);
     fprintf(f, "%s  max |u|        %.6e\n", ind, fl->max_u);
     fprintf(f, "%s  max von Mises  %.6e\n", ind, fl->max_von_mises);
     for (int i = 0; i < c->nsupports && fl->support_reaction; i++) {

@@ -242,6 +242,7 @@ int hk_cmd_solve(int argc, char **argv)
     printf("reason: %s\n", hk_reason_name(res.reason));
     printf("iterations: %d\n", res.iterations);
     printf("true residual: %.3e (||b - A x|| / ||b||, fp64)\n", res.true_residual);
+    if (res.note[0]) printf("note: %s\n", res.note);
     if (one) {
         double e = 0;
         for (int64_t i = 0; i < n; i++) {

@@ -34,6 +34,10 @@ typedef struct pcs_row {
     int iterations;
     double phase_s[5]; /* set-up: check, upload, format, preconditioner, backend start */
     double upload_s, setup_s, solve_s, total_s, apply_spmv, true_res, jacobi_total_s;
+    double spmv_s;   /* one SpMV of the fp64 operator */
+    double update_s; /* hk_solver_update_values with the same K (values-only re-set-up) */
+    int setups;      /* preconditioner set-ups of the solve (2: pc=amg fell back to fp64) */
+    char note[192];
     double first_per_it_s; /* the first --method's solve time per iteration, same pc */
     double steady_s;       /* seconds per iteration between a quarter of the solve and its end */
     double first_steady_s; /* the same of the first --method, same pc */
@@ -52,7 +56,8 @@ static void pcs_usage(FILE *f)
             "                       [--pcs LIST]\n"
             "                       [--method M[,M...]] [--no-cpu] [--cpu-max-dofs N]\n"
             "                       [--json FILE]\n\n"
-            "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's)\n"
+            "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's,\n"
+            "an item may add solver options after a space: --pcs 'amg,amg pc.amg.precision=fp64')\n"
             "with CG (or each method of --method, up to 4) to 1e-8 on the stiffness matrix of\n"
             "each problem, meshed and assembled as hooke run does (KEY=VALUE as --set; of the\n"
             "case's solver keys, format.* and precision apply to every row, e.g.\n"
@@ -68,7 +73,11 @@ static void pcs_usage(FILE *f)
             "last: without the solve's start and end, which weigh on short solves), set-up\n"
             "divided by the upload of the block CSR alone, total divided by jacobi's total\n"
             "with the same method on the same matrix and backend, one preconditioner\n"
-            "application in SpMV times, the true residual. With a GPU backend every row is\n"
+            "application in SpMV times, the true residual, the reason, then the values-only\n"
+            "re-set-up (hk_solver_update_values with the same K) in seconds and over the\n"
+            "set-up. Below each problem: the set-up's phases, and for amg its hierarchy,\n"
+            "memory (bytes per DOF) and the phases of the set-up and of the re-set-up in\n"
+            "seconds and in SpMVs of the fp64 operator. With a GPU backend every row is\n"
             "repeated on the CPU backend unless --no-cpu, for problems up to --cpu-max-dofs\n"
             "(default 800000) DOFs.\n"
             "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
@@ -121,6 +130,17 @@ typedef struct pcs_upload {
     const hk_backend_ops *be;
     const hk_bcsr *K;
 } pcs_upload;
+
+typedef struct pcs_update {
+    hk_solver *s;
+    const hk_bcsr *K;
+} pcs_update;
+
+static int pcs_update_once(void *ctx)
+{
+    pcs_update *u = ctx;
+    return hk_solver_update_values(u->s, u->K);
+}
 
 static int pcs_upload_once(void *ctx)
 {
@@ -225,8 +245,9 @@ static double pcs_clock_steady(const pcs_clock *c)
     return (c->t[b] - c->t[a]) / (c->it[b] - c->it[a]);
 }
 
-/* One solve: create (set-up), solve from x = 0, time one application against one SpMV; extra:
- * more options ("key=value ...", may be empty). */
+/* One solve: create (set-up), solve from x = 0, time one application against one SpMV, then
+ * the values-only re-set-up; pc: a name, optionally followed by solver options ("amg
+ * pc.amg.degree=3"); extra: more options ("key=value ...", may be empty). */
 static int pcs_solve(const hk_run *r, const char *backend, const char *method, const char *pc,
                      const char *extra, pcs_row *row)
 {
@@ -272,8 +293,8 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     row->total_s = res.setup_seconds + res.solve_seconds;
     row->true_res = res.true_residual;
     row->reason = res.reason;
-    row->has_amg = hk_pc_amg_info(hk_solver_get_pc(s), &row->amg) == 0;
-    hk_error_clear();
+    row->setups = res.setups;
+    snprintf(row->note, sizeof row->note, "%s", res.note);
 
     /* one application against one SpMV of the operator, on the same vectors */
     pcs_timing t = {hk_solver_get_pc(s), hk_solver_get_mat(s), NULL, NULL, NULL};
@@ -287,6 +308,12 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     HK_TRY(hk_bench_time(pcs_apply_once, &t, 1, 3, 0.2, &ta));
     HK_TRY(hk_bench_time_spmv(t.A, x, y, 1, 3, 0.2, &tm));
     row->apply_spmv = tm > 0 ? ta / tm : NAN;
+    row->spmv_s = tm;
+    /* the values-only re-set-up with the same K (a new K of the same pattern costs the same) */
+    pcs_update up = {s, K};
+    HK_TRY(hk_bench_time(pcs_update_once, &up, 1, 3, 0.0, &row->update_s));
+    row->has_amg = hk_pc_amg_info(hk_solver_get_pc(s), &row->amg) == 0;
+    hk_error_clear();
 
 fail:
     free(clk.it);
@@ -300,19 +327,39 @@ fail:
     return ierr;
 }
 
-/* The AMG hierarchy and where its set-up time went (below the problem's table). */
+/* The AMG hierarchy, its memory and where its set-up and re-set-up time went, in seconds and
+ * in SpMVs of the fp64 operator (below the problem's table). */
+static void pcs_print_phases(const char *what, const hk_amg_phases *p, double spmv)
+{
+    const double v[10] = {p->total,     p->nearnull,    p->strength, p->aggregate,
+                          p->tentative, p->smoother,    p->prolongator, p->galerkin,
+                          p->matrices,  p->coarse};
+    static const char *const name[10] = {"total", "near-null", "strength", "aggregation",
+                                         "tentative", "smoother", "prolongator", "Galerkin",
+                                         "level matrices", "coarse solve"};
+    printf("  %s:", what);
+    for (int i = 0; i < 10; i++)
+        printf("%s %s %.4f s (%.0f SpMV)", i ? "," : "", name[i], v[i],
+               spmv > 0 ? v[i] / spmv : NAN);
+    printf("\n");
+}
+
 static void pcs_print_amg(const pcs_row *w)
 {
     const hk_amg_stats *a = &w->amg;
-    printf("\namg on %s: %d levels (", w->backend, a->nlevels);
+    printf("\n%s on %s: %d levels (", w->pc, w->backend, a->nlevels);
     for (int l = 0; l < a->nlevels; l++)
         printf("%s%lld", l ? ", " : "", (long long)a->rows[l]);
-    printf(" rows), operator complexity %.2f; set-up %.3f s: near-null %.3f, strength %.3f, "
-           "aggregation %.3f, tentative %.3f, smoother %.3f, prolongator %.3f, Galerkin %.3f, "
-           "level matrices %.3f, coarse solve %.3f\n",
-           a->op_complexity, a->t_total, a->t_nearnull, a->t_strength, a->t_aggregate,
-           a->t_tentative, a->t_smoother, a->t_prolongator, a->t_galerkin, a->t_matrices,
-           a->t_coarse);
+    printf(" rows), operator complexity %.2f, %s levels%s; %.0f bytes/DOF (%.1f MB: matrices "
+           "%.1f, transfer %.1f, smoother %.1f, vectors %.1f, coarse %.1f, kept for re-set-up "
+           "%.1f); one fp64 SpMV %.3f ms\n",
+           a->op_complexity, a->fp32 ? "fp32" : "fp64", a->stalled_at != 0 ? " (fp32 stalled)" : "",
+           a->bytes_per_dof, a->bytes / 1e6, a->bytes_matrices / 1e6, a->bytes_transfer / 1e6,
+           a->bytes_smoother / 1e6, a->bytes_vectors / 1e6, a->bytes_coarse / 1e6,
+           a->bytes_reuse / 1e6, 1e3 * w->spmv_s);
+    pcs_print_phases("set-up", &a->setup, w->spmv_s);
+    pcs_print_phases("values-only re-set-up", &a->update, w->spmv_s);
+    if (w->note[0]) printf("  note: %s\n", w->note);
 }
 
 /* Solve seconds per iteration (NaN for a solve of no iteration). */
@@ -329,15 +376,18 @@ static void pcs_print_row(const pcs_row *w)
         hk_table_cell(stdout, "%s", w->method);
         hk_table_dashes(stdout, 12);
         hk_table_cell(stdout, "%s", w->error);
+        hk_table_dashes(stdout, 2);
         hk_table_end(stdout);
         return;
     }
-    hk_table_row(stdout, "%s|%s|%s|%d|%.3f|%.3f|%.3f|%.4f|%.2f|%.4f|%.2f|%.2f|%.2f|%.1f|%.1e|%s",
+    hk_table_row(stdout,
+                 "%s|%s|%s|%d|%.3f|%.3f|%.3f|%.4f|%.2f|%.4f|%.2f|%.2f|%.2f|%.1f|%.1e|%s|%.3f|%.2f",
                  w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
                  1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s, 1e3 * w->steady_s,
                  w->steady_s / w->first_steady_s, w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
                  w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
-                 w->true_res, hk_reason_name(w->reason));
+                 w->true_res, hk_reason_name(w->reason), w->update_s,
+                 w->setup_s > 0 ? w->update_s / w->setup_s : NAN);
 }
 
 int hk_bench_pcs(int argc, char **argv)
@@ -416,15 +466,19 @@ int hk_bench_pcs(int argc, char **argv)
         for (int k = 0; k < 4 && pcs_defaults[bo.size][k].file; k++)
             probs[nprob++] = pcs_defaults[bo.size][k];
 
-    /* the preconditioners, checked by name before any work */
+    /* the preconditioners (each "NAME [KEY=VALUE ...]"), checked by name before any work */
     const char *pcs[PCS_MAX_PCS];
     int npc = 0;
-    char pcbuf[256];
+    char pcbuf[1024];
     snprintf(pcbuf, sizeof pcbuf, "%s", pc_list);
     for (char *tok = strtok(pcbuf, ","); tok && npc < PCS_MAX_PCS; tok = strtok(NULL, ",")) {
-        if (!hk_pc_type_find(tok)) {
+        while (*tok == ' ')
+            tok++;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(tok, " "), tok);
+        if (!hk_pc_type_find(name)) {
             fprintf(stderr, "hooke bench pcs: unknown preconditioner '%s' in --pcs; they are",
-                    tok);
+                    name);
             for (int k = 0; hk_pc_types[k]; k++)
                 fprintf(stderr, "%s %s", k ? "," : "", hk_pc_types[k]->name);
             fprintf(stderr, "\n");
@@ -502,10 +556,10 @@ int hk_bench_pcs(int argc, char **argv)
                probs[p].label, dofs,
                (long long)(r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs),
                r.t_mesh, r.t_assembly);
-        hk_table_head(stdout, "lllrrrrrrrrrrrrl",
+        hk_table_head(stdout, "lllrrrrrrrrrrrrlrr",
                       "pc|backend|method|iterations|set-up s|solve s|total s|ms / it|per it / %s|"
                       "steady ms / it|steady / %s|set-up / upload|total / jacobi|apply in SpMVs|"
-                      "true residual|reason",
+                      "true residual|reason|update s|update / set-up",
                       methods[0], methods[0]);
         const int nbe = gpu && !no_cpu && dofs <= cpu_max ? 2 : 1;
         for (int b = 0; b < nbe; b++) {
@@ -587,6 +641,10 @@ int hk_bench_pcs(int argc, char **argv)
                 hk_json_number(&j, "setup_format_s", w->phase_s[2]);
                 hk_json_number(&j, "setup_pc_s", w->phase_s[3]);
                 hk_json_number(&j, "setup_start_s", w->phase_s[4]);
+                hk_json_number(&j, "update_s", w->update_s);
+                hk_json_number(&j, "spmv_s", w->spmv_s);
+                hk_json_int(&j, "setups", w->setups);
+                if (w->note[0]) hk_json_string(&j, "note", w->note);
                 hk_json_number(&j, "jacobi_total_s", w->jacobi_total_s);
                 hk_json_number(&j, "apply_in_spmvs", w->apply_spmv);
                 hk_json_number(&j, "true_residual", w->true_res);
@@ -600,16 +658,31 @@ int hk_bench_pcs(int argc, char **argv)
                     for (int l = 0; l < a->nlevels; l++)
                         hk_json_int(&j, NULL, a->rows[l]);
                     hk_json_end_array(&j);
-                    hk_json_number(&j, "nearnull_s", a->t_nearnull);
-                    hk_json_number(&j, "strength_s", a->t_strength);
-                    hk_json_number(&j, "aggregate_s", a->t_aggregate);
-                    hk_json_number(&j, "tentative_s", a->t_tentative);
-                    hk_json_number(&j, "smoother_s", a->t_smoother);
-                    hk_json_number(&j, "prolongator_s", a->t_prolongator);
-                    hk_json_number(&j, "galerkin_s", a->t_galerkin);
-                    hk_json_number(&j, "matrices_s", a->t_matrices);
-                    hk_json_number(&j, "coarse_s", a->t_coarse);
-                    hk_json_number(&j, "amg_total_s", a->t_total);
+                    hk_json_string(&j, "precision", a->fp32 ? "fp32" : "fp64");
+                    hk_json_number(&j, "stalled_at", a->stalled_at);
+                    hk_json_number(&j, "bytes", (double)a->bytes);
+                    hk_json_number(&j, "bytes_per_dof", a->bytes_per_dof);
+                    hk_json_number(&j, "bytes_matrices", (double)a->bytes_matrices);
+                    hk_json_number(&j, "bytes_transfer", (double)a->bytes_transfer);
+                    hk_json_number(&j, "bytes_smoother", (double)a->bytes_smoother);
+                    hk_json_number(&j, "bytes_vectors", (double)a->bytes_vectors);
+                    hk_json_number(&j, "bytes_coarse", (double)a->bytes_coarse);
+                    hk_json_number(&j, "bytes_reuse", (double)a->bytes_reuse);
+                    const hk_amg_phases *ph[2] = {&a->setup, &a->update};
+                    for (int q = 0; q < 2; q++) {
+                        hk_json_begin_object(&j, q ? "update" : "setup");
+                        hk_json_number(&j, "nearnull_s", ph[q]->nearnull);
+                        hk_json_number(&j, "strength_s", ph[q]->strength);
+                        hk_json_number(&j, "aggregate_s", ph[q]->aggregate);
+                        hk_json_number(&j, "tentative_s", ph[q]->tentative);
+                        hk_json_number(&j, "smoother_s", ph[q]->smoother);
+                        hk_json_number(&j, "prolongator_s", ph[q]->prolongator);
+                        hk_json_number(&j, "galerkin_s", ph[q]->galerkin);
+                        hk_json_number(&j, "matrices_s", ph[q]->matrices);
+                        hk_json_number(&j, "coarse_s", ph[q]->coarse);
+                        hk_json_number(&j, "total_s", ph[q]->total);
+                        hk_json_end_object(&j);
+                    }
                     hk_json_end_object(&j);
                 }
             }

@@ -149,6 +149,19 @@ fail:
     return ierr;
 }
 
+int hk_mat_rebuild(hk_mat *A, const hk_bmat *K)
+{
+    HK_CHECK(K->be == A->be && K->br == A->bs && K->nbrows * K->br == A->nrows &&
+                 K->nbcols * K->bc == A->ncols,
+             HK_ERR_ARG,
+             "hk_mat_rebuild: the matrix (%lld x %lld, block size %d) does not match the built "
+             "one (%lld x %lld, block size %d)",
+             (long long)(K->nbrows * K->br), (long long)(K->nbcols * K->bc), K->br,
+             (long long)A->nrows, (long long)A->ncols, A->bs);
+    if (A->be->mat_release) A->be->mat_release(A);
+    return A->be->mat_build(A, K);
+}
+
 void hk_mat_destroy(hk_mat *A)
 {
     if (!A) return;

@@ -221,9 +221,14 @@ typedef struct hk_result {
     double setup_upload_seconds; /* K copied to the backend once */
     double setup_format_seconds; /* the operator's storage format built on the backend */
     double setup_pc_seconds;     /* the preconditioner, the solver's work vectors, the method */
+    double update_seconds; /* the last hk_solver_update_values (0 before the first) */
+    int setups;            /* preconditioner set-ups so far: 1 + values-only updates + fallbacks */
     double solve_seconds;
     int history_len;       /* residual history when option history=1 (owned by the solver) */
     const double *history;
+    /* what the solver changed on its own during this solve, or "" when nothing:
+     * "amg: fp32 levels stalled at 3.1e-09, continued with fp64 levels (rebuilt in 0.12 s)" */
+    char note[192];
 } hk_result;
 
 /* The whole solver: matrix in its format, preconditioner, Krylov method, options.
@@ -250,6 +255,15 @@ typedef struct hk_nearnull {
 int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o,
                               hk_solver **s);
 void hk_solver_destroy(hk_solver *s);
+/* K's values changed, its sparsity pattern did not (a material change, the next step of a
+ * modal or nonlinear analysis): upload the new values and redo only the numeric part of the
+ * set-up. The operator's format is rebuilt with the new values; pc=amg keeps its strength
+ * graph, aggregates and sparsity patterns and recomputes the rest; a preconditioner without a
+ * cheaper path (and method=cholesky's factor) is set up anew from the new values. K must have
+ * the block size, sizes and pattern of the matrix the solver was created with (an error names
+ * the block rows where it differs). The near-null space given at create is kept. After an
+ * error the solver cannot solve; destroy it. */
+int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
 /* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);
 /* What was chosen, one line: "cg + jacobi, sbell fp64 on cuda". */

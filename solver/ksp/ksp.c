@@ -160,6 +160,23 @@ int hk_ksp_converged(hk_ksp *k, int it, double rnorm, double bnorm)
                it - k->stag_it >= k->stag_window) {
         return hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
     }
+    /* an fp32 preconditioner that the solver can rebuild in fp64: a window of stall_window
+     * iterations in which the best residual did not drop below stall_factor times its value
+     * at the window's start is a stall, so the solve stops early and falls back */
+    if (k->stall_window > 0) {
+        if (it == 0) {
+            k->stall_ref = k->stall_best = rnorm;
+            k->stall_it = 0;
+        } else {
+            if (rnorm < k->stall_best) k->stall_best = rnorm;
+            if (it - k->stall_it >= k->stall_window) {
+                if (!(k->stall_best < k->stall_factor * k->stall_ref))
+                    return hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
+                k->stall_ref = k->stall_best;
+                k->stall_it = it;
+            }
+        }
+    }
     return 0;
 }
 

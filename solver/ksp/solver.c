@@ -7,6 +7,8 @@
 
 #include "ksp_impl.h"
 
+#define HK_PATTERN_CHUNKS 64
+
 struct hk_solver {
     const hk_backend_ops *be;
     hk_bmat K;          /* K on the backend, uploaded once; every set-up step starts here */
@@ -22,7 +24,22 @@ struct hk_solver {
     double setup_phase[5]; /* check, upload, format, pc, start (hk_result's setup_*_seconds) */
     double bnorm; /* of the current solve, for the printing monitor */
     hk_vec *b, *x, *r;
+    hk_options *opts;  /* a copy of the options: what update_values sets up anew */
+    int defect;        /* method=defect: the preconditioner serves the fp32 inner solve */
+    int broken;        /* an update_values failed half-way: no solve until destroyed */
+    int setups;        /* preconditioner set-ups: 1 + updates + fallbacks */
+    double update_seconds;
+    uint64_t pattern[HK_PATTERN_CHUNKS]; /* K's pattern, hashed per chunk of block rows */
+    char note[192];    /* hk_result.note of the solve under way */
 };
+
+/* An fp32 preconditioner with a fallback (pc=amg's default fp32 levels) must reduce the best
+ * residual by HK_STALL_FACTOR within every HK_STALL_WINDOW iterations, else the solver
+ * rebuilds it in fp64. An AMG-preconditioned CG gains about 2x per iteration; the window lets
+ * slow but steady solves pass (nearly incompressible hex8 blocks: 1941 iterations to 1e-10,
+ * 0.70 per window). */
+#define HK_STALL_WINDOW 30
+#define HK_STALL_FACTOR 0.8
 
 static const char *const precisions[] = {"double", "mixed", NULL};
 
@@ -107,6 +124,30 @@ static int check_values(const hk_bmat *Kd, const hk_bcsr *K)
                         "the backend found a non-finite value in block row %lld of K, the "
                         "caller's copy has none",
                         (long long)first);
+}
+
+/* A fingerprint of K's pattern (row lengths and block columns) per chunk of block rows, so
+ * that update_values can tell a changed pattern without a copy of it: 64-bit FNV-1a in four
+ * interleaved lanes (independent multiplies), chunks in parallel. */
+static void pattern_fingerprint(const hk_bcsr *K, uint64_t *h)
+{
+    const uint64_t prime = 0x100000001b3u;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < HK_PATTERN_CHUNKS; c++) {
+        const int64_t r0 = K->nbrows * c / HK_PATTERN_CHUNKS;
+        const int64_t r1 = K->nbrows * (c + 1) / HK_PATTERN_CHUNKS;
+        uint64_t x[4] = {0xcbf29ce484222325u, 1, 2, 3};
+        for (int64_t i = r0; i < r1; i++)
+            x[0] = (x[0] ^ (uint64_t)(K->rowptr[i + 1] - K->rowptr[i])) * prime;
+        const int64_t q0 = K->rowptr[r0], q1 = K->rowptr[r1];
+        int64_t q = q0;
+        for (; q + 4 <= q1; q += 4)
+            for (int l = 0; l < 4; l++)
+                x[l] = (x[l] ^ (uint32_t)K->colind[q + l]) * prime;
+        for (; q < q1; q++)
+            x[0] = (x[0] ^ (uint32_t)K->colind[q]) * prime;
+        h[c] = ((x[0] * prime ^ x[1]) * prime ^ x[2]) * prime ^ x[3];
+    }
 }
 
 static void print_monitor(int it, double rnorm, void *ctx)
@@ -295,6 +336,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     s->setup_phase[1] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(check_values(&s->K, K));
+    pattern_fingerprint(K, s->pattern);
     s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
@@ -313,6 +355,9 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     if (kt == &hk_ksp_scg) HK_TRY(hk_scg_options(&s->ksp, o));
     valid_keys(buf, sizeof buf);
     HK_TRY(hk_options_check_used(o, buf));
+    HK_TRY(hk_options_copy(o, &s->opts));
+    s->defect = defect;
+    s->setups = 1;
     /* the factor is computed on the host from the caller's K, whatever the backend */
     if (direct) HK_TRY(hk_cholesky_factor(&s->ksp, K));
 
@@ -388,6 +433,7 @@ void hk_solver_destroy(hk_solver *s)
     hk_mat_destroy(s->A_low);
     hk_mat_destroy(s->A);
     hk_bmat_free(&s->K);
+    hk_options_destroy(s->opts);
     free((void *)s->nn.coords);
     free((void *)s->nn.vectors);
     free(s->ksp.history);
@@ -417,6 +463,90 @@ static int64_t first_huge(const double *v, int64_t n)
     return -1;
 }
 
+int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
+{
+    int ierr = 0;
+    HK_CHECK(s && K, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
+    HK_CALL(check_matrix(K));
+    const hk_backend_ops *be = s->be;
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    HK_CHECK(K->bs == s->K.br && K->nbrows == s->K.nbrows && nnzb == s->K.nnzb, HK_ERR_ARG,
+             "hk_solver_update_values: the new matrix has %lld block rows of %d x %d blocks and "
+             "%lld blocks, the solver's %lld block rows of %d x %d and %lld blocks; only the "
+             "values may change (create a new solver for a new pattern)",
+             (long long)K->nbrows, K->bs, K->bs, (long long)nnzb, (long long)s->K.nbrows,
+             s->K.br, s->K.br, (long long)s->K.nnzb);
+    uint64_t h[HK_PATTERN_CHUNKS];
+    pattern_fingerprint(K, h);
+    for (int c = 0; c < HK_PATTERN_CHUNKS; c++)
+        HK_CHECK(h[c] == s->pattern[c], HK_ERR_ARG,
+                 "hk_solver_update_values: the new matrix's sparsity pattern differs from the "
+                 "solver's in block rows %lld..%lld; only the values may change (create a new "
+                 "solver for a new pattern)",
+                 (long long)(K->nbrows * c / HK_PATTERN_CHUNKS + 1),
+                 (long long)(K->nbrows * (c + 1) / HK_PATTERN_CHUNKS));
+    const double t0 = hk_time();
+    s->broken = 1; /* until the whole update is through */
+    hk_ksp *k = &s->ksp;
+    if (nnzb) HK_CALL(be->copy_to(s->K.val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof(double)));
+    HK_CALL(be->sync());
+    HK_CALL(check_values(&s->K, K));
+    HK_CALL(hk_mat_rebuild(s->A, &s->K));
+    if (s->A_low) HK_CALL(hk_mat_rebuild(s->A_low, &s->K));
+    hk_mat *Apc = s->defect ? s->A_low : s->A;
+    if (s->pc->type->update) {
+        s->pc->K = &s->K;
+        ierr = s->pc->type->update(s->pc, &s->K, Apc);
+        s->pc->K = NULL;
+        HK_CALL(ierr);
+    } else {
+        hk_pc *pc = NULL;
+        HK_CALL(hk_pc_create(s->pc->type, be, s->mixed ? HK_FP32 : HK_FP64, &s->K, Apc,
+                             s->have_nn ? &s->nn : NULL, s->opts, &pc));
+        hk_pc_destroy(s->pc);
+        s->pc = k->pc = pc;
+        if (k->inner) k->inner->pc = pc;
+    }
+    if (k->direct) { /* the factor is the host's, from the caller's K */
+        hk_cholesky_free(k);
+        HK_CALL(hk_cholesky_factor(k, K));
+    }
+    if (k->sstep) { /* its Jacobi diagonal and tuning belong to the old values */
+        hk_scg_free(k);
+        HK_CALL(hk_scg_options(k, s->opts));
+        HK_CALL(hk_scg_setup(k));
+    }
+    HK_CALL(be->sync());
+    s->update_seconds = hk_time() - t0;
+    s->setups++;
+    s->broken = 0;
+    return 0;
+}
+
+/* The fp32 preconditioner stalled the solve at relative residual `at`: rebuilt in fp64. */
+static int fall_back(hk_solver *s, double at)
+{
+    const double t0 = hk_time();
+    hk_pc *pc = s->pc;
+    pc->K = &s->K;
+    int ierr = pc->type->fallback(pc, &s->K, s->A, at);
+    pc->K = NULL;
+    HK_CALL(ierr);
+    HK_CALL(s->be->sync());
+    s->setups++;
+    if (isfinite(at))
+        snprintf(s->note, sizeof s->note,
+                 "%s: fp32 levels stalled at %.1e, continued with fp64 levels (rebuilt in "
+                 "%.2f s)",
+                 pc->type->name, at, hk_time() - t0);
+    else
+        snprintf(s->note, sizeof s->note,
+                 "%s: fp32 levels overflowed (values beyond fp32's range), continued with fp64 "
+                 "levels (rebuilt in %.2f s)",
+                 pc->type->name, hk_time() - t0);
+    return 0;
+}
+
 static void set_setup_times(const hk_solver *s, hk_result *res)
 {
     res->setup_seconds = s->setup_seconds;
@@ -425,12 +555,18 @@ static void set_setup_times(const hk_solver *s, hk_result *res)
     res->setup_format_seconds = s->setup_phase[2];
     res->setup_pc_seconds = s->setup_phase[3];
     res->setup_start_seconds = s->setup_phase[4];
+    res->update_seconds = s->update_seconds;
+    res->setups = s->setups;
 }
 
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
     HK_CHECK(s && b && x && res, HK_ERR_ARG, "hk_solver_solve: missing solver, b, x or result");
     memset(res, 0, sizeof *res);
+    HK_CHECK(!s->broken, HK_ERR_ARG,
+             "hk_solver_solve: this solver's hk_solver_update_values failed; destroy it and "
+             "create a new one");
+    s->note[0] = 0;
     hk_ksp *k = &s->ksp;
     const hk_backend_ops *be = s->be;
     int64_t bad = first_bad(b, s->n);
@@ -476,15 +612,37 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     int iterations = 0;
     double rnorm0 = 0, rr = 0;
     int ierr = 0;
+    /* an fp32 preconditioner that can be rebuilt in fp64 (pc=amg's default): a solve that
+     * stalls (no halving of the residual in HK_STALL_WINDOW iterations), stops for any other
+     * reason, or ends with the true residual above the tolerance, goes on from x with the fp64
+     * preconditioner (not for defect, whose inner solve is fp32 by design) */
+    const int stall0 = k->stall_window;
+    int first = 1;
     for (int attempt = 0;; attempt++) {
+        const int armed = s->pc->fallback_armed && s->pc->type->fallback && !s->defect;
+        k->stall_window = armed ? HK_STALL_WINDOW : 0;
+        k->stall_factor = HK_STALL_FACTOR;
         HK_TRY(k->type->solve(k, s->b, s->x));
         iterations += k->res.iterations;
-        if (attempt == 0) rnorm0 = k->res.rnorm0;
+        if (first) rnorm0 = k->res.rnorm0;
+        first = 0;
         HK_TRY(hk_mat_spmv(s->A, s->x, s->r));
         HK_TRY(be->vec_axpby(s->r, 1.0, s->b, -1.0));
         HK_TRY(be->vec_dot(s->r, s->r, &rr));
-        if (!hk_reason_converged(k->res.reason) || sqrt(rr) <= HK_TRUE_RESIDUAL_FACTOR * tol)
-            break;
+        const int converged = hk_reason_converged(k->res.reason);
+        if (converged && sqrt(rr) <= HK_TRUE_RESIDUAL_FACTOR * tol) break;
+        if (armed && iterations < maxit0) {
+            /* NaN: a value left fp32's range (the method stopped on it) */
+            HK_TRY(fall_back(s, k->res.reason == HK_DIVERGED_NAN ? NAN
+                                : s->bnorm > 0               ? sqrt(rr) / s->bnorm
+                                                             : sqrt(rr)));
+            /* an fp32 overflow left NaN in x: the fp64 solve starts from the caller's guess */
+            if (!isfinite(rr)) HK_TRY(hk_vec_upload(s->x, x));
+            k->maxit = maxit0 - iterations;
+            attempt = -1; /* the fp64 solve has its own restarts */
+            continue;
+        }
+        if (!converged) break;
         if (attempt == HK_TRUE_RESIDUAL_RESTARTS || iterations >= maxit0) {
             k->res.reason = HK_DIVERGED_TRUE_RESIDUAL;
             break;
@@ -492,6 +650,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         k->maxit = maxit0 - iterations;
     }
     k->maxit = maxit0;
+    k->stall_window = stall0;
     HK_CALL(be->sync());
     const double t1 = hk_time();
     HK_CALL(hk_vec_download(s->x, x));
@@ -503,9 +662,11 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     res->solve_seconds = t1 - t0;
     res->history = k->keep_history ? k->history : NULL;
     if (!k->keep_history) res->history_len = 0;
+    memcpy(res->note, s->note, sizeof res->note);
     return 0;
 fail:
     k->maxit = maxit0;
+    k->stall_window = stall0;
     return ierr;
 }
 

@@ -23,8 +23,15 @@
  * Apply: a V- or W-cycle with pre- and post-smoothing. The smoothers are polynomials in
  * D^-1 A (Chebyshev on [rho/ratio, rho], damped block Jacobi) or l1-Jacobi, all A-self-adjoint,
  * so with equal pre and post sweeps the cycle is a symmetric preconditioner for CG. The whole
- * hierarchy (matrices, vectors, coarse inverse) is kept in pc->prec: fp32 for precision=mixed
- * while CG runs in fp64. */
+ * hierarchy (matrices, vectors, coarse inverse) is kept in pc->prec while CG runs in fp64:
+ * fp32 by default (pc.amg.precision=auto), which halves the bytes every level's SpMV reads; the
+ * solver rebuilds it in fp64 when the fp32 cycle stalls the outer iteration (amg_fallback).
+ *
+ * Re-set-up (hk_solver_update_values: new values, the same pattern): strength, aggregation and
+ * the patterns of A T (= P), P^T, A P and every coarse operator are kept; the near-null space,
+ * T, D^-1, rho, the values of P, R, A P and A_{l+1} (bmat_spgemm_numeric into the kept
+ * patterns: the digits of a fresh set-up with the same aggregates), the level matrices and the
+ * coarse inverse are computed again. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +45,28 @@
 enum { SMOOTHER_CHEBYSHEV = 0, SMOOTHER_L1_JACOBI, SMOOTHER_BJACOBI };
 static const char *const smoother_names[] = {"chebyshev", "l1-jacobi", "bjacobi", NULL};
 static const char *const cycle_names[] = {"v", "w", NULL};
+/* auto: fp32 levels, rebuilt in fp64 when they stall the solve; fp32, fp64: fixed */
+enum { AMG_PREC_AUTO = 0, AMG_PREC_FP32, AMG_PREC_FP64 };
+static const char *const precision_names[] = {"auto", "fp32", "fp64", NULL};
 
 typedef struct amg_level {
     int64_t n, nnz; /* scalar rows and stored scalar entries */
     int bs;
     hk_mat *A; /* level operator in pc->prec */
     int A_owned;
-    hk_mat *P, *R;  /* to and from level l+1 (scalar formats; NULL on the coarsest) */
-    hk_bmat Pb, Rb; /* the same as block CSR where the backend has bmat_spmv; for fp32 */
-    float *Pv, *Rv; /* their values in fp32 (Pb.val, Rb.val then freed) */
+    /* P and R to and from level l+1 as block CSR (NULL on the coarsest): always their
+     * patterns (the re-set-up fills them again); their values where bmat_spmv applies them,
+     * fp64 in val or fp32 in Pv, Rv (val then freed); else scalar csr copies in P, R */
+    hk_bmat Pb, Rb;
+    float *Pv, *Rv;
+    hk_mat *P, *R;
     hk_vec *Dinv;   /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
     hk_vec *l1;     /* l1-Jacobi scaling (n): l1-jacobi */
     double rho;     /* upper bound of the spectrum of D^-1 A (safety included) */
+    int32_t *agg;   /* the aggregate of each node (backend array; levels with a coarser one) */
+    int64_t nagg;
+    hk_bmat APpat;  /* the pattern of A_l P_l (no values) */
+    hk_bmat Apat;   /* the pattern of A_l, l >= 1 (no values; level 0 is K) */
     hk_vec *b, *x;  /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
     hk_vec *w, *e; /* W-cycle: second visit's residual and correction (levels >= 1) */
@@ -61,10 +78,13 @@ typedef struct amg_data {
     hk_vec *Minv; /* dense inverse of the coarsest operator, column-major, pc->prec */
     /* options */
     double threshold, omega, ratio, safety;
-    int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos;
+    int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
+    hk_format fmt; /* pc.amg.format, or the operator's */
+    int fmt_given;
     /* what was built */
     int nns;
     const char *nns_kind;
+    int fp32_range; /* the spectral estimate met a non-finite value in an fp32 level */
     hk_amg_stats st;
 } amg_data;
 
@@ -206,18 +226,11 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
     const hk_backend_ops *be = pc->be;
     const int64_t n = L->n;
     int ierr = 0, k = 0, steps = d->lanczos;
-    double *h = NULL, al[64], be_[64], T[64 * 64], ev[64];
+    double al[64], be_[64], T[64 * 64], ev[64];
     hk_vec *r = L->r, *z = L->t, *p = L->d, *q = NULL;
     HK_CALL(hk_vec_create(be, n, pc->prec, &q));
-    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *h, &h));
-    for (int64_t i = 0; i < n; i++) { /* deterministic start with every entry nonzero */
-        uint32_t x = (uint32_t)i * 2654435761u + 12345u;
-        x ^= x >> 15;
-        x *= 2246822519u;
-        x ^= x >> 13;
-        h[i] = 0.5 + (double)(x & 0xffff) / 65536.0;
-    }
-    HK_TRY(hk_vec_upload(r, h));
+    /* a deterministic start with every entry nonzero, made on the backend */
+    HK_TRY(be->amg_start_vector(r));
     HK_TRY(be->bdiag_apply(L->Dinv, L->bs, r, z));
     HK_TRY(be->vec_copy(p, z));
     double rz;
@@ -228,6 +241,14 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
         double pq;
         HK_TRY(hk_mat_spmv(L->A, p, q));
         HK_TRY(be->vec_dot(p, q, &pq));
+        if (pc->prec == HK_FP32 && !(isfinite(pq) && isfinite(rz))) {
+            d->fp32_range = 1; /* amg_setup may build the levels in fp64 instead */
+            HK_TRY_CHECK(0, HK_ERR_NUMERIC,
+                         "pc=amg: the fp32 operator of level %d overflows (p.Ap = %g in its "
+                         "spectral estimate): its values exceed fp32's range; use "
+                         "pc.amg.precision=auto or fp64",
+                         level, pq);
+        }
         HK_TRY_CHECK(pq > 0 && isfinite(pq) && isfinite(rz), HK_ERR_NUMERIC,
                      "pc=amg: the operator of level %d is not positive definite (p.Ap = %g in "
                      "its spectral estimate); pc=amg needs an SPD matrix",
@@ -260,17 +281,20 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
     L->rho = d->safety * ev[k - 1];
 fail:
     hk_vec_destroy(q);
-    free(h);
     return ierr;
 }
 
-/* Inverse node blocks of A in pc->prec (and fp64 in *D64 when asked). */
+/* Inverse node blocks of A in pc->prec (L->Dinv) and in fp64 (*D64: L->Dinv itself when the
+ * level is fp64, else a vector the caller destroys). */
 static int block_inverse(hk_pc *pc, const hk_bmat *A, int level, amg_level *L, hk_vec **D64)
 {
     const hk_backend_ops *be = pc->be;
     int ierr = 0;
     int64_t bad = -1;
     hk_vec *D = NULL;
+    hk_vec_destroy(L->Dinv);
+    L->Dinv = NULL;
+    *D64 = NULL;
     HK_CALL(hk_vec_create(be, L->n * L->bs, HK_FP64, &D));
     HK_TRY(be->bmat_diag(A, HK_DIAG_BLOCK_INV, D, &bad));
     HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
@@ -278,12 +302,14 @@ static int block_inverse(hk_pc *pc, const hk_bmat *A, int level, amg_level *L, h
                  "finite (scalar row %lld); pc=amg needs an SPD matrix whose node blocks are "
                  "invertible",
                  L->bs, L->bs, (long long)(bad / L->bs), level, (long long)bad);
+    if (pc->prec == HK_FP64) { /* no copy: the smoother's blocks are the fp64 ones */
+        L->Dinv = *D64 = D;
+        return 0;
+    }
     HK_TRY(hk_vec_create(be, L->n * L->bs, pc->prec, &L->Dinv));
     HK_TRY(be->vec_convert(L->Dinv, D));
-    if (D64) {
-        *D64 = D;
-        D = NULL;
-    }
+    *D64 = D;
+    return 0;
 fail:
     hk_vec_destroy(D);
     return ierr;
@@ -295,6 +321,8 @@ static int l1_scaling(hk_pc *pc, const hk_bmat *A, int level, amg_level *L)
     int ierr = 0;
     int64_t bad = -1;
     hk_vec *D = NULL;
+    hk_vec_destroy(L->l1);
+    L->l1 = NULL;
     HK_CALL(need_op(be, (const void *)be->amg_l1_diag, "amg_l1_diag"));
     HK_CALL(hk_vec_create(be, L->n, HK_FP64, &D));
     HK_TRY(be->amg_l1_diag(A, D, &bad));
@@ -319,7 +347,7 @@ static int transfer_matrix(hk_pc *pc, const hk_bmat *M, hk_mat **out)
     return ierr;
 }
 
-/* A block transfer operator kept as it is (no scalar expansion); in fp32 for precision=mixed:
+/* A block transfer operator kept as it is (no scalar expansion); in fp32 for an fp32 level:
  * *v32 gets the values and M's fp64 values are freed. */
 static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32)
 {
@@ -336,35 +364,73 @@ static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32)
     return 0;
 }
 
+/* Level L's transfer operators from the fp64 P and R, moved into the level (the old ones
+ * freed): block CSR applied by bmat_spmv with values in pc->prec, or scalar csr copies where
+ * the backend lacks that op; the block patterns stay either way. */
+static int install_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
+{
+    const hk_backend_ops *be = pc->be;
+    hk_bmat_free(&L->Pb);
+    hk_bmat_free(&L->Rb);
+    if (L->Pv) be->dealloc(L->Pv);
+    if (L->Rv) be->dealloc(L->Rv);
+    L->Pv = L->Rv = NULL;
+    hk_mat_destroy(L->P);
+    hk_mat_destroy(L->R);
+    L->P = L->R = NULL;
+    L->Pb = *P;
+    L->Rb = *R;
+    memset(P, 0, sizeof *P);
+    memset(R, 0, sizeof *R);
+    if (be->bmat_spmv && L->Pb.br <= 8 && L->Pb.bc <= 8) {
+        HK_CALL(block_transfer(pc, &L->Pb, &L->Pv));
+        return block_transfer(pc, &L->Rb, &L->Rv);
+    }
+    HK_CALL(need_op(be, (const void *)be->bmat_expand, "bmat_expand"));
+    HK_CALL(transfer_matrix(pc, &L->Pb, &L->P));
+    HK_CALL(transfer_matrix(pc, &L->Rb, &L->R));
+    be->dealloc(L->Pb.val);
+    be->dealloc(L->Rb.val);
+    L->Pb.val = L->Rb.val = NULL;
+    return 0;
+}
+
 /* y = P x (prolongation) or y = R x (restriction) of level L. */
 static int transfer_apply(hk_pc *pc, amg_level *L, int restrict_, const hk_vec *x, hk_vec *y)
 {
-    const hk_bmat *M = restrict_ ? &L->Rb : &L->Pb;
-    if (M->rowptr) return pc->be->bmat_spmv(M, restrict_ ? L->Rv : L->Pv, x, y);
-    return hk_mat_spmv(restrict_ ? L->R : L->P, x, y);
+    if (L->P) return hk_mat_spmv(restrict_ ? L->R : L->P, x, y);
+    return pc->be->bmat_spmv(restrict_ ? &L->Rb : &L->Pb, restrict_ ? L->Rv : L->Pv, x, y);
+}
+
+/* *v: a vector of n entries in pc->prec (kept when it already is one). */
+static int level_vec(hk_pc *pc, int64_t n, hk_vec **v)
+{
+    if (*v && (*v)->prec == pc->prec) return 0;
+    hk_vec_destroy(*v);
+    *v = NULL;
+    return hk_vec_create(pc->be, n, pc->prec, v);
 }
 
 static int level_vectors(hk_pc *pc, amg_data *d, int l)
 {
     amg_level *L = &d->lev[l];
-    const hk_backend_ops *be = pc->be;
-    HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->r));
-    HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->t));
-    HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->d));
+    HK_CALL(level_vec(pc, L->n, &L->r));
+    HK_CALL(level_vec(pc, L->n, &L->t));
+    HK_CALL(level_vec(pc, L->n, &L->d));
     if (l > 0) {
-        HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->b));
-        HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->x));
+        HK_CALL(level_vec(pc, L->n, &L->b));
+        HK_CALL(level_vec(pc, L->n, &L->x));
         if (d->cycle == 1) {
-            HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->w));
-            HK_CALL(hk_vec_create(be, L->n, pc->prec, &L->e));
+            HK_CALL(level_vec(pc, L->n, &L->w));
+            HK_CALL(level_vec(pc, L->n, &L->e));
         }
     }
     return 0;
 }
 
-static void amg_destroy(hk_pc *pc)
+/* Everything the set-up built (the options stay). */
+static void free_levels(hk_pc *pc, amg_data *d)
 {
-    amg_data *d = pc->data;
     for (int l = 0; l < AMG_MAX_LEVELS; l++) {
         amg_level *L = &d->lev[l];
         if (L->A_owned) hk_mat_destroy(L->A);
@@ -372,20 +438,32 @@ static void amg_destroy(hk_pc *pc)
         hk_mat_destroy(L->R);
         hk_bmat_free(&L->Pb);
         hk_bmat_free(&L->Rb);
+        hk_bmat_free(&L->APpat);
+        hk_bmat_free(&L->Apat);
         if (L->Pv) pc->be->dealloc(L->Pv);
         if (L->Rv) pc->be->dealloc(L->Rv);
+        if (L->agg) pc->be->dealloc(L->agg);
         hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
+        memset(L, 0, sizeof *L);
     }
     hk_vec_destroy(d->Minv);
-    free(d);
+    d->Minv = NULL;
+    d->nlevels = 0;
+}
+
+static void amg_destroy(hk_pc *pc)
+{
+    free_levels(pc, pc->data);
+    free(pc->data);
     pc->data = NULL;
 }
 
 static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_given)
 {
     const char *fmtname = NULL;
+    d->precision = AMG_PREC_AUTO;
     d->threshold = 0.02;
     d->omega = 4.0 / 3.0;
     d->ratio = 30;
@@ -410,6 +488,7 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
     HK_CALL(hk_options_get_choice(o, "pc.amg.cycle", cycle_names, &d->cycle));
     HK_CALL(hk_options_get_int(o, "pc.amg.lanczos", &d->lanczos));
     HK_CALL(hk_options_get_string(o, "pc.amg.format", &fmtname));
+    HK_CALL(hk_options_get_choice(o, "pc.amg.precision", precision_names, &d->precision));
     HK_CHECK(d->threshold >= 0 && d->threshold < 1, HK_ERR_OPTION,
              "option pc.amg.threshold=%g is out of range; use 0 <= threshold < 1 (default 0.02)",
              d->threshold);
@@ -452,44 +531,241 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
-static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+/* Every scalar diagonal entry of K positive (an SPD matrix; supports kept as unit rows). */
+static int check_diagonal(hk_pc *pc, const hk_bmat *K)
+{
+    hk_vec *dg = NULL;
+    int64_t bad = -1;
+    HK_CALL(hk_vec_create(pc->be, pc->n, HK_FP64, &dg));
+    int ierr = pc->be->bmat_diag(K, HK_DIAG_INV, dg, &bad);
+    hk_vec_destroy(dg);
+    HK_CALL(ierr);
+    HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+             "pc=amg: row %lld has a diagonal entry that is not positive; pc=amg needs an "
+             "SPD matrix (supports kept as unit rows) - check the assembly, or use "
+             "pc=ilu0 with method=gmres for other matrices",
+             (long long)bad);
+    return 0;
+}
+
+/* The levels' precision: pc->prec, and the conversion buffers of hk_pc_apply in it. */
+static void set_precision(hk_pc *pc, hk_precision p)
+{
+    if (pc->prec == p) return;
+    hk_vec_destroy(pc->r_low);
+    hk_vec_destroy(pc->z_low);
+    pc->r_low = pc->z_low = NULL;
+    pc->prec = p;
+}
+
+/* M on the pattern pat with values of its own (undefined): the pattern arrays are pat's, so
+ * it is released with drop_values, never hk_bmat_free. */
+static int values_on(const hk_backend_ops *be, const hk_bmat *pat, hk_bmat *M)
+{
+    *M = *pat;
+    M->val = NULL;
+    const size_t nv = (size_t)pat->nnzb * pat->br * pat->bc;
+    return be->alloc((void **)&M->val, (nv ? nv : 1) * sizeof(double));
+}
+
+static void drop_values(const hk_backend_ops *be, hk_bmat *M)
+{
+    if (M->val) be->dealloc(M->val);
+    memset(M, 0, sizeof *M);
+}
+
+/* The operator of level l for SpMV in pc->prec from A_l (level 0: K, and the solver's
+ * operator A where the precisions agree), and the level's vectors. A matrix of this level in
+ * this precision is rebuilt in place with the new values. */
+static int level_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *K,
+                          hk_mat *A)
+{
+    amg_level *L = &d->lev[l];
+    if (L->A && L->A_owned && L->A->prec == pc->prec) {
+        HK_CALL(hk_mat_rebuild(L->A, Al));
+    } else {
+        if (L->A_owned) hk_mat_destroy(L->A);
+        L->A = NULL;
+        L->A_owned = 0;
+        if (l == 0 && !d->fmt_given) {
+            HK_CALL(hk_pc_operator(pc, K, A, &L->A, &L->A_owned));
+        } else {
+            HK_CALL(hk_mat_create_bmat(Al, d->fmt, pc->prec, NULL, &L->A));
+            L->A_owned = 1;
+        }
+    }
+    return level_vectors(pc, d, l);
+}
+
+/* The coarsest level l: the dense inverse of A_l in pc->prec. */
+static int coarsest(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al)
 {
     const hk_backend_ops *be = pc->be;
-    int ierr = 0, fmt_given = 0;
-    amg_data *d = NULL;
-    hk_format fmt = A ? A->asked : HK_FMT_CSR;
-    hk_bmat Acur = {0}, Anext = {0}, T = {0}, AT = {0}, P = {0}, R = {0}, AP = {0};
-    hk_graph S = {0};
+    const amg_level *L = &d->lev[l];
+    int64_t bad = -1;
+    if (d->Minv && d->Minv->prec != pc->prec) {
+        hk_vec_destroy(d->Minv);
+        d->Minv = NULL;
+    }
+    if (!d->Minv) HK_CALL(hk_vec_create(be, L->n * L->n, pc->prec, &d->Minv));
+    HK_CALL(be->dense_inverse(Al, d->Minv, &bad));
+    HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+             "pc=amg: the coarsest matrix (level %d, %lld rows) is singular or not "
+             "positive definite at row %lld; the near-null space is probably not "
+             "eliminated by the supports (is the structure fixed against rigid-body "
+             "motion?), or the matrix is not SPD",
+             l, (long long)L->n, (long long)bad);
+    return 0;
+}
+
+/* Level l's smoother data and transfer operators, and the next level's operator: *Anext gets
+ * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with drop_values), *Bc the
+ * coarse near-null space. fresh: the set-up, whose sparse products find the patterns
+ * (bmat_spgemm) and keep them; else the re-set-up, which fills the kept patterns
+ * (bmat_spgemm_numeric, the same digits). */
+static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const double *B,
+                          int fresh, hk_amg_phases *ph, hk_bmat *Anext, double **Bc)
+{
+    const hk_backend_ops *be = pc->be;
+    amg_level *L = &d->lev[l], *C = &d->lev[l + 1];
+    hk_bmat T = {0}, AT = {0}, P = {0}, R = {0}, AP = {0};
     hk_vec *D64 = NULL;
-    int32_t *agg = NULL;
+    int ierr = 0;
+    double t0;
+    memset(Anext, 0, sizeof *Anext);
+    *Bc = NULL;
+
+    /* tentative prolongator and the coarse near-null space */
+    t0 = now_synced(be);
+    HK_TRY(be->alloc((void **)Bc, (size_t)(L->nagg ? L->nagg : 1) * d->nns * d->nns *
+                                      sizeof **Bc));
+    HK_TRY(be->amg_tentative(L->agg, L->nagg, Al->nbrows, Al->br, d->nns, B, &T, *Bc));
+    ph->tentative += now_synced(be) - t0;
+
+    /* smoother data and the spectral bound of D^-1 A */
+    t0 = now_synced(be);
+    HK_TRY(block_inverse(pc, Al, l, L, &D64));
+    HK_TRY(spectral_bound(pc, d, L, l));
+    if (d->smoother == SMOOTHER_L1_JACOBI) HK_TRY(l1_scaling(pc, Al, l, L));
+    d->st.rho[l] = L->rho;
+    ph->smoother += now_synced(be) - t0;
+
+    /* P = T - (omega/rho) D^-1 A T; A T has P's pattern */
+    t0 = now_synced(be);
+    if (fresh) {
+        HK_TRY(be->bmat_spgemm(Al, &T, &AT));
+    } else {
+        HK_TRY(values_on(be, &L->Pb, &AT));
+        HK_TRY(be->bmat_spgemm_numeric(Al, &T, &AT));
+    }
+    HK_TRY(be->amg_smooth_prolongator(&AT, &T, D64, d->omega / L->rho, &P));
+    if (fresh)
+        hk_bmat_free(&AT);
+    else
+        drop_values(be, &AT);
+    hk_bmat_free(&T);
+    if (D64 != L->Dinv) hk_vec_destroy(D64);
+    D64 = NULL;
+    ph->prolongator += now_synced(be) - t0;
+
+    /* R = P^T, A_c = R (A P) */
+    t0 = now_synced(be);
+    HK_TRY(be->bmat_transpose(&P, &R));
+    if (fresh) {
+        HK_TRY(be->bmat_spgemm(Al, &P, &AP));
+        HK_TRY(be->bmat_spgemm(&R, &AP, Anext));
+        C->Apat = *Anext; /* the pattern stays with level l+1; *Anext shares it */
+        C->Apat.val = NULL;
+        be->dealloc(AP.val);
+        AP.val = NULL;
+        L->APpat = AP;
+        memset(&AP, 0, sizeof AP);
+    } else {
+        HK_TRY(values_on(be, &L->APpat, &AP));
+        HK_TRY(be->bmat_spgemm_numeric(Al, &P, &AP));
+        HK_TRY(values_on(be, &C->Apat, Anext));
+        HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
+        drop_values(be, &AP);
+    }
+    ph->galerkin += now_synced(be) - t0;
+
+    t0 = now_synced(be);
+    HK_TRY(install_transfer(pc, L, &P, &R));
+    ph->matrices += now_synced(be) - t0;
+fail:
+    hk_bmat_free(&T);
+    if (fresh) {
+        hk_bmat_free(&AT);
+        hk_bmat_free(&AP);
+    } else {
+        drop_values(be, &AT);
+        drop_values(be, &AP);
+    }
+    hk_bmat_free(&P);
+    hk_bmat_free(&R);
+    if (D64 != L->Dinv) hk_vec_destroy(D64);
+    return ierr;
+}
+
+/* The device bytes of the hierarchy (hk_amg_stats), per fine-level DOF. */
+static size_t vec_bytes(const hk_vec *v)
+{
+    return v ? (size_t)v->n * (v->prec == HK_FP64 ? sizeof(double) : sizeof(float)) : 0;
+}
+
+static size_t pattern_bytes(const hk_bmat *M)
+{
+    return M->rowptr ? (size_t)(M->nbrows + 1) * sizeof(int64_t) + (size_t)M->nnzb * 4 : 0;
+}
+
+static void amg_memory(const hk_pc *pc, amg_data *d)
+{
+    hk_amg_stats *st = &d->st;
+    st->bytes_matrices = st->bytes_transfer = st->bytes_smoother = st->bytes_vectors = 0;
+    st->bytes_reuse = 0;
+    for (int l = 0; l < d->nlevels; l++) {
+        const amg_level *L = &d->lev[l];
+        if (L->A_owned) st->bytes_matrices += L->A->bytes;
+        const hk_bmat *M[2] = {&L->Pb, &L->Rb};
+        for (int k = 0; k < 2; k++) {
+            const size_t nv = (size_t)M[k]->nnzb * M[k]->br * M[k]->bc;
+            st->bytes_transfer += pattern_bytes(M[k]) + (M[k]->val ? nv * sizeof(double) : 0);
+        }
+        if (L->Pv) st->bytes_transfer += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * 4;
+        if (L->Rv) st->bytes_transfer += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * 4;
+        if (L->P) st->bytes_transfer += L->P->bytes + L->R->bytes;
+        st->bytes_smoother += vec_bytes(L->Dinv) + vec_bytes(L->l1);
+        const hk_vec *v[] = {L->b, L->x, L->r, L->t, L->d, L->w, L->e};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            st->bytes_vectors += vec_bytes(v[i]);
+        st->bytes_reuse += (L->agg ? (size_t)(L->n / L->bs) * sizeof(int32_t) : 0) +
+                           pattern_bytes(&L->APpat) + pattern_bytes(&L->Apat);
+    }
+    /* hk_pc_apply's conversion buffers, made on the first apply of an fp32 hierarchy */
+    if (pc->prec != HK_FP64) st->bytes_vectors += 2 * (size_t)pc->n * sizeof(float);
+    st->bytes_coarse = vec_bytes(d->Minv);
+    st->bytes = st->bytes_matrices + st->bytes_transfer + st->bytes_smoother +
+                st->bytes_vectors + st->bytes_coarse + st->bytes_reuse;
+    st->bytes_per_dof = pc->n ? (double)st->bytes / (double)pc->n : 0;
+    st->fp32 = pc->prec == HK_FP32;
+}
+
+/* The whole set-up from K: levels, aggregates and patterns found. */
+static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
+{
+    const hk_backend_ops *be = pc->be;
+    int ierr = 0;
+    hk_bmat Acur = {0}, Anext = {0};
+    hk_graph S = {0};
     double *B = NULL, *Bc = NULL;
+    hk_amg_phases *ph = &d->st.setup;
+    memset(ph, 0, sizeof *ph);
     const double t_start = now_synced(be);
     double t0;
 
-    HK_CALL(hk_calloc(1, sizeof *d, &d));
-    pc->data = d; /* hk_pc_destroy cleans up on failure */
-    HK_CALL(read_options(d, o, &fmt, &fmt_given));
-    HK_CALL(need_op(be, (const void *)be->bmat_diag, "bmat_diag"));
-    HK_CALL(need_op(be, (const void *)be->dense_inverse, "dense_inverse"));
-    HK_CALL(need_op(be, (const void *)be->dense_gemv, "dense_gemv"));
-    HK_CHECK(K->br <= AMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
-             AMG_MAX_NNS);
-    t0 = now_synced(be);
-    { /* every scalar diagonal entry of K positive (an SPD matrix; supports as unit rows) */
-        hk_vec *dg = NULL;
-        int64_t bad = -1;
-        HK_CALL(hk_vec_create(be, pc->n, HK_FP64, &dg));
-        ierr = be->bmat_diag(K, HK_DIAG_INV, dg, &bad);
-        hk_vec_destroy(dg);
-        HK_CALL(ierr);
-        HK_CHECK(bad < 0, HK_ERR_NUMERIC,
-                 "pc=amg: row %lld has a diagonal entry that is not positive; pc=amg needs an "
-                 "SPD matrix (supports kept as unit rows) - check the assembly, or use "
-                 "pc=ilu0 with method=gmres for other matrices",
-                 (long long)bad);
-    }
+    HK_CALL(check_diagonal(pc, K));
     HK_CALL(nearnull_build(pc, d, K, &B));
-    d->st.t_nearnull = now_synced(be) - t0;
+    ph->nearnull = now_synced(be) - t_start;
 
     const hk_bmat *Al = K; /* the current level's operator (level 0: K, not owned) */
     int l = 0;
@@ -501,119 +777,46 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
         d->st.rows[l] = L->n;
         d->st.nnz[l] = L->nnz;
         d->st.bs[l] = L->bs;
-        /* the level's operator for SpMV in pc->prec */
         t0 = now_synced(be);
-        if (l == 0 && !fmt_given) {
-            HK_TRY(hk_pc_operator(pc, K, A, &L->A, &L->A_owned));
-        } else {
-            HK_TRY(hk_mat_create_bmat(Al, fmt, pc->prec, NULL, &L->A));
-            L->A_owned = 1;
-        }
-        d->st.t_matrices += now_synced(be) - t0;
-        HK_TRY(level_vectors(pc, d, l));
+        HK_TRY(level_operator(pc, d, l, Al, K, A));
+        ph->matrices += now_synced(be) - t0;
 
         const int last = l + 1 >= d->max_levels || L->n <= d->coarse_size;
-        int64_t nagg = 0;
         if (!last) {
-            HK_TRY(need_op(be, (const void *)be->amg_strength, "amg_strength"));
-            HK_TRY(need_op(be, (const void *)be->amg_aggregate, "amg_aggregate"));
-            HK_TRY(need_op(be, (const void *)be->amg_tentative, "amg_tentative"));
             t0 = now_synced(be);
             HK_TRY(be->amg_strength(Al, d->threshold, &S));
-            d->st.t_strength += now_synced(be) - t0;
+            ph->strength += now_synced(be) - t0;
             t0 = hk_time();
-            HK_TRY(be->alloc((void **)&agg, (size_t)(Al->nbrows ? Al->nbrows : 1) * sizeof *agg));
-            HK_TRY(be->amg_aggregate(&S, agg, &nagg));
+            HK_TRY(be->alloc((void **)&L->agg,
+                             (size_t)(Al->nbrows ? Al->nbrows : 1) * sizeof *L->agg));
+            HK_TRY(be->amg_aggregate(&S, L->agg, &L->nagg));
             hk_graph_free(&S);
-            d->st.t_aggregate += now_synced(be) - t0;
+            ph->aggregate += now_synced(be) - t0;
         }
         /* coarsening stalls when the next level would keep 90 % of the rows */
-        if (last || nagg == 0 || (double)nagg * d->nns > 0.9 * (double)L->n) {
-            if (agg) be->dealloc(agg);
-            agg = NULL;
+        if (last || L->nagg == 0 || (double)L->nagg * d->nns > 0.9 * (double)L->n) {
+            if (L->agg) be->dealloc(L->agg);
+            L->agg = NULL;
+            L->nagg = 0;
             HK_TRY_CHECK(L->n <= AMG_MAX_COARSE, HK_ERR_NUMERIC,
                          "pc=amg: coarsening stopped at level %d with %lld rows, too many for "
                          "the dense coarse solve (at most %d); raise pc.amg.max_levels, or "
                          "lower pc.amg.threshold (now %g) so that more nodes are aggregated",
                          l, (long long)L->n, AMG_MAX_COARSE, d->threshold);
-            /* coarsest level: dense inverse */
             t0 = now_synced(be);
-            int64_t bad = -1;
-            HK_TRY(hk_vec_create(be, L->n * L->n, pc->prec, &d->Minv));
-            HK_TRY(be->dense_inverse(Al, d->Minv, &bad));
-            HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
-                         "pc=amg: the coarsest matrix (level %d, %lld rows) is singular or not "
-                         "positive definite at row %lld; the near-null space is probably not "
-                         "eliminated by the supports (is the structure fixed against rigid-body "
-                         "motion?), or the matrix is not SPD",
-                         l, (long long)L->n, (long long)bad);
-            d->st.t_coarse += now_synced(be) - t0;
+            HK_TRY(coarsest(pc, d, l, Al));
+            ph->coarse += now_synced(be) - t0;
             break;
         }
-
-        /* tentative prolongator and the coarse near-null space */
-        t0 = now_synced(be);
-        HK_TRY(be->alloc((void **)&Bc, (size_t)nagg * d->nns * d->nns * sizeof *Bc));
-        HK_TRY(be->amg_tentative(agg, nagg, Al->nbrows, Al->br, d->nns, B, &T, Bc));
-        be->dealloc(agg);
-        agg = NULL;
-        d->st.t_tentative += now_synced(be) - t0;
-
-        /* smoother data and the spectral bound of D^-1 A */
-        t0 = now_synced(be);
-        HK_TRY(block_inverse(pc, Al, l, L, &D64));
-        HK_TRY(spectral_bound(pc, d, L, l));
-        if (d->smoother == SMOOTHER_L1_JACOBI) HK_TRY(l1_scaling(pc, Al, l, L));
-        d->st.rho[l] = L->rho;
-        d->st.t_smoother += now_synced(be) - t0;
-
-        /* P = T - (omega/rho) D^-1 A T */
-        HK_TRY(need_op(be, (const void *)be->bmat_spgemm, "bmat_spgemm"));
-        HK_TRY(need_op(be, (const void *)be->amg_smooth_prolongator, "amg_smooth_prolongator"));
-        HK_TRY(need_op(be, (const void *)be->bmat_transpose, "bmat_transpose"));
-        HK_TRY(need_op(be, (const void *)be->bmat_expand, "bmat_expand"));
-        t0 = now_synced(be);
-        HK_TRY(be->bmat_spgemm(Al, &T, &AT));
-        HK_TRY(be->amg_smooth_prolongator(&AT, &T, D64, d->omega / L->rho, &P));
-        hk_bmat_free(&AT);
-        hk_bmat_free(&T);
-        hk_vec_destroy(D64);
-        D64 = NULL;
-        d->st.t_prolongator += now_synced(be) - t0;
-
-        /* R = P^T, A_c = R (A P) */
-        t0 = now_synced(be);
-        HK_TRY(be->bmat_transpose(&P, &R));
-        HK_TRY(be->bmat_spgemm(Al, &P, &AP));
-        HK_TRY(be->bmat_spgemm(&R, &AP, &Anext));
-        hk_bmat_free(&AP);
-        d->st.t_galerkin += now_synced(be) - t0;
-
-        t0 = now_synced(be);
-        if (be->bmat_spmv && P.br <= 8 && P.bc <= 8) { /* kept as they are: no expansion */
-            L->Pb = P;
-            L->Rb = R;
-            memset(&P, 0, sizeof P);
-            memset(&R, 0, sizeof R);
-            HK_TRY(block_transfer(pc, &L->Pb, &L->Pv));
-            HK_TRY(block_transfer(pc, &L->Rb, &L->Rv));
-        } else {
-            HK_TRY(transfer_matrix(pc, &P, &L->P));
-            HK_TRY(transfer_matrix(pc, &R, &L->R));
-            hk_bmat_free(&P);
-            hk_bmat_free(&R);
-        }
-        d->st.t_matrices += now_synced(be) - t0;
-
-        /* next level */
-        hk_bmat_free(&Acur);
+        HK_TRY_CHECK(l + 1 < AMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
+        HK_TRY(level_transfer(pc, d, l, Al, B, 1, ph, &Anext, &Bc));
+        drop_values(be, &Acur);
         Acur = Anext;
         memset(&Anext, 0, sizeof Anext);
         Al = &Acur;
         be->dealloc(B);
         B = Bc;
         Bc = NULL;
-        HK_TRY_CHECK(l + 1 < AMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
     }
     d->nlevels = l + 1;
     d->st.nlevels = d->nlevels;
@@ -623,21 +826,138 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     for (int j = 0; j < d->nlevels; j++)
         tot += (double)d->st.nnz[j];
     d->st.op_complexity = d->st.nnz[0] ? tot / (double)d->st.nnz[0] : 1;
-    d->st.t_total = now_synced(be) - t_start;
+    ph->total = now_synced(be) - t_start;
+    amg_memory(pc, d);
 fail:
     hk_graph_free(&S);
-    hk_bmat_free(&Acur);
-    hk_bmat_free(&Anext);
-    hk_bmat_free(&T);
-    hk_bmat_free(&AT);
-    hk_bmat_free(&P);
-    hk_bmat_free(&R);
-    hk_bmat_free(&AP);
-    hk_vec_destroy(D64);
-    if (agg) be->dealloc(agg);
+    drop_values(be, &Acur);
+    drop_values(be, &Anext);
     if (B) be->dealloc(B);
     if (Bc) be->dealloc(Bc);
     return ierr;
+}
+
+/* The numeric part again from K's new values (the same pattern), in pc->prec: the kept
+ * aggregates and patterns, everything else computed anew. */
+static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
+{
+    const hk_backend_ops *be = pc->be;
+    int ierr = 0;
+    hk_bmat Acur = {0}, Anext = {0};
+    double *B = NULL, *Bc = NULL;
+    hk_amg_phases *ph = &d->st.update;
+    memset(ph, 0, sizeof *ph);
+    const double t_start = now_synced(be);
+    double t0;
+    HK_CHECK(K->nbrows * K->br == d->lev[0].n && K->nnzb * K->br * K->bc == d->lev[0].nnz,
+             HK_ERR_ARG,
+             "pc=amg: the re-set-up needs the matrix of the set-up's pattern (%lld rows, %lld "
+             "entries; got %lld, %lld)",
+             (long long)d->lev[0].n, (long long)d->lev[0].nnz, (long long)(K->nbrows * K->br),
+             (long long)(K->nnzb * K->br * K->bc));
+    const int nns = d->nns;
+    HK_CALL(check_diagonal(pc, K));
+    HK_CALL(nearnull_build(pc, d, K, &B));
+    HK_CHECK(d->nns == nns, HK_ERR_INTERNAL, "pc=amg: the near-null space changed its size");
+    ph->nearnull = now_synced(be) - t_start;
+
+    const hk_bmat *Al = K;
+    for (int l = 0; l < d->nlevels; l++) {
+        t0 = now_synced(be);
+        HK_TRY(level_operator(pc, d, l, Al, K, A));
+        ph->matrices += now_synced(be) - t0;
+        if (l == d->nlevels - 1) {
+            t0 = now_synced(be);
+            HK_TRY(coarsest(pc, d, l, Al));
+            ph->coarse += now_synced(be) - t0;
+            break;
+        }
+        HK_TRY(level_transfer(pc, d, l, Al, B, 0, ph, &Anext, &Bc));
+        drop_values(be, &Acur);
+        Acur = Anext;
+        memset(&Anext, 0, sizeof Anext);
+        Al = &Acur;
+        be->dealloc(B);
+        B = Bc;
+        Bc = NULL;
+    }
+    ph->total = now_synced(be) - t_start;
+    amg_memory(pc, d);
+fail:
+    drop_values(be, &Acur);
+    drop_values(be, &Anext);
+    if (B) be->dealloc(B);
+    if (Bc) be->dealloc(Bc);
+    return ierr;
+}
+
+/* A set-up (fresh) or re-set-up that failed with ierr because an fp32 level overflowed:
+ * with pc.amg.precision=auto, the levels again in fp64 (the description says so). */
+static int fp64_if_overflow(hk_pc *pc, amg_data *d, int ierr, const hk_bmat *K, hk_mat *A,
+                            int fresh)
+{
+    if (!ierr || !d->fp32_range || !pc->fallback_armed) return ierr;
+    hk_error_clear();
+    d->fp32_range = 0;
+    pc->fallback_armed = 0;
+    set_precision(pc, HK_FP64);
+    d->st.stalled_at = NAN;
+    if (!fresh) return amg_renumeric(pc, d, K, A);
+    free_levels(pc, d);
+    return amg_build(pc, d, K, A);
+}
+
+static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    const hk_backend_ops *be = pc->be;
+    amg_data *d = NULL;
+    HK_CALL(hk_calloc(1, sizeof *d, &d));
+    pc->data = d; /* hk_pc_destroy cleans up on failure */
+    d->fmt = A ? A->asked : HK_FMT_CSR;
+    HK_CALL(read_options(d, o, &d->fmt, &d->fmt_given));
+    const struct {
+        const void *op;
+        const char *name;
+    } ops[] = {{(const void *)be->bmat_diag, "bmat_diag"},
+               {(const void *)be->dense_inverse, "dense_inverse"},
+               {(const void *)be->dense_gemv, "dense_gemv"},
+               {(const void *)be->amg_strength, "amg_strength"},
+               {(const void *)be->amg_aggregate, "amg_aggregate"},
+               {(const void *)be->amg_tentative, "amg_tentative"},
+               {(const void *)be->amg_start_vector, "amg_start_vector"},
+               {(const void *)be->bmat_spgemm, "bmat_spgemm"},
+               {(const void *)be->bmat_spgemm_numeric, "bmat_spgemm_numeric"},
+               {(const void *)be->amg_smooth_prolongator, "amg_smooth_prolongator"},
+               {(const void *)be->bmat_transpose, "bmat_transpose"}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        HK_CALL(need_op(be, ops[i].op, ops[i].name));
+    HK_CHECK(K->br <= AMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
+             AMG_MAX_NNS);
+    /* fp32 levels unless asked for fp64; auto may fall back to fp64 (amg_fallback) */
+    set_precision(pc, d->precision == AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
+    pc->fallback_armed = d->precision == AMG_PREC_AUTO;
+    return fp64_if_overflow(pc, d, amg_build(pc, d, K, A), K, A, 1);
+}
+
+/* hk_solver_update_values: the same pattern, new values. */
+static int amg_update(hk_pc *pc, const hk_bmat *K, hk_mat *A)
+{
+    amg_data *d = pc->data;
+    HK_CALL(fp64_if_overflow(pc, d, amg_renumeric(pc, d, K, A), K, A, 0));
+    d->st.updates++;
+    return 0;
+}
+
+/* The fp32 levels stalled the solve at relative residual `at`: the same hierarchy in fp64. */
+static int amg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
+{
+    amg_data *d = pc->data;
+    HK_CHECK(pc->fallback_armed && pc->prec == HK_FP32, HK_ERR_INTERNAL,
+             "pc=amg: no fp32 hierarchy to fall back from");
+    pc->fallback_armed = 0;
+    set_precision(pc, HK_FP64);
+    d->st.stalled_at = at;
+    return amg_renumeric(pc, d, K, A);
 }
 
 /* ---- apply ------------------------------------------------------------------------------- */
@@ -750,9 +1070,16 @@ static void amg_describe(const hk_pc *pc, char *buf, size_t len)
         k += (size_t)snprintf(buf + k, len - k, "%s%s", l ? ", " : "", c);
     }
     if (k < len)
-        snprintf(buf + k, len - k, " rows; operator complexity %.2f; %d %s; %s, %s-cycle",
-                 d->st.op_complexity, d->nns, d->nns_kind, smoother_names[d->smoother],
-                 d->cycle ? "W" : "V");
+        k += (size_t)snprintf(buf + k, len - k,
+                              " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels",
+                              d->st.op_complexity, d->nns, d->nns_kind,
+                              smoother_names[d->smoother], d->cycle ? "W" : "V",
+                              pc->prec == HK_FP32 ? "fp32" : "fp64");
+    if (k < len && d->st.stalled_at != 0)
+        k += (size_t)(isfinite(d->st.stalled_at)
+                          ? snprintf(buf + k, len - k, " (fp32 stalled at %.1e)", d->st.stalled_at)
+                          : snprintf(buf + k, len - k, " (fp32 overflowed)"));
+    if (k < len) snprintf(buf + k, len - k, ", %.0f bytes/DOF", d->st.bytes_per_dof);
 }
 
 const hk_pc_type hk_pc_amg = {
@@ -760,11 +1087,13 @@ const hk_pc_type hk_pc_amg = {
     .summary = "smoothed-aggregation multigrid with the rigid-body modes (elasticity, Poisson)",
     .options = "pc.amg.threshold pc.amg.max_levels pc.amg.coarse_size pc.amg.smoother "
                "pc.amg.degree pc.amg.pre pc.amg.post pc.amg.cycle pc.amg.format pc.amg.omega "
-               "pc.amg.ratio pc.amg.safety pc.amg.lanczos",
+               "pc.amg.ratio pc.amg.safety pc.amg.lanczos pc.amg.precision",
     .symmetric = 1,
     .setup = amg_setup,
     .apply = amg_apply,
     .apply_capturable = 1,
     .destroy = amg_destroy,
     .describe = amg_describe,
+    .update = amg_update,
+    .fallback = amg_fallback,
 };

@@ -177,8 +177,13 @@ void hk_tri_pc_describe(const hk_pc *pc, char *buf, size_t len);
 int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const double **coef);
 /* What pc=amg built (solver/pc/amg.c): per level scalar rows, stored scalar entries, block
  * size and the spectral bound of D^-1 A; operator complexity (sum of the levels' entries over
- * the fine level's); the near-null space; set-up seconds per phase. */
+ * the fine level's); the near-null space; the precision of the levels; the hierarchy's memory;
+ * seconds per phase of the last full set-up and of the last values-only re-set-up. */
 #define HK_AMG_STATS_LEVELS 20
+typedef struct hk_amg_phases {
+    double nearnull, strength, aggregate, tentative, smoother, prolongator, galerkin, matrices,
+        coarse, total;
+} hk_amg_phases;
 typedef struct hk_amg_stats {
     int nlevels;
     int64_t rows[HK_AMG_STATS_LEVELS], nnz[HK_AMG_STATS_LEVELS];
@@ -187,8 +192,18 @@ typedef struct hk_amg_stats {
     double op_complexity;
     int nns;
     const char *nns_kind;
-    double t_nearnull, t_strength, t_aggregate, t_tentative, t_smoother, t_prolongator, t_galerkin,
-        t_matrices, t_coarse, t_total;
+    int fp32;          /* the levels are fp32 now */
+    double stalled_at; /* != 0: the fp32 levels stalled at this relative residual (NaN or
+                        * infinite: they overflowed) and are fp64 now */
+    /* device bytes the hierarchy holds: level matrices (the fine one only when it is a copy
+     * of the solver's), transfer operators, smoother data, level vectors, the coarse inverse,
+     * and what the values-only re-set-up keeps (aggregates, the patterns of A P and of the
+     * coarse operators); per fine-level DOF */
+    size_t bytes, bytes_matrices, bytes_transfer, bytes_smoother, bytes_vectors, bytes_coarse,
+        bytes_reuse;
+    double bytes_per_dof;
+    hk_amg_phases setup, update;
+    int updates; /* values-only re-set-ups so far */
 } hk_amg_stats;
 int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
 /* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
