@@ -92,6 +92,24 @@ for step in "$@"; do
     pipesmall) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
                  --problem 'cases/bracket/bracket.yaml' --problem 'cases/bracket/bracket.yaml' \
                  > "$OUT/pipesmall.md" 2>&1 ;;
+    amgprof) # issue 29: AMG's set-up phases (s and fine SpMVs), fp32 / fp64 / mixed levels, the
+             # values-only re-set-up, bytes per DOF; the cycle's knobs as time to solution at
+             # 631k and on elasticity3d:60; the set-up's kernels (nsys); 14.4M last (~1 min)
+      { BR=cases/bracket/bracket.yaml
+        $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amg2m.json" \
+          --pcs 'amg,amg pc.amg.precision=fp64,amg precision=mixed,jacobi' \
+          --problem "$BR geometry.size=0.001"
+        $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amgsweep.json" \
+          --problem "$BR geometry.size=0.0015" --generate elasticity3d:60 \
+          --pcs 'amg,amg pc.amg.precision=fp64,amg pc.amg.degree=1,amg pc.amg.degree=3,amg pc.amg.threshold=0,amg pc.amg.threshold=0.04,amg pc.amg.threshold=0.08,amg pc.amg.omega=1,amg pc.amg.omega=1.6,amg pc.amg.coarse_size=3000,amg pc.amg.max_levels=3,amg pc.amg.cycle=w,amg pc.amg.smoother=l1-jacobi,amg pc.amg.pre=2 pc.amg.post=2 pc.amg.degree=1,amg pc.amg.ratio=10'
+        if command -v nsys > /dev/null; then
+          nsys profile --trace=cuda --stats=true --force-overwrite=true -o /tmp/amg2m \
+            $B/hooke solve --generate elasticity3d:90 --backend cuda pc=amg 2>&1 \
+            | grep -E -A40 'cuda_gpu_kern_sum|CUDA GPU Kernel Summary' | head -60
+        fi
+        $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amg14m.json" \
+          --pcs 'amg,amg pc.amg.precision=fp64' --problem "$BR geometry.size=0.000515"
+      } > "$OUT/amgprof.md" 2>&1 ;;
   esac
   echo "[$(date +%T)] $step done" >> "$OUT/info.md"
 done
