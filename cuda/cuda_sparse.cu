@@ -312,6 +312,19 @@ fail:
 }
 
 // ---- C = A B into a pattern made before (numeric re-set-up) ---------------------------------
+//
+// A team of TEAM threads per block row of C (a warp for short rows, the whole 128-thread block
+// for long ones: R (A P) has rows of a few thousand values), the row's values accumulated in
+// shared memory and written out once, coalesced (the hash kernel above adds into global
+// memory). For each block of A's row in order, the team takes the (block of B's row, row of
+// the product block) pairs, which write distinct entries of C, then synchronises: every entry
+// is summed in the order of A's row then B's row, as on the CPU, with __dmul_rn / __dadd_rn,
+// so the digits are bmat_spgemm's. A product block's position in C's row is a binary search in
+// the row's column indices (in shared memory with the values). A row too long for the team's
+// shared memory is summed in place in global memory, in the same order.
+
+#define SPN_THREADS 128  // threads per block
+#define SPN_SMEM 45056   // bytes of shared memory per block (under the 48 KB static limit)
 
 struct spn_args {
     const int64_t *arp, *brp, *crp;
@@ -320,71 +333,58 @@ struct spn_args {
     double *cv;
     int br, bk, bc;
     int64_t nbr;
+    int64_t cap, ccap;         // doubles and column indices of shared memory per team
     unsigned long long *first; // first block row with a product block outside C's pattern
 };
 
-// One warp per block row of C, as sp_rows's numeric pass: C's row zeroed, then A's row in
-// order and for each A block B's row in order, a lane per (B block, row of the product block);
-// the position of a product block is found by binary search in C's sorted row instead of the
-// hash table. The same sums in the same order: the digits of bmat_spgemm.
-__global__ void __launch_bounds__(SP_WARPS * 32) spn_rows(spn_args g)
+template <int TEAM> static __device__ __forceinline__ void spn_sync()
 {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int64_t i = (int64_t)blockIdx.x * SP_WARPS + w;
-    if (i >= g.nbr) return; // whole warps leave together
-    const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
-    const int64_t c0 = g.crp[i], c1 = g.crp[i + 1];
-    for (int64_t e = lane; e < (c1 - c0) * bb; e += 32) g.cv[(size_t)c0 * bb + e] = 0.0;
-    __syncwarp();
-    if (br <= 32) {
-        const int G = 32 / br, lq = lane / br, r = lane % br;
-        for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
-            const int64_t k = g.aci[p];
-            const double *a = g.av + (size_t)p * br * bk + (size_t)r * bk;
-            const int64_t q1 = g.brp[k + 1];
-            for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G) {
-                const int64_t q = q0 + lq;
-                if (lq >= G || q >= q1) continue;
-                const int64_t pos = hk_find_block(g.crp, g.cci, i, g.bci[q]);
-                if (pos < 0) {
-                    atomicMin(g.first, (unsigned long long)i);
-                    continue;
-                }
-                const double *b = g.bv + (size_t)q * bk * bc;
-                double *dst = g.cv + (size_t)pos * bb + (size_t)r * bc;
-                for (int c = 0; c < bc; c++) {
-                    double acc = dst[c];
-                    for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[m], b[m * bc + c]));
-                    dst[c] = acc;
-                }
-            }
-            __syncwarp();
-        }
-        return;
-    }
-    const int G = bb <= 32 ? 32 / bb : 1;
-    for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
-        const int64_t k = g.aci[p];
-        const double *a = g.av + (size_t)p * br * bk;
-        const int64_t q1 = g.brp[k + 1];
-        for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G)
-            for (int e2 = lane; e2 < G * bb; e2 += 32) {
-                const int64_t q = q0 + e2 / bb;
-                if (q >= q1) continue;
-                const int e = e2 % bb, r = e / bc, c = e % bc;
-                const int64_t pos = hk_find_block(g.crp, g.cci, i, g.bci[q]);
-                if (pos < 0) {
-                    atomicMin(g.first, (unsigned long long)i);
-                    continue;
-                }
-                const double *b = g.bv + (size_t)q * bk * bc;
-                double *dst = g.cv + (size_t)pos * bb + e;
-                double acc = *dst;
-                for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[r * bk + m], b[m * bc + c]));
-                *dst = acc;
-            }
+    if (TEAM == 32)
         __syncwarp();
+    else
+        __syncthreads();
+}
+
+template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_args g)
+{
+    extern __shared__ double spn_shared[];
+    const int teams = SPN_THREADS / TEAM, team = threadIdx.x / TEAM, t = threadIdx.x % TEAM;
+    const int64_t i = (int64_t)blockIdx.x * teams + team;
+    if (i >= g.nbr) return; // a whole team leaves (TEAM = SPN_THREADS: the whole block)
+    const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
+    const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0, nv = nb * bb;
+    const bool fits = nv <= g.cap && nb <= g.ccap;
+    double *acc = fits ? spn_shared + (size_t)team * g.cap : g.cv + (size_t)c0 * bb;
+    int32_t *scols = (int32_t *)(spn_shared + (size_t)teams * g.cap) + (size_t)team * g.ccap;
+    const int32_t *cols = fits ? scols : g.cci + c0;
+    for (int64_t e = t; e < nv; e += TEAM) acc[e] = 0.0;
+    if (fits)
+        for (int64_t e = t; e < nb; e += TEAM) scols[e] = g.cci[c0 + e];
+    spn_sync<TEAM>();
+    for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
+        const int64_t k = g.aci[p], q0 = g.brp[k], nq = g.brp[k + 1] - q0;
+        const double *ablk = g.av + (size_t)p * br * bk;
+        for (int64_t task = t; task < nq * br; task += TEAM) {
+            const int64_t q = q0 + task / br;
+            const int r = (int)(task % br);
+            const int32_t j = g.bci[q];
+            const int64_t pos = hk_lower_bound_i32(cols, 0, nb, j);
+            if (pos >= nb || cols[pos] != j) {
+                atomicMin(g.first, (unsigned long long)i);
+                continue;
+            }
+            const double *a = ablk + (size_t)r * bk, *b = g.bv + (size_t)q * bk * bc;
+            double *dst = acc + (size_t)pos * bb + (size_t)r * bc;
+            for (int c = 0; c < bc; c++) {
+                double s = dst[c];
+                for (int m = 0; m < bk; m++) s = __dadd_rn(s, __dmul_rn(a[m], b[m * bc + c]));
+                dst[c] = s;
+            }
+        }
+        spn_sync<TEAM>();
     }
+    if (fits)
+        for (int64_t e = t; e < nv; e += TEAM) g.cv[(size_t)c0 * bb + e] = acc[e];
 }
 
 int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
@@ -400,18 +400,30 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
              (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
              (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
              C->br, C->bc);
-    const int64_t nb = (A->nbrows + SP_WARPS - 1) / SP_WARPS;
-    HK_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED,
-             "bmat_spgemm_numeric: %lld block rows are too many", (long long)A->nbrows);
+    const int64_t nbr = A->nbrows, bb = (int64_t)C->br * C->bc;
     HK_CALL(hk_cu_first_row_alloc(&dfirst));
-    if (nb > 0) {
+    if (nbr > 0) {
         spn_args g;
         memset(&g, 0, sizeof g);
         g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
         g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
         g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
-        g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = A->nbrows, g.first = dfirst;
-        spn_rows<<<(unsigned)nb, SP_WARPS * 32, 0, hk_cu.stream>>>(g);
+        g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = nbr, g.first = dfirst;
+        /* a warp per row while the mean row of C fits a quarter of the shared memory, else the
+         * whole block; a team's share: values, then 1/16 as many column indices */
+        const double mean = (double)C->nnzb * (double)bb / (double)nbr;
+        const int team = mean * 8 * 1.25 <= SPN_SMEM / (SPN_THREADS / 32) ? 32 : SPN_THREADS;
+        const int teams = SPN_THREADS / team;
+        const int64_t per_team = SPN_SMEM / teams; /* bytes */
+        g.ccap = per_team / (16 * 4) < 1 ? 1 : per_team / (16 * 4);
+        g.cap = (per_team - g.ccap * 4) / 8;
+        const int64_t nblk = (nbr + teams - 1) / teams;
+        HK_TRY_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+                     "bmat_spgemm_numeric: %lld block rows are too many", (long long)nbr);
+        if (team == 32)
+            spn_rows<32><<<(unsigned)nblk, SPN_THREADS, SPN_SMEM, hk_cu.stream>>>(g);
+        else
+            spn_rows<SPN_THREADS><<<(unsigned)nblk, SPN_THREADS, SPN_SMEM, hk_cu.stream>>>(g);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_TRY(hk_cu_first_row_read(dfirst, &first));
