@@ -85,6 +85,11 @@ typedef struct amg_data {
     int nns;
     const char *nns_kind;
     int fp32_range; /* the spectral estimate met a non-finite value in an fp32 level */
+    /* the near-null space's frame from the node coordinates (centre, 1 / largest extent) and
+     * the coordinates on the backend: made once, kept for the re-set-ups */
+    double centre[3], scale;
+    int have_frame;
+    hk_vec *xyz;
     hk_amg_stats st;
 } amg_data;
 
@@ -122,7 +127,7 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
     const int bs = K->br;
     const int64_t nb = K->nbrows, n = nb * bs;
     double *Bh = NULL, *B = NULL;
-    hk_vec *dec = NULL, *keep = NULL, *xyz = NULL;
+    hk_vec *dec = NULL, *keep = NULL;
     int ierr = 0, nns;
     *Bout = NULL;
     if (nn && nn->coords) {
@@ -145,27 +150,44 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
     d->nns = nns;
     /* centred on the mean node and scaled by the largest extent: the rotations are then of
      * the same size as the translations (the coordinates are host data; no matrix values) */
-    double c[3] = {0, 0, 0}, ext = 0;
-    if (nn && nn->coords) {
+    if (nn && nn->coords && !d->have_frame) {
+        /* the mean in NCHUNK fixed chunks summed in order (the same digits for any thread
+         * count), the extent a maximum; once per hierarchy, kept for the re-set-ups */
+        enum { NCHUNK = 64 };
+        double part[NCHUNK][3] = {{0}}, ext = 0;
+        const double *x = nn->coords;
+#pragma omp parallel for schedule(static)
+        for (int ch = 0; ch < NCHUNK; ch++)
+            for (int64_t i = nb * ch / NCHUNK; i < nb * (ch + 1) / NCHUNK; i++)
+                for (int a = 0; a < bs; a++)
+                    part[ch][a] += x[i * bs + a];
+        for (int a = 0; a < 3; a++) {
+            double sum = 0;
+            for (int ch = 0; ch < NCHUNK; ch++)
+                sum += part[ch][a];
+            d->centre[a] = nb ? sum / (double)nb : 0;
+        }
+        const double *cc = d->centre;
+#pragma omp parallel for schedule(static) reduction(max : ext)
         for (int64_t i = 0; i < nb; i++)
             for (int a = 0; a < bs; a++)
-                c[a] += nn->coords[i * bs + a] / (double)nb;
-        for (int64_t i = 0; i < nb; i++)
-            for (int a = 0; a < bs; a++)
-                ext = fmax(ext, fabs(nn->coords[i * bs + a] - c[a]));
+                ext = fmax(ext, fabs(x[i * bs + a] - cc[a]));
+        d->scale = ext > 0 ? 1 / ext : 1;
+        d->have_frame = 1;
     }
-    const double s = ext > 0 ? 1 / ext : 1;
+    const double *c = d->centre, s = nn && nn->coords ? d->scale : 1;
     int64_t bad;
     HK_TRY(hk_vec_create(be, n, HK_FP64, &dec));
     HK_TRY(be->bmat_diag(K, HK_DIAG_DECOUPLED, dec, &bad));
     HK_TRY(be->alloc((void **)&B, (size_t)(n ? n : 1) * nns * sizeof *B));
     if (be->amg_rigid_modes && !(nn && nn->vectors)) {
-        /* built where B lives: only the coordinates (n values, not n x nns) travel */
-        if (nn && nn->coords) {
-            HK_TRY(hk_vec_create(be, n, HK_FP64, &xyz));
-            HK_TRY(hk_vec_upload(xyz, nn->coords));
+        /* built where B lives: only the coordinates (n values, not n x nns) travel, once (kept
+         * for the re-set-ups) */
+        if (nn && nn->coords && !d->xyz) {
+            HK_TRY(hk_vec_create(be, n, HK_FP64, &d->xyz));
+            HK_TRY(hk_vec_upload(d->xyz, nn->coords));
         }
-        HK_TRY(be->amg_rigid_modes(nb, bs, xyz, c, s, dec, B));
+        HK_TRY(be->amg_rigid_modes(nb, bs, d->xyz, c, s, dec, B));
         *Bout = B;
         B = NULL;
         goto fail;
@@ -212,7 +234,6 @@ fail:
     if (B) be->dealloc(B);
     hk_vec_destroy(dec);
     hk_vec_destroy(keep);
-    hk_vec_destroy(xyz);
     free(Bh);
     return ierr;
 }
@@ -456,6 +477,7 @@ static void free_levels(hk_pc *pc, amg_data *d)
 static void amg_destroy(hk_pc *pc)
 {
     free_levels(pc, pc->data);
+    hk_vec_destroy(((amg_data *)pc->data)->xyz);
     free(pc->data);
     pc->data = NULL;
 }
@@ -741,6 +763,7 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
         st->bytes_reuse += (L->agg ? (size_t)(L->n / L->bs) * sizeof(int32_t) : 0) +
                            pattern_bytes(&L->APpat) + pattern_bytes(&L->Apat);
     }
+    st->bytes_reuse += vec_bytes(d->xyz);
     /* hk_pc_apply's conversion buffers, made on the first apply of an fp32 hierarchy */
     if (pc->prec != HK_FP64) st->bytes_vectors += 2 * (size_t)pc->n * sizeof(float);
     st->bytes_coarse = vec_bytes(d->Minv);
