@@ -102,10 +102,11 @@ for step in "$@"; do
         $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amgsweep.json" \
           --problem "$BR geometry.size=0.0015" --generate elasticity3d:60 \
           --pcs 'amg,amg pc.amg.precision=fp64,amg pc.amg.degree=1,amg pc.amg.degree=3,amg pc.amg.threshold=0,amg pc.amg.threshold=0.04,amg pc.amg.threshold=0.08,amg pc.amg.omega=1,amg pc.amg.omega=1.6,amg pc.amg.coarse_size=3000,amg pc.amg.max_levels=3,amg pc.amg.cycle=w,amg pc.amg.smoother=l1-jacobi,amg pc.amg.pre=2 pc.amg.post=2 pc.amg.degree=1,amg pc.amg.ratio=10'
-        if command -v nsys > /dev/null; then
-          nsys profile --trace=cuda --stats=true --force-overwrite=true -o /tmp/amg2m \
-            $B/hooke solve --generate elasticity3d:90 --backend cuda pc=amg 2>&1 \
-            | grep -E -A40 'cuda_gpu_kern_sum|CUDA GPU Kernel Summary' | head -60
+        if command -v nsys > /dev/null; then # the kernels and API calls (cudaMalloc/Free) of set-up + solve
+          nsys profile --trace=cuda --force-overwrite=true -o /tmp/amg2m \
+            $B/hooke solve --generate elasticity3d:90 --backend cuda pc=amg > /dev/null 2>&1
+          { nsys stats -r cuda_gpu_kern_sum,cuda_api_sum -f csv /tmp/amg2m.nsys-rep 2>/dev/null ||
+            nsys stats -r gpukernsum,cudaapisum -f csv /tmp/amg2m.nsys-rep; } | cut -c1-160 | head -90
         fi
         $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amg14m.json" \
           --pcs 'amg,amg pc.amg.precision=fp64' --problem "$BR geometry.size=0.000515"

@@ -10,8 +10,8 @@
  * the default fp32 levels reach the fp64 levels' answer; fp32 levels that cannot work (K beyond
  * fp32's range) are detected, rebuilt in fp64 and converge, said in the result's note; the load
  * cases of hooke run share one set-up.
- * Suite cuda_amg_reuse (device): the same update and fallback on cuda, and the update's
- * solution equal to a fresh cuda solver's. */
+ * Suite cuda_amg_reuse (device): the same on cuda: the update's solution equal to a fresh
+ * cuda solver's, the fallback, fp32 levels reaching the fp64 answer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,7 +295,7 @@ static void test_update_errors(void)
 }
 
 /* The default fp32 levels reach the fp64 levels' answer (tolerance 1e-10). */
-static void test_fp32_answer(void)
+static void check_fp32_answer(const char *be)
 {
     hk_bcsr K3 = {0}, K2 = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(15, 15, 15, &K3));
@@ -309,13 +309,16 @@ static void test_fp32_answer(void)
         double *x64 = malloc((size_t)n * sizeof *x64);
         hk_result r32, r64;
         hk_amg_stats st;
-        hk_solver *s = make_solver(Ks[p], &nns[p], "backend=cpu pc=amg tol=1e-10");
+        char opts[128];
+        snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-10", be);
+        hk_solver *s = make_solver(Ks[p], &nns[p], opts);
         solve(s, b, x32, n, &r32);
         HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
         CU_ASSERT(st.fp32);
         CU_ASSERT(r32.note[0] == 0);
         hk_solver_destroy(s);
-        s = make_solver(Ks[p], &nns[p], "backend=cpu pc=amg tol=1e-10 pc.amg.precision=fp64");
+        snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-10 pc.amg.precision=fp64", be);
+        s = make_solver(Ks[p], &nns[p], opts);
         solve(s, b, x64, n, &r64);
         hk_solver_destroy(s);
         CU_ASSERT(hk_reason_converged(r32.reason) && hk_reason_converged(r64.reason));
@@ -324,8 +327,8 @@ static void test_fp32_answer(void)
         CU_ASSERT(d < 1e-7);
         CU_ASSERT(abs(r32.iterations - r64.iterations) <= 1);
         if (verbose())
-            printf("\n    %dD: fp32 levels %d its, fp64 levels %d its, solutions differ by %.1e",
-                   3 - p, r32.iterations, r64.iterations, d);
+            printf("\n    %s %dD: fp32 levels %d its, fp64 levels %d its, solutions differ by %.1e",
+                   be, 3 - p, r32.iterations, r64.iterations, d);
         free(b);
         free(x32);
         free(x64);
@@ -426,6 +429,11 @@ static void check_fallback(const char *be)
     free(b);
     free(xyz);
     hk_bcsr_free(&K);
+}
+
+static void test_fp32_answer(void)
+{
+    check_fp32_answer("cpu");
 }
 
 static void test_fallback(void)
@@ -553,8 +561,14 @@ static void test_cuda_fallback(void)
     check_fallback("cuda");
 }
 
+static void test_cuda_fp32_answer(void)
+{
+    check_fp32_answer("cuda");
+}
+
 HK_DEVICE_SUITE(cuda_amg_reuse,
                 {"update_values on cuda: K again the same bytes, S K S a fresh solver's",
                  test_cuda_update},
                 {"fp32 levels beyond their range on cuda: rebuilt in fp64, converged",
-                 test_cuda_fallback})
+                 test_cuda_fallback},
+                {"fp32 levels on cuda reach the fp64 levels' answer", test_cuda_fp32_answer})
