@@ -392,14 +392,7 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     int ierr = 0;
     unsigned long long *dfirst = NULL;
     int64_t first = -1;
-    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows && C->br == A->br && C->bc == B->bc &&
-                 C->nbrows == A->nbrows && C->nbcols == B->nbcols,
-             HK_ERR_ARG,
-             "bmat_spgemm_numeric: A (%lld x %lld blocks of %d x %d), B (%lld x %lld blocks of "
-             "%d x %d) and C (%lld x %lld blocks of %d x %d) do not fit C = A B",
-             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
-             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
-             C->br, C->bc);
+    HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_numeric"));
     const int64_t nbr = A->nbrows, bb = (int64_t)C->br * C->bc;
     HK_CALL(hk_cu_first_row_alloc(&dfirst));
     if (nbr > 0) {

@@ -140,3 +140,16 @@ fail:
     hk_graph_free(H);
     return ierr;
 }
+
+int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, const char *who)
+{
+    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows && C->br == A->br && C->bc == B->bc &&
+                 C->nbrows == A->nbrows && C->nbcols == B->nbcols,
+             HK_ERR_ARG,
+             "%s: A (%lld x %lld blocks of %d x %d), B (%lld x %lld blocks of %d x %d) and C "
+             "(%lld x %lld blocks of %d x %d) do not fit C = A B",
+             who, (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
+             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
+             C->br, C->bc);
+    return 0;
+}

@@ -28,19 +28,14 @@ static int verbose(void)
     return getenv("HOOKE_TEST_VERBOSE") != NULL;
 }
 
-/* Node coordinates of the generators' grids (lexicographic nodes, unit box). */
+/* Node coordinates of the generators' grids (hk_gen_elasticity*_coords). */
 static double *grid_coords(int dim, int nx, int ny, int nz)
 {
-    const int64_t NX = nx + 1, NY = ny + 1, NZ = dim == 3 ? nz + 1 : 1;
-    double *c = malloc((size_t)(NX * NY * NZ) * dim * sizeof *c);
-    for (int64_t k = 0; k < NZ; k++)
-        for (int64_t j = 0; j < NY; j++)
-            for (int64_t i = 0; i < NX; i++) {
-                const int64_t n = i + NX * (j + NY * k);
-                c[n * dim + 0] = (double)i / nx;
-                c[n * dim + 1] = (double)j / ny;
-                if (dim == 3) c[n * dim + 2] = (double)k / nz;
-            }
+    double *c = NULL;
+    if (dim == 3)
+        HK_ASSERT_OK(hk_gen_elasticity3d_coords(nx, ny, nz, &c));
+    else
+        HK_ASSERT_OK(hk_gen_elasticity2d_coords(nx, ny, &c));
     return c;
 }
 

@@ -76,6 +76,23 @@ static inline __attribute__((always_inline)) void block_mac(const double *restri
         }
 }
 
+/* c += a b with the block shapes of AMG compiled with constant sizes (unrolled). */
+static inline __attribute__((always_inline)) void block_mac_amg(const double *a, const double *b,
+                                                                double *c, const int br,
+                                                                const int bk, const int bc)
+{
+    if (br == 3 && bk == 3 && bc == 6)
+        block_mac(a, b, c, 3, 3, 6);
+    else if (br == 6 && bk == 3 && bc == 6)
+        block_mac(a, b, c, 6, 3, 6);
+    else if (br == 6 && bk == 6 && bc == 6)
+        block_mac(a, b, c, 6, 6, 6);
+    else if (br == 3 && bk == 3 && bc == 3)
+        block_mac(a, b, c, 3, 3, 3);
+    else
+        block_mac(a, b, c, br, bk, bc);
+}
+
 int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     int ierr = 0;
@@ -150,18 +167,7 @@ int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                 const double *a = A->val + (size_t)p * br * bk;
                 for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
                     const double *b = B->val + (size_t)q * bk * bc;
-                    double *c = C->val + (size_t)mark[B->colind[q]] * bb;
-                    /* the block shapes of AMG compiled with constant sizes (unrolled) */
-                    if (br == 3 && bk == 3 && bc == 6)
-                        block_mac(a, b, c, 3, 3, 6);
-                    else if (br == 6 && bk == 3 && bc == 6)
-                        block_mac(a, b, c, 6, 3, 6);
-                    else if (br == 6 && bk == 6 && bc == 6)
-                        block_mac(a, b, c, 6, 6, 6);
-                    else if (br == 3 && bk == 3 && bc == 3)
-                        block_mac(a, b, c, 3, 3, 3);
-                    else
-                        block_mac(a, b, c, br, bk, bc);
+                    block_mac_amg(a, b, C->val + (size_t)mark[B->colind[q]] * bb, br, bk, bc);
                 }
             }
             /* marks hold positions >= 0 now; reset so the next row's -2-i test is clean */
@@ -180,14 +186,7 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     int ierr = 0;
     int64_t *mark_all = NULL;
-    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows && C->br == A->br && C->bc == B->bc &&
-                 C->nbrows == A->nbrows && C->nbcols == B->nbcols,
-             HK_ERR_ARG,
-             "bmat_spgemm_numeric: A (%lld x %lld blocks of %d x %d), B (%lld x %lld blocks of "
-             "%d x %d) and C (%lld x %lld blocks of %d x %d) do not fit C = A B",
-             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
-             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
-             C->br, C->bc);
+    HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_numeric"));
     const int br = A->br, bk = A->bc, bc = B->bc;
     const int64_t nbr = A->nbrows, nbc = B->nbcols;
     const int nth = omp_get_max_threads();
@@ -212,18 +211,8 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                         if (i < first) first = i;
                         continue;
                     }
-                    const double *b = B->val + (size_t)q * bk * bc;
-                    double *c = C->val + (size_t)pos * bb;
-                    if (br == 3 && bk == 3 && bc == 6)
-                        block_mac(a, b, c, 3, 3, 6);
-                    else if (br == 6 && bk == 3 && bc == 6)
-                        block_mac(a, b, c, 6, 3, 6);
-                    else if (br == 6 && bk == 6 && bc == 6)
-                        block_mac(a, b, c, 6, 6, 6);
-                    else if (br == 3 && bk == 3 && bc == 3)
-                        block_mac(a, b, c, 3, 3, 3);
-                    else
-                        block_mac(a, b, c, br, bk, bc);
+                    block_mac_amg(a, B->val + (size_t)q * bk * bc, C->val + (size_t)pos * bb, br,
+                                  bk, bc);
                 }
             }
             for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = -1;

@@ -729,6 +729,28 @@ fail:
     return ierr;
 }
 
+/* Level l's transfer operators (level_transfer from A_l = Al and level l's near-null space
+ * *B), then level l+1 is the current one: *Acur gets A_{l+1}'s values (on its kept pattern;
+ * the old values are dropped) and *B the coarse near-null space. */
+static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh,
+                   hk_amg_phases *ph, hk_bmat *Acur, double **B)
+{
+    const hk_backend_ops *be = pc->be;
+    hk_bmat Anext = {0};
+    double *Bc = NULL;
+    const int ierr = level_transfer(pc, d, l, Al, *B, fresh, ph, &Anext, &Bc);
+    if (ierr) {
+        drop_values(be, &Anext);
+        if (Bc) be->dealloc(Bc);
+        return ierr;
+    }
+    drop_values(be, Acur);
+    *Acur = Anext;
+    be->dealloc(*B);
+    *B = Bc;
+    return 0;
+}
+
 /* The device bytes of the hierarchy (hk_amg_stats), per fine-level DOF. */
 static size_t vec_bytes(const hk_vec *v)
 {
@@ -778,9 +800,9 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
 {
     const hk_backend_ops *be = pc->be;
     int ierr = 0;
-    hk_bmat Acur = {0}, Anext = {0};
+    hk_bmat Acur = {0};
     hk_graph S = {0};
-    double *B = NULL, *Bc = NULL;
+    double *B = NULL;
     hk_amg_phases *ph = &d->st.setup;
     memset(ph, 0, sizeof *ph);
     const double t_start = now_synced(be);
@@ -832,14 +854,8 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
             break;
         }
         HK_TRY_CHECK(l + 1 < AMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
-        HK_TRY(level_transfer(pc, d, l, Al, B, 1, ph, &Anext, &Bc));
-        drop_values(be, &Acur);
-        Acur = Anext;
-        memset(&Anext, 0, sizeof Anext);
+        HK_TRY(descend(pc, d, l, Al, 1, ph, &Acur, &B));
         Al = &Acur;
-        be->dealloc(B);
-        B = Bc;
-        Bc = NULL;
     }
     d->nlevels = l + 1;
     d->st.nlevels = d->nlevels;
@@ -854,9 +870,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
 fail:
     hk_graph_free(&S);
     drop_values(be, &Acur);
-    drop_values(be, &Anext);
     if (B) be->dealloc(B);
-    if (Bc) be->dealloc(Bc);
     return ierr;
 }
 
@@ -866,8 +880,8 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
 {
     const hk_backend_ops *be = pc->be;
     int ierr = 0;
-    hk_bmat Acur = {0}, Anext = {0};
-    double *B = NULL, *Bc = NULL;
+    hk_bmat Acur = {0};
+    double *B = NULL;
     hk_amg_phases *ph = &d->st.update;
     memset(ph, 0, sizeof *ph);
     const double t_start = now_synced(be);
@@ -895,22 +909,14 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
             ph->coarse += now_synced(be) - t0;
             break;
         }
-        HK_TRY(level_transfer(pc, d, l, Al, B, 0, ph, &Anext, &Bc));
-        drop_values(be, &Acur);
-        Acur = Anext;
-        memset(&Anext, 0, sizeof Anext);
+        HK_TRY(descend(pc, d, l, Al, 0, ph, &Acur, &B));
         Al = &Acur;
-        be->dealloc(B);
-        B = Bc;
-        Bc = NULL;
     }
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
 fail:
     drop_values(be, &Acur);
-    drop_values(be, &Anext);
     if (B) be->dealloc(B);
-    if (Bc) be->dealloc(Bc);
     return ierr;
 }
 
