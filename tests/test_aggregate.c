@@ -735,6 +735,12 @@ static void test_cuda_tentative(void)
     both_tentative(agg, nagg, S.n, 3, 6, B);
     /* one scalar dof per node with two vectors; 1- and 2-node aggregates; an empty one */
     both_tentative(agg, nagg, S.n, 1, 2, B);
+    /* aggregates too large for a warp's shared memory (the kernel's global-memory path) */
+    int32_t *two = malloc((size_t)S.n * sizeof *two);
+    for (int64_t i = 0; i < S.n; i++)
+        two[i] = i % 3 == 2 ? -1 : (int32_t)(i % 3);
+    both_tentative(two, 2, S.n, 3, 6, B);
+    free(two);
     int32_t small[6] = {0, 1, 1, -1, 2, 2};
     const double pts[18] = {0.3, 0.1, 0.7, 1, 0, 0, 1, 1, 0, 5, 5, 5, 0, 0, 1, 2, 0.5, 1};
     double *Bs = rigid_modes(6, pts);
