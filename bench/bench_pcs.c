@@ -50,39 +50,40 @@ typedef struct pcs_row {
 
 static void pcs_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: hooke bench pcs [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-            "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--generate KIND:N]...\n"
-            "                       [--pcs LIST]\n"
-            "                       [--method M[,M...]] [--no-cpu] [--cpu-max-dofs N]\n"
-            "                       [--json FILE]\n\n"
-            "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's,\n"
-            "an item may add solver options after a space: --pcs 'amg,amg pc.amg.precision=fp64')\n"
-            "with CG (or each method of --method, up to 4) to 1e-8 on the stiffness matrix of\n"
-            "each problem, meshed and assembled as hooke run does (KEY=VALUE as --set; of the\n"
-            "case's solver keys, format.* and precision apply to every row, e.g.\n"
-            "--problem 'cases/bracket/bracket.yaml solver.format=bsr').\n"
-            "Default problems by --size:\n"
-            "  small:  box hex8 12^3, box tet4 10^3, box hex8 40x4x4 (aspect 10:1:1), bracket\n"
-            "  medium: box hex8 40^3, box tet4 30^3, box hex8 120x12x12, bracket size 0.0015\n"
-            "  large:  box hex8 69^3, bracket size 0.0015, bracket size 0.001\n"
-            "Columns: iterations, set-up / solve / total seconds, solve milliseconds per\n"
-            "iteration and divided by the first method's with the same pc and backend (so\n"
-            "--method cg,pipecg compares the two on one mesh), the same in the steady state\n"
-            "(the wall clock at the residual tests, from a quarter of the iterations to the\n"
-            "last: without the solve's start and end, which weigh on short solves), set-up\n"
-            "divided by the upload of the block CSR alone, total divided by jacobi's total\n"
-            "with the same method on the same matrix and backend, one preconditioner\n"
-            "application in SpMV times, the true residual, the reason, then the values-only\n"
-            "re-set-up (hk_solver_update_values with the same K) in seconds and over the\n"
-            "set-up. Below each problem: the set-up's phases, and for amg its hierarchy,\n"
-            "memory (bytes per DOF) and the phases of the set-up and of the re-set-up in\n"
-            "seconds and in SpMVs of the fp64 operator. With a GPU backend every row is\n"
-            "repeated on the CPU backend unless --no-cpu, for problems up to --cpu-max-dofs\n"
-            "(default 800000) DOFs.\n"
-            "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
-            "(elasticity3d, elasticity2d, poisson, convdiff; b = A times ones), e.g.\n"
-            "  hooke bench pcs --method gmres --pcs ilu0,mlilu --generate convdiff:256\n");
+    fprintf(
+        f,
+        "usage: hooke bench pcs [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+        "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--generate KIND:N]...\n"
+        "                       [--pcs LIST]\n"
+        "                       [--method M[,M...]] [--no-cpu] [--cpu-max-dofs N]\n"
+        "                       [--json FILE]\n\n"
+        "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's; an\n"
+        "item may add solver options after a space, --pcs 'amg,amg pc.amg.precision=fp64')\n"
+        "with CG (or each method of --method, up to 4) to 1e-8 on the stiffness matrix of\n"
+        "each problem, meshed and assembled as hooke run does (KEY=VALUE as --set; of the\n"
+        "case's solver keys, format.* and precision apply to every row, e.g.\n"
+        "--problem 'cases/bracket/bracket.yaml solver.format=bsr').\n"
+        "Default problems by --size:\n"
+        "  small:  box hex8 12^3, box tet4 10^3, box hex8 40x4x4 (aspect 10:1:1), bracket\n"
+        "  medium: box hex8 40^3, box tet4 30^3, box hex8 120x12x12, bracket size 0.0015\n"
+        "  large:  box hex8 69^3, bracket size 0.0015, bracket size 0.001\n"
+        "Columns: iterations, set-up / solve / total seconds, solve milliseconds per\n"
+        "iteration and divided by the first method's with the same pc and backend (so\n"
+        "--method cg,pipecg compares the two on one mesh), the same in the steady state\n"
+        "(the wall clock at the residual tests, from a quarter of the iterations to the\n"
+        "last: without the solve's start and end, which weigh on short solves), set-up\n"
+        "divided by the upload of the block CSR alone, total divided by jacobi's total\n"
+        "with the same method on the same matrix and backend, one preconditioner\n"
+        "application in SpMV times, the true residual, the reason, then the values-only\n"
+        "re-set-up (hk_solver_update_values with the same K) in seconds and over the\n"
+        "set-up. Below each problem: the set-up's phases, and for amg its hierarchy,\n"
+        "memory (bytes per DOF) and the phases of the set-up and of the re-set-up in\n"
+        "seconds and in SpMVs of the fp64 operator. With a GPU backend every row is\n"
+        "repeated on the CPU backend unless --no-cpu, for problems up to --cpu-max-dofs\n"
+        "(default 800000) DOFs.\n"
+        "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
+        "(elasticity3d, elasticity2d, poisson, convdiff; b = A times ones), e.g.\n"
+        "  hooke bench pcs --method gmres --pcs ilu0,mlilu --generate convdiff:256\n");
 }
 
 static const pcs_problem pcs_defaults[3][4] = {
@@ -331,12 +332,11 @@ fail:
  * in SpMVs of the fp64 operator (below the problem's table). */
 static void pcs_print_phases(const char *what, const hk_amg_phases *p, double spmv)
 {
-    const double v[10] = {p->total,     p->nearnull,    p->strength, p->aggregate,
-                          p->tentative, p->smoother,    p->prolongator, p->galerkin,
-                          p->matrices,  p->coarse};
-    static const char *const name[10] = {"total", "near-null", "strength", "aggregation",
-                                         "tentative", "smoother", "prolongator", "Galerkin",
-                                         "level matrices", "coarse solve"};
+    const double v[10] = {p->total,    p->nearnull,    p->strength, p->aggregate, p->tentative,
+                          p->smoother, p->prolongator, p->galerkin, p->matrices,  p->coarse};
+    static const char *const name[10] = {
+        "total",    "near-null",   "strength", "aggregation",    "tentative",
+        "smoother", "prolongator", "Galerkin", "level matrices", "coarse solve"};
     printf("  %s:", what);
     for (int i = 0; i < 10; i++)
         printf("%s %s %.4f s (%.0f SpMV)", i ? "," : "", name[i], v[i],
@@ -380,14 +380,13 @@ static void pcs_print_row(const pcs_row *w)
         hk_table_end(stdout);
         return;
     }
-    hk_table_row(stdout,
-                 "%s|%s|%s|%d|%.3f|%.3f|%.3f|%.4f|%.2f|%.4f|%.2f|%.2f|%.2f|%.1f|%.1e|%s|%.3f|%.2f",
-                 w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
-                 1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s, 1e3 * w->steady_s,
-                 w->steady_s / w->first_steady_s, w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
-                 w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv,
-                 w->true_res, hk_reason_name(w->reason), w->update_s,
-                 w->setup_s > 0 ? w->update_s / w->setup_s : NAN);
+    hk_table_row(
+        stdout, "%s|%s|%s|%d|%.3f|%.3f|%.3f|%.4f|%.2f|%.4f|%.2f|%.2f|%.2f|%.1f|%.1e|%s|%.3f|%.2f",
+        w->pc, w->backend, w->method, w->iterations, w->setup_s, w->solve_s, w->total_s,
+        1e3 * pcs_per_it(w), pcs_per_it(w) / w->first_per_it_s, 1e3 * w->steady_s,
+        w->steady_s / w->first_steady_s, w->upload_s > 0 ? w->setup_s / w->upload_s : NAN,
+        w->jacobi_total_s > 0 ? w->total_s / w->jacobi_total_s : NAN, w->apply_spmv, w->true_res,
+        hk_reason_name(w->reason), w->update_s, w->setup_s > 0 ? w->update_s / w->setup_s : NAN);
 }
 
 int hk_bench_pcs(int argc, char **argv)

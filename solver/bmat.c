@@ -149,7 +149,7 @@ int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, 
              "%s: A (%lld x %lld blocks of %d x %d), B (%lld x %lld blocks of %d x %d) and C "
              "(%lld x %lld blocks of %d x %d) do not fit C = A B",
              who, (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
-             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols,
-             C->br, C->bc);
+             (long long)B->nbcols, B->br, B->bc, (long long)C->nbrows, (long long)C->nbcols, C->br,
+             C->bc);
     return 0;
 }

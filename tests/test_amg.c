@@ -118,10 +118,9 @@ static void test_scaling_3d(void)
             printf("      set-up %.3f s: near-null space %.3f strength %.3f aggregate %.3f "
                    "tentative %.3f smoother "
                    "%.3f prolongator %.3f galerkin %.3f matrices %.3f coarse %.3f\n",
-                   r.st.setup.total, r.st.setup.nearnull, r.st.setup.strength,
-                   r.st.setup.aggregate, r.st.setup.tentative, r.st.setup.smoother,
-                   r.st.setup.prolongator, r.st.setup.galerkin, r.st.setup.matrices,
-                   r.st.setup.coarse);
+                   r.st.setup.total, r.st.setup.nearnull, r.st.setup.strength, r.st.setup.aggregate,
+                   r.st.setup.tentative, r.st.setup.smoother, r.st.setup.prolongator,
+                   r.st.setup.galerkin, r.st.setup.matrices, r.st.setup.coarse);
         }
         if (c == 2) {
             solve_out rj, rp;

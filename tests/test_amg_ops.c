@@ -194,12 +194,10 @@ static const struct {
 static void numeric_pair(const hk_backend *be, size_t t, hk_bmat *A, hk_bmat *B, hk_bmat *C,
                          hk_bmat *N)
 {
-    rand_bmat(numeric_cases[t].nbr, numeric_cases[t].nbk, numeric_cases[t].br,
-              numeric_cases[t].bk, numeric_cases[t].per_a, numeric_cases[t].empty,
-              (unsigned)(31 + t), A);
-    rand_bmat(numeric_cases[t].nbk, numeric_cases[t].nbc, numeric_cases[t].bk,
-              numeric_cases[t].bc, numeric_cases[t].per_b, numeric_cases[t].empty,
-              (unsigned)(47 + t), B);
+    rand_bmat(numeric_cases[t].nbr, numeric_cases[t].nbk, numeric_cases[t].br, numeric_cases[t].bk,
+              numeric_cases[t].per_a, numeric_cases[t].empty, (unsigned)(31 + t), A);
+    rand_bmat(numeric_cases[t].nbk, numeric_cases[t].nbc, numeric_cases[t].bk, numeric_cases[t].bc,
+              numeric_cases[t].per_b, numeric_cases[t].empty, (unsigned)(47 + t), B);
     HK_ASSERT_OK(be->bmat_spgemm(A, B, C));
     HK_ASSERT_OK(hk_bmat_alloc(be, C->br, C->bc, C->nbrows, C->nbcols, C->nnzb, N));
     memcpy(N->rowptr, C->rowptr, (size_t)(C->nbrows + 1) * sizeof *N->rowptr);
@@ -528,8 +526,9 @@ static void test_cuda_spgemm_numeric(void)
                 tf = fmin(tf, hk_time() - t0);
                 hk_bmat_free(&dC);
             }
-            printf("\n    K K of elasticity3d:30 (%lld blocks): numeric %.2f ms, whole spgemm %.2f ms",
-                   (long long)C.nnzb, 1e3 * tn, 1e3 * tf);
+            printf(
+                "\n    K K of elasticity3d:30 (%lld blocks): numeric %.2f ms, whole spgemm %.2f ms",
+                (long long)C.nnzb, 1e3 * tn, 1e3 * tf);
         }
         free(got);
         hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
@@ -557,13 +556,11 @@ static void test_cuda_start_vector(void)
     }
 }
 
-HK_DEVICE_SUITE(cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
-                {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K); time",
-                 test_cuda_spgemm_numeric},
-                {"the spectral estimate's start vector: cuda identical to cpu",
-                 test_cuda_start_vector},
-                {"bmat_spmv: cuda equals cpu (all shapes, fp64, fp32); time against csr",
-                 test_cuda_bmat_spmv},
-                {"dense inverse by tiled Cholesky equals the cpu's; first bad pivot; times",
-                 test_cuda_chol_inverse})
+HK_DEVICE_SUITE(
+    cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
+    {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K); time", test_cuda_spgemm_numeric},
+    {"the spectral estimate's start vector: cuda identical to cpu", test_cuda_start_vector},
+    {"bmat_spmv: cuda equals cpu (all shapes, fp64, fp32); time against csr", test_cuda_bmat_spmv},
+    {"dense inverse by tiled Cholesky equals the cpu's; first bad pivot; times",
+     test_cuda_chol_inverse})
 #endif

@@ -102,8 +102,7 @@ static double host_residual(const hk_bcsr *K, const double *b, const double *x)
 
 /* On backend be with options extra: update to K itself gives the first solve's bytes; update
  * to S K S gives a fresh solver's bytes, iterations and hierarchy. */
-static void check_update(const char *be, const hk_bcsr *K, const hk_nearnull *nn,
-                         const char *extra)
+static void check_update(const char *be, const hk_bcsr *K, const hk_nearnull *nn, const char *extra)
 {
     char opts[512];
     snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-10 %s", be, extra);
@@ -217,7 +216,8 @@ static void test_update_others(void)
     double *xyz = grid_coords(3, m, m, m);
     hk_nearnull nn = {.dim = 3, .coords = xyz};
     const int64_t n = K.nbrows * 3;
-    double *b = rhs(&K2), *x1 = malloc((size_t)n * sizeof *x1), *xf = malloc((size_t)n * sizeof *xf);
+    double *b = rhs(&K2), *x1 = malloc((size_t)n * sizeof *x1),
+           *xf = malloc((size_t)n * sizeof *xf);
     for (int i = 0; variants[i]; i++) {
         char opts[256];
         snprintf(opts, sizeof opts, "backend=cpu tol=1e-10 %s", variants[i]);
@@ -526,8 +526,7 @@ HK_SUITE(amg_reuse,
          {"fp32 levels (default) reach the fp64 levels' answer", test_fp32_answer},
          {"fp32 levels beyond their range: detected, rebuilt in fp64, converged, noted",
           test_fallback},
-         {"the stall rule: steady decay passes, a floor stops within two windows",
-          test_stall_rule},
+         {"the stall rule: steady decay passes, a floor stops within two windows", test_stall_rule},
          {"load cases share one set-up", test_loadcases_one_setup})
 
 /* ---- device ------------------------------------------------------------------------------- */

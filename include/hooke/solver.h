@@ -221,8 +221,8 @@ typedef struct hk_result {
     double setup_upload_seconds; /* K copied to the backend once */
     double setup_format_seconds; /* the operator's storage format built on the backend */
     double setup_pc_seconds;     /* the preconditioner, the solver's work vectors, the method */
-    double update_seconds; /* the last hk_solver_update_values (0 before the first) */
-    int setups;            /* preconditioner set-ups so far: 1 + values-only updates + fallbacks */
+    double update_seconds;       /* the last hk_solver_update_values (0 before the first) */
+    int setups;                  /* preconditioner set-ups: 1 + value updates + fallbacks */
     double solve_seconds;
     int history_len;       /* residual history when option history=1 (owned by the solver) */
     const double *history;

@@ -77,9 +77,8 @@ static inline __attribute__((always_inline)) void block_mac(const double *restri
 }
 
 /* c += a b with the block shapes of AMG compiled with constant sizes (unrolled). */
-static inline __attribute__((always_inline)) void block_mac_amg(const double *a, const double *b,
-                                                                double *c, const int br,
-                                                                const int bk, const int bc)
+static inline __attribute__((always_inline)) void
+block_mac_amg(const double *a, const double *b, double *c, const int br, const int bk, const int bc)
 {
     if (br == 3 && bk == 3 && bc == 6)
         block_mac(a, b, c, 3, 3, 6);
@@ -196,11 +195,13 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 #pragma omp parallel reduction(min : first)
     {
         int64_t *mark = mark_all + (size_t)omp_get_thread_num() * (size_t)(nbc ? nbc : 1);
-        for (int64_t j = 0; j < nbc; j++) mark[j] = -1;
+        for (int64_t j = 0; j < nbc; j++)
+            mark[j] = -1;
 #pragma omp for schedule(dynamic, 256)
         for (int64_t i = 0; i < nbr; i++) {
             const int64_t c0 = C->rowptr[i], c1 = C->rowptr[i + 1];
-            for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = t;
+            for (int64_t t = c0; t < c1; t++)
+                mark[C->colind[t]] = t;
             memset(C->val + (size_t)c0 * bb, 0, (size_t)(c1 - c0) * bb * sizeof(double));
             for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
                 const int64_t k = A->colind[p];
@@ -215,7 +216,8 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                                   bk, bc);
                 }
             }
-            for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = -1;
+            for (int64_t t = c0; t < c1; t++)
+                mark[C->colind[t]] = -1;
         }
     }
     HK_TRY_CHECK(first == INT64_MAX, HK_ERR_ARG,

@@ -24,13 +24,13 @@ struct hk_solver {
     double setup_phase[5]; /* check, upload, format, pc, start (hk_result's setup_*_seconds) */
     double bnorm; /* of the current solve, for the printing monitor */
     hk_vec *b, *x, *r;
-    hk_options *opts;  /* a copy of the options: what update_values sets up anew */
-    int defect;        /* method=defect: the preconditioner serves the fp32 inner solve */
-    int broken;        /* an update_values failed half-way: no solve until destroyed */
-    int setups;        /* preconditioner set-ups: 1 + updates + fallbacks */
+    hk_options *opts; /* a copy of the options: what update_values sets up anew */
+    int defect;       /* method=defect: the preconditioner serves the fp32 inner solve */
+    int broken;       /* an update_values failed half-way: no solve until destroyed */
+    int setups;       /* preconditioner set-ups: 1 + updates + fallbacks */
     double update_seconds;
     uint64_t pattern[HK_PATTERN_CHUNKS]; /* K's pattern, hashed per chunk of block rows */
-    char note[192];    /* hk_result.note of the solve under way */
+    char note[192];                      /* hk_result.note of the solve under way */
 };
 
 /* An fp32 preconditioner with a fallback (pc=amg's default fp32 levels) must reduce the best
@@ -474,8 +474,8 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
              "hk_solver_update_values: the new matrix has %lld block rows of %d x %d blocks and "
              "%lld blocks, the solver's %lld block rows of %d x %d and %lld blocks; only the "
              "values may change (create a new solver for a new pattern)",
-             (long long)K->nbrows, K->bs, K->bs, (long long)nnzb, (long long)s->K.nbrows,
-             s->K.br, s->K.br, (long long)s->K.nnzb);
+             (long long)K->nbrows, K->bs, K->bs, (long long)nnzb, (long long)s->K.nbrows, s->K.br,
+             s->K.br, (long long)s->K.nnzb);
     uint64_t h[HK_PATTERN_CHUNKS];
     pattern_fingerprint(K, h);
     for (int c = 0; c < HK_PATTERN_CHUNKS; c++)
@@ -634,8 +634,8 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         if (armed && iterations < maxit0) {
             /* NaN: a value left fp32's range (the method stopped on it) */
             HK_TRY(fall_back(s, k->res.reason == HK_DIVERGED_NAN ? NAN
-                                : s->bnorm > 0               ? sqrt(rr) / s->bnorm
-                                                             : sqrt(rr)));
+                                : s->bnorm > 0                   ? sqrt(rr) / s->bnorm
+                                                                 : sqrt(rr)));
             /* an fp32 overflow left NaN in x: the fp64 solve starts from the caller's guess */
             if (!isfinite(rr)) HK_TRY(hk_vec_upload(s->x, x));
             k->maxit = maxit0 - iterations;

@@ -60,14 +60,14 @@ typedef struct amg_level {
     hk_bmat Pb, Rb;
     float *Pv, *Rv;
     hk_mat *P, *R;
-    hk_vec *Dinv;   /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
-    hk_vec *l1;     /* l1-Jacobi scaling (n): l1-jacobi */
-    double rho;     /* upper bound of the spectrum of D^-1 A (safety included) */
-    int32_t *agg;   /* the aggregate of each node (backend array; levels with a coarser one) */
+    hk_vec *Dinv; /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
+    hk_vec *l1;   /* l1-Jacobi scaling (n): l1-jacobi */
+    double rho;   /* upper bound of the spectrum of D^-1 A (safety included) */
+    int32_t *agg; /* the aggregate of each node (backend array; levels with a coarser one) */
     int64_t nagg;
-    hk_bmat APpat;  /* the pattern of A_l P_l (no values) */
-    hk_bmat Apat;   /* the pattern of A_l, l >= 1 (no values; level 0 is K) */
-    hk_vec *b, *x;  /* right-hand side and solution of this level (levels >= 1) */
+    hk_bmat APpat; /* the pattern of A_l P_l (no values) */
+    hk_bmat Apat;  /* the pattern of A_l, l >= 1 (no values; level 0 is K) */
+    hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
     hk_vec *w, *e; /* W-cycle: second visit's residual and correction (levels >= 1) */
 } amg_level;
@@ -659,8 +659,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
 
     /* tentative prolongator and the coarse near-null space */
     t0 = now_synced(be);
-    HK_TRY(be->alloc((void **)Bc, (size_t)(L->nagg ? L->nagg : 1) * d->nns * d->nns *
-                                      sizeof **Bc));
+    HK_TRY(be->alloc((void **)Bc, (size_t)(L->nagg ? L->nagg : 1) * d->nns * d->nns * sizeof **Bc));
     HK_TRY(be->amg_tentative(L->agg, L->nagg, Al->nbrows, Al->br, d->nns, B, &T, *Bc));
     ph->tentative += now_synced(be) - t0;
 
@@ -732,8 +731,8 @@ fail:
 /* Level l's transfer operators (level_transfer from A_l = Al and level l's near-null space
  * *B), then level l+1 is the current one: *Acur gets A_{l+1}'s values (on its kept pattern;
  * the old values are dropped) and *B the coarse near-null space. */
-static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh,
-                   hk_amg_phases *ph, hk_bmat *Acur, double **B)
+static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh, hk_amg_phases *ph,
+                   hk_bmat *Acur, double **B)
 {
     const hk_backend_ops *be = pc->be;
     hk_bmat Anext = {0};
@@ -789,8 +788,8 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
     /* hk_pc_apply's conversion buffers, made on the first apply of an fp32 hierarchy */
     if (pc->prec != HK_FP64) st->bytes_vectors += 2 * (size_t)pc->n * sizeof(float);
     st->bytes_coarse = vec_bytes(d->Minv);
-    st->bytes = st->bytes_matrices + st->bytes_transfer + st->bytes_smoother +
-                st->bytes_vectors + st->bytes_coarse + st->bytes_reuse;
+    st->bytes = st->bytes_matrices + st->bytes_transfer + st->bytes_smoother + st->bytes_vectors +
+                st->bytes_coarse + st->bytes_reuse;
     st->bytes_per_dof = pc->n ? (double)st->bytes / (double)pc->n : 0;
     st->fp32 = pc->prec == HK_FP32;
 }
@@ -1101,9 +1100,8 @@ static void amg_describe(const hk_pc *pc, char *buf, size_t len)
     if (k < len)
         k += (size_t)snprintf(buf + k, len - k,
                               " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels",
-                              d->st.op_complexity, d->nns, d->nns_kind,
-                              smoother_names[d->smoother], d->cycle ? "W" : "V",
-                              pc->prec == HK_FP32 ? "fp32" : "fp64");
+                              d->st.op_complexity, d->nns, d->nns_kind, smoother_names[d->smoother],
+                              d->cycle ? "W" : "V", pc->prec == HK_FP32 ? "fp32" : "fp64");
     if (k < len && d->st.stalled_at != 0)
         k += (size_t)(isfinite(d->st.stalled_at)
                           ? snprintf(buf + k, len - k, " (fp32 stalled at %.1e)", d->st.stalled_at)
