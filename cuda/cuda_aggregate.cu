@@ -415,7 +415,7 @@ __global__ static void __launch_bounds__(TQ_WARPS * 32)
         double *R = Bc + (size_t)a * nns;
         uint64_t kept = 0;
 #define TV(k, r, c)                                                                                \
-    (fits ? sh[(k) * bn + (r) * nns + (c)] : V[((size_t)trow[nodes[k]] * b + (r)) * nns + (c)])
+    (fits ? sh[(k)*bn + (r)*nns + (c)] : V[((size_t)trow[nodes[k]] * b + (r)) * nns + (c)])
         for (int j = 0; j < nns; j++) {
             double orig = 0;
             for (int64_t k = 0; k < s; k++)

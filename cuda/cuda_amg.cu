@@ -77,8 +77,8 @@ __global__ void k_amg_start_vector(int64_t n, int fp32, void *v)
 int hk_cu_amg_start_vector(hk_vec *v)
 {
     if (v->n == 0) return 0;
-    k_amg_start_vector<<<hk_cu_grid(v->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-        v->n, v->prec == HK_FP32, v->data);
+    k_amg_start_vector<<<hk_cu_grid(v->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(v->n, v->prec == HK_FP32,
+                                                                           v->data);
     HK_CU(cudaGetLastError());
     return 0;
 }

@@ -323,8 +323,8 @@ fail:
 // the row's column indices (in shared memory with the values). A row too long for the team's
 // shared memory is summed in place in global memory, in the same order.
 
-#define SPN_THREADS 128  // threads per block
-#define SPN_SMEM 45056   // bytes of shared memory per block (under the 48 KB static limit)
+#define SPN_THREADS 128 // threads per block
+#define SPN_SMEM 45056  // bytes of shared memory per block (under the 48 KB static limit)
 
 struct spn_args {
     const int64_t *arp, *brp, *crp;
@@ -357,9 +357,11 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
     double *acc = fits ? spn_shared + (size_t)team * g.cap : g.cv + (size_t)c0 * bb;
     int32_t *scols = (int32_t *)(spn_shared + (size_t)teams * g.cap) + (size_t)team * g.ccap;
     const int32_t *cols = fits ? scols : g.cci + c0;
-    for (int64_t e = t; e < nv; e += TEAM) acc[e] = 0.0;
+    for (int64_t e = t; e < nv; e += TEAM)
+        acc[e] = 0.0;
     if (fits)
-        for (int64_t e = t; e < nb; e += TEAM) scols[e] = g.cci[c0 + e];
+        for (int64_t e = t; e < nb; e += TEAM)
+            scols[e] = g.cci[c0 + e];
     spn_sync<TEAM>();
     for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
         const int64_t k = g.aci[p], q0 = g.brp[k], nq = g.brp[k + 1] - q0;
@@ -377,14 +379,16 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
             double *dst = acc + (size_t)pos * bb + (size_t)r * bc;
             for (int c = 0; c < bc; c++) {
                 double s = dst[c];
-                for (int m = 0; m < bk; m++) s = __dadd_rn(s, __dmul_rn(a[m], b[m * bc + c]));
+                for (int m = 0; m < bk; m++)
+                    s = __dadd_rn(s, __dmul_rn(a[m], b[m * bc + c]));
                 dst[c] = s;
             }
         }
         spn_sync<TEAM>();
     }
     if (fits)
-        for (int64_t e = t; e < nv; e += TEAM) g.cv[(size_t)c0 * bb + e] = acc[e];
+        for (int64_t e = t; e < nv; e += TEAM)
+            g.cv[(size_t)c0 * bb + e] = acc[e];
 }
 
 int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
