@@ -142,11 +142,19 @@ int hk_cmd_solve(int argc, char **argv)
             fprintf(stderr, "hooke solve: %s\n", hk_error_message());
             goto done;
         }
+        if (A.nbrows != A.nbcols) {
+            fprintf(stderr,
+                    "hooke solve: %s is %lld x %lld; a linear system needs a square "
+                    "matrix\n",
+                    mtx, (long long)A.nbrows, (long long)A.nbcols);
+            goto done;
+        }
         if (bs > 1) {
             if (hk_bcsr_to_blocks(&A, bs, &B)) {
                 fprintf(stderr, "hooke solve: %s\n", hk_error_message());
                 goto done;
             }
+            hk_bcsr_free(&A); /* the blocks replace the scalar matrix */
             K = &B;
         }
     }

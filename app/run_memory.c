@@ -48,20 +48,6 @@ static double resident_bytes(void)
     return (double)rss * (double)sysconf(_SC_PAGESIZE);
 }
 
-/* MemAvailable of /proc/meminfo (free memory the kernel can give without swapping). */
-static double host_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    if (f) fclose(f);
-    if (kb > 0) return kb * 1024;
-    long pages = sysconf(_SC_AVPHYS_PAGES);
-    return pages > 0 ? (double)pages * (double)sysconf(_SC_PAGESIZE) : 0;
-}
-
 double hk_run_peak_host_bytes(void)
 {
     struct rusage ru;
@@ -79,16 +65,6 @@ static const hk_backend *solve_backend(const hk_case *c, const char *backend)
     return be;
 }
 
-static void gib(char *buf, size_t n, double b)
-{
-    if (b >= 1e12)
-        snprintf(buf, n, "%.3g TB", b / 1e12);
-    else if (b >= 1e9)
-        snprintf(buf, n, "%.1f GB", b / 1e9);
-    else
-        snprintf(buf, n, "%.0f MB", b / 1e6);
-}
-
 /* Host and device estimates for nnodes nodes of kind t; refuse when either cannot fit. */
 static int check(const hk_case *c, const char *backend, double nodes, hk_eltype t,
                  const char *basis, hk_run_memory *mem)
@@ -100,14 +76,15 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
     mem->host_resident_mesh = resident_bytes();
     mem->host_estimate = mem->host_resident_mesh +
                          (be ? BYTES_PER_NNZ_DEVICE_SOLVE : BYTES_PER_NNZ_HOST_SOLVE) * nnz;
-    mem->host_available = host_available();
+    mem->host_available = hk_host_memory_available();
     char fix[96], e[32], a[32];
     if (c->generate)
         snprintf(fix, sizeof fix, "lower geometry.generate.cells");
     else
         snprintf(fix, sizeof fix, "raise geometry.size (memory grows as 1/size^%d)", c->dim);
     if (mem->host_available > 0 && mem->host_estimate > mem->host_available) {
-        gib(e, sizeof e, mem->host_estimate), gib(a, sizeof a, mem->host_available);
+        hk_format_bytes(e, sizeof e, mem->host_estimate);
+        hk_format_bytes(a, sizeof a, mem->host_available);
         return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                             "%s: this run needs about %s of host memory (%s, %.3g nodes) but %s "
                             "is available; %s",
@@ -120,7 +97,8 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
         mem->device_estimate = 1.5 * (8.5 * nnz) + 12 * 8 * ndof;
         mem->device_available = (double)dfree;
         if (mem->device_estimate > mem->device_available) {
-            gib(e, sizeof e, mem->device_estimate), gib(a, sizeof a, mem->device_available);
+            hk_format_bytes(e, sizeof e, mem->device_estimate);
+            hk_format_bytes(a, sizeof a, mem->device_available);
             return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
                                 "%s: this run needs about %s of device memory (%s, %.3g nodes) "
                                 "but %s is free on the device; %s, or solve on the CPU "

@@ -176,25 +176,135 @@ static int mm_rest_blank(const char *s)
 
 /* ---- matrices ----------------------------------------------------------------------------- */
 
-typedef struct mm_entry {
-    int64_t i, j;
-    double v;
-    long line;
-} mm_entry;
-
-static int mm_entry_cmp(const void *a, const void *b)
+/* Bytes after the reader's position in a regular file; -1 for a pipe or another stream. */
+static long long mm_bytes_left(mm_reader *rd)
 {
-    const mm_entry *x = a, *y = b;
-    if (x->i != y->i) return x->i < y->i ? -1 : 1;
-    if (x->j != y->j) return x->j < y->j ? -1 : 1;
-    return (x->line > y->line) - (x->line < y->line);
+    struct stat st;
+    long pos = ftell(rd->f);
+    if (pos < 0 || fstat(fileno(rd->f), &st) || !S_ISREG(st.st_mode)) return -1;
+    return (long long)st.st_size - pos;
+}
+
+/* The file's declared count against what its remaining bytes can hold: an entry takes at
+ * least min_bytes (its shortest text and a newline; the last may lack the newline). */
+static int mm_check_count(mm_reader *rd, long long count, int min_bytes, const char *what)
+{
+    const long long left = mm_bytes_left(rd);
+    if (left < 0 || count <= (left + 1) / min_bytes) return 0;
+    return MM_ERR(rd, rd->lineno,
+                  "the size line announces %lld %s but the %lld bytes after it hold at most "
+                  "%lld (each takes at least %d bytes); the file is truncated or the size line "
+                  "is wrong",
+                  count, what, left, (left + 1) / min_bytes, min_bytes);
+}
+
+/* Refuse sizes whose arrays cannot fit in the memory left, before allocating them. */
+static int mm_check_memory(mm_reader *rd, long line, double bytes, const char *what)
+{
+    const double avail = hk_host_memory_available();
+    if (!(avail > 0) || bytes <= avail) return 0;
+    char need[32], have[32];
+    hk_format_bytes(need, sizeof need, bytes);
+    hk_format_bytes(have, sizeof have, avail);
+    return MM_ERR(rd, line,
+                  "reading %s needs about %s of host memory but %s is available; check the "
+                  "size line, or read the file on a machine with more memory",
+                  what, need, have);
+}
+
+/* Entries in file order, grown as they arrive (the count is only a claim until the file
+ * backs it); large blocks grow in place (mremap), so the peak is the final size. */
+typedef struct mm_coo {
+    int32_t *row, *col;
+    double *val;
+    int64_t n, cap, limit;
+} mm_coo;
+
+static int mm_coo_grow(mm_coo *c, const char *path)
+{
+    int64_t cap = c->cap ? 2 * c->cap : (int64_t)1 << 16;
+    if (cap > c->limit) cap = c->limit;
+    int32_t *row = realloc(c->row, (size_t)cap * sizeof *row);
+    if (row) c->row = row;
+    int32_t *col = row ? realloc(c->col, (size_t)cap * sizeof *col) : NULL;
+    if (col) c->col = col;
+    double *val = col ? realloc(c->val, (size_t)cap * sizeof *val) : NULL;
+    if (val) c->val = val;
+    HK_CHECK(val, HK_ERR_MEMORY, "out of host memory reading %s (%lld entries so far)", path,
+             (long long)c->n);
+    c->cap = cap;
+    return 0;
+}
+
+static void mm_coo_free(mm_coo *c)
+{
+    free(c->row);
+    free(c->col);
+    free(c->val);
+    memset(c, 0, sizeof *c);
+}
+
+/* Sort one row's columns with their values: insertion for short rows, heap sort for long. */
+static void mm_sort_row(int32_t *col, double *val, int64_t n)
+{
+    if (n <= 32) {
+        for (int64_t i = 1; i < n; i++) {
+            const int32_t c = col[i];
+            const double v = val[i];
+            int64_t j = i - 1;
+            for (; j >= 0 && col[j] > c; j--)
+                col[j + 1] = col[j], val[j + 1] = val[j];
+            col[j + 1] = c, val[j + 1] = v;
+        }
+        return;
+    }
+    for (int64_t end = n, start = n / 2;;) { /* heapify, then pop the largest to the end */
+        if (start > 0)
+            start--;
+        else if (--end > 0) {
+            int32_t c = col[0];
+            double v = val[0];
+            col[0] = col[end], val[0] = val[end], col[end] = c, val[end] = v;
+        } else
+            break;
+        for (int64_t root = start, child; (child = 2 * root + 1) < end; root = child) {
+            if (child + 1 < end && col[child + 1] > col[child]) child++;
+            if (col[root] >= col[child]) break;
+            int32_t c = col[root];
+            double v = val[root];
+            col[root] = col[child], val[root] = val[child], col[child] = c, val[child] = v;
+        }
+    }
+}
+
+/* The two lines of the file that give entry (i, j) (or, symmetric, (j, i)), 1-based: read
+ * again from the start, since the one pass keeps no line numbers. */
+static void mm_find_duplicate(mm_reader *rd, long long i, long long j, int sym, long *l0, long *l1)
+{
+    *l0 = *l1 = 0;
+    rewind(rd->f);
+    rd->lineno = 0;
+    if (!mm_next(rd) || !mm_next_data(rd)) return; /* banner, size line */
+    while (mm_next_data(rd)) {
+        long long a, b;
+        const char *s = rd->line;
+        if (mm_int(&s, &a) || mm_int(&s, &b)) continue;
+        if (!((a == i && b == j) || (sym && a == j && b == i))) continue;
+        if (!*l0)
+            *l0 = rd->lineno;
+        else {
+            *l1 = rd->lineno;
+            return;
+        }
+    }
 }
 
 int hk_mm_read_matrix(const char *path, hk_bcsr *A)
 {
     int ierr = 0;
     mm_reader rd;
-    mm_entry *e = NULL;
+    mm_coo e = {0};
+    int32_t *placed = NULL;
     char tok[64];
     memset(A, 0, sizeof *A);
     HK_CALL(mm_open(&rd, path));
@@ -217,7 +327,7 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
         goto fail;
     }
     const long size_line = rd.lineno;
-    if (M >= INT32_MAX || N >= INT32_MAX || (M && N && NZ > M * N)) {
+    if (M >= INT32_MAX || N >= INT32_MAX || (M && N && NZ > M * N) || (!(M && N) && NZ)) {
         ierr = MM_ERR(&rd, rd.lineno,
                       "sizes %lld x %lld with %lld entries are out of range (at most 2^31-1 "
                       "rows/columns and ROWS*COLUMNS entries); fix the size line",
@@ -231,11 +341,15 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
                       M, N);
         goto fail;
     }
+    /* what the file can hold, then what memory can: before anything is allocated */
+    HK_TRY(mm_check_count(&rd, NZ, field == MM_PATTERN ? 4 : 6, "entries"));
+    const long long stored = sym ? 2 * NZ : NZ; /* off-diagonal entries of a symmetric file twice */
+    char what[128];
+    snprintf(what, sizeof what, "the %lld x %lld matrix with %lld entries", M, N, NZ);
+    HK_TRY(mm_check_memory(&rd, size_line, 16.0 * (double)stored, what)); /* row, column, value */
 
-    /* grow as entries arrive, so that a wrong count in a truncated file is reported as such
-     * rather than as a failed allocation */
-    int64_t ne = 0, cap = NZ < (1 << 16) ? NZ + 2 : (1 << 16);
-    HK_TRY(hk_malloc((size_t)cap * sizeof *e, &e));
+    /* one pass: the entries in file order, straight into the arrays that become the CSR */
+    e.limit = stored > 0 ? stored : 1;
     for (long long k = 0; k < NZ; k++) {
         if (!mm_next_data(&rd)) {
             ierr = MM_ERR(&rd, rd.lineno + 1,
@@ -288,16 +402,10 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
                           mm_token(s, tok, sizeof tok), i, j);
             goto fail;
         }
-        if (ne + 2 > cap) {
-            cap *= 2;
-            mm_entry *grown = realloc(e, (size_t)cap * sizeof *e);
-            HK_TRY_CHECK(grown, HK_ERR_MEMORY,
-                         "out of host memory reading %s (%lld entries so far)", path,
-                         (long long)ne);
-            e = grown;
-        }
-        e[ne++] = (mm_entry){i - 1, j - 1, v, rd.lineno};
-        if (sym && i != j) e[ne++] = (mm_entry){j - 1, i - 1, v, rd.lineno};
+        const int mirror = sym && i != j;
+        if (e.n + 1 + mirror > e.cap) HK_TRY(mm_coo_grow(&e, path));
+        e.row[e.n] = (int32_t)(i - 1), e.col[e.n] = (int32_t)(j - 1), e.val[e.n++] = v;
+        if (mirror) e.row[e.n] = (int32_t)(j - 1), e.col[e.n] = (int32_t)(i - 1), e.val[e.n++] = v;
     }
     if (mm_next_data(&rd)) {
         ierr = MM_ERR(&rd, rd.lineno,
@@ -306,38 +414,73 @@ int hk_mm_read_matrix(const char *path, hk_bcsr *A)
         goto fail;
     }
 
-    /* sort by (row, column) and reject duplicates */
-    qsort(e, (size_t)ne, sizeof *e, mm_entry_cmp);
-    for (int64_t k = 1; k < ne; k++)
-        if (e[k].i == e[k - 1].i && e[k].j == e[k - 1].j) {
-            long l0 = e[k - 1].line < e[k].line ? e[k - 1].line : e[k].line;
-            long l1 = e[k - 1].line < e[k].line ? e[k].line : e[k - 1].line;
-            ierr = MM_ERR(&rd, l1,
-                          "entry (%lld, %lld) is given again (first on line %ld%s); Hooke "
-                          "does not sum duplicates: merge them into one entry",
-                          (long long)e[k].i + 1, (long long)e[k].j + 1, l0,
-                          sym ? ", a symmetric file stores each pair once" : "");
-            goto fail;
-        }
+    /* the row pointers from the size line: only now, the entries being there */
+    /* more rows than entries: empty rows, a singular system, and row pointers that the file
+     * does not pay for (a 60-byte file declaring 2e9 rows) */
+    if (M > e.n) {
+        ierr = MM_ERR(&rd, size_line,
+                      "the %lld x %lld matrix has %lld entries, so at least %lld of its rows "
+                      "are empty%s; fix the size line",
+                      M, N, (long long)e.n, M - (long long)e.n,
+                      M == N ? " and it is singular"
+                             : " (Hooke reads matrices with an entry in every row)");
+        goto fail;
+    }
 
+    /* rows in place: count, then move each entry into its row's next free slot (every move
+     * settles one entry for good); then the columns of each row in order */
+    const int64_t ne = e.n;
     A->bs = 1;
     A->nbrows = M;
     A->nbcols = N;
     HK_TRY(hk_calloc((size_t)M + 1, sizeof *A->rowptr, &A->rowptr));
-    HK_TRY(hk_malloc((size_t)(ne ? ne : 1) * sizeof *A->colind, &A->colind));
-    HK_TRY(hk_malloc((size_t)(ne ? ne : 1) * sizeof *A->val, &A->val));
-    for (int64_t k = 0; k < ne; k++) {
-        A->rowptr[e[k].i + 1]++;
-        A->colind[k] = (int32_t)e[k].j;
-        A->val[k] = e[k].v;
-    }
+    HK_TRY(hk_calloc((size_t)(M ? M : 1), sizeof *placed, &placed));
+    for (int64_t k = 0; k < ne; k++)
+        A->rowptr[e.row[k] + 1]++;
     for (int64_t r = 0; r < M; r++)
         A->rowptr[r + 1] += A->rowptr[r];
-    free(e);
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t p = A->rowptr[r] + placed[r]; p < A->rowptr[r + 1];
+             p = A->rowptr[r] + placed[r]) {
+            const int32_t to = e.row[p];
+            if (to == r) {
+                placed[r]++;
+                continue;
+            }
+            const int64_t q = A->rowptr[to] + placed[to]++;
+            const int32_t c = e.col[p];
+            const double v = e.val[p];
+            e.row[p] = e.row[q], e.col[p] = e.col[q], e.val[p] = e.val[q];
+            e.row[q] = to, e.col[q] = c, e.val[q] = v;
+        }
+    free(placed);
+    placed = NULL;
+    free(e.row);
+    e.row = NULL;
+    A->colind = e.col;
+    A->val = e.val;
+    e.col = NULL;
+    e.val = NULL;
+    for (int64_t r = 0; r < M; r++) {
+        const int64_t p0 = A->rowptr[r], len = A->rowptr[r + 1] - p0;
+        mm_sort_row(A->colind + p0, A->val + p0, len);
+        for (int64_t k = 1; k < len; k++)
+            if (A->colind[p0 + k] == A->colind[p0 + k - 1]) {
+                long l0, l1;
+                const long long i = r + 1, j = (long long)A->colind[p0 + k] + 1;
+                mm_find_duplicate(&rd, i, j, sym, &l0, &l1);
+                ierr = MM_ERR(&rd, l1,
+                              "entry (%lld, %lld) is given again (first on line %ld%s); Hooke "
+                              "does not sum duplicates: merge them into one entry",
+                              i, j, l0, sym ? ", a symmetric file stores each pair once" : "");
+                goto fail;
+            }
+    }
     mm_close(&rd);
     return 0;
 fail:
-    free(e);
+    free(placed);
+    mm_coo_free(&e);
     mm_close(&rd);
     hk_bcsr_free(A);
     return ierr;
@@ -406,6 +549,12 @@ static int mm_read_dense(const char *path, int vector, int64_t *rows, int64_t *c
         goto fail;
     }
     const long long total = M * N;
+    HK_TRY(mm_check_count(&rd, total, 2, "values"));
+    {
+        char what[96];
+        snprintf(what, sizeof what, "the %lld x %lld array", M, N);
+        HK_TRY(mm_check_memory(&rd, rd.lineno, 8.0 * (double)total * (vector ? 1 : 2), what));
+    }
     /* grow as values arrive, so that a wrong size in a truncated file is reported as such
      * rather than as a failed allocation */
     long long cap = total < (1 << 16) ? (total ? total : 1) : (1 << 16);

@@ -105,17 +105,19 @@ static void test_malformed(void)
     expect_bad("bad_complex.mtx", 1, "field 'complex'", 0);
     expect_bad("bad_size.mtx", 3, "size line", 0);
     expect_bad("bad_index.mtx", 5, "(3, 4) is outside the 3 x 3", 0);
-    expect_bad("bad_truncated.mtx", 5, "after 2 of the 3 entries", 0);
+    expect_bad("bad_truncated.mtx", 2,
+               "announces 3 entries but the 12 bytes after it hold at most 2", 0);
     expect_bad("bad_value.mtx", 4, "'abc'", 0);
     expect_bad("bad_int.mtx", 4, "integer indices", 0);
     expect_bad("bad_duplicate.mtx", 7, "first on line 5", 0);
     expect_bad("bad_symdup.mtx", 4, "first on line 3", 0);
     expect_bad("bad_extra.mtx", 4, "more entries", 0);
-    expect_bad("bad_count.mtx", 5, "after 2 of the 900000000 entries", 0);
+    expect_bad("bad_count.mtx", 2, "announces 900000000 entries but the 12 bytes", 0);
     expect_bad("bad_symrect.mtx", 2, "must be square", 0);
     expect_bad("bad_nan.mtx", 3, "finite", 0);
     expect_bad("bad_trailing.mtx", 3, "unexpected text '3'", 0);
-    expect_bad("bad_vec_truncated.mtx", 5, "after 2 of the 3 values", 1);
+    expect_bad("bad_vec_truncated.mtx", 2,
+               "announces 3 values but the 4 bytes after it hold at most 2", 1);
     expect_bad("bad_vec_cols.mtx", 2, "exactly one column", 1);
     expect_bad("mm_vector.mtx", 1, "layout 'array'", 0); /* a vector is not a matrix */
 
@@ -140,7 +142,104 @@ static void test_vector_sizes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "is a folder"));
     CU_ASSERT_PTR_NULL(x);
     expect_bad("bad_vec_huge.mtx", 2, "out of range", 1);
-    expect_bad("bad_vec_count.mtx", 5, "after 2 of the 900000000 values", 1);
+    expect_bad("bad_vec_count.mtx", 2, "announces 900000000 values", 1);
+}
+
+/* The one-pass reader puts entries given in any order into sorted rows: long rows (the heap
+ * sort), rows given backwards, a symmetric file's mirrored entries; every value where it
+ * belongs (against a dense copy built from the same entries). */
+static void test_entry_order(void)
+{
+    enum { n = 70 };
+    char *text = malloc(200000);
+    double dense[n][n];
+    memset(dense, 0, sizeof dense);
+    size_t len = (size_t)sprintf(text, "%%%%MatrixMarket matrix coordinate real general\n");
+    int nz = 0;
+    char body[150000];
+    size_t bl = 0;
+    for (int i = n - 1; i >= 0; i--) /* rows backwards, columns scrambled, row 3 dense */
+        for (int k = 0; k < n; k++) {
+            int j = (k * 37 + i) % n;
+            if (i != 3 && j != i && (i * 7 + j) % 5) continue;
+            double v = 1 + i * 0.5 - j * 0.25;
+            dense[i][j] = v;
+            bl += (size_t)sprintf(body + bl, "%d %d %.17g\n", i + 1, j + 1, v);
+            nz++;
+        }
+    len += (size_t)sprintf(text + len, "%d %d %d\n", n, n, nz);
+    memcpy(text + len, body, bl + 1);
+    hk_bcsr A;
+    HK_ASSERT_OK(hk_mm_read_matrix(hk_test_write_case("order.mtx", text), &A));
+    CU_ASSERT_EQUAL(A.rowptr[n], nz);
+    int sorted = 1, same = 1;
+    for (int i = 0; i < n; i++) {
+        for (int64_t k = A.rowptr[i] + 1; k < A.rowptr[i + 1]; k++)
+            sorted &= A.colind[k - 1] < A.colind[k];
+        for (int j = 0; j < n; j++)
+            same &= entry(&A, i, j) == dense[i][j];
+    }
+    CU_ASSERT(sorted);
+    CU_ASSERT(same);
+    hk_bcsr_free(&A);
+    /* symmetric: lower triangle given column after column, read as the full matrix */
+    len = (size_t)sprintf(text, "%%%%MatrixMarket matrix coordinate real symmetric\n%d %d %d\n", 40,
+                          40, 40 * 41 / 2);
+    for (int j = 39; j >= 0; j--)
+        for (int i = j; i < 40; i++)
+            len += (size_t)sprintf(text + len, "%d %d %d\n", i + 1, j + 1, 100 * i + j);
+    HK_ASSERT_OK(hk_mm_read_matrix(hk_test_write_case("sym.mtx", text), &A));
+    CU_ASSERT_EQUAL(A.rowptr[40], 1600);
+    same = 1;
+    for (int i = 0; i < 40; i++)
+        for (int j = 0; j < 40; j++)
+            same &= entry(&A, i, j) == (i >= j ? 100 * i + j : 100 * j + i);
+    CU_ASSERT(same);
+    hk_bcsr_free(&A);
+    free(text);
+}
+
+/* Sizes a file declares are checked against what the file can hold before anything is
+ * allocated: a 60-byte file declaring 2e9 rows is refused at once (it took 9 GB and hung). */
+static void expect_header(const char *text, const char *words)
+{
+    hk_bcsr A;
+    CU_ASSERT_EQUAL(hk_mm_read_matrix(hk_test_write_case("hdr.mtx", text), &A), HK_ERR_PARSE);
+    const char *msg = hk_error_message();
+    int ok = strstr(msg, words) != NULL;
+    if (!ok) fprintf(stderr, "\n  expected '%s' in: %s\n", words, msg);
+    CU_ASSERT(ok);
+}
+
+static void test_declared_sizes(void)
+{
+    expect_header("%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 1\n"
+                  "1 1 1\n",
+                  "hdr.mtx:2: the 2000000000 x 2000000000 matrix has 1 entries, so at least "
+                  "1999999999 of its rows are empty and it is singular");
+    expect_header("%%MatrixMarket matrix coordinate real general\n2000000000 1 1\n1 1 1\n",
+                  "at least 1999999999 of its rows are empty");
+    expect_header(
+        "%%MatrixMarket matrix coordinate real general\n100000 100000 2000000000\n1 1 1\n",
+        "hdr.mtx:2: the size line announces 2000000000 entries but the 6 bytes");
+    expect_header("%%MatrixMarket matrix coordinate pattern symmetric\n9 9 4\n1 1\n2 2\n3 3\n",
+                  "hdr.mtx:2: the size line announces 4 entries");
+    /* long lines: the count fits the bytes, the file still ends early */
+    expect_header("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1.0000000000\n"
+                  "2 2 1.00000000000\n",
+                  "hdr.mtx:5: the file ends after 2 of the 3 entries announced on line 2");
+    /* a duplicate found after the one pass is named by both of its lines */
+    expect_header("%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n1 1 1\n2 1 5\n"
+                  "3 3 1\n1 2 5\n",
+                  "hdr.mtx:6: entry (1, 2) is given again (first on line 4");
+    int64_t n;
+    double *x = NULL;
+    CU_ASSERT_EQUAL(hk_mm_read_vector(hk_test_write_case("v.mtx", "%%MatrixMarket matrix array "
+                                                                  "real general\n1000000 1\n1\n"),
+                                      &n, &x),
+                    HK_ERR_PARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "announces 1000000 values"));
+    CU_ASSERT_PTR_NULL(x);
 }
 
 static void test_roundtrip(void)
@@ -213,5 +312,7 @@ HK_SUITE(mmio, {"read coordinate real general", test_read_general},
          {"read Windows line endings", test_read_crlf}, {"read array vector", test_read_vector},
          {"malformed files rejected with FILE:LINE", test_malformed},
          {"huge vector sizes and folders rejected, no overflow", test_vector_sizes},
+         {"entries in any order into sorted rows", test_entry_order},
+         {"declared sizes checked against the file before allocating", test_declared_sizes},
          {"write/read round trip, matrices and vectors", test_roundtrip},
          {"group scalar matrix into blocks", test_to_blocks})

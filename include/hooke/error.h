@@ -76,6 +76,13 @@ int hk_calloc_(size_t count, size_t size, void *pptr, const char *file, int line
 #define hk_malloc(bytes, pptr) hk_malloc_((bytes), (pptr), __FILE__, __LINE__)
 #define hk_calloc(count, size, pptr) hk_calloc_((count), (size), (pptr), __FILE__, __LINE__)
 
+/* Host memory this process can still take, in bytes: the smallest of the kernel's available
+ * memory, a container's limit and ulimit -v; 0 when unknown. Readers compare a file's declared
+ * sizes with it before allocating. */
+double hk_host_memory_available(void);
+/* "12 MB", "3.4 GB" or "1.2 TB" into buf. */
+void hk_format_bytes(char *buf, size_t n, double bytes);
+
 #ifdef __cplusplus
 }
 #endif
