@@ -566,7 +566,7 @@ static int check_diagonal(hk_pc *pc, const hk_bmat *K)
              "pc=amg: row %lld has a diagonal entry that is not positive; pc=amg needs an "
              "SPD matrix (supports kept as unit rows) - check the assembly, or use "
              "pc=ilu0 with method=gmres for other matrices",
-             (long long)bad);
+             (long long)bad + 1);
     return 0;
 }
 

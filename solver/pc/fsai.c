@@ -73,7 +73,7 @@ static int fsai_fault(const hk_setup_fault *f, double tau, int k, const char *pa
                             "positive; it needs a positive diagonal (is the matrix SPD, are "
                             "Dirichlet rows kept with a unit diagonal?) - use pc=none or "
                             "pc=ilu0 for such matrices",
-                            row);
+                            row + 1);
     case HK_FAULT_ASYMMETRIC:
         return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
                             "preconditioner fsai needs a symmetric matrix, but the local matrix "

@@ -50,7 +50,7 @@ static int ic0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                      "preconditioner ic0: zero or non-positive pivot at row %lld after %d "
                      "sweeps%s; the matrix is not SPD or IC(0) breaks down - use pc=jacobi, "
                      "pc=fsai, more sweeps or pc.ic0.sweeps=0",
-                     (long long)bad, sweeps, Kf != K ? " (row of the reordered matrix)" : "");
+                     (long long)bad + 1, sweeps, Kf != K ? " (row of the reordered matrix)" : "");
     } else if (block) {
         HK_TRY(be->factor_exact(Kf, 1, &L, &f));
         HK_TRY_CHECK(f.row < 0, HK_ERR_NUMERIC,
@@ -58,15 +58,15 @@ static int ic0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                      "positive definite (pivot %g in its row %d, scalar row %lld); the matrix is "
                      "not SPD or block IC(0) breaks down - use pc=jacobi, pc=fsai or pc=ilu0 "
                      "with method=gmres",
-                     (long long)f.row, reordered, f.v[0], f.sub,
-                     (long long)(f.row * Kf->br + f.sub));
+                     (long long)f.row + 1, reordered, f.v[0], f.sub + 1,
+                     (long long)(f.row * Kf->br + f.sub + 1));
     } else {
         HK_TRY(be->factor_exact(Sf, 1, &L, &f));
         HK_TRY_CHECK(f.row < 0, HK_ERR_NUMERIC,
                      "preconditioner ic0: non-positive pivot %g at row %lld%s (diagonal %g); "
                      "the matrix is not SPD or IC(0) breaks down - use pc=jacobi, pc=fsai or "
                      "pc=ilu0 with method=gmres",
-                     f.v[0], (long long)f.row, reordered, f.v[1]);
+                     f.v[0], (long long)f.row + 1, reordered, f.v[1]);
     }
     HK_TRY(be->bmat_transpose(&L, &U));
     HK_TRY(hk_tri_pc_factors(pc, &L, 0, &U));

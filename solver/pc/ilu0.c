@@ -33,13 +33,13 @@ static int ilu0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
         HK_TRY_CHECK(f.row < 0 || f.reason != HK_FACTOR_NO_DIAG, HK_ERR_NUMERIC,
                      "preconditioner ilu0 (pc.ilu0.block=1): node %lld%s has no diagonal block, "
                      "so block ILU(0) has no pivot there; reorder the unknowns or use pc=sai",
-                     (long long)f.row, reordered);
+                     (long long)f.row + 1, reordered);
         HK_TRY_CHECK(f.row < 0, HK_ERR_NUMERIC,
                      "preconditioner ilu0 (pc.ilu0.block=1): the pivot block of node %lld%s is "
                      "singular or needs pivoting (zero pivot %g in its row %d, scalar row %lld, "
                      "of its LU); reorder the unknowns or use pc=sai",
-                     (long long)f.row, reordered, f.v[0], f.sub,
-                     (long long)(f.row * Kf->br + f.sub));
+                     (long long)f.row + 1, reordered, f.v[0], f.sub + 1,
+                     (long long)(f.row * Kf->br + f.sub + 1));
     } else if (sweeps > 0) {
         int64_t bad = -1;
         HK_TRY(be->factor_sweeps(Sf, 0, sweeps, &F, &bad));
@@ -47,17 +47,17 @@ static int ilu0_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                      "preconditioner ilu0: zero pivot at row %lld after %d sweeps%s (or a zero "
                      "or missing diagonal entry there); reorder the unknowns, use more sweeps, "
                      "pc.ilu0.sweeps=0 or pc=sai",
-                     (long long)bad, sweeps, Kf != K ? " (row of the reordered matrix)" : "");
+                     (long long)bad + 1, sweeps, Kf != K ? " (row of the reordered matrix)" : "");
     } else {
         HK_TRY(be->factor_exact(Sf, 0, &F, &f));
         HK_TRY_CHECK(f.row < 0 || f.reason != HK_FACTOR_NO_DIAG, HK_ERR_NUMERIC,
                      "preconditioner ilu0: row %lld%s has no diagonal entry, so ILU(0) has a "
                      "zero pivot there; reorder the unknowns or use pc=sai",
-                     (long long)f.row, reordered);
+                     (long long)f.row + 1, reordered);
         HK_TRY_CHECK(f.row < 0, HK_ERR_NUMERIC,
                      "preconditioner ilu0: zero pivot %g at row %lld%s (the incomplete "
                      "factorisation breaks down there); reorder the unknowns or use pc=sai",
-                     f.v[0], (long long)f.row, reordered);
+                     f.v[0], (long long)f.row + 1, reordered);
     }
     HK_TRY(hk_tri_pc_factors(pc, &F, 1, &F));
 fail:

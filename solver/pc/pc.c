@@ -166,7 +166,7 @@ int hk_pc_positive_diag(const hk_bcsr *K, const char *who, double *d)
                      "preconditioner %s: row %lld has diagonal entry %g; it needs a positive "
                      "diagonal (is the matrix SPD, are Dirichlet rows kept with a unit "
                      "diagonal?) - use pc=none or pc=ilu0 for such matrices",
-                     who, (long long)(bi * bs + r), v);
+                     who, (long long)(bi * bs + r + 1), v);
         }
     }
     return 0;
@@ -205,15 +205,17 @@ int hk_pc_diag(hk_pc *pc, int mode, hk_vec **out)
      * as decoupled (zero row and column inside the block), which a preconditioner must not */
     HK_TRY(diag_fp64(pc, mode == HK_DIAG_BLOCK_INV ? HK_DIAG_INV : mode, &d, &bad));
     if (bad >= 0) {
+        /* rows counted from 1, as in a Matrix Market file and the matrix-value check */
+        char block[64] = "";
+        if (bs > 1)
+            snprintf(block, sizeof block, " (block row %lld, its row %d)",
+                     (long long)(bad / bs + 1), (int)(bad % bs + 1));
         ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
-                            "preconditioner %s: row %lld%s%lld%s has a diagonal entry that is "
-                            "zero, negative, not finite or missing; it needs a positive diagonal "
-                            "(is the matrix SPD, are Dirichlet rows kept with a unit diagonal?) - "
-                            "use pc=none or pc=ilu0 for such matrices",
-                            who, (long long)bad,
-                            bs > 1 || mode == HK_DIAG_BLOCK_INV ? " (block row " : "",
-                            (long long)(bs > 1 || mode == HK_DIAG_BLOCK_INV ? bad / bs : 0),
-                            bs > 1 || mode == HK_DIAG_BLOCK_INV ? ")" : "");
+                            "preconditioner %s: row %lld%s has a diagonal entry that is zero, "
+                            "negative, not finite or missing; it needs a positive diagonal (is "
+                            "the matrix SPD, are Dirichlet rows kept with a unit diagonal?) - use "
+                            "pc=none or pc=ilu0 for such matrices",
+                            who, (long long)bad + 1, block);
         goto fail;
     }
     if (mode == HK_DIAG_BLOCK_INV) {
@@ -223,9 +225,10 @@ int hk_pc_diag(hk_pc *pc, int mode, hk_vec **out)
         const int64_t bi = bad / bs;
         HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                      "preconditioner %s: the %dx%d diagonal block of block row %lld (rows "
-                     "%lld..%lld) is singular or not finite; check that this node is constrained "
-                     "or connected to an element, or use pc=jacobi",
-                     who, bs, bs, (long long)bi, (long long)(bi * bs), (long long)(bi * bs + bs - 1));
+                     "%lld..%lld, counted from 1) is singular or not finite; check that this "
+                     "node is constrained or connected to an element, or use pc=jacobi",
+                     who, bs, bs, (long long)bi + 1, (long long)(bi * bs + 1),
+                     (long long)(bi * bs + bs));
     }
     if (pc->prec != HK_FP64) {
         HK_TRY(hk_vec_create(pc->be, d->n, pc->prec, &low));
