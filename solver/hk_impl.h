@@ -21,6 +21,10 @@
 extern "C" {
 #endif
 
+/* "did you mean 'x'?" (up to three equally close names) for a word not in list (names
+ * separated by commas or spaces), or "" when none is close; into buf, which it returns. */
+const char *hk_options_suggest(const char *word, const char *list, char *buf, size_t n);
+
 /* Sort a[0..n) ascending by insertion: for short rows and nearly sorted lists. */
 static inline void hk_isort_i32(int32_t *a, int64_t n)
 {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hk_impl.h"
 
@@ -143,6 +144,87 @@ int hk_options_get_double(hk_options *o, const char *key, double *out)
     return 0;
 }
 
+/* ---- suggestions for a misspelt key or value ----------------------------------------------- */
+
+/* Optimal-string-alignment distance (insertions, deletions, substitutions, swaps of two
+ * neighbours), case-insensitive; words longer than 63 characters count as far apart. */
+static int edit_distance(const char *a, const char *b)
+{
+    const int na = (int)strlen(a), nb = (int)strlen(b);
+    if (na > 63 || nb > 63) return 99;
+    int d[64][64];
+    for (int i = 0; i <= na; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= nb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= na; i++)
+        for (int j = 1; j <= nb; j++) {
+            const int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + !same;
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[na][nb];
+}
+
+/* How close a candidate is to what was written: 0 for the same word in another case, a key
+ * whose last parts are the word ('degree' for pc.poly.degree) 1, else the edit distance;
+ * -1 when too far to suggest (more than a third of the word's letters, at least one). */
+static int closeness(const char *word, const char *cand)
+{
+    if (!strcasecmp(word, cand)) return 0;
+    const size_t lw = strlen(word), lc = strlen(cand);
+    if (lw < lc && cand[lc - lw - 1] == '.' && !strcasecmp(cand + lc - lw, word)) return 1;
+    if (lw >= 3 && lw < lc && !strncasecmp(cand, word, lw)) return 1; /* mix for mixed */
+    if (lc >= 3 && lc < lw && !strncasecmp(cand, word, lc)) return 2; /* tolerance for tol */
+    const int d = edit_distance(word, cand), limit = lw < 6 ? 1 : (int)lw / 3;
+    return d <= limit ? d : -1;
+}
+
+/* The next item of a list separated by commas or spaces into item; 0 at its end. */
+static int next_item(const char **list, char *item, size_t n)
+{
+    const char *s = *list;
+    while (*s == ',' || *s == ' ')
+        s++;
+    size_t k = 0;
+    while (s[k] && s[k] != ',' && s[k] != ' ')
+        k++;
+    if (!k) return 0;
+    snprintf(item, n, "%.*s", (int)k, s);
+    *list = s + k;
+    return 1;
+}
+
+const char *hk_options_suggest(const char *word, const char *list, char *buf, size_t n)
+{
+    char item[128], best[3][128];
+    int nbest = 0, score = 99;
+    buf[0] = 0;
+    for (const char *s = list; next_item(&s, item, sizeof item);) {
+        const int c = closeness(word, item);
+        if (c < 0 || c > score) continue;
+        if (c < score) score = c, nbest = 0;
+        int dup = 0;
+        for (int k = 0; k < nbest; k++)
+            dup |= !strcmp(best[k], item);
+        if (!dup && nbest < 3) snprintf(best[nbest++], sizeof best[0], "%s", item);
+    }
+    size_t len = 0;
+    for (int k = 0; k < nbest && len < n; k++)
+        len += (size_t)snprintf(buf + len, n - len, "%s'%s'",
+                                k == 0           ? "did you mean "
+                                : k == nbest - 1 ? " or "
+                                                 : ", ",
+                                best[k]);
+    if (nbest && len < n) snprintf(buf + len, n - len, "?");
+    return buf;
+}
+
 int hk_options_get_choice(hk_options *o, const char *key, const char *const *choices, int *out)
 {
     hk_opt_pair *p = take(o, key);
@@ -152,22 +234,84 @@ int hk_options_get_choice(hk_options *o, const char *key, const char *const *cho
             *out = i;
             return 0;
         }
-    char list[512] = "";
+    char list[512] = "", hint[256];
     for (int i = 0; choices[i]; i++) {
         if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
         strncat(list, choices[i], sizeof list - strlen(list) - 1);
     }
+    hk_options_suggest(p->value, list, hint, sizeof hint);
     return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__,
-                        "option %s=%s is not valid; choose one of: %s", key, p->value, list);
+                        "option %s=%s is not valid; %s%schoose one of: %s", key, p->value, hint,
+                        *hint ? " " : "", list);
+}
+
+/* valid_keys in short: each key once, and the keys sharing a prefix of two or more parts
+ * (pc.amg.threshold, pc.amg.degree, ...) as that prefix with .* when there are three or more */
+static void short_list(const char *keys, char *buf, size_t n)
+{
+    char item[128], seen[4096] = ",", valid_keys[4096] = "";
+    size_t len = 0;
+    buf[0] = 0;
+    /* each key once (preconditioners share pc.tri and pc.ordering) */
+    for (const char *s = keys; next_item(&s, item, sizeof item);) {
+        char mark[136];
+        snprintf(mark, sizeof mark, ",%s,", item);
+        if (strstr(seen, mark) || strlen(seen) + strlen(item) + 2 >= sizeof seen) continue;
+        strcat(seen, item);
+        strcat(seen, ",");
+        strcat(valid_keys, " ");
+        strcat(valid_keys, item);
+    }
+    strcpy(seen, ",");
+    for (const char *s = valid_keys; next_item(&s, item, sizeof item) && len + 1 < n;) {
+        char shown[136];
+        snprintf(shown, sizeof shown, "%s", item);
+        char *dot = strrchr(item, '.');
+        if (dot) {
+            int members = 0;
+            char other[128];
+            const size_t plen = (size_t)(dot - item) + 1;
+            for (const char *t = valid_keys; next_item(&t, other, sizeof other);)
+                members += !strncmp(other, item, plen) && !strchr(other + plen, '.');
+            if (members >= 3) snprintf(shown, sizeof shown, "%.*s*", (int)plen, item);
+        }
+        char mark[140];
+        snprintf(mark, sizeof mark, ",%s,", shown);
+        if (strstr(seen, mark)) continue;
+        if (strlen(seen) + strlen(shown) + 2 < sizeof seen) {
+            strcat(seen, shown);
+            strcat(seen, ",");
+        }
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", shown);
+    }
 }
 
 int hk_options_check_used(const hk_options *o, const char *valid_keys)
 {
     if (!o) return 0;
-    for (int i = 0; i < o->n; i++)
-        HK_CHECK(o->pairs[i].used, HK_ERR_OPTION,
-                 "unknown option '%s' (or one that does not apply here); valid options: %s",
-                 o->pairs[i].key, valid_keys);
+    for (int i = 0; i < o->n; i++) {
+        if (o->pairs[i].used) continue;
+        const char *key = o->pairs[i].key;
+        char hint[512], list[1024], item[128];
+        int known = 0;
+        for (const char *s = valid_keys; !known && next_item(&s, item, sizeof item);)
+            known = !strcmp(item, key);
+        if (known)
+            return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__,
+                                "option '%s' does not apply here: it belongs to another method, "
+                                "preconditioner or format than the ones chosen; remove it or "
+                                "choose what it belongs to",
+                                key);
+        hk_options_suggest(key, valid_keys, hint, sizeof hint);
+        if (*hint)
+            return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__, "unknown option '%s'; %s", key,
+                                hint);
+        short_list(valid_keys, list, sizeof list);
+        return hk_error_set(HK_ERR_OPTION, __FILE__, __LINE__,
+                            "unknown option '%s'; valid options: %s (each one in hooke solve "
+                            "--help)",
+                            key, list);
+    }
     return 0;
 }
 

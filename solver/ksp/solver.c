@@ -203,7 +203,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     hk_solver *s = NULL;
     hk_options *own = NULL, *o = o_in;
     const double t0 = hk_time();
-    char buf[1024];
+    char buf[4096], hint[512];
     *out = NULL;
     HK_CALL(check_matrix(K));
     double t_phase = hk_time();
@@ -245,7 +245,9 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
-        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown method=%s; valid methods are %s", method, buf);
+        hk_options_suggest(method, buf, hint, sizeof hint);
+        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown method=%s; %s%svalid methods are %s", method, hint,
+                     *hint ? " " : "", buf);
     }
     const int defect = kt == &hk_ksp_defect;
     /* a direct method has no preconditioner: an explicit one would be silently unused */
@@ -287,8 +289,9 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     const hk_pc_type *pt = hk_pc_type_find(pcname);
     if (!pt) {
         list_pcs(buf, sizeof buf);
-        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown preconditioner pc=%s; valid ones are %s", pcname,
-                     buf);
+        hk_options_suggest(pcname, buf, hint, sizeof hint);
+        HK_TRY_CHECK(0, HK_ERR_OPTION, "unknown preconditioner pc=%s; %s%svalid ones are %s",
+                     pcname, hint, *hint ? " " : "", buf);
     }
     HK_TRY_CHECK(tol >= 0 && tol < 1, HK_ERR_OPTION,
                  "option tol=%g must be in [0, 1) (relative residual; default 1e-8)", tol);
