@@ -14,5 +14,12 @@ int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
  * the node coordinates of the elasticity kinds (*coords, *dim; else NULL, 0); messages on
  * stderr start with who. Returns 0 or -1. (app/generate.c) */
 int hk_app_generate(const char *spec, const char *who, hk_bcsr *A, double **coords, int *dim);
+/* What to change after an unconverged solve (cmd_run.c): a larger tol when the true residual
+ * stalled at the rounding floor, else another pc or more iterations; prefix goes before the
+ * option names ("--set solver." or ""). */
+void hk_app_unconverged_hint(const hk_result *res, double tol, const char *prefix, char *buf,
+                             size_t n);
+/* Create the folders above an output path, as hooke run does for output.file (cmd_run.c). */
+int hk_app_make_parent_dirs(const char *path);
 
 #endif

@@ -27,8 +27,20 @@ static void usage(FILE *f)
 
 int hk_cmd_info(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: hooke info\n\n"
+                   "Print the version, whether Gmsh is built in, and each backend: the CPU's\n"
+                   "threads and cores, the CUDA devices with their memory (or why CUDA is not\n"
+                   "usable). It takes no options.\n");
+            return 0;
+        }
+        fprintf(stderr,
+                "hooke info: unknown argument '%s'; hooke info takes no options "
+                "(hooke info --help)\n",
+                argv[i]);
+        return 2;
+    }
     printf("hooke %s\n", HOOKE_VERSION);
 #ifdef HOOKE_HAVE_GMSH
     printf("gmsh: built in\n");

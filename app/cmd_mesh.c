@@ -101,7 +101,8 @@ int hk_cmd_mesh(int argc, char **argv)
     if (err) goto fail;
     double tm = hk_time() - t;
     t = hk_time();
-    err = hk_mesh_write_msh(out, &m);
+    err = hk_app_make_parent_dirs(out);
+    if (!err) err = hk_mesh_write_msh(out, &m);
     if (err) goto fail;
     if (!quiet) {
         fprintf(stderr, "hooke mesh: %lld nodes, %lld elements, %d regions, %d boundaries in "

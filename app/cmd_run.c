@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +107,42 @@ static int solver_option_error(const hk_case *c, int err)
     return err;
 }
 
+/* What to change when a solve did not converge, for its message: a tolerance below the
+ * rounding floor (the true residual stalled within reach of it) asks for a larger tol, not
+ * another preconditioner. prefix is "--set solver." (hooke run) or "" (hooke solve). */
+void hk_app_unconverged_hint(const hk_result *res, double tol, const char *prefix, char *buf,
+                             size_t n)
+{
+    const double tr = res->true_residual;
+    const int floor = res->reason == HK_DIVERGED_TRUE_RESIDUAL ||
+                      (res->reason == HK_DIVERGED_STAGNATION && tr < 100 * tol);
+    if (floor && tr > 0 && isfinite(tr)) {
+        const double raise = pow(10, ceil(log10(2 * tr)));
+        snprintf(buf, n,
+                 "the tolerance %g is below what rounding lets this system reach (the true "
+                 "residual stays near %.1e): raise it (%stol=%g)",
+                 tol, tr, prefix, raise);
+    } else if (res->reason == HK_DIVERGED_NAN)
+        snprintf(buf, n,
+                 "a value left the range of double precision: check the units and magnitudes "
+                 "(E, loads, sizes) and the supports, or try another preconditioner "
+                 "(%spc=...)",
+                 prefix);
+    else
+        snprintf(buf, n,
+                 "try another preconditioner (%spc=...), more iterations (%smaxit=...) or "
+                 "check the supports",
+                 prefix, prefix);
+}
+
+/* The solver's relative tolerance as the case gives it (the library's default 1e-8). */
+static double case_tol(const hk_case *c)
+{
+    const char *v = NULL;
+    if (hk_options_get_string(c->solver, "tol", &v) || !v) return 1e-8;
+    return strtod(v, NULL);
+}
+
 /* One load case k on the shared K and solver: its right-hand side (k > 0: the model rebound
  * to the case's loads and assembled again, keeping only f and f_ext), the solve, the fields. */
 static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r, int k)
@@ -174,13 +211,13 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
             nbad++;
         }
     const hk_result *res = &r->lc[first].res;
-    return hk_error_set(
-        HK_ERR_NUMERIC, __FILE__, __LINE__,
-        "%s: the solver stopped without converging in load case%s %s (%s after %d iterations, "
-        "relative residual %.3e); try another preconditioner (--set solver.pc=...), more "
-        "iterations (--set solver.maxit=...) or check the supports",
-        c->path, nbad == 1 ? "" : "s", names, hk_reason_name(res->reason), res->iterations,
-        res->true_residual);
+    char hint[400];
+    hk_app_unconverged_hint(res, case_tol(c), "--set solver.", hint, sizeof hint);
+    return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                        "%s: the solver stopped without converging in load case%s %s (%s after "
+                        "%d iterations, relative residual %.3e); %s",
+                        c->path, nbad == 1 ? "" : "s", names, hk_reason_name(res->reason),
+                        res->iterations, res->true_residual, hint);
 }
 
 /* Mesh and assemble (the first two stages of hk_run_case), logging to L. */
@@ -205,8 +242,12 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
                                c->gen_cells[1], c->gen_cells[2], c->gen_element, &r->mesh));
         if (c->mesh.renumber) HK_TRY(hk_mesh_renumber_rcm(&r->mesh));
     } else {
-        stage(L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order,
-              c->mesh.quad ? ", quads" : "");
+        const size_t gl = strlen(c->geo_file);
+        if (gl > 4 && !strcasecmp(c->geo_file + gl - 4, ".msh"))
+            stage(L, "meshing: reading %s (a mesh file: its elements as they are)", c->geo_file);
+        else
+            stage(L, "meshing: %s (order %d%s)", c->geo_file, c->mesh.order,
+                  c->mesh.quad ? ", quads" : "");
         hk_mesh_options mo = c->mesh;
         mo.verbose = o->verbose;
         HK_TRY(hk_mesh_load(c->geo_file, &mo, &r->mesh));
@@ -480,22 +521,27 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     r->mem.host_peak_post = hk_run_peak_host_bytes();
     stage(&L, "postproc: strains, stresses, reactions in %.2f s", r->t_post);
     r->t_total = hk_time() - L.t0;
-    if (!r->converged)
-        ierr = hk_error_set(
-            HK_ERR_NUMERIC, __FILE__, __LINE__,
-            "%s: the solver stopped without converging (%s after %d iterations, relative "
-            "residual %.3e); try another preconditioner (--set solver.pc=...), more "
-            "iterations (--set solver.maxit=...) or check the supports",
-            c->path, hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual);
+    if (!r->converged) {
+        char hint[400];
+        hk_app_unconverged_hint(&r->res, case_tol(c), "--set solver.", hint, sizeof hint);
+        ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "%s: the solver stopped without converging (%s after %d iterations, "
+                            "relative residual %.3e); %s",
+                            c->path, hk_reason_name(r->res.reason), r->res.iterations,
+                            r->res.true_residual, hint);
+    }
 fail:
     hk_solver_destroy(s);
     return ierr;
 }
 
-/* Create the folders above path (output.file: results/part.vtu). */
-static int make_parent_dirs(const char *path)
+/* Create the folders above path (output.file: results/part.vtu; hooke mesh -o and hooke
+ * solve -o too). */
+int hk_app_make_parent_dirs(const char *path)
 {
     char dir[HK_CASE_PATH];
+    HK_CHECK(strlen(path) < sizeof dir, HK_ERR_IO,
+             "the output path '%.80s...' is too long; give a shorter one", path);
     snprintf(dir, sizeof dir, "%s", path);
     for (char *p = dir + 1; *p; p++) {
         if (*p != '/') continue;
@@ -569,17 +615,22 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
     L.t0 = hk_time() - r->t_total;
     if (!path) path = c->output;
-    HK_CALL(make_parent_dirs(path));
+    HK_CALL(hk_app_make_parent_dirs(path));
     if (r->nlc) {
         double t = hk_time();
         r->t_output = r->t_export;
         int ierr = write_loadcases(c, r, path, &L);
         r->t_total += hk_time() - t;
+        if (ierr) { /* the summary names only files that were written */
+            r->output[0] = 0;
+            for (int k = 0; k < r->nlc; k++)
+                r->lc[k].output[0] = 0;
+        }
         return ierr;
     }
-    snprintf(r->output, sizeof r->output, "%s", path);
     double t = hk_time();
     HK_CALL(write_fields(c, &r->mesh, &r->fields, path));
+    snprintf(r->output, sizeof r->output, "%s", path);
     r->t_output = hk_time() - t;
     r->t_total += r->t_output;
     r->t_output += r->t_export; /* already in t_total */

@@ -266,14 +266,19 @@ int hk_cmd_solve(int argc, char **argv)
            res.setup_check_seconds,
            res.setup_format_seconds, res.setup_pc_seconds, res.solve_seconds,
            res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
-    if (out && hk_mm_write_vector(out, n, x)) {
+    if (out && (hk_app_make_parent_dirs(out) || hk_mm_write_vector(out, n, x))) {
         fprintf(stderr, "hooke solve: %s\n", hk_error_message());
         goto done;
     }
     rc = hk_reason_converged(res.reason) ? 0 : 1;
-    if (rc)
-        fprintf(stderr, "hooke solve: not converged (%s) after %d iterations\n",
-                hk_reason_name(res.reason), res.iterations);
+    if (rc) {
+        const char *tol = NULL;
+        char hint[400];
+        hk_options_get_string(o, "tol", &tol);
+        hk_app_unconverged_hint(&res, tol ? strtod(tol, NULL) : 1e-8, "", hint, sizeof hint);
+        fprintf(stderr, "hooke solve: not converged (%s) after %d iterations; %s\n",
+                hk_reason_name(res.reason), res.iterations, hint);
+    }
 done:
     hk_solver_destroy(s);
     hk_options_destroy(o);

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mesh_impl.h"
@@ -66,8 +67,30 @@ static void gmsh_crashed(int sig)
     _exit(1);
 }
 
+/* Gmsh writes its messages (Info, Warning, its progress) to stdout, where they would mix with
+ * a command's output (hooke run --json --verbose must print JSON alone): while Gmsh runs, the
+ * process's stdout is its stderr. */
+static int saved_stdout = -1;
+
+static void gmsh_output_to_stderr(void)
+{
+    fflush(stdout);
+    saved_stdout = dup(STDOUT_FILENO);
+    if (saved_stdout >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+static void gmsh_output_restore(void)
+{
+    if (saved_stdout < 0) return;
+    fflush(stdout);
+    dup2(saved_stdout, STDOUT_FILENO);
+    close(saved_stdout);
+    saved_stdout = -1;
+}
+
 static void crash_guard_on(const char *path)
 {
+    gmsh_output_to_stderr();
     snprintf(crash_msg, sizeof crash_msg,
              "hooke: Gmsh crashed reading '%s'; the file is malformed (open it in Gmsh to see "
              "where, or export it again)\n",
@@ -84,6 +107,7 @@ static void crash_guard_off(void)
 {
     for (int i = 0; i < 2; i++)
         sigaction(crash_sigs[i], &crash_old[i], NULL);
+    gmsh_output_restore();
 }
 
 /* Gmsh's last error message ("" if none). */
@@ -329,6 +353,18 @@ static void set_meshing_speed(const hk_mesh_options *opt, int gdim, int *algo3d)
     *algo3d = opt->algorithm3d ? opt->algorithm3d : 1;
     if (gdim == 3 && !set_option_soft("Mesh.Algorithm3D", *algo3d, "Gmsh's default Delaunay"))
         *algo3d = 1;
+}
+
+/* 1 when the surface mesh has quadrilaterals (recombined or transfinite surfaces). */
+static int surface_quads(void)
+{
+    int *types = NULL, gerr = 0, quads = 0;
+    size_t n = 0;
+    gmshModelMeshGetElementTypes(&types, &n, 2, -1, &gerr);
+    for (size_t i = 0; !gerr && i < n; i++)
+        quads |= types[i] == 3 || types[i] == 10 || types[i] == 16; /* quad4, quad9, quad8 */
+    gmshFree(types);
+    return quads;
 }
 
 /* Closest points on a model entity, one Gmsh call for all of them. */
@@ -589,6 +625,14 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
             load_times.surfaces = omp_get_wtime() - t;
             t = omp_get_wtime();
         }
+        if (gdim == 3 && algo3d == 10 && surface_quads()) {
+            /* quadrilateral faces need pyramids, which Gmsh 4.8's HXT does not make (it fails,
+             * leaves the model unmeshed or crashes Gmsh): the volume with Delaunay */
+            add_note("the surface mesh has quadrilaterals: volumes meshed with Delaunay, as HXT "
+                     "does not make the pyramids they may need");
+            set_option_soft("Mesh.Algorithm3D", 1, "");
+            algo3d = 1;
+        }
         gmshModelMeshGenerate(gdim, &gerr);
         if (gerr && gdim == 3 && algo3d == 10) {
             /* a Gmsh built without HXT, or HXT failing on this geometry: Delaunay */
@@ -616,9 +660,13 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     GMSH_TRY(
         HK_ERR_PARSE, "read the nodes of",
         gmshModelMeshGetNodes(&ntag, &nntag, &coord, &ncoord, &par, &npar, -1, -1, 0, 0, &gerr_));
-    HK_TRY_CHECK(nntag > 0, HK_ERR_MODEL,
+    HK_TRY_CHECK(nntag > 0 || kind == 1, HK_ERR_MODEL,
                  "%s has no mesh nodes; mesh it first (gmsh -%d) or give the geometry file", path,
                  gdim);
+    HK_TRY_CHECK(nntag > 0, HK_ERR_MODEL,
+                 "Gmsh made no mesh of %s%s%s%s; try another geometry.size or "
+                 "geometry.algorithm3d, or mesh it in Gmsh to see why",
+                 path, *load_notes ? " (" : "", load_notes, *load_notes ? ")" : "");
     HK_TRY_CHECK(nntag < INT32_MAX, HK_ERR_UNSUPPORTED, "%s has %zu nodes; Hooke takes < 2^31",
                  path, nntag);
     HK_TRY(tagmap_build(&tm, ntag, nntag));
@@ -917,6 +965,11 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
     HK_CHECK(isfinite(opt->size) && opt->size >= 0, HK_ERR_OPTION,
              "mesh size %g is invalid for '%s'; give a positive element size (0: Gmsh's default)",
              opt->size, path);
+    struct stat st;
+    HK_CHECK(stat(path, &st) || !S_ISDIR(st.st_mode), HK_ERR_IO,
+             "'%s' is a folder, not a mesh or geometry file; give the path of a .msh, .geo, "
+             ".step/.stp, .brep or .iges/.igs file",
+             path);
     FILE *f = fopen(path, "rb");
     HK_CHECK(f, HK_ERR_IO, "cannot open mesh file '%s': %s; check the path", path, strerror(errno));
     /* a .msh starts with a section header ($MeshFormat, or $NOD/$Comments in old files);
@@ -935,6 +988,7 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
              "'%s' is not a Gmsh mesh file (it does not start with $MeshFormat); write it with "
              "Gmsh (format msh22 or msh41)",
              path);
+    if (kind == 0) HK_CALL(hk_msh_check(path)); /* its version and counts, before Gmsh */
     memset(&load_times, 0, sizeof load_times);
     memset(&load_refine, 0, sizeof load_refine);
 #ifdef HOOKE_HAVE_GMSH

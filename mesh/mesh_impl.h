@@ -34,6 +34,10 @@ typedef struct {
     int64_t cap, ncap;
 } hk_elems_builder;
 
+/* A .msh file's version (2.x or 4.x) and its node and element counts against 2^31 and the
+ * file's size, before Gmsh allocates from them (msh_check.c). */
+int hk_msh_check(const char *path);
+
 int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_t tag);
 /* Room for nelem more elements of nnodes nodes in all (written directly into b->e, whose ptr
  * then gets the new rows; b->e.n counts them). */

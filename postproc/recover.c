@@ -590,7 +590,15 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         out->von_mises[i] = hk_pp_von_mises(out->stress + 6 * i);
         hk_pp_principal(out->stress + 6 * i, out->principal + 3 * i);
         const double *ui = out->u + 3 * i;
-        double un = sqrt(ui[0] * ui[0] + ui[1] * ui[1] + ui[2] * ui[2]);
+        /* scaled by the largest component: no overflow or underflow of the squares for
+         * extreme but finite values (E = 1e300 gave max |u| = 0) */
+        const double um = fmax(fabs(ui[0]), fmax(fabs(ui[1]), fabs(ui[2])));
+        double un = 0;
+        if (um > 0 && isfinite(um)) {
+            const double a = ui[0] / um, b = ui[1] / um, c = ui[2] / um;
+            un = um * sqrt(a * a + b * b + c * c);
+        } else if (!(um == 0))
+            un = um; /* inf or NaN stays visible */
         if (un > max_u) max_u = un;
         if (out->von_mises[i] > max_vm) max_vm = out->von_mises[i];
     }

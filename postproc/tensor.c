@@ -5,9 +5,16 @@
 
 double hk_pp_von_mises(const double s[6])
 {
-    double a = s[0] - s[1], b = s[1] - s[2], c = s[2] - s[0];
-    double v = 0.5 * (a * a + b * b + c * c) + 3 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]);
-    return sqrt(v > 0 ? v : 0);
+    /* on the tensor scaled by its largest component, so that the squares neither overflow
+     * nor underflow for extreme but finite stresses */
+    double m = 0;
+    for (int k = 0; k < 6; k++)
+        m = fmax(m, fabs(s[k]));
+    if (!(m > 0) || !isfinite(m)) return m == 0 ? 0 : m;
+    const double x = s[0] / m, y = s[1] / m, z = s[2] / m;
+    const double a = x - y, b = y - z, c = z - x, p = s[3] / m, q = s[4] / m, r = s[5] / m;
+    double v = 0.5 * (a * a + b * b + c * c) + 3 * (p * p + q * q + r * r);
+    return m * sqrt(v > 0 ? v : 0);
 }
 
 /* Cyclic Jacobi rotations on the 3x3 symmetric matrix: robust for repeated eigenvalues and
