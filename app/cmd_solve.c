@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: hooke solve A.mtx [--rhs b.mtx] [-o x.mtx] [--backend auto|cpu|cuda]\n"
-            "                   [--block-size 1|2|3] [--coords xyz.mtx] [key=value ...]\n"
+            "                   [--block-size 1..6] [--coords xyz.mtx] [key=value ...]\n"
             "       hooke solve --generate KIND:N [options as above]\n"
             "       hooke solve K.mtx --eigen N [--mass M.mtx] [-o X.mtx] [--json] [options]\n\n"
             "Solves A x = b from x = 0 and prints the iterations, the true residual\n"
@@ -26,8 +26,9 @@ static void usage(FILE *f)
             "  -o x.mtx            write the solution as a Matrix Market array\n"
             "  --backend NAME      auto (cuda when a device is present), cpu or cuda;\n"
             "                      same as backend=NAME\n"
-            "  --block-size BS     group the scalar matrix into BS x BS blocks (2 for 2D,\n"
-            "                      3 for 3D elasticity; needed by the block formats)\n"
+            "  --block-size BS     group the scalar matrix into BS x BS blocks, 1 to 6 (2 for\n"
+            "                      2D, 3 for 3D elasticity, 6 for shells; the block formats\n"
+            "                      need them)\n"
             "  --coords xyz.mtx    node coordinates (Matrix Market array, one row per node =\n"
             "                      block row, 2 or 3 columns = the block size): pc=amg builds\n"
             "                      the rigid-body modes from them. --generate elasticity*\n"
@@ -91,8 +92,11 @@ int hk_cmd_solve(int argc, char **argv)
         } else if (!strcmp(a, "--block-size") && has_val) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 3) {
-                fprintf(stderr, "hooke solve: --block-size '%s' must be 1, 2 or 3\n", argv[i]);
+            if (*end || v < 1 || v > 6) {
+                fprintf(stderr,
+                        "hooke solve: --block-size '%s' must be 1 to 6 (2 for 2D, 3 for 3D "
+                        "elasticity, 6 for shells)\n",
+                        argv[i]);
                 goto done;
             }
             bs = (int)v;

@@ -663,7 +663,7 @@ int hk_bcsr_to_blocks(const hk_bcsr *A, int bs, hk_bcsr *B)
     int ierr = 0;
     int64_t *mark = NULL;
     memset(B, 0, sizeof *B);
-    HK_CHECK(bs >= 1 && bs <= 3, HK_ERR_ARG, "block size %d is not supported; use 1, 2 or 3", bs);
+    HK_CHECK(bs >= 1 && bs <= 6, HK_ERR_ARG, "block size %d is not supported; use 1 to 6", bs);
     if (A->bs == bs) return hk_bcsr_copy(A, B);
     HK_CHECK(A->bs == 1, HK_ERR_ARG,
              "cannot regroup a %dx%d block matrix into %dx%d blocks; start from the scalar "

@@ -115,9 +115,24 @@ static void test_solve_errors(void)
     CU_ASSERT_EQUAL(rc, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "bad.mtx"));
     /* a wrong block size and a right-hand side of the wrong length */
+    rc = hk_test_solve_cmd("lap.mtx --block-size 7", out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--block-size '7' must be 1 to 6"));
     rc = hk_test_solve_cmd("lap.mtx --block-size 5", out, sizeof out);
     CU_ASSERT_EQUAL(rc, 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "block-size"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cannot be cut into 5x5 blocks"));
+    /* blocks of 4 and 6 (shell-like nodes): the formats and preconditioners take them */
+    static const char *const six[] = {"--block-size 6 pc=bjacobi format=bsr",
+                                      "--block-size 6 pc=amg", "--block-size 4 pc=ic0",
+                                      "--block-size 6 method=cholesky pc=none"};
+    for (int k = 0; k < 4; k++) {
+        char args[128];
+        snprintf(args, sizeof args, "lap.mtx %s", six[k]);
+        rc = hk_test_solve_cmd(args, out, sizeof out);
+        if (rc) fprintf(stderr, "\n%s: %s\n", args, out);
+        CU_ASSERT(rc == 0 || (strstr(args, "cholesky") && strstr(out, "CHOLMOD")));
+        CU_ASSERT(rc || strstr(out, six[k][13] == '6' ? "blocks of 6" : "blocks of 4"));
+    }
     const double b10[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     snprintf(path, sizeof path, "%s/short.mtx", hk_test_tmpdir());
     HK_ASSERT_OK(hk_mm_write_vector(path, 10, b10));

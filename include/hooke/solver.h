@@ -23,8 +23,7 @@ extern "C" {
 
 /* ---- plain data ------------------------------------------------------------------------ */
 
-/* Block CSR on the host: nbrows block rows of bs x bs blocks (bs = 1, 2 or 3 for the solver,
- * 1 to 6 for hk_mat_create). Values of a
+/* Block CSR on the host: nbrows block rows of bs x bs blocks (bs = 1 to 6). Values of a
  * block are row-major: val[(k*bs + r)*bs + c] for block k. Column indices sorted per row. */
 typedef struct hk_bcsr {
     int bs;

@@ -91,8 +91,8 @@ static int list_pcs(char *buf, size_t n)
 /* K must be square with a supported block size (host, structure only). */
 static int check_matrix(const hk_bcsr *K)
 {
-    HK_CHECK(K && K->rowptr && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
-             "hk_solver_create: no matrix, or block size not 1, 2 or 3");
+    HK_CHECK(K && K->rowptr && K->bs >= 1 && K->bs <= 6, HK_ERR_ARG,
+             "hk_solver_create: no matrix, or a block size outside 1..6");
     HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
              "the solver needs a square matrix; this one has %lld x %lld block rows/columns",
              (long long)K->nbrows, (long long)K->nbcols);
