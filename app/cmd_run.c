@@ -428,9 +428,23 @@ static int choose_default_solver(hk_options *solver, int64_t ndof, int dim, char
 #else
     (void)direct_max;
 #endif
-    const char *method = NULL;
+    const char *method = NULL, *pc = NULL, *prec = NULL;
     HK_CALL(hk_options_get_string(solver, "method", &method));
-    if (!has_pc && !(method && !strcmp(method, "cholesky"))) {
+    if (method && !strcmp(method, "cholesky")) {
+        /* a direct method asked for (--set solver.method=cholesky) over a case that names a
+         * preconditioner: the factor needs none, so it is dropped with a note */
+        HK_CALL(hk_options_get_string(solver, "pc", &pc));
+        HK_CALL(hk_options_get_string(solver, "precision", &prec));
+        const int drop_pc = pc && strcmp(pc, "none"), drop_prec = prec && !strcmp(prec, "mixed");
+        if (drop_pc || drop_prec)
+            snprintf(choice, n, " [%s%s%s%s of the case dropped: cholesky is a direct solver]",
+                     drop_pc ? "pc=" : "", drop_pc ? pc : "", drop_pc && drop_prec ? " and " : "",
+                     drop_prec ? "precision=mixed" : "");
+        if (drop_pc) hk_options_remove(solver, "pc");
+        if (drop_prec) hk_options_remove(solver, "precision");
+        return 0;
+    }
+    if (!has_pc) {
         if (!has_method)
             snprintf(choice, n,
                      ndof > direct_max

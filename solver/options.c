@@ -92,6 +92,23 @@ int hk_options_parse(hk_options *o, const char *text)
     return 0;
 }
 
+int hk_options_remove(hk_options *o, const char *key)
+{
+    const size_t len = strlen(key);
+    int removed = 0, w = 0;
+    for (int i = 0; o && i < o->n; i++) {
+        const char *k = o->pairs[i].key;
+        if (!strncmp(k, key, len) && (k[len] == 0 || k[len] == '.')) {
+            free(o->pairs[i].key);
+            free(o->pairs[i].value);
+            removed++;
+        } else
+            o->pairs[w++] = o->pairs[i];
+    }
+    if (o) o->n = w;
+    return removed;
+}
+
 int hk_options_has(const hk_options *o, const char *key)
 {
     return o && find(o, key) != NULL;

@@ -76,6 +76,8 @@ int hk_options_get_double(hk_options *o, const char *key, double *out);
 /* One of choices (NULL-terminated); stores the index. Error lists the choices. */
 int hk_options_get_choice(hk_options *o, const char *key, const char *const *choices, int *out);
 int hk_options_has(const hk_options *o, const char *key);
+/* Remove key and every key below it (pc removes pc.amg.degree too); returns how many. */
+int hk_options_remove(hk_options *o, const char *key);
 /* Error HK_ERR_OPTION for the first key never read; valid_keys is a human list for the hint. */
 int hk_options_check_used(const hk_options *o, const char *valid_keys);
 /* Print the pairs as "k=v k=v". */
