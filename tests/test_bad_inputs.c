@@ -1,0 +1,202 @@
+/* Bad inputs through the `hooke` binary, as a new user meets them: each row is a file (or a
+ * folder), a command line, the exit status and a fragment of the one sentence the command
+ * must print. Every run is bounded: 2 GB of address space (ulimit -v) and 60 s (a hang or a
+ * runaway allocation fails the row instead of the machine). tests/data/fuzz/ holds the same
+ * classes as seeds for the fuzzers (fuzz/README.md). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+/* A small case on a generated mesh (no Gmsh): the rows add keys or replace parts of it. */
+#define BOX_CASE                                                                                   \
+    "title: box\n"                                                                                 \
+    "geometry: {generate: {shape: box, size: [1, 1, 1], cells: [2, 2, 2], element: hex8}}\n"       \
+    "analysis: 3d\n"
+#define BOX_REST                                                                                   \
+    "supports:\n"                                                                                  \
+    "  - {boundary: xmin, fix: all}\n"                                                             \
+    "loads:\n"                                                                                     \
+    "  - traction: {boundary: xmax, value: [0, 0, -1e6]}\n"
+#define STEEL "materials: [{name: steel, E: 200e9, nu: 0.3}]\n"
+
+typedef struct bad_input {
+    const char *file;     /* written in the test folder; "DIR:name" makes a folder; NULL none */
+    const char *text;     /* its content (NULL with a folder) */
+    size_t len;           /* its length when it holds NUL bytes, else 0 */
+    const char *args;     /* after `hooke` */
+    int status;           /* expected exit status */
+    const char *sentence; /* a fragment the output must contain */
+    const char *absent;   /* a fragment it must not contain, or NULL */
+} bad_input;
+
+static const bad_input rows[] = {
+    /* ---- Matrix Market: declared sizes against the file and memory ---- */
+    {"huge.mtx", "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 1\n1 1 1\n",
+     0, "solve huge.mtx", 2,
+     "huge.mtx:2: the 2000000000 x 2000000000 matrix has 1 entries, so at least 1999999999 of "
+     "its rows are empty and it is singular; fix the size line",
+     NULL},
+    {"huge8.mtx", "%%MatrixMarket matrix coordinate real general\n100000000 100000000 1\n1 1 1\n",
+     0, "solve huge8.mtx", 2, "huge8.mtx:2: the 100000000 x 100000000 matrix has 1 entries", NULL},
+    {"count.mtx", "%%MatrixMarket matrix coordinate real general\n30000 30000 90000000\n1 1 1\n", 0,
+     "solve count.mtx", 2,
+     "count.mtx:2: the size line announces 90000000 entries but the 6 bytes after it hold at "
+     "most 1",
+     NULL},
+    {"rect.mtx", "%%MatrixMarket matrix coordinate real general\n2000000000 1 1\n1 1 1\n", 0,
+     "solve rect.mtx", 2, "rect.mtx:2: the 2000000000 x 1 matrix has 1 entries", NULL},
+    {"bigrhs.mtx", "%%MatrixMarket matrix array real general\n1000000000 1\n1\n", 0,
+     "solve --generate poisson:3 --rhs bigrhs.mtx", 2,
+     "bigrhs.mtx:2: the size line announces 1000000000 values", NULL},
+    /* ---- the solver: rows counted from 1, options named with the closest ones ---- */
+    {"neg.mtx",
+     "%%MatrixMarket matrix coordinate real general\n5 5 5\n1 1 1\n2 2 1\n3 3 1\n4 4 1\n5 5 -1\n",
+     0, "solve neg.mtx", 2,
+     "preconditioner jacobi: row 5 has a diagonal entry that is zero, negative", "row 4"},
+    {NULL, NULL, 0, "solve --generate poisson:4 metod=cg", 2,
+     "unknown option 'metod'; did you mean 'method'?", NULL},
+    {NULL, NULL, 0, "solve --generate poisson:4 pc=poly pc.poly.degre=3", 2,
+     "did you mean 'pc.poly.degree'?", NULL},
+    {NULL, NULL, 0, "solve --generate poisson:4 zzzz=1", 2,
+     "pc.amg.*, pc.mlilu.* (each one in hooke solve --help)", NULL},
+    {NULL, NULL, 0, "solve --generate poisson:4 method=pcg", 2,
+     "unknown method=pcg; did you mean 'cg'", NULL},
+    {NULL, NULL, 0, "solve --generate poisson:4 --block-size 7", 2,
+     "--block-size '7' must be 1 to 6", NULL},
+    {NULL, NULL, 0, "solve --generate elasticity3d:4 pc=amg tol=1e-18", 1,
+     "the tolerance 1e-18 is below what rounding lets this system reach", "another preconditioner"},
+    {NULL, NULL, 0, "solve --generate poisson:4 -o new/folder/x.mtx", 0, "true residual", NULL},
+    /* ---- commands ---- */
+    {NULL, NULL, 0, "info --help", 0, "usage: hooke info", "gmsh:"},
+    {NULL, NULL, 0, "info --bogus", 2, "hooke info takes no options", NULL},
+    /* ---- meshes and geometry ---- */
+    {"nodes.msh", "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n2000000000\n1 0 0 0\n$EndNodes\n",
+     0, "run nodes.yaml", 1,
+     "nodes.msh:5: the $Nodes section declares 2000000000 nodes but the 18 bytes after it hold "
+     "at most 2; the file is truncated or the count is wrong",
+     NULL},
+    {"nodes4.msh",
+     "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n1 100000000 1 100000000\n3 1 0 1\n1\n0 0 "
+     "0\n$EndNodes\n",
+     0, "run nodes4.yaml", 1, "nodes4.msh:5: the $Nodes section declares 100000000 nodes but the",
+     NULL},
+    {"v1.msh", "$MeshFormat\n1.0 0 8\n$EndMeshFormat\n", 0, "run v1.yaml", 1,
+     "v1.msh:2: this is Gmsh's mesh format 1, which Hooke does not read; save it as format 2.2 "
+     "or 4.1",
+     NULL},
+    {"DIR:folder.geo", NULL, 0, "run folder.yaml", 1,
+     "'folder.geo' is a folder, not a mesh or geometry file", "dimension"},
+    {"pyr.geo",
+     "SetFactory(\"OpenCASCADE\");\nBox(1) = {0, 0, 0, 1, 1, 1};\nTransfinite Surface{1};\n"
+     "Recombine Surface{1};\nMesh.MeshSizeMax = 0.5;\nPhysical Volume(\"solid\") = {1};\n"
+     "Physical Surface(\"fixed\") = {1};\nPhysical Surface(\"tip\") = {2};\n",
+     0, "run pyr.yaml", 0, "volumes meshed with Delaunay", "no mesh nodes"},
+    /* ---- hooke run: results and their summary ---- */
+    {"e300.yaml", BOX_CASE "materials: [{name: s, E: 1e300, nu: 0.3}]\n" BOX_REST, 0,
+     "run e300.yaml -o e300.vtu", 0, "max |u|        6.17", "max |u|        0.000000e+00"},
+    {"tiny.yaml", BOX_CASE "materials: [{name: s, E: 1e-300, nu: 0.3}]\n" BOX_REST, 0,
+     "run tiny.yaml -o tiny.vtu --set solver.method=cholesky", 0, "max |u|        6.17", "inf"},
+    {"nowrite.yaml", BOX_CASE STEEL BOX_REST, 0, "run nowrite.yaml -o /proc/no/x.vtu", 1,
+     "cannot create the output folder", "output         /proc"},
+    {"chol.yaml", BOX_CASE STEEL BOX_REST "solver: {method: cg, pc: amg, pc.amg.degree: 2}\n", 0,
+     "run chol.yaml -o chol.vtu --set solver.method=cholesky", 0,
+     "pc=amg of the case dropped: cholesky is a direct solver", NULL},
+    {"floor.yaml", BOX_CASE STEEL BOX_REST "solver: {method: cg, pc: amg, tol: 1e-18}\n", 0,
+     "run floor.yaml -o floor.vtu", 1, "raise it (--set solver.tol=", NULL},
+    {"typo.yaml", BOX_CASE STEEL BOX_REST "solver:\n  metod: cg\n", 0, "run typo.yaml", 1,
+     "typo.yaml:10:10: unknown option 'metod'; did you mean 'method'?", NULL},
+    {"mesh.yaml", BOX_CASE STEEL BOX_REST, 0, "mesh mesh.yaml -o out/dir/m.msh", 0,
+     "wrote out/dir/m.msh", NULL},
+};
+
+/* the case files that point at the .msh and .geo rows */
+static void write_geometry_cases(const char *dir)
+{
+    static const char *const geo[] = {"nodes", "nodes4", "v1", "folder", "pyr"};
+    static const char *const ext[] = {"msh", "msh", "msh", "geo", "geo"};
+    for (int k = 0; k < 5; k++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/%s.yaml", dir, geo[k]);
+        FILE *f = fopen(path, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f,
+                "title: t\ngeometry: {file: %s.%s}\nanalysis: 3d\n" STEEL
+                "supports: [{boundary: fixed, fix: all}]\n"
+                "loads: [{traction: {boundary: tip, value: [0, 0, -1e3]}}]\n",
+                geo[k], ext[k]);
+        fclose(f);
+    }
+}
+
+static void test_bad_inputs(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/bad", hk_test_tmpdir());
+    mkdir(dir, 0777);
+    write_geometry_cases(dir);
+    static char out[1 << 16];
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const bad_input *b = &rows[i];
+        char path[700], cmd[2048], log[700];
+        if (b->file && !strncmp(b->file, "DIR:", 4)) {
+            snprintf(path, sizeof path, "%s/%s", dir, b->file + 4);
+            mkdir(path, 0777);
+        } else if (b->file) {
+            snprintf(path, sizeof path, "%s/%s", dir, b->file);
+            FILE *f = fopen(path, "wb");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            fwrite(b->text, 1, b->len ? b->len : strlen(b->text), f);
+            fclose(f);
+        }
+        snprintf(log, sizeof log, "%s/out.log", dir);
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && ulimit -v 2000000 && OMP_NUM_THREADS=1 timeout 60 '%s' %s > '%s' "
+                 "2>&1",
+                 dir, HOOKE_BINARY, b->args, log);
+        const int st = system(cmd);
+        const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        FILE *lf = fopen(log, "r");
+        size_t len = lf ? fread(out, 1, sizeof out - 1, lf) : 0;
+        out[len] = 0;
+        if (lf) fclose(lf);
+        const int ok =
+            rc == b->status && strstr(out, b->sentence) && !(b->absent && strstr(out, b->absent));
+        if (!ok)
+            fprintf(stderr, "\n  hooke %s: exit %d (expected %d), expected '%s'%s%s in:\n%s\n",
+                    b->args, rc, b->status, b->sentence, b->absent ? " and not " : "",
+                    b->absent ? b->absent : "", out);
+        CU_ASSERT(ok);
+    }
+}
+
+/* --json with --verbose: stdout is the JSON alone (Gmsh's Info lines once went there). */
+static void test_json_verbose(void)
+{
+    char dir[512], cmd[2048];
+    snprintf(dir, sizeof dir, "%s/bad", hk_test_tmpdir());
+    mkdir(dir, 0777);
+    write_geometry_cases(dir);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        if (rows[i].file && !strcmp(rows[i].file, "pyr.geo"))
+            hk_test_write_case("bad/pyr.geo", rows[i].text);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && OMP_NUM_THREADS=1 timeout 60 '%s' run pyr.yaml -o p.vtu --json "
+             "--verbose 2>/dev/null",
+             dir, HOOKE_BINARY);
+    FILE *p = popen(cmd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    static char out[1 << 16];
+    size_t len = fread(out, 1, sizeof out - 1, p);
+    out[len] = 0;
+    CU_ASSERT_EQUAL(pclose(p), 0);
+    int ok = out[0] == '{' && strstr(out, "\"ok\": true") && !strstr(out, "Info") && len > 2 &&
+             out[len - 2] == '}';
+    if (!ok) fprintf(stderr, "\n  stdout of --json --verbose:\n%s\n", out);
+    CU_ASSERT(ok);
+}
+
+HK_SUITE(bad_inputs, {"bad inputs: exit status and one clear sentence, bounded", test_bad_inputs},
+         {"--json --verbose: stdout is JSON alone", test_json_verbose})
