@@ -33,6 +33,7 @@ typedef struct hk_case_material {
     char (*regions)[HK_CASE_NAME];
     hk_case_loc *region_loc;
     hk_case_loc loc;
+    int has_alpha; /* alpha given (a temperature change needs it) */
 } hk_case_material;
 
 typedef struct hk_case_support {

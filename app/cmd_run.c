@@ -143,6 +143,73 @@ static double case_tol(const hk_case *c)
     return strtod(v, NULL);
 }
 
+/* The last place in msg where the boundary name of an item appears quoted, or NULL. */
+static const char *quoted_at(const char *msg, const char *name)
+{
+    char q[HK_CASE_NAME + 4];
+    snprintf(q, sizeof q, "'%s'", name);
+    const char *last = NULL;
+    for (const char *p = msg; (p = strstr(p, q)); p++)
+        last = p;
+    return last;
+}
+
+/* The model's fault lies in the case: the message gets the case-file place of what it names.
+ * A rigid-body motion: the first support. Otherwise the load or support on the boundary it
+ * quotes last (two supports that disagree: the second); loads first unless the message speaks
+ * of supports. None found: the file alone. */
+static int model_error(const hk_case *c, int err)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", hk_error_message());
+    hk_case_loc loc = {0, 0, -1};
+    const char *best = NULL;
+    if (strstr(msg, "rigid") && c->nsupports) {
+        hk_case_error(c, c->supports[0].loc, "%s", msg);
+        return err;
+    }
+    const int supports_first = strstr(msg, "support") != NULL;
+    for (int pass = 0; pass < 2 && !best; pass++) {
+        if ((pass == 0) == supports_first) {
+            for (int i = 0; i < c->nsupports; i++) {
+                const char *q = quoted_at(msg, c->supports[i].boundary);
+                if (q && (!best || q >= best)) best = q, loc = c->supports[i].loc;
+            }
+            continue;
+        }
+        for (int k = -1; k < c->nloadcases; k++) {
+            const int n = k < 0 ? c->nloads : c->loadcases[k].nloads;
+            const hk_case_load_item *ls = k < 0 ? c->loads : c->loadcases[k].loads;
+            for (int i = 0; i < n; i++) {
+                const char *q = ls[i].boundary[0] ? quoted_at(msg, ls[i].boundary) : NULL;
+                if (q && (!best || q > best)) best = q, loc = ls[i].loc;
+            }
+        }
+    }
+    hk_case_error(c, loc, "%s", msg);
+    return err;
+}
+
+/* A right-hand side beyond the solver's range comes from the loads: the message points at the
+ * load (or gravity) of the largest value. */
+static int rhs_error(const hk_case *c, int err)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", hk_error_message());
+    if (!strstr(msg, "right-hand side")) return err;
+    hk_case_loc loc = {0, 0, -1};
+    double vmax = 0;
+    for (int k = -1; k < c->nloadcases; k++) {
+        const int n = k < 0 ? c->nloads : c->loadcases[k].nloads;
+        const hk_case_load_item *ls = k < 0 ? c->loads : c->loadcases[k].loads;
+        for (int i = 0; i < n; i++)
+            for (int d = 0; d < 3; d++)
+                if (fabs(ls[i].value[d]) > vmax) vmax = fabs(ls[i].value[d]), loc = ls[i].loc;
+    }
+    hk_case_error(c, loc, "%s", msg);
+    return err;
+}
+
 /* One load case k on the shared K and solver: its right-hand side (k > 0: the model rebound
  * to the case's loads and assembled again, keeping only f and f_ext), the solve, the fields. */
 static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r, int k)
@@ -155,7 +222,9 @@ static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r,
     snprintf(lc->name, sizeof lc->name, "%s", cl->name);
     if (k > 0) {
         HK_TRY(hk_case_bind_loadcase(c, &r->mesh, k, &r->model));
-        HK_TRY(hk_assemble(&r->model.problem, &tmp));
+        ierr = hk_assemble(&r->model.problem, &tmp);
+        if (ierr == HK_ERR_MODEL) ierr = model_error(c, ierr);
+        if (ierr) goto fail;
         sk.f = tmp.f;
         sk.f_ext = tmp.f_ext;
     }
@@ -166,7 +235,9 @@ static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r,
           cl->nloads == 1 ? "" : "s", grav ? ", gravity" : "", body ? ", body force" : "");
     t = hk_time();
     HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *lc->u, &lc->u));
-    HK_TRY(hk_solver_solve(s, sk.f, lc->u, &lc->res));
+    ierr = hk_solver_solve(s, sk.f, lc->u, &lc->res);
+    if (ierr == HK_ERR_NUMERIC) ierr = rhs_error(c, ierr);
+    if (ierr) goto fail;
     for (int64_t i = 0; i < r->sys.ndof; i++)
         if (r->sys.fixed && r->sys.fixed[i]) lc->u[i] = r->sys.u_fixed[i];
     lc->t_solve = hk_time() - t; /* the set-up ran once, before the first case */
@@ -295,14 +366,7 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
               c->nsupports, c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
               grav ? ", gravity" : "", body ? ", body force" : "");
     ierr = hk_assemble(&r->model.problem, &r->sys);
-    if (ierr == HK_ERR_MODEL) {
-        /* the model's fault lies in the case: name the file (and the supports for rigid motion) */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", hk_error_message());
-        hk_case_loc loc = {0, 0, -1};
-        if (strstr(msg, "rigid") && c->nsupports) loc = c->supports[0].loc;
-        hk_case_error(c, loc, "%s", msg);
-    }
+    if (ierr == HK_ERR_MODEL) ierr = model_error(c, ierr);
     if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
     r->mem.host_peak_assembly = hk_run_peak_host_bytes();
@@ -515,7 +579,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
         goto fail;
     }
     HK_TRY(hk_calloc((size_t)r->sys.ndof, sizeof *r->u, &r->u));
-    HK_TRY(hk_solver_solve(s, r->sys.f, r->u, &r->res));
+    ierr = hk_solver_solve(s, r->sys.f, r->u, &r->res);
+    if (ierr == HK_ERR_NUMERIC) ierr = rhs_error(c, ierr);
+    if (ierr) goto fail;
     /* prescribed values exactly, whatever the method left in those rows */
     for (int64_t i = 0; i < r->sys.ndof; i++)
         if (r->sys.fixed && r->sys.fixed[i]) r->u[i] = r->sys.u_fixed[i];

@@ -21,6 +21,22 @@
     "loads:\n"                                                                                     \
     "  - traction: {boundary: xmax, value: [0, 0, -1e6]}\n"
 #define STEEL "materials: [{name: steel, E: 200e9, nu: 0.3}]\n"
+/* nine levels of nine aliases: 9^9 values once expanded ("billion laughs") */
+#define LAUGHS                                                                                     \
+    "a0: &a0 [lol]\n"                                                                              \
+    "a1: &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]\n"                                      \
+    "a2: &a2 [*a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1]\n"                                      \
+    "a3: &a3 [*a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2]\n"                                      \
+    "a4: &a4 [*a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3]\n"                                      \
+    "a5: &a5 [*a4, *a4, *a4, *a4, *a4, *a4, *a4, *a4, *a4]\n"                                      \
+    "a6: &a6 [*a5, *a5, *a5, *a5, *a5, *a5, *a5, *a5, *a5]\n"                                      \
+    "a7: &a7 [*a6, *a6, *a6, *a6, *a6, *a6, *a6, *a6, *a6]\n"                                      \
+    "a8: &a8 [*a7, *a7, *a7, *a7, *a7, *a7, *a7, *a7, *a7]\n"                                      \
+    "a9: &a9 [*a8, *a8, *a8, *a8, *a8, *a8, *a8, *a8, *a8]\n"
+/* a NUL byte before loads: (it once cut the file there: a run with no loads) */
+#define NUL_CASE                                                                                   \
+    BOX_CASE STEEL "supports:\n  - {boundary: xmin, fix: all}\n\0loads:\n"                         \
+                   "  - traction: {boundary: xmax, value: [0, 0, -1e6]}\n"
 
 typedef struct bad_input {
     const char *file;     /* written in the test folder; "DIR:name" makes a folder; NULL none */
@@ -110,6 +126,54 @@ static const bad_input rows[] = {
      "typo.yaml:10:10: unknown option 'metod'; did you mean 'method'?", NULL},
     {"mesh.yaml", BOX_CASE STEEL BOX_REST, 0, "mesh mesh.yaml -o out/dir/m.msh", 0,
      "wrote out/dir/m.msh", NULL},
+    /* ---- case files: bounded, text only, one document, nothing ignored ---- */
+    {"laughs.yaml", LAUGHS BOX_CASE STEEL BOX_REST, 0, "run laughs.yaml", 1,
+     "laughs.yaml:2:11: the YAML aliases (*name) of this file expand to more than 100000 values",
+     "empty or not YAML"},
+    {"nul.yaml", NUL_CASE, sizeof NUL_CASE - 1, "run nul.yaml", 1,
+     "nul.yaml:7:1: the file holds a NUL byte, and what follows it would be lost", NULL},
+    {"ctrl.yaml", "title: b\x1bx\n" BOX_CASE STEEL BOX_REST, 0, "run ctrl.yaml", 1,
+     "ctrl.yaml:1:9: the file holds the control character 0x1b", NULL},
+    {"twodocs.yaml", BOX_CASE STEEL BOX_REST "---\nloads: []\n", 0, "run twodocs.yaml", 1,
+     "twodocs.yaml:10:1: a second YAML document starts here", NULL},
+    {"deep.yaml",
+     BOX_CASE STEEL BOX_REST
+     "solver: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+     "[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+     "]]]]]]]]]]\n",
+     0, "run deep.yaml", 1, "deep.yaml:9:", NULL},
+    {"nosupports.yaml", BOX_CASE STEEL "supports: []\nloads: []\n", 0, "run nosupports.yaml", 1,
+     "nosupports.yaml:5:1: supports is empty, but the body needs supports", "must be a list"},
+    {"noalpha.yaml", BOX_CASE STEEL BOX_REST "  - temperature: 100\n", 0, "run noalpha.yaml", 1,
+     "noalpha.yaml:9:18: this temperature change acts on material 'steel', which has no alpha",
+     NULL},
+    {"conflict.yaml",
+     BOX_CASE STEEL "supports:\n  - {boundary: xmin, fix: all}\n  - {boundary: xmin, fix: {x: "
+                    "0.1}}\nloads: []\n",
+     0, "run conflict.yaml", 1,
+     "conflict.yaml:7:16: node 2 at (0, 1, 1) gets x displacement 0 from the support on 'xmin' "
+     "and 0.1",
+     NULL},
+    {"bigload.yaml",
+     BOX_CASE STEEL "supports:\n  - {boundary: xmin, fix: all}\nloads:\n  - traction: {boundary: "
+                    "xmax, value: [0, 0, -1e300]}\n",
+     0, "run bigload.yaml", 1, "bigload.yaml:8:26: right-hand side entry", NULL},
+    /* a geometry with a point group, then a pressure on it */
+    {"sq.geo",
+     "Point(1) = {0, 0, 0, 0.5}; Point(2) = {1, 0, 0, 0.5}; Point(3) = {1, 1, 0, 0.5};\n"
+     "Point(4) = {0, 1, 0, 0.5}; Line(1) = {1, 2}; Line(2) = {2, 3}; Line(3) = {3, 4};\n"
+     "Line(4) = {4, 1}; Curve Loop(1) = {1, 2, 3, 4}; Plane Surface(1) = {1};\n"
+     "Physical Surface(\"plate\") = {1}; Physical Curve(\"left\") = {4};\n"
+     "Physical Point(\"corner\") = {3};\n",
+     0, "info --help", 0, "usage: hooke info", NULL},
+    {"point.yaml",
+     "title: p\ngeometry: {file: sq.geo}\nanalysis: plane_stress\n"
+     "materials: [{name: s, E: 1e9, nu: 0.3}]\nsupports: [{boundary: left, fix: all}]\nloads:\n"
+     "  - pressure: {boundary: corner, value: 1e6}\n",
+     0, "run point.yaml", 1,
+     "point.yaml:7:26: a pressure needs a boundary of dimension 1, but boundary 'corner' has "
+     "dimension 0",
+     NULL},
 };
 
 /* the case files that point at the .msh and .geo rows */

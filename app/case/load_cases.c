@@ -87,6 +87,7 @@ static int read_loadcase(case_ctx *x, struct fy_node *item, int i)
                                 lc->gravity, lc->body_force));
     char where[HK_CASE_NAME + 32];
     snprintf(where, sizeof where, " in load case '%s'", lc->name);
+    HK_CALL(case_need_alpha(x->c, lc->loads, lc->nloads, where));
     return case_need_density(x->c, lc->gravity, where);
 }
 

@@ -21,6 +21,37 @@ int case_need_density(const hk_case *c, const double gravity[3], const char *whe
     return 0;
 }
 
+/* A temperature change needs alpha in every material it acts on (else it would change
+ * nothing, silently): on its region's material, or on every material when it names none
+ * (a nodal temperature file too). where names the load case (or ""). */
+int case_need_alpha(const hk_case *c, const hk_case_load_item *loads, int nloads, const char *where)
+{
+    for (int l = 0; l < nloads; l++) {
+        const hk_case_load_item *t = &loads[l];
+        if (t->kind != HK_LOAD_TEMPERATURE) continue;
+        for (int i = 0; i < c->nmaterials; i++) {
+            const hk_case_material *m = &c->materials[i];
+            int acts = !t->boundary[0]; /* every region */
+            for (int r = 0; !acts && r < m->nregions; r++)
+                acts = !strcmp(m->regions[r], t->boundary);
+            if (!acts && !m->nregions) { /* the default material: regions no other one names */
+                acts = 1;
+                for (int j = 0; j < c->nmaterials; j++)
+                    for (int r = 0; j != i && r < c->materials[j].nregions; r++)
+                        if (!strcmp(c->materials[j].regions[r], t->boundary)) acts = 0;
+            }
+            if (acts && !m->has_alpha)
+                return hk_case_error(c, t->loc,
+                                     "this temperature change%s acts on material '%s', which "
+                                     "has no alpha (thermal expansion), so it would change "
+                                     "nothing; add alpha (1/K, e.g. 1.2e-5 for steel) to the "
+                                     "material",
+                                     where, m->m.name);
+        }
+    }
+    return 0;
+}
+
 /* remote_force: {boundary: B, point: [x, y(, z)], force: [...], moment: ..., coupling:
  * distributing|rigid}; the moment is a number (about z) in 2D, a vector in 3D. */
 static int read_remote(case_ctx *x, struct fy_node *v, const char *what, hk_case_load_item *cl)
@@ -205,5 +236,6 @@ int case_read_loads(case_ctx *x, struct fy_node *root, struct fy_node *ls)
     if (!ls) return 0; /* prescribed displacements alone may drive a case */
     HK_CALL(case_read_load_list(x, ls, case_key_of(root, "loads"), "loads", &c->nloads, &c->loads,
                                 c->gravity, c->body_force));
+    HK_CALL(case_need_alpha(c, c->loads, c->nloads, ""));
     return case_need_density(c, c->gravity, "");
 }

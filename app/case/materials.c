@@ -275,7 +275,10 @@ static int read_material(case_ctx *x, struct fy_node *m, int i, int *nall)
     HK_CALL(read_elastic_constants(x, m, &cm->m));
     if ((v = case_lookup(m, "integration"))) HK_CALL(read_integration(x, v, &cm->m));
     if ((v = case_lookup(m, "orientation"))) HK_CALL(read_orientation(x, v, &cm->m));
-    if ((v = case_lookup(m, "alpha"))) HK_CALL(read_alpha(x, v, &cm->m));
+    if ((v = case_lookup(m, "alpha"))) {
+        HK_CALL(read_alpha(x, v, &cm->m));
+        cm->has_alpha = 1;
+    }
     HK_CALL(check_law(x, m, tnode, &cm->m));
     if ((v = case_lookup(m, "density"))) {
         HK_CALL(case_parse_double(x, v, "density", &cm->m.rho));

@@ -100,5 +100,8 @@ int case_read_load_list(case_ctx *x, struct fy_node *ls, struct fy_node *keynode
                         const char *prefix, int *nloads, hk_case_load_item **loads,
                         double gravity[3], double body_force[3]);
 int case_need_density(const hk_case *c, const double gravity[3], const char *where);
+/* Every material a temperature load acts on has alpha (app/case/loads.c). */
+int case_need_alpha(const hk_case *c, const hk_case_load_item *loads, int nloads,
+                    const char *where);
 
 #endif

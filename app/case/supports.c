@@ -140,9 +140,13 @@ static int read_support(case_ctx *x, struct fy_node *s, int i)
 int case_read_supports(case_ctx *x, struct fy_node *root, struct fy_node *ss)
 {
     hk_case *c = x->c;
-    if (fy_node_get_type(ss) != FYNT_SEQUENCE || fy_node_sequence_item_count(ss) == 0)
+    if (fy_node_get_type(ss) != FYNT_SEQUENCE)
         return case_err_at(x, case_key_of(root, "supports"),
                            "supports must be a list of {boundary: NAME, fix: ...}");
+    if (fy_node_sequence_item_count(ss) == 0)
+        return case_err_at(x, case_key_of(root, "supports"),
+                           "supports is empty, but the body needs supports against rigid-body "
+                           "motion; add one, e.g. supports: [{boundary: NAME, fix: all}]");
     int n = fy_node_sequence_item_count(ss);
     HK_CALL(hk_calloc((size_t)n, sizeof *c->supports, &c->supports));
     c->nsupports = n;
