@@ -85,7 +85,7 @@ static void test_read_array(void)
     expect_error("word.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2x\n3\n4\n",
                  "(row 2, column 1) '2x'");
     expect_error("short.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n",
-                 "ends after 3 of the 4 values");
+                 "announces 4 values but the 6 bytes after it hold at most 3");
     expect_error("long.mtx", "%%MatrixMarket matrix array real general\n1 2\n1\n2\n3\n",
                  "more values than the 2");
     expect_error("size.mtx", "%%MatrixMarket matrix array real general\n3\n1\n2\n3\n",
