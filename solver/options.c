@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "hk_impl.h"
+#include "text.h"
 
 typedef struct {
     char *key, *value;
@@ -163,31 +164,6 @@ int hk_options_get_double(hk_options *o, const char *key, double *out)
 
 /* ---- suggestions for a misspelt key or value ----------------------------------------------- */
 
-/* Optimal-string-alignment distance (insertions, deletions, substitutions, swaps of two
- * neighbours), case-insensitive; words longer than 63 characters count as far apart. */
-static int edit_distance(const char *a, const char *b)
-{
-    const int na = (int)strlen(a), nb = (int)strlen(b);
-    if (na > 63 || nb > 63) return 99;
-    int d[64][64];
-    for (int i = 0; i <= na; i++)
-        d[i][0] = i;
-    for (int j = 0; j <= nb; j++)
-        d[0][j] = j;
-    for (int i = 1; i <= na; i++)
-        for (int j = 1; j <= nb; j++) {
-            const int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
-            int v = d[i - 1][j - 1] + !same;
-            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    return d[na][nb];
-}
-
 /* How close a candidate is to what was written: 0 for the same word in another case, a key
  * whose last parts are the word ('degree' for pc.poly.degree) 1, else the edit distance;
  * -1 when too far to suggest (more than a third of the word's letters, at least one). */
@@ -198,7 +174,7 @@ static int closeness(const char *word, const char *cand)
     if (lw < lc && cand[lc - lw - 1] == '.' && !strcasecmp(cand + lc - lw, word)) return 1;
     if (lw >= 3 && lw < lc && !strncasecmp(cand, word, lw)) return 1; /* mix for mixed */
     if (lc >= 3 && lc < lw && !strncasecmp(cand, word, lc)) return 2; /* tolerance for tol */
-    const int d = edit_distance(word, cand), limit = lw < 6 ? 1 : (int)lw / 3;
+    const int d = hk_edit_distance(word, cand), limit = lw < 6 ? 1 : (int)lw / 3;
     return d <= limit ? d : -1;
 }
 

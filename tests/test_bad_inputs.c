@@ -204,7 +204,7 @@ static void test_bad_inputs(void)
     static char out[1 << 16];
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         const bad_input *b = &rows[i];
-        char path[700], cmd[2048], log[700];
+        char path[700], cmd[2048];
         if (b->file && !strncmp(b->file, "DIR:", 4)) {
             snprintf(path, sizeof path, "%s/%s", dir, b->file + 4);
             mkdir(path, 0777);
@@ -215,17 +215,9 @@ static void test_bad_inputs(void)
             fwrite(b->text, 1, b->len ? b->len : strlen(b->text), f);
             fclose(f);
         }
-        snprintf(log, sizeof log, "%s/out.log", dir);
-        snprintf(cmd, sizeof cmd,
-                 "cd '%s' && ulimit -v 2000000 && OMP_NUM_THREADS=1 timeout 60 '%s' %s > '%s' "
-                 "2>&1",
-                 dir, HOOKE_BINARY, b->args, log);
-        const int st = system(cmd);
-        const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        FILE *lf = fopen(log, "r");
-        size_t len = lf ? fread(out, 1, sizeof out - 1, lf) : 0;
-        out[len] = 0;
-        if (lf) fclose(lf);
+        snprintf(cmd, sizeof cmd, "ulimit -v 2000000 && OMP_NUM_THREADS=1 timeout 60 '%s' %s",
+                 HOOKE_BINARY, b->args);
+        const int rc = hk_test_shell(dir, cmd, out, sizeof out);
         const int ok =
             rc == b->status && strstr(out, b->sentence) && !(b->absent && strstr(out, b->absent));
         if (!ok)

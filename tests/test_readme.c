@@ -99,17 +99,8 @@ static void test_readme_commands(void)
     for (int i = 0; i < n; i++) {
         char run[1200];
         rewrite(lines[i], dir, run, sizeof run);
-        char log[600];
-        snprintf(log, sizeof log, "%s/example.log", dir);
-        snprintf(cmd, sizeof cmd,
-                 "cd '%s' && OMP_NUM_THREADS=2 timeout 300 sh -c \"%s\" > '%s' 2>&1", dir, run,
-                 log);
-        const int st = system(cmd);
-        const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        FILE *lf = fopen(log, "r");
-        size_t len = lf ? fread(out, 1, sizeof out - 1, lf) : 0;
-        out[len] = 0;
-        if (lf) fclose(lf);
+        snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=2 timeout 300 sh -c \"%s\"", run);
+        const int rc = hk_test_shell(dir, cmd, out, sizeof out);
         if (strstr(lines[i], "--backend cuda") && !cuda) {
             /* without a GPU the CUDA examples must say so and stop */
             const int says = rc != 0 && (strstr(out, "CUDA") || strstr(out, "cuda"));

@@ -180,6 +180,19 @@ int hk_test_hooke_cmd(const char *args, char *out, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int hk_test_shell(const char *dir, const char *cmd, char *out, size_t cap)
+{
+    char log[700], line[4096];
+    snprintf(log, sizeof log, "%s/shell.log", dir);
+    snprintf(line, sizeof line, "cd '%s' && ( %s ) > '%s' 2>&1", dir, cmd, log);
+    const int st = system(line);
+    FILE *f = fopen(log, "r");
+    size_t len = f ? fread(out, 1, cap - 1, f) : 0;
+    out[len] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 int hk_test_solve_cmd(const char *args, char *out, size_t cap)
 {
     char a[1900];

@@ -115,5 +115,8 @@ int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, struct h
 int hk_test_solve_cmd(const char *args, char *out, size_t cap);
 /* The same for `hooke ARGS` (any subcommand). */
 int hk_test_hooke_cmd(const char *args, char *out, size_t cap);
+/* Run the shell command cmd in folder dir, its stdout and stderr into out (cap bytes, cut
+ * there): returns its exit status, -1 when it did not exit normally. */
+int hk_test_shell(const char *dir, const char *cmd, char *out, size_t cap);
 
 #endif

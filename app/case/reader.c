@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 int hk_case_error(const hk_case *c, hk_case_loc loc, const char *fmt, ...)
 {
     char msg[1024];
@@ -79,26 +81,6 @@ const char *case_scalar(struct fy_node *n)
     return n && fy_node_get_type(n) == FYNT_SCALAR ? fy_node_get_scalar0(n) : NULL;
 }
 
-/* Levenshtein distance for "did you mean" hints (short strings only). */
-static int edit_distance(const char *a, const char *b)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    int d[64][64];
-    for (int i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (int j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (int i = 1; i <= la; i++)
-        for (int j = 1; j <= lb; j++) {
-            int s = d[i - 1][j - 1] +
-                    (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-            d[i][j] = s < del ? (s < ins ? s : ins) : (del < ins ? del : ins);
-        }
-    return d[la][lb];
-}
-
 /* "valid keys: a, b, c" plus "did you mean 'b'?" when one is close. */
 void case_key_hint(const char *key, const char *const *allowed, char *buf, size_t n)
 {
@@ -107,7 +89,7 @@ void case_key_hint(const char *key, const char *const *allowed, char *buf, size_
     size_t k = 0;
     buf[0] = 0;
     for (int i = 0; allowed[i]; i++) {
-        int d = edit_distance(key, allowed[i]);
+        int d = hk_edit_distance(key, allowed[i]);
         if (d < bestd) bestd = d, best = allowed[i];
     }
     if (best) k += (size_t)snprintf(buf + k, n - k, "did you mean '%s'? ", best);
