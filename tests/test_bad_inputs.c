@@ -134,6 +134,9 @@ static const bad_input rows[] = {
      "nul.yaml:7:1: the file holds a NUL byte, and what follows it would be lost", NULL},
     {"ctrl.yaml", "title: b\x1bx\n" BOX_CASE STEEL BOX_REST, 0, "run ctrl.yaml", 1,
      "ctrl.yaml:1:9: the file holds the control character 0x1b", NULL},
+    /* libfyaml looped forever on a directive line with a byte that is not UTF-8 (fuzzing) */
+    {"latin1.yaml", "title: x\n%\xdc\n" BOX_CASE STEEL BOX_REST, 0, "run latin1.yaml", 1,
+     "latin1.yaml:2:2: the byte 0xdc is not UTF-8 text", NULL},
     {"twodocs.yaml", BOX_CASE STEEL BOX_REST "---\nloads: []\n", 0, "run twodocs.yaml", 1,
      "twodocs.yaml:10:1: a second YAML document starts here", NULL},
     {"deep.yaml",

@@ -56,8 +56,21 @@ static void source_free(case_source *src, struct fy_document *fyd)
     memset(src, 0, sizeof *src);
 }
 
-/* The whole file, at most CASE_MAX_BYTES, and text only: a NUL byte once cut the file short
- * silently (a NUL before loads: gave a run with no loads). */
+/* The length of the UTF-8 sequence at s (n bytes left), or 0 when it is not valid UTF-8
+ * (a stray continuation byte, a short or overlong sequence, a surrogate, beyond U+10FFFF). */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    const size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (!len || s[0] > 0xf4 || len > n) return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return 0;
+    if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
+    if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
+    return len;
+}
+
+/* The whole file, at most CASE_MAX_BYTES, and UTF-8 text only: a NUL byte once cut the file
+ * short silently (a NUL before loads: gave a run with no loads). */
 static int read_text(const char *path, case_source *src)
 {
     struct stat st;
@@ -86,6 +99,18 @@ static int read_text(const char *path, case_source *src)
         const unsigned char ch = (unsigned char)src->text[i];
         if (ch == '\n') {
             line++, col = 1;
+            continue;
+        }
+        if (ch >= 0x80) { /* UTF-8 only: libfyaml loops forever on some other bytes */
+            const size_t n = utf8_length((const unsigned char *)src->text + i, src->len - i);
+            if (!n) {
+                ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
+                                    "%s:%d:%d: the byte 0x%02x is not UTF-8 text; save the case "
+                                    "file as UTF-8 (or write the character out in ASCII)",
+                                    path, line, col, ch);
+                goto fail;
+            }
+            i += n - 1, col++;
             continue;
         }
         if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f) {
