@@ -136,7 +136,10 @@ static const bad_input rows[] = {
      "ctrl.yaml:1:9: the file holds the control character 0x1b", NULL},
     /* libfyaml looped forever on a directive line with a byte that is not UTF-8 (fuzzing) */
     {"latin1.yaml", "title: x\n%\xdc\n" BOX_CASE STEEL BOX_REST, 0, "run latin1.yaml", 1,
-     "latin1.yaml:2:2: the byte 0xdc is not UTF-8 text", NULL},
+     "latin1.yaml:2:2: the file holds the byte 0xdc, which is not UTF-8 text", NULL},
+    {"setbyte.yaml", BOX_CASE STEEL BOX_REST, 0,
+     "run setbyte.yaml --set \"$(printf 'title=x\\334')\"", 1,
+     "--set number 1, byte 8: the override holds the byte 0xdc, which is not UTF-8 text", NULL},
     {"twodocs.yaml", BOX_CASE STEEL BOX_REST "---\nloads: []\n", 0, "run twodocs.yaml", 1,
      "twodocs.yaml:10:1: a second YAML document starts here", NULL},
     {"deep.yaml",

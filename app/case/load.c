@@ -69,6 +69,44 @@ static size_t utf8_length(const unsigned char *s, size_t n)
     return len;
 }
 
+/* The first byte of s that is not text: 1 a NUL, 2 another control character (tabs and line
+ * ends aside), 3 not UTF-8; 0 for none. *at: its offset. */
+static int first_bad_byte(const char *s, size_t n, size_t *at)
+{
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char ch = (unsigned char)s[i];
+        *at = i;
+        if (!ch) return 1;
+        if ((ch < 0x20 && ch != '\t' && ch != '\r' && ch != '\n') || ch == 0x7f) return 2;
+        if (ch >= 0x80) { /* UTF-8 only: libfyaml loops forever on some other bytes */
+            const size_t len = utf8_length((const unsigned char *)s + i, n - i);
+            if (!len) return 3;
+            i += len - 1;
+        }
+    }
+    return 0;
+}
+
+/* The message for first_bad_byte's finding: where is "case.yaml:L:C" or the --set word,
+ * what "the file" or "the override". */
+static int bad_byte_error(const char *where, const char *what, int bad, unsigned char ch)
+{
+    if (bad == 1)
+        return hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
+                            "%s: %s holds a NUL byte, and what follows it would be lost; a "
+                            "case file is plain text: remove it (or save the file as text again)",
+                            where, what);
+    if (bad == 2)
+        return hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
+                            "%s: %s holds the control character 0x%02x; a case file is plain "
+                            "text: remove it",
+                            where, what, ch);
+    return hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
+                        "%s: %s holds the byte 0x%02x, which is not UTF-8 text; save the case "
+                        "file as UTF-8 (or write the character out in ASCII)",
+                        where, what, ch);
+}
+
 /* The whole file, at most CASE_MAX_BYTES, and UTF-8 text only: a NUL byte once cut the file
  * short silently (a NUL before loads: gave a run with no loads). */
 static int read_text(const char *path, case_source *src)
@@ -94,40 +132,18 @@ static int read_text(const char *path, case_source *src)
         }
     }
     src->text[src->len] = 0;
-    int line = 1, col = 1;
-    for (size_t i = 0; i < src->len; i++) {
-        const unsigned char ch = (unsigned char)src->text[i];
-        if (ch == '\n') {
-            line++, col = 1;
-            continue;
-        }
-        if (ch >= 0x80) { /* UTF-8 only: libfyaml loops forever on some other bytes */
-            const size_t n = utf8_length((const unsigned char *)src->text + i, src->len - i);
-            if (!n) {
-                ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
-                                    "%s:%d:%d: the byte 0x%02x is not UTF-8 text; save the case "
-                                    "file as UTF-8 (or write the character out in ASCII)",
-                                    path, line, col, ch);
-                goto fail;
-            }
-            i += n - 1, col++;
-            continue;
-        }
-        if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f) {
-            if (ch)
-                ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
-                                    "%s:%d:%d: the file holds the control character 0x%02x; a "
-                                    "case file is plain text: remove it",
-                                    path, line, col, ch);
-            else
-                ierr = hk_error_set(HK_ERR_CASE, __FILE__, __LINE__,
-                                    "%s:%d:%d: the file holds a NUL byte, and what follows it "
-                                    "would be lost; a case file is plain text: remove it (or "
-                                    "save the file as text again)",
-                                    path, line, col);
-            goto fail;
-        }
-        col++;
+    size_t at;
+    const int bad = first_bad_byte(src->text, src->len, &at);
+    if (bad) {
+        int line = 1, col = 1;
+        for (size_t i = 0; i < at; i++)
+            if (src->text[i] == '\n')
+                line++, col = 1;
+            else if (((unsigned char)src->text[i] & 0xc0) != 0x80)
+                col++; /* a character, not a byte of one */
+        char where[HK_CASE_PATH + 32];
+        snprintf(where, sizeof where, "%s:%d:%d", path, line, col);
+        ierr = bad_byte_error(where, "the file", bad, (unsigned char)src->text[at]);
     }
 fail:
     fclose(f);
@@ -307,8 +323,17 @@ int hk_case_load(const char *path, int nsets, const char *const *sets, hk_case *
                            "materials:, ...); see docs/case-format.md");
         goto fail;
     }
-    for (int i = 0; i < nsets; i++)
+    for (int i = 0; i < nsets; i++) { /* the same text rules for the overrides */
+        size_t at;
+        const int bad = first_bad_byte(c->sets[i], strlen(c->sets[i]), &at);
+        if (bad) {
+            char where[64];
+            snprintf(where, sizeof where, "--set number %d, byte %zu", i + 1, at + 1);
+            ierr = bad_byte_error(where, "the override", bad, (unsigned char)c->sets[i][at]);
+            goto fail;
+        }
         HK_TRY(case_apply_set(&x, i));
+    }
     HK_TRY(check_top_keys(&x, root));
     HK_TRY(read_sections(&x, root));
 fail:
