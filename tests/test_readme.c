@@ -2,7 +2,8 @@
  * `hooke ` is run with the built binary (an example once failed on the bracket because the
  * case's pc did not take the option it set). To stay quick, `hooke run` gets
  * --set geometry.order=1 after its own options and --generate sizes are capped at 10; A.mtx
- * and b.mtx are a small 3D elasticity system made here; /tmp/ is the test's folder. */
+ * (K.mtx) and b.mtx are a small 3D elasticity system made here, M.mtx an identity mass
+ * matrix; /tmp/ is the test's folder. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,6 +75,22 @@ static void write_system(const char *dir)
     HK_ASSERT_OK(hk_gen_elasticity3d(3, 3, 3, &K));
     snprintf(path, sizeof path, "%s/A.mtx", dir);
     HK_ASSERT_OK(hk_mm_write_matrix(path, &K));
+    snprintf(path, sizeof path, "%s/K.mtx", dir);
+    HK_ASSERT_OK(hk_mm_write_matrix(path, &K));
+    /* a lumped mass matrix for the eigenvalue example: the identity in K's blocks */
+    hk_bcsr M = {.bs = K.bs, .nbrows = K.nbrows, .nbcols = K.nbcols};
+    HK_ASSERT_OK(hk_calloc((size_t)K.nbrows + 1, sizeof *M.rowptr, &M.rowptr));
+    HK_ASSERT_OK(hk_malloc((size_t)K.nbrows * sizeof *M.colind, &M.colind));
+    HK_ASSERT_OK(hk_calloc((size_t)K.nbrows * K.bs * K.bs, sizeof *M.val, &M.val));
+    for (int64_t i = 0; i < K.nbrows; i++) {
+        M.rowptr[i + 1] = i + 1;
+        M.colind[i] = (int32_t)i;
+        for (int r = 0; r < K.bs; r++)
+            M.val[((size_t)i * K.bs + r) * K.bs + r] = 1;
+    }
+    snprintf(path, sizeof path, "%s/M.mtx", dir);
+    HK_ASSERT_OK(hk_mm_write_matrix(path, &M));
+    hk_bcsr_free(&M);
     const int64_t n = K.nbrows * K.bs;
     double *b = hk_test_rand_vec(n, 7);
     snprintf(path, sizeof path, "%s/b.mtx", dir);
