@@ -109,7 +109,10 @@ static const bad_input rows[] = {
      "SetFactory(\"OpenCASCADE\");\nBox(1) = {0, 0, 0, 1, 1, 1};\nTransfinite Surface{1};\n"
      "Recombine Surface{1};\nMesh.MeshSizeMax = 0.5;\nPhysical Volume(\"solid\") = {1};\n"
      "Physical Surface(\"fixed\") = {1};\nPhysical Surface(\"tip\") = {2};\n",
-     0, "run pyr.yaml", 0, "volumes meshed with Delaunay", "no mesh nodes"},
+     0, "run pyr.yaml", 0, "(tet4 + pyr5)", "no mesh nodes"},
+    /* HXT makes no pyramids (it failed, left the volume unmeshed or crashed Gmsh) */
+    {NULL, NULL, 0, "run pyr.yaml --set geometry.algorithm3d=hxt", 0,
+     "volumes meshed with Delaunay, as HXT does not make the pyramids", "no mesh nodes"},
     /* ---- hooke run: results and their summary ---- */
     {"e300.yaml", BOX_CASE "materials: [{name: s, E: 1e300, nu: 0.3}]\n" BOX_REST, 0,
      "run e300.yaml -o e300.vtu", 0, "max |u|        6.17", "max |u|        0.000000e+00"},
