@@ -2,8 +2,10 @@
 # Build the fuzz targets (fuzz/: the case reader, the .msh checks, the Matrix Market reader)
 # with clang, libFuzzer, ASan and UBSan, and run each for a bounded time under a memory and a
 # per-input time limit. Usage: scripts/fuzz.sh [SECONDS_EACH] [TARGET ...] (default 60 s each,
-# every target). Exit 0 when no target found anything; a finding is kept in
-# $BUILD/artifacts/ (fuzz/README.md says how to reproduce it).
+# every target). With FUZZ_RUNS=N each target instead runs N inputs from a fresh corpus with a
+# fixed seed: the same inputs on every machine, so a CI finding can be replayed exactly.
+# Exit 0 when no target found anything; a finding is kept in $BUILD/artifacts/ (fuzz/README.md
+# says how to reproduce it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -42,10 +44,15 @@ status=0
 for t in "${TARGETS[@]}"; do
   seeds=$(seed_dir "$t")
   corpus="$BUILD/corpus/$t"
+  budget=(-max_total_time="$SECONDS_EACH")
+  if [ -n "${FUZZ_RUNS:-}" ]; then
+    rm -rf "$corpus" # a fixed run: the seeds only, mutated in the order -seed gives
+    budget=(-runs="$FUZZ_RUNS" -seed=1)
+  fi
   mkdir -p "$corpus"
-  echo "fuzz: $t for ${SECONDS_EACH} s (corpus $corpus, seeds $seeds)"
+  echo "fuzz: $t, ${budget[*]} (corpus $corpus, seeds $seeds)"
   # 2 GB of memory, 10 s an input, 1 GB in one allocation, inputs up to 64 KB
-  if ! "$BUILD/fuzz_$t" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  if ! "$BUILD/fuzz_$t" "${budget[@]}" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
       -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t-" \
       "$corpus" "$seeds" > "$BUILD/fuzz_$t.log" 2>&1; then
     echo "fuzz: $t found a problem:" >&2
