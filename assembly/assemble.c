@@ -10,7 +10,9 @@
  *    digits do not depend on the number of threads, and the cells are visited in mesh order
  *    (cache-friendly),
  * 4. supports, springs, rigid-body check, loads, symmetric elimination, rigid couplings
- *    (constraints.c, springs.c, loads.c, coupling.c). */
+ *    (constraints.c, springs.c, loads.c, coupling.c);
+ * and for a modal analysis (hk_assemble_modal) the same K without loads, the rigid-body motions
+ * counted instead of refused, and the mass matrix with its elimination (mass.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include "element_kernels.h"
 #include "groups.h"
 #include "loads.h"
+#include "mass.h"
 #include "springs.h"
 
 void hk_system_free(hk_system *s)
@@ -35,6 +38,8 @@ void hk_system_free(hk_system *s)
     free(s->u_fixed);
     free(s->rigid_point);
     free(s->rigid_of);
+    hk_bcsr_free(&s->M);
+    free(s->mass_r);
     memset(s, 0, sizeof *s);
 }
 
@@ -50,7 +55,7 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
     int ierr = 0;
     const hk_mesh *m = p->mesh;
     const int d = m->dim;
-    const int64_t nn = m->nnodes, nc = m->cells.n;
+    const int64_t nc = m->cells.n;
     const double fac = hk_asm_thickness(p);
     const int axi = p->analysis == HK_AXISYMMETRIC;
     const int nthr = nc >= 4096 ? omp_get_max_threads() : 1;
@@ -58,19 +63,7 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
     hk_law *laws = NULL;
     double *dTr = NULL;
     HK_TRY(hk_malloc((size_t)(nthr + 1) * sizeof *bounds, &bounds));
-    bounds[0] = 0;
-    for (int t = 1; t < nthr; t++) { /* first row whose cell count prefix reaches t/nthr */
-        int64_t target = n2c->ptr[nn] / nthr * t, lo = bounds[t - 1], hi = nn;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (n2c->ptr[mid] < target)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        bounds[t] = lo;
-    }
-    bounds[nthr] = nn;
+    hk_asm_row_ranges(n2c, nthr, bounds);
     /* the law and the uniform temperature change of each region, once */
     HK_TRY(hk_malloc((size_t)m->nregions * sizeof *laws + 1, &laws));
     HK_TRY(hk_malloc((size_t)m->nregions * sizeof *dTr + 1, &dTr));
@@ -248,6 +241,60 @@ int hk_assemble(const hk_problem *p, hk_system *s)
     HK_TRY(hk_eliminate(s, &n2c));
     if (nrigid) HK_TRY(hk_rigid_apply(p, &n2c, s));
     stage("eliminate", &t);
+    hk_adj_free(&n2c);
+    return 0;
+fail:
+    hk_adj_free(&n2c);
+    hk_system_free(s);
+    return ierr;
+}
+
+int hk_assemble_modal(const hk_problem *p, hk_mass_kind mass, hk_system *s)
+{
+    int ierr;
+    hk_adj n2c = {0};
+    double t = 0;
+    HK_CHECK(s, HK_ERR_ARG, "hk_assemble_modal: the output system is NULL");
+    HK_CHECK(p && (mass == HK_MASS_CONSISTENT || mass == HK_MASS_LUMPED), HK_ERR_ARG,
+             "hk_assemble_modal: no problem, or mass kind %d is neither consistent nor lumped",
+             (int)mass);
+    memset(s, 0, sizeof *s);
+    /* the free vibrations: no loads, and so no rigid couplings (they belong to remote loads) */
+    hk_problem q = *p;
+    q.nloads = 0;
+    q.loads = NULL;
+    q.node_dT = NULL;
+    memset(q.body_force, 0, sizeof q.body_force);
+    memset(q.gravity, 0, sizeof q.gravity);
+    stage(NULL, &t);
+    HK_TRY(hk_check_problem(&q));
+    stage("checks", &t);
+    const hk_mesh *m = q.mesh;
+    s->dim = m->dim;
+    s->nnodes = m->nnodes;
+    s->ndof = (int64_t)m->dim * m->nnodes;
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f_ext, &s->f_ext));
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
+    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
+    HK_TRY(hk_asm_node_cells(m, &n2c));
+    stage("adjacency", &t);
+    HK_TRY(hk_supports_apply(&q, s->fixed, s->u_fixed, &s->nfixed));
+    memset(s->u_fixed, 0, (size_t)s->ndof * sizeof *s->u_fixed); /* modes: held at zero */
+    HK_TRY(hk_springs_check(&q, &n2c));
+    HK_TRY(hk_count_rigid(&q, &n2c, s->fixed, hk_springs_directions, &s->free_rigid));
+    stage("supports", &t);
+    HK_TRY(hk_asm_pattern(m, &n2c, &s->K));
+    stage("pattern", &t);
+    HK_TRY(assemble_numeric(&q, &n2c, &s->K, NULL));
+    HK_TRY(hk_springs_add(&q, &n2c, &s->K));
+    stage("numeric", &t);
+    HK_TRY(hk_eliminate(s, &n2c));
+    stage("eliminate", &t);
+    HK_TRY(hk_mass_assemble(&q, &n2c, &s->K, mass == HK_MASS_LUMPED, &s->M));
+    stage("mass", &t);
+    HK_TRY(hk_mass_eliminate(s));
+    stage("mass elim", &t);
     hk_adj_free(&n2c);
     return 0;
 fail:

@@ -255,7 +255,10 @@ static void held_direction(void *vctx, int32_t i, const double dir[3])
             G[k * 6 + l] += row[k] * row[l];
 }
 
-int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held)
+/* The rigid-body check; nfree NULL: an error naming the first part's free motions, else their
+ * number summed over the parts. */
+static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed,
+                         hk_held_fn held, int *nfree)
 {
     int ierr = 0;
     const hk_mesh *m = p->mesh;
@@ -339,6 +342,10 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed,
                 nz++;
             }
         if (nz == 0) continue;
+        if (nfree) {
+            *nfree += nz;
+            continue;
+        }
         char desc[512];
         if (axi)
             snprintf(desc, sizeof desc, "translation along the axis y");
@@ -363,6 +370,18 @@ fail:
     free(comp);
     free(acc);
     return ierr;
+}
+
+int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held)
+{
+    return rigid_motions(p, n2c, fixed, held, NULL);
+}
+
+int hk_count_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held,
+                   int *nfree)
+{
+    *nfree = 0;
+    return rigid_motions(p, n2c, fixed, held, nfree);
 }
 
 /* ---- elimination ------------------------------------------------------------------------- */

@@ -13,6 +13,10 @@ typedef int (*hk_held_fn)(const hk_problem *p, const hk_adj *n2c, hk_dir_fn fn, 
  * visits, leave a rigid-body mode of any connected part of the mesh free; the message names
  * the free modes. */
 int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held);
+/* The number of rigid-body motions that hk_check_rigid would name, summed over the parts:
+ * the zero-frequency modes of a modal analysis. */
+int hk_count_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held,
+                   int *nfree);
 
 /* Symmetric elimination of the fixed dofs of s (K, f from f_ext), identity-like rows for nodes
  * without a cell. */

@@ -8,8 +8,8 @@
  * Element matrices are nd x nd with nd = nnodes * d, row-major, dof a * d + i (node a,
  * component i); fac is the thickness in 2D (1 in 3D and axisymmetric, where the weight is r
  * per radian). Each returns 1 when det J <= 0 (or r <= 0) at a quadrature point, 0 otherwise.
- * New per-element quantities (a consistent mass matrix for modal analysis, say) belong here,
- * beside the stiffness they share the Jacobian and gradient code with. */
+ * New per-element quantities belong here, beside the stiffness and the mass they share the
+ * Jacobian code with. */
 #ifndef HOOKE_ASSEMBLY_ELEMENT_KERNELS_H
 #define HOOKE_ASSEMBLY_ELEMENT_KERNELS_H
 
@@ -342,6 +342,60 @@ HK_EL_FN int hk_el_thermal_load(const hk_elref *r, int d, const double (*x)[3], 
         }
     }
     return 0;
+}
+
+/* Consistent mass: the scalar matrix me[a * n + b] = int rho N_a N_b (n x n, symmetric) on the
+ * rule of r, which should be the mass rule (hk_elref_mass_get: exact for undistorted
+ * elements); fac is the thickness in 2D, axi adds the weight r per radian as the stiffness
+ * has it. The element mass matrix is me[a][b] times the d x d identity: every component
+ * carries the same inertia. Returns 1 when det J <= 0 or r <= 0 at a point, 0 otherwise. */
+HK_EL_FN int hk_el_mass(const hk_elref *r, int d, const double (*x)[3], double rho, int axi,
+                        double fac, double *HK_RESTRICT me)
+{
+    const int n = r->nnodes;
+    memset(me, 0, sizeof(double) * (size_t)n * n);
+    for (int q = 0; q < r->nqp; q++) {
+        double J[3][3] = {{0}}, Ji[3][3], rad = 1;
+        for (int a = 0; a < n; a++)
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++)
+                    J[i][k] += x[a][i] * r->dN[q][a][k];
+        const double det = hk_el_invert(d, J, Ji);
+        if (axi) {
+            rad = 0;
+            for (int a = 0; a < n; a++)
+                rad += r->N[q][a] * x[a][0];
+        }
+        if (!(det > 0) || !(rad > 0)) return 1;
+        const double w = r->qw[q] * det * fac * rad * rho;
+        const double *N = r->N[q];
+        for (int a = 0; a < n; a++) {
+            const double wa = w * N[a];
+            for (int b = a; b < n; b++)
+                me[a * n + b] += wa * N[b];
+        }
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < a; b++)
+            me[a * n + b] = me[b * n + a];
+    return 0;
+}
+
+/* Lumped mass by HRZ diagonal scaling (Hinton, Rock and Zienkiewicz 1976): the diagonal of the
+ * consistent me (n x n) scaled so that it sums to the element's mass sum_ab me[a][b]. Every
+ * entry is positive, also for quadratic elements, where the row sums are not (tet10: the
+ * corners' rows sum to -rho V / 20; quad8 and hex20 likewise); for the linear elements the
+ * two agree on undistorted shapes. */
+HK_EL_FN void hk_el_mass_lump_hrz(int n, const double *me, double *diag)
+{
+    double total = 0, trace = 0;
+    for (int a = 0; a < n * n; a++)
+        total += me[a];
+    for (int a = 0; a < n; a++)
+        trace += me[a * n + a];
+    const double s = trace > 0 ? total / trace : 0;
+    for (int a = 0; a < n; a++)
+        diag[a] = me[a * n + a] * s;
 }
 
 #endif

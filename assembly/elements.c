@@ -68,6 +68,18 @@ static void rule_tri(hk_elref *r, int npts)
         set_qp(r, 0, 1.0 / 6, 1.0 / 6, 0, 1.0 / 6);
         set_qp(r, 1, 2.0 / 3, 1.0 / 6, 0, 1.0 / 6);
         set_qp(r, 2, 1.0 / 6, 2.0 / 3, 0, 1.0 / 6);
+    } else if (npts == 7) {
+        /* degree 5 (Radon; Stroud's T2:5-1) */
+        const double s15 = 3.8729833462074168852; /* sqrt(15) */
+        const double a = (6 - s15) / 21, wa = (155 - s15) / 2400;
+        const double b = (6 + s15) / 21, wb = (155 + s15) / 2400;
+        set_qp(r, 0, 1.0 / 3, 1.0 / 3, 0, 9.0 / 80);
+        set_qp(r, 1, a, a, 0, wa);
+        set_qp(r, 2, 1 - 2 * a, a, 0, wa);
+        set_qp(r, 3, a, 1 - 2 * a, 0, wa);
+        set_qp(r, 4, b, b, 0, wb);
+        set_qp(r, 5, 1 - 2 * b, b, 0, wb);
+        set_qp(r, 6, b, 1 - 2 * b, 0, wb);
     } else { /* 6 points, degree 4 (Dunavant) */
         const double a = 0.445948490915965, wa = 0.223381589678011 / 2;
         const double b = 0.091576213509771, wb = 0.109951743655322 / 2;
@@ -82,8 +94,39 @@ static void rule_tri(hk_elref *r, int npts)
     r->nqp = npts;
 }
 
+/* 14 points, degree 5, positive weights (Walkington's rule; the constants solved to fp64's
+ * precision, tests/test_mass.c integrates every monomial of degree <= 5 exactly): two orbits
+ * of 4 points (a, a, a, 1 - 3a) and one of 6 points (b, b, 1/2 - b, 1/2 - b), in barycentric
+ * coordinates, weights summing to the volume 1/6. */
+static void rule_tet14(hk_elref *r)
+{
+    static const double a[2] = {0.0927352503108916, 0.3108859192633012};
+    static const double wa[2] = {0.0734930431163627 / 6, 0.11268792571801821 / 6};
+    static const double b = 0.045503704125647554, wb = 0.04254602077707935 / 6;
+    int q = 0;
+    for (int o = 0; o < 2; o++) {
+        const double c = 1 - 3 * a[o];
+        set_qp(r, q++, a[o], a[o], a[o], wa[o]);
+        set_qp(r, q++, c, a[o], a[o], wa[o]);
+        set_qp(r, q++, a[o], c, a[o], wa[o]);
+        set_qp(r, q++, a[o], a[o], c, wa[o]);
+    }
+    const double c = 0.5 - b; /* the 6 edges: two barycentric coordinates b, two 1/2 - b */
+    set_qp(r, q++, b, b, c, wb);
+    set_qp(r, q++, b, c, b, wb);
+    set_qp(r, q++, c, b, b, wb);
+    set_qp(r, q++, c, c, b, wb);
+    set_qp(r, q++, c, b, c, wb);
+    set_qp(r, q++, b, c, c, wb);
+    r->nqp = q;
+}
+
 static void rule_tet(hk_elref *r, int npts)
 {
+    if (npts == 14) {
+        rule_tet14(r);
+        return;
+    }
     if (npts == 1) {
         set_qp(r, 0, 0.25, 0.25, 0.25, 1.0 / 6);
     } else { /* 4 points, degree 2 */
@@ -235,6 +278,48 @@ const hk_elref *hk_elref_get(hk_eltype t)
     pthread_once(&refs_once, init_refs);
     if ((int)t < HK_EL_LINE2 || (int)t >= HK_EL_COUNT) return NULL;
     return &refs[t];
+}
+
+/* ---- mass rules -------------------------------------------------------------------------- */
+
+static hk_elref mass_refs[HK_EL_COUNT];
+static pthread_once_t mass_once = PTHREAD_ONCE_INIT;
+
+/* The element's own rule where it integrates N_a N_b exactly (degree 2p per direction on
+ * undistorted elements; in 2D also times the axisymmetric weight r): the Gauss products of
+ * quads, hexes and wedges, the collapsed rules of the pyramids (their shape functions are
+ * polynomials of the collapsed coordinates); richer rules for the simplices, whose stiffness
+ * rules are short of it (tri3 and tet4 one point: a mass of rank 1). */
+static void init_mass_refs(void)
+{
+    pthread_once(&refs_once, init_refs);
+    for (int t = HK_EL_LINE2; t < HK_EL_COUNT; t++) {
+        hk_elref *r = &mass_refs[t];
+        *r = refs[t];
+        switch (t) {
+        case HK_EL_TRI3:
+        case HK_EL_TRI6:
+            rule_tri(r, 7);
+            break;
+        case HK_EL_TET4:
+            rule_tet(r, 4);
+            break;
+        case HK_EL_TET10:
+            rule_tet(r, 14);
+            break;
+        default:
+            continue;
+        }
+        for (int q = 0; q < r->nqp; q++)
+            hk_el_shape((hk_eltype)t, r->qp[q], r->N[q], r->dN[q]);
+    }
+}
+
+const hk_elref *hk_elref_mass_get(hk_eltype t)
+{
+    pthread_once(&mass_once, init_mass_refs);
+    if ((int)t < HK_EL_LINE2 || (int)t >= HK_EL_COUNT) return NULL;
+    return &mass_refs[t];
 }
 
 void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)

@@ -35,6 +35,11 @@ typedef struct hk_elref {
 /* The reference element of t, or NULL when t has no kernel (point). The tables are built
  * once, thread-safely. */
 const hk_elref *hk_elref_get(hk_eltype t);
+/* The reference element of t tabulated at the points of its mass rule, which integrates
+ * N_a N_b exactly on undistorted elements, in 2D also with the axisymmetric weight r (tri3 and
+ * tri6 7 points of degree 5, tet4 4 points of degree 2, tet10 14 points of degree 5; the
+ * others their own rule), for the consistent mass matrix; NULL as hk_elref_get. */
+const hk_elref *hk_elref_mass_get(hk_eltype t);
 /* Name of any element type ("hex8"), also those without kernel; "?" when out of range. */
 const char *hk_el_name(int t);
 

@@ -104,3 +104,21 @@ fail:
     hk_bcsr_free(K);
     return ierr;
 }
+
+void hk_asm_row_ranges(const hk_adj *n2c, int nthr, int64_t *bounds)
+{
+    const int64_t nn = n2c->n;
+    bounds[0] = 0;
+    for (int t = 1; t < nthr; t++) { /* first row whose cell count prefix reaches t/nthr */
+        int64_t target = n2c->ptr[nn] / nthr * t, lo = bounds[t - 1], hi = nn;
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (n2c->ptr[mid] < target)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        bounds[t] = lo;
+    }
+    bounds[nthr] = nn;
+}

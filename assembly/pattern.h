@@ -21,6 +21,11 @@ int hk_asm_node_cells(const hk_mesh *m, hk_adj *a);
  * zeroed. */
 int hk_asm_pattern(const hk_mesh *m, const hk_adj *n2c, hk_bcsr *K);
 
+/* Ranges of block rows for nthr threads that own them in the numeric loops: thread t owns rows
+ * bounds[t] .. bounds[t + 1] (nthr + 1 entries), cut where the prefix of the node-to-cell
+ * counts reaches t / nthr of the whole, so each visits about as many cells. */
+void hk_asm_row_ranges(const hk_adj *n2c, int nthr, int64_t *bounds);
+
 /* Position of block column j in block row i of K (binary search in the sorted row), -1 when
  * absent. Inline: the numeric assembly calls it for every node pair of every cell. */
 static inline int64_t hk_asm_find_block(const hk_bcsr *K, int64_t i, int32_t j)

@@ -351,6 +351,21 @@ typedef struct hk_system {
     int nrigid;
     double (*rigid_point)[3];
     int32_t *rigid_of; /* nnodes: the coupling of a coupled node, -1 elsewhere; NULL: none */
+    /* Modal analysis (hk_assemble_modal; empty otherwise). M: the mass matrix, in K's block
+     * pattern (lumped: block-diagonal), its prescribed dofs (and those of nodes without a
+     * cell) eliminated as K's are, with the diagonal K_ii / lambda_fixed: each such dof is an
+     * eigenpair (lambda_fixed, e_i) apart from the others, lambda_fixed at the top of the
+     * spectrum (docs/modal.md), so K x = lambda M x has the free dofs' eigenpairs below it.
+     * mass_r: dim vectors of ndof, M r_c before the elimination (r_c = 1 on component c of
+     * every node: a unit translation), for the effective modal masses; total_mass[c] =
+     * r_c^T M r_c. free_rigid: the rigid-body motions the supports leave free (6 in 3D, 3 in
+     * 2D, 1 axisymmetric per free-floating part; 0 for a held model): the modes at zero
+     * frequency. */
+    hk_bcsr M;
+    double lambda_fixed;
+    double *mass_r;
+    double total_mass[3];
+    int free_rigid;
 } hk_system;
 
 void hk_system_free(hk_system *s);
@@ -360,6 +375,15 @@ int hk_assemble(const hk_problem *p, hk_system *s);
 /* The first node of an element lying at r = x < 0 (beyond 1e-9 of the mesh's size), which an
  * axisymmetric analysis refuses; -1 when there is none. */
 int64_t hk_axisym_bad_node(const hk_mesh *m);
+/* Mass matrices of a modal analysis: consistent (int rho N^T N on a rule exact for it) or
+ * lumped (the consistent one's diagonal scaled to the element's mass: HRZ). */
+typedef enum { HK_MASS_CONSISTENT = 0, HK_MASS_LUMPED } hk_mass_kind;
+/* Check the model and assemble K and M for K x = lambda M x (docs/modal.md): K as hk_assemble
+ * assembles it (supports and springs; the problem's loads, gravity, body force and
+ * temperatures are not used, and so no rigid couplings), prescribed dofs held at zero
+ * whatever value the supports give; a model free to move is allowed (s->free_rigid counts
+ * its rigid-body motions). Every region's material needs a positive density. */
+int hk_assemble_modal(const hk_problem *p, hk_mass_kind mass, hk_system *s);
 /* Elements assembled per second benchmark helper: assemble only K, no checks. */
 int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K);
 
