@@ -110,6 +110,17 @@ typedef struct hk_case {
     int nloadcases;
     hk_case_loadcase *loadcases;
 
+    /* modal: (a modal analysis when modal = 1; docs/modal.md): the number of modes, the
+     * frequency (Hz) they are sought above (0: from the lowest), the mass matrix, the
+     * eigensolver's tolerance and iteration limit (0: its defaults) */
+    int modal;
+    int modes;
+    double modal_shift;
+    hk_mass_kind mass;
+    double modal_tol;
+    int modal_maxit;
+    hk_case_loc modal_loc, modes_loc;
+
     hk_options *solver; /* solver options by name, backend included */
     int nsolver_keys;
     char (*solver_keys)[HK_CASE_NAME];
@@ -124,6 +135,7 @@ typedef struct hk_case {
     /* the assembled system in Matrix Market ("" when not asked for): K, its right-hand side
      * and the node coordinates (output.matrix, output.rhs, output.coordinates) */
     char matrix_file[HK_CASE_PATH], rhs_file[HK_CASE_PATH], coords_file[HK_CASE_PATH];
+    char mass_file[HK_CASE_PATH]; /* output.mass: M of a modal analysis */
 
     int nsets; /* the --set words, kept for messages */
     char (*sets)[512];
@@ -185,6 +197,29 @@ typedef struct hk_run_memory {
     double host_peak_mesh, host_peak_assembly, host_peak_solve, host_peak_post;
 } hk_run_memory;
 
+/* A modal analysis's result (hk_run.modal, app/run_modal.c; docs/modal.md). Mode j's shape is
+ * column j of X (ndof x nmodes, column-major), mass-normalised (x^T M x = 1) and zero at the
+ * prescribed dofs; its participation factor along direction c is gamma = x^T M r_c (r_c a unit
+ * translation), its effective mass gamma^2, as a fraction of total_mass[c]. Directions: x, y
+ * (, z); axisymmetric: the axis y only (per radian, as the masses). */
+typedef struct hk_run_modal {
+    int nmodes;          /* modes reported: the case's modes, above modal.shift */
+    int skipped;         /* the lowest modes found below modal.shift and left out */
+    int free_rigid;      /* rigid-body motions the supports leave free (zero-frequency modes) */
+    double *lambda;      /* nmodes eigenvalues omega^2, (rad/s)^2 */
+    double *freq;        /* nmodes frequencies sqrt(lambda) / (2 pi), Hz (0 for lambda <= 0) */
+    double *residual;    /* nmodes relative residuals ||K x - lambda M x|| / (|lambda| ||M x||) */
+    double max_residual; /* the largest of the flexible modes' (a rigid-body mode has none:
+                          * lambda = 0, converged at the rounding floor) */
+    int *rigid;          /* nmodes: 1 for a rigid-body mode (zero frequency) */
+    double *X;
+    double (*gamma)[3], (*eff_mass)[3];
+    double total_mass[3];
+    hk_eigen_result res;
+    char notes[768]; /* what the analysis left out ("loads ignored, ..."), "" when nothing */
+    char (*output)[HK_CASE_PATH]; /* nmodes .vtu files hk_run_write wrote */
+} hk_run_modal;
+
 typedef struct hk_run {
     hk_mesh mesh;
     hk_case_model model;
@@ -203,6 +238,8 @@ typedef struct hk_run {
      * u, fields and res above stay empty, sys holds K and the first case's right-hand side. */
     int nlc;
     hk_run_loadcase *lc;
+    /* With a modal: section: the modes; u, fields and res above stay empty, sys holds K and M */
+    hk_run_modal modal;
 } hk_run;
 
 /* Mesh, assemble, solve, post-process. A solve that does not converge returns HK_ERR_NUMERIC
@@ -222,9 +259,10 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords);
 int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);
 void hk_run_free(hk_run *r);
 /* Write the assembled system the case asks for (output.matrix, output.rhs,
- * output.coordinates; app/run_export.c): K and f as hk_system holds them (prescribed dofs
- * eliminated symmetrically, so that K u = f gives the run's displacements), the coordinates
- * as an nnodes x 3 array. Sets r->t_export. Nothing to do: returns 0. */
+ * output.coordinates, output.mass; app/run_export.c): K and f as hk_system holds them
+ * (prescribed dofs eliminated symmetrically, so that K u = f gives the run's displacements),
+ * the coordinates as an nnodes x 3 array, M of a modal analysis (eliminated as K, so that
+ * K x = lambda M x gives its modes). Sets r->t_export. Nothing to do: returns 0. */
 int hk_run_export_system(const hk_case *c, hk_run *r);
 /* The memory guard: before meshing (from the geometry's volume and geometry.size; nothing
  * to do without a size or for a .msh) and before assembly (from the mesh's counts). backend:
@@ -242,5 +280,29 @@ void hk_run_print_memory_json(const hk_run *r, FILE *f);
 /* The summary: a readable table, or JSON. */
 void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f);
+/* A JSON string (escaped) and number (null when not finite). */
+void hk_run_json_string(FILE *f, const char *s);
+void hk_run_json_number(FILE *f, double v);
+/* A progress line "[   t s] ..." on o's log (stderr when NULL) unless o->quiet; t0: the run's
+ * start (hk_time). */
+void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- modal analysis (app/run_modal.c) -------------------------------------------------- */
+
+/* The eigensolver's stage of hk_run_case for a case with a modal: section, after meshing and
+ * hk_assemble_modal: the modes (r->modal), their frequencies, effective masses and shapes;
+ * HK_ERR_NUMERIC, with r->modal filled, when a mode did not converge. t0: the run's start. */
+int hk_run_modal_solve(const hk_case *c, const hk_run_opts *o, double t0, hk_run *r);
+/* <stem>-mode<k>.vtu per mode next to path (the mode shape as the point vector field
+ * "mode_shape", the frequency in the field data) and <stem>.pvd listing them. */
+int hk_run_modal_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opts *o);
+void hk_run_modal_free(hk_run_modal *m);
+/* The modal lines of the summary, and the members of the JSON object. */
+void hk_run_modal_print(const hk_case *c, const hk_run *r, FILE *f);
+void hk_run_modal_print_json(const hk_case *c, const hk_run *r, FILE *f);
 
 #endif

@@ -32,15 +32,29 @@ static void stage(run_log *L, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+static void vprogress(FILE *f, double t0, const char *fmt, va_list ap)
+{
+    fprintf(f, "[%7.2f s] ", hk_time() - t0);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    fflush(f);
+}
+
 static void stage(run_log *L, const char *fmt, ...)
 {
     if (L->quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(L->f, "[%7.2f s] ", hk_time() - L->t0);
-    vfprintf(L->f, fmt, ap);
-    fputc('\n', L->f);
-    fflush(L->f);
+    vprogress(L->f, L->t0, fmt, ap);
+    va_end(ap);
+}
+
+void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
+{
+    if (o && o->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprogress(o && o->log ? o->log : stderr, t0, fmt, ap);
     va_end(ap);
 }
 
@@ -356,7 +370,12 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
     t = hk_time();
     int grav = c->gravity[0] != 0 || c->gravity[1] != 0 || c->gravity[2] != 0;
     int body = c->body_force[0] != 0 || c->body_force[1] != 0 || c->body_force[2] != 0;
-    if (c->nloadcases)
+    if (c->modal)
+        stage(L, "assembly: %s, %d material%s, %d support%s, modal (%s mass)",
+              analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
+              c->nsupports, c->nsupports == 1 ? "" : "s",
+              c->mass == HK_MASS_LUMPED ? "lumped" : "consistent");
+    else if (c->nloadcases)
         stage(L, "assembly: %s, %d material%s, %d support%s, %d load cases",
               analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
               c->nsupports, c->nsupports == 1 ? "" : "s", c->nloadcases);
@@ -365,20 +384,23 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
               analysis_name(c->analysis), c->nmaterials, c->nmaterials == 1 ? "" : "s",
               c->nsupports, c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
               grav ? ", gravity" : "", body ? ", body force" : "");
-    ierr = hk_assemble(&r->model.problem, &r->sys);
+    ierr = c->modal ? hk_assemble_modal(&r->model.problem, c->mass, &r->sys)
+                    : hk_assemble(&r->model.problem, &r->sys);
     if (ierr == HK_ERR_MODEL) ierr = model_error(c, ierr);
     if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
     r->mem.host_peak_assembly = hk_run_peak_host_bytes();
     int64_t nnz =
         r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
-    stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s",
-          (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz, r->t_assembly);
-    if (c->matrix_file[0] || c->rhs_file[0] || c->coords_file[0]) {
+    stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros%s in %.2f s",
+          (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz,
+          c->modal ? " in K and as many in M" : "", r->t_assembly);
+    if (c->matrix_file[0] || c->rhs_file[0] || c->coords_file[0] || c->mass_file[0]) {
         HK_TRY(hk_run_export_system(c, r));
-        stage(L, "output: the system in Matrix Market%s%s%s%s%s%s in %.2f s",
+        stage(L, "output: the system in Matrix Market%s%s%s%s%s%s%s%s in %.2f s",
               c->matrix_file[0] ? ", " : "", c->matrix_file, c->rhs_file[0] ? ", " : "",
-              c->rhs_file, c->coords_file[0] ? ", " : "", c->coords_file, r->t_export);
+              c->rhs_file, c->coords_file[0] ? ", " : "", c->coords_file,
+              c->mass_file[0] ? ", " : "", c->mass_file, r->t_export);
     }
 fail:
     return ierr;
@@ -536,6 +558,11 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     memset(r, 0, sizeof *r);
     double t;
     HK_TRY(run_mesh_assemble(c, o, &L, r));
+    if (c->modal) { /* the eigensolver instead of a linear solve (app/run_modal.c) */
+        ierr = hk_run_modal_solve(c, o, L.t0, r);
+        if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
+        goto fail;
+    }
 
     /* solve */
     t = hk_time();
@@ -696,6 +723,7 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
     L.t0 = hk_time() - r->t_total;
     if (!path) path = c->output;
     HK_CALL(hk_app_make_parent_dirs(path));
+    if (c->modal) return hk_run_modal_write(c, r, path, o);
     if (r->nlc) {
         double t = hk_time();
         r->t_output = r->t_export;
@@ -726,6 +754,7 @@ void hk_run_free(hk_run *r)
         free(r->lc[k].u);
     }
     free(r->lc);
+    hk_run_modal_free(&r->modal);
     hk_fields_free(&r->fields);
     free(r->u);
     hk_system_free(&r->sys);
@@ -776,7 +805,10 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
     fprintf(f, "  system         %lld DOFs (%lld prescribed), %lld nonzeros\n",
             (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)run_nnz(r));
     fprintf(f, "  solver         %s\n", r->solver_desc);
-    if (!r->nlc) print_result(c, &r->res, &r->fields, "", f);
+    if (c->modal)
+        hk_run_modal_print(c, r, f);
+    else if (!r->nlc)
+        print_result(c, &r->res, &r->fields, "", f);
     for (int k = 0; k < r->nlc; k++) {
         const hk_run_loadcase *lc = &r->lc[k];
         fprintf(f, "  load case %d/%d  %s\n", k + 1, r->nlc, lc->name);
@@ -791,7 +823,7 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
     hk_run_print_memory(r, f);
 }
 
-static void json_string(FILE *f, const char *s)
+void hk_run_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; s && *s; s++) {
@@ -808,7 +840,7 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void json_number(FILE *f, double v)
+void hk_run_json_number(FILE *f, double v)
 {
     if (v == v && v - v == 0)
         fprintf(f, "%.10g", v);
@@ -822,34 +854,34 @@ static void json_result(const hk_case *c, const hk_result *res, const hk_fields 
 {
     fprintf(f, "\"iterations\": %d,\n%s\"converged\": %s,\n%s\"reason\": ", res->iterations,
             ind, converged ? "true" : "false", ind);
-    json_string(f, hk_reason_name(res->reason));
+    hk_run_json_string(f, hk_reason_name(res->reason));
     fprintf(f, ",\n%s\"true_residual\": ", ind);
-    json_number(f, res->true_residual);
+    hk_run_json_number(f, res->true_residual);
     fprintf(f, ",\n%s\"max_displacement\": ", ind);
-    json_number(f, fl->max_u);
+    hk_run_json_number(f, fl->max_u);
     fprintf(f, ",\n%s\"max_von_mises\": ", ind);
-    json_number(f, fl->max_von_mises);
+    hk_run_json_number(f, fl->max_von_mises);
     fprintf(f, ",\n%s\"reactions\": [", ind);
     for (int i = 0; i < c->nsupports && fl->support_reaction; i++) {
         fprintf(f, "%s\n%s  {\"boundary\": ", i ? "," : "", ind);
-        json_string(f, c->supports[i].boundary);
+        hk_run_json_string(f, c->supports[i].boundary);
         fprintf(f, ", \"force\": [");
         for (int d = 0; d < c->dim; d++) {
             if (d) fprintf(f, ", ");
-            json_number(f, fl->support_reaction[i][d]);
+            hk_run_json_number(f, fl->support_reaction[i][d]);
         }
         fprintf(f, "]");
         if (fl->support_moment) { /* 3 components in 3D, the one about z in 2D */
             fprintf(f, ", \"moment\": ");
-            if (c->dim == 2) json_number(f, fl->support_moment[i][2]);
+            if (c->dim == 2) hk_run_json_number(f, fl->support_moment[i][2]);
             for (int d = 0; d < 3 && c->dim == 3; d++) {
                 fprintf(f, "%s", d ? ", " : "[");
-                json_number(f, fl->support_moment[i][d]);
+                hk_run_json_number(f, fl->support_moment[i][d]);
             }
             fprintf(f, "%s, \"about\": [", c->dim == 3 ? "]" : "");
             for (int d = 0; d < c->dim; d++) {
                 if (d) fprintf(f, ", ");
-                json_number(f, c->supports[i].moment_point[d]);
+                hk_run_json_number(f, c->supports[i].moment_point[d]);
             }
             fprintf(f, "]");
         }
@@ -861,21 +893,24 @@ static void json_result(const hk_case *c, const hk_result *res, const hk_fields 
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
 {
     fprintf(f, "{\n  \"ok\": %s,\n  \"case\": ", ok ? "true" : "false");
-    json_string(f, c->path);
+    hk_run_json_string(f, c->path);
     fprintf(f, ",\n  \"title\": ");
-    json_string(f, c->title);
+    hk_run_json_string(f, c->title);
     fprintf(f, ",\n  \"analysis\": ");
-    json_string(f, analysis_name(c->analysis));
+    hk_run_json_string(f, analysis_name(c->analysis));
     fprintf(f,
             ",\n  \"nodes\": %lld,\n  \"elements\": %lld,\n  \"dofs\": %lld,\n  "
             "\"prescribed_dofs\": %lld,"
             "\n  \"nonzeros\": %lld,\n  \"solver\": ",
             (long long)r->mesh.nnodes, (long long)r->mesh.cells.n, (long long)r->sys.ndof,
             (long long)r->sys.nfixed, (long long)run_nnz(r));
-    json_string(f, r->solver_desc);
+    hk_run_json_string(f, r->solver_desc);
     fprintf(f, ",\n  \"backend\": ");
-    json_string(f, r->backend);
-    if (!r->nlc) {
+    hk_run_json_string(f, r->backend);
+    if (c->modal) {
+        fprintf(f, ",\n  ");
+        hk_run_modal_print_json(c, r, f);
+    } else if (!r->nlc) {
         fprintf(f, ",\n  ");
         json_result(c, &r->res, &r->fields, r->converged, "  ", f);
     } else {
@@ -883,11 +918,11 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
         for (int k = 0; k < r->nlc; k++) {
             const hk_run_loadcase *lc = &r->lc[k];
             fprintf(f, "%s\n    {\n      \"name\": ", k ? "," : "");
-            json_string(f, lc->name);
+            hk_run_json_string(f, lc->name);
             fprintf(f, ",\n      ");
             json_result(c, &lc->res, &lc->fields, lc->converged, "      ", f);
             fprintf(f, ",\n      \"output\": ");
-            json_string(f, lc->output);
+            hk_run_json_string(f, lc->output);
             fprintf(f, "\n    }");
         }
         fprintf(f, "\n  ]");
@@ -900,7 +935,7 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
         "\"total\": %.4f},\n  \"output\": ",
         r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
         r->t_output, r->t_export, r->t_total);
-    json_string(f, r->output);
+    hk_run_json_string(f, r->output);
     fprintf(f, "\n}\n");
 }
 
@@ -1032,7 +1067,7 @@ int hk_cmd_run(int argc, char **argv)
         fprintf(stderr, "hooke run: %s\n", hk_error_message());
         if (json) {
             printf("{\"ok\": false, \"error\": ");
-            json_string(stdout, hk_error_message());
+            hk_run_json_string(stdout, hk_error_message());
             printf("}\n");
         }
         return 1;
@@ -1040,8 +1075,9 @@ int hk_cmd_run(int argc, char **argv)
     hk_run_opts o = {.backend = backend, .verbose = verbose, .quiet = quiet, .log = stderr};
     err = hk_run_case(&c, &o, &r);
     /* unconverged: still written (with load cases: when every case has its fields) */
-    int solved = err == 0 || (err == HK_ERR_NUMERIC && (r.nlc ? r.lc[r.nlc - 1].fields.u != NULL
-                                                              : r.fields.u != NULL));
+    int solved = err == 0 || (err == HK_ERR_NUMERIC && (c.modal ? r.modal.nmodes > 0
+                                                        : r.nlc ? r.lc[r.nlc - 1].fields.u != NULL
+                                                                : r.fields.u != NULL));
     char msg[2048] = "";
     if (err) snprintf(msg, sizeof msg, "%s", hk_error_message());
     if (solved) {
@@ -1058,7 +1094,7 @@ int hk_cmd_run(int argc, char **argv)
             hk_run_print_summary(&c, &r, stdout);
     } else if (json) {
         printf("{\"ok\": false, \"error\": ");
-        json_string(stdout, msg);
+        hk_run_json_string(stdout, msg);
         printf("}\n");
     }
     if (err) fprintf(stderr, "hooke run: %s\n", msg);

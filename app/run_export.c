@@ -32,6 +32,7 @@ int hk_run_export_system(const hk_case *c, hk_run *r)
     if (c->matrix_file[0]) HK_CALL(hk_mm_write_matrix(c->matrix_file, &r->sys.K));
     if (c->rhs_file[0]) HK_CALL(hk_mm_write_vector(c->rhs_file, r->sys.ndof, r->sys.f));
     if (c->coords_file[0]) HK_CALL(write_coordinates(c->coords_file, &r->mesh));
+    if (c->mass_file[0] && r->sys.M.rowptr) HK_CALL(hk_mm_write_matrix(c->mass_file, &r->sys.M));
     r->t_export = hk_time() - t;
     return 0;
 }

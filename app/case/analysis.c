@@ -29,6 +29,11 @@ int case_read_analysis(case_ctx *x, struct fy_node *root, struct fy_node *a)
         c->analysis = HK_SOLID, c->dim = 3;
     else if (s && !strcmp(s, "axisymmetric"))
         c->analysis = HK_AXISYMMETRIC, c->dim = 2;
+    else if (s && !strcmp(s, "modal"))
+        return case_err_at(x, type,
+                           "a modal analysis is asked for by a modal: section beside the "
+                           "analysis type; write analysis: 3d (or plane_stress, plane_strain, "
+                           "axisymmetric) and modal: {modes: 10}");
     else
         return case_err_at(
             x, type,

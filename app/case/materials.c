@@ -309,5 +309,5 @@ int case_read_materials(case_ctx *x, struct fy_node *root, struct fy_node *ms)
     int nall = 0;
     for (int i = 0; i < n; i++)
         HK_CALL(read_material(x, fy_node_sequence_get_by_index(ms, i), i, &nall));
-    return 0;
+    return case_modal_need_density(c);
 }

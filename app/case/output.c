@@ -4,13 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* output.matrix, output.rhs, output.coordinates: Matrix Market files of the system. */
+/* output.matrix, output.rhs, output.coordinates, output.mass (modal): Matrix Market files of the
+ * system. */
 static int read_output_system(case_ctx *x, struct fy_node *o)
 {
-    static const char *const key[] = {"matrix", "rhs", "coordinates"};
+    static const char *const key[] = {"matrix", "rhs", "coordinates", "mass"};
     hk_case *c = x->c;
-    char *dst[] = {c->matrix_file, c->rhs_file, c->coords_file};
-    for (int i = 0; i < 3; i++) {
+    char *dst[] = {c->matrix_file, c->rhs_file, c->coords_file, c->mass_file};
+    for (int i = 0; i < 4; i++) {
         struct fy_node *n = case_lookup(o, key[i]);
         if (!n) continue;
         char what[32];
@@ -22,7 +23,12 @@ static int read_output_system(case_ctx *x, struct fy_node *o)
                                key[i],
                                i == 0   ? "K"
                                : i == 1 ? "f"
-                                        : "xyz");
+                               : i == 2 ? "xyz"
+                                        : "M");
+        if (i == 3 && !c->modal)
+            return case_err_at(x, n,
+                               "output.mass is the mass matrix of a modal analysis; add a modal: "
+                               "section or remove output.mass");
         if (i == 1 && c->nloadcases)
             return case_err_at(x, n,
                                "output.rhs holds one right-hand side; with load_cases, move the "
@@ -75,7 +81,7 @@ int case_read_output(case_ctx *x, struct fy_node *root, struct fy_node *o)
 {
     static const char *const keys[] = {"file",        "fields",      "compress",  "ascii",
                                        "compression", "level",       "precision", "matrix",
-                                       "rhs",         "coordinates", NULL};
+                                       "rhs",         "coordinates", "mass",      NULL};
     static const char *const fnames[] = {"displacement", "strain",   "stress",      "von_mises",
                                          "principal",    "reaction", "cell_stress", NULL};
     hk_case *c = x->c;

@@ -93,6 +93,9 @@ int case_read_loads(case_ctx *x, struct fy_node *root, struct fy_node *sec);
 int case_read_load_cases(case_ctx *x, struct fy_node *root, struct fy_node *sec);
 int case_read_solver(case_ctx *x, struct fy_node *root, struct fy_node *sec);
 int case_read_output(case_ctx *x, struct fy_node *root, struct fy_node *sec);
+int case_read_modal(case_ctx *x, struct fy_node *root, struct fy_node *sec);
+/* With a modal: section, every material needs a density (read after the materials). */
+int case_modal_need_density(const hk_case *c);
 
 /* One loads: list (the top level's or a load case's; app/case/loads.c), and the density check
  * that gravity needs; shared by loads and load_cases. */

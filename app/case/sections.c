@@ -14,12 +14,13 @@ const case_section case_sections[] = {
     {"analysis", case_read_analysis, 1,
      "the case has no 'analysis'; add analysis: 3d, plane_stress, plane_strain "
      "or axisymmetric"},
+    /* early too: a modal analysis lets supports be left out (a free-floating part) */
+    {"modal", case_read_modal, 1, NULL},
     {"materials", case_read_materials, 0,
      "the case has no 'materials'; add materials: [{name: steel, E: 210e9, "
      "nu: 0.3}]"},
-    {"supports", case_read_supports, 0,
-     "the case has no 'supports'; the body must be held, e.g. supports: "
-     "[{boundary: fixed, fix: all}]"},
+    /* required but for a modal analysis: case_read_supports says so */
+    {"supports", case_read_supports, 0, NULL},
     {"loads", case_read_loads, 0, NULL},
     {"load_cases", case_read_load_cases, 0, NULL},
     {"solver", case_read_solver, 0, NULL},

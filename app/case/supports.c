@@ -140,6 +140,14 @@ static int read_support(case_ctx *x, struct fy_node *s, int i)
 int case_read_supports(case_ctx *x, struct fy_node *root, struct fy_node *ss)
 {
     hk_case *c = x->c;
+    /* a modal analysis of a free-floating part: its rigid-body modes at zero frequency */
+    if (c->modal &&
+        (!ss || (fy_node_get_type(ss) == FYNT_SEQUENCE && fy_node_sequence_item_count(ss) == 0)))
+        return 0;
+    if (!ss)
+        return case_err_at(x, root,
+                           "the case has no 'supports'; the body must be held, e.g. supports: "
+                           "[{boundary: fixed, fix: all}]");
     if (fy_node_get_type(ss) != FYNT_SEQUENCE)
         return case_err_at(x, case_key_of(root, "supports"),
                            "supports must be a list of {boundary: NAME, fix: ...}");
