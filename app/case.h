@@ -280,6 +280,8 @@ void hk_run_print_memory_json(const hk_run *r, FILE *f);
 /* The summary: a readable table, or JSON. */
 void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f);
+/* The writer's options of the case's output section (compression, level, precision, ascii). */
+hk_vtu_options hk_run_vtu_options(const hk_case *c);
 /* A JSON string (escaped) and number (null when not finite). */
 void hk_run_json_string(FILE *f, const char *s);
 void hk_run_json_number(FILE *f, double v);

@@ -663,6 +663,14 @@ int hk_app_make_parent_dirs(const char *path)
     return 0;
 }
 
+hk_vtu_options hk_run_vtu_options(const hk_case *c)
+{
+    return (hk_vtu_options){.compression = (hk_vtu_compression)c->compression,
+                            .level = c->zlevel,
+                            .float32 = c->float32,
+                            .ascii = c->ascii};
+}
+
 /* One .vtu with the case's field selection. */
 static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all,
                         const char *path)
@@ -676,10 +684,7 @@ static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all
     if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
     if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
     if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
-    hk_vtu_options vo = {.compression = (hk_vtu_compression)c->compression,
-                         .level = c->zlevel,
-                         .float32 = c->float32,
-                         .ascii = c->ascii};
+    const hk_vtu_options vo = hk_run_vtu_options(c);
     return hk_vtu_write(path, m, &f, &vo);
 }
 

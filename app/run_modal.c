@@ -369,7 +369,7 @@ int hk_run_modal_write(const hk_case *c, hk_run *r, const char *path, const hk_r
     const char **files = NULL;
     char(*names)[64] = NULL;
     const char **namep = NULL;
-    double *shape = NULL;
+    double *shape = NULL, *times = NULL;
     const double t = hk_time(), t0 = t - r->t_total;
     free(md->output);
     HK_TRY(hk_calloc((size_t)(md->nmodes > 0 ? md->nmodes : 1), sizeof *md->output, &md->output));
@@ -377,20 +377,26 @@ int hk_run_modal_write(const hk_case *c, hk_run *r, const char *path, const hk_r
     HK_TRY(hk_calloc((size_t)(md->nmodes > 0 ? md->nmodes : 1), sizeof *names, &names));
     HK_TRY(hk_calloc((size_t)(md->nmodes > 0 ? md->nmodes : 1), sizeof *namep, &namep));
     HK_TRY(hk_calloc((size_t)(3 * m->nnodes), sizeof *shape, &shape));
+    HK_TRY(hk_calloc((size_t)(md->nmodes > 0 ? md->nmodes : 1), sizeof *times, &times));
     const int width = md->nmodes + md->skipped >= 100 ? 3 : 2;
     for (int j = 0; j < md->nmodes; j++) {
         const double *x = md->X + (size_t)j * n;
         for (int64_t i = 0; i < m->nnodes; i++)
             for (int d = 0; d < dim; d++)
                 shape[3 * i + d] = x[i * dim + d];
-        f.u = shape;
+        f.mode_shape = shape;
         const int num = md->skipped + j + 1;
+        f.nfield_data = 3;
+        f.field_data_name[0] = "mode", f.field_data[0] = num;
+        f.field_data_name[1] = "frequency_hz", f.field_data[1] = md->freq[j];
+        f.field_data_name[2] = "eigenvalue", f.field_data[2] = md->lambda[j];
+        times[j] = num;
         int k = snprintf(md->output[j], sizeof md->output[j], "%.*s-mode%0*d.vtu", stem, path,
                          width, num);
         HK_TRY_CHECK(k < (int)sizeof md->output[j], HK_ERR_IO,
                      "%s: the output path of mode %d is too long; set a shorter output.file",
                      c->path, num);
-        hk_vtu_options vo = {.compress = c->compress, .ascii = c->ascii};
+        const hk_vtu_options vo = hk_run_vtu_options(c);
         HK_TRY(hk_vtu_write(md->output[j], m, &f, &vo));
         const char *slash = strrchr(md->output[j], '/');
         files[j] = slash ? slash + 1 : md->output[j]; /* same folder as the .pvd */
@@ -401,7 +407,7 @@ int hk_run_modal_write(const hk_case *c, hk_run *r, const char *path, const hk_r
     int k = snprintf(r->output, sizeof r->output, "%.*s.pvd", stem, path);
     HK_TRY_CHECK(k < (int)sizeof r->output, HK_ERR_IO,
                  "%s: the output path is too long; set a shorter output.file", c->path);
-    HK_TRY(hk_pvd_write(r->output, md->nmodes, files, namep));
+    HK_TRY(hk_pvd_write_times(r->output, md->nmodes, files, namep, times));
     r->t_output = hk_time() - t;
     r->t_total += r->t_output;
     hk_run_progress(o, t0, "output: %s and %d .vtu files (%.*s-mode*.vtu) in %.2f s", r->output,
@@ -411,6 +417,7 @@ fail:
     free(names);
     free(namep);
     free(shape);
+    free(times);
     return ierr;
 }
 

@@ -306,10 +306,14 @@ typedef struct {
     vtu_array arr[16];
     int narr, npoint_first, ncell_first;
     int64_t nn, ne;
-    int has_vm, has_u, has_cell_vm;
+    int has_vm, has_cell_vm;
+    const char *vectors;    /* the PointData's Vectors attribute, NULL: none */
+    const hk_fields *fdata; /* its FieldData (nfield_data scalars), NULL: none */
     const char *compressor; /* NULL: uncompressed */
     int ascii;
 } vtu_plan;
+
+static void put_escaped(FILE *fp, const char *s);
 
 /* The document up to the '_' that opens the appended data (binary), or whole (ascii). */
 static void put_head(FILE *fp, const vtu_plan *pl, int pad)
@@ -320,11 +324,21 @@ static void put_head(FILE *fp, const vtu_plan *pl, int pad)
           fp);
     if (pl->compressor) fprintf(fp, " compressor=\"%s\"", pl->compressor);
     fputs(">\n  <UnstructuredGrid>\n", fp);
+    if (pl->fdata) { /* scalars of the whole grid (a mode's frequency), inline */
+        fputs("    <FieldData>\n", fp);
+        for (int k = 0; k < pl->fdata->nfield_data && k < 4; k++) {
+            fputs("      <DataArray type=\"Float64\" Name=\"", fp);
+            put_escaped(fp, pl->fdata->field_data_name[k]);
+            fprintf(fp, "\" NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n",
+                    pl->fdata->field_data[k]);
+        }
+        fputs("    </FieldData>\n", fp);
+    }
     fprintf(fp, "    <Piece NumberOfPoints=\"%lld\" NumberOfCells=\"%lld\">\n", (long long)pl->nn,
             (long long)pl->ne);
     fputs("      <PointData", fp);
     if (pl->has_vm) fputs(" Scalars=\"von_mises\"", fp);
-    if (pl->has_u) fputs(" Vectors=\"displacement\"", fp);
+    if (pl->vectors) fprintf(fp, " Vectors=\"%s\"", pl->vectors);
     fputs(">\n", fp);
     for (int k = pl->npoint_first; k < pl->ncell_first; k++)
         put_array(fp, &pl->arr[k], pl->ascii, pad);
@@ -501,6 +515,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         if (f->von_mises) FIELD("von_mises", 1, nn, f->von_mises, NULL);
         if (f->principal) FIELD("principal_stress", 3, nn, f->principal, NULL);
         if (f->reaction) FIELD("reaction", 3, nn, f->reaction, NULL);
+        if (f->mode_shape) FIELD("mode_shape", 3, nn, f->mode_shape, NULL);
     }
     pl.ncell_first = pl.narr;
     if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, 0, NULL);
@@ -511,7 +526,9 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
 #undef FIELD
 #undef ADD
     pl.nn = nn, pl.ne = ne, pl.ascii = ascii;
-    pl.has_vm = f && f->von_mises, pl.has_u = f && f->u, pl.has_cell_vm = f && f->cell_von_mises;
+    pl.has_vm = f && f->von_mises, pl.has_cell_vm = f && f->cell_von_mises;
+    pl.vectors = f && f->u ? "displacement" : f && f->mode_shape ? "mode_shape" : NULL;
+    pl.fdata = f && f->nfield_data > 0 ? f : NULL;
     pl.compressor = comp == HK_VTU_ZLIB  ? "vtkZLibDataCompressor"
                     : comp == HK_VTU_LZ4 ? "vtkLZ4DataCompressor"
                                          : NULL;
@@ -611,6 +628,12 @@ static void put_escaped(FILE *fp, const char *s)
 int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
                  const char *const *names)
 {
+    return hk_pvd_write_times(path, nfiles, vtu_files, names, NULL);
+}
+
+int hk_pvd_write_times(const char *path, int nfiles, const char *const *vtu_files,
+                       const char *const *names, const double *times)
+{
     HK_CHECK(path && nfiles >= 0 && (nfiles == 0 || vtu_files), HK_ERR_ARG,
              "hk_pvd_write: path is NULL or the file list is missing");
     for (int i = 0; i < nfiles; i++)
@@ -624,8 +647,11 @@ int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
           "  <Collection>\n",
           fp);
     for (int i = 0; i < nfiles; i++) {
-        /* one timestep per load case: ParaView's time slider steps through them */
-        fprintf(fp, "    <DataSet timestep=\"%d\" group=\"\" part=\"0\" file=\"", i);
+        /* one timestep per load case (mode): ParaView's time slider steps through them */
+        if (times)
+            fprintf(fp, "    <DataSet timestep=\"%.17g\" group=\"\" part=\"0\" file=\"", times[i]);
+        else
+            fprintf(fp, "    <DataSet timestep=\"%d\" group=\"\" part=\"0\" file=\"", i);
         put_escaped(fp, vtu_files[i]);
         fputs("\"", fp);
         if (names && names[i]) {

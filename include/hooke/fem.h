@@ -406,6 +406,13 @@ typedef struct hk_fields {
     double max_u, max_von_mises;
     int axisymmetric; /* tensors are rr zz tt rz zt rt (x = r, y = z, z = theta), reactions
                        * per radian */
+    /* a mode of a modal analysis: its shape (3 * nnodes, z = 0 in 2D; written as the point
+     * vector field "mode_shape"), and scalars of the whole grid (written as its FieldData:
+     * "frequency_hz", "mode", ...); not filled by hk_postproc */
+    double *mode_shape;
+    int nfield_data;
+    const char *field_data_name[4];
+    double field_data[4];
 } hk_fields;
 
 void hk_fields_free(hk_fields *f);
@@ -438,6 +445,9 @@ int hk_vtu_write_libxml2(const char *path, const hk_mesh *m, const hk_fields *f,
 /* A .pvd collection of nfiles .vtu files (paths relative to the .pvd) with names. */
 int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
                  const char *const *names);
+/* The same with the timestep of each file (NULL: 0, 1, 2, ...), ParaView's time value. */
+int hk_pvd_write_times(const char *path, int nfiles, const char *const *vtu_files,
+                       const char *const *names, const double *times);
 
 #ifdef __cplusplus
 }
