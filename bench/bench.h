@@ -22,5 +22,6 @@ int hk_bench_app(int argc, char **argv);      /* bench/bench_app.c */
 int hk_bench_mpk(int argc, char **argv);      /* bench/bench_mpk.c */
 int hk_bench_eigen(int argc, char **argv);    /* bench/bench_eigen.c */
 int hk_bench_output(int argc, char **argv);   /* bench/bench_output.c */
+int hk_bench_modal(int argc, char **argv);    /* bench/bench_modal.c */
 
 #endif

@@ -28,6 +28,8 @@ static const bench_cmd bench_cmds[] = {
     {"eigen", "LOBPCG + amg vs + jacobi, block SpMV vs k SpMVs, Rayleigh-Ritz", hk_bench_eigen},
     {"output", "stress recovery and .vtu writing (none/zlib/lz4, fp64/fp32) vs the old writer",
      hk_bench_output},
+    {"modal", "the bracket's lowest modes: LOBPCG + amg vs + jacobi vs shift-invert Lanczos",
+     hk_bench_modal},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 
