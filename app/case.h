@@ -11,6 +11,7 @@
 #ifndef HOOKE_APP_CASE_H
 #define HOOKE_APP_CASE_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "hooke/fem.h"
@@ -285,8 +286,9 @@ hk_vtu_options hk_run_vtu_options(const hk_case *c);
 /* A JSON string (escaped) and number (null when not finite). */
 void hk_run_json_string(FILE *f, const char *s);
 void hk_run_json_number(FILE *f, double v);
-/* A progress line "[   t s] ..." on o's log (stderr when NULL) unless o->quiet; t0: the run's
- * start (hk_time). */
+/* app/run_common.c: a progress line "[   t s] ..." on f, t0 the run's start (hk_time); the
+ * same on o's log (stderr when NULL) unless o->quiet. */
+void hk_run_vprogress(FILE *f, double t0, const char *fmt, va_list ap);
 void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

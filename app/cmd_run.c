@@ -32,29 +32,12 @@ static void stage(run_log *L, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-static void vprogress(FILE *f, double t0, const char *fmt, va_list ap)
-{
-    fprintf(f, "[%7.2f s] ", hk_time() - t0);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
-    fflush(f);
-}
-
 static void stage(run_log *L, const char *fmt, ...)
 {
     if (L->quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    vprogress(L->f, L->t0, fmt, ap);
-    va_end(ap);
-}
-
-void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
-{
-    if (o && o->quiet) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vprogress(o && o->log ? o->log : stderr, t0, fmt, ap);
+    hk_run_vprogress(L->f, L->t0, fmt, ap);
     va_end(ap);
 }
 
@@ -416,68 +399,6 @@ int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r)
     return run_mesh_assemble(c, o, &L, r);
 }
 
-/* With rigid couplings K has the reference points' block rows after the nodes: the rigid-body
- * modes as explicit vectors (centred on the mesh and scaled by its extent, as pc=amg does with
- * coordinates); a reference point moves with translation t + w x x_ref and rotation w. */
-static int rigid_nearnull(const hk_run *r, hk_nearnull *nn, double **vec)
-{
-    const hk_mesh *m = &r->mesh;
-    const int d = m->dim, nm = d == 2 ? 3 : 6;
-    const int64_t nn0 = m->nnodes, n = r->sys.K.nbrows * d;
-    double c[3] = {0, 0, 0}, ext = 0;
-    for (int64_t i = 0; i < nn0; i++)
-        for (int a = 0; a < d; a++)
-            c[a] += m->coords[3 * i + a] / (double)nn0;
-    for (int64_t i = 0; i < nn0; i++)
-        for (int a = 0; a < d; a++)
-            ext = fmax(ext, fabs(m->coords[3 * i + a] - c[a]));
-    const double sc = ext > 0 ? 1 / ext : 1;
-    HK_CALL(hk_calloc((size_t)(n * nm), sizeof **vec, vec));
-    double *B = *vec; /* dof a of block row i, mode k: B[i * d + a + k * n] */
-    for (int64_t i = 0; i < nn0 + r->sys.nrigid; i++) {
-        const double *xp = i < nn0 ? m->coords + 3 * i : r->sys.rigid_point[i - nn0];
-        const int64_t row = i < nn0 ? i : nn0 + 2 * (i - nn0); /* translations */
-        double x[3] = {0, 0, 0};
-        for (int a = 0; a < d; a++)
-            x[a] = (xp[a] - c[a]) * sc;
-        double *t = B + row * d;
-        for (int a = 0; a < d; a++)
-            t[a + a * n] = 1;
-        if (d == 2) {
-            t[0 + 2 * n] = -x[1], t[1 + 2 * n] = x[0];
-        } else {
-            t[1 + 3 * n] = -x[2], t[2 + 3 * n] = x[1];
-            t[0 + 4 * n] = x[2], t[2 + 4 * n] = -x[0];
-            t[0 + 5 * n] = -x[1], t[1 + 5 * n] = x[0];
-        }
-        if (i < nn0) continue;
-        double *w = t + d; /* the rotations, in the scaled units of the modes */
-        for (int k = d; k < nm; k++)
-            w[(k - d) + k * n] = sc;
-    }
-    nn->nvec = nm;
-    nn->vectors = B;
-    return 0;
-}
-
-int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
-{
-    const hk_mesh *m = &r->mesh;
-    memset(nn, 0, sizeof *nn);
-    *coords = NULL;
-    if (r->sys.nrigid > 0 && r->sys.K.bs == m->dim &&
-        r->sys.K.nbrows == m->nnodes + 2 * (int64_t)r->sys.nrigid)
-        return rigid_nearnull(r, nn, coords);
-    if (r->sys.K.bs != m->dim || r->sys.K.nbrows != m->nnodes) return 0;
-    HK_CALL(hk_malloc((size_t)m->nnodes * m->dim * sizeof **coords, coords));
-    for (int64_t i = 0; i < m->nnodes; i++)
-        for (int d = 0; d < m->dim; d++)
-            (*coords)[i * m->dim + d] = m->coords[3 * i + d];
-    nn->dim = m->dim;
-    nn->coords = *coords;
-    return 0;
-}
-
 /* Up to this many unknowns hooke run solves with the sparse direct solver when the case names
  * neither a method nor a preconditioner. Measured against cg + amg on the CPU (docs/solver.md,
  * "Direct or iterative"; set-up + solve, 2 cores, after the CPU SpMV fix of 2026-11-25): in
@@ -663,17 +584,8 @@ int hk_app_make_parent_dirs(const char *path)
     return 0;
 }
 
-hk_vtu_options hk_run_vtu_options(const hk_case *c)
-{
-    return (hk_vtu_options){.compression = (hk_vtu_compression)c->compression,
-                            .level = c->zlevel,
-                            .float32 = c->float32,
-                            .ascii = c->ascii};
-}
-
 /* One .vtu with the case's field selection. */
-static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all,
-                        const char *path)
+static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all, const char *path)
 {
     /* field selection: a shallow copy without the fields not asked for */
     hk_fields f = *all;
@@ -697,8 +609,7 @@ static int write_loadcases(const hk_case *c, hk_run *r, const char *path, run_lo
     for (int k = 0; k < r->nlc; k++) {
         hk_run_loadcase *lc = &r->lc[k];
         HK_CHECK(lc->fields.u, HK_ERR_ARG,
-                 "%s: load case '%s' has no result to write (its solve failed)", c->path,
-                 lc->name);
+                 "%s: load case '%s' has no result to write (its solve failed)", c->path, lc->name);
         int n = snprintf(lc->output, sizeof lc->output, "%.*s-%s.vtu", stem, path, lc->name);
         HK_CHECK(n < (int)sizeof lc->output, HK_ERR_IO,
                  "%s: the output path for load case '%s' is too long; set a shorter output.file",
@@ -828,37 +739,12 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f)
     hk_run_print_memory(r, f);
 }
 
-void hk_run_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", f);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
-void hk_run_json_number(FILE *f, double v)
-{
-    if (v == v && v - v == 0)
-        fprintf(f, "%.10g", v);
-    else
-        fputs("null", f);
-}
-
 /* "iterations" ... "reactions": [...] of one solve; lines after the first start with ind. */
-static void json_result(const hk_case *c, const hk_result *res, const hk_fields *fl,
-                        int converged, const char *ind, FILE *f)
+static void json_result(const hk_case *c, const hk_result *res, const hk_fields *fl, int converged,
+                        const char *ind, FILE *f)
 {
-    fprintf(f, "\"iterations\": %d,\n%s\"converged\": %s,\n%s\"reason\": ", res->iterations,
-            ind, converged ? "true" : "false", ind);
+    fprintf(f, "\"iterations\": %d,\n%s\"converged\": %s,\n%s\"reason\": ", res->iterations, ind,
+            converged ? "true" : "false", ind);
     hk_run_json_string(f, hk_reason_name(res->reason));
     fprintf(f, ",\n%s\"true_residual\": ", ind);
     hk_run_json_number(f, res->true_residual);
@@ -933,13 +819,12 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
         fprintf(f, "\n  ]");
     }
     hk_run_print_memory_json(r, f);
-    fprintf(
-        f,
-        ",\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
-        "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"export\": %.4f, "
-        "\"total\": %.4f},\n  \"output\": ",
-        r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post,
-        r->t_output, r->t_export, r->t_total);
+    fprintf(f,
+            ",\n  \"seconds\": {\"mesh\": %.4f, \"assembly\": %.4f, \"solver_setup\": %.4f, "
+            "\"solve\": %.4f, \"postproc\": %.4f, \"output\": %.4f, \"export\": %.4f, "
+            "\"total\": %.4f},\n  \"output\": ",
+            r->t_mesh, r->t_assembly, r->t_setup, r->t_solve, r->t_post, r->t_output, r->t_export,
+            r->t_total);
     hk_run_json_string(f, r->output);
     fprintf(f, "\n}\n");
 }

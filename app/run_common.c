@@ -1,0 +1,128 @@
+/* Pieces of the run pipeline that hooke run's static path (cmd_run.c) and the modal path
+ * (run_modal.c) share: progress lines, the writer's options of a case, JSON values, and the
+ * near-null space of K for pc=amg. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "case.h"
+
+/* ---- progress ------------------------------------------------------------------------- */
+
+void hk_run_vprogress(FILE *f, double t0, const char *fmt, va_list ap)
+{
+    fprintf(f, "[%7.2f s] ", hk_time() - t0);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    fflush(f);
+}
+
+void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
+{
+    if (o && o->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    hk_run_vprogress(o && o->log ? o->log : stderr, t0, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- output --------------------------------------------------------------------------- */
+
+hk_vtu_options hk_run_vtu_options(const hk_case *c)
+{
+    return (hk_vtu_options){.compression = (hk_vtu_compression)c->compression,
+                            .level = c->zlevel,
+                            .float32 = c->float32,
+                            .ascii = c->ascii};
+}
+
+void hk_run_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void hk_run_json_number(FILE *f, double v)
+{
+    if (v == v && v - v == 0)
+        fprintf(f, "%.10g", v);
+    else
+        fputs("null", f);
+}
+
+/* ---- near-null space ----------------------------------------------------------------- */
+
+/* With rigid couplings K has the reference points' block rows after the nodes: the rigid-body
+ * modes as explicit vectors (centred on the mesh and scaled by its extent, as pc=amg does with
+ * coordinates); a reference point moves with translation t + w x x_ref and rotation w. */
+static int rigid_nearnull(const hk_run *r, hk_nearnull *nn, double **vec)
+{
+    const hk_mesh *m = &r->mesh;
+    const int d = m->dim, nm = d == 2 ? 3 : 6;
+    const int64_t nn0 = m->nnodes, n = r->sys.K.nbrows * d;
+    double c[3] = {0, 0, 0}, ext = 0;
+    for (int64_t i = 0; i < nn0; i++)
+        for (int a = 0; a < d; a++)
+            c[a] += m->coords[3 * i + a] / (double)nn0;
+    for (int64_t i = 0; i < nn0; i++)
+        for (int a = 0; a < d; a++)
+            ext = fmax(ext, fabs(m->coords[3 * i + a] - c[a]));
+    const double sc = ext > 0 ? 1 / ext : 1;
+    HK_CALL(hk_calloc((size_t)(n * nm), sizeof **vec, vec));
+    double *B = *vec; /* dof a of block row i, mode k: B[i * d + a + k * n] */
+    for (int64_t i = 0; i < nn0 + r->sys.nrigid; i++) {
+        const double *xp = i < nn0 ? m->coords + 3 * i : r->sys.rigid_point[i - nn0];
+        const int64_t row = i < nn0 ? i : nn0 + 2 * (i - nn0); /* translations */
+        double x[3] = {0, 0, 0};
+        for (int a = 0; a < d; a++)
+            x[a] = (xp[a] - c[a]) * sc;
+        double *t = B + row * d;
+        for (int a = 0; a < d; a++)
+            t[a + a * n] = 1;
+        if (d == 2) {
+            t[0 + 2 * n] = -x[1], t[1 + 2 * n] = x[0];
+        } else {
+            t[1 + 3 * n] = -x[2], t[2 + 3 * n] = x[1];
+            t[0 + 4 * n] = x[2], t[2 + 4 * n] = -x[0];
+            t[0 + 5 * n] = -x[1], t[1 + 5 * n] = x[0];
+        }
+        if (i < nn0) continue;
+        double *w = t + d; /* the rotations, in the scaled units of the modes */
+        for (int k = d; k < nm; k++)
+            w[(k - d) + k * n] = sc;
+    }
+    nn->nvec = nm;
+    nn->vectors = B;
+    return 0;
+}
+
+int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
+{
+    const hk_mesh *m = &r->mesh;
+    memset(nn, 0, sizeof *nn);
+    *coords = NULL;
+    if (r->sys.nrigid > 0 && r->sys.K.bs == m->dim &&
+        r->sys.K.nbrows == m->nnodes + 2 * (int64_t)r->sys.nrigid)
+        return rigid_nearnull(r, nn, coords);
+    if (r->sys.K.bs != m->dim || r->sys.K.nbrows != m->nnodes) return 0;
+    HK_CALL(hk_malloc((size_t)m->nnodes * m->dim * sizeof **coords, coords));
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int d = 0; d < m->dim; d++)
+            (*coords)[i * m->dim + d] = m->coords[3 * i + d];
+    nn->dim = m->dim;
+    nn->coords = *coords;
+    return 0;
+}
