@@ -313,6 +313,11 @@ int hk_run_modal_solve(const hk_case *c, const hk_run_opts *o, double t0, hk_run
     md->nmodes = nev - md->skipped < c->modes ? nev - md->skipped : c->modes;
     r->converged = md->res.converged == nev;
     HK_TRY(fill_modes(c, r, nev, md->skipped, lambda, X, resid));
+    if (md->nmodes > 0 && md->rigid[md->nmodes - 1])
+        add_note(md,
+                 "every mode reported is a rigid-body mode; ask for more than %d modes or set "
+                 "modal.shift (Hz) to see the flexible ones",
+                 md->free_rigid);
     hk_run_progress(o, t0,
                     "modal: %s: %d of %d modes after %d iterations%s, largest residual %.3e%s, "
                     "in %.2f s",

@@ -815,8 +815,8 @@ static void test_convergence(void)
 /* ---- every ready case with refine: 1 --------------------------------------------------------- */
 
 /* a node's displacement or stress, a group's mean displacement, the largest |u|, the twist of
- * the section x = x[0] about the x axis */
-typedef enum { P_RUNS, P_NODE_U, P_NODE_S, P_MEAN_U, P_MAX_U, P_TWIST } probe_kind;
+ * the section x = x[0] about the x axis, the frequency of mode comp (a modal case) */
+typedef enum { P_RUNS, P_NODE_U, P_NODE_S, P_MEAN_U, P_MAX_U, P_TWIST, P_FREQ } probe_kind;
 
 typedef struct {
     const char *file;
@@ -852,6 +852,13 @@ static const case_probe probes[] = {
     {"lame/lame_incompressible.yaml", P_NODE_U, {0.1, 0, 0}, 0, -1, NULL, 0.019998, 0.01, NULL},
     {"le1/le1.yaml", P_NODE_S, {2, 0, 0}, 1, -1, NULL, 92.7e6, 0.03, NULL},
     {"le10/le10.yaml", P_NODE_S, {2, 0, 0.3}, 1, -1, NULL, -5.38e6, 0.03, NULL},
+    {"modal/cantilever.yaml", P_FREQ, {0}, 0, -1, NULL, 40.689, 0.01, NULL},
+    {"modal/free_beam.yaml", P_FREQ, {0}, 6, -1, NULL, 257.11, 0.01, NULL},
+    {"modal/fv32.yaml", P_FREQ, {0}, 0, -1, NULL, 44.623, 0.005, NULL},
+    {"modal/fv41.yaml", P_FREQ, {0}, 1, -1, NULL, 243.53, 0.005, NULL},
+    {"modal/fv52.yaml", P_FREQ, {0}, 0, -1, NULL, 45.897, 0.01, "geometry.generate.cells=[5,5,1]"},
+    {"modal/stocky.yaml", P_FREQ, {0}, 0, -1, NULL, 158.22, 0.025, NULL},
+    {"modal/strip.yaml", P_FREQ, {0}, 0, -1, NULL, 42.646, 0.01, NULL},
     {"orthotropic/ortho_bar.yaml", P_NODE_U, {1, 0, 0}, 0, -1, NULL, 7.143e-7, 1e-3, NULL},
     /* the 10 mm wall needs a coarse mesh of about its thickness (docs/geometry.md) */
     {"remote/tube.yaml", P_TWIST, {0.5, 0, 0}, 0, 0, NULL, 1.1215e-3, 0.02, "geometry.size=0.01"},
@@ -916,6 +923,9 @@ static void check_case(const case_probe *p)
         v /= (double)r.mesh.boundaries[g].nnodes;
     } else if (p->kind == P_MAX_U) {
         v = f->max_u;
+    } else if (p->kind == P_FREQ) {
+        CU_ASSERT_FATAL(p->comp < r.modal.nmodes);
+        v = r.modal.freq[p->comp];
     } else if (p->kind == P_TWIST) {
         double num = 0, den = 0;
         for (int64_t i = 0; i < r.mesh.nnodes; i++) {
