@@ -432,10 +432,15 @@ void hk_run_modal_print(const hk_case *c, const hk_run *r, FILE *f)
 {
     const hk_run_modal *md = &r->modal;
     int c0, c1 = direction_range(c, &c0);
-    fprintf(f, "  modal          %d modes%s, %s mass, %d iterations, %s, largest residual %.3e\n",
-            md->nmodes, md->skipped ? " above modal.shift" : "",
+    const int flexible = md->nmodes > 0 && !md->rigid[md->nmodes - 1];
+    fprintf(f, "  modal          %d modes%s, %s mass, %d iterations, %s", md->nmodes,
+            md->skipped ? " above modal.shift" : "",
             c->mass == HK_MASS_LUMPED ? "lumped" : "consistent", md->res.iterations,
-            r->converged ? "converged" : "not converged", md->max_residual);
+            r->converged ? "converged" : "not converged");
+    if (flexible)
+        fprintf(f, ", largest residual %.3e\n", md->max_residual);
+    else
+        fprintf(f, " (rigid-body modes: at the rounding floor)\n");
     if (md->skipped)
         fprintf(f, "  below shift    %d modes below %g Hz left out\n", md->skipped, c->modal_shift);
     if (md->notes[0]) fprintf(f, "  note           %s\n", md->notes);
