@@ -281,6 +281,8 @@ void hk_run_print_memory_json(const hk_run *r, FILE *f);
 /* The summary: a readable table, or JSON. */
 void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f);
+/* r->solver_desc from a solver's describe text (trailing blanks cut), r->backend from it. */
+void hk_run_set_description(hk_run *r, const char *text);
 /* The writer's options of the case's output section (compression, level, precision, ascii). */
 hk_vtu_options hk_run_vtu_options(const hk_case *c);
 /* A JSON string (escaped) and number (null when not finite). */

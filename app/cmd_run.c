@@ -507,17 +507,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
         if (mf) {
             hk_solver_describe(s, mf);
             fclose(mf);
-            snprintf(r->solver_desc, sizeof r->solver_desc, "%s", buf ? buf : "");
-            free(buf);
-            size_t l = strlen(r->solver_desc);
-            while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' '))
-                r->solver_desc[--l] = 0;
         }
-        /* the backend is the last " on ..." (cholesky's factor is "on the host" before it) */
-        const char *on = NULL;
-        for (const char *q = strstr(r->solver_desc, " on "); q; q = strstr(q + 1, " on "))
-            on = q;
-        snprintf(r->backend, sizeof r->backend, "%s", on ? on + 4 : "?");
+        hk_run_set_description(r, buf);
+        free(buf);
     }
     stage(&L, "solve: %s%s", r->solver_desc, choice);
     hk_solver_set_monitor(s, monitor, &L);

@@ -28,6 +28,23 @@ void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ---- the summary ---------------------------------------------------------------------- */
+
+void hk_run_set_description(hk_run *r, const char *text)
+{
+    snprintf(r->solver_desc, sizeof r->solver_desc, "%s", text ? text : "");
+    size_t l = strlen(r->solver_desc);
+    while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' '))
+        r->solver_desc[--l] = 0;
+    /* the backend is the last " on NAME" (cholesky's factor is "on the host" before it), up to
+     * a comma (the eigensolver's line goes on: ", shift ...") */
+    const char *on = NULL;
+    for (const char *q = strstr(r->solver_desc, " on "); q; q = strstr(q + 1, " on "))
+        on = q;
+    const char *name = on ? on + 4 : "?";
+    snprintf(r->backend, sizeof r->backend, "%.*s", (int)strcspn(name, ","), name);
+}
+
 /* ---- output --------------------------------------------------------------------------- */
 
 hk_vtu_options hk_run_vtu_options(const hk_case *c)

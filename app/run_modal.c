@@ -166,8 +166,8 @@ static void mass_apply(const hk_bcsr *M, const double *x, double *y)
 /* The reported modes from the nev found: those from index `first` on, the prescribed dofs
  * zeroed (they are 0 in the exact eigenvector; the solver leaves rounding there) and the
  * shape renormalised, the effective masses. */
-static int fill_modes(const hk_case *c, hk_run *r, int nev, int first, const double *lambda,
-                      const double *X, const double *resid)
+static int fill_modes(const hk_case *c, hk_run *r, int first, const double *lambda, const double *X,
+                      const double *resid)
 {
     hk_run_modal *md = &r->modal;
     const hk_system *s = &r->sys;
@@ -210,7 +210,6 @@ static int fill_modes(const hk_case *c, hk_run *r, int nev, int first, const dou
             md->eff_mass[j][d] = g * g;
         }
     }
-    (void)nev;
     free(Mx);
     return 0;
 }
@@ -250,17 +249,9 @@ int hk_run_modal_solve(const hk_case *c, const hk_run_opts *o, double t0, hk_run
         if (mf) {
             hk_eigen_describe(e, mf);
             fclose(mf);
-            snprintf(r->solver_desc, sizeof r->solver_desc, "%s", buf ? buf : "");
-            free(buf);
-            size_t l = strlen(r->solver_desc);
-            while (l && (r->solver_desc[l - 1] == '\n' || r->solver_desc[l - 1] == ' '))
-                r->solver_desc[--l] = 0;
         }
-        const char *on = NULL;
-        for (const char *q = strstr(r->solver_desc, " on "); q; q = strstr(q + 1, " on "))
-            on = q;
-        snprintf(r->backend, sizeof r->backend, "%.*s", (int)strcspn(on ? on + 4 : "?", ","),
-                 on ? on + 4 : "?");
+        hk_run_set_description(r, buf);
+        free(buf);
     }
     r->t_setup = hk_time() - t;
     hk_run_progress(o, t0, "modal: %s, set up in %.2f s", r->solver_desc, r->t_setup);
@@ -299,7 +290,6 @@ int hk_run_modal_solve(const hk_case *c, const hk_run_opts *o, double t0, hk_run
         below = nb; /* more below the shift than counted: again with that many more */
     }
     r->t_solve = hk_time() - ts;
-    r->res.iterations = md->res.iterations;
     for (int j = 0; j < nev; j++) /* a held dof's eigenpair: the model has too few free modes */
         if (lambda[j] >= 0.5 * s->lambda_fixed) {
             ierr = hk_case_error(c, c->modes_loc,
@@ -312,7 +302,7 @@ int hk_run_modal_solve(const hk_case *c, const hk_run_opts *o, double t0, hk_run
     md->skipped = shift > 0 ? below : 0;
     md->nmodes = nev - md->skipped < c->modes ? nev - md->skipped : c->modes;
     r->converged = md->res.converged == nev;
-    HK_TRY(fill_modes(c, r, nev, md->skipped, lambda, X, resid));
+    HK_TRY(fill_modes(c, r, md->skipped, lambda, X, resid));
     if (md->nmodes > 0 && md->rigid[md->nmodes - 1])
         add_note(md,
                  "every mode reported is a rigid-body mode; ask for more than %d modes or set "
