@@ -603,6 +603,28 @@ static void test_static_case_as_modal(void)
     hk_case_free(&c);
 }
 
+/* Springs add stiffness and no mass: the block on its elastic foundation (cases/springs, with a
+ * density) bounces at sqrt(k A / m) / (2 pi) = 45.94 Hz (k = 1e8 N/m^3 over A = 1 m^2, m =
+ * 2400 x 0.5 kg; the block itself is nearly rigid at that frequency), carrying all its mass
+ * along z. */
+static void test_springs_bounce(void)
+{
+    const char *sets[] = {"modal.modes=1", "materials.0.density=2400"};
+    const double ref = sqrt(1e8 * 1.0 / (2400 * 0.5)) / (2 * M_PI);
+    for (const hk_backend *const *be = hk_test_backends(); *be; be++) {
+        hk_case c;
+        hk_run r;
+        HK_ASSERT_OK(run_on(*be, "cases/springs/springs.yaml", 2, sets, &c, &r));
+        fprintf(stderr, "\n    springs on %s: %.4f Hz against %.4f Hz ", hk_backend_name(*be),
+                r.modal.freq[0], ref);
+        CU_ASSERT(rel(r.modal.freq[0], ref) < 0.005);
+        CU_ASSERT(fabs(eff_fraction(&r, 0, 2) - 1) < 1e-3);
+        CU_ASSERT_EQUAL(r.modal.free_rigid, 0);
+        hk_run_free(&r);
+        hk_case_free(&c);
+    }
+}
+
 HK_SUITE(modal, {"Timoshenko reference: Euler-Bernoulli limits", test_beam_reference},
          {"slender cantilever: EB, Timoshenko, pairs, effective masses", test_cantilever},
          {"stocky cantilever: Timoshenko, torsion between the pairs", test_stocky},
@@ -615,4 +637,5 @@ HK_SUITE(modal, {"Timoshenko reference: Euler-Bernoulli limits", test_beam_refer
          {"NAFEMS FV52 thick plate: flexural modes and pairs", test_fv52},
          {"per-mode .vtu, .pvd, JSON, same bytes twice", test_output_files},
          {"case-file messages of the modal section", test_case_messages},
-         {"a static case run as modal: notes", test_static_case_as_modal})
+         {"a static case run as modal: notes", test_static_case_as_modal},
+         {"springs: the block bounces at sqrt(k A / m) / 2 pi", test_springs_bounce})
