@@ -339,7 +339,7 @@ static void usage(FILE *f)
             "The lowest N (default 10) natural frequencies of the bracket (cases/bracket, as a\n"
             "modal analysis with the consistent mass) at three sizes, geometry.size\n"
             "  small:  0.006, 0.005, 0.004 (about 40k, 50k, 65k DOFs)\n"
-            "  medium: 0.006, 0.003, 0.002 (about 40k, 150k to 500k DOFs)\n"
+            "  medium: 0.006, 0.003, 0.002 (about 40k, 90k, 300k DOFs)\n"
             "  large:  0.006, 0.0015, 0.001 (about 40k, 700k, 2.2M DOFs)\n"
             "by LOBPCG + amg and LOBPCG + jacobi to a relative residual T (default 1e-6) on the\n"
             "backend, and by a shift-invert Lanczos with full reorthogonalisation through\n"
