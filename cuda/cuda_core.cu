@@ -230,6 +230,9 @@ static hk_backend_ops cuda_make_ops(void)
     o.pipecg_gv_step = hk_cu_pipecg_gv_step;
     o.spmv_pipecg_gv_step = hk_cu_spmv_pipecg_gv_step;
     o.spmv_dot2 = hk_cu_spmv_dot2;
+    o.pipecg_paper_step = hk_cu_pipecg_paper_step;
+    o.cgcg_update = hk_cu_cgcg_update;
+    o.spmv_cgcg = hk_cu_spmv_cgcg;
     o.spmv_mdot = hk_cu_spmv_mdot;
     o.pipebicg_s = hk_cu_pipebicg_s;
     o.pipebicg_update = hk_cu_pipebicg_update;

@@ -57,6 +57,110 @@ int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const
     return hk_cu_finish(nb, 2, out, HK_FIN_PIPECG, S);
 }
 
+/* The pipelined-solver paper's Algorithm 2, lines 10-12 with Jacobi, and the first stage of
+ * line 15's (r, r) and of (r, z) (the pipecg_paper_step op, whose SpMV kernel sums them):
+ * alpha and beta as lines 16-17 wrote them at the end of the previous iteration. */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_pipecg_paper_update(int64_t n, double *__restrict__ x, double *__restrict__ r,
+                          double *__restrict__ p, const double *__restrict__ Ap,
+                          const double *__restrict__ dinv, double *S, double *part)
+{
+    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
+    const double beta = alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
+    if (blockIdx.x == 0 && threadIdx.x == 0) { /* slots no thread of this kernel reads */
+        S[HK_S_ALPHA] = alpha;
+        S[HK_S_BETA] = beta;
+    }
+    double acc[2] = {0, 0};
+    HK_GRID_STRIDE(i, n)
+    {
+        const double pi = p[i];
+        x[i] += alpha * pi;
+        const double ri = r[i] - alpha * Ap[i];
+        r[i] = ri;
+        const double zi = dinv ? dinv[i] * ri : ri;
+        p[i] = zi + beta * pi;
+        acc[0] += ri * ri;
+        acc[1] += ri * zi;
+    }
+    hk_block_reduce<2>(acc, 2, part);
+}
+
+int hk_cu_pipecg_paper_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
+                              const hk_vec *dinv, double *S, unsigned *nb)
+{
+    const hk_vec *all[4] = {x, r, p, Ap};
+    for (int j = 0; j < 4; j++) {
+        FP64(all[j]);
+        LEN(x, all[j]);
+    }
+    if (dinv) {
+        FP64(dinv);
+        LEN(x, dinv);
+    }
+    *nb = hk_cu_rgrid(x->n, (const void *)k_pipecg_paper_update);
+    k_pipecg_paper_update<<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        x->n, D(x), D(r), D(p), CD(Ap), dinv ? CD(dinv) : NULL, S, hk_cu.part);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+/* Chronopoulos-Gear PCG's vector updates with the Jacobi preconditioner in one pass (the
+ * cgcg_update op; GPU Krylov thesis, Fig. 4.4b: the SAXPY kernels and the preconditioner
+ * fused). No __restrict__ on r and u: without a preconditioner they are one vector. */
+template <bool B, bool DI>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_cgcg_update(int64_t n, double alpha, double beta, double *__restrict__ x, double *r,
+                  double *u, double *__restrict__ p, double *__restrict__ s,
+                  const double *__restrict__ w, const double *__restrict__ dinv)
+{
+    HK_GRID_STRIDE(i, n)
+    {
+        const double pi = B ? u[i] + beta * p[i] : u[i];
+        const double si = B ? w[i] + beta * s[i] : w[i];
+        p[i] = pi;
+        s[i] = si;
+        x[i] += alpha * pi;
+        const double ri = r[i] - alpha * si;
+        r[i] = ri;
+        if (DI) u[i] = ri * dinv[i];
+    }
+}
+
+int hk_cu_cgcg_update(hk_vec *x, hk_vec *r, hk_vec *u, hk_vec *p, hk_vec *s, const hk_vec *w,
+                      const hk_vec *dinv, double alpha, double beta)
+{
+    const hk_vec *all[6] = {x, r, u, p, s, w};
+    for (int j = 0; j < 6; j++) {
+        FP64(all[j]);
+        LEN(x, all[j]);
+    }
+    if (dinv) {
+        FP64(dinv);
+        LEN(x, dinv);
+        HK_CHECK(u->data != r->data, HK_ERR_ARG,
+                 "cgcg_update: u must be a vector other than r when dinv is given");
+    }
+    if (!x->n) return 0;
+    const unsigned g = hk_cu_grid(x->n);
+    const int64_t n = x->n;
+    const double *dv = dinv ? CD(dinv) : NULL;
+    if (beta != 0.0 && dinv)
+        k_cgcg_update<true, true><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, alpha, beta, D(x), D(r), D(u), D(p), D(s), CD(w), dv);
+    else if (beta != 0.0)
+        k_cgcg_update<true, false><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, alpha, beta, D(x), D(r), D(u), D(p), D(s), CD(w), dv);
+    else if (dinv)
+        k_cgcg_update<false, true><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, alpha, beta, D(x), D(r), D(u), D(p), D(s), CD(w), dv);
+    else
+        k_cgcg_update<false, false><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, alpha, beta, D(x), D(r), D(u), D(p), D(s), CD(w), dv);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 /* Pipelined BiCGStab lines 8-9: s = r - alpha Ap, partial s.s. */
 __global__ void __launch_bounds__(HK_CU_BLOCK)
     k_bicg_s(int64_t n, double *__restrict__ s, const double *__restrict__ r,
@@ -215,6 +319,7 @@ void hk_cu_fused_init_grids(void)
 {
     hk_cu_rgrid(1, (const void *)k_pipecg_gv_step);
     hk_cu_rgrid(1, (const void *)k_pipecg_update);
+    hk_cu_rgrid(1, (const void *)k_pipecg_paper_update);
     hk_cu_rgrid(1, (const void *)k_bicg_s);
     hk_cu_rgrid(1, (const void *)k_bicg_update);
 }

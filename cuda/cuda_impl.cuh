@@ -393,6 +393,12 @@ int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, d
                         const hk_vec *x, double c, hk_vec *z, double e, double f);
 int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
                         double *S);
+/* The update kernel of pipecg_paper_step: its partials of r.r and r.z in hk_cu.part, *nb per
+ * value, summed by the SpMV kernel that follows (cuda_spmv.cu). */
+int hk_cu_pipecg_paper_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
+                              const hk_vec *dinv, double *S, unsigned *nb);
+int hk_cu_cgcg_update(hk_vec *x, hk_vec *r, hk_vec *u, hk_vec *p, hk_vec *s, const hk_vec *w,
+                      const hk_vec *dinv, double alpha, double beta);
 int hk_cu_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S);
 int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
                           const hk_vec *shat, const hk_vec *As, const hk_vec *Ap, const hk_vec *r0s,
@@ -403,6 +409,9 @@ int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, doubl
 int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S);
 int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                     double *S);
+int hk_cu_pipecg_paper_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap,
+                            const hk_vec *dinv, double *S);
+int hk_cu_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *d);
 int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W, double *S,
                     const int *slot);
 /* Pipelined GMRES's ops on backend-resident scalars (cuda_vec.cu). */

@@ -124,6 +124,77 @@ struct epi_gv { /* n = A m, then pipecg_gv_step's updates, inner products and st
     }
 };
 
+/* The second stage of the paper's pipelined CG step (pipecg_paper_step) by one whole block:
+ * p.Ap and Ap.(dinv.*Ap) from the SpMV's nb partials each in part, r.r and r.z from the
+ * update kernel's nb1 each in part1, into S. */
+__device__ __forceinline__ void paper_stage2(const double *part, unsigned nb, const double *part1,
+                                             unsigned nb1, double *S)
+{
+    __shared__ double d[4];
+    hk_cu_sum_parts(part, nb, 2, d);
+    hk_cu_sum_parts(part1, nb1, 2, d + 2);
+    if (threadIdx.x == 0) {
+        S[HK_S_PAP] = d[0];
+        S[HK_S_APZ] = d[1];
+        S[HK_S_RR] = d[2];
+        S[HK_S_RZ] = d[3];
+    }
+}
+
+/* Ap = A p with Algorithm 2's line 14, (Ap, Ap) and (p, Ap) (with Jacobi (Ap, dinv.*Ap)), and
+ * in the last block the iteration's whole second stage, the update kernel's sums included:
+ * the paper's second kernel. */
+struct epi_paper {
+    static constexpr int K = 2, NF = 2;
+    static constexpr bool FIN = true;
+    static constexpr int MINB = 1;
+    double *Ap;
+    const double *p, *dinv;
+    const double *part1; /* the update kernel's partials of r.r and r.z */
+    unsigned nb1;
+    double *S;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return K; }
+    __device__ void entry(int64_t i, double v, double (&fs)[NF]) const
+    {
+        Ap[i] = v;
+        fs[0] += p[i] * v;
+        fs[1] += v * (dinv ? dinv[i] * v : v);
+    }
+    __device__ void finish(const double *part, unsigned nb) const
+    {
+        paper_stage2(part, nb, part1, nb1, S);
+    }
+};
+
+/* w = A u with Chronopoulos-Gear's three inner products r.u, w.u, r.r (spmv_cgcg; the GPU
+ * Krylov thesis fuses the dot products into the SpMV kernel), their second stage in the last
+ * block into dres, which the host then reads. */
+struct epi_cgcg {
+    static constexpr int K = 3, NF = 3;
+    static constexpr bool FIN = true;
+    static constexpr int MINB = 1;
+    double *w;
+    const double *u, *r;
+    double *dres;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return K; }
+    __device__ void entry(int64_t i, double v, double (&fs)[NF]) const
+    {
+        w[i] = v;
+        const double ui = u[i], ri = r[i];
+        fs[0] += ri * ui;
+        fs[1] += v * ui;
+        fs[2] += ri * ri;
+    }
+    __device__ void finish(const double *part, unsigned nb) const
+    {
+        __shared__ double d[3];
+        hk_cu_sum_parts(part, nb, 3, d);
+        if (threadIdx.x < 3) dres[threadIdx.x] = d[threadIdx.x];
+    }
+};
+
 /* ---- kernels --------------------------------------------------------------------------- */
 
 /* Sum a group's per-lane results and hand each entry of the block row to the epilogue. (Each
@@ -333,6 +404,43 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     hk_block_reduce<4>(fs, f.k, part);
 }
 
+/* After a separate SpMV (formats without a fused kernel): the sums of epi_paper, then of
+ * epi_cgcg, over all entries, partials into part. */
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_paper_reduce(int64_t n, const double *__restrict__ p, const double *__restrict__ Ap,
+                   const double *__restrict__ dinv, double *part)
+{
+    double fs[2] = {0, 0};
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const double v = Ap[i];
+        fs[0] += p[i] * v;
+        fs[1] += v * (dinv ? dinv[i] * v : v);
+    }
+    hk_block_reduce<2>(fs, 2, part);
+}
+
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_paper_finish(const double *part, unsigned nb, const double *part1, unsigned nb1, double *S)
+{
+    paper_stage2(part, nb, part1, nb1, S);
+}
+
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_cgcg_reduce(int64_t n, const double *__restrict__ u, const double *__restrict__ w,
+                  const double *__restrict__ r, double *part)
+{
+    double fs[3] = {0, 0, 0};
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const double ui = u[i], ri = r[i];
+        fs[0] += ri * ui;
+        fs[1] += w[i] * ui;
+        fs[2] += ri * ri;
+    }
+    hk_block_reduce<3>(fs, 3, part);
+}
+
 int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned *nb)
 {
     *nb = hk_cu_rgrid(n, (const void *)k_fuse_reduce);
@@ -345,6 +453,8 @@ int hk_cu_fuse_reduce(int64_t n, const double *y, const hk_cu_fuse &f, unsigned 
 void hk_cu_spmv_init_grids(void)
 {
     hk_cu_rgrid(1, (const void *)k_fuse_reduce);
+    hk_cu_rgrid(1, (const void *)k_paper_reduce);
+    hk_cu_rgrid(1, (const void *)k_cgcg_reduce);
 }
 
 /* ---- launch ---------------------------------------------------------------------------- */
@@ -457,15 +567,32 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
  * DOFs fused 0.0204 ms/it vs 0.0216 unfused (latency-bound: one launch less wins); 1M DOFs
  * fused 0.244 vs 0.210 unfused (the fused kernel's extra registers cost the bandwidth-bound
  * SpMV more than the second pass over y). HOOKE_CUDA_FUSE=1 or 0 forces either. */
-static int fuse_in_spmv(const hk_mat *A)
+static int fuse_forced(void)
 {
     static int force = -2;
     if (force == -2) {
         const char *e = getenv("HOOKE_CUDA_FUSE");
         force = e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
     }
+    return force;
+}
+
+static int fuse_in_spmv(const hk_mat *A)
+{
+    const int force = fuse_forced();
     if (is_cusparse(A->fmt) || own_kernel(A)) return 0;
     return force >= 0 ? force : A->nrows < HK_CU_FUSE_MAX_ROWS;
+}
+
+/* The same for the fused ops that follow their papers at every size (pipecg_paper_step: the
+ * pipelined-solver paper fuses the SpMV with its inner products whatever the size; spmv_cgcg:
+ * so does the GPU Krylov thesis): the two kernel families, unless HOOKE_CUDA_FUSE=0. Whether
+ * the size limit above should hold for them too is what hooke bench pcs measures at 631k and
+ * 2M DOFs (docs/BENCHMARKS.md). */
+static int fuse_at_every_size(const hk_mat *A)
+{
+    if (is_cusparse(A->fmt) || own_kernel(A)) return 0;
+    return fuse_forced() != 0;
 }
 
 int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f, unsigned *nb,
@@ -543,6 +670,59 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
     for (int j = 0; j < k; j++)
         out.p[j] = S + slot[j];
     return hk_cu_finish_part(part, nb, k, out, HK_FIN_PLAIN, NULL);
+}
+
+/* Algorithm 2's iteration as written (the pipecg_paper_step op): the update kernel, then the
+ * SpMV with its two inner products and the second stage of all four in its last block; two
+ * kernels. Without a fused kernel for the format: the SpMV, a reduction pass and a one-block
+ * second stage. */
+int hk_cu_pipecg_paper_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap,
+                            const hk_vec *dinv, double *S)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
+    HK_CHECK(A->prec == HK_FP64 && A->nrows == A->ncols && p->n == A->nrows, HK_ERR_ARG,
+             "cuda backend: pipecg_paper_step needs a square fp64 matrix of the vectors' size");
+    unsigned nb1;
+    HK_CALL(hk_cu_pipecg_paper_update(x, r, p, Ap, dinv, S, &nb1));
+    const double *part1 = hk_cu.part, *dv = dinv ? CD(dinv) : NULL;
+    if (fuse_at_every_size(A))
+        return launch<double>(A, p->data, epi_paper{D(Ap), CD(p), dv, part1, nb1, S}, NULL);
+    HK_CALL(hk_cu_mat_spmv(A, p, Ap));
+    double *part2 = hk_cu.part + 2 * (size_t)nb1;
+    const unsigned nb2 = hk_cu_rgrid(p->n, (const void *)k_paper_reduce);
+    k_paper_reduce<<<nb2, HK_CU_BLOCK, 0, hk_cu.stream>>>(p->n, CD(p), CD(Ap), dv, part2);
+    HK_CU_LAUNCHED();
+    k_paper_finish<<<1, HK_CU_BLOCK, 0, hk_cu.stream>>>(part2, nb2, part1, nb1, S);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+/* w = A u and cgcg's three inner products (the spmv_cgcg op), read by the host: one kernel
+ * (the SpMV with the sums and, in its last block, their second stage) and one copy; without a
+ * fused kernel for the format, the SpMV, a reduction pass and its second stage. */
+int hk_cu_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *d)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
+    HK_CHECK(A->prec == HK_FP64 && A->nrows == A->ncols && u->n == A->nrows, HK_ERR_ARG,
+             "cuda backend: spmv_cgcg needs a square fp64 matrix of the vectors' size");
+    FP64(u);
+    FP64(w);
+    FP64(r);
+    LEN(u, w);
+    LEN(u, r);
+    if (fuse_at_every_size(A)) {
+        HK_CALL(launch<double>(A, u->data, epi_cgcg{D(w), CD(u), CD(r), hk_cu.dres}, NULL));
+        HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, 3 * sizeof(double), cudaMemcpyDeviceToHost,
+                              hk_cu.stream));
+        HK_CU(cudaStreamSynchronize(hk_cu.stream));
+        memcpy(d, hk_cu.hres, 3 * sizeof(double));
+        return 0;
+    }
+    HK_CALL(hk_cu_mat_spmv(A, u, w));
+    const unsigned nb = hk_cu_rgrid(u->n, (const void *)k_cgcg_reduce);
+    k_cgcg_reduce<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(u->n, CD(u), CD(w), CD(r), hk_cu.part);
+    HK_CU_LAUNCHED();
+    return hk_cu_finish_host(nb, 3, d);
 }
 
 /* t = A x and the polynomial step on it (the spmv_poly_step op), in one kernel where the

@@ -357,6 +357,32 @@ typedef struct hk_backend_ops {
      * pipecg calls the two). */
     int (*pipecg_step)(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
                        double *S);
+    /* One iteration of the pipelined-solver paper's Algorithm 2 as written (lines 10-17, Jacobi
+     * dinv or NULL), in one call: alpha = S[RZ]/S[PAP], beta = alpha^2 S[APZ]/S[RZ] - 1 (the
+     * paper's recurrence, which assumes z.Ap = p.Ap); x += alpha p; r -= alpha Ap;
+     * p = dinv.*r + beta p; Ap = A p; S[RR] = r.r, S[RZ] = r.(dinv.*r), S[PAP] = p.Ap,
+     * S[APZ] = Ap.(dinv.*Ap) of the new vectors; S[ALPHA], S[BETA] stored; S[ZAP] untouched.
+     * All fp64. cuda: the paper's two kernels, the update with the first stage of r.r and r.z,
+     * the SpMV with that of p.Ap and Ap.(dinv.*Ap) and, in its last block, the second stage of
+     * all four, at every size (formats without a fused SpMV kernel: a reduction pass after it).
+     * cpu: one parallel region as pipecg_step. NULL where a backend lacks it: method=pipecg
+     * refuses pipecg.variant=paper. */
+    int (*pipecg_paper_step)(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap,
+                             const hk_vec *dinv, double *S);
+
+    /* Chronopoulos-Gear PCG fused as in the GPU Krylov thesis, ch. 4 (method=cgcg; all fp64):
+     * cgcg_update: the vector updates and the Jacobi preconditioner in one pass:
+     *   p = u + beta p; s = w + beta s (beta = 0: p = u, s = w, the old p and s not read);
+     *   x += alpha p; r -= alpha s; then u = dinv .* r of the new r where dinv is given (dinv
+     *   NULL: u is not written; it may be r, pc=none, or the caller applies its
+     *   preconditioner to r next).
+     * spmv_cgcg: w = A u with the iteration's inner products fused into the product:
+     *   d[0] = r.u, d[1] = w.u, d[2] = r.r (host values, one read; u may be r). On cuda the
+     *   sums' second stage runs in the SpMV kernel's last block, at every size.
+     * NULL where a backend lacks them: cgcg composes the generic ops. */
+    int (*cgcg_update)(hk_vec *x, hk_vec *r, hk_vec *u, hk_vec *p, hk_vec *s, const hk_vec *w,
+                       const hk_vec *dinv, double alpha, double beta);
+    int (*spmv_cgcg)(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *d);
 
     /* Pipelined CG with a general preconditioner (Ghysels-Vanroose), one iteration's eight
      * vector updates in one pass, V = {x, r, u, w, m, n, z, q, s, p}, scalars in the backend
@@ -728,6 +754,11 @@ void hk_pc_destroy(hk_pc *pc);
 
 typedef struct hk_ksp hk_ksp;
 
+/* pipecg.variant: auto (fused for pc=none/jacobi in fp64, else gv), paper (Algorithm 2 as
+ * written, pipecg_paper_step), fused (Algorithm 2 with beta from the new r.z expanded with a
+ * z.Ap dot: pipecg_update and spmv_dot2), gv (Ghysels-Vanroose, any preconditioner). */
+enum hk_pipecg_variant { HK_PIPECG_AUTO = 0, HK_PIPECG_PAPER, HK_PIPECG_FUSED, HK_PIPECG_GV };
+
 typedef struct hk_ksp_type {
     const char *name;
     const char *summary;
@@ -764,6 +795,7 @@ struct hk_ksp {
     double stall_factor, stall_ref, stall_best;
     int graphs;         /* replay recorded iterations where the backend can (option graphs) */
     int replace_every;  /* pipelined residual replacement: 0 drift estimate, N every N, -1 off */
+    int pipecg_variant; /* method=pipecg: enum hk_pipecg_variant (pipecg.variant) */
     hk_ksp *inner;
     /* work vectors kept between solves (no device allocation per solve); owner frees */
     hk_vec **pool;

@@ -377,6 +377,11 @@ int hk_cpu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec 
                      double *S, const int *slot);
 int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
                        double *S);
+int hk_cpu_pipecg_paper_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap,
+                             const hk_vec *dinv, double *S);
+int hk_cpu_cgcg_update(hk_vec *x, hk_vec *r, hk_vec *u, hk_vec *p, hk_vec *s, const hk_vec *w,
+                       const hk_vec *dinv, double alpha, double beta);
+int hk_cpu_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *d);
 int hk_cpu_cg_spmv(hk_mat *A, const hk_vec *z, double beta, hk_vec *p, hk_vec *Ap, double *pap);
 int hk_cpu_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
                      const hk_vec *dinv, double alpha, double *d);
@@ -486,6 +491,9 @@ const hk_backend_ops hk_backend_cpu = {
     .cg_update = hk_cpu_cg_update,
     .cg_iter = hk_cpu_cg_iter,
     .pipecg_step = hk_cpu_pipecg_step,
+    .pipecg_paper_step = hk_cpu_pipecg_paper_step,
+    .cgcg_update = hk_cpu_cgcg_update,
+    .spmv_cgcg = hk_cpu_spmv_cgcg,
     .spmv_dot2 = hk_cpu_spmv_dot2,
     .spmv_mdot = hk_cpu_spmv_mdot,
     .pipebicg_s = hk_cpu_pipebicg_s,

@@ -63,15 +63,25 @@ ALWAYS_INLINE void pipecg_chunk(int64_t i0, int64_t i1, double alpha, double bet
     *srz = hk_cpu_lanes_sum(rz);
 }
 
-int hk_cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
-                         double *S)
+/* alpha and beta of the next pipelined-CG step from S: beta as the new r.z over the old one
+ * expanded with z.Ap (pipecg_update), or as the paper's Algorithm 2 writes it, which assumes
+ * z.Ap = p.Ap (pipecg_paper_step). */
+static inline void pipecg_coefficients(const double *S, int paper, double *alpha, double *beta)
+{
+    const double a = S[HK_S_RZ] / S[HK_S_PAP];
+    *alpha = a;
+    *beta = paper ? a * a * S[HK_S_APZ] / S[HK_S_RZ] - 1.0
+                  : (S[HK_S_RZ] - 2.0 * a * S[HK_S_ZAP] + a * a * S[HK_S_APZ]) / S[HK_S_RZ];
+}
+
+static int pipecg_update_with(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                              double *S, int paper)
 {
     HK_CHECK(x->prec == HK_FP64 && r->prec == HK_FP64 && p->prec == HK_FP64 && Ap->prec == HK_FP64,
              HK_ERR_ARG, "pipelined CG runs its vectors in fp64");
     const int64_t n = x->n;
-    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
-    const double beta =
-        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
+    double alpha, beta;
+    pipecg_coefficients(S, paper, &alpha, &beta);
     double *xv = x->data, *rv = r->data, *pv = p->data;
     const double *apv = Ap->data, *dv = dinv ? dinv->data : NULL;
     double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
@@ -88,6 +98,12 @@ int hk_cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, cons
     S[HK_S_ALPHA] = alpha;
     S[HK_S_BETA] = beta;
     return 0;
+}
+
+int hk_cpu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                         double *S)
+{
+    return pipecg_update_with(x, r, p, Ap, dinv, S, 0);
 }
 
 /* The three dot products of spmv_dot2 over one chunk; D: dinv given, R: r given. */
@@ -126,9 +142,30 @@ ALWAYS_INLINE void mdot_chunk(int64_t i0, int64_t i1, const double *restrict yv,
         out[j * HK_CPU_CHUNKS] = hk_cpu_lanes_sum(s[j]);
 }
 
+/* cgcg's three sums over one chunk of w = A u: r.u, w.u, r.r. */
+ALWAYS_INLINE void cgcg_dots_chunk(int64_t i0, int64_t i1, const double *restrict uv,
+                                   const double *restrict wv, const double *restrict rv, double *s1,
+                                   double *s2, double *s3)
+{
+    double a[HK_CPU_LANES] = {0}, b[HK_CPU_LANES] = {0}, c[HK_CPU_LANES] = {0};
+    HK_CPU_LANE_FOR(i0, i1, i, l, {
+        const double ui = uv[i], ri = rv[i];
+        a[l] += ri * ui;
+        b[l] += wv[i] * ui;
+        c[l] += ri * ri;
+    });
+    *s1 = hk_cpu_lanes_sum(a);
+    *s2 = hk_cpu_lanes_sum(b);
+    *s3 = hk_cpu_lanes_sum(c);
+}
+
+/* chunk_dots.k of spmv_cgcg's sums */
+#define CHUNK_DOTS_CGCG (-1)
+
 /* The chunk sums taken right after a chunk's SpMV rows y = A p: with k = 1..4, W[j].y into
  * s[0][j * HK_CPU_CHUNKS + c] for j < k (cg: k = 1, W[0] = p); with k = 0, spmv_dot2's three
- * (PAP, APZ, ZAP into s[0..2][c]; dinv dv and r rv may be NULL). */
+ * (PAP, APZ, ZAP into s[0..2][c]; dinv dv and r rv may be NULL); with CHUNK_DOTS_CGCG, r.p,
+ * y.p and r.r (r in rv) into s[0..2][c]. */
 typedef struct chunk_dots {
     int k;
     const double *wv[4];
@@ -139,8 +176,12 @@ typedef struct chunk_dots {
 static inline void chunk_dots_of(const chunk_dots *d, const double *pv, const double *yv, int c,
                                  int64_t i0, int64_t i1)
 {
-    double *s1 = &d->s[0][c], *s2 = d->k ? NULL : &d->s[1][c], *s3 = d->k ? NULL : &d->s[2][c];
+    const int three = d->k <= 0;
+    double *s1 = &d->s[0][c], *s2 = three ? &d->s[1][c] : NULL, *s3 = three ? &d->s[2][c] : NULL;
     switch (d->k) { /* K a literal in each call */
+    case CHUNK_DOTS_CGCG:
+        cgcg_dots_chunk(i0, i1, pv, yv, d->rv, s1, s2, s3);
+        return;
     case 1:
         mdot_chunk(i0, i1, yv, d->wv, s1, 1);
         return;
@@ -654,27 +695,31 @@ int hk_cpu_cg_iter(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *z, hk_vec *p, hk_vec
 
 /* ---- pipelined CG in one region --------------------------------------------------------- */
 
-int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
-                       double *S)
+/* pipecg_step (paper 0: beta with z.Ap, r.(dinv.*Ap) reduced with the product) and
+ * pipecg_paper_step (paper 1: Algorithm 2's beta, p.Ap and Ap.(dinv.*Ap) only). */
+static int pipecg_step_with(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap,
+                            const hk_vec *dinv, double *S, int paper)
 {
     if (!hk_cpu_spmv_has_rows(A)) {
         /* no row-range kernel: the update, then the SpMV with its dot products */
-        HK_CALL(hk_cpu_pipecg_update(x, r, p, Ap, dinv, S));
-        return hk_cpu_spmv_dot2(A, p, Ap, dinv, r, S);
+        const double zap = S[HK_S_ZAP];
+        HK_CALL(pipecg_update_with(x, r, p, Ap, dinv, S, paper));
+        HK_CALL(hk_cpu_spmv_dot2(A, p, Ap, dinv, paper ? NULL : r, S));
+        if (paper) S[HK_S_ZAP] = zap;
+        return 0;
     }
     HK_CALL(spmv_args(A, p, Ap));
     const int64_t n = x->n;
     HK_CHECK(x->prec == HK_FP64 && r->prec == HK_FP64 && x->n == n && r->n == n &&
                  (!dinv || (dinv->prec == HK_FP64 && dinv->n == n)),
              HK_ERR_ARG, "pipecg_step: x, r, p, Ap and dinv must be fp64 vectors of one length");
-    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
-    const double beta =
-        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
+    double alpha, beta;
+    pipecg_coefficients(S, paper, &alpha, &beta);
     double *xv = x->data, *rv = r->data, *pv = p->data, *av = Ap->data;
     const double *dv = dinv ? dinv->data : NULL;
     double prr[HK_CPU_CHUNKS], prz[HK_CPU_CHUNKS];
     double ppap[HK_CPU_CHUNKS], papz[HK_CPU_CHUNKS], pzap[HK_CPU_CHUNKS];
-    const chunk_dots dots = {0, {NULL}, dv, rv, {ppap, papz, pzap}};
+    const chunk_dots dots = {0, {NULL}, dv, paper ? NULL : rv, {ppap, papz, pzap}};
     atomic_int ready[HK_CPU_CHUNKS];
     SPMV_READY_INIT(ready);
     /* One region and no barrier: alpha and beta are known before it, so each thread updates x,
@@ -699,6 +744,88 @@ int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, c
     S[HK_S_BETA] = beta;
     S[HK_S_PAP] = hk_cpu_chunk_sum(ppap);
     S[HK_S_APZ] = hk_cpu_chunk_sum(papz);
-    S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
+    if (!paper) S[HK_S_ZAP] = hk_cpu_chunk_sum(pzap);
+    return 0;
+}
+
+int hk_cpu_pipecg_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap, const hk_vec *dinv,
+                       double *S)
+{
+    return pipecg_step_with(A, x, r, p, Ap, dinv, S, 0);
+}
+
+int hk_cpu_pipecg_paper_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *Ap,
+                             const hk_vec *dinv, double *S)
+{
+    return pipecg_step_with(A, x, r, p, Ap, dinv, S, 1);
+}
+
+/* ---- Chronopoulos-Gear CG (GPU Krylov thesis, ch. 4) ------------------------------------- */
+
+/* One chunk of cgcg_update; B: beta != 0 (else p = u, s = w), D: dinv given (literals at each
+ * call). The arithmetic is vec_axpby's and vec_pointwise_mult's, entry by entry. No restrict
+ * on r and u: without a preconditioner they are one vector (u is then not written). */
+ALWAYS_INLINE void cgcg_chunk(int64_t i0, int64_t i1, double alpha, double beta,
+                              double *restrict xv, double *rv, double *uv, double *restrict pv,
+                              double *restrict sv, const double *restrict wv,
+                              const double *restrict dv, const int B, const int D)
+{
+    for (int64_t i = i0; i < i1; i++) {
+        const double pi = B ? 1.0 * uv[i] + beta * pv[i] : uv[i];
+        const double si = B ? 1.0 * wv[i] + beta * sv[i] : wv[i];
+        pv[i] = pi;
+        sv[i] = si;
+        xv[i] = alpha * pi + 1.0 * xv[i];
+        const double ri = -alpha * si + 1.0 * rv[i];
+        rv[i] = ri;
+        if (D) uv[i] = ri * dv[i];
+    }
+}
+
+int hk_cpu_cgcg_update(hk_vec *x, hk_vec *r, hk_vec *u, hk_vec *p, hk_vec *s, const hk_vec *w,
+                       const hk_vec *dinv, double alpha, double beta)
+{
+    const hk_vec *all[6] = {x, r, u, p, s, w};
+    const int64_t n = x->n;
+    for (int j = 0; j < 6; j++) {
+        FP64_ONLY(all[j]);
+        HK_CHECK(all[j]->n == n, HK_ERR_ARG, "cgcg_update: vectors differ in length from x (%lld)",
+                 (long long)n);
+    }
+    HK_CHECK(!dinv || (dinv->prec == HK_FP64 && dinv->n == n && u->data != r->data), HK_ERR_ARG,
+             "cgcg_update: dinv must be an fp64 vector of x's length, and u a vector other than r");
+    double *xv = x->data, *rv = r->data, *uv = u->data, *pv = p->data, *sv = s->data;
+    const double *wv = w->data, *dv = dinv ? dinv->data : NULL;
+    const int B = beta != 0.0;
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+        const int64_t i0 = hk_cpu_chunk_begin(n, c), i1 = hk_cpu_chunk_begin(n, c + 1);
+        if (B && dv)
+            cgcg_chunk(i0, i1, alpha, beta, xv, rv, uv, pv, sv, wv, dv, 1, 1);
+        else if (B)
+            cgcg_chunk(i0, i1, alpha, beta, xv, rv, uv, pv, sv, wv, NULL, 1, 0);
+        else if (dv)
+            cgcg_chunk(i0, i1, alpha, beta, xv, rv, uv, pv, sv, wv, dv, 0, 1);
+        else
+            cgcg_chunk(i0, i1, alpha, beta, xv, rv, uv, pv, sv, wv, NULL, 0, 0);
+    }
+    return 0;
+}
+
+int hk_cpu_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *d)
+{
+    HK_CALL(spmv_args(A, u, w));
+    FP64_ONLY(r);
+    HK_CHECK(r->n == u->n && r->data != w->data, HK_ERR_ARG,
+             "spmv_cgcg: r must be a vector of u's length other than w");
+    const int64_t n = u->n;
+    const int fused = hk_cpu_spmv_has_rows(A);
+    SPMV_BEFORE(A, u, w, fused);
+    double pru[HK_CPU_CHUNKS], pwu[HK_CPU_CHUNKS], prr[HK_CPU_CHUNKS];
+    const chunk_dots dots = {CHUNK_DOTS_CGCG, {NULL}, NULL, r->data, {pru, pwu, prr}};
+    spmv_sweep_all(A, n, u->data, w->data, &dots, fused);
+    d[0] = hk_cpu_chunk_sum(pru);
+    d[1] = hk_cpu_chunk_sum(pwu);
+    d[2] = hk_cpu_chunk_sum(prr);
     return 0;
 }

@@ -151,4 +151,22 @@ static inline int hk_ksp_bad(double v)
     return !isfinite(v);
 }
 
+/* The CG family's breakdown checks at iteration it (0 when the value is usable): p.Ap <= 0
+ * means A (or the preconditioned operator) is not SPD; r.z < 0 that the preconditioner is not
+ * SPD, r.z = 0 with r != 0 a breakdown; NaN is reported as NaN. */
+static inline int hk_ksp_spd_check(hk_ksp *k, int it, double pap)
+{
+    if (hk_ksp_bad(pap)) return hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+    if (pap <= 0) return hk_ksp_stop(k, it, HK_DIVERGED_NOT_SPD);
+    return 0;
+}
+
+static inline int hk_ksp_rz_check(hk_ksp *k, int it, double rz)
+{
+    if (hk_ksp_bad(rz)) return hk_ksp_stop(k, it, HK_DIVERGED_NAN);
+    if (rz < 0) return hk_ksp_stop(k, it, HK_DIVERGED_NOT_SPD);
+    if (rz == 0) return hk_ksp_stop(k, it, HK_DIVERGED_BREAKDOWN);
+    return 0;
+}
+
 #endif

@@ -42,12 +42,14 @@ struct hk_solver {
 #define HK_STALL_FACTOR 0.8
 
 static const char *const precisions[] = {"double", "mixed", NULL};
+/* pipecg.variant, in the order of enum hk_pipecg_variant */
+static const char *const pipecg_variants[] = {"auto", "paper", "fused", "gv", NULL};
 
 #define HK_SOLVER_KEYS                                                                             \
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
     "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
     "format.sigma, format.tpr, format.csr.kernel, format.pcsr.partition, format.pcsr.pad, "        \
-    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k, mpk.schedule"
+    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k, mpk.schedule, pipecg.variant"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -268,11 +270,13 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
         HK_TRY(hk_options_get_double(o, "inner.tol", &inner_tol));
         HK_TRY(hk_options_get_int(o, "inner.maxit", &inner_maxit));
         it_type = hk_ksp_type_find(inner_method);
+        /* every form of pipecg runs its fused ops in fp64 too (the Ghysels-Vanroose step
+         * included: it used to be accepted here and failed in its first step) */
         HK_TRY_CHECK(it_type != &hk_ksp_pipebicgstab && it_type != &hk_ksp_pipegmres &&
-                         it_type != &hk_ksp_scg,
+                         it_type != &hk_ksp_scg && it_type != &hk_ksp_pipecg,
                      HK_ERR_UNSUPPORTED,
                      "option inner.method=%s: its fused ops run in fp64 and the inner solve of "
-                     "defect is fp32; use bicgstab or gmres (or pipecg, which has an fp32 form)",
+                     "defect is fp32; use cg, cgcg, bicgstab or gmres",
                      inner_method);
         if (!it_type || it_type == &hk_ksp_defect) {
             list_methods(buf, sizeof buf);
@@ -311,6 +315,11 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
                  "option replace_every=%d must be 0 (replace the residual when the drift "
                  "estimate says so), N > 0 (every N iterations) or -1 (never)",
                  replace_every);
+    /* pipecg.variant belongs to pipecg: read only there, so elsewhere it is an unused key and
+     * refused by name */
+    int pipecg_variant = HK_PIPECG_AUTO;
+    if (kt == &hk_ksp_pipecg)
+        HK_TRY(hk_options_get_choice(o, "pipecg.variant", pipecg_variants, &pipecg_variant));
     const hk_ksp_type *sym_type = defect ? it_type : kt;
     if (sym_type->needs_symmetric && !pt->symmetric && pt->symmetric_variant)
         pt = pt->symmetric_variant;
@@ -380,6 +389,7 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     k->stag_window = stagnation;
     k->graphs = graphs != 0;
     k->replace_every = replace_every;
+    k->pipecg_variant = pipecg_variant;
     k->keep_history = history != 0;
     if (monitor) {
         k->monitor = print_monitor;
@@ -758,6 +768,10 @@ void hk_solver_print_help(FILE *f)
                "  mpk.k=0                 scg: levels per matrix-powers pass (0: tuned, 1..s)\n"
                "  mpk.schedule=auto       scg: matrix powers by ghost zones or a wavefront\n"
                "                          over chunks (auto: both timed when tuned)\n"
+               "  pipecg.variant=auto     pipecg: paper (Algorithm 2 as written; pc none or\n"
+               "                          jacobi), fused (its beta with a z.Ap product), gv\n"
+               "                          (Ghysels-Vanroose, any pc); auto: fused for none and\n"
+               "                          jacobi, gv otherwise\n"
                "  replace_every=0         pipecg, pipebicgstab, scg: recompute the residual from x\n"
                "                          when the drift estimate says so (0), every N\n"
                "                          iterations (N), or never (-1)\n"
