@@ -18,7 +18,7 @@
 #define PCS_MAX_PROBLEMS 16
 #define PCS_MAX_PCS 16
 #define PCS_MAX_SETS 8
-#define PCS_MAX_METHODS 4
+#define PCS_MAX_METHODS 6
 
 typedef struct pcs_problem {
     const char *label;
@@ -59,9 +59,10 @@ static void pcs_usage(FILE *f)
         "                       [--json FILE]\n\n"
         "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's; an\n"
         "item may add solver options after a space, --pcs 'amg,amg pc.amg.precision=fp64')\n"
-        "with CG (or each method of --method, up to 4) to 1e-8 on the stiffness matrix of\n"
-        "each problem, meshed and assembled as hooke run does (KEY=VALUE as --set; of the\n"
-        "case's solver keys, format.* and precision apply to every row, e.g.\n"
+        "with CG (or each method of --method, up to 6, each with its own options after a\n"
+        "space: --method 'cg,pipecg pipecg.variant=paper') to 1e-8 on the stiffness matrix\n"
+        "of each problem, meshed and assembled as hooke run does (KEY=VALUE as --set; of\n"
+        "the case's solver keys, format.* and precision apply to every row, e.g.\n"
         "--problem 'cases/bracket/bracket.yaml solver.format=bsr').\n"
         "Default problems by --size:\n"
         "  small:  box hex8 12^3, box tet4 10^3, box hex8 40x4x4 (aspect 10:1:1), bracket\n"
@@ -488,9 +489,13 @@ int hk_bench_pcs(int argc, char **argv)
     /* the methods, checked by name before any work */
     const char *methods[PCS_MAX_METHODS];
     int nmeth = 0;
-    char mbuf[128];
+    char mbuf[256];
     snprintf(mbuf, sizeof mbuf, "%s", method_list);
     for (char *tok = strtok(mbuf, ","); tok; tok = strtok(NULL, ",")) {
+        /* "NAME key=value ...": the name is the first word, the options go to the solver */
+        while (*tok == ' ')
+            tok++;
+        const size_t len = strcspn(tok, " ");
         if (nmeth == PCS_MAX_METHODS) {
             fprintf(stderr, "hooke bench pcs: at most %d methods in --method\n",
                     PCS_MAX_METHODS);
@@ -498,9 +503,11 @@ int hk_bench_pcs(int argc, char **argv)
         }
         int known = 0;
         for (int k = 0; hk_ksp_types[k]; k++)
-            known |= !strcmp(hk_ksp_types[k]->name, tok);
+            known |= strlen(hk_ksp_types[k]->name) == len &&
+                     !strncmp(hk_ksp_types[k]->name, tok, len);
         if (!known) {
-            fprintf(stderr, "hooke bench pcs: unknown method '%s' in --method; they are", tok);
+            fprintf(stderr, "hooke bench pcs: unknown method '%.*s' in --method; they are",
+                    (int)len, tok);
             for (int k = 0; hk_ksp_types[k]; k++)
                 fprintf(stderr, "%s %s", k ? "," : "", hk_ksp_types[k]->name);
             fprintf(stderr, "\n");

@@ -121,6 +121,13 @@ static int count_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, doub
     return hk_backend_cpu.vec_gram(m, X, Y, G, GX);
 }
 
+/* spmv_cgcg returns its inner products to the host */
+static int count_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *d)
+{
+    host_reads++;
+    return hk_backend_cpu.spmv_cgcg(A, u, w, r, d);
+}
+
 int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, hk_ksp *k)
 {
     static hk_backend_ops counting;
@@ -129,6 +136,7 @@ int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, hk_ksp *
     counting.vec_dot = count_dot;
     counting.vec_mdot = count_mdot;
     counting.vec_gram = count_gram;
+    counting.spmv_cgcg = count_spmv_cgcg;
     const int64_t n = K->nbrows * K->bs;
     hk_bmat Kd = {0};
     HK_ASSERT_OK(hk_mat_create(&counting, K, fmt, HK_FP64, NULL, &k->A));

@@ -105,7 +105,7 @@ int hk_test_solve_iterations(const hk_bcsr *K, const char *backend, const char *
 /* Solve K x = K 1 from x = 0 with the method settings of *k (type, tolerances, check_every,
  * ...; be, A and pc are filled here, K in format fmt fp64, preconditioner pc without options)
  * on the CPU backend with every read of a value by the host counted (scal_get, vec_dot,
- * vec_mdot, vec_gram). Asserts that it converged in 20 iterations or more, leaves the result
+ * vec_mdot, vec_gram, spmv_cgcg). Asserts that it converged in 20 iterations or more, leaves the result
  * in k->res and returns the number of reads (test_util.c). */
 struct hk_ksp;
 int hk_test_host_reads(const hk_bcsr *K, hk_format fmt, const char *pc, struct hk_ksp *k);
