@@ -710,6 +710,8 @@ int hk_cu_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, doub
     FP64(r);
     LEN(u, w);
     LEN(u, r);
+    HK_CHECK(r->data != w->data && u->data != w->data, HK_ERR_ARG,
+             "spmv_cgcg: w must be a vector other than u and r");
     if (fuse_at_every_size(A)) {
         HK_CALL(launch<double>(A, u->data, epi_cgcg{D(w), CD(u), CD(r), hk_cu.dres}, NULL));
         HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, 3 * sizeof(double), cudaMemcpyDeviceToHost,

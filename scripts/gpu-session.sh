@@ -2,7 +2,8 @@
 # One device call of a development session (not used by CI): build on the GPU host from the
 # bundle, then run the steps given as arguments, each writing OUT/<name>.md (at most 8 files
 # come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk and the others of
-# the case list below (wide, pipeformats: issue 11's open measurements).
+# the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
+# cgcg and pipecg variants).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -89,6 +90,24 @@ for step in "$@"; do
     eigen) { $B/hooke bench eigen --backend cuda --size medium
              $B/hooke bench eigen --backend cuda --size large --pcs amg --no-dense; } > "$OUT/eigen.md" 2>&1 ;;
     output) $B/hooke bench output --size large > "$OUT/output.md" 2>&1 ;;
+    seedkrylov) # issue 30 items 2-3: steady ms per iteration of cg, cgcg (thesis fusion), pipecg's
+          # variants (auto = fused, paper = Algorithm 2 as written, gv = Ghysels-Vanroose), ratios
+          # to cg; then at 2M DOFs the SpMV fusion forced on (today's fused variant, limited to
+          # 2^18 rows) and off (cgcg and the paper variant, fused at every size). About 2 minutes,
+          # mostly meshing the 631k and 2M brackets.
+          M='cg,cgcg,pipecg,pipecg pipecg.variant=paper,pipecg pipecg.variant=gv'
+          BR=cases/bracket/bracket.yaml
+          { $B/hooke bench pcs --backend cuda --no-cpu --method "$M" --pcs jacobi,none,poly \
+              --problem $BR --generate elasticity3d:22
+            $B/hooke bench pcs --backend cuda --no-cpu --method "$M" --pcs jacobi \
+              --problem "$BR geometry.size=0.0015" --problem "$BR geometry.size=0.001"
+            echo "== HOOKE_CUDA_FUSE=1"
+            HOOKE_CUDA_FUSE=1 $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg \
+              --pcs jacobi --problem "$BR geometry.size=0.001"
+            echo "== HOOKE_CUDA_FUSE=0"
+            HOOKE_CUDA_FUSE=0 $B/hooke bench pcs --backend cuda --no-cpu \
+              --method 'cg,cgcg,pipecg pipecg.variant=paper' --pcs jacobi \
+              --problem "$BR geometry.size=0.001"; } > "$OUT/seedkrylov.md" 2>&1 ;;
     pipesmall) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
                  --problem 'cases/bracket/bracket.yaml' --problem 'cases/bracket/bracket.yaml' \
                  > "$OUT/pipesmall.md" 2>&1 ;;

@@ -349,8 +349,8 @@ typedef struct hk_backend_ops {
                          double *S);
     /* Ap = A p; S[PAP] = p.Ap; S[APZ] = Ap.(dinv.*Ap); S[ZAP] = r.(dinv.*Ap), or p.Ap when r
      * is NULL — the SpMV with its reductions fused. With r NULL beta reduces to the
-     * algorithm's alpha^2 S[APZ]/S[RZ] - 1, which assumes z.Ap = p.Ap: that drifts (loss of
-     * local conjugacy) and stalls on ill-conditioned systems; pipecg passes r. */
+     * algorithm's alpha^2 S[APZ]/S[RZ] - 1, which assumes z.Ap = p.Ap (pipecg.variant=fused
+     * passes r; the paper variant starts and restarts with r NULL, pipecg_paper_step below). */
     int (*spmv_dot2)(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                      double *S);
     /* pipecg_update, then spmv_dot2 with the new p and r, in one call (cpu only; NULL:

@@ -80,8 +80,8 @@ static int pipecg_fused_rz(hk_ksp *k, const hk_vec *r, const hk_vec *dinv, hk_ve
  * new r in S and h, p and A p kept): Algorithm 2's beta, alpha^2 S[APZ]/S[RZ] - 1, assumes
  * z.Ap = p.Ap, which the new r breaks, so S[APZ] is shifted by 2 (p.Ap - z.Ap)/alpha: the
  * unchanged step then computes the new r.z over the old one exactly, as the fused variant's
- * beta does. (Restarting the direction instead cost 11-15 % more iterations at tol=1e-10 and
- * 1e-12 on the stretched beam of suite pipecg_accuracy.) */
+ * beta does. (Restarting the direction instead cost 3-24 % more iterations at tol=1e-10 and
+ * 1e-12 on the stretched beam of suite pipecg_accuracy, pc none and jacobi.) */
 static int pipecg_paper_replaced(hk_ksp *k, double *S, double *h)
 {
     const double alpha = h[HK_S_RZ] / h[HK_S_PAP];
