@@ -9,65 +9,22 @@
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)gridDim.x * blockDim.x)
 
-/* Pipelined CG update (pipelined-solver paper, Algorithm 2, lines 4-7, plus Jacobi). */
+/* Pipelined CG's update (pipelined-solver paper, Algorithm 2, lines 10-12, plus Jacobi) and the
+ * first stage of r.r and r.z. PAPER: beta as lines 16-17 write it, stored with alpha by one
+ * thread (slots no thread of the kernel reads), the sums left to the SpMV kernel that follows
+ * (pipecg_paper_step); else the fused variant's beta with z.Ap (pipecg_update). */
+template <bool PAPER>
 __global__ void __launch_bounds__(HK_CU_BLOCK)
     k_pipecg_update(int64_t n, double *__restrict__ x, double *__restrict__ r,
                     double *__restrict__ p, const double *__restrict__ Ap,
-                    const double *__restrict__ dinv, const double *__restrict__ S, double *part)
+                    const double *__restrict__ dinv, double *S, double *part)
 {
     const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
     const double beta =
-        (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) / S[HK_S_RZ];
-    double acc[2] = {0, 0};
-    HK_GRID_STRIDE(i, n)
-    {
-        const double pi = p[i];
-        x[i] += alpha * pi;
-        const double ri = r[i] - alpha * Ap[i];
-        r[i] = ri;
-        const double zi = dinv ? dinv[i] * ri : ri;
-        p[i] = zi + beta * pi;
-        acc[0] += ri * ri;
-        acc[1] += ri * zi;
-    }
-    hk_block_reduce<2>(acc, 2, part);
-}
-
-int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
-                        double *S)
-{
-    FP64(x);
-    FP64(r);
-    FP64(p);
-    FP64(Ap);
-    LEN(x, r);
-    LEN(x, p);
-    LEN(x, Ap);
-    if (dinv) {
-        FP64(dinv);
-        LEN(x, dinv);
-    }
-    const unsigned nb = hk_cu_rgrid(x->n, (const void *)k_pipecg_update);
-    k_pipecg_update<<<nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, D(x), D(r), D(p), CD(Ap),
-                                                          dinv ? CD(dinv) : NULL, S, hk_cu.part);
-    HK_CU_LAUNCHED();
-    hk_cu_outs out;
-    out.p[0] = S + HK_S_RR;
-    out.p[1] = S + HK_S_RZ;
-    return hk_cu_finish(nb, 2, out, HK_FIN_PIPECG, S);
-}
-
-/* The pipelined-solver paper's Algorithm 2, lines 10-12 with Jacobi, and the first stage of
- * line 15's (r, r) and of (r, z) (the pipecg_paper_step op, whose SpMV kernel sums them):
- * alpha and beta as lines 16-17 wrote them at the end of the previous iteration. */
-__global__ void __launch_bounds__(HK_CU_BLOCK)
-    k_pipecg_paper_update(int64_t n, double *__restrict__ x, double *__restrict__ r,
-                          double *__restrict__ p, const double *__restrict__ Ap,
-                          const double *__restrict__ dinv, double *S, double *part)
-{
-    const double alpha = S[HK_S_RZ] / S[HK_S_PAP];
-    const double beta = alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0;
-    if (blockIdx.x == 0 && threadIdx.x == 0) { /* slots no thread of this kernel reads */
+        PAPER ? alpha * alpha * S[HK_S_APZ] / S[HK_S_RZ] - 1.0
+              : (S[HK_S_RZ] - 2.0 * alpha * S[HK_S_ZAP] + alpha * alpha * S[HK_S_APZ]) /
+                    S[HK_S_RZ];
+    if (PAPER && blockIdx.x == 0 && threadIdx.x == 0) {
         S[HK_S_ALPHA] = alpha;
         S[HK_S_BETA] = beta;
     }
@@ -86,8 +43,10 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
     hk_block_reduce<2>(acc, 2, part);
 }
 
-int hk_cu_pipecg_paper_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
-                              const hk_vec *dinv, double *S, unsigned *nb)
+/* The arguments of both updates; the grid of the kernel in *nb. */
+template <bool PAPER>
+static int pipecg_update_launch(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
+                                const hk_vec *dinv, double *S, unsigned *nb)
 {
     const hk_vec *all[4] = {x, r, p, Ap};
     for (int j = 0; j < 4; j++) {
@@ -98,11 +57,29 @@ int hk_cu_pipecg_paper_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
         FP64(dinv);
         LEN(x, dinv);
     }
-    *nb = hk_cu_rgrid(x->n, (const void *)k_pipecg_paper_update);
-    k_pipecg_paper_update<<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+    *nb = hk_cu_rgrid(x->n, (const void *)k_pipecg_update<PAPER>);
+    k_pipecg_update<PAPER><<<*nb, HK_CU_BLOCK, 0, hk_cu.stream>>>(
         x->n, D(x), D(r), D(p), CD(Ap), dinv ? CD(dinv) : NULL, S, hk_cu.part);
     HK_CU_LAUNCHED();
     return 0;
+}
+
+int hk_cu_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                        double *S)
+{
+    unsigned nb;
+    HK_CALL(pipecg_update_launch<false>(x, r, p, Ap, dinv, S, &nb));
+    hk_cu_outs out;
+    out.p[0] = S + HK_S_RR;
+    out.p[1] = S + HK_S_RZ;
+    return hk_cu_finish(nb, 2, out, HK_FIN_PIPECG, S);
+}
+
+/* The update kernel of pipecg_paper_step (Algorithm 2's first kernel). */
+int hk_cu_pipecg_paper_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap,
+                              const hk_vec *dinv, double *S, unsigned *nb)
+{
+    return pipecg_update_launch<true>(x, r, p, Ap, dinv, S, nb);
 }
 
 /* Chronopoulos-Gear PCG's vector updates with the Jacobi preconditioner in one pass (the
@@ -318,8 +295,8 @@ int hk_cu_vec_poly_step(hk_vec *y, double a, const hk_vec *d, const hk_vec *t, d
 void hk_cu_fused_init_grids(void)
 {
     hk_cu_rgrid(1, (const void *)k_pipecg_gv_step);
-    hk_cu_rgrid(1, (const void *)k_pipecg_update);
-    hk_cu_rgrid(1, (const void *)k_pipecg_paper_update);
+    hk_cu_rgrid(1, (const void *)k_pipecg_update<false>);
+    hk_cu_rgrid(1, (const void *)k_pipecg_update<true>);
     hk_cu_rgrid(1, (const void *)k_bicg_s);
     hk_cu_rgrid(1, (const void *)k_bicg_update);
 }
