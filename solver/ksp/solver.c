@@ -708,8 +708,11 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
         fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
                 s->ksp.inner->type->name, pcn, hk_format_name(s->A->fmt), s->be->name);
     else
-        fprintf(f, "%s + %s%s, %s fp64 on %s\n", s->ksp.type->name, pcn,
-                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->A->fmt), s->be->name);
+        fprintf(f, "%s%s%s%s + %s%s, %s fp64 on %s\n", s->ksp.type->name,
+                s->ksp.pipecg_variant ? " (" : "",
+                s->ksp.pipecg_variant ? pipecg_variants[s->ksp.pipecg_variant] : "",
+                s->ksp.pipecg_variant ? ")" : "", pcn, s->mixed ? " fp32 (mixed precision)" : "",
+                hk_format_name(s->A->fmt), s->be->name);
 }
 
 void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx)
