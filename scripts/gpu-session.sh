@@ -98,7 +98,7 @@ for step in "$@"; do
           M='cg,cgcg,pipecg,pipecg pipecg.variant=paper,pipecg pipecg.variant=gv'
           BR=cases/bracket/bracket.yaml
           { $B/hooke bench pcs --backend cuda --no-cpu --method "$M" --pcs jacobi,none,poly \
-              --problem $BR --generate elasticity3d:22
+              --problem $BR --generate elasticity3d:19
             $B/hooke bench pcs --backend cuda --no-cpu --method "$M" --pcs jacobi \
               --problem "$BR geometry.size=0.0015" --problem "$BR geometry.size=0.001"
             echo "== HOOKE_CUDA_FUSE=1"
