@@ -89,6 +89,8 @@ for step in "$@"; do
               --generate elasticity3d:22; } > "$OUT/pipeformats.md" 2>&1 ;;
     eigen) { $B/hooke bench eigen --backend cuda --size medium
              $B/hooke bench eigen --backend cuda --size large --pcs amg --no-dense; } > "$OUT/eigen.md" 2>&1 ;;
+    modal) $B/hooke bench modal --backend cuda --size large --no-jacobi --json "$OUT/modal.json" \
+             > "$OUT/modal.md" 2>&1 ;;
     output) $B/hooke bench output --size large > "$OUT/output.md" 2>&1 ;;
     seedkrylov) # issue 30 items 2-3: steady ms per iteration of cg, cgcg (thesis fusion), pipecg's
           # variants (auto = fused, paper = Algorithm 2 as written, gv = Ghysels-Vanroose), ratios
