@@ -566,7 +566,11 @@ int hk_cu_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
  * and small systems only. Measured on the H200 (hooke bench cg, pipelined CG, SBELL): 24k
  * DOFs fused 0.0204 ms/it vs 0.0216 unfused (latency-bound: one launch less wins); 1M DOFs
  * fused 0.244 vs 0.210 unfused (the fused kernel's extra registers cost the bandwidth-bound
- * SpMV more than the second pass over y). HOOKE_CUDA_FUSE=1 or 0 forces either. */
+ * SpMV more than the second pass over y). The papers' fused ops follow the same rule
+ * (pipecg_paper_step, spmv_cgcg: the pipelined-solver paper and the GPU Krylov thesis fuse at
+ * every size, but on the H100 at 2.3M DOFs the paper's pipelined CG took 0.94x cg's time per
+ * iteration fused and 0.91x unfused, cgcg 0.99x and 0.96x). HOOKE_CUDA_FUSE=1 or 0 forces
+ * either. */
 static int fuse_forced(void)
 {
     static int force = -2;
@@ -582,17 +586,6 @@ static int fuse_in_spmv(const hk_mat *A)
     const int force = fuse_forced();
     if (is_cusparse(A->fmt) || own_kernel(A)) return 0;
     return force >= 0 ? force : A->nrows < HK_CU_FUSE_MAX_ROWS;
-}
-
-/* The same for the fused ops that follow their papers at every size (pipecg_paper_step: the
- * pipelined-solver paper fuses the SpMV with its inner products whatever the size; spmv_cgcg:
- * so does the GPU Krylov thesis): the two kernel families, unless HOOKE_CUDA_FUSE=0. Whether
- * the size limit above should hold for them too is what hooke bench pcs measures at 631k and
- * 2M DOFs (docs/BENCHMARKS.md). */
-static int fuse_at_every_size(const hk_mat *A)
-{
-    if (is_cusparse(A->fmt) || own_kernel(A)) return 0;
-    return fuse_forced() != 0;
 }
 
 int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse &f, unsigned *nb,
@@ -685,7 +678,7 @@ int hk_cu_pipecg_paper_step(hk_mat *A, hk_vec *x, hk_vec *r, hk_vec *p, hk_vec *
     unsigned nb1;
     HK_CALL(hk_cu_pipecg_paper_update(x, r, p, Ap, dinv, S, &nb1));
     const double *part1 = hk_cu.part, *dv = dinv ? CD(dinv) : NULL;
-    if (fuse_at_every_size(A))
+    if (fuse_in_spmv(A))
         return launch<double>(A, p->data, epi_paper{D(Ap), CD(p), dv, part1, nb1, S}, NULL);
     HK_CALL(hk_cu_mat_spmv(A, p, Ap));
     double *part2 = hk_cu.part + 2 * (size_t)nb1;
@@ -712,7 +705,7 @@ int hk_cu_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, doub
     LEN(u, r);
     HK_CHECK(r->data != w->data && u->data != w->data, HK_ERR_ARG,
              "spmv_cgcg: w must be a vector other than u and r");
-    if (fuse_at_every_size(A)) {
+    if (fuse_in_spmv(A)) {
         HK_CALL(launch<double>(A, u->data, epi_cgcg{D(w), CD(u), CD(r), hk_cu.dres}, NULL));
         HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, 3 * sizeof(double), cudaMemcpyDeviceToHost,
                               hk_cu.stream));

@@ -754,7 +754,7 @@ void hk_pc_destroy(hk_pc *pc);
 
 typedef struct hk_ksp hk_ksp;
 
-/* pipecg.variant: auto (fused for pc=none/jacobi in fp64, else gv), paper (Algorithm 2 as
+/* pipecg.variant: auto (paper for pc=none/jacobi in fp64, else gv), paper (Algorithm 2 as
  * written, pipecg_paper_step), fused (Algorithm 2 with beta from the new r.z expanded with a
  * z.Ap dot: pipecg_update and spmv_dot2), gv (Ghysels-Vanroose, any preconditioner). */
 enum hk_pipecg_variant { HK_PIPECG_AUTO = 0, HK_PIPECG_PAPER, HK_PIPECG_FUSED, HK_PIPECG_GV };

@@ -7,7 +7,10 @@
  *          the old one expanded with a z.Ap product (r.z - 2 alpha z.Ap + alpha^2 Ap.M Ap)/r.z
  *          in place of the paper's, which assumes z.Ap = p.Ap;
  *   gv     Ghysels-Vanroose pipelined PCG from generic ops, for any SPD preconditioner;
- *   auto   (the default) fused with pc=none or jacobi in fp64, gv otherwise.
+ *   auto   (the default) paper with pc=none or jacobi in fp64 (fused where a backend lacks
+ *          its op), gv otherwise: the paper's step was 0.27 of cg's time per iteration against
+ *          fused's 0.32 on the 41k-DOF bracket with Jacobi (H100), and within 2 % of it at
+ *          0.8M and 2.3M DOFs (docs/BENCHMARKS.md, issue 30).
  * The safeguards are the same in all: convergence confirmed on the true residual, the
  * rounding-floor test, breakdowns retried from the true residual before "not SPD", residual
  * replacement by a drift estimate (docs/solver.md, "Accuracy of pipecg"). */
@@ -460,6 +463,8 @@ static int pipecg_solve(hk_ksp *k, const hk_vec *b, hk_vec *x)
     const int fused_ok = be->pipecg_update && be->spmv_dot2 && x->prec == HK_FP64;
     if (variant == HK_PIPECG_GV) return pipecg_gv(k, b, x);
     if (variant == HK_PIPECG_AUTO) {
+        if (be->pipecg_paper_step && x->prec == HK_FP64 && diagonal)
+            return pipecg_fused_dinv(k, b, x, dinv, 1);
         if (fused_ok && diagonal) return pipecg_fused_dinv(k, b, x, dinv, 0);
         return pipecg_gv(k, b, x);
     }

@@ -773,7 +773,7 @@ void hk_solver_print_help(FILE *f)
                "                          over chunks (auto: both timed when tuned)\n"
                "  pipecg.variant=auto     pipecg: paper (Algorithm 2 as written; pc none or\n"
                "                          jacobi), fused (its beta with a z.Ap product), gv\n"
-               "                          (Ghysels-Vanroose, any pc); auto: fused for none and\n"
+               "                          (Ghysels-Vanroose, any pc); auto: paper for none and\n"
                "                          jacobi, gv otherwise\n"
                "  replace_every=0         pipecg, pipebicgstab, scg: recompute the residual from x\n"
                "                          when the drift estimate says so (0), every N\n"
