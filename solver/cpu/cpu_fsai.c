@@ -30,7 +30,7 @@
  * hk_dense_qr_ls (solver/pc/dense.c), except that every sum over the rows i = i0 .. |I|-1
  * (the norms and the dot products) is taken in the order of a 32-lane warp (sai_sum below):
  * 32 partial sums p_l over i = i0 + l, i0 + l + 32, .. in order, then p_l = p_l + p_{l^o}
- * for o = 16, 8, 4, 2, 1; the result is p_0. cuda/cuda_sai.cu computes the same. */
+ * for o = 16, 8, 4, 2, 1; the result is p_0. cuda/cuda_fsai.cu computes the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -735,16 +735,17 @@ void hk_solver_print_help(FILE *f)
                 hk_pc_types[i]->options && hk_pc_types[i]->options[0] ? " [options: " : "",
                 hk_pc_types[i]->options ? hk_pc_types[i]->options : "",
                 hk_pc_types[i]->options && hk_pc_types[i]->options[0] ? "]" : "");
-    fprintf(f, "  format=NAME             storage format (default sbell on cuda; csr on cpu for "
-               "scalar,\n                          bsr for block matrices):");
+    fprintf(f, "  format=NAME             storage format (default auto: csr for scalar, bsr for "
+               "block\n                          matrices; on cuda sbell once the matrix "
+               "outgrows the L2 cache):\n                         ");
     for (int i = 0; i < HK_FMT_COUNT; i++)
         fprintf(f, " %s", hk_format_name((hk_format)i));
     fprintf(f, "\n"
                "  format.slice=32         SELL/SBELL slice height S\n"
                "  format.sigma=auto       sorting window in rows (auto: from the row lengths; 0: whole matrix)\n"
                "  format.tpr=0            threads per block row on cuda (0: auto)\n"
-               "  format.csr.kernel=auto  csr on cuda: thread, warp, vector (sub-warp per row),\n"
-               "                          adaptive (row blocks in shared memory; auto)\n"
+               "  format.csr.kernel=auto  csr on cuda: thread, warp, vector (sub-warp per row;\n"
+               "                          auto), adaptive (row blocks in shared memory)\n"
                "  format.pcsr.partition=256  pcsr: entries per partition (thread block)\n"
                "  format.pcsr.pad=4       pcsr: rows padded to a multiple of this\n"
                "  format.pcsr.prefetch=4  pcsr on cuda: partitions per thread block\n"
