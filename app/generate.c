@@ -43,10 +43,24 @@ int hk_app_generate(const char *spec, const char *who, hk_bcsr *A, double **coor
         err = hk_gen_poisson2d((int)n, A);
     else if (len == 8 && !strncmp(spec, "convdiff", len))
         err = hk_gen_convdiff2d((int)n, 20.0, A);
-    else {
+    else if (len == 9 && !strncmp(spec, "poisson3d", len))
+        err = hk_gen_poisson3d((int)n, A);
+    else if (len == 10 && !strncmp(spec, "convdiff3d", len))
+        err = hk_gen_convdiff3d((int)n, 20.0, A);
+    else if (len == 6 && !strncmp(spec, "recirc", len))
+        err = hk_gen_recirc2d((int)n, 200.0, A);
+    else if (len == 8 && !strncmp(spec, "porous3d", len))
+        err = hk_gen_porous3d((int)n, 6.0, 1, A);
+    else if (len == 7 && !strncmp(spec, "circuit", len))
+        err = hk_gen_circuit((int)n, 1, A);
+    else if (len == 17 && !strncmp(spec, "convdiff-shuffled", len)) {
+        err = hk_gen_convdiff2d((int)n, 20.0, A);
+        if (!err) err = hk_gen_shuffle_rows(A, 1);
+    } else {
         fprintf(stderr,
                 "%s: unknown matrix kind in --generate '%s'; the kinds are "
-                "elasticity3d, elasticity2d, poisson, convdiff\n",
+                "elasticity3d, elasticity2d, poisson, convdiff, poisson3d, convdiff3d, recirc, "
+                "porous3d, circuit, convdiff-shuffled\n",
                 who, spec);
         return -1;
     }

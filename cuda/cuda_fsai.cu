@@ -1019,15 +1019,18 @@ fail:
  * The rules of solver/cpu/cpu_fsai.c: the pattern one thread per column; the least-squares
  * problems one warp per column: the rows I collected in order of first appearance (lanes
  * over the entries of a row of A^T, new rows appended by ballot), A(I,J) gathered, Householder
- * QR with every sum over rows in the warp order of sai_sum (32 strided partial sums, then a
- * butterfly), which the CPU reference repeats. Problems with |I| <= SAI_SR, |J| <= SAI_SC and
- * |I||J| <= SAI_SA keep their work in shared memory; the others a global slab per warp. */
+ * QR or classical Gram-Schmidt (the thesis's Fig. 5.4, R packed by columns) with every sum
+ * over rows in the warp order of sai_sum (32 strided partial sums, then a butterfly), which
+ * the CPU reference repeats. Problems with |I| <= SAI_SR, |J| <= SAI_SC and |I||J| <= SAI_SA
+ * keep their work in shared memory; the others a global slab per warp. */
 
 #define SAI_SR 256  /* rows of a problem in shared memory */
 #define SAI_SC 64   /* columns of a problem in shared memory */
 #define SAI_SA 2048 /* entries of A(I,J) in shared memory */
 #define SAI_LIST_MAX 8192 /* max_rows the size kernel can take (its row list is in shared) */
 
+/* amax[i] = max |a_ij| of scalar row i (of the br x br block matrix rowptr/val), or with
+ * br = 1 and the transpose's arrays the maximum of column i. */
 __global__ void sai_amax_kernel(const int64_t *rowptr, const double *val, int br, int64_t n,
                                 double *amax)
 {
@@ -1045,7 +1048,7 @@ __global__ void sai_amax_kernel(const int64_t *rowptr, const double *val, int br
 }
 
 __global__ void sai_pattern_kernel(const int64_t *trow, const int32_t *tcol, const double *tval,
-                                   int64_t n, double tau, const double *amax, int fill,
+                                   int64_t n, double tau, const double *amax, int colmax, int fill,
                                    int64_t *cnt, const int64_t *srow, int32_t *scol)
 {
     const double lim = sub_(1.0, tau);
@@ -1061,7 +1064,7 @@ __global__ void sai_pattern_kernel(const int64_t *trow, const int32_t *tcol, con
                 c++;
                 diag = 1;
             }
-            if (i == kk || fabs(tval[p]) > mul_(lim, amax[i])) {
+            if (i == kk || fabs(tval[p]) > mul_(lim, amax[colmax ? kk : i])) {
                 if (fill) out[c] = i;
                 c++;
                 if (i == kk) diag = 1;
@@ -1075,7 +1078,8 @@ __global__ void sai_pattern_kernel(const int64_t *trow, const int32_t *tcol, con
     }
 }
 
-extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St)
+extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
+                                 hk_graph *St)
 {
     int ierr = 0;
     memset(St, 0, sizeof *St);
@@ -1089,11 +1093,15 @@ extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau
     HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(n ? n : 1) * sizeof *cnt));
     HK_TRY(hk_cu_malloc((void **)&rp, (size_t)(n + 1) * sizeof *rp));
     if (n > 0) {
-        sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(K->rowptr, K->val, K->br,
-                                                                          n, amax);
+        if (colmax) /* column k of A = row k of Kt */
+            sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(Kt->rowptr, Kt->val,
+                                                                              1, n, amax);
+        else
+            sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(K->rowptr, K->val,
+                                                                              K->br, n, amax);
         HK_CU_TRY(cudaGetLastError());
         sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, 0, cnt, NULL, NULL);
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, colmax, 0, cnt, NULL, NULL);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_TRY(scan_rowptr(cnt, n, rp, &nnz));
@@ -1101,7 +1109,8 @@ extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau
     HK_TRY(K->be->copy(St->rowptr, rp, (size_t)(n + 1) * sizeof *rp));
     if (n > 0) {
         sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, 1, NULL, St->rowptr, St->colind);
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, colmax, 1, NULL, St->rowptr,
+            St->colind);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
@@ -1151,10 +1160,10 @@ __device__ double sai_wsum(const double *x, const double *y, int i0, int m)
     return acc;
 }
 
-/* Column k's sizes: nrow[k] = |I| (-1 on a fault), and the largest |I| and |I||J| seen. */
+/* Column k's sizes: nrow[k] = |I| (-1 on a fault), and the largest |I|, |I||J| and |J| seen. */
 __global__ void sai_size_kernel(const int64_t *trow, const int32_t *tcol, const int64_t *srow,
                                 const int32_t *scol, int64_t n, int64_t max_rows,
-                                int64_t max_cols, int32_t *nrow, ull *maxr, ull *maxa,
+                                int64_t max_cols, int32_t *nrow, ull *maxr, ull *maxa, ull *maxc,
                                 ull *fault)
 {
     extern __shared__ int32_t list[];
@@ -1181,17 +1190,66 @@ __global__ void sai_size_kernel(const int64_t *trow, const int32_t *tcol, const 
             else {
                 atomicMax(maxr, (ull)n1);
                 atomicMax(maxa, (ull)n1 * (ull)n2);
+                atomicMax(maxc, (ull)n2);
             }
         }
         __syncwarp();
     }
 }
 
+/* Classical Gram-Schmidt on A (n1 x n2, column-major, gathered) and x = R^-1 Q^T e_p, as
+ * sai_cgs_ls in solver/cpu/cpu_fsai.c: R packed by columns (r_cj at j(j+1)/2 + c), the row p
+ * of k in I found from rows. Returns 0, or 1 after reporting a rank-deficient column. */
+__device__ int sai_cgs_warp(double *A, int n1, int n2, double *R, const int32_t *rows, int64_t k,
+                            double amax, double *x, ull *fault)
+{
+    const int lane = threadIdx.x & 31;
+    int p = -1;
+    for (int a = lane; a < n1; a += 32)
+        if (rows[a] == k) p = a;
+    for (int o = 16; o > 0; o >>= 1)
+        p = max(p, __shfl_xor_sync(0xffffffffu, p, o));
+    for (int j = 0; j < n2; j++) {
+        double *a = A + j * n1, *rj = R + j * (j + 1) / 2;
+        for (int c = 0; c < j; c++) {
+            const double r = sai_wsum(A + c * n1, a, 0, n1); /* from the original a_j */
+            if (lane == 0) rj[c] = r;
+        }
+        __syncwarp();
+        for (int i = lane; i < n1; i += 32) {
+            double v = a[i];
+            for (int c = 0; c < j; c++)
+                v = sub_(v, mul_(rj[c], A[c * n1 + i]));
+            a[i] = v;
+        }
+        __syncwarp();
+        const double norm = sqrt(sai_wsum(a, a, 0, n1));
+        if (!(norm > mul_(1e-14, amax))) { /* the same in every lane */
+            if (lane == 0) report(fault, k, HK_FAULT_RANK);
+            return 1;
+        }
+        if (lane == 0) rj[j] = norm;
+        for (int i = lane; i < n1; i += 32)
+            a[i] = a[i] / norm;
+        __syncwarp();
+    }
+    if (lane == 0)
+        for (int j = n2 - 1; j >= 0; j--) {
+            double s = A[j * n1 + p]; /* (Q^T e_p)_j */
+            for (int c = j + 1; c < n2; c++)
+                s = sub_(s, mul_(R[c * (c + 1) / 2 + j], x[c]));
+            x[j] = s / R[j * (j + 1) / 2 + j];
+        }
+    __syncwarp();
+    return 0;
+}
+
 /* Column k's problem by one warp; work: rows (|I| int32, space for ldr), then A (|I| x |J|),
- * e (|I|), x (|J|). */
+ * e (|I|), x (|J|), and for Gram-Schmidt (cgs) R (|J|(|J|+1)/2). */
 __device__ void sai_column_warp(const int64_t *trow, const int32_t *tcol, const double *tval,
                                 int64_t k, const int32_t *J, int n2, int n1, int32_t *rows,
-                                double *A, double *e, double *x, double *out, ull *fault)
+                                double *A, double *e, double *x, double *R, int cgs, double *out,
+                                ull *fault)
 {
     const int lane = threadIdx.x & 31;
     sai_collect(trow, tcol, J, n2, rows, n1); /* the same n1 as the size kernel found */
@@ -1217,6 +1275,12 @@ __device__ void sai_column_warp(const int64_t *trow, const int32_t *tcol, const 
     __syncwarp();
     for (int o = 16; o > 0; o >>= 1)
         amax = fmax(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (cgs) {
+        if (!sai_cgs_warp(A, n1, n2, R, rows, k, amax, x, fault))
+            for (int b = lane; b < n2; b += 32)
+                out[b] = x[b];
+        return;
+    }
     for (int j = 0; j < n2; j++) {
         double *v = A + j * n1;
         const double norm = sqrt(sai_wsum(v, v, j, n1));
@@ -1253,21 +1317,25 @@ __device__ void sai_column_warp(const int64_t *trow, const int32_t *tcol, const 
 }
 
 /* big = 0: the problems that fit in shared memory, one warp (block) each; big = 1: the
- * others, in a global slab of slab doubles per warp (rows first, as int32). */
-template <int BIG>
+ * others, in a global slab of slab doubles per warp (rows first, as int32; R after x, of
+ * maxc(maxc+1)/2 entries). CGS: classical Gram-Schmidt, else Householder. */
+template <int BIG, int CGS>
 __global__ void __launch_bounds__(32)
     sai_factor_kernel(const int64_t *trow, const int32_t *tcol, const double *tval,
                       const int64_t *srow, const int32_t *scol, const int32_t *nrow, int64_t n,
-                      double *mval, double *gwork, int64_t slab, int64_t maxr, ull *fault)
+                      double *mval, double *gwork, int64_t slab, int64_t maxr, int64_t maxa,
+                      int64_t maxc, ull *fault)
 {
     __shared__ int32_t srows[BIG ? 1 : SAI_SR];
     __shared__ double sA[BIG ? 1 : SAI_SA], se[BIG ? 1 : SAI_SR], sx[BIG ? 1 : SAI_SC];
+    __shared__ double sR[BIG || !CGS ? 1 : SAI_SC * (SAI_SC + 1) / 2];
     int32_t *rows = srows;
-    double *A = sA, *e = se, *x = sx;
+    double *A = sA, *e = se, *x = sx, *R = sR;
     if (BIG) {
         double *w = gwork + (int64_t)blockIdx.x * slab;
         rows = (int32_t *)w;
         A = w + (maxr + 1) / 2;
+        R = A + maxa + maxr + maxc;
     }
     for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
         const int n1 = nrow[k];
@@ -1280,13 +1348,26 @@ __global__ void __launch_bounds__(32)
             e = A + (int64_t)n1 * n2;
             x = e + n1;
         }
-        sai_column_warp(trow, tcol, tval, k, scol + j0, n2, n1, rows, A, e, x, mval + j0, fault);
+        sai_column_warp(trow, tcol, tval, k, scol + j0, n2, n1, rows, A, e, x, R, CGS, mval + j0,
+                        fault);
         __syncwarp();
     }
 }
 
+/* The two kernels of one least-squares method (cgs: Gram-Schmidt). */
+static void sai_factor_launch(int cgs, int big, unsigned grid, const hk_bmat *Kt,
+                              const hk_graph *St, const int32_t *nrow, int64_t n, double *mval,
+                              double *gwork, int64_t slab, int64_t maxr, int64_t maxa,
+                              int64_t maxc, ull *fault)
+{
+    auto kern = cgs ? (big ? sai_factor_kernel<1, 1> : sai_factor_kernel<0, 1>)
+                    : (big ? sai_factor_kernel<1, 0> : sai_factor_kernel<0, 0>);
+    kern<<<grid, 32, 0, hk_cu.stream>>>(Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind,
+                                        nrow, n, mval, gwork, slab, maxr, maxa, maxc, fault);
+}
+
 extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
-                                int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault)
+                                int64_t max_cols, int qr, hk_bmat *Mt, hk_setup_fault *fault)
 {
     int ierr = 0;
     fault->row = -1;
@@ -1300,12 +1381,13 @@ extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t m
              HK_ERR_UNSUPPORTED,
              "sai_factor on cuda: max_rows=%lld is over %d; lower the limit of |I|",
              (long long)max_rows, SAI_LIST_MAX);
-    ull *dfault = NULL, *dmax = NULL, hmax[2] = {0, 0};
+    const int cgs = qr == HK_SAI_GRAM_SCHMIDT;
+    ull *dfault = NULL, *dmax = NULL, hmax[3] = {0, 0, 0};
     int32_t *nrow = NULL;
     double *gwork = NULL;
     HK_CALL(fault_begin(&dfault));
-    HK_TRY(hk_cu_malloc((void **)&dmax, 2 * sizeof *dmax));
-    HK_CU_TRY(cudaMemsetAsync(dmax, 0, 2 * sizeof *dmax, hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)&dmax, 3 * sizeof *dmax));
+    HK_CU_TRY(cudaMemsetAsync(dmax, 0, 3 * sizeof *dmax, hk_cu.stream));
     HK_TRY(hk_cu_malloc((void **)&nrow, (size_t)(n ? n : 1) * sizeof *nrow));
     HK_TRY(hk_bmat_alloc(St->be, 1, 1, n, n, St->nnz, Mt));
     HK_TRY(St->be->copy(Mt->rowptr, St->rowptr, (size_t)(n + 1) * sizeof *Mt->rowptr));
@@ -1314,25 +1396,23 @@ extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t m
         const unsigned blocks = (unsigned)(n < 65536 ? n : 65536);
         sai_size_kernel<<<blocks, 32, (size_t)max_rows * sizeof(int32_t), hk_cu.stream>>>(
             Kt->rowptr, Kt->colind, St->rowptr, St->colind, n, max_rows, max_cols, nrow, dmax,
-            dmax + 1, dfault);
+            dmax + 1, dmax + 2, dfault);
         HK_CU_TRY(cudaGetLastError());
         HK_CU_TRY(cudaMemcpyAsync(hmax, dmax, sizeof hmax, cudaMemcpyDeviceToHost, hk_cu.stream));
         HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-        sai_factor_kernel<0><<<blocks, 32, 0, hk_cu.stream>>>(
-            Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind, nrow, n, Mt->val, NULL, 0, 0,
-            dfault);
+        const int64_t maxr = (int64_t)hmax[0], maxa = (int64_t)hmax[1], maxc = (int64_t)hmax[2];
+        sai_factor_launch(cgs, 0, blocks, Kt, St, nrow, n, Mt->val, NULL, 0, 0, 0, 0, dfault);
         HK_CU_TRY(cudaGetLastError());
-        const int64_t maxr = (int64_t)hmax[0], maxa = (int64_t)hmax[1];
         if (maxr > SAI_SR || maxa > SAI_SA) { /* |J| > SAI_SC implies |I||J| > SAI_SA */
-            /* the slab: rows (int32, rounded up to doubles), A, e, x */
-            const int64_t slab = (maxr + 1) / 2 + maxa + maxr + max_cols;
+            /* the slab: rows (int32, rounded up to doubles), A, e, x, and R for Gram-Schmidt */
+            const int64_t slab =
+                (maxr + 1) / 2 + maxa + maxr + maxc + (cgs ? maxc * (maxc + 1) / 2 : 0);
             int64_t nw = (int64_t)(FSAI_SLAB_BYTES / ((size_t)slab * sizeof(double)));
             if (nw > 8192) nw = 8192;
             if (nw < 1) nw = 1;
             HK_TRY(hk_cu_malloc((void **)&gwork, (size_t)nw * (size_t)slab * sizeof(double)));
-            sai_factor_kernel<1><<<(unsigned)nw, 32, 0, hk_cu.stream>>>(
-                Kt->rowptr, Kt->colind, Kt->val, St->rowptr, St->colind, nrow, n, Mt->val, gwork,
-                slab, maxr, dfault);
+            sai_factor_launch(cgs, 1, (unsigned)nw, Kt, St, nrow, n, Mt->val, gwork, slab, maxr,
+                              maxa, maxc, dfault);
             HK_CU_TRY(cudaGetLastError());
         }
     }

@@ -1,6 +1,7 @@
 /* Generated test matrices: exact finite-element elasticity stiffness on structured grids of
- * the unit square / cube (quads, triangles, hexes, tets), Poisson, convection-diffusion and
- * random block matrices.
+ * the unit square / cube (quads, triangles, hexes, tets), Poisson (2D, 3D), convection-diffusion
+ * (2D, 3D, a recirculating flow), heterogeneous diffusion, a resistor network, a row shuffle,
+ * and random block matrices.
  *
  * Elasticity: E = 1, nu = 0.3 (plane stress in 2D), uniform cells of size 1/nx x 1/ny (x 1/nz).
  * The nodes on x = 0 are clamped by symmetric elimination: their block row holds only an
@@ -483,6 +484,292 @@ int hk_gen_convdiff2d(int n, double beta, hk_bcsr *A)
         w[4] += bh;
     }
     return gen_stencil5(n, w, A);
+}
+
+/* xorshift32: small, deterministic, good enough for test matrices */
+static uint32_t gen_rand(uint32_t *s);
+
+/* Weights of a 7-point stencil at node (i, j, k) of an nx x ny x nz grid: centre, then the
+ * neighbours at -x, +x, -y, +y, -z, +z. Neighbours outside the grid are dropped (Dirichlet
+ * boundary eliminated). */
+typedef void (*gen_weights7)(const void *ctx, int64_t i, int64_t j, int64_t k, double w[7]);
+
+/* Scalar matrix of a 7-point stencil (nz = 1: a 5-point one), rows in lexicographic order
+ * r = i + nx (j + ny k), columns sorted. */
+static int gen_stencil7(const char *fn, int nx, int ny, int nz, gen_weights7 weights,
+                        const void *ctx, hk_bcsr *A)
+{
+    int ierr;
+    memset(A, 0, sizeof *A);
+    HK_CHECK(nx >= 1 && ny >= 1 && nz >= 1 && (int64_t)nx * ny * nz < INT32_MAX, HK_ERR_ARG,
+             "%s: grid %d x %d x %d out of range; use at least 1 and fewer than 2^31 nodes", fn,
+             nx, ny, nz);
+    const int64_t N = (int64_t)nx * ny * nz, sx = 1, sy = nx, sz = (int64_t)nx * ny;
+    A->bs = 1;
+    A->nbrows = A->nbcols = N;
+    HK_TRY(hk_malloc((size_t)(N + 1) * sizeof *A->rowptr, &A->rowptr));
+    HK_TRY(hk_malloc((size_t)N * 7 * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_malloc((size_t)N * 7 * sizeof *A->val, &A->val));
+    int64_t q = 0;
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t i = r % nx, j = (r / nx) % ny, k = r / sz;
+        double w[7];
+        weights(ctx, i, j, k, w);
+        /* in column order: -z, -y, -x, centre, +x, +y, +z */
+        const int64_t off[7] = {-sz, -sy, -sx, 0, sx, sy, sz};
+        const int ok[7] = {k > 0, j > 0, i > 0, 1, i < nx - 1, j < ny - 1, k < nz - 1};
+        const double ws[7] = {w[5], w[3], w[1], w[0], w[2], w[4], w[6]};
+        A->rowptr[r] = q;
+        for (int s = 0; s < 7; s++)
+            if (ok[s]) {
+                A->colind[q] = (int32_t)(r + off[s]);
+                A->val[q++] = ws[s];
+            }
+    }
+    A->rowptr[N] = q;
+    return 0;
+fail:
+    hk_bcsr_free(A);
+    return ierr;
+}
+
+static void w_poisson3d(const void *ctx, int64_t i, int64_t j, int64_t k, double w[7])
+{
+    (void)ctx, (void)i, (void)j, (void)k;
+    w[0] = 6;
+    for (int s = 1; s < 7; s++)
+        w[s] = -1;
+}
+
+int hk_gen_poisson3d(int n, hk_bcsr *A)
+{
+    return gen_stencil7("hk_gen_poisson3d", n, n, n, w_poisson3d, NULL, A);
+}
+
+/* -lap u + beta (u_x + u_y + u_z) on the unit cube, h = 1/(n+1), scaled by h^2, first-order
+ * upwind: an M-matrix, nonsymmetric (the 3D analogue of hk_gen_convdiff2d). */
+static void w_convdiff3d(const void *ctx, int64_t i, int64_t j, int64_t k, double w[7])
+{
+    (void)i, (void)j, (void)k;
+    const double bh = *(const double *)ctx, a = fabs(bh);
+    w[0] = 6 + 3 * a;
+    for (int s = 1; s < 7; s++) /* upwind: the side the flow comes from gets -1 - |bh| */
+        w[s] = -1 - (((s & 1) == (bh >= 0)) ? a : 0);
+}
+
+int hk_gen_convdiff3d(int n, double beta, hk_bcsr *A)
+{
+    const double bh = beta / (n + 1);
+    return gen_stencil7("hk_gen_convdiff3d", n, n, n, w_convdiff3d, &bh, A);
+}
+
+/* -eps lap u + w . grad u on [-1, 1]^2 with the recirculating wind w = (2y(1-x^2),
+ * -2x(1-y^2)), eps = 1/peclet, centred differences on an n x n grid of interior nodes
+ * (h = 2/(n+1)), scaled by h^2/eps: no M-matrix once the cell Peclet number h|w|/(2 eps)
+ * passes 1. */
+typedef struct gen_recirc {
+    int n;
+    double peclet;
+} gen_recirc;
+
+static void w_recirc(const void *ctx, int64_t i, int64_t j, int64_t k, double w[7])
+{
+    (void)k;
+    const gen_recirc *c = ctx;
+    const double h = 2.0 / (c->n + 1), x = -1 + (i + 1) * h, y = -1 + (j + 1) * h;
+    const double wx = 2 * y * (1 - x * x), wy = -2 * x * (1 - y * y);
+    const double gx = 0.5 * h * c->peclet * wx, gy = 0.5 * h * c->peclet * wy;
+    w[0] = 4;
+    w[1] = -1 - gx, w[2] = -1 + gx, w[3] = -1 - gy, w[4] = -1 + gy;
+    w[5] = w[6] = 0;
+}
+
+int hk_gen_recirc2d(int n, double peclet, hk_bcsr *A)
+{
+    const gen_recirc c = {n, peclet};
+    return gen_stencil7("hk_gen_recirc2d", n, n, 1, w_recirc, &c, A);
+}
+
+/* Diffusion -div(kappa grad u) on n^3 nodes with kappa log-uniform over `decades` decades,
+ * drawn per node (deterministic in seed); each face's coefficient is the harmonic mean of its
+ * two nodes', a face to the boundary takes the node's own. SPD, heterogeneous. */
+typedef struct gen_porous {
+    int n;
+    const double *kappa;
+} gen_porous;
+
+static void w_porous(const void *ctx, int64_t i, int64_t j, int64_t k, double w[7])
+{
+    const gen_porous *c = ctx;
+    const int64_t n = c->n, r = i + n * (j + n * k);
+    const int64_t idx[3] = {i, j, k}, str[3] = {1, n, n * n};
+    const double ka = c->kappa[r];
+    w[0] = 0;
+    for (int d = 0; d < 3; d++)
+        for (int side = 0; side < 2; side++) {
+            const int inside = side ? idx[d] < n - 1 : idx[d] > 0;
+            double f = ka;
+            if (inside) {
+                const double kb = c->kappa[r + (side ? str[d] : -str[d])];
+                f = 2 * ka * kb / (ka + kb);
+            }
+            w[1 + 2 * d + side] = -f;
+            w[0] += f;
+        }
+}
+
+int hk_gen_porous3d(int n, double decades, unsigned seed, hk_bcsr *A)
+{
+    int ierr;
+    double *kappa = NULL;
+    memset(A, 0, sizeof *A);
+    HK_CHECK(n >= 1 && n <= 1290 && decades >= 0 && decades <= 12, HK_ERR_ARG,
+             "hk_gen_porous3d: n = %d or decades = %g out of range; use 1 <= n <= 1290, "
+             "0..12 decades",
+             n, decades);
+    const int64_t N = (int64_t)n * n * n;
+    HK_CALL(hk_malloc((size_t)N * sizeof *kappa, &kappa));
+    uint32_t s = seed * 2654435761u + 77u;
+    if (!s) s = 1;
+    for (int64_t r = 0; r < N; r++)
+        kappa[r] = pow(10.0, decades * ((double)gen_rand(&s) / 4294967296.0 - 0.5));
+    const gen_porous c = {n, kappa};
+    ierr = gen_stencil7("hk_gen_porous3d", n, n, n, w_porous, &c, A);
+    free(kappa);
+    return ierr;
+}
+
+/* A resistor network: the graph Laplacian of an n x n grid whose edges have conductances
+ * log-uniform over two decades, plus one long edge from every 16th node on average to a node
+ * chosen at random, and the grid's boundary tied to ground through its missing edges (kept
+ * on the diagonal), so the matrix is SPD (the analogue of circuit-simulation matrices). */
+int hk_gen_circuit(int n, unsigned seed, hk_bcsr *A)
+{
+    int ierr;
+    int64_t *eu = NULL, *ev = NULL, *cnt = NULL;
+    double *eg = NULL, *dg = NULL;
+    memset(A, 0, sizeof *A);
+    HK_CHECK(n >= 2 && (int64_t)n * n < INT32_MAX / 8, HK_ERR_ARG,
+             "hk_gen_circuit: n = %d out of range; use 2 <= n <= 16383", n);
+    const int64_t N = (int64_t)n * n, cap = 2 * N + N / 8 + 16;
+    uint32_t s = seed * 2654435761u + 991u;
+    if (!s) s = 1;
+    HK_TRY(hk_malloc((size_t)cap * sizeof *eu, &eu));
+    HK_TRY(hk_malloc((size_t)cap * sizeof *ev, &ev));
+    HK_TRY(hk_malloc((size_t)cap * sizeof *eg, &eg));
+    HK_TRY(hk_calloc((size_t)N, sizeof *dg, &dg));
+    HK_TRY(hk_calloc((size_t)N + 1, sizeof *cnt, &cnt));
+    int64_t ne = 0;
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t i = r % n, j = r / n;
+        for (int d = 0; d < 4; d++) { /* right, up inside; every missing edge to ground */
+            const double g = pow(10.0, 2.0 * ((double)gen_rand(&s) / 4294967296.0) - 1.0);
+            const int64_t ni = i + (d == 0) - (d == 2), nj = j + (d == 1) - (d == 3);
+            const int inside = ni >= 0 && ni < n && nj >= 0 && nj < n;
+            if (!inside)
+                dg[r] += g;
+            else if (d < 2) {
+                eu[ne] = r, ev[ne] = ni + (int64_t)n * nj, eg[ne++] = g;
+            }
+        }
+        if (gen_rand(&s) % 16 == 0) {
+            const int64_t t = gen_rand(&s) % (uint32_t)N;
+            if (t != r && ne < cap) eu[ne] = r, ev[ne] = t, eg[ne++] = 0.1 + (double)(gen_rand(&s) % 10);
+        }
+    }
+    /* CSR by counting; duplicate long edges are summed */
+    for (int64_t e = 0; e < ne; e++)
+        cnt[eu[e] + 1]++, cnt[ev[e] + 1]++;
+    for (int64_t r = 0; r < N; r++)
+        cnt[r + 1] += cnt[r] + 1; /* + the diagonal */
+    A->bs = 1;
+    A->nbrows = A->nbcols = N;
+    HK_TRY(hk_malloc((size_t)(N + 1) * sizeof *A->rowptr, &A->rowptr));
+    HK_TRY(hk_malloc((size_t)cnt[N] * sizeof *A->colind, &A->colind));
+    HK_TRY(hk_malloc((size_t)cnt[N] * sizeof *A->val, &A->val));
+    int64_t *pos = A->rowptr; /* fill positions, turned into the row pointers below */
+    for (int64_t r = 0; r <= N; r++)
+        pos[r] = cnt[r];
+    for (int64_t r = 0; r < N; r++) {
+        A->colind[pos[r]] = (int32_t)r;
+        A->val[pos[r]++] = dg[r];
+    }
+    for (int64_t e = 0; e < ne; e++) {
+        const int64_t u = eu[e], v = ev[e];
+        A->val[cnt[u]] += eg[e], A->val[cnt[v]] += eg[e]; /* the diagonals */
+        A->colind[pos[u]] = (int32_t)v, A->val[pos[u]++] = -eg[e];
+        A->colind[pos[v]] = (int32_t)u, A->val[pos[v]++] = -eg[e];
+    }
+    /* sort each row by column and merge duplicates */
+    int64_t q = 0;
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t a = cnt[r], b = cnt[r + 1];
+        for (int64_t x = a + 1; x < b; x++) {
+            const int32_t c = A->colind[x];
+            const double v = A->val[x];
+            int64_t y = x;
+            for (; y > a && A->colind[y - 1] > c; y--)
+                A->colind[y] = A->colind[y - 1], A->val[y] = A->val[y - 1];
+            A->colind[y] = c, A->val[y] = v;
+        }
+        const int64_t start = q;
+        for (int64_t x = a; x < b; x++) {
+            if (q > start && A->colind[q - 1] == A->colind[x]) {
+                A->val[q - 1] += A->val[x];
+                continue;
+            }
+            A->colind[q] = A->colind[x];
+            A->val[q++] = A->val[x];
+        }
+        cnt[r] = start;
+    }
+    cnt[N] = q;
+    memcpy(A->rowptr, cnt, (size_t)(N + 1) * sizeof *cnt);
+    free(eu), free(ev), free(eg), free(dg), free(cnt);
+    return 0;
+fail:
+    free(eu), free(ev), free(eg), free(dg), free(cnt);
+    hk_bcsr_free(A);
+    return ierr;
+}
+
+/* Rows of the scalar A in a random order (deterministic in seed): the same system with the
+ * diagonal scattered off it, as in matrices whose equations come in no particular order. */
+int hk_gen_shuffle_rows(hk_bcsr *A, unsigned seed)
+{
+    int ierr;
+    int64_t *perm = NULL, *rp = NULL;
+    int32_t *ci = NULL;
+    double *v = NULL;
+    HK_CHECK(A->bs == 1, HK_ERR_ARG, "hk_gen_shuffle_rows: the matrix has blocks of %d; use a "
+             "scalar matrix",
+             A->bs);
+    const int64_t N = A->nbrows, nnz = A->rowptr[N];
+    HK_TRY(hk_malloc((size_t)(N ? N : 1) * sizeof *perm, &perm));
+    HK_TRY(hk_malloc((size_t)(N + 1) * sizeof *rp, &rp));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *ci, &ci));
+    HK_TRY(hk_malloc((size_t)(nnz ? nnz : 1) * sizeof *v, &v));
+    uint32_t s = seed * 2654435761u + 5u;
+    if (!s) s = 1;
+    for (int64_t r = 0; r < N; r++)
+        perm[r] = r;
+    for (int64_t r = N - 1; r > 0; r--) { /* Fisher-Yates */
+        const int64_t t = gen_rand(&s) % (uint32_t)(r + 1), x = perm[r];
+        perm[r] = perm[t], perm[t] = x;
+    }
+    rp[0] = 0;
+    for (int64_t r = 0; r < N; r++) { /* new row r is old row perm[r] */
+        const int64_t a = A->rowptr[perm[r]], len = A->rowptr[perm[r] + 1] - a;
+        memcpy(ci + rp[r], A->colind + a, (size_t)len * sizeof *ci);
+        memcpy(v + rp[r], A->val + a, (size_t)len * sizeof *v);
+        rp[r + 1] = rp[r] + len;
+    }
+    free(A->rowptr), free(A->colind), free(A->val), free(perm);
+    A->rowptr = rp, A->colind = ci, A->val = v;
+    return 0;
+fail:
+    free(perm), free(rp), free(ci), free(v);
+    return ierr;
 }
 
 /* xorshift32: small, deterministic, good enough for test matrices */

@@ -590,17 +590,22 @@ typedef struct hk_backend_ops {
      *   B_{p+1} = Low(B_p Ã), rows sorted (diagonal last); rows over cap entries: TOO_LARGE.
      * fsai_factor: G (1 x 1 blocks, columns a subset of S's) = per row the Cholesky of
      *   A[P_i,P_i], g_i = w / sqrt(w_m), post-filtration with delta and 1/sqrt(1+eps^T A eps).
-     * sai_pattern: St (row k = column k of M) = {i : i == k or |a_ik| > (1-tau) max_j|a_ij|},
-     *   Kt = the scalar transpose of K (1 x 1 blocks).
+     * sai_pattern: St (row k = column k of M) = {i : i == k or |a_ik| > (1-tau) max},
+     *   max = max_j |a_ij| (row i's, colmax = 0: equation 5.3 of the GPU Krylov thesis) or
+     *   max_i |a_ik| (column k's, colmax = 1: the thesis's "Find J" step); Kt = the scalar
+     *   transpose of K (1 x 1 blocks).
      * sai_factor: Mt (1 x 1 blocks on St) = column k of M = argmin ||A(I,J) m - e_k(I)|| by
-     *   Householder QR; |I| over max_rows or |J| over max_cols: TOO_LARGE. */
+     *   Householder QR (qr = HK_SAI_HOUSEHOLDER) or by classical Gram-Schmidt, m = R^-1 Q^T e
+     *   (qr = HK_SAI_GRAM_SCHMIDT, the thesis's Fig. 5.4); |I| over max_rows or |J| over
+     *   max_cols: TOO_LARGE. */
     int (*fsai_pattern)(const hk_bmat *K, double tau, int k, int block, int64_t cap,
                         hk_graph *S, hk_setup_fault *fault);
     int (*fsai_factor)(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
                        hk_setup_fault *fault);
-    int (*sai_pattern)(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+    int (*sai_pattern)(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
+                       hk_graph *St);
     int (*sai_factor)(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
-                      int64_t max_cols, hk_bmat *Mt, hk_setup_fault *fault);
+                      int64_t max_cols, int qr, hk_bmat *Mt, hk_setup_fault *fault);
 
     /* ---- replay of recorded iterations (cuda: CUDA graphs; NULL on cpu) -------------------
      * graph_begin starts recording the ops issued after it instead of running them;

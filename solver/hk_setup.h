@@ -91,6 +91,11 @@ typedef struct hk_setup_fault {
     int64_t row;
     int reason;
 } hk_setup_fault;
+/* How sai_factor solves each column's least-squares problem. */
+enum hk_sai_qr {
+    HK_SAI_HOUSEHOLDER = 0, /* Householder QR */
+    HK_SAI_GRAM_SCHMIDT     /* classical Gram-Schmidt, m = R^-1 Q^T e (GPU Krylov thesis) */
+};
 /* Where an exact incomplete factorisation (factor_exact) or the symmetry check
  * (bmat_sym_check) stopped: the first failing row (a scalar row; the node for a factorisation
  * on node blocks) and the values its message names. Host struct filled by the op; row = -1

@@ -692,8 +692,9 @@ HK_DEVICE_SUITE(cuda_fsai, {"CUDA fsai ops equal the CPU ones (pattern, G to 1e-
 
 /* Both SAI ops on be (Kt by the backend's expand and transpose); host copies of St and Mt
  * (Mt empty when a fault). */
-static void run_sai(const hk_backend_ops *be, const hk_bcsr *K, double tau, int64_t max_rows,
-                    int64_t max_cols, hk_graph *Sh, hk_bmat *Mh, hk_setup_fault *f)
+static void run_sai(const hk_backend_ops *be, const hk_bcsr *K, double tau, int colmax, int qr,
+                    int64_t max_rows, int64_t max_cols, hk_graph *Sh, hk_bmat *Mh,
+                    hk_setup_fault *f)
 {
     hk_bmat Kb = {0}, Kx = {0}, Kt = {0}, Mt = {0};
     hk_graph St = {0};
@@ -702,23 +703,27 @@ static void run_sai(const hk_backend_ops *be, const hk_bcsr *K, double tau, int6
     HK_ASSERT_OK(hk_bmat_upload(be, K, &Kb));
     HK_ASSERT_OK(hk_pc_bmat_expand(&Kb, &Kx));
     HK_ASSERT_OK(hk_pc_bmat_transpose(&Kx, &Kt));
-    HK_ASSERT_OK(be->sai_pattern(&Kb, &Kt, tau, &St));
-    HK_ASSERT_OK(be->sai_factor(&Kt, &St, max_rows, max_cols, &Mt, f));
+    HK_ASSERT_OK(be->sai_pattern(&Kb, &Kt, tau, colmax, &St));
+    HK_ASSERT_OK(be->sai_factor(&Kt, &St, max_rows, max_cols, qr, &Mt, f));
     HK_ASSERT_OK(hk_graph_to_host(&St, Sh));
     if (f->row < 0) HK_ASSERT_OK(hk_bmat_to_host(&Mt, Mh));
     hk_graph_free(&St);
     hk_bmat_free(&Mt), hk_bmat_free(&Kt), hk_bmat_free(&Kx), hk_bmat_free(&Kb);
 }
 
+/* Both backends' SAI ops for every maximum (row, column) and least-squares solver
+ * (Householder, Gram-Schmidt): the same pattern, faults and M to rounding. */
 static void compare_sai(const hk_bcsr *K, double tau, int64_t max_rows, int64_t max_cols)
 {
+    for (int v = 0; v < 4; v++) {
+    const int colmax = v & 1, qr = v >> 1 ? HK_SAI_GRAM_SCHMIDT : HK_SAI_HOUSEHOLDER;
     const hk_backend *cu = NULL;
     HK_ASSERT_OK(hk_backend_get("cuda", &cu));
     hk_graph Sc, Sg;
     hk_bmat Mc, Mg;
     hk_setup_fault fc, fg;
-    run_sai(&hk_backend_cpu, K, tau, max_rows, max_cols, &Sc, &Mc, &fc);
-    run_sai(cu, K, tau, max_rows, max_cols, &Sg, &Mg, &fg);
+    run_sai(&hk_backend_cpu, K, tau, colmax, qr, max_rows, max_cols, &Sc, &Mc, &fc);
+    run_sai(cu, K, tau, colmax, qr, max_rows, max_cols, &Sg, &Mg, &fg);
     CU_ASSERT_EQUAL_FATAL(Sc.nnz, Sg.nnz);
     CU_ASSERT(!memcmp(Sc.rowptr, Sg.rowptr, (size_t)(Sc.n + 1) * sizeof *Sc.rowptr));
     CU_ASSERT(!memcmp(Sc.colind, Sg.colind, (size_t)Sc.nnz * sizeof *Sc.colind));
@@ -727,11 +732,14 @@ static void compare_sai(const hk_bcsr *K, double tau, int64_t max_rows, int64_t 
     if (fc.row < 0 && fg.row < 0) {
         CU_ASSERT_EQUAL_FATAL(Mc.nnzb, Mg.nnzb);
         const double d = hk_test_reldiff(Mg.val, Mc.val, (long)Mc.nnzb);
-        if (d > 1e-12) printf("\n    M differs by %.2e (tau %g)", d, tau);
+        if (d > 1e-12)
+            printf("\n    M differs by %.2e (tau %g, max %s, %s)", d, tau, colmax ? "column" : "row",
+                   qr ? "gram-schmidt" : "householder");
         CU_ASSERT(d <= 1e-12);
     }
     hk_graph_free(&Sc), hk_graph_free(&Sg);
     hk_bmat_free(&Mc), hk_bmat_free(&Mg);
+    }
 }
 
 /* gen_spd made nonsymmetric: every stored off-diagonal entry scaled by 0.5 .. 1.5 */
@@ -774,21 +782,25 @@ static void test_cuda_sai_solve(void)
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_convdiff2d(100, 50.0, &K));
     const char *methods[2] = {"bicgstab", "gmres"};
-    for (int m = 0; m < 2; m++) {
-        char a[128], b[128];
-        snprintf(a, sizeof a, "backend=cpu method=%s tol=1e-8 pc=sai", methods[m]);
-        snprintf(b, sizeof b, "backend=cuda method=%s tol=1e-8 pc=sai", methods[m]);
+    const char *variants[2] = {"", " pc.sai.max=column pc.sai.qr=gram-schmidt"};
+    for (int m = 0; m < 4; m++) {
+        char a[160], b[160];
+        snprintf(a, sizeof a, "backend=cpu method=%s tol=1e-8 pc=sai%s", methods[m & 1],
+                 variants[m >> 1]);
+        snprintf(b, sizeof b, "backend=cuda method=%s tol=1e-8 pc=sai%s", methods[m & 1],
+                 variants[m >> 1]);
         double tc = 0, tg = 0;
         const int ic = solve_its(&K, a, &tc), ig = solve_its(&K, b, &tg);
-        printf("\n    convdiff2d:100 %s+sai: cpu %d its (set-up %.3f s), cuda %d its (set-up "
+        printf("\n    convdiff2d:100 %s+sai%s: cpu %d its (set-up %.3f s), cuda %d its (set-up "
                "%.3f s)",
-               methods[m], ic, tc, ig, tg);
+               methods[m & 1], variants[m >> 1], ic, tc, ig, tg);
         CU_ASSERT(ic > 0 && abs(ic - ig) <= 2);
     }
     hk_bcsr_free(&K);
 }
 
-HK_DEVICE_SUITE(cuda_sai, {"CUDA sai ops equal the CPU ones (pattern, M to 1e-12, faults)",
+HK_DEVICE_SUITE(cuda_sai, {"CUDA sai ops equal the CPU ones (pattern, M to 1e-12, faults; row and "
+                           "column maxima, Householder and Gram-Schmidt)",
                            test_cuda_sai_ops},
                 {"pc=sai on cuda with bicgstab and gmres: iterations as on cpu",
                  test_cuda_sai_solve})

@@ -4,6 +4,7 @@
  * variant (pc.mlilu.symmetric): exact without dropping on SPD matrices, a symmetric positive
  * definite apply, CG (through the solver and hooke solve) in fewer iterations than with
  * jacobi, pivot and option errors. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,11 +100,133 @@ static void test_exact(void)
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8", 2);
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=2", 2);
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.ordering=rcm", 2);
+    /* the matching, the fill-reducing ordering and the apply with the blocks E, F keep it
+     * exact */
+    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.mlilu.matching=on",
+                2);
+    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.mlilu.apply=blocks",
+                2);
+    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=3 "
+                    "pc.mlilu.matching=on pc.mlilu.apply=blocks",
+                3);
+#ifdef HOOKE_HAVE_AMD
+    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.ordering=amd", 2);
+    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.ordering=amd "
+                    "pc.mlilu.matching=on pc.mlilu.apply=blocks",
+                2);
+#endif
     hk_bcsr_free(&K);
-    /* zero diagonal entries, small kappa: several levels, exact */
+    /* zero diagonal entries, small kappa: several levels, exact; with the matching too */
     zero_diag_matrix(150, &K);
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=2 pc.mlilu.dense=10", 2);
+    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=2 pc.mlilu.dense=10 pc.mlilu.matching=on "
+                    "pc.mlilu.apply=blocks",
+                1);
     hk_bcsr_free(&K);
+}
+
+/* The value of the best matching by brute force over all permutations of n <= 7: the largest
+ * sum of log |a_sigma(j),j|, -inf when none avoids the zeros. */
+static double best_log_product(int n, const double *D)
+{
+    int p[7], c[7] = {0};
+    for (int i = 0; i < n; i++)
+        p[i] = i;
+    double best = -INFINITY;
+    for (int k = 0;;) { /* Heap's algorithm */
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            s += D[p[j] * n + j] != 0 ? log(fabs(D[p[j] * n + j])) : -INFINITY;
+        if (s > best) best = s;
+        while (k < n && c[k] >= k)
+            c[k++] = 0;
+        if (k == n) break;
+        const int a = k % 2 ? c[k] : 0, t = p[a];
+        p[a] = p[k], p[k] = t;
+        c[k]++;
+        k = 0;
+    }
+    return best;
+}
+
+/* The maximum-product matching: on random sparse 6 x 6 and 7 x 7 matrices its product equals
+ * the brute-force best, the scaled matrix has entries at most 1 and ones where matched; a
+ * structurally singular matrix (a zero column) leaves one column unmatched; on the row-shuffled
+ * convection-diffusion matrix every column gets back its diagonal entry. */
+static void test_matching(void)
+{
+    uint32_t seed = 12345;
+    for (int trial = 0; trial < 40; trial++) {
+        const int n = 6 + trial % 2;
+        double D[49];
+        for (int e = 0; e < n * n; e++) {
+            seed = seed * 1664525u + 1013904223u;
+            const double u = (double)(seed >> 8) / 16777216.0;
+            D[e] = u < 0.45 ? 0.0 : (u - 0.7) * pow(10.0, (double)(e % 5) - 2);
+        }
+        if (trial == 39) /* structurally singular: column 2 empty */
+            for (int i = 0; i < n; i++)
+                D[i * n + 2] = 0;
+        hk_csr A = {0};
+        HK_ASSERT_OK(hk_csr_alloc(n, n, n * n, &A));
+        int64_t q = 0;
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < n; j++)
+                if (D[i * n + j] != 0) A.colind[q] = j, A.val[q++] = D[i * n + j];
+            A.rowptr[i + 1] = q;
+        }
+        int32_t rowof[7];
+        double dr[7], dc[7];
+        int64_t unmatched = -1;
+        HK_ASSERT_OK(hk_mc64_matching(&A, rowof, dr, dc, &unmatched));
+        int seen[7] = {0};
+        for (int j = 0; j < n; j++)
+            seen[rowof[j]]++;
+        for (int i = 0; i < n; i++)
+            CU_ASSERT_EQUAL(seen[i], 1); /* a permutation */
+        const double best = best_log_product(n, D);
+        if (isfinite(best)) {
+            double got = 0;
+            for (int j = 0; j < n; j++)
+                got += log(fabs(D[rowof[j] * n + j]));
+            CU_ASSERT_EQUAL(unmatched, 0);
+            CU_ASSERT(fabs(got - best) <= 1e-10 * (1 + fabs(best)));
+            for (int j = 0; j < n; j++)
+                CU_ASSERT(fabs(fabs(dr[rowof[j]] * D[rowof[j] * n + j] * dc[j]) - 1) <= 1e-12);
+        } else {
+            CU_ASSERT(unmatched >= 1);
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                CU_ASSERT(fabs(dr[i] * D[i * n + j] * dc[j]) <= 1 + 1e-12);
+        hk_csr_free(&A);
+    }
+    /* rows shuffled: the matching puts each diagonal entry back */
+    hk_bcsr K, S;
+    HK_ASSERT_OK(hk_gen_convdiff2d(20, 20.0, &K));
+    HK_ASSERT_OK(hk_gen_convdiff2d(20, 20.0, &S));
+    HK_ASSERT_OK(hk_gen_shuffle_rows(&S, 3));
+    hk_csr A = {0};
+    const int64_t n = S.nbrows;
+    HK_ASSERT_OK(hk_csr_alloc(n, n, S.rowptr[n], &A));
+    memcpy(A.rowptr, S.rowptr, (size_t)(n + 1) * sizeof *A.rowptr);
+    memcpy(A.colind, S.colind, (size_t)S.rowptr[n] * sizeof *A.colind);
+    memcpy(A.val, S.val, (size_t)S.rowptr[n] * sizeof *A.val);
+    int32_t *rowof = malloc((size_t)n * sizeof *rowof);
+    double *dr = malloc((size_t)n * sizeof *dr), *dc = malloc((size_t)n * sizeof *dc);
+    int64_t unmatched = -1;
+    HK_ASSERT_OK(hk_mc64_matching(&A, rowof, dr, dc, &unmatched));
+    CU_ASSERT_EQUAL(unmatched, 0);
+    int diag = 0;
+    for (int64_t j = 0; j < n; j++) { /* row rowof[j] of S must be row j of K */
+        const int64_t a = S.rowptr[rowof[j]], b = K.rowptr[j];
+        diag += S.rowptr[rowof[j] + 1] - a == K.rowptr[j + 1] - b &&
+                !memcmp(S.colind + a, K.colind + b, (size_t)(K.rowptr[j + 1] - b) * sizeof *S.colind);
+    }
+    CU_ASSERT_EQUAL(diag, n);
+    free(rowof), free(dr), free(dc);
+    hk_csr_free(&A);
+    hk_bcsr_free(&K), hk_bcsr_free(&S);
 }
 
 /* The symmetric variant without dropping: one level (the exact LDL^T), several levels by
@@ -118,13 +241,21 @@ static void test_exact_symmetric(void)
         "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 "
         "pc.mlilu.levels=3",
         "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=20 "
-        "pc.ordering=rcm"};
-    const int min_levels[] = {1, 2, 3, 2};
+        "pc.ordering=rcm",
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 "
+        "pc.mlilu.levels=3 pc.mlilu.apply=blocks",
+#ifdef HOOKE_HAVE_AMD
+        "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=20 "
+        "pc.ordering=amd",
+#endif
+    };
+    const int min_levels[] = {1, 2, 3, 2, 3, 2};
+    const int nopts = (int)(sizeof opts / sizeof opts[0]);
     for (int m = 0; m < 3; m++) {
         if (m == 0) HK_ASSERT_OK(hk_gen_elasticity3d(4, 3, 3, &K));
         if (m == 1) HK_ASSERT_OK(hk_gen_elasticity2d(8, 6, &K));
         if (m == 2) HK_ASSERT_OK(hk_gen_poisson2d(12, &K));
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < nopts; k++)
             check_exact(&K, opts[k], min_levels[k]);
         hk_bcsr_free(&K);
     }
@@ -385,6 +516,39 @@ static void test_solves(void)
     hk_bcsr_free(&Z);
 }
 
+/* The rows of convection-diffusion shuffled, so the diagonal is scattered: with the matching
+ * gmres + mlilu takes the iterations of the unshuffled matrix (the matching undoes the
+ * shuffle, and its scaling makes the matched entries 1), on every backend; AMD's fewer fill
+ * and the memory-saving apply converge too. */
+static void test_matching_solves(void)
+{
+    hk_bcsr C, S;
+    HK_ASSERT_OK(hk_gen_convdiff2d(40, 50.0, &C));
+    HK_ASSERT_OK(hk_gen_convdiff2d(40, 50.0, &S));
+    HK_ASSERT_OK(hk_gen_shuffle_rows(&S, 9));
+    for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
+        const char *be = hk_backend_name(*b);
+        const int c = hk_test_solve_iterations(
+            &C, be, "method=gmres pc=mlilu pc.mlilu.matching=on", NULL);
+        const int m = hk_test_solve_iterations(
+            &S, be, "method=gmres pc=mlilu pc.mlilu.matching=on", NULL);
+        const int mb = hk_test_solve_iterations(
+            &S, be, "method=gmres pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=blocks", NULL);
+#ifdef HOOKE_HAVE_AMD
+        const int ma = hk_test_solve_iterations(
+            &S, be, "method=gmres pc=mlilu pc.mlilu.matching=on pc.ordering=amd", NULL);
+#else
+        const int ma = m;
+#endif
+        printf("\n    %s: convdiff %d, shuffled with matching %d (blocks %d, amd %d)", be, c, m,
+               mb, ma);
+        CU_ASSERT(c > 0 && m == c);
+        CU_ASSERT(mb > 0 && ma > 0);
+    }
+    hk_bcsr_free(&C);
+    hk_bcsr_free(&S);
+}
+
 static void test_errors(void)
 {
     expect_error("backend=cpu method=gmres pc=mlilu pc.mlilu.kappa=0.5", HK_ERR_OPTION,
@@ -405,6 +569,17 @@ static void test_errors(void)
     expect_error("backend=cpu method=cg pc=mlilu pc.mlilu.symmetric=0", HK_ERR_OPTION, "gmres");
     /* the symmetric variant on a nonsymmetric matrix */
     expect_error("backend=cpu method=cg pc=mlilu", HK_ERR_NUMERIC, "needs a symmetric matrix");
+    /* a matching permutes rows only: the symmetric form refuses it */
+    expect_error("backend=cpu method=gmres pc=mlilu pc.mlilu.symmetric=1 pc.mlilu.matching=on",
+                 HK_ERR_OPTION, "pc.mlilu.symmetric=0");
+    expect_error("backend=cpu method=gmres pc=mlilu pc.mlilu.matching=yes", HK_ERR_OPTION,
+                 "pc.mlilu.matching");
+    expect_error("backend=cpu method=gmres pc=mlilu pc.mlilu.apply=lu", HK_ERR_OPTION,
+                 "pc.mlilu.apply");
+#ifndef HOOKE_HAVE_AMD
+    expect_error("backend=cpu method=gmres pc=mlilu pc.ordering=amd", HK_ERR_UNSUPPORTED,
+                 "libsuitesparse-dev");
+#endif
 }
 
 /* Symmetric, positive diagonal (unit after scaling) but indefinite: rows 21 and 22 couple by
@@ -459,7 +634,12 @@ static void test_pivot_errors(void)
     hk_bcsr_free(&K);
 }
 
-HK_SUITE(mlilu, {"without dropping M^-1 A = I (one and several levels)", test_exact},
+HK_SUITE(mlilu, {"without dropping M^-1 A = I (one and several levels; matching, amd, blocks)",
+                 test_exact},
+         {"matching: the best product (brute force), scaled entries <= 1, undoes a row shuffle",
+          test_matching},
+         {"matching: gmres on shuffled rows as on the matrix itself; amd, blocks",
+          test_matching_solves},
          {"symmetric: without dropping M^-1 A = I (one and several levels)", test_exact_symmetric},
          {"each pc.tri keeps M^-1 A = I (both variants, several levels)", test_tri_methods},
          {"symmetric: x.M^-1 y = y.M^-1 x and x.M^-1 x > 0", test_spd_apply},

@@ -564,9 +564,16 @@ static void test_fsai_pattern(void)
     hk_bcsr_free(&K);
 }
 
+/* The variants of pc=sai with the pattern of A (tau = 1, where the row and column maxima
+ * give the same pattern): Householder and the thesis's Gram-Schmidt least squares. */
+static const char *const sai_variants[4] = {
+    "pc.sai.tau=1", "pc.sai.tau=1 pc.sai.qr=gram-schmidt", "pc.sai.tau=1 pc.sai.max=column",
+    "pc.sai.tau=1 pc.sai.max=column pc.sai.qr=gram-schmidt"};
+
 /* SAI with the pattern of A (tau = 1): on a block-diagonal matrix the least-squares problems
  * are square and exact, M = A^-1; on a nonsymmetric tridiagonal matrix each column solves
- * min ||A(I,J) m - e_k(I)|| with J = {k-1,k,k+1}, checked here by the normal equations. */
+ * min ||A(I,J) m - e_k(I)|| with J = {k-1,k,k+1}, checked here by the normal equations. Both
+ * least-squares solvers, both maxima. */
 static void test_sai(void)
 {
     const long n = 12;
@@ -580,7 +587,8 @@ static void test_sai(void)
     bcsr_from_dense(n, D, &K);
     test_rhs(n, r);
     dense_solve(n, D, r, ref);
-    check_all(&K, "sai", "pc.sai.tau=1", r, ref, 1e-4);
+    for (int v = 0; v < 4; v++)
+        check_all(&K, "sai", sai_variants[v], r, ref, 1e-4);
     hk_bcsr_free(&K);
     free(D);
 
@@ -601,9 +609,68 @@ static void test_sai(void)
             M[(j0 + a) * n + k] = m[a];
     }
     dense_matvec(n, M, r, ref);
-    check_all(&K, "sai", "pc.sai.tau=1", r, ref, 1e-4);
+    for (int v = 0; v < 4; v++)
+        check_all(&K, "sai", sai_variants[v], r, ref, 1e-4);
     hk_bcsr_free(&K);
     free(D), free(M);
+}
+
+/* The sparsified pattern of pc=sai against its definition on a dense nonsymmetric matrix
+ * whose row and column maxima differ: M(i,k) is kept when i == k or |A(i,k)| > (1 - tau)
+ * times row i's maximum (pc.sai.max=row, equation 5.3) or column k's (pc.sai.max=column),
+ * for several tau; the two patterns differ. */
+static void test_sai_pattern(void)
+{
+    const long n = 9;
+    double D[81];
+    uint32_t seed = 7;
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j < n; j++) {
+            seed = seed * 1103515245u + 12345u;
+            const double u = (double)(seed >> 8) / 16777216.0;
+            /* rows grow with i, so a column's maximum sits low and a row's varies */
+            D[i * n + j] = (i == j ? 4.0 : (u < 0.35 ? 0.0 : (u - 0.6))) * (1 + 0.5 * i);
+        }
+    hk_bcsr K;
+    bcsr_from_dense(n, D, &K);
+    hk_bmat Kb = {0}, Kx = {0}, Kt = {0};
+    HK_ASSERT_OK(hk_bmat_upload(&hk_backend_cpu, &K, &Kb));
+    HK_ASSERT_OK(hk_pc_bmat_expand(&Kb, &Kx));
+    HK_ASSERT_OK(hk_pc_bmat_transpose(&Kx, &Kt));
+    const double taus[3] = {0.3, 0.6, 0.9};
+    int differ = 0;
+    for (int t = 0; t < 3; t++) {
+        int64_t nnz[2] = {0, 0};
+        for (int colmax = 0; colmax < 2; colmax++) {
+            hk_graph St = {0};
+            HK_ASSERT_OK(hk_backend_cpu.sai_pattern(&Kb, &Kt, taus[t], colmax, &St));
+            for (long k = 0; k < n; k++) {
+                double mx = 0;
+                for (long a = 0; a < n; a++) {
+                    const double v = fabs(colmax ? D[a * n + k] : 0);
+                    if (v > mx) mx = v;
+                }
+                long p = St.rowptr[k];
+                for (long i = 0; i < n; i++) {
+                    double rmax = 0;
+                    for (long j = 0; j < n && !colmax; j++)
+                        if (fabs(D[i * n + j]) > rmax) rmax = fabs(D[i * n + j]);
+                    const double lim = (1 - taus[t]) * (colmax ? mx : rmax);
+                    const int keep = i == k || (D[i * n + k] != 0 && fabs(D[i * n + k]) > lim);
+                    const int has = p < St.rowptr[k + 1] && St.colind[p] == i;
+                    CU_ASSERT_EQUAL(keep, has);
+                    p += has;
+                }
+                CU_ASSERT_EQUAL(p, St.rowptr[k + 1]);
+            }
+            nnz[colmax] = St.nnz;
+            hk_graph_free(&St);
+        }
+        differ |= nnz[0] != nnz[1];
+    }
+    CU_ASSERT(differ);
+    hk_bmat_free(&Kt), hk_bmat_free(&Kx), hk_bmat_free(&Kb);
+    hk_bcsr_free(&K);
 }
 
 /* Every registered preconditioner, every backend and precision: set-up succeeds on a small
@@ -800,7 +867,10 @@ HK_SUITE(
     {"fsai with the full pattern is the exact inverse", test_fsai_exact},
     {"fsai k=1 and post-filtration match the closed form", test_fsai_closed_form},
     {"fsai pattern is B_k of the Low(B_p A) recursion", test_fsai_pattern},
-    {"sai: exact on block-diagonal, least squares on tridiagonal", test_sai},
+    {"sai: exact on block-diagonal, least squares on tridiagonal (Householder and Gram-Schmidt)",
+     test_sai},
+    {"sai pattern: row maximum (equation 5.3) and column maximum (Find J) against dense",
+     test_sai_pattern},
     {"set-up errors name the row / option", test_errors},
     {"every pc: in place, fp32 vectors, r^T M^-1 r > 0", test_every_pc_in_place},
     {"SBELL Table 3: ls < neumann < jacobi CG iterations (2D elasticity)", test_table3_ordering},

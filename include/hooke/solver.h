@@ -180,6 +180,21 @@ int hk_gen_elasticity3d_coords(int nx, int ny, int nz, double **coords);
 int hk_gen_poisson2d(int n, hk_bcsr *A);
 /* Upwind convection-diffusion on n x n with Peclet-like strength beta (bs=1, nonsymmetric). */
 int hk_gen_convdiff2d(int n, double beta, hk_bcsr *A);
+/* 7-point Poisson on n x n x n (bs = 1, SPD). */
+int hk_gen_poisson3d(int n, hk_bcsr *A);
+/* Upwind convection-diffusion on n x n x n, wind beta (1, 1, 1) (bs = 1, nonsymmetric). */
+int hk_gen_convdiff3d(int n, double beta, hk_bcsr *A);
+/* Centred-difference convection-diffusion with a recirculating wind on n x n, diffusion
+ * 1/peclet (bs = 1, nonsymmetric, not an M-matrix at high peclet). */
+int hk_gen_recirc2d(int n, double peclet, hk_bcsr *A);
+/* Diffusion on n x n x n with a coefficient log-uniform over `decades` decades per node
+ * (bs = 1, SPD, heterogeneous; deterministic in seed). */
+int hk_gen_porous3d(int n, double decades, unsigned seed, hk_bcsr *A);
+/* Resistor network: an n x n grid with random conductances and random long edges, boundary
+ * grounded (bs = 1, SPD; deterministic in seed). */
+int hk_gen_circuit(int n, unsigned seed, hk_bcsr *A);
+/* The rows of the scalar A in a random order (in place; deterministic in seed). */
+int hk_gen_shuffle_rows(hk_bcsr *A, unsigned seed);
 /* Random sparse matrix for format tests: nbrows x nbcols blocks, about density blocks per
  * row, some rows empty when empty_rows != 0. Deterministic in seed. */
 int hk_gen_random(int64_t nbrows, int64_t nbcols, int bs, double blocks_per_row, int empty_rows,

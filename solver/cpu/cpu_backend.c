@@ -443,9 +443,10 @@ int hk_cpu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t 
                         hk_setup_fault *fault);
 int hk_cpu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
                        hk_setup_fault *fault);
-int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St);
+int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
+                       hk_graph *St);
 int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
-                      hk_bmat *Mt, hk_setup_fault *fault);
+                      int qr, hk_bmat *Mt, hk_setup_fault *fault);
 /* Sparse product, prolongator smoothing, dense coarse solve (cpu_sparse.c). */
 int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);

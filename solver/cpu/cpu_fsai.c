@@ -27,10 +27,11 @@
  * sai_pattern / sai_factor: the rules of the GSAI chapter as documented in solver/pc/sai.c;
  * the least-squares problem A(I,J) m = e_k(I) (I in order of first appearance over the rows
  * of A^T at J, A(I,J) column-major with leading dimension |I|) by Householder QR as in
- * hk_dense_qr_ls (solver/pc/dense.c), except that every sum over the rows i = i0 .. |I|-1
- * (the norms and the dot products) is taken in the order of a 32-lane warp (sai_sum below):
- * 32 partial sums p_l over i = i0 + l, i0 + l + 32, .. in order, then p_l = p_l + p_{l^o}
- * for o = 16, 8, 4, 2, 1; the result is p_0. cuda/cuda_fsai.cu computes the same. */
+ * hk_dense_qr_ls (solver/pc/dense.c), or by classical Gram-Schmidt (sai_cgs_ls below), except
+ * that every sum over the rows i = i0 .. |I|-1 (the norms and the dot products) is taken in
+ * the order of a 32-lane warp (sai_sum below): 32 partial sums p_l over i = i0 + l,
+ * i0 + l + 32, .. in order, then p_l = p_l + p_{l^o} for o = 16, 8, 4, 2, 1; the result is
+ * p_0. cuda/cuda_fsai.cu computes the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,7 +417,8 @@ fail:
     return ierr;
 }
 
-int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph *St)
+int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
+                       hk_graph *St)
 {
     int ierr = 0;
     memset(St, 0, sizeof *St);
@@ -431,13 +433,18 @@ int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph
     HK_TRY(hk_calloc((size_t)n + 1, sizeof *len, &len));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
-        const int64_t bi = i / br, r = i % br;
         double a = 0;
-        for (int64_t q = K->rowptr[bi]; q < K->rowptr[bi + 1]; q++)
-            for (int c = 0; c < br; c++) {
-                const double v = fabs(K->val[((size_t)q * br + r) * br + c]);
-                if (v > a) a = v;
-            }
+        if (colmax) { /* column i of A = row i of Kt */
+            for (int64_t p = Kt->rowptr[i]; p < Kt->rowptr[i + 1]; p++)
+                if (fabs(Kt->val[p]) > a) a = fabs(Kt->val[p]);
+        } else {
+            const int64_t bi = i / br, r = i % br;
+            for (int64_t q = K->rowptr[bi]; q < K->rowptr[bi + 1]; q++)
+                for (int c = 0; c < br; c++) {
+                    const double v = fabs(K->val[((size_t)q * br + r) * br + c]);
+                    if (v > a) a = v;
+                }
+        }
         amax[i] = a;
     }
     /* row k of St: column k of the pattern, from row k of Kt; the diagonal always */
@@ -453,7 +460,7 @@ int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, hk_graph
                     c++;
                     diag = 1;
                 }
-                if (i == kk || fabs(Kt->val[p]) > (1 - tau) * amax[i]) {
+                if (i == kk || fabs(Kt->val[p]) > (1 - tau) * amax[colmax ? kk : i]) {
                     if (pass) St->colind[q0 + c] = i;
                     c++;
                     if (i == kk) diag = 1;
@@ -523,8 +530,42 @@ static int sai_qr_ls(int m, int n, double *A, double *b, double *x)
     return -1;
 }
 
+/* Classical Gram-Schmidt as in the GSAI chapter (Fig. 5.4): for column j of the m x n A
+ * (column-major), r_cj = q_c . a_j for c < j from the original a_j, u = a_j - sum_c r_cj q_c
+ * (per entry in the order c = 0 .. j-1), r_jj = ||u||, q_j = u / r_jj in place of a_j (R
+ * packed by columns: r_cj at j(j+1)/2 + c); then x = R^-1 Q^T e_p (e_p: the unit vector of
+ * row p). Returns the rank-deficient column or -1. */
+static int sai_cgs_ls(int m, int n, double *A, double *R, int p, double *x)
+{
+    double amax = 0;
+    for (size_t k = 0; k < (size_t)m * n; k++)
+        if (fabs(A[k]) > amax) amax = fabs(A[k]);
+    for (int j = 0; j < n; j++) {
+        double *a = A + (size_t)j * m, *rj = R + (size_t)j * (j + 1) / 2;
+        for (int c = 0; c < j; c++)
+            rj[c] = sai_sum(A + (size_t)c * m, a, 0, m);
+        for (int c = 0; c < j; c++) {
+            const double *q = A + (size_t)c * m;
+            for (int i = 0; i < m; i++)
+                a[i] -= rj[c] * q[i];
+        }
+        const double norm = sqrt(sai_sum(a, NULL, 0, m));
+        if (!(norm > 1e-14 * amax)) return j;
+        rj[j] = norm;
+        for (int i = 0; i < m; i++)
+            a[i] = a[i] / norm;
+    }
+    for (int j = n - 1; j >= 0; j--) {
+        double s = A[(size_t)j * m + p]; /* (Q^T e_p)_j */
+        for (int c = j + 1; c < n; c++)
+            s -= R[(size_t)c * (c + 1) / 2 + j] * x[c];
+        x[j] = s / R[(size_t)j * (j + 1) / 2 + j];
+    }
+    return -1;
+}
+
 int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
-                      hk_bmat *Mt, hk_setup_fault *fault)
+                      int qr, hk_bmat *Mt, hk_setup_fault *fault)
 {
     int ierr = 0;
     fault->row = -1;
@@ -543,7 +584,10 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
         int32_t *rows = malloc((size_t)max_rows * sizeof *rows);
         double *Ah = malloc((size_t)max_rows * max_cols * sizeof *Ah);
         double *e = malloc((size_t)max_rows * sizeof *e), *m = malloc((size_t)max_cols * sizeof *m);
-        const int ok = loc && rows && Ah && e && m;
+        double *R = qr == HK_SAI_GRAM_SCHMIDT
+                        ? malloc((size_t)max_cols * (size_t)(max_cols + 1) / 2 * sizeof *R)
+                        : NULL;
+        const int ok = loc && rows && Ah && e && m && (qr != HK_SAI_GRAM_SCHMIDT || R);
         if (ok)
             for (int64_t i = 0; i < n; i++)
                 loc[i] = -1;
@@ -575,12 +619,14 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
             if (!kind) {
                 for (int64_t c = 1; c < n2; c++)
                     memmove(Ah + (size_t)c * n1, Ah + (size_t)c * max_rows, (size_t)n1 * sizeof *Ah);
-                int has_k = 0; /* e_k(I) = 0 would give a zero column of M */
+                int pk = -1; /* e_k(I) = 0 would give a zero column of M */
                 for (int64_t a = 0; a < n1; a++) {
                     e[a] = rows[a] == k;
-                    has_k |= rows[a] == k;
+                    if (rows[a] == k) pk = (int)a;
                 }
-                if (!has_k || n1 < n2 || sai_qr_ls((int)n1, (int)n2, Ah, e, m) >= 0)
+                if (pk < 0 || n1 < n2 ||
+                    (qr == HK_SAI_GRAM_SCHMIDT ? sai_cgs_ls((int)n1, (int)n2, Ah, R, pk, m)
+                                               : sai_qr_ls((int)n1, (int)n2, Ah, e, m)) >= 0)
                     kind = HK_FAULT_RANK;
             }
             if (ok)
@@ -592,7 +638,7 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
             }
             memcpy(Mt->val + j0, m, (size_t)n2 * sizeof *m);
         }
-        free(loc), free(rows), free(Ah), free(e), free(m);
+        free(loc), free(rows), free(Ah), free(e), free(m), free(R);
     }
     if (fault->row >= 0) hk_bmat_free(Mt);
     return ierr;

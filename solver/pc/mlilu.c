@@ -2,8 +2,12 @@
  * preconditioners constructed from inverse-based ILUs", SISC 27, 2006; the ILUPACK-GMRES
  * paper's preconditioner). Set up on the host, level by level:
  *
- *   1. scale: A0 = Dr A Dc, rows then columns to unit max norm (entries at most 1);
- *   2. order: a symmetric permutation P of A0 (pc.ordering on the pattern of A0 + A0^T);
+ *   1. scale: A0 = Dr A Dc, rows then columns to unit max norm (entries at most 1); or, with
+ *      pc.mlilu.matching, match first: a maximum-product matching (solver/pc/matching.c, in
+ *      the manner of MC64) gives a row permutation Q0 that puts large entries on the diagonal
+ *      and its scaling (A0 = Q0 Dr A Dc: entries at most 1, diagonal 1);
+ *   2. order: a symmetric permutation P of A0 (pc.ordering on the pattern of A0 + A0^T; amd:
+ *      the fill-reducing order the ILUPACK paper applies before factoring);
  *   3. factor P A0 P^T row by row (IKJ ILU; its row i of L and column i of U are what a Crout
  *      ILU has at step i) with inverse-based pivoting and dropping: the running estimates
  *      nuL_i ~ ||e_i^T L^-1|| and nuU_i ~ ||U^-1 e_i|| (unit factors) come from the
@@ -19,9 +23,14 @@
  * the same ILU without postponement (a zero pivot replaced by 1e-4, as ILUT does).
  *
  * Apply, per level (everything backend objects, no host work):
- *   b1 = Rin_B b, b2 = Rin_C b   (Rin = Q P Dr: the scaled permutation, split in two)
+ *   b1 = Rin_B b, b2 = Rin_C b   (Rin = Q P Q0 Dr: the scaled permutation, split in two)
  *   y1 = L_B^-1 b1, b2 -= L_E y1, x2 = next level's solve of b2, y1 -= U_F x2,
  *   x1 = U_B^-1 y1, z = Rout_B x1 + Rout_C x2   (Rout = Dc P^T Q^T).
+ * pc.mlilu.apply=blocks is the memory-saving form of the ILUPACK-GMRES paper (equation 11):
+ * L_E and U_F, which carry the fill of eliminating the postponed rows, are dropped once S is
+ * formed and the blocks E and F of the scaled, permuted matrix are kept instead:
+ *   s = (L_B U_B)^-1 b1, b2 -= E s, x2 = next level's solve of b2,
+ *   x1 = s - (L_B U_B)^-1 F x2  (two solves with B's factors per level instead of one). 
  * Not symmetric. pc.mlilu.symmetric=1 (the default with CG-type methods, which get the type
  * hk_pc_mlilu_spd) builds the SPD form instead: D A D to unit diagonal, an inverse-based
  * incomplete LDL^T per level (factor_level_sym), symmetric Schur complements, a Cholesky last
@@ -35,6 +44,8 @@
 #include "mlilu.h"
 
 #define MAX_LEVELS 32    /* pc.mlilu.levels at most */
+#define MLILU_DEFAULT_MATCHING 0 /* pc.mlilu.matching=auto on the nonsymmetric form */
+#define MLILU_DEFAULT_ORDERING HK_ORDER_NATURAL
 #define TINY_PIVOT 1e-12 /* |pivot| below this (entries of the scaled matrix are <= 1) */
 
 typedef struct mlilu_level {
@@ -43,7 +54,8 @@ typedef struct mlilu_level {
     hk_mat *RinB, *RinC, *RoutB, *RoutC; /* nB x n, nC x n, n x nB, n x nC */
     void *L, *U;                         /* tri handles of the B block */
     int64_t levels_L, levels_U;
-    hk_mat *LE, *UF; /* nC x nB, nB x nC */
+    hk_mat *LE, *UF; /* nC x nB, nB x nC (pc.mlilu.apply=factors) */
+    hk_mat *E, *F;   /* nC x nB, nB x nC: the blocks of M (pc.mlilu.apply=blocks) */
     hk_vec *b1, *y1, *x1, *t1, *b2, *t2, *x2, *t0;
     int64_t nnz; /* stored factor entries of this level */
 } mlilu_level;
@@ -55,10 +67,15 @@ typedef struct mlilu {
     double kappa, droptol;
     int dense;     /* pc.mlilu.dense */
     int symmetric; /* the SPD variant: L D L^T levels, symmetric scaling, Cholesky last level */
-    int64_t nnzA, nnz_factors;
+    int matching;  /* pc.mlilu.matching: maximum-product matching and its scaling per level */
+    int blocks;    /* pc.mlilu.apply=blocks: keep E and F, not L_E and U_F */
+    int ordering;  /* pc.ordering (HK_ORDER_*) */
+    int64_t nnzA, nnz_factors, unmatched;
 } mlilu;
 
 static const char *const sym_names[] = {"0", "1", "auto", NULL};
+static const char *const matching_names[] = {"off", "on", "auto", NULL};
+static const char *const apply_names[] = {"factors", "blocks", NULL};
 extern const hk_pc_type hk_pc_mlilu_spd;
 
 /* ---- growable row storage ---------------------------------------------------------------- */
@@ -776,11 +793,11 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     mlilu_level *L = &ml->lev[lev];
     const int64_t n = A->n;
     double *dr = NULL, *dc = NULL;
-    int32_t *perm = NULL, *iperm = NULL;
-    hk_csr M = {0}, Fc = {0}, Inv = {0};
+    int32_t *perm = NULL, *iperm = NULL, *rowof = NULL, *rowsrc = NULL;
+    hk_csr M = {0}, B = {0}, Fc = {0}, Inv = {0};
     hk_bmat Fb = {0}; /* B's factor on the backend, until the triangular solves are set up */
     factor_out f = {0};
-    rows Ri = {0}, Rc = {0}, Ob = {0}, Oc = {0};
+    rows Ri = {0}, Rc = {0}, Ob = {0}, Oc = {0}, Eb = {0}, Fb2 = {0};
     int64_t *orig_M = NULL; /* index of M -> row of K */
     memset(S, 0, sizeof *S);
     *orig_next = NULL;
@@ -811,7 +828,7 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
         }
         dr[i] = dc[i] = 1 / sqrt(a);
     }
-    for (int64_t i = 0; !ml->symmetric && i < n; i++) {
+    for (int64_t i = 0; !ml->symmetric && !ml->matching && i < n; i++) {
         double m = 0;
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             if (fabs(A->val[k]) > m) m = fabs(A->val[k]);
@@ -821,28 +838,50 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
                      (long long)i, lev);
         dr[i] = 1 / m;
     }
-    for (int64_t i = 0; !ml->symmetric && i < n; i++)
+    for (int64_t i = 0; !ml->symmetric && !ml->matching && i < n; i++)
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             if (fabs(A->val[k]) * dr[i] > dc[A->colind[k]])
                 dc[A->colind[k]] = fabs(A->val[k]) * dr[i];
-    for (int64_t j = 0; !ml->symmetric && j < n; j++) {
+    for (int64_t j = 0; !ml->symmetric && !ml->matching && j < n; j++) {
         HK_TRY_CHECK(dc[j] > 0, HK_ERR_NUMERIC,
                      "pc=mlilu: column %lld of the level-%d matrix is zero, so the matrix is "
                      "singular; check the matrix",
                      (long long)j, lev);
         dc[j] = 1 / dc[j];
     }
-    /* 2. ordering; M = P Dr A Dc P^T */
-    HK_TRY(order_level(A, ordering, &perm));
+    /* 1'. matching: row rowof[j] of A becomes row j, so the large entries reach the diagonal,
+     * with the matching's scaling (Dr A Dc at most 1, 1 on the diagonal) */
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *rowof, &rowof));
+    for (int64_t j = 0; j < n; j++)
+        rowof[j] = (int32_t)j;
+    if (ml->matching) {
+        int64_t unm = 0;
+        HK_TRY(hk_mc64_matching(A, rowof, dr, dc, &unm));
+        ml->unmatched += unm;
+        HK_TRY(hk_csr_alloc(n, n, A->rowptr[n], &B));
+        for (int64_t j = 0, q = 0; j < n; j++) {
+            const int64_t i = rowof[j];
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++, q++) {
+                B.colind[q] = A->colind[p];
+                B.val[q] = A->val[p];
+            }
+            B.rowptr[j + 1] = q;
+        }
+    }
+    /* 2. ordering of the matched matrix (pattern of B + B^T); M = P Dr B Dc P^T, its row k
+     * the row rowsrc[k] = rowof[perm[k]] of A, its column k the column perm[k] */
+    HK_TRY(order_level(ml->matching ? &B : A, ordering, &perm));
     HK_TRY(hk_malloc((size_t)n * sizeof *iperm, &iperm));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *rowsrc, &rowsrc));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *orig_M, &orig_M));
     for (int64_t k = 0; k < n; k++) {
         iperm[perm ? perm[k] : k] = (int32_t)k;
-        orig_M[k] = orig[perm ? perm[k] : k];
+        rowsrc[k] = rowof[perm ? perm[k] : k];
+        orig_M[k] = orig[rowsrc[k]];
     }
     HK_TRY(hk_csr_alloc(n, n, A->rowptr[n], &M));
     for (int64_t k = 0, q = 0; k < n; k++) {
-        const int64_t i = perm ? perm[k] : k;
+        const int64_t i = rowsrc[k];
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++, q++) {
             M.colind[q] = iperm[A->colind[p]];
             /* the scale factors' product first, so a symmetric A gives a symmetric M */
@@ -865,7 +904,26 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     }
     L->nB = f.nB;
     L->nC = f.nC;
-    L->nnz = f.F.nnz + f.UF.nnz + (f.LE.n ? f.LE.nnz : 0);
+    if (ml->blocks && f.nC > 0) {
+        /* the couplings as they stand in M: F = M(B, C), E = M(C, B) */
+        HK_TRY(rows_init(&Fb2, f.nB));
+        HK_TRY(rows_init(&Eb, f.nC));
+        for (int64_t k = 0; k < n; k++) {
+            const int acc = f.acc[k] >= 0;
+            for (int64_t p = M.rowptr[k]; p < M.rowptr[k + 1]; p++) {
+                const int32_t c = M.colind[p];
+                if (acc && f.post[c] >= 0) HK_TRY(rows_push(&Fb2, f.post[c], M.val[p]));
+                if (!acc && f.acc[c] >= 0) HK_TRY(rows_push(&Eb, f.acc[c], M.val[p]));
+            }
+            if (acc)
+                rows_end(&Fb2);
+            else
+                rows_end(&Eb);
+        }
+        L->nnz = f.F.nnz + Fb2.nnz + Eb.nnz;
+    } else {
+        L->nnz = f.F.nnz + f.UF.nnz + (f.LE.n ? f.LE.nnz : 0);
+    }
     /* the scaled permutations, split into the B and C parts */
     HK_TRY(rows_init(&Ri, f.nB));
     HK_TRY(rows_init(&Rc, f.nC));
@@ -873,13 +931,13 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     HK_TRY(rows_init(&Oc, n));
     for (int64_t k = 0; k < n; k++) /* k: index of M, ascending = B order and C order */
         if (f.acc[k] >= 0) {
-            const int64_t i = perm ? perm[k] : k;
+            const int64_t i = rowsrc[k];
             HK_TRY(rows_push(&Ri, (int32_t)i, dr[i]));
             rows_end(&Ri);
         }
     for (int64_t k = 0; k < n; k++)
         if (f.post[k] >= 0) {
-            const int64_t i = perm ? perm[k] : k;
+            const int64_t i = rowsrc[k];
             HK_TRY(rows_push(&Rc, (int32_t)i, dr[i]));
             rows_end(&Rc);
         }
@@ -904,8 +962,13 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
     if (f.nC > 0) {
         HK_TRY(mat_of_rows(pc, &Rc, n, &L->RinC));
         HK_TRY(mat_of_rows(pc, &Oc, f.nC, &L->RoutC));
-        HK_TRY(mat_of_rows(pc, &f.LE, f.nB, &L->LE));
-        HK_TRY(mat_of_rows(pc, &f.UF, f.nC, &L->UF));
+        if (ml->blocks) {
+            HK_TRY(mat_of_rows(pc, &Eb, f.nB, &L->E));
+            HK_TRY(mat_of_rows(pc, &Fb2, f.nC, &L->F));
+        } else {
+            HK_TRY(mat_of_rows(pc, &f.LE, f.nB, &L->LE));
+            HK_TRY(mat_of_rows(pc, &f.UF, f.nC, &L->UF));
+        }
         HK_TRY(hk_vec_create(be, f.nB, pc->prec, &L->t1));
         HK_TRY(hk_vec_create(be, f.nC, pc->prec, &L->b2));
         HK_TRY(hk_vec_create(be, f.nC, pc->prec, &L->t2));
@@ -917,8 +980,10 @@ static int setup_level(hk_pc *pc, mlilu *ml, int lev, int ordering, int final, c
             if (f.post[k] >= 0) (*orig_next)[f.post[k]] = orig_M[k];
     }
 fail:
-    free(dr), free(dc), free(perm), free(iperm), free(orig_M);
+    free(dr), free(dc), free(perm), free(iperm), free(orig_M), free(rowof), free(rowsrc);
     hk_csr_free(&M);
+    hk_csr_free(&B);
+    rows_free(&Eb), rows_free(&Fb2);
     hk_csr_free(&Fc);
     hk_bmat_free(&Fb);
     factor_out_free(&f);
@@ -932,8 +997,8 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
     int ierr = 0;
     const hk_backend_ops *be = pc->be;
     double kappa = 5, droptol = 1e-2;
-    int levels = 10, dense = 400, ordering = HK_ORDER_NATURAL,
-        method = be == &hk_backend_cpu ? 0 : 2, symmetric = 2;
+    int levels = 10, dense = 400, ordering = MLILU_DEFAULT_ORDERING,
+        method = be == &hk_backend_cpu ? 0 : 2, symmetric = 2, matching = 2, blocks = 0;
     hk_csr Al = {0}, Sn = {0};
     int64_t *orig = NULL, *orig_next = NULL;
     HK_CALL(hk_options_get_choice(o, "pc.mlilu.symmetric", sym_names, &symmetric));
@@ -944,6 +1009,13 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
              "CG-type methods cannot use; drop the option (or set 1), or use method=gmres, "
              "fgmres or bicgstab");
     if (symmetric == 2) symmetric = for_cg;
+    HK_CALL(hk_options_get_choice(o, "pc.mlilu.matching", matching_names, &matching));
+    HK_CALL(hk_options_get_choice(o, "pc.mlilu.apply", apply_names, &blocks));
+    HK_CHECK(!(symmetric && matching == 1), HK_ERR_OPTION,
+             "option pc.mlilu.matching=on permutes rows only, which the symmetric form "
+             "(pc.mlilu.symmetric=1, what CG-type methods get) cannot take; drop the option, or "
+             "use pc.mlilu.symmetric=0 with method=gmres, fgmres or bicgstab");
+    if (matching == 2) matching = symmetric ? 0 : MLILU_DEFAULT_MATCHING;
     HK_CALL(hk_options_get_double(o, "pc.mlilu.kappa", &kappa));
     HK_CALL(hk_options_get_double(o, "pc.mlilu.droptol", &droptol));
     HK_CALL(hk_options_get_int(o, "pc.mlilu.levels", &levels));
@@ -977,6 +1049,9 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
     ml->method = method;
     ml->dense = dense;
     ml->symmetric = symmetric;
+    ml->matching = matching;
+    ml->blocks = blocks;
+    ml->ordering = ordering;
     HK_CALL(hk_csr_from_bcsr(K, &Al));
     ml->nnzA = Al.rowptr[Al.n];
     if (symmetric) HK_TRY(hk_csr_check_symmetric(&Al, "mlilu (pc.mlilu.symmetric=1)"));
@@ -1018,7 +1093,19 @@ static int level_apply(hk_pc *pc, mlilu *ml, int l, const hk_vec *b, hk_vec *z)
     if (L->Sinv) return be->mat_spmv(L->Sinv, b, z);
     HK_CALL(be->mat_spmv(L->RinB, b, L->b1));
     HK_CALL(be->tri_solve(L->L, L->b1, L->y1));
-    if (L->nC > 0) {
+    if (ml->blocks) { /* the paper's equation (11): two B solves, the blocks E and F of M */
+        HK_CALL(be->tri_solve(L->U, L->y1, L->x1)); /* s_B = (L D U)^-1 b1 */
+        if (L->nC > 0) {
+            HK_CALL(be->mat_spmv(L->RinC, b, L->b2));
+            HK_CALL(be->mat_spmv(L->E, L->x1, L->t2));
+            HK_CALL(be->vec_axpby(L->b2, -1.0, L->t2, 1.0)); /* y_C = b2 - E s_B */
+            HK_CALL(level_apply(pc, ml, l + 1, L->b2, L->x2));
+            HK_CALL(be->mat_spmv(L->F, L->x2, L->t1));
+            HK_CALL(be->tri_solve(L->L, L->t1, L->b1));
+            HK_CALL(be->tri_solve(L->U, L->b1, L->t1)); /* (L D U)^-1 F x_C */
+            HK_CALL(be->vec_axpby(L->x1, -1.0, L->t1, 1.0));
+        }
+    } else if (L->nC > 0) {
         HK_CALL(be->mat_spmv(L->RinC, b, L->b2));
         HK_CALL(be->mat_spmv(L->LE, L->y1, L->t2));
         HK_CALL(be->vec_axpby(L->b2, -1.0, L->t2, 1.0));
@@ -1026,7 +1113,7 @@ static int level_apply(hk_pc *pc, mlilu *ml, int l, const hk_vec *b, hk_vec *z)
         HK_CALL(be->mat_spmv(L->UF, L->x2, L->t1));
         HK_CALL(be->vec_axpby(L->y1, -1.0, L->t1, 1.0));
     }
-    HK_CALL(be->tri_solve(L->U, L->y1, L->x1));
+    if (!ml->blocks) HK_CALL(be->tri_solve(L->U, L->y1, L->x1));
     HK_CALL(be->mat_spmv(L->RoutB, L->x1, z));
     if (L->nC > 0) {
         HK_CALL(be->mat_spmv(L->RoutC, L->x2, L->t0));
@@ -1046,7 +1133,7 @@ static void mlilu_destroy(hk_pc *pc)
     if (!ml) return;
     for (int l = 0; l < MAX_LEVELS; l++) {
         mlilu_level *L = &ml->lev[l];
-        hk_mat *mats[] = {L->Sinv, L->RinB, L->RinC, L->RoutB, L->RoutC, L->LE, L->UF};
+        hk_mat *mats[] = {L->Sinv, L->RinB, L->RinC, L->RoutB, L->RoutC, L->LE, L->UF, L->E, L->F};
         for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++)
             hk_mat_destroy(mats[k]);
         hk_vec *vecs[] = {L->b1, L->y1, L->x1, L->t1, L->b2, L->t2, L->x2, L->t0};
@@ -1071,9 +1158,12 @@ static void mlilu_describe(const hk_pc *pc, char *buf, size_t len)
         w += snprintf(buf + w, len - (size_t)w, "%s%lld", l ? " " : " ", (long long)ml->lev[l].n);
     if (w > 0 && (size_t)w < len)
         snprintf(buf + w, len - (size_t)w,
-                 "), fill %.2f, kappa %g, droptol %g%s, level 0 solves %lld + %lld levels",
+                 "), fill %.2f, kappa %g, droptol %g%s, %s order%s%s, level 0 solves %lld + "
+                 "%lld levels",
                  ml->nnzA ? (double)ml->nnz_factors / (double)ml->nnzA : 0.0, ml->kappa,
                  ml->droptol, ml->symmetric ? ", symmetric (LDL^T)" : "",
+                 hk_ordering_names[ml->ordering], ml->matching ? ", matching" : "",
+                 ml->blocks ? ", apply with the blocks E, F" : "",
                  (long long)ml->lev[0].levels_L, (long long)ml->lev[0].levels_U);
 }
 
@@ -1090,7 +1180,7 @@ int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill)
 
 #define MLILU_OPTIONS                                                                              \
     "pc.tri pc.ordering pc.mlilu.kappa pc.mlilu.droptol pc.mlilu.levels pc.mlilu.dense "           \
-    "pc.mlilu.symmetric"
+    "pc.mlilu.symmetric pc.mlilu.matching pc.mlilu.apply"
 
 const hk_pc_type hk_pc_mlilu = {
     .name = "mlilu",

@@ -124,8 +124,8 @@ void hk_trifactor_free(hk_trifactor *T);
 /* Node orderings (solver/pc/ordering.c), pc.ordering: perm[new] = old node, NULL for
  * natural; ncolours for colour. hk_bcsr_permute: P = the symmetric permutation of K (rows and
  * columns; columns sorted). */
-enum { HK_ORDER_NATURAL = 0, HK_ORDER_RCM, HK_ORDER_COLOUR };
-extern const char *const hk_ordering_names[]; /* natural, rcm, colour */
+enum { HK_ORDER_NATURAL = 0, HK_ORDER_RCM, HK_ORDER_COLOUR, HK_ORDER_AMD };
+extern const char *const hk_ordering_names[]; /* natural, rcm, colour, amd */
 /* pc.tri: the names of enum hk_tri_method, NULL-terminated (trifactor.c) */
 extern const char *const hk_tri_method_names[];
 int hk_node_ordering(const hk_bcsr *K, int kind, int32_t **perm, int64_t *ncolours);
@@ -208,6 +208,8 @@ typedef struct hk_amg_stats {
 int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
 /* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
 int64_t hk_pc_fsai_nnz(const hk_pc *pc);
+/* Entries of pc=sai's M; -1 when pc is not sai. */
+int64_t hk_pc_sai_nnz(const hk_pc *pc);
 /* Set-up seconds of pc=fsai: pattern, factor, transpose of G, build of both matrices; -1
  * when pc is not fsai. */
 int hk_pc_fsai_times(const hk_pc *pc, double t[4]);
