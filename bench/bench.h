@@ -23,5 +23,6 @@ int hk_bench_mpk(int argc, char **argv);      /* bench/bench_mpk.c */
 int hk_bench_eigen(int argc, char **argv);    /* bench/bench_eigen.c */
 int hk_bench_output(int argc, char **argv);   /* bench/bench_output.c */
 int hk_bench_modal(int argc, char **argv);    /* bench/bench_modal.c */
+int hk_bench_pcpapers(int argc, char **argv); /* bench/bench_pcpapers.c */
 
 #endif

@@ -30,6 +30,8 @@ static const bench_cmd bench_cmds[] = {
      hk_bench_output},
     {"modal", "the bracket's lowest modes: LOBPCG + amg vs + jacobi vs shift-invert Lanczos",
      hk_bench_modal},
+    {"pcpapers", "the seed papers' sai, mlilu and fsai experiments on generated analogues",
+     hk_bench_pcpapers},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 

@@ -2,7 +2,8 @@
  * converges on every usable backend: the documented option combinations are the ones that
  * work. A line's options are passed as `hooke solve` passes them (b = K times ones, the
  * generated grid's coordinates as the near-null space); a trailing comment may restrict it:
- * `# cuda` (a device backend only) or `# cholmod` (built with CHOLMOD only). Lines with other
+ * `# cuda` (a device backend only), `# cholmod` (built with CHOLMOD only) or `# amd` (built with
+ * SuiteSparse's AMD only). Lines with other
  * command options (--eigen, --rhs, ...) or without a KIND:N are not solver combinations. */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ typedef struct doc_line {
     int lineno;
     char spec[64];
     char opts[512];
-    int cuda_only, cholmod_only;
+    int cuda_only, cholmod_only, amd_only;
 } doc_line;
 
 /* The solver lines of the fenced blocks of path; returns their number (-1: no file). */
@@ -42,6 +43,7 @@ static int doc_lines(const char *path, doc_line *out, int cap)
         if (hash) {
             d.cuda_only = strstr(hash, "cuda") != NULL;
             d.cholmod_only = strstr(hash, "cholmod") != NULL;
+            d.amd_only = strstr(hash, "amd") != NULL;
             *hash = 0;
         }
         char *tok = strtok(s, " \t\r\n");
@@ -72,11 +74,16 @@ static void test_solver_md(void)
 #else
     const int cholmod = 0;
 #endif
+#ifdef HOOKE_HAVE_AMD
+    const int amd = 1;
+#else
+    const int amd = 0;
+#endif
     const hk_backend *const *bes = hk_test_backends();
     int ran = 0, failed = 0;
     for (int i = 0; i < n; i++) {
         const doc_line *d = &lines[i];
-        if (d->cholmod_only && !cholmod) continue;
+        if ((d->cholmod_only && !cholmod) || (d->amd_only && !amd)) continue;
         hk_bcsr K = {0};
         double *coords = NULL;
         int dim = 0;
