@@ -782,7 +782,7 @@ static void test_cuda_sai_solve(void)
     hk_bcsr K;
     HK_ASSERT_OK(hk_gen_convdiff2d(100, 50.0, &K));
     const char *methods[2] = {"bicgstab", "gmres"};
-    const char *variants[2] = {"", " pc.sai.max=column pc.sai.qr=gram-schmidt"};
+    const char *variants[2] = {"", " pc.sai.max=row pc.sai.qr=householder"};
     for (int m = 0; m < 4; m++) {
         char a[160], b[160];
         snprintf(a, sizeof a, "backend=cpu method=%s tol=1e-8 pc=sai%s", methods[m & 1],

@@ -567,7 +567,9 @@ static void test_fsai_pattern(void)
 /* The variants of pc=sai with the pattern of A (tau = 1, where the row and column maxima
  * give the same pattern): Householder and the thesis's Gram-Schmidt least squares. */
 static const char *const sai_variants[4] = {
-    "pc.sai.tau=1", "pc.sai.tau=1 pc.sai.qr=gram-schmidt", "pc.sai.tau=1 pc.sai.max=column",
+    "pc.sai.tau=1 pc.sai.max=row pc.sai.qr=householder",
+    "pc.sai.tau=1 pc.sai.max=row pc.sai.qr=gram-schmidt",
+    "pc.sai.tau=1 pc.sai.max=column pc.sai.qr=householder",
     "pc.sai.tau=1 pc.sai.max=column pc.sai.qr=gram-schmidt"};
 
 /* SAI with the pattern of A (tau = 1): on a block-diagonal matrix the least-squares problems
