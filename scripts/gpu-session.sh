@@ -3,7 +3,7 @@
 # bundle, then run the steps given as arguments, each writing OUT/<name>.md (at most 8 files
 # come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk and the others of
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
-# cgcg and pipecg variants).
+# cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -132,6 +132,11 @@ for step in "$@"; do
         $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amg14m.json" \
           --pcs 'amg,amg pc.amg.precision=fp64' --problem "$BR geometry.size=0.000515"
       } > "$OUT/amgprof.md" 2>&1 ;;
+    pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
+          { timeout 300 $B/hooke bench pcpapers --backend cuda --size medium --json "$OUT/pcpapers.json"
+            timeout 120 $B/hooke bench pcpapers --backend cuda --study gsai --generate convdiff3d:100
+            timeout 300 $B/hooke bench pcpapers --backend cuda --study fsai --size large; } \
+            > "$OUT/pcpapers.md" 2>&1 ;;
   esac
   echo "[$(date +%T)] $step done" >> "$OUT/info.md"
 done
