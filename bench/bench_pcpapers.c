@@ -105,14 +105,22 @@ static const pp_study pp_studies[] = {
       {"ilu0", "pc=ilu0", 0},
       {"mlilu rcm", MLILU_AS_WAS "rcm", 0},
       {"mlilu amd", MLILU_AS_WAS "amd", 0},
-      {"mlilu matching", "pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=factors "
-                         "pc.ordering=natural", 0},
-      {"mlilu matching + amd", "pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=factors "
-                               "pc.ordering=amd", 0},
-      {"mlilu amd + blocks", "pc=mlilu pc.mlilu.matching=off pc.mlilu.apply=blocks "
-                             "pc.ordering=amd", 0},
-      {"mlilu matching + amd + blocks", "pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=blocks "
-                                        "pc.ordering=amd", 0},
+      {"mlilu matching",
+       "pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=factors "
+       "pc.ordering=natural",
+       0},
+      {"mlilu matching + amd",
+       "pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=factors "
+       "pc.ordering=amd",
+       0},
+      {"mlilu amd + blocks",
+       "pc=mlilu pc.mlilu.matching=off pc.mlilu.apply=blocks "
+       "pc.ordering=amd",
+       0},
+      {"mlilu matching + amd + blocks",
+       "pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=blocks "
+       "pc.ordering=amd",
+       0},
       {"mlilu defaults", "pc=mlilu", 0}}},
     {"fsai",
      "FSAI against Jacobi on the paper's matrix classes (FSAI paper, Tables 5-7)",
@@ -137,9 +145,12 @@ static const pp_study pp_studies[] = {
        {"poisson:1100", "Thermal2", "pc.fsai.tau=0.02 pc.fsai.delta=0.07", 0},
        {"porous3d:90", "PFlow_742", "pc.fsai.tau=0.05 pc.fsai.delta=0.0035", 0}}},
      {{"jacobi", "pc=jacobi", 0},
-      {"fsai scalar, paper tau delta, k 2", PP_PAPER "pc=fsai pc.fsai.pattern=scalar pc.fsai.k=2", 2},
-      {"fsai scalar, paper tau delta, k 3", PP_PAPER "pc=fsai pc.fsai.pattern=scalar pc.fsai.k=3", 3},
-      {"fsai scalar, paper tau delta, k 4", PP_PAPER "pc=fsai pc.fsai.pattern=scalar pc.fsai.k=4", 4},
+      {"fsai scalar, paper tau delta, k 2", PP_PAPER "pc=fsai pc.fsai.pattern=scalar pc.fsai.k=2",
+       2},
+      {"fsai scalar, paper tau delta, k 3", PP_PAPER "pc=fsai pc.fsai.pattern=scalar pc.fsai.k=3",
+       3},
+      {"fsai scalar, paper tau delta, k 4", PP_PAPER "pc=fsai pc.fsai.pattern=scalar pc.fsai.k=4",
+       4},
       {"fsai default (block pattern)", "pc=fsai", 0}}},
 };
 #define PP_NSTUDIES ((int)(sizeof pp_studies / sizeof pp_studies[0]))
@@ -260,11 +271,10 @@ static void pp_print(const pp_row *w)
     char fill[32] = "-", its[32] = "-", tot[32] = "-";
     if (isfinite(w->fill)) snprintf(fill, sizeof fill, "%.2f", w->fill);
     if (conv && w->base_its > 0) snprintf(its, sizeof its, "%.2f", w->iterations / w->base_its);
-    if (conv && w->base_total > 0)
-        snprintf(tot, sizeof tot, "%.2f", w->total_s / w->base_total);
+    if (conv && w->base_total > 0) snprintf(tot, sizeof tot, "%.2f", w->total_s / w->base_total);
     hk_table_row(stdout, "%s|%d|%.3f|%.3f|%.3f|%s|%s|%s|%.1e%s%s", w->config, w->iterations,
-                 w->setup_s, w->solve_s, w->total_s, fill, its, tot, w->true_res,
-                 conv ? "" : " ", conv ? "" : hk_reason_name(w->reason));
+                 w->setup_s, w->solve_s, w->total_s, fill, its, tot, w->true_res, conv ? "" : " ",
+                 conv ? "" : hk_reason_name(w->reason));
 }
 
 int hk_bench_pcpapers(int argc, char **argv)
@@ -312,8 +322,9 @@ int hk_bench_pcpapers(int argc, char **argv)
             while (k < PP_NSTUDIES && strcmp(pp_studies[k].name, tok))
                 k++;
             if (k == PP_NSTUDIES) {
-                fprintf(stderr, "hooke bench pcpapers: unknown study '%s' in --study; they are "
-                                "gsai, mlilu, fsai\n",
+                fprintf(stderr,
+                        "hooke bench pcpapers: unknown study '%s' in --study; they are "
+                        "gsai, mlilu, fsai\n",
                         tok);
                 return 2;
             }
@@ -323,8 +334,8 @@ int hk_bench_pcpapers(int argc, char **argv)
     const hk_backend *be;
     if (hk_bench_backend("hooke bench pcpapers", bo.backend, &be)) return 2;
     const char *bname = hk_backend_name(be);
-    pp_row *rows = calloc((size_t)PP_NSTUDIES * (PP_MAX_MATS + PP_MAX_GEN) * PP_MAX_CFGS,
-                          sizeof *rows);
+    pp_row *rows =
+        calloc((size_t)PP_NSTUDIES * (PP_MAX_MATS + PP_MAX_GEN) * PP_MAX_CFGS, sizeof *rows);
     int nrows = 0;
     if (!rows) return 1;
     printf("## hooke bench pcpapers: the seed papers' preconditioner experiments (%s)\n\n",

@@ -1094,11 +1094,11 @@ extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau
     HK_TRY(hk_cu_malloc((void **)&rp, (size_t)(n + 1) * sizeof *rp));
     if (n > 0) {
         if (colmax) /* column k of A = row k of Kt */
-            sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(Kt->rowptr, Kt->val,
-                                                                              1, n, amax);
+            sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(Kt->rowptr, Kt->val, 1,
+                                                                             n, amax);
         else
             sai_amax_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(K->rowptr, K->val,
-                                                                              K->br, n, amax);
+                                                                             K->br, n, amax);
         HK_CU_TRY(cudaGetLastError());
         sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
             Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, colmax, 0, cnt, NULL, NULL);
@@ -1109,8 +1109,7 @@ extern "C" int hk_cu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau
     HK_TRY(K->be->copy(St->rowptr, rp, (size_t)(n + 1) * sizeof *rp));
     if (n > 0) {
         sai_pattern_kernel<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, colmax, 1, NULL, St->rowptr,
-            St->colind);
+            Kt->rowptr, Kt->colind, Kt->val, n, tau, amax, colmax, 1, NULL, St->rowptr, St->colind);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
@@ -1162,9 +1161,8 @@ __device__ double sai_wsum(const double *x, const double *y, int i0, int m)
 
 /* Column k's sizes: nrow[k] = |I| (-1 on a fault), and the largest |I|, |I||J| and |J| seen. */
 __global__ void sai_size_kernel(const int64_t *trow, const int32_t *tcol, const int64_t *srow,
-                                const int32_t *scol, int64_t n, int64_t max_rows,
-                                int64_t max_cols, int32_t *nrow, ull *maxr, ull *maxa, ull *maxc,
-                                ull *fault)
+                                const int32_t *scol, int64_t n, int64_t max_rows, int64_t max_cols,
+                                int32_t *nrow, ull *maxr, ull *maxa, ull *maxc, ull *fault)
 {
     extern __shared__ int32_t list[];
     const int lane = threadIdx.x & 31;
@@ -1357,8 +1355,8 @@ __global__ void __launch_bounds__(32)
 /* The two kernels of one least-squares method (cgs: Gram-Schmidt). */
 static void sai_factor_launch(int cgs, int big, unsigned grid, const hk_bmat *Kt,
                               const hk_graph *St, const int32_t *nrow, int64_t n, double *mval,
-                              double *gwork, int64_t slab, int64_t maxr, int64_t maxa,
-                              int64_t maxc, ull *fault)
+                              double *gwork, int64_t slab, int64_t maxr, int64_t maxa, int64_t maxc,
+                              ull *fault)
 {
     auto kern = cgs ? (big ? sai_factor_kernel<1, 1> : sai_factor_kernel<0, 1>)
                     : (big ? sai_factor_kernel<1, 0> : sai_factor_kernel<0, 0>);

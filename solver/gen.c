@@ -502,8 +502,8 @@ static int gen_stencil7(const char *fn, int nx, int ny, int nz, gen_weights7 wei
     int ierr;
     memset(A, 0, sizeof *A);
     HK_CHECK(nx >= 1 && ny >= 1 && nz >= 1 && (int64_t)nx * ny * nz < INT32_MAX, HK_ERR_ARG,
-             "%s: grid %d x %d x %d out of range; use at least 1 and fewer than 2^31 nodes", fn,
-             nx, ny, nz);
+             "%s: grid %d x %d x %d out of range; use at least 1 and fewer than 2^31 nodes", fn, nx,
+             ny, nz);
     const int64_t N = (int64_t)nx * ny * nz, sx = 1, sy = nx, sz = (int64_t)nx * ny;
     A->bs = 1;
     A->nbrows = A->nbcols = N;
@@ -674,7 +674,8 @@ int hk_gen_circuit(int n, unsigned seed, hk_bcsr *A)
         }
         if (gen_rand(&s) % 16 == 0) {
             const int64_t t = gen_rand(&s) % (uint32_t)N;
-            if (t != r && ne < cap) eu[ne] = r, ev[ne] = t, eg[ne++] = 0.1 + (double)(gen_rand(&s) % 10);
+            if (t != r && ne < cap)
+                eu[ne] = r, ev[ne] = t, eg[ne++] = 0.1 + (double)(gen_rand(&s) % 10);
         }
     }
     /* CSR by counting; duplicate long edges are summed */
@@ -741,7 +742,8 @@ int hk_gen_shuffle_rows(hk_bcsr *A, unsigned seed)
     int64_t *perm = NULL, *rp = NULL;
     int32_t *ci = NULL;
     double *v = NULL;
-    HK_CHECK(A->bs == 1, HK_ERR_ARG, "hk_gen_shuffle_rows: the matrix has blocks of %d; use a "
+    HK_CHECK(A->bs == 1, HK_ERR_ARG,
+             "hk_gen_shuffle_rows: the matrix has blocks of %d; use a "
              "scalar matrix",
              A->bs);
     const int64_t N = A->nbrows, nnz = A->rowptr[N];

@@ -602,10 +602,9 @@ typedef struct hk_backend_ops {
                         hk_graph *S, hk_setup_fault *fault);
     int (*fsai_factor)(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
                        hk_setup_fault *fault);
-    int (*sai_pattern)(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
-                       hk_graph *St);
-    int (*sai_factor)(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows,
-                      int64_t max_cols, int qr, hk_bmat *Mt, hk_setup_fault *fault);
+    int (*sai_pattern)(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax, hk_graph *St);
+    int (*sai_factor)(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
+                      int qr, hk_bmat *Mt, hk_setup_fault *fault);
 
     /* ---- replay of recorded iterations (cuda: CUDA graphs; NULL on cpu) -------------------
      * graph_begin starts recording the ops issued after it instead of running them;

@@ -116,8 +116,7 @@ static void test_solver_md(void)
             if (err || !hk_reason_converged(res.reason)) {
                 failed++;
                 printf("\n    docs/solver.md:%d on %s: hooke solve --generate %s%s: %s", d->lineno,
-                       bn, d->spec, d->opts,
-                       err ? hk_error_message() : hk_reason_name(res.reason));
+                       bn, d->spec, d->opts, err ? hk_error_message() : hk_reason_name(res.reason));
             }
             hk_error_clear();
             hk_solver_destroy(s);

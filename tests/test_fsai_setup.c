@@ -716,29 +716,29 @@ static void run_sai(const hk_backend_ops *be, const hk_bcsr *K, double tau, int 
 static void compare_sai(const hk_bcsr *K, double tau, int64_t max_rows, int64_t max_cols)
 {
     for (int v = 0; v < 4; v++) {
-    const int colmax = v & 1, qr = v >> 1 ? HK_SAI_GRAM_SCHMIDT : HK_SAI_HOUSEHOLDER;
-    const hk_backend *cu = NULL;
-    HK_ASSERT_OK(hk_backend_get("cuda", &cu));
-    hk_graph Sc, Sg;
-    hk_bmat Mc, Mg;
-    hk_setup_fault fc, fg;
-    run_sai(&hk_backend_cpu, K, tau, colmax, qr, max_rows, max_cols, &Sc, &Mc, &fc);
-    run_sai(cu, K, tau, colmax, qr, max_rows, max_cols, &Sg, &Mg, &fg);
-    CU_ASSERT_EQUAL_FATAL(Sc.nnz, Sg.nnz);
-    CU_ASSERT(!memcmp(Sc.rowptr, Sg.rowptr, (size_t)(Sc.n + 1) * sizeof *Sc.rowptr));
-    CU_ASSERT(!memcmp(Sc.colind, Sg.colind, (size_t)Sc.nnz * sizeof *Sc.colind));
-    CU_ASSERT_EQUAL(fc.row, fg.row);
-    CU_ASSERT_EQUAL(fc.reason, fg.reason);
-    if (fc.row < 0 && fg.row < 0) {
-        CU_ASSERT_EQUAL_FATAL(Mc.nnzb, Mg.nnzb);
-        const double d = hk_test_reldiff(Mg.val, Mc.val, (long)Mc.nnzb);
-        if (d > 1e-12)
-            printf("\n    M differs by %.2e (tau %g, max %s, %s)", d, tau, colmax ? "column" : "row",
-                   qr ? "gram-schmidt" : "householder");
-        CU_ASSERT(d <= 1e-12);
-    }
-    hk_graph_free(&Sc), hk_graph_free(&Sg);
-    hk_bmat_free(&Mc), hk_bmat_free(&Mg);
+        const int colmax = v & 1, qr = v >> 1 ? HK_SAI_GRAM_SCHMIDT : HK_SAI_HOUSEHOLDER;
+        const hk_backend *cu = NULL;
+        HK_ASSERT_OK(hk_backend_get("cuda", &cu));
+        hk_graph Sc, Sg;
+        hk_bmat Mc, Mg;
+        hk_setup_fault fc, fg;
+        run_sai(&hk_backend_cpu, K, tau, colmax, qr, max_rows, max_cols, &Sc, &Mc, &fc);
+        run_sai(cu, K, tau, colmax, qr, max_rows, max_cols, &Sg, &Mg, &fg);
+        CU_ASSERT_EQUAL_FATAL(Sc.nnz, Sg.nnz);
+        CU_ASSERT(!memcmp(Sc.rowptr, Sg.rowptr, (size_t)(Sc.n + 1) * sizeof *Sc.rowptr));
+        CU_ASSERT(!memcmp(Sc.colind, Sg.colind, (size_t)Sc.nnz * sizeof *Sc.colind));
+        CU_ASSERT_EQUAL(fc.row, fg.row);
+        CU_ASSERT_EQUAL(fc.reason, fg.reason);
+        if (fc.row < 0 && fg.row < 0) {
+            CU_ASSERT_EQUAL_FATAL(Mc.nnzb, Mg.nnzb);
+            const double d = hk_test_reldiff(Mg.val, Mc.val, (long)Mc.nnzb);
+            if (d > 1e-12)
+                printf("\n    M differs by %.2e (tau %g, max %s, %s)", d, tau,
+                       colmax ? "column" : "row", qr ? "gram-schmidt" : "householder");
+            CU_ASSERT(d <= 1e-12);
+        }
+        hk_graph_free(&Sc), hk_graph_free(&Sg);
+        hk_bmat_free(&Mc), hk_bmat_free(&Mg);
     }
 }
 
@@ -799,8 +799,9 @@ static void test_cuda_sai_solve(void)
     hk_bcsr_free(&K);
 }
 
-HK_DEVICE_SUITE(cuda_sai, {"CUDA sai ops equal the CPU ones (pattern, M to 1e-12, faults; row and "
-                           "column maxima, Householder and Gram-Schmidt)",
-                           test_cuda_sai_ops},
+HK_DEVICE_SUITE(cuda_sai,
+                {"CUDA sai ops equal the CPU ones (pattern, M to 1e-12, faults; row and "
+                 "column maxima, Householder and Gram-Schmidt)",
+                 test_cuda_sai_ops},
                 {"pc=sai on cuda with bicgstab and gmres: iterations as on cpu",
                  test_cuda_sai_solve})

@@ -138,7 +138,7 @@ static void test_porous_circuit(void)
     check_dominant(&A, "porous3d", cube_boundary, 8, &spread);
     printf("\n    porous3d:8 coefficient spread %.1e", spread);
     CU_ASSERT(spread > 1e3 && spread < 1e6 * 1.01); /* harmonic means of 6 decades */
-    HK_ASSERT_OK(hk_gen_porous3d(8, 6.0, 3, &B)); /* deterministic in its seed */
+    HK_ASSERT_OK(hk_gen_porous3d(8, 6.0, 3, &B));   /* deterministic in its seed */
     CU_ASSERT(!memcmp(A.val, B.val, (size_t)A.rowptr[A.nbrows] * sizeof *A.val));
     hk_bcsr_free(&A);
     hk_bcsr_free(&B);
@@ -203,8 +203,9 @@ static void test_shuffle(void)
     hk_bcsr_free(&A);
 }
 
-HK_SUITE(gen_kinds, {"poisson3d and convdiff3d: every entry of the 7-point stencils",
-                     test_poisson3d_convdiff3d},
+HK_SUITE(gen_kinds,
+         {"poisson3d and convdiff3d: every entry of the 7-point stencils",
+          test_poisson3d_convdiff3d},
          {"recirc: the centred stencil of the recirculating wind at every node", test_recirc},
          {"porous3d, circuit: symmetric, diagonally dominant, grounded boundary, spread",
           test_porous_circuit},

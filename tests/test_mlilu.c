@@ -106,21 +106,24 @@ static void test_exact(void)
                 2);
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.mlilu.apply=blocks",
                 2);
-    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=3 "
-                    "pc.mlilu.matching=on pc.mlilu.apply=blocks",
+    check_exact(&K,
+                "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=3 "
+                "pc.mlilu.matching=on pc.mlilu.apply=blocks",
                 3);
 #ifdef HOOKE_HAVE_AMD
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.ordering=amd", 2);
-    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.ordering=amd "
-                    "pc.mlilu.matching=on pc.mlilu.apply=blocks",
+    check_exact(&K,
+                "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=8 pc.ordering=amd "
+                "pc.mlilu.matching=on pc.mlilu.apply=blocks",
                 2);
 #endif
     hk_bcsr_free(&K);
     /* zero diagonal entries, small kappa: several levels, exact; with the matching too */
     zero_diag_matrix(150, &K);
     check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=2 pc.mlilu.dense=10", 2);
-    check_exact(&K, "pc.mlilu.droptol=0 pc.mlilu.kappa=2 pc.mlilu.dense=10 pc.mlilu.matching=on "
-                    "pc.mlilu.apply=blocks",
+    check_exact(&K,
+                "pc.mlilu.droptol=0 pc.mlilu.kappa=2 pc.mlilu.dense=10 pc.mlilu.matching=on "
+                "pc.mlilu.apply=blocks",
                 1);
     hk_bcsr_free(&K);
 }
@@ -220,8 +223,9 @@ static void test_matching(void)
     int diag = 0;
     for (int64_t j = 0; j < n; j++) { /* row rowof[j] of S must be row j of K */
         const int64_t a = S.rowptr[rowof[j]], b = K.rowptr[j];
-        diag += S.rowptr[rowof[j] + 1] - a == K.rowptr[j + 1] - b &&
-                !memcmp(S.colind + a, K.colind + b, (size_t)(K.rowptr[j + 1] - b) * sizeof *S.colind);
+        diag +=
+            S.rowptr[rowof[j] + 1] - a == K.rowptr[j + 1] - b &&
+            !memcmp(S.colind + a, K.colind + b, (size_t)(K.rowptr[j + 1] - b) * sizeof *S.colind);
     }
     CU_ASSERT_EQUAL(diag, n);
     free(rowof), free(dr), free(dc);
@@ -528,10 +532,10 @@ static void test_matching_solves(void)
     HK_ASSERT_OK(hk_gen_shuffle_rows(&S, 9));
     for (const hk_backend *const *b = hk_test_backends(); *b; b++) {
         const char *be = hk_backend_name(*b);
-        const int c = hk_test_solve_iterations(
-            &C, be, "method=gmres pc=mlilu pc.mlilu.matching=on", NULL);
-        const int m = hk_test_solve_iterations(
-            &S, be, "method=gmres pc=mlilu pc.mlilu.matching=on", NULL);
+        const int c =
+            hk_test_solve_iterations(&C, be, "method=gmres pc=mlilu pc.mlilu.matching=on", NULL);
+        const int m =
+            hk_test_solve_iterations(&S, be, "method=gmres pc=mlilu pc.mlilu.matching=on", NULL);
         const int mb = hk_test_solve_iterations(
             &S, be, "method=gmres pc=mlilu pc.mlilu.matching=on pc.mlilu.apply=blocks", NULL);
 #ifdef HOOKE_HAVE_AMD
@@ -540,8 +544,8 @@ static void test_matching_solves(void)
 #else
         const int ma = m;
 #endif
-        printf("\n    %s: convdiff %d, shuffled with matching %d (blocks %d, amd %d)", be, c, m,
-               mb, ma);
+        printf("\n    %s: convdiff %d, shuffled with matching %d (blocks %d, amd %d)", be, c, m, mb,
+               ma);
         CU_ASSERT(c > 0 && m == c);
         CU_ASSERT(mb > 0 && ma > 0);
     }
@@ -634,8 +638,9 @@ static void test_pivot_errors(void)
     hk_bcsr_free(&K);
 }
 
-HK_SUITE(mlilu, {"without dropping M^-1 A = I (one and several levels; matching, amd, blocks)",
-                 test_exact},
+HK_SUITE(mlilu,
+         {"without dropping M^-1 A = I (one and several levels; matching, amd, blocks)",
+          test_exact},
          {"matching: the best product (brute force), scaled entries <= 1, undoes a row shuffle",
           test_matching},
          {"matching: gmres on shuffled rows as on the matrix itself; amd, blocks",

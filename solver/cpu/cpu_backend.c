@@ -443,8 +443,7 @@ int hk_cpu_fsai_pattern(const hk_bmat *K, double tau, int k, int block, int64_t 
                         hk_setup_fault *fault);
 int hk_cpu_fsai_factor(const hk_bmat *K, const hk_graph *S, double delta, hk_bmat *G,
                        hk_setup_fault *fault);
-int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
-                       hk_graph *St);
+int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax, hk_graph *St);
 int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, int64_t max_cols,
                       int qr, hk_bmat *Mt, hk_setup_fault *fault);
 /* Sparse product, prolongator smoothing, dense coarse solve (cpu_sparse.c). */

@@ -417,8 +417,7 @@ fail:
     return ierr;
 }
 
-int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax,
-                       hk_graph *St)
+int hk_cpu_sai_pattern(const hk_bmat *K, const hk_bmat *Kt, double tau, int colmax, hk_graph *St)
 {
     int ierr = 0;
     memset(St, 0, sizeof *St);

@@ -30,7 +30,7 @@
  * L_E and U_F, which carry the fill of eliminating the postponed rows, are dropped once S is
  * formed and the blocks E and F of the scaled, permuted matrix are kept instead:
  *   s = (L_B U_B)^-1 b1, b2 -= E s, x2 = next level's solve of b2,
- *   x1 = s - (L_B U_B)^-1 F x2  (two solves with B's factors per level instead of one). 
+ *   x1 = s - (L_B U_B)^-1 F x2  (two solves with B's factors per level instead of one).
  * Not symmetric. pc.mlilu.symmetric=1 (the default with CG-type methods, which get the type
  * hk_pc_mlilu_spd) builds the SPD form instead: D A D to unit diagonal, an inverse-based
  * incomplete LDL^T per level (factor_level_sym), symmetric Schur complements, a Cholesky last
@@ -77,8 +77,8 @@ typedef struct mlilu {
     int symmetric; /* the SPD variant: L D L^T levels, symmetric scaling, Cholesky last level */
     int matching;  /* pc.mlilu.matching: 0 off, 1 on, 2 auto (levels with a zero diagonal) */
     int matched_levels;
-    int blocks;    /* pc.mlilu.apply=blocks: keep E and F, not L_E and U_F */
-    int ordering;  /* pc.ordering (HK_ORDER_*) */
+    int blocks;   /* pc.mlilu.apply=blocks: keep E and F, not L_E and U_F */
+    int ordering; /* pc.ordering (HK_ORDER_*) */
     int64_t nnzA, nnz_factors, unmatched;
 } mlilu;
 
@@ -1017,8 +1017,8 @@ static int mlilu_setup_host(hk_pc *pc, const hk_bcsr *K, hk_mat *A, hk_options *
     int ierr = 0;
     const hk_backend_ops *be = pc->be;
     double kappa = 5, droptol = 1e-2;
-    int levels = 10, dense = 400, ordering = -1,
-        method = be == &hk_backend_cpu ? 0 : 2, symmetric = 2, matching = 2, blocks = 0;
+    int levels = 10, dense = 400, ordering = -1, method = be == &hk_backend_cpu ? 0 : 2,
+        symmetric = 2, matching = 2, blocks = 0;
     hk_csr Al = {0}, Sn = {0};
     int64_t *orig = NULL, *orig_next = NULL;
     HK_CALL(hk_options_get_choice(o, "pc.mlilu.symmetric", sym_names, &symmetric));
@@ -1188,8 +1188,8 @@ static void mlilu_describe(const hk_pc *pc, char *buf, size_t len)
                  ml->nnzA ? (double)ml->nnz_factors / (double)ml->nnzA : 0.0, ml->kappa,
                  ml->droptol, ml->symmetric ? ", symmetric (LDL^T)" : "",
                  hk_ordering_names[ml->ordering], matched,
-                 ml->blocks ? ", apply with the blocks E, F" : "",
-                 (long long)ml->lev[0].levels_L, (long long)ml->lev[0].levels_U);
+                 ml->blocks ? ", apply with the blocks E, F" : "", (long long)ml->lev[0].levels_L,
+                 (long long)ml->lev[0].levels_U);
 }
 
 int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill)

@@ -16,7 +16,6 @@ int hk_pc_mlilu_info(const hk_pc *pc, int *nlev, int64_t *rows, double *fill);
  * rowof[j] = the row matched to column j (a permutation), dr, dc the scaling with every entry
  * of Dr A Dc at most 1 in modulus and the matched ones 1 (n entries each); *unmatched = the
  * columns no perfect matching reached (A structurally singular), paired with the rows left. */
-int hk_mc64_matching(const hk_csr *A, int32_t *rowof, double *dr, double *dc,
-                     int64_t *unmatched);
+int hk_mc64_matching(const hk_csr *A, int32_t *rowof, double *dr, double *dc, int64_t *unmatched);
 
 #endif

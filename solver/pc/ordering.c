@@ -50,8 +50,8 @@ static int order_amd(const hk_bcsr *K, int32_t *perm)
     double control[AMD_CONTROL], info[AMD_INFO];
     amd_defaults(control);
     const int st = amd_order((int)n, Ap, Ai, P, control, info);
-    HK_TRY_CHECK(st == AMD_OK || st == AMD_OK_BUT_JUMBLED, st == AMD_OUT_OF_MEMORY ? HK_ERR_MEMORY
-                                                                                 : HK_ERR_INTERNAL,
+    HK_TRY_CHECK(st == AMD_OK || st == AMD_OK_BUT_JUMBLED,
+                 st == AMD_OUT_OF_MEMORY ? HK_ERR_MEMORY : HK_ERR_INTERNAL,
                  "pc.ordering=amd: AMD failed (status %d) on a graph of %lld nodes", st,
                  (long long)n);
     for (int64_t i = 0; i < n; i++)
