@@ -854,6 +854,12 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "poly", "pc.poly.degree=-1", r, z, NULL),
                     HK_ERR_OPTION);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.poly.degree"));
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "sai", "pc.sai.max=diagonal", r, z, NULL),
+                    HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.sai.max"));
+    CU_ASSERT_EQUAL(hk_test_apply_pc(be, HK_FP64, &K, "sai", "pc.sai.qr=lu", r, z, NULL),
+                    HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pc.sai.qr"));
     hk_bcsr_free(&K);
     free(D);
 }
