@@ -277,6 +277,10 @@ static hk_backend_ops cuda_make_ops(void)
     o.mpk_plan = hk_cu_mpk_plan;
     o.mpk_apply = hk_cu_mpk_apply;
     o.mpk_free = hk_cu_mpk_free;
+    // scg's default wavefront: on an H100 it took 0.87-0.91x the time of the SpMVs on 2D quad
+    // 500^2 (250 chunks of twice the bandwidth), 1.1-1.7x on 2D quad 200^2 (100) and 3D hex
+    // 20^3, 40^3 (10, 20), whose bandwidth is a plane of nodes (docs/BENCHMARKS.md)
+    o.mpk_wave_chunks = 160;
     o.mpk_stream_plan = hk_cu_mpk_stream_plan;
     o.vec_gram = hk_cu_vec_gram;
     o.block_spmv = hk_cu_block_spmv;

@@ -639,10 +639,17 @@ typedef struct hk_backend_ops {
      * stage barriers, with the chunk rounded to whole tiles and at least h plus one tile
      * (cuda/cuda_mpk.cu); info->block is the chunk used.
      * mpk_apply computes kk <= k levels of the three-term recurrence, for j < kk:
-     *   W[j+1] = coef[3j] A U[j] + coef[3j+1] W[j] + coef[3j+2] W[j-1]
+     *   W[j+1] = coef[3j+1] W[j] + coef[3j+2] W[j-1] + coef[3j] A U[j]  (added in this order)
      *   U[j+1] = d .* W[j+1]          (d NULL: no scaling, U = W and U is not used)
      * with W[0] given, W[-1] = wprev (NULL: that term is 0) and U[0] = d .* W[0] written too.
      * All vectors fp64. d is the Jacobi preconditioner, so U is the basis of D A and W = U/d.
+     * On the cpu every plan (either schedule, any partition, chunk or pass length) gives the
+     * digits of the composed chain: mat_spmv of a format that sums in BSR order (every fp64
+     * format but pcsr), vec_axpbypcz(W[j+1], coef[3j+1], W[j], coef[3j+2], W[j-1], coef[3j])
+     * or vec_axpby without W[j-1], vec_pointwise_mult.
+     * mpk_wave_chunks: scg's default basis (solver/ksp/scg.c) is the wavefront with the
+     * backend's chunk where K's block rows make at least this many chunks of twice its
+     * bandwidth, else one SpMV per vector (a fixed rule, not a timing, so that a run repeats).
      * vec_gram: G[i*m + j] = X[i].Y[j] (Y NULL: Y = X) and, GX not NULL, GX[i*m + j] =
      * X[i].X[j], for i, j < m <= HK_GRAM_MAX, in one pass over the vectors (host results). */
     int (*mpk_plan)(const hk_bmat *K, int schedule, int64_t block, int k, double max_work,
@@ -650,6 +657,7 @@ typedef struct hk_backend_ops {
     int (*mpk_apply)(void *plan, int kk, const double *coef, const hk_vec *d, const hk_vec *wprev,
                      hk_vec *const *W, hk_vec *const *U);
     void (*mpk_free)(void *plan);
+    int mpk_wave_chunks;
     /* Optional: a streamed plan (HK_MPK_STREAM) for a matrix larger than the backend's memory,
      * built from the HOST block CSR K (not needed afterwards; never uploaded whole): ghost-zone
      * partitions of `block` block rows (0: the largest whose device bytes fit budget bytes, 0:

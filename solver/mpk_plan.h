@@ -72,11 +72,14 @@ static inline HK_MPK_HD hk_mpk_level hk_mpk_level_at(const double *coef, int j, 
 }
 
 /* Entry q (vector entry i, dq = d[i] where there is d) of the level from au = (A U)_q:
- * w = c0 au + c1 wc + c2 wp and u = dq w, into the outputs too where the row is owned. */
+ * w = c1 wc + c2 wp + c0 au and u = dq w, into the outputs too where the row is owned. The
+ * terms are added in vec_axpbypcz's order (z = a x + b y + c z with z = A U), so that a pass
+ * gives the digits of the SpMVs and vector ops it replaces (on the cpu: every plan and the
+ * composed chain agree, and scg may pick among them by timing). */
 static inline HK_MPK_HD void hk_mpk_step(const hk_mpk_level *L, double au, double dq, int64_t q,
                                          int64_t i, int own)
 {
-    const double w = L->c0 * au + L->c1 * L->wc[q] + L->c2 * L->wp[q];
+    const double w = L->c1 * L->wc[q] + L->c2 * L->wp[q] + L->c0 * au;
     L->wn[q] = w;
     double u = 0.0;
     if (L->hd) {

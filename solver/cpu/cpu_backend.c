@@ -534,6 +534,7 @@ const hk_backend_ops hk_backend_cpu = {
     .mpk_plan = hk_cpu_mpk_plan,
     .mpk_apply = hk_cpu_mpk_apply,
     .mpk_free = hk_cpu_mpk_free,
+    .mpk_wave_chunks = 0, /* always: one chunk is k SpMVs in one pass */
     .mpk_stream_plan = hk_cpu_mpk_stream_plan,
     .vec_gram = hk_cpu_vec_gram,
     .block_spmv = hk_cpu_block_spmv,

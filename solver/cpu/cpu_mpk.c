@@ -16,6 +16,11 @@
  * threads; a row's sum runs over K's row in BSR order, as the ghost zones' and the fp64 BSR
  * SpMV's do, so the digits do not depend on the thread count.
  *
+ * Every plan of both schedules (any partition, chunk or pass length) gives the digits of the
+ * composed recurrence: the fp64 SpMV of a format summing in BSR order (all but pcsr),
+ * vec_axpbypcz's c1 W[j] + c2 W[j-1] + c0 (A U)[j] (hk_mpk_step), d .* W; suite sstep compares
+ * them for equality. So no choice of plan changes a result on the cpu.
+ *
  * The streamed plan (mpk_stream_plan) is the ghost-zone cut made from a host matrix and
  * packed by solver/mpk_stream.c; its pass computes each partition from the packed arrays alone,
  * the reference for the CUDA copies of the same bytes. */
@@ -149,8 +154,10 @@ ALWAYS_INLINE void wave_range(const hk_bmat *K, const wave_level *L, const doubl
         }
         for (int r = 0; r < B; r++) {
             const size_t q = (size_t)i * B + r;
-            double w = c0 * acc[r] + c1 * wc[q];
+            /* hk_mpk_step's order: c1 W[j-1] + c2 W[j-2] + c0 (A U)[j-1] */
+            double w = c1 * wc[q];
             if (wp) w += c2 * wp[q];
+            w += c0 * acc[r];
             wo[q] = w;
             if (uo) uo[q] = d[q] * w;
             if (FLY) u0[q] = d[q] * wc[q];

@@ -31,22 +31,27 @@
 #define SCG_WARMUP 10  /* CG steps at the start of a solve, for the spectrum estimate */
 #define SCG_RETRIES 10 /* restarts from the true residual before believing a breakdown */
 
+/* mpk.schedule=ghost with mpk.block=0: partitions of this many block rows (the CUDA kernel's
+ * thread block holds a row a thread) */
+#define SCG_GHOST_BLOCK 256
+
 static const char *const basis_names[] = {"monomial", "newton", "chebyshev", NULL};
-/* mpk.schedule: auto times both when tuning (mpk.block=0), else ghost zones of mpk.block */
-enum { SCHED_AUTO = 0, SCHED_GHOST, SCHED_WAVEFRONT };
-static const char *const schedule_names[] = {"auto", "ghost", "wavefront", NULL};
+/* mpk.schedule: auto, ghost, wavefront choose the basis's build by rule (hk_scg_setup), so
+ * that a run repeats to the last digit; timed times plans and SpMVs and keeps the fastest */
+enum { SCHED_AUTO = 0, SCHED_GHOST, SCHED_WAVEFRONT, SCHED_TIMED };
+static const char *const schedule_names[] = {"auto", "ghost", "wavefront", "timed", NULL};
 
 typedef struct scg_state {
     int s, basis;
-    int64_t mpk_block; /* option: -1 k SpMVs, 0 tuned, N block rows per partition (chunk) */
-    int mpk_k;         /* option: levels per pass, 0 tuned */
+    int64_t mpk_block; /* option: -1 k SpMVs, 0 chosen, N block rows per partition (chunk) */
+    int mpk_k;         /* option: levels per pass, 0: ksp.s (timed: tuned) */
     int schedule;      /* option: SCHED_* */
     void *plan;        /* the matrix-powers plan; NULL: one SpMV (and pc apply) per vector */
     int kk;            /* levels per pass of the plan */
     hk_mpk_info info;
     hk_vec *d; /* the Jacobi diagonal fused into the matrix powers (NULL: none) */
     int d_owned;
-    double t_mpk, t_spmv; /* tuning: seconds per basis, matrix powers and k SpMVs */
+    double t_mpk, t_spmv; /* mpk.schedule=timed: seconds per basis, matrix powers and k SpMVs */
     char why[96];         /* why the basis is built with separate SpMVs */
 } scg_state;
 
@@ -69,11 +74,11 @@ int hk_scg_options(hk_ksp *k, hk_options *o)
     HK_CHECK(st->s >= 1 && st->s <= SCG_MAX_S, HK_ERR_OPTION,
              "option ksp.s=%d is out of range; use 1..%d (default 4)", st->s, SCG_MAX_S);
     HK_CHECK(block >= -1, HK_ERR_OPTION,
-             "option mpk.block=%d must be -1 (one SpMV per basis vector), 0 (tuned) or a number "
+             "option mpk.block=%d must be -1 (one SpMV per basis vector), 0 (chosen) or a number "
              "of block rows per partition",
              block);
     HK_CHECK(st->mpk_k >= 0 && st->mpk_k <= st->s, HK_ERR_OPTION,
-             "option mpk.k=%d must be 0 (tuned) or 1..ksp.s=%d levels per pass", st->mpk_k, st->s);
+             "option mpk.k=%d must be 0 (ksp.s) or 1..ksp.s=%d levels per pass", st->mpk_k, st->s);
     return 0;
 }
 
@@ -96,10 +101,11 @@ void hk_scg_describe(const hk_ksp *k, char *buf, size_t n)
     }
     if (st->plan && st->info.schedule == HK_MPK_WAVEFRONT) {
         snprintf(buf, n,
-                 "scg (s=%d, %s basis; matrix powers: wavefront, %lld chunks of %lld block rows "
+                 "scg (s=%d, %s basis; matrix powers: wavefront, %lld chunk%s of %lld block rows "
                  "(bandwidth %lld), %d level%s a pass%s)",
                  st->s, basis_names[st->basis], (long long)st->info.nparts,
-                 (long long)st->info.block, (long long)st->info.bandwidth, st->kk,
+                 st->info.nparts == 1 ? "" : "s", (long long)st->info.block,
+                 (long long)st->info.bandwidth, st->kk,
                  st->kk > 1 ? "s" : "", st->info.on_chip ? ", on chip" : "");
     } else if (st->plan) {
         const double extra = (double)st->info.work / ((double)st->info.k * k->K->nbrows);
@@ -172,60 +178,47 @@ static int tune_one(hk_ksp *k, scg_state *st, int schedule, int64_t block, int k
     return 0;
 }
 
-/* Build and keep the matrix-powers plan: the one given by mpk.schedule/mpk.block/mpk.k, or
- * the fastest of a few ghost partition sizes, wavefront chunks and pass lengths timed against
- * s SpMVs (the thesis's auto-tuner, reduced to a search over a fixed list). Nothing when the
- * pc cannot be fused. */
-int hk_scg_setup(hk_ksp *k)
+/* The plan given by mpk.schedule/mpk.block/mpk.k without timing: block 0 is the backend's
+ * wavefront chunk, or SCG_GHOST_BLOCK rows of ghost zones. */
+static int fixed_plan(hk_ksp *k, scg_state *st, int schedule, int64_t block)
 {
-    scg_state *st = k->sstep;
+    st->kk = st->mpk_k ? st->mpk_k : st->s;
+    if (schedule == HK_MPK_GHOST && block == 0) block = SCG_GHOST_BLOCK;
+    return k->be->mpk_plan(k->K, schedule, block, st->kk, 0.0, &st->plan, &st->info);
+}
+
+/* mpk.schedule=auto: the wavefront with the backend's chunk where K's block rows make at least
+ * mpk_wave_chunks chunks of twice its bandwidth (the cpu: always), else one SpMV per basis
+ * vector. A rule, not a timing: the plans and the SpMVs may round differently (cuda), and the
+ * basis, and every digit after it, must not depend on the machine's load. */
+static int auto_plan(hk_ksp *k, scg_state *st)
+{
+    HK_CALL(fixed_plan(k, st, HK_MPK_WAVEFRONT, 0));
+    const int64_t nb = k->K->nbrows, bw = st->info.bandwidth > 0 ? st->info.bandwidth : 1;
+    const int want = k->be->mpk_wave_chunks;
+    if (want <= 0 || nb / (2 * bw) >= want) return 0;
+    k->be->mpk_free(st->plan);
+    st->plan = NULL;
+    snprintf(st->why, sizeof st->why,
+             "%lld block rows make fewer than %d chunks of twice the bandwidth %lld",
+             (long long)nb, want, (long long)bw);
+    return 0;
+}
+
+/* mpk.schedule=timed: the fastest of the s SpMVs, a few ghost partition sizes, wavefront chunks
+ * and pass lengths (the thesis's auto-tuner, reduced to a search over a fixed list). */
+static int timed_plan(hk_ksp *k, scg_state *st)
+{
     const hk_backend_ops *be = k->be;
     const int s = st->s;
     int ierr = 0;
     hk_vec *v[2 * (SCG_MAX_S + 1)] = {0};
-    HK_CHECK(be->vec_gram, HK_ERR_UNSUPPORTED, "method=scg: backend %s has no Gram reduction",
-             be->name);
-    if (!be->mpk_plan || !be->mpk_apply) {
-        snprintf(st->why, sizeof st->why, "backend %s has no matrix powers", be->name);
-        return 0;
-    }
-    if (st->mpk_block < 0) {
-        snprintf(st->why, sizeof st->why, "mpk.block=-1");
-        return 0;
-    }
-    if (!k->K || k->A->prec != HK_FP64) {
-        snprintf(st->why, sizeof st->why, "no fp64 block matrix");
-        return 0;
-    }
-    if (!hk_ksp_pc_is_none(k)) {
-        if (!k->pc->dinv) {
-            snprintf(st->why, sizeof st->why, "pc=%s is applied between the SpMVs",
-                     k->pc->type->name);
-            return 0;
-        }
-        if (k->pc->dinv->prec == HK_FP64) {
-            st->d = k->pc->dinv;
-        } else {
-            /* fp32 Jacobi (precision=mixed): its diagonal promoted once, applied exactly */
-            HK_CALL(hk_vec_create(be, k->pc->dinv->n, HK_FP64, &st->d));
-            st->d_owned = 1;
-            HK_CALL(be->vec_convert(st->d, k->pc->dinv));
-        }
-    }
     /* monomial-like coefficients with a modest scale: timing only */
     double coef[3 * SCG_MAX_S];
     for (int j = 0; j < s; j++) {
         coef[3 * j] = 0.25;
         coef[3 * j + 1] = 0.5;
         coef[3 * j + 2] = j ? -0.25 : 0.0;
-    }
-    if (st->schedule == SCHED_WAVEFRONT || st->mpk_block > 0) {
-        /* fixed: the wavefront with the chunk asked (0: the backend's), or ghost partitions */
-        st->kk = st->mpk_k ? st->mpk_k : s;
-        HK_CALL(be->mpk_plan(k->K,
-                             st->schedule == SCHED_WAVEFRONT ? HK_MPK_WAVEFRONT : HK_MPK_GHOST,
-                             st->mpk_block, st->kk, 0.0, &st->plan, &st->info));
-        return 0;
     }
     HK_TRY(hk_ksp_vecs(k, 2 * (s + 1), v));
     hk_vec **W = v, **U = v + s + 1;
@@ -255,9 +248,9 @@ int hk_scg_setup(hk_ksp *k)
         for (int ki = 0; ki < nkk; ki++)
             HK_TRY(
                 tune_one(k, st, HK_MPK_GHOST, blocks[bi], kks[ki], 2.0, W, U, coef, &best, &info));
-    /* the wavefront (auto only): the backend's chunk, half and twice it; a size the plan
-     * raises to twice the bandwidth or clamps to the rows onto one already timed is skipped */
-    for (int ki = 0; ki < nkk && st->schedule == SCHED_AUTO; ki++) {
+    /* the wavefront: the backend's chunk, half and twice it; a size the plan raises to twice
+     * the bandwidth or clamps to the rows onto one already timed is skipped */
+    for (int ki = 0; ki < nkk; ki++) {
         HK_TRY(tune_one(k, st, HK_MPK_WAVEFRONT, 0, kks[ki], 0.0, W, U, coef, &best, &info));
         int64_t done[3] = {info.block, -1, -1};
         for (int i = 0; i < 2; i++) {
@@ -277,6 +270,49 @@ int hk_scg_setup(hk_ksp *k)
 fail:
     hk_ksp_vecs_free(k, 2 * (s + 1), v);
     return ierr;
+}
+
+/* Build and keep the matrix-powers plan (nothing when the pc cannot be fused): by rule
+ * (mpk.schedule auto, ghost, wavefront, mpk.block, mpk.k), or by timing (mpk.schedule=timed). On
+ * the cpu every plan and the SpMVs give the same digits (solver/cpu/cpu_mpk.c), so there even
+ * the timed choice changes only the speed; on cuda they round differently. */
+int hk_scg_setup(hk_ksp *k)
+{
+    scg_state *st = k->sstep;
+    const hk_backend_ops *be = k->be;
+    HK_CHECK(be->vec_gram, HK_ERR_UNSUPPORTED, "method=scg: backend %s has no Gram reduction",
+             be->name);
+    if (!be->mpk_plan || !be->mpk_apply) {
+        snprintf(st->why, sizeof st->why, "backend %s has no matrix powers", be->name);
+        return 0;
+    }
+    if (st->mpk_block < 0) {
+        snprintf(st->why, sizeof st->why, "mpk.block=-1");
+        return 0;
+    }
+    if (!k->K || k->A->prec != HK_FP64) {
+        snprintf(st->why, sizeof st->why, "no fp64 block matrix");
+        return 0;
+    }
+    if (!hk_ksp_pc_is_none(k)) {
+        if (!k->pc->dinv) {
+            snprintf(st->why, sizeof st->why, "pc=%s is applied between the SpMVs",
+                     k->pc->type->name);
+            return 0;
+        }
+        if (k->pc->dinv->prec == HK_FP64) {
+            st->d = k->pc->dinv;
+        } else {
+            /* fp32 Jacobi (precision=mixed): its diagonal promoted once, applied exactly */
+            HK_CALL(hk_vec_create(be, k->pc->dinv->n, HK_FP64, &st->d));
+            st->d_owned = 1;
+            HK_CALL(be->vec_convert(st->d, k->pc->dinv));
+        }
+    }
+    if (st->schedule == SCHED_TIMED && st->mpk_block == 0) return timed_plan(k, st);
+    if (st->schedule == SCHED_AUTO && st->mpk_block == 0) return auto_plan(k, st);
+    return fixed_plan(k, st, st->schedule == SCHED_WAVEFRONT ? HK_MPK_WAVEFRONT : HK_MPK_GHOST,
+                      st->mpk_block);
 }
 
 /* ---- the basis ------------------------------------------------------------------------- */
@@ -348,7 +384,10 @@ static int build_chain(hk_ksp *k, scg_state *st, int levels, const double *coef,
         }
         return 0;
     }
+    /* the plan's arithmetic (hk_mpk_step): with a fused diagonal U = d .* W, also U_0 (an fp32
+     * Jacobi's apply rounds otherwise) */
     const int none = U == W;
+    if (st->d_owned) HK_CALL(be->vec_pointwise_mult(U[0], st->d, W[0]));
     for (int j = 0; j < levels; j++) {
         const double a = coef[3 * j], b = coef[3 * j + 1], c = coef[3 * j + 2];
         HK_CALL(hk_mat_spmv(k->A, U[j], W[j + 1]));
@@ -356,7 +395,10 @@ static int build_chain(hk_ksp *k, scg_state *st, int levels, const double *coef,
             HK_CALL(be->vec_axpbypcz(W[j + 1], b, W[j], c, W[j - 1], a));
         else
             HK_CALL(be->vec_axpby(W[j + 1], b, W[j], a));
-        if (!none) HK_CALL(hk_ksp_pc(k, W[j + 1], U[j + 1]));
+        if (st->d)
+            HK_CALL(be->vec_pointwise_mult(U[j + 1], st->d, W[j + 1]));
+        else if (!none)
+            HK_CALL(hk_ksp_pc(k, W[j + 1], U[j + 1]));
     }
     return 0;
 }
@@ -491,6 +533,10 @@ restart:
         if (nw == SCG_WARMUP) {
             HK_TRY(ritz_bounds(nw, alpha, beta, &lo, &hi));
             hk_scg_basis_coef(st->basis, s, lo, hi, coef);
+            /* p = M^-1 q, as after every outer step: z + beta p rounds differently, and a
+             * matrix-powers pass, which makes U_0 = d .* W_0 itself, would then start from
+             * another p than the SpMVs */
+            if (!none) HK_TRY(hk_ksp_pc(k, Q_, P_));
             break;
         }
         double pap, g[2];
