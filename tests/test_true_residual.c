@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "hk_impl.h"
+#include "ksp/ksp_impl.h"
 
 static void test_converged_means_true_residual(void)
 {
@@ -122,7 +124,68 @@ static void test_pipelined_past_convergence(void)
     hk_bcsr_free(&K[1]);
 }
 
+/* The floor test on a tridiagonal system, x = ones + e e_0 for three errors e: the first test
+ * keeps its x; a worse x at the next test is stagnation and gives the kept x back (its true
+ * residual too); an x that is better but not by half is stagnation and stays. */
+static void test_floor_keeps_best_x(void)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K;
+    hk_test_tridiag(8, &K);
+    const int64_t n = 8;
+    hk_bmat B = {0};
+    hk_mat *A = NULL;
+    HK_ASSERT_OK(hk_bmat_upload(be, &K, &B));
+    HK_ASSERT_OK(hk_mat_create_bmat(&B, HK_FMT_CSR, HK_FP64, NULL, &A));
+    hk_ksp k;
+    memset(&k, 0, sizeof k);
+    k.type = &hk_ksp_scg;
+    k.be = be;
+    k.A = A;
+    k.rtol = 1e-30;
+    k.maxit = 100;
+    double one[8], h[8], xh[8], bh[8];
+    for (int i = 0; i < 8; i++)
+        one[i] = 1.0;
+    hk_bcsr_spmv(&K, one, bh);
+    hk_vec *b = NULL, *x = NULL, *r = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &b));
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &x));
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &r));
+    HK_ASSERT_OK(hk_vec_upload(b, bh));
+    const double bnorm = sqrt(2.0); /* K ones = (1, 0, ..., 0, 1) */
+    static const double err[2][2] = {{1e-3, 1e-2}, {1e-3, 0.7e-3}};
+    for (int c = 0; c < 2; c++) {
+        hk_ksp_floor f = {0};
+        double tn[2];
+        int stop[2];
+        for (int t = 0; t < 2; t++) {
+            memcpy(h, one, sizeof h);
+            h[0] += err[c][t];
+            HK_ASSERT_OK(hk_vec_upload(x, h));
+            HK_ASSERT_OK(hk_ksp_floor_test(&k, 10 + t, b, x, r, bnorm, &f, &tn[t], &stop[t]));
+        }
+        HK_ASSERT_OK(hk_vec_download(x, xh));
+        CU_ASSERT(!stop[0] && stop[1] && k.res.reason == HK_DIVERGED_STAGNATION);
+        /* the error in x_0 shows in r_0 = -2 e and r_1 = e: |r| = sqrt(5) e */
+        const double kept = c == 0 ? 1e-3 : 0.7e-3;
+        CU_ASSERT(fabs(tn[1] - sqrt(5.0) * kept) <= 1e-12);
+        CU_ASSERT(xh[0] == 1.0 + kept);
+        hk_ksp_floor_free(&k, &f);
+        k.res.reason = HK_REASON_NONE;
+    }
+    hk_vec_destroy(b);
+    hk_vec_destroy(x);
+    hk_vec_destroy(r);
+    hk_ksp_pool_free(&k);
+    hk_mat_destroy(A);
+    hk_bmat_free(&B);
+    hk_bcsr_free(&K);
+}
+
 HK_SUITE(true_residual,
+         {"the floor test gives back the better x at stagnation", test_floor_keeps_best_x},
          {"pipelined methods with a strong preconditioner run past convergence safely", test_pipelined_past_convergence},
          {"converged solves meet the tolerance on the true residual", test_converged_means_true_residual},
          {"an unreachable tolerance is not reported converged", test_unreachable_tolerance_not_converged},

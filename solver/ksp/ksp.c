@@ -243,20 +243,32 @@ int hk_ksp_floor_due(const hk_ksp_floor *f, int it, double rn, double floor)
     return rn < 0.5 * f->last || it - f->it >= HK_KSP_FLOOR_WAIT;
 }
 
-int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                      double bnorm, hk_ksp_floor *f, double *tn, int *stop)
+int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, hk_vec *x, hk_vec *r, double bnorm,
+                      hk_ksp_floor *f, double *tn, int *stop)
 {
     HK_CALL(hk_ksp_true_residual_norm(k, b, x, r, tn));
     *stop = 1;
     if (hk_ksp_converged(k, it, *tn, bnorm)) return 0; /* converged, or maxit, NaN */
     if (f->last > 0 && !(*tn < 0.5 * f->last)) {
         hk_ksp_stop(k, it, HK_DIVERGED_STAGNATION);
+        if (f->xbest && !(*tn <= f->last)) {
+            HK_CALL(k->be->vec_copy(x, f->xbest));
+            HK_CALL(hk_ksp_true_residual_norm(k, b, x, r, tn));
+            k->res.rnorm = *tn;
+        }
         return 0;
     }
     f->last = *tn;
     f->it = it;
+    if (!f->xbest) HK_CALL(hk_ksp_vecs(k, 1, &f->xbest));
+    HK_CALL(k->be->vec_copy(f->xbest, x));
     *stop = 0;
     return 0;
+}
+
+void hk_ksp_floor_free(hk_ksp *k, hk_ksp_floor *f)
+{
+    hk_ksp_vecs_free(k, 1, &f->xbest);
 }
 
 int hk_ksp_floor_xnorm(hk_ksp *k, const hk_vec *x, double rn, double bnorm, double *xn)

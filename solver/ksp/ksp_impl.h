@@ -86,10 +86,12 @@ int hk_ksp_true_residual_norm(hk_ksp *k, const hk_vec *b, const hk_vec *x, hk_ve
  * s-step CG to 1e144; with a polynomial preconditioner pipelined CG stopped with "not SPD" on
  * an SPD matrix). */
 double hk_ksp_residual_floor(double normA, double xnorm, double bnorm);
-/* The floor tests of one solve: the true residual of the last test and its iteration. */
+/* The floor tests of one solve: the true residual of the last test and its iteration, and
+ * the x it was measured for (from the k's vector pool; hk_ksp_floor_free returns it). */
 typedef struct hk_ksp_floor {
     double last; /* 0 before the first test */
     int it;
+    hk_vec *xbest;
 } hk_ksp_floor;
 /* Iterations after a floor test at which the next one is due even though the recursive
  * residual has not claimed to halve the last test's true residual: restarted at the floor,
@@ -105,11 +107,16 @@ int hk_ksp_floor_due(const hk_ksp_floor *f, int it, double rn, double floor);
 /* The floor test: the true residual (into r, its norm into *tn) decides: *stop = 1 when it
  * meets the tolerance (or the iteration limit is reached), and when it is not at least half
  * the true residual of the last test: stagnation, the tolerance asks for more than fp64
- * attains on this system. Otherwise the test is recorded in f, *stop = 0 and the caller
- * restarts from r: the floor estimate is an upper bound of the rounding, and the true residual
- * can go on falling below it (the bracket with pc=poly: 1.9e-11 with a floor near 1e-10). */
-int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, const hk_vec *x, hk_vec *r,
-                      double bnorm, hk_ksp_floor *f, double *tn, int *stop);
+ * attains on this system; x is then the last test's x where that one was better (restarted
+ * at the floor, the iterations run on rounding, and x moved away: the bracket with Jacobi
+ * asked for tol=1e-11 went from 2.2e-11 at one test to 7.3e-11 at the next), and r and *tn
+ * are its. Otherwise the test is recorded in f (x copied), *stop = 0 and the caller restarts
+ * from r: the floor estimate is an upper bound of the rounding, and the true residual can go
+ * on falling below it (the bracket with pc=poly: 1.9e-11 with a floor near 1e-10). */
+int hk_ksp_floor_test(hk_ksp *k, int it, const hk_vec *b, hk_vec *x, hk_vec *r, double bnorm,
+                      hk_ksp_floor *f, double *tn, int *stop);
+/* Returns f's vector to k's pool. */
+void hk_ksp_floor_free(hk_ksp *k, hk_ksp_floor *f);
 /* ||x|| for the floor estimate, read (one dot, one host read) once, when the recursive
  * residual rn first falls below sqrt(eps) ||b||: x is then near the solution, and an order of
  * magnitude is all the floor needs; before that *xn stays 0 and the floor's eps ||b|| part

@@ -224,6 +224,7 @@ out:
 fail:
     if (graph) be->graph_free(graph);
     if (S) be->scal_free(S);
+    hk_ksp_floor_free(k, &floor);
     hk_ksp_vecs_free(k, 4, v);
     return ierr;
 }
@@ -432,6 +433,7 @@ out:
 fail:
     if (graph) be->graph_free(graph);
     if (S) be->scal_free(S);
+    hk_ksp_floor_free(k, &floor);
     hk_ksp_vecs_free(k, 9, v);
     return ierr;
 }

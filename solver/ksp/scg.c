@@ -723,6 +723,7 @@ restart:
 out:
     ierr = 0;
 fail:
+    hk_ksp_floor_free(k, &floor);
     hk_ksp_vecs_free(k, nv, v);
     return ierr;
 }
