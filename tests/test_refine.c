@@ -1016,32 +1016,9 @@ static void test_case_key(void)
 
 /* ---- the same result file, bit for bit ------------------------------------------------------- */
 
-static int read_file(const char *path, char **buf, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *buf = malloc(*n + 1);
-    size_t got = fread(*buf, 1, *n, f);
-    fclose(f);
-    return got == *n ? 0 : -1;
-}
-
-static int same_file(const char *a, const char *b)
-{
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    int same =
-        !read_file(a, &x, &nx) && !read_file(b, &y, &ny) && nx == ny && nx > 0 && !memcmp(x, y, nx);
-    free(x);
-    free(y);
-    return same;
-}
-
 /* hooke run (the binary) twice on one thread and on two, and hooke mesh twice: the same .vtu
- * and .msh bytes, on every usable backend; with the default meshing and with refinement. */
+ * and .msh bytes, on every usable backend; with the default meshing and with refinement. (The
+ * solver's methods and preconditioners: suite solve_cmd.) */
 static void test_reproducible(void)
 {
     static const struct {
@@ -1054,20 +1031,12 @@ static void test_reproducible(void)
     const char *tmp = hk_test_tmpdir();
     for (const hk_backend *const *be = hk_test_backends(); *be; be++)
         for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
-            char out[3][1200], cmd[4096];
-            static const int threads[3] = {1, 2, 2};
-            for (int i = 0; i < 3; i++) {
-                snprintf(out[i], sizeof out[i], "%s/repro%d.vtu", tmp, i);
-                snprintf(cmd, sizeof cmd,
-                         "OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive '%s' run '%s' -o '%s' "
-                         "--backend %s --quiet %s > /dev/null 2>&1",
-                         threads[i], HOOKE_BINARY, hk_test_path(runs[k].rel), out[i],
-                         hk_backend_name(*be), runs[k].sets);
-                CU_ASSERT_EQUAL(system(cmd), 0);
-            }
-            const int same = same_file(out[0], out[1]) && same_file(out[1], out[2]);
+            char args[2048], why[256];
+            snprintf(args, sizeof args, "run '%s' --backend %s --quiet %s",
+                     hk_test_path(runs[k].rel), hk_backend_name(*be), runs[k].sets);
+            const int same = hk_test_same_bytes(args, ".vtu", why, sizeof why);
             fprintf(stderr, "\n    %s %s on %s, 1, 2, 2 threads: %s ", runs[k].rel, runs[k].sets,
-                    hk_backend_name(*be), same ? "the same .vtu bytes" : "DIFFERENT .vtu files");
+                    hk_backend_name(*be), same ? "the same .vtu bytes" : why);
             CU_ASSERT(same);
         }
     /* hooke mesh: the same .msh, twice */
@@ -1080,7 +1049,7 @@ static void test_reproducible(void)
                  i + 1, HOOKE_BINARY, hk_test_path("cases/bracket/bracket.yaml"), msh[i]);
         CU_ASSERT_EQUAL(system(cmd), 0);
     }
-    CU_ASSERT(same_file(msh[0], msh[1]));
+    CU_ASSERT(hk_test_same_file(msh[0], msh[1]));
 }
 
 #endif

@@ -281,6 +281,42 @@ static void test_solve_format_choice(void)
     }
 }
 
+/* Same input, same output: hooke solve of one system (3D elasticity, 2187 unknowns: the
+ * matrix-powers wavefront and the other row loops run on every thread) writes the same
+ * solution bytes on 1, 2 and 2 threads with every method (Jacobi, and the pipelined CG's
+ * general-pc form with poly; scg's basis chosen by rule, by timing, and by SpMVs with poly) and
+ * with every main preconditioner (gmres for the nonsymmetric ones), and with other formats. */
+static void same_solutions(const char *backend, const char *const *extra)
+{
+    static const char *const runs[] = {
+        "method=cg pc=jacobi",        "method=cgcg pc=jacobi",
+        "method=scg pc=jacobi",       "method=scg pc=jacobi mpk.schedule=timed",
+        "method=scg pc=poly",         "method=pipecg pc=jacobi",
+        "method=pipecg pc=poly",      "method=fcg pc=jacobi",
+        "method=bicgstab pc=jacobi",  "method=pipebicgstab pc=jacobi",
+        "method=gmres pc=jacobi",     "method=pipegmres pc=jacobi",
+        "method=fgmres pc=jacobi",    "method=defect pc=jacobi",
+        "method=cg pc=poly",          "method=cg pc=amg",
+        "method=cg pc=fsai",          "method=cg pc=ic0",
+        "method=cg pc=mlilu",         "method=gmres pc=ilu0",
+        "method=gmres pc=sai",        "method=cg pc=jacobi format=sbell",
+        NULL};
+    for (int list = 0; list < 2; list++)
+        for (const char *const *r = list ? extra : runs; r && *r; r++) {
+            char args[512], why[256];
+            snprintf(args, sizeof args, "solve --generate elasticity3d:8 --backend %s %s", backend,
+                     *r);
+            const int same = hk_test_same_bytes(args, ".mtx", why, sizeof why);
+            if (!same) fprintf(stderr, "\n    %s on %s: %s ", *r, backend, why);
+            CU_ASSERT(same);
+        }
+}
+
+static void test_same_solutions(void)
+{
+    same_solutions("cpu", NULL);
+}
+
 HK_SUITE(solve_cmd,
          {"hooke bench pcs --generate: generated matrices, method, errors",
           test_bench_pcs_generate},
@@ -290,4 +326,28 @@ HK_SUITE(solve_cmd,
          {"hooke solve: the format chosen by format=auto and by sliced options",
           test_solve_format_choice},
          {"hooke solve: bad options, files and sizes give exit 2, no convergence 1",
-          test_solve_errors})
+          test_solve_errors},
+         {"hooke solve: the same solution bytes on 1 and 2 threads, every method and main pc",
+          test_same_solutions})
+
+/* The same on the device: run to run (the thread count is the host's only), every method and
+ * preconditioner, the sliced and scalar formats, fp32 preconditioners, and scg's matrix powers
+ * by either schedule. */
+static void test_cuda_same_solutions(void)
+{
+    static const char *const extra[] = {"method=cg pc=jacobi format=csr",
+                                        "method=cg pc=jacobi format=bsr",
+                                        "method=cg pc=poly precision=mixed",
+                                        "method=pipecg pc=jacobi precision=mixed",
+                                        "method=scg pc=jacobi mpk.schedule=wavefront",
+                                        "method=scg pc=jacobi mpk.schedule=ghost",
+                                        "method=scg pc=jacobi mpk.block=-1",
+                                        "method=cg pc=amg pc.amg.precision=fp64",
+                                        "method=bicgstab pc=ilu0",
+                                        NULL};
+    same_solutions("cuda", extra);
+}
+
+HK_DEVICE_SUITE(cuda_solve_repro,
+                {"hooke solve on cuda: the same solution bytes run to run, every method and pc",
+                 test_cuda_same_solutions})

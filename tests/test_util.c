@@ -201,6 +201,57 @@ int hk_test_shell(const char *dir, const char *cmd, char *out, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static int read_all(const char *path, char **buf, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc(*n + 1);
+    size_t got = fread(*buf, 1, *n, f);
+    fclose(f);
+    return got == *n ? 0 : -1;
+}
+
+int hk_test_same_file(const char *a, const char *b)
+{
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int same = !read_all(a, &x, &nx) && !read_all(b, &y, &ny) && nx == ny && nx > 0 &&
+               !memcmp(x, y, nx);
+    free(x);
+    free(y);
+    return same;
+}
+
+int hk_test_same_bytes(const char *args, const char *ext, char *why, size_t cap)
+{
+    static const int threads[3] = {1, 2, 2};
+    char out[3][1200], cmd[4096], log[8192];
+    int ok = 1;
+    why[0] = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(out[i], sizeof out[i], "%s/same%d%s", hk_test_tmpdir(), i, ext);
+        remove(out[i]);
+        snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive '%s' %s -o '%s'",
+                 threads[i], HOOKE_BINARY, args, out[i]);
+        const int st = hk_test_shell(hk_test_tmpdir(), cmd, log, sizeof log);
+        if (st != 0 && ok) {
+            snprintf(why, cap, "run %d (%d thread%s) exited with %d", i + 1, threads[i],
+                     threads[i] > 1 ? "s" : "", st);
+            ok = 0;
+        }
+    }
+    for (int i = 1; i < 3 && ok; i++)
+        if (!hk_test_same_file(out[0], out[i])) {
+            snprintf(why, cap, "run %d (%d thread%s) wrote other bytes than run 1 (1 thread)",
+                     i + 1, threads[i], threads[i] > 1 ? "s" : "");
+            ok = 0;
+        }
+    return ok;
+}
+
 int hk_test_solve_cmd(const char *args, char *out, size_t cap)
 {
     char a[1900];

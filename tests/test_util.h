@@ -119,4 +119,12 @@ int hk_test_hooke_cmd(const char *args, char *out, size_t cap);
  * there): returns its exit status, -1 when it did not exit normally. */
 int hk_test_shell(const char *dir, const char *cmd, char *out, size_t cap);
 
+/* Same input, same output: run `hooke ARGS -o FILE` (the built binary, in the temporary
+ * directory, output discarded) three times, on 1, 2 and 2 OpenMP threads, FILE ending in ext
+ * (".vtu", ".mtx"). Returns 1 when every run exited 0 and the three files have the same bytes,
+ * else 0 with what differed in why (test_util.c). */
+int hk_test_same_bytes(const char *args, const char *ext, char *why, size_t cap);
+/* 1 when the files at paths a and b exist, are not empty and have the same bytes. */
+int hk_test_same_file(const char *a, const char *b);
+
 #endif
