@@ -283,9 +283,10 @@ static void test_solve_format_choice(void)
 
 /* Same input, same output: hooke solve of one system (3D elasticity, 2187 unknowns: the
  * matrix-powers wavefront and the other row loops run on every thread) writes the same
- * solution bytes on 1, 2 and 2 threads with every method (Jacobi, and the pipelined CG's
- * general-pc form with poly; scg's basis chosen by rule, by timing, and by SpMVs with poly) and
- * with every main preconditioner (gmres for the nonsymmetric ones), and with other formats. */
+ * solution bytes on 1, 2 and 2 threads with every method (Jacobi; pipelined CG's paper form,
+ * and its general-pc form and cgcg with poly; scg's basis chosen by rule, by timing, and by
+ * SpMVs with poly), with every main preconditioner (gmres for the nonsymmetric ones), and with
+ * another format. */
 static void same_solutions(const char *backend, const char *const *extra)
 {
     static const char *const runs[] = {
@@ -300,6 +301,7 @@ static void same_solutions(const char *backend, const char *const *extra)
         "method=cg pc=fsai",          "method=cg pc=ic0",
         "method=cg pc=mlilu",         "method=gmres pc=ilu0",
         "method=gmres pc=sai",        "method=cg pc=jacobi format=sbell",
+        "method=cgcg pc=poly",        "method=pipecg pc=jacobi pipecg.variant=paper",
         NULL};
     for (int list = 0; list < 2; list++)
         for (const char *const *r = list ? extra : runs; r && *r; r++) {
