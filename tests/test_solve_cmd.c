@@ -289,20 +289,31 @@ static void test_solve_format_choice(void)
  * another format. */
 static void same_solutions(const char *backend, const char *const *extra)
 {
-    static const char *const runs[] = {
-        "method=cg pc=jacobi",        "method=cgcg pc=jacobi",
-        "method=scg pc=jacobi",       "method=scg pc=jacobi mpk.schedule=timed",
-        "method=scg pc=poly",         "method=pipecg pc=jacobi",
-        "method=pipecg pc=poly",      "method=fcg pc=jacobi",
-        "method=bicgstab pc=jacobi",  "method=pipebicgstab pc=jacobi",
-        "method=gmres pc=jacobi",     "method=pipegmres pc=jacobi",
-        "method=fgmres pc=jacobi",    "method=defect pc=jacobi",
-        "method=cg pc=poly",          "method=cg pc=amg",
-        "method=cg pc=fsai",          "method=cg pc=ic0",
-        "method=cg pc=mlilu",         "method=gmres pc=ilu0",
-        "method=gmres pc=sai",        "method=cg pc=jacobi format=sbell",
-        "method=cgcg pc=poly",        "method=pipecg pc=jacobi pipecg.variant=paper",
-        NULL};
+    static const char *const runs[] = {"method=cg pc=jacobi",
+                                       "method=cgcg pc=jacobi",
+                                       "method=scg pc=jacobi",
+                                       "method=scg pc=jacobi mpk.schedule=timed",
+                                       "method=scg pc=poly",
+                                       "method=pipecg pc=jacobi",
+                                       "method=pipecg pc=poly",
+                                       "method=fcg pc=jacobi",
+                                       "method=bicgstab pc=jacobi",
+                                       "method=pipebicgstab pc=jacobi",
+                                       "method=gmres pc=jacobi",
+                                       "method=pipegmres pc=jacobi",
+                                       "method=fgmres pc=jacobi",
+                                       "method=defect pc=jacobi",
+                                       "method=cg pc=poly",
+                                       "method=cg pc=amg",
+                                       "method=cg pc=fsai",
+                                       "method=cg pc=ic0",
+                                       "method=cg pc=mlilu",
+                                       "method=gmres pc=ilu0",
+                                       "method=gmres pc=sai",
+                                       "method=cg pc=jacobi format=sbell",
+                                       "method=cgcg pc=poly",
+                                       "method=pipecg pc=jacobi pipecg.variant=paper",
+                                       NULL};
     for (int list = 0; list < 2; list++)
         for (const char *const *r = list ? extra : runs; r && *r; r++) {
             char args[512], why[256];

@@ -534,8 +534,8 @@ static void scg_vs_cg(const hk_backend *be)
                         CU_ASSERT(ok);
                         /* the cpu's builds differ in speed only, not in a digit */
                         if (cpu && x0 && memcmp(x, x0, (size_t)n * sizeof *x) != 0) {
-                            fprintf(stderr, "\n  %s on %s: x differs from '%s''s", opts,
-                                    mats[mi], builds[0]);
+                            fprintf(stderr, "\n  %s on %s: x differs from '%s''s", opts, mats[mi],
+                                    builds[0]);
                             CU_FAIL("scg builds differ");
                         }
                         if (x0)

@@ -218,8 +218,8 @@ int hk_test_same_file(const char *a, const char *b)
 {
     char *x = NULL, *y = NULL;
     size_t nx = 0, ny = 0;
-    int same = !read_all(a, &x, &nx) && !read_all(b, &y, &ny) && nx == ny && nx > 0 &&
-               !memcmp(x, y, nx);
+    int same =
+        !read_all(a, &x, &nx) && !read_all(b, &y, &ny) && nx == ny && nx > 0 && !memcmp(x, y, nx);
     free(x);
     free(y);
     return same;

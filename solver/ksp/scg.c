@@ -105,8 +105,8 @@ void hk_scg_describe(const hk_ksp *k, char *buf, size_t n)
                  "(bandwidth %lld), %d level%s a pass%s)",
                  st->s, basis_names[st->basis], (long long)st->info.nparts,
                  st->info.nparts == 1 ? "" : "s", (long long)st->info.block,
-                 (long long)st->info.bandwidth, st->kk,
-                 st->kk > 1 ? "s" : "", st->info.on_chip ? ", on chip" : "");
+                 (long long)st->info.bandwidth, st->kk, st->kk > 1 ? "s" : "",
+                 st->info.on_chip ? ", on chip" : "");
     } else if (st->plan) {
         const double extra = (double)st->info.work / ((double)st->info.k * k->K->nbrows);
         snprintf(buf, n,
@@ -200,8 +200,8 @@ static int auto_plan(hk_ksp *k, scg_state *st)
     k->be->mpk_free(st->plan);
     st->plan = NULL;
     snprintf(st->why, sizeof st->why,
-             "%lld block rows make fewer than %d chunks of twice the bandwidth %lld",
-             (long long)nb, want, (long long)bw);
+             "%lld block rows make fewer than %d chunks of twice the bandwidth %lld", (long long)nb,
+             want, (long long)bw);
     return 0;
 }
 
