@@ -402,278 +402,6 @@ static void test_vtk_order(void)
     free(m.cells.tag);
 }
 
-/* ---- built meshes ------------------------------------------------------------------------ */
-
-enum { CUBE_HEX, CUBE_PYR, CUBE_WEDGE };
-
-typedef struct {
-    int nv, cap;
-    double *x;
-    int nc, ccap;
-    uint8_t *type;
-    int32_t (*conn)[27];
-    /* higher-order node keys: sorted corner ids (up to 8) and the node */
-    int nk, kcap;
-    int32_t (*key)[9];
-} builder;
-
-static int add_vertex(builder *b, const double *x)
-{
-    if (b->nv == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 64;
-        b->x = realloc(b->x, 3 * (size_t)b->cap * sizeof *b->x);
-    }
-    memcpy(b->x + 3 * b->nv, x, 3 * sizeof *x);
-    return b->nv++;
-}
-
-static double jac_sign(hk_eltype t, const builder *b, const int32_t *c)
-{
-    double r[3] = {0, 0, 0}, N[HK_EL_MAXN], dN[HK_EL_MAXN][3], J[3][3] = {{0}};
-    const double *rc = hk_eltype_ref_coords(t);
-    const int nc = t == HK_EL_HEX8 ? 8 : t == HK_EL_WEDGE6 ? 6 : t == HK_EL_PYR5 ? 5 : 4;
-    for (int a = 0; a < nc; a++)
-        for (int k = 0; k < 3; k++)
-            r[k] += rc[3 * a + k] / nc;
-    hk_el_shape(t, r, N, dN);
-    for (int a = 0; a < nc; a++)
-        for (int i = 0; i < 3; i++)
-            for (int k = 0; k < 3; k++)
-                J[i][k] += b->x[3 * c[a] + i] * dN[a][k];
-    return J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
-           J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
-           J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
-}
-
-/* A linear cell, turned to a positive Jacobian by a mirror of its reference if needed. */
-static void add_cell(builder *b, hk_eltype t, const int32_t *c)
-{
-    const int nc = t == HK_EL_HEX8 ? 8 : t == HK_EL_WEDGE6 ? 6 : t == HK_EL_PYR5 ? 5 : 4;
-    int32_t v[8];
-    memcpy(v, c, (size_t)nc * sizeof *v);
-    if (jac_sign(t, b, v) < 0) {
-        int32_t s;
-        if (t == HK_EL_WEDGE6)
-            s = v[1], v[1] = v[2], v[2] = s, s = v[4], v[4] = v[5], v[5] = s;
-        else if (t == HK_EL_PYR5)
-            s = v[1], v[1] = v[3], v[3] = s;
-        else
-            s = v[1], v[1] = v[2], v[2] = s; /* tet4 */
-    }
-    CU_ASSERT_FATAL(jac_sign(t, b, v) > 0);
-    if (b->nc == b->ccap) {
-        b->ccap = b->ccap ? 2 * b->ccap : 64;
-        b->type = realloc(b->type, (size_t)b->ccap);
-        b->conn = realloc(b->conn, (size_t)b->ccap * sizeof *b->conn);
-    }
-    b->type[b->nc] = (uint8_t)t;
-    memcpy(b->conn[b->nc], v, (size_t)nc * sizeof *v);
-    b->nc++;
-}
-
-/* Cubes of a nx x ny x nz grid on [0,1] x [0,0.8] x [0,0.6], kind[i] per x column; interior
- * vertices (cube corners and the pyramid cubes' centres) moved at random by up to amp of a
- * cell. A pyramid cube is 6 pyramids on its faces around its centre; with tets_on_z, the
- * pyramids on z = 0 and z = 0.6 are split into two tetrahedra each. A wedge cube is two
- * prisms split along its diagonal (0,0)-(1,1) in xy. */
-static void build_grid(builder *b, int nx, int ny, int nz, const int *kind, int tets_on_z,
-                       double amp, unsigned seed)
-{
-    memset(b, 0, sizeof *b);
-    const double L[3] = {1, 0.8, 0.6};
-    const int n[3] = {nx, ny, nz};
-    const double h[3] = {L[0] / nx, L[1] / ny, L[2] / nz};
-    int *vid = malloc((size_t)(nx + 1) * (ny + 1) * (nz + 1) * sizeof *vid);
-    for (int k = 0; k <= nz; k++)
-        for (int j = 0; j <= ny; j++)
-            for (int i = 0; i <= nx; i++) {
-                const int P[3] = {i, j, k};
-                double x[3];
-                int interior = 1;
-                for (int d = 0; d < 3; d++)
-                    interior &= P[d] > 0 && P[d] < n[d];
-                for (int d = 0; d < 3; d++)
-                    x[d] = P[d] * h[d] + (interior ? amp * h[d] * (2 * urand(&seed) - 1) : 0);
-                vid[i + (nx + 1) * (j + (ny + 1) * k)] = add_vertex(b, x);
-            }
-    static const int hc[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0},
-                                 {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
-    /* the cube's faces, counter-clockwise seen from outside (add_cell fixes the sense) */
-    static const int faces[6][4] = {{0, 3, 2, 1}, {4, 5, 6, 7}, {0, 1, 5, 4},
-                                    {2, 3, 7, 6}, {0, 4, 7, 3}, {1, 2, 6, 5}};
-    for (int k = 0; k < nz; k++)
-        for (int j = 0; j < ny; j++)
-            for (int i = 0; i < nx; i++) {
-                int32_t c[8];
-                for (int a = 0; a < 8; a++)
-                    c[a] = vid[(i + hc[a][0]) +
-                               (nx + 1) * ((j + hc[a][1]) + (ny + 1) * (k + hc[a][2]))];
-                if (kind[i] == CUBE_HEX) {
-                    add_cell(b, HK_EL_HEX8, c);
-                } else if (kind[i] == CUBE_WEDGE) {
-                    const int32_t w1[6] = {c[0], c[1], c[2], c[4], c[5], c[6]};
-                    const int32_t w2[6] = {c[0], c[2], c[3], c[4], c[6], c[7]};
-                    add_cell(b, HK_EL_WEDGE6, w1);
-                    add_cell(b, HK_EL_WEDGE6, w2);
-                } else {
-                    double m[3] = {0, 0, 0};
-                    for (int a = 0; a < 8; a++)
-                        for (int d = 0; d < 3; d++)
-                            m[d] += b->x[3 * c[a] + d] / 8;
-                    for (int d = 0; d < 3; d++)
-                        m[d] += amp * h[d] * (2 * urand(&seed) - 1);
-                    const int32_t apex = add_vertex(b, m);
-                    for (int f = 0; f < 6; f++) {
-                        const int32_t p[5] = {c[faces[f][0]], c[faces[f][1]], c[faces[f][2]],
-                                              c[faces[f][3]], apex};
-                        const int onz = (f == 0 && k == 0) || (f == 1 && k == nz - 1);
-                        if (tets_on_z && onz) {
-                            const int32_t t1[4] = {p[0], p[1], p[2], apex};
-                            const int32_t t2[4] = {p[0], p[2], p[3], apex};
-                            add_cell(b, HK_EL_TET4, t1);
-                            add_cell(b, HK_EL_TET4, t2);
-                        } else {
-                            add_cell(b, HK_EL_PYR5, p);
-                        }
-                    }
-                }
-            }
-    free(vid);
-}
-
-/* The node at the mean of the sorted corners key[0..nk), created on first use. */
-static int32_t key_node(builder *b, int32_t *key, int nk)
-{
-    for (int i = 0; i < nk; i++) /* insertion sort */
-        for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {
-            int32_t s = key[j];
-            key[j] = key[j - 1], key[j - 1] = s;
-        }
-    for (int q = 0; q < b->nk; q++) {
-        if (b->key[q][0] != nk) continue;
-        int same = 1;
-        for (int i = 0; i < nk && same; i++)
-            same = b->key[q][1 + i] == key[i];
-        if (same) return b->key[q][1 + nk];
-    }
-    double x[3] = {0, 0, 0};
-    for (int i = 0; i < nk; i++)
-        for (int d = 0; d < 3; d++)
-            x[d] += b->x[3 * key[i] + d] / nk;
-    if (b->nk == b->kcap) {
-        b->kcap = b->kcap ? 2 * b->kcap : 256;
-        b->key = realloc(b->key, (size_t)b->kcap * sizeof *b->key);
-    }
-    int32_t id = add_vertex(b, x);
-    b->key[b->nk][0] = nk;
-    memcpy(b->key[b->nk] + 1, key, (size_t)nk * sizeof *key);
-    b->key[b->nk][1 + nk] = id;
-    b->nk++;
-    return id;
-}
-
-/* The quadratic type of each linear one (serendipity or Lagrange family). */
-static hk_eltype raise(hk_eltype t, int family)
-{
-    switch (t) {
-    case HK_EL_HEX8:
-        return family == 0 ? HK_EL_HEX8 : family == 1 ? HK_EL_HEX20 : HK_EL_HEX27;
-    case HK_EL_WEDGE6:
-        return family == 0 ? HK_EL_WEDGE6 : family == 1 ? HK_EL_WEDGE15 : HK_EL_WEDGE18;
-    case HK_EL_PYR5:
-        return family == 0 ? HK_EL_PYR5 : family == 1 ? HK_EL_PYR13 : HK_EL_PYR14;
-    default:
-        return family == 0 ? HK_EL_TET4 : HK_EL_TET10;
-    }
-}
-
-/* Straight-sided higher-order nodes: each sits at the mean of the largest set of corners whose
- * reference mean is its reference position (8 for a centre, 4 for a face, 2 for an edge),
- * shared between the cells through that set. */
-static void raise_cells(builder *b, int family)
-{
-    for (int e = 0; e < b->nc; e++) {
-        const hk_eltype tl = (hk_eltype)b->type[e], tq = raise(tl, family);
-        const int nc = hk_eltype_get(tl)->nnodes, nn = hk_eltype_get(tq)->nnodes;
-        const double *rc = hk_eltype_ref_coords(tq);
-        for (int a = nc; a < nn; a++) {
-            int32_t key[8];
-            int nk = 0;
-            for (int size = 8; size >= 2 && !nk; size /= 2) {
-                if (size > nc) continue;
-                for (unsigned mask = 0; mask < (1u << nc) && !nk; mask++) {
-                    if (__builtin_popcount(mask) != size) continue;
-                    double m[3] = {0, 0, 0};
-                    for (int c = 0; c < nc; c++)
-                        if (mask >> c & 1)
-                            for (int d = 0; d < 3; d++)
-                                m[d] += rc[3 * c + d] / size;
-                    if (fabs(m[0] - rc[3 * a]) + fabs(m[1] - rc[3 * a + 1]) +
-                            fabs(m[2] - rc[3 * a + 2]) >
-                        1e-12)
-                        continue;
-                    for (int c = 0; c < nc; c++)
-                        if (mask >> c & 1) key[nk++] = b->conn[e][c];
-                }
-            }
-            CU_ASSERT_FATAL(nk >= 2);
-            b->conn[e][a] = key_node(b, key, nk);
-        }
-        b->type[e] = (uint8_t)tq;
-    }
-}
-
-/* The mesh of b with one region and a point group per node on the box's surface. */
-static void to_mesh(const builder *b, hk_mesh *m)
-{
-    memset(m, 0, sizeof *m);
-    m->dim = 3;
-    m->nnodes = b->nv;
-    m->coords = malloc(3 * (size_t)b->nv * sizeof *m->coords);
-    memcpy(m->coords, b->x, 3 * (size_t)b->nv * sizeof *m->coords);
-    m->cells.n = b->nc;
-    m->cells.type = malloc((size_t)b->nc);
-    memcpy(m->cells.type, b->type, (size_t)b->nc);
-    m->cells.ptr = calloc((size_t)b->nc + 1, sizeof *m->cells.ptr);
-    m->cells.tag = malloc((size_t)b->nc * sizeof *m->cells.tag);
-    for (int e = 0; e < b->nc; e++) {
-        m->cells.ptr[e + 1] = m->cells.ptr[e] + hk_eltype_get((hk_eltype)b->type[e])->nnodes;
-        m->cells.tag[e] = e + 1;
-    }
-    m->cells.nodes = malloc((size_t)m->cells.ptr[b->nc] * sizeof *m->cells.nodes);
-    for (int e = 0; e < b->nc; e++)
-        memcpy(m->cells.nodes + m->cells.ptr[e], b->conn[e],
-               (size_t)(m->cells.ptr[e + 1] - m->cells.ptr[e]) * sizeof(int32_t));
-    m->cell_region = calloc((size_t)b->nc, sizeof *m->cell_region);
-    m->nregions = 1;
-    m->regions = calloc(1, sizeof *m->regions);
-    strcpy(m->regions[0].name, "body");
-    m->regions[0].dim = 3;
-    const double L[3] = {1, 0.8, 0.6};
-    m->boundaries = calloc((size_t)b->nv, sizeof *m->boundaries);
-    for (int i = 0; i < b->nv; i++) {
-        int on = 0;
-        for (int d = 0; d < 3; d++)
-            on |= fabs(b->x[3 * i + d]) < 1e-12 || fabs(b->x[3 * i + d] - L[d]) < 1e-12;
-        if (!on) continue;
-        hk_group *g = &m->boundaries[m->nboundaries++];
-        snprintf(g->name, sizeof g->name, "node%d", i);
-        g->dim = 0;
-        g->nnodes = 1;
-        g->nodes = malloc(sizeof *g->nodes);
-        g->nodes[0] = i;
-    }
-}
-
-static void builder_free(builder *b)
-{
-    free(b->x);
-    free(b->type);
-    free(b->conn);
-    free(b->key);
-    memset(b, 0, sizeof *b);
-}
-
 /* Dense Cholesky solve of the assembled system (small meshes only). */
 static void dense_solve(const hk_system *s, double *u)
 {
@@ -702,10 +430,10 @@ static void linear_field(const double *x, double *u)
 
 /* The linear field on the surface nodes, solved inside: displacements exact, and the
  * recovered stress (at every node, apexes included, and per cell) is D eps. */
-static void patch(const char *what, builder *b, int integration)
+static void patch(const char *what, hk_test_builder *b, int integration)
 {
     hk_mesh m;
-    to_mesh(b, &m);
+    hk_test_builder_mesh(b, &m);
     hk_support *sup = calloc((size_t)m.nboundaries, sizeof *sup);
     for (int g = 0; g < m.nboundaries; g++) {
         sup[g].boundary = g;
@@ -760,18 +488,18 @@ static void test_patch_single_type(void)
     static const char *const fam[3] = {"linear", "serendipity", "Lagrange"};
     for (int family = 0; family < 3; family++) {
         char what[64];
-        builder b;
-        const int wedges[2] = {CUBE_WEDGE, CUBE_WEDGE}, pyrs[2] = {CUBE_PYR, CUBE_PYR};
-        build_grid(&b, 2, 2, 2, wedges, 0, 0.2, 11u);
-        raise_cells(&b, family);
+        hk_test_builder b;
+        const int wedges[2] = {HK_TEST_CUBE_WEDGE, HK_TEST_CUBE_WEDGE}, pyrs[2] = {HK_TEST_CUBE_PYR, HK_TEST_CUBE_PYR};
+        hk_test_build_grid(&b, 2, 2, 2, wedges, 0, 0.2, 11u);
+        hk_test_raise_cells(&b, family);
         snprintf(what, sizeof what, "%s", hk_el_name(b.type[0]));
         patch(what, &b, HK_INTEGRATION_FULL);
-        builder_free(&b);
-        build_grid(&b, 2, 2, 2, pyrs, 0, 0.2, 12u);
-        raise_cells(&b, family);
+        hk_test_builder_free(&b);
+        hk_test_build_grid(&b, 2, 2, 2, pyrs, 0, 0.2, 12u);
+        hk_test_raise_cells(&b, family);
         snprintf(what, sizeof what, "%s (%s)", hk_el_name(b.type[0]), fam[family]);
         patch(what, &b, HK_INTEGRATION_FULL);
-        builder_free(&b);
+        hk_test_builder_free(&b);
     }
 }
 
@@ -781,21 +509,21 @@ static void test_patch_mixed(void)
 {
     static const char *const name[3] = {"hex8 pyr5 tet4 wedge6", "hex20 pyr13 tet10 wedge15",
                                         "hex27 pyr14 tet10 wedge18"};
-    const int kind[3] = {CUBE_HEX, CUBE_PYR, CUBE_WEDGE};
+    const int kind[3] = {HK_TEST_CUBE_HEX, HK_TEST_CUBE_PYR, HK_TEST_CUBE_WEDGE};
     for (int family = 0; family < 3; family++)
         for (int sel = 0; sel < 2; sel++) {
-            builder b;
-            build_grid(&b, 3, 2, 2, kind, 1, 0.2, 21u + (unsigned)family);
-            raise_cells(&b, family);
+            hk_test_builder b;
+            hk_test_build_grid(&b, 3, 2, 2, kind, 1, 0.2, 21u + (unsigned)family);
+            hk_test_raise_cells(&b, family);
             int seen[HK_EL_COUNT] = {0};
             for (int e = 0; e < b.nc; e++)
                 seen[b.type[e]] = 1;
-            CU_ASSERT(seen[raise(HK_EL_HEX8, family)] && seen[raise(HK_EL_PYR5, family)] &&
-                      seen[raise(HK_EL_TET4, family)] && seen[raise(HK_EL_WEDGE6, family)]);
+            CU_ASSERT(seen[hk_test_raise(HK_EL_HEX8, family)] && seen[hk_test_raise(HK_EL_PYR5, family)] &&
+                      seen[hk_test_raise(HK_EL_TET4, family)] && seen[hk_test_raise(HK_EL_WEDGE6, family)]);
             char what[64];
             snprintf(what, sizeof what, "%s%s", name[family], sel ? ", selective" : "");
             patch(what, &b, sel ? HK_INTEGRATION_SELECTIVE : HK_INTEGRATION_FULL);
-            builder_free(&b);
+            hk_test_builder_free(&b);
         }
 }
 

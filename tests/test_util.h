@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "hooke/fem.h"
 #include "hooke/solver.h"
 
 typedef struct hk_test_case {
@@ -126,5 +127,31 @@ int hk_test_shell(const char *dir, const char *cmd, char *out, size_t cap);
 int hk_test_same_bytes(const char *args, const char *ext, char *why, size_t cap);
 /* 1 when the files at paths a and b exist, are not empty and have the same bytes. */
 int hk_test_same_file(const char *a, const char *b);
+
+/* Meshes of cubes built in code (tests/test_meshes.c). A grid of nx x ny x nz cubes on
+ * [0,1] x [0,0.8] x [0,0.6], kind[i] per x column: a hexahedron, 6 pyramids on the faces
+ * around the cube's centre (with tets_on_z, those on z = 0 and z = 0.6 split into two
+ * tetrahedra each) or two wedges split along the diagonal (0,0)-(1,1) in xy; interior
+ * vertices moved at random by up to amp of a cell. hk_test_raise_cells makes every cell
+ * quadratic with straight sides (family 0: linear, 1: serendipity, 2: Lagrange);
+ * hk_test_builder_mesh gives the mesh with one region "body" and a point group per surface
+ * node. */
+enum { HK_TEST_CUBE_HEX, HK_TEST_CUBE_PYR, HK_TEST_CUBE_WEDGE };
+typedef struct hk_test_builder {
+    int nv, cap;
+    double *x;
+    int nc, ccap;
+    uint8_t *type;
+    int32_t (*conn)[27];
+    /* higher-order node keys: sorted corner ids (up to 8) and the node */
+    int nk, kcap;
+    int32_t (*key)[9];
+} hk_test_builder;
+void hk_test_build_grid(hk_test_builder *b, int nx, int ny, int nz, const int *kind,
+                        int tets_on_z, double amp, unsigned seed);
+hk_eltype hk_test_raise(hk_eltype t, int family);
+void hk_test_raise_cells(hk_test_builder *b, int family);
+void hk_test_builder_mesh(const hk_test_builder *b, hk_mesh *m);
+void hk_test_builder_free(hk_test_builder *b);
 
 #endif
