@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "element_kernels.h"
 #include "elements.h"
 
 static const char *const el_names[HK_EL_COUNT] = {
@@ -249,6 +250,11 @@ static void init_one(hk_eltype t, int dim, int n, int nc, int simplex)
         hk_el_node_xi(t, a, r->xi[a]);
     for (int q = 0; q < r->nqp; q++)
         hk_el_shape(t, r->qp[q], r->N[q], r->dN[q]);
+    hk_elref_reduced_rule(t, &r->nqr, r->qpr, r->qwr);
+    for (int q = 0; q < r->nqr; q++)
+        hk_el_shape(t, r->qpr[q], r->Nr[q], r->dNr[q]);
+    for (int a = 0; a < n; a++)
+        hk_el_shape(t, r->xi[a], NULL, r->dNn[a]);
 }
 
 static void init_refs(void)
@@ -388,49 +394,5 @@ int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw)
 
 double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v)
 {
-    int d = 0;
-    if (t == HK_EL_QUAD8 || t == HK_EL_QUAD9) d = 2;
-    if (t == HK_EL_HEX20 || t == HK_EL_HEX27) d = 3;
-    if (t == HK_EL_WEDGE15 || t == HK_EL_WEDGE18) {
-        /* linear through the triangle's points (1/6,1/6), (2/3,1/6), (1/6,2/3) times linear
-         * through zeta = -+1/sqrt(3), in rule_wedge's order (triangle fastest) */
-        const double s3 = 1.7320508075688772935;
-        const double p1 = 2 * xi[0] - 1.0 / 3, p2 = 2 * xi[1] - 1.0 / 3;
-        const double pt[3] = {1 - p1 - p2, p1, p2};
-        const double pz[2] = {0.5 * (1 - s3 * xi[2]), 0.5 * (1 + s3 * xi[2])};
-        double s = 0;
-        for (int k = 0; k < 2; k++)
-            for (int i = 0; i < 3; i++)
-                s += pt[i] * pz[k] * v[3 * k + i];
-        return s;
-    }
-    if (t == HK_EL_PYR13 || t == HK_EL_PYR14) {
-        /* linear in the collapsed a, b through -+1/sqrt(3) and in c through the two
-         * Gauss-Jacobi points, in rule_pyramid's order (a fastest) */
-        const double s3 = 1.7320508075688772935, w = 1 - xi[2];
-        const double a = fabs(w) > 1e-13 ? xi[0] / w : 0, b = fabs(w) > 1e-13 ? xi[1] / w : 0;
-        const double pa[2] = {0.5 * (1 - s3 * a), 0.5 * (1 + s3 * a)};
-        const double pb[2] = {0.5 * (1 - s3 * b), 0.5 * (1 + s3 * b)};
-        const double h = gj_c2[1] - gj_c2[0];
-        const double pc[2] = {(gj_c2[1] - xi[2]) / h, (xi[2] - gj_c2[0]) / h};
-        double s = 0;
-        for (int k = 0; k < 2; k++)
-            for (int j = 0; j < 2; j++)
-                for (int i = 0; i < 2; i++)
-                    s += pa[i] * pb[j] * pc[k] * v[4 * k + 2 * j + i];
-        return s;
-    }
-    if (d == 0) return v[0]; /* one point: constant */
-    /* linear Lagrange through -+1/sqrt(3) in each direction, points in rule_gauss's order */
-    const double s3 = 1.7320508075688772935;
-    double s = 0;
-    for (int q = 0; q < (1 << d); q++) {
-        double w = 1;
-        for (int k = 0; k < d; k++) {
-            const int side = (q >> k) & 1; /* 0: -1/sqrt(3), 1: +1/sqrt(3) */
-            w *= 0.5 * (1 + (side ? 1 : -1) * s3 * xi[k]);
-        }
-        s += w * v[q];
-    }
-    return s;
+    return hk_el_reduced_interp(t, xi, v);
 }

@@ -1,5 +1,8 @@
 /* Reference elements of assembly/: shape functions in Gmsh node ordering, Gauss rules, and
- * their values tabulated at the quadrature points. Private to assembly/ (and its tests).
+ * their values tabulated at the quadrature points, at the reduced rule's points and at the
+ * nodes. Private to assembly/, postproc/, the device code of fem_cuda/ and the tests: an
+ * hk_elref is plain data, so a device copy of the table serves the kernels (which never
+ * evaluate shape functions themselves).
  *
  * Reference domains: line/quad/hex [-1,1]^d; tri (0,0),(1,0),(0,1); tet (0,0,0),(1,0,0),
  * (0,1,0),(0,0,1); wedge tri x [-1,1]; pyramid base [-1,1]^2 at zeta 0, apex (0,0,1).
@@ -15,6 +18,7 @@
 
 #define HK_EL_MAXN 27 /* most nodes of an element */
 #define HK_EL_MAXQ 27 /* most quadrature points of a rule */
+#define HK_EL_MAXQR 8 /* most points of a reduced rule (selective integration) */
 
 typedef struct hk_elref {
     hk_eltype type;
@@ -30,6 +34,15 @@ typedef struct hk_elref {
     double N[HK_EL_MAXQ][HK_EL_MAXN];
     double dN[HK_EL_MAXQ][HK_EL_MAXN][3];
     double xi[HK_EL_MAXN][3]; /* reference coordinates of the nodes */
+    /* the reduced rule of selective integration (hk_elref_reduced_rule; nqr = 0 for tri3 and
+     * tet4) and the shape functions tabulated at its points */
+    int nqr;
+    double qpr[HK_EL_MAXQR][3], qwr[HK_EL_MAXQR];
+    double Nr[HK_EL_MAXQR][HK_EL_MAXN];
+    double dNr[HK_EL_MAXQR][HK_EL_MAXN][3];
+    /* derivatives at the element's own nodes: dNn[a][b][k] = dN_b/dxi_k at node a (stress
+     * recovery at the nodes) */
+    double dNn[HK_EL_MAXN][HK_EL_MAXN][3];
 } hk_elref;
 
 /* The reference element of t, or NULL when t has no kernel (point). The tables are built
@@ -54,10 +67,8 @@ void hk_elref_facet_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
  * straight-sided cells; points of the product rules ordered with the first coordinate
  * fastest); returns its point count, 0 for tri3/tet4 (one point already). */
 int hk_elref_reduced_rule(hk_eltype t, int *nq, double (*qp)[3], double *qw);
-/* The field with values v at the reduced points, at reference point xi: constant for one
- * point, the (bi/tri)linear interpolant through the 2^d Gauss points otherwise (wedges:
- * linear in the triangle times linear in zeta; pyramids: trilinear in the collapsed
- * coordinates). */
+/* The field with values v at the reduced points, at reference point xi (the inline
+ * hk_el_reduced_interp of element_kernels.h). */
 double hk_elref_reduced_interp(hk_eltype t, const double xi[3], const double *v);
 
 #endif

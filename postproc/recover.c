@@ -21,134 +21,7 @@
 #include "groups.h"   /* assembly/: the nodes of a group */
 #include "springs.h"  /* assembly/: spring forces of the reactions */
 #include "pp_impl.h"
-
-/* Tensor strain eps (xx yy zz xy yz xz) from the displacement gradient G (3x3, zeros out of
- * plane in 2D) and the stress under the law at temperature change dT, net of the thermal
- * strain: sig = D (strain - dT alpha). Plane stress fills the out-of-plane strain that keeps
- * sig_zz = 0, plane strain the out-of-plane stress that keeps eps_zz = 0. */
-static void constitutive(const hk_law *L, hk_analysis an, int dim, const double G[3][3], double dT,
-                         double eps[6], double sig[6])
-{
-    static const int plane[3] = {0, 1, 3};
-    eps[0] = G[0][0], eps[1] = G[1][1], eps[2] = G[2][2];
-    eps[3] = 0.5 * (G[0][1] + G[1][0]);
-    eps[4] = 0.5 * (G[1][2] + G[2][1]);
-    eps[5] = 0.5 * (G[0][2] + G[2][0]);
-    double e6[6]; /* engineering */
-    for (int k = 0; k < 6; k++)
-        e6[k] = k < 3 ? eps[k] : 2 * eps[k];
-    if (an == HK_AXISYMMETRIC) { /* rr zz tt rz: the first four; no theta shears */
-        for (int i = 0; i < 6; i++) {
-            double t = 0;
-            for (int k = 0; k < 4 && i < 4; k++)
-                t += L->D[i][k] * (e6[k] - dT * L->alpha[k]);
-            sig[i] = t;
-        }
-        return;
-    }
-    if (dim == 3 || (an == HK_PLANE_STRAIN && L->has3d)) {
-        for (int i = 0; i < 6; i++) {
-            double t = 0;
-            for (int k = 0; k < 6; k++)
-                t += L->D6[i][k] * (e6[k] - dT * L->alpha6[k]);
-            sig[i] = t;
-        }
-        return;
-    }
-    for (int k = 0; k < 6; k++)
-        sig[k] = 0;
-    for (int i = 0; i < 3; i++) {
-        double t = -dT * L->sig0[i];
-        for (int k = 0; k < 3; k++)
-            t += L->D[i][k] * e6[plane[k]];
-        sig[plane[i]] = t;
-    }
-    if (an == HK_PLANE_STRESS && L->has3d)
-        for (int o = 2; o < 6; o += (o == 2 ? 2 : 1)) { /* zz yz xz from the compliance */
-            double t = dT * L->alpha6[o];
-            for (int k = 0; k < 3; k++)
-                t += L->S6[o][plane[k]] * sig[plane[k]];
-            eps[o] = o == 2 ? t : 0.5 * t;
-        }
-}
-
-/* Natural shape derivatives at the element's own nodes, per type (the Gauss-point ones are
- * tabulated in hk_elref already). Filled once per call of hk_postproc. */
-typedef double node_dN[HK_EL_MAXN][HK_EL_MAXN][3];
-
-static void node_dN_fill(int t, node_dN tb)
-{
-    const hk_elref *r = hk_elref_get((hk_eltype)t);
-    for (int a = 0; a < r->nnodes; a++)
-        hk_el_shape((hk_eltype)t, r->xi[a], NULL, tb[a]);
-}
-
-/* Physical derivatives dNdx[a][i] from the natural ones dN; returns det J (<= 0: inverted).
- * Inlined into shape_x once per dimension, so the loops over i and j have constant bounds. */
-static inline __attribute__((always_inline)) double
-shape_x_dim(const int dim, int nn, const double *X, const double (*dN)[3], double (*dNdx)[3])
-{
-    double J[3][3] = {{0}};
-    for (int a = 0; a < nn; a++)
-        for (int i = 0; i < dim; i++)
-            for (int j = 0; j < dim; j++)
-                J[i][j] += X[3 * a + i] * dN[a][j];
-    double det, Ji[3][3] = {{0}};
-    if (dim == 2) {
-        det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
-        Ji[0][0] = J[1][1] / det, Ji[0][1] = -J[0][1] / det;
-        Ji[1][0] = -J[1][0] / det, Ji[1][1] = J[0][0] / det;
-    } else {
-        det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
-              J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
-              J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
-        Ji[0][0] = (J[1][1] * J[2][2] - J[1][2] * J[2][1]) / det;
-        Ji[0][1] = (J[0][2] * J[2][1] - J[0][1] * J[2][2]) / det;
-        Ji[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) / det;
-        Ji[1][0] = (J[1][2] * J[2][0] - J[1][0] * J[2][2]) / det;
-        Ji[1][1] = (J[0][0] * J[2][2] - J[0][2] * J[2][0]) / det;
-        Ji[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) / det;
-        Ji[2][0] = (J[1][0] * J[2][1] - J[1][1] * J[2][0]) / det;
-        Ji[2][1] = (J[0][1] * J[2][0] - J[0][0] * J[2][1]) / det;
-        Ji[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) / det;
-    }
-    /* dN/dx_i = sum_j dN/dxi_j dxi_j/dx_i, dxi/dx = J^-1 */
-    for (int a = 0; a < nn; a++)
-        for (int i = 0; i < 3; i++) {
-            double s = 0;
-            for (int j = 0; j < dim; j++)
-                s += dN[a][j] * Ji[j][i];
-            dNdx[a][i] = i < dim ? s : 0;
-        }
-    return det;
-}
-
-static double shape_x(int dim, int nn, const double *X, const double (*dN)[3], double (*dNdx)[3])
-{
-    return dim == 3 ? shape_x_dim(3, nn, X, dN, dNdx) : shape_x_dim(2, nn, X, dN, dNdx);
-}
-
-/* Displacement gradient G[i][j] = du_i/dx_j from element displacements ue (3 per node). */
-static void grad_u(int nn, const double *ue, const double (*dNdx)[3], double G[3][3])
-{
-    memset(G, 0, 9 * sizeof(double));
-    for (int a = 0; a < nn; a++)
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++)
-                G[i][j] += ue[3 * a + i] * dNdx[a][j];
-}
-
-/* Axisymmetric: the hoop strain u_r / r at a point with shape functions N into G[2][2];
- * returns 1 when the point's radius is not positive. */
-static int hoop(int nn, const double *X, const double *ue, const double *N, double G[3][3])
-{
-    double rad = 0, ur = 0;
-    for (int a = 0; a < nn; a++)
-        rad += N[a] * X[3 * a], ur += N[a] * ue[3 * a];
-    if (!(rad > 0)) return 1;
-    G[2][2] = ur / rad;
-    return 0;
-}
+#include "recover_kernels.h"
 
 /* The thread (of nthreads) that sums into node g: blocks of 16 consecutive nodes (whole cache
  * lines of the 6-component arrays) spread over the threads by a multiplicative hash. */
@@ -156,190 +29,6 @@ static inline unsigned node_owner(int64_t g, unsigned nthreads)
 {
     const uint64_t h = ((uint64_t)g >> 4) * 0x9E3779B97F4A7C15ull;
     return (unsigned)(((h >> 32) * nthreads) >> 32);
-}
-
-/* Per-element results of one chunk, scattered afterwards in element order. */
-typedef struct {
-    double eps[HK_EL_MAXN][6], sig[HK_EL_MAXN][6]; /* at the element's nodes */
-    double fint[HK_EL_MAXN][3];
-    double cell_sig[6];
-    int err;    /* 0, or 1 = non-positive Jacobian */
-    double det; /* the offending determinant */
-} elem_out;
-
-/* Everything about element e: returns 0 or 1 (inverted element; det in out). */
-static int element(const hk_problem *p, const hk_law *L, double dTr, node_dN *ndN, double thick,
-                   const double *u3, int64_t e, elem_out *out)
-{
-    static const int plane[3] = {0, 1, 3};
-    const int axi = p->analysis == HK_AXISYMMETRIC;
-    const hk_mesh *m = p->mesh;
-    int t = m->cells.type[e];
-    const hk_elref *el = hk_elref_get((hk_eltype)t);
-    int nn = el->nnodes, dim = el->dim;
-    const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
-    double X[3 * HK_EL_MAXN], ue[3 * HK_EL_MAXN], Tn[HK_EL_MAXN];
-    for (int a = 0; a < nn; a++)
-        Tn[a] = dTr + (p->node_dT ? p->node_dT[nodes[a]] : 0);
-    for (int a = 0; a < nn; a++)
-        for (int i = 0; i < 3; i++) {
-            X[3 * a + i] = m->coords[3 * (int64_t)nodes[a] + i];
-            ue[3 * a + i] = u3[3 * (int64_t)nodes[a] + i];
-        }
-    double dNdx[HK_EL_MAXN][3], G[3][3], eps[6], sig[6];
-    /* selective integration: the volumetric strain (net of the thermal one) at the reduced
-     * points, whose interpolant replaces the pointwise one in the pressure, as in K; the
-     * internal force takes the volumetric part kappa div(N_a) tr(eps) on these points, as K
-     * does (the thermal load is there too, in f_ext) */
-    int nr = 0;
-    double vr[HK_EL_MAXQ];
-    const double a3 = 3 * L->alpha6[0];
-    memset(out->fint, 0, sizeof out->fint);
-    if (L->selective) {
-        double rq[HK_EL_MAXQ][3], rw[HK_EL_MAXQ];
-        nr = hk_elref_reduced_rule((hk_eltype)t, &nr, rq, rw);
-        if (axi && nr == 1) { /* the mean dilatation over the full rule, as in K */
-            double dv[HK_EL_MAXN][2] = {{0}}, V = 0, TV = 0, th = 0;
-            for (int q = 0; q < el->nqp; q++) {
-                const double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
-                grad_u(nn, ue, (const double(*)[3])dNdx, G);
-                if (!(det > 0) || hoop(nn, X, ue, el->N[q], G)) {
-                    out->err = 1, out->det = det;
-                    return 1;
-                }
-                double rad = 0, T = 0;
-                for (int a = 0; a < nn; a++)
-                    rad += el->N[q][a] * X[3 * a], T += el->N[q][a] * Tn[a];
-                const double w = el->qw[q] * det * thick * rad;
-                for (int a = 0; a < nn; a++) {
-                    dv[a][0] += w * (dNdx[a][0] + el->N[q][a] / rad);
-                    dv[a][1] += w * dNdx[a][1];
-                }
-                V += w, TV += w * T, th += w * (G[0][0] + G[1][1] + G[2][2]);
-            }
-            vr[0] = (th - a3 * TV) / V;
-            for (int a = 0; a < nn; a++)
-                for (int i = 0; i < 2; i++)
-                    out->fint[a][i] += L->kappa * th / V * dv[a][i];
-        }
-        for (int q = 0; q < nr && !(axi && nr == 1); q++) {
-            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], T = 0, rad = 1;
-            hk_el_shape((hk_eltype)t, rq[q], N, dN);
-            const double det = shape_x(dim, nn, X, (const double(*)[3])dN, dNdx);
-            if (!(det > 0)) {
-                out->err = 1, out->det = 0;
-                return 1;
-            }
-            grad_u(nn, ue, (const double(*)[3])dNdx, G);
-            if (axi && hoop(nn, X, ue, N, G)) {
-                out->err = 1, out->det = 0;
-                return 1;
-            }
-            if (axi) rad = 0;
-            for (int a = 0; a < nn; a++) {
-                T += N[a] * Tn[a];
-                if (axi) rad += N[a] * X[3 * a];
-            }
-            const double tr = G[0][0] + G[1][1] + G[2][2];
-            vr[q] = tr - a3 * T;
-            const double w = rw[q] * det * thick * rad * L->kappa * tr;
-            for (int a = 0; a < nn; a++)
-                for (int i = 0; i < dim; i++)
-                    out->fint[a][i] += w * (dNdx[a][i] + (axi && i == 0 ? N[a] / rad : 0));
-        }
-    }
-    const double *qw = el->qw;
-    int nq = el->nqp;
-    double axis_tol = 0; /* nodes closer to the axis than this count as on it */
-    if (axi) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (int a = 0; a < nn; a++)
-            for (int i = 0; i < 2; i++)
-                lo = fmin(lo, X[3 * a + i]), hi = fmax(hi, X[3 * a + i]);
-        axis_tol = 1e-9 * (hi - lo);
-    }
-    double vol = 0, cell_eps[6] = {0, 0, 0, 0, 0, 0};
-    memset(out->cell_sig, 0, sizeof out->cell_sig);
-    out->err = 0;
-    for (int q = 0; q < nq; q++) {
-        double det = shape_x(dim, nn, X, (const double(*)[3])el->dN[q], dNdx);
-        if (!(det > 0)) {
-            out->err = 1, out->det = det;
-            return 1;
-        }
-        grad_u(nn, ue, (const double(*)[3])dNdx, G);
-        double rad = 1;
-        if (axi) {
-            rad = 0;
-            for (int a = 0; a < nn; a++)
-                rad += el->N[q][a] * X[3 * a];
-            if (hoop(nn, X, ue, el->N[q], G)) {
-                out->err = 1, out->det = 0;
-                return 1;
-            }
-        }
-        double dT = 0;
-        for (int a = 0; a < nn; a++)
-            dT += el->N[q][a] * Tn[a];
-        constitutive(L, p->analysis, dim, (const double(*)[3])G, dT, eps, sig);
-        double vq = 0; /* selective: the reduced volumetric strain here */
-        if (nr) {
-            vq = hk_elref_reduced_interp((hk_eltype)t, el->qp[q], vr);
-            const double dv = L->kappa * (vq - (G[0][0] + G[1][1] + G[2][2] - a3 * dT));
-            for (int k = 0; k < 3; k++)
-                sig[k] += dv;
-        }
-        double dv = qw[q] * det * thick * rad;
-        vol += dv;
-        for (int k = 0; k < 6; k++)
-            out->cell_sig[k] += dv * sig[k], cell_eps[k] += dv * eps[k];
-        /* f_int_a = integral B_a^T sigma: (sigma grad N_a) with the symmetric tensor, of the
-         * stress before the thermal part (the system's f_ext holds the thermal loads);
-         * selective: of D eps - kappa tr(eps) (the volumetric part came from the reduced
-         * points above) */
-        double st[6];
-        memcpy(st, sig, sizeof st);
-        for (int k = 0; k < L->nv; k++)
-            st[dim == 2 && !axi ? plane[k] : k] += dT * L->sig0[k];
-        if (nr)
-            for (int k = 0; k < 3; k++)
-                st[k] -= L->kappa * (vq + a3 * dT);
-        double S[3][3] = {{st[0], st[3], st[5]}, {st[3], st[1], st[4]}, {st[5], st[4], st[2]}};
-        for (int a = 0; a < nn; a++)
-            for (int i = 0; i < dim; i++) {
-                double s = 0;
-                for (int j = 0; j < dim; j++)
-                    s += S[i][j] * dNdx[a][j];
-                if (axi && i == 0) s += st[2] * el->N[q][a] / rad; /* hoop: sigma_tt N_a / r */
-                out->fint[a][i] += dv * s;
-            }
-    }
-    for (int k = 0; k < 6; k++)
-        out->cell_sig[k] /= vol, cell_eps[k] /= vol;
-    /* values at the element's nodes, from its own shape functions. A strongly curved
-     * quadratic element can have det J <= 0 at a corner while every Gauss point is fine
-     * (the assembly accepts it): such a node takes the element average instead. */
-    for (int a = 0; a < nn; a++) {
-        double det = shape_x(dim, nn, X, (const double(*)[3])ndN[t][a], dNdx);
-        if (!(det > 0)) {
-            memcpy(out->eps[a], cell_eps, sizeof cell_eps);
-            memcpy(out->sig[a], out->cell_sig, sizeof out->cell_sig);
-            continue;
-        }
-        grad_u(nn, ue, (const double(*)[3])dNdx, G);
-        if (axi) { /* u_r / r, or on the axis its limit du_r/dr */
-            const double ra = X[3 * a];
-            G[2][2] = ra > axis_tol ? ue[3 * a] / ra : G[0][0];
-        }
-        constitutive(L, p->analysis, dim, (const double(*)[3])G, Tn[a], out->eps[a], out->sig[a]);
-        if (nr) {
-            const double dv = L->kappa * (hk_elref_reduced_interp((hk_eltype)t, el->xi[a], vr) -
-                                          (G[0][0] + G[1][1] + G[2][2] - a3 * Tn[a]));
-            for (int k = 0; k < 3; k++)
-                out->sig[a][k] += dv;
-        }
-    }
-    return 0;
 }
 
 void hk_fields_free(hk_fields *f)
@@ -443,26 +132,28 @@ static int check_input(const hk_problem *p, const hk_system *s, const double *u)
     return 0;
 }
 
-int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out)
+void hk_pp_work_free(hk_pp_work *w)
 {
-    HK_CHECK(out, HK_ERR_ARG, "hk_postproc: the output fields pointer is NULL");
+    free(w->laws);
+    free(w->dTr);
+    free(w->fint);
+    memset(w, 0, sizeof *w);
+}
+
+int hk_pp_prepare(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out,
+                  hk_pp_work *w)
+{
+    HK_CHECK(out && w, HK_ERR_ARG, "hk_postproc: the output fields pointer is NULL");
     memset(out, 0, sizeof *out);
+    memset(w, 0, sizeof *w);
     HK_CALL(check_input(p, s, u));
     const hk_mesh *m = p->mesh;
     const int dim = m->dim;
     const int64_t nn = m->nnodes, ne = m->cells.n;
-    /* 2D: thickness 0 means unit thickness, as in the assembly; axisymmetric: per radian */
-    const double thick =
-        dim == 2 && p->analysis != HK_AXISYMMETRIC ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
     int ierr = 0;
-    double *fint = NULL, *count = NULL;
-    elem_out *buf = NULL;
-    hk_law *laws = NULL;
-    double *dTr = NULL;
-    node_dN *ndN = NULL;
-    double *ud = NULL, *ys = NULL, *yk = NULL;
-    int32_t *gnodes = NULL;
-
+    /* 2D: thickness 0 means unit thickness, as in the assembly; axisymmetric: per radian */
+    w->thick =
+        dim == 2 && p->analysis != HK_AXISYMMETRIC ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
     out->nnodes = nn, out->ncells = ne;
     out->axisymmetric = p->analysis == HK_AXISYMMETRIC;
     HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->u));
@@ -473,8 +164,7 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
     HK_TRY(hk_calloc((size_t)(6 * ne), sizeof(double), &out->cell_stress));
     HK_TRY(hk_calloc((size_t)ne, sizeof(double), &out->cell_von_mises));
     HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->reaction));
-    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &fint));
-    HK_TRY(hk_calloc((size_t)nn, sizeof(double), &count));
+    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &w->fint));
     out->nsupports = p->nsupports;
     HK_TRY(hk_calloc((size_t)(p->nsupports > 0 ? p->nsupports : 1), sizeof(double[3]),
                      &out->support_reaction));
@@ -509,86 +199,67 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         }
     }
 
-    int nmat = m->nregions > 0 ? m->nregions : 1;
-    HK_TRY(hk_calloc((size_t)nmat, sizeof *laws, &laws));
-    HK_TRY(hk_calloc((size_t)nmat, sizeof *dTr, &dTr));
-    for (int r = 0; r < nmat; r++) {
-        HK_TRY(hk_material_law(&p->materials[r], p->analysis, dim, &laws[r]));
-        dTr[r] = hk_problem_region_dT(p, r);
+    w->nlaws = m->nregions > 0 ? m->nregions : 1;
+    HK_TRY(hk_calloc((size_t)w->nlaws, sizeof *w->laws, &w->laws));
+    HK_TRY(hk_calloc((size_t)w->nlaws, sizeof *w->dTr, &w->dTr));
+    for (int r = 0; r < w->nlaws; r++) {
+        HK_TRY(hk_material_law(&p->materials[r], p->analysis, dim, &w->laws[r]));
+        w->dTr[r] = hk_problem_region_dT(p, r);
     }
+    return 0;
+fail:
+    hk_pp_work_free(w);
+    hk_fields_free(out);
+    return ierr;
+}
 
-    HK_TRY(hk_calloc(HK_EL_COUNT, sizeof(node_dN), &ndN));
-    for (int t = 0; t < HK_EL_COUNT; t++)
-        if (hk_eltype_has_kernel((hk_eltype)t)) node_dN_fill(t, ndN[t]);
+/* The region (law) of cell e. */
+static int cell_law(const hk_mesh *m, int64_t e)
+{
+    return m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
+}
 
-    /* elements in chunks: computed in parallel, then summed into their nodes. Each thread
-     * adds only the nodes it owns (blocks of 16 nodes dealt out by node_owner), scanning the
-     * chunk's elements in order, so every node's sums are taken in element order whatever the
-     * thread count, and the node arrays are first touched by the threads that fill them. Two
-     * buffers: the threads sum chunk k from one while the first done compute chunk k + 1 into
-     * the other, one barrier a chunk. */
-    enum { CHUNK = 2048 };
-    HK_TRY(hk_malloc(2 * CHUNK * sizeof(elem_out), &buf));
-    int64_t bad = ne; /* the first element with a non-positive Jacobian */
-#pragma omp parallel reduction(min : bad)
-    {
-        const unsigned nthreads = (unsigned)omp_get_num_threads();
-        const unsigned me = (unsigned)omp_get_thread_num();
-        for (int64_t e0 = 0; e0 < ne; e0 += CHUNK) {
-            const int64_t e1 = e0 + CHUNK < ne ? e0 + CHUNK : ne;
-            elem_out *cb = buf + (e0 / CHUNK % 2) * CHUNK;
-#pragma omp for schedule(static)
-            for (int64_t e = e0; e < e1; e++) {
-                int r = m->cell_region && m->nregions > 0 ? m->cell_region[e] : 0;
-                elem_out *o = &cb[e - e0];
-                if (element(p, &laws[r], dTr[r], ndN, thick, out->u, e, o)) {
-                    if (e < bad) bad = e;
-                    continue;
-                }
-                for (int k = 0; k < 6; k++)
-                    out->cell_stress[6 * e + k] = o->cell_sig[k];
-                out->cell_von_mises[e] = hk_pp_von_mises(o->cell_sig);
-            }
-            for (int64_t e = e0; e < e1; e++) {
-                const elem_out *o = &cb[e - e0];
-                if (o->err) continue; /* reported below */
-                const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
-                const int nen = (int)(m->cells.ptr[e + 1] - m->cells.ptr[e]);
-                for (int a = 0; a < nen; a++) {
-                    const int64_t g = nodes[a];
-                    if (node_owner(g, nthreads) != me) continue;
-                    for (int k = 0; k < 6; k++) {
-                        out->strain[6 * g + k] += o->eps[a][k];
-                        out->stress[6 * g + k] += o->sig[a][k];
-                    }
-                    for (int k = 0; k < 3; k++)
-                        fint[3 * g + k] += o->fint[a][k];
-                    count[g] += 1;
-                }
-            }
-        }
+/* Element e's strains, stresses and internal forces into o: 0, or 1 when it is inverted. */
+static int element(const hk_problem *p, const hk_pp_work *w, const double *u3, int64_t e,
+                   hk_rec_elem *o)
+{
+    const hk_mesh *m = p->mesh;
+    const int r = cell_law(m, e);
+    return hk_rec_element(hk_elref_get((hk_eltype)m->cells.type[e]), p->analysis, &w->laws[r],
+                          w->dTr[r], p->node_dT, w->thick, m->coords, u3,
+                          m->cells.nodes + m->cells.ptr[e], o);
+}
+
+int hk_pp_element_error(const hk_problem *p, const hk_pp_work *w, const hk_fields *out, int64_t e)
+{
+    hk_rec_elem *o = NULL;
+    double det = 0;
+    if (!hk_malloc(sizeof *o, &o)) { /* the determinant again, for the message */
+        element(p, w, out->u, e, o);
+        det = o->det;
+        free(o);
     }
-    if (bad < ne) { /* the determinant again, for the message */
-        int r = m->cell_region && m->nregions > 0 ? m->cell_region[bad] : 0;
-        element(p, &laws[r], dTr[r], ndN, thick, out->u, bad, buf);
-        HK_TRY_CHECK(0, HK_ERR_MODEL,
-                     "element %lld has a non-positive Jacobian determinant (%g): it is inverted "
-                     "or degenerate; fix its node order or the mesh",
-                     (long long)m->cells.tag[bad], buf->det);
-    }
+    return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                        "element %lld has a non-positive Jacobian determinant (%g): it is "
+                        "inverted or degenerate; fix its node order or the mesh",
+                        (long long)p->mesh->cells.tag[e], det);
+}
 
-    /* nodal averages, invariants, maxima: node by node on every thread (a max does not
-     * depend on the order it is taken in) */
+int hk_pp_finish(const hk_problem *p, const hk_system *s, hk_pp_work *w, hk_fields *out)
+{
+    const hk_mesh *m = p->mesh;
+    const int dim = m->dim;
+    const int64_t nn = m->nnodes;
+    const double *fint = w->fint;
+    int ierr = 0;
+    double *ud = NULL, *ys = NULL, *yk = NULL;
+    int32_t *gnodes = NULL;
+
+    /* maxima: node by node on every thread (a max does not depend on the order it is taken
+     * in) */
     double max_u = 0, max_vm = 0;
 #pragma omp parallel for schedule(static) reduction(max : max_u, max_vm)
     for (int64_t i = 0; i < nn; i++) {
-        if (count[i] > 0)
-            for (int k = 0; k < 6; k++) {
-                out->strain[6 * i + k] /= count[i];
-                out->stress[6 * i + k] /= count[i];
-            }
-        out->von_mises[i] = hk_pp_von_mises(out->stress + 6 * i);
-        hk_pp_principal(out->stress + 6 * i, out->principal + 3 * i);
         const double *ui = out->u + 3 * i;
         /* scaled by the largest component: no overflow or underflow of the squares for
          * extreme but finite values (E = 1e300 gave max |u| = 0) */
@@ -623,7 +294,6 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         }
     for (int k = 0; k < p->nsupports; k++) {
         const hk_support *sp = &p->supports[k];
-        const hk_group *g = &m->boundaries[sp->boundary];
         const double *x0 = sp->moment_point;
         const int spring = sp->kind == HK_SUPPORT_SPRING;
         if (spring) {
@@ -654,20 +324,84 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
         }
         free(gnodes);
         gnodes = NULL;
-        (void)g;
     }
-
 fail:
     free(ud);
     free(ys);
     free(yk);
     free(gnodes);
-    free(fint);
+    return ierr;
+}
+
+int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out)
+{
+    hk_pp_work w;
+    HK_CALL(hk_pp_prepare(p, s, u, out, &w));
+    const hk_mesh *m = p->mesh;
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    int ierr = 0;
+    double *count = NULL, *fint = w.fint;
+    hk_rec_elem *buf = NULL;
+    HK_TRY(hk_calloc((size_t)nn, sizeof(double), &count));
+
+    /* elements in chunks: computed in parallel, then summed into their nodes. Each thread
+     * adds only the nodes it owns (blocks of 16 nodes dealt out by node_owner), scanning the
+     * chunk's elements in order, so every node's sums are taken in element order whatever the
+     * thread count, and the node arrays are first touched by the threads that fill them. Two
+     * buffers: the threads sum chunk k from one while the first done compute chunk k + 1 into
+     * the other, one barrier a chunk. */
+    enum { CHUNK = 2048 };
+    HK_TRY(hk_malloc(2 * CHUNK * sizeof(hk_rec_elem), &buf));
+    int64_t bad = ne; /* the first element with a non-positive Jacobian */
+#pragma omp parallel reduction(min : bad)
+    {
+        const unsigned nthreads = (unsigned)omp_get_num_threads();
+        const unsigned me = (unsigned)omp_get_thread_num();
+        for (int64_t e0 = 0; e0 < ne; e0 += CHUNK) {
+            const int64_t e1 = e0 + CHUNK < ne ? e0 + CHUNK : ne;
+            hk_rec_elem *cb = buf + (e0 / CHUNK % 2) * CHUNK;
+#pragma omp for schedule(static)
+            for (int64_t e = e0; e < e1; e++) {
+                hk_rec_elem *o = &cb[e - e0];
+                if (element(p, &w, out->u, e, o)) {
+                    if (e < bad) bad = e;
+                    continue;
+                }
+                for (int k = 0; k < 6; k++)
+                    out->cell_stress[6 * e + k] = o->cell_sig[k];
+                out->cell_von_mises[e] = hk_rec_von_mises(o->cell_sig);
+            }
+            for (int64_t e = e0; e < e1; e++) {
+                const hk_rec_elem *o = &cb[e - e0];
+                if (o->err) continue; /* reported below */
+                const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
+                const int nen = (int)(m->cells.ptr[e + 1] - m->cells.ptr[e]);
+                for (int a = 0; a < nen; a++) {
+                    const int64_t g = nodes[a];
+                    if (node_owner(g, nthreads) != me) continue;
+                    for (int k = 0; k < 6; k++) {
+                        out->strain[6 * g + k] += o->eps[a][k];
+                        out->stress[6 * g + k] += o->sig[a][k];
+                    }
+                    for (int k = 0; k < 3; k++)
+                        fint[3 * g + k] += o->fint[a][k];
+                    count[g] += 1;
+                }
+            }
+        }
+    }
+    if (bad < ne) HK_TRY(hk_pp_element_error(p, &w, out, bad));
+
+    /* nodal averages and invariants, node by node on every thread */
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++)
+        hk_rec_node_finish(count[i], out->strain + 6 * i, out->stress + 6 * i, &out->von_mises[i],
+                           out->principal + 3 * i);
+    HK_TRY(hk_pp_finish(p, s, &w, out));
+fail:
     free(count);
     free(buf);
-    free(laws);
-    free(dTr);
-    free(ndN);
+    hk_pp_work_free(&w);
     if (ierr) hk_fields_free(out);
     return ierr;
 }

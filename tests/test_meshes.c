@@ -78,7 +78,7 @@ static void add_cell(hk_test_builder *b, hk_eltype t, const int32_t *c)
  * pyramids on z = 0 and z = 0.6 are split into two tetrahedra each. A wedge cube is two
  * prisms split along its diagonal (0,0)-(1,1) in xy. */
 void hk_test_build_grid(hk_test_builder *b, int nx, int ny, int nz, const int *kind, int tets_on_z,
-                       double amp, unsigned seed)
+                        double amp, unsigned seed)
 {
     memset(b, 0, sizeof *b);
     const double L[3] = {1, 0.8, 0.6};
@@ -275,3 +275,184 @@ void hk_test_builder_free(hk_test_builder *b)
     memset(b, 0, sizeof *b);
 }
 
+/* ---- a catalogue of small problems ------------------------------------------------------- */
+
+/* Moves the nodes off the boundary of the bounding box by up to amp of h in each direction
+ * (curving quadratic elements a little). */
+static void distort(hk_mesh *m, double amp, double h, unsigned seed)
+{
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int d = 0; d < 3; d++)
+            lo[d] = fmin(lo[d], m->coords[3 * i + d]), hi[d] = fmax(hi[d], m->coords[3 * i + d]);
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        int inside = 1;
+        for (int d = 0; d < m->dim; d++)
+            inside &= m->coords[3 * i + d] > lo[d] + 1e-9 && m->coords[3 * i + d] < hi[d] - 1e-9;
+        if (!inside) continue;
+        for (int d = 0; d < m->dim; d++)
+            m->coords[3 * i + d] += amp * h * (2 * urand(&seed) - 1);
+    }
+}
+
+/* Two regions: the cells alternate between "body" (0) and "insert" (1). */
+static void two_regions(hk_mesh *m)
+{
+    hk_group *g = realloc(m->regions, 2 * sizeof *g);
+    m->regions = g;
+    memset(&g[1], 0, sizeof g[1]);
+    g[1].dim = m->dim;
+    strcpy(g[1].name, "insert");
+    m->nregions = 2;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        m->cell_region[e] = (int32_t)(e % 2);
+}
+
+/* A node on no cell (a geometry point Gmsh kept): its block row holds a diagonal only. */
+static void add_orphan(hk_mesh *m)
+{
+    m->coords = realloc(m->coords, 3 * (size_t)(m->nnodes + 1) * sizeof *m->coords);
+    double *x = m->coords + 3 * m->nnodes;
+    x[0] = 0.5, x[1] = 0.25, x[2] = m->dim == 3 ? 5 : 0;
+    m->nnodes++;
+}
+
+/* Materials: 0 isotropic, 1 nearly incompressible (selective integration by default),
+ * 2 orthotropic in turned axes, 3 anisotropic, 4 isotropic with selective integration
+ * forced; all with thermal expansion. */
+static hk_material catalogue_material(int k, hk_analysis an, int dim)
+{
+    hk_material mt;
+    memset(&mt, 0, sizeof mt);
+    snprintf(mt.name, sizeof mt.name, "material%d", k);
+    mt.rho = 7800;
+    for (int i = 0; i < 3; i++)
+        mt.alpha[i] = 1.2e-5 * (1 + 0.1 * i * (k == 2));
+    if (k == 0 || k == 1 || k == 4) {
+        mt.E = 200e9;
+        mt.nu = k == 1 ? 0.4999 : 0.3;
+        mt.integration = k == 4 ? HK_INTEGRATION_SELECTIVE : HK_INTEGRATION_AUTO;
+    } else if (k == 2) {
+        mt.kind = HK_MAT_ORTHOTROPIC;
+        const double o[9] = {150e9, 10e9, 12e9, 0.3, 0.25, 0.4, 5e9, 6e9, 4e9};
+        memcpy(mt.ortho, o, sizeof o);
+        mt.has_axes = 1;
+        const double c = cos(0.4), s = sin(0.4);
+        if (dim == 2) { /* turned about z only */
+            const double R[3][3] = {{c, s, 0}, {-s, c, 0}, {0, 0, 1}};
+            memcpy(mt.axes, R, sizeof R);
+        } else { /* about z, then about x */
+            const double c2 = cos(0.3), s2 = sin(0.3);
+            const double R[3][3] = {{c, s, 0}, {-s * c2, c * c2, s2}, {s * s2, -c * s2, c2}};
+            memcpy(mt.axes, R, sizeof R);
+        }
+    } else {
+        mt.kind = HK_MAT_ANISOTROPIC;
+        const int n = dim == 3 ? 6 : an == HK_AXISYMMETRIC ? 4 : 3;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                mt.D[i][j] = (i == j ? 100e9 + 10e9 * i : 0) + 8e9 / (1 + i + j);
+    }
+    return mt;
+}
+
+int hk_test_fem_case(int k, hk_test_fem *tc)
+{
+    static const hk_eltype t2[5] = {HK_EL_TRI3, HK_EL_TRI6, HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9};
+    static const hk_eltype t3[5] = {HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX20, HK_EL_HEX27};
+    static const hk_analysis a2[3] = {HK_PLANE_STRESS, HK_PLANE_STRAIN, HK_AXISYMMETRIC};
+    static const int pairs[3][2] = {{0, 1}, {2, 3}, {4, 0}};
+    static const char *const an_name[4] = {"plane stress", "plane strain", "3d", "axisymmetric"};
+    memset(tc, 0, sizeof *tc);
+    hk_mesh *m = &tc->mesh;
+    int pair, hybrid = -1;
+    hk_analysis an;
+    if (k < 45) { /* 2D: 5 types x 3 analyses x 3 material pairs */
+        const hk_eltype t = t2[k / 9];
+        an = a2[(k / 3) % 3];
+        pair = k % 3;
+        HK_ASSERT_OK(hk_mesh_rectangle(2.0, 1.0, 4, 3, t, m));
+        distort(m, 0.1, 0.25, 100u + (unsigned)k);
+    } else if (k < 69) { /* 3D: 5 box types and 3 hybrid families x 3 material pairs */
+        const int j = (k - 45) / 3;
+        an = HK_SOLID;
+        pair = (k - 45) % 3;
+        if (j < 5) {
+            HK_ASSERT_OK(hk_mesh_box(1.0, 0.8, 0.6, 3, 2, 2, t3[j], m));
+            distort(m, 0.1, 0.3, 200u + (unsigned)k);
+        } else {
+            hk_test_builder b;
+            const int kind[3] = {HK_TEST_CUBE_HEX, HK_TEST_CUBE_PYR, HK_TEST_CUBE_WEDGE};
+            hybrid = j - 5;
+            hk_test_build_grid(&b, 3, 2, 2, kind, 1, 0.15, 300u + (unsigned)k);
+            hk_test_raise_cells(&b, hybrid);
+            hk_test_builder_mesh(&b, m);
+            hk_test_builder_free(&b);
+        }
+    } else {
+        return 0;
+    }
+    two_regions(m);
+    if (k % 4 == 1) add_orphan(m);
+    for (int r = 0; r < 2; r++)
+        tc->mats[r] = catalogue_material(pairs[pair][r], an, m->dim);
+    hk_problem *p = &tc->p;
+    p->mesh = m;
+    p->analysis = an;
+    p->thickness = m->dim == 2 && an != HK_AXISYMMETRIC ? 0.1 : 0;
+    p->materials = tc->mats;
+    p->gravity[1] = -9.81;
+    p->body_force[0] = 1e3 * (k % 2);
+    /* supports: the face x = 0 held (2D: left; axisymmetric: the axis in x and y) */
+    tc->sups = calloc((size_t)m->nboundaries + 1, sizeof *tc->sups);
+    if (hybrid < 0) {
+        const int b = hk_mesh_find_boundary(m, m->dim == 2 ? "left" : "xmin");
+        tc->sups[tc->nsups++] = (hk_support){.boundary = b, .mask = 7};
+    } else {
+        for (int g = 0; g < m->nboundaries; g++)
+            if (fabs(m->coords[3 * m->boundaries[g].nodes[0]]) < 1e-12)
+                tc->sups[tc->nsups++] = (hk_support){.boundary = g, .mask = 7};
+    }
+    p->nsupports = tc->nsups;
+    p->supports = tc->sups;
+    /* loads: a traction (or nodal forces on the hybrid meshes' point groups), a uniform
+     * temperature change of region 1 on odd cases, a nodal temperature field on cases 2, 3
+     * mod 4 */
+    if (hybrid < 0) {
+        const int b = hk_mesh_find_boundary(m, m->dim == 2 ? "right" : "xmax");
+        tc->loads[tc->nloads++] =
+            (hk_load){.kind = HK_LOAD_TRACTION, .boundary = b, .value = {1e6, -2e6, 0.5e6}};
+    } else {
+        for (int g = 0; g < m->nboundaries && tc->nloads < 2; g++)
+            if (fabs(m->coords[3 * m->boundaries[g].nodes[0]] - 1) < 1e-12)
+                tc->loads[tc->nloads++] =
+                    (hk_load){.kind = HK_LOAD_NODAL, .boundary = g, .value = {1e3, 2e3, -1e3}};
+    }
+    if (k % 2)
+        tc->loads[tc->nloads++] =
+            (hk_load){.kind = HK_LOAD_TEMPERATURE, .boundary = 1, .value = {50}};
+    if (k % 4 >= 2) {
+        tc->node_dT = malloc((size_t)m->nnodes * sizeof *tc->node_dT);
+        for (int64_t i = 0; i < m->nnodes; i++)
+            tc->node_dT[i] = 20 * m->coords[3 * i] - 10 * m->coords[3 * i + 1] + 5;
+        p->node_dT = tc->node_dT;
+    }
+    p->nloads = tc->nloads;
+    p->loads = tc->loads;
+    snprintf(tc->name, sizeof tc->name, "%s %s, %.40s + %.40s%s%s%s",
+             hybrid >= 0 ? (hybrid == 0   ? "hybrid linear"
+                            : hybrid == 1 ? "hybrid serendipity"
+                                          : "hybrid Lagrange")
+                         : hk_eltype_get((hk_eltype)m->cells.type[0])->name,
+             an_name[an], tc->mats[0].name, tc->mats[1].name, k % 2 ? ", region dT" : "",
+             k % 4 >= 2 ? ", nodal dT" : "", k % 4 == 1 ? ", orphan node" : "");
+    return 1;
+}
+
+void hk_test_fem_free(hk_test_fem *tc)
+{
+    hk_mesh_free(&tc->mesh);
+    free(tc->sups);
+    free(tc->node_dT);
+    memset(tc, 0, sizeof *tc);
+}

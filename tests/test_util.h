@@ -154,4 +154,24 @@ void hk_test_raise_cells(hk_test_builder *b, int family);
 void hk_test_builder_mesh(const hk_test_builder *b, hk_mesh *m);
 void hk_test_builder_free(hk_test_builder *b);
 
+/* Small problems of every element kind x analysis x material (tests/test_meshes.c): case k
+ * (0, 1, ... until it returns 0): distorted 2D rectangles (tri3 ... quad9) in plane stress,
+ * plane strain and axisymmetry, 3D boxes (tet4 ... hex27) and hybrid hex/pyramid/tet/wedge
+ * grids (linear, serendipity, Lagrange), two regions with two of the materials isotropic,
+ * nearly incompressible (selective by default), orthotropic in turned axes, anisotropic,
+ * isotropic with selective integration forced; gravity, a body force, a traction or nodal
+ * forces, region and nodal temperature changes, a node on no cell, on some of the cases. */
+typedef struct hk_test_fem {
+    char name[256];
+    hk_mesh mesh;
+    hk_material mats[2];
+    hk_load loads[4];
+    int nloads, nsups;
+    hk_support *sups;
+    double *node_dT;
+    hk_problem p;
+} hk_test_fem;
+int hk_test_fem_case(int k, hk_test_fem *tc);
+void hk_test_fem_free(hk_test_fem *tc);
+
 #endif
