@@ -217,8 +217,7 @@ static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
 
 typedef struct rigid_ctx {
     const hk_mesh *m;
-    const hk_adj *n2c;
-    const int64_t *pc;
+    const int64_t *pc; /* the part of each node, -1 for nodes on no cell */
     double *acc;
     const double *ext;
     size_t stride;
@@ -232,8 +231,8 @@ static void held_direction(void *vctx, int32_t i, const double dir[3])
     const rigid_ctx *r = vctx;
     const hk_mesh *m = r->m;
     const int d = m->dim, nm = r->axi ? 1 : d == 2 ? 3 : 6;
-    if (r->n2c->ptr[i + 1] == r->n2c->ptr[i]) return;
     const int64_t q = r->pc[i];
+    if (q < 0) return;
     double *a = r->acc + (size_t)q * r->stride;
     double L = 0;
     for (int k = 0; k < 3; k++)
@@ -255,19 +254,12 @@ static void held_direction(void *vctx, int32_t i, const double dir[3])
             G[k * 6 + l] += row[k] * row[l];
 }
 
-/* The rigid-body check; nfree NULL: an error naming the first part's free motions, else their
- * number summed over the parts. */
-static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed,
-                         hk_held_fn held, int *nfree)
+int hk_mesh_part_labels(const hk_mesh *m, const hk_adj *n2c, int32_t *label)
 {
     int ierr = 0;
-    const hk_mesh *m = p->mesh;
-    const int d = m->dim, axi = p->analysis == HK_AXISYMMETRIC, nm = axi ? 1 : d == 2 ? 3 : 6;
     const int64_t nn = m->nnodes;
-    int64_t *par = NULL, *comp = NULL;
-    double *acc = NULL, *ext = NULL;
+    int64_t *par = NULL;
     HK_TRY(hk_malloc((size_t)nn * sizeof *par + 1, &par));
-    HK_TRY(hk_malloc((size_t)nn * sizeof *comp + 1, &comp));
     for (int64_t i = 0; i < nn; i++)
         par[i] = i;
     for (int64_t e = 0; e < m->cells.n; e++) {
@@ -277,25 +269,39 @@ static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *
             if (r != r0) par[r] = r0;
         }
     }
-    /* number the parts (roots of nodes that lie on a cell) */
+    for (int64_t i = 0; i < nn; i++)
+        par[i] = uf_find(par, i); /* every node points at its root */
+    /* the first node met of each part is its smallest and labels the part: the root's slot
+     * keeps it as -1 - node once met */
+    for (int64_t i = 0; i < nn; i++) {
+        label[i] = -1;
+        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
+        const int64_t r = par[i] < 0 ? i : par[i]; /* i itself a root already marked */
+        if (par[r] >= 0) par[r] = -1 - i;
+        label[i] = (int32_t)(-1 - par[r]);
+    }
+fail:
+    free(par);
+    return ierr;
+}
+
+/* The rigid-body check of the parts given as labels; nfree NULL: an error naming the first
+ * part's free motions, else their number summed over the parts. */
+static int rigid_motions(const hk_problem *p, const int32_t *label, const hk_adj *n2c,
+                         const uint8_t *fixed, hk_held_fn held, int *nfree)
+{
+    int ierr = 0;
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim, axi = p->analysis == HK_AXISYMMETRIC, nm = axi ? 1 : d == 2 ? 3 : 6;
+    const int64_t nn = m->nnodes;
+    int64_t *pc = NULL;
+    double *acc = NULL, *ext = NULL;
+    /* number the parts in the order of their smallest node, the part of every node on a cell
+     * (-1 for nodes without a cell) */
+    HK_TRY(hk_malloc((size_t)nn * sizeof *pc + 1, &pc));
     int64_t np = 0;
     for (int64_t i = 0; i < nn; i++)
-        comp[i] = -1;
-    for (int64_t i = 0; i < nn; i++) {
-        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
-        int64_t r = uf_find(par, i);
-        if (comp[r] < 0) comp[r] = np++;
-    }
-    /* part of every node on a cell (-1 for nodes without a cell) */
-    int64_t *pc = par; /* reused: the roots are no longer needed once pc is known */
-    {
-        int64_t *tmp;
-        HK_TRY(hk_malloc((size_t)nn * sizeof *tmp + 1, &tmp));
-        for (int64_t i = 0; i < nn; i++)
-            tmp[i] = n2c->ptr[i + 1] == n2c->ptr[i] ? -1 : comp[uf_find(par, i)];
-        memcpy(pc, tmp, (size_t)nn * sizeof *tmp);
-        free(tmp);
-    }
+        pc[i] = label[i] < 0 ? -1 : label[i] == i ? np++ : pc[label[i]];
     /* per part: sum of coordinates and count (4), unused (3), Gram matrix 6 x 6 (36) */
     const size_t stride = 4 + 3 + 36;
     HK_TRY(hk_calloc((size_t)np * stride + 1, sizeof *acc, &acc));
@@ -304,7 +310,7 @@ static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *
         for (int i = 0; i < 3; i++)
             ext[6 * q + i] = INFINITY, ext[6 * q + 3 + i] = -INFINITY;
     for (int64_t i = 0; i < nn; i++) {
-        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
+        if (pc[i] < 0) continue;
         double *a = acc + (size_t)pc[i] * stride;
         const double *x = m->coords + 3 * (size_t)i;
         for (int k = 0; k < 3; k++) {
@@ -314,7 +320,7 @@ static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *
         }
         a[3] += 1;
     }
-    rigid_ctx rc = {m, n2c, pc, acc, ext, stride, axi};
+    rigid_ctx rc = {m, pc, acc, ext, stride, axi};
     for (int64_t i = 0; i < nn; i++)
         for (int c = 0; c < d; c++) {
             if (!fixed[(size_t)i * d + c]) continue;
@@ -353,7 +359,7 @@ static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *
             describe_free(d, nz, Z, desc, sizeof desc);
         int64_t node = -1;
         for (int64_t i = 0; i < nn && node < 0; i++)
-            if (n2c->ptr[i + 1] > n2c->ptr[i] && pc[i] == q) node = i;
+            if (pc[i] == q) node = i;
         char part[96] = "";
         if (np > 1)
             snprintf(part, sizeof part, " of the part containing node %lld (%lld parts)",
@@ -366,22 +372,39 @@ static int rigid_motions(const hk_problem *p, const hk_adj *n2c, const uint8_t *
     }
 fail:
     free(ext);
-    free(par);
-    free(comp);
+    free(pc);
     free(acc);
+    return ierr;
+}
+
+/* rigid_motions of the parts found on the host */
+static int rigid_motions_host(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed,
+                              hk_held_fn held, int *nfree)
+{
+    int32_t *label = NULL;
+    HK_CALL(hk_malloc((size_t)p->mesh->nnodes * sizeof *label + 1, &label));
+    int ierr = hk_mesh_part_labels(p->mesh, n2c, label);
+    if (!ierr) ierr = rigid_motions(p, label, n2c, fixed, held, nfree);
+    free(label);
     return ierr;
 }
 
 int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held)
 {
-    return rigid_motions(p, n2c, fixed, held, NULL);
+    return rigid_motions_host(p, n2c, fixed, held, NULL);
+}
+
+int hk_check_rigid_labels(const hk_problem *p, const int32_t *label, const hk_adj *n2c,
+                          const uint8_t *fixed, hk_held_fn held)
+{
+    return rigid_motions(p, label, n2c, fixed, held, NULL);
 }
 
 int hk_count_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held,
                    int *nfree)
 {
     *nfree = 0;
-    return rigid_motions(p, n2c, fixed, held, nfree);
+    return rigid_motions_host(p, n2c, fixed, held, nfree);
 }
 
 /* ---- elimination ------------------------------------------------------------------------- */

@@ -17,6 +17,13 @@ int hk_check_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed,
  * the zero-frequency modes of a modal analysis. */
 int hk_count_rigid(const hk_problem *p, const hk_adj *n2c, const uint8_t *fixed, hk_held_fn held,
                    int *nfree);
+/* The connected parts of the mesh (cells sharing nodes): label[i] = the smallest node of node
+ * i's part, -1 for a node on no cell. */
+int hk_mesh_part_labels(const hk_mesh *m, const hk_adj *n2c, int32_t *label);
+/* hk_check_rigid with the parts given as labels (hk_mesh_part_labels, or a device's); n2c is
+ * only passed on to held and may be NULL without it. */
+int hk_check_rigid_labels(const hk_problem *p, const int32_t *label, const hk_adj *n2c,
+                          const uint8_t *fixed, hk_held_fn held);
 
 /* Symmetric elimination of the fixed dofs of s (K, f from f_ext), identity-like rows for nodes
  * without a cell. */
