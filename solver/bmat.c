@@ -153,3 +153,40 @@ int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, 
              C->bc);
     return 0;
 }
+
+/* ---- hk_resident_bcsr: the public face of a square-block hk_bmat ------------------------ */
+
+int hk_resident_bcsr_alloc(const hk_backend *be, int bs, int64_t nbrows, int64_t nbcols,
+                           int64_t nnzb, hk_resident_bcsr *A)
+{
+    hk_bmat B;
+    HK_CHECK(A, HK_ERR_ARG, "hk_resident_bcsr_alloc: no matrix");
+    memset(A, 0, sizeof *A);
+    HK_CHECK(be, HK_ERR_ARG, "hk_resident_bcsr_alloc: no backend");
+    HK_CALL(hk_bmat_alloc(be, bs, bs, nbrows, nbcols, nnzb, &B));
+    A->be = be;
+    A->bs = bs;
+    A->nbrows = nbrows, A->nbcols = nbcols, A->nnzb = nnzb;
+    A->rowptr = B.rowptr, A->colind = B.colind, A->val = B.val;
+    return 0;
+}
+
+void hk_resident_bcsr_free(hk_resident_bcsr *A)
+{
+    if (!A) return;
+    if (A->be) {
+        A->be->dealloc(A->rowptr);
+        A->be->dealloc(A->colind);
+        A->be->dealloc(A->val);
+    }
+    memset(A, 0, sizeof *A);
+}
+
+int hk_resident_bcsr_download(const hk_resident_bcsr *A, hk_bcsr *K)
+{
+    HK_CHECK(A && A->be && A->rowptr && K, HK_ERR_ARG,
+             "hk_resident_bcsr_download: no matrix (or its arrays were handed to a solver)");
+    const hk_bmat B = {A->be,   A->bs,     A->bs,     A->nbrows, A->nbcols,
+                       A->nnzb, A->rowptr, A->colind, A->val};
+    return hk_bmat_to_bcsr(&B, K);
+}

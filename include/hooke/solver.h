@@ -1,6 +1,7 @@
 /* The Hooke sparse solver library: public API.
  *
- * Input is a block CSR matrix on the host (plain data, hk_bcsr). The library converts it to a
+ * Input is a block CSR matrix on the host (plain data, hk_bcsr), or one already in a backend's
+ * memory (hk_resident_bcsr, e.g. assembled on the GPU). The library converts it to a
  * storage format (csr, bsr, ell, sell, bell, sbell, cusparse-csr, cusparse-bsr) on a backend
  * ("cpu", "cuda") and solves with a Krylov method and a preconditioner chosen by name:
  *
@@ -131,16 +132,39 @@ typedef struct hk_mat_info {
     int lanes_min, lanes_max;
 } hk_mat_info;
 
-/* Upload K to backend be once and build the format there in precision p. Format parameters come from o (may be
- * NULL): format.slice (S, default 32), format.sigma (sorting window in rows: auto (default, from the
- * row-length histogram), 0 = all rows, or N),
- * format.tpr (threads per block row on cuda, default auto), format.csr.kernel (csr on cuda:
- * auto|thread|warp|vector|adaptive), format.pcsr.partition / .pad / .prefetch (pcsr). */
+/* Upload K to backend be once and build the format there in precision p. Format parameters come
+ * from o (may be NULL): format.slice (S, default 32), format.sigma (sorting window in rows: auto
+ * (default, from the row-length histogram), 0 = all rows, or N), format.tpr (threads per block row
+ * on cuda, default auto), format.csr.kernel (csr on cuda: auto|thread|warp|vector|adaptive),
+ * format.pcsr.partition / .pad / .prefetch (pcsr). */
 int hk_mat_create(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,
                   hk_options *o, hk_mat **A);
 void hk_mat_destroy(hk_mat *A);
 int hk_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y); /* y = A x */
 void hk_mat_get_info(const hk_mat *A, hk_mat_info *info);
+
+/* ---- matrices already in a backend's memory ------------------------------------------- */
+
+/* A block CSR matrix laid out as hk_bcsr whose arrays live in backend be's memory (device
+ * memory on cuda): a stiffness matrix assembled on the device, say, which the solver then
+ * sets up from without a copy through the host. Column indices sorted per row. Whoever fills
+ * the arrays has finished writing them (its CUDA stream synchronised) before handing the
+ * matrix to the solver. */
+typedef struct hk_resident_bcsr {
+    const hk_backend *be;
+    int bs;
+    int64_t nbrows, nbcols, nnzb;
+    int64_t *rowptr; /* nbrows + 1, in be's memory */
+    int32_t *colind; /* nnzb */
+    double *val;     /* nnzb * bs * bs, blocks row-major as in hk_bcsr */
+} hk_resident_bcsr;
+
+/* Allocate the arrays on be (contents undefined). */
+int hk_resident_bcsr_alloc(const hk_backend *be, int bs, int64_t nbrows, int64_t nbcols,
+                           int64_t nnzb, hk_resident_bcsr *A);
+void hk_resident_bcsr_free(hk_resident_bcsr *A); /* frees the arrays, zeroes the struct */
+/* A host copy (tests, writing the matrix to a file). */
+int hk_resident_bcsr_download(const hk_resident_bcsr *A, hk_bcsr *K);
 
 /* ---- Matrix Market --------------------------------------------------------------------- */
 
@@ -269,6 +293,12 @@ typedef struct hk_nearnull {
 
 /* hk_solver_create with a near-null space (nn may be NULL); the solver copies what it needs. */
 int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o,
+                              hk_solver **s);
+/* hk_solver_create_nearnull for a matrix already in a backend's memory: the solver takes its
+ * arrays over (A keeps its sizes, its pointers become NULL, whether this succeeds or fails) and
+ * sets up there; matrix values never pass through the host (method=cholesky excepted: its
+ * factor is computed on the host from a copy). The options' backend must be A's, or auto. */
+int hk_solver_create_resident(hk_resident_bcsr *A, const hk_nearnull *nn, hk_options *o,
                               hk_solver **s);
 void hk_solver_destroy(hk_solver *s);
 /* K's values changed, its sparsity pattern did not (a material change, the next step of a

@@ -30,6 +30,7 @@ struct hk_solver {
     int setups;       /* preconditioner set-ups: 1 + updates + fallbacks */
     double update_seconds;
     uint64_t pattern[HK_PATTERN_CHUNKS]; /* K's pattern, hashed per chunk of block rows */
+    int pattern_known; /* pattern[] filled (a resident K: at the first update_values) */
     char note[192];                      /* hk_result.note of the solve under way */
 };
 
@@ -90,20 +91,40 @@ static int list_pcs(char *buf, size_t n)
     return 0;
 }
 
-/* K must be square with a supported block size (host, structure only). */
-static int check_matrix(const hk_bcsr *K)
+/* K must be square with a supported block size (structure only). */
+static int check_shape(int have, int bs, int64_t nbrows, int64_t nbcols)
 {
-    HK_CHECK(K && K->rowptr && K->bs >= 1 && K->bs <= 6, HK_ERR_ARG,
+    HK_CHECK(have && bs >= 1 && bs <= 6, HK_ERR_ARG,
              "hk_solver_create: no matrix, or a block size outside 1..6");
-    HK_CHECK(K->nbrows == K->nbcols, HK_ERR_ARG,
+    HK_CHECK(nbrows == nbcols, HK_ERR_ARG,
              "the solver needs a square matrix; this one has %lld x %lld block rows/columns",
-             (long long)K->nbrows, (long long)K->nbcols);
+             (long long)nbrows, (long long)nbcols);
     return 0;
 }
 
-/* K's values must be finite: checked where K lives, after its upload (one pass of the
- * backend's bmat_first_nonfinite); the first bad entry is named by scalar row and column from
- * the caller's copy of that block row. */
+/* The first non-finite entry of block row `first` (its column indices and values on the host),
+ * named by scalar row and column. */
+static int name_nonfinite(int bs, int64_t first, int64_t nblk, const int32_t *colind,
+                          const double *val)
+{
+    for (int64_t p = 0; p < nblk; p++)
+        for (int e = 0; e < bs * bs; e++) {
+            double v = val[(size_t)p * bs * bs + e];
+            HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
+                     "matrix entry at row %lld, column %lld is %g; the solver needs finite "
+                     "values - check the assembly or the input file",
+                     (long long)(first * bs + e / bs + 1), (long long)(colind[p] * bs + e % bs + 1),
+                     v);
+        }
+    return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                        "the backend found a non-finite value in block row %lld of K, but none "
+                        "is there",
+                        (long long)first);
+}
+
+/* K's values must be finite: checked where K lives (one pass of the backend's
+ * bmat_first_nonfinite); the first bad entry is named from the caller's host copy of that
+ * block row (K), or from that one row copied back (K NULL: the matrix never was on the host). */
 static int check_values(const hk_bmat *Kd, const hk_bcsr *K)
 {
     int64_t first = -1;
@@ -112,20 +133,29 @@ static int check_values(const hk_bmat *Kd, const hk_bcsr *K)
              Kd->be->name);
     HK_CALL(Kd->be->bmat_first_nonfinite(Kd, &first));
     if (first < 0) return 0;
-    const int bs = K->bs;
-    for (int64_t p = K->rowptr[first]; p < K->rowptr[first + 1]; p++)
-        for (int e = 0; e < bs * bs; e++) {
-            double v = K->val[(size_t)p * bs * bs + e];
-            HK_CHECK(isfinite(v), HK_ERR_NUMERIC,
-                     "matrix entry at row %lld, column %lld is %g; the solver needs finite "
-                     "values - check the assembly or the input file",
-                     (long long)(first * bs + e / bs + 1),
-                     (long long)(K->colind[p] * bs + e % bs + 1), v);
-        }
-    return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                        "the backend found a non-finite value in block row %lld of K, the "
-                        "caller's copy has none",
-                        (long long)first);
+    const int bs = Kd->br;
+    if (K)
+        return name_nonfinite(bs, first, K->rowptr[first + 1] - K->rowptr[first],
+                              K->colind + K->rowptr[first],
+                              K->val + (size_t)K->rowptr[first] * bs * bs);
+    int64_t rp[2];
+    int32_t *ci = NULL;
+    double *v = NULL;
+    int ierr;
+    HK_CALL(Kd->be->copy_from(rp, Kd->rowptr + first, sizeof rp));
+    const int64_t nblk = rp[1] - rp[0];
+    HK_TRY(hk_malloc((size_t)nblk * sizeof *ci + 1, &ci));
+    HK_TRY(hk_malloc((size_t)nblk * bs * bs * sizeof *v + 1, &v));
+    if (nblk) {
+        HK_TRY(Kd->be->copy_from(ci, Kd->colind + rp[0], (size_t)nblk * sizeof *ci));
+        HK_TRY(Kd->be->copy_from(v, Kd->val + (size_t)rp[0] * bs * bs,
+                                 (size_t)nblk * bs * bs * sizeof *v));
+    }
+    ierr = name_nonfinite(bs, first, nblk, ci, v);
+fail:
+    free(ci);
+    free(v);
+    return ierr;
 }
 
 /* A fingerprint of K's pattern (row lengths and block columns) per chunk of block rows, so
@@ -159,24 +189,25 @@ static void print_monitor(int it, double rnorm, void *ctx)
     fflush(stdout);
 }
 
-/* Keep a private copy of the caller's near-null space, checked against K's size. */
-static int copy_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_solver *s)
+/* Keep a private copy of the caller's near-null space, checked against K's size (nbrows block
+ * rows of bs). */
+static int copy_nearnull(int64_t nbrows, int bs, const hk_nearnull *nn, hk_solver *s)
 {
     if (!nn || (!nn->coords && !nn->vectors)) return 0;
-    const int64_t n = K->nbrows * K->bs;
+    const int64_t n = nbrows * bs;
     if (nn->coords) {
         HK_CHECK(nn->dim == 2 || nn->dim == 3, HK_ERR_ARG,
                  "near-null space: coordinates must have dimension 2 or 3 (got %d)", nn->dim);
-        HK_CHECK(K->bs == nn->dim, HK_ERR_ARG,
+        HK_CHECK(bs == nn->dim, HK_ERR_ARG,
                  "near-null space: %dD node coordinates need a block size of %d, but the "
                  "matrix has block size %d; pass --block-size %d (or vectors instead)",
-                 nn->dim, nn->dim, K->bs, nn->dim);
+                 nn->dim, nn->dim, bs, nn->dim);
         double *c = NULL;
-        HK_CALL(hk_malloc((size_t)K->nbrows * nn->dim * sizeof *c, &c));
-        memcpy(c, nn->coords, (size_t)K->nbrows * nn->dim * sizeof *c);
+        HK_CALL(hk_malloc((size_t)nbrows * nn->dim * sizeof *c, &c));
+        memcpy(c, nn->coords, (size_t)nbrows * nn->dim * sizeof *c);
         s->nn.dim = nn->dim;
         s->nn.coords = c; /* freed with the solver, also on the error below */
-        for (int64_t i = 0; i < K->nbrows * nn->dim; i++)
+        for (int64_t i = 0; i < nbrows * nn->dim; i++)
             HK_CHECK(isfinite(c[i]), HK_ERR_ARG,
                      "near-null space: coordinate %lld of node %lld is not finite",
                      (long long)(i % nn->dim + 1), (long long)(i / nn->dim + 1));
@@ -198,8 +229,10 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
     return hk_solver_create_nearnull(K, NULL, o_in, out);
 }
 
-int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o_in,
-                              hk_solver **out)
+/* hk_solver_create_nearnull from a host matrix K, or from one in a backend's memory R (K
+ * NULL), whose arrays become the solver's K at once. */
+static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, hk_options *o_in,
+                  hk_solver **out)
 {
     int ierr;
     hk_solver *s = NULL;
@@ -207,15 +240,23 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     const double t0 = hk_time();
     char buf[4096], hint[512];
     *out = NULL;
-    HK_CALL(check_matrix(K));
+    const int bs = K ? K->bs : R->bs;
+    const int64_t nbrows = K ? K->nbrows : R->nbrows;
+    HK_TRY(check_shape(K ? K->rowptr != NULL : R->be && R->rowptr, bs, nbrows,
+                       K ? K->nbcols : R->nbcols));
     double t_phase = hk_time();
     if (!o) {
-        HK_CALL(hk_options_create(&own));
+        HK_TRY(hk_options_create(&own));
         o = own;
     }
     HK_TRY(hk_calloc(1, sizeof *s, &s));
-    s->n = K->nbrows * K->bs;
-    HK_TRY(copy_nearnull(K, nn, s));
+    if (R) { /* adopted: freed with the solver from here on */
+        const hk_bmat A = {R->be, bs, bs, nbrows, R->nbcols, R->nnzb, R->rowptr, R->colind, R->val};
+        s->K = A;
+        R->rowptr = NULL, R->colind = NULL, R->val = NULL;
+    }
+    s->n = nbrows * bs;
+    HK_TRY(copy_nearnull(nbrows, bs, nn, s));
 
     /* ---- options ---- */
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
@@ -330,7 +371,14 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
                  sym_type->name, pt->name);
 
     /* ---- backend, matrix, preconditioner ---- */
-    HK_TRY(hk_backend_get(backend, &s->be));
+    if (R && !strcmp(backend, "auto"))
+        s->be = R->be;
+    else
+        HK_TRY(hk_backend_get(backend, &s->be));
+    HK_TRY_CHECK(!R || s->be == R->be, HK_ERR_OPTION,
+                 "option backend=%s: the matrix is in the memory of backend %s; solve there "
+                 "(backend=%s or auto)",
+                 backend, R ? R->be->name : "", R ? R->be->name : "");
     if (!check_every_given && kt->pipelined && strcmp(s->be->name, "cpu") != 0) check_every = 10;
     /* auto: the backend chooses per matrix (on a GPU by the matrix's size against its L2,
      * on the CPU csr for scalar, bsr for block matrices) */
@@ -343,12 +391,12 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     /* K goes to the backend once; formats and preconditioners are built there from it */
     s->setup_phase[4] = hk_time() - t0; /* options, and the backend's start on first use */
     t_phase = hk_time();
-    HK_TRY(hk_bmat_upload(s->be, K, &s->K));
+    if (K) HK_TRY(hk_bmat_upload(s->be, K, &s->K));
     HK_TRY(s->be->sync());
     s->setup_phase[1] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(check_values(&s->K, K));
-    pattern_fingerprint(K, s->pattern);
+    if (K) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
     s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
@@ -370,8 +418,16 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
     HK_TRY(hk_options_copy(o, &s->opts));
     s->defect = defect;
     s->setups = 1;
-    /* the factor is computed on the host from the caller's K, whatever the backend */
-    if (direct) HK_TRY(hk_cholesky_factor(&s->ksp, K));
+    /* the factor is computed on the host from the caller's K (or a copy), whatever the
+     * backend */
+    if (direct && K) HK_TRY(hk_cholesky_factor(&s->ksp, K));
+    if (direct && !K) {
+        hk_bcsr Kh;
+        HK_TRY(hk_bmat_to_bcsr(&s->K, &Kh));
+        ierr = hk_cholesky_factor(&s->ksp, &Kh);
+        hk_bcsr_free(&Kh);
+        if (ierr) goto fail;
+    }
 
     /* ---- the Krylov objects ---- */
     hk_ksp *k = &s->ksp;
@@ -423,7 +479,26 @@ int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_option
 fail:
     hk_options_destroy(own);
     hk_solver_destroy(s);
+    if (R && R->be) { /* what was not adopted yet; the sizes stay */
+        R->be->dealloc(R->rowptr);
+        R->be->dealloc(R->colind);
+        R->be->dealloc(R->val);
+        R->rowptr = NULL, R->colind = NULL, R->val = NULL;
+    }
     return ierr;
+}
+
+int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o, hk_solver **s)
+{
+    HK_CHECK(K, HK_ERR_ARG, "hk_solver_create: no matrix, or block size not 1, 2 or 3");
+    return create(K, NULL, nn, o, s);
+}
+
+int hk_solver_create_resident(hk_resident_bcsr *A, const hk_nearnull *nn, hk_options *o,
+                              hk_solver **s)
+{
+    HK_CHECK(A && s, HK_ERR_ARG, "hk_solver_create_resident: no matrix or no solver pointer");
+    return create(NULL, A, nn, o, s);
 }
 
 hk_pc *hk_solver_get_pc(hk_solver *s)
@@ -476,11 +551,30 @@ static int64_t first_huge(const double *v, int64_t n)
     return -1;
 }
 
+/* The fingerprint of a K that was never on the host (hk_solver_create_resident): its pattern
+ * read back once, at the first update of its values. */
+static int resident_fingerprint(hk_solver *s)
+{
+    int ierr = 0;
+    const hk_bmat *A = &s->K;
+    hk_bcsr P = {A->br, A->nbrows, A->nbcols, NULL, NULL, NULL};
+    HK_TRY(hk_malloc((size_t)(A->nbrows + 1) * sizeof *P.rowptr, &P.rowptr));
+    HK_TRY(hk_malloc((size_t)A->nnzb * sizeof *P.colind + 1, &P.colind));
+    HK_TRY(A->be->copy_from(P.rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof *P.rowptr));
+    if (A->nnzb) HK_TRY(A->be->copy_from(P.colind, A->colind, (size_t)A->nnzb * sizeof *P.colind));
+    pattern_fingerprint(&P, s->pattern);
+    s->pattern_known = 1;
+fail:
+    free(P.rowptr);
+    free(P.colind);
+    return ierr;
+}
+
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
 {
     int ierr = 0;
     HK_CHECK(s && K, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
-    HK_CALL(check_matrix(K));
+    HK_CALL(check_shape(K->rowptr != NULL, K->bs, K->nbrows, K->nbcols));
     const hk_backend_ops *be = s->be;
     const int64_t nnzb = K->rowptr[K->nbrows];
     HK_CHECK(K->bs == s->K.br && K->nbrows == s->K.nbrows && nnzb == s->K.nnzb, HK_ERR_ARG,
@@ -489,6 +583,7 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
              "values may change (create a new solver for a new pattern)",
              (long long)K->nbrows, K->bs, K->bs, (long long)nnzb, (long long)s->K.nbrows, s->K.br,
              s->K.br, (long long)s->K.nnzb);
+    if (!s->pattern_known) HK_CALL(resident_fingerprint(s));
     uint64_t h[HK_PATTERN_CHUNKS];
     pattern_fingerprint(K, h);
     for (int c = 0; c < HK_PATTERN_CHUNKS; c++)

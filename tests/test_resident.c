@@ -1,0 +1,189 @@
+/* hk_solver_create_resident: a matrix already in a backend's memory, taken over by the solver
+ * (the API a device assembly hands its K through). On the cpu backend, whose memory is the
+ * host's, the test fills the arrays directly; the same solve from hk_solver_create must give
+ * the same digits. The cuda side runs in the device suite fem_cuda (test_fem_device.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+/* A copy of K in the cpu backend's memory (the host's: filled directly). */
+static void resident_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A)
+{
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    CU_ASSERT_STRING_EQUAL_FATAL(hk_backend_name(be), "cpu");
+    HK_ASSERT_OK(hk_resident_bcsr_alloc(be, K->bs, K->nbrows, K->nbcols, nnzb, A));
+    memcpy(A->rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof *K->rowptr);
+    memcpy(A->colind, K->colind, (size_t)nnzb * sizeof *K->colind);
+    memcpy(A->val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof *K->val);
+}
+
+/* The same solve from a host matrix and from a resident one: identical x. */
+static void solve_both(const char *opts, const hk_bcsr *K, const hk_nearnull *nn)
+{
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    const int64_t n = K->nbrows * K->bs;
+    double *b = hk_test_rand_vec(n, 7), *x1 = calloc((size_t)n, sizeof *x1),
+           *x2 = calloc((size_t)n, sizeof *x2);
+    hk_options *o1, *o2;
+    HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, opts));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, opts));
+    hk_solver *s1, *s2;
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_create_nearnull(K, nn, o1, &s1));
+    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
+    hk_resident_bcsr A;
+    resident_copy(be, K, &A);
+    HK_ASSERT_OK(hk_solver_create_resident(&A, nn, o2, &s2));
+    /* taken over: the pointers are gone, the sizes stay */
+    CU_ASSERT(A.rowptr == NULL && A.colind == NULL && A.val == NULL);
+    CU_ASSERT(A.nbrows == K->nbrows && A.bs == K->bs && A.nnzb == K->rowptr[K->nbrows]);
+    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r1.reason));
+    CU_ASSERT_EQUAL(r1.iterations, r2.iterations);
+    CU_ASSERT(memcmp(x1, x2, (size_t)n * sizeof *x1) == 0);
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    free(b);
+    free(x1);
+    free(x2);
+}
+
+static void test_same_solution(void)
+{
+    hk_bcsr K;
+    double *coords = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 4, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(6, 5, 4, &coords));
+    hk_nearnull nn = {.dim = 3, .coords = coords};
+    solve_both("method=cg pc=jacobi tol=1e-10", &K, NULL);
+    solve_both("method=pipecg pc=poly tol=1e-10", &K, NULL);
+    solve_both("method=cg pc=amg tol=1e-10", &K, &nn);
+#ifdef HOOKE_HAVE_CHOLMOD
+    solve_both("method=cholesky", &K, NULL);
+#endif
+    free(coords);
+    hk_bcsr_free(&K);
+}
+
+/* A download gives the matrix back; a second download of a taken-over matrix is an error. */
+static void test_download(void)
+{
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K, B;
+    HK_ASSERT_OK(hk_gen_elasticity2d(7, 5, &K));
+    hk_resident_bcsr A;
+    resident_copy(be, &K, &A);
+    HK_ASSERT_OK(hk_resident_bcsr_download(&A, &B));
+    const int64_t nnzb = K.rowptr[K.nbrows];
+    CU_ASSERT(B.bs == K.bs && B.nbrows == K.nbrows && B.nbcols == K.nbcols);
+    CU_ASSERT(memcmp(B.rowptr, K.rowptr, (size_t)(K.nbrows + 1) * sizeof *K.rowptr) == 0);
+    CU_ASSERT(memcmp(B.colind, K.colind, (size_t)nnzb * sizeof *K.colind) == 0);
+    CU_ASSERT(memcmp(B.val, K.val, (size_t)nnzb * 4 * sizeof *K.val) == 0);
+    hk_bcsr_free(&B);
+    hk_resident_bcsr_free(&A);
+    CU_ASSERT(A.be == NULL && A.rowptr == NULL);
+    CU_ASSERT_NOT_EQUAL(hk_resident_bcsr_download(&A, &B), 0);
+    hk_bcsr_free(&K);
+}
+
+/* Bad input: a non-finite entry named by row and column (read back from the backend), an
+ * unknown option; the arrays are freed on failure too (the pointers gone). */
+static void test_errors(void)
+{
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity2d(4, 3, &K));
+    hk_resident_bcsr A;
+    resident_copy(be, &K, &A);
+    const int64_t k = A.rowptr[3] + 1; /* block row 3, its second block */
+    A.val[k * 4 + 2] = NAN;            /* block entry (1, 0) */
+    const int32_t col = A.colind[k];
+    hk_solver *s = NULL;
+    CU_ASSERT_EQUAL(hk_solver_create_resident(&A, NULL, NULL, &s), HK_ERR_NUMERIC);
+    char want[96];
+    snprintf(want, sizeof want, "matrix entry at row %d, column %d is nan", 3 * 2 + 1 + 1,
+             col * 2 + 0 + 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+    CU_ASSERT(s == NULL && A.rowptr == NULL && A.val == NULL);
+
+    resident_copy(be, &K, &A);
+    hk_options *o;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "method=cg pc=jacobi tolerance=1e-8"));
+    CU_ASSERT_EQUAL(hk_solver_create_resident(&A, NULL, o, &s), HK_ERR_OPTION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "tolerance"));
+    CU_ASSERT(s == NULL && A.rowptr == NULL);
+    hk_options_destroy(o);
+
+    resident_copy(be, &K, &A);
+    A.nbcols = A.nbrows + 1;
+    CU_ASSERT_EQUAL(hk_solver_create_resident(&A, NULL, NULL, &s), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "square"));
+    CU_ASSERT(A.rowptr == NULL);
+    hk_bcsr_free(&K);
+}
+
+/* New values for a solver made from a resident matrix: its pattern is read back for the
+ * check once; the update solves as the host solver's update; another pattern is refused. */
+static void test_update_values(void)
+{
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K, K2, K3;
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 4, &K));
+    HK_ASSERT_OK(hk_bcsr_copy(&K, &K2));
+    for (int64_t k = 0; k < K2.rowptr[K2.nbrows] * 9; k++)
+        K2.val[k] *= 1.5;
+    HK_ASSERT_OK(hk_gen_elasticity3d(4, 5, 4, &K3)); /* the same size, another pattern */
+    hk_options *o1, *o2;
+    HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, "method=cg pc=jacobi tol=1e-10"));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, "method=cg pc=jacobi tol=1e-10"));
+    hk_solver *s1, *s2;
+    hk_resident_bcsr A;
+    resident_copy(be, &K, &A);
+    HK_ASSERT_OK(hk_solver_create(&K, o1, &s1));
+    HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s2));
+    if (K3.nbrows == K.nbrows && K3.rowptr[K3.nbrows] == K.rowptr[K.nbrows]) {
+        CU_ASSERT_EQUAL(hk_solver_update_values(s2, &K3), HK_ERR_ARG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "pattern"));
+    }
+    hk_solver_destroy(s2);
+    resident_copy(be, &K, &A);
+    HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s2));
+    HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
+    HK_ASSERT_OK(hk_solver_update_values(s2, &K2));
+    const int64_t n = K.nbrows * 3;
+    double *b = hk_test_rand_vec(n, 3), *x1 = calloc((size_t)n, sizeof *x1),
+           *x2 = calloc((size_t)n, sizeof *x2);
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
+    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r2.reason));
+    CU_ASSERT(memcmp(x1, x2, (size_t)n * sizeof *x1) == 0);
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    free(b);
+    free(x1);
+    free(x2);
+    hk_bcsr_free(&K);
+    hk_bcsr_free(&K2);
+    hk_bcsr_free(&K3);
+}
+
+HK_SUITE(resident, {"a resident matrix solves to the host matrix's digits", test_same_solution},
+         {"download gives the matrix back", test_download},
+         {"bad values, options and shapes: named, the arrays freed", test_errors},
+         {"new values: checked against the pattern read back, the host's digits",
+          test_update_values})
