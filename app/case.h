@@ -173,6 +173,8 @@ void hk_case_model_free(hk_case_model *model);
 
 typedef struct hk_run_opts {
     const char *backend; /* overrides solver.backend when non-NULL */
+    const char *assembly; /* where K is assembled and the stresses recovered: "auto" (NULL: on
+                           * the solve's device when it has one), "host" or "device" */
     int verbose;         /* every monitor call, Gmsh's own output */
     int quiet;           /* no progress on log */
     FILE *log;           /* progress (stderr when NULL) */
@@ -230,6 +232,8 @@ typedef struct hk_run {
     hk_result res;
     char solver_desc[256];
     char backend[32];
+    char assembled_on[16], recovered_on[16]; /* "host", or the device backend's name */
+    char assembly_note[160]; /* why the host assembled a run that could use the device */
     int converged;
     double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
     double t_export; /* writing output.matrix / rhs / coordinates (part of t_output) */

@@ -55,6 +55,14 @@ static void monitor(int it, double rnorm, void *ctx)
 
 /* ---- the pipeline --------------------------------------------------------------------- */
 
+/* The backend of a stage that ran on "host" or a device's name (NULL for the host). */
+static const hk_backend *stage_backend(const char *on)
+{
+    const hk_backend *be = NULL;
+    if (!on[0] || !strcmp(on, "host") || hk_backend_get(on, &be)) return NULL;
+    return be;
+}
+
 static const char *analysis_name(hk_analysis a)
 {
     return a == HK_PLANE_STRESS   ? "plane stress"
@@ -219,7 +227,7 @@ static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r,
     snprintf(lc->name, sizeof lc->name, "%s", cl->name);
     if (k > 0) {
         HK_TRY(hk_case_bind_loadcase(c, &r->mesh, k, &r->model));
-        ierr = hk_assemble(&r->model.problem, &tmp);
+        ierr = hk_assemble_on(stage_backend(r->assembled_on), &r->model.problem, &tmp);
         if (ierr == HK_ERR_MODEL) ierr = model_error(c, ierr);
         if (ierr) goto fail;
         sk.f = tmp.f;
@@ -242,7 +250,8 @@ static int solve_loadcase(const hk_case *c, run_log *L, hk_solver *s, hk_run *r,
     stage(L, "load case '%s': %s after %d iterations, true residual %.3e, in %.2f s", cl->name,
           hk_reason_name(lc->res.reason), lc->res.iterations, lc->res.true_residual, lc->t_solve);
     t = hk_time();
-    HK_TRY(hk_postproc(&r->model.problem, &sk, lc->u, &lc->fields));
+    HK_TRY(hk_postproc_on(stage_backend(r->recovered_on), &r->model.problem, &sk, lc->u,
+                          &lc->fields));
     lc->t_post = hk_time() - t;
     r->t_assembly += lc->t_assembly;
     r->t_setup = lc->res.setup_seconds; /* one set-up, reported with every result */
@@ -264,8 +273,9 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
         HK_CALL(solve_loadcase(c, L, s, r, k));
         r->converged &= r->lc[k].converged;
     }
-    stage(L, "postproc: strains, stresses, reactions of %d load cases in %.2f s", r->nlc,
-          r->t_post);
+    stage(L, "postproc: strains, stresses, reactions of %d load cases in %.2f s%s%s", r->nlc,
+          r->t_post, strcmp(r->recovered_on, "host") ? " on " : "",
+          strcmp(r->recovered_on, "host") ? r->recovered_on : "");
     r->t_total = hk_time() - L->t0;
     if (r->converged) return 0;
     char names[1024] = "";
@@ -288,8 +298,8 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
                         res->iterations, res->true_residual, hint);
 }
 
-/* Mesh and assemble (the first two stages of hk_run_case), logging to L. */
-static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *r)
+/* Mesh and bind the model (the first stage of hk_run_case), logging to L. */
+static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *r)
 {
     int ierr = 0;
     double t;
@@ -348,8 +358,57 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
               r->mem.host_estimate / 1e6, r->mem.host_available / 1e6,
               r->mem.device_estimate > 0 ? ", device checked too" : "");
 
-    /* model and assembly */
     HK_TRY(hk_case_bind(c, &r->mesh, &r->model));
+    snprintf(r->assembled_on, sizeof r->assembled_on, "host");
+    snprintf(r->recovered_on, sizeof r->recovered_on, "host");
+fail:
+    return ierr;
+}
+
+/* Where the stiffness is assembled and the stresses recovered (o->assembly: auto, host or
+ * device): on the solve's backend when it is a device, the assembly unless K is wanted on the
+ * host (a direct solve, output.matrix) or the model has what the device assembly lacks
+ * (springs, rigid couplings: r->assembly_note says which). Call after the solver options have
+ * their backend and method. */
+static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
+{
+    const char *mode = o->assembly ? o->assembly : "auto", *name = "auto", *method = NULL;
+    const hk_backend *be = NULL;
+    r->assembly_note[0] = 0;
+    HK_CHECK(!strcmp(mode, "auto") || !strcmp(mode, "host") || !strcmp(mode, "device"), HK_ERR_ARG,
+             "--assembly %s: give auto, host or device", mode);
+    if (!strcmp(mode, "host")) return 0;
+    const int force = !strcmp(mode, "device");
+    HK_CALL(hk_options_get_string(c->solver, "backend", &name));
+    if (hk_backend_get(name, &be) || !strcmp(hk_backend_name(be), "cpu")) {
+        HK_CHECK(!force, HK_ERR_ARG,
+                 "--assembly device needs the solve on a device (--backend cuda); this run "
+                 "solves on %s",
+                 be ? hk_backend_name(be) : name);
+        return 0;
+    }
+    snprintf(r->recovered_on, sizeof r->recovered_on, "%s", hk_backend_name(be));
+    HK_CALL(hk_options_get_string(c->solver, "method", &method));
+    const char *why = method && !strcmp(method, "cholesky")
+                          ? "the direct solver factors K on the host"
+                      : c->matrix_file[0] ? "output.matrix writes K from the host"
+                                          : hk_assemble_on_limit(&r->model.problem);
+    if (why) {
+        HK_CHECK(!force, HK_ERR_UNSUPPORTED,
+                 "%s: --assembly device: %s; assemble on the host (--assembly host or auto)",
+                 c->path, why);
+        snprintf(r->assembly_note, sizeof r->assembly_note, "%s", why);
+        return 0;
+    }
+    snprintf(r->assembled_on, sizeof r->assembled_on, "%s", hk_backend_name(be));
+    return 0;
+}
+
+/* Assemble (the second stage of hk_run_case) where r->assembled_on says, logging to L. */
+static int run_assemble(const hk_case *c, run_log *L, hk_run *r)
+{
+    int ierr = 0;
+    double t;
     t = hk_time();
     int grav = c->gravity[0] != 0 || c->gravity[1] != 0 || c->gravity[2] != 0;
     int body = c->body_force[0] != 0 || c->body_force[1] != 0 || c->body_force[2] != 0;
@@ -368,16 +427,19 @@ static int run_mesh_assemble(const hk_case *c, const hk_run_opts *o, run_log *L,
               c->nsupports, c->nsupports == 1 ? "" : "s", c->nloads, c->nloads == 1 ? "" : "s",
               grav ? ", gravity" : "", body ? ", body force" : "");
     ierr = c->modal ? hk_assemble_modal(&r->model.problem, c->mass, &r->sys)
-                    : hk_assemble(&r->model.problem, &r->sys);
+                    : hk_assemble_on(stage_backend(r->assembled_on), &r->model.problem, &r->sys);
     if (ierr == HK_ERR_MODEL) ierr = model_error(c, ierr);
     if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
     r->mem.host_peak_assembly = hk_run_peak_host_bytes();
-    int64_t nnz =
-        r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
-    stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros%s in %.2f s",
-          (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)nnz,
-          c->modal ? " in K and as many in M" : "", r->t_assembly);
+    char where[200] = "";
+    if (strcmp(r->assembled_on, "host"))
+        snprintf(where, sizeof where, " on %s", r->assembled_on);
+    else if (r->assembly_note[0])
+        snprintf(where, sizeof where, " on the host (%s)", r->assembly_note);
+    stage(L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros%s in %.2f s%s",
+          (long long)r->sys.ndof, (long long)r->sys.nfixed, (long long)hk_system_nnz(&r->sys),
+          c->modal ? " in K and as many in M" : "", r->t_assembly, where);
     if (c->matrix_file[0] || c->rhs_file[0] || c->coords_file[0] || c->mass_file[0]) {
         HK_TRY(hk_run_export_system(c, r));
         stage(L, "output: the system in Matrix Market%s%s%s%s%s%s%s%s in %.2f s",
@@ -396,7 +458,8 @@ int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r)
     run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
     L.t0 = L.last = hk_time();
     memset(r, 0, sizeof *r);
-    return run_mesh_assemble(c, o, &L, r);
+    HK_CALL(run_mesh(c, o, &L, r));
+    return run_assemble(c, &L, r);
 }
 
 /* Up to this many unknowns hooke run solves with the sparse direct solver when the case names
@@ -478,24 +541,39 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     L.t0 = L.last = hk_time();
     memset(r, 0, sizeof *r);
     double t;
-    HK_TRY(run_mesh_assemble(c, o, &L, r));
-    if (c->modal) { /* the eigensolver instead of a linear solve (app/run_modal.c) */
+    HK_TRY(run_mesh(c, o, &L, r));
+    if (c->modal) { /* the eigensolver instead of a linear solve (app/run_modal.c); K and M
+                     * assembled on the host */
+        HK_TRY(run_assemble(c, &L, r));
         ierr = hk_run_modal_solve(c, o, L.t0, r);
         if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
         goto fail;
     }
+    /* the solver's defaults and backend first: they decide where K is assembled */
+    if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
+    char choice[160] = "";
+    {
+        int64_t ndof = (int64_t)r->mesh.dim * r->mesh.nnodes; /* + the reference points' rows */
+        for (int k = 0; k < r->model.problem.nloads; k++)
+            if (r->model.problem.loads[k].kind == HK_LOAD_REMOTE &&
+                r->model.problem.loads[k].coupling == HK_COUPLING_RIGID)
+                ndof += 2 * r->mesh.dim;
+        HK_TRY(choose_default_solver(c->solver, ndof, r->mesh.dim, choice, sizeof choice));
+    }
+    HK_TRY(fem_backends(c, o, r));
+    HK_TRY(run_assemble(c, &L, r));
 
     /* solve */
     t = hk_time();
-    if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
-    char choice[160] = "";
-    HK_TRY(choose_default_solver(c->solver, r->sys.ndof, r->mesh.dim, choice, sizeof choice));
     {
         /* the mesh's node coordinates whatever the pc: pc=amg builds the rigid-body modes */
         hk_nearnull nn;
         double *coords = NULL;
         HK_TRY(hk_run_nearnull(r, &nn, &coords));
-        ierr = hk_solver_create_nearnull(&r->sys.K, &nn, c->solver, &s);
+        if (r->sys.Kd.rowptr) /* assembled on the device: handed over there */
+            ierr = hk_solver_create_resident(&r->sys.Kd, &nn, c->solver, &s);
+        else
+            ierr = hk_solver_create_nearnull(&r->sys.K, &nn, c->solver, &s);
         free(coords);
     }
     if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
@@ -533,13 +611,18 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
           hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual, r->t_solve,
           r->t_setup);
+    hk_solver_destroy(s); /* its device memory is the recovery's */
+    s = NULL;
 
     /* post-processing */
     t = hk_time();
-    HK_TRY(hk_postproc(&r->model.problem, &r->sys, r->u, &r->fields));
+    HK_TRY(hk_postproc_on(stage_backend(r->recovered_on), &r->model.problem, &r->sys, r->u,
+                          &r->fields));
     r->t_post = hk_time() - t;
     r->mem.host_peak_post = hk_run_peak_host_bytes();
-    stage(&L, "postproc: strains, stresses, reactions in %.2f s", r->t_post);
+    stage(&L, "postproc: strains, stresses, reactions in %.2f s%s%s", r->t_post,
+          strcmp(r->recovered_on, "host") ? " on " : "",
+          strcmp(r->recovered_on, "host") ? r->recovered_on : "");
     r->t_total = hk_time() - L.t0;
     if (!r->converged) {
         char hint[400];
@@ -675,7 +758,7 @@ void hk_run_free(hk_run *r)
 
 static int64_t run_nnz(const hk_run *r)
 {
-    return r->sys.K.rowptr ? r->sys.K.rowptr[r->sys.K.nbrows] * r->sys.K.bs * r->sys.K.bs : 0;
+    return hk_system_nnz(&r->sys);
 }
 
 /* The lines of one solve: iterations, residual, max |u|, max von Mises, reactions. */
@@ -790,6 +873,10 @@ void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f)
     hk_run_json_string(f, r->solver_desc);
     fprintf(f, ",\n  \"backend\": ");
     hk_run_json_string(f, r->backend);
+    fprintf(f, ",\n  \"assembled_on\": ");
+    hk_run_json_string(f, r->assembled_on);
+    fprintf(f, ",\n  \"recovered_on\": ");
+    hk_run_json_string(f, r->recovered_on);
     if (c->modal) {
         fprintf(f, ",\n  ");
         hk_run_modal_print_json(c, r, f);
@@ -838,6 +925,10 @@ static void run_help(FILE *f)
         "                          listing them (open the .pvd in ParaView)\n"
         "  --backend NAME          auto, cpu or cuda; overrides solver.backend (default auto:\n"
         "                          cuda when a device is present)\n"
+        "  --assembly WHERE        auto, host or device: where the stiffness is assembled and\n"
+        "                          the stresses recovered (default auto: on the solve's device\n"
+        "                          when it has one; the host assembles for method=cholesky,\n"
+        "                          output.matrix, spring supports and rigid couplings)\n"
         "  --set KEY=VALUE         override any case key by its dotted path; repeatable. Lists "
         "are\n"
         "                          addressed by index, values are YAML:\n"
@@ -874,7 +965,7 @@ static void run_help(FILE *f)
 
 int hk_cmd_run(int argc, char **argv)
 {
-    const char *case_path = NULL, *out = NULL, *backend = NULL;
+    const char *case_path = NULL, *out = NULL, *backend = NULL, *assembly = NULL;
     int json = 0, verbose = 0, quiet = 0, nsets = 0;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     if (!sets) return 1;
@@ -891,6 +982,18 @@ int hk_cmd_run(int argc, char **argv)
             verbose = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
+        } else if (!strcmp(a, "--assembly") || !strncmp(a, "--assembly=", 11)) {
+            if (!a[10] && i + 1 >= argc) {
+                fprintf(stderr, "hooke run: --assembly needs a value (auto, host or device)\n");
+                free(sets);
+                return 2;
+            }
+            assembly = a[10] ? a + 11 : argv[++i];
+            if (strcmp(assembly, "auto") && strcmp(assembly, "host") && strcmp(assembly, "device")) {
+                fprintf(stderr, "hooke run: --assembly %s: give auto, host or device\n", assembly);
+                free(sets);
+                return 2;
+            }
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--backend") ||
                    !strcmp(a, "--set") || !strcmp(a, "-s")) {
             if (i + 1 >= argc) {
@@ -913,8 +1016,8 @@ int hk_cmd_run(int argc, char **argv)
             out = a + 9;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr,
-                    "hooke run: unknown option '%s'; the options are -o, --backend, --set, "
-                    "--json, --verbose, --quiet (hooke run --help)\n",
+                    "hooke run: unknown option '%s'; the options are -o, --backend, "
+                    "--assembly, --set, --json, --verbose, --quiet (hooke run --help)\n",
                     a);
             free(sets);
             return 2;
@@ -958,7 +1061,8 @@ int hk_cmd_run(int argc, char **argv)
         }
         return 1;
     }
-    hk_run_opts o = {.backend = backend, .verbose = verbose, .quiet = quiet, .log = stderr};
+    hk_run_opts o = {.backend = backend, .assembly = assembly, .verbose = verbose, .quiet = quiet,
+                     .log = stderr};
     err = hk_run_case(&c, &o, &r);
     /* unconverged: still written (with load cases: when every case has its fields) */
     int solved = err == 0 || (err == HK_ERR_NUMERIC && (c.modal ? r.modal.nmodes > 0

@@ -89,7 +89,7 @@ static int rigid_nearnull(const hk_run *r, hk_nearnull *nn, double **vec)
 {
     const hk_mesh *m = &r->mesh;
     const int d = m->dim, nm = d == 2 ? 3 : 6;
-    const int64_t nn0 = m->nnodes, n = r->sys.K.nbrows * d;
+    const int64_t nn0 = m->nnodes, n = r->sys.ndof;
     double c[3] = {0, 0, 0}, ext = 0;
     for (int64_t i = 0; i < nn0; i++)
         for (int a = 0; a < d; a++)
@@ -129,12 +129,13 @@ static int rigid_nearnull(const hk_run *r, hk_nearnull *nn, double **vec)
 int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
 {
     const hk_mesh *m = &r->mesh;
+    const int bs = r->sys.K.rowptr ? r->sys.K.bs : r->sys.Kd.bs; /* K on the host or a device */
+    const int64_t nb = r->sys.K.rowptr ? r->sys.K.nbrows : r->sys.Kd.nbrows;
     memset(nn, 0, sizeof *nn);
     *coords = NULL;
-    if (r->sys.nrigid > 0 && r->sys.K.bs == m->dim &&
-        r->sys.K.nbrows == m->nnodes + 2 * (int64_t)r->sys.nrigid)
+    if (r->sys.nrigid > 0 && bs == m->dim && nb == m->nnodes + 2 * (int64_t)r->sys.nrigid)
         return rigid_nearnull(r, nn, coords);
-    if (r->sys.K.bs != m->dim || r->sys.K.nbrows != m->nnodes) return 0;
+    if (bs != m->dim || nb != m->nnodes) return 0;
     HK_CALL(hk_malloc((size_t)m->nnodes * m->dim * sizeof **coords, coords));
     for (int64_t i = 0; i < m->nnodes; i++)
         for (int d = 0; d < m->dim; d++)

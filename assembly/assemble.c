@@ -32,6 +32,7 @@ void hk_system_free(hk_system *s)
 {
     if (!s) return;
     hk_bcsr_free(&s->K);
+    hk_resident_bcsr_free(&s->Kd);
     free(s->f);
     free(s->f_ext);
     free(s->fixed);
@@ -152,16 +153,7 @@ static int assemble_numeric(const hk_problem *p, const hk_adj *n2c, hk_bcsr *K, 
         if (mybad < bad) bad = mybad;
     }
     HK_TRY_CHECK(bad != -2, HK_ERR_MEMORY, "out of memory for the element matrices");
-    if (bad != INT64_MAX) {
-        const hk_eltype t = (hk_eltype)m->cells.type[bad];
-        HK_TRY_CHECK(0, HK_ERR_MODEL,
-                     "element %lld (%s, Gmsh tag %lld) in region '%s' has a non-positive "
-                     "Jacobian%s; it is inverted or degenerate — check the mesh",
-                     (long long)bad, hk_el_name(t), hk_asm_tag(&m->cells, bad),
-                     hk_asm_region_name(m, m->cell_region[bad]),
-                     p->analysis == HK_AXISYMMETRIC ? " or radius r = x <= 0 at a quadrature point"
-                                                    : "");
-    }
+    if (bad != INT64_MAX) HK_TRY(hk_check_inverted(p, bad));
 fail:
     free(bounds);
     free(laws);
@@ -170,6 +162,12 @@ fail:
 }
 
 /* ---- public entry points ----------------------------------------------------------------- */
+
+int64_t hk_system_nnz(const hk_system *s)
+{
+    if (s->K.rowptr) return s->K.rowptr[s->K.nbrows] * s->K.bs * s->K.bs;
+    return s->Kd.nnzb * s->Kd.bs * s->Kd.bs;
+}
 
 /* Stage times on stderr when HOOKE_ASSEMBLY_PROFILE is set (for tuning; off by default). */
 static void stage(const char *name, double *t)

@@ -136,3 +136,16 @@ int hk_check_problem(const hk_problem *p)
                  "the body force or gravity has a non-finite component; give finite values");
     return check_materials(p);
 }
+
+int hk_check_inverted(const hk_problem *p, int64_t e)
+{
+    const hk_mesh *m = p->mesh;
+    const hk_eltype t = (hk_eltype)m->cells.type[e];
+    return hk_error_set(HK_ERR_MODEL, __FILE__, __LINE__,
+                        "element %lld (%s, Gmsh tag %lld) in region '%s' has a non-positive "
+                        "Jacobian%s; it is inverted or degenerate — check the mesh",
+                        (long long)e, hk_el_name(t), hk_asm_tag(&m->cells, e),
+                        hk_asm_region_name(m, m->cell_region[e]),
+                        p->analysis == HK_AXISYMMETRIC ? " or radius r = x <= 0 at a quadrature point"
+                                                       : "");
+}

@@ -8,5 +8,7 @@
  * axisymmetric section), the body force and the materials of the regions with cells; every
  * error names the element, node or region and the fix. */
 int hk_check_problem(const hk_problem *p);
+/* The error of cell e, whose Jacobian (or radius) is not positive at a quadrature point. */
+int hk_check_inverted(const hk_problem *p, int64_t e);
 
 #endif

@@ -21,7 +21,29 @@ static void app_usage(FILE *f)
             "(geometry.size 0.001, about 2.2M DOFs). Prints every stage time, the peak host\n"
             "memory beside the memory guard's estimate, and the meshing time of the\n"
             "single-thread mesher (Gmsh Delaunay, one thread) measured in the same run\n"
-            "(--no-baseline skips it). --case runs another case file instead of the bracket.\n");
+            "(--no-baseline skips it). --case runs another case file instead of the bracket.\n"
+            "Stages that ran on the device (assembly and recovery on cuda) get the host's time\n"
+            "(all threads) for the same model beside them, measured after the run.\n");
+}
+
+/* The host's assembly and recovery of the run's model (all threads): the baseline of stages
+ * that ran on a device, measured after the run (the peak memory is the run's); -1 for a stage
+ * that ran on the host, or on failure. */
+static void host_fem_baselines(hk_run *r, double *t_asm, double *t_post)
+{
+    *t_asm = *t_post = -1;
+    if (strcmp(r->assembled_on, "host")) {
+        hk_system s;
+        double t = hk_time();
+        if (!hk_assemble(&r->model.problem, &s)) *t_asm = hk_time() - t;
+        hk_system_free(&s);
+    }
+    if (strcmp(r->recovered_on, "host") && r->u) {
+        hk_fields f;
+        double t = hk_time();
+        if (!hk_postproc(&r->model.problem, &r->sys, r->u, &f)) *t_post = hk_time() - t;
+        hk_fields_free(&f);
+    }
 }
 
 int hk_bench_app(int argc, char **argv)
@@ -84,7 +106,9 @@ int hk_bench_app(int argc, char **argv)
         hk_mesh_free(&m);
     }
 
-    int64_t nnz = r.sys.K.rowptr ? r.sys.K.rowptr[r.sys.K.nbrows] * r.sys.K.bs * r.sys.K.bs : 0;
+    double t_asm_host = -1, t_post_host = -1;
+    if (baseline) host_fem_baselines(&r, &t_asm_host, &t_post_host);
+    int64_t nnz = hk_system_nnz(&r.sys);
     printf("## hooke bench app: %s, size %s, backend %s\n\n", c.path, hk_bench_size_name(bo.size),
            r.backend);
     printf("%lld nodes, %lld elements, %lld DOFs, %lld nonzeros; %s; %d iterations, true "
@@ -95,12 +119,19 @@ int hk_bench_app(int argc, char **argv)
     if (t_single > 0)
         snprintf(mesh_base, sizeof mesh_base, "single-thread Delaunay %.2f s (%.1fx)", t_single,
                  t_single / r.t_mesh);
+    char asm_base[64] = "", post_base[64] = "";
+    if (t_asm_host > 0)
+        snprintf(asm_base, sizeof asm_base, "host %.2f s (%.1fx)", t_asm_host,
+                 t_asm_host / r.t_assembly);
+    if (t_post_host > 0)
+        snprintf(post_base, sizeof post_base, "host %.2f s (%.1fx)", t_post_host,
+                 t_post_host / r.t_post);
     hk_table_head(stdout, "lrl", "stage|seconds|baseline");
     hk_table_row(stdout, "mesh|%.2f|%s", r.t_mesh, mesh_base);
-    hk_table_row(stdout, "assembly|%.2f|", r.t_assembly);
+    hk_table_row(stdout, "assembly (on %s)|%.2f|%s", r.assembled_on, r.t_assembly, asm_base);
     hk_table_row(stdout, "solver set-up and upload|%.2f|", r.t_setup);
     hk_table_row(stdout, "solve|%.2f|", r.t_solve);
-    hk_table_row(stdout, "post-processing|%.2f|", r.t_post);
+    hk_table_row(stdout, "post-processing (on %s)|%.2f|%s", r.recovered_on, r.t_post, post_base);
     hk_table_row(stdout, "writing|%.2f|", r.t_output);
     hk_table_row(stdout, "total|%.2f|wall %.2f", r.t_total, wall);
     printf("\n");
@@ -134,6 +165,8 @@ int hk_bench_app(int argc, char **argv)
             hk_json_string(&j, "case", c.path);
             hk_json_string(&j, "size", hk_bench_size_name(bo.size));
             hk_json_string(&j, "backend", r.backend);
+            hk_json_string(&j, "assembled_on", r.assembled_on);
+            hk_json_string(&j, "recovered_on", r.recovered_on);
             hk_json_string(&j, "solver", r.solver_desc);
             hk_json_int(&j, "nodes", (long long)r.mesh.nnodes);
             hk_json_int(&j, "elements", (long long)r.mesh.cells.n);
@@ -149,6 +182,8 @@ int hk_bench_app(int argc, char **argv)
             hk_json_number(&j, "mesh_order", phases.order);
             hk_json_number(&j, "mesh_read", phases.read);
             hk_json_number(&j, "assembly", r.t_assembly);
+            hk_json_number(&j, "assembly_host", t_asm_host);
+            hk_json_number(&j, "postproc_host", t_post_host);
             hk_json_number(&j, "solver_setup", r.t_setup);
             hk_json_number(&j, "solve", r.t_solve);
             hk_json_number(&j, "postproc", r.t_post);

@@ -22,7 +22,9 @@ static void asm_usage(FILE *f)
                "with every OpenMP thread and with one (baseline). Then the stage times of a hex8\n"
                "box of N^3 cells (--cells N; default 40 for small, 69 otherwise: 1.03M DOFs):\n"
                "generation, hk_assemble (gravity, one face fixed), solve (cg + jacobi, tol 1e-6,\n"
-               "on --backend; --no-solve skips it).\n");
+               "on --backend; --no-solve skips it). With a CUDA device (and --backend not cpu),\n"
+               "the same meshes assembled (hk_assemble_stiffness_on) and recovered (hk_postproc_on)\n"
+               "on the device beside the host's all-thread figures.\n");
 }
 
 typedef struct asm_ctx {
@@ -85,6 +87,133 @@ static int bench_type(hk_eltype t, double target, asm_row *row)
 fail:
     hk_mesh_free(&m);
     return ierr;
+}
+
+/* ---- the device's assembly and recovery beside the host's, on the same meshes ---------- */
+
+typedef struct dev_row {
+    const char *type;
+    long long elements;
+    double s_host, s_dev;         /* hk_assemble_stiffness, all threads / _on(cuda) */
+    double s_rec_host, s_rec_dev; /* hk_postproc, all threads / _on(cuda) */
+} dev_row;
+
+typedef struct dev_ctx {
+    const hk_backend *be; /* NULL: the host */
+    hk_problem p;
+    const hk_system *s;
+    const double *u;
+} dev_ctx;
+
+static int dev_assemble_once(void *ctx)
+{
+    dev_ctx *c = ctx;
+    hk_resident_bcsr K;
+    int ierr = hk_assemble_stiffness_on(c->be, &c->p, &K);
+    hk_resident_bcsr_free(&K);
+    return ierr;
+}
+
+static int recover_once(void *ctx)
+{
+    dev_ctx *c = ctx;
+    hk_fields f;
+    int ierr = hk_postproc_on(c->be, &c->p, c->s, c->u, &f);
+    hk_fields_free(&f);
+    return ierr;
+}
+
+/* Type t's mesh (as bench_type), assembled and recovered on the host (all threads) and on be:
+ * the stiffness (pattern + element matrices; on the device it stays there) and the recovery
+ * from a smooth displacement field (strains, stresses, invariants, reactions). */
+static int bench_device_type(const hk_backend *be, hk_eltype t, double target, dev_row *row)
+{
+    int ierr;
+    hk_mesh m;
+    hk_system s;
+    double *u = NULL;
+    hk_material *mats = NULL;
+    memset(&m, 0, sizeof m);
+    memset(&s, 0, sizeof s);
+    HK_TRY(make_mesh(t, target, &m));
+    HK_TRY(hk_calloc((size_t)m.nregions, sizeof *mats, &mats));
+    for (int r = 0; r < m.nregions; r++)
+        mats[r] = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+    hk_support sup = {.boundary = hk_mesh_find_boundary(&m, m.dim == 2 ? "left" : "xmin"),
+                      .mask = 7};
+    dev_ctx c = {.p = {.mesh = &m,
+                       .analysis = m.dim == 2 ? HK_PLANE_STRESS : HK_SOLID,
+                       .thickness = 1,
+                       .materials = mats,
+                       .nsupports = 1,
+                       .supports = &sup}};
+    HK_TRY(hk_assemble(&c.p, &s));
+    HK_TRY(hk_malloc((size_t)s.ndof * sizeof *u, &u));
+    for (int64_t i = 0; i < m.nnodes; i++)
+        for (int k = 0; k < m.dim; k++)
+            u[i * m.dim + k] = 1e-4 * sin(1.3 * m.coords[3 * i] + 0.7 * m.coords[3 * i + 1] + k);
+    c.s = &s, c.u = u;
+    row->type = hk_eltype_get(t)->name;
+    row->elements = (long long)m.cells.n;
+    HK_TRY(hk_bench_time(dev_assemble_once, &c, 1, 3, 0.3, &row->s_host));
+    HK_TRY(hk_bench_time(recover_once, &c, 1, 3, 0.3, &row->s_rec_host));
+    c.be = be;
+    HK_TRY(hk_bench_time(dev_assemble_once, &c, 1, 3, 0.3, &row->s_dev));
+    HK_TRY(hk_bench_time(recover_once, &c, 1, 3, 0.3, &row->s_rec_dev));
+fail:
+    free(u);
+    free(mats);
+    hk_system_free(&s);
+    hk_mesh_free(&m);
+    return ierr;
+}
+
+/* The device table: every type of the host table on the cuda backend, when it is usable. */
+static int bench_device(const char *types, double target, dev_row *rows, int *nrows)
+{
+    const hk_backend *be = NULL;
+    *nrows = 0;
+    if (hk_backend_get("cuda", &be)) {
+        printf("\n## Device assembly and recovery: skipped (%s)\n", hk_error_message());
+        return 0;
+    }
+    printf("\n## Device assembly and recovery (cuda) beside the host's %d threads, same meshes\n\n"
+           "| type | elements | assembly el/s (host) | assembly el/s (cuda) | ratio | "
+           "recovery el/s (host) | recovery el/s (cuda) | ratio |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n",
+           omp_get_max_threads());
+    char list[256];
+    snprintf(list, sizeof list, "%s", types);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int t = -1;
+        for (int k = 0; k < HK_EL_COUNT; k++)
+            if (hk_eltype_get((hk_eltype)k) && !strcmp(hk_eltype_get((hk_eltype)k)->name, tok)) t = k;
+        dev_row *r = &rows[*nrows];
+        if (t < 0) continue; /* named in the host table's message already */
+        HK_CALL(bench_device_type(be, (hk_eltype)t, target, r));
+        (*nrows)++;
+        printf("| %s | %lld | %.3g | %.3g | %.1f | %.3g | %.3g | %.1f |\n", r->type, r->elements,
+               r->elements / r->s_host, r->elements / r->s_dev, r->s_host / r->s_dev,
+               r->elements / r->s_rec_host, r->elements / r->s_rec_dev, r->s_rec_host / r->s_rec_dev);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static void device_json(hk_json *j, const dev_row *rows, int n)
+{
+    hk_json_begin_array(j, "device");
+    for (int k = 0; k < n; k++) {
+        hk_json_begin_object(j, NULL);
+        hk_json_string(j, "type", rows[k].type);
+        hk_json_int(j, "elements", rows[k].elements);
+        hk_json_number(j, "assembly_seconds_host", rows[k].s_host);
+        hk_json_number(j, "assembly_seconds_cuda", rows[k].s_dev);
+        hk_json_number(j, "recovery_seconds_host", rows[k].s_rec_host);
+        hk_json_number(j, "recovery_seconds_cuda", rows[k].s_rec_dev);
+        hk_json_end_object(j);
+    }
+    hk_json_end_array(j);
 }
 
 /* Stage times of the hex8 box of n^3 cells. */
@@ -212,6 +341,13 @@ int hk_bench_assembly(int argc, char **argv)
                      r->s_one / r->s_all);
     }
 
+    dev_row drows[HK_EL_COUNT];
+    int ndrows = 0;
+    if (strcmp(bo.backend, "cpu") && bench_device(types, target, drows, &ndrows)) {
+        fprintf(stderr, "hooke bench assembly: device: %s\n", hk_error_message());
+        return 1;
+    }
+
     double st[4];
     long long dofs = 0;
     int iters = 0;
@@ -249,6 +385,7 @@ int hk_bench_assembly(int argc, char **argv)
             hk_json_end_object(&j);
         }
         hk_json_end_array(&j);
+        device_json(&j, drows, ndrows);
         hk_json_begin_object(&j, "stages");
         hk_json_int(&j, "cells_per_side", cells);
         hk_json_int(&j, "dofs", dofs);

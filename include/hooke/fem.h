@@ -366,6 +366,9 @@ typedef struct hk_system {
     double *mass_r;
     double total_mass[3];
     int free_rigid;
+    /* K assembled on a device (hk_assemble_on): its arrays in that backend's memory, K above
+     * empty; hk_solver_create_resident takes them over. Empty otherwise. */
+    hk_resident_bcsr Kd;
 } hk_system;
 
 void hk_system_free(hk_system *s);
@@ -386,6 +389,27 @@ typedef enum { HK_MASS_CONSISTENT = 0, HK_MASS_LUMPED } hk_mass_kind;
 int hk_assemble_modal(const hk_problem *p, hk_mass_kind mass, hk_system *s);
 /* Elements assembled per second benchmark helper: assemble only K, no checks. */
 int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K);
+/* Scalar nonzeros of the system's K, wherever it lives. */
+int64_t hk_system_nnz(const hk_system *s);
+
+/* ---- assembly and recovery on a device (fem_cuda/, docs/assembly.md "On the device") ---- */
+
+/* hk_assemble with K assembled, its loads integrated and its supports eliminated in the
+ * memory of backend be (s->Kd; s->K stays empty) when be is a device (cuda): the checks,
+ * supports, rigid-body check and boundary loads run on the host as in hk_assemble, the
+ * pattern, the element matrices, the body and thermal loads and the elimination on the device,
+ * with the host's digits to rounding and the same digits on every run. be NULL or the cpu
+ * backend: hk_assemble. A model with what hk_assemble_on_limit names is refused
+ * (HK_ERR_UNSUPPORTED); assemble it with hk_assemble. */
+int hk_assemble_on(const hk_backend *be, const hk_problem *p, hk_system *s);
+/* Why p cannot be assembled on a device (spring supports, rigid couplings: their stiffness is
+ * added on the host), NULL when it can. */
+const char *hk_assemble_on_limit(const hk_problem *p);
+/* hk_assemble_stiffness on be: K only, in be's memory (benchmarks). */
+int hk_assemble_stiffness_on(const hk_backend *be, const hk_problem *p, hk_resident_bcsr *K);
+/* Device memory the device assembly of m needs at its peak (the mesh, its adjacency, K with
+ * nnz scalar nonzeros, the element records and the vectors), bytes. */
+double hk_assemble_on_bytes(const hk_mesh *m, double nnz);
 
 /* ---- post-processing ------------------------------------------------------------------- */
 
@@ -418,6 +442,11 @@ typedef struct hk_fields {
 void hk_fields_free(hk_fields *f);
 /* u is the solution with dim components per node (ndof = dim * nnodes). */
 int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out);
+/* hk_postproc with the strains, stresses, invariants and internal forces computed on backend
+ * be's device (cuda; be NULL or cpu: hk_postproc): the same fields to rounding, the same digits
+ * on every run. The reactions' sums over the supports' nodes stay on the host. */
+int hk_postproc_on(const hk_backend *be, const hk_problem *p, const hk_system *s,
+                   const double *u, hk_fields *out);
 
 /* Compression of the .vtu's appended arrays (docs/output.md). */
 typedef enum hk_vtu_compression {

@@ -1,0 +1,249 @@
+/* Assembly and recovery on a device: the host's part of hk_assemble_on / hk_postproc_on and
+ * the choice of a driver (fem_device.h). The host runs what is cheap and boundary-sized or
+ * needs messages (checks, supports, the rigid-body check, boundary and nodal loads); the
+ * device everything per cell or per matrix entry (adjacency, parts, pattern, element
+ * matrices and loads, elimination, recovery). Steps and errors come in hk_assemble's order
+ * where the user can see it: checks, supports, rigid-body motion, loads, inverted elements. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"      /* assembly/ */
+#include "constraints.h" /* assembly/ */
+#include "coupling.h"    /* assembly/: hk_rigid_count */
+#include "fem_device.h"
+#include "groups.h"  /* assembly/: hk_asm_thickness */
+#include "loads.h"   /* assembly/ */
+#include "pp_impl.h" /* postproc/: hk_postproc in steps */
+
+size_t hk_fem_chunk_bytes = 0;
+
+const char *hk_assemble_on_limit(const hk_problem *p)
+{
+    if (!p) return NULL;
+    for (int k = 0; k < p->nsupports && p->supports; k++)
+        if (p->supports[k].kind == HK_SUPPORT_SPRING)
+            return "spring supports add their stiffness to K on the host";
+    if (hk_rigid_count(p) > 0) return "rigid couplings transform K on the host (T^T K T)";
+    return NULL;
+}
+
+/* The driver of backend be, NULL for the host (be NULL or cpu). */
+static int driver_of(const hk_backend *be, const hk_fem_driver **drv)
+{
+    *drv = NULL;
+    if (!be || !strcmp(hk_backend_name(be), "cpu")) return 0;
+#ifdef HOOKE_HAVE_CUDA
+    if (!strcmp(hk_backend_name(be), "cuda")) {
+        *drv = &hk_fem_cuda_driver;
+        return 0;
+    }
+#endif
+    return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                        "no device assembly for backend %s (this build has %s); assemble on the "
+                        "host",
+                        hk_backend_name(be),
+#ifdef HOOKE_HAVE_CUDA
+                        "cuda"
+#else
+                        "no CUDA"
+#endif
+    );
+}
+
+/* What the device needs of each region (hk_assemble's numeric loop computes the same per
+ * cell): the law of every region that carries cells, its temperature change when f is
+ * assembled, its body force, the fast kernel's condition. */
+static int regions_of(const hk_problem *p, int with_f, hk_fem_region **out)
+{
+    const hk_mesh *m = p->mesh;
+    const int axi = p->analysis == HK_AXISYMMETRIC;
+    hk_fem_region *R;
+    uint8_t *used = NULL;
+    int ierr = 0;
+    HK_CALL(hk_calloc((size_t)m->nregions + 1, sizeof *R, &R));
+    HK_TRY(hk_calloc((size_t)m->nregions + 1, 1, &used));
+    for (int64_t e = 0; e < m->cells.n; e++)
+        used[m->cell_region[e]] = 1;
+    for (int r = 0; r < m->nregions; r++) {
+        R[r].law.isotropic = 1;
+        if (!used[r]) continue;
+        const hk_material *mt = &p->materials[r];
+        HK_TRY(hk_material_law(mt, p->analysis, m->dim, &R[r].law));
+        R[r].dT = with_f ? hk_problem_region_dT(p, r) : 0;
+        for (int i = 0; i < 3; i++)
+            R[r].b[i] = p->body_force[i] + mt->rho * p->gravity[i];
+        R[r].iso = R[r].law.isotropic && !axi;
+    }
+    *out = R;
+    R = NULL;
+fail:
+    free(R);
+    free(used);
+    return ierr;
+}
+
+/* Every reference element, for the device's copy (a zeroed entry for types without one). */
+static int refs_table(hk_elref **out)
+{
+    hk_elref *refs;
+    HK_CALL(hk_calloc(HK_EL_COUNT, sizeof *refs, &refs));
+    for (int t = 0; t < HK_EL_COUNT; t++)
+        if (hk_eltype_has_kernel((hk_eltype)t)) refs[t] = *hk_elref_get((hk_eltype)t);
+    *out = refs;
+    return 0;
+}
+
+/* Pattern and element matrices (and, with s, the loads, supports and elimination). */
+static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_system *s,
+                           hk_resident_bcsr *Konly)
+{
+    int ierr = 0;
+    hk_fem_session *ses = NULL;
+    hk_fem_region *regions = NULL;
+    hk_elref *refs = NULL;
+    hk_adj n2c = {0};
+    int32_t *label = NULL;
+    int64_t bad = -1;
+    hk_resident_bcsr *K = s ? &s->Kd : Konly;
+    HK_CALL(hk_check_problem(p));
+    const hk_mesh *m = p->mesh;
+    const char *limit = s ? hk_assemble_on_limit(p) : NULL;
+    HK_CHECK(!limit, HK_ERR_UNSUPPORTED,
+             "the device assembly cannot take this model: %s; "
+             "assemble it on the host (--assembly host)",
+             limit);
+    if (s) {
+        s->dim = m->dim;
+        s->nnodes = m->nnodes;
+        s->ndof = (int64_t)m->dim * m->nnodes;
+        HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f_ext, &s->f_ext));
+        HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
+        HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
+        HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
+    }
+    HK_TRY(refs_table(&refs));
+    HK_TRY(drv->open(m, s ? p->node_dT : NULL, refs, &ses));
+    if (s) {
+        HK_TRY(hk_malloc((size_t)m->nnodes * sizeof *label + 1, &label));
+        HK_TRY(drv->parts(ses, label));
+        if (p->nloads) HK_TRY(drv->adjacency(ses, &n2c));
+    }
+    /* the pattern's last kernels run while the host applies the supports and loads */
+    HK_TRY(drv->pattern(ses, K));
+    if (s) {
+        HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
+        HK_TRY(hk_check_rigid_labels(p, label, NULL, s->fixed, NULL));
+        HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
+    }
+    HK_TRY(regions_of(p, s != NULL, &regions));
+    {
+        const hk_fem_asm_job job = {regions,   m->nregions,         p->analysis == HK_AXISYMMETRIC,
+                                    s != NULL, hk_asm_thickness(p), hk_fem_chunk_bytes};
+        HK_TRY(drv->numeric(ses, &job, K, s ? s->f_ext : NULL, &bad));
+    }
+    if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
+    if (s) HK_TRY(drv->eliminate(ses, K, s->fixed, s->u_fixed, s->f));
+fail:
+    drv->close(ses);
+    free(refs);
+    hk_adj_free(&n2c);
+    free(label);
+    free(regions);
+    if (ierr && s) hk_system_free(s);
+    if (ierr && !s) hk_resident_bcsr_free(Konly);
+    return ierr;
+}
+
+int hk_fem_assemble_with(const hk_fem_driver *drv, const hk_problem *p, hk_system *s)
+{
+    HK_CHECK(s, HK_ERR_ARG, "hk_assemble_on: the output system is NULL");
+    memset(s, 0, sizeof *s);
+    return assemble_device(drv, p, s, NULL);
+}
+
+int hk_fem_stiffness_with(const hk_fem_driver *drv, const hk_problem *p, hk_resident_bcsr *K)
+{
+    HK_CHECK(K, HK_ERR_ARG, "hk_assemble_stiffness_on: K is NULL");
+    memset(K, 0, sizeof *K);
+    return assemble_device(drv, p, NULL, K);
+}
+
+int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
+                         const double *u, hk_fields *out)
+{
+    int ierr = 0;
+    hk_pp_work w;
+    hk_fem_session *ses = NULL;
+    hk_elref *refs = NULL;
+    int64_t bad = -1;
+    HK_CALL(hk_pp_prepare(p, s, u, out, &w));
+    {
+        const hk_fem_rec_job job = {w.laws,  w.dTr,  w.nlaws,           p->analysis,
+                                    w.thick, out->u, hk_fem_chunk_bytes};
+        HK_TRY(refs_table(&refs));
+        HK_TRY(drv->open(p->mesh, p->node_dT, refs, &ses));
+        HK_TRY(drv->recover(ses, &job, out, w.fint, &bad));
+    }
+    if (bad >= 0) HK_TRY(hk_pp_element_error(p, &w, out, bad));
+    HK_TRY(hk_pp_finish(p, s, &w, out));
+fail:
+    drv->close(ses);
+    free(refs);
+    hk_pp_work_free(&w);
+    if (ierr) hk_fields_free(out);
+    return ierr;
+}
+
+int hk_assemble_on(const hk_backend *be, const hk_problem *p, hk_system *s)
+{
+    const hk_fem_driver *drv;
+    HK_CALL(driver_of(be, &drv));
+    return drv ? hk_fem_assemble_with(drv, p, s) : hk_assemble(p, s);
+}
+
+int hk_assemble_stiffness_on(const hk_backend *be, const hk_problem *p, hk_resident_bcsr *K)
+{
+    const hk_fem_driver *drv;
+    HK_CALL(driver_of(be, &drv));
+    if (drv) return hk_fem_stiffness_with(drv, p, K);
+    /* the host's K in the cpu backend's memory (its free() releases both) */
+    hk_bcsr H;
+    HK_CHECK(K, HK_ERR_ARG, "hk_assemble_stiffness_on: K is NULL");
+    memset(K, 0, sizeof *K);
+    HK_CALL(hk_assemble_stiffness(p, &H));
+    HK_CALL(hk_backend_get("cpu", &K->be));
+    K->bs = H.bs, K->nbrows = H.nbrows, K->nbcols = H.nbcols, K->nnzb = H.rowptr[H.nbrows];
+    K->rowptr = H.rowptr, K->colind = H.colind, K->val = H.val;
+    return 0;
+}
+
+int hk_postproc_on(const hk_backend *be, const hk_problem *p, const hk_system *s, const double *u,
+                   hk_fields *out)
+{
+    const hk_fem_driver *drv;
+    HK_CHECK(out, HK_ERR_ARG, "hk_postproc: the output fields pointer is NULL");
+    memset(out, 0, sizeof *out);
+    HK_CALL(driver_of(be, &drv));
+    return drv ? hk_fem_postproc_with(drv, p, s, u, out) : hk_postproc(p, s, u, out);
+}
+
+double hk_assemble_on_bytes(const hk_mesh *m, double nnz)
+{
+    const double nn = (double)m->nnodes, ne = (double)m->cells.n,
+                 tot = m->cells.n ? (double)m->cells.ptr[m->cells.n] : 0, d = m->dim, ndof = d * nn;
+    /* the element records (weights and gradients at the full rule's points), at most a chunk */
+    double rec = 0;
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        const hk_elref *r = hk_eltype_has_kernel((hk_eltype)m->cells.type[e])
+                                ? hk_elref_get((hk_eltype)m->cells.type[e])
+                                : NULL;
+        if (r) rec += 8.0 * r->nqp * (2 + r->nnodes * d) + 8;
+    }
+    if (rec > HK_FEM_CHUNK_MAX) rec = HK_FEM_CHUNK_MAX;
+    const double mesh = 24 * nn + 13 * ne + 4 * tot + 8 * nn + 9 * tot; /* with its adjacency */
+    const double K = 8 * (nn + 1) + nnz / (d * d) * 4 + nnz * 8;
+    double phase = 4 * tot + 8 * nn; /* the pattern's sorted cells and row pointers */
+    if (rec + 8 * ndof > phase) phase = rec + 8 * ndof;
+    if (25 * ndof > phase) phase = 25 * ndof; /* the elimination's vectors */
+    return mesh + K + phase;
+}

@@ -1,0 +1,91 @@
+/* Private interface of fem_cuda/: the device steps of the assembly and the recovery (a
+ * driver), written once in fem_driver.inc and compiled twice, by nvcc with CUDA kernels
+ * (fem_cuda.cu, hk_fem_cuda_driver, CUDA builds only) and as host C running the same kernel
+ * bodies in serial loops (fem_emul.c, hk_fem_emul_driver, always: the CPU tests check the
+ * device decomposition with it); and the host orchestration around them (fem_device.c):
+ * checks, supports, the rigid-body check, boundary loads. */
+#ifndef HOOKE_FEM_DEVICE_H
+#define HOOKE_FEM_DEVICE_H
+
+#include "fem_kernels.h"
+#include "hooke/fem.h"
+#include "pattern.h" /* assembly/: hk_adj */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hk_fem_session hk_fem_session; /* the mesh and its adjacency on the device */
+
+/* The assembly's inputs beyond the mesh: one hk_fem_region per mesh region. */
+typedef struct hk_fem_asm_job {
+    const hk_fem_region *regions;
+    int nregions;
+    int axi, with_f;
+    double fac;
+    size_t chunk_bytes; /* hk_fem_chunk_bytes */
+} hk_fem_asm_job;
+
+/* The recovery's: laws and temperature changes per region, the displacements (3 per node). */
+typedef struct hk_fem_rec_job {
+    const hk_law *laws;
+    const double *dTr;
+    int nlaws;
+    hk_analysis an;
+    double thick;
+    const double *u3;
+    size_t chunk_bytes; /* hk_fem_chunk_bytes */
+} hk_fem_rec_job;
+
+typedef struct hk_fem_driver {
+    const char *name;
+    /* The backend whose memory holds K (cuda; cpu for the emulation). */
+    const hk_backend *(*backend)(void);
+    /* Upload the mesh, the nodal temperature field (may be NULL) and the reference elements
+     * (HK_EL_COUNT, host; kept in use until close), build the node-to-cell adjacency there. */
+    int (*open)(const hk_mesh *m, const double *node_dT, const hk_elref *refs, hk_fem_session **s);
+    void (*close)(hk_fem_session *s);
+    /* The mesh's connected parts: label[i] = the smallest node of node i's part, -1 for a node
+     * on no cell (host array of nnodes). */
+    int (*parts)(hk_fem_session *s, int32_t *label);
+    /* A host copy of the adjacency (the boundary loads need it). */
+    int (*adjacency)(hk_fem_session *s, hk_adj *n2c);
+    /* The block CSR pattern of K in be's memory, values zeroed. Refuses, naming the bytes, a
+     * K the device's free memory cannot hold. */
+    int (*pattern)(hk_fem_session *s, hk_resident_bcsr *K);
+    /* Add the element matrices to K and, when job->with_f, the body and thermal loads to
+     * f_ext (host, dim per node, in and out; kept on the device for eliminate). *bad: the
+     * first cell with det J <= 0 (or r <= 0) at a point, -1 when none (K is then incomplete). */
+    int (*numeric)(hk_fem_session *s, const hk_fem_asm_job *job, hk_resident_bcsr *K, double *f_ext,
+                   int64_t *bad);
+    /* The symmetric elimination of the fixed dofs (hk_eliminate), f on the host. */
+    int (*eliminate)(hk_fem_session *s, hk_resident_bcsr *K, const uint8_t *fixed,
+                     const double *u_fixed, double *f);
+    /* Strains, stresses, invariants at the nodes and per cell, internal forces (fint, 3 per
+     * node) into out's arrays (allocated by hk_pp_prepare). *bad as for numeric. */
+    int (*recover)(hk_fem_session *s, const hk_fem_rec_job *job, hk_fields *out, double *fint,
+                   int64_t *bad);
+} hk_fem_driver;
+
+/* Element records of one chunk of cells at most, bytes. */
+#define HK_FEM_CHUNK_MAX ((size_t)2 << 30)
+
+extern const hk_fem_driver hk_fem_emul_driver;
+#ifdef HOOKE_HAVE_CUDA
+extern const hk_fem_driver hk_fem_cuda_driver;
+#endif
+
+/* Bytes of work memory a chunk of element records (or recovered elements) may use, for the
+ * tests to cut the cells into many chunks; 0 (the default): the driver's own choice. */
+extern size_t hk_fem_chunk_bytes;
+
+/* hk_assemble_on / hk_assemble_stiffness_on / hk_postproc_on with a given driver (tests). */
+int hk_fem_assemble_with(const hk_fem_driver *drv, const hk_problem *p, hk_system *s);
+int hk_fem_stiffness_with(const hk_fem_driver *drv, const hk_problem *p, hk_resident_bcsr *K);
+int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
+                         const double *u, hk_fields *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

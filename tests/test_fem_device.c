@@ -1,0 +1,577 @@
+/* The device assembly and recovery (fem_cuda/) against the host's (assembly/, postproc/).
+ *
+ * fem_emul (CPU): the device steps emulated on the host (the same kernel bodies in serial
+ * loops) give the host's K, f and fields to the last bit, for every element kind, analysis and
+ * material of the catalogue (hk_test_fem_case), with the cells cut into one chunk or into many,
+ * and a node of more cells than a row merges at once; the resident K solves as the host's;
+ * the errors are the host's sentences.
+ *
+ * fem_cuda (device): the same on the GPU, K and f to 1e-13 of their largest entry (fused
+ * multiply-adds round differently), the pattern exactly, the fields to 1e-12; two runs give the
+ * same bytes; solved there through hk_solver_create_resident; hooke run --assembly device
+ * against --assembly host. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "case.h"
+#include "fem_device.h"
+#include "test_util.h"
+
+/* ---- comparisons ------------------------------------------------------------------------ */
+
+/* max |a - b| over max |b| (0 when both are zero). */
+static double rel(const double *a, const double *b, int64_t n)
+{
+    double d = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs(a[i] - b[i]));
+        s = fmax(s, fabs(b[i]));
+    }
+    return s > 0 ? d / s : d;
+}
+
+/* The device system d against the host's h: the pattern exactly, K within tol of its largest
+ * entry (tol 0: the same bytes), f and f_ext within tol of their scale, the supports equal. */
+static void compare_systems(const char *name, const hk_system *h, const hk_system *d, double tol)
+{
+    hk_bcsr K;
+    CU_ASSERT_PTR_NULL(d->K.rowptr);
+    HK_ASSERT_OK(hk_resident_bcsr_download(&d->Kd, &K));
+    const int bs = h->K.bs;
+    const int64_t nb = h->K.nbrows, nnzb = h->K.rowptr[nb];
+    int ok = K.bs == bs && K.nbrows == nb && K.nbcols == h->K.nbcols;
+    ok = ok && !memcmp(K.rowptr, h->K.rowptr, (size_t)(nb + 1) * sizeof *K.rowptr);
+    ok = ok && !memcmp(K.colind, h->K.colind, (size_t)nnzb * sizeof *K.colind);
+    if (!ok) printf("\n    %s: the pattern differs ", name);
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(hk_system_nnz(d), hk_system_nnz(h));
+    const int64_t nv = nnzb * bs * bs, ndof = h->ndof;
+    double eK = ok ? rel(K.val, h->K.val, nv) : 1;
+    /* f's scale: the loads, or K's entries times the prescribed values */
+    double fs = 0, ks = 0, us = 0;
+    for (int64_t i = 0; i < ndof; i++)
+        fs = fmax(fs, fabs(h->f_ext[i])), us = fmax(us, fabs(h->u_fixed[i]));
+    for (int64_t k = 0; k < nv; k++)
+        ks = fmax(ks, fabs(h->K.val[k]));
+    fs = fmax(fs, ks * us);
+    double ef = 0, ee = 0;
+    for (int64_t i = 0; i < ndof; i++) {
+        ef = fmax(ef, fabs(d->f[i] - h->f[i]));
+        ee = fmax(ee, fabs(d->f_ext[i] - h->f_ext[i]));
+    }
+    ef = fs > 0 ? ef / fs : ef;
+    ee = fs > 0 ? ee / fs : ee;
+    const int same = ok && !memcmp(K.val, h->K.val, (size_t)nv * sizeof *K.val) &&
+                     !memcmp(d->f, h->f, (size_t)ndof * sizeof *d->f) &&
+                     !memcmp(d->f_ext, h->f_ext, (size_t)ndof * sizeof *d->f_ext);
+    if (tol == 0 ? !same : (eK > tol || ef > tol || ee > tol))
+        printf("\n    %s: K %.2e, f %.2e, f_ext %.2e ", name, eK, ef, ee);
+    CU_ASSERT(tol == 0 ? same : eK <= tol && ef <= tol && ee <= tol);
+    CU_ASSERT_EQUAL(d->ndof, ndof);
+    CU_ASSERT_EQUAL(d->dim, h->dim);
+    CU_ASSERT_EQUAL(d->nfixed, h->nfixed);
+    CU_ASSERT(!memcmp(d->fixed, h->fixed, (size_t)ndof));
+    CU_ASSERT(!memcmp(d->u_fixed, h->u_fixed, (size_t)ndof * sizeof *d->u_fixed));
+    hk_bcsr_free(&K);
+}
+
+/* One field: within tol of its largest value (tol 0: the same bytes). */
+static int field_ok(const char *name, const char *what, const double *a, const double *b, int64_t n,
+                    double tol)
+{
+    const int ok = tol == 0 ? !memcmp(a, b, (size_t)n * sizeof *a) : rel(a, b, n) <= tol;
+    if (!ok) printf("\n    %s: %s differs by %.2e ", name, what, rel(a, b, n));
+    return ok;
+}
+
+static void compare_fields(const char *name, const hk_fields *h, const hk_fields *d, double tol)
+{
+    const int64_t nn = h->nnodes, ne = h->ncells;
+    CU_ASSERT(d->nnodes == nn && d->ncells == ne && d->nsupports == h->nsupports);
+    CU_ASSERT(field_ok(name, "u", d->u, h->u, 3 * nn, 0));
+    CU_ASSERT(field_ok(name, "strain", d->strain, h->strain, 6 * nn, tol));
+    CU_ASSERT(field_ok(name, "stress", d->stress, h->stress, 6 * nn, tol));
+    CU_ASSERT(field_ok(name, "von Mises", d->von_mises, h->von_mises, nn, tol));
+    CU_ASSERT(field_ok(name, "principal", d->principal, h->principal, 3 * nn, tol));
+    CU_ASSERT(field_ok(name, "cell stress", d->cell_stress, h->cell_stress, 6 * ne, tol));
+    CU_ASSERT(field_ok(name, "cell von Mises", d->cell_von_mises, h->cell_von_mises, ne, tol));
+    CU_ASSERT(field_ok(name, "reaction", d->reaction, h->reaction, 3 * nn, tol));
+    for (int k = 0; k < h->nsupports; k++) {
+        CU_ASSERT(field_ok(name, "support reaction", d->support_reaction[k], h->support_reaction[k],
+                           3, tol));
+        CU_ASSERT(
+            field_ok(name, "support moment", d->support_moment[k], h->support_moment[k], 3, tol));
+    }
+    CU_ASSERT(tol == 0 ? d->max_u == h->max_u : fabs(d->max_u - h->max_u) <= tol * h->max_u);
+    CU_ASSERT(tol == 0 ? d->max_von_mises == h->max_von_mises
+                       : fabs(d->max_von_mises - h->max_von_mises) <= tol * h->max_von_mises);
+}
+
+/* A displacement field with every strain component (not a solution: recovery does not care). */
+static double *smooth_u(const hk_mesh *m, int64_t ndof)
+{
+    double *u = malloc((size_t)ndof * sizeof *u);
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int c = 0; c < m->dim; c++) {
+            const double *x = m->coords + 3 * i;
+            u[i * m->dim + c] =
+                1e-4 * (sin(1.3 * x[0] + 0.7 * x[1] + 0.4 * x[2] + c) + 0.3 * x[0] * x[1]);
+        }
+    return u;
+}
+
+/* ---- a fan: a node of more cells than a row merges at once ------------------------------- */
+
+/* A disk of nseg triangles (tri3, or tri6 with midside nodes) around the origin. */
+static void fan_mesh(int nseg, hk_eltype t, hk_mesh *m)
+{
+    const int quad = t == HK_EL_TRI6, per = quad ? 6 : 3;
+    memset(m, 0, sizeof *m);
+    m->dim = 2;
+    m->nnodes = 1 + nseg + (quad ? 2 * nseg : 0);
+    m->coords = calloc(3 * (size_t)m->nnodes, sizeof *m->coords);
+    for (int k = 0; k < nseg; k++) {
+        const double a = 2 * M_PI * k / nseg, b = 2 * M_PI * (k + 0.5) / nseg;
+        m->coords[3 * (1 + k)] = cos(a), m->coords[3 * (1 + k) + 1] = sin(a);
+        if (!quad) continue;
+        double *spoke = m->coords + 3 * (1 + nseg + k), *rim = m->coords + 3 * (1 + 2 * nseg + k);
+        spoke[0] = 0.5 * cos(a), spoke[1] = 0.5 * sin(a);
+        rim[0] = cos(b) * cos(M_PI / nseg), rim[1] = sin(b) * cos(M_PI / nseg);
+    }
+    m->cells.n = nseg;
+    m->cells.type = malloc((size_t)nseg);
+    m->cells.ptr = malloc(((size_t)nseg + 1) * sizeof *m->cells.ptr);
+    m->cells.nodes = malloc((size_t)nseg * per * sizeof *m->cells.nodes);
+    m->cells.tag = malloc((size_t)nseg * sizeof *m->cells.tag);
+    m->cell_region = calloc((size_t)nseg, sizeof *m->cell_region);
+    for (int k = 0; k < nseg; k++) {
+        int32_t *c = m->cells.nodes + (size_t)k * per;
+        const int k1 = (k + 1) % nseg;
+        c[0] = 0, c[1] = 1 + k, c[2] = 1 + k1;
+        if (quad) c[3] = 1 + nseg + k, c[4] = 1 + 2 * nseg + k, c[5] = 1 + nseg + k1;
+        m->cells.type[k] = (uint8_t)t;
+        m->cells.ptr[k] = (int64_t)k * per;
+        m->cells.tag[k] = k + 1;
+    }
+    m->cells.ptr[nseg] = (int64_t)nseg * per;
+    m->nregions = 1;
+    m->regions = calloc(1, sizeof *m->regions);
+    strcpy(m->regions[0].name, "disk");
+    m->regions[0].dim = 2;
+    /* the rim's first node pinned, its second held in y */
+    m->nboundaries = 2;
+    m->boundaries = calloc(2, sizeof *m->boundaries);
+    for (int g = 0; g < 2; g++) {
+        snprintf(m->boundaries[g].name, sizeof m->boundaries[g].name, "pin%d", g);
+        m->boundaries[g].nnodes = 1;
+        m->boundaries[g].nodes = malloc(sizeof(int32_t));
+        m->boundaries[g].nodes[0] = 1 + g * (nseg / 4);
+    }
+}
+
+/* ---- the emulation (CPU) ---------------------------------------------------------------- */
+
+/* Every catalogue case: host, emulated device in one chunk, in chunks of about one cell; the
+ * same bytes for K, f, f_ext and the fields. */
+static void check_case(const hk_fem_driver *drv, hk_test_fem *tc, double tol_k, double tol_f)
+{
+    hk_system h, d, d2;
+    HK_ASSERT_OK(hk_assemble(&tc->p, &h));
+    hk_fem_chunk_bytes = 0;
+    HK_ASSERT_OK(hk_fem_assemble_with(drv, &tc->p, &d));
+    compare_systems(tc->name, &h, &d, tol_k);
+    hk_fem_chunk_bytes = 1; /* one cell a chunk */
+    HK_ASSERT_OK(hk_fem_assemble_with(drv, &tc->p, &d2));
+    compare_systems(tc->name, &h, &d2, tol_k);
+    hk_fem_chunk_bytes = 0;
+    /* the stiffness alone */
+    hk_bcsr Kh, Kd;
+    hk_resident_bcsr R;
+    HK_ASSERT_OK(hk_assemble_stiffness(&tc->p, &Kh));
+    HK_ASSERT_OK(hk_fem_stiffness_with(drv, &tc->p, &R));
+    HK_ASSERT_OK(hk_resident_bcsr_download(&R, &Kd));
+    const int64_t nv = Kh.rowptr[Kh.nbrows] * Kh.bs * Kh.bs;
+    CU_ASSERT(Kd.rowptr[Kd.nbrows] == Kh.rowptr[Kh.nbrows]);
+    CU_ASSERT(tol_k == 0 ? !memcmp(Kd.val, Kh.val, (size_t)nv * sizeof *Kd.val)
+                         : rel(Kd.val, Kh.val, nv) <= tol_k);
+    /* the recovery, from the host system (the same u for both) */
+    double *u = smooth_u(&tc->mesh, h.ndof);
+    hk_fields fh, fd;
+    HK_ASSERT_OK(hk_postproc(&tc->p, &h, u, &fh));
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, &tc->p, &h, u, &fd));
+    compare_fields(tc->name, &fh, &fd, tol_f);
+    hk_fem_chunk_bytes = 1;
+    hk_fields_free(&fd);
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, &tc->p, &h, u, &fd));
+    compare_fields(tc->name, &fh, &fd, tol_f);
+    hk_fem_chunk_bytes = 0;
+    hk_fields_free(&fh);
+    hk_fields_free(&fd);
+    free(u);
+    hk_bcsr_free(&Kh);
+    hk_bcsr_free(&Kd);
+    hk_resident_bcsr_free(&R);
+    hk_system_free(&h);
+    hk_system_free(&d);
+    hk_system_free(&d2);
+}
+
+static void test_emul_catalogue(void)
+{
+    hk_test_fem tc;
+    int n = 0;
+    for (int k = 0; hk_test_fem_case(k, &tc); k++, n++) {
+        check_case(&hk_fem_emul_driver, &tc, 0, 0);
+        hk_test_fem_free(&tc);
+    }
+    CU_ASSERT(n >= 69);
+}
+
+/* A fan of 120 triangles (tri3, tri6): the centre's row is the merge's other path. */
+static void test_emul_fan(void)
+{
+    for (int q = 0; q < 2; q++) {
+        hk_test_fem tc;
+        memset(&tc, 0, sizeof tc);
+        fan_mesh(120, q ? HK_EL_TRI6 : HK_EL_TRI3, &tc.mesh);
+        tc.mats[0] = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+        tc.sups = calloc(2, sizeof *tc.sups);
+        tc.sups[0] = (hk_support){.boundary = 0, .mask = 3};
+        tc.sups[1] = (hk_support){.boundary = 1, .mask = 2};
+        tc.p = (hk_problem){.mesh = &tc.mesh,
+                            .analysis = HK_PLANE_STRESS,
+                            .thickness = 0.01,
+                            .materials = tc.mats,
+                            .gravity = {0, -9.81, 0},
+                            .nsupports = 2,
+                            .supports = tc.sups};
+        snprintf(tc.name, sizeof tc.name, "fan of 120 %s", q ? "tri6" : "tri3");
+        check_case(&hk_fem_emul_driver, &tc, 0, 0);
+        hk_test_fem_free(&tc);
+    }
+}
+
+/* The emulated K in the cpu backend's memory solves through hk_solver_create_resident to the
+ * host assembly's solution, digit for digit. */
+static void test_emul_solve(void)
+{
+    hk_test_fem tc;
+    HK_ASSERT_OK(hk_test_fem_case(50, &tc) ? 0 : -1); /* tet10, selective integration */
+    hk_system h, d;
+    HK_ASSERT_OK(hk_assemble(&tc.p, &h));
+    HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_emul_driver, &tc.p, &d));
+    double *x1 = calloc((size_t)h.ndof, sizeof *x1), *x2 = calloc((size_t)h.ndof, sizeof *x2);
+    hk_options *o1, *o2;
+    HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, "backend=cpu method=cg pc=jacobi tol=1e-10"));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, "backend=cpu method=cg pc=jacobi tol=1e-10"));
+    hk_solver *s1, *s2;
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_create(&h.K, o1, &s1));
+    HK_ASSERT_OK(hk_solver_create_resident(&d.Kd, NULL, o2, &s2));
+    HK_ASSERT_OK(hk_solver_solve(s1, h.f, x1, &r1));
+    HK_ASSERT_OK(hk_solver_solve(s2, d.f, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r2.reason));
+    CU_ASSERT(!memcmp(x1, x2, (size_t)h.ndof * sizeof *x1));
+    CU_ASSERT(hk_system_nnz(&d) == hk_system_nnz(&h)); /* the sizes stay after the hand-over */
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    free(x1);
+    free(x2);
+    hk_system_free(&h);
+    hk_system_free(&d);
+    hk_test_fem_free(&tc);
+}
+
+/* The host's sentences: an inverted element, free rigid-body motion, a bad support; springs
+ * and rigid couplings refused by name. */
+static void expect_same_error(const hk_fem_driver *drv, const hk_problem *p)
+{
+    hk_system s;
+    char want[1024];
+    const int e1 = hk_assemble(p, &s);
+    CU_ASSERT_NOT_EQUAL(e1, 0);
+    snprintf(want, sizeof want, "%s", hk_error_message());
+    const int e2 = hk_fem_assemble_with(drv, p, &s);
+    CU_ASSERT_EQUAL(e2, e1);
+    if (strcmp(hk_error_message(), want))
+        printf("\n    host: %s\n    device: %s ", want, hk_error_message());
+    CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+}
+
+static void check_errors(const hk_fem_driver *drv)
+{
+    hk_test_fem tc;
+    HK_ASSERT_OK(hk_test_fem_case(51, &tc) ? 0 : -1); /* hex8 */
+    hk_problem p = tc.p;
+    /* no support: free rigid-body motion */
+    p.nsupports = 0;
+    expect_same_error(drv, &p);
+    /* a support on a boundary that does not exist */
+    hk_support bad = {.boundary = 99, .mask = 1};
+    p = tc.p;
+    p.nsupports = 1, p.supports = &bad;
+    expect_same_error(drv, &p);
+    /* an inverted element: two nodes of cell 5 swapped */
+    int32_t *c = tc.mesh.cells.nodes + tc.mesh.cells.ptr[5], t = c[0];
+    c[0] = c[1], c[1] = t;
+    expect_same_error(drv, &tc.p);
+    c[1] = c[0], c[0] = t;
+    /* springs and rigid couplings */
+    hk_support sp[2] = {
+        tc.p.supports[0],
+        {.boundary = tc.p.supports[0].boundary, .kind = HK_SUPPORT_SPRING, .k_node = {1e6, 0, 0}}};
+    p = tc.p;
+    p.nsupports = 2, p.supports = sp;
+    hk_system s;
+    CU_ASSERT_EQUAL(hk_fem_assemble_with(drv, &p, &s), HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "spring"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "--assembly host"));
+    CU_ASSERT_PTR_NOT_NULL(hk_assemble_on_limit(&p));
+    CU_ASSERT_PTR_NULL(hk_assemble_on_limit(&tc.p));
+    hk_test_fem_free(&tc);
+}
+
+static void test_emul_errors(void)
+{
+    check_errors(&hk_fem_emul_driver);
+}
+
+/* hk_assemble_on / hk_postproc_on with the cpu backend (or none) are the host's. */
+static void test_on_cpu(void)
+{
+    const hk_backend *cpu;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    hk_test_fem tc;
+    HK_ASSERT_OK(hk_test_fem_case(12, &tc) ? 0 : -1);
+    hk_system h, d;
+    HK_ASSERT_OK(hk_assemble(&tc.p, &h));
+    HK_ASSERT_OK(hk_assemble_on(cpu, &tc.p, &d));
+    CU_ASSERT_PTR_NOT_NULL(d.K.rowptr);
+    CU_ASSERT_PTR_NULL(d.Kd.rowptr);
+    CU_ASSERT(!memcmp(d.K.val, h.K.val, (size_t)hk_system_nnz(&h) * sizeof *h.K.val));
+    hk_resident_bcsr R;
+    HK_ASSERT_OK(hk_assemble_stiffness_on(NULL, &tc.p, &R));
+    CU_ASSERT(R.be == cpu && R.nnzb * R.bs * R.bs == hk_system_nnz(&h));
+    hk_resident_bcsr_free(&R);
+    double *u = smooth_u(&tc.mesh, h.ndof);
+    hk_fields fh, fd;
+    HK_ASSERT_OK(hk_postproc(&tc.p, &h, u, &fh));
+    HK_ASSERT_OK(hk_postproc_on(cpu, &tc.p, &h, u, &fd));
+    compare_fields(tc.name, &fh, &fd, 0);
+    hk_fields_free(&fh);
+    hk_fields_free(&fd);
+    free(u);
+    hk_system_free(&h);
+    hk_system_free(&d);
+    hk_test_fem_free(&tc);
+}
+
+/* The device memory estimate: K's bytes at least, the mesh's, and within reason. */
+static void test_estimate(void)
+{
+    hk_mesh m;
+    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 10, 10, 10, HK_EL_TET10, &m));
+    const double nnz = 216.0 * (double)m.nnodes, b = hk_assemble_on_bytes(&m, nnz);
+    CU_ASSERT(b > 8.4 * nnz);
+    CU_ASSERT(b < 8.4 * nnz + 400.0 * 3 * (double)m.nnodes);
+    hk_mesh_free(&m);
+}
+
+HK_SUITE(fem_emul,
+         {"every element kind, analysis, material: the host's bytes (K, f, fields)",
+          test_emul_catalogue},
+         {"a node of 120 cells: the host's bytes", test_emul_fan},
+         {"the resident K solves to the host's digits", test_emul_solve},
+         {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
+         {"on the cpu backend: the host's assembly and recovery", test_on_cpu},
+         {"device memory estimate", test_estimate})
+
+/* ---- the device ------------------------------------------------------------------------- */
+
+#ifdef HOOKE_HAVE_CUDA
+
+static void test_cuda_catalogue(void)
+{
+    hk_test_fem tc;
+    for (int k = 0; hk_test_fem_case(k, &tc); k++) {
+        check_case(&hk_fem_cuda_driver, &tc, 1e-13, 1e-12);
+        hk_test_fem_free(&tc);
+    }
+}
+
+static void test_cuda_fan(void)
+{
+    hk_test_fem tc;
+    memset(&tc, 0, sizeof tc);
+    fan_mesh(200, HK_EL_TRI6, &tc.mesh);
+    tc.mats[0] = (hk_material){.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+    tc.sups = calloc(2, sizeof *tc.sups);
+    tc.sups[0] = (hk_support){.boundary = 0, .mask = 3};
+    tc.sups[1] = (hk_support){.boundary = 1, .mask = 2};
+    tc.p = (hk_problem){.mesh = &tc.mesh,
+                        .analysis = HK_PLANE_STRAIN,
+                        .materials = tc.mats,
+                        .gravity = {0, -9.81, 0},
+                        .nsupports = 2,
+                        .supports = tc.sups};
+    snprintf(tc.name, sizeof tc.name, "fan of 200 tri6");
+    check_case(&hk_fem_cuda_driver, &tc, 1e-13, 1e-12);
+    hk_test_fem_free(&tc);
+}
+
+/* Larger meshes (rows in many segments, many thread blocks), each assembled and recovered
+ * twice: the same bytes; against the host to rounding. */
+static void test_cuda_determinism(void)
+{
+    static const hk_eltype types[3] = {HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX27};
+    static const int cells[3] = {16, 24, 8};
+    for (int k = 0; k < 3; k++) {
+        hk_mesh m;
+        HK_ASSERT_OK(hk_mesh_box(1, 1, 1, cells[k], cells[k], cells[k], types[k], &m));
+        hk_material mats[1] = {
+            {.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800, .alpha = {1e-5, 1e-5, 1e-5}}};
+        hk_support sup = {.boundary = hk_mesh_find_boundary(&m, "xmin"), .mask = 7};
+        hk_load ld[2] = {{.kind = HK_LOAD_TRACTION,
+                          .boundary = hk_mesh_find_boundary(&m, "xmax"),
+                          .value = {0, 0, -1e6}},
+                         {.kind = HK_LOAD_TEMPERATURE, .boundary = -1, .value = {30}}};
+        hk_problem p = {.mesh = &m,
+                        .analysis = HK_SOLID,
+                        .materials = mats,
+                        .gravity = {0, 0, -9.81},
+                        .nloads = 2,
+                        .loads = ld,
+                        .nsupports = 1,
+                        .supports = &sup};
+        char name[64];
+        snprintf(name, sizeof name, "%s box of %d^3", hk_eltype_get(types[k])->name, cells[k]);
+        hk_system h, d1, d2;
+        HK_ASSERT_OK(hk_assemble(&p, &h));
+        HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_cuda_driver, &p, &d1));
+        HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_cuda_driver, &p, &d2));
+        compare_systems(name, &h, &d1, 1e-13);
+        hk_bcsr K1, K2;
+        HK_ASSERT_OK(hk_resident_bcsr_download(&d1.Kd, &K1));
+        HK_ASSERT_OK(hk_resident_bcsr_download(&d2.Kd, &K2));
+        const int64_t nv = K1.rowptr[K1.nbrows] * 9;
+        CU_ASSERT(!memcmp(K1.val, K2.val, (size_t)nv * sizeof *K1.val));
+        CU_ASSERT(!memcmp(d1.f, d2.f, (size_t)h.ndof * sizeof *d1.f));
+        CU_ASSERT(!memcmp(d1.f_ext, d2.f_ext, (size_t)h.ndof * sizeof *d1.f_ext));
+        double *u = smooth_u(&m, h.ndof);
+        hk_fields fh, f1, f2;
+        HK_ASSERT_OK(hk_postproc(&p, &h, u, &fh));
+        HK_ASSERT_OK(hk_fem_postproc_with(&hk_fem_cuda_driver, &p, &h, u, &f1));
+        HK_ASSERT_OK(hk_fem_postproc_with(&hk_fem_cuda_driver, &p, &h, u, &f2));
+        compare_fields(name, &fh, &f1, 1e-12);
+        compare_fields(name, &f1, &f2, 0);
+        hk_fields_free(&fh);
+        hk_fields_free(&f1);
+        hk_fields_free(&f2);
+        free(u);
+        hk_bcsr_free(&K1);
+        hk_bcsr_free(&K2);
+        hk_system_free(&h);
+        hk_system_free(&d1);
+        hk_system_free(&d2);
+        hk_mesh_free(&m);
+    }
+}
+
+/* K assembled on the device and solved there (hk_solver_create_resident with backend cuda)
+ * against the host's K solved on the device. */
+static void test_cuda_solve(void)
+{
+    hk_mesh m;
+    HK_ASSERT_OK(hk_mesh_box(2, 1, 1, 16, 8, 8, HK_EL_TET10, &m));
+    hk_material mat = {.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+    hk_support sup = {.boundary = hk_mesh_find_boundary(&m, "xmin"), .mask = 7};
+    hk_problem p = {.mesh = &m,
+                    .analysis = HK_SOLID,
+                    .materials = &mat,
+                    .gravity = {0, 0, -9.81},
+                    .nsupports = 1,
+                    .supports = &sup};
+    hk_system h, d;
+    HK_ASSERT_OK(hk_assemble(&p, &h));
+    const hk_backend *cuda = hk_test_cuda_backend();
+    HK_ASSERT_OK(hk_assemble_on(cuda, &p, &d));
+    double *x1 = calloc((size_t)h.ndof, sizeof *x1), *x2 = calloc((size_t)h.ndof, sizeof *x2);
+    hk_options *o1, *o2;
+    HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, "backend=cuda method=cg pc=jacobi tol=1e-10"));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, "method=cg pc=jacobi tol=1e-10"));
+    hk_solver *s1, *s2;
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_create(&h.K, o1, &s1));
+    HK_ASSERT_OK(hk_solver_create_resident(&d.Kd, NULL, o2, &s2));
+    HK_ASSERT_OK(hk_solver_solve(s1, h.f, x1, &r1));
+    HK_ASSERT_OK(hk_solver_solve(s2, d.f, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r1.reason) && hk_reason_converged(r2.reason));
+    const double e = rel(x2, x1, h.ndof);
+    printf("\n    solution from the device's K against the host's: %.2e ", e);
+    CU_ASSERT(e < 1e-8);
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    free(x1);
+    free(x2);
+    hk_system_free(&h);
+    hk_system_free(&d);
+    hk_mesh_free(&m);
+}
+
+static void test_cuda_errors(void)
+{
+    check_errors(&hk_fem_cuda_driver);
+}
+
+/* hooke run's cases with --assembly device and --assembly host: the same results to rounding
+ * (the solver's tolerance). */
+static void test_cuda_run(void)
+{
+    static const char *const cases[] = {"bracket/bracket.yaml", "thermal/thermal.yaml",
+                                        "axisym/thick_cylinder.yaml",
+                                        "orthotropic/orthotropic.yaml", "hybrid/hybrid.yaml"};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const char *path = hk_test_path(cases[k]);
+        if (access(path, R_OK)) continue;
+        hk_case c[2];
+        hk_run r[2];
+        for (int dev = 0; dev < 2; dev++) {
+            const char *sets[2] = {"solver.tol=1e-11", "solver.backend=cuda"};
+            HK_ASSERT_OK(hk_case_load(path, 2, sets, &c[dev]));
+            hk_run_opts o = {.quiet = 1, .assembly = dev ? "device" : "host"};
+            HK_ASSERT_OK(hk_run_case(&c[dev], &o, &r[dev]));
+        }
+        printf("\n    %s: max |u| %.9e / %.9e, max von Mises %.9e / %.9e ", cases[k],
+               r[0].fields.max_u, r[1].fields.max_u, r[0].fields.max_von_mises,
+               r[1].fields.max_von_mises);
+        CU_ASSERT(fabs(r[1].fields.max_u - r[0].fields.max_u) <= 1e-7 * r[0].fields.max_u);
+        CU_ASSERT(fabs(r[1].fields.max_von_mises - r[0].fields.max_von_mises) <=
+                  1e-6 * r[0].fields.max_von_mises);
+        CU_ASSERT_STRING_EQUAL(r[1].assembled_on, "cuda");
+        CU_ASSERT_STRING_EQUAL(r[0].assembled_on, "host");
+        for (int dev = 0; dev < 2; dev++) {
+            hk_run_free(&r[dev]);
+            hk_case_free(&c[dev]);
+        }
+    }
+}
+
+HK_DEVICE_SUITE(fem_cuda,
+                {"every element kind, analysis, material: K and f to 1e-13, fields to 1e-12",
+                 test_cuda_catalogue},
+                {"a node of 200 cells", test_cuda_fan},
+                {"two runs give the same bytes (K, f, fields)", test_cuda_determinism},
+                {"K assembled and solved on the device", test_cuda_solve},
+                {"the host's error sentences", test_cuda_errors},
+                {"hooke run: --assembly device against --assembly host", test_cuda_run})
+
+#endif
