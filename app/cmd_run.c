@@ -380,7 +380,7 @@ static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
     if (!strcmp(mode, "host")) return 0;
     const int force = !strcmp(mode, "device");
     HK_CALL(hk_options_get_string(c->solver, "backend", &name));
-    if (hk_backend_get(name, &be) || !strcmp(hk_backend_name(be), "cpu")) {
+    if (hk_backend_get(name, &be) || !hk_fem_on_device(be)) {
         HK_CHECK(!force, HK_ERR_ARG,
                  "--assembly device needs the solve on a device (--backend cuda); this run "
                  "solves on %s",

@@ -84,6 +84,12 @@ static int dv_zero(void *d, size_t bytes)
     return 0;
 }
 
+static int dv_sync(void)
+{
+    FEM_CU(cudaStreamSynchronize(fem_stream), "the device assembly's kernels");
+    return 0;
+}
+
 static int dv_free_bytes(size_t *free_bytes)
 {
     size_t tot = 0;

@@ -27,10 +27,14 @@ const char *hk_assemble_on_limit(const hk_problem *p)
     return NULL;
 }
 
-/* The driver of backend be, NULL for the host (be NULL or cpu). */
+const hk_fem_driver *hk_fem_cpu_driver = NULL;
+
+/* The driver of backend be, NULL for the host (be NULL or cpu, unless a test routes the cpu
+ * backend through hk_fem_cpu_driver). */
 static int driver_of(const hk_backend *be, const hk_fem_driver **drv)
 {
     *drv = NULL;
+    if (be && !strcmp(hk_backend_name(be), "cpu")) *drv = hk_fem_cpu_driver;
     if (!be || !strcmp(hk_backend_name(be), "cpu")) return 0;
 #ifdef HOOKE_HAVE_CUDA
     if (!strcmp(hk_backend_name(be), "cuda")) {
@@ -192,6 +196,13 @@ fail:
     hk_pp_work_free(&w);
     if (ierr) hk_fields_free(out);
     return ierr;
+}
+
+int hk_fem_on_device(const hk_backend *be)
+{
+    const hk_fem_driver *drv = NULL;
+    const int ierr = driver_of(be, &drv);
+    return !ierr && drv != NULL;
 }
 
 int hk_assemble_on(const hk_backend *be, const hk_problem *p, hk_system *s)

@@ -79,6 +79,15 @@ extern const hk_fem_driver hk_fem_cuda_driver;
  * tests to cut the cells into many chunks; 0 (the default): the driver's own choice. */
 extern size_t hk_fem_chunk_bytes;
 
+/* The driver hk_assemble_on and hk_postproc_on use for the cpu backend: NULL (the host's own
+ * assembly and recovery), or a test's &hk_fem_emul_driver, which then runs hooke run's device
+ * path (K handed to the solver in the cpu backend's memory) on the CPU. */
+extern const hk_fem_driver *hk_fem_cpu_driver;
+
+/* Nonzero: the emulation runs every kernel's threads from the last to the first (tests: the
+ * results must not depend on the threads' order). */
+extern int hk_fem_emul_reverse;
+
 /* hk_assemble_on / hk_assemble_stiffness_on / hk_postproc_on with a given driver (tests). */
 int hk_fem_assemble_with(const hk_fem_driver *drv, const hk_problem *p, hk_system *s);
 int hk_fem_stiffness_with(const hk_fem_driver *drv, const hk_problem *p, hk_resident_bcsr *K);

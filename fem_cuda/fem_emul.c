@@ -46,6 +46,11 @@ static int dv_zero(void *d, size_t bytes)
     return 0;
 }
 
+static int dv_sync(void)
+{
+    return 0;
+}
+
 static int dv_free_bytes(size_t *free_bytes)
 {
     *free_bytes = (size_t)1 << 62;
@@ -66,23 +71,32 @@ static const hk_backend *dv_backend(void)
     return be;
 }
 
+int hk_fem_emul_reverse = 0;
+
+/* Thread k of n: in order, or from the last (hk_fem_emul_reverse). */
+static int64_t thread_index(int64_t k, int64_t n)
+{
+    return hk_fem_emul_reverse ? n - 1 - k : k;
+}
+
 #define HK_FEM_KERNEL(name, args_t, body)                                                          \
     static int name(int64_t n, const args_t *a)                                                    \
     {                                                                                              \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            body(i, a);                                                                            \
+        for (int64_t k = 0; k < n; k++)                                                            \
+            body(thread_index(k, n), a);                                                           \
         return 0;                                                                                  \
     }
 
 #define HK_FEM_ROW_KERNEL(name, args_t, range, body)                                               \
     static int name(int64_t rows, int lanes, const args_t *a)                                      \
     {                                                                                              \
-        for (int64_t i = 0; i < rows; i++) {                                                       \
+        for (int64_t k = 0; k < rows; k++) {                                                       \
+            const int64_t i = thread_index(k, rows);                                               \
             int64_t c0, c1;                                                                        \
             range(i, a, &c0, &c1);                                                                 \
             for (int64_t c = c0; c < c1; c++)                                                      \
-                for (int lane = 0; lane < lanes; lane++)                                           \
-                    body(i, c, lane, a);                                                           \
+                for (int l = 0; l < lanes; l++)                                                    \
+                    body(i, c, (int)thread_index(l, lanes), a);                                    \
         }                                                                                          \
         return 0;                                                                                  \
     }

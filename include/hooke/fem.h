@@ -402,6 +402,8 @@ int64_t hk_system_nnz(const hk_system *s);
  * backend: hk_assemble. A model with what hk_assemble_on_limit names is refused
  * (HK_ERR_UNSUPPORTED); assemble it with hk_assemble. */
 int hk_assemble_on(const hk_backend *be, const hk_problem *p, hk_system *s);
+/* 1 when hk_assemble_on and hk_postproc_on run on be's device (cuda in a CUDA build). */
+int hk_fem_on_device(const hk_backend *be);
 /* Why p cannot be assembled on a device (spring supports, rigid couplings: their stiffness is
  * added on the host), NULL when it can. */
 const char *hk_assemble_on_limit(const hk_problem *p);
