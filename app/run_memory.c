@@ -65,9 +65,10 @@ static const hk_backend *solve_backend(const hk_case *c, const char *backend)
     return be;
 }
 
-/* Host and device estimates for nnodes nodes of kind t; refuse when either cannot fit. */
+/* Host and device estimates for nnodes nodes of kind t (and, once meshed, the mesh m: the
+ * device assembly's own peak); refuse when either cannot fit. */
 static int check(const hk_case *c, const char *backend, double nodes, hk_eltype t,
-                 const char *basis, hk_run_memory *mem)
+                 const char *basis, const hk_mesh *m, hk_run_memory *mem)
 {
     double nnz_node, npc;
     kind_factors(t, &nnz_node, &npc);
@@ -95,6 +96,10 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
         /* K in the solver's format (8 bytes a value, a column index a block), its set-up
          * copies, the Krylov and preconditioner vectors */
         mem->device_estimate = 1.5 * (8.5 * nnz) + 12 * 8 * ndof;
+        /* the device assembly (docs/assembly.md "On the device"): K, the mesh and its
+         * adjacency, a chunk of element records; before the solver's set-up, not beside it */
+        if (m && hk_assemble_on_bytes(m, nnz) > mem->device_estimate)
+            mem->device_estimate = hk_assemble_on_bytes(m, nnz);
         mem->device_available = (double)dfree;
         if (mem->device_estimate > mem->device_available) {
             hk_format_bytes(e, sizeof e, mem->device_estimate);
@@ -133,7 +138,7 @@ int hk_run_memory_check_geometry(const hk_case *c, const char *backend, hk_run_m
         char basis[128];
         snprintf(basis, sizeof basis, "a %d x %d%s%.0d grid", c->gen_cells[0], c->gen_cells[1],
                  c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
-        return check(c, backend, nodes, t, basis, mem);
+        return check(c, backend, nodes, t, basis, NULL, mem);
     }
     if (!(c->mesh.size > 0)) return 0; /* sizes from the file: after meshing */
     int dim = 0;
@@ -151,7 +156,7 @@ int hk_run_memory_check_geometry(const hk_case *c, const char *backend, hk_run_m
     snprintf(basis, sizeof basis, "at least %.3g elements from the %s %.3g and size %g",
              cells, dim == 3 ? "volume" : "area", measure, h);
     mem->estimated_cells = cells;
-    return check(c, backend, cells * npc, t, basis, mem);
+    return check(c, backend, cells * npc, t, basis, NULL, mem);
 }
 
 int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,
@@ -160,7 +165,7 @@ int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *bac
     hk_eltype t = m->cells.n ? (hk_eltype)m->cells.type[0] : case_kind(c);
     char basis[128];
     snprintf(basis, sizeof basis, "%lld elements", (long long)m->cells.n);
-    return check(c, backend, (double)m->nnodes, t, basis, mem);
+    return check(c, backend, (double)m->nnodes, t, basis, m, mem);
 }
 
 void hk_run_print_memory(const hk_run *r, FILE *f)

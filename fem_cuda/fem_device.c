@@ -4,6 +4,7 @@
  * device everything per cell or per matrix entry (adjacency, parts, pattern, element
  * matrices and loads, elimination, recovery). Steps and errors come in hk_assemble's order
  * where the user can see it: checks, supports, rigid-body motion, loads, inverted elements. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,18 @@ fail:
     return ierr;
 }
 
+/* Stage times on stderr when HOOKE_ASSEMBLY_PROFILE is set, as the host assembly prints its
+ * own (wall time from the previous stage; a stage that only launched kernels shows little,
+ * the next one that waits for them the rest). */
+static void stage(const char *what, const char *name, double *t)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("HOOKE_ASSEMBLY_PROFILE") != NULL;
+    const double now = hk_time();
+    if (on && name) fprintf(stderr, "%s: %-12s %8.2f ms\n", what, name, 1e3 * (now - *t));
+    *t = now;
+}
+
 /* Every reference element, for the device's copy (a zeroed entry for types without one). */
 static int refs_table(hk_elref **out)
 {
@@ -109,7 +122,11 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     int32_t *label = NULL;
     int64_t bad = -1;
     hk_resident_bcsr *K = s ? &s->Kd : Konly;
+    const char *what = "device assembly";
+    double t = 0;
+    stage(what, NULL, &t);
     HK_CALL(hk_check_problem(p));
+    stage(what, "checks", &t);
     const hk_mesh *m = p->mesh;
     const char *limit = s ? hk_assemble_on_limit(p) : NULL;
     HK_CHECK(!limit, HK_ERR_UNSUPPORTED,
@@ -127,17 +144,23 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     }
     HK_TRY(refs_table(&refs));
     HK_TRY(drv->open(m, s ? p->node_dT : NULL, refs, &ses));
+    stage(what, "open", &t);
     if (s) {
         HK_TRY(hk_malloc((size_t)m->nnodes * sizeof *label + 1, &label));
         HK_TRY(drv->parts(ses, label));
+        stage(what, "parts", &t);
         if (p->nloads) HK_TRY(drv->adjacency(ses, &n2c));
+        stage(what, "adjacency", &t);
     }
     /* the pattern's last kernels run while the host applies the supports and loads */
     HK_TRY(drv->pattern(ses, K));
+    stage(what, "pattern", &t);
     if (s) {
         HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
         HK_TRY(hk_check_rigid_labels(p, label, NULL, s->fixed, NULL));
+        stage(what, "supports", &t);
         HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
+        stage(what, "loads", &t);
     }
     HK_TRY(regions_of(p, s != NULL, &regions));
     {
@@ -145,8 +168,10 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
                                     s != NULL, hk_asm_thickness(p), hk_fem_chunk_bytes};
         HK_TRY(drv->numeric(ses, &job, K, s ? s->f_ext : NULL, &bad));
     }
+    stage(what, "numeric", &t);
     if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
     if (s) HK_TRY(drv->eliminate(ses, K, s->fixed, s->u_fixed, s->f));
+    stage(what, "eliminate", &t);
 fail:
     drv->close(ses);
     free(refs);
@@ -180,16 +205,22 @@ int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk
     hk_fem_session *ses = NULL;
     hk_elref *refs = NULL;
     int64_t bad = -1;
+    double t = 0;
+    stage("device recovery", NULL, &t);
     HK_CALL(hk_pp_prepare(p, s, u, out, &w));
+    stage("device recovery", "prepare", &t);
     {
         const hk_fem_rec_job job = {w.laws,  w.dTr,  w.nlaws,           p->analysis,
                                     w.thick, out->u, hk_fem_chunk_bytes};
         HK_TRY(refs_table(&refs));
         HK_TRY(drv->open(p->mesh, p->node_dT, refs, &ses));
+        stage("device recovery", "open", &t);
         HK_TRY(drv->recover(ses, &job, out, w.fint, &bad));
+        stage("device recovery", "recover", &t);
     }
     if (bad >= 0) HK_TRY(hk_pp_element_error(p, &w, out, bad));
     HK_TRY(hk_pp_finish(p, s, &w, out));
+    stage("device recovery", "reactions", &t);
 fail:
     drv->close(ses);
     free(refs);
@@ -243,12 +274,12 @@ double hk_assemble_on_bytes(const hk_mesh *m, double nnz)
     const double nn = (double)m->nnodes, ne = (double)m->cells.n,
                  tot = m->cells.n ? (double)m->cells.ptr[m->cells.n] : 0, d = m->dim, ndof = d * nn;
     /* the element records (weights and gradients at the full rule's points), at most a chunk */
-    double rec = 0;
-    for (int64_t e = 0; e < m->cells.n; e++) {
-        const hk_elref *r = hk_eltype_has_kernel((hk_eltype)m->cells.type[e])
-                                ? hk_elref_get((hk_eltype)m->cells.type[e])
-                                : NULL;
-        if (r) rec += 8.0 * r->nqp * (2 + r->nnodes * d) + 8;
+    double rec = 0, count[HK_EL_COUNT] = {0};
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (m->cells.type[e] < HK_EL_COUNT) count[m->cells.type[e]]++;
+    for (int t = 0; t < HK_EL_COUNT; t++) {
+        const hk_elref *r = count[t] && hk_eltype_has_kernel((hk_eltype)t) ? hk_elref_get((hk_eltype)t) : NULL;
+        if (r) rec += count[t] * (8.0 * r->nqp * (2 + r->nnodes * d) + 8);
     }
     if (rec > HK_FEM_CHUNK_MAX) rec = HK_FEM_CHUNK_MAX;
     const double mesh = 24 * nn + 13 * ne + 4 * tot + 8 * nn + 9 * tot; /* with its adjacency */
