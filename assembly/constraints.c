@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "constraints.h"
+#include "elimination.h"
 
 static const char comp_name[3] = {'x', 'y', 'z'};
 
@@ -428,29 +429,9 @@ int hk_eliminate(hk_system *s, const hk_adj *n2c)
 #pragma omp parallel for schedule(static) if (nb >= 20000)
     for (int64_t i = 0; i < nb; i++) {
         const int orphan = n2c->ptr[i + 1] == n2c->ptr[i];
-        for (int r = 0; r < bs; r++) {
-            const int64_t gi = i * bs + r;
-            double diag = mean;
-            if (!orphan)
-                for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
-                    if (K->colind[k] == i) diag = K->val[(size_t)k * bs * bs + r * bs + r];
-            if (!(diag > 0)) diag = mean;
-            double fi = s->f_ext[gi];
-            for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++) {
-                const int64_t j = K->colind[k];
-                double *row = K->val + (size_t)k * bs * bs + (size_t)r * bs;
-                for (int c = 0; c < bs; c++) {
-                    const int64_t gj = j * bs + c;
-                    if (s->fixed[gi] || orphan) {
-                        row[c] = gj == gi ? diag : 0;
-                    } else if (s->fixed[gj]) {
-                        fi -= row[c] * s->u_fixed[gj];
-                        row[c] = 0;
-                    }
-                }
-            }
-            s->f[gi] = s->fixed[gi] ? diag * s->u_fixed[gi] : orphan ? 0 : fi;
-        }
+        for (int r = 0; r < bs; r++)
+            s->f[i * bs + r] = hk_eliminate_row(bs, i, r, orphan, mean, K->rowptr, K->colind,
+                                                K->val, s->fixed, s->u_fixed, s->f_ext);
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "element_kernels.h" /* assembly/: element matrices, HK_EL_FN */
+#include "elimination.h"     /* assembly/: a row of the symmetric elimination */
 #include "recover_kernels.h" /* postproc/: the recovery of one element, invariants */
 
 /* The mesh and its node-to-cell adjacency in device memory. */
@@ -389,6 +390,24 @@ typedef struct hk_fem_geo_args {
     int64_t *bad; /* the first cell with det J <= 0 (or r <= 0), INT64_MAX if none */
 } hk_fem_geo_args;
 
+/* One point's gradients g[b][i] into a record, node after node. */
+HK_EL_FN void hk_fem_store_gradients(double *out, int n, int d, const double (*g)[3])
+{
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < d; i++)
+            out[b * d + i] = g[b][i];
+}
+
+/* The temperature change at a point with shape functions N: the region's, plus the nodal
+ * field Tn (NULL: none) interpolated, summed as the host's kernels sum it. */
+HK_EL_FN double hk_fem_point_dT(double dT_region, const double *N, const double *Tn, int n)
+{
+    double dT = dT_region;
+    for (int b = 0; b < n && Tn; b++)
+        dT += N[b] * Tn[b];
+    return dT;
+}
+
 /* Element e's record: what hk_el_stiffness_iso / _general, hk_el_volumetric_reduced and the
  * loads compute per quadrature point, by the same functions. */
 HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
@@ -416,15 +435,8 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
         bad = hk_el_point_gradients(r, d, (const double(*)[3])x, q, a->fac, g, &w, axi ? &rad : 0);
         rec[L.w + q] = w;
         if (axi) rec[L.rad + q] = rad;
-        for (int b = 0; b < n; b++)
-            for (int i = 0; i < d; i++)
-                rec[L.g + (q * n + b) * d + i] = g[b][i];
-        if (thermal) {
-            double dT = R->dT;
-            for (int b = 0; b < n && Tp; b++)
-                dT += r->N[q][b] * Tn[b];
-            rec[L.dT + q] = dT;
-        }
+        hk_fem_store_gradients(rec + L.g + q * n * d, n, d, g);
+        if (thermal) rec[L.dT + q] = hk_fem_point_dT(R->dT, r->N[q], Tp, n);
     }
     if (!bad && L.V >= 0)
         bad = hk_el_mean_dilatation(r, (const double(*)[3])x, a->fac, thermal ? R->dT : 0, Tp,
@@ -433,15 +445,8 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
         double w = 0;
         bad = hk_el_reduced_gradients(r, d, (const double(*)[3])x, q, axi, a->fac, g, &w);
         rec[L.wr + q] = w;
-        for (int b = 0; b < n; b++)
-            for (int i = 0; i < d; i++)
-                rec[L.gr + (q * n + b) * d + i] = g[b][i];
-        if (thermal) {
-            double dT = R->dT;
-            for (int b = 0; b < n && Tp; b++)
-                dT += r->Nr[q][b] * Tn[b];
-            rec[L.dTr + q] = dT;
-        }
+        hk_fem_store_gradients(rec + L.gr + q * n * d, n, d, g);
+        if (thermal) rec[L.dTr + q] = hk_fem_point_dT(R->dT, r->Nr[q], Tp, n);
     }
     if (bad) HK_FEM_ATOMIC_MIN_I64(a->bad, e);
 }
@@ -667,30 +672,9 @@ HK_EL_FN void hk_fem_diag_sum_body(int64_t s, const hk_fem_elim_args *a)
 /* Scalar row gi = i * bs + r: the host's hk_eliminate for that row. */
 HK_EL_FN void hk_fem_elim_body(int64_t gi, const hk_fem_elim_args *a)
 {
-    const int bs = a->bs;
-    const int64_t i = gi / bs;
-    const int r = (int)(gi % bs);
-    const int orphan = hk_fem_orphan(a, i);
-    double diag = a->mean;
-    if (!orphan)
-        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++)
-            if (a->colind[k] == i) diag = a->val[(size_t)k * bs * bs + r * bs + r];
-    if (!(diag > 0)) diag = a->mean;
-    double fi = a->f_ext[gi];
-    for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++) {
-        const int64_t j = a->colind[k];
-        double *row = a->val + (size_t)k * bs * bs + (size_t)r * bs;
-        for (int c = 0; c < bs; c++) {
-            const int64_t gj = j * bs + c;
-            if (a->fixed[gi] || orphan) {
-                row[c] = gj == gi ? diag : 0;
-            } else if (a->fixed[gj]) {
-                fi -= row[c] * a->u_fixed[gj];
-                row[c] = 0;
-            }
-        }
-    }
-    a->f[gi] = a->fixed[gi] ? diag * a->u_fixed[gi] : orphan ? 0 : fi;
+    const int64_t i = gi / a->bs;
+    a->f[gi] = hk_eliminate_row(a->bs, i, (int)(gi % a->bs), hk_fem_orphan(a, i), a->mean,
+                                a->rowptr, a->colind, a->val, a->fixed, a->u_fixed, a->f_ext);
 }
 
 /* ---- recovery --------------------------------------------------------------------------- */

@@ -174,11 +174,8 @@ int hk_resident_bcsr_alloc(const hk_backend *be, int bs, int64_t nbrows, int64_t
 void hk_resident_bcsr_free(hk_resident_bcsr *A)
 {
     if (!A) return;
-    if (A->be) {
-        A->be->dealloc(A->rowptr);
-        A->be->dealloc(A->colind);
-        A->be->dealloc(A->val);
-    }
+    hk_bmat B = {A->be, A->bs, A->bs, A->nbrows, A->nbcols, A->nnzb, A->rowptr, A->colind, A->val};
+    hk_bmat_free(&B);
     memset(A, 0, sizeof *A);
 }
 
