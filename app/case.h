@@ -234,6 +234,7 @@ typedef struct hk_run {
     char backend[32];
     char assembled_on[16], recovered_on[16]; /* "host", or the device backend's name */
     char assembly_note[160]; /* why the host assembled a run that could use the device */
+    int device_auto;         /* --assembly auto: a device out of memory leaves it to the host */
     int converged;
     double t_mesh, t_assembly, t_setup, t_solve, t_post, t_output, t_total;
     double t_export; /* writing output.matrix / rhs / coordinates (part of t_output) */

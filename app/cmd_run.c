@@ -379,6 +379,7 @@ static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
              "--assembly %s: give auto, host or device", mode);
     if (!strcmp(mode, "host")) return 0;
     const int force = !strcmp(mode, "device");
+    r->device_auto = !force;
     HK_CALL(hk_options_get_string(c->solver, "backend", &name));
     if (hk_backend_get(name, &be) || !hk_fem_on_device(be)) {
         HK_CHECK(!force, HK_ERR_ARG,
@@ -428,6 +429,12 @@ static int run_assemble(const hk_case *c, run_log *L, hk_run *r)
               grav ? ", gravity" : "", body ? ", body force" : "");
     ierr = c->modal ? hk_assemble_modal(&r->model.problem, c->mass, &r->sys)
                     : hk_assemble_on(stage_backend(r->assembled_on), &r->model.problem, &r->sys);
+    if (ierr == HK_ERR_MEMORY && r->device_auto && strcmp(r->assembled_on, "host")) {
+        /* --assembly auto: a device too small for the assembly leaves it to the host */
+        snprintf(r->assembly_note, sizeof r->assembly_note, "%s", hk_error_message());
+        snprintf(r->assembled_on, sizeof r->assembled_on, "host");
+        ierr = hk_assemble(&r->model.problem, &r->sys);
+    }
     if (ierr == HK_ERR_MODEL) ierr = model_error(c, ierr);
     if (ierr) goto fail;
     r->t_assembly = hk_time() - t;
@@ -616,8 +623,14 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
 
     /* post-processing */
     t = hk_time();
-    HK_TRY(hk_postproc_on(stage_backend(r->recovered_on), &r->model.problem, &r->sys, r->u,
-                          &r->fields));
+    ierr = hk_postproc_on(stage_backend(r->recovered_on), &r->model.problem, &r->sys, r->u,
+                          &r->fields);
+    if (ierr == HK_ERR_MEMORY && r->device_auto && strcmp(r->recovered_on, "host")) {
+        stage(&L, "postproc: on the host (%s)", hk_error_message());
+        snprintf(r->recovered_on, sizeof r->recovered_on, "host");
+        ierr = hk_postproc(&r->model.problem, &r->sys, r->u, &r->fields);
+    }
+    if (ierr) goto fail;
     r->t_post = hk_time() - t;
     r->mem.host_peak_post = hk_run_peak_host_bytes();
     stage(&L, "postproc: strains, stresses, reactions in %.2f s%s%s", r->t_post,

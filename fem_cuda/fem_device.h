@@ -84,6 +84,9 @@ extern size_t hk_fem_chunk_bytes;
  * path (K handed to the solver in the cpu backend's memory) on the CPU. */
 extern const hk_fem_driver *hk_fem_cpu_driver;
 
+/* Nonzero: the free memory the emulation reports (tests of a device too small). */
+extern size_t hk_fem_emul_free_bytes;
+
 /* Nonzero: the emulation runs every kernel's threads from the last to the first (tests: the
  * results must not depend on the threads' order). */
 extern int hk_fem_emul_reverse;

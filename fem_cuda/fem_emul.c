@@ -51,9 +51,11 @@ static int dv_sync(void)
     return 0;
 }
 
+size_t hk_fem_emul_free_bytes = 0;
+
 static int dv_free_bytes(size_t *free_bytes)
 {
-    *free_bytes = (size_t)1 << 62;
+    *free_bytes = hk_fem_emul_free_bytes ? hk_fem_emul_free_bytes : (size_t)1 << 62;
     return 0;
 }
 

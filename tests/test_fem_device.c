@@ -497,6 +497,35 @@ static void test_emul_run(void)
     hk_fem_cpu_driver = NULL;
 }
 
+/* A device without the memory: --assembly device refuses in one sentence, auto assembles and
+ * recovers on the host and says why; the host's digits. */
+static void test_emul_small_device(void)
+{
+    hk_case c;
+    hk_run r, h;
+    const char *sets[1] = {"solver.backend=cpu"};
+    HK_ASSERT_OK(hk_case_load(hk_test_path("cases/box/box.yaml"), 1, sets, &c));
+    hk_run_opts o = {.quiet = 1, .assembly = "host"};
+    HK_ASSERT_OK(hk_run_case(&c, &o, &h));
+    hk_fem_cpu_driver = &hk_fem_emul_driver;
+    hk_fem_emul_free_bytes = 1000;
+    o.assembly = "device";
+    CU_ASSERT_EQUAL(hk_run_case(&c, &o, &r), HK_ERR_MEMORY);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "GB is free"));
+    hk_run_free(&r);
+    o.assembly = "auto";
+    HK_ASSERT_OK(hk_run_case(&c, &o, &r));
+    CU_ASSERT_STRING_EQUAL(r.assembled_on, "host");
+    CU_ASSERT_STRING_EQUAL(r.recovered_on, "host");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.assembly_note, "device memory"));
+    CU_ASSERT(r.fields.max_u == h.fields.max_u && r.fields.max_von_mises == h.fields.max_von_mises);
+    hk_fem_emul_free_bytes = 0;
+    hk_fem_cpu_driver = NULL;
+    hk_run_free(&r);
+    hk_run_free(&h);
+    hk_case_free(&c);
+}
+
 HK_SUITE(fem_emul,
          {"every element kind, analysis, material: the host's bytes (K, f, fields)",
           test_emul_catalogue},
@@ -506,7 +535,8 @@ HK_SUITE(fem_emul,
          {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
          {"on the cpu backend: the host's assembly and recovery", test_on_cpu},
          {"device memory estimate", test_estimate},
-         {"hooke run --assembly device: the host's digits", test_emul_run})
+         {"hooke run --assembly device: the host's digits", test_emul_run},
+         {"a device without the memory: refused, or left to the host", test_emul_small_device})
 
 /* ---- the device ------------------------------------------------------------------------- */
 
