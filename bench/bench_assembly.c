@@ -177,11 +177,11 @@ static int bench_device(const char *types, double target, dev_row *rows, int *nr
         printf("\n## Device assembly and recovery: skipped (%s)\n", hk_error_message());
         return 0;
     }
-    printf("\n## Device assembly and recovery (cuda) beside the host's %d threads, same meshes\n\n"
-           "| type | elements | assembly el/s (host) | assembly el/s (cuda) | ratio | "
-           "recovery el/s (host) | recovery el/s (cuda) | ratio |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    printf("\n## Device assembly and recovery (cuda) beside the host's %d threads, same meshes\n\n",
            omp_get_max_threads());
+    hk_table_head(stdout, "lrrrrrrr",
+                  "type|elements|assembly el/s (host)|assembly el/s (cuda)|ratio|"
+                  "recovery el/s (host)|recovery el/s (cuda)|ratio");
     char list[256];
     snprintf(list, sizeof list, "%s", types);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
@@ -192,10 +192,10 @@ static int bench_device(const char *types, double target, dev_row *rows, int *nr
         if (t < 0) continue; /* named in the host table's message already */
         HK_CALL(bench_device_type(be, (hk_eltype)t, target, r));
         (*nrows)++;
-        printf("| %s | %lld | %.3g | %.3g | %.1f | %.3g | %.3g | %.1f |\n", r->type, r->elements,
-               r->elements / r->s_host, r->elements / r->s_dev, r->s_host / r->s_dev,
-               r->elements / r->s_rec_host, r->elements / r->s_rec_dev, r->s_rec_host / r->s_rec_dev);
-        fflush(stdout);
+        hk_table_row(stdout, "%s|%lld|%.3g|%.3g|%.1f|%.3g|%.3g|%.1f", r->type, r->elements,
+                     r->elements / r->s_host, r->elements / r->s_dev, r->s_host / r->s_dev,
+                     r->elements / r->s_rec_host, r->elements / r->s_rec_dev,
+                     r->s_rec_host / r->s_rec_dev);
     }
     return 0;
 }
