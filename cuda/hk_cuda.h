@@ -6,6 +6,7 @@
 #define HOOKE_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hooke/solver.h"
 
@@ -49,6 +50,13 @@ int hk_cuda_bench_spgemm(const hk_bcsr *K, int reps, hk_cuda_spgemm_timing *t);
  * eigenvalues and vectors copied back, waited for; *seconds = the median of reps runs after a
  * warm-up (cuda/cuda_block.c). The baseline of `hooke bench eigen`'s host eigensolver. */
 int hk_cuda_bench_syevd(int k, const double *A, int reps, double *seconds);
+
+/* pc.tri=syncfree (cuda_tri.cu): the schedule of a tri_setup handle, downloaded (order: the
+ * rows in solve order, n; wdesc: per warp its first position in order and log2 of its lanes a
+ * row | rows << 8, 2 * nwarps; both malloc'd), to compare with hk_tri_warp_schedule; and the
+ * nanoseconds a polling lane sleeps between loads (0, the default: none), for measurements. */
+int hk_cuda_tri_schedule(void *handle, int64_t *nwarps, int32_t **order, int32_t **wdesc);
+int hk_cuda_tri_backoff(void *handle, unsigned ns);
 
 #ifdef __cplusplus
 }

@@ -258,9 +258,24 @@ enum {
     HK_S_MAX = 64 /* a method may use slots up to this for its own fused ops */
 };
 
-/* pc.tri: sync-free (rows spin on ready flags of their dependencies), level-scheduled, or
- * cuSPARSE SpSV; a backend lacking one falls back to levels. */
-enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE };
+/* pc.tri: sync-free (the ILUPACK-GMRES paper's: level order, warps by row length, the
+ * solution's entries their own ready flags), level-scheduled, cuSPARSE SpSV, or the earlier
+ * sync-free solve with separate ready flags; a backend lacking one falls back to levels. */
+enum hk_tri_method { HK_TRI_SYNCFREE = 0, HK_TRI_LEVELS, HK_TRI_CUSPARSE, HK_TRI_SYNCFREE_FLAGS };
+/* pc.tri=syncfree: a row of len strict entries gets 2^class lanes of a warp (class 0..5: the
+ * smallest power of two >= len, at most 32), so a warp solves 32 >> class rows of one class */
+#ifdef __CUDACC__
+#define HK_TRI_HD __host__ __device__
+#else
+#define HK_TRI_HD
+#endif
+static inline HK_TRI_HD int hk_tri_row_class(int64_t len)
+{
+    int c = 0;
+    while (c < 5 && ((int64_t)1 << c) < len)
+        c++;
+    return c;
+}
 
 /* A matrix-powers plan (mpk_plan): partitions, ghost zones and the work of one pass. */
 #define HK_MPK_MAXK 16 /* levels of one pass at most */

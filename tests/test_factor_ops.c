@@ -397,7 +397,7 @@ static void test_ops_vs_cpu(void)
                     for (int64_t i = 0; i < n; i++)
                         b[i] = 1 + 0.1 * (i % 7);
                     for (int upper = 0; upper < 2; upper++)
-                        for (int meth = 0; meth < 3; meth++)
+                        for (int meth = 0; meth <= HK_TRI_SYNCFREE_FLAGS; meth++)
                             for (int p = 0; p < 2; p++) {
                                 const hk_bmat *Xc = sym && upper ? &Uc : &Fc,
                                               *Xg = sym && upper ? &Ug : &Fg;

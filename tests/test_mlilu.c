@@ -270,7 +270,7 @@ static void test_exact_symmetric(void)
  * with sparse factors on each, every backend, fp64 and fp32. */
 static void test_tri_methods(void)
 {
-    static const char *const tri[] = {"syncfree", "levels", "cusparse"};
+    static const char *const tri[] = {"syncfree", "levels", "cusparse", "syncfree-flags"};
     static const char *const base[] = {
         "pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 pc.mlilu.levels=2",
         "pc.mlilu.symmetric=1 pc.mlilu.droptol=0 pc.mlilu.kappa=1.5 pc.mlilu.dense=0 "
@@ -279,7 +279,7 @@ static void test_tri_methods(void)
     for (int c = 0; c < 2; c++) {
         hk_bcsr K;
         HK_ASSERT_OK(c ? hk_gen_elasticity2d(8, 6, &K) : hk_gen_convdiff2d(12, 20.0, &K));
-        for (int m = 0; m < 3; m++) {
+        for (int m = 0; m < 4; m++) {
             char o[200];
             snprintf(o, sizeof o, "%s pc.tri=%s", base[c], tri[m]);
             check_exact(&K, o, min_levels[c]);

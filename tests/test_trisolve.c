@@ -394,7 +394,7 @@ HK_SUITE(trisolve,
           test_ordering_iterations},
          {"pivot failures name the row; option errors", test_sweeps_errors})
 
-/* ---- device: the three solves against the CPU solve ----------------------------------- */
+/* ---- device: the four solves against the CPU solve ------------------------------------ */
 
 /* A triangular factor in CSR with its diagonal: kind 0 = wide levels (each row depends on a
  * few random rows at least w back: n/w levels of w rows), 1 = a chain (row i on i-1: n
@@ -467,7 +467,8 @@ static double now(void)
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-static const char *const method_names[] = {"syncfree", "levels", "cusparse"};
+static const char *const method_names[] = {"syncfree", "levels", "cusparse", "syncfree-flags"};
+#define NMETHOD 4
 
 /* Each method on each factor kind, lower and upper, fp64 and fp32, against the CPU solve;
  * also n = 1 and a factor with all rows empty. */
@@ -503,7 +504,7 @@ static void test_solves_vs_cpu(void)
                 HK_ASSERT_OK(hk_vec_upload(cb, hb));
                 HK_ASSERT_OK(cpu->tri_solve(hc, cb, cx));
                 HK_ASSERT_OK(hk_vec_download(cx, xc));
-                for (int m = 0; m < 3; m++) {
+                for (int m = 0; m < NMETHOD; m++) {
                     void *hg = NULL;
                     int64_t lg = -2;
                     HK_ASSERT_OK(gpu->tri_setup(&Fg, upper, 0, m, (hk_precision)p, &hg, &lg));
@@ -566,7 +567,7 @@ static void test_solve_timings(void)
     }
     for (int ord = 0; ord < 3; ord++)
         for (int p = 0; p < 2; p++)
-            for (int m = 0; m < 3; m++) {
+            for (int m = 0; m < NMETHOD; m++) {
                 char opts[128];
                 snprintf(opts, sizeof opts, "pc.ordering=%s pc.tri=%s", hk_ordering_names[ord],
                          method_names[m]);
@@ -603,7 +604,7 @@ static void test_iterations_both_backends(void)
     HK_ASSERT_OK(hk_gen_elasticity3d(10, 8, 8, &K));
     HK_ASSERT_OK(hk_gen_convdiff2d(60, 50, &C));
     for (int ord = 0; ord < 3; ord++)
-        for (int m = 0; m < 3; m++) {
+        for (int m = 0; m < NMETHOD; m++) {
             char o1[160], o2[160];
             snprintf(o1, sizeof o1, "method=cg pc=ic0 pc.ordering=%s pc.tri=%s",
                      hk_ordering_names[ord], method_names[m]);

@@ -82,7 +82,7 @@ fail:
 const hk_pc_type hk_pc_ic0 = {
     .name = "ic0",
     .summary = "incomplete Cholesky, zero fill; triangular solves by cuSPARSE on cuda (pc.tri: "
-               "syncfree, levels), level by level on cpu",
+               "syncfree, syncfree-flags, levels), level by level on cpu",
     .options = "pc.tri pc.ordering pc.ic0.sweeps pc.ic0.block",
     .symmetric = 1,
     .setup = ic0_setup,

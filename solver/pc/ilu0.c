@@ -70,7 +70,7 @@ fail:
 const hk_pc_type hk_pc_ilu0 = {
     .name = "ilu0",
     .summary = "incomplete LU, zero fill; triangular solves by cuSPARSE on cuda (pc.tri: "
-               "syncfree, levels), level by level on cpu",
+               "syncfree, syncfree-flags, levels), level by level on cpu",
     .options = "pc.tri pc.ordering pc.ilu0.sweeps pc.ilu0.block",
     .symmetric = 0,
     .setup = ilu0_setup,

@@ -120,6 +120,12 @@ typedef struct hk_trifactor {
  * (unit = 1: diagonal taken as 1), and compute the level sets: the CPU backend's tri_setup. */
 int hk_trifactor_from_csr(const hk_csr *F, int upper, int unit, hk_trifactor *T);
 void hk_trifactor_free(hk_trifactor *T);
+/* The warps of pc.tri=syncfree on a device (the ILUPACK-GMRES paper, section 4.2), the
+ * reference for cuda/cuda_tri.cu's set-up: order = T's rows by level, within a level by
+ * length class (hk_tri_row_class of the strict entries), ascending within a class; a class's
+ * rows of one level cut into warps of 32 >> class rows from the first. wdesc[2w] = the first
+ * position in order of warp w, wdesc[2w + 1] = class | rows << 8. Both malloc'd. */
+int hk_tri_warp_schedule(const hk_trifactor *T, int32_t **order, int32_t **wdesc, int64_t *nwarps);
 
 /* Node orderings (solver/pc/ordering.c), pc.ordering: perm[new] = old node, NULL for
  * natural; ncolours for colour. hk_bcsr_permute: P = the symmetric permutation of K (rows and

@@ -86,7 +86,39 @@ fail:
     return ierr;
 }
 
-const char *const hk_tri_method_names[] = {"syncfree", "levels", "cusparse", NULL};
+const char *const hk_tri_method_names[] = {"syncfree", "levels", "cusparse", "syncfree-flags",
+                                           NULL};
+
+int hk_tri_warp_schedule(const hk_trifactor *T, int32_t **order, int32_t **wdesc, int64_t *nwarps)
+{
+    const int64_t n = T->n;
+    *order = *wdesc = NULL;
+    *nwarps = 0;
+    int ierr = 0;
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof **order, order));
+    HK_TRY(hk_malloc((size_t)(n ? 2 * n : 1) * sizeof **wdesc, wdesc));
+    int64_t q = 0, nw = 0;
+    for (int64_t l = 0; l < T->nlevels; l++)
+        for (int c = 0; c <= 5; c++) {
+            const int64_t start = q, per = 32 >> c;
+            for (int64_t p = T->level_ptr[l]; p < T->level_ptr[l + 1]; p++) {
+                const int32_t i = T->level_rows[p];
+                if (hk_tri_row_class(T->rowptr[i + 1] - T->rowptr[i]) == c) (*order)[q++] = i;
+            }
+            for (int64_t s = start; s < q; s += per) {
+                (*wdesc)[2 * nw] = (int32_t)s;
+                (*wdesc)[2 * nw + 1] = c | (int32_t)(q - s < per ? q - s : per) << 8;
+                nw++;
+            }
+        }
+    *nwarps = nw;
+    return 0;
+fail:
+    free(*order);
+    free(*wdesc);
+    *order = *wdesc = NULL;
+    return ierr;
+}
 
 /* The scalar permutation matrix of the node permutation perm (bs dofs per node): row
  * new*bs + r has a 1 at column perm[new]*bs + r (inverse = 1: the transpose). */
@@ -170,9 +202,11 @@ int hk_tri_pc_begin(hk_pc *pc, const char *who, const hk_bmat *K, hk_options *o,
     pc->data = t; /* hk_pc_destroy cleans up on failure */
     /* Defaults measured on the H200 (89k-DOF hex elasticity, docs/preconditioners.md): the
      * multicolour ordering leaves 24 levels where the natural one leaves 630, so an ic0 apply
-     * takes 0.15 ms instead of 2.1 ms with cuSPARSE's SpSV (the fastest of the three solves in
-     * both orderings: sync-free 0.33 ms, levels 0.68 ms) for about 1.5x the iterations. On the
-     * CPU the natural ordering needs the fewest iterations. */
+     * takes 0.15 ms instead of 2.1 ms with cuSPARSE's SpSV (the fastest solve in both
+     * orderings then: the flag-based sync-free solve 0.33 ms, levels 0.68 ms) for about 1.5x
+     * the iterations. The paper's sync-free solve (pc.tri=syncfree) has not been measured
+     * against it yet, so cuSPARSE stays the default. On the CPU the natural ordering needs the
+     * fewest iterations. */
     const int gpu = be != &hk_backend_cpu;
     t->method = gpu ? HK_TRI_CUSPARSE : HK_TRI_SYNCFREE;
     t->ordering = gpu ? HK_ORDER_COLOUR : HK_ORDER_NATURAL;
