@@ -26,9 +26,9 @@
 // 64-bit ticket counter (block t of a launch runs warps 8t..8t+7; tickets are never reset, a
 // launch's blocks take the next nblocks of them), so a warp only ever waits on rows of earlier
 // levels, which belong to warps already running: no deadlock whatever order the hardware
-// starts blocks in. While entries are missing, one lane of the warp polls one of them (the
-// others wait at the warp barrier) and then all reload, which keeps the polling traffic to
-// L2 at one load per waiting warp instead of one per lane.
+// starts blocks in. While entries are missing, one lane of the warp polls the one likely to
+// be solved last (the others wait at the warp barrier) and then all reload, which keeps the
+// polling traffic to L2 at one load per waiting warp instead of one per lane.
 //
 // syncfree-flags: the earlier sync-free kernel, kept as the baseline of the one above. Rows
 // are handed out in solve order (ascending for a lower factor, descending for an upper one) by
@@ -45,6 +45,7 @@
 //
 // cusparse: cusparseSpSV on the factor with its diagonal (analysis at set-up; the GPU default).
 #include <cub/cub.cuh>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,7 @@ template <typename T> struct sf_args {
     unsigned long long *ticket;
     int64_t nwarps;
     unsigned nblocks, backoff;
+    int upper;
 };
 
 /* One warp of the schedule: its rows' entries SF_ROUNDS * G at a time (a class-32 warp has one
@@ -247,19 +249,36 @@ __global__ void __launch_bounds__(SF_THREADS) k_tri_sentinel(const sf_args<T> a)
                 xv[r] = load_volatile(a.x + j[r]);
                 if (sf_unsolved(xv[r])) pend |= 1u << r;
             }
-        /* while entries are missing: the lowest lane with one polls its first, then every
-         * lane reloads what it still misses */
+        /* while entries are missing: one lane polls the missing row solved last in all
+         * likelihood (the largest column of a lower factor, the smallest of an upper one: the
+         * level order follows the row order closely in natural and colour orderings), then
+         * every lane reloads what it still misses */
         while (__any_sync(0xffffffffu, pend != 0)) {
-            const int leader = __ffs(__ballot_sync(0xffffffffu, pend != 0)) - 1;
+            int key = -1;
+#pragma unroll
+            for (int r = 0; r < SF_ROUNDS; r++)
+                if (pend >> r & 1) {
+                    const int kr = a.upper ? INT_MAX - j[r] : j[r];
+                    key = kr > key ? kr : key;
+                }
+            const int top = __reduce_max_sync(0xffffffffu, key);
+            const int leader = __ffs(__ballot_sync(0xffffffffu, key == top)) - 1;
             if (lane == leader) {
-                const int first = __ffs(pend) - 1;
+                int rs = -1;
+                int32_t js = 0;
 #pragma unroll
                 for (int r = 0; r < SF_ROUNDS; r++)
-                    if (r == first) {
-                        while (sf_unsolved(xv[r] = load_volatile(a.x + j[r])))
-                            if (a.backoff) __nanosleep(a.backoff);
-                        pend &= ~(1u << r);
+                    if (rs < 0 && (pend >> r & 1) && (a.upper ? INT_MAX - j[r] : j[r]) == top) {
+                        rs = r;
+                        js = j[r];
                     }
+                T v;
+                while (sf_unsolved(v = load_volatile(a.x + js)))
+                    if (a.backoff) __nanosleep(a.backoff);
+#pragma unroll
+                for (int r = 0; r < SF_ROUNDS; r++)
+                    if (r == rs) xv[r] = v;
+                pend &= ~(1u << rs);
             }
             __syncwarp();
 #pragma unroll
@@ -848,6 +867,7 @@ template <typename T> static void sentinel_launch(const cu_tri *t, const T *b, T
     a.nwarps = t->nwarps;
     a.nblocks = (unsigned)((t->nwarps + SF_WARPS - 1) / SF_WARPS);
     a.backoff = t->backoff;
+    a.upper = t->upper;
     k_tri_sentinel<T><<<a.nblocks, SF_THREADS, 0, hk_cu.stream>>>(a);
 }
 
