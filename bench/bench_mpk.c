@@ -4,9 +4,11 @@
  * to 1e-8) on the same systems. Both figures are measured in the same run as their baseline.
  * For each k two rows against the same k SpMVs: ghost zones, the best over partition sizes
  * (block rows) whose ghost zones add at most 3x the rows of the k SpMVs, with the chosen size
- * and that redundancy beside it; and the wavefront, the best of the backend's chunk, half and
- * twice it (no redundant rows). The SpMVs use the solver's default format on the backend (sbell on
- * cuda, bsr on the cpu).
+ * and that redundancy beside it; the wavefront, the best of the backend's chunk, half and
+ * twice it (no redundant rows); and the same ghost-zone partitions staged in on-chip memory
+ * (the thesis's section 6.3.2, cuda only), the best of 16..4096 block rows whose partitions fit,
+ * beside the ghost zones of that same size, so that the staging's own effect shows. The SpMVs
+ * use the solver's default format on the backend (sbell on cuda, bsr on the cpu).
  * --stream adds the streamed kernel (mpk_stream_plan: K kept in host memory, the thesis's
  * section 6.3.1) against k streamed SpMVs (a plan of one level applied k times, so K is read
  * from host memory k times, which is what k SpMVs cost when K does not fit on the device),
@@ -63,14 +65,20 @@ static int mpk_once(void *p)
 static void mpk_usage(FILE *f)
 {
     fprintf(f, "usage: hooke bench mpk [--backend auto|cpu|cuda] [--size small|medium|large]\n"
-               "                       [--no-solve] [--stream] [--stream-mb N] [--json FILE]\n\n"
+               "                       [--schedules LIST] [--no-solve] [--stream] [--stream-mb N]\n"
+               "                       [--json FILE]\n\n"
                "Matrix powers [A x, ..., A^k x] in one kernel against k SpMVs for k = 2..8 on\n"
                "2D quad and 3D hex elasticity (small: 200^2 and 20^3 elements, medium 500^2\n"
                "and 40^3, large 1000^2 and 70^3): time of each, their ratio (below 1: the\n"
                "kernel wins), for ghost zones the best partition size and the redundant rows\n"
                "of its ghost zones, for the wavefront the best chunk of the backend's own,\n"
-               "half and twice it. Then scg (s = 2, 4, 8) against cg with pc=jacobi to\n"
-               "1e-8: iterations and time (--no-solve skips it).\n"
+               "half and twice it, for the ghost zones staged in on-chip memory (shared;\n"
+               "cuda) the best partition of 16..4096 block rows that fits, with the plain\n"
+               "ghost zones of that size beside it; the matrix powers also on the thesis's\n"
+               "pentadiagonal matrix (100k rows; medium 4M, large 16M). --schedules picks\n"
+               "some of ghost, wavefront, shared (default all three). Then scg (s = 2, 4, 8)\n"
+               "against cg with pc=jacobi to 1e-8 on the 2D and 3D systems: iterations and\n"
+               "time (--no-solve skips it).\n"
                "--stream: also the streamed kernel (K in host memory, partitions copied to\n"
                "the device in turn) against k streamed SpMVs, with their bandwidths beside\n"
                "the pinned host-to-device copy bandwidth (cpu: memcpy, a reference row);\n"
@@ -86,7 +94,14 @@ typedef struct mpk_row {
     double spmv_ms, mpk_ms, redundancy;
     long long block;
     int on_chip;
+    double stage_kib;     /* shared: on-chip bytes of the largest partition */
+    double same_ghost_ms; /* shared: the ghost zones of the same partitions */
 } mpk_row;
+
+static const char *schedule_name(int s)
+{
+    return s == HK_MPK_WAVEFRONT ? "wavefront" : s == HK_MPK_SHARED ? "shared" : "ghost";
+}
 
 typedef struct solve_row {
     const char *sys;
@@ -98,10 +113,27 @@ typedef struct solve_row {
 
 static void print_row(const mpk_row *r)
 {
-    hk_table_row(stdout, "%s|%d|%s|%.4f|%.4f|%.2f|%lld|%.2f|%s", r->sys, r->k,
-                 r->schedule == HK_MPK_WAVEFRONT ? "wavefront" : "ghost", r->spmv_ms, r->mpk_ms,
-                 r->mpk_ms / r->spmv_ms, r->block, r->redundancy,
-                 r->on_chip ? "shared" : "L2/global");
+    char where[64], same[32];
+    if (r->schedule == HK_MPK_SHARED && isfinite(r->mpk_ms))
+        snprintf(where, sizeof where, "on chip, %.0f KiB", r->stage_kib);
+    else if (r->schedule == HK_MPK_SHARED && r->stage_kib > 0)
+        snprintf(where, sizeof where, "none fits (%.0f KiB)", r->stage_kib);
+    else if (r->schedule == HK_MPK_SHARED)
+        snprintf(where, sizeof where, "none (over 3x the rows, or no staging)");
+    else
+        snprintf(where, sizeof where, "%s", r->on_chip ? "shared" : "L2/global");
+    if (r->schedule == HK_MPK_SHARED && isfinite(r->same_ghost_ms))
+        snprintf(same, sizeof same, "%.4f", r->same_ghost_ms);
+    else
+        snprintf(same, sizeof same, "-");
+    if (!isfinite(r->mpk_ms)) { /* no plan fits */
+        hk_table_row(stdout, "%s|%d|%s|%.4f|-|-|-|-|-|%s", r->sys, r->k, schedule_name(r->schedule),
+                     r->spmv_ms, where);
+        return;
+    }
+    hk_table_row(stdout, "%s|%d|%s|%.4f|%.4f|%.2f|%s|%lld|%.2f|%s", r->sys, r->k,
+                 schedule_name(r->schedule), r->spmv_ms, r->mpk_ms, r->mpk_ms / r->spmv_ms, same,
+                 r->block, r->redundancy, where);
 }
 
 /* Time the plan of (schedule, block, k) into r when it beats r's best; *info of the plan. */
@@ -111,6 +143,8 @@ static int try_plan(mpk_ctx *c, const hk_bmat *K, int schedule, int64_t block, m
     const hk_backend_ops *be = c->be;
     double t;
     HK_CALL(be->mpk_plan(K, schedule, block, c->k, 3.0, &c->plan, info));
+    if (schedule == HK_MPK_SHARED && !c->plan && !isfinite(r->mpk_ms) && !(r->stage_kib > 0))
+        r->stage_kib = (double)info->stage_bytes / 1024.0; /* the smallest that did not fit */
     if (!c->plan) return 0;
     int ierr = hk_bench_time(mpk_once, c, 2, 5, 0.2, &t);
     be->mpk_free(c->plan);
@@ -121,9 +155,57 @@ static int try_plan(mpk_ctx *c, const hk_bmat *K, int schedule, int64_t block, m
         r->block = info->block;
         r->redundancy = (double)info->work / ((double)c->k * K->nbrows);
         r->on_chip = info->on_chip;
+        r->stage_kib = (double)info->stage_bytes / 1024.0;
     }
     return 0;
 }
+
+/* The staged partitions: 16..4096 block rows by fours (a plan is made only when the largest
+ * partition fits on chip), then the plain ghost zones of the best size for comparison. */
+static int try_shared(mpk_ctx *c, const hk_bmat *K, mpk_row *r)
+{
+    hk_mpk_info info;
+    const int64_t nb = K->nbrows;
+    for (int64_t b = 16;; b *= 4) {
+        const int64_t bb = b < nb ? b : nb;
+        HK_CALL(try_plan(c, K, HK_MPK_SHARED, bb, r, &info));
+        if (bb == nb || b >= 4096) break;
+    }
+    r->same_ghost_ms = INFINITY;
+    if (!isfinite(r->mpk_ms)) return 0;
+    mpk_row g = *r;
+    g.mpk_ms = INFINITY;
+    HK_CALL(try_plan(c, K, HK_MPK_GHOST, r->block, &g, &info));
+    r->same_ghost_ms = g.mpk_ms;
+    return 0;
+}
+
+/* The thesis's test matrix of the shared-memory kernel (section 6.4.2: pentadiagonal, 100k
+ * rows): 6 on the diagonal, -1 on the four bands beside it. */
+static int pentadiagonal(int64_t n, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = 1;
+    K->nbrows = K->nbcols = n;
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *K->rowptr, &K->rowptr));
+    HK_CALL(hk_malloc((size_t)(5 * n) * sizeof *K->colind, &K->colind));
+    HK_CALL(hk_malloc((size_t)(5 * n) * sizeof *K->val, &K->val));
+    int64_t q = 0;
+    K->rowptr[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = i - 2; j <= i + 2; j++)
+            if (j >= 0 && j < n) {
+                K->colind[q] = (int32_t)j;
+                K->val[q++] = j == i ? 6.0 : -1.0;
+            }
+        K->rowptr[i + 1] = q;
+    }
+    return 0;
+}
+
+/* --schedules: which rows measure() makes (bits 1 << enum hk_mpk_schedule) */
+static unsigned bench_schedules =
+    (1u << HK_MPK_GHOST) | (1u << HK_MPK_WAVEFRONT) | (1u << HK_MPK_SHARED);
 
 static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys, mpk_row *rows,
                    int *nrows)
@@ -139,24 +221,37 @@ static int measure(const hk_backend_ops *be, const hk_bcsr *Kh, const char *sys,
     const int64_t nb = Kh->nbrows;
     HK_TRY(ctx_vectors(&c, Kh->nbrows * Kh->bs));
     for (int k = 2; k <= 8; k++) {
-        mpk_row *r = &rows[(*nrows)++], *w = &rows[(*nrows)++];
-        memset(r, 0, sizeof *r);
-        r->sys = sys;
-        r->k = k;
+        mpk_row base;
+        memset(&base, 0, sizeof base);
+        base.sys = sys;
+        base.k = k;
         c.k = k;
         double t;
         HK_TRY(hk_bench_time(spmvs_once, &c, 2, 5, 0.2, &t));
-        r->spmv_ms = t * 1e3;
-        r->mpk_ms = INFINITY;
-        *w = *r;
-        w->schedule = HK_MPK_WAVEFRONT;
+        base.spmv_ms = t * 1e3;
+        base.mpk_ms = INFINITY;
         hk_mpk_info info;
-        for (int64_t blk = 64;; blk *= 4) {
-            const int64_t b = blk < nb ? blk : nb;
-            HK_TRY(try_plan(&c, &K, HK_MPK_GHOST, b, r, &info));
-            if (b == nb) break;
+        if (bench_schedules & (1u << HK_MPK_GHOST)) {
+            mpk_row *r = &rows[(*nrows)++];
+            *r = base;
+            for (int64_t blk = 64;; blk *= 4) {
+                const int64_t b = blk < nb ? blk : nb;
+                HK_TRY(try_plan(&c, &K, HK_MPK_GHOST, b, r, &info));
+                if (b == nb) break;
+            }
+            print_row(r);
         }
-        print_row(r);
+        if (bench_schedules & (1u << HK_MPK_SHARED)) {
+            mpk_row *r = &rows[(*nrows)++];
+            *r = base;
+            r->schedule = HK_MPK_SHARED;
+            HK_TRY(try_shared(&c, &K, r));
+            print_row(r);
+        }
+        if (!(bench_schedules & (1u << HK_MPK_WAVEFRONT))) continue;
+        mpk_row *w = &rows[(*nrows)++];
+        *w = base;
+        w->schedule = HK_MPK_WAVEFRONT;
         /* the backend's chunk, then half and twice it (a size the plan raises to twice the
          * bandwidth or clamps to the rows onto one already timed is skipped) */
         HK_TRY(try_plan(&c, &K, HK_MPK_WAVEFRONT, 0, w, &info));
@@ -373,6 +468,30 @@ int hk_bench_mpk(int argc, char **argv)
         } else if (!strcmp(argv[i], "--stream")) {
             stream = 1;
             i++;
+        } else if (!strcmp(argv[i], "--schedules") && i + 1 < argc) {
+            bench_schedules = 0;
+            char list[128];
+            snprintf(list, sizeof list, "%s", argv[i + 1]);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                const int sch = !strcmp(tok, "ghost")       ? HK_MPK_GHOST
+                                : !strcmp(tok, "wavefront") ? HK_MPK_WAVEFRONT
+                                : !strcmp(tok, "shared")    ? HK_MPK_SHARED
+                                                            : -1;
+                if (sch < 0) {
+                    fprintf(stderr,
+                            "hooke bench mpk: unknown schedule '%s' in --schedules; use ghost, "
+                            "wavefront and shared, separated by commas\n",
+                            tok);
+                    return 2;
+                }
+                bench_schedules |= 1u << sch;
+            }
+            if (!bench_schedules) {
+                fprintf(stderr, "hooke bench mpk: --schedules needs at least one of ghost, "
+                                "wavefront, shared\n");
+                return 2;
+            }
+            i += 2;
         } else if (!strcmp(argv[i], "--stream-mb")) {
             char *end = NULL;
             const long long mb = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
@@ -393,29 +512,37 @@ int hk_bench_mpk(int argc, char **argv)
     if (hk_bench_backend("hooke bench mpk", bo.backend, &be)) return 2;
     const int n2 = (int)hk_bench_pick(bo.size, 200, 500, 1000);
     const int n3 = (int)hk_bench_pick(bo.size, 20, 40, 70);
-    hk_bcsr K[2] = {{0}, {0}};
-    char name[2][64];
-    mpk_row rows[32];
+    const int64_t n1 = (int64_t)hk_bench_pick(bo.size, 100000, 4000000, 16000000);
+    hk_bcsr K[3] = {{0}, {0}, {0}};
+    char name[3][64];
+    mpk_row rows[72];
     solve_row srows[16];
     stream_row strows[16];
     int nrows = 0, nsrows = 0, nstrows = 0;
     hk_json j = {0};
     snprintf(name[0], sizeof name[0], "2D quad %d^2", n2);
     snprintf(name[1], sizeof name[1], "3D hex %d^3", n3);
-    if (hk_gen_elasticity2d(n2, n2, &K[0]) || hk_gen_elasticity3d(n3, n3, n3, &K[1])) {
+    snprintf(name[2], sizeof name[2], "1D pentadiagonal %lld", (long long)n1);
+    if (hk_gen_elasticity2d(n2, n2, &K[0]) || hk_gen_elasticity3d(n3, n3, n3, &K[1]) ||
+        pentadiagonal(n1, &K[2])) {
         fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
         goto done;
     }
     printf("## hooke bench mpk: matrix powers vs k SpMVs (eq. 6.1 of the GPU Krylov thesis)\n\n");
     hk_backend_describe(be, stdout);
-    printf("\n%s: %lld DOFs; %s: %lld DOFs. ratio = matrix powers / k SpMVs (below 1: the "
-           "kernel wins); redundancy = rows computed / (k * rows)\n\n",
-           name[0], (long long)(K[0].nbrows * K[0].bs), name[1],
-           (long long)(K[1].nbrows * K[1].bs));
-    hk_table_head(stdout, "lrlrrrrrl",
+    printf("\n%s: %lld DOFs; %s: %lld DOFs; %s (the thesis's shared-memory test matrix, "
+           "matrix powers only). ratio = matrix powers / k SpMVs (below 1: the kernel wins); "
+           "redundancy = rows computed / (k * rows); shared: the partitions staged on chip, "
+           "beside the ghost zones of the same partitions (dashes: no partition of "
+           "16..4096 block rows fits, or every one computes over 3x the rows; the KiB of the "
+           "smallest)\n\n",
+           name[0], (long long)(K[0].nbrows * K[0].bs), name[1], (long long)(K[1].nbrows * K[1].bs),
+           name[2]);
+    hk_table_head(stdout, "lrlrrrrrrl",
                   "system|k|schedule|k SpMVs ms|matrix powers ms|ratio|"
-                  "partition or chunk (block rows)|redundancy|vectors in");
-    for (int m = 0; m < 2; m++)
+                  "ghost, same partitions ms|partition or chunk (block rows)|redundancy|"
+                  "vectors (and matrix) in");
+    for (int m = 0; m < 3; m++)
         if (measure(be, &K[m], name[m], rows, &nrows)) {
             fprintf(stderr, "hooke bench mpk: %s\n", hk_error_message());
             goto done;
@@ -473,11 +600,17 @@ int hk_bench_mpk(int argc, char **argv)
             hk_json_begin_object(&j, NULL);
             hk_json_string(&j, "system", rows[i].sys);
             hk_json_int(&j, "k", rows[i].k);
-            hk_json_string(&j, "schedule",
-                           rows[i].schedule == HK_MPK_WAVEFRONT ? "wavefront" : "ghost");
+            hk_json_string(&j, "schedule", schedule_name(rows[i].schedule));
             hk_json_number(&j, "spmvs_ms", rows[i].spmv_ms);
-            hk_json_number(&j, "mpk_ms", rows[i].mpk_ms);
-            hk_json_number(&j, "ratio", rows[i].mpk_ms / rows[i].spmv_ms);
+            if (isfinite(rows[i].mpk_ms)) {
+                hk_json_number(&j, "mpk_ms", rows[i].mpk_ms);
+                hk_json_number(&j, "ratio", rows[i].mpk_ms / rows[i].spmv_ms);
+            }
+            if (rows[i].schedule == HK_MPK_SHARED) {
+                hk_json_number(&j, "stage_kib", rows[i].stage_kib);
+                if (isfinite(rows[i].same_ghost_ms))
+                    hk_json_number(&j, "same_ghost_ms", rows[i].same_ghost_ms);
+            }
             hk_json_int(&j, "block", rows[i].block);
             hk_json_number(&j, "redundancy", rows[i].redundancy);
             hk_json_int(&j, "on_chip", rows[i].on_chip);
@@ -526,5 +659,6 @@ int hk_bench_mpk(int argc, char **argv)
 done:
     hk_bcsr_free(&K[0]);
     hk_bcsr_free(&K[1]);
+    hk_bcsr_free(&K[2]);
     return rc;
 }

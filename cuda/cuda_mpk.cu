@@ -13,7 +13,16 @@
 // Apply: one thread block per partition computes kk levels from its own copy of the vectors
 // (levels <= kk-1-j at step j), with __syncthreads between levels and no grid-wide sync: the
 // partition's vectors live in shared memory when they fit (on chip), else in a scratch area
-// of global memory that the block alone touches (L2-resident for moderate partitions).
+// of global memory that the block alone touches (L2-resident for moderate partitions); the
+// matrix rows are read from K at every level.
+//
+// The shared schedule (HK_MPK_SHARED, the thesis's section 6.3.2 and Fig. 6.3) cuts the same
+// partitions and stages each one whole in shared memory: its work vectors and the blocks and
+// local columns of its rows of level < kk, copied once a pass, so that the kk levels read the
+// matrix from on chip. The plan measures the largest partition (both with 3 and 5 vectors)
+// and is not made when it exceeds the device's opt-in shared memory per block; smaller
+// partitions fit more blocks on an SM, at the price of larger ghost zones: the thesis's
+// trade-off between thread blocks per SM and redundant rows, which the tuner times.
 //
 // The wavefront schedule (HK_MPK_WAVEFRONT) keeps a sliced copy of K (SBELL, rows in their
 // order: sigma 1) and runs a pass as ONE kernel of persistent blocks: tiles of R block rows
@@ -59,10 +68,20 @@ struct cu_mpk {
     int32_t *lcol;    // ent_ptr[next]
     double *scratch;  // next * bs * 5, allocated at the first apply that needs it
     int smem_optin;
+    size_t stage3, stage5; // shared: on-chip bytes of the largest partition, 3 / 5 vectors
     cu_mpk_stream *stream; // HK_MPK_STREAM: partitions in pinned host memory (K is NULL)
 };
 
 // ---- small device helpers ------------------------------------------------------------------
+
+// The staged layout of a partition (mpk_staged_kernel): nvec vectors of nload rows, the blocks
+// of its nrow computed rows (nent), their local columns and nrow + 1 local row starts.
+__host__ __device__ static inline int64_t mpk_stage_bytes(int bs, int nvec, int64_t nload,
+                                                          int64_t nrow, int64_t nent)
+{
+    return (int64_t)sizeof(double) * (nvec * nload * bs + nent * bs * bs) +
+           (int64_t)sizeof(int32_t) * (nent + nrow + 1);
+}
 
 // Temporary storage for one cub call, grown as needed (freed with the plan build).
 struct cu_tmp {
@@ -173,6 +192,20 @@ __global__ void mpk_sizes(int64_t np, int k2, const int64_t *lvl, int64_t *size)
     for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < np;
          p += (int64_t)gridDim.x * blockDim.x)
         size[p] = lvl[p * k2 + k2 - 1] - lvl[p * k2];
+}
+
+// On-chip bytes of partition p staged for all k levels: nvec work vectors of its listed rows,
+// then the blocks of its rows of level < k, their local columns and a local row pointer (the
+// layout of mpk_staged_kernel).
+__global__ void mpk_stage_sizes(int64_t np, int k2, int bs, int nvec, const int64_t *lvl,
+                                const int64_t *ent_ptr, int64_t *bytes)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < np;
+         p += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t *lv = lvl + p * k2;
+        bytes[p] = mpk_stage_bytes(bs, nvec, lv[k2 - 1] - lv[0], lv[k2 - 2] - lv[0],
+                                   ent_ptr[lv[k2 - 2]] - ent_ptr[lv[0]]);
+    }
 }
 
 __global__ void mpk_lcol(int64_t n, int k2, const uint64_t *mkey_unsorted, const int64_t *lvl,
@@ -346,6 +379,7 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int
                              *sizes = NULL, *dmax = NULL;
     char *flag = NULL;
     int32_t *mval = NULL, *sval = NULL;
+    int64_t *stage = NULL; // shared: the staged bytes of each partition
     unsigned long long *cnt = NULL;
     const int endbit = 32 + bits_of((uint64_t)nparts);
     const double cap = max_work > 0 ? max_work * (double)k * (double)nb : 0;
@@ -353,6 +387,7 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int
     P = (cu_mpk *)calloc(1, sizeof *P);
     HK_TRY_CHECK(P, HK_ERR_MEMORY, "matrix powers: out of host memory");
     P->K = K;
+    P->schedule = schedule;
     P->bs = K->br;
     P->k = k;
     P->nb = nb;
@@ -515,6 +550,24 @@ extern "C" int hk_cu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int
         }
         info->max_ext = P->max_ext;
         info->on_chip = (double)P->max_ext * P->bs * 5 * sizeof(double) <= (double)P->smem_optin;
+        if (schedule == HK_MPK_SHARED) { // the largest staged partition, with 3 and 5 vectors
+            int64_t h[2] = {0, 0};
+            HK_TRY(hk_cu_malloc((void **)&stage, sizeof(int64_t) * (nparts > 0 ? nparts : 1)));
+            for (int v = 0; v < 2 && nparts > 0; v++) {
+                mpk_stage_sizes<<<hk_cu_grid(nparts), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                    nparts, k2, P->bs, v ? 5 : 3, P->lvl, P->ent_ptr, stage);
+                HK_CU_TRY(cudaGetLastError());
+                HK_CU_TRY(cub::DeviceReduce::Max(NULL, b, stage, dmax, (int)nparts, hk_cu.stream));
+                HK_TRY(tmp.need(b));
+                HK_CU_TRY(cub::DeviceReduce::Max(tmp.p, b, stage, dmax, (int)nparts, hk_cu.stream));
+                HK_TRY(read_count(dmax, &h[v]));
+            }
+            P->stage3 = (size_t)h[0];
+            P->stage5 = (size_t)h[1];
+            info->stage_bytes = P->stage5;
+            info->on_chip = 1;
+            if (P->stage5 > (size_t)P->smem_optin) goto fail; // no plan, no error
+        }
     }
     *plan = P;
     P = NULL;
@@ -534,6 +587,7 @@ fail:
     cudaFree(mval);
     cudaFree(sizes);
     cudaFree(dmax);
+    cudaFree(stage);
     mpk_destroy(P);
     return ierr;
 }
@@ -645,6 +699,101 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
         __syncthreads();
         hk_mpk_rotate(&wp, &wc, &wn, &uc, &un, hd);
     }
+}
+
+// The shared schedule (the thesis's Fig. 6.3): the block copies its partition's work vectors
+// and the blocks, local columns and row starts of its rows of level < kk into shared memory
+// (a warp per row, the row's blocks contiguous in K), then computes the kk levels from there
+// with the ghost kernel's sums in the ghost kernel's order.
+template <int BS> __global__ void __launch_bounds__(MPK_THREADS) mpk_staged_kernel(const mpk_args a)
+{
+    extern __shared__ double smem[];
+    const int64_t p = blockIdx.x;
+    const int64_t *lv = a.lvl + p * (a.k + 2);
+    const int64_t e0 = lv[0], nown = lv[1] - e0, nload = lv[a.kk + 1] - e0;
+    const int64_t nrow0 = lv[a.kk] - e0;
+    const bool hd = a.d != NULL;
+    const int64_t S = nload * BS;
+    const int64_t ent0 = a.ent_ptr[e0], nent = a.ent_ptr[e0 + nrow0] - ent0;
+    double *wp = smem, *wc = smem + S, *wn = smem + 2 * S;
+    double *uc = hd ? smem + 3 * S : wc, *un = hd ? smem + 4 * S : wn;
+    double *sv = smem + (hd ? 5 : 3) * S;
+    int32_t *sc = (int32_t *)(sv + nent * BS * BS);
+    int32_t *sr = sc + nent;
+    const double *w0 = a.w[0];
+    for (int64_t e = threadIdx.x; e < nload; e += blockDim.x) {
+        const int64_t g = a.ext_row[e0 + e];
+#pragma unroll
+        for (int r = 0; r < BS; r++) {
+            const int64_t i = g * BS + r;
+            const double w = w0[i];
+            wc[e * BS + r] = w;
+            wp[e * BS + r] = a.wprev ? a.wprev[i] : 0.0;
+            if (hd) {
+                const double u = a.d[i] * w;
+                uc[e * BS + r] = u;
+                if (e < nown) a.u[0][i] = u;
+            }
+        }
+    }
+    const int lane = threadIdx.x & 31;
+    for (int64_t e = threadIdx.x >> 5; e < nrow0; e += blockDim.x >> 5) {
+        const int64_t g = a.ext_row[e0 + e], r0 = a.rowptr[g], len = a.rowptr[g + 1] - r0;
+        const int64_t o = a.ent_ptr[e0 + e] - ent0;
+        if (lane == 0) sr[e] = (int32_t)o;
+        const int32_t *lc = a.lcol + a.ent_ptr[e0 + e];
+        for (int64_t t = lane; t < len; t += 32)
+            sc[o + t] = lc[t];
+        const double *v = a.val + r0 * BS * BS;
+        double *dst = sv + o * BS * BS;
+        for (int64_t t = lane; t < len * BS * BS; t += 32)
+            dst[t] = __ldg(v + t);
+    }
+    if (threadIdx.x == 0) sr[nrow0] = (int32_t)nent;
+    __syncthreads();
+    for (int j = 0; j < a.kk; j++) {
+        const hk_mpk_level L =
+            hk_mpk_level_at(a.coef, j, hd, wc, wp, wn, un, a.w[j + 1], hd ? a.u[j + 1] : NULL);
+        const int64_t nrow = lv[a.kk - j] - e0;
+        for (int64_t e = threadIdx.x; e < nrow; e += blockDim.x) {
+            const int64_t g = a.ext_row[e0 + e];
+            const int32_t o = sr[e], len = sr[e + 1] - o;
+            const int32_t *lc = sc + o;
+            const double *v = sv + (int64_t)o * BS * BS;
+            double acc[BS];
+#pragma unroll
+            for (int r = 0; r < BS; r++)
+                acc[r] = 0.0;
+            for (int32_t t = 0; t < len; t++) {
+                const double *x = uc + (int64_t)lc[t] * BS;
+                double xv[BS];
+#pragma unroll
+                for (int c = 0; c < BS; c++)
+                    xv[c] = x[c];
+#pragma unroll
+                for (int r = 0; r < BS; r++)
+#pragma unroll
+                    for (int c = 0; c < BS; c++)
+                        acc[r] += v[t * BS * BS + r * BS + c] * xv[c];
+            }
+#pragma unroll
+            for (int r = 0; r < BS; r++) {
+                const int64_t q = e * BS + r, i = g * BS + r;
+                hk_mpk_step(&L, acc[r], hd ? a.d[i] : 0.0, q, i, e < nown);
+            }
+        }
+        __syncthreads();
+        hk_mpk_rotate(&wp, &wc, &wn, &uc, &un, hd);
+    }
+}
+
+template <int BS> static int mpk_staged_launch(const cu_mpk *P, const mpk_args &a, size_t smem)
+{
+    auto kern = mpk_staged_kernel<BS>;
+    HK_CU(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kern<<<(unsigned)P->nparts, MPK_THREADS, smem, hk_cu.stream>>>(a);
+    HK_CU_LAUNCHED();
+    return 0;
 }
 
 template <int BS> static int mpk_launch(const cu_mpk *P, const mpk_args &a, bool sh, size_t smem)
@@ -927,6 +1076,23 @@ extern "C" int hk_cu_mpk_apply(void *plan, int kk, const double *coef, const hk_
     a.val = P->K->val;
     a.k = P->k;
     a.kk = kk;
+    if (P->schedule == HK_MPK_SHARED) {
+        const size_t st = d ? P->stage5 : P->stage3;
+        switch (P->bs) {
+        case 1:
+            return mpk_staged_launch<1>(P, a, st);
+        case 2:
+            return mpk_staged_launch<2>(P, a, st);
+        case 3:
+            return mpk_staged_launch<3>(P, a, st);
+        case 4:
+            return mpk_staged_launch<4>(P, a, st);
+        case 5:
+            return mpk_staged_launch<5>(P, a, st);
+        default:
+            return mpk_staged_launch<6>(P, a, st);
+        }
+    }
     const size_t smem = (size_t)P->max_ext * P->bs * (d ? 5 : 3) * sizeof(double);
     const bool sh = smem <= (size_t)P->smem_optin;
     if (!sh && !P->scratch)

@@ -282,8 +282,10 @@ static inline HK_TRI_HD int hk_tri_row_class(int64_t len)
 #define HK_GRAM_MAX 24 /* vectors of one Gram matrix at most */
 /* How a pass is cut (mpk.schedule): partitions with ghost zones computed independently, or
  * a wavefront over chunks of consecutive block rows (no redundant rows; see mpk_plan); a
- * streamed plan (mpk_stream_plan) is ghost-zone partitions kept in host memory. */
-enum hk_mpk_schedule { HK_MPK_GHOST = 0, HK_MPK_WAVEFRONT, HK_MPK_STREAM };
+ * streamed plan (mpk_stream_plan) is ghost-zone partitions kept in host memory; shared: the
+ * ghost-zone partitions with each partition's matrix rows staged in on-chip memory for its k
+ * levels (the GPU Krylov thesis's section 6.3.2; see mpk_plan). */
+enum hk_mpk_schedule { HK_MPK_GHOST = 0, HK_MPK_WAVEFRONT, HK_MPK_STREAM, HK_MPK_SHARED };
 typedef struct hk_mpk_info {
     int schedule;     /* enum hk_mpk_schedule */
     int64_t block;    /* block rows per partition (wavefront: per chunk) */
@@ -296,6 +298,8 @@ typedef struct hk_mpk_info {
     int on_chip;      /* cuda: a partition's vectors live in shared memory (else in L2) */
     size_t host_bytes; /* streamed: the packed partitions in host memory (a pass copies them) */
     size_t dev_bytes;  /* streamed: device memory of a pass (two partition buffers, vectors) */
+    size_t stage_bytes; /* shared: on-chip bytes of the largest partition (its matrix rows and
+                           five work vectors), also when that is too many and no plan is made */
 } hk_mpk_info;
 
 typedef struct hk_backend_ops {
@@ -653,6 +657,11 @@ typedef struct hk_backend_ops {
      * recurrence as one kernel whose tiles of a thread block's rows wait on flags instead of
      * stage barriers, with the chunk rounded to whole tiles and at least h plus one tile
      * (cuda/cuda_mpk.cu); info->block is the chunk used.
+     * schedule HK_MPK_SHARED cuts the ghost-zone partitions of HK_MPK_GHOST, and a pass copies
+     * each partition's matrix rows (blocks and local columns) and its work vectors into the
+     * on-chip memory of one thread block before it computes its levels from there; when the
+     * largest partition (info->stage_bytes) does not fit, or on a backend without such memory
+     * (the CPU), no plan is made (*plan = NULL, no error), as for max_work.
      * mpk_apply computes kk <= k levels of the three-term recurrence, for j < kk:
      *   W[j+1] = coef[3j+1] W[j] + coef[3j+2] W[j-1] + coef[3j] A U[j]  (added in this order)
      *   U[j+1] = d .* W[j+1]          (d NULL: no scaling, U = W and U is not used)

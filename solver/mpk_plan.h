@@ -16,9 +16,9 @@
 #endif
 
 /* Clears *plan and *info, checks K, the schedule, k and *block, and sets info's schedule, k
- * and (ghost zones) block and nparts. Ghost zones: *block is clamped to the block rows (at
- * least 1) and *nparts set. Wavefront: *block >= 0 is left for hk_mpk_wave_chunk, which
- * needs K's bandwidth. */
+ * and (ghost zones, shared) block and nparts. Ghost zones and shared: *block is clamped to the
+ * block rows (at least 1) and *nparts set. Wavefront: *block >= 0 is left for hk_mpk_wave_chunk,
+ * which needs K's bandwidth. */
 static inline int hk_mpk_plan_begin(const hk_bmat *K, int schedule, int64_t *block, int k,
                                     void **plan, hk_mpk_info *info, int64_t *nparts)
 {
@@ -26,8 +26,8 @@ static inline int hk_mpk_plan_begin(const hk_bmat *K, int schedule, int64_t *blo
     memset(info, 0, sizeof *info);
     HK_CHECK(K && K->br == K->bc && K->br >= 1 && K->br <= 6 && K->nbrows == K->nbcols, HK_ERR_ARG,
              "matrix powers: the matrix must be square with square blocks of 1..6");
-    HK_CHECK(schedule == HK_MPK_GHOST || schedule == HK_MPK_WAVEFRONT, HK_ERR_ARG,
-             "matrix powers: unknown schedule %d", schedule);
+    HK_CHECK(schedule == HK_MPK_GHOST || schedule == HK_MPK_WAVEFRONT || schedule == HK_MPK_SHARED,
+             HK_ERR_ARG, "matrix powers: unknown schedule %d", schedule);
     HK_CHECK(k >= 1 && k <= HK_MPK_MAXK, HK_ERR_OPTION,
              "matrix powers: %d levels per pass; use 1..%d (option mpk.k)", k, HK_MPK_MAXK);
     const int wave = schedule == HK_MPK_WAVEFRONT;

@@ -742,6 +742,10 @@ static void test_solve_line_schedule(void)
         {"mpk.schedule=ghost mpk.block=64",
          "matrix powers: ghost zones, 2 partitions of 64 block rows, 3 levels a pass"},
         {"mpk.block=-1", "one SpMV per basis vector: mpk.block=-1"},
+        /* the CPU stages nothing on chip: no shared plan, given or tuned */
+        {"mpk.schedule=shared mpk.block=64",
+         "one SpMV per basis vector: backend cpu stages no partitions on chip"},
+        {"mpk.schedule=shared", "one SpMV per basis vector: no plan of mpk.schedule=shared"},
         {NULL, NULL}};
     for (int i = 0; cases[i].opts; i++) {
         char args[256], out[8192];
@@ -858,6 +862,119 @@ static void test_cuda_mpk(void)
     hk_bcsr_free(&K);
 }
 
+/* The shared schedule (partitions staged in shared memory): where a plan fits, every pass
+ * length of every plan equals k SpMVs on the device and the cpu's ghost zones of the same
+ * partitions (the same lists: block, partitions, rows, work); the plan reused with other pass
+ * lengths first; where it does not fit (large ghost zones), no plan, no error, and the bytes
+ * it would need. */
+static int shared_fits(const hk_backend *be, const hk_bcsr *K, int64_t block, int k,
+                       hk_mpk_info *info)
+{
+    hk_bmat B = {0};
+    void *plan = NULL;
+    HK_ASSERT_OK(hk_bmat_upload(be, K, &B));
+    HK_ASSERT_OK(be->mpk_plan(&B, HK_MPK_SHARED, block, k, 0.0, &plan, info));
+    CU_ASSERT_EQUAL(info->schedule, HK_MPK_SHARED);
+    CU_ASSERT(info->stage_bytes > 0);
+    const int fits = plan != NULL;
+    if (plan) be->mpk_free(plan);
+    hk_bmat_free(&B);
+    return fits;
+}
+
+static void test_cuda_mpk_shared(void)
+{
+    const hk_backend *cpu = NULL, *gpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    HK_ASSERT_OK(hk_backend_get("cuda", &gpu));
+    int made = 0, refused = 0;
+    for (int prior = 0; prior < 2; prior++)
+        for (int mi = 0; mi < NMPK; mi++) {
+            hk_bcsr K;
+            mpk_matrix(mi, &K);
+            const int64_t n = K.nbrows * K.bs;
+            for (int bi = 0; bi < 5; bi++)
+                for (int k = 1; k <= HK_SCG_MAX_S; k++)
+                    for (int b = 0; b < 4; b++) {
+                        const int kk = 1 + (k + b) % k;
+                        hk_mpk_info is, ic, ig;
+                        if (!shared_fits(gpu, &K, blocks[bi], k, &is)) {
+                            refused++;
+                            continue;
+                        }
+                        made++;
+                        double coef[3 * HK_MPK_MAXK];
+                        hk_test_mpk_coefs(b, kk, coef);
+                        const int with_d = (bi + b) & 1, with_prev = (k + b) & 1;
+                        double *Wc[HK_MPK_MAXK + 1], *Uc[HK_MPK_MAXK + 1];
+                        double *Wg[HK_MPK_MAXK + 1], *Ug[HK_MPK_MAXK + 1];
+                        mpk_prior_passes = prior ? 3 : 0;
+                        const double e = mpk_case(gpu, &K, HK_MPK_SHARED, blocks[bi], k, kk, coef,
+                                                  with_d, with_prev, Wg, Ug, &is);
+                        mpk_case(cpu, &K, HK_MPK_GHOST, blocks[bi], k, kk, coef, with_d, with_prev,
+                                 Wc, Uc, &ic);
+                        mpk_case(gpu, &K, HK_MPK_GHOST, blocks[bi], k, kk, coef, with_d, with_prev,
+                                 NULL, NULL, &ig);
+                        mpk_prior_passes = 0;
+                        CU_ASSERT(is.block == ic.block && is.nparts == ic.nparts &&
+                                  is.ext_rows == ic.ext_rows && is.max_ext == ic.max_ext &&
+                                  is.work == ic.work && is.on_chip == 1);
+                        double d = 0;
+                        for (int j = 0; j <= kk; j++) {
+                            d = fmax(d, hk_test_reldiff(Wg[j], Wc[j], (long)n));
+                            if (Uc[j]) d = fmax(d, hk_test_reldiff(Ug[j], Uc[j], (long)n));
+                            free(Wc[j]), free(Wg[j]), free(Uc[j]), free(Ug[j]);
+                        }
+                        if (!(e <= 1e-13 && d <= 1e-13))
+                            fprintf(stderr,
+                                    "\n  %s shared block %lld k %d kk %d basis %d: vs SpMVs %.2e, "
+                                    "vs cpu ghost %.2e",
+                                    mpk_name[mi], (long long)blocks[bi], k, kk, b, e, d);
+                        CU_ASSERT(e <= 1e-13);
+                        CU_ASSERT(d <= 1e-13);
+                    }
+            hk_bcsr_free(&K);
+        }
+    printf("\n    small matrices: %d shared plans checked, %d refused", made, refused);
+    CU_ASSERT(made > 0);
+    /* larger matrices: 2D (bs 2) and 3D (bs 3) with ghost zones that do and do not fit */
+    hk_bcsr K2, K3;
+    HK_ASSERT_OK(hk_gen_elasticity2d(60, 60, &K2));
+    HK_ASSERT_OK(hk_gen_elasticity3d(12, 12, 12, &K3));
+    const hk_bcsr *Ks[2] = {&K2, &K3};
+    const int64_t bl[3] = {16, 64, 512};
+    const int ks[3] = {2, 4, 8};
+    int fit = 0, nofit = 0;
+    for (int m = 0; m < 2; m++)
+        for (int bi = 0; bi < 3; bi++)
+            for (int ki = 0; ki < 3; ki++) {
+                hk_mpk_info info;
+                if (!shared_fits(gpu, Ks[m], bl[bi], ks[ki], &info)) {
+                    printf("\n    %s block %lld k %d: no plan (%.0f KiB a partition)",
+                           m ? "elasticity3d 12^3" : "elasticity2d 60^2", (long long)bl[bi], ks[ki],
+                           (double)info.stage_bytes / 1024.0);
+                    CU_ASSERT(info.stage_bytes > 48 * 1024);
+                    nofit++;
+                    continue;
+                }
+                fit++;
+                double coef[3 * HK_MPK_MAXK];
+                hk_test_mpk_coefs(2, ks[ki], coef);
+                mpk_prior_passes = 2;
+                const double e = mpk_case(gpu, Ks[m], HK_MPK_SHARED, bl[bi], ks[ki], ks[ki], coef,
+                                          (bi + ki) & 1, ki & 1, NULL, NULL, &info);
+                mpk_prior_passes = 0;
+                if (!(e <= 1e-13))
+                    fprintf(stderr, "\n  %s shared block %lld k %d: %.2e",
+                            m ? "elasticity3d" : "elasticity2d", (long long)bl[bi], ks[ki], e);
+                CU_ASSERT(e <= 1e-13);
+            }
+    printf("\n    larger matrices: %d plans fit, %d do not", fit, nofit);
+    CU_ASSERT(fit > 0 && nofit > 0);
+    hk_bcsr_free(&K2);
+    hk_bcsr_free(&K3);
+}
+
 static void test_cuda_gram(void)
 {
     const hk_backend *cpu = NULL, *gpu = NULL;
@@ -906,5 +1023,7 @@ static void test_cuda_scg(void)
 }
 
 HK_DEVICE_SUITE(cuda_sstep, {"matrix powers: cuda equals k SpMVs and the cpu", test_cuda_mpk},
+                {"matrix powers staged on chip: k SpMVs and the cpu's ghost zones, or no plan",
+                 test_cuda_mpk_shared},
                 {"Gram reduction: cuda equals the cpu", test_cuda_gram},
                 {"scg on cuda: cg's solution, the cpu's iterations", test_cuda_scg})

@@ -11,6 +11,10 @@
  * < k keeps its matrix row's column indices renumbered into the list (lcol); values are read
  * from K. On the CPU each thread takes whole partitions (cache blocking, Mohiyuddin et al.).
  *
+ * The shared schedule (a partition's matrix rows staged in on-chip memory) makes no plan here:
+ * the CPU has no memory of that kind to manage, and the CUDA version's sums are those of the
+ * ghost zones below, which are its reference.
+ *
  * The wavefront schedule (mpk_plan.h) needs no lists: its plan is K's bandwidth and the chunk.
  * A stage is one parallel loop over its levels' rows, each level's range cut evenly among the
  * threads; a row's sum runs over K's row in BSR order, as the ghost zones' and the fp64 BSR
@@ -231,6 +235,9 @@ int hk_cpu_mpk_plan(const hk_bmat *K, int schedule, int64_t block, int k, double
     int64_t nparts;
     HK_CALL(hk_mpk_plan_begin(K, schedule, &block, k, plan, info, &nparts));
     if (schedule == HK_MPK_WAVEFRONT) return wave_plan(K, block, k, plan, info);
+    /* no on-chip memory a program manages: no staged plan (the ghost zones' pass already works
+     * partition by partition out of a thread's cache) */
+    if (schedule == HK_MPK_SHARED) return 0;
     const int64_t nb = K->nbrows;
     const int nt = omp_get_max_threads();
     int ierr = 0;

@@ -36,10 +36,11 @@
 #define SCG_GHOST_BLOCK 256
 
 static const char *const basis_names[] = {"monomial", "newton", "chebyshev", NULL};
-/* mpk.schedule: auto, ghost, wavefront choose the basis's build by rule (hk_scg_setup), so
- * that a run repeats to the last digit; timed times plans and SpMVs and keeps the fastest */
-enum { SCHED_AUTO = 0, SCHED_GHOST, SCHED_WAVEFRONT, SCHED_TIMED };
-static const char *const schedule_names[] = {"auto", "ghost", "wavefront", "timed", NULL};
+/* mpk.schedule: auto, ghost, wavefront and shared (ghost zones staged on chip) choose the basis's
+ * build by rule (hk_scg_setup), so that a run repeats to the last digit; timed times plans and
+ * SpMVs and keeps the fastest */
+enum { SCHED_AUTO = 0, SCHED_GHOST, SCHED_WAVEFRONT, SCHED_TIMED, SCHED_SHARED };
+static const char *const schedule_names[] = {"auto", "ghost", "wavefront", "timed", "shared", NULL};
 
 typedef struct scg_state {
     int s, basis;
@@ -52,6 +53,7 @@ typedef struct scg_state {
     hk_vec *d; /* the Jacobi diagonal fused into the matrix powers (NULL: none) */
     int d_owned;
     double t_mpk, t_spmv; /* mpk.schedule=timed: seconds per basis, matrix powers and k SpMVs */
+    int made;             /* mpk.schedule=timed: plans made and timed */
     char why[96];         /* why the basis is built with separate SpMVs */
 } scg_state;
 
@@ -107,6 +109,15 @@ void hk_scg_describe(const hk_ksp *k, char *buf, size_t n)
                  st->info.nparts == 1 ? "" : "s", (long long)st->info.block,
                  (long long)st->info.bandwidth, st->kk, st->kk > 1 ? "s" : "",
                  st->info.on_chip ? ", on chip" : "");
+    } else if (st->plan && st->info.schedule == HK_MPK_SHARED) {
+        const double extra = (double)st->info.work / ((double)st->info.k * k->K->nbrows);
+        snprintf(buf, n,
+                 "scg (s=%d, %s basis; matrix powers: shared, %lld partitions of %lld block rows "
+                 "staged on chip (%.0f KiB at most), %d level%s a pass, %.2fx the rows of k "
+                 "SpMVs)",
+                 st->s, basis_names[st->basis], (long long)st->info.nparts,
+                 (long long)st->info.block, (double)st->info.stage_bytes / 1024.0, st->kk,
+                 st->kk > 1 ? "s" : "", extra);
     } else if (st->plan) {
         const double extra = (double)st->info.work / ((double)st->info.k * k->K->nbrows);
         snprintf(buf, n,
@@ -165,6 +176,7 @@ static int tune_one(hk_ksp *k, scg_state *st, int schedule, int64_t block, int k
     double t;
     HK_CALL(be->mpk_plan(k->K, schedule, block, kk, max_work, &plan, info));
     if (!plan) return 0;
+    st->made++;
     int ierr = time_chain(k, st, plan, kk, W, U, coef, 1.5 * *best, &t);
     if (ierr || !(t < *best)) {
         be->mpk_free(plan);
@@ -179,12 +191,22 @@ static int tune_one(hk_ksp *k, scg_state *st, int schedule, int64_t block, int k
 }
 
 /* The plan given by mpk.schedule/mpk.block/mpk.k without timing: block 0 is the backend's
- * wavefront chunk, or SCG_GHOST_BLOCK rows of ghost zones. */
+ * wavefront chunk, or SCG_GHOST_BLOCK rows of ghost zones (staged on chip: HK_MPK_SHARED,
+ * where the backend makes no plan when a partition does not fit, and says why). */
 static int fixed_plan(hk_ksp *k, scg_state *st, int schedule, int64_t block)
 {
     st->kk = st->mpk_k ? st->mpk_k : st->s;
-    if (schedule == HK_MPK_GHOST && block == 0) block = SCG_GHOST_BLOCK;
-    return k->be->mpk_plan(k->K, schedule, block, st->kk, 0.0, &st->plan, &st->info);
+    if (schedule != HK_MPK_WAVEFRONT && block == 0) block = SCG_GHOST_BLOCK;
+    HK_CALL(k->be->mpk_plan(k->K, schedule, block, st->kk, 0.0, &st->plan, &st->info));
+    if (!st->plan && schedule == HK_MPK_SHARED && st->info.stage_bytes > 0)
+        snprintf(st->why, sizeof st->why,
+                 "mpk.schedule=shared: a partition needs %.0f KiB on chip, more than the device "
+                 "has",
+                 (double)st->info.stage_bytes / 1024.0);
+    else if (!st->plan && schedule == HK_MPK_SHARED)
+        snprintf(st->why, sizeof st->why, "backend %s stages no partitions on chip",
+                 k->be->name);
+    return 0;
 }
 
 /* mpk.schedule=auto: the wavefront with the backend's chunk where K's block rows make at least
@@ -248,6 +270,17 @@ static int timed_plan(hk_ksp *k, scg_state *st)
         for (int ki = 0; ki < nkk; ki++)
             HK_TRY(
                 tune_one(k, st, HK_MPK_GHOST, blocks[bi], kks[ki], 2.0, W, U, coef, &best, &info));
+    /* the same partitions staged on chip, 16..4096 block rows: on-chip
+     * memory holds tens (3D elasticity) to thousands (a banded scalar matrix) of block rows
+     * with their matrix rows; a staged row is read from memory once a pass, so up to three
+     * times the rows may still win; a plan whose largest partition does not fit (or a
+     * backend without on-chip staging) is not made */
+    for (int64_t b = 16;; b *= 4) {
+        const int64_t bb = b < nb ? b : nb;
+        for (int ki = 0; ki < nkk; ki++)
+            HK_TRY(tune_one(k, st, HK_MPK_SHARED, bb, kks[ki], 3.0, W, U, coef, &best, &info));
+        if (bb == nb || b >= 4096) break;
+    }
     /* the wavefront: the backend's chunk, half and twice it; a size the plan raises to twice
      * the bandwidth or clamps to the rows onto one already timed is skipped */
     for (int ki = 0; ki < nkk; ki++) {
@@ -265,15 +298,18 @@ static int timed_plan(hk_ksp *k, scg_state *st)
         }
     }
     st->t_mpk = best;
-    if (!st->plan)
+    if (!st->plan && st->made)
         snprintf(st->why, sizeof st->why, "%s measured faster than matrix powers", "the SpMV");
+    else if (!st->plan)
+        snprintf(st->why, sizeof st->why, "no plan of mpk.schedule=%s on backend %s",
+                 schedule_names[st->schedule], be->name);
 fail:
     hk_ksp_vecs_free(k, 2 * (s + 1), v);
     return ierr;
 }
 
 /* Build and keep the matrix-powers plan (nothing when the pc cannot be fused): by rule
- * (mpk.schedule auto, ghost, wavefront, mpk.block, mpk.k), or by timing (mpk.schedule=timed). On
+ * (mpk.schedule auto, ghost, wavefront, shared, mpk.block, mpk.k), or by timing (mpk.schedule=timed). On
  * the cpu every plan and the SpMVs give the same digits (solver/cpu/cpu_mpk.c), so there even
  * the timed choice changes only the speed; on cuda they round differently. */
 int hk_scg_setup(hk_ksp *k)
@@ -311,7 +347,10 @@ int hk_scg_setup(hk_ksp *k)
     }
     if (st->schedule == SCHED_TIMED && st->mpk_block == 0) return timed_plan(k, st);
     if (st->schedule == SCHED_AUTO && st->mpk_block == 0) return auto_plan(k, st);
-    return fixed_plan(k, st, st->schedule == SCHED_WAVEFRONT ? HK_MPK_WAVEFRONT : HK_MPK_GHOST,
+    return fixed_plan(k, st,
+                      st->schedule == SCHED_WAVEFRONT ? HK_MPK_WAVEFRONT
+                      : st->schedule == SCHED_SHARED  ? HK_MPK_SHARED
+                                                      : HK_MPK_GHOST,
                       st->mpk_block);
 }
 
