@@ -3,7 +3,8 @@
 # bundle, then run the steps given as arguments, each writing OUT/<name>.md (at most 8 files
 # come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk and the others of
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
-# cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments).
+# cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments; tri2, tri2ncu,
+# mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -110,6 +111,39 @@ for step in "$@"; do
             HOOKE_CUDA_FUSE=0 $B/hooke bench pcs --backend cuda --no-cpu \
               --method 'cg,cgcg,pipecg pipecg.variant=paper' --pcs jacobi \
               --problem "$BR geometry.size=0.001"; } > "$OUT/seedkrylov.md" 2>&1 ;;
+    tri2) # issue 30 item 1: the paper's sync-free solve against cuSPARSE and the flag-based one:
+          # the device suites (correctness first; a hang would be a bug, hence the timeout), the
+          # L/U solve table (bracket 37k and 632k, elasticity3d 30^3 and 60^3, ic0/ilu0,
+          # natural/colour), then cg+ic0 per pc.tri on elasticity3d:60
+          { timeout 420 $B/hooke_tests syncfree_cuda trisolve_timing_cuda
+            for o in colour natural; do for m in syncfree cusparse syncfree-flags; do
+              echo "== cg pc=ic0 pc.ordering=$o pc.tri=$m"
+              timeout 60 $B/hooke solve --generate elasticity3d:60 --backend cuda method=cg pc=ic0 \
+                pc.ordering=$o pc.tri=$m 2>&1 | grep -E "^(solver|reason|iterations|setup)"
+            done; done; } > "$OUT/tri2.md" 2>&1
+          grep -E "FAIL|hooke_tests:" "$OUT/tri2.md" | tail -5 ;;
+    tri2ncu) # one L solve of each kernel on the IC(0) factor of elasticity3d:30, both orderings
+          for k in "k_tri_sentinel syncfree colour" "k_tri_sentinel syncfree natural" \
+                   "spsv cusparse colour" "spsv cusparse natural" "syncfree_flags syncfree-flags colour"; do
+            read -r kn tri ord <<< "$k"
+            echo "== $tri ($kn), pc.ordering=$ord"
+            timeout 90 ncu --kernel-name regex:$kn --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+              --section WarpStateStats --section SchedulerStats --section Occupancy \
+              --section MemoryWorkloadAnalysis \
+              $B/hooke solve --generate elasticity3d:30 --backend cuda method=cg pc=ic0 \
+              pc.tri=$tri pc.ordering=$ord maxit=3
+          done > "$OUT/tri2ncu.md" 2>&1 ;;
+    mpk2) # issue 30 item 4: matrix powers staged in shared memory (the thesis's 6.3.2) against
+          # k SpMVs, the same ghost zones from memory and the wavefront, k = 2..8, 2D and 3D in
+          # L2 (small) and beyond it (medium); then what scg's tuner picks
+          { for z in small medium; do
+              timeout 200 $B/hooke bench mpk --backend cuda --size $z --no-solve --schedules shared,wavefront
+            done
+            for g in elasticity2d:200 elasticity3d:20 elasticity2d:500 elasticity3d:40; do
+              echo "== scg ksp.s=8 pc=jacobi $g"
+              timeout 60 $B/hooke solve --generate $g --backend cuda method=scg ksp.s=8 pc=jacobi 2>&1 |
+                grep -E "^(solver|reason|iterations|setup)"
+            done; } > "$OUT/mpk2.md" 2>&1 ;;
     pipesmall) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
                  --problem 'cases/bracket/bracket.yaml' --problem 'cases/bracket/bracket.yaml' \
                  > "$OUT/pipesmall.md" 2>&1 ;;

@@ -1,8 +1,8 @@
 /* Incomplete factorisations: node orderings (pc.ordering), the fine-grained iterative IC(0) /
  * ILU(0) (pc.ic0.sweeps, pc.ilu0.sweeps) against the exact ones and a dense IC(0) computed
- * here, pivot errors; and on the device (suite trisolve_cuda) the sync-free, level-scheduled
- * and cuSPARSE triangular solves (pc.tri) against the CPU solve on wide-level and long-chain
- * factors, and pc=ic0/ilu0 iteration counts on both backends. */
+ * here, pivot errors; and on the device (suite trisolve_cuda) the two sync-free, the
+ * level-scheduled and the cuSPARSE triangular solves (pc.tri) against the CPU solve on
+ * wide-level and long-chain factors, and pc=ic0/ilu0 iteration counts on both backends. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
