@@ -636,6 +636,53 @@ struct mpk_args {
     int k, kk;
 };
 
+// W0, W-1 and U0 = d .* W0 of a partition's nload listed rows (from e0) into its work vectors,
+// and U0 of its nown owned rows into the output.
+template <int BS>
+__device__ __forceinline__ void mpk_gather(const mpk_args &a, int64_t e0, int64_t nown,
+                                           int64_t nload, double *wc, double *wp, double *uc)
+{
+    const double *w0 = a.w[0];
+    for (int64_t e = threadIdx.x; e < nload; e += blockDim.x) {
+        const int64_t g = a.ext_row[e0 + e];
+#pragma unroll
+        for (int r = 0; r < BS; r++) {
+            const int64_t i = g * BS + r;
+            const double w = w0[i];
+            wc[e * BS + r] = w;
+            wp[e * BS + r] = a.wprev ? a.wprev[i] : 0.0;
+            if (a.d) {
+                const double u = a.d[i] * w;
+                uc[e * BS + r] = u;
+                if (e < nown) a.u[0][i] = u;
+            }
+        }
+    }
+}
+
+// acc = a block row's product with the partition's vector x: its len blocks v (row-major,
+// BS x BS each) at local columns lc, summed in the row's order.
+template <int BS>
+__device__ __forceinline__ void mpk_row_product(const double *v, const int32_t *lc, int64_t len,
+                                                const double *x, double (&acc)[BS])
+{
+#pragma unroll
+    for (int r = 0; r < BS; r++)
+        acc[r] = 0.0;
+    for (int64_t t = 0; t < len; t++) {
+        const double *xt = x + (int64_t)lc[t] * BS;
+        double xv[BS];
+#pragma unroll
+        for (int c = 0; c < BS; c++)
+            xv[c] = xt[c];
+#pragma unroll
+        for (int r = 0; r < BS; r++)
+#pragma unroll
+            for (int c = 0; c < BS; c++)
+                acc[r] += v[t * BS * BS + r * BS + c] * xv[c];
+    }
+}
+
 template <int BS, bool SH>
 __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a)
 {
@@ -648,22 +695,7 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
     double *loc = SH ? smem : a.scratch + e0 * BS * 5;
     double *wp = loc, *wc = loc + S, *wn = loc + 2 * S;
     double *uc = hd ? loc + 3 * S : wc, *un = hd ? loc + 4 * S : wn;
-    const double *w0 = a.w[0];
-    for (int64_t e = threadIdx.x; e < nload; e += blockDim.x) {
-        const int64_t g = a.ext_row[e0 + e];
-#pragma unroll
-        for (int r = 0; r < BS; r++) {
-            const int64_t i = g * BS + r;
-            const double w = w0[i];
-            wc[e * BS + r] = w;
-            wp[e * BS + r] = a.wprev ? a.wprev[i] : 0.0;
-            if (hd) {
-                const double u = a.d[i] * w;
-                uc[e * BS + r] = u;
-                if (e < nown) a.u[0][i] = u;
-            }
-        }
-    }
+    mpk_gather<BS>(a, e0, nown, nload, wc, wp, uc);
     __syncthreads();
     for (int j = 0; j < a.kk; j++) {
         const hk_mpk_level L = hk_mpk_level_at(a.coef, j, hd, wc, wp, wn, un, a.w[j + 1],
@@ -675,21 +707,7 @@ __global__ void __launch_bounds__(MPK_THREADS) mpk_apply_kernel(const mpk_args a
             const int64_t r0 = a.rowptr[g], len = a.rowptr[g + 1] - r0;
             const double *v = a.val + r0 * BS * BS;
             double acc[BS];
-#pragma unroll
-            for (int r = 0; r < BS; r++)
-                acc[r] = 0.0;
-            for (int64_t t = 0; t < len; t++) {
-                const double *x = uc + (int64_t)lc[t] * BS;
-                double xv[BS];
-#pragma unroll
-                for (int c = 0; c < BS; c++)
-                    xv[c] = x[c];
-#pragma unroll
-                for (int r = 0; r < BS; r++)
-#pragma unroll
-                    for (int c = 0; c < BS; c++)
-                        acc[r] += v[t * BS * BS + r * BS + c] * xv[c];
-            }
+            mpk_row_product<BS>(v, lc, len, uc, acc);
 #pragma unroll
             for (int r = 0; r < BS; r++) {
                 const int64_t q = e * BS + r, i = g * BS + r;
@@ -720,22 +738,7 @@ template <int BS> __global__ void __launch_bounds__(MPK_THREADS) mpk_staged_kern
     double *sv = smem + (hd ? 5 : 3) * S;
     int32_t *sc = (int32_t *)(sv + nent * BS * BS);
     int32_t *sr = sc + nent;
-    const double *w0 = a.w[0];
-    for (int64_t e = threadIdx.x; e < nload; e += blockDim.x) {
-        const int64_t g = a.ext_row[e0 + e];
-#pragma unroll
-        for (int r = 0; r < BS; r++) {
-            const int64_t i = g * BS + r;
-            const double w = w0[i];
-            wc[e * BS + r] = w;
-            wp[e * BS + r] = a.wprev ? a.wprev[i] : 0.0;
-            if (hd) {
-                const double u = a.d[i] * w;
-                uc[e * BS + r] = u;
-                if (e < nown) a.u[0][i] = u;
-            }
-        }
-    }
+    mpk_gather<BS>(a, e0, nown, nload, wc, wp, uc);
     const int lane = threadIdx.x & 31;
     for (int64_t e = threadIdx.x >> 5; e < nrow0; e += blockDim.x >> 5) {
         const int64_t g = a.ext_row[e0 + e], r0 = a.rowptr[g], len = a.rowptr[g + 1] - r0;
@@ -761,21 +764,7 @@ template <int BS> __global__ void __launch_bounds__(MPK_THREADS) mpk_staged_kern
             const int32_t *lc = sc + o;
             const double *v = sv + (int64_t)o * BS * BS;
             double acc[BS];
-#pragma unroll
-            for (int r = 0; r < BS; r++)
-                acc[r] = 0.0;
-            for (int32_t t = 0; t < len; t++) {
-                const double *x = uc + (int64_t)lc[t] * BS;
-                double xv[BS];
-#pragma unroll
-                for (int c = 0; c < BS; c++)
-                    xv[c] = x[c];
-#pragma unroll
-                for (int r = 0; r < BS; r++)
-#pragma unroll
-                    for (int c = 0; c < BS; c++)
-                        acc[r] += v[t * BS * BS + r * BS + c] * xv[c];
-            }
+            mpk_row_product<BS>(v, lc, (int64_t)len, uc, acc);
 #pragma unroll
             for (int r = 0; r < BS; r++) {
                 const int64_t q = e * BS + r, i = g * BS + r;

@@ -506,16 +506,6 @@ __global__ void k_sf_gather(int64_t n, const int32_t *order, const int64_t *rowp
     }
 }
 
-static int bits_of(uint64_t v)
-{
-    int b = 0;
-    while (v) {
-        b++;
-        v >>= 1;
-    }
-    return b;
-}
-
 /* The warps of t (its rowptr, colind, levels in place) and its factor (*val64, *dinv64, both
  * replaced) in solve order; the same order and warps as hk_tri_warp_schedule on the host. */
 static int sf_build(cu_tri *t, double **val64, double **dinv64)
@@ -540,7 +530,9 @@ static int sf_build(cu_tri *t, double **val64, double **dinv64)
         k_sf_keys<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
             n, t->nlevels, t->level_ptr, t->level_rows, t->rowptr, key, row);
         HK_CU_TRY(cudaGetLastError());
-        const int endbit = 3 + bits_of((uint64_t)t->nlevels);
+        int endbit = 3; /* the class, then the bits of the highest level */
+        for (uint64_t v = (uint64_t)t->nlevels; v; v >>= 1)
+            endbit++;
         HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, bytes, key, skey, row, t->order, (int)n, 0,
                                                   endbit, hk_cu.stream));
         HK_TRY(hk_cu_malloc(&tmp, bytes ? bytes : 16));

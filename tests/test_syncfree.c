@@ -37,9 +37,10 @@ static const hk_backend *backend(const char *name)
 
 /* ---- factors -------------------------------------------------------------------------- */
 
-enum { KIND_WIDE, KIND_CHAIN, KIND_RANDOM, KIND_LONG, KIND_MIXED, KIND_BIDIAG, NKIND };
-static const char *const kind_name[NKIND] = {"wide levels", "chain", "random with empty rows",
-                                             "long rows",   "mixed", "bidiagonal"};
+enum { KIND_WIDE, KIND_CHAIN, KIND_RANDOM, KIND_LONG, KIND_MIXED, KIND_BIDIAG, KIND_EMPTY, NKIND };
+static const char *const kind_name[NKIND] = {"wide levels",    "chain", "random with empty rows",
+                                             "long rows",      "mixed", "bidiagonal",
+                                             "empty rows only"};
 
 /* A triangular factor in CSR in solve order r (lower: row r; upper: row n-1-r with mirrored
  * columns), columns sorted. Kinds: wide (each row on 3 rows at least 4096 back: n/4096 levels),
@@ -47,7 +48,8 @@ static const char *const kind_name[NKIND] = {"wide levels", "chain", "random wit
  * rows empty), long (lengths cycling through 0, 1, 2, 3, 5, 9, 17, 33, 100, 129, 300: every
  * class and rows of several passes), mixed (0..70 entries among the 64 rows before, an eighth
  * of the rows also on the row before: many levels of mixed classes), bidiagonal (each row on
- * the one before only: n levels of one row). diag: 0 no diagonal stored (unit solves only), 1
+ * the one before only: n levels of one row), empty (no strict entries: one level). diag: 0 no
+ * diagonal stored (unit solves only; an empty factor then has no entry at all), 1
  * a diagonal 1..2, 2 a stored diagonal of 1e30 (ignored by unit solves). */
 static void gen_factor(int64_t n, int kind, int upper, int diag, unsigned seed, hk_csr *F)
 {
@@ -119,12 +121,12 @@ static void gen_factor(int64_t n, int kind, int upper, int diag, unsigned seed, 
 #undef RND
 }
 
-/* The IC(0) (sym) or ILU(0) factor of K in the node ordering `kind`, by the CPU backend's ops
+/* The IC(0) (sym) or ILU(0) factor of K in the node ordering `kind`, by the ops of backend be
  * (expanded to scalar rows, exact factorisation): F (ic0: L; ilu0: L and U in one) and, for
- * ic0, U = L^T; cpu-backend matrices (host memory). */
-static void fe_factors(const hk_bcsr *K, int kind, int sym, hk_bmat *F, hk_bmat *U)
+ * ic0, U = L^T; matrices of be. */
+static void fe_factors(const hk_backend *be, const hk_bcsr *K, int kind, int sym, hk_bmat *F,
+                       hk_bmat *U)
 {
-    const hk_backend *cpu = backend("cpu");
     int32_t *perm = NULL;
     int64_t nc = 0;
     hk_bcsr P;
@@ -135,12 +137,12 @@ static void fe_factors(const hk_bcsr *K, int kind, int sym, hk_bmat *F, hk_bmat 
         HK_ASSERT_OK(hk_bcsr_copy(K, &P));
     hk_bmat B = {0}, S = {0};
     hk_factor_fault f;
-    HK_ASSERT_OK(hk_bmat_upload(cpu, &P, &B));
-    HK_ASSERT_OK(cpu->bmat_expand(&B, &S));
-    HK_ASSERT_OK(cpu->factor_exact(&S, sym, F, &f));
+    HK_ASSERT_OK(hk_bmat_upload(be, &P, &B));
+    HK_ASSERT_OK(be->bmat_expand(&B, &S));
+    HK_ASSERT_OK(be->factor_exact(&S, sym, F, &f));
     CU_ASSERT_EQUAL(f.row, -1);
     memset(U, 0, sizeof *U);
-    if (sym) HK_ASSERT_OK(cpu->bmat_transpose(F, U));
+    if (sym) HK_ASSERT_OK(be->bmat_transpose(F, U));
     hk_bmat_free(&B);
     hk_bmat_free(&S);
     hk_bcsr_free(&P);
@@ -298,7 +300,7 @@ static void test_schedule_fe(void)
                 hk_bcsr K;
                 hk_bmat F = {0}, U = {0};
                 fe_matrix(mi, &K);
-                fe_factors(&K, kind, sym, &F, &U);
+                fe_factors(backend("cpu"), &K, kind, sym, &F, &U);
                 char what[96];
                 snprintf(what, sizeof what, "%s %s %s", fe_name[mi], sym ? "ic0" : "ilu0",
                          hk_ordering_names[kind]);
@@ -491,7 +493,7 @@ static void test_cuda_fe_factors(void)
                 hk_bcsr K;
                 hk_bmat F = {0}, U = {0};
                 fe_matrix(mi, &K);
-                fe_factors(&K, kind, sym, &F, &U);
+                fe_factors(backend("cpu"), &K, kind, sym, &F, &U);
                 char what[96];
                 snprintf(what, sizeof what, "%s %s %s", fe_name[mi], sym ? "ic0" : "ilu0",
                          hk_ordering_names[kind]);
@@ -667,14 +669,14 @@ HK_DEVICE_SUITE(
 
 /* ---- timings (device, printed) ---------------------------------------------------------- */
 
-/* Seconds per call of one solve: the median of 5 batches, each at least ~20 ms. */
+/* Seconds per call of one solve: the median of 5 batches, each at least ~10 ms. */
 static double time_solve(const hk_backend *gpu, void *h, const hk_vec *b, hk_vec *x)
 {
     double t0 = now();
     HK_ASSERT_OK(gpu->tri_solve(h, b, x));
     HK_ASSERT_OK(gpu->sync());
     const double est = now() - t0;
-    int reps = est > 0 ? (int)(0.02 / est) : 100;
+    int reps = est > 0 ? (int)(0.01 / est) : 100;
     if (reps < 1) reps = 1;
     if (reps > 500) reps = 500;
     double t[5];
@@ -694,32 +696,6 @@ static double time_solve(const hk_backend *gpu, void *h, const hk_vec *b, hk_vec
     return t[2];
 }
 
-/* The factors of K (ic0: L and L^T; ilu0: F twice) in ordering kind, on the device. */
-static void device_factors(const hk_bcsr *K, int kind, int sym, hk_bmat *F, hk_bmat *U)
-{
-    const hk_backend *gpu = backend("cuda");
-    int32_t *perm = NULL;
-    int64_t nc = 0;
-    hk_bcsr P;
-    HK_ASSERT_OK(hk_node_ordering(K, kind, &perm, &nc));
-    if (perm)
-        HK_ASSERT_OK(hk_bcsr_permute(K, perm, &P));
-    else
-        HK_ASSERT_OK(hk_bcsr_copy(K, &P));
-    hk_bmat B = {0}, S = {0};
-    hk_factor_fault f;
-    HK_ASSERT_OK(hk_bmat_upload(gpu, &P, &B));
-    HK_ASSERT_OK(gpu->bmat_expand(&B, &S));
-    HK_ASSERT_OK(gpu->factor_exact(&S, sym, F, &f));
-    CU_ASSERT_EQUAL(f.row, -1);
-    memset(U, 0, sizeof *U);
-    if (sym) HK_ASSERT_OK(gpu->bmat_transpose(F, U));
-    hk_bmat_free(&B);
-    hk_bmat_free(&S);
-    hk_bcsr_free(&P);
-    free(perm);
-}
-
 static void time_matrix(const char *name, const hk_bcsr *K)
 {
     const hk_backend *gpu = backend("cuda");
@@ -736,7 +712,7 @@ static void time_matrix(const char *name, const hk_bcsr *K)
     for (int sym = 1; sym >= 0; sym--)
         for (int o = 0; o < 2; o++) {
             hk_bmat F = {0}, U = {0};
-            device_factors(K, kinds[o], sym, &F, &U);
+            fe_factors(gpu, K, kinds[o], sym, &F, &U);
             double us[4][2] = {{0}};
             int64_t nl[2] = {0, 0};
             for (int mi = 0; mi < 4; mi++)

@@ -1,8 +1,8 @@
 /* Incomplete factorisations: node orderings (pc.ordering), the fine-grained iterative IC(0) /
  * ILU(0) (pc.ic0.sweeps, pc.ilu0.sweeps) against the exact ones and a dense IC(0) computed
- * here, pivot errors; and on the device (suite trisolve_cuda) the two sync-free, the
- * level-scheduled and the cuSPARSE triangular solves (pc.tri) against the CPU solve on
- * wide-level and long-chain factors, and pc=ic0/ilu0 iteration counts on both backends. */
+ * here, pivot errors; and on the device (suite trisolve_cuda) the ic0 apply time of each
+ * triangular solve (pc.tri), the device sweeps against the CPU's, and pc=ic0/ilu0 iteration
+ * counts on both backends (the solves against the CPU's: suite syncfree_cuda). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,70 +396,6 @@ HK_SUITE(trisolve,
 
 /* ---- device: the four solves against the CPU solve ------------------------------------ */
 
-/* A triangular factor in CSR with its diagonal: kind 0 = wide levels (each row depends on a
- * few random rows at least w back: n/w levels of w rows), 1 = a chain (row i on i-1: n
- * levels), 2 = random rows of 0..40 entries with empty rows; lower or upper (mirrored). */
-static void make_factor(int64_t n, int kind, int upper, unsigned seed, hk_csr *F)
-{
-    uint32_t s = seed * 747796405u + 1u;
-#define RND() (s = s * 1664525u + 1013904223u, s >> 8)
-    const int64_t cap = n * 42 + 1;
-    HK_ASSERT_OK(hk_csr_alloc(n, n, cap, F));
-    int32_t *cols = malloc(48 * sizeof *cols);
-    int64_t q = 0;
-    for (int64_t r = 0; r < n; r++) { /* r = position in solve order */
-        int nd = 0;
-        if (kind == 0 && r >= 4096) {
-            for (int d = 0; d < 3; d++)
-                cols[nd++] = (int32_t)(RND() % (uint32_t)(r / 4096 * 4096));
-        } else if (kind == 1 && r > 0) {
-            cols[nd++] = (int32_t)(r - 1);
-            if (r > 5 && RND() % 2) cols[nd++] = (int32_t)(RND() % (uint32_t)(r - 1));
-        } else if (kind == 2 && r > 0 && RND() % 5) {
-            const int len = (int)(RND() % 41);
-            for (int d = 0; d < len; d++)
-                cols[nd++] = (int32_t)(RND() % (uint32_t)r);
-        }
-        /* sort, drop duplicates */
-        for (int a = 1; a < nd; a++)
-            for (int b = a; b > 0 && cols[b - 1] > cols[b]; b--) {
-                int32_t t = cols[b];
-                cols[b] = cols[b - 1];
-                cols[b - 1] = t;
-            }
-        int m = 0;
-        for (int a = 0; a < nd; a++)
-            if (!m || cols[m - 1] != cols[a]) cols[m++] = cols[a];
-        cols[m++] = (int32_t)r; /* diagonal */
-        const int64_t i = upper ? n - 1 - r : r;
-        /* upper: row i holds mirrored columns n-1-c, ascending after reversal */
-        for (int a = 0; a < m; a++) {
-            const int32_t c = upper ? (int32_t)(n - 1 - cols[m - 1 - a]) : cols[a];
-            F->colind[q] = c;
-            F->val[q++] = c == i ? 1.0 + (double)(RND() % 100) / 100.0
-                                 : ((double)(RND() % 1000) / 1000.0 - 0.5) * 0.6;
-        }
-        F->rowptr[r + 1] = q; /* by solve position; fixed below for upper */
-    }
-    if (upper) { /* rows were produced in reverse order: reverse the row blocks */
-        hk_csr G;
-        HK_ASSERT_OK(hk_csr_alloc(n, n, q, &G));
-        int64_t g = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const int64_t r = n - 1 - i;
-            for (int64_t k = F->rowptr[r]; k < F->rowptr[r + 1]; k++) {
-                G.colind[g] = F->colind[k];
-                G.val[g++] = F->val[k];
-            }
-            G.rowptr[i + 1] = g;
-        }
-        hk_csr_free(F);
-        *F = G;
-    }
-    free(cols);
-#undef RND
-}
-
 static double now(void)
 {
     struct timespec ts;
@@ -469,73 +405,6 @@ static double now(void)
 
 static const char *const method_names[] = {"syncfree", "levels", "cusparse", "syncfree-flags"};
 #define NMETHOD 4
-
-/* Each method on each factor kind, lower and upper, fp64 and fp32, against the CPU solve;
- * also n = 1 and a factor with all rows empty. */
-static void test_solves_vs_cpu(void)
-{
-    const hk_backend *gpu = backend("cuda"), *cpu = backend("cpu");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
-    const int64_t sizes[] = {20000, 20000, 20000, 1, 37};
-    for (int kind = 0; kind < 5; kind++)
-        for (int upper = 0; upper < 2; upper++) {
-            const int64_t n = sizes[kind];
-            hk_csr F;
-            make_factor(n, kind < 3 ? kind : 2, upper, 3 + kind, &F);
-            if (kind == 4) /* all rows empty but the diagonal */
-                for (int64_t i = 0; i < n; i++) {
-                    F.colind[i] = (int32_t)i;
-                    F.val[i] = 2;
-                    F.rowptr[i + 1] = i + 1;
-                }
-            hk_bmat Fc = {0}, Fg = {0};
-            HK_ASSERT_OK(hk_csr_upload(cpu, &F, &Fc));
-            HK_ASSERT_OK(hk_csr_upload(gpu, &F, &Fg));
-            double *hb = malloc(n * 8), *xc = malloc(n * 8), *xg = malloc(n * 8);
-            rhs(n, hb);
-            for (int p = 0; p < 2; p++) {
-                void *hc = NULL;
-                int64_t lc = -1;
-                HK_ASSERT_OK(
-                    cpu->tri_setup(&Fc, upper, 0, HK_TRI_LEVELS, (hk_precision)p, &hc, &lc));
-                hk_vec *cb, *cx;
-                HK_ASSERT_OK(hk_vec_create(cpu, n, (hk_precision)p, &cb));
-                HK_ASSERT_OK(hk_vec_create(cpu, n, (hk_precision)p, &cx));
-                HK_ASSERT_OK(hk_vec_upload(cb, hb));
-                HK_ASSERT_OK(cpu->tri_solve(hc, cb, cx));
-                HK_ASSERT_OK(hk_vec_download(cx, xc));
-                for (int m = 0; m < NMETHOD; m++) {
-                    void *hg = NULL;
-                    int64_t lg = -2;
-                    HK_ASSERT_OK(gpu->tri_setup(&Fg, upper, 0, m, (hk_precision)p, &hg, &lg));
-                    CU_ASSERT_EQUAL(lg, lc);
-                    hk_vec *gb, *gx;
-                    HK_ASSERT_OK(hk_vec_create(gpu, n, (hk_precision)p, &gb));
-                    HK_ASSERT_OK(hk_vec_create(gpu, n, (hk_precision)p, &gx));
-                    HK_ASSERT_OK(hk_vec_upload(gb, hb));
-                    for (int rep = 0; rep < 2; rep++) { /* twice: flags reset between solves */
-                        HK_ASSERT_OK(gpu->vec_set(gx, NAN));
-                        HK_ASSERT_OK(gpu->tri_solve(hg, gb, gx));
-                        HK_ASSERT_OK(hk_vec_download(gx, xg));
-                        const double d = hk_test_reldiff(xg, xc, n);
-                        if (!(d < (p ? 1e-5 : 1e-12)))
-                            printf("\n    kind %d %s %s %s: rel diff %g", kind,
-                                   upper ? "upper" : "lower", p ? "fp32" : "fp64", method_names[m],
-                                   d);
-                        CU_ASSERT(d < (p ? 1e-5 : 1e-12));
-                    }
-                    CU_ASSERT_EQUAL(gpu->tri_solve(hg, gb, gb), HK_ERR_ARG);
-                    gpu->tri_destroy(hg);
-                    hk_vec_destroy(gb), hk_vec_destroy(gx);
-                }
-                cpu->tri_destroy(hc);
-                hk_vec_destroy(cb), hk_vec_destroy(cx);
-            }
-            hk_bmat_free(&Fc), hk_bmat_free(&Fg);
-            hk_csr_free(&F);
-            free(hb), free(xc), free(xg);
-        }
-}
 
 /* Timings that matter: L and U solve of the IC(0) factors of 3D elasticity (30^3 nodes, 89k
  * DOFs) per method and ordering, fp64 and fp32, next to one SpMV of K. */
@@ -728,9 +597,9 @@ static void test_factor_sweeps_vs_cpu(void)
     hk_bcsr_free(&K);
 }
 
+/* Each solve against the CPU's on generated and FE factors: suite syncfree_cuda
+ * (tests/test_syncfree.c). */
 HK_DEVICE_SUITE(trisolve_cuda,
-                {"sync-free, level and cuSPARSE solves vs cpu (wide levels, chains, empty rows)",
-                 test_solves_vs_cpu},
                 {"ic0 apply time per ordering and solve method (89k dofs)", test_solve_timings},
                 {"iterative IC(0)/ILU(0) sweeps on cuda equal cpu; bad pivot row",
                  test_factor_sweeps_vs_cpu},
