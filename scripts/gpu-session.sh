@@ -115,14 +115,18 @@ for step in "$@"; do
           # the device suites (correctness first; a hang would be a bug, hence the timeout), the
           # L/U solve table (bracket 37k and 632k, elasticity3d 30^3 and 60^3, ic0/ilu0,
           # natural/colour), then cg+ic0 per pc.tri on elasticity3d:60
-          { timeout 420 $B/hooke_tests syncfree_cuda trisolve_timing_cuda
-            for om in "colour syncfree" "colour cusparse" "colour syncfree-flags" \
-                      "natural syncfree" "natural cusparse"; do
-              read -r o m <<< "$om"
-              echo "== cg pc=ic0 pc.ordering=$o pc.tri=$m"
-              timeout 60 $B/hooke solve --generate elasticity3d:60 --backend cuda method=cg pc=ic0 \
-                pc.ordering=$o pc.tri=$m 2>&1 | grep -E "^(solver|reason|iterations|setup)"
-            done; } > "$OUT/tri2.md" 2>&1
+          { timeout 180 $B/hooke_tests syncfree_cuda
+            if [ $? -eq 124 ]; then echo "syncfree_cuda timed out (a solve waits forever?): timings skipped"
+            else
+              timeout 240 $B/hooke_tests trisolve_timing_cuda
+              for om in "colour syncfree" "colour cusparse" "colour syncfree-flags" \
+                        "natural syncfree" "natural cusparse"; do
+                read -r o m <<< "$om"
+                echo "== cg pc=ic0 pc.ordering=$o pc.tri=$m"
+                timeout 60 $B/hooke solve --generate elasticity3d:60 --backend cuda method=cg pc=ic0 \
+                  pc.ordering=$o pc.tri=$m 2>&1 | grep -E "^(solver|reason|iterations|setup)"
+              done
+            fi; } > "$OUT/tri2.md" 2>&1
           grep -E "FAIL|hooke_tests:" "$OUT/tri2.md" | tail -5 ;;
     tri2ncu) # one L solve of each kernel on the IC(0) factor of elasticity3d:30, both orderings
           for k in "k_tri_sentinel syncfree colour" "k_tri_sentinel syncfree natural" \
