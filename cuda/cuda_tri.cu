@@ -272,12 +272,12 @@ __global__ void __launch_bounds__(SF_THREADS) k_tri_sentinel(const sf_args<T> a)
                         rs = r;
                         js = j[r];
                     }
-                T v;
-                while (sf_unsolved(v = load_volatile(a.x + js)))
+                T got;
+                while (sf_unsolved(got = load_volatile(a.x + js)))
                     if (a.backoff) __nanosleep(a.backoff);
 #pragma unroll
                 for (int r = 0; r < SF_ROUNDS; r++)
-                    if (r == rs) xv[r] = v;
+                    if (r == rs) xv[r] = got;
                 pend &= ~(1u << rs);
             }
             __syncwarp();
