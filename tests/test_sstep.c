@@ -742,10 +742,11 @@ static void test_solve_line_schedule(void)
         {"mpk.schedule=ghost mpk.block=64",
          "matrix powers: ghost zones, 2 partitions of 64 block rows, 3 levels a pass"},
         {"mpk.block=-1", "one SpMV per basis vector: mpk.block=-1"},
-        /* the CPU stages nothing on chip: no shared plan, given or tuned */
+        /* the CPU stages nothing on chip: no shared plan, of a given size or the default 256 */
         {"mpk.schedule=shared mpk.block=64",
          "one SpMV per basis vector: backend cpu stages no partitions on chip"},
-        {"mpk.schedule=shared", "one SpMV per basis vector: no plan of mpk.schedule=shared"},
+        {"mpk.schedule=shared",
+         "one SpMV per basis vector: backend cpu stages no partitions on chip"},
         {NULL, NULL}};
     for (int i = 0; cases[i].opts; i++) {
         char args[256], out[8192];
