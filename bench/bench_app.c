@@ -13,15 +13,17 @@
 static void app_usage(FILE *f)
 {
     fprintf(f,
-            "usage: hooke bench app [--backend auto|cpu|cuda] [--size small|medium|large]\n"
+            "usage: hooke bench app [--backend auto|cpu|cuda] [--size small|medium|large|huge]\n"
             "                       [--case CASE.yaml] [--no-baseline] [--json FILE]\n\n"
             "The bracket end to end (mesh, memory check, assembly, solver set-up and solve,\n"
             "post-processing, .vtu writing) as hooke run does it, at --size small (its own\n"
-            "size, about 40k DOFs), medium (geometry.size 0.0015, about 700k DOFs) or large\n"
-            "(geometry.size 0.001, about 2.2M DOFs). Prints every stage time, the peak host\n"
-            "memory beside the memory guard's estimate, and the meshing time of the\n"
+            "size, about 40k DOFs), medium (geometry.size 0.0015, about 700k DOFs), large\n"
+            "(geometry.size 0.001, about 2.3M DOFs) or huge (geometry.size 0.0005, about\n"
+            "16M DOFs; needs about 20 GB of host memory). Prints every stage time, the peak\n"
+            "host memory beside the memory guard's estimate, and the meshing time of the\n"
             "single-thread mesher (Gmsh Delaunay, one thread) measured in the same run\n"
-            "(--no-baseline skips it). --case runs another case file instead of the bracket.\n"
+            "(--no-baseline skips it; at huge it is not run: it takes minutes).\n"
+            "--case runs another case file instead of the bracket.\n"
             "Stages that ran on the device (assembly and recovery on cuda) get the host's time\n"
             "(all threads) for the same model beside them, measured after the run.\n");
 }
@@ -50,8 +52,15 @@ int hk_bench_app(int argc, char **argv)
 {
     hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const char *case_path = "cases/bracket/bracket.yaml";
-    int baseline = 1;
+    int baseline = 1, huge = 0;
     for (int i = 1; i < argc;) {
+        /* huge is this bench's own size (the common --size stops at large) */
+        if (!strcmp(argv[i], "--size=huge") ||
+            (!strcmp(argv[i], "--size") && i + 1 < argc && !strcmp(argv[i + 1], "huge"))) {
+            huge = 1, bo.size = HK_BENCH_LARGE;
+            i += argv[i][6] ? 1 : 2;
+            continue;
+        }
         int k = hk_bench_option(argc, argv, &i, &bo, app_usage); /* moves i past what it took */
         if (k < 0) return k == HK_BENCH_HELP ? 0 : 2;
         if (k) continue;
@@ -69,7 +78,11 @@ int hk_bench_app(int argc, char **argv)
     static const char *const size_set[3] = {NULL, "geometry.size=0.0015", "geometry.size=0.001"};
     const char *sets[2];
     int nsets = 0;
-    if (size_set[bo.size]) sets[nsets++] = size_set[bo.size];
+    if (huge)
+        sets[nsets++] = "geometry.size=0.0005";
+    else if (size_set[bo.size])
+        sets[nsets++] = size_set[bo.size];
+    const char *size_name = huge ? "huge" : hk_bench_size_name(bo.size);
     char vtu[64];
     snprintf(vtu, sizeof vtu, "/tmp/hooke-bench-app-%ld.vtu", (long)getpid());
 
@@ -97,7 +110,7 @@ int hk_bench_app(int argc, char **argv)
     /* the baseline: the same geometry and options meshed as earlier versions did, on one thread
      * with Delaunay and Gmsh's own second-order nodes */
     double t_single = -1;
-    if (baseline && !c.generate) {
+    if (baseline && !c.generate && !huge) {
         hk_mesh m;
         hk_mesh_options mo = c.mesh;
         mo.threads = 1, mo.algorithm3d = 1, mo.order_by = HK_ORDER_BY_GMSH; /* as before */
@@ -109,7 +122,7 @@ int hk_bench_app(int argc, char **argv)
     double t_asm_host = -1, t_post_host = -1;
     if (baseline) host_fem_baselines(&r, &t_asm_host, &t_post_host);
     int64_t nnz = hk_system_nnz(&r.sys);
-    printf("## hooke bench app: %s, size %s, backend %s\n\n", c.path, hk_bench_size_name(bo.size),
+    printf("## hooke bench app: %s, size %s, backend %s\n\n", c.path, size_name,
            r.backend);
     printf("%lld nodes, %lld elements, %lld DOFs, %lld nonzeros; %s; %d iterations, true "
            "residual %.2e\n\n",
@@ -163,7 +176,7 @@ int hk_bench_app(int argc, char **argv)
             hk_json_begin_object(&j, NULL);
             hk_json_string(&j, "bench", "app");
             hk_json_string(&j, "case", c.path);
-            hk_json_string(&j, "size", hk_bench_size_name(bo.size));
+            hk_json_string(&j, "size", size_name);
             hk_json_string(&j, "backend", r.backend);
             hk_json_string(&j, "assembled_on", r.assembled_on);
             hk_json_string(&j, "recovered_on", r.recovered_on);

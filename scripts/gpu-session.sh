@@ -22,6 +22,12 @@ for step in "$@"; do
     spmv) $B/hooke bench spmv --backend cuda --paper --formats csr,cusparse-csr,pcsr,sbell,bsr \
             --json "$OUT/spmv.json" > "$OUT/spmv.md" 2>&1 ;;
     app) $B/hooke bench app --backend cuda --size large --json "$OUT/app.json" > "$OUT/app.md" 2>&1 ;;
+    apphuge) # issue 25 item 7: the 16M-DOF bracket end to end, then the device assembly's and
+             # recovery's stages at 2.3M (HOOKE_ASSEMBLY_PROFILE)
+      { timeout 300 $B/hooke bench app --backend cuda --size huge --json "$OUT/apphuge.json"
+        echo "== HOOKE_ASSEMBLY_PROFILE=1 hooke run, geometry.size=0.001"
+        HOOKE_ASSEMBLY_PROFILE=1 timeout 120 $B/hooke run cases/bracket/bracket.yaml --backend cuda \
+          --set geometry.size=0.001 -o /tmp/apphuge.vtu 2>&1 | tail -40; } > "$OUT/apphuge.md" 2>&1 ;;
     pipecg) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
               --problem 'cases/bracket/bracket.yaml geometry.size=0.0015' \
               --problem 'cases/bracket/bracket.yaml geometry.size=0.001' > "$OUT/pipecg.md" 2>&1 ;;
