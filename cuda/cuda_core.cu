@@ -261,6 +261,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.bmat_spgemm = hk_cu_bmat_spgemm;
     o.bmat_spgemm_numeric = hk_cu_bmat_spgemm_numeric;
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
+    o.amg_smooth_prolongator_numeric = hk_cu_amg_smooth_prolongator_numeric;
+    o.bmat_transpose_numeric = hk_cu_bmat_transpose_numeric;
     o.dense_inverse = hk_cu_dense_inverse;
     o.dense_gemv = hk_cu_dense_gemv;
     o.amg_strength = hk_cu_amg_strength;

@@ -460,6 +460,9 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,
                                  hk_bmat *P);
+int hk_cu_amg_smooth_prolongator_numeric(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                         double w, hk_bmat *P);
+int hk_cu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T);
 int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
 int hk_cu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
 /* Near-null space, rectangular-block SpMV, dense Cholesky inverse of small coarse matrices

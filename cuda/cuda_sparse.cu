@@ -134,6 +134,7 @@ __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
         for (int64_t u = 0; u < n; u++) rank += vals[u] < key;
         g.cci[c0 + rank] = key;
     }
+    if (!g.cv) return; // the pattern only: the values come from sp_numeric_values
     __syncwarp();
     for (int64_t t = lane; t < n; t += 32) {
         const int32_t key = g.cci[c0 + t];
@@ -234,12 +235,16 @@ static int sp_launch(bool numeric, const sp_args &g)
     return 0;
 }
 
+static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
+                             unsigned long long *dfirst);
+
 int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     int ierr = 0;
     int64_t *cnt = NULL, *gsize = NULL, *goff = NULL, *rp = NULL;
     int32_t *gkeys = NULL, *gvals = NULL;
-    int64_t gtotal = 0, nnzb = 0;
+    int64_t gtotal = 0, nnzb = 0, first = -1;
+    unsigned long long *dfirst = NULL;
     memset(C, 0, sizeof *C);
     HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows, HK_ERR_ARG,
              "bmat_spgemm: A (%lld x %lld blocks of %d x %d) and B (%lld x %lld blocks of %d x "
@@ -289,17 +294,18 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     HK_TRY(hk_bmat_alloc(A->be, A->br, B->bc, nbr, B->nbcols, nnzb, C));
     HK_CU_TRY(cudaMemcpyAsync(C->rowptr, rp, (size_t)(nbr + 1) * sizeof(int64_t),
                               cudaMemcpyDeviceToDevice, hk_cu.stream));
-    if (nnzb > 0)
-        HK_CU_TRY(cudaMemsetAsync(C->val, 0, (size_t)nnzb * A->br * B->bc * sizeof(double),
-                                  hk_cu.stream));
-    // numeric
-    g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
+    // numeric: the sorted columns by the hash tables, then the values by sp_numeric_values
+    // (the output-stationary kernel for AMG's shapes, the same kernel as the re-set-up's)
+    g.crp = C->rowptr, g.cci = C->colind, g.cv = NULL;
     HK_TRY(sp_launch(true, g));
     if (gtotal > 0) {
         HK_CU_TRY(cudaMemsetAsync(gkeys, 0xff, (size_t)gtotal * sizeof(int32_t), hk_cu.stream));
         g.global_pass = 1;
         HK_TRY(sp_launch(true, g));
     }
+    HK_TRY(hk_cu_first_row_alloc(&dfirst));
+    HK_TRY(sp_numeric_values(A, B, C, dfirst));
+    HK_TRY(hk_cu_first_row_read(dfirst, &first)); // none: C's pattern is the product's
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream)); // the temporaries below are freed
 fail:
     if (ierr) {
@@ -307,7 +313,7 @@ fail:
         hk_bmat_free(C);
     }
     cudaFree(cnt), cudaFree(rp), cudaFree(gsize), cudaFree(goff), cudaFree(gkeys),
-        cudaFree(gvals);
+        cudaFree(gvals), cudaFree(dfirst);
     return ierr;
 }
 
@@ -391,38 +397,165 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
             g.cv[(size_t)c0 * bb + e] = acc[e];
 }
 
+// ---- C = A B into a known pattern, output-stationary (the AMG block shapes) ------------------
+//
+// A team of SPO_TEAM lanes (4 to 32, from C's mean row length) per block row of C; lane t owns
+// the row's blocks t, t + TEAM, ... and keeps each one's BR x BC sums in registers while it walks
+// A's row in order: for A block p (column k) it looks up its own column j in B's row k (binary
+// search; B's rows are short) and, where present, adds A_p B_q entry by entry. Every entry is
+// then summed over A's row in order, each product block over m in order, with __dmul_rn /
+// __dadd_rn: the CPU's digits, with no shared memory, no synchronisation and no hash table. A
+// product block outside C's pattern is found by counting: the lanes' hits must add up to the
+// row's product count (the sum of B's row lengths over A's row).
+
+template <int BR, int BK, int BC, int TEAM>
+__global__ void __launch_bounds__(256) spo_rows(spn_args g)
+{
+    const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = gt / TEAM;
+    const int t = (int)(gt % TEAM);
+    const bool live = i < g.nbr;
+    int64_t hits = 0, terms = 0;
+    if (live) {
+        const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
+        for (int64_t p = a0 + t; p < a1; p += TEAM) {
+            const int64_t k = g.aci[p];
+            terms += g.brp[k + 1] - g.brp[k];
+        }
+        for (int64_t c = c0 + t; c < c1; c += TEAM) {
+            const int32_t j = g.cci[c];
+            double acc[BR * BC];
+#pragma unroll
+            for (int e = 0; e < BR * BC; e++)
+                acc[e] = 0.0;
+            for (int64_t p = a0; p < a1; p++) {
+                const int64_t k = g.aci[p], q1 = g.brp[k + 1];
+                const int64_t q = hk_cu_lower_bound(g.bci, g.brp[k], q1, j);
+                if (q >= q1 || g.bci[q] != j) continue;
+                hits++;
+                const double *a = g.av + (size_t)p * BR * BK, *b = g.bv + (size_t)q * BK * BC;
+                double bm[BK * BC];
+#pragma unroll
+                for (int e = 0; e < BK * BC; e++)
+                    bm[e] = b[e];
+#pragma unroll
+                for (int r = 0; r < BR; r++) {
+                    double ar[BK];
+#pragma unroll
+                    for (int m = 0; m < BK; m++)
+                        ar[m] = a[r * BK + m];
+#pragma unroll
+                    for (int s = 0; s < BC; s++)
+#pragma unroll
+                        for (int m = 0; m < BK; m++)
+                            acc[r * BC + s] =
+                                __dadd_rn(acc[r * BC + s], __dmul_rn(ar[m], bm[m * BC + s]));
+                }
+            }
+            double *dst = g.cv + (size_t)c * BR * BC;
+#pragma unroll
+            for (int e = 0; e < BR * BC; e++)
+                dst[e] = acc[e];
+        }
+    }
+    // the team's hits against its row's product count (every lane of the warp takes part)
+#pragma unroll
+    for (int off = TEAM / 2; off > 0; off /= 2) {
+        hits += __shfl_xor_sync(0xffffffffu, hits, off, TEAM);
+        terms += __shfl_xor_sync(0xffffffffu, terms, off, TEAM);
+    }
+    if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+}
+
+template <int BR, int BK, int BC>
+static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
+{
+    switch (team) {
+    case 4: spo_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+    case 8: spo_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+    case 16: spo_rows<BR, BK, BC, 16><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+    default: spo_rows<BR, BK, BC, 32><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+    }
+}
+
+// The output-stationary kernel for C = A B when the shape is one of AMG's (scalar, 2D and 3D
+// elasticity: A T, A P, R (A P), coarse levels); 0 when it is not (the caller takes spn_rows).
+// g.first must be set; C's pattern complete.
+static int spo_launch(const spn_args &g, int64_t cnnzb, int *done)
+{
+    *done = 0;
+    const int br = g.br, bk = g.bk, bc = g.bc;
+#define SPO_SHAPE(R, K, C) (br == (R) && bk == (K) && bc == (C))
+    const bool known = SPO_SHAPE(1, 1, 1) || SPO_SHAPE(2, 2, 3) || SPO_SHAPE(3, 2, 3) ||
+                       SPO_SHAPE(3, 3, 3) || SPO_SHAPE(3, 3, 6) || SPO_SHAPE(6, 3, 6) ||
+                       SPO_SHAPE(6, 6, 6);
+    if (!known || g.nbr == 0) return 0;
+    const double mean = (double)cnnzb / (double)g.nbr;
+    const int team = mean <= 4 ? 4 : mean <= 8 ? 8 : mean <= 16 ? 16 : 32;
+    const int64_t nblk = (g.nbr * team + 255) / 256;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
+             (long long)g.nbr);
+    if (SPO_SHAPE(1, 1, 1)) spo_launch_team<1, 1, 1>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(2, 2, 3)) spo_launch_team<2, 2, 3>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(3, 2, 3)) spo_launch_team<3, 2, 3>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(3, 3, 3)) spo_launch_team<3, 3, 3>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(3, 3, 6)) spo_launch_team<3, 3, 6>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(6, 3, 6)) spo_launch_team<6, 3, 6>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(6, 6, 6)) spo_launch_team<6, 6, 6>(g, team, (unsigned)nblk);
+#undef SPO_SHAPE
+    HK_CU_LAUNCHED();
+    *done = 1;
+    return 0;
+}
+
+// The shared-memory row kernel for C = A B (any shape): a warp per row while the mean row of C
+// fits a quarter of the shared memory, else the whole block; a team's share: values, then 1/16
+// as many column indices.
+static int spn_launch(spn_args g, int64_t cnnzb)
+{
+    const int64_t bb = (int64_t)g.br * g.bc;
+    const double mean = (double)cnnzb * (double)bb / (double)g.nbr;
+    const int team = mean * 8 * 1.25 <= SPN_SMEM / (SPN_THREADS / 32) ? 32 : SPN_THREADS;
+    const int teams = SPN_THREADS / team;
+    const int64_t per_team = SPN_SMEM / teams; /* bytes */
+    g.ccap = per_team / (16 * 4) < 1 ? 1 : per_team / (16 * 4);
+    g.cap = (per_team - g.ccap * 4) / 8;
+    const int64_t nblk = (g.nbr + teams - 1) / teams;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_numeric: %lld block rows are too many", (long long)g.nbr);
+    if (team == 32)
+        spn_rows<32><<<(unsigned)nblk, SPN_THREADS, SPN_SMEM, hk_cu.stream>>>(g);
+    else
+        spn_rows<SPN_THREADS><<<(unsigned)nblk, SPN_THREADS, SPN_SMEM, hk_cu.stream>>>(g);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// The values of C = A B into C's pattern: the output-stationary kernel for AMG's shapes, the
+// shared-memory row kernel otherwise; dfirst gets the first row with a product block outside C.
+static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
+                             unsigned long long *dfirst)
+{
+    if (A->nbrows == 0) return 0;
+    spn_args g;
+    memset(&g, 0, sizeof g);
+    g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
+    g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
+    g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
+    g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = A->nbrows, g.first = dfirst;
+    int done = 0;
+    HK_CALL(spo_launch(g, C->nnzb, &done));
+    return done ? 0 : spn_launch(g, C->nnzb);
+}
+
 int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     int ierr = 0;
     unsigned long long *dfirst = NULL;
     int64_t first = -1;
     HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_numeric"));
-    const int64_t nbr = A->nbrows, bb = (int64_t)C->br * C->bc;
     HK_CALL(hk_cu_first_row_alloc(&dfirst));
-    if (nbr > 0) {
-        spn_args g;
-        memset(&g, 0, sizeof g);
-        g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
-        g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
-        g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
-        g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = nbr, g.first = dfirst;
-        /* a warp per row while the mean row of C fits a quarter of the shared memory, else the
-         * whole block; a team's share: values, then 1/16 as many column indices */
-        const double mean = (double)C->nnzb * (double)bb / (double)nbr;
-        const int team = mean * 8 * 1.25 <= SPN_SMEM / (SPN_THREADS / 32) ? 32 : SPN_THREADS;
-        const int teams = SPN_THREADS / team;
-        const int64_t per_team = SPN_SMEM / teams; /* bytes */
-        g.ccap = per_team / (16 * 4) < 1 ? 1 : per_team / (16 * 4);
-        g.cap = (per_team - g.ccap * 4) / 8;
-        const int64_t nblk = (nbr + teams - 1) / teams;
-        HK_TRY_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
-                     "bmat_spgemm_numeric: %lld block rows are too many", (long long)nbr);
-        if (team == 32)
-            spn_rows<32><<<(unsigned)nblk, SPN_THREADS, SPN_SMEM, hk_cu.stream>>>(g);
-        else
-            spn_rows<SPN_THREADS><<<(unsigned)nblk, SPN_THREADS, SPN_SMEM, hk_cu.stream>>>(g);
-        HK_CU_TRY(cudaGetLastError());
-    }
+    HK_TRY(sp_numeric_values(A, B, C, dfirst));
     HK_TRY(hk_cu_first_row_read(dfirst, &first));
     HK_TRY_CHECK(first < 0, HK_ERR_ARG,
                  "bmat_spgemm_numeric: block row %lld of A B has a block outside C's pattern; "
@@ -441,7 +574,8 @@ static __device__ int64_t sp_row_of(const int64_t *rp, int64_t nbr, int64_t q)
     return hk_cu_upper_bound(rp, 1, nbr, q) - 1;
 }
 
-// One thread per block of A T.
+// One thread per block of A T; column by column (an entry of P reads only its own column of
+// the A T block), so pv may be atv (in place).
 __global__ void sp_smooth(const int64_t *atrp, const int32_t *atci, const double *atv,
                           const int64_t *trp, const int32_t *tci, const double *tv,
                           const double *dinv, double w, int br, int bc, int64_t nbr, int64_t nnzb,
@@ -455,12 +589,17 @@ __global__ void sp_smooth(const int64_t *atrp, const int32_t *atci, const double
         const double *tb = t >= 0 ? tv + (size_t)t * br * bc : NULL;
         const double *d = dinv + (size_t)i * br * br, *a = atv + (size_t)q * br * bc;
         double *p = pv + (size_t)q * br * bc;
-        for (int r = 0; r < br; r++)
-            for (int c = 0; c < bc; c++) {
+        for (int c = 0; c < bc; c++) {
+            double col[8];
+            for (int m = 0; m < br; m++)
+                col[m] = a[m * bc + c];
+            for (int r = 0; r < br; r++) {
                 double s = 0;
-                for (int m = 0; m < br; m++) s = __dadd_rn(s, __dmul_rn(d[r * br + m], a[m * bc + c]));
+                for (int m = 0; m < br; m++)
+                    s = __dadd_rn(s, __dmul_rn(d[r * br + m], col[m]));
                 p[r * bc + c] = __dsub_rn(tb ? tb[r * bc + c] : 0.0, __dmul_rn(w, s));
             }
+        }
     }
 }
 
@@ -476,13 +615,12 @@ __global__ void sp_subset(const int64_t *atrp, const int32_t *atci, const int64_
     }
 }
 
-int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T,
-                                            const hk_vec *Dinv, double w, hk_bmat *P)
+// The shapes of amg_smooth_prolongator's arguments, and T's pattern inside A T's.
+static int sp_smooth_check(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv)
 {
     int ierr = 0;
     unsigned long long *dfirst = NULL;
     int64_t first = -1;
-    memset(P, 0, sizeof *P);
     const int br = AT->br, bc = AT->bc;
     HK_CHECK(T->br == br && T->bc == bc && T->nbrows == AT->nbrows && T->nbcols == AT->nbcols,
              HK_ERR_ARG,
@@ -496,11 +634,10 @@ int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T,
              (long long)(AT->nbrows * br * br), (long long)Dinv->n);
     HK_CHECK(br <= 8 && bc <= 8, HK_ERR_UNSUPPORTED,
              "amg_smooth_prolongator: blocks of %d x %d exceed the supported 8 x 8", br, bc);
-    const int64_t nbr = AT->nbrows;
     HK_TRY(hk_cu_first_row_alloc(&dfirst));
     if (T->nnzb > 0) {
         sp_subset<<<hk_cu_grid(T->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            AT->rowptr, AT->colind, T->rowptr, T->colind, nbr, T->nnzb, dfirst);
+            AT->rowptr, AT->colind, T->rowptr, T->colind, AT->nbrows, T->nnzb, dfirst);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_TRY(hk_cu_first_row_read(dfirst, &first));
@@ -509,20 +646,104 @@ int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T,
                  "of A T; pass A T = A times this T (its pattern contains T's when A stores its "
                  "diagonal blocks)",
                  (long long)first);
-    HK_TRY(hk_bmat_alloc(AT->be, br, bc, nbr, AT->nbcols, AT->nnzb, P));
+fail:
+    cudaFree(dfirst);
+    return ierr;
+}
+
+static int sp_smooth_values(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,
+                            double *pv)
+{
+    if (AT->nnzb == 0) return 0;
+    sp_smooth<<<hk_cu_grid(AT->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        AT->rowptr, AT->colind, AT->val, T->rowptr, T->colind, T->val,
+        (const double *)Dinv->data, w, AT->br, AT->bc, AT->nbrows, AT->nnzb, pv);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                 double w, hk_bmat *P)
+{
+    int ierr = 0;
+    memset(P, 0, sizeof *P);
+    HK_CALL(sp_smooth_check(AT, T, Dinv));
+    const int64_t nbr = AT->nbrows;
+    HK_TRY(hk_bmat_alloc(AT->be, AT->br, AT->bc, nbr, AT->nbcols, AT->nnzb, P));
     HK_CU_TRY(cudaMemcpyAsync(P->rowptr, AT->rowptr, (size_t)(nbr + 1) * sizeof(int64_t),
                               cudaMemcpyDeviceToDevice, hk_cu.stream));
-    if (AT->nnzb > 0) {
+    if (AT->nnzb > 0)
         HK_CU_TRY(cudaMemcpyAsync(P->colind, AT->colind, (size_t)AT->nnzb * sizeof(int32_t),
                                   cudaMemcpyDeviceToDevice, hk_cu.stream));
-        sp_smooth<<<hk_cu_grid(AT->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            AT->rowptr, AT->colind, AT->val, T->rowptr, T->colind, T->val,
-            (const double *)Dinv->data, w, br, bc, nbr, AT->nnzb, P->val);
-        HK_CU_TRY(cudaGetLastError());
-    }
+    HK_TRY(sp_smooth_values(AT, T, Dinv, w, P->val));
 fail:
     if (ierr) hk_bmat_free(P);
     cudaStreamSynchronize(hk_cu.stream);
+    return ierr;
+}
+
+int hk_cu_amg_smooth_prolongator_numeric(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                         double w, hk_bmat *P)
+{
+    HK_CHECK(P->nbrows == AT->nbrows && P->nnzb == AT->nnzb && P->br == AT->br &&
+                 P->bc == AT->bc,
+             HK_ERR_ARG,
+             "amg_smooth_prolongator_numeric: P must have the pattern of A T (%lld block rows, "
+             "%lld blocks of %d x %d)",
+             (long long)AT->nbrows, (long long)AT->nnzb, AT->br, AT->bc);
+    HK_CALL(sp_smooth_check(AT, T, Dinv));
+    return sp_smooth_values(AT, T, Dinv, w, P->val);
+}
+
+// ---- T = A^T into a kept pattern (the re-set-up's R = P^T) -----------------------------------
+
+// One thread per block of T: its source is block (column, row) of A, found in A's row.
+__global__ void sp_transpose_values(const int64_t *arp, const int32_t *aci, const double *av,
+                                    const int64_t *trp, const int32_t *tci, int br, int bc,
+                                    int64_t tnbr, int64_t tnnzb, double *tv,
+                                    unsigned long long *first)
+{
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < tnnzb;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = sp_row_of(trp, tnbr, t), i = tci[t];
+        const int64_t q = hk_find_block(arp, aci, i, (int32_t)j);
+        double *b = tv + (size_t)t * br * bc;
+        if (q < 0) {
+            atomicMin(first, (unsigned long long)j);
+            continue;
+        }
+        const double *a = av + (size_t)q * br * bc;
+        for (int r = 0; r < br; r++)
+            for (int c = 0; c < bc; c++)
+                b[c * br + r] = a[r * bc + c];
+    }
+}
+
+int hk_cu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T)
+{
+    int ierr = 0;
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
+    HK_CHECK(T->br == A->bc && T->bc == A->br && T->nbrows == A->nbcols &&
+                 T->nbcols == A->nbrows && T->nnzb == A->nnzb,
+             HK_ERR_ARG,
+             "bmat_transpose_numeric: T (%lld x %lld blocks of %d x %d, %lld blocks) is not the "
+             "transpose's shape of A (%lld x %lld blocks of %d x %d, %lld blocks)",
+             (long long)T->nbrows, (long long)T->nbcols, T->br, T->bc, (long long)T->nnzb,
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)A->nnzb);
+    HK_CALL(hk_cu_first_row_alloc(&dfirst));
+    if (T->nnzb > 0) {
+        sp_transpose_values<<<hk_cu_grid(T->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            A->rowptr, A->colind, A->val, T->rowptr, T->colind, A->br, A->bc, T->nbrows, T->nnzb,
+            T->val, dfirst);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_first_row_read(dfirst, &first));
+    HK_TRY_CHECK(first < 0, HK_ERR_ARG,
+                 "bmat_transpose_numeric: block row %lld of T has a block that A lacks; pass "
+                 "the pattern bmat_transpose made for A",
+                 (long long)first);
+fail:
     cudaFree(dfirst);
     return ierr;
 }

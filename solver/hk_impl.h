@@ -572,6 +572,14 @@ typedef struct hk_backend_ops {
                          const double *B, hk_bmat *T, double *Bc);
     int (*amg_smooth_prolongator)(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
                                   double w, hk_bmat *P);
+    /* The re-set-up's numeric halves (pc=amg, hk_solver_update_values), each the digits of the
+     * whole op: amg_smooth_prolongator's values into P, whose pattern is A T's (P->val
+     * caller-allocated; it may be AT->val: in place); the values of T = A^T into T's pattern
+     * (bmat_transpose's for A; val caller-allocated), a block of T that A lacks an error
+     * naming T's block row. */
+    int (*amg_smooth_prolongator_numeric)(const hk_bmat *AT, const hk_bmat *T,
+                                          const hk_vec *Dinv, double w, hk_bmat *P);
+    int (*bmat_transpose_numeric)(const hk_bmat *A, hk_bmat *T);
     /* dense coarse solve: Minv (caller-allocated, n*n entries in its precision, n = scalar
      * rows of A) = A^-1 by Cholesky of A's lower triangle; an exactly zero row is a decoupled
      * dof (identity: its row and column of Minv are the identity's, so a solve returns the

@@ -451,6 +451,9 @@ int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
                                   double w, hk_bmat *P);
+int hk_cpu_amg_smooth_prolongator_numeric(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                          double w, hk_bmat *P);
+int hk_cpu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T);
 int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
 int hk_cpu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
 
@@ -523,6 +526,8 @@ const hk_backend_ops hk_backend_cpu = {
     .bmat_spgemm = hk_cpu_bmat_spgemm,
     .bmat_spgemm_numeric = hk_cpu_bmat_spgemm_numeric,
     .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,
+    .amg_smooth_prolongator_numeric = hk_cpu_amg_smooth_prolongator_numeric,
+    .bmat_transpose_numeric = hk_cpu_bmat_transpose_numeric,
     .dense_inverse = hk_cpu_dense_inverse,
     .dense_gemv = hk_cpu_dense_gemv,
     .amg_strength = hk_cpu_amg_strength,

@@ -3,7 +3,9 @@
  *
  *   bmat_spgemm             C = A B, block CSR with rectangular blocks
  *   bmat_spgemm_numeric     the values of C = A B into a pattern made before (re-set-up)
- *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T
+ *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T (_numeric: its values
+ *                           into a kept pattern, in place over A T's allowed)
+ *   bmat_transpose_numeric  the values of T = A^T into a pattern made before (re-set-up)
  *   dense_inverse           Minv = A^-1 by a blocked Cholesky factorisation (coarsest level)
  *   dense_gemv              y = M x for a dense column-major M
  *
@@ -231,11 +233,8 @@ fail:
 
 /* ---- P = T - w Dinv (A T) -------------------------------------------------------------- */
 
-int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
-                                  double w, hk_bmat *P)
+static int smooth_check(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv)
 {
-    int ierr;
-    memset(P, 0, sizeof *P);
     const int br = AT->br, bc = AT->bc;
     HK_CHECK(T->br == br && T->bc == bc && T->nbrows == AT->nbrows && T->nbcols == AT->nbcols,
              HK_ERR_ARG,
@@ -249,11 +248,17 @@ int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_
              (long long)(AT->nbrows * br * br), (long long)Dinv->n);
     HK_CHECK(br <= 8 && bc <= 8, HK_ERR_UNSUPPORTED,
              "amg_smooth_prolongator: blocks of %d x %d exceed the supported 8 x 8", br, bc);
+    return 0;
+}
+
+/* P's values (pv, on A T's pattern) = T - w Dinv (A T), column by column of each block (an
+ * entry reads only its own column of the A T block), so pv may be AT->val (in place). */
+static int smooth_values(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,
+                         double *pv)
+{
+    const int br = AT->br, bc = AT->bc;
     const int64_t nbr = AT->nbrows;
     const size_t bb = (size_t)br * bc;
-    HK_CALL(hk_bmat_alloc(AT->be, br, bc, nbr, AT->nbcols, AT->nnzb, P));
-    memcpy(P->rowptr, AT->rowptr, (size_t)(nbr + 1) * sizeof(int64_t));
-    if (AT->nnzb) memcpy(P->colind, AT->colind, (size_t)AT->nnzb * sizeof(int32_t));
     const double *dinv = Dinv->data;
     int64_t first = INT64_MAX;
 #pragma omp parallel for schedule(static) reduction(min : first)
@@ -270,29 +275,96 @@ int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_
                 t++;
             }
             if (t < t1 && T->colind[t] == j) tv = T->val + (size_t)(t++) * bb;
-            double *p = P->val + (size_t)q * bb;
-            for (int r = 0; r < br; r++)
-                for (int c = 0; c < bc; c++) {
+            double *p = pv + (size_t)q * bb;
+            for (int c = 0; c < bc; c++) {
+                double col[8];
+                for (int m = 0; m < br; m++)
+                    col[m] = a[m * bc + c];
+                for (int r = 0; r < br; r++) {
                     double s = 0;
                     for (int m = 0; m < br; m++) {
-                        const double prod = d[r * br + m] * a[m * bc + c];
+                        const double prod = d[r * br + m] * col[m];
                         s = s + prod;
                     }
                     const double ws = w * s;
                     p[r * bc + c] = (tv ? tv[r * bc + c] : 0.0) - ws;
                 }
+            }
         }
         if (t < t1 && i < first) first = i;
     }
-    HK_TRY_CHECK(first == INT64_MAX, HK_ERR_ARG,
-                 "amg_smooth_prolongator: block row %lld of T has a block outside the pattern "
-                 "of A T; pass A T = A times this T (its pattern contains T's when A stores its "
-                 "diagonal blocks)",
-                 (long long)first);
+    HK_CHECK(first == INT64_MAX, HK_ERR_ARG,
+             "amg_smooth_prolongator: block row %lld of T has a block outside the pattern of A "
+             "T; pass A T = A times this T (its pattern contains T's when A stores its diagonal "
+             "blocks)",
+             (long long)first);
+    return 0;
+}
+
+int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                  double w, hk_bmat *P)
+{
+    int ierr;
+    memset(P, 0, sizeof *P);
+    HK_CALL(smooth_check(AT, T, Dinv));
+    const int64_t nbr = AT->nbrows;
+    HK_CALL(hk_bmat_alloc(AT->be, AT->br, AT->bc, nbr, AT->nbcols, AT->nnzb, P));
+    memcpy(P->rowptr, AT->rowptr, (size_t)(nbr + 1) * sizeof(int64_t));
+    if (AT->nnzb) memcpy(P->colind, AT->colind, (size_t)AT->nnzb * sizeof(int32_t));
+    HK_TRY(smooth_values(AT, T, Dinv, w, P->val));
     return 0;
 fail:
     hk_bmat_free(P);
     return ierr;
+}
+
+int hk_cpu_amg_smooth_prolongator_numeric(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
+                                          double w, hk_bmat *P)
+{
+    HK_CHECK(P->nbrows == AT->nbrows && P->nnzb == AT->nnzb && P->br == AT->br &&
+                 P->bc == AT->bc,
+             HK_ERR_ARG,
+             "amg_smooth_prolongator_numeric: P must have the pattern of A T (%lld block rows, "
+             "%lld blocks of %d x %d)",
+             (long long)AT->nbrows, (long long)AT->nnzb, AT->br, AT->bc);
+    HK_CALL(smooth_check(AT, T, Dinv));
+    return smooth_values(AT, T, Dinv, w, P->val);
+}
+
+/* ---- T = A^T into a kept pattern ----------------------------------------------------------- */
+
+/* Each block of T from its source block of A (found in A's row by a binary search): a copy, so
+ * the bytes of bmat_transpose. */
+int hk_cpu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T)
+{
+    HK_CHECK(T->br == A->bc && T->bc == A->br && T->nbrows == A->nbcols &&
+                 T->nbcols == A->nbrows && T->nnzb == A->nnzb,
+             HK_ERR_ARG,
+             "bmat_transpose_numeric: T (%lld x %lld blocks of %d x %d, %lld blocks) is not the "
+             "transpose's shape of A (%lld x %lld blocks of %d x %d, %lld blocks)",
+             (long long)T->nbrows, (long long)T->nbcols, T->br, T->bc, (long long)T->nnzb,
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)A->nnzb);
+    const int br = A->br, bc = A->bc;
+    int64_t first = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t j = 0; j < T->nbrows; j++)
+        for (int64_t t = T->rowptr[j]; t < T->rowptr[j + 1]; t++) {
+            const int64_t q = hk_find_block(A->rowptr, A->colind, T->colind[t], (int32_t)j);
+            if (q < 0) {
+                if (j < first) first = j;
+                continue;
+            }
+            const double *a = A->val + (size_t)q * br * bc;
+            double *b = T->val + (size_t)t * br * bc;
+            for (int r = 0; r < br; r++)
+                for (int c = 0; c < bc; c++)
+                    b[c * br + r] = a[r * bc + c];
+        }
+    HK_CHECK(first == INT64_MAX, HK_ERR_ARG,
+             "bmat_transpose_numeric: block row %lld of T has a block that A lacks; pass the "
+             "pattern bmat_transpose made for A",
+             (long long)first);
+    return 0;
 }
 
 /* ---- dense inverse by blocked Cholesky ---------------------------------------------------- */

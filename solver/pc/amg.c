@@ -27,11 +27,16 @@
  * fp32 by default (pc.amg.precision=auto), which halves the bytes every level's SpMV reads; the
  * solver rebuilds it in fp64 when the fp32 cycle stalls the outer iteration (amg_fallback).
  *
- * Re-set-up (hk_solver_update_values: new values, the same pattern): strength, aggregation and
- * the patterns of A T (= P), P^T, A P and every coarse operator are kept; the near-null space,
- * T, D^-1, rho, the values of P, R, A P and A_{l+1} (bmat_spgemm_numeric into the kept
- * patterns: the digits of a fresh set-up with the same aggregates), the level matrices and the
- * coarse inverse are computed again. */
+ * Re-set-up (hk_solver_update_values: new values, the same pattern): the aggregates (so the
+ * strength graph is not formed again), the tentative prolongators T and the patterns of A T (=
+ * P), P^T, A P and every coarse operator are kept; T stays while K's decoupled dofs (supports)
+ * are the set-up's (else the near-null space and every T are made again). D^-1, rho and the
+ * values of A T, P (smoothed in place), R (a copy per block), A P and A_{l+1} are computed into
+ * the kept patterns by the ops' numeric halves (bmat_spgemm_numeric,
+ * amg_smooth_prolongator_numeric, bmat_transpose_numeric: the digits of a fresh set-up with the
+ * same aggregates, with no pattern made, sorted or allocated), then the level matrices (rebuilt
+ * in place), the transfer values (converted into the kept fp32 arrays) and the coarse
+ * inverse. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +70,7 @@ typedef struct amg_level {
     double rho;   /* upper bound of the spectrum of D^-1 A (safety included) */
     int32_t *agg; /* the aggregate of each node (backend array; levels with a coarser one) */
     int64_t nagg;
+    hk_bmat T;     /* the tentative prolongator (values too): kept for the re-set-ups */
     hk_bmat APpat; /* the pattern of A_l P_l (no values) */
     hk_bmat Apat;  /* the pattern of A_l, l >= 1 (no values; level 0 is K) */
     hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
@@ -90,6 +96,8 @@ typedef struct amg_data {
     double centre[3], scale;
     int have_frame;
     hk_vec *xyz;
+    hk_vec *dec; /* K's decoupled dofs at the set-up (bmat_diag DECOUPLED): while a new K has
+                  * the same, the near-null space and every T are the set-up's */
     hk_amg_stats st;
 } amg_data;
 
@@ -120,14 +128,15 @@ static double now_synced(const hk_backend_ops *be)
 /* The near-null space of level 0 on the backend (n x nns, column-major): rigid-body modes
  * from the node coordinates, the caller's vectors, or the bs translations; rows of dofs that
  * a support decoupled are zeroed so the hierarchy eliminates supports consistently. */
-static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bout)
+static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, const hk_vec *dec,
+                          double **Bout)
 {
     const hk_backend_ops *be = pc->be;
     const hk_nearnull *nn = pc->nearnull;
     const int bs = K->br;
     const int64_t nb = K->nbrows, n = nb * bs;
     double *Bh = NULL, *B = NULL;
-    hk_vec *dec = NULL, *keep = NULL;
+    hk_vec *keep = NULL;
     int ierr = 0, nns;
     *Bout = NULL;
     if (nn && nn->coords) {
@@ -176,9 +185,6 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
         d->have_frame = 1;
     }
     const double *c = d->centre, s = nn && nn->coords ? d->scale : 1;
-    int64_t bad;
-    HK_TRY(hk_vec_create(be, n, HK_FP64, &dec));
-    HK_TRY(be->bmat_diag(K, HK_DIAG_DECOUPLED, dec, &bad));
     HK_TRY(be->alloc((void **)&B, (size_t)(n ? n : 1) * nns * sizeof *B));
     if (be->amg_rigid_modes && !(nn && nn->vectors)) {
         /* built where B lives: only the coordinates (n values, not n x nns) travel, once (kept
@@ -232,9 +238,36 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, double **Bou
     B = NULL;
 fail:
     if (B) be->dealloc(B);
-    hk_vec_destroy(dec);
     hk_vec_destroy(keep);
     free(Bh);
+    return ierr;
+}
+
+/* *dec = K's decoupled dofs (1: no nonzero off the diagonal in its row, a support), fp64. */
+static int decoupled_dofs(hk_pc *pc, const hk_bmat *K, hk_vec **dec)
+{
+    int64_t bad;
+    HK_CALL(hk_vec_create(pc->be, K->nbrows * K->br, HK_FP64, dec));
+    const int ierr = pc->be->bmat_diag(K, HK_DIAG_DECOUPLED, *dec, &bad);
+    if (ierr) {
+        hk_vec_destroy(*dec);
+        *dec = NULL;
+    }
+    return ierr;
+}
+
+/* *same = the 0/1 flags a and b are equal (their difference's square sum is exactly 0). */
+static int same_flags(const hk_backend_ops *be, const hk_vec *a, const hk_vec *b, int *same)
+{
+    hk_vec *t = NULL;
+    double dd = 1;
+    *same = 0;
+    HK_CALL(hk_vec_create(be, a->n, HK_FP64, &t));
+    int ierr = be->vec_copy(t, a);
+    if (!ierr) ierr = be->vec_axpby(t, -1.0, b, 1.0);
+    if (!ierr) ierr = be->vec_dot(t, t, &dd);
+    hk_vec_destroy(t);
+    *same = !ierr && dd == 0;
     return ierr;
 }
 
@@ -461,6 +494,7 @@ static void free_levels(hk_pc *pc, amg_data *d)
         hk_bmat_free(&L->Rb);
         hk_bmat_free(&L->APpat);
         hk_bmat_free(&L->Apat);
+        hk_bmat_free(&L->T);
         if (L->Pv) pc->be->dealloc(L->Pv);
         if (L->Rv) pc->be->dealloc(L->Rv);
         if (L->agg) pc->be->dealloc(L->agg);
@@ -471,6 +505,8 @@ static void free_levels(hk_pc *pc, amg_data *d)
     }
     hk_vec_destroy(d->Minv);
     d->Minv = NULL;
+    hk_vec_destroy(d->dec);
+    d->dec = NULL;
     d->nlevels = 0;
 }
 
@@ -640,11 +676,55 @@ static int coarsest(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al)
     return 0;
 }
 
+/* The fp64 values *val of a kept transfer pattern M moved into the level: converted into *v32
+ * (allocated once) for an fp32 level, else M's own values (the old ones freed); *val is taken. */
+static int install_values(hk_pc *pc, hk_bmat *M, float **v32, double **val)
+{
+    const hk_backend_ops *be = pc->be;
+    const int64_t nv = M->nnzb * M->br * M->bc;
+    if (pc->prec == HK_FP32 && nv > 0) {
+        if (!*v32) HK_CALL(be->alloc((void **)v32, (size_t)nv * sizeof **v32));
+        hk_vec src = {.be = be, .n = nv, .prec = HK_FP64, .data = *val};
+        hk_vec dst = {.be = be, .n = nv, .prec = HK_FP32, .data = *v32};
+        HK_CALL(be->vec_convert(&dst, &src));
+        be->dealloc(*val);
+        *val = NULL;
+        if (M->val) be->dealloc(M->val);
+        M->val = NULL;
+        return 0;
+    }
+    if (*v32) be->dealloc(*v32);
+    *v32 = NULL;
+    if (M->val) be->dealloc(M->val);
+    M->val = *val;
+    *val = NULL;
+    return 0;
+}
+
+/* The re-set-up's transfer operators: the values of P and R (fp64, on the kept patterns of
+ * L->Pb and L->Rb; taken) into the level, without new patterns. */
+static int refill_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
+{
+    if (L->P) { /* scalar csr copies (a backend without bmat_spmv): made again */
+        hk_mat_destroy(L->P);
+        hk_mat_destroy(L->R);
+        L->P = L->R = NULL;
+        HK_CALL(transfer_matrix(pc, P, &L->P));
+        return transfer_matrix(pc, R, &L->R);
+    }
+    HK_CALL(install_values(pc, &L->Pb, &L->Pv, &P->val));
+    return install_values(pc, &L->Rb, &L->Rv, &R->val);
+}
+
 /* Level l's smoother data and transfer operators, and the next level's operator: *Anext gets
  * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with drop_values), *Bc the
- * coarse near-null space. fresh: the set-up, whose sparse products find the patterns
- * (bmat_spgemm) and keep them; else the re-set-up, which fills the kept patterns
- * (bmat_spgemm_numeric, the same digits). */
+ * coarse near-null space (NULL when B is: the re-set-up with the kept T).
+ * fresh: the set-up, whose sparse products find the patterns (bmat_spgemm) and keep them, and
+ * which keeps T. Else the re-set-up: T is the kept one unless B is given (the decoupled dofs
+ * changed: T and Bc again from B), and only the numeric halves run, into the kept patterns
+ * (bmat_spgemm_numeric, amg_smooth_prolongator_numeric in place over A T, and
+ * bmat_transpose_numeric): no pattern is made, sorted or allocated, and the digits are those of
+ * the whole ops. */
 static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const double *B,
                           int fresh, hk_amg_phases *ph, hk_bmat *Anext, double **Bc)
 {
@@ -659,8 +739,16 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
 
     /* tentative prolongator and the coarse near-null space */
     t0 = now_synced(be);
-    HK_TRY(be->alloc((void **)Bc, (size_t)(L->nagg ? L->nagg : 1) * d->nns * d->nns * sizeof **Bc));
-    HK_TRY(be->amg_tentative(L->agg, L->nagg, Al->nbrows, Al->br, d->nns, B, &T, *Bc));
+    if (B) {
+        HK_TRY(be->alloc((void **)Bc,
+                         (size_t)(L->nagg ? L->nagg : 1) * d->nns * d->nns * sizeof **Bc));
+        HK_TRY(be->amg_tentative(L->agg, L->nagg, Al->nbrows, Al->br, d->nns, B, &T, *Bc));
+        hk_bmat_free(&L->T);
+        L->T = T;
+        memset(&T, 0, sizeof T);
+    }
+    HK_TRY_CHECK(L->T.rowptr, HK_ERR_INTERNAL, "pc=amg: level %d has no tentative prolongator",
+                 l);
     ph->tentative += now_synced(be) - t0;
 
     /* smoother data and the spectral bound of D^-1 A */
@@ -674,25 +762,22 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     /* P = T - (omega/rho) D^-1 A T; A T has P's pattern */
     t0 = now_synced(be);
     if (fresh) {
-        HK_TRY(be->bmat_spgemm(Al, &T, &AT));
-    } else {
-        HK_TRY(values_on(be, &L->Pb, &AT));
-        HK_TRY(be->bmat_spgemm_numeric(Al, &T, &AT));
-    }
-    HK_TRY(be->amg_smooth_prolongator(&AT, &T, D64, d->omega / L->rho, &P));
-    if (fresh)
+        HK_TRY(be->bmat_spgemm(Al, &L->T, &AT));
+        HK_TRY(be->amg_smooth_prolongator(&AT, &L->T, D64, d->omega / L->rho, &P));
         hk_bmat_free(&AT);
-    else
-        drop_values(be, &AT);
-    hk_bmat_free(&T);
+    } else { /* A T into P's values, then smoothed in place */
+        HK_TRY(values_on(be, &L->Pb, &P));
+        HK_TRY(be->bmat_spgemm_numeric(Al, &L->T, &P));
+        HK_TRY(be->amg_smooth_prolongator_numeric(&P, &L->T, D64, d->omega / L->rho, &P));
+    }
     if (D64 != L->Dinv) hk_vec_destroy(D64);
     D64 = NULL;
     ph->prolongator += now_synced(be) - t0;
 
     /* R = P^T, A_c = R (A P) */
     t0 = now_synced(be);
-    HK_TRY(be->bmat_transpose(&P, &R));
     if (fresh) {
+        HK_TRY(be->bmat_transpose(&P, &R));
         HK_TRY(be->bmat_spgemm(Al, &P, &AP));
         HK_TRY(be->bmat_spgemm(&R, &AP, Anext));
         C->Apat = *Anext; /* the pattern stays with level l+1; *Anext shares it */
@@ -702,6 +787,8 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         L->APpat = AP;
         memset(&AP, 0, sizeof AP);
     } else {
+        HK_TRY(values_on(be, &L->Rb, &R));
+        HK_TRY(be->bmat_transpose_numeric(&P, &R));
         HK_TRY(values_on(be, &L->APpat, &AP));
         HK_TRY(be->bmat_spgemm_numeric(Al, &P, &AP));
         HK_TRY(values_on(be, &C->Apat, Anext));
@@ -711,19 +798,23 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     ph->galerkin += now_synced(be) - t0;
 
     t0 = now_synced(be);
-    HK_TRY(install_transfer(pc, L, &P, &R));
+    if (fresh)
+        HK_TRY(install_transfer(pc, L, &P, &R));
+    else
+        HK_TRY(refill_transfer(pc, L, &P, &R));
     ph->matrices += now_synced(be) - t0;
 fail:
     hk_bmat_free(&T);
+    hk_bmat_free(&AT);
     if (fresh) {
-        hk_bmat_free(&AT);
         hk_bmat_free(&AP);
+        hk_bmat_free(&P);
+        hk_bmat_free(&R);
     } else {
-        drop_values(be, &AT);
         drop_values(be, &AP);
+        drop_values(be, &P);
+        drop_values(be, &R);
     }
-    hk_bmat_free(&P);
-    hk_bmat_free(&R);
     if (D64 != L->Dinv) hk_vec_destroy(D64);
     return ierr;
 }
@@ -745,7 +836,7 @@ static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh, 
     }
     drop_values(be, Acur);
     *Acur = Anext;
-    be->dealloc(*B);
+    if (*B) be->dealloc(*B);
     *B = Bc;
     return 0;
 }
@@ -782,9 +873,12 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             st->bytes_vectors += vec_bytes(v[i]);
         st->bytes_reuse += (L->agg ? (size_t)(L->n / L->bs) * sizeof(int32_t) : 0) +
-                           pattern_bytes(&L->APpat) + pattern_bytes(&L->Apat);
+                           pattern_bytes(&L->APpat) + pattern_bytes(&L->Apat) +
+                           pattern_bytes(&L->T) +
+                           (L->T.val ? (size_t)L->T.nnzb * L->T.br * L->T.bc * sizeof(double)
+                                     : 0);
     }
-    st->bytes_reuse += vec_bytes(d->xyz);
+    st->bytes_reuse += vec_bytes(d->xyz) + vec_bytes(d->dec);
     /* hk_pc_apply's conversion buffers, made on the first apply of an fp32 hierarchy */
     if (pc->prec != HK_FP64) st->bytes_vectors += 2 * (size_t)pc->n * sizeof(float);
     st->bytes_coarse = vec_bytes(d->Minv);
@@ -808,7 +902,10 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     double t0;
 
     HK_CALL(check_diagonal(pc, K));
-    HK_CALL(nearnull_build(pc, d, K, &B));
+    hk_vec_destroy(d->dec);
+    d->dec = NULL;
+    HK_CALL(decoupled_dofs(pc, K, &d->dec));
+    HK_CALL(nearnull_build(pc, d, K, d->dec, &B));
     ph->nearnull = now_synced(be) - t_start;
 
     const hk_bmat *Al = K; /* the current level's operator (level 0: K, not owned) */
@@ -892,9 +989,19 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
              (long long)d->lev[0].n, (long long)d->lev[0].nnz, (long long)(K->nbrows * K->br),
              (long long)(K->nnzb * K->br * K->bc));
     const int nns = d->nns;
+    hk_vec *dec = NULL;
+    int same = 0;
     HK_CALL(check_diagonal(pc, K));
-    HK_CALL(nearnull_build(pc, d, K, &B));
-    HK_CHECK(d->nns == nns, HK_ERR_INTERNAL, "pc=amg: the near-null space changed its size");
+    HK_CALL(decoupled_dofs(pc, K, &dec));
+    if (d->dec) HK_TRY(same_flags(be, dec, d->dec, &same));
+    if (!same) { /* other supports: the near-null space and every T again (B given below) */
+        HK_TRY(nearnull_build(pc, d, K, dec, &B));
+        HK_TRY_CHECK(d->nns == nns, HK_ERR_INTERNAL,
+                     "pc=amg: the near-null space changed its size");
+        hk_vec_destroy(d->dec);
+        d->dec = dec;
+        dec = NULL;
+    }
     ph->nearnull = now_synced(be) - t_start;
 
     const hk_bmat *Al = K;
@@ -914,6 +1021,7 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
 fail:
+    hk_vec_destroy(dec);
     drop_values(be, &Acur);
     if (B) be->dealloc(B);
     return ierr;
@@ -956,6 +1064,9 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                {(const void *)be->bmat_spgemm, "bmat_spgemm"},
                {(const void *)be->bmat_spgemm_numeric, "bmat_spgemm_numeric"},
                {(const void *)be->amg_smooth_prolongator, "amg_smooth_prolongator"},
+               {(const void *)be->amg_smooth_prolongator_numeric,
+                "amg_smooth_prolongator_numeric"},
+               {(const void *)be->bmat_transpose_numeric, "bmat_transpose_numeric"},
                {(const void *)be->bmat_transpose, "bmat_transpose"}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         HK_CALL(need_op(be, ops[i].op, ops[i].name));
@@ -1071,6 +1182,59 @@ int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st)
              "hk_pc_amg_info: not an amg preconditioner");
     *st = ((const amg_data *)pc->data)->st;
     return 0;
+}
+
+/* A host copy (cpu hk_bmat, fp64 values) of a kept transfer pattern M with its values: M's own
+ * or the fp32 ones in v32, widened. */
+static int transfer_to_host(const hk_bmat *M, const float *v32, hk_bmat *H)
+{
+    if (M->val) return hk_bmat_to_host(M, H);
+    const int64_t nv = M->nnzb * M->br * M->bc;
+    float *f = NULL;
+    int ierr = 0;
+    HK_CHECK(v32 || nv == 0, HK_ERR_INTERNAL, "pc=amg: a transfer operator without values");
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, H));
+    HK_TRY(M->be->copy_from(H->rowptr, M->rowptr, (size_t)(M->nbrows + 1) * sizeof(int64_t)));
+    if (nv) {
+        HK_TRY(M->be->copy_from(H->colind, M->colind, (size_t)M->nnzb * sizeof(int32_t)));
+        HK_TRY(hk_malloc((size_t)nv * sizeof *f, &f));
+        HK_TRY(M->be->copy_from(f, v32, (size_t)nv * sizeof *f));
+        for (int64_t k = 0; k < nv; k++)
+            H->val[k] = (double)f[k];
+    }
+    free(f);
+    return 0;
+fail:
+    free(f);
+    hk_bmat_free(H);
+    return ierr;
+}
+
+int hk_pc_amg_level(const hk_pc *pc, int l, hk_bmat *P, hk_bmat *R, hk_fmt *A)
+{
+    memset(P, 0, sizeof *P);
+    memset(R, 0, sizeof *R);
+    memset(A, 0, sizeof *A);
+    HK_CHECK(pc && pc->type == &hk_pc_amg && pc->data, HK_ERR_ARG,
+             "hk_pc_amg_level: not an amg preconditioner");
+    const amg_data *d = pc->data;
+    HK_CHECK(l >= 0 && l < d->nlevels, HK_ERR_ARG, "hk_pc_amg_level: no level %d (%d levels)", l,
+             d->nlevels);
+    const amg_level *L = &d->lev[l];
+    int ierr = 0;
+    HK_CALL(pc->be->mat_download(L->A, A));
+    if (l + 1 < d->nlevels) {
+        HK_TRY_CHECK(!L->P, HK_ERR_UNSUPPORTED,
+                     "hk_pc_amg_level: the transfer operators are scalar csr copies");
+        HK_TRY(transfer_to_host(&L->Pb, L->Pv, P));
+        HK_TRY(transfer_to_host(&L->Rb, L->Rv, R));
+    }
+    return 0;
+fail:
+    hk_fmt_free(A);
+    hk_bmat_free(P);
+    hk_bmat_free(R);
+    return ierr;
 }
 
 /* "681k" style row counts. */

@@ -212,6 +212,9 @@ typedef struct hk_amg_stats {
     int updates; /* values-only re-set-ups so far */
 } hk_amg_stats;
 int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
+/* Tests: level l's operator as stored (mat_download) and, above the coarsest, its transfer
+ * operators P and R as host block CSR with fp64 values (fp32 ones widened). */
+int hk_pc_amg_level(const hk_pc *pc, int l, hk_bmat *P, hk_bmat *R, hk_fmt *A);
 /* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
 int64_t hk_pc_fsai_nnz(const hk_pc *pc);
 /* Entries of pc=sai's M; -1 when pc is not sai. */

@@ -1,0 +1,353 @@
+/* The values-only re-set-up of pc=amg (hk_solver_update_values) and its numeric ops.
+ *
+ * Suite amg_update (CPU): the numeric halves amg_smooth_prolongator_numeric (in place over A T)
+ * and bmat_transpose_numeric give the bytes of the whole ops on a real level (elasticity, the
+ * set-up's own T), a block outside the kept pattern is named; after an update to S K S every
+ * level's operator and transfer operators have the bytes of a fresh set-up of S K S; an update
+ * whose supports differ (a node decoupled) makes the near-null space and T again, converges,
+ * and an update back to K gives the first hierarchy's bytes.
+ * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
+ * R (A P) by the output-stationary product, P in place, R); the cuda update's hierarchy equal
+ * to a fresh cuda set-up's bytes and to the CPU reference's to rounding. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "hk_impl.h"
+#include "pc/pc_impl.h"
+
+static const hk_backend *backend(const char *name)
+{
+    const hk_backend *b = NULL;
+    HK_ASSERT_OK(hk_backend_get(name, &b));
+    return b;
+}
+
+/* One AMG level on the host from K = elasticity3d:m: T, A T, D^-1, P, R, A P, R (A P). */
+typedef struct level_ops {
+    hk_bmat K, T, AT, P, R, AP, Ac;
+    hk_vec *Dinv;
+    double w;
+} level_ops;
+
+static void level_make(int m, level_ops *L)
+{
+    const hk_backend_ops *be = backend("cpu");
+    memset(L, 0, sizeof *L);
+    hk_bcsr Kh = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &Kh));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    HK_ASSERT_OK(hk_bmat_upload(be, &Kh, &L->K));
+    const int64_t nb = L->K.nbrows, n = nb * 3;
+    hk_graph S = {0};
+    int32_t *agg = malloc((size_t)nb * sizeof *agg);
+    int64_t nagg = 0;
+    HK_ASSERT_OK(be->amg_strength(&L->K, 0.02, &S));
+    HK_ASSERT_OK(be->amg_aggregate(&S, agg, &nagg));
+    hk_vec *c = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &c));
+    HK_ASSERT_OK(hk_vec_upload(c, xyz));
+    double *B = malloc((size_t)n * 6 * sizeof *B), *Bc = malloc((size_t)nagg * 36 * sizeof *Bc);
+    const double centre[3] = {0.5, 0.5, 0.5};
+    HK_ASSERT_OK(be->amg_rigid_modes(nb, 3, c, centre, 1.0, NULL, B));
+    HK_ASSERT_OK(be->amg_tentative(agg, nagg, nb, 3, 6, B, &L->T, Bc));
+    HK_ASSERT_OK(be->bmat_spgemm(&L->K, &L->T, &L->AT));
+    HK_ASSERT_OK(hk_vec_create(be, n * 3, HK_FP64, &L->Dinv));
+    int64_t bad = -1;
+    HK_ASSERT_OK(be->bmat_diag(&L->K, HK_DIAG_BLOCK_INV, L->Dinv, &bad));
+    L->w = 0.37;
+    HK_ASSERT_OK(be->amg_smooth_prolongator(&L->AT, &L->T, L->Dinv, L->w, &L->P));
+    HK_ASSERT_OK(be->bmat_transpose(&L->P, &L->R));
+    HK_ASSERT_OK(be->bmat_spgemm(&L->K, &L->P, &L->AP));
+    HK_ASSERT_OK(be->bmat_spgemm(&L->R, &L->AP, &L->Ac));
+    hk_graph_free(&S);
+    hk_vec_destroy(c);
+    hk_bcsr_free(&Kh);
+    free(agg), free(B), free(Bc), free(xyz);
+}
+
+static void level_free(level_ops *L)
+{
+    hk_bmat *M[] = {&L->K, &L->T, &L->AT, &L->P, &L->R, &L->AP, &L->Ac};
+    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
+        hk_bmat_free(M[i]);
+    hk_vec_destroy(L->Dinv);
+}
+
+/* A copy of M on backend be (pattern and values). */
+static void bmat_copy_to(const hk_backend *be, const hk_bmat *M, hk_bmat *D)
+{
+    HK_ASSERT_OK(hk_bmat_alloc(be, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, D));
+    HK_ASSERT_OK(be->copy_to(D->rowptr, M->rowptr, (size_t)(M->nbrows + 1) * sizeof(int64_t)));
+    if (M->nnzb) {
+        HK_ASSERT_OK(be->copy_to(D->colind, M->colind, (size_t)M->nnzb * sizeof(int32_t)));
+        HK_ASSERT_OK(
+            be->copy_to(D->val, M->val, (size_t)M->nnzb * M->br * M->bc * sizeof(double)));
+    }
+}
+
+static int same_values(const hk_bmat *D, const hk_bmat *H)
+{
+    const size_t nv = (size_t)H->nnzb * H->br * H->bc;
+    double *v = malloc((nv ? nv : 1) * sizeof *v);
+    if (nv) HK_ASSERT_OK(D->be->copy_from(v, D->val, nv * sizeof *v));
+    const int same = memcmp(v, H->val, nv * sizeof *v) == 0;
+    free(v);
+    return same;
+}
+
+static void test_numeric_ops(void)
+{
+    const hk_backend *be = backend("cpu");
+    level_ops L;
+    level_make(8, &L);
+    /* P in place over a copy of A T */
+    hk_bmat X;
+    bmat_copy_to(be, &L.AT, &X);
+    HK_ASSERT_OK(be->amg_smooth_prolongator_numeric(&X, &L.T, L.Dinv, L.w, &X));
+    CU_ASSERT(same_values(&X, &L.P));
+    /* R into R's pattern (values overwritten) */
+    hk_bmat Y;
+    bmat_copy_to(be, &L.R, &Y);
+    for (int64_t k = 0; k < Y.nnzb * Y.br * Y.bc; k++)
+        Y.val[k] = 1e300;
+    HK_ASSERT_OK(be->bmat_transpose_numeric(&L.P, &Y));
+    CU_ASSERT(same_values(&Y, &L.R));
+    /* a block of R that P lacks: named by R's block row */
+    int64_t row = -1;
+    for (int64_t j = 0; j < Y.nbrows && row < 0; j++)
+        if (Y.rowptr[j + 1] - Y.rowptr[j] >= 2) row = j;
+    CU_ASSERT_FATAL(row >= 0);
+    const int64_t q = Y.rowptr[row + 1] - 1;
+    const int32_t keep = Y.colind[q];
+    Y.colind[q] = (int32_t)(Y.nbcols - 1) == keep ? 0 : (int32_t)(Y.nbcols - 1);
+    if (hk_find_block(L.P.rowptr, L.P.colind, Y.colind[q], (int32_t)row) < 0) {
+        CU_ASSERT_EQUAL(be->bmat_transpose_numeric(&L.P, &Y), HK_ERR_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "block row %lld", (long long)row);
+        CU_ASSERT(strstr(hk_error_message(), want) != NULL);
+        hk_error_clear();
+    }
+    Y.colind[q] = keep;
+    /* shapes that do not fit */
+    hk_bmat wrong = Y;
+    wrong.nnzb -= 1;
+    CU_ASSERT_EQUAL(be->bmat_transpose_numeric(&L.P, &wrong), HK_ERR_ARG);
+    hk_error_clear();
+    CU_ASSERT_EQUAL(be->amg_smooth_prolongator_numeric(&L.AT, &L.T, L.Dinv, L.w, &wrong),
+                    HK_ERR_ARG);
+    hk_error_clear();
+    hk_bmat_free(&X), hk_bmat_free(&Y);
+    level_free(&L);
+}
+
+/* ---- the hierarchy after an update against a fresh set-up ---------------------------------- */
+
+static hk_solver *make_solver(const hk_bcsr *K, const hk_nearnull *nn, const char *opts)
+{
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, opts));
+    int ierr = hk_solver_create_nearnull(K, nn, o, &s);
+    if (ierr) fprintf(stderr, "\n  create with '%s': %s\n", opts, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(ierr, 0);
+    hk_options_destroy(o);
+    return s;
+}
+
+/* Every level's stored operator and transfer operators of a and b: the same bytes (tol = 0), or
+ * within tol relative to each array's largest entry. Returns the largest relative difference. */
+static double compare_levels(hk_solver *a, hk_solver *b, double tol)
+{
+    hk_amg_stats sa, sb;
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(a), &sa));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(b), &sb));
+    CU_ASSERT_EQUAL_FATAL(sa.nlevels, sb.nlevels);
+    double worst = 0;
+    for (int l = 0; l < sa.nlevels; l++) {
+        hk_bmat Pa, Ra, Pb, Rb;
+        hk_fmt Aa, Ab;
+        HK_ASSERT_OK(hk_pc_amg_level(hk_solver_get_pc(a), l, &Pa, &Ra, &Aa));
+        HK_ASSERT_OK(hk_pc_amg_level(hk_solver_get_pc(b), l, &Pb, &Rb, &Ab));
+        CU_ASSERT_EQUAL_FATAL(Aa.stored, Ab.stored);
+        CU_ASSERT_EQUAL_FATAL(Pa.nnzb, Pb.nnzb);
+        const struct {
+            const double *x, *y;
+            int64_t n;
+        } arr[] = {{Aa.val, Ab.val, Aa.stored},
+                   {Pa.val, Pb.val, Pa.nnzb * Pa.br * Pa.bc},
+                   {Ra.val, Rb.val, Ra.nnzb * Ra.br * Ra.bc}};
+        for (size_t k = 0; k < 3; k++) {
+            double big = 0, diff = 0;
+            for (int64_t e = 0; e < arr[k].n; e++) {
+                big = fmax(big, fabs(arr[k].x[e]));
+                diff = fmax(diff, fabs(arr[k].x[e] - arr[k].y[e]));
+            }
+            const double rel = big > 0 ? diff / big : diff;
+            worst = fmax(worst, rel);
+            const int same =
+                arr[k].n == 0 || memcmp(arr[k].x, arr[k].y, (size_t)arr[k].n * sizeof(double)) == 0;
+            CU_ASSERT(tol == 0 ? same : rel <= tol);
+        }
+        hk_bmat_free(&Pa), hk_bmat_free(&Ra), hk_bmat_free(&Pb), hk_bmat_free(&Rb);
+        hk_fmt_free(&Aa), hk_fmt_free(&Ab);
+    }
+    return worst;
+}
+
+/* S K S, every node scaled by a power of two (aggregates stay K's; as in suite amg_reuse). */
+static void node_scaled(const hk_bcsr *K, hk_bcsr *S)
+{
+    HK_ASSERT_OK(hk_bcsr_copy(K, S));
+    const int b = K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t q = K->rowptr[i]; q < K->rowptr[i + 1]; q++) {
+            const double si = ldexp(1.0, (int)lround(2.0 * sin(0.05 * (double)i)));
+            const double sj = ldexp(1.0, (int)lround(2.0 * sin(0.05 * (double)K->colind[q])));
+            for (int e = 0; e < b * b; e++)
+                S->val[q * b * b + e] *= si * sj;
+        }
+}
+
+/* K with node j's dofs decoupled (a support): its row and column zero but the diagonal, the
+ * pattern unchanged (explicit zeros). */
+static void decouple_node(const hk_bcsr *K, int64_t j, hk_bcsr *D)
+{
+    HK_ASSERT_OK(hk_bcsr_copy(K, D));
+    const int b = K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t q = K->rowptr[i]; q < K->rowptr[i + 1]; q++) {
+            if (i != j && K->colind[q] != j) continue;
+            for (int r = 0; r < b; r++)
+                for (int c = 0; c < b; c++)
+                    if (!(i == j && K->colind[q] == j && r == c)) D->val[(q * b + r) * b + c] = 0;
+        }
+}
+
+/* On backend be: update to S K S has a fresh set-up's bytes; an update with a node decoupled
+ * converges; an update back to K has the first hierarchy's bytes. */
+static void check_hierarchy(const char *be, const char *extra)
+{
+    const int m = 10;
+    char opts[256];
+    snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-9 pc.amg.format=bsr %s", be, extra);
+    hk_bcsr K = {0}, K2 = {0}, K3 = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    node_scaled(&K, &K2);
+    decouple_node(&K, K.nbrows / 2, &K3);
+    hk_solver *s = make_solver(&K, &nn, opts), *s0 = make_solver(&K, &nn, opts);
+    HK_ASSERT_OK(hk_solver_update_values(s, &K2));
+    hk_solver *f = make_solver(&K2, &nn, opts);
+    compare_levels(s, f, 0);
+    HK_ASSERT_OK(hk_solver_update_values(s, &K3));
+    const int64_t n = K.nbrows * 3;
+    double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = sin(0.1 * (double)i);
+    hk_result res;
+    HK_ASSERT_OK(hk_solver_solve(s, b, x, &res));
+    CU_ASSERT(hk_reason_converged(res.reason));
+    HK_ASSERT_OK(hk_solver_update_values(s, &K));
+    compare_levels(s, s0, 0);
+    hk_solver_destroy(s), hk_solver_destroy(s0), hk_solver_destroy(f);
+    hk_bcsr_free(&K), hk_bcsr_free(&K2), hk_bcsr_free(&K3);
+    free(xyz), free(b), free(x);
+}
+
+static void test_hierarchy(void)
+{
+    check_hierarchy("cpu", "");
+    check_hierarchy("cpu", "pc.amg.precision=fp64");
+}
+
+HK_SUITE(amg_update,
+         {"numeric halves: P in place and R into the kept pattern have the whole ops' bytes",
+          test_numeric_ops},
+         {"update to S K S: every level has a fresh set-up's bytes; supports changed and back",
+          test_hierarchy})
+
+/* ---- device ------------------------------------------------------------------------------- */
+
+#ifdef HOOKE_HAVE_CUDA
+static void test_cuda_numeric_ops(void)
+{
+    const hk_backend *gpu = backend("cuda");
+    level_ops L;
+    level_make(20, &L);
+    hk_bmat dK, dT, dAT, dP, dR, dAP, dAc;
+    bmat_copy_to(gpu, &L.K, &dK);
+    bmat_copy_to(gpu, &L.T, &dT);
+    bmat_copy_to(gpu, &L.AT, &dAT);
+    bmat_copy_to(gpu, &L.P, &dP);
+    bmat_copy_to(gpu, &L.R, &dR);
+    bmat_copy_to(gpu, &L.AP, &dAP);
+    bmat_copy_to(gpu, &L.Ac, &dAc);
+    hk_vec *dD = NULL;
+    HK_ASSERT_OK(hk_vec_create(gpu, L.Dinv->n, HK_FP64, &dD));
+    HK_ASSERT_OK(hk_vec_upload(dD, L.Dinv->data));
+    /* the numeric products into the kept patterns, then the whole products */
+    HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dK, &dT, &dAT));
+    CU_ASSERT(same_values(&dAT, &L.AT));
+    HK_ASSERT_OK(gpu->amg_smooth_prolongator_numeric(&dAT, &dT, dD, L.w, &dAT)); /* in place */
+    CU_ASSERT(same_values(&dAT, &L.P));
+    HK_ASSERT_OK(gpu->bmat_transpose_numeric(&dP, &dR));
+    CU_ASSERT(same_values(&dR, &L.R));
+    HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dK, &dP, &dAP));
+    CU_ASSERT(same_values(&dAP, &L.AP));
+    HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dR, &dAP, &dAc));
+    CU_ASSERT(same_values(&dAc, &L.Ac));
+    hk_bmat W = {0};
+    HK_ASSERT_OK(gpu->bmat_spgemm(&dR, &dAP, &W));
+    CU_ASSERT(same_values(&W, &L.Ac));
+    hk_bmat_free(&W);
+    HK_ASSERT_OK(gpu->bmat_spgemm(&dK, &dT, &W));
+    CU_ASSERT(same_values(&W, &L.AT));
+    hk_bmat_free(&W);
+    hk_bmat *M[] = {&dK, &dT, &dAT, &dP, &dR, &dAP, &dAc};
+    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
+        hk_bmat_free(M[i]);
+    hk_vec_destroy(dD);
+    level_free(&L);
+}
+
+/* The cuda update against a fresh cuda set-up (bytes) and the CPU's update (rounding: the
+ * spectral bounds' sums differ between the backends). */
+static void test_cuda_hierarchy(void)
+{
+    static const char *const extra[] = {"", "pc.amg.precision=fp64"};
+    for (int v = 0; v < 2; v++) {
+        check_hierarchy("cuda", extra[v]);
+        const int m = 12;
+        char oc[256], og[256];
+        snprintf(oc, sizeof oc, "backend=cpu pc=amg pc.amg.format=bsr %s", extra[v]);
+        snprintf(og, sizeof og, "backend=cuda pc=amg pc.amg.format=bsr %s", extra[v]);
+        hk_bcsr K = {0}, K2 = {0};
+        double *xyz = NULL;
+        HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+        HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+        hk_nearnull nn = {.dim = 3, .coords = xyz};
+        node_scaled(&K, &K2);
+        hk_solver *c = make_solver(&K, &nn, oc), *g = make_solver(&K, &nn, og);
+        HK_ASSERT_OK(hk_solver_update_values(c, &K2));
+        HK_ASSERT_OK(hk_solver_update_values(g, &K2));
+        const double rel = compare_levels(c, g, v ? 1e-10 : 1e-6);
+        printf("\n    %s: cuda update against cpu update, largest relative difference %.1e",
+               v ? "fp64 levels" : "fp32 levels", rel);
+        hk_solver_destroy(c), hk_solver_destroy(g);
+        hk_bcsr_free(&K), hk_bcsr_free(&K2);
+        free(xyz);
+    }
+}
+
+HK_DEVICE_SUITE(cuda_amg_update,
+                {"numeric ops on cuda (A T, P in place, R, A P, R A P): the CPU's bytes",
+                 test_cuda_numeric_ops},
+                {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",
+                 test_cuda_hierarchy})
+#endif
