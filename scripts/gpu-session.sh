@@ -4,7 +4,8 @@
 # come back). Steps: tests=SUITES (comma list), spmv, app, pipecg, pcs, mpk and the others of
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
 # cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments; tri2, tri2ncu,
-# mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory).
+# mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
+# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -178,6 +179,21 @@ for step in "$@"; do
         $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amg14m.json" \
           --pcs 'amg,amg pc.amg.precision=fp64' --problem "$BR geometry.size=0.000515"
       } > "$OUT/amgprof.md" 2>&1 ;;
+    amgsweep) # issue 29: AMG's knobs as set-up + solve time and the values-only update (update
+              # s, update / set-up, phases) on the bracket at three sizes and elasticity3d:60, each
+              # problem bounded (about 2 minutes in all); the lead picks defaults from it
+      { BR=cases/bracket/bracket.yaml
+        PCS='amg,amg pc.amg.coarse_size=3000,amg pc.amg.omega=1.6,amg pc.amg.coarse_size=3000 pc.amg.omega=1.6,amg pc.amg.ratio=10,amg pc.amg.max_levels=3'
+        for prob in 0.002:25 0.0015:30 0.001:45; do
+          size=${prob%:*} lim=${prob#*:}
+          echo "== bracket geometry.size=$size"
+          timeout "$lim" $B/hooke bench pcs --backend cuda --no-cpu --pcs "$PCS" \
+            --problem "$BR geometry.size=$size" || echo "(ended: status $?, limit $lim s)"
+        done
+        echo "== elasticity3d:60"
+        timeout 25 $B/hooke bench pcs --backend cuda --no-cpu --pcs "$PCS" \
+          --generate elasticity3d:60 || echo "(ended: status $?, limit 25 s)"
+      } > "$OUT/amgsweep.md" 2>&1 ;;
     pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
           { timeout 300 $B/hooke bench pcpapers --backend cuda --size medium --json "$OUT/pcpapers.json"
             timeout 120 $B/hooke bench pcpapers --backend cuda --study gsai --generate convdiff3d:100
