@@ -80,6 +80,36 @@ static int field_ok(const char *name, const char *what, const double *a, const d
     return ok;
 }
 
+/* The largest |entry| of a[0..n). */
+static double max_abs(const double *a, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        m = fmax(m, fabs(a[i]));
+    return m;
+}
+
+/* A von Mises field (of the stress field sig, whose entries differ from the host's by at most
+ * tol times max |sig|): within that bound, carried through. Von Mises is a seminorm of the
+ * stress, VM(s) = sqrt(0.5 ((sx-sy)^2 + (sy-sz)^2 + (sz-sx)^2) + 3 (txy^2 + tyz^2 + txz^2)),
+ * so |VM(a) - VM(b)| <= VM(a - b) <= sqrt(13) max_k |a_k - b_k| (the maximum at a - b =
+ * m (1, -1, 1, 1, 1, 1)). Its scale is therefore the stress's, not its own: under a
+ * temperature load the stress has a large hydrostatic part that von Mises cancels, and the
+ * rounding of the components (fused multiply-adds on the device) is then a larger fraction of
+ * von Mises than of the stress. tol 0: the same bytes. */
+static int von_mises_ok(const char *name, const char *what, const double *a, const double *b,
+                        int64_t n, const double *sig_host, double tol)
+{
+    if (tol == 0) return field_ok(name, what, a, b, n, 0);
+    const double scale = sqrt(13.0) * max_abs(sig_host, 6 * n);
+    double e = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(a[i] - b[i]) <= e)) e = fabs(a[i] - b[i]); /* NaN propagates */
+    const int ok = e <= tol * scale;
+    if (!ok) printf("\n    %s: %s differs by %.2e of sqrt(13) max |stress| ", name, what, e / scale);
+    return ok;
+}
+
 static void compare_fields(const char *name, const hk_fields *h, const hk_fields *d, double tol)
 {
     const int64_t nn = h->nnodes, ne = h->ncells;
@@ -87,10 +117,11 @@ static void compare_fields(const char *name, const hk_fields *h, const hk_fields
     CU_ASSERT(field_ok(name, "u", d->u, h->u, 3 * nn, 0));
     CU_ASSERT(field_ok(name, "strain", d->strain, h->strain, 6 * nn, tol));
     CU_ASSERT(field_ok(name, "stress", d->stress, h->stress, 6 * nn, tol));
-    CU_ASSERT(field_ok(name, "von Mises", d->von_mises, h->von_mises, nn, tol));
+    CU_ASSERT(von_mises_ok(name, "von Mises", d->von_mises, h->von_mises, nn, h->stress, tol));
     CU_ASSERT(field_ok(name, "principal", d->principal, h->principal, 3 * nn, tol));
     CU_ASSERT(field_ok(name, "cell stress", d->cell_stress, h->cell_stress, 6 * ne, tol));
-    CU_ASSERT(field_ok(name, "cell von Mises", d->cell_von_mises, h->cell_von_mises, ne, tol));
+    CU_ASSERT(von_mises_ok(name, "cell von Mises", d->cell_von_mises, h->cell_von_mises, ne,
+                           h->cell_stress, tol));
     CU_ASSERT(field_ok(name, "reaction", d->reaction, h->reaction, 3 * nn, tol));
     for (int k = 0; k < h->nsupports; k++) {
         CU_ASSERT(field_ok(name, "support reaction", d->support_reaction[k], h->support_reaction[k],
@@ -100,7 +131,8 @@ static void compare_fields(const char *name, const hk_fields *h, const hk_fields
     }
     CU_ASSERT(tol == 0 ? d->max_u == h->max_u : fabs(d->max_u - h->max_u) <= tol * h->max_u);
     CU_ASSERT(tol == 0 ? d->max_von_mises == h->max_von_mises
-                       : fabs(d->max_von_mises - h->max_von_mises) <= tol * h->max_von_mises);
+                       : fabs(d->max_von_mises - h->max_von_mises) <=
+                             tol * sqrt(13.0) * max_abs(h->stress, 6 * nn));
 }
 
 /* A displacement field with every strain component (not a solution: recovery does not care). */
@@ -470,7 +502,13 @@ static void compare_runs(const char *be, double tol)
                             *b = r[1].nlc ? &r[1].lc[l].fields : &r[1].fields;
             double e = fabs(b->max_u - a->max_u) / a->max_u;
             e = fmax(e, fabs(b->max_von_mises - a->max_von_mises) / a->max_von_mises);
+            /* a support's reaction is a sum of nodal reactions, so its rounding is a fraction
+             * of the sum of their magnitudes, not of the result: a load that the supports
+             * carry as a moment alone (tube_rigid's torsion and bending) leaves reaction
+             * forces of 1e-8 N, noise of the cancellation among nodal forces of 100 N */
             double rs = 0, rd = 0;
+            for (int64_t i = 0; i < 3 * a->nnodes; i++)
+                rs += fabs(a->reaction[i]);
             for (int q = 0; q < a->nsupports; q++)
                 for (int i = 0; i < 3; i++) {
                     rs = fmax(rs, fabs(a->support_reaction[q][i]));

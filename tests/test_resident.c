@@ -26,10 +26,15 @@ static void solve_both(const char *opts, const hk_bcsr *K, const hk_nearnull *nn
     const int64_t n = K->nbrows * K->bs;
     double *b = hk_test_rand_vec(n, 7), *x1 = calloc((size_t)n, sizeof *x1),
            *x2 = calloc((size_t)n, sizeof *x2);
+    /* backend=cpu for both: with auto the host matrix's solver takes a GPU where there is
+     * one, while the resident matrix's stays on the backend that holds it (the cpu here), and
+     * the two would compare cuda's digits with the cpu's */
     hk_options *o1, *o2;
     HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, "backend=cpu"));
     HK_ASSERT_OK(hk_options_parse(o1, opts));
     HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, "backend=cpu"));
     HK_ASSERT_OK(hk_options_parse(o2, opts));
     hk_solver *s1, *s2;
     hk_result r1, r2;
@@ -143,11 +148,12 @@ static void test_update_values(void)
     for (int64_t k = 0; k < K2.rowptr[K2.nbrows] * 9; k++)
         K2.val[k] *= 1.5;
     HK_ASSERT_OK(hk_gen_elasticity3d(4, 5, 4, &K3)); /* the same size, another pattern */
+    /* backend=cpu: the resident K is in the cpu's memory (see solve_both) */
     hk_options *o1, *o2;
     HK_ASSERT_OK(hk_options_create(&o1));
-    HK_ASSERT_OK(hk_options_parse(o1, "method=cg pc=jacobi tol=1e-10"));
+    HK_ASSERT_OK(hk_options_parse(o1, "backend=cpu method=cg pc=jacobi tol=1e-10"));
     HK_ASSERT_OK(hk_options_create(&o2));
-    HK_ASSERT_OK(hk_options_parse(o2, "method=cg pc=jacobi tol=1e-10"));
+    HK_ASSERT_OK(hk_options_parse(o2, "backend=cpu method=cg pc=jacobi tol=1e-10"));
     hk_solver *s1, *s2;
     hk_resident_bcsr A;
     resident_copy(be, &K, &A);
