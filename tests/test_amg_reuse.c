@@ -144,6 +144,11 @@ static void check_update(const char *be, const hk_bcsr *K, const hk_nearnull *nn
     CU_ASSERT_EQUAL(st.updates, 2);
     CU_ASSERT_EQUAL(st.nlevels, sf.nlevels);
     for (int l = 0; l < st.nlevels && l < sf.nlevels; l++) {
+        if (st.rows[l] != sf.rows[l] || st.nnz[l] != sf.nnz[l])
+            printf("\n    %s %s: level %d of the update %lld rows, %lld entries; fresh %lld, %lld "
+                   "(fp32 stalled: update %g, fresh %g)",
+                   be, extra, l, (long long)st.rows[l], (long long)st.nnz[l],
+                   (long long)sf.rows[l], (long long)sf.nnz[l], st.stalled_at, sf.stalled_at);
         CU_ASSERT_EQUAL(st.rows[l], sf.rows[l]);
         CU_ASSERT_EQUAL(st.nnz[l], sf.nnz[l]);
         CU_ASSERT_EQUAL(st.rho[l], sf.rho[l]);
@@ -538,6 +543,56 @@ HK_SUITE(amg_reuse,
 
 /* ---- device ------------------------------------------------------------------------------- */
 
+/* The level-0 aggregates of K on backend `name` (pc=amg's default threshold), on the host:
+ * *agg (nbrows entries, the caller frees), the count in *nagg. */
+static void level0_aggregates(const char *name, const hk_bcsr *K, int32_t **agg, int64_t *nagg)
+{
+    const hk_backend *be = NULL;
+    HK_ASSERT_OK(hk_backend_get(name, &be));
+    hk_bmat A = {0};
+    hk_graph S = {0};
+    int32_t *dagg = NULL;
+    *agg = calloc((size_t)K->nbrows, sizeof **agg);
+    HK_ASSERT_OK(hk_bmat_upload(be, K, &A));
+    HK_ASSERT_OK(be->amg_strength(&A, 0.02, &S));
+    HK_ASSERT_OK(be->alloc((void **)&dagg, (size_t)K->nbrows * sizeof *dagg));
+    HK_ASSERT_OK(be->amg_aggregate(&S, dagg, nagg));
+    HK_ASSERT_OK(be->copy_from(*agg, dagg, (size_t)K->nbrows * sizeof *dagg));
+    be->dealloc(dagg);
+    hk_graph_free(&S);
+    hk_bmat_free(&A);
+}
+
+/* Which of the premises of check_update's S K S comparison hold on cuda: the level-0
+ * aggregates of K and of S K S (powers-of-two node factors: the strength ratios are the same
+ * to the last bit) equal on cuda, as on the cpu, and equal to the cpu's; a second cuda
+ * aggregation of S K S equal to the first. Each failure is named. */
+static void check_aggregates_scaled(const hk_bcsr *K)
+{
+    hk_bcsr K2 = {0};
+    node_scaled(K, &K2);
+    const char *what[4] = {"cpu K", "cpu S K S", "cuda K", "cuda S K S"};
+    int32_t *agg[5];
+    int64_t nagg[5];
+    level0_aggregates("cpu", K, &agg[0], &nagg[0]);
+    level0_aggregates("cpu", &K2, &agg[1], &nagg[1]);
+    level0_aggregates("cuda", K, &agg[2], &nagg[2]);
+    level0_aggregates("cuda", &K2, &agg[3], &nagg[3]);
+    level0_aggregates("cuda", &K2, &agg[4], &nagg[4]);
+    const size_t bytes = (size_t)K->nbrows * sizeof **agg;
+    for (int k = 1; k < 5; k++) {
+        const int same = nagg[k] == nagg[0] && !memcmp(agg[k], agg[0], bytes);
+        if (!same)
+            printf("\n    level-0 aggregates of %s%s: %lld, not those of cpu K (%lld)",
+                   k < 4 ? what[k] : "cuda S K S", k < 4 ? "" : " again", (long long)nagg[k],
+                   (long long)nagg[0]);
+        CU_ASSERT(same);
+    }
+    for (int k = 0; k < 5; k++)
+        free(agg[k]);
+    hk_bcsr_free(&K2);
+}
+
 static void test_cuda_update(void)
 {
     const int m = 15;
@@ -545,6 +600,7 @@ static void test_cuda_update(void)
     HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
     double *xyz = grid_coords(3, m, m, m);
     hk_nearnull nn = {.dim = 3, .coords = xyz};
+    check_aggregates_scaled(&K);
     check_update("cuda", &K, &nn, "");
     check_update("cuda", &K, &nn, "pc.amg.precision=fp64");
     check_update("cuda", &K, &nn, "pc.amg.smoother=l1-jacobi pc.amg.cycle=w");
