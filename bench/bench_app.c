@@ -100,6 +100,7 @@ int hk_bench_app(int argc, char **argv)
     if (!err) err = hk_run_write(&c, &r, vtu, &o);
     double wall = hk_time() - t0, peak = hk_run_peak_host_bytes();
     const hk_mesh_load_times phases = hk_mesh_load_phase_times(); /* before the baseline's */
+    const hk_mesh_refine_stats refined = hk_mesh_load_refine_stats();
     remove(vtu);
     if (err) {
         fprintf(stderr, "hooke bench app: %s\n", hk_error_message());
@@ -163,9 +164,15 @@ int hk_bench_app(int argc, char **argv)
            nnz > 0 ? (peak - r.mem.host_resident_mesh) / (double)nnz : 0.0);
 
     const hk_mesh_load_times mt = phases;
-    printf("meshing phases (s): curves and surfaces %.2f, volume %.2f, second-order nodes %.2f, "
-           "reading into Hooke %.2f\n",
-           mt.surfaces, mt.volume, mt.order, mt.read);
+    printf("meshing phases (s): curves and surfaces %.2f, volume %.2f, refinement %.2f, "
+           "second-order nodes %.2f, reading into Hooke %.2f\n",
+           mt.surfaces, mt.volume, mt.refine, mt.order, mt.read);
+    if (refined.levels)
+        printf("refinement: %d level%s, %lld -> %lld cells, quality min %.3f mean %.3f -> min %.3f "
+               "mean %.3f\n",
+               refined.levels, refined.levels == 1 ? "" : "s", (long long)refined.cells_before,
+               (long long)refined.after.cells, refined.before.min, refined.before.mean,
+               refined.after.min, refined.after.mean);
 
     int rc = 0;
     if (bo.json) {
@@ -182,6 +189,7 @@ int hk_bench_app(int argc, char **argv)
             hk_json_string(&j, "recovered_on", r.recovered_on);
             hk_json_string(&j, "solver", r.solver_desc);
             hk_json_int(&j, "nodes", (long long)r.mesh.nnodes);
+            hk_json_int(&j, "refine_levels", refined.levels);
             hk_json_int(&j, "elements", (long long)r.mesh.cells.n);
             hk_json_int(&j, "dofs", (long long)r.sys.ndof);
             hk_json_int(&j, "nonzeros", (long long)nnz);
@@ -192,6 +200,7 @@ int hk_bench_app(int argc, char **argv)
             hk_json_number(&j, "mesh_single_thread", t_single);
             hk_json_number(&j, "mesh_surfaces", phases.surfaces);
             hk_json_number(&j, "mesh_volume", phases.volume);
+            hk_json_number(&j, "mesh_refine", phases.refine);
             hk_json_number(&j, "mesh_order", phases.order);
             hk_json_number(&j, "mesh_read", phases.read);
             hk_json_number(&j, "assembly", r.t_assembly);

@@ -194,7 +194,15 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
     for (int64_t v = 0; v < nv; v++) {
         uint64_t *b = ent + ptr[v] * S;
         int64_t m = ptr[v + 1] - ptr[v], u = 0;
-        for (int64_t i = 1; i < m; i++) {
+        if (S == 1) /* edges, most keys: one word an entry, compared as a whole */
+            for (int64_t i = 1; i < m; i++) {
+                const uint64_t t0 = b[i];
+                int64_t j = i;
+                for (; j > 0 && b[j - 1] > t0; j--)
+                    b[j] = b[j - 1];
+                b[j] = t0;
+            }
+        for (int64_t i = 1; S == 2 && i < m; i++) {
             uint64_t t0 = b[i * S], t1 = S == 2 ? b[i * S + 1] : 0, tmp[2] = {t0, t1};
             int64_t j = i;
             for (; j > 0 && entry_cmp(b + (j - 1) * S, tmp, S) > 0; j--)

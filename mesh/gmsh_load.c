@@ -495,11 +495,41 @@ fail:
     return ierr;
 }
 
-/* geometry.refine: auto (docs/geometry.md, "Refinement"): the fewest levels that bring the
- * estimated cell count of the coarse mesh Gmsh makes to at most HK_AUTO_CELLS_3D (2D:
- * _2D). The estimate is the memory guard's lower bound (about 3.5 tetrahedra per cube of the
- * size, 1.6 triangles per square); a size field's finer parts add to it. */
-enum { HK_AUTO_CELLS_3D = 100000, HK_AUTO_CELLS_2D = 100000 };
+/* The length of the model's shortest curve (0 when it has none): OpenCASCADE's length, or the
+ * diagonal of the curve's bounding box where the curve is not OpenCASCADE's (the built-in
+ * kernel). Degenerate curves (a cone's apex) are skipped. */
+static double shortest_curve(void)
+{
+    int *ent = NULL, gerr = 0;
+    size_t nent = 0;
+    double shortest = 0;
+    gmshModelGetEntities(&ent, &nent, 1, &gerr);
+    for (size_t k = 0; !gerr && k < nent / 2; k++) {
+        double len = 0, b[6];
+        int e = 0;
+        gmshModelOccGetMass(1, ent[2 * k + 1], &len, &e);
+        if (e || !(len > 0)) {
+            e = 0;
+            gmshModelGetBoundingBox(1, ent[2 * k + 1], b, b + 1, b + 2, b + 3, b + 4, b + 5, &e);
+            len = e ? 0
+                    : sqrt((b[3] - b[0]) * (b[3] - b[0]) + (b[4] - b[1]) * (b[4] - b[1]) +
+                           (b[5] - b[2]) * (b[5] - b[2]));
+        }
+        if (len > 1e-12 && isfinite(len) && (!shortest || len < shortest)) shortest = len;
+    }
+    gmshFree(ent);
+    return shortest;
+}
+
+/* geometry.refine: auto (docs/geometry.md, "Refinement"). From the estimated cell count of
+ * the mesh Gmsh would make at the size (the memory guard's lower bound: about 3.5 tetrahedra
+ * per cube of the size, 1.6 triangles per square; a size field's finer parts add to it):
+ * 0 up to HK_AUTO_LARGE cells; above, the fewest levels that bring Gmsh's coarse mesh to at
+ * most HK_AUTO_LARGE, then more while it has over HK_AUTO_COARSE cells and its size stays
+ * within the model's shortest curve (finer features than that would need Gmsh's own sizes).
+ * Gmsh's volume mesher costs about 10 us a cell on one thread, refinement a small fraction
+ * of that on every core: the coarser Gmsh's share, the faster. */
+enum { HK_AUTO_LARGE = 100000, HK_AUTO_COARSE = 20000 };
 
 static int auto_levels(const char *path, int gdim, double size)
 {
@@ -508,10 +538,21 @@ static int auto_levels(const char *path, int gdim, double size)
         hk_error_clear();
         return 0;
     }
+    const double grow = gdim == 3 ? 8 : 4;
     double cells = gdim == 3 ? 3.5 * measure / (size * size * size) : 1.6 * measure / (size * size);
     int n = 0;
-    for (; n < HK_REFINE_MAX && cells > (gdim == 3 ? HK_AUTO_CELLS_3D : HK_AUTO_CELLS_2D); n++)
-        cells /= gdim == 3 ? 8 : 4;
+    for (; n < HK_REFINE_MAX && cells > HK_AUTO_LARGE; n++)
+        cells /= grow;
+    if (!n) return 0;
+    const double feature = shortest_curve();
+    for (; n < HK_REFINE_MAX && cells > HK_AUTO_COARSE; n++) {
+        if (!(size * (double)(1 << (n + 1)) <= feature)) break;
+        cells /= grow;
+    }
+    if (n < HK_REFINE_MAX && cells > HK_AUTO_COARSE)
+        add_note("refine auto: %d level%s, not %d: Gmsh's size %g would exceed the shortest "
+                 "model curve (%g)",
+                 n, n == 1 ? "" : "s", n + 1, size * (double)(1 << (n + 1)), feature);
     return n;
 }
 

@@ -150,12 +150,16 @@ int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid)
 {
     double *xc = NULL;
     HK_CALL(hk_malloc((size_t)(3 * (m->nnodes ? m->nnodes : 1)) * sizeof *xc, &xc));
+    /* newid is a permutation: every thread writes its own places */
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m->nnodes; i++)
         memcpy(xc + 3 * (int64_t)newid[i], m->coords + 3 * i, 3 * sizeof *xc);
     free(m->coords);
     m->coords = xc;
     hk_elems *c = &m->cells;
-    for (int64_t k = 0; k < (c->n ? c->ptr[c->n] : 0); k++)
+    const int64_t nk = c->n ? c->ptr[c->n] : 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nk; k++)
         c->nodes[k] = newid[c->nodes[k]];
     for (int gi = 0; gi < m->nboundaries; gi++) {
         hk_group *g = &m->boundaries[gi];

@@ -733,6 +733,48 @@ static void test_load_threads(void)
     omp_set_num_threads(threads);
 }
 
+/* geometry.refine: auto (docs/geometry.md): none at a ready case's own size; above 100k
+ * estimated cells, levels until Gmsh's share is at most 20k cells, but never coarser than the
+ * model's shortest curve; the refined cells' shapes stay within the coarse mesh's. */
+static void test_auto(void)
+{
+    static const struct {
+        const char *geo;
+        double size;
+        int levels;      /* what auto must choose */
+        int limited;     /* the shortest curve stopped it (a note says so) */
+    } c[] = {{"cases/bracket/bracket.geo", 0, 0, 0},        /* its own sizes */
+             {"cases/bracket/bracket.geo", 0.002, 0, 0},    /* about 48k cells */
+             {"cases/bracket/bracket.geo", 0.0015, 1, 0},   /* 115k: one level, 14k */
+             {"cases/bracket/bracket.geo", 0.001, 2, 0},    /* 386k: two levels, 6k */
+             {"tests/data/mesh/square.geo", 0.002, 3, 0},   /* 400k triangles: 6k */
+             {"tests/data/mesh/notch.geo", 0.002, 2, 1}};   /* 0.016 would pass the notch */
+    for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+        hk_mesh m;
+        hk_mesh_options o = {.order = 1, .size = c[k].size, .refine = HK_REFINE_AUTO,
+                             .threads = 1, .algorithm3d = 1};
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(c[k].geo), &o, &m));
+        const hk_mesh_refine_stats rs = hk_mesh_load_refine_stats();
+        fprintf(stderr, "\n    %s at size %g: auto refines %d time%s, %lld -> %lld cells, quality "
+                        "min %.3f mean %.3f -> min %.3f mean %.3f",
+                c[k].geo, c[k].size, rs.levels, rs.levels == 1 ? "" : "s",
+                (long long)rs.cells_before, (long long)m.cells.n, rs.before.min, rs.before.mean,
+                rs.after.min, rs.after.mean);
+        CU_ASSERT_EQUAL(rs.levels, c[k].levels);
+        CU_ASSERT_EQUAL(strstr(hk_mesh_load_notes(), "shortest model curve") != NULL,
+                        c[k].limited);
+        if (rs.levels) {
+            /* the split keeps a few shape classes: the finest cells no worse than half the
+             * coarse mesh's worst, the mean about the same */
+            CU_ASSERT(rs.after.min >= 0.5 * rs.before.min);
+            CU_ASSERT(rs.after.mean >= 0.9 * rs.before.mean);
+            /* Gmsh's share: the estimate is a lower bound, Gmsh makes up to about 1.6x */
+            CU_ASSERT(rs.cells_before <= 2 * (c[k].limited ? 100000 : 20000));
+        }
+        hk_mesh_free(&m);
+    }
+}
+
 /* A .msh is refined without geometry, then raised to the asked order; a quadratic one and
  * order_by: gmsh are refused in one sentence. */
 static void test_load_msh(void)
@@ -1063,6 +1105,7 @@ HK_SUITE(refine,
          {"geometry.refine in the case file, and its errors", test_case_key},
          {"refined boundary nodes on the cylinder, sphere and circles", test_curved},
          {"hk_mesh_load with refinement: the same bytes on 1 and 2 threads", test_load_threads},
+         {"geometry.refine: auto from the size and the shortest curve", test_auto},
          {"a .msh refined and raised; quadratic files and order_by gmsh refused", test_load_msh},
          {"Lame: errors fall at the elements' rates under refinement", test_convergence},
          {"hooke run and hooke mesh give the same bytes every time", test_reproducible},
