@@ -601,10 +601,15 @@ static void test_cuda_update(void)
     double *xyz = grid_coords(3, m, m, m);
     hk_nearnull nn = {.dim = 3, .coords = xyz};
     check_aggregates_scaled(&K);
-    check_update("cuda", &K, &nn, "");
-    check_update("cuda", &K, &nn, "pc.amg.precision=fp64");
-    check_update("cuda", &K, &nn, "pc.amg.smoother=l1-jacobi pc.amg.cycle=w");
-    check_update("cuda", &K, NULL, "method=pipecg");
+    /* Two levels: only the fine level's aggregates are provably the same for K and S K S (the
+     * node scaling leaves its strength ratios exact). The coarse operator T' S K S T is not a
+     * node scaling of T' K T (S varies inside an aggregate), so a fresh set-up may aggregate a
+     * coarse level differently from the kept hierarchy: on the H100 the 15^3 grid's third level
+     * had 505 rows fresh against 433 kept, with fp32 levels, both converging in 133 its. */
+    check_update("cuda", &K, &nn, "pc.amg.max_levels=2");
+    check_update("cuda", &K, &nn, "pc.amg.max_levels=2 pc.amg.precision=fp64");
+    check_update("cuda", &K, &nn, "pc.amg.max_levels=2 pc.amg.smoother=l1-jacobi pc.amg.cycle=w");
+    check_update("cuda", &K, NULL, "pc.amg.max_levels=2 method=pipecg");
     hk_bcsr P = {0};
     HK_ASSERT_OK(hk_gen_poisson2d(200, &P));
     check_update("cuda", &P, NULL, "");

@@ -11,7 +11,8 @@
  *   4. D^-1 = inverse node blocks of A_l (bmat_diag BLOCK_INV) and an upper bound rho of the
  *      spectrum of D^-1 A_l from a few steps of block-Jacobi preconditioned CG (its Lanczos
  *      tridiagonal), times a safety factor;
- *   5. P = T - (omega/rho) D^-1 A_l T (one damped block-Jacobi step on T; omega = 4/3);
+ *   5. P = T - (omega/rho) D^-1 A_l T (one damped block-Jacobi step on T; omega = 1.6,
+ *      chosen by time to solution on the H100, docs/preconditioners.md);
  *   6. R = P^T, A_{l+1} = R (A_l P) (Galerkin product by two sparse products).
  * Coarsening stops at pc.amg.coarse_size scalar rows, at pc.amg.max_levels, or when a level
  * shrinks by less than 10 %; the coarsest level is solved with a dense inverse (Cholesky).
@@ -523,7 +524,7 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
     const char *fmtname = NULL;
     d->precision = AMG_PREC_AUTO;
     d->threshold = 0.02;
-    d->omega = 4.0 / 3.0;
+    d->omega = 1.6;
     d->ratio = 30;
     d->safety = 1.1;
     d->max_levels = 10;
@@ -551,7 +552,7 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
              "option pc.amg.threshold=%g is out of range; use 0 <= threshold < 1 (default 0.02)",
              d->threshold);
     HK_CHECK(d->omega >= 0 && d->omega <= 2, HK_ERR_OPTION,
-             "option pc.amg.omega=%g is out of range; use 0..2 (default 4/3; 0: unsmoothed "
+             "option pc.amg.omega=%g is out of range; use 0..2 (default 1.6; 0: unsmoothed "
              "aggregation)",
              d->omega);
     HK_CHECK(d->ratio > 1 && d->ratio <= 1000, HK_ERR_OPTION,
