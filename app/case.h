@@ -272,11 +272,13 @@ void hk_run_free(hk_run *r);
 int hk_run_export_system(const hk_case *c, hk_run *r);
 /* The memory guard: before meshing (from the geometry's volume and geometry.size; nothing
  * to do without a size or for a .msh) and before assembly (from the mesh's counts). backend:
- * the run's --backend (NULL: the device is checked when there is one). Refuses with
+ * the run's --backend (NULL: the device is checked when there is one); device_fem: the device
+ * may assemble and recover (--assembly is not host), so the host holds no K. Refuses with
  * HK_ERR_MEMORY and one sentence naming the estimate, what is available and the key. */
-int hk_run_memory_check_geometry(const hk_case *c, const char *backend, hk_run_memory *mem);
+int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int device_fem,
+                                 hk_run_memory *mem);
 int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,
-                             hk_run_memory *mem);
+                             int device_fem, hk_run_memory *mem);
 /* Peak resident size of this process so far (getrusage), bytes. */
 double hk_run_peak_host_bytes(void);
 /* The summary's memory line, and its JSON member (",\n  \"memory\": {...}"). */

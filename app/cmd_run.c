@@ -298,6 +298,21 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
                         res->iterations, res->true_residual, hint);
 }
 
+/* Whether the device may assemble and recover this run (the memory guard's host model): not
+ * with --assembly host, a modal analysis (assembled on the host), a direct solve or
+ * output.matrix (K wanted on the host). What else keeps the assembly on the host is known
+ * after binding: fem_backends then has the guard check again. */
+static int device_fem_possible(const hk_case *c, const hk_run_opts *o)
+{
+    const char *method = NULL;
+    if (o->assembly && !strcmp(o->assembly, "host")) return 0;
+    if (c->modal || c->matrix_file[0]) return 0;
+    if (!hk_options_get_string(c->solver, "method", &method) && method &&
+        !strcmp(method, "cholesky"))
+        return 0;
+    return 1;
+}
+
 /* Mesh and bind the model (the first stage of hk_run_case), logging to L. */
 static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *r)
 {
@@ -306,7 +321,7 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
 
     /* mesh */
     t = hk_time();
-    HK_TRY(hk_run_memory_check_geometry(c, o->backend, &r->mem));
+    HK_TRY(hk_run_memory_check_geometry(c, o->backend, device_fem_possible(c, o), &r->mem));
     if (c->generate) {
         stage(L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
               c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
@@ -352,7 +367,7 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
     stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s, quality min %.2f mean %.2f",
           (long long)r->mesh.nnodes, (long long)r->mesh.cells.n, types, r->t_mesh, q.min, q.mean);
 
-    HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, &r->mem));
+    HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, device_fem_possible(c, o), &r->mem));
     if (r->mem.host_estimate > 0)
         stage(L, "memory: about %.0f MB of host memory needed (%.0f MB available)%s",
               r->mem.host_estimate / 1e6, r->mem.host_available / 1e6,
@@ -568,6 +583,9 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
         HK_TRY(choose_default_solver(c->solver, ndof, r->mesh.dim, choice, sizeof choice));
     }
     HK_TRY(fem_backends(c, o, r));
+    if (device_fem_possible(c, o) && !strcmp(r->assembled_on, "host"))
+        /* the guard assumed K off the host: the assembly stays there after all */
+        HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, 0, &r->mem));
     HK_TRY(run_assemble(c, &L, r));
 
     /* solve */

@@ -496,6 +496,17 @@ static void compare_runs(const char *be, double tol)
             }
             CU_ASSERT_STRING_EQUAL(r[dev].recovered_on, dev ? be : "host");
         }
+        if (!strcmp(be, "cuda")) {
+            /* the memory guard: K off the host where the device assembles, on it otherwise
+             * (the same model as the host run's after a fallback) */
+            const double host_k = r[0].mem.host_estimate - r[0].mem.host_resident_mesh,
+                         dev_k = r[1].mem.host_estimate - r[1].mem.host_resident_mesh;
+            if (strcmp(r[1].assembled_on, "host")) {
+                CU_ASSERT(dev_k < host_k);
+            } else {
+                CU_ASSERT_DOUBLE_EQUAL(dev_k, host_k, 1e-9 * host_k);
+            }
+        }
         const int nlc = r[0].nlc ? r[0].nlc : 1;
         for (int l = 0; l < nlc; l++) {
             const hk_fields *a = r[0].nlc ? &r[0].lc[l].fields : &r[0].fields,
