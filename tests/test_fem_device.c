@@ -621,7 +621,8 @@ static void test_cuda_fan(void)
 }
 
 /* Larger meshes (rows in many segments, many thread blocks), each assembled and recovered
- * twice: the same bytes; against the host to rounding. */
+ * twice, the second time with the copies cut into small pinned pieces: the same bytes;
+ * against the host to rounding. */
 static void test_cuda_determinism(void)
 {
     static const hk_eltype types[3] = {HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX27};
@@ -649,7 +650,10 @@ static void test_cuda_determinism(void)
         hk_system h, d1, d2;
         HK_ASSERT_OK(hk_assemble(&p, &h));
         HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_cuda_driver, &p, &d1));
+        /* the second through pinned pieces of an odd size (many, each copy in turn) */
+        hk_fem_stage_bytes = 4099;
         HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_cuda_driver, &p, &d2));
+        hk_fem_stage_bytes = 0;
         compare_systems(name, &h, &d1, 1e-13);
         hk_bcsr K1, K2;
         HK_ASSERT_OK(hk_resident_bcsr_download(&d1.Kd, &K1));
@@ -662,7 +666,9 @@ static void test_cuda_determinism(void)
         hk_fields fh, f1, f2;
         HK_ASSERT_OK(hk_postproc(&p, &h, u, &fh));
         HK_ASSERT_OK(hk_fem_postproc_with(&hk_fem_cuda_driver, &p, &h, u, &f1));
+        hk_fem_stage_bytes = 4099;
         HK_ASSERT_OK(hk_fem_postproc_with(&hk_fem_cuda_driver, &p, &h, u, &f2));
+        hk_fem_stage_bytes = 0;
         compare_fields(name, &fh, &f1, 1e-12);
         compare_fields(name, &f1, &f2, 0);
         hk_fields_free(&fh);
