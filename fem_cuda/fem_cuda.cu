@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/cuda_host_copy.h" /* the CUDA backend's memcpy on every host thread */
 #include "fem_device.h"
 
 #define HK_FEM_BLOCK 256
@@ -105,7 +106,7 @@ static int dv_up(void *d, const void *h, size_t bytes)
     for (size_t o = 0; o < bytes; o += piece, b ^= 1) {
         const size_t len = bytes - o < piece ? bytes - o : piece;
         FEM_CU(cudaEventSynchronize(fem_stage_done[b]), "an upload");
-        hk_fem_host_copy(fem_stage[b], (const char *)h + o, len);
+        hk_host_copy_parallel(fem_stage[b], (const char *)h + o, len);
         FEM_CU(cudaMemcpyAsync((char *)d + o, fem_stage[b], len, cudaMemcpyHostToDevice,
                                fem_stream),
                "an upload");
@@ -131,7 +132,7 @@ static int dv_down(void *h, const void *d, size_t bytes)
             if (k > 0) {
                 const size_t o = (k - 1) * piece, len = bytes - o < piece ? bytes - o : piece;
                 FEM_CU(cudaEventSynchronize(fem_stage_done[(k - 1) % 2]), "a download");
-                hk_fem_host_copy((char *)h + o, fem_stage[(k - 1) % 2], len);
+                hk_host_copy_parallel((char *)h + o, fem_stage[(k - 1) % 2], len);
             }
         }
     } else if (bytes) {

@@ -19,17 +19,6 @@
 size_t hk_fem_chunk_bytes = 0;
 size_t hk_fem_stage_bytes = 0;
 
-void hk_fem_host_copy(void *d, const void *s, size_t n)
-{
-    const size_t piece = (size_t)1 << 20;
-    const int64_t np = (int64_t)((n + piece - 1) / piece);
-#pragma omp parallel for schedule(static) if (np > 1)
-    for (int64_t k = 0; k < np; k++) {
-        const size_t o = (size_t)k * piece, len = n - o < piece ? n - o : piece;
-        memcpy((char *)d + o, (const char *)s + o, len);
-    }
-}
-
 const char *hk_assemble_on_limit(const hk_problem *p)
 {
     if (!p) return NULL;

@@ -90,10 +90,6 @@ extern const hk_fem_driver *hk_fem_cpu_driver;
 extern size_t hk_fem_stage_bytes;
 #define HK_FEM_STAGE_MAX ((size_t)16 << 20)
 
-/* n bytes from s to d on every host thread (the CUDA driver's staging copies: the page faults
- * of a fresh destination are then taken in parallel too). */
-void hk_fem_host_copy(void *d, const void *s, size_t n);
-
 /* Nonzero: the free memory the emulation reports (tests of a device too small). */
 extern size_t hk_fem_emul_free_bytes;
 
