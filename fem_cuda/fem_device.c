@@ -153,13 +153,18 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
         if (p->nloads) HK_TRY(drv->adjacency(ses, &n2c));
         stage(what, "adjacency", &t);
     }
-    /* the pattern's last kernels run while the host applies the supports and loads */
+    /* the pattern's kernels run while the host applies the supports (its row lengths) and
+     * the loads (its columns and K's zeroing; numeric waits for them) */
+    HK_TRY(drv->pattern_count(ses));
+    if (s) {
+        HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
+        stage(what, "supports", &t);
+    }
     HK_TRY(drv->pattern(ses, K));
     stage(what, "pattern", &t);
     if (s) {
-        HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
         HK_TRY(hk_check_rigid_labels(p, label, NULL, s->fixed, NULL));
-        stage(what, "supports", &t);
+        stage(what, "rigid", &t);
         HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
         stage(what, "loads", &t);
     }

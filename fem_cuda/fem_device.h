@@ -50,6 +50,9 @@ typedef struct hk_fem_driver {
     int (*parts)(hk_fem_session *s, int32_t *label);
     /* A host copy of the adjacency (the boundary loads need it). */
     int (*adjacency)(hk_fem_session *s, hk_adj *n2c);
+    /* The pattern's row lengths, started on the device (pattern waits for them; it starts
+     * them itself when this was not called). */
+    int (*pattern_count)(hk_fem_session *s);
     /* The block CSR pattern of K in be's memory, values zeroed. Refuses, naming the bytes, a
      * K the device's free memory cannot hold. */
     int (*pattern)(hk_fem_session *s, hk_resident_bcsr *K);
