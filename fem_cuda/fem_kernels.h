@@ -290,22 +290,25 @@ HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
     }
     int64_t cnt = 0;
     if (nc <= HK_FEM_MERGE) {
-        int64_t st[HK_FEM_MERGE];
-        int len[HK_FEM_MERGE], head[HK_FEM_MERGE];
+        /* list k: its head node cur[k] (INT32_MAX once done) at snodes[pos[k]], left[k] more
+         * after it; the heads are compared where they are kept, each node read once */
+        int64_t pos[HK_FEM_MERGE];
+        int left[HK_FEM_MERGE];
+        int32_t cur[HK_FEM_MERGE];
         for (int k = 0; k < nc; k++) {
             const int64_t e = m->n2c_idx[c0 + k];
-            st[k] = m->cptr[e], len[k] = (int)(m->cptr[e + 1] - m->cptr[e]), head[k] = 0;
+            pos[k] = m->cptr[e], left[k] = (int)(m->cptr[e + 1] - m->cptr[e]) - 1;
+            cur[k] = left[k] >= 0 ? a->snodes[pos[k]] : INT32_MAX;
         }
         for (;;) {
             int32_t v = INT32_MAX;
             for (int k = 0; k < nc; k++)
-                if (head[k] < len[k] && a->snodes[st[k] + head[k]] < v)
-                    v = a->snodes[st[k] + head[k]];
+                if (cur[k] < v) v = cur[k];
             if (v == INT32_MAX) break;
             if (out) out[cnt] = v;
             cnt++;
             for (int k = 0; k < nc; k++)
-                if (head[k] < len[k] && a->snodes[st[k] + head[k]] == v) head[k]++;
+                if (cur[k] == v) cur[k] = left[k]-- > 0 ? a->snodes[++pos[k]] : INT32_MAX;
         }
         return cnt;
     }
