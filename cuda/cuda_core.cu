@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
-#include "cuda_host_copy.h"
+#include "../common/host_copy.h"
 
 static int cuda_probe(void)
 {

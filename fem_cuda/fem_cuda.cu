@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cuda/cuda_host_copy.h" /* the CUDA backend's memcpy on every host thread */
+#include "../common/host_copy.h" /* memcpy on every host thread */
 #include "fem_device.h"
 
 #define HK_FEM_BLOCK 256

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cuda_host_copy.h"
+#include "host_copy.h"
 
 void hk_host_copy_parallel(void *dst, const void *src, size_t bytes)
 {
