@@ -10,6 +10,10 @@ int hk_cmd_solve(int argc, char **argv); /* app/cmd_solve.c */
 int hk_cmd_solve_eigen(int argc, char **argv); /* app/cmd_solve_eigen.c: solve --eigen N */
 int hk_cmd_mesh(int argc, char **argv);  /* app/cmd_mesh.c */
 int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
+/* hooke solve on the processes of mpirun (app/solve_mpi.c): the parsed arguments; rank 0 reads
+ * and prints, every process returns the same exit code. */
+int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const char *out, int bs,
+                     hk_options *o);
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with
  * the node coordinates of the elasticity kinds (*coords, *dim; else NULL, 0); messages on
  * stderr start with who. Returns 0 or -1. (app/generate.c) */

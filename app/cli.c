@@ -27,6 +27,7 @@ static void usage(FILE *f)
 
 int hk_cmd_info(int argc, char **argv)
 {
+    if (hk_comm_rank(hk_comm_world()) != 0) return 0; /* rank 0 speaks for the run */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: hooke info\n\n"
@@ -47,6 +48,10 @@ int hk_cmd_info(int argc, char **argv)
 #else
     printf("gmsh: not built in\n");
 #endif
+    if (hk_comm_rank(hk_comm_world()) != 0) return 0;
+    printf("mpi: ");
+    hk_comm_describe(stdout);
+    printf("\npartitions: %s\n", hk_partitioner_name());
     hk_backends_describe_all(stdout);
     return 0;
 }

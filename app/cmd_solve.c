@@ -71,6 +71,12 @@ int hk_cmd_solve(int argc, char **argv)
     /* an eigenproblem has its own path (app/cmd_solve_eigen.c) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) break;
+        if (!strcmp(argv[i], "--eigen") && hk_comm_size(hk_comm_world()) > 1) {
+            if (hk_comm_rank(hk_comm_world()) == 0)
+                fprintf(stderr, "hooke solve: --eigen runs on one process; start it without "
+                                "mpirun\n");
+            return 2;
+        }
         if (!strcmp(argv[i], "--eigen")) return hk_cmd_solve_eigen(argc, argv);
     }
     if (hk_options_create(&o)) {
@@ -134,6 +140,10 @@ int hk_cmd_solve(int argc, char **argv)
     }
     if (backend && hk_options_set(o, "backend", backend)) {
         fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        goto done;
+    }
+    if (hk_comm_size(hk_comm_world()) > 1) { /* mpirun: app/solve_mpi.c */
+        rc = hk_cmd_solve_mpi(mtx, gen, rhs, out, bs, o);
         goto done;
     }
 

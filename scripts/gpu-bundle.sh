@@ -20,9 +20,12 @@ pkgs=(libfyaml0 libfyaml-dev libcunit1 libcunit1-dev libxml2-dev zlib1g-dev libl
       libxft2 libfontconfig1 libxinerama1 libx11-6 libfreetype6 libexpat1 libxext6 libxcb1
       libpng16-16 libbrotli1 libxau6 libxdmcp6 libbsd0 libmd0
       libsuitesparse-dev libcholmod3 libamd2 libcolamd2 libcamd2 libccolamd2
-      libsuitesparseconfig5 libmetis5 libopenblas0-pthread libgfortran5 libquadmath0)
-# (CHOLMOD for method=cholesky, with the threaded OpenBLAS as its BLAS and LAPACK)
-if ! ls "$OUTDIR"/debs/libcholmod3_*.deb "$OUTDIR"/debs/liblz4-dev_*.deb >/dev/null 2>&1; then
+      libsuitesparseconfig5 libmetis5 libopenblas0-pthread libgfortran5 libquadmath0
+      libmetis-dev)
+# (CHOLMOD for method=cholesky, with the threaded OpenBLAS as its BLAS and LAPACK; METIS's
+# headers for the partitions of distributed runs: the host has Open MPI with its headers)
+if ! ls "$OUTDIR"/debs/libcholmod3_*.deb "$OUTDIR"/debs/liblz4-dev_*.deb \
+        "$OUTDIR"/debs/libmetis-dev_*.deb >/dev/null 2>&1; then
   (cd "$OUTDIR/debs" && apt-get download "${pkgs[@]}" >/dev/null)
 fi
 if ! ls "$OUTDIR"/gmsh/gmsh-*.whl >/dev/null 2>&1; then

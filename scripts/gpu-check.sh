@@ -21,9 +21,10 @@ SYS=/usr/lib/x86_64-linux-gnu
 log() { echo "[gpu-check $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt"; }
 
 # ---- unpack the bundle into a private prefix (never into /) ----------------------------------
-# (unpacked again when the bundle has gained CHOLMOD since the last unpack)
+# (unpacked again when the bundle has gained CHOLMOD or METIS since the last unpack)
 if [ ! -f "$P/.done" ] || { ls "$BUNDLE"/debs/libcholmod3_*.deb >/dev/null 2>&1 &&
-                             [ ! -e "$P/usr/include/suitesparse/cholmod.h" ]; }; then
+                             [ ! -e "$P/usr/include/suitesparse/cholmod.h" ]; } ||
+   { ls "$BUNDLE"/debs/libmetis-dev_*.deb >/dev/null 2>&1 && [ ! -e "$P/usr/include/metis.h" ]; }; then
   mkdir -p "$P/fallback" "$P/gmsh/lib" "$P/gmsh/include"
   for d in "$BUNDLE"/debs/*.deb; do dpkg -x "$d" "$P"; done
   # Debian's libxml2 headers enable ICU; the host has no ICU headers and we use no ICU API.

@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libxml2-dev zlib1g-dev libfyaml-dev
       libcunit1-dev libgmsh-dev gmsh python3-vtk9
       libsuitesparse-dev libopenblas0-pthread  # CHOLMOD for method=cholesky, threaded BLAS
-      liblz4-dev)  # output compression lz4 (optional: the build works without it)
+      liblz4-dev  # output compression lz4 (optional: the build works without it)
+      libopenmpi-dev openmpi-bin libmetis-dev)  # distributed runs (mpirun), their partitions
 if [ "${1:-}" = --fuzz ]; then pkgs+=(clang libclang-rt-dev libomp-dev); fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -723,7 +723,23 @@ typedef struct hk_backend_ops {
     int (*block_update)(int64_t n, int p, const hk_vec *X, int q, const double *C, double beta,
                         hk_vec *Y);
     int (*block_dots)(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *d);
+
+    /* ---- distributed runs (solver/dist/, docs/parallel.md) -------------------------------
+     * vec_gather: y[i bs + r] = x[idx[i] bs + r] for i < n, r < bs (idx: n block indices in
+     * the backend's memory; x, y of one precision, y->n >= n bs): packs the halo's send buffer
+     * and the boundary rows' owned columns. NULL: the backend cannot run distributed. */
+    int (*vec_gather)(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
+    /* NULL in a backend's own table. In the distributed table of a solver (a copy of the
+     * backend's with its reductions summed over the processes, solver/dist/dist_ops.c): the
+     * layout, whose communicator sums them. */
+    struct hk_dist *dist;
 } hk_backend_ops;
+
+/* For code above the ops that reduces on the host (pc=poly's start vector): v[0..n) summed
+ * over the processes of be's distributed table (nothing on a backend's own table); the status
+ * of a set-up step agreed by every process (hk_comm_agree; the status itself otherwise). */
+int hk_be_sum(const hk_backend_ops *be, double *v, int n);
+int hk_be_agree(const hk_backend_ops *be, int ierr);
 
 /* The pairs of one vec_gram call (CPU and CUDA alike): over V = X then Y (distinct: Y given
  * and not X), X^T Y (only i <= j when not distinct) then, want_gx, X^T X (i <= j); pair q is

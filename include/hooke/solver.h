@@ -371,6 +371,85 @@ void hk_eigen_destroy(hk_eigen *e);
 /* The eigensolver's options with their defaults. */
 void hk_eigen_print_help(FILE *f);
 
+/* ---- distributed runs: processes, partitions, distributed solves (docs/parallel.md) ---- */
+
+/* The processes of one run, one per GPU: MPI_COMM_WORLD when Hooke was built with MPI and
+ * started by mpirun, else this process alone (size 1). Every process calls the collectives
+ * below in the same order. */
+typedef struct hk_comm hk_comm;
+
+/* First thing in main: MPI_Init when mpirun started this process (its environment says so),
+ * nothing otherwise. A build without MPI started as several processes is an error saying so. */
+int hk_comm_world_init(int *argc, char ***argv);
+/* The world: all processes of the run (this one alone before hk_comm_world_init, without
+ * MPI, or without mpirun). */
+const hk_comm *hk_comm_world(void);
+/* Last thing in main, with the exit status: MPI_Finalize when the status is 0 or a failure
+ * every process agreed on (hk_comm_agree), else MPI_Abort, so that no process waits for one
+ * that stopped. Returns the status. */
+int hk_comm_world_end(int status);
+int hk_comm_rank(const hk_comm *c);
+int hk_comm_size(const hk_comm *c);
+/* "Open MPI v4.1.4, 2 processes" or "no MPI (this build)" for hooke info. */
+void hk_comm_describe(FILE *f);
+/* The local rank of this process on its host (the GPU it takes): mpirun's environment, else
+ * 0. */
+int hk_comm_local_rank(void);
+
+/* v[0..n) summed (max, min) over the processes: every process gets the same bits, the sum
+ * taken in rank order, so a run repeats to the last digit. */
+int hk_comm_sum(const hk_comm *c, double *v, int n);
+int hk_comm_max(const hk_comm *c, double *v, int n);
+int hk_comm_sum_i64(const hk_comm *c, int64_t *v, int n);
+int hk_comm_max_i64(const hk_comm *c, int64_t *v, int n);
+int hk_comm_min_i64(const hk_comm *c, int64_t *v, int n);
+/* Every process's `bytes` bytes, in rank order, into all (size * bytes). */
+int hk_comm_allgather(const hk_comm *c, const void *mine, size_t bytes, void *all);
+int hk_comm_bcast(const hk_comm *c, void *buf, size_t bytes, int root);
+/* Blocking point-to-point messages of any size (sent in pieces below 2 GB). */
+int hk_comm_send(const hk_comm *c, const void *buf, size_t bytes, int to, int tag);
+int hk_comm_recv(const hk_comm *c, void *buf, size_t bytes, int from, int tag);
+/* A buffer of unknown size: *buf malloc'ed, *bytes its size. */
+int hk_comm_send_buf(const hk_comm *c, const void *buf, size_t bytes, int to, int tag);
+int hk_comm_recv_buf(const hk_comm *c, void **buf, size_t *bytes, int from, int tag);
+/* Agree on the status of a stage: every process passes its own (0 or an hk_error code) and
+ * every process gets the first failing process's code and message (the lowest rank's), so
+ * that all stop together with one sentence. 0 when every process succeeded. */
+int hk_comm_agree(const hk_comm *c, int ierr);
+
+/* Partitions (METIS when built with it, else contiguous blocks). The graph of n vertices
+ * (block rows) given by a symmetric pattern rowptr/colind (the diagonal may be present) cut into
+ * nparts: part[i] in [0, nparts), each part non-empty when n >= nparts. Deterministic. */
+int hk_partition_graph(int64_t n, const int64_t *rowptr, const int32_t *colind, int nparts,
+                       int32_t *part);
+/* Cells given by their node lists (ptr, nodes; the corners suffice) cut into nparts along their
+ * dual graph: two cells are neighbours when they share ncommon nodes (2 in 2D, 3 in 3D:
+ * an edge, a face). part[e] in [0, nparts). Deterministic. */
+int hk_partition_cells(int64_t ncells, const int64_t *ptr, const int32_t *nodes, int64_t nnodes,
+                       int ncommon, int nparts, int32_t *part);
+/* "metis" or "contiguous". */
+const char *hk_partitioner_name(void);
+
+/* Ghost values of a distributed array: process r owns the global ids [row0_r, row0_r + nown_r)
+ * (contiguous ranges in rank order); this process wants the values of nghost ids owned
+ * elsewhere (ghost[], any order). hk_halo_exchange fills ghost_vals (nghost x width, in the
+ * order of ghost[]) from the owners' owned (nown x width) host arrays. Collective. */
+typedef struct hk_halo hk_halo;
+int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
+                   const int64_t *ghost, hk_halo **h);
+int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_vals);
+void hk_halo_destroy(hk_halo *h);
+
+/* A distributed solver: each process passes its rows of K. Process r owns the global block rows
+ * [row0, row0 + K->nbrows) (contiguous ranges in rank order, together 0 .. N-1); K->nbcols = N
+ * and K->colind are global block columns. Collective, with the same options on every process.
+ * hk_solver_solve then takes and returns this process's rows of b and x; the result (iterations,
+ * residuals) is the global one on every process. Methods and preconditioners that are not
+ * distributed (docs/parallel.md) are refused by name. With a comm of one process (or NULL) it is
+ * hk_solver_create_nearnull (row0 must be 0). nn may be NULL. */
+int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, const hk_nearnull *nn,
+                          hk_options *o, hk_solver **s);
+
 /* Wall-clock seconds (monotonic). */
 double hk_time(void);
 

@@ -456,6 +456,8 @@ int hk_cpu_amg_smooth_prolongator_numeric(const hk_bmat *AT, const hk_bmat *T, c
 int hk_cpu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T);
 int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
 int hk_cpu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
+/* The halo's gather (cpu_dist.c). */
+int hk_cpu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -546,4 +548,5 @@ const hk_backend_ops hk_backend_cpu = {
     .block_gram = hk_cpu_block_gram,
     .block_update = hk_cpu_block_update,
     .block_dots = hk_cpu_block_dots,
+    .vec_gather = hk_cpu_vec_gather,
 };

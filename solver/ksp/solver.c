@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../dist/dist_impl.h"
 #include "ksp_impl.h"
 
 #define HK_PATTERN_CHUNKS 64
@@ -32,6 +33,8 @@ struct hk_solver {
     uint64_t pattern[HK_PATTERN_CHUNKS]; /* K's pattern, hashed per chunk of block rows */
     int pattern_known; /* pattern[] filled (a resident K: at the first update_values) */
     char note[192];                      /* hk_result.note of the solve under way */
+    hk_dist *dist;      /* distributed solves: this process's rows and their layout; NULL */
+    double *b_int, *x_int; /* distributed: b and x in the layout's order */
 };
 
 /* An fp32 preconditioner with a fallback (pc=amg's default fp32 levels) must reduce the best
@@ -224,15 +227,43 @@ static int copy_nearnull(int64_t nbrows, int bs, const hk_nearnull *nn, hk_solve
     return 0;
 }
 
+/* A process's rows of a distributed K: a supported block size, global columns. */
+static int check_dist_matrix(const hk_bcsr *K)
+{
+    HK_CHECK(K && K->rowptr && K->bs >= 1 && K->bs <= 3, HK_ERR_ARG,
+             "hk_solver_create_dist: no matrix, or block size not 1, 2 or 3");
+    HK_CHECK(K->nbcols >= K->nbrows, HK_ERR_ARG,
+             "hk_solver_create_dist: a process's %lld block rows need the %lld global block "
+             "columns as nbcols",
+             (long long)K->nbrows, (long long)K->nbcols);
+    return 0;
+}
+
+static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
+                  const hk_nearnull *nn, hk_options *o_in, hk_solver **out);
+
 int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 {
     return hk_solver_create_nearnull(K, NULL, o_in, out);
 }
 
+int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, const hk_nearnull *nn,
+                          hk_options *o, hk_solver **out)
+{
+    if (hk_comm_size(c) > 1) return create(c, row0, K, NULL, nn, o, out);
+    *out = NULL;
+    HK_CHECK(row0 == 0, HK_ERR_ARG,
+             "hk_solver_create_dist: one process owns every row, from 0 (row0 is %lld)",
+             (long long)row0);
+    return hk_solver_create_nearnull(K, nn, o, out);
+}
+
 /* hk_solver_create_nearnull from a host matrix K, or from one in a backend's memory R (K
- * NULL), whose arrays become the solver's K at once. */
-static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, hk_options *o_in,
-                  hk_solver **out)
+ * NULL), whose arrays become the solver's K at once. c: the processes of a distributed solve
+ * (NULL: one process; K on the host then); the status of each stage is agreed by all, so that
+ * they stop together. */
+static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
+                  const hk_nearnull *nn, hk_options *o_in, hk_solver **out)
 {
     int ierr;
     hk_solver *s = NULL;
@@ -240,10 +271,12 @@ static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, 
     const double t0 = hk_time();
     char buf[4096], hint[512];
     *out = NULL;
+    if (c) HK_CALL(hk_comm_agree(c, check_dist_matrix(K)));
     const int bs = K ? K->bs : R->bs;
     const int64_t nbrows = K ? K->nbrows : R->nbrows;
-    HK_TRY(check_shape(K ? K->rowptr != NULL : R->be && R->rowptr, bs, nbrows,
-                       K ? K->nbcols : R->nbcols));
+    if (!c)
+        HK_TRY(check_shape(K ? K->rowptr != NULL : R->be && R->rowptr, bs, nbrows,
+                           K ? K->nbcols : R->nbcols));
     double t_phase = hk_time();
     if (!o) {
         HK_TRY(hk_options_create(&own));
@@ -369,6 +402,7 @@ static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, 
                  "method=%s needs a symmetric positive definite preconditioner and pc=%s is not "
                  "symmetric; use method=fcg, gmres, fgmres or bicgstab with it",
                  sym_type->name, pt->name);
+    if (c) HK_TRY(hk_dist_check_choice(kt->name, pt->name));
 
     /* ---- backend, matrix, preconditioner ---- */
     if (R && !strcmp(backend, "auto"))
@@ -379,6 +413,16 @@ static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, 
                  "option backend=%s: the matrix is in the memory of backend %s; solve there "
                  "(backend=%s or auto)",
                  backend, R ? R->be->name : "", R ? R->be->name : "");
+    const hk_bcsr *Kb = K; /* what goes to the backend: K, or the owned block of its rows */
+    if (c) {
+        /* the process's rows laid out and the distributed table (its SpMV, its sums) */
+        HK_TRY(hk_dist_create(c, s->be, row0, K, &s->dist));
+        hk_dist_ops_init(s->dist);
+        s->be = &s->dist->ops;
+        Kb = &s->dist->Koo;
+        HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->b_int, &s->b_int));
+        HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->x_int, &s->x_int));
+    }
     if (!check_every_given && kt->pipelined && strcmp(s->be->name, "cpu") != 0) check_every = 10;
     /* auto: the backend chooses per matrix (on a GPU by the matrix's size against its L2,
      * on the CPU csr for scalar, bsr for block matrices) */
@@ -391,11 +435,11 @@ static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, 
     /* K goes to the backend once; formats and preconditioners are built there from it */
     s->setup_phase[4] = hk_time() - t0; /* options, and the backend's start on first use */
     t_phase = hk_time();
-    if (K) HK_TRY(hk_bmat_upload(s->be, K, &s->K));
+    if (Kb) HK_TRY(hk_bmat_upload(s->be, Kb, &s->K));
     HK_TRY(s->be->sync());
     s->setup_phase[1] = hk_time() - t_phase;
     t_phase = hk_time();
-    HK_TRY(check_values(&s->K, K));
+    HK_TRY(check_values(&s->K, Kb));
     if (K) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
     s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
@@ -406,8 +450,10 @@ static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, 
     if (defect) HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP32, o, &s->A_low));
     HK_TRY(s->be->sync());
     s->setup_phase[2] = hk_time() - t_phase;
-    HK_TRY(hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
-                        defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL, o, &s->pc));
+    ierr = hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
+                        defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL, o, &s->pc);
+    if (c) ierr = hk_comm_agree(c, ierr);
+    if (ierr) goto fail;
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->b));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->x));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->r));
@@ -477,6 +523,9 @@ static int create(const hk_bcsr *K, hk_resident_bcsr *R, const hk_nearnull *nn, 
     *out = s;
     return 0;
 fail:
+    /* distributed: the options' and refusals' failures are every process's (the stages with
+     * collectives agree on theirs), so this agreement pairs on every process */
+    if (c) ierr = hk_comm_agree(c, ierr);
     hk_options_destroy(own);
     hk_solver_destroy(s);
     if (R && R->be) { /* what was not adopted yet; the sizes stay */
@@ -491,14 +540,14 @@ fail:
 int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o, hk_solver **s)
 {
     HK_CHECK(K, HK_ERR_ARG, "hk_solver_create: no matrix, or block size not 1, 2 or 3");
-    return create(K, NULL, nn, o, s);
+    return create(NULL, 0, K, NULL, nn, o, s);
 }
 
 int hk_solver_create_resident(hk_resident_bcsr *A, const hk_nearnull *nn, hk_options *o,
                               hk_solver **s)
 {
     HK_CHECK(A && s, HK_ERR_ARG, "hk_solver_create_resident: no matrix or no solver pointer");
-    return create(NULL, A, nn, o, s);
+    return create(NULL, 0, NULL, A, nn, o, s);
 }
 
 hk_pc *hk_solver_get_pc(hk_solver *s)
@@ -522,6 +571,8 @@ void hk_solver_destroy(hk_solver *s)
     hk_mat_destroy(s->A);
     hk_bmat_free(&s->K);
     hk_options_destroy(s->opts);
+    free(s->b_int);
+    free(s->x_int);
     free((void *)s->nn.coords);
     free((void *)s->nn.vectors);
     free(s->ksp.history);
@@ -530,6 +581,7 @@ void hk_solver_destroy(hk_solver *s)
     hk_scg_free(&s->ksp);
     hk_ksp_pool_free(&s->ksp);
     hk_ksp_pool_free(&s->inner);
+    hk_dist_destroy(s->dist); /* last: the objects above live on its table */
     free(s);
 }
 
@@ -574,6 +626,9 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
 {
     int ierr = 0;
     HK_CHECK(s && K, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
+    HK_CHECK(!s->dist, HK_ERR_UNSUPPORTED,
+             "hk_solver_update_values: a distributed solver cannot take new values yet; create "
+             "it anew with hk_solver_create_dist");
     HK_CALL(check_shape(K->rowptr != NULL, K->bs, K->nbrows, K->nbcols));
     const hk_backend_ops *be = s->be;
     const int64_t nnzb = K->rowptr[K->nbrows];
@@ -667,6 +722,27 @@ static void set_setup_times(const hk_solver *s, hk_result *res)
     res->setups = s->setups;
 }
 
+/* b and the initial guess x must be finite and b not huge; entries are named by their row
+ * (global in a distributed solve). */
+static int check_rhs(const hk_solver *s, const double *b, const double *x)
+{
+    const int64_t off = s->dist ? s->dist->row0 * s->dist->bs : 0;
+    int64_t bad = first_bad(b, s->n);
+    HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+             "right-hand side entry %lld is %g; the solver needs finite values",
+             (long long)(off + bad + 1), bad >= 0 ? b[bad] : 0.0);
+    bad = first_huge(b, s->n);
+    HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+             "right-hand side entry %lld is %g, too large for the solver's inner products (their "
+             "squares overflow); keep values below %g, e.g. with other units",
+             (long long)(off + bad + 1), bad >= 0 ? b[bad] : 0.0, HK_HUGE_RHS);
+    bad = first_bad(x, s->n);
+    HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+             "initial guess entry %lld is %g; pass finite values (zeros will do)",
+             (long long)(off + bad + 1), bad >= 0 ? x[bad] : 0.0);
+    return 0;
+}
+
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
     HK_CHECK(s && b && x && res, HK_ERR_ARG, "hk_solver_solve: missing solver, b, x or result");
@@ -677,31 +753,19 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     s->note[0] = 0;
     hk_ksp *k = &s->ksp;
     const hk_backend_ops *be = s->be;
-    int64_t bad = first_bad(b, s->n);
-    if (bad >= 0) {
+    int bad_input = check_rhs(s, b, x);
+    if (s->dist) bad_input = hk_comm_agree(s->dist->comm, bad_input);
+    if (bad_input) {
         res->reason = HK_DIVERGED_NAN;
         set_setup_times(s, res);
-        return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
-                            "right-hand side entry %lld is %g; the solver needs finite values",
-                            (long long)bad + 1, b[bad]);
+        return bad_input;
     }
-    bad = first_huge(b, s->n);
-    if (bad >= 0) {
-        res->reason = HK_DIVERGED_NAN;
-        set_setup_times(s, res);
-        return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
-                            "right-hand side entry %lld is %g, too large for the solver's inner "
-                            "products (their squares overflow); keep values below %g, e.g. "
-                            "with other units",
-                            (long long)bad + 1, b[bad], HK_HUGE_RHS);
-    }
-    bad = first_bad(x, s->n);
-    if (bad >= 0) {
-        res->reason = HK_DIVERGED_NAN;
-        set_setup_times(s, res);
-        return hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
-                            "initial guess entry %lld is %g; pass finite values (zeros will do)",
-                            (long long)bad + 1, x[bad]);
+    double *x_out = x;
+    if (s->dist) { /* the layout's order: interior rows first */
+        hk_dist_to_internal(s->dist, b, s->b_int);
+        hk_dist_to_internal(s->dist, x, s->x_int);
+        b = s->b_int;
+        x = s->x_int;
     }
     HK_CALL(hk_vec_upload(s->b, b));
     HK_CALL(hk_vec_upload(s->x, x));
@@ -762,6 +826,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     HK_CALL(be->sync());
     const double t1 = hk_time();
     HK_CALL(hk_vec_download(s->x, x));
+    if (s->dist) hk_dist_from_internal(s->dist, x, x_out);
     *res = k->res;
     res->iterations = iterations;
     res->rnorm0 = rnorm0;
@@ -781,7 +846,11 @@ fail:
 void hk_solver_describe(const hk_solver *s, FILE *f)
 {
     if (!s) return;
-    char pcn[512];
+    char pcn[512], on[96];
+    if (s->dist)
+        snprintf(on, sizeof on, "%s, %d processes", s->be->name, hk_comm_size(s->dist->comm));
+    else
+        snprintf(on, sizeof on, "%s", s->be->name);
     if (s->pc->type->describe && s->pc->data) {
         char info[448];
         s->pc->type->describe(s->pc, info, sizeof info);
@@ -793,21 +862,21 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
         char info[256];
         hk_cholesky_describe(&s->ksp, info, sizeof info);
         fprintf(f, "%s (%s, on the host), residual in %s fp64 on %s\n", s->ksp.type->name, info,
-                hk_format_name(s->A->fmt), s->be->name);
+                hk_format_name(s->A->fmt), on);
     } else if (s->ksp.sstep) {
         char info[384];
         hk_scg_describe(&s->ksp, info, sizeof info);
         fprintf(f, "%s + %s%s, %s fp64 on %s\n", info, pcn,
-                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->A->fmt), s->be->name);
+                s->mixed ? " fp32 (mixed precision)" : "", hk_format_name(s->A->fmt), on);
     } else if (s->ksp.inner)
         fprintf(f, "defect(%s, fp32) + %s fp32, %s fp64 + fp32 copy on %s\n",
-                s->ksp.inner->type->name, pcn, hk_format_name(s->A->fmt), s->be->name);
+                s->ksp.inner->type->name, pcn, hk_format_name(s->A->fmt), on);
     else
         fprintf(f, "%s%s%s%s + %s%s, %s fp64 on %s\n", s->ksp.type->name,
                 s->ksp.pipecg_variant ? " (" : "",
                 s->ksp.pipecg_variant ? pipecg_variants[s->ksp.pipecg_variant] : "",
                 s->ksp.pipecg_variant ? ")" : "", pcn, s->mixed ? " fp32 (mixed precision)" : "",
-                hk_format_name(s->A->fmt), s->be->name);
+                hk_format_name(s->A->fmt), on);
 }
 
 void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx)

@@ -144,7 +144,9 @@ static int lanczos_bounds(hk_pc *pc, poly_data *d, int steps, double safety)
     int ierr = 0, k = 0;
     hk_vec *dsq = NULL, *v = NULL, *vold = NULL, *w = NULL, *tmp = NULL;
     double *h = NULL, *alpha = NULL, *beta = NULL, *T = NULL, *Y = NULL, *ev = NULL;
-    if (steps > n) steps = (int)n;
+    double nglobal = (double)n; /* distributed: the steps and the norm over every process */
+    HK_TRY(hk_be_sum(be, &nglobal, 1));
+    if (steps > nglobal) steps = (int)nglobal;
     HK_TRY(hk_pc_diag(pc, HK_DIAG_INV_SQRT, &dsq));
     HK_TRY(hk_malloc((size_t)n * sizeof *h, &h));
     /* deterministic start vector with every component nonzero (no matrix values: it is made
@@ -158,6 +160,7 @@ static int lanczos_bounds(hk_pc *pc, poly_data *d, int steps, double safety)
         h[i] = 0.5 + (double)(x & 0xffff) / 65536.0;
         nrm += h[i] * h[i];
     }
+    HK_TRY(hk_be_sum(be, &nrm, 1));
     for (int64_t i = 0; i < n; i++)
         h[i] /= sqrt(nrm);
     HK_TRY(hk_pc_vec_from_host(be, n, pc->prec, h, &v));
@@ -259,7 +262,8 @@ static int poly_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
              "option pc.poly.safety=%g is out of range; use 1..2 (default 1.05)", safety);
     HK_CHECK(hi >= 0 && lo >= 0 && (hi == 0 || lo < hi), HK_ERR_OPTION,
              "options pc.poly.lmin=%g, pc.poly.lmax=%g must satisfy 0 <= lmin < lmax", lo, hi);
-    HK_CALL(hk_pc_diag(pc, HK_DIAG_INV, &d->dinv)); /* first: names a bad row */
+    /* first: names a bad row (distributed: every process stops, or none) */
+    HK_CALL(hk_be_agree(pc->be, hk_pc_diag(pc, HK_DIAG_INV, &d->dinv)));
     HK_CALL(hk_pc_operator(pc, K, A, &d->A, &d->A_owned));
     if (hi > 0) { /* bounds given: no Lanczos */
         d->hi = hi;

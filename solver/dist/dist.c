@@ -1,0 +1,460 @@
+/* hk_dist: one process's rows of a distributed operator (docs/parallel.md).
+ *
+ * The caller owns the global block rows [row0, row0 + nown) with global column indices. Set-up
+ * lists the ghosts (columns owned elsewhere, sorted), makes the halo plan, and renumbers the
+ * owned rows interior first (rows without a ghost column), then boundary. The operator is two
+ * matrices of the backend's own formats: A_int (interior rows x owned columns) and A_bnd
+ * (boundary rows x [the owned columns they read, then the ghosts]); its SpMV posts the
+ * exchange, multiplies the interior rows, and the boundary rows once the ghosts are in. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_impl.h"
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort the blocks of each row of K by column (short rows: insertion sort of the block
+ * indices, then the values moved). */
+static int sort_rows(hk_bcsr *K)
+{
+    const int bb = K->bs * K->bs;
+    int64_t maxlen = 0;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        if (K->rowptr[i + 1] - K->rowptr[i] > maxlen) maxlen = K->rowptr[i + 1] - K->rowptr[i];
+    int64_t *key = NULL;
+    double *val = NULL;
+    int32_t *col = NULL;
+    int ierr = 0;
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *key, &key));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * bb * sizeof *val, &val));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *col, &col));
+    for (int64_t i = 0; i < K->nbrows; i++) {
+        const int64_t p0 = K->rowptr[i], len = K->rowptr[i + 1] - p0;
+        for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
+            key[k] = (int64_t)K->colind[p0 + k] << 24 | k;
+        for (int64_t k = 1; k < len; k++) {
+            const int64_t v = key[k];
+            int64_t j = k - 1;
+            while (j >= 0 && key[j] > v) {
+                key[j + 1] = key[j];
+                j--;
+            }
+            key[j + 1] = v;
+        }
+        for (int64_t k = 0; k < len; k++) {
+            const int64_t from = p0 + (key[k] & 0xffffff);
+            col[k] = K->colind[from];
+            memcpy(val + k * bb, K->val + (size_t)from * bb, (size_t)bb * sizeof *val);
+        }
+        memcpy(K->colind + p0, col, (size_t)len * sizeof *col);
+        memcpy(K->val + (size_t)p0 * bb, val, (size_t)len * bb * sizeof *val);
+    }
+fail:
+    free(key);
+    free(val);
+    free(col);
+    return ierr;
+}
+
+static int bcsr_alloc(int bs, int64_t nbrows, int64_t nbcols, int64_t nnzb, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = bs;
+    K->nbrows = nbrows;
+    K->nbcols = nbcols;
+    HK_CALL(hk_calloc((size_t)nbrows + 1, sizeof *K->rowptr, &K->rowptr));
+    HK_CALL(hk_malloc((size_t)(nnzb + 1) * sizeof *K->colind, &K->colind));
+    return hk_malloc((size_t)(nnzb + 1) * bs * bs * sizeof *K->val, &K->val);
+}
+
+/* The first non-finite value or out-of-range column of the caller's rows: one sentence with
+ * the global row and column (every process agrees on the first failing process's). */
+static int check_rows(const hk_bcsr *K, int64_t row0)
+{
+    const int bs = K->bs, bb = bs * bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
+            HK_CHECK(K->colind[p] >= 0 && K->colind[p] < K->nbcols, HK_ERR_ARG,
+                     "distributed rows: block row %lld has column %d outside the %lld global "
+                     "block columns",
+                     (long long)(row0 + i), K->colind[p], (long long)K->nbcols);
+            for (int e = 0; e < bb; e++)
+                HK_CHECK(isfinite(K->val[(size_t)p * bb + e]), HK_ERR_NUMERIC,
+                         "matrix entry at row %lld, column %lld is %g; the solver needs finite "
+                         "values - check the assembly or the input file",
+                         (long long)((row0 + i) * bs + e / bs + 1),
+                         (long long)((int64_t)K->colind[p] * bs + e % bs + 1),
+                         K->val[(size_t)p * bb + e]);
+        }
+    return 0;
+}
+
+/* The ghosts of the caller's rows: the columns outside [row0, row0 + nown), sorted, unique. */
+static int list_ghosts(const hk_bcsr *K, int64_t row0, int64_t **ghost, int64_t *nghost)
+{
+    const int64_t nown = K->nbrows, nnz = K->rowptr[nown];
+    int64_t n = 0;
+    for (int64_t p = 0; p < nnz; p++)
+        n += K->colind[p] < row0 || K->colind[p] >= row0 + nown;
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof **ghost, ghost));
+    n = 0;
+    for (int64_t p = 0; p < nnz; p++)
+        if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) (*ghost)[n++] = K->colind[p];
+    qsort(*ghost, (size_t)n, sizeof **ghost, cmp_i64);
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (k == 0 || (*ghost)[k] != (*ghost)[m - 1]) (*ghost)[m++] = (*ghost)[k];
+    *nghost = m;
+    return 0;
+}
+
+/* The position of global column g among the sorted ghosts. */
+static int64_t ghost_pos(const int64_t *ghost, int64_t n, int64_t g)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (ghost[mid] < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Copy an index array to the backend's memory (NULL when empty). */
+static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int32_t **dev)
+{
+    *dev = NULL;
+    if (n == 0) return 0;
+    HK_CALL(be->alloc((void **)dev, (size_t)n * sizeof **dev));
+    return be->copy_to(*dev, h, (size_t)n * sizeof **dev);
+}
+
+/* Koo (owned columns) and Kbnd ([boundary rows' owned columns, then ghosts]) of the caller's
+ * rows in the internal numbering; bcol of Kbnd. */
+static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const int64_t *ghost)
+{
+    int ierr = 0;
+    const int bs = d->bs, bb = bs * bs;
+    const int64_t nown = d->nown, row0 = d->row0;
+    int32_t *pos = NULL;
+    /* Koo: every owned row with its owned columns */
+    int64_t nnz_oo = 0, nnz_b = 0;
+    for (int64_t i = 0; i < nown; i++)
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
+            const int own = K->colind[p] >= row0 && K->colind[p] < row0 + nown;
+            nnz_oo += own;
+            nnz_b += inv[i] >= d->nint;
+        }
+    HK_TRY(bcsr_alloc(bs, nown, nown, nnz_oo, &d->Koo));
+    HK_TRY(bcsr_alloc(bs, d->nbnd, 0, nnz_b, &d->Kbnd));
+    for (int64_t ni = 0; ni < nown; ni++) {
+        const int64_t i = d->perm[ni];
+        int64_t q = d->Koo.rowptr[ni];
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+            if (K->colind[p] >= row0 && K->colind[p] < row0 + nown) {
+                d->Koo.colind[q] = inv[K->colind[p] - row0];
+                memcpy(d->Koo.val + (size_t)q * bb, K->val + (size_t)p * bb,
+                       (size_t)bb * sizeof(double));
+                q++;
+            }
+        d->Koo.rowptr[ni + 1] = q;
+    }
+    HK_TRY(sort_rows(&d->Koo));
+    /* the owned columns the boundary rows read, ascending: the gathered part of x */
+    HK_TRY(hk_malloc((size_t)(nown + 1) * sizeof *pos, &pos));
+    for (int64_t j = 0; j < nown; j++)
+        pos[j] = -1;
+    for (int64_t ni = d->nint; ni < nown; ni++)
+        for (int64_t p = d->Koo.rowptr[ni]; p < d->Koo.rowptr[ni + 1]; p++)
+            pos[d->Koo.colind[p]] = 0;
+    d->nbc = 0;
+    for (int64_t j = 0; j < nown; j++)
+        if (pos[j] == 0) pos[j] = (int32_t)d->nbc++;
+    HK_TRY(hk_malloc((size_t)(d->nbc + 1) * sizeof *d->bcol, &d->bcol));
+    for (int64_t j = 0; j < nown; j++)
+        if (pos[j] >= 0) d->bcol[pos[j]] = (int32_t)j;
+    d->Kbnd.nbcols = d->nbc + d->nghost;
+    for (int64_t nb = 0; nb < d->nbnd; nb++) {
+        const int64_t i = d->perm[d->nint + nb];
+        int64_t q = d->Kbnd.rowptr[nb];
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
+            const int64_t g = K->colind[p];
+            d->Kbnd.colind[q] = g >= row0 && g < row0 + nown
+                                    ? pos[inv[g - row0]]
+                                    : (int32_t)(d->nbc + ghost_pos(ghost, d->nghost, g));
+            memcpy(d->Kbnd.val + (size_t)q * bb, K->val + (size_t)p * bb,
+                   (size_t)bb * sizeof(double));
+            q++;
+        }
+        d->Kbnd.rowptr[nb + 1] = q;
+    }
+    HK_TRY(sort_rows(&d->Kbnd));
+fail:
+    free(pos);
+    return ierr;
+}
+
+int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
+                   hk_dist **out)
+{
+    int ierr = 0;
+    hk_dist *d = NULL;
+    int64_t *ghost = NULL;
+    int32_t *inv = NULL;
+    *out = NULL;
+    HK_TRY(hk_calloc(1, sizeof *d, &d));
+    d->comm = c;
+    d->local = be;
+    d->bs = K->bs;
+    d->row0 = row0;
+    d->nown = K->nbrows;
+    d->nglobal = K->nbcols;
+    d->host_memory = !strcmp(be->name, "cpu");
+    /* every process the same block size and column count, its values finite */
+    int64_t shape[2] = {K->bs, K->nbcols}, lo[2] = {K->bs, K->nbcols};
+    HK_TRY(hk_comm_max_i64(c, shape, 2));
+    HK_TRY(hk_comm_min_i64(c, lo, 2));
+    HK_TRY_CHECK(shape[0] == lo[0] && shape[1] == lo[1], HK_ERR_ARG,
+                 "distributed rows: the processes give block sizes %lld..%lld and %lld..%lld "
+                 "global columns; all must give the same",
+                 (long long)lo[0], (long long)shape[0], (long long)lo[1], (long long)shape[1]);
+    HK_TRY(hk_comm_agree(c, be->vec_gather ? 0
+                                           : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                                                          "backend %s cannot run distributed "
+                                                          "(no vec_gather op); use backend=cpu",
+                                                          be->name)));
+    HK_TRY(hk_comm_agree(c, check_rows(K, row0)));
+    /* ghosts and the halo plan (collective: it also checks the ranges) */
+    HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
+    HK_TRY(hk_halo_create(c, row0, d->nown, d->nghost, ghost, &d->halo));
+    /* interior rows first, then boundary rows, each in the caller's order */
+    HK_TRY(hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm));
+    HK_TRY(hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv));
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t i = 0; i < d->nown; i++) {
+            int bnd = 0;
+            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && !bnd; p++)
+                bnd = K->colind[p] < row0 || K->colind[p] >= row0 + d->nown;
+            if (bnd != pass) continue;
+            inv[i] = (int32_t)(pass ? d->nint + d->nbnd : d->nint);
+            d->perm[inv[i]] = (int32_t)i;
+            if (pass)
+                d->nbnd++;
+            else
+                d->nint++;
+        }
+    for (int64_t j = 0; j < d->halo->send_off[d->halo->nsend]; j++)
+        d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
+    HK_TRY(split_rows(d, K, inv, ghost));
+    HK_TRY(upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev));
+    HK_TRY(upload_idx(be, d->bcol, d->nbc, &d->bcol_dev));
+    ierr = hk_comm_agree(c, 0);
+    if (ierr) goto fail;
+    *out = d;
+    d = NULL;
+fail:
+    free(ghost);
+    free(inv);
+    hk_dist_destroy(d);
+    return ierr;
+}
+
+void hk_dist_destroy(hk_dist *d)
+{
+    if (!d) return;
+    hk_halo_destroy(d->halo);
+    free(d->perm);
+    hk_bcsr_free(&d->Koo);
+    hk_bcsr_free(&d->Kbnd);
+    free(d->bcol);
+    if (d->send_dev) d->local->dealloc(d->send_dev);
+    if (d->bcol_dev) d->local->dealloc(d->bcol_dev);
+    free(d);
+}
+
+void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int)
+{
+    const int bs = d->bs;
+    for (int64_t i = 0; i < d->nown; i++)
+        memcpy(b_int + i * bs, b + (int64_t)d->perm[i] * bs, (size_t)bs * sizeof *b);
+}
+
+void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x)
+{
+    const int bs = d->bs;
+    for (int64_t i = 0; i < d->nown; i++)
+        memcpy(x + (int64_t)d->perm[i] * bs, x_int + i * bs, (size_t)bs * sizeof *x);
+}
+
+int hk_dist_check_choice(const char *method, const char *pc)
+{
+    static const char *const pcs[] = {"none", "jacobi", "bjacobi", "poly", NULL};
+    int ok = 0;
+    for (int i = 0; pcs[i]; i++)
+        ok |= !strcmp(pc, pcs[i]);
+    HK_CHECK(ok, HK_ERR_UNSUPPORTED,
+             "pc=%s is not distributed yet, so it cannot run on %d processes; use pc=poly, "
+             "jacobi or bjacobi with mpirun (pc=amg comes next), or run on one process",
+             pc, hk_comm_size(hk_comm_world()));
+    HK_CHECK(strcmp(method, "cholesky") != 0, HK_ERR_UNSUPPORTED,
+             "method=cholesky (the sparse direct solver) runs on one process; with mpirun use "
+             "an iterative method (cg with pc=poly), or run without mpirun");
+    return 0;
+}
+
+/* ---- the operator ------------------------------------------------------------------------ */
+
+typedef struct dist_mat {
+    hk_dist *d;
+    hk_mat *Aint, *Abnd;         /* on the backend's own table (NULL when there are no such rows) */
+    hk_vec *send, *xe;           /* the send buffer; [gathered owned columns, ghosts] */
+    hk_vec *tmp;                 /* scratch of the fused reductions (dist_ops.c), fp64, on demand */
+    void *host_send, *host_recv; /* staging of a device backend */
+} dist_mat;
+
+/* A format of the host block CSR H on the backend, with A's parameters (format, slicing). */
+static int local_mat(const hk_dist *d, const hk_mat *A, const hk_bcsr *H, hk_mat **out)
+{
+    int ierr = 0;
+    hk_bmat B = {0};
+    hk_mat *L = NULL;
+    *out = NULL;
+    if (H->nbrows == 0) return 0;
+    HK_TRY(hk_bmat_upload(d->local, H, &B));
+    HK_TRY(hk_calloc(1, sizeof *L, &L));
+    *L = *A;
+    L->be = d->local;
+    L->nrows = H->nbrows * H->bs;
+    L->ncols = H->nbcols * H->bs;
+    L->bdata = NULL;
+    L->nnz = L->stored = L->width = 0;
+    L->bytes = 0;
+    L->lanes_min = L->lanes_max = 0;
+    HK_TRY(d->local->mat_build(L, &B));
+    *out = L;
+    L = NULL;
+fail:
+    free(L);
+    hk_bmat_free(&B);
+    return ierr;
+}
+
+static int vec_at_least(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
+{
+    HK_CALL(hk_vec_create(be, n > 0 ? n : 1, p, v));
+    (*v)->n = n;
+    return 0;
+}
+
+int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
+{
+    hk_dist *d = A->be->dist;
+    int ierr = 0;
+    dist_mat *M = NULL;
+    HK_CHECK(d && K->nbrows == d->nown && K->nbcols == d->nown && K->br == d->bs, HK_ERR_ARG,
+             "distributed solver: only the operator itself is built across processes (a %lld x "
+             "%lld block matrix was given)",
+             (long long)K->nbrows, (long long)K->nbcols);
+    HK_TRY(hk_calloc(1, sizeof *M, &M));
+    M->d = d;
+    const hk_bcsr Kint = {d->bs, d->nint, d->nown, d->Koo.rowptr, d->Koo.colind, d->Koo.val};
+    HK_TRY(local_mat(d, A, &Kint, &M->Aint));
+    HK_TRY(local_mat(d, A, &d->Kbnd, &M->Abnd));
+    const int64_t ns = d->halo->send_off[d->halo->nsend];
+    HK_TRY(vec_at_least(d->local, ns * d->bs, A->prec, &M->send));
+    HK_TRY(vec_at_least(d->local, (d->nbc + d->nghost) * d->bs, A->prec, &M->xe));
+    const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)d->bs;
+    if (!d->host_memory) {
+        HK_TRY(hk_malloc((size_t)(ns + 1) * e, &M->host_send));
+        HK_TRY(hk_malloc((size_t)(d->nghost + 1) * e, &M->host_recv));
+    }
+    const hk_mat *parts[2] = {M->Aint, M->Abnd};
+    for (int k = 0; k < 2; k++) {
+        const hk_mat *P = parts[k];
+        if (!P) continue;
+        A->nnz += P->nnz;
+        A->stored += P->stored;
+        A->bytes += P->bytes;
+        if (P->width > A->width) A->width = P->width;
+        if (!A->lanes_min || (P->lanes_min && P->lanes_min < A->lanes_min))
+            A->lanes_min = P->lanes_min;
+        if (P->lanes_max > A->lanes_max) A->lanes_max = P->lanes_max;
+    }
+    A->bdata = M;
+    return 0;
+fail:
+    A->bdata = M;
+    hk_dist_mat_release(A);
+    return ierr;
+}
+
+void hk_dist_mat_release(hk_mat *A)
+{
+    dist_mat *M = A->bdata;
+    if (!M) return;
+    hk_mat_destroy(M->Aint);
+    hk_mat_destroy(M->Abnd);
+    hk_vec_destroy(M->send);
+    hk_vec_destroy(M->xe);
+    hk_vec_destroy(M->tmp);
+    free(M->host_send);
+    free(M->host_recv);
+    free(M);
+    A->bdata = NULL;
+}
+
+int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
+{
+    dist_mat *M = A->bdata;
+    HK_CHECK(M, HK_ERR_ARG, "distributed SpMV: matrix was not built");
+    hk_dist *d = M->d;
+    const hk_backend_ops *L = d->local;
+    const int bs = d->bs;
+    const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bs;
+    const int64_t ns = d->halo->send_off[d->halo->nsend];
+    const hk_vec xl = hk_dist_view(d, x, 0, x->n);
+    /* pack and post: the neighbours' entries, then the receives into xe's ghost part */
+    if (ns) HK_CALL(L->vec_gather(M->send, &xl, d->send_dev, ns, bs));
+    void *send = M->send->data, *recv = (char *)M->xe->data + (size_t)d->nbc * e;
+    if (!d->host_memory) {
+        if (ns) HK_CALL(L->copy_from(M->host_send, M->send->data, (size_t)ns * e));
+        send = M->host_send;
+        recv = M->host_recv;
+    }
+    HK_CALL(hk_halo_start(d->halo, send, recv, e));
+    /* the interior rows while the ghosts travel */
+    if (M->Aint) {
+        hk_vec yi = hk_dist_view(d, y, 0, d->nint * bs);
+        HK_CALL(L->mat_spmv(M->Aint, &xl, &yi));
+    }
+    if (d->nbc) {
+        hk_vec xh = hk_dist_view(d, M->xe, 0, d->nbc * bs);
+        HK_CALL(L->vec_gather(&xh, &xl, d->bcol_dev, d->nbc, bs));
+    }
+    HK_CALL(hk_halo_wait(d->halo));
+    if (!d->host_memory && d->nghost)
+        HK_CALL(L->copy_to((char *)M->xe->data + (size_t)d->nbc * e, M->host_recv,
+                           (size_t)d->nghost * e));
+    if (M->Abnd) {
+        hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
+        HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));
+    }
+    return 0;
+}
+
+int hk_dist_mat_scratch(hk_mat *A, hk_vec **t)
+{
+    dist_mat *M = A->bdata;
+    if (!M->tmp) HK_CALL(vec_at_least(M->d->local, A->nrows, HK_FP64, &M->tmp));
+    *t = M->tmp;
+    return 0;
+}

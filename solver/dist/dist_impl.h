@@ -1,0 +1,103 @@
+/* Private contract of the distributed layer (solver/dist/, docs/parallel.md):
+ *   comm.c      hk_comm: MPI or one process; the only file that includes mpi.h
+ *   halo.c      hk_halo: who sends which owned entries to whom, and the exchange's transport
+ *   partition.c hk_partition_*: METIS or contiguous blocks
+ *   dist.c      hk_dist: a process's rows renumbered (interior first), the operator A_int/A_bnd,
+ *               its SpMV overlapping the exchange
+ *   dist_ops.c  the distributed ops table: the backend's, with reductions summed over processes
+ *               and the operator's ops replaced */
+#ifndef HOOKE_DIST_IMPL_H
+#define HOOKE_DIST_IMPL_H
+
+#include <stdint.h>
+
+#include "hk_impl.h"
+
+/* ---- point-to-point without waiting (comm.c) ------------------------------------------- */
+
+#define HK_COMM_PIECE_MAX ((size_t)INT32_MAX)
+typedef struct hk_comm_reqs hk_comm_reqs;
+int hk_comm_reqs_create(int n, hk_comm_reqs **r);
+void hk_comm_reqs_destroy(hk_comm_reqs *r);
+int hk_comm_isend(const hk_comm *c, const void *buf, size_t bytes, int to, int tag, hk_comm_reqs *r,
+                  int slot);
+int hk_comm_irecv(const hk_comm *c, void *buf, size_t bytes, int from, int tag, hk_comm_reqs *r,
+                  int slot);
+int hk_comm_waitall(hk_comm_reqs *r);
+/* send[q] to process q, recv[q] from process q (one value each). */
+int hk_comm_alltoall_i64(const hk_comm *c, const int64_t *send, int64_t *recv);
+
+/* ---- the halo plan (halo.c) -------------------------------------------------------------
+ * Ghosts sorted by global id, so those of one owner are consecutive: the values from
+ * recv_rank[k] land at ghost positions [recv_off[k], recv_off[k+1]). The owned entries
+ * send_idx[send_off[k] .. send_off[k+1]) (local indices in the caller's order) go to
+ * send_rank[k], in the order that process listed them. order[i] = the sorted position of the
+ * caller's ghost i. */
+struct hk_halo {
+    const hk_comm *comm;
+    int64_t row0, nown, nghost;
+    int64_t *ghost; /* nghost sorted global ids */
+    int64_t *order; /* nghost: caller's ghost i is sorted ghost order[i] */
+    int nrecv, nsend;
+    int *recv_rank, *send_rank;
+    int64_t *recv_off, *send_off;  /* nrecv + 1, nsend + 1 */
+    int32_t *send_idx;             /* send_off[nsend] owned local indices */
+    hk_comm_reqs *reqs;            /* nrecv + nsend */
+    double *host_send, *host_recv; /* hk_halo_exchange's buffers (width grown on demand) */
+    int host_width;
+};
+
+/* Post the exchange of one round: send (send_off[nsend] entries of `bytes` each, in send_idx
+ * order) and recv (nghost entries, sorted ghost order), both host memory; _wait completes it.
+ * The two calls are the transport: a device transport (NCCL, CUDA-aware MPI) replaces them
+ * with the same buffers in device memory. */
+int hk_halo_start(hk_halo *h, const void *send, void *recv, size_t bytes);
+int hk_halo_wait(hk_halo *h);
+
+/* ---- the distributed layout and operator (dist.c) ---------------------------------------- */
+
+typedef struct hk_dist {
+    hk_backend_ops ops;          /* the distributed table: the backend's with replacements */
+    const hk_backend_ops *local; /* the backend's own table */
+    const hk_comm *comm;
+    int bs;
+    int host_memory; /* the backend's memory is host memory (no staging) */
+    int64_t nglobal, row0, nown, nint, nbnd, nghost, nbc; /* block rows / columns */
+    int32_t *perm;                /* internal row i is the caller's row perm[i] */
+    hk_halo *halo;                /* over block rows; send_idx in internal numbering */
+    hk_bcsr Koo;                  /* owned rows x owned columns, internal numbering */
+    hk_bcsr Kbnd;                 /* boundary rows x [nbc owned columns read, then ghosts] */
+    int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
+    int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
+} hk_dist;
+
+/* The layout of a process's rows (hk_solver_create_dist's arguments) on backend be; refuses a
+ * non-finite value (every process agrees on it). Its table (d->ops) is filled by
+ * hk_dist_ops_init. */
+int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
+                   hk_dist **d);
+void hk_dist_destroy(hk_dist *d);
+/* b_int[i] = b[perm[i]] (scalar entries of block rows) and back. */
+void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int);
+void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x);
+/* One sentence for a method or preconditioner that is not distributed, else 0. */
+int hk_dist_check_choice(const char *method, const char *pc);
+
+/* The operator's ops of the distributed table (dist.c). */
+int hk_dist_mat_build(hk_mat *A, const hk_bmat *K);
+int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
+void hk_dist_mat_release(hk_mat *A);
+/* An fp64 scratch vector of A's rows, kept with A (the fused reductions of dist_ops.c). */
+int hk_dist_mat_scratch(hk_mat *A, hk_vec **t);
+/* Fill d->ops from d->local (dist_ops.c). */
+void hk_dist_ops_init(hk_dist *d);
+
+/* A view of x (or of its entries [off, off + n)) as a vector of the backend's own table. */
+static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off, int64_t n)
+{
+    const size_t e = x->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    hk_vec v = {d->local, n, x->prec, (char *)x->data + (size_t)off * e};
+    return v;
+}
+
+#endif

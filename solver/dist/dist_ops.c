@@ -1,0 +1,286 @@
+/* The distributed ops table: a copy of the backend's own table in which every reduction is
+ * summed over the processes and the operator is the distributed one (docs/parallel.md). The
+ * Krylov methods and preconditioners run on it unchanged. An op is replaced when it
+ *   - returns sums to the host (vec_dot, vec_mdot, vec_gram, block_gram, block_dots, cg_update):
+ *     the backend's op on the owned entries, then hk_comm_sum;
+ *   - leaves sums in backend scalars (pipecg_update, pipecg_gv_step, pipebicg_s, pipebicg_update,
+ *     vec_mdot_s, vec_maxpy_s_nrm, vec_scale_s_dot): the backend's op, then those slots summed
+ *     (read, summed, written back; coefficients derived from sums are derived again from the
+ *     global sums);
+ *   - involves the operator (mat_build, mat_spmv, spmv_dot2, spmv_mdot, block_spmv): the
+ *     distributed SpMV (dist.c), then the reductions.
+ * Ops that fuse an SpMV into a vector update, matrix powers, graphs and the set-up ops of the
+ * preconditioners that are not distributed are absent: the methods then make their separate
+ * calls (docs/architecture.md), and hk_solver_create_dist refuses those preconditioners. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_impl.h"
+#include "pipecg_gv.h"
+
+static hk_dist *dist_of(const hk_vec *x)
+{
+    return x->be->dist;
+}
+
+int hk_be_sum(const hk_backend_ops *be, double *v, int n)
+{
+    return be && be->dist ? hk_comm_sum(be->dist->comm, v, n) : 0;
+}
+
+int hk_be_agree(const hk_backend_ops *be, int ierr)
+{
+    return be && be->dist ? hk_comm_agree(be->dist->comm, ierr) : ierr;
+}
+
+/* Sum n backend scalars S[first..) over the processes. */
+static int sum_slots(const hk_dist *d, double *S, int first, int n)
+{
+    double h[HK_S_MAX];
+    HK_CHECK(n <= HK_S_MAX, HK_ERR_ARG, "distributed sum of %d scalars", n);
+    HK_CALL(d->local->scal_get(S, first, n, h));
+    HK_CALL(hk_comm_sum(d->comm, h, n));
+    return d->local->scal_set(S, first, n, h);
+}
+
+/* ---- sums to the host ---------------------------------------------------------------------- */
+
+static int d_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
+{
+    const hk_dist *d = dist_of(x);
+    HK_CALL(d->local->vec_dot(x, y, r));
+    return hk_comm_sum(d->comm, r, 1);
+}
+
+static int d_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
+{
+    const hk_dist *d = dist_of(y);
+    HK_CALL(d->local->vec_mdot(k, X, y, r));
+    return hk_comm_sum(d->comm, r, k);
+}
+
+static int d_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
+{
+    const hk_dist *d = dist_of(X[0]);
+    HK_CALL(d->local->vec_gram(m, X, Y, G, GX));
+    HK_CALL(hk_comm_sum(d->comm, G, m * m));
+    return GX ? hk_comm_sum(d->comm, GX, m * m) : 0;
+}
+
+static int d_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y, double *G)
+{
+    const hk_dist *d = dist_of(X);
+    HK_CALL(d->local->block_gram(n, p, X, q, Y, G));
+    return hk_comm_sum(d->comm, G, p * q);
+}
+
+static int d_block_dots(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *dd)
+{
+    const hk_dist *d = dist_of(X);
+    HK_CALL(d->local->block_dots(n, k, X, Y, dd));
+    return hk_comm_sum(d->comm, dd, k);
+}
+
+static int d_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
+                       const hk_vec *dinv, double alpha, double *dd)
+{
+    const hk_dist *d = dist_of(x);
+    HK_CALL(d->local->cg_update(x, r, z, p, Ap, dinv, alpha, dd));
+    return hk_comm_sum(d->comm, dd, 2);
+}
+
+/* ---- sums left in backend scalars ---------------------------------------------------------- */
+
+static int d_pipecg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *Ap, const hk_vec *dinv,
+                           double *S)
+{
+    const hk_dist *d = dist_of(x);
+    HK_CALL(d->local->pipecg_update(x, r, p, Ap, dinv, S));
+    return sum_slots(d, S, HK_S_RR, 2); /* RR, RZ */
+}
+
+/* The step with the backend's op on the owned entries; it records its local sums in S and
+ * derives from them: the sums are taken over the processes and the derivation is made again
+ * from the state before the step, as one process makes it. */
+static int d_pipecg_gv_step(hk_vec *const *V, double *S)
+{
+    const hk_dist *d = dist_of(V[0]);
+    double h[HK_G_COUNT], sums[7];
+    HK_CALL(d->local->scal_get(S, 0, HK_G_COUNT, h));
+    if (h[HK_G_HALT] != 0) return 0;
+    HK_CALL(d->local->pipecg_gv_step(V, S));
+    HK_CALL(d->local->scal_get(S, HK_G_GAMMA, 7, sums));
+    HK_CALL(hk_comm_sum(d->comm, sums, 7));
+    hk_pipecg_gv_after_step(h, sums);
+    return d->local->scal_set(S, 0, HK_G_COUNT, h);
+}
+
+static int d_pipebicg_s(hk_vec *s, const hk_vec *r, const hk_vec *Ap, double *S)
+{
+    const hk_dist *d = dist_of(s);
+    HK_CALL(d->local->pipebicg_s(s, r, Ap, S));
+    return sum_slots(d, S, HK_S_BI_SS, 1);
+}
+
+static int d_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, const hk_vec *s,
+                             const hk_vec *shat, const hk_vec *As, const hk_vec *Ap,
+                             const hk_vec *r0s, double *S)
+{
+    const hk_dist *d = dist_of(x);
+    HK_CALL(d->local->pipebicg_update(x, r, p, phat, s, shat, As, Ap, r0s, S));
+    HK_CALL(sum_slots(d, S, HK_S_BI_RR0, 1));
+    return sum_slots(d, S, HK_S_BI_RR, 1);
+}
+
+static int d_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
+{
+    const hk_dist *d = dist_of(y);
+    HK_CALL(d->local->vec_mdot_s(k, X, y, S));
+    double h[HK_S_MAX];
+    for (int j0 = 0; j0 < k; j0 += HK_S_MAX) { /* gmres's restart may exceed a slot array */
+        const int n = k - j0 < HK_S_MAX ? k - j0 : HK_S_MAX;
+        HK_CALL(d->local->scal_get(S + j0, 0, n, h));
+        HK_CALL(hk_comm_sum(d->comm, h, n));
+        HK_CALL(d->local->scal_set(S + j0, 0, n, h));
+    }
+    return 0;
+}
+
+static int d_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2)
+{
+    const hk_dist *d = dist_of(y);
+    HK_CALL(d->local->vec_maxpy_s_nrm(y, k, S, X, nrm2));
+    return sum_slots(d, nrm2, 0, 1);
+}
+
+static int d_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *dd)
+{
+    const hk_dist *d = dist_of(y);
+    HK_CALL(d->local->vec_scale_s_dot(y, nrm2, w, dd));
+    return w ? sum_slots(d, dd, 0, 1) : 0;
+}
+
+/* ---- the operator with its reductions ----------------------------------------------------- */
+
+/* Ap = A p, then S[PAP] = p.Ap, S[APZ] = Ap.(dinv.*Ap), S[ZAP] = r.(dinv.*Ap) (r NULL: p.Ap)
+ * summed over the processes. */
+static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
+                       double *S)
+{
+    const hk_dist *d = A->be->dist;
+    const hk_backend_ops *L = d->local;
+    HK_CALL(hk_dist_mat_spmv(A, p, Ap));
+    double v[3];
+    HK_CALL(L->vec_dot(p, Ap, &v[0]));
+    const hk_vec *z = Ap;
+    hk_vec *t = NULL;
+    if (dinv) {
+        HK_CALL(hk_dist_mat_scratch(A, &t));
+        HK_CALL(L->vec_pointwise_mult(t, dinv, Ap));
+        z = t;
+    }
+    HK_CALL(L->vec_dot(Ap, z, &v[1]));
+    if (r)
+        HK_CALL(L->vec_dot(r, z, &v[2]));
+    else
+        v[2] = v[0];
+    HK_CALL(hk_comm_sum(d->comm, v, 3));
+    HK_CALL(L->scal_set(S, HK_S_PAP, 2, v)); /* PAP, APZ */
+    return L->scal_set(S, HK_S_ZAP, 1, &v[2]);
+}
+
+static int d_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *const *W,
+                       double *S, const int *slot)
+{
+    const hk_dist *d = A->be->dist;
+    HK_CALL(hk_dist_mat_spmv(A, x, y));
+    double v[4];
+    HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: %d inner products (at most 4)", k);
+    for (int j = 0; j < k; j++)
+        HK_CALL(d->local->vec_dot(W[j], y, &v[j]));
+    HK_CALL(hk_comm_sum(d->comm, v, k));
+    for (int j = 0; j < k; j++)
+        HK_CALL(d->local->scal_set(S, slot[j], 1, &v[j]));
+    return 0;
+}
+
+static int d_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
+{
+    for (int j = 0; j < k; j++) {
+        const hk_vec x = {X->be, A->ncols, X->prec, (double *)X->data + (size_t)j * A->ncols};
+        hk_vec y = {Y->be, A->nrows, Y->prec, (double *)Y->data + (size_t)j * A->nrows};
+        HK_CALL(hk_dist_mat_spmv(A, &x, &y));
+    }
+    return 0;
+}
+
+void hk_dist_ops_init(hk_dist *d)
+{
+    const hk_backend_ops *L = d->local;
+    hk_backend_ops o = *L;
+    o.dist = d;
+    /* sums to the host */
+    o.vec_dot = d_vec_dot;
+    o.vec_mdot = d_vec_mdot;
+    o.vec_gram = L->vec_gram ? d_vec_gram : NULL;
+    o.block_gram = L->block_gram ? d_block_gram : NULL;
+    o.block_dots = L->block_dots ? d_block_dots : NULL;
+    o.cg_update = L->cg_update ? d_cg_update : NULL;
+    /* sums in backend scalars */
+    o.pipecg_update = L->pipecg_update ? d_pipecg_update : NULL;
+    o.pipecg_gv_step = L->pipecg_gv_step ? d_pipecg_gv_step : NULL;
+    o.pipebicg_s = L->pipebicg_s ? d_pipebicg_s : NULL;
+    o.pipebicg_update = L->pipebicg_update ? d_pipebicg_update : NULL;
+    o.vec_mdot_s = L->vec_mdot_s ? d_vec_mdot_s : NULL;
+    o.vec_maxpy_s_nrm = L->vec_maxpy_s_nrm ? d_vec_maxpy_s_nrm : NULL;
+    o.vec_scale_s_dot = L->vec_scale_s_dot ? d_vec_scale_s_dot : NULL;
+    /* the operator */
+    o.mat_build = hk_dist_mat_build;
+    o.mat_spmv = hk_dist_mat_spmv;
+    o.mat_release = hk_dist_mat_release;
+    o.mat_download = NULL;
+    o.spmv_dot2 = d_spmv_dot2;
+    o.spmv_mdot = d_spmv_mdot;
+    o.block_spmv = d_block_spmv;
+    /* an SpMV fused into an update: the methods make the two calls */
+    o.spmv_poly_step = NULL;
+    o.pipecg_step = NULL;
+    o.spmv_pipecg_gv_step = NULL;
+    o.cg_spmv = NULL;
+    o.cg_iter = NULL;
+    /* recorded graphs (a sum over processes is a host call), matrix powers */
+    o.graph_begin = NULL;
+    o.graph_end = NULL;
+    o.graph_launch = NULL;
+    o.graph_free = NULL;
+    o.mpk_plan = NULL;
+    o.mpk_apply = NULL;
+    o.mpk_free = NULL;
+    o.mpk_stream_plan = NULL;
+    /* set-up of the preconditioners that are not distributed */
+    o.bmat_permute = NULL;
+    o.bmat_sym_check = NULL;
+    o.factor_exact = NULL;
+    o.tri_setup = NULL;
+    o.tri_solve = NULL;
+    o.tri_destroy = NULL;
+    o.factor_sweeps = NULL;
+    o.amg_l1_diag = NULL;
+    o.bmat_transpose = NULL;
+    o.bmat_expand = NULL;
+    o.bmat_compress = NULL;
+    o.bmat_spgemm = NULL;
+    o.fsai_pattern = NULL;
+    o.fsai_factor = NULL;
+    o.sai_pattern = NULL;
+    o.sai_factor = NULL;
+    o.amg_strength = NULL;
+    o.amg_aggregate = NULL;
+    o.amg_tentative = NULL;
+    o.amg_smooth_prolongator = NULL;
+    o.amg_rigid_modes = NULL;
+    o.dense_inverse = NULL;
+    o.dense_gemv = NULL;
+    o.bmat_spmv = NULL;
+    d->ops = o;
+}

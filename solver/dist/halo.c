@@ -1,0 +1,218 @@
+/* hk_halo: the ghost exchange of a distributed array. Each process owns a contiguous range of
+ * global ids; the plan says, per neighbour, which owned entries go there and where the entries
+ * that come from it land. Set up once (two all-to-all rounds: counts, then ids); every exchange
+ * then posts its receives and sends (hk_halo_start) and completes them (hk_halo_wait), so that
+ * the caller computes in between. The transport here is MPI on host memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_impl.h"
+
+enum { HALO_TAG_IDS = 7101, HALO_TAG_DATA = 7102 };
+
+typedef struct {
+    int64_t id, pos;
+} id_pos;
+
+static int cmp_id_pos(const void *a, const void *b)
+{
+    const int64_t x = ((const id_pos *)a)->id, y = ((const id_pos *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* The process owning global id g: starts[] ascending, starts[size] = N. */
+static int owner_of(const int64_t *starts, int size, int64_t g)
+{
+    int lo = 0, hi = size - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (starts[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
+                   const int64_t *ghost, hk_halo **out)
+{
+    int ierr = 0;
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_halo *h = NULL;
+    int64_t *range = NULL, *starts = NULL, *want = NULL, *gives = NULL;
+    id_pos *ip = NULL;
+    int *owner = NULL;
+    *out = NULL;
+    HK_TRY(hk_calloc(1, sizeof *h, &h));
+    h->comm = c;
+    h->row0 = row0;
+    h->nown = nown;
+    h->nghost = nghost;
+    /* the ranges: contiguous, in rank order, from 0 */
+    HK_TRY(hk_malloc((size_t)2 * P * sizeof *range, &range));
+    HK_TRY(hk_malloc((size_t)(P + 1) * sizeof *starts, &starts));
+    int64_t mine[2] = {row0, nown};
+    HK_TRY(hk_comm_allgather(c, mine, sizeof mine, range));
+    int bad = -1;
+    starts[0] = 0;
+    for (int r = 0; r < P; r++) {
+        if (range[2 * r] != starts[r] || range[2 * r + 1] < 0) bad = bad < 0 ? r : bad;
+        starts[r + 1] = starts[r] + range[2 * r + 1];
+    }
+    HK_TRY_CHECK(bad < 0, HK_ERR_ARG,
+                 "distributed rows: process %d owns rows from %lld, but the processes before it "
+                 "end at %lld; each process must own the next contiguous range of global rows",
+                 bad, bad >= 0 ? (long long)range[2 * bad] : 0LL,
+                 bad >= 0 ? (long long)starts[bad] : 0LL);
+    /* the ghosts sorted (so one owner's are consecutive), with the caller's positions */
+    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *ip, &ip));
+    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *h->ghost, &h->ghost));
+    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *h->order, &h->order));
+    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *owner, &owner));
+    for (int64_t i = 0; i < nghost; i++)
+        ip[i] = (id_pos){ghost[i], i};
+    qsort(ip, (size_t)nghost, sizeof *ip, cmp_id_pos);
+    for (int64_t k = 0; k < nghost && !ierr; k++) {
+        const int64_t g = ip[k].id;
+        if (!(g >= 0 && g < starts[P] && (g < row0 || g >= row0 + nown) &&
+              (k == 0 || g != ip[k - 1].id))) {
+            ierr =
+                hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                             "distributed rows: process %d asks for row %lld, which is %s; "
+                             "ghosts are distinct rows of other processes, 0 .. %lld",
+                             me, (long long)g,
+                             g >= row0 && g < row0 + nown ? "its own" : "out of range or repeated",
+                             (long long)starts[P] - 1);
+            break;
+        }
+        h->ghost[k] = g;
+        h->order[ip[k].pos] = k;
+        owner[k] = owner_of(starts, P, g);
+    }
+    HK_TRY(hk_comm_agree(c, ierr)); /* every process stops together, or none */
+    /* receives: one per owner, consecutive ghosts */
+    HK_TRY(hk_calloc((size_t)P, sizeof *want, &want));
+    HK_TRY(hk_calloc((size_t)P, sizeof *gives, &gives));
+    for (int64_t k = 0; k < nghost; k++)
+        want[owner[k]]++;
+    HK_TRY(hk_comm_alltoall_i64(c, want, gives));
+    for (int r = 0; r < P; r++) {
+        h->nrecv += want[r] > 0;
+        h->nsend += gives[r] > 0;
+    }
+    HK_TRY(hk_malloc((size_t)(h->nrecv + 1) * sizeof *h->recv_rank, &h->recv_rank));
+    HK_TRY(hk_malloc((size_t)(h->nrecv + 1) * sizeof *h->recv_off, &h->recv_off));
+    HK_TRY(hk_malloc((size_t)(h->nsend + 1) * sizeof *h->send_rank, &h->send_rank));
+    HK_TRY(hk_malloc((size_t)(h->nsend + 1) * sizeof *h->send_off, &h->send_off));
+    int k = 0;
+    h->recv_off[0] = 0;
+    for (int r = 0; r < P; r++)
+        if (want[r] > 0) {
+            h->recv_rank[k] = r;
+            h->recv_off[k + 1] = h->recv_off[k] + want[r];
+            k++;
+        }
+    k = 0;
+    h->send_off[0] = 0;
+    for (int r = 0; r < P; r++)
+        if (gives[r] > 0) {
+            h->send_rank[k] = r;
+            h->send_off[k + 1] = h->send_off[k] + gives[r];
+            k++;
+        }
+    /* the ids each neighbour wants, as owned local indices */
+    const int64_t nsendt = h->send_off[h->nsend];
+    int64_t *ids = NULL;
+    HK_TRY(hk_malloc((size_t)(nsendt + 1) * sizeof *ids, &ids));
+    HK_TRY(hk_malloc((size_t)(nsendt + 1) * sizeof *h->send_idx, &h->send_idx));
+    HK_TRY(hk_comm_reqs_create(h->nrecv + h->nsend, &h->reqs));
+    for (int j = 0; j < h->nsend && !ierr; j++)
+        ierr = hk_comm_irecv(c, ids + h->send_off[j],
+                             (size_t)(h->send_off[j + 1] - h->send_off[j]) * sizeof *ids,
+                             h->send_rank[j], HALO_TAG_IDS, h->reqs, j);
+    for (int j = 0; j < h->nrecv && !ierr; j++)
+        ierr = hk_comm_isend(c, h->ghost + h->recv_off[j],
+                             (size_t)(h->recv_off[j + 1] - h->recv_off[j]) * sizeof *h->ghost,
+                             h->recv_rank[j], HALO_TAG_IDS, h->reqs, h->nsend + j);
+    if (!ierr) ierr = hk_comm_waitall(h->reqs);
+    for (int64_t j = 0; !ierr && j < nsendt; j++) {
+        if (ids[j] < row0 || ids[j] >= row0 + nown)
+            ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                "halo: process %d was asked for row %lld, which it does not own",
+                                me, (long long)ids[j]);
+        else
+            h->send_idx[j] = (int32_t)(ids[j] - row0);
+    }
+    free(ids);
+    if (ierr) goto fail;
+    *out = h;
+    h = NULL;
+fail:
+    free(range);
+    free(starts);
+    free(want);
+    free(gives);
+    free(ip);
+    free(owner);
+    hk_halo_destroy(h);
+    return ierr;
+}
+
+void hk_halo_destroy(hk_halo *h)
+{
+    if (!h) return;
+    free(h->ghost);
+    free(h->order);
+    free(h->recv_rank);
+    free(h->recv_off);
+    free(h->send_rank);
+    free(h->send_off);
+    free(h->send_idx);
+    hk_comm_reqs_destroy(h->reqs);
+    free(h->host_send);
+    free(h->host_recv);
+    free(h);
+}
+
+int hk_halo_start(hk_halo *h, const void *send, void *recv, size_t bytes)
+{
+    /* a fresh request array per round: the sends are posted after the receives */
+    for (int j = 0; j < h->nrecv; j++)
+        HK_CALL(hk_comm_irecv(h->comm, (char *)recv + (size_t)h->recv_off[j] * bytes,
+                              (size_t)(h->recv_off[j + 1] - h->recv_off[j]) * bytes,
+                              h->recv_rank[j], HALO_TAG_DATA, h->reqs, j));
+    for (int j = 0; j < h->nsend; j++)
+        HK_CALL(hk_comm_isend(h->comm, (const char *)send + (size_t)h->send_off[j] * bytes,
+                              (size_t)(h->send_off[j + 1] - h->send_off[j]) * bytes,
+                              h->send_rank[j], HALO_TAG_DATA, h->reqs, h->nrecv + j));
+    return 0;
+}
+
+int hk_halo_wait(hk_halo *h)
+{
+    return hk_comm_waitall(h->reqs);
+}
+
+int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_vals)
+{
+    const int64_t ns = h->send_off[h->nsend];
+    if (width > h->host_width) {
+        free(h->host_send);
+        free(h->host_recv);
+        h->host_send = h->host_recv = NULL;
+        h->host_width = 0;
+        HK_CALL(hk_malloc((size_t)(ns + 1) * width * sizeof(double), &h->host_send));
+        HK_CALL(hk_malloc((size_t)(h->nghost + 1) * width * sizeof(double), &h->host_recv));
+        h->host_width = width;
+    }
+    for (int64_t j = 0; j < ns; j++)
+        memcpy(h->host_send + (size_t)j * width, owned + (size_t)h->send_idx[j] * width,
+               (size_t)width * sizeof(double));
+    HK_CALL(hk_halo_start(h, h->host_send, h->host_recv, (size_t)width * sizeof(double)));
+    HK_CALL(hk_halo_wait(h));
+    for (int64_t i = 0; i < h->nghost; i++)
+        memcpy(ghost_vals + (size_t)i * width, h->host_recv + (size_t)h->order[i] * width,
+               (size_t)width * sizeof(double));
+    return 0;
+}
