@@ -6,6 +6,10 @@
 
 int hk_app_main(int argc, char **argv);
 int hk_cmd_run(int argc, char **argv);   /* app/cmd_run.c */
+/* hooke run on the processes of mpirun (app/run_mpi.c, docs/parallel.md): mesh and partition
+ * on rank 0, assembly, solve and post-processing of each process's part, one .vtu piece per
+ * process and a .pvtu, the summary from rank 0; the same exit status on every process. */
+int hk_cmd_run_mpi(int argc, char **argv);
 int hk_cmd_solve(int argc, char **argv); /* app/cmd_solve.c */
 int hk_cmd_solve_eigen(int argc, char **argv); /* app/cmd_solve_eigen.c: solve --eigen N */
 int hk_cmd_mesh(int argc, char **argv);  /* app/cmd_mesh.c */

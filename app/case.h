@@ -254,6 +254,21 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
 /* Only the mesh and assembly stages of hk_run_case (r->mesh, r->model, r->sys, times), for
  * benchmarks that solve K themselves. */
 int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r);
+/* Only the mesh stage (r->mesh, r->model bound to it, t_mesh): rank 0 of a distributed run. */
+int hk_run_mesh(const hk_case *c, const hk_run_opts *o, hk_run *r);
+/* An HK_ERR_MODEL of assembly pointed at the case file (the supports for rigid-body motion);
+ * other codes pass through. An HK_ERR_OPTION of the solver pointed at the key's line. */
+int hk_run_model_error(const hk_case *c, int ierr);
+int hk_run_solver_option_error(const hk_case *c, int err);
+/* hooke run's command line (app/cmd_run.c): go = 1 when the case is to be run, else the
+ * return value is the exit status (help printed: 0, a usage error: 2, said on stderr). sets is
+ * malloc'ed (the caller frees it) and points into argv. */
+typedef struct hk_run_args {
+    const char *case_path, *out, *backend, *assembly;
+    int json, verbose, quiet, nsets, go;
+    const char **sets;
+} hk_run_args;
+int hk_run_args_parse(int argc, char **argv, hk_run_args *a);
 /* The near-null space of r->sys.K from the mesh: node coordinates, mesh.dim per node in K's
  * block-row order (K numbers its block rows by the mesh's nodes), for pc=amg's rigid-body
  * modes; with rigid couplings (extra block rows) the rigid-body modes as explicit vectors.

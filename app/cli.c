@@ -68,7 +68,9 @@ int hk_app_main(int argc, char **argv)
         return 0;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "run")) return hk_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run"))
+        return hk_comm_size(hk_comm_world()) > 1 ? hk_cmd_run_mpi(argc - 1, argv + 1)
+                                                 : hk_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "mesh")) return hk_cmd_mesh(argc - 1, argv + 1);
     if (!strcmp(cmd, "solve")) return hk_cmd_solve(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return hk_cmd_info(argc - 1, argv + 1);

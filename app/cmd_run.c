@@ -90,7 +90,7 @@ static void element_types(const hk_mesh *m, char *buf, size_t n)
 }
 
 /* The solver reports bad options by name; point at the case-file line of that key. */
-static int solver_option_error(const hk_case *c, int err)
+int hk_run_solver_option_error(const hk_case *c, int err)
 {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", hk_error_message());
@@ -473,6 +473,21 @@ fail:
     return ierr;
 }
 
+int hk_run_model_error(const hk_case *c, int ierr)
+{
+    return ierr == HK_ERR_MODEL ? model_error(c, ierr) : ierr;
+}
+
+int hk_run_mesh(const hk_case *c, const hk_run_opts *o, hk_run *r)
+{
+    static const hk_run_opts none = {0};
+    if (!o) o = &none;
+    run_log L = {.f = o->log ? o->log : stderr, .quiet = o->quiet, .verbose = o->verbose};
+    L.t0 = L.last = hk_time();
+    memset(r, 0, sizeof *r);
+    return run_mesh(c, o, &L, r);
+}
+
 int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r)
 {
     static const hk_run_opts none = {0};
@@ -568,7 +583,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
                      * assembled on the host */
         HK_TRY(run_assemble(c, &L, r));
         ierr = hk_run_modal_solve(c, o, L.t0, r);
-        if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
+        if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
         goto fail;
     }
     /* the solver's defaults and backend first: they decide where K is assembled */
@@ -601,7 +616,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
             ierr = hk_solver_create_nearnull(&r->sys.K, &nn, c->solver, &s);
         free(coords);
     }
-    if (ierr == HK_ERR_OPTION) ierr = solver_option_error(c, ierr);
+    if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
     if (ierr) goto fail;
     {
         char *buf = NULL;
@@ -994,90 +1009,103 @@ static void run_help(FILE *f)
     hk_solver_print_help(f);
 }
 
-int hk_cmd_run(int argc, char **argv)
+int hk_run_args_parse(int argc, char **argv, hk_run_args *a)
 {
-    const char *case_path = NULL, *out = NULL, *backend = NULL, *assembly = NULL;
-    int json = 0, verbose = 0, quiet = 0, nsets = 0;
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    if (!sets) return 1;
+    memset(a, 0, sizeof *a);
+    const int speak = hk_comm_rank(hk_comm_world()) == 0; /* under mpirun: rank 0 */
+    a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
+    if (!a->sets) return 1;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *s = argv[i];
         const char *val = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            run_help(stdout);
-            free(sets);
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            if (speak) run_help(stdout);
             return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-            verbose = 1;
-        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            quiet = 1;
-        } else if (!strcmp(a, "--assembly") || !strncmp(a, "--assembly=", 11)) {
-            if (!a[10] && i + 1 >= argc) {
-                fprintf(stderr, "hooke run: --assembly needs a value (auto, host or device)\n");
-                free(sets);
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(s, "--verbose") || !strcmp(s, "-v")) {
+            a->verbose = 1;
+        } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
+            a->quiet = 1;
+        } else if (!strcmp(s, "--assembly") || !strncmp(s, "--assembly=", 11)) {
+            if (!s[10] && i + 1 >= argc) {
+                if (speak)
+                    fprintf(stderr, "hooke run: --assembly needs a value (auto, host or device)\n");
                 return 2;
             }
-            assembly = a[10] ? a + 11 : argv[++i];
-            if (strcmp(assembly, "auto") && strcmp(assembly, "host") && strcmp(assembly, "device")) {
-                fprintf(stderr, "hooke run: --assembly %s: give auto, host or device\n", assembly);
-                free(sets);
+            a->assembly = s[10] ? s + 11 : argv[++i];
+            if (strcmp(a->assembly, "auto") && strcmp(a->assembly, "host") &&
+                strcmp(a->assembly, "device")) {
+                if (speak)
+                    fprintf(stderr, "hooke run: --assembly %s: give auto, host or device\n",
+                            a->assembly);
                 return 2;
             }
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--backend") ||
-                   !strcmp(a, "--set") || !strcmp(a, "-s")) {
+        } else if (!strcmp(s, "-o") || !strcmp(s, "--output") || !strcmp(s, "--backend") ||
+                   !strcmp(s, "--set") || !strcmp(s, "-s")) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "hooke run: %s needs a value (hooke run --help)\n", a);
-                free(sets);
+                if (speak) fprintf(stderr, "hooke run: %s needs a value (hooke run --help)\n", s);
                 return 2;
             }
             val = argv[++i];
-            if (a[1] == 'o' || a[2] == 'o')
-                out = val;
-            else if (a[2] == 'b')
-                backend = val;
+            if (s[1] == 'o' || s[2] == 'o')
+                a->out = val;
+            else if (s[2] == 'b')
+                a->backend = val;
             else
-                sets[nsets++] = val;
-        } else if (!strncmp(a, "--set=", 6)) {
-            sets[nsets++] = a + 6;
-        } else if (!strncmp(a, "--backend=", 10)) {
-            backend = a + 10;
-        } else if (!strncmp(a, "--output=", 9)) {
-            out = a + 9;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr,
-                    "hooke run: unknown option '%s'; the options are -o, --backend, "
-                    "--assembly, --set, --json, --verbose, --quiet (hooke run --help)\n",
-                    a);
-            free(sets);
+                a->sets[a->nsets++] = val;
+        } else if (!strncmp(s, "--set=", 6)) {
+            a->sets[a->nsets++] = s + 6;
+        } else if (!strncmp(s, "--backend=", 10)) {
+            a->backend = s + 10;
+        } else if (!strncmp(s, "--output=", 9)) {
+            a->out = s + 9;
+        } else if (s[0] == '-' && s[1]) {
+            if (speak)
+                fprintf(stderr,
+                        "hooke run: unknown option '%s'; the options are -o, --backend, "
+                        "--assembly, --set, --json, --verbose, --quiet (hooke run --help)\n",
+                        s);
             return 2;
-        } else if (case_path) {
-            fprintf(stderr,
-                    "hooke run: one case file at a time ('%s' and '%s'); hooke run --help\n",
-                    case_path, a);
-            free(sets);
+        } else if (a->case_path) {
+            if (speak)
+                fprintf(stderr,
+                        "hooke run: one case file at a time ('%s' and '%s'); hooke run --help\n",
+                        a->case_path, s);
             return 2;
         } else {
-            case_path = a;
+            a->case_path = s;
         }
     }
-    if (!case_path) {
-        fprintf(
-            stderr,
-            "hooke run: no case file; usage: hooke run CASE.yaml [options] (hooke run --help)\n");
-        free(sets);
+    if (!a->case_path) {
+        if (speak)
+            fprintf(stderr, "hooke run: no case file; usage: hooke run CASE.yaml [options] (hooke "
+                            "run --help)\n");
         return 2;
     }
-    if (out) {
-        size_t l = strlen(out);
-        if (l < 4 || strcmp(out + l - 4, ".vtu")) {
-            fprintf(stderr, "hooke run: -o %s: the output must be a .vtu file\n", out);
-            free(sets);
+    if (a->out) {
+        size_t l = strlen(a->out);
+        if (l < 4 || strcmp(a->out + l - 4, ".vtu")) {
+            if (speak) fprintf(stderr, "hooke run: -o %s: the output must be a .vtu file\n", a->out);
             return 2;
         }
     }
+    a->go = 1;
+    return 0;
+}
 
+int hk_cmd_run(int argc, char **argv)
+{
+    hk_run_args args;
+    const int st = hk_run_args_parse(argc, argv, &args);
+    if (!args.go) {
+        free(args.sets);
+        return st;
+    }
+    const char *case_path = args.case_path, *out = args.out, *backend = args.backend;
+    const char *assembly = args.assembly;
+    const int json = args.json, verbose = args.verbose, quiet = args.quiet, nsets = args.nsets;
+    const char **sets = args.sets;
     hk_case c;
     hk_run r;
     memset(&r, 0, sizeof r);

@@ -107,11 +107,14 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
     size_t dfree = 0, dtotal = 0;
     if (be && be->mem_info && !be->mem_info(&dfree, &dtotal)) {
         /* K in the solver's format (8 bytes a value, a column index a block), its set-up
-         * copies, the Krylov and preconditioner vectors */
-        mem->device_estimate = 1.5 * (8.5 * nnz) + 12 * 8 * ndof;
-        /* the device assembly (docs/assembly.md "On the device"): K, the mesh and its
-         * adjacency, a chunk of element records; before the solver's set-up, not beside it */
-        if (m && hk_assemble_on_bytes(m, nnz) > mem->device_estimate)
+         * copies, the Krylov and preconditioner vectors; on several processes each GPU holds
+         * its part (docs/parallel.md) */
+        const int nproc = hk_comm_size(hk_comm_world());
+        mem->device_estimate = (1.5 * (8.5 * nnz) + 12 * 8 * ndof) / nproc;
+        /* the device assembly (docs/assembly.md "On the device", one process only): K, the
+         * mesh and its adjacency, a chunk of element records; before the solver's set-up, not
+         * beside it */
+        if (nproc == 1 && m && hk_assemble_on_bytes(m, nnz) > mem->device_estimate)
             mem->device_estimate = hk_assemble_on_bytes(m, nnz);
         mem->device_available = (double)dfree;
         if (mem->device_estimate > mem->device_available) {

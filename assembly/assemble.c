@@ -203,6 +203,46 @@ fail:
     return ierr;
 }
 
+/* The first half of hk_assemble: the checks and the steps that need the whole model. */
+static int assemble_prepare(const hk_problem *p, hk_system *s, hk_adj *n2c, double *t)
+{
+    HK_CALL(hk_check_problem(p));
+    stage("checks", t);
+    const hk_mesh *m = p->mesh;
+    s->dim = m->dim;
+    s->nnodes = m->nnodes;
+    const int nrigid = hk_rigid_count(p); /* 2 block rows each for the reference points */
+    s->ndof = (int64_t)m->dim * (m->nnodes + 2 * (int64_t)nrigid);
+    HK_CALL(hk_calloc((size_t)s->ndof, sizeof *s->f_ext, &s->f_ext));
+    HK_CALL(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
+    HK_CALL(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
+    HK_CALL(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
+    HK_CALL(hk_asm_node_cells(m, n2c));
+    stage("adjacency", t);
+    /* cheap checks first: supports, rigid-body motion, loads */
+    HK_CALL(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
+    HK_CALL(hk_springs_check(p, n2c));
+    HK_CALL(hk_check_rigid(p, n2c, s->fixed, hk_springs_directions));
+    stage("supports", t);
+    HK_CALL(hk_loads_apply(p, n2c, s->f_ext));
+    stage("loads", t);
+    return 0;
+}
+
+/* The second half: K, the body loads, springs, elimination, rigid couplings. */
+static int assemble_finish(const hk_problem *p, const hk_adj *n2c, hk_system *s, double *t)
+{
+    HK_CALL(hk_asm_pattern(p->mesh, n2c, &s->K));
+    stage("pattern", t);
+    HK_CALL(assemble_numeric(p, n2c, &s->K, s->f_ext));
+    HK_CALL(hk_springs_add(p, n2c, &s->K));
+    stage("numeric", t);
+    HK_CALL(hk_eliminate(s, n2c));
+    if (hk_rigid_count(p)) HK_CALL(hk_rigid_apply(p, n2c, s));
+    stage("eliminate", t);
+    return 0;
+}
+
 int hk_assemble(const hk_problem *p, hk_system *s)
 {
     int ierr;
@@ -211,39 +251,54 @@ int hk_assemble(const hk_problem *p, hk_system *s)
     HK_CHECK(s, HK_ERR_ARG, "hk_assemble: the output system is NULL");
     memset(s, 0, sizeof *s);
     stage(NULL, &t);
-    HK_TRY(hk_check_problem(p));
-    stage("checks", &t);
-    const hk_mesh *m = p->mesh;
-    s->dim = m->dim;
-    s->nnodes = m->nnodes;
-    const int nrigid = hk_rigid_count(p); /* 2 block rows each for the reference points */
-    s->ndof = (int64_t)m->dim * (m->nnodes + 2 * (int64_t)nrigid);
-    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f_ext, &s->f_ext));
-    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
-    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->fixed, &s->fixed));
-    HK_TRY(hk_calloc((size_t)s->ndof, sizeof *s->u_fixed, &s->u_fixed));
-    HK_TRY(hk_asm_node_cells(m, &n2c));
-    stage("adjacency", &t);
-    /* cheap checks first: supports, rigid-body motion, loads */
-    HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
-    HK_TRY(hk_springs_check(p, &n2c));
-    HK_TRY(hk_check_rigid(p, &n2c, s->fixed, hk_springs_directions));
-    stage("supports", &t);
-    HK_TRY(hk_loads_apply(p, &n2c, s->f_ext));
-    stage("loads", &t);
-    HK_TRY(hk_asm_pattern(m, &n2c, &s->K));
-    stage("pattern", &t);
-    HK_TRY(assemble_numeric(p, &n2c, &s->K, s->f_ext));
-    HK_TRY(hk_springs_add(p, &n2c, &s->K));
-    stage("numeric", &t);
-    HK_TRY(hk_eliminate(s, &n2c));
-    if (nrigid) HK_TRY(hk_rigid_apply(p, &n2c, s));
-    stage("eliminate", &t);
+    HK_TRY(assemble_prepare(p, s, &n2c, &t));
+    HK_TRY(assemble_finish(p, &n2c, s, &t));
     hk_adj_free(&n2c);
     return 0;
 fail:
     hk_adj_free(&n2c);
     hk_system_free(s);
+    return ierr;
+}
+
+int hk_assemble_prepare(const hk_problem *p, hk_system *s)
+{
+    int ierr;
+    hk_adj n2c = {0};
+    double t = 0;
+    HK_CHECK(s, HK_ERR_ARG, "hk_assemble_prepare: the output system is NULL");
+    memset(s, 0, sizeof *s);
+    stage(NULL, &t);
+    ierr = assemble_prepare(p, s, &n2c, &t);
+    hk_adj_free(&n2c);
+    if (ierr) hk_system_free(s);
+    return ierr;
+}
+
+int hk_assemble_rows(const hk_problem *p, hk_system *s)
+{
+    int ierr;
+    hk_adj n2c = {0};
+    double t = 0;
+    HK_CHECK(s && s->fixed && s->u_fixed && s->f_ext && !s->f && !s->K.rowptr, HK_ERR_ARG,
+             "hk_assemble_rows: give fixed, u_fixed and f_ext of the part's nodes (from "
+             "hk_assemble_prepare), without K and f");
+    stage(NULL, &t);
+    HK_CALL(hk_check_problem(p));
+    const hk_mesh *m = p->mesh;
+    HK_CHECK(hk_rigid_count(p) == 0, HK_ERR_UNSUPPORTED,
+             "rigid couplings need the whole model in one process; use a distributing coupling "
+             "or run on one process");
+    s->dim = m->dim;
+    s->nnodes = m->nnodes;
+    s->ndof = (int64_t)m->dim * m->nnodes;
+    HK_CALL(hk_calloc((size_t)s->ndof, sizeof *s->f, &s->f));
+    HK_TRY(hk_asm_node_cells(m, &n2c));
+    HK_TRY(assemble_finish(p, &n2c, s, &t));
+    hk_adj_free(&n2c);
+    return 0;
+fail:
+    hk_adj_free(&n2c);
     return ierr;
 }
 

@@ -28,6 +28,8 @@ typedef struct hk_pp_work {
     double *dTr;  /* per region: the uniform temperature change */
     double thick; /* 2D thickness (1 in 3D and axisymmetric) */
     double *fint; /* 3 per node: the internal forces, summed in element order */
+    int64_t nowned; /* the nodes [0, nowned) whose maxima and reactions are this part's (all
+                     * nodes but in hk_postproc_part) */
 } hk_pp_work;
 int hk_pp_prepare(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out,
                   hk_pp_work *w);

@@ -151,6 +151,7 @@ int hk_pp_prepare(const hk_problem *p, const hk_system *s, const double *u, hk_f
     const int dim = m->dim;
     const int64_t nn = m->nnodes, ne = m->cells.n;
     int ierr = 0;
+    w->nowned = nn;
     /* 2D: thickness 0 means unit thickness, as in the assembly; axisymmetric: per radian */
     w->thick =
         dim == 2 && p->analysis != HK_AXISYMMETRIC ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
@@ -270,6 +271,7 @@ int hk_pp_finish(const hk_problem *p, const hk_system *s, hk_pp_work *w, hk_fiel
             un = um * sqrt(a * a + b * b + c * c);
         } else if (!(um == 0))
             un = um; /* inf or NaN stays visible */
+        if (i >= w->nowned) continue; /* another part's node: its maxima are that part's */
         if (un > max_u) max_u = un;
         if (out->von_mises[i] > max_vm) max_vm = out->von_mises[i];
     }
@@ -305,6 +307,7 @@ int hk_pp_finish(const hk_problem *p, const hk_system *s, hk_pp_work *w, hk_fiel
         HK_TRY(hk_group_nodes(m, sp->boundary, &gn, &gnodes));
         for (int64_t j = 0; j < gn; j++) {
             const int64_t i = gnodes[j];
+            if (i >= w->nowned) continue; /* summed by the part that owns it */
             double rf[3] = {0, 0, 0};
             for (int c = 0; c < dim; c++) {
                 const int64_t d = i * dim + c;
@@ -335,8 +338,15 @@ fail:
 
 int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fields *out)
 {
+    return hk_postproc_part(p, s, u, p && p->mesh ? p->mesh->nnodes : 0, out);
+}
+
+int hk_postproc_part(const hk_problem *p, const hk_system *s, const double *u, int64_t nowned,
+                     hk_fields *out)
+{
     hk_pp_work w;
     HK_CALL(hk_pp_prepare(p, s, u, out, &w));
+    w.nowned = nowned < w.nowned ? nowned : w.nowned;
     const hk_mesh *m = p->mesh;
     const int64_t nn = m->nnodes, ne = m->cells.n;
     int ierr = 0;

@@ -387,6 +387,16 @@ typedef enum { HK_MASS_CONSISTENT = 0, HK_MASS_LUMPED } hk_mass_kind;
  * whatever value the supports give; a model free to move is allowed (s->free_rigid counts
  * its rigid-body motions). Every region's material needs a positive density. */
 int hk_assemble_modal(const hk_problem *p, hk_mass_kind mass, hk_system *s);
+/* hk_assemble in two halves, for a mesh cut into parts (distributed runs, docs/parallel.md).
+ * hk_assemble_prepare runs, on the whole model, the checks and the steps that need it whole:
+ * supports (s->fixed, u_fixed, nfixed), the springs' and rigid-body checks, the surface and
+ * nodal loads (s->f_ext); s gets no K and no f. hk_assemble_rows assembles the model of one
+ * part, whose mesh holds every cell touching the nodes it assembles: given s->fixed, u_fixed
+ * and f_ext of the part's nodes (from the prepared whole), it adds the body loads to f_ext and
+ * makes K, f and the elimination; a row whose node has all its cells in the part is bit for bit
+ * hk_assemble's row (cells are visited in the mesh's order). Rigid couplings are refused. */
+int hk_assemble_prepare(const hk_problem *p, hk_system *s);
+int hk_assemble_rows(const hk_problem *p, hk_system *s);
 /* Elements assembled per second benchmark helper: assemble only K, no checks. */
 int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K);
 /* Scalar nonzeros of the system's K, wherever it lives. */
@@ -449,6 +459,11 @@ int hk_postproc(const hk_problem *p, const hk_system *s, const double *u, hk_fie
  * on every run. The reactions' sums over the supports' nodes stay on the host. */
 int hk_postproc_on(const hk_backend *be, const hk_problem *p, const hk_system *s,
                    const double *u, hk_fields *out);
+/* The same for one part of a partitioned mesh whose nodes [0, nowned) are the part's own (all
+ * their cells in the mesh): the maxima and the supports' reaction sums are taken over those
+ * nodes only; the other nodes' fields are incomplete (their owners have them). */
+int hk_postproc_part(const hk_problem *p, const hk_system *s, const double *u, int64_t nowned,
+                     hk_fields *out);
 
 /* Compression of the .vtu's appended arrays (docs/output.md). */
 typedef enum hk_vtu_compression {
@@ -473,6 +488,11 @@ int hk_vtu_have_lz4(void);
 /* The former writer through libxml2 (base64 appended data; zlib level 1 blocks of 32 KiB when
  * zlib is set), kept as the baseline of `hooke bench output`. */
 int hk_vtu_write_libxml2(const char *path, const hk_mesh *m, const hk_fields *f, int zlib);
+/* The .pvtu of a distributed run: the npieces .vtu files (paths relative to the .pvtu), each
+ * written by hk_vtu_write with the non-NULL fields of f (f gives only which fields and whether
+ * axisymmetric) and the region array when has_region, with the options opt (Float32 fields). */
+int hk_pvtu_write(const char *path, int npieces, const char *const *pieces, const hk_fields *f,
+                  int has_region, const hk_vtu_options *opt);
 /* A .pvd collection of nfiles .vtu files (paths relative to the .pvd) with names. */
 int hk_pvd_write(const char *path, int nfiles, const char *const *vtu_files,
                  const char *const *names);

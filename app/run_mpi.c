@@ -1,0 +1,582 @@
+/* hooke run on the processes of mpirun (docs/parallel.md).
+ *
+ *   rank 0:  mesh -> bind -> hk_assemble_prepare (checks, supports, surface loads) -> parts
+ *   each:    its part -> hk_assemble_rows -> hk_solver_create_dist -> solve
+ *            -> ghost displacements -> hk_postproc_part -> ghost fields -> .vtu piece
+ *   rank 0:  .pvtu, the summary (sums and maxima over the processes)
+ *
+ * Every stage's status is agreed by all processes (hk_comm_agree), so they stop together and
+ * rank 0 prints the one sentence; only rank 0 prints. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "case.h"
+#include "run_part.h"
+
+typedef struct mlog {
+    int on; /* rank 0 and not quiet */
+    double t0;
+} mlog;
+
+static void say(const mlog *L, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void say(const mlog *L, const char *fmt, ...)
+{
+    if (!L->on) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%7.2f s] ", hk_time() - L->t0);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+static void monitor(int it, double rnorm, void *ctx)
+{
+    mlog *L = ctx;
+    static double last = 0;
+    const double now = hk_time();
+    if (now - last < 1.0) return;
+    last = now;
+    fprintf(stderr, "[%7.2f s]   solve: iteration %6d  residual %.3e\n", now - L->t0, it, rnorm);
+    fflush(stderr);
+}
+
+/* What the case asks for that is not distributed yet: one sentence (every process alike). */
+static int refuse(const hk_case *c)
+{
+    const int P = hk_comm_size(hk_comm_world());
+    HK_CHECK(!c->nloadcases, HK_ERR_UNSUPPORTED,
+             "%s: load_cases run on one process for now; run this case without mpirun, or "
+             "one load case at a time on %d processes",
+             c->path, P);
+    for (int i = 0; i < c->nloads; i++)
+        HK_CHECK(!(c->loads[i].kind == HK_LOAD_REMOTE && c->loads[i].coupling == HK_COUPLING_RIGID),
+                 HK_ERR_UNSUPPORTED,
+                 "%s: the remote force on '%s' has a rigid coupling, which needs the whole model "
+                 "in one process; use coupling: distributing or run without mpirun",
+                 c->path, c->loads[i].boundary);
+    HK_CHECK(!c->matrix_file[0] && !c->rhs_file[0] && !c->coords_file[0], HK_ERR_UNSUPPORTED,
+             "%s: output.matrix, output.rhs and output.coordinates write the whole system from "
+             "one process; run without mpirun to export it",
+             c->path);
+    return 0;
+}
+
+/* The model's data every part shares (materials per region, loads, supports and the problem's
+ * scalars), from rank 0 to all. */
+typedef struct shared_model {
+    hk_problem p; /* mesh, materials, loads, supports, node_dT filled by each process */
+    hk_material *materials;
+    hk_load *loads;
+    hk_support *supports;
+    int nregions;
+} shared_model;
+
+static void shared_free(shared_model *s)
+{
+    free(s->materials);
+    free(s->loads);
+    free(s->supports);
+    memset(s, 0, sizeof *s);
+}
+
+static int bcast_model(const hk_comm *w, const hk_problem *p0, shared_model *s)
+{
+    const int me = hk_comm_rank(w);
+    int64_t n[3] = {0, 0, 0};
+    if (me == 0) {
+        s->p = *p0;
+        s->nregions = p0->mesh->nregions;
+        n[0] = s->nregions, n[1] = p0->nloads, n[2] = p0->nsupports;
+    }
+    HK_CALL(hk_comm_bcast(w, &s->p, sizeof s->p, 0));
+    HK_CALL(hk_comm_bcast(w, n, sizeof n, 0));
+    s->nregions = (int)n[0];
+    HK_CALL(hk_calloc((size_t)n[0] + 1, sizeof *s->materials, &s->materials));
+    HK_CALL(hk_calloc((size_t)n[1] + 1, sizeof *s->loads, &s->loads));
+    HK_CALL(hk_calloc((size_t)n[2] + 1, sizeof *s->supports, &s->supports));
+    if (me == 0) {
+        memcpy(s->materials, p0->materials, (size_t)n[0] * sizeof *s->materials);
+        memcpy(s->loads, p0->loads, (size_t)n[1] * sizeof *s->loads);
+        memcpy(s->supports, p0->supports, (size_t)n[2] * sizeof *s->supports);
+    }
+    HK_CALL(hk_comm_bcast(w, s->materials, (size_t)n[0] * sizeof *s->materials, 0));
+    HK_CALL(hk_comm_bcast(w, s->loads, (size_t)n[1] * sizeof *s->loads, 0));
+    HK_CALL(hk_comm_bcast(w, s->supports, (size_t)n[2] * sizeof *s->supports, 0));
+    s->p.mesh = NULL;
+    s->p.materials = s->materials;
+    s->p.loads = s->loads;
+    s->p.supports = s->supports;
+    s->p.node_dT = NULL;
+    return 0;
+}
+
+/* The part's problem: the shared model on the part's mesh; a spring support whose boundary has
+ * no facet in the part keeps only its springs at nodes (its area springs act elsewhere). */
+static void part_problem(shared_model *s, const hk_part *pt)
+{
+    s->p.mesh = &pt->mesh;
+    s->p.node_dT = pt->node_dT;
+    for (int k = 0; k < s->p.nsupports; k++) {
+        hk_support *sp = &s->supports[k];
+        if (sp->kind == HK_SUPPORT_SPRING && pt->mesh.boundaries[sp->boundary].elems.n == 0)
+            sp->k_normal = sp->k_tangential = 0;
+    }
+}
+
+/* The owned rows of the part's K with global columns (views into sys.K except colind). */
+static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
+{
+    memset(K, 0, sizeof *K);
+    K->bs = pt->mesh.dim;
+    K->nbrows = pt->nown;
+    K->nbcols = pt->nglobal;
+    if (!sys->K.rowptr) { /* no cells: no rows */
+        HK_CALL(hk_calloc(1, sizeof *K->rowptr, &K->rowptr));
+        return 0;
+    }
+    const int64_t nnz = sys->K.rowptr[pt->nown];
+    HK_CALL(hk_malloc((size_t)(pt->nown + 1) * sizeof *K->rowptr, &K->rowptr));
+    memcpy(K->rowptr, sys->K.rowptr, (size_t)(pt->nown + 1) * sizeof *K->rowptr);
+    HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *K->colind, &K->colind));
+    for (int64_t k = 0; k < nnz; k++)
+        K->colind[k] = (int32_t)pt->gid[sys->K.colind[k]];
+    K->val = sys->K.val; /* not freed here */
+    return 0;
+}
+
+/* The fields of the part's ghost nodes from their owners (u, strain, stress, von Mises,
+ * principal stresses, reactions: 22 values a node). */
+enum { NODE_VALUES = 22 };
+
+static void node_pack(const hk_fields *f, int64_t i, double *v)
+{
+    memcpy(v, f->u + 3 * i, 3 * sizeof *v);
+    memcpy(v + 3, f->strain + 6 * i, 6 * sizeof *v);
+    memcpy(v + 9, f->stress + 6 * i, 6 * sizeof *v);
+    v[15] = f->von_mises[i];
+    memcpy(v + 16, f->principal + 3 * i, 3 * sizeof *v);
+    memcpy(v + 19, f->reaction + 3 * i, 3 * sizeof *v);
+}
+
+static void node_unpack(hk_fields *f, int64_t i, const double *v)
+{
+    memcpy(f->u + 3 * i, v, 3 * sizeof *v);
+    memcpy(f->strain + 6 * i, v + 3, 6 * sizeof *v);
+    memcpy(f->stress + 6 * i, v + 9, 6 * sizeof *v);
+    f->von_mises[i] = v[15];
+    memcpy(f->principal + 3 * i, v + 16, 3 * sizeof *v);
+    memcpy(f->reaction + 3 * i, v + 19, 3 * sizeof *v);
+}
+
+static int ghost_fields(hk_halo *h, const hk_part *pt, hk_fields *f)
+{
+    const int64_t ng = pt->mesh.nnodes - pt->nown;
+    double *own = NULL, *gh = NULL;
+    int ierr = 0;
+    HK_TRY(hk_malloc((size_t)(pt->nown + 1) * NODE_VALUES * sizeof *own, &own));
+    HK_TRY(hk_malloc((size_t)(ng + 1) * NODE_VALUES * sizeof *gh, &gh));
+    for (int64_t i = 0; i < pt->nown; i++)
+        node_pack(f, i, own + i * NODE_VALUES);
+    HK_TRY(hk_halo_exchange(h, own, NODE_VALUES, gh));
+    for (int64_t k = 0; k < ng; k++)
+        node_unpack(f, pt->nown + k, gh + k * NODE_VALUES);
+fail:
+    free(own);
+    free(gh);
+    return ierr;
+}
+
+/* Empty fields of a part without cells (sums and maxima zero). */
+static int empty_fields(const hk_part *pt, int nsupports, hk_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    const int64_t nn = pt->mesh.nnodes + 1;
+    f->nnodes = pt->mesh.nnodes;
+    f->nsupports = nsupports;
+    HK_CALL(hk_calloc((size_t)(3 * nn), sizeof(double), &f->u));
+    HK_CALL(hk_calloc((size_t)(6 * nn), sizeof(double), &f->strain));
+    HK_CALL(hk_calloc((size_t)(6 * nn), sizeof(double), &f->stress));
+    HK_CALL(hk_calloc((size_t)nn, sizeof(double), &f->von_mises));
+    HK_CALL(hk_calloc((size_t)(3 * nn), sizeof(double), &f->principal));
+    HK_CALL(hk_calloc((size_t)(3 * nn), sizeof(double), &f->reaction));
+    HK_CALL(hk_calloc(1, sizeof(double), &f->cell_stress));
+    HK_CALL(hk_calloc(1, sizeof(double), &f->cell_von_mises));
+    HK_CALL(hk_calloc((size_t)nsupports + 1, sizeof(double[3]), &f->support_reaction));
+    return hk_calloc((size_t)nsupports + 1, sizeof(double[3]), &f->support_moment);
+}
+
+/* The piece this process writes: the cells it owns and their nodes, with the case's fields. */
+static int write_piece(const hk_case *c, const hk_part *pt, const hk_fields *all, const char *path)
+{
+    int ierr = 0;
+    const hk_mesh *m = &pt->mesh;
+    hk_mesh pm = {0};
+    hk_fields f = {0};
+    int32_t *map = NULL;
+    int64_t *cells = NULL, nc = 0, nref = 0, nn = 0;
+    HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *map, &map));
+    HK_TRY(hk_malloc((size_t)(m->cells.n + 1) * sizeof *cells, &cells));
+    for (int64_t v = 0; v < m->nnodes; v++)
+        map[v] = -1;
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        if (!pt->out_cell[e]) continue;
+        cells[nc++] = e;
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++, nref++)
+            if (map[m->cells.nodes[k]] < 0) map[m->cells.nodes[k]] = 0;
+    }
+    for (int64_t v = 0; v < m->nnodes; v++) /* the piece's nodes in the part's order */
+        if (map[v] == 0) map[v] = (int32_t)nn++;
+    pm.dim = m->dim;
+    pm.nnodes = nn;
+    pm.nregions = m->nregions;
+    pm.regions = m->regions; /* borrowed: names only */
+    HK_TRY(hk_malloc((size_t)(3 * nn + 1) * sizeof *pm.coords, &pm.coords));
+    HK_TRY(hk_malloc((size_t)(nc + 1), &pm.cells.type));
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *pm.cells.ptr, &pm.cells.ptr));
+    HK_TRY(hk_malloc((size_t)(nref + 1) * sizeof *pm.cells.nodes, &pm.cells.nodes));
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *pm.cell_region, &pm.cell_region));
+    pm.cells.n = nc;
+    pm.cells.ptr[0] = 0;
+    for (int64_t j = 0; j < nc; j++) {
+        const int64_t e = cells[j];
+        pm.cells.type[j] = m->cells.type[e];
+        pm.cell_region[j] = m->cell_region[e];
+        int64_t q = pm.cells.ptr[j];
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            pm.cells.nodes[q++] = map[m->cells.nodes[k]];
+        pm.cells.ptr[j + 1] = q;
+    }
+    f.nnodes = nn;
+    f.ncells = nc;
+    f.axisymmetric = all->axisymmetric;
+    const unsigned fl = c->fields;
+#define NODE_FIELD(bit, name, w)                                                                   \
+    if (fl & (bit)) HK_TRY(hk_malloc((size_t)((w)*nn + 1) * sizeof(double), &f.name));
+    NODE_FIELD(HK_FIELD_DISPLACEMENT, u, 3)
+    NODE_FIELD(HK_FIELD_STRAIN, strain, 6)
+    NODE_FIELD(HK_FIELD_STRESS, stress, 6)
+    NODE_FIELD(HK_FIELD_VON_MISES, von_mises, 1)
+    NODE_FIELD(HK_FIELD_PRINCIPAL, principal, 3)
+    NODE_FIELD(HK_FIELD_REACTION, reaction, 3)
+#undef NODE_FIELD
+    if (fl & HK_FIELD_CELL_STRESS) {
+        HK_TRY(hk_malloc((size_t)(6 * nc + 1) * sizeof(double), &f.cell_stress));
+        HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof(double), &f.cell_von_mises));
+    }
+    for (int64_t v = 0; v < m->nnodes; v++) {
+        const int64_t i = map[v];
+        if (i < 0) continue;
+        memcpy(pm.coords + 3 * i, m->coords + 3 * v, 3 * sizeof(double));
+        if (f.u) memcpy(f.u + 3 * i, all->u + 3 * v, 3 * sizeof(double));
+        if (f.strain) memcpy(f.strain + 6 * i, all->strain + 6 * v, 6 * sizeof(double));
+        if (f.stress) memcpy(f.stress + 6 * i, all->stress + 6 * v, 6 * sizeof(double));
+        if (f.von_mises) f.von_mises[i] = all->von_mises[v];
+        if (f.principal) memcpy(f.principal + 3 * i, all->principal + 3 * v, 3 * sizeof(double));
+        if (f.reaction) memcpy(f.reaction + 3 * i, all->reaction + 3 * v, 3 * sizeof(double));
+    }
+    for (int64_t j = 0; j < nc && f.cell_stress; j++) {
+        memcpy(f.cell_stress + 6 * j, all->cell_stress + 6 * cells[j], 6 * sizeof(double));
+        f.cell_von_mises[j] = all->cell_von_mises[cells[j]];
+    }
+    const hk_vtu_options vo = {.compression = (hk_vtu_compression)c->compression,
+                               .level = c->zlevel,
+                               .float32 = c->float32,
+                               .ascii = c->ascii};
+    HK_TRY(hk_vtu_write(path, &pm, &f, &vo));
+fail:
+    pm.regions = NULL;
+    pm.nregions = 0;
+    hk_mesh_free(&pm);
+    hk_fields_free(&f);
+    free(map);
+    free(cells);
+    return ierr;
+}
+
+/* The case's fields present (for the .pvtu's list): non-NULL markers. */
+static hk_fields field_list(const hk_case *c, int axisymmetric)
+{
+    static double mark;
+    hk_fields f = {0};
+    const unsigned fl = c->fields;
+    f.axisymmetric = axisymmetric;
+    if (fl & HK_FIELD_DISPLACEMENT) f.u = &mark;
+    if (fl & HK_FIELD_STRAIN) f.strain = &mark;
+    if (fl & HK_FIELD_STRESS) f.stress = &mark;
+    if (fl & HK_FIELD_VON_MISES) f.von_mises = &mark;
+    if (fl & HK_FIELD_PRINCIPAL) f.principal = &mark;
+    if (fl & HK_FIELD_REACTION) f.reaction = &mark;
+    if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = f.cell_von_mises = &mark;
+    return f;
+}
+
+/* The solver's options on several processes: a case naming neither pc nor method gets
+ * cg + poly (hooke run's one-process choices, cholesky and amg, are not distributed yet). */
+static int choose_solver(hk_options *o, char *choice, size_t n)
+{
+    choice[0] = 0;
+    if (hk_options_has(o, "pc")) return 0;
+    const char *method = NULL;
+    HK_CALL(hk_options_get_string(o, "method", &method));
+    if (method && !strcmp(method, "cholesky")) return 0; /* refused by the library */
+    snprintf(choice, n,
+             " [chosen by hooke run: pc=poly on %d processes; amg is not distributed yet]",
+             hk_comm_size(hk_comm_world()));
+    return hk_options_set(o, "pc", "poly");
+}
+
+/* Rank 0's summary: the whole mesh, the reduced results; K's nonzero count (summed over the
+ * processes) as the row pointer of one block row, which is all the summary reads of K. */
+static void summary(const hk_case *c, hk_run *r0, const hk_system *prep, const hk_part *pt,
+                    const hk_part_stats *ps, int64_t nnzb, hk_fields *fields, int ok, int json)
+{
+    r0->sys.ndof = (int64_t)pt->mesh.dim * pt->nglobal;
+    r0->sys.nfixed = prep->nfixed;
+    r0->sys.K.bs = pt->mesh.dim;
+    r0->sys.K.nbrows = 1;
+    if (hk_calloc(2, sizeof *r0->sys.K.rowptr, &r0->sys.K.rowptr)) return;
+    r0->sys.K.rowptr[1] = nnzb;
+    r0->fields = *fields;
+    memset(fields, 0, sizeof *fields); /* r0's now */
+    if (json) {
+        hk_run_print_json(c, r0, ok, stdout);
+        return;
+    }
+    hk_run_print_summary(c, r0, stdout);
+    printf("  processes      %d, cells partitioned by %s, %lld..%lld owned nodes each\n",
+           hk_comm_size(hk_comm_world()), hk_partitioner_name(), (long long)ps->min_nodes,
+           (long long)ps->max_nodes);
+}
+
+static int run_mpi(const hk_case *c, const hk_run_opts *o, const char *out, int json)
+{
+    const hk_comm *w = hk_comm_world();
+    const int me = hk_comm_rank(w), P = hk_comm_size(w);
+    mlog L = {.on = me == 0 && !o->quiet, .t0 = hk_time()};
+    hk_run r0; /* rank 0: the whole mesh and the summary */
+    hk_system prep = {0}, sys = {0};
+    hk_part pt = {0};
+    hk_part_stats ps = {0};
+    shared_model sm = {0};
+    hk_bcsr K = {0};
+    hk_solver *s = NULL;
+    hk_halo *halo = NULL;
+    hk_fields fields = {0};
+    double *u = NULL, tmax[1], t;
+    int64_t nnzb = 0;
+    char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH];
+    int ierr, solved = 0, written = 0;
+    memset(&r0, 0, sizeof r0);
+
+    /* 1. rank 0: mesh, model, the steps that need the whole model */
+    ierr = refuse(c);
+    if (!ierr && me == 0) {
+        ierr = hk_run_mesh(c, o, &r0);
+        if (!ierr) {
+            t = hk_time();
+            say(&L, "assembly: %d processes; checks, supports and surface loads on the whole model",
+                P);
+            ierr = hk_run_model_error(c, hk_assemble_prepare(&r0.model.problem, &prep));
+            r0.t_assembly = hk_time() - t;
+        }
+    }
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
+
+    /* 2. the parts */
+    ierr = me == 0 ? hk_part_distribute(w, &r0.model.problem, &prep, &pt, &ps)
+                   : hk_part_receive(w, &pt);
+    if (!ierr) ierr = bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm);
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    say(&L,
+        "partition: %d parts by %s in %.2f s, %lld..%lld owned nodes, %lld..%lld cells, up to "
+        "%lld ghost nodes",
+        P, hk_partitioner_name(), ps.seconds, (long long)ps.min_nodes, (long long)ps.max_nodes,
+        (long long)ps.min_cells, (long long)ps.max_cells, (long long)ps.max_ghosts);
+
+    /* 3. every process: its rows */
+    t = hk_time();
+    part_problem(&sm, &pt);
+    sys.fixed = pt.fixed, sys.u_fixed = pt.u_fixed, sys.f_ext = pt.f_ext;
+    pt.fixed = NULL, pt.u_fixed = NULL, pt.f_ext = NULL; /* now the system's */
+    ierr = pt.mesh.cells.n > 0 ? hk_run_model_error(c, hk_assemble_rows(&sm.p, &sys)) : 0;
+    if (!ierr) ierr = owned_rows(&pt, &sys, &K);
+    tmax[0] = hk_time() - t;
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    nnzb = K.rowptr[K.nbrows];
+    HK_TRY(hk_comm_sum_i64(w, &nnzb, 1));
+    HK_TRY(hk_comm_max(w, tmax, 1));
+    r0.t_assembly += tmax[0];
+    say(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s (rows of each part)",
+        (long long)(pt.nglobal * pt.mesh.dim), (long long)prep.nfixed,
+        (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly);
+
+    /* 4. the distributed solve */
+    t = hk_time();
+    if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
+    HK_TRY(choose_solver(c->solver, choice, sizeof choice));
+    ierr = hk_solver_create_dist(w, pt.row0, &K, NULL, c->solver, &s);
+    if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
+    if (ierr) goto done; /* agreed inside */
+    {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&buf, &len);
+        if (mf) {
+            hk_solver_describe(s, mf);
+            fclose(mf);
+            snprintf(r0.solver_desc, sizeof r0.solver_desc, "%s", buf ? buf : "");
+            free(buf);
+            size_t l = strlen(r0.solver_desc);
+            while (l && (r0.solver_desc[l - 1] == '\n' || r0.solver_desc[l - 1] == ' '))
+                r0.solver_desc[--l] = 0;
+        }
+        const char *on = strstr(r0.solver_desc, " on ");
+        snprintf(r0.backend, sizeof r0.backend, "%s", on ? on + 4 : "?");
+    }
+    say(&L, "solve: %s%s", r0.solver_desc, choice);
+    if (L.on) hk_solver_set_monitor(s, monitor, &L);
+    const int d = pt.mesh.dim;
+    HK_TRY(hk_calloc((size_t)(d * pt.mesh.nnodes + 1), sizeof *u, &u));
+    ierr = hk_solver_solve(s, sys.f, u, &r0.res);
+    if (ierr) goto done; /* agreed inside */
+    for (int64_t i = 0; i < d * pt.nown; i++)
+        if (sys.fixed[i]) u[i] = sys.u_fixed[i];
+    r0.t_setup = r0.res.setup_seconds;
+    r0.t_solve = hk_time() - t - r0.t_setup;
+    r0.converged = hk_reason_converged(r0.res.reason);
+    say(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
+        hk_reason_name(r0.res.reason), r0.res.iterations, r0.res.true_residual, r0.t_solve,
+        r0.t_setup);
+
+    /* 5. the ghosts' displacements, the fields, the ghosts' fields, the sums */
+    t = hk_time();
+    ierr = hk_halo_create(w, pt.row0, pt.nown, pt.mesh.nnodes - pt.nown, pt.gid + pt.nown, &halo);
+    if (!ierr) ierr = hk_halo_exchange(halo, u, d, u + d * pt.nown);
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    ierr = pt.mesh.cells.n > 0 ? hk_postproc_part(&sm.p, &sys, u, pt.nown, &fields)
+                               : empty_fields(&pt, sm.p.nsupports, &fields);
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    HK_TRY(ghost_fields(halo, &pt, &fields));
+    const int ns = sm.p.nsupports;
+    HK_TRY(hk_comm_sum(w, (double *)fields.support_reaction, 3 * ns));
+    HK_TRY(hk_comm_sum(w, (double *)fields.support_moment, 3 * ns));
+    double mx[2] = {fields.max_u, fields.max_von_mises};
+    HK_TRY(hk_comm_max(w, mx, 2));
+    fields.max_u = mx[0], fields.max_von_mises = mx[1];
+    tmax[0] = hk_time() - t;
+    HK_TRY(hk_comm_max(w, tmax, 1));
+    r0.t_post = tmax[0];
+    say(&L, "postproc: strains, stresses, reactions in %.2f s", r0.t_post);
+    solved = 1;
+
+    /* 6. one piece per process, the .pvtu naming them */
+    t = hk_time();
+    const char *path = out ? out : c->output;
+    const size_t l = strlen(path);
+    const int stem = l >= 4 && !strcmp(path + l - 4, ".vtu") ? (int)l - 4 : (int)l;
+    snprintf(piece, sizeof piece, "%.*s-p%d.vtu", stem, path, me);
+    snprintf(pvtu, sizeof pvtu, "%.*s.pvtu", stem, path);
+    if ((ierr = hk_comm_agree(w, me == 0 ? hk_app_make_parent_dirs(path) : 0))) goto done;
+    if ((ierr = hk_comm_agree(w, write_piece(c, &pt, &fields, piece)))) goto done;
+    if (me == 0) {
+        char **names = NULL;
+        ierr = hk_calloc((size_t)P, sizeof *names, &names);
+        for (int q = 0; q < P && !ierr; q++) {
+            char full[HK_CASE_PATH + 32];
+            snprintf(full, sizeof full, "%.*s-p%d.vtu", stem, path, q);
+            const char *slash = strrchr(full, '/');
+            names[q] = strdup(slash ? slash + 1 : full);
+            if (!names[q]) ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+        }
+        const hk_fields fl = field_list(c, fields.axisymmetric);
+        const hk_vtu_options vo = {.float32 = c->float32};
+        if (!ierr) ierr = hk_pvtu_write(pvtu, P, (const char *const *)names, &fl, 1, &vo);
+        for (int q = 0; names && q < P; q++)
+            free(names[q]);
+        free(names);
+    }
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    tmax[0] = hk_time() - t;
+    HK_TRY(hk_comm_max(w, tmax, 1));
+    r0.t_output = tmax[0];
+    snprintf(r0.output, sizeof r0.output, "%s", pvtu);
+    say(&L, "output: %s and %d pieces in %.2f s", pvtu, P, r0.t_output);
+    written = 1;
+    if (!r0.converged)
+        ierr = hk_error_set(
+            HK_ERR_NUMERIC, __FILE__, __LINE__,
+            "%s: the solver stopped without converging (%s after %d iterations, relative "
+            "residual %.3e); try another preconditioner (--set solver.pc=...), more iterations "
+            "(--set solver.maxit=...) or check the supports",
+            c->path, hk_reason_name(r0.res.reason), r0.res.iterations, r0.res.true_residual);
+    ierr = hk_comm_agree(w, ierr); /* the same status everywhere (convergence is global) */
+    goto done;
+fail:
+    fprintf(stderr, "hooke run: process %d: %s\n", me, hk_error_message());
+    ierr = ierr ? ierr : HK_ERR_INTERNAL; /* not agreed: hk_comm_world_end aborts the run */
+done:
+    r0.t_total = hk_time() - L.t0;
+    if (me == 0) {
+        char msg[1024] = "";
+        if (ierr) snprintf(msg, sizeof msg, "%s", hk_error_message());
+        if (solved && written)
+            summary(c, &r0, &prep, &pt, &ps, nnzb, &fields, ierr == 0, json);
+        else if (json) {
+            printf("{\"ok\": false, \"error\": \"");
+            for (const char *q = msg; *q; q++)
+                printf(*q == '"' || *q == '\\'    ? "\\%c"
+                       : (unsigned char)*q < 0x20 ? " "
+                                                  : "%c",
+                       *q);
+            printf("\"}\n");
+        }
+        fflush(stdout);
+        if (ierr) fprintf(stderr, "hooke run: %s\n", msg);
+    }
+    hk_halo_destroy(halo);
+    hk_solver_destroy(s);
+    free(K.rowptr);
+    free(K.colind);
+    hk_fields_free(&fields);
+    free(u);
+    hk_system_free(&sys);
+    hk_system_free(&prep);
+    hk_part_free(&pt);
+    shared_free(&sm);
+    hk_run_free(&r0);
+    return ierr ? 1 : 0;
+}
+
+int hk_cmd_run_mpi(int argc, char **argv)
+{
+    hk_run_args a;
+    const int st = hk_run_args_parse(argc, argv, &a);
+    if (!a.go) { /* the same arguments on every process: the same status */
+        free(a.sets);
+        return st;
+    }
+    const hk_comm *w = hk_comm_world();
+    hk_case c;
+    const int loaded = hk_case_load(a.case_path, a.nsets, a.sets, &c);
+    int err = hk_comm_agree(w, loaded);
+    free(a.sets);
+    if (err) {
+        if (!loaded) hk_case_free(&c);
+        if (hk_comm_rank(w) == 0) fprintf(stderr, "hooke run: %s\n", hk_error_message());
+        return 1;
+    }
+    const hk_run_opts o = {
+        .backend = a.backend, .verbose = a.verbose, .quiet = a.quiet, .log = stderr};
+    err = run_mpi(&c, &o, a.out, a.json);
+    hk_case_free(&c);
+    return err;
+}

@@ -1,0 +1,538 @@
+/* The parts of a distributed hooke run (docs/parallel.md). Rank 0 partitions the cells of the
+ * whole mesh (METIS on the dual graph of their corners, or contiguous blocks), gives every node
+ * to the lowest part among its cells, numbers the nodes part after part (the solver's global
+ * numbering) and builds each part: its owned nodes, the ghost layer of its cells, its boundary
+ * facets and nodes, and the prepared supports and loads of its nodes; then packs and sends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_part.h"
+
+enum { TAG_PART = 7301 };
+
+void hk_part_free(hk_part *pt)
+{
+    if (!pt) return;
+    hk_mesh_free(&pt->mesh);
+    free(pt->gid);
+    free(pt->out_cell);
+    free(pt->fixed);
+    free(pt->u_fixed);
+    free(pt->f_ext);
+    free(pt->node_dT);
+    memset(pt, 0, sizeof *pt);
+}
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+typedef struct pbuf {
+    char *p;
+    size_t n, cap;
+} pbuf;
+
+/* Append bytes with their length before them. */
+static int put(pbuf *b, const void *data, size_t bytes)
+{
+    const uint64_t len = bytes;
+    if (b->n + bytes + sizeof len > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 1 << 16;
+        while (cap < b->n + bytes + sizeof len)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        HK_CHECK(q, HK_ERR_MEMORY, "out of host memory packing a part (%zu bytes)", cap);
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, &len, sizeof len);
+    b->n += sizeof len;
+    if (bytes) memcpy(b->p + b->n, data, bytes);
+    b->n += bytes;
+    return 0;
+}
+
+typedef struct preader {
+    const char *p, *end;
+} preader;
+
+/* The next array: a malloc'ed copy in *out (NULL when empty) and its size. */
+static int get(preader *r, void **out, size_t *bytes)
+{
+    uint64_t len;
+    *out = NULL;
+    HK_CHECK(r->p + sizeof len <= r->end, HK_ERR_INTERNAL, "a received part is truncated");
+    memcpy(&len, r->p, sizeof len);
+    r->p += sizeof len;
+    HK_CHECK((size_t)(r->end - r->p) >= len, HK_ERR_INTERNAL, "a received part is truncated");
+    if (bytes) *bytes = (size_t)len;
+    if (len) {
+        HK_CALL(hk_malloc((size_t)len, out));
+        memcpy(*out, r->p, (size_t)len);
+    }
+    r->p += len;
+    return 0;
+}
+
+/* The next value of exactly `bytes` bytes. */
+static int get_val(preader *r, void *dst, size_t bytes)
+{
+    void *tmp = NULL;
+    size_t n = 0;
+    HK_CALL(get(r, &tmp, &n));
+    const int ok = n == bytes;
+    if (ok && n) memcpy(dst, tmp, n);
+    free(tmp);
+    HK_CHECK(ok, HK_ERR_INTERNAL, "a received part has a field of %zu bytes, not %zu", n, bytes);
+    return 0;
+}
+
+static int put_elems(pbuf *b, const hk_elems *e)
+{
+    const int64_t nref = e->n ? e->ptr[e->n] : 0;
+    HK_CALL(put(b, &e->n, sizeof e->n));
+    HK_CALL(put(b, e->type, (size_t)e->n * sizeof *e->type));
+    HK_CALL(put(b, e->ptr, e->ptr ? (size_t)(e->n + 1) * sizeof *e->ptr : 0));
+    HK_CALL(put(b, e->nodes, (size_t)nref * sizeof *e->nodes));
+    return put(b, e->tag, e->tag ? (size_t)e->n * sizeof *e->tag : 0);
+}
+
+static int get_elems(preader *r, hk_elems *e)
+{
+    memset(e, 0, sizeof *e);
+    HK_CALL(get_val(r, &e->n, sizeof e->n));
+    HK_CALL(get(r, (void **)&e->type, NULL));
+    HK_CALL(get(r, (void **)&e->ptr, NULL));
+    HK_CALL(get(r, (void **)&e->nodes, NULL));
+    return get(r, (void **)&e->tag, NULL);
+}
+
+static int put_group(pbuf *b, const hk_group *g)
+{
+    HK_CALL(put(b, g->name, sizeof g->name));
+    HK_CALL(put(b, &g->dim, sizeof g->dim));
+    HK_CALL(put(b, &g->tag, sizeof g->tag));
+    HK_CALL(put_elems(b, &g->elems));
+    HK_CALL(put(b, &g->nnodes, sizeof g->nnodes));
+    return put(b, g->nodes, (size_t)g->nnodes * sizeof *g->nodes);
+}
+
+static int get_group(preader *r, hk_group *g)
+{
+    memset(g, 0, sizeof *g);
+    HK_CALL(get_val(r, g->name, sizeof g->name));
+    HK_CALL(get_val(r, &g->dim, sizeof g->dim));
+    HK_CALL(get_val(r, &g->tag, sizeof g->tag));
+    HK_CALL(get_elems(r, &g->elems));
+    HK_CALL(get_val(r, &g->nnodes, sizeof g->nnodes));
+    return get(r, (void **)&g->nodes, NULL);
+}
+
+static int pack_part(const hk_part *pt, pbuf *b)
+{
+    const hk_mesh *m = &pt->mesh;
+    const int64_t nn = m->nnodes, ndof = nn * m->dim;
+    const int64_t head[6] = {m->dim, nn, pt->nown, pt->row0, pt->nglobal, pt->ncells_global};
+    HK_CALL(put(b, head, sizeof head));
+    HK_CALL(put(b, m->coords, (size_t)(3 * nn) * sizeof *m->coords));
+    HK_CALL(put_elems(b, &m->cells));
+    HK_CALL(put(b, m->cell_region, (size_t)m->cells.n * sizeof *m->cell_region));
+    HK_CALL(put(b, &m->nregions, sizeof m->nregions));
+    for (int i = 0; i < m->nregions; i++)
+        HK_CALL(put_group(b, &m->regions[i]));
+    HK_CALL(put(b, &m->nboundaries, sizeof m->nboundaries));
+    for (int i = 0; i < m->nboundaries; i++)
+        HK_CALL(put_group(b, &m->boundaries[i]));
+    HK_CALL(put(b, pt->gid, (size_t)nn * sizeof *pt->gid));
+    HK_CALL(put(b, pt->out_cell, (size_t)m->cells.n * sizeof *pt->out_cell));
+    HK_CALL(put(b, pt->fixed, (size_t)ndof * sizeof *pt->fixed));
+    HK_CALL(put(b, pt->u_fixed, (size_t)ndof * sizeof *pt->u_fixed));
+    HK_CALL(put(b, pt->f_ext, (size_t)ndof * sizeof *pt->f_ext));
+    return put(b, pt->node_dT, pt->node_dT ? (size_t)nn * sizeof *pt->node_dT : 0);
+}
+
+/* Arrays of length 0 arrive as NULL; the part's arrays are never NULL. */
+static int at_least_one(void **a, size_t size)
+{
+    return *a ? 0 : hk_calloc(1, size, a);
+}
+
+static int unpack_part(preader *r, hk_part *pt)
+{
+    hk_mesh *m = &pt->mesh;
+    int64_t head[6];
+    memset(pt, 0, sizeof *pt);
+    HK_CALL(get_val(r, head, sizeof head));
+    m->dim = (int)head[0];
+    m->nnodes = head[1];
+    pt->nown = head[2];
+    pt->row0 = head[3];
+    pt->nglobal = head[4];
+    pt->ncells_global = head[5];
+    HK_CALL(get(r, (void **)&m->coords, NULL));
+    HK_CALL(get_elems(r, &m->cells));
+    HK_CALL(get(r, (void **)&m->cell_region, NULL));
+    HK_CALL(get_val(r, &m->nregions, sizeof m->nregions));
+    HK_CALL(hk_calloc((size_t)m->nregions + 1, sizeof *m->regions, &m->regions));
+    for (int i = 0; i < m->nregions; i++)
+        HK_CALL(get_group(r, &m->regions[i]));
+    HK_CALL(get_val(r, &m->nboundaries, sizeof m->nboundaries));
+    HK_CALL(hk_calloc((size_t)m->nboundaries + 1, sizeof *m->boundaries, &m->boundaries));
+    for (int i = 0; i < m->nboundaries; i++)
+        HK_CALL(get_group(r, &m->boundaries[i]));
+    HK_CALL(get(r, (void **)&pt->gid, NULL));
+    HK_CALL(get(r, (void **)&pt->out_cell, NULL));
+    HK_CALL(get(r, (void **)&pt->fixed, NULL));
+    HK_CALL(get(r, (void **)&pt->u_fixed, NULL));
+    HK_CALL(get(r, (void **)&pt->f_ext, NULL));
+    HK_CALL(get(r, (void **)&pt->node_dT, NULL));
+    HK_CALL(at_least_one((void **)&m->coords, sizeof(double)));
+    HK_CALL(at_least_one((void **)&m->cells.ptr, sizeof(int64_t)));
+    HK_CALL(at_least_one((void **)&pt->gid, sizeof(int64_t)));
+    HK_CALL(at_least_one((void **)&pt->out_cell, 1));
+    HK_CALL(at_least_one((void **)&pt->fixed, 1));
+    HK_CALL(at_least_one((void **)&pt->u_fixed, sizeof(double)));
+    return at_least_one((void **)&pt->f_ext, sizeof(double));
+}
+
+/* ---- the partition ------------------------------------------------------------------------ */
+
+/* Corners of a cell type (the first nodes of its Gmsh ordering). */
+static int corners(hk_eltype t)
+{
+    switch (t) {
+    case HK_EL_TRI3:
+    case HK_EL_TRI6:
+        return 3;
+    case HK_EL_QUAD4:
+    case HK_EL_QUAD8:
+    case HK_EL_QUAD9:
+    case HK_EL_TET4:
+    case HK_EL_TET10:
+        return 4;
+    case HK_EL_PYR5:
+    case HK_EL_PYR13:
+    case HK_EL_PYR14:
+        return 5;
+    case HK_EL_WEDGE6:
+    case HK_EL_WEDGE15:
+    case HK_EL_WEDGE18:
+        return 6;
+    case HK_EL_HEX8:
+    case HK_EL_HEX20:
+    case HK_EL_HEX27:
+        return 8;
+    default:
+        return 2;
+    }
+}
+
+/* cell part, node owner (lowest part among its cells, 0 for a node of no cell), global ids
+ * part after part in the mesh's order, starts[q] the first global id of part q. */
+static int partition(const hk_mesh *m, int P, int32_t *cpart, int32_t *owner, int64_t *gid,
+                     int64_t *starts)
+{
+    int ierr = 0;
+    const int64_t ne = m->cells.n, nn = m->nnodes;
+    int64_t *cptr = NULL;
+    int32_t *cnodes = NULL;
+    HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *cptr, &cptr));
+    cptr[0] = 0;
+    for (int64_t e = 0; e < ne; e++)
+        cptr[e + 1] = cptr[e] + corners((hk_eltype)m->cells.type[e]);
+    HK_TRY(hk_malloc((size_t)(cptr[ne] + 1) * sizeof *cnodes, &cnodes));
+    for (int64_t e = 0; e < ne; e++)
+        memcpy(cnodes + cptr[e], m->cells.nodes + m->cells.ptr[e],
+               (size_t)(cptr[e + 1] - cptr[e]) * sizeof *cnodes);
+    HK_TRY(hk_partition_cells(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart));
+    for (int64_t v = 0; v < nn; v++)
+        owner[v] = P;
+    for (int64_t e = 0; e < ne; e++)
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            if (cpart[e] < owner[m->cells.nodes[k]]) owner[m->cells.nodes[k]] = cpart[e];
+    memset(starts, 0, (size_t)(P + 1) * sizeof *starts);
+    for (int64_t v = 0; v < nn; v++) {
+        if (owner[v] == P) owner[v] = 0;
+        starts[owner[v] + 1]++;
+    }
+    for (int q = 0; q < P; q++)
+        starts[q + 1] += starts[q];
+    {
+        int64_t *next = NULL;
+        HK_TRY(hk_malloc((size_t)(P + 1) * sizeof *next, &next));
+        memcpy(next, starts, (size_t)(P + 1) * sizeof *next);
+        for (int64_t v = 0; v < nn; v++)
+            gid[v] = next[owner[v]]++;
+        free(next);
+    }
+fail:
+    free(cptr);
+    free(cnodes);
+    return ierr;
+}
+
+typedef struct part_ctx {
+    const hk_problem *p;
+    const hk_system *prep;
+    const int32_t *owner;
+    const int64_t *gid, *starts;
+    int32_t **gnodes; /* every boundary's nodes in the whole mesh */
+    int64_t *gn;
+    int32_t *loc; /* scratch: local index of each node, -1 (reset after each part) */
+} part_ctx;
+
+typedef struct gid_node {
+    int64_t gid;
+    int32_t v;
+} gid_node;
+
+static int cmp_gid(const void *a, const void *b)
+{
+    const int64_t x = ((const gid_node *)a)->gid, y = ((const gid_node *)b)->gid;
+    return (x > y) - (x < y);
+}
+
+/* Boundary b's nodes in the whole mesh: its node list, or the unique nodes of its facets (the
+ * rule assembly and post-processing follow). */
+static int group_nodes(const hk_mesh *m, int b, int64_t *n, int32_t **nodes)
+{
+    const hk_group *g = &m->boundaries[b];
+    *n = 0;
+    if (g->nnodes > 0 && g->nodes) {
+        HK_CALL(hk_malloc((size_t)g->nnodes * sizeof **nodes, nodes));
+        memcpy(*nodes, g->nodes, (size_t)g->nnodes * sizeof **nodes);
+        *n = g->nnodes;
+        return 0;
+    }
+    const int64_t tot = g->elems.n ? g->elems.ptr[g->elems.n] : 0;
+    uint8_t *seen = NULL;
+    HK_CALL(hk_malloc((size_t)(tot + 1) * sizeof **nodes, nodes));
+    HK_CALL(hk_calloc((size_t)m->nnodes + 1, 1, &seen));
+    for (int64_t k = 0; k < tot; k++) {
+        const int32_t v = g->elems.nodes[k];
+        if (v >= 0 && v < m->nnodes && !seen[v]) seen[v] = 1, (*nodes)[(*n)++] = v;
+    }
+    free(seen);
+    return 0;
+}
+
+/* Allocate an hk_elems of n elements and nref node references. */
+static int elems_alloc(hk_elems *e, int64_t n, int64_t nref)
+{
+    memset(e, 0, sizeof *e);
+    e->n = n;
+    HK_CALL(hk_malloc((size_t)(n + 1), &e->type));
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *e->ptr, &e->ptr));
+    HK_CALL(hk_malloc((size_t)(nref + 1) * sizeof *e->nodes, &e->nodes));
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *e->tag, &e->tag));
+    e->ptr[0] = 0;
+    return 0;
+}
+
+/* Copy element k of src into slot j of dst (nodes mapped by loc). */
+static void elems_copy(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k, const int32_t *loc)
+{
+    const int64_t a = src->ptr[k], n = src->ptr[k + 1] - a;
+    dst->type[j] = src->type[k];
+    dst->tag[j] = src->tag ? src->tag[k] : k + 1;
+    for (int64_t i = 0; i < n; i++)
+        dst->nodes[dst->ptr[j] + i] = loc[src->nodes[a + i]];
+    dst->ptr[j + 1] = dst->ptr[j] + n;
+}
+
+/* Part q of the model. */
+static int build_part(part_ctx *x, int q, hk_part *pt)
+{
+    int ierr = 0;
+    const hk_mesh *m = x->p->mesh;
+    const int d = m->dim;
+    const int64_t ne = m->cells.n, nn = m->nnodes;
+    int32_t *loc = x->loc;
+    gid_node *ghost = NULL;
+    int64_t *lc = NULL, nlc = 0, ng = 0, nref = 0;
+    memset(pt, 0, sizeof *pt);
+    pt->row0 = x->starts[q];
+    pt->nown = x->starts[q + 1] - x->starts[q];
+    pt->nglobal = nn;
+    pt->ncells_global = ne;
+    for (int64_t v = 0; v < nn; v++)
+        if (x->owner[v] == q) loc[v] = (int32_t)(x->gid[v] - pt->row0);
+    /* the cells touching an owned node, in the mesh's order */
+    HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *lc, &lc));
+    for (int64_t e = 0; e < ne; e++) {
+        int mine = 0;
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1] && !mine; k++)
+            mine = x->owner[m->cells.nodes[k]] == q;
+        if (mine) lc[nlc++] = e, nref += m->cells.ptr[e + 1] - m->cells.ptr[e];
+    }
+    /* their other nodes: the ghosts, by global id */
+    HK_TRY(hk_malloc((size_t)(nref + 1) * sizeof *ghost, &ghost));
+    for (int64_t i = 0; i < nlc; i++)
+        for (int64_t k = m->cells.ptr[lc[i]]; k < m->cells.ptr[lc[i] + 1]; k++) {
+            const int32_t v = m->cells.nodes[k];
+            if (loc[v] == -1) loc[v] = -2, ghost[ng++] = (gid_node){x->gid[v], v};
+        }
+    qsort(ghost, (size_t)ng, sizeof *ghost, cmp_gid);
+    for (int64_t k = 0; k < ng; k++)
+        loc[ghost[k].v] = (int32_t)(pt->nown + k);
+    /* the mesh */
+    hk_mesh *pm = &pt->mesh;
+    const int64_t nl = pt->nown + ng;
+    pm->dim = d;
+    pm->nnodes = nl;
+    HK_TRY(hk_malloc((size_t)(3 * nl + 1) * sizeof *pm->coords, &pm->coords));
+    HK_TRY(hk_malloc((size_t)(nl + 1) * sizeof *pt->gid, &pt->gid));
+    HK_TRY(hk_malloc((size_t)(d * nl + 1), &pt->fixed));
+    HK_TRY(hk_malloc((size_t)(d * nl + 1) * sizeof *pt->u_fixed, &pt->u_fixed));
+    HK_TRY(hk_malloc((size_t)(d * nl + 1) * sizeof *pt->f_ext, &pt->f_ext));
+    if (x->p->node_dT) HK_TRY(hk_malloc((size_t)(nl + 1) * sizeof *pt->node_dT, &pt->node_dT));
+    for (int64_t v = 0; v < nn; v++) { /* owned nodes */
+        if (x->owner[v] != q) continue;
+        const int64_t i = loc[v];
+        memcpy(pm->coords + 3 * i, m->coords + 3 * v, 3 * sizeof *pm->coords);
+        pt->gid[i] = x->gid[v];
+    }
+    for (int64_t k = 0; k < ng; k++) {
+        const int64_t i = pt->nown + k, v = ghost[k].v;
+        memcpy(pm->coords + 3 * i, m->coords + 3 * v, 3 * sizeof *pm->coords);
+        pt->gid[i] = x->gid[v];
+    }
+    for (int64_t v = 0; v < nn; v++) {
+        if (loc[v] < 0) continue;
+        const int64_t i = loc[v];
+        memcpy(pt->fixed + d * i, x->prep->fixed + d * v, (size_t)d);
+        memcpy(pt->u_fixed + d * i, x->prep->u_fixed + d * v, (size_t)d * sizeof *pt->u_fixed);
+        memcpy(pt->f_ext + d * i, x->prep->f_ext + d * v, (size_t)d * sizeof *pt->f_ext);
+        if (pt->node_dT) pt->node_dT[i] = x->p->node_dT[v];
+    }
+    HK_TRY(elems_alloc(&pm->cells, nlc, nref));
+    HK_TRY(hk_malloc((size_t)(nlc + 1) * sizeof *pm->cell_region, &pm->cell_region));
+    HK_TRY(hk_malloc((size_t)(nlc + 1), &pt->out_cell));
+    for (int64_t i = 0; i < nlc; i++) {
+        elems_copy(&pm->cells, i, &m->cells, lc[i], loc);
+        pm->cell_region[i] = m->cell_region[lc[i]];
+        pt->out_cell[i] = x->owner[m->cells.nodes[m->cells.ptr[lc[i]]]] == q;
+    }
+    /* regions by name; boundaries: facets touching an owned node, nodes among the part's */
+    pm->nregions = m->nregions;
+    HK_TRY(hk_calloc((size_t)m->nregions + 1, sizeof *pm->regions, &pm->regions));
+    for (int r = 0; r < m->nregions; r++) {
+        memcpy(pm->regions[r].name, m->regions[r].name, sizeof pm->regions[r].name);
+        pm->regions[r].dim = m->regions[r].dim;
+        pm->regions[r].tag = m->regions[r].tag;
+    }
+    pm->nboundaries = m->nboundaries;
+    HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *pm->boundaries, &pm->boundaries));
+    for (int b = 0; b < m->nboundaries; b++) {
+        const hk_group *g = &m->boundaries[b];
+        hk_group *pg = &pm->boundaries[b];
+        memcpy(pg->name, g->name, sizeof pg->name);
+        pg->dim = g->dim;
+        pg->tag = g->tag;
+        int64_t nf = 0, fref = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass) HK_TRY(elems_alloc(&pg->elems, nf, fref));
+            int64_t j = 0;
+            for (int64_t fe = 0; fe < g->elems.n; fe++) {
+                int own = 0, all = 1;
+                for (int64_t k = g->elems.ptr[fe]; k < g->elems.ptr[fe + 1]; k++) {
+                    const int32_t v = g->elems.nodes[k];
+                    own |= x->owner[v] == q;
+                    all &= loc[v] >= 0;
+                }
+                if (!own || !all) continue;
+                if (pass)
+                    elems_copy(&pg->elems, j++, &g->elems, fe, loc);
+                else
+                    nf++, fref += g->elems.ptr[fe + 1] - g->elems.ptr[fe];
+            }
+        }
+        int64_t cnt = 0;
+        for (int64_t k = 0; k < x->gn[b]; k++)
+            cnt += loc[x->gnodes[b][k]] >= 0;
+        HK_TRY(hk_malloc((size_t)(cnt + 1) * sizeof *pg->nodes, &pg->nodes));
+        for (int64_t k = 0; k < x->gn[b]; k++)
+            if (loc[x->gnodes[b][k]] >= 0) pg->nodes[pg->nnodes++] = loc[x->gnodes[b][k]];
+    }
+fail:
+    for (int64_t v = 0; v < nn; v++) /* ready for the next part */
+        loc[v] = -1;
+    free(lc);
+    free(ghost);
+    if (ierr) hk_part_free(pt);
+    return ierr;
+}
+
+int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep, hk_part *mine,
+                       hk_part_stats *st)
+{
+    int ierr = 0;
+    const int P = hk_comm_size(c);
+    const hk_mesh *m = p->mesh;
+    const double t0 = hk_time();
+    int32_t *cpart = NULL, *owner = NULL;
+    int64_t *gid = NULL, *starts = NULL;
+    part_ctx x = {.p = p, .prep = prep};
+    pbuf b = {0};
+    memset(mine, 0, sizeof *mine);
+    memset(st, 0, sizeof *st);
+    HK_TRY(hk_malloc((size_t)(m->cells.n + 1) * sizeof *cpart, &cpart));
+    HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *owner, &owner));
+    HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *gid, &gid));
+    HK_TRY(hk_malloc((size_t)(P + 1) * sizeof *starts, &starts));
+    HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *x.loc, &x.loc));
+    HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gnodes, &x.gnodes));
+    HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gn, &x.gn));
+    HK_TRY(partition(m, P, cpart, owner, gid, starts));
+    for (int64_t v = 0; v < m->nnodes; v++)
+        x.loc[v] = -1;
+    for (int k = 0; k < m->nboundaries; k++)
+        HK_TRY(group_nodes(m, k, &x.gn[k], &x.gnodes[k]));
+    x.owner = owner;
+    x.gid = gid;
+    x.starts = starts;
+    st->min_nodes = st->min_cells = INT64_MAX;
+    for (int q = P - 1; q >= 0; q--) { /* rank 0's own last: it keeps it */
+        hk_part pt;
+        HK_TRY(build_part(&x, q, &pt));
+        const int64_t ng = pt.mesh.nnodes - pt.nown, nc = pt.mesh.cells.n;
+        st->min_nodes = pt.nown < st->min_nodes ? pt.nown : st->min_nodes;
+        st->max_nodes = pt.nown > st->max_nodes ? pt.nown : st->max_nodes;
+        st->max_ghosts = ng > st->max_ghosts ? ng : st->max_ghosts;
+        st->min_cells = nc < st->min_cells ? nc : st->min_cells;
+        st->max_cells = nc > st->max_cells ? nc : st->max_cells;
+        if (q == 0) {
+            *mine = pt;
+            break;
+        }
+        b.n = 0;
+        ierr = pack_part(&pt, &b);
+        hk_part_free(&pt);
+        if (ierr) goto fail;
+        HK_TRY(hk_comm_send_buf(c, b.p, b.n, q, TAG_PART));
+    }
+    st->seconds = hk_time() - t0;
+fail:
+    free(cpart);
+    free(owner);
+    free(gid);
+    free(starts);
+    free(x.loc);
+    for (int k = 0; x.gnodes && k < m->nboundaries; k++)
+        free(x.gnodes[k]);
+    free(x.gnodes);
+    free(x.gn);
+    free(b.p);
+    return ierr;
+}
+
+int hk_part_receive(const hk_comm *c, hk_part *mine)
+{
+    void *buf = NULL;
+    size_t n = 0;
+    memset(mine, 0, sizeof *mine);
+    HK_CALL(hk_comm_recv_buf(c, &buf, &n, 0, TAG_PART));
+    preader r = {buf, (const char *)buf + n};
+    const int ierr = unpack_part(&r, mine);
+    free(buf);
+    if (ierr) hk_part_free(mine);
+    return ierr;
+}

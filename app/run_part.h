@@ -1,0 +1,42 @@
+/* The parts of a distributed hooke run (app/run_part.c, docs/parallel.md): rank 0 cuts the
+ * bound model into one part per process and sends each its own. */
+#ifndef HOOKE_APP_RUN_PART_H
+#define HOOKE_APP_RUN_PART_H
+
+#include <stdint.h>
+
+#include "hooke/fem.h"
+#include "hooke/solver.h"
+
+/* One process's part. Its mesh holds the owned nodes first (global ids row0 .. row0 + nown - 1,
+ * in the whole mesh's order), then the ghosts (the other nodes of its cells, by global id);
+ * every cell touching an owned node, in the whole mesh's order; every boundary facet touching
+ * an owned node, and each boundary's nodes among its nodes. Regions and boundaries keep the
+ * whole mesh's indices (some empty). */
+typedef struct hk_part {
+    hk_mesh mesh;
+    int64_t nown, row0, nglobal; /* owned nodes, the first one's global id, all nodes */
+    int64_t ncells_global;       /* cells of the whole mesh */
+    int64_t *gid;                /* mesh.nnodes global ids */
+    uint8_t *out_cell;           /* mesh.cells.n: 1 where this part writes the cell */
+    uint8_t *fixed;              /* dim per node: the prepared supports of the whole model */
+    double *u_fixed, *f_ext;     /* dim per node */
+    double *node_dT;             /* per node, NULL: none */
+} hk_part;
+
+/* What the partition made, for the progress line. */
+typedef struct hk_part_stats {
+    int64_t min_nodes, max_nodes, max_ghosts, min_cells, max_cells;
+    double seconds;
+} hk_part_stats;
+
+/* Rank 0: cut the model of p (its mesh and prep, the system hk_assemble_prepare made) into one
+ * part per process (cells by hk_partition_cells, a node to the lowest part among its cells,
+ * nodes in no cell to part 0), keep part 0 in *mine and send the others. Ranks > 0:
+ * hk_part_receive. Collective. */
+int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep, hk_part *mine,
+                       hk_part_stats *st);
+int hk_part_receive(const hk_comm *c, hk_part *mine);
+void hk_part_free(hk_part *pt);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Compare the displacements of a distributed run's .pvtu (its pieces) with one process's .vtu.
+
+usage: compare_vtu.py ONE.vtu MANY.pvtu TOL
+
+Both written with output.ascii: true. Nodes are matched by their coordinates (a node on a
+partition boundary appears in several pieces: every copy must agree). Checks that the .pvtu
+lists the pieces' arrays with their types and components (what ParaView needs to open them as
+one model), that every node of the one-process mesh is in a piece and no piece has another,
+that the pieces hold each cell once, and prints the relative difference of the displacements
+max_i |u_many - u_one| / max_i |u_one|; exits 1 above TOL."""
+import math
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+
+def arrays(piece):
+    """name -> (type, components, values) of a Piece's point and cell data, and the points."""
+    out = {}
+    for sec in ("PointData", "CellData", "Points", "Cells"):
+        node = piece.find(sec)
+        if node is None:
+            continue
+        for a in node.findall("DataArray"):
+            name = a.get("Name") or sec
+            vals = [float(v) for v in a.text.split()] if a.text else []
+            out[(sec, name)] = (a.get("type"), int(a.get("NumberOfComponents") or 1), vals)
+    return out
+
+
+def read_vtu(path):
+    root = ET.parse(path).getroot()
+    piece = root.find("UnstructuredGrid").find("Piece")
+    return int(piece.get("NumberOfPoints")), int(piece.get("NumberOfCells")), arrays(piece)
+
+
+def nodes(a):
+    pts = a[("Points", "Points")][2]
+    u = a[("PointData", "displacement")][2]
+    return [((round(pts[3 * i], 9), round(pts[3 * i + 1], 9), round(pts[3 * i + 2], 9)),
+             u[3 * i:3 * i + 3]) for i in range(len(pts) // 3)]
+
+
+def fail(msg):
+    print("compare_vtu: " + msg)
+    sys.exit(1)
+
+
+def main():
+    one, many, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    n1, c1, a1 = read_vtu(one)
+    ref = dict(nodes(a1))
+    if len(ref) != n1:
+        fail("%s has nodes at the same coordinates" % one)
+    root = ET.parse(many).getroot()
+    if root.get("type") != "PUnstructuredGrid":
+        fail("%s is not a PUnstructuredGrid" % many)
+    grid = root.find("PUnstructuredGrid")
+    listed = {}
+    for sec in ("PPointData", "PCellData"):
+        for a in grid.find(sec).findall("PDataArray"):
+            listed[(sec[1:], a.get("Name"))] = (a.get("type"), int(a.get("NumberOfComponents")))
+    got, cells = {}, 0
+    for p in grid.findall("Piece"):
+        path = os.path.join(os.path.dirname(many), p.get("Source"))
+        n, c, a = read_vtu(path)
+        cells += c
+        have = {k: (v[0], v[1]) for k, v in a.items() if k[0] in ("PointData", "CellData")}
+        if have != listed:
+            fail("%s holds %s but %s lists %s" % (path, sorted(have), many, sorted(listed)))
+        for x, u in nodes(a):
+            if x not in ref:
+                fail("%s has a node at %s that the one-process mesh lacks" % (path, x))
+            if x in got and max(abs(s - t) for s, t in zip(got[x], u)) != 0:
+                fail("two pieces disagree at %s: %s and %s" % (x, got[x], u))
+            got[x] = u
+    if len(got) != len(ref):
+        fail("the pieces hold %d of the %d nodes" % (len(got), len(ref)))
+    if cells != c1:
+        fail("the pieces hold %d cells, the one-process mesh %d" % (cells, c1))
+    umax = max(math.sqrt(sum(v * v for v in u)) for u in ref.values())
+    dmax = max(math.sqrt(sum((s - t) ** 2 for s, t in zip(got[x], u))) for x, u in ref.items())
+    rel = dmax / umax if umax > 0 else dmax
+    print("compare_vtu: %d nodes, %d cells, max |u| %.6e, relative difference %.3e (tolerance %g)"
+          % (len(ref), cells, umax, rel, tol))
+    sys.exit(0 if rel <= tol else 1)
+
+
+main()
