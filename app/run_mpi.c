@@ -424,7 +424,9 @@ static int run_mpi(const hk_case *c, const hk_run_opts *o, const char *out, int 
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
     HK_TRY(choose_solver(c->solver, choice, sizeof choice));
     ierr = hk_solver_create_dist(w, pt.row0, &K, NULL, c->solver, &s);
-    if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
+    /* a bad key, or a choice that is not distributed: at its case-file line */
+    if (ierr == HK_ERR_OPTION || ierr == HK_ERR_UNSUPPORTED)
+        ierr = hk_run_solver_option_error(c, ierr);
     if (ierr) goto done; /* agreed inside */
     {
         char *buf = NULL;

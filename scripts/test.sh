@@ -12,3 +12,8 @@ python3 scripts/check-deps.py "$BUILD"
 # Passive OpenMP waiting: on a shared machine spinning threads slow the solves badly.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 "$BUILD"/hooke_tests "$@"
+# Distributed runs under mpirun -np 2 and 3 (docs/parallel.md), when built with MPI and no
+# suite was named.
+if [ $# -eq 0 ] && [ -x "$BUILD/hooke_mpi_tests" ]; then
+  tests/mpi/test_mpi.sh "$BUILD"
+fi

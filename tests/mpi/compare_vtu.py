@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Compare the displacements of a distributed run's .pvtu (its pieces) with one process's .vtu.
 
-usage: compare_vtu.py ONE.vtu MANY.pvtu TOL
+usage: compare_vtu.py ONE.vtu MANY.pvtu TOL [corner] [unsupported]
 
 Both written with output.ascii: true. Nodes are matched by their coordinates (a node on a
 partition boundary appears in several pieces: every copy must agree). Checks that the .pvtu
 lists the pieces' arrays with their types and components (what ParaView needs to open them as
 one model), that every node of the one-process mesh is in a piece and no piece has another,
 that the pieces hold each cell once, and prints the relative difference of the displacements
-max_i |u_many - u_one| / max_i |u_one|; exits 1 above TOL."""
+max_i |u_many - u_one| / max_i |u_one|; exits 1 above TOL. With `corner` a node must lie in
+three pieces or more (partitions meeting at a corner), with `unsupported` a piece must hold no
+reaction at all (a part without a support)."""
 import math
 import os
 import sys
@@ -61,7 +63,7 @@ def main():
     for sec in ("PPointData", "PCellData"):
         for a in grid.find(sec).findall("PDataArray"):
             listed[(sec[1:], a.get("Name"))] = (a.get("type"), int(a.get("NumberOfComponents")))
-    got, cells = {}, 0
+    got, cells, count, bare = {}, 0, {}, 0
     for p in grid.findall("Piece"):
         path = os.path.join(os.path.dirname(many), p.get("Source"))
         n, c, a = read_vtu(path)
@@ -69,7 +71,11 @@ def main():
         have = {k: (v[0], v[1]) for k, v in a.items() if k[0] in ("PointData", "CellData")}
         if have != listed:
             fail("%s holds %s but %s lists %s" % (path, sorted(have), many, sorted(listed)))
+        react = a.get(("PointData", "reaction"))
+        if react and max(abs(v) for v in react[2]) == 0:
+            bare += 1
         for x, u in nodes(a):
+            count[x] = count.get(x, 0) + 1
             if x not in ref:
                 fail("%s has a node at %s that the one-process mesh lacks" % (path, x))
             if x in got and max(abs(s - t) for s, t in zip(got[x], u)) != 0:
@@ -79,11 +85,17 @@ def main():
         fail("the pieces hold %d of the %d nodes" % (len(got), len(ref)))
     if cells != c1:
         fail("the pieces hold %d cells, the one-process mesh %d" % (cells, c1))
+    corners = sum(1 for k in count.values() if k >= 3)
+    if "corner" in sys.argv[4:] and corners == 0:
+        fail("no node lies in three pieces; the test wants partitions meeting at a corner")
+    if "unsupported" in sys.argv[4:] and bare == 0:
+        fail("every piece holds a reaction; the test wants a part without a support")
     umax = max(math.sqrt(sum(v * v for v in u)) for u in ref.values())
     dmax = max(math.sqrt(sum((s - t) ** 2 for s, t in zip(got[x], u))) for x, u in ref.items())
     rel = dmax / umax if umax > 0 else dmax
-    print("compare_vtu: %d nodes, %d cells, max |u| %.6e, relative difference %.3e (tolerance %g)"
-          % (len(ref), cells, umax, rel, tol))
+    print("compare_vtu: %d nodes, %d cells, %d in 3+ pieces, %d pieces without reactions, "
+          "max |u| %.6e, relative difference %.3e (tolerance %g)"
+          % (len(ref), cells, corners, bare, umax, rel, tol))
     sys.exit(0 if rel <= tol else 1)
 
 

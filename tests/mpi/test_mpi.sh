@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Distributed runs on the CPU backend (docs/parallel.md): hooke solve and hooke run under
+# mpirun -np 2 and -np 3 against one process, the displacements to 1e-8 relative, and the
+# distributed layer's own checks (hooke_mpi_tests). Run by scripts/test.sh when Hooke is built
+# with MPI; about a minute on 2 cores.
+#
+# usage: tests/mpi/test_mpi.sh [BUILD]      (default build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}
+H=$BUILD/hooke
+[ -x "$BUILD/hooke_mpi_tests" ] || { echo "test_mpi: $BUILD has no hooke_mpi_tests (built without MPI?)"; exit 1; }
+# CI runs as root; the machine may have fewer cores than processes
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
+MPI=(mpirun --oversubscribe)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "  ok    $*"; }
+bad() { echo "  FAIL  $*"; fails=$((fails + 1)); }
+# every mpirun is bounded: a hang is a failure, not a stuck CI job
+mpi() { timeout 120 "${MPI[@]}" "$@"; }
+
+echo "test_mpi: the distributed layer"
+for np in 2 3; do
+  if mpi -np $np "$BUILD/hooke_mpi_tests" >"$T/layer$np.log" 2>&1; then
+    ok "hooke_mpi_tests -np $np"
+  else
+    bad "hooke_mpi_tests -np $np"; cat "$T/layer$np.log"
+  fi
+done
+
+echo "test_mpi: hooke solve (x against one process, 1e-8)"
+G=elasticity3d:6
+for mp in "cg pc=jacobi" "pipecg pc=poly" "scg pc=jacobi" "gmres pc=bjacobi" \
+          "bicgstab pc=none" "cgcg pc=poly" "fcg pc=jacobi precision=mixed"; do
+  set -- $mp
+  opts="method=$1 ${*:2} tol=1e-12"
+  "$H" solve --generate $G $opts -o "$T/x1.mtx" >"$T/s1.log" 2>&1 || { bad "one process: $opts"; continue; }
+  for np in 2 3; do
+    if mpi -np $np "$H" solve --generate $G $opts -o "$T/x$np.mtx" >"$T/s$np.log" 2>&1 &&
+       r=$(python3 tests/mpi/compare_mtx.py "$T/x1.mtx" "$T/x$np.mtx" 1e-8); then
+      ok "-np $np $opts: ${r#compare_mtx: }"
+    else
+      bad "-np $np $opts: ${r:-}"; tail -3 "$T/s$np.log"
+    fi
+  done
+done
+
+echo "test_mpi: hooke run (displacements against one process, 1e-8)"
+# name | case | np | options | what the pieces must show
+runs=(
+  "box-corner|cases/box/box.yaml|3|--set geometry.generate.cells=[8,8,8] --set solver.pc=jacobi|corner"
+  "bar-no-support|cases/box/box.yaml|3|--set geometry.generate.size=[6,1,1] --set geometry.generate.cells=[24,3,3] --set solver.pc=poly|unsupported"
+  "kirsch-2d|cases/kirsch/kirsch.yaml|2|--set solver.pc=poly|"
+  "springs|cases/springs/springs.yaml|3||"
+  "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi|"
+  "box-hex20|cases/box/box.yaml|2|--set geometry.generate.element=hex20 --set geometry.generate.cells=[6,4,4] --set solver.method=pipecg --set solver.pc=jacobi|"
+)
+for spec in "${runs[@]}"; do
+  IFS='|' read -r name case np opts want <<<"$spec"
+  set -- $opts
+  common=(--set solver.tol=1e-12 --set output.ascii=true -q "$@")
+  if ! "$H" run "$case" "${common[@]}" -o "$T/$name-1.vtu" >"$T/$name-1.log" 2>&1; then
+    bad "$name: one process"; tail -3 "$T/$name-1.log"; continue
+  fi
+  if mpi -np "$np" "$H" run "$case" "${common[@]}" -o "$T/$name.vtu" >"$T/$name.log" 2>&1 &&
+     r=$(python3 tests/mpi/compare_vtu.py "$T/$name-1.vtu" "$T/$name.pvtu" 1e-8 $want); then
+    ok "$name -np $np: ${r#compare_vtu: }"
+  else
+    bad "$name -np $np: ${r:-}"; tail -5 "$T/$name.log"
+  fi
+done
+
+echo "test_mpi: summaries, determinism, refusals"
+# the summary's reduced numbers: the one-process reactions and maxima to rounding
+one=$("$H" run cases/springs/springs.yaml --json -q -o "$T/j1.vtu" 2>/dev/null)
+many=$(mpi -np 3 "$H" run cases/springs/springs.yaml --json -q -o "$T/j3.vtu" 2>/dev/null)
+if python3 - "$one" "$many" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+def close(x, y, tol=1e-8):
+    return abs(x - y) <= tol * max(abs(x), abs(y), 1e-300)
+ok = a["dofs"] == b["dofs"] and a["nonzeros"] == b["nonzeros"] and a["elements"] == b["elements"]
+ok &= close(a["max_displacement"], b["max_displacement"]) and close(a["max_von_mises"], b["max_von_mises"])
+scale = max(abs(v) for r in a["reactions"] for v in r["force"])  # the load carried
+for ra, rb in zip(a["reactions"], b["reactions"]):
+    ok &= all(abs(x - y) <= 1e-8 * scale for x, y in zip(ra["force"], rb["force"]))
+sys.exit(0 if ok else 1)
+PY
+then ok "springs --json -np 3: DOFs, nonzeros, max |u|, max von Mises, reactions as one process"
+else bad "springs --json -np 3: the summary differs from one process's"; fi
+# the same run twice: the same bytes
+mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d1.vtu" >/dev/null 2>&1
+mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d2.vtu" >/dev/null 2>&1
+if cmp -s "$T/d1-p0.vtu" "$T/d2-p0.vtu" && cmp -s "$T/d1-p1.vtu" "$T/d2-p1.vtu"; then
+  ok "kirsch -np 2 twice: the pieces repeat byte for byte"
+else bad "kirsch -np 2 twice: the pieces differ"; fi
+# refusals: one sentence, exit 1, every process stops
+refuse() { # what | expected text | command...
+  local what=$1 text=$2; shift 2
+  set +e; out=$(mpi -np 2 "$@" 2>&1); rc=$?; set -e
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q -- "$text" <<<"$out"; then ok "$what"
+  else bad "$what (exit $rc)"; echo "$out" | head -5; fi
+}
+refuse "pc=amg refused by name" "pc=amg is not distributed yet" \
+  "$H" run cases/box/box.yaml --set solver.pc=amg -q -o "$T/r.vtu"
+refuse "method=cholesky refused by name" "method=cholesky (the sparse direct solver) runs on one process" \
+  "$H" solve --generate poisson:8 method=cholesky
+refuse "a missing case file: rank 0's sentence" "cannot open case file" \
+  "$H" run "$T/none.yaml"
+refuse "load_cases refused" "load_cases run on one process" \
+  "$H" run cases/remote/tube.yaml -q -o "$T/r.vtu"
+refuse "hooke mesh on one process only" "runs on one process" "$H" mesh cases/box/box.yaml
+
+if [ $fails -ne 0 ]; then echo "test_mpi: $fails failed"; exit 1; fi
+echo "test_mpi: all passed"
