@@ -731,7 +731,8 @@ typedef struct hk_backend_ops {
     int (*vec_gather)(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
     /* NULL in a backend's own table. In the distributed table of a solver (a copy of the
      * backend's with its reductions summed over the processes, solver/dist/dist_ops.c): the
-     * layout, whose communicator sums them. */
+     * layout, whose communicator sums them. A new op that sums over entries or reads a matrix
+     * needs its line in hk_dist_ops_init (replaced, or NULL where it is not distributed). */
     struct hk_dist *dist;
 } hk_backend_ops;
 

@@ -366,6 +366,9 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
              (long long)K->nbrows, (long long)K->nbcols);
     HK_TRY(hk_calloc(1, sizeof *M, &M));
     M->d = d;
+    A->nnz = A->stored = A->width = 0; /* the parts' sums below (also when rebuilt) */
+    A->bytes = 0;
+    A->lanes_min = A->lanes_max = 0;
     const hk_bcsr Kint = {d->bs, d->nint, d->nown, d->Koo.rowptr, d->Koo.colind, d->Koo.val};
     HK_TRY(local_mat(d, A, &Kint, &M->Aint));
     HK_TRY(local_mat(d, A, &d->Kbnd, &M->Abnd));

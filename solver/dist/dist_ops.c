@@ -270,6 +270,8 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_expand = NULL;
     o.bmat_compress = NULL;
     o.bmat_spgemm = NULL;
+    o.bmat_spgemm_numeric = NULL;
+    o.amg_start_vector = NULL;
     o.fsai_pattern = NULL;
     o.fsai_factor = NULL;
     o.sai_pattern = NULL;
