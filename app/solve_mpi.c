@@ -12,7 +12,7 @@
 #include "app.h"
 #include "hooke/solver.h"
 
-enum { TAG_ROWS = 7201, TAG_X = 7202 };
+enum { TAG_X = 7202 };
 
 /* The system on rank 0: K and b (A * ones without --rhs, then *one = 1). Messages on stderr. */
 static int read_system(const char *mtx, const char *gen, const char *rhs, int bs, hk_bcsr *K,
@@ -70,117 +70,6 @@ say:
     return HK_ERR_ARG;
 }
 
-/* Process q's rows (the old rows rows[0..m), renumbered by new_of) as a block CSR with global
- * column indices, and their entries of b. */
-static int rows_of(const hk_bcsr *K, const double *b, const int32_t *rows, int64_t m,
-                   const int32_t *new_of, hk_bcsr *L, double **bl)
-{
-    const int bs = K->bs, bb = bs * bs;
-    int64_t nnz = 0;
-    for (int64_t k = 0; k < m; k++)
-        nnz += K->rowptr[rows[k] + 1] - K->rowptr[rows[k]];
-    memset(L, 0, sizeof *L);
-    L->bs = bs;
-    L->nbrows = m;
-    L->nbcols = K->nbcols;
-    HK_CALL(hk_malloc((size_t)(m + 1) * sizeof *L->rowptr, &L->rowptr));
-    HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *L->colind, &L->colind));
-    HK_CALL(hk_malloc((size_t)(nnz + 1) * bb * sizeof *L->val, &L->val));
-    HK_CALL(hk_malloc((size_t)(m * bs + 1) * sizeof **bl, bl));
-    int64_t q = 0;
-    L->rowptr[0] = 0;
-    for (int64_t k = 0; k < m; k++) {
-        const int64_t i = rows[k];
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++, q++)
-            L->colind[q] = new_of[K->colind[p]];
-        memcpy(L->val + (size_t)L->rowptr[k] * bb, K->val + (size_t)K->rowptr[i] * bb,
-               (size_t)(K->rowptr[i + 1] - K->rowptr[i]) * bb * sizeof *L->val);
-        L->rowptr[k + 1] = q;
-        memcpy(*bl + k * bs, b + i * bs, (size_t)bs * sizeof **bl);
-    }
-    return 0;
-}
-
-static int send_rows(const hk_comm *c, int to, const hk_bcsr *L, const double *bl, int64_t row0)
-{
-    const int64_t head[4] = {L->bs, L->nbrows, L->nbcols, row0};
-    const int64_t nnz = L->rowptr[L->nbrows];
-    HK_CALL(hk_comm_send(c, head, sizeof head, to, TAG_ROWS));
-    HK_CALL(hk_comm_send(c, L->rowptr, (size_t)(L->nbrows + 1) * sizeof *L->rowptr, to, TAG_ROWS));
-    HK_CALL(hk_comm_send(c, L->colind, (size_t)nnz * sizeof *L->colind, to, TAG_ROWS));
-    HK_CALL(hk_comm_send(c, L->val, (size_t)nnz * L->bs * L->bs * sizeof *L->val, to, TAG_ROWS));
-    return hk_comm_send(c, bl, (size_t)(L->nbrows * L->bs) * sizeof *bl, to, TAG_ROWS);
-}
-
-static int recv_rows(const hk_comm *c, hk_bcsr *L, double **bl, int64_t *row0)
-{
-    int64_t head[4];
-    memset(L, 0, sizeof *L);
-    HK_CALL(hk_comm_recv(c, head, sizeof head, 0, TAG_ROWS));
-    L->bs = (int)head[0];
-    L->nbrows = head[1];
-    L->nbcols = head[2];
-    *row0 = head[3];
-    HK_CALL(hk_malloc((size_t)(L->nbrows + 1) * sizeof *L->rowptr, &L->rowptr));
-    HK_CALL(hk_comm_recv(c, L->rowptr, (size_t)(L->nbrows + 1) * sizeof *L->rowptr, 0, TAG_ROWS));
-    const int64_t nnz = L->rowptr[L->nbrows];
-    HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *L->colind, &L->colind));
-    HK_CALL(hk_malloc((size_t)(nnz + 1) * L->bs * L->bs * sizeof *L->val, &L->val));
-    HK_CALL(hk_malloc((size_t)(L->nbrows * L->bs + 1) * sizeof **bl, bl));
-    HK_CALL(hk_comm_recv(c, L->colind, (size_t)nnz * sizeof *L->colind, 0, TAG_ROWS));
-    HK_CALL(hk_comm_recv(c, L->val, (size_t)nnz * L->bs * L->bs * sizeof *L->val, 0, TAG_ROWS));
-    return hk_comm_recv(c, *bl, (size_t)(L->nbrows * L->bs) * sizeof **bl, 0, TAG_ROWS);
-}
-
-/* Rank 0: partition, renumber part after part, keep its own rows and send the others'. The
- * old row of new row r is rows_new[r] (for gathering x). */
-static int distribute(const hk_comm *c, const hk_bcsr *K, const double *b, hk_bcsr *L, double **bl,
-                      int64_t *row0, int32_t **old_of, int64_t **starts)
-{
-    const int P = hk_comm_size(c);
-    const int64_t n = K->nbrows;
-    int ierr = 0;
-    int32_t *part = NULL, *new_of = NULL;
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *part, &part));
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *new_of, &new_of));
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof **old_of, old_of));
-    HK_TRY(hk_calloc((size_t)P + 1, sizeof **starts, starts));
-    HK_TRY(hk_partition_graph(n, K->rowptr, K->colind, P, part));
-    for (int64_t i = 0; i < n; i++)
-        (*starts)[part[i] + 1]++;
-    for (int q = 0; q < P; q++)
-        (*starts)[q + 1] += (*starts)[q];
-    {
-        int64_t *next = NULL;
-        HK_TRY(hk_malloc((size_t)(P + 1) * sizeof *next, &next));
-        memcpy(next, *starts, (size_t)P * sizeof *next);
-        for (int64_t i = 0; i < n; i++) {
-            new_of[i] = (int32_t)next[part[i]]++;
-            (*old_of)[new_of[i]] = (int32_t)i;
-        }
-        free(next);
-    }
-    for (int q = P - 1; q >= 0 && !ierr; q--) { /* rank 0's own last: it keeps them */
-        hk_bcsr Lq;
-        double *bq = NULL;
-        const int64_t r0 = (*starts)[q], m = (*starts)[q + 1] - r0;
-        ierr = rows_of(K, b, *old_of + r0, m, new_of, &Lq, &bq);
-        if (!ierr && q > 0) ierr = send_rows(c, q, &Lq, bq, r0);
-        if (q > 0 || ierr) {
-            hk_bcsr_free(&Lq);
-            free(bq);
-        } else {
-            *L = Lq;
-            *bl = bq;
-            *row0 = r0;
-        }
-    }
-fail:
-    free(part);
-    free(new_of);
-    return ierr;
-}
-
 int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const char *out, int bs,
                      hk_options *o)
 {
@@ -195,13 +84,24 @@ int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const ch
     /* rank 0 reads and distributes; a failure there stops everyone (its message is printed) */
     ierr = me == 0 ? read_system(mtx, gen, rhs, bs, &K, &b, &ones) : 0;
     if (hk_comm_agree(c, ierr)) goto done;
+    /* rank 0 partitions the rows; every process gets its own */
+    int32_t *part = NULL;
     if (me == 0) {
-        ierr = distribute(c, &K, b, &L, &bl, &row0, &old_of, &starts);
-        if (ierr) fprintf(stderr, "hooke solve: %s\n", hk_error_message());
-    } else {
-        ierr = recv_rows(c, &L, &bl, &row0);
+        ierr = hk_malloc((size_t)(K.nbrows + 1) * sizeof *part, &part);
+        if (!ierr) ierr = hk_partition_graph(K.nbrows, K.rowptr, K.colind, P, part);
     }
-    if (hk_comm_agree(c, ierr)) goto done;
+    ierr = hk_comm_agree(c, ierr);
+    if (!ierr) ierr = hk_dist_scatter(c, &K, b, part, &L, &bl, &row0, &old_of);
+    free(part);
+    if (ierr) {
+        if (me == 0) fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        goto done;
+    }
+    /* the first row of every process, for gathering x */
+    if (hk_calloc((size_t)P + 1, sizeof *starts, &starts) ||
+        hk_comm_allgather(c, &row0, sizeof row0, starts))
+        goto fail_local;
+    starts[P] = me == 0 ? K.nbrows : 0;
     rc = 1;
     /* every process: the distributed solver on its rows */
     ierr = hk_solver_create_dist(c, row0, &L, NULL, o, &s);

@@ -440,6 +440,15 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
 int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_vals);
 void hk_halo_destroy(hk_halo *h);
 
+/* Rank 0's whole system cut into the processes' rows for hk_solver_create_dist: part[i] the
+ * process of block row i (NULL: contiguous blocks of rows; hk_partition_graph gives a METIS
+ * cut), the rows renumbered process after process. Every process gets its rows with the new
+ * global columns (*Kloc, *row0: the first one's new number) and, when b is given (rank 0: the
+ * whole right-hand side), its entries (*bloc). Rank 0 gets *old_of (may be NULL): the old row of
+ * each new one. K, b and part are read on rank 0 only. Collective. */
+int hk_dist_scatter(const hk_comm *c, const hk_bcsr *K, const double *b, const int32_t *part,
+                    hk_bcsr *Kloc, double **bloc, int64_t *row0, int32_t **old_of);
+
 /* A distributed solver: each process passes its rows of K. Process r owns the global block rows
  * [row0, row0 + K->nbrows) (contiguous ranges in rank order, together 0 .. N-1); K->nbcols = N
  * and K->colind are global block columns. Collective, with the same options on every process.
