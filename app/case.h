@@ -269,6 +269,11 @@ typedef struct hk_run_args {
     const char **sets;
 } hk_run_args;
 int hk_run_args_parse(int argc, char **argv, hk_run_args *a);
+/* A loaded case on the processes of mpirun (app/run_mpi.c; hk_cmd_run_mpi is the command):
+ * out the .vtu path asked for (NULL: the case's), the summary from rank 0 as text, JSON or none
+ * (benchmarks). The exit status, the same on every process. */
+enum { HK_RUN_REPORT_TEXT = 0, HK_RUN_REPORT_JSON, HK_RUN_REPORT_NONE };
+int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int report);
 /* The near-null space of r->sys.K from the mesh: node coordinates, mesh.dim per node in K's
  * block-row order (K numbers its block rows by the mesh's nodes), for pc=amg's rigid-body
  * modes; with rigid couplings (extra block rows) the rigid-body modes as explicit vectors.

@@ -337,7 +337,7 @@ static int choose_solver(hk_options *o, char *choice, size_t n)
 /* Rank 0's summary: the whole mesh, the reduced results; K's nonzero count (summed over the
  * processes) as the row pointer of one block row, which is all the summary reads of K. */
 static void summary(const hk_case *c, hk_run *r0, const hk_system *prep, const hk_part *pt,
-                    const hk_part_stats *ps, int64_t nnzb, hk_fields *fields, int ok, int json)
+                    const hk_part_stats *ps, int64_t nnzb, hk_fields *fields, int ok, int report)
 {
     r0->sys.ndof = (int64_t)pt->mesh.dim * pt->nglobal;
     r0->sys.nfixed = prep->nfixed;
@@ -347,7 +347,8 @@ static void summary(const hk_case *c, hk_run *r0, const hk_system *prep, const h
     r0->sys.K.rowptr[1] = nnzb;
     r0->fields = *fields;
     memset(fields, 0, sizeof *fields); /* r0's now */
-    if (json) {
+    if (report == HK_RUN_REPORT_NONE) return;
+    if (report == HK_RUN_REPORT_JSON) {
         hk_run_print_json(c, r0, ok, stdout);
         return;
     }
@@ -357,7 +358,7 @@ static void summary(const hk_case *c, hk_run *r0, const hk_system *prep, const h
            (long long)ps->max_nodes);
 }
 
-static int run_mpi(const hk_case *c, const hk_run_opts *o, const char *out, int json)
+int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int report)
 {
     const hk_comm *w = hk_comm_world();
     const int me = hk_comm_rank(w), P = hk_comm_size(w);
@@ -531,8 +532,8 @@ done:
         char msg[1024] = "";
         if (ierr) snprintf(msg, sizeof msg, "%s", hk_error_message());
         if (solved && written)
-            summary(c, &r0, &prep, &pt, &ps, nnzb, &fields, ierr == 0, json);
-        else if (json) {
+            summary(c, &r0, &prep, &pt, &ps, nnzb, &fields, ierr == 0, report);
+        else if (report == HK_RUN_REPORT_JSON) {
             printf("{\"ok\": false, \"error\": \"");
             for (const char *q = msg; *q; q++)
                 printf(*q == '"' || *q == '\\'    ? "\\%c"
@@ -578,7 +579,7 @@ int hk_cmd_run_mpi(int argc, char **argv)
     }
     const hk_run_opts o = {
         .backend = a.backend, .verbose = a.verbose, .quiet = a.quiet, .log = stderr};
-    err = run_mpi(&c, &o, a.out, a.json);
+    err = hk_run_mpi_case(&c, &o, a.out, a.json ? HK_RUN_REPORT_JSON : HK_RUN_REPORT_TEXT);
     hk_case_free(&c);
     return err;
 }

@@ -24,5 +24,6 @@ int hk_bench_eigen(int argc, char **argv);    /* bench/bench_eigen.c */
 int hk_bench_output(int argc, char **argv);   /* bench/bench_output.c */
 int hk_bench_modal(int argc, char **argv);    /* bench/bench_modal.c */
 int hk_bench_pcpapers(int argc, char **argv); /* bench/bench_pcpapers.c */
+int hk_bench_scale(int argc, char **argv);    /* bench/bench_scale.c (under mpirun) */
 
 #endif

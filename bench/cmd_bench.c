@@ -32,6 +32,8 @@ static const bench_cmd bench_cmds[] = {
      hk_bench_modal},
     {"pcpapers", "the seed papers' sai, mlilu and fsai experiments on generated analogues",
      hk_bench_pcpapers},
+    {"scale", "weak and strong scaling on the processes of mpirun vs one process",
+     hk_bench_scale},
 };
 #define NCMDS ((int)(sizeof bench_cmds / sizeof bench_cmds[0]))
 

@@ -13,6 +13,8 @@ H=$BUILD/hooke
 # CI runs as root; the machine may have fewer cores than processes
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
+# a waiting process yields its core (the machine may be shared)
+export OMPI_MCA_mpi_yield_when_idle=1
 MPI=(mpirun --oversubscribe)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
