@@ -52,7 +52,10 @@ static void usage(FILE *f)
             "                      (N columns, M-orthonormal)\n"
             "  --json              with --eigen: the results as JSON on stdout\n\n"
             "example: hooke solve K.mtx --block-size 3 method=pipecg pc=poly "
-            "pc.poly.degree=4 precision=mixed\n\n");
+            "pc.poly.degree=4 precision=mixed\n\n"
+            "Under mpirun -np N (docs/parallel.md) rank 0 reads and partitions the matrix (METIS),\n"
+            "every process solves its rows, rank 0 prints and writes x; pc=none, jacobi, bjacobi\n"
+            "and poly are distributed, the others (and --eigen, method=cholesky) refuse.\n\n");
     hk_solver_print_help(f);
     fprintf(f, "\n");
     hk_eigen_print_help(f);

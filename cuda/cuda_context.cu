@@ -40,6 +40,9 @@ int hk_cu_init(void)
                             "cpu",
                             e != cudaSuccess ? cudaGetErrorName(e) : "0 devices found");
     }
+    /* one GPU per process of mpirun: the local rank's, modulo the visible devices (0 for a
+     * single process, or where CUDA_VISIBLE_DEVICES gives each process its own) */
+    if (hk_comm_size(hk_comm_world()) > 1) HK_CU(cudaSetDevice(hk_comm_local_rank() % n));
     HK_CU(cudaGetDevice(&hk_cu.device));
     HK_CU(cudaDeviceGetAttribute(&hk_cu.nsm, cudaDevAttrMultiProcessorCount, hk_cu.device));
     int l2 = 0;

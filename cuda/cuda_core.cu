@@ -289,6 +289,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.block_gram = hk_cu_block_gram;
     o.block_update = hk_cu_block_update;
     o.block_dots = hk_cu_block_dots;
+    o.vec_gather = hk_cu_vec_gather;
     return o;
 }
 

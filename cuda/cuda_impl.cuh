@@ -379,6 +379,8 @@ int hk_cu_vec_dot(const hk_vec *x, const hk_vec *y, double *r);
 int hk_cu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r);
 int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
+/* The distributed operator's halo gather (cuda_dist.cu). */
+int hk_cu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
 /* l1-Jacobi scaling of pc=amg (cuda_amg.cu). */
 int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cu_amg_start_vector(hk_vec *v);
