@@ -408,7 +408,10 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     part_problem(&sm, &pt);
     sys.fixed = pt.fixed, sys.u_fixed = pt.u_fixed, sys.f_ext = pt.f_ext;
     pt.fixed = NULL, pt.u_fixed = NULL, pt.f_ext = NULL; /* now the system's */
-    ierr = pt.mesh.cells.n > 0 ? hk_run_model_error(c, hk_assemble_rows(&sm.p, &sys)) : 0;
+    /* a part may own no node (a small mesh on many processes): no rows, an empty f */
+    ierr = pt.mesh.cells.n > 0
+               ? hk_run_model_error(c, hk_assemble_rows(&sm.p, &sys))
+               : hk_calloc((size_t)pt.mesh.dim * pt.mesh.nnodes + 1, sizeof *sys.f, &sys.f);
     if (!ierr) ierr = owned_rows(&pt, &sys, &K);
     tmax[0] = hk_time() - t;
     if ((ierr = hk_comm_agree(w, ierr))) goto done;

@@ -745,7 +745,7 @@ static int check_rhs(const hk_solver *s, const double *b, const double *x)
 
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
-    HK_CHECK(s && b && x && res, HK_ERR_ARG, "hk_solver_solve: missing solver, b, x or result");
+    HK_CHECK(s && res, HK_ERR_ARG, "hk_solver_solve: missing solver or result");
     memset(res, 0, sizeof *res);
     HK_CHECK(!s->broken, HK_ERR_ARG,
              "hk_solver_solve: this solver's hk_solver_update_values failed; destroy it and "
@@ -753,7 +753,10 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     s->note[0] = 0;
     hk_ksp *k = &s->ksp;
     const hk_backend_ops *be = s->be;
-    int bad_input = check_rhs(s, b, x);
+    /* distributed: a missing or bad input on one process stops every process */
+    int bad_input = !b || !x ? hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                                            "hk_solver_solve: missing b or x")
+                             : check_rhs(s, b, x);
     if (s->dist) bad_input = hk_comm_agree(s->dist->comm, bad_input);
     if (bad_input) {
         res->reason = HK_DIVERGED_NAN;

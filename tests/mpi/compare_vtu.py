@@ -72,7 +72,7 @@ def main():
         if have != listed:
             fail("%s holds %s but %s lists %s" % (path, sorted(have), many, sorted(listed)))
         react = a.get(("PointData", "reaction"))
-        if react and max(abs(v) for v in react[2]) == 0:
+        if react and all(v == 0 for v in react[2]):
             bare += 1
         for x, u in nodes(a):
             count[x] = count.get(x, 0) + 1

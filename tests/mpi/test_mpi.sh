@@ -58,6 +58,7 @@ runs=(
   "kirsch-2d|cases/kirsch/kirsch.yaml|2|--set solver.pc=poly|"
   "springs|cases/springs/springs.yaml|3||"
   "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi|"
+  "part-owning-nothing|cases/box/box.yaml|3|--set geometry.generate.cells=[1,1,2] --set solver.pc=jacobi|"
   "box-hex20|cases/box/box.yaml|2|--set geometry.generate.element=hex20 --set geometry.generate.cells=[6,4,4] --set solver.method=pipecg --set solver.pc=jacobi|"
 )
 for spec in "${runs[@]}"; do
