@@ -1,0 +1,160 @@
+/* The distributed layer on one process (its runs on several are tests/mpi/test_mpi.sh):
+ * partitions, the communicator of one process, the layout of a process's rows, and the
+ * vec_gather of every backend against the CPU's (device suite cuda_dist). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_impl.h"
+#include "test_util.h"
+
+/* Every part used, each vertex in one part, the same parts twice. */
+static void test_partition_graph(void)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 4, &K));
+    const int64_t n = K.nbrows;
+    int32_t *p1 = malloc(sizeof *p1 * (size_t)n), *p2 = malloc(sizeof *p2 * (size_t)n);
+    for (int parts = 1; parts <= 5; parts++) {
+        HK_ASSERT_OK(hk_partition_graph(n, K.rowptr, K.colind, parts, p1));
+        HK_ASSERT_OK(hk_partition_graph(n, K.rowptr, K.colind, parts, p2));
+        CU_ASSERT(!memcmp(p1, p2, sizeof *p1 * (size_t)n));
+        int64_t count[5] = {0};
+        for (int64_t i = 0; i < n; i++) {
+            CU_ASSERT_FATAL(p1[i] >= 0 && p1[i] < parts);
+            count[p1[i]]++;
+        }
+        for (int q = 0; q < parts; q++) {
+            CU_ASSERT(count[q] > 0);
+            /* balanced within METIS's tolerance (or exactly, contiguous) */
+            CU_ASSERT(count[q] <= 1.2 * (double)n / parts + 1);
+        }
+    }
+    /* fewer rows than parts: every row its own part, no error */
+    HK_ASSERT_OK(hk_partition_graph(3, K.rowptr, K.colind, 5, p1));
+    CU_ASSERT(p1[0] == 0 && p1[1] == 1 && p1[2] == 3);
+    free(p1);
+    free(p2);
+    hk_bcsr_free(&K);
+}
+
+/* Cells of a strip of quadrilaterals: parts used, contiguous along the strip. */
+static void test_partition_cells(void)
+{
+    enum { NC = 40 };
+    int64_t ptr[NC + 1];
+    int32_t nodes[4 * NC], part[NC];
+    for (int e = 0; e < NC; e++) { /* quad e: nodes e, e+1 below, e+NC+2, e+NC+1 above */
+        ptr[e] = 4 * e;
+        nodes[4 * e] = e, nodes[4 * e + 1] = e + 1;
+        nodes[4 * e + 2] = e + NC + 2, nodes[4 * e + 3] = e + NC + 1;
+    }
+    ptr[NC] = 4 * NC;
+    HK_ASSERT_OK(hk_partition_cells(NC, ptr, nodes, 2 * (NC + 1), 2, 4, part));
+    int changes = 0, used[4] = {0};
+    for (int e = 0; e < NC; e++) {
+        CU_ASSERT_FATAL(part[e] >= 0 && part[e] < 4);
+        used[part[e]] = 1;
+        changes += e > 0 && part[e] != part[e - 1];
+    }
+    CU_ASSERT(used[0] && used[1] && used[2] && used[3]);
+    CU_ASSERT(changes == 3); /* a strip cuts into 4 runs */
+}
+
+/* One process: sums and agreement pass through, the halo has nothing to do. */
+static void test_comm_one(void)
+{
+    const hk_comm *c = hk_comm_world();
+    CU_ASSERT(hk_comm_size(c) == 1 && hk_comm_rank(c) == 0);
+    double v[2] = {1.5, -2};
+    HK_ASSERT_OK(hk_comm_sum(c, v, 2));
+    CU_ASSERT(v[0] == 1.5 && v[1] == -2);
+    CU_ASSERT(hk_comm_agree(c, HK_ERR_NUMERIC) == HK_ERR_NUMERIC);
+    hk_halo *h = NULL;
+    const int64_t ghost[1] = {0};
+    /* a ghost that the process owns is refused with a sentence */
+    CU_ASSERT(hk_halo_create(c, 0, 4, 1, ghost, &h) == HK_ERR_ARG);
+    CU_ASSERT(strstr(hk_error_message(), "its own") != NULL);
+    HK_ASSERT_OK(hk_halo_create(c, 0, 4, 0, ghost, &h));
+    double own[4] = {1, 2, 3, 4}, none[1];
+    HK_ASSERT_OK(hk_halo_exchange(h, own, 1, none));
+    hk_halo_destroy(h);
+}
+
+/* The layout of one process's rows of a matrix with columns of "other processes" is refused
+ * with the ranges' sentence; with its own rows it is all interior. */
+static void test_layout_one(void)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_poisson2d(6, &K));
+    hk_dist *d = NULL;
+    HK_ASSERT_OK(hk_dist_create(hk_comm_world(), &hk_backend_cpu, 0, &K, &d));
+    CU_ASSERT(d->nint == K.nbrows && d->nbnd == 0 && d->nghost == 0);
+    for (int64_t i = 0; i < K.nbrows; i++)
+        CU_ASSERT(d->perm[i] == i);
+    hk_dist_destroy(d);
+    hk_bcsr half = K;
+    half.nbrows = K.nbrows / 2; /* the first half's rows: they read columns of the second */
+    CU_ASSERT(hk_dist_create(hk_comm_world(), &hk_backend_cpu, 0, &half, &d) == HK_ERR_ARG);
+    CU_ASSERT(strstr(hk_error_message(), "out of range") != NULL);
+    CU_ASSERT(hk_dist_check_choice("cg", "amg") == HK_ERR_UNSUPPORTED);
+    CU_ASSERT(hk_dist_check_choice("cholesky", "none") == HK_ERR_UNSUPPORTED);
+    CU_ASSERT(hk_dist_check_choice("pipecg", "poly") == 0);
+    hk_bcsr_free(&K);
+}
+
+/* vec_gather of a backend against the plain loop, fp64 and fp32, block sizes 1..3. */
+static void gather_on(const hk_backend *be)
+{
+    {
+        CU_ASSERT_FATAL(be && be->vec_gather != NULL);
+        for (int bs = 1; bs <= 3; bs++)
+            for (int prec = 0; prec < 2; prec++) {
+                const int64_t nb = 1000, n = 377;
+                double *x = hk_test_rand_vec(nb * bs, 11u + (unsigned)bs), *y = NULL;
+                int32_t *idx = malloc(sizeof *idx * (size_t)n), *didx = NULL;
+                for (int64_t i = 0; i < n; i++)
+                    idx[i] = (int32_t)((i * 7919) % nb);
+                y = calloc((size_t)(n * bs), sizeof *y);
+                hk_vec *vx = NULL, *vy = NULL;
+                HK_ASSERT_OK(hk_vec_create(be, nb * bs, (hk_precision)prec, &vx));
+                HK_ASSERT_OK(hk_vec_create(be, n * bs, (hk_precision)prec, &vy));
+                HK_ASSERT_OK(hk_vec_upload(vx, x));
+                HK_ASSERT_OK(be->alloc((void **)&didx, sizeof *didx * (size_t)n));
+                HK_ASSERT_OK(be->copy_to(didx, idx, sizeof *idx * (size_t)n));
+                HK_ASSERT_OK(be->vec_gather(vy, vx, didx, n, bs));
+                HK_ASSERT_OK(hk_vec_download(vy, y));
+                int same = 1;
+                for (int64_t i = 0; i < n; i++)
+                    for (int r = 0; r < bs; r++) {
+                        double want = x[(int64_t)idx[i] * bs + r];
+                        if (prec) want = (float)want;
+                        same &= y[i * bs + r] == want;
+                    }
+                CU_ASSERT(same);
+                be->dealloc(didx);
+                hk_vec_destroy(vx);
+                hk_vec_destroy(vy);
+                free(x);
+                free(y);
+                free(idx);
+            }
+    }
+}
+
+static void test_gather_cpu(void)
+{
+    gather_on(&hk_backend_cpu);
+}
+
+static void test_gather_cuda(void)
+{
+    gather_on(hk_test_cuda_backend());
+}
+
+HK_SUITE(dist,
+         {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
+         {"partitions of a mesh's cells along their dual graph", test_partition_cells},
+         {"one process: sums, agreement and an empty halo pass through", test_comm_one},
+         {"one process's rows: all interior; columns beyond them refused", test_layout_one},
+         {"vec_gather on the cpu, fp64 and fp32, blocks of 1 to 3", test_gather_cpu})
+HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda})
