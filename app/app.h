@@ -16,6 +16,9 @@ int hk_cmd_mesh(int argc, char **argv);  /* app/cmd_mesh.c */
 int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
 /* hooke solve on the processes of mpirun (app/solve_mpi.c): the parsed arguments; rank 0 reads
  * and prints, every process returns the same exit code. */
+/* The result lines of hooke solve: reason, iterations, true residual, note, the max error
+ * against ones (ones: x should be ones), set-up and solve times (app/solve_report.c). */
+void hk_solve_print_result(const hk_result *res, const double *x, int64_t n, int ones);
 int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const char *out, int bs,
                      hk_options *o);
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with

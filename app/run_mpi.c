@@ -439,14 +439,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         if (mf) {
             hk_solver_describe(s, mf);
             fclose(mf);
-            snprintf(r0.solver_desc, sizeof r0.solver_desc, "%s", buf ? buf : "");
-            free(buf);
-            size_t l = strlen(r0.solver_desc);
-            while (l && (r0.solver_desc[l - 1] == '\n' || r0.solver_desc[l - 1] == ' '))
-                r0.solver_desc[--l] = 0;
         }
-        const char *on = strstr(r0.solver_desc, " on ");
-        snprintf(r0.backend, sizeof r0.backend, "%s", on ? on + 4 : "?");
+        hk_run_set_description(&r0, buf);
+        free(buf);
     }
     say(&L, "solve: %s%s", r0.solver_desc, choice);
     if (L.on) hk_solver_set_monitor(s, monitor, &L);

@@ -149,24 +149,8 @@ int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const ch
     rc = hk_reason_converged(res.reason) ? 0 : 1;
     if (me == 0) {
         const int64_t n = K.nbrows * K.bs;
-        printf("reason: %s\n", hk_reason_name(res.reason));
-        printf("iterations: %d\n", res.iterations);
-        printf("true residual: %.3e (||b - A x|| / ||b||, fp64)\n", res.true_residual);
-        if (ones) {
-            double e = 0;
-            for (int64_t i = 0; i < n; i++) {
-                double dv = x[i] - 1.0;
-                dv = dv < 0 ? -dv : dv;
-                if (!(dv <= e)) e = dv;
-            }
-            printf("max error vs ones: %.3e\n", e);
-        }
-        printf("setup: %.4f s (backend start %.4f, upload %.4f, check %.4f, format %.4f, "
-               "preconditioner %.4f), solve: %.4f s (%.4f ms per iteration)\n",
-               res.setup_seconds, res.setup_start_seconds, res.setup_upload_seconds,
-               res.setup_check_seconds, res.setup_format_seconds, res.setup_pc_seconds,
-               res.solve_seconds, res.iterations ? 1e3 * res.solve_seconds / res.iterations : 0.0);
-        if (out && hk_mm_write_vector(out, n, x)) {
+        hk_solve_print_result(&res, x, n, ones);
+        if (out && (hk_app_make_parent_dirs(out) || hk_mm_write_vector(out, n, x))) {
             fprintf(stderr, "hooke solve: %s\n", hk_error_message());
             rc = 1;
         }

@@ -59,6 +59,30 @@ typedef struct solve_figs {
     int converged;
 } solve_figs;
 
+/* One record of the JSON: the one-process and the P-process figures and their ratios
+ * (efficiency for weak, speedup for strong). */
+static void json_row(hk_json *j, const char *series, const char *method, long long dofs,
+                     const solve_figs *one, const solve_figs *many)
+{
+    const int weak = !strcmp(series, "weak");
+    const double t1 = one->setup + one->solve, tP = many->setup + many->solve;
+    const double it1 = one->iterations ? one->solve / one->iterations : NAN;
+    const double itP = many->iterations ? many->solve / many->iterations : NAN;
+    hk_json_begin_object(j, NULL);
+    hk_json_string(j, "series", series);
+    hk_json_string(j, "method", method);
+    hk_json_int(j, "dofs", dofs);
+    hk_json_int(j, "iterations_1", one->iterations);
+    hk_json_int(j, "iterations_p", many->iterations);
+    hk_json_number(j, "setup_1", one->setup);
+    hk_json_number(j, "solve_1", one->solve);
+    hk_json_number(j, "setup_p", many->setup);
+    hk_json_number(j, "solve_p", many->solve);
+    hk_json_number(j, weak ? "efficiency" : "speedup", t1 / tP);
+    hk_json_number(j, weak ? "efficiency_per_iteration" : "speedup_per_iteration", it1 / itP);
+    hk_json_end_object(j);
+}
+
 /* After one warm-up solve, the median of reps solves from x = 0 (the slowest process's), the
  * iterations and convergence of the last. */
 static int timed_solves(const hk_comm *c, hk_solver *s, const double *b, double *x, int64_t n,
@@ -281,19 +305,7 @@ int hk_bench_scale(int argc, char **argv)
                 "| weak | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f %% | %.0f %% |\n",
                 m, (long long)(KP.nbrows * 3), one.iterations, many.iterations, t1, tP, it1, itP,
                 100 * it1 / itP, 100 * t1 / tP);
-        hk_json_begin_object(&j, NULL);
-        hk_json_string(&j, "series", "weak");
-        hk_json_string(&j, "method", m);
-        hk_json_int(&j, "dofs", KP.nbrows * 3);
-        hk_json_int(&j, "iterations_1", one.iterations);
-        hk_json_int(&j, "iterations_p", many.iterations);
-        hk_json_number(&j, "setup_1", one.setup);
-        hk_json_number(&j, "solve_1", one.solve);
-        hk_json_number(&j, "setup_p", many.setup);
-        hk_json_number(&j, "solve_p", many.solve);
-        hk_json_number(&j, "efficiency", t1 / tP);
-        hk_json_number(&j, "efficiency_per_iteration", it1 / itP);
-        hk_json_end_object(&j);
+        json_row(&j, "weak", m, KP.nbrows * 3, &one, &many);
         if (strong && P > 1) {
             const double tw = whole.setup + whole.solve;
             const double itw = whole.iterations ? 1e3 * whole.solve / whole.iterations : NAN;
@@ -301,19 +313,7 @@ int hk_bench_scale(int argc, char **argv)
                 f, "| strong | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx |\n",
                 m, (long long)(KP.nbrows * 3), whole.iterations, many.iterations, tw, tP, itw, itP,
                 itw / itP, tw / tP);
-            hk_json_begin_object(&j, NULL);
-            hk_json_string(&j, "series", "strong");
-            hk_json_string(&j, "method", m);
-            hk_json_int(&j, "dofs", KP.nbrows * 3);
-            hk_json_int(&j, "iterations_1", whole.iterations);
-            hk_json_int(&j, "iterations_p", many.iterations);
-            hk_json_number(&j, "setup_1", whole.setup);
-            hk_json_number(&j, "solve_1", whole.solve);
-            hk_json_number(&j, "setup_p", many.setup);
-            hk_json_number(&j, "solve_p", many.solve);
-            hk_json_number(&j, "speedup", tw / tP);
-            hk_json_number(&j, "speedup_per_iteration", itw / itP);
-            hk_json_end_object(&j);
+            json_row(&j, "strong", m, KP.nbrows * 3, &whole, &many);
         }
     }
     hk_bcsr_free(&K1);

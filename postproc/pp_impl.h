@@ -5,6 +5,8 @@
 #ifndef HOOKE_POSTPROC_IMPL_H
 #define HOOKE_POSTPROC_IMPL_H
 
+#include <stdio.h>
+
 #include "hooke/fem.h"
 
 #ifdef __cplusplus
@@ -37,6 +39,8 @@ int hk_pp_finish(const hk_problem *p, const hk_system *s, hk_pp_work *w, hk_fiel
 void hk_pp_work_free(hk_pp_work *w);
 /* The error of element e, inverted or degenerate (out->u from hk_pp_prepare): its message. */
 int hk_pp_element_error(const hk_problem *p, const hk_pp_work *w, const hk_fields *out, int64_t e);
+/* s as XML attribute text (&, <, >, " escaped) (vtu.c). */
+void hk_pp_put_escaped(FILE *fp, const char *s);
 
 #ifdef __cplusplus
 }

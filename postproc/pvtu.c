@@ -7,20 +7,6 @@
 
 #include "pp_impl.h"
 
-static void put_attr(FILE *fp, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '&')
-            fputs("&amp;", fp);
-        else if (*s == '<')
-            fputs("&lt;", fp);
-        else if (*s == '"')
-            fputs("&quot;", fp);
-        else
-            fputc(*s, fp);
-    }
-}
-
 static void put_array(FILE *fp, const char *type, const char *name, int ncomp,
                       const char *const *comp)
 {
@@ -67,7 +53,7 @@ int hk_pvtu_write(const char *path, int npieces, const char *const *pieces, cons
     fputs("    </PCellData>\n", fp);
     for (int i = 0; i < npieces; i++) {
         fputs("    <Piece Source=\"", fp);
-        put_attr(fp, pieces[i]);
+        hk_pp_put_escaped(fp, pieces[i]);
         fputs("\"/>\n", fp);
     }
     fputs("  </PUnstructuredGrid>\n</VTKFile>\n", fp);

@@ -313,8 +313,6 @@ typedef struct {
     int ascii;
 } vtu_plan;
 
-static void put_escaped(FILE *fp, const char *s);
-
 /* The document up to the '_' that opens the appended data (binary), or whole (ascii). */
 static void put_head(FILE *fp, const vtu_plan *pl, int pad)
 {
@@ -328,7 +326,7 @@ static void put_head(FILE *fp, const vtu_plan *pl, int pad)
         fputs("    <FieldData>\n", fp);
         for (int k = 0; k < pl->fdata->nfield_data && k < 4; k++) {
             fputs("      <DataArray type=\"Float64\" Name=\"", fp);
-            put_escaped(fp, pl->fdata->field_data_name[k]);
+            hk_pp_put_escaped(fp, pl->fdata->field_data_name[k]);
             fprintf(fp, "\" NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n",
                     pl->fdata->field_data[k]);
         }
@@ -603,7 +601,7 @@ fail:
 }
 
 /* An attribute value with XML's special characters escaped. */
-static void put_escaped(FILE *fp, const char *s)
+void hk_pp_put_escaped(FILE *fp, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -652,11 +650,11 @@ int hk_pvd_write_times(const char *path, int nfiles, const char *const *vtu_file
             fprintf(fp, "    <DataSet timestep=\"%.17g\" group=\"\" part=\"0\" file=\"", times[i]);
         else
             fprintf(fp, "    <DataSet timestep=\"%d\" group=\"\" part=\"0\" file=\"", i);
-        put_escaped(fp, vtu_files[i]);
+        hk_pp_put_escaped(fp, vtu_files[i]);
         fputs("\"", fp);
         if (names && names[i]) {
             fputs(" name=\"", fp);
-            put_escaped(fp, names[i]);
+            hk_pp_put_escaped(fp, names[i]);
             fputs("\"", fp);
         }
         fputs("/>\n", fp);
