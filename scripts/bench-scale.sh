@@ -21,9 +21,10 @@ HOOKE=${HOOKE:-$BUILD/hooke}
 NPS=${NPS:-1 2 4}
 read -r -a MPIRUN <<<"${MPIRUN:-mpirun}"
 mkdir -p "$OUT"
-# NVLink multicast stays off (docs/gpu-host.md); waiting processes yield their core
+# NVLink multicast stays off (docs/gpu-host.md). Waiting processes spin (Open MPI's default):
+# a sum costs 0.2 us on two free cores, 350 us with OMPI_MCA_mpi_yield_when_idle=1 on a busy
+# machine, where spinning takes the cores of other jobs instead.
 export NCCL_NVLS_ENABLE=0
-export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 for np in $NPS; do
   echo "bench-scale: -np $np" >&2
   "${MPIRUN[@]}" -np "$np" "$HOOKE" bench scale --json "$OUT/scale-$np.json" "$@" \
