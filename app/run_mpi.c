@@ -53,6 +53,10 @@ static void monitor(int it, double rnorm, void *ctx)
 static int refuse(const hk_case *c)
 {
     const int P = hk_comm_size(hk_comm_world());
+    HK_CHECK(!c->modal, HK_ERR_UNSUPPORTED,
+             "%s: a modal analysis runs on one process for now (its eigensolver is not "
+             "distributed yet); run this case without mpirun",
+             c->path);
     HK_CHECK(!c->nloadcases, HK_ERR_UNSUPPORTED,
              "%s: load_cases run on one process for now; run this case without mpirun, or "
              "one load case at a time on %d processes",
