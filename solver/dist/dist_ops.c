@@ -1,7 +1,8 @@
 /* The distributed ops table: a copy of the backend's own table in which every reduction is
  * summed over the processes and the operator is the distributed one (docs/parallel.md). The
  * Krylov methods and preconditioners run on it unchanged. An op is replaced when it
- *   - returns sums to the host (vec_dot, vec_mdot, vec_gram, block_gram, block_dots, cg_update):
+ *   - returns sums to the host (vec_dot, vec_mdot, vec_gram, block_gram, block_dots, cg_update,
+ *     spmv_cgcg after its SpMV):
  *     the backend's op on the owned entries, then hk_comm_sum;
  *   - leaves sums in backend scalars (pipecg_update, pipecg_gv_step, pipebicg_s, pipebicg_update,
  *     vec_mdot_s, vec_maxpy_s_nrm, vec_scale_s_dot): the backend's op, then those slots summed
@@ -204,6 +205,17 @@ static int d_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_ve
     return 0;
 }
 
+/* w = A u, then d[0] = r.u, d[1] = w.u, d[2] = r.r summed over the processes (cgcg). */
+static int d_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, double *dd)
+{
+    const hk_dist *d = A->be->dist;
+    HK_CALL(hk_dist_mat_spmv(A, u, w));
+    hk_vec *X[2] = {(hk_vec *)r, w};
+    HK_CALL(d->local->vec_mdot(2, X, u, dd));
+    HK_CALL(d->local->vec_dot(r, r, &dd[2]));
+    return hk_comm_sum(d->comm, dd, 3);
+}
+
 static int d_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
 {
     for (int j = 0; j < k; j++) {
@@ -241,10 +253,13 @@ void hk_dist_ops_init(hk_dist *d)
     o.mat_download = NULL;
     o.spmv_dot2 = d_spmv_dot2;
     o.spmv_mdot = d_spmv_mdot;
+    o.spmv_cgcg = L->spmv_cgcg ? d_spmv_cgcg : NULL;
     o.block_spmv = d_block_spmv;
-    /* an SpMV fused into an update: the methods make the two calls */
+    /* vector updates without sums stay the backend's (vec_axpby, ..., cgcg_update);
+     * an SpMV fused into an update: the methods make the two calls */
     o.spmv_poly_step = NULL;
     o.pipecg_step = NULL;
+    o.pipecg_paper_step = NULL; /* method=pipecg says so for pipecg.variant=paper */
     o.spmv_pipecg_gv_step = NULL;
     o.cg_spmv = NULL;
     o.cg_iter = NULL;
