@@ -1,6 +1,7 @@
 /* The distributed layer on one process (its runs on several are tests/mpi/test_mpi.sh):
  * partitions, the communicator of one process, the layout of a process's rows, and the
  * vec_gather of every backend against the CPU's (device suite cuda_dist). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,70 @@ static void gather_on(const hk_backend *be)
     }
 }
 
+/* Every op of the distributed table is the backend's own only where that is right on the owned
+ * entries alone (memory, element-wise vector ops, the local set-up of the distributed
+ * preconditioners); every other op is replaced or absent. A new op of hk_backend_ops that is
+ * copied unreviewed fails here: give it its line in hk_dist_ops_init (and here when it is
+ * local). */
+static void test_ops_reviewed(void)
+{
+    static const size_t local_ok[] = {offsetof(hk_backend_ops, probe),
+                                      offsetof(hk_backend_ops, describe),
+                                      offsetof(hk_backend_ops, mem_info),
+                                      offsetof(hk_backend_ops, alloc),
+                                      offsetof(hk_backend_ops, dealloc),
+                                      offsetof(hk_backend_ops, copy_to),
+                                      offsetof(hk_backend_ops, copy_from),
+                                      offsetof(hk_backend_ops, copy),
+                                      offsetof(hk_backend_ops, sync),
+                                      offsetof(hk_backend_ops, vec_set),
+                                      offsetof(hk_backend_ops, vec_copy),
+                                      offsetof(hk_backend_ops, vec_convert),
+                                      offsetof(hk_backend_ops, vec_scale),
+                                      offsetof(hk_backend_ops, vec_axpby),
+                                      offsetof(hk_backend_ops, vec_axpbypcz),
+                                      offsetof(hk_backend_ops, vec_pointwise_mult),
+                                      offsetof(hk_backend_ops, vec_poly_step),
+                                      offsetof(hk_backend_ops, vec_maxpy),
+                                      offsetof(hk_backend_ops, bdiag_apply),
+                                      offsetof(hk_backend_ops, scal_alloc),
+                                      offsetof(hk_backend_ops, scal_free),
+                                      offsetof(hk_backend_ops, scal_get),
+                                      offsetof(hk_backend_ops, scal_set),
+                                      offsetof(hk_backend_ops, cgcg_update),
+                                      offsetof(hk_backend_ops, block_update),
+                                      offsetof(hk_backend_ops, bmat_diag),
+                                      offsetof(hk_backend_ops, bmat_first_nonfinite),
+                                      offsetof(hk_backend_ops, format_auto),
+                                      offsetof(hk_backend_ops, vec_gather)};
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_poisson2d(4, &K));
+    hk_dist *d = NULL;
+    HK_ASSERT_OK(hk_dist_create(hk_comm_world(), &hk_backend_cpu, 0, &K, &d));
+    hk_dist_ops_init(d);
+    const char *first = (const char *)&d->ops.probe, *last = (const char *)&d->ops.dist;
+    int unreviewed = 0;
+    for (const char *q = first; q < last; q += sizeof(void (*)(void))) {
+        const size_t off = (size_t)(q - (const char *)&d->ops);
+        void (*mine)(void), (*theirs)(void);
+        memcpy(&mine, q, sizeof mine);
+        memcpy(&theirs, (const char *)&hk_backend_cpu + off, sizeof theirs);
+        if (!mine || mine != theirs) continue;
+        int ok = 0;
+        for (size_t i = 0; i < sizeof local_ok / sizeof *local_ok; i++)
+            ok |= local_ok[i] == off;
+        if (!ok)
+            fprintf(stderr,
+                    "\n  the op at offset %zu of hk_backend_ops is the cpu's own in "
+                    "the distributed table: review it in hk_dist_ops_init\n",
+                    off);
+        unreviewed += !ok;
+    }
+    CU_ASSERT(unreviewed == 0);
+    hk_dist_destroy(d);
+    hk_bcsr_free(&K);
+}
+
 static void test_gather_cpu(void)
 {
     gather_on(&hk_backend_cpu);
@@ -156,5 +221,7 @@ HK_SUITE(dist,
          {"partitions of a mesh's cells along their dual graph", test_partition_cells},
          {"one process: sums, agreement and an empty halo pass through", test_comm_one},
          {"one process's rows: all interior; columns beyond them refused", test_layout_one},
-         {"vec_gather on the cpu, fp64 and fp32, blocks of 1 to 3", test_gather_cpu})
+         {"vec_gather on the cpu, fp64 and fp32, blocks of 1 to 3", test_gather_cpu},
+         {"the distributed table keeps the backend's own ops only where they are local",
+          test_ops_reviewed})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda})
