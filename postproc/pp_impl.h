@@ -26,10 +26,10 @@ void hk_pp_principal(const double s[6], double ev[3]);
  * (hk_pp_finish). */
 typedef struct hk_pp_work {
     int nlaws;
-    hk_law *laws; /* per region */
-    double *dTr;  /* per region: the uniform temperature change */
-    double thick; /* 2D thickness (1 in 3D and axisymmetric) */
-    double *fint; /* 3 per node: the internal forces, summed in element order */
+    hk_law *laws;   /* per region */
+    double *dTr;    /* per region: the uniform temperature change */
+    double thick;   /* 2D thickness (1 in 3D and axisymmetric) */
+    double *fint;   /* 3 per node: the internal forces, summed in element order */
     int64_t nowned; /* the nodes [0, nowned) whose maxima and reactions are this part's (all
                      * nodes but in hk_postproc_part) */
 } hk_pp_work;
