@@ -974,7 +974,8 @@ static void run_help(FILE *f)
         "  --assembly WHERE        auto, host or device: where the stiffness is assembled and\n"
         "                          the stresses recovered (default auto: on the solve's device\n"
         "                          when it has one; the host assembles for method=cholesky,\n"
-        "                          output.matrix, spring supports and rigid couplings)\n"
+        "                          output.matrix, spring supports and rigid couplings;\n"
+        "                          under mpirun the host, and device refuses)\n"
         "  --set KEY=VALUE         override any case key by its dotted path; repeatable. Lists "
         "are\n"
         "                          addressed by index, values are YAML:\n"
@@ -1090,7 +1091,8 @@ int hk_run_args_parse(int argc, char **argv, hk_run_args *a)
     if (a->out) {
         size_t l = strlen(a->out);
         if (l < 4 || strcmp(a->out + l - 4, ".vtu")) {
-            if (speak) fprintf(stderr, "hooke run: -o %s: the output must be a .vtu file\n", a->out);
+            if (speak)
+                fprintf(stderr, "hooke run: -o %s: the output must be a .vtu file\n", a->out);
             return 2;
         }
     }

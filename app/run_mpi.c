@@ -49,10 +49,15 @@ static void monitor(int it, double rnorm, void *ctx)
     fflush(stderr);
 }
 
-/* What the case asks for that is not distributed yet: one sentence (every process alike). */
-static int refuse(const hk_case *c)
+/* What the case or the command line asks for that is not distributed yet: one sentence (every
+ * process alike). */
+static int refuse(const hk_case *c, const hk_run_opts *o)
 {
     const int P = hk_comm_size(hk_comm_world());
+    HK_CHECK(!o->assembly || strcmp(o->assembly, "device"), HK_ERR_UNSUPPORTED,
+             "--assembly device runs on one process for now (on %d processes each assembles its "
+             "rows on the host); use --assembly host or auto, or run without mpirun",
+             P);
     HK_CHECK(!c->modal, HK_ERR_UNSUPPORTED,
              "%s: a modal analysis runs on one process for now (its eigensolver is not "
              "distributed yet); run this case without mpirun",
@@ -383,7 +388,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     memset(&r0, 0, sizeof r0);
 
     /* 1. rank 0: mesh, model, the steps that need the whole model */
-    ierr = refuse(c);
+    ierr = refuse(c, o);
     if (!ierr && me == 0) {
         ierr = hk_run_mesh(c, o, &r0);
         if (!ierr) {
@@ -579,8 +584,11 @@ int hk_cmd_run_mpi(int argc, char **argv)
         if (hk_comm_rank(w) == 0) fprintf(stderr, "hooke run: %s\n", hk_error_message());
         return 1;
     }
-    const hk_run_opts o = {
-        .backend = a.backend, .verbose = a.verbose, .quiet = a.quiet, .log = stderr};
+    const hk_run_opts o = {.backend = a.backend,
+                           .assembly = a.assembly,
+                           .verbose = a.verbose,
+                           .quiet = a.quiet,
+                           .log = stderr};
     err = hk_run_mpi_case(&c, &o, a.out, a.json ? HK_RUN_REPORT_JSON : HK_RUN_REPORT_TEXT);
     hk_case_free(&c);
     return err;

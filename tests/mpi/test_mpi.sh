@@ -57,7 +57,7 @@ runs=(
   "bar-no-support|cases/box/box.yaml|3|--set geometry.generate.size=[6,1,1] --set geometry.generate.cells=[24,3,3] --set solver.pc=poly|unsupported"
   "kirsch-2d|cases/kirsch/kirsch.yaml|2|--set solver.pc=poly|"
   "springs|cases/springs/springs.yaml|3||"
-  "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi|"
+  "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi --assembly host|"
   "part-owning-nothing|cases/box/box.yaml|3|--set geometry.generate.cells=[1,1,2] --set solver.pc=jacobi|"
   "box-hex20|cases/box/box.yaml|2|--set geometry.generate.element=hex20 --set geometry.generate.cells=[6,4,4] --set solver.method=pipecg --set solver.pc=jacobi|"
 )
@@ -116,6 +116,13 @@ refuse "a missing case file: rank 0's sentence" "cannot open case file" \
 refuse "load_cases refused" "load_cases run on one process" \
   "$H" run cases/remote/tube.yaml -q -o "$T/r.vtu"
 refuse "hooke mesh on one process only" "runs on one process" "$H" mesh cases/box/box.yaml
+# what main runs on one process only: refused by name under mpirun, not run wrongly
+refuse "a modal case refused" "a modal analysis runs on one process" \
+  "$H" run cases/modal/strip.yaml -q -o "$T/r.vtu"
+refuse "--assembly device refused" "--assembly device runs on one process" \
+  "$H" run cases/box/box.yaml --assembly device -q -o "$T/r.vtu"
+refuse "hooke solve --eigen refused" "--eigen runs on one process" \
+  "$H" solve --generate poisson:8 --eigen 2
 
 if [ $fails -ne 0 ]; then echo "test_mpi: $fails failed"; exit 1; fi
 echo "test_mpi: all passed"
