@@ -5,7 +5,8 @@
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
 # cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments; tri2, tri2ncu,
 # mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
-# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes).
+# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
+# distributed runs on a host with 2 GPUs, one process each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -15,6 +16,70 @@ export OMP_WAIT_POLICY=passive
 B=build-gpu
 { git log --oneline -1; cat "$OUT/check/info.txt"; tail -3 "$OUT/check/build.log"; } > "$OUT/info.md" 2>&1
 rm -rf "$OUT/check"
+
+# Step dist (issue 26, docs/parallel.md; a host with 2 GPUs, the build with MPI): the device
+# suite cuda_dist, the distributed layer's tests on cuda under mpirun -np 2, then the bracket at
+# geometry.size=0.0015 (631k DOFs) with pc=jacobi on one process and under mpirun -np 2 (one
+# GPU per process, chosen by its local rank): max |u| against one process, ms per iteration of
+# cg and pipecg; last hooke bench scale's steady-state solves (medians) on 1 and 2 GPUs.
+dist_step() {
+  local ngpu T=/tmp/hooke-dist BR=cases/bracket/bracket.yaml
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  echo "# dist: $(git log --oneline -1 | cut -c1-60), $ngpu GPUs"
+  nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+  echo; $B/hooke info | grep -E "^(mpi|partitions)"
+  if [ ! -x $B/hooke_mpi_tests ]; then
+    echo "built without MPI (see check.log's configure): nothing distributed to run"; return 1
+  fi
+  if [ "$ngpu" -lt 2 ]; then echo "needs 2 GPUs, this host has $ngpu: run on nvidia-h100-x2"; return 1; fi
+  # root in the container; no cross-memory attach between the processes' shared memory
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  local MPI=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=8
+             -x OMP_WAIT_POLICY -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE)
+  echo; echo "## hooke_tests cuda_dist"; echo '```'
+  timeout 120 $B/hooke_tests cuda_dist 2>&1 | tail -6; echo "exit ${PIPESTATUS[0]}"; echo '```'
+  echo; echo "## mpirun -np 2 hooke_mpi_tests on cuda"; echo '```'
+  timeout 180 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 | tail -12
+  echo "exit ${PIPESTATUS[0]}"; echo '```'
+  rm -rf $T; mkdir -p $T
+  for m in cg pipecg; do
+    for np in 1 2; do
+      local run=($B/hooke run $BR --backend cuda --json -q --set geometry.size=0.0015
+                 --set solver.method=$m --set solver.pc=jacobi -o $T/$m-$np.vtu)
+      if [ $np = 1 ]; then timeout 300 "${run[@]}" > $T/$m-$np.json 2> $T/$m-$np.err
+      else timeout 300 "${MPI[@]}" -np $np "${run[@]}" > $T/$m-$np.json 2> $T/$m-$np.err; fi
+      echo "$? $m $np" >> $T/status
+    done
+  done
+  echo; echo "## bracket, geometry.size=0.0015, pc=jacobi, --backend cuda"; echo
+  python3 - $T <<'PY'
+import json, os, sys
+T = sys.argv[1]
+st = {tuple(l.split()[1:]): l.split()[0] for l in open(os.path.join(T, "status"))}
+print("| method | processes | exit | DOFs | iterations | set-up s | solve s | ms/iteration | max abs(u) | rel. diff to 1 process | assembled on |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+base, rows = {}, []
+for m in ("cg", "pipecg"):
+    for np in ("1", "2"):
+        try:
+            j = json.loads(open(os.path.join(T, "%s-%s.json" % (m, np))).read())
+        except Exception:
+            err = open(os.path.join(T, "%s-%s.err" % (m, np))).read().strip().splitlines()
+            print("| %s | %s | %s | | | | | | | | %s |" % (m, np, st.get((m, np), "?"), (err or ["no output"])[-1][:120]))
+            continue
+        s, it, u = j["seconds"], j["iterations"], j["max_displacement"]
+        if np == "1": base[m] = u
+        d = abs(u - base[m]) / abs(base[m]) if m in base and base[m] else float("nan")
+        print("| %s | %s | %s | %d | %d | %.3f | %.3f | %.4f | %.9e | %.1e | %s |" % (m, np, st.get((m, np), "?"), j["dofs"], it, s["solver_setup"], s["solve"], 1e3 * s["solve"] / max(it, 1), u, d, j.get("assembled_on", "")))
+PY
+  echo; echo "solver lines:"; grep -h '"solver"' $T/*.json | sort -u
+  for f in $T/*.err; do [ -s $f ] && { echo "== $f"; tail -4 $f; }; done
+  echo; echo "## mpirun -np 2 hooke bench scale --backend cuda (cg, pipecg, jacobi; medians of 3 solves)"
+  timeout 300 "${MPI[@]}" -np 2 $B/hooke bench scale --backend cuda --methods cg,pipecg --pc jacobi \
+    --n 64 --run-cells 0 2>&1 | tail -20
+  rm -rf $T
+}
 for step in "$@"; do
   case $step in
     tests=*) suites=${step#tests=}; [ "$suites" = all ] && suites=
@@ -194,6 +259,7 @@ for step in "$@"; do
         timeout 25 $B/hooke bench pcs --backend cuda --no-cpu --pcs "$PCS" \
           --generate elasticity3d:60 || echo "(ended: status $?, limit 25 s)"
       } > "$OUT/amgsweep.md" 2>&1 ;;
+    dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
     pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
           { timeout 300 $B/hooke bench pcpapers --backend cuda --size medium --json "$OUT/pcpapers.json"
             timeout 120 $B/hooke bench pcpapers --backend cuda --study gsai --generate convdiff3d:100
