@@ -282,6 +282,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.factor_sweeps = NULL;
     o.amg_l1_diag = NULL;
     o.bmat_transpose = NULL;
+    o.bmat_transpose_numeric = NULL;
     o.bmat_expand = NULL;
     o.bmat_compress = NULL;
     o.bmat_spgemm = NULL;
@@ -295,6 +296,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.amg_aggregate = NULL;
     o.amg_tentative = NULL;
     o.amg_smooth_prolongator = NULL;
+    o.amg_smooth_prolongator_numeric = NULL;
     o.amg_rigid_modes = NULL;
     o.dense_inverse = NULL;
     o.dense_gemv = NULL;
