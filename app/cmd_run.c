@@ -300,12 +300,14 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
 
 /* Whether the device may assemble and recover this run (the memory guard's host model): not
  * with --assembly host, a modal analysis (assembled on the host), a direct solve or
- * output.matrix (K wanted on the host). What else keeps the assembly on the host is known
- * after binding: fem_backends then has the guard check again. */
+ * output.matrix (K wanted on the host), nor under mpirun (each process assembles its rows on
+ * the host). What else keeps the assembly on the host is known after binding: fem_backends
+ * then has the guard check again. */
 static int device_fem_possible(const hk_case *c, const hk_run_opts *o)
 {
     const char *method = NULL;
     if (o->assembly && !strcmp(o->assembly, "host")) return 0;
+    if (hk_comm_size(hk_comm_world()) > 1) return 0;
     if (c->modal || c->matrix_file[0]) return 0;
     if (!hk_options_get_string(c->solver, "method", &method) && method &&
         !strcmp(method, "cholesky"))
