@@ -1,7 +1,9 @@
 /* Pipelined CG stays accurate: on an ill-conditioned elasticity system (a beam of 300 x 3 x 3
  * hexes mapped to the unit cube, so every element is stretched 100:1) pipecg with jacobi (the
  * fused form) and with poly (Ghysels-Vanroose) reach a tight tolerance on the true residual
- * in about cg's iterations; a genuinely indefinite matrix still stops with "not SPD". */
+ * in about cg's iterations; a genuinely indefinite matrix still stops with "not SPD". Under a
+ * uniform load (rounding floor far above eps ||b||) gv and scg, whose residual replacements
+ * must stop short of that floor, still reach 1e-10. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +93,37 @@ static void test_gv_jacobi_smooth_load(void)
     hk_bcsr_free(&K);
 }
 
+/* scg with s = 8 and Jacobi on the 500 x 3 x 3 beam under a uniform load (floor of b - A x
+ * 1.5e-10 ||b||). The drift bound reset after a replacement used to count eps ||A|| ||x||: once
+ * ||x|| was read (below sqrt(eps) ||b||) no replacement came after the next one, and that one
+ * was made at 0.2 of the floor: the Chebyshev basis ended in "stagnation" at a true residual
+ * of 6.3e-7 after 7434 iterations (cg: 4847). Reset to eps ||r|| alone, the replacements went
+ * on down to the floor, and the monomial basis, which converged before in 6503, stagnated at
+ * 7e-8 after replacements at 0.1 and 0.3 of the floor; both converge with replacements made
+ * only clear of the floor (hk_ksp_replace_clear), the floor test taking over below. */
+static void test_scg_smooth_load(void)
+{
+    static const char *const bases[] = {"chebyshev", "monomial"};
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(500, 3, 3, &K));
+    hk_result cg;
+    HK_ASSERT_OK(solve_load(&K, "method=cg pc=jacobi tol=1e-10", 1, &cg));
+    CU_ASSERT(hk_reason_converged(cg.reason));
+    printf("\n  cg %d iterations (true residual %.2e)", cg.iterations, cg.true_residual);
+    for (int i = 0; i < 2; i++) {
+        char o[128];
+        hk_result res;
+        snprintf(o, sizeof o, "method=scg ksp.s=8 ksp.basis=%s pc=jacobi tol=1e-10", bases[i]);
+        HK_ASSERT_OK(solve_load(&K, o, 1, &res));
+        printf(", scg %s %d (%.2e, %s)", bases[i], res.iterations, res.true_residual,
+               hk_reason_name(res.reason));
+        CU_ASSERT(hk_reason_converged(res.reason));
+        CU_ASSERT(res.true_residual <= HK_TRUE_RESIDUAL_FACTOR * 1e-10);
+        CU_ASSERT(res.iterations <= 1.4 * cg.iterations);
+    }
+    hk_bcsr_free(&K);
+}
+
 /* 5-point Poisson (eigenvalues in (0, 8)) shifted by -4 on the diagonal: indefinite. */
 static void test_indefinite_not_spd(void)
 {
@@ -115,4 +148,7 @@ HK_SUITE(pipecg_accuracy, {"pipecg reaches 1e-10 on the true residual within 10%
                            test_stretched_beam},
          {"an indefinite matrix is still not SPD", test_indefinite_not_spd},
          {"pipecg gv with jacobi reaches 1e-10 under a smooth load (floor far above eps)",
-          test_gv_jacobi_smooth_load})
+          test_gv_jacobi_smooth_load},
+         {"scg s=8 with jacobi reaches 1e-10 under a smooth load (replacements clear of the "
+          "floor)",
+          test_scg_smooth_load})

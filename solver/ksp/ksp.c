@@ -324,9 +324,9 @@ int hk_ksp_drift_want(const hk_ksp *k, hk_ksp_drift *d, int it, double rnorm)
     return want;
 }
 
-void hk_ksp_drift_reset(hk_ksp_drift *d, int it, double xnorm, double rnorm)
+void hk_ksp_drift_reset(hk_ksp_drift *d, int it, double rnorm)
 {
-    d->gap = HK_EPS * (d->normA * xnorm + rnorm);
+    d->gap = HK_EPS * rnorm;
     d->below = d->gap <= sqrt(HK_EPS) * rnorm;
     d->last = it;
     d->count++;

@@ -143,7 +143,7 @@ static int pipecg_fused(hk_ksp *k, const hk_vec *b, hk_vec *x, const hk_vec *din
     /* ||A|| for the rounding floor of b - A x alone: the gap counted below needs none */
     HK_TRY(hk_ksp_norm_estimate(k, b, p, Ap, &normA));
     memset(&drift, 0, sizeof drift);
-    hk_ksp_drift_reset(&drift, 0, 0.0, rnorm);
+    hk_ksp_drift_reset(&drift, 0, rnorm);
     int it = 0;
     /* the direction starts (and restarts) at p = z of the true residual in r */
 restart:
@@ -176,7 +176,7 @@ restart:
             int stop;
             HK_TRY(hk_ksp_floor_test(k, it, b, x, r, bnorm, &floor, &tn, &stop));
             if (stop) break;
-            hk_ksp_drift_reset(&drift, it, 0.0, tn);
+            hk_ksp_drift_reset(&drift, it, tn);
             goto restart; /* from the true residual now in r */
         }
         const int broke = !bad && (h[HK_S_RZ] <= 0 || h[HK_S_PAP] <= 0);
@@ -188,7 +188,7 @@ restart:
             double tn;
             HK_TRY(hk_ksp_true_residual_norm(k, b, x, r, &tn));
             if (hk_ksp_converged(k, it, tn, bnorm)) break;
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), tn);
+            hk_ksp_drift_reset(&drift, it, tn);
             goto restart;
         }
         if (hk_ksp_converged(k, it, rn, bnorm)) {
@@ -202,7 +202,7 @@ restart:
             if (tn <= k->rtol * bnorm || tn <= k->atol || it >= k->maxit) break;
             k->res.reason = HK_REASON_NONE;
             retries++;
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), tn);
+            hk_ksp_drift_reset(&drift, it, tn);
             goto restart;
         }
         if (hk_ksp_rz_check(k, it, h[HK_S_RZ])) break;
@@ -216,7 +216,7 @@ restart:
             HK_TRY(hk_ksp_true_residual(k, b, x, r));
             HK_TRY(pipecg_fused_rz(k, r, dinv, t, Ap, S, h));
             if (paper) HK_TRY(pipecg_paper_replaced(k, S, h));
-            hk_ksp_drift_reset(&drift, it, sqrt(xx), sqrt(h[HK_S_RR]));
+            hk_ksp_drift_reset(&drift, it, sqrt(h[HK_S_RR]));
         }
     }
 out:
@@ -250,7 +250,7 @@ static int pipecg_gv_load(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int reset,
         HK_CALL(be->vec_dot(w, u, &h[HK_G_DELTA]));
         HK_CALL(be->vec_dot(r, r, &h[HK_G_RR]));
     }
-    if (reset) hk_ksp_drift_reset(drift, it, 0.0, sqrt(fabs(h[HK_G_RR])));
+    if (reset) hk_ksp_drift_reset(drift, it, sqrt(fabs(h[HK_G_RR])));
     h[HK_G_STEPPED] = h[HK_G_STEPS] = h[HK_G_HALT] = h[HK_G_WANT] = 0;
     h[HK_G_GZ] = h[HK_G_GW] = h[HK_G_GS] = 0;
     h[HK_G_GAP] = drift->gap;
@@ -287,12 +287,6 @@ static int pipecg_gv_restart(hk_ksp *k, hk_vec *r, hk_vec *w, hk_vec *u, int it,
     h[HK_G_FIRST] = 1;
     return pipecg_gv_load(k, r, w, u, 1, it, drift, h, S);
 }
-
-/* A drift-flagged replacement is made only while the rounding floor of b - A x is at most
- * this fraction of ||r||: the replaced r then carries that much rounding that p, kept, knows
- * nothing of. At 1e-2 the bracket (0.1M DOFs, Jacobi, tol=1e-9) hovered near 1e-8 ||b||
- * through ten replacements and broke down; below it the floor test takes over. */
-#define HK_PIPECG_GV_REPLACE_NOISE 1e-4
 
 typedef struct pipecg_gv_vecs {
     hk_vec *w, *m, *n;
@@ -332,7 +326,7 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
     HK_TRY(hk_ksp_start(k, b, x, r, &bnorm, &rnorm, &done));
     if (done) goto out;
     HK_TRY(hk_ksp_drift_init(k, b, m, n, &drift));
-    hk_ksp_drift_reset(&drift, 0, 0.0, rnorm);
+    hk_ksp_drift_reset(&drift, 0, rnorm);
     drift.count = 0;
     memset(h, 0, sizeof h);
     h[HK_G_ESTIMATE] = k->replace_every == 0;
@@ -424,8 +418,9 @@ static int pipecg_gv(hk_ksp *k, const hk_vec *b, hk_vec *x)
             replace = it - drift.last >= k->replace_every;
         else if (k->replace_every == 0)
             replace = h[HK_G_WANT] != 0 &&
-                      hk_ksp_residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])), bnorm) <=
-                          HK_PIPECG_GV_REPLACE_NOISE * sqrt(fabs(h[HK_G_RR]));
+                      hk_ksp_replace_clear(
+                          hk_ksp_residual_floor(drift.normA, sqrt(fabs(h[HK_G_XX])), bnorm),
+                          sqrt(fabs(h[HK_G_RR])));
         if (replace) {
             /* residual replacement: every recurred vector from x and p, beta and alpha kept */
             HK_TRY(hk_ksp_true_residual(k, b, x, r));

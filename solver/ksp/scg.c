@@ -566,7 +566,7 @@ restart:
     }
     HK_TRY(be->vec_copy(P_, Z_));
     if (!none) HK_TRY(be->vec_copy(Q_, R_));
-    hk_ksp_drift_reset(&drift, it, 0.0, rnorm);
+    hk_ksp_drift_reset(&drift, it, rnorm);
     /* CG steps for the spectrum estimate (the first time only) */
     for (int nw = 0; !(hi > 0); nw++) {
         if (nw == SCG_WARMUP) {
@@ -727,7 +727,16 @@ restart:
             rnorm = tn;
             goto restart; /* from the true residual now in R_ */
         }
-        if (stop || broke || hk_ksp_drift_want(k, &drift, it, rnorm)) {
+        int replace = !stop && !broke && hk_ksp_drift_want(k, &drift, it, rnorm);
+        if (replace && k->replace_every == 0) {
+            /* only clear of the rounding floor (hk_ksp_replace_clear), with ||x|| read now: xn
+             * is still 0 above sqrt(eps) ||b||, where the floor can already be near ||r|| */
+            double xx;
+            HK_TRY(be->vec_dot(x, x, &xx));
+            replace = !hk_ksp_bad(xx) &&
+                      hk_ksp_replace_clear(hk_ksp_residual_floor(normA, sqrt(xx), bnorm), rnorm);
+        }
+        if (stop || broke || replace) {
             /* residual replacement; at convergence it confirms on the true residual */
             HK_TRY(hk_ksp_true_residual_norm(k, b, x, R_, &rnorm));
             if (stop) {
@@ -752,7 +761,7 @@ restart:
                 goto restart;
             }
             if (!none) HK_TRY(hk_ksp_pc(k, R_, Z_));
-            hk_ksp_drift_reset(&drift, it, xn, rnorm);
+            hk_ksp_drift_reset(&drift, it, rnorm);
         }
     }
 #undef R_
