@@ -945,7 +945,7 @@ void hk_solver_print_help(FILE *f)
                "                          jacobi), fused (its beta with a z.Ap product), gv\n"
                "                          (Ghysels-Vanroose, any pc); auto: paper for none and\n"
                "                          jacobi, gv otherwise\n"
-               "  replace_every=0         pipecg, pipebicgstab, scg: recompute the residual from x\n"
+               "  replace_every=0         pipecg, scg: recompute the residual from x\n"
                "                          when the drift estimate says so (0), every N\n"
                "                          iterations (N), or never (-1)\n"
                "  history=0|1             keep the residual history\n"
