@@ -109,9 +109,10 @@ static int bcast_model(const hk_comm *w, const hk_problem *p0, shared_model *s)
     HK_CALL(hk_comm_bcast(w, &s->p, sizeof s->p, 0));
     HK_CALL(hk_comm_bcast(w, n, sizeof n, 0));
     s->nregions = (int)n[0];
-    HK_CALL(hk_calloc((size_t)n[0] + 1, sizeof *s->materials, &s->materials));
-    HK_CALL(hk_calloc((size_t)n[1] + 1, sizeof *s->loads, &s->loads));
-    HK_CALL(hk_calloc((size_t)n[2] + 1, sizeof *s->supports, &s->supports));
+    int ierr = hk_calloc((size_t)n[0] + 1, sizeof *s->materials, &s->materials);
+    if (!ierr) ierr = hk_calloc((size_t)n[1] + 1, sizeof *s->loads, &s->loads);
+    if (!ierr) ierr = hk_calloc((size_t)n[2] + 1, sizeof *s->supports, &s->supports);
+    HK_CALL(hk_comm_agree(w, ierr)); /* every process in the broadcasts below, or none */
     if (me == 0) {
         memcpy(s->materials, p0->materials, (size_t)n[0] * sizeof *s->materials);
         memcpy(s->loads, p0->loads, (size_t)n[1] * sizeof *s->loads);
@@ -404,8 +405,10 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     /* 2. the parts */
     ierr = me == 0 ? hk_part_distribute(w, &r0.model.problem, &prep, &pt, &ps)
                    : hk_part_receive(w, &pt);
-    if (!ierr) ierr = bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm);
+    /* agreed before the broadcasts: a process that failed here must not skip them alone */
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    if ((ierr = hk_comm_agree(w, bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm))))
+        goto done;
     say(&L,
         "partition: %d parts by %s in %.2f s, %lld..%lld owned nodes, %lld..%lld cells, up to "
         "%lld ghost nodes",

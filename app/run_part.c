@@ -472,6 +472,7 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     int64_t *gid = NULL, *starts = NULL;
     part_ctx x = {.p = p, .prep = prep};
     pbuf b = {0};
+    int waiting = P - 1; /* processes 1..waiting still wait for their part */
     memset(mine, 0, sizeof *mine);
     memset(st, 0, sizeof *st);
     HK_TRY(hk_malloc((size_t)(m->cells.n + 1) * sizeof *cpart, &cpart));
@@ -507,10 +508,16 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
         ierr = pack_part(&pt, &b);
         hk_part_free(&pt);
         if (ierr) goto fail;
-        HK_TRY(hk_comm_send_buf(c, b.p, b.n, q, TAG_PART));
+        ierr = hk_comm_send_buf(c, b.p, b.n, q, TAG_PART);
+        waiting = q - 1; /* q received its part, or failed to and knows it */
+        if (ierr) goto fail;
     }
     st->seconds = hk_time() - t0;
 fail:
+    /* a failure here: the processes still waiting get an empty part, which they take as this
+     * failure, so that every process reaches the agreement on it (hk_run_mpi_case) */
+    for (int q = waiting; ierr && q >= 1; q--)
+        hk_comm_send_buf(c, NULL, 0, q, TAG_PART);
     free(cpart);
     free(owner);
     free(gid);
@@ -530,6 +537,7 @@ int hk_part_receive(const hk_comm *c, hk_part *mine)
     size_t n = 0;
     memset(mine, 0, sizeof *mine);
     HK_CALL(hk_comm_recv_buf(c, &buf, &n, 0, TAG_PART));
+    HK_CHECK(n > 0, HK_ERR_INTERNAL, "process 0 could not make this process's part");
     preader r = {buf, (const char *)buf + n};
     const int ierr = unpack_part(&r, mine);
     free(buf);

@@ -17,6 +17,21 @@ B=build-gpu
 { git log --oneline -1; cat "$OUT/check/info.txt"; tail -3 "$OUT/check/build.log"; } > "$OUT/info.md" 2>&1
 rm -rf "$OUT/check"
 
+# The stacks of the hooke processes running case $1 (a run that has not ended in time).
+dist_stacks() {
+  local p r
+  for p in $(pgrep -f "hooke run $1"); do
+    [ "$(basename "$(readlink /proc/$p/exe)")" = hooke ] || continue # not timeout, mpirun
+    r=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -m1 '^OMPI_COMM_WORLD_RANK=')
+    echo "== process $p, rank ${r:-(no mpirun)}"
+    if command -v gdb > /dev/null; then # the main thread (MPI's and CUDA's own wait anyway)
+      timeout 20 gdb -p $p -batch -ex 'thread apply 1 bt 16' 2>/dev/null | grep -E '^#' | head -16
+    else
+      echo "no gdb; wait channel $(cat /proc/$p/wchan 2>/dev/null), state $(awk '{print $3}' /proc/$p/stat 2>/dev/null)"
+    fi
+  done
+}
+
 # Step dist (issue 26, docs/parallel.md; a host with 2 GPUs, the build with MPI): the device
 # suite cuda_dist, the distributed layer's tests on cuda under mpirun -np 2, then the bracket at
 # geometry.size=0.0015 (631k DOFs) with pc=jacobi on one process and under mpirun -np 2 (one
@@ -43,15 +58,28 @@ dist_step() {
   timeout 180 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 | tail -12
   echo "exit ${PIPESTATUS[0]}"; echo '```'
   rm -rf $T; mkdir -p $T
+  # each run bounded by 60 s (seconds expected) and reported as it ends, with rank 0's last
+  # stage lines (no -q), so that a run cut off shows where it stopped; 50 s in, a run still going
+  # has its processes' stacks taken (gdb where the host has it, else the kernel's wait channel)
+  echo; echo "## the runs as they end (bracket, geometry.size=0.0015, pc=jacobi, --backend cuda)"; echo '```'
   for m in cg pipecg; do
     for np in 1 2; do
-      local run=($B/hooke run $BR --backend cuda --json -q --set geometry.size=0.0015
-                 --set solver.method=$m --set solver.pc=jacobi -o $T/$m-$np.vtu)
-      if [ $np = 1 ]; then timeout 300 "${run[@]}" > $T/$m-$np.json 2> $T/$m-$np.err
-      else timeout 300 "${MPI[@]}" -np $np "${run[@]}" > $T/$m-$np.json 2> $T/$m-$np.err; fi
-      echo "$? $m $np" >> $T/status
+      local run=($B/hooke run $BR --backend cuda --json --set geometry.size=0.0015
+                 --set solver.method=$m --set solver.pc=jacobi -o $T/$m-$np.vtu) t0=$SECONDS rc
+      ( sleep 50; dist_stacks "$BR" ) > $T/$m-$np.stacks 2>&1 &
+      local watch=$!
+      if [ $np = 1 ]; then timeout -k 5 60 "${run[@]}" > $T/$m-$np.json 2> $T/$m-$np.err
+      else timeout -k 5 60 "${MPI[@]}" -np $np "${run[@]}" > $T/$m-$np.json 2> $T/$m-$np.err; fi
+      rc=$?
+      kill $watch 2>/dev/null; wait $watch 2>/dev/null
+      echo "$rc $m $np" >> $T/status
+      echo "$m on $np process(es): exit $rc$( [ $rc = 124 ] && echo ' (timed out)') in $((SECONDS - t0)) s"
+      grep -v 'solve: iteration' $T/$m-$np.err | tail -3 | sed 's/^/    /'
+      grep 'solve: iteration' $T/$m-$np.err | tail -1 | sed 's/^/    /'
+      [ -s $T/$m-$np.stacks ] && { echo "    stacks at 50 s:"; sed 's/^/      /' $T/$m-$np.stacks | head -80; }
     done
   done
+  echo '```'
   echo; echo "## bracket, geometry.size=0.0015, pc=jacobi, --backend cuda"; echo
   python3 - $T <<'PY'
 import json, os, sys

@@ -409,7 +409,8 @@ int hk_comm_bcast(const hk_comm *c, void *buf, size_t bytes, int root);
 /* Blocking point-to-point messages of any size (sent in pieces below 2 GB). */
 int hk_comm_send(const hk_comm *c, const void *buf, size_t bytes, int to, int tag);
 int hk_comm_recv(const hk_comm *c, void *buf, size_t bytes, int from, int tag);
-/* A buffer of unknown size: *buf malloc'ed, *bytes its size. */
+/* A buffer of unknown size: *buf malloc'ed, *bytes its size (an empty one: NULL, 0). A
+ * receiver that cannot allocate it fails, and so does the sender, without blocking either. */
 int hk_comm_send_buf(const hk_comm *c, const void *buf, size_t bytes, int to, int tag);
 int hk_comm_recv_buf(const hk_comm *c, void **buf, size_t *bytes, int from, int tag);
 /* Agree on the status of a stage: every process passes its own (0 or an hk_error code) and

@@ -235,10 +235,19 @@ int hk_comm_recv(const hk_comm *c, void *buf, size_t bytes, int from, int tag)
     return 0;
 }
 
+/* The size goes first; the receiver answers whether it could allocate the buffer before the
+ * contents follow, so that a receiver out of memory fails on its own (and agrees on it with the
+ * others afterwards) instead of leaving the sender blocked in a send that is never received.
+ * An empty buffer is the size alone. */
 int hk_comm_send_buf(const hk_comm *c, const void *buf, size_t bytes, int to, int tag)
 {
     uint64_t n = bytes;
+    int32_t ready = 0;
     HK_CALL(hk_comm_send(c, &n, sizeof n, to, tag));
+    if (!bytes) return 0;
+    HK_CALL(hk_comm_recv(c, &ready, sizeof ready, to, tag));
+    HK_CHECK(ready, HK_ERR_MEMORY, "process %d could not allocate %zu bytes to receive a message",
+             to, bytes);
     return hk_comm_send(c, buf, bytes, to, tag);
 }
 
@@ -246,8 +255,13 @@ int hk_comm_recv_buf(const hk_comm *c, void **buf, size_t *bytes, int from, int 
 {
     uint64_t n = 0;
     *buf = NULL;
+    *bytes = 0;
     HK_CALL(hk_comm_recv(c, &n, sizeof n, from, tag));
-    HK_CALL(hk_malloc((size_t)n, buf));
+    if (!n) return 0;
+    const int ierr = hk_malloc((size_t)n, buf);
+    const int32_t ready = !ierr;
+    HK_CALL(hk_comm_send(c, &ready, sizeof ready, from, tag));
+    if (ierr) return ierr;
     *bytes = (size_t)n;
     return hk_comm_recv(c, *buf, (size_t)n, from, tag);
 }

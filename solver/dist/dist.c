@@ -211,7 +211,9 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
     int64_t *ghost = NULL;
     int32_t *inv = NULL;
     *out = NULL;
-    HK_TRY(hk_calloc(1, sizeof *d, &d));
+    /* every failure below is agreed by all processes (one that fails alone must meet no
+     * collective the others are in): the caller stops with the others */
+    HK_TRY(hk_comm_agree(c, hk_calloc(1, sizeof *d, &d)));
     d->comm = c;
     d->local = be;
     d->bs = K->bs;
@@ -223,10 +225,14 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
     int64_t shape[2] = {K->bs, K->nbcols}, lo[2] = {K->bs, K->nbcols};
     HK_TRY(hk_comm_max_i64(c, shape, 2));
     HK_TRY(hk_comm_min_i64(c, lo, 2));
-    HK_TRY_CHECK(shape[0] == lo[0] && shape[1] == lo[1], HK_ERR_ARG,
-                 "distributed rows: the processes give block sizes %lld..%lld and %lld..%lld "
-                 "global columns; all must give the same",
-                 (long long)lo[0], (long long)shape[0], (long long)lo[1], (long long)shape[1]);
+    HK_TRY(hk_comm_agree(
+        c, shape[0] == lo[0] && shape[1] == lo[1]
+               ? 0
+               : hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                              "distributed rows: the processes give block sizes %lld..%lld and "
+                              "%lld..%lld global columns; all must give the same",
+                              (long long)lo[0], (long long)shape[0], (long long)lo[1],
+                              (long long)shape[1])));
     HK_TRY(hk_comm_agree(c, be->vec_gather ? 0
                                            : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
                                                           "backend %s cannot run distributed "
@@ -237,9 +243,9 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
     HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
     HK_TRY(hk_halo_create(c, row0, d->nown, d->nghost, ghost, &d->halo));
     /* interior rows first, then boundary rows, each in the caller's order */
-    HK_TRY(hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm));
-    HK_TRY(hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv));
-    for (int pass = 0; pass < 2; pass++)
+    ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
+    if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
+    for (int pass = 0; pass < 2 && !ierr; pass++)
         for (int64_t i = 0; i < d->nown; i++) {
             int bnd = 0;
             for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && !bnd; p++)
@@ -252,12 +258,13 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
             else
                 d->nint++;
         }
-    for (int64_t j = 0; j < d->halo->send_off[d->halo->nsend]; j++)
+    for (int64_t j = 0; !ierr && j < d->halo->send_off[d->halo->nsend]; j++)
         d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
-    HK_TRY(split_rows(d, K, inv, ghost));
-    HK_TRY(upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev));
-    HK_TRY(upload_idx(be, d->bcol, d->nbc, &d->bcol_dev));
-    ierr = hk_comm_agree(c, 0);
+    if (!ierr) ierr = split_rows(d, K, inv, ghost);
+    if (!ierr)
+        ierr = upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev);
+    if (!ierr) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
+    ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
     *out = d;
     d = NULL;

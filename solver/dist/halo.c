@@ -65,14 +65,18 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
                  "end at %lld; each process must own the next contiguous range of global rows",
                  bad, bad >= 0 ? (long long)range[2 * bad] : 0LL,
                  bad >= 0 ? (long long)starts[bad] : 0LL);
-    /* the ghosts sorted (so one owner's are consecutive), with the caller's positions */
-    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *ip, &ip));
-    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *h->ghost, &h->ghost));
-    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *h->order, &h->order));
-    HK_TRY(hk_malloc((size_t)(nghost + 1) * sizeof *owner, &owner));
-    for (int64_t i = 0; i < nghost; i++)
+    /* the ghosts sorted (so one owner's are consecutive), with the caller's positions. From
+     * here on a failure of one process is agreed before the next exchange, so that no process
+     * waits for one that has left (a process that fails alone must meet no collective). */
+    ierr = hk_malloc((size_t)(nghost + 1) * sizeof *ip, &ip);
+    if (!ierr) ierr = hk_malloc((size_t)(nghost + 1) * sizeof *h->ghost, &h->ghost);
+    if (!ierr) ierr = hk_malloc((size_t)(nghost + 1) * sizeof *h->order, &h->order);
+    if (!ierr) ierr = hk_malloc((size_t)(nghost + 1) * sizeof *owner, &owner);
+    if (!ierr) ierr = hk_calloc((size_t)P, sizeof *want, &want);
+    if (!ierr) ierr = hk_calloc((size_t)P, sizeof *gives, &gives);
+    for (int64_t i = 0; i < nghost && !ierr; i++)
         ip[i] = (id_pos){ghost[i], i};
-    qsort(ip, (size_t)nghost, sizeof *ip, cmp_id_pos);
+    if (!ierr) qsort(ip, (size_t)nghost, sizeof *ip, cmp_id_pos);
     for (int64_t k = 0; k < nghost && !ierr; k++) {
         const int64_t g = ip[k].id;
         if (!(g >= 0 && g < starts[P] && (g < row0 || g >= row0 + nown) &&
@@ -92,8 +96,6 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
     }
     HK_TRY(hk_comm_agree(c, ierr)); /* every process stops together, or none */
     /* receives: one per owner, consecutive ghosts */
-    HK_TRY(hk_calloc((size_t)P, sizeof *want, &want));
-    HK_TRY(hk_calloc((size_t)P, sizeof *gives, &gives));
     for (int64_t k = 0; k < nghost; k++)
         want[owner[k]]++;
     HK_TRY(hk_comm_alltoall_i64(c, want, gives));
@@ -101,10 +103,21 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
         h->nrecv += want[r] > 0;
         h->nsend += gives[r] > 0;
     }
-    HK_TRY(hk_malloc((size_t)(h->nrecv + 1) * sizeof *h->recv_rank, &h->recv_rank));
-    HK_TRY(hk_malloc((size_t)(h->nrecv + 1) * sizeof *h->recv_off, &h->recv_off));
-    HK_TRY(hk_malloc((size_t)(h->nsend + 1) * sizeof *h->send_rank, &h->send_rank));
-    HK_TRY(hk_malloc((size_t)(h->nsend + 1) * sizeof *h->send_off, &h->send_off));
+    int64_t *ids = NULL;
+    ierr = hk_malloc((size_t)(h->nrecv + 1) * sizeof *h->recv_rank, &h->recv_rank);
+    if (!ierr) ierr = hk_malloc((size_t)(h->nrecv + 1) * sizeof *h->recv_off, &h->recv_off);
+    if (!ierr) ierr = hk_malloc((size_t)(h->nsend + 1) * sizeof *h->send_rank, &h->send_rank);
+    if (!ierr) ierr = hk_malloc((size_t)(h->nsend + 1) * sizeof *h->send_off, &h->send_off);
+    if (!ierr) ierr = hk_comm_reqs_create(h->nrecv + h->nsend, &h->reqs);
+    int64_t nsendt = 0;
+    for (int r = 0; r < P; r++)
+        nsendt += gives[r];
+    if (!ierr) ierr = hk_malloc((size_t)(nsendt + 1) * sizeof *ids, &ids);
+    if (!ierr) ierr = hk_malloc((size_t)(nsendt + 1) * sizeof *h->send_idx, &h->send_idx);
+    if ((ierr = hk_comm_agree(c, ierr))) {
+        free(ids);
+        goto fail;
+    }
     int k = 0;
     h->recv_off[0] = 0;
     for (int r = 0; r < P; r++)
@@ -122,11 +135,6 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
             k++;
         }
     /* the ids each neighbour wants, as owned local indices */
-    const int64_t nsendt = h->send_off[h->nsend];
-    int64_t *ids = NULL;
-    HK_TRY(hk_malloc((size_t)(nsendt + 1) * sizeof *ids, &ids));
-    HK_TRY(hk_malloc((size_t)(nsendt + 1) * sizeof *h->send_idx, &h->send_idx));
-    HK_TRY(hk_comm_reqs_create(h->nrecv + h->nsend, &h->reqs));
     for (int j = 0; j < h->nsend && !ierr; j++)
         ierr = hk_comm_irecv(c, ids + h->send_off[j],
                              (size_t)(h->send_off[j + 1] - h->send_off[j]) * sizeof *ids,
@@ -145,7 +153,7 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
             h->send_idx[j] = (int32_t)(ids[j] - row0);
     }
     free(ids);
-    if (ierr) goto fail;
+    if ((ierr = hk_comm_agree(c, ierr))) goto fail;
     *out = h;
     h = NULL;
 fail:
@@ -202,8 +210,11 @@ int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_v
         free(h->host_recv);
         h->host_send = h->host_recv = NULL;
         h->host_width = 0;
-        HK_CALL(hk_malloc((size_t)(ns + 1) * width * sizeof(double), &h->host_send));
-        HK_CALL(hk_malloc((size_t)(h->nghost + 1) * width * sizeof(double), &h->host_recv));
+        /* every process grows its buffers at the same call: agreed before the exchange */
+        int ierr = hk_malloc((size_t)(ns + 1) * width * sizeof(double), &h->host_send);
+        if (!ierr)
+            ierr = hk_malloc((size_t)(h->nghost + 1) * width * sizeof(double), &h->host_recv);
+        HK_CALL(hk_comm_agree(h->comm, ierr));
         h->host_width = width;
     }
     for (int64_t j = 0; j < ns; j++)

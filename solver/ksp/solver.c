@@ -265,7 +265,7 @@ int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, cons
 static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
                   const hk_nearnull *nn, hk_options *o_in, hk_solver **out)
 {
-    int ierr;
+    int ierr, agreed = 0; /* agreed: a failure every process knows (no agreement left to pair) */
     hk_solver *s = NULL;
     hk_options *own = NULL, *o = o_in;
     const double t0 = hk_time();
@@ -415,8 +415,18 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
                  backend, R ? R->be->name : "", R ? R->be->name : "");
     const hk_bcsr *Kb = K; /* what goes to the backend: K, or the owned block of its rows */
     if (c) {
+        /* a process that failed above (an option, its backend's start) fails here with the
+         * others, before the layout's collectives */
+        if ((ierr = hk_comm_agree(c, 0))) {
+            agreed = 1;
+            goto fail;
+        }
         /* the process's rows laid out and the distributed table (its SpMV, its sums) */
-        HK_TRY(hk_dist_create(c, s->be, row0, K, &s->dist));
+        ierr = hk_dist_create(c, s->be, row0, K, &s->dist);
+        if (ierr) { /* agreed inside */
+            agreed = 1;
+            goto fail;
+        }
         hk_dist_ops_init(s->dist);
         s->be = &s->dist->ops;
         Kb = &s->dist->Koo;
@@ -450,9 +460,15 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     if (defect) HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP32, o, &s->A_low));
     HK_TRY(s->be->sync());
     s->setup_phase[2] = hk_time() - t_phase;
+    /* the preconditioner's set-up may sum over the processes (poly's bounds): a process that
+     * failed above stops here with the others */
+    if (c && (ierr = hk_comm_agree(c, 0))) {
+        agreed = 1;
+        goto fail;
+    }
     ierr = hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
                         defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL, o, &s->pc);
-    if (c) ierr = hk_comm_agree(c, ierr);
+    if (c) ierr = hk_comm_agree(c, ierr), agreed = ierr != 0;
     if (ierr) goto fail;
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->b));
     HK_TRY(hk_vec_create(s->be, s->n, HK_FP64, &s->x));
@@ -515,6 +531,11 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     }
     if (k->sstep) HK_TRY(hk_scg_setup(k));
     HK_TRY(s->be->sync());
+    /* the solve's first sums: every process starts it, or none */
+    if (c && (ierr = hk_comm_agree(c, 0))) {
+        agreed = 1;
+        goto fail;
+    }
     s->setup_seconds = hk_time() - t0;
     /* the rest (options, the preconditioner, vectors, a direct factor, the Krylov objects) */
     s->setup_phase[3] = s->setup_seconds - s->setup_phase[0] - s->setup_phase[1] -
@@ -523,9 +544,9 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     *out = s;
     return 0;
 fail:
-    /* distributed: the options' and refusals' failures are every process's (the stages with
-     * collectives agree on theirs), so this agreement pairs on every process */
-    if (c) ierr = hk_comm_agree(c, ierr);
+    /* distributed: a failure of this process alone meets the agreement the others reach next
+     * (each stage with collectives ends with one); one every process knows is not agreed again */
+    if (c && !agreed) ierr = hk_comm_agree(c, ierr);
     hk_options_destroy(own);
     hk_solver_destroy(s);
     if (R && R->be) { /* what was not adopted yet; the sizes stay */

@@ -7,6 +7,8 @@
  *   spmv     the distributed operator of every storage format, fp64 and fp32, against the
  *            one-process product of the same rows (ranges with no rows, no ghosts, all ghosts)
  *   agree    a failure on one process is every process's, with its sentence
+ *   alone    a failure of one process stops every process, none left waiting: a receiver out
+ *            of memory (hk_comm_recv_buf), a solver option refused on one process only
  *
  * One line per check on rank 0; exit 1 when any check failed on any process. */
 #include <math.h>
@@ -198,6 +200,66 @@ static void test_agree(const hk_comm *c)
     check(c, hk_comm_agree(c, 0) == 0, "agree: no failure, no failure");
 }
 
+/* A failure that one process meets alone, where the others would go on to a collective or wait
+ * for its message: each must end with every process failing, no one left waiting (mpirun's
+ * timeout in test_mpi.sh turns a wait into a failure). */
+static void test_alone(const hk_comm *c, const hk_backend *be)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    static const char word[] = "part";
+    /* more bytes than an address space holds: process 1 cannot allocate them and says so, and
+     * process 0 does not send them (its buffer is never read) */
+    const size_t huge = (size_t)1 << 60;
+    void *got = NULL;
+    size_t n = 0;
+    int e = 0;
+    hk_error_clear();
+    if (me == 0) e = hk_comm_send_buf(c, word, huge, 1, 31);
+    if (me == 1) e = hk_comm_recv_buf(c, &got, &n, 0, 31);
+    free(got);
+    const int alone = me <= 1 ? e == HK_ERR_MEMORY : e == 0;
+    e = hk_comm_agree(c, e);
+    check(c, alone && e == HK_ERR_MEMORY,
+          "alone: a receiver out of memory fails itself and its sender");
+    /* then an empty buffer and a small one arrive as sent */
+    got = NULL;
+    n = 1;
+    e = 0;
+    if (me == 0) e = hk_comm_send_buf(c, word, 0, 1, 32) || hk_comm_send_buf(c, word, 5, 1, 33);
+    int ok = !e;
+    if (me == 1) {
+        ok = !hk_comm_recv_buf(c, &got, &n, 0, 32) && !got && n == 0;
+        ok = ok && !hk_comm_recv_buf(c, &got, &n, 0, 33) && n == 5 && !strcmp(got, "part");
+        free(got);
+    }
+    check(c, ok, "alone: an empty buffer and a small one arrive as sent");
+
+    /* a solver option refused on the last process only (the others go on to the layout's
+     * collectives): every process fails, with the last one's sentence */
+    hk_bcsr K = {0};
+    hk_gen_poisson2d(8, &K);
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 10, &row0, &cnt);
+    hk_bcsr L = {1, cnt, K.nbcols, NULL, K.colind + K.rowptr[row0], K.val + K.rowptr[row0]};
+    L.rowptr = malloc(sizeof *L.rowptr * (size_t)(cnt + 1));
+    for (int64_t i = 0; i <= cnt; i++)
+        L.rowptr[i] = K.rowptr[row0 + i] - K.rowptr[row0];
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    hk_options_create(&o);
+    hk_options_set(o, "backend", be->name);
+    hk_options_set(o, "pc", "jacobi");
+    hk_options_set(o, "method", me == P - 1 ? "nosuch" : "cg");
+    hk_error_clear();
+    e = hk_solver_create_dist(c, row0, &L, NULL, o, &s);
+    check(c, e == HK_ERR_OPTION && !s && strstr(hk_error_message(), "nosuch"),
+          "alone: a solver option refused on one process stops all");
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
 int main(int argc, char **argv)
 {
     if (hk_comm_world_init(&argc, &argv)) {
@@ -217,6 +279,7 @@ int main(int argc, char **argv)
     test_sums(c);
     test_spmv(c, be);
     test_agree(c);
+    test_alone(c, be);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");

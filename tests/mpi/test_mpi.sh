@@ -60,6 +60,7 @@ runs=(
   "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi --assembly host|"
   "part-owning-nothing|cases/box/box.yaml|3|--set geometry.generate.cells=[1,1,2] --set solver.pc=jacobi|"
   "box-hex20|cases/box/box.yaml|2|--set geometry.generate.element=hex20 --set geometry.generate.cells=[6,4,4] --set solver.method=pipecg --set solver.pc=jacobi|"
+  "bracket-pipecg|cases/bracket/bracket.yaml|2|--set solver.method=pipecg --set solver.pc=jacobi --set solver.tol=1e-10|"
 )
 for spec in "${runs[@]}"; do
   IFS='|' read -r name case np opts want <<<"$spec"
