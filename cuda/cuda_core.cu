@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cuda_impl.cuh"
-#include "../common/host_copy.h"
+#include "cuda_staging.h"
 
 static int cuda_probe(void)
 {
@@ -71,45 +71,11 @@ static void cuda_dealloc(void *p)
 }
 
 /* Uploads from pageable memory run at a fraction of the link's speed (the driver stages them
- * through its own small pinned buffers with one thread). Large ones go through two pinned
- * buffers of our own, filled on every host thread while the copy engine drains the other. */
-#define HK_CU_STAGE_BYTES ((size_t)32 << 20)
-static void *stage_buf[2];
-static cudaEvent_t stage_done[2];
-static int stage_ready = -1; /* -1 not tried, 0 unavailable (pageable copies), 1 ready */
-
-static int stage_init(void)
-{
-    if (stage_ready >= 0) return stage_ready;
-    stage_ready = 0;
-    for (int b = 0; b < 2; b++) {
-        if (cudaMallocHost(&stage_buf[b], HK_CU_STAGE_BYTES) != cudaSuccess ||
-            cudaEventCreateWithFlags(&stage_done[b], cudaEventDisableTiming) != cudaSuccess) {
-            cudaGetLastError();
-            return 0;
-        }
-    }
-    stage_ready = 1;
-    return 1;
-}
-
+ * through its own small pinned buffers with one thread); large ones go through the pinned
+ * buffers of cuda_staging.cu. */
 static int cuda_copy_to(void *dst, const void *host_src, size_t bytes)
 {
-    if (!bytes) return 0;
-    if (bytes < 4 * HK_CU_STAGE_BYTES || !stage_init()) {
-        /* pageable source: the call returns once the source is staged, so it may be freed */
-        HK_CU(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, hk_cu.stream));
-        return 0;
-    }
-    for (size_t off = 0, i = 0; off < bytes; off += HK_CU_STAGE_BYTES, i++) {
-        const int b = (int)(i & 1);
-        const size_t n = bytes - off < HK_CU_STAGE_BYTES ? bytes - off : HK_CU_STAGE_BYTES;
-        HK_CU(cudaEventSynchronize(stage_done[b])); /* its previous chunk has left */
-        hk_host_copy_parallel(stage_buf[b], (const char *)host_src + off, n);
-        HK_CU(cudaMemcpyAsync((char *)dst + off, stage_buf[b], n, cudaMemcpyHostToDevice,
-                              hk_cu.stream));
-        HK_CU(cudaEventRecord(stage_done[b], hk_cu.stream));
-    }
+    HK_CU(hk_cu_staged_upload(dst, host_src, bytes, hk_cu.stream, 4 * HK_CU_STAGE_BYTES, 0));
     return 0; /* the source has been read in full: the caller may free it */
 }
 

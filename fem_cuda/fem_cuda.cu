@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/host_copy.h" /* memcpy on every host thread */
+#include "../cuda/cuda_staging.h" /* the pinned staging of large copies */
 #include "fem_device.h"
 
 #define HK_FEM_BLOCK 256
@@ -58,34 +58,9 @@ static void dv_free(void *p)
     if (p) cudaFree(p);
 }
 
-/* Large copies between the host and the device go through two pinned buffers in turn: the
- * host's arrays are pageable (often fresh), which the driver copies through its own small
- * staging buffer on one thread, taking the destination's first-touch page faults one by one.
- * Here the DMA of one piece runs while all host threads copy the other. The buffers live as
- * long as the process; without them (pinned memory refused) copies go directly. */
-#define HK_FEM_STAGE_MIN ((size_t)64 << 10) /* smaller copies go directly */
-
-static char *fem_stage[2];
-static cudaEvent_t fem_stage_done[2]; /* the last use of each buffer on the stream */
-
-static int fem_staging(void)
-{
-    static int state = 0; /* 0: not tried, 1: ready, -1: unavailable */
-    if (state == 0) {
-        state = -1;
-        for (int b = 0; b < 2; b++) {
-            if (cudaHostAlloc((void **)&fem_stage[b], HK_FEM_STAGE_MAX, cudaHostAllocDefault) !=
-                    cudaSuccess ||
-                cudaEventCreateWithFlags(&fem_stage_done[b], cudaEventDisableTiming) !=
-                    cudaSuccess) {
-                cudaGetLastError();
-                return 0;
-            }
-        }
-        state = 1;
-    }
-    return state > 0;
-}
+/* Copies of 64 KiB and more go through the CUDA backend's pinned staging buffers
+ * (cuda_staging.h): the host's arrays are pageable and often fresh. */
+#define HK_FEM_STAGE_MIN ((size_t)64 << 10)
 
 static size_t fem_stage_piece(void)
 {
@@ -96,49 +71,17 @@ static size_t fem_stage_piece(void)
 static int dv_up(void *d, const void *h, size_t bytes)
 {
     HK_CALL(fem_stream_init());
-    if (bytes < HK_FEM_STAGE_MIN || !fem_staging()) {
-        if (bytes)
-            FEM_CU(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, fem_stream), "an upload");
-        return 0;
-    }
-    const size_t piece = fem_stage_piece();
-    int b = 0;
-    for (size_t o = 0; o < bytes; o += piece, b ^= 1) {
-        const size_t len = bytes - o < piece ? bytes - o : piece;
-        FEM_CU(cudaEventSynchronize(fem_stage_done[b]), "an upload");
-        hk_host_copy_parallel(fem_stage[b], (const char *)h + o, len);
-        FEM_CU(cudaMemcpyAsync((char *)d + o, fem_stage[b], len, cudaMemcpyHostToDevice,
-                               fem_stream),
-               "an upload");
-        FEM_CU(cudaEventRecord(fem_stage_done[b], fem_stream), "an upload");
-    }
+    FEM_CU(hk_cu_staged_upload(d, h, bytes, fem_stream, HK_FEM_STAGE_MIN, fem_stage_piece()),
+           "an upload");
     return 0;
 }
 
+/* Waits for the stream's kernels before it reads. */
 static int dv_down(void *h, const void *d, size_t bytes)
 {
     HK_CALL(fem_stream_init());
-    if (bytes >= HK_FEM_STAGE_MIN && fem_staging()) {
-        const size_t piece = fem_stage_piece(), n = (bytes + piece - 1) / piece;
-        /* piece k into buffer k % 2; piece k + 1 is on its way while piece k is copied out */
-        for (size_t k = 0; k <= n; k++) {
-            if (k < n) {
-                const size_t o = k * piece, len = bytes - o < piece ? bytes - o : piece;
-                FEM_CU(cudaMemcpyAsync(fem_stage[k % 2], (const char *)d + o, len,
-                                       cudaMemcpyDeviceToHost, fem_stream),
-                       "a download");
-                FEM_CU(cudaEventRecord(fem_stage_done[k % 2], fem_stream), "a download");
-            }
-            if (k > 0) {
-                const size_t o = (k - 1) * piece, len = bytes - o < piece ? bytes - o : piece;
-                FEM_CU(cudaEventSynchronize(fem_stage_done[(k - 1) % 2]), "a download");
-                hk_host_copy_parallel((char *)h + o, fem_stage[(k - 1) % 2], len);
-            }
-        }
-    } else if (bytes) {
-        FEM_CU(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, fem_stream), "a download");
-    }
-    FEM_CU(cudaStreamSynchronize(fem_stream), "the device assembly's kernels");
+    FEM_CU(hk_cu_staged_download(h, d, bytes, fem_stream, HK_FEM_STAGE_MIN, fem_stage_piece()),
+           "a download (or the device assembly's kernels before it)");
     return 0;
 }
 
