@@ -298,21 +298,26 @@ static int solve_loadcases(const hk_case *c, run_log *L, hk_solver *s, hk_run *r
                         res->iterations, res->true_residual, hint);
 }
 
-/* Whether the device may assemble and recover this run (the memory guard's host model): not
- * with --assembly host, a modal analysis (assembled on the host), a direct solve or
- * output.matrix (K wanted on the host), nor under mpirun (each process assembles its rows on
- * the host). What else keeps the assembly on the host is known after binding: fem_backends
- * then has the guard check again. */
-static int device_fem_possible(const hk_case *c, const hk_run_opts *o)
+/* Why the case wants K on the host whatever its model (a direct solve, output.matrix), or
+ * NULL. */
+static const char *case_wants_host_k(const hk_case *c)
 {
     const char *method = NULL;
-    if (o->assembly && !strcmp(o->assembly, "host")) return 0;
-    if (hk_comm_size(hk_comm_world()) > 1) return 0;
-    if (c->modal || c->matrix_file[0]) return 0;
     if (!hk_options_get_string(c->solver, "method", &method) && method &&
         !strcmp(method, "cholesky"))
-        return 0;
-    return 1;
+        return "the direct solver factors K on the host";
+    return c->matrix_file[0] ? "output.matrix writes K from the host" : NULL;
+}
+
+/* Whether the device may assemble and recover this run (the memory guard's host model): not
+ * with --assembly host, a modal analysis (assembled on the host), a case that wants K on the
+ * host, nor under mpirun (each process assembles its rows on the host). What else keeps the
+ * assembly on the host is known after binding: fem_backends then has the guard check again. */
+static int device_fem_possible(const hk_case *c, const hk_run_opts *o)
+{
+    if (o->assembly && !strcmp(o->assembly, "host")) return 0;
+    if (hk_comm_size(hk_comm_world()) > 1) return 0;
+    return !c->modal && !case_wants_host_k(c);
 }
 
 /* Mesh and bind the model (the first stage of hk_run_case), logging to L. */
@@ -389,7 +394,7 @@ fail:
  * their backend and method. */
 static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
 {
-    const char *mode = o->assembly ? o->assembly : "auto", *name = "auto", *method = NULL;
+    const char *mode = o->assembly ? o->assembly : "auto", *name = "auto";
     const hk_backend *be = NULL;
     r->assembly_note[0] = 0;
     HK_CHECK(!strcmp(mode, "auto") || !strcmp(mode, "host") || !strcmp(mode, "device"), HK_ERR_ARG,
@@ -406,11 +411,8 @@ static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
         return 0;
     }
     snprintf(r->recovered_on, sizeof r->recovered_on, "%s", hk_backend_name(be));
-    HK_CALL(hk_options_get_string(c->solver, "method", &method));
-    const char *why = method && !strcmp(method, "cholesky")
-                          ? "the direct solver factors K on the host"
-                      : c->matrix_file[0] ? "output.matrix writes K from the host"
-                                          : hk_assemble_on_limit(&r->model.problem);
+    const char *why = case_wants_host_k(c);
+    if (!why) why = hk_assemble_on_limit(&r->model.problem);
     if (why) {
         HK_CHECK(!force, HK_ERR_UNSUPPORTED,
                  "%s: --assembly device: %s; assemble on the host (--assembly host or auto)",
