@@ -51,40 +51,8 @@ static double *rhs(const hk_bcsr *K)
     return b;
 }
 
-/* S K S with S = diag(s_i) per node (every dof of node i scaled by s_i, smooth in i): the
- * values change non-uniformly, the block norms' ratios of the strength test do not. The s_i
- * are powers of two (1/4 .. 4), so those ratios stay the same to the last bit and a fresh
- * set-up aggregates as the kept hierarchy did: with other factors a strength next to the
+/* S K S (hk_test_node_scaled): with other factors than powers of two a strength next to the
  * threshold rounded the other way on cuda and the fresh hierarchy had other aggregates. */
-static double node_factor(int64_t i)
-{
-    return ldexp(1.0, (int)lround(2.0 * sin(0.05 * (double)i)));
-}
-
-static void node_scaled(const hk_bcsr *K, hk_bcsr *S)
-{
-    HK_ASSERT_OK(hk_bcsr_copy(K, S));
-    const int b = K->bs;
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t q = K->rowptr[i]; q < K->rowptr[i + 1]; q++) {
-            const double si = node_factor(i), sj = node_factor(K->colind[q]);
-            for (int e = 0; e < b * b; e++)
-                S->val[q * b * b + e] *= si * sj;
-        }
-}
-
-static hk_solver *make_solver(const hk_bcsr *K, const hk_nearnull *nn, const char *opts)
-{
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    HK_ASSERT_OK(hk_options_parse(o, opts));
-    int ierr = hk_solver_create_nearnull(K, nn, o, &s);
-    if (ierr) fprintf(stderr, "\n  create with '%s': %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL_FATAL(ierr, 0);
-    hk_options_destroy(o);
-    return s;
-}
 
 /* Solve from x = 0 into x (n entries); the result in *res. */
 static void solve(hk_solver *s, const double *b, double *x, int64_t n, hk_result *res)
@@ -115,14 +83,14 @@ static void check_update(const char *be, const hk_bcsr *K, const hk_nearnull *nn
     snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-10 %s", be, extra);
     const int64_t n = K->nbrows * K->bs;
     hk_bcsr K2 = {0};
-    node_scaled(K, &K2);
+    hk_test_node_scaled(K, &K2);
     double *b = rhs(K), *b2 = rhs(&K2);
     double *x0 = malloc((size_t)n * sizeof *x0), *x1 = malloc((size_t)n * sizeof *x1);
     double *xf = malloc((size_t)n * sizeof *xf);
     hk_result r0, r1, rf;
     hk_amg_stats st, sf;
 
-    hk_solver *s = make_solver(K, nn, opts);
+    hk_solver *s = hk_test_solver(K, nn, opts);
     solve(s, b, x0, n, &r0);
     CU_ASSERT(hk_reason_converged(r0.reason));
     CU_ASSERT_EQUAL(r0.setups, 1);
@@ -136,7 +104,7 @@ static void check_update(const char *be, const hk_bcsr *K, const hk_nearnull *nn
     HK_ASSERT_OK(hk_solver_update_values(s, &K2));
     solve(s, b2, x1, n, &r1);
     HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
-    hk_solver *f = make_solver(&K2, nn, opts);
+    hk_solver *f = hk_test_solver(&K2, nn, opts);
     solve(f, b2, xf, n, &rf);
     HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(f), &sf));
     CU_ASSERT(hk_reason_converged(r1.reason));
@@ -224,7 +192,7 @@ static void test_update_others(void)
     const int m = 7;
     hk_bcsr K = {0}, K2 = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
-    node_scaled(&K, &K2);
+    hk_test_node_scaled(&K, &K2);
     double *xyz = grid_coords(3, m, m, m);
     hk_nearnull nn = {.dim = 3, .coords = xyz};
     const int64_t n = K.nbrows * 3;
@@ -234,10 +202,10 @@ static void test_update_others(void)
         char opts[256];
         snprintf(opts, sizeof opts, "backend=cpu tol=1e-10 %s", variants[i]);
         hk_result r1, rf;
-        hk_solver *s = make_solver(&K, &nn, opts);
+        hk_solver *s = hk_test_solver(&K, &nn, opts);
         HK_ASSERT_OK(hk_solver_update_values(s, &K2));
         solve(s, b, x1, n, &r1);
-        hk_solver *f = make_solver(&K2, &nn, opts);
+        hk_solver *f = hk_test_solver(&K2, &nn, opts);
         solve(f, b, xf, n, &rf);
         CU_ASSERT(hk_reason_converged(r1.reason));
         CU_ASSERT(host_residual(&K2, b, x1) < 3e-10);
@@ -272,7 +240,7 @@ static void test_update_errors(void)
 {
     hk_bcsr K = {0}, K2 = {0}, P = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 5, &K));
-    hk_solver *s = make_solver(&K, NULL, "backend=cpu pc=amg");
+    hk_solver *s = hk_test_solver(&K, NULL, "backend=cpu pc=amg");
     /* another size */
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 6, &P));
     expect_message(hk_solver_update_values(s, &P), "only the values may change");
@@ -318,14 +286,14 @@ static void check_fp32_answer(const char *be)
         hk_amg_stats st;
         char opts[128];
         snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-10", be);
-        hk_solver *s = make_solver(Ks[p], &nns[p], opts);
+        hk_solver *s = hk_test_solver(Ks[p], &nns[p], opts);
         solve(s, b, x32, n, &r32);
         HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
         CU_ASSERT(st.fp32);
         CU_ASSERT(r32.note[0] == 0);
         hk_solver_destroy(s);
         snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-10 pc.amg.precision=fp64", be);
-        s = make_solver(Ks[p], &nns[p], opts);
+        s = hk_test_solver(Ks[p], &nns[p], opts);
         solve(s, b, x64, n, &r64);
         hk_solver_destroy(s);
         CU_ASSERT(hk_reason_converged(r32.reason) && hk_reason_converged(r64.reason));
@@ -366,7 +334,7 @@ static void check_fallback(const char *be)
 
     /* b: during the solve */
     snprintf(opts, sizeof opts, "backend=%s pc=amg", be);
-    hk_solver *s = make_solver(&K, &nn, opts);
+    hk_solver *s = hk_test_solver(&K, &nn, opts);
     solve(s, b, x, n, &res);
     HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
     CU_ASSERT(hk_reason_converged(res.reason));
@@ -385,13 +353,13 @@ static void check_fallback(const char *be)
     hk_solver_destroy(s);
     /* the answer of fp64 levels from the start */
     snprintf(opts, sizeof opts, "backend=%s pc=amg pc.amg.precision=fp64", be);
-    s = make_solver(&K, &nn, opts);
+    s = hk_test_solver(&K, &nn, opts);
     solve(s, b, x64, n, &r64);
     CU_ASSERT(hk_test_reldiff(x, x64, (long)n) < 1e-6);
     hk_solver_destroy(s);
     /* fixed fp32 levels: no fallback, the solve fails */
     snprintf(opts, sizeof opts, "backend=%s pc=amg pc.amg.precision=fp32 maxit=200", be);
-    s = make_solver(&K, &nn, opts);
+    s = hk_test_solver(&K, &nn, opts);
     memset(x, 0, (size_t)n * sizeof *x);
     const int ierr = hk_solver_solve(s, b, x, &res);
     CU_ASSERT(ierr != 0 || !hk_reason_converged(res.reason));
@@ -404,7 +372,7 @@ static void check_fallback(const char *be)
     free(b);
     b = rhs(&K);
     snprintf(opts, sizeof opts, "backend=%s pc=amg", be);
-    s = make_solver(&K, &nn, opts);
+    s = hk_test_solver(&K, &nn, opts);
     solve(s, b, x, n, &res);
     HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
     CU_ASSERT(hk_reason_converged(res.reason));
@@ -570,7 +538,7 @@ static void level0_aggregates(const char *name, const hk_bcsr *K, int32_t **agg,
 static void check_aggregates_scaled(const hk_bcsr *K)
 {
     hk_bcsr K2 = {0};
-    node_scaled(K, &K2);
+    hk_test_node_scaled(K, &K2);
     const char *what[4] = {"cpu K", "cpu S K S", "cuda K", "cuda S K S"};
     int32_t *agg[5];
     int64_t nagg[5];

@@ -145,19 +145,6 @@ static void test_numeric_ops(void)
 
 /* ---- the hierarchy after an update against a fresh set-up ---------------------------------- */
 
-static hk_solver *make_solver(const hk_bcsr *K, const hk_nearnull *nn, const char *opts)
-{
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
-    HK_ASSERT_OK(hk_options_create(&o));
-    HK_ASSERT_OK(hk_options_parse(o, opts));
-    int ierr = hk_solver_create_nearnull(K, nn, o, &s);
-    if (ierr) fprintf(stderr, "\n  create with '%s': %s\n", opts, hk_error_message());
-    CU_ASSERT_EQUAL_FATAL(ierr, 0);
-    hk_options_destroy(o);
-    return s;
-}
-
 /* Every level's stored operator and transfer operators of a and b: the same bytes (tol = 0), or
  * within tol relative to each array's largest entry. Returns the largest relative difference. */
 static double compare_levels(hk_solver *a, hk_solver *b, double tol)
@@ -198,20 +185,6 @@ static double compare_levels(hk_solver *a, hk_solver *b, double tol)
     return worst;
 }
 
-/* S K S, every node scaled by a power of two (aggregates stay K's; as in suite amg_reuse). */
-static void node_scaled(const hk_bcsr *K, hk_bcsr *S)
-{
-    HK_ASSERT_OK(hk_bcsr_copy(K, S));
-    const int b = K->bs;
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t q = K->rowptr[i]; q < K->rowptr[i + 1]; q++) {
-            const double si = ldexp(1.0, (int)lround(2.0 * sin(0.05 * (double)i)));
-            const double sj = ldexp(1.0, (int)lround(2.0 * sin(0.05 * (double)K->colind[q])));
-            for (int e = 0; e < b * b; e++)
-                S->val[q * b * b + e] *= si * sj;
-        }
-}
-
 /* K with node j's dofs decoupled (a support): its row and column zero but the diagonal, the
  * pattern unchanged (explicit zeros). */
 static void decouple_node(const hk_bcsr *K, int64_t j, hk_bcsr *D)
@@ -239,11 +212,11 @@ static void check_hierarchy(const char *be, const char *extra)
     HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
     HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
     hk_nearnull nn = {.dim = 3, .coords = xyz};
-    node_scaled(&K, &K2);
+    hk_test_node_scaled(&K, &K2);
     decouple_node(&K, K.nbrows / 2, &K3);
-    hk_solver *s = make_solver(&K, &nn, opts), *s0 = make_solver(&K, &nn, opts);
+    hk_solver *s = hk_test_solver(&K, &nn, opts), *s0 = hk_test_solver(&K, &nn, opts);
     HK_ASSERT_OK(hk_solver_update_values(s, &K2));
-    hk_solver *f = make_solver(&K2, &nn, opts);
+    hk_solver *f = hk_test_solver(&K2, &nn, opts);
     compare_levels(s, f, 0);
     HK_ASSERT_OK(hk_solver_update_values(s, &K3));
     const int64_t n = K.nbrows * 3;
@@ -332,8 +305,8 @@ static void test_cuda_hierarchy(void)
         HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
         HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
         hk_nearnull nn = {.dim = 3, .coords = xyz};
-        node_scaled(&K, &K2);
-        hk_solver *c = make_solver(&K, &nn, oc), *g = make_solver(&K, &nn, og);
+        hk_test_node_scaled(&K, &K2);
+        hk_solver *c = hk_test_solver(&K, &nn, oc), *g = hk_test_solver(&K, &nn, og);
         HK_ASSERT_OK(hk_solver_update_values(c, &K2));
         HK_ASSERT_OK(hk_solver_update_values(g, &K2));
         const double rel = compare_levels(c, g, v ? 1e-10 : 1e-6);

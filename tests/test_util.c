@@ -440,3 +440,33 @@ void hk_test_cholesky_solve(int64_t n, const double *L, double *x)
         x[i] = t / L[i * n + i];
     }
 }
+
+hk_solver *hk_test_solver(const hk_bcsr *K, const hk_nearnull *nn, const char *opts)
+{
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, opts));
+    int ierr = hk_solver_create_nearnull(K, nn, o, &s);
+    if (ierr) fprintf(stderr, "\n  create with '%s': %s\n", opts, hk_error_message());
+    CU_ASSERT_EQUAL_FATAL(ierr, 0);
+    hk_options_destroy(o);
+    return s;
+}
+
+static double node_factor(int64_t i)
+{
+    return ldexp(1.0, (int)lround(2.0 * sin(0.05 * (double)i)));
+}
+
+void hk_test_node_scaled(const hk_bcsr *K, hk_bcsr *S)
+{
+    HK_ASSERT_OK(hk_bcsr_copy(K, S));
+    const int b = K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t q = K->rowptr[i]; q < K->rowptr[i + 1]; q++) {
+            const double si = node_factor(i), sj = node_factor(K->colind[q]);
+            for (int e = 0; e < b * b; e++)
+                S->val[q * b * b + e] *= si * sj;
+        }
+}

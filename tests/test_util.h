@@ -91,6 +91,14 @@ struct hk_pc;
 int hk_test_run_case(const char *rel, int nsets, const char *const *sets, struct hk_case *c,
                      struct hk_run *r);
 
+/* A solver of K with the near-null space nn (NULL: none) and the options text opts; fails
+ * the test (fatally) when it cannot be created (test_util.c). */
+hk_solver *hk_test_solver(const hk_bcsr *K, const hk_nearnull *nn, const char *opts);
+/* S = D K D with D = diag(d_i) per node, d_i = 2^round(2 sin(0.05 i)) (1/4 .. 4): the values
+ * change non-uniformly, while AMG's strength ratios on the finest level stay the same to the
+ * last bit (powers of two), so a fresh set-up aggregates that level as K's did. */
+void hk_test_node_scaled(const hk_bcsr *K, hk_bcsr *S);
+
 /* z = M^-1 r of the preconditioner `name` with options text `opts` (NULL: none) set up on K
  * (uploaded to be, operator in csr fp64) in precision p, every option checked as used.
  * keep: the preconditioner is handed over there on success (the caller destroys it), else
