@@ -5,7 +5,7 @@
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
 # cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments; tri2, tri2ncu,
 # mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
-# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
+# prof: issue 25's stages at 19M DOFs; amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
 # distributed runs on a host with 2 GPUs, one process each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -136,6 +136,11 @@ for step in "$@"; do
         echo "== HOOKE_ASSEMBLY_PROFILE=1 hooke run, geometry.size=0.001"
         HOOKE_ASSEMBLY_PROFILE=1 timeout 120 $B/hooke run cases/bracket/bracket.yaml --backend cuda \
           --set geometry.size=0.001 -o /tmp/apphuge.vtu 2>&1 | tail -40; } > "$OUT/apphuge.md" 2>&1 ;;
+    prof) # issue 25: every stage of the 19M-DOF bracket run (geometry.size 0.0005) with the
+          # device assembly's and recovery's phases, and the output file's size
+      { HOOKE_ASSEMBLY_PROFILE=1 timeout 200 $B/hooke run cases/bracket/bracket.yaml --backend cuda \
+          --set geometry.size=0.0005 -o /tmp/prof.vtu 2>&1 | grep -v 'solve: iteration' | tail -60
+        ls -l /tmp/prof.vtu; rm -f /tmp/prof.vtu; } > "$OUT/prof.md" 2>&1 ;;
     pipecg) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
               --problem 'cases/bracket/bracket.yaml geometry.size=0.0015' \
               --problem 'cases/bracket/bracket.yaml geometry.size=0.001' > "$OUT/pipecg.md" 2>&1 ;;
