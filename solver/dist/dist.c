@@ -20,14 +20,12 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sort the blocks of each row of K by column (short rows: insertion sort of the block
- * indices, then the values moved). */
-static int sort_rows(hk_bcsr *K)
+int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals,
+                        int bb)
 {
-    const int bb = K->bs * K->bs;
     int64_t maxlen = 0;
-    for (int64_t i = 0; i < K->nbrows; i++)
-        if (K->rowptr[i + 1] - K->rowptr[i] > maxlen) maxlen = K->rowptr[i + 1] - K->rowptr[i];
+    for (int64_t i = 0; i < nrows; i++)
+        if (rowptr[i + 1] - rowptr[i] > maxlen) maxlen = rowptr[i + 1] - rowptr[i];
     int64_t *key = NULL;
     double *val = NULL;
     int32_t *col = NULL;
@@ -35,10 +33,10 @@ static int sort_rows(hk_bcsr *K)
     HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *key, &key));
     HK_TRY(hk_malloc((size_t)(maxlen + 1) * bb * sizeof *val, &val));
     HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *col, &col));
-    for (int64_t i = 0; i < K->nbrows; i++) {
-        const int64_t p0 = K->rowptr[i], len = K->rowptr[i + 1] - p0;
+    for (int64_t i = 0; i < nrows; i++) {
+        const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
         for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
-            key[k] = (int64_t)K->colind[p0 + k] << 24 | k;
+            key[k] = (int64_t)colind[p0 + k] << 24 | k;
         for (int64_t k = 1; k < len; k++) {
             const int64_t v = key[k];
             int64_t j = k - 1;
@@ -50,17 +48,23 @@ static int sort_rows(hk_bcsr *K)
         }
         for (int64_t k = 0; k < len; k++) {
             const int64_t from = p0 + (key[k] & 0xffffff);
-            col[k] = K->colind[from];
-            memcpy(val + k * bb, K->val + (size_t)from * bb, (size_t)bb * sizeof *val);
+            col[k] = colind[from];
+            memcpy(val + k * bb, vals + (size_t)from * bb, (size_t)bb * sizeof *val);
         }
-        memcpy(K->colind + p0, col, (size_t)len * sizeof *col);
-        memcpy(K->val + (size_t)p0 * bb, val, (size_t)len * bb * sizeof *val);
+        memcpy(colind + p0, col, (size_t)len * sizeof *col);
+        memcpy(vals + (size_t)p0 * bb, val, (size_t)len * bb * sizeof *val);
     }
 fail:
     free(key);
     free(val);
     free(col);
     return ierr;
+}
+
+/* Sort the blocks of each row of K by column. */
+static int sort_rows(hk_bcsr *K)
+{
+    return hk_dist_sort_blocks(K->nbrows, K->rowptr, K->colind, K->val, K->bs * K->bs);
 }
 
 static int bcsr_alloc(int bs, int64_t nbrows, int64_t nbcols, int64_t nnzb, hk_bcsr *K)
@@ -304,13 +308,13 @@ void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x)
 
 int hk_dist_check_choice(const char *method, const char *pc)
 {
-    static const char *const pcs[] = {"none", "jacobi", "bjacobi", "poly", NULL};
+    static const char *const pcs[] = {"none", "jacobi", "bjacobi", "poly", "amg", NULL};
     int ok = 0;
     for (int i = 0; pcs[i]; i++)
         ok |= !strcmp(pc, pcs[i]);
     HK_CHECK(ok, HK_ERR_UNSUPPORTED,
-             "pc=%s is not distributed yet, so it cannot run on %d processes; use pc=poly, "
-             "jacobi or bjacobi with mpirun (pc=amg comes next), or run on one process",
+             "pc=%s is not distributed yet, so it cannot run on %d processes; use pc=amg, "
+             "poly, jacobi or bjacobi with mpirun, or run on one process",
              pc, hk_comm_size(hk_comm_world()));
     HK_CHECK(strcmp(method, "cholesky") != 0, HK_ERR_UNSUPPORTED,
              "method=cholesky (the sparse direct solver) runs on one process; with mpirun use "

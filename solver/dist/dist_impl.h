@@ -80,6 +80,9 @@ void hk_dist_destroy(hk_dist *d);
 /* b_int[i] = b[perm[i]] (scalar entries of block rows) and back. */
 void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int);
 void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x);
+/* Sort the blocks (bb values each) of every row by column (short rows). */
+int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *val,
+                        int bb);
 /* One sentence for a method or preconditioner that is not distributed, else 0. */
 int hk_dist_check_choice(const char *method, const char *pc);
 

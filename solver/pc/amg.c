@@ -46,13 +46,15 @@
 
 #define AMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define AMG_MAX_NNS 6       /* coarse block size; the diag op inverts blocks up to 6 x 6 */
-#define AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most (n^3 set-up) */
+#define AMG_MAX_COARSE HK_AMG_MAX_COARSE /* (n^3 set-up) */
 
-enum { SMOOTHER_CHEBYSHEV = 0, SMOOTHER_L1_JACOBI, SMOOTHER_BJACOBI };
+enum { SMOOTHER_CHEBYSHEV = HK_AMG_CHEBYSHEV, SMOOTHER_L1_JACOBI = HK_AMG_L1_JACOBI,
+       SMOOTHER_BJACOBI = HK_AMG_BJACOBI };
 static const char *const smoother_names[] = {"chebyshev", "l1-jacobi", "bjacobi", NULL};
 static const char *const cycle_names[] = {"v", "w", NULL};
 /* auto: fp32 levels, rebuilt in fp64 when they stall the solve; fp32, fp64: fixed */
-enum { AMG_PREC_AUTO = 0, AMG_PREC_FP32, AMG_PREC_FP64 };
+enum { AMG_PREC_AUTO = HK_AMG_PREC_AUTO, AMG_PREC_FP32 = HK_AMG_PREC_FP32,
+       AMG_PREC_FP64 = HK_AMG_PREC_FP64 };
 static const char *const precision_names[] = {"auto", "fp32", "fp64", NULL};
 
 typedef struct amg_level {
@@ -276,17 +278,40 @@ static int same_flags(const hk_backend_ops *be, const hk_vec *a, const hk_vec *b
  * steps of preconditioned CG, whose coefficients give the Lanczos tridiagonal of D^-1 A in
  * the A inner product; its largest eigenvalue (a lower bound of the true one that converges
  * from below quickly) times the safety factor. */
-static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
+static int level_spmv(void *A, const hk_vec *x, hk_vec *y)
 {
-    const hk_backend_ops *be = pc->be;
-    const int64_t n = L->n;
-    int ierr = 0, k = 0, steps = d->lanczos;
+    return hk_mat_spmv(A, x, y);
+}
+
+/* Level L's smoother sweep description. */
+static hk_amg_sweep level_sweep(hk_pc *pc, amg_data *d, amg_level *L)
+{
+    hk_amg_sweep s = {.be = pc->be,
+                      .spmv = level_spmv,
+                      .A = L->A,
+                      .kind = d->smoother,
+                      .bs = L->bs,
+                      .degree = d->degree,
+                      .Dinv = L->Dinv,
+                      .l1 = L->l1,
+                      .rho = L->rho,
+                      .ratio = d->ratio,
+                      .r = L->r,
+                      .t = L->t,
+                      .d = L->d};
+    return s;
+}
+
+int hk_amg_lanczos_bound(const hk_amg_sweep *s, int steps, double safety, int level, hk_vec *q,
+                         double *rho, int *fp32_range)
+{
+    const hk_backend_ops *be = s->be;
+    const int64_t n = s->r->n;
+    int ierr = 0, k = 0;
     double al[64], be_[64], T[64 * 64], ev[64];
-    hk_vec *r = L->r, *z = L->t, *p = L->d, *q = NULL;
-    HK_CALL(hk_vec_create(be, n, pc->prec, &q));
-    /* a deterministic start with every entry nonzero, made on the backend */
-    HK_TRY(be->amg_start_vector(r));
-    HK_TRY(be->bdiag_apply(L->Dinv, L->bs, r, z));
+    hk_vec *r = s->r, *z = s->t, *p = s->d;
+    const hk_precision prec = r->prec;
+    HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
     HK_TRY(be->vec_copy(p, z));
     double rz;
     HK_TRY(be->vec_dot(r, z, &rz));
@@ -294,10 +319,10 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
     if (steps > n) steps = (int)n;
     for (k = 0; k < steps && rz > 1e-24 * rz0;) {
         double pq;
-        HK_TRY(hk_mat_spmv(L->A, p, q));
+        HK_TRY(s->spmv(s->A, p, q));
         HK_TRY(be->vec_dot(p, q, &pq));
-        if (pc->prec == HK_FP32 && !(isfinite(pq) && isfinite(rz))) {
-            d->fp32_range = 1; /* amg_setup may build the levels in fp64 instead */
+        if (prec == HK_FP32 && !(isfinite(pq) && isfinite(rz))) {
+            *fp32_range = 1; /* the set-up may build the levels in fp64 instead */
             HK_TRY_CHECK(0, HK_ERR_NUMERIC,
                          "pc=amg: the fp32 operator of level %d overflows (p.Ap = %g in its "
                          "spectral estimate): its values exceed fp32's range; use "
@@ -310,7 +335,7 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
                      level, pq);
         const double alpha = rz / pq;
         HK_TRY(be->vec_axpby(r, -alpha, q, 1.0));
-        HK_TRY(be->bdiag_apply(L->Dinv, L->bs, r, z));
+        HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
         double rzn;
         HK_TRY(be->vec_dot(r, z, &rzn));
         const double beta = rzn / rz;
@@ -333,7 +358,25 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
     HK_TRY_CHECK(ev[k - 1] > 0 && isfinite(ev[k - 1]), HK_ERR_NUMERIC,
                  "pc=amg: the spectral estimate of level %d is %g; pc=amg needs an SPD matrix",
                  level, ev[k - 1]);
-    L->rho = d->safety * ev[k - 1];
+    *rho = safety * ev[k - 1];
+fail:
+    return ierr;
+}
+
+/* An upper bound of the spectrum of D^-1 A (D^-1 = Dinv, inverse node blocks) from `steps`
+ * steps of preconditioned CG, whose coefficients give the Lanczos tridiagonal of D^-1 A in
+ * the A inner product; its largest eigenvalue (a lower bound of the true one that converges
+ * from below quickly) times the safety factor. */
+static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
+{
+    const hk_backend_ops *be = pc->be;
+    int ierr = 0;
+    hk_vec *q = NULL;
+    HK_CALL(hk_vec_create(be, L->n, pc->prec, &q));
+    /* a deterministic start with every entry nonzero, made on the backend */
+    HK_TRY(be->amg_start_vector(L->r));
+    const hk_amg_sweep s = level_sweep(pc, d, L);
+    HK_TRY(hk_amg_lanczos_bound(&s, d->lanczos, d->safety, level, q, &L->rho, &d->fp32_range));
 fail:
     hk_vec_destroy(q);
     return ierr;
@@ -519,10 +562,11 @@ static void amg_destroy(hk_pc *pc)
     pc->data = NULL;
 }
 
-static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_given)
+int hk_amg_read_options(hk_options *o, hk_amg_options *d)
 {
     const char *fmtname = NULL;
     d->precision = AMG_PREC_AUTO;
+    d->format = NULL;
     d->threshold = 0.02;
     d->omega = 1.6;
     d->ratio = 30;
@@ -577,14 +621,37 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
              "at least one sweep (default 1 and 1)");
     HK_CHECK(d->lanczos >= 2 && d->lanczos <= 60, HK_ERR_OPTION,
              "option pc.amg.lanczos=%d is out of range; use 2..60 (default 10)", d->lanczos);
-    *fmt_given = fmtname != NULL;
+    d->format = fmtname;
     if (fmtname) {
-        int ierr = hk_format_from_name(fmtname, fmt);
+        hk_format f;
+        int ierr = hk_format_from_name(fmtname, &f);
         HK_CHECK(!ierr, HK_ERR_OPTION,
                  "option pc.amg.format=%s is not a format; use csr, bsr, ell, sell, bell, "
                  "sbell, cusparse-csr or cusparse-bsr (default: the operator's format)",
                  fmtname);
     }
+    return 0;
+}
+
+static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_given)
+{
+    hk_amg_options op;
+    HK_CALL(hk_amg_read_options(o, &op));
+    d->threshold = op.threshold;
+    d->omega = op.omega;
+    d->ratio = op.ratio;
+    d->safety = op.safety;
+    d->max_levels = op.max_levels;
+    d->coarse_size = op.coarse_size;
+    d->smoother = op.smoother;
+    d->degree = op.degree;
+    d->pre = op.pre;
+    d->post = op.post;
+    d->cycle = op.cycle;
+    d->lanczos = op.lanczos;
+    d->precision = op.precision;
+    *fmt_given = op.format != NULL;
+    if (op.format) HK_CALL(hk_format_from_name(op.format, fmt));
     return 0;
 }
 
@@ -1047,6 +1114,11 @@ static int fp64_if_overflow(hk_pc *pc, amg_data *d, int ierr, const hk_bmat *K, 
 static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 {
     const hk_backend_ops *be = pc->be;
+    /* on a distributed table: the distributed hierarchy (solver/dist/dist_amg.c) */
+    if (be->dist) {
+        pc->type = &hk_pc_dist_amg;
+        return pc->type->setup(pc, K, A, o);
+    }
     amg_data *d = NULL;
     HK_CALL(hk_calloc(1, sizeof *d, &d));
     pc->data = d; /* hk_pc_destroy cleans up on failure */
@@ -1105,41 +1177,47 @@ static int amg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
 /* One sweep of the level's smoother on A x = b; zero: x is taken as 0 on entry (no SpMV for
  * the first residual). Every smoother is x += q(D^-1 A) D^-1 (b - A x) for a fixed
  * polynomial q (l1-jacobi: D = the l1 diagonal), hence A-self-adjoint. */
-static int smooth(hk_pc *pc, amg_data *d, amg_level *L, const hk_vec *b, hk_vec *x, int zero)
+int hk_amg_smooth(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero)
 {
-    const hk_backend_ops *be = pc->be;
-    hk_vec *r = L->r, *t = L->t, *dv = L->d;
+    const hk_backend_ops *be = s->be;
+    hk_vec *r = s->r, *t = s->t, *dv = s->d;
     if (zero)
         HK_CALL(be->vec_copy(r, b));
     else {
-        HK_CALL(hk_mat_spmv(L->A, x, r));
+        HK_CALL(s->spmv(s->A, x, r));
         HK_CALL(be->vec_axpby(r, 1.0, b, -1.0));
     }
-    if (d->smoother == SMOOTHER_L1_JACOBI) {
-        HK_CALL(be->vec_pointwise_mult(t, L->l1, r));
+    if (s->kind == SMOOTHER_L1_JACOBI) {
+        HK_CALL(be->vec_pointwise_mult(t, s->l1, r));
         return zero ? be->vec_copy(x, t) : be->vec_axpby(x, 1.0, t, 1.0);
     }
-    HK_CALL(be->bdiag_apply(L->Dinv, L->bs, r, t));
-    if (d->smoother == SMOOTHER_BJACOBI) {
-        const double w = 4.0 / (3.0 * L->rho); /* damps [rho/4, rho] to at most 2/3 */
+    HK_CALL(be->bdiag_apply(s->Dinv, s->bs, r, t));
+    if (s->kind == SMOOTHER_BJACOBI) {
+        const double w = 4.0 / (3.0 * s->rho); /* damps [rho/4, rho] to at most 2/3 */
         return zero ? be->vec_axpby(x, w, t, 0.0) : be->vec_axpby(x, w, t, 1.0);
     }
     /* Chebyshev iteration on [rho/ratio, rho] (Saad, Iterative Methods, Algorithm 12.1) */
-    const double hi = L->rho, lo = hi / d->ratio;
+    const double hi = s->rho, lo = hi / s->ratio;
     const double theta = (hi + lo) / 2, delta = (hi - lo) / 2, sigma = theta / delta;
     double rho_old = 1 / sigma;
     HK_CALL(be->vec_axpby(dv, 1 / theta, t, 0.0));
     HK_CALL(zero ? be->vec_copy(x, dv) : be->vec_axpby(x, 1.0, dv, 1.0));
-    for (int k = 1; k < d->degree; k++) {
-        HK_CALL(hk_mat_spmv(L->A, dv, t));
+    for (int k = 1; k < s->degree; k++) {
+        HK_CALL(s->spmv(s->A, dv, t));
         HK_CALL(be->vec_axpby(r, -1.0, t, 1.0)); /* r = b - A x */
-        HK_CALL(be->bdiag_apply(L->Dinv, L->bs, r, t));
+        HK_CALL(be->bdiag_apply(s->Dinv, s->bs, r, t));
         const double rho_new = 1 / (2 * sigma - rho_old);
         HK_CALL(be->vec_axpby(dv, 2 * rho_new / delta, t, rho_new * rho_old));
         HK_CALL(be->vec_axpby(x, 1.0, dv, 1.0));
         rho_old = rho_new;
     }
     return 0;
+}
+
+static int smooth(hk_pc *pc, amg_data *d, amg_level *L, const hk_vec *b, hk_vec *x, int zero)
+{
+    const hk_amg_sweep s = level_sweep(pc, d, L);
+    return hk_amg_smooth(&s, b, x, zero);
 }
 
 /* x = M_l^-1 b on level l (x overwritten). */

@@ -16,6 +16,8 @@ extern const hk_pc_type hk_pc_sai;
 extern const hk_pc_type hk_pc_ic0;
 extern const hk_pc_type hk_pc_ilu0;
 extern const hk_pc_type hk_pc_amg;
+/* pc=amg on a distributed ops table (solver/dist/dist_amg.c): amg's set-up switches to it */
+extern const hk_pc_type hk_pc_dist_amg;
 extern const hk_pc_type hk_pc_mlilu;
 
 /* Scalar CSR on the host (fp64), the working form of the set-up algorithms (csr.c). */
@@ -215,6 +217,36 @@ int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
 /* Tests: level l's operator as stored (mat_download) and, above the coarsest, its transfer
  * operators P and R as host block CSR with fp64 values (fp32 ones widened). */
 int hk_pc_amg_level(const hk_pc *pc, int l, hk_bmat *P, hk_bmat *R, hk_fmt *A);
+/* The pieces of pc=amg that the distributed AMG (solver/dist/dist_amg.c) runs over its own
+ * level operators: the options, one smoother sweep and the spectral bound. */
+enum { HK_AMG_CHEBYSHEV = 0, HK_AMG_L1_JACOBI, HK_AMG_BJACOBI };
+enum { HK_AMG_PREC_AUTO = 0, HK_AMG_PREC_FP32, HK_AMG_PREC_FP64 };
+typedef struct hk_amg_options {
+    double threshold, omega, ratio, safety;
+    int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
+    const char *format; /* pc.amg.format, or NULL */
+} hk_amg_options;
+#define HK_AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most */
+int hk_amg_read_options(hk_options *o, hk_amg_options *op);
+/* y = A x of one level (x, y in the level's precision). */
+typedef int (*hk_amg_spmv)(void *A, const hk_vec *x, hk_vec *y);
+typedef struct hk_amg_sweep {
+    const hk_backend_ops *be; /* vector ops (sums over processes where distributed) */
+    hk_amg_spmv spmv;
+    void *A;
+    int kind, bs, degree; /* kind: HK_AMG_CHEBYSHEV, ... */
+    const hk_vec *Dinv, *l1;
+    double rho, ratio;
+    hk_vec *r, *t, *d; /* scratch of the level's size */
+} hk_amg_sweep;
+/* One sweep on A x = b (zero: x taken as 0 on entry). */
+int hk_amg_smooth(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero);
+/* rho = safety * the largest Ritz value of D^-1 A from `steps` steps of block-Jacobi
+ * preconditioned CG started from r (filled by the caller; z, p scratch, q one more vector);
+ * *fp32_range = 1 when an fp32 level met a non-finite value. */
+int hk_amg_lanczos_bound(const hk_amg_sweep *s, int steps, double safety, int level, hk_vec *q,
+                         double *rho, int *fp32_range);
+
 /* Entries of the FSAI factor G (after post-filtration); -1 when pc is not fsai. */
 int64_t hk_pc_fsai_nnz(const hk_pc *pc);
 /* Entries of pc=sai's M; -1 when pc is not sai. */

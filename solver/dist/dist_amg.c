@@ -1,0 +1,1347 @@
+/* pc=amg on several processes: distributed smoothed aggregation (docs/parallel.md,
+ * docs/preconditioners.md).
+ *
+ * The set-up runs on the host of each process with the CPU backend's AMG ops (the reference of
+ * the one-process set-up), on the process's rows in a local numbering: owned block columns
+ * first, then the ghosts (sorted global ids, the halo plan's order). Per level:
+ *   1. aggregates of the owned nodes from the owned diagonal block (uncoupled aggregation: an
+ *      aggregate never crosses processes); the coarse unknowns of an aggregate are its
+ *      process's, numbered process after process;
+ *   2. the tentative prolongator T from the owned near-null space (the rigid-body modes of the
+ *      owned nodes in a frame common to all processes); the ghosts' rows of T by one halo
+ *      exchange;
+ *   3. D^-1 from the owned rows, the spectral bound of D^-1 A by block-Jacobi CG on the
+ *      level's distributed operator (the backend's SpMV and summed dot products);
+ *   4. P = T - (omega/rho) D^-1 A T with A's ghost columns; the ghosts' rows of P by a second
+ *      exchange;
+ *   5. the partial Galerkin product P_own^T (A P) of the owned fine rows; the rows of coarse
+ *      unknowns owned elsewhere, and those of R = P^T, go to their owners, which add them in
+ *      rank order (the same bits run after run).
+ * Each coarse operator, P and R is a distributed operator of its own (a halo plan over its
+ * input's layout, one block matrix over [the owned columns it reads, the ghosts]) applied with
+ * the backend's bmat_spmv, in fp32 or fp64 like the one-process levels. Once a level is small
+ * (pc.amg.coarse_size scalar rows in all), every process gathers it and inverts it densely;
+ * the cycle gathers the coarsest right-hand side to every process and solves there.
+ *
+ * The cycle runs on the backend through the distributed ops table and the one-process
+ * smoother (hk_amg_smooth): Chebyshev, block Jacobi or l1-Jacobi, V or W. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_impl.h"
+#include "pc/pc_impl.h"
+
+#define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
+#define DAMG_MAX_NNS 6
+enum { DAMG_TAG_ROUTE = 7201, DAMG_TAG_GATHER = 7202 };
+
+/* ---- a distributed block operator y = M x -------------------------------------------------
+ * Rows: the process's rows of the output layout. x: another (or the same) layout whose owned
+ * range is [in_row0, in_row0 + in_nown); the matrix's columns are [the nbc owned columns it
+ * reads, then the ghosts], gathered and received before one bmat_spmv. */
+typedef struct dmat {
+    const hk_dist *d;
+    hk_halo *halo;
+    int64_t nrows, ng, nbc, ns;
+    int br, bc;
+    int64_t *ghost; /* ng sorted global ids */
+    hk_bmat M;      /* on the backend's own table */
+    float *v32;     /* fp32 values (M.val freed) */
+    int32_t *send_dev, *bcol_dev;
+    hk_vec *send, *xe;
+    void *host_send, *host_recv;
+    hk_precision prec;
+} dmat;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t find_i64(const int64_t *v, int64_t n, int64_t g)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == g ? lo : -1;
+}
+
+/* Sorted unique copy of v[0..n) in place; returns the new count. */
+static int64_t sort_unique(int64_t *v, int64_t n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (m == 0 || v[k] != v[m - 1]) v[m++] = v[k];
+    return m;
+}
+
+static int vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
+{
+    HK_CALL(hk_vec_create(be, n > 0 ? n : 1, p, v));
+    (*v)->n = n;
+    return 0;
+}
+
+static int upload(const hk_backend_ops *be, const void *h, size_t bytes, void **dev)
+{
+    *dev = NULL;
+    if (!bytes) return 0;
+    HK_CALL(be->alloc(dev, bytes));
+    return be->copy_to(*dev, h, bytes);
+}
+
+static void dmat_destroy(dmat *m)
+{
+    if (!m) return;
+    const hk_backend_ops *L = m->d->local;
+    hk_halo_destroy(m->halo);
+    free(m->ghost);
+    hk_bmat_free(&m->M);
+    if (m->v32) L->dealloc(m->v32);
+    if (m->send_dev) L->dealloc(m->send_dev);
+    if (m->bcol_dev) L->dealloc(m->bcol_dev);
+    hk_vec_destroy(m->send);
+    hk_vec_destroy(m->xe);
+    free(m->host_send);
+    free(m->host_recv);
+    free(m);
+}
+
+/* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
+ * them), x's owned range [in_row0, in_row0 + in_nown); in_inv maps an owned global id's
+ * offset to x's entry (NULL: the same). Collective (the halo plan). */
+static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
+                       const int64_t *rowptr, const int64_t *gcol, const double *val,
+                       int64_t in_row0, int64_t in_nown, const int32_t *in_inv, dmat **out)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
+    int ierr = 0;
+    int32_t *pos = NULL;
+    hk_bmat H = {0};
+    dmat *m = NULL;
+    *out = NULL;
+    ierr = hk_calloc(1, sizeof *m, &m);
+    if (!ierr) {
+        m->d = d;
+        m->nrows = nrows;
+        m->br = br;
+        m->bc = bc;
+        m->prec = prec;
+        ierr = hk_malloc((size_t)(nnz + 1) * sizeof *m->ghost, &m->ghost);
+    }
+    if (!ierr) {
+        for (int64_t p = 0; p < nnz; p++)
+            if (gcol[p] < in_row0 || gcol[p] >= in_row0 + in_nown) m->ghost[m->ng++] = gcol[p];
+        m->ng = sort_unique(m->ghost, m->ng);
+    }
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(hk_halo_create(d->comm, in_row0, in_nown, m->ng, m->ghost, &m->halo));
+    m->ns = m->halo->send_off[m->halo->nsend];
+    if (in_inv)
+        for (int64_t j = 0; j < m->ns; j++)
+            m->halo->send_idx[j] = in_inv[m->halo->send_idx[j]];
+    /* the owned columns read, ascending in x's order */
+    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *pos, &pos));
+    for (int64_t j = 0; j < in_nown; j++)
+        pos[j] = -1;
+    for (int64_t p = 0; p < nnz; p++)
+        if (gcol[p] >= in_row0 && gcol[p] < in_row0 + in_nown) {
+            const int64_t o = gcol[p] - in_row0;
+            pos[in_inv ? in_inv[o] : o] = 0;
+        }
+    int32_t *bcol = NULL;
+    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *bcol, &bcol));
+    for (int64_t j = 0; j < in_nown; j++)
+        if (pos[j] == 0) {
+            bcol[m->nbc] = (int32_t)j;
+            pos[j] = (int32_t)m->nbc++;
+        }
+    /* the local matrix: columns [pos of the owned ones, nbc + ghost position] */
+    ierr = hk_bmat_alloc(&hk_backend_cpu, br, bc, nrows, m->nbc + m->ng, nnz, &H);
+    if (!ierr) {
+        memcpy(H.rowptr, rowptr, (size_t)(nrows + 1) * sizeof *rowptr);
+        for (int64_t p = 0; p < nnz; p++) {
+            const int64_t g = gcol[p];
+            if (g >= in_row0 && g < in_row0 + in_nown) {
+                const int64_t o = g - in_row0;
+                H.colind[p] = pos[in_inv ? in_inv[o] : o];
+            } else
+                H.colind[p] = (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
+        }
+        memcpy(H.val, val, (size_t)(nnz * bb) * sizeof *val);
+        ierr = hk_dist_sort_blocks(nrows, H.rowptr, H.colind, H.val, (int)bb);
+    }
+    if (!ierr) ierr = hk_bmat_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
+    if (!ierr) ierr = L->copy_to(m->M.rowptr, H.rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
+    if (!ierr && nnz) ierr = L->copy_to(m->M.colind, H.colind, (size_t)nnz * sizeof(int32_t));
+    if (!ierr && nnz) ierr = L->copy_to(m->M.val, H.val, (size_t)(nnz * bb) * sizeof(double));
+    if (!ierr && prec == HK_FP32 && nnz) {
+        ierr = L->alloc((void **)&m->v32, (size_t)(nnz * bb) * sizeof(float));
+        hk_vec src = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = m->M.val};
+        hk_vec dst = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = m->v32};
+        if (!ierr) ierr = L->vec_convert(&dst, &src);
+        if (!ierr) {
+            L->dealloc(m->M.val);
+            m->M.val = NULL;
+        }
+    }
+    if (!ierr)
+        ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t),
+                      (void **)&m->send_dev);
+    if (!ierr) ierr = upload(L, bcol, (size_t)m->nbc * sizeof(int32_t), (void **)&m->bcol_dev);
+    free(bcol);
+    if (!ierr) ierr = vec_sized(L, m->ns * bc, prec, &m->send);
+    if (!ierr) ierr = vec_sized(L, (m->nbc + m->ng) * bc, prec, &m->xe);
+    const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bc;
+    if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ns + 1) * e, &m->host_send);
+    if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ng + 1) * e, &m->host_recv);
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    *out = m;
+    m = NULL;
+fail:
+    free(pos);
+    hk_bmat_free(&H);
+    dmat_destroy(m);
+    return ierr;
+}
+
+/* y = M x; x, y on the distributed table (their owned entries). */
+static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
+{
+    dmat *m = op;
+    const hk_dist *d = m->d;
+    const hk_backend_ops *L = d->local;
+    const size_t e = (m->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
+    const hk_vec xl = hk_dist_view(d, x, 0, x->n);
+    if (m->ns) HK_CALL(L->vec_gather(m->send, &xl, m->send_dev, m->ns, m->bc));
+    void *send = m->send->data, *recv = (char *)m->xe->data + (size_t)m->nbc * e;
+    if (!d->host_memory) {
+        if (m->ns) HK_CALL(L->copy_from(m->host_send, m->send->data, (size_t)m->ns * e));
+        send = m->host_send;
+        recv = m->host_recv;
+    }
+    HK_CALL(hk_halo_start(m->halo, send, recv, e));
+    if (m->nbc) {
+        hk_vec xh = hk_dist_view(d, m->xe, 0, m->nbc * m->bc);
+        HK_CALL(L->vec_gather(&xh, &xl, m->bcol_dev, m->nbc, m->bc));
+    }
+    HK_CALL(hk_halo_wait(m->halo));
+    if (!d->host_memory && m->ng)
+        HK_CALL(L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv,
+                           (size_t)m->ng * e));
+    if (!m->nrows) return 0;
+    hk_vec yl = hk_dist_view(d, y, 0, y->n);
+    return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
+}
+
+/* ---- the hierarchy ----------------------------------------------------------------------- */
+
+typedef struct dlev {
+    int64_t row0, nown, nglob; /* block rows of this process, its first global one, all */
+    int bs;
+    hk_mat *A0; /* level 0: the distributed operator in pc->prec */
+    int A0_owned;
+    dmat *A;     /* levels >= 1 */
+    dmat *P, *R; /* to and from the next level */
+    hk_vec *Dinv, *l1;
+    double rho;
+    hk_vec *b, *x, *r, *t, *d, *w, *e;
+} dlev;
+
+typedef struct damg {
+    hk_amg_options op;
+    hk_dist *d;
+    int nlevels, nns;
+    const char *nns_kind;
+    dlev lev[DAMG_MAX_LEVELS];
+    int fp32_range;
+    /* the coarsest level, gathered on every process */
+    hk_vec *Minv, *cb, *cx; /* on the backend's own table, pc->prec */
+    int64_t *coff;          /* size + 1 scalar offsets of the processes' coarsest rows */
+    const int32_t *cperm;   /* level 0 is the coarsest: its internal row i is the caller's
+                             * perm[i] (the gathered matrix is in the callers' numbering) */
+    void *hperm;            /* host scratch of that permutation */
+    void *hown, *hall;      /* host staging of the gather */
+    int64_t rows[DAMG_MAX_LEVELS], nnz[DAMG_MAX_LEVELS];
+    double op_complexity;
+} damg;
+
+static int level0_spmv(void *A, const hk_vec *x, hk_vec *y)
+{
+    return hk_mat_spmv(A, x, y);
+}
+
+static hk_amg_sweep sweep_of(const hk_pc *pc, const damg *a, dlev *L, int l)
+{
+    hk_amg_sweep s = {.be = pc->be,
+                      .spmv = l == 0 ? level0_spmv : dmat_spmv,
+                      .A = l == 0 ? (void *)L->A0 : (void *)L->A,
+                      .kind = a->op.smoother,
+                      .bs = L->bs,
+                      .degree = a->op.degree,
+                      .Dinv = L->Dinv,
+                      .l1 = L->l1,
+                      .rho = L->rho,
+                      .ratio = a->op.ratio,
+                      .r = L->r,
+                      .t = L->t,
+                      .d = L->d};
+    return s;
+}
+
+static void free_levels(damg *a)
+{
+    for (int l = 0; l < DAMG_MAX_LEVELS; l++) {
+        dlev *L = &a->lev[l];
+        if (L->A0_owned) hk_mat_destroy(L->A0);
+        dmat_destroy(L->A);
+        dmat_destroy(L->P);
+        dmat_destroy(L->R);
+        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            hk_vec_destroy(v[i]);
+        memset(L, 0, sizeof *L);
+    }
+    hk_vec_destroy(a->Minv);
+    hk_vec_destroy(a->cb);
+    hk_vec_destroy(a->cx);
+    a->Minv = a->cb = a->cx = NULL;
+    free(a->coff);
+    free(a->hperm);
+    a->hperm = NULL;
+    a->cperm = NULL;
+    free(a->hown);
+    free(a->hall);
+    a->coff = NULL;
+    a->hown = a->hall = NULL;
+    a->nlevels = 0;
+}
+
+/* A level's rows on the host: nown block rows in the local numbering, columns [owned, then
+ * the halo's ghosts]; gid (level 0) the global id of an owned row, else row0 + i. */
+typedef struct hlev {
+    int64_t row0, nown;
+    int bs;
+    hk_halo *halo;
+    hk_bmat A; /* cpu */
+    const int32_t *perm;
+} hlev;
+
+static int64_t hlev_gid(const hlev *H, int64_t i)
+{
+    return H->row0 + (H->perm ? H->perm[i] : i);
+}
+
+static int64_t hlev_gcol(const hlev *H, int32_t c)
+{
+    return c < H->nown ? hlev_gid(H, c) : H->halo->ghost[c - H->nown];
+}
+
+/* Level 0's rows from the layout: Koo's and Kbnd's in internal numbering. */
+static int level0_rows(const hk_dist *d, hlev *H)
+{
+    const int bs = d->bs, bb = bs * bs;
+    const int64_t nown = d->nown;
+    H->row0 = d->row0;
+    H->nown = nown;
+    H->bs = bs;
+    H->halo = d->halo;
+    H->perm = d->perm;
+    const int64_t nnz = d->Koo.rowptr[d->nint] + d->Kbnd.rowptr[d->nbnd];
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, bs, bs, nown, nown + d->nghost, nnz, &H->A));
+    int64_t q = 0;
+    H->A.rowptr[0] = 0;
+    for (int64_t i = 0; i < nown; i++) {
+        if (i < d->nint) {
+            for (int64_t p = d->Koo.rowptr[i]; p < d->Koo.rowptr[i + 1]; p++, q++) {
+                H->A.colind[q] = d->Koo.colind[p];
+                memcpy(H->A.val + q * bb, d->Koo.val + p * bb, (size_t)bb * sizeof(double));
+            }
+        } else {
+            const int64_t b = i - d->nint;
+            for (int64_t p = d->Kbnd.rowptr[b]; p < d->Kbnd.rowptr[b + 1]; p++, q++) {
+                const int32_t c = d->Kbnd.colind[p];
+                H->A.colind[q] = c < d->nbc ? d->bcol[c] : (int32_t)(nown + c - d->nbc);
+                memcpy(H->A.val + q * bb, d->Kbnd.val + p * bb, (size_t)bb * sizeof(double));
+            }
+        }
+        H->A.rowptr[i + 1] = q;
+    }
+    return 0;
+}
+
+/* The owned diagonal block of H (the aggregation's matrix). */
+static int owned_block(const hlev *H, hk_bmat *O)
+{
+    const int64_t bb = (int64_t)H->bs * H->bs;
+    int64_t nnz = 0;
+    for (int64_t p = 0; p < H->A.rowptr[H->nown]; p++)
+        nnz += H->A.colind[p] < H->nown;
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, H->bs, H->bs, H->nown, H->nown, nnz, O));
+    int64_t q = 0;
+    O->rowptr[0] = 0;
+    for (int64_t i = 0; i < H->nown; i++) {
+        for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++)
+            if (H->A.colind[p] < H->nown) {
+                O->colind[q] = H->A.colind[p];
+                memcpy(O->val + q * bb, H->A.val + p * bb, (size_t)bb * sizeof(double));
+                q++;
+            }
+        O->rowptr[i + 1] = q;
+    }
+    return 0;
+}
+
+/* The near-null space of level 0 (host, nown*bs x nns, column-major): the rigid-body modes
+ * of the owned nodes in a frame every process shares (the mean node and the largest extent
+ * over all processes), or the bs translations; decoupled dofs (supports) zeroed. */
+static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
+{
+    const hk_dist *d = a->d;
+    const hk_nearnull *nn = pc->nearnull;
+    const int bs = H->bs;
+    const int64_t nb = H->nown, n = nb * bs;
+    int ierr = 0;
+    double *xyz = NULL, *dec = NULL, c[4] = {0, 0, 0, 0}, ext = 0;
+    *Bout = NULL;
+    HK_CHECK(!(nn && nn->vectors && !nn->coords), HK_ERR_UNSUPPORTED,
+             "pc=amg on %d processes takes node coordinates as its near-null space, not given "
+             "vectors; pass coordinates, or run on one process",
+             hk_comm_size(d->comm));
+    const int coords = nn && nn->coords;
+    HK_CHECK(!coords || (nn->dim == bs && (bs == 2 || bs == 3)), HK_ERR_ARG,
+             "pc=amg: node coordinates of dimension %d need a block size of %d, but the "
+             "matrix has block size %d",
+             coords ? nn->dim : 0, coords ? nn->dim : 0, bs);
+    a->nns = coords ? (bs == 3 ? 6 : 3) : bs;
+    a->nns_kind = coords ? "rigid-body modes"
+                  : bs == 1 ? "constant vector (no near-null space given)"
+                            : "translations only (no coordinates given)";
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *xyz, &xyz));
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *dec, &dec));
+    HK_TRY(hk_malloc((size_t)(n + 1) * a->nns * sizeof **Bout, Bout));
+    if (coords) {
+        for (int64_t i = 0; i < nb; i++)
+            for (int k = 0; k < bs; k++) {
+                xyz[i * bs + k] = nn->coords[(int64_t)d->perm[i] * bs + k];
+                c[k] += xyz[i * bs + k];
+            }
+        c[3] = (double)nb;
+    }
+fail:
+    /* the frame: sums and a maximum over the processes (every process calls them) */
+    ierr = hk_comm_agree(d->comm, ierr);
+    if (ierr) {
+        free(xyz);
+        free(dec);
+        free(*Bout);
+        *Bout = NULL;
+        return ierr;
+    }
+    ierr = hk_comm_sum(d->comm, c, 4);
+    for (int k = 0; k < 3; k++)
+        c[k] = c[3] > 0 ? c[k] / c[3] : 0;
+    if (coords)
+        for (int64_t i = 0; i < nb; i++)
+            for (int k = 0; k < bs; k++)
+                ext = fmax(ext, fabs(xyz[i * bs + k] - c[k]));
+    if (!ierr) ierr = hk_comm_max(d->comm, &ext, 1);
+    if (!ierr) {
+        hk_vec dv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = dec};
+        int64_t bad;
+        ierr = hk_backend_cpu.bmat_diag(&H->A, HK_DIAG_DECOUPLED, &dv, &bad);
+        hk_vec cv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = xyz};
+        if (!ierr)
+            ierr = hk_backend_cpu.amg_rigid_modes(nb, bs, coords ? &cv : NULL, c,
+                                                  coords && ext > 0 ? 1 / ext : 1, &dv, *Bout);
+    }
+    free(xyz);
+    free(dec);
+    ierr = hk_comm_agree(d->comm, ierr);
+    if (ierr) {
+        free(*Bout);
+        *Bout = NULL;
+    }
+    return ierr;
+}
+
+/* The level's vectors (pc->prec) on the distributed table. */
+static int level_vectors(hk_pc *pc, damg *a, dlev *L, int l)
+{
+    const int64_t n = L->nown * L->bs;
+    hk_vec **v[] = {&L->r, &L->t, &L->d, &L->b, &L->x, &L->w, &L->e};
+    const int count = l == 0 ? 3 : a->op.cycle == 1 ? 7 : 5;
+    for (int k = 0; k < count; k++)
+        HK_CALL(vec_sized(pc->be, n, pc->prec, v[k]));
+    return 0;
+}
+
+/* Send entries (row I, column J, bsz values) to the owners of their rows (starts: the
+ * processes' first rows, size + 1) and receive the others' for this process's rows, in the
+ * senders' rank order. Collective. */
+typedef struct entries {
+    int64_t n, cap;
+    int64_t *I, *J;
+    double *v;
+} entries;
+
+static int entries_push(entries *E, int bsz, int64_t I, int64_t J, const double *v)
+{
+    if (E->n == E->cap) {
+        const int64_t cap = E->cap ? 2 * E->cap : 1024;
+        int64_t *I2 = realloc(E->I, (size_t)cap * sizeof *E->I);
+        if (I2) E->I = I2;
+        int64_t *J2 = I2 ? realloc(E->J, (size_t)cap * sizeof *E->J) : NULL;
+        if (J2) E->J = J2;
+        double *v2 = J2 ? realloc(E->v, (size_t)cap * bsz * sizeof *E->v) : NULL;
+        if (v2) E->v = v2;
+        HK_CHECK(v2, HK_ERR_MEMORY, "pc=amg: out of host memory for %lld coarse entries",
+                 (long long)cap);
+        E->cap = cap;
+    }
+    E->I[E->n] = I;
+    E->J[E->n] = J;
+    memcpy(E->v + E->n * bsz, v, (size_t)bsz * sizeof *v);
+    E->n++;
+    return 0;
+}
+
+static void entries_free(entries *E)
+{
+    free(E->I);
+    free(E->J);
+    free(E->v);
+    memset(E, 0, sizeof *E);
+}
+
+static int owner_of(const int64_t *starts, int size, int64_t g)
+{
+    int lo = 0, hi = size - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (starts[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static int route(const hk_comm *c, const int64_t *starts, const entries *S, int bsz, entries *R)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    const size_t esz = (size_t)(2 + bsz) * sizeof(double);
+    int ierr = 0, nreq = 0;
+    int64_t *cnt = NULL, *rcnt = NULL, *off = NULL, *roff = NULL;
+    char *sbuf = NULL, *rbuf = NULL;
+    hk_comm_reqs *rq = NULL;
+    memset(R, 0, sizeof *R);
+    ierr = hk_calloc((size_t)P, sizeof *cnt, &cnt);
+    if (!ierr) ierr = hk_calloc((size_t)P, sizeof *rcnt, &rcnt);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *off, &off);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *roff, &roff);
+    if (!ierr)
+        for (int64_t k = 0; k < S->n; k++)
+            cnt[owner_of(starts, P, S->I[k])]++;
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_alltoall_i64(c, cnt, rcnt));
+    cnt[me] = rcnt[me] = 0; /* none to itself */
+    for (int q = 0; q < P; q++) {
+        off[q + 1] = off[q] + cnt[q];
+        roff[q + 1] = roff[q] + rcnt[q];
+        nreq += (cnt[q] > 0) + (rcnt[q] > 0);
+    }
+    ierr = hk_malloc((size_t)off[P] * esz + 1, &sbuf);
+    if (!ierr) ierr = hk_malloc((size_t)roff[P] * esz + 1, &rbuf);
+    if (!ierr) ierr = hk_comm_reqs_create(nreq > 0 ? nreq : 1, &rq);
+    HK_TRY(hk_comm_agree(c, ierr));
+    {
+        int64_t *fill = rcnt; /* reused as the fill counters after the offsets */
+        memset(fill, 0, (size_t)P * sizeof *fill);
+        for (int64_t k = 0; k < S->n; k++) {
+            const int q = owner_of(starts, P, S->I[k]);
+            if (q == me) continue;
+            char *e = sbuf + (size_t)(off[q] + fill[q]++) * esz;
+            memcpy(e, &S->I[k], 8);
+            memcpy(e + 8, &S->J[k], 8);
+            memcpy(e + 16, S->v + k * bsz, (size_t)bsz * sizeof(double));
+        }
+    }
+    int slot = 0;
+    for (int q = 0; q < P && !ierr; q++)
+        if (roff[q + 1] > roff[q])
+            ierr = hk_comm_irecv(c, rbuf + (size_t)roff[q] * esz,
+                                 (size_t)(roff[q + 1] - roff[q]) * esz, q, DAMG_TAG_ROUTE, rq,
+                                 slot++);
+    for (int q = 0; q < P && !ierr; q++)
+        if (cnt[q] > 0)
+            ierr = hk_comm_isend(c, sbuf + (size_t)off[q] * esz, (size_t)cnt[q] * esz, q,
+                                 DAMG_TAG_ROUTE, rq, slot++);
+    if (!ierr) ierr = hk_comm_waitall(rq);
+    HK_TRY(ierr);
+    for (int64_t k = 0; k < roff[P] && !ierr; k++) {
+        const char *e = rbuf + (size_t)k * esz;
+        int64_t I, J;
+        memcpy(&I, e, 8);
+        memcpy(&J, e + 8, 8);
+        ierr = entries_push(R, bsz, I, J, (const double *)(const void *)(e + 16));
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+fail:
+    free(cnt);
+    free(rcnt);
+    free(off);
+    free(roff);
+    free(sbuf);
+    free(rbuf);
+    hk_comm_reqs_destroy(rq);
+    return ierr;
+}
+
+/* Rows [row0, row0 + nown) with global columns: the local rows of M (cpu, its columns
+ * global ids colmap[c]; M's rows are global ids rowmap[i], those outside the range skipped)
+ * and the received entries R; blocks of one (row, column) summed in that order (M's, then
+ * R's in rank order). *rowptr, *gcol, *val: allocated. */
+typedef struct gentry {
+    int64_t J, seq;
+} gentry;
+
+static int cmp_gentry(const void *a, const void *b)
+{
+    const gentry *x = a, *y = b;
+    if (x->J != y->J) return (x->J > y->J) - (x->J < y->J);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_t *rowmap,
+                      const int64_t *colmap, const entries *R, int64_t **rowptr_out,
+                      int64_t **gcol_out, double **val_out)
+{
+    const int bsz = M->br * M->bc;
+    int ierr = 0;
+    int64_t *cnt = NULL, *start = NULL, *rowptr = NULL, *gcol = NULL;
+    int64_t *mrow = NULL; /* M's row of each owned row, or -1 */
+    gentry *g = NULL;
+    double *val = NULL;
+    const double **src = NULL;
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *cnt, &cnt));
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *start, &start));
+    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mrow, &mrow));
+    for (int64_t i = 0; i < nown; i++)
+        mrow[i] = -1;
+    for (int64_t i = 0; i < M->nbrows; i++)
+        if (rowmap[i] >= row0 && rowmap[i] < row0 + nown) {
+            mrow[rowmap[i] - row0] = i;
+            cnt[rowmap[i] - row0] += M->rowptr[i + 1] - M->rowptr[i];
+        }
+    for (int64_t k = 0; k < R->n; k++)
+        cnt[R->I[k] - row0]++;
+    int64_t tot = 0, maxlen = 0;
+    for (int64_t i = 0; i < nown; i++) {
+        start[i] = tot;
+        tot += cnt[i];
+        if (cnt[i] > maxlen) maxlen = cnt[i];
+    }
+    /* each row's candidates: the local blocks first, then the received ones in order */
+    int64_t *cj = NULL;
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *cj, &cj));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *src, &src));
+    memset(cnt, 0, (size_t)nown * sizeof *cnt);
+    for (int64_t i = 0; i < nown; i++)
+        if (mrow[i] >= 0)
+            for (int64_t p = M->rowptr[mrow[i]]; p < M->rowptr[mrow[i] + 1]; p++) {
+                cj[start[i] + cnt[i]] = colmap[M->colind[p]];
+                src[start[i] + cnt[i]++] = M->val + p * bsz;
+            }
+    for (int64_t k = 0; k < R->n; k++) {
+        const int64_t i = R->I[k] - row0;
+        cj[start[i] + cnt[i]] = R->J[k];
+        src[start[i] + cnt[i]++] = R->v + k * bsz;
+    }
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *g, &g));
+    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *rowptr, &rowptr));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *gcol, &gcol));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * bsz * sizeof *val, &val));
+    int64_t q = 0;
+    rowptr[0] = 0;
+    for (int64_t i = 0; i < nown; i++) {
+        for (int64_t k = 0; k < cnt[i]; k++) {
+            g[k].J = cj[start[i] + k];
+            g[k].seq = k;
+        }
+        qsort(g, (size_t)cnt[i], sizeof *g, cmp_gentry);
+        for (int64_t k = 0; k < cnt[i]; k++) {
+            const double *s = src[start[i] + g[k].seq];
+            if (k == 0 || g[k].J != g[k - 1].J) {
+                gcol[q] = g[k].J;
+                memcpy(val + q * bsz, s, (size_t)bsz * sizeof *val);
+                q++;
+            } else
+                for (int e = 0; e < bsz; e++)
+                    val[(q - 1) * bsz + e] += s[e];
+        }
+        rowptr[i + 1] = q;
+    }
+    *rowptr_out = rowptr;
+    *gcol_out = gcol;
+    *val_out = val;
+    rowptr = gcol = NULL;
+    val = NULL;
+    free(cj);
+fail:
+    free(cnt);
+    free(start);
+    free(mrow);
+    free(g);
+    free(src);
+    free(rowptr);
+    free(gcol);
+    free(val);
+    return ierr;
+}
+
+/* Host rows of the next level from its operator's global rows (columns: owned offsets, then
+ * the positions among the operator's ghosts). */
+static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const int64_t *rowptr,
+                       const int64_t *gcol, const double *val, hlev *H)
+{
+    const int64_t bb = (int64_t)bs * bs, nnz = rowptr[nown];
+    H->row0 = row0;
+    H->nown = nown;
+    H->bs = bs;
+    H->halo = A->halo;
+    H->perm = NULL;
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
+    int64_t q = 0;
+    H->A.rowptr[0] = 0;
+    for (int64_t i = 0; i < nown; i++) {
+        for (int pass = 0; pass < 2; pass++) /* owned columns, then ghosts: sorted */
+            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
+                const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
+                if (own != (pass == 0)) continue;
+                H->A.colind[q] = (int32_t)(own ? gcol[p] - row0
+                                               : nown + find_i64(A->ghost, A->ng, gcol[p]));
+                memcpy(H->A.val + q * bb, val + p * bb, (size_t)bb * sizeof(double));
+                q++;
+            }
+        H->A.rowptr[i + 1] = q;
+    }
+    return 0;
+}
+
+/* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c]) and
+ * the ghosts' rows received as [count, (column, block)...] records of width w; columns are
+ * positions in the sorted union *cols (allocated, *ncols). */
+static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const double *ghost_rec,
+                    int w, hk_bmat *X, int64_t **cols, int64_t *ncols)
+{
+    const int bsz = M->br * M->bc;
+    const int64_t nown = M->nbrows, nm = M->rowptr[nown];
+    int64_t ngnnz = 0;
+    for (int64_t k = 0; k < ng; k++)
+        ngnnz += (int64_t)ghost_rec[k * w];
+    HK_CALL(hk_malloc((size_t)(nm + ngnnz + 1) * sizeof **cols, cols));
+    int64_t n = 0;
+    for (int64_t p = 0; p < nm; p++)
+        (*cols)[n++] = colmap[M->colind[p]];
+    for (int64_t k = 0; k < ng; k++)
+        for (int64_t j = 0; j < (int64_t)ghost_rec[k * w]; j++)
+            (*cols)[n++] = (int64_t)ghost_rec[k * w + 1 + j * (1 + bsz)];
+    *ncols = sort_unique(*cols, n);
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, *ncols, nm + ngnnz, X));
+    int64_t q = 0;
+    X->rowptr[0] = 0;
+    for (int64_t i = 0; i < nown; i++) {
+        for (int64_t p = M->rowptr[i]; p < M->rowptr[i + 1]; p++, q++) {
+            X->colind[q] = (int32_t)find_i64(*cols, *ncols, colmap[M->colind[p]]);
+            memcpy(X->val + q * bsz, M->val + p * bsz, (size_t)bsz * sizeof(double));
+        }
+        X->rowptr[i + 1] = q;
+    }
+    for (int64_t k = 0; k < ng; k++) {
+        const double *r = ghost_rec + k * w;
+        for (int64_t j = 0; j < (int64_t)r[0]; j++, q++) {
+            const double *e = r + 1 + j * (1 + bsz);
+            X->colind[q] = (int32_t)find_i64(*cols, *ncols, (int64_t)e[0]);
+            memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
+        }
+        X->rowptr[nown + k + 1] = q;
+    }
+    return 0;
+}
+
+/* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
+ * halo: records [count, (column, block)...] of the widest row's width over all processes. */
+static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M,
+                         const int64_t *colmap, double **rec, int *width)
+{
+    const int bsz = M->br * M->bc;
+    const int64_t nown = M->nbrows;
+    int ierr = 0;
+    int64_t maxlen = 0;
+    double *own = NULL;
+    *rec = NULL;
+    for (int64_t i = 0; i < nown; i++)
+        if (M->rowptr[i + 1] - M->rowptr[i] > maxlen) maxlen = M->rowptr[i + 1] - M->rowptr[i];
+    HK_CALL(hk_comm_max_i64(c, &maxlen, 1));
+    const int w = (int)(1 + maxlen * (1 + bsz));
+    *width = w;
+    ierr = hk_calloc((size_t)(nown + 1) * w, sizeof *own, &own);
+    if (!ierr) ierr = hk_calloc((size_t)(halo->nghost + 1) * w, sizeof **rec, rec);
+    if (!ierr)
+        for (int64_t i = 0; i < nown; i++) {
+            double *r = own + i * w;
+            r[0] = (double)(M->rowptr[i + 1] - M->rowptr[i]);
+            for (int64_t p = M->rowptr[i], j = 0; p < M->rowptr[i + 1]; p++, j++) {
+                r[1 + j * (1 + bsz)] = (double)colmap[M->colind[p]];
+                memcpy(r + 2 + j * (1 + bsz), M->val + p * bsz, (size_t)bsz * sizeof(double));
+            }
+        }
+    ierr = hk_comm_agree(c, ierr);
+    if (!ierr) ierr = hk_halo_exchange(halo, own, w, *rec);
+    free(own);
+    if (ierr) {
+        free(*rec);
+        *rec = NULL;
+    }
+    return ierr;
+}
+
+/* The first rows of X as a view (shares X's arrays). */
+static hk_bmat rows_view(const hk_bmat *X, int64_t n)
+{
+    hk_bmat v = *X;
+    v.nbrows = n;
+    v.nnzb = X->rowptr[n];
+    return v;
+}
+
+/* Level l's transfer operators and the next level (its operator, host rows and near-null
+ * space); H and *B are replaced by the next level's. */
+static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64_t nagg,
+                   const double *D64, double **B, const int32_t *inv0)
+{
+    const hk_dist *d = a->d;
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *cpu = &hk_backend_cpu;
+    const int P = hk_comm_size(c), me = hk_comm_rank(c), bs = H->bs, nns = a->nns;
+    dlev *L = &a->lev[l], *C = &a->lev[l + 1];
+    int ierr = 0, w = 0;
+    int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL, *rowmapF = NULL;
+    int64_t nT = 0, nP = 0;
+    double *Bc = NULL, *rec = NULL;
+    hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
+    entries S = {0}, R = {0};
+    int64_t *rp = NULL, *gc = NULL;
+    double *vv = NULL;
+    hlev Hn = {0};
+
+    /* T and the coarse near-null space from the owned near-null space */
+    ierr = hk_malloc((size_t)(nagg + 1) * nns * nns * sizeof *Bc, &Bc);
+    if (!ierr) ierr = cpu->amg_tentative(agg, nagg, H->nown, bs, nns, *B, &T, Bc);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *starts, &starts);
+    HK_TRY(hk_comm_agree(c, ierr));
+    int64_t mine = nagg;
+    HK_TRY(hk_comm_allgather(c, &mine, sizeof mine, starts + 1));
+    for (int q = 0; q < P; q++)
+        starts[q + 1] += starts[q];
+    const int64_t crow0 = starts[me];
+    HK_TRY(hk_comm_agree(c, hk_malloc((size_t)(nagg + 1) * sizeof *Tmap, &Tmap)));
+    for (int64_t k = 0; k < nagg; k++)
+        Tmap[k] = crow0 + k;
+    /* A T with the ghosts' rows of T, then P */
+    HK_TRY(exchange_rows(c, H->halo, &T, Tmap, &rec, &w));
+    ierr = ext_rows(&T, Tmap, H->halo->nghost, rec, w, &Text, &cT, &nT);
+    free(rec);
+    rec = NULL;
+    if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Text, &AT);
+    if (!ierr) {
+        const hk_bmat Tv = rows_view(&Text, H->nown);
+        const hk_vec Dv = {.be = cpu, .n = H->nown * bs * bs, .prec = HK_FP64, .data = (void *)D64};
+        ierr = cpu->amg_smooth_prolongator(&AT, &Tv, &Dv, a->op.omega / L->rho, &Pm);
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
+    HK_TRY(exchange_rows(c, H->halo, &Pm, cT, &rec, &w));
+    ierr = ext_rows(&Pm, cT, H->halo->nghost, rec, w, &Pext, &cP, &nP);
+    free(rec);
+    rec = NULL;
+    if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Pext, &AP);
+    hk_bmat Pv = {0};
+    if (!ierr) {
+        Pv = rows_view(&Pext, H->nown);
+        ierr = cpu->bmat_transpose(&Pv, &Pt);
+    }
+    if (!ierr) ierr = cpu->bmat_spgemm(&Pt, &AP, &Ac);
+    /* the rows of coarse unknowns owned elsewhere go to their owners: A_c's and R's */
+    for (int64_t I = 0; I < nP && !ierr; I++)
+        if (cP[I] < crow0 || cP[I] >= crow0 + nagg)
+            for (int64_t p = Ac.rowptr[I]; p < Ac.rowptr[I + 1] && !ierr; p++)
+                ierr = entries_push(&S, nns * nns, cP[I], cP[Ac.colind[p]],
+                                    Ac.val + p * nns * nns);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(route(c, starts, &S, nns * nns, &R));
+    HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ac, cP, cP, &R, &rp, &gc, &vv)));
+    entries_free(&S);
+    entries_free(&R);
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, crow0, nagg, NULL, &C->A));
+    ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, vv, &Hn);
+    free(rp);
+    free(gc);
+    free(vv);
+    rp = gc = NULL;
+    vv = NULL;
+    HK_TRY(hk_comm_agree(c, ierr));
+    /* R = P^T: the transposed rows, fine columns as global ids */
+    ierr = hk_malloc((size_t)(H->nown + 1) * sizeof *rowmapF, &rowmapF);
+    if (!ierr)
+        for (int64_t i = 0; i < H->nown; i++)
+            rowmapF[i] = hlev_gid(H, i);
+    for (int64_t I = 0; I < nP && !ierr; I++)
+        if (cP[I] < crow0 || cP[I] >= crow0 + nagg)
+            for (int64_t p = Pt.rowptr[I]; p < Pt.rowptr[I + 1] && !ierr; p++)
+                ierr = entries_push(&S, nns * bs, cP[I], rowmapF[Pt.colind[p]],
+                                    Pt.val + p * nns * bs);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(route(c, starts, &S, nns * bs, &R));
+    HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Pt, cP, rowmapF, &R, &rp, &gc, &vv)));
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, H->row0, H->nown, inv0, &L->R));
+    free(rp);
+    free(gc);
+    free(vv);
+    rp = gc = NULL;
+    vv = NULL;
+    /* P: the owned fine rows, coarse columns as global ids */
+    {
+        const int64_t nnz = Pv.rowptr[H->nown];
+        ierr = hk_malloc((size_t)(nnz + 1) * sizeof *gc, &gc);
+        for (int64_t p = 0; p < nnz && !ierr; p++)
+            gc[p] = cP[Pv.colind[p]];
+        HK_TRY(hk_comm_agree(c, ierr));
+        HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, crow0, nagg,
+                           NULL, &L->P));
+    }
+    C->row0 = crow0;
+    C->nown = nagg;
+    C->nglob = starts[P];
+    C->bs = nns;
+    hk_bmat_free(&H->A);
+    *H = Hn;
+    memset(&Hn, 0, sizeof Hn);
+    free(*B);
+    *B = Bc;
+    Bc = NULL;
+fail:
+    hk_bmat_free(&Hn.A);
+    free(starts);
+    free(cT);
+    free(cP);
+    free(Tmap);
+    free(rowmapF);
+    free(Bc);
+    free(rec);
+    free(rp);
+    free(gc);
+    free(vv);
+    entries_free(&S);
+    entries_free(&R);
+    hk_bmat_free(&T);
+    hk_bmat_free(&Text);
+    hk_bmat_free(&AT);
+    hk_bmat_free(&Pm);
+    hk_bmat_free(&Pext);
+    hk_bmat_free(&AP);
+    hk_bmat_free(&Pt);
+    hk_bmat_free(&Ac);
+    return ierr;
+}
+
+/* The coarsest level H gathered on every process (rank after rank), its dense inverse. */
+static int coarsest(hk_pc *pc, damg *a, int l, const hlev *H, const int32_t *inv0)
+{
+    const hk_dist *d = a->d;
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *Lb = d->local;
+    const int P = hk_comm_size(c), me = hk_comm_rank(c), bs = H->bs, bb = bs * bs;
+    int ierr = 0;
+    int64_t *info = NULL; /* per process: rows, blocks */
+    hk_bmat G = {0}, Gd = {0};
+    HK_TRY(hk_comm_agree(c, hk_calloc((size_t)2 * P + 2, sizeof *info, &info)));
+    int64_t mine[2] = {H->nown, H->A.rowptr[H->nown]};
+    HK_TRY(hk_comm_allgather(c, mine, sizeof mine, info));
+    int64_t nrows = 0, nnz = 0;
+    for (int q = 0; q < P; q++) {
+        nrows += info[2 * q];
+        nnz += info[2 * q + 1];
+    }
+    HK_TRY_CHECK(nrows * bs <= HK_AMG_MAX_COARSE, HK_ERR_NUMERIC,
+                 "pc=amg: coarsening stopped at level %d with %lld rows on %d processes, too "
+                 "many for the dense coarse solve (at most %d); raise pc.amg.max_levels, or "
+                 "lower pc.amg.threshold (now %g) so that more nodes are aggregated",
+                 l, (long long)(nrows * bs), P, HK_AMG_MAX_COARSE, a->op.threshold);
+    HK_TRY(hk_comm_agree(c, hk_bmat_alloc(&hk_backend_cpu, bs, bs, nrows, nrows, nnz, &G)));
+    G.rowptr[0] = 0;
+    int64_t r0 = 0, p0 = 0;
+    for (int q = 0; q < P; q++) {
+        const int64_t nr = info[2 * q], nz = info[2 * q + 1];
+        if (q == me) { /* rows in the callers' order (level 0: perm), global columns */
+            int64_t p1 = p0;
+            for (int64_t k = 0; k < nr; k++) {
+                const int64_t i = H->perm ? inv0[k] : k;
+                for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++, p1++) {
+                    G.colind[p1] = (int32_t)hlev_gcol(H, H->A.colind[p]);
+                    memcpy(G.val + p1 * bb, H->A.val + p * bb, (size_t)bb * sizeof(double));
+                }
+                G.rowptr[r0 + k + 1] = p1;
+            }
+        }
+        HK_TRY(hk_comm_bcast(c, G.rowptr + r0 + 1, (size_t)nr * sizeof(int64_t), q));
+        HK_TRY(hk_comm_bcast(c, G.colind + p0, (size_t)nz * sizeof(int32_t), q));
+        HK_TRY(hk_comm_bcast(c, G.val + p0 * bb, (size_t)(nz * bb) * sizeof(double), q));
+        r0 += nr;
+        p0 += nz;
+    }
+    ierr = hk_dist_sort_blocks(nrows, G.rowptr, G.colind, G.val, bb);
+    if (!ierr) ierr = hk_bmat_alloc(Lb, bs, bs, nrows, nrows, nnz, &Gd);
+    if (!ierr) ierr = Lb->copy_to(Gd.rowptr, G.rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
+    if (!ierr && nnz) ierr = Lb->copy_to(Gd.colind, G.colind, (size_t)nnz * sizeof(int32_t));
+    if (!ierr && nnz) ierr = Lb->copy_to(Gd.val, G.val, (size_t)(nnz * bb) * sizeof(double));
+    const int64_t n = nrows * bs;
+    if (!ierr) ierr = vec_sized(Lb, n * n, pc->prec, &a->Minv);
+    if (!ierr) ierr = vec_sized(Lb, n, pc->prec, &a->cb);
+    if (!ierr) ierr = vec_sized(Lb, n, pc->prec, &a->cx);
+    int64_t bad = -1;
+    if (!ierr) ierr = Lb->dense_inverse(&Gd, a->Minv, &bad);
+    if (!ierr && bad >= 0)
+        ierr = hk_error_set(HK_ERR_NUMERIC, __FILE__, __LINE__,
+                            "pc=amg: the coarsest matrix (level %d, %lld rows) is singular or "
+                            "not positive definite at row %lld; the near-null space is probably "
+                            "not eliminated by the supports (is the structure fixed against "
+                            "rigid-body motion?), or the matrix is not SPD",
+                            l, (long long)n, (long long)bad);
+    /* the gather's offsets and staging */
+    const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    int64_t maxrows = 0;
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *a->coff, &a->coff);
+    for (int q = 0; q < P && !ierr; q++) {
+        a->coff[q + 1] = a->coff[q] + info[2 * q] * bs;
+        if (info[2 * q] > maxrows) maxrows = info[2 * q];
+    }
+    if (!ierr) ierr = hk_malloc((size_t)(maxrows * bs + 1) * e, &a->hown);
+    if (!ierr) ierr = hk_malloc((size_t)(maxrows * bs + 1) * e * P, &a->hall);
+    if (!ierr && H->perm) {
+        a->cperm = H->perm;
+        ierr = hk_malloc((size_t)(maxrows * bs + 1) * e, &a->hperm);
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+fail:
+    free(info);
+    hk_bmat_free(&G);
+    hk_bmat_free(&Gd);
+    return ierr;
+}
+
+/* x = A_c^-1 b on the gathered coarsest level. */
+static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
+{
+    const hk_dist *d = a->d;
+    const hk_backend_ops *Lb = d->local;
+    const int P = hk_comm_size(d->comm), me = hk_comm_rank(d->comm);
+    const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    int64_t maxn = 0;
+    for (int q = 0; q < P; q++)
+        if (a->coff[q + 1] - a->coff[q] > maxn) maxn = a->coff[q + 1] - a->coff[q];
+    const int64_t mine = a->coff[me + 1] - a->coff[me], bs = a->lev[0].bs;
+    if (mine && a->cperm) { /* internal to the callers' order */
+        HK_CALL(Lb->copy_from(a->hperm, b->data, (size_t)mine * e));
+        for (int64_t i = 0; i < mine / bs; i++)
+            memcpy((char *)a->hown + (size_t)a->cperm[i] * bs * e,
+                   (char *)a->hperm + (size_t)i * bs * e, (size_t)bs * e);
+    } else if (mine)
+        HK_CALL(Lb->copy_from(a->hown, b->data, (size_t)mine * e));
+    HK_CALL(hk_comm_allgather(d->comm, a->hown, (size_t)maxn * e, a->hall));
+    for (int q = 0; q < P; q++) {
+        const int64_t nq = a->coff[q + 1] - a->coff[q];
+        if (nq)
+            HK_CALL(Lb->copy_to((char *)a->cb->data + (size_t)a->coff[q] * e,
+                                (char *)a->hall + (size_t)q * maxn * e, (size_t)nq * e));
+    }
+    HK_CALL(Lb->dense_gemv(a->Minv, a->cb, a->cx));
+    if (!mine) return 0;
+    if (a->cperm) { /* back to the internal order */
+        HK_CALL(Lb->copy_from(a->hown, (char *)a->cx->data + (size_t)a->coff[me] * e,
+                              (size_t)mine * e));
+        for (int64_t i = 0; i < mine / bs; i++)
+            memcpy((char *)a->hperm + (size_t)i * bs * e,
+                   (char *)a->hown + (size_t)a->cperm[i] * bs * e, (size_t)bs * e);
+        return Lb->copy_to(x->data, a->hperm, (size_t)mine * e);
+    }
+    hk_vec xl = hk_dist_view(d, x, 0, mine);
+    const hk_vec src = hk_dist_view(d, a->cx, a->coff[me], mine);
+    return Lb->vec_copy(&xl, &src);
+}
+
+/* Dinv (and l1) of level l from its host rows; *D64 the fp64 blocks (host, caller frees). */
+static int smoother_data(hk_pc *pc, damg *a, int l, const hlev *H, double **D64)
+{
+    const hk_backend_ops *cpu = &hk_backend_cpu;
+    dlev *L = &a->lev[l];
+    const int64_t n = H->nown * H->bs;
+    int ierr = 0;
+    int64_t bad = -1;
+    double *l1 = NULL;
+    *D64 = NULL;
+    HK_TRY(hk_malloc((size_t)(n * H->bs + 1) * sizeof **D64, D64));
+    hk_vec Dv = {.be = cpu, .n = n * H->bs, .prec = HK_FP64, .data = *D64};
+    if (n) HK_TRY(cpu->bmat_diag(&H->A, HK_DIAG_BLOCK_INV, &Dv, &bad));
+    HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                 "pc=amg: the %dx%d diagonal block of node %lld on level %d is singular or not "
+                 "finite (scalar row %lld); pc=amg needs an SPD matrix whose node blocks are "
+                 "invertible",
+                 H->bs, H->bs, (long long)hlev_gid(H, bad / H->bs), l, (long long)bad);
+    HK_TRY(vec_sized(pc->be, n * H->bs, pc->prec, &L->Dinv));
+    if (n) HK_TRY(hk_vec_upload(L->Dinv, *D64));
+    if (a->op.smoother == HK_AMG_L1_JACOBI) {
+        HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *l1, &l1));
+        hk_vec lv = {.be = cpu, .n = n, .prec = HK_FP64, .data = l1};
+        if (n) HK_TRY(cpu->amg_l1_diag(&H->A, &lv, &bad));
+        HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
+                     "pc=amg: scalar row %lld of level %d has a non-positive l1 row sum "
+                     "(diagonal not positive); use pc.amg.smoother=chebyshev or check that the "
+                     "matrix is SPD",
+                     (long long)bad, l);
+        HK_TRY(vec_sized(pc->be, n, pc->prec, &L->l1));
+        if (n) HK_TRY(hk_vec_upload(L->l1, l1));
+    }
+fail:
+    free(l1);
+    return ierr;
+}
+
+static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
+{
+    hk_dist *d = a->d;
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *cpu = &hk_backend_cpu;
+    int ierr = 0, l = 0;
+    hlev H = {0};
+    double *B = NULL, *D64 = NULL;
+    int32_t *agg = NULL, *inv0 = NULL;
+    hk_bmat O = {0};
+    hk_graph S = {0};
+    hk_vec *q = NULL;
+    ierr = level0_rows(d, &H);
+    if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv0, &inv0);
+    if (!ierr)
+        for (int64_t i = 0; i < d->nown; i++)
+            inv0[d->perm[i]] = (int32_t)i;
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(level0_nearnull(pc, a, &H, &B));
+    for (;; l++) {
+        dlev *L = &a->lev[l];
+        if (l == 0) {
+            L->row0 = d->row0;
+            L->nown = d->nown;
+            L->nglob = d->nglobal;
+            L->bs = d->bs;
+            HK_TRY(hk_comm_agree(c, hk_pc_operator(pc, K, A, &L->A0, &L->A0_owned)));
+        }
+        int64_t nnz = H.A.rowptr[H.nown] * H.bs * H.bs;
+        HK_TRY(hk_comm_sum_i64(c, &nnz, 1));
+        a->rows[l] = L->nglob * L->bs;
+        a->nnz[l] = nnz;
+        HK_TRY(hk_comm_agree(c, level_vectors(pc, a, L, l)));
+        const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
+        int64_t nagg = 0;
+        if (!last) {
+            ierr = owned_block(&H, &O);
+            if (!ierr && H.nown) ierr = cpu->amg_strength(&O, a->op.threshold, &S);
+            if (!ierr) ierr = hk_malloc((size_t)(H.nown + 1) * sizeof *agg, &agg);
+            if (!ierr && H.nown) ierr = cpu->amg_aggregate(&S, agg, &nagg);
+            hk_graph_free(&S);
+            hk_bmat_free(&O);
+            HK_TRY(hk_comm_agree(c, ierr));
+        }
+        int64_t tot = nagg;
+        HK_TRY(hk_comm_sum_i64(c, &tot, 1));
+        if (last || tot == 0 || (double)tot * a->nns > 0.9 * (double)(L->nglob * L->bs)) {
+            HK_TRY(coarsest(pc, a, l, &H, l == 0 ? inv0 : NULL));
+            break;
+        }
+        HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
+        /* smoother data and the spectral bound on the level's distributed operator */
+        HK_TRY(hk_comm_agree(c, smoother_data(pc, a, l, &H, &D64)));
+        HK_TRY(hk_comm_agree(c, vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
+        {
+            hk_vec rl = hk_dist_view(d, L->r, 0, L->r->n);
+            HK_TRY(hk_comm_agree(c, L->nown ? d->local->amg_start_vector(&rl) : 0));
+            const hk_amg_sweep s = sweep_of(pc, a, L, l);
+            HK_TRY(hk_amg_lanczos_bound(&s, a->op.lanczos, a->op.safety, l, q, &L->rho,
+                                        &a->fp32_range));
+        }
+        hk_vec_destroy(q);
+        q = NULL;
+        HK_TRY(descend(pc, a, l, &H, agg, nagg, D64, &B, l == 0 ? inv0 : NULL));
+        free(D64);
+        D64 = NULL;
+        free(agg);
+        agg = NULL;
+    }
+    a->nlevels = l + 1;
+    double tot = 0;
+    for (int j = 0; j < a->nlevels; j++)
+        tot += (double)a->nnz[j];
+    a->op_complexity = a->nnz[0] ? tot / (double)a->nnz[0] : 1;
+fail:
+    hk_bmat_free(&H.A);
+    hk_bmat_free(&O);
+    hk_graph_free(&S);
+    hk_vec_destroy(q);
+    free(B);
+    free(D64);
+    free(agg);
+    free(inv0);
+    return ierr;
+}
+
+static void set_precision(hk_pc *pc, hk_precision p)
+{
+    if (pc->prec == p) return;
+    hk_vec_destroy(pc->r_low);
+    hk_vec_destroy(pc->z_low);
+    pc->r_low = pc->z_low = NULL;
+    pc->prec = p;
+}
+
+/* A set-up that failed because an fp32 level overflowed: again in fp64 (precision=auto). */
+static int build_or_fp64(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
+{
+    int ierr = build(pc, a, K, A);
+    if (!ierr || !a->fp32_range || !pc->fallback_armed) return ierr;
+    hk_error_clear();
+    a->fp32_range = 0;
+    pc->fallback_armed = 0;
+    free_levels(a);
+    set_precision(pc, HK_FP64);
+    return build(pc, a, K, A);
+}
+
+static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+{
+    damg *a = NULL;
+    HK_CALL(hk_calloc(1, sizeof *a, &a));
+    pc->data = a;
+    a->d = pc->be->dist;
+    HK_CALL(hk_amg_read_options(o, &a->op));
+    HK_CHECK(!a->op.format, HK_ERR_UNSUPPORTED,
+             "option pc.amg.format=%s is not distributed: on several processes the coarse "
+             "levels and transfers are block matrices of the backend's bmat_spmv; remove it, or "
+             "run on one process",
+             a->op.format);
+    HK_CHECK(K->br <= DAMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
+             DAMG_MAX_NNS);
+    const hk_backend_ops *L = a->d->local;
+    HK_CHECK(L->bmat_spmv && L->dense_inverse && L->dense_gemv && L->amg_start_vector,
+             HK_ERR_UNSUPPORTED,
+             "pc=amg on several processes: the %s backend lacks bmat_spmv, dense_inverse, "
+             "dense_gemv or amg_start_vector; use backend=cpu or cuda",
+             L->name);
+    set_precision(pc, a->op.precision == HK_AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
+    pc->fallback_armed = a->op.precision == HK_AMG_PREC_AUTO;
+    return build_or_fp64(pc, a, K, A);
+}
+
+/* The fp32 levels stalled the solve: the hierarchy again in fp64. */
+static int damg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
+{
+    damg *a = pc->data;
+    HK_CHECK(pc->fallback_armed && pc->prec == HK_FP32, HK_ERR_INTERNAL,
+             "pc=amg: no fp32 hierarchy to fall back from");
+    pc->fallback_armed = 0;
+    free_levels(a);
+    set_precision(pc, HK_FP64);
+    return build(pc, a, K, A);
+}
+
+/* ---- apply ------------------------------------------------------------------------------- */
+
+static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
+{
+    const hk_backend_ops *be = pc->be;
+    dlev *L = &a->lev[l];
+    if (l == a->nlevels - 1) return coarse_solve(pc, a, b, x);
+    dlev *C = &a->lev[l + 1];
+    const hk_amg_sweep s = sweep_of(pc, a, L, l);
+    for (int k = 0; k < a->op.pre; k++)
+        HK_CALL(hk_amg_smooth(&s, b, x, k == 0));
+    if (a->op.pre == 0) HK_CALL(be->vec_set(x, 0.0));
+    HK_CALL(s.spmv(s.A, x, L->r));
+    HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
+    HK_CALL(dmat_spmv(L->R, L->r, C->b));
+    HK_CALL(cycle(pc, a, l + 1, C->b, C->x));
+    if (a->op.cycle == 1 && l + 1 < a->nlevels - 1) { /* W: a second visit on the residual */
+        HK_CALL(dmat_spmv(C->A, C->x, C->w));
+        HK_CALL(be->vec_axpby(C->w, 1.0, C->b, -1.0));
+        HK_CALL(cycle(pc, a, l + 1, C->w, C->e));
+        HK_CALL(be->vec_axpby(C->x, 1.0, C->e, 1.0));
+    }
+    HK_CALL(dmat_spmv(L->P, C->x, L->t));
+    HK_CALL(be->vec_axpby(x, 1.0, L->t, 1.0));
+    for (int k = 0; k < a->op.post; k++)
+        HK_CALL(hk_amg_smooth(&s, b, x, 0));
+    return 0;
+}
+
+static int damg_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
+{
+    return cycle(pc, pc->data, 0, r, z);
+}
+
+static void damg_destroy(hk_pc *pc)
+{
+    free_levels(pc->data);
+    free(pc->data);
+    pc->data = NULL;
+}
+
+static const char *const smoother_label[] = {"chebyshev", "l1-jacobi", "bjacobi"};
+
+static void damg_describe(const hk_pc *pc, char *buf, size_t len)
+{
+    const damg *a = pc->data;
+    size_t k = (size_t)snprintf(buf, len, "distributed, %d level%s: ", a->nlevels,
+                                a->nlevels == 1 ? "" : "s");
+    for (int l = 0; l < a->nlevels && k < len; l++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", l ? ", " : "", (long long)a->rows[l]);
+    if (k < len)
+        snprintf(buf + k, len - k,
+                 " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels; coarsest "
+                 "gathered on every process",
+                 a->op_complexity, a->nns, a->nns_kind, smoother_label[a->op.smoother],
+                 a->op.cycle ? "W" : "V", pc->prec == HK_FP32 ? "fp32" : "fp64");
+}
+
+const hk_pc_type hk_pc_dist_amg = {
+    .name = "amg",
+    .summary = "smoothed-aggregation multigrid with the rigid-body modes, distributed",
+    .options = "pc.amg.threshold pc.amg.max_levels pc.amg.coarse_size pc.amg.smoother "
+               "pc.amg.degree pc.amg.pre pc.amg.post pc.amg.cycle pc.amg.omega pc.amg.ratio "
+               "pc.amg.safety pc.amg.lanczos pc.amg.precision",
+    .symmetric = 1,
+    .setup = damg_setup,
+    .apply = damg_apply,
+    .apply_capturable = 0,
+    .destroy = damg_destroy,
+    .describe = damg_describe,
+    .update = NULL,
+    .fallback = damg_fallback,
+};
