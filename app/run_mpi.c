@@ -330,7 +330,8 @@ static hk_fields field_list(const hk_case *c, int axisymmetric)
 }
 
 /* The solver's options on several processes: a case naming neither pc nor method gets
- * cg + poly (hooke run's one-process choices, cholesky and amg, are not distributed yet). */
+ * cg + amg (hooke run's one-process choice for all but small models, where it takes cholesky,
+ * which is not distributed). */
 static int choose_solver(hk_options *o, char *choice, size_t n)
 {
     choice[0] = 0;
@@ -339,9 +340,8 @@ static int choose_solver(hk_options *o, char *choice, size_t n)
     HK_CALL(hk_options_get_string(o, "method", &method));
     if (method && !strcmp(method, "cholesky")) return 0; /* refused by the library */
     snprintf(choice, n,
-             " [chosen by hooke run: pc=poly on %d processes; amg is not distributed yet]",
-             hk_comm_size(hk_comm_world()));
-    return hk_options_set(o, "pc", "poly");
+             " [chosen by hooke run: pc=amg on %d processes]", hk_comm_size(hk_comm_world()));
+    return hk_options_set(o, "pc", "amg");
 }
 
 /* Rank 0's summary: the whole mesh, the reduced results; K's nonzero count (summed over the
@@ -439,7 +439,18 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     t = hk_time();
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
     HK_TRY(choose_solver(c->solver, choice, sizeof choice));
-    ierr = hk_solver_create_dist(w, pt.row0, &K, NULL, c->solver, &s);
+    {
+        /* the owned nodes' coordinates: pc=amg builds the rigid-body modes from them */
+        const int d = pt.mesh.dim;
+        double *xyz = NULL;
+        ierr = hk_malloc((size_t)(d * pt.nown + 1) * sizeof *xyz, &xyz);
+        for (int64_t i = 0; !ierr && i < pt.nown; i++)
+            for (int k = 0; k < d; k++)
+                xyz[i * d + k] = pt.mesh.coords[3 * i + k];
+        const hk_nearnull nn = {.dim = d, .coords = xyz};
+        if (!ierr) ierr = hk_solver_create_dist(w, pt.row0, &K, &nn, c->solver, &s);
+        free(xyz);
+    }
     /* a bad key, or a choice that is not distributed: at its case-file line */
     if (ierr == HK_ERR_OPTION || ierr == HK_ERR_UNSUPPORTED)
         ierr = hk_run_solver_option_error(c, ierr);

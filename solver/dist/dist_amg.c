@@ -34,7 +34,7 @@
 
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
-enum { DAMG_TAG_ROUTE = 7201, DAMG_TAG_GATHER = 7202 };
+enum { DAMG_TAG_ROUTE = 7301 };
 
 /* ---- a distributed block operator y = M x -------------------------------------------------
  * Rows: the process's rows of the output layout. x: another (or the same) layout whose owned

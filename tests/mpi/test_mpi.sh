@@ -36,7 +36,8 @@ done
 echo "test_mpi: hooke solve (x against one process, 1e-8)"
 G=elasticity3d:6
 for mp in "cg pc=jacobi" "pipecg pc=poly" "scg pc=jacobi" "gmres pc=bjacobi" \
-          "bicgstab pc=none" "cgcg pc=poly" "fcg pc=jacobi precision=mixed"; do
+          "bicgstab pc=none" "cgcg pc=poly" "fcg pc=jacobi precision=mixed" "cg pc=amg" \
+          "fcg pc=amg pc.amg.precision=fp64 pc.amg.smoother=bjacobi pc.amg.cycle=w"; do
   set -- $mp
   opts="method=$1 ${*:2} tol=1e-12"
   "$H" solve --generate $G $opts -o "$T/x1.mtx" >"$T/s1.log" 2>&1 || { bad "one process: $opts"; continue; }
@@ -56,6 +57,9 @@ runs=(
   "box-corner|cases/box/box.yaml|3|--set geometry.generate.cells=[8,8,8] --set solver.pc=jacobi|corner"
   "bar-no-support|cases/box/box.yaml|3|--set geometry.generate.size=[6,1,1] --set geometry.generate.cells=[24,3,3] --set solver.pc=poly|unsupported"
   "kirsch-2d|cases/kirsch/kirsch.yaml|2|--set solver.pc=poly|"
+  "box-amg|cases/box/box.yaml|3|--set geometry.generate.cells=[10,10,10] --set solver.pc=amg|corner"
+  "bar-amg-no-support|cases/box/box.yaml|3|--set geometry.generate.size=[6,1,1] --set geometry.generate.cells=[24,3,3] --set solver.pc=amg --set solver.tol=1e-11|unsupported"
+  "part-owning-nothing-amg|cases/box/box.yaml|3|--set geometry.generate.cells=[1,1,2] --set solver.pc=amg|"
   "springs|cases/springs/springs.yaml|3||"
   "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi --assembly host|"
   "part-owning-nothing|cases/box/box.yaml|3|--set geometry.generate.cells=[1,1,2] --set solver.pc=jacobi|"
@@ -95,6 +99,16 @@ sys.exit(0 if ok else 1)
 PY
 then ok "springs --json -np 3: DOFs, nonzeros, max |u|, max von Mises, reactions as one process"
 else bad "springs --json -np 3: the summary differs from one process's"; fi
+# distributed AMG: iterations within 30 % of one process's (elasticity, rigid-body modes)
+its() { python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["iterations"])'; }
+amg=(cases/box/box.yaml --set geometry.generate.cells=[12,12,12] --set solver.pc=amg --json -q)
+i1=$("$H" run "${amg[@]}" -o "$T/a1.vtu" 2>/dev/null | its)
+for np in 2 3; do
+  inp=$(mpi -np $np "$H" run "${amg[@]}" -o "$T/a$np.vtu" 2>/dev/null | its)
+  if [ -n "$inp" ] && [ "$inp" -le $((i1 * 13 / 10)) ]; then
+    ok "box amg -np $np: $inp iterations (one process: $i1)"
+  else bad "box amg -np $np: ${inp:-no} iterations, one process $i1"; fi
+done
 # the same run twice: the same bytes
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d1.vtu" >/dev/null 2>&1
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d2.vtu" >/dev/null 2>&1
@@ -108,8 +122,10 @@ refuse() { # what | expected text | command...
   if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q -- "$text" <<<"$out"; then ok "$what"
   else bad "$what (exit $rc)"; echo "$out" | head -5; fi
 }
-refuse "pc=amg refused by name" "pc=amg is not distributed yet" \
-  "$H" run cases/box/box.yaml --set solver.pc=amg -q -o "$T/r.vtu"
+refuse "pc.amg.format refused by name" "pc.amg.format=csr is not distributed" \
+  "$H" run cases/box/box.yaml --set solver.pc=amg --set solver.pc.amg.format=csr -q -o "$T/r.vtu"
+refuse "pc=ilu0 refused by name" "pc=ilu0 is not distributed yet" \
+  "$H" solve --generate poisson:8 pc=ilu0 method=gmres
 refuse "method=cholesky refused by name" "method=cholesky (the sparse direct solver) runs on one process" \
   "$H" solve --generate poisson:8 method=cholesky
 refuse "a missing case file: rank 0's sentence" "cannot open case file" \
