@@ -1213,15 +1213,6 @@ fail:
     return ierr;
 }
 
-static void set_precision(hk_pc *pc, hk_precision p)
-{
-    if (pc->prec == p) return;
-    hk_vec_destroy(pc->r_low);
-    hk_vec_destroy(pc->z_low);
-    pc->r_low = pc->z_low = NULL;
-    pc->prec = p;
-}
-
 /* A set-up that failed because an fp32 level overflowed: again in fp64 (precision=auto). */
 static int build_or_fp64(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
 {
@@ -1231,7 +1222,7 @@ static int build_or_fp64(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     a->fp32_range = 0;
     pc->fallback_armed = 0;
     free_levels(a);
-    set_precision(pc, HK_FP64);
+    hk_amg_set_precision(pc, HK_FP64);
     return build(pc, a, K, A);
 }
 
@@ -1255,7 +1246,7 @@ static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
              "pc=amg on several processes: the %s backend lacks bmat_spmv, dense_inverse, "
              "dense_gemv or amg_start_vector; use backend=cpu or cuda",
              L->name);
-    set_precision(pc, a->op.precision == HK_AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
+    hk_amg_set_precision(pc, a->op.precision == HK_AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
     pc->fallback_armed = a->op.precision == HK_AMG_PREC_AUTO;
     return build_or_fp64(pc, a, K, A);
 }
@@ -1268,7 +1259,7 @@ static int damg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
              "pc=amg: no fp32 hierarchy to fall back from");
     pc->fallback_armed = 0;
     free_levels(a);
-    set_precision(pc, HK_FP64);
+    hk_amg_set_precision(pc, HK_FP64);
     return build(pc, a, K, A);
 }
 

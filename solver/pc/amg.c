@@ -675,7 +675,7 @@ static int check_diagonal(hk_pc *pc, const hk_bmat *K)
 }
 
 /* The levels' precision: pc->prec, and the conversion buffers of hk_pc_apply in it. */
-static void set_precision(hk_pc *pc, hk_precision p)
+void hk_amg_set_precision(hk_pc *pc, hk_precision p)
 {
     if (pc->prec == p) return;
     hk_vec_destroy(pc->r_low);
@@ -1104,7 +1104,7 @@ static int fp64_if_overflow(hk_pc *pc, amg_data *d, int ierr, const hk_bmat *K, 
     hk_error_clear();
     d->fp32_range = 0;
     pc->fallback_armed = 0;
-    set_precision(pc, HK_FP64);
+    hk_amg_set_precision(pc, HK_FP64);
     d->st.stalled_at = NAN;
     if (!fresh) return amg_renumeric(pc, d, K, A);
     free_levels(pc, d);
@@ -1146,7 +1146,7 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_CHECK(K->br <= AMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
              AMG_MAX_NNS);
     /* fp32 levels unless asked for fp64; auto may fall back to fp64 (amg_fallback) */
-    set_precision(pc, d->precision == AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
+    hk_amg_set_precision(pc, d->precision == AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
     pc->fallback_armed = d->precision == AMG_PREC_AUTO;
     return fp64_if_overflow(pc, d, amg_build(pc, d, K, A), K, A, 1);
 }
@@ -1167,7 +1167,7 @@ static int amg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
     HK_CHECK(pc->fallback_armed && pc->prec == HK_FP32, HK_ERR_INTERNAL,
              "pc=amg: no fp32 hierarchy to fall back from");
     pc->fallback_armed = 0;
-    set_precision(pc, HK_FP64);
+    hk_amg_set_precision(pc, HK_FP64);
     d->st.stalled_at = at;
     return amg_renumeric(pc, d, K, A);
 }

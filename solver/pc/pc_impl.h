@@ -228,6 +228,8 @@ typedef struct hk_amg_options {
 } hk_amg_options;
 #define HK_AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most */
 int hk_amg_read_options(hk_options *o, hk_amg_options *op);
+/* The levels' precision pc->prec (hk_pc_apply's conversion buffers made again in it). */
+void hk_amg_set_precision(hk_pc *pc, hk_precision p);
 /* y = A x of one level (x, y in the level's precision). */
 typedef int (*hk_amg_spmv)(void *A, const hk_vec *x, hk_vec *y);
 typedef struct hk_amg_sweep {
