@@ -5,7 +5,7 @@
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
 # cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments; tri2, tri2ncu,
 # mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
-# prof: issue 25's stages at 19M DOFs; amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
+# prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels; amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
 # distributed runs on a host with 2 GPUs, one process each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -141,6 +141,16 @@ for step in "$@"; do
       { HOOKE_ASSEMBLY_PROFILE=1 timeout 200 $B/hooke run cases/bracket/bracket.yaml --backend cuda \
           --set geometry.size=0.0005 -o /tmp/prof.vtu 2>&1 | grep -v 'solve: iteration' | tail -60
         ls -l /tmp/prof.vtu; rm -f /tmp/prof.vtu; } > "$OUT/prof.md" 2>&1 ;;
+    ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel and the recovery
+            # kernel (bracket, geometry.size=0.0015, 787k DOFs)
+      for kn in k_numeric k_recover; do
+        echo "== $kn"
+        timeout 150 ncu --kernel-name regex:$kn --launch-count 1 --section SpeedOfLight \
+          --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
+          --section ComputeWorkloadAnalysis --section LaunchStats \
+          $B/hooke run cases/bracket/bracket.yaml --backend cuda --set geometry.size=0.0015 \
+          -o /tmp/ncuasm.vtu 2>&1 | grep -v 'solve: iteration' | tail -120
+      done > "$OUT/ncuasm.md" 2>&1; rm -f /tmp/ncuasm.vtu ;;
     pipecg) $B/hooke bench pcs --backend cuda --no-cpu --method cg,pipecg --pcs jacobi,poly \
               --problem 'cases/bracket/bracket.yaml geometry.size=0.0015' \
               --problem 'cases/bracket/bracket.yaml geometry.size=0.001' > "$OUT/pipecg.md" 2>&1 ;;
