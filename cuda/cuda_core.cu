@@ -256,6 +256,14 @@ static hk_backend_ops cuda_make_ops(void)
     o.block_update = hk_cu_block_update;
     o.block_dots = hk_cu_block_dots;
     o.vec_gather = hk_cu_vec_gather;
+#ifdef HOOKE_HAVE_NCCL
+    o.dcomm_id = hk_cu_dcomm_id;
+    o.dcomm_create = hk_cu_dcomm_create;
+    o.dcomm_exchange = hk_cu_dcomm_exchange;
+    o.dcomm_wait = hk_cu_dcomm_wait;
+    o.dcomm_sum = hk_cu_dcomm_sum;
+    o.dcomm_destroy = hk_cu_dcomm_destroy;
+#endif
     return o;
 }
 

@@ -381,6 +381,17 @@ int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
 /* The distributed operator's halo gather (cuda_dist.cu). */
 int hk_cu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
+#ifdef HOOKE_HAVE_NCCL
+/* cuda_nccl.cu: the device transport of distributed runs (dcomm_* ops, NCCL) */
+int hk_cu_dcomm_id(void *id);
+int hk_cu_dcomm_create(const void *id, int nranks, int rank, double timeout, void **dc);
+int hk_cu_dcomm_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
+                         void *recv, int nsend, const int *send_rank, const int64_t *send_off,
+                         const void *send, size_t bytes);
+int hk_cu_dcomm_wait(void *dc);
+int hk_cu_dcomm_sum(void *dc, double *v, int n);
+void hk_cu_dcomm_destroy(void *dc, int abort);
+#endif
 /* l1-Jacobi scaling of pc=amg (cuda_amg.cu). */
 int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cu_amg_start_vector(hk_vec *v);

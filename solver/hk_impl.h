@@ -258,6 +258,9 @@ enum {
     HK_S_MAX = 64 /* a method may use slots up to this for its own fused ops */
 };
 
+/* The id of a device communicator (dcomm_id): NCCL's ncclUniqueId is 128 bytes. */
+#define HK_DCOMM_ID_BYTES 128
+
 /* pc.tri: sync-free (the ILUPACK-GMRES paper's: level order, warps by row length, the
  * solution's entries their own ready flags), level-scheduled, cuSPARSE SpSV, or the earlier
  * sync-free solve with separate ready flags; a backend lacking one falls back to levels. */
@@ -729,6 +732,26 @@ typedef struct hk_backend_ops {
      * the backend's memory; x, y of one precision, y->n >= n bs): packs the halo's send buffer
      * and the boundary rows' owned columns. NULL: the backend cannot run distributed. */
     int (*vec_gather)(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
+    /* The device transport (dist.comm=nccl: NCCL on cuda; NULL where the backend or the build
+     * has none, and the layer stages through host memory and MPI). One communicator dc per
+     * layout: dcomm_id writes a new one's id (HK_DCOMM_ID_BYTES) on one process, every
+     * process passes it to dcomm_create, which returns once all nranks have joined or fails
+     * on its own after timeout seconds (the caller agrees on the outcome). dcomm_exchange
+     * posts one round's receives (recv_off[j] .. recv_off[j+1] entries of `bytes` from
+     * recv_rank[j]) and sends, device buffers, after the work queued so far, without holding
+     * up the work queued next; dcomm_wait makes the work queued next wait for that round.
+     * dcomm_sum: n device doubles v summed over the processes in place, in rank order from
+     * every process's v (the same bits everywhere), queued. dcomm_destroy(dc, abort): abort
+     * ends its pending operations at once (after a failure). Errors of these ops are the
+     * process's alone: the layer ends the run on them (solver/dist/dcomm.c). */
+    int (*dcomm_id)(void *id);
+    int (*dcomm_create)(const void *id, int nranks, int rank, double timeout, void **dc);
+    int (*dcomm_exchange)(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
+                          void *recv, int nsend, const int *send_rank, const int64_t *send_off,
+                          const void *send, size_t bytes);
+    int (*dcomm_wait)(void *dc);
+    int (*dcomm_sum)(void *dc, double *v, int n);
+    void (*dcomm_destroy)(void *dc, int abort);
     /* NULL in a backend's own table. In the distributed table of a solver (a copy of the
      * backend's with its reductions summed over the processes, solver/dist/dist_ops.c): the
      * layout, whose communicator sums them. A new op that sums over entries or reads a matrix

@@ -314,6 +314,9 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);
 /* What was chosen, one line: "cg + jacobi, sbell fp64 on cuda". */
 void hk_solver_describe(const hk_solver *s, FILE *f);
+/* How a distributed solver's processes exchange (option dist.comm): "nccl" or "mpi"; NULL on
+ * one process. */
+const char *hk_solver_dist_comm(const hk_solver *s);
 /* Monitor: called every check with (iteration, residual norm); NULL to remove. */
 typedef void (*hk_monitor_fn)(int it, double rnorm, void *ctx);
 void hk_solver_set_monitor(hk_solver *s, hk_monitor_fn fn, void *ctx);

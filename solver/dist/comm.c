@@ -104,6 +104,17 @@ int hk_comm_world_end(int status)
     return status;
 }
 
+_Noreturn void hk_comm_abort(int code)
+{
+    fprintf(stderr, "hooke: process %d of %d: %s; ending the run\n", world.rank, world.size,
+            *hk_error_message() ? hk_error_message() : "failed");
+    fflush(stderr);
+#ifdef HOOKE_HAVE_MPI
+    if (mpi_started) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+    exit(code);
+}
+
 int hk_comm_rank(const hk_comm *c)
 {
     return c ? c->rank : 0;
@@ -125,6 +136,11 @@ void hk_comm_describe(FILE *f)
     if (cut) *cut = 0;
     fprintf(f, "%s, %d process%s in this run (mpirun -np N hooke ...)", v, world.size,
             world.size == 1 ? "" : "es");
+#ifdef HOOKE_HAVE_NCCL
+    fprintf(f, "; cuda between GPUs: NCCL (dist.comm=nccl, the default) or MPI");
+#elif defined(HOOKE_HAVE_CUDA)
+    fprintf(f, "; cuda between GPUs: MPI through the host (built without NCCL)");
+#endif
 #else
     fprintf(f, "none (built without MPI: one process per run)");
 #endif

@@ -207,8 +207,40 @@ fail:
     return ierr;
 }
 
+/* dist.comm=nccl where the backend has no device transport: one sentence with the way out. */
+static int refuse_nccl(const hk_backend_ops *be)
+{
+#ifdef HOOKE_HAVE_NCCL
+    const int built = 1;
+#else
+    const int built = 0;
+#endif
+    if (!built && strcmp(be->name, "cpu") != 0)
+        return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,
+                            "dist.comm=nccl: this hooke was built without NCCL (nccl.h and "
+                            "libnccl not found, or HOOKE_WITH_NCCL=OFF), so its processes "
+                            "exchange through MPI; use dist.comm=mpi (or auto), or rebuild "
+                            "with NCCL (libnccl-dev)");
+    return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                        "dist.comm=nccl moves data between GPUs, and backend %s has none%s; "
+                        "use dist.comm=mpi (or auto)%s",
+                        be->name, built ? "" : " (and this hooke was built without NCCL)",
+                        built ? ", or backend=cuda" : "");
+}
+
+const char *hk_dist_comm_name(const hk_dist *d)
+{
+    return d && d->dcomm ? "nccl" : "mpi";
+}
+
 int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
                    hk_dist **out)
+{
+    return hk_dist_create_comm(c, be, row0, K, HK_DIST_COMM_AUTO, out);
+}
+
+int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
+                        const hk_bcsr *K, int transport, hk_dist **out)
 {
     int ierr = 0;
     hk_dist *d = NULL;
@@ -242,6 +274,9 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
                                                           "backend %s cannot run distributed "
                                                           "(no vec_gather op); use backend=cpu",
                                                           be->name)));
+    HK_TRY(hk_comm_agree(c, transport != HK_DIST_COMM_NCCL || be->dcomm_create
+                                ? 0
+                                : refuse_nccl(be)));
     HK_TRY(hk_comm_agree(c, check_rows(K, row0)));
     /* ghosts and the halo plan (collective: it also checks the ranges) */
     HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
@@ -270,6 +305,10 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
     if (!ierr) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
     ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
+    /* the device transport: asked for, or by default where the data is in device memory */
+    if (transport == HK_DIST_COMM_NCCL ||
+        (transport == HK_DIST_COMM_AUTO && be->dcomm_create && !d->host_memory))
+        HK_TRY(hk_dcomm_create(c, be, HK_DCOMM_TIMEOUT, &d->dcomm)); /* agreed inside */
     *out = d;
     d = NULL;
 fail:
@@ -282,6 +321,7 @@ fail:
 void hk_dist_destroy(hk_dist *d)
 {
     if (!d) return;
+    hk_dcomm_destroy(d->dcomm);
     hk_halo_destroy(d->halo);
     free(d->perm);
     hk_bcsr_free(&d->Koo);
@@ -387,7 +427,7 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
     HK_TRY(vec_at_least(d->local, ns * d->bs, A->prec, &M->send));
     HK_TRY(vec_at_least(d->local, (d->nbc + d->nghost) * d->bs, A->prec, &M->xe));
     const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)d->bs;
-    if (!d->host_memory) {
+    if (!d->host_memory && !d->dcomm) {
         HK_TRY(hk_malloc((size_t)(ns + 1) * e, &M->host_send));
         HK_TRY(hk_malloc((size_t)(d->nghost + 1) * e, &M->host_recv));
     }
@@ -426,6 +466,33 @@ void hk_dist_mat_release(hk_mat *A)
     A->bdata = NULL;
 }
 
+/* The SpMV with the device transport: everything queued on the backend's stream, the round on
+ * the transport's own, overlapping the interior rows; no host wait. */
+static int spmv_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *xl, hk_vec *y)
+{
+    const hk_backend_ops *L = d->local;
+    const int bs = d->bs;
+    const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bs;
+    const int64_t ns = d->halo->send_off[d->halo->nsend];
+    if (ns) HK_CALL(L->vec_gather(M->send, xl, d->send_dev, ns, bs));
+    hk_dcomm_exchange(d->dcomm, d->halo, M->send->data, (char *)M->xe->data + (size_t)d->nbc * e,
+                      e);
+    if (M->Aint) {
+        hk_vec yi = hk_dist_view(d, y, 0, d->nint * bs);
+        HK_CALL(L->mat_spmv(M->Aint, xl, &yi));
+    }
+    if (d->nbc) {
+        hk_vec xh = hk_dist_view(d, M->xe, 0, d->nbc * bs);
+        HK_CALL(L->vec_gather(&xh, xl, d->bcol_dev, d->nbc, bs));
+    }
+    hk_dcomm_wait(d->dcomm);
+    if (M->Abnd) {
+        hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
+        HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));
+    }
+    return 0;
+}
+
 int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
 {
     dist_mat *M = A->bdata;
@@ -436,6 +503,13 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bs;
     const int64_t ns = d->halo->send_off[d->halo->nsend];
     const hk_vec xl = hk_dist_view(d, x, 0, x->n);
+    if (d->dcomm) {
+        /* the others' devices wait for this process's part of the round: a failure here is
+         * the end of the run */
+        const int ierr = spmv_device(d, M, A, &xl, y);
+        if (ierr) hk_dcomm_fatal(d->dcomm, ierr);
+        return 0;
+    }
     /* pack and post: the neighbours' entries, then the receives into xe's ghost part */
     if (ns) HK_CALL(L->vec_gather(M->send, &xl, d->send_dev, ns, bs));
     void *send = M->send->data, *recv = (char *)M->xe->data + (size_t)d->nbc * e;

@@ -5,7 +5,9 @@
  *   dist.c      hk_dist: a process's rows renumbered (interior first), the operator A_int/A_bnd,
  *               its SpMV overlapping the exchange
  *   dist_ops.c  the distributed ops table: the backend's, with reductions summed over processes
- *               and the operator's ops replaced */
+ *               and the operator's ops replaced
+ *   dcomm.c     the device transport (dist.comm=nccl): the halo exchange and the sums between
+ *               the devices' memories through the backend's dcomm_* ops */
 #ifndef HOOKE_DIST_IMPL_H
 #define HOOKE_DIST_IMPL_H
 
@@ -54,6 +56,49 @@ struct hk_halo {
 int hk_halo_start(hk_halo *h, const void *send, void *recv, size_t bytes);
 int hk_halo_wait(hk_halo *h);
 
+/* End the run from one process (every process's mpirun ends with it): its sentence on stderr,
+ * then MPI_Abort. For a failure the others cannot learn of (comm.c). */
+_Noreturn void hk_comm_abort(int code);
+
+/* ---- the device transport (dcomm.c) -----------------------------------------------------
+ * dist.comm: auto (nccl where the backend has a device transport and keeps its data in device
+ * memory, else mpi), mpi (host memory and MPI: staged through the host on a device backend),
+ * nccl (the backend's dcomm_* ops). */
+enum hk_dist_transport { HK_DIST_COMM_AUTO = 0, HK_DIST_COMM_MPI, HK_DIST_COMM_NCCL };
+extern const char *const hk_dist_comm_names[]; /* by enum hk_dist_transport, NULL-terminated */
+#define HK_DCOMM_TIMEOUT 60.0 /* seconds a process waits for the others to join or answer */
+#define HK_DCOMM_SCRATCH 64   /* backend scalars of a device transport's sums of host values */
+
+typedef struct hk_dcomm {
+    const hk_backend_ops *be; /* the backend's own table, whose dcomm_* ops carry it */
+    const hk_comm *comm;
+    void *dc;        /* the backend's communicator */
+    double *scratch; /* HK_DCOMM_SCRATCH backend scalars */
+} hk_dcomm;
+
+/* The communicator of every process of c on backend be (collective; every failure agreed: all
+ * processes return the first failing one's sentence). A process that does not join within
+ * timeout seconds fails the others' creation. */
+int hk_dcomm_create(const hk_comm *c, const hk_backend_ops *be, double timeout, hk_dcomm **t);
+void hk_dcomm_destroy(hk_dcomm *t);
+/* The ops below are queued on the backend's stream; a failure is the process's alone, in the
+ * middle of work the others wait for on their devices, so it ends the run (hk_comm_abort). */
+/* One round of h: send (send_off[nsend] entries of bytes each) and recv (nghost entries),
+ * both in the backend's memory; _wait makes the work queued next wait for the round. */
+void hk_dcomm_exchange(hk_dcomm *t, const hk_halo *h, const void *send, void *recv,
+                       size_t bytes);
+void hk_dcomm_wait(hk_dcomm *t);
+/* n backend scalars S summed over the processes in place (rank order: the same bits
+ * everywhere). */
+void hk_dcomm_sum(hk_dcomm *t, double *S, int n);
+/* n host values summed over the processes through the device (rank order). */
+void hk_dcomm_sum_host(hk_dcomm *t, double *v, int n);
+/* r[j] = X[j].y for j < k summed over the processes, to the host: the local sums stay on the
+ * device (fp64 vectors, the backend's vec_mdot_s) until the global ones are read. */
+void hk_dcomm_dots(hk_dcomm *t, int k, hk_vec *const *X, const hk_vec *y, double *r);
+/* End the run for a failure of the transport on this process (ierr's sentence). */
+_Noreturn void hk_dcomm_fatal(hk_dcomm *t, int ierr);
+
 /* ---- the distributed layout and operator (dist.c) ---------------------------------------- */
 
 typedef struct hk_dist {
@@ -69,6 +114,7 @@ typedef struct hk_dist {
     hk_bcsr Kbnd;                 /* boundary rows x [nbc owned columns read, then ghosts] */
     int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
     int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
+    hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
 } hk_dist;
 
 /* The layout of a process's rows (hk_solver_create_dist's arguments) on backend be; refuses a
@@ -76,6 +122,12 @@ typedef struct hk_dist {
  * hk_dist_ops_init. */
 int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
                    hk_dist **d);
+/* The same with the transport chosen (enum hk_dist_transport; hk_dist_create: auto); nccl
+ * where be has no device transport is refused by name. */
+int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
+                        const hk_bcsr *K, int transport, hk_dist **d);
+/* The transport d uses: "nccl" or "mpi". */
+const char *hk_dist_comm_name(const hk_dist *d);
 void hk_dist_destroy(hk_dist *d);
 /* b_int[i] = b[perm[i]] (scalar entries of block rows) and back. */
 void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int);

@@ -10,6 +10,9 @@
  *     global sums);
  *   - involves the operator (mat_build, mat_spmv, spmv_dot2, spmv_mdot, block_spmv): the
  *     distributed SpMV (dist.c), then the reductions.
+ * With the device transport (dist.comm=nccl, dcomm.c) the sums are taken in device memory:
+ * those left in backend scalars never visit the host, the fp64 dot products are summed before
+ * they are read, and the other host sums go through the device.
  * Ops that fuse an SpMV into a vector update, matrix powers, graphs and the set-up ops of the
  * preconditioners that are not distributed are absent: the methods then make their separate
  * calls (docs/architecture.md), and hk_solver_create_dist refuses those preconditioners. */
@@ -19,14 +22,30 @@
 #include "dist_impl.h"
 #include "pipecg_gv.h"
 
+/* In a step with the device transport: the others' devices wait for this process's part of
+ * the sum, so a failure is the end of the run. */
+#define DEV_CALL(d, call)                                                                          \
+    do {                                                                                           \
+        const int dev_e_ = (call);                                                                 \
+        if (dev_e_) hk_dcomm_fatal((d)->dcomm, dev_e_);                                            \
+    } while (0)
+
 static hk_dist *dist_of(const hk_vec *x)
 {
     return x->be->dist;
 }
 
+/* Host values summed over the processes by the layout's transport. */
+static int sum_host(const hk_dist *d, double *v, int n)
+{
+    if (!d->dcomm) return hk_comm_sum(d->comm, v, n);
+    hk_dcomm_sum_host(d->dcomm, v, n);
+    return 0;
+}
+
 int hk_be_sum(const hk_backend_ops *be, double *v, int n)
 {
-    return be && be->dist ? hk_comm_sum(be->dist->comm, v, n) : 0;
+    return be && be->dist ? sum_host(be->dist, v, n) : 0;
 }
 
 int hk_be_agree(const hk_backend_ops *be, int ierr)
@@ -38,6 +57,10 @@ int hk_be_agree(const hk_backend_ops *be, int ierr)
 static int sum_slots(const hk_dist *d, double *S, int first, int n)
 {
     double h[HK_S_MAX];
+    if (d->dcomm) {
+        hk_dcomm_sum(d->dcomm, S + first, n);
+        return 0;
+    }
     HK_CHECK(n <= HK_S_MAX, HK_ERR_ARG, "distributed sum of %d scalars", n);
     HK_CALL(d->local->scal_get(S, first, n, h));
     HK_CALL(hk_comm_sum(d->comm, h, n));
@@ -46,40 +69,58 @@ static int sum_slots(const hk_dist *d, double *S, int first, int n)
 
 /* ---- sums to the host ---------------------------------------------------------------------- */
 
+/* The device transport sums the fp64 dot products where the backend computed them. */
+static int dots_on_device(const hk_dist *d, int k, hk_vec *const *X, const hk_vec *y)
+{
+    int ok = d->dcomm && d->local->vec_mdot_s && y->prec == HK_FP64;
+    for (int j = 0; ok && j < k; j++)
+        ok = X[j]->prec == HK_FP64;
+    return ok;
+}
+
 static int d_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
 {
     const hk_dist *d = dist_of(x);
+    hk_vec *X[1] = {(hk_vec *)x};
+    if (dots_on_device(d, 1, X, y)) {
+        hk_dcomm_dots(d->dcomm, 1, X, y, r);
+        return 0;
+    }
     HK_CALL(d->local->vec_dot(x, y, r));
-    return hk_comm_sum(d->comm, r, 1);
+    return sum_host(d, r, 1);
 }
 
 static int d_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
 {
     const hk_dist *d = dist_of(y);
+    if (dots_on_device(d, k, X, y)) {
+        hk_dcomm_dots(d->dcomm, k, X, y, r);
+        return 0;
+    }
     HK_CALL(d->local->vec_mdot(k, X, y, r));
-    return hk_comm_sum(d->comm, r, k);
+    return sum_host(d, r, k);
 }
 
 static int d_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
 {
     const hk_dist *d = dist_of(X[0]);
     HK_CALL(d->local->vec_gram(m, X, Y, G, GX));
-    HK_CALL(hk_comm_sum(d->comm, G, m * m));
-    return GX ? hk_comm_sum(d->comm, GX, m * m) : 0;
+    HK_CALL(sum_host(d, G, m * m));
+    return GX ? sum_host(d, GX, m * m) : 0;
 }
 
 static int d_block_gram(int64_t n, int p, const hk_vec *X, int q, const hk_vec *Y, double *G)
 {
     const hk_dist *d = dist_of(X);
     HK_CALL(d->local->block_gram(n, p, X, q, Y, G));
-    return hk_comm_sum(d->comm, G, p * q);
+    return sum_host(d, G, p * q);
 }
 
 static int d_block_dots(int64_t n, int k, const hk_vec *X, const hk_vec *Y, double *dd)
 {
     const hk_dist *d = dist_of(X);
     HK_CALL(d->local->block_dots(n, k, X, Y, dd));
-    return hk_comm_sum(d->comm, dd, k);
+    return sum_host(d, dd, k);
 }
 
 static int d_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const hk_vec *Ap,
@@ -87,7 +128,7 @@ static int d_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const h
 {
     const hk_dist *d = dist_of(x);
     HK_CALL(d->local->cg_update(x, r, z, p, Ap, dinv, alpha, dd));
-    return hk_comm_sum(d->comm, dd, 2);
+    return sum_host(d, dd, 2);
 }
 
 /* ---- sums left in backend scalars ---------------------------------------------------------- */
@@ -110,8 +151,9 @@ static int d_pipecg_gv_step(hk_vec *const *V, double *S)
     HK_CALL(d->local->scal_get(S, 0, HK_G_COUNT, h));
     if (h[HK_G_HALT] != 0) return 0;
     HK_CALL(d->local->pipecg_gv_step(V, S));
+    if (d->dcomm) hk_dcomm_sum(d->dcomm, S + HK_G_GAMMA, 7); /* then read summed */
     HK_CALL(d->local->scal_get(S, HK_G_GAMMA, 7, sums));
-    HK_CALL(hk_comm_sum(d->comm, sums, 7));
+    if (!d->dcomm) HK_CALL(hk_comm_sum(d->comm, sums, 7));
     hk_pipecg_gv_after_step(h, sums);
     return d->local->scal_set(S, 0, HK_G_COUNT, h);
 }
@@ -136,6 +178,11 @@ static int d_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat
 static int d_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
 {
     const hk_dist *d = dist_of(y);
+    if (d->dcomm) {
+        DEV_CALL(d, d->local->vec_mdot_s(k, X, y, S));
+        hk_dcomm_sum(d->dcomm, S, k);
+        return 0;
+    }
     HK_CALL(d->local->vec_mdot_s(k, X, y, S));
     double h[HK_S_MAX];
     for (int j0 = 0; j0 < k; j0 += HK_S_MAX) { /* gmres's restart may exceed a slot array */
@@ -171,10 +218,25 @@ static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *din
     const hk_dist *d = A->be->dist;
     const hk_backend_ops *L = d->local;
     HK_CALL(hk_dist_mat_spmv(A, p, Ap));
+    hk_vec *t = NULL;
+    if (d->dcomm && dinv) HK_CALL(hk_dist_mat_scratch(A, &t));
+    hk_vec *P1[1] = {(hk_vec *)p}, *P2[2] = {Ap, (hk_vec *)r};
+    if (dots_on_device(d, 1, P1, Ap) && dots_on_device(d, r ? 2 : 1, P2, t ? t : Ap)) {
+        /* the three local sums into the transport's scalars, summed there, then to S: no host
+         * round trip */
+        double *T = d->dcomm->scratch;
+        DEV_CALL(d, L->vec_mdot_s(1, P1, Ap, T));
+        if (t) DEV_CALL(d, L->vec_pointwise_mult(t, dinv, Ap));
+        DEV_CALL(d, L->vec_mdot_s(r ? 2 : 1, P2, t ? t : Ap, T + 1));
+        if (!r) DEV_CALL(d, L->copy(T + 2, T, sizeof *T));
+        hk_dcomm_sum(d->dcomm, T, 3);
+        DEV_CALL(d, L->copy(S + HK_S_PAP, T, 2 * sizeof *T)); /* PAP, APZ */
+        DEV_CALL(d, L->copy(S + HK_S_ZAP, T + 2, sizeof *T));
+        return 0;
+    }
     double v[3];
     HK_CALL(L->vec_dot(p, Ap, &v[0]));
     const hk_vec *z = Ap;
-    hk_vec *t = NULL;
     if (dinv) {
         HK_CALL(hk_dist_mat_scratch(A, &t));
         HK_CALL(L->vec_pointwise_mult(t, dinv, Ap));
@@ -185,7 +247,7 @@ static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *din
         HK_CALL(L->vec_dot(r, z, &v[2]));
     else
         v[2] = v[0];
-    HK_CALL(hk_comm_sum(d->comm, v, 3));
+    HK_CALL(sum_host(d, v, 3));
     HK_CALL(L->scal_set(S, HK_S_PAP, 2, v)); /* PAP, APZ */
     return L->scal_set(S, HK_S_ZAP, 1, &v[2]);
 }
@@ -197,9 +259,17 @@ static int d_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_ve
     HK_CALL(hk_dist_mat_spmv(A, x, y));
     double v[4];
     HK_CHECK(k >= 0 && k <= 4, HK_ERR_ARG, "spmv_mdot: %d inner products (at most 4)", k);
+    if (dots_on_device(d, k, (hk_vec *const *)W, y)) { /* summed in place, then to the slots */
+        double *T = d->dcomm->scratch;
+        DEV_CALL(d, d->local->vec_mdot_s(k, (hk_vec *const *)W, y, T));
+        hk_dcomm_sum(d->dcomm, T, k);
+        for (int j = 0; j < k; j++)
+            DEV_CALL(d, d->local->copy(S + slot[j], T + j, sizeof *T));
+        return 0;
+    }
     for (int j = 0; j < k; j++)
         HK_CALL(d->local->vec_dot(W[j], y, &v[j]));
-    HK_CALL(hk_comm_sum(d->comm, v, k));
+    HK_CALL(sum_host(d, v, k));
     for (int j = 0; j < k; j++)
         HK_CALL(d->local->scal_set(S, slot[j], 1, &v[j]));
     return 0;
@@ -213,7 +283,7 @@ static int d_spmv_cgcg(hk_mat *A, const hk_vec *u, hk_vec *w, const hk_vec *r, d
     hk_vec *X[2] = {(hk_vec *)r, w};
     HK_CALL(d->local->vec_mdot(2, X, u, dd));
     HK_CALL(d->local->vec_dot(r, r, &dd[2]));
-    return hk_comm_sum(d->comm, dd, 3);
+    return sum_host(d, dd, 3);
 }
 
 static int d_block_spmv(hk_mat *A, int k, const hk_vec *X, hk_vec *Y)
@@ -301,5 +371,12 @@ void hk_dist_ops_init(hk_dist *d)
     o.dense_inverse = NULL;
     o.dense_gemv = NULL;
     o.bmat_spmv = NULL;
+    /* the transport belongs to the layout, not to the table's users */
+    o.dcomm_id = NULL;
+    o.dcomm_create = NULL;
+    o.dcomm_exchange = NULL;
+    o.dcomm_wait = NULL;
+    o.dcomm_sum = NULL;
+    o.dcomm_destroy = NULL;
     d->ops = o;
 }

@@ -53,7 +53,8 @@ static const char *const pipecg_variants[] = {"auto", "paper", "fused", "gv", NU
     "backend, method, pc, format, precision, tol, atol, maxit, restart, history, monitor, "        \
     "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
     "format.sigma, format.tpr, format.csr.kernel, format.pcsr.partition, format.pcsr.pad, "        \
-    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k, mpk.schedule, pipecg.variant"
+    "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k, mpk.schedule, pipecg.variant, "        \
+    "dist.comm"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -318,6 +319,9 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     HK_TRY(hk_options_get_int(o, "stagnation", &stagnation));
     HK_TRY(hk_options_get_int(o, "graphs", &graphs));
     HK_TRY(hk_options_get_int(o, "replace_every", &replace_every));
+    /* read on one process too (it has nothing to exchange), so a case file serves both */
+    int dist_comm = HK_DIST_COMM_AUTO;
+    HK_TRY(hk_options_get_choice(o, "dist.comm", hk_dist_comm_names, &dist_comm));
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
@@ -422,7 +426,7 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
             goto fail;
         }
         /* the process's rows laid out and the distributed table (its SpMV, its sums) */
-        ierr = hk_dist_create(c, s->be, row0, K, &s->dist);
+        ierr = hk_dist_create_comm(c, s->be, row0, K, dist_comm, &s->dist);
         if (ierr) { /* agreed inside */
             agreed = 1;
             goto fail;
@@ -867,12 +871,18 @@ fail:
     return ierr;
 }
 
+const char *hk_solver_dist_comm(const hk_solver *s)
+{
+    return s && s->dist ? hk_dist_comm_name(s->dist) : NULL;
+}
+
 void hk_solver_describe(const hk_solver *s, FILE *f)
 {
     if (!s) return;
     char pcn[512], on[96];
     if (s->dist)
-        snprintf(on, sizeof on, "%s, %d processes", s->be->name, hk_comm_size(s->dist->comm));
+        snprintf(on, sizeof on, "%s, %d processes, %s", s->be->name, hk_comm_size(s->dist->comm),
+                 hk_dist_comm_name(s->dist));
     else
         snprintf(on, sizeof on, "%s", s->be->name);
     if (s->pc->type->describe && s->pc->data) {
@@ -969,6 +979,10 @@ void hk_solver_print_help(FILE *f)
                "  replace_every=0         pipecg, scg: recompute the residual from x\n"
                "                          when the drift estimate says so (0), every N\n"
                "                          iterations (N), or never (-1)\n"
+               "  dist.comm=auto          under mpirun: how the processes exchange halos and\n"
+               "                          sums: nccl (device to device, the cuda backend;\n"
+               "                          needs a build with NCCL), mpi (through the host on\n"
+               "                          cuda); auto: nccl on cuda where built, else mpi\n"
                "  history=0|1             keep the residual history\n"
                "  monitor=0|1             print the residual at every test\n"
                "  inner.method=cg         defect correction: the fp32 inner method\n"

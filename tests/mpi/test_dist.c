@@ -9,6 +9,16 @@
  *   agree    a failure on one process is every process's, with its sentence
  *   alone    a failure of one process stops every process, none left waiting: a receiver out
  *            of memory (hk_comm_recv_buf), a solver option refused on one process only
+ *   dcomm    the device transport (dist.comm=nccl): on cuda built with NCCL, NCCL itself; on
+ *            the cpu a host transport of the same contract (MPI on host memory), so that the
+ *            layer's device path runs here too. The SpMV of every format (above) through it,
+ *            its sums against MPI's, a communicator one process cannot make refused by all;
+ *            on cuda also the solver with dist.comm=mpi and nccl against one process (1e-8)
+ *            and nccl's x repeating byte for byte
+ *
+ * `hooke_mpi_tests --fatal`: a transport failing on the last process in the middle of an SpMV
+ * ends the run (exit non-zero, the sentence on stderr) instead of leaving the others waiting;
+ * test_mpi.sh checks that mpirun returns.
  *
  * One line per check on rank 0; exit 1 when any check failed on any process. */
 #include <math.h>
@@ -19,6 +29,77 @@
 #include "dist/dist_impl.h"
 
 static int failures;
+
+/* ---- a host transport of the dcomm_* contract (hk_impl.h): MPI on host memory ---------- */
+
+static int hx_id(void *id)
+{
+    memset(id, 0x5a, HK_DCOMM_ID_BYTES);
+    return 0;
+}
+
+static int hx_create(const void *id, int nranks, int rank, double timeout, void **dc)
+{
+    const hk_comm *c = hk_comm_world();
+    HK_CHECK(((const unsigned char *)id)[HK_DCOMM_ID_BYTES - 1] == 0x5a &&
+                 nranks == hk_comm_size(c) && rank == hk_comm_rank(c) && timeout > 0,
+             HK_ERR_INTERNAL, "host transport: a communicator of %d processes, rank %d", nranks,
+             rank);
+    return hk_calloc(1, sizeof(int), dc);
+}
+
+static int hx_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
+                       void *recv, int nsend, const int *send_rank, const int64_t *send_off,
+                       const void *send, size_t bytes)
+{
+    const hk_comm *c = hk_comm_world();
+    hk_comm_reqs *r = NULL;
+    HK_CALL(hk_comm_reqs_create(nrecv + nsend, &r));
+    int ierr = 0;
+    for (int j = 0; j < nrecv && !ierr; j++)
+        ierr = hk_comm_irecv(c, (char *)recv + recv_off[j] * bytes,
+                             (size_t)(recv_off[j + 1] - recv_off[j]) * bytes, recv_rank[j], 7301,
+                             r, j);
+    for (int j = 0; j < nsend && !ierr; j++)
+        ierr = hk_comm_isend(c, (const char *)send + send_off[j] * bytes,
+                             (size_t)(send_off[j + 1] - send_off[j]) * bytes, send_rank[j], 7301,
+                             r, nrecv + j);
+    if (!ierr) ierr = hk_comm_waitall(r);
+    hk_comm_reqs_destroy(r);
+    return ierr;
+}
+
+static int hx_wait(void *dc)
+{
+    return 0;
+}
+
+static int hx_sum(void *dc, double *v, int n)
+{
+    return hk_comm_sum(hk_comm_world(), v, n);
+}
+
+static void hx_destroy(void *dc, int abort)
+{
+    free(dc);
+}
+
+/* The transport of backend be for the dcomm checks: its own (cuda with NCCL), else the host
+ * one on the cpu; NULL where there is none (cuda built without NCCL). */
+static hk_backend_ops host_transport;
+static const hk_backend_ops *transport_of(const hk_backend_ops *be)
+{
+    if (be->dcomm_create) return be;
+    if (strcmp(be->name, "cpu") != 0) return NULL;
+    host_transport = *be;
+    host_transport.dcomm_id = hx_id;
+    host_transport.dcomm_create = hx_create;
+    host_transport.dcomm_exchange = hx_exchange;
+    host_transport.dcomm_wait = hx_wait;
+    host_transport.dcomm_sum = hx_sum;
+    host_transport.dcomm_destroy = hx_destroy;
+    return &host_transport;
+}
 
 static void check(const hk_comm *c, int ok, const char *what)
 {
@@ -96,8 +177,8 @@ static void test_sums(const hk_comm *c)
 
 /* The owned rows of K (rows [row0, row0 + cnt)) as a distributed matrix of format f; y = A x
  * against the one-process product. */
-static int spmv_case(const hk_comm *c, const hk_backend_ops *be, const hk_bcsr *K, int64_t row0,
-                     int64_t cnt, hk_format f, hk_precision p)
+static int spmv_case(const hk_comm *c, const hk_backend_ops *be, int transport, const hk_bcsr *K,
+                     int64_t row0, int64_t cnt, hk_format f, hk_precision p)
 {
     const int bs = K->bs;
     hk_bcsr L = {bs, cnt, K->nbcols, NULL, NULL, NULL};
@@ -117,7 +198,11 @@ static int spmv_case(const hk_comm *c, const hk_backend_ops *be, const hk_bcsr *
     hk_bmat Koo = {0};
     hk_mat *A = NULL;
     hk_vec *vx = NULL, *vy = NULL;
-    int ierr = hk_dist_create(c, be, row0, &L, &d);
+    int ierr = hk_dist_create_comm(c, be, row0, &L, transport, &d);
+    if (!ierr && transport != HK_DIST_COMM_AUTO &&
+        strcmp(hk_dist_comm_name(d), hk_dist_comm_names[transport]) != 0)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__, "dist.comm=%s gave %s",
+                            hk_dist_comm_names[transport], hk_dist_comm_name(d));
     if (!ierr) {
         hk_dist_ops_init(d);
         ierr = hk_bmat_upload(&d->ops, &d->Koo, &Koo);
@@ -156,8 +241,9 @@ static int spmv_case(const hk_comm *c, const hk_backend_ops *be, const hk_bcsr *
     return !ierr && err <= tol * (scale > 0 ? scale : 1);
 }
 
-static void test_spmv(const hk_comm *c, const hk_backend_ops *be)
+static void test_spmv(const hk_comm *c, const hk_backend_ops *be, int transport)
 {
+    const char *tn = hk_dist_comm_names[transport];
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     hk_bcsr K3 = {0}, K1 = {0};
     hk_gen_elasticity3d_tet(4, 3, 5, &K3); /* bs 3, 120 block rows */
@@ -172,17 +258,17 @@ static void test_spmv(const hk_comm *c, const hk_backend_ops *be)
                 int64_t row0 = 0, cnt = 0;
                 const hk_bcsr *K = fmts[k] == HK_FMT_PCSR ? &K1 : &K3;
                 range(K->nbrows, P, me, mid ? 20 : 0, &row0, &cnt);
-                ok &= spmv_case(c, be, K, row0, cnt, fmts[k], (hk_precision)prec);
+                ok &= spmv_case(c, be, transport, K, row0, cnt, fmts[k], (hk_precision)prec);
             }
-            snprintf(what, sizeof what, "spmv: %s %s, interior + boundary rows, empty ranges",
-                     hk_format_name(fmts[k]), prec ? "fp32" : "fp64");
+            snprintf(what, sizeof what, "spmv %s: %s %s, interior + boundary rows, empty ranges",
+                     tn, hk_format_name(fmts[k]), prec ? "fp32" : "fp64");
             check(c, ok, what);
         }
     /* every row a boundary row (one block row per process and more: a dense coupling) */
     hk_bcsr D = {0};
     hk_gen_random(2 * P, 2 * P, 2, 2.0 * P, 0, 7, &D);
-    check(c, spmv_case(c, be, &D, 2 * me, 2, HK_FMT_BSR, HK_FP64),
-          "spmv: every row a boundary row (dense coupling)");
+    snprintf(what, sizeof what, "spmv %s: every row a boundary row (dense coupling)", tn);
+    check(c, spmv_case(c, be, transport, &D, 2 * me, 2, HK_FMT_BSR, HK_FP64), what);
     hk_bcsr_free(&D);
     hk_bcsr_free(&K3);
     hk_bcsr_free(&K1);
@@ -260,6 +346,242 @@ static void test_alone(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
+/* ---- the device transport ------------------------------------------------------------- */
+
+/* The rows [row0, row0 + cnt) of K as a process's rows (arrays into K's). */
+static hk_bcsr rows_of(const hk_bcsr *K, int64_t row0, int64_t cnt)
+{
+    hk_bcsr L = {K->bs, cnt, K->nbcols, NULL, K->colind + K->rowptr[row0],
+                 K->val + (size_t)K->rowptr[row0] * K->bs * K->bs};
+    L.rowptr = malloc(sizeof *L.rowptr * (size_t)(cnt + 1));
+    for (int64_t i = 0; i <= cnt; i++)
+        L.rowptr[i] = K->rowptr[row0 + i] - K->rowptr[row0];
+    return L;
+}
+
+/* The distributed table's sums through the transport tb against MPI's (the same local sums
+ * added in rank order: equal to rounding), and the same bits on every process. */
+static void test_dcomm_sums(const hk_comm *c, const hk_backend_ops *tb)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    hk_gen_elasticity3d_tet(3, 3, 4, &K);
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 7, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    const int64_t nl = cnt * K.bs;
+    hk_dist *dd[2] = {NULL, NULL};
+    double got[2][8] = {{0}};
+    int ierr = 0;
+    for (int t = 0; t < 2 && !ierr; t++) {
+        hk_dist *d = NULL;
+        ierr = hk_dist_create_comm(c, tb, row0, &L,
+                                   t ? HK_DIST_COMM_NCCL : HK_DIST_COMM_MPI, &d);
+        if (ierr) break;
+        dd[t] = d;
+        hk_dist_ops_init(d);
+        const hk_backend_ops *o = &d->ops;
+        hk_vec *x = NULL, *y = NULL, *z = NULL, *w = NULL, *dinv = NULL;
+        hk_bmat Koo = {0};
+        hk_mat *A = NULL;
+        double *S = NULL, *h = malloc(sizeof *h * (size_t)(nl + 1));
+        for (int64_t i = 0; i < nl; i++)
+            h[i] = cos(0.11 * (double)(row0 * K.bs + i)) + 0.5;
+        ierr = hk_vec_create(o, nl, HK_FP64, &x);
+        if (!ierr) ierr = hk_vec_create(o, nl, HK_FP64, &y);
+        if (!ierr) ierr = hk_vec_create(o, nl, HK_FP64, &z);
+        if (!ierr) ierr = hk_vec_create(o, nl, HK_FP64, &w);
+        if (!ierr) ierr = hk_vec_create(o, nl, HK_FP64, &dinv);
+        if (!ierr) ierr = hk_vec_upload(x, h);
+        if (!ierr) ierr = o->vec_set(dinv, 0.25);
+        if (!ierr) ierr = o->vec_set(z, -1.5);
+        if (!ierr) ierr = hk_bmat_upload(o, &d->Koo, &Koo);
+        if (!ierr) ierr = hk_mat_create_bmat(&Koo, HK_FMT_CSR, HK_FP64, NULL, &A);
+        if (!ierr) ierr = o->scal_alloc(&S, HK_S_MAX);
+        if (!ierr) ierr = hk_mat_spmv(A, x, y);
+        if (!ierr) ierr = o->vec_dot(x, y, &got[t][0]);
+        hk_vec *X[2] = {x, y};
+        if (!ierr) ierr = o->vec_mdot(2, X, y, &got[t][1]);
+        if (!ierr) ierr = o->spmv_dot2(A, x, w, dinv, z, S);
+        if (!ierr) ierr = o->scal_get(S, HK_S_PAP, 2, &got[t][3]);
+        if (!ierr) ierr = o->scal_get(S, HK_S_ZAP, 1, &got[t][5]);
+        if (!ierr) ierr = o->vec_mdot_s(2, X, x, S + 10);
+        if (!ierr) ierr = o->scal_get(S, 10, 2, &got[t][6]);
+        hk_vec_destroy(x);
+        hk_vec_destroy(y);
+        hk_vec_destroy(z);
+        hk_vec_destroy(w);
+        hk_vec_destroy(dinv);
+        hk_mat_destroy(A);
+        hk_bmat_free(&Koo);
+        if (S) o->scal_free(S);
+        free(h);
+        ierr = hk_comm_agree(c, ierr);
+    }
+    if (ierr) fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+    int ok = !ierr && !strcmp(hk_dist_comm_name(dd[1]), "nccl");
+    for (int k = 0; ok && k < 8; k++)
+        ok = fabs(got[0][k] - got[1][k]) <= 1e-12 * fmax(fabs(got[0][k]), 1);
+    double *all = malloc(sizeof *all * 8 * (size_t)P);
+    hk_comm_allgather(c, got[1], sizeof got[1], all);
+    for (int r = 0; r < P; r++)
+        ok &= !memcmp(all + 8 * r, got[1], sizeof got[1]);
+    free(all);
+    check(c, ok, "dcomm: the table's sums as MPI's, the same bits everywhere");
+    hk_dist_destroy(dd[0]);
+    hk_dist_destroy(dd[1]);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
+/* A communicator that the last process cannot make: every process fails with its sentence
+ * (the others' NCCL waits for it until the timeout, then gives up), none left waiting. */
+static const hk_backend_ops *failing_base;
+static int failing_create(const void *id, int nranks, int rank, double timeout, void **dc)
+{
+    *dc = NULL;
+    if (rank == nranks - 1)
+        return hk_error_set(HK_ERR_DEVICE, __FILE__, __LINE__, "no transport on the last one");
+    return failing_base->dcomm_create(id, nranks, rank, timeout, dc);
+}
+
+static void test_dcomm_refused(const hk_comm *c, const hk_backend_ops *be, const hk_backend_ops *tb)
+{
+    static hk_backend_ops failing;
+    failing = *tb;
+    failing_base = tb;
+    failing.dcomm_create = failing_create;
+    hk_dcomm *t = NULL;
+    hk_error_clear();
+    int e = hk_dcomm_create(c, &failing, 5.0, &t);
+    check(c, e == HK_ERR_DEVICE && !t && strstr(hk_error_message(), "no transport on the last"),
+          "dcomm: a communicator one process cannot make fails all");
+    hk_dcomm_destroy(t);
+    if (be->dcomm_create) return;
+    /* a backend without one: dist.comm=nccl refused by name, every process */
+    hk_bcsr K = {0};
+    hk_gen_poisson2d(6, &K);
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, hk_comm_size(c), hk_comm_rank(c), 4, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    hk_dist *d = NULL;
+    hk_error_clear();
+    e = hk_dist_create_comm(c, be, row0, &L, HK_DIST_COMM_NCCL, &d);
+    check(c, e && !d && strstr(hk_error_message(), "dist.comm=nccl"),
+          "dcomm: dist.comm=nccl refused where the backend has no transport");
+    hk_dist_destroy(d);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
+/* The solver on backend be with dist.comm=mpi and nccl: x against one process's to 1e-8, and
+ * nccl's x the same bytes in a second solve (a fresh solver). */
+static void test_dcomm_solve(const hk_comm *c, const hk_backend_ops *be)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    hk_gen_elasticity3d(6, 5, 8, &K);
+    const int64_t n = K.nbrows * K.bs;
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 30, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    const int64_t nl = cnt * K.bs;
+    double *b = malloc(sizeof *b * (size_t)n), *x1 = malloc(sizeof *x1 * (size_t)n);
+    double *x[3];
+    for (int k = 0; k < 3; k++)
+        x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = sin(0.05 * (double)i) + (i % 3 == 2 ? -1.0 : 0.0);
+    static const char *const methods[] = {"cg", "pipecg", "gmres"};
+    for (int m = 0; m < 3; m++) {
+        char opts[160], what[120];
+        int ierr = 0;
+        hk_result res;
+        snprintf(opts, sizeof opts, "backend=%s method=%s pc=jacobi tol=1e-12 maxit=5000",
+                 be->name, methods[m]);
+        { /* one process: the whole system */
+            hk_options *o = NULL;
+            hk_solver *s = NULL;
+            memset(x1, 0, sizeof *x1 * (size_t)n);
+            ierr = hk_options_create(&o);
+            if (!ierr) ierr = hk_options_parse(o, opts);
+            if (!ierr) ierr = hk_solver_create(&K, o, &s);
+            if (!ierr) ierr = hk_solver_solve(s, b, x1, &res);
+            hk_solver_destroy(s);
+            hk_options_destroy(o);
+        }
+        /* mpi, nccl, nccl again */
+        for (int k = 0; k < 3; k++) {
+            char o2[200];
+            snprintf(o2, sizeof o2, "%s dist.comm=%s", opts, k ? "nccl" : "mpi");
+            hk_options *o = NULL;
+            hk_solver *s = NULL;
+            int e = hk_options_create(&o);
+            if (!e) e = hk_options_parse(o, o2);
+            e = hk_comm_agree(c, e);
+            if (!e) e = hk_solver_create_dist(c, row0, &L, NULL, o, &s);
+            if (!e && strcmp(hk_solver_dist_comm(s), k ? "nccl" : "mpi") != 0)
+                e = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__, "dist.comm not as asked");
+            if (!e) e = hk_solver_solve(s, b + row0 * K.bs, x[k], &res);
+            if (e && *hk_error_message())
+                fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+            ierr |= e;
+            hk_solver_destroy(s);
+            hk_options_destroy(o);
+        }
+        double err[2] = {0, 0}, scale = 0;
+        for (int64_t i = 0; i < nl; i++) {
+            scale = fmax(scale, fabs(x1[row0 * K.bs + i]));
+            for (int k = 0; k < 2; k++)
+                err[k] = fmax(err[k], fabs(x[k][i] - x1[row0 * K.bs + i]));
+        }
+        hk_comm_max(c, err, 2);
+        hk_comm_max(c, &scale, 1);
+        snprintf(what, sizeof what, "dcomm: %s on %s, mpi and nccl as one process (1e-8)",
+                 methods[m], be->name);
+        check(c, !ierr && err[0] <= 1e-8 * scale && err[1] <= 1e-8 * scale, what);
+        snprintf(what, sizeof what, "dcomm: %s on %s, nccl's x repeats byte for byte", methods[m],
+                 be->name);
+        check(c, !ierr && !memcmp(x[1], x[2], sizeof *x[1] * (size_t)nl), what);
+    }
+    for (int k = 0; k < 3; k++)
+        free(x[k]);
+    free(b);
+    free(x1);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
+/* --fatal: the last process's transport fails in the middle of an SpMV. */
+static int fatal_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
+                          void *recv, int nsend, const int *send_rank, const int64_t *send_off,
+                          const void *send, size_t bytes)
+{
+    const hk_comm *c = hk_comm_world();
+    if (hk_comm_rank(c) == hk_comm_size(c) - 1)
+        return hk_error_set(HK_ERR_DEVICE, __FILE__, __LINE__,
+                            "the transport failed on the last process");
+    return failing_base->dcomm_exchange(dc, nrecv, recv_rank, recv_off, recv, nsend, send_rank,
+                                        send_off, send, bytes);
+}
+
+static int run_fatal(const hk_comm *c, const hk_backend_ops *tb)
+{
+    static hk_backend_ops fatal;
+    fatal = *tb;
+    failing_base = tb;
+    fatal.dcomm_exchange = fatal_exchange;
+    hk_bcsr K = {0};
+    hk_gen_poisson2d(12, &K);
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, hk_comm_size(c), hk_comm_rank(c), 20, &row0, &cnt);
+    spmv_case(c, &fatal, HK_DIST_COMM_NCCL, &K, row0, cnt, HK_FMT_CSR, HK_FP64);
+    hk_bcsr_free(&K);
+    /* not reached by the last process; the others wait for it until mpirun ends them */
+    fprintf(stderr, "process %d: the failed exchange did not end the run\n", hk_comm_rank(c));
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (hk_comm_world_init(&argc, &argv)) {
@@ -273,13 +595,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "hooke_mpi_tests: %s\n", hk_error_message());
         return hk_comm_world_end(1);
     }
+    const hk_backend_ops *tb = transport_of(be);
+    if (argc > 1 && !strcmp(argv[1], "--fatal")) {
+        if (!tb) return hk_comm_world_end(0); /* nothing to fail: cuda built without NCCL */
+        return hk_comm_world_end(run_fatal(c, tb));
+    }
     if (hk_comm_rank(c) == 0)
-        printf("hooke_mpi_tests: %d processes, backend %s\n", hk_comm_size(c), be->name);
+        printf("hooke_mpi_tests: %d processes, backend %s, device transport %s\n",
+               hk_comm_size(c), be->name,
+               tb == be ? "NCCL" : tb ? "the host one (MPI, the cpu)" : "none (built without NCCL)");
     test_halo(c);
     test_sums(c);
-    test_spmv(c, be);
+    test_spmv(c, be, HK_DIST_COMM_MPI);
+    if (tb) test_spmv(c, tb, HK_DIST_COMM_NCCL);
     test_agree(c);
     test_alone(c, be);
+    if (tb) {
+        test_dcomm_sums(c, tb);
+        test_dcomm_refused(c, be, tb);
+    }
+    if (be->dcomm_create) test_dcomm_solve(c, be);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
