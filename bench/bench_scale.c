@@ -12,7 +12,8 @@
  *   weak:   n x n x nP cells on P processes against n x n x n on one (efficiency T1 / TP),
  *   strong: n x n x nP cells on P processes against the same on one (speedup T1 / TP).
  * Run series (weak, the whole hooke run of cases/box/box.yaml, generated cells c x c x cP on P
- * processes against c x c x c on one): end to end, mesh to output. */
+ * processes against c x c x c on one): end to end, mesh to output.
+ * Every row names the transport the P processes used (dist.comm: nccl or mpi; --comm). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ static void scale_usage(FILE *f)
                "                     40, 168: about 14k, 200k, 14.4M DOFs a process)\n"
                "  --methods LIST     Krylov methods (default cg,pipecg,scg)\n"
                "  --pc NAME          preconditioner (default poly; jacobi, bjacobi, none)\n"
+               "  --comm NAME        how the processes exchange (dist.comm): auto (default:\n"
+               "                     nccl on cuda where built, else mpi), nccl or mpi\n"
                "  --tol T            relative tolerance (default 1e-8)\n"
                "  --run-cells C      the whole-run series: cells per side of a process's part of\n"
                "                     the box case (default by --size: 8, 24, 80; 0: skip)\n"
@@ -57,6 +60,7 @@ typedef struct solve_figs {
     double setup, solve;
     int iterations;
     int converged;
+    char comm[8]; /* the P processes' transport (hk_solver_dist_comm), "" on one */
 } solve_figs;
 
 /* One record of the JSON: the one-process and the P-process figures and their ratios
@@ -71,6 +75,7 @@ static void json_row(hk_json *j, const char *series, const char *method, long lo
     hk_json_begin_object(j, NULL);
     hk_json_string(j, "series", series);
     hk_json_string(j, "method", method);
+    hk_json_string(j, "comm", many->comm);
     hk_json_int(j, "dofs", dofs);
     hk_json_int(j, "iterations_1", one->iterations);
     hk_json_int(j, "iterations_p", many->iterations);
@@ -143,6 +148,8 @@ static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const
     const double t0 = hk_time();
     if (!ierr) ierr = hk_solver_create_dist(c, row0, &L, NULL, o, &s);
     f->setup = slowest(c, t0);
+    snprintf(f->comm, sizeof f->comm, "%s",
+             s && hk_solver_dist_comm(s) ? hk_solver_dist_comm(s) : "-");
     if (!ierr) ierr = timed_solves(c, s, bl, xl, n, reps, f);
     hk_solver_destroy(s);
     hk_options_destroy(o);
@@ -156,7 +163,7 @@ static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const
  * cases/box/box.yaml) of c x c x (c k) cells: on every process (alone: rank 0 through the
  * one-process pipeline, the others waiting), its wall time. */
 static int run_box(const hk_comm *c, int alone, int cells, int k, const char *backend,
-                   const char *pc, double *seconds)
+                   const char *pc, const char *comm, double *seconds)
 {
     char yaml[128], out[128];
     snprintf(yaml, sizeof yaml, "/tmp/hooke-bench-scale-%d.yaml", (int)getpid());
@@ -172,9 +179,9 @@ static int run_box(const hk_comm *c, int alone, int cells, int k, const char *ba
             "supports:\n  - {boundary: xmin, fix: all}\n"
             "loads:\n  - traction: {boundary: xmax, value: [0, 0, -1e6]}\n"
             "  - gravity: [0, 0, -9.81]\n"
-            "solver: {method: cg, pc: %s, tol: 1e-8}\n"
+            "solver: {method: cg, pc: %s, tol: 1e-8, dist: {comm: %s}}\n"
             "output: {file: %s}\n",
-            k, cells, cells, cells * k, pc, out);
+            k, cells, cells, cells * k, pc, comm, out);
     fclose(y);
     hk_case cs;
     int ierr = hk_case_load(yaml, 0, NULL, &cs);
@@ -211,7 +218,7 @@ int hk_bench_scale(int argc, char **argv)
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     int n = 0, run_cells = -1, strong = 1;
     double tol = 1e-8;
-    const char *methods = "cg,pipecg,scg", *pc = "poly";
+    const char *methods = "cg,pipecg,scg", *pc = "poly", *comm = "auto";
     for (int i = 1; i < argc;) {
         int r = hk_bench_option(argc, argv, &i, &bo, me == 0 ? scale_usage : no_usage);
         if (r < 0) return r == HK_BENCH_HELP ? 0 : 2;
@@ -234,6 +241,8 @@ int hk_bench_scale(int argc, char **argv)
             methods = v;
         else if (!strcmp(a, "--pc"))
             pc = v;
+        else if (!strcmp(a, "--comm"))
+            comm = v;
         else if (!strcmp(a, "--tol"))
             tol = atof(v);
         else {
@@ -269,9 +278,10 @@ int hk_bench_scale(int argc, char **argv)
         hk_json_string(&j, "backend", bo.backend);
         hk_json_int(&j, "n", n);
         hk_json_string(&j, "pc", pc);
+        hk_json_string(&j, "comm_asked", comm);
         hk_json_begin_array(&j, "solver");
-        hk_table_head(f, "llrrrrrrrrr",
-                      "series|method|DOFs|iterations 1|iterations P|set-up+solve 1 (s)|"
+        hk_table_head(f, "lllrrrrrrrrr",
+                      "series|method|comm|DOFs|iterations 1|iterations P|set-up+solve 1 (s)|"
                       "set-up+solve P (s)|ms/iteration 1|ms/iteration P|per iteration|"
                       "set-up+solve");
     }
@@ -292,27 +302,32 @@ int hk_bench_scale(int argc, char **argv)
          m = strtok_r(NULL, ",", &save)) {
         char opts[256];
         snprintf(opts, sizeof opts, "method=%s pc=%s tol=%g backend=%s", m, pc, tol, bo.backend);
+        char optsP[300]; /* the P processes' exchange as asked */
+        snprintf(optsP, sizeof optsP, "%s dist.comm=%s", opts, comm);
         solve_figs one = {0}, whole = {0}, many = {0};
         if (me == 0) ierr = solve_one(&K1, opts, reps, &one);
         if (!ierr && me == 0 && strong && P > 1) ierr = solve_one(&KP, opts, reps, &whole);
         if ((ierr = hk_comm_agree(c, ierr))) break;
-        if ((ierr = solve_many(c, &KP, bP, opts, reps, &many))) break;
+        if ((ierr = solve_many(c, &KP, bP, optsP, reps, &many))) break;
         if (me != 0) continue;
         const double t1 = one.setup + one.solve, tP = many.setup + many.solve;
         const double it1 = one.iterations ? 1e3 * one.solve / one.iterations : NAN;
         const double itP = many.iterations ? 1e3 * many.solve / many.iterations : NAN;
         fprintf(f,
-                "| weak | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f %% | %.0f %% |\n",
-                m, (long long)(KP.nbrows * 3), one.iterations, many.iterations, t1, tP, it1, itP,
-                100 * it1 / itP, 100 * t1 / tP);
+                "| weak | %s | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f %% | %.0f %% "
+                "|\n",
+                m, many.comm, (long long)(KP.nbrows * 3), one.iterations, many.iterations, t1, tP,
+                it1, itP, 100 * it1 / itP, 100 * t1 / tP);
         json_row(&j, "weak", m, KP.nbrows * 3, &one, &many);
         if (strong && P > 1) {
             const double tw = whole.setup + whole.solve;
             const double itw = whole.iterations ? 1e3 * whole.solve / whole.iterations : NAN;
             fprintf(
-                f, "| strong | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx |\n",
-                m, (long long)(KP.nbrows * 3), whole.iterations, many.iterations, tw, tP, itw, itP,
-                itw / itP, tw / tP);
+                f,
+                "| strong | %s | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx "
+                "|\n",
+                m, many.comm, (long long)(KP.nbrows * 3), whole.iterations, many.iterations, tw, tP,
+                itw, itP, itw / itP, tw / tP);
             json_row(&j, "strong", m, KP.nbrows * 3, &whole, &many);
         }
     }
@@ -323,16 +338,16 @@ int hk_bench_scale(int argc, char **argv)
     /* the whole run, weak */
     if (!ierr && run_cells > 0) {
         double t1 = 0, tP = 0;
-        if (me == 0) ierr = run_box(c, 1, run_cells, 1, bo.backend, pc, &t1);
+        if (me == 0) ierr = run_box(c, 1, run_cells, 1, bo.backend, pc, comm, &t1);
         ierr = hk_comm_agree(c, ierr);
-        if (!ierr) ierr = run_box(c, 0, run_cells, P, bo.backend, pc, &tP);
+        if (!ierr) ierr = run_box(c, 0, run_cells, P, bo.backend, pc, comm, &tP);
         hk_comm_max(c, &tP, 1);
         if (!ierr && me == 0) {
             const long long dofs = 3LL * (run_cells + 1) * (run_cells + 1) * (run_cells * P + 1);
             fprintf(f,
                     "\nWhole run (cases/box/box.yaml, hex8, %d x %d x %d cells a process, "
-                    "pc=%s), mesh to output:\n\n",
-                    run_cells, run_cells, run_cells, pc);
+                    "pc=%s, dist.comm=%s), mesh to output:\n\n",
+                    run_cells, run_cells, run_cells, pc, comm);
             hk_table_head(f, "rrrrr",
                           "processes|DOFs|one process (s)|P processes (s)|weak "
                           "efficiency");

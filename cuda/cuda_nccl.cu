@@ -21,12 +21,12 @@ static_assert(sizeof(ncclUniqueId) == HK_DCOMM_ID_BYTES, "HK_DCOMM_ID_BYTES is N
 struct cu_dcomm {
     ncclComm_t comm;
     int nranks, rank;
-    double timeout;           /* seconds a call may wait for the communicator */
-    cudaStream_t side;        /* the communicator's stream */
-    cudaEvent_t queued;       /* the backend stream's work so far */
-    cudaEvent_t halo_done;    /* the last exchange's receives landed, its sends read */
-    cudaEvent_t gather_done;  /* the last gather of a sum */
-    double *gather;           /* DCOMM_CHUNK x nranks: every process's values of one sum */
+    double timeout;          /* seconds a call may wait for the communicator */
+    cudaStream_t side;       /* the communicator's stream */
+    cudaEvent_t queued;      /* the backend stream's work so far */
+    cudaEvent_t halo_done;   /* the last exchange's receives landed, its sends read */
+    cudaEvent_t gather_done; /* the last gather of a sum */
+    double *gather;          /* DCOMM_CHUNK x nranks: every process's values of one sum */
 };
 
 static int nccl_fail(const cu_dcomm *c, ncclResult_t r, const char *what, const char *file,
@@ -73,8 +73,9 @@ void hk_cu_dcomm_destroy(void *dc, int abort)
         int failed = abort;
         if (!failed && c->side) failed = cudaStreamSynchronize(c->side) != cudaSuccess;
         /* flushed and ended with the others; a communicator that cannot be is aborted */
-        if (!failed) failed = settle(c, ncclCommFinalize(c->comm), "ncclCommFinalize", __FILE__,
-                                     __LINE__) != 0;
+        if (!failed)
+            failed =
+                settle(c, ncclCommFinalize(c->comm), "ncclCommFinalize", __FILE__, __LINE__) != 0;
         if (failed)
             ncclCommAbort(c->comm);
         else

@@ -32,20 +32,22 @@ dist_stacks() {
   done
 }
 
-# One bracket run of step dist (size, method, processes, name; T, B, BR, MPI as there),
-# reported as it ends; its exit status appended to $T/status as "status method processes".
+# One bracket run of step dist (size, method, processes, dist.comm or - on one process, name;
+# T, B, BR, MPI as there), reported as it ends; its exit status appended to $T/status as
+# "status method processes comm".
 dist_run() {
-  local size=$1 m=$2 np=$3 n=$4 t0=$SECONDS rc watch
+  local size=$1 m=$2 np=$3 comm=$4 n=$5 t0=$SECONDS rc watch
   local run=($B/hooke run $BR --backend cuda --json --set geometry.size=$size
              --set solver.method=$m --set solver.pc=jacobi -o $T/$n.vtu)
+  [ $comm != - ] && run+=(--set solver.dist.comm=$comm)
   ( sleep 50; dist_stacks "$BR" ) > $T/$n.stacks 2>&1 &
   watch=$!
   if [ $np = 1 ]; then timeout -k 5 60 "${run[@]}" > $T/$n.json 2> $T/$n.err
   else timeout -k 5 60 "${MPI[@]}" -np $np "${run[@]}" > $T/$n.json 2> $T/$n.err; fi
   rc=$?
   kill $watch 2>/dev/null; wait $watch 2>/dev/null
-  echo "$rc $m $np" >> $T/status
-  echo "$m at $size on $np process(es): exit $rc$( [ $rc = 124 ] && echo ' (timed out)') in $((SECONDS - t0)) s"
+  echo "$rc $m $np $comm" >> $T/status
+  echo "$m at $size on $np process(es), dist.comm $comm: exit $rc$( [ $rc = 124 ] && echo ' (timed out)') in $((SECONDS - t0)) s"
   grep -v 'solve: iteration' $T/$n.err | tail -3 | sed 's/^/    /'
   grep 'solve: iteration' $T/$n.err | tail -1 | sed 's/^/    /'
   [ -s $T/$n.stacks ] && { echo "    stacks at 50 s:"; sed 's/^/      /' $T/$n.stacks | head -80; }
@@ -54,10 +56,12 @@ dist_run() {
 }
 
 # Step dist (issue 26, docs/parallel.md; a host with 2 GPUs, the build with MPI): the device
-# suite cuda_dist, the distributed layer's tests on cuda under mpirun -np 2, then the bracket at
-# geometry.size=0.0015 (631k DOFs) with pc=jacobi on one process and under mpirun -np 2 (one
-# GPU per process, chosen by its local rank): max |u| against one process, ms per iteration of
-# cg and pipecg; last hooke bench scale's steady-state solves (medians) on 1 and 2 GPUs.
+# suite cuda_dist, the distributed layer's tests on cuda under mpirun -np 2 (both transports,
+# dist.comm=mpi and nccl, against one process, nccl's bytes repeated; a transport failing on one
+# process ends the run), then the bracket at geometry.size=0.0015 (631k DOFs) with pc=jacobi on
+# one process and under mpirun -np 2 (one GPU per process, chosen by its local rank) with
+# dist.comm=mpi and nccl: max |u| against one process, ms per iteration of cg and pipecg; last
+# hooke bench scale's steady-state solves (medians) on 1 and 2 GPUs, for each transport.
 dist_step() {
   local ngpu T=/tmp/hooke-dist BR=cases/bracket/bracket.yaml
   ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -76,7 +80,10 @@ dist_step() {
   echo; echo "## hooke_tests cuda_dist"; echo '```'
   timeout 120 $B/hooke_tests cuda_dist 2>&1 | tail -6; echo "exit ${PIPESTATUS[0]}"; echo '```'
   echo; echo "## mpirun -np 2 hooke_mpi_tests on cuda"; echo '```'
-  timeout 180 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 | tail -12
+  timeout 240 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 | grep -v ' ok$'
+  echo "exit ${PIPESTATUS[0]}"; echo '```'
+  echo; echo "## mpirun -np 2 hooke_mpi_tests --fatal on cuda (must end, not 0, not 124)"; echo '```'
+  timeout 60 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests --fatal 2>&1 | head -4
   echo "exit ${PIPESTATUS[0]}"; echo '```'
   rm -rf $T; mkdir -p $T
   # each run bounded by 60 s (seconds expected) and reported as it ends, with rank 0's last
@@ -84,11 +91,14 @@ dist_step() {
   # has its processes' stacks taken (gdb where the host has it, else the kernel's wait channel).
   # First a small run on 2 processes (65k DOFs): if it does not end, the large ones are skipped.
   echo; echo "## the runs as they end (bracket, pc=jacobi, --backend cuda)"; echo '```'
-  dist_run 0.004 cg 2 small
+  dist_run 0.004 cg 2 nccl small
   if [ "$(tail -1 $T/status | cut -d' ' -f1)" = 124 ]; then
     echo "the small run did not end: the runs at 0.0015 are skipped"
   else
-    for m in cg pipecg; do for np in 1 2; do dist_run 0.0015 $m $np $m-$np; done; done
+    for m in cg pipecg; do
+      dist_run 0.0015 $m 1 - $m-1
+      for comm in mpi nccl; do dist_run 0.0015 $m 2 $comm $m-2-$comm; done
+    done
   fi
   echo '```'
   echo; echo "## bracket, geometry.size=0.0015, pc=jacobi, --backend cuda"; echo
@@ -96,30 +106,33 @@ dist_step() {
 import json, os, sys
 T = sys.argv[1]
 st = {tuple(l.split()[1:]): l.split()[0] for l in open(os.path.join(T, "status"))}
-print("| method | processes | exit | DOFs | iterations | set-up s | solve s | ms/iteration | max abs(u) | rel. diff to 1 process | assembled on |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+print("| method | processes | dist.comm | exit | DOFs | iterations | set-up s | solve s | ms/iteration | max abs(u) | rel. diff to 1 process | assembled on |")
+print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 base, rows = {}, []
 for m in ("cg", "pipecg"):
-    for np in ("1", "2"):
+    for np, comm in (("1", "-"), ("2", "mpi"), ("2", "nccl")):
+        name = "%s-%s" % (m, np) + ("" if comm == "-" else "-" + comm)
         try:
-            j = json.loads(open(os.path.join(T, "%s-%s.json" % (m, np))).read())
+            j = json.loads(open(os.path.join(T, name + ".json")).read())
         except Exception:
             try:
-                err = open(os.path.join(T, "%s-%s.err" % (m, np))).read().strip().splitlines()
+                err = open(os.path.join(T, name + ".err")).read().strip().splitlines()
             except OSError:
                 err = ["not run"]
-            print("| %s | %s | %s | | | | | | | | %s |" % (m, np, st.get((m, np), "?"), (err or ["no output"])[-1][:120]))
+            print("| %s | %s | %s | %s | | | | | | | | %s |" % (m, np, comm, st.get((m, np, comm), "?"), (err or ["no output"])[-1][:120]))
             continue
         s, it, u = j["seconds"], j["iterations"], j["max_displacement"]
         if np == "1": base[m] = u
         d = abs(u - base[m]) / abs(base[m]) if m in base and base[m] else float("nan")
-        print("| %s | %s | %s | %d | %d | %.3f | %.3f | %.4f | %.9e | %.1e | %s |" % (m, np, st.get((m, np), "?"), j["dofs"], it, s["solver_setup"], s["solve"], 1e3 * s["solve"] / max(it, 1), u, d, j.get("assembled_on", "")))
+        print("| %s | %s | %s | %s | %d | %d | %.3f | %.3f | %.4f | %.9e | %.1e | %s |" % (m, np, comm, st.get((m, np, comm), "?"), j["dofs"], it, s["solver_setup"], s["solve"], 1e3 * s["solve"] / max(it, 1), u, d, j.get("assembled_on", "")))
 PY
   echo; echo "solver lines:"; grep -h '"solver"' $T/*.json | sort -u
   for f in $T/*.err; do [ -s $f ] && { echo "== $f"; tail -4 $f; }; done
-  echo; echo "## mpirun -np 2 hooke bench scale --backend cuda (cg, pipecg, jacobi; medians of 3 solves)"
-  timeout 300 "${MPI[@]}" -np 2 $B/hooke bench scale --backend cuda --methods cg,pipecg --pc jacobi \
-    --n 64 --run-cells 0 2>&1 | tail -20
+  for comm in mpi nccl; do
+    echo; echo "## mpirun -np 2 hooke bench scale --backend cuda --comm $comm (cg, pipecg, jacobi; medians of 3 solves)"
+    timeout 150 "${MPI[@]}" -np 2 $B/hooke bench scale --backend cuda --comm $comm \
+      --methods cg,pipecg --pc jacobi --n 64 --run-cells 0 2>&1 | tail -12
+  done
   rm -rf $T
 }
 for step in "$@"; do

@@ -1,6 +1,8 @@
 /* The distributed layer on one process (its runs on several are tests/mpi/test_mpi.sh):
  * partitions, the communicator of one process, the layout of a process's rows, and the
- * vec_gather of every backend against the CPU's (device suite cuda_dist). */
+ * vec_gather of every backend against the CPU's and the NCCL transport on one GPU (device
+ * suite cuda_dist). */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +219,72 @@ static void test_gather_cuda(void)
     gather_on(hk_test_cuda_backend());
 }
 
+/* dist.comm=nccl on one process (a communicator of one GPU, no neighbours): the layout's SpMV,
+ * dot products and a sum of more values than one gather takes, through the device path, against
+ * the plain product and loops. */
+static void test_nccl_one(void)
+{
+    const hk_backend *be = hk_test_cuda_backend();
+    if (!be->dcomm_create) {
+        printf("(built without NCCL: nothing to run) ");
+        return;
+    }
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
+    const int64_t n = K.nbrows * K.bs, m = 1500;
+    hk_dist *d = NULL;
+    HK_ASSERT_OK(hk_dist_create_comm(hk_comm_world(), be, 0, &K, HK_DIST_COMM_NCCL, &d));
+    CU_ASSERT(!strcmp(hk_dist_comm_name(d), "nccl"));
+    hk_dist_ops_init(d);
+    const hk_backend_ops *o = &d->ops;
+    double *x = hk_test_rand_vec(n, 5u), *y = malloc(sizeof *y * (size_t)n);
+    double *yd = malloc(sizeof *yd * (size_t)n), *v = hk_test_rand_vec(m, 9u);
+    double *vd = malloc(sizeof *vd * (size_t)m);
+    hk_bcsr_spmv(&K, x, y);
+    hk_bmat Koo = {0};
+    hk_mat *A = NULL;
+    hk_vec *vx = NULL, *vy = NULL;
+    double *S = NULL;
+    HK_ASSERT_OK(hk_bmat_upload(o, &d->Koo, &Koo));
+    HK_ASSERT_OK(hk_mat_create_bmat(&Koo, HK_FMT_CSR, HK_FP64, NULL, &A));
+    HK_ASSERT_OK(hk_vec_create(o, n, HK_FP64, &vx));
+    HK_ASSERT_OK(hk_vec_create(o, n, HK_FP64, &vy));
+    HK_ASSERT_OK(hk_vec_upload(vx, x));
+    HK_ASSERT_OK(hk_mat_spmv(A, vx, vy));
+    HK_ASSERT_OK(hk_vec_download(vy, yd));
+    double err = 0, scale = 0, xy = 0, yy = 0, got[3];
+    for (int64_t i = 0; i < n; i++) {
+        err = fmax(err, fabs(yd[i] - y[i]));
+        scale = fmax(scale, fabs(y[i]));
+        xy += x[i] * y[i];
+        yy += y[i] * y[i];
+    }
+    CU_ASSERT(err <= 1e-13 * scale);
+    HK_ASSERT_OK(o->vec_dot(vx, vy, &got[0]));
+    hk_vec *X[2] = {vx, vy};
+    HK_ASSERT_OK(o->vec_mdot(2, X, vy, &got[1]));
+    CU_ASSERT(fabs(got[0] - xy) <= 1e-12 * fabs(xy));
+    CU_ASSERT(fabs(got[1] - xy) <= 1e-12 * fabs(xy) && fabs(got[2] - yy) <= 1e-12 * yy);
+    /* one process: the sum is the values themselves, bit for bit, over two gathers */
+    HK_ASSERT_OK(be->scal_alloc(&S, (int)m));
+    HK_ASSERT_OK(be->scal_set(S, 0, (int)m, v));
+    hk_dcomm_sum(d->dcomm, S, (int)m);
+    HK_ASSERT_OK(be->scal_get(S, 0, (int)m, vd));
+    CU_ASSERT(!memcmp(v, vd, sizeof *v * (size_t)m));
+    be->scal_free(S);
+    hk_vec_destroy(vx);
+    hk_vec_destroy(vy);
+    hk_mat_destroy(A);
+    hk_bmat_free(&Koo);
+    hk_dist_destroy(d);
+    free(x);
+    free(y);
+    free(yd);
+    free(v);
+    free(vd);
+    hk_bcsr_free(&K);
+}
+
 HK_SUITE(dist,
          {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
          {"partitions of a mesh's cells along their dual graph", test_partition_cells},
@@ -225,4 +293,5 @@ HK_SUITE(dist,
          {"vec_gather on the cpu, fp64 and fp32, blocks of 1 to 3", test_gather_cpu},
          {"the distributed table keeps the backend's own ops only where they are local",
           test_ops_reviewed})
-HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda})
+HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
+                {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one})

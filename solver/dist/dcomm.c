@@ -31,10 +31,10 @@ int hk_dcomm_create(const hk_comm *c, const hk_backend_ops *be, double timeout, 
     char id[HK_DCOMM_ID_BYTES] = {0};
     int ierr = 0;
     *out = NULL;
-    HK_TRY(hk_comm_agree(
-        c, be->dcomm_create ? 0
-                            : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                                           "backend %s has no device transport", be->name)));
+    HK_TRY(hk_comm_agree(c, be->dcomm_create
+                                ? 0
+                                : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                                               "backend %s has no device transport", be->name)));
     ierr = hk_calloc(1, sizeof *t, &t);
     if (!ierr) {
         t->be = be;
@@ -44,8 +44,8 @@ int hk_dcomm_create(const hk_comm *c, const hk_backend_ops *be, double timeout, 
     if (!ierr && hk_comm_rank(c) == 0) ierr = be->dcomm_id(id);
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(hk_comm_bcast(c, id, sizeof id, 0));
-    HK_TRY(hk_comm_agree(
-        c, be->dcomm_create(id, hk_comm_size(c), hk_comm_rank(c), timeout, &t->dc)));
+    HK_TRY(
+        hk_comm_agree(c, be->dcomm_create(id, hk_comm_size(c), hk_comm_rank(c), timeout, &t->dc)));
     *out = t;
     return 0;
 fail:
@@ -64,9 +64,8 @@ _Noreturn void hk_dcomm_fatal(hk_dcomm *t, int ierr)
 
 void hk_dcomm_exchange(hk_dcomm *t, const hk_halo *h, const void *send, void *recv, size_t bytes)
 {
-    const int ierr =
-        t->be->dcomm_exchange(t->dc, h->nrecv, h->recv_rank, h->recv_off, recv, h->nsend,
-                              h->send_rank, h->send_off, send, bytes);
+    const int ierr = t->be->dcomm_exchange(t->dc, h->nrecv, h->recv_rank, h->recv_off, recv,
+                                           h->nsend, h->send_rank, h->send_off, send, bytes);
     if (ierr) hk_dcomm_fatal(t, ierr);
 }
 

@@ -239,8 +239,8 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
     return hk_dist_create_comm(c, be, row0, K, HK_DIST_COMM_AUTO, out);
 }
 
-int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
-                        const hk_bcsr *K, int transport, hk_dist **out)
+int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
+                        int transport, hk_dist **out)
 {
     int ierr = 0;
     hk_dist *d = NULL;
@@ -274,9 +274,8 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
                                                           "backend %s cannot run distributed "
                                                           "(no vec_gather op); use backend=cpu",
                                                           be->name)));
-    HK_TRY(hk_comm_agree(c, transport != HK_DIST_COMM_NCCL || be->dcomm_create
-                                ? 0
-                                : refuse_nccl(be)));
+    HK_TRY(
+        hk_comm_agree(c, transport != HK_DIST_COMM_NCCL || be->dcomm_create ? 0 : refuse_nccl(be)));
     HK_TRY(hk_comm_agree(c, check_rows(K, row0)));
     /* ghosts and the halo plan (collective: it also checks the ranges) */
     HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
@@ -305,9 +304,10 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
     if (!ierr) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
     ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
-    /* the device transport: asked for, or by default where the data is in device memory */
-    if (transport == HK_DIST_COMM_NCCL ||
-        (transport == HK_DIST_COMM_AUTO && be->dcomm_create && !d->host_memory))
+    /* the device transport: asked for, or by default where the data is in device memory and
+     * there is another process */
+    if (transport == HK_DIST_COMM_NCCL || (transport == HK_DIST_COMM_AUTO && be->dcomm_create &&
+                                           !d->host_memory && hk_comm_size(c) > 1))
         HK_TRY(hk_dcomm_create(c, be, HK_DCOMM_TIMEOUT, &d->dcomm)); /* agreed inside */
     *out = d;
     d = NULL;

@@ -85,8 +85,7 @@ void hk_dcomm_destroy(hk_dcomm *t);
  * middle of work the others wait for on their devices, so it ends the run (hk_comm_abort). */
 /* One round of h: send (send_off[nsend] entries of bytes each) and recv (nghost entries),
  * both in the backend's memory; _wait makes the work queued next wait for the round. */
-void hk_dcomm_exchange(hk_dcomm *t, const hk_halo *h, const void *send, void *recv,
-                       size_t bytes);
+void hk_dcomm_exchange(hk_dcomm *t, const hk_halo *h, const void *send, void *recv, size_t bytes);
 void hk_dcomm_wait(hk_dcomm *t);
 /* n backend scalars S summed over the processes in place (rank order: the same bits
  * everywhere). */
@@ -124,8 +123,8 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
                    hk_dist **d);
 /* The same with the transport chosen (enum hk_dist_transport; hk_dist_create: auto); nccl
  * where be has no device transport is refused by name. */
-int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
-                        const hk_bcsr *K, int transport, hk_dist **d);
+int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
+                        int transport, hk_dist **d);
 /* The transport d uses: "nccl" or "mpi". */
 const char *hk_dist_comm_name(const hk_dist *d);
 void hk_dist_destroy(hk_dist *d);

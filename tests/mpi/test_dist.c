@@ -58,12 +58,12 @@ static int hx_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t 
     int ierr = 0;
     for (int j = 0; j < nrecv && !ierr; j++)
         ierr = hk_comm_irecv(c, (char *)recv + recv_off[j] * bytes,
-                             (size_t)(recv_off[j + 1] - recv_off[j]) * bytes, recv_rank[j], 7301,
-                             r, j);
+                             (size_t)(recv_off[j + 1] - recv_off[j]) * bytes, recv_rank[j], 7301, r,
+                             j);
     for (int j = 0; j < nsend && !ierr; j++)
         ierr = hk_comm_isend(c, (const char *)send + send_off[j] * bytes,
-                             (size_t)(send_off[j + 1] - send_off[j]) * bytes, send_rank[j], 7301,
-                             r, nrecv + j);
+                             (size_t)(send_off[j + 1] - send_off[j]) * bytes, send_rank[j], 7301, r,
+                             nrecv + j);
     if (!ierr) ierr = hk_comm_waitall(r);
     hk_comm_reqs_destroy(r);
     return ierr;
@@ -351,7 +351,11 @@ static void test_alone(const hk_comm *c, const hk_backend *be)
 /* The rows [row0, row0 + cnt) of K as a process's rows (arrays into K's). */
 static hk_bcsr rows_of(const hk_bcsr *K, int64_t row0, int64_t cnt)
 {
-    hk_bcsr L = {K->bs, cnt, K->nbcols, NULL, K->colind + K->rowptr[row0],
+    hk_bcsr L = {K->bs,
+                 cnt,
+                 K->nbcols,
+                 NULL,
+                 K->colind + K->rowptr[row0],
                  K->val + (size_t)K->rowptr[row0] * K->bs * K->bs};
     L.rowptr = malloc(sizeof *L.rowptr * (size_t)(cnt + 1));
     for (int64_t i = 0; i <= cnt; i++)
@@ -375,8 +379,7 @@ static void test_dcomm_sums(const hk_comm *c, const hk_backend_ops *tb)
     int ierr = 0;
     for (int t = 0; t < 2 && !ierr; t++) {
         hk_dist *d = NULL;
-        ierr = hk_dist_create_comm(c, tb, row0, &L,
-                                   t ? HK_DIST_COMM_NCCL : HK_DIST_COMM_MPI, &d);
+        ierr = hk_dist_create_comm(c, tb, row0, &L, t ? HK_DIST_COMM_NCCL : HK_DIST_COMM_MPI, &d);
         if (ierr) break;
         dd[t] = d;
         hk_dist_ops_init(d);
@@ -497,8 +500,8 @@ static void test_dcomm_solve(const hk_comm *c, const hk_backend_ops *be)
         char opts[160], what[120];
         int ierr = 0;
         hk_result res;
-        snprintf(opts, sizeof opts, "backend=%s method=%s pc=jacobi tol=1e-12 maxit=5000",
-                 be->name, methods[m]);
+        snprintf(opts, sizeof opts, "backend=%s method=%s pc=jacobi tol=1e-12 maxit=5000", be->name,
+                 methods[m]);
         { /* one process: the whole system */
             hk_options *o = NULL;
             hk_solver *s = NULL;
@@ -601,9 +604,11 @@ int main(int argc, char **argv)
         return hk_comm_world_end(run_fatal(c, tb));
     }
     if (hk_comm_rank(c) == 0)
-        printf("hooke_mpi_tests: %d processes, backend %s, device transport %s\n",
-               hk_comm_size(c), be->name,
-               tb == be ? "NCCL" : tb ? "the host one (MPI, the cpu)" : "none (built without NCCL)");
+        printf("hooke_mpi_tests: %d processes, backend %s, device transport %s\n", hk_comm_size(c),
+               be->name,
+               tb == be ? "NCCL"
+               : tb     ? "the host one (MPI, the cpu)"
+                        : "none (built without NCCL)");
     test_halo(c);
     test_sums(c);
     test_spmv(c, be, HK_DIST_COMM_MPI);

@@ -33,11 +33,18 @@ for np in 2 3; do
   fi
 done
 
+# a transport failing on one process mid-SpMV ends the run: mpirun returns, with the sentence
+set +e; out=$(mpi -np 2 "$BUILD/hooke_mpi_tests" --fatal 2>&1); rc=$?; set -e
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "ending the run" <<<"$out"; then
+  ok "a transport failing on one process ends the run (exit $rc)"
+else bad "a transport failing on one process: exit $rc"; echo "$out" | head -5; fi
+
 echo "test_mpi: hooke solve (x against one process, 1e-8)"
 G=elasticity3d:6
 for mp in "cg pc=jacobi" "pipecg pc=poly" "scg pc=jacobi" "gmres pc=bjacobi" \
           "bicgstab pc=none" "cgcg pc=poly" "fcg pc=jacobi precision=mixed" "cg pc=amg" \
-          "fcg pc=amg pc.amg.precision=fp64 pc.amg.smoother=bjacobi pc.amg.cycle=w"; do
+          "fcg pc=amg pc.amg.precision=fp64 pc.amg.smoother=bjacobi pc.amg.cycle=w" \
+          "pipecg pc=jacobi dist.comm=mpi"; do
   set -- $mp
   opts="method=$1 ${*:2} tol=1e-12"
   "$H" solve --generate $G $opts -o "$T/x1.mtx" >"$T/s1.log" 2>&1 || { bad "one process: $opts"; continue; }
@@ -140,6 +147,8 @@ refuse "--assembly device refused" "--assembly device runs on one process" \
   "$H" run cases/box/box.yaml --assembly device -q -o "$T/r.vtu"
 refuse "hooke solve --eigen refused" "--eigen runs on one process" \
   "$H" solve --generate poisson:8 --eigen 2
+refuse "dist.comm=nccl on the cpu refused" "dist.comm=nccl" \
+  "$H" solve --generate poisson:8 --backend cpu dist.comm=nccl
 
 if [ $fails -ne 0 ]; then echo "test_mpi: $fails failed"; exit 1; fi
 echo "test_mpi: all passed"
