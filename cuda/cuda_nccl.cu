@@ -6,6 +6,7 @@
 // interior rows' SpMV queued after it; all of one communicator's operations are on that stream,
 // in the order every process issues them. NVLink multicast is never asked for (NCCL_NVLS_ENABLE
 // is the user's, and off on shared hosts).
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ static int settle(cu_dcomm *c, ncclResult_t r, const char *what, const char *fil
                                 c->rank, what, c->timeout);
         ncclResult_t q = ncclCommGetAsyncError(c->comm, &r);
         if (q != ncclSuccess) r = q;
+        if (r == ncclInProgress) sched_yield(); /* NCCL's own threads do the work */
     }
     return r == ncclSuccess ? 0 : nccl_fail(c, r, what, file, line);
 }

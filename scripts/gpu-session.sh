@@ -80,7 +80,7 @@ dist_step() {
   echo; echo "## hooke_tests cuda_dist"; echo '```'
   timeout 120 $B/hooke_tests cuda_dist 2>&1 | tail -6; echo "exit ${PIPESTATUS[0]}"; echo '```'
   echo; echo "## mpirun -np 2 hooke_mpi_tests on cuda"; echo '```'
-  timeout 240 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 | grep -v ' ok$'
+  timeout 180 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 | grep -v ' ok$'
   echo "exit ${PIPESTATUS[0]}"; echo '```'
   echo; echo "## mpirun -np 2 hooke_mpi_tests --fatal on cuda (must end, not 0, not 124)"; echo '```'
   timeout 60 "${MPI[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests --fatal 2>&1 | head -4
@@ -130,7 +130,7 @@ PY
   for f in $T/*.err; do [ -s $f ] && { echo "== $f"; tail -4 $f; }; done
   for comm in mpi nccl; do
     echo; echo "## mpirun -np 2 hooke bench scale --backend cuda --comm $comm (cg, pipecg, jacobi; medians of 3 solves)"
-    timeout 150 "${MPI[@]}" -np 2 $B/hooke bench scale --backend cuda --comm $comm \
+    timeout 120 "${MPI[@]}" -np 2 $B/hooke bench scale --backend cuda --comm $comm \
       --methods cg,pipecg --pc jacobi --n 64 --run-cells 0 2>&1 | tail -12
   done
   rm -rf $T
