@@ -2,7 +2,8 @@
 // one stream of its own (synchronised before K is handed to the solver: every download waits
 // for it). Kernels are the bodies of fem_kernels.h, one thread per index in grid-stride loops;
 // the numeric kernel gives each block row a group of lanes (a power of two at least the most
-// nodes of a cell), which take the blocks of one cell at a time, the cells in order.
+// nodes of a cell, or that number itself), which take the blocks of one cell at a time, the
+// cells in order.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,30 +163,76 @@ static int fem_launched(const char *name)
         return fem_launched(#name);                                                                \
     }
 
-/* lanes divides 32 (and the block): a row's lanes are one aligned group of a warp, which all
- * see the same cells; __syncwarp orders one cell's additions before the next cell's. */
+/* A row's lanes (at most 32) are one group of a warp, the warp's 32 / lanes groups side by
+ * side (lanes beyond them idle), which all see the same cells; __syncwarp orders one cell's
+ * additions before the next cell's. With lanes a power of two, row t / lanes of thread t.
+ * args_t has an int flags: its HK_FEM_NUM_CODE bits pick one of the compiled kernels (the body
+ * gets them as a constant), HK_FEM_NUM_BOUNDS5 / 6 one with launch bounds. */
 #define HK_FEM_ROW_KERNEL(name, args_t, range, body)                                               \
-    __global__ void name##_kernel(int64_t rows, int lanes, args_t a)                               \
+    template <int FLAGS>                                                                           \
+    __device__ __forceinline__ void name##_rows(int64_t rows, int lanes, const args_t &a)          \
     {                                                                                              \
-        const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;                          \
-        const int lane = (int)(threadIdx.x % (unsigned)lanes);                                     \
-        const unsigned mask = lanes == 32 ? 0xffffffffu                                            \
-                                          : ((1u << lanes) - 1u)                                   \
-                                                << (threadIdx.x % 32u / (unsigned)lanes * lanes);  \
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x / lanes;                            \
-        for (int64_t row = t / lanes; row < rows; row += stride) {                                 \
+        const unsigned wl = threadIdx.x % 32u;                                                     \
+        const int per = 32 / lanes, g = (int)(wl / (unsigned)lanes);                               \
+        const int lane = (int)(wl % (unsigned)lanes);                                              \
+        if (g >= per) return;                                                                      \
+        const unsigned mask = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (g * lanes);     \
+        const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;                \
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x / 32 * per;                         \
+        for (int64_t row = warp * per + g; row < rows; row += stride) {                            \
             int64_t c0, c1;                                                                        \
             range(row, &a, &c0, &c1);                                                              \
             for (int64_t c = c0; c < c1; c++) {                                                    \
-                body(row, c, lane, &a);                                                            \
+                body(row, c, lane, &a, FLAGS);                                                     \
                 __syncwarp(mask);                                                                  \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
+    template <int FLAGS> __global__ void name##_kernel(int64_t rows, int lanes, args_t a)          \
+    {                                                                                              \
+        name##_rows<FLAGS>(rows, lanes, a);                                                        \
+    }                                                                                              \
+    template <int FLAGS>                                                                           \
+    __global__ void __launch_bounds__(HK_FEM_BLOCK, 5)                                             \
+        name##_kernel5(int64_t rows, int lanes, args_t a)                                          \
+    {                                                                                              \
+        name##_rows<FLAGS>(rows, lanes, a);                                                        \
+    }                                                                                              \
+    template <int FLAGS>                                                                           \
+    __global__ void __launch_bounds__(HK_FEM_BLOCK, 6)                                             \
+        name##_kernel6(int64_t rows, int lanes, args_t a)                                          \
+    {                                                                                              \
+        name##_rows<FLAGS>(rows, lanes, a);                                                        \
+    }                                                                                              \
+    template <int FLAGS>                                                                           \
+    static void name##_launch(unsigned grid, int64_t rows, int lanes, const args_t *a)             \
+    {                                                                                              \
+        if (a->flags & HK_FEM_NUM_BOUNDS6)                                                         \
+            name##_kernel6<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
+        else if (a->flags & HK_FEM_NUM_BOUNDS5)                                                    \
+            name##_kernel5<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
+        else                                                                                       \
+            name##_kernel<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);          \
+    }                                                                                              \
     static int name(int64_t rows, int lanes, const args_t *a)                                      \
     {                                                                                              \
         if (rows <= 0) return 0;                                                                   \
-        name##_kernel<<<fem_grid(rows *lanes), HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);    \
+        const int per = 32 / lanes;                                                                \
+        const unsigned grid = fem_grid((rows + per - 1) / per * 32);                               \
+        switch (a->flags & HK_FEM_NUM_CODE) {                                                      \
+        case 0:                                                                                    \
+            name##_launch<0>(grid, rows, lanes, a);                                                \
+            break;                                                                                 \
+        case HK_FEM_NUM_SLOTS:                                                                     \
+            name##_launch<HK_FEM_NUM_SLOTS>(grid, rows, lanes, a);                                 \
+            break;                                                                                 \
+        case HK_FEM_NUM_D3:                                                                        \
+            name##_launch<HK_FEM_NUM_D3>(grid, rows, lanes, a);                                    \
+            break;                                                                                 \
+        default:                                                                                   \
+            name##_launch<HK_FEM_NUM_CODE>(grid, rows, lanes, a);                                  \
+            break;                                                                                 \
+        }                                                                                          \
         return fem_launched(#name);                                                                \
     }
 

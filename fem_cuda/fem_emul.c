@@ -98,7 +98,7 @@ static int64_t thread_index(int64_t k, int64_t n)
             range(i, a, &c0, &c1);                                                                 \
             for (int64_t c = c0; c < c1; c++)                                                      \
                 for (int l = 0; l < lanes; l++)                                                    \
-                    body(i, c, (int)thread_index(l, lanes), a);                                    \
+                    body(i, c, (int)thread_index(l, lanes), a, a->flags);                          \
         }                                                                                          \
         return 0;                                                                                  \
     }

@@ -246,10 +246,12 @@ HK_EL_FN void hk_fem_parts_label_body(int64_t i, const hk_fem_parts_args *a)
 
 /* ---- the block CSR pattern --------------------------------------------------------------- */
 
-/* Each cell's nodes sorted ascending (the rows' sorted lists are merged from these). */
+/* Each cell's nodes sorted ascending (the rows' sorted lists are merged from these) and, for
+ * the numeric kernel's slot table (sloc not NULL), each sorted node's place in its cell. */
 typedef struct hk_fem_sortcells_args {
     hk_fem_mesh m;
     int32_t *snodes; /* cptr[ne] */
+    uint8_t *sloc;   /* cptr[ne], or NULL */
 } hk_fem_sortcells_args;
 
 HK_EL_FN void hk_fem_sortcells_body(int64_t e, const hk_fem_sortcells_args *a)
@@ -260,25 +262,41 @@ HK_EL_FN void hk_fem_sortcells_body(int64_t e, const hk_fem_sortcells_args *a)
         int64_t j = k - 1;
         while (j >= k0 && a->snodes[j] > v) {
             a->snodes[j + 1] = a->snodes[j];
+            if (a->sloc) a->sloc[j + 1] = a->sloc[j];
             j--;
         }
         a->snodes[j + 1] = v;
+        if (a->sloc) a->sloc[j + 1] = (uint8_t)(k - k0);
     }
 }
 
 #define HK_FEM_MERGE 48 /* a row merges up to this many cells' lists at once */
 
+/* The numeric kernel's slot table: for the cell at n2c position c and its local node B,
+ * slots[c * stride + B] is the place of B's column in the row of the cell's node at c (counted
+ * from the row's start), HK_FEM_SLOT_FAR for a place that does not fit a byte (searched). */
+#define HK_FEM_SLOT_FAR 255
+
 /* Block row i: the nodes of its cells (and i itself), sorted, each once. A k-way merge of the
  * cells' sorted lists; a node of more cells than HK_FEM_MERGE takes the smallest node above
  * the last one found, cell after cell, instead. out: the row's column indices (NULL: count
- * only). Returns the row's length. */
+ * only); with slots (the fill pass), each column's place is written for every cell of the row
+ * that has it, where the merge finds it. Returns the row's length. */
 typedef struct hk_fem_row_args {
     hk_fem_mesh m;
     const int32_t *snodes;
     int64_t *count;        /* nn + 1: the row lengths at [i + 1] (the count pass) */
     const int64_t *rowptr; /* the fill pass */
     int32_t *colind;
+    const uint8_t *sloc; /* the slot table (fill pass, or NULL): hk_fem_sortcells_args' sloc */
+    uint8_t *slots;
+    int stride;
 } hk_fem_row_args;
+
+HK_EL_FN void hk_fem_slot_put(const hk_fem_row_args *a, int64_t c, int B, int64_t place)
+{
+    a->slots[c * a->stride + B] = (uint8_t)(place < HK_FEM_SLOT_FAR ? place : HK_FEM_SLOT_FAR);
+}
 
 HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
 {
@@ -306,9 +324,12 @@ HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
                 if (cur[k] < v) v = cur[k];
             if (v == INT32_MAX) break;
             if (out) out[cnt] = v;
-            cnt++;
+            const int64_t place = cnt++;
             for (int k = 0; k < nc; k++)
-                if (cur[k] == v) cur[k] = left[k]-- > 0 ? a->snodes[++pos[k]] : INT32_MAX;
+                if (cur[k] == v) {
+                    if (out && a->slots) hk_fem_slot_put(a, c0 + k, a->sloc[pos[k]], place);
+                    cur[k] = left[k]-- > 0 ? a->snodes[++pos[k]] : INT32_MAX;
+                }
         }
         return cnt;
     }
@@ -324,6 +345,11 @@ HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
         }
         if (v == INT32_MAX) break;
         if (out) out[cnt] = v;
+        for (int64_t c = c0; c < c0 + nc && out && a->slots; c++) {
+            const int64_t e = m->n2c_idx[c];
+            for (int64_t k = m->cptr[e]; k < m->cptr[e + 1]; k++)
+                if (a->snodes[k] == v) hk_fem_slot_put(a, c, a->sloc[k], cnt);
+        }
         cnt++;
         last = v;
     }
@@ -456,6 +482,21 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
 
 /* ---- numeric: block rows gather their cells' blocks ------------------------------------- */
 
+/* Variants of the numeric kernel (HOOKE_FEM_NUMERIC, docs/assembly.md), flags that give the
+ * same additions in the same order, hence the same digits up to the device's fused
+ * multiply-adds: columns from a slot table the pattern's merge writes instead of a binary
+ * search per block (SLOTS); the 3D blocks with the dimension a constant, so that the loops
+ * unroll and the small matrices stay in registers (D3); as many lanes per row as the most
+ * nodes of a cell, rows packed in a warp, instead of a power of two (PACKED); launch bounds
+ * of 5 or 6 blocks of 256 threads per multiprocessor (fewer registers, more warps). SLOTS and
+ * D3 change the kernel's code (the CUDA build compiles each combination), PACKED the launch. */
+#define HK_FEM_NUM_SLOTS 1
+#define HK_FEM_NUM_D3 2
+#define HK_FEM_NUM_PACKED 4
+#define HK_FEM_NUM_BOUNDS5 8
+#define HK_FEM_NUM_BOUNDS6 16
+#define HK_FEM_NUM_CODE (HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3)
+
 /* Block (A, B) of cell e's element matrix (A, B local nodes), from its record: the digits the
  * whole-element kernels of element_kernels.h put there. */
 HK_EL_FN void hk_fem_block(const hk_fem_geo_args *a, int64_t e, int A, int B, double *blk)
@@ -503,12 +544,69 @@ HK_EL_FN void hk_fem_block(const hk_fem_geo_args *a, int64_t e, int A, int B, do
     }
 }
 
+/* hk_el_iso_entry of S's entries x = S[r][c], y = S[c][r] (diag: r == c). On the device with
+ * the operations hk_fem_block's compiled code gives it where d, r and c are variables: lam x
+ * fused, mu y rounded, and mu tr or a zero added apart (the explicit roundings keep the
+ * compiler from fusing that addition where the indices are constants). */
+HK_EL_FN double hk_fem_iso_entry(double x, double y, double tr, double lam, double mu, int diag)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(__fma_rn(x, lam, __dmul_rn(y, mu)), diag ? __dmul_rn(tr, mu) : 0.0);
+#else
+    return lam * x + mu * y + (diag ? mu * tr : 0);
+#endif
+}
+
+/* hk_el_iso_block in 3D with every index a constant, so that S and the block stay in
+ * registers (with d a variable they live in local memory, read and written at every point). */
+HK_EL_FN void hk_fem_iso_block3(int nq, const double *g, int sq, const double *wq, int a, int b,
+                                double lam, double mu, double *blk)
+{
+    double S[3][3];
+    hk_el_iso_sums(3, nq, g, sq, 3, wq, a < b ? a : b, a < b ? b : a, S);
+    const double tr = hk_el_trace(3, S);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            /* (r, c) = (i, j) for a < b, (j, i) for a > b, the lower triangle's for a == b */
+            const double x = hk_fem_iso_entry(S[i][j], S[j][i], tr, lam, mu, i == j),
+                         y = hk_fem_iso_entry(S[j][i], S[i][j], tr, lam, mu, i == j);
+            blk[i * 3 + j] = a < b || (a == b && i >= j) ? x : y;
+        }
+}
+
+/* hk_fem_block of a 3D cell (not axisymmetric) of an isotropic region R: the same digits with
+ * the indices constants. */
+HK_EL_FN void hk_fem_block3_iso(const hk_fem_geo_args *a, const hk_fem_region *R, int64_t e, int A,
+                                int B, double *blk)
+{
+    const hk_fem_mesh *m = &a->m;
+    const hk_elref *r = &m->refs[m->ctype[e]];
+    const hk_law *law = &R->law;
+    const int n = r->nnodes, nd = n * 3;
+    const int sel = hk_fem_selective(law, r->type);
+    const hk_fem_layout L =
+        hk_fem_layout_of(r, 3, 0, sel, hk_fem_thermal(a->with_f, R, m->node_dT));
+    const double *rec = a->geo + a->goff[e - a->e0];
+    hk_fem_iso_block3(r->nqp, rec + L.g, nd, rec + L.w, A, B,
+                      sel ? law->lambda - law->kappa : law->lambda, law->mu, blk);
+    for (int q = 0; q < r->nqr && L.wr >= 0; q++) {
+        const double w = rec[L.wr + q], *gA = rec + L.gr + (q * n + A) * 3,
+                     *gB = rec + L.gr + (q * n + B) * 3;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                blk[i * 3 + j] += w * law->kappa * gA[i] * gB[j];
+    }
+}
+
 typedef struct hk_fem_numeric_args {
     hk_fem_geo_args g;
     int64_t e1; /* the chunk is cells [g.e0, e1) */
     const int64_t *rowptr;
     const int32_t *colind;
     double *val;
+    int flags;            /* HK_FEM_NUM_*: SLOTS only with slots, D3 only in 3D */
+    const uint8_t *slots; /* the slot table (hk_fem_row_args), or NULL */
+    int stride;
 } hk_fem_numeric_args;
 
 /* The cells of block row i inside the chunk: n2c positions [*c0, *c1). */
@@ -544,25 +642,41 @@ HK_EL_FN void hk_fem_numeric_range(int64_t i, const hk_fem_numeric_args *a, int6
 
 /* Lane `lane` of block row i adds block (A, lane) of the row's cell at n2c position c, A the
  * row's node in that cell: lanes take distinct blocks of the row, cells follow one another
- * (the caller orders them), so every block receives its cells' contributions in cell order. */
-HK_EL_FN void hk_fem_numeric_body(int64_t i, int64_t c, int lane, const hk_fem_numeric_args *a)
+ * (the caller orders them), so every block receives its cells' contributions in cell order.
+ * flags: a->flags, a constant in each of the device's compiled kernels. */
+HK_EL_FN void hk_fem_numeric_body(int64_t i, int64_t c, int lane, const hk_fem_numeric_args *a,
+                                  const int flags)
 {
     const hk_fem_mesh *m = &a->g.m;
     const int64_t e = m->n2c_idx[c];
-    const int n = m->refs[m->ctype[e]].nnodes, d = m->dim;
+    const int n = m->refs[m->ctype[e]].nnodes, d = flags & HK_FEM_NUM_D3 ? 3 : m->dim;
     if (lane >= n) return;
-    const int32_t j = m->cnodes[m->cptr[e] + lane];
-    int64_t lo = a->rowptr[i], hi = a->rowptr[i + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (a->colind[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
+    const int place = flags & HK_FEM_NUM_SLOTS ? a->slots[c * a->stride + lane] : HK_FEM_SLOT_FAR;
+    int64_t lo = a->rowptr[i];
+    if (place != HK_FEM_SLOT_FAR) {
+        lo += place;
+    } else {
+        const int32_t j = m->cnodes[m->cptr[e] + lane];
+        int64_t hi = a->rowptr[i + 1];
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (a->colind[mid] < j)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    double *v = a->val + (size_t)lo * d * d;
+    const hk_fem_region *R = &a->g.regions[m->cregion[e]];
+    if (flags & HK_FEM_NUM_D3 && R->iso) { /* apart: its block indexed by constants only */
+        double b3[9];
+        hk_fem_block3_iso(&a->g, R, e, m->n2c_loc[c], lane, b3);
+        for (int k = 0; k < 9; k++)
+            v[k] += b3[k];
+        return;
     }
     double blk[9];
     hk_fem_block(&a->g, e, m->n2c_loc[c], lane, blk);
-    double *v = a->val + (size_t)lo * d * d;
     for (int k = 0; k < d * d; k++)
         v[k] += blk[k];
 }

@@ -4,18 +4,20 @@
  * loops) give the host's K, f and fields to the last bit, for every element kind, analysis and
  * material of the catalogue (hk_test_fem_case), with the cells cut into one chunk or into many,
  * and a node of more cells than a row merges at once; the resident K solves as the host's;
- * the errors are the host's sentences.
+ * the errors are the host's sentences. The numeric kernel's variants (HOOKE_FEM_NUMERIC) give
+ * the same bytes, and the slot table the pattern writes holds every block's place.
  *
  * fem_cuda (device): the same on the GPU, K and f to 1e-13 of their largest entry (fused
  * multiply-adds round differently), the pattern exactly, the fields to 1e-12; two runs give the
  * same bytes; solved there through hk_solver_create_resident; hooke run --assembly device
- * against --assembly host. */
+ * against --assembly host; every variant of the numeric kernel gives the default's bytes. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "case.h"
 #include "fem_device.h"
+#include "fem_numeric.h"
 #include "test_util.h"
 
 /* ---- comparisons ------------------------------------------------------------------------ */
@@ -290,6 +292,143 @@ static void test_emul_fan(void)
         check_case(&hk_fem_emul_driver, &tc, 0, 0);
         hk_test_fem_free(&tc);
     }
+}
+
+/* The numeric kernel's variants (each flag alone and all together): the host's bytes for every
+ * catalogue case, in one chunk and in chunks of one cell. */
+static const int numeric_variants[] = {
+    HK_FEM_NUM_SLOTS, HK_FEM_NUM_D3, HK_FEM_NUM_PACKED, HK_FEM_NUM_BOUNDS5,
+    HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3 | HK_FEM_NUM_PACKED | HK_FEM_NUM_BOUNDS6};
+#define NUMERIC_NVARIANTS ((int)(sizeof numeric_variants / sizeof *numeric_variants))
+
+static void test_emul_variants(void)
+{
+    for (int v = 0; v < NUMERIC_NVARIANTS; v++) {
+        hk_test_fem tc;
+        hk_fem_numeric_force = numeric_variants[v];
+        /* all cases with every flag, every third case with one */
+        for (int k = 0; hk_test_fem_case(k, &tc); k += v == NUMERIC_NVARIANTS - 1 ? 1 : 3) {
+            hk_system h, d;
+            HK_ASSERT_OK(hk_assemble(&tc.p, &h));
+            HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_emul_driver, &tc.p, &d));
+            compare_systems(tc.name, &h, &d, 0);
+            hk_system_free(&d);
+            hk_fem_chunk_bytes = 1;
+            HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_emul_driver, &tc.p, &d));
+            compare_systems(tc.name, &h, &d, 0);
+            hk_fem_chunk_bytes = 0;
+            hk_system_free(&d);
+            hk_system_free(&h);
+            hk_test_fem_free(&tc);
+        }
+    }
+    hk_fem_numeric_force = -1;
+}
+
+/* The slot table, made by the pattern's kernels (run here on host arrays): every entry is the
+ * place of its block's column in its row, or HK_FEM_SLOT_FAR exactly where that place does not
+ * fit a byte; returns the entries that are places and counts the far ones. */
+static int64_t check_slot_table(const hk_mesh *hm, int64_t *far)
+{
+    const int64_t nn = hm->nnodes, ne = hm->cells.n, tot = hm->cells.ptr[ne];
+    int maxn = 0;
+    for (int64_t e = 0; e < ne; e++)
+        if (hm->cells.ptr[e + 1] - hm->cells.ptr[e] > maxn)
+            maxn = (int)(hm->cells.ptr[e + 1] - hm->cells.ptr[e]);
+    int64_t *n2c_ptr = calloc((size_t)nn + 1, sizeof *n2c_ptr), *n2c_idx = malloc((size_t)tot * 8);
+    int64_t *cur = calloc((size_t)nn, sizeof *cur), *rowptr = calloc((size_t)nn + 1, 8);
+    uint8_t *n2c_loc = malloc((size_t)tot), *sloc = malloc((size_t)tot);
+    uint8_t *slots = malloc((size_t)tot * (size_t)maxn);
+    int32_t *snodes = malloc((size_t)tot * sizeof *snodes);
+    memset(slots, 0xab, (size_t)tot * (size_t)maxn);
+    for (int64_t k = 0; k < tot; k++)
+        n2c_ptr[hm->cells.nodes[k] + 1]++;
+    for (int64_t i = 0; i < nn; i++)
+        n2c_ptr[i + 1] += n2c_ptr[i];
+    for (int64_t e = 0; e < ne; e++) /* cells in order: each node's list increases */
+        for (int64_t k = hm->cells.ptr[e]; k < hm->cells.ptr[e + 1]; k++) {
+            const int32_t v = hm->cells.nodes[k];
+            n2c_idx[n2c_ptr[v] + cur[v]] = e;
+            n2c_loc[n2c_ptr[v] + cur[v]++] = (uint8_t)(k - hm->cells.ptr[e]);
+        }
+    hk_fem_mesh m = {.dim = hm->dim,
+                     .nn = nn,
+                     .ne = ne,
+                     .cptr = hm->cells.ptr,
+                     .cnodes = hm->cells.nodes,
+                     .n2c_ptr = n2c_ptr,
+                     .n2c_idx = n2c_idx,
+                     .n2c_loc = n2c_loc};
+    hk_fem_sortcells_args sa = {.m = m, .snodes = snodes, .sloc = sloc};
+    for (int64_t e = 0; e < ne; e++)
+        hk_fem_sortcells_body(e, &sa);
+    hk_fem_row_args ra = {.m = m, .snodes = snodes, .count = rowptr, .rowptr = rowptr};
+    for (int64_t i = 0; i < nn; i++)
+        hk_fem_row_count_body(i, &ra);
+    for (int64_t i = 0; i < nn; i++)
+        rowptr[i + 1] += rowptr[i];
+    int32_t *colind = malloc((size_t)rowptr[nn] * sizeof *colind);
+    ra.count = NULL, ra.colind = colind, ra.sloc = sloc, ra.slots = slots, ra.stride = maxn;
+    for (int64_t i = 0; i < nn; i++)
+        hk_fem_row_fill_body(i, &ra);
+    int64_t places = 0, bad = 0;
+    *far = 0;
+    for (int64_t i = 0; i < nn; i++)
+        for (int64_t c = n2c_ptr[i]; c < n2c_ptr[i + 1]; c++) {
+            const int64_t e = n2c_idx[c];
+            for (int64_t k = hm->cells.ptr[e]; k < hm->cells.ptr[e + 1]; k++) {
+                int64_t p = rowptr[i];
+                while (p < rowptr[i + 1] && colind[p] != hm->cells.nodes[k])
+                    p++;
+                p -= rowptr[i];
+                const int got = slots[c * maxn + (k - hm->cells.ptr[e])];
+                if (p < HK_FEM_SLOT_FAR ? got != p : got != HK_FEM_SLOT_FAR) bad++;
+                if (got == HK_FEM_SLOT_FAR)
+                    (*far)++;
+                else
+                    places++;
+            }
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(n2c_ptr), free(n2c_idx), free(cur), free(rowptr), free(n2c_loc), free(sloc);
+    free(slots), free(snodes), free(colind);
+    return places;
+}
+
+static void test_emul_slot_table(void)
+{
+    hk_mesh m;
+    int64_t far = 0;
+    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 4, 3, 3, HK_EL_TET10, &m));
+    CU_ASSERT_EQUAL(check_slot_table(&m, &far), m.cells.ptr[m.cells.n] * 10);
+    CU_ASSERT_EQUAL(far, 0);
+    hk_mesh_free(&m);
+    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 3, 3, 2, HK_EL_HEX27, &m));
+    CU_ASSERT_EQUAL(check_slot_table(&m, &far), m.cells.ptr[m.cells.n] * 27);
+    hk_mesh_free(&m);
+    /* the centre of 120 tri6 (a merge of more cells than HK_FEM_MERGE): a row of 361 columns */
+    fan_mesh(120, HK_EL_TRI6, &m);
+    CU_ASSERT(check_slot_table(&m, &far) > 0);
+    CU_ASSERT(far > 0);
+    hk_mesh_free(&m);
+}
+
+/* HOOKE_FEM_NUMERIC: names and commas; an unknown name refused in one sentence naming it. */
+static void test_emul_variant_names(void)
+{
+    int flags = -1;
+    setenv("HOOKE_FEM_NUMERIC", "slots,packed,d3", 1);
+    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
+    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_SLOTS | HK_FEM_NUM_PACKED | HK_FEM_NUM_D3);
+    setenv("HOOKE_FEM_NUMERIC", "search", 1);
+    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
+    CU_ASSERT_EQUAL(flags, 0);
+    setenv("HOOKE_FEM_NUMERIC", "slots,fast", 1);
+    CU_ASSERT_EQUAL(hk_fem_numeric_variant(&flags), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "unknown variant 'fast'"));
+    unsetenv("HOOKE_FEM_NUMERIC");
+    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
+    CU_ASSERT_EQUAL(flags, 0);
 }
 
 /* Solves the host's system h (K on the host) and the device's d (K handed over resident) with
@@ -580,6 +719,9 @@ HK_SUITE(fem_emul,
           test_emul_catalogue},
          {"the kernels' threads in reverse order: the host's bytes", test_emul_reverse},
          {"a node of 120 cells: the host's bytes", test_emul_fan},
+         {"the numeric kernel's variants: the host's bytes", test_emul_variants},
+         {"the slot table: every block's place", test_emul_slot_table},
+         {"HOOKE_FEM_NUMERIC's names", test_emul_variant_names},
          {"the resident K solves to the host's digits", test_emul_solve},
          {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
          {"on the cpu backend: the host's assembly and recovery", test_on_cpu},
@@ -710,6 +852,67 @@ static void test_cuda_solve(void)
     hk_mesh_free(&m);
 }
 
+/* K of problem p on the device with the numeric kernel's variant `flags`, downloaded. */
+static void cuda_stiffness(const hk_problem *p, int flags, hk_bcsr *K)
+{
+    hk_resident_bcsr R;
+    hk_fem_numeric_force = flags;
+    HK_ASSERT_OK(hk_fem_stiffness_with(&hk_fem_cuda_driver, p, &R));
+    hk_fem_numeric_force = -1;
+    HK_ASSERT_OK(hk_resident_bcsr_download(&R, K));
+    hk_resident_bcsr_free(&R);
+}
+
+/* K's values of variant `flags` against the default's: the same bytes (the same additions in
+ * the same order, the same roundings). */
+static void compare_variant(const char *name, const hk_problem *p, const hk_bcsr *K0, int flags)
+{
+    hk_bcsr K;
+    cuda_stiffness(p, flags, &K);
+    const int64_t nv = K0->rowptr[K0->nbrows] * K0->bs * K0->bs;
+    const int same = K.rowptr[K.nbrows] == K0->rowptr[K0->nbrows] &&
+                     !memcmp(K.val, K0->val, (size_t)nv * sizeof *K.val);
+    if (!same)
+        printf("\n    %s, variant %d: K differs from the default's by %.2e ", name, flags,
+               K.rowptr[K.nbrows] == K0->rowptr[K0->nbrows] ? rel(K.val, K0->val, nv) : 1.0);
+    CU_ASSERT(same);
+    hk_bcsr_free(&K);
+}
+
+/* Every variant of the numeric kernel on boxes of tet10 (the isotropic 3D path), hex20 and
+ * hex27, all of them together on every catalogue case: the default's bytes. */
+static void test_cuda_variants(void)
+{
+    static const hk_eltype types[3] = {HK_EL_TET10, HK_EL_HEX20, HK_EL_HEX27};
+    static const int cells[3] = {12, 6, 5};
+    for (int k = 0; k < 3; k++) {
+        hk_mesh m;
+        HK_ASSERT_OK(hk_mesh_box(1, 1, 1, cells[k], cells[k], cells[k], types[k], &m));
+        hk_material mat = {.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
+        hk_support sup = {.boundary = hk_mesh_find_boundary(&m, "xmin"), .mask = 7};
+        hk_problem p = {.mesh = &m,
+                        .analysis = HK_SOLID,
+                        .materials = &mat,
+                        .gravity = {0, 0, -9.81},
+                        .nsupports = 1,
+                        .supports = &sup};
+        hk_bcsr K0;
+        cuda_stiffness(&p, 0, &K0);
+        for (int v = 0; v < NUMERIC_NVARIANTS; v++)
+            compare_variant(hk_eltype_get(types[k])->name, &p, &K0, numeric_variants[v]);
+        hk_bcsr_free(&K0);
+        hk_mesh_free(&m);
+    }
+    hk_test_fem tc;
+    for (int k = 0; hk_test_fem_case(k, &tc); k++) {
+        hk_bcsr K0;
+        cuda_stiffness(&tc.p, 0, &K0);
+        compare_variant(tc.name, &tc.p, &K0, numeric_variants[NUMERIC_NVARIANTS - 1]);
+        hk_bcsr_free(&K0);
+        hk_test_fem_free(&tc);
+    }
+}
+
 static void test_cuda_errors(void)
 {
     check_errors(&hk_fem_cuda_driver);
@@ -725,6 +928,7 @@ HK_DEVICE_SUITE(fem_cuda,
                  test_cuda_catalogue},
                 {"a node of 200 cells", test_cuda_fan},
                 {"two runs give the same bytes (K, f, fields)", test_cuda_determinism},
+                {"the numeric kernel's variants: the default's bytes", test_cuda_variants},
                 {"K assembled and solved on the device", test_cuda_solve},
                 {"the host's error sentences", test_cuda_errors},
                 {"hooke run: --assembly device against --assembly host", test_cuda_run})

@@ -1,0 +1,105 @@
+/* The numeric stage's host side (fem_numeric.h): the kernel's variant and the element records'
+ * offsets, which at millions of cells cost tens of milliseconds on one thread. Integer sums:
+ * the same results on any number of threads. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fem_numeric.h"
+#include "hooke/error.h"
+
+int hk_fem_numeric_force = -1;
+
+static const struct {
+    const char *name;
+    int flag;
+} numeric_names[] = {
+    {"search", 0},         {"slots", HK_FEM_NUM_SLOTS},     {"packed", HK_FEM_NUM_PACKED},
+    {"d3", HK_FEM_NUM_D3}, {"bounds5", HK_FEM_NUM_BOUNDS5}, {"bounds6", HK_FEM_NUM_BOUNDS6}};
+
+int hk_fem_numeric_variant(int *flags)
+{
+    *flags = 0;
+    if (hk_fem_numeric_force >= 0) {
+        *flags = hk_fem_numeric_force;
+        return 0;
+    }
+    const char *v = getenv("HOOKE_FEM_NUMERIC");
+    for (const char *p = v; p && *p;) {
+        const size_t len = strcspn(p, ",");
+        size_t k = 0;
+        while (k < sizeof numeric_names / sizeof *numeric_names &&
+               (strlen(numeric_names[k].name) != len || strncmp(p, numeric_names[k].name, len)))
+            k++;
+        HK_CHECK(len == 0 || k < sizeof numeric_names / sizeof *numeric_names, HK_ERR_ARG,
+                 "HOOKE_FEM_NUMERIC=%s: unknown variant '%.*s'; give a comma list of search, "
+                 "slots, packed, d3, bounds5, bounds6 (docs/assembly.md), or unset it",
+                 v, (int)len, p);
+        if (len) *flags |= numeric_names[k].flag;
+        p += len + (p[len] == ',');
+    }
+    if (*flags & HK_FEM_NUM_BOUNDS6) *flags &= ~HK_FEM_NUM_BOUNDS5;
+    return 0;
+}
+
+int hk_fem_record_offsets(const hk_mesh *m, const hk_elref *refs, const hk_fem_region *regions,
+                          int axi, int with_f, const void *node_dT, int64_t *goff,
+                          int64_t *biggest_out)
+{
+    const int64_t ne = m->cells.n;
+    const int d = m->dim, nthr = omp_get_max_threads();
+    int64_t *part = NULL, biggest = 0;
+    HK_CALL(hk_malloc(((size_t)nthr + 1) * sizeof *part, &part));
+    goff[0] = 0;
+#pragma omp parallel num_threads(nthr) reduction(max : biggest)
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int64_t e0 = ne * t / nt, e1 = ne * (t + 1) / nt;
+        int64_t sum = 0;
+        for (int64_t e = e0; e < e1; e++) {
+            const hk_elref *r = &refs[m->cells.type[e]];
+            const hk_fem_region *R = &regions[m->cell_region ? m->cell_region[e] : 0];
+            const hk_fem_layout L = hk_fem_layout_of(r, d, axi, hk_fem_selective(&R->law, r->type),
+                                                     hk_fem_thermal(with_f, R, node_dT));
+            goff[e + 1] = L.size;
+            sum += L.size;
+            if (L.size > biggest) biggest = L.size;
+        }
+        part[t + 1] = sum;
+#pragma omp barrier
+#pragma omp single
+        {
+            part[0] = 0;
+            for (int k = 1; k <= nt; k++)
+                part[k] += part[k - 1];
+        }
+        int64_t run = part[t];
+        for (int64_t e = e0; e < e1; e++) {
+            run += goff[e + 1];
+            goff[e + 1] = run;
+        }
+    }
+    free(part);
+    *biggest_out = biggest;
+    return 0;
+}
+
+int64_t hk_fem_chunk_end(const int64_t *goff, int64_t ne, int64_t e0, size_t budget)
+{
+    int64_t lo = e0 + 1, hi = ne; /* the first e1 > e0 that is ne or leaves cell e1 out */
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if ((size_t)(goff[mid + 1] - goff[e0]) * 8 + (size_t)(mid + 1 - e0) * 8 <= budget)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void hk_fem_chunk_offsets(const int64_t *goff, int64_t e0, int64_t e1, int64_t *rel)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t e = e0; e < e1; e++)
+        rel[e - e0] = goff[e] - goff[e0];
+}

@@ -1,0 +1,38 @@
+/* The numeric stage's host side, for both drivers (fem_driver.inc's fem_numeric and pattern):
+ * the variant of the numeric kernel (HOOKE_FEM_NUMERIC) and the element records' offsets and
+ * chunks, over every host thread (fem_numeric.c, OpenMP). */
+#ifndef HOOKE_FEM_NUMERIC_H
+#define HOOKE_FEM_NUMERIC_H
+
+#include "fem_kernels.h"
+#include "hooke/fem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The numeric kernel's variant: HK_FEM_NUM_* flags from HOOKE_FEM_NUMERIC (a comma list of
+ * search, slots, packed, d3, bounds5, bounds6; unset or empty: search, the default), or
+ * hk_fem_numeric_force when it is 0 or more (tests). HK_ERR_ARG, naming the variable and the
+ * names, for a name it does not know. */
+int hk_fem_numeric_variant(int *flags);
+extern int hk_fem_numeric_force;
+
+/* goff[e] = the first double of cell e's record when all of m's cells' records lie end to end
+ * (goff[ne]: their total; regions per mesh region, node_dT only tested for NULL, as
+ * hk_fem_thermal does); *biggest: the largest record. */
+int hk_fem_record_offsets(const hk_mesh *m, const hk_elref *refs, const hk_fem_region *regions,
+                          int axi, int with_f, const void *node_dT, int64_t *goff,
+                          int64_t *biggest);
+
+/* The end of the chunk of cells that starts at e0: the most cells (one at least) whose records
+ * and offsets (8 bytes a cell) fit budget bytes. */
+int64_t hk_fem_chunk_end(const int64_t *goff, int64_t ne, int64_t e0, size_t budget);
+
+/* rel[e - e0] = goff[e] - goff[e0] for the chunk's cells. */
+void hk_fem_chunk_offsets(const int64_t *goff, int64_t e0, int64_t e1, int64_t *rel);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
