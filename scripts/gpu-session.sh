@@ -5,7 +5,9 @@
 # the case list below (wide, pipeformats: issue 11's open measurements; seedkrylov: issue 30's
 # cgcg and pipecg variants; pcpapers: issue 30's preconditioner experiments; tri2, tri2ncu,
 # mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
-# prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels; amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
+# prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels;
+# numvar: issue 25's variants of the device assembly's numeric kernel (HOOKE_FEM_NUMERIC);
+# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
 # distributed runs on a host with 2 GPUs, one process each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -132,6 +134,64 @@ PY
     echo; echo "## mpirun -np 2 hooke bench scale --backend cuda --comm $comm (cg, pipecg, jacobi; medians of 3 solves)"
     timeout 120 "${MPI[@]}" -np 2 $B/hooke bench scale --backend cuda --comm $comm \
       --methods cg,pipecg --pc jacobi --n 64 --run-cells 0 2>&1 | tail -12
+  done
+  rm -rf $T
+}
+# Step numvar (issue 25, docs/assembly.md): the device assembly's numeric kernel per variant of
+# HOOKE_FEM_NUMERIC on the bracket at geometry.size=0.001 (meshed once), three runs each: the
+# "numeric" stage (ms) and the run's assembly (s); medians, the fastest first. Then Nsight
+# Compute on k_numeric at geometry.size=0.0015, the default and the fastest variant.
+numvar_step() {
+  local T=/tmp/hooke-numvar BR=cases/bracket/bracket.yaml v r best
+  local VARIANTS="search slots d3 packed slots,d3 slots,d3,packed slots,d3,packed,bounds5 slots,d3,packed,bounds6"
+  rm -rf $T; mkdir -p $T
+  echo "# numvar: $(git log --oneline -1 | cut -c1-60)"
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  timeout 120 $B/hooke mesh $BR --set geometry.size=0.001 -o $T/b.msh --quiet || { echo "meshing failed"; return 1; }
+  for v in $VARIANTS; do
+    for r in 1 2 3; do
+      HOOKE_FEM_NUMERIC=$v HOOKE_ASSEMBLY_PROFILE=1 timeout 120 $B/hooke run $BR --backend cuda \
+        --set geometry.file=$T/b.msh -o $T/x.vtu > $T/run.log 2>&1
+      echo "$v $r $? $(grep -m1 'device assembly: numeric' $T/run.log | awk '{print $(NF-1)}') $(grep -m1 -E 'assembly: .* nonzeros in' $T/run.log | sed -E 's/.* in ([0-9.]+) s.*/\1/')" >> $T/times
+      grep -E 'DOFs|error|hooke:' $T/run.log | grep -v iteration | head -2 > $T/last.log
+    done
+  done
+  echo; echo "## numeric stage per variant (bracket, geometry.size=0.001; 3 runs)"; echo
+  head -1 $T/last.log
+  best=$(python3 - $T/times <<'PY'
+import sys, statistics
+rows = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    v, rc = f[0], f[2]
+    num = float(f[3]) if len(f) > 3 and rc == "0" else None
+    asm = float(f[4]) if len(f) > 4 and rc == "0" else None
+    rows.setdefault(v, []).append((rc, num, asm))
+print("| HOOKE_FEM_NUMERIC | numeric ms (runs) | median | assembly s (median) | exits |", file=sys.stderr)
+print("|---|---|---:|---:|---|", file=sys.stderr)
+done = []
+for v, rs in rows.items():
+    nums = [r[1] for r in rs if r[1] is not None]
+    asms = [r[2] for r in rs if r[2] is not None]
+    med = statistics.median(nums) if nums else float("inf")
+    done.append((med, v, nums, asms, [r[0] for r in rs]))
+for med, v, nums, asms, rcs in sorted(done):
+    print("| %s | %s | %.2f | %s | %s |" % (v, " ".join("%.2f" % x for x in nums), med,
+          "%.3f" % statistics.median(asms) if asms else "", " ".join(rcs)), file=sys.stderr)
+ok = [d for d in sorted(done) if d[0] != float("inf")]
+print(ok[0][1] if ok else "search")
+PY
+  )
+  echo; echo "fastest: $best"
+  for v in search $best; do
+    echo; echo "## ncu k_numeric, HOOKE_FEM_NUMERIC=$v (bracket, geometry.size=0.0015)"; echo '```'
+    HOOKE_FEM_NUMERIC=$v timeout 240 ncu --kernel-name regex:k_numeric --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section WarpStateStats --section LaunchStats --section SchedulerStats \
+      $B/hooke run $BR --backend cuda --set geometry.size=0.0015 -o $T/n.vtu 2>&1 |
+      grep -vE 'solve: iteration|^\[' | tail -120
+    echo '```'
+    [ $v = search ] && [ $best = search ] && break
   done
   rm -rf $T
 }
@@ -330,6 +390,7 @@ for step in "$@"; do
           --generate elasticity3d:60 || echo "(ended: status $?, limit 25 s)"
       } > "$OUT/amgsweep.md" 2>&1 ;;
     dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
+    numvar) numvar_step > "$OUT/numvar.md" 2>&1; grep -A12 '^## numeric stage' "$OUT/numvar.md" ;;
     pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
           { timeout 300 $B/hooke bench pcpapers --backend cuda --size medium --json "$OUT/pcpapers.json"
             timeout 120 $B/hooke bench pcpapers --backend cuda --study gsai --generate convdiff3d:100
