@@ -167,7 +167,7 @@ static int fem_launched(const char *name)
  * side (lanes beyond them idle), which all see the same cells; __syncwarp orders one cell's
  * additions before the next cell's. With lanes a power of two, row t / lanes of thread t.
  * args_t has an int flags: its HK_FEM_NUM_CODE bits pick one of the compiled kernels (the body
- * gets them as a constant), HK_FEM_NUM_BOUNDS5 / 6 one with launch bounds. */
+ * gets them as a constant), HK_FEM_NUM_BOUNDS4 / 5 / 6 one with launch bounds. */
 #define HK_FEM_ROW_KERNEL(name, args_t, range, body)                                               \
     template <int FLAGS>                                                                           \
     __device__ __forceinline__ void name##_rows(int64_t rows, int lanes, const args_t &a)          \
@@ -205,12 +205,20 @@ static int fem_launched(const char *name)
         name##_rows<FLAGS>(rows, lanes, a);                                                        \
     }                                                                                              \
     template <int FLAGS>                                                                           \
+    __global__ void __launch_bounds__(HK_FEM_BLOCK, 4)                                             \
+        name##_kernel4(int64_t rows, int lanes, args_t a)                                          \
+    {                                                                                              \
+        name##_rows<FLAGS>(rows, lanes, a);                                                        \
+    }                                                                                              \
+    template <int FLAGS>                                                                           \
     static void name##_launch(unsigned grid, int64_t rows, int lanes, const args_t *a)             \
     {                                                                                              \
         if (a->flags & HK_FEM_NUM_BOUNDS6)                                                         \
             name##_kernel6<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
         else if (a->flags & HK_FEM_NUM_BOUNDS5)                                                    \
             name##_kernel5<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
+        else if (a->flags & HK_FEM_NUM_BOUNDS4)                                                    \
+            name##_kernel4<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
         else                                                                                       \
             name##_kernel<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);          \
     }                                                                                              \

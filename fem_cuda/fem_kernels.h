@@ -488,13 +488,15 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
  * search per block (SLOTS); the 3D blocks with the dimension a constant, so that the loops
  * unroll and the small matrices stay in registers (D3); as many lanes per row as the most
  * nodes of a cell, rows packed in a warp, instead of a power of two (PACKED); launch bounds
- * of 5 or 6 blocks of 256 threads per multiprocessor (fewer registers, more warps). SLOTS and
+ * of 4, 5 or 6 blocks of 256 threads per multiprocessor (at most 64, 48 or 40 registers: the
+ * default's 64 registers give 4 blocks, SLOTS and D3 take more). SLOTS and
  * D3 change the kernel's code (the CUDA build compiles each combination), PACKED the launch. */
 #define HK_FEM_NUM_SLOTS 1
 #define HK_FEM_NUM_D3 2
 #define HK_FEM_NUM_PACKED 4
 #define HK_FEM_NUM_BOUNDS5 8
 #define HK_FEM_NUM_BOUNDS6 16
+#define HK_FEM_NUM_BOUNDS4 32
 #define HK_FEM_NUM_CODE (HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3)
 
 /* Block (A, B) of cell e's element matrix (A, B local nodes), from its record: the digits the

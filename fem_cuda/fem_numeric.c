@@ -13,9 +13,13 @@ int hk_fem_numeric_force = -1;
 static const struct {
     const char *name;
     int flag;
-} numeric_names[] = {
-    {"search", 0},         {"slots", HK_FEM_NUM_SLOTS},     {"packed", HK_FEM_NUM_PACKED},
-    {"d3", HK_FEM_NUM_D3}, {"bounds5", HK_FEM_NUM_BOUNDS5}, {"bounds6", HK_FEM_NUM_BOUNDS6}};
+} numeric_names[] = {{"search", 0},
+                     {"slots", HK_FEM_NUM_SLOTS},
+                     {"packed", HK_FEM_NUM_PACKED},
+                     {"d3", HK_FEM_NUM_D3},
+                     {"bounds4", HK_FEM_NUM_BOUNDS4},
+                     {"bounds5", HK_FEM_NUM_BOUNDS5},
+                     {"bounds6", HK_FEM_NUM_BOUNDS6}};
 
 int hk_fem_numeric_variant(int *flags)
 {
@@ -33,12 +37,14 @@ int hk_fem_numeric_variant(int *flags)
             k++;
         HK_CHECK(len == 0 || k < sizeof numeric_names / sizeof *numeric_names, HK_ERR_ARG,
                  "HOOKE_FEM_NUMERIC=%s: unknown variant '%.*s'; give a comma list of search, "
-                 "slots, packed, d3, bounds5, bounds6 (docs/assembly.md), or unset it",
+                 "slots, packed, d3, bounds4, bounds5, bounds6 (docs/assembly.md), or unset it",
                  v, (int)len, p);
         if (len) *flags |= numeric_names[k].flag;
         p += len + (p[len] == ',');
     }
-    if (*flags & HK_FEM_NUM_BOUNDS6) *flags &= ~HK_FEM_NUM_BOUNDS5;
+    /* one launch bound: the most blocks named */
+    if (*flags & HK_FEM_NUM_BOUNDS6) *flags &= ~(HK_FEM_NUM_BOUNDS5 | HK_FEM_NUM_BOUNDS4);
+    if (*flags & HK_FEM_NUM_BOUNDS5) *flags &= ~HK_FEM_NUM_BOUNDS4;
     return 0;
 }
 

@@ -12,8 +12,8 @@ extern "C" {
 #endif
 
 /* The numeric kernel's variant: HK_FEM_NUM_* flags from HOOKE_FEM_NUMERIC (a comma list of
- * search, slots, packed, d3, bounds5, bounds6; unset or empty: search, the default), or
- * hk_fem_numeric_force when it is 0 or more (tests). HK_ERR_ARG, naming the variable and the
+ * search, slots, packed, d3, bounds4, bounds5, bounds6; unset or empty: search, the default),
+ * or hk_fem_numeric_force when it is 0 or more (tests). HK_ERR_ARG, naming the variable and the
  * names, for a name it does not know. */
 int hk_fem_numeric_variant(int *flags);
 extern int hk_fem_numeric_force;

@@ -297,8 +297,9 @@ static void test_emul_fan(void)
 /* The numeric kernel's variants (each flag alone and all together): the host's bytes for every
  * catalogue case, in one chunk and in chunks of one cell. */
 static const int numeric_variants[] = {
-    HK_FEM_NUM_SLOTS, HK_FEM_NUM_D3, HK_FEM_NUM_PACKED, HK_FEM_NUM_BOUNDS5,
-    HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3 | HK_FEM_NUM_PACKED | HK_FEM_NUM_BOUNDS6};
+    HK_FEM_NUM_SLOTS,   HK_FEM_NUM_D3,
+    HK_FEM_NUM_PACKED,  HK_FEM_NUM_BOUNDS4,
+    HK_FEM_NUM_BOUNDS5, HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3 | HK_FEM_NUM_PACKED | HK_FEM_NUM_BOUNDS6};
 #define NUMERIC_NVARIANTS ((int)(sizeof numeric_variants / sizeof *numeric_variants))
 
 static void test_emul_variants(void)
@@ -423,6 +424,9 @@ static void test_emul_variant_names(void)
     setenv("HOOKE_FEM_NUMERIC", "search", 1);
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
+    setenv("HOOKE_FEM_NUMERIC", "bounds4,bounds6,,bounds5", 1); /* one bound: the most blocks */
+    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
+    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_BOUNDS6);
     setenv("HOOKE_FEM_NUMERIC", "slots,fast", 1);
     CU_ASSERT_EQUAL(hk_fem_numeric_variant(&flags), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "unknown variant 'fast'"));
