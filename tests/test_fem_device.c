@@ -766,33 +766,46 @@ static void test_cuda_fan(void)
     hk_test_fem_free(&tc);
 }
 
-/* Larger meshes (rows in many segments, many thread blocks), each assembled and recovered
- * twice, the second time with the copies cut into small pinned pieces: the same bytes;
- * against the host to rounding. */
+/* Larger meshes (rows in many segments, many thread blocks): box k of tet10 16^3, hex8 24^3,
+ * hex27 8^3, clamped at x = 0, under gravity, an end traction and a temperature change; name
+ * and p filled, p pointing at the other arguments. */
+static const hk_eltype box_types[3] = {HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX27};
+static const int box_cells[3] = {16, 24, 8};
+
+static void box_problem(int k, hk_mesh *m, hk_material *mat, hk_support *sup, hk_load ld[2],
+                        hk_problem *p, char name[64])
+{
+    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, box_cells[k], box_cells[k], box_cells[k], box_types[k], m));
+    *mat = (hk_material){
+        .name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800, .alpha = {1e-5, 1e-5, 1e-5}};
+    *sup = (hk_support){.boundary = hk_mesh_find_boundary(m, "xmin"), .mask = 7};
+    ld[0] = (hk_load){.kind = HK_LOAD_TRACTION,
+                      .boundary = hk_mesh_find_boundary(m, "xmax"),
+                      .value = {0, 0, -1e6}};
+    ld[1] = (hk_load){.kind = HK_LOAD_TEMPERATURE, .boundary = -1, .value = {30}};
+    *p = (hk_problem){.mesh = m,
+                      .analysis = HK_SOLID,
+                      .materials = mat,
+                      .gravity = {0, 0, -9.81},
+                      .nloads = 2,
+                      .loads = ld,
+                      .nsupports = 1,
+                      .supports = sup};
+    snprintf(name, 64, "%s box of %d^3", hk_eltype_get(box_types[k])->name, box_cells[k]);
+}
+
+/* Each box assembled and recovered twice, the second time with the copies cut into small
+ * pinned pieces: the same bytes; against the host to rounding. */
 static void test_cuda_determinism(void)
 {
-    static const hk_eltype types[3] = {HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX27};
-    static const int cells[3] = {16, 24, 8};
     for (int k = 0; k < 3; k++) {
         hk_mesh m;
-        HK_ASSERT_OK(hk_mesh_box(1, 1, 1, cells[k], cells[k], cells[k], types[k], &m));
-        hk_material mats[1] = {
-            {.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800, .alpha = {1e-5, 1e-5, 1e-5}}};
-        hk_support sup = {.boundary = hk_mesh_find_boundary(&m, "xmin"), .mask = 7};
-        hk_load ld[2] = {{.kind = HK_LOAD_TRACTION,
-                          .boundary = hk_mesh_find_boundary(&m, "xmax"),
-                          .value = {0, 0, -1e6}},
-                         {.kind = HK_LOAD_TEMPERATURE, .boundary = -1, .value = {30}}};
-        hk_problem p = {.mesh = &m,
-                        .analysis = HK_SOLID,
-                        .materials = mats,
-                        .gravity = {0, 0, -9.81},
-                        .nloads = 2,
-                        .loads = ld,
-                        .nsupports = 1,
-                        .supports = &sup};
+        hk_material mats[1];
+        hk_support sup;
+        hk_load ld[2];
+        hk_problem p;
         char name[64];
-        snprintf(name, sizeof name, "%s box of %d^3", hk_eltype_get(types[k])->name, cells[k]);
+        box_problem(k, &m, mats, &sup, ld, &p, name);
         hk_system h, d1, d2;
         HK_ASSERT_OK(hk_assemble(&p, &h));
         HK_ASSERT_OK(hk_fem_assemble_with(&hk_fem_cuda_driver, &p, &d1));
@@ -883,27 +896,22 @@ static void compare_variant(const char *name, const hk_problem *p, const hk_bcsr
     hk_bcsr_free(&K);
 }
 
-/* Every variant of the numeric kernel on boxes of tet10 (the isotropic 3D path), hex20 and
- * hex27, all of them together on every catalogue case: the default's bytes. */
+/* Every variant of the numeric kernel on the boxes (tet10: the isotropic 3D path), all of them
+ * together on every catalogue case: the default's bytes. */
 static void test_cuda_variants(void)
 {
-    static const hk_eltype types[3] = {HK_EL_TET10, HK_EL_HEX20, HK_EL_HEX27};
-    static const int cells[3] = {12, 6, 5};
     for (int k = 0; k < 3; k++) {
         hk_mesh m;
-        HK_ASSERT_OK(hk_mesh_box(1, 1, 1, cells[k], cells[k], cells[k], types[k], &m));
-        hk_material mat = {.name = "steel", .E = 200e9, .nu = 0.3, .rho = 7800};
-        hk_support sup = {.boundary = hk_mesh_find_boundary(&m, "xmin"), .mask = 7};
-        hk_problem p = {.mesh = &m,
-                        .analysis = HK_SOLID,
-                        .materials = &mat,
-                        .gravity = {0, 0, -9.81},
-                        .nsupports = 1,
-                        .supports = &sup};
+        hk_material mat;
+        hk_support sup;
+        hk_load ld[2];
+        hk_problem p;
+        char name[64];
+        box_problem(k, &m, &mat, &sup, ld, &p, name);
         hk_bcsr K0;
         cuda_stiffness(&p, 0, &K0);
         for (int v = 0; v < NUMERIC_NVARIANTS; v++)
-            compare_variant(hk_eltype_get(types[k])->name, &p, &K0, numeric_variants[v]);
+            compare_variant(name, &p, &K0, numeric_variants[v]);
         hk_bcsr_free(&K0);
         hk_mesh_free(&m);
     }
