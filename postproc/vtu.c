@@ -17,9 +17,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -164,15 +168,15 @@ static void note_error(vtu_out *o, int err, int zip)
 }
 
 /* An uncompressed array at o->base + a->offset: its byte count, then its values in pieces
- * written by every thread (positions known beforehand). */
-static void write_plain(vtu_out *o, vtu_array *a)
+ * written by every thread (positions known beforehand), or by this one alone. */
+static void write_plain(vtu_out *o, vtu_array *a, int parallel)
 {
     const uint64_t nbytes = array_bytes(a), at = o->base + a->offset;
     const int64_t npieces = (int64_t)((nbytes + VTU_PIECE - 1) / VTU_PIECE);
     int err = pwrite_all(o->fd, &nbytes, sizeof nbytes, at);
     if (err) note_error(o, err, 0);
     a->size = sizeof nbytes + nbytes;
-#pragma omp parallel if (npieces > 1)
+#pragma omp parallel if (parallel && npieces > 1)
     {
         float *tmp = a->from_double ? malloc(VTU_PIECE) : NULL;
         if (a->from_double && !tmp) note_error(o, ENOMEM, 0);
@@ -305,6 +309,7 @@ static const char *const axi_names[6] = {"rr", "zz", "tt", "rz", "zt", "rt"};
 typedef struct {
     vtu_array arr[16];
     int narr, npoint_first, ncell_first;
+    int has_region; /* arr[ncell_first] is the mesh's region array */
     int64_t nn, ne;
     int has_vm, has_cell_vm;
     const char *vectors;    /* the PointData's Vectors attribute, NULL: none */
@@ -377,11 +382,27 @@ static int head_text(const vtu_plan *pl, int pad, char **text, size_t *len)
     return 0;
 }
 
+/* The cells in VTK's order (vtk_cells). */
+typedef struct {
+    int32_t *conn;
+    void *offs;
+    uint8_t *types;
+    int64_t nconn;
+    int offs64;
+} vtu_cells;
+
+static void cells_free(vtu_cells *c)
+{
+    free(c->conn);
+    free(c->offs);
+    free(c->types);
+    c->conn = NULL, c->offs = NULL, c->types = NULL;
+}
+
 /* Cells in VTK's node order: connectivity (Int32: node indices are 32-bit), offsets (Int32
  * when they fit) and types, filled in parallel. The first element the writer cannot map, in
  * element order, gets the message. */
-static int vtk_cells(const char *path, const hk_mesh *m, int32_t **conn_out, void **offs_out,
-                     int *offs64, uint8_t **types_out, int64_t *nconn_out)
+static int vtk_cells(const char *path, const hk_mesh *m, vtu_cells *out)
 {
     const int64_t nn = m->nnodes, ne = m->cells.n;
     int ierr = 0;
@@ -440,13 +461,13 @@ static int vtk_cells(const char *path, const hk_mesh *m, int32_t **conn_out, voi
                      "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
                      (long long)(m->cells.tag ? m->cells.tag[bad] : bad + 1), v, (long long)nn - 1);
     }
-    *offs64 = nconn > INT32_MAX;
-    if (!*offs64) { /* narrow in place: entry e is read before anything overwrites it */
+    out->offs64 = nconn > INT32_MAX;
+    if (!out->offs64) { /* narrow in place: entry e is read before anything overwrites it */
         int32_t *o32 = (int32_t *)offs;
         for (int64_t e = 0; e < ne; e++)
             o32[e] = (int32_t)offs[e];
     }
-    *conn_out = conn, *offs_out = offs, *types_out = types, *nconn_out = nconn;
+    out->conn = conn, out->offs = offs, out->types = types, out->nconn = nconn;
     return 0;
 fail:
     free(conn);
@@ -455,13 +476,102 @@ fail:
     return ierr;
 }
 
-int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
+/* HOOKE_OUTPUT_PROFILE=1: the time of each phase of a write on stderr, and the page cache
+ * before and after; =2 also waits for the disk (fsync) and times it (docs/output.md, "Where
+ * the output stage's time goes"). */
+typedef struct {
+    int on;              /* the level: 0 off, 1 phases, 2 and fsync */
+    double t0, t;        /* the write's start, the current phase's start */
+    double mesh, fields; /* bytes of the mesh's arrays and of the fields' */
+    double mem[4];       /* /proc/meminfo at the start: MemFree, Cached, Dirty, Writeback (kB) */
+    struct rusage ru;    /* the process's CPU times and context switches at the start */
+} vtu_prof;
+
+static void prof_step(vtu_prof *p, const char *what, double bytes);
+
+/* MemFree, Cached, Dirty and Writeback of /proc/meminfo in kB (-1 where unknown). */
+static void page_cache_state(double v[4])
 {
-    static const hk_vtu_options plain = {0};
-    if (!opt) opt = &plain;
+    static const char *const keys[4] = {"MemFree:", "Cached:", "Dirty:", "Writeback:"};
+    for (int k = 0; k < 4; k++)
+        v[k] = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        for (int k = 0; k < 4; k++)
+            if (!strncmp(line, keys[k], strlen(keys[k]))) v[k] = atof(line + strlen(keys[k]));
+    fclose(f);
+}
+
+static void prof_begin(vtu_prof *p)
+{
+    const char *e = getenv("HOOKE_OUTPUT_PROFILE");
+    memset(p, 0, sizeof *p);
+    p->on = e && *e && strcmp(e, "0") ? (atoi(e) >= 2 ? 2 : 1) : 0;
+    if (!p->on) return;
+    page_cache_state(p->mem);
+    getrusage(RUSAGE_SELF, &p->ru);
+    p->t0 = p->t = hk_time();
+}
+
+/* Level 2: the disk's time for the file, as a phase of its own. */
+static void prof_fsync(vtu_prof *p, int fd)
+{
+    if (p->on < 2) return;
+    fsync(fd);
+    prof_step(p, "fsync (HOOKE_OUTPUT_PROFILE=2)", 0);
+}
+
+/* The phase that ends now: its name, and its bytes and rate when bytes > 0. */
+static void prof_step(vtu_prof *p, const char *what, double bytes)
+{
+    if (!p->on) return;
+    const double now = hk_time(), s = now - p->t;
+    if (bytes > 0)
+        fprintf(stderr, "output profile: %-34s %9.3f s %10.1f MB %8.2f GB/s\n", what, s,
+                bytes / 1e6, s > 0 ? bytes / 1e9 / s : 0.0);
+    else
+        fprintf(stderr, "output profile: %-34s %9.3f s\n", what, s);
+    p->t = now;
+}
+
+static void prof_end(vtu_prof *p, const char *path)
+{
+    if (!p->on) return;
+    const double s = hk_time() - p->t0, all = p->mesh + p->fields;
+    double m[4];
+    page_cache_state(m);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+#define SECONDS(tv) ((double)(tv).tv_sec + 1e-6 * (double)(tv).tv_usec)
+    fprintf(stderr,
+            "output profile: %s: %.3f s, %.1f MB (%.2f GB/s); mesh arrays %.1f MB (%.0f %%), "
+            "fields %.1f MB\n",
+            path, s, all / 1e6, s > 0 ? all / 1e9 / s : 0.0, p->mesh / 1e6,
+            all > 0 ? 100 * p->mesh / all : 0.0, p->fields / 1e6);
+    fprintf(stderr,
+            "output profile: page cache before -> after (MB): free %.0f -> %.0f, cached %.0f -> "
+            "%.0f, dirty %.0f -> %.0f, writeback %.0f -> %.0f\n",
+            p->mem[0] / 1e3, m[0] / 1e3, p->mem[1] / 1e3, m[1] / 1e3, p->mem[2] / 1e3, m[2] / 1e3,
+            p->mem[3] / 1e3, m[3] / 1e3);
+    /* system time near the wall time on one thread: the kernel copying; far below it with
+     * many voluntary switches: waiting (for the disk, or for memory) */
+    fprintf(stderr,
+            "output profile: process CPU during the write: user %.3f s, system %.3f s, "
+            "%ld voluntary and %ld involuntary context switches, %ld page faults\n",
+            SECONDS(ru.ru_utime) - SECONDS(p->ru.ru_utime),
+            SECONDS(ru.ru_stime) - SECONDS(p->ru.ru_stime), ru.ru_nvcsw - p->ru.ru_nvcsw,
+            ru.ru_nivcsw - p->ru.ru_nivcsw, ru.ru_minflt - p->ru.ru_minflt);
+#undef SECONDS
+}
+
+/* The checks of hk_vtu_write's arguments. */
+static int vtu_check(const char *path, const hk_mesh *m, const hk_fields *f,
+                     const hk_vtu_options *opt)
+{
     HK_CHECK(path && m, HK_ERR_ARG, "hk_vtu_write: path or mesh is NULL");
-    const int ascii = opt->ascii;
-    const hk_vtu_compression comp = ascii ? HK_VTU_NONE : opt->compression;
+    const hk_vtu_compression comp = opt->ascii ? HK_VTU_NONE : opt->compression;
     const int level = opt->level ? opt->level : 1;
     HK_CHECK(comp == HK_VTU_NONE || comp == HK_VTU_ZLIB || comp == HK_VTU_LZ4, HK_ERR_ARG,
              "hk_vtu_write '%s': compression %d is not none, zlib or lz4", path, (int)comp);
@@ -477,34 +587,29 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
                  "hk_vtu_write '%s': the fields are for %lld nodes and %lld cells but the mesh has "
                  "%lld and %lld; pass the fields computed on this mesh",
                  path, (long long)f->nnodes, (long long)f->ncells, (long long)nn, (long long)ne);
-    {
-        const uint16_t one = 1;
-        HK_CHECK(*(const uint8_t *)&one == 1, HK_ERR_UNSUPPORTED,
-                 "hk_vtu_write: big-endian hosts are not supported; use the ascii option");
-    }
-    int ierr = 0, fd = -1;
-    FILE *fp = NULL;
-    int32_t *conn = NULL;
-    void *offs = NULL;
-    uint8_t *types = NULL;
-    char *head = NULL;
-    vtu_plan pl;
-    memset(&pl, 0, sizeof pl);
-    int64_t nconn = 0;
-    int offs64 = 0;
-    HK_CALL(vtk_cells(path, m, &conn, &offs, &offs64, &types, &nconn));
+    const uint16_t one = 1;
+    HK_CHECK(*(const uint8_t *)&one == 1, HK_ERR_UNSUPPORTED,
+             "hk_vtu_write: big-endian hosts are not supported; use the ascii option");
+    return 0;
+}
 
-    /* the arrays, in the order they appear in the file; fields as Float32 on request */
+/* The arrays of m, the cells cl and the non-NULL fields of f (NULL: none), in the order they
+ * appear in the file; fields as Float32 on request. Offsets are left 0. */
+static void plan_arrays(vtu_plan *pl, const hk_mesh *m, const hk_fields *f,
+                        const hk_vtu_options *opt, const vtu_cells *cl)
+{
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    memset(pl, 0, sizeof *pl);
     const int fw = opt->float32 ? 4 : 8;
     const char *ft = opt->float32 ? "Float32" : "Float64";
 #define ADD(nm, ty, nc, nt, wd, dp, f32, cn)                                                       \
-    pl.arr[pl.narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (f32), (cn), 0, 0}
+    pl->arr[pl->narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (f32), (cn), 0, 0}
 #define FIELD(nm, nc, nt, dp, cn) ADD(nm, ft, nc, nt, fw, dp, opt->float32, cn)
     ADD("Points", "Float64", 3, nn, 8, m->coords, 0, NULL);
-    ADD("connectivity", "Int32", 1, nconn, 4, conn, 0, NULL);
-    ADD("offsets", offs64 ? "Int64" : "Int32", 1, ne, offs64 ? 8 : 4, offs, 0, NULL);
-    ADD("types", "UInt8", 1, ne, 1, types, 0, NULL);
-    pl.npoint_first = pl.narr;
+    ADD("connectivity", "Int32", 1, cl->nconn, 4, cl->conn, 0, NULL);
+    ADD("offsets", cl->offs64 ? "Int64" : "Int32", 1, ne, cl->offs64 ? 8 : 4, cl->offs, 0, NULL);
+    ADD("types", "UInt8", 1, ne, 1, cl->types, 0, NULL);
+    pl->npoint_first = pl->narr;
     const char *const *tn = f && f->axisymmetric ? axi_names : tensor_names;
     if (f) {
         if (f->u) FIELD("displacement", 3, nn, f->u, NULL);
@@ -515,7 +620,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         if (f->reaction) FIELD("reaction", 3, nn, f->reaction, NULL);
         if (f->mode_shape) FIELD("mode_shape", 3, nn, f->mode_shape, NULL);
     }
-    pl.ncell_first = pl.narr;
+    pl->ncell_first = pl->narr;
+    pl->has_region = m->cell_region != NULL;
     if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, 0, NULL);
     if (f) {
         if (f->cell_stress) FIELD("element_stress", 6, ne, f->cell_stress, tn);
@@ -523,13 +629,63 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     }
 #undef FIELD
 #undef ADD
-    pl.nn = nn, pl.ne = ne, pl.ascii = ascii;
-    pl.has_vm = f && f->von_mises, pl.has_cell_vm = f && f->cell_von_mises;
-    pl.vectors = f && f->u ? "displacement" : f && f->mode_shape ? "mode_shape" : NULL;
-    pl.fdata = f && f->nfield_data > 0 ? f : NULL;
-    pl.compressor = comp == HK_VTU_ZLIB  ? "vtkZLibDataCompressor"
-                    : comp == HK_VTU_LZ4 ? "vtkLZ4DataCompressor"
-                                         : NULL;
+    pl->nn = nn, pl->ne = ne, pl->ascii = opt->ascii;
+    pl->has_vm = f && f->von_mises, pl->has_cell_vm = f && f->cell_von_mises;
+    pl->vectors = f && f->u ? "displacement" : f && f->mode_shape ? "mode_shape" : NULL;
+    pl->fdata = f && f->nfield_data > 0 ? f : NULL;
+    const hk_vtu_compression comp = opt->ascii ? HK_VTU_NONE : opt->compression;
+    pl->compressor = comp == HK_VTU_ZLIB  ? "vtkZLibDataCompressor"
+                     : comp == HK_VTU_LZ4 ? "vtkLZ4DataCompressor"
+                                          : NULL;
+}
+
+/* Array k is the mesh's (points, cells, regions), known before the fields are. */
+static int mesh_array(const vtu_plan *pl, int k)
+{
+    return k < pl->npoint_first || (pl->has_region && k == pl->ncell_first);
+}
+
+/* Uncompressed: every offset from the sizes before it; the appended section's length. */
+static uint64_t plan_offsets(vtu_plan *pl)
+{
+    uint64_t off = 0;
+    for (int k = 0; k < pl->narr; k++)
+        pl->arr[k].offset = off, off += sizeof(uint64_t) + array_bytes(&pl->arr[k]);
+    return off;
+}
+
+/* Before a file is created at path, a plain file already there (one link) is removed: writing
+ * over a file's contents (O_TRUNC) makes ext4 and XFS start writing the whole new file to
+ * the disk when it is closed, which made the write 2.5-4.5x slower (docs/output.md); the
+ * new file gets a fresh inode instead. A symbolic link, a file with other hard links or a
+ * device keeps being written through, as before. The removed file's bytes, 0 if none. */
+static double remove_old(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return 0;
+    return unlink(path) == 0 ? (double)st.st_size : 0;
+}
+
+int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
+{
+    static const hk_vtu_options plain = {0};
+    if (!opt) opt = &plain;
+    HK_CALL(vtu_check(path, m, f, opt));
+    const int ascii = opt->ascii;
+    const hk_vtu_compression comp = ascii ? HK_VTU_NONE : opt->compression;
+    const int level = opt->level ? opt->level : 1;
+    int ierr = 0, fd = -1;
+    FILE *fp = NULL;
+    char *head = NULL;
+    vtu_plan pl;
+    vtu_cells cl = {0};
+    vtu_prof prof;
+    prof_begin(&prof);
+    const double old = remove_old(path);
+    if (old > 0) prof_step(&prof, "remove the file it replaces", old);
+    HK_TRY(vtk_cells(path, m, &cl));
+    prof_step(&prof, "cells in VTK's order", 0);
+    plan_arrays(&pl, m, f, opt, &cl);
 
     if (ascii) {
         fp = fopen(path, "w");
@@ -541,24 +697,29 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         fp = NULL;
         HK_TRY_CHECK(!bad && closed == 0, HK_ERR_IO,
                      "could not write '%s' (disk full or no permission?)", path);
+        prof_step(&prof, "ascii document", 0);
+        prof_end(&prof, path);
         goto fail; /* done: free the cell arrays */
     }
 
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     HK_TRY_CHECK(fd >= 0, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)",
                  path, strerror(errno));
+    prof_step(&prof, "open", 0);
     vtu_out o = {fd, 0, 0, 0};
     size_t hlen = 0;
     if (comp == HK_VTU_NONE) { /* every offset known: the head first, exact */
-        uint64_t off = 0;
-        for (int k = 0; k < pl.narr; k++)
-            pl.arr[k].offset = off, off += sizeof(uint64_t) + array_bytes(&pl.arr[k]);
+        plan_offsets(&pl);
         HK_TRY(head_text(&pl, 0, &head, &hlen));
         o.base = hlen;
         int e = pwrite_all(fd, head, hlen, 0);
         if (e) note_error(&o, e, 0);
-        for (int k = 0; k < pl.narr && !o.err_errno; k++)
-            write_plain(&o, &pl.arr[k]);
+        prof_step(&prof, "XML head", (double)hlen);
+        for (int k = 0; k < pl.narr && !o.err_errno; k++) {
+            write_plain(&o, &pl.arr[k], 1);
+            *(mesh_array(&pl, k) ? &prof.mesh : &prof.fields) += (double)pl.arr[k].size;
+            prof_step(&prof, pl.arr[k].name, (double)pl.arr[k].size);
+        }
     } else { /* the head's room first (its length does not depend on the offsets) */
         HK_TRY(head_text(&pl, 1, &head, &hlen));
         free(head);
@@ -569,6 +730,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
             pl.arr[k].offset = off;
             write_compressed(&o, &pl.arr[k], comp, level);
             off += pl.arr[k].size;
+            *(mesh_array(&pl, k) ? &prof.mesh : &prof.fields) += (double)pl.arr[k].size;
+            prof_step(&prof, pl.arr[k].name, (double)pl.arr[k].size);
         }
         size_t len2 = 0;
         HK_TRY(head_text(&pl, 1, &head, &len2));
@@ -577,6 +740,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
                      len2);
         int e = pwrite_all(fd, head, hlen, 0);
         if (e) note_error(&o, e, 0);
+        prof_step(&prof, "XML head", (double)hlen);
     }
     HK_TRY_CHECK(!o.err_zip, HK_ERR_INTERNAL, "hk_vtu_write '%s': a block did not compress", path);
     {
@@ -586,17 +750,204 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     }
     HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
                  path, strerror(o.err_errno));
+    prof_step(&prof, "end tag", 0);
+    prof_fsync(&prof, fd);
     HK_TRY_CHECK(close(fd) == 0, HK_ERR_IO, "could not write '%s': %s (disk full?)", path,
                  strerror(errno));
     fd = -1;
+    prof_step(&prof, "close", 0);
+    prof_end(&prof, path);
 
 fail:
     if (fd >= 0) close(fd);
     if (ierr) remove(path); /* no half-written file that ParaView would choke on */
     free(head);
-    free(conn);
-    free(offs);
-    free(types);
+    cells_free(&cl);
+    return ierr;
+}
+
+/* ---- the mesh's part written early ------------------------------------------------------ */
+
+struct hk_vtu_early {
+    char *path, *tmp; /* the file, and the temporary name it is written under */
+    const hk_mesh *m;
+    hk_vtu_options opt;
+    hk_fields layout; /* which fields the file will hold (their values unused) */
+    int fd;
+    pthread_t thread;
+    int joined;
+    atomic_int stop; /* cancelled: the thread stops after its current array */
+    /* the thread's result */
+    int ok;        /* head and mesh arrays written */
+    int64_t nconn; /* the cells' sizes (their arrays are freed once written) */
+    int offs64;
+    char *head; /* the head it wrote */
+    size_t hlen;
+    double t_cells, seconds, bytes; /* its cells' time, its whole time, the bytes it wrote */
+};
+
+/* The thread: cells in VTK's order, the head for the announced fields, and the mesh's arrays
+ * at their offsets, on this thread alone (the solve has the others). */
+static void *early_main(void *arg)
+{
+    hk_vtu_early *e = arg;
+    const double t0 = hk_time();
+    omp_set_num_threads(1); /* this thread's own setting: its loops make no team */
+    vtu_cells cl = {0};
+    vtu_plan pl;
+    if (vtk_cells(e->path, e->m, &cl)) return NULL; /* the final write reports it */
+    e->t_cells = hk_time() - t0;
+    plan_arrays(&pl, e->m, &e->layout, &e->opt, &cl);
+    plan_offsets(&pl);
+    if (head_text(&pl, 0, &e->head, &e->hlen)) goto done;
+    vtu_out o = {e->fd, e->hlen, pwrite_all(e->fd, e->head, e->hlen, 0), 0};
+    e->bytes = (double)e->hlen;
+    for (int k = 0; k < pl.narr && !o.err_errno && !atomic_load(&e->stop); k++)
+        if (mesh_array(&pl, k)) {
+            write_plain(&o, &pl.arr[k], 0);
+            e->bytes += (double)pl.arr[k].size;
+        }
+    e->nconn = cl.nconn, e->offs64 = cl.offs64;
+    e->ok = !o.err_errno && !atomic_load(&e->stop);
+    e->seconds = hk_time() - t0;
+done:
+    cells_free(&cl);
+    return NULL;
+}
+
+hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fields *layout,
+                                 const hk_vtu_options *opt)
+{
+    static const hk_vtu_options plain = {0};
+    if (!opt) opt = &plain;
+    const char *sw = getenv("HOOKE_OUTPUT_EARLY");
+    if (!path || !m || opt->ascii || opt->compression != HK_VTU_NONE || (sw && !strcmp(sw, "0")))
+        return NULL;
+    const uint16_t one = 1;
+    struct stat st;
+    if (*(const uint8_t *)&one != 1 ||
+        (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink != 1)))
+        return NULL; /* written through as before by hk_vtu_write */
+    hk_vtu_early *e = calloc(1, sizeof *e);
+    const size_t n = strlen(path) + 40;
+    if (!e || !(e->path = strdup(path)) || !(e->tmp = malloc(n))) goto fail;
+    snprintf(e->tmp, n, "%s.part-%ld", path, (long)getpid());
+    e->m = m, e->opt = *opt, e->fd = -1;
+    if (layout) e->layout = *layout;
+    e->layout.nnodes = m->nnodes, e->layout.ncells = m->cells.n;
+    atomic_init(&e->stop, 0);
+    e->fd = open(e->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (e->fd < 0) goto fail;
+    if (pthread_create(&e->thread, NULL, early_main, e) != 0) goto fail;
+    return e;
+fail:
+    if (e && e->fd >= 0) {
+        close(e->fd);
+        unlink(e->tmp);
+    }
+    if (e) free(e->path), free(e->tmp);
+    free(e);
+    return NULL;
+}
+
+void hk_vtu_early_wait(hk_vtu_early *e)
+{
+    if (!e || e->joined) return;
+    pthread_join(e->thread, NULL);
+    e->joined = 1;
+}
+
+static void early_free(hk_vtu_early *e)
+{
+    if (e->fd >= 0) close(e->fd);
+    if (e->tmp) unlink(e->tmp);
+    free(e->head);
+    free(e->path);
+    free(e->tmp);
+    free(e);
+}
+
+void hk_vtu_early_cancel(hk_vtu_early *e)
+{
+    if (!e) return;
+    atomic_store(&e->stop, 1);
+    hk_vtu_early_wait(e);
+    early_free(e);
+}
+
+int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
+{
+    HK_CHECK(e, HK_ERR_ARG, "hk_vtu_early_finish: no early write");
+    const hk_mesh *m = e->m;
+    const hk_vtu_options opt = e->opt;
+    vtu_prof prof;
+    prof_begin(&prof);
+    hk_vtu_early_wait(e);
+    if (prof.on && e->ok) {
+        const double w = e->seconds - e->t_cells;
+        fprintf(stderr, "output profile: %-34s %9.3f s (during the solve)\n",
+                "cells in VTK's order, early", e->t_cells);
+        fprintf(stderr, "output profile: %-34s %9.3f s %10.1f MB %8.2f GB/s (during the solve)\n",
+                "head and mesh arrays, early", w, e->bytes / 1e6, w > 0 ? e->bytes / 1e9 / w : 0.0);
+    }
+    prof_step(&prof, "wait for the early part", 0);
+    int ierr = 0, same = 0;
+    char *head = NULL;
+    vtu_plan pl;
+    if (e->ok && path && !strcmp(path, e->path) &&
+        (!f || (f->nnodes == m->nnodes && f->ncells == m->cells.n))) {
+        /* the file of these fields is the early one when its head is: same arrays, offsets */
+        const vtu_cells cl = {.nconn = e->nconn, .offs64 = e->offs64};
+        plan_arrays(&pl, m, f, &opt, &cl);
+        plan_offsets(&pl);
+        size_t hlen = 0;
+        same =
+            head_text(&pl, 0, &head, &hlen) == 0 && hlen == e->hlen && !memcmp(head, e->head, hlen);
+    }
+    if (!same) { /* other fields than announced, or the early part failed: the whole file */
+        free(head);
+        early_free(e);
+        if (prof.on) fprintf(stderr, "output profile: the early part does not serve: whole file\n");
+        return hk_vtu_write(path, m, f, &opt);
+    }
+    prof.mesh = e->bytes;
+    vtu_out o = {e->fd, e->hlen, 0, 0};
+    for (int k = 0; k < pl.narr && !o.err_errno; k++)
+        if (!mesh_array(&pl, k)) {
+            write_plain(&o, &pl.arr[k], 1);
+            prof.fields += (double)pl.arr[k].size;
+            prof_step(&prof, pl.arr[k].name, (double)pl.arr[k].size);
+        }
+    {
+        const vtu_array *last = &pl.arr[pl.narr - 1];
+        int err =
+            pwrite_all(e->fd, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
+        if (err) note_error(&o, err, 0);
+    }
+    HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
+                 path, strerror(o.err_errno));
+    prof_step(&prof, "end tag", 0);
+    prof_fsync(&prof, e->fd);
+    const int closed = close(e->fd);
+    e->fd = -1;
+    HK_TRY_CHECK(closed == 0, HK_ERR_IO, "could not write '%s': %s (disk full?)", path,
+                 strerror(errno));
+    prof_step(&prof, "close", 0);
+    {
+        struct stat st;
+        HK_TRY_CHECK(lstat(path, &st) != 0 || (S_ISREG(st.st_mode) && st.st_nlink == 1), HK_ERR_IO,
+                     "could not write '%s': it became a link while the case ran", path);
+    }
+    const double old = remove_old(path);
+    HK_TRY_CHECK(rename(e->tmp, path) == 0, HK_ERR_IO,
+                 "could not write '%s': %s (renaming '%s' to it)", path, strerror(errno), e->tmp);
+    free(e->tmp); /* renamed: nothing to remove */
+    e->tmp = NULL;
+    prof_step(&prof, old > 0 ? "replace the old file, rename" : "rename", old);
+    prof_end(&prof, path);
+fail:
+    free(head);
+    early_free(e);
     return ierr;
 }
 

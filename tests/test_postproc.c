@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <omp.h>
 
 #include "test_util.h"
@@ -1240,6 +1242,142 @@ static int file_equal(const char *a, const char *b)
     return same;
 }
 
+/* Writes text to path (replacing it). */
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Whether path holds exactly text. */
+static int holds_text(const char *path, const char *text)
+{
+    char buf[256] = "";
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return !strcmp(buf, text);
+}
+
+/* Temporary files of early writes left in the test folder. */
+static int part_files_left(void)
+{
+    int n = 0;
+    DIR *d = opendir(hk_test_tmpdir());
+    if (!d) return -1;
+    for (struct dirent *de; (de = readdir(d));)
+        n += strstr(de->d_name, ".part-") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* The mesh's part written first by a thread of its own, the fields after (hk_vtu_early_*):
+ * the same bytes as hk_vtu_write, with 1 and 2 threads, Float64 and Float32; other fields
+ * than announced and another path give the plain file; an existing file is replaced only at
+ * the end (cancel leaves it); a symbolic link is written through; compressed and ascii
+ * output and HOOKE_OUTPUT_EARLY=0 do not start. */
+static void test_vtu_early(void)
+{
+    const double L[3] = {1, 1, 1};
+    hk_mesh m;
+    /* 14^3 tet10: arrays of several 1 MiB pieces */
+    make_mesh(HK_EL_TET10, 14, 14, 14, L, 0.1, 0, &m);
+    m.nregions = 3;
+    m.regions = realloc(m.regions, 3 * sizeof(hk_group));
+    memset(m.regions + 1, 0, 2 * sizeof(hk_group));
+    for (int64_t e = 0; e < m.cells.n; e++)
+        m.cell_region[e] = (int32_t)(e % 3);
+    hk_system s;
+    make_system(&m, &s);
+    double *u = malloc(s.ndof * sizeof(double));
+    for (int64_t i = 0; i < s.ndof; i++)
+        u[i] = 1e-3 * sin(0.37 * (double)i);
+    s.fixed[0] = 1, s.u_fixed[0] = u[0];
+    hk_material mat[3] = {{.name = "steel", .E = 210e3, .nu = 0.3},
+                          {.name = "steel", .E = 210e3, .nu = 0.3},
+                          {.name = "steel", .E = 210e3, .nu = 0.3}};
+    hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = mat};
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    char ref[512], out[512], other[512], target[512], link[512];
+    snprintf(ref, sizeof ref, "%s/early_ref.vtu", hk_test_tmpdir());
+    snprintf(out, sizeof out, "%s/early.vtu", hk_test_tmpdir());
+    snprintf(other, sizeof other, "%s/early_other.vtu", hk_test_tmpdir());
+    snprintf(target, sizeof target, "%s/early_target.vtu", hk_test_tmpdir());
+    snprintf(link, sizeof link, "%s/early_link.vtu", hk_test_tmpdir());
+    const int nt = omp_get_max_threads();
+    for (int f32 = 1; f32 >= 0; f32--) {
+        const hk_vtu_options o = {.float32 = f32};
+        omp_set_num_threads(1);
+        HK_ASSERT_OK(hk_vtu_write(ref, &m, &f, &o));
+        for (int k = 1; k <= 2; k++) {
+            omp_set_num_threads(k);
+            remove(out);
+            hk_vtu_early *e = hk_vtu_early_start(out, &m, &f, &o);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+            CU_ASSERT(access(out, F_OK) != 0); /* under its temporary name until the end */
+            HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
+            const int same = file_equal(ref, out);
+            CU_ASSERT(same);
+            if (!same) printf("\n  early write, float32 %d, %d threads: other bytes\n", f32, k);
+        }
+    }
+    omp_set_num_threads(nt);
+    /* ref is the Float64 file now; announced without strain: the whole file at the end */
+    hk_fields layout = f;
+    layout.strain = NULL;
+    hk_vtu_early *e = hk_vtu_early_start(out, &m, &layout, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
+    CU_ASSERT(file_equal(ref, out));
+    /* an existing file is replaced at the end only; cancelled, it stays */
+    put_text(out, "the old file");
+    e = hk_vtu_early_start(out, &m, &f, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    hk_vtu_early_wait(e);
+    CU_ASSERT(holds_text(out, "the old file"));
+    HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
+    CU_ASSERT(file_equal(ref, out));
+    put_text(out, "the old file");
+    e = hk_vtu_early_start(out, &m, &f, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    hk_vtu_early_cancel(e);
+    CU_ASSERT(holds_text(out, "the old file"));
+    /* finished at another path: the file goes there, the announced one is untouched */
+    remove(other);
+    e = hk_vtu_early_start(out, &m, &f, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    HK_ASSERT_OK(hk_vtu_early_finish(e, other, &f));
+    CU_ASSERT(file_equal(ref, other));
+    CU_ASSERT(holds_text(out, "the old file"));
+    CU_ASSERT_EQUAL(part_files_left(), 0);
+    /* a symbolic link: no early start; hk_vtu_write writes through it, the link stays */
+    put_text(target, "the old file");
+    remove(link);
+    CU_ASSERT_EQUAL_FATAL(symlink(target, link), 0);
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(link, &m, &f, NULL));
+    HK_ASSERT_OK(hk_vtu_write(link, &m, &f, NULL));
+    struct stat st;
+    CU_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CU_ASSERT(file_equal(ref, target));
+    /* what it does not take: compression, ascii, the off switch */
+    const hk_vtu_options zl = {.compression = HK_VTU_ZLIB}, as = {.ascii = 1};
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, &zl));
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, &as));
+    setenv("HOOKE_OUTPUT_EARLY", "0", 1);
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, NULL));
+    unsetenv("HOOKE_OUTPUT_EARLY");
+    CU_ASSERT_EQUAL(part_files_left(), 0);
+    hk_fields_free(&f);
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
 static void test_thread_independence(void)
 {
     const double L[3] = {1, 1, 1};
@@ -1322,5 +1460,7 @@ HK_SUITE(
     {"pvd collection of two load cases", test_pvd},
     {"same results and file for any thread count; unsupported cell types",
      test_thread_independence},
+    {"vtu with the mesh written early: the same bytes (1, 2 threads), replace, cancel, link",
+     test_vtu_early},
     {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
     {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
