@@ -178,6 +178,8 @@ typedef struct hk_run_opts {
     int verbose;         /* every monitor call, Gmsh's own output */
     int quiet;           /* no progress on log */
     FILE *log;           /* progress (stderr when NULL) */
+    const char *output;  /* the .vtu hk_run_write will write: its mesh part is written while
+                          * the case is solved (hk_vtu_early_start); NULL: all at the end */
 } hk_run_opts;
 
 /* The result of one load case (hk_run.lc). */
@@ -240,6 +242,7 @@ typedef struct hk_run {
     double t_export; /* writing output.matrix / rhs / coordinates (part of t_output) */
     hk_run_memory mem;
     char output[HK_CASE_PATH]; /* what hk_run_write wrote (the .pvd with load cases) */
+    hk_vtu_early *vtu_early;   /* the output's mesh part being written (hk_run_opts.output) */
     /* With load cases (c->nloadcases > 0): one result per case, in the case file's order;
      * u, fields and res above stay empty, sys holds K and the first case's right-hand side. */
     int nlc;

@@ -572,6 +572,8 @@ static int choose_default_solver(hk_options *solver, int64_t ndof, int dim, char
     return 0;
 }
 
+static void start_output(const hk_case *c, const char *path, hk_run *r);
+
 int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
 {
     int ierr = 0;
@@ -590,6 +592,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
         if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
         goto fail;
     }
+    if (o->output && !c->nloadcases) start_output(c, o->output, r);
     /* the solver's defaults and backend first: they decide where K is assembled */
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
     char choice[160] = "";
@@ -709,10 +712,9 @@ int hk_app_make_parent_dirs(const char *path)
     return 0;
 }
 
-/* One .vtu with the case's field selection. */
-static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all, const char *path)
+/* The case's field selection of all: a shallow copy without the fields not asked for. */
+static hk_fields select_fields(const hk_case *c, const hk_fields *all)
 {
-    /* field selection: a shallow copy without the fields not asked for */
     hk_fields f = *all;
     if (!(c->fields & HK_FIELD_DISPLACEMENT)) f.u = NULL;
     if (!(c->fields & HK_FIELD_STRAIN)) f.strain = NULL;
@@ -721,7 +723,42 @@ static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all
     if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
     if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
     if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
+    return f;
+}
+
+/* The head and mesh arrays of the .vtu at path written while the case is solved, for the
+ * fields hk_postproc makes (docs/output.md); nothing when the options do not allow it. */
+static void start_output(const hk_case *c, const char *path, hk_run *r)
+{
+    static double present; /* the layout's fields: only whether they are there */
+    hk_fields all = {.u = &present,
+                     .strain = &present,
+                     .stress = &present,
+                     .von_mises = &present,
+                     .principal = &present,
+                     .cell_stress = &present,
+                     .cell_von_mises = &present,
+                     .reaction = &present,
+                     .axisymmetric = r->model.problem.analysis == HK_AXISYMMETRIC};
+    const hk_fields layout = select_fields(c, &all);
     const hk_vtu_options vo = hk_run_vtu_options(c);
+    if (hk_app_make_parent_dirs(path) == 0)
+        r->vtu_early = hk_vtu_early_start(path, &r->mesh, &layout, &vo);
+    else
+        hk_error_clear(); /* hk_run_write says it, if the folder still cannot be made */
+}
+
+/* One .vtu with the case's field selection (the rest of an early start's file when *early). */
+static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all, const char *path,
+                        hk_vtu_early **early)
+{
+    const hk_fields f = select_fields(c, all);
+    const hk_vtu_options vo = hk_run_vtu_options(c);
+    if (early && *early) {
+        hk_vtu_early *e = *early;
+        *early = NULL;
+        return hk_vtu_early_finish(e, path, &f);
+    }
     return hk_vtu_write(path, m, &f, &vo);
 }
 
@@ -740,7 +777,7 @@ static int write_loadcases(const hk_case *c, hk_run *r, const char *path, run_lo
                  "%s: the output path for load case '%s' is too long; set a shorter output.file",
                  c->path, lc->name);
         double t = hk_time();
-        HK_CALL(write_fields(c, &r->mesh, &lc->fields, lc->output));
+        HK_CALL(write_fields(c, &r->mesh, &lc->fields, lc->output, NULL));
         lc->t_output = hk_time() - t;
         r->t_output += lc->t_output;
         stage(L, "output: %s (load case '%s') in %.2f s", lc->output, lc->name, lc->t_output);
@@ -778,7 +815,7 @@ int hk_run_write(const hk_case *c, hk_run *r, const char *path, const hk_run_opt
         return ierr;
     }
     double t = hk_time();
-    HK_CALL(write_fields(c, &r->mesh, &r->fields, path));
+    HK_CALL(write_fields(c, &r->mesh, &r->fields, path, &r->vtu_early));
     snprintf(r->output, sizeof r->output, "%s", path);
     r->t_output = hk_time() - t;
     r->t_total += r->t_output;
@@ -798,6 +835,7 @@ void hk_run_free(hk_run *r)
     hk_run_modal_free(&r->modal);
     hk_fields_free(&r->fields);
     free(r->u);
+    hk_vtu_early_cancel(r->vtu_early); /* before the mesh it writes from */
     hk_system_free(&r->sys);
     hk_case_model_free(&r->model);
     hk_mesh_free(&r->mesh);
@@ -1130,8 +1168,12 @@ int hk_cmd_run(int argc, char **argv)
         }
         return 1;
     }
-    hk_run_opts o = {.backend = backend, .assembly = assembly, .verbose = verbose, .quiet = quiet,
-                     .log = stderr};
+    hk_run_opts o = {.backend = backend,
+                     .assembly = assembly,
+                     .verbose = verbose,
+                     .quiet = quiet,
+                     .log = stderr,
+                     .output = out ? out : c.output};
     err = hk_run_case(&c, &o, &r);
     /* unconverged: still written (with load cases: when every case has its fields) */
     int solved = err == 0 || (err == HK_ERR_NUMERIC && (c.modal ? r.modal.nmodes > 0

@@ -94,7 +94,7 @@ int hk_bench_app(int argc, char **argv)
                 hk_error_message());
         return 1;
     }
-    hk_run_opts o = {.backend = bo.backend, .quiet = 1};
+    hk_run_opts o = {.backend = bo.backend, .quiet = 1, .output = vtu}; /* as hooke run -o */
     double t0 = hk_time();
     int err = hk_run_case(&c, &o, &r);
     if (!err) err = hk_run_write(&c, &r, vtu, &o);
