@@ -936,7 +936,9 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
     {
         struct stat st;
         HK_TRY_CHECK(lstat(path, &st) != 0 || (S_ISREG(st.st_mode) && st.st_nlink == 1), HK_ERR_IO,
-                     "could not write '%s': it became a link while the case ran", path);
+                     "could not write '%s': it is no longer a plain file (a link or folder was "
+                     "put there while the case ran); remove it and run again",
+                     path);
     }
     const double old = remove_old(path);
     HK_TRY_CHECK(rename(e->tmp, path) == 0, HK_ERR_IO,
