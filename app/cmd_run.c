@@ -727,7 +727,8 @@ static hk_fields select_fields(const hk_case *c, const hk_fields *all)
 }
 
 /* The head and mesh arrays of the .vtu at path written while the case is solved, for the
- * fields hk_postproc makes (docs/output.md); nothing when the options do not allow it. */
+ * fields hk_postproc makes, and the fields' pages filled ahead within half the memory the
+ * guard leaves the run (docs/output.md); nothing when the options do not allow it. */
 static void start_output(const hk_case *c, const char *path, hk_run *r)
 {
     static double present; /* the layout's fields: only whether they are there */
@@ -742,8 +743,10 @@ static void start_output(const hk_case *c, const char *path, hk_run *r)
                      .axisymmetric = r->model.problem.analysis == HK_AXISYMMETRIC};
     const hk_fields layout = select_fields(c, &all);
     const hk_vtu_options vo = hk_run_vtu_options(c);
+    const double spare = r->mem.host_available - r->mem.host_estimate;
     if (hk_app_make_parent_dirs(path) == 0)
-        r->vtu_early = hk_vtu_early_start(path, &r->mesh, &layout, &vo);
+        r->vtu_early =
+            hk_vtu_early_start(path, &r->mesh, &layout, &vo, spare > 0 ? (int64_t)(spare / 2) : 0);
     else
         hk_error_clear(); /* hk_run_write says it, if the folder still cannot be made */
 }

@@ -1314,42 +1314,49 @@ static void test_vtu_early(void)
         const hk_vtu_options o = {.float32 = f32};
         omp_set_num_threads(1);
         HK_ASSERT_OK(hk_vtu_write(ref, &m, &f, &o));
-        for (int k = 1; k <= 2; k++) {
-            omp_set_num_threads(k);
-            remove(out);
-            hk_vtu_early *e = hk_vtu_early_start(out, &m, &f, &o);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-            CU_ASSERT(access(out, F_OK) != 0); /* under its temporary name until the end */
-            HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
-            const int same = file_equal(ref, out);
-            CU_ASSERT(same);
-            if (!same) printf("\n  early write, float32 %d, %d threads: other bytes\n", f32, k);
-        }
+        /* the fields' part filled ahead: not at all, 100 kB of it, all of it, and all of it
+         * but stopped by finish wherever the thread is (no wait) */
+        static const int64_t ahead[4] = {0, 100000, INT64_MAX, INT64_MAX};
+        for (int k = 1; k <= 2; k++)
+            for (int a = 0; a < 4; a++) {
+                omp_set_num_threads(k);
+                remove(out);
+                hk_vtu_early *e = hk_vtu_early_start(out, &m, &f, &o, ahead[a]);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+                if (a < 3) hk_vtu_early_wait(e);
+                CU_ASSERT(access(out, F_OK) != 0); /* under its temporary name until the end */
+                HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
+                const int same = file_equal(ref, out);
+                CU_ASSERT(same);
+                if (!same)
+                    printf("\n  early write, float32 %d, %d threads, fill %d: other bytes\n", f32,
+                           k, a);
+            }
     }
     omp_set_num_threads(nt);
     /* ref is the Float64 file now; announced without strain: the whole file at the end */
     hk_fields layout = f;
     layout.strain = NULL;
-    hk_vtu_early *e = hk_vtu_early_start(out, &m, &layout, NULL);
+    hk_vtu_early *e = hk_vtu_early_start(out, &m, &layout, NULL, INT64_MAX);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
     CU_ASSERT(file_equal(ref, out));
     /* an existing file is replaced at the end only; cancelled, it stays */
     put_text(out, "the old file");
-    e = hk_vtu_early_start(out, &m, &f, NULL);
+    e = hk_vtu_early_start(out, &m, &f, NULL, INT64_MAX);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     hk_vtu_early_wait(e);
     CU_ASSERT(holds_text(out, "the old file"));
     HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
     CU_ASSERT(file_equal(ref, out));
     put_text(out, "the old file");
-    e = hk_vtu_early_start(out, &m, &f, NULL);
+    e = hk_vtu_early_start(out, &m, &f, NULL, INT64_MAX);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     hk_vtu_early_cancel(e);
     CU_ASSERT(holds_text(out, "the old file"));
     /* finished at another path: the file goes there, the announced one is untouched */
     remove(other);
-    e = hk_vtu_early_start(out, &m, &f, NULL);
+    e = hk_vtu_early_start(out, &m, &f, NULL, INT64_MAX);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     HK_ASSERT_OK(hk_vtu_early_finish(e, other, &f));
     CU_ASSERT(file_equal(ref, other));
@@ -1359,17 +1366,17 @@ static void test_vtu_early(void)
     put_text(target, "the old file");
     remove(link);
     CU_ASSERT_EQUAL_FATAL(symlink(target, link), 0);
-    CU_ASSERT_PTR_NULL(hk_vtu_early_start(link, &m, &f, NULL));
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(link, &m, &f, NULL, INT64_MAX));
     HK_ASSERT_OK(hk_vtu_write(link, &m, &f, NULL));
     struct stat st;
     CU_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
     CU_ASSERT(file_equal(ref, target));
     /* what it does not take: compression, ascii, the off switch */
     const hk_vtu_options zl = {.compression = HK_VTU_ZLIB}, as = {.ascii = 1};
-    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, &zl));
-    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, &as));
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, &zl, 0));
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, &as, 0));
     setenv("HOOKE_OUTPUT_EARLY", "0", 1);
-    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, NULL));
+    CU_ASSERT_PTR_NULL(hk_vtu_early_start(out, &m, &f, NULL, INT64_MAX));
     unsetenv("HOOKE_OUTPUT_EARLY");
     CU_ASSERT_EQUAL(part_files_left(), 0);
     hk_fields_free(&f);

@@ -151,31 +151,33 @@ static void test_pipeline(void)
     }
 }
 
-/* hooke run -o writes the mesh's part of the file while it solves: the same bytes as with
- * HOOKE_OUTPUT_EARLY=0, with 1 and 2 threads, also over an existing file; a run that fails
- * after meshing leaves the existing file and no temporary one. */
+/* hooke run -o writes the mesh's part of the file while it solves and fills the fields' part
+ * ahead: the same bytes as with HOOKE_OUTPUT_EARLY=0 (all at the end) and =mesh (no filling
+ * ahead), with 1 and 2 threads, also over an existing file; a run that fails after meshing
+ * leaves the existing file and no temporary one. */
 static void test_early_output(void)
 {
     const char *yaml = hk_test_write_case("early.yaml", HEAD);
-    char cmd[4096], log[8192], out[4][1024];
-    for (int i = 0; i < 4; i++) {
-        const int early = i % 2, threads = 1 + i / 2;
+    static const char *const early[3] = {"0", "mesh", "1"};
+    char cmd[4096], log[8192], out[6][1024];
+    for (int i = 0; i < 6; i++) {
+        const int threads = 1 + i / 3;
         snprintf(out[i], sizeof out[i], "%s/early%d.vtu", hk_test_tmpdir(), i);
-        if (i == 3) {
+        if (i >= 4) {
             FILE *f = fopen(out[i], "w"); /* an older result to replace */
             if (f) fputs("an older result", f), fclose(f);
         } else {
             remove(out[i]);
         }
         snprintf(cmd, sizeof cmd,
-                 "OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive HOOKE_OUTPUT_EARLY=%d '%s' run '%s' "
+                 "OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive HOOKE_OUTPUT_EARLY=%s '%s' run '%s' "
                  "-q -o '%s'",
-                 threads, early, HOOKE_BINARY, yaml, out[i]);
+                 threads, early[i % 3], HOOKE_BINARY, yaml, out[i]);
         const int st = hk_test_shell(hk_test_tmpdir(), cmd, log, sizeof log);
         CU_ASSERT_EQUAL(st, 0);
         if (st) printf("\n  %s\n  %s\n", cmd, log);
     }
-    for (int i = 1; i < 4; i++) {
+    for (int i = 1; i < 6; i++) {
         const int same = hk_test_same_file(out[0], out[i]);
         CU_ASSERT(same);
         if (!same) printf("\n  %s differs from %s\n", out[i], out[0]);
@@ -187,13 +189,13 @@ static void test_early_output(void)
                           "materials: [{name: alu, E: 70e9, nu: 0.33}]\n"
                           "supports: [{boundary: left, fix: [x]}]\n"
                           "loads: [{traction: {boundary: right, value: [0, -1e6]}}]\n");
-    FILE *f = fopen(out[3], "w");
+    FILE *f = fopen(out[5], "w");
     if (f) fputs("an older result", f), fclose(f);
-    snprintf(cmd, sizeof cmd, "'%s' run '%s' -q -o '%s'", HOOKE_BINARY, bad, out[3]);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' -q -o '%s'", HOOKE_BINARY, bad, out[5]);
     CU_ASSERT_NOT_EQUAL(hk_test_shell(hk_test_tmpdir(), cmd, log, sizeof log), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(log, "rigid-body motion"));
-    CU_ASSERT_STRING_EQUAL(head_of(out[3]), "an older result");
-    snprintf(cmd, sizeof cmd, "ls '%s' | grep -c 'early3.vtu.part-'", hk_test_tmpdir());
+    CU_ASSERT_STRING_EQUAL(head_of(out[5]), "an older result");
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -c 'early5.vtu.part-'", hk_test_tmpdir());
     hk_test_shell(hk_test_tmpdir(), cmd, log, sizeof log);
     CU_ASSERT_EQUAL(atoi(log), 0);
 }

@@ -486,17 +486,19 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
 /* The .vtu in two parts, for a run whose mesh is known before its fields (docs/output.md,
  * "The mesh written during the solve"): hk_vtu_early_start writes the head and the mesh's
  * arrays (points, cells, regions) on a thread of its own, under a temporary name beside path,
- * for the non-NULL fields of layout (which fields and whether axisymmetric; values unused);
- * hk_vtu_early_finish writes f's arrays at their places and renames the file to path: the
- * same bytes as hk_vtu_write(path, m, f, opt). Only uncompressed binary output; start returns
- * NULL (write with hk_vtu_write) for other options, with HOOKE_OUTPUT_EARLY=0, when path is a
- * link or not a plain file, or when the file or thread cannot be made. m must stay unchanged
- * until finish or cancel. Finish writes the whole file with hk_vtu_write when f's arrays or
- * path differ from the announced ones, and frees e in every case; cancel removes the
- * temporary file and frees e; wait waits for the thread (benchmarks). */
+ * for the non-NULL fields of layout (which fields and whether axisymmetric; values unused),
+ * then fills up to fill_ahead bytes of the fields' part with zeros (their pages in the page
+ * cache before the fields come; 0: none) until finish; hk_vtu_early_finish writes f's arrays
+ * at their places and renames the file to path: the same bytes as hk_vtu_write(path, m, f,
+ * opt). Only uncompressed binary output; start returns NULL (write with hk_vtu_write) for
+ * other options, with HOOKE_OUTPUT_EARLY=0 (=mesh: no filling ahead), when path is a link or
+ * not a plain file, or when the file or thread cannot be made. m must stay unchanged until
+ * finish or cancel. Finish writes the whole file with hk_vtu_write when f's arrays or path
+ * differ from the announced ones, and frees e in every case; cancel removes the temporary
+ * file and frees e; wait waits for the thread, filling included (benchmarks). */
 typedef struct hk_vtu_early hk_vtu_early;
 hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fields *layout,
-                                 const hk_vtu_options *opt);
+                                 const hk_vtu_options *opt, int64_t fill_ahead);
 int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f);
 void hk_vtu_early_cancel(hk_vtu_early *e);
 void hk_vtu_early_wait(hk_vtu_early *e);
