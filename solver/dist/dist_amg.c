@@ -26,8 +26,10 @@
  * The cycle runs on the backend through the distributed ops table and the one-process
  * smoother (hk_amg_smooth): Chebyshev, block Jacobi or l1-Jacobi, V or W. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dist_impl.h"
 #include "pc/pc_impl.h"
@@ -35,6 +37,52 @@
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
 enum { DAMG_TAG_ROUTE = 7301 };
+
+/* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
+enum damg_phase {
+    PH_NEARNULL,    /* level 0's host rows and the rigid-body modes */
+    PH_AGGREGATE,   /* owned diagonal block, strength graph, aggregates */
+    PH_BOUND,       /* smoother data and the spectral bound (distributed Lanczos) */
+    PH_TENTATIVE,   /* T and the coarse near-null space */
+    PH_EXCHANGE,    /* the ghosts' rows of T and of P (halo exchanges and their matrices) */
+    PH_SMOOTH,      /* A T and P = T - w D^-1 A T */
+    PH_GALERKIN,    /* P^T (A P), routed to the coarse rows' owners and merged */
+    PH_RESTRICT,    /* R = P^T routed and merged */
+    PH_OPERATORS,   /* the distributed operators A_c, P, R: halo plans, columns, upload */
+    PH_COARSE,      /* the coarsest level gathered and inverted */
+    PH_VECTORS,     /* level vectors and the level-0 operator */
+    PH_TOTAL,
+    DAMG_NPHASES
+};
+static const char *const damg_phase_name[DAMG_NPHASES] = {
+    "near-null", "aggregation", "smoother+bound", "tentative", "ghost rows", "P smoothing",
+    "Galerkin",  "R",           "operators",      "coarsest",  "vectors",    "total"};
+
+/* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
+ * about the neighbours than about the set-up. */
+static double cpu_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Adds the wall and CPU seconds since t[0], t[1] to phase k and restarts them. */
+static void lap(double *ph, int k, double *t)
+{
+    const double now = hk_time(), c = cpu_time();
+    ph[k] += now - t[0];
+    ph[DAMG_NPHASES + k] += c - t[1];
+    t[0] = now;
+    t[1] = c;
+}
+
+static void lap_start(double *t)
+{
+    t[0] = hk_time();
+    t[1] = cpu_time();
+}
+
 
 /* ---- a distributed block operator y = M x -------------------------------------------------
  * Rows: the process's rows of the output layout. x: another (or the same) layout whose owned
@@ -273,6 +321,7 @@ typedef struct damg {
     void *hown, *hall;      /* host staging of the gather */
     int64_t rows[DAMG_MAX_LEVELS], nnz[DAMG_MAX_LEVELS];
     double op_complexity;
+    double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
 } damg;
 
 static int level0_spmv(void *A, const hk_vec *x, hk_vec *y)
@@ -844,6 +893,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
     hlev Hn = {0};
+    double *ph = a->ph, t[2];
+    lap_start(t);
 
     /* T and the coarse near-null space from the owned near-null space */
     ierr = hk_malloc((size_t)(nagg + 1) * nns * nns * sizeof *Bc, &Bc);
@@ -858,11 +909,13 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, hk_malloc((size_t)(nagg + 1) * sizeof *Tmap, &Tmap)));
     for (int64_t k = 0; k < nagg; k++)
         Tmap[k] = crow0 + k;
+    lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P */
     HK_TRY(exchange_rows(c, H->halo, &T, Tmap, &rec, &w));
     ierr = ext_rows(&T, Tmap, H->halo->nghost, rec, w, &Text, &cT, &nT);
     free(rec);
     rec = NULL;
+    lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Text, &AT);
     if (!ierr) {
         const hk_bmat Tv = rows_view(&Text, H->nown);
@@ -870,11 +923,13 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         ierr = cpu->amg_smooth_prolongator(&AT, &Tv, &Dv, a->op.omega / L->rho, &Pm);
     }
     HK_TRY(hk_comm_agree(c, ierr));
+    lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
     HK_TRY(exchange_rows(c, H->halo, &Pm, cT, &rec, &w));
     ierr = ext_rows(&Pm, cT, H->halo->nghost, rec, w, &Pext, &cP, &nP);
     free(rec);
     rec = NULL;
+    lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Pext, &AP);
     hk_bmat Pv = {0};
     if (!ierr) {
@@ -893,7 +948,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ac, cP, cP, &R, &rp, &gc, &vv)));
     entries_free(&S);
     entries_free(&R);
+    lap(ph, PH_GALERKIN, t);
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, crow0, nagg, NULL, &C->A));
+    lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, vv, &Hn);
     free(rp);
     free(gc);
@@ -901,6 +958,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     rp = gc = NULL;
     vv = NULL;
     HK_TRY(hk_comm_agree(c, ierr));
+    lap(ph, PH_GALERKIN, t);
     /* R = P^T: the transposed rows, fine columns as global ids */
     ierr = hk_malloc((size_t)(H->nown + 1) * sizeof *rowmapF, &rowmapF);
     if (!ierr)
@@ -914,6 +972,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(route(c, starts, &S, nns * bs, &R));
     HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Pt, cP, rowmapF, &R, &rp, &gc, &vv)));
+    lap(ph, PH_RESTRICT, t);
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, H->row0, H->nown, inv0, &L->R));
     free(rp);
     free(gc);
@@ -930,6 +989,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, crow0, nagg,
                            NULL, &L->P));
     }
+    lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
     C->nown = nagg;
     C->nglob = starts[P];
@@ -1127,6 +1187,26 @@ fail:
     return ierr;
 }
 
+/* With HOOKE_AMG_PROFILE set, rank 0 prints each phase's largest time over the processes. */
+static int print_phases(const damg *a)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
+    if (!on) return 0;
+    double m[2 * DAMG_NPHASES];
+    memcpy(m, a->ph, sizeof m);
+    HK_CALL(hk_comm_max(a->d->comm, m, 2 * DAMG_NPHASES));
+    if (hk_comm_rank(a->d->comm)) return 0;
+    fprintf(stderr,
+            "amg set-up (distributed, %d processes; the slowest process's wall (CPU) seconds):",
+            hk_comm_size(a->d->comm));
+    for (int k = 0; k < DAMG_NPHASES; k++)
+        fprintf(stderr, "%s %s %.3f (%.3f)", k ? "," : "", damg_phase_name[k], m[k],
+                m[DAMG_NPHASES + k]);
+    fprintf(stderr, "\n");
+    return 0;
+}
+
 static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
 {
     hk_dist *d = a->d;
@@ -1139,6 +1219,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     hk_bmat O = {0};
     hk_graph S = {0};
     hk_vec *q = NULL;
+    double *ph = a->ph, t[2], t_start[2];
+    memset(a->ph, 0, sizeof a->ph);
+    lap_start(t);
+    lap_start(t_start);
     ierr = level0_rows(d, &H);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv0, &inv0);
     if (!ierr)
@@ -1146,6 +1230,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
             inv0[d->perm[i]] = (int32_t)i;
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(level0_nearnull(pc, a, &H, &B));
+    lap(ph, PH_NEARNULL, t);
     for (;; l++) {
         dlev *L = &a->lev[l];
         if (l == 0) {
@@ -1160,6 +1245,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         a->rows[l] = L->nglob * L->bs;
         a->nnz[l] = nnz;
         HK_TRY(hk_comm_agree(c, level_vectors(pc, a, L, l)));
+        lap(ph, PH_VECTORS, t);
         const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
         int64_t nagg = 0;
         if (!last) {
@@ -1173,8 +1259,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         }
         int64_t tot = nagg;
         HK_TRY(hk_comm_sum_i64(c, &tot, 1));
+        lap(ph, PH_AGGREGATE, t);
         if (last || tot == 0 || (double)tot * a->nns > 0.9 * (double)(L->nglob * L->bs)) {
             HK_TRY(coarsest(pc, a, l, &H, l == 0 ? inv0 : NULL));
+            lap(ph, PH_COARSE, t);
             break;
         }
         HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
@@ -1190,7 +1278,9 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         }
         hk_vec_destroy(q);
         q = NULL;
+        lap(ph, PH_BOUND, t);
         HK_TRY(descend(pc, a, l, &H, agg, nagg, D64, &B, l == 0 ? inv0 : NULL));
+        lap_start(t);
         free(D64);
         D64 = NULL;
         free(agg);
@@ -1201,6 +1291,8 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     for (int j = 0; j < a->nlevels; j++)
         tot += (double)a->nnz[j];
     a->op_complexity = a->nnz[0] ? tot / (double)a->nnz[0] : 1;
+    lap(ph, PH_TOTAL, t_start);
+    ierr = print_phases(a);
 fail:
     hk_bmat_free(&H.A);
     hk_bmat_free(&O);

@@ -39,6 +39,7 @@
  * in place), the transfer values (converted into the kept fp32 arrays) and the coarse
  * inverse. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -957,6 +958,20 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
 }
 
 /* The whole set-up from K: levels, aggregates and patterns found. */
+/* With HOOKE_AMG_PROFILE set, the set-up's phases on stderr (docs/parallel.md). */
+static void print_phases(const hk_amg_phases *p)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
+    if (!on) return;
+    fprintf(stderr,
+            "amg set-up (one process, seconds): near-null %.3f, strength %.3f, aggregation "
+            "%.3f, tentative %.3f, smoother+bound %.3f, P smoothing %.3f, Galerkin %.3f, level "
+            "matrices %.3f, coarsest %.3f, total %.3f\n",
+            p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother, p->prolongator,
+            p->galerkin, p->matrices, p->coarse, p->total);
+}
+
 static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
 {
     const hk_backend_ops *be = pc->be;
@@ -1031,6 +1046,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     d->st.op_complexity = d->st.nnz[0] ? tot / (double)d->st.nnz[0] : 1;
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
+    print_phases(ph);
 fail:
     hk_graph_free(&S);
     drop_values(be, &Acur);
