@@ -26,6 +26,7 @@
  * The cycle runs on the backend through the distributed ops table and the one-process
  * smoother (hk_amg_smooth): Chebyshev, block Jacobi or l1-Jacobi, V or W. */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,6 @@ static void lap_start(double *t)
     t[1] = cpu_time();
 }
 
-
 /* ---- a distributed block operator y = M x -------------------------------------------------
  * Rows: the process's rows of the output layout. x: another (or the same) layout whose owned
  * range is [in_row0, in_row0 + in_nown); the matrix's columns are [the nbc owned columns it
@@ -129,6 +129,18 @@ static int64_t sort_unique(int64_t *v, int64_t n)
     for (int64_t k = 0; k < n; k++)
         if (m == 0 || v[k] != v[m - 1]) v[m++] = v[k];
     return m;
+}
+
+/* memcpy by threads: the set-up's large copies (matrix values) are bandwidth-bound. */
+static void copy_par(void *dst, const void *src, size_t bytes)
+{
+    const size_t chunk = (size_t)1 << 20;
+    const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; k++) {
+        const size_t o = (size_t)k * chunk;
+        memcpy((char *)dst + o, (const char *)src + o, bytes - o < chunk ? bytes - o : chunk);
+    }
 }
 
 static int vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
@@ -217,6 +229,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     ierr = hk_bmat_alloc(&hk_backend_cpu, br, bc, nrows, m->nbc + m->ng, nnz, &H);
     if (!ierr) {
         memcpy(H.rowptr, rowptr, (size_t)(nrows + 1) * sizeof *rowptr);
+#pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < nnz; p++) {
             const int64_t g = gcol[p];
             if (g >= in_row0 && g < in_row0 + in_nown) {
@@ -225,7 +238,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
             } else
                 H.colind[p] = (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
         }
-        memcpy(H.val, val, (size_t)(nnz * bb) * sizeof *val);
+        copy_par(H.val, val, (size_t)(nnz * bb) * sizeof *val);
         ierr = hk_dist_sort_blocks(nrows, H.rowptr, H.colind, H.val, (int)bb);
     }
     if (!ierr) ierr = hk_bmat_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
@@ -407,45 +420,54 @@ static int level0_rows(const hk_dist *d, hlev *H)
     H->perm = d->perm;
     const int64_t nnz = d->Koo.rowptr[d->nint] + d->Kbnd.rowptr[d->nbnd];
     HK_CALL(hk_bmat_alloc(&hk_backend_cpu, bs, bs, nown, nown + d->nghost, nnz, &H->A));
-    int64_t q = 0;
-    H->A.rowptr[0] = 0;
-    for (int64_t i = 0; i < nown; i++) {
-        if (i < d->nint) {
-            for (int64_t p = d->Koo.rowptr[i]; p < d->Koo.rowptr[i + 1]; p++, q++) {
-                H->A.colind[q] = d->Koo.colind[p];
-                memcpy(H->A.val + q * bb, d->Koo.val + p * bb, (size_t)bb * sizeof(double));
-            }
-        } else {
-            const int64_t b = i - d->nint;
-            for (int64_t p = d->Kbnd.rowptr[b]; p < d->Kbnd.rowptr[b + 1]; p++, q++) {
-                const int32_t c = d->Kbnd.colind[p];
-                H->A.colind[q] = c < d->nbc ? d->bcol[c] : (int32_t)(nown + c - d->nbc);
-                memcpy(H->A.val + q * bb, d->Kbnd.val + p * bb, (size_t)bb * sizeof(double));
-            }
-        }
-        H->A.rowptr[i + 1] = q;
+    /* interior rows: Koo's first nint rows as they are; boundary rows: Kbnd's, renumbered */
+    const int64_t nio = d->Koo.rowptr[d->nint];
+    memcpy(H->A.rowptr, d->Koo.rowptr, (size_t)(d->nint + 1) * sizeof *H->A.rowptr);
+    for (int64_t b = 0; b < d->nbnd; b++)
+        H->A.rowptr[d->nint + b + 1] = nio + d->Kbnd.rowptr[b + 1];
+    memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
+    copy_par(H->A.val, d->Koo.val, (size_t)(nio * bb) * sizeof(double));
+    const int64_t nb = d->Kbnd.rowptr[d->nbnd];
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nb; p++) {
+        const int32_t c = d->Kbnd.colind[p];
+        H->A.colind[nio + p] = c < d->nbc ? d->bcol[c] : (int32_t)(nown + c - d->nbc);
     }
+    copy_par(H->A.val + nio * bb, d->Kbnd.val, (size_t)(nb * bb) * sizeof(double));
     return 0;
 }
 
 /* The owned diagonal block of H (the aggregation's matrix). */
 static int owned_block(const hlev *H, hk_bmat *O)
 {
-    const int64_t bb = (int64_t)H->bs * H->bs;
-    int64_t nnz = 0;
-    for (int64_t p = 0; p < H->A.rowptr[H->nown]; p++)
-        nnz += H->A.colind[p] < H->nown;
-    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, H->bs, H->bs, H->nown, H->nown, nnz, O));
-    int64_t q = 0;
-    O->rowptr[0] = 0;
-    for (int64_t i = 0; i < H->nown; i++) {
+    const int64_t bb = (int64_t)H->bs * H->bs, n = H->nown;
+    int64_t *rowptr = NULL;
+    HK_CALL(hk_calloc((size_t)n + 1, sizeof *rowptr, &rowptr));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = 0;
         for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++)
-            if (H->A.colind[p] < H->nown) {
+            k += H->A.colind[p] < n;
+        rowptr[i + 1] = k;
+    }
+    for (int64_t i = 0; i < n; i++)
+        rowptr[i + 1] += rowptr[i];
+    const int ierr = hk_bmat_alloc(&hk_backend_cpu, H->bs, H->bs, n, n, rowptr[n], O);
+    if (ierr) {
+        free(rowptr);
+        return ierr;
+    }
+    memcpy(O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr);
+    free(rowptr);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t q = O->rowptr[i];
+        for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++)
+            if (H->A.colind[p] < n) {
                 O->colind[q] = H->A.colind[p];
                 memcpy(O->val + q * bb, H->A.val + p * bb, (size_t)bb * sizeof(double));
                 q++;
             }
-        O->rowptr[i + 1] = q;
     }
     return 0;
 }
@@ -572,19 +594,6 @@ static void entries_free(entries *E)
     memset(E, 0, sizeof *E);
 }
 
-static int owner_of(const int64_t *starts, int size, int64_t g)
-{
-    int lo = 0, hi = size - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (starts[mid] <= g)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 static int route(const hk_comm *c, const int64_t *starts, const entries *S, int bsz, entries *R)
 {
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
@@ -600,7 +609,7 @@ static int route(const hk_comm *c, const int64_t *starts, const entries *S, int 
     if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *roff, &roff);
     if (!ierr)
         for (int64_t k = 0; k < S->n; k++)
-            cnt[owner_of(starts, P, S->I[k])]++;
+            cnt[hk_halo_owner(starts, P, S->I[k])]++;
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(hk_comm_alltoall_i64(c, cnt, rcnt));
     cnt[me] = rcnt[me] = 0; /* none to itself */
@@ -617,7 +626,7 @@ static int route(const hk_comm *c, const int64_t *starts, const entries *S, int 
         int64_t *fill = rcnt; /* reused as the fill counters after the offsets */
         memset(fill, 0, (size_t)P * sizeof *fill);
         for (int64_t k = 0; k < S->n; k++) {
-            const int q = owner_of(starts, P, S->I[k]);
+            const int q = hk_halo_owner(starts, P, S->I[k]);
             if (q == me) continue;
             char *e = sbuf + (size_t)(off[q] + fill[q]++) * esz;
             memcpy(e, &S->I[k], 8);
@@ -694,11 +703,10 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
         }
     for (int64_t k = 0; k < R->n; k++)
         cnt[R->I[k] - row0]++;
-    int64_t tot = 0, maxlen = 0;
+    int64_t tot = 0;
     for (int64_t i = 0; i < nown; i++) {
         start[i] = tot;
         tot += cnt[i];
-        if (cnt[i] > maxlen) maxlen = cnt[i];
     }
     /* each row's candidates: the local blocks first, then the received ones in order */
     int64_t *cj = NULL;
@@ -716,29 +724,41 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
         cj[start[i] + cnt[i]] = R->J[k];
         src[start[i] + cnt[i]++] = R->v + k * bsz;
     }
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *g, &g));
-    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *rowptr, &rowptr));
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *gcol, &gcol));
-    HK_TRY(hk_malloc((size_t)(tot + 1) * bsz * sizeof *val, &val));
-    int64_t q = 0;
-    rowptr[0] = 0;
+    /* each row's candidates sorted by (column, order) and its distinct columns counted, then
+     * the rows filled: rows apart, each summed in the order above (threads change nothing) */
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g, &g));
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *rowptr, &rowptr));
+#pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
+        gentry *gi = g + start[i];
         for (int64_t k = 0; k < cnt[i]; k++) {
-            g[k].J = cj[start[i] + k];
-            g[k].seq = k;
+            gi[k].J = cj[start[i] + k];
+            gi[k].seq = k;
         }
-        qsort(g, (size_t)cnt[i], sizeof *g, cmp_gentry);
+        qsort(gi, (size_t)cnt[i], sizeof *gi, cmp_gentry);
+        int64_t u = 0;
+        for (int64_t k = 0; k < cnt[i]; k++)
+            u += k == 0 || gi[k].J != gi[k - 1].J;
+        rowptr[i + 1] = u;
+    }
+    for (int64_t i = 0; i < nown; i++)
+        rowptr[i + 1] += rowptr[i];
+    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *gcol, &gcol));
+    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * bsz * sizeof *val, &val));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < nown; i++) {
+        const gentry *gi = g + start[i];
+        int64_t q = rowptr[i];
         for (int64_t k = 0; k < cnt[i]; k++) {
-            const double *s = src[start[i] + g[k].seq];
-            if (k == 0 || g[k].J != g[k - 1].J) {
-                gcol[q] = g[k].J;
+            const double *s = src[start[i] + gi[k].seq];
+            if (k == 0 || gi[k].J != gi[k - 1].J) {
+                gcol[q] = gi[k].J;
                 memcpy(val + q * bsz, s, (size_t)bsz * sizeof *val);
                 q++;
             } else
                 for (int e = 0; e < bsz; e++)
                     val[(q - 1) * bsz + e] += s[e];
         }
-        rowptr[i + 1] = q;
     }
     *rowptr_out = rowptr;
     *gcol_out = gcol;
@@ -770,9 +790,10 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
     H->halo = A->halo;
     H->perm = NULL;
     HK_CALL(hk_bmat_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
-    int64_t q = 0;
-    H->A.rowptr[0] = 0;
+    memcpy(H->A.rowptr, rowptr, (size_t)(nown + 1) * sizeof *rowptr);
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nown; i++) {
+        int64_t q = rowptr[i];
         for (int pass = 0; pass < 2; pass++) /* owned columns, then ghosts: sorted */
             for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
                 const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
@@ -782,82 +803,120 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
                 memcpy(H->A.val + q * bb, val + p * bb, (size_t)bb * sizeof(double));
                 q++;
             }
-        H->A.rowptr[i + 1] = q;
     }
     return 0;
 }
 
-/* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c]) and
- * the ghosts' rows received as [count, (column, block)...] records of width w; columns are
- * positions in the sorted union *cols (allocated, *ncols). */
+/* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c],
+ * ascending) and the ghosts' rows received as [count, (column, block)...] records of width w;
+ * columns are positions in the sorted union *cols (allocated, *ncols) of the columns that
+ * occur. The owned rows' columns are placed by one merge of colmap with the ghosts' (few,
+ * sorted alone), not by a sort of every entry. */
 static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const double *ghost_rec,
                     int w, hk_bmat *X, int64_t **cols, int64_t *ncols)
 {
     const int bsz = M->br * M->bc;
-    const int64_t nown = M->nbrows, nm = M->rowptr[nown];
-    int64_t ngnnz = 0;
+    const int64_t nown = M->nbrows, nm = M->rowptr[nown], nc = M->nbcols;
+    int ierr = 0;
+    int64_t ngnnz = 0, *gcols = NULL, *cpos = NULL;
+    *cols = NULL;
     for (int64_t k = 0; k < ng; k++)
         ngnnz += (int64_t)ghost_rec[k * w];
-    HK_CALL(hk_malloc((size_t)(nm + ngnnz + 1) * sizeof **cols, cols));
+    for (int64_t c = 1; c < nc; c++)
+        HK_CHECK(colmap[c] > colmap[c - 1], HK_ERR_INTERNAL,
+                 "pc=amg: the columns of a transfer operator are not ascending");
+    HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
     int64_t n = 0;
-    for (int64_t p = 0; p < nm; p++)
-        (*cols)[n++] = colmap[M->colind[p]];
     for (int64_t k = 0; k < ng; k++)
         for (int64_t j = 0; j < (int64_t)ghost_rec[k * w]; j++)
-            (*cols)[n++] = (int64_t)ghost_rec[k * w + 1 + j * (1 + bsz)];
-    *ncols = sort_unique(*cols, n);
-    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, *ncols, nm + ngnnz, X));
-    int64_t q = 0;
-    X->rowptr[0] = 0;
-    for (int64_t i = 0; i < nown; i++) {
-        for (int64_t p = M->rowptr[i]; p < M->rowptr[i + 1]; p++, q++) {
-            X->colind[q] = (int32_t)find_i64(*cols, *ncols, colmap[M->colind[p]]);
-            memcpy(X->val + q * bsz, M->val + p * bsz, (size_t)bsz * sizeof(double));
-        }
-        X->rowptr[i + 1] = q;
+            gcols[n++] = (int64_t)ghost_rec[k * w + 1 + j * (1 + bsz)];
+    const int64_t ngc = sort_unique(gcols, n);
+    /* colmap's columns that the owned rows use (cpos: 1 if used) */
+    memset(cpos, 0, (size_t)nc * sizeof *cpos);
+    for (int64_t p = 0; p < nm; p++)
+        cpos[M->colind[p]] = 1;
+    HK_TRY(hk_malloc((size_t)(nc + ngc + 1) * sizeof **cols, cols));
+    int64_t m = 0, a = 0, b = 0;
+    while (a < nc || b < ngc) {
+        while (a < nc && !cpos[a])
+            a++;
+        const int take_a = a < nc && (b >= ngc || colmap[a] <= gcols[b]);
+        if (!take_a && b >= ngc) break;
+        const int64_t g = take_a ? colmap[a] : gcols[b];
+        if (m == 0 || (*cols)[m - 1] != g) (*cols)[m++] = g;
+        if (take_a) cpos[a++] = m - 1;
+        else b++;
     }
+    *ncols = m;
+    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, m, nm + ngnnz, X));
+    memcpy(X->rowptr, M->rowptr, (size_t)(nown + 1) * sizeof *X->rowptr);
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nm; p++)
+        X->colind[p] = (int32_t)cpos[M->colind[p]];
+    copy_par(X->val, M->val, (size_t)(nm * bsz) * sizeof(double));
+    int64_t q = nm;
     for (int64_t k = 0; k < ng; k++) {
         const double *r = ghost_rec + k * w;
         for (int64_t j = 0; j < (int64_t)r[0]; j++, q++) {
             const double *e = r + 1 + j * (1 + bsz);
-            X->colind[q] = (int32_t)find_i64(*cols, *ncols, (int64_t)e[0]);
+            X->colind[q] = (int32_t)find_i64(*cols, m, (int64_t)e[0]);
             memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
         }
         X->rowptr[nown + k + 1] = q;
     }
-    return 0;
+fail:
+    free(gcols);
+    free(cpos);
+    if (ierr) {
+        free(*cols);
+        *cols = NULL;
+    }
+    return ierr;
 }
 
 /* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
- * halo: records [count, (column, block)...] of the widest row's width over all processes. */
+ * halo: records [count, (column, block)...] of the widest sent row's width over all processes,
+ * made for the rows the neighbours need only; *rec in the halo caller's ghost order. */
 static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M,
                          const int64_t *colmap, double **rec, int *width)
 {
     const int bsz = M->br * M->bc;
-    const int64_t nown = M->nbrows;
+    const int64_t ns = halo->send_off[halo->nsend], ng = halo->nghost;
     int ierr = 0;
     int64_t maxlen = 0;
-    double *own = NULL;
+    double *send = NULL, *recv = NULL;
     *rec = NULL;
-    for (int64_t i = 0; i < nown; i++)
+    for (int64_t j = 0; j < ns; j++) {
+        const int64_t i = halo->send_idx[j];
         if (M->rowptr[i + 1] - M->rowptr[i] > maxlen) maxlen = M->rowptr[i + 1] - M->rowptr[i];
+    }
     HK_CALL(hk_comm_max_i64(c, &maxlen, 1));
-    const int w = (int)(1 + maxlen * (1 + bsz));
-    *width = w;
-    ierr = hk_calloc((size_t)(nown + 1) * w, sizeof *own, &own);
-    if (!ierr) ierr = hk_calloc((size_t)(halo->nghost + 1) * w, sizeof **rec, rec);
-    if (!ierr)
-        for (int64_t i = 0; i < nown; i++) {
-            double *r = own + i * w;
+    const int64_t w = 1 + maxlen * (1 + bsz);
+    *width = (int)w;
+    ierr = hk_calloc((size_t)(ns + 1) * w, sizeof *send, &send);
+    if (!ierr) ierr = hk_calloc((size_t)(ng + 1) * w, sizeof *recv, &recv);
+    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * w * sizeof **rec, rec);
+    if (!ierr) {
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < ns; j++) {
+            const int64_t i = halo->send_idx[j];
+            double *r = send + j * w;
             r[0] = (double)(M->rowptr[i + 1] - M->rowptr[i]);
-            for (int64_t p = M->rowptr[i], j = 0; p < M->rowptr[i + 1]; p++, j++) {
-                r[1 + j * (1 + bsz)] = (double)colmap[M->colind[p]];
-                memcpy(r + 2 + j * (1 + bsz), M->val + p * bsz, (size_t)bsz * sizeof(double));
+            for (int64_t p = M->rowptr[i], k = 0; p < M->rowptr[i + 1]; p++, k++) {
+                r[1 + k * (1 + bsz)] = (double)colmap[M->colind[p]];
+                memcpy(r + 2 + k * (1 + bsz), M->val + p * bsz, (size_t)bsz * sizeof(double));
             }
         }
+    }
     ierr = hk_comm_agree(c, ierr);
-    if (!ierr) ierr = hk_halo_exchange(halo, own, w, *rec);
-    free(own);
+    if (!ierr) ierr = hk_halo_start(halo, send, recv, (size_t)w * sizeof(double));
+    if (!ierr) ierr = hk_halo_wait(halo);
+    if (!ierr)
+        for (int64_t i = 0; i < ng; i++)
+            memcpy(*rec + i * w, recv + halo->order[i] * w, (size_t)w * sizeof(double));
+    free(send);
+    free(recv);
     if (ierr) {
         free(*rec);
         *rec = NULL;
@@ -874,6 +933,90 @@ static hk_bmat rows_view(const hk_bmat *X, int64_t n)
     return v;
 }
 
+/* The rows [crow0, crow0 + nagg) of R = P^T with the fine columns as global ids, from Pext:
+ * P's rows of H's owned nodes, then of its ghosts (their columns positions in cP). A fine node
+ * whose P row reads an owned coarse unknown is owned or a ghost (a neighbour of the aggregate
+ * in A's pattern, which is symmetric), so R's rows need no message: each is P's column read
+ * downwards, owned nodes in H's order, then the ghosts ascending, which is the order of R's
+ * columns as a distributed operator (dmat_create then finds them sorted). Every process
+ * checks the count: the blocks of R over all processes are the blocks of P. Collective. */
+static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext,
+                            const int64_t *cP, int64_t crow0, int64_t nagg, int64_t **rowptr_out,
+                            int64_t **gcol_out, double **val_out)
+{
+    const int br = Pext->br, bc = Pext->bc, bb = br * bc;
+    const int64_t nrows = Pext->nbrows, nch = omp_get_max_threads();
+    int ierr = 0;
+    int64_t *rowptr = NULL, *gcol = NULL, *fill = NULL; /* fill: per chunk of rows, per J */
+    double *val = NULL;
+    ierr = hk_calloc((size_t)nagg + 1, sizeof *rowptr, &rowptr);
+    if (!ierr) ierr = hk_calloc((size_t)(nagg * nch + 1), sizeof *fill, &fill);
+    /* a transpose by chunks of Pext's rows: each chunk counts its blocks per coarse row, a
+     * chunk's blocks of row J follow the earlier chunks', so every row of R lists its fine
+     * nodes in Pext's order, whatever thread runs a chunk */
+    if (!ierr) {
+#pragma omp parallel for schedule(static, 1)
+        for (int64_t t = 0; t < nch; t++)
+            for (int64_t i = nrows * t / nch; i < nrows * (t + 1) / nch; i++)
+                for (int64_t p = Pext->rowptr[i]; p < Pext->rowptr[i + 1]; p++) {
+                    const int64_t J = cP[Pext->colind[p]] - crow0;
+                    if (J >= 0 && J < nagg) fill[t * nagg + J]++;
+                }
+        for (int64_t J = 0; J < nagg; J++) {
+            int64_t q = rowptr[J];
+            for (int64_t t = 0; t < nch; t++) {
+                const int64_t k = fill[t * nagg + J];
+                fill[t * nagg + J] = q;
+                q += k;
+            }
+            rowptr[J + 1] = q;
+        }
+    }
+    const int64_t rnnz = ierr ? 0 : rowptr[nagg];
+    if (!ierr) ierr = hk_malloc((size_t)(rnnz + 1) * sizeof *gcol, &gcol);
+    if (!ierr) ierr = hk_malloc((size_t)(rnnz + 1) * bb * sizeof *val, &val);
+    if (!ierr) {
+#pragma omp parallel for schedule(static, 1)
+        for (int64_t t = 0; t < nch; t++)
+            for (int64_t i = nrows * t / nch; i < nrows * (t + 1) / nch; i++) {
+                const int64_t g = i < H->nown ? hlev_gid(H, i) : H->halo->ghost[i - H->nown];
+                for (int64_t p = Pext->rowptr[i]; p < Pext->rowptr[i + 1]; p++) {
+                    const int64_t J = cP[Pext->colind[p]] - crow0;
+                    if (J < 0 || J >= nagg) continue;
+                    const int64_t q = fill[t * nagg + J]++;
+                    const double *a = Pext->val + p * bb;
+                    double *b = val + q * bb;
+                    gcol[q] = g;
+                    for (int r = 0; r < br; r++) /* the block transposed, as bmat_transpose */
+                        for (int k = 0; k < bc; k++)
+                            b[k * br + r] = a[r * bc + k];
+                }
+            }
+    }
+    /* R's blocks and P's blocks, over all processes */
+    int64_t count[2] = {rnnz, ierr ? 0 : Pext->rowptr[H->nown]};
+    ierr = hk_comm_agree(c, ierr);
+    if (!ierr) ierr = hk_comm_sum_i64(c, count, 2);
+    if (!ierr && count[0] != count[1])
+        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "pc=amg on several processes needs a matrix whose pattern is "
+                            "symmetric (an entry (i, j) stored where (j, i) is), but R = P^T "
+                            "has %lld blocks and P %lld; store both entries of each pair, or "
+                            "run on one process",
+                            (long long)count[0], (long long)count[1]);
+    free(fill);
+    if (ierr) {
+        free(rowptr);
+        free(gcol);
+        free(val);
+        return ierr;
+    }
+    *rowptr_out = rowptr;
+    *gcol_out = gcol;
+    *val_out = val;
+    return 0;
+}
+
 /* Level l's transfer operators and the next level (its operator, host rows and near-null
  * space); H and *B are replaced by the next level's. */
 static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64_t nagg,
@@ -885,7 +1028,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     const int P = hk_comm_size(c), me = hk_comm_rank(c), bs = H->bs, nns = a->nns;
     dlev *L = &a->lev[l], *C = &a->lev[l + 1];
     int ierr = 0, w = 0;
-    int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL, *rowmapF = NULL;
+    int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
     double *Bc = NULL, *rec = NULL;
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
@@ -959,19 +1102,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     vv = NULL;
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_GALERKIN, t);
-    /* R = P^T: the transposed rows, fine columns as global ids */
-    ierr = hk_malloc((size_t)(H->nown + 1) * sizeof *rowmapF, &rowmapF);
-    if (!ierr)
-        for (int64_t i = 0; i < H->nown; i++)
-            rowmapF[i] = hlev_gid(H, i);
-    for (int64_t I = 0; I < nP && !ierr; I++)
-        if (cP[I] < crow0 || cP[I] >= crow0 + nagg)
-            for (int64_t p = Pt.rowptr[I]; p < Pt.rowptr[I + 1] && !ierr; p++)
-                ierr = entries_push(&S, nns * bs, cP[I], rowmapF[Pt.colind[p]],
-                                    Pt.val + p * nns * bs);
-    HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(route(c, starts, &S, nns * bs, &R));
-    HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Pt, cP, rowmapF, &R, &rp, &gc, &vv)));
+    /* R = P^T: this process's coarse rows from P's owned and ghost rows */
+    HK_TRY(restriction_rows(c, H, &Pext, cP, crow0, nagg, &rp, &gc, &vv));
     lap(ph, PH_RESTRICT, t);
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, H->row0, H->nown, inv0, &L->R));
     free(rp);
@@ -1006,7 +1138,6 @@ fail:
     free(cT);
     free(cP);
     free(Tmap);
-    free(rowmapF);
     free(Bc);
     free(rec);
     free(rp);
@@ -1249,8 +1380,19 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
         int64_t nagg = 0;
         if (!last) {
-            ierr = owned_block(&H, &O);
-            if (!ierr && H.nown) ierr = cpu->amg_strength(&O, a->op.threshold, &S);
+            /* level 0's owned block is the layout's Koo (the same rows, sorted): no copy */
+            const hk_bmat Koo = {.be = cpu,
+                                 .br = d->bs,
+                                 .bc = d->bs,
+                                 .nbrows = d->nown,
+                                 .nbcols = d->nown,
+                                 .nnzb = d->Koo.rowptr[d->nown],
+                                 .rowptr = d->Koo.rowptr,
+                                 .colind = d->Koo.colind,
+                                 .val = d->Koo.val};
+            ierr = l == 0 ? 0 : owned_block(&H, &O);
+            if (!ierr && H.nown)
+                ierr = cpu->amg_strength(l == 0 ? &Koo : &O, a->op.threshold, &S);
             if (!ierr) ierr = hk_malloc((size_t)(H.nown + 1) * sizeof *agg, &agg);
             if (!ierr && H.nown) ierr = cpu->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);

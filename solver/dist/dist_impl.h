@@ -49,6 +49,9 @@ struct hk_halo {
     int host_width;
 };
 
+/* The process owning global id g: starts[] (size + 1) the processes' first ids, ascending. */
+int hk_halo_owner(const int64_t *starts, int size, int64_t g);
+
 /* Post the exchange of one round: send (send_off[nsend] entries of `bytes` each, in send_idx
  * order) and recv (nghost entries, sorted ghost order), both host memory; _wait completes it.
  * The two calls are the transport: a device transport (NCCL, CUDA-aware MPI) replaces them

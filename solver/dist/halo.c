@@ -20,8 +20,7 @@ static int cmp_id_pos(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The process owning global id g: starts[] ascending, starts[size] = N. */
-static int owner_of(const int64_t *starts, int size, int64_t g)
+int hk_halo_owner(const int64_t *starts, int size, int64_t g)
 {
     int lo = 0, hi = size - 1;
     while (lo < hi) {
@@ -92,7 +91,7 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
         }
         h->ghost[k] = g;
         h->order[ip[k].pos] = k;
-        owner[k] = owner_of(starts, P, g);
+        owner[k] = hk_halo_owner(starts, P, g);
     }
     HK_TRY(hk_comm_agree(c, ierr)); /* every process stops together, or none */
     /* receives: one per owner, consecutive ghosts */

@@ -111,11 +111,21 @@ its() { python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["iterati
 amg=(cases/box/box.yaml --set geometry.generate.cells=[12,12,12] --set solver.pc=amg --json -q)
 i1=$("$H" run "${amg[@]}" -o "$T/a1.vtu" 2>/dev/null | its)
 for np in 2 3; do
-  inp=$(mpi -np $np "$H" run "${amg[@]}" -o "$T/a$np.vtu" 2>/dev/null | its)
+  inp=$(HOOKE_AMG_PROFILE=1 mpi -np $np "$H" run "${amg[@]}" -o "$T/a$np.vtu" 2>"$T/a$np.err" | its)
   if [ -n "$inp" ] && [ "$inp" -le $((i1 * 13 / 10)) ]; then
     ok "box amg -np $np: $inp iterations (one process: $i1)"
   else bad "box amg -np $np: ${inp:-no} iterations, one process $i1"; fi
 done
+# HOOKE_AMG_PROFILE: rank 0's one line of the set-up's phases
+if [ "$(grep -c 'amg set-up (distributed, 2 processes' "$T/a2.err")" = 1 ] &&
+   grep -q 'ghost rows [0-9.]* ([0-9.]*), P smoothing .*, R .*, total [0-9.]* ([0-9.]*)$' "$T/a2.err"; then
+  ok "HOOKE_AMG_PROFILE -np 2: one line of phases"
+else bad "HOOKE_AMG_PROFILE -np 2: no line of phases"; cat "$T/a2.err"; fi
+# the set-up's threads change no byte (its loops fill rows apart)
+OMP_NUM_THREADS=3 mpi -np 2 "$H" run "${amg[@]}" -o "$T/t3.vtu" >/dev/null 2>&1
+if cmp -s "$T/a2-p0.vtu" "$T/t3-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/t3-p1.vtu"; then
+  ok "box amg -np 2 with 1 and 3 threads: the pieces repeat byte for byte"
+else bad "box amg -np 2: 3 threads give other bytes than 1"; fi
 # the same run twice: the same bytes
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d1.vtu" >/dev/null 2>&1
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d2.vtu" >/dev/null 2>&1
