@@ -15,8 +15,11 @@
  *   4. P = T - (omega/rho) D^-1 A T with A's ghost columns; the ghosts' rows of P by a second
  *      exchange;
  *   5. the partial Galerkin product P_own^T (A P) of the owned fine rows; the rows of coarse
- *      unknowns owned elsewhere, and those of R = P^T, go to their owners, which add them in
- *      rank order (the same bits run after run).
+ *      unknowns owned elsewhere go to their owners, which add them in rank order (the same
+ *      bits run after run);
+ *   6. the owned rows of R = P^T from P's owned and ghost rows (no message).
+ * The row loops run on the process's threads, each row filled apart: the bytes do not depend
+ * on the thread count.
  * Each coarse operator, P and R is a distributed operator of its own (a halo plan over its
  * input's layout, one block matrix over [the owned columns it reads, the ghosts]) applied with
  * the backend's bmat_spmv, in fp32 or fp64 like the one-process levels. Once a level is small
@@ -41,17 +44,17 @@ enum { DAMG_TAG_ROUTE = 7301 };
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
 enum damg_phase {
-    PH_NEARNULL,    /* level 0's host rows and the rigid-body modes */
-    PH_AGGREGATE,   /* owned diagonal block, strength graph, aggregates */
-    PH_BOUND,       /* smoother data and the spectral bound (distributed Lanczos) */
-    PH_TENTATIVE,   /* T and the coarse near-null space */
-    PH_EXCHANGE,    /* the ghosts' rows of T and of P (halo exchanges and their matrices) */
-    PH_SMOOTH,      /* A T and P = T - w D^-1 A T */
-    PH_GALERKIN,    /* P^T (A P), routed to the coarse rows' owners and merged */
-    PH_RESTRICT,    /* R = P^T routed and merged */
-    PH_OPERATORS,   /* the distributed operators A_c, P, R: halo plans, columns, upload */
-    PH_COARSE,      /* the coarsest level gathered and inverted */
-    PH_VECTORS,     /* level vectors and the level-0 operator */
+    PH_NEARNULL,  /* level 0's host rows and the rigid-body modes */
+    PH_AGGREGATE, /* owned diagonal block, strength graph, aggregates */
+    PH_BOUND,     /* smoother data and the spectral bound (distributed Lanczos) */
+    PH_TENTATIVE, /* T and the coarse near-null space */
+    PH_EXCHANGE,  /* the ghosts' rows of T and of P (halo exchanges and their matrices) */
+    PH_SMOOTH,    /* A T and P = T - w D^-1 A T */
+    PH_GALERKIN,  /* P^T (A P), routed to the coarse rows' owners and merged */
+    PH_RESTRICT,  /* R = P^T routed and merged */
+    PH_OPERATORS, /* the distributed operators A_c, P, R: halo plans, columns, upload */
+    PH_COARSE,    /* the coarsest level gathered and inverted */
+    PH_VECTORS,   /* level vectors and the level-0 operator */
     PH_TOTAL,
     DAMG_NPHASES
 };
@@ -256,8 +259,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
         }
     }
     if (!ierr)
-        ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t),
-                      (void **)&m->send_dev);
+        ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
     if (!ierr) ierr = upload(L, bcol, (size_t)m->nbc * sizeof(int32_t), (void **)&m->bcol_dev);
     free(bcol);
     if (!ierr) ierr = vec_sized(L, m->ns * bc, prec, &m->send);
@@ -297,8 +299,8 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     }
     HK_CALL(hk_halo_wait(m->halo));
     if (!d->host_memory && m->ng)
-        HK_CALL(L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv,
-                           (size_t)m->ng * e));
+        HK_CALL(
+            L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv, (size_t)m->ng * e));
     if (!m->nrows) return 0;
     hk_vec yl = hk_dist_view(d, y, 0, y->n);
     return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
@@ -494,7 +496,7 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
              "matrix has block size %d",
              coords ? nn->dim : 0, coords ? nn->dim : 0, bs);
     a->nns = coords ? (bs == 3 ? 6 : 3) : bs;
-    a->nns_kind = coords ? "rigid-body modes"
+    a->nns_kind = coords    ? "rigid-body modes"
                   : bs == 1 ? "constant vector (no near-null space given)"
                             : "translations only (no coordinates given)";
     HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *xyz, &xyz));
@@ -637,9 +639,9 @@ static int route(const hk_comm *c, const int64_t *starts, const entries *S, int 
     int slot = 0;
     for (int q = 0; q < P && !ierr; q++)
         if (roff[q + 1] > roff[q])
-            ierr = hk_comm_irecv(c, rbuf + (size_t)roff[q] * esz,
-                                 (size_t)(roff[q + 1] - roff[q]) * esz, q, DAMG_TAG_ROUTE, rq,
-                                 slot++);
+            ierr =
+                hk_comm_irecv(c, rbuf + (size_t)roff[q] * esz,
+                              (size_t)(roff[q + 1] - roff[q]) * esz, q, DAMG_TAG_ROUTE, rq, slot++);
     for (int q = 0; q < P && !ierr; q++)
         if (cnt[q] > 0)
             ierr = hk_comm_isend(c, sbuf + (size_t)off[q] * esz, (size_t)cnt[q] * esz, q,
@@ -798,8 +800,8 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
             for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
                 const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
                 if (own != (pass == 0)) continue;
-                H->A.colind[q] = (int32_t)(own ? gcol[p] - row0
-                                               : nown + find_i64(A->ghost, A->ng, gcol[p]));
+                H->A.colind[q] =
+                    (int32_t)(own ? gcol[p] - row0 : nown + find_i64(A->ghost, A->ng, gcol[p]));
                 memcpy(H->A.val + q * bb, val + p * bb, (size_t)bb * sizeof(double));
                 q++;
             }
@@ -845,8 +847,10 @@ static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const d
         if (!take_a && b >= ngc) break;
         const int64_t g = take_a ? colmap[a] : gcols[b];
         if (m == 0 || (*cols)[m - 1] != g) (*cols)[m++] = g;
-        if (take_a) cpos[a++] = m - 1;
-        else b++;
+        if (take_a)
+            cpos[a++] = m - 1;
+        else
+            b++;
     }
     *ncols = m;
     HK_TRY(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, m, nm + ngnnz, X));
@@ -878,8 +882,8 @@ fail:
 /* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
  * halo: records [count, (column, block)...] of the widest sent row's width over all processes,
  * made for the rows the neighbours need only; *rec in the halo caller's ghost order. */
-static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M,
-                         const int64_t *colmap, double **rec, int *width)
+static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
+                         double **rec, int *width)
 {
     const int bsz = M->br * M->bc;
     const int64_t ns = halo->send_off[halo->nsend], ng = halo->nghost;
@@ -940,9 +944,9 @@ static hk_bmat rows_view(const hk_bmat *X, int64_t n)
  * downwards, owned nodes in H's order, then the ghosts ascending, which is the order of R's
  * columns as a distributed operator (dmat_create then finds them sorted). Every process
  * checks the count: the blocks of R over all processes are the blocks of P. Collective. */
-static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext,
-                            const int64_t *cP, int64_t crow0, int64_t nagg, int64_t **rowptr_out,
-                            int64_t **gcol_out, double **val_out)
+static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext, const int64_t *cP,
+                            int64_t crow0, int64_t nagg, int64_t **rowptr_out, int64_t **gcol_out,
+                            double **val_out)
 {
     const int br = Pext->br, bc = Pext->bc, bb = br * bc;
     const int64_t nrows = Pext->nbrows, nch = omp_get_max_threads();
@@ -1084,8 +1088,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     for (int64_t I = 0; I < nP && !ierr; I++)
         if (cP[I] < crow0 || cP[I] >= crow0 + nagg)
             for (int64_t p = Ac.rowptr[I]; p < Ac.rowptr[I + 1] && !ierr; p++)
-                ierr = entries_push(&S, nns * nns, cP[I], cP[Ac.colind[p]],
-                                    Ac.val + p * nns * nns);
+                ierr = entries_push(&S, nns * nns, cP[I], cP[Ac.colind[p]], Ac.val + p * nns * nns);
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(route(c, starts, &S, nns * nns, &R));
     HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ac, cP, cP, &R, &rp, &gc, &vv)));
@@ -1118,8 +1121,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         for (int64_t p = 0; p < nnz && !ierr; p++)
             gc[p] = cP[Pv.colind[p]];
         HK_TRY(hk_comm_agree(c, ierr));
-        HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, crow0, nagg,
-                           NULL, &L->P));
+        HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, crow0, nagg, NULL,
+                           &L->P));
     }
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
@@ -1391,8 +1394,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
                                  .colind = d->Koo.colind,
                                  .val = d->Koo.val};
             ierr = l == 0 ? 0 : owned_block(&H, &O);
-            if (!ierr && H.nown)
-                ierr = cpu->amg_strength(l == 0 ? &Koo : &O, a->op.threshold, &S);
+            if (!ierr && H.nown) ierr = cpu->amg_strength(l == 0 ? &Koo : &O, a->op.threshold, &S);
             if (!ierr) ierr = hk_malloc((size_t)(H.nown + 1) * sizeof *agg, &agg);
             if (!ierr && H.nown) ierr = cpu->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);

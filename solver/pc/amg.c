@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pc_impl.h"
 
@@ -958,8 +959,16 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
 }
 
 /* The whole set-up from K: levels, aggregates and patterns found. */
+/* This process's CPU seconds, all its threads. */
+static double process_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* With HOOKE_AMG_PROFILE set, the set-up's phases on stderr (docs/parallel.md). */
-static void print_phases(const hk_amg_phases *p)
+static void print_phases(const hk_amg_phases *p, double cpu)
 {
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
@@ -967,9 +976,9 @@ static void print_phases(const hk_amg_phases *p)
     fprintf(stderr,
             "amg set-up (one process, seconds): near-null %.3f, strength %.3f, aggregation "
             "%.3f, tentative %.3f, smoother+bound %.3f, P smoothing %.3f, Galerkin %.3f, level "
-            "matrices %.3f, coarsest %.3f, total %.3f\n",
+            "matrices %.3f, coarsest %.3f, total %.3f (CPU %.3f)\n",
             p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother, p->prolongator,
-            p->galerkin, p->matrices, p->coarse, p->total);
+            p->galerkin, p->matrices, p->coarse, p->total, cpu);
 }
 
 static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
@@ -981,7 +990,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     double *B = NULL;
     hk_amg_phases *ph = &d->st.setup;
     memset(ph, 0, sizeof *ph);
-    const double t_start = now_synced(be);
+    const double t_start = now_synced(be), cpu_start = process_cpu();
     double t0;
 
     HK_CALL(check_diagonal(pc, K));
@@ -1046,7 +1055,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     d->st.op_complexity = d->st.nnz[0] ? tot / (double)d->st.nnz[0] : 1;
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
-    print_phases(ph);
+    print_phases(ph, process_cpu() - cpu_start);
 fail:
     hk_graph_free(&S);
     drop_values(be, &Acur);
