@@ -8,7 +8,7 @@
 # prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels;
 # numvar: issue 25's variants of the device assembly's numeric kernel (HOOKE_FEM_NUMERIC);
 # amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
-# distributed runs on a host with 2 GPUs, one process each).
+# distributed runs on a host with 2 GPUs, one process each; distamg: distributed AMG on 1 and 2 GPUs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
@@ -395,6 +395,19 @@ for step in "$@"; do
         timeout 25 $B/hooke bench pcs --backend cuda --no-cpu --pcs "$PCS" \
           --generate elasticity3d:60 || echo "(ended: status $?, limit 25 s)"
       } > "$OUT/amgsweep.md" 2>&1 ;;
+    distamg) # issue 26: distributed AMG on 1 and 2 GPUs (bracket 2.52M DOFs, cg + amg, nccl),
+             # the set-up's phases (HOOKE_AMG_PROFILE) and the summary of each run
+      { export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+        export OMPI_MCA_btl_vader_single_copy_mechanism=none HOOKE_AMG_PROFILE=1
+        MPIR=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=8
+              -x OMP_WAIT_POLICY -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x HOOKE_AMG_PROFILE)
+        for np in 1 2; do for size in 0.0015 0.001; do
+          echo "== np $np, geometry.size=$size"
+          timeout -k 5 120 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
+            --set geometry.size=$size --set solver.pc=amg -o /tmp/distamg.vtu 2>&1 |
+            grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|error|hooke' | head -30
+          echo "exit ${PIPESTATUS[0]}"
+        done; done; rm -f /tmp/distamg*; } > "$OUT/distamg.md" 2>&1 ;;
     dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
     numvar) numvar_step > "$OUT/numvar.md" 2>&1; grep -A12 '^## numeric stage' "$OUT/numvar.md" ;;
     pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
