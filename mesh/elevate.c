@@ -109,7 +109,8 @@ typedef struct {
     int64_t *uptr;  /* nv + 1: the keys whose smallest corner is v */
     int32_t *ukey;  /* n * (k - 1): the other corners */
     int32_t *first; /* n: the smallest corner */
-    int64_t *owner; /* n: 32 * (first cell using it) + its local node */
+    int64_t *owner; /* n: 32 * (first cell using it) + its local node; edges: that node's
+                     * place in the quadratic connectivity */
 } keyset;
 
 static void keyset_free(keyset *ks)
@@ -129,17 +130,101 @@ static int cmp_ints(const int32_t *a, const int32_t *b, int w)
 }
 
 /* An entry of a bucket: the corners after the smallest, then 32 * cell + local node, packed
- * into S = 1 (edges) or 2 (faces) words so that comparing words orders by (key, cell, node). */
-static int entry_cmp(const uint64_t *a, const uint64_t *b, int S)
+ * into S = 1 (edges) or 2 (faces) words: the key is the words' first 32 * (2S - 1) bits. */
+typedef struct {
+    uint64_t k0;     /* the key's first 64 bits (edges: the other corner) */
+    uint32_t k1, id; /* faces: the key's last corner; the smallest 32 * cell + node */
+} bucket_key;
+
+static bucket_key entry_key(const uint64_t *p, int S)
 {
-    for (int i = 0; i < S; i++)
-        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
-    return 0;
+    bucket_key k;
+    if (S == 1)
+        k.k0 = p[0] >> 32, k.k1 = 0;
+    else
+        k.k0 = p[0], k.k1 = (uint32_t)(p[1] >> 32);
+    k.id = (uint32_t)(p[S - 1] & 0xffffffffu);
+    return k;
 }
 
-static int entry_same_key(const uint64_t *a, const uint64_t *b, int S)
+static int key_less(const bucket_key *a, const bucket_key *b)
 {
-    return S == 1 ? a[0] >> 32 == b[0] >> 32 : a[0] == b[0] && a[1] >> 32 == b[1] >> 32;
+    return a->k0 < b->k0 || (a->k0 == b->k0 && a->k1 < b->k1);
+}
+
+/* A thread's room for one bucket's distinct keys: a hash table of their indices, the keys in
+ * the order met, and their ranks in key order. */
+typedef struct {
+    int64_t cap, tsize;
+    int32_t *table; /* tsize: -1 or an index into key */
+    bucket_key *key;
+    int32_t *order, *rank;
+} bucket_scratch;
+
+static void scratch_free(bucket_scratch *s)
+{
+    free(s->table);
+    free(s->key);
+    free(s->order);
+    free(s->rank);
+    memset(s, 0, sizeof *s);
+}
+
+/* The distinct keys of bucket b (m entries of S words) with the smallest id of each, into
+ * s->key (in the order met) and s->order (their indices sorted by key, so s->rank[j] is the
+ * rank of key j); e2k (may be NULL): for each entry, the index of its key. Returns the count,
+ * -1 when out of memory. The set, the ids and the ranks do not depend on the entries' order. */
+static int64_t bucket_keys(const uint64_t *b, int64_t m, int S, bucket_scratch *s, int32_t *e2k)
+{
+    if (m == 0) return 0;
+    if (m > s->cap) {
+        int64_t c = 2 * m, t = 16;
+        while (t < 2 * c)
+            t *= 2;
+        scratch_free(s);
+        s->table = malloc((size_t)t * sizeof *s->table);
+        s->key = malloc((size_t)c * sizeof *s->key);
+        s->order = malloc((size_t)c * sizeof *s->order);
+        s->rank = malloc((size_t)c * sizeof *s->rank);
+        if (!s->table || !s->key || !s->order || !s->rank) {
+            scratch_free(s);
+            return -1;
+        }
+        s->cap = c, s->tsize = t;
+    }
+    int64_t t = 16;
+    while (t < 2 * m)
+        t *= 2;
+    for (int64_t i = 0; i < t; i++)
+        s->table[i] = -1;
+    int64_t u = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const bucket_key k = entry_key(b + i * S, S);
+        uint64_t h = (k.k0 * 0x9E3779B97F4A7C15ull ^ k.k1 * 0xC2B2AE3D27D4EB4Full) >> 20;
+        int32_t j;
+        for (;; h++) {
+            j = s->table[h & (uint64_t)(t - 1)];
+            if (j < 0 || (s->key[j].k0 == k.k0 && s->key[j].k1 == k.k1)) break;
+        }
+        if (j < 0) {
+            j = (int32_t)u++;
+            s->table[h & (uint64_t)(t - 1)] = j;
+            s->key[j] = k;
+        } else if (k.id < s->key[j].id) {
+            s->key[j].id = k.id;
+        }
+        if (e2k) e2k[i] = j;
+    }
+    for (int64_t i = 0; i < u; i++) {
+        int32_t x = (int32_t)i;
+        int64_t j = i;
+        for (; j > 0 && key_less(&s->key[x], &s->key[s->order[j - 1]]); j--)
+            s->order[j] = s->order[j - 1];
+        s->order[j] = x;
+    }
+    for (int64_t r = 0; r < u; r++)
+        s->rank[s->order[r]] = (int32_t)r;
+    return u;
 }
 
 /* The keys of kind k of the cells c: numbered base + 0, 1, ... in the order of their sorted
@@ -164,12 +249,13 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
                 ptr[key[0] + 1]++;
             }
     }
-    for (int64_t v = 0; v < nv; v++)
-        ptr[v + 1] += ptr[v];
+    hk_prefix_sum(ptr, nv);
     const int64_t ntot = ptr[nv];
     HK_TRY(hk_malloc((size_t)(ntot ? ntot : 1) * S * sizeof *ent, &ent));
     HK_TRY(hk_malloc((size_t)(nv ? nv : 1) * sizeof *fill, &fill));
-    memcpy(fill, ptr, (size_t)nv * sizeof *fill);
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nv; v++)
+        fill[v] = ptr[v];
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++) {
         const eltab *t = &tab[c->type[e]];
@@ -179,7 +265,9 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
                 int64_t pos;
 #pragma omp atomic capture
                 pos = fill[key[0]]++;
-                uint64_t id = 32 * (uint64_t)e + (uint64_t)i, *p = ent + pos * S;
+                /* edges: the place in qnodes (its order is that of cell and node) */
+                uint64_t id = S == 1 ? (uint64_t)(qptr[e] + i) : 32 * (uint64_t)e + (uint64_t)i;
+                uint64_t *p = ent + pos * S;
                 if (S == 1) {
                     p[0] = (uint64_t)key[1] << 32 | id;
                 } else {
@@ -188,58 +276,70 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
                 }
             }
     }
-    /* each bucket sorted by (key, cell, node): a total order, whatever filled it */
+    /* each bucket's distinct keys (a hash table, then the few distinct ones sorted): counted,
+     * then numbered in key order; the first cell and node using a key own it */
     HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ucnt, &ucnt));
-#pragma omp parallel for schedule(dynamic, 512)
-    for (int64_t v = 0; v < nv; v++) {
-        uint64_t *b = ent + ptr[v] * S;
-        int64_t m = ptr[v + 1] - ptr[v], u = 0;
-        if (S == 1) /* edges, most keys: one word an entry, compared as a whole */
-            for (int64_t i = 1; i < m; i++) {
-                const uint64_t t0 = b[i];
-                int64_t j = i;
-                for (; j > 0 && b[j - 1] > t0; j--)
-                    b[j] = b[j - 1];
-                b[j] = t0;
-            }
-        for (int64_t i = 1; S == 2 && i < m; i++) {
-            uint64_t t0 = b[i * S], t1 = S == 2 ? b[i * S + 1] : 0, tmp[2] = {t0, t1};
-            int64_t j = i;
-            for (; j > 0 && entry_cmp(b + (j - 1) * S, tmp, S) > 0; j--)
-                for (int a = 0; a < S; a++)
-                    b[j * S + a] = b[(j - 1) * S + a];
-            for (int a = 0; a < S; a++)
-                b[j * S + a] = tmp[a];
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        bucket_scratch sc;
+        memset(&sc, 0, sizeof sc);
+#pragma omp for schedule(dynamic, 512)
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t u = bucket_keys(ent + ptr[v] * S, ptr[v + 1] - ptr[v], S, &sc, NULL);
+            fail |= u < 0;
+            ucnt[v + 1] = u < 0 ? 0 : u;
         }
-        for (int64_t i = 0; i < m; i++)
-            u += !i || !entry_same_key(b + (i - 1) * S, b + i * S, S);
-        ucnt[v + 1] = u;
+        scratch_free(&sc);
     }
-    for (int64_t v = 0; v < nv; v++)
-        ucnt[v + 1] += ucnt[v];
+    HK_TRY_CHECK(!fail, HK_ERR_MEMORY, "out of host memory raising the mesh order");
+    hk_prefix_sum(ucnt, nv);
     ks->n = ucnt[nv];
     ks->uptr = ucnt;
     ucnt = NULL;
     HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * w * sizeof *ks->ukey, &ks->ukey));
     HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * sizeof *ks->first, &ks->first));
     HK_TRY(hk_malloc((size_t)(ks->n ? ks->n : 1) * sizeof *ks->owner, &ks->owner));
-#pragma omp parallel for schedule(dynamic, 512)
-    for (int64_t v = 0; v < nv; v++) {
-        const uint64_t *b = ent + ptr[v] * S;
-        int64_t m = ptr[v + 1] - ptr[v], u = ks->uptr[v] - 1;
-        for (int64_t i = 0; i < m; i++) {
-            const uint64_t *p = b + i * S, id = p[S - 1] & 0xffffffffu;
-            if (!i || !entry_same_key(p - S, p, S)) {
-                u++;
-                int32_t *q = ks->ukey + u * w;
-                q[0] = (int32_t)(p[0] >> 32);
-                if (S == 2) q[1] = (int32_t)(p[0] & 0xffffffffu), q[2] = (int32_t)(p[1] >> 32);
-                ks->first[u] = (int32_t)v;
-                ks->owner[u] = (int64_t)id;
+#pragma omp parallel reduction(| : fail)
+    {
+        bucket_scratch sc;
+        memset(&sc, 0, sizeof sc);
+        int32_t *e2k = NULL;
+        int64_t e2k_cap = 0;
+#pragma omp for schedule(dynamic, 512)
+        for (int64_t v = 0; v < nv; v++) {
+            const uint64_t *b = ent + ptr[v] * S;
+            const int64_t m = ptr[v + 1] - ptr[v], u0 = ks->uptr[v];
+            if (m > e2k_cap) {
+                free(e2k);
+                e2k_cap = 2 * m;
+                e2k = malloc((size_t)e2k_cap * sizeof *e2k);
+                if (!e2k) e2k_cap = 0;
             }
-            qnodes[qptr[id / 32] + id % 32] = (int32_t)(base + u);
+            if (!m) continue;
+            const int64_t u = e2k ? bucket_keys(b, m, S, &sc, e2k) : -1;
+            if (u < 0) {
+                fail = 1;
+                continue;
+            }
+            for (int64_t r = 0; r < u; r++) {
+                const bucket_key *kk = &sc.key[sc.order[r]];
+                int32_t *q = ks->ukey + (u0 + r) * w;
+                q[0] = (int32_t)(kk->k0 >> (S == 1 ? 0 : 32));
+                if (S == 2) q[1] = (int32_t)(kk->k0 & 0xffffffffu), q[2] = (int32_t)kk->k1;
+                ks->first[u0 + r] = (int32_t)v;
+                ks->owner[u0 + r] = (int64_t)kk->id;
+            }
+            for (int64_t i = 0; i < m; i++) {
+                const uint64_t id = b[i * S + S - 1] & 0xffffffffu;
+                const int64_t at = S == 1 ? (int64_t)id : qptr[id / 32] + (int64_t)(id % 32);
+                qnodes[at] = (int32_t)(base + u0 + sc.rank[e2k[i]]);
+            }
         }
+        free(e2k);
+        scratch_free(&sc);
     }
+    HK_TRY_CHECK(!fail, HK_ERR_MEMORY, "out of host memory raising the mesh order");
 fail:
     free(ptr);
     free(fill);
@@ -351,21 +451,32 @@ static int project_range(elev *E, const hk_elev_geom *g, const int32_t *cls, int
     int ierr = 0;
     int64_t *cnt = NULL, *list = NULL;
     double *xyz = NULL;
+    int64_t *bpos = NULL;
+    /* the nodes listed by entity, in node order within each: counted by blocks of nodes,
+     * each block then writing its own places */
+    enum { MAXB = 64 };
+    const int nb = hi - lo < 4096 ? 1 : omp_get_max_threads() < MAXB ? omp_get_max_threads() : MAXB;
     HK_TRY(hk_calloc((size_t)g->n + 1, sizeof *cnt, &cnt));
-    for (int64_t id = lo; id < hi; id++)
-        if (cls[id - E->nv] >= 0) cnt[cls[id - E->nv] + 1]++;
-    for (int k = 0; k < g->n; k++)
-        cnt[k + 1] += cnt[k];
+    HK_TRY(hk_calloc((size_t)nb * (size_t)g->n + 1, sizeof *bpos, &bpos));
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++)
+        for (int64_t id = lo + (hi - lo) * b / nb; id < lo + (hi - lo) * (b + 1) / nb; id++)
+            if (cls[id - E->nv] >= 0) bpos[(int64_t)b * g->n + cls[id - E->nv]]++;
+    for (int k = 0; k < g->n; k++) {
+        int64_t at = cnt[k];
+        for (int b = 0; b < nb; b++) {
+            const int64_t c = bpos[(int64_t)b * g->n + k];
+            bpos[(int64_t)b * g->n + k] = at;
+            at += c;
+        }
+        cnt[k + 1] = at;
+    }
     HK_TRY(hk_malloc((size_t)(cnt[g->n] ? cnt[g->n] : 1) * sizeof *list, &list));
     HK_TRY(hk_malloc((size_t)(cnt[g->n] ? cnt[g->n] : 1) * 3 * sizeof *xyz, &xyz));
-    {
-        int64_t *pos = NULL;
-        HK_TRY(hk_malloc((size_t)g->n * sizeof *pos + 1, &pos));
-        memcpy(pos, cnt, (size_t)g->n * sizeof *pos);
-        for (int64_t id = lo; id < hi; id++)
-            if (cls[id - E->nv] >= 0) list[pos[cls[id - E->nv]]++] = id;
-        free(pos);
-    }
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++)
+        for (int64_t id = lo + (hi - lo) * b / nb; id < lo + (hi - lo) * (b + 1) / nb; id++)
+            if (cls[id - E->nv] >= 0) list[bpos[(int64_t)b * g->n + cls[id - E->nv]]++] = id;
     for (int k = 0; k < g->n; k++) {
         int64_t n = cnt[k + 1] - cnt[k];
         const int64_t *l = list + cnt[k];
@@ -395,6 +506,7 @@ static int project_range(elev *E, const hk_elev_geom *g, const int32_t *cls, int
     }
 fail:
     free(cnt);
+    free(bpos);
     free(list);
     free(xyz);
     return ierr;
@@ -472,36 +584,68 @@ fail:
     return ierr;
 }
 
+/* The higher-order nodes of facet e of f into qn (corners first); 0 when the facet's type has
+ * no quadratic counterpart or a node is not the cells'. */
+static int facet_nodes(const elev *E, const hk_elems *f, int64_t e, int32_t *qn)
+{
+    const eltab *t = &E->tab[f->type[e]];
+    const int32_t *nd = f->nodes + f->ptr[e];
+    if (t->quad == HK_EL_COUNT) return 0;
+    for (int i = 0; i < t->nc; i++)
+        qn[i] = nd[i];
+    for (int i = t->nc; i < t->nn; i++) {
+        int64_t id = lookup(E, t, i, nd);
+        if (id < 0) return 0;
+        qn[i] = (int32_t)id;
+    }
+    return 1;
+}
+
 /* Facets (or points, lines) of a boundary group raised to second order; those whose nodes are
- * not the cells' are dropped. */
+ * not the cells' are dropped. In parallel: which are kept, their places, then their nodes. */
 static int elevate_facets(const elev *E, hk_elems *f, int64_t *dropped)
 {
     int ierr = 0;
-    hk_elems_builder b;
-    memset(&b, 0, sizeof b);
+    hk_elems q;
+    int64_t *kept = NULL;
+    memset(&q, 0, sizeof q);
+    HK_TRY(hk_calloc((size_t)f->n + 1, sizeof *kept, &kept));
+    HK_TRY(hk_calloc((size_t)f->n + 1, sizeof *q.ptr, &q.ptr));
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < f->n; e++) {
-        const eltab *t = &E->tab[f->type[e]];
-        const int32_t *nd = f->nodes + f->ptr[e];
         int32_t qn[27];
-        int ok = t->quad != HK_EL_COUNT;
-        for (int i = 0; ok && i < t->nc; i++)
-            qn[i] = nd[i];
-        for (int i = t->nc; ok && i < t->nn; i++) {
-            int64_t id = lookup(E, t, i, nd);
-            ok = id >= 0;
-            qn[i] = (int32_t)id;
-        }
-        if (!ok) {
-            (*dropped)++;
-            continue;
-        }
-        HK_TRY(hk_elems_push(&b, t->quad, qn, f->tag[e]));
+        if (facet_nodes(E, f, e, qn)) kept[e + 1] = 1, q.ptr[e + 1] = E->tab[f->type[e]].nn;
     }
+    hk_prefix_sum(kept, f->n);
+    hk_prefix_sum(q.ptr, f->n); /* by the old index: the kept ones' rows move down below */
+    q.n = kept[f->n];
+    *dropped += f->n - q.n;
+    const int64_t nq = q.ptr[f->n];
+    HK_TRY(hk_malloc((size_t)(q.n ? q.n : 1), &q.type));
+    HK_TRY(hk_malloc((size_t)(q.n ? q.n : 1) * sizeof *q.tag, &q.tag));
+    HK_TRY(hk_malloc((size_t)(nq ? nq : 1) * sizeof *q.nodes, &q.nodes));
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < f->n; e++) {
+        if (kept[e + 1] == kept[e]) continue;
+        const int64_t k = kept[e];
+        q.type[k] = (uint8_t)E->tab[f->type[e]].quad;
+        q.tag[k] = f->tag[e];
+        facet_nodes(E, f, e, q.nodes + q.ptr[e]);
+    }
+    /* the rows by the new index (through f's own rows, no longer needed) */
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < f->n; e++)
+        if (kept[e + 1] > kept[e]) f->ptr[kept[e]] = q.ptr[e];
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < q.n; k++)
+        q.ptr[k] = f->ptr[k];
+    q.ptr[q.n] = nq;
     hk_elems_free(f);
-    *f = b.e;
-    memset(&b, 0, sizeof b);
+    *f = q;
+    memset(&q, 0, sizeof q);
 fail:
-    hk_elems_free(&b.e);
+    free(kept);
+    hk_elems_free(&q);
     return ierr;
 }
 
@@ -525,10 +669,14 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
     for (int t = 0; t < HK_EL_COUNT; t++)
         HK_TRY(build_tab((hk_eltype)t, incomplete, &tab[t]));
     E.tab = tab;
+    int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
     for (int64_t e = 0; e < c->n; e++)
-        HK_TRY_CHECK(tab[c->type[e]].quad != HK_EL_COUNT && c->type[e] != HK_EL_POINT1, HK_ERR_ARG,
-                     "hk_mesh_elevate: cell %lld is a %s, not a linear cell; give a linear mesh",
-                     (long long)c->tag[e], hk_eltype_get((hk_eltype)c->type[e])->name);
+        if (tab[c->type[e]].quad == HK_EL_COUNT || c->type[e] == HK_EL_POINT1)
+            bad = e < bad ? e : bad;
+    HK_TRY_CHECK(bad == INT64_MAX, HK_ERR_ARG,
+                 "hk_mesh_elevate: cell %lld is a %s, not a linear cell; give a linear mesh",
+                 (long long)c->tag[bad], hk_eltype_get((hk_eltype)c->type[bad])->name);
 
     /* the quadratic cells: corners as they were, the other nodes from the keys */
     E.q.n = c->n;
@@ -537,13 +685,16 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
     HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *E.q.tag, &E.q.tag));
     HK_TRY(hk_calloc((size_t)c->n + 1, sizeof *cent, &cent));
     E.q.ptr[0] = 0;
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++) {
         const eltab *t = &tab[c->type[e]];
         E.q.type[e] = (uint8_t)t->quad;
         E.q.tag[e] = c->tag[e];
-        E.q.ptr[e + 1] = E.q.ptr[e] + t->nn;
-        cent[e + 1] = cent[e] + (t->nn > t->nc && t->nk[t->nn - 1] == 8);
+        E.q.ptr[e + 1] = t->nn;
+        cent[e + 1] = t->nn > t->nc && t->nk[t->nn - 1] == 8;
     }
+    hk_prefix_sum(E.q.ptr, c->n);
+    hk_prefix_sum(cent, c->n);
     HK_TRY(hk_malloc((size_t)(E.q.ptr[c->n] ? E.q.ptr[c->n] : 1) * sizeof *E.q.nodes, &E.q.nodes));
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++)
@@ -577,15 +728,22 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
     }
     if (g && g->n) {
         HK_TRY(hk_malloc((size_t)(E.ne + E.nf ? E.ne + E.nf : 1) * sizeof *cls, &cls));
+#pragma omp parallel for schedule(static)
         for (int64_t h = 0; h < E.ne + E.nf; h++)
             cls[h] = -1;
+        /* entity by entity (a node on several goes onto the last), each one's facets in
+         * parallel: a node's facets on one entity all write its index */
         for (int k = 0; k < g->n; k++) {
             const hk_elems *f = &g->ent[k].elems;
+#pragma omp parallel for schedule(static)
             for (int64_t e = 0; e < f->n; e++) {
                 const eltab *t = &tab[f->type[e]];
                 for (int i = t->nc; i < t->nn; i++) {
                     int64_t id = lookup(&E, t, i, f->nodes + f->ptr[e]);
-                    if (id >= 0) cls[id - E.nv] = k;
+                    if (id >= 0) {
+#pragma omp atomic write
+                        cls[id - E.nv] = k;
+                    }
                 }
             }
         }

@@ -1,5 +1,6 @@
 /* Mesh data: free/find, element builders, orientation and the built-in structured
  * generators (rectangle, box) in every element type of their dimension. */
+#include <omp.h>
 #include <stdio.h>
 
 #include "mesh_impl.h"
@@ -111,21 +112,121 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void hk_prefix_sum(int64_t *a, int64_t n)
+{
+    enum { SERIAL = 1 << 16 };
+    if (n < SERIAL || omp_get_max_threads() == 1) {
+        for (int64_t i = 0; i < n; i++)
+            a[i + 1] += a[i];
+        return;
+    }
+    /* blocks summed on their own, then each offset by the blocks before it: integers, so the
+     * same sums on any number of threads */
+    enum { MAXB = 256 };
+    int64_t off[MAXB + 1];
+    const int nb = omp_get_max_threads() < MAXB ? omp_get_max_threads() : MAXB;
+    off[0] = a[0];
+#pragma omp parallel for schedule(static, 1)
+    for (int b = 0; b < nb; b++) {
+        const int64_t lo = 1 + n * b / nb, hi = 1 + n * (b + 1) / nb;
+        int64_t s = 0;
+        for (int64_t i = lo; i < hi; i++)
+            s += a[i], a[i] = s;
+        off[b + 1] = s;
+    }
+    for (int b = 0; b < nb; b++)
+        off[b + 1] += off[b];
+#pragma omp parallel for schedule(static, 1)
+    for (int b = 0; b < nb; b++) {
+        const int64_t lo = 1 + n * b / nb, hi = 1 + n * (b + 1) / nb, d = off[b];
+        for (int64_t i = lo; i < hi; i++)
+            a[i] += d;
+    }
+}
+
+int64_t hk_number_zeros(int32_t *v, int64_t n)
+{
+    enum { MAXB = 256 };
+    int64_t start[MAXB + 1] = {0};
+    const int nb = n < (1 << 16) ? 1 : omp_get_max_threads() < MAXB ? omp_get_max_threads() : MAXB;
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++) {
+        int64_t cnt = 0;
+        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++)
+            cnt += !v[i];
+        start[b + 1] = cnt;
+    }
+    for (int b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++) {
+        int64_t k = start[b];
+        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++)
+            if (!v[i]) v[i] = (int32_t)k++;
+    }
+    return start[nb];
+}
+
 int hk_group_collect_nodes(hk_group *g, int64_t nnodes_total)
 {
-    int64_t nn = g->elems.n ? g->elems.ptr[g->elems.n] : 0;
+    const int64_t nn = g->elems.n ? g->elems.ptr[g->elems.n] : 0;
+    const int32_t *src = g->elems.nodes;
     free(g->nodes);
     g->nodes = NULL;
     g->nnodes = 0;
-    HK_CALL(hk_malloc((size_t)(nn ? nn : 1) * sizeof *g->nodes, &g->nodes));
-    if (nn) memcpy(g->nodes, g->elems.nodes, (size_t)nn * sizeof *g->nodes);
-    qsort(g->nodes, (size_t)nn, sizeof *g->nodes, cmp_i32);
-    int64_t k = 0;
-    for (int64_t i = 0; i < nn; i++)
-        if (!k || g->nodes[i] != g->nodes[k - 1]) g->nodes[k++] = g->nodes[i];
-    g->nnodes = k;
-    (void)nnodes_total;
-    return 0;
+    int32_t lo = 0, hi = -1;
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi)
+    for (int64_t k = 0; k < nn; k++) {
+        lo = src[k] < lo ? src[k] : lo;
+        hi = src[k] > hi ? src[k] : hi;
+    }
+    /* a few nodes, or nodes outside [0, nnodes_total): sorted */
+    if (nn < 4096 || lo < 0 || hi >= nnodes_total) {
+        HK_CALL(hk_malloc((size_t)(nn ? nn : 1) * sizeof *g->nodes, &g->nodes));
+        if (nn) memcpy(g->nodes, src, (size_t)nn * sizeof *g->nodes);
+        qsort(g->nodes, (size_t)nn, sizeof *g->nodes, cmp_i32);
+        int64_t k = 0;
+        for (int64_t i = 0; i < nn; i++)
+            if (!k || g->nodes[i] != g->nodes[k - 1]) g->nodes[k++] = g->nodes[i];
+        g->nnodes = k;
+        return 0;
+    }
+    /* many: a bit per node of the mesh, then the set bits in order, block by block */
+    const int64_t nw = (int64_t)hi / 64 + 1;
+    uint64_t *bits = NULL;
+    int64_t *start = NULL;
+    int ierr = 0;
+    enum { MAXB = 256 };
+    const int nb = omp_get_max_threads() < MAXB ? omp_get_max_threads() : MAXB;
+    HK_TRY(hk_calloc((size_t)nw, sizeof *bits, &bits));
+    HK_TRY(hk_calloc((size_t)nb + 1, sizeof *start, &start));
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nn; k++) {
+#pragma omp atomic
+        bits[src[k] / 64] |= (uint64_t)1 << (src[k] % 64);
+    }
+#pragma omp parallel for schedule(static, 1)
+    for (int b = 0; b < nb; b++) {
+        int64_t cnt = 0;
+        for (int64_t w = nw * b / nb; w < nw * (b + 1) / nb; w++)
+            cnt += __builtin_popcountll(bits[w]);
+        start[b + 1] = cnt;
+    }
+    for (int b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    HK_TRY(hk_malloc((size_t)(start[nb] ? start[nb] : 1) * sizeof *g->nodes, &g->nodes));
+#pragma omp parallel for schedule(static, 1)
+    for (int b = 0; b < nb; b++) {
+        int64_t k = start[b];
+        for (int64_t w = nw * b / nb; w < nw * (b + 1) / nb; w++)
+            for (uint64_t x = bits[w]; x; x &= x - 1)
+                g->nodes[k++] = (int32_t)(64 * w + __builtin_ctzll(x));
+    }
+    g->nnodes = start[nb];
+fail:
+    free(bits);
+    free(start);
+    return ierr;
 }
 
 /* ---- orientation ----------------------------------------------------------------------- */

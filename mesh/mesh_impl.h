@@ -43,8 +43,14 @@ int hk_elems_push(hk_elems_builder *b, hk_eltype t, const int32_t *nodes, int64_
  * then gets the new rows; b->e.n counts them). */
 int hk_elems_reserve(hk_elems_builder *b, int64_t nelem, int64_t nnodes);
 void hk_elems_free(hk_elems *e);
-/* Sorted unique nodes of a group's elements into g->nodes / g->nnodes. */
+/* Sorted unique nodes of a group's elements (nodes of a mesh of nnodes_total) into g->nodes /
+ * g->nnodes, in parallel. */
 int hk_group_collect_nodes(hk_group *g, int64_t nnodes_total);
+/* a[i + 1] += a[i] for i < n (a has n + 1 entries), in parallel: counts into offsets. */
+void hk_prefix_sum(int64_t *a, int64_t n);
+/* The entries of v[0..n) that are 0 numbered 0, 1, ... in index order (the others left as they
+ * are), in parallel. Returns their count. */
+int64_t hk_number_zeros(int32_t *v, int64_t n);
 /* Orientation sign of element e of es (corner geometry at its centroid): the Jacobian
  * determinant for cells of dimension mdim (2D: in the xy plane). */
 double hk_elem_jacobian_sign(const hk_elems *es, int64_t e, const double *coords, int mdim);

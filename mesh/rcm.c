@@ -16,86 +16,108 @@ static int ncorners_of(const hk_elems *c, int64_t e)
     return hk_eltype_ncorners((hk_eltype)c->type[e]);
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort a short list in increasing order (insertion; qsort for long ones). */
+static void sort_i32(int32_t *v, int64_t n)
+{
+    if (n > 64) {
+        qsort(v, (size_t)n, sizeof *v, cmp_i32);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        int32_t x = v[i];
+        int64_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 /* Corner graph: corners i ~ j when they share a cell, on the corners' own numbering (cid:
- * node -> corner index, -1 for other nodes). Built in parallel, each list in the order of
- * its cells: the same graph on any number of threads. */
+ * node -> corner index, -1 for other nodes), each list in increasing order: the same graph on
+ * any number of threads. Each cell appends its other corners to each corner's list (one
+ * pass over the cells, no corner -> cell lists), then each list drops its repeats. */
 static int build_graph(const hk_mesh *m, const int32_t *cid, int64_t n, graph *g)
 {
     int ierr = 0;
     const hk_elems *c = &m->cells;
-    int64_t *cptr = NULL, *cidx = NULL, *fill = NULL, *kptr = NULL;
-    int32_t *kc = NULL;
+    int64_t *cnt = NULL, *fill = NULL;
+    int32_t *raw = NULL;
     g->n = n;
-    /* the cells' corners, compact (the random reads below stay in cache) */
-    HK_TRY(hk_malloc((size_t)(c->n + 1) * sizeof *kptr, &kptr));
-    kptr[0] = 0;
-    for (int64_t e = 0; e < c->n; e++)
-        kptr[e + 1] = kptr[e] + ncorners_of(c, e);
-    HK_TRY(hk_malloc((size_t)(kptr[c->n] ? kptr[c->n] : 1) * sizeof *kc, &kc));
+    HK_TRY(hk_calloc((size_t)n + 1, sizeof *cnt, &cnt));
 #pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < c->n; e++)
-        for (int64_t k = kptr[e]; k < kptr[e + 1]; k++)
-            kc[k] = cid[c->nodes[c->ptr[e] + k - kptr[e]]];
-    /* corner -> cells */
-    HK_TRY(hk_calloc((size_t)n + 1, sizeof *cptr, &cptr));
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < kptr[c->n]; k++) {
+    for (int64_t e = 0; e < c->n; e++) {
+        const int nc = ncorners_of(c, e);
+        for (int k = 0; k < nc; k++) {
 #pragma omp atomic
-        cptr[kc[k] + 1]++;
+            cnt[cid[c->nodes[c->ptr[e] + k]] + 1] += nc - 1;
+        }
     }
-    for (int64_t i = 0; i < n; i++)
-        cptr[i + 1] += cptr[i];
-    HK_TRY(hk_malloc((size_t)(cptr[n] ? cptr[n] : 1) * sizeof *cidx, &cidx));
+    hk_prefix_sum(cnt, n);
+    HK_TRY(hk_malloc((size_t)(cnt[n] ? cnt[n] : 1) * sizeof *raw, &raw));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *fill, &fill));
-    memcpy(fill, cptr, (size_t)n * sizeof *fill);
 #pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < c->n; e++)
-        for (int64_t k = kptr[e]; k < kptr[e + 1]; k++) {
+    for (int64_t i = 0; i < n; i++)
+        fill[i] = cnt[i];
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < c->n; e++) {
+        const int nc = ncorners_of(c, e);
+        const int32_t *nd = c->nodes + c->ptr[e];
+        int32_t kc[8];
+        for (int k = 0; k < nc; k++)
+            kc[k] = cid[nd[k]];
+        for (int k = 0; k < nc; k++) {
             int64_t pos;
 #pragma omp atomic capture
-            pos = fill[kc[k]]++;
-            cidx[pos] = e;
-        }
-        hk_sort_lists(cptr, cidx, n); /* in cell order: the atomic fill left thread order */
-    /* neighbours: the corners of those cells in the order met, each once; counted, then
-     * written */
-    HK_TRY(hk_calloc((size_t)n + 1, sizeof *g->ptr, &g->ptr));
-    for (int pass = 0; pass < 2; pass++) {
-        int fail = 0;
-#pragma omp parallel reduction(| : fail)
-        {
-            int32_t *mark = malloc((size_t)(n ? n : 1) * sizeof *mark);
-            fail |= !mark;
-            for (int64_t i = 0; mark && i < n; i++)
-                mark[i] = -1;
-#pragma omp for schedule(dynamic, 1024)
-            for (int64_t i = 0; i < n; i++) {
-                int64_t cnt = 0;
-                for (int64_t k = cptr[i]; mark && k < cptr[i + 1]; k++)
-                    for (int64_t a = kptr[cidx[k]]; a < kptr[cidx[k] + 1]; a++) {
-                        const int32_t v = kc[a];
-                        if (v == i || mark[v] == (int32_t)i) continue;
-                        mark[v] = (int32_t)i;
-                        if (pass) g->adj[g->ptr[i] + cnt] = v;
-                        cnt++;
-                    }
-                if (!pass) g->ptr[i + 1] = cnt;
+            {
+                pos = fill[kc[k]];
+                fill[kc[k]] += nc - 1;
             }
-            free(mark);
-        }
-        HK_TRY_CHECK(!fail, HK_ERR_MEMORY, "out of host memory renumbering the mesh nodes");
-        if (!pass) {
-            for (int64_t i = 0; i < n; i++)
-                g->ptr[i + 1] += g->ptr[i];
-            HK_TRY(hk_malloc((size_t)(g->ptr[n] ? g->ptr[n] : 1) * sizeof *g->adj, &g->adj));
+            for (int a = 0; a < nc; a++)
+                if (a != k) raw[pos++] = kc[a];
         }
     }
+    /* each list without repeats (a mark per corner and thread), sorted; its length in fill */
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        int32_t *mark = malloc((size_t)(n ? n : 1) * sizeof *mark);
+        fail |= !mark;
+        for (int64_t i = 0; mark && i < n; i++)
+            mark[i] = -1;
+#pragma omp for schedule(dynamic, 1024)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t w = cnt[i];
+            for (int64_t k = cnt[i]; mark && k < cnt[i + 1]; k++) {
+                const int32_t v = raw[k];
+                if (v == i || mark[v] == (int32_t)i) continue;
+                mark[v] = (int32_t)i;
+                raw[w++] = v;
+            }
+            sort_i32(raw + cnt[i], w - cnt[i]);
+            fill[i] = w - cnt[i];
+        }
+        free(mark);
+    }
+    HK_TRY_CHECK(!fail, HK_ERR_MEMORY, "out of host memory renumbering the mesh nodes");
+    HK_TRY(hk_calloc((size_t)n + 1, sizeof *g->ptr, &g->ptr));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        g->ptr[i + 1] = fill[i];
+    hk_prefix_sum(g->ptr, n);
+    HK_TRY(hk_malloc((size_t)(g->ptr[n] ? g->ptr[n] : 1) * sizeof *g->adj, &g->adj));
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < n; i++)
+        memcpy(g->adj + g->ptr[i], raw + cnt[i], (size_t)fill[i] * sizeof *g->adj);
 fail:
-    free(cptr);
-    free(cidx);
+    free(cnt);
     free(fill);
-    free(kptr);
-    free(kc);
+    free(raw);
     return ierr;
 }
 
@@ -164,7 +186,9 @@ int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid)
     for (int gi = 0; gi < m->nboundaries; gi++) {
         hk_group *g = &m->boundaries[gi];
         hk_elems *f = &g->elems;
-        for (int64_t k = 0; k < (f->n ? f->ptr[f->n] : 0); k++)
+        const int64_t nf = f->n ? f->ptr[f->n] : 0;
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < nf; k++)
             f->nodes[k] = newid[f->nodes[k]];
         HK_CALL(hk_group_collect_nodes(g, m->nnodes));
     }
@@ -252,6 +276,7 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
     const hk_elems *c = &m->cells;
     const int64_t n = m->nnodes;
     int32_t *cid = NULL, *order = NULL, *rank = NULL, *anchor = NULL, *newid = NULL;
+    int32_t *list = NULL, *cnode = NULL;
     int64_t *start = NULL, *used = NULL;
     if (n == 0) return 0;
     static int8_t nkc[HK_EL_COUNT][27], kc[HK_EL_COUNT][27][8];
@@ -265,6 +290,7 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
     }
     /* the corners, numbered in node order */
     HK_TRY(hk_malloc((size_t)n * sizeof *cid, &cid));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
         cid[i] = -1;
 #pragma omp parallel for schedule(static)
@@ -273,21 +299,21 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
 #pragma omp atomic write
             cid[c->nodes[c->ptr[e] + k]] = 0;
         }
-    int64_t nc = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (!cid[i]) cid[i] = (int32_t)nc++;
+    const int64_t nc = hk_number_zeros(cid, n);
     HK_TRY(build_graph(m, cid, nc, &g));
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *order, &order));
     HK_TRY(rcm_order(&g, order));
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *rank, &rank));
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nc; k++)
         rank[order[k]] = (int32_t)k;
     /* the other nodes: the first-ranked of the corners they lie between (the same corners in
-     * every cell that has the node, so every cell writes the same value) */
+     * every cell that has the node, so every cell writes the same value); nc for a node in
+     * no cell */
     HK_TRY(hk_malloc((size_t)n * sizeof *anchor, &anchor));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
-        anchor[i] = cid[i] >= 0 ? rank[cid[i]] : -1;
+        anchor[i] = cid[i] >= 0 ? rank[cid[i]] : (int32_t)nc;
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++) {
         const hk_eltype t = (hk_eltype)c->type[e];
@@ -303,23 +329,41 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
             anchor[nd[i]] = r;
         }
     }
-    /* positions: each corner, then the nodes it anchors in node order; nodes in no cell last */
+    /* positions: each corner, then the nodes it anchors in node order; nodes in no cell
+     * last. The anchored nodes are bucketed by their anchor (any order), each bucket sorted. */
     HK_TRY(hk_calloc((size_t)nc + 2, sizeof *start, &start));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
-        if (cid[i] < 0) start[(anchor[i] >= 0 ? anchor[i] : nc) + 1]++;
-    for (int64_t k = 0; k <= nc; k++)
-        start[k + 1] += start[k] + (k < nc);
-    HK_TRY(hk_malloc((size_t)n * sizeof *newid, &newid));
-    HK_TRY(hk_calloc((size_t)nc + 1, sizeof *used, &used));
-    for (int64_t i = 0; i < n; i++) {
-        int64_t pos;
-        if (cid[i] >= 0) {
-            pos = start[rank[cid[i]]];
-        } else {
-            const int64_t a = anchor[i] >= 0 ? anchor[i] : nc;
-            pos = start[a] + (a < nc) + used[a]++;
+        if (cid[i] < 0) {
+#pragma omp atomic
+            start[anchor[i] + 1]++;
         }
-        newid[i] = (int32_t)(n - 1 - pos); /* reversed */
+    hk_prefix_sum(start, nc + 1);
+    HK_TRY(hk_malloc((size_t)(start[nc + 1] ? start[nc + 1] : 1) * sizeof *list, &list));
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *used, &used));
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k <= nc; k++)
+        used[k] = start[k];
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        if (cid[i] < 0) {
+            int64_t p;
+#pragma omp atomic capture
+            p = used[anchor[i]]++;
+            list[p] = (int32_t)i;
+        }
+    HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *cnode, &cnode));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        if (cid[i] >= 0) cnode[cid[i]] = (int32_t)i;
+    HK_TRY(hk_malloc((size_t)n * sizeof *newid, &newid));
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t k = 0; k <= nc; k++) {
+        int64_t pos = start[k] + k; /* k corners before this bucket */
+        sort_i32(list + start[k], start[k + 1] - start[k]);
+        if (k < nc) newid[cnode[order[k]]] = (int32_t)(n - 1 - pos++); /* reversed */
+        for (int64_t j = start[k]; j < start[k + 1]; j++)
+            newid[list[j]] = (int32_t)(n - 1 - pos++);
     }
     *newid_out = newid;
     newid = NULL;
@@ -333,5 +377,7 @@ fail:
     free(newid);
     free(start);
     free(used);
+    free(list);
+    free(cnode);
     return ierr;
 }

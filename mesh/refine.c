@@ -256,15 +256,23 @@ static int split_elems(const hk_elems *q, const split_tab *tab, const double *x,
     HK_TRY(hk_malloc((size_t)(q->n + 1) * sizeof *first, &first));
     HK_TRY(hk_malloc((size_t)(q->n + 1) * sizeof *nptr, &nptr));
     first[0] = nptr[0] = 0;
+    int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
     for (int64_t e = 0; e < q->n; e++) {
-        const hk_eltype t = (hk_eltype)q->type[e], lin = linear_of(t);
-        HK_TRY_CHECK(lin != HK_EL_COUNT, HK_ERR_INTERNAL,
-                     "refine: element %lld is a %s, not a complete quadratic type",
-                     (long long)q->tag[e], hk_eltype_get(t)->name);
-        const split_tab *s = &tab[lin];
-        first[e + 1] = first[e] + s->nchild;
-        nptr[e + 1] = nptr[e] + s->nout;
+        const hk_eltype lin = linear_of((hk_eltype)q->type[e]);
+        if (lin == HK_EL_COUNT) {
+            bad = e < bad ? e : bad;
+            first[e + 1] = nptr[e + 1] = 0;
+            continue;
+        }
+        first[e + 1] = tab[lin].nchild;
+        nptr[e + 1] = tab[lin].nout;
     }
+    HK_TRY_CHECK(bad == INT64_MAX, HK_ERR_INTERNAL,
+                 "refine: element %lld is a %s, not a complete quadratic type",
+                 (long long)q->tag[bad], hk_eltype_get((hk_eltype)q->type[bad])->name);
+    hk_prefix_sum(first, q->n);
+    hk_prefix_sum(nptr, q->n);
     const int64_t nch = first[q->n], nout = nptr[q->n];
     HK_TRY_CHECK(nout < INT64_MAX / 8, HK_ERR_UNSUPPORTED, "refine: too many elements");
     out->n = nch;
