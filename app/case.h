@@ -326,6 +326,9 @@ void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* The seconds of the last hk_mesh_load's phases, as "Gmsh start and file 0.05, curves and
+ * surfaces 0.10, ..." (hooke run, hooke mesh, hooke bench app). */
+void hk_run_mesh_phases(char *buf, size_t n);
 
 /* ---- modal analysis (app/run_modal.c) -------------------------------------------------- */
 

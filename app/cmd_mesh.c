@@ -125,11 +125,9 @@ int hk_cmd_mesh(int argc, char **argv)
                     rs.seconds > 0 ? rs.bytes / rs.seconds / 1e9 : 0.0, rs.before.min,
                     rs.before.mean, rs.after.min, rs.after.mean);
         if (!c.generate) {
-            hk_mesh_load_times lt = hk_mesh_load_phase_times();
-            fprintf(stderr,
-                    "hooke mesh: phases (s): curves and surfaces %.2f, volume %.2f, refinement "
-                    "%.2f, second-order nodes %.2f, reading into Hooke %.2f\n",
-                    lt.surfaces, lt.volume, lt.refine, lt.order, lt.read);
+            char phases[256];
+            hk_run_mesh_phases(phases, sizeof phases);
+            fprintf(stderr, "hooke mesh: phases (s): %s\n", phases);
         }
     }
     rc = 0;

@@ -326,9 +326,17 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
     int ierr = 0;
     double t;
 
-    /* mesh */
+    /* mesh; the memory check before it starts a device backend (its free memory), which
+     * takes a while and is no part of meshing: timed apart */
     t = hk_time();
     HK_TRY(hk_run_memory_check_geometry(c, o->backend, device_fem_possible(c, o), &r->mem));
+    const double t_check = hk_time() - t;
+    if (t_check >= 0.01)
+        stage(L,
+              "memory: estimated from the geometry in %.2f s (Gmsh reads it, a device "
+              "backend starts)",
+              t_check);
+    t = hk_time();
     if (c->generate) {
         stage(L, "meshing: %s %g x %g%s%.0g, %d x %d%s%.0d cells",
               c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
@@ -373,6 +381,11 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
         HK_TRY(hk_mesh_measure_quality(&r->mesh, &q));
     stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s, quality min %.2f mean %.2f",
           (long long)r->mesh.nnodes, (long long)r->mesh.cells.n, types, r->t_mesh, q.min, q.mean);
+    if (!c->generate) {
+        char phases[256];
+        hk_run_mesh_phases(phases, sizeof phases);
+        stage(L, "meshing: phases (s): %s", phases);
+    }
 
     HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, device_fem_possible(c, o), &r->mem));
     if (r->mem.host_estimate > 0)

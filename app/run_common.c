@@ -11,6 +11,15 @@
 
 /* ---- progress ------------------------------------------------------------------------- */
 
+void hk_run_mesh_phases(char *buf, size_t n)
+{
+    const hk_mesh_load_times t = hk_mesh_load_phase_times();
+    snprintf(buf, n,
+             "Gmsh start and file %.2f, curves and surfaces %.2f, volume %.2f, reading into "
+             "Hooke %.2f, refinement %.2f, second-order nodes %.2f, renumbering %.2f",
+             t.open, t.surfaces, t.volume, t.read, t.refine, t.order, t.renumber);
+}
+
 void hk_run_vprogress(FILE *f, double t0, const char *fmt, va_list ap)
 {
     fprintf(f, "[%7.2f s] ", hk_time() - t0);

@@ -578,6 +578,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     hk_elev_geom geo;
     memset(&geo, 0, sizeof geo);
     memset(&load_refine, 0, sizeof load_refine);
+    double t_open = omp_get_wtime(), t_read = 0;
 
 #if GMSH_API_VERSION_MAJOR > 4 || (GMSH_API_VERSION_MAJOR == 4 && GMSH_API_VERSION_MINOR >= 9)
     GMSH_TRY(HK_ERR_INTERNAL, "start to read", gmshInitialize(0, NULL, 0, 0, &gerr_));
@@ -659,6 +660,7 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         set_meshing_speed(opt, gdim, &algo3d);
         int gerr = 0;
         double t = omp_get_wtime();
+        load_times.open = t - t_open;
         if (gdim == 3) {
             /* curves and surfaces first, then the volume: the same mesh as one call */
             gmshModelMeshGenerate(2, &gerr);
@@ -695,7 +697,8 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
                      gmshModelMeshSetOrder(order, &gerr_));
         load_times.order = omp_get_wtime() - t;
     }
-    double t_read = omp_get_wtime();
+    if (kind == 0) load_times.open = omp_get_wtime() - t_open;
+    t_read = omp_get_wtime();
 
     /* nodes */
     GMSH_TRY(
@@ -908,16 +911,22 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
         HK_TRY(refine_elevate(levels, order2, kind == 1 ? incomplete : opt->incomplete, straight,
                               kind == 1 ? &geo : NULL, m));
     }
-    if (opt->renumber) HK_TRY(hk_mesh_renumber_rcm(m));
-    load_times.read =
-        omp_get_wtime() - t_read - (order2 ? load_times.order : 0) - load_times.refine;
+    if (opt->renumber) {
+        double t = omp_get_wtime();
+        HK_TRY(hk_mesh_renumber_rcm(m));
+        load_times.renumber = omp_get_wtime() - t;
+    }
+    load_times.read = omp_get_wtime() - t_read - (order2 ? load_times.order : 0) -
+                      load_times.refine - load_times.renumber;
 
 fail:
     geometry_free(&geo);
     if (initialized) {
         int gerr = 0;
+        double t = omp_get_wtime();
         gmshFinalize(&gerr);
         crash_guard_off();
+        load_times.open += omp_get_wtime() - t;
     }
     omp_set_num_threads(threads); /* newer Gmsh sets the OpenMP thread count */
     gmshFree(pg);

@@ -143,11 +143,14 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m);
 /* What the last hk_mesh_load changed from the options to mesh at all ("" when nothing): an
  * option the installed Gmsh lacks and what it used instead. */
 const char *hk_mesh_load_notes(void);
-/* Seconds of the last hk_mesh_load's phases: curves and surfaces, the volume (3D), the
- * second-order nodes, and reading the mesh out of Gmsh into Hooke's arrays (0 for phases that
- * did not run, e.g. reading a .msh file). */
+/* Seconds of the last hk_mesh_load's phases: Gmsh's start, reading the file (a .geo's
+ * OpenCASCADE operations, a .msh's elements) and its end; curves and surfaces, the volume
+ * (3D); reading the mesh out of Gmsh into Hooke's arrays (nodes, elements, groups,
+ * orientation, the model's curve and surface meshes); Hooke's refinement, second-order nodes
+ * and renumbering (0 for phases that did not run). Together they make the whole call. */
 typedef struct hk_mesh_load_times {
     double surfaces, volume, order, read, refine;
+    double open, renumber;
 } hk_mesh_load_times;
 hk_mesh_load_times hk_mesh_load_phase_times(void);
 
