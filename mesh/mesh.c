@@ -283,16 +283,27 @@ int64_t hk_mesh_fix_orientation(hk_mesh *m)
     return nflip;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 void hk_sort_lists(const int64_t *ptr, int64_t *idx, int64_t n)
 {
 #pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
+        if (ptr[i + 1] - ptr[i] > 64) { /* a long one (a hub node): not quadratic */
+            qsort(idx + ptr[i], (size_t)(ptr[i + 1] - ptr[i]), sizeof *idx, cmp_i64);
+            continue;
+        }
         for (int64_t k = ptr[i] + 1; k < ptr[i + 1]; k++) {
             int64_t x = idx[k], j = k;
             for (; j > ptr[i] && idx[j - 1] > x; j--)
                 idx[j] = idx[j - 1];
             idx[j] = x;
         }
+    }
 }
 
 int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx)

@@ -1,6 +1,8 @@
 /* Reverse Cuthill-McKee renumbering of mesh nodes (George & Liu's pseudo-peripheral start,
  * neighbours visited by increasing degree) on the graph of the cells' corners, the other nodes
  * placed beside their corners; applied to coordinates, cells and groups. */
+#include <omp.h>
+
 #include "mesh_impl.h"
 
 typedef struct {
@@ -126,31 +128,81 @@ static int64_t degree(const graph *g, int64_t i)
     return g->ptr[i + 1] - g->ptr[i];
 }
 
-/* BFS from s over unnumbered nodes (mask 0); returns the number of levels, fills order with
- * the visited nodes (count in *cnt) and the start of the last level in *last. Marks visited
- * nodes with stamp in lvl[]. */
+/* A thread's nodes of the next level. */
+typedef struct {
+    int32_t *v;
+    int64_t n, cap;
+} level_part;
+
+enum { MAX_PARTS = 256 };
+
+/* BFS from s over unnumbered nodes (mask 0), level by level, a wide level's next nodes
+ * claimed in parallel (parts: one per thread, joined in thread order): returns the number of
+ * levels (-1 out of memory), fills order with the visited nodes (count in *cnt) and the start
+ * of the last level in *last. The levels are the same sets on any number of threads, the
+ * order within one is not. Marks visited nodes with stamp in lvl[]. */
 static int64_t bfs_levels(const graph *g, int64_t s, const uint8_t *done, int64_t *lvl,
-                          int64_t stamp, int32_t *order, int64_t *cnt, int64_t *last)
+                          int64_t stamp, int32_t *order, int64_t *cnt, int64_t *last,
+                          level_part *parts)
 {
-    int64_t head = 0, tail = 0, nlev = 0, lstart = 0;
+    int64_t tail = 0, nlev = 0, lstart = 0, lprev = 0;
+    const int nt = omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads() : MAX_PARTS;
     order[tail++] = (int32_t)s;
     lvl[s] = stamp;
-    while (head < tail) {
-        int64_t lend = tail;
-        lstart = head;
+    while (lstart < tail) {
+        const int64_t lend = tail;
+        lprev = lstart;
         nlev++;
-        while (head < lend) {
-            int32_t u = order[head++];
-            for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                int32_t v = g->adj[k];
-                if (done[v] || lvl[v] == stamp) continue;
-                lvl[v] = stamp;
-                order[tail++] = v;
+        if (lend - lstart < 2048 || nt == 1) { /* a narrow level: on this thread */
+            for (int64_t h = lstart; h < lend; h++) {
+                const int32_t u = order[h];
+                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
+                    const int32_t v = g->adj[k];
+                    if (done[v] || lvl[v] == stamp) continue;
+                    lvl[v] = stamp;
+                    order[tail++] = v;
+                }
+            }
+        } else {
+            int fail = 0;
+            for (int t = 0; t < nt; t++)
+                parts[t].n = 0;
+#pragma omp parallel num_threads(nt) reduction(| : fail)
+            {
+                level_part *p = &parts[omp_get_thread_num()];
+#pragma omp for schedule(static)
+                for (int64_t h = lstart; h < lend; h++) {
+                    const int32_t u = order[h];
+                    for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
+                        const int32_t v = g->adj[k];
+                        int64_t old = lvl[v];
+                        if (done[v] || old == stamp ||
+                            !__atomic_compare_exchange_n(&lvl[v], &old, stamp, 0, __ATOMIC_RELAXED,
+                                                         __ATOMIC_RELAXED))
+                            continue;
+                        if (p->n == p->cap) {
+                            int64_t c = p->cap ? 2 * p->cap : 4096;
+                            int32_t *q = realloc(p->v, (size_t)c * sizeof *q);
+                            if (!q) {
+                                fail = 1;
+                                continue;
+                            }
+                            p->v = q, p->cap = c;
+                        }
+                        p->v[p->n++] = v;
+                    }
+                }
+            }
+            if (fail) return -1;
+            for (int t = 0; t < nt; t++) {
+                memcpy(order + tail, parts[t].v, (size_t)parts[t].n * sizeof *order);
+                tail += parts[t].n;
             }
         }
+        lstart = lend;
     }
     *cnt = tail;
-    *last = lstart;
+    *last = lprev;
     return nlev;
 }
 
@@ -200,28 +252,48 @@ static int rcm_order(const graph *g, int32_t *order)
 {
     int ierr = 0;
     const int64_t n = g->n;
-    int64_t *lvl = NULL, numbered = 0;
-    int32_t *tmp = NULL;
+    int64_t *lvl = NULL, *bydeg = NULL, numbered = 0;
+    int32_t *tmp = NULL, *cand = NULL;
     uint8_t *done = NULL;
+    level_part parts[MAX_PARTS];
+    memset(parts, 0, sizeof parts);
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *lvl, &lvl));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *tmp, &tmp));
     HK_TRY(hk_calloc((size_t)(n ? n : 1), 1, &done));
     for (int64_t i = 0; i < n; i++)
         lvl[i] = -1;
+    /* the nodes by degree, then index (a counting sort): each component's start is the first
+     * one not yet numbered, found without scanning every node again */
+    int64_t maxdeg = 0;
+    for (int64_t i = 0; i < n; i++)
+        maxdeg = degree(g, i) > maxdeg ? degree(g, i) : maxdeg;
+    HK_TRY(hk_calloc((size_t)maxdeg + 2, sizeof *bydeg, &bydeg));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *cand, &cand));
+    for (int64_t i = 0; i < n; i++)
+        bydeg[degree(g, i) + 1]++;
+    for (int64_t d = 0; d <= maxdeg; d++)
+        bydeg[d + 1] += bydeg[d];
+    for (int64_t i = 0; i < n; i++)
+        cand[bydeg[degree(g, i)]++] = (int32_t)i;
     int64_t stamp = 0, scan = 0;
     while (numbered < n) {
         /* start: the unnumbered node of least degree (first in index order), then walk to
          * a pseudo-peripheral node (George & Liu) */
-        int64_t s = -1;
-        for (int64_t i = scan; i < n; i++)
-            if (!done[i] && (s < 0 || degree(g, i) < degree(g, s))) s = i;
-        int64_t cnt, last, ecc = bfs_levels(g, s, done, lvl, stamp++, tmp, &cnt, &last);
+        while (done[cand[scan]])
+            scan++;
+        int64_t s = cand[scan];
+        int64_t cnt, last, ecc = bfs_levels(g, s, done, lvl, stamp++, tmp, &cnt, &last, parts);
+        HK_TRY_CHECK(ecc >= 0, HK_ERR_MEMORY, "out of host memory renumbering the mesh nodes");
         for (int it = 0; it < 8; it++) {
+            /* the last level's node of least degree, then least index (its order varies) */
             int64_t best = tmp[last];
             for (int64_t k = last; k < cnt; k++)
-                if (degree(g, tmp[k]) < degree(g, best)) best = tmp[k];
+                if (degree(g, tmp[k]) < degree(g, best) ||
+                    (degree(g, tmp[k]) == degree(g, best) && tmp[k] < best))
+                    best = tmp[k];
             int64_t cnt2, last2;
-            int64_t e2 = bfs_levels(g, best, done, lvl, stamp++, tmp, &cnt2, &last2);
+            int64_t e2 = bfs_levels(g, best, done, lvl, stamp++, tmp, &cnt2, &last2, parts);
+            HK_TRY_CHECK(e2 >= 0, HK_ERR_MEMORY, "out of host memory renumbering the mesh nodes");
             if (e2 <= ecc) break;
             ecc = e2, s = best, cnt = cnt2, last = last2;
         }
@@ -240,13 +312,15 @@ static int rcm_order(const graph *g, int32_t *order)
             }
             sort_by_degree(g, order + first, numbered - first);
         }
-        while (scan < n && done[scan])
-            scan++;
     }
 fail:
     free(lvl);
     free(tmp);
     free(done);
+    free(bydeg);
+    free(cand);
+    for (int t = 0; t < MAX_PARTS; t++)
+        free(parts[t].v);
     return ierr;
 }
 
