@@ -682,14 +682,12 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
     E.q.n = c->n;
     HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1), &E.q.type));
     HK_TRY(hk_malloc((size_t)(c->n + 1) * sizeof *E.q.ptr, &E.q.ptr));
-    HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *E.q.tag, &E.q.tag));
     HK_TRY(hk_calloc((size_t)c->n + 1, sizeof *cent, &cent));
     E.q.ptr[0] = 0;
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++) {
         const eltab *t = &tab[c->type[e]];
         E.q.type[e] = (uint8_t)t->quad;
-        E.q.tag[e] = c->tag[e];
         E.q.ptr[e + 1] = t->nn;
         cent[e + 1] = t->nn > t->nc && t->nk[t->nn - 1] == 8;
     }
@@ -783,6 +781,8 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
             int64_t off_mesh = 0;
             HK_TRY(elevate_facets(&E, &g->ent[k].elems, &off_mesh));
         }
+    E.q.tag = m->cells.tag; /* the cells keep their tags */
+    m->cells.tag = NULL;
     hk_elems_free(&m->cells);
     m->cells = E.q;
     memset(&E.q, 0, sizeof E.q);
