@@ -234,52 +234,116 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
 {
     int ierr = 0;
     const int w = k - 1, S = k == 2 ? 1 : 2;
-    int64_t *ptr = NULL, *fill = NULL, *ucnt = NULL;
+    int64_t *ptr = NULL, *ucnt = NULL, *bc = NULL, *pstart = NULL;
     uint64_t *ent = NULL;
+    uint16_t *low = NULL;
     memset(ks, 0, sizeof *ks);
     ks->k = k, ks->nv = nv;
-    HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ptr, &ptr));
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < c->n; e++) {
-        const eltab *t = &tab[c->type[e]];
-        int32_t key[8];
-        for (int i = t->nc; i < t->nn; i++)
-            if (t->nk[i] == k && !node_key(t, i, c->nodes + c->ptr[e], key)) {
-#pragma omp atomic
-                ptr[key[0] + 1]++;
-            }
+    /* The entries bucketed by their smallest corner in two stable counting passes, without
+     * atomics (whose locked read-modify-writes to scattered counters serialize the cache
+     * misses): by its high bits into partitions of at most 2^shift corners (each block of
+     * cells counting and writing its own places), then within each partition by its low bits
+     * (low). Entries stay in cell order within a bucket, on any thread count. */
+    int shift = 0;
+    while (nv > 0 && ((nv - 1) >> shift) >= 4096 && shift < 16)
+        shift++;
+    const int64_t P = nv > 0 ? ((nv - 1) >> shift) + 1 : 1;
+    enum { MAXB = 256 };
+    const int nb = c->n < 4096 ? 1 : omp_get_max_threads() < MAXB ? omp_get_max_threads() : MAXB;
+    HK_TRY(hk_calloc((size_t)nb * (size_t)P, sizeof *bc, &bc));
+    HK_TRY(hk_malloc((size_t)(P + 1) * sizeof *pstart, &pstart));
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++) {
+        int64_t *cnt = bc + (int64_t)b * P;
+        for (int64_t e = c->n * b / nb; e < c->n * (b + 1) / nb; e++) {
+            const eltab *t = &tab[c->type[e]];
+            int32_t key[8];
+            for (int i = t->nc; i < t->nn; i++)
+                if (t->nk[i] == k && !node_key(t, i, c->nodes + c->ptr[e], key))
+                    cnt[key[0] >> shift]++;
+        }
     }
-    hk_prefix_sum(ptr, nv);
-    const int64_t ntot = ptr[nv];
+    int64_t ntot = 0;
+    for (int64_t q = 0; q < P; q++) {
+        pstart[q] = ntot;
+        for (int b = 0; b < nb; b++) {
+            const int64_t n = bc[(int64_t)b * P + q];
+            bc[(int64_t)b * P + q] = ntot;
+            ntot += n;
+        }
+    }
+    pstart[P] = ntot;
     HK_TRY(hk_malloc((size_t)(ntot ? ntot : 1) * S * sizeof *ent, &ent));
-    HK_TRY(hk_malloc((size_t)(nv ? nv : 1) * sizeof *fill, &fill));
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < nv; v++)
-        fill[v] = ptr[v];
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < c->n; e++) {
-        const eltab *t = &tab[c->type[e]];
-        int32_t key[8];
-        for (int i = t->nc; i < t->nn; i++)
-            if (t->nk[i] == k && !node_key(t, i, c->nodes + c->ptr[e], key)) {
-                int64_t pos;
-#pragma omp atomic capture
-                pos = fill[key[0]]++;
-                /* edges: the place in qnodes (its order is that of cell and node) */
-                uint64_t id = S == 1 ? (uint64_t)(qptr[e] + i) : 32 * (uint64_t)e + (uint64_t)i;
-                uint64_t *p = ent + pos * S;
-                if (S == 1) {
-                    p[0] = (uint64_t)key[1] << 32 | id;
-                } else {
-                    p[0] = (uint64_t)key[1] << 32 | (uint32_t)key[2];
-                    p[1] = (uint64_t)key[3] << 32 | id;
+    HK_TRY(hk_malloc((size_t)(ntot ? ntot : 1) * sizeof *low, &low));
+    HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ptr, &ptr));
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++) {
+        int64_t *at = bc + (int64_t)b * P;
+        for (int64_t e = c->n * b / nb; e < c->n * (b + 1) / nb; e++) {
+            const eltab *t = &tab[c->type[e]];
+            int32_t key[8];
+            for (int i = t->nc; i < t->nn; i++)
+                if (t->nk[i] == k && !node_key(t, i, c->nodes + c->ptr[e], key)) {
+                    const int64_t pos = at[key[0] >> shift]++;
+                    /* edges: the place in qnodes (its order is that of cell and node) */
+                    uint64_t id = S == 1 ? (uint64_t)(qptr[e] + i) : 32 * (uint64_t)e + (uint64_t)i;
+                    uint64_t *p = ent + pos * S;
+                    low[pos] = (uint16_t)(key[0] & ((1 << shift) - 1));
+                    if (S == 1) {
+                        p[0] = (uint64_t)key[1] << 32 | id;
+                    } else {
+                        p[0] = (uint64_t)key[1] << 32 | (uint32_t)key[2];
+                        p[1] = (uint64_t)key[3] << 32 | id;
+                    }
+                }
+        }
+    }
+    /* within each partition: its corners' buckets (ptr) and the entries moved into them */
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        int64_t *cnt = malloc(((size_t)1 << shift) * sizeof *cnt + sizeof *cnt);
+        uint64_t *buf = NULL;
+        int64_t cap = 0;
+        fail |= !cnt;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t q = 0; q < P; q++) {
+            if (!cnt) continue;
+            const int64_t v0 = q << shift, nk = (v0 + (1 << shift) < nv ? 1 << shift : nv - v0);
+            const int64_t lo = pstart[q], m = pstart[q + 1] - lo;
+            memset(cnt, 0, (size_t)(nk + 1) * sizeof *cnt);
+            for (int64_t j = lo; j < lo + m; j++)
+                cnt[low[j] + 1]++;
+            for (int64_t r = 0; r < nk; r++) {
+                cnt[r + 1] += cnt[r];
+                ptr[v0 + r] = lo + cnt[r];
+            }
+            if (m * S > cap) {
+                free(buf);
+                cap = 2 * m * S;
+                buf = malloc((size_t)cap * sizeof *buf);
+                if (!buf) {
+                    cap = 0;
+                    fail = 1;
+                    continue;
                 }
             }
+            memcpy(buf, ent + lo * S, (size_t)(m * S) * sizeof *buf);
+            for (int64_t j = 0; j < m; j++) {
+                const int64_t to = lo + cnt[low[lo + j]]++;
+                memcpy(ent + to * S, buf + j * S, (size_t)S * sizeof *buf);
+            }
+        }
+        free(buf);
+        free(cnt);
     }
+    HK_TRY_CHECK(!fail, HK_ERR_MEMORY, "out of host memory raising the mesh order");
+    ptr[nv] = ntot;
+    free(low);
+    low = NULL;
     /* each bucket's distinct keys (a hash table, then the few distinct ones sorted): counted,
      * then numbered in key order; the first cell and node using a key own it */
     HK_TRY(hk_calloc((size_t)nv + 1, sizeof *ucnt, &ucnt));
-    int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
         bucket_scratch sc;
@@ -342,9 +406,11 @@ static int keyset_build(keyset *ks, int k, const hk_elems *c, const eltab *tab, 
     HK_TRY_CHECK(!fail, HK_ERR_MEMORY, "out of host memory raising the mesh order");
 fail:
     free(ptr);
-    free(fill);
     free(ucnt);
     free(ent);
+    free(bc);
+    free(pstart);
+    free(low);
     if (ierr) keyset_free(ks);
     return ierr;
 }
