@@ -784,7 +784,9 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
     /* positions: straight edges, then projected; faces and centres interpolate the edges */
     HK_TRY(hk_malloc((size_t)ntot * 3 * sizeof *E.x, &E.x));
     HK_TRY(hk_calloc((size_t)(nho ? nho : 1), 1, &E.moved));
-    memcpy(E.x, m->coords, (size_t)E.nv * 3 * sizeof *E.x);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < E.nv; i++)
+        memcpy(E.x + 3 * i, m->coords + 3 * i, 3 * sizeof *E.x);
 #pragma omp parallel for schedule(static)
     for (int64_t u = 0; u < E.ne; u++) {
         int32_t cn[2] = {E.edges.first[u], E.edges.ukey[u]};
@@ -828,9 +830,11 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
             E.moved[id - E.nv] = (uint8_t)interp_node(&E, e, t->nn - 1, E.x + 3 * id);
         }
     HK_TRY(keep_valid(&E, st));
-    if (m->dim == 2)
+    if (m->dim == 2) {
+#pragma omp parallel for schedule(static)
         for (int64_t i = E.nv; i < ntot; i++)
             E.x[3 * i + 2] = 0;
+    }
 
     /* boundary groups on the same nodes */
     for (int b = 0; b < m->nboundaries; b++) {
