@@ -112,6 +112,21 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void hk_sort_i32(int32_t *v, int64_t n)
+{
+    if (n > 64) {
+        qsort(v, (size_t)n, sizeof *v, cmp_i32);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        int32_t x = v[i];
+        int64_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 void hk_prefix_sum(int64_t *a, int64_t n)
 {
     enum { SERIAL = 1 << 16 };
@@ -184,7 +199,7 @@ int hk_group_collect_nodes(hk_group *g, int64_t nnodes_total)
     if (nn < 4096 || lo < 0 || hi >= nnodes_total) {
         HK_CALL(hk_malloc((size_t)(nn ? nn : 1) * sizeof *g->nodes, &g->nodes));
         if (nn) memcpy(g->nodes, src, (size_t)nn * sizeof *g->nodes);
-        qsort(g->nodes, (size_t)nn, sizeof *g->nodes, cmp_i32);
+        hk_sort_i32(g->nodes, nn);
         int64_t k = 0;
         for (int64_t i = 0; i < nn; i++)
             if (!k || g->nodes[i] != g->nodes[k - 1]) g->nodes[k++] = g->nodes[i];

@@ -19,6 +19,8 @@ int hk_mesh_linear_map(hk_eltype t, const double *xc, const double *r, double *x
 /* The quadratic type of linear type t (complete, or serendipity where incomplete and there
  * is one: quad8, hex20, wedge15, pyr13); points stay points; HK_EL_COUNT for other types. */
 hk_eltype hk_eltype_quadratic(hk_eltype t, int incomplete);
+/* Sort v[0..n) in increasing order (insertion for a short list, qsort for a long one). */
+void hk_sort_i32(int32_t *v, int64_t n);
 /* Sort each list idx[ptr[i] .. ptr[i+1]), i < n, in increasing order (short lists). */
 void hk_sort_lists(const int64_t *ptr, int64_t *idx, int64_t n);
 /* The corners node i of type t lies between (those whose linear shape functions do not vanish

@@ -18,28 +18,6 @@ static int ncorners_of(const hk_elems *c, int64_t e)
     return hk_eltype_ncorners((hk_eltype)c->type[e]);
 }
 
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sort a short list in increasing order (insertion; qsort for long ones). */
-static void sort_i32(int32_t *v, int64_t n)
-{
-    if (n > 64) {
-        qsort(v, (size_t)n, sizeof *v, cmp_i32);
-        return;
-    }
-    for (int64_t i = 1; i < n; i++) {
-        int32_t x = v[i];
-        int64_t j = i;
-        for (; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
-
 /* Corner graph: corners i ~ j when they share a cell, on the corners' own numbering (cid:
  * node -> corner index, -1 for other nodes), each list in increasing order: the same graph on
  * any number of threads. Each cell appends its other corners to each corner's list (one
@@ -101,7 +79,7 @@ static int build_graph(const hk_mesh *m, const int32_t *cid, int64_t n, graph *g
                 mark[v] = (int32_t)i;
                 raw[w++] = v;
             }
-            sort_i32(raw + cnt[i], w - cnt[i]);
+            hk_sort_i32(raw + cnt[i], w - cnt[i]);
             fill[i] = w - cnt[i];
         }
         free(mark);
@@ -434,7 +412,7 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
 #pragma omp parallel for schedule(dynamic, 1024)
     for (int64_t k = 0; k <= nc; k++) {
         int64_t pos = start[k] + k; /* k corners before this bucket */
-        sort_i32(list + start[k], start[k + 1] - start[k]);
+        hk_sort_i32(list + start[k], start[k + 1] - start[k]);
         if (k < nc) newid[cnode[order[k]]] = (int32_t)(n - 1 - pos++); /* reversed */
         for (int64_t j = start[k]; j < start[k + 1]; j++)
             newid[list[j]] = (int32_t)(n - 1 - pos++);

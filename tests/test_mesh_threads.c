@@ -238,12 +238,35 @@ static void test_refine_threads(void)
     omp_set_num_threads(threads);
 }
 
-HK_SUITE(mesh_threads,
-         {"prefix sums, numbering, group nodes: serial references on 1 to 3 threads",
-          test_primitives},
-         {"RCM renumbering: the same bytes on 1 and 2 threads, every element kind",
-          test_rcm_threads},
-         {"second-order nodes: the same bytes on 1 and 2 threads, every element kind",
-          test_elevate_threads},
-         {"refinement: the same bytes on 1 and 2 threads, every element kind",
-          test_refine_threads})
+#ifdef HOOKE_HAVE_GMSH
+/* hk_mesh_load's phases add up to the call: every step is in one of them. */
+static void test_phases_add_up(void)
+{
+    hk_mesh m;
+    hk_mesh_options o = {.order = 2, .refine = 1, .renumber = 1};
+    const double t0 = omp_get_wtime();
+    HK_ASSERT_OK(hk_mesh_load(hk_test_path("cases/kirsch/kirsch.geo"), &o, &m));
+    const double wall = omp_get_wtime() - t0;
+    const hk_mesh_load_times t = hk_mesh_load_phase_times();
+    const double sum = t.open + t.surfaces + t.volume + t.read + t.refine + t.order + t.renumber;
+    fprintf(stderr, "\n    kirsch, refine 1, order 2: phases %.4f s of %.4f s ", sum, wall);
+    CU_ASSERT(t.open > 0 && t.surfaces > 0 && t.read > 0 && t.refine > 0 && t.order > 0 &&
+              t.renumber > 0);
+    CU_ASSERT(t.volume == 0); /* a 2D model: its surfaces are the whole of Gmsh's meshing */
+    CU_ASSERT(sum <= wall && sum > 0.95 * wall - 0.002);
+    hk_mesh_free(&m);
+}
+#endif
+
+HK_SUITE(
+    mesh_threads,
+    {"prefix sums, numbering, group nodes: serial references on 1 to 3 threads", test_primitives},
+    {"RCM renumbering: the same bytes on 1 and 2 threads, every element kind", test_rcm_threads},
+    {"second-order nodes: the same bytes on 1 and 2 threads, every element kind",
+     test_elevate_threads},
+    {"refinement: the same bytes on 1 and 2 threads, every element kind", test_refine_threads}
+#ifdef HOOKE_HAVE_GMSH
+    ,
+    {"hk_mesh_load's phases add up to the call", test_phases_add_up}
+#endif
+)
