@@ -38,14 +38,12 @@ static int env_size(void)
     return env_int(names, 0);
 }
 
-#ifndef HOOKE_HAVE_MPI
 static int env_rank(void)
 {
     static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
                                         NULL};
     return env_int(names, 0);
 }
-#endif
 
 int hk_comm_local_rank(void)
 {
@@ -66,8 +64,20 @@ int hk_comm_world_init(int *argc, char ***argv)
                             "start hooke with the mpirun of the MPI it was built with");
     mpi_started = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &world.mpi);
-    MPI_Comm_rank(world.mpi, &world.rank);
+    /* PMPI_ names for the calls some libraries shadow: Gmsh's binary SDK (the PyPI wheel)
+     * exports MUMPS's sequential stubs MPI_Comm_rank, MPI_Init and MPI_Finalize, and when it is
+     * loaded before libmpi every process would read rank 0 and never finalise */
+    PMPI_Comm_rank(world.mpi, &world.rank);
     MPI_Comm_size(world.mpi, &world.size);
+    if (world.size != n || world.rank != env_rank()) {
+        const int rank = world.rank, size = world.size;
+        world.rank = 0, world.size = 1;
+        return hk_error_set(HK_ERR_DEVICE, __FILE__, __LINE__,
+                            "MPI reports process %d of %d where mpirun started process %d of %d: "
+                            "another library linked into hooke shadows MPI's functions; rebuild "
+                            "hooke with the MPI library linked before it",
+                            rank, size, env_rank(), n);
+    }
     return 0;
 #else
     (void)argc, (void)argv;
@@ -96,7 +106,7 @@ int hk_comm_world_end(int status)
     /* usage errors (status 2) come from the arguments, the same on every process */
     if (status == 0 || status == 2 || agreed_failure || world.size == 1) {
         MPI_Comm_free(&world.mpi);
-        MPI_Finalize();
+        PMPI_Finalize(); /* not MPI_Finalize: see hk_comm_world_init */
         return status;
     }
     MPI_Abort(MPI_COMM_WORLD, status);
