@@ -44,8 +44,15 @@ int hk_dcomm_create(const hk_comm *c, const hk_backend_ops *be, double timeout, 
     if (!ierr && hk_comm_rank(c) == 0) ierr = be->dcomm_id(id);
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(hk_comm_bcast(c, id, sizeof id, 0));
-    HK_TRY(
-        hk_comm_agree(c, be->dcomm_create(id, hk_comm_size(c), hk_comm_rank(c), timeout, &t->dc)));
+    {
+        /* a process that waited out the timeout for another names only the wait: the cause is
+         * the sentence of a process that failed without waiting, agreed first */
+        const double t0 = hk_time();
+        ierr = be->dcomm_create(id, hk_comm_size(c), hk_comm_rank(c), timeout, &t->dc);
+        const int waited = ierr && hk_time() - t0 >= timeout;
+        HK_TRY(hk_comm_agree(c, waited ? 0 : ierr));
+        HK_TRY(hk_comm_agree(c, ierr));
+    }
     *out = t;
     return 0;
 fail:
