@@ -304,10 +304,10 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
     if (!ierr) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
     ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
-    /* the device transport: asked for, or by default where the data is in device memory and
-     * there is another process */
-    if (transport == HK_DIST_COMM_NCCL || (transport == HK_DIST_COMM_AUTO && be->dcomm_create &&
-                                           !d->host_memory && hk_comm_size(c) > 1))
+    /* the device transport only when asked for: on two H200s (docs/BENCHMARKS.md, run 9) the
+     * host-staged MPI path was faster per iteration at 0.4-0.8M DOFs a GPU (NCCL's gathered
+     * sums cost more than the host's), so auto means mpi until a measurement says otherwise */
+    if (transport == HK_DIST_COMM_NCCL)
         HK_TRY(hk_dcomm_create(c, be, HK_DCOMM_TIMEOUT, &d->dcomm)); /* agreed inside */
     *out = d;
     d = NULL;
