@@ -217,9 +217,14 @@ for step in "$@"; do
           --set geometry.size=0.001 -o /tmp/apphuge.vtu 2>&1 | tail -40; } > "$OUT/apphuge.md" 2>&1 ;;
     prof) # issue 25: every stage of the 19M-DOF bracket run (geometry.size 0.0005) with the
           # device assembly's and recovery's phases, and the output file's size
-      { HOOKE_ASSEMBLY_PROFILE=1 timeout 200 $B/hooke run cases/bracket/bracket.yaml --backend cuda \
-          --set geometry.size=0.0005 -o /tmp/prof.vtu 2>&1 | grep -v 'solve: iteration' | tail -60
-        ls -l /tmp/prof.vtu; rm -f /tmp/prof.vtu; } > "$OUT/prof.md" 2>&1 ;;
+      # with the output's phases (HOOKE_OUTPUT_PROFILE), then the one-go write as the baseline
+      { for early in 1 0; do
+          echo "== HOOKE_OUTPUT_EARLY=$early"
+          HOOKE_OUTPUT_EARLY=$early HOOKE_OUTPUT_PROFILE=1 HOOKE_ASSEMBLY_PROFILE=1 timeout 200 \
+            $B/hooke run cases/bracket/bracket.yaml --backend cuda --set geometry.size=0.0005 \
+            -o /tmp/prof.vtu 2>&1 | grep -v 'solve: iteration' | tail -80
+          ls -l /tmp/prof.vtu; rm -f /tmp/prof.vtu
+        done; } > "$OUT/prof.md" 2>&1 ;;
     ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel and the recovery
             # kernel (bracket, geometry.size=0.0015, 787k DOFs)
       for kn in k_numeric k_recover; do
