@@ -10,19 +10,47 @@
 
 int64_t hk_axisym_bad_node(const hk_mesh *m)
 {
-    /* rounding of a mesher may leave an axis node at -1e-17: tolerate 1e-9 of the mesh size */
-    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
-    for (int64_t i = 0; i < m->nnodes; i++)
-        for (int k = 0; k < 2; k++)
-            lo[k] = fmin(lo[k], m->coords[3 * i + k]), hi[k] = fmax(hi[k], m->coords[3 * i + k]);
-    const double tol = 1e-9 * fmax(hi[0] - lo[0], hi[1] - lo[1]);
-    int64_t bad = -1;
-    for (int64_t k = 0; k < m->cells.ptr[m->cells.n]; k++) {
-        const int32_t v = m->cells.nodes[k];
-        if (v >= 0 && v < m->nnodes && m->coords[3 * (int64_t)v] < -tol && (bad < 0 || v < bad))
-            bad = v;
+    /* rounding of a mesher may leave an axis node at -1e-17: tolerate 1e-9 of the mesh size
+     * (minima, maxima and the smallest bad node do not depend on the order they are taken in) */
+    double lo0 = INFINITY, lo1 = INFINITY, hi0 = -INFINITY, hi1 = -INFINITY;
+#pragma omp parallel for schedule(static) reduction(min : lo0, lo1) reduction(max : hi0, hi1)
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        lo0 = fmin(lo0, m->coords[3 * i]), hi0 = fmax(hi0, m->coords[3 * i]);
+        lo1 = fmin(lo1, m->coords[3 * i + 1]), hi1 = fmax(hi1, m->coords[3 * i + 1]);
     }
-    return bad;
+    const double tol = 1e-9 * fmax(hi0 - lo0, hi1 - lo1);
+    int64_t bad = INT64_MAX;
+    const int64_t tot = m->cells.ptr[m->cells.n];
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t k = 0; k < tot; k++) {
+        const int32_t v = m->cells.nodes[k];
+        if (v >= 0 && v < m->nnodes && m->coords[3 * (int64_t)v] < -tol && v < bad) bad = v;
+    }
+    return bad == INT64_MAX ? -1 : bad;
+}
+
+int hk_regions_used(const hk_mesh *m, uint8_t *used)
+{
+    const int nr = m->nregions;
+    int ierr = 0;
+#pragma omp parallel
+    {
+        /* each thread marks its cells' regions in its own array; the marks are then or-ed */
+        uint8_t *mine = calloc((size_t)nr + 1, 1);
+        if (!mine) {
+#pragma omp atomic write
+            ierr = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t e = 0; e < m->cells.n; e++)
+            if (mine) mine[m->cell_region[e]] = 1;
+#pragma omp critical(hk_regions_used)
+        for (int r = 0; r < nr && mine; r++)
+            used[r] |= mine[r];
+        free(mine);
+    }
+    HK_CHECK(!ierr, HK_ERR_MEMORY, "out of host memory for the regions' marks (%d regions)", nr);
+    return 0;
 }
 
 /* Check the material of region r (which carries cells). */
@@ -63,17 +91,41 @@ static int check_materials(const hk_problem *p)
     /* only regions that carry cells need a material */
     uint8_t *used;
     HK_CALL(hk_calloc((size_t)m->nregions + 1, 1, &used));
-    for (int64_t e = 0; e < m->cells.n; e++)
-        used[m->cell_region[e]] = 1;
-    for (int r = 0; r < m->nregions; r++) {
-        if (!used[r]) continue;
-        int ierr = check_one(p, r);
-        if (ierr) {
-            free(used);
-            return ierr;
-        }
+    int ierr = hk_regions_used(m, used);
+    for (int r = 0; r < m->nregions && !ierr; r++) {
+        if (used[r]) ierr = check_one(p, r);
     }
     free(used);
+    return ierr;
+}
+
+/* The checks of cell e: its element kernel, node count, node and region indices. */
+static int check_cell(const hk_mesh *m, int64_t e)
+{
+    int t = m->cells.type[e];
+    const hk_elref *r = hk_elref_get((hk_eltype)t);
+    HK_CHECK(r && r->dim == m->dim, HK_ERR_MODEL,
+             "element %lld (%s, Gmsh tag %lld) has no %dD element kernel; Hooke supports "
+             "%s",
+             (long long)e, hk_el_name(t), hk_asm_tag(&m->cells, e), m->dim,
+             m->dim == 2 ? "tri3, tri6, quad4, quad8, quad9"
+                         : "tet4, tet10, hex8, hex20, hex27, wedge6, wedge15, wedge18, "
+                           "pyr5, pyr13, pyr14");
+    HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == r->nnodes, HK_ERR_MODEL,
+             "element %lld (%s, Gmsh tag %lld) has %lld nodes instead of %d; the mesh is "
+             "corrupt",
+             (long long)e, r->name, hk_asm_tag(&m->cells, e),
+             (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), r->nnodes);
+    for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+        HK_CHECK(m->cells.nodes[k] >= 0 && m->cells.nodes[k] < m->nnodes, HK_ERR_MODEL,
+                 "element %lld (%s, Gmsh tag %lld) refers to node %d, outside the mesh's "
+                 "%lld nodes; the mesh is corrupt",
+                 (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cells.nodes[k],
+                 (long long)m->nnodes);
+    HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
+             "element %lld (%s, Gmsh tag %lld) has region %d, outside the mesh's %d "
+             "regions; the mesh is corrupt",
+             (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cell_region[e], m->nregions);
     return 0;
 }
 
@@ -95,35 +147,18 @@ int hk_check_problem(const hk_problem *p)
              "mesh the section, or choose the 3d analysis for a 3D mesh");
     HK_CHECK(m->nregions > 0 && m->cell_region, HK_ERR_MODEL,
              "the mesh has no region; put the %dD elements in a physical group", m->dim);
-    for (int64_t e = 0; e < m->cells.n; e++) {
-        int t = m->cells.type[e];
-        const hk_elref *r = hk_elref_get((hk_eltype)t);
-        HK_CHECK(r && r->dim == m->dim, HK_ERR_MODEL,
-                 "element %lld (%s, Gmsh tag %lld) has no %dD element kernel; Hooke supports "
-                 "%s",
-                 (long long)e, hk_el_name(t), hk_asm_tag(&m->cells, e), m->dim,
-                 m->dim == 2 ? "tri3, tri6, quad4, quad8, quad9"
-                             : "tet4, tet10, hex8, hex20, hex27, wedge6, wedge15, wedge18, "
-                               "pyr5, pyr13, pyr14");
-        HK_CHECK(m->cells.ptr[e + 1] - m->cells.ptr[e] == r->nnodes, HK_ERR_MODEL,
-                 "element %lld (%s, Gmsh tag %lld) has %lld nodes instead of %d; the mesh is "
-                 "corrupt",
-                 (long long)e, r->name, hk_asm_tag(&m->cells, e),
-                 (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]), r->nnodes);
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
-            HK_CHECK(m->cells.nodes[k] >= 0 && m->cells.nodes[k] < m->nnodes, HK_ERR_MODEL,
-                     "element %lld (%s, Gmsh tag %lld) refers to node %d, outside the mesh's "
-                     "%lld nodes; the mesh is corrupt",
-                     (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cells.nodes[k],
-                     (long long)m->nnodes);
-        HK_CHECK(m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions, HK_ERR_MODEL,
-                 "element %lld (%s, Gmsh tag %lld) has region %d, outside the mesh's %d "
-                 "regions; the mesh is corrupt",
-                 (long long)e, r->name, hk_asm_tag(&m->cells, e), m->cell_region[e], m->nregions);
-    }
+    /* every cell and coordinate on every thread; the first bad one in order is reported, so
+     * the message does not depend on the thread count */
+    int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (e < bad && check_cell(m, e)) bad = e;
+    if (bad != INT64_MAX) return check_cell(m, bad);
+#pragma omp parallel for schedule(static) reduction(min : bad)
     for (int64_t i = 0; i < 3 * m->nnodes; i++)
-        HK_CHECK(isfinite(m->coords[i]), HK_ERR_MODEL,
-                 "node %lld has a non-finite coordinate; the mesh is corrupt", (long long)(i / 3));
+        if (i < bad && !isfinite(m->coords[i])) bad = i;
+    HK_CHECK(bad == INT64_MAX, HK_ERR_MODEL,
+             "node %lld has a non-finite coordinate; the mesh is corrupt", (long long)(bad / 3));
     if (p->analysis == HK_AXISYMMETRIC) {
         const int64_t bad = hk_axisym_bad_node(m);
         HK_CHECK(bad < 0, HK_ERR_MODEL,

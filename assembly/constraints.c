@@ -12,14 +12,41 @@
  * zeroed and the diagonal keeps its assembled value d (a scale of the matrix itself, not 1)
  * with f = d u_fixed, so K stays SPD and the solution takes the prescribed value. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <omp.h>
 
 #include "constraints.h"
 #include "elimination.h"
 
 static const char comp_name[3] = {'x', 'y', 'z'};
+
+/* The first support before support s (not a spring) that prescribes component c of node v:
+ * the one whose value a later conflicting support is compared with. */
+static int support_owner(const hk_problem *p, int s, int32_t v, int c, int *owner)
+{
+    const hk_mesh *m = p->mesh;
+    *owner = -1;
+    for (int k = 0; k < s && *owner < 0; k++) {
+        const hk_support *sp = &p->supports[k];
+        if (sp->kind == HK_SUPPORT_SPRING || !(sp->mask >> c & 1)) continue;
+        int64_t nn;
+        int32_t *nodes;
+        HK_CALL(hk_group_nodes(m, sp->boundary, &nn, &nodes));
+        for (int64_t j = 0; j < nn && *owner < 0; j++)
+            if (nodes[j] == v) *owner = k;
+        free(nodes);
+    }
+    return 0;
+}
+
+/* A dof that a support of this call prescribes is marked 2 in fixed[] until the end (then 1):
+ * a later support on it is compared with its value, without a table of owners as long as the
+ * dofs; the owner is looked up only for the message of a conflict. */
+#define HK_FIXED_HERE 2
 
 int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int64_t *nfixed)
 {
@@ -27,12 +54,9 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
     const hk_mesh *m = p->mesh;
     const int d = m->dim;
     const int64_t ndof = (int64_t)d * m->nnodes;
-    int32_t *owner = NULL, *nodes = NULL;
+    int32_t *nodes = NULL;
     HK_CHECK(p->nsupports == 0 || p->supports, HK_ERR_ARG,
              "hk_assemble: nsupports > 0 but supports is NULL");
-    HK_TRY(hk_malloc((size_t)ndof * sizeof *owner + 1, &owner));
-    for (int64_t k = 0; k < ndof; k++)
-        owner[k] = -1;
     for (int s = 0; s < p->nsupports; s++) {
         const hk_support *sp = &p->supports[s];
         HK_TRY_CHECK(sp->boundary >= 0 && sp->boundary < m->nboundaries, HK_ERR_MODEL,
@@ -56,45 +80,73 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
             for (int c = 0; c < d; c++) {
                 if (!(sp->mask >> c & 1)) continue;
                 int64_t dof = (int64_t)nodes[k] * d + c;
-                if (owner[dof] >= 0) {
+                if (fixed[dof] == HK_FIXED_HERE) {
                     double a = u_fixed[dof], v = sp->value[c];
                     double tol = 1e-12 * fmax(fabs(a), fabs(v));
-                    HK_TRY_CHECK(fabs(a - v) <= tol, HK_ERR_MODEL,
+                    if (fabs(a - v) <= tol) continue;
+                    int owner;
+                    HK_TRY(support_owner(p, s, nodes[k], c, &owner));
+                    HK_TRY_CHECK(0, HK_ERR_MODEL,
                                  "node %d at (%g, %g, %g) gets %c displacement %g from the "
                                  "support on '%s' and %g from the support on '%s'; make the "
                                  "prescribed values agree",
                                  nodes[k], m->coords[3 * (int64_t)nodes[k]],
                                  m->coords[3 * (int64_t)nodes[k] + 1],
                                  m->coords[3 * (int64_t)nodes[k] + 2], comp_name[c], a,
-                                 hk_asm_boundary_name(m, p->supports[owner[dof]].boundary), v, bn);
-                    continue;
+                                 hk_asm_boundary_name(m, p->supports[owner].boundary), v, bn);
                 }
-                owner[dof] = s;
-                fixed[dof] = 1;
+                fixed[dof] = HK_FIXED_HERE;
                 u_fixed[dof] = sp->value[c];
             }
         }
         free(nodes);
         nodes = NULL;
     }
-    *nfixed = 0;
+    int64_t count = 0;
+#pragma omp parallel for schedule(static) reduction(+ : count)
     for (int64_t k = 0; k < ndof; k++)
-        *nfixed += fixed[k];
+        if (fixed[k]) fixed[k] = 1, count++; /* untouched pages stay unwritten */
+    *nfixed = count;
 fail:
     free(nodes);
-    free(owner);
+    if (ierr) /* the marks back to the flags they stand for */
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < ndof; k++)
+            if (fixed[k]) fixed[k] = 1;
     return ierr;
 }
 
 /* ---- rigid-body check -------------------------------------------------------------------- */
 
-static int64_t uf_find(int64_t *par, int64_t i)
+/* Union-find of the mesh's parts on every thread: every link points to a smaller node (a root
+ * is hooked under the smaller of two roots by a compare-and-swap), so each part's root is its
+ * smallest node whatever order the cells are joined in, and a thread that halves a path (a
+ * link moved to an ancestor, a smaller node still) cannot make a cycle. */
+static int32_t uf_root(_Atomic int32_t *par, int32_t i)
 {
-    while (par[i] != i) {
-        par[i] = par[par[i]];
-        i = par[i];
+    for (;;) {
+        const int32_t p = atomic_load_explicit(&par[i], memory_order_relaxed);
+        if (p == i) return i;
+        const int32_t g = atomic_load_explicit(&par[p], memory_order_relaxed);
+        if (g != p) atomic_store_explicit(&par[i], g, memory_order_relaxed);
+        i = g;
     }
-    return i;
+}
+
+static void uf_join(_Atomic int32_t *par, int32_t a, int32_t b)
+{
+    for (;;) {
+        a = uf_root(par, a), b = uf_root(par, b);
+        if (a == b) return;
+        if (a > b) {
+            const int32_t t = a;
+            a = b, b = t;
+        }
+        int32_t root = b;
+        if (atomic_compare_exchange_strong_explicit(&par[b], &root, a, memory_order_relaxed,
+                                                    memory_order_relaxed))
+            return;
+    }
 }
 
 /* Eigenvalues (w) and eigenvectors (columns of V) of the symmetric n x n matrix A (cyclic
@@ -218,30 +270,22 @@ static void describe_free(int d, int nz, double Z[6][6], char *buf, size_t len)
 
 typedef struct rigid_ctx {
     const hk_mesh *m;
-    const int64_t *pc; /* the part of each node, -1 for nodes on no cell */
-    double *acc;
-    const double *ext;
-    size_t stride;
-    int axi; /* axisymmetric: the one mode is the translation along the axis (y) */
+    const int32_t *pc; /* the part of each node, -1 for nodes on no cell */
+    const double *box; /* per part: its centre (3) and size (1) */
+    double *G;         /* per part: the Gram matrix, 6 x 6 */
+    int axi;           /* axisymmetric: the one mode is the translation along the axis (y) */
 } rigid_ctx;
 
-/* Adds the row dir . (rigid modes at node i) to the Gram matrix of i's part, with coordinates
- * centred on the part and scaled by its size. */
-static void held_direction(void *vctx, int32_t i, const double dir[3])
+/* Adds the row dir . (rigid modes at node i) to G, with coordinates centred on i's part and
+ * scaled by its size. */
+static void held_row(const rigid_ctx *r, int32_t i, const double dir[3], double *G)
 {
-    const rigid_ctx *r = vctx;
     const hk_mesh *m = r->m;
     const int d = m->dim, nm = r->axi ? 1 : d == 2 ? 3 : 6;
-    const int64_t q = r->pc[i];
-    if (q < 0) return;
-    double *a = r->acc + (size_t)q * r->stride;
-    double L = 0;
-    for (int k = 0; k < 3; k++)
-        L = fmax(L, r->ext[6 * q + 3 + k] - r->ext[6 * q + k]);
-    if (L <= 0) L = 1;
+    const double *b = r->box + 4 * (size_t)r->pc[i];
     double x[3];
     for (int k = 0; k < 3; k++)
-        x[k] = (m->coords[3 * (size_t)i + k] - a[k] / a[3]) / L;
+        x[k] = (m->coords[3 * (size_t)i + k] - b[k]) / b[3];
     double row[6] = {0};
     if (r->axi)
         row[0] = dir[1];
@@ -249,41 +293,199 @@ static void held_direction(void *vctx, int32_t i, const double dir[3])
         for (int k = 0; k < nm; k++)
             for (int c = 0; c < d; c++)
                 row[k] += dir[c] * mode_value(d, k, c, x);
-    double *G = a + 7;
     for (int k = 0; k < nm; k++)
         for (int l = 0; l < nm; l++)
             G[k * 6 + l] += row[k] * row[l];
 }
 
+/* Adds the row dir . (rigid modes at node i) to the Gram matrix of i's part. */
+static void held_direction(void *vctx, int32_t i, const double dir[3])
+{
+    const rigid_ctx *r = vctx;
+    if (r->pc[i] >= 0) held_row(r, i, dir, r->G + 36 * (size_t)r->pc[i]);
+}
+
 int hk_mesh_part_labels(const hk_mesh *m, const hk_adj *n2c, int32_t *label)
 {
-    int ierr = 0;
     const int64_t nn = m->nnodes;
-    int64_t *par = NULL;
-    HK_TRY(hk_malloc((size_t)nn * sizeof *par + 1, &par));
+    _Atomic int32_t *par;
+    HK_CALL(hk_malloc((size_t)nn * sizeof *par + 1, &par));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
-        par[i] = i;
-    for (int64_t e = 0; e < m->cells.n; e++) {
-        int64_t r0 = uf_find(par, m->cells.nodes[m->cells.ptr[e]]);
-        for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++) {
-            int64_t r = uf_find(par, m->cells.nodes[k]);
-            if (r != r0) par[r] = r0;
+        atomic_init(&par[i], (int32_t)i);
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < m->cells.n; e++)
+        for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++)
+            uf_join(par, m->cells.nodes[m->cells.ptr[e]], m->cells.nodes[k]);
+    /* a part's label: its root, the smallest node */
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++)
+        label[i] = n2c->ptr[i + 1] == n2c->ptr[i] ? -1 : uf_root(par, (int32_t)i);
+    free((void *)par);
+    return 0;
+}
+
+/* Nodes per block of the parallel sums below: blocks of a size fixed whatever the thread
+ * count, each summed in node order, their sums added in block order, make the same digits
+ * on any number of threads. */
+#define RIGID_BLOCK 8192
+/* The most parts whose Gram matrices are summed by blocks (each block keeps one per part);
+ * more parts, each small, are summed in node order on one thread. */
+#define RIGID_BLOCK_PARTS 16
+
+/* Number the parts in the order of their smallest node (the label of each part): pc[i] = the
+ * part of node i, -1 for a node on no cell; *np the number of parts. */
+static int number_parts(const int32_t *label, int64_t nn, int32_t *pc, int64_t *np)
+{
+    int64_t *first = NULL;
+    const int64_t nblk = (nn + RIGID_BLOCK - 1) / RIGID_BLOCK;
+    HK_CALL(hk_malloc((size_t)(nblk + 1) * sizeof *first, &first));
+    /* each block's roots (label[i] == i), their running sum, then the numbers */
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nblk; b++) {
+        int64_t c = 0;
+        for (int64_t i = b * RIGID_BLOCK; i < nn && i < (b + 1) * RIGID_BLOCK; i++)
+            c += label[i] == i;
+        first[b + 1] = c;
+    }
+    first[0] = 0;
+    for (int64_t b = 0; b < nblk; b++)
+        first[b + 1] += first[b];
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nblk; b++) {
+        int64_t q = first[b];
+        for (int64_t i = b * RIGID_BLOCK; i < nn && i < (b + 1) * RIGID_BLOCK; i++)
+            pc[i] = label[i] == i ? (int32_t)q++ : -1;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++)
+        if (label[i] >= 0 && label[i] != i) pc[i] = pc[label[i]];
+    *np = first[nblk];
+    free(first);
+    return 0;
+}
+
+/* Per part: the centre of its bounding box (3) and its largest extent (1; 1 when 0). Minima
+ * and maxima do not depend on the order they are taken in. */
+static int part_boxes(const hk_mesh *m, const int32_t *pc, int64_t np, double *box)
+{
+    const int64_t nn = m->nnodes;
+    double *ext; /* per part: lo (3), hi (3) */
+    HK_CALL(hk_malloc((size_t)np * 6 * sizeof *ext + 1, &ext));
+    for (int64_t q = 0; q < np; q++)
+        for (int k = 0; k < 3; k++)
+            ext[6 * q + k] = INFINITY, ext[6 * q + 3 + k] = -INFINITY;
+    int ierr = 0;
+#pragma omp parallel if (np <= 4096)
+    {
+        /* a few parts: each thread its own extents, merged; many: one thread */
+        double *mine = omp_get_num_threads() > 1 ? malloc((size_t)np * 6 * sizeof *mine) : ext;
+        if (!mine) {
+#pragma omp atomic write
+            ierr = 1;
+        } else if (mine != ext)
+            for (int64_t q = 0; q < np; q++)
+                for (int k = 0; k < 3; k++)
+                    mine[6 * q + k] = INFINITY, mine[6 * q + 3 + k] = -INFINITY;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < nn; i++) {
+            if (pc[i] < 0 || !mine) continue;
+            double *e = mine + 6 * (size_t)pc[i];
+            const double *x = m->coords + 3 * (size_t)i;
+            for (int k = 0; k < 3; k++) { /* finite coordinates: fmin and fmax, inlined */
+                e[k] = x[k] < e[k] ? x[k] : e[k];
+                e[3 + k] = x[k] > e[3 + k] ? x[k] : e[3 + k];
+            }
+        }
+        if (mine && mine != ext) {
+#pragma omp critical(hk_part_boxes)
+            for (int64_t q = 0; q < 6 * np; q++)
+                ext[q] = q % 6 < 3 ? fmin(ext[q], mine[q]) : fmax(ext[q], mine[q]);
+            free(mine);
         }
     }
-    for (int64_t i = 0; i < nn; i++)
-        par[i] = uf_find(par, i); /* every node points at its root */
-    /* the first node met of each part is its smallest and labels the part: the root's slot
-     * keeps it as -1 - node once met */
-    for (int64_t i = 0; i < nn; i++) {
-        label[i] = -1;
-        if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
-        const int64_t r = par[i] < 0 ? i : par[i]; /* i itself a root already marked */
-        if (par[r] >= 0) par[r] = -1 - i;
-        label[i] = (int32_t)(-1 - par[r]);
+    if (ierr) {
+        free(ext);
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "out of host memory for the extents of %lld parts", (long long)np);
     }
-fail:
-    free(par);
-    return ierr;
+    for (int64_t q = 0; q < np; q++) {
+        double L = 0;
+        for (int k = 0; k < 3; k++) {
+            box[4 * q + k] = 0.5 * (ext[6 * q + k] + ext[6 * q + 3 + k]);
+            L = fmax(L, ext[6 * q + 3 + k] - ext[6 * q + k]);
+        }
+        box[4 * q + 3] = L > 0 ? L : 1;
+    }
+    free(ext);
+    return 0;
+}
+
+/* The rows of the prescribed dofs of nodes [i0, i1) added to the Gram matrices of G (36 per
+ * part), in node order. */
+static void fixed_rows(const rigid_ctx *r, const uint8_t *fixed, int64_t i0, int64_t i1, double *G)
+{
+    const int d = r->m->dim;
+    for (int64_t k = i0 * d; k < i1 * d; k++) {
+        if (k % 8 == 0 && k + 8 <= i1 * d) { /* 8 free dofs at a time */
+            uint64_t w;
+            memcpy(&w, fixed + k, 8);
+            if (!w) {
+                k += 7;
+                continue;
+            }
+        }
+        if (!fixed[k]) continue;
+        const int32_t i = (int32_t)(k / d);
+        if (r->pc[i] < 0) continue;
+        const int c = (int)(k % d);
+        const double e[3] = {c == 0, c == 1, c == 2};
+        held_row(r, i, e, G + 36 * (size_t)r->pc[i]);
+    }
+}
+
+/* The Gram matrices of every part from the prescribed dofs (fixed), the same digits on any
+ * number of threads. */
+static int fixed_gram(const rigid_ctx *r, const uint8_t *fixed, int64_t np)
+{
+    const int64_t nn = r->m->nnodes, nblk = (nn + RIGID_BLOCK - 1) / RIGID_BLOCK;
+    if (np > RIGID_BLOCK_PARTS || nblk < 2) {
+        fixed_rows(r, fixed, 0, nn, r->G);
+        return 0;
+    }
+    double *part; /* each block's Gram matrices */
+    HK_CALL(hk_calloc((size_t)(nblk * np * 36), sizeof *part, &part));
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t b = 0; b < nblk; b++)
+        fixed_rows(r, fixed, b * RIGID_BLOCK, b + 1 < nblk ? (b + 1) * RIGID_BLOCK : nn,
+                   part + (size_t)(b * np * 36));
+    for (int64_t b = 0; b < nblk; b++)
+        for (int64_t j = 0; j < np * 36; j++)
+            r->G[j] += part[b * np * 36 + j];
+    free(part);
+    return 0;
+}
+
+/* The free motions of part q from its Gram matrix G (nm x nm of 6 x 6): their number, and
+ * their coefficients in Z's rows. */
+static int part_free(int nm, const double *G, double Z[6][6])
+{
+    double A[6][6], w[6], V[6][6];
+    for (int k = 0; k < nm; k++)
+        for (int l = 0; l < nm; l++)
+            A[k][l] = G[k * 6 + l];
+    jacobi_eig(nm, A, w, V);
+    double wmax = 0;
+    for (int k = 0; k < nm; k++)
+        wmax = fmax(wmax, w[k]);
+    int nz = 0;
+    for (int k = 0; k < nm; k++)
+        if (w[k] <= 1e-10 * wmax || wmax == 0) {
+            for (int l = 0; l < nm; l++)
+                Z[nz][l] = V[l][k];
+            nz++;
+        }
+    return nz;
 }
 
 /* The rigid-body check of the parts given as labels; nfree NULL: an error naming the first
@@ -295,64 +497,37 @@ static int rigid_motions(const hk_problem *p, const int32_t *label, const hk_adj
     const hk_mesh *m = p->mesh;
     const int d = m->dim, axi = p->analysis == HK_AXISYMMETRIC, nm = axi ? 1 : d == 2 ? 3 : 6;
     const int64_t nn = m->nnodes;
-    int64_t *pc = NULL;
-    double *acc = NULL, *ext = NULL;
-    /* number the parts in the order of their smallest node, the part of every node on a cell
-     * (-1 for nodes without a cell) */
-    HK_TRY(hk_malloc((size_t)nn * sizeof *pc + 1, &pc));
+    int32_t *pc = NULL;
+    double *box = NULL, *G = NULL;
     int64_t np = 0;
-    for (int64_t i = 0; i < nn; i++)
-        pc[i] = label[i] < 0 ? -1 : label[i] == i ? np++ : pc[label[i]];
-    /* per part: sum of coordinates and count (4), unused (3), Gram matrix 6 x 6 (36) */
-    const size_t stride = 4 + 3 + 36;
-    HK_TRY(hk_calloc((size_t)np * stride + 1, sizeof *acc, &acc));
-    HK_TRY(hk_malloc((size_t)np * 6 * sizeof *ext + 1, &ext));
-    for (int64_t q = 0; q < np; q++)
-        for (int i = 0; i < 3; i++)
-            ext[6 * q + i] = INFINITY, ext[6 * q + 3 + i] = -INFINITY;
-    for (int64_t i = 0; i < nn; i++) {
-        if (pc[i] < 0) continue;
-        double *a = acc + (size_t)pc[i] * stride;
-        const double *x = m->coords + 3 * (size_t)i;
-        for (int k = 0; k < 3; k++) {
-            a[k] += x[k];
-            ext[6 * pc[i] + k] = fmin(ext[6 * pc[i] + k], x[k]);
-            ext[6 * pc[i] + 3 + k] = fmax(ext[6 * pc[i] + 3 + k], x[k]);
-        }
-        a[3] += 1;
-    }
-    rigid_ctx rc = {m, pc, acc, ext, stride, axi};
-    for (int64_t i = 0; i < nn; i++)
-        for (int c = 0; c < d; c++) {
-            if (!fixed[(size_t)i * d + c]) continue;
-            double e[3] = {c == 0, c == 1, c == 2};
-            held_direction(&rc, (int32_t)i, e);
-        }
+    HK_TRY(hk_malloc((size_t)nn * sizeof *pc + 1, &pc));
+    HK_TRY(number_parts(label, nn, pc, &np));
+    HK_TRY(hk_malloc((size_t)np * 4 * sizeof *box + 1, &box));
+    HK_TRY(hk_calloc((size_t)np * 36 + 1, sizeof *G, &G));
+    HK_TRY(part_boxes(m, pc, np, box));
+    rigid_ctx rc = {m, pc, box, G, axi};
+    HK_TRY(fixed_gram(&rc, fixed, np));
     /* spring supports hold the body too, along the directions they are stiff in (held:
      * hk_springs_directions, from assemble.c) */
     if (held) HK_TRY(held(p, n2c, held_direction, &rc));
+    /* every part on every thread: the first free one in order is named, the count summed */
+    int64_t first = INT64_MAX;
+    int count = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(min : first) reduction(+ : count)
     for (int64_t q = 0; q < np; q++) {
-        double A[6][6], w[6], V[6][6], Z[6][6];
-        const double *G = acc + (size_t)q * stride + 7;
-        for (int k = 0; k < nm; k++)
-            for (int l = 0; l < nm; l++)
-                A[k][l] = G[k * 6 + l];
-        jacobi_eig(nm, A, w, V);
-        double wmax = 0;
-        for (int k = 0; k < nm; k++)
-            wmax = fmax(wmax, w[k]);
-        int nz = 0;
-        for (int k = 0; k < nm; k++)
-            if (w[k] <= 1e-10 * wmax || wmax == 0) {
-                for (int l = 0; l < nm; l++)
-                    Z[nz][l] = V[l][k];
-                nz++;
-            }
-        if (nz == 0) continue;
-        if (nfree) {
-            *nfree += nz;
-            continue;
-        }
+        double Z[6][6];
+        const int nz = part_free(nm, G + 36 * (size_t)q, Z);
+        count += nz;
+        if (nz && q < first) first = q;
+    }
+    if (nfree) {
+        *nfree += count;
+        goto fail;
+    }
+    if (first != INT64_MAX) {
+        const int64_t q = first;
+        double Z[6][6];
+        const int nz = part_free(nm, G + 36 * (size_t)q, Z);
         char desc[512];
         if (axi)
             snprintf(desc, sizeof desc, "translation along the axis y");
@@ -372,9 +547,9 @@ static int rigid_motions(const hk_problem *p, const int32_t *label, const hk_adj
                      nz == 1 ? "this motion" : "these motions (fix components on more groups)");
     }
 fail:
-    free(ext);
+    free(G);
+    free(box);
     free(pc);
-    free(acc);
     return ierr;
 }
 

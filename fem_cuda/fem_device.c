@@ -69,8 +69,7 @@ static int regions_of(const hk_problem *p, int with_f, hk_fem_region **out)
     int ierr = 0;
     HK_CALL(hk_calloc((size_t)m->nregions + 1, sizeof *R, &R));
     HK_TRY(hk_calloc((size_t)m->nregions + 1, 1, &used));
-    for (int64_t e = 0; e < m->cells.n; e++)
-        used[m->cell_region[e]] = 1;
+    HK_TRY(hk_regions_used(m, used));
     for (int r = 0; r < m->nregions; r++) {
         R[r].law.isotropic = 1;
         if (!used[r]) continue;

@@ -280,19 +280,25 @@ int hk_pp_finish(const hk_problem *p, const hk_system *s, hk_pp_work *w, hk_fiel
     /* reactions r = f_int - f_ext at the prescribed dofs, the springs' forces -K_s u where
      * they act (a held dof's own reaction is f_int + K_s u - f_ext, the springs take the
      * rest) */
-    HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ud));
-    HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ys));
-    HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &yk));
+    int springs = 0; /* without spring supports their forces are zero: no arrays for them */
+    for (int k = 0; k < p->nsupports; k++)
+        springs |= p->supports[k].kind == HK_SUPPORT_SPRING;
+    if (springs) {
+        HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ud));
+        HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &ys));
+        HK_TRY(hk_calloc((size_t)(dim * nn), sizeof(double), &yk));
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nn; i++)
-        for (int c = 0; c < dim; c++)
-            ud[i * dim + c] = out->u[3 * i + c];
-    HK_TRY(hk_springs_apply(p, -1, ud, ys));
+        for (int64_t i = 0; i < nn; i++)
+            for (int c = 0; c < dim; c++)
+                ud[i * dim + c] = out->u[3 * i + c];
+        HK_TRY(hk_springs_apply(p, -1, ud, ys));
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
         for (int c = 0; c < dim; c++) {
             int64_t d = i * dim + c;
-            out->reaction[3 * i + c] = s->fixed[d] ? fint[3 * i + c] - s->f_ext[d] : -ys[d];
+            const double y = ys ? ys[d] : 0.0;
+            out->reaction[3 * i + c] = s->fixed[d] ? fint[3 * i + c] - s->f_ext[d] : -y;
         }
     for (int k = 0; k < p->nsupports; k++) {
         const hk_support *sp = &p->supports[k];
@@ -314,7 +320,7 @@ int hk_pp_finish(const hk_problem *p, const hk_system *s, hk_pp_work *w, hk_fiel
                 if (spring)
                     rf[c] = -yk[d];
                 else if (sp->mask & (1u << c))
-                    rf[c] = s->fixed[d] ? fint[3 * i + c] + ys[d] - s->f_ext[d] : 0;
+                    rf[c] = s->fixed[d] ? fint[3 * i + c] + (ys ? ys[d] : 0.0) - s->f_ext[d] : 0;
             }
             const double *x = m->coords + 3 * i;
             const double r[3] = {x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]};

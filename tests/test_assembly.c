@@ -11,6 +11,8 @@
 
 #include <omp.h>
 
+#include "../assembly/checks.h"
+#include "../assembly/constraints.h"
 #include "../assembly/elements.h"
 #include "hooke/fem.h"
 #include "test_util.h"
@@ -993,6 +995,215 @@ static void test_thread_independence(void)
     tmesh_free(&tm);
 }
 
+/* ---- the host's checks on any number of threads ------------------------------------------ */
+
+/* What the host steps before K give on the current thread count: the checks' message, the
+ * supports' arrays and message, the rigid-body check's message on the mesh's own parts and on
+ * slabs[0] x slabs[1] parts given as labels (slabs of the box in x and z), the free motions'
+ * count. */
+typedef struct host_steps {
+    int err[4];
+    char msg[4][512];
+    uint8_t *fixed;
+    double *u_fixed;
+    int64_t nfixed;
+    int nfree;
+} host_steps;
+
+static void run_host_steps(const hk_problem *p, const int slabs[2], host_steps *h)
+{
+    const hk_mesh *m = p->mesh;
+    const int64_t ndof = (int64_t)m->dim * m->nnodes;
+    memset(h, 0, sizeof *h);
+    h->err[0] = hk_check_problem(p);
+    snprintf(h->msg[0], sizeof h->msg[0], "%s", h->err[0] ? hk_error_message() : "");
+    h->fixed = calloc((size_t)ndof, 1);
+    h->u_fixed = calloc((size_t)ndof, sizeof *h->u_fixed);
+    h->err[1] = hk_supports_apply(p, h->fixed, h->u_fixed, &h->nfixed);
+    snprintf(h->msg[1], sizeof h->msg[1], "%s", h->err[1] ? hk_error_message() : "");
+    if (h->err[0] || h->err[1]) return;
+    hk_adj n2c;
+    HK_ASSERT_OK(hk_asm_node_cells(m, &n2c));
+    h->err[2] = hk_check_rigid(p, &n2c, h->fixed, NULL);
+    snprintf(h->msg[2], sizeof h->msg[2], "%s", h->err[2] ? hk_error_message() : "");
+    HK_ASSERT_OK(hk_count_rigid(p, &n2c, h->fixed, NULL, &h->nfree));
+    int32_t *label = malloc((size_t)m->nnodes * sizeof *label), first[64];
+    for (int k = 0; k < 64; k++)
+        first[k] = -1;
+    for (int64_t i = 0; i < m->nnodes; i++) {
+        const double *x = m->coords + 3 * i;
+        const int sx = (int)fmin(slabs[0] - 1, floor(slabs[0] * x[0] / LX)),
+                  sz = (int)fmin(slabs[1] - 1, floor(slabs[1] * x[2] / LZ)), key = sx * 8 + sz;
+        if (first[key] < 0) first[key] = (int32_t)i;
+        label[i] = first[key];
+    }
+    h->err[3] = hk_check_rigid_labels(p, label, NULL, h->fixed, NULL);
+    snprintf(h->msg[3], sizeof h->msg[3], "%s", h->err[3] ? hk_error_message() : "");
+    free(label);
+    hk_adj_free(&n2c);
+}
+
+static void host_steps_free(host_steps *h)
+{
+    free(h->fixed);
+    free(h->u_fixed);
+}
+
+/* run_host_steps on 1, 3 and all (at least 4) threads: the same bytes and messages; h1 keeps
+ * the one thread's. */
+static void host_steps_threads(const hk_problem *p, const int slabs[2], host_steps *h1)
+{
+    const int nthr = omp_get_max_threads(), counts[2] = {3, nthr > 4 ? nthr : 4};
+    const int64_t ndof = (int64_t)p->mesh->dim * p->mesh->nnodes;
+    omp_set_num_threads(1);
+    run_host_steps(p, slabs, h1);
+    for (int k = 0; k < 2; k++) {
+        host_steps h;
+        omp_set_num_threads(counts[k]);
+        run_host_steps(p, slabs, &h);
+        int same = h.nfixed == h1->nfixed && h.nfree == h1->nfree &&
+                   !memcmp(h.fixed, h1->fixed, (size_t)ndof) &&
+                   !memcmp(h.u_fixed, h1->u_fixed, (size_t)ndof * sizeof *h.u_fixed);
+        for (int j = 0; j < 4; j++)
+            same &= h.err[j] == h1->err[j] && !strcmp(h.msg[j], h1->msg[j]);
+        CU_ASSERT(same);
+        if (!same) printf("\n  %d threads: other bytes or messages than one thread's\n", counts[k]);
+        host_steps_free(&h);
+    }
+    omp_set_num_threads(nthr);
+}
+
+/* The checks, the supports and the rigid-body check on a mesh of several blocks of nodes (the
+ * parallel paths): one thread's bytes and messages on any number, and the first bad element,
+ * node or support in order named. */
+static void test_host_steps_threads(void)
+{
+    tmesh tm;
+    const int n = 28; /* 29^3 = 24389 nodes, 21952 cells */
+    tmesh_make(HK_EL_HEX8, n, 0.2, 5u, 0, &tm);
+    hk_mesh *m = &tm.m;
+    const int64_t N1 = n + 1, N2 = N1 * N1;
+    /* xmin held (x prescribed), ymin in y, zmin in z: they share edges; held */
+    hk_support sup[3] = {{.boundary = 0, .mask = 7, .value = {1e-3, 0, 0}},
+                         {.boundary = 2, .mask = 2},
+                         {.boundary = 4, .mask = 4}};
+    hk_problem p = tproblem(&tm, HK_SOLID);
+    p.nsupports = 3, p.supports = sup;
+    host_steps h;
+    const int one[2] = {1, 1}, five[2] = {5, 1}, many[2] = {5, 5};
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT(!h.err[0] && !h.err[1] && !h.err[2] && !h.err[3] && h.nfree == 0);
+    CU_ASSERT_EQUAL(h.nfixed, 3 * N2 + 2 * (N2 - N1));
+    host_steps_free(&h);
+    /* as parts, slabs in x: those without xmin's nodes can slide in x */
+    host_steps_threads(&p, five, &h);
+    CU_ASSERT_EQUAL(h.err[3], HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[3], "(5 parts) (free: translation x)"));
+    host_steps_free(&h);
+    /* 25 parts (more than the parallel sums take) */
+    host_steps_threads(&p, many, &h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[3], "(25 parts) (free: translation x)"));
+    host_steps_free(&h);
+    /* zmin alone: free in x, y and about z */
+    p.nsupports = 1, p.supports = sup + 2;
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT_EQUAL(h.err[2], HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[2], "translation x, translation y") ||
+                           strstr(h.msg[2], "translation y, translation x"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[2], "rotation about z"));
+    CU_ASSERT_EQUAL(h.nfree, 3);
+    host_steps_free(&h);
+    /* x from xmin and, after zmax (z only), another x from ymin: the message names xmin */
+    hk_support clash[3] = {{.boundary = 0, .mask = 1, .value = {1e-3}},
+                           {.boundary = 5, .mask = 4},
+                           {.boundary = 2, .mask = 1, .value = {2e-3}}};
+    p.nsupports = 3, p.supports = clash;
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT_EQUAL(h.err[1], HK_ERR_MODEL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[1], "x displacement 0.001 from the support on 'xmin' and "
+                                            "0.002 from the support on 'ymin'"));
+    host_steps_free(&h);
+    p.nsupports = 3, p.supports = sup;
+    /* two bad cells: the first in order is named */
+    const int64_t e1 = 15000, e2 = 20000;
+    m->cells.nodes[m->cells.ptr[e2] + 1] = (int32_t)m->nnodes + 5;
+    m->cell_region[e1] = 7;
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[0], "element 15000 (hex8, Gmsh tag "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[0], "has region 7, outside"));
+    host_steps_free(&h);
+    m->cell_region[e1] = 0;
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[0], "element 20000 (hex8, Gmsh tag "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[0], "refers to node 24394, outside"));
+    host_steps_free(&h);
+    m->cells.nodes[m->cells.ptr[e2] + 1] = 0;
+    /* two non-finite coordinates: the first node is named */
+    const double y = m->coords[3 * 20000 + 1], z = m->coords[3 * 9000 + 2];
+    m->coords[3 * 20000 + 1] = NAN;
+    m->coords[3 * 9000 + 2] = INFINITY;
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[0], "node 9000 has a non-finite coordinate"));
+    host_steps_free(&h);
+    m->coords[3 * 20000 + 1] = y, m->coords[3 * 9000 + 2] = z;
+    tmesh_free(&tm);
+    /* axisymmetric: two nodes at x < 0, the first named */
+    tmesh_make(HK_EL_QUAD4, 140, 0, 6u, 0, &tm); /* 141^2 = 19881 nodes */
+    p = tproblem(&tm, HK_AXISYMMETRIC);
+    tm.m.coords[3 * 17000] = -0.5;
+    tm.m.coords[3 * 7000] = -0.25;
+    host_steps_threads(&p, one, &h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[0], "node 7000 of an element lies at r = x = -0.25 < 0"));
+    host_steps_free(&h);
+    tmesh_free(&tm);
+}
+
+/* The mesh's parts found on every thread: two boxes whose cells alternate, plus a node on no
+ * cell; each part labelled by its smallest node, the same bytes on 1, 3 and 4 threads. */
+static void test_part_labels_threads(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_TET4, 14, 0.2, 8u, 0, &tm);
+    const hk_mesh *a = &tm.m;
+    const int64_t nn = a->nnodes, ne = a->cells.n, nper = a->cells.ptr[1];
+    hk_mesh m = {.dim = 3, .nnodes = 2 * nn + 1};
+    m.cells.n = 2 * ne;
+    m.cells.ptr = malloc((size_t)(2 * ne + 1) * sizeof *m.cells.ptr);
+    m.cells.nodes = malloc((size_t)(2 * ne * nper) * sizeof *m.cells.nodes);
+    m.cells.type = malloc((size_t)(2 * ne));
+    for (int64_t e = 0; e < 2 * ne; e++) { /* box a's cell e / 2, then box b's */
+        m.cells.ptr[e] = e * nper;
+        m.cells.type[e] = a->cells.type[e / 2];
+        for (int64_t k = 0; k < nper; k++)
+            m.cells.nodes[e * nper + k] =
+                a->cells.nodes[e / 2 * nper + k] + (e % 2 ? (int32_t)nn : 0);
+    }
+    m.cells.ptr[2 * ne] = 2 * ne * nper;
+    hk_adj n2c;
+    HK_ASSERT_OK(hk_asm_node_cells(&m, &n2c));
+    int32_t *label[3];
+    const int nthr = omp_get_max_threads(), counts[3] = {1, 3, nthr > 4 ? nthr : 4};
+    for (int k = 0; k < 3; k++) {
+        label[k] = malloc((size_t)m.nnodes * sizeof *label[k]);
+        omp_set_num_threads(counts[k]);
+        HK_ASSERT_OK(hk_mesh_part_labels(&m, &n2c, label[k]));
+    }
+    omp_set_num_threads(nthr);
+    int ok = 1;
+    for (int64_t i = 0; i < m.nnodes; i++)
+        ok &= label[0][i] == (i < nn ? 0 : i < 2 * nn ? nn : -1);
+    CU_ASSERT(ok);
+    for (int k = 1; k < 3; k++)
+        CU_ASSERT(!memcmp(label[0], label[k], (size_t)m.nnodes * sizeof *label[0]));
+    for (int k = 0; k < 3; k++)
+        free(label[k]);
+    hk_adj_free(&n2c);
+    free(m.cells.ptr);
+    free(m.cells.nodes);
+    free(m.cells.type);
+    tmesh_free(&tm);
+}
+
 /* ---- the eliminated matrix --------------------------------------------------------------- */
 
 static void test_spd_after_elimination(void)
@@ -1359,6 +1570,10 @@ HK_SUITE(assembly,
          {"pressure independent of facet orientation", test_pressure_orientation},
          {"two regions with different materials in series", test_two_regions},
          {"same digits on one thread and on all threads", test_thread_independence},
+         {"checks, supports, rigid-body check: one thread's bytes and messages on any number",
+          test_host_steps_threads},
+         {"the mesh's parts: smallest node labels, the same bytes on any number of threads",
+          test_part_labels_threads},
          {"K symmetric positive definite after elimination", test_spd_after_elimination},
          {"node without element gets an identity-like row", test_orphan_node},
          {"rigid-body motion detected and named", test_rigid_body_detection},
