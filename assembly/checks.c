@@ -149,11 +149,29 @@ int hk_check_problem(const hk_problem *p)
              "the mesh has no region; put the %dD elements in a physical group", m->dim);
     /* every cell and coordinate on every thread; the first bad one in order is reported, so
      * the message does not depend on the thread count */
+    int nodes_of[256]; /* the node count of each type with a kernel in dim, 0 for the others */
+    for (int t = 0; t < 256; t++) {
+        const hk_elref *r = hk_elref_get((hk_eltype)t);
+        nodes_of[t] = r && r->dim == m->dim ? r->nnodes : 0;
+    }
     int64_t bad = INT64_MAX;
 #pragma omp parallel for schedule(static) reduction(min : bad)
-    for (int64_t e = 0; e < m->cells.n; e++)
-        if (e < bad && check_cell(m, e)) bad = e;
-    if (bad != INT64_MAX) return check_cell(m, bad);
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        if (e >= bad) continue;
+        const int64_t k0 = m->cells.ptr[e], k1 = m->cells.ptr[e + 1];
+        int ok = nodes_of[m->cells.type[e]] > 0 && k1 - k0 == nodes_of[m->cells.type[e]] &&
+                 m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions;
+        for (int64_t k = k0; k < k1; k++)
+            ok &= m->cells.nodes[k] >= 0 && m->cells.nodes[k] < m->nnodes;
+        if (!ok) bad = e;
+    }
+    if (bad != INT64_MAX) { /* its message */
+        const int ierr = check_cell(m, bad);
+        return ierr ? ierr
+                    : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                   "element %lld failed a check that names no fault",
+                                   (long long)bad);
+    }
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int64_t i = 0; i < 3 * m->nnodes; i++)
         if (i < bad && !isfinite(m->coords[i])) bad = i;

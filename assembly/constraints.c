@@ -133,11 +133,12 @@ static int32_t uf_root(_Atomic int32_t *par, int32_t i)
     }
 }
 
-static void uf_join(_Atomic int32_t *par, int32_t a, int32_t b)
+/* Joins the parts of nodes a and b; returns the joint part's root. */
+static int32_t uf_join(_Atomic int32_t *par, int32_t a, int32_t b)
 {
     for (;;) {
         a = uf_root(par, a), b = uf_root(par, b);
-        if (a == b) return;
+        if (a == b) return a;
         if (a > b) {
             const int32_t t = a;
             a = b, b = t;
@@ -145,7 +146,7 @@ static void uf_join(_Atomic int32_t *par, int32_t a, int32_t b)
         int32_t root = b;
         if (atomic_compare_exchange_strong_explicit(&par[b], &root, a, memory_order_relaxed,
                                                     memory_order_relaxed))
-            return;
+            return a;
     }
 }
 
@@ -314,9 +315,11 @@ int hk_mesh_part_labels(const hk_mesh *m, const hk_adj *n2c, int32_t *label)
     for (int64_t i = 0; i < nn; i++)
         atomic_init(&par[i], (int32_t)i);
 #pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < m->cells.n; e++)
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        int32_t r = m->cells.ptr[e + 1] > m->cells.ptr[e] ? m->cells.nodes[m->cells.ptr[e]] : 0;
         for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++)
-            uf_join(par, m->cells.nodes[m->cells.ptr[e]], m->cells.nodes[k]);
+            r = uf_join(par, r, m->cells.nodes[k]);
+    }
     /* a part's label: its root, the smallest node */
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
