@@ -155,14 +155,18 @@ int hk_check_problem(const hk_problem *p)
         nodes_of[t] = r && r->dim == m->dim ? r->nnodes : 0;
     }
     int64_t bad = INT64_MAX;
+    const int64_t *ptr = m->cells.ptr;
+    const int32_t *nodes = m->cells.nodes, *region = m->cell_region;
+    const uint8_t *type = m->cells.type;
+    const uint32_t nn = (uint32_t)m->nnodes, nr = (uint32_t)m->nregions; /* both < 2^31 */
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int64_t e = 0; e < m->cells.n; e++) {
         if (e >= bad) continue;
-        const int64_t k0 = m->cells.ptr[e], k1 = m->cells.ptr[e + 1];
-        int ok = nodes_of[m->cells.type[e]] > 0 && k1 - k0 == nodes_of[m->cells.type[e]] &&
-                 m->cell_region[e] >= 0 && m->cell_region[e] < m->nregions;
+        const int64_t k0 = ptr[e], k1 = ptr[e + 1];
+        /* a negative index is a large unsigned one */
+        int ok = nodes_of[type[e]] > 0 && k1 - k0 == nodes_of[type[e]] && (uint32_t)region[e] < nr;
         for (int64_t k = k0; k < k1; k++)
-            ok &= m->cells.nodes[k] >= 0 && m->cells.nodes[k] < m->nnodes;
+            ok &= (uint32_t)nodes[k] < nn;
         if (!ok) bad = e;
     }
     if (bad != INT64_MAX) { /* its message */
@@ -172,9 +176,16 @@ int hk_check_problem(const hk_problem *p)
                                    "element %lld failed a check that names no fault",
                                    (long long)bad);
     }
+    const double *x = m->coords;
 #pragma omp parallel for schedule(static) reduction(min : bad)
-    for (int64_t i = 0; i < 3 * m->nnodes; i++)
-        if (i < bad && !isfinite(m->coords[i])) bad = i;
+    for (int64_t b = 0; b < 3 * m->nnodes; b += 1024) { /* blocks: a branch-free test each */
+        const int64_t end = b + 1024 < 3 * m->nnodes ? b + 1024 : 3 * m->nnodes;
+        int ok = 1;
+        for (int64_t i = b; i < end; i++)
+            ok &= x[i] - x[i] == 0; /* NaN for an infinite or NaN coordinate */
+        for (int64_t i = b; i < end && !ok && i < bad; i++)
+            if (!isfinite(x[i])) bad = i;
+    }
     HK_CHECK(bad == INT64_MAX, HK_ERR_MODEL,
              "node %lld has a non-finite coordinate; the mesh is corrupt", (long long)(bad / 3));
     if (p->analysis == HK_AXISYMMETRIC) {

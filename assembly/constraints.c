@@ -133,8 +133,9 @@ static int32_t uf_root(_Atomic int32_t *par, int32_t i)
     }
 }
 
-/* Joins the parts of nodes a and b; returns the joint part's root. */
-static int32_t uf_join(_Atomic int32_t *par, int32_t a, int32_t b)
+/* Joins the parts of nodes a and b; returns the joint part's root. shared: other threads join
+ * too (a root is hooked by a compare-and-swap, else by a store). */
+static int32_t uf_join(_Atomic int32_t *par, int32_t a, int32_t b, int shared)
 {
     for (;;) {
         a = uf_root(par, a), b = uf_root(par, b);
@@ -144,6 +145,10 @@ static int32_t uf_join(_Atomic int32_t *par, int32_t a, int32_t b)
             a = b, b = t;
         }
         int32_t root = b;
+        if (!shared) {
+            atomic_store_explicit(&par[b], a, memory_order_relaxed);
+            return a;
+        }
         if (atomic_compare_exchange_strong_explicit(&par[b], &root, a, memory_order_relaxed,
                                                     memory_order_relaxed))
             return a;
@@ -314,11 +319,15 @@ int hk_mesh_part_labels(const hk_mesh *m, const hk_adj *n2c, int32_t *label)
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
         atomic_init(&par[i], (int32_t)i);
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < m->cells.n; e++) {
-        int32_t r = m->cells.ptr[e + 1] > m->cells.ptr[e] ? m->cells.nodes[m->cells.ptr[e]] : 0;
-        for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++)
-            r = uf_join(par, r, m->cells.nodes[k]);
+#pragma omp parallel
+    {
+        const int shared = omp_get_num_threads() > 1;
+#pragma omp for schedule(static)
+        for (int64_t e = 0; e < m->cells.n; e++) {
+            int32_t r = m->cells.ptr[e + 1] > m->cells.ptr[e] ? m->cells.nodes[m->cells.ptr[e]] : 0;
+            for (int64_t k = m->cells.ptr[e] + 1; k < m->cells.ptr[e + 1]; k++)
+                r = uf_join(par, r, m->cells.nodes[k], shared);
+        }
     }
     /* a part's label: its root, the smallest node */
 #pragma omp parallel for schedule(static)
