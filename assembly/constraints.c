@@ -76,29 +76,46 @@ int hk_supports_apply(const hk_problem *p, uint8_t *fixed, double *u_fixed, int6
         HK_TRY(hk_group_nodes(m, sp->boundary, &nn, &nodes));
         HK_TRY_CHECK(nn > 0, HK_ERR_MODEL,
                      "the support on boundary '%s' has no node; the group is empty", bn);
-        for (int64_t k = 0; k < nn; k++) {
+        /* the first dof (in the group's order) that an earlier support prescribes otherwise,
+         * then this support's values where no earlier one put its own */
+        int64_t clash = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : clash) if (nn > 512)
+        for (int64_t k = 0; k < nn; k++)
+            for (int c = 0; c < d && k * d < clash; c++) {
+                const int64_t dof = (int64_t)nodes[k] * d + c;
+                if (!(sp->mask >> c & 1) || fixed[dof] != HK_FIXED_HERE) continue;
+                const double a = u_fixed[dof], v = sp->value[c];
+                if (fabs(a - v) > 1e-12 * fmax(fabs(a), fabs(v)) && k * d + c < clash)
+                    clash = k * d + c;
+            }
+        if (clash != INT64_MAX) {
+            const int64_t k = clash / d;
+            const int c = (int)(clash % d);
+            const double a = u_fixed[(int64_t)nodes[k] * d + c];
+            int owner;
+            HK_TRY(support_owner(p, s, nodes[k], c, &owner));
+            HK_TRY_CHECK(0, HK_ERR_MODEL,
+                         "node %d at (%g, %g, %g) gets %c displacement %g from the support on "
+                         "'%s' and %g from the support on '%s'; make the prescribed values agree",
+                         nodes[k], m->coords[3 * (int64_t)nodes[k]],
+                         m->coords[3 * (int64_t)nodes[k] + 1], m->coords[3 * (int64_t)nodes[k] + 2],
+                         comp_name[c], a, hk_asm_boundary_name(m, p->supports[owner].boundary),
+                         sp->value[c], bn);
+        }
+        /* a node twice in the group: two threads may write its values, the same ones */
+#pragma omp parallel for schedule(static) if (nn > 512)
+        for (int64_t k = 0; k < nn; k++)
             for (int c = 0; c < d; c++) {
-                if (!(sp->mask >> c & 1)) continue;
-                int64_t dof = (int64_t)nodes[k] * d + c;
-                if (fixed[dof] == HK_FIXED_HERE) {
-                    double a = u_fixed[dof], v = sp->value[c];
-                    double tol = 1e-12 * fmax(fabs(a), fabs(v));
-                    if (fabs(a - v) <= tol) continue;
-                    int owner;
-                    HK_TRY(support_owner(p, s, nodes[k], c, &owner));
-                    HK_TRY_CHECK(0, HK_ERR_MODEL,
-                                 "node %d at (%g, %g, %g) gets %c displacement %g from the "
-                                 "support on '%s' and %g from the support on '%s'; make the "
-                                 "prescribed values agree",
-                                 nodes[k], m->coords[3 * (int64_t)nodes[k]],
-                                 m->coords[3 * (int64_t)nodes[k] + 1],
-                                 m->coords[3 * (int64_t)nodes[k] + 2], comp_name[c], a,
-                                 hk_asm_boundary_name(m, p->supports[owner].boundary), v, bn);
-                }
+                const int64_t dof = (int64_t)nodes[k] * d + c;
+                uint8_t mark;
+#pragma omp atomic read
+                mark = fixed[dof];
+                if (!(sp->mask >> c & 1) || mark == HK_FIXED_HERE) continue;
+#pragma omp atomic write
                 fixed[dof] = HK_FIXED_HERE;
+#pragma omp atomic write
                 u_fixed[dof] = sp->value[c];
             }
-        }
         free(nodes);
         nodes = NULL;
     }

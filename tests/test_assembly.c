@@ -1083,18 +1083,62 @@ static void test_host_steps_threads(void)
     tmesh_make(HK_EL_HEX8, n, 0.2, 5u, 0, &tm);
     hk_mesh *m = &tm.m;
     const int64_t N1 = n + 1, N2 = N1 * N1;
-    /* xmin held (x prescribed), ymin in y, zmin in z: they share edges; held */
-    hk_support sup[3] = {{.boundary = 0, .mask = 7, .value = {1e-3, 0, 0}},
+    /* a group of xmin's nodes listed twice */
+    int64_t nx;
+    int32_t *xn;
+    HK_ASSERT_OK(hk_group_nodes(m, 0, &nx, &xn));
+    m->boundaries = realloc(m->boundaries, (size_t)(m->nboundaries + 1) * sizeof *m->boundaries);
+    hk_group *twice = &m->boundaries[m->nboundaries++];
+    memset(twice, 0, sizeof *twice);
+    strcpy(twice->name, "twice");
+    twice->nnodes = 2 * nx;
+    twice->nodes = malloc((size_t)(2 * nx) * sizeof *twice->nodes);
+    for (int64_t k = 0; k < nx; k++)
+        twice->nodes[k] = twice->nodes[nx + k] = xn[k];
+    /* xmin held (x prescribed), ymin in y, zmin in z: they share edges; held; "twice" again as
+     * xmin */
+    hk_support sup[4] = {{.boundary = 0, .mask = 7, .value = {1e-3, 0, 0}},
                          {.boundary = 2, .mask = 2},
-                         {.boundary = 4, .mask = 4}};
+                         {.boundary = 4, .mask = 4},
+                         {.boundary = 6, .mask = 7, .value = {1e-3, 0, 0}}};
     hk_problem p = tproblem(&tm, HK_SOLID);
-    p.nsupports = 3, p.supports = sup;
     host_steps h;
     const int one[2] = {1, 1}, five[2] = {5, 1}, many[2] = {5, 5};
+    for (int ns = 3; ns <= 4; ns++) {
+        p.nsupports = ns, p.supports = sup;
+        host_steps_threads(&p, one, &h);
+        CU_ASSERT(!h.err[0] && !h.err[1] && !h.err[2] && !h.err[3] && h.nfree == 0);
+        CU_ASSERT_EQUAL(h.nfixed, 3 * N2 + 2 * (N2 - N1));
+        host_steps_free(&h);
+    }
+    p.nsupports = 3;
+    /* "twice" alone: the same arrays as xmin alone */
+    host_steps h2;
+    p.nsupports = 1, p.supports = sup + 3;
+    host_steps_threads(&p, one, &h2);
+    p.supports = sup;
     host_steps_threads(&p, one, &h);
-    CU_ASSERT(!h.err[0] && !h.err[1] && !h.err[2] && !h.err[3] && h.nfree == 0);
-    CU_ASSERT_EQUAL(h.nfixed, 3 * N2 + 2 * (N2 - N1));
+    CU_ASSERT(h.nfixed == 3 * N2 && h2.nfixed == h.nfixed);
+    CU_ASSERT(!memcmp(h.fixed, h2.fixed, (size_t)(3 * m->nnodes)));
+    CU_ASSERT(!memcmp(h.u_fixed, h2.u_fixed, (size_t)(3 * m->nnodes) * sizeof *h.u_fixed));
     host_steps_free(&h);
+    host_steps_free(&h2);
+    /* x from ymin, then another from "twice": its first node on ymin is named */
+    hk_support clash2[2] = {{.boundary = 2, .mask = 1, .value = {2e-3}},
+                            {.boundary = 6, .mask = 1, .value = {1e-3}}};
+    p.nsupports = 2, p.supports = clash2;
+    host_steps_threads(&p, one, &h);
+    int32_t first = -1;
+    for (int64_t k = 0; k < nx && first < 0; k++)
+        if (m->coords[3 * (int64_t)xn[k] + 1] == 0) first = xn[k];
+    char want[64];
+    snprintf(want, sizeof want, "node %d at (", first);
+    CU_ASSERT(first >= 0 && strstr(h.msg[1], want) == h.msg[1]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.msg[1], "x displacement 0.002 from the support on 'ymin' and "
+                                            "0.001 from the support on 'twice'"));
+    host_steps_free(&h);
+    free(xn);
+    p.nsupports = 3, p.supports = sup;
     /* as parts, slabs in x: those without xmin's nodes can slide in x */
     host_steps_threads(&p, five, &h);
     CU_ASSERT_EQUAL(h.err[3], HK_ERR_MODEL);
