@@ -619,10 +619,24 @@ int hk_eliminate(hk_system *s, const hk_adj *n2c)
     hk_bcsr *K = &s->K;
     const int bs = K->bs;
     const int64_t nb = K->nbrows;
-    /* mean assembled diagonal: the scale of rows of nodes without a cell */
+    /* mean assembled diagonal: the scale of rows of nodes without a cell and of a diagonal
+     * that is not positive; summed (in row order) only when a row needs it */
+    int need = 0;
+#pragma omp parallel for schedule(static) reduction(|| : need) if (nb >= 20000)
+    for (int64_t i = 0; i < nb; i++) {
+        int found = 0;
+        if (n2c->ptr[i + 1] > n2c->ptr[i])
+            for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
+                if (K->colind[k] == i) {
+                    found = 1;
+                    for (int r = 0; r < bs; r++)
+                        found &= K->val[(size_t)k * bs * bs + r * bs + r] > 0;
+                }
+        need = need || !found;
+    }
     double sum = 0;
     int64_t cnt = 0;
-    for (int64_t i = 0; i < nb; i++) {
+    for (int64_t i = 0; i < nb && need; i++) {
         if (n2c->ptr[i + 1] == n2c->ptr[i]) continue;
         for (int64_t k = K->rowptr[i]; k < K->rowptr[i + 1]; k++)
             if (K->colind[k] == i)
