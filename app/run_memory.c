@@ -18,6 +18,7 @@
  * (hk_run_memory_check_host_assembly). Before meshing, the
  * element count is a lower bound from the volume and the
  * largest element size, so the guard never refuses a mesh that would fit. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -72,6 +73,38 @@ static const hk_backend *solve_backend(const hk_case *c, const char *backend)
     return be;
 }
 
+/* The device backend's start (its context, library handles and first buffers: about half a
+ * second on the GPU hosts) runs on a thread of its own while the model is meshed
+ * (hk_run_device_start); nothing else touches the backend until hk_run_device_wait, which the
+ * check after meshing calls first. */
+static struct {
+    pthread_t thread;
+    int running;
+} device_start;
+
+static void *device_start_main(void *arg)
+{
+    (void)arg;
+    const hk_backend *be = NULL;
+    size_t dfree = 0, dtotal = 0;
+    if (!hk_backend_get("cuda", &be) && be->mem_info) be->mem_info(&dfree, &dtotal);
+    return NULL; /* a failure (no device) is found again, and reported, by the check */
+}
+
+void hk_run_device_start(const char *backend)
+{
+    if (device_start.running || hk_comm_size(hk_comm_world()) > 1) return;
+    if (backend && strcmp(backend, "auto") && strcmp(backend, "cuda")) return;
+    device_start.running = pthread_create(&device_start.thread, NULL, device_start_main, NULL) == 0;
+}
+
+void hk_run_device_wait(void)
+{
+    if (!device_start.running) return;
+    pthread_join(device_start.thread, NULL);
+    device_start.running = 0;
+}
+
 /* Host and device estimates for nnodes nodes of kind t (and, once meshed, the mesh m: the
  * device assembly's own peak); refuse when either cannot fit. device_fem: the device assembles
  * and recovers (where the solve runs on one), so K stays off the host. */
@@ -81,15 +114,21 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
     double nnz_node, npc;
     kind_factors(t, &nnz_node, &npc);
     double nnz = nodes * nnz_node, ndof = nodes * c->dim;
-    const hk_backend *be = solve_backend(c, backend);
+    /* before meshing, while the device starts: the host's share with the solve presumed on
+     * the device (the backend asked for is cuda or auto), the device's after meshing */
+    const int starting = device_start.running && !m;
+    if (!starting) hk_run_device_wait();
+    const hk_backend *be = starting ? NULL : solve_backend(c, backend);
+    const int on_device = be || starting;
     mem->host_resident_mesh = resident_bytes();
-    if (be && device_fem)
+    if (on_device && device_fem)
         mem->host_estimate = mem->host_resident_mesh +
                              nodes * (c->dim == 3 ? BYTES_PER_NODE_DEVICE_FEM_3D
                                                   : BYTES_PER_NODE_DEVICE_FEM_2D);
     else
         mem->host_estimate = mem->host_resident_mesh +
-                             (be ? BYTES_PER_NNZ_DEVICE_SOLVE : BYTES_PER_NNZ_HOST_SOLVE) * nnz;
+                             (on_device ? BYTES_PER_NNZ_DEVICE_SOLVE : BYTES_PER_NNZ_HOST_SOLVE) *
+                                 nnz;
     mem->host_available = hk_host_memory_available();
     char fix[96], e[32], a[32];
     if (c->generate)
