@@ -119,13 +119,12 @@ static int list_ghosts(const hk_bcsr *K, int64_t row0, int64_t **ghost, int64_t 
     return 0;
 }
 
-/* The position of global column g among the sorted ghosts. */
-static int64_t ghost_pos(const int64_t *ghost, int64_t n, int64_t g)
+int64_t hk_dist_lower_bound(const int64_t *v, int64_t n, int64_t g)
 {
     int64_t lo = 0, hi = n;
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
-        if (ghost[mid] < g)
+        if (v[mid] < g)
             lo = mid + 1;
         else
             hi = mid;
@@ -194,7 +193,7 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
             const int64_t g = K->colind[p];
             d->Kbnd.colind[q] = g >= row0 && g < row0 + nown
                                     ? pos[inv[g - row0]]
-                                    : (int32_t)(d->nbc + ghost_pos(ghost, d->nghost, g));
+                                    : (int32_t)(d->nbc + hk_dist_lower_bound(ghost, d->nghost, g));
             memcpy(d->Kbnd.val + (size_t)q * bb, K->val + (size_t)p * bb,
                    (size_t)bb * sizeof(double));
             q++;

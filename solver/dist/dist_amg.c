@@ -113,14 +113,7 @@ static int cmp_i64(const void *a, const void *b)
 
 static int64_t find_i64(const int64_t *v, int64_t n, int64_t g)
 {
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < g)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const int64_t lo = hk_dist_lower_bound(v, n, g);
     return lo < n && v[lo] == g ? lo : -1;
 }
 

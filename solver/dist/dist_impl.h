@@ -63,9 +63,13 @@ int hk_halo_wait(hk_halo *h);
  * then MPI_Abort. For a failure the others cannot learn of (comm.c). */
 _Noreturn void hk_comm_abort(int code);
 
+/* The first position of the sorted v[0..n) whose value is not below g (n: none; dist.c). */
+int64_t hk_dist_lower_bound(const int64_t *v, int64_t n, int64_t g);
+
 /* ---- the device transport (dcomm.c) -----------------------------------------------------
- * dist.comm: auto (mpi: measured faster than nccl on two GPUs at the sizes run so far), mpi (host memory and MPI: staged through the host on a device backend),
- * nccl (the backend's dcomm_* ops). */
+ * dist.comm: auto (mpi: measured faster than nccl on two GPUs at the sizes run so far), mpi
+ * (host memory and MPI: staged through the host on a device backend), nccl (the backend's
+ * dcomm_* ops). */
 enum hk_dist_transport { HK_DIST_COMM_AUTO = 0, HK_DIST_COMM_MPI, HK_DIST_COMM_NCCL };
 extern const char *const hk_dist_comm_names[]; /* by enum hk_dist_transport, NULL-terminated */
 #define HK_DCOMM_TIMEOUT 60.0 /* seconds a process waits for the others to join or answer */
