@@ -54,11 +54,46 @@ static void usage(FILE *f)
             "example: hooke solve K.mtx --block-size 3 method=pipecg pc=poly "
             "pc.poly.degree=4 precision=mixed\n\n"
             "Under mpirun -np N (docs/parallel.md) rank 0 reads and partitions the matrix (METIS),\n"
-            "every process solves its rows, rank 0 prints and writes x; pc=none, jacobi, bjacobi\n"
-            "and poly are distributed, the others (and --eigen, method=cholesky) refuse.\n\n");
+            "every process solves its rows, rank 0 prints and writes x; pc=none, jacobi, bjacobi,\n"
+            "poly and amg (with the coordinates of --coords or --generate) are distributed, the\n"
+            "others (and --eigen, method=cholesky) refuse.\n\n");
     hk_solver_print_help(f);
     fprintf(f, "\n");
     hk_eigen_print_help(f);
+}
+
+/* The node coordinates of --coords FILE for the matrix K: one row per node (block row), one
+ * column per dof of the node; the message on stderr and non-zero when they do not fit. */
+int hk_solve_read_coords(const char *file, const hk_bcsr *K, double **coords, int *dim)
+{
+    const int64_t n = K->nbrows * K->bs;
+    int64_t rows = 0;
+    *coords = NULL;
+    if (hk_mm_read_array(file, &rows, dim, coords)) {
+        fprintf(stderr, "hooke solve: --coords: %s\n", hk_error_message());
+        return 1;
+    }
+    if (*dim != 2 && *dim != 3)
+        fprintf(stderr,
+                "hooke solve: --coords %s has %d columns; give 2 (2D) or 3 (3D) coordinates "
+                "per node\n",
+                file, *dim);
+    else if (K->bs == 1 && *dim > 1 && rows * *dim == n)
+        fprintf(stderr,
+                "hooke solve: --coords %s gives %lld nodes in %dD but the matrix has scalar "
+                "rows; pass --block-size %d so that each node is one block row\n",
+                file, (long long)rows, *dim, *dim);
+    else if (rows != K->nbrows || *dim != K->bs)
+        fprintf(stderr,
+                "hooke solve: --coords %s has %lld rows of %d coordinates but the matrix has "
+                "%lld nodes (block rows) of %d dofs; give one row per node with one column "
+                "per dof of the node\n",
+                file, (long long)rows, *dim, (long long)K->nbrows, K->bs);
+    else
+        return 0;
+    free(*coords);
+    *coords = NULL;
+    return 1;
 }
 
 int hk_cmd_solve(int argc, char **argv)
@@ -146,7 +181,7 @@ int hk_cmd_solve(int argc, char **argv)
         goto done;
     }
     if (hk_comm_size(hk_comm_world()) > 1) { /* mpirun: app/solve_mpi.c */
-        rc = hk_cmd_solve_mpi(mtx, gen, rhs, out, bs, o);
+        rc = hk_cmd_solve_mpi(mtx, gen, rhs, coords_file, out, bs, o);
         goto done;
     }
 
@@ -191,33 +226,7 @@ int hk_cmd_solve(int argc, char **argv)
     if (coords_file) {
         free(coords); /* the file's replace the generator's */
         coords = NULL;
-        int64_t rows = 0;
-        if (hk_mm_read_array(coords_file, &rows, &dim, &coords)) {
-            fprintf(stderr, "hooke solve: --coords: %s\n", hk_error_message());
-            goto done;
-        }
-        if (dim != 2 && dim != 3) {
-            fprintf(stderr,
-                    "hooke solve: --coords %s has %d columns; give 2 (2D) or 3 (3D) coordinates "
-                    "per node\n",
-                    coords_file, dim);
-            goto done;
-        }
-        if (K->bs == 1 && dim > 1 && rows * dim == n) {
-            fprintf(stderr,
-                    "hooke solve: --coords %s gives %lld nodes in %dD but the matrix has scalar "
-                    "rows; pass --block-size %d so that each node is one block row\n",
-                    coords_file, (long long)rows, dim, dim);
-            goto done;
-        }
-        if (rows != K->nbrows || dim != K->bs) {
-            fprintf(stderr,
-                    "hooke solve: --coords %s has %lld rows of %d coordinates but the matrix has "
-                    "%lld nodes (block rows) of %d dofs; give one row per node with one column "
-                    "per dof of the node\n",
-                    coords_file, (long long)rows, dim, (long long)K->nbrows, K->bs);
-            goto done;
-        }
+        if (hk_solve_read_coords(coords_file, K, &coords, &dim)) goto done;
     }
     const hk_nearnull nn = {.dim = coords ? dim : 0, .coords = coords};
 

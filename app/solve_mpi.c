@@ -12,19 +12,17 @@
 #include "app.h"
 #include "hooke/solver.h"
 
-enum { TAG_X = 7202 };
+enum { TAG_X = 7202, TAG_COORDS = 7203 };
 
-/* The system on rank 0: K and b (A * ones without --rhs, then *one = 1). Messages on stderr. */
-static int read_system(const char *mtx, const char *gen, const char *rhs, int bs, hk_bcsr *K,
-                       double **b, int *ones)
+/* The system on rank 0: K and b (A * ones without --rhs, then *one = 1), the node coordinates
+ * of a generated matrix or of --coords (*coords, *dim; else NULL, 0). Messages on stderr. */
+static int read_system(const char *mtx, const char *gen, const char *rhs, const char *coords_file,
+                       int bs, hk_bcsr *K, double **b, int *ones, double **coords, int *dim)
 {
     hk_bcsr A = {0};
-    double *coords = NULL;
-    int dim = 0;
     *ones = 0;
     if (gen) {
-        if (hk_app_generate(gen, "hooke solve", K, &coords, &dim)) return HK_ERR_ARG;
-        free(coords);
+        if (hk_app_generate(gen, "hooke solve", K, coords, dim)) return HK_ERR_ARG;
     } else {
         if (hk_mm_read_matrix(mtx, &A)) goto say;
         if (bs > 1) {
@@ -40,6 +38,10 @@ static int read_system(const char *mtx, const char *gen, const char *rhs, int bs
         fprintf(stderr, "hooke solve: %s is %lld x %lld; a linear system needs a square matrix\n",
                 gen ? gen : mtx, (long long)n, (long long)(K->nbcols * K->bs));
         return HK_ERR_ARG;
+    }
+    if (coords_file) { /* the file's replace the generator's */
+        free(*coords);
+        if (hk_solve_read_coords(coords_file, K, coords, dim)) return HK_ERR_ARG;
     }
     if (rhs) {
         int64_t nb = 0;
@@ -70,8 +72,46 @@ say:
     return HK_ERR_ARG;
 }
 
-int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const char *out, int bs,
-                     hk_options *o)
+/* Every process's node coordinates (its rows', in its order) from rank 0's (the input's order;
+ * dim 0: none): old_of gives each renumbered row's input row, starts each process's first. */
+static int scatter_coords(const hk_comm *c, const double *coords, int dim, const int32_t *old_of,
+                          const int64_t *starts, int64_t nrows, double **mine, int *dim_out)
+{
+    const int me = hk_comm_rank(c), P = hk_comm_size(c);
+    double *buf = NULL;
+    int ierr = 0;
+    *mine = NULL;
+    HK_CALL(hk_comm_bcast(c, &dim, sizeof dim, 0));
+    *dim_out = dim;
+    if (!dim) return 0;
+    ierr = hk_malloc((size_t)(dim * nrows + 1) * sizeof **mine, mine);
+    if (me == 0) {
+        int64_t most = 0;
+        for (int q = 0; q < P; q++)
+            if (starts[q + 1] - starts[q] > most) most = starts[q + 1] - starts[q];
+        if (!ierr) ierr = hk_malloc((size_t)(dim * most + 1) * sizeof *buf, &buf);
+    }
+    HK_TRY(hk_comm_agree(c, ierr)); /* every process in the messages below, or none */
+    if (me == 0) {
+        for (int q = P - 1; q >= 0; q--) { /* rank 0's own last, into *mine */
+            double *to = q ? buf : *mine;
+            for (int64_t r = starts[q]; r < starts[q + 1]; r++)
+                memcpy(to + (r - starts[q]) * dim, coords + (int64_t)old_of[r] * dim,
+                       (size_t)dim * sizeof *to);
+            if (q)
+                HK_TRY(hk_comm_send(c, buf, (size_t)(starts[q + 1] - starts[q]) * dim * sizeof *buf,
+                                    q, TAG_COORDS));
+        }
+    } else {
+        HK_TRY(hk_comm_recv(c, *mine, (size_t)nrows * dim * sizeof **mine, 0, TAG_COORDS));
+    }
+fail:
+    free(buf);
+    return ierr;
+}
+
+int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const char *coords_file,
+                     const char *out, int bs, hk_options *o)
 {
     const hk_comm *c = hk_comm_world();
     const int me = hk_comm_rank(c), P = hk_comm_size(c);
@@ -80,9 +120,10 @@ int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const ch
     int32_t *old_of = NULL;
     int64_t *starts = NULL, row0 = 0;
     hk_solver *s = NULL;
-    int ones = 0, rc = 2, ierr;
+    double *coords = NULL, *xyz = NULL;
+    int ones = 0, rc = 2, ierr, dim = 0;
     /* rank 0 reads and distributes; a failure there stops everyone (its message is printed) */
-    ierr = me == 0 ? read_system(mtx, gen, rhs, bs, &K, &b, &ones) : 0;
+    ierr = me == 0 ? read_system(mtx, gen, rhs, coords_file, bs, &K, &b, &ones, &coords, &dim) : 0;
     if (hk_comm_agree(c, ierr)) goto done;
     /* rank 0 partitions the rows; every process gets its own */
     int32_t *part = NULL;
@@ -103,8 +144,11 @@ int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const ch
         goto fail_local;
     starts[P] = me == 0 ? K.nbrows : 0;
     rc = 1;
-    /* every process: the distributed solver on its rows */
-    ierr = hk_solver_create_dist(c, row0, &L, NULL, o, &s);
+    /* every process: its nodes' coordinates (pc=amg's rigid-body modes), the distributed
+     * solver on its rows */
+    if (scatter_coords(c, coords, dim, old_of, starts, L.nbrows, &xyz, &dim)) goto fail_local;
+    const hk_nearnull nn = {.dim = xyz ? dim : 0, .coords = xyz};
+    ierr = hk_solver_create_dist(c, row0, &L, xyz ? &nn : NULL, o, &s);
     if (ierr) {
         if (me == 0) fprintf(stderr, "hooke solve: %s\n", hk_error_message());
         rc = 2;
@@ -167,6 +211,8 @@ fail_local:
     rc = 1;
 done:
     hk_solver_destroy(s);
+    free(coords);
+    free(xyz);
     hk_bcsr_free(&K);
     hk_bcsr_free(&L);
     free(b);

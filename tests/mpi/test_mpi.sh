@@ -58,6 +58,23 @@ for mp in "cg pc=jacobi" "pipecg pc=poly" "scg pc=jacobi" "gmres pc=bjacobi" \
   done
 done
 
+# pc=amg's rigid-body modes from --generate's and --coords's coordinates: the one-process
+# iterations (translations alone need about 60 % more here), and a bad --coords refused
+its_of() { sed -n 's/^iterations: //p' "$1"; }
+"$H" solve --generate elasticity3d:12 pc=amg >"$T/c1.log" 2>&1 || true
+for np in 2 3; do
+  mpi -np $np "$H" solve --generate elasticity3d:12 pc=amg >"$T/c$np.log" 2>&1 || true
+  i1=$(its_of "$T/c1.log"); inp=$(its_of "$T/c$np.log")
+  if grep -q "6 rigid-body modes" "$T/c$np.log" && [ -n "$inp" ] && [ "$inp" -le $((i1 + 1)) ]; then
+    ok "-np $np pc=amg on --generate: rigid-body modes, $inp iterations (one process: $i1)"
+  else bad "-np $np pc=amg on --generate: ${inp:-no} iterations, one process $i1"; tail -3 "$T/c$np.log"; fi
+done
+printf '%%%%MatrixMarket matrix array real general\n2 3\n0\n0\n0\n1\n1\n1\n' >"$T/xyz.mtx"
+rc=0; out=$(mpi -np 2 "$H" solve --generate elasticity3d:4 --coords "$T/xyz.mtx" pc=amg 2>&1) || rc=$?
+if [ $rc = 2 ] && echo "$out" | grep -q -- "--coords .* has 2 rows of 3 coordinates"; then
+  ok "-np 2 --coords of the wrong length refused (exit 2)"
+else bad "-np 2 --coords of the wrong length: exit $rc"; echo "$out" | head -3; fi
+
 echo "test_mpi: hooke run (displacements against one process, 1e-8)"
 # name | case | np | options | what the pieces must show
 runs=(
