@@ -32,7 +32,8 @@ static void scale_usage(FILE *f)
                "  --n N              cells per side of a process's slab (default by --size: 16,\n"
                "                     40, 168: about 14k, 200k, 14.4M DOFs a process)\n"
                "  --methods LIST     Krylov methods (default cg,pipecg,scg)\n"
-               "  --pc NAME          preconditioner (default poly; jacobi, bjacobi, none)\n"
+               "  --pc NAME          preconditioner (default poly; jacobi, bjacobi, amg with the\n"
+               "                     grid's rigid-body modes, none)\n"
                "  --comm NAME        how the processes exchange (dist.comm): auto (default:\n"
                "                     nccl on cuda where built, else mpi), nccl or mpi\n"
                "  --tol T            relative tolerance (default 1e-8)\n"
@@ -109,8 +110,10 @@ static int timed_solves(const hk_comm *c, hk_solver *s, const double *b, double 
 }
 
 /* One process (rank 0 alone; the others wait at the next collective): the solve of K. */
-static int solve_one(const hk_bcsr *K, const char *opts, int reps, solve_figs *f)
+static int solve_one(const hk_bcsr *K, const double *xyz, const char *opts, int reps,
+                     solve_figs *f)
 {
+    const hk_nearnull nn = {.dim = 3, .coords = xyz}; /* pc=amg's rigid-body modes */
     hk_options *o = NULL;
     hk_solver *s = NULL;
     const int64_t n = K->nbrows * K->bs;
@@ -120,7 +123,7 @@ static int solve_one(const hk_bcsr *K, const char *opts, int reps, solve_figs *f
     if (!ierr) ierr = hk_options_create(&o);
     if (!ierr) ierr = hk_options_parse(o, opts);
     const double t0 = hk_time();
-    if (!ierr) ierr = hk_solver_create(K, o, &s);
+    if (!ierr) ierr = hk_solver_create_nearnull(K, &nn, o, &s);
     f->setup = hk_time() - t0;
     if (!ierr) ierr = timed_solves(NULL, s, b, x, n, reps, f);
     hk_solver_destroy(s);
@@ -131,8 +134,8 @@ static int solve_one(const hk_bcsr *K, const char *opts, int reps, solve_figs *f
 }
 
 /* Every process: its rows (contiguous blocks: the z slabs) of rank 0's K, solved distributed. */
-static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const char *opts,
-                      int reps, solve_figs *f)
+static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const double *xyz,
+                      const char *opts, int reps, solve_figs *f)
 {
     hk_bcsr L = {0};
     double *bl = NULL, *xl = NULL;
@@ -146,7 +149,9 @@ static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const
     if (!ierr) ierr = hk_options_parse(o, opts);
     ierr = hk_comm_agree(c, ierr);
     const double t0 = hk_time();
-    if (!ierr) ierr = hk_solver_create_dist(c, row0, &L, NULL, o, &s);
+    /* the slabs are contiguous rows of the generator's order: the coordinates from row0 on */
+    const hk_nearnull nn = {.dim = 3, .coords = xyz + 3 * row0};
+    if (!ierr) ierr = hk_solver_create_dist(c, row0, &L, &nn, o, &s);
     f->setup = slowest(c, t0);
     snprintf(f->comm, sizeof f->comm, "%s",
              s && hk_solver_dist_comm(s) ? hk_solver_dist_comm(s) : "-");
@@ -289,10 +294,13 @@ int hk_bench_scale(int argc, char **argv)
     char list[256];
     snprintf(list, sizeof list, "%s", methods);
     hk_bcsr K1 = {0}, KP = {0};
-    double *bP = NULL;
-    /* the one-process problem (rank 0) and the P-fold one (rank 0, scattered) */
+    double *bP = NULL, *xyz1 = NULL, *xyzP = NULL;
+    /* the one-process problem (rank 0) and the P-fold one (rank 0, scattered); the grids'
+     * coordinates on every process (pc=amg's rigid-body modes) */
+    ierr = hk_gen_elasticity3d_coords(n, n, n * P, &xyzP);
     if (me == 0) {
-        ierr = hk_gen_elasticity3d(n, n, n, &K1);
+        if (!ierr) ierr = hk_gen_elasticity3d_coords(n, n, n, &xyz1);
+        if (!ierr) ierr = hk_gen_elasticity3d(n, n, n, &K1);
         if (!ierr) ierr = hk_gen_elasticity3d(n, n, n * P, &KP);
         if (!ierr) bP = hk_bench_rhs_ones(&KP);
         if (!ierr && !bP) ierr = HK_ERR_MEMORY;
@@ -305,10 +313,10 @@ int hk_bench_scale(int argc, char **argv)
         char optsP[300]; /* the P processes' exchange as asked */
         snprintf(optsP, sizeof optsP, "%s dist.comm=%s", opts, comm);
         solve_figs one = {0}, whole = {0}, many = {0};
-        if (me == 0) ierr = solve_one(&K1, opts, reps, &one);
-        if (!ierr && me == 0 && strong && P > 1) ierr = solve_one(&KP, opts, reps, &whole);
+        if (me == 0) ierr = solve_one(&K1, xyz1, opts, reps, &one);
+        if (!ierr && me == 0 && strong && P > 1) ierr = solve_one(&KP, xyzP, opts, reps, &whole);
         if ((ierr = hk_comm_agree(c, ierr))) break;
-        if ((ierr = solve_many(c, &KP, bP, optsP, reps, &many))) break;
+        if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, reps, &many))) break;
         if (me != 0) continue;
         const double t1 = one.setup + one.solve, tP = many.setup + many.solve;
         const double it1 = one.iterations ? 1e3 * one.solve / one.iterations : NAN;
@@ -334,6 +342,8 @@ int hk_bench_scale(int argc, char **argv)
     hk_bcsr_free(&K1);
     hk_bcsr_free(&KP);
     free(bP);
+    free(xyz1);
+    free(xyzP);
     if (me == 0) hk_json_end_array(&j);
     /* the whole run, weak */
     if (!ierr && run_cells > 0) {
