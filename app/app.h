@@ -21,7 +21,7 @@ int hk_cmd_info(int argc, char **argv);  /* app/cli.c */
 void hk_solve_print_result(const hk_result *res, const double *x, int64_t n, int ones);
 int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const char *coords,
                      const char *out, int bs, hk_options *o);
-/* --coords FILE for the matrix K (app/cmd_solve.c): its node coordinates (*coords, *dim), or
+/* --coords FILE for the matrix K (app/solve_report.c): its node coordinates (*coords, *dim), or
  * the message on stderr and non-zero. */
 int hk_solve_read_coords(const char *file, const hk_bcsr *K, double **coords, int *dim);
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with

@@ -62,40 +62,6 @@ static void usage(FILE *f)
     hk_eigen_print_help(f);
 }
 
-/* The node coordinates of --coords FILE for the matrix K: one row per node (block row), one
- * column per dof of the node; the message on stderr and non-zero when they do not fit. */
-int hk_solve_read_coords(const char *file, const hk_bcsr *K, double **coords, int *dim)
-{
-    const int64_t n = K->nbrows * K->bs;
-    int64_t rows = 0;
-    *coords = NULL;
-    if (hk_mm_read_array(file, &rows, dim, coords)) {
-        fprintf(stderr, "hooke solve: --coords: %s\n", hk_error_message());
-        return 1;
-    }
-    if (*dim != 2 && *dim != 3)
-        fprintf(stderr,
-                "hooke solve: --coords %s has %d columns; give 2 (2D) or 3 (3D) coordinates "
-                "per node\n",
-                file, *dim);
-    else if (K->bs == 1 && *dim > 1 && rows * *dim == n)
-        fprintf(stderr,
-                "hooke solve: --coords %s gives %lld nodes in %dD but the matrix has scalar "
-                "rows; pass --block-size %d so that each node is one block row\n",
-                file, (long long)rows, *dim, *dim);
-    else if (rows != K->nbrows || *dim != K->bs)
-        fprintf(stderr,
-                "hooke solve: --coords %s has %lld rows of %d coordinates but the matrix has "
-                "%lld nodes (block rows) of %d dofs; give one row per node with one column "
-                "per dof of the node\n",
-                file, (long long)rows, *dim, (long long)K->nbrows, K->bs);
-    else
-        return 0;
-    free(*coords);
-    *coords = NULL;
-    return 1;
-}
-
 int hk_cmd_solve(int argc, char **argv)
 {
     const char *mtx = NULL, *rhs = NULL, *out = NULL, *backend = NULL, *gen = NULL;

@@ -1,6 +1,8 @@
-/* The lines hooke solve prints after a solve, on one process or several (app/cmd_solve.c,
- * app/solve_mpi.c). */
+/* What hooke solve shares on one process or several (app/cmd_solve.c, app/solve_mpi.c): the
+ * --coords reader and the lines printed after a solve. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "app.h"
 
@@ -24,4 +26,38 @@ void hk_solve_print_result(const hk_result *res, const double *x, int64_t n, int
            res->setup_seconds, res->setup_start_seconds, res->setup_upload_seconds,
            res->setup_check_seconds, res->setup_format_seconds, res->setup_pc_seconds,
            res->solve_seconds, res->iterations ? 1e3 * res->solve_seconds / res->iterations : 0.0);
+}
+
+/* The node coordinates of --coords FILE for the matrix K: one row per node (block row), one
+ * column per dof of the node; the message on stderr and non-zero when they do not fit. */
+int hk_solve_read_coords(const char *file, const hk_bcsr *K, double **coords, int *dim)
+{
+    const int64_t n = K->nbrows * K->bs;
+    int64_t rows = 0;
+    *coords = NULL;
+    if (hk_mm_read_array(file, &rows, dim, coords)) {
+        fprintf(stderr, "hooke solve: --coords: %s\n", hk_error_message());
+        return 1;
+    }
+    if (*dim != 2 && *dim != 3)
+        fprintf(stderr,
+                "hooke solve: --coords %s has %d columns; give 2 (2D) or 3 (3D) coordinates "
+                "per node\n",
+                file, *dim);
+    else if (K->bs == 1 && *dim > 1 && rows * *dim == n)
+        fprintf(stderr,
+                "hooke solve: --coords %s gives %lld nodes in %dD but the matrix has scalar "
+                "rows; pass --block-size %d so that each node is one block row\n",
+                file, (long long)rows, *dim, *dim);
+    else if (rows != K->nbrows || *dim != K->bs)
+        fprintf(stderr,
+                "hooke solve: --coords %s has %lld rows of %d coordinates but the matrix has "
+                "%lld nodes (block rows) of %d dofs; give one row per node with one column "
+                "per dof of the node\n",
+                file, (long long)rows, *dim, (long long)K->nbrows, K->bs);
+    else
+        return 0;
+    free(*coords);
+    *coords = NULL;
+    return 1;
 }
