@@ -24,6 +24,8 @@ int hk_cmd_solve_mpi(const char *mtx, const char *gen, const char *rhs, const ch
 /* --coords FILE for the matrix K (app/solve_report.c): its node coordinates (*coords, *dim), or
  * the message on stderr and non-zero. */
 int hk_solve_read_coords(const char *file, const hk_bcsr *K, double **coords, int *dim);
+/* --rhs FILE for n rows (app/solve_report.c): *b, or the message on stderr and non-zero. */
+int hk_solve_read_rhs(const char *file, int64_t n, double **b);
 /* A generated test matrix from "KIND:N" (elasticity3d, elasticity2d, poisson, convdiff), with
  * the node coordinates of the elasticity kinds (*coords, *dim; else NULL, 0); messages on
  * stderr start with who. Returns 0 or -1. (app/generate.c) */

@@ -317,6 +317,8 @@ void hk_run_print_summary(const hk_case *c, const hk_run *r, FILE *f);
 void hk_run_print_json(const hk_case *c, const hk_run *r, int ok, FILE *f);
 /* r->solver_desc from a solver's describe text (trailing blanks cut), r->backend from it. */
 void hk_run_set_description(hk_run *r, const char *text);
+/* The same from the solver's own describe text. */
+void hk_run_describe_solver(hk_run *r, const hk_solver *s);
 /* The writer's options of the case's output section (compression, level, precision, ascii). */
 hk_vtu_options hk_run_vtu_options(const hk_case *c);
 /* A JSON string (escaped) and number (null when not finite). */

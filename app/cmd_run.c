@@ -642,17 +642,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     }
     if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
     if (ierr) goto fail;
-    {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *mf = open_memstream(&buf, &len);
-        if (mf) {
-            hk_solver_describe(s, mf);
-            fclose(mf);
-        }
-        hk_run_set_description(r, buf);
-        free(buf);
-    }
+    hk_run_describe_solver(r, s);
     stage(&L, "solve: %s%s", r->solver_desc, choice);
     hk_solver_set_monitor(s, monitor, &L);
     if (c->nloadcases) {

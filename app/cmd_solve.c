@@ -199,18 +199,7 @@ int hk_cmd_solve(int argc, char **argv)
     /* ---- the right-hand side ---- */
     x = calloc((size_t)n, sizeof *x);
     if (rhs) {
-        int64_t nb = 0;
-        if (hk_mm_read_vector(rhs, &nb, &b)) {
-            fprintf(stderr, "hooke solve: %s\n", hk_error_message());
-            goto done;
-        }
-        if (nb != n) {
-            fprintf(stderr,
-                    "hooke solve: the right-hand side %s has %lld entries but the matrix has "
-                    "%lld rows\n",
-                    rhs, (long long)nb, (long long)n);
-            goto done;
-        }
+        if (hk_solve_read_rhs(rhs, n, &b)) goto done;
     } else {
         b = malloc((size_t)n * sizeof *b);
         one = malloc((size_t)n * sizeof *one);

@@ -54,6 +54,19 @@ void hk_run_set_description(hk_run *r, const char *text)
     snprintf(r->backend, sizeof r->backend, "%.*s", (int)strcspn(name, ","), name);
 }
 
+void hk_run_describe_solver(hk_run *r, const hk_solver *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    if (mf) {
+        hk_solver_describe(s, mf);
+        fclose(mf);
+    }
+    hk_run_set_description(r, buf);
+    free(buf);
+}
+
 /* ---- output --------------------------------------------------------------------------- */
 
 hk_vtu_options hk_run_vtu_options(const hk_case *c)

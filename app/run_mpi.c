@@ -455,17 +455,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if (ierr == HK_ERR_OPTION || ierr == HK_ERR_UNSUPPORTED)
         ierr = hk_run_solver_option_error(c, ierr);
     if (ierr) goto done; /* agreed inside */
-    {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *mf = open_memstream(&buf, &len);
-        if (mf) {
-            hk_solver_describe(s, mf);
-            fclose(mf);
-        }
-        hk_run_set_description(&r0, buf);
-        free(buf);
-    }
+    hk_run_describe_solver(&r0, s);
     say(&L, "solve: %s%s", r0.solver_desc, choice);
     if (L.on) hk_solver_set_monitor(s, monitor, &L);
     const int d = pt.mesh.dim;

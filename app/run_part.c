@@ -195,36 +195,6 @@ static int unpack_part(preader *r, hk_part *pt)
 
 /* ---- the partition ------------------------------------------------------------------------ */
 
-/* Corners of a cell type (the first nodes of its Gmsh ordering). */
-static int corners(hk_eltype t)
-{
-    switch (t) {
-    case HK_EL_TRI3:
-    case HK_EL_TRI6:
-        return 3;
-    case HK_EL_QUAD4:
-    case HK_EL_QUAD8:
-    case HK_EL_QUAD9:
-    case HK_EL_TET4:
-    case HK_EL_TET10:
-        return 4;
-    case HK_EL_PYR5:
-    case HK_EL_PYR13:
-    case HK_EL_PYR14:
-        return 5;
-    case HK_EL_WEDGE6:
-    case HK_EL_WEDGE15:
-    case HK_EL_WEDGE18:
-        return 6;
-    case HK_EL_HEX8:
-    case HK_EL_HEX20:
-    case HK_EL_HEX27:
-        return 8;
-    default:
-        return 2;
-    }
-}
-
 /* cell part, node owner (lowest part among its cells, 0 for a node of no cell), global ids
  * part after part in the mesh's order, starts[q] the first global id of part q. */
 static int partition(const hk_mesh *m, int P, int32_t *cpart, int32_t *owner, int64_t *gid,
@@ -237,7 +207,7 @@ static int partition(const hk_mesh *m, int P, int32_t *cpart, int32_t *owner, in
     HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *cptr, &cptr));
     cptr[0] = 0;
     for (int64_t e = 0; e < ne; e++)
-        cptr[e + 1] = cptr[e] + corners((hk_eltype)m->cells.type[e]);
+        cptr[e + 1] = cptr[e] + hk_eltype_ncorners((hk_eltype)m->cells.type[e]);
     HK_TRY(hk_malloc((size_t)(cptr[ne] + 1) * sizeof *cnodes, &cnodes));
     for (int64_t e = 0; e < ne; e++)
         memcpy(cnodes + cptr[e], m->cells.nodes + m->cells.ptr[e],

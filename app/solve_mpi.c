@@ -43,18 +43,7 @@ static int read_system(const char *mtx, const char *gen, const char *rhs, const 
         free(*coords);
         if (hk_solve_read_coords(coords_file, K, coords, dim)) return HK_ERR_ARG;
     }
-    if (rhs) {
-        int64_t nb = 0;
-        if (hk_mm_read_vector(rhs, &nb, b)) goto say;
-        if (nb != n) {
-            fprintf(stderr,
-                    "hooke solve: the right-hand side %s has %lld entries but the matrix has "
-                    "%lld rows\n",
-                    rhs, (long long)nb, (long long)n);
-            return HK_ERR_ARG;
-        }
-        return 0;
-    }
+    if (rhs) return hk_solve_read_rhs(rhs, n, b) ? HK_ERR_ARG : 0;
     double *one = NULL;
     if (hk_malloc((size_t)(n + 1) * sizeof *one, &one) ||
         hk_malloc((size_t)(n + 1) * sizeof **b, b)) {

@@ -61,3 +61,22 @@ int hk_solve_read_coords(const char *file, const hk_bcsr *K, double **coords, in
     *coords = NULL;
     return 1;
 }
+
+/* The right-hand side of --rhs FILE for n rows; the message on stderr and non-zero when it
+ * cannot be read or has another length. */
+int hk_solve_read_rhs(const char *file, int64_t n, double **b)
+{
+    int64_t nb = 0;
+    *b = NULL;
+    if (hk_mm_read_vector(file, &nb, b)) {
+        fprintf(stderr, "hooke solve: %s\n", hk_error_message());
+        return 1;
+    }
+    if (nb == n) return 0;
+    fprintf(stderr,
+            "hooke solve: the right-hand side %s has %lld entries but the matrix has %lld rows\n",
+            file, (long long)nb, (long long)n);
+    free(*b);
+    *b = NULL;
+    return 1;
+}

@@ -9,8 +9,6 @@
 
 #include "hooke/fem.h"
 
-/* Corners of type t (the nodes of its linear geometry). */
-int hk_eltype_ncorners(hk_eltype t);
 /* Reference centroid of the corners. */
 void hk_eltype_centroid(hk_eltype t, double *r);
 /* Linear (corner) geometry map of an element with corner coordinates xc (3 per corner):

@@ -52,6 +52,8 @@ typedef struct hk_eltype_info {
 } hk_eltype_info;
 
 const hk_eltype_info *hk_eltype_get(hk_eltype t);
+/* The corners of type t (the first nodes of its Gmsh ordering; 0 for an invalid type). */
+int hk_eltype_ncorners(hk_eltype t);
 /* -1 when Gmsh type number g has no Hooke element. */
 int hk_eltype_from_gmsh(int g);
 /* Gmsh -> VTK node order (docs/elements.md): vtk_nodes[i] = gmsh_nodes[order[i]],
