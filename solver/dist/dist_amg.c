@@ -921,6 +921,18 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
     return ierr;
 }
 
+/* M extended by its ghosts' rows (exchange_rows, then ext_rows): X, its columns cols. */
+static int with_ghost_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M,
+                           const int64_t *colmap, hk_bmat *X, int64_t **cols, int64_t *ncols)
+{
+    double *rec = NULL;
+    int w = 0;
+    HK_CALL(exchange_rows(c, halo, M, colmap, &rec, &w));
+    const int ierr = ext_rows(M, colmap, halo->nghost, rec, w, X, cols, ncols);
+    free(rec);
+    return ierr;
+}
+
 /* The first rows of X as a view (shares X's arrays). */
 static hk_bmat rows_view(const hk_bmat *X, int64_t n)
 {
@@ -1024,10 +1036,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     const hk_backend_ops *cpu = &hk_backend_cpu;
     const int P = hk_comm_size(c), me = hk_comm_rank(c), bs = H->bs, nns = a->nns;
     dlev *L = &a->lev[l], *C = &a->lev[l + 1];
-    int ierr = 0, w = 0;
+    int ierr = 0;
     int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
-    double *Bc = NULL, *rec = NULL;
+    double *Bc = NULL;
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
     entries S = {0}, R = {0};
     int64_t *rp = NULL, *gc = NULL;
@@ -1051,10 +1063,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P */
-    HK_TRY(exchange_rows(c, H->halo, &T, Tmap, &rec, &w));
-    ierr = ext_rows(&T, Tmap, H->halo->nghost, rec, w, &Text, &cT, &nT);
-    free(rec);
-    rec = NULL;
+    ierr = with_ghost_rows(c, H->halo, &T, Tmap, &Text, &cT, &nT);
     lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Text, &AT);
     if (!ierr) {
@@ -1065,10 +1074,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    HK_TRY(exchange_rows(c, H->halo, &Pm, cT, &rec, &w));
-    ierr = ext_rows(&Pm, cT, H->halo->nghost, rec, w, &Pext, &cP, &nP);
-    free(rec);
-    rec = NULL;
+    ierr = with_ghost_rows(c, H->halo, &Pm, cT, &Pext, &cP, &nP);
     lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Pext, &AP);
     hk_bmat Pv = {0};
@@ -1135,7 +1141,6 @@ fail:
     free(cP);
     free(Tmap);
     free(Bc);
-    free(rec);
     free(rp);
     free(gc);
     free(vv);
