@@ -216,15 +216,23 @@ for step in "$@"; do
         HOOKE_ASSEMBLY_PROFILE=1 timeout 120 $B/hooke run cases/bracket/bracket.yaml --backend cuda \
           --set geometry.size=0.001 -o /tmp/apphuge.vtu 2>&1 | tail -40; } > "$OUT/apphuge.md" 2>&1 ;;
     prof) # issue 25: every stage of the 19M-DOF bracket run (geometry.size 0.0005) with the
-          # device assembly's and recovery's phases, and the output file's size
-      # with the output's phases (HOOKE_OUTPUT_PROFILE), then the one-go write as the baseline
-      { for early in 1 0; do
-          echo "== HOOKE_OUTPUT_EARLY=$early"
-          HOOKE_OUTPUT_EARLY=$early HOOKE_OUTPUT_PROFILE=1 HOOKE_ASSEMBLY_PROFILE=1 timeout 200 \
-            $B/hooke run cases/bracket/bracket.yaml --backend cuda --set geometry.size=0.0005 \
-            -o /tmp/prof.vtu 2>&1 | grep -v 'solve: iteration' | tail -80
-          ls -l /tmp/prof.vtu; rm -f /tmp/prof.vtu
-        done; } > "$OUT/prof.md" 2>&1 ;;
+          # device assembly's, AMG set-up's, recovery's and output's phases, and the file's size
+      { HOOKE_OUTPUT_PROFILE=1 HOOKE_ASSEMBLY_PROFILE=1 HOOKE_AMG_PROFILE=1 timeout 200 \
+          $B/hooke run cases/bracket/bracket.yaml --backend cuda --set geometry.size=0.0005 \
+          -o /tmp/prof.vtu 2>&1 | grep -v 'solve: iteration' | tail -80
+        ls -l /tmp/prof.vtu; rm -f /tmp/prof.vtu; } > "$OUT/prof.md" 2>&1 ;;
+    iodiag) # issue 25 item 6: what the host's file system does with one writer (dd) against the
+            # .vtu writer at 32, 16, 8 and 4 threads (bench output, 14.5M DOFs)
+      { nproc; df -T /tmp .; grep -E ' /tmp | / ' /proc/mounts
+        for d in /tmp .; do
+          echo "== dd 1.4 GB into $d, one thread"
+          dd if=/dev/zero of=$d/dd.bin bs=8M count=170 2>&1 | tail -1; rm -f $d/dd.bin
+        done
+        for t in 32 16 8 4; do
+          echo "== OMP_NUM_THREADS=$t"
+          OMP_NUM_THREADS=$t timeout 120 $B/hooke bench output --size large --no-baseline --reps 1 \
+            2>&1 | grep -E 'direct|threads'
+        done; } > "$OUT/iodiag.md" 2>&1 ;;
     ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel and the recovery
             # kernel (bracket, geometry.size=0.0015, 787k DOFs)
       for kn in k_numeric k_recover; do
