@@ -349,17 +349,29 @@ for step in "$@"; do
               done
             fi; } > "$OUT/tri2.md" 2>&1
           grep -E "FAIL|hooke_tests:" "$OUT/tri2.md" | tail -5 ;;
-    tri2ncu) # one L solve of each kernel on the IC(0) factor of elasticity3d:30, both orderings
-          for k in "k_tri_sentinel syncfree colour" "k_tri_sentinel syncfree natural" \
-                   "spsv cusparse colour" "spsv cusparse natural" "syncfree_flags syncfree-flags colour"; do
-            read -r kn tri ord <<< "$k"
-            echo "== $tri ($kn), pc.ordering=$ord"
+    tri2ncu) # one L solve of each kernel on the IC(0) factor of elasticity3d:30, both orderings;
+             # then the case the sync-free solve loses (elasticity3d:60, colour order): ours by
+             # Nsight Compute, cuSPARSE's kernels by name and time (nsys; its names are its own)
+          for k in "k_tri_sentinel syncfree colour 30" "k_tri_sentinel syncfree natural 30" \
+                   "syncfree_flags syncfree-flags colour 30" "k_tri_sentinel syncfree colour 60"; do
+            read -r kn tri ord n <<< "$k"
+            echo "== $tri ($kn), pc.ordering=$ord, elasticity3d:$n"
             timeout 90 ncu --kernel-name regex:$kn --launch-skip 2 --launch-count 1 --section SpeedOfLight \
               --section WarpStateStats --section SchedulerStats --section Occupancy \
-              --section MemoryWorkloadAnalysis \
-              $B/hooke solve --generate elasticity3d:30 --backend cuda method=cg pc=ic0 \
+              --section MemoryWorkloadAnalysis --section LaunchStats \
+              $B/hooke solve --generate elasticity3d:$n --backend cuda method=cg pc=ic0 \
               pc.tri=$tri pc.ordering=$ord maxit=3
-          done > "$OUT/tri2ncu.md" 2>&1 ;;
+          done > "$OUT/tri2ncu.md" 2>&1
+          if command -v nsys > /dev/null; then
+            for tri in cusparse syncfree; do
+              echo "== nsys: pc.tri=$tri, colour order, elasticity3d:60, 20 iterations"
+              nsys profile --trace=cuda --force-overwrite=true -o /tmp/tri60 \
+                $B/hooke solve --generate elasticity3d:60 --backend cuda method=cg pc=ic0 \
+                pc.tri=$tri maxit=20 > /dev/null 2>&1
+              { nsys stats -r cuda_gpu_kern_sum -f csv /tmp/tri60.nsys-rep 2>/dev/null ||
+                nsys stats -r gpukernsum -f csv /tmp/tri60.nsys-rep; } | cut -c1-220 | head -14
+            done >> "$OUT/tri2ncu.md" 2>&1
+          fi ;;
     mpk2) # issue 30 item 4: matrix powers staged in shared memory (the thesis's 6.3.2) against
           # k SpMVs, the same ghost zones from memory and the wavefront, k = 2..8, 2D and 3D in
           # L2 (small) and beyond it (medium); then what scg's tuner picks
