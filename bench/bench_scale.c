@@ -35,7 +35,7 @@ static void scale_usage(FILE *f)
                "  --pc NAME          preconditioner (default poly; jacobi, bjacobi, amg with the\n"
                "                     grid's rigid-body modes, none)\n"
                "  --comm NAME        how the processes exchange (dist.comm): auto (default:\n"
-               "                     nccl on cuda where built, else mpi), nccl or mpi\n"
+               "                     MPI, the faster one measured), nccl or mpi\n"
                "  --tol T            relative tolerance (default 1e-8)\n"
                "  --run-cells C      the whole-run series: cells per side of a process's part of\n"
                "                     the box case (default by --size: 8, 24, 80; 0: skip)\n"
