@@ -7,9 +7,14 @@
  *                 (else 0), compressed size of each block], then the blocks, each compressed
  *                 on its own (zlib's compress2 or LZ4's block format), as vtkXMLDataParser
  *                 reads them with vtkZLibDataCompressor or vtkLZ4DataCompressor.
- * The data go out with pwrite at positions fixed by the block order, from every thread at
- * once: blocks are compressed in parallel and placed by the running sum of their sizes in
- * block order, so the bytes do not depend on the thread count. Compressed sizes are known only
+ * The data go out with pwrite at positions fixed by the block order: every thread converts or
+ * compresses, and at most HOOKE_OUTPUT_WRITERS of them call pwrite at once (a counting
+ * semaphore: buffered writes to one file serialise on its inode lock, and many writers
+ * waiting there burn system time); blocks are placed by the running sum of their sizes in
+ * block order, so the bytes depend neither on the thread count nor on the writer count.
+ * HOOKE_OUTPUT_MODE=mmap maps an uncompressed file instead (space reserved first with
+ * fallocate, so a full disk is an error, not a SIGBUS) and the threads copy into the map;
+ * file systems without fallocate or mmap fall back to pwrite. Compressed sizes are known only
  * after compression, so a compressed file's head is written last, over room reserved for it:
  * each offset is followed by blanks up to 20 digits' width (blanks before "/>", which XML
  * allows). ASCII mode writes the values inline (format="ascii") through stdio. */
@@ -18,10 +23,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +47,7 @@
 #define VTU_BLOCK ((size_t)1 << 16) /* uncompressed bytes per compressed block */
 #define VTU_PIECE ((size_t)1 << 20) /* bytes per pwrite of an uncompressed array */
 #define VTU_OFFSET_WIDTH 20         /* digits of the largest UInt64: room for any offset */
+#define VTU_WRITERS 4               /* default of HOOKE_OUTPUT_WRITERS: threads in pwrite at once */
 
 int hk_vtu_have_lz4(void)
 {
@@ -156,7 +164,98 @@ typedef struct {
     uint64_t base; /* file position of the byte after '_' */
     int err_errno; /* a write failed with this errno */
     int err_zip;   /* a block did not compress */
+    int limited;   /* slots holds the writer count: at most that many threads in pwrite */
+    sem_t slots;
+    unsigned char *map; /* HOOKE_OUTPUT_MODE=mmap: the file mapped, [0, map_len) */
+    size_t map_len;
 } vtu_out;
+
+/* How the arrays reach the file: HOOKE_OUTPUT_WRITERS (threads in pwrite at once, 0: every
+ * thread) and HOOKE_OUTPUT_MODE (pwrite or mmap), read at every write (docs/output.md). */
+typedef struct {
+    int writers;
+    int mmap;
+} vtu_io;
+
+static int io_settings(const char *path, vtu_io *io)
+{
+    const char *w = getenv("HOOKE_OUTPUT_WRITERS"), *md = getenv("HOOKE_OUTPUT_MODE");
+    io->writers = VTU_WRITERS, io->mmap = 0;
+    if (w && *w && strcmp(w, "all")) {
+        char *end;
+        const long v = strtol(w, &end, 10);
+        HK_CHECK(*end == '\0' && v >= 1 && v <= 65536, HK_ERR_ARG,
+                 "could not write '%s': HOOKE_OUTPUT_WRITERS=%s is not a thread count; set it to "
+                 "a whole number from 1 or to 'all', or unset it",
+                 path, w);
+        io->writers = (int)v;
+    } else if (w && *w) {
+        io->writers = 0;
+    }
+    if (md && *md) {
+        HK_CHECK(!strcmp(md, "pwrite") || !strcmp(md, "mmap"), HK_ERR_ARG,
+                 "could not write '%s': HOOKE_OUTPUT_MODE=%s is not a writing mode; set it to "
+                 "pwrite or mmap, or unset it",
+                 path, md);
+        io->mmap = !strcmp(md, "mmap");
+    }
+    return 0;
+}
+
+/* o ready to write into fd: its writer limit, and with mapped set and io->mmap the file mapped
+ * for [0, total) after reserving its space. 0, or an errno (no space: the write's error);
+ * a file system without fallocate or shared writable maps is written with pwrite. */
+static int out_begin(vtu_out *o, int fd, uint64_t base, const vtu_io *io, int mapped,
+                     uint64_t total)
+{
+    memset(o, 0, sizeof *o);
+    o->fd = fd, o->base = base;
+    if (io->mmap && mapped && total > 0) {
+        if (fallocate(fd, 0, 0, (off_t)total) != 0) {
+            if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) return errno;
+        } else {
+            void *p = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (p != MAP_FAILED) o->map = p, o->map_len = (size_t)total;
+        }
+    }
+    if (!o->map && io->writers > 0 && io->writers < omp_get_max_threads())
+        o->limited = sem_init(&o->slots, 0, (unsigned)io->writers) == 0;
+    return 0;
+}
+
+/* Unmaps and drops the writer limit; an errno of munmap, or 0. */
+static int out_end(vtu_out *o)
+{
+    int err = 0;
+    if (o->map && munmap(o->map, o->map_len) != 0) err = errno;
+    if (o->limited) sem_destroy(&o->slots);
+    o->map = NULL, o->limited = 0;
+    return err;
+}
+
+/* All of buf at pos: copied into the map, or written with pwrite once a writer's slot is
+ * free. 0, or an errno. */
+static int out_write(vtu_out *o, const void *buf, size_t len, uint64_t pos)
+{
+    if (o->map) {
+        if (pos + len > o->map_len) return EFBIG; /* a wrong plan; never expected */
+#ifdef MADV_POPULATE_WRITE
+        /* the piece's pages in one call rather than a fault each (Linux 5.14; else faults) */
+        if (len >= VTU_PIECE / 4) {
+            const uintptr_t pg = 4096, a0 = (uintptr_t)(o->map + pos) & ~(pg - 1);
+            madvise((void *)a0, (uintptr_t)(o->map + pos + len) - a0, MADV_POPULATE_WRITE);
+        }
+#endif
+        memcpy(o->map + pos, buf, len);
+        return 0;
+    }
+    if (o->limited)
+        while (sem_wait(&o->slots) != 0 && errno == EINTR)
+            ;
+    const int err = pwrite_all(o->fd, buf, len, pos);
+    if (o->limited) sem_post(&o->slots);
+    return err;
+}
 
 static void note_error(vtu_out *o, int err, int zip)
 {
@@ -173,7 +272,7 @@ static void write_plain(vtu_out *o, vtu_array *a, int parallel)
 {
     const uint64_t nbytes = array_bytes(a), at = o->base + a->offset;
     const int64_t npieces = (int64_t)((nbytes + VTU_PIECE - 1) / VTU_PIECE);
-    int err = pwrite_all(o->fd, &nbytes, sizeof nbytes, at);
+    int err = out_write(o, &nbytes, sizeof nbytes, at);
     if (err) note_error(o, err, 0);
     a->size = sizeof nbytes + nbytes;
 #pragma omp parallel if (parallel && npieces > 1)
@@ -185,7 +284,7 @@ static void write_plain(vtu_out *o, vtu_array *a, int parallel)
             if (a->from_double && !tmp) continue;
             const uint64_t start = (uint64_t)p * VTU_PIECE;
             const size_t len = (size_t)(nbytes - start < VTU_PIECE ? nbytes - start : VTU_PIECE);
-            int e = pwrite_all(o->fd, values_at(a, start, len, tmp), len, at + 8 + start);
+            int e = out_write(o, values_at(a, start, len, tmp), len, at + 8 + start);
             if (e) note_error(o, e, 0);
         }
         free(tmp);
@@ -235,7 +334,7 @@ static void write_compressed(vtu_out *o, vtu_array *a, hk_vtu_compression c, int
                 if (j < w1 - w0) {
                     const int64_t b = w0 + j;
                     if (!hdr[3 + b]) continue;
-                    int e = pwrite_all(o->fd, wbuf + (size_t)j * cap, hdr[3 + b], wpos[j]);
+                    int e = out_write(o, wbuf + (size_t)j * cap, hdr[3 + b], wpos[j]);
                     if (e) note_error(o, e, 0);
                     continue;
                 }
@@ -253,7 +352,7 @@ static void write_compressed(vtu_out *o, vtu_array *a, hk_vtu_compression c, int
         if (ok) zip_free(&zip);
         free(tmp);
     }
-    int err = pwrite_all(o->fd, hdr, hbytes, at);
+    int err = out_write(o, hdr, hbytes, at);
     if (err) note_error(o, err, 0);
     a->size = next - at;
 done:
@@ -485,9 +584,15 @@ typedef struct {
     double mesh, fields; /* bytes of the mesh's arrays and of the fields' */
     double mem[4];       /* /proc/meminfo at the start: MemFree, Cached, Dirty, Writeback (kB) */
     struct rusage ru;    /* the process's CPU times and context switches at the start */
+    struct rusage ru_t;  /* the same at the current phase's start */
 } vtu_prof;
 
 static void prof_step(vtu_prof *p, const char *what, double bytes);
+
+static double tv_seconds(struct timeval tv)
+{
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+}
 
 /* MemFree, Cached, Dirty and Writeback of /proc/meminfo in kB (-1 where unknown). */
 static void page_cache_state(double v[4])
@@ -512,6 +617,7 @@ static void prof_begin(vtu_prof *p)
     if (!p->on) return;
     page_cache_state(p->mem);
     getrusage(RUSAGE_SELF, &p->ru);
+    p->ru_t = p->ru;
     p->t0 = p->t = hk_time();
 }
 
@@ -528,12 +634,21 @@ static void prof_step(vtu_prof *p, const char *what, double bytes)
 {
     if (!p->on) return;
     const double now = hk_time(), s = now - p->t;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    /* the phase's CPU: user time with little system time is conversion or waiting threads
+     * spinning; system time is the kernel's copy (or its lock); faults: pages taken */
+    char cpu[96];
+    snprintf(cpu, sizeof cpu, "  (user %.2f s, sys %.2f s, %ld faults)",
+             tv_seconds(ru.ru_utime) - tv_seconds(p->ru_t.ru_utime),
+             tv_seconds(ru.ru_stime) - tv_seconds(p->ru_t.ru_stime),
+             ru.ru_minflt - p->ru_t.ru_minflt);
     if (bytes > 0)
-        fprintf(stderr, "output profile: %-34s %9.3f s %10.1f MB %8.2f GB/s\n", what, s,
-                bytes / 1e6, s > 0 ? bytes / 1e9 / s : 0.0);
+        fprintf(stderr, "output profile: %-34s %9.3f s %10.1f MB %8.2f GB/s%s\n", what, s,
+                bytes / 1e6, s > 0 ? bytes / 1e9 / s : 0.0, cpu);
     else
-        fprintf(stderr, "output profile: %-34s %9.3f s\n", what, s);
-    p->t = now;
+        fprintf(stderr, "output profile: %-34s %9.3f s%s\n", what, s, cpu);
+    p->t = now, p->ru_t = ru;
 }
 
 static void prof_end(vtu_prof *p, const char *path)
@@ -671,6 +786,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     static const hk_vtu_options plain = {0};
     if (!opt) opt = &plain;
     HK_CALL(vtu_check(path, m, f, opt));
+    vtu_io io;
+    HK_CALL(io_settings(path, &io));
     const int ascii = opt->ascii;
     const hk_vtu_compression comp = ascii ? HK_VTU_NONE : opt->compression;
     const int level = opt->level ? opt->level : 1;
@@ -679,6 +796,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     char *head = NULL;
     vtu_plan pl;
     vtu_cells cl = {0};
+    vtu_out o;
+    memset(&o, 0, sizeof o);
     vtu_prof prof;
     prof_begin(&prof);
     const double old = remove_old(path);
@@ -702,17 +821,29 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         goto fail; /* done: free the cell arrays */
     }
 
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    /* uncompressed: every offset known, the head first and exact; compressed: the head's room
+     * first (its length does not depend on the offsets), the head itself last */
+    size_t hlen = 0;
+    uint64_t total = 0; /* uncompressed: the file's size */
+    if (comp == HK_VTU_NONE) {
+        const uint64_t appended = plan_offsets(&pl);
+        HK_TRY(head_text(&pl, 0, &head, &hlen));
+        total = hlen + appended + sizeof vtu_tail - 1;
+    } else {
+        HK_TRY(head_text(&pl, 1, &head, &hlen));
+        free(head);
+        head = NULL;
+    }
+    /* a map needs the file open for reading too; write-only access still writes with pwrite */
+    fd = io.mmap && comp == HK_VTU_NONE ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0666) : -1;
+    if (fd < 0) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     HK_TRY_CHECK(fd >= 0, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)",
                  path, strerror(errno));
-    prof_step(&prof, "open", 0);
-    vtu_out o = {fd, 0, 0, 0};
-    size_t hlen = 0;
-    if (comp == HK_VTU_NONE) { /* every offset known: the head first, exact */
-        plan_offsets(&pl);
-        HK_TRY(head_text(&pl, 0, &head, &hlen));
-        o.base = hlen;
-        int e = pwrite_all(fd, head, hlen, 0);
+    int e = out_begin(&o, fd, hlen, &io, comp == HK_VTU_NONE, total);
+    HK_TRY_CHECK(!e, HK_ERR_IO, "could not write '%s': %s (disk full?)", path, strerror(e));
+    prof_step(&prof, o.map ? "open, reserve and map" : "open", 0);
+    if (comp == HK_VTU_NONE) {
+        e = out_write(&o, head, hlen, 0);
         if (e) note_error(&o, e, 0);
         prof_step(&prof, "XML head", (double)hlen);
         for (int k = 0; k < pl.narr && !o.err_errno; k++) {
@@ -720,11 +851,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
             *(mesh_array(&pl, k) ? &prof.mesh : &prof.fields) += (double)pl.arr[k].size;
             prof_step(&prof, pl.arr[k].name, (double)pl.arr[k].size);
         }
-    } else { /* the head's room first (its length does not depend on the offsets) */
-        HK_TRY(head_text(&pl, 1, &head, &hlen));
-        free(head);
-        head = NULL;
-        o.base = hlen;
+    } else {
         uint64_t off = 0;
         for (int k = 0; k < pl.narr && !o.err_errno && !o.err_zip; k++) {
             pl.arr[k].offset = off;
@@ -738,16 +865,18 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         HK_TRY_CHECK(len2 == hlen, HK_ERR_INTERNAL,
                      "hk_vtu_write '%s': the XML head changed length (%zu, %zu bytes)", path, hlen,
                      len2);
-        int e = pwrite_all(fd, head, hlen, 0);
+        e = out_write(&o, head, hlen, 0);
         if (e) note_error(&o, e, 0);
         prof_step(&prof, "XML head", (double)hlen);
     }
     HK_TRY_CHECK(!o.err_zip, HK_ERR_INTERNAL, "hk_vtu_write '%s': a block did not compress", path);
     {
         const vtu_array *last = &pl.arr[pl.narr - 1];
-        int e = pwrite_all(fd, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
+        e = out_write(&o, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
         if (e) note_error(&o, e, 0);
     }
+    e = out_end(&o);
+    if (e) note_error(&o, e, 0);
     HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
                  path, strerror(o.err_errno));
     prof_step(&prof, "end tag", 0);
@@ -759,6 +888,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     prof_end(&prof, path);
 
 fail:
+    out_end(&o);
     if (fd >= 0) close(fd);
     if (ierr) remove(path); /* no half-written file that ParaView would choke on */
     free(head);
@@ -831,7 +961,9 @@ static void *early_main(void *arg)
     plan_arrays(&pl, e->m, &e->layout, &e->opt, &cl);
     plan_offsets(&pl);
     if (head_text(&pl, 0, &e->head, &e->hlen)) goto done;
-    vtu_out o = {e->fd, e->hlen, pwrite_all(e->fd, e->head, e->hlen, 0), 0};
+    vtu_out o;
+    memset(&o, 0, sizeof o); /* this thread alone, with pwrite */
+    o.fd = e->fd, o.base = e->hlen, o.err_errno = pwrite_all(e->fd, e->head, e->hlen, 0);
     e->bytes = (double)e->hlen;
     for (int k = 0; k < pl.narr && !o.err_errno && !atomic_load(&e->stop); k++)
         if (mesh_array(&pl, k)) {
@@ -872,7 +1004,7 @@ hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fi
     e->layout.nnodes = m->nnodes, e->layout.ncells = m->cells.n;
     atomic_init(&e->stop, 0);
     atomic_init(&e->enough, 0);
-    e->fd = open(e->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    e->fd = open(e->tmp, O_RDWR | O_CREAT | O_EXCL, 0666); /* read too: HOOKE_OUTPUT_MODE=mmap */
     if (e->fd < 0) goto fail;
     if (pthread_create(&e->thread, NULL, early_main, e) != 0) goto fail;
     return e;
@@ -936,12 +1068,20 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
     int ierr = 0, same = 0;
     char *head = NULL;
     vtu_plan pl;
+    uint64_t total = 0; /* the file's size */
+    vtu_out o;
+    memset(&o, 0, sizeof o);
+    vtu_io io;
+    if (io_settings(path ? path : e->path, &io)) {
+        hk_vtu_early_cancel(e);
+        return HK_ERR_ARG;
+    }
     if (e->ok && path && !strcmp(path, e->path) &&
         (!f || (f->nnodes == m->nnodes && f->ncells == m->cells.n))) {
         /* the file of these fields is the early one when its head is: same arrays, offsets */
         const vtu_cells cl = {.nconn = e->nconn, .offs64 = e->offs64};
         plan_arrays(&pl, m, f, &opt, &cl);
-        plan_offsets(&pl);
+        total = e->hlen + plan_offsets(&pl) + sizeof vtu_tail - 1;
         size_t hlen = 0;
         same =
             head_text(&pl, 0, &head, &hlen) == 0 && hlen == e->hlen && !memcmp(head, e->head, hlen);
@@ -953,7 +1093,9 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         return hk_vtu_write(path, m, f, &opt);
     }
     prof.mesh = e->bytes;
-    vtu_out o = {e->fd, e->hlen, 0, 0};
+    int err = out_begin(&o, e->fd, e->hlen, &io, 1, total);
+    HK_TRY_CHECK(!err, HK_ERR_IO, "could not write '%s': %s (disk full?)", path, strerror(err));
+    if (o.map) prof_step(&prof, "reserve and map", 0);
     for (int k = 0; k < pl.narr && !o.err_errno; k++)
         if (!mesh_array(&pl, k)) {
             write_plain(&o, &pl.arr[k], 1);
@@ -962,10 +1104,11 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         }
     {
         const vtu_array *last = &pl.arr[pl.narr - 1];
-        int err =
-            pwrite_all(e->fd, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
+        err = out_write(&o, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
         if (err) note_error(&o, err, 0);
     }
+    err = out_end(&o);
+    if (err) note_error(&o, err, 0);
     HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
                  path, strerror(o.err_errno));
     prof_step(&prof, "end tag", 0);
@@ -990,6 +1133,7 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
     prof_step(&prof, old > 0 ? "replace the old file, rename" : "rename", old);
     prof_end(&prof, path);
 fail:
+    out_end(&o);
     free(head);
     early_free(e);
     return ierr;
