@@ -3,7 +3,10 @@
  * result of a case file), so they compress as a run's do. Every writer setting (compression
  * none, zlib, lz4; Float64 or Float32 fields) is timed beside the former libxml2 writer
  * (base64 appended data, zlib level 1 in 32 KiB blocks), measured in the same run; the
- * recovery on every thread beside one thread. */
+ * recovery on every thread beside one thread. The sweep of how the uncompressed file reaches
+ * the disk (threads in pwrite at once, mmap) stands beside what the file system does with
+ * one thread and large writes from one buffer (dd-like), in the same directory and run. */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
@@ -21,7 +24,7 @@ static void output_usage(FILE *f)
 {
     fprintf(f, "usage: hooke bench output [--size small|medium|large] [--cells N] [--case FILE]\n"
                "                          [--dir DIR] [--reps N] [--sync] [--overwrite]\n"
-               "                          [--no-baseline] [--json FILE]\n\n"
+               "                          [--no-baseline] [--sweep] [--json FILE]\n\n"
                "Writes the fields of a tet10 box of N^3 cells (6 tets per cell; --size small,\n"
                "medium, large: N = 30, 50, 84, i.e. 0.68M, 3.1M, 14.5M DOFs) with a smooth\n"
                "displacement field, recovered by hk_postproc, with every compression (none, zlib\n"
@@ -32,24 +35,91 @@ static void output_usage(FILE *f)
                "hooke run's output stage when the mesh's part of the file was written during\n"
                "the solve (hk_vtu_early_start), without and with the fields' pages filled ahead\n"
                "(as when the solve outlasts both): the time of the fields' part. Before that, the\n"
-               "recovery stage (hk_postproc) on every thread and on one. HOOKE_OUTPUT_PROFILE=1\n"
-               "prints each write's phases.\n"
+               "recovery stage (hk_postproc) on every thread and on one. Then the sweep of the\n"
+               "uncompressed Float64 (and Float32) file's writing: at most 1, 2, 4, 8 or all\n"
+               "threads in pwrite at once (HOOKE_OUTPUT_WRITERS) and mmap (HOOKE_OUTPUT_MODE),\n"
+               "beside the file system's own speed: one thread writing as many bytes from one\n"
+               "buffer in 16 MiB writes (dd-like), without and with fsync, in the same folder.\n"
+               "HOOKE_OUTPUT_PROFILE=1 prints each write's phases.\n"
                "  --case FILE   run this case file (hooke run's pipeline) and write its fields\n"
                "  --dir DIR     where the files go (default /tmp; each is removed after its run)\n"
                "  --sync        include fsync (the disk, not only the page cache) in the time\n"
                "  --overwrite   each write replaces the previous one's file, as a repeated\n"
                "                hooke run -o FILE does (default: the file is removed before)\n"
-               "  --no-baseline skip the libxml2 writer and the one-thread recovery\n");
+               "  --no-baseline skip the libxml2 writer and the one-thread recovery\n"
+               "  --sweep       only the sweep and the dd-like rows (and the recovery)\n");
 }
 
 /* One writer setting and its measurements. */
 typedef struct {
     const char *writer; /* "direct", "early" (the fields' part of hk_vtu_early, after filling
-                         * them ahead), "early-mesh" (without) or "libxml2" */
+                         * them ahead), "early-mesh" (without), "libxml2", or "dd" (one thread,
+                         * large writes from one buffer: the file system's speed) */
     hk_vtu_compression comp;
     int float32;
     double seconds, first, bytes; /* median and first write */
+    /* direct: HOOKE_OUTPUT_WRITERS (-1: as the environment says, 0: all) and
+     * HOOKE_OUTPUT_MODE (NULL: as the environment says); dd: fsync in the time */
+    int writers;
+    const char *mode;
+    int dd_sync;
+    double dd_bytes; /* dd: bytes to write */
 } out_row;
+
+/* A row of the writer or mode sweep. */
+static out_row sweep_row(int float32, int writers, const char *mode)
+{
+    return (out_row){"direct", HK_VTU_NONE, float32, 0, 0, 0, writers, mode, 0, 0};
+}
+
+/* The row's name in the table. */
+static const char *row_label(const out_row *w, char *buf, size_t n)
+{
+    if (!strcmp(w->writer, "dd"))
+        snprintf(buf, n, "dd-like: one thread, 16 MiB writes%s", w->dd_sync ? ", fsync" : "");
+    else if (w->mode && !strcmp(w->mode, "mmap"))
+        snprintf(buf, n, "direct, mmap");
+    else if (w->writers == 0)
+        snprintf(buf, n, "direct, pwrite, all %d threads writing", omp_get_max_threads());
+    else if (w->writers > 0)
+        snprintf(buf, n, "direct, pwrite, %d thread%s writing", w->writers,
+                 w->writers > 1 ? "s" : "");
+    else
+        snprintf(buf, n, "%s", w->writer);
+    return buf;
+}
+
+/* What the file system does: bytes from one buffer in 16 MiB writes by one thread. */
+static int write_dd(const out_row *row, const char *path, int sync)
+{
+    const size_t chunk = (size_t)16 << 20;
+    unsigned char *buf = malloc(chunk);
+    HK_CHECK(buf, HK_ERR_MEMORY, "out of memory for the dd-like write's buffer");
+    memset(buf, 0x5a, chunk);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) free(buf);
+    HK_CHECK(fd >= 0, HK_ERR_IO, "could not open '%s' for writing: %s", path, strerror(errno));
+    int ok = 1;
+    for (double left = row->dd_bytes; left > 0 && ok;) {
+        const size_t n = left < (double)chunk ? (size_t)left : chunk;
+        ok = write(fd, buf, n) == (ssize_t)n;
+        left -= (double)n;
+    }
+    if (ok && (sync || row->dd_sync)) ok = fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    free(buf);
+    HK_CHECK(ok, HK_ERR_IO, "could not write '%s' (disk full?)", path);
+    return 0;
+}
+
+/* setenv, or unsetenv for NULL. */
+static void put_env(const char *name, const char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+}
 
 static const char *comp_name(hk_vtu_compression c)
 {
@@ -60,6 +130,23 @@ static const char *comp_name(hk_vtu_compression c)
 static int write_once(const out_row *row, const char *path, const hk_mesh *m, const hk_fields *f,
                       int sync, double *t0)
 {
+    if (!strcmp(row->writer, "dd")) return write_dd(row, path, sync);
+    if (row->writers >= 0 || row->mode) { /* the row's setting for this write only */
+        char *old_w = getenv("HOOKE_OUTPUT_WRITERS"), *old_m = getenv("HOOKE_OUTPUT_MODE");
+        old_w = old_w ? strdup(old_w) : NULL, old_m = old_m ? strdup(old_m) : NULL;
+        char w[16];
+        snprintf(w, sizeof w, "%d", row->writers);
+        if (row->writers >= 0) setenv("HOOKE_OUTPUT_WRITERS", row->writers ? w : "all", 1);
+        if (row->mode) setenv("HOOKE_OUTPUT_MODE", row->mode, 1);
+        out_row plain = *row;
+        plain.writers = -1, plain.mode = NULL;
+        const int err = write_once(&plain, path, m, f, sync, t0);
+        put_env("HOOKE_OUTPUT_WRITERS", old_w);
+        put_env("HOOKE_OUTPUT_MODE", old_m);
+        free(old_w);
+        free(old_m);
+        return err;
+    }
     if (!strncmp(row->writer, "early", 5)) {
         hk_vtu_options o = {.compression = row->comp, .float32 = row->float32};
         hk_vtu_early *e =
@@ -145,7 +232,7 @@ int hk_bench_output(int argc, char **argv)
 {
     hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const char *case_path = NULL, *dir = "/tmp";
-    int cells = 0, reps = 3, sync = 0, baseline = 1, overwrite = 0;
+    int cells = 0, reps = 3, sync = 0, baseline = 1, overwrite = 0, sweep_only = 0;
     for (int i = 1; i < argc;) {
         int k = hk_bench_option(argc, argv, &i, &bo, output_usage); /* moves i past it */
         if (k < 0) return k == HK_BENCH_HELP ? 0 : 2;
@@ -173,6 +260,8 @@ int hk_bench_output(int argc, char **argv)
             overwrite = 1;
         } else if (!strcmp(a, "--no-baseline")) {
             baseline = 0;
+        } else if (!strcmp(a, "--sweep")) {
+            sweep_only = 1, baseline = 0;
         } else {
             fprintf(stderr, "hooke bench output: unknown option '%s'\n", a);
             output_usage(stderr);
@@ -233,22 +322,38 @@ int hk_bench_output(int argc, char **argv)
             hk_fields_free(&f1);
         }
     }
-    out_row rows[16];
+    out_row rows[40];
     int nrows = 0;
     if (baseline) {
-        rows[nrows++] = (out_row){"libxml2", HK_VTU_NONE, 0, 0, 0, 0};
-        rows[nrows++] = (out_row){"libxml2", HK_VTU_ZLIB, 0, 0, 0, 0};
+        rows[nrows++] = (out_row){"libxml2", HK_VTU_NONE, 0, 0, 0, 0, -1, NULL, 0, 0};
+        rows[nrows++] = (out_row){"libxml2", HK_VTU_ZLIB, 0, 0, 0, 0, -1, NULL, 0, 0};
     }
-    for (int f32 = 0; f32 < 2; f32++)
+    for (int f32 = 0; f32 < 2 && !sweep_only; f32++)
         for (int cp = HK_VTU_NONE; cp <= HK_VTU_LZ4; cp++)
             if (cp != HK_VTU_LZ4 || hk_vtu_have_lz4())
-                rows[nrows++] = (out_row){"direct", (hk_vtu_compression)cp, f32, 0, 0, 0};
-    for (int f32 = 0; f32 < 2; f32++) {
-        rows[nrows++] = (out_row){"early-mesh", HK_VTU_NONE, f32, 0, 0, 0};
-        rows[nrows++] = (out_row){"early", HK_VTU_NONE, f32, 0, 0, 0};
+                rows[nrows++] =
+                    (out_row){"direct", (hk_vtu_compression)cp, f32, 0, 0, 0, -1, NULL, 0, 0};
+    for (int f32 = 0; f32 < 2 && !sweep_only; f32++) {
+        rows[nrows++] = (out_row){"early-mesh", HK_VTU_NONE, f32, 0, 0, 0, -1, NULL, 0, 0};
+        rows[nrows++] = (out_row){"early", HK_VTU_NONE, f32, 0, 0, 0, -1, NULL, 0, 0};
     }
+    /* the sweep: writers 1, 2, 4, 8 (those below the thread count), all, and mmap; Float32
+     * (converted on the fly) at the ends */
+    const int sweep0 = nrows;
+    for (int w = 1; w < nthreads && w <= 8; w *= 2)
+        rows[nrows++] = sweep_row(0, w, "pwrite");
+    rows[nrows++] = sweep_row(0, 0, "pwrite");
+    rows[nrows++] = sweep_row(0, -1, "mmap");
+    rows[nrows++] = sweep_row(1, 1, "pwrite");
+    rows[nrows++] = sweep_row(1, 0, "pwrite");
+    rows[nrows++] = sweep_row(1, -1, "mmap");
     for (int k = 0; k < nrows; k++)
         if (time_writer(&rows[k], path, mesh, fields, reps, sync, overwrite)) goto fail;
+    /* the file system's own speed for the sweep's Float64 file */
+    for (int ds = 0; ds < 2; ds++) {
+        rows[nrows] = (out_row){"dd", HK_VTU_NONE, 0, 0, 0, 0, -1, NULL, ds, rows[sweep0].bytes};
+        if (time_writer(&rows[nrows++], path, mesh, fields, reps, sync, overwrite)) goto fail;
+    }
 
     const long long nn = (long long)mesh->nnodes, ne = (long long)mesh->cells.n;
     printf("## hooke bench output: %s, %lld nodes, %lld cells, %d threads%s%s\n\n",
@@ -256,9 +361,11 @@ int hk_bench_output(int argc, char **argv)
            overwrite ? ", each file over the previous one" : "");
     printf("recovery (hk_postproc): %.3f s", t_post);
     if (!isnan(t_post1)) printf(" (one thread: %.3f s, %.2fx)", t_post1, t_post1 / t_post);
-    printf("\n\nFiles in %s; MB = 10^6 bytes. Baseline: today's default of hooke run, the "
-           "libxml2 writer with zlib, measured in the same run.\n\n",
-           dir);
+    printf("\n\nFiles in %s; MB = 10^6 bytes. %s\n\n", dir,
+           sweep_only ? "Baseline of the sweep: the dd-like rows, the file system's own speed, "
+                        "measured in the same run."
+                      : "Baseline: today's default of hooke run, the libxml2 writer with zlib, "
+                        "measured in the same run; of the sweep: the dd-like rows.");
     const out_row *base = NULL;
     for (int k = 0; k < nrows; k++)
         if (!strcmp(rows[k].writer, "libxml2") && rows[k].comp == HK_VTU_ZLIB) base = &rows[k];
@@ -272,7 +379,9 @@ int hk_bench_output(int argc, char **argv)
         hk_bench_ratio_text(speed, sizeof speed,
                             base && !is_base ? base->seconds / w->seconds : NAN);
         if (base && !is_base) snprintf(size, sizeof size, "%.2fx", w->bytes / base->bytes);
-        hk_table_row(stdout, "%s|%s%s|%s|%.3f|%.3f|%.1f|%.0f|%s|%s", w->writer, comp_name(w->comp),
+        char label[80];
+        hk_table_row(stdout, "%s|%s%s|%s|%.3f|%.3f|%.1f|%.0f|%s|%s",
+                     row_label(w, label, sizeof label), comp_name(w->comp),
                      !strcmp(w->writer, "libxml2") && w->comp == HK_VTU_NONE ? " (base64)" : "",
                      w->float32 ? "Float32" : "Float64", w->seconds, w->first, w->bytes / 1e6,
                      w->bytes / 1e6 / w->seconds, speed, size);
@@ -297,6 +406,9 @@ int hk_bench_output(int argc, char **argv)
             for (int k = 0; k < nrows; k++) {
                 hk_json_begin_object(&j, NULL);
                 hk_json_string(&j, "writer", rows[k].writer);
+                hk_json_int(&j, "writers", rows[k].writers);
+                hk_json_string(&j, "mode", rows[k].mode ? rows[k].mode : "");
+                hk_json_int(&j, "dd_fsync", rows[k].dd_sync);
                 hk_json_string(&j, "compression", comp_name(rows[k].comp));
                 hk_json_string(&j, "fields", rows[k].float32 ? "Float32" : "Float64");
                 hk_json_number(&j, "seconds", rows[k].seconds);
