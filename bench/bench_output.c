@@ -368,7 +368,9 @@ int hk_bench_output(int argc, char **argv)
                         "measured in the same run; of the sweep: the dd-like rows.");
     const out_row *base = NULL;
     for (int k = 0; k < nrows; k++)
-        if (!strcmp(rows[k].writer, "libxml2") && rows[k].comp == HK_VTU_ZLIB) base = &rows[k];
+        if (sweep_only ? !strcmp(rows[k].writer, "dd") && !rows[k].dd_sync
+                       : !strcmp(rows[k].writer, "libxml2") && rows[k].comp == HK_VTU_ZLIB)
+            base = &rows[k];
     hk_table_head(stdout, "lllrrrrrr",
                   "writer|compression|fields|seconds|first write s|file MB|MB/s of file|speed-up "
                   "vs baseline|size vs baseline");

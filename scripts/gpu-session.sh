@@ -314,6 +314,18 @@ for step in "$@"; do
     modal) $B/hooke bench modal --backend cuda --size large --no-jacobi --json "$OUT/modal.json" \
              > "$OUT/modal.md" 2>&1 ;;
     output) $B/hooke bench output --size large > "$OUT/output.md" 2>&1 ;;
+    outsweep) # issue 25 item 6: threads in pwrite at once (HOOKE_OUTPUT_WRITERS 1, 2, 4, 8, all)
+          # and mmap beside a dd-like write of the same bytes (the file system's speed), on all
+          # cores and on 16; about 2 minutes
+      { nproc; df -T /tmp .
+        for t in all 16; do
+          echo "== OMP_NUM_THREADS=$t"
+          if [ $t = all ]; then
+            (unset OMP_NUM_THREADS; timeout 100 $B/hooke bench output --size large --sweep --reps 2)
+          else
+            OMP_NUM_THREADS=$t timeout 100 $B/hooke bench output --size large --sweep --reps 2
+          fi
+        done; } > "$OUT/outsweep.md" 2>&1 ;;
     seedkrylov) # issue 30 items 2-3: steady ms per iteration of cg, cgcg (thesis fusion), pipecg's
           # variants (auto = fused, paper = Algorithm 2 as written, gv = Ghysels-Vanroose), ratios
           # to cg; then at 2M DOFs the SpMV fusion forced on (today's fused variant, limited to
