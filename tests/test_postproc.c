@@ -1385,17 +1385,24 @@ static void test_vtu_early(void)
     free_mesh(&m);
 }
 
-static void test_thread_independence(void)
+/* An n^3 tet10 cube (distorted), its system and a wavy displacement u (malloc'd). */
+static void wavy_tet10(int n, hk_mesh *m, hk_system *s, double **u)
 {
     const double L[3] = {1, 1, 1};
+    make_mesh(HK_EL_TET10, n, n, n, L, 0.1, 0, m);
+    make_system(m, s);
+    *u = malloc(s->ndof * sizeof(double));
+    for (int64_t i = 0; i < s->ndof; i++)
+        (*u)[i] = 1e-3 * sin(0.37 * (double)i);
+}
+
+static void test_thread_independence(void)
+{
     hk_mesh m;
-    /* 16^3 tet10: point arrays of 0.3-1.7 MB, several compressed blocks and written pieces */
-    make_mesh(HK_EL_TET10, 16, 16, 16, L, 0.1, 0, &m);
     hk_system s;
-    make_system(&m, &s);
-    double *u = malloc(s.ndof * sizeof(double));
-    for (int64_t i = 0; i < s.ndof; i++)
-        u[i] = 1e-3 * sin(0.37 * (double)i);
+    double *u;
+    /* 16^3 tet10: point arrays of 0.3-1.7 MB, several compressed blocks and written pieces */
+    wavy_tet10(16, &m, &s, &u);
     for (int64_t j = 0; j < m.boundaries[0].nnodes; j++)
         s.fixed[3 * m.boundaries[0].nodes[j]] = 1;
     hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3, .rho = 0};
@@ -1458,15 +1465,11 @@ static void test_thread_independence(void)
  * with mmap get one sentence and leave no file. */
 static void test_vtu_writers(void)
 {
-    const double L[3] = {1, 1, 1};
     hk_mesh m;
-    /* 14^3 tet10: point arrays of 0.2-1.2 MB, several 1 MiB pieces and 64 KiB blocks */
-    make_mesh(HK_EL_TET10, 14, 14, 14, L, 0.1, 0, &m);
     hk_system s;
-    make_system(&m, &s);
-    double *u = malloc(s.ndof * sizeof(double));
-    for (int64_t i = 0; i < s.ndof; i++)
-        u[i] = 1e-3 * sin(0.37 * (double)i);
+    double *u;
+    /* 14^3 tet10: point arrays of 0.2-1.2 MB, several 1 MiB pieces and 64 KiB blocks */
+    wavy_tet10(14, &m, &s, &u);
     s.fixed[0] = 1, s.u_fixed[0] = u[0];
     hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3};
     hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = &mat};
