@@ -202,15 +202,17 @@ static int io_settings(const char *path, vtu_io *io)
     return 0;
 }
 
-/* o ready to write into fd: its writer limit, and with mapped set and io->mmap the file mapped
- * for [0, total) after reserving its space. 0, or an errno (no space: the write's error);
- * a file system without fallocate or shared writable maps is written with pwrite. */
+/* o ready to write into fd: its writer limit, and with mapped set and io->mmap a plain file
+ * mapped for [0, total) after reserving its space. 0, or an errno (no space: the write's
+ * error); a device, or a file system without fallocate or shared writable maps, is written
+ * with pwrite. */
 static int out_begin(vtu_out *o, int fd, uint64_t base, const vtu_io *io, int mapped,
                      uint64_t total)
 {
     memset(o, 0, sizeof *o);
     o->fd = fd, o->base = base;
-    if (io->mmap && mapped && total > 0) {
+    struct stat st;
+    if (io->mmap && mapped && total > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         if (fallocate(fd, 0, 0, (off_t)total) != 0) {
             if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) return errno;
         } else {

@@ -1462,7 +1462,7 @@ static void test_thread_independence(void)
  * HOOKE_OUTPUT_MODE: pwrite or mmap) changes no byte: every writer count and mode, with 1 and
  * 3 threads, uncompressed and zlib, Float64 and Float32, the whole file and the early one
  * (mesh first, fields after), against one thread with pwrite; bad settings and a bad path
- * with mmap get one sentence and leave no file. */
+ * with mmap get one sentence and leave no file; a device is written with pwrite. */
 static void test_vtu_writers(void)
 {
     hk_mesh m;
@@ -1542,6 +1542,8 @@ static void test_vtu_writers(void)
     setenv("HOOKE_OUTPUT_MODE", "mmap", 1);
     CU_ASSERT_EQUAL(hk_vtu_write("/nonexistent-dir/x.vtu", &m, &f, NULL), HK_ERR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "could not open '/nonexistent-dir/x.vtu'"));
+    /* a device cannot be mapped: written with pwrite */
+    if (access("/dev/null", W_OK) == 0) HK_ASSERT_OK(hk_vtu_write("/dev/null", &m, &f, NULL));
     unsetenv("HOOKE_OUTPUT_MODE");
     hk_fields_free(&f);
     free(u);
