@@ -20,8 +20,7 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals,
-                        int bb)
+int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals, int bb)
 {
     int64_t maxlen = 0;
     for (int64_t i = 0; i < nrows; i++)
@@ -245,6 +244,7 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
     hk_dist *d = NULL;
     int64_t *ghost = NULL;
     int32_t *inv = NULL;
+    const double t0 = hk_time();
     *out = NULL;
     /* every failure below is agreed by all processes (one that fails alone must meet no
      * collective the others are in): the caller stops with the others */
@@ -308,6 +308,7 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
      * sums cost more than the host's), so auto means mpi until a measurement says otherwise */
     if (transport == HK_DIST_COMM_NCCL)
         HK_TRY(hk_dcomm_create(c, be, HK_DCOMM_TIMEOUT, &d->dcomm)); /* agreed inside */
+    d->t_layout = hk_time() - t0;
     *out = d;
     d = NULL;
 fail:
@@ -410,6 +411,7 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
     hk_dist *d = A->be->dist;
     int ierr = 0;
     dist_mat *M = NULL;
+    const double t0 = hk_time();
     HK_CHECK(d && K->nbrows == d->nown && K->nbcols == d->nown && K->br == d->bs, HK_ERR_ARG,
              "distributed solver: only the operator itself is built across processes (a %lld x "
              "%lld block matrix was given)",
@@ -443,6 +445,8 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
         if (P->lanes_max > A->lanes_max) A->lanes_max = P->lanes_max;
     }
     A->bdata = M;
+    HK_CALL(d->local->sync());
+    d->t_operator = hk_time() - t0;
     return 0;
 fail:
     A->bdata = M;

@@ -46,6 +46,7 @@ enum { DAMG_TAG_ROUTE = 7301 };
 enum damg_phase {
     PH_NEARNULL,  /* level 0's host rows and the rigid-body modes */
     PH_AGGREGATE, /* owned diagonal block, strength graph, aggregates */
+    PH_UPLOAD,    /* the level's rows to the process's backend (none on the cpu) */
     PH_BOUND,     /* smoother data and the spectral bound (distributed Lanczos) */
     PH_TENTATIVE, /* T and the coarse near-null space */
     PH_EXCHANGE,  /* the ghosts' rows of T and of P (halo exchanges and their matrices) */
@@ -59,8 +60,10 @@ enum damg_phase {
     DAMG_NPHASES
 };
 static const char *const damg_phase_name[DAMG_NPHASES] = {
-    "near-null", "aggregation", "smoother+bound", "tentative", "ghost rows", "P smoothing",
-    "Galerkin",  "R",           "operators",      "coarsest",  "vectors",    "total"};
+    "near-null", "aggregation", "level upload", "smoother+bound",
+    "tentative", "ghost rows",  "P smoothing",  "Galerkin",
+    "R",         "operators",   "coarsest",     "vectors",
+    "total"};
 
 /* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
  * about the neighbours than about the set-up. */
@@ -152,6 +155,50 @@ static int upload(const hk_backend_ops *be, const void *h, size_t bytes, void **
     if (!bytes) return 0;
     HK_CALL(be->alloc(dev, bytes));
     return be->copy_to(*dev, h, bytes);
+}
+
+/* The set-up's matrices on the process's backend and back. On a host-memory backend (cpu)
+ * a copy is the same arrays (a view) and free_copy frees nothing, so the CPU runs the same
+ * code without copies; on a device the copies are uploads and downloads. */
+static int local_copy(const hk_dist *d, const hk_bmat *M, hk_bmat *D)
+{
+    const hk_backend_ops *L = d->local;
+    if (d->host_memory) {
+        *D = *M;
+        return 0;
+    }
+    HK_CALL(hk_bmat_alloc(L, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, D));
+    const int64_t bb = (int64_t)M->br * M->bc;
+    int ierr = L->copy_to(D->rowptr, M->rowptr, (size_t)(M->nbrows + 1) * sizeof *M->rowptr);
+    if (!ierr && M->nnzb)
+        ierr = L->copy_to(D->colind, M->colind, (size_t)M->nnzb * sizeof(int32_t));
+    if (!ierr && M->nnzb)
+        ierr = L->copy_to(D->val, M->val, (size_t)(M->nnzb * bb) * sizeof(double));
+    if (ierr) hk_bmat_free(D);
+    return ierr;
+}
+
+static int host_copy(const hk_dist *d, const hk_bmat *D, hk_bmat *H)
+{
+    if (d->host_memory) {
+        *H = *D;
+        return 0;
+    }
+    return hk_bmat_to_host(D, H);
+}
+
+/* Frees a local_copy or host_copy (nothing where it is a view). */
+static void free_copy(const hk_dist *d, hk_bmat *M)
+{
+    if (!d->host_memory) hk_bmat_free(M);
+    memset(M, 0, sizeof *M);
+}
+
+/* n doubles of host memory h on the process's backend (a fresh array either way). */
+static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, double **dev)
+{
+    HK_CALL(L->alloc((void **)dev, (size_t)(n > 0 ? n : 1) * sizeof **dev));
+    return n ? L->copy_to(*dev, h, (size_t)n * sizeof *h) : 0;
 }
 
 static void dmat_destroy(dmat *m)
@@ -389,7 +436,8 @@ typedef struct hlev {
     int64_t row0, nown;
     int bs;
     hk_halo *halo;
-    hk_bmat A; /* cpu */
+    hk_bmat A;  /* cpu */
+    hk_bmat Ad; /* A on the process's backend (local_copy), for its ops */
     const int32_t *perm;
 } hlev;
 
@@ -922,8 +970,8 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
 }
 
 /* M extended by its ghosts' rows (exchange_rows, then ext_rows): X, its columns cols. */
-static int with_ghost_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M,
-                           const int64_t *colmap, hk_bmat *X, int64_t **cols, int64_t *ncols)
+static int with_ghost_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
+                           hk_bmat *X, int64_t **cols, int64_t *ncols)
 {
     double *rec = NULL;
     int w = 0;
@@ -933,12 +981,13 @@ static int with_ghost_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M,
     return ierr;
 }
 
-/* The first rows of X as a view (shares X's arrays). */
-static hk_bmat rows_view(const hk_bmat *X, int64_t n)
+/* The first n rows of X (nnz blocks: read from a host copy, X may be on a device) as a view
+ * (shares X's arrays). */
+static hk_bmat rows_view(const hk_bmat *X, int64_t n, int64_t nnz)
 {
     hk_bmat v = *X;
     v.nbrows = n;
-    v.nnzb = X->rowptr[n];
+    v.nnzb = nnz;
     return v;
 }
 
@@ -1027,20 +1076,26 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
 }
 
 /* Level l's transfer operators and the next level (its operator, host rows and near-null
- * space); H and *B are replaced by the next level's. */
+ * space); H and *B are replaced by the next level's. The products run on the process's
+ * backend (agg, D64, *B and H->Ad there); the host keeps the exchanges of T's and P's ghost
+ * rows, the routing and merging of the coarse rows and R's rows, from downloaded T, P and
+ * P^T (A P). */
 static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64_t nagg,
-                   const double *D64, double **B, const int32_t *inv0)
+                   const hk_vec *D64, double **B, const int32_t *inv0)
 {
     const hk_dist *d = a->d;
     const hk_comm *c = d->comm;
-    const hk_backend_ops *cpu = &hk_backend_cpu;
+    const hk_backend_ops *Lb = d->local;
     const int P = hk_comm_size(c), me = hk_comm_rank(c), bs = H->bs, nns = a->nns;
     dlev *L = &a->lev[l], *C = &a->lev[l + 1];
     int ierr = 0;
     int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
     double *Bc = NULL;
+    /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Th, Text, Pmh, Pext,
+     * Ach (Th, Pmh, Ach, Textd, Pextd are the copies: views on the cpu) */
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
+    hk_bmat Th = {0}, Textd = {0}, Pmh = {0}, Pextd = {0}, Ach = {0};
     entries S = {0}, R = {0};
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
@@ -1049,8 +1104,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     lap_start(t);
 
     /* T and the coarse near-null space from the owned near-null space */
-    ierr = hk_malloc((size_t)(nagg + 1) * nns * nns * sizeof *Bc, &Bc);
-    if (!ierr) ierr = cpu->amg_tentative(agg, nagg, H->nown, bs, nns, *B, &T, Bc);
+    ierr = Lb->alloc((void **)&Bc, (size_t)(nagg + 1) * nns * nns * sizeof *Bc);
+    if (!ierr) ierr = Lb->amg_tentative(agg, nagg, H->nown, bs, nns, *B, &T, Bc);
+    if (!ierr) ierr = host_copy(d, &T, &Th);
     if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *starts, &starts);
     HK_TRY(hk_comm_agree(c, ierr));
     int64_t mine = nagg;
@@ -1063,34 +1119,39 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P */
-    ierr = with_ghost_rows(c, H->halo, &T, Tmap, &Text, &cT, &nT);
+    ierr = with_ghost_rows(c, H->halo, &Th, Tmap, &Text, &cT, &nT);
+    if (!ierr) ierr = local_copy(d, &Text, &Textd);
     lap(ph, PH_EXCHANGE, t);
-    if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Text, &AT);
+    if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Textd, &AT);
     if (!ierr) {
-        const hk_bmat Tv = rows_view(&Text, H->nown);
-        const hk_vec Dv = {.be = cpu, .n = H->nown * bs * bs, .prec = HK_FP64, .data = (void *)D64};
-        ierr = cpu->amg_smooth_prolongator(&AT, &Tv, &Dv, a->op.omega / L->rho, &Pm);
+        const hk_bmat Tv = rows_view(&Textd, H->nown, Text.rowptr[H->nown]);
+        ierr = Lb->amg_smooth_prolongator(&AT, &Tv, D64, a->op.omega / L->rho, &Pm);
     }
+    if (!ierr) ierr = host_copy(d, &Pm, &Pmh);
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    ierr = with_ghost_rows(c, H->halo, &Pm, cT, &Pext, &cP, &nP);
+    ierr = with_ghost_rows(c, H->halo, &Pmh, cT, &Pext, &cP, &nP);
+    if (!ierr) ierr = local_copy(d, &Pext, &Pextd);
     lap(ph, PH_EXCHANGE, t);
-    if (!ierr) ierr = cpu->bmat_spgemm(&H->A, &Pext, &AP);
+    if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
     hk_bmat Pv = {0};
     if (!ierr) {
-        Pv = rows_view(&Pext, H->nown);
-        ierr = cpu->bmat_transpose(&Pv, &Pt);
+        Pv = rows_view(&Pext, H->nown, Pext.rowptr[H->nown]);
+        const hk_bmat Pvd = rows_view(&Pextd, H->nown, Pv.nnzb);
+        ierr = Lb->bmat_transpose(&Pvd, &Pt);
     }
-    if (!ierr) ierr = cpu->bmat_spgemm(&Pt, &AP, &Ac);
+    if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
+    if (!ierr) ierr = host_copy(d, &Ac, &Ach);
     /* the rows of coarse unknowns owned elsewhere go to their owners: A_c's and R's */
     for (int64_t I = 0; I < nP && !ierr; I++)
         if (cP[I] < crow0 || cP[I] >= crow0 + nagg)
-            for (int64_t p = Ac.rowptr[I]; p < Ac.rowptr[I + 1] && !ierr; p++)
-                ierr = entries_push(&S, nns * nns, cP[I], cP[Ac.colind[p]], Ac.val + p * nns * nns);
+            for (int64_t p = Ach.rowptr[I]; p < Ach.rowptr[I + 1] && !ierr; p++)
+                ierr =
+                    entries_push(&S, nns * nns, cP[I], cP[Ach.colind[p]], Ach.val + p * nns * nns);
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(route(c, starts, &S, nns * nns, &R));
-    HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ac, cP, cP, &R, &rp, &gc, &vv)));
+    HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ach, cP, cP, &R, &rp, &gc, &vv)));
     entries_free(&S);
     entries_free(&R);
     lap(ph, PH_GALERKIN, t);
@@ -1128,10 +1189,11 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     C->nown = nagg;
     C->nglob = starts[P];
     C->bs = nns;
+    free_copy(d, &H->Ad);
     hk_bmat_free(&H->A);
     *H = Hn;
     memset(&Hn, 0, sizeof Hn);
-    free(*B);
+    Lb->dealloc(*B);
     *B = Bc;
     Bc = NULL;
 fail:
@@ -1140,12 +1202,17 @@ fail:
     free(cT);
     free(cP);
     free(Tmap);
-    free(Bc);
+    if (Bc) Lb->dealloc(Bc);
     free(rp);
     free(gc);
     free(vv);
     entries_free(&S);
     entries_free(&R);
+    free_copy(d, &Th);
+    free_copy(d, &Textd);
+    free_copy(d, &Pmh);
+    free_copy(d, &Pextd);
+    free_copy(d, &Ach);
     hk_bmat_free(&T);
     hk_bmat_free(&Text);
     hk_bmat_free(&AT);
@@ -1282,40 +1349,47 @@ static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
     return Lb->vec_copy(&xl, &src);
 }
 
-/* Dinv (and l1) of level l from its host rows; *D64 the fp64 blocks (host, caller frees). */
-static int smoother_data(hk_pc *pc, damg *a, int l, const hlev *H, double **D64)
+/* v (fp64, the backend's own table) into the level vector *out (pc->prec, distributed). */
+static int level_vector_of(hk_pc *pc, const hk_vec *v, hk_vec **out)
 {
-    const hk_backend_ops *cpu = &hk_backend_cpu;
+    const hk_dist *d = pc->be->dist;
+    HK_CALL(vec_sized(pc->be, v->n, pc->prec, out));
+    if (!v->n) return 0;
+    hk_vec o = hk_dist_view(d, *out, 0, v->n);
+    return d->local->vec_convert(&o, v);
+}
+
+/* Dinv (and l1) of level l from its rows on the backend (H->Ad); *D64 the fp64 blocks (the
+ * backend's own table, caller destroys). */
+static int smoother_data(hk_pc *pc, damg *a, int l, const hlev *H, hk_vec **D64)
+{
+    const hk_backend_ops *Lb = a->d->local;
     dlev *L = &a->lev[l];
     const int64_t n = H->nown * H->bs;
     int ierr = 0;
     int64_t bad = -1;
-    double *l1 = NULL;
+    hk_vec *l1 = NULL;
     *D64 = NULL;
-    HK_TRY(hk_malloc((size_t)(n * H->bs + 1) * sizeof **D64, D64));
-    hk_vec Dv = {.be = cpu, .n = n * H->bs, .prec = HK_FP64, .data = *D64};
-    if (n) HK_TRY(cpu->bmat_diag(&H->A, HK_DIAG_BLOCK_INV, &Dv, &bad));
+    HK_TRY(vec_sized(Lb, n * H->bs, HK_FP64, D64));
+    if (n) HK_TRY(Lb->bmat_diag(&H->Ad, HK_DIAG_BLOCK_INV, *D64, &bad));
     HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                  "pc=amg: the %dx%d diagonal block of node %lld on level %d is singular or not "
                  "finite (scalar row %lld); pc=amg needs an SPD matrix whose node blocks are "
                  "invertible",
                  H->bs, H->bs, (long long)hlev_gid(H, bad / H->bs), l, (long long)bad);
-    HK_TRY(vec_sized(pc->be, n * H->bs, pc->prec, &L->Dinv));
-    if (n) HK_TRY(hk_vec_upload(L->Dinv, *D64));
+    HK_TRY(level_vector_of(pc, *D64, &L->Dinv));
     if (a->op.smoother == HK_AMG_L1_JACOBI) {
-        HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *l1, &l1));
-        hk_vec lv = {.be = cpu, .n = n, .prec = HK_FP64, .data = l1};
-        if (n) HK_TRY(cpu->amg_l1_diag(&H->A, &lv, &bad));
+        HK_TRY(vec_sized(Lb, n, HK_FP64, &l1));
+        if (n) HK_TRY(Lb->amg_l1_diag(&H->Ad, l1, &bad));
         HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                      "pc=amg: scalar row %lld of level %d has a non-positive l1 row sum "
                      "(diagonal not positive); use pc.amg.smoother=chebyshev or check that the "
                      "matrix is SPD",
                      (long long)bad, l);
-        HK_TRY(vec_sized(pc->be, n, pc->prec, &L->l1));
-        if (n) HK_TRY(hk_vec_upload(L->l1, l1));
+        HK_TRY(level_vector_of(pc, l1, &L->l1));
     }
 fail:
-    free(l1);
+    hk_vec_destroy(l1);
     return ierr;
 }
 
@@ -1325,9 +1399,11 @@ static int print_phases(const damg *a)
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
     if (!on) return 0;
-    double m[2 * DAMG_NPHASES];
-    memcpy(m, a->ph, sizeof m);
-    HK_CALL(hk_comm_max(a->d->comm, m, 2 * DAMG_NPHASES));
+    double m[2 * DAMG_NPHASES + 2];
+    memcpy(m, a->ph, sizeof a->ph);
+    m[2 * DAMG_NPHASES] = a->d->t_layout;
+    m[2 * DAMG_NPHASES + 1] = a->d->t_operator;
+    HK_CALL(hk_comm_max(a->d->comm, m, 2 * DAMG_NPHASES + 2));
     if (hk_comm_rank(a->d->comm)) return 0;
     fprintf(stderr,
             "amg set-up (distributed, %d processes; the slowest process's wall (CPU) seconds):",
@@ -1335,7 +1411,9 @@ static int print_phases(const damg *a)
     for (int k = 0; k < DAMG_NPHASES; k++)
         fprintf(stderr, "%s %s %.3f (%.3f)", k ? "," : "", damg_phase_name[k], m[k],
                 m[DAMG_NPHASES + k]);
-    fprintf(stderr, "\n");
+    /* the solver's distributed set-up before the preconditioner (wall seconds) */
+    fprintf(stderr, "; outside pc=amg: layout %.3f, operator %.3f\n", m[2 * DAMG_NPHASES],
+            m[2 * DAMG_NPHASES + 1]);
     return 0;
 }
 
@@ -1343,14 +1421,14 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
 {
     hk_dist *d = a->d;
     const hk_comm *c = d->comm;
-    const hk_backend_ops *cpu = &hk_backend_cpu;
+    const hk_backend_ops *Lb = d->local;
     int ierr = 0, l = 0;
     hlev H = {0};
-    double *B = NULL, *D64 = NULL;
+    double *B = NULL, *Bh = NULL; /* the near-null space on the backend; level 0's on the host */
     int32_t *agg = NULL, *inv0 = NULL;
-    hk_bmat O = {0};
+    hk_bmat O = {0}, Od = {0};
     hk_graph S = {0};
-    hk_vec *q = NULL;
+    hk_vec *q = NULL, *D64 = NULL;
     double *ph = a->ph, t[2], t_start[2];
     memset(a->ph, 0, sizeof a->ph);
     lap_start(t);
@@ -1361,7 +1439,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         for (int64_t i = 0; i < d->nown; i++)
             inv0[d->perm[i]] = (int32_t)i;
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(level0_nearnull(pc, a, &H, &B));
+    HK_TRY(level0_nearnull(pc, a, &H, &Bh));
+    HK_TRY(hk_comm_agree(c, upload_f64(Lb, Bh, d->nown * d->bs * a->nns, &B)));
+    free(Bh);
+    Bh = NULL;
     lap(ph, PH_NEARNULL, t);
     for (;; l++) {
         dlev *L = &a->lev[l];
@@ -1381,21 +1462,17 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
         int64_t nagg = 0;
         if (!last) {
-            /* level 0's owned block is the layout's Koo (the same rows, sorted): no copy */
-            const hk_bmat Koo = {.be = cpu,
-                                 .br = d->bs,
-                                 .bc = d->bs,
-                                 .nbrows = d->nown,
-                                 .nbcols = d->nown,
-                                 .nnzb = d->Koo.rowptr[d->nown],
-                                 .rowptr = d->Koo.rowptr,
-                                 .colind = d->Koo.colind,
-                                 .val = d->Koo.val};
+            /* level 0's owned block is the layout's Koo (the same rows, sorted), which K is
+             * on the backend: no copy */
+            hk_bmat Kl = *K;
+            Kl.be = Lb;
             ierr = l == 0 ? 0 : owned_block(&H, &O);
-            if (!ierr && H.nown) ierr = cpu->amg_strength(l == 0 ? &Koo : &O, a->op.threshold, &S);
-            if (!ierr) ierr = hk_malloc((size_t)(H.nown + 1) * sizeof *agg, &agg);
-            if (!ierr && H.nown) ierr = cpu->amg_aggregate(&S, agg, &nagg);
+            if (!ierr && l > 0) ierr = local_copy(d, &O, &Od);
+            if (!ierr && H.nown) ierr = Lb->amg_strength(l == 0 ? &Kl : &Od, a->op.threshold, &S);
+            if (!ierr) ierr = Lb->alloc((void **)&agg, (size_t)(H.nown + 1) * sizeof *agg);
+            if (!ierr && H.nown) ierr = Lb->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);
+            free_copy(d, &Od);
             hk_bmat_free(&O);
             HK_TRY(hk_comm_agree(c, ierr));
         }
@@ -1408,7 +1485,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
             break;
         }
         HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
-        /* smoother data and the spectral bound on the level's distributed operator */
+        /* the level's rows on the backend, smoother data and the spectral bound on the
+         * level's distributed operator */
+        HK_TRY(hk_comm_agree(c, local_copy(d, &H.A, &H.Ad)));
+        lap(ph, PH_UPLOAD, t);
         HK_TRY(hk_comm_agree(c, smoother_data(pc, a, l, &H, &D64)));
         HK_TRY(hk_comm_agree(c, vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
         {
@@ -1423,9 +1503,9 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         lap(ph, PH_BOUND, t);
         HK_TRY(descend(pc, a, l, &H, agg, nagg, D64, &B, l == 0 ? inv0 : NULL));
         lap_start(t);
-        free(D64);
+        hk_vec_destroy(D64);
         D64 = NULL;
-        free(agg);
+        Lb->dealloc(agg);
         agg = NULL;
     }
     a->nlevels = l + 1;
@@ -1436,13 +1516,16 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     lap(ph, PH_TOTAL, t_start);
     ierr = print_phases(a);
 fail:
+    free_copy(d, &H.Ad);
     hk_bmat_free(&H.A);
+    free_copy(d, &Od);
     hk_bmat_free(&O);
     hk_graph_free(&S);
     hk_vec_destroy(q);
-    free(B);
-    free(D64);
-    free(agg);
+    if (B) Lb->dealloc(B);
+    free(Bh);
+    hk_vec_destroy(D64);
+    if (agg) Lb->dealloc(agg);
     free(inv0);
     return ierr;
 }

@@ -120,6 +120,10 @@ typedef struct hk_dist {
     int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
     int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
     hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
+    /* wall seconds of the layout (hk_dist_create_comm) and of the last operator build
+     * (hk_dist_mat_build): the distributed set-up outside the preconditioner, which
+     * HOOKE_AMG_PROFILE prints beside pc=amg's phases */
+    double t_layout, t_operator;
 } hk_dist;
 
 /* The layout of a process's rows (hk_solver_create_dist's arguments) on backend be; refuses a
@@ -138,8 +142,7 @@ void hk_dist_destroy(hk_dist *d);
 void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int);
 void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x);
 /* Sort the blocks (bb values each) of every row by column (short rows). */
-int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *val,
-                        int bb);
+int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *val, int bb);
 /* One sentence for a method or preconditioner that is not distributed, else 0. */
 int hk_dist_check_choice(const char *method, const char *pc);
 

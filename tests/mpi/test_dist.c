@@ -555,6 +555,106 @@ static void test_dcomm_solve(const hk_comm *c, const hk_backend_ops *be)
     hk_bcsr_free(&K);
 }
 
+/* ---- pc=amg's distributed set-up on the process's backend ------------------------------ */
+
+/* The level sizes of a distributed pc=amg out of the solver's description ("distributed, 3
+ * levels: 2880, 168, 18 rows"), or "" when absent. */
+static void amg_levels(const hk_solver *s, char *out, size_t len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    out[0] = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return;
+    hk_solver_describe(s, f);
+    fclose(f);
+    const char *a = buf ? strstr(buf, "distributed, ") : NULL;
+    const char *b = a ? strstr(a, " rows;") : NULL;
+    if (a && b && (size_t)(b - a) < len) {
+        memcpy(out, a, (size_t)(b - a));
+        out[b - a] = 0;
+    }
+    free(buf);
+}
+
+/* pc=amg on several processes with its set-up on backend be's ops against the cpu's: the
+ * same levels (aggregation is exact on every backend), iterations within 2, x to 1e-7; on the
+ * cpu a second set-up gives x byte for byte. Rigid-body modes from the nodes' coordinates. */
+static void test_amg_setup(const hk_comm *c, const hk_backend *be)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    hk_gen_elasticity3d(9, 8, 10, &K);
+    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
+    const int64_t n = K.nbrows * K.bs;
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 40, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
+    const int64_t nl = cnt * K.bs;
+    double *b = malloc(sizeof *b * (size_t)n), *x[2];
+    for (int k = 0; k < 2; k++)
+        x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = cos(0.03 * (double)i) + (i % 3 == 1 ? 0.5 : 0.0);
+    static const char *const variants[] = {
+        "pc.amg.coarse_size=40",
+        "pc.amg.coarse_size=40 pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi"};
+    for (int v = 0; v < 2; v++) {
+        char lev[2][160], what[400];
+        int its[2] = {-1, -1}, ierr = 0;
+        for (int k = 0; k < 2; k++) {
+            char opts[240];
+            snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 maxit=500 %s",
+                     k ? be->name : "cpu", variants[v]);
+            hk_options *o = NULL;
+            hk_solver *s = NULL;
+            hk_result res;
+            memset(x[k], 0, sizeof *x[k] * (size_t)nl);
+            int e = hk_options_create(&o);
+            if (!e) e = hk_options_parse(o, opts);
+            e = hk_comm_agree(c, e);
+            if (!e) e = hk_solver_create_dist(c, row0, &L, &nn, o, &s);
+            if (!e) e = hk_solver_solve(s, b + row0 * K.bs, x[k], &res);
+            if (!e) its[k] = res.iterations;
+            lev[k][0] = 0;
+            if (!e) amg_levels(s, lev[k], sizeof lev[k]);
+            if (e && *hk_error_message())
+                fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+            ierr |= e;
+            hk_solver_destroy(s);
+            hk_options_destroy(o);
+        }
+        double err = 0, scale = 0;
+        for (int64_t i = 0; i < nl; i++) {
+            scale = fmax(scale, fabs(x[0][i]));
+            err = fmax(err, fabs(x[1][i] - x[0][i]));
+        }
+        hk_comm_max(c, &err, 1);
+        hk_comm_max(c, &scale, 1);
+        const int same_levels = lev[0][0] && !strcmp(lev[0], lev[1]) &&
+                                !strstr(lev[0], " 1 level") && !strstr(lev[0], " 2 levels");
+        snprintf(what, sizeof what, "amg set-up on %s (%s): %s as on the cpu, %d and %d iterations",
+                 be->name, variants[v], lev[1][0] ? lev[1] : "no levels", its[1], its[0]);
+        check(c, !ierr && same_levels && abs(its[1] - its[0]) <= 2 && err <= 1e-7 * scale, what);
+        if (!strcmp(be->name, "cpu")) {
+            snprintf(what, sizeof what, "amg set-up on cpu (%s): x repeats byte for byte",
+                     variants[v]);
+            int same = !memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl);
+            int64_t differ = !same;
+            hk_comm_max_i64(c, &differ, 1);
+            check(c, !ierr && !differ, what);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        free(x[k]);
+    free(b);
+    free(xyz);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
 /* --fatal: the last process's transport fails in the middle of an SpMV. */
 static int fatal_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
                           void *recv, int nsend, const int *send_rank, const int64_t *send_off,
@@ -620,6 +720,7 @@ int main(int argc, char **argv)
         test_dcomm_refused(c, be, tb);
     }
     if (be->dcomm_create) test_dcomm_solve(c, be);
+    test_amg_setup(c, be);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
