@@ -438,13 +438,18 @@ for step in "$@"; do
         export OMPI_MCA_btl_vader_single_copy_mechanism=none HOOKE_AMG_PROFILE=1
         MPIR=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=8
               -x OMP_WAIT_POLICY -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x HOOKE_AMG_PROFILE)
-        for np in 1 2; do for size in 0.0015 0.001; do
+        # the set-up on each process's GPU against the cpu's (levels, iterations, x to 1e-7)
+        echo "== mpirun -np 2 hooke_mpi_tests on cuda, the amg set-up checks"
+        timeout -k 5 180 "${MPIR[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 |
+          grep -E 'amg set-up|FAIL|all passed|error' | head -12
+        for run in "1 0.0015" "1 0.001" "2 0.0015" "2 0.001" "2 0.0007"; do
+          read -r np size <<< "$run"
           echo "== np $np, geometry.size=$size"
-          timeout -k 5 120 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
+          timeout -k 5 240 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
             --set geometry.size=$size --set solver.pc=amg -o /tmp/distamg.vtu 2>&1 |
             grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|error|hooke' | head -30
           echo "exit ${PIPESTATUS[0]}"
-        done; done; rm -f /tmp/distamg*; } > "$OUT/distamg.md" 2>&1 ;;
+        done; rm -f /tmp/distamg*; } > "$OUT/distamg.md" 2>&1 ;;
     dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
     scale) # issue 26: weak and strong scaling on 1, 2 and (a 4-GPU host) 4 GPUs, one process a
            # GPU: cg + amg and cg/pipecg + jacobi at SCALE_N^3 cells a process (default 100: 3M

@@ -1,9 +1,11 @@
 /* pc=amg on several processes: distributed smoothed aggregation (docs/parallel.md,
  * docs/preconditioners.md).
  *
- * The set-up runs on the host of each process with the CPU backend's AMG ops (the reference of
- * the one-process set-up), on the process's rows in a local numbering: owned block columns
- * first, then the ghosts (sorted global ids, the halo plan's order). Per level:
+ * The set-up's products run with the process's backend's own set-up ops (d->local: the GPU
+ * of the process on cuda, the threads on cpu) on the process's rows in a local numbering:
+ * owned block columns first, then the ghosts (sorted global ids, the halo plan's order). The
+ * host keeps the exchanges, the routing and the merges, on downloaded T, P and P^T (A P); on
+ * the cpu those copies are views, so it is one code path. Per level:
  *   1. aggregates of the owned nodes from the owned diagonal block (uncoupled aggregation: an
  *      aggregate never crosses processes); the coarse unknowns of an aggregate are its
  *      process's, numbered process after process;
@@ -18,8 +20,8 @@
  *      unknowns owned elsewhere go to their owners, which add them in rank order (the same
  *      bits run after run);
  *   6. the owned rows of R = P^T from P's owned and ghost rows (no message).
- * The row loops run on the process's threads, each row filled apart: the bytes do not depend
- * on the thread count.
+ * The host's row loops run on the process's threads, each row filled apart, and the backend's
+ * ops are deterministic: the bytes do not depend on the thread count.
  * Each coarse operator, P and R is a distributed operator of its own (a halo plan over its
  * input's layout, one block matrix over [the owned columns it reads, the ghosts]) applied with
  * the backend's bmat_spmv, in fp32 or fp64 like the one-process levels. Once a level is small
@@ -377,6 +379,7 @@ typedef struct damg {
     int64_t rows[DAMG_MAX_LEVELS], nnz[DAMG_MAX_LEVELS];
     double op_complexity;
     double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
+    double t_pc;                 /* when the set-up began (hk_time) */
 } damg;
 
 static int level0_spmv(void *A, const hk_vec *x, hk_vec *y)
@@ -1399,11 +1402,17 @@ static int print_phases(const damg *a)
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
     if (!on) return 0;
-    double m[2 * DAMG_NPHASES + 2];
+    const hk_dist *d = a->d;
+    enum { NX = 5 };
+    double m[2 * DAMG_NPHASES + NX], *x = m + 2 * DAMG_NPHASES;
     memcpy(m, a->ph, sizeof a->ph);
-    m[2 * DAMG_NPHASES] = a->d->t_layout;
-    m[2 * DAMG_NPHASES + 1] = a->d->t_operator;
-    HK_CALL(hk_comm_max(a->d->comm, m, 2 * DAMG_NPHASES + 2));
+    x[0] = d->t_layout;
+    x[1] = d->t_layout_upload;
+    /* between the layout and this set-up: K's upload and check, the operator's build */
+    x[2] = a->t_pc - d->t_begin - d->t_layout - d->t_layout_upload;
+    x[3] = d->t_operator;
+    x[4] = hk_time() - d->t_begin;
+    HK_CALL(hk_comm_max(d->comm, m, 2 * DAMG_NPHASES + NX));
     if (hk_comm_rank(a->d->comm)) return 0;
     fprintf(stderr,
             "amg set-up (distributed, %d processes; the slowest process's wall (CPU) seconds):",
@@ -1411,9 +1420,12 @@ static int print_phases(const damg *a)
     for (int k = 0; k < DAMG_NPHASES; k++)
         fprintf(stderr, "%s %s %.3f (%.3f)", k ? "," : "", damg_phase_name[k], m[k],
                 m[DAMG_NPHASES + k]);
-    /* the solver's distributed set-up before the preconditioner (wall seconds) */
-    fprintf(stderr, "; outside pc=amg: layout %.3f, operator %.3f\n", m[2 * DAMG_NPHASES],
-            m[2 * DAMG_NPHASES + 1]);
+    /* the solver's distributed set-up before the preconditioner (wall seconds); what the
+     * run's set-up has beyond "since the layout" is the options and the backend's start */
+    fprintf(stderr,
+            "; before it (wall): layout %.3f, layout's uploads %.3f, K's upload, check and "
+            "operator %.3f (the operator's build %.3f); since the layout %.3f\n",
+            x[0], x[1], x[2], x[3], x[4]);
     return 0;
 }
 
@@ -1549,6 +1561,7 @@ static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_CALL(hk_calloc(1, sizeof *a, &a));
     pc->data = a;
     a->d = pc->be->dist;
+    a->t_pc = hk_time();
     HK_CALL(hk_amg_read_options(o, &a->op));
     HK_CHECK(!a->op.format, HK_ERR_UNSUPPORTED,
              "option pc.amg.format=%s is not distributed: on several processes the coarse "

@@ -120,10 +120,11 @@ typedef struct hk_dist {
     int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
     int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
     hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
-    /* wall seconds of the layout (hk_dist_create_comm) and of the last operator build
-     * (hk_dist_mat_build): the distributed set-up outside the preconditioner, which
-     * HOOKE_AMG_PROFILE prints beside pc=amg's phases */
-    double t_layout, t_operator;
+    /* the distributed set-up outside the preconditioner, which HOOKE_AMG_PROFILE prints beside
+     * pc=amg's phases: when the layout began (hk_time), its host part's wall seconds, its
+     * first uploads' (the backend's start on first use lands there), and the last operator
+     * build's (hk_dist_mat_build) */
+    double t_begin, t_layout, t_layout_upload, t_operator;
 } hk_dist;
 
 /* The layout of a process's rows (hk_solver_create_dist's arguments) on backend be; refuses a

@@ -135,7 +135,7 @@ for np in 2 3; do
 done
 # HOOKE_AMG_PROFILE: rank 0's one line of the set-up's phases
 if [ "$(grep -c 'amg set-up (distributed, 2 processes' "$T/a2.err")" = 1 ] &&
-   grep -q 'ghost rows [0-9.]* ([0-9.]*), P smoothing .*, R .*, total [0-9.]* ([0-9.]*)$' "$T/a2.err"; then
+   grep -q 'ghost rows [0-9.]* ([0-9.]*), P smoothing .*, R .*, total [0-9.]* ([0-9.]*); before it (wall): layout [0-9.]*, .*; since the layout [0-9.]*$' "$T/a2.err"; then
   ok "HOOKE_AMG_PROFILE -np 2: one line of phases"
 else bad "HOOKE_AMG_PROFILE -np 2: no line of phases"; cat "$T/a2.err"; fi
 # the set-up's threads change no byte (its loops fill rows apart)
