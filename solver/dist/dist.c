@@ -12,6 +12,11 @@
 
 #include "dist_impl.h"
 
+#include <omp.h>
+
+static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals,
+                            int bb, int64_t *key, double *val, int32_t *col);
+
 /* ---- set-up ------------------------------------------------------------------------------ */
 
 static int cmp_i64(const void *a, const void *b)
@@ -20,20 +25,45 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Rows apart on the threads (each its own scratch), rows already sorted left alone: the
+ * bytes do not depend on the thread count. */
 int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals, int bb)
 {
     int64_t maxlen = 0;
     for (int64_t i = 0; i < nrows; i++)
         if (rowptr[i + 1] - rowptr[i] > maxlen) maxlen = rowptr[i + 1] - rowptr[i];
+    const int nt = omp_get_max_threads();
     int64_t *key = NULL;
     double *val = NULL;
     int32_t *col = NULL;
     int ierr = 0;
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *key, &key));
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * bb * sizeof *val, &val));
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * sizeof *col, &col));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * bb * sizeof *val, &val));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *col, &col));
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        sort_rows_range(nrows, rowptr, colind, vals, bb, key + (maxlen + 1) * t,
+                        val + (maxlen + 1) * bb * t, col + (maxlen + 1) * t);
+    }
+fail:
+    free(key);
+    free(val);
+    free(col);
+    return ierr;
+}
+
+/* This thread's share of hk_dist_sort_blocks (inside its parallel region). */
+static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals,
+                            int bb, int64_t *key, double *val, int32_t *col)
+{
+#pragma omp for schedule(dynamic, 256)
     for (int64_t i = 0; i < nrows; i++) {
         const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
+        int sorted = 1;
+        for (int64_t k = 1; k < len && sorted; k++)
+            sorted = colind[p0 + k - 1] < colind[p0 + k];
+        if (sorted) continue;
         for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
             key[k] = (int64_t)colind[p0 + k] << 24 | k;
         for (int64_t k = 1; k < len; k++) {
@@ -53,11 +83,6 @@ int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, d
         memcpy(colind + p0, col, (size_t)len * sizeof *col);
         memcpy(vals + (size_t)p0 * bb, val, (size_t)len * bb * sizeof *val);
     }
-fail:
-    free(key);
-    free(val);
-    free(col);
-    return ierr;
 }
 
 /* Sort the blocks of each row of K by column. */
@@ -82,7 +107,19 @@ static int bcsr_alloc(int bs, int64_t nbrows, int64_t nbcols, int64_t nnzb, hk_b
 static int check_rows(const hk_bcsr *K, int64_t row0)
 {
     const int bs = K->bs, bb = bs * bs;
-    for (int64_t i = 0; i < K->nbrows; i++)
+    /* the first failing row on the threads, then its sentence from the loop below */
+    int64_t first = K->nbrows;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < K->nbrows; i++) {
+        int ok = 1;
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && ok; p++) {
+            ok = K->colind[p] >= 0 && K->colind[p] < K->nbcols;
+            for (int e = 0; e < bb && ok; e++)
+                ok = isfinite(K->val[(size_t)p * bb + e]);
+        }
+        if (!ok && i < first) first = i;
+    }
+    for (int64_t i = first; i < K->nbrows; i++)
         for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
             HK_CHECK(K->colind[p] >= 0 && K->colind[p] < K->nbcols, HK_ERR_ARG,
                      "distributed rows: block row %lld has column %d outside the %lld global "
@@ -148,8 +185,10 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     const int bs = d->bs, bb = bs * bs;
     const int64_t nown = d->nown, row0 = d->row0;
     int32_t *pos = NULL;
-    /* Koo: every owned row with its owned columns */
+    /* Koo: every owned row with its owned columns; Kbnd: the boundary rows whole. The rows are
+     * counted and filled apart on the threads (the same bytes on any thread count). */
     int64_t nnz_oo = 0, nnz_b = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nnz_oo, nnz_b)
     for (int64_t i = 0; i < nown; i++)
         for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
             const int own = K->colind[p] >= row0 && K->colind[p] < row0 + nown;
@@ -158,6 +197,17 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
         }
     HK_TRY(bcsr_alloc(bs, nown, nown, nnz_oo, &d->Koo));
     HK_TRY(bcsr_alloc(bs, d->nbnd, 0, nnz_b, &d->Kbnd));
+#pragma omp parallel for schedule(static)
+    for (int64_t ni = 0; ni < nown; ni++) {
+        const int64_t i = d->perm[ni];
+        int64_t k = 0;
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+            k += K->colind[p] >= row0 && K->colind[p] < row0 + nown;
+        d->Koo.rowptr[ni + 1] = k;
+    }
+    for (int64_t ni = 0; ni < nown; ni++)
+        d->Koo.rowptr[ni + 1] += d->Koo.rowptr[ni];
+#pragma omp parallel for schedule(static)
     for (int64_t ni = 0; ni < nown; ni++) {
         const int64_t i = d->perm[ni];
         int64_t q = d->Koo.rowptr[ni];
@@ -168,7 +218,6 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
                        (size_t)bb * sizeof(double));
                 q++;
             }
-        d->Koo.rowptr[ni + 1] = q;
     }
     HK_TRY(sort_rows(&d->Koo));
     /* the owned columns the boundary rows read, ascending: the gathered part of x */
@@ -187,6 +236,11 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     d->Kbnd.nbcols = d->nbc + d->nghost;
     for (int64_t nb = 0; nb < d->nbnd; nb++) {
         const int64_t i = d->perm[d->nint + nb];
+        d->Kbnd.rowptr[nb + 1] = d->Kbnd.rowptr[nb] + K->rowptr[i + 1] - K->rowptr[i];
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t nb = 0; nb < d->nbnd; nb++) {
+        const int64_t i = d->perm[d->nint + nb];
         int64_t q = d->Kbnd.rowptr[nb];
         for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
             const int64_t g = K->colind[p];
@@ -197,7 +251,6 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
                    (size_t)bb * sizeof(double));
             q++;
         }
-        d->Kbnd.rowptr[nb + 1] = q;
     }
     HK_TRY(sort_rows(&d->Kbnd));
 fail:
@@ -282,12 +335,18 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
     /* interior rows first, then boundary rows, each in the caller's order */
     ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
-    for (int pass = 0; pass < 2 && !ierr; pass++)
+    if (!ierr) /* inv[i]: -1 for a boundary row, -2 for an interior one (on the threads), then
+                * its internal number */
+#pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < d->nown; i++) {
             int bnd = 0;
             for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && !bnd; p++)
                 bnd = K->colind[p] < row0 || K->colind[p] >= row0 + d->nown;
-            if (bnd != pass) continue;
+            inv[i] = bnd ? -1 : -2;
+        }
+    for (int pass = 0; pass < 2 && !ierr; pass++)
+        for (int64_t i = 0; i < d->nown; i++) {
+            if (inv[i] != (pass ? -1 : -2)) continue;
             inv[i] = (int32_t)(pass ? d->nint + d->nbnd : d->nint);
             d->perm[inv[i]] = (int32_t)i;
             if (pass)
