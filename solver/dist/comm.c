@@ -147,8 +147,7 @@ void hk_comm_describe(FILE *f)
     fprintf(f, "%s, %d process%s in this run (mpirun -np N hooke ...)", v, world.size,
             world.size == 1 ? "" : "es");
 #ifdef HOOKE_HAVE_NCCL
-    fprintf(f, "; cuda between GPUs: MPI through the host (dist.comm=mpi, the default) or NCCL "
-               "(dist.comm=nccl)");
+    fprintf(f, "; cuda between GPUs: MPI through the host (dist.comm=mpi, the default) or NCCL (dist.comm=nccl)");
 #elif defined(HOOKE_HAVE_CUDA)
     fprintf(f, "; cuda between GPUs: MPI through the host (built without NCCL)");
 #endif
