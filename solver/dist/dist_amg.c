@@ -1571,10 +1571,14 @@ static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     HK_CHECK(K->br <= DAMG_MAX_NNS, HK_ERR_ARG, "pc=amg: block size %d is larger than %d", K->br,
              DAMG_MAX_NNS);
     const hk_backend_ops *L = a->d->local;
-    HK_CHECK(L->bmat_spmv && L->dense_inverse && L->dense_gemv && L->amg_start_vector,
+    HK_CHECK(L->bmat_spmv && L->dense_inverse && L->dense_gemv && L->amg_start_vector &&
+                 L->amg_strength && L->amg_aggregate && L->amg_tentative && L->bmat_spgemm &&
+                 L->bmat_transpose && L->amg_smooth_prolongator && L->bmat_diag && L->amg_l1_diag &&
+                 L->vec_convert,
              HK_ERR_UNSUPPORTED,
-             "pc=amg on several processes: the %s backend lacks bmat_spmv, dense_inverse, "
-             "dense_gemv or amg_start_vector; use backend=cpu or cuda",
+             "pc=amg on several processes: the %s backend lacks one of the AMG set-up ops "
+             "(strength, aggregation, tentative, sparse products, transpose, diagonals) or "
+             "bmat_spmv, dense_inverse, dense_gemv, amg_start_vector; use backend=cpu or cuda",
              L->name);
     hk_amg_set_precision(pc, a->op.precision == HK_AMG_PREC_FP64 ? HK_FP64 : HK_FP32);
     pc->fallback_armed = a->op.precision == HK_AMG_PREC_AUTO;
