@@ -130,6 +130,14 @@ static double now_synced(const hk_backend_ops *be)
     return hk_time();
 }
 
+/* The seconds since *t (the backend synced), and *t = now. */
+static double lap(const hk_backend_ops *be, double *t)
+{
+    const double now = now_synced(be), dt = now - *t;
+    *t = now;
+    return dt;
+}
+
 /* The near-null space of level 0 on the backend (n x nns, column-major): rigid-body modes
  * from the node coordinates, the caller's vectors, or the bs translations; rows of dofs that
  * a support decoupled are zeroed so the hierarchy eliminates supports consistently. */
@@ -829,41 +837,59 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     d->st.rho[l] = L->rho;
     ph->smoother += now_synced(be) - t0;
 
-    /* P = T - (omega/rho) D^-1 A T; A T has P's pattern */
+    /* P = T - (omega/rho) D^-1 A T; A T has P's pattern. The steps are timed one by one for
+     * HOOKE_AMG_PROFILE (t1: the step's start) */
     t0 = now_synced(be);
+    double t1 = t0;
     if (fresh) {
         HK_TRY(be->bmat_spgemm(Al, &L->T, &AT));
+        ph->at += lap(be, &t1);
         HK_TRY(be->amg_smooth_prolongator(&AT, &L->T, D64, d->omega / L->rho, &P));
         hk_bmat_free(&AT);
+        ph->smooth += lap(be, &t1);
     } else { /* A T into P's values, then smoothed in place */
         HK_TRY(values_on(be, &L->Pb, &P));
+        ph->values += lap(be, &t1);
         HK_TRY(be->bmat_spgemm_numeric(Al, &L->T, &P));
+        ph->at += lap(be, &t1);
         HK_TRY(be->amg_smooth_prolongator_numeric(&P, &L->T, D64, d->omega / L->rho, &P));
+        ph->smooth += lap(be, &t1);
     }
     if (D64 != L->Dinv) hk_vec_destroy(D64);
     D64 = NULL;
     ph->prolongator += now_synced(be) - t0;
 
     /* R = P^T, A_c = R (A P) */
-    t0 = now_synced(be);
+    t0 = t1 = now_synced(be);
     if (fresh) {
         HK_TRY(be->bmat_transpose(&P, &R));
+        ph->transpose += lap(be, &t1);
         HK_TRY(be->bmat_spgemm(Al, &P, &AP));
+        ph->ap += lap(be, &t1);
         HK_TRY(be->bmat_spgemm(&R, &AP, Anext));
+        ph->rap += lap(be, &t1);
         C->Apat = *Anext; /* the pattern stays with level l+1; *Anext shares it */
         C->Apat.val = NULL;
         be->dealloc(AP.val);
         AP.val = NULL;
         L->APpat = AP;
         memset(&AP, 0, sizeof AP);
+        ph->values += lap(be, &t1);
     } else {
         HK_TRY(values_on(be, &L->Rb, &R));
+        ph->values += lap(be, &t1);
         HK_TRY(be->bmat_transpose_numeric(&P, &R));
+        ph->transpose += lap(be, &t1);
         HK_TRY(values_on(be, &L->APpat, &AP));
+        ph->values += lap(be, &t1);
         HK_TRY(be->bmat_spgemm_numeric(Al, &P, &AP));
+        ph->ap += lap(be, &t1);
         HK_TRY(values_on(be, &C->Apat, Anext));
+        ph->values += lap(be, &t1);
         HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
+        ph->rap += lap(be, &t1);
         drop_values(be, &AP);
+        ph->values += lap(be, &t1);
     }
     ph->galerkin += now_synced(be) - t0;
 
@@ -967,18 +993,22 @@ static double process_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* With HOOKE_AMG_PROFILE set, the set-up's phases on stderr (docs/parallel.md). */
-static void print_phases(const hk_amg_phases *p, double cpu)
+/* With HOOKE_AMG_PROFILE set, the phases of a set-up or of a values-only update (what) on
+ * stderr, and the sparse products inside P smoothing and Galerkin (docs/parallel.md). */
+static void print_phases(const char *what, const hk_amg_phases *p, double cpu)
 {
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
     if (!on) return;
     fprintf(stderr,
-            "amg set-up (one process, seconds): near-null %.3f, strength %.3f, aggregation "
+            "amg %s (one process, seconds): near-null %.3f, strength %.3f, aggregation "
             "%.3f, tentative %.3f, smoother+bound %.3f, P smoothing %.3f, Galerkin %.3f, level "
-            "matrices %.3f, coarsest %.3f, total %.3f (CPU %.3f)\n",
-            p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother, p->prolongator,
-            p->galerkin, p->matrices, p->coarse, p->total, cpu);
+            "matrices %.3f, coarsest %.3f, total %.3f (CPU %.3f)\n"
+            "amg %s products: A T %.4f, P smoothing %.4f, R = P^T %.4f, A P %.4f, R (A P) %.4f, "
+            "their values' allocations and frees %.4f\n",
+            what, p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother,
+            p->prolongator, p->galerkin, p->matrices, p->coarse, p->total, cpu, what, p->at,
+            p->smooth, p->transpose, p->ap, p->rap, p->values);
 }
 
 static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
@@ -1055,7 +1085,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     d->st.op_complexity = d->st.nnz[0] ? tot / (double)d->st.nnz[0] : 1;
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
-    print_phases(ph, process_cpu() - cpu_start);
+    print_phases("set-up", ph, process_cpu() - cpu_start);
 fail:
     hk_graph_free(&S);
     drop_values(be, &Acur);
@@ -1073,7 +1103,7 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     double *B = NULL;
     hk_amg_phases *ph = &d->st.update;
     memset(ph, 0, sizeof *ph);
-    const double t_start = now_synced(be);
+    const double t_start = now_synced(be), cpu_start = process_cpu();
     double t0;
     HK_CHECK(K->nbrows * K->br == d->lev[0].n && K->nnzb * K->br * K->bc == d->lev[0].nnz,
              HK_ERR_ARG,
@@ -1113,6 +1143,7 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     }
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
+    print_phases("update", ph, process_cpu() - cpu_start);
 fail:
     hk_vec_destroy(dec);
     drop_values(be, &Acur);

@@ -191,6 +191,9 @@ int hk_pc_poly_info(const hk_pc *pc, double *lo, double *hi, int *degree, const 
 typedef struct hk_amg_phases {
     double nearnull, strength, aggregate, tentative, smoother, prolongator, galerkin, matrices,
         coarse, total;
+    /* inside prolongator and galerkin (HOOKE_AMG_PROFILE's second line): A T, its smoothing
+     * into P, R = P^T, A P, R (A P), and the allocations and frees of their values */
+    double at, smooth, transpose, ap, rap, values;
 } hk_amg_phases;
 typedef struct hk_amg_stats {
     int nlevels;
