@@ -28,9 +28,9 @@ static int agg_scan(const int64_t *in, int64_t *out, int64_t n)
     void *tmp = NULL;
     size_t bytes = 0;
     HK_CU(cub::DeviceScan::InclusiveSum(NULL, bytes, in, out, (int)n, hk_cu.stream));
-    HK_CALL(hk_cu_malloc(&tmp, bytes ? bytes : 8));
+    HK_CALL(hk_cu_tmp_alloc(&tmp, bytes ? bytes : 8));
     cudaError_t e = cub::DeviceScan::InclusiveSum(tmp, bytes, in, out, (int)n, hk_cu.stream);
-    cudaFree(tmp);
+    hk_cu_tmp_free(tmp);
     if (e != cudaSuccess) return hk_cu_fail(e, "cub::DeviceScan::InclusiveSum", __FILE__, __LINE__);
     return 0;
 }
@@ -137,9 +137,9 @@ extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
     char *iso = NULL;
     int64_t *cnt = NULL, nnz = 0; /* cnt: n counts then n+1 prefix sums */
     HK_CALL(hk_cu_init());
-    HK_TRY(hk_cu_malloc((void **)&dnorm, (size_t)(n ? n : 1) * sizeof *dnorm));
-    HK_TRY(hk_cu_malloc((void **)&iso, (size_t)(n ? n : 1)));
-    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(2 * n + 1) * sizeof *cnt));
+    HK_TRY(hk_cu_tmp_alloc((void **)&dnorm, (size_t)(n ? n : 1) * sizeof *dnorm));
+    HK_TRY(hk_cu_tmp_alloc((void **)&iso, (size_t)(n ? n : 1)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(2 * n + 1) * sizeof *cnt));
     HK_CU_TRY(cudaMemsetAsync(cnt + n, 0, sizeof *cnt, hk_cu.stream));
     if (n) {
         k_strength_diag<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso);
@@ -159,11 +159,11 @@ extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
         HK_CU_TRY(cudaGetLastError());
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    cudaFree(dnorm), cudaFree(iso), cudaFree(cnt);
+    hk_cu_tmp_free(dnorm), hk_cu_tmp_free(iso), hk_cu_tmp_free(cnt);
     return 0;
 fail:
     cudaStreamSynchronize(hk_cu.stream);
-    cudaFree(dnorm), cudaFree(iso), cudaFree(cnt);
+    hk_cu_tmp_free(dnorm), hk_cu_tmp_free(iso), hk_cu_tmp_free(cnt);
     hk_graph_free(S);
     return ierr;
 }
@@ -297,12 +297,12 @@ extern "C" int hk_cu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nag
     int32_t *next = NULL;
     unsigned long long *counter = NULL, hcount = 0;
     HK_CALL(hk_cu_init());
-    HK_TRY(hk_cu_malloc((void **)&t0, (size_t)n * sizeof *t0));
-    HK_TRY(hk_cu_malloc((void **)&t1, (size_t)n * sizeof *t1));
-    HK_TRY(hk_cu_malloc((void **)&t2, (size_t)n * sizeof *t2));
-    HK_TRY(hk_cu_malloc((void **)&flag, (size_t)2 * n * sizeof *flag));
-    HK_TRY(hk_cu_malloc((void **)&next, (size_t)n * sizeof *next));
-    HK_TRY(hk_cu_malloc((void **)&counter, sizeof *counter));
+    HK_TRY(hk_cu_tmp_alloc((void **)&t0, (size_t)n * sizeof *t0));
+    HK_TRY(hk_cu_tmp_alloc((void **)&t1, (size_t)n * sizeof *t1));
+    HK_TRY(hk_cu_tmp_alloc((void **)&t2, (size_t)n * sizeof *t2));
+    HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)2 * n * sizeof *flag));
+    HK_TRY(hk_cu_tmp_alloc((void **)&next, (size_t)n * sizeof *next));
+    HK_TRY(hk_cu_tmp_alloc((void **)&counter, sizeof *counter));
 
     k_agg_init<<<grid, HK_CU_BLOCK, 0, hk_cu.stream>>>(G, t0);
     HK_CU_TRY(cudaGetLastError());
@@ -337,7 +337,8 @@ extern "C" int hk_cu_amg_aggregate(const hk_graph *S, int32_t *agg, int64_t *nag
     *nagg = nroot;
 fail:
     cudaStreamSynchronize(hk_cu.stream);
-    cudaFree(t0), cudaFree(t1), cudaFree(t2), cudaFree(flag), cudaFree(next), cudaFree(counter);
+    hk_cu_tmp_free(t0), hk_cu_tmp_free(t1), hk_cu_tmp_free(t2), hk_cu_tmp_free(flag);
+    hk_cu_tmp_free(next), hk_cu_tmp_free(counter);
     return ierr;
 }
 
@@ -485,11 +486,11 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
     HK_CALL(hk_cu_init());
     /* size: nagg counts then nagg inclusive sums; rowflag: nn flags then nn + 1 row pointers;
      * keys / vals: agg and the node indices, then both sorted by aggregate (stable) */
-    HK_TRY(hk_cu_malloc((void **)&size, (size_t)(2 * nagg + 1) * sizeof *size));
-    HK_TRY(hk_cu_malloc((void **)&rowflag, (size_t)(2 * nn + 1) * sizeof *rowflag));
-    HK_TRY(hk_cu_malloc((void **)&keys, (size_t)(2 * nn + 1) * sizeof *keys));
-    HK_TRY(hk_cu_malloc((void **)&vals, (size_t)(2 * nn + 1) * sizeof *vals));
-    HK_TRY(hk_cu_first_row_alloc(&bad));
+    HK_TRY(hk_cu_tmp_alloc((void **)&size, (size_t)(2 * nagg + 1) * sizeof *size));
+    HK_TRY(hk_cu_tmp_alloc((void **)&rowflag, (size_t)(2 * nn + 1) * sizeof *rowflag));
+    HK_TRY(hk_cu_tmp_alloc((void **)&keys, (size_t)(2 * nn + 1) * sizeof *keys));
+    HK_TRY(hk_cu_tmp_alloc((void **)&vals, (size_t)(2 * nn + 1) * sizeof *vals));
+    HK_TRY(hk_cu_setup_flag(&bad));
     HK_CU_TRY(cudaMemsetAsync(size, 0, (size_t)nagg * sizeof *size, hk_cu.stream));
     HK_CU_TRY(cudaMemsetAsync(rowflag + nn, 0, sizeof *rowflag, hk_cu.stream));
     if (nn) {
@@ -525,7 +526,7 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
         cub::DoubleBuffer<int32_t> dk(keys, keys + nn), dv(vals, vals + nn);
         HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tbytes, dk, dv, (int)nn, 0, 32,
                                                    hk_cu.stream));
-        HK_TRY(hk_cu_malloc(&tmp, tbytes ? tbytes : 8));
+        HK_TRY(hk_cu_tmp_alloc(&tmp, tbytes ? tbytes : 8));
         HK_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tbytes, dk, dv, (int)nn, 0, 32,
                                                    hk_cu.stream));
         const int32_t *list = dv.Current() + (nn - nnzb);
@@ -542,11 +543,13 @@ extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nno
         HK_CU_TRY(cudaMemsetAsync(Bc, 0, (size_t)nagg * nns * nns * sizeof *Bc, hk_cu.stream));
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    cudaFree(size), cudaFree(rowflag), cudaFree(keys), cudaFree(vals), cudaFree(bad), cudaFree(tmp);
+    hk_cu_tmp_free(size), hk_cu_tmp_free(rowflag), hk_cu_tmp_free(keys), hk_cu_tmp_free(vals);
+    hk_cu_tmp_free(tmp);
     return 0;
 fail:
     cudaStreamSynchronize(hk_cu.stream);
-    cudaFree(size), cudaFree(rowflag), cudaFree(keys), cudaFree(vals), cudaFree(bad), cudaFree(tmp);
+    hk_cu_tmp_free(size), hk_cu_tmp_free(rowflag), hk_cu_tmp_free(keys), hk_cu_tmp_free(vals);
+    hk_cu_tmp_free(tmp);
     hk_bmat_free(T);
     return ierr;
 }

@@ -5,6 +5,70 @@
 
 #include "cuda_impl.cuh"
 
+// ---- the set-up's temporaries and first-bad-row flag ------------------------------------------
+//
+// cudaMalloc and cudaFree cost a driver call each and cudaFree waits for the whole device; the
+// sparse products and the aggregation make and drop a handful of temporaries per level, in
+// both the set-up and the values-only update. They come from the default memory pool in stream
+// order instead (nothing waits; the pool keeps the pages mapped up to HK_CU_TMP_KEEP bytes, so
+// the next level's or the next update's temporaries find them), and the flag is one word kept
+// for the process.
+
+static int tmp_pools = -1; // the device has memory pools (stream-ordered allocation)
+
+static int tmp_pools_init(void)
+{
+    HK_CALL(hk_cu_init());
+    if (tmp_pools >= 0) return 0;
+    int on = 0;
+    if (cudaDeviceGetAttribute(&on, cudaDevAttrMemoryPoolsSupported, hk_cu.device) != cudaSuccess)
+        on = 0, cudaGetLastError();
+    if (on) {
+        cudaMemPool_t pool;
+        uint64_t keep = HK_CU_TMP_KEEP; // the attribute is a 64-bit unsigned integer
+        if (cudaDeviceGetDefaultMemPool(&pool, hk_cu.device) != cudaSuccess ||
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+            on = 0, cudaGetLastError();
+    }
+    tmp_pools = on;
+    return 0;
+}
+
+int hk_cu_tmp_alloc(void **p, size_t bytes)
+{
+    *p = NULL;
+    HK_CALL(tmp_pools_init());
+    if (!tmp_pools) return hk_cu_malloc(p, bytes);
+    const cudaError_t e = cudaMallocAsync(p, bytes ? bytes : 256, hk_cu.stream);
+    if (e == cudaSuccess) return 0;
+    cudaGetLastError();
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    *p = NULL;
+    return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                        "out of GPU memory allocating %.3f GB (%.3f GB free, %s); use "
+                        "precision=mixed, a smaller mesh or --backend cpu",
+                        bytes / 1e9, fr / 1e9, cudaGetErrorName(e));
+}
+
+void hk_cu_tmp_free(void *p)
+{
+    if (!p) return;
+    if (tmp_pools > 0)
+        cudaFreeAsync(p, hk_cu.stream);
+    else
+        cudaFree(p);
+}
+
+int hk_cu_setup_flag(unsigned long long **d)
+{
+    static unsigned long long *flag;
+    if (!flag) HK_CALL(hk_cu_malloc((void **)&flag, sizeof *flag));
+    HK_CU(cudaMemsetAsync(flag, 0xff, sizeof *flag, hk_cu.stream)); // HK_CU_NO_ROW: all ones
+    *d = flag;
+    return 0;
+}
+
 __global__ void k_amg_l1_diag(int64_t n, int br, const int64_t *__restrict__ rowptr,
                               const int32_t *__restrict__ colind, const double *__restrict__ val,
                               double *__restrict__ out, unsigned long long *first)
@@ -50,13 +114,12 @@ int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad)
     if (!n) return 0;
     unsigned long long *dfirst = NULL;
     int ierr = 0;
-    HK_TRY(hk_cu_first_row_alloc(&dfirst));
+    HK_TRY(hk_cu_setup_flag(&dfirst));
     k_amg_l1_diag<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
         n, br, A->rowptr, A->colind, A->val, (double *)out->data, dfirst);
     HK_CU_TRY(cudaGetLastError());
     HK_TRY(hk_cu_first_row_read(dfirst, bad));
 fail:
-    cudaFree(dfirst);
     return ierr;
 }
 

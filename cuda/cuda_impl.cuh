@@ -52,6 +52,15 @@ int hk_cu_malloc(void **p, size_t bytes);
 #define HK_CU_NO_ROW (~0ull)
 int hk_cu_first_row_alloc(unsigned long long **d);
 int hk_cu_first_row_read(const unsigned long long *d, int64_t *row);
+/* The AMG set-up's temporaries (cuda_amg.cu): stream-ordered on hk_cu.stream from the
+ * device's default memory pool, which keeps up to HK_CU_TMP_KEEP bytes mapped between set-ups
+ * (plain cudaMalloc / cudaFree where the device has no pools); free only buffers that no other
+ * stream uses. The set-up ops' first-bad-row flag: one per process, allocated once, set to
+ * HK_CU_NO_ROW on the stream (read it with hk_cu_first_row_read; never freed). */
+#define HK_CU_TMP_KEEP ((size_t)1 << 29)
+int hk_cu_tmp_alloc(void **p, size_t bytes);
+void hk_cu_tmp_free(void *p);
+int hk_cu_setup_flag(unsigned long long **d);
 
 /* Record a CUDA / cuSPARSE / cuBLAS failure as HK_ERR_DEVICE with the status name. */
 int hk_cu_fail(cudaError_t e, const char *what, const char *file, int line);

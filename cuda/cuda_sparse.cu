@@ -213,11 +213,11 @@ static int sp_scan(const int64_t *in, int64_t *out, int64_t n, bool inclusive)
     if (n <= 0) return 0;
     HK_CU(inclusive ? cub::DeviceScan::InclusiveSum(NULL, tmp, in, out, n, hk_cu.stream)
                     : cub::DeviceScan::ExclusiveSum(NULL, tmp, in, out, n, hk_cu.stream));
-    HK_CALL(hk_cu_malloc(&buf, tmp));
+    HK_CALL(hk_cu_tmp_alloc(&buf, tmp));
     HK_CU_TRY(inclusive ? cub::DeviceScan::InclusiveSum(buf, tmp, in, out, n, hk_cu.stream)
                         : cub::DeviceScan::ExclusiveSum(buf, tmp, in, out, n, hk_cu.stream));
 fail:
-    cudaFree(buf);
+    hk_cu_tmp_free(buf);
     return ierr;
 }
 
@@ -260,10 +260,10 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
     g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
     g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = nbr;
-    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(nbr + 1) * sizeof(int64_t)));
-    HK_TRY(hk_cu_malloc((void **)&rp, (size_t)(nbr + 1) * sizeof(int64_t)));
-    HK_TRY(hk_cu_malloc((void **)&gsize, (size_t)(nbr + 1) * sizeof(int64_t)));
-    HK_TRY(hk_cu_malloc((void **)&goff, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&rp, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&gsize, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&goff, (size_t)(nbr + 1) * sizeof(int64_t)));
     // symbolic, shared tables; overflowed rows get global tables and are counted again
     g.cnt = cnt;
     HK_TRY(sp_launch(false, g));
@@ -279,8 +279,8 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     g.gsize = gsize, g.goff = goff;
     if (gtotal > 0) {
-        HK_TRY(hk_cu_malloc((void **)&gkeys, (size_t)gtotal * sizeof(int32_t)));
-        HK_TRY(hk_cu_malloc((void **)&gvals, (size_t)gtotal * sizeof(int32_t)));
+        HK_TRY(hk_cu_tmp_alloc((void **)&gkeys, (size_t)gtotal * sizeof(int32_t)));
+        HK_TRY(hk_cu_tmp_alloc((void **)&gvals, (size_t)gtotal * sizeof(int32_t)));
         HK_CU_TRY(cudaMemsetAsync(gkeys, 0xff, (size_t)gtotal * sizeof(int32_t), hk_cu.stream));
         g.gkeys = gkeys, g.gvals = gvals, g.global_pass = 1;
         HK_TRY(sp_launch(false, g));
@@ -303,17 +303,17 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
         g.global_pass = 1;
         HK_TRY(sp_launch(true, g));
     }
-    HK_TRY(hk_cu_first_row_alloc(&dfirst));
+    HK_TRY(hk_cu_setup_flag(&dfirst));
     HK_TRY(sp_numeric_values(A, B, C, dfirst));
     HK_TRY(hk_cu_first_row_read(dfirst, &first)); // none: C's pattern is the product's
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream)); // the temporaries below are freed
 fail:
     if (ierr) {
         cudaStreamSynchronize(hk_cu.stream);
         hk_bmat_free(C);
     }
-    cudaFree(cnt), cudaFree(rp), cudaFree(gsize), cudaFree(goff), cudaFree(gkeys),
-        cudaFree(gvals), cudaFree(dfirst);
+    // in stream order: the next op's temporaries may reuse them
+    hk_cu_tmp_free(cnt), hk_cu_tmp_free(rp), hk_cu_tmp_free(gsize), hk_cu_tmp_free(goff);
+    hk_cu_tmp_free(gkeys), hk_cu_tmp_free(gvals);
     return ierr;
 }
 
@@ -554,7 +554,7 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     unsigned long long *dfirst = NULL;
     int64_t first = -1;
     HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_numeric"));
-    HK_CALL(hk_cu_first_row_alloc(&dfirst));
+    HK_CALL(hk_cu_setup_flag(&dfirst));
     HK_TRY(sp_numeric_values(A, B, C, dfirst));
     HK_TRY(hk_cu_first_row_read(dfirst, &first));
     HK_TRY_CHECK(first < 0, HK_ERR_ARG,
@@ -562,7 +562,6 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                  "pass the pattern that bmat_spgemm made for these A and B",
                  (long long)first);
 fail:
-    cudaFree(dfirst);
     return ierr;
 }
 
@@ -634,7 +633,7 @@ static int sp_smooth_check(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Di
              (long long)(AT->nbrows * br * br), (long long)Dinv->n);
     HK_CHECK(br <= 8 && bc <= 8, HK_ERR_UNSUPPORTED,
              "amg_smooth_prolongator: blocks of %d x %d exceed the supported 8 x 8", br, bc);
-    HK_TRY(hk_cu_first_row_alloc(&dfirst));
+    HK_TRY(hk_cu_setup_flag(&dfirst));
     if (T->nnzb > 0) {
         sp_subset<<<hk_cu_grid(T->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
             AT->rowptr, AT->colind, T->rowptr, T->colind, AT->nbrows, T->nnzb, dfirst);
@@ -647,7 +646,6 @@ static int sp_smooth_check(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Di
                  "diagonal blocks)",
                  (long long)first);
 fail:
-    cudaFree(dfirst);
     return ierr;
 }
 
@@ -731,7 +729,7 @@ int hk_cu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T)
              "transpose's shape of A (%lld x %lld blocks of %d x %d, %lld blocks)",
              (long long)T->nbrows, (long long)T->nbcols, T->br, T->bc, (long long)T->nnzb,
              (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)A->nnzb);
-    HK_CALL(hk_cu_first_row_alloc(&dfirst));
+    HK_CALL(hk_cu_setup_flag(&dfirst));
     if (T->nnzb > 0) {
         sp_transpose_values<<<hk_cu_grid(T->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(
             A->rowptr, A->colind, A->val, T->rowptr, T->colind, A->br, A->bc, T->nbrows, T->nnzb,
@@ -744,7 +742,6 @@ int hk_cu_bmat_transpose_numeric(const hk_bmat *A, hk_bmat *T)
                  "the pattern bmat_transpose made for A",
                  (long long)first);
 fail:
-    cudaFree(dfirst);
     return ierr;
 }
 
@@ -846,14 +843,14 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
         }
         sp_solver = h;
     }
-    HK_TRY(hk_cu_malloc((void **)&a, nn * sizeof(double)));
-    HK_TRY(hk_cu_malloc((void **)&zero, (size_t)n * sizeof(int)));
-    HK_TRY(hk_cu_malloc((void **)&info, sizeof(int)));
-    HK_TRY(hk_cu_first_row_alloc(&dfirst));
+    HK_TRY(hk_cu_tmp_alloc((void **)&a, nn * sizeof(double)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&zero, (size_t)n * sizeof(int)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&info, sizeof(int)));
+    HK_TRY(hk_cu_setup_flag(&dfirst));
     if (Minv->prec == HK_FP64)
         b = (double *)Minv->data;
     else
-        HK_TRY(hk_cu_malloc((void **)&b, nn * sizeof(double)));
+        HK_TRY(hk_cu_tmp_alloc((void **)&b, nn * sizeof(double)));
     HK_CU_TRY(cudaMemsetAsync(a, 0, nn * sizeof(double), hk_cu.stream));
     sp_scatter<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(A->rowptr, A->colind, A->val, br,
                                                                  bc, A->nbrows, n, a, zero);
@@ -866,7 +863,7 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     } else {
         SP_SOLVER_TRY(cusolverDnDpotrf_bufferSize(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a,
                                                   (int)n, &lwork));
-        HK_TRY(hk_cu_malloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
+        HK_TRY(hk_cu_tmp_alloc((void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
         SP_SOLVER_TRY(cusolverDnDpotrf(sp_solver, CUBLAS_FILL_MODE_LOWER, (int)n, a, (int)n, work,
                                        lwork, info));
         sp_nonfinite<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(a, n, dfirst);
@@ -892,8 +889,8 @@ int hk_cu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad)
     }
 fail:
     cudaStreamSynchronize(hk_cu.stream);
-    cudaFree(a), cudaFree(zero), cudaFree(info), cudaFree(dfirst), cudaFree(work);
-    if (b && b != Minv->data) cudaFree(b);
+    hk_cu_tmp_free(a), hk_cu_tmp_free(zero), hk_cu_tmp_free(info), hk_cu_tmp_free(work);
+    if (b && b != Minv->data) hk_cu_tmp_free(b);
     return ierr;
 }
 

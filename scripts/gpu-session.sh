@@ -7,7 +7,8 @@
 # mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
 # prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels;
 # numvar: issue 25's variants of the device assembly's numeric kernel (HOOKE_FEM_NUMERIC);
-# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; dist: issue 26's
+# amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; amgsetup2: issue
+# 29's AMG set-up and update phases side by side at 2.52M and 19.3M DOFs; dist: issue 26's
 # distributed runs on a host with 2 GPUs, one process each; distamg: distributed AMG on 1 and 2 GPUs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -417,6 +418,31 @@ for step in "$@"; do
         $B/hooke bench pcs --backend cuda --no-cpu --json "$OUT/amg14m.json" \
           --pcs 'amg,amg pc.amg.precision=fp64' --problem "$BR geometry.size=0.000515"
       } > "$OUT/amgprof.md" 2>&1 ;;
+    amgsetup2) # issue 29: the one-process AMG set-up and values-only update side by side
+               # (HOOKE_AMG_PROFILE: phases, then the sparse products and their values'
+               # allocations), bracket 2.52M and 19.3M DOFs, then the kernels and API calls
+               # (cudaMalloc/Free) of set-up + update at 2.52M under nsys; about 3 minutes
+      { BR=cases/bracket/bracket.yaml
+        for prob in 0.001:45 0.0005:90; do
+          size=${prob%:*} lim=${prob#*:}
+          echo "== bracket geometry.size=$size, cg + amg (limit $lim s)"
+          HOOKE_AMG_PROFILE=1 timeout -k 5 "$lim" $B/hooke bench pcs --backend cuda --no-cpu \
+            --pcs amg --problem "$BR geometry.size=$size" 2>&1 |
+            grep -E '^### |^\| (pc|amg) |amg (set-up|update)|set-up:|amg cuda cg|levels \(|error' |
+            cut -c1-400 || true
+          echo "(status ${PIPESTATUS[0]})"
+        done
+        if command -v nsys > /dev/null; then
+          echo "== nsys: bench pcs amg at 2.52M (set-up, solve, update), kernels and API calls"
+          timeout -k 5 70 nsys profile --trace=cuda --force-overwrite=true -o /tmp/amgsetup2 \
+            $B/hooke bench pcs --backend cuda --no-cpu --pcs amg \
+            --problem "$BR geometry.size=0.001" > /dev/null 2>&1
+          { nsys stats -r cuda_gpu_kern_sum,cuda_api_sum -f csv /tmp/amgsetup2.nsys-rep 2>/dev/null ||
+            nsys stats -r gpukernsum,cudaapisum -f csv /tmp/amgsetup2.nsys-rep; } |
+            cut -c1-160 | head -70
+          rm -f /tmp/amgsetup2.*
+        fi
+      } > "$OUT/amgsetup2.md" 2>&1 ;;
     amgsweep) # issue 29: AMG's knobs as set-up + solve time and the values-only update (update
               # s, update / set-up, phases) on the bracket at three sizes and elasticity3d:60, each
               # problem bounded (about 2 minutes in all); the lead picks defaults from it
