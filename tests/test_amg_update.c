@@ -318,9 +318,35 @@ static void test_cuda_hierarchy(void)
     }
 }
 
+/* Set-ups one after another in one process: the later ones take their temporaries from the
+ * memory pool's pages that the earlier ones left with their contents (not fresh memory), and
+ * must build the same bytes; an update to K itself too. */
+static void test_cuda_repeat(void)
+{
+    const int m = 14;
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    const char *opts = "backend=cuda pc=amg pc.amg.format=bsr";
+    hk_solver *a = hk_test_solver(&K, &nn, opts);
+    hk_solver *b = hk_test_solver(&K, &nn, opts);
+    compare_levels(a, b, 0);
+    hk_solver_destroy(b);
+    hk_solver *c = hk_test_solver(&K, &nn, opts);
+    HK_ASSERT_OK(hk_solver_update_values(c, &K));
+    compare_levels(a, c, 0);
+    hk_solver_destroy(a), hk_solver_destroy(c);
+    hk_bcsr_free(&K);
+    free(xyz);
+}
+
 HK_DEVICE_SUITE(cuda_amg_update,
                 {"numeric ops on cuda (A T, P in place, R, A P, R A P): the CPU's bytes",
                  test_cuda_numeric_ops},
+                {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
+                 test_cuda_repeat},
                 {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",
                  test_cuda_hierarchy})
 #endif
