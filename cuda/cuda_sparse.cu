@@ -467,9 +467,103 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
     if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
 }
 
+// The same sums with the column found by the team instead of a binary search per lane
+// (HOOKE_AMG_SPGEMM=shuffle, a variant under measurement): the team walks A's row together and,
+// for A block p (column k), reads B's row k once, TEAM columns a load (coalesced), and passes
+// them round by shuffles; the lane whose own column j is among them takes that block. The
+// dependent loads per A block drop from a binary search's (log2 of B's row) to one, and the
+// hits, and so every entry's order of sums, are spo_rows' (the CPU's digits).
+template <int BR, int BK, int BC, int TEAM>
+__global__ void __launch_bounds__(256) spw_rows(spn_args g)
+{
+    const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = gt / TEAM;
+    const int t = (int)(gt % TEAM);
+    const bool live = i < g.nbr; // the same for the whole team
+    const int lane = threadIdx.x & 31;
+    const unsigned tmask =
+        TEAM == 32 ? 0xffffffffu : ((1u << (TEAM & 31)) - 1u) << (lane & ~(TEAM - 1));
+    int64_t hits = 0, terms = 0;
+    if (live) {
+        const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
+        for (int64_t p = a0 + t; p < a1; p += TEAM) {
+            const int64_t k = g.aci[p];
+            terms += g.brp[k + 1] - g.brp[k];
+        }
+        for (int64_t cb = c0; cb < c1; cb += TEAM) { // every lane of the team, mine or not
+            const int64_t c = cb + t;
+            const bool mine = c < c1;
+            const int32_t j = mine ? g.cci[c] : -1; // columns are >= 0: -1 finds nothing
+            double acc[BR * BC];
+#pragma unroll
+            for (int e = 0; e < BR * BC; e++)
+                acc[e] = 0.0;
+            for (int64_t p = a0; p < a1; p++) {
+                const int64_t k = g.aci[p], q0 = g.brp[k], q1 = g.brp[k + 1];
+                int64_t q = -1;
+                for (int64_t e0 = q0; e0 < q1; e0 += TEAM) {
+                    const int32_t col = e0 + t < q1 ? g.bci[e0 + t] : -2;
+                    const int n = q1 - e0 < TEAM ? (int)(q1 - e0) : TEAM;
+                    for (int s = 0; s < n; s++)
+                        if (__shfl_sync(tmask, col, s, TEAM) == j) q = e0 + s;
+                }
+                if (q < 0) continue;
+                hits++;
+                const double *a = g.av + (size_t)p * BR * BK, *b = g.bv + (size_t)q * BK * BC;
+                double bm[BK * BC];
+#pragma unroll
+                for (int e = 0; e < BK * BC; e++)
+                    bm[e] = b[e];
+#pragma unroll
+                for (int r = 0; r < BR; r++) {
+                    double ar[BK];
+#pragma unroll
+                    for (int m = 0; m < BK; m++)
+                        ar[m] = a[r * BK + m];
+#pragma unroll
+                    for (int s = 0; s < BC; s++)
+#pragma unroll
+                        for (int m = 0; m < BK; m++)
+                            acc[r * BC + s] =
+                                __dadd_rn(acc[r * BC + s], __dmul_rn(ar[m], bm[m * BC + s]));
+                }
+            }
+            if (mine) {
+                double *dst = g.cv + (size_t)c * BR * BC;
+#pragma unroll
+                for (int e = 0; e < BR * BC; e++)
+                    dst[e] = acc[e];
+            }
+        }
+    }
+#pragma unroll
+    for (int off = TEAM / 2; off > 0; off /= 2) {
+        hits += __shfl_xor_sync(0xffffffffu, hits, off, TEAM);
+        terms += __shfl_xor_sync(0xffffffffu, terms, off, TEAM);
+    }
+    if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+}
+
+// HOOKE_AMG_SPGEMM=shuffle: spw_rows instead of spo_rows (read at each product, so a test may
+// compare both in one process).
+static bool spo_shuffle(void)
+{
+    const char *v = getenv("HOOKE_AMG_SPGEMM");
+    return v && !strcmp(v, "shuffle");
+}
+
 template <int BR, int BK, int BC>
 static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
 {
+    if (spo_shuffle()) {
+        switch (team) {
+        case 4: spw_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+        case 8: spw_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+        case 16: spw_rows<BR, BK, BC, 16><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+        default: spw_rows<BR, BK, BC, 32><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+        }
+        return;
+    }
     switch (team) {
     case 4: spo_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
     case 8: spo_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g); break;

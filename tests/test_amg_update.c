@@ -248,7 +248,7 @@ HK_SUITE(amg_update,
 /* ---- device ------------------------------------------------------------------------------- */
 
 #ifdef HOOKE_HAVE_CUDA
-static void test_cuda_numeric_ops(void)
+static void numeric_ops_on_cuda(void)
 {
     const hk_backend *gpu = backend("cuda");
     level_ops L;
@@ -287,6 +287,16 @@ static void test_cuda_numeric_ops(void)
         hk_bmat_free(M[i]);
     hk_vec_destroy(dD);
     level_free(&L);
+}
+
+/* The numeric ops with the products' default kernel and with HOOKE_AMG_SPGEMM=shuffle (the
+ * team finds B's block by shuffles instead of each lane's binary search): the CPU's bytes. */
+static void test_cuda_numeric_ops(void)
+{
+    numeric_ops_on_cuda();
+    setenv("HOOKE_AMG_SPGEMM", "shuffle", 1);
+    numeric_ops_on_cuda();
+    unsetenv("HOOKE_AMG_SPGEMM");
 }
 
 /* The cuda update against a fresh cuda set-up (bytes) and the CPU's update (rounding: the
@@ -337,7 +347,15 @@ static void test_cuda_repeat(void)
     hk_solver *c = hk_test_solver(&K, &nn, opts);
     HK_ASSERT_OK(hk_solver_update_values(c, &K));
     compare_levels(a, c, 0);
-    hk_solver_destroy(a), hk_solver_destroy(c);
+    hk_solver_destroy(c);
+    /* the products' shuffle kernel: the same hierarchy, set up and updated */
+    setenv("HOOKE_AMG_SPGEMM", "shuffle", 1);
+    hk_solver *w = hk_test_solver(&K, &nn, opts);
+    compare_levels(a, w, 0);
+    HK_ASSERT_OK(hk_solver_update_values(w, &K));
+    compare_levels(a, w, 0);
+    unsetenv("HOOKE_AMG_SPGEMM");
+    hk_solver_destroy(a), hk_solver_destroy(w);
     hk_bcsr_free(&K);
     free(xyz);
 }
@@ -345,7 +363,8 @@ static void test_cuda_repeat(void)
 HK_DEVICE_SUITE(cuda_amg_update,
                 {"numeric ops on cuda (A T, P in place, R, A P, R A P): the CPU's bytes",
                  test_cuda_numeric_ops},
-                {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
+                {"cuda set-ups in a row (temporaries from reused pool pages) and with the "
+                 "products' shuffle kernel: the same bytes",
                  test_cuda_repeat},
                 {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",
                  test_cuda_hierarchy})
