@@ -41,14 +41,8 @@ int hk_cu_tmp_alloc(void **p, size_t bytes)
     if (!tmp_pools) return hk_cu_malloc(p, bytes);
     const cudaError_t e = cudaMallocAsync(p, bytes ? bytes : 256, hk_cu.stream);
     if (e == cudaSuccess) return 0;
-    cudaGetLastError();
-    size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
     *p = NULL;
-    return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                        "out of GPU memory allocating %.3f GB (%.3f GB free, %s); use "
-                        "precision=mixed, a smaller mesh or --backend cpu",
-                        bytes / 1e9, fr / 1e9, cudaGetErrorName(e));
+    return hk_cu_out_of_memory(bytes, e);
 }
 
 void hk_cu_tmp_free(void *p)

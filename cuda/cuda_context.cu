@@ -60,19 +60,24 @@ int hk_cu_init(void)
     return 0;
 }
 
+int hk_cu_out_of_memory(size_t bytes, cudaError_t e)
+{
+    cudaGetLastError();
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                        "out of GPU memory allocating %.3f GB (%.3f GB free, %s); use "
+                        "precision=mixed, a smaller mesh or --backend cpu",
+                        bytes / 1e9, fr / 1e9, cudaGetErrorName(e));
+}
+
 static int cuda_alloc(void **p, size_t bytes)
 {
     HK_CALL(hk_cu_init());
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 256);
     if (e != cudaSuccess) {
-        cudaGetLastError();
-        size_t fr = 0, tot = 0;
-        cudaMemGetInfo(&fr, &tot);
         *p = NULL;
-        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                            "out of GPU memory allocating %.3f GB (%.3f GB free, %s); use "
-                            "precision=mixed, a smaller mesh or --backend cpu",
-                            bytes / 1e9, fr / 1e9, cudaGetErrorName(e));
+        return hk_cu_out_of_memory(bytes, e);
     }
     return 0;
 }

@@ -44,6 +44,8 @@ int hk_cu_init(void);
 /* cudaMalloc with the library's out-of-memory sentence (bytes needed, bytes free); every
  * set-up allocation goes through it (or the backend's alloc op). Free with cudaFree. */
 int hk_cu_malloc(void **p, size_t bytes);
+/* The out-of-memory sentence of a failed allocation of bytes (HK_ERR_MEMORY). */
+int hk_cu_out_of_memory(size_t bytes, cudaError_t e);
 
 /* A kernel's first bad row: one device word that the kernel lowers with an integer atomicMin
  * (exact and independent of the order), HK_CU_NO_ROW while no row is bad. _alloc allocates it

@@ -408,6 +408,56 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
 // product block outside C's pattern is found by counting: the lanes' hits must add up to the
 // row's product count (the sum of B's row lengths over A's row).
 
+// acc += a b for one BR x BK block a and BK x BC block b: entry by entry over m in order, with
+// __dmul_rn / __dadd_rn (the CPU's digits).
+template <int BR, int BK, int BC>
+static __device__ __forceinline__ void spo_add(double *acc, const double *a, const double *b)
+{
+    double bm[BK * BC];
+#pragma unroll
+    for (int e = 0; e < BK * BC; e++)
+        bm[e] = b[e];
+#pragma unroll
+    for (int r = 0; r < BR; r++) {
+        double ar[BK];
+#pragma unroll
+        for (int m = 0; m < BK; m++)
+            ar[m] = a[r * BK + m];
+#pragma unroll
+        for (int s = 0; s < BC; s++)
+#pragma unroll
+            for (int m = 0; m < BK; m++)
+                acc[r * BC + s] = __dadd_rn(acc[r * BC + s], __dmul_rn(ar[m], bm[m * BC + s]));
+    }
+}
+
+// Lane t's share of the product count of an A row [a0, a1): B's row lengths over its blocks.
+template <int TEAM>
+static __device__ __forceinline__ int64_t spo_terms(const spn_args &g, int64_t a0, int64_t a1,
+                                                    int t)
+{
+    int64_t terms = 0;
+    for (int64_t p = a0 + t; p < a1; p += TEAM) {
+        const int64_t k = g.aci[p];
+        terms += g.brp[k + 1] - g.brp[k];
+    }
+    return terms;
+}
+
+// The team's hits against its row's product count (every lane of the warp takes part): a
+// product block outside C's pattern leaves them short, and the row is reported.
+template <int TEAM>
+static __device__ __forceinline__ void spo_check(const spn_args &g, bool live, int64_t i, int t,
+                                                 int64_t hits, int64_t terms)
+{
+#pragma unroll
+    for (int off = TEAM / 2; off > 0; off /= 2) {
+        hits += __shfl_xor_sync(0xffffffffu, hits, off, TEAM);
+        terms += __shfl_xor_sync(0xffffffffu, terms, off, TEAM);
+    }
+    if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+}
+
 template <int BR, int BK, int BC, int TEAM>
 __global__ void __launch_bounds__(256) spo_rows(spn_args g)
 {
@@ -418,10 +468,7 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
     int64_t hits = 0, terms = 0;
     if (live) {
         const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
-        for (int64_t p = a0 + t; p < a1; p += TEAM) {
-            const int64_t k = g.aci[p];
-            terms += g.brp[k + 1] - g.brp[k];
-        }
+        terms = spo_terms<TEAM>(g, a0, a1, t);
         for (int64_t c = c0 + t; c < c1; c += TEAM) {
             const int32_t j = g.cci[c];
             double acc[BR * BC];
@@ -433,24 +480,7 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
                 const int64_t q = hk_cu_lower_bound(g.bci, g.brp[k], q1, j);
                 if (q >= q1 || g.bci[q] != j) continue;
                 hits++;
-                const double *a = g.av + (size_t)p * BR * BK, *b = g.bv + (size_t)q * BK * BC;
-                double bm[BK * BC];
-#pragma unroll
-                for (int e = 0; e < BK * BC; e++)
-                    bm[e] = b[e];
-#pragma unroll
-                for (int r = 0; r < BR; r++) {
-                    double ar[BK];
-#pragma unroll
-                    for (int m = 0; m < BK; m++)
-                        ar[m] = a[r * BK + m];
-#pragma unroll
-                    for (int s = 0; s < BC; s++)
-#pragma unroll
-                        for (int m = 0; m < BK; m++)
-                            acc[r * BC + s] =
-                                __dadd_rn(acc[r * BC + s], __dmul_rn(ar[m], bm[m * BC + s]));
-                }
+                spo_add<BR, BK, BC>(acc, g.av + (size_t)p * BR * BK, g.bv + (size_t)q * BK * BC);
             }
             double *dst = g.cv + (size_t)c * BR * BC;
 #pragma unroll
@@ -458,13 +488,7 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
                 dst[e] = acc[e];
         }
     }
-    // the team's hits against its row's product count (every lane of the warp takes part)
-#pragma unroll
-    for (int off = TEAM / 2; off > 0; off /= 2) {
-        hits += __shfl_xor_sync(0xffffffffu, hits, off, TEAM);
-        terms += __shfl_xor_sync(0xffffffffu, terms, off, TEAM);
-    }
-    if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+    spo_check<TEAM>(g, live, i, t, hits, terms);
 }
 
 // The same sums with the column found by the team instead of a binary search per lane
@@ -474,7 +498,7 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
 // dependent loads per A block drop from a binary search's (log2 of B's row) to one, and the
 // hits, and so every entry's order of sums, are spo_rows' (the CPU's digits).
 template <int BR, int BK, int BC, int TEAM>
-__global__ void __launch_bounds__(256) spw_rows(spn_args g)
+__global__ void __launch_bounds__(256, 2) spw_rows(spn_args g) // 2 blocks: spo_rows' occupancy
 {
     const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t i = gt / TEAM;
@@ -486,10 +510,7 @@ __global__ void __launch_bounds__(256) spw_rows(spn_args g)
     int64_t hits = 0, terms = 0;
     if (live) {
         const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
-        for (int64_t p = a0 + t; p < a1; p += TEAM) {
-            const int64_t k = g.aci[p];
-            terms += g.brp[k + 1] - g.brp[k];
-        }
+        terms = spo_terms<TEAM>(g, a0, a1, t);
         for (int64_t cb = c0; cb < c1; cb += TEAM) { // every lane of the team, mine or not
             const int64_t c = cb + t;
             const bool mine = c < c1;
@@ -509,24 +530,7 @@ __global__ void __launch_bounds__(256) spw_rows(spn_args g)
                 }
                 if (q < 0) continue;
                 hits++;
-                const double *a = g.av + (size_t)p * BR * BK, *b = g.bv + (size_t)q * BK * BC;
-                double bm[BK * BC];
-#pragma unroll
-                for (int e = 0; e < BK * BC; e++)
-                    bm[e] = b[e];
-#pragma unroll
-                for (int r = 0; r < BR; r++) {
-                    double ar[BK];
-#pragma unroll
-                    for (int m = 0; m < BK; m++)
-                        ar[m] = a[r * BK + m];
-#pragma unroll
-                    for (int s = 0; s < BC; s++)
-#pragma unroll
-                        for (int m = 0; m < BK; m++)
-                            acc[r * BC + s] =
-                                __dadd_rn(acc[r * BC + s], __dmul_rn(ar[m], bm[m * BC + s]));
-                }
+                spo_add<BR, BK, BC>(acc, g.av + (size_t)p * BR * BK, g.bv + (size_t)q * BK * BC);
             }
             if (mine) {
                 double *dst = g.cv + (size_t)c * BR * BC;
@@ -536,12 +540,7 @@ __global__ void __launch_bounds__(256) spw_rows(spn_args g)
             }
         }
     }
-#pragma unroll
-    for (int off = TEAM / 2; off > 0; off /= 2) {
-        hits += __shfl_xor_sync(0xffffffffu, hits, off, TEAM);
-        terms += __shfl_xor_sync(0xffffffffu, terms, off, TEAM);
-    }
-    if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+    spo_check<TEAM>(g, live, i, t, hits, terms);
 }
 
 // HOOKE_AMG_SPGEMM=shuffle: spw_rows instead of spo_rows (read at each product, so a test may
