@@ -166,6 +166,7 @@ static int fem_launched(const char *name)
 /* A row's lanes (at most 32) are one group of a warp, the warp's 32 / lanes groups side by
  * side (lanes beyond them idle), which all see the same cells; __syncwarp orders one cell's
  * additions before the next cell's. With lanes a power of two, row t / lanes of thread t.
+ * Row k of the launch is order[k] where args_t's order is not NULL (hk_fem_row_at).
  * args_t has an int flags: its HK_FEM_NUM_CODE bits pick one of the compiled kernels (the body
  * gets them as a constant), HK_FEM_NUM_BOUNDS4 / 5 / 6 one with launch bounds. */
 #define HK_FEM_ROW_KERNEL(name, args_t, range, body)                                               \
@@ -179,7 +180,8 @@ static int fem_launched(const char *name)
         const unsigned mask = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (g * lanes);     \
         const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;                \
         const int64_t stride = (int64_t)gridDim.x * blockDim.x / 32 * per;                         \
-        for (int64_t row = warp * per + g; row < rows; row += stride) {                            \
+        for (int64_t k = warp * per + g; k < rows; k += stride) {                                  \
+            const int64_t row = hk_fem_row_at(a.order, k);                                         \
             int64_t c0, c1;                                                                        \
             range(row, &a, &c0, &c1);                                                              \
             for (int64_t c = c0; c < c1; c++) {                                                    \

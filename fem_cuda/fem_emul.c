@@ -93,7 +93,7 @@ static int64_t thread_index(int64_t k, int64_t n)
     static int name(int64_t rows, int lanes, const args_t *a)                                      \
     {                                                                                              \
         for (int64_t k = 0; k < rows; k++) {                                                       \
-            const int64_t i = thread_index(k, rows);                                               \
+            const int64_t i = hk_fem_row_at(a->order, thread_index(k, rows));                      \
             int64_t c0, c1;                                                                        \
             range(i, a, &c0, &c1);                                                                 \
             for (int64_t c = c0; c < c1; c++)                                                      \

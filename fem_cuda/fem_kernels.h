@@ -406,6 +406,42 @@ HK_EL_FN void hk_fem_scan_apply_body(int64_t s, const hk_fem_scan_args *a)
     }
 }
 
+/* ---- rows ordered by their number of cells ----------------------------------------------- */
+
+/* order[] lists the nodes by class, class 0 first: the nodes of HK_FEM_ORDER_CLASSES - 1 cells
+ * or more, then one cell fewer per class (the last: nodes of no cell). Counts and places by
+ * integer atomics, so the order within a class varies from run to run; a row's sums do not
+ * depend on when its row is taken, so K does not either. */
+#define HK_FEM_ORDER_CLASSES 64
+
+typedef struct hk_fem_order_args {
+    const int64_t *n2c_ptr;
+    int64_t *start; /* HK_FEM_ORDER_CLASSES: the counts, then the next free place of a class */
+    int64_t *order; /* nn */
+} hk_fem_order_args;
+
+HK_EL_FN int hk_fem_order_class(const int64_t *n2c_ptr, int64_t i)
+{
+    const int64_t nc = n2c_ptr[i + 1] - n2c_ptr[i];
+    return nc >= HK_FEM_ORDER_CLASSES - 1 ? 0 : (int)(HK_FEM_ORDER_CLASSES - 1 - nc);
+}
+
+HK_EL_FN void hk_fem_order_count_body(int64_t i, const hk_fem_order_args *a)
+{
+    HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1);
+}
+
+HK_EL_FN void hk_fem_order_place_body(int64_t i, const hk_fem_order_args *a)
+{
+    a->order[HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1)] = i;
+}
+
+/* Row k of a kernel over rows: order[k], or k itself without an order. */
+HK_EL_FN int64_t hk_fem_row_at(const int64_t *order, int64_t k)
+{
+    return order ? order[k] : k;
+}
+
 /* ---- element geometry ------------------------------------------------------------------- */
 
 typedef struct hk_fem_geo_args {
@@ -498,6 +534,12 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
 #define HK_FEM_NUM_BOUNDS6 16
 #define HK_FEM_NUM_BOUNDS4 32
 #define HK_FEM_NUM_CODE (HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3)
+/* Launch-level variants (no change to any block's additions): the rows taken in the order of
+ * their number of cells, the most first (SORTED; hk_fem_order_*), so that the rows sharing a
+ * warp loop over as many cells; chunks of element records as large as half the free device
+ * memory instead of at most HK_FEM_CHUNK_MAX (WIDE: fewer passes over every row). */
+#define HK_FEM_NUM_SORTED 64
+#define HK_FEM_NUM_WIDE 128
 
 /* Block (A, B) of cell e's element matrix (A, B local nodes), from its record: the digits the
  * whole-element kernels of element_kernels.h put there. */
@@ -609,6 +651,7 @@ typedef struct hk_fem_numeric_args {
     int flags;            /* HK_FEM_NUM_*: SLOTS only with slots, D3 only in 3D */
     const uint8_t *slots; /* the slot table (hk_fem_row_args), or NULL */
     int stride;
+    const int64_t *order; /* the rows' order (SORTED: hk_fem_order_args), or NULL */
 } hk_fem_numeric_args;
 
 /* The cells of block row i inside the chunk: n2c positions [*c0, *c1). */
@@ -688,11 +731,13 @@ HK_EL_FN void hk_fem_numeric_body(int64_t i, int64_t c, int lane, const hk_fem_n
 typedef struct hk_fem_loads_args {
     hk_fem_geo_args g;
     int64_t e1;
-    double *f; /* d per node */
+    double *f;            /* d per node */
+    const int64_t *order; /* the nodes' order (hk_fem_row_at), or NULL */
 } hk_fem_loads_args;
 
-HK_EL_FN void hk_fem_loads_body(int64_t i, const hk_fem_loads_args *a)
+HK_EL_FN void hk_fem_loads_body(int64_t k, const hk_fem_loads_args *a)
 {
+    const int64_t i = hk_fem_row_at(a->order, k);
     const hk_fem_mesh *m = &a->g.m;
     const int d = m->dim, axi = a->g.axi;
     int64_t c0, c1;
@@ -832,6 +877,7 @@ typedef struct hk_fem_rec_args {
     double *cell_stress, *cell_vm;
     double *strain, *stress, *fint, *count, *vm, *principal;
     int64_t *bad;
+    const int64_t *order; /* the gather's order of the nodes (hk_fem_row_at), or NULL */
 } hk_fem_rec_args;
 
 HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)
@@ -849,8 +895,9 @@ HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)
 }
 
 /* Node i adds its cells' values at it, in cell order (the host's scatter order). */
-HK_EL_FN void hk_fem_rec_gather_body(int64_t i, const hk_fem_rec_args *a)
+HK_EL_FN void hk_fem_rec_gather_body(int64_t k, const hk_fem_rec_args *a)
 {
+    const int64_t i = hk_fem_row_at(a->order, k);
     int64_t c0, c1;
     hk_fem_chunk_range(&a->m, i, a->e0, a->e1, &c0, &c1);
     for (int64_t c = c0; c < c1; c++) {

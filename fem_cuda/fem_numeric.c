@@ -9,17 +9,51 @@
 #include "hooke/error.h"
 
 int hk_fem_numeric_force = -1;
+int hk_fem_recover_force = -1;
 
-static const struct {
+typedef struct variant_name {
     const char *name;
     int flag;
-} numeric_names[] = {{"search", 0},
-                     {"slots", HK_FEM_NUM_SLOTS},
-                     {"packed", HK_FEM_NUM_PACKED},
-                     {"d3", HK_FEM_NUM_D3},
-                     {"bounds4", HK_FEM_NUM_BOUNDS4},
-                     {"bounds5", HK_FEM_NUM_BOUNDS5},
-                     {"bounds6", HK_FEM_NUM_BOUNDS6}};
+} variant_name;
+
+static const variant_name numeric_names[] = {{"search", 0},
+                                             {"slots", HK_FEM_NUM_SLOTS},
+                                             {"packed", HK_FEM_NUM_PACKED},
+                                             {"d3", HK_FEM_NUM_D3},
+                                             {"bounds4", HK_FEM_NUM_BOUNDS4},
+                                             {"bounds5", HK_FEM_NUM_BOUNDS5},
+                                             {"bounds6", HK_FEM_NUM_BOUNDS6},
+                                             {"sorted", HK_FEM_NUM_SORTED},
+                                             {"wide", HK_FEM_NUM_WIDE}};
+
+static const variant_name recover_names[] = {
+    {"plain", 0}, {"sorted", HK_FEM_REC_SORTED}, {"wide", HK_FEM_REC_WIDE}};
+
+/* The flags of the comma list v (names of names[0..n)); HK_ERR_ARG naming the variable var,
+ * the unknown name and every known one. */
+static int variant_flags(const char *var, const char *v, const variant_name *names, int n,
+                         int *flags)
+{
+    char known[256] = "";
+    for (int k = 0; k < n; k++) {
+        if (k) strncat(known, k + 1 < n ? ", " : " or ", sizeof known - strlen(known) - 1);
+        strncat(known, names[k].name, sizeof known - strlen(known) - 1);
+    }
+    *flags = 0;
+    for (const char *p = v; p && *p;) {
+        const size_t len = strcspn(p, ",");
+        int k = 0;
+        while (k < n && (strlen(names[k].name) != len || strncmp(p, names[k].name, len)))
+            k++;
+        HK_CHECK(len == 0 || k < n, HK_ERR_ARG,
+                 "%s=%s: unknown variant '%.*s'; give a comma list of %s (docs/assembly.md), or "
+                 "unset it",
+                 var, v, (int)len, p, known);
+        if (len) *flags |= names[k].flag;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
 
 int hk_fem_numeric_variant(int *flags)
 {
@@ -35,23 +69,25 @@ int hk_fem_numeric_variant(int *flags)
         *flags = HK_FEM_NUM_D3;
         return 0;
     }
-    for (const char *p = v; p && *p;) {
-        const size_t len = strcspn(p, ",");
-        size_t k = 0;
-        while (k < sizeof numeric_names / sizeof *numeric_names &&
-               (strlen(numeric_names[k].name) != len || strncmp(p, numeric_names[k].name, len)))
-            k++;
-        HK_CHECK(len == 0 || k < sizeof numeric_names / sizeof *numeric_names, HK_ERR_ARG,
-                 "HOOKE_FEM_NUMERIC=%s: unknown variant '%.*s'; give a comma list of search, "
-                 "slots, packed, d3, bounds4, bounds5, bounds6 (docs/assembly.md), or unset it",
-                 v, (int)len, p);
-        if (len) *flags |= numeric_names[k].flag;
-        p += len + (p[len] == ',');
-    }
+    HK_CALL(variant_flags("HOOKE_FEM_NUMERIC", v, numeric_names,
+                          (int)(sizeof numeric_names / sizeof *numeric_names), flags));
     /* one launch bound: the most blocks named */
     if (*flags & HK_FEM_NUM_BOUNDS6) *flags &= ~(HK_FEM_NUM_BOUNDS5 | HK_FEM_NUM_BOUNDS4);
     if (*flags & HK_FEM_NUM_BOUNDS5) *flags &= ~HK_FEM_NUM_BOUNDS4;
     return 0;
+}
+
+int hk_fem_recover_variant(int *flags)
+{
+    *flags = 0;
+    if (hk_fem_recover_force >= 0) {
+        *flags = hk_fem_recover_force;
+        return 0;
+    }
+    const char *v = getenv("HOOKE_FEM_RECOVER");
+    if (!v || !*v) return 0;
+    return variant_flags("HOOKE_FEM_RECOVER", v, recover_names,
+                         (int)(sizeof recover_names / sizeof *recover_names), flags);
 }
 
 int hk_fem_record_offsets(const hk_mesh *m, const hk_elref *refs, const hk_fem_region *regions,

@@ -12,11 +12,21 @@ extern "C" {
 #endif
 
 /* The numeric kernel's variant: HK_FEM_NUM_* flags from HOOKE_FEM_NUMERIC (a comma list of
- * search, slots, packed, d3, bounds4, bounds5, bounds6; unset or empty: search, the default),
+ * search, slots, packed, d3, bounds4, bounds5, bounds6, sorted, wide; unset or empty: d3),
  * or hk_fem_numeric_force when it is 0 or more (tests). HK_ERR_ARG, naming the variable and the
  * names, for a name it does not know. */
 int hk_fem_numeric_variant(int *flags);
 extern int hk_fem_numeric_force;
+
+/* The recovery's variant: HK_FEM_REC_* flags from HOOKE_FEM_RECOVER (a comma list of plain,
+ * sorted, wide; unset or empty: plain, the default), or hk_fem_recover_force when it is 0 or
+ * more (tests). sorted: the gather takes the nodes in the order of their number of cells (as
+ * the numeric kernel's sorted); wide: chunks of element results as large as half the free
+ * device memory instead of at most HK_FEM_CHUNK_MAX. */
+#define HK_FEM_REC_SORTED 1
+#define HK_FEM_REC_WIDE 2
+int hk_fem_recover_variant(int *flags);
+extern int hk_fem_recover_force;
 
 /* goff[e] = the first double of cell e's record when all of m's cells' records lie end to end
  * (goff[ne]: their total; regions per mesh region, node_dT only tested for NULL, as

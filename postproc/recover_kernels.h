@@ -173,7 +173,7 @@ HK_EL_FN int hk_rec_element(const hk_elref *el, hk_analysis an, const hk_law *L,
     int nr = 0;
     double vr[HK_EL_MAXQ];
     const double a3 = 3 * L->alpha6[0];
-    for (int a = 0; a < HK_EL_MAXN; a++)
+    for (int a = 0; a < nn; a++) /* the element's nodes only: every reader stops at nn */
         for (int i = 0; i < 3; i++)
             out->fint[a][i] = 0;
     if (L->selective) {

@@ -7,6 +7,8 @@
 # mpk2: issue 30's sync-free triangular solve and matrix powers staged in shared memory;
 # prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels;
 # numvar: issue 25's variants of the device assembly's numeric kernel (HOOKE_FEM_NUMERIC);
+# femvar: the numeric kernel's (HOOKE_FEM_NUMERIC) and the recovery's (HOOKE_FEM_RECOVER)
+# variants beside the defaults at 2.52M and 19.3M DOFs;
 # amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; amgsetup2: issue
 # 29's AMG set-up and update phases side by side at 2.52M and 19.3M DOFs; dist: issue 26's
 # distributed runs on a host with 2 GPUs, one process each; distamg: distributed AMG on 1 and 2 GPUs).
@@ -202,6 +204,67 @@ PY
   done
   rm -rf $T
 }
+# Step femvar (issue 25, docs/assembly.md): the device assembly's numeric stage per
+# HOOKE_FEM_NUMERIC and the recovery's recover stage per HOOKE_FEM_RECOVER, the default first,
+# on the bracket at geometry.size=0.001 (2.52M DOFs, 3 runs) and 0.0005 (19.3M DOFs, 2 runs),
+# each size meshed once. Run k sets the k-th of both lists (their stages do not meet), so each
+# run times one numeric and one recovery variant. The solve is cut to one jacobi iteration (such
+# a run exits 1, not converged) and only the displacement is written.
+FEMVAR_NUM="d3 d3,sorted d3,sorted,packed d3,wide d3,sorted,packed,wide"
+FEMVAR_REC="plain sorted wide sorted,wide plain"
+femvar_step() {
+  local T=/tmp/hooke-femvar BR=cases/bracket/bracket.yaml size runs k r nv rv num rec asm
+  local -a NUMS=($FEMVAR_NUM) RECS=($FEMVAR_REC)
+  rm -rf $T; mkdir -p $T
+  echo "# femvar: $(git log --oneline -1 | cut -c1-60)"
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  for size in 0.001 0.0005; do
+    runs=3; [ $size = 0.0005 ] && runs=2
+    timeout 240 $B/hooke mesh $BR --set geometry.size=$size -o $T/b.msh --quiet ||
+      { echo "meshing at $size failed"; continue; }
+    for k in "${!NUMS[@]}"; do
+      nv=${NUMS[$k]} rv=${RECS[$k]:-plain}
+      for r in $(seq $runs); do
+        HOOKE_FEM_NUMERIC=$nv HOOKE_FEM_RECOVER=$rv HOOKE_ASSEMBLY_PROFILE=1 timeout 150 \
+          $B/hooke run $BR --backend cuda --set geometry.file=$T/b.msh --set solver.pc=jacobi \
+          --set solver.maxit=1 --set 'output.fields=[displacement]' -o $T/x.vtu > $T/run.log 2>&1
+        num=$(grep -m1 'device assembly: numeric' $T/run.log | awk '{print $(NF-1)}')
+        rec=$(grep -m1 'device recovery: recover' $T/run.log | awk '{print $(NF-1)}')
+        asm=$(grep 'device assembly: ' $T/run.log | awk '{s += $(NF-1)} END {print s + 0}')
+        echo "$size num $nv ${num:--} $asm" >> $T/times
+        echo "$size rec $rv ${rec:--} -" >> $T/times
+        grep -m1 -E 'DOFs' $T/run.log > $T/dofs.$size
+        grep -E 'error|hooke:' $T/run.log | head -2
+      done
+    done
+    rm -f $T/b.msh $T/x.vtu
+  done
+  python3 - $T/times <<'PY'
+import sys, statistics
+rows = {}
+for l in open(sys.argv[1]):
+    size, stage, v, t, tot = l.split()
+    rows.setdefault((size, stage), {}).setdefault(v, []).append(
+        (float(t) if t != "-" else None, float(tot) if tot != "-" else None))
+name = {"num": "numeric stage (HOOKE_FEM_NUMERIC)", "rec": "recover stage (HOOKE_FEM_RECOVER)"}
+for (size, stage), vs in rows.items():
+    print("\n## %s, geometry.size=%s\n" % (name[stage], size))
+    print("| variant | ms (runs) | median | vs default |%s" % (" stages' sum ms |" if stage == "num" else ""))
+    print("|---|---|---:|---:|%s" % ("---:|" if stage == "num" else ""))
+    base = None
+    for v, rs in vs.items():
+        ts = [r[0] for r in rs if r[0] is not None]
+        med = statistics.median(ts) if ts else float("nan")
+        base = med if base is None else base
+        tot = [r[1] for r in rs if r[1] is not None]
+        print("| %s | %s | %.1f | %.2fx |%s" % (v, " ".join("%.1f" % x for x in ts), med,
+              base / med if med == med and med else float("nan"),
+              " %.1f |" % statistics.median(tot) if stage == "num" and tot else ""))
+PY
+  cat $T/dofs.* 2>/dev/null
+  rm -rf $T
+}
+
 for step in "$@"; do
   case $step in
     tests=*) suites=${step#tests=}; [ "$suites" = all ] && suites=
@@ -234,11 +297,13 @@ for step in "$@"; do
           OMP_NUM_THREADS=$t timeout 120 $B/hooke bench output --size large --no-baseline --reps 1 \
             2>&1 | grep -E 'direct|threads'
         done; } > "$OUT/iodiag.md" 2>&1 ;;
-    ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel and the recovery
-            # kernel (bracket, geometry.size=0.0015, 787k DOFs)
-      for kn in k_numeric k_recover; do
-        echo "== $kn"
-        timeout 150 ncu --kernel-name regex:$kn --launch-count 1 --section SpeedOfLight \
+    ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel (the default, d3,
+            # and d3,sorted,packed) and the recovery's kernels (k_rec_elem: one thread per cell,
+            # k_rec_gather: one per node) (bracket, geometry.size=0.0015, 787k DOFs)
+      for kv in k_numeric:d3 k_numeric:d3,sorted,packed k_rec_elem: k_rec_gather:; do
+        kn=${kv%%:*}
+        echo "== $kn ${kv#*:}"
+        HOOKE_FEM_NUMERIC=${kv#*:} timeout 150 ncu --kernel-name regex:$kn --launch-count 1 --section SpeedOfLight \
           --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
           --section ComputeWorkloadAnalysis --section LaunchStats \
           $B/hooke run cases/bracket/bracket.yaml --backend cuda --set geometry.size=0.0015 \
@@ -497,6 +562,7 @@ for step in "$@"; do
           echo "exit ${PIPESTATUS[0]}"
         done; rm -rf /tmp/scale-*; } > "$OUT/scale.md" 2>&1; tail -12 "$OUT/scale.md" ;;
     numvar) numvar_step > "$OUT/numvar.md" 2>&1; grep -A12 '^## numeric stage' "$OUT/numvar.md" ;;
+    femvar) femvar_step > "$OUT/femvar.md" 2>&1; grep -E '^\||^## ' "$OUT/femvar.md" ;;
     pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
           { timeout 300 $B/hooke bench pcpapers --backend cuda --size medium --json "$OUT/pcpapers.json"
             timeout 120 $B/hooke bench pcpapers --backend cuda --study gsai --generate convdiff3d:100

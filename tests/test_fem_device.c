@@ -297,9 +297,17 @@ static void test_emul_fan(void)
 /* The numeric kernel's variants (each flag alone and all together): the host's bytes for every
  * catalogue case, in one chunk and in chunks of one cell. */
 static const int numeric_variants[] = {
-    HK_FEM_NUM_SLOTS,   HK_FEM_NUM_D3,
-    HK_FEM_NUM_PACKED,  HK_FEM_NUM_BOUNDS4,
-    HK_FEM_NUM_BOUNDS5, HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3 | HK_FEM_NUM_PACKED | HK_FEM_NUM_BOUNDS6};
+    HK_FEM_NUM_SLOTS,
+    HK_FEM_NUM_D3,
+    HK_FEM_NUM_PACKED,
+    HK_FEM_NUM_BOUNDS4,
+    HK_FEM_NUM_BOUNDS5,
+    HK_FEM_NUM_SORTED,
+    HK_FEM_NUM_WIDE,
+    HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED,
+    HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED | HK_FEM_NUM_PACKED | HK_FEM_NUM_WIDE,
+    HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3 | HK_FEM_NUM_PACKED | HK_FEM_NUM_BOUNDS6 | HK_FEM_NUM_SORTED |
+        HK_FEM_NUM_WIDE};
 #define NUMERIC_NVARIANTS ((int)(sizeof numeric_variants / sizeof *numeric_variants))
 
 static void test_emul_variants(void)
@@ -414,6 +422,42 @@ static void test_emul_slot_table(void)
     hk_mesh_free(&m);
 }
 
+/* The recovery's variants (HOOKE_FEM_RECOVER): the default's bytes, in one chunk and in chunks
+ * of about one cell, with drv (the emulation, or the device). */
+static const int recover_variants[] = {HK_FEM_REC_SORTED, HK_FEM_REC_WIDE,
+                                       HK_FEM_REC_SORTED | HK_FEM_REC_WIDE};
+
+static void check_recover_variants(const hk_fem_driver *drv, const char *name, const hk_problem *p)
+{
+    hk_system h;
+    HK_ASSERT_OK(hk_assemble(p, &h));
+    double *u = smooth_u(p->mesh, h.ndof);
+    hk_fields f0, fv;
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, p, &h, u, &f0));
+    for (int v = 0; v < (int)(sizeof recover_variants / sizeof *recover_variants); v++)
+        for (int chunks = 0; chunks < 2; chunks++) {
+            hk_fem_recover_force = recover_variants[v];
+            hk_fem_chunk_bytes = chunks ? 1 : 0;
+            HK_ASSERT_OK(hk_fem_postproc_with(drv, p, &h, u, &fv));
+            hk_fem_chunk_bytes = 0;
+            hk_fem_recover_force = -1;
+            compare_fields(name, &f0, &fv, 0);
+            hk_fields_free(&fv);
+        }
+    hk_fields_free(&f0);
+    free(u);
+    hk_system_free(&h);
+}
+
+static void test_emul_recover_variants(void)
+{
+    hk_test_fem tc;
+    for (int k = 0; hk_test_fem_case(k, &tc); k += 2) {
+        check_recover_variants(&hk_fem_emul_driver, tc.name, &tc.p);
+        hk_test_fem_free(&tc);
+    }
+}
+
 /* HOOKE_FEM_NUMERIC: names and commas; an unknown name refused in one sentence naming it. */
 static void test_emul_variant_names(void)
 {
@@ -430,9 +474,29 @@ static void test_emul_variant_names(void)
     setenv("HOOKE_FEM_NUMERIC", "slots,fast", 1);
     CU_ASSERT_EQUAL(hk_fem_numeric_variant(&flags), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "unknown variant 'fast'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_NUMERIC=slots,fast"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "sorted or wide"));
+    setenv("HOOKE_FEM_NUMERIC", "d3,sorted,packed,wide", 1);
+    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
+    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED | HK_FEM_NUM_PACKED | HK_FEM_NUM_WIDE);
     unsetenv("HOOKE_FEM_NUMERIC"); /* the default: d3, the fastest measured */
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
     CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3);
+    /* HOOKE_FEM_RECOVER likewise; unset: plain */
+    setenv("HOOKE_FEM_RECOVER", "sorted,wide", 1);
+    HK_ASSERT_OK(hk_fem_recover_variant(&flags));
+    CU_ASSERT_EQUAL(flags, HK_FEM_REC_SORTED | HK_FEM_REC_WIDE);
+    setenv("HOOKE_FEM_RECOVER", "plain", 1);
+    HK_ASSERT_OK(hk_fem_recover_variant(&flags));
+    CU_ASSERT_EQUAL(flags, 0);
+    setenv("HOOKE_FEM_RECOVER", "sorted,d3", 1);
+    CU_ASSERT_EQUAL(hk_fem_recover_variant(&flags), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_RECOVER=sorted,d3: unknown "
+                                                      "variant 'd3'; give a comma list of plain, "
+                                                      "sorted or wide"));
+    unsetenv("HOOKE_FEM_RECOVER");
+    HK_ASSERT_OK(hk_fem_recover_variant(&flags));
+    CU_ASSERT_EQUAL(flags, 0);
 }
 
 /* Solves the host's system h (K on the host) and the device's d (K handed over resident) with
@@ -725,7 +789,8 @@ HK_SUITE(fem_emul,
          {"a node of 120 cells: the host's bytes", test_emul_fan},
          {"the numeric kernel's variants: the host's bytes", test_emul_variants},
          {"the slot table: every block's place", test_emul_slot_table},
-         {"HOOKE_FEM_NUMERIC's names", test_emul_variant_names},
+         {"the recovery's variants: the default's bytes", test_emul_recover_variants},
+         {"HOOKE_FEM_NUMERIC's and HOOKE_FEM_RECOVER's names", test_emul_variant_names},
          {"the resident K solves to the host's digits", test_emul_solve},
          {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
          {"on the cpu backend: the host's assembly and recovery", test_on_cpu},
@@ -925,6 +990,27 @@ static void test_cuda_variants(void)
     }
 }
 
+/* The recovery's variants on the boxes and every catalogue case: the default's bytes. */
+static void test_cuda_recover_variants(void)
+{
+    for (int k = 0; k < 3; k++) {
+        hk_mesh m;
+        hk_material mat;
+        hk_support sup;
+        hk_load ld[2];
+        hk_problem p;
+        char name[64];
+        box_problem(k, &m, &mat, &sup, ld, &p, name);
+        check_recover_variants(&hk_fem_cuda_driver, name, &p);
+        hk_mesh_free(&m);
+    }
+    hk_test_fem tc;
+    for (int k = 0; hk_test_fem_case(k, &tc); k++) {
+        check_recover_variants(&hk_fem_cuda_driver, tc.name, &tc.p);
+        hk_test_fem_free(&tc);
+    }
+}
+
 static void test_cuda_errors(void)
 {
     check_errors(&hk_fem_cuda_driver);
@@ -941,6 +1027,7 @@ HK_DEVICE_SUITE(fem_cuda,
                 {"a node of 200 cells", test_cuda_fan},
                 {"two runs give the same bytes (K, f, fields)", test_cuda_determinism},
                 {"the numeric kernel's variants: the default's bytes", test_cuda_variants},
+                {"the recovery's variants: the default's bytes", test_cuda_recover_variants},
                 {"K assembled and solved on the device", test_cuda_solve},
                 {"the host's error sentences", test_cuda_errors},
                 {"hooke run: --assembly device against --assembly host", test_cuda_run})
