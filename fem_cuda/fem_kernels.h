@@ -880,18 +880,50 @@ typedef struct hk_fem_rec_args {
     const int64_t *order; /* the gather's order of the nodes (hk_fem_row_at), or NULL */
 } hk_fem_rec_args;
 
-HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)
+/* Variants of the recovery (HOOKE_FEM_RECOVER, docs/assembly.md), each with the default's
+ * bytes: the gather takes the nodes in the order of their number of cells (SORTED, as the
+ * numeric kernel's); chunks of element results as large as half the free device memory
+ * (WIDE); tet10 and hex8 cells through hk_rec_element_n with their node count and dimension
+ * constants (FIXED: the loops over the nodes unrolled, so that the element's arrays can live
+ * in registers rather than local memory). */
+#define HK_FEM_REC_SORTED 1
+#define HK_FEM_REC_WIDE 2
+#define HK_FEM_REC_FIXED 4
+
+/* Element e0 + k recovered into buf[k], its cell averages stored; fixed: tet10 and hex8 cells
+ * through hk_rec_element_n with their node count and dimension constants (HK_FEM_REC_FIXED, a
+ * kernel of its own so that the default's registers stay as they are). */
+HK_EL_FN void hk_fem_rec_elem_at(int64_t k, const hk_fem_rec_args *a, int fixed)
 {
     const hk_fem_mesh *m = &a->m;
     const int64_t e = a->e0 + k;
     const int rg = m->cregion[e];
     hk_rec_elem *o = &a->buf[k];
-    hk_rec_element(&m->refs[m->ctype[e]], a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick,
-                   m->coords, a->u3, m->cnodes + m->cptr[e], o);
+    const hk_elref *r = &m->refs[m->ctype[e]];
+    const int32_t *nodes = m->cnodes + m->cptr[e];
+    if (fixed && r->type == HK_EL_TET10)
+        hk_rec_element_n(10, 3, r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords,
+                         a->u3, nodes, o);
+    else if (fixed && r->type == HK_EL_HEX8)
+        hk_rec_element_n(8, 3, r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords,
+                         a->u3, nodes, o);
+    else
+        hk_rec_element(r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords, a->u3,
+                       nodes, o);
     if (o->err) HK_FEM_ATOMIC_MIN_I64(a->bad, e);
     for (int i = 0; i < 6; i++)
         a->cell_stress[6 * e + i] = o->cell_sig[i];
     a->cell_vm[e] = hk_rec_von_mises(o->cell_sig);
+}
+
+HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)
+{
+    hk_fem_rec_elem_at(k, a, 0);
+}
+
+HK_EL_FN void hk_fem_rec_elem_fixed_body(int64_t k, const hk_fem_rec_args *a)
+{
+    hk_fem_rec_elem_at(k, a, 1);
 }
 
 /* Node i adds its cells' values at it, in cell order (the host's scatter order). */

@@ -26,8 +26,10 @@ static const variant_name numeric_names[] = {{"search", 0},
                                              {"sorted", HK_FEM_NUM_SORTED},
                                              {"wide", HK_FEM_NUM_WIDE}};
 
-static const variant_name recover_names[] = {
-    {"plain", 0}, {"sorted", HK_FEM_REC_SORTED}, {"wide", HK_FEM_REC_WIDE}};
+static const variant_name recover_names[] = {{"plain", 0},
+                                             {"sorted", HK_FEM_REC_SORTED},
+                                             {"wide", HK_FEM_REC_WIDE},
+                                             {"fixed", HK_FEM_REC_FIXED}};
 
 /* The flags of the comma list v (names of names[0..n)); HK_ERR_ARG naming the variable var,
  * the unknown name and every known one. */

@@ -18,13 +18,9 @@ extern "C" {
 int hk_fem_numeric_variant(int *flags);
 extern int hk_fem_numeric_force;
 
-/* The recovery's variant: HK_FEM_REC_* flags from HOOKE_FEM_RECOVER (a comma list of plain,
- * sorted, wide; unset or empty: plain, the default), or hk_fem_recover_force when it is 0 or
- * more (tests). sorted: the gather takes the nodes in the order of their number of cells (as
- * the numeric kernel's sorted); wide: chunks of element results as large as half the free
- * device memory instead of at most HK_FEM_CHUNK_MAX. */
-#define HK_FEM_REC_SORTED 1
-#define HK_FEM_REC_WIDE 2
+/* The recovery's variant: HK_FEM_REC_* flags (fem_kernels.h) from HOOKE_FEM_RECOVER (a comma
+ * list of plain, sorted, wide, fixed; unset or empty: plain, the default), or
+ * hk_fem_recover_force when it is 0 or more (tests). HK_ERR_ARG for a name it does not know. */
 int hk_fem_recover_variant(int *flags);
 extern int hk_fem_recover_force;
 

@@ -146,17 +146,17 @@ typedef struct hk_rec_elem {
     double det; /* the offending determinant */
 } hk_rec_elem;
 
-/* Everything about one element (reference element el, nodes[], analysis an, law L, the
- * region's temperature change dTr, the nodal field node_dT or NULL, the 2D thickness):
- * returns 0 or 1 (inverted element; det in out). coords and u3 hold 3 values per node. */
-HK_EL_FN int hk_rec_element(const hk_elref *el, hk_analysis an, const hk_law *L, double dTr,
-                            const double *node_dT, double thick, const double *coords,
-                            const double *u3, const int32_t *nodes, hk_rec_elem *out)
+/* hk_rec_element with the element's number of nodes and dimension given (nn = el->nnodes,
+ * dim = el->dim): inlined where they are constants (the device's HK_FEM_REC_FIXED), so that
+ * the loops over the nodes unroll and the element's arrays can stay in registers. */
+HK_REC_INLINE int hk_rec_element_n(const int nn, const int dim, const hk_elref *el, hk_analysis an,
+                                   const hk_law *L, double dTr, const double *node_dT, double thick,
+                                   const double *coords, const double *u3, const int32_t *nodes,
+                                   hk_rec_elem *out)
 {
     const int plane[3] = {0, 1, 3};
     const int axi = an == HK_AXISYMMETRIC;
     const hk_eltype t = el->type;
-    int nn = el->nnodes, dim = el->dim;
     double X[3 * HK_EL_MAXN], ue[3 * HK_EL_MAXN], Tn[HK_EL_MAXN];
     for (int a = 0; a < nn; a++)
         Tn[a] = dTr + (node_dT ? node_dT[nodes[a]] : 0);
@@ -323,6 +323,17 @@ HK_EL_FN int hk_rec_element(const hk_elref *el, hk_analysis an, const hk_law *L,
         }
     }
     return 0;
+}
+
+/* Everything about one element (reference element el, nodes[], analysis an, law L, the
+ * region's temperature change dTr, the nodal field node_dT or NULL, the 2D thickness):
+ * returns 0 or 1 (inverted element; det in out). coords and u3 hold 3 values per node. */
+HK_EL_FN int hk_rec_element(const hk_elref *el, hk_analysis an, const hk_law *L, double dTr,
+                            const double *node_dT, double thick, const double *coords,
+                            const double *u3, const int32_t *nodes, hk_rec_elem *out)
+{
+    return hk_rec_element_n(el->nnodes, el->dim, el, an, L, dTr, node_dT, thick, coords, u3, nodes,
+                            out);
 }
 
 /* Von Mises stress of s = xx yy zz xy yz xz. */

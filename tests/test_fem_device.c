@@ -424,8 +424,8 @@ static void test_emul_slot_table(void)
 
 /* The recovery's variants (HOOKE_FEM_RECOVER): the default's bytes, in one chunk and in chunks
  * of about one cell, with drv (the emulation, or the device). */
-static const int recover_variants[] = {HK_FEM_REC_SORTED, HK_FEM_REC_WIDE,
-                                       HK_FEM_REC_SORTED | HK_FEM_REC_WIDE};
+static const int recover_variants[] = {HK_FEM_REC_SORTED, HK_FEM_REC_WIDE, HK_FEM_REC_FIXED,
+                                       HK_FEM_REC_SORTED | HK_FEM_REC_WIDE | HK_FEM_REC_FIXED};
 
 static void check_recover_variants(const hk_fem_driver *drv, const char *name, const hk_problem *p)
 {
@@ -483,9 +483,9 @@ static void test_emul_variant_names(void)
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
     CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3);
     /* HOOKE_FEM_RECOVER likewise; unset: plain */
-    setenv("HOOKE_FEM_RECOVER", "sorted,wide", 1);
+    setenv("HOOKE_FEM_RECOVER", "sorted,wide,fixed", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
-    CU_ASSERT_EQUAL(flags, HK_FEM_REC_SORTED | HK_FEM_REC_WIDE);
+    CU_ASSERT_EQUAL(flags, HK_FEM_REC_SORTED | HK_FEM_REC_WIDE | HK_FEM_REC_FIXED);
     setenv("HOOKE_FEM_RECOVER", "plain", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
@@ -493,7 +493,7 @@ static void test_emul_variant_names(void)
     CU_ASSERT_EQUAL(hk_fem_recover_variant(&flags), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_RECOVER=sorted,d3: unknown "
                                                       "variant 'd3'; give a comma list of plain, "
-                                                      "sorted or wide"));
+                                                      "sorted, wide or fixed"));
     unsetenv("HOOKE_FEM_RECOVER");
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
