@@ -111,6 +111,39 @@ static int refs_table(hk_elref **out)
     return 0;
 }
 
+/* The assembly's session kept for the recovery (HOOKE_FEM_RECOVER=keep): its driver, its
+ * reference table and what identifies the mesh it holds (the pointers and a hash of the
+ * contents, so that a mesh changed or freed in between is opened anew). */
+static struct {
+    const hk_fem_driver *drv;
+    hk_fem_session *ses;
+    hk_elref *refs;
+    const hk_mesh *m;
+    const double *node_dT;
+    uint64_t hash;
+} kept;
+
+static void kept_close(void)
+{
+    if (kept.ses) kept.drv->close(kept.ses);
+    free(kept.refs);
+    memset(&kept, 0, sizeof kept);
+}
+
+/* The kept session where it holds mesh m and node_dT for driver drv (*ses, *refs handed
+ * over, NULL otherwise); any other kept session is closed. */
+static void kept_take(const hk_fem_driver *drv, const hk_mesh *m, const double *node_dT,
+                      hk_fem_session **ses, hk_elref **refs)
+{
+    *ses = NULL, *refs = NULL;
+    if (kept.ses && kept.drv == drv && kept.m == m && kept.node_dT == node_dT &&
+        kept.hash == hk_fem_mesh_hash(m, node_dT)) {
+        *ses = kept.ses, *refs = kept.refs;
+        kept.ses = NULL, kept.refs = NULL;
+    }
+    kept_close();
+}
+
 /* Pattern and element matrices (and, with s, the loads, supports and elimination). */
 static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_system *s,
                            hk_resident_bcsr *Konly)
@@ -122,11 +155,14 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     hk_adj n2c = {0};
     int32_t *label = NULL;
     int64_t bad = -1;
+    int rflags = 0;
     hk_resident_bcsr *K = s ? &s->Kd : Konly;
     const char *what = "device assembly";
     double t = 0;
     stage(what, NULL, &t);
+    kept_close(); /* a session kept from an earlier assembly: its memory back first */
     HK_CALL(hk_check_problem(p));
+    HK_CALL(hk_fem_recover_variant(&rflags));
     stage(what, "checks", &t);
     const hk_mesh *m = p->mesh;
     const char *limit = s ? hk_assemble_on_limit(p) : NULL;
@@ -178,6 +214,12 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
     if (s) HK_TRY(drv->eliminate(ses, K, s->fixed, s->u_fixed, s->f));
     stage(what, "eliminate", &t);
+    if (s && rflags & HK_FEM_REC_KEEP) { /* for the recovery: the session, not closed */
+        kept.drv = drv, kept.ses = ses, kept.refs = refs, kept.m = m, kept.node_dT = p->node_dT;
+        kept.hash = hk_fem_mesh_hash(m, p->node_dT);
+        ses = NULL, refs = NULL;
+        stage(what, "keep", &t);
+    }
 fail:
     drv->close(ses);
     free(refs);
@@ -218,8 +260,11 @@ int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk
     {
         const hk_fem_rec_job job = {w.laws,  w.dTr,  w.nlaws,           p->analysis,
                                     w.thick, out->u, hk_fem_chunk_bytes};
-        HK_TRY(refs_table(&refs));
-        HK_TRY(drv->open(p->mesh, p->node_dT, refs, &ses));
+        kept_take(drv, p->mesh, p->node_dT, &ses, &refs); /* HOOKE_FEM_RECOVER=keep */
+        if (!ses) {
+            HK_TRY(refs_table(&refs));
+            HK_TRY(drv->open(p->mesh, p->node_dT, refs, &ses));
+        }
         stage("device recovery", "open", &t);
         HK_TRY(drv->recover(ses, &job, out, w.fint, &bad));
         stage("device recovery", "recover", &t);

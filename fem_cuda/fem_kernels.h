@@ -889,6 +889,9 @@ typedef struct hk_fem_rec_args {
 #define HK_FEM_REC_SORTED 1
 #define HK_FEM_REC_WIDE 2
 #define HK_FEM_REC_FIXED 4
+/* KEEP: the assembly's device session (mesh, adjacency) kept for the recovery of the same
+ * mesh, which then uploads and builds nothing (fem_device.c; held through the solve). */
+#define HK_FEM_REC_KEEP 8
 
 /* Element e0 + k recovered into buf[k], its cell averages stored; fixed: tet10 and hex8 cells
  * through hk_rec_element_n with their node count and dimension constants (HK_FEM_REC_FIXED, a

@@ -29,7 +29,8 @@ static const variant_name numeric_names[] = {{"search", 0},
 static const variant_name recover_names[] = {{"plain", 0},
                                              {"sorted", HK_FEM_REC_SORTED},
                                              {"wide", HK_FEM_REC_WIDE},
-                                             {"fixed", HK_FEM_REC_FIXED}};
+                                             {"fixed", HK_FEM_REC_FIXED},
+                                             {"keep", HK_FEM_REC_KEEP}};
 
 /* The flags of the comma list v (names of names[0..n)); HK_ERR_ARG naming the variable var,
  * the unknown name and every known one. */
@@ -90,6 +91,61 @@ int hk_fem_recover_variant(int *flags)
     if (!v || !*v) return 0;
     return variant_flags("HOOKE_FEM_RECOVER", v, recover_names,
                          (int)(sizeof recover_names / sizeof *recover_names), flags);
+}
+
+/* 64 fixed segments (the same hash on any number of threads), each hashed by one thread. */
+#define HASH_SEGMENTS 64
+
+static uint64_t hash_mix(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t bytes)
+{
+    const unsigned char *b = data;
+    uint64_t part[HASH_SEGMENTS];
+    if (!data) return hash_mix(h, 0x6e756c6cull);
+    const size_t words = bytes / 8;
+#pragma omp parallel for schedule(static) if (words > ((size_t)1 << 16))
+    for (int s = 0; s < HASH_SEGMENTS; s++) {
+        uint64_t x = (uint64_t)s + 1;
+        for (size_t k = words * s / HASH_SEGMENTS; k < words * (s + 1) / HASH_SEGMENTS; k++) {
+            uint64_t w;
+            memcpy(&w, b + 8 * k, 8);
+            x = hash_mix(x, w);
+        }
+        part[s] = x;
+    }
+    for (int s = 0; s < HASH_SEGMENTS; s++)
+        h = hash_mix(h, part[s]);
+    uint64_t tail = 0;
+    memcpy(&tail, b + 8 * words, bytes - 8 * words);
+    return hash_mix(hash_mix(h, tail), bytes);
+}
+
+uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT)
+{
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    uint64_t h = hash_mix(hash_mix((uint64_t)m->dim, (uint64_t)nn), (uint64_t)ne);
+    h = hash_bytes(h, m->coords, (size_t)(3 * nn) * sizeof *m->coords);
+    h = hash_bytes(h, m->cells.ptr, (size_t)(ne + 1) * sizeof *m->cells.ptr);
+    h = hash_bytes(h, m->cells.nodes, (size_t)m->cells.ptr[ne] * sizeof *m->cells.nodes);
+    h = hash_bytes(h, m->cells.type, (size_t)ne * sizeof *m->cells.type);
+    h = hash_bytes(h, m->cell_region, m->cell_region ? (size_t)ne * sizeof *m->cell_region : 0);
+    h = hash_mix(h, (uint64_t)m->nregions);
+    return hash_bytes(h, node_dT, node_dT ? (size_t)nn * sizeof *node_dT : 0);
+}
+
+int hk_fem_most_nodes(const hk_mesh *m)
+{
+    int64_t most = 0;
+    const int64_t *ptr = m->cells.ptr;
+#pragma omp parallel for schedule(static) reduction(max : most) if (m->cells.n > 100000)
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (ptr[e + 1] - ptr[e] > most) most = ptr[e + 1] - ptr[e];
+    return (int)most;
 }
 
 int hk_fem_record_offsets(const hk_mesh *m, const hk_elref *refs, const hk_fem_region *regions,

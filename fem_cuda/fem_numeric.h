@@ -19,10 +19,17 @@ int hk_fem_numeric_variant(int *flags);
 extern int hk_fem_numeric_force;
 
 /* The recovery's variant: HK_FEM_REC_* flags (fem_kernels.h) from HOOKE_FEM_RECOVER (a comma
- * list of plain, sorted, wide, fixed; unset or empty: plain, the default), or
+ * list of plain, sorted, wide, fixed, keep; unset or empty: plain, the default), or
  * hk_fem_recover_force when it is 0 or more (tests). HK_ERR_ARG for a name it does not know. */
 int hk_fem_recover_variant(int *flags);
 extern int hk_fem_recover_force;
+
+/* A hash of everything of m (and the nodal temperature field node_dT, may be NULL) that a
+ * device session copies: whether a kept session still holds this mesh. Every host thread. */
+uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT);
+
+/* The most nodes of a cell of m (every host thread). */
+int hk_fem_most_nodes(const hk_mesh *m);
 
 /* goff[e] = the first double of cell e's record when all of m's cells' records lie end to end
  * (goff[ne]: their total; regions per mesh region, node_dT only tested for NULL, as

@@ -449,6 +449,70 @@ static void check_recover_variants(const hk_fem_driver *drv, const char *name, c
     hk_system_free(&h);
 }
 
+/* HOOKE_FEM_RECOVER=keep: the assembly's session recovers the same mesh with the bytes of a
+ * fresh one; a mesh moved after the assembly (the same pointers) and another mesh are opened
+ * anew, not recovered from the kept copy. */
+static void check_keep(const hk_fem_driver *drv, hk_test_fem *a, hk_test_fem *b)
+{
+    hk_system h;
+    hk_fields f0, fk;
+    HK_ASSERT_OK(hk_fem_assemble_with(drv, &a->p, &h));
+    double *u = smooth_u(&a->mesh, h.ndof);
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, &a->p, &h, u, &f0));
+    hk_system_free(&h);
+    for (int moved = 0; moved < 2; moved++) {
+        hk_fem_recover_force = HK_FEM_REC_KEEP;
+        HK_ASSERT_OK(hk_fem_assemble_with(drv, &a->p, &h));
+        hk_fem_recover_force = -1;
+        if (moved) a->mesh.coords[3 * (a->mesh.nnodes / 2)] += 1e-3;
+        HK_ASSERT_OK(hk_fem_postproc_with(drv, &a->p, &h, u, &fk));
+        if (moved) {
+            hk_fields_free(&f0);
+            HK_ASSERT_OK(hk_fem_postproc_with(drv, &a->p, &h, u, &f0));
+            a->mesh.coords[3 * (a->mesh.nnodes / 2)] -= 1e-3;
+        }
+        compare_fields(a->name, &f0, &fk, 0);
+        hk_fields_free(&fk);
+        hk_system_free(&h);
+    }
+    /* kept for a, recovered for b: b's own bytes */
+    hk_system hb;
+    HK_ASSERT_OK(hk_fem_assemble_with(drv, &b->p, &hb));
+    double *ub = smooth_u(&b->mesh, hb.ndof);
+    hk_fields fb;
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, &b->p, &hb, ub, &fb));
+    hk_fem_recover_force = HK_FEM_REC_KEEP;
+    HK_ASSERT_OK(hk_fem_assemble_with(drv, &a->p, &h));
+    hk_fem_recover_force = -1;
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, &b->p, &hb, ub, &fk));
+    compare_fields(b->name, &fb, &fk, 0);
+    hk_fields_free(&fk);
+    hk_fields_free(&fb);
+    hk_fields_free(&f0);
+    hk_system_free(&h);
+    hk_system_free(&hb);
+    free(u);
+    free(ub);
+}
+
+/* check_keep on a 3D and a 2D pair of catalogue cases. */
+static void keep_cases(const hk_fem_driver *drv)
+{
+    static const int pairs[2][2] = {{48, 52}, {4, 30}};
+    for (int k = 0; k < 2; k++) {
+        hk_test_fem a, b;
+        CU_ASSERT_FATAL(hk_test_fem_case(pairs[k][0], &a) && hk_test_fem_case(pairs[k][1], &b));
+        check_keep(drv, &a, &b);
+        hk_test_fem_free(&a);
+        hk_test_fem_free(&b);
+    }
+}
+
+static void test_emul_keep(void)
+{
+    keep_cases(&hk_fem_emul_driver);
+}
+
 static void test_emul_recover_variants(void)
 {
     hk_test_fem tc;
@@ -483,9 +547,10 @@ static void test_emul_variant_names(void)
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
     CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3);
     /* HOOKE_FEM_RECOVER likewise; unset: plain */
-    setenv("HOOKE_FEM_RECOVER", "sorted,wide,fixed", 1);
+    setenv("HOOKE_FEM_RECOVER", "sorted,wide,fixed,keep", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
-    CU_ASSERT_EQUAL(flags, HK_FEM_REC_SORTED | HK_FEM_REC_WIDE | HK_FEM_REC_FIXED);
+    CU_ASSERT_EQUAL(flags,
+                    HK_FEM_REC_SORTED | HK_FEM_REC_WIDE | HK_FEM_REC_FIXED | HK_FEM_REC_KEEP);
     setenv("HOOKE_FEM_RECOVER", "plain", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
@@ -493,7 +558,7 @@ static void test_emul_variant_names(void)
     CU_ASSERT_EQUAL(hk_fem_recover_variant(&flags), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_RECOVER=sorted,d3: unknown "
                                                       "variant 'd3'; give a comma list of plain, "
-                                                      "sorted, wide or fixed"));
+                                                      "sorted, wide, fixed or keep"));
     unsetenv("HOOKE_FEM_RECOVER");
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
@@ -790,6 +855,7 @@ HK_SUITE(fem_emul,
          {"the numeric kernel's variants: the host's bytes", test_emul_variants},
          {"the slot table: every block's place", test_emul_slot_table},
          {"the recovery's variants: the default's bytes", test_emul_recover_variants},
+         {"the assembly's session kept for the recovery: a fresh one's bytes", test_emul_keep},
          {"HOOKE_FEM_NUMERIC's and HOOKE_FEM_RECOVER's names", test_emul_variant_names},
          {"the resident K solves to the host's digits", test_emul_solve},
          {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
@@ -1011,6 +1077,11 @@ static void test_cuda_recover_variants(void)
     }
 }
 
+static void test_cuda_keep(void)
+{
+    keep_cases(&hk_fem_cuda_driver);
+}
+
 static void test_cuda_errors(void)
 {
     check_errors(&hk_fem_cuda_driver);
@@ -1028,6 +1099,8 @@ HK_DEVICE_SUITE(fem_cuda,
                 {"two runs give the same bytes (K, f, fields)", test_cuda_determinism},
                 {"the numeric kernel's variants: the default's bytes", test_cuda_variants},
                 {"the recovery's variants: the default's bytes", test_cuda_recover_variants},
+                {"the assembly's session kept for the recovery: a fresh one's bytes",
+                 test_cuda_keep},
                 {"K assembled and solved on the device", test_cuda_solve},
                 {"the host's error sentences", test_cuda_errors},
                 {"hooke run: --assembly device against --assembly host", test_cuda_run})
