@@ -100,6 +100,31 @@ static void stage(const char *what, const char *name, double *t)
     *t = now;
 }
 
+void hk_fem_part_time(const char *what, const char *part, double *t)
+{
+    stage(what, part, t);
+}
+
+/* The nodes whose cells hk_loads_apply may ask for: those of the groups of the boundary loads
+ * (their facets' nodes and their node lists), marked 1 in mask (nnodes bytes, zeroed). The
+ * other nodes' lists stay on the device. */
+static void load_nodes(const hk_problem *p, uint8_t *mask)
+{
+    const hk_mesh *m = p->mesh;
+    for (int l = 0; l < p->nloads; l++) {
+        const hk_load *ld = &p->loads[l];
+        if (ld->kind == HK_LOAD_TEMPERATURE || ld->boundary < 0 || ld->boundary >= m->nboundaries)
+            continue;
+        const hk_group *g = &m->boundaries[ld->boundary];
+        const int64_t tot = g->elems.n > 0 && g->elems.ptr ? g->elems.ptr[g->elems.n] : 0;
+        for (int64_t k = 0; k < tot; k++)
+            if (g->elems.nodes[k] >= 0 && g->elems.nodes[k] < m->nnodes)
+                mask[g->elems.nodes[k]] = 1;
+        for (int64_t k = 0; g->nodes && k < g->nnodes; k++)
+            if (g->nodes[k] >= 0 && g->nodes[k] < m->nnodes) mask[g->nodes[k]] = 1;
+    }
+}
+
 /* Every reference element, for the device's copy (a zeroed entry for types without one). */
 static int refs_table(hk_elref **out)
 {
@@ -154,6 +179,7 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     hk_elref *refs = NULL;
     hk_adj n2c = {0};
     int32_t *label = NULL;
+    uint8_t *mask = NULL;
     int64_t bad = -1;
     int rflags = 0;
     hk_resident_bcsr *K = s ? &s->Kd : Konly;
@@ -186,7 +212,11 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
         HK_TRY(hk_malloc((size_t)m->nnodes * sizeof *label + 1, &label));
         HK_TRY(drv->parts(ses, label));
         stage(what, "parts", &t);
-        if (p->nloads) HK_TRY(drv->adjacency(ses, &n2c));
+        if (p->nloads) { /* the cells of the loaded boundaries' nodes */
+            HK_TRY(hk_calloc((size_t)m->nnodes + 1, 1, &mask));
+            load_nodes(p, mask);
+            HK_TRY(drv->adjacency(ses, mask, &n2c));
+        }
         stage(what, "adjacency", &t);
     }
     /* the pattern's kernels run while the host applies the supports (its row lengths) and
@@ -225,6 +255,7 @@ fail:
     free(refs);
     hk_adj_free(&n2c);
     free(label);
+    free(mask);
     free(regions);
     if (ierr && s) hk_system_free(s);
     if (ierr && !s) hk_resident_bcsr_free(Konly);

@@ -48,8 +48,10 @@ typedef struct hk_fem_driver {
     /* The mesh's connected parts: label[i] = the smallest node of node i's part, -1 for a node
      * on no cell (host array of nnodes). */
     int (*parts)(hk_fem_session *s, int32_t *label);
-    /* A host copy of the adjacency (the boundary loads need it). */
-    int (*adjacency)(hk_fem_session *s, hk_adj *n2c);
+    /* A host copy of the adjacency (the boundary loads need it): every node's cells, or with
+     * mask (nnodes bytes, host) only those of the nodes marked nonzero, the others' lists
+     * empty. */
+    int (*adjacency)(hk_fem_session *s, const uint8_t *mask, hk_adj *n2c);
     /* The pattern's row lengths, started on the device (pattern waits for them; it starts
      * them itself when this was not called). */
     int (*pattern_count)(hk_fem_session *s);
@@ -99,6 +101,11 @@ extern size_t hk_fem_emul_free_bytes;
 /* Nonzero: the emulation runs every kernel's threads from the last to the first (tests: the
  * results must not depend on the threads' order). */
 extern int hk_fem_emul_reverse;
+
+/* With HOOKE_ASSEMBLY_PROFILE set: the wall time since *t of a part of a stage on stderr
+ * (what: "device assembly (numeric)", say, apart from the stages' own lines; part NULL: none
+ * printed), *t := now. */
+void hk_fem_part_time(const char *what, const char *part, double *t);
 
 /* hk_assemble_on / hk_assemble_stiffness_on / hk_postproc_on with a given driver (tests). */
 int hk_fem_assemble_with(const hk_fem_driver *drv, const hk_problem *p, hk_system *s);

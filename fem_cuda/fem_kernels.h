@@ -194,6 +194,28 @@ HK_EL_FN void hk_fem_n2c_sort_body(int64_t i, const hk_fem_n2c_sort_args *a)
     }
 }
 
+/* The adjacency of the marked nodes only (the host's boundary loads ask for few nodes): their
+ * list lengths (the others 0) into count[i + 1], then, once summed into ptr, their lists. */
+typedef struct hk_fem_marked_args {
+    hk_fem_mesh m;
+    const uint8_t *mask; /* nn */
+    int64_t *count;      /* nn + 1 */
+    const int64_t *ptr;  /* the summed counts */
+    int64_t *idx;
+} hk_fem_marked_args;
+
+HK_EL_FN void hk_fem_marked_count_body(int64_t i, const hk_fem_marked_args *a)
+{
+    a->count[i + 1] = a->mask[i] ? a->m.n2c_ptr[i + 1] - a->m.n2c_ptr[i] : 0;
+}
+
+HK_EL_FN void hk_fem_marked_fill_body(int64_t i, const hk_fem_marked_args *a)
+{
+    const int64_t c0 = a->m.n2c_ptr[i];
+    for (int64_t k = a->ptr[i]; k < a->ptr[i + 1]; k++)
+        a->idx[k] = a->m.n2c_idx[c0 + k - a->ptr[i]];
+}
+
 /* ---- connected parts (the rigid-body check) ---------------------------------------------- */
 
 typedef struct hk_fem_parts_args {
@@ -244,6 +266,42 @@ HK_EL_FN void hk_fem_parts_label_body(int64_t i, const hk_fem_parts_args *a)
     a->label[i] = a->m.n2c_ptr[i + 1] == a->m.n2c_ptr[i] ? -1 : hk_fem_root(a->par, (int32_t)i);
 }
 
+/* ---- rows ordered by their number of cells ----------------------------------------------- */
+
+/* order[] lists the nodes by class, class 0 first: the nodes of HK_FEM_ORDER_CLASSES - 1 cells
+ * or more, then one cell fewer per class (the last: nodes of no cell). Counts and places by
+ * integer atomics, so the order within a class varies from run to run; a row's sums do not
+ * depend on when its row is taken, so K does not either. */
+#define HK_FEM_ORDER_CLASSES 64
+
+typedef struct hk_fem_order_args {
+    const int64_t *n2c_ptr;
+    int64_t *start; /* HK_FEM_ORDER_CLASSES: the counts, then the next free place of a class */
+    int64_t *order; /* nn */
+} hk_fem_order_args;
+
+HK_EL_FN int hk_fem_order_class(const int64_t *n2c_ptr, int64_t i)
+{
+    const int64_t nc = n2c_ptr[i + 1] - n2c_ptr[i];
+    return nc >= HK_FEM_ORDER_CLASSES - 1 ? 0 : (int)(HK_FEM_ORDER_CLASSES - 1 - nc);
+}
+
+HK_EL_FN void hk_fem_order_count_body(int64_t i, const hk_fem_order_args *a)
+{
+    HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1);
+}
+
+HK_EL_FN void hk_fem_order_place_body(int64_t i, const hk_fem_order_args *a)
+{
+    a->order[HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1)] = i;
+}
+
+/* Row k of a kernel over rows: order[k], or k itself without an order. */
+HK_EL_FN int64_t hk_fem_row_at(const int64_t *order, int64_t k)
+{
+    return order ? order[k] : k;
+}
+
 /* ---- the block CSR pattern --------------------------------------------------------------- */
 
 /* Each cell's nodes sorted ascending (the rows' sorted lists are merged from these) and, for
@@ -291,6 +349,7 @@ typedef struct hk_fem_row_args {
     const uint8_t *sloc; /* the slot table (fill pass, or NULL): hk_fem_sortcells_args' sloc */
     uint8_t *slots;
     int stride;
+    const int64_t *order; /* the rows' order (hk_fem_row_at), or NULL */
 } hk_fem_row_args;
 
 HK_EL_FN void hk_fem_slot_put(const hk_fem_row_args *a, int64_t c, int B, int64_t place)
@@ -356,13 +415,15 @@ HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
     return cnt;
 }
 
-HK_EL_FN void hk_fem_row_count_body(int64_t i, const hk_fem_row_args *a)
+HK_EL_FN void hk_fem_row_count_body(int64_t k, const hk_fem_row_args *a)
 {
+    const int64_t i = hk_fem_row_at(a->order, k);
     a->count[i + 1] = hk_fem_row(a, i, 0);
 }
 
-HK_EL_FN void hk_fem_row_fill_body(int64_t i, const hk_fem_row_args *a)
+HK_EL_FN void hk_fem_row_fill_body(int64_t k, const hk_fem_row_args *a)
 {
+    const int64_t i = hk_fem_row_at(a->order, k);
     hk_fem_row(a, i, a->colind + a->rowptr[i]);
 }
 
@@ -404,42 +465,6 @@ HK_EL_FN void hk_fem_scan_apply_body(int64_t s, const hk_fem_scan_args *a)
         t += a->x[k];
         a->x[k] = t;
     }
-}
-
-/* ---- rows ordered by their number of cells ----------------------------------------------- */
-
-/* order[] lists the nodes by class, class 0 first: the nodes of HK_FEM_ORDER_CLASSES - 1 cells
- * or more, then one cell fewer per class (the last: nodes of no cell). Counts and places by
- * integer atomics, so the order within a class varies from run to run; a row's sums do not
- * depend on when its row is taken, so K does not either. */
-#define HK_FEM_ORDER_CLASSES 64
-
-typedef struct hk_fem_order_args {
-    const int64_t *n2c_ptr;
-    int64_t *start; /* HK_FEM_ORDER_CLASSES: the counts, then the next free place of a class */
-    int64_t *order; /* nn */
-} hk_fem_order_args;
-
-HK_EL_FN int hk_fem_order_class(const int64_t *n2c_ptr, int64_t i)
-{
-    const int64_t nc = n2c_ptr[i + 1] - n2c_ptr[i];
-    return nc >= HK_FEM_ORDER_CLASSES - 1 ? 0 : (int)(HK_FEM_ORDER_CLASSES - 1 - nc);
-}
-
-HK_EL_FN void hk_fem_order_count_body(int64_t i, const hk_fem_order_args *a)
-{
-    HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1);
-}
-
-HK_EL_FN void hk_fem_order_place_body(int64_t i, const hk_fem_order_args *a)
-{
-    a->order[HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1)] = i;
-}
-
-/* Row k of a kernel over rows: order[k], or k itself without an order. */
-HK_EL_FN int64_t hk_fem_row_at(const int64_t *order, int64_t k)
-{
-    return order ? order[k] : k;
 }
 
 /* ---- element geometry ------------------------------------------------------------------- */
@@ -538,7 +563,7 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
  * their number of cells, the most first (SORTED; hk_fem_order_*), so that the rows sharing a
  * warp loop over as many cells; chunks of element records as large as half the free device
  * memory instead of at most HK_FEM_CHUNK_MAX (WIDE: fewer passes over every row). */
-#define HK_FEM_NUM_SORTED 64
+#define HK_FEM_NUM_SORTED 64 /* the pattern's row merges take the same order */
 #define HK_FEM_NUM_WIDE 128
 
 /* Block (A, B) of cell e's element matrix (A, B local nodes), from its record: the digits the
