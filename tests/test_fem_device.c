@@ -1027,9 +1027,8 @@ static void compare_variant(const char *name, const hk_problem *p, const hk_bcsr
     hk_bcsr_free(&K);
 }
 
-/* Every variant of the numeric kernel on the boxes (tet10: the isotropic 3D path), all of them
- * together on every catalogue case: the default's bytes. */
-static void test_cuda_variants(void)
+/* check(name, problem) on each box of box_problem. */
+static void each_box(void (*check)(const char *name, const hk_problem *p))
 {
     for (int k = 0; k < 3; k++) {
         hk_mesh m;
@@ -1039,13 +1038,25 @@ static void test_cuda_variants(void)
         hk_problem p;
         char name[64];
         box_problem(k, &m, &mat, &sup, ld, &p, name);
-        hk_bcsr K0;
-        cuda_stiffness(&p, 0, &K0);
-        for (int v = 0; v < NUMERIC_NVARIANTS; v++)
-            compare_variant(name, &p, &K0, numeric_variants[v]);
-        hk_bcsr_free(&K0);
+        check(name, &p);
         hk_mesh_free(&m);
     }
+}
+
+static void every_numeric_variant(const char *name, const hk_problem *p)
+{
+    hk_bcsr K0;
+    cuda_stiffness(p, 0, &K0);
+    for (int v = 0; v < NUMERIC_NVARIANTS; v++)
+        compare_variant(name, p, &K0, numeric_variants[v]);
+    hk_bcsr_free(&K0);
+}
+
+/* Every variant of the numeric kernel on the boxes (tet10: the isotropic 3D path), all of them
+ * together on every catalogue case: the default's bytes. */
+static void test_cuda_variants(void)
+{
+    each_box(every_numeric_variant);
     hk_test_fem tc;
     for (int k = 0; hk_test_fem_case(k, &tc); k++) {
         hk_bcsr K0;
@@ -1057,19 +1068,14 @@ static void test_cuda_variants(void)
 }
 
 /* The recovery's variants on the boxes and every catalogue case: the default's bytes. */
+static void cuda_recover_variants(const char *name, const hk_problem *p)
+{
+    check_recover_variants(&hk_fem_cuda_driver, name, p);
+}
+
 static void test_cuda_recover_variants(void)
 {
-    for (int k = 0; k < 3; k++) {
-        hk_mesh m;
-        hk_material mat;
-        hk_support sup;
-        hk_load ld[2];
-        hk_problem p;
-        char name[64];
-        box_problem(k, &m, &mat, &sup, ld, &p, name);
-        check_recover_variants(&hk_fem_cuda_driver, name, &p);
-        hk_mesh_free(&m);
-    }
+    each_box(cuda_recover_variants);
     hk_test_fem tc;
     for (int k = 0; hk_test_fem_case(k, &tc); k++) {
         check_recover_variants(&hk_fem_cuda_driver, tc.name, &tc.p);
