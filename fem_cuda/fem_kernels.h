@@ -231,14 +231,29 @@ HK_EL_FN int32_t hk_fem_root(HK_FEM_VOLATILE int32_t *par, int32_t a)
     return a;
 }
 
+/* The root of a, each node on the way linked to its grandparent (path halving: the chains of
+ * the joins stay short). A node that is not a root never becomes one again and its ancestors
+ * stay its ancestors, so the store may race with other threads' joins and halvings: every
+ * link still points to a smaller node of the same part. */
+HK_EL_FN int32_t hk_fem_root_halving(HK_FEM_VOLATILE int32_t *par, int32_t a)
+{
+    for (;;) {
+        const int32_t p = par[a];
+        if (p == a) return a;
+        const int32_t g = par[p];
+        if (g != p) par[a] = g;
+        a = g;
+    }
+}
+
 /* Join the trees of a and b: the larger root goes under the smaller one (an integer CAS that
  * retries when another thread moved that root first). Every link points to a smaller node,
  * so a part's root ends as its smallest node, whatever the order of the joins. */
 HK_EL_FN void hk_fem_unite(int32_t *par, int32_t a, int32_t b)
 {
     for (;;) {
-        a = hk_fem_root(par, a);
-        b = hk_fem_root(par, b);
+        a = hk_fem_root_halving(par, a);
+        b = hk_fem_root_halving(par, b);
         if (a == b) return;
         if (a > b) {
             const int32_t t = a;

@@ -138,6 +138,20 @@ uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT)
     return hash_bytes(h, node_dT, node_dT ? (size_t)nn * sizeof *node_dT : 0);
 }
 
+int hk_fem_all_zero(const void *data, size_t bytes)
+{
+    const unsigned char *b = data;
+    int nonzero = 0;
+#pragma omp parallel for schedule(static) reduction(| : nonzero) if (bytes > ((size_t)1 << 20))
+    for (int s = 0; s < HASH_SEGMENTS; s++) {
+        int any = 0;
+        for (size_t k = bytes * s / HASH_SEGMENTS; k < bytes * (s + 1) / HASH_SEGMENTS && !any; k++)
+            any = b[k] != 0;
+        nonzero |= any;
+    }
+    return !nonzero;
+}
+
 int hk_fem_most_nodes(const hk_mesh *m)
 {
     int64_t most = 0;

@@ -28,6 +28,9 @@ extern int hk_fem_recover_force;
  * device session copies: whether a kept session still holds this mesh. Every host thread. */
 uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT);
 
+/* Whether every byte of data[0..bytes) is zero (every host thread). */
+int hk_fem_all_zero(const void *data, size_t bytes);
+
 /* The most nodes of a cell of m (every host thread). */
 int hk_fem_most_nodes(const hk_mesh *m);
 

@@ -513,6 +513,31 @@ static void test_emul_keep(void)
     keep_cases(&hk_fem_emul_driver);
 }
 
+/* Supports at rest (their zeros set on the device, not uploaded) and moved (uploaded): the
+ * host's bytes, with drv, within tol (0: bytes). */
+static void check_prescribed(const hk_fem_driver *drv, double tol)
+{
+    static const int cases[2] = {4, 49};
+    for (int k = 0; k < 2; k++)
+        for (int moved = 0; moved < 2; moved++) {
+            hk_test_fem tc;
+            CU_ASSERT_FATAL(hk_test_fem_case(cases[k], &tc));
+            if (moved) tc.sups[0].value[0] = 1e-4, tc.sups[0].value[1] = -2e-4;
+            hk_system h, d;
+            HK_ASSERT_OK(hk_assemble(&tc.p, &h));
+            HK_ASSERT_OK(hk_fem_assemble_with(drv, &tc.p, &d));
+            compare_systems(tc.name, &h, &d, tol);
+            hk_system_free(&h);
+            hk_system_free(&d);
+            hk_test_fem_free(&tc);
+        }
+}
+
+static void test_emul_prescribed(void)
+{
+    check_prescribed(&hk_fem_emul_driver, 0);
+}
+
 static void test_emul_recover_variants(void)
 {
     hk_test_fem tc;
@@ -856,6 +881,7 @@ HK_SUITE(fem_emul,
          {"the slot table: every block's place", test_emul_slot_table},
          {"the recovery's variants: the default's bytes", test_emul_recover_variants},
          {"the assembly's session kept for the recovery: a fresh one's bytes", test_emul_keep},
+         {"supports at rest and moved: the host's bytes", test_emul_prescribed},
          {"HOOKE_FEM_NUMERIC's and HOOKE_FEM_RECOVER's names", test_emul_variant_names},
          {"the resident K solves to the host's digits", test_emul_solve},
          {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
@@ -1088,6 +1114,11 @@ static void test_cuda_keep(void)
     keep_cases(&hk_fem_cuda_driver);
 }
 
+static void test_cuda_prescribed(void)
+{
+    check_prescribed(&hk_fem_cuda_driver, 1e-13);
+}
+
 static void test_cuda_errors(void)
 {
     check_errors(&hk_fem_cuda_driver);
@@ -1107,6 +1138,7 @@ HK_DEVICE_SUITE(fem_cuda,
                 {"the recovery's variants: the default's bytes", test_cuda_recover_variants},
                 {"the assembly's session kept for the recovery: a fresh one's bytes",
                  test_cuda_keep},
+                {"supports at rest and moved: the host's K and f to 1e-13", test_cuda_prescribed},
                 {"K assembled and solved on the device", test_cuda_solve},
                 {"the host's error sentences", test_cuda_errors},
                 {"hooke run: --assembly device against --assembly host", test_cuda_run})
