@@ -536,12 +536,12 @@ for step in "$@"; do
               -x OMP_WAIT_POLICY -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x HOOKE_AMG_PROFILE)
         # the set-up on each process's GPU against the cpu's (levels, iterations, x to 1e-7)
         echo "== mpirun -np 2 hooke_mpi_tests on cuda, the amg set-up checks"
-        timeout -k 5 180 "${MPIR[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 |
+        timeout -k 5 90 "${MPIR[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 |
           grep -E 'amg set-up|FAIL|all passed|error' | head -12
         for run in "1 0.0015" "1 0.001" "2 0.0015" "2 0.001" "2 0.0007"; do
           read -r np size <<< "$run"
           echo "== np $np, geometry.size=$size"
-          timeout -k 5 240 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
+          timeout -k 5 60 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
             --set geometry.size=$size --set solver.pc=amg -o /tmp/distamg.vtu 2>&1 |
             grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|error|hooke' | head -30
           echo "exit ${PIPESTATUS[0]}"
