@@ -12,12 +12,11 @@
  * semaphore: buffered writes to one file serialise on its inode lock, and many writers
  * waiting there burn system time); blocks are placed by the running sum of their sizes in
  * block order, so the bytes depend neither on the thread count nor on the writer count.
- * HOOKE_OUTPUT_MODE=mmap maps an uncompressed file instead (space reserved first with
- * fallocate, so a full disk is an error, not a SIGBUS) and the threads copy into the map;
- * file systems without fallocate or mmap fall back to pwrite. Compressed sizes are known only
- * after compression, so a compressed file's head is written last, over room reserved for it:
- * each offset is followed by blanks up to 20 digits' width (blanks before "/>", which XML
- * allows). ASCII mode writes the values inline (format="ascii") through stdio. */
+ * (Copying into an mmap of the file was slower than pwrite and was removed: docs/output.md.)
+ * Compressed sizes are known only after compression, so a compressed file's head is written
+ * last, over room reserved for it: each offset is followed by blanks up to 20 digits' width
+ * (blanks before "/>", which XML allows). ASCII mode writes the values inline
+ * (format="ascii") through stdio. */
 #define _GNU_SOURCE /* open_memstream, pwrite */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -166,21 +164,14 @@ typedef struct {
     int err_zip;   /* a block did not compress */
     int limited;   /* slots holds the writer count: at most that many threads in pwrite */
     sem_t slots;
-    unsigned char *map; /* HOOKE_OUTPUT_MODE=mmap: the file mapped, [0, map_len) */
-    size_t map_len;
 } vtu_out;
 
-/* How the arrays reach the file: HOOKE_OUTPUT_WRITERS (threads in pwrite at once, 0: every
- * thread) and HOOKE_OUTPUT_MODE (pwrite or mmap), read at every write (docs/output.md). */
-typedef struct {
-    int writers;
-    int mmap;
-} vtu_io;
-
-static int io_settings(const char *path, vtu_io *io)
+/* HOOKE_OUTPUT_WRITERS into *writers: threads in pwrite at once (0: every thread), read at
+ * every write (docs/output.md). */
+static int output_writers(const char *path, int *writers)
 {
-    const char *w = getenv("HOOKE_OUTPUT_WRITERS"), *md = getenv("HOOKE_OUTPUT_MODE");
-    io->writers = VTU_WRITERS, io->mmap = 0;
+    const char *w = getenv("HOOKE_OUTPUT_WRITERS");
+    *writers = VTU_WRITERS;
     if (w && *w && strcmp(w, "all")) {
         char *end;
         const long v = strtol(w, &end, 10);
@@ -188,69 +179,32 @@ static int io_settings(const char *path, vtu_io *io)
                  "could not write '%s': HOOKE_OUTPUT_WRITERS=%s is not a thread count; set it to "
                  "a whole number from 1 or to 'all', or unset it",
                  path, w);
-        io->writers = (int)v;
+        *writers = (int)v;
     } else if (w && *w) {
-        io->writers = 0;
-    }
-    if (md && *md) {
-        HK_CHECK(!strcmp(md, "pwrite") || !strcmp(md, "mmap"), HK_ERR_ARG,
-                 "could not write '%s': HOOKE_OUTPUT_MODE=%s is not a writing mode; set it to "
-                 "pwrite or mmap, or unset it",
-                 path, md);
-        io->mmap = !strcmp(md, "mmap");
+        *writers = 0;
     }
     return 0;
 }
 
-/* o ready to write into fd: its writer limit, and with mapped set and io->mmap a plain file
- * mapped for [0, total) after reserving its space. 0, or an errno (no space: the write's
- * error); a device, or a file system without fallocate or shared writable maps, is written
- * with pwrite. */
-static int out_begin(vtu_out *o, int fd, uint64_t base, const vtu_io *io, int mapped,
-                     uint64_t total)
+/* o ready to write into fd, at most writers threads in pwrite at once (0: no limit). */
+static void out_begin(vtu_out *o, int fd, uint64_t base, int writers)
 {
     memset(o, 0, sizeof *o);
     o->fd = fd, o->base = base;
-    struct stat st;
-    if (io->mmap && mapped && total > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        if (fallocate(fd, 0, 0, (off_t)total) != 0) {
-            if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) return errno;
-        } else {
-            void *p = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            if (p != MAP_FAILED) o->map = p, o->map_len = (size_t)total;
-        }
-    }
-    if (!o->map && io->writers > 0 && io->writers < omp_get_max_threads())
-        o->limited = sem_init(&o->slots, 0, (unsigned)io->writers) == 0;
-    return 0;
+    if (writers > 0 && writers < omp_get_max_threads())
+        o->limited = sem_init(&o->slots, 0, (unsigned)writers) == 0;
 }
 
-/* Unmaps and drops the writer limit; an errno of munmap, or 0. */
-static int out_end(vtu_out *o)
+/* Drops the writer limit. */
+static void out_end(vtu_out *o)
 {
-    int err = 0;
-    if (o->map && munmap(o->map, o->map_len) != 0) err = errno;
     if (o->limited) sem_destroy(&o->slots);
-    o->map = NULL, o->limited = 0;
-    return err;
+    o->limited = 0;
 }
 
-/* All of buf at pos: copied into the map, or written with pwrite once a writer's slot is
- * free. 0, or an errno. */
+/* All of buf at pos, written with pwrite once a writer's slot is free. 0, or an errno. */
 static int out_write(vtu_out *o, const void *buf, size_t len, uint64_t pos)
 {
-    if (o->map) {
-        if (pos + len > o->map_len) return EFBIG; /* a wrong plan; never expected */
-#ifdef MADV_POPULATE_WRITE
-        /* the piece's pages in one call rather than a fault each (Linux 5.14; else faults) */
-        if (len >= VTU_PIECE / 4) {
-            const uintptr_t pg = 4096, a0 = (uintptr_t)(o->map + pos) & ~(pg - 1);
-            madvise((void *)a0, (uintptr_t)(o->map + pos + len) - a0, MADV_POPULATE_WRITE);
-        }
-#endif
-        memcpy(o->map + pos, buf, len);
-        return 0;
-    }
     if (o->limited)
         while (sem_wait(&o->slots) != 0 && errno == EINTR)
             ;
@@ -788,8 +742,8 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     static const hk_vtu_options plain = {0};
     if (!opt) opt = &plain;
     HK_CALL(vtu_check(path, m, f, opt));
-    vtu_io io;
-    HK_CALL(io_settings(path, &io));
+    int writers;
+    HK_CALL(output_writers(path, &writers));
     const int ascii = opt->ascii;
     const hk_vtu_compression comp = ascii ? HK_VTU_NONE : opt->compression;
     const int level = opt->level ? opt->level : 1;
@@ -826,24 +780,20 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     /* uncompressed: every offset known, the head first and exact; compressed: the head's room
      * first (its length does not depend on the offsets), the head itself last */
     size_t hlen = 0;
-    uint64_t total = 0; /* uncompressed: the file's size */
     if (comp == HK_VTU_NONE) {
-        const uint64_t appended = plan_offsets(&pl);
+        plan_offsets(&pl);
         HK_TRY(head_text(&pl, 0, &head, &hlen));
-        total = hlen + appended + sizeof vtu_tail - 1;
     } else {
         HK_TRY(head_text(&pl, 1, &head, &hlen));
         free(head);
         head = NULL;
     }
-    /* a map needs the file open for reading too; write-only access still writes with pwrite */
-    fd = io.mmap && comp == HK_VTU_NONE ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0666) : -1;
-    if (fd < 0) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     HK_TRY_CHECK(fd >= 0, HK_ERR_IO, "could not open '%s' for writing: %s (does its folder exist?)",
                  path, strerror(errno));
-    int e = out_begin(&o, fd, hlen, &io, comp == HK_VTU_NONE, total);
-    HK_TRY_CHECK(!e, HK_ERR_IO, "could not write '%s': %s (disk full?)", path, strerror(e));
-    prof_step(&prof, o.map ? "open, reserve and map" : "open", 0);
+    out_begin(&o, fd, hlen, writers);
+    prof_step(&prof, "open", 0);
+    int e;
     if (comp == HK_VTU_NONE) {
         e = out_write(&o, head, hlen, 0);
         if (e) note_error(&o, e, 0);
@@ -877,8 +827,7 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
         e = out_write(&o, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
         if (e) note_error(&o, e, 0);
     }
-    e = out_end(&o);
-    if (e) note_error(&o, e, 0);
+    out_end(&o);
     HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
                  path, strerror(o.err_errno));
     prof_step(&prof, "end tag", 0);
@@ -1006,7 +955,7 @@ hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fi
     e->layout.nnodes = m->nnodes, e->layout.ncells = m->cells.n;
     atomic_init(&e->stop, 0);
     atomic_init(&e->enough, 0);
-    e->fd = open(e->tmp, O_RDWR | O_CREAT | O_EXCL, 0666); /* read too: HOOKE_OUTPUT_MODE=mmap */
+    e->fd = open(e->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (e->fd < 0) goto fail;
     if (pthread_create(&e->thread, NULL, early_main, e) != 0) goto fail;
     return e;
@@ -1070,11 +1019,10 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
     int ierr = 0, same = 0;
     char *head = NULL;
     vtu_plan pl;
-    uint64_t total = 0; /* the file's size */
     vtu_out o;
     memset(&o, 0, sizeof o);
-    vtu_io io;
-    if (io_settings(path ? path : e->path, &io)) {
+    int writers;
+    if (output_writers(path ? path : e->path, &writers)) {
         hk_vtu_early_cancel(e);
         return HK_ERR_ARG;
     }
@@ -1083,7 +1031,7 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         /* the file of these fields is the early one when its head is: same arrays, offsets */
         const vtu_cells cl = {.nconn = e->nconn, .offs64 = e->offs64};
         plan_arrays(&pl, m, f, &opt, &cl);
-        total = e->hlen + plan_offsets(&pl) + sizeof vtu_tail - 1;
+        plan_offsets(&pl);
         size_t hlen = 0;
         same =
             head_text(&pl, 0, &head, &hlen) == 0 && hlen == e->hlen && !memcmp(head, e->head, hlen);
@@ -1095,9 +1043,7 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         return hk_vtu_write(path, m, f, &opt);
     }
     prof.mesh = e->bytes;
-    int err = out_begin(&o, e->fd, e->hlen, &io, 1, total);
-    HK_TRY_CHECK(!err, HK_ERR_IO, "could not write '%s': %s (disk full?)", path, strerror(err));
-    if (o.map) prof_step(&prof, "reserve and map", 0);
+    out_begin(&o, e->fd, e->hlen, writers);
     for (int k = 0; k < pl.narr && !o.err_errno; k++)
         if (!mesh_array(&pl, k)) {
             write_plain(&o, &pl.arr[k], 1);
@@ -1106,11 +1052,11 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         }
     {
         const vtu_array *last = &pl.arr[pl.narr - 1];
-        err = out_write(&o, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
+        const int err =
+            out_write(&o, vtu_tail, sizeof vtu_tail - 1, o.base + last->offset + last->size);
         if (err) note_error(&o, err, 0);
     }
-    err = out_end(&o);
-    if (err) note_error(&o, err, 0);
+    out_end(&o);
     HK_TRY_CHECK(!o.err_errno, HK_ERR_IO, "could not write '%s': %s (disk full or no permission?)",
                  path, strerror(o.err_errno));
     prof_step(&prof, "end tag", 0);

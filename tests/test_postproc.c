@@ -1458,11 +1458,10 @@ static void test_thread_independence(void)
     free_mesh(&m);
 }
 
-/* How the arrays reach the file (HOOKE_OUTPUT_WRITERS: threads in pwrite at once,
- * HOOKE_OUTPUT_MODE: pwrite or mmap) changes no byte: every writer count and mode, with 1 and
- * 3 threads, uncompressed and zlib, Float64 and Float32, the whole file and the early one
- * (mesh first, fields after), against one thread with pwrite; bad settings and a bad path
- * with mmap get one sentence and leave no file; a device is written with pwrite. */
+/* The number of threads in pwrite at once (HOOKE_OUTPUT_WRITERS) changes no byte: every
+ * writer count with 1 and 3 threads, uncompressed and zlib, Float64 and Float32, the whole
+ * file and the early one (mesh first, fields after), against one thread writing; a bad
+ * setting gets one sentence and leaves no file; a device is written through. */
 static void test_vtu_writers(void)
 {
     hk_mesh m;
@@ -1476,7 +1475,7 @@ static void test_vtu_writers(void)
     hk_fields f;
     HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
     const int nt = omp_get_max_threads();
-    static const char *const writers[] = {"1", "2", "all"}, *const modes[] = {"pwrite", "mmap"};
+    static const char *const writers[] = {"1", "2", "all"};
     char ref[512], out[512];
     snprintf(ref, sizeof ref, "%s/writers_ref.vtu", hk_test_tmpdir());
     snprintf(out, sizeof out, "%s/writers.vtu", hk_test_tmpdir());
@@ -1484,44 +1483,37 @@ static void test_vtu_writers(void)
         for (int f32 = 0; f32 < 2; f32++) {
             hk_vtu_options o = {.compression = (hk_vtu_compression)c, .float32 = f32};
             omp_set_num_threads(1);
-            setenv("HOOKE_OUTPUT_MODE", "pwrite", 1);
             setenv("HOOKE_OUTPUT_WRITERS", "1", 1);
             HK_ASSERT_OK(hk_vtu_write(ref, &m, &f, &o));
             for (int t = 1; t <= 3; t += 2)
                 for (int w = 0; w < 3; w++)
-                    for (int md = 0; md < 2; md++)
-                        for (int early = 0; early < 1 + (c == HK_VTU_NONE); early++) {
-                            omp_set_num_threads(t);
-                            setenv("HOOKE_OUTPUT_WRITERS", writers[w], 1);
-                            setenv("HOOKE_OUTPUT_MODE", modes[md], 1);
-                            remove(out);
-                            if (early) {
-                                hk_vtu_early *e = hk_vtu_early_start(out, &m, &f, &o, INT64_MAX);
-                                CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-                                HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
-                            } else {
-                                HK_ASSERT_OK(hk_vtu_write(out, &m, &f, &o));
-                            }
-                            const int same = file_equal(ref, out);
-                            CU_ASSERT(same);
-                            if (!same)
-                                printf("\n  compression %d float32 %d, %d threads, writers %s, "
-                                       "%s%s: other bytes\n",
-                                       c, f32, t, writers[w], modes[md], early ? ", early" : "");
+                    for (int early = 0; early < 1 + (c == HK_VTU_NONE); early++) {
+                        omp_set_num_threads(t);
+                        setenv("HOOKE_OUTPUT_WRITERS", writers[w], 1);
+                        remove(out);
+                        if (early) {
+                            hk_vtu_early *e = hk_vtu_early_start(out, &m, &f, &o, INT64_MAX);
+                            CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+                            HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
+                        } else {
+                            HK_ASSERT_OK(hk_vtu_write(out, &m, &f, &o));
                         }
+                        const int same = file_equal(ref, out);
+                        CU_ASSERT(same);
+                        if (!same)
+                            printf("\n  compression %d float32 %d, %d threads, writers %s%s: other "
+                                   "bytes\n",
+                                   c, f32, t, writers[w], early ? ", early" : "");
+                    }
         }
     omp_set_num_threads(nt);
     /* bad settings: one sentence naming the variable and the fix, no file */
     static const struct {
         const char *name, *value, *expect;
     } bad[] = {{"HOOKE_OUTPUT_WRITERS", "0", "HOOKE_OUTPUT_WRITERS=0 is not a thread count"},
-               {"HOOKE_OUTPUT_WRITERS", "4x", "a whole number from 1 or to 'all'"},
-               {"HOOKE_OUTPUT_MODE", "fast",
-                "HOOKE_OUTPUT_MODE=fast is not a writing mode; set "
-                "it to pwrite or mmap"}};
-    for (int k = 0; k < 3; k++) {
+               {"HOOKE_OUTPUT_WRITERS", "4x", "a whole number from 1 or to 'all'"}};
+    for (int k = 0; k < 2; k++) {
         unsetenv("HOOKE_OUTPUT_WRITERS");
-        unsetenv("HOOKE_OUTPUT_MODE");
         setenv(bad[k].name, bad[k].value, 1);
         remove(out);
         CU_ASSERT_EQUAL(hk_vtu_write(out, &m, &f, NULL), HK_ERR_ARG);
@@ -1539,31 +1531,12 @@ static void test_vtu_writers(void)
         CU_ASSERT_EQUAL(part_files_left(), 0);
     }
     unsetenv("HOOKE_OUTPUT_WRITERS");
-    setenv("HOOKE_OUTPUT_MODE", "mmap", 1);
-    CU_ASSERT_EQUAL(hk_vtu_write("/nonexistent-dir/x.vtu", &m, &f, NULL), HK_ERR_IO);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "could not open '/nonexistent-dir/x.vtu'"));
-    /* a device cannot be mapped: written with pwrite */
+    /* a device is written through, not removed first */
     if (access("/dev/null", W_OK) == 0) HK_ASSERT_OK(hk_vtu_write("/dev/null", &m, &f, NULL));
-    unsetenv("HOOKE_OUTPUT_MODE");
     hk_fields_free(&f);
     free(u);
     free_system(&s);
     free_mesh(&m);
-}
-
-/* The mmap mode's file, read back by VTK (Float64 and Float32 fields, and compressed, which
- * is written with pwrite). */
-static void test_vtu_mmap(void)
-{
-    setenv("HOOKE_OUTPUT_MODE", "mmap", 1);
-    for (int f32 = 0; f32 < 2; f32++) {
-        hk_vtu_options o = {.float32 = f32};
-        vtu_roundtrip(o, HK_EL_HEX8, 12);
-        vtu_roundtrip(o, HK_EL_TRI6, 3);
-    }
-    hk_vtu_options z = {.compression = HK_VTU_ZLIB};
-    vtu_roundtrip(z, HK_EL_HEX8, 12);
-    unsetenv("HOOKE_OUTPUT_MODE");
 }
 
 HK_SUITE(
@@ -1584,8 +1557,6 @@ HK_SUITE(
      test_thread_independence},
     {"vtu with the mesh written early: the same bytes (1, 2 threads), replace, cancel, link",
      test_vtu_early},
-    {"vtu: the same bytes for every writer count and mode (pwrite, mmap); bad settings",
-     test_vtu_writers},
-    {"vtu written through mmap read back by VTK", test_vtu_mmap},
+    {"vtu: the same bytes for every count of threads in pwrite; bad settings", test_vtu_writers},
     {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
     {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
