@@ -4,8 +4,8 @@
  * none, zlib, lz4; Float64 or Float32 fields) is timed beside the former libxml2 writer
  * (base64 appended data, zlib level 1 in 32 KiB blocks), measured in the same run; the
  * recovery on every thread beside one thread. The sweep of how the uncompressed file reaches
- * the disk (threads in pwrite at once, mmap) stands beside what the file system does with
- * one thread and large writes from one buffer (dd-like), in the same directory and run. */
+ * the disk (threads in pwrite at once) stands beside what the file system does with one
+ * thread and large writes from one buffer (dd-like), in the same directory and run. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -37,9 +37,9 @@ static void output_usage(FILE *f)
                "(as when the solve outlasts both): the time of the fields' part. Before that, the\n"
                "recovery stage (hk_postproc) on every thread and on one. Then the sweep of the\n"
                "uncompressed Float64 (and Float32) file's writing: at most 1, 2, 4, 8 or all\n"
-               "threads in pwrite at once (HOOKE_OUTPUT_WRITERS) and mmap (HOOKE_OUTPUT_MODE),\n"
-               "beside the file system's own speed: one thread writing as many bytes from one\n"
-               "buffer in 16 MiB writes (dd-like), without and with fsync, in the same folder.\n"
+               "threads in pwrite at once (HOOKE_OUTPUT_WRITERS), beside the file system's own\n"
+               "speed: one thread writing as many bytes from one buffer in 16 MiB writes\n"
+               "(dd-like), without and with fsync, in the same folder.\n"
                "HOOKE_OUTPUT_PROFILE=1 prints each write's phases.\n"
                "  --case FILE   run this case file (hooke run's pipeline) and write its fields\n"
                "  --dir DIR     where the files go (default /tmp; each is removed after its run)\n"
@@ -58,18 +58,17 @@ typedef struct {
     hk_vtu_compression comp;
     int float32;
     double seconds, first, bytes; /* median and first write */
-    /* direct: HOOKE_OUTPUT_WRITERS (-1: as the environment says, 0: all) and
-     * HOOKE_OUTPUT_MODE (NULL: as the environment says); dd: fsync in the time */
+    /* direct: HOOKE_OUTPUT_WRITERS (-1: as the environment says, 0: all); dd: fsync in the
+     * time */
     int writers;
-    const char *mode;
     int dd_sync;
     double dd_bytes; /* dd: bytes to write */
 } out_row;
 
-/* A row of the writer or mode sweep. */
-static out_row sweep_row(int float32, int writers, const char *mode)
+/* A row of the writer sweep. */
+static out_row sweep_row(int float32, int writers)
 {
-    return (out_row){"direct", HK_VTU_NONE, float32, 0, 0, 0, writers, mode, 0, 0};
+    return (out_row){"direct", HK_VTU_NONE, float32, 0, 0, 0, writers, 0, 0};
 }
 
 /* The row's name in the table. */
@@ -77,8 +76,6 @@ static const char *row_label(const out_row *w, char *buf, size_t n)
 {
     if (!strcmp(w->writer, "dd"))
         snprintf(buf, n, "dd-like: one thread, 16 MiB writes%s", w->dd_sync ? ", fsync" : "");
-    else if (w->mode && !strcmp(w->mode, "mmap"))
-        snprintf(buf, n, "direct, mmap");
     else if (w->writers == 0)
         snprintf(buf, n, "direct, pwrite, all %d threads writing", omp_get_max_threads());
     else if (w->writers > 0)
@@ -131,20 +128,17 @@ static int write_once(const out_row *row, const char *path, const hk_mesh *m, co
                       int sync, double *t0)
 {
     if (!strcmp(row->writer, "dd")) return write_dd(row, path, sync);
-    if (row->writers >= 0 || row->mode) { /* the row's setting for this write only */
-        char *old_w = getenv("HOOKE_OUTPUT_WRITERS"), *old_m = getenv("HOOKE_OUTPUT_MODE");
-        old_w = old_w ? strdup(old_w) : NULL, old_m = old_m ? strdup(old_m) : NULL;
+    if (row->writers >= 0) { /* the row's setting for this write only */
+        char *old_w = getenv("HOOKE_OUTPUT_WRITERS");
+        old_w = old_w ? strdup(old_w) : NULL;
         char w[16];
         snprintf(w, sizeof w, "%d", row->writers);
-        if (row->writers >= 0) setenv("HOOKE_OUTPUT_WRITERS", row->writers ? w : "all", 1);
-        if (row->mode) setenv("HOOKE_OUTPUT_MODE", row->mode, 1);
+        setenv("HOOKE_OUTPUT_WRITERS", row->writers ? w : "all", 1);
         out_row plain = *row;
-        plain.writers = -1, plain.mode = NULL;
+        plain.writers = -1;
         const int err = write_once(&plain, path, m, f, sync, t0);
         put_env("HOOKE_OUTPUT_WRITERS", old_w);
-        put_env("HOOKE_OUTPUT_MODE", old_m);
         free(old_w);
-        free(old_m);
         return err;
     }
     if (!strncmp(row->writer, "early", 5)) {
@@ -325,33 +319,30 @@ int hk_bench_output(int argc, char **argv)
     out_row rows[40];
     int nrows = 0;
     if (baseline) {
-        rows[nrows++] = (out_row){"libxml2", HK_VTU_NONE, 0, 0, 0, 0, -1, NULL, 0, 0};
-        rows[nrows++] = (out_row){"libxml2", HK_VTU_ZLIB, 0, 0, 0, 0, -1, NULL, 0, 0};
+        rows[nrows++] = (out_row){"libxml2", HK_VTU_NONE, 0, 0, 0, 0, -1, 0, 0};
+        rows[nrows++] = (out_row){"libxml2", HK_VTU_ZLIB, 0, 0, 0, 0, -1, 0, 0};
     }
     for (int f32 = 0; f32 < 2 && !sweep_only; f32++)
         for (int cp = HK_VTU_NONE; cp <= HK_VTU_LZ4; cp++)
             if (cp != HK_VTU_LZ4 || hk_vtu_have_lz4())
-                rows[nrows++] =
-                    (out_row){"direct", (hk_vtu_compression)cp, f32, 0, 0, 0, -1, NULL, 0, 0};
+                rows[nrows++] = (out_row){"direct", (hk_vtu_compression)cp, f32, 0, 0, 0, -1, 0, 0};
     for (int f32 = 0; f32 < 2 && !sweep_only; f32++) {
-        rows[nrows++] = (out_row){"early-mesh", HK_VTU_NONE, f32, 0, 0, 0, -1, NULL, 0, 0};
-        rows[nrows++] = (out_row){"early", HK_VTU_NONE, f32, 0, 0, 0, -1, NULL, 0, 0};
+        rows[nrows++] = (out_row){"early-mesh", HK_VTU_NONE, f32, 0, 0, 0, -1, 0, 0};
+        rows[nrows++] = (out_row){"early", HK_VTU_NONE, f32, 0, 0, 0, -1, 0, 0};
     }
-    /* the sweep: writers 1, 2, 4, 8 (those below the thread count), all, and mmap; Float32
-     * (converted on the fly) at the ends */
+    /* the sweep: writers 1, 2, 4, 8 (those below the thread count) and all; Float32 (converted
+     * on the fly) at the ends */
     const int sweep0 = nrows;
     for (int w = 1; w < nthreads && w <= 8; w *= 2)
-        rows[nrows++] = sweep_row(0, w, "pwrite");
-    rows[nrows++] = sweep_row(0, 0, "pwrite");
-    rows[nrows++] = sweep_row(0, -1, "mmap");
-    rows[nrows++] = sweep_row(1, 1, "pwrite");
-    rows[nrows++] = sweep_row(1, 0, "pwrite");
-    rows[nrows++] = sweep_row(1, -1, "mmap");
+        rows[nrows++] = sweep_row(0, w);
+    rows[nrows++] = sweep_row(0, 0);
+    rows[nrows++] = sweep_row(1, 1);
+    rows[nrows++] = sweep_row(1, 0);
     for (int k = 0; k < nrows; k++)
         if (time_writer(&rows[k], path, mesh, fields, reps, sync, overwrite)) goto fail;
     /* the file system's own speed for the sweep's Float64 file */
     for (int ds = 0; ds < 2; ds++) {
-        rows[nrows] = (out_row){"dd", HK_VTU_NONE, 0, 0, 0, 0, -1, NULL, ds, rows[sweep0].bytes};
+        rows[nrows] = (out_row){"dd", HK_VTU_NONE, 0, 0, 0, 0, -1, ds, rows[sweep0].bytes};
         if (time_writer(&rows[nrows++], path, mesh, fields, reps, sync, overwrite)) goto fail;
     }
 
@@ -409,7 +400,6 @@ int hk_bench_output(int argc, char **argv)
                 hk_json_begin_object(&j, NULL);
                 hk_json_string(&j, "writer", rows[k].writer);
                 hk_json_int(&j, "writers", rows[k].writers);
-                hk_json_string(&j, "mode", rows[k].mode ? rows[k].mode : "");
                 hk_json_int(&j, "dd_fsync", rows[k].dd_sync);
                 hk_json_string(&j, "compression", comp_name(rows[k].comp));
                 hk_json_string(&j, "fields", rows[k].float32 ? "Float32" : "Float64");
