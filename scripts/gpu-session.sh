@@ -384,8 +384,8 @@ for step in "$@"; do
              > "$OUT/modal.md" 2>&1 ;;
     output) $B/hooke bench output --size large > "$OUT/output.md" 2>&1 ;;
     outsweep) # issue 25 item 6: threads in pwrite at once (HOOKE_OUTPUT_WRITERS 1, 2, 4, 8, all)
-          # and mmap beside a dd-like write of the same bytes (the file system's speed), on all
-          # cores and on 16; about 2 minutes
+          # beside a dd-like write of the same bytes (the file system's speed), on all cores
+          # and on 16; about 2 minutes
       { nproc; df -T /tmp .
         for t in all 16; do
           echo "== OMP_NUM_THREADS=$t"
