@@ -26,6 +26,11 @@ static size_t piece_bytes(size_t piece)
     return piece && piece < HK_CU_STAGE_BYTES ? piece : HK_CU_STAGE_BYTES;
 }
 
+typedef struct stage_piece {
+    int j;           /* the array */
+    size_t off, len; /* bytes */
+} stage_piece;
+
 #define STAGE_TRY(call)                                                                            \
     do {                                                                                           \
         cudaError_t stage_e_ = (call);                                                             \
@@ -51,29 +56,61 @@ cudaError_t hk_cu_staged_upload(void *dst, const void *host_src, size_t bytes, c
     return cudaSuccess; /* the source has been read in full */
 }
 
-cudaError_t hk_cu_staged_download(void *host_dst, const void *src, size_t bytes, cudaStream_t s,
-                                  size_t min_bytes, size_t piece)
+/* The staged piece after *p in list (its arrays of min_bytes and more, in order, each cut into
+ * pieces of piece bytes), from p = {-1, 0, 0}; 0 when there is none. */
+static int next_piece(const hk_cu_download *list, int n, size_t min_bytes, size_t piece,
+                      stage_piece *p)
 {
-    if (bytes >= min_bytes && stage_init()) {
+    int j = p->j;
+    size_t off = p->off + p->len;
+    while (j < 0 || (j < n && (list[j].bytes < min_bytes || off >= list[j].bytes)))
+        j++, off = 0;
+    if (j >= n) return 0;
+    p->j = j, p->off = off;
+    p->len = list[j].bytes - off < piece ? list[j].bytes - off : piece;
+    return 1;
+}
+
+cudaError_t hk_cu_staged_download_list(const hk_cu_download *list, int n, cudaStream_t s,
+                                       size_t min_bytes, size_t piece)
+{
+    int large = 0;
+    for (int j = 0; j < n; j++)
+        large |= list[j].bytes >= min_bytes && list[j].bytes > 0;
+    const int staged = large && stage_init();
+    for (int j = 0; j < n; j++) /* the small arrays (all of them without staging) directly */
+        if (list[j].bytes && (!staged || list[j].bytes < min_bytes))
+            STAGE_TRY(cudaMemcpyAsync(list[j].host_dst, list[j].src, list[j].bytes,
+                                      cudaMemcpyDeviceToHost, s));
+    if (staged) {
+        /* piece k into buffer k % 2; piece k + 1 is on its way while piece k is copied out,
+         * across the arrays' ends */
+        stage_piece next = {-1, 0, 0}, prev = {-1, 0, 0};
         piece = piece_bytes(piece);
-        const size_t n = (bytes + piece - 1) / piece;
-        /* piece k into buffer k % 2; piece k + 1 is on its way while piece k is copied out */
-        for (size_t k = 0; k <= n; k++) {
-            if (k < n) {
-                const size_t o = k * piece, len = bytes - o < piece ? bytes - o : piece;
+        for (size_t k = 0;; k++) {
+            const int more = next_piece(list, n, min_bytes, piece, &next);
+            if (more) {
                 STAGE_TRY(cudaEventSynchronize(stage_done[k % 2])); /* free of earlier uses */
-                STAGE_TRY(cudaMemcpyAsync(stage_buf[k % 2], (const char *)src + o, len,
+                STAGE_TRY(cudaMemcpyAsync(stage_buf[k % 2],
+                                          (const char *)list[next.j].src + next.off, next.len,
                                           cudaMemcpyDeviceToHost, s));
                 STAGE_TRY(cudaEventRecord(stage_done[k % 2], s));
             }
             if (k > 0) {
-                const size_t o = (k - 1) * piece, len = bytes - o < piece ? bytes - o : piece;
                 STAGE_TRY(cudaEventSynchronize(stage_done[(k - 1) % 2]));
-                hk_host_copy_parallel((char *)host_dst + o, stage_buf[(k - 1) % 2], len);
+                hk_host_copy_parallel((char *)list[prev.j].host_dst + prev.off,
+                                      stage_buf[(k - 1) % 2], prev.len);
             }
+            if (!more) break;
+            prev = next;
         }
-    } else if (bytes) {
-        STAGE_TRY(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, s));
     }
     return cudaStreamSynchronize(s);
+}
+
+cudaError_t hk_cu_staged_download(void *host_dst, const void *src, size_t bytes, cudaStream_t s,
+                                  size_t min_bytes, size_t piece)
+{
+    const hk_cu_download one = {host_dst, src, bytes};
+    return hk_cu_staged_download_list(&one, 1, s, min_bytes, piece);
 }

@@ -20,4 +20,13 @@ cudaError_t hk_cu_staged_upload(void *dst, const void *host_src, size_t bytes, c
  * holds the data (s synchronised). */
 cudaError_t hk_cu_staged_download(void *host_dst, const void *src, size_t bytes, cudaStream_t s,
                                   size_t min_bytes, size_t piece);
+/* Several downloads as one: the staged pieces of all of them in one pipeline, the DMA of the
+ * next array's first piece running while the host copies out the last of the one before. */
+typedef struct hk_cu_download {
+    void *host_dst;
+    const void *src;
+    size_t bytes;
+} hk_cu_download;
+cudaError_t hk_cu_staged_download_list(const hk_cu_download *list, int n, cudaStream_t s,
+                                       size_t min_bytes, size_t piece);
 #endif

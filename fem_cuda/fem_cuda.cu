@@ -86,6 +86,19 @@ static int dv_down(void *h, const void *d, size_t bytes)
     return 0;
 }
 
+/* Downloads of n arrays (at most 16) after the stream's kernels, in one staged pipeline. */
+static int dv_down_list(const hk_fem_down *list, int n)
+{
+    hk_cu_download cu[16];
+    HK_CHECK(n >= 0 && n <= 16, HK_ERR_ARG, "device downloads: %d arrays in one list", n);
+    for (int j = 0; j < n; j++)
+        cu[j].host_dst = list[j].host, cu[j].src = list[j].dev, cu[j].bytes = list[j].bytes;
+    HK_CALL(fem_stream_init());
+    FEM_CU(hk_cu_staged_download_list(cu, n, fem_stream, HK_FEM_STAGE_MIN, fem_stage_piece()),
+           "the downloads (or the device assembly's kernels before them)");
+    return 0;
+}
+
 static int dv_copy(void *d, const void *s, size_t bytes)
 {
     if (bytes) FEM_CU(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, fem_stream), "a copy");
@@ -167,11 +180,10 @@ static int fem_launched(const char *name)
  * side (lanes beyond them idle), which all see the same cells; __syncwarp orders one cell's
  * additions before the next cell's. With lanes a power of two, row t / lanes of thread t.
  * Row k of the launch is order[k] where args_t's order is not NULL (hk_fem_row_at).
- * args_t has an int flags: its HK_FEM_NUM_CODE bits pick one of the compiled kernels (the body
- * gets them as a constant), HK_FEM_NUM_BOUNDS4 / 5 / 6 one with launch bounds. */
+ * args_t has an int flags: its HK_FEM_NUM_D3 bit picks one of the two compiled kernels (the
+ * body gets the flag as a constant). */
 #define HK_FEM_ROW_KERNEL(name, args_t, range, body)                                               \
-    template <int FLAGS>                                                                           \
-    __device__ __forceinline__ void name##_rows(int64_t rows, int lanes, const args_t &a)          \
+    template <int FLAGS> __global__ void name##_kernel(int64_t rows, int lanes, args_t a)          \
     {                                                                                              \
         const unsigned wl = threadIdx.x % 32u;                                                     \
         const int per = 32 / lanes, g = (int)(wl / (unsigned)lanes);                               \
@@ -190,59 +202,15 @@ static int fem_launched(const char *name)
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
-    template <int FLAGS> __global__ void name##_kernel(int64_t rows, int lanes, args_t a)          \
-    {                                                                                              \
-        name##_rows<FLAGS>(rows, lanes, a);                                                        \
-    }                                                                                              \
-    template <int FLAGS>                                                                           \
-    __global__ void __launch_bounds__(HK_FEM_BLOCK, 5)                                             \
-        name##_kernel5(int64_t rows, int lanes, args_t a)                                          \
-    {                                                                                              \
-        name##_rows<FLAGS>(rows, lanes, a);                                                        \
-    }                                                                                              \
-    template <int FLAGS>                                                                           \
-    __global__ void __launch_bounds__(HK_FEM_BLOCK, 6)                                             \
-        name##_kernel6(int64_t rows, int lanes, args_t a)                                          \
-    {                                                                                              \
-        name##_rows<FLAGS>(rows, lanes, a);                                                        \
-    }                                                                                              \
-    template <int FLAGS>                                                                           \
-    __global__ void __launch_bounds__(HK_FEM_BLOCK, 4)                                             \
-        name##_kernel4(int64_t rows, int lanes, args_t a)                                          \
-    {                                                                                              \
-        name##_rows<FLAGS>(rows, lanes, a);                                                        \
-    }                                                                                              \
-    template <int FLAGS>                                                                           \
-    static void name##_launch(unsigned grid, int64_t rows, int lanes, const args_t *a)             \
-    {                                                                                              \
-        if (a->flags & HK_FEM_NUM_BOUNDS6)                                                         \
-            name##_kernel6<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
-        else if (a->flags & HK_FEM_NUM_BOUNDS5)                                                    \
-            name##_kernel5<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
-        else if (a->flags & HK_FEM_NUM_BOUNDS4)                                                    \
-            name##_kernel4<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);         \
-        else                                                                                       \
-            name##_kernel<FLAGS><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);          \
-    }                                                                                              \
     static int name(int64_t rows, int lanes, const args_t *a)                                      \
     {                                                                                              \
         if (rows <= 0) return 0;                                                                   \
         const int per = 32 / lanes;                                                                \
         const unsigned grid = fem_grid((rows + per - 1) / per * 32);                               \
-        switch (a->flags & HK_FEM_NUM_CODE) {                                                      \
-        case 0:                                                                                    \
-            name##_launch<0>(grid, rows, lanes, a);                                                \
-            break;                                                                                 \
-        case HK_FEM_NUM_SLOTS:                                                                     \
-            name##_launch<HK_FEM_NUM_SLOTS>(grid, rows, lanes, a);                                 \
-            break;                                                                                 \
-        case HK_FEM_NUM_D3:                                                                        \
-            name##_launch<HK_FEM_NUM_D3>(grid, rows, lanes, a);                                    \
-            break;                                                                                 \
-        default:                                                                                   \
-            name##_launch<HK_FEM_NUM_CODE>(grid, rows, lanes, a);                                  \
-            break;                                                                                 \
-        }                                                                                          \
+        if (a->flags & HK_FEM_NUM_D3)                                                              \
+            name##_kernel<HK_FEM_NUM_D3><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);  \
+        else                                                                                       \
+            name##_kernel<0><<<grid, HK_FEM_BLOCK, 0, fem_stream>>>(rows, lanes, *a);              \
         return fem_launched(#name);                                                                \
     }
 

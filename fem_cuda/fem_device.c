@@ -356,24 +356,19 @@ double hk_assemble_on_bytes(const hk_mesh *m, double nnz)
     const double nn = (double)m->nnodes, ne = (double)m->cells.n,
                  tot = m->cells.n ? (double)m->cells.ptr[m->cells.n] : 0, d = m->dim, ndof = d * nn;
     /* the element records (weights and gradients at the full rule's points), at most a chunk */
-    double rec = 0, count[HK_EL_COUNT] = {0}, maxn = 0;
+    double rec = 0, count[HK_EL_COUNT] = {0};
     for (int64_t e = 0; e < m->cells.n; e++)
         if (m->cells.type[e] < HK_EL_COUNT) count[m->cells.type[e]]++;
     for (int t = 0; t < HK_EL_COUNT; t++) {
         const hk_elref *r = count[t] && hk_eltype_has_kernel((hk_eltype)t) ? hk_elref_get((hk_eltype)t) : NULL;
         if (r) rec += count[t] * (8.0 * r->nqp * (2 + r->nnodes * d) + 8);
-        if (r && r->nnodes > maxn) maxn = r->nnodes;
     }
     if (rec > HK_FEM_CHUNK_MAX) rec = HK_FEM_CHUNK_MAX;
-    /* the numeric kernel's slot table (HOOKE_FEM_NUMERIC=slots), pattern to numeric, and the
-     * sorted cells' places with the pattern */
-    int flags = 0;
-    if (hk_fem_numeric_variant(&flags)) hk_error_clear();
-    const double slots = flags & HK_FEM_NUM_SLOTS ? tot * maxn : 0, sloc = slots ? tot : 0;
-    const double mesh = 24 * nn + 13 * ne + 4 * tot + 8 * nn + 9 * tot; /* with its adjacency */
+    /* with its adjacency and the rows' order (HOOKE_FEM_NUMERIC=sorted, the default) */
+    const double mesh = 24 * nn + 13 * ne + 4 * tot + 8 * nn + 9 * tot + 8 * nn;
     const double K = 8 * (nn + 1) + nnz / (d * d) * 4 + nnz * 8;
-    double phase = 4 * tot + 8 * nn + sloc + slots; /* the pattern's sorted cells, row pointers */
-    if (rec + 8 * ndof + slots > phase) phase = rec + 8 * ndof + slots;
+    double phase = 4 * tot + 8 * nn; /* the pattern's sorted cells, row pointers */
+    if (rec + 8 * ndof > phase) phase = rec + 8 * ndof;
     if (25 * ndof > phase) phase = 25 * ndof; /* the elimination's vectors */
     return mesh + K + phase;
 }

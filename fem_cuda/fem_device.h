@@ -72,6 +72,13 @@ typedef struct hk_fem_driver {
                    int64_t *bad);
 } hk_fem_driver;
 
+/* One download of a list (the drivers' dv_down_list: one pipeline through the staging). */
+typedef struct hk_fem_down {
+    void *host;
+    const void *dev;
+    size_t bytes;
+} hk_fem_down;
+
 /* Element records of one chunk of cells at most, bytes. */
 #define HK_FEM_CHUNK_MAX ((size_t)2 << 30)
 

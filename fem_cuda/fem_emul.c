@@ -34,6 +34,13 @@ static int dv_down(void *h, const void *d, size_t bytes)
     return 0;
 }
 
+static int dv_down_list(const hk_fem_down *list, int n)
+{
+    for (int j = 0; j < n; j++)
+        HK_CALL(dv_down(list[j].host, list[j].dev, list[j].bytes));
+    return 0;
+}
+
 static int dv_copy(void *d, const void *s, size_t bytes)
 {
     if (bytes) memcpy(d, s, bytes);

@@ -319,12 +319,10 @@ HK_EL_FN int64_t hk_fem_row_at(const int64_t *order, int64_t k)
 
 /* ---- the block CSR pattern --------------------------------------------------------------- */
 
-/* Each cell's nodes sorted ascending (the rows' sorted lists are merged from these) and, for
- * the numeric kernel's slot table (sloc not NULL), each sorted node's place in its cell. */
+/* Each cell's nodes sorted ascending (the rows' sorted lists are merged from these). */
 typedef struct hk_fem_sortcells_args {
     hk_fem_mesh m;
     int32_t *snodes; /* cptr[ne] */
-    uint8_t *sloc;   /* cptr[ne], or NULL */
 } hk_fem_sortcells_args;
 
 HK_EL_FN void hk_fem_sortcells_body(int64_t e, const hk_fem_sortcells_args *a)
@@ -335,42 +333,26 @@ HK_EL_FN void hk_fem_sortcells_body(int64_t e, const hk_fem_sortcells_args *a)
         int64_t j = k - 1;
         while (j >= k0 && a->snodes[j] > v) {
             a->snodes[j + 1] = a->snodes[j];
-            if (a->sloc) a->sloc[j + 1] = a->sloc[j];
             j--;
         }
         a->snodes[j + 1] = v;
-        if (a->sloc) a->sloc[j + 1] = (uint8_t)(k - k0);
     }
 }
 
 #define HK_FEM_MERGE 48 /* a row merges up to this many cells' lists at once */
 
-/* The numeric kernel's slot table: for the cell at n2c position c and its local node B,
- * slots[c * stride + B] is the place of B's column in the row of the cell's node at c (counted
- * from the row's start), HK_FEM_SLOT_FAR for a place that does not fit a byte (searched). */
-#define HK_FEM_SLOT_FAR 255
-
 /* Block row i: the nodes of its cells (and i itself), sorted, each once. A k-way merge of the
  * cells' sorted lists; a node of more cells than HK_FEM_MERGE takes the smallest node above
  * the last one found, cell after cell, instead. out: the row's column indices (NULL: count
- * only); with slots (the fill pass), each column's place is written for every cell of the row
- * that has it, where the merge finds it. Returns the row's length. */
+ * only). Returns the row's length. */
 typedef struct hk_fem_row_args {
     hk_fem_mesh m;
     const int32_t *snodes;
     int64_t *count;        /* nn + 1: the row lengths at [i + 1] (the count pass) */
     const int64_t *rowptr; /* the fill pass */
     int32_t *colind;
-    const uint8_t *sloc; /* the slot table (fill pass, or NULL): hk_fem_sortcells_args' sloc */
-    uint8_t *slots;
-    int stride;
     const int64_t *order; /* the rows' order (hk_fem_row_at), or NULL */
 } hk_fem_row_args;
-
-HK_EL_FN void hk_fem_slot_put(const hk_fem_row_args *a, int64_t c, int B, int64_t place)
-{
-    a->slots[c * a->stride + B] = (uint8_t)(place < HK_FEM_SLOT_FAR ? place : HK_FEM_SLOT_FAR);
-}
 
 HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
 {
@@ -398,12 +380,9 @@ HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
                 if (cur[k] < v) v = cur[k];
             if (v == INT32_MAX) break;
             if (out) out[cnt] = v;
-            const int64_t place = cnt++;
+            cnt++;
             for (int k = 0; k < nc; k++)
-                if (cur[k] == v) {
-                    if (out && a->slots) hk_fem_slot_put(a, c0 + k, a->sloc[pos[k]], place);
-                    cur[k] = left[k]-- > 0 ? a->snodes[++pos[k]] : INT32_MAX;
-                }
+                if (cur[k] == v) cur[k] = left[k]-- > 0 ? a->snodes[++pos[k]] : INT32_MAX;
         }
         return cnt;
     }
@@ -419,11 +398,6 @@ HK_EL_FN int64_t hk_fem_row(const hk_fem_row_args *a, int64_t i, int32_t *out)
         }
         if (v == INT32_MAX) break;
         if (out) out[cnt] = v;
-        for (int64_t c = c0; c < c0 + nc && out && a->slots; c++) {
-            const int64_t e = m->n2c_idx[c];
-            for (int64_t k = m->cptr[e]; k < m->cptr[e + 1]; k++)
-                if (a->snodes[k] == v) hk_fem_slot_put(a, c, a->sloc[k], cnt);
-        }
         cnt++;
         last = v;
     }
@@ -560,26 +534,13 @@ HK_EL_FN void hk_fem_geo_body(int64_t k, const hk_fem_geo_args *a)
 
 /* Variants of the numeric kernel (HOOKE_FEM_NUMERIC, docs/assembly.md), flags that give the
  * same additions in the same order, hence the same digits up to the device's fused
- * multiply-adds: columns from a slot table the pattern's merge writes instead of a binary
- * search per block (SLOTS); the 3D blocks with the dimension a constant, so that the loops
- * unroll and the small matrices stay in registers (D3); as many lanes per row as the most
- * nodes of a cell, rows packed in a warp, instead of a power of two (PACKED); launch bounds
- * of 4, 5 or 6 blocks of 256 threads per multiprocessor (at most 64, 48 or 40 registers: the
- * default's 64 registers give 4 blocks, SLOTS and D3 take more). SLOTS and
- * D3 change the kernel's code (the CUDA build compiles each combination), PACKED the launch. */
-#define HK_FEM_NUM_SLOTS 1
+ * multiply-adds: the 3D blocks with the dimension a constant, so that the loops unroll and the
+ * small matrices stay in registers (D3, a kernel of its own in the CUDA build); the rows taken
+ * in the order of their number of cells, the most first (SORTED; hk_fem_order_*), so that the
+ * rows sharing a warp loop over as many cells (the launch only; the pattern's row merges take
+ * the same order). Both are the default. */
 #define HK_FEM_NUM_D3 2
-#define HK_FEM_NUM_PACKED 4
-#define HK_FEM_NUM_BOUNDS5 8
-#define HK_FEM_NUM_BOUNDS6 16
-#define HK_FEM_NUM_BOUNDS4 32
-#define HK_FEM_NUM_CODE (HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3)
-/* Launch-level variants (no change to any block's additions): the rows taken in the order of
- * their number of cells, the most first (SORTED; hk_fem_order_*), so that the rows sharing a
- * warp loop over as many cells; chunks of element records as large as half the free device
- * memory instead of at most HK_FEM_CHUNK_MAX (WIDE: fewer passes over every row). */
-#define HK_FEM_NUM_SORTED 64 /* the pattern's row merges take the same order */
-#define HK_FEM_NUM_WIDE 128
+#define HK_FEM_NUM_SORTED 64
 
 /* Block (A, B) of cell e's element matrix (A, B local nodes), from its record: the digits the
  * whole-element kernels of element_kernels.h put there. */
@@ -688,9 +649,7 @@ typedef struct hk_fem_numeric_args {
     const int64_t *rowptr;
     const int32_t *colind;
     double *val;
-    int flags;            /* HK_FEM_NUM_*: SLOTS only with slots, D3 only in 3D */
-    const uint8_t *slots; /* the slot table (hk_fem_row_args), or NULL */
-    int stride;
+    int flags;            /* HK_FEM_NUM_*: D3 only in 3D */
     const int64_t *order; /* the rows' order (SORTED: hk_fem_order_args), or NULL */
 } hk_fem_numeric_args;
 
@@ -736,20 +695,14 @@ HK_EL_FN void hk_fem_numeric_body(int64_t i, int64_t c, int lane, const hk_fem_n
     const int64_t e = m->n2c_idx[c];
     const int n = m->refs[m->ctype[e]].nnodes, d = flags & HK_FEM_NUM_D3 ? 3 : m->dim;
     if (lane >= n) return;
-    const int place = flags & HK_FEM_NUM_SLOTS ? a->slots[c * a->stride + lane] : HK_FEM_SLOT_FAR;
-    int64_t lo = a->rowptr[i];
-    if (place != HK_FEM_SLOT_FAR) {
-        lo += place;
-    } else {
-        const int32_t j = m->cnodes[m->cptr[e] + lane];
-        int64_t hi = a->rowptr[i + 1];
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (a->colind[mid] < j)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+    const int32_t j = m->cnodes[m->cptr[e] + lane];
+    int64_t lo = a->rowptr[i], hi = a->rowptr[i + 1];
+    while (lo < hi) { /* block (A, lane)'s column in the row */
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a->colind[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     double *v = a->val + (size_t)lo * d * d;
     const hk_fem_region *R = &a->g.regions[m->cregion[e]];
@@ -917,62 +870,32 @@ typedef struct hk_fem_rec_args {
     double *cell_stress, *cell_vm;
     double *strain, *stress, *fint, *count, *vm, *principal;
     int64_t *bad;
-    const int64_t *order; /* the gather's order of the nodes (hk_fem_row_at), or NULL */
 } hk_fem_rec_args;
 
-/* Variants of the recovery (HOOKE_FEM_RECOVER, docs/assembly.md), each with the default's
- * bytes: the gather takes the nodes in the order of their number of cells (SORTED, as the
- * numeric kernel's); chunks of element results as large as half the free device memory
- * (WIDE); tet10 and hex8 cells through hk_rec_element_n with their node count and dimension
- * constants (FIXED: the loops over the nodes unrolled, so that the element's arrays can live
- * in registers rather than local memory). */
-#define HK_FEM_REC_SORTED 1
-#define HK_FEM_REC_WIDE 2
-#define HK_FEM_REC_FIXED 4
-/* KEEP: the assembly's device session (mesh, adjacency) kept for the recovery of the same
- * mesh, which then uploads and builds nothing (fem_device.c; held through the solve). */
+/* The recovery's variant (HOOKE_FEM_RECOVER, docs/assembly.md): KEEP, the assembly's device
+ * session (mesh, adjacency) kept for the recovery of the same mesh, which then uploads and
+ * builds nothing (fem_device.c; held through the solve). */
 #define HK_FEM_REC_KEEP 8
 
-/* Element e0 + k recovered into buf[k], its cell averages stored; fixed: tet10 and hex8 cells
- * through hk_rec_element_n with their node count and dimension constants (HK_FEM_REC_FIXED, a
- * kernel of its own so that the default's registers stay as they are). */
-HK_EL_FN void hk_fem_rec_elem_at(int64_t k, const hk_fem_rec_args *a, int fixed)
+/* Element e0 + k recovered into buf[k], its cell averages stored. */
+HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)
 {
     const hk_fem_mesh *m = &a->m;
     const int64_t e = a->e0 + k;
     const int rg = m->cregion[e];
     hk_rec_elem *o = &a->buf[k];
     const hk_elref *r = &m->refs[m->ctype[e]];
-    const int32_t *nodes = m->cnodes + m->cptr[e];
-    if (fixed && r->type == HK_EL_TET10)
-        hk_rec_element_n(10, 3, r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords,
-                         a->u3, nodes, o);
-    else if (fixed && r->type == HK_EL_HEX8)
-        hk_rec_element_n(8, 3, r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords,
-                         a->u3, nodes, o);
-    else
-        hk_rec_element(r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords, a->u3,
-                       nodes, o);
+    hk_rec_element(r, a->an, &a->laws[rg], a->dTr[rg], m->node_dT, a->thick, m->coords, a->u3,
+                   m->cnodes + m->cptr[e], o);
     if (o->err) HK_FEM_ATOMIC_MIN_I64(a->bad, e);
     for (int i = 0; i < 6; i++)
         a->cell_stress[6 * e + i] = o->cell_sig[i];
     a->cell_vm[e] = hk_rec_von_mises(o->cell_sig);
 }
 
-HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)
-{
-    hk_fem_rec_elem_at(k, a, 0);
-}
-
-HK_EL_FN void hk_fem_rec_elem_fixed_body(int64_t k, const hk_fem_rec_args *a)
-{
-    hk_fem_rec_elem_at(k, a, 1);
-}
-
 /* Node i adds its cells' values at it, in cell order (the host's scatter order). */
-HK_EL_FN void hk_fem_rec_gather_body(int64_t k, const hk_fem_rec_args *a)
+HK_EL_FN void hk_fem_rec_gather_body(int64_t i, const hk_fem_rec_args *a)
 {
-    const int64_t i = hk_fem_row_at(a->order, k);
     int64_t c0, c1;
     hk_fem_chunk_range(&a->m, i, a->e0, a->e1, &c0, &c1);
     for (int64_t c = c0; c < c1; c++) {

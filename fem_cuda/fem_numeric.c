@@ -16,21 +16,10 @@ typedef struct variant_name {
     int flag;
 } variant_name;
 
-static const variant_name numeric_names[] = {{"search", 0},
-                                             {"slots", HK_FEM_NUM_SLOTS},
-                                             {"packed", HK_FEM_NUM_PACKED},
-                                             {"d3", HK_FEM_NUM_D3},
-                                             {"bounds4", HK_FEM_NUM_BOUNDS4},
-                                             {"bounds5", HK_FEM_NUM_BOUNDS5},
-                                             {"bounds6", HK_FEM_NUM_BOUNDS6},
-                                             {"sorted", HK_FEM_NUM_SORTED},
-                                             {"wide", HK_FEM_NUM_WIDE}};
+static const variant_name numeric_names[] = {
+    {"plain", 0}, {"d3", HK_FEM_NUM_D3}, {"sorted", HK_FEM_NUM_SORTED}};
 
-static const variant_name recover_names[] = {{"plain", 0},
-                                             {"sorted", HK_FEM_REC_SORTED},
-                                             {"wide", HK_FEM_REC_WIDE},
-                                             {"fixed", HK_FEM_REC_FIXED},
-                                             {"keep", HK_FEM_REC_KEEP}};
+static const variant_name recover_names[] = {{"plain", 0}, {"keep", HK_FEM_REC_KEEP}};
 
 /* The flags of the comma list v (names of names[0..n)); HK_ERR_ARG naming the variable var,
  * the unknown name and every known one. */
@@ -66,18 +55,14 @@ int hk_fem_numeric_variant(int *flags)
         return 0;
     }
     const char *v = getenv("HOOKE_FEM_NUMERIC");
-    /* the default: d3, the fastest measured (H200, bracket 2.52M DOFs: the numeric stage 20.0
-     * ms against 28.7 for the search alone; docs/assembly.md); `search` names the plain kernel */
+    /* the default: d3,sorted, the fastest measured (H200, bracket 19.3M DOFs: the numeric
+     * stage 206 ms against 230 for d3 alone; docs/assembly.md); `d3` alone is the reference */
     if (!v || !*v) {
-        *flags = HK_FEM_NUM_D3;
+        *flags = HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED;
         return 0;
     }
-    HK_CALL(variant_flags("HOOKE_FEM_NUMERIC", v, numeric_names,
-                          (int)(sizeof numeric_names / sizeof *numeric_names), flags));
-    /* one launch bound: the most blocks named */
-    if (*flags & HK_FEM_NUM_BOUNDS6) *flags &= ~(HK_FEM_NUM_BOUNDS5 | HK_FEM_NUM_BOUNDS4);
-    if (*flags & HK_FEM_NUM_BOUNDS5) *flags &= ~HK_FEM_NUM_BOUNDS4;
-    return 0;
+    return variant_flags("HOOKE_FEM_NUMERIC", v, numeric_names,
+                         (int)(sizeof numeric_names / sizeof *numeric_names), flags);
 }
 
 int hk_fem_recover_variant(int *flags)
@@ -136,6 +121,15 @@ uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT)
     h = hash_bytes(h, m->cell_region, m->cell_region ? (size_t)ne * sizeof *m->cell_region : 0);
     h = hash_mix(h, (uint64_t)m->nregions);
     return hash_bytes(h, node_dT, node_dT ? (size_t)nn * sizeof *node_dT : 0);
+}
+
+void hk_fem_touch_pages(void *data, size_t bytes)
+{
+    char *b = data;
+    const int64_t pages = (int64_t)((bytes + 4095) / 4096);
+#pragma omp parallel for schedule(static) if (pages > 64)
+    for (int64_t k = 0; k < pages; k++)
+        b[4096 * k] = 0;
 }
 
 int hk_fem_all_zero(const void *data, size_t bytes)

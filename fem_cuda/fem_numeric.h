@@ -12,14 +12,14 @@ extern "C" {
 #endif
 
 /* The numeric kernel's variant: HK_FEM_NUM_* flags from HOOKE_FEM_NUMERIC (a comma list of
- * search, slots, packed, d3, bounds4, bounds5, bounds6, sorted, wide; unset or empty: d3),
+ * plain, d3, sorted; unset or empty: d3,sorted),
  * or hk_fem_numeric_force when it is 0 or more (tests). HK_ERR_ARG, naming the variable and the
  * names, for a name it does not know. */
 int hk_fem_numeric_variant(int *flags);
 extern int hk_fem_numeric_force;
 
 /* The recovery's variant: HK_FEM_REC_* flags (fem_kernels.h) from HOOKE_FEM_RECOVER (a comma
- * list of plain, sorted, wide, fixed, keep; unset or empty: plain, the default), or
+ * list of plain, keep; unset or empty: plain, the default), or
  * hk_fem_recover_force when it is 0 or more (tests). HK_ERR_ARG for a name it does not know. */
 int hk_fem_recover_variant(int *flags);
 extern int hk_fem_recover_force;
@@ -27,6 +27,11 @@ extern int hk_fem_recover_force;
 /* A hash of everything of m (and the nodal temperature field node_dT, may be NULL) that a
  * device session copies: whether a kept session still holds this mesh. Every host thread. */
 uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT);
+
+/* Writes a zero into every 4 KiB page of data[0..bytes) (every host thread): the pages of a
+ * fresh array that a download is about to overwrite, faulted in while the device works instead
+ * of by the copy out of the pinned staging. */
+void hk_fem_touch_pages(void *data, size_t bytes);
 
 /* Whether every byte of data[0..bytes) is zero (every host thread). */
 int hk_fem_all_zero(const void *data, size_t bytes);

@@ -296,18 +296,8 @@ static void test_emul_fan(void)
 
 /* The numeric kernel's variants (each flag alone and all together): the host's bytes for every
  * catalogue case, in one chunk and in chunks of one cell. */
-static const int numeric_variants[] = {
-    HK_FEM_NUM_SLOTS,
-    HK_FEM_NUM_D3,
-    HK_FEM_NUM_PACKED,
-    HK_FEM_NUM_BOUNDS4,
-    HK_FEM_NUM_BOUNDS5,
-    HK_FEM_NUM_SORTED,
-    HK_FEM_NUM_WIDE,
-    HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED,
-    HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED | HK_FEM_NUM_PACKED | HK_FEM_NUM_WIDE,
-    HK_FEM_NUM_SLOTS | HK_FEM_NUM_D3 | HK_FEM_NUM_PACKED | HK_FEM_NUM_BOUNDS6 | HK_FEM_NUM_SORTED |
-        HK_FEM_NUM_WIDE};
+static const int numeric_variants[] = {0, HK_FEM_NUM_D3, HK_FEM_NUM_SORTED,
+                                       HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED};
 #define NUMERIC_NVARIANTS ((int)(sizeof numeric_variants / sizeof *numeric_variants))
 
 static void test_emul_variants(void)
@@ -334,116 +324,22 @@ static void test_emul_variants(void)
     hk_fem_numeric_force = -1;
 }
 
-/* The slot table, made by the pattern's kernels (run here on host arrays): every entry is the
- * place of its block's column in its row, or HK_FEM_SLOT_FAR exactly where that place does not
- * fit a byte; returns the entries that are places and counts the far ones. */
-static int64_t check_slot_table(const hk_mesh *hm, int64_t *far)
-{
-    const int64_t nn = hm->nnodes, ne = hm->cells.n, tot = hm->cells.ptr[ne];
-    int maxn = 0;
-    for (int64_t e = 0; e < ne; e++)
-        if (hm->cells.ptr[e + 1] - hm->cells.ptr[e] > maxn)
-            maxn = (int)(hm->cells.ptr[e + 1] - hm->cells.ptr[e]);
-    int64_t *n2c_ptr = calloc((size_t)nn + 1, sizeof *n2c_ptr), *n2c_idx = malloc((size_t)tot * 8);
-    int64_t *cur = calloc((size_t)nn, sizeof *cur), *rowptr = calloc((size_t)nn + 1, 8);
-    uint8_t *n2c_loc = malloc((size_t)tot), *sloc = malloc((size_t)tot);
-    uint8_t *slots = malloc((size_t)tot * (size_t)maxn);
-    int32_t *snodes = malloc((size_t)tot * sizeof *snodes);
-    memset(slots, 0xab, (size_t)tot * (size_t)maxn);
-    for (int64_t k = 0; k < tot; k++)
-        n2c_ptr[hm->cells.nodes[k] + 1]++;
-    for (int64_t i = 0; i < nn; i++)
-        n2c_ptr[i + 1] += n2c_ptr[i];
-    for (int64_t e = 0; e < ne; e++) /* cells in order: each node's list increases */
-        for (int64_t k = hm->cells.ptr[e]; k < hm->cells.ptr[e + 1]; k++) {
-            const int32_t v = hm->cells.nodes[k];
-            n2c_idx[n2c_ptr[v] + cur[v]] = e;
-            n2c_loc[n2c_ptr[v] + cur[v]++] = (uint8_t)(k - hm->cells.ptr[e]);
-        }
-    hk_fem_mesh m = {.dim = hm->dim,
-                     .nn = nn,
-                     .ne = ne,
-                     .cptr = hm->cells.ptr,
-                     .cnodes = hm->cells.nodes,
-                     .n2c_ptr = n2c_ptr,
-                     .n2c_idx = n2c_idx,
-                     .n2c_loc = n2c_loc};
-    hk_fem_sortcells_args sa = {.m = m, .snodes = snodes, .sloc = sloc};
-    for (int64_t e = 0; e < ne; e++)
-        hk_fem_sortcells_body(e, &sa);
-    hk_fem_row_args ra = {.m = m, .snodes = snodes, .count = rowptr, .rowptr = rowptr};
-    for (int64_t i = 0; i < nn; i++)
-        hk_fem_row_count_body(i, &ra);
-    for (int64_t i = 0; i < nn; i++)
-        rowptr[i + 1] += rowptr[i];
-    int32_t *colind = malloc((size_t)rowptr[nn] * sizeof *colind);
-    ra.count = NULL, ra.colind = colind, ra.sloc = sloc, ra.slots = slots, ra.stride = maxn;
-    for (int64_t i = 0; i < nn; i++)
-        hk_fem_row_fill_body(i, &ra);
-    int64_t places = 0, bad = 0;
-    *far = 0;
-    for (int64_t i = 0; i < nn; i++)
-        for (int64_t c = n2c_ptr[i]; c < n2c_ptr[i + 1]; c++) {
-            const int64_t e = n2c_idx[c];
-            for (int64_t k = hm->cells.ptr[e]; k < hm->cells.ptr[e + 1]; k++) {
-                int64_t p = rowptr[i];
-                while (p < rowptr[i + 1] && colind[p] != hm->cells.nodes[k])
-                    p++;
-                p -= rowptr[i];
-                const int got = slots[c * maxn + (k - hm->cells.ptr[e])];
-                if (p < HK_FEM_SLOT_FAR ? got != p : got != HK_FEM_SLOT_FAR) bad++;
-                if (got == HK_FEM_SLOT_FAR)
-                    (*far)++;
-                else
-                    places++;
-            }
-        }
-    CU_ASSERT_EQUAL(bad, 0);
-    free(n2c_ptr), free(n2c_idx), free(cur), free(rowptr), free(n2c_loc), free(sloc);
-    free(slots), free(snodes), free(colind);
-    return places;
-}
-
-static void test_emul_slot_table(void)
-{
-    hk_mesh m;
-    int64_t far = 0;
-    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 4, 3, 3, HK_EL_TET10, &m));
-    CU_ASSERT_EQUAL(check_slot_table(&m, &far), m.cells.ptr[m.cells.n] * 10);
-    CU_ASSERT_EQUAL(far, 0);
-    hk_mesh_free(&m);
-    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 3, 3, 2, HK_EL_HEX27, &m));
-    CU_ASSERT_EQUAL(check_slot_table(&m, &far), m.cells.ptr[m.cells.n] * 27);
-    hk_mesh_free(&m);
-    /* the centre of 120 tri6 (a merge of more cells than HK_FEM_MERGE): a row of 361 columns */
-    fan_mesh(120, HK_EL_TRI6, &m);
-    CU_ASSERT(check_slot_table(&m, &far) > 0);
-    CU_ASSERT(far > 0);
-    hk_mesh_free(&m);
-}
-
-/* The recovery's variants (HOOKE_FEM_RECOVER): the default's bytes, in one chunk and in chunks
- * of about one cell, with drv (the emulation, or the device). */
-static const int recover_variants[] = {HK_FEM_REC_SORTED, HK_FEM_REC_WIDE, HK_FEM_REC_FIXED,
-                                       HK_FEM_REC_SORTED | HK_FEM_REC_WIDE | HK_FEM_REC_FIXED};
-
-static void check_recover_variants(const hk_fem_driver *drv, const char *name, const hk_problem *p)
+/* The recovery in chunks of about one cell, its downloads through pinned pieces of an odd
+ * size: the bytes of one chunk and whole copies, with drv (the emulation, or the device). */
+static void check_recover_chunks(const hk_fem_driver *drv, const char *name, const hk_problem *p)
 {
     hk_system h;
     HK_ASSERT_OK(hk_assemble(p, &h));
     double *u = smooth_u(p->mesh, h.ndof);
     hk_fields f0, fv;
     HK_ASSERT_OK(hk_fem_postproc_with(drv, p, &h, u, &f0));
-    for (int v = 0; v < (int)(sizeof recover_variants / sizeof *recover_variants); v++)
-        for (int chunks = 0; chunks < 2; chunks++) {
-            hk_fem_recover_force = recover_variants[v];
-            hk_fem_chunk_bytes = chunks ? 1 : 0;
-            HK_ASSERT_OK(hk_fem_postproc_with(drv, p, &h, u, &fv));
-            hk_fem_chunk_bytes = 0;
-            hk_fem_recover_force = -1;
-            compare_fields(name, &f0, &fv, 0);
-            hk_fields_free(&fv);
-        }
+    hk_fem_chunk_bytes = 1;
+    hk_fem_stage_bytes = 4099;
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, p, &h, u, &fv));
+    hk_fem_chunk_bytes = 0;
+    hk_fem_stage_bytes = 0;
+    compare_fields(name, &f0, &fv, 0);
+    hk_fields_free(&fv);
     hk_fields_free(&f0);
     free(u);
     hk_system_free(&h);
@@ -538,11 +434,11 @@ static void test_emul_prescribed(void)
     check_prescribed(&hk_fem_emul_driver, 0);
 }
 
-static void test_emul_recover_variants(void)
+static void test_emul_recover_chunks(void)
 {
     hk_test_fem tc;
     for (int k = 0; hk_test_fem_case(k, &tc); k += 2) {
-        check_recover_variants(&hk_fem_emul_driver, tc.name, &tc.p);
+        check_recover_chunks(&hk_fem_emul_driver, tc.name, &tc.p);
         hk_test_fem_free(&tc);
     }
 }
@@ -551,39 +447,35 @@ static void test_emul_recover_variants(void)
 static void test_emul_variant_names(void)
 {
     int flags = -1;
-    setenv("HOOKE_FEM_NUMERIC", "slots,packed,d3", 1);
+    setenv("HOOKE_FEM_NUMERIC", "sorted,,d3", 1);
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
-    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_SLOTS | HK_FEM_NUM_PACKED | HK_FEM_NUM_D3);
-    setenv("HOOKE_FEM_NUMERIC", "search", 1);
+    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED);
+    setenv("HOOKE_FEM_NUMERIC", "plain", 1);
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
-    setenv("HOOKE_FEM_NUMERIC", "bounds4,bounds6,,bounds5", 1); /* one bound: the most blocks */
-    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
-    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_BOUNDS6);
-    setenv("HOOKE_FEM_NUMERIC", "slots,fast", 1);
-    CU_ASSERT_EQUAL(hk_fem_numeric_variant(&flags), HK_ERR_ARG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "unknown variant 'fast'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_NUMERIC=slots,fast"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "sorted or wide"));
-    setenv("HOOKE_FEM_NUMERIC", "d3,sorted,packed,wide", 1);
-    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
-    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED | HK_FEM_NUM_PACKED | HK_FEM_NUM_WIDE);
-    unsetenv("HOOKE_FEM_NUMERIC"); /* the default: d3, the fastest measured */
+    setenv("HOOKE_FEM_NUMERIC", "d3", 1); /* the reference of the default */
     HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
     CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3);
+    setenv("HOOKE_FEM_NUMERIC", "d3,slots", 1); /* removed variants are unknown */
+    CU_ASSERT_EQUAL(hk_fem_numeric_variant(&flags), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "unknown variant 'slots'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_NUMERIC=d3,slots"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "plain, d3 or sorted"));
+    unsetenv("HOOKE_FEM_NUMERIC"); /* the default: d3,sorted, the fastest measured */
+    HK_ASSERT_OK(hk_fem_numeric_variant(&flags));
+    CU_ASSERT_EQUAL(flags, HK_FEM_NUM_D3 | HK_FEM_NUM_SORTED);
     /* HOOKE_FEM_RECOVER likewise; unset: plain */
-    setenv("HOOKE_FEM_RECOVER", "sorted,wide,fixed,keep", 1);
+    setenv("HOOKE_FEM_RECOVER", "plain,keep", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
-    CU_ASSERT_EQUAL(flags,
-                    HK_FEM_REC_SORTED | HK_FEM_REC_WIDE | HK_FEM_REC_FIXED | HK_FEM_REC_KEEP);
+    CU_ASSERT_EQUAL(flags, HK_FEM_REC_KEEP);
     setenv("HOOKE_FEM_RECOVER", "plain", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
-    setenv("HOOKE_FEM_RECOVER", "sorted,d3", 1);
+    setenv("HOOKE_FEM_RECOVER", "keep,fixed", 1); /* removed variants are unknown */
     CU_ASSERT_EQUAL(hk_fem_recover_variant(&flags), HK_ERR_ARG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_RECOVER=sorted,d3: unknown "
-                                                      "variant 'd3'; give a comma list of plain, "
-                                                      "sorted, wide, fixed or keep"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_RECOVER=keep,fixed: unknown "
+                                                      "variant 'fixed'; give a comma list of plain "
+                                                      "or keep"));
     unsetenv("HOOKE_FEM_RECOVER");
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
@@ -878,8 +770,7 @@ HK_SUITE(fem_emul,
          {"the kernels' threads in reverse order: the host's bytes", test_emul_reverse},
          {"a node of 120 cells: the host's bytes", test_emul_fan},
          {"the numeric kernel's variants: the host's bytes", test_emul_variants},
-         {"the slot table: every block's place", test_emul_slot_table},
-         {"the recovery's variants: the default's bytes", test_emul_recover_variants},
+         {"the recovery in chunks of one cell: one chunk's bytes", test_emul_recover_chunks},
          {"the assembly's session kept for the recovery: a fresh one's bytes", test_emul_keep},
          {"supports at rest and moved: the host's bytes", test_emul_prescribed},
          {"HOOKE_FEM_NUMERIC's and HOOKE_FEM_RECOVER's names", test_emul_variant_names},
@@ -1093,18 +984,19 @@ static void test_cuda_variants(void)
     }
 }
 
-/* The recovery's variants on the boxes and every catalogue case: the default's bytes. */
-static void cuda_recover_variants(const char *name, const hk_problem *p)
+/* The recovery in chunks (its downloads in small pieces) on the boxes and every catalogue case:
+ * one chunk's bytes. */
+static void cuda_recover_chunks(const char *name, const hk_problem *p)
 {
-    check_recover_variants(&hk_fem_cuda_driver, name, p);
+    check_recover_chunks(&hk_fem_cuda_driver, name, p);
 }
 
-static void test_cuda_recover_variants(void)
+static void test_cuda_recover_chunks(void)
 {
-    each_box(cuda_recover_variants);
+    each_box(cuda_recover_chunks);
     hk_test_fem tc;
     for (int k = 0; hk_test_fem_case(k, &tc); k++) {
-        check_recover_variants(&hk_fem_cuda_driver, tc.name, &tc.p);
+        check_recover_chunks(&hk_fem_cuda_driver, tc.name, &tc.p);
         hk_test_fem_free(&tc);
     }
 }
@@ -1135,7 +1027,7 @@ HK_DEVICE_SUITE(fem_cuda,
                 {"a node of 200 cells", test_cuda_fan},
                 {"two runs give the same bytes (K, f, fields)", test_cuda_determinism},
                 {"the numeric kernel's variants: the default's bytes", test_cuda_variants},
-                {"the recovery's variants: the default's bytes", test_cuda_recover_variants},
+                {"the recovery in chunks of one cell: one chunk's bytes", test_cuda_recover_chunks},
                 {"the assembly's session kept for the recovery: a fresh one's bytes",
                  test_cuda_keep},
                 {"supports at rest and moved: the host's K and f to 1e-13", test_cuda_prescribed},
