@@ -8,7 +8,7 @@
 # prof: issue 25's stages at 19M DOFs; ncuasm: Nsight Compute on the device assembly's kernels;
 # numvar: issue 25's variants of the device assembly's numeric kernel (HOOKE_FEM_NUMERIC);
 # femvar: the numeric kernel's (HOOKE_FEM_NUMERIC) and the recovery's (HOOKE_FEM_RECOVER)
-# variants beside the defaults at 2.52M and 19.3M DOFs;
+# variants beside the defaults at 19.3M DOFs, with the recovery's parts (60 s at most);
 # amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; amgsetup2: issue
 # 29's AMG set-up and update phases side by side at 2.52M and 19.3M DOFs; dist: issue 26's
 # distributed runs on a host with 2 GPUs, one process each; distamg: distributed AMG on 1 and 2 GPUs).
@@ -144,10 +144,10 @@ PY
 # HOOKE_FEM_NUMERIC on the bracket at geometry.size=0.001 (meshed once), three runs each: the
 # "numeric" stage (ms) and the run's assembly (s); medians, the fastest first. The solve is cut
 # to one jacobi iteration (not measured here; such a run exits 1, not converged). Then Nsight
-# Compute on k_numeric at geometry.size=0.0015, the default and the fastest variant.
+# Compute on k_numeric at geometry.size=0.0015, d3 (the default's reference) and the fastest.
 numvar_step() {
   local T=/tmp/hooke-numvar BR=cases/bracket/bracket.yaml v r rc num asm best
-  local VARIANTS="search slots d3 packed slots,d3 slots,d3,packed slots,d3,packed,bounds4 slots,d3,packed,bounds5 slots,d3,packed,bounds6"
+  local VARIANTS="d3,sorted d3 sorted plain"
   rm -rf $T; mkdir -p $T
   echo "# numvar: $(git log --oneline -1 | cut -c1-60)"
   nvidia-smi --query-gpu=name --format=csv,noheader
@@ -187,11 +187,11 @@ for med, v, nums, asms, rcs in sorted(done):
     print("| %s | %s | %.2f | %s | %s |" % (v, " ".join("%.2f" % x for x in nums), med,
           "%.3f" % statistics.median(asms) if asms else "", " ".join(rcs)), file=sys.stderr)
 ok = [d for d in sorted(done) if d[0] != float("inf")]
-print(ok[0][1] if ok else "search")
+print(ok[0][1] if ok else "d3")
 PY
   )
   echo; echo "fastest: $best"
-  for v in search $best; do
+  for v in d3 $best; do
     echo; echo "## ncu k_numeric, HOOKE_FEM_NUMERIC=$v (bracket, geometry.size=0.0015)"; echo '```'
     HOOKE_FEM_NUMERIC=$v timeout 240 ncu --kernel-name regex:k_numeric --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
@@ -200,33 +200,38 @@ PY
       --set solver.maxit=1 -o $T/n.vtu 2>&1 |
       grep -vE 'solve: iteration|^\[' | tail -120
     echo '```'
-    [ $v = search ] && [ $best = search ] && break
+    [ $v = d3 ] && [ $best = d3 ] && break
   done
   rm -rf $T
 }
 # Step femvar (issue 25, docs/assembly.md): the device assembly's numeric stage per
-# HOOKE_FEM_NUMERIC and the recovery's recover stage per HOOKE_FEM_RECOVER, the default first,
-# on the bracket at geometry.size=0.001 (2.52M DOFs, 2 runs) and 0.0005 (19.3M DOFs, 1 run),
-# meshed by each run (meshing is faster than reading a written .msh of that size: 1.2 s at
-# 19.3M); FEMVAR_SIZES: other sizes. Run k sets the k-th of both lists (their stages do not
-# meet; the shorter list goes on with its default), so each run times one numeric and one
-# recovery variant; each run's line is printed as it ends, then the tables give the stage and
-# the sum of all the device assembly's (recovery's) stages. The solve is cut to one jacobi
-# iteration (such a run exits 1, not converged) and only the displacement is written.
-FEMVAR_NUM="d3 d3,sorted d3,sorted,packed d3,wide d3,sorted,packed,wide"
-FEMVAR_REC="plain sorted wide fixed keep sorted,wide,fixed,keep"
+# HOOKE_FEM_NUMERIC and the recovery's recover stage per HOOKE_FEM_RECOVER, the defaults first,
+# on the bracket at geometry.size=0.0005 (19.3M DOFs, meshed by the run: faster than reading a
+# written .msh of that size); FEMVAR_SIZES, FEMVAR_NUM, FEMVAR_REC: other sizes and lists. Run
+# k sets the k-th of both lists (their stages do not meet; the shorter list goes on with its
+# default), so each run times one numeric and one recovery variant; each run's line is printed
+# as it ends with the recover stage's parts (HOOKE_ASSEMBLY_PROFILE), then the tables give the
+# stage and the sum of all the device assembly's (recovery's) stages. The solve is cut to one
+# jacobi iteration (such a run exits 1, not converged) and only the displacement is written.
+# The step stops at 60 s: each run gets what is left of it (40 s at most), none starts with
+# less than 15 s left.
+FEMVAR_NUM=${FEMVAR_NUM:-"d3,sorted d3"}
+FEMVAR_REC=${FEMVAR_REC:-"plain keep"}
 femvar_step() {
   local T=/tmp/hooke-femvar BR=cases/bracket/bracket.yaml size runs k r nv rv num rec asm rtot
+  local left t0=$SECONDS
   local -a NUMS=($FEMVAR_NUM) RECS=($FEMVAR_REC)
-  rm -rf $T; mkdir -p $T
+  rm -rf $T; mkdir -p $T; : > $T/times
   echo "# femvar: $(git log --oneline -1 | cut -c1-60)"
   nvidia-smi --query-gpu=name --format=csv,noheader
-  for size in ${FEMVAR_SIZES:-0.001 0.0005}; do
-    runs=2; [ $size = 0.0005 ] && runs=1
+  for size in ${FEMVAR_SIZES:-0.0005}; do
+    runs=1; [ $size = 0.001 ] && runs=2
     for k in $(seq 0 $(( (${#NUMS[@]} > ${#RECS[@]} ? ${#NUMS[@]} : ${#RECS[@]}) - 1 ))); do
-      nv=${NUMS[$k]:-d3} rv=${RECS[$k]:-plain}
+      nv=${NUMS[$k]:-d3,sorted} rv=${RECS[$k]:-plain}
       for r in $(seq $runs); do
-        HOOKE_FEM_NUMERIC=$nv HOOKE_FEM_RECOVER=$rv HOOKE_ASSEMBLY_PROFILE=1 timeout 40 \
+        left=$((60 - (SECONDS - t0))); [ $left -gt 40 ] && left=40
+        if [ $left -lt 15 ]; then echo "$size numeric $nv, recover $rv: not run (60 s)"; continue; fi
+        HOOKE_FEM_NUMERIC=$nv HOOKE_FEM_RECOVER=$rv HOOKE_ASSEMBLY_PROFILE=1 timeout $left \
           $B/hooke run $BR --backend cuda --set geometry.size=$size --set solver.pc=jacobi \
           --set solver.maxit=1 --set 'output.fields=[displacement]' -o $T/x.vtu > $T/run.log 2>&1
         num=$(grep -m1 'device assembly: numeric' $T/run.log | awk '{print $(NF-1)}')
@@ -236,6 +241,7 @@ femvar_step() {
         echo "$size num $nv ${num:--} $asm" >> $T/times
         echo "$size rec $rv ${rec:--} $rtot" >> $T/times
         echo "$size numeric $nv ${num:--} ms (all $asm), recover $rv ${rec:--} ms (all $rtot)"
+        grep 'device recovery (recover)' $T/run.log | sed 's/^/    /'
         grep -m1 -E 'DOFs' $T/run.log > $T/dofs.$size
         grep -E 'error|hooke:' $T/run.log | head -2
       done
@@ -300,10 +306,10 @@ for step in "$@"; do
           OMP_NUM_THREADS=$t timeout 120 $B/hooke bench output --size large --no-baseline --reps 1 \
             2>&1 | grep -E 'direct|threads'
         done; } > "$OUT/iodiag.md" 2>&1 ;;
-    ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel (the default, d3,
-            # and d3,sorted,packed) and the recovery's kernels (k_rec_elem: one thread per cell,
-            # k_rec_gather: one per node) (bracket, geometry.size=0.0015, 787k DOFs)
-      for kv in k_numeric:d3 k_numeric:d3,sorted,packed k_rec_elem: k_rec_gather:; do
+    ncuasm) # issue 25: Nsight Compute on the device assembly's numeric kernel (the default,
+            # d3,sorted, and its reference d3) and the recovery's kernels (k_rec_elem: one thread
+            # per cell, k_rec_gather: one per node) (bracket, geometry.size=0.0015, 787k DOFs)
+      for kv in k_numeric:d3,sorted k_numeric:d3 k_rec_elem: k_rec_gather:; do
         kn=${kv%%:*}
         echo "== $kn ${kv#*:}"
         HOOKE_FEM_NUMERIC=${kv#*:} timeout 150 ncu --kernel-name regex:$kn --launch-count 1 --section SpeedOfLight \
@@ -565,7 +571,7 @@ for step in "$@"; do
           echo "exit ${PIPESTATUS[0]}"
         done; rm -rf /tmp/scale-*; } > "$OUT/scale.md" 2>&1; tail -12 "$OUT/scale.md" ;;
     numvar) numvar_step > "$OUT/numvar.md" 2>&1; grep -A12 '^## numeric stage' "$OUT/numvar.md" ;;
-    femvar) femvar_step > "$OUT/femvar.md" 2>&1; grep -E '^\||^## ' "$OUT/femvar.md" ;;
+    femvar) femvar_step > "$OUT/femvar.md" 2>&1; grep -E '^\||^## |^0|^    ' "$OUT/femvar.md" ;;
     pcpapers) # issue 30 items 5-7: the seed papers' sai, mlilu and fsai experiments, each bounded
           { timeout 300 $B/hooke bench pcpapers --backend cuda --size medium --json "$OUT/pcpapers.json"
             timeout 120 $B/hooke bench pcpapers --backend cuda --study gsai --generate convdiff3d:100
