@@ -544,8 +544,8 @@ for step in "$@"; do
         echo "== mpirun -np 2 hooke_mpi_tests on cuda, the amg set-up checks"
         timeout -k 5 90 "${MPIR[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 |
           grep -E 'amg set-up|FAIL|all passed|error' | head -12
-        for run in "1 0.0015" "1 0.001" "2 0.0015" "2 0.001" "2 0.0007"; do
-          read -r np size <<< "$run"
+        for run in ${DISTAMG_RUNS:-1:0.0015 1:0.001 2:0.0015 2:0.001 2:0.0007}; do # processes:size
+          np=${run%:*} size=${run#*:}
           echo "== np $np, geometry.size=$size"
           timeout -k 5 60 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
             --set geometry.size=$size --set solver.pc=amg -o /tmp/distamg.vtu 2>&1 |
