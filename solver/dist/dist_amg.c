@@ -46,9 +46,9 @@ enum { DAMG_TAG_ROUTE = 7301 };
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
 enum damg_phase {
-    PH_NEARNULL,  /* level 0's host rows and the rigid-body modes */
+    PH_NEARNULL,  /* level 0's rows on the backend and the rigid-body modes */
     PH_AGGREGATE, /* owned diagonal block, strength graph, aggregates */
-    PH_UPLOAD,    /* the level's rows to the process's backend (none on the cpu) */
+    PH_UPLOAD,    /* a coarse level's rows to the process's backend (none on the cpu) */
     PH_BOUND,     /* smoother data and the spectral bound (distributed Lanczos) */
     PH_TENTATIVE, /* T and the coarse near-null space */
     PH_EXCHANGE,  /* the ghosts' rows of T and of P (halo exchanges and their matrices) */
@@ -220,21 +220,65 @@ static void dmat_destroy(dmat *m)
     free(m);
 }
 
+/* The blocks of each row sorted by column (col, rowptr over nrows rows; the columns of a
+ * row distinct), col in place: *src (allocated) the old position of each block, or NULL when
+ * every row was sorted already. The order hk_dist_sort_blocks gives. */
+static int sorted_order(int64_t nrows, const int64_t *rowptr, int32_t *col, int32_t **src)
+{
+    int64_t unsorted = 0, *key = NULL;
+    *src = NULL;
+#pragma omp parallel for schedule(static) reduction(+ : unsorted)
+    for (int64_t i = 0; i < nrows; i++)
+        for (int64_t p = rowptr[i] + 1; p < rowptr[i + 1]; p++)
+            if (col[p - 1] >= col[p]) {
+                unsorted++;
+                break;
+            }
+    if (!unsorted) return 0;
+    const int64_t nnz = rowptr[nrows];
+    HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *key, &key));
+    const int ierr = hk_malloc((size_t)(nnz + 1) * sizeof **src, src);
+    if (ierr) {
+        free(key);
+        return ierr;
+    }
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int64_t i = 0; i < nrows; i++) {
+        const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
+        for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
+            key[p0 + k] = (int64_t)col[p0 + k] << 32 | k;
+        qsort(key + p0, (size_t)len, sizeof *key, cmp_i64);
+        for (int64_t k = 0; k < len; k++) {
+            col[p0 + k] = (int32_t)(key[p0 + k] >> 32);
+            (*src)[p0 + k] = (int32_t)(p0 + (key[p0 + k] & 0xffffffff));
+        }
+    }
+    free(key);
+    return 0;
+}
+
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
- * them), x's owned range [in_row0, in_row0 + in_nown); in_inv maps an owned global id's
- * offset to x's entry (NULL: the same). Collective (the halo plan). */
+ * them), values val (host) and val_dev (the same on the backend where they are there
+ * already, else NULL), x's owned range [in_row0, in_row0 + in_nown); in_inv maps an owned
+ * global id's offset to x's entry (NULL: the same). Collective (the halo plan). */
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
-                       int64_t in_row0, int64_t in_nown, const int32_t *in_inv, dmat **out)
+                       const double *val_dev, int64_t in_row0, int64_t in_nown,
+                       const int32_t *in_inv, dmat **out)
 {
     const hk_backend_ops *L = d->local;
     const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
     int ierr = 0;
-    int32_t *pos = NULL;
-    hk_bmat H = {0};
+    int32_t *pos = NULL, *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL;
+    double *raw_dev = NULL;
     dmat *m = NULL;
     *out = NULL;
-    ierr = hk_calloc(1, sizeof *m, &m);
+    if (nnz > INT32_MAX)
+        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "pc=amg: a transfer or coarse operator of %lld blocks on one process "
+                            "is more than 32-bit block indices hold; run on more processes",
+                            (long long)nnz);
+    if (!ierr) ierr = hk_calloc(1, sizeof *m, &m);
     if (!ierr) {
         m->d = d;
         m->nrows = nrows;
@@ -263,33 +307,46 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
             const int64_t o = gcol[p] - in_row0;
             pos[in_inv ? in_inv[o] : o] = 0;
         }
-    int32_t *bcol = NULL;
     HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *bcol, &bcol));
     for (int64_t j = 0; j < in_nown; j++)
         if (pos[j] == 0) {
             bcol[m->nbc] = (int32_t)j;
             pos[j] = (int32_t)m->nbc++;
         }
-    /* the local matrix: columns [pos of the owned ones, nbc + ghost position] */
-    ierr = hk_bmat_alloc(&hk_backend_cpu, br, bc, nrows, m->nbc + m->ng, nnz, &H);
+    /* the local matrix's columns [pos of the owned ones, nbc + ghost position], each row
+     * sorted on the host; the values go to the backend as they are and are put in that order
+     * there (one gather), so they are neither copied nor moved on the host */
+    ierr = hk_malloc((size_t)(nnz + 1) * sizeof *lcol, &lcol);
     if (!ierr) {
-        memcpy(H.rowptr, rowptr, (size_t)(nrows + 1) * sizeof *rowptr);
 #pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < nnz; p++) {
             const int64_t g = gcol[p];
             if (g >= in_row0 && g < in_row0 + in_nown) {
                 const int64_t o = g - in_row0;
-                H.colind[p] = pos[in_inv ? in_inv[o] : o];
+                lcol[p] = pos[in_inv ? in_inv[o] : o];
             } else
-                H.colind[p] = (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
+                lcol[p] = (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
         }
-        copy_par(H.val, val, (size_t)(nnz * bb) * sizeof *val);
-        ierr = hk_dist_sort_blocks(nrows, H.rowptr, H.colind, H.val, (int)bb);
     }
+    if (!ierr) ierr = sorted_order(nrows, rowptr, lcol, &src);
     if (!ierr) ierr = hk_bmat_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
-    if (!ierr) ierr = L->copy_to(m->M.rowptr, H.rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
-    if (!ierr && nnz) ierr = L->copy_to(m->M.colind, H.colind, (size_t)nnz * sizeof(int32_t));
-    if (!ierr && nnz) ierr = L->copy_to(m->M.val, H.val, (size_t)(nnz * bb) * sizeof(double));
+    if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
+    if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
+    /* M.val[q] = val[src[q]] (or val as it is) on the backend, from val_dev where given */
+    const double *from_val = d->host_memory ? val : val_dev;
+    if (!ierr && nnz && !from_val && !src)
+        ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
+    else if (!ierr && nnz) {
+        if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
+        if (!ierr && src && !d->host_memory)
+            ierr = upload(L, src, (size_t)nnz * sizeof *src, (void **)&src_dev);
+        hk_vec from = {
+            .be = L, .n = nnz * bb, .prec = HK_FP64, .data = from_val ? (void *)from_val : raw_dev};
+        hk_vec to = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = m->M.val};
+        if (!ierr)
+            ierr = src ? L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nnz, (int)bb)
+                       : L->vec_copy(&to, &from);
+    }
     if (!ierr && prec == HK_FP32 && nnz) {
         ierr = L->alloc((void **)&m->v32, (size_t)(nnz * bb) * sizeof(float));
         hk_vec src = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = m->M.val};
@@ -303,7 +360,6 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     if (!ierr)
         ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
     if (!ierr) ierr = upload(L, bcol, (size_t)m->nbc * sizeof(int32_t), (void **)&m->bcol_dev);
-    free(bcol);
     if (!ierr) ierr = vec_sized(L, m->ns * bc, prec, &m->send);
     if (!ierr) ierr = vec_sized(L, (m->nbc + m->ng) * bc, prec, &m->xe);
     const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bc;
@@ -314,7 +370,11 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     m = NULL;
 fail:
     free(pos);
-    hk_bmat_free(&H);
+    free(bcol);
+    free(lcol);
+    free(src);
+    if (raw_dev) L->dealloc(raw_dev);
+    if (src_dev) L->dealloc(src_dev);
     dmat_destroy(m);
     return ierr;
 }
@@ -454,33 +514,76 @@ static int64_t hlev_gcol(const hlev *H, int32_t c)
     return c < H->nown ? hlev_gid(H, c) : H->halo->ghost[c - H->nown];
 }
 
-/* Level 0's rows from the layout: Koo's and Kbnd's in internal numbering. */
-static int level0_rows(const hk_dist *d, hlev *H)
+/* Level 0's pattern from the layout: Koo's first nint rows as they are, then Kbnd's rows
+ * (rowptr: nown + 1), the boundary rows' columns renumbered into bnd_col (Kbnd's count). */
+static void level0_pattern(const hk_dist *d, int64_t *rowptr, int32_t *bnd_col)
 {
-    const int bs = d->bs, bb = bs * bs;
-    const int64_t nown = d->nown;
-    H->row0 = d->row0;
-    H->nown = nown;
-    H->bs = bs;
-    H->halo = d->halo;
-    H->perm = d->perm;
-    const int64_t nnz = d->Koo.rowptr[d->nint] + d->Kbnd.rowptr[d->nbnd];
-    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, bs, bs, nown, nown + d->nghost, nnz, &H->A));
-    /* interior rows: Koo's first nint rows as they are; boundary rows: Kbnd's, renumbered */
-    const int64_t nio = d->Koo.rowptr[d->nint];
-    memcpy(H->A.rowptr, d->Koo.rowptr, (size_t)(d->nint + 1) * sizeof *H->A.rowptr);
+    const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
+    memcpy(rowptr, d->Koo.rowptr, (size_t)(d->nint + 1) * sizeof *rowptr);
     for (int64_t b = 0; b < d->nbnd; b++)
-        H->A.rowptr[d->nint + b + 1] = nio + d->Kbnd.rowptr[b + 1];
-    memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
-    copy_par(H->A.val, d->Koo.val, (size_t)(nio * bb) * sizeof(double));
-    const int64_t nb = d->Kbnd.rowptr[d->nbnd];
+        rowptr[d->nint + b + 1] = nio + d->Kbnd.rowptr[b + 1];
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nb; p++) {
         const int32_t c = d->Kbnd.colind[p];
-        H->A.colind[nio + p] = c < d->nbc ? d->bcol[c] : (int32_t)(nown + c - d->nbc);
+        bnd_col[p] = c < d->nbc ? d->bcol[c] : (int32_t)(d->nown + c - d->nbc);
     }
+}
+
+static void level0_header(const hk_dist *d, hlev *H)
+{
+    H->row0 = d->row0;
+    H->nown = d->nown;
+    H->bs = d->bs;
+    H->halo = d->halo;
+    H->perm = d->perm;
+}
+
+/* Level 0's rows from the layout on the host (H->A): Koo's and Kbnd's in internal numbering. */
+static int level0_rows(const hk_dist *d, hlev *H)
+{
+    const int64_t bb = (int64_t)d->bs * d->bs;
+    level0_header(d, H);
+    const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
+    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, d->bs, d->bs, d->nown, d->nown + d->nghost, nio + nb,
+                          &H->A));
+    level0_pattern(d, H->A.rowptr, H->A.colind + nio);
+    memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
+    copy_par(H->A.val, d->Koo.val, (size_t)(nio * bb) * sizeof(double));
     copy_par(H->A.val + nio * bb, d->Kbnd.val, (size_t)(nb * bb) * sizeof(double));
     return 0;
+}
+
+/* Level 0's rows on the process's backend (H->Ad): on the cpu a view of the host rows; on a
+ * device uploaded from the layout's Koo and Kbnd where they lie, without a host copy of the
+ * matrix (H->A stays empty until the coarsest level needs it). */
+static int level0_local(const hk_dist *d, hlev *H)
+{
+    if (d->host_memory) {
+        HK_CALL(level0_rows(d, H));
+        return local_copy(d, &H->A, &H->Ad);
+    }
+    const hk_backend_ops *L = d->local;
+    const int64_t bb = (int64_t)d->bs * d->bs;
+    const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
+    int64_t *rowptr = NULL;
+    int32_t *bnd_col = NULL;
+    level0_header(d, H);
+    int ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *rowptr, &rowptr);
+    if (!ierr) ierr = hk_malloc((size_t)(nb + 1) * sizeof *bnd_col, &bnd_col);
+    if (!ierr) {
+        level0_pattern(d, rowptr, bnd_col);
+        ierr = hk_bmat_alloc(L, d->bs, d->bs, d->nown, d->nown + d->nghost, nio + nb, &H->Ad);
+    }
+    hk_bmat *A = &H->Ad;
+    if (!ierr) ierr = L->copy_to(A->rowptr, rowptr, (size_t)(d->nown + 1) * sizeof *rowptr);
+    if (!ierr && nio) ierr = L->copy_to(A->colind, d->Koo.colind, (size_t)nio * sizeof(int32_t));
+    if (!ierr && nb) ierr = L->copy_to(A->colind + nio, bnd_col, (size_t)nb * sizeof(int32_t));
+    if (!ierr && nio) ierr = L->copy_to(A->val, d->Koo.val, (size_t)(nio * bb) * sizeof(double));
+    if (!ierr && nb)
+        ierr = L->copy_to(A->val + nio * bb, d->Kbnd.val, (size_t)(nb * bb) * sizeof(double));
+    free(rowptr);
+    free(bnd_col);
+    return ierr;
 }
 
 /* The owned diagonal block of H (the aggregation's matrix). */
@@ -572,10 +675,15 @@ fail:
             for (int k = 0; k < bs; k++)
                 ext = fmax(ext, fabs(xyz[i * bs + k] - c[k]));
     if (!ierr) ierr = hk_comm_max(d->comm, &ext, 1);
-    if (!ierr) {
-        hk_vec dv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = dec};
+    if (!ierr) { /* the decoupled rows from the rows on the backend */
+        const hk_backend_ops *L = d->local;
+        hk_vec *dd = NULL;
         int64_t bad;
-        ierr = hk_backend_cpu.bmat_diag(&H->A, HK_DIAG_DECOUPLED, &dv, &bad);
+        ierr = vec_sized(L, n, HK_FP64, &dd);
+        if (!ierr && n) ierr = L->bmat_diag(&H->Ad, HK_DIAG_DECOUPLED, dd, &bad);
+        if (!ierr && n) ierr = L->copy_from(dec, dd->data, (size_t)n * sizeof *dec);
+        hk_vec_destroy(dd);
+        hk_vec dv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = dec};
         hk_vec cv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = xyz};
         if (!ierr)
             ierr = hk_backend_cpu.amg_rigid_modes(nb, bs, coords ? &cv : NULL, c,
@@ -1158,7 +1266,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     entries_free(&S);
     entries_free(&R);
     lap(ph, PH_GALERKIN, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, crow0, nagg, NULL, &C->A));
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, NULL, crow0, nagg, NULL, &C->A));
     lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, vv, &Hn);
     free(rp);
@@ -1171,7 +1279,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     /* R = P^T: this process's coarse rows from P's owned and ghost rows */
     HK_TRY(restriction_rows(c, H, &Pext, cP, crow0, nagg, &rp, &gc, &vv));
     lap(ph, PH_RESTRICT, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, H->row0, H->nown, inv0, &L->R));
+    HK_TRY(
+        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, NULL, H->row0, H->nown, inv0, &L->R));
     free(rp);
     free(gc);
     free(vv);
@@ -1184,8 +1293,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         for (int64_t p = 0; p < nnz && !ierr; p++)
             gc[p] = cP[Pv.colind[p]];
         HK_TRY(hk_comm_agree(c, ierr));
-        HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, crow0, nagg, NULL,
-                           &L->P));
+        /* its values are the first blocks of Pext's copy on the backend */
+        HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
+                           nagg, NULL, &L->P));
     }
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
@@ -1445,7 +1555,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     memset(a->ph, 0, sizeof a->ph);
     lap_start(t);
     lap_start(t_start);
-    ierr = level0_rows(d, &H);
+    ierr = level0_local(d, &H);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv0, &inv0);
     if (!ierr)
         for (int64_t i = 0; i < d->nown; i++)
@@ -1465,7 +1575,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
             L->bs = d->bs;
             HK_TRY(hk_comm_agree(c, hk_pc_operator(pc, K, A, &L->A0, &L->A0_owned)));
         }
-        int64_t nnz = H.A.rowptr[H.nown] * H.bs * H.bs;
+        int64_t nnz = (H.A.rowptr ? H.A.rowptr[H.nown] : H.Ad.nnzb) * H.bs * H.bs;
         HK_TRY(hk_comm_sum_i64(c, &nnz, 1));
         a->rows[l] = L->nglob * L->bs;
         a->nnz[l] = nnz;
@@ -1492,6 +1602,8 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         HK_TRY(hk_comm_sum_i64(c, &tot, 1));
         lap(ph, PH_AGGREGATE, t);
         if (last || tot == 0 || (double)tot * a->nns > 0.9 * (double)(L->nglob * L->bs)) {
+            if (!H.A.rowptr) /* level 0 on a device: its host rows only now */
+                HK_TRY(hk_comm_agree(c, level0_rows(d, &H)));
             HK_TRY(coarsest(pc, a, l, &H, l == 0 ? inv0 : NULL));
             lap(ph, PH_COARSE, t);
             break;
@@ -1499,7 +1611,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
         /* the level's rows on the backend, smoother data and the spectral bound on the
          * level's distributed operator */
-        HK_TRY(hk_comm_agree(c, local_copy(d, &H.A, &H.Ad)));
+        if (!H.Ad.rowptr) HK_TRY(hk_comm_agree(c, local_copy(d, &H.A, &H.Ad)));
         lap(ph, PH_UPLOAD, t);
         HK_TRY(hk_comm_agree(c, smoother_data(pc, a, l, &H, &D64)));
         HK_TRY(hk_comm_agree(c, vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
