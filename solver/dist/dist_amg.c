@@ -885,11 +885,13 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
         gentry *gi = g + start[i];
+        int sorted = 1; /* M's columns ascend (sorted local columns, colmap ascending) */
         for (int64_t k = 0; k < cnt[i]; k++) {
             gi[k].J = cj[start[i] + k];
             gi[k].seq = k;
+            sorted = sorted && (k == 0 || gi[k].J > gi[k - 1].J);
         }
-        qsort(gi, (size_t)cnt[i], sizeof *gi, cmp_gentry);
+        if (!sorted) qsort(gi, (size_t)cnt[i], sizeof *gi, cmp_gentry);
         int64_t u = 0;
         for (int64_t k = 0; k < cnt[i]; k++)
             u += k == 0 || gi[k].J != gi[k - 1].J;
@@ -961,13 +963,21 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
     return 0;
 }
 
+/* Ghost k's record among the received ones (rec in the sorted ghost order, order[k] its
+ * position there). */
+static const double *ghost_record(const double *rec, const int64_t *order, int w, int64_t k)
+{
+    return rec + order[k] * w;
+}
+
 /* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c],
- * ascending) and the ghosts' rows received as [count, (column, block)...] records of width w;
+ * ascending) and the ghosts' rows received as [count, (column, block)...] records of width w
+ * (ghost k's: ghost_record);
  * columns are positions in the sorted union *cols (allocated, *ncols) of the columns that
  * occur. The owned rows' columns are placed by one merge of colmap with the ghosts' (few,
  * sorted alone), not by a sort of every entry. */
-static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const double *ghost_rec,
-                    int w, hk_bmat *X, int64_t **cols, int64_t *ncols)
+static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const double *rec,
+                    const int64_t *order, int w, hk_bmat *X, int64_t **cols, int64_t *ncols)
 {
     const int bsz = M->br * M->bc;
     const int64_t nown = M->nbrows, nm = M->rowptr[nown], nc = M->nbcols;
@@ -975,7 +985,7 @@ static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const d
     int64_t ngnnz = 0, *gcols = NULL, *cpos = NULL;
     *cols = NULL;
     for (int64_t k = 0; k < ng; k++)
-        ngnnz += (int64_t)ghost_rec[k * w];
+        ngnnz += (int64_t)ghost_record(rec, order, w, k)[0];
     for (int64_t c = 1; c < nc; c++)
         HK_CHECK(colmap[c] > colmap[c - 1], HK_ERR_INTERNAL,
                  "pc=amg: the columns of a transfer operator are not ascending");
@@ -983,8 +993,8 @@ static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const d
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
     int64_t n = 0;
     for (int64_t k = 0; k < ng; k++)
-        for (int64_t j = 0; j < (int64_t)ghost_rec[k * w]; j++)
-            gcols[n++] = (int64_t)ghost_rec[k * w + 1 + j * (1 + bsz)];
+        for (int64_t j = 0; j < (int64_t)ghost_record(rec, order, w, k)[0]; j++)
+            gcols[n++] = (int64_t)ghost_record(rec, order, w, k)[1 + j * (1 + bsz)];
     const int64_t ngc = sort_unique(gcols, n);
     /* colmap's columns that the owned rows use (cpos: 1 if used) */
     memset(cpos, 0, (size_t)nc * sizeof *cpos);
@@ -1013,7 +1023,7 @@ static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const d
     copy_par(X->val, M->val, (size_t)(nm * bsz) * sizeof(double));
     int64_t q = nm;
     for (int64_t k = 0; k < ng; k++) {
-        const double *r = ghost_rec + k * w;
+        const double *r = ghost_record(rec, order, w, k);
         for (int64_t j = 0; j < (int64_t)r[0]; j++, q++) {
             const double *e = r + 1 + j * (1 + bsz);
             X->colind[q] = (int32_t)find_i64(*cols, m, (int64_t)e[0]);
@@ -1033,7 +1043,8 @@ fail:
 
 /* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
  * halo: records [count, (column, block)...] of the widest sent row's width over all processes,
- * made for the rows the neighbours need only; *rec in the halo caller's ghost order. */
+ * made for the rows the neighbours need only; *rec as received (the halo's sorted ghost order:
+ * ghost k's record at halo->order[k]). */
 static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
                          double **rec, int *width)
 {
@@ -1052,7 +1063,6 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
     *width = (int)w;
     ierr = hk_calloc((size_t)(ns + 1) * w, sizeof *send, &send);
     if (!ierr) ierr = hk_calloc((size_t)(ng + 1) * w, sizeof *recv, &recv);
-    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * w * sizeof **rec, rec);
     if (!ierr) {
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < ns; j++) {
@@ -1068,16 +1078,13 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
     ierr = hk_comm_agree(c, ierr);
     if (!ierr) ierr = hk_halo_start(halo, send, recv, (size_t)w * sizeof(double));
     if (!ierr) ierr = hk_halo_wait(halo);
-    if (!ierr)
-        for (int64_t i = 0; i < ng; i++)
-            memcpy(*rec + i * w, recv + halo->order[i] * w, (size_t)w * sizeof(double));
     free(send);
-    free(recv);
     if (ierr) {
-        free(*rec);
-        *rec = NULL;
+        free(recv);
+        return ierr;
     }
-    return ierr;
+    *rec = recv;
+    return 0;
 }
 
 /* M extended by its ghosts' rows (exchange_rows, then ext_rows): X, its columns cols. */
@@ -1087,7 +1094,7 @@ static int with_ghost_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, co
     double *rec = NULL;
     int w = 0;
     HK_CALL(exchange_rows(c, halo, M, colmap, &rec, &w));
-    const int ierr = ext_rows(M, colmap, halo->nghost, rec, w, X, cols, ncols);
+    const int ierr = ext_rows(M, colmap, halo->nghost, rec, halo->order, w, X, cols, ncols);
     free(rec);
     return ierr;
 }
