@@ -972,11 +972,12 @@ static const double *ghost_record(const double *rec, const int64_t *order, int w
 
 /* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c],
  * ascending) and the ghosts' rows received as [count, (column, block)...] records of width w
- * (ghost k's: ghost_record);
+ * (ghost k's: ghost_record); M's values have room for `room` more blocks, and X takes them
+ * over (M->val NULL after);
  * columns are positions in the sorted union *cols (allocated, *ncols) of the columns that
  * occur. The owned rows' columns are placed by one merge of colmap with the ghosts' (few,
  * sorted alone), not by a sort of every entry. */
-static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const double *rec,
+static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng, const double *rec,
                     const int64_t *order, int w, hk_bmat *X, int64_t **cols, int64_t *ncols)
 {
     const int bsz = M->br * M->bc;
@@ -1015,12 +1016,22 @@ static int ext_rows(const hk_bmat *M, const int64_t *colmap, int64_t ng, const d
             b++;
     }
     *ncols = m;
-    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, m, nm + ngnnz, X));
+    HK_TRY_CHECK(ngnnz <= room, HK_ERR_INTERNAL,
+                 "pc=amg: the ghosts' rows have %lld blocks, more than the %lld made room for",
+                 (long long)ngnnz, (long long)room);
+    /* X's values: M's array, the ghosts' blocks after its own */
+    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, m, 0, X));
+    hk_backend_cpu.dealloc(X->val);
+    X->val = M->val;
+    M->val = NULL;
+    X->nnzb = nm + ngnnz;
+    hk_backend_cpu.dealloc(X->colind);
+    X->colind = NULL;
+    HK_TRY(hk_backend_cpu.alloc((void **)&X->colind, (size_t)(nm + ngnnz + 1) * sizeof(int32_t)));
     memcpy(X->rowptr, M->rowptr, (size_t)(nown + 1) * sizeof *X->rowptr);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nm; p++)
         X->colind[p] = (int32_t)cpos[M->colind[p]];
-    copy_par(X->val, M->val, (size_t)(nm * bsz) * sizeof(double));
     int64_t q = nm;
     for (int64_t k = 0; k < ng; k++) {
         const double *r = ghost_record(rec, order, w, k);
@@ -1037,28 +1048,24 @@ fail:
     if (ierr) {
         free(*cols);
         *cols = NULL;
+        hk_bmat_free(X);
     }
     return ierr;
 }
 
 /* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
- * halo: records [count, (column, block)...] of the widest sent row's width over all processes,
+ * halo: records [count, (column, block)...] of the widest sent row's width over all processes
+ * (maxlen blocks),
  * made for the rows the neighbours need only; *rec as received (the halo's sorted ghost order:
  * ghost k's record at halo->order[k]). */
 static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
-                         double **rec, int *width)
+                         int64_t maxlen, double **rec, int *width)
 {
     const int bsz = M->br * M->bc;
     const int64_t ns = halo->send_off[halo->nsend], ng = halo->nghost;
     int ierr = 0;
-    int64_t maxlen = 0;
     double *send = NULL, *recv = NULL;
     *rec = NULL;
-    for (int64_t j = 0; j < ns; j++) {
-        const int64_t i = halo->send_idx[j];
-        if (M->rowptr[i + 1] - M->rowptr[i] > maxlen) maxlen = M->rowptr[i + 1] - M->rowptr[i];
-    }
-    HK_CALL(hk_comm_max_i64(c, &maxlen, 1));
     const int64_t w = 1 + maxlen * (1 + bsz);
     *width = (int)w;
     ierr = hk_calloc((size_t)(ns + 1) * w, sizeof *send, &send);
@@ -1087,15 +1094,48 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
     return 0;
 }
 
-/* M extended by its ghosts' rows (exchange_rows, then ext_rows): X, its columns cols. */
-static int with_ghost_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
+/* D (on the backend) extended by its ghosts' rows on the host: D's rows downloaded (on the
+ * cpu copied) into an array with room for the ghosts' blocks, which the widest row a process
+ * sends bounds, then exchange_rows and ext_rows fill it in place: X, its columns cols. */
+static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, const int64_t *colmap,
                            hk_bmat *X, int64_t **cols, int64_t *ncols)
 {
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *L = d->local;
+    const int64_t bb = (int64_t)D->br * D->bc, nown = D->nbrows, nnz = D->nnzb;
+    const int64_t ns = halo->send_off[halo->nsend];
+    int ierr = 0, w = 0;
+    int64_t maxlen = 0;
     double *rec = NULL;
-    int w = 0;
-    HK_CALL(exchange_rows(c, halo, M, colmap, &rec, &w));
-    const int ierr = ext_rows(M, colmap, halo->nghost, rec, halo->order, w, X, cols, ncols);
+    hk_bmat M = {.be = &hk_backend_cpu,
+                 .br = D->br,
+                 .bc = D->bc,
+                 .nbrows = nown,
+                 .nbcols = D->nbcols,
+                 .nnzb = nnz};
+    ierr = hk_backend_cpu.alloc((void **)&M.rowptr, (size_t)(nown + 1) * sizeof *M.rowptr);
+    if (!ierr) ierr = L->copy_from(M.rowptr, D->rowptr, (size_t)(nown + 1) * sizeof *M.rowptr);
+    for (int64_t j = 0; j < ns && !ierr; j++) {
+        const int64_t i = halo->send_idx[j];
+        if (M.rowptr[i + 1] - M.rowptr[i] > maxlen) maxlen = M.rowptr[i + 1] - M.rowptr[i];
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_max_i64(c, &maxlen, 1));
+    const int64_t room = halo->nghost * maxlen;
+    ierr = hk_backend_cpu.alloc((void **)&M.colind, (size_t)(nnz + 1) * sizeof *M.colind);
+    if (!ierr)
+        ierr =
+            hk_backend_cpu.alloc((void **)&M.val, (size_t)((nnz + room) * bb + 1) * sizeof *M.val);
+    if (!ierr && nnz) ierr = L->copy_from(M.colind, D->colind, (size_t)nnz * sizeof *M.colind);
+    if (!ierr && nnz && d->host_memory) copy_par(M.val, D->val, (size_t)(nnz * bb) * sizeof *M.val);
+    if (!ierr && nnz && !d->host_memory)
+        ierr = L->copy_from(M.val, D->val, (size_t)(nnz * bb) * sizeof *M.val);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(exchange_rows(c, halo, &M, colmap, maxlen, &rec, &w));
+    ierr = ext_rows(&M, room, colmap, halo->nghost, rec, halo->order, w, X, cols, ncols);
+fail:
     free(rec);
+    hk_bmat_free(&M);
     return ierr;
 }
 
@@ -1210,10 +1250,11 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
     double *Bc = NULL;
-    /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Th, Text, Pmh, Pext,
-     * Ach (Th, Pmh, Ach, Textd, Pextd are the copies: views on the cpu) */
+    /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Text, Pext (T's and
+     * P's rows with their ghosts' rows), Ach (Ach, Textd, Pextd are the copies: views on the
+     * cpu) */
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
-    hk_bmat Th = {0}, Textd = {0}, Pmh = {0}, Pextd = {0}, Ach = {0};
+    hk_bmat Textd = {0}, Pextd = {0}, Ach = {0};
     entries S = {0}, R = {0};
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
@@ -1224,7 +1265,6 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     /* T and the coarse near-null space from the owned near-null space */
     ierr = Lb->alloc((void **)&Bc, (size_t)(nagg + 1) * nns * nns * sizeof *Bc);
     if (!ierr) ierr = Lb->amg_tentative(agg, nagg, H->nown, bs, nns, *B, &T, Bc);
-    if (!ierr) ierr = host_copy(d, &T, &Th);
     if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *starts, &starts);
     HK_TRY(hk_comm_agree(c, ierr));
     int64_t mine = nagg;
@@ -1237,7 +1277,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P */
-    ierr = with_ghost_rows(c, H->halo, &Th, Tmap, &Text, &cT, &nT);
+    ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &cT, &nT);
     if (!ierr) ierr = local_copy(d, &Text, &Textd);
     lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Textd, &AT);
@@ -1245,11 +1285,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         const hk_bmat Tv = rows_view(&Textd, H->nown, Text.rowptr[H->nown]);
         ierr = Lb->amg_smooth_prolongator(&AT, &Tv, D64, a->op.omega / L->rho, &Pm);
     }
-    if (!ierr) ierr = host_copy(d, &Pm, &Pmh);
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    ierr = with_ghost_rows(c, H->halo, &Pmh, cT, &Pext, &cP, &nP);
+    ierr = with_ghost_rows(d, H->halo, &Pm, cT, &Pext, &cP, &nP);
     if (!ierr) ierr = local_copy(d, &Pext, &Pextd);
     lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
@@ -1328,9 +1367,7 @@ fail:
     free(vv);
     entries_free(&S);
     entries_free(&R);
-    free_copy(d, &Th);
     free_copy(d, &Textd);
-    free_copy(d, &Pmh);
     free_copy(d, &Pextd);
     free_copy(d, &Ach);
     hk_bmat_free(&T);
