@@ -143,6 +143,12 @@ OMP_NUM_THREADS=3 mpi -np 2 "$H" run "${amg[@]}" -o "$T/t3.vtu" >/dev/null 2>&1
 if cmp -s "$T/a2-p0.vtu" "$T/t3-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/t3-p1.vtu"; then
   ok "box amg -np 2 with 1 and 3 threads: the pieces repeat byte for byte"
 else bad "box amg -np 2: 3 threads give other bytes than 1"; fi
+# a device's path of the distributed layer and the AMG set-up (copies, downloads, uploads,
+# staged halos instead of views) on the cpu: the same bytes
+HOOKE_DIST_STAGED=1 mpi -np 2 "$H" run "${amg[@]}" -o "$T/s2.vtu" >/dev/null 2>&1
+if cmp -s "$T/a2-p0.vtu" "$T/s2-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/s2-p1.vtu"; then
+  ok "box amg -np 2 on the device's path (HOOKE_DIST_STAGED=1): the pieces byte for byte"
+else bad "box amg -np 2: the device's path (HOOKE_DIST_STAGED=1) gives other bytes"; fi
 # the same run twice: the same bytes
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d1.vtu" >/dev/null 2>&1
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d2.vtu" >/dev/null 2>&1
