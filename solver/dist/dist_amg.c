@@ -1055,9 +1055,8 @@ fail:
 
 /* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
  * halo: records [count, (column, block)...] of the widest sent row's width over all processes
- * (maxlen blocks),
- * made for the rows the neighbours need only; *rec as received (the halo's sorted ghost order:
- * ghost k's record at halo->order[k]). */
+ * (maxlen blocks), made for the rows the neighbours need only; *rec as received (the halo's
+ * sorted ghost order: ghost k's record at halo->order[k]). */
 static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
                          int64_t maxlen, double **rec, int *width)
 {
