@@ -226,6 +226,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.sai_factor = hk_cu_sai_factor;
     o.bmat_spgemm = hk_cu_bmat_spgemm;
     o.bmat_spgemm_numeric = hk_cu_bmat_spgemm_numeric;
+    o.amg_tentative_product = hk_cu_amg_tentative_product;
+    o.amg_tentative_product_numeric = hk_cu_amg_tentative_product_numeric;
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;
     o.amg_smooth_prolongator_numeric = hk_cu_amg_smooth_prolongator_numeric;
     o.bmat_transpose_numeric = hk_cu_bmat_transpose_numeric;

@@ -491,78 +491,9 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
     spo_check<TEAM>(g, live, i, t, hits, terms);
 }
 
-// The same sums with the column found by the team instead of a binary search per lane
-// (HOOKE_AMG_SPGEMM=shuffle, a variant under measurement): the team walks A's row together and,
-// for A block p (column k), reads B's row k once, TEAM columns a load (coalesced), and passes
-// them round by shuffles; the lane whose own column j is among them takes that block. The
-// dependent loads per A block drop from a binary search's (log2 of B's row) to one, and the
-// hits, and so every entry's order of sums, are spo_rows' (the CPU's digits).
-template <int BR, int BK, int BC, int TEAM>
-__global__ void __launch_bounds__(256, 2) spw_rows(spn_args g) // 2 blocks: spo_rows' occupancy
-{
-    const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t i = gt / TEAM;
-    const int t = (int)(gt % TEAM);
-    const bool live = i < g.nbr; // the same for the whole team
-    const int lane = threadIdx.x & 31;
-    const unsigned tmask =
-        TEAM == 32 ? 0xffffffffu : ((1u << (TEAM & 31)) - 1u) << (lane & ~(TEAM - 1));
-    int64_t hits = 0, terms = 0;
-    if (live) {
-        const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
-        terms = spo_terms<TEAM>(g, a0, a1, t);
-        for (int64_t cb = c0; cb < c1; cb += TEAM) { // every lane of the team, mine or not
-            const int64_t c = cb + t;
-            const bool mine = c < c1;
-            const int32_t j = mine ? g.cci[c] : -1; // columns are >= 0: -1 finds nothing
-            double acc[BR * BC];
-#pragma unroll
-            for (int e = 0; e < BR * BC; e++)
-                acc[e] = 0.0;
-            for (int64_t p = a0; p < a1; p++) {
-                const int64_t k = g.aci[p], q0 = g.brp[k], q1 = g.brp[k + 1];
-                int64_t q = -1;
-                for (int64_t e0 = q0; e0 < q1; e0 += TEAM) {
-                    const int32_t col = e0 + t < q1 ? g.bci[e0 + t] : -2;
-                    const int n = q1 - e0 < TEAM ? (int)(q1 - e0) : TEAM;
-                    for (int s = 0; s < n; s++)
-                        if (__shfl_sync(tmask, col, s, TEAM) == j) q = e0 + s;
-                }
-                if (q < 0) continue;
-                hits++;
-                spo_add<BR, BK, BC>(acc, g.av + (size_t)p * BR * BK, g.bv + (size_t)q * BK * BC);
-            }
-            if (mine) {
-                double *dst = g.cv + (size_t)c * BR * BC;
-#pragma unroll
-                for (int e = 0; e < BR * BC; e++)
-                    dst[e] = acc[e];
-            }
-        }
-    }
-    spo_check<TEAM>(g, live, i, t, hits, terms);
-}
-
-// HOOKE_AMG_SPGEMM=shuffle: spw_rows instead of spo_rows (read at each product, so a test may
-// compare both in one process).
-static bool spo_shuffle(void)
-{
-    const char *v = getenv("HOOKE_AMG_SPGEMM");
-    return v && !strcmp(v, "shuffle");
-}
-
 template <int BR, int BK, int BC>
 static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
 {
-    if (spo_shuffle()) {
-        switch (team) {
-        case 4: spw_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-        case 8: spw_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-        case 16: spw_rows<BR, BK, BC, 16><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-        default: spw_rows<BR, BK, BC, 32><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-        }
-        return;
-    }
     switch (team) {
     case 4: spo_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
     case 8: spo_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
@@ -655,6 +586,284 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                  "pass the pattern that bmat_spgemm made for these A and B",
                  (long long)first);
 fail:
+    return ierr;
+}
+
+// ---- C = A T for the tentative prolongator T (at most one block per block row) ---------------
+//
+// T's row k holds one block (column agg(k), the aggregate of node k) or none, so block p of A's
+// row (column k) adds A_p T_k to exactly one block of C, the one in column agg(k): no hash table
+// and no search of B's rows. tcol[k] = agg(k) (-1: T's row k is empty) is made once per product.
+// Pattern: a warp per row of A marks the aggregates it meets for the first time (the earlier
+// ones passed round by shuffles), counts them, and writes them out rank-sorted: bmat_spgemm's
+// pattern. Values: lane (c, r) of the row's warp owns row r of C's block c (column j) and sums,
+// over the blocks of A's row in order whose aggregate is j, row r of A_p times T_k, over m in
+// order, with __dmul_rn / __dadd_rn: every entry's sum in bmat_spgemm's order, so its digits.
+// The warp finds the lanes' blocks 32 at a time (tcol of 32 blocks of A's row, one load each,
+// passed round by shuffles into each lane's bit mask), then every lane walks its own bits.
+
+#define TP_WARPS 8 // warps (block rows) per thread block
+
+// tcol[k] = the column of T's block in row k, -1 for an empty row; *first gets T's first row
+// with more than one block.
+__global__ void tp_columns(const int64_t *trp, const int32_t *tci, int64_t nbr, int32_t *tcol,
+                           unsigned long long *first)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nbr;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t n = trp[k + 1] - trp[k];
+        tcol[k] = n > 0 ? tci[trp[k]] : -1;
+        if (n > 1) atomicMin(first, (unsigned long long)k);
+    }
+}
+
+// C's row i: the aggregates of A's row, each counted once (cnt[i]) or, with C's row pointers,
+// written in order of first meeting into tmp[crp[i]...] and rank-sorted into cci.
+template <bool WRITE>
+__global__ void __launch_bounds__(TP_WARPS * 32)
+    tp_pattern(const int64_t *arp, const int32_t *aci, const int32_t *tcol, int64_t nbr,
+               int64_t *cnt, const int64_t *crp, int32_t *tmp, int32_t *cci)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t i = (int64_t)blockIdx.x * TP_WARPS + (threadIdx.x >> 5);
+    if (i >= nbr) return; // whole warps leave together
+    const int64_t a0 = arp[i], a1 = arp[i + 1];
+    int64_t n = 0;
+    for (int64_t base = a0; base < a1; base += 32) { // warp-uniform
+        const int64_t p = base + lane;
+        const int32_t mine = p < a1 ? tcol[aci[p]] : -1;
+        bool fresh = mine >= 0;
+        for (int64_t e0 = a0; e0 < base; e0 += 32) { // the earlier, full groups of 32
+            const int32_t o = tcol[aci[e0 + lane]];
+            for (int s = 0; s < 32; s++)
+                fresh &= __shfl_sync(0xffffffffu, o, s) != mine;
+        }
+        for (int s = 0; s < 32; s++) { // the earlier lanes of this group
+            const int32_t o = __shfl_sync(0xffffffffu, mine, s);
+            fresh &= !(s < lane && o == mine);
+        }
+        const unsigned b = __ballot_sync(0xffffffffu, fresh);
+        if (WRITE && fresh) tmp[crp[i] + n + __popc(b & ((1u << lane) - 1u))] = mine;
+        n += __popc(b);
+    }
+    if (!WRITE) {
+        if (lane == 0) cnt[i] = n;
+        return;
+    }
+    __syncwarp();
+    const int64_t c0 = crp[i];
+    for (int64_t t = lane; t < n; t += 32) {
+        const int32_t key = tmp[c0 + t];
+        int64_t rank = 0;
+        for (int64_t u = 0; u < n; u++)
+            rank += tmp[c0 + u] < key;
+        cci[c0 + rank] = key;
+    }
+}
+
+struct tp_args {
+    const int64_t *arp, *trp, *crp;
+    const int32_t *aci, *tcol, *cci;
+    const double *av, *tv;
+    double *cv;
+    int br;
+    int64_t nbr;
+    unsigned long long *first; // first block row with a product block outside C's pattern
+};
+
+template <int BK, int BC> __global__ void __launch_bounds__(TP_WARPS * 32) tp_values(tp_args g)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t i = (int64_t)blockIdx.x * TP_WARPS + (threadIdx.x >> 5);
+    if (i >= g.nbr) return; // whole warps leave together
+    const int br = g.br;
+    const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], ntask = (g.crp[i + 1] - c0) * br;
+    int64_t hits = 0, terms = 0;
+    for (int64_t p = a0 + lane; p < a1; p += 32)
+        terms += g.tcol[g.aci[p]] >= 0;
+    for (int64_t t0 = 0; t0 < ntask; t0 += 32) { // warp-uniform
+        const int64_t task = t0 + lane;
+        const bool mine = task < ntask;
+        const int64_t c = mine ? task / br : 0;
+        const int r = mine ? (int)(task % br) : 0;
+        const int32_t j = mine ? g.cci[c0 + c] : -2; // -2: no block's aggregate (they are >= -1)
+        // a column's hits are counted once, by its row 0 lane (a repeated column: not again)
+        const bool counts = mine && r == 0 && (c == 0 || g.cci[c0 + c - 1] < j);
+        double acc[BC];
+#pragma unroll
+        for (int s = 0; s < BC; s++)
+            acc[s] = 0.0;
+        for (int64_t base = a0; base < a1; base += 32) { // warp-uniform
+            const int64_t p = base + lane;
+            const int32_t col = p < a1 ? g.tcol[g.aci[p]] : -1;
+            unsigned bits = 0;
+            for (int s = 0; s < 32; s++)
+                bits |= (unsigned)(__shfl_sync(0xffffffffu, col, s) == j) << s;
+            while (bits) { // this lane's blocks of the group, in order
+                const int s = __ffs(bits) - 1;
+                bits &= bits - 1;
+                const int64_t q = base + s;
+                const double *a = g.av + ((size_t)q * br + r) * BK;
+                const double *b = g.tv + (size_t)g.trp[g.aci[q]] * BK * BC;
+                hits += counts;
+#pragma unroll
+                for (int s2 = 0; s2 < BC; s2++)
+#pragma unroll
+                    for (int m = 0; m < BK; m++)
+                        acc[s2] = __dadd_rn(acc[s2], __dmul_rn(a[m], b[m * BC + s2]));
+            }
+        }
+        if (mine) {
+            double *dst = g.cv + ((size_t)(c0 + c) * br + r) * BC;
+#pragma unroll
+            for (int s = 0; s < BC; s++)
+                dst[s] = acc[s];
+        }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+        hits += __shfl_xor_sync(0xffffffffu, hits, off);
+        terms += __shfl_xor_sync(0xffffffffu, terms, off);
+    }
+    if (lane == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+}
+
+// The block shapes (A's columns x T's columns per block) tp_values is built for: AMG's.
+static bool tp_shape(int bk, int bc)
+{
+    return (bk == 1 && bc == 1) || (bk == 2 && (bc == 2 || bc == 3)) ||
+           (bk == 3 && (bc == 3 || bc == 6)) || (bk == 6 && bc == 6);
+}
+
+static int tp_values_launch(const hk_bmat *A, const hk_bmat *T, const int32_t *tcol, hk_bmat *C,
+                            unsigned long long *dfirst)
+{
+    const int64_t nb = (A->nbrows + TP_WARPS - 1) / TP_WARPS;
+    if (nb == 0) return 0;
+    HK_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "amg_tentative_product: %lld block rows are too many", (long long)A->nbrows);
+    tp_args g;
+    memset(&g, 0, sizeof g);
+    g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
+    g.trp = T->rowptr, g.tcol = tcol, g.tv = T->val;
+    g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
+    g.br = A->br, g.nbr = A->nbrows, g.first = dfirst;
+    const int bk = A->bc, bc = T->bc;
+    const unsigned grid = (unsigned)nb, threads = TP_WARPS * 32;
+    if (bk == 1 && bc == 1) tp_values<1, 1><<<grid, threads, 0, hk_cu.stream>>>(g);
+    if (bk == 2 && bc == 2) tp_values<2, 2><<<grid, threads, 0, hk_cu.stream>>>(g);
+    if (bk == 2 && bc == 3) tp_values<2, 3><<<grid, threads, 0, hk_cu.stream>>>(g);
+    if (bk == 3 && bc == 3) tp_values<3, 3><<<grid, threads, 0, hk_cu.stream>>>(g);
+    if (bk == 3 && bc == 6) tp_values<3, 6><<<grid, threads, 0, hk_cu.stream>>>(g);
+    if (bk == 6 && bc == 6) tp_values<6, 6><<<grid, threads, 0, hk_cu.stream>>>(g);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// tcol (a temporary of T->nbrows entries) for T, and T's rows checked: at most one block each.
+static int tp_columns_of(const hk_bmat *T, const char *who, int32_t **tcol)
+{
+    int ierr = 0;
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
+    *tcol = NULL;
+    HK_CALL(hk_cu_tmp_alloc((void **)tcol, (size_t)(T->nbrows ? T->nbrows : 1) * sizeof(int32_t)));
+    HK_TRY(hk_cu_setup_flag(&dfirst));
+    if (T->nbrows > 0) {
+        tp_columns<<<hk_cu_grid(T->nbrows), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            T->rowptr, T->colind, T->nbrows, *tcol, dfirst);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_first_row_read(dfirst, &first));
+    HK_TRY_CHECK(first < 0, HK_ERR_ARG,
+                 "%s: block row %lld of T has more than one block; T must be a tentative "
+                 "prolongator (one block per aggregated node; bmat_spgemm takes any B)",
+                 who, (long long)first);
+fail:
+    if (ierr) {
+        hk_cu_tmp_free(*tcol);
+        *tcol = NULL;
+    }
+    return ierr;
+}
+
+int hk_cu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C)
+{
+    int ierr = 0;
+    int32_t *tcol = NULL, *tmp = NULL;
+    int64_t *cnt = NULL, *rp = NULL, nnzb = 0, first = -1;
+    unsigned long long *dfirst = NULL;
+    memset(C, 0, sizeof *C);
+    HK_CHECK(A->bc == T->br && A->nbcols == T->nbrows, HK_ERR_ARG,
+             "amg_tentative_product: A (%lld x %lld blocks of %d x %d) and T (%lld x %lld blocks "
+             "of %d x %d) do not chain; A's block columns must match T's block rows",
+             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)T->nbrows,
+             (long long)T->nbcols, T->br, T->bc);
+    HK_CHECK(T->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
+             "amg_tentative_product: %lld block columns exceed 32-bit column indices",
+             (long long)T->nbcols);
+    HK_CALL(tp_columns_of(T, "amg_tentative_product", &tcol));
+    if (!tp_shape(A->bc, T->bc)) { // no kernel for this shape: the general product
+        hk_cu_tmp_free(tcol);
+        return hk_cu_bmat_spgemm(A, T, C);
+    }
+    const int64_t nbr = A->nbrows, nb = (nbr + TP_WARPS - 1) / TP_WARPS;
+    HK_TRY_CHECK(nb < (1LL << 31), HK_ERR_UNSUPPORTED,
+                 "amg_tentative_product: %lld block rows are too many", (long long)nbr);
+    HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&rp, (size_t)(nbr + 1) * sizeof(int64_t)));
+    if (nb > 0) {
+        tp_pattern<false><<<(unsigned)nb, TP_WARPS * 32, 0, hk_cu.stream>>>(
+            A->rowptr, A->colind, tcol, nbr, cnt, NULL, NULL, NULL);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_CU_TRY(cudaMemsetAsync(rp, 0, sizeof(int64_t), hk_cu.stream));
+    HK_TRY(sp_scan(cnt, rp + 1, nbr, true));
+    HK_CU_TRY(cudaMemcpyAsync(&nnzb, rp + nbr, sizeof nnzb, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    HK_TRY(hk_bmat_alloc(A->be, A->br, T->bc, nbr, T->nbcols, nnzb, C));
+    HK_CU_TRY(cudaMemcpyAsync(C->rowptr, rp, (size_t)(nbr + 1) * sizeof(int64_t),
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    HK_TRY(hk_cu_tmp_alloc((void **)&tmp, (size_t)(nnzb ? nnzb : 1) * sizeof(int32_t)));
+    if (nb > 0) {
+        tp_pattern<true><<<(unsigned)nb, TP_WARPS * 32, 0, hk_cu.stream>>>(
+            A->rowptr, A->colind, tcol, nbr, NULL, C->rowptr, tmp, C->colind);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_setup_flag(&dfirst));
+    HK_TRY(tp_values_launch(A, T, tcol, C, dfirst));
+    HK_TRY(hk_cu_first_row_read(dfirst, &first)); // none: C's pattern is the product's
+fail:
+    if (ierr) {
+        cudaStreamSynchronize(hk_cu.stream);
+        hk_bmat_free(C);
+    }
+    // in stream order: the next op's temporaries may reuse them
+    hk_cu_tmp_free(tcol), hk_cu_tmp_free(tmp), hk_cu_tmp_free(cnt), hk_cu_tmp_free(rp);
+    return ierr;
+}
+
+int hk_cu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C)
+{
+    int ierr = 0;
+    int32_t *tcol = NULL;
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
+    HK_CALL(hk_bmat_product_check(A, T, C, "amg_tentative_product_numeric"));
+    HK_CALL(tp_columns_of(T, "amg_tentative_product_numeric", &tcol));
+    if (!tp_shape(A->bc, T->bc)) {
+        hk_cu_tmp_free(tcol);
+        return hk_cu_bmat_spgemm_numeric(A, T, C);
+    }
+    HK_TRY(hk_cu_setup_flag(&dfirst));
+    HK_TRY(tp_values_launch(A, T, tcol, C, dfirst));
+    HK_TRY(hk_cu_first_row_read(dfirst, &first));
+    HK_TRY_CHECK(first < 0, HK_ERR_ARG,
+                 "amg_tentative_product_numeric: block row %lld of A T has a block outside C's "
+                 "pattern; pass the pattern that amg_tentative_product made for these A and T",
+                 (long long)first);
+fail:
+    hk_cu_tmp_free(tcol);
     return ierr;
 }
 

@@ -494,14 +494,13 @@ for step in "$@"; do
       } > "$OUT/amgprof.md" 2>&1 ;;
     amgsetup2) # issue 29: the one-process AMG set-up and values-only update side by side
                # (HOOKE_AMG_PROFILE: phases, then the sparse products and their values'
-               # allocations), bracket 2.52M and 19.3M DOFs, 2.52M again with the products'
-               # shuffle kernel (HOOKE_AMG_SPGEMM=shuffle), then the kernels and API calls
+               # allocations), bracket 2.52M and 19.3M DOFs, then the kernels and API calls
                # (cudaMalloc/Free) of set-up + update at 2.52M under nsys; about 4 minutes
       { BR=cases/bracket/bracket.yaml
-        for prob in 0.001:45:search 0.001:45:shuffle 0.0005:90:search; do
-          size=${prob%%:*} lim=${prob#*:} kern=${prob##*:} lim=${lim%:*}
-          echo "== bracket geometry.size=$size, cg + amg, $kern kernel (limit $lim s)"
-          HOOKE_AMG_SPGEMM=$kern HOOKE_AMG_PROFILE=1 timeout -k 5 "$lim" \
+        for prob in 0.001:45 0.0005:90; do
+          size=${prob%%:*} lim=${prob#*:}
+          echo "== bracket geometry.size=$size, cg + amg (limit $lim s)"
+          HOOKE_AMG_PROFILE=1 timeout -k 5 "$lim" \
             $B/hooke bench pcs --backend cuda --no-cpu \
             --pcs amg --problem "$BR geometry.size=$size" 2>&1 |
             grep -E '^### |^\| (pc|amg) |amg (set-up|update)|set-up:|amg cuda cg|levels \(|error' |

@@ -552,6 +552,13 @@ typedef struct hk_backend_ops {
      * so the digits are the same; a product block outside the pattern is an error naming its
      * block row. The numeric re-set-up of pc=amg (hk_solver_update_values). */
     int (*bmat_spgemm_numeric)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+    /* C = A T for T with at most one block per block row (pc=amg's tentative prolongator:
+     * the block of row k in column agg(k)): bmat_spgemm's pattern and digits (each entry summed
+     * in the order of A's row), by a product that needs no search of T's rows; a row of T with
+     * more than one block is an error naming it. _numeric: the values into C's pattern, as
+     * bmat_spgemm_numeric. The CPU's are the reference (the general product after the check). */
+    int (*amg_tentative_product)(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
+    int (*amg_tentative_product_numeric)(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
     /* out (fp64, allocated by the caller: n = nbrows*br, or nbrows*br*br for BLOCK_INV) by
      * mode (enum hk_diag_mode); *bad = first bad scalar row (0-based) or -1. */
     int (*bmat_diag)(const hk_bmat *A, int mode, hk_vec *out, int64_t *bad);

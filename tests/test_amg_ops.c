@@ -5,11 +5,14 @@
  * Suite amg_ops (CPU): the modes against translations and cross products e_k x x computed
  * here, decoupled rows zero; bmat_spmv against a dense product (3x6, 6x3, 2x5, 1x1 blocks,
  * empty rows, fp64 and fp32), misuse rejected; bmat_spgemm_numeric into bmat_spgemm's pattern
- * gives its bytes, a missing block is named; amg_start_vector is its formula.
+ * gives its bytes, a missing block is named; amg_tentative_product (A T for a tentative T, and
+ * its numeric half) gives bmat_spgemm's pattern and bytes, a T row with two blocks and a missing
+ * block named; amg_start_vector is its formula.
  * Suite cuda_amg_ops (device): the CUDA ops equal the CPU's on the same inputs (modes
- * identical, SpMV and inverse to rounding, the first bad pivot the same, the numeric product
- * and the start vector byte for byte), with the times of bmat_spmv against the scalar CSR of
- * the same operator, of the dense inverse and of the numeric product against the whole one. */
+ * identical, SpMV and inverse to rounding, the first bad pivot the same, the numeric product,
+ * A T for a tentative T and the start vector byte for byte), with the times of bmat_spmv
+ * against the scalar CSR of the same operator, of the dense inverse, of the numeric product
+ * against the whole one and of A T against bmat_spgemm. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +240,211 @@ static void test_spgemm_numeric(void)
     }
 }
 
+static void bmat_to(const hk_backend *be, const hk_bmat *H, hk_bmat *D)
+{
+    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(be, H->br, H->bc, H->nbrows, H->nbcols, H->nnzb, D), 0);
+    be->copy_to(D->rowptr, H->rowptr, (size_t)(H->nbrows + 1) * sizeof(int64_t));
+    if (H->nnzb) {
+        be->copy_to(D->colind, H->colind, (size_t)H->nnzb * sizeof(int32_t));
+        be->copy_to(D->val, H->val, (size_t)H->nnzb * H->br * H->bc * sizeof(double));
+    }
+}
+
+/* ---- C = A T for a tentative prolongator T ------------------------------------------------ */
+
+/* A tentative prolongator's shape on the cpu backend: nb rows of b x nns blocks, node k in
+ * aggregate k / 8 (local: neighbouring nodes share one) or (k * 7919) % nagg (scattered: a row
+ * of A meets many), every 13th node (k % 13 == 5) in none (an empty row); row two_at (>= 0)
+ * gets a second block, which no tentative prolongator has. Random values. */
+static void tentative_like(int64_t nb, int b, int nns, int scattered, int64_t two_at, unsigned seed,
+                           hk_bmat *T)
+{
+    const int64_t nagg = (nb + 7) / 8;
+    uint32_t s = seed * 2654435761u + 5u;
+    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(backend("cpu"), b, nns, nb, nagg, nb + 1, T), 0);
+    int64_t q = 0;
+    T->rowptr[0] = 0;
+    for (int64_t k = 0; k < nb; k++) {
+        const int32_t a = (int32_t)(scattered ? (k * 7919) % nagg : k / 8);
+        if (k % 13 != 5 || k == two_at) T->colind[q++] = a;
+        if (k == two_at && nagg > 1) {
+            if (a + 1 < nagg)
+                T->colind[q++] = a + 1;
+            else /* sorted: the second one first */
+                T->colind[q - 1] = a - 1, T->colind[q++] = a;
+        }
+        T->rowptr[k + 1] = q;
+    }
+    T->nnzb = q;
+    for (int64_t k = 0; k < q * b * nns; k++)
+        T->val[k] = urand(&s);
+}
+
+/* C's pattern and values equal D's (D on any backend). */
+static int same_bmat(const hk_bmat *D, const hk_bmat *C)
+{
+    if (D->nbrows != C->nbrows || D->nbcols != C->nbcols || D->nnzb != C->nnzb || D->br != C->br ||
+        D->bc != C->bc)
+        return 0;
+    const size_t nv = (size_t)C->nnzb * C->br * C->bc;
+    int64_t *rp = malloc((size_t)(C->nbrows + 1) * sizeof *rp);
+    int32_t *ci = malloc((size_t)(C->nnzb ? C->nnzb : 1) * sizeof *ci);
+    double *v = malloc((nv ? nv : 1) * sizeof *v);
+    HK_ASSERT_OK(D->be->copy_from(rp, D->rowptr, (size_t)(C->nbrows + 1) * sizeof *rp));
+    if (C->nnzb) HK_ASSERT_OK(D->be->copy_from(ci, D->colind, (size_t)C->nnzb * sizeof *ci));
+    if (nv) HK_ASSERT_OK(D->be->copy_from(v, D->val, nv * sizeof *v));
+    const int same = !memcmp(rp, C->rowptr, (size_t)(C->nbrows + 1) * sizeof *rp) &&
+                     !memcmp(ci, C->colind, (size_t)C->nnzb * sizeof *ci) &&
+                     !memcmp(v, C->val, nv * sizeof *v);
+    free(rp), free(ci), free(v);
+    return same;
+}
+
+/* An error naming block row `row` was recorded (and is cleared). */
+static int names_row(int64_t row)
+{
+    char want[64];
+    snprintf(want, sizeof want, "block row %lld", (long long)row);
+    const int ok = strstr(hk_error_message(), want) != NULL;
+    hk_error_clear();
+    return ok;
+}
+
+/* amg_tentative_product (and its numeric half) on backend be against the cpu's bmat_spgemm on
+ * the host A and T: pattern and bytes; a T row with two blocks and a pattern without one of
+ * the product's blocks are named by their rows. ms (may be NULL): the times of the whole and the
+ * numeric product and of bmat_spgemm and bmat_spgemm_numeric on be (best of 3). */
+static void check_tentative_product(const hk_backend *be, const hk_bmat *A, const hk_bmat *T,
+                                    double ms[4])
+{
+    const hk_backend *cpu = backend("cpu");
+    hk_bmat C, dA, dT, dC = {0}, dN;
+    HK_ASSERT_OK(cpu->bmat_spgemm(A, T, &C));
+    bmat_to(be, A, &dA);
+    bmat_to(be, T, &dT);
+    HK_ASSERT_OK(be->amg_tentative_product(&dA, &dT, &dC));
+    CU_ASSERT(same_bmat(&dC, &C));
+    hk_bmat_free(&dC);
+    bmat_to(be, &C, &dN);
+    const int64_t nv = C.nnzb * C.br * C.bc;
+    if (nv) be->vec_set(&(hk_vec){.be = be, .n = nv, .prec = HK_FP64, .data = dN.val}, NAN);
+    HK_ASSERT_OK(be->amg_tentative_product_numeric(&dA, &dT, &dN));
+    CU_ASSERT(same_bmat(&dN, &C));
+    if (ms) {
+        for (int k = 0; k < 4; k++)
+            ms[k] = 1e30;
+        for (int rep = 0; rep < 3; rep++)
+            for (int k = 0; k < 4; k++) {
+                be->sync();
+                const double t0 = hk_time();
+                if (k == 0) HK_ASSERT_OK(be->amg_tentative_product(&dA, &dT, &dC));
+                if (k == 1) HK_ASSERT_OK(be->amg_tentative_product_numeric(&dA, &dT, &dN));
+                if (k == 2) HK_ASSERT_OK(be->bmat_spgemm(&dA, &dT, &dC));
+                if (k == 3) HK_ASSERT_OK(be->bmat_spgemm_numeric(&dA, &dT, &dN));
+                be->sync();
+                ms[k] = fmin(ms[k], 1e3 * (hk_time() - t0));
+                if (k == 0 || k == 2) hk_bmat_free(&dC);
+            }
+    }
+    /* a pattern without the last block of a row with two or more */
+    int64_t row = -1;
+    for (int64_t i = 0; i < C.nbrows && row < 0; i++)
+        if (C.rowptr[i + 1] - C.rowptr[i] >= 2) row = i;
+    if (row >= 0) {
+        hk_bmat M;
+        HK_ASSERT_OK(hk_bmat_alloc(cpu, C.br, C.bc, C.nbrows, C.nbcols, C.nnzb, &M));
+        memcpy(M.rowptr, C.rowptr, (size_t)(C.nbrows + 1) * sizeof *M.rowptr);
+        memcpy(M.colind, C.colind, (size_t)C.nnzb * sizeof *M.colind);
+        M.colind[C.rowptr[row + 1] - 1] = M.colind[C.rowptr[row + 1] - 2];
+        hk_bmat dM;
+        bmat_to(be, &M, &dM);
+        CU_ASSERT_EQUAL(be->amg_tentative_product_numeric(&dA, &dT, &dM), HK_ERR_ARG);
+        CU_ASSERT(names_row(row));
+        hk_bmat_free(&M), hk_bmat_free(&dM);
+    }
+    /* a T with two blocks in a row (not a tentative prolongator): named by its row */
+    const int64_t two = T->nbrows / 2;
+    hk_bmat T2, dT2;
+    tentative_like(T->nbrows, T->br, T->bc, 0, two, 3u, &T2);
+    bmat_to(be, &T2, &dT2);
+    CU_ASSERT_EQUAL(be->amg_tentative_product(&dA, &dT2, &dC), HK_ERR_ARG);
+    CU_ASSERT(names_row(two));
+    if (T2.nbcols == C.nbcols) {
+        CU_ASSERT_EQUAL(be->amg_tentative_product_numeric(&dA, &dT2, &dN), HK_ERR_ARG);
+        CU_ASSERT(names_row(two));
+    }
+    hk_bmat_free(&T2), hk_bmat_free(&dT2);
+    hk_bmat_free(&C), hk_bmat_free(&dA), hk_bmat_free(&dT), hk_bmat_free(&dN);
+}
+
+/* The AMG set-up's A T: (A, T's block shape, aggregates) on the host, case t of
+ * tentative_cases; 0 past the last. */
+static int tentative_case(int t, int big, const char **name, hk_bmat *A, hk_bmat *T)
+{
+    const hk_backend *cpu = backend("cpu");
+    hk_bcsr K = {0};
+    int b = 3, nns = 6, scattered = 0;
+    const int m = big ? 30 : 6;
+    switch (t) {
+    case 0:
+        *name = "elasticity3d, 3x3 A, 3x6 T";
+        HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+        break;
+    case 1:
+        *name = "elasticity3d, aggregates scattered";
+        HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+        scattered = 1;
+        break;
+    case 2: { /* tet10-like rows: the linear tets' pattern squared (50-90 blocks a row) */
+        *name = "tet10-like (tet K K), 3x3 A, 3x6 T";
+        hk_bmat Kt;
+        HK_ASSERT_OK(hk_gen_elasticity3d_tet(big ? 16 : 5, big ? 16 : 5, big ? 16 : 5, &K));
+        HK_ASSERT_OK(hk_bmat_upload(cpu, &K, &Kt));
+        HK_ASSERT_OK(cpu->bmat_spgemm(&Kt, &Kt, A));
+        hk_bmat_free(&Kt);
+        hk_bcsr_free(&K);
+        tentative_like(A->nbcols, b, nns, 0, -1, 19u, T);
+        return 1;
+    }
+    case 3: /* a coarse level: 6x6 blocks */
+        *name = "coarse level, 6x6 A, 6x6 T";
+        rand_bmat(big ? 6000 : 600, big ? 6000 : 600, 6, 6, 40, 0, 23u, A);
+        tentative_like(A->nbcols, 6, 6, 0, -1, 29u, T);
+        return 1;
+    case 4:
+        *name = "elasticity2d, 2x2 A, 2x3 T";
+        HK_ASSERT_OK(hk_gen_elasticity2d(big ? 300 : 30, big ? 300 : 30, &K));
+        b = 2, nns = 3;
+        break;
+    case 5:
+        *name = "poisson3d, 1x1";
+        HK_ASSERT_OK(hk_gen_poisson3d(big ? 60 : 12, &K));
+        b = 1, nns = 1;
+        break;
+    case 6: /* no dedicated kernel: the general product */
+        *name = "a generic shape, 3x3 A, 3x4 T";
+        rand_bmat(400, 400, 3, 3, 9, 1, 37u, A);
+        tentative_like(A->nbcols, 3, 4, 1, -1, 41u, T);
+        return 1;
+    default:
+        return 0;
+    }
+    HK_ASSERT_OK(hk_bmat_upload(cpu, &K, A));
+    hk_bcsr_free(&K);
+    tentative_like(A->nbcols, b, nns, scattered, -1, 17u + (unsigned)t, T);
+    return 1;
+}
+
+static void test_tentative_product(void)
+{
+    const char *name;
+    hk_bmat A, T;
+    for (int t = 0; tentative_case(t, 0, &name, &A, &T); t++) {
+        check_tentative_product(backend("cpu"), &A, &T, NULL);
+        hk_bmat_free(&A), hk_bmat_free(&T);
+    }
+}
+
 static void test_start_vector(void)
 {
     const hk_backend *be = backend("cpu");
@@ -266,20 +474,14 @@ HK_SUITE(amg_ops, {"rigid-body modes and translations equal e_k and e_k x x", te
           test_bmat_spmv},
          {"spgemm_numeric into spgemm's pattern: its bytes; a missing block named; misfit shapes",
           test_spgemm_numeric},
+         {"A T for a tentative T (AMG shapes): bmat_spgemm's pattern and bytes; a T row with "
+          "two blocks and a missing block named",
+          test_tentative_product},
          {"the spectral estimate's start vector: its formula, exact in fp32", test_start_vector})
 
 /* ---- device ------------------------------------------------------------------------------- */
 
 #ifdef HOOKE_HAVE_CUDA
-static void bmat_to(const hk_backend *be, const hk_bmat *H, hk_bmat *D)
-{
-    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(be, H->br, H->bc, H->nbrows, H->nbcols, H->nnzb, D), 0);
-    be->copy_to(D->rowptr, H->rowptr, (size_t)(H->nbrows + 1) * sizeof(int64_t));
-    if (H->nnzb) {
-        be->copy_to(D->colind, H->colind, (size_t)H->nnzb * sizeof(int32_t));
-        be->copy_to(D->val, H->val, (size_t)H->nnzb * H->br * H->bc * sizeof(double));
-    }
-}
 
 static void test_cuda_rigid_modes(void)
 {
@@ -508,40 +710,51 @@ static void test_cuda_spgemm_numeric(void)
         bmat_to(gpu, &B, &dB);
         bmat_to(gpu, &N, &dN); /* the pattern, and values to be overwritten */
         double *got = malloc((nv ? nv : 1) * sizeof *got);
-        /* the default kernel, then HOOKE_AMG_SPGEMM=shuffle's (the team's shuffles find B's
-         * blocks): the CPU's bytes both */
-        for (int v = 0; v < 2; v++) {
-            if (v) setenv("HOOKE_AMG_SPGEMM", "shuffle", 1);
-            if (nv) gpu->vec_set(&(hk_vec){.be = gpu, .n = (int64_t)nv, .prec = HK_FP64,
-                                           .data = dN.val},
-                                 NAN);
-            HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
-            if (nv) gpu->copy_from(got, dN.val, nv * sizeof *got);
-            CU_ASSERT(memcmp(got, C.val, nv * sizeof *got) == 0);
-            if (t == sizeof numeric_cases / sizeof numeric_cases[0]) {
-                hk_bmat dC = {0};
-                double tn = 1e30, tf = 1e30;
-                for (int rep = 0; rep < 3; rep++) {
-                    gpu->sync();
-                    double t0 = hk_time();
-                    HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
-                    gpu->sync();
-                    tn = fmin(tn, hk_time() - t0);
-                    t0 = hk_time();
-                    HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
-                    gpu->sync();
-                    tf = fmin(tf, hk_time() - t0);
-                    hk_bmat_free(&dC);
-                }
-                printf("\n    K K of elasticity3d:30 (%lld blocks), %s kernel: numeric %.2f ms, "
-                       "whole spgemm %.2f ms",
-                       (long long)C.nnzb, v ? "shuffle" : "search", 1e3 * tn, 1e3 * tf);
+        if (nv)
+            gpu->vec_set(&(hk_vec){.be = gpu, .n = (int64_t)nv, .prec = HK_FP64, .data = dN.val},
+                         NAN);
+        HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+        if (nv) gpu->copy_from(got, dN.val, nv * sizeof *got);
+        CU_ASSERT(memcmp(got, C.val, nv * sizeof *got) == 0);
+        if (t == sizeof numeric_cases / sizeof numeric_cases[0]) {
+            hk_bmat dC = {0};
+            double tn = 1e30, tf = 1e30;
+            for (int rep = 0; rep < 3; rep++) {
+                gpu->sync();
+                double t0 = hk_time();
+                HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+                gpu->sync();
+                tn = fmin(tn, hk_time() - t0);
+                t0 = hk_time();
+                HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
+                gpu->sync();
+                tf = fmin(tf, hk_time() - t0);
+                hk_bmat_free(&dC);
             }
-            unsetenv("HOOKE_AMG_SPGEMM");
+            printf("\n    K K of elasticity3d:30 (%lld blocks): numeric %.2f ms, whole spgemm "
+                   "%.2f ms",
+                   (long long)C.nnzb, 1e3 * tn, 1e3 * tf);
         }
         free(got);
         hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
         hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dN);
+    }
+}
+
+/* A T for a tentative T: cuda's pattern and bytes are the CPU's (the AMG shapes, a generic
+ * one), the errors named as on the CPU; the dedicated product's times beside the general's. */
+static void test_cuda_tentative_product(void)
+{
+    const char *name;
+    hk_bmat A, T;
+    for (int t = 0; tentative_case(t, 1, &name, &A, &T); t++) {
+        double ms[4];
+        check_tentative_product(backend("cuda"), &A, &T, ms);
+        printf("\n    %s (%lld x %lld blocks, %lld in A): A T %.2f ms, numeric %.2f ms; "
+               "bmat_spgemm %.2f ms, numeric %.2f ms",
+               name, (long long)A.nbrows, (long long)T.nbcols, (long long)A.nnzb, ms[0], ms[1],
+               ms[2], ms[3]);
+        hk_bmat_free(&A), hk_bmat_free(&T);
     }
 }
 
@@ -568,6 +781,9 @@ static void test_cuda_start_vector(void)
 HK_DEVICE_SUITE(
     cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
     {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K); time", test_cuda_spgemm_numeric},
+    {"A T for a tentative T: cuda's pattern and bytes equal cpu's (AMG shapes); errors named; "
+     "time against bmat_spgemm",
+     test_cuda_tentative_product},
     {"the spectral estimate's start vector: cuda identical to cpu", test_cuda_start_vector},
     {"bmat_spmv: cuda equals cpu (all shapes, fp64, fp32); time against csr", test_cuda_bmat_spmv},
     {"dense inverse by tiled Cholesky equals the cpu's; first bad pivot; times",

@@ -264,7 +264,13 @@ static void numeric_ops_on_cuda(void)
     hk_vec *dD = NULL;
     HK_ASSERT_OK(hk_vec_create(gpu, L.Dinv->n, HK_FP64, &dD));
     HK_ASSERT_OK(hk_vec_upload(dD, L.Dinv->data));
-    /* the numeric products into the kept patterns, then the whole products */
+    /* the numeric products into the kept patterns, then the whole products; A T by the
+     * dedicated product for a tentative T, then by the general one */
+    const int64_t nat = dAT.nnzb * dAT.br * dAT.bc; /* every value overwritten, both times */
+    gpu->vec_set(&(hk_vec){.be = gpu, .n = nat, .prec = HK_FP64, .data = dAT.val}, NAN);
+    HK_ASSERT_OK(gpu->amg_tentative_product_numeric(&dK, &dT, &dAT));
+    CU_ASSERT(same_values(&dAT, &L.AT));
+    gpu->vec_set(&(hk_vec){.be = gpu, .n = nat, .prec = HK_FP64, .data = dAT.val}, NAN);
     HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dK, &dT, &dAT));
     CU_ASSERT(same_values(&dAT, &L.AT));
     HK_ASSERT_OK(gpu->amg_smooth_prolongator_numeric(&dAT, &dT, dD, L.w, &dAT)); /* in place */
@@ -282,6 +288,9 @@ static void numeric_ops_on_cuda(void)
     HK_ASSERT_OK(gpu->bmat_spgemm(&dK, &dT, &W));
     CU_ASSERT(same_values(&W, &L.AT));
     hk_bmat_free(&W);
+    HK_ASSERT_OK(gpu->amg_tentative_product(&dK, &dT, &W));
+    CU_ASSERT(W.nnzb == L.AT.nnzb && same_values(&W, &L.AT));
+    hk_bmat_free(&W);
     hk_bmat *M[] = {&dK, &dT, &dAT, &dP, &dR, &dAP, &dAc};
     for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
         hk_bmat_free(M[i]);
@@ -289,14 +298,10 @@ static void numeric_ops_on_cuda(void)
     level_free(&L);
 }
 
-/* The numeric ops with the products' default kernel and with HOOKE_AMG_SPGEMM=shuffle (the
- * team finds B's block by shuffles instead of each lane's binary search): the CPU's bytes. */
+/* The numeric ops on cuda: the CPU's bytes. */
 static void test_cuda_numeric_ops(void)
 {
     numeric_ops_on_cuda();
-    setenv("HOOKE_AMG_SPGEMM", "shuffle", 1);
-    numeric_ops_on_cuda();
-    unsetenv("HOOKE_AMG_SPGEMM");
 }
 
 /* The cuda update against a fresh cuda set-up (bytes) and the CPU's update (rounding: the
@@ -348,23 +353,15 @@ static void test_cuda_repeat(void)
     HK_ASSERT_OK(hk_solver_update_values(c, &K));
     compare_levels(a, c, 0);
     hk_solver_destroy(c);
-    /* the products' shuffle kernel: the same hierarchy, set up and updated */
-    setenv("HOOKE_AMG_SPGEMM", "shuffle", 1);
-    hk_solver *w = hk_test_solver(&K, &nn, opts);
-    compare_levels(a, w, 0);
-    HK_ASSERT_OK(hk_solver_update_values(w, &K));
-    compare_levels(a, w, 0);
-    unsetenv("HOOKE_AMG_SPGEMM");
-    hk_solver_destroy(a), hk_solver_destroy(w);
+    hk_solver_destroy(a);
     hk_bcsr_free(&K);
     free(xyz);
 }
 
 HK_DEVICE_SUITE(cuda_amg_update,
-                {"numeric ops on cuda (A T, P in place, R, A P, R A P): the CPU's bytes",
+                {"numeric ops on cuda (A T both ways, P in place, R, A P, R A P): the CPU's bytes",
                  test_cuda_numeric_ops},
-                {"cuda set-ups in a row (temporaries from reused pool pages) and with the "
-                 "products' shuffle kernel: the same bytes",
+                {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
                  test_cuda_repeat},
                 {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",
                  test_cuda_hierarchy})

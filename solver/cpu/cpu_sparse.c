@@ -231,6 +231,40 @@ fail:
     return ierr;
 }
 
+/* T's first block row with more than one block, or -1. */
+static int64_t tentative_first_bad_row(const hk_bmat *T)
+{
+    for (int64_t k = 0; k < T->nbrows; k++)
+        if (T->rowptr[k + 1] - T->rowptr[k] > 1) return k;
+    return -1;
+}
+
+/* C = A T for a tentative prolongator T: the reference is the general product (the device's
+ * dedicated kernel gives its bytes), after T's rows are checked. */
+static int tentative_check(const hk_bmat *T, const char *who)
+{
+    const int64_t bad = tentative_first_bad_row(T);
+    HK_CHECK(bad < 0, HK_ERR_ARG,
+             "%s: block row %lld of T has more than one block; T must be a tentative "
+             "prolongator (one block per aggregated node; bmat_spgemm takes any B)",
+             who, (long long)bad);
+    return 0;
+}
+
+int hk_cpu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C)
+{
+    memset(C, 0, sizeof *C);
+    HK_CALL(tentative_check(T, "amg_tentative_product"));
+    return hk_cpu_bmat_spgemm(A, T, C);
+}
+
+int hk_cpu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C)
+{
+    HK_CALL(hk_bmat_product_check(A, T, C, "amg_tentative_product_numeric"));
+    HK_CALL(tentative_check(T, "amg_tentative_product_numeric"));
+    return hk_cpu_bmat_spgemm_numeric(A, T, C);
+}
+
 /* ---- P = T - w Dinv (A T) -------------------------------------------------------------- */
 
 static int smooth_check(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv)

@@ -357,6 +357,8 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_compress = NULL;
     o.bmat_spgemm = NULL;
     o.bmat_spgemm_numeric = NULL;
+    o.amg_tentative_product = NULL;
+    o.amg_tentative_product_numeric = NULL;
     o.amg_start_vector = NULL;
     o.fsai_pattern = NULL;
     o.fsai_factor = NULL;

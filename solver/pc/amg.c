@@ -33,11 +33,11 @@
  * P), P^T, A P and every coarse operator are kept; T stays while K's decoupled dofs (supports)
  * are the set-up's (else the near-null space and every T are made again). D^-1, rho and the
  * values of A T, P (smoothed in place), R (a copy per block), A P and A_{l+1} are computed into
- * the kept patterns by the ops' numeric halves (bmat_spgemm_numeric,
- * amg_smooth_prolongator_numeric, bmat_transpose_numeric: the digits of a fresh set-up with the
- * same aggregates, with no pattern made, sorted or allocated), then the level matrices (rebuilt
- * in place), the transfer values (converted into the kept fp32 arrays) and the coarse
- * inverse. */
+ * the kept patterns by the ops' numeric halves (amg_tentative_product_numeric,
+ * bmat_spgemm_numeric, amg_smooth_prolongator_numeric, bmat_transpose_numeric: the digits of a
+ * fresh set-up with the same aggregates, with no pattern made, sorted or allocated), then the level
+ * matrices (rebuilt in place), the transfer values (converted into the kept fp32 arrays) and the
+ * coarse inverse. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -797,10 +797,11 @@ static int refill_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
 /* Level l's smoother data and transfer operators, and the next level's operator: *Anext gets
  * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with drop_values), *Bc the
  * coarse near-null space (NULL when B is: the re-set-up with the kept T).
- * fresh: the set-up, whose sparse products find the patterns (bmat_spgemm) and keep them, and
- * which keeps T. Else the re-set-up: T is the kept one unless B is given (the decoupled dofs
- * changed: T and Bc again from B), and only the numeric halves run, into the kept patterns
- * (bmat_spgemm_numeric, amg_smooth_prolongator_numeric in place over A T, and
+ * fresh: the set-up, whose sparse products find the patterns (amg_tentative_product for A T,
+ * bmat_spgemm for the others) and keep them, and which keeps T. Else the re-set-up: T is the
+ * kept one unless B is given (the decoupled dofs changed: T and Bc again from B), and only the
+ * numeric halves run, into the kept patterns (amg_tentative_product_numeric,
+ * bmat_spgemm_numeric, amg_smooth_prolongator_numeric in place over A T, and
  * bmat_transpose_numeric): no pattern is made, sorted or allocated, and the digits are those of
  * the whole ops. */
 static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const double *B,
@@ -842,7 +843,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     t0 = now_synced(be);
     double t1 = t0;
     if (fresh) {
-        HK_TRY(be->bmat_spgemm(Al, &L->T, &AT));
+        HK_TRY(be->amg_tentative_product(Al, &L->T, &AT));
         ph->at += lap(be, &t1);
         HK_TRY(be->amg_smooth_prolongator(&AT, &L->T, D64, d->omega / L->rho, &P));
         hk_bmat_free(&AT);
@@ -850,7 +851,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     } else { /* A T into P's values, then smoothed in place */
         HK_TRY(values_on(be, &L->Pb, &P));
         ph->values += lap(be, &t1);
-        HK_TRY(be->bmat_spgemm_numeric(Al, &L->T, &P));
+        HK_TRY(be->amg_tentative_product_numeric(Al, &L->T, &P));
         ph->at += lap(be, &t1);
         HK_TRY(be->amg_smooth_prolongator_numeric(&P, &L->T, D64, d->omega / L->rho, &P));
         ph->smooth += lap(be, &t1);
@@ -1192,9 +1193,10 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                {(const void *)be->amg_start_vector, "amg_start_vector"},
                {(const void *)be->bmat_spgemm, "bmat_spgemm"},
                {(const void *)be->bmat_spgemm_numeric, "bmat_spgemm_numeric"},
+               {(const void *)be->amg_tentative_product, "amg_tentative_product"},
+               {(const void *)be->amg_tentative_product_numeric, "amg_tentative_product_numeric"},
                {(const void *)be->amg_smooth_prolongator, "amg_smooth_prolongator"},
-               {(const void *)be->amg_smooth_prolongator_numeric,
-                "amg_smooth_prolongator_numeric"},
+               {(const void *)be->amg_smooth_prolongator_numeric, "amg_smooth_prolongator_numeric"},
                {(const void *)be->bmat_transpose_numeric, "bmat_transpose_numeric"},
                {(const void *)be->bmat_transpose, "bmat_transpose"}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
