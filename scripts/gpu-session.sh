@@ -495,8 +495,12 @@ for step in "$@"; do
     amgsetup2) # issue 29: the one-process AMG set-up and values-only update side by side
                # (HOOKE_AMG_PROFILE: phases, then the sparse products and their values'
                # allocations), bracket 2.52M and 19.3M DOFs, then the kernels and API calls
-               # (cudaMalloc/Free) of set-up + update at 2.52M under nsys; about 4 minutes
+               # (cudaMalloc/Free) of set-up + update at 2.52M under nsys; first the products'
+               # device suites (A T by amg_tentative_product beside bmat_spgemm); about 5 minutes
       { BR=cases/bracket/bracket.yaml
+        echo "== hooke_tests cuda_amg_ops cuda_amg_update"
+        timeout -k 5 90 $B/hooke_tests cuda_amg_ops cuda_amg_update 2>&1 |
+          grep -E "A T|K K|FAIL|hooke_tests:|^ +[0-9]+\. " | cut -c1-300
         for prob in 0.001:45 0.0005:90; do
           size=${prob%%:*} lim=${prob#*:}
           echo "== bracket geometry.size=$size, cg + amg (limit $lim s)"
