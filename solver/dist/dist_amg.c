@@ -1279,7 +1279,11 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &cT, &nT);
     if (!ierr) ierr = local_copy(d, &Text, &Textd);
     lap(ph, PH_EXCHANGE, t);
-    if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Textd, &AT);
+    /* T has one block a row (ghost rows included): the backend's tentative product where it
+     * has one (a warp per row of A on cuda), the general one otherwise; the same bytes */
+    if (!ierr)
+        ierr = Lb->amg_tentative_product ? Lb->amg_tentative_product(&H->Ad, &Textd, &AT)
+                                         : Lb->bmat_spgemm(&H->Ad, &Textd, &AT);
     if (!ierr) {
         const hk_bmat Tv = rows_view(&Textd, H->nown, Text.rowptr[H->nown]);
         ierr = Lb->amg_smooth_prolongator(&AT, &Tv, D64, a->op.omega / L->rho, &Pm);
