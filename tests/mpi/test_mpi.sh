@@ -149,6 +149,10 @@ HOOKE_DIST_STAGED=1 mpi -np 2 "$H" run "${amg[@]}" -o "$T/s2.vtu" >/dev/null 2>&
 if cmp -s "$T/a2-p0.vtu" "$T/s2-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/s2-p1.vtu"; then
   ok "box amg -np 2 on the device's path (HOOKE_DIST_STAGED=1): the pieces byte for byte"
 else bad "box amg -np 2: the device's path (HOOKE_DIST_STAGED=1) gives other bytes"; fi
+if ! HOOKE_DIST_STAGED=yes mpi -np 2 "$H" run "${amg[@]}" -o "$T/s3.vtu" >/dev/null 2>"$T/s3.err" &&
+   grep -q "HOOKE_DIST_STAGED=yes: set it to 1" "$T/s3.err"; then
+  ok "HOOKE_DIST_STAGED=yes: refused in one sentence"
+else bad "HOOKE_DIST_STAGED=yes: not refused by name"; cat "$T/s3.err"; fi
 # the same run twice: the same bytes
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d1.vtu" >/dev/null 2>&1
 mpi -np 2 "$H" run cases/kirsch/kirsch.yaml -q -o "$T/d2.vtu" >/dev/null 2>&1
