@@ -205,11 +205,15 @@ static void out_end(vtu_out *o)
 /* All of buf at pos, written with pwrite once a writer's slot is free. 0, or an errno. */
 static int out_write(vtu_out *o, const void *buf, size_t len, uint64_t pos)
 {
-    if (o->limited)
-        while (sem_wait(&o->slots) != 0 && errno == EINTR)
+    int held = 0; /* a slot taken (a wait that fails otherwise than by a signal writes anyway) */
+    if (o->limited) {
+        int r;
+        while ((r = sem_wait(&o->slots)) != 0 && errno == EINTR)
             ;
+        held = r == 0;
+    }
     const int err = pwrite_all(o->fd, buf, len, pos);
-    if (o->limited) sem_post(&o->slots);
+    if (held) sem_post(&o->slots); /* only a slot taken goes back: the limit stays the limit */
     return err;
 }
 
