@@ -240,16 +240,6 @@ static void test_spgemm_numeric(void)
     }
 }
 
-static void bmat_to(const hk_backend *be, const hk_bmat *H, hk_bmat *D)
-{
-    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(be, H->br, H->bc, H->nbrows, H->nbcols, H->nnzb, D), 0);
-    be->copy_to(D->rowptr, H->rowptr, (size_t)(H->nbrows + 1) * sizeof(int64_t));
-    if (H->nnzb) {
-        be->copy_to(D->colind, H->colind, (size_t)H->nnzb * sizeof(int32_t));
-        be->copy_to(D->val, H->val, (size_t)H->nnzb * H->br * H->bc * sizeof(double));
-    }
-}
-
 /* ---- C = A T for a tentative prolongator T ------------------------------------------------ */
 
 /* A tentative prolongator's shape on the cpu backend: nb rows of b x nns blocks, node k in
@@ -320,12 +310,12 @@ static void check_tentative_product(const hk_backend *be, const hk_bmat *A, cons
     const hk_backend *cpu = backend("cpu");
     hk_bmat C, dA, dT, dC = {0}, dN;
     HK_ASSERT_OK(cpu->bmat_spgemm(A, T, &C));
-    bmat_to(be, A, &dA);
-    bmat_to(be, T, &dT);
+    hk_test_bmat_to(be, A, &dA);
+    hk_test_bmat_to(be, T, &dT);
     HK_ASSERT_OK(be->amg_tentative_product(&dA, &dT, &dC));
     CU_ASSERT(same_bmat(&dC, &C));
     hk_bmat_free(&dC);
-    bmat_to(be, &C, &dN);
+    hk_test_bmat_to(be, &C, &dN);
     const int64_t nv = C.nnzb * C.br * C.bc;
     if (nv) be->vec_set(&(hk_vec){.be = be, .n = nv, .prec = HK_FP64, .data = dN.val}, NAN);
     HK_ASSERT_OK(be->amg_tentative_product_numeric(&dA, &dT, &dN));
@@ -357,7 +347,7 @@ static void check_tentative_product(const hk_backend *be, const hk_bmat *A, cons
         memcpy(M.colind, C.colind, (size_t)C.nnzb * sizeof *M.colind);
         M.colind[C.rowptr[row + 1] - 1] = M.colind[C.rowptr[row + 1] - 2];
         hk_bmat dM;
-        bmat_to(be, &M, &dM);
+        hk_test_bmat_to(be, &M, &dM);
         CU_ASSERT_EQUAL(be->amg_tentative_product_numeric(&dA, &dT, &dM), HK_ERR_ARG);
         CU_ASSERT(names_row(row));
         hk_bmat_free(&M), hk_bmat_free(&dM);
@@ -366,7 +356,7 @@ static void check_tentative_product(const hk_backend *be, const hk_bmat *A, cons
     const int64_t two = T->nbrows / 2;
     hk_bmat T2, dT2;
     tentative_like(T->nbrows, T->br, T->bc, 0, two, 3u, &T2);
-    bmat_to(be, &T2, &dT2);
+    hk_test_bmat_to(be, &T2, &dT2);
     CU_ASSERT_EQUAL(be->amg_tentative_product(&dA, &dT2, &dC), HK_ERR_ARG);
     CU_ASSERT(names_row(two));
     if (T2.nbcols == C.nbcols) {
@@ -529,7 +519,7 @@ static void test_cuda_bmat_spmv(void)
         else
             rand_bmat(spmv_cases[t].nbr, spmv_cases[t].nbc, spmv_cases[t].br, spmv_cases[t].bc,
                       spmv_cases[t].per_row, spmv_cases[t].empty, (unsigned)(3 + t), &A);
-        bmat_to(gpu, &A, &dA);
+        hk_test_bmat_to(gpu, &A, &dA);
         const int64_t m = A.nbrows * A.br, n = A.nbcols * A.bc;
         uint32_t s = 5u;
         double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)m * sizeof *y);
@@ -628,7 +618,7 @@ static double inverse_both(const hk_bmat *A, int64_t *bc, int64_t *bg, double *m
     const hk_backend *cpu = backend("cpu"), *gpu = backend("cuda");
     hk_bmat dA;
     hk_vec *M, *dM;
-    bmat_to(gpu, A, &dA);
+    hk_test_bmat_to(gpu, A, &dA);
     HK_ASSERT_OK(hk_vec_create(cpu, n * n, HK_FP64, &M));
     HK_ASSERT_OK(hk_vec_create(gpu, n * n, HK_FP64, &dM));
     HK_ASSERT_OK(cpu->dense_inverse(A, M, bc));
@@ -706,9 +696,9 @@ static void test_cuda_spgemm_numeric(void)
             memcpy(N.colind, C.colind, (size_t)C.nnzb * sizeof *N.colind);
         }
         const size_t nv = (size_t)C.nnzb * C.br * C.bc;
-        bmat_to(gpu, &A, &dA);
-        bmat_to(gpu, &B, &dB);
-        bmat_to(gpu, &N, &dN); /* the pattern, and values to be overwritten */
+        hk_test_bmat_to(gpu, &A, &dA);
+        hk_test_bmat_to(gpu, &B, &dB);
+        hk_test_bmat_to(gpu, &N, &dN); /* the pattern, and values to be overwritten */
         double *got = malloc((nv ? nv : 1) * sizeof *got);
         if (nv)
             gpu->vec_set(&(hk_vec){.be = gpu, .n = (int64_t)nv, .prec = HK_FP64, .data = dN.val},

@@ -484,17 +484,6 @@ static const hk_backend *cuda_be(void)
     return be;
 }
 
-/* A copy of the cpu-backend matrix H on be. */
-static void bmat_to(const hk_backend *be, const hk_bmat *H, hk_bmat *D)
-{
-    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(be, H->br, H->bc, H->nbrows, H->nbcols, H->nnzb, D), 0);
-    be->copy_to(D->rowptr, H->rowptr, (size_t)(H->nbrows + 1) * sizeof(int64_t));
-    if (H->nnzb) {
-        be->copy_to(D->colind, H->colind, (size_t)H->nnzb * sizeof(int32_t));
-        be->copy_to(D->val, H->val, (size_t)H->nnzb * H->br * H->bc * sizeof(double));
-    }
-}
-
 /* The device result D (cuda) against the cpu result H: same pattern, values to 1e-14 (the
  * kernels follow the CPU's order of operations, so they normally agree digit for digit). */
 static void same_as_cpu(const hk_bmat *D, const hk_bmat *H, const char *what)
@@ -530,8 +519,8 @@ static void test_cuda_spgemm(void)
             rand_bmat(60, 3000, 3, 2, 25, 0, 6, &B);
         }
         HK_ASSERT_OK(cpu_be()->bmat_spgemm(&A, &B, &C));
-        bmat_to(cuda_be(), &A, &dA);
-        bmat_to(cuda_be(), &B, &dB);
+        hk_test_bmat_to(cuda_be(), &A, &dA);
+        hk_test_bmat_to(cuda_be(), &B, &dB);
         HK_ASSERT_OK(cuda_be()->bmat_spgemm(&dA, &dB, &dC));
         same_as_cpu(&dC, &C, "spgemm");
         if (t == sizeof spgemm_cases / sizeof spgemm_cases[0]) check_product(&A, &B, &C);
@@ -542,8 +531,8 @@ static void test_cuda_spgemm(void)
     hk_bmat A, B, dA, dB, dC;
     rand_bmat(10, 8, 3, 3, 2, 0, 1, &A);
     rand_bmat(9, 8, 3, 6, 2, 0, 2, &B);
-    bmat_to(cuda_be(), &A, &dA);
-    bmat_to(cuda_be(), &B, &dB);
+    hk_test_bmat_to(cuda_be(), &A, &dA);
+    hk_test_bmat_to(cuda_be(), &B, &dB);
     CU_ASSERT_EQUAL(cuda_be()->bmat_spgemm(&dA, &dB, &dC), HK_ERR_ARG);
     CU_ASSERT(strstr(hk_error_message(), "do not chain") != NULL);
     hk_error_clear();
@@ -555,8 +544,8 @@ static void test_cuda_smooth_prolongator(void)
     hk_bmat A, T, AT, P, dAT, dT, dP;
     hk_vec *D, *dD;
     smooth_case(cpu_be(), 500, 3, 6, 77, &A, &T, &AT, &D, &P);
-    bmat_to(cuda_be(), &AT, &dAT);
-    bmat_to(cuda_be(), &T, &dT);
+    hk_test_bmat_to(cuda_be(), &AT, &dAT);
+    hk_test_bmat_to(cuda_be(), &T, &dT);
     HK_ASSERT_OK(hk_vec_create(cuda_be(), D->n, HK_FP64, &dD));
     HK_ASSERT_OK(hk_vec_upload(dD, D->data));
     HK_ASSERT_OK(cuda_be()->amg_smooth_prolongator(&dAT, &dT, dD, 0.7, &dP));
@@ -564,7 +553,7 @@ static void test_cuda_smooth_prolongator(void)
     hk_bmat_free(&dP), hk_bmat_free(&dT);
     /* T outside A T's pattern: the row named as on the CPU */
     T.colind[T.rowptr[3]] = (int32_t)(T.nbcols - 1);
-    bmat_to(cuda_be(), &T, &dT);
+    hk_test_bmat_to(cuda_be(), &T, &dT);
     CU_ASSERT_EQUAL(cuda_be()->amg_smooth_prolongator(&dAT, &dT, dD, 0.7, &dP), HK_ERR_ARG);
     CU_ASSERT(strstr(hk_error_message(), "block row 3 ") != NULL);
     hk_error_clear();
@@ -580,7 +569,7 @@ static double inverse_both(const hk_bmat *A, hk_precision p, int64_t *bad_cpu, i
     hk_bmat dA;
     hk_vec *M, *dM;
     double *m = malloc((size_t)(n * n) * sizeof *m), *dm = malloc((size_t)(n * n) * sizeof *dm);
-    bmat_to(cuda_be(), A, &dA);
+    hk_test_bmat_to(cuda_be(), A, &dA);
     HK_ASSERT_OK(hk_vec_create(cpu_be(), n * n, p, &M));
     HK_ASSERT_OK(hk_vec_create(cuda_be(), n * n, p, &dM));
     HK_ASSERT_OK(cpu_be()->dense_inverse(A, M, bad_cpu));

@@ -470,3 +470,13 @@ void hk_test_node_scaled(const hk_bcsr *K, hk_bcsr *S)
                 S->val[q * b * b + e] *= si * sj;
         }
 }
+
+void hk_test_bmat_to(const hk_backend *be, const hk_bmat *H, hk_bmat *D)
+{
+    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(be, H->br, H->bc, H->nbrows, H->nbcols, H->nnzb, D), 0);
+    be->copy_to(D->rowptr, H->rowptr, (size_t)(H->nbrows + 1) * sizeof(int64_t));
+    if (H->nnzb) {
+        be->copy_to(D->colind, H->colind, (size_t)H->nnzb * sizeof(int32_t));
+        be->copy_to(D->val, H->val, (size_t)H->nnzb * H->br * H->bc * sizeof(double));
+    }
+}

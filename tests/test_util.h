@@ -50,6 +50,10 @@ int hk_test_cholesky(int64_t n, double *A);
 void hk_test_cholesky_solve(int64_t n, const double *L, double *x);
 /* The cuda backend, or NULL when no device is usable. */
 const hk_backend *hk_test_cuda_backend(void);
+/* A copy on be of the host (cpu backend) block matrix H, fatal on failure; free with
+ * hk_bmat_free. */
+struct hk_bmat;
+void hk_test_bmat_to(const hk_backend *be, const struct hk_bmat *H, struct hk_bmat *D);
 /* n pseudo-random values in [-1, 1), the same for the same seed (malloc'd; free it). */
 double *hk_test_rand_vec(int64_t n, unsigned seed);
 int hk_test_have_cuda(void);
