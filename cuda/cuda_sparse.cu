@@ -246,14 +246,7 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     int64_t gtotal = 0, nnzb = 0, first = -1;
     unsigned long long *dfirst = NULL;
     memset(C, 0, sizeof *C);
-    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows, HK_ERR_ARG,
-             "bmat_spgemm: A (%lld x %lld blocks of %d x %d) and B (%lld x %lld blocks of %d x "
-             "%d) do not chain; A's block columns must match B's block rows",
-             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
-             (long long)B->nbcols, B->br, B->bc);
-    HK_CHECK(B->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
-             "bmat_spgemm: %lld block columns exceed 32-bit column indices",
-             (long long)B->nbcols);
+    HK_CALL(hk_bmat_chain_check(A, B, "B", "bmat_spgemm"));
     const int64_t nbr = A->nbrows;
     sp_args g;
     memset(&g, 0, sizeof g);
@@ -794,14 +787,7 @@ int hk_cu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C)
     int64_t *cnt = NULL, *rp = NULL, nnzb = 0, first = -1;
     unsigned long long *dfirst = NULL;
     memset(C, 0, sizeof *C);
-    HK_CHECK(A->bc == T->br && A->nbcols == T->nbrows, HK_ERR_ARG,
-             "amg_tentative_product: A (%lld x %lld blocks of %d x %d) and T (%lld x %lld blocks "
-             "of %d x %d) do not chain; A's block columns must match T's block rows",
-             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)T->nbrows,
-             (long long)T->nbcols, T->br, T->bc);
-    HK_CHECK(T->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
-             "amg_tentative_product: %lld block columns exceed 32-bit column indices",
-             (long long)T->nbcols);
+    HK_CALL(hk_bmat_chain_check(A, T, "T", "amg_tentative_product"));
     HK_CALL(tp_columns_of(T, "amg_tentative_product", &tcol));
     if (!tp_shape(A->bc, T->bc)) { // no kernel for this shape: the general product
         hk_cu_tmp_free(tcol);

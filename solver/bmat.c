@@ -141,6 +141,18 @@ fail:
     return ierr;
 }
 
+int hk_bmat_chain_check(const hk_bmat *A, const hk_bmat *B, const char *bname, const char *who)
+{
+    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows, HK_ERR_ARG,
+             "%s: A (%lld x %lld blocks of %d x %d) and %s (%lld x %lld blocks of %d x %d) do not "
+             "chain; A's block columns must match %s's block rows",
+             who, (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, bname,
+             (long long)B->nbrows, (long long)B->nbcols, B->br, B->bc, bname);
+    HK_CHECK(B->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
+             "%s: %lld block columns exceed 32-bit column indices", who, (long long)B->nbcols);
+    return 0;
+}
+
 int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, const char *who)
 {
     HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows && C->br == A->br && C->bc == B->bc &&

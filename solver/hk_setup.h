@@ -54,6 +54,10 @@ int hk_bmat_upload(const struct hk_backend_ops *be, const hk_bcsr *K, hk_bmat *A
 int hk_bmat_to_host(const hk_bmat *A, hk_bmat *H);
 /* Host block CSR of a square-block hk_bmat (br == bc) wherever it lives. */
 int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K);
+/* HK_ERR_ARG naming who unless A B chains (A's block columns are B's block rows; bname: how
+ * the message calls B), HK_ERR_UNSUPPORTED where B's block columns exceed 32-bit indices: the
+ * symbolic products' checks. */
+int hk_bmat_chain_check(const hk_bmat *A, const hk_bmat *B, const char *bname, const char *who);
 /* HK_ERR_ARG naming who unless C has the shape of A B (blocks and sizes chain). */
 int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, const char *who);
 int hk_graph_alloc(const struct hk_backend_ops *be, int64_t n, int64_t m, int64_t nnz,

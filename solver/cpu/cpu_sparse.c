@@ -99,14 +99,7 @@ int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     int ierr = 0;
     int64_t *count = NULL, *mark_all = NULL;
     memset(C, 0, sizeof *C);
-    HK_CHECK(A->bc == B->br && A->nbcols == B->nbrows, HK_ERR_ARG,
-             "bmat_spgemm: A (%lld x %lld blocks of %d x %d) and B (%lld x %lld blocks of %d x "
-             "%d) do not chain; A's block columns must match B's block rows",
-             (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc, (long long)B->nbrows,
-             (long long)B->nbcols, B->br, B->bc);
-    HK_CHECK(B->nbcols <= INT32_MAX, HK_ERR_UNSUPPORTED,
-             "bmat_spgemm: %lld block columns exceed 32-bit column indices",
-             (long long)B->nbcols);
+    HK_CALL(hk_bmat_chain_check(A, B, "B", "bmat_spgemm"));
     const int br = A->br, bk = A->bc, bc = B->bc;
     const int64_t nbr = A->nbrows, nbc = B->nbcols;
     const int nth = omp_get_max_threads();
@@ -254,6 +247,7 @@ static int tentative_check(const hk_bmat *T, const char *who)
 int hk_cpu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C)
 {
     memset(C, 0, sizeof *C);
+    HK_CALL(hk_bmat_chain_check(A, T, "T", "amg_tentative_product"));
     HK_CALL(tentative_check(T, "amg_tentative_product"));
     return hk_cpu_bmat_spgemm(A, T, C);
 }
