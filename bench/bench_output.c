@@ -105,6 +105,7 @@ static int write_dd(const out_row *row, const char *path, int sync)
     if (ok && (sync || row->dd_sync)) ok = fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     free(buf);
+    if (!ok) remove(path); /* no partial file of the run's size left in --dir */
     HK_CHECK(ok, HK_ERR_IO, "could not write '%s' (disk full?)", path);
     return 0;
 }
