@@ -11,7 +11,9 @@
 # variants beside the defaults at 19.3M DOFs, with the recovery's parts (60 s at most);
 # amgsweep: issue 29's AMG knobs and values-only update at three bracket sizes; amgsetup2: issue
 # 29's AMG set-up and update phases side by side at 2.52M and 19.3M DOFs; dist: issue 26's
-# distributed runs on a host with 2 GPUs, one process each; distamg: distributed AMG on 1 and 2 GPUs).
+# distributed runs on a host with 2 GPUs, one process each; distamg: distributed AMG on 1 and 2 GPUs;
+# scale: weak and strong scaling on 1, 2 and 4 GPUs; iodiag, outsweep: the .vtu writer's threads
+# in pwrite beside the file system's one-writer (dd-like) speed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?}
