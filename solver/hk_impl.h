@@ -39,6 +39,20 @@ static inline void hk_isort_i32(int32_t *a, int64_t n)
     }
 }
 
+/* The same for 64-bit keys (e.g. a column and a position packed in one). */
+static inline void hk_isort_i64(int64_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        const int64_t v = a[i];
+        int64_t j = i - 1;
+        while (j >= 0 && a[j] > v) {
+            a[j + 1] = a[j];
+            j--;
+        }
+        a[j + 1] = v;
+    }
+}
+
 #ifdef __CUDACC__
 #define HK_IMPL_HD __host__ __device__
 #else

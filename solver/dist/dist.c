@@ -66,15 +66,7 @@ static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colin
         if (sorted) continue;
         for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
             key[k] = (int64_t)colind[p0 + k] << 24 | k;
-        for (int64_t k = 1; k < len; k++) {
-            const int64_t v = key[k];
-            int64_t j = k - 1;
-            while (j >= 0 && key[j] > v) {
-                key[j + 1] = key[j];
-                j--;
-            }
-            key[j + 1] = v;
-        }
+        hk_isort_i64(key, len);
         for (int64_t k = 0; k < len; k++) {
             const int64_t from = p0 + (key[k] & 0xffffff);
             col[k] = colind[from];
