@@ -20,7 +20,7 @@ def column(metric):
 
 t_at, r_at, w_at = (column(m) for m in ("gpu__time_duration.sum", "dram__bytes_read.sum",
                                         "dram__bytes_write.sum"))
-scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
+scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
          "byte": 1e-9, "Kbyte": 1e-6, "Mbyte": 1e-3, "Gbyte": 1.0, "KB": 1e-6, "MB": 1e-3,
          "GB": 1.0, "B": 1e-9}
 
