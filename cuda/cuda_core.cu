@@ -93,6 +93,35 @@ static int cuda_copy(void *dst, const void *src, size_t bytes)
     return 0;
 }
 
+/* The first differing 32-bit word (or tail byte) of a and b into *first (atomicMin). */
+__global__ static void k_mem_diff(const uint32_t *a, const uint32_t *b, int64_t words,
+                                  const unsigned char *ta, const unsigned char *tb, int tail,
+                                  unsigned long long *first)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < words + tail;
+         i += (int64_t)gridDim.x * blockDim.x)
+        if (i < words ? a[i] != b[i] : ta[i - words] != tb[i - words])
+            atomicMin(first, (unsigned long long)i);
+}
+
+static int cuda_mem_equal(const void *a, const void *b, size_t bytes, int *equal)
+{
+    *equal = 1;
+    if (!bytes || a == b) return 0;
+    unsigned long long *flag = NULL;
+    int64_t first = -1;
+    const int64_t words = (int64_t)(bytes / 4);
+    const int tail = (int)(bytes % 4);
+    HK_CALL(hk_cu_setup_flag(&flag));
+    k_mem_diff<<<hk_cu_grid(words + tail), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        (const uint32_t *)a, (const uint32_t *)b, words, (const unsigned char *)a + 4 * words,
+        (const unsigned char *)b + 4 * words, tail, flag);
+    HK_CU(cudaGetLastError());
+    HK_CALL(hk_cu_first_row_read(flag, &first));
+    *equal = first < 0;
+    return 0;
+}
+
 static int cuda_sync(void)
 {
     HK_CU(cudaStreamSynchronize(hk_cu.stream));
@@ -173,6 +202,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.copy_from = cuda_copy_from;
     o.copy = cuda_copy;
     o.sync = cuda_sync;
+    o.mem_equal = cuda_mem_equal;
     o.vec_set = hk_cu_vec_set;
     o.vec_copy = hk_cu_vec_copy;
     o.vec_convert = hk_cu_vec_convert;

@@ -334,6 +334,9 @@ typedef struct hk_backend_ops {
     int (*copy_from)(void *host_dst, const void *src, size_t bytes);
     int (*copy)(void *dst, const void *src, size_t bytes);
     int (*sync)(void);
+    /* *equal = 1 when the bytes at a and b (both in this backend's memory) are the same, else
+     * 0 (a new matrix's pattern against the solver's, without a copy to the host). */
+    int (*mem_equal)(const void *a, const void *b, size_t bytes, int *equal);
 
     /* vectors */
     int (*vec_set)(hk_vec *x, double a);

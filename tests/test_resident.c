@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "hk_impl.h"
 
 /* A copy of K in the cpu backend's memory (the host's: filled directly). */
 static void resident_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A)
@@ -188,8 +189,110 @@ static void test_update_values(void)
     hk_bcsr_free(&K3);
 }
 
+/* New values already in the backend's memory (hk_solver_update_values_resident): the host
+ * update's digits with pc=amg (its numeric re-set-up); another pattern refused by name, the
+ * arrays taken over either way (the sizes kept). */
+/* A copy of K in backend be's memory through the backend's upload. */
+static void upload_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A)
+{
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    HK_ASSERT_OK(hk_resident_bcsr_alloc(be, K->bs, K->nbrows, K->nbcols, nnzb, A));
+    HK_ASSERT_OK(be->copy_to(A->rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof *K->rowptr));
+    HK_ASSERT_OK(be->copy_to(A->colind, K->colind, (size_t)nnzb * sizeof *K->colind));
+    HK_ASSERT_OK(be->copy_to(A->val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof *K->val));
+    HK_ASSERT_OK(be->sync());
+}
+
+static void update_resident_on(const char *backend)
+{
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get(backend, &be));
+    hk_bcsr K, K2;
+    double *coords = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 4, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(6, 5, 4, &coords));
+    hk_nearnull nn = {.dim = 3, .coords = coords};
+    HK_ASSERT_OK(hk_bcsr_copy(&K, &K2));
+    for (int64_t i = 0; i < K2.nbrows; i++) /* D K D, D > 0 per node: still SPD */
+        for (int64_t p = K2.rowptr[i]; p < K2.rowptr[i + 1]; p++)
+            for (int e = 0; e < 9; e++)
+                K2.val[p * 9 + e] *= (1.0 + 0.2 * (double)(i % 3)) * (1.0 + 0.2 * (double)(K2.colind[p] % 3));
+    hk_options *o1, *o2;
+    HK_ASSERT_OK(hk_options_create(&o1));
+    char opts[96];
+    snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10", backend);
+    HK_ASSERT_OK(hk_options_parse(o1, opts));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, opts));
+    hk_solver *s1, *s2;
+    hk_resident_bcsr A;
+    HK_ASSERT_OK(hk_solver_create_nearnull(&K, &nn, o1, &s1));
+    upload_copy(be, &K, &A);
+    HK_ASSERT_OK(hk_solver_create_resident(&A, &nn, o2, &s2));
+
+    /* another pattern: one column index moved; refused, taken over */
+    { /* K2 with the last column index of block row 0 moved */
+        hk_bcsr B;
+        HK_ASSERT_OK(hk_bcsr_copy(&K2, &B));
+        int32_t *c = &B.colind[B.rowptr[1] - 1];
+        *c = *c == (int32_t)(B.nbcols - 1) ? *c - 1 : (int32_t)(B.nbcols - 1);
+        upload_copy(be, &B, &A);
+        hk_bcsr_free(&B);
+    }
+    CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "column indices"));
+    CU_ASSERT(A.rowptr == NULL && A.colind == NULL && A.val == NULL && A.nbrows == K.nbrows);
+    /* other sizes */
+    upload_copy(be, &K2, &A);
+    A.nnzb--;
+    CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "only the values may change"));
+    CU_ASSERT(A.rowptr == NULL);
+
+    upload_copy(be, &K2, &A);
+    HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
+    HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
+    CU_ASSERT(A.rowptr == NULL && A.val == NULL);
+    const int64_t n = K.nbrows * 3;
+    double *b = hk_test_rand_vec(n, 5), *x1 = calloc((size_t)n, sizeof *x1),
+           *x2 = calloc((size_t)n, sizeof *x2);
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
+    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r2.reason));
+    CU_ASSERT_EQUAL(r1.iterations, r2.iterations);
+    CU_ASSERT(memcmp(x1, x2, (size_t)n * sizeof *x1) == 0);
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    free(b);
+    free(x1);
+    free(x2);
+    free(coords);
+    hk_bcsr_free(&K);
+    hk_bcsr_free(&K2);
+}
+
+static void test_update_resident(void)
+{
+    update_resident_on("cpu");
+}
+
+static void test_cuda_update_resident(void)
+{
+    update_resident_on("cuda");
+}
+
 HK_SUITE(resident, {"a resident matrix solves to the host matrix's digits", test_same_solution},
          {"download gives the matrix back", test_download},
          {"bad values, options and shapes: named, the arrays freed", test_errors},
          {"new values: checked against the pattern read back, the host's digits",
-          test_update_values})
+          test_update_values},
+         {"new resident values: the host update's digits; another pattern refused",
+          test_update_resident})
+
+HK_DEVICE_SUITE(cuda_resident,
+                {"new resident values on cuda: the host update's digits; another pattern "
+                 "refused on the device",
+                 test_cuda_update_resident})

@@ -310,6 +310,12 @@ void hk_solver_destroy(hk_solver *s);
  * the block rows where it differs). The near-null space given at create is kept. After an
  * error the solver cannot solve; destroy it. */
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
+/* The same with the new values in the solver's backend's memory (a K assembled again on the
+ * device): A must hold the pattern the solver has (compared on the backend, no copy to the
+ * host); its arrays are taken over (freed; the pointers NULL, the sizes kept) whatever the
+ * outcome, as by hk_solver_create_resident. method=cholesky refuses (its factor is made on the
+ * host from a host matrix). */
+int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A);
 /* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);
 /* What was chosen, one line: "cg + jacobi, sbell fp64 on cuda". */

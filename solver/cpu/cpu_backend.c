@@ -69,6 +69,12 @@ static int cpu_sync(void)
     return 0;
 }
 
+static int cpu_mem_equal(const void *a, const void *b, size_t bytes, int *equal)
+{
+    *equal = !bytes || a == b || !memcmp(a, b, bytes);
+    return 0;
+}
+
 #define SAME_PREC(a, b)                                                                            \
     HK_CHECK((a)->prec == (b)->prec && (a)->n == (b)->n, HK_ERR_ARG,                               \
              "cpu backend: vectors differ in precision or length (%lld vs %lld)",                  \
@@ -472,6 +478,7 @@ const hk_backend_ops hk_backend_cpu = {
     .copy_from = cpu_copy,
     .copy = cpu_copy,
     .sync = cpu_sync,
+    .mem_equal = cpu_mem_equal,
     .vec_set = cpu_vec_set,
     .vec_copy = cpu_vec_copy,
     .vec_convert = cpu_vec_convert,

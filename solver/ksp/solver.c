@@ -647,9 +647,10 @@ fail:
     return ierr;
 }
 
+static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0);
+
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
 {
-    int ierr = 0;
     HK_CHECK(s && K, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
     HK_CHECK(!s->dist, HK_ERR_UNSUPPORTED,
              "hk_solver_update_values: a distributed solver cannot take new values yet; create "
@@ -675,8 +676,17 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
                  (long long)(K->nbrows * (c + 1) / HK_PATTERN_CHUNKS));
     const double t0 = hk_time();
     s->broken = 1; /* until the whole update is through */
-    hk_ksp *k = &s->ksp;
     if (nnzb) HK_CALL(be->copy_to(s->K.val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof(double)));
+    return update_numeric(s, K, t0);
+}
+
+/* The new values are in s->K.val (K: the caller's host copy of them, NULL for a resident
+ * matrix): check them, rebuild the operator and the preconditioner's numeric part. */
+static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0)
+{
+    const hk_backend_ops *be = s->be;
+    int ierr = 0;
+    hk_ksp *k = &s->ksp;
     HK_CALL(be->sync());
     HK_CALL(check_values(&s->K, K));
     HK_CALL(hk_mat_rebuild(s->A, &s->K));
@@ -696,6 +706,9 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
         if (k->inner) k->inner->pc = pc;
     }
     if (k->direct) { /* the factor is the host's, from the caller's K */
+        HK_CHECK(K, HK_ERR_UNSUPPORTED,
+                 "hk_solver_update_values_resident: method=cholesky factors on the host from a "
+                 "host matrix; give the new values with hk_solver_update_values");
         hk_cholesky_free(k);
         HK_CALL(hk_cholesky_factor(k, K));
     }
@@ -709,6 +722,60 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
     s->setups++;
     s->broken = 0;
     return 0;
+}
+
+/* Whether resident A may replace s's values: its backend, sizes and pattern (compared on the
+ * backend). */
+static int resident_same_pattern(const hk_solver *s, const hk_resident_bcsr *A)
+{
+    HK_CHECK(s && A && A->be && A->rowptr && A->colind && A->val, HK_ERR_ARG,
+             "hk_solver_update_values_resident: missing solver or matrix arrays");
+    HK_CHECK(!s->dist, HK_ERR_UNSUPPORTED,
+             "hk_solver_update_values_resident: a distributed solver cannot take new values yet; "
+             "create it anew with hk_solver_create_dist");
+    HK_CHECK(A->be == s->be, HK_ERR_ARG,
+             "hk_solver_update_values_resident: the new matrix is in %s memory, the solver on "
+             "%s; give it in the solver's backend's memory",
+             A->be->name, s->be->name);
+    HK_CHECK(A->bs == s->K.br && A->nbrows == s->K.nbrows && A->nbcols == s->K.nbcols &&
+                 A->nnzb == s->K.nnzb,
+             HK_ERR_ARG,
+             "hk_solver_update_values_resident: the new matrix has %lld block rows of %d x %d "
+             "blocks and %lld blocks, the solver's %lld block rows of %d x %d and %lld blocks; "
+             "only the values may change (create a new solver for a new pattern)",
+             (long long)A->nbrows, A->bs, A->bs, (long long)A->nnzb, (long long)s->K.nbrows,
+             s->K.br, s->K.br, (long long)s->K.nnzb);
+    int same_rows = 0, same_cols = 0;
+    HK_CALL(s->be->mem_equal(A->rowptr, s->K.rowptr, (size_t)(A->nbrows + 1) * sizeof *A->rowptr,
+                             &same_rows));
+    if (same_rows)
+        HK_CALL(s->be->mem_equal(A->colind, s->K.colind, (size_t)A->nnzb * sizeof *A->colind,
+                                 &same_cols));
+    HK_CHECK(same_rows && same_cols, HK_ERR_ARG,
+             "hk_solver_update_values_resident: the new matrix's sparsity pattern differs from "
+             "the solver's (its %s); only the values may change (create a new solver for a new "
+             "pattern)",
+             same_rows ? "column indices" : "row pointers");
+    return 0;
+}
+
+int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A)
+{
+    int ierr = resident_same_pattern(s, A);
+    const double t0 = hk_time();
+    /* copied within the device (the operator's formats may still refer to the old array until
+     * they are rebuilt), then the caller's arrays freed: taken over, as at create */
+    if (!ierr) {
+        s->broken = 1; /* until the whole update is through */
+        ierr = s->be->copy(s->K.val, A->val, (size_t)A->nnzb * A->bs * A->bs * sizeof *A->val);
+    }
+    if (A && A->be) { /* the arrays freed, the sizes kept (as create_resident leaves them) */
+        A->be->dealloc(A->rowptr);
+        A->be->dealloc(A->colind);
+        A->be->dealloc(A->val);
+        A->rowptr = NULL, A->colind = NULL, A->val = NULL;
+    }
+    return ierr ? ierr : update_numeric(s, NULL, t0);
 }
 
 /* The fp32 preconditioner stalled the solve at relative residual `at`: rebuilt in fp64. */
