@@ -526,14 +526,16 @@ for step in "$@"; do
       } > "$OUT/amgsetup2.md" 2>&1 ;;
     amgncu) # issue 29: every kernel of the 2.52M-DOF bracket run (device assembly, AMG set-up,
             # 31 cycles, recovery) under Nsight Compute, summed by kernel (time, DRAM bytes,
-            # GB/s: scripts/ncu-sum.py), after the set-up's and update's phases (about 3 minutes)
+            # GB/s: scripts/ncu-sum.py), after the set-up's and update's phases (about 3 minutes);
+            # NCU_SIZE (geometry.size), NCU_FILTER (a regex of kernel names: only those profiled)
       { BR=cases/bracket/bracket.yaml
         echo "== bench pcs amg, bracket geometry.size=0.001, HOOKE_AMG_PROFILE"
         HOOKE_AMG_PROFILE=1 timeout -k 5 45 $B/hooke bench pcs --backend cuda --no-cpu \
           --pcs amg --problem "$BR geometry.size=0.001" 2>&1 |
           grep -E '^### |^\| (pc|amg) |amg (set-up|update)|set-up:|amg cuda cg|levels \(|error' | cut -c1-400
         echo "== ncu: hooke run, bracket geometry.size=${NCU_SIZE:-0.001}"
-        timeout -k 5 ${NCU_LIMIT:-200} ncu --csv --page raw --launch-count ${NCU_COUNT:-8000} \
+        filter=(); [ -n "${NCU_FILTER:-}" ] && filter=(--kernel-name "regex:$NCU_FILTER")
+        timeout -k 5 ${NCU_LIMIT:-200} ncu --csv --page raw --launch-count ${NCU_COUNT:-8000} "${filter[@]}" \
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
           $B/hooke run $BR --backend cuda --set geometry.size=${NCU_SIZE:-0.001} -o /tmp/amgncu.vtu \
           > /tmp/amgncu.csv 2> /tmp/amgncu.err
