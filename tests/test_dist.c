@@ -161,6 +161,7 @@ static void test_ops_reviewed(void)
                                       offsetof(hk_backend_ops, copy_from),
                                       offsetof(hk_backend_ops, copy),
                                       offsetof(hk_backend_ops, sync),
+                                      offsetof(hk_backend_ops, mem_equal),
                                       offsetof(hk_backend_ops, vec_set),
                                       offsetof(hk_backend_ops, vec_copy),
                                       offsetof(hk_backend_ops, vec_convert),
