@@ -475,6 +475,66 @@ fail:
     return ierr;
 }
 
+/* ---- values only (mat_refill) ---------------------------------------------------------- */
+
+/* A's values from K of the pattern A was built from, into A's arrays where they are: the
+ * row-pointer formats copy (or convert) the values, the ELL and sliced ones scatter K's rows
+ * again through the kept permutation and slice starts. Every address stays, so the kernels'
+ * tables and recorded graphs stay valid. cuSPARSE's and PCSR's matrices are built anew (their
+ * libraries' analysis may read the values). */
+int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
+{
+    int ierr = 0;
+    hk_cu_mat *m = (hk_cu_mat *)A->bdata;
+    hk_bmat E;
+    memset(&E, 0, sizeof E);
+    const hk_format fmt = A->fmt;
+    if (!m || fmt == HK_FMT_CUSPARSE_CSR || fmt == HK_FMT_CUSPARSE_BSR || fmt == HK_FMT_PCSR)
+        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "cuda backend: format %s is built anew for new values",
+                            hk_format_name(fmt));
+    const int bs = K->br;
+    HK_CHECK(K->nnzb * bs * bs == m->shape.nnz, HK_ERR_ARG,
+             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
+             "values of the same pattern may be refilled",
+             (long long)(K->nnzb * bs * bs), (long long)m->shape.nnz);
+    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
+    build_src src = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};
+    if (scalar && bs > 1) {
+        HK_CALL(hk_cu_bmat_expand(K, &E));
+        src.b = 1, src.n = E.nbrows, src.nnzb = E.nnzb;
+        src.rowptr = E.rowptr, src.colind = E.colind, src.val = E.val;
+    }
+    const int64_t nv = src.nnzb * src.b * src.b;
+    const int f32 = A->prec == HK_FP32;
+    switch (fmt) {
+    case HK_FMT_CSR:
+    case HK_FMT_BSR:
+        if (nv && !f32)
+            HK_CU_TRY(cudaMemcpyAsync(m->val, src.val, (size_t)nv * 8, cudaMemcpyDeviceToDevice,
+                                      hk_cu.stream));
+        if (nv && f32) {
+            k_convert<float><<<hk_cu_grid(nv), HK_CU_BLOCK, 0, hk_cu.stream>>>(nv, src.val,
+                                                                               (float *)m->val);
+            HK_CU_TRY(cudaGetLastError());
+        }
+        break;
+    case HK_FMT_ELL:
+    case HK_FMT_BELL:
+        HK_TRY(f32 ? scatter<float>(src, m->S, NULL, NULL, m) : scatter<double>(src, m->S, NULL, NULL, m));
+        break;
+    default: /* sliced */
+        HK_TRY(f32 ? scatter<float>(src, m->S, m->perm, m->sptr, m)
+                   : scatter<double>(src, m->S, m->perm, m->sptr, m));
+        break;
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+fail:
+    if (ierr) cudaStreamSynchronize(hk_cu.stream);
+    hk_bmat_free(&E);
+    return ierr;
+}
+
 /* ---- download -------------------------------------------------------------------------- */
 
 static int fetch(void **h, const void *d, size_t bytes)

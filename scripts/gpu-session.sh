@@ -542,6 +542,15 @@ for step in "$@"; do
         echo "(status $?)"; grep -v 'solve: iteration' /tmp/amgncu.err | tail -30
         grep -v '^==PROF==' /tmp/amgncu.csv | python3 scripts/ncu-sum.py 70
         rm -f /tmp/amgncu.*; } > "$OUT/amgncu.md" 2>&1 ;;
+    resident) # issue 29: bench pcs amg at 2.52M with K resident before the clock (as hooke run's
+              # device assembly leaves it; the update from resident values) beside the upload path
+      { BR=cases/bracket/bracket.yaml
+        for r in "" --resident; do
+          echo "== bench pcs amg ${r:-(K uploaded)}, bracket geometry.size=${RES_SIZE:-0.001}"
+          HOOKE_AMG_PROFILE=1 timeout -k 5 60 $B/hooke bench pcs --backend cuda --no-cpu $r \
+            --pcs "${RES_PCS:-amg}" --problem "$BR geometry.size=${RES_SIZE:-0.001}" 2>&1 |
+            grep -E '^### |^\| (pc|amg) |amg (set-up|update)|set-up:|amg cuda cg|levels \(|error' | cut -c1-420
+        done; } > "$OUT/resident.md" 2>&1 ;;
     amgsweep) # issue 29: AMG's knobs as set-up + solve time and the values-only update (update
               # s, update / set-up, phases) on the bracket at three sizes and elasticity3d:60, each
               # problem bounded (about 2 minutes in all); the lead picks defaults from it

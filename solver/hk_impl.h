@@ -196,6 +196,9 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
                        hk_mat **A);
 /* Build A again from K (the same shape; new values, or a new pattern) in A's format,
  * precision and format parameters; the hk_mat object stays, so pointers to it stay valid. */
+/* A's values from K, whose sizes and sparsity pattern are those of the matrix A was built
+ * from (the caller knows: a values-only update): in place where the backend can (mat_refill),
+ * else released and built anew. */
 int hk_mat_rebuild(hk_mat *A, const hk_bmat *K);
 
 /* format=auto on a device with a last-level cache of `cache` bytes (0: none, the CPU): a matrix
@@ -549,6 +552,11 @@ typedef struct hk_backend_ops {
      * A's statistics (nnz, stored, width, bytes) and A->bdata. mat_download returns the built arrays to the
      * host in the hk_fmt layout (fp64 values; tests compare them with hk_fmt_from_bcsr). */
     int (*mat_build)(hk_mat *A, const hk_bmat *K);
+    /* Optional: A was built by mat_build from a matrix of K's sizes and sparsity pattern; its
+     * values replaced from K in place, the layout (slices, permutation, indices, the kernel's
+     * tables) and every array's address kept: the bytes of a fresh mat_build from K. 0 when
+     * done; HK_ERR_UNSUPPORTED when this format cannot (hk_mat_rebuild then builds anew). */
+    int (*mat_refill)(hk_mat *A, const hk_bmat *K);
     /* format=auto: the layout this backend's SpMV runs fastest for K in precision p
      * (hk_format_auto_by_cache with its cache); NULL: csr for bs 1, bsr otherwise. */
     int (*format_auto)(const hk_bmat *K, hk_precision p, hk_format *fmt);

@@ -158,6 +158,11 @@ int hk_mat_rebuild(hk_mat *A, const hk_bmat *K)
              "one (%lld x %lld, block size %d)",
              (long long)(K->nbrows * K->br), (long long)(K->nbcols * K->bc), K->br,
              (long long)A->nrows, (long long)A->ncols, A->bs);
+    if (A->be->mat_refill && A->bdata) {
+        const int ierr = A->be->mat_refill(A, K);
+        if (ierr != HK_ERR_UNSUPPORTED) return ierr;
+        hk_error_clear();
+    }
     if (A->be->mat_release) A->be->mat_release(A);
     return A->be->mat_build(A, K);
 }

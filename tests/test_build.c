@@ -468,6 +468,53 @@ static void test_cuda_build_equals_cpu(void)
         }
 }
 
+/* New values of the same pattern (hk_mat_rebuild: mat_refill in place on cuda, a fresh build
+ * for cuSPARSE's and PCSR's matrices): the arrays of a fresh CPU build from the new values. */
+static void test_cuda_refill(void)
+{
+    const hk_backend *gpu = hk_test_cuda_backend(), *cpu = &hk_backend_cpu;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
+    for (int bs = 1; bs <= 6; bs++)
+        for (int k = 0; k < NMATS; k++) {
+            hk_bcsr K, K2;
+            HK_ASSERT_OK(make_matrix(k, bs, &K));
+            HK_ASSERT_OK(hk_bcsr_copy(&K, &K2));
+            for (int64_t e = 0; e < K2.rowptr[K2.nbrows] * bs * bs; e++)
+                K2.val[e] = 1.5 * K2.val[e] + 0.25;
+            hk_bmat B2;
+            HK_ASSERT_OK(hk_bmat_upload(gpu, &K2, &B2));
+            for (int f = 0; f < HK_FMT_COUNT; f++)
+                for (int si = 0; si < NSLICES; si++) {
+                    if (si > 0 && !is_sliced((hk_format)f)) continue;
+                    const hk_format fc = f == HK_FMT_CUSPARSE_CSR   ? HK_FMT_CSR
+                                         : f == HK_FMT_CUSPARSE_BSR ? HK_FMT_BSR
+                                                                    : (hk_format)f;
+                    for (int pi = 0; pi < 2; pi++) {
+                        const hk_precision p = pi ? HK_FP32 : HK_FP64;
+                        char what[128];
+                        snprintf(what, sizeof what, "cuda refill %s %s bs %d matrix %d S %d sigma %d",
+                                 hk_format_name((hk_format)f), pi ? "fp32" : "fp64", bs, k,
+                                 slices[si][0], slices[si][1]);
+                        hk_mat *G = build(gpu, &K, (hk_format)f, p, slices[si][0], slices[si][1]);
+                        hk_mat *C = build(cpu, &K2, fc, p, slices[si][0], slices[si][1]);
+                        CU_ASSERT_PTR_NOT_NULL_FATAL(G);
+                        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+                        HK_ASSERT_OK(hk_mat_rebuild(G, &B2));
+                        hk_fmt FG, FC;
+                        HK_ASSERT_OK(gpu->mat_download(G, &FG));
+                        HK_ASSERT_OK(cpu->mat_download(C, &FC));
+                        FC.fmt = FG.fmt;
+                        CU_ASSERT(same_fmt(what, &FG, &FC));
+                        hk_fmt_free(&FG), hk_fmt_free(&FC);
+                        hk_mat_destroy(G), hk_mat_destroy(C);
+                    }
+                }
+            hk_bmat_free(&B2);
+            hk_bcsr_free(&K);
+            hk_bcsr_free(&K2);
+        }
+}
+
 static void test_cuda_spmv(void)
 {
     const hk_backend *gpu = hk_test_cuda_backend();
@@ -551,6 +598,8 @@ static void test_cuda_format_auto(void)
 HK_DEVICE_SUITE(cuda_build,
                 {"cuda build = cpu build array for array, every format, bs 1..6, fp64/fp32",
                  test_cuda_build_equals_cpu},
+                {"new values in place (mat_refill): a fresh build's arrays, every format",
+                 test_cuda_refill},
                 {"cuda SpMV of every built format, bs 1..6 = block CSR reference", test_cuda_spmv},
                 {"cuda transpose and expansion = dense references and the cpu ops",
                  test_cuda_transpose_expand},

@@ -318,6 +318,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.vec_scale_s_dot = L->vec_scale_s_dot ? d_vec_scale_s_dot : NULL;
     /* the operator */
     o.mat_build = hk_dist_mat_build;
+    o.mat_refill = NULL; /* the distributed operator is built anew (hk_dist_mat_build) */
     o.mat_spmv = hk_dist_mat_spmv;
     o.mat_release = hk_dist_mat_release;
     o.mat_download = NULL;
