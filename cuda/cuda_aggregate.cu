@@ -60,21 +60,6 @@ struct agg_mat {
     const double *val;
 };
 
-__device__ static int agg_strong(const agg_mat &A, const double *dnorm, const char *iso,
-                                 double theta, int64_t i, int64_t p)
-{
-    const int b = A.b;
-    const int64_t j = A.colind[p];
-    if (j == i || iso[i] || iso[j]) return 0;
-    double nij = agg_block_norm(A.val + (size_t)p * b * b, b);
-    const int64_t q = hk_find_block(A.rowptr, A.colind, j, i);
-    if (q >= 0) {
-        const double nji = agg_block_norm(A.val + (size_t)q * b * b, b);
-        if (nji > nij) nij = nji;
-    }
-    return nij > __dmul_rn(theta, __dsqrt_rn(__dmul_rn(dnorm[i], dnorm[j])));
-}
-
 __global__ static void k_strength_diag(agg_mat A, double *dnorm, char *iso)
 {
     const int b = A.b;
@@ -95,26 +80,85 @@ __global__ static void k_strength_diag(agg_mat A, double *dnorm, char *iso)
     }
 }
 
-__global__ static void k_strength_count(agg_mat A, const double *dnorm, const char *iso,
-                                        double theta, int64_t *cnt)
+/* Strength flag of each stored block (i, j): SF_NONE when j = i, either node is isolated or
+ * ||A_ij|| is NaN (never strong: the CPU's max(||A_ij||, ||A_ji||) is then NaN or ignores
+ * ||A_ji||); SF_ABOVE when ||A_ij|| > theta sqrt(d_i d_j), SF_BELOW otherwise. The threshold
+ * is the same bits from either side (d_i d_j commutes), so (i, j) is strong exactly when its
+ * flag is ABOVE, or BELOW and the flag of (j, i) is ABOVE: max(x, y) > t is x > t or y > t
+ * for numbers that are not NaN. */
+enum { SF_NONE = 0, SF_BELOW = 1, SF_ABOVE = 2 };
+
+#define AGG_WARP_FOR(i, n)                                                                         \
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < (n);               \
+         i += ((int64_t)gridDim.x * blockDim.x) >> 5)
+
+/* A warp per block row, a lane per block: every value of A is read once, and the norms of a
+ * warp's 32 consecutive blocks share their cache lines. */
+__global__ static void k_strength_flags(agg_mat A, const double *dnorm, const char *iso,
+                                        double theta, unsigned char *flag)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < A.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t c = 0;
-        for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
-            c += agg_strong(A, dnorm, iso, theta, i, p);
-        cnt[i] = c;
+    const int b = A.b, lane = threadIdx.x & 31;
+    AGG_WARP_FOR(i, A.n)
+    {
+        const int64_t end = A.rowptr[i + 1];
+        const double di = dnorm[i];
+        const char isoi = iso[i];
+        for (int64_t p = A.rowptr[i] + lane; p < end; p += 32) {
+            const int64_t j = A.colind[p];
+            unsigned char f = SF_NONE;
+            if (j != i && !isoi && !iso[j]) {
+                const double nij = agg_block_norm(A.val + (size_t)p * b * b, b);
+                const double thr = __dmul_rn(theta, __dsqrt_rn(__dmul_rn(di, dnorm[j])));
+                if (!isnan(nij)) f = nij > thr ? SF_ABOVE : SF_BELOW;
+            }
+            flag[p] = f;
+        }
     }
 }
 
-__global__ static void k_strength_fill(agg_mat A, const double *dnorm, const char *iso,
-                                       double theta, const int64_t *rowptr, int32_t *colind)
+/* A warp per block row: the strong columns in order, compacted by ballot into the row's own
+ * span of buf (A's row pointers: a bound on the row's length); cnt[i] = their number. Only a
+ * block below the threshold looks up its transpose. */
+__global__ static void k_strength_pick(agg_mat A, const unsigned char *flag, int32_t *buf,
+                                       int64_t *cnt)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < A.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t k = rowptr[i];
-        for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
-            if (agg_strong(A, dnorm, iso, theta, i, p)) colind[k++] = A.colind[p];
+    const int lane = threadIdx.x & 31;
+    AGG_WARP_FOR(i, A.n)
+    {
+        const int64_t beg = A.rowptr[i], end = A.rowptr[i + 1];
+        int64_t k = beg;
+        for (int64_t p0 = beg; p0 < end; p0 += 32) {
+            const int64_t p = p0 + lane;
+            int32_t j = -1;
+            bool strong = false;
+            if (p < end) {
+                j = A.colind[p];
+                const unsigned char f = flag[p];
+                if (f == SF_ABOVE) {
+                    strong = true;
+                } else if (f == SF_BELOW) {
+                    const int64_t q = hk_find_block(A.rowptr, A.colind, j, i);
+                    strong = q >= 0 && flag[q] == SF_ABOVE;
+                }
+            }
+            const unsigned m = __ballot_sync(0xffffffffu, strong);
+            if (strong) buf[k + __popc(m & ((1u << lane) - 1u))] = j;
+            k += __popc(m);
+        }
+        if (lane == 0) cnt[i] = k - beg;
+    }
+}
+
+/* A warp per row: the picked columns from buf into S. */
+__global__ static void k_strength_copy(agg_mat A, const int32_t *buf, const int64_t *rowptr,
+                                       int32_t *colind)
+{
+    const int lane = threadIdx.x & 31;
+    AGG_WARP_FOR(i, A.n)
+    {
+        const int64_t src = A.rowptr[i], dst = rowptr[i], len = rowptr[i + 1] - dst;
+        for (int64_t k = lane; k < len; k += 32)
+            colind[dst + k] = buf[src + k];
     }
 }
 
@@ -131,21 +175,27 @@ extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
     HK_CHECK(A->nbrows < INT32_MAX, HK_ERR_ARG,
              "amg_strength: %lld block rows; the device version takes fewer than 2^31",
              (long long)A->nbrows);
-    const int64_t n = A->nbrows;
+    const int64_t n = A->nbrows, nnzb = A->nnzb;
     const agg_mat M = {A->br, n, A->rowptr, A->colind, A->val};
+    const unsigned wgrid = hk_cu_grid(32 * n);
     double *dnorm = NULL;
     char *iso = NULL;
+    unsigned char *flag = NULL;
+    int32_t *buf = NULL;
     int64_t *cnt = NULL, nnz = 0; /* cnt: n counts then n+1 prefix sums */
     HK_CALL(hk_cu_init());
     HK_TRY(hk_cu_tmp_alloc((void **)&dnorm, (size_t)(n ? n : 1) * sizeof *dnorm));
     HK_TRY(hk_cu_tmp_alloc((void **)&iso, (size_t)(n ? n : 1)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)(nnzb ? nnzb : 1)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&buf, (size_t)(nnzb ? nnzb : 1) * sizeof *buf));
     HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(2 * n + 1) * sizeof *cnt));
     HK_CU_TRY(cudaMemsetAsync(cnt + n, 0, sizeof *cnt, hk_cu.stream));
     if (n) {
         k_strength_diag<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso);
         HK_CU_TRY(cudaGetLastError());
-        k_strength_count<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso, theta,
-                                                                          cnt);
+        k_strength_flags<<<wgrid, HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso, theta, flag);
+        HK_CU_TRY(cudaGetLastError());
+        k_strength_pick<<<wgrid, HK_CU_BLOCK, 0, hk_cu.stream>>>(M, flag, buf, cnt);
         HK_CU_TRY(cudaGetLastError());
         HK_TRY(agg_scan(cnt, cnt + n + 1, n));
         HK_TRY(agg_read(&nnz, cnt + 2 * n, sizeof nnz));
@@ -154,16 +204,17 @@ extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
     HK_CU_TRY(cudaMemcpyAsync(S->rowptr, cnt + n, (size_t)(n + 1) * sizeof *cnt,
                               cudaMemcpyDeviceToDevice, hk_cu.stream));
     if (n) {
-        k_strength_fill<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(M, dnorm, iso, theta,
-                                                                         S->rowptr, S->colind);
+        k_strength_copy<<<wgrid, HK_CU_BLOCK, 0, hk_cu.stream>>>(M, buf, S->rowptr, S->colind);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    hk_cu_tmp_free(dnorm), hk_cu_tmp_free(iso), hk_cu_tmp_free(cnt);
+    hk_cu_tmp_free(dnorm), hk_cu_tmp_free(iso), hk_cu_tmp_free(flag), hk_cu_tmp_free(buf);
+    hk_cu_tmp_free(cnt);
     return 0;
 fail:
     cudaStreamSynchronize(hk_cu.stream);
-    hk_cu_tmp_free(dnorm), hk_cu_tmp_free(iso), hk_cu_tmp_free(cnt);
+    hk_cu_tmp_free(dnorm), hk_cu_tmp_free(iso), hk_cu_tmp_free(flag), hk_cu_tmp_free(buf);
+    hk_cu_tmp_free(cnt);
     hk_graph_free(S);
     return ierr;
 }
@@ -385,15 +436,40 @@ __global__ static void k_tent_fill(int64_t nn, int b, int nns, const int32_t *ag
     }
 }
 
-/* A warp per aggregate: the lanes gather the aggregate's rows of T (scattered through T by
- * node) into shared memory, lane 0 runs the left-looking modified Gram-Schmidt there (as the
- * CPU loop, operation for operation: the same digits), R into Bc, and the lanes scatter the
- * rows back. The gather makes the serial loop's loads shared-memory ones instead of dependent
- * global loads (one thread per aggregate did this in global memory: 21 ms at 2M DOFs). An
- * aggregate too large for the warp's share is done in place in global memory. start:
- * inclusive sums of the sizes. */
-#define TQ_WARPS 4
-#define TQ_CAP 1536 /* doubles per warp: 85 nodes of 3 x 6 */
+/* A warp per aggregate, every step spread over the lanes: lane l owns the rows l, l+32, ... of
+ * the aggregate's local matrix (m = size * b rows, nns columns). A dot product is the lane's
+ * sum over its rows in order, then an xor-shuffle butterfly (h = 16, 8, 4, 2, 1); IEEE addition
+ * is commutative, so every lane ends with the same bits, the tree qr_dot in cpu_aggregate.c
+ * computes. Column updates touch only the lane's own rows, so the lanes need no barrier
+ * between steps, and every lane holds the same norms and so takes the same branches. The
+ * aggregate's rows (scattered through T by node) are gathered column by column into shared
+ * memory first, consecutive rows in consecutive words; an aggregate too large for the warp's
+ * share is done in place in global memory. start: inclusive sums of the sizes. */
+#define TQ_WARPS 2
+#define TQ_CAP 3072 /* doubles per warp: 170 nodes of 3 x 6, 85 of 6 x 6 */
+
+struct tq_rows {
+    double *sh; /* column-major m x nns, or NULL: in place in V */
+    double *V;
+    const int32_t *nodes;
+    const int64_t *trow;
+    int64_t m;
+    int b, nns;
+    __device__ double &at(int64_t e, int c) const
+    {
+        return sh ? sh[c * m + e] : V[((size_t)trow[nodes[e / b]] * b + e % b) * nns + c];
+    }
+};
+
+__device__ static double tq_dot(const tq_rows &M, int lane, int x, int y)
+{
+    double s = 0;
+    for (int64_t e = lane; e < M.m; e += 32)
+        s = __dadd_rn(s, __dmul_rn(M.at(e, x), M.at(e, y)));
+    for (int h = 16; h >= 1; h >>= 1)
+        s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, h));
+    return s;
+}
 
 __global__ static void __launch_bounds__(TQ_WARPS * 32)
     k_tent_qr(int64_t nagg, int b, int nns, const int32_t *list, const int64_t *start,
@@ -405,62 +481,41 @@ __global__ static void __launch_bounds__(TQ_WARPS * 32)
     if (a >= nagg) return; /* whole warps leave together */
     const int64_t ld = nagg * nns, bn = (int64_t)b * nns;
     const int64_t s0 = a ? start[a - 1] : 0, s = start[a] - s0;
-    const int32_t *nodes = list + s0;
-    const bool fits = s * bn <= TQ_CAP;
-    double *sh = sv[w];
-    if (fits)
-        for (int64_t e = lane; e < s * bn; e += 32)
-            sh[e] = V[(size_t)trow[nodes[e / bn]] * bn + e % bn];
-    __syncwarp();
-    if (lane == 0) {
-        double *R = Bc + (size_t)a * nns;
-        uint64_t kept = 0;
-#define TV(k, r, c)                                                                                \
-    (fits ? sh[(k)*bn + (r)*nns + (c)] : V[((size_t)trow[nodes[k]] * b + (r)) * nns + (c)])
-        for (int j = 0; j < nns; j++) {
-            double orig = 0;
-            for (int64_t k = 0; k < s; k++)
-                for (int r = 0; r < b; r++)
-                    orig = __dadd_rn(orig, __dmul_rn(TV(k, r, j), TV(k, r, j)));
-            orig = __dsqrt_rn(orig);
-            for (int q = j + 1; q < nns; q++)
-                R[q + ld * j] = 0;
-            for (int q = 0; q < j; q++) {
-                double d = 0;
-                if (kept >> q & 1) {
-                    for (int64_t k = 0; k < s; k++)
-                        for (int r = 0; r < b; r++)
-                            d = __dadd_rn(d, __dmul_rn(TV(k, r, q), TV(k, r, j)));
-                    for (int64_t k = 0; k < s; k++)
-                        for (int r = 0; r < b; r++)
-                            TV(k, r, j) = __dsub_rn(TV(k, r, j), __dmul_rn(d, TV(k, r, q)));
-                }
-                R[q + ld * j] = d;
-            }
-            double nrm = 0;
-            for (int64_t k = 0; k < s; k++)
-                for (int r = 0; r < b; r++)
-                    nrm = __dadd_rn(nrm, __dmul_rn(TV(k, r, j), TV(k, r, j)));
-            nrm = __dsqrt_rn(nrm);
-            if (nrm > __dmul_rn(1e-10, orig)) {
-                kept |= (uint64_t)1 << j;
-                for (int64_t k = 0; k < s; k++)
-                    for (int r = 0; r < b; r++)
-                        TV(k, r, j) = __ddiv_rn(TV(k, r, j), nrm);
-                R[j + ld * j] = nrm;
-            } else {
-                for (int64_t k = 0; k < s; k++)
-                    for (int r = 0; r < b; r++)
-                        TV(k, r, j) = 0;
-                R[j + ld * j] = 0;
-            }
+    const tq_rows M = {s * bn <= TQ_CAP ? sv[w] : NULL, V, list + s0, trow, s * b, b, nns};
+    if (M.sh)
+        for (int64_t x = lane; x < s * bn; x += 32) {
+            const int64_t k = x / bn, rc = x - k * bn, r = rc / nns;
+            M.sh[(rc - r * nns) * M.m + k * b + r] = V[(size_t)trow[M.nodes[k]] * bn + rc];
         }
-#undef TV
+    __syncwarp();
+    double *R = Bc + (size_t)a * nns; /* R[r + ld*c] */
+    uint64_t kept = 0;
+    for (int j = 0; j < nns; j++) {
+        const double orig = __dsqrt_rn(tq_dot(M, lane, j, j));
+        for (int q = j + 1 + lane; q < nns; q += 32)
+            R[q + ld * j] = 0;
+        for (int q = 0; q < j; q++) {
+            double d = 0;
+            if (kept >> q & 1) {
+                d = tq_dot(M, lane, q, j);
+                for (int64_t e = lane; e < M.m; e += 32)
+                    M.at(e, j) = __dsub_rn(M.at(e, j), __dmul_rn(d, M.at(e, q)));
+            }
+            if (lane == 0) R[q + ld * j] = d;
+        }
+        const double nrm = __dsqrt_rn(tq_dot(M, lane, j, j));
+        const bool keep = nrm > __dmul_rn(1e-10, orig);
+        if (keep) kept |= (uint64_t)1 << j;
+        for (int64_t e = lane; e < M.m; e += 32)
+            M.at(e, j) = keep ? __ddiv_rn(M.at(e, j), nrm) : 0.0;
+        if (lane == 0) R[j + ld * j] = keep ? nrm : 0.0;
     }
     __syncwarp();
-    if (fits)
-        for (int64_t e = lane; e < s * bn; e += 32)
-            V[(size_t)trow[nodes[e / bn]] * bn + e % bn] = sh[e];
+    if (M.sh)
+        for (int64_t x = lane; x < s * bn; x += 32) {
+            const int64_t k = x / bn, rc = x - k * bn, r = rc / nns;
+            V[(size_t)trow[M.nodes[k]] * bn + rc] = M.sh[(rc - r * nns) * M.m + k * b + r];
+        }
 }
 
 extern "C" int hk_cu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b,

@@ -5,6 +5,7 @@
  * parallel step reads only the previous step's arrays, so both backends and every thread count
  * give the same graph, the same aggregates and the same digits. */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,26 @@ fail:
 
 /* ---- tentative prolongator ------------------------------------------------------------- */
 
+/* Column x . column y of an m-row column-major matrix W, summed in the order of a warp's
+ * reduction (docs/amg-aggregation.md): lane l sums rows l, l+32, l+64, ... in order, then the
+ * 32 lane sums are added pairwise by a butterfly tree (lanes l and l + h for h = 16, 8, 4, 2,
+ * 1). The CUDA kernel computes exactly this with one lane per partial sum and xor shuffles. */
+static double qr_dot(const double *W, int64_t m, int x, int y)
+{
+    const double *u = W + (size_t)x * m, *v = W + (size_t)y * m;
+    double part[32];
+    for (int l = 0; l < 32; l++) {
+        double s = 0;
+        for (int64_t e = l; e < m; e += 32)
+            s = s + u[e] * v[e];
+        part[l] = s;
+    }
+    for (int h = 16; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++)
+            part[l] = part[l] + part[l + h];
+    return part[0];
+}
+
 int hk_cpu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b, int nns,
                          const double *B, hk_bmat *T, double *Bc)
 {
@@ -243,6 +264,7 @@ int hk_cpu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b
              "amg_aggregate with its count",
              (long long)bad, bad >= 0 ? agg[bad] : 0, (long long)nagg - 1);
     int64_t *start = NULL, *list = NULL;
+    double *work = NULL;
     HK_TRY(hk_malloc((size_t)(nagg + 1) * sizeof *start, &start));
     HK_TRY(hk_malloc((size_t)(nnodes ? nnodes : 1) * sizeof *list, &list));
 
@@ -277,58 +299,62 @@ int hk_cpu_amg_tentative(const int32_t *agg, int64_t nagg, int64_t nnodes, int b
             for (int c = 0; c < nns; c++)
                 V[((size_t)p * b + r) * nns + c] = B[(size_t)(i * b + r) + (size_t)n * c];
     }
-    /* left-looking modified Gram-Schmidt on each aggregate's rows, in place in T */
+    /* left-looking modified Gram-Schmidt on each aggregate's rows: gathered into a thread's
+     * column-major copy W (local row e = k*b + r for node k of the aggregate), then back */
+    int64_t maxs = 0;
+    for (int64_t a = 0; a < nagg; a++)
+        if (start[a + 1] - start[a] > maxs) maxs = start[a + 1] - start[a];
+    const int nt = omp_get_max_threads();
+    const size_t wlen = (size_t)(maxs ? maxs : 1) * b * nns;
+    HK_TRY(hk_malloc((size_t)nt * wlen * sizeof *work, &work));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t a = 0; a < nagg; a++) {
-        const int64_t *nodes = list + start[a];
-        const int64_t s = start[a + 1] - start[a];
+        const int64_t *nodes = list + start[a], s = start[a + 1] - start[a], m = s * b;
+        double *W = work + (size_t)omp_get_thread_num() * wlen;
         double *R = Bc + (size_t)a * nns; /* R[r + ld*c] */
+        for (int64_t k = 0; k < s; k++)
+            for (int r = 0; r < b; r++)
+                for (int c = 0; c < nns; c++)
+                    W[(size_t)c * m + k * b + r] =
+                        V[((size_t)T->rowptr[nodes[k]] * b + r) * nns + c];
         uint64_t kept = 0;
-#define TV(k, r, c) V[((size_t)T->rowptr[nodes[k]] * b + (r)) * nns + (c)]
         for (int j = 0; j < nns; j++) {
-            double orig = 0;
-            for (int64_t k = 0; k < s; k++)
-                for (int r = 0; r < b; r++)
-                    orig = orig + TV(k, r, j) * TV(k, r, j);
-            orig = sqrt(orig);
+            double *vj = W + (size_t)j * m;
+            const double orig = sqrt(qr_dot(W, m, j, j));
             for (int q = 0; q < nns; q++)
                 if (q > j) R[q + ld * j] = 0;
             for (int q = 0; q < j; q++) {
                 double d = 0;
                 if (kept >> q & 1) {
-                    for (int64_t k = 0; k < s; k++)
-                        for (int r = 0; r < b; r++)
-                            d = d + TV(k, r, q) * TV(k, r, j);
-                    for (int64_t k = 0; k < s; k++)
-                        for (int r = 0; r < b; r++)
-                            TV(k, r, j) = TV(k, r, j) - d * TV(k, r, q);
+                    const double *vq = W + (size_t)q * m;
+                    d = qr_dot(W, m, q, j);
+                    for (int64_t e = 0; e < m; e++)
+                        vj[e] = vj[e] - d * vq[e];
                 }
                 R[q + ld * j] = d;
             }
-            double nrm = 0;
-            for (int64_t k = 0; k < s; k++)
-                for (int r = 0; r < b; r++)
-                    nrm = nrm + TV(k, r, j) * TV(k, r, j);
-            nrm = sqrt(nrm);
+            const double nrm = sqrt(qr_dot(W, m, j, j));
             if (nrm > 1e-10 * orig) {
                 kept |= (uint64_t)1 << j;
-                for (int64_t k = 0; k < s; k++)
-                    for (int r = 0; r < b; r++)
-                        TV(k, r, j) = TV(k, r, j) / nrm;
+                for (int64_t e = 0; e < m; e++)
+                    vj[e] = vj[e] / nrm;
                 R[j + ld * j] = nrm;
             } else {
-                for (int64_t k = 0; k < s; k++)
-                    for (int r = 0; r < b; r++)
-                        TV(k, r, j) = 0;
+                for (int64_t e = 0; e < m; e++)
+                    vj[e] = 0;
                 R[j + ld * j] = 0;
             }
         }
-#undef TV
+        for (int64_t k = 0; k < s; k++)
+            for (int r = 0; r < b; r++)
+                for (int c = 0; c < nns; c++)
+                    V[((size_t)T->rowptr[nodes[k]] * b + r) * nns + c] =
+                        W[(size_t)c * m + k * b + r];
     }
-    free(start), free(list);
+    free(start), free(list), free(work);
     return 0;
 fail:
-    free(start), free(list);
+    free(start), free(list), free(work);
     hk_bmat_free(T);
     return ierr;
 }
