@@ -283,6 +283,18 @@ static void test_nearnull(void)
     CU_ASSERT_EQUAL(rt.st.nns, 3);
     CU_ASSERT(strstr(rt.line, "translations only") != NULL);
     CU_ASSERT(rt.its > rc.its);
+    /* a non-finite coordinate is refused, the first one named (node 5's y before node 9's x) */
+    xyz[3 * 8] = INFINITY;
+    xyz[3 * 4 + 1] = NAN;
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu pc=amg"));
+    CU_ASSERT_EQUAL(hk_solver_create_nearnull(&K, &byc, o, &s), HK_ERR_ARG);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT(strstr(hk_error_message(), "coordinate 2 of node 5 is not finite") != NULL);
+    hk_error_clear();
+    hk_options_destroy(o);
     free(V);
     free(xyz);
     hk_bcsr_free(&K);

@@ -255,8 +255,9 @@ typedef struct hk_result {
     double rnorm;          /* last residual norm the method tracked */
     double true_residual;  /* ||b - A x|| / ||b|| recomputed in fp64 at the end */
     double setup_seconds;  /* conversion + preconditioner set-up, the sum of the five below */
-    double setup_start_seconds;  /* options, and the backend's start when this is its first use
-                                  * in the process (a CUDA context: about 0.2 s) */
+    double setup_start_seconds;  /* options, the solver's copy of the near-null space, and the
+                                  * backend's start when this is its first use in the process
+                                  * (a CUDA context: about 0.2 s) */
     double setup_check_seconds;  /* the check of K's values (finite), on the backend */
     double setup_upload_seconds; /* K copied to the backend once */
     double setup_format_seconds; /* the operator's storage format built on the backend */
