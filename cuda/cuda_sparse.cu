@@ -333,6 +333,7 @@ struct spn_args {
     int br, bk, bc;
     int64_t nbr;
     int64_t cap, ccap;         // doubles and column indices of shared memory per team
+    int capnb, hcap;           // spr_rows: blocks of C's row and hash slots per warp
     unsigned long long *first; // first block row with a product block outside C's pattern
 };
 
@@ -495,6 +496,161 @@ static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
     }
 }
 
+// ---- C = A B into a known pattern, a warp per row of C in shared memory (the AMG shapes) ----
+//
+// A warp per block row of C holds the row's sums in shared memory (zeroed) and a hash table of
+// its block columns (column -> position in the row, at most half full: one or two probes). It
+// walks A's row in order; for A block p (column k) lane (q, r) takes row r of the product with
+// B block q of B's row k, finds the block's position by the table and adds row r of A_p B_q into
+// the row's sums entry by entry over m in order; then __syncwarp. The B blocks of one row of B
+// have distinct columns, so no two lanes of a step touch one entry, and every entry is summed
+// over A's row in order, over m in order, with __dmul_rn / __dadd_rn: the CPU's digits. The
+// rows of B (start and length) are read for 32 blocks of A's row at once and passed round by
+// shuffles, so a step waits for one load of B's columns and values. A row longer than the warp's
+// share of shared memory is summed in place in C's values, its positions found by binary search
+// in C's columns (the same order, so the same digits). A product block outside C's pattern
+// misses the table (or the search): its row is reported.
+
+#define SPR_WARPS 4             // warps (rows of C) per thread block
+#define SPR_SMEM_MAX (96 << 10) // bytes of shared memory per thread block at most
+
+// The position of column j in the table (keys, pos; mask + 1 slots, at most half full), -1
+// when it is not there.
+static __device__ __forceinline__ int spr_find(const int32_t *keys, const int32_t *pos,
+                                               unsigned mask, int32_t j)
+{
+    for (unsigned s = sp_hash(j, mask);; s = (s + 1) & mask) {
+        const int32_t key = keys[s];
+        if (key == j) return pos[s];
+        if (key == SP_EMPTY) return -1;
+    }
+}
+
+template <int BR, int BK, int BC>
+__global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
+{
+    extern __shared__ double spr_shared[];
+    constexpr int BB = BR * BC;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int64_t i = (int64_t)blockIdx.x * SPR_WARPS + w;
+    if (i >= g.nbr) return; // whole warps leave together
+    const int capnb = g.capnb, hcap = g.hcap;
+    const unsigned mask = (unsigned)hcap - 1u;
+    double *sacc = spr_shared + (size_t)w * ((size_t)capnb * BB + (size_t)hcap);
+    int32_t *keys = (int32_t *)(sacc + (size_t)capnb * BB), *spos = keys + hcap;
+    const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0;
+    const bool fits = nb <= capnb; // warp-uniform
+    double *acc = fits ? sacc : g.cv + (size_t)c0 * BB;
+    for (int64_t e = lane; e < nb * BB; e += 32)
+        acc[e] = 0.0;
+    if (fits) {
+        for (int s = lane; s < hcap; s += 32)
+            keys[s] = SP_EMPTY;
+        __syncwarp();
+        for (int e = lane; e < (int)nb; e += 32) {
+            const int32_t j = g.cci[c0 + e];
+            unsigned s = sp_hash(j, mask);
+            while (atomicCAS(&keys[s], SP_EMPTY, j) != SP_EMPTY)
+                s = (s + 1) & mask;
+            spos[s] = e;
+        }
+    }
+    __syncwarp();
+    const int64_t a0 = g.arp[i], a1 = g.arp[i + 1];
+    for (int64_t base = a0; base < a1; base += 32) { // warp-uniform
+        int64_t myq0 = 0;
+        int mynq = 0;
+        if (base + lane < a1) {
+            const int32_t k = g.aci[base + lane];
+            myq0 = g.brp[k];
+            mynq = (int)(g.brp[k + 1] - myq0);
+        }
+        const int n = a1 - base < 32 ? (int)(a1 - base) : 32;
+        for (int u = 0; u < n; u++) {
+            const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
+            const int ntask = __shfl_sync(0xffffffffu, mynq, u) * BR;
+            const double *ablk = g.av + (size_t)(base + u) * BR * BK;
+            for (int task = lane; task < ntask; task += 32) {
+                const int64_t q = q0 + task / BR;
+                const int r = task % BR;
+                const int32_t j = __ldg(g.bci + q);
+                const double *b = g.bv + (size_t)q * BK * BC;
+                double a[BK];
+#pragma unroll
+                for (int m = 0; m < BK; m++)
+                    a[m] = __ldg(ablk + r * BK + m);
+                int64_t pos;
+                if (fits) {
+                    pos = spr_find(keys, spos, mask, j);
+                } else {
+                    pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j) - c0;
+                    if (pos >= nb || g.cci[c0 + pos] != j) pos = -1;
+                }
+                if (pos < 0) {
+                    atomicMin(g.first, (unsigned long long)i);
+                    continue;
+                }
+                double *dst = acc + (size_t)pos * BB + r * BC;
+#pragma unroll
+                for (int s = 0; s < BC; s++) {
+                    double v = dst[s];
+#pragma unroll
+                    for (int m = 0; m < BK; m++)
+                        v = __dadd_rn(v, __dmul_rn(a[m], __ldg(b + m * BC + s)));
+                    dst[s] = v;
+                }
+            }
+            __syncwarp();
+        }
+    }
+    if (fits)
+        for (int64_t e = lane; e < nb * BB; e += 32)
+            g.cv[(size_t)c0 * BB + e] = sacc[e];
+}
+
+// The warp's share of shared memory for spr_rows: room for twice C's mean row (at least 16
+// blocks), the table a power of two at least twice that, the block's total within SPR_SMEM_MAX
+// (longer rows are summed in place).
+static size_t spr_layout(spn_args &g, int64_t cnnzb)
+{
+    const int64_t bb = (int64_t)g.br * g.bc;
+    const double mean = (double)cnnzb / (double)g.nbr;
+    int64_t capnb = (int64_t)ceil(2.0 * mean);
+    if (capnb < 16) capnb = 16;
+    for (;;) {
+        int64_t hcap = 32;
+        while (hcap < 2 * capnb)
+            hcap *= 2;
+        const size_t bytes = (size_t)SPR_WARPS * (size_t)(capnb * bb + hcap) * sizeof(double);
+        if (bytes <= SPR_SMEM_MAX || capnb <= 16) {
+            g.capnb = (int)capnb, g.hcap = (int)hcap;
+            return bytes;
+        }
+        capnb = capnb * 3 / 4;
+    }
+}
+
+template <int BR, int BK, int BC> static int spr_launch_shape(const spn_args &g, size_t smem)
+{
+    const int64_t nblk = (g.nbr + SPR_WARPS - 1) / SPR_WARPS;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
+             (long long)g.nbr);
+    void (*kernel)(spn_args) = spr_rows<BR, BK, BC>;
+    if (smem > (48 << 10))
+        HK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<(unsigned)nblk, SPR_WARPS * 32, smem, hk_cu.stream>>>(g);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// HOOKE_SPGEMM=old: the output-stationary spo_rows instead of spr_rows for AMG's shapes (read at
+// each product, so a test may time both in one process).
+static bool spr_old(void)
+{
+    const char *v = getenv("HOOKE_SPGEMM");
+    return v && !strcmp(v, "old");
+}
+
 // The output-stationary kernel for C = A B when the shape is one of AMG's (scalar, 2D and 3D
 // elasticity: A T, A P, R (A P), coarse levels); 0 when it is not (the caller takes spn_rows).
 // g.first must be set; C's pattern complete.
@@ -507,6 +663,19 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, int *done)
                        SPO_SHAPE(3, 3, 3) || SPO_SHAPE(3, 3, 6) || SPO_SHAPE(6, 3, 6) ||
                        SPO_SHAPE(6, 6, 6);
     if (!known || g.nbr == 0) return 0;
+    if (!spr_old()) {
+        spn_args h = g;
+        const size_t smem = spr_layout(h, cnnzb);
+        if (SPO_SHAPE(1, 1, 1)) HK_CALL((spr_launch_shape<1, 1, 1>(h, smem)));
+        if (SPO_SHAPE(2, 2, 3)) HK_CALL((spr_launch_shape<2, 2, 3>(h, smem)));
+        if (SPO_SHAPE(3, 2, 3)) HK_CALL((spr_launch_shape<3, 2, 3>(h, smem)));
+        if (SPO_SHAPE(3, 3, 3)) HK_CALL((spr_launch_shape<3, 3, 3>(h, smem)));
+        if (SPO_SHAPE(3, 3, 6)) HK_CALL((spr_launch_shape<3, 3, 6>(h, smem)));
+        if (SPO_SHAPE(6, 3, 6)) HK_CALL((spr_launch_shape<6, 3, 6>(h, smem)));
+        if (SPO_SHAPE(6, 6, 6)) HK_CALL((spr_launch_shape<6, 6, 6>(h, smem)));
+        *done = 1;
+        return 0;
+    }
     const double mean = (double)cnnzb / (double)g.nbr;
     const int team = mean <= 4 ? 4 : mean <= 8 ? 8 : mean <= 16 ? 16 : 32;
     const int64_t nblk = (g.nbr * team + 255) / 256;

@@ -19,6 +19,7 @@
 
 #include "test_util.h"
 #include "hk_impl.h"
+#include "test_amg_level.h"
 
 static double urand(uint32_t *s)
 {
@@ -191,7 +192,8 @@ static const struct {
                      {80, 80, 20, 6, 6, 6, 12, 5, 0},   /* coarse levels */
                      {500, 500, 500, 1, 1, 1, 5, 5, 1}, /* Poisson */
                      {90, 70, 40, 2, 5, 3, 6, 7, 1},    /* a generic shape */
-                     {40, 40, 40, 3, 3, 3, 40, 40, 0}}; /* dense rows */
+                     {40, 40, 40, 3, 3, 3, 40, 40, 0},  /* dense rows */
+                     {200, 200, 60, 3, 3, 6, 3, 4, 0}}; /* A's row 0 full (see numeric_pair) */
 
 /* C = A B by bmat_spgemm, and the same values by bmat_spgemm_numeric into C's pattern. */
 static void numeric_pair(const hk_backend *be, size_t t, hk_bmat *A, hk_bmat *B, hk_bmat *C,
@@ -199,6 +201,25 @@ static void numeric_pair(const hk_backend *be, size_t t, hk_bmat *A, hk_bmat *B,
 {
     rand_bmat(numeric_cases[t].nbr, numeric_cases[t].nbk, numeric_cases[t].br, numeric_cases[t].bk,
               numeric_cases[t].per_a, numeric_cases[t].empty, (unsigned)(31 + t), A);
+    if (t == sizeof numeric_cases / sizeof numeric_cases[0] - 1) { /* row 0: every column */
+        hk_bmat W;
+        const int64_t extra = A->nbcols - (A->rowptr[1] - A->rowptr[0]), bb = A->br * A->bc;
+        HK_ASSERT_OK(hk_bmat_alloc(be, A->br, A->bc, A->nbrows, A->nbcols, A->nnzb + extra, &W));
+        W.rowptr[0] = 0;
+        for (int64_t i = 0; i < A->nbrows; i++)
+            W.rowptr[i + 1] = A->rowptr[i + 1] + extra;
+        for (int64_t j = 0; j < A->nbcols; j++)
+            W.colind[j] = (int32_t)j;
+        memcpy(W.colind + A->nbcols, A->colind + A->rowptr[1],
+               (size_t)(A->nnzb - A->rowptr[1]) * sizeof *W.colind);
+        uint32_t seed = 5u;
+        for (int64_t k = 0; k < A->nbcols * bb; k++)
+            W.val[k] = urand(&seed);
+        memcpy(W.val + A->nbcols * bb, A->val + A->rowptr[1] * bb,
+               (size_t)((A->nnzb - A->rowptr[1]) * bb) * sizeof *W.val);
+        hk_bmat_free(A);
+        *A = W;
+    }
     rand_bmat(numeric_cases[t].nbk, numeric_cases[t].nbc, numeric_cases[t].bk, numeric_cases[t].bc,
               numeric_cases[t].per_b, numeric_cases[t].empty, (unsigned)(47 + t), B);
     HK_ASSERT_OK(be->bmat_spgemm(A, B, C));
@@ -674,9 +695,19 @@ static void test_cuda_chol_inverse(void)
     }
 }
 
-/* The CUDA numeric product equals the CPU's digit for digit (each sum in the same order), on
- * the AMG shapes and on K K of an elasticity matrix, with its time against the whole
- * bmat_spgemm. */
+/* HOOKE_SPGEMM=old (the output-stationary numeric kernel) when old, else unset. */
+static void spgemm_variant(int old)
+{
+    if (old)
+        setenv("HOOKE_SPGEMM", "old", 1);
+    else
+        unsetenv("HOOKE_SPGEMM");
+}
+
+/* The CUDA numeric product equals the CPU's digit for digit (each sum in the same order), with
+ * each numeric kernel (new and HOOKE_SPGEMM=old), and so does the whole product, on the AMG
+ * shapes (one with a row too long for shared memory) and on K K of an elasticity matrix, with
+ * the times of the numeric and the whole product. */
 static void test_cuda_spgemm_numeric(void)
 {
     const hk_backend *cpu = backend("cpu"), *gpu = backend("cuda");
@@ -703,9 +734,35 @@ static void test_cuda_spgemm_numeric(void)
         if (nv)
             gpu->vec_set(&(hk_vec){.be = gpu, .n = (int64_t)nv, .prec = HK_FP64, .data = dN.val},
                          NAN);
-        HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
-        if (nv) gpu->copy_from(got, dN.val, nv * sizeof *got);
-        CU_ASSERT(memcmp(got, C.val, nv * sizeof *got) == 0);
+        for (int old = 0; old < 2; old++) {
+            spgemm_variant(old);
+            HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+            if (nv) gpu->copy_from(got, dN.val, nv * sizeof *got);
+            CU_ASSERT(memcmp(got, C.val, nv * sizeof *got) == 0);
+            hk_bmat dW = {0};
+            HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dW));
+            CU_ASSERT(same_bmat(&dW, &C));
+            hk_bmat_free(&dW);
+        }
+        /* a pattern without the last block of a row with two or more: named by its row */
+        int64_t row = -1;
+        for (int64_t i = 0; i < N.nbrows && row < 0; i++)
+            if (N.rowptr[i + 1] - N.rowptr[i] >= 2) row = i;
+        if (row >= 0) {
+            const int64_t q = N.rowptr[row + 1] - 1;
+            const int32_t keep = N.colind[q];
+            N.colind[q] = N.colind[q - 1];
+            hk_bmat dM;
+            hk_test_bmat_to(gpu, &N, &dM);
+            for (int old = 0; old < 2; old++) {
+                spgemm_variant(old);
+                CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric(&dA, &dB, &dM), HK_ERR_ARG);
+                CU_ASSERT(names_row(row));
+            }
+            N.colind[q] = keep;
+            hk_bmat_free(&dM);
+        }
+        spgemm_variant(0);
         if (t == sizeof numeric_cases / sizeof numeric_cases[0]) {
             hk_bmat dC = {0};
             double tn = 1e30, tf = 1e30;
@@ -729,6 +786,69 @@ static void test_cuda_spgemm_numeric(void)
         hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
         hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dN);
     }
+}
+
+/* C = A B on cuda, whole and numeric, against the CPU's C (pattern and bytes) with each numeric
+ * kernel (new, then HOOKE_SPGEMM=old); ms[variant][whole, numeric]: best of 3. */
+static void galerkin_product(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, double ms[2][2])
+{
+    const hk_backend *gpu = backend("cuda");
+    hk_bmat dA, dB, dC = {0}, dN;
+    hk_test_bmat_to(gpu, A, &dA);
+    hk_test_bmat_to(gpu, B, &dB);
+    hk_test_bmat_to(gpu, C, &dN);
+    const int64_t nv = C->nnzb * C->br * C->bc;
+    for (int old = 0; old < 2; old++) {
+        spgemm_variant(old);
+        HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
+        CU_ASSERT(same_bmat(&dC, C));
+        hk_bmat_free(&dC);
+        if (nv) gpu->vec_set(&(hk_vec){.be = gpu, .n = nv, .prec = HK_FP64, .data = dN.val}, NAN);
+        HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+        CU_ASSERT(same_bmat(&dN, C));
+        ms[old][0] = ms[old][1] = 1e30;
+        for (int rep = 0; rep < 3; rep++) {
+            gpu->sync();
+            double t0 = hk_time();
+            HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
+            gpu->sync();
+            ms[old][0] = fmin(ms[old][0], 1e3 * (hk_time() - t0));
+            hk_bmat_free(&dC);
+            t0 = hk_time();
+            HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
+            gpu->sync();
+            ms[old][1] = fmin(ms[old][1], 1e3 * (hk_time() - t0));
+        }
+    }
+    spgemm_variant(0);
+    hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dN);
+}
+
+/* The Galerkin products of a real first level (elasticity3d:60, 648k DOFs: A P with 3x3 . 3x6
+ * blocks, R (A P) with 6x3 . 3x6) and a coarse-level shape (Ac Ac, 6x6 . 6x6): cuda's pattern
+ * and bytes equal the CPU's, whole and numeric, with both numeric kernels; their times. */
+static void test_cuda_galerkin_level(void)
+{
+    hk_test_level L;
+    hk_test_level_make(60, &L);
+    hk_bmat AcAc;
+    HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&L.Ac, &L.Ac, &AcAc));
+    const struct {
+        const char *name;
+        const hk_bmat *A, *B, *C;
+    } prods[] = {{"A P", &L.K, &L.P, &L.AP},
+                 {"R (A P)", &L.R, &L.AP, &L.Ac},
+                 {"Ac Ac", &L.Ac, &L.Ac, &AcAc}};
+    for (size_t k = 0; k < sizeof prods / sizeof prods[0]; k++) {
+        double ms[2][2];
+        galerkin_product(prods[k].A, prods[k].B, prods[k].C, ms);
+        printf("\n    elasticity3d:60 %s (%lld rows, %lld blocks of %dx%d): whole %.2f ms (old "
+               "%.2f), numeric %.2f ms (old %.2f)",
+               prods[k].name, (long long)prods[k].C->nbrows, (long long)prods[k].C->nnzb,
+               prods[k].C->br, prods[k].C->bc, ms[0][0], ms[1][0], ms[0][1], ms[1][1]);
+    }
+    hk_bmat_free(&AcAc);
+    hk_test_level_free(&L);
 }
 
 /* A T for a tentative T: cuda's pattern and bytes are the CPU's (the AMG shapes, a generic
@@ -771,6 +891,9 @@ static void test_cuda_start_vector(void)
 HK_DEVICE_SUITE(
     cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
     {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K); time", test_cuda_spgemm_numeric},
+    {"Galerkin products of an elasticity3d:60 level (A P, R (A P), 6x6 . 6x6): cuda's pattern "
+     "and bytes equal cpu's, both numeric kernels; times",
+     test_cuda_galerkin_level},
     {"A T for a tentative T: cuda's pattern and bytes equal cpu's (AMG shapes); errors named; "
      "time against bmat_spgemm",
      test_cuda_tentative_product},

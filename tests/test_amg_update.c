@@ -16,64 +16,13 @@
 #include "test_util.h"
 #include "hk_impl.h"
 #include "pc/pc_impl.h"
+#include "test_amg_level.h"
 
 static const hk_backend *backend(const char *name)
 {
     const hk_backend *b = NULL;
     HK_ASSERT_OK(hk_backend_get(name, &b));
     return b;
-}
-
-/* One AMG level on the host from K = elasticity3d:m: T, A T, D^-1, P, R, A P, R (A P). */
-typedef struct level_ops {
-    hk_bmat K, T, AT, P, R, AP, Ac;
-    hk_vec *Dinv;
-    double w;
-} level_ops;
-
-static void level_make(int m, level_ops *L)
-{
-    const hk_backend_ops *be = backend("cpu");
-    memset(L, 0, sizeof *L);
-    hk_bcsr Kh = {0};
-    double *xyz = NULL;
-    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &Kh));
-    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
-    HK_ASSERT_OK(hk_bmat_upload(be, &Kh, &L->K));
-    const int64_t nb = L->K.nbrows, n = nb * 3;
-    hk_graph S = {0};
-    int32_t *agg = malloc((size_t)nb * sizeof *agg);
-    int64_t nagg = 0;
-    HK_ASSERT_OK(be->amg_strength(&L->K, 0.02, &S));
-    HK_ASSERT_OK(be->amg_aggregate(&S, agg, &nagg));
-    hk_vec *c = NULL;
-    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &c));
-    HK_ASSERT_OK(hk_vec_upload(c, xyz));
-    double *B = malloc((size_t)n * 6 * sizeof *B), *Bc = malloc((size_t)nagg * 36 * sizeof *Bc);
-    const double centre[3] = {0.5, 0.5, 0.5};
-    HK_ASSERT_OK(be->amg_rigid_modes(nb, 3, c, centre, 1.0, NULL, B));
-    HK_ASSERT_OK(be->amg_tentative(agg, nagg, nb, 3, 6, B, &L->T, Bc));
-    HK_ASSERT_OK(be->bmat_spgemm(&L->K, &L->T, &L->AT));
-    HK_ASSERT_OK(hk_vec_create(be, n * 3, HK_FP64, &L->Dinv));
-    int64_t bad = -1;
-    HK_ASSERT_OK(be->bmat_diag(&L->K, HK_DIAG_BLOCK_INV, L->Dinv, &bad));
-    L->w = 0.37;
-    HK_ASSERT_OK(be->amg_smooth_prolongator(&L->AT, &L->T, L->Dinv, L->w, &L->P));
-    HK_ASSERT_OK(be->bmat_transpose(&L->P, &L->R));
-    HK_ASSERT_OK(be->bmat_spgemm(&L->K, &L->P, &L->AP));
-    HK_ASSERT_OK(be->bmat_spgemm(&L->R, &L->AP, &L->Ac));
-    hk_graph_free(&S);
-    hk_vec_destroy(c);
-    hk_bcsr_free(&Kh);
-    free(agg), free(B), free(Bc), free(xyz);
-}
-
-static void level_free(level_ops *L)
-{
-    hk_bmat *M[] = {&L->K, &L->T, &L->AT, &L->P, &L->R, &L->AP, &L->Ac};
-    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
-        hk_bmat_free(M[i]);
-    hk_vec_destroy(L->Dinv);
 }
 
 /* A copy of M on backend be (pattern and values). */
@@ -101,8 +50,8 @@ static int same_values(const hk_bmat *D, const hk_bmat *H)
 static void test_numeric_ops(void)
 {
     const hk_backend *be = backend("cpu");
-    level_ops L;
-    level_make(8, &L);
+    hk_test_level L;
+    hk_test_level_make(8, &L);
     /* P in place over a copy of A T */
     hk_bmat X;
     bmat_copy_to(be, &L.AT, &X);
@@ -140,7 +89,7 @@ static void test_numeric_ops(void)
                     HK_ERR_ARG);
     hk_error_clear();
     hk_bmat_free(&X), hk_bmat_free(&Y);
-    level_free(&L);
+    hk_test_level_free(&L);
 }
 
 /* ---- the hierarchy after an update against a fresh set-up ---------------------------------- */
@@ -251,8 +200,8 @@ HK_SUITE(amg_update,
 static void numeric_ops_on_cuda(void)
 {
     const hk_backend *gpu = backend("cuda");
-    level_ops L;
-    level_make(20, &L);
+    hk_test_level L;
+    hk_test_level_make(20, &L);
     hk_bmat dK, dT, dAT, dP, dR, dAP, dAc;
     bmat_copy_to(gpu, &L.K, &dK);
     bmat_copy_to(gpu, &L.T, &dT);
@@ -295,7 +244,7 @@ static void numeric_ops_on_cuda(void)
     for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
         hk_bmat_free(M[i]);
     hk_vec_destroy(dD);
-    level_free(&L);
+    hk_test_level_free(&L);
 }
 
 /* The numeric ops on cuda: the CPU's bytes. */

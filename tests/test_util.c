@@ -10,6 +10,7 @@
 
 #include "case.h"
 #include "test_util.h"
+#include "test_amg_level.h"
 #include "hk_impl.h"
 #include "ksp/ksp_impl.h"
 
@@ -479,4 +480,49 @@ void hk_test_bmat_to(const hk_backend *be, const hk_bmat *H, hk_bmat *D)
         be->copy_to(D->colind, H->colind, (size_t)H->nnzb * sizeof(int32_t));
         be->copy_to(D->val, H->val, (size_t)H->nnzb * H->br * H->bc * sizeof(double));
     }
+}
+
+void hk_test_level_make(int m, hk_test_level *L)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    memset(L, 0, sizeof *L);
+    hk_bcsr Kh = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &Kh));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    HK_ASSERT_OK(hk_bmat_upload(be, &Kh, &L->K));
+    const int64_t nb = L->K.nbrows, n = nb * 3;
+    hk_graph S = {0};
+    int32_t *agg = malloc((size_t)nb * sizeof *agg);
+    int64_t nagg = 0;
+    HK_ASSERT_OK(be->amg_strength(&L->K, 0.02, &S));
+    HK_ASSERT_OK(be->amg_aggregate(&S, agg, &nagg));
+    hk_vec *c = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, n, HK_FP64, &c));
+    HK_ASSERT_OK(hk_vec_upload(c, xyz));
+    double *B = malloc((size_t)n * 6 * sizeof *B), *Bc = malloc((size_t)nagg * 36 * sizeof *Bc);
+    const double centre[3] = {0.5, 0.5, 0.5};
+    HK_ASSERT_OK(be->amg_rigid_modes(nb, 3, c, centre, 1.0, NULL, B));
+    HK_ASSERT_OK(be->amg_tentative(agg, nagg, nb, 3, 6, B, &L->T, Bc));
+    HK_ASSERT_OK(be->bmat_spgemm(&L->K, &L->T, &L->AT));
+    HK_ASSERT_OK(hk_vec_create(be, n * 3, HK_FP64, &L->Dinv));
+    int64_t bad = -1;
+    HK_ASSERT_OK(be->bmat_diag(&L->K, HK_DIAG_BLOCK_INV, L->Dinv, &bad));
+    L->w = 0.37;
+    HK_ASSERT_OK(be->amg_smooth_prolongator(&L->AT, &L->T, L->Dinv, L->w, &L->P));
+    HK_ASSERT_OK(be->bmat_transpose(&L->P, &L->R));
+    HK_ASSERT_OK(be->bmat_spgemm(&L->K, &L->P, &L->AP));
+    HK_ASSERT_OK(be->bmat_spgemm(&L->R, &L->AP, &L->Ac));
+    hk_graph_free(&S);
+    hk_vec_destroy(c);
+    hk_bcsr_free(&Kh);
+    free(agg), free(B), free(Bc), free(xyz);
+}
+
+void hk_test_level_free(hk_test_level *L)
+{
+    hk_bmat *M[] = {&L->K, &L->T, &L->AT, &L->P, &L->R, &L->AP, &L->Ac};
+    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
+        hk_bmat_free(M[i]);
+    hk_vec_destroy(L->Dinv);
 }
