@@ -4,13 +4,15 @@
 //
 // bmat_spgemm: one warp per block row of C = A B, a hash table of the row's block columns in
 // shared memory (rows with more distinct columns than it holds are redone with tables in global
-// memory sized from the row's product count). Symbolic pass: count the distinct columns; scan;
-// numeric pass: insert again, sort the row's columns (rank sort), then walk A's row in order and,
-// for each A block, B's row in order, a lane per (B block, row of the product block) adding the
-// row's entries. Within one A block the B blocks have distinct columns, so the lanes of a warp
-// work on different entries of C, and __syncwarp between A blocks keeps every entry's sum in the
-// CPU's order. Products and
-// sums are __dmul_rn / __dadd_rn (no contraction): the CPU's digits exactly.
+// memory sized from the row's product count). Symbolic pass: count the distinct columns and keep
+// the row's sorted columns (rank sort) in a scratch array while it has room; scan; pattern pass:
+// copy the kept columns into C, insert and sort again only the rows not kept. The values come
+// from the numeric product (below, the re-set-up's): a warp per row of C sums the row in shared
+// memory, walking A's row in order and, for each A block, B's row in order, a lane per (B block,
+// row of the product block). Within one A block the B blocks have distinct columns, so the lanes
+// of a warp work on different entries of C, and __syncwarp between A blocks keeps every entry's
+// sum in the CPU's order. Products and sums are __dmul_rn / __dadd_rn (no contraction): the
+// CPU's digits exactly.
 #include <cub/cub.cuh>
 #include <cusolverDn.h>
 #include <math.h>
@@ -23,9 +25,10 @@
 
 extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu
 
-#define SP_WARPS 8   // warps per block of the row kernels
-#define SP_SCAP 512  // hash slots per warp in shared memory (power of two)
+#define SP_WARPS 8  // warps per block of the row kernels
+#define SP_SCAP 512 // hash slots per warp in shared memory (power of two)
 #define SP_EMPTY (-1)
+#define SP_KEEP 24 // sorted columns per row of C kept from the symbolic pass, on average
 
 static __device__ __forceinline__ unsigned sp_hash(int32_t key, unsigned mask)
 {
@@ -44,33 +47,33 @@ static __device__ __forceinline__ int sp_insert(int32_t *keys, unsigned mask, in
     }
 }
 
-static __device__ __forceinline__ unsigned sp_find(const int32_t *keys, unsigned mask, int32_t key)
-{
-    unsigned s = sp_hash(key, mask);
-    while (keys[s] != key) s = (s + 1) & mask;
-    return s;
-}
-
 struct sp_args {
     // A (br x bk blocks), B (bk x bc blocks)
     const int64_t *arp, *brp;
     const int32_t *aci, *bci;
-    const double *av, *bv;
-    int br, bk, bc;
     int64_t nbr;
-    // symbolic: distinct columns per row (-1: the shared table overflowed); numeric: C
+    // symbolic: distinct columns per row (-1: the shared table overflowed); pattern: C
     int64_t *cnt;
     const int64_t *crp;
     int32_t *cci;
-    double *cv;
+    // the symbolic pass's sorted columns kept for the pattern pass: row i's at keep[koff[i]]
+    // (koff[i] = -1: not kept, inserted again), places taken from *kused up to kcap
+    int32_t *keep;
+    int64_t *koff;
+    unsigned long long *kused;
+    int64_t kcap;
     // global tables for the overflowed rows: slots gsize[i] at goff[i] (0: row uses shared)
     const int64_t *gsize, *goff;
     int32_t *gkeys, *gvals;
     int global_pass; // 0: shared tables (rows with gsize 0, all rows when gsize is NULL)
 };
 
-template <bool NUMERIC>
-__global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
+// Symbolic (PATTERN false): a warp per row of C inserts the columns of the row's products into
+// its hash table and counts the distinct ones; a row that fits the shared table also compacts
+// and rank-sorts them into a place of keep (when one is left), so the pattern pass copies them.
+// Pattern (PATTERN true): a kept row is copied into C's columns; any other is inserted again,
+// compacted and rank-sorted there.
+template <bool PATTERN> __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
 {
     __shared__ int32_t skeys[SP_WARPS][SP_SCAP];
     __shared__ int32_t svals[SP_WARPS][SP_SCAP];
@@ -80,17 +83,24 @@ __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
     int32_t *keys, *vals;
     int64_t cap;
     const int64_t gs = g.gsize ? g.gsize[i] : 0;
+    if (PATTERN && !g.global_pass && gs == 0 && g.koff && g.koff[i] >= 0) {
+        const int64_t c0 = g.crp[i], n = g.crp[i + 1] - c0, k0 = g.koff[i];
+        for (int64_t t = lane; t < n; t += 32)
+            g.cci[c0 + t] = g.keep[k0 + t];
+        return;
+    }
     if (g.global_pass) {
         if (gs == 0) return;
         keys = g.gkeys + g.goff[i];
         vals = g.gvals + g.goff[i];
         cap = gs;
     } else {
-        if (NUMERIC && gs != 0) return;
+        if (PATTERN && gs != 0) return;
         keys = skeys[w];
         vals = svals[w];
         cap = SP_SCAP;
-        for (int s = lane; s < SP_SCAP; s += 32) keys[s] = SP_EMPTY;
+        for (int s = lane; s < SP_SCAP; s += 32)
+            keys[s] = SP_EMPTY;
         __syncwarp();
     }
     const unsigned mask = (unsigned)(cap - 1);
@@ -112,13 +122,23 @@ __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
             }
         }
     }
-    if (!NUMERIC) {
+    int32_t *out = g.cci + (PATTERN ? g.crp[i] : 0);
+    if (!PATTERN) {
         if (lane == 0) g.cnt[i] = overflow ? -1 : count;
-        return;
+        if (g.global_pass || !g.keep) return;
+        int64_t k0 = -1;
+        if (!overflow) { // a place in keep for the sorted columns, while any is left
+            unsigned long long at = 0;
+            if (lane == 0) at = atomicAdd(g.kused, (unsigned long long)count);
+            at = __shfl_sync(0xffffffffu, at, 0);
+            if ((int64_t)at + count <= g.kcap) k0 = (int64_t)at;
+        }
+        if (lane == 0) g.koff[i] = k0;
+        if (k0 < 0) return;
+        out = g.keep + k0;
     }
     __syncwarp();
-    // compact the keys into vals[0, n), rank-sort them into C's row, then vals[slot] = position
-    const int64_t c0 = g.crp[i];
+    // compact the keys into vals[0, n), rank-sort them into out
     int64_t n = 0;
     for (int64_t s0 = 0; s0 < cap; s0 += 32) {
         const int64_t s = s0 + lane;
@@ -131,58 +151,9 @@ __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows(sp_args g)
     for (int64_t t = lane; t < n; t += 32) {
         const int32_t key = vals[t];
         int64_t rank = 0;
-        for (int64_t u = 0; u < n; u++) rank += vals[u] < key;
-        g.cci[c0 + rank] = key;
-    }
-    if (!g.cv) return; // the pattern only: the values come from sp_numeric_values
-    __syncwarp();
-    for (int64_t t = lane; t < n; t += 32) {
-        const int32_t key = g.cci[c0 + t];
-        vals[sp_find(keys, mask, key)] = (int32_t)t;
-    }
-    __syncwarp();
-    // values: A's row in order, B's row in order; entries of one A block are distinct
-    const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
-    if (br <= 32) { // lane (q, r): row r of the product with B block q, G B blocks at once
-        const int G = 32 / br, lq = lane / br, r = lane % br;
-        for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
-            const int64_t k = g.aci[p];
-            const double *a = g.av + (size_t)p * br * bk + (size_t)r * bk;
-            const int64_t q1 = g.brp[k + 1];
-            for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G) {
-                const int64_t q = q0 + lq;
-                if (lq >= G || q >= q1) continue;
-                const double *b = g.bv + (size_t)q * bk * bc;
-                const int64_t pos = c0 + vals[sp_find(keys, mask, g.bci[q])];
-                double *dst = g.cv + (size_t)pos * bb + (size_t)r * bc;
-                for (int c = 0; c < bc; c++) {
-                    double acc = dst[c];
-                    for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[m], b[m * bc + c]));
-                    dst[c] = acc;
-                }
-            }
-            __syncwarp();
-        }
-        return;
-    }
-    const int G = bb <= 32 ? 32 / bb : 1; // B blocks handled at once
-    for (int64_t p = g.arp[i]; p < g.arp[i + 1]; p++) {
-        const int64_t k = g.aci[p];
-        const double *a = g.av + (size_t)p * br * bk;
-        const int64_t q1 = g.brp[k + 1];
-        for (int64_t q0 = g.brp[k]; q0 < q1; q0 += G)
-            for (int e2 = lane; e2 < G * bb; e2 += 32) {
-                const int64_t q = q0 + e2 / bb;
-                if (q >= q1) continue;
-                const int e = e2 % bb, r = e / bc, c = e % bc;
-                const double *b = g.bv + (size_t)q * bk * bc;
-                const int64_t pos = c0 + vals[sp_find(keys, mask, g.bci[q])];
-                double *dst = g.cv + (size_t)pos * bb + e;
-                double acc = *dst;
-                for (int m = 0; m < bk; m++) acc = __dadd_rn(acc, __dmul_rn(a[r * bk + m], b[m * bc + c]));
-                *dst = acc;
-            }
-        __syncwarp();
+        for (int64_t u = 0; u < n; u++)
+            rank += vals[u] < key;
+        out[rank] = key;
     }
 }
 
@@ -196,9 +167,11 @@ __global__ void sp_bound(const int64_t *arp, const int32_t *aci, const int64_t *
         int64_t s = 0;
         if (cnt[i] < 0) {
             int64_t ub = 0;
-            for (int64_t p = arp[i]; p < arp[i + 1]; p++) ub += brp[aci[p] + 1] - brp[aci[p]];
+            for (int64_t p = arp[i]; p < arp[i + 1]; p++)
+                ub += brp[aci[p] + 1] - brp[aci[p]];
             s = 64;
-            while (s < 2 * ub) s *= 2;
+            while (s < 2 * ub)
+                s *= 2;
         }
         gsize[i] = s;
     }
@@ -241,34 +214,42 @@ static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
 int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     int ierr = 0;
-    int64_t *cnt = NULL, *gsize = NULL, *goff = NULL, *rp = NULL;
-    int32_t *gkeys = NULL, *gvals = NULL;
+    int64_t *cnt = NULL, *gsize = NULL, *goff = NULL, *rp = NULL, *koff = NULL;
+    int32_t *gkeys = NULL, *gvals = NULL, *keep = NULL;
     int64_t gtotal = 0, nnzb = 0, first = -1;
-    unsigned long long *dfirst = NULL;
+    unsigned long long *dfirst = NULL, *kused = NULL;
     memset(C, 0, sizeof *C);
     HK_CALL(hk_bmat_chain_check(A, B, "B", "bmat_spgemm"));
     const int64_t nbr = A->nbrows;
     sp_args g;
     memset(&g, 0, sizeof g);
-    g.arp = A->rowptr, g.aci = A->colind, g.av = A->val;
-    g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
-    g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = nbr;
+    g.arp = A->rowptr, g.aci = A->colind;
+    g.brp = B->rowptr, g.bci = B->colind;
+    g.nbr = nbr;
     HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(nbr + 1) * sizeof(int64_t)));
+    // room to keep SP_KEEP sorted columns a row on average (rows past it are inserted again)
+    g.kcap = nbr * SP_KEEP;
+    HK_TRY(hk_cu_tmp_alloc((void **)&koff, (size_t)(nbr + 1) * sizeof(int64_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&keep, (size_t)(g.kcap ? g.kcap : 1) * sizeof(int32_t)));
+    HK_TRY(hk_cu_tmp_alloc((void **)&kused, sizeof *kused));
+    HK_CU_TRY(cudaMemsetAsync(kused, 0, sizeof *kused, hk_cu.stream));
+    g.keep = keep, g.koff = koff, g.kused = kused;
     HK_TRY(hk_cu_tmp_alloc((void **)&rp, (size_t)(nbr + 1) * sizeof(int64_t)));
     HK_TRY(hk_cu_tmp_alloc((void **)&gsize, (size_t)(nbr + 1) * sizeof(int64_t)));
     HK_TRY(hk_cu_tmp_alloc((void **)&goff, (size_t)(nbr + 1) * sizeof(int64_t)));
-    // symbolic, shared tables; overflowed rows get global tables and are counted again
+    // symbolic, shared tables, the sorted columns kept; overflowed rows get global tables and
+    // are counted again
     g.cnt = cnt;
     HK_TRY(sp_launch(false, g));
     if (nbr > 0) {
-        sp_bound<<<hk_cu_grid(nbr), HK_CU_BLOCK, 0, hk_cu.stream>>>(A->rowptr, A->colind,
-                                                                     B->rowptr, cnt, nbr, gsize);
+        sp_bound<<<hk_cu_grid(nbr), HK_CU_BLOCK, 0, hk_cu.stream>>>(A->rowptr, A->colind, B->rowptr,
+                                                                    cnt, nbr, gsize);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_CU_TRY(cudaMemsetAsync(gsize + nbr, 0, sizeof(int64_t), hk_cu.stream));
     HK_TRY(sp_scan(gsize, goff, nbr + 1, false));
-    HK_CU_TRY(cudaMemcpyAsync(&gtotal, goff + nbr, sizeof gtotal, cudaMemcpyDeviceToHost,
-                              hk_cu.stream));
+    HK_CU_TRY(
+        cudaMemcpyAsync(&gtotal, goff + nbr, sizeof gtotal, cudaMemcpyDeviceToHost, hk_cu.stream));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     g.gsize = gsize, g.goff = goff;
     if (gtotal > 0) {
@@ -287,9 +268,9 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     HK_TRY(hk_bmat_alloc(A->be, A->br, B->bc, nbr, B->nbcols, nnzb, C));
     HK_CU_TRY(cudaMemcpyAsync(C->rowptr, rp, (size_t)(nbr + 1) * sizeof(int64_t),
                               cudaMemcpyDeviceToDevice, hk_cu.stream));
-    // numeric: the sorted columns by the hash tables, then the values by sp_numeric_values
-    // (the output-stationary kernel for AMG's shapes, the same kernel as the re-set-up's)
-    g.crp = C->rowptr, g.cci = C->colind, g.cv = NULL;
+    // pattern: the kept columns copied, the other rows' sorted by the hash tables again; then
+    // the values by sp_numeric_values (the same kernel as the re-set-up's)
+    g.crp = C->rowptr, g.cci = C->colind;
     HK_TRY(sp_launch(true, g));
     if (gtotal > 0) {
         HK_CU_TRY(cudaMemsetAsync(gkeys, 0xff, (size_t)gtotal * sizeof(int32_t), hk_cu.stream));
@@ -306,7 +287,8 @@ fail:
     }
     // in stream order: the next op's temporaries may reuse them
     hk_cu_tmp_free(cnt), hk_cu_tmp_free(rp), hk_cu_tmp_free(gsize), hk_cu_tmp_free(goff);
-    hk_cu_tmp_free(gkeys), hk_cu_tmp_free(gvals);
+    hk_cu_tmp_free(gkeys), hk_cu_tmp_free(gvals), hk_cu_tmp_free(keep), hk_cu_tmp_free(koff);
+    hk_cu_tmp_free(kused);
     return ierr;
 }
 
