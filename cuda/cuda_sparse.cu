@@ -508,36 +508,14 @@ static __device__ __forceinline__ int spr_find(const int32_t *keys, const int32_
     }
 }
 
-template <int BR, int BK, int BC>
-__global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
+// Row i of C = A B summed into acc (row-major blocks, zeroed): in shared memory with the table
+// (keys, pos) when SHARED, else in C's values with positions by binary search in C's columns.
+template <int BR, int BK, int BC, bool SHARED>
+static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, int lane, int64_t c0,
+                                                int64_t nb, double *acc, const int32_t *keys,
+                                                const int32_t *spos, unsigned mask)
 {
-    extern __shared__ double spr_shared[];
     constexpr int BB = BR * BC;
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int64_t i = (int64_t)blockIdx.x * SPR_WARPS + w;
-    if (i >= g.nbr) return; // whole warps leave together
-    const int capnb = g.capnb, hcap = g.hcap;
-    const unsigned mask = (unsigned)hcap - 1u;
-    double *sacc = spr_shared + (size_t)w * ((size_t)capnb * BB + (size_t)hcap);
-    int32_t *keys = (int32_t *)(sacc + (size_t)capnb * BB), *spos = keys + hcap;
-    const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0;
-    const bool fits = nb <= capnb; // warp-uniform
-    double *acc = fits ? sacc : g.cv + (size_t)c0 * BB;
-    for (int64_t e = lane; e < nb * BB; e += 32)
-        acc[e] = 0.0;
-    if (fits) {
-        for (int s = lane; s < hcap; s += 32)
-            keys[s] = SP_EMPTY;
-        __syncwarp();
-        for (int e = lane; e < (int)nb; e += 32) {
-            const int32_t j = g.cci[c0 + e];
-            unsigned s = sp_hash(j, mask);
-            while (atomicCAS(&keys[s], SP_EMPTY, j) != SP_EMPTY)
-                s = (s + 1) & mask;
-            spos[s] = e;
-        }
-    }
-    __syncwarp();
     const int64_t a0 = g.arp[i], a1 = g.arp[i + 1];
     for (int64_t base = a0; base < a1; base += 32) { // warp-uniform
         int64_t myq0 = 0;
@@ -562,7 +540,7 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
                 for (int m = 0; m < BK; m++)
                     a[m] = __ldg(ablk + r * BK + m);
                 int64_t pos;
-                if (fits) {
+                if (SHARED) {
                     pos = spr_find(keys, spos, mask, j);
                 } else {
                     pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j) - c0;
@@ -585,19 +563,56 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
             __syncwarp();
         }
     }
-    if (fits)
-        for (int64_t e = lane; e < nb * BB; e += 32)
-            g.cv[(size_t)c0 * BB + e] = sacc[e];
 }
 
-// The warp's share of shared memory for spr_rows: room for twice C's mean row (at least 16
-// blocks), the table a power of two at least twice that, the block's total within SPR_SMEM_MAX
-// (longer rows are summed in place).
+template <int BR, int BK, int BC>
+__global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
+{
+    extern __shared__ double spr_shared[];
+    constexpr int BB = BR * BC;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int64_t i = (int64_t)blockIdx.x * SPR_WARPS + w;
+    if (i >= g.nbr) return; // whole warps leave together
+    const int capnb = g.capnb, hcap = g.hcap;
+    const unsigned mask = (unsigned)hcap - 1u;
+    double *sacc = spr_shared + (size_t)w * ((size_t)capnb * BB + (size_t)hcap);
+    int32_t *keys = (int32_t *)(sacc + (size_t)capnb * BB), *spos = keys + hcap;
+    const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0;
+    double *cv = g.cv + (size_t)c0 * BB;
+    if (nb > capnb) { // warp-uniform: summed in place
+        for (int64_t e = lane; e < nb * BB; e += 32)
+            cv[e] = 0.0;
+        __syncwarp();
+        spr_walk<BR, BK, BC, false>(g, i, lane, c0, nb, cv, NULL, NULL, 0);
+        return;
+    }
+    for (int64_t e = lane; e < nb * BB; e += 32)
+        sacc[e] = 0.0;
+    for (int s = lane; s < hcap; s += 32)
+        keys[s] = SP_EMPTY;
+    __syncwarp();
+    for (int e = lane; e < (int)nb; e += 32) {
+        const int32_t j = g.cci[c0 + e];
+        unsigned s = sp_hash(j, mask);
+        while (atomicCAS(&keys[s], SP_EMPTY, j) != SP_EMPTY)
+            s = (s + 1) & mask;
+        spos[s] = e;
+    }
+    __syncwarp();
+    spr_walk<BR, BK, BC, true>(g, i, lane, c0, nb, sacc, keys, spos, mask);
+    for (int64_t e = lane; e < nb * BB; e += 32)
+        cv[e] = sacc[e];
+}
+
+// The warp's share of shared memory for spr_rows: room for 1.5 times C's mean row and 8 blocks
+// (at least 16; elasticity3d:30's longest rows of A P and R (A P) are 1.9 and 1.7 times the
+// mean, 18 and 61 blocks), the table a power of two at least twice that, the block's total
+// within SPR_SMEM_MAX (longer rows are summed in place).
 static size_t spr_layout(spn_args &g, int64_t cnnzb)
 {
     const int64_t bb = (int64_t)g.br * g.bc;
     const double mean = (double)cnnzb / (double)g.nbr;
-    int64_t capnb = (int64_t)ceil(2.0 * mean);
+    int64_t capnb = (int64_t)ceil(1.5 * mean) + 8;
     if (capnb < 16) capnb = 16;
     for (;;) {
         int64_t hcap = 32;
