@@ -77,6 +77,7 @@ template <bool PATTERN> __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows
 {
     __shared__ int32_t skeys[SP_WARPS][SP_SCAP];
     __shared__ int32_t svals[SP_WARPS][SP_SCAP];
+    __shared__ int64_t sincl[SP_WARPS][32], sq0[SP_WARPS][32];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int64_t i = (int64_t)blockIdx.x * SP_WARPS + w;
     if (i >= g.nbr) return; // whole warps leave together
@@ -106,21 +107,50 @@ template <bool PATTERN> __global__ void __launch_bounds__(SP_WARPS * 32) sp_rows
     const unsigned mask = (unsigned)(cap - 1);
     const int64_t limit = cap / 2; // load factor at most 1/2 (+ one batch of 32)
 
-    // insert the row's product columns
+    // insert the row's product columns (a set: in any order), 32 blocks of A's row at a time:
+    // the lanes read their block's row of B (start, length), a warp scan gives each one's first
+    // product, and the window's products are inserted 32 at a time, lane t taking product t
+    // (its A block found by binary search in the scan)
     int64_t count = 0;
     int overflow = 0;
-    for (int64_t p = g.arp[i]; p < g.arp[i + 1] && !overflow; p++) {
-        const int64_t k = g.aci[p];
-        const int64_t q1 = g.brp[k + 1];
-        for (int64_t q0 = g.brp[k]; q0 < q1; q0 += 32) {
-            const int64_t q = q0 + lane;
-            int fresh = q < q1 ? sp_insert(keys, mask, g.bci[q]) : 0;
+    const int64_t a0 = g.arp[i], a1 = g.arp[i + 1];
+    for (int64_t base = a0; base < a1 && !overflow; base += 32) { // warp-uniform
+        int64_t q0 = 0, incl = 0;
+        if (base + lane < a1) {
+            const int32_t k = g.aci[base + lane];
+            q0 = g.brp[k];
+            incl = g.brp[k + 1] - q0;
+        }
+        for (int off = 1; off < 32; off *= 2) {
+            const int64_t y = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off) incl += y;
+        }
+        const int64_t total = __shfl_sync(0xffffffffu, incl, 31);
+        sincl[w][lane] = incl;
+        sq0[w][lane] = q0;
+        __syncwarp();
+        for (int64_t t0 = 0; t0 < total; t0 += 32) {
+            const int64_t t = t0 + lane;
+            int fresh = 0;
+            if (t < total) {
+                int lo = 0, hi = 31; // the first block whose products reach past t
+                while (lo < hi) {
+                    const int mid = (lo + hi) / 2;
+                    if (sincl[w][mid] > t)
+                        hi = mid;
+                    else
+                        lo = mid + 1;
+                }
+                const int64_t q = sq0[w][lo] + t - (lo ? sincl[w][lo - 1] : 0);
+                fresh = sp_insert(keys, mask, g.bci[q]);
+            }
             count += __popc(__ballot_sync(0xffffffffu, fresh));
             if (count > limit) {
                 overflow = 1;
                 break;
             }
         }
+        __syncwarp(); // the next window overwrites sincl and sq0
     }
     int32_t *out = g.cci + (PATTERN ? g.crp[i] : 0);
     if (!PATTERN) {
