@@ -28,7 +28,8 @@ extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu
 #define SP_WARPS 8  // warps per block of the row kernels
 #define SP_SCAP 512 // hash slots per warp in shared memory (power of two)
 #define SP_EMPTY (-1)
-#define SP_KEEP 24 // sorted columns per row of C kept from the symbolic pass, on average
+#define SP_KEEP 24            // sorted columns per row of C kept from the symbolic pass, on average
+#define SP_KEEP_MIN (1 << 22) // and at least this many (16 MB)
 
 static __device__ __forceinline__ unsigned sp_hash(int32_t key, unsigned mask)
 {
@@ -257,8 +258,9 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     g.brp = B->rowptr, g.bci = B->colind;
     g.nbr = nbr;
     HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(nbr + 1) * sizeof(int64_t)));
-    // room to keep SP_KEEP sorted columns a row on average (rows past it are inserted again)
-    g.kcap = nbr * SP_KEEP;
+    // room to keep SP_KEEP sorted columns a row on average, at least SP_KEEP_MIN (R (A P): few
+    // long rows); the rows past it are inserted again
+    g.kcap = nbr * SP_KEEP > SP_KEEP_MIN ? nbr * SP_KEEP : SP_KEEP_MIN;
     HK_TRY(hk_cu_tmp_alloc((void **)&koff, (size_t)(nbr + 1) * sizeof(int64_t)));
     HK_TRY(hk_cu_tmp_alloc((void **)&keep, (size_t)(g.kcap ? g.kcap : 1) * sizeof(int32_t)));
     HK_TRY(hk_cu_tmp_alloc((void **)&kused, sizeof *kused));
