@@ -14,6 +14,7 @@
 // sum in the CPU's order. Products and sums are __dmul_rn / __dadd_rn (no contraction): the
 // CPU's digits exactly.
 #include <cub/cub.cuh>
+#include <cuda_pipeline.h>
 #include <cusolverDn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -347,7 +348,7 @@ struct spn_args {
     int br, bk, bc;
     int64_t nbr;
     int64_t cap, ccap;         // doubles and column indices of shared memory per team
-    int capnb, hcap;           // spr_rows: blocks of C's row and hash slots per warp
+    int capnb, hcap, sq;       // spr_rows: blocks of C's row, hash slots, stage blocks per warp
     unsigned long long *first; // first block row with a product block outside C's pattern
 };
 
@@ -526,7 +527,7 @@ static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
 // misses the table (or the search): its row is reported.
 
 #define SPR_WARPS 4             // warps (rows of C) per thread block
-#define SPR_SMEM_MAX (96 << 10) // bytes of shared memory per thread block at most
+#define SPR_SMEM_MAX (110 << 10) // bytes of shared memory per thread block at most (2 an SM)
 
 // The position of column j in the table (keys, pos; mask + 1 slots, at most half full), -1
 // when it is not there.
@@ -540,6 +541,66 @@ static __device__ __forceinline__ int spr_find(const int32_t *keys, const int32_
     }
 }
 
+// One block of A's row: lane (q, r) adds row r of A_p B_q into acc, q over the ntask / BR blocks
+// of B's row (columns cols, values bvals; in global or shared memory), ablk = A_p; then
+// __syncwarp. Positions from the table (SHARED) or by binary search in C's row (in place).
+template <int BR, int BK, int BC, bool SHARED>
+static __device__ __forceinline__ void
+spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
+         const double *bvals, const double *ablk, double *acc, const int32_t *keys,
+         const int32_t *spos, unsigned mask, int64_t c0, int64_t nb)
+{
+    constexpr int BB = BR * BC;
+    for (int task = lane; task < ntask; task += 32) {
+        const int ql = task / BR, r = task % BR;
+        const int32_t j = cols[ql];
+        const double *b = bvals + (size_t)ql * BK * BC;
+        double a[BK];
+#pragma unroll
+        for (int m = 0; m < BK; m++)
+            a[m] = ablk[r * BK + m];
+        int64_t pos;
+        if (SHARED) {
+            pos = spr_find(keys, spos, mask, j);
+        } else {
+            pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j) - c0;
+            if (pos >= nb || g.cci[c0 + pos] != j) pos = -1;
+        }
+        if (pos < 0) {
+            atomicMin(g.first, (unsigned long long)i);
+            continue;
+        }
+        double *dst = acc + (size_t)pos * BB + r * BC;
+#pragma unroll
+        for (int s = 0; s < BC; s++) {
+            double v = dst[s];
+#pragma unroll
+            for (int m = 0; m < BK; m++)
+                v = __dadd_rn(v, __dmul_rn(a[m], b[m * BC + s]));
+            dst[s] = v;
+        }
+    }
+    __syncwarp();
+}
+
+// The rows of B of blocks base.. base + 31 of A's row (a1 its end): lane u's start *q0 and the
+// inclusive sum *incl of their lengths; the window's block count.
+static __device__ __forceinline__ int spr_window(const spn_args &g, int lane, int64_t base,
+                                                 int64_t a1, int64_t *q0, int64_t *incl)
+{
+    *q0 = 0, *incl = 0;
+    if (base + lane < a1) {
+        const int32_t k = g.aci[base + lane];
+        *q0 = g.brp[k];
+        *incl = g.brp[k + 1] - *q0;
+    }
+    for (int off = 1; off < 32; off *= 2) {
+        const int64_t y = __shfl_up_sync(0xffffffffu, *incl, off);
+        if (lane >= off) *incl += y;
+    }
+    return a1 - base < 32 ? (int)(a1 - base) : 32;
+}
+
 // Row i of C = A B summed into acc (row-major blocks, zeroed): in shared memory with the table
 // (keys, pos) when SHARED, else in C's values with positions by binary search in C's columns.
 template <int BR, int BK, int BC, bool SHARED>
@@ -547,57 +608,126 @@ static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, in
                                                 int64_t nb, double *acc, const int32_t *keys,
                                                 const int32_t *spos, unsigned mask)
 {
-    constexpr int BB = BR * BC;
-    const int64_t a0 = g.arp[i], a1 = g.arp[i + 1];
-    for (int64_t base = a0; base < a1; base += 32) { // warp-uniform
-        int64_t myq0 = 0;
-        int mynq = 0;
-        if (base + lane < a1) {
-            const int32_t k = g.aci[base + lane];
-            myq0 = g.brp[k];
-            mynq = (int)(g.brp[k + 1] - myq0);
-        }
-        const int n = a1 - base < 32 ? (int)(a1 - base) : 32;
+    const int64_t a1 = g.arp[i + 1];
+    for (int64_t base = g.arp[i]; base < a1; base += 32) { // warp-uniform
+        int64_t myq0, incl;
+        const int n = spr_window(g, lane, base, a1, &myq0, &incl);
         for (int u = 0; u < n; u++) {
             const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
-            const int ntask = __shfl_sync(0xffffffffu, mynq, u) * BR;
-            const double *ablk = g.av + (size_t)(base + u) * BR * BK;
-            for (int task = lane; task < ntask; task += 32) {
-                const int64_t q = q0 + task / BR;
-                const int r = task % BR;
-                const int32_t j = __ldg(g.bci + q);
-                const double *b = g.bv + (size_t)q * BK * BC;
-                double a[BK];
-#pragma unroll
-                for (int m = 0; m < BK; m++)
-                    a[m] = __ldg(ablk + r * BK + m);
-                int64_t pos;
-                if (SHARED) {
-                    pos = spr_find(keys, spos, mask, j);
-                } else {
-                    pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j) - c0;
-                    if (pos >= nb || g.cci[c0 + pos] != j) pos = -1;
-                }
-                if (pos < 0) {
-                    atomicMin(g.first, (unsigned long long)i);
-                    continue;
-                }
-                double *dst = acc + (size_t)pos * BB + r * BC;
-#pragma unroll
-                for (int s = 0; s < BC; s++) {
-                    double v = dst[s];
-#pragma unroll
-                    for (int m = 0; m < BK; m++)
-                        v = __dadd_rn(v, __dmul_rn(a[m], __ldg(b + m * BC + s)));
-                    dst[s] = v;
-                }
-            }
-            __syncwarp();
+            const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
+            const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
+            spr_step<BR, BK, BC, SHARED>(g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
+                                         g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask,
+                                         c0, nb);
         }
     }
 }
 
+// ---- the staged walk (HOOKE_SPGEMM=staged): the rows of B copied to shared memory ahead ----
+//
+// The blocks of A's row are taken in chunks (at most SPR_DMAX blocks whose rows of B hold at
+// most g.sq blocks together); while the warp sums one chunk from shared memory, the next chunk's
+// rows of B (values and columns) and A blocks are in flight into the other of two buffers
+// (cp.async), so a block of A waits for no load. A block whose row of B alone exceeds g.sq is a
+// chunk of its own, summed from global memory. The same steps in the same order as spr_walk.
+
+#define SPR_DMAX 8 // blocks of A per chunk at most
+
+// Doubles of one stage buffer: sq blocks of B, SPR_DMAX blocks of A, sq columns of B.
+template <int BR, int BK, int BC> static __host__ __device__ constexpr int64_t spr_buf(int64_t sq)
+{
+    return sq * BK * BC + SPR_DMAX * BR * BK + (sq + 1) / 2;
+}
+
+// The chunk at block u0 of a window of n blocks: [u0, *u1); false when block u0's row of B
+// alone exceeds sq (then *u1 = u0 + 1).
+static __device__ __forceinline__ bool spr_chunk(int lane, int u0, int n, int64_t incl, int sq,
+                                                 int *u1)
+{
+    const int64_t start = u0 ? __shfl_sync(0xffffffffu, incl, u0 - 1) : 0;
+    const bool fits = lane >= u0 && lane < n && lane < u0 + SPR_DMAX && incl - start <= sq;
+    const int c = __popc(__ballot_sync(0xffffffffu, fits)); // lanes u0.. (incl ascending)
+    *u1 = u0 + (c ? c : 1);
+    return c > 0;
+}
+
+// The copies of chunk [u0, u1) of the window at base into buf, committed as one group.
 template <int BR, int BK, int BC>
+static __device__ __forceinline__ void spr_issue(const spn_args &g, int lane, int64_t base, int u0,
+                                                 int u1, int64_t myq0, int64_t incl, double *buf,
+                                                 int sq)
+{
+    constexpr int BKC = BK * BC, BRK = BR * BK;
+    double *sb = buf, *sa = buf + (size_t)sq * BKC;
+    int32_t *sj = (int32_t *)(sa + SPR_DMAX * BRK);
+    const int64_t start = u0 ? __shfl_sync(0xffffffffu, incl, u0 - 1) : 0;
+    for (int u = u0; u < u1; u++) {
+        const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
+        const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
+        const int off = (int)(from - start), nq = (int)(__shfl_sync(0xffffffffu, incl, u) - from);
+        for (int e = lane; e < nq * BKC; e += 32)
+            __pipeline_memcpy_async(sb + (size_t)off * BKC + e, g.bv + (size_t)q0 * BKC + e, 8);
+        for (int e = lane; e < nq; e += 32)
+            __pipeline_memcpy_async(sj + off + e, g.bci + q0 + e, 4);
+    }
+    for (int e = lane; e < (u1 - u0) * BRK; e += 32)
+        __pipeline_memcpy_async(sa + e, g.av + (size_t)(base + u0) * BRK + e, 8);
+    __pipeline_commit();
+}
+
+template <int BR, int BK, int BC>
+static __device__ __forceinline__ void
+spr_walk_staged(const spn_args &g, int64_t i, int lane, double *acc, const int32_t *keys,
+                const int32_t *spos, unsigned mask, double *stage)
+{
+    constexpr int BKC = BK * BC, BRK = BR * BK;
+    const int sq = g.sq;
+    const int64_t bufd = spr_buf<BR, BK, BC>(sq), a1 = g.arp[i + 1];
+    for (int64_t base = g.arp[i]; base < a1; base += 32) { // warp-uniform
+        int64_t myq0, incl;
+        const int n = spr_window(g, lane, base, a1, &myq0, &incl);
+        int u0 = 0, u1, cur = 0;
+        bool staged = spr_chunk(lane, 0, n, incl, sq, &u1);
+        if (staged)
+            spr_issue<BR, BK, BC>(g, lane, base, 0, u1, myq0, incl, stage, sq);
+        else
+            __pipeline_commit();
+        while (u0 < n) {
+            int v1 = u1;
+            bool next = false;
+            if (u1 < n) next = spr_chunk(lane, u1, n, incl, sq, &v1);
+            if (next)
+                spr_issue<BR, BK, BC>(g, lane, base, u1, v1, myq0, incl, stage + (1 - cur) * bufd,
+                                      sq);
+            else
+                __pipeline_commit(); // an empty group: one group per chunk
+            __pipeline_wait_prior(1);
+            __syncwarp();
+            const int64_t start = u0 ? __shfl_sync(0xffffffffu, incl, u0 - 1) : 0;
+            const double *buf = stage + cur * bufd;
+            for (int u = u0; u < u1; u++) {
+                const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
+                const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
+                if (staged) {
+                    const int off = (int)(from - start);
+                    spr_step<BR, BK, BC, true>(
+                        g, i, lane, ntask, (const int32_t *)(buf + sq * BKC + SPR_DMAX * BRK) + off,
+                        buf + (size_t)off * BKC, buf + sq * BKC + (u - u0) * BRK, acc, keys, spos,
+                        mask, 0, 0);
+                } else {
+                    const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
+                    spr_step<BR, BK, BC, true>(
+                        g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BKC,
+                        g.av + (size_t)(base + u) * BRK, acc, keys, spos, mask, 0, 0);
+                }
+            }
+            u0 = u1, u1 = v1, staged = next, cur = 1 - cur;
+        }
+        __pipeline_wait_prior(0);
+    }
+}
+
+template <int BR, int BK, int BC, bool STAGED>
 __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
 {
     extern __shared__ double spr_shared[];
@@ -607,7 +737,9 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
     if (i >= g.nbr) return; // whole warps leave together
     const int capnb = g.capnb, hcap = g.hcap;
     const unsigned mask = (unsigned)hcap - 1u;
-    double *sacc = spr_shared + (size_t)w * ((size_t)capnb * BB + (size_t)hcap);
+    const int64_t stride =
+        (int64_t)capnb * BB + hcap + (STAGED ? 2 * spr_buf<BR, BK, BC>(g.sq) : 0);
+    double *sacc = spr_shared + (size_t)w * stride;
     int32_t *keys = (int32_t *)(sacc + (size_t)capnb * BB), *spos = keys + hcap;
     const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0;
     double *cv = g.cv + (size_t)c0 * BB;
@@ -631,40 +763,55 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
         spos[s] = e;
     }
     __syncwarp();
-    spr_walk<BR, BK, BC, true>(g, i, lane, c0, nb, sacc, keys, spos, mask);
+    if (STAGED)
+        spr_walk_staged<BR, BK, BC>(g, i, lane, sacc, keys, spos, mask,
+                                    sacc + stride - 2 * spr_buf<BR, BK, BC>(g.sq));
+    else
+        spr_walk<BR, BK, BC, true>(g, i, lane, c0, nb, sacc, keys, spos, mask);
     for (int64_t e = lane; e < nb * BB; e += 32)
         cv[e] = sacc[e];
 }
 
 // The warp's share of shared memory for spr_rows: room for 1.5 times C's mean row and 8 blocks
 // (at least 16; elasticity3d:30's longest rows of A P and R (A P) are 1.9 and 1.7 times the
-// mean, 18 and 61 blocks), the table a power of two at least twice that, the block's total
-// within SPR_SMEM_MAX (longer rows are summed in place).
-static size_t spr_layout(spn_args &g, int64_t cnnzb)
+// mean, 18 and 61 blocks), the table a power of two at least twice that and, when staged, two
+// stage buffers of g.sq blocks of B (three times B's mean row, 8 to 64). Within SPR_SMEM_MAX a
+// block the stage shrinks first (to 8 blocks), then the room for C's row (to 16 blocks; longer
+// rows are summed in place).
+template <int BR, int BK, int BC>
+static size_t spr_layout(spn_args &g, int64_t cnnzb, int64_t bnnzb, int64_t bnbr, bool staged)
 {
-    const int64_t bb = (int64_t)g.br * g.bc;
-    const double mean = (double)cnnzb / (double)g.nbr;
-    int64_t capnb = (int64_t)ceil(1.5 * mean) + 8;
+    const int64_t bb = (int64_t)BR * BC;
+    const double mean = (double)cnnzb / (double)g.nbr, bmean = bnbr ? (double)bnnzb / bnbr : 0;
+    int64_t sq = (int64_t)ceil(3 * bmean), capnb = (int64_t)ceil(1.5 * mean) + 8;
+    sq = sq < 8 ? 8 : sq > 64 ? 64 : sq;
     if (capnb < 16) capnb = 16;
     for (;;) {
         int64_t hcap = 32;
         while (hcap < 2 * capnb)
             hcap *= 2;
-        const size_t bytes = (size_t)SPR_WARPS * (size_t)(capnb * bb + hcap) * sizeof(double);
-        if (bytes <= SPR_SMEM_MAX || capnb <= 16) {
-            g.capnb = (int)capnb, g.hcap = (int)hcap;
+        const int64_t stage = staged ? 2 * spr_buf<BR, BK, BC>(sq) : 0;
+        const size_t bytes =
+            (size_t)SPR_WARPS * (size_t)(capnb * bb + hcap + stage) * sizeof(double);
+        if (bytes <= SPR_SMEM_MAX || (capnb <= 16 && (!staged || sq <= 8))) {
+            g.capnb = (int)capnb, g.hcap = (int)hcap, g.sq = (int)sq;
             return bytes;
         }
-        capnb = capnb * 3 / 4;
+        if (staged && sq > 8)
+            sq = sq * 3 / 4 < 8 ? 8 : sq * 3 / 4;
+        else
+            capnb = capnb * 3 / 4 < 16 ? 16 : capnb * 3 / 4;
     }
 }
 
-template <int BR, int BK, int BC> static int spr_launch_shape(const spn_args &g, size_t smem)
+template <int BR, int BK, int BC>
+static int spr_launch_shape(spn_args g, int64_t cnnzb, int64_t bnnzb, int64_t bnbr, bool staged)
 {
     const int64_t nblk = (g.nbr + SPR_WARPS - 1) / SPR_WARPS;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
              (long long)g.nbr);
-    void (*kernel)(spn_args) = spr_rows<BR, BK, BC>;
+    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb, bnnzb, bnbr, staged);
+    void (*kernel)(spn_args) = staged ? spr_rows<BR, BK, BC, true> : spr_rows<BR, BK, BC, false>;
     if (smem > (48 << 10))
         HK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)nblk, SPR_WARPS * 32, smem, hk_cu.stream>>>(g);
@@ -672,18 +819,20 @@ template <int BR, int BK, int BC> static int spr_launch_shape(const spn_args &g,
     return 0;
 }
 
-// HOOKE_SPGEMM=old: the output-stationary spo_rows instead of spr_rows for AMG's shapes (read at
-// each product, so a test may time both in one process).
-static bool spr_old(void)
+// HOOKE_SPGEMM=old: the output-stationary spo_rows instead of spr_rows for AMG's shapes;
+// HOOKE_SPGEMM=staged: spr_rows with the staged walk (read at each product, so a test may time
+// all three in one process).
+static bool spr_variant(const char *name)
 {
     const char *v = getenv("HOOKE_SPGEMM");
-    return v && !strcmp(v, "old");
+    return v && !strcmp(v, name);
 }
 
-// The output-stationary kernel for C = A B when the shape is one of AMG's (scalar, 2D and 3D
-// elasticity: A T, A P, R (A P), coarse levels); 0 when it is not (the caller takes spn_rows).
-// g.first must be set; C's pattern complete.
-static int spo_launch(const spn_args &g, int64_t cnnzb, int *done)
+// The numeric product C = A B when the shape is one of AMG's (scalar, 2D and 3D elasticity:
+// A T, A P, R (A P), coarse levels): spr_rows, or spo_rows (HOOKE_SPGEMM=old); *done = 0 when
+// it is not (the caller takes spn_rows). B has bnnzb blocks in bnbr rows; g.first must be set;
+// C's pattern complete.
+static int spo_launch(const spn_args &g, int64_t cnnzb, int64_t bnnzb, int64_t bnbr, int *done)
 {
     *done = 0;
     const int br = g.br, bk = g.bk, bc = g.bc;
@@ -692,16 +841,18 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, int *done)
                        SPO_SHAPE(3, 3, 3) || SPO_SHAPE(3, 3, 6) || SPO_SHAPE(6, 3, 6) ||
                        SPO_SHAPE(6, 6, 6);
     if (!known || g.nbr == 0) return 0;
-    if (!spr_old()) {
-        spn_args h = g;
-        const size_t smem = spr_layout(h, cnnzb);
-        if (SPO_SHAPE(1, 1, 1)) HK_CALL((spr_launch_shape<1, 1, 1>(h, smem)));
-        if (SPO_SHAPE(2, 2, 3)) HK_CALL((spr_launch_shape<2, 2, 3>(h, smem)));
-        if (SPO_SHAPE(3, 2, 3)) HK_CALL((spr_launch_shape<3, 2, 3>(h, smem)));
-        if (SPO_SHAPE(3, 3, 3)) HK_CALL((spr_launch_shape<3, 3, 3>(h, smem)));
-        if (SPO_SHAPE(3, 3, 6)) HK_CALL((spr_launch_shape<3, 3, 6>(h, smem)));
-        if (SPO_SHAPE(6, 3, 6)) HK_CALL((spr_launch_shape<6, 3, 6>(h, smem)));
-        if (SPO_SHAPE(6, 6, 6)) HK_CALL((spr_launch_shape<6, 6, 6>(h, smem)));
+    if (!spr_variant("old")) {
+        const bool st = spr_variant("staged");
+#define SPR_SHAPE(R, K, C)                                                                         \
+    if (SPO_SHAPE(R, K, C)) HK_CALL((spr_launch_shape<R, K, C>(g, cnnzb, bnnzb, bnbr, st)))
+        SPR_SHAPE(1, 1, 1);
+        SPR_SHAPE(2, 2, 3);
+        SPR_SHAPE(3, 2, 3);
+        SPR_SHAPE(3, 3, 3);
+        SPR_SHAPE(3, 3, 6);
+        SPR_SHAPE(6, 3, 6);
+        SPR_SHAPE(6, 6, 6);
+#undef SPR_SHAPE
         *done = 1;
         return 0;
     }
@@ -759,7 +910,7 @@ static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
     g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
     g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = A->nbrows, g.first = dfirst;
     int done = 0;
-    HK_CALL(spo_launch(g, C->nnzb, &done));
+    HK_CALL(spo_launch(g, C->nnzb, B->nnzb, B->nbrows, &done));
     return done ? 0 : spn_launch(g, C->nnzb);
 }
 

@@ -695,17 +695,22 @@ static void test_cuda_chol_inverse(void)
     }
 }
 
-/* HOOKE_SPGEMM=old (the output-stationary numeric kernel) when old, else unset. */
-static void spgemm_variant(int old)
+/* The device's numeric product kernels: the default, HOOKE_SPGEMM=old (output-stationary) and
+ * HOOKE_SPGEMM=staged (rows of B copied ahead into shared memory). */
+#define SPGEMM_VARIANTS 3
+static const char *const spgemm_variants[SPGEMM_VARIANTS] = {"default", "old", "staged"};
+
+/* HOOKE_SPGEMM set for variant v (unset for the default). */
+static void spgemm_variant(int v)
 {
-    if (old)
-        setenv("HOOKE_SPGEMM", "old", 1);
+    if (v)
+        setenv("HOOKE_SPGEMM", spgemm_variants[v], 1);
     else
         unsetenv("HOOKE_SPGEMM");
 }
 
 /* The CUDA numeric product equals the CPU's digit for digit (each sum in the same order), with
- * each numeric kernel (new and HOOKE_SPGEMM=old), and so does the whole product, on the AMG
+ * each numeric kernel (spgemm_variants), and so does the whole product, on the AMG
  * shapes (one with a row too long for shared memory) and on K K of an elasticity matrix, with
  * the times of the numeric and the whole product. */
 static void test_cuda_spgemm_numeric(void)
@@ -734,8 +739,11 @@ static void test_cuda_spgemm_numeric(void)
         if (nv)
             gpu->vec_set(&(hk_vec){.be = gpu, .n = (int64_t)nv, .prec = HK_FP64, .data = dN.val},
                          NAN);
-        for (int old = 0; old < 2; old++) {
-            spgemm_variant(old);
+        for (int v = 0; v < SPGEMM_VARIANTS; v++) {
+            spgemm_variant(v);
+            if (nv)
+                gpu->vec_set(
+                    &(hk_vec){.be = gpu, .n = (int64_t)nv, .prec = HK_FP64, .data = dN.val}, NAN);
             HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
             if (nv) gpu->copy_from(got, dN.val, nv * sizeof *got);
             CU_ASSERT(memcmp(got, C.val, nv * sizeof *got) == 0);
@@ -754,8 +762,8 @@ static void test_cuda_spgemm_numeric(void)
             N.colind[q] = N.colind[q - 1];
             hk_bmat dM;
             hk_test_bmat_to(gpu, &N, &dM);
-            for (int old = 0; old < 2; old++) {
-                spgemm_variant(old);
+            for (int v = 0; v < SPGEMM_VARIANTS; v++) {
+                spgemm_variant(v);
                 CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric(&dA, &dB, &dM), HK_ERR_ARG);
                 CU_ASSERT(names_row(row));
             }
@@ -789,8 +797,9 @@ static void test_cuda_spgemm_numeric(void)
 }
 
 /* C = A B on cuda, whole and numeric, against the CPU's C (pattern and bytes) with each numeric
- * kernel (new, then HOOKE_SPGEMM=old); ms[variant][whole, numeric]: best of 3. */
-static void galerkin_product(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, double ms[2][2])
+ * kernel (spgemm_variants); ms[variant][whole, numeric]: best of 3. */
+static void galerkin_product(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
+                             double ms[SPGEMM_VARIANTS][2])
 {
     const hk_backend *gpu = backend("cuda");
     hk_bmat dA, dB, dC = {0}, dN;
@@ -798,26 +807,26 @@ static void galerkin_product(const hk_bmat *A, const hk_bmat *B, const hk_bmat *
     hk_test_bmat_to(gpu, B, &dB);
     hk_test_bmat_to(gpu, C, &dN);
     const int64_t nv = C->nnzb * C->br * C->bc;
-    for (int old = 0; old < 2; old++) {
-        spgemm_variant(old);
+    for (int v = 0; v < SPGEMM_VARIANTS; v++) {
+        spgemm_variant(v);
         HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
         CU_ASSERT(same_bmat(&dC, C));
         hk_bmat_free(&dC);
         if (nv) gpu->vec_set(&(hk_vec){.be = gpu, .n = nv, .prec = HK_FP64, .data = dN.val}, NAN);
         HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
         CU_ASSERT(same_bmat(&dN, C));
-        ms[old][0] = ms[old][1] = 1e30;
+        ms[v][0] = ms[v][1] = 1e30;
         for (int rep = 0; rep < 3; rep++) {
             gpu->sync();
             double t0 = hk_time();
             HK_ASSERT_OK(gpu->bmat_spgemm(&dA, &dB, &dC));
             gpu->sync();
-            ms[old][0] = fmin(ms[old][0], 1e3 * (hk_time() - t0));
+            ms[v][0] = fmin(ms[v][0], 1e3 * (hk_time() - t0));
             hk_bmat_free(&dC);
             t0 = hk_time();
             HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dA, &dB, &dN));
             gpu->sync();
-            ms[old][1] = fmin(ms[old][1], 1e3 * (hk_time() - t0));
+            ms[v][1] = fmin(ms[v][1], 1e3 * (hk_time() - t0));
         }
     }
     spgemm_variant(0);
@@ -826,7 +835,7 @@ static void galerkin_product(const hk_bmat *A, const hk_bmat *B, const hk_bmat *
 
 /* The Galerkin products of a real first level (elasticity3d:60, 681k DOFs: A P with 3x3 . 3x6
  * blocks, R (A P) with 6x3 . 3x6) and a coarse-level shape (Ac Ac, 6x6 . 6x6): cuda's pattern
- * and bytes equal the CPU's, whole and numeric, with both numeric kernels; their times. */
+ * and bytes equal the CPU's, whole and numeric, with each numeric kernel; their times. */
 static void test_cuda_galerkin_level(void)
 {
     hk_test_level L;
@@ -840,12 +849,13 @@ static void test_cuda_galerkin_level(void)
                  {"R (A P)", &L.R, &L.AP, &L.Ac},
                  {"Ac Ac", &L.Ac, &L.Ac, &AcAc}};
     for (size_t k = 0; k < sizeof prods / sizeof prods[0]; k++) {
-        double ms[2][2];
+        double ms[SPGEMM_VARIANTS][2];
         galerkin_product(prods[k].A, prods[k].B, prods[k].C, ms);
-        printf("\n    elasticity3d:60 %s (%lld rows, %lld blocks of %dx%d): whole %.2f ms (old "
-               "%.2f), numeric %.2f ms (old %.2f)",
+        printf("\n    elasticity3d:60 %s (%lld rows, %lld blocks of %dx%d), ms whole / numeric:",
                prods[k].name, (long long)prods[k].C->nbrows, (long long)prods[k].C->nnzb,
-               prods[k].C->br, prods[k].C->bc, ms[0][0], ms[1][0], ms[0][1], ms[1][1]);
+               prods[k].C->br, prods[k].C->bc);
+        for (int v = 0; v < SPGEMM_VARIANTS; v++)
+            printf(" %s %.2f / %.2f", spgemm_variants[v], ms[v][0], ms[v][1]);
     }
     hk_bmat_free(&AcAc);
     hk_test_level_free(&L);
