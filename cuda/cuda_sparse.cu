@@ -541,10 +541,18 @@ static __device__ __forceinline__ int spr_find(const int32_t *keys, const int32_
     }
 }
 
+// A read of the product's inputs: from global memory through the read-only path, or from the
+// stage in shared memory.
+template <bool GLOBAL, typename T> static __device__ __forceinline__ T spr_ld(const T *p)
+{
+    return GLOBAL ? __ldg(p) : *p;
+}
+
 // One block of A's row: lane (q, r) adds row r of A_p B_q into acc, q over the ntask / BR blocks
-// of B's row (columns cols, values bvals; in global or shared memory), ablk = A_p; then
-// __syncwarp. Positions from the table (SHARED) or by binary search in C's row (in place).
-template <int BR, int BK, int BC, bool SHARED>
+// of B's row (columns cols, values bvals), ablk = A_p, all in global memory (GLOBAL) or in the
+// stage; then __syncwarp. Positions from the table (SHARED) or by binary search in C's row (in
+// place).
+template <int BR, int BK, int BC, bool SHARED, bool GLOBAL>
 static __device__ __forceinline__ void
 spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
          const double *bvals, const double *ablk, double *acc, const int32_t *keys,
@@ -553,12 +561,12 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
     constexpr int BB = BR * BC;
     for (int task = lane; task < ntask; task += 32) {
         const int ql = task / BR, r = task % BR;
-        const int32_t j = cols[ql];
+        const int32_t j = spr_ld<GLOBAL>(cols + ql);
         const double *b = bvals + (size_t)ql * BK * BC;
         double a[BK];
 #pragma unroll
         for (int m = 0; m < BK; m++)
-            a[m] = ablk[r * BK + m];
+            a[m] = spr_ld<GLOBAL>(ablk + r * BK + m);
         int64_t pos;
         if (SHARED) {
             pos = spr_find(keys, spos, mask, j);
@@ -576,7 +584,7 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
             double v = dst[s];
 #pragma unroll
             for (int m = 0; m < BK; m++)
-                v = __dadd_rn(v, __dmul_rn(a[m], b[m * BC + s]));
+                v = __dadd_rn(v, __dmul_rn(a[m], spr_ld<GLOBAL>(b + m * BC + s)));
             dst[s] = v;
         }
     }
@@ -616,9 +624,9 @@ static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, in
             const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
             const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
             const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
-            spr_step<BR, BK, BC, SHARED>(g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
-                                         g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask,
-                                         c0, nb);
+            spr_step<BR, BK, BC, SHARED, true>(
+                g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
+                g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask, c0, nb);
         }
     }
 }
@@ -710,13 +718,13 @@ spr_walk_staged(const spn_args &g, int64_t i, int lane, double *acc, const int32
                 const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
                 if (staged) {
                     const int off = (int)(from - start);
-                    spr_step<BR, BK, BC, true>(
+                    spr_step<BR, BK, BC, true, false>(
                         g, i, lane, ntask, (const int32_t *)(buf + sq * BKC + SPR_DMAX * BRK) + off,
                         buf + (size_t)off * BKC, buf + sq * BKC + (u - u0) * BRK, acc, keys, spos,
                         mask, 0, 0);
                 } else {
                     const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
-                    spr_step<BR, BK, BC, true>(
+                    spr_step<BR, BK, BC, true, true>(
                         g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BKC,
                         g.av + (size_t)(base + u) * BRK, acc, keys, spos, mask, 0, 0);
                 }
