@@ -212,6 +212,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_pointwise_mult = hk_cu_vec_pointwise_mult;
     o.vec_poly_step = hk_cu_vec_poly_step;
     o.spmv_poly_step = hk_cu_spmv_poly_step;
+    o.amg_cheb_step = hk_cu_amg_cheb_step;
     o.vec_dot = hk_cu_vec_dot;
     o.vec_mdot = hk_cu_vec_mdot;
     o.vec_maxpy = hk_cu_vec_maxpy;

@@ -190,6 +190,32 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
              "and %lld",                                                                           \
              (long long)(a)->n, (long long)(b)->n)
 
+/* The entry arithmetic of vec_axpby (y = a x + b y) and of bdiag_apply's node block (s = D u,
+ * sums in double), shared by their kernels and the fused ops that repeat them, so that both
+ * contract the same products into the same fused multiply-adds and give the same digits. */
+template <typename T>
+__device__ __forceinline__ T hk_cu_axpby_entry(double a, T x, double b, T y)
+{
+    return (T)(a * x + b * y);
+}
+template <typename T, int BS>
+__device__ __forceinline__ void hk_cu_bdiag_block(const T *__restrict__ blk, const T (&u)[BS],
+                                                  T (&s)[BS])
+{
+    double acc[BS];
+#pragma unroll
+    for (int r = 0; r < BS; r++)
+        acc[r] = 0;
+#pragma unroll
+    for (int r = 0; r < BS; r++)
+#pragma unroll
+        for (int c = 0; c < BS; c++)
+            acc[r] += (double)blk[r * BS + c] * u[c];
+#pragma unroll
+    for (int r = 0; r < BS; r++)
+        s[r] = (T)acc[r];
+}
+
 /* Entry i of a polynomial preconditioner's step (the vec_poly_step op) with t_i = (A x)_i:
  * y = a (d .* t) + b x + c y, then z = e y + f z; x NULL when b = 0, the old y and z not
  * read when c = 0 or f = 0. */
@@ -431,6 +457,7 @@ int hk_cu_pipebicg_update(hk_vec *x, hk_vec *r, hk_vec *p, const hk_vec *phat, c
 /* The fused SpMV ops (cuda_spmv.cu; semantics in hk_impl.h). */
 int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
                          const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
+int hk_cu_amg_cheb_step(hk_mat *A, const hk_cheb_step *s);
 int hk_cu_spmv_pipecg_gv_step(hk_mat *A, hk_vec *const *V, double *S);
 int hk_cu_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *dinv, const hk_vec *r,
                     double *S);

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "cuda_impl.cuh"
 
 static int is_rowptr_family(hk_format f)
@@ -95,6 +97,66 @@ template <typename T> struct epi_poly : epi_base { /* vec_poly_step of t = A x (
         hk_cu_poly_entry<T>(i, y, a, d, (T)v, b, x, c, z, e, f);
     }
 };
+
+/* amg_cheb_step's vectors and coefficients on the device (hk_impl.h, hk_cheb_step). */
+template <typename T> struct cheb_args {
+    const T *rin, *D, *dp;
+    T *r, *dn, *x;
+    double a, c;
+    int xmode;
+};
+
+/* Node block I of amg_cheb_step, with v its BS entries of A p where PROD (else no product):
+ * the arithmetic of vec_axpby and bdiag_apply entry by entry (hk_cu_axpby_entry,
+ * hk_cu_bdiag_block), so the digits are those of the separate kernels. */
+template <typename T, int BS, bool PROD>
+__device__ __forceinline__ void cheb_block(const cheb_args<T> &q, int64_t I, const double (&v)[BS])
+{
+    T u[BS];
+#pragma unroll
+    for (int r = 0; r < BS; r++) {
+        const int64_t i = I * BS + r;
+        u[r] = PROD ? hk_cu_axpby_entry<T>(1.0, q.rin[i], -1.0, (T)v[r]) : q.rin[i];
+        if (q.r) q.r[i] = u[r];
+    }
+    if (!q.D) return;
+    T s[BS];
+    hk_cu_bdiag_block<T, BS>(q.D + I * (BS * BS), u, s);
+#pragma unroll
+    for (int r = 0; r < BS; r++) {
+        const int64_t i = I * BS + r;
+        const T w = q.c == 0.0 ? (T)(q.a * s[r]) : hk_cu_axpby_entry<T>(q.a, s[r], q.c, q.dp[i]);
+        if (q.dn) q.dn[i] = w;
+        if (!q.x) continue;
+        bool none = q.xmode & HK_CHEB_X_ZERO;
+        T xv = none ? (T)0 : q.x[i];
+        if (q.xmode & HK_CHEB_X_DP) {
+            xv = none ? q.dp[i] : hk_cu_axpby_entry<T>(1.0, q.dp[i], 1.0, xv);
+            none = false;
+        }
+        if (q.xmode & HK_CHEB_X_DN) xv = none ? w : hk_cu_axpby_entry<T>(1.0, w, 1.0, xv);
+        q.x[i] = xv;
+    }
+}
+
+/* A multigrid level's Chebyshev step (amg_cheb_step) on each block row of A p: the block's
+ * entries at once, which its node block of D^-1 needs (ROWS: row_out hands over the row). */
+template <typename T> struct epi_cheb : epi_base {
+    static constexpr int K = 0, NF = 1;
+    static constexpr bool ROWS = true;
+    cheb_args<T> q;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return 0; }
+    template <int BS>
+    __device__ void rows(int64_t row, const double (&acc)[BS], double (&)[NF]) const
+    {
+        cheb_block<T, BS, true>(q, row, acc);
+    }
+};
+
+/* Whether an epilogue takes whole block rows (rows<BS>) instead of entries (entry). */
+template <class E, class = void> struct epi_rows : std::false_type {};
+template <class E> struct epi_rows<E, std::void_t<decltype(E::ROWS)>> : std::bool_constant<E::ROWS> {};
 
 struct epi_gv { /* n = A m, then pipecg_gv_step's updates, inner products and stage 2 */
     static constexpr int K = 7, NF = 7;
@@ -209,9 +271,12 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
         for (int r = 0; r < BS; r++)
             acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
     if (active && lane == 0) {
+        if constexpr (epi_rows<E>::value)
+            epi.template rows<BS>(row, acc, fs);
+        else
 #pragma unroll
-        for (int r = 0; r < BS; r++)
-            epi.entry(row * BS + r, acc[r], fs);
+            for (int r = 0; r < BS; r++)
+                epi.entry(row * BS + r, acc[r], fs);
     }
 }
 
@@ -743,6 +808,62 @@ int hk_cu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, doubl
                                          (const float *)d->data, (const float *)x->data, a, b, c,
                                          e, f},
                          NULL);
+}
+
+/* amg_cheb_step's entries without a product (v NULL) or after a separate one (v = A p). */
+template <typename T, int BS>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_cheb(int64_t nb, const T *__restrict__ v, cheb_args<T> q)
+{
+    for (int64_t I = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; I < nb;
+         I += (int64_t)gridDim.x * blockDim.x) {
+        double vv[BS];
+#pragma unroll
+        for (int r = 0; r < BS; r++)
+            vv[r] = v ? (double)v[I * BS + r] : 0.0;
+        if (v)
+            cheb_block<T, BS, true>(q, I, vv);
+        else
+            cheb_block<T, BS, false>(q, I, vv);
+    }
+}
+
+/* The Chebyshev step in the SpMV's epilogue where the kernel's blocks are D's (sbell, bell,
+ * bsr, and any format for a residual alone, D NULL); elsewhere (scalar formats of a block
+ * matrix, cuSPARSE, csr's own kernels) or with HOOKE_CUDA_FUSE=0 the product into t and one
+ * vector kernel. Unlike the Krylov methods' fused ops (fuse_in_spmv) at every size: this
+ * epilogue sums nothing, it reads and writes what the separate kernels would. */
+template <typename T> static int cheb_launch(hk_mat *A, const hk_cheb_step *s)
+{
+    const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
+    auto dv = [](const hk_vec *v) { return v ? (const T *)v->data : (const T *)NULL; };
+    auto mv = [](hk_vec *v) { return v ? (T *)v->data : (T *)NULL; };
+    const cheb_args<T> q = {dv(s->rin), dv(s->D), dv(s->dp), mv(s->r), mv(s->dn), mv(s->x),
+                            s->a,       s->c,     s->xmode};
+    const int bs = s->D ? s->bs : 1;
+    const bool epilogue = !is_cusparse(A->fmt) && !own_kernel(A) && fuse_forced() != 0 &&
+                          (!s->D || m->bs == s->bs);
+    if (s->p && epilogue) return launch<T>(A, s->p->data, epi_cheb<T>{{}, q}, NULL);
+    if (s->p) HK_CALL(hk_cu_mat_spmv(A, s->p, s->t));
+    const T *v = s->p ? dv(s->t) : NULL;
+    const int64_t nb = A->nrows / bs;
+    const unsigned g = hk_cu_grid(nb);
+#define HK_CHEB_CASE(B)                                                                            \
+    case B: k_cheb<T, B><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(nb, v, q); break;
+    switch (bs) {
+        HK_CHEB_CASE(1) HK_CHEB_CASE(2) HK_CHEB_CASE(3)
+        HK_CHEB_CASE(4) HK_CHEB_CASE(5) HK_CHEB_CASE(6)
+    }
+#undef HK_CHEB_CASE
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+int hk_cu_amg_cheb_step(hk_mat *A, const hk_cheb_step *s)
+{
+    HK_CALL(hk_cheb_step_check(A, s));
+    if (!A->nrows) return 0;
+    return A->prec == HK_FP64 ? cheb_launch<double>(A, s) : cheb_launch<float>(A, s);
 }
 
 /* n = A m and pipelined CG's step (the spmv_pipecg_gv_step op): the step's updates, inner

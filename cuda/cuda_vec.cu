@@ -81,7 +81,7 @@ template <typename T> __global__ void k_axpby(int64_t n, T *y, double a, const T
     if (b == 0.0) {
         HK_GRID_STRIDE(i, n) y[i] = (T)(a * x[i]);
     } else {
-        HK_GRID_STRIDE(i, n) y[i] = (T)(a * x[i] + b * y[i]);
+        HK_GRID_STRIDE(i, n) y[i] = hk_cu_axpby_entry<T>(a, x[i], b, y[i]);
     }
 }
 
@@ -351,19 +351,14 @@ __global__ void k_bdiag(int64_t nb, const T *__restrict__ D, const T *__restrict
 {
     HK_GRID_STRIDE(i, nb)
     {
-        const T *blk = D + i * (BS * BS);
-        double acc[BS];
+        T u[BS], s[BS];
 #pragma unroll
         for (int r = 0; r < BS; r++)
-            acc[r] = 0;
+            u[r] = x[i * BS + r];
+        hk_cu_bdiag_block<T, BS>(D + i * (BS * BS), u, s);
 #pragma unroll
         for (int r = 0; r < BS; r++)
-#pragma unroll
-            for (int c = 0; c < BS; c++)
-                acc[r] += (double)blk[r * BS + c] * x[i * BS + c];
-#pragma unroll
-        for (int r = 0; r < BS; r++)
-            y[i * BS + r] = (T)acc[r];
+            y[i * BS + r] = s[r];
     }
 }
 

@@ -322,6 +322,34 @@ typedef struct hk_mpk_info {
                            five work vectors), also when that is too many and no plan is made */
 } hk_mpk_info;
 
+/* amg_cheb_step: with v = A p rounded to the vectors' precision (mat_spmv's y), entry by
+ * entry of every node block,
+ *   u = rin - v (vec_axpby(u = v, 1, rin, -1)'s arithmetic; p NULL: u = rin, no product);
+ *   r = u where r is given; nothing more when D is NULL (a residual b - A x);
+ *   s = D u (bdiag_apply's arithmetic), w = a s + c dp (vec_axpby's: c = 0, dp not read);
+ *   dn = w where dn is given;
+ *   x where given, by xmode: old x read unless HK_CHEB_X_ZERO (then taken as 0, with at least
+ *   one addend), HK_CHEB_X_DP x += dp, then HK_CHEB_X_DN x += w (vec_axpby(x, 1, ., 1)'s
+ *   arithmetic; onto a zero x the first addend is copied).
+ * p must differ from r, dn and x (the product reads it while they are written); rin may be r,
+ * dp may be p. t: scratch of the level's size, the product where the backend does not fuse
+ * it (its contents afterwards unspecified). */
+enum { HK_CHEB_X_ZERO = 1, HK_CHEB_X_DP = 2, HK_CHEB_X_DN = 4 };
+typedef struct hk_cheb_step {
+    const hk_vec *p, *rin;
+    hk_vec *r;
+    const hk_vec *D;
+    int bs;
+    double a, c;
+    const hk_vec *dp;
+    hk_vec *dn, *x;
+    int xmode;
+    hk_vec *t;
+} hk_cheb_step;
+/* The checks every backend's amg_cheb_step makes first (sizes, precisions, which vectors may
+ * coincide, xmode): 0, or the error naming what is wrong (solver/cpu/cpu_backend.c). */
+int hk_cheb_step_check(const hk_mat *A, const hk_cheb_step *s);
+
 typedef struct hk_backend_ops {
     const char *name;
     /* 0 when usable; otherwise an error whose message says why (not built, no device). */
@@ -362,6 +390,11 @@ typedef struct hk_backend_ops {
      * then not written). NULL where a backend lacks it: pc=poly makes the two calls. */
     int (*spmv_poly_step)(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
                           const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
+    /* One step of a multigrid level's Chebyshev smoother (hk_amg_smooth) in one pass, on
+     * the vectors of hk_cheb_step (below; one precision, A's, square, the node blocks of D
+     * bs x bs); cuda runs it in the SpMV's epilogue (one launch). NULL where a backend
+     * lacks it: the smoother makes the separate calls, with the same digits. */
+    int (*amg_cheb_step)(hk_mat *A, const struct hk_cheb_step *s);
     int (*vec_dot)(const hk_vec *x, const hk_vec *y, double *r);
     /* r[j] = X[j] . y for j < k (one pass over y; classical Gram-Schmidt) */
     int (*vec_mdot)(int k, hk_vec *const *X, const hk_vec *y, double *r);

@@ -264,6 +264,87 @@ static int cpu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, 
     return 0;
 }
 
+int hk_cheb_step_check(const hk_mat *A, const hk_cheb_step *s)
+{
+    HK_CHECK(A && A->bdata && A->nrows == A->ncols, HK_ERR_ARG,
+             "amg_cheb_step: the matrix is not built or not square");
+    const hk_vec *v[7] = {s->p, s->rin, s->r, s->dp, s->dn, s->x, s->t};
+    for (int j = 0; j < 7; j++)
+        HK_CHECK(!v[j] || (v[j]->prec == A->prec && v[j]->n == A->nrows), HK_ERR_ARG,
+                 "amg_cheb_step: a vector differs from the matrix in size or precision");
+    HK_CHECK(s->rin && (!s->p || s->t), HK_ERR_ARG,
+             "amg_cheb_step: rin, and t with a product, must be given");
+    HK_CHECK(!s->p || (s->p != s->r && s->p != s->dn && s->p != s->x && s->p != s->t),
+             HK_ERR_ARG, "amg_cheb_step: p must differ from r, dn, x and t");
+    if (!s->D) return 0;
+    HK_CHECK(s->bs >= 1 && s->bs <= 6 && A->nrows % s->bs == 0 && s->D->prec == A->prec &&
+                 s->D->n == A->nrows * s->bs,
+             HK_ERR_ARG, "amg_cheb_step: node blocks of size %d that do not fit the matrix",
+             s->bs);
+    HK_CHECK((s->c == 0.0 && !(s->xmode & HK_CHEB_X_DP)) || s->dp, HK_ERR_ARG,
+             "amg_cheb_step: dp is NULL with c = %g or x += dp asked", s->c);
+    HK_CHECK(!s->x || !(s->xmode & HK_CHEB_X_ZERO) ||
+                 (s->xmode & (HK_CHEB_X_DP | HK_CHEB_X_DN)),
+             HK_ERR_ARG, "amg_cheb_step: a zero x with nothing added to it");
+    return 0;
+}
+
+/* amg_cheb_step over node blocks [b0, b1) of T vectors (v: the product, or NULL), in vec_axpby's
+ * and bdiag_apply's arithmetic entry by entry. */
+#define CHEB_BLOCKS(T, s, v, b0, b1)                                                               \
+    do {                                                                                           \
+        const int bs_ = (s)->D ? (s)->bs : 1;                                                      \
+        const T *rin_ = (s)->rin->data, *D_ = (s)->D ? (const T *)(s)->D->data : NULL;             \
+        const T *dp_ = (s)->dp ? (const T *)(s)->dp->data : NULL;                                  \
+        T *r_ = (s)->r ? (T *)(s)->r->data : NULL, *dn_ = (s)->dn ? (T *)(s)->dn->data : NULL;     \
+        T *x_ = (s)->x ? (T *)(s)->x->data : NULL;                                                 \
+        const double a_ = (s)->a, c_ = (s)->c;                                                     \
+        const int xm_ = (s)->xmode;                                                                \
+        HK_OMP_FOR                                                                                 \
+        for (int64_t I = (b0); I < (b1); I++) {                                                    \
+            T u[6], w[6];                                                                          \
+            for (int q = 0; q < bs_; q++) {                                                        \
+                const int64_t i = I * bs_ + q;                                                     \
+                u[q] = (v) ? (T)(1.0 * rin_[i] + -1.0 * (v)[i]) : rin_[i];                         \
+                if (r_) r_[i] = u[q];                                                              \
+            }                                                                                      \
+            if (!D_) continue;                                                                     \
+            const T *blk = D_ + I * bs_ * bs_;                                                     \
+            double acc[6] = {0, 0, 0, 0, 0, 0};                                                    \
+            for (int q = 0; q < bs_; q++)                                                          \
+                for (int cc = 0; cc < bs_; cc++) acc[q] += (double)blk[q * bs_ + cc] * u[cc];      \
+            for (int q = 0; q < bs_; q++) {                                                        \
+                const int64_t i = I * bs_ + q;                                                     \
+                const T sq = (T)acc[q];                                                            \
+                w[q] = c_ == 0.0 ? (T)(a_ * sq) : (T)(a_ * sq + c_ * dp_[i]);                      \
+                if (dn_) dn_[i] = w[q];                                                            \
+                if (!x_) continue;                                                                 \
+                int none = xm_ & HK_CHEB_X_ZERO;                                                   \
+                T xv = none ? 0 : x_[i];                                                           \
+                if (xm_ & HK_CHEB_X_DP) {                                                          \
+                    xv = none ? dp_[i] : (T)(1.0 * dp_[i] + 1.0 * xv);                             \
+                    none = 0;                                                                      \
+                }                                                                                  \
+                if (xm_ & HK_CHEB_X_DN) xv = none ? w[q] : (T)(1.0 * w[q] + 1.0 * xv);             \
+                x_[i] = xv;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* The product into t by mat_spmv, then the step's entries: the reference of the fused kernels,
+ * with the digits of the separate calls. */
+static int cpu_amg_cheb_step(hk_mat *A, const hk_cheb_step *s)
+{
+    HK_CALL(hk_cheb_step_check(A, s));
+    if (s->p) HK_CALL(hk_cpu_mat_spmv(A, s->p, s->t));
+    const int64_t nb = s->D ? A->nrows / s->bs : A->nrows;
+    HK_FOR_PREC(s->rin, {
+        const T *v = s->p ? (const T *)s->t->data : NULL;
+        CHEB_BLOCKS(T, s, v, 0, nb);
+    });
+    return 0;
+}
+
 static int cpu_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
 {
     SAME_PREC(x, y);
@@ -488,6 +569,7 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_pointwise_mult = cpu_vec_pointwise_mult,
     .vec_poly_step = cpu_vec_poly_step,
     .spmv_poly_step = cpu_spmv_poly_step,
+    .amg_cheb_step = cpu_amg_cheb_step,
     .vec_dot = cpu_vec_dot,
     .vec_mdot = cpu_vec_mdot,
     .vec_maxpy = cpu_vec_maxpy,

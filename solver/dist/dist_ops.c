@@ -329,6 +329,7 @@ void hk_dist_ops_init(hk_dist *d)
     /* vector updates without sums stay the backend's (vec_axpby, ..., cgcg_update);
      * an SpMV fused into an update: the methods make the two calls */
     o.spmv_poly_step = NULL;
+    o.amg_cheb_step = NULL; /* the distributed levels' sweeps make the separate calls */
     o.pipecg_step = NULL;
     o.pipecg_paper_step = NULL; /* method=pipecg says so for pipecg.variant=paper */
     o.spmv_pipecg_gv_step = NULL;

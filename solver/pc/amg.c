@@ -80,6 +80,7 @@ typedef struct amg_level {
     hk_bmat Apat;  /* the pattern of A_l, l >= 1 (no values; level 0 is K) */
     hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
+    hk_vec *d2;    /* chebyshev of degree 3 and up through amg_cheb_step */
     hk_vec *w, *e; /* W-cycle: second visit's residual and correction (levels >= 1) */
 } amg_level;
 
@@ -92,6 +93,7 @@ typedef struct amg_data {
     int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
     hk_format fmt; /* pc.amg.format, or the operator's */
     int fmt_given;
+    int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
     /* what was built */
     int nns;
     const char *nns_kind;
@@ -308,7 +310,9 @@ static hk_amg_sweep level_sweep(hk_pc *pc, amg_data *d, amg_level *L)
                       .ratio = d->ratio,
                       .r = L->r,
                       .t = L->t,
-                      .d = L->d};
+                      .d = L->d,
+                      .mat = d->unfused ? NULL : L->A,
+                      .d2 = L->d2};
     return s;
 }
 
@@ -525,6 +529,9 @@ static int level_vectors(hk_pc *pc, amg_data *d, int l)
     HK_CALL(level_vec(pc, L->n, &L->r));
     HK_CALL(level_vec(pc, L->n, &L->t));
     HK_CALL(level_vec(pc, L->n, &L->d));
+    if (d->smoother == SMOOTHER_CHEBYSHEV && d->degree >= 3 && !d->unfused &&
+        pc->be->amg_cheb_step)
+        HK_CALL(level_vec(pc, L->n, &L->d2));
     if (l > 0) {
         HK_CALL(level_vec(pc, L->n, &L->b));
         HK_CALL(level_vec(pc, L->n, &L->x));
@@ -552,7 +559,7 @@ static void free_levels(hk_pc *pc, amg_data *d)
         if (L->Pv) pc->be->dealloc(L->Pv);
         if (L->Rv) pc->be->dealloc(L->Rv);
         if (L->agg) pc->be->dealloc(L->agg);
-        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
+        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
         memset(L, 0, sizeof *L);
@@ -640,6 +647,19 @@ int hk_amg_read_options(hk_options *o, hk_amg_options *d)
                  "sbell, cusparse-csr or cusparse-bsr (default: the operator's format)",
                  fmtname);
     }
+    return 0;
+}
+
+/* HOOKE_AMG_UNFUSED into *on: 1 the cycle's separate vector ops (the fused ops' side-by-side
+ * figure), unset, empty or 0 the fused ops; anything else refused. */
+static int read_unfused(int *on)
+{
+    const char *v = getenv("HOOKE_AMG_UNFUSED");
+    *on = v && !strcmp(v, "1");
+    HK_CHECK(!v || !*v || !strcmp(v, "0") || *on, HK_ERR_ARG,
+             "HOOKE_AMG_UNFUSED=%s: set it to 1 (the cycle's separate vector ops) or 0, or unset "
+             "it",
+             v);
     return 0;
 }
 
@@ -966,7 +986,7 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
         if (L->Rv) st->bytes_transfer += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * 4;
         if (L->P) st->bytes_transfer += L->P->bytes + L->R->bytes;
         st->bytes_smoother += vec_bytes(L->Dinv) + vec_bytes(L->l1);
-        const hk_vec *v[] = {L->b, L->x, L->r, L->t, L->d, L->w, L->e};
+        const hk_vec *v[] = {L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             st->bytes_vectors += vec_bytes(v[i]);
         st->bytes_reuse += (L->agg ? (size_t)(L->n / L->bs) * sizeof(int32_t) : 0) +
@@ -1181,6 +1201,7 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     pc->data = d; /* hk_pc_destroy cleans up on failure */
     d->fmt = A ? A->asked : HK_FMT_CSR;
     HK_CALL(read_options(d, o, &d->fmt, &d->fmt_given));
+    HK_CALL(read_unfused(&d->unfused));
     const struct {
         const void *op;
         const char *name;
@@ -1232,12 +1253,75 @@ static int amg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
 
 /* ---- apply ------------------------------------------------------------------------------- */
 
+/* Whether a sweep runs Chebyshev by amg_cheb_step (one backend op per degree). */
+static int cheb_fused(const hk_amg_sweep *s)
+{
+    return s->kind == SMOOTHER_CHEBYSHEV && s->mat && s->be->amg_cheb_step &&
+           (s->degree < 3 || s->d2);
+}
+
+/* The Chebyshev sweep of hk_amg_smooth below by amg_cheb_step, with its digits: per degree
+ * one op does the product, the residual's update, the scaling by D^-1 and the recurrence.
+ * The op of degree k reads d_{k-1} for its product, so x += d_{k-1} waits for that op (its
+ * entries are added there, in the same order), and the last op adds d_m as well; d_k
+ * alternates between d and d2. A zero x is never read, and from it the first residual is b
+ * itself (no product, nothing written). */
+static int cheb_sweep_fused(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero)
+{
+    const hk_backend_ops *be = s->be;
+    const double hi = s->rho, lo = hi / s->ratio;
+    const double theta = (hi + lo) / 2, delta = (hi - lo) / 2, sigma = theta / delta;
+    double rho_old = 1 / sigma;
+    hk_vec *const dbuf[2] = {s->d, s->d2};
+    /* d_0 = D^-1 (b - A x) / theta; r = b - A x kept when x was not zero */
+    hk_cheb_step st = {.p = zero ? NULL : x,
+                       .rin = b,
+                       .r = zero ? NULL : s->r,
+                       .D = s->Dinv,
+                       .bs = s->bs,
+                       .a = 1 / theta,
+                       .dn = s->d,
+                       .t = s->t};
+    if (s->degree == 1 && zero) { /* x = d_0 */
+        st.dn = NULL;
+        st.x = x;
+        st.xmode = HK_CHEB_X_ZERO | HK_CHEB_X_DN;
+        return be->amg_cheb_step(s->mat, &st);
+    }
+    HK_CALL(be->amg_cheb_step(s->mat, &st));
+    if (s->degree == 1) return be->vec_axpby(x, 1.0, s->d, 1.0); /* x is the product's */
+    for (int k = 1; k < s->degree; k++) {
+        const int last = k == s->degree - 1, first_zero = k == 1 && zero;
+        const double rho_new = 1 / (2 * sigma - rho_old);
+        hk_vec *dp = dbuf[(k - 1) & 1];
+        /* r -= A d_{k-1}; d_k = (2 rho_new / delta) D^-1 r + rho_new rho_old d_{k-1};
+         * x += d_{k-1} (the last: and d_k) */
+        const hk_cheb_step q = {.p = dp,
+                                .rin = first_zero ? b : s->r,
+                                .r = last ? NULL : s->r,
+                                .D = s->Dinv,
+                                .bs = s->bs,
+                                .a = 2 * rho_new / delta,
+                                .c = rho_new * rho_old,
+                                .dp = dp,
+                                .dn = last ? NULL : dbuf[k & 1],
+                                .x = x,
+                                .xmode = (first_zero ? HK_CHEB_X_ZERO : 0) | HK_CHEB_X_DP |
+                                         (last ? HK_CHEB_X_DN : 0),
+                                .t = s->t};
+        HK_CALL(be->amg_cheb_step(s->mat, &q));
+        rho_old = rho_new;
+    }
+    return 0;
+}
+
 /* One sweep of the level's smoother on A x = b; zero: x is taken as 0 on entry (no SpMV for
  * the first residual). Every smoother is x += q(D^-1 A) D^-1 (b - A x) for a fixed
  * polynomial q (l1-jacobi: D = the l1 diagonal), hence A-self-adjoint. */
 int hk_amg_smooth(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero)
 {
     const hk_backend_ops *be = s->be;
+    if (cheb_fused(s)) return cheb_sweep_fused(s, b, x, zero);
     hk_vec *r = s->r, *t = s->t, *dv = s->d;
     if (zero)
         HK_CALL(be->vec_copy(r, b));
@@ -1288,9 +1372,14 @@ static int cycle(hk_pc *pc, amg_data *d, int l, const hk_vec *b, hk_vec *x)
     for (int s = 0; s < d->pre; s++)
         HK_CALL(smooth(pc, d, L, b, x, s == 0));
     if (d->pre == 0) HK_CALL(be->vec_set(x, 0.0));
-    /* coarse-grid correction */
-    HK_CALL(hk_mat_spmv(L->A, x, L->r));
-    HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
+    /* coarse-grid correction: r = b - A x, one op where the backend has it */
+    if (!d->unfused && be->amg_cheb_step) {
+        const hk_cheb_step st = {.p = x, .rin = b, .r = L->r, .t = L->t};
+        HK_CALL(be->amg_cheb_step(L->A, &st));
+    } else {
+        HK_CALL(hk_mat_spmv(L->A, x, L->r));
+        HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
+    }
     HK_CALL(transfer_apply(pc, L, 1, L->r, C->b));
     HK_CALL(cycle(pc, d, l + 1, C->b, C->x));
     if (d->cycle == 1 && l + 1 < d->nlevels - 1) { /* W: a second visit on the residual */

@@ -243,6 +243,11 @@ typedef struct hk_amg_sweep {
     const hk_vec *Dinv, *l1;
     double rho, ratio;
     hk_vec *r, *t, *d; /* scratch of the level's size */
+    /* Chebyshev by the backend's amg_cheb_step (one op per degree) when mat is given and the
+     * backend has the op: mat the level operator as hk_mat (spmv's A), d2 one more scratch
+     * vector for degree 3 and up; NULL: the separate calls (the same digits) */
+    hk_mat *mat;
+    hk_vec *d2;
 } hk_amg_sweep;
 /* One sweep on A x = b (zero: x taken as 0 on entry). */
 int hk_amg_smooth(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero);
