@@ -271,12 +271,13 @@ __device__ __forceinline__ void row_out(double (&acc)[BS], bool active, int lane
         for (int r = 0; r < BS; r++)
             acc[r] += __shfl_down_sync(0xffffffffu, acc[r], o, tpr);
     if (active && lane == 0) {
-        if constexpr (epi_rows<E>::value)
+        if constexpr (epi_rows<E>::value) {
             epi.template rows<BS>(row, acc, fs);
-        else
+        } else {
 #pragma unroll
             for (int r = 0; r < BS; r++)
                 epi.entry(row * BS + r, acc[r], fs);
+        }
     }
 }
 
