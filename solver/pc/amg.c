@@ -1362,6 +1362,19 @@ static int smooth(hk_pc *pc, amg_data *d, amg_level *L, const hk_vec *b, hk_vec 
     return hk_amg_smooth(&s, b, x, zero);
 }
 
+/* r = b - A x (t: scratch of the level's size), one op where the backend has it. */
+static int residual(hk_pc *pc, amg_data *d, hk_mat *A, const hk_vec *b, const hk_vec *x,
+                    hk_vec *r, hk_vec *t)
+{
+    const hk_backend_ops *be = pc->be;
+    if (!d->unfused && be->amg_cheb_step) {
+        const hk_cheb_step st = {.p = x, .rin = b, .r = r, .t = t};
+        return be->amg_cheb_step(A, &st);
+    }
+    HK_CALL(hk_mat_spmv(A, x, r));
+    return be->vec_axpby(r, 1.0, b, -1.0);
+}
+
 /* x = M_l^-1 b on level l (x overwritten). */
 static int cycle(hk_pc *pc, amg_data *d, int l, const hk_vec *b, hk_vec *x)
 {
@@ -1372,19 +1385,12 @@ static int cycle(hk_pc *pc, amg_data *d, int l, const hk_vec *b, hk_vec *x)
     for (int s = 0; s < d->pre; s++)
         HK_CALL(smooth(pc, d, L, b, x, s == 0));
     if (d->pre == 0) HK_CALL(be->vec_set(x, 0.0));
-    /* coarse-grid correction: r = b - A x, one op where the backend has it */
-    if (!d->unfused && be->amg_cheb_step) {
-        const hk_cheb_step st = {.p = x, .rin = b, .r = L->r, .t = L->t};
-        HK_CALL(be->amg_cheb_step(L->A, &st));
-    } else {
-        HK_CALL(hk_mat_spmv(L->A, x, L->r));
-        HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
-    }
+    /* coarse-grid correction */
+    HK_CALL(residual(pc, d, L->A, b, x, L->r, L->t));
     HK_CALL(transfer_apply(pc, L, 1, L->r, C->b));
     HK_CALL(cycle(pc, d, l + 1, C->b, C->x));
     if (d->cycle == 1 && l + 1 < d->nlevels - 1) { /* W: a second visit on the residual */
-        HK_CALL(hk_mat_spmv(C->A, C->x, C->w));
-        HK_CALL(be->vec_axpby(C->w, 1.0, C->b, -1.0));
+        HK_CALL(residual(pc, d, C->A, C->b, C->x, C->w, C->t));
         HK_CALL(cycle(pc, d, l + 1, C->w, C->e));
         HK_CALL(be->vec_axpby(C->x, 1.0, C->e, 1.0));
     }
