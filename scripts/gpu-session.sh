@@ -551,6 +551,20 @@ for step in "$@"; do
             --pcs "${RES_PCS:-amg}" --problem "$BR geometry.size=${RES_SIZE:-0.001}" 2>&1 |
             grep -E '^### |^\| (pc|amg) |amg (set-up|update)|set-up:|amg cuda cg|levels \(|error' | cut -c1-420
         done; } > "$OUT/resident.md" 2>&1 ;;
+    pcsvar) # issue 29: bench pcs --resident amg on the bracket with environment variants side by
+            # side (PCSVAR: ';'-separated "VAR=VAL ..." lists, "-" for none; PCSVAR_SIZE), each
+            # row with its set-up and update phases (HOOKE_AMG_PROFILE); limit 60 s a run
+      { BR=cases/bracket/bracket.yaml
+        IFS=';' read -ra vars <<< "${PCSVAR:--}"
+        for v in "${vars[@]}"; do
+          for size in ${PCSVAR_SIZE:-0.001}; do
+            echo "== ${v} bench pcs --resident amg, bracket geometry.size=$size"
+            env ${v/#-/} HOOKE_AMG_PROFILE=1 timeout -k 5 ${PCSVAR_LIMIT:-60} $B/hooke bench pcs \
+              --backend cuda --no-cpu --resident --pcs "${PCSVAR_PCS:-amg}" \
+              --problem "$BR geometry.size=$size" 2>&1 |
+              grep -E '^### |^\| amg |amg (set-up|update)|amg cuda cg|levels \(|  set-up:|values-only|error' | cut -c1-420
+          done
+        done; } > "$OUT/pcsvar.md" 2>&1 ;;
     amgsweep) # issue 29: AMG's knobs as set-up + solve time and the values-only update (update
               # s, update / set-up, phases) on the bracket at three sizes and elasticity3d:60, each
               # problem bounded (about 2 minutes in all); the lead picks defaults from it
