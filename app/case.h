@@ -259,6 +259,14 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r);
 int hk_run_assemble(const hk_case *c, const hk_run_opts *o, hk_run *r);
 /* Only the mesh stage (r->mesh, r->model bound to it, t_mesh): rank 0 of a distributed run. */
 int hk_run_mesh(const hk_case *c, const hk_run_opts *o, hk_run *r);
+/* Where the stiffness is assembled and the stresses recovered (o->assembly: auto, host or
+ * device), into r->assembled_on, recovered_on, assembly_note and device_auto (assembled_on and
+ * recovered_on "host" on entry): on the solve's backend when it is a device, the assembly
+ * unless K is wanted on the host (a direct solve, output.matrix) or the model p has what the
+ * device assembly lacks (springs, rigid couplings: the note says which). --assembly device
+ * where the device cannot: one sentence. Call after the solver options have their backend and
+ * method; under mpirun every process calls it with its part's problem. */
+int hk_run_fem_backends(const hk_case *c, const hk_run_opts *o, const hk_problem *p, hk_run *r);
 /* An HK_ERR_MODEL of assembly pointed at the case file (the supports for rigid-body motion);
  * other codes pass through. An HK_ERR_OPTION of the solver pointed at the key's line. */
 int hk_run_model_error(const hk_case *c, int ierr);

@@ -311,8 +311,9 @@ static const char *case_wants_host_k(const hk_case *c)
 
 /* Whether the device may assemble and recover this run (the memory guard's host model): not
  * with --assembly host, a modal analysis (assembled on the host), a case that wants K on the
- * host, nor under mpirun (each process assembles its rows on the host). What else keeps the
- * assembly on the host is known after binding: fem_backends then has the guard check again. */
+ * host, nor on rank 0 of mpirun (it meshes the whole model; each process assembles its part).
+ * What else keeps the assembly on the host is known after binding: hk_run_fem_backends then
+ * has the guard check again. */
 static int device_fem_possible(const hk_case *c, const hk_run_opts *o)
 {
     if (o->assembly && !strcmp(o->assembly, "host")) return 0;
@@ -404,12 +405,7 @@ fail:
     return ierr;
 }
 
-/* Where the stiffness is assembled and the stresses recovered (o->assembly: auto, host or
- * device): on the solve's backend when it is a device, the assembly unless K is wanted on the
- * host (a direct solve, output.matrix) or the model has what the device assembly lacks
- * (springs, rigid couplings: r->assembly_note says which). Call after the solver options have
- * their backend and method. */
-static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
+int hk_run_fem_backends(const hk_case *c, const hk_run_opts *o, const hk_problem *p, hk_run *r)
 {
     const char *mode = o->assembly ? o->assembly : "auto", *name = "auto";
     const hk_backend *be = NULL;
@@ -429,7 +425,7 @@ static int fem_backends(const hk_case *c, const hk_run_opts *o, hk_run *r)
     }
     snprintf(r->recovered_on, sizeof r->recovered_on, "%s", hk_backend_name(be));
     const char *why = case_wants_host_k(c);
-    if (!why) why = hk_assemble_on_limit(&r->model.problem);
+    if (!why) why = hk_assemble_on_limit(p);
     if (why) {
         HK_CHECK(!force, HK_ERR_UNSUPPORTED,
                  "%s: --assembly device: %s; assemble on the host (--assembly host or auto)",
@@ -621,7 +617,7 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
                 ndof += 2 * r->mesh.dim;
         HK_TRY(choose_default_solver(c->solver, ndof, r->mesh.dim, choice, sizeof choice));
     }
-    HK_TRY(fem_backends(c, o, r));
+    HK_TRY(hk_run_fem_backends(c, o, &r->model.problem, r));
     if (device_fem_possible(c, o) && !strcmp(r->assembled_on, "host"))
         /* the guard assumed K off the host: the assembly stays there after all */
         HK_TRY(hk_run_memory_check_mesh(c, &r->mesh, o->backend, 0, &r->mem));

@@ -1,8 +1,8 @@
 /* hooke run on the processes of mpirun (docs/parallel.md).
  *
  *   rank 0:  mesh -> bind -> hk_assemble_prepare (checks, supports, surface loads) -> parts
- *   each:    its part -> hk_assemble_rows -> hk_solver_create_dist -> solve
- *            -> ghost displacements -> hk_postproc_part -> ghost fields -> .vtu piece
+ *   each:    its part -> hk_assemble_rows_on (its GPU, or the host) -> hk_solver_create_dist
+ *            -> solve -> ghost displacements -> hk_postproc_part_on -> ghost fields -> piece
  *   rank 0:  .pvtu, the summary (sums and maxima over the processes)
  *
  * Every stage's status is agreed by all processes (hk_comm_agree), so they stop together and
@@ -53,11 +53,8 @@ static void monitor(int it, double rnorm, void *ctx)
  * process alike). */
 static int refuse(const hk_case *c, const hk_run_opts *o)
 {
+    (void)o;
     const int P = hk_comm_size(hk_comm_world());
-    HK_CHECK(!o->assembly || strcmp(o->assembly, "device"), HK_ERR_UNSUPPORTED,
-             "--assembly device runs on one process for now (on %d processes each assembles its "
-             "rows on the host); use --assembly host or auto, or run without mpirun",
-             P);
     HK_CHECK(!c->modal, HK_ERR_UNSUPPORTED,
              "%s: a modal analysis runs on one process for now (its eigensolver is not "
              "distributed yet); run this case without mpirun",
@@ -161,6 +158,53 @@ static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
         K->colind[k] = (int32_t)pt->gid[sys->K.colind[k]];
     K->val = sys->K.val; /* not freed here */
     return 0;
+}
+
+/* The backend of a stage that ran on "host" or a device's name (NULL for the host). */
+static const hk_backend *fem_backend(const char *on)
+{
+    const hk_backend *be = NULL;
+    if (!strcmp(on, "host") || hk_backend_get(on, &be)) return NULL;
+    return be;
+}
+
+/* Where a stage ran on every process, for rank 0's stage line: " on cuda" when on every
+ * process's device, " on the host (why)" when on none (why: rank 0's note, if any), else
+ * " on cuda, on the host on K of P processes (the first such process's note)". *all_on_device:
+ * 1 when every process ran it on its device. Collective. */
+typedef struct stage_where {
+    char on[16];
+    char note[160];
+} stage_where;
+
+static int where_all(const hk_comm *w, const char *on, const char *note, char *buf, size_t n,
+                     int *all_on_device)
+{
+    const int P = hk_comm_size(w);
+    stage_where mine = {{0}, {0}}, *all = NULL;
+    snprintf(mine.on, sizeof mine.on, "%s", on);
+    snprintf(mine.note, sizeof mine.note, "%s", note ? note : "");
+    HK_CALL(hk_comm_agree(w, hk_malloc((size_t)P * sizeof *all, &all)));
+    const int ierr = hk_comm_allgather(w, &mine, sizeof mine, all);
+    int host = 0, first_host = -1, dev = -1;
+    for (int q = 0; q < P && !ierr; q++) {
+        if (strcmp(all[q].on, "host")) {
+            if (dev < 0) dev = q;
+        } else if (host++ == 0)
+            first_host = q;
+    }
+    buf[0] = 0;
+    *all_on_device = !ierr && host == 0;
+    if (!ierr && host == 0)
+        snprintf(buf, n, " on %s", all[0].on);
+    else if (!ierr && dev < 0 && all[0].note[0])
+        snprintf(buf, n, " on the host (%s)", all[0].note);
+    else if (!ierr && dev >= 0)
+        snprintf(buf, n, " on %s, on the host on %d of %d processes%s%s%s", all[dev].on, host, P,
+                 all[first_host].note[0] ? " (" : "", all[first_host].note,
+                 all[first_host].note[0] ? ")" : "");
+    free(all);
+    return ierr;
 }
 
 /* The fields of the part's ghost nodes from their owners (u, strain, stress, von Mises,
@@ -384,8 +428,8 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     hk_fields fields = {0};
     double *u = NULL, tmax[1], t;
     int64_t nnzb = 0;
-    char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH];
-    int ierr, solved = 0, written = 0;
+    char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH], where[400];
+    int ierr, solved = 0, written = 0, on_device = 0;
     memset(&r0, 0, sizeof r0);
 
     /* 1. rank 0: mesh, model, the steps that need the whole model */
@@ -415,29 +459,45 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         P, hk_partitioner_name(), ps.seconds, (long long)ps.min_nodes, (long long)ps.max_nodes,
         (long long)ps.min_cells, (long long)ps.max_cells, (long long)ps.max_ghosts);
 
-    /* 3. every process: its rows */
-    t = hk_time();
+    /* 3. every process: its rows, on its device where one process would assemble there (the
+     * solver's backend is a device, --assembly not host, the model nothing the device
+     * assembly lacks); the owned rows come down to the host once for the distributed set-up,
+     * which builds its layout there */
     part_problem(&sm, &pt);
     sys.fixed = pt.fixed, sys.u_fixed = pt.u_fixed, sys.f_ext = pt.f_ext;
     pt.fixed = NULL, pt.u_fixed = NULL, pt.f_ext = NULL; /* now the system's */
+    if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
+    snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
+    snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
+    if ((ierr = hk_comm_agree(w, hk_run_fem_backends(c, o, &sm.p, &r0)))) goto done;
+    t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
-    ierr = pt.mesh.cells.n > 0
-               ? hk_run_model_error(c, hk_assemble_rows(&sm.p, &sys))
-               : hk_calloc((size_t)pt.mesh.dim * pt.mesh.nnodes + 1, sizeof *sys.f, &sys.f);
+    if (pt.mesh.cells.n > 0) {
+        ierr = hk_assemble_rows_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys);
+        if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.assembled_on, "host")) {
+            /* --assembly auto: a device too small for the part leaves it to the host */
+            snprintf(r0.assembly_note, sizeof r0.assembly_note, "%s", hk_error_message());
+            snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
+            ierr = hk_assemble_rows(&sm.p, &sys);
+        }
+        ierr = hk_run_model_error(c, ierr);
+    } else
+        ierr = hk_calloc((size_t)pt.mesh.dim * pt.mesh.nnodes + 1, sizeof *sys.f, &sys.f);
     if (!ierr) ierr = owned_rows(&pt, &sys, &K);
     tmax[0] = hk_time() - t;
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     nnzb = K.rowptr[K.nbrows];
     HK_TRY(hk_comm_sum_i64(w, &nnzb, 1));
     HK_TRY(hk_comm_max(w, tmax, 1));
+    HK_TRY(where_all(w, r0.assembled_on, r0.assembly_note, where, sizeof where, &on_device));
+    if (!on_device) snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     r0.t_assembly += tmax[0];
-    say(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s (rows of each part)",
+    say(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s (rows of each part)%s",
         (long long)(pt.nglobal * pt.mesh.dim), (long long)prep.nfixed,
-        (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly);
+        (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly, where);
 
     /* 4. the distributed solve */
     t = hk_time();
-    if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
     HK_TRY(choose_solver(c->solver, choice, sizeof choice));
     {
         /* the owned nodes' coordinates: pc=amg builds the rigid-body modes from them */
@@ -470,14 +530,25 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     say(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
         hk_reason_name(r0.res.reason), r0.res.iterations, r0.res.true_residual, r0.t_solve,
         r0.t_setup);
+    hk_solver_destroy(s); /* its device memory is the recovery's */
+    s = NULL;
 
     /* 5. the ghosts' displacements, the fields, the ghosts' fields, the sums */
     t = hk_time();
     ierr = hk_halo_create(w, pt.row0, pt.nown, pt.mesh.nnodes - pt.nown, pt.gid + pt.nown, &halo);
     if (!ierr) ierr = hk_halo_exchange(halo, u, d, u + d * pt.nown);
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
-    ierr = pt.mesh.cells.n > 0 ? hk_postproc_part(&sm.p, &sys, u, pt.nown, &fields)
-                               : empty_fields(&pt, sm.p.nsupports, &fields);
+    r0.assembly_note[0] = 0;
+    if (pt.mesh.cells.n > 0) {
+        ierr = hk_postproc_part_on(fem_backend(r0.recovered_on), &sm.p, &sys, u, pt.nown,
+                                   &fields);
+        if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.recovered_on, "host")) {
+            snprintf(r0.assembly_note, sizeof r0.assembly_note, "%s", hk_error_message());
+            snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
+            ierr = hk_postproc_part(&sm.p, &sys, u, pt.nown, &fields);
+        }
+    } else
+        ierr = empty_fields(&pt, sm.p.nsupports, &fields);
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     HK_TRY(ghost_fields(halo, &pt, &fields));
     const int ns = sm.p.nsupports;
@@ -489,7 +560,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     tmax[0] = hk_time() - t;
     HK_TRY(hk_comm_max(w, tmax, 1));
     r0.t_post = tmax[0];
-    say(&L, "postproc: strains, stresses, reactions in %.2f s", r0.t_post);
+    HK_TRY(where_all(w, r0.recovered_on, r0.assembly_note, where, sizeof where, &on_device));
+    if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
+    say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);
     solved = 1;
 
     /* 6. one piece per process, the .pvtu naming them */

@@ -32,12 +32,29 @@ const char *hk_assemble_on_limit(const hk_problem *p)
 
 const hk_fem_driver *hk_fem_cpu_driver = NULL;
 
+/* HOOKE_FEM_EMULATE=1 (tests of the hooke program, under mpirun too): the cpu backend takes
+ * the device's path through the emulated driver; 0 or unset: the host's own; anything else is
+ * refused. */
+static int emulate_on_cpu(const hk_fem_driver **drv)
+{
+    const char *v = getenv("HOOKE_FEM_EMULATE");
+    HK_CHECK(!v || !*v || !strcmp(v, "0") || !strcmp(v, "1"), HK_ERR_ARG,
+             "HOOKE_FEM_EMULATE=%s: set it to 1 (the cpu backend runs the device assembly and "
+             "recovery emulated) or 0, or unset it",
+             v);
+    if (v && !strcmp(v, "1")) *drv = &hk_fem_emul_driver;
+    return 0;
+}
+
 /* The driver of backend be, NULL for the host (be NULL or cpu, unless a test routes the cpu
- * backend through hk_fem_cpu_driver). */
+ * backend through hk_fem_cpu_driver or HOOKE_FEM_EMULATE). */
 static int driver_of(const hk_backend *be, const hk_fem_driver **drv)
 {
     *drv = NULL;
-    if (be && !strcmp(hk_backend_name(be), "cpu")) *drv = hk_fem_cpu_driver;
+    if (be && !strcmp(hk_backend_name(be), "cpu")) {
+        *drv = hk_fem_cpu_driver;
+        if (!*drv) HK_CALL(emulate_on_cpu(drv));
+    }
     if (!be || !strcmp(hk_backend_name(be), "cpu")) return 0;
 #ifdef HOOKE_HAVE_CUDA
     if (!strcmp(hk_backend_name(be), "cuda")) {
@@ -276,8 +293,123 @@ int hk_fem_stiffness_with(const hk_fem_driver *drv, const hk_problem *p, hk_resi
     return assemble_device(drv, p, NULL, K);
 }
 
+/* The first nrows block rows of the device's K into the host's H (its columns as they are),
+ * through the driver's pinned staging: the row pointers, then columns and values in one
+ * pipeline. */
+static int download_rows(const hk_fem_driver *drv, const hk_resident_bcsr *K, int64_t nrows,
+                         hk_bcsr *H)
+{
+    const int bb = K->bs * K->bs;
+    memset(H, 0, sizeof *H);
+    H->bs = K->bs, H->nbrows = nrows, H->nbcols = K->nbcols;
+    HK_CALL(hk_malloc((size_t)(nrows + 1) * sizeof *H->rowptr, &H->rowptr));
+    const hk_fem_down ptr = {H->rowptr, K->rowptr, (size_t)(nrows + 1) * sizeof *H->rowptr};
+    HK_CALL(drv->download(&ptr, 1));
+    const int64_t nnzb = H->rowptr[nrows];
+    HK_CALL(hk_malloc((size_t)(nnzb + 1) * sizeof *H->colind, &H->colind));
+    HK_CALL(hk_malloc((size_t)(nnzb * bb + 1) * sizeof *H->val, &H->val));
+    const hk_fem_down rows[2] = {{H->colind, K->colind, (size_t)nnzb * sizeof *H->colind},
+                                 {H->val, K->val, (size_t)(nnzb * bb) * sizeof *H->val}};
+    return drv->download(rows, 2);
+}
+
+int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
+                              hk_system *s)
+{
+    int ierr = 0;
+    hk_fem_session *ses = NULL;
+    hk_fem_region *regions = NULL;
+    hk_elref *refs = NULL;
+    hk_resident_bcsr K = {0};
+    double *f_ext = NULL; /* s->f_ext with the body loads, s's once all went well */
+    int64_t bad = -1;
+    int rflags = 0;
+    const char *what = "device assembly (rows)";
+    double t = 0;
+    HK_CHECK(s && s->fixed && s->u_fixed && s->f_ext && !s->f && !s->K.rowptr, HK_ERR_ARG,
+             "hk_assemble_rows_on: give fixed, u_fixed and f_ext of the part's nodes (from "
+             "hk_assemble_prepare), without K and f");
+    stage(what, NULL, &t);
+    kept_close();
+    HK_CALL(hk_check_problem(p));
+    HK_CALL(hk_fem_recover_variant(&rflags));
+    const hk_mesh *m = p->mesh;
+    HK_CHECK(nrows >= 0 && nrows <= m->nnodes, HK_ERR_ARG,
+             "hk_assemble_rows_on: %lld rows asked of a part of %lld nodes", (long long)nrows,
+             (long long)m->nnodes);
+    const char *limit = hk_assemble_on_limit(p);
+    HK_CHECK(!limit, HK_ERR_UNSUPPORTED,
+             "the device assembly cannot take this model: %s; "
+             "assemble it on the host (--assembly host)",
+             limit);
+    stage(what, "checks", &t);
+    s->dim = m->dim;
+    s->nnodes = m->nnodes;
+    s->ndof = (int64_t)m->dim * m->nnodes;
+    HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->f, &s->f));
+    /* a failure leaves s->f_ext as it came, so that the host can assemble the rows after it */
+    HK_TRY(hk_malloc((size_t)s->ndof * sizeof *f_ext + 1, &f_ext));
+    memcpy(f_ext, s->f_ext, (size_t)s->ndof * sizeof *f_ext);
+    HK_TRY(refs_table(&refs));
+    HK_TRY(drv->open(m, p->node_dT, refs, &ses));
+    stage(what, "open", &t);
+    /* the supports, loads and rigid-body check came with the part (hk_assemble_prepare on
+     * the whole model): the pattern, element matrices, body loads and elimination here */
+    HK_TRY(drv->pattern_count(ses));
+    HK_TRY(drv->pattern(ses, &K));
+    stage(what, "pattern", &t);
+    HK_TRY(regions_of(p, 1, &regions));
+    {
+        const hk_fem_asm_job job = {regions, m->nregions,         p->analysis == HK_AXISYMMETRIC,
+                                    1,       hk_asm_thickness(p), hk_fem_chunk_bytes};
+        HK_TRY(drv->numeric(ses, &job, &K, f_ext, &bad));
+    }
+    stage(what, "numeric", &t);
+    if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
+    HK_TRY(drv->eliminate(ses, &K, s->fixed, s->u_fixed, s->f));
+    stage(what, "eliminate", &t);
+    HK_TRY(download_rows(drv, &K, nrows, &s->K));
+    stage(what, "download", &t);
+    free(s->f_ext);
+    s->f_ext = f_ext;
+    f_ext = NULL;
+    if (rflags & HK_FEM_REC_KEEP) { /* for the recovery: the session, not closed */
+        kept.drv = drv, kept.ses = ses, kept.refs = refs, kept.m = m, kept.node_dT = p->node_dT;
+        kept.hash = hk_fem_mesh_hash(m, p->node_dT);
+        ses = NULL, refs = NULL;
+    }
+fail:
+    drv->close(ses);
+    free(refs);
+    free(regions);
+    hk_resident_bcsr_free(&K); /* the other rows are incomplete: never read */
+    free(f_ext);
+    if (ierr) {
+        hk_bcsr_free(&s->K);
+        free(s->f);
+        s->f = NULL;
+    }
+    return ierr;
+}
+
+static int postproc_device(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
+                           const double *u, int64_t nowned, hk_fields *out);
+
 int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
                          const double *u, hk_fields *out)
+{
+    return postproc_device(drv, p, s, u, p && p->mesh ? p->mesh->nnodes : 0, out);
+}
+
+int hk_fem_postproc_part_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
+                              const double *u, int64_t nowned, hk_fields *out)
+{
+    return postproc_device(drv, p, s, u, nowned, out);
+}
+
+/* The recovery on the device; the maxima and the supports' sums over the nodes [0, nowned). */
+static int postproc_device(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
+                           const double *u, int64_t nowned, hk_fields *out)
 {
     int ierr = 0;
     hk_pp_work w;
@@ -287,6 +419,7 @@ int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk
     double t = 0;
     stage("device recovery", NULL, &t);
     HK_CALL(hk_pp_prepare(p, s, u, out, &w));
+    if (nowned < w.nowned) w.nowned = nowned;
     stage("device recovery", "prepare", &t);
     {
         const hk_fem_rec_job job = {w.laws,  w.dTr,  w.nlaws,           p->analysis,
@@ -349,6 +482,24 @@ int hk_postproc_on(const hk_backend *be, const hk_problem *p, const hk_system *s
     memset(out, 0, sizeof *out);
     HK_CALL(driver_of(be, &drv));
     return drv ? hk_fem_postproc_with(drv, p, s, u, out) : hk_postproc(p, s, u, out);
+}
+
+int hk_assemble_rows_on(const hk_backend *be, const hk_problem *p, int64_t nrows, hk_system *s)
+{
+    const hk_fem_driver *drv;
+    HK_CALL(driver_of(be, &drv));
+    return drv ? hk_fem_assemble_rows_with(drv, p, nrows, s) : hk_assemble_rows(p, s);
+}
+
+int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,
+                        const double *u, int64_t nowned, hk_fields *out)
+{
+    const hk_fem_driver *drv;
+    HK_CHECK(out, HK_ERR_ARG, "hk_postproc_part: the output fields pointer is NULL");
+    memset(out, 0, sizeof *out);
+    HK_CALL(driver_of(be, &drv));
+    return drv ? hk_fem_postproc_part_with(drv, p, s, u, nowned, out)
+               : hk_postproc_part(p, s, u, nowned, out);
 }
 
 double hk_assemble_on_bytes(const hk_mesh *m, double nnz)

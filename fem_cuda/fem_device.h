@@ -37,6 +37,13 @@ typedef struct hk_fem_rec_job {
     size_t chunk_bytes; /* hk_fem_chunk_bytes */
 } hk_fem_rec_job;
 
+/* One download of a list (the drivers' dv_down_list: one pipeline through the staging). */
+typedef struct hk_fem_down {
+    void *host;
+    const void *dev;
+    size_t bytes;
+} hk_fem_down;
+
 typedef struct hk_fem_driver {
     const char *name;
     /* The backend whose memory holds K (cuda; cpu for the emulation). */
@@ -70,14 +77,10 @@ typedef struct hk_fem_driver {
      * node) into out's arrays (allocated by hk_pp_prepare). *bad as for numeric. */
     int (*recover)(hk_fem_session *s, const hk_fem_rec_job *job, hk_fields *out, double *fint,
                    int64_t *bad);
+    /* Downloads of n arrays (at most 16) of the device's memory (K's too) after its kernels,
+     * in one pipeline through pinned staging. */
+    int (*download)(const hk_fem_down *list, int n);
 } hk_fem_driver;
-
-/* One download of a list (the drivers' dv_down_list: one pipeline through the staging). */
-typedef struct hk_fem_down {
-    void *host;
-    const void *dev;
-    size_t bytes;
-} hk_fem_down;
 
 /* Element records of one chunk of cells at most, bytes. */
 #define HK_FEM_CHUNK_MAX ((size_t)2 << 30)
@@ -119,6 +122,11 @@ int hk_fem_assemble_with(const hk_fem_driver *drv, const hk_problem *p, hk_syste
 int hk_fem_stiffness_with(const hk_fem_driver *drv, const hk_problem *p, hk_resident_bcsr *K);
 int hk_fem_postproc_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
                          const double *u, hk_fields *out);
+/* hk_assemble_rows_on / hk_postproc_part_on with a given driver (tests). */
+int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
+                              hk_system *s);
+int hk_fem_postproc_part_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
+                              const double *u, int64_t nowned, hk_fields *out);
 
 #ifdef __cplusplus
 }

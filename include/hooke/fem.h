@@ -422,6 +422,15 @@ int hk_fem_on_device(const hk_backend *be);
 /* Why p cannot be assembled on a device (spring supports, rigid couplings: their stiffness is
  * added on the host), NULL when it can. */
 const char *hk_assemble_on_limit(const hk_problem *p);
+/* hk_assemble_rows with the part's K assembled and its supports eliminated on backend be's
+ * device (cuda; be NULL or cpu: hk_assemble_rows): the pattern, the element matrices, the body
+ * and thermal loads (added to s->f_ext) and the elimination run there, then the first nrows
+ * block rows (a part's owned nodes, which come first) are downloaded once into s->K (nrows
+ * rows, the part's columns; the host's hk_assemble_rows gives every row) and the rest stays on
+ * the device and is freed. Those rows are hk_assemble_rows's to rounding. What
+ * hk_assemble_on_limit names is refused (HK_ERR_UNSUPPORTED), a device too small fails with
+ * HK_ERR_MEMORY; after a failure s is as it came, for hk_assemble_rows. */
+int hk_assemble_rows_on(const hk_backend *be, const hk_problem *p, int64_t nrows, hk_system *s);
 /* hk_assemble_stiffness on be: K only, in be's memory (benchmarks). */
 int hk_assemble_stiffness_on(const hk_backend *be, const hk_problem *p, hk_resident_bcsr *K);
 /* Device memory the device assembly of m needs at its peak (the mesh, its adjacency, K with
@@ -469,6 +478,10 @@ int hk_postproc_on(const hk_backend *be, const hk_problem *p, const hk_system *s
  * nodes only; the other nodes' fields are incomplete (their owners have them). */
 int hk_postproc_part(const hk_problem *p, const hk_system *s, const double *u, int64_t nowned,
                      hk_fields *out);
+/* hk_postproc_part with the strains, stresses, invariants and internal forces computed on
+ * backend be's device, as hk_postproc_on (be NULL or cpu: hk_postproc_part). */
+int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,
+                        const double *u, int64_t nowned, hk_fields *out);
 
 /* Compression of the .vtu's appended arrays (docs/output.md). */
 typedef enum hk_vtu_compression {
