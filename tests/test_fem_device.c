@@ -725,6 +725,116 @@ static void compare_runs(const char *be, double tol)
     }
 }
 
+/* ---- a part's rows (distributed runs) ---------------------------------------------------- */
+
+/* s with copies of prep's supports and external loads, as a part receives them. */
+static void part_system(const hk_system *prep, hk_system *s)
+{
+    const size_t n = (size_t)prep->ndof;
+    memset(s, 0, sizeof *s);
+    s->fixed = malloc(n + 1);
+    s->u_fixed = malloc((n + 1) * sizeof *s->u_fixed);
+    s->f_ext = malloc((n + 1) * sizeof *s->f_ext);
+    memcpy(s->fixed, prep->fixed, n);
+    memcpy(s->u_fixed, prep->u_fixed, n * sizeof *s->u_fixed);
+    memcpy(s->f_ext, prep->f_ext, n * sizeof *s->f_ext);
+    s->nfixed = prep->nfixed;
+}
+
+/* hk_assemble_rows_on's first rows (about two thirds of the nodes, the others standing for a
+ * part's ghosts) against hk_assemble_rows's: the pattern exactly, K, f and f_ext within tol_k
+ * (0: the same bytes); hk_postproc_part_on's fields against hk_postproc_part's within tol_f,
+ * the maxima and supports' sums over the same owned nodes. A device without the memory fails
+ * with HK_ERR_MEMORY and leaves the system as it came: the host then assembles its bytes. */
+static void check_rows(const hk_fem_driver *drv, double tol_k, double tol_f)
+{
+    hk_test_fem tc;
+    int tested = 0;
+    for (int k = 0; hk_test_fem_case(k, &tc); k++) {
+        if (hk_assemble_on_limit(&tc.p)) { /* springs, rigid couplings: the host's */
+            hk_test_fem_free(&tc);
+            continue;
+        }
+        hk_system prep, h, d;
+        HK_ASSERT_OK(hk_assemble_prepare(&tc.p, &prep));
+        part_system(&prep, &h);
+        part_system(&prep, &d);
+        const int64_t nn = tc.mesh.nnodes, nrows = (2 * nn + 2) / 3, ndof = prep.ndof;
+        const int bs = tc.mesh.dim, bb = bs * bs;
+        HK_ASSERT_OK(hk_assemble_rows(&tc.p, &h));
+        HK_ASSERT_OK(hk_fem_assemble_rows_with(drv, &tc.p, nrows, &d));
+        const int64_t nnzb = h.K.rowptr[nrows];
+        int ok = d.K.nbrows == nrows && d.K.bs == bs && d.K.nbcols == nn && d.ndof == ndof;
+        ok = ok && !memcmp(d.K.rowptr, h.K.rowptr, (size_t)(nrows + 1) * sizeof *d.K.rowptr);
+        ok = ok && !memcmp(d.K.colind, h.K.colind, (size_t)nnzb * sizeof *d.K.colind);
+        if (!ok) printf("\n    %s: the rows' pattern differs ", tc.name);
+        CU_ASSERT(ok);
+        if (ok) {
+            const double eK = rel(d.K.val, h.K.val, nnzb * bb), ef = rel(d.f, h.f, ndof),
+                         ee = rel(d.f_ext, h.f_ext, ndof);
+            const int same = !memcmp(d.K.val, h.K.val, (size_t)(nnzb * bb) * sizeof *d.K.val) &&
+                             !memcmp(d.f, h.f, (size_t)ndof * sizeof *d.f) &&
+                             !memcmp(d.f_ext, h.f_ext, (size_t)ndof * sizeof *d.f_ext);
+            if (tol_k == 0 ? !same : (eK > tol_k || ef > tol_k || ee > tol_k))
+                printf("\n    %s: rows K %.2e, f %.2e, f_ext %.2e ", tc.name, eK, ef, ee);
+            CU_ASSERT(tol_k == 0 ? same : eK <= tol_k && ef <= tol_k && ee <= tol_k);
+        }
+        double *u = smooth_u(&tc.mesh, ndof);
+        hk_fields fh, fd;
+        HK_ASSERT_OK(hk_postproc_part(&tc.p, &h, u, nrows, &fh));
+        HK_ASSERT_OK(hk_fem_postproc_part_with(drv, &tc.p, &d, u, nrows, &fd));
+        compare_fields(tc.name, &fh, &fd, tol_f);
+        hk_fields_free(&fh);
+        hk_fields_free(&fd);
+        free(u);
+        hk_system_free(&d);
+        /* a device too small: HK_ERR_MEMORY, the loads as they came, then the host's bytes */
+        if (drv == &hk_fem_emul_driver) {
+            part_system(&prep, &d);
+            hk_fem_emul_free_bytes = 1000;
+            CU_ASSERT_EQUAL(hk_fem_assemble_rows_with(drv, &tc.p, nrows, &d), HK_ERR_MEMORY);
+            hk_fem_emul_free_bytes = 0;
+            CU_ASSERT(d.f == NULL && d.K.rowptr == NULL);
+            CU_ASSERT(!memcmp(d.f_ext, prep.f_ext, (size_t)ndof * sizeof *d.f_ext));
+            HK_ASSERT_OK(hk_assemble_rows(&tc.p, &d));
+            CU_ASSERT(!memcmp(d.f_ext, h.f_ext, (size_t)ndof * sizeof *d.f_ext));
+            CU_ASSERT(!memcmp(d.K.val, h.K.val, (size_t)(nnzb * bb) * sizeof *d.K.val));
+            hk_system_free(&d);
+        }
+        hk_system_free(&h);
+        hk_system_free(&prep);
+        hk_test_fem_free(&tc);
+        tested++;
+    }
+    CU_ASSERT(tested >= 10);
+}
+
+static void test_emul_rows(void)
+{
+    check_rows(&hk_fem_emul_driver, 0, 0);
+}
+
+/* HOOKE_FEM_EMULATE: 1 routes the cpu backend through the emulation, 0 or unset through the
+ * host; another value is refused in one sentence naming it. */
+static void test_emul_variable(void)
+{
+    const hk_backend *cpu = NULL;
+    HK_ASSERT_OK(hk_backend_get("cpu", &cpu));
+    CU_ASSERT(!hk_fem_on_device(cpu));
+    setenv("HOOKE_FEM_EMULATE", "1", 1);
+    CU_ASSERT(hk_fem_on_device(cpu));
+    setenv("HOOKE_FEM_EMULATE", "0", 1);
+    CU_ASSERT(!hk_fem_on_device(cpu));
+    setenv("HOOKE_FEM_EMULATE", "yes", 1);
+    hk_system s;
+    hk_test_fem tc;
+    CU_ASSERT_FATAL(hk_test_fem_case(0, &tc));
+    CU_ASSERT_EQUAL(hk_assemble_on(cpu, &tc.p, &s), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_EMULATE=yes: set it to 1"));
+    unsetenv("HOOKE_FEM_EMULATE");
+    hk_test_fem_free(&tc);
+}
+
 /* hooke run's device path on the CPU (the emulated driver for the cpu backend): K handed to
  * the solver in the cpu backend's memory, recovery by the emulation; the same digits as the
  * host's run. */
@@ -779,7 +889,10 @@ HK_SUITE(fem_emul,
          {"on the cpu backend: the host's assembly and recovery", test_on_cpu},
          {"device memory estimate", test_estimate},
          {"hooke run --assembly device: the host's digits", test_emul_run},
-         {"a device without the memory: refused, or left to the host", test_emul_small_device})
+         {"a device without the memory: refused, or left to the host", test_emul_small_device},
+         {"a part's rows and fields: the host's bytes; a device too small leaves them to the host",
+          test_emul_rows},
+         {"HOOKE_FEM_EMULATE: 1, 0, and another value refused", test_emul_variable})
 
 /* ---- the device ------------------------------------------------------------------------- */
 
@@ -1021,6 +1134,11 @@ static void test_cuda_run(void)
     compare_runs("cuda", 1e-6);
 }
 
+static void test_cuda_rows(void)
+{
+    check_rows(&hk_fem_cuda_driver, 1e-13, 1e-12);
+}
+
 HK_DEVICE_SUITE(fem_cuda,
                 {"every element kind, analysis, material: K and f to 1e-13, fields to 1e-12",
                  test_cuda_catalogue},
@@ -1033,6 +1151,8 @@ HK_DEVICE_SUITE(fem_cuda,
                 {"supports at rest and moved: the host's K and f to 1e-13", test_cuda_prescribed},
                 {"K assembled and solved on the device", test_cuda_solve},
                 {"the host's error sentences", test_cuda_errors},
-                {"hooke run: --assembly device against --assembly host", test_cuda_run})
+                {"hooke run: --assembly device against --assembly host", test_cuda_run},
+                {"a part's rows downloaded and its fields: the host's to 1e-13 and 1e-12",
+                 test_cuda_rows})
 
 #endif
