@@ -105,6 +105,60 @@ for spec in "${runs[@]}"; do
   fi
 done
 
+echo "test_mpi: each process assembles and recovers its part on its device (emulated: HOOKE_FEM_EMULATE=1)"
+# The device's steps run on the cpu backend through the emulation, which gives the host's
+# bytes: the pieces are those of the host's path byte for byte (where it runs too), the
+# displacements and stresses one process's to 1e-8, the stage lines say where each stage ran.
+# name | case | np | options | host path too (cmp)
+dev=(
+  "box-amg|cases/box/box.yaml|3|--set geometry.generate.cells=[10,10,10] --set solver.pc=amg|cmp"
+  "thermal|cases/thermal/clamped_bar.yaml|2|--set solver.pc=jacobi|cmp"
+  "kirsch-2d|cases/kirsch/kirsch.yaml|2|--set solver.pc=poly|cmp"
+  "part-owning-nothing|cases/box/box.yaml|3|--set geometry.generate.cells=[1,1,2] --set solver.pc=jacobi|cmp"
+  "bracket-amg|cases/bracket/bracket.yaml|2|--set solver.pc=amg --set solver.tol=1e-10|"
+)
+for spec in "${dev[@]}"; do
+  IFS='|' read -r name case np opts host <<<"$spec"
+  set -- $opts
+  common=(--backend cpu --set solver.tol=1e-12 --set output.ascii=true "$@")
+  if ! "$H" run "$case" "${common[@]}" --assembly host -q -o "$T/dv-$name-1.vtu" >/dev/null 2>&1; then
+    bad "device $name: one process"; continue
+  fi
+  if [ -n "$host" ] && ! mpi -np "$np" "$H" run "$case" "${common[@]}" --assembly host -q \
+       -o "$T/dv-$name-h.vtu" >/dev/null 2>&1; then
+    bad "device $name: the host's path -np $np"; continue
+  fi
+  for mode in auto device; do
+    [ $mode = device ] && [ "$name" != box-amg ] && continue
+    if ! HOOKE_FEM_EMULATE=1 mpi -np "$np" "$H" run "$case" "${common[@]}" --assembly $mode \
+         -o "$T/dv-$name.vtu" >/dev/null 2>"$T/dv-$name.err"; then
+      bad "device $name --assembly $mode -np $np: failed"; tail -3 "$T/dv-$name.err"; continue
+    fi
+    same=1
+    for ((q = 0; q < np; q++)); do
+      [ -z "$host" ] || cmp -s "$T/dv-$name-h-p$q.vtu" "$T/dv-$name-p$q.vtu" || same=0
+    done
+    if ! grep -q "assembly: [0-9].* (rows of each part) on cpu$" "$T/dv-$name.err" ||
+       ! grep -q "postproc: strains, stresses, reactions in [0-9.]* s on cpu$" "$T/dv-$name.err"; then
+      bad "device $name --assembly $mode -np $np: the stage lines do not say cpu"
+      grep -E "assembly: [0-9]|postproc:" "$T/dv-$name.err"
+    elif [ $same = 0 ]; then
+      bad "device $name --assembly $mode -np $np: other bytes than the host's path"
+    elif r=$(python3 tests/mpi/compare_vtu.py "$T/dv-$name-1.vtu" "$T/dv-$name.pvtu" 1e-8 stress); then
+      bytes=""; [ -n "$host" ] && bytes="the host path's bytes, "
+      ok "device $name --assembly $mode -np $np: $bytes${r#compare_vtu: }"
+    else bad "device $name --assembly $mode -np $np: $r"; fi
+  done
+done
+# a model the device assembly lacks (springs): auto assembles on the host and says why, the
+# recovery stays on the device, as on one process
+if HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/springs/springs.yaml --backend cpu -o "$T/dsp.vtu" \
+     >/dev/null 2>"$T/dsp.err" &&
+   grep -q "(rows of each part) on the host (spring supports add their stiffness to K on the host)$" "$T/dsp.err" &&
+   grep -q "postproc: .* on cpu$" "$T/dsp.err"; then
+  ok "springs --assembly auto -np 3: assembled on the host (said why), recovered on the device"
+else bad "springs --assembly auto -np 3 on the device's path"; grep -E "assembly: [0-9]|postproc:|hooke" "$T/dsp.err"; fi
+
 echo "test_mpi: summaries, determinism, refusals"
 # the summary's reduced numbers: the one-process reactions and maxima to rounding
 one=$("$H" run cases/springs/springs.yaml --json -q -o "$T/j1.vtu" 2>/dev/null)
@@ -180,8 +234,10 @@ refuse "hooke mesh on one process only" "runs on one process" "$H" mesh cases/bo
 # what main runs on one process only: refused by name under mpirun, not run wrongly
 refuse "a modal case refused" "a modal analysis runs on one process" \
   "$H" run cases/modal/strip.yaml -q -o "$T/r.vtu"
-refuse "--assembly device refused" "--assembly device runs on one process" \
-  "$H" run cases/box/box.yaml --assembly device -q -o "$T/r.vtu"
+refuse "--assembly device on the cpu backend refused" "--assembly device needs the solve on a device" \
+  "$H" run cases/box/box.yaml --backend cpu --assembly device -q -o "$T/r.vtu"
+refuse "--assembly device with springs refused" "--assembly device: spring supports add their stiffness" \
+  env HOOKE_FEM_EMULATE=1 "$H" run cases/springs/springs.yaml --backend cpu --assembly device -q -o "$T/r.vtu"
 refuse "hooke solve --eigen refused" "--eigen runs on one process" \
   "$H" solve --generate poisson:8 --eigen 2
 refuse "dist.comm=nccl on the cpu refused" "dist.comm=nccl" \
