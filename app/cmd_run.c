@@ -1023,7 +1023,7 @@ static void run_help(FILE *f)
         "                          the stresses recovered (default auto: on the solve's device\n"
         "                          when it has one; the host assembles for method=cholesky,\n"
         "                          output.matrix, spring supports and rigid couplings;\n"
-        "                          under mpirun the host, and device refuses)\n"
+        "                          under mpirun each process its part on its own GPU)\n"
         "  --set KEY=VALUE         override any case key by its dotted path; repeatable. Lists "
         "are\n"
         "                          addressed by index, values are YAML:\n"

@@ -49,11 +49,10 @@ static void monitor(int it, double rnorm, void *ctx)
     fflush(stderr);
 }
 
-/* What the case or the command line asks for that is not distributed yet: one sentence (every
+/* What the case asks for that is not distributed yet: one sentence (every
  * process alike). */
-static int refuse(const hk_case *c, const hk_run_opts *o)
+static int refuse(const hk_case *c)
 {
-    (void)o;
     const int P = hk_comm_size(hk_comm_world());
     HK_CHECK(!c->modal, HK_ERR_UNSUPPORTED,
              "%s: a modal analysis runs on one process for now (its eigensolver is not "
@@ -433,7 +432,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     memset(&r0, 0, sizeof r0);
 
     /* 1. rank 0: mesh, model, the steps that need the whole model */
-    ierr = refuse(c, o);
+    ierr = refuse(c);
     if (!ierr && me == 0) {
         ierr = hk_run_mesh(c, o, &r0);
         if (!ierr) {
@@ -540,8 +539,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     r0.assembly_note[0] = 0;
     if (pt.mesh.cells.n > 0) {
-        ierr = hk_postproc_part_on(fem_backend(r0.recovered_on), &sm.p, &sys, u, pt.nown,
-                                   &fields);
+        ierr = hk_postproc_part_on(fem_backend(r0.recovered_on), &sm.p, &sys, u, pt.nown, &fields);
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.recovered_on, "host")) {
             snprintf(r0.assembly_note, sizeof r0.assembly_note, "%s", hk_error_message());
             snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
