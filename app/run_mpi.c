@@ -173,7 +173,7 @@ static const hk_backend *fem_backend(const char *on)
  * 1 when every process ran it on its device. Collective. */
 typedef struct stage_where {
     char on[16];
-    char note[160];
+    char note[320];
 } stage_where;
 
 static int where_all(const hk_comm *w, const char *on, const char *note, char *buf, size_t n,
@@ -427,7 +427,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     hk_fields fields = {0};
     double *u = NULL, tmax[1], t;
     int64_t nnzb = 0;
-    char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH], where[400];
+    char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH], where[480], note[320];
     int ierr, solved = 0, written = 0, on_device = 0;
     memset(&r0, 0, sizeof r0);
 
@@ -469,13 +469,14 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     if ((ierr = hk_comm_agree(w, hk_run_fem_backends(c, o, &sm.p, &r0)))) goto done;
+    snprintf(note, sizeof note, "%s", r0.assembly_note);
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
     if (pt.mesh.cells.n > 0) {
         ierr = hk_assemble_rows_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys);
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.assembled_on, "host")) {
             /* --assembly auto: a device too small for the part leaves it to the host */
-            snprintf(r0.assembly_note, sizeof r0.assembly_note, "%s", hk_error_message());
+            snprintf(note, sizeof note, "%s", hk_error_message());
             snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
             ierr = hk_assemble_rows(&sm.p, &sys);
         }
@@ -488,7 +489,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     nnzb = K.rowptr[K.nbrows];
     HK_TRY(hk_comm_sum_i64(w, &nnzb, 1));
     HK_TRY(hk_comm_max(w, tmax, 1));
-    HK_TRY(where_all(w, r0.assembled_on, r0.assembly_note, where, sizeof where, &on_device));
+    HK_TRY(where_all(w, r0.assembled_on, note, where, sizeof where, &on_device));
     if (!on_device) snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     r0.t_assembly += tmax[0];
     say(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s (rows of each part)%s",
@@ -537,11 +538,11 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     ierr = hk_halo_create(w, pt.row0, pt.nown, pt.mesh.nnodes - pt.nown, pt.gid + pt.nown, &halo);
     if (!ierr) ierr = hk_halo_exchange(halo, u, d, u + d * pt.nown);
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
-    r0.assembly_note[0] = 0;
+    note[0] = 0;
     if (pt.mesh.cells.n > 0) {
         ierr = hk_postproc_part_on(fem_backend(r0.recovered_on), &sm.p, &sys, u, pt.nown, &fields);
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.recovered_on, "host")) {
-            snprintf(r0.assembly_note, sizeof r0.assembly_note, "%s", hk_error_message());
+            snprintf(note, sizeof note, "%s", hk_error_message());
             snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
             ierr = hk_postproc_part(&sm.p, &sys, u, pt.nown, &fields);
         }
@@ -558,7 +559,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     tmax[0] = hk_time() - t;
     HK_TRY(hk_comm_max(w, tmax, 1));
     r0.t_post = tmax[0];
-    HK_TRY(where_all(w, r0.recovered_on, r0.assembly_note, where, sizeof where, &on_device));
+    HK_TRY(where_all(w, r0.recovered_on, note, where, sizeof where, &on_device));
     if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);
     solved = 1;

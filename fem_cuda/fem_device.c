@@ -34,15 +34,26 @@ const hk_fem_driver *hk_fem_cpu_driver = NULL;
 
 /* HOOKE_FEM_EMULATE=1 (tests of the hooke program, under mpirun too): the cpu backend takes
  * the device's path through the emulated driver; 0 or unset: the host's own; anything else is
- * refused. */
+ * refused. With it, HOOKE_FEM_EMULATE_FREE=BYTES is the free memory the emulated device
+ * reports (a device too small, on one process of several). */
 static int emulate_on_cpu(const hk_fem_driver **drv)
 {
-    const char *v = getenv("HOOKE_FEM_EMULATE");
+    const char *v = getenv("HOOKE_FEM_EMULATE"), *fr = getenv("HOOKE_FEM_EMULATE_FREE");
     HK_CHECK(!v || !*v || !strcmp(v, "0") || !strcmp(v, "1"), HK_ERR_ARG,
              "HOOKE_FEM_EMULATE=%s: set it to 1 (the cpu backend runs the device assembly and "
              "recovery emulated) or 0, or unset it",
              v);
-    if (v && !strcmp(v, "1")) *drv = &hk_fem_emul_driver;
+    if (!v || strcmp(v, "1")) return 0;
+    *drv = &hk_fem_emul_driver;
+    if (fr && *fr) {
+        char *end = NULL;
+        const unsigned long long b = strtoull(fr, &end, 10);
+        HK_CHECK(*end == 0 && b > 0 && fr[0] != '-', HK_ERR_ARG,
+                 "HOOKE_FEM_EMULATE_FREE=%s: give the emulated device's free memory in bytes "
+                 "(a positive integer), or unset it",
+                 fr);
+        hk_fem_emul_free_bytes = (size_t)b;
+    }
     return 0;
 }
 
@@ -186,6 +197,17 @@ static void kept_take(const hk_fem_driver *drv, const hk_mesh *m, const double *
     kept_close();
 }
 
+/* Keep the session *ses (holding p's mesh and temperatures) and *refs for the recovery (both
+ * handed over, NULL after). */
+static void kept_put(const hk_fem_driver *drv, const hk_problem *p, hk_fem_session **ses,
+                     hk_elref **refs)
+{
+    kept.drv = drv, kept.ses = *ses, kept.refs = *refs, kept.m = p->mesh;
+    kept.node_dT = p->node_dT;
+    kept.hash = hk_fem_mesh_hash(p->mesh, p->node_dT);
+    *ses = NULL, *refs = NULL;
+}
+
 /* Pattern and element matrices (and, with s, the loads, supports and elimination). */
 static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_system *s,
                            hk_resident_bcsr *Konly)
@@ -262,9 +284,7 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     if (s) HK_TRY(drv->eliminate(ses, K, s->fixed, s->u_fixed, s->f));
     stage(what, "eliminate", &t);
     if (s && rflags & HK_FEM_REC_KEEP) { /* for the recovery: the session, not closed */
-        kept.drv = drv, kept.ses = ses, kept.refs = refs, kept.m = m, kept.node_dT = p->node_dT;
-        kept.hash = hk_fem_mesh_hash(m, p->node_dT);
-        ses = NULL, refs = NULL;
+        kept_put(drv, p, &ses, &refs);
         stage(what, "keep", &t);
     }
 fail:
@@ -373,11 +393,8 @@ int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int
     free(s->f_ext);
     s->f_ext = f_ext;
     f_ext = NULL;
-    if (rflags & HK_FEM_REC_KEEP) { /* for the recovery: the session, not closed */
-        kept.drv = drv, kept.ses = ses, kept.refs = refs, kept.m = m, kept.node_dT = p->node_dT;
-        kept.hash = hk_fem_mesh_hash(m, p->node_dT);
-        ses = NULL, refs = NULL;
-    }
+    if (rflags & HK_FEM_REC_KEEP) /* for the recovery: the session, not closed */
+        kept_put(drv, p, &ses, &refs);
 fail:
     drv->close(ses);
     free(refs);

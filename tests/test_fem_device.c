@@ -831,6 +831,16 @@ static void test_emul_variable(void)
     CU_ASSERT_FATAL(hk_test_fem_case(0, &tc));
     CU_ASSERT_EQUAL(hk_assemble_on(cpu, &tc.p, &s), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_EMULATE=yes: set it to 1"));
+    /* the emulated device's free memory: bytes, or refused */
+    setenv("HOOKE_FEM_EMULATE", "1", 1);
+    setenv("HOOKE_FEM_EMULATE_FREE", "12k", 1);
+    CU_ASSERT_EQUAL(hk_assemble_on(cpu, &tc.p, &s), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_EMULATE_FREE=12k: give"));
+    setenv("HOOKE_FEM_EMULATE_FREE", "1000", 1);
+    CU_ASSERT_EQUAL(hk_assemble_on(cpu, &tc.p, &s), HK_ERR_MEMORY);
+    CU_ASSERT_EQUAL(hk_fem_emul_free_bytes, 1000);
+    hk_fem_emul_free_bytes = 0;
+    unsetenv("HOOKE_FEM_EMULATE_FREE");
     unsetenv("HOOKE_FEM_EMULATE");
     hk_test_fem_free(&tc);
 }
@@ -892,7 +902,8 @@ HK_SUITE(fem_emul,
          {"a device without the memory: refused, or left to the host", test_emul_small_device},
          {"a part's rows and fields: the host's bytes; a device too small leaves them to the host",
           test_emul_rows},
-         {"HOOKE_FEM_EMULATE: 1, 0, and another value refused", test_emul_variable})
+         {"HOOKE_FEM_EMULATE (1, 0, another value refused) and HOOKE_FEM_EMULATE_FREE",
+          test_emul_variable})
 
 /* ---- the device ------------------------------------------------------------------------- */
 

@@ -158,6 +158,35 @@ if HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/springs/springs.yaml --backend c
    grep -q "postproc: .* on cpu$" "$T/dsp.err"; then
   ok "springs --assembly auto -np 3: assembled on the host (said why), recovered on the device"
 else bad "springs --assembly auto -np 3 on the device's path"; grep -E "assembly: [0-9]|postproc:|hooke" "$T/dsp.err"; fi
+# a device too small on one process (the emulated device reports 1000 bytes free there):
+# --assembly auto leaves that process's stages to the host and the lines say so with its
+# sentence, the others stay on theirs, the answer one process's; --assembly device stops
+small=(run cases/box/box.yaml --backend cpu --set geometry.generate.cells=[8,8,8] --set solver.pc=jacobi
+       --set solver.tol=1e-12 --set output.ascii=true)
+"$H" "${small[@]}" -q -o "$T/sm1.vtu" >/dev/null 2>&1 || true
+if mpi -np 1 env HOOKE_FEM_EMULATE=1 "$H" "${small[@]}" -o "$T/sm.vtu" : \
+       -np 1 env HOOKE_FEM_EMULATE=1 HOOKE_FEM_EMULATE_FREE=1000 "$H" "${small[@]}" -o "$T/sm.vtu" \
+       >/dev/null 2>"$T/sm.err" &&
+   grep -q "(rows of each part) on cpu, on the host on 1 of 2 processes (the device assembly needs .* GB is free; .*)$" "$T/sm.err" &&
+   grep -q "postproc: .* on cpu, on the host on 1 of 2 processes (.*)$" "$T/sm.err" &&
+   r=$(python3 tests/mpi/compare_vtu.py "$T/sm1.vtu" "$T/sm.pvtu" 1e-8 stress); then
+  ok "a device too small on 1 of 2 processes: that one on the host, said so; ${r#compare_vtu: }"
+else bad "a device too small on 1 of 2 processes: ${r:-}"; grep -E "assembly: [0-9]|postproc:|hooke" "$T/sm.err"; fi
+set +e
+out=$(mpi -np 1 env HOOKE_FEM_EMULATE=1 "$H" "${small[@]}" --assembly device -o "$T/sm.vtu" : \
+      -np 1 env HOOKE_FEM_EMULATE=1 HOOKE_FEM_EMULATE_FREE=1000 "$H" "${small[@]}" --assembly device \
+      -o "$T/sm.vtu" 2>&1); rc=$?
+set -e
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "^hooke run: the device assembly needs .* GB is free" <<<"$out"; then
+  ok "a device too small on 1 of 2 processes, --assembly device: its sentence, exit $rc"
+else bad "a device too small, --assembly device: exit $rc"; echo "$out" | head -5; fi
+# the JSON summary names where the stages ran: the device's on every process, or the host
+on_of() { python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(j["assembled_on"], j["recovered_on"])'; }
+dj=$(HOOKE_FEM_EMULATE=1 mpi -np 2 "$H" run cases/box/box.yaml --backend cpu --json -q -o "$T/dj.vtu" 2>/dev/null | on_of)
+hj=$(HOOKE_FEM_EMULATE=1 mpi -np 2 "$H" run cases/box/box.yaml --backend cpu --assembly host --json -q -o "$T/hj.vtu" 2>/dev/null | on_of)
+if [ "$dj" = "cpu cpu" ] && [ "$hj" = "host host" ]; then
+  ok "--json -np 2: assembled_on and recovered_on the device's (cpu), with --assembly host the host"
+else bad "--json -np 2: assembled_on, recovered_on '$dj' and with --assembly host '$hj'"; fi
 
 echo "test_mpi: summaries, determinism, refusals"
 # the summary's reduced numbers: the one-process reactions and maxima to rounding
