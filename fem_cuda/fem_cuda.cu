@@ -29,9 +29,15 @@ static int fem_fail(cudaError_t e, const char *what)
         if (fem_e_ != cudaSuccess) return fem_fail(fem_e_, what);                                  \
     } while (0)
 
+/* The CUDA backend's start (cuda/cuda_context.cu): under mpirun it makes the process's GPU (its
+ * local rank's) the current device, where K is allocated; the stream and every array of the
+ * device assembly must be there too, so it runs before the first of them. */
+extern "C" int hk_cu_init(void);
+
 static int fem_stream_init(void)
 {
     if (fem_stream) return 0;
+    HK_CALL(hk_cu_init());
     FEM_CU(cudaStreamCreateWithFlags(&fem_stream, cudaStreamNonBlocking), "creating a stream");
     return 0;
 }
