@@ -32,7 +32,7 @@ static int fem_fail(cudaError_t e, const char *what)
 /* The CUDA backend's start (cuda/cuda_context.cu): under mpirun it makes the process's GPU (its
  * local rank's) the current device, where K is allocated; the stream and every array of the
  * device assembly must be there too, so it runs before the first of them. */
-extern "C" int hk_cu_init(void);
+int hk_cu_init(void); /* cuda/cuda_impl.cuh (C++ linkage, as here) */
 
 static int fem_stream_init(void)
 {
