@@ -658,9 +658,11 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
     if (r->t_solve < 0) r->t_solve = r->res.solve_seconds;
     r->converged = hk_reason_converged(r->res.reason);
     r->mem.host_peak_solve = hk_run_peak_host_bytes();
-    stage(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
+    stage(&L,
+          "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s, "
+          "iterations %.2f s)",
           hk_reason_name(r->res.reason), r->res.iterations, r->res.true_residual, r->t_solve,
-          r->t_setup);
+          r->t_setup, r->res.solve_seconds);
     hk_solver_destroy(s); /* its device memory is the recovery's */
     s = NULL;
 

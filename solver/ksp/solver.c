@@ -621,22 +621,26 @@ void hk_solver_destroy(hk_solver *s)
     free(s);
 }
 
-/* The first non-finite entry of v (0-based), or -1. */
-static int64_t first_bad(const double *v, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(v[i])) return i;
-    return -1;
-}
-
 /* Beyond this the squares in ||b||^2 overflow, and the method stops at once with NaN. */
 #define HK_HUGE_RHS 1e150
 
-static int64_t first_huge(const double *v, int64_t n)
+/* One pass over v on the threads: its first non-finite entry, its first entry above
+ * HK_HUGE_RHS in magnitude (0-based, -1: none) and whether every entry is +0.0 (the same
+ * answers on any number of threads: first indices by min). */
+static void scan_vec(const double *v, int64_t n, int64_t *nonfinite, int64_t *huge, int *zero)
 {
-    for (int64_t i = 0; i < n; i++)
-        if (fabs(v[i]) > HK_HUGE_RHS) return i;
-    return -1;
+    int64_t nf = INT64_MAX, hg = INT64_MAX;
+    int z = 1;
+#pragma omp parallel for schedule(static) reduction(min : nf, hg) reduction(&& : z)
+    for (int64_t i = 0; i < n; i++) {
+        const double a = v[i];
+        if (!isfinite(a) && i < nf) nf = i;
+        if (fabs(a) > HK_HUGE_RHS && i < hg) hg = i;
+        z = z && a == 0.0 && !signbit(a); /* +0.0 only: what vec_set writes */
+    }
+    *nonfinite = nf == INT64_MAX ? -1 : nf;
+    *huge = hg == INT64_MAX ? -1 : hg;
+    *zero = z;
 }
 
 /* The fingerprint of a K that was never on the host (hk_solver_create_resident): its pattern
@@ -827,19 +831,22 @@ static void set_setup_times(const hk_solver *s, hk_result *res)
 
 /* b and the initial guess x must be finite and b not huge; entries are named by their row
  * (global in a distributed solve). */
-static int check_rhs(const hk_solver *s, const double *b, const double *x)
+/* b and the initial guess x checked in one pass each; *x_zero: the guess is all zeros (set on
+ * the backend instead of uploaded). */
+static int check_rhs(const hk_solver *s, const double *b, const double *x, int *x_zero)
 {
     const int64_t off = s->dist ? s->dist->row0 * s->dist->bs : 0;
-    int64_t bad = first_bad(b, s->n);
+    int64_t bad, huge, xhuge;
+    int bzero;
+    scan_vec(b, s->n, &bad, &huge, &bzero);
     HK_CHECK(bad < 0, HK_ERR_NUMERIC,
              "right-hand side entry %lld is %g; the solver needs finite values",
              (long long)(off + bad + 1), bad >= 0 ? b[bad] : 0.0);
-    bad = first_huge(b, s->n);
-    HK_CHECK(bad < 0, HK_ERR_NUMERIC,
+    HK_CHECK(huge < 0, HK_ERR_NUMERIC,
              "right-hand side entry %lld is %g, too large for the solver's inner products (their "
              "squares overflow); keep values below %g, e.g. with other units",
-             (long long)(off + bad + 1), bad >= 0 ? b[bad] : 0.0, HK_HUGE_RHS);
-    bad = first_bad(x, s->n);
+             (long long)(off + huge + 1), huge >= 0 ? b[huge] : 0.0, HK_HUGE_RHS);
+    scan_vec(x, s->n, &bad, &xhuge, x_zero);
     HK_CHECK(bad < 0, HK_ERR_NUMERIC,
              "initial guess entry %lld is %g; pass finite values (zeros will do)",
              (long long)(off + bad + 1), bad >= 0 ? x[bad] : 0.0);
@@ -857,9 +864,10 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     hk_ksp *k = &s->ksp;
     const hk_backend_ops *be = s->be;
     /* distributed: a missing or bad input on one process stops every process */
+    int x_zero = 0;
     int bad_input = !b || !x ? hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
                                             "hk_solver_solve: missing b or x")
-                             : check_rhs(s, b, x);
+                             : check_rhs(s, b, x, &x_zero);
     if (s->dist) bad_input = hk_comm_agree(s->dist->comm, bad_input);
     if (bad_input) {
         res->reason = HK_DIVERGED_NAN;
@@ -874,7 +882,10 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         x = s->x_int;
     }
     HK_CALL(hk_vec_upload(s->b, b));
-    HK_CALL(hk_vec_upload(s->x, x));
+    if (x_zero) /* a zero guess (the usual one) is set where it lives, not copied there */
+        HK_CALL(be->vec_set(s->x, 0.0));
+    else
+        HK_CALL(hk_vec_upload(s->x, x));
     double bb;
     HK_CALL(be->vec_dot(s->b, s->b, &bb));
     s->bnorm = sqrt(bb);
