@@ -14,7 +14,6 @@
 // sum in the CPU's order. Products and sums are __dmul_rn / __dadd_rn (no contraction): the
 // CPU's digits exactly.
 #include <cub/cub.cuh>
-#include <cuda_pipeline.h>
 #include <cusolverDn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -348,7 +347,7 @@ struct spn_args {
     int br, bk, bc;
     int64_t nbr;
     int64_t cap, ccap;         // doubles and column indices of shared memory per team
-    int capnb, hcap, sq;       // spr_rows: blocks of C's row, hash slots, stage blocks per warp
+    int capnb, hcap;           // spr_rows: blocks of C's row and hash slots per warp
     unsigned long long *first; // first block row with a product block outside C's pattern
 };
 
@@ -408,14 +407,16 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
 
 // ---- C = A B into a known pattern, output-stationary (the AMG block shapes) ------------------
 //
-// A team of SPO_TEAM lanes (4 to 32, from C's mean row length) per block row of C; lane t owns
+// spo_rows: a team of 4 to 32 lanes (from C's mean row length) per block row of C; lane t owns
 // the row's blocks t, t + TEAM, ... and keeps each one's BR x BC sums in registers while it walks
 // A's row in order: for A block p (column k) it looks up its own column j in B's row k (binary
 // search; B's rows are short) and, where present, adds A_p B_q entry by entry. Every entry is
 // then summed over A's row in order, each product block over m in order, with __dmul_rn /
 // __dadd_rn: the CPU's digits, with no shared memory, no synchronisation and no hash table. A
 // product block outside C's pattern is found by counting: the lanes' hits must add up to the
-// row's product count (the sum of B's row lengths over A's row).
+// row's product count (the sum of B's row lengths over A's row). Counting alone misses a pattern
+// with a column twice in place of a missing one whose hits are as many, so each lane also checks
+// that its column is greater than the one before it (C's rows are sorted and unique by contract).
 
 // acc += a b for one BR x BK block a and BK x BC block b: entry by entry over m in order, with
 // __dmul_rn / __dadd_rn (the CPU's digits).
@@ -454,17 +455,19 @@ static __device__ __forceinline__ int64_t spo_terms(const spn_args &g, int64_t a
 }
 
 // The team's hits against its row's product count (every lane of the warp takes part): a
-// product block outside C's pattern leaves them short, and the row is reported.
+// product block outside C's pattern leaves them short, and the row is reported; so is a row
+// where some lane found its column not above the one before it (unsorted).
 template <int TEAM>
 static __device__ __forceinline__ void spo_check(const spn_args &g, bool live, int64_t i, int t,
-                                                 int64_t hits, int64_t terms)
+                                                 int64_t hits, int64_t terms, int unsorted)
 {
 #pragma unroll
     for (int off = TEAM / 2; off > 0; off /= 2) {
         hits += __shfl_xor_sync(0xffffffffu, hits, off, TEAM);
         terms += __shfl_xor_sync(0xffffffffu, terms, off, TEAM);
+        unsorted |= __shfl_xor_sync(0xffffffffu, unsorted, off, TEAM);
     }
-    if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
+    if (live && t == 0 && (hits != terms || unsorted)) atomicMin(g.first, (unsigned long long)i);
 }
 
 template <int BR, int BK, int BC, int TEAM>
@@ -475,11 +478,13 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
     const int t = (int)(gt % TEAM);
     const bool live = i < g.nbr;
     int64_t hits = 0, terms = 0;
+    int unsorted = 0;
     if (live) {
         const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
         terms = spo_terms<TEAM>(g, a0, a1, t);
         for (int64_t c = c0 + t; c < c1; c += TEAM) {
             const int32_t j = g.cci[c];
+            if (c > c0 && j <= g.cci[c - 1]) unsorted = 1;
             double acc[BR * BC];
 #pragma unroll
             for (int e = 0; e < BR * BC; e++)
@@ -497,17 +502,25 @@ __global__ void __launch_bounds__(256) spo_rows(spn_args g)
                 dst[e] = acc[e];
         }
     }
-    spo_check<TEAM>(g, live, i, t, hits, terms);
+    spo_check<TEAM>(g, live, i, t, hits, terms, unsorted);
 }
 
 template <int BR, int BK, int BC>
 static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
 {
     switch (team) {
-    case 4: spo_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-    case 8: spo_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-    case 16: spo_rows<BR, BK, BC, 16><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
-    default: spo_rows<BR, BK, BC, 32><<<nblk, 256, 0, hk_cu.stream>>>(g); break;
+    case 4:
+        spo_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        break;
+    case 8:
+        spo_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        break;
+    case 16:
+        spo_rows<BR, BK, BC, 16><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        break;
+    default:
+        spo_rows<BR, BK, BC, 32><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        break;
     }
 }
 
@@ -541,18 +554,10 @@ static __device__ __forceinline__ int spr_find(const int32_t *keys, const int32_
     }
 }
 
-// A read of the product's inputs: from global memory through the read-only path, or from the
-// stage in shared memory.
-template <bool GLOBAL, typename T> static __device__ __forceinline__ T spr_ld(const T *p)
-{
-    return GLOBAL ? __ldg(p) : *p;
-}
-
 // One block of A's row: lane (q, r) adds row r of A_p B_q into acc, q over the ntask / BR blocks
-// of B's row (columns cols, values bvals), ablk = A_p, all in global memory (GLOBAL) or in the
-// stage; then __syncwarp. Positions from the table (SHARED) or by binary search in C's row (in
-// place).
-template <int BR, int BK, int BC, bool SHARED, bool GLOBAL>
+// of B's row (columns cols, values bvals), ablk = A_p; then __syncwarp. Positions from the table
+// (SHARED) or by binary search in C's row (in place).
+template <int BR, int BK, int BC, bool SHARED>
 static __device__ __forceinline__ void
 spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
          const double *bvals, const double *ablk, double *acc, const int32_t *keys,
@@ -561,12 +566,12 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
     constexpr int BB = BR * BC;
     for (int task = lane; task < ntask; task += 32) {
         const int ql = task / BR, r = task % BR;
-        const int32_t j = spr_ld<GLOBAL>(cols + ql);
+        const int32_t j = __ldg(cols + ql);
         const double *b = bvals + (size_t)ql * BK * BC;
         double a[BK];
 #pragma unroll
         for (int m = 0; m < BK; m++)
-            a[m] = spr_ld<GLOBAL>(ablk + r * BK + m);
+            a[m] = __ldg(ablk + r * BK + m);
         int64_t pos;
         if (SHARED) {
             pos = spr_find(keys, spos, mask, j);
@@ -584,7 +589,7 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
             double v = dst[s];
 #pragma unroll
             for (int m = 0; m < BK; m++)
-                v = __dadd_rn(v, __dmul_rn(a[m], spr_ld<GLOBAL>(b + m * BC + s)));
+                v = __dadd_rn(v, __dmul_rn(a[m], __ldg(b + m * BC + s)));
             dst[s] = v;
         }
     }
@@ -624,118 +629,14 @@ static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, in
             const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
             const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
             const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
-            spr_step<BR, BK, BC, SHARED, true>(
-                g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
-                g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask, c0, nb);
+            spr_step<BR, BK, BC, SHARED>(g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
+                                         g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask,
+                                         c0, nb);
         }
     }
 }
 
-// ---- the staged walk (HOOKE_SPGEMM=staged): the rows of B copied to shared memory ahead ----
-//
-// The blocks of A's row are taken in chunks (at most SPR_DMAX blocks whose rows of B hold at
-// most g.sq blocks together); while the warp sums one chunk from shared memory, the next chunk's
-// rows of B (values and columns) and A blocks are in flight into the other of two buffers
-// (cp.async), so a block of A waits for no load. A block whose row of B alone exceeds g.sq is a
-// chunk of its own, summed from global memory. The same steps in the same order as spr_walk.
-
-#define SPR_DMAX 8 // blocks of A per chunk at most
-
-// Doubles of one stage buffer: sq blocks of B, SPR_DMAX blocks of A, sq columns of B.
-template <int BR, int BK, int BC> static __host__ __device__ constexpr int64_t spr_buf(int64_t sq)
-{
-    return sq * BK * BC + SPR_DMAX * BR * BK + (sq + 1) / 2;
-}
-
-// The chunk at block u0 of a window of n blocks: [u0, *u1); false when block u0's row of B
-// alone exceeds sq (then *u1 = u0 + 1).
-static __device__ __forceinline__ bool spr_chunk(int lane, int u0, int n, int64_t incl, int sq,
-                                                 int *u1)
-{
-    const int64_t start = u0 ? __shfl_sync(0xffffffffu, incl, u0 - 1) : 0;
-    const bool fits = lane >= u0 && lane < n && lane < u0 + SPR_DMAX && incl - start <= sq;
-    const int c = __popc(__ballot_sync(0xffffffffu, fits)); // lanes u0.. (incl ascending)
-    *u1 = u0 + (c ? c : 1);
-    return c > 0;
-}
-
-// The copies of chunk [u0, u1) of the window at base into buf, committed as one group.
 template <int BR, int BK, int BC>
-static __device__ __forceinline__ void spr_issue(const spn_args &g, int lane, int64_t base, int u0,
-                                                 int u1, int64_t myq0, int64_t incl, double *buf,
-                                                 int sq)
-{
-    constexpr int BKC = BK * BC, BRK = BR * BK;
-    double *sb = buf, *sa = buf + (size_t)sq * BKC;
-    int32_t *sj = (int32_t *)(sa + SPR_DMAX * BRK);
-    const int64_t start = u0 ? __shfl_sync(0xffffffffu, incl, u0 - 1) : 0;
-    for (int u = u0; u < u1; u++) {
-        const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
-        const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
-        const int off = (int)(from - start), nq = (int)(__shfl_sync(0xffffffffu, incl, u) - from);
-        for (int e = lane; e < nq * BKC; e += 32)
-            __pipeline_memcpy_async(sb + (size_t)off * BKC + e, g.bv + (size_t)q0 * BKC + e, 8);
-        for (int e = lane; e < nq; e += 32)
-            __pipeline_memcpy_async(sj + off + e, g.bci + q0 + e, 4);
-    }
-    for (int e = lane; e < (u1 - u0) * BRK; e += 32)
-        __pipeline_memcpy_async(sa + e, g.av + (size_t)(base + u0) * BRK + e, 8);
-    __pipeline_commit();
-}
-
-template <int BR, int BK, int BC>
-static __device__ __forceinline__ void
-spr_walk_staged(const spn_args &g, int64_t i, int lane, double *acc, const int32_t *keys,
-                const int32_t *spos, unsigned mask, double *stage)
-{
-    constexpr int BKC = BK * BC, BRK = BR * BK;
-    const int sq = g.sq;
-    const int64_t bufd = spr_buf<BR, BK, BC>(sq), a1 = g.arp[i + 1];
-    for (int64_t base = g.arp[i]; base < a1; base += 32) { // warp-uniform
-        int64_t myq0, incl;
-        const int n = spr_window(g, lane, base, a1, &myq0, &incl);
-        int u0 = 0, u1, cur = 0;
-        bool staged = spr_chunk(lane, 0, n, incl, sq, &u1);
-        if (staged)
-            spr_issue<BR, BK, BC>(g, lane, base, 0, u1, myq0, incl, stage, sq);
-        else
-            __pipeline_commit();
-        while (u0 < n) {
-            int v1 = u1;
-            bool next = false;
-            if (u1 < n) next = spr_chunk(lane, u1, n, incl, sq, &v1);
-            if (next)
-                spr_issue<BR, BK, BC>(g, lane, base, u1, v1, myq0, incl, stage + (1 - cur) * bufd,
-                                      sq);
-            else
-                __pipeline_commit(); // an empty group: one group per chunk
-            __pipeline_wait_prior(1);
-            __syncwarp();
-            const int64_t start = u0 ? __shfl_sync(0xffffffffu, incl, u0 - 1) : 0;
-            const double *buf = stage + cur * bufd;
-            for (int u = u0; u < u1; u++) {
-                const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
-                const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
-                if (staged) {
-                    const int off = (int)(from - start);
-                    spr_step<BR, BK, BC, true, false>(
-                        g, i, lane, ntask, (const int32_t *)(buf + sq * BKC + SPR_DMAX * BRK) + off,
-                        buf + (size_t)off * BKC, buf + sq * BKC + (u - u0) * BRK, acc, keys, spos,
-                        mask, 0, 0);
-                } else {
-                    const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
-                    spr_step<BR, BK, BC, true, true>(
-                        g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BKC,
-                        g.av + (size_t)(base + u) * BRK, acc, keys, spos, mask, 0, 0);
-                }
-            }
-            u0 = u1, u1 = v1, staged = next, cur = 1 - cur;
-        }
-        __pipeline_wait_prior(0);
-    }
-}
-
-template <int BR, int BK, int BC, bool STAGED>
 __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
 {
     extern __shared__ double spr_shared[];
@@ -745,8 +646,7 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
     if (i >= g.nbr) return; // whole warps leave together
     const int capnb = g.capnb, hcap = g.hcap;
     const unsigned mask = (unsigned)hcap - 1u;
-    const int64_t stride =
-        (int64_t)capnb * BB + hcap + (STAGED ? 2 * spr_buf<BR, BK, BC>(g.sq) : 0);
+    const int64_t stride = (int64_t)capnb * BB + hcap;
     double *sacc = spr_shared + (size_t)w * stride;
     int32_t *keys = (int32_t *)(sacc + (size_t)capnb * BB), *spos = keys + hcap;
     const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0;
@@ -771,55 +671,41 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
         spos[s] = e;
     }
     __syncwarp();
-    if (STAGED)
-        spr_walk_staged<BR, BK, BC>(g, i, lane, sacc, keys, spos, mask,
-                                    sacc + stride - 2 * spr_buf<BR, BK, BC>(g.sq));
-    else
-        spr_walk<BR, BK, BC, true>(g, i, lane, c0, nb, sacc, keys, spos, mask);
+    spr_walk<BR, BK, BC, true>(g, i, lane, c0, nb, sacc, keys, spos, mask);
     for (int64_t e = lane; e < nb * BB; e += 32)
         cv[e] = sacc[e];
 }
 
 // The warp's share of shared memory for spr_rows: room for 1.5 times C's mean row and 8 blocks
 // (at least 16; elasticity3d:30's longest rows of A P and R (A P) are 1.9 and 1.7 times the
-// mean, 18 and 61 blocks), the table a power of two at least twice that and, when staged, two
-// stage buffers of g.sq blocks of B (three times B's mean row, 8 to 64). Within SPR_SMEM_MAX a
-// block the stage shrinks first (to 8 blocks), then the room for C's row (to 16 blocks; longer
-// rows are summed in place).
-template <int BR, int BK, int BC>
-static size_t spr_layout(spn_args &g, int64_t cnnzb, int64_t bnnzb, int64_t bnbr, bool staged)
+// mean, 18 and 61 blocks), the table a power of two at least twice that. Within SPR_SMEM_MAX a
+// block the room for C's row shrinks (to 16 blocks; longer rows are summed in place).
+template <int BR, int BK, int BC> static size_t spr_layout(spn_args &g, int64_t cnnzb)
 {
     const int64_t bb = (int64_t)BR * BC;
-    const double mean = (double)cnnzb / (double)g.nbr, bmean = bnbr ? (double)bnnzb / bnbr : 0;
-    int64_t sq = (int64_t)ceil(3 * bmean), capnb = (int64_t)ceil(1.5 * mean) + 8;
-    sq = sq < 8 ? 8 : sq > 64 ? 64 : sq;
+    const double mean = (double)cnnzb / (double)g.nbr;
+    int64_t capnb = (int64_t)ceil(1.5 * mean) + 8;
     if (capnb < 16) capnb = 16;
     for (;;) {
         int64_t hcap = 32;
         while (hcap < 2 * capnb)
             hcap *= 2;
-        const int64_t stage = staged ? 2 * spr_buf<BR, BK, BC>(sq) : 0;
-        const size_t bytes =
-            (size_t)SPR_WARPS * (size_t)(capnb * bb + hcap + stage) * sizeof(double);
-        if (bytes <= SPR_SMEM_MAX || (capnb <= 16 && (!staged || sq <= 8))) {
-            g.capnb = (int)capnb, g.hcap = (int)hcap, g.sq = (int)sq;
+        const size_t bytes = (size_t)SPR_WARPS * (size_t)(capnb * bb + hcap) * sizeof(double);
+        if (bytes <= SPR_SMEM_MAX || capnb <= 16) {
+            g.capnb = (int)capnb, g.hcap = (int)hcap;
             return bytes;
         }
-        if (staged && sq > 8)
-            sq = sq * 3 / 4 < 8 ? 8 : sq * 3 / 4;
-        else
-            capnb = capnb * 3 / 4 < 16 ? 16 : capnb * 3 / 4;
+        capnb = capnb * 3 / 4 < 16 ? 16 : capnb * 3 / 4;
     }
 }
 
-template <int BR, int BK, int BC>
-static int spr_launch_shape(spn_args g, int64_t cnnzb, int64_t bnnzb, int64_t bnbr, bool staged)
+template <int BR, int BK, int BC> static int spr_launch_shape(spn_args g, int64_t cnnzb)
 {
     const int64_t nblk = (g.nbr + SPR_WARPS - 1) / SPR_WARPS;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
              (long long)g.nbr);
-    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb, bnnzb, bnbr, staged);
-    void (*kernel)(spn_args) = staged ? spr_rows<BR, BK, BC, true> : spr_rows<BR, BK, BC, false>;
+    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb);
+    void (*kernel)(spn_args) = spr_rows<BR, BK, BC>;
     if (smem > (48 << 10))
         HK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)nblk, SPR_WARPS * 32, smem, hk_cu.stream>>>(g);
@@ -827,20 +713,50 @@ static int spr_launch_shape(spn_args g, int64_t cnnzb, int64_t bnnzb, int64_t bn
     return 0;
 }
 
-// HOOKE_SPGEMM=old: the output-stationary spo_rows instead of spr_rows for AMG's shapes;
-// HOOKE_SPGEMM=staged: spr_rows with the staged walk (read at each product, so a test may time
-// all three in one process).
-static bool spr_variant(const char *name)
+// The kernel for an AMG shape's numeric product.
+enum spgemm_kernel { SPGEMM_BY_SHAPE, SPGEMM_ROW, SPGEMM_STATIONARY };
+
+// HOOKE_SPGEMM (for measurement): row (spr_rows) or stationary (spo_rows) for every AMG shape;
+// unset or empty, each product's own choice (spo_choose). Read at each product, so a test may
+// time both in one process.
+static int spgemm_kernel_read(spgemm_kernel *k)
 {
     const char *v = getenv("HOOKE_SPGEMM");
-    return v && !strcmp(v, name);
+    *k = !v || !*v                  ? SPGEMM_BY_SHAPE
+         : !strcmp(v, "row")        ? SPGEMM_ROW
+         : !strcmp(v, "stationary") ? SPGEMM_STATIONARY
+                                    : (spgemm_kernel)-1;
+    HK_CHECK(*k != (spgemm_kernel)-1, HK_ERR_ARG,
+             "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory) or stationary "
+             "(a lane per block of C), or unset it (each product's own kernel)",
+             v);
+    return 0;
+}
+
+// C's mean row (doubles) up to which spr_rows is chosen. Measured on an H200: spr_rows won A P
+// (3x3 . 3x6; elasticity3d:60 1.89 against 2.24 ms, bracket 2.52M DOFs 16 against 25 ms), where
+// C has many short rows (elasticity3d: 9.5 blocks of 18 doubles, 171); spo_rows won R (A P)
+// (6x3 . 3x6; bracket 22 against 35 ms, 19.3M DOFs 155 against 243 ms) and Ac Ac (6x6 . 6x6,
+// 4.1 against 7.1 ms), where C has few long rows (elasticity3d: 36 blocks of 36 doubles, 1296,
+// and more). The row in shared memory sets spr_rows's occupancy: 171 doubles leave room for 14
+// blocks of 4 warps an SM, 1296 for 3 (12 warps, too few to hide each A block's chain of loads),
+// while spo_rows holds no shared memory. So the rule is C's mean row in doubles, not the shape
+// (one shape takes several roles: 3x3 . 3x3 is 3D A A and a 2D coarse level, 1x1 every scalar
+// product), with the line between the measured sides. The 2D shapes (2x2 . 2x3, 3x2 . 2x3, 3x3
+// . 3x3: rows of a few tens to a few hundred doubles) and the scalar ones (tens) fall to
+// spr_rows; they were not measured.
+#define SPR_MEAN_MAX 768
+
+static spgemm_kernel spo_choose(const spn_args &g, int64_t cnnzb)
+{
+    const double mean = (double)cnnzb * g.br * g.bc / (double)g.nbr;
+    return mean <= SPR_MEAN_MAX ? SPGEMM_ROW : SPGEMM_STATIONARY;
 }
 
 // The numeric product C = A B when the shape is one of AMG's (scalar, 2D and 3D elasticity:
-// A T, A P, R (A P), coarse levels): spr_rows, or spo_rows (HOOKE_SPGEMM=old); *done = 0 when
-// it is not (the caller takes spn_rows). B has bnnzb blocks in bnbr rows; g.first must be set;
-// C's pattern complete.
-static int spo_launch(const spn_args &g, int64_t cnnzb, int64_t bnnzb, int64_t bnbr, int *done)
+// A T, A P, R (A P), coarse levels): spr_rows or spo_rows (kernel, or by spo_choose); *done = 0
+// when it is not (the caller takes spn_rows). g.first must be set; C's pattern complete.
+static int spo_launch(const spn_args &g, int64_t cnnzb, spgemm_kernel kernel, int *done)
 {
     *done = 0;
     const int br = g.br, bk = g.bk, bc = g.bc;
@@ -849,10 +765,10 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, int64_t bnnzb, int64_t b
                        SPO_SHAPE(3, 3, 3) || SPO_SHAPE(3, 3, 6) || SPO_SHAPE(6, 3, 6) ||
                        SPO_SHAPE(6, 6, 6);
     if (!known || g.nbr == 0) return 0;
-    if (!spr_variant("old")) {
-        const bool st = spr_variant("staged");
+    if (kernel == SPGEMM_BY_SHAPE) kernel = spo_choose(g, cnnzb);
+    if (kernel == SPGEMM_ROW) {
 #define SPR_SHAPE(R, K, C)                                                                         \
-    if (SPO_SHAPE(R, K, C)) HK_CALL((spr_launch_shape<R, K, C>(g, cnnzb, bnnzb, bnbr, st)))
+    if (SPO_SHAPE(R, K, C)) HK_CALL((spr_launch_shape<R, K, C>(g, cnnzb)))
         SPR_SHAPE(1, 1, 1);
         SPR_SHAPE(2, 2, 3);
         SPR_SHAPE(3, 2, 3);
@@ -905,11 +821,13 @@ static int spn_launch(spn_args g, int64_t cnnzb)
     return 0;
 }
 
-// The values of C = A B into C's pattern: the output-stationary kernel for AMG's shapes, the
+// The values of C = A B into C's pattern: spr_rows or spo_rows for AMG's shapes, the
 // shared-memory row kernel otherwise; dfirst gets the first row with a product block outside C.
 static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
                              unsigned long long *dfirst)
 {
+    spgemm_kernel kernel;
+    HK_CALL(spgemm_kernel_read(&kernel)); // refused whatever the shape
     if (A->nbrows == 0) return 0;
     spn_args g;
     memset(&g, 0, sizeof g);
@@ -918,7 +836,7 @@ static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
     g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
     g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = A->nbrows, g.first = dfirst;
     int done = 0;
-    HK_CALL(spo_launch(g, C->nnzb, B->nnzb, B->nbrows, &done));
+    HK_CALL(spo_launch(g, C->nnzb, kernel, &done));
     return done ? 0 : spn_launch(g, C->nnzb);
 }
 

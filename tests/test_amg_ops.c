@@ -695,12 +695,13 @@ static void test_cuda_chol_inverse(void)
     }
 }
 
-/* The device's numeric product kernels: the default, HOOKE_SPGEMM=old (output-stationary) and
- * HOOKE_SPGEMM=staged (rows of B copied ahead into shared memory). */
+/* The device's numeric product kernels for AMG's shapes: each product's own choice (HOOKE_SPGEMM
+ * unset), HOOKE_SPGEMM=row (a warp per row of C in shared memory) and HOOKE_SPGEMM=stationary
+ * (output-stationary, a lane per block of C) for every shape. */
 #define SPGEMM_VARIANTS 3
-static const char *const spgemm_variants[SPGEMM_VARIANTS] = {"default", "old", "staged"};
+static const char *const spgemm_variants[SPGEMM_VARIANTS] = {"by shape", "row", "stationary"};
 
-/* HOOKE_SPGEMM set for variant v (unset for the default). */
+/* HOOKE_SPGEMM set for variant v (unset for the per-product choice). */
 static void spgemm_variant(int v)
 {
     if (v)
@@ -752,7 +753,8 @@ static void test_cuda_spgemm_numeric(void)
             CU_ASSERT(same_bmat(&dW, &C));
             hk_bmat_free(&dW);
         }
-        /* a pattern without the last block of a row with two or more: named by its row */
+        /* a pattern without the last block of a row with two or more (the previous column in
+         * its place): named by its row, by every kernel */
         int64_t row = -1;
         for (int64_t i = 0; i < N.nbrows && row < 0; i++)
             if (N.rowptr[i + 1] - N.rowptr[i] >= 2) row = i;
@@ -770,6 +772,11 @@ static void test_cuda_spgemm_numeric(void)
             N.colind[q] = keep;
             hk_bmat_free(&dM);
         }
+        /* a value of HOOKE_SPGEMM that names no kernel: refused, naming the variable */
+        setenv("HOOKE_SPGEMM", "staged", 1);
+        CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric(&dA, &dB, &dN), HK_ERR_ARG);
+        CU_ASSERT(strstr(hk_error_message(), "HOOKE_SPGEMM=staged") != NULL);
+        hk_error_clear();
         spgemm_variant(0);
         if (t == sizeof numeric_cases / sizeof numeric_cases[0]) {
             hk_bmat dC = {0};
@@ -900,9 +907,11 @@ static void test_cuda_start_vector(void)
 
 HK_DEVICE_SUITE(
     cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
-    {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K); time", test_cuda_spgemm_numeric},
+    {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K) with each kernel (by shape, "
+     "row, stationary); a broken pattern named by its row; HOOKE_SPGEMM checked; time",
+     test_cuda_spgemm_numeric},
     {"Galerkin products of an elasticity3d:60 level (A P, R (A P), 6x6 . 6x6): cuda's pattern "
-     "and bytes equal cpu's, both numeric kernels; times",
+     "and bytes equal cpu's with each kernel (by shape, row, stationary); times",
      test_cuda_galerkin_level},
     {"A T for a tentative T: cuda's pattern and bytes equal cpu's (AMG shapes); errors named; "
      "time against bmat_spgemm",
