@@ -735,9 +735,9 @@ static int spgemm_kernel_read(spgemm_kernel *k)
 
 // C's mean row (doubles) up to which spr_rows is chosen. Measured on an H200: spr_rows won A P
 // (3x3 . 3x6; elasticity3d:60 1.89 against 2.24 ms, bracket 2.52M DOFs 16 against 25 ms), where
-// C has many short rows (elasticity3d: 9.5 blocks of 18 doubles, 171); spo_rows won R (A P)
+// C has many short rows (elasticity3d:30: 9.5 blocks of 18 doubles, 171); spo_rows won R (A P)
 // (6x3 . 3x6; bracket 22 against 35 ms, 19.3M DOFs 155 against 243 ms) and Ac Ac (6x6 . 6x6,
-// 4.1 against 7.1 ms), where C has few long rows (elasticity3d: 36 blocks of 36 doubles, 1296,
+// 4.1 against 7.1 ms), where C has few long rows (elasticity3d:30: 36 blocks of 36 doubles, 1296,
 // and more). The row in shared memory sets spr_rows's occupancy: 171 doubles leave room for 14
 // blocks of 4 warps an SM, 1296 for 3 (12 warps, too few to hide each A block's chain of loads),
 // while spo_rows holds no shared memory. So the rule is C's mean row in doubles, not the shape
