@@ -200,6 +200,13 @@ int hk_mat_create_bmat(const hk_bmat *K, hk_format fmt, hk_precision p, hk_optio
  * from (the caller knows: a values-only update): in place where the backend can (mat_refill),
  * else released and built anew. */
 int hk_mat_rebuild(hk_mat *A, const hk_bmat *K);
+/* *dst = src (fp64) in fp32 by the backend's mat_convert: src's format, slicing and layout,
+ * its values rounded; HK_ERR_UNSUPPORTED (nothing made) where the backend or format cannot. */
+int hk_mat_convert(const hk_mat *src, hk_mat **dst);
+/* dst's values (fp32) from src (fp64) in place, where dst was built from a matrix of src's
+ * pattern with src's format and slicing (the caller knows): HK_ERR_UNSUPPORTED, dst untouched,
+ * where the backend, the format or the settings do not allow it. */
+int hk_mat_convert_values(hk_mat *dst, const hk_mat *src);
 
 /* format=auto on a device with a last-level cache of `cache` bytes (0: none, the CPU): a matrix
  * that fits in it (bytes, one product's reads of its row-pointer layout) is latency-bound, and
@@ -590,6 +597,15 @@ typedef struct hk_backend_ops {
      * tables) and every array's address kept: the bytes of a fresh mat_build from K. 0 when
      * done; HK_ERR_UNSUPPORTED when this format cannot (hk_mat_rebuild then builds anew). */
     int (*mat_refill)(hk_mat *A, const hk_bmat *K);
+    /* Optional: dst in fp32 from src, a built fp64 matrix of this backend (the fp32 operator
+     * of a preconditioner from the solver's own): dst's settings (format, slicing, tpr, ...) are
+     * src's, set by the caller with dst->prec = HK_FP32. With dst->bdata NULL, dst gets src's
+     * layout (indices, slices, permutation copied; the kernel's tables made as mat_build makes
+     * them) and src's values rounded to fp32, padding zeros kept: the bytes of a fresh mat_build
+     * from the K that src was built from. With dst->bdata set (dst built before from a matrix of
+     * src's pattern in src's format and slicing), only its values are replaced in place, every
+     * address kept. HK_ERR_UNSUPPORTED where a format cannot (the caller builds from K). */
+    int (*mat_convert)(hk_mat *dst, const hk_mat *src);
     /* format=auto: the layout this backend's SpMV runs fastest for K in precision p
      * (hk_format_auto_by_cache with its cache); NULL: csr for bs 1, bsr otherwise. */
     int (*format_auto)(const hk_bmat *K, hk_precision p, hk_format *fmt);

@@ -167,6 +167,60 @@ int hk_mat_rebuild(hk_mat *A, const hk_bmat *K)
     return A->be->mat_build(A, K);
 }
 
+/* Whether the backend converts src (built, fp64) into fp32; an HK_ERR_UNSUPPORTED error if not. */
+static int convertible(const hk_mat *src)
+{
+    HK_CHECK(src->be->mat_convert && src->bdata && src->prec == HK_FP64, HK_ERR_UNSUPPORTED,
+             "backend %s cannot convert a %s matrix of format %s into fp32", src->be->name,
+             src->prec == HK_FP64 ? "fp64" : "fp32", hk_format_name(src->fmt));
+    return 0;
+}
+
+int hk_mat_convert(const hk_mat *src, hk_mat **Aout)
+{
+    hk_mat *A = NULL;
+    *Aout = NULL;
+    HK_CALL(convertible(src));
+    HK_CALL(hk_calloc(1, sizeof *A, &A));
+    A->be = src->be;
+    A->fmt = src->fmt;
+    A->asked = src->asked;
+    A->prec = HK_FP32;
+    A->bs = src->bs;
+    A->nrows = src->nrows;
+    A->ncols = src->ncols;
+    A->slice = src->slice;
+    A->sigma = src->sigma;
+    A->tpr = src->tpr;
+    A->csr_kernel = src->csr_kernel;
+    A->pcsr_partition = src->pcsr_partition;
+    A->pcsr_pad = src->pcsr_pad;
+    A->pcsr_prefetch = src->pcsr_prefetch;
+    const int ierr = src->be->mat_convert(A, src);
+    if (ierr) {
+        free(A);
+        return ierr;
+    }
+    *Aout = A;
+    return 0;
+}
+
+int hk_mat_convert_values(hk_mat *dst, const hk_mat *src)
+{
+    HK_CALL(convertible(src));
+    /* the layout follows from the pattern, the format and these settings */
+    const int same = dst->be == src->be && dst->bdata && dst->prec == HK_FP32 &&
+                     dst->fmt == src->fmt && dst->bs == src->bs && dst->nrows == src->nrows &&
+                     dst->ncols == src->ncols && dst->nnz == src->nnz &&
+                     dst->stored == src->stored && dst->slice == src->slice &&
+                     dst->sigma == src->sigma && dst->pcsr_partition == src->pcsr_partition &&
+                     dst->pcsr_pad == src->pcsr_pad;
+    HK_CHECK(same, HK_ERR_UNSUPPORTED,
+             "the fp32 matrix (format %s) does not have the layout of the fp64 one (format %s)",
+             hk_format_name(dst->fmt), hk_format_name(src->fmt));
+    return src->be->mat_convert(dst, src);
+}
+
 void hk_mat_destroy(hk_mat *A)
 {
     if (!A) return;

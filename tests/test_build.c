@@ -69,7 +69,7 @@ static int same_fmt(const char *what, const hk_fmt *a, const hk_fmt *b)
     return 1;
 }
 
-/* Build K in fmt/p/slice/sigma on be; NULL (and an error) when the build fails. */
+/* Build K in fmt/p/slice/sigma (HK_SIGMA_AUTO: auto) on be; NULL (and an error) when the build fails. */
 static hk_mat *build(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,
                      int slice, int sigma)
 {
@@ -77,7 +77,10 @@ static hk_mat *build(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_p
     char buf[64];
     hk_mat *A = NULL;
     if (hk_options_create(&o)) return NULL;
-    snprintf(buf, sizeof buf, "format.slice=%d format.sigma=%d", slice, sigma);
+    if (sigma == HK_SIGMA_AUTO)
+        snprintf(buf, sizeof buf, "format.slice=%d format.sigma=auto", slice);
+    else
+        snprintf(buf, sizeof buf, "format.slice=%d format.sigma=%d", slice, sigma);
     int err = hk_options_parse(o, buf);
     if (!err) err = hk_mat_create(be, K, fmt, p, o, &A);
     if (err) fprintf(stderr, "\n  build %s: %s\n", hk_format_name(fmt), hk_error_message());
@@ -416,13 +419,117 @@ static void test_format_auto(void)
     }
 }
 
+/* An fp32 matrix by conversion of a built fp64 one (hk_mat_convert, the backend's mat_convert)
+ * against a fresh fp32 build of the same K: the same arrays byte for byte, statistics and SpMV
+ * bytes (so the kernel's tables too); then new values converted in place
+ * (hk_mat_convert_values) against a fresh fp32 build of the new values. Every format, bs 1..6,
+ * the slicing options and format.sigma=auto. Formats the backend does not convert (cuSPARSE's
+ * and PCSR's on cuda) must say HK_ERR_UNSUPPORTED; returns how many were converted. */
+static int check_convert(const hk_backend *be)
+{
+    int nconv = 0;
+    for (int bs = 1; bs <= 6; bs++)
+        for (int k = 0; k < NMATS; k++) {
+            hk_bcsr K, K2;
+            HK_ASSERT_OK(make_matrix(k, bs, &K));
+            HK_ASSERT_OK(hk_bcsr_copy(&K, &K2));
+            for (int64_t e = 0; e < K2.rowptr[K2.nbrows] * bs * bs; e++)
+                K2.val[e] = 1.0 / 3.0 * K2.val[e] - 0.125;
+            double *x = NULL, *y1 = NULL, *y2 = NULL;
+            const int64_t n = K.nbrows * bs, m = K.nbcols * bs;
+            x = malloc((size_t)(m + 1) * sizeof *x);
+            y1 = malloc((size_t)(n + 1) * sizeof *y1);
+            y2 = malloc((size_t)(n + 1) * sizeof *y2);
+            CU_ASSERT_FATAL(x && y1 && y2);
+            for (int64_t j = 0; j < m; j++)
+                x[j] = 1.0 + (double)((j * 7) % 13) / 9.0;
+            for (int f = 0; f < HK_FMT_COUNT; f++) {
+                const int cus = f == HK_FMT_CUSPARSE_CSR || f == HK_FMT_CUSPARSE_BSR;
+                if (cus && be == &hk_backend_cpu) continue;
+                for (int si = 0; si <= NSLICES; si++) {
+                    if (si > 0 && !is_sliced((hk_format)f)) continue;
+                    /* si == NSLICES: format.sigma=auto (the default) */
+                    const int S = si < NSLICES ? slices[si][0] : 32;
+                    const int sigma = si < NSLICES ? slices[si][1] : HK_SIGMA_AUTO;
+                    char what[128];
+                    snprintf(what, sizeof what, "%s convert %s bs %d matrix %d S %d sigma %d",
+                             be->name, hk_format_name((hk_format)f), bs, k, S, sigma);
+                    hk_mat *D = build(be, &K, (hk_format)f, HK_FP64, S, sigma);
+                    hk_mat *D2 = build(be, &K2, (hk_format)f, HK_FP64, S, sigma);
+                    hk_mat *F = build(be, &K, (hk_format)f, HK_FP32, S, sigma);
+                    hk_mat *F2 = build(be, &K2, (hk_format)f, HK_FP32, S, sigma);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(D);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(D2);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(F);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(F2);
+                    hk_mat *E = NULL;
+                    const int ierr = hk_mat_convert(D, &E);
+                    if (be != &hk_backend_cpu && (cus || f == HK_FMT_PCSR)) {
+                        CU_ASSERT_EQUAL(ierr, HK_ERR_UNSUPPORTED);
+                        CU_ASSERT_PTR_NULL(E);
+                        hk_error_clear();
+                    } else {
+                        HK_ASSERT_OK(ierr);
+                        CU_ASSERT_PTR_NOT_NULL_FATAL(E);
+                        CU_ASSERT_EQUAL(E->prec, HK_FP32);
+                        hk_fmt FE, FF;
+                        HK_ASSERT_OK(be->mat_download(E, &FE));
+                        HK_ASSERT_OK(be->mat_download(F, &FF));
+                        CU_ASSERT(same_fmt(what, &FE, &FF));
+                        hk_fmt_free(&FE), hk_fmt_free(&FF);
+                        CU_ASSERT_EQUAL(E->fmt, F->fmt);
+                        CU_ASSERT_EQUAL(E->nnz, F->nnz);
+                        CU_ASSERT_EQUAL(E->stored, F->stored);
+                        CU_ASSERT_EQUAL(E->width, F->width);
+                        CU_ASSERT_EQUAL(E->bytes, F->bytes);
+                        CU_ASSERT_EQUAL(E->lanes_min, F->lanes_min);
+                        CU_ASSERT_EQUAL(E->lanes_max, F->lanes_max);
+                        backend_spmv(E, x, y1);
+                        backend_spmv(F, x, y2);
+                        CU_ASSERT(n == 0 || !memcmp(y1, y2, (size_t)n * sizeof *y1));
+                        /* new values in place: a fresh build of them */
+                        HK_ASSERT_OK(hk_mat_convert_values(E, D2));
+                        HK_ASSERT_OK(be->mat_download(E, &FE));
+                        HK_ASSERT_OK(be->mat_download(F2, &FF));
+                        snprintf(what, sizeof what, "%s convert values %s bs %d matrix %d S %d "
+                                 "sigma %d", be->name, hk_format_name((hk_format)f), bs, k, S,
+                                 sigma);
+                        CU_ASSERT(same_fmt(what, &FE, &FF));
+                        hk_fmt_free(&FE), hk_fmt_free(&FF);
+                        backend_spmv(E, x, y1);
+                        backend_spmv(F2, x, y2);
+                        CU_ASSERT(n == 0 || !memcmp(y1, y2, (size_t)n * sizeof *y1));
+                        /* an fp32 source or a matrix of another layout is refused */
+                        CU_ASSERT_EQUAL(hk_mat_convert_values(E, F), HK_ERR_UNSUPPORTED);
+                        hk_error_clear();
+                        hk_mat_destroy(E);
+                        nconv++;
+                    }
+                    hk_mat_destroy(D), hk_mat_destroy(D2);
+                    hk_mat_destroy(F), hk_mat_destroy(F2);
+                }
+            }
+            free(x), free(y1), free(y2);
+            hk_bcsr_free(&K);
+            hk_bcsr_free(&K2);
+        }
+    return nconv;
+}
+
+static void test_convert_cpu(void)
+{
+    CU_ASSERT(check_convert(&hk_backend_cpu) == 6 * NMATS * 15);
+}
+
 HK_SUITE(build, {"built arrays = hk_fmt_from_bcsr, every format, bs 1..6, fp64/fp32",
                  test_build_equals_reference},
          {"SBELL/BELL of bs 4 counted by hand", test_build_by_hand},
          {"SpMV of every built format, bs 1..6 = block CSR reference", test_spmv_cpu},
          {"transpose and expansion = dense references", test_transpose_expand_cpu},
          {"build errors: cusparse on cpu, bs 7, bad column, non-square blocks", test_build_errors},
-         {"format=auto: the rule by size, its resolution when built", test_format_auto})
+         {"format=auto: the rule by size, its resolution when built", test_format_auto},
+         {"fp32 by conversion of a built fp64 matrix = a fresh fp32 build, every format",
+          test_convert_cpu})
 
 /* ---- device ------------------------------------------------------------------------------ */
 
@@ -595,6 +702,13 @@ static void test_cuda_format_auto(void)
     }
 }
 
+static void test_cuda_convert(void)
+{
+    const hk_backend *gpu = hk_test_cuda_backend();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
+    CU_ASSERT(check_convert(gpu) == 6 * NMATS * 14); /* all but pcsr and cusparse-* */
+}
+
 HK_DEVICE_SUITE(cuda_build,
                 {"cuda build = cpu build array for array, every format, bs 1..6, fp64/fp32",
                  test_cuda_build_equals_cpu},
@@ -603,4 +717,7 @@ HK_DEVICE_SUITE(cuda_build,
                 {"cuda SpMV of every built format, bs 1..6 = block CSR reference", test_cuda_spmv},
                 {"cuda transpose and expansion = dense references and the cpu ops",
                  test_cuda_transpose_expand},
-                {"format=auto on cuda: bsr inside the L2, sbell beyond", test_cuda_format_auto})
+                {"format=auto on cuda: bsr inside the L2, sbell beyond", test_cuda_format_auto},
+                {"fp32 by conversion of a built fp64 matrix (mat_convert) = a fresh fp32 "
+                 "build, every format, bs 1..6, in place too",
+                 test_cuda_convert})

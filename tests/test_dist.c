@@ -206,6 +206,9 @@ static void test_ops_reviewed(void)
         unreviewed += !ok;
     }
     CU_ASSERT(unreviewed == 0);
+    /* not local: a distributed matrix converted by the backend would lose its halo plan */
+    CU_ASSERT_PTR_NULL(d->ops.mat_refill);
+    CU_ASSERT_PTR_NULL(d->ops.mat_convert);
     hk_dist_destroy(d);
     hk_bcsr_free(&K);
 }

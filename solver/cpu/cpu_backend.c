@@ -608,6 +608,7 @@ const hk_backend_ops hk_backend_cpu = {
     .bmat_first_nonfinite = hk_cpu_bmat_first_nonfinite,
     .amg_l1_diag = hk_cpu_amg_l1_diag,
     .mat_build = hk_cpu_mat_build,
+    .mat_convert = hk_cpu_mat_convert,
     .mat_download = hk_cpu_mat_download,
     .bmat_transpose = hk_cpu_bmat_transpose,
     .bmat_expand = hk_cpu_bmat_expand,

@@ -317,6 +317,64 @@ static int dup_array(void **dst, const void *src, size_t n, size_t elem)
     return 0;
 }
 
+/* fp64 values rounded into fp32 (padding zeros stay zeros) */
+static void round_values(const double *v, int64_t n, float *v32)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; k++)
+        v32[k] = (float)v[k];
+}
+
+/* dst in fp32 with src's layout: every index array copied, the values rounded; or, dst built,
+ * its values only (hk_backend_ops.mat_convert). */
+int hk_cpu_mat_convert(hk_mat *dst, const hk_mat *src)
+{
+    int ierr = 0;
+    const hk_cpu_mat *ms = src->bdata;
+    const hk_fmt *G = &ms->F;
+    hk_cpu_mat *m = dst->bdata;
+    HK_CHECK(G->val && dst->prec == HK_FP32, HK_ERR_ARG,
+             "cpu backend: mat_convert makes fp32 from fp64");
+    if (m) {
+        HK_CHECK(m->val32 && m->F.stored == G->stored, HK_ERR_ARG,
+                 "cpu backend: the fp32 matrix has %lld entries, the fp64 one %lld",
+                 (long long)m->F.stored, (long long)G->stored);
+        round_values(G->val, G->stored, m->val32);
+        return 0;
+    }
+    HK_CALL(hk_malloc(sizeof *m, &m));
+    *m = *ms; /* sizes, the chunks' column reach */
+    hk_fmt *F = &m->F;
+    F->rowptr = NULL, F->colind = NULL, F->val = NULL;
+    F->slice_ptr = NULL, F->slice_width = NULL, F->perm = NULL;
+    F->part_row = NULL, F->split = NULL;
+    m->val32 = NULL;
+    m->carry = NULL;
+    const size_t slots = (size_t)(G->stored / ((int64_t)G->bs * G->bs));
+    HK_TRY(dup_array((void **)&F->rowptr, G->rowptr, G->rowptr ? (size_t)G->nbrows + 1 : 0, 8));
+    HK_TRY(dup_array((void **)&F->colind, G->colind, slots, 4));
+    HK_TRY(dup_array((void **)&F->slice_ptr, G->slice_ptr, (size_t)G->nslices + 1, 8));
+    HK_TRY(dup_array((void **)&F->slice_width, G->slice_width, (size_t)G->nslices, 4));
+    HK_TRY(dup_array((void **)&F->perm, G->perm, (size_t)G->nbrows, 4));
+    HK_TRY(dup_array((void **)&F->part_row, G->part_row, (size_t)G->nparts + 1, 4));
+    HK_TRY(dup_array((void **)&F->split, G->split, (size_t)G->nparts, 4));
+    if (ms->carry) HK_TRY(hk_calloc((size_t)(2 * G->nparts + 1), sizeof *m->carry, &m->carry));
+    HK_TRY(hk_malloc((size_t)(G->stored ? G->stored : 1) * sizeof *m->val32, &m->val32));
+    round_values(G->val, G->stored, m->val32);
+    dst->nnz = src->nnz;
+    dst->stored = src->stored;
+    dst->width = src->width;
+    dst->bytes = hk_fmt_bytes(F, HK_FP32);
+    dst->bdata = m;
+    return 0;
+fail:
+    hk_fmt_free(F);
+    free(m->val32);
+    free(m->carry);
+    free(m);
+    return ierr;
+}
+
 int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F)
 {
     int ierr;

@@ -22,6 +22,7 @@ typedef struct hk_cpu_mat {
 /* Formats built from a backend block CSR, and their download (solver/cpu/cpu_build.c). */
 int hk_cpu_mat_build(hk_mat *A, const hk_bmat *K);
 int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F);
+int hk_cpu_mat_convert(hk_mat *dst, const hk_mat *src);
 void hk_cpu_mat_release(hk_mat *A);
 int hk_cpu_bmat_transpose(const hk_bmat *A, hk_bmat *T);
 int hk_cpu_bmat_expand(const hk_bmat *A, hk_bmat *S);

@@ -731,14 +731,24 @@ static void drop_values(const hk_backend_ops *be, hk_bmat *M)
 }
 
 /* The operator of level l for SpMV in pc->prec from A_l (level 0: K, and the solver's
- * operator A where the precisions agree), and the level's vectors. A matrix of this level in
- * this precision is rebuilt in place with the new values. */
+ * operator A where the precisions agree, or A converted where only they differ), and the
+ * level's vectors. A matrix of this level in this precision is rebuilt in place with the new
+ * values: at level 0 of fp32 levels from the solver's fp64 operator A, which holds K's values
+ * (the solver refills A before it updates the preconditioner), by rounding A's values where
+ * the layouts are the same (a streaming pass instead of scattering K's rows again). */
 static int level_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *K,
                           hk_mat *A)
 {
     amg_level *L = &d->lev[l];
     if (L->A && L->A_owned && L->A->prec == pc->prec) {
-        HK_CALL(hk_mat_rebuild(L->A, Al));
+        int ierr = HK_ERR_UNSUPPORTED;
+        if (l == 0 && A && A->be == pc->be && A->prec == HK_FP64 && pc->prec == HK_FP32)
+            ierr = hk_mat_convert_values(L->A, A);
+        if (ierr == HK_ERR_UNSUPPORTED) {
+            hk_error_clear();
+            ierr = hk_mat_rebuild(L->A, Al);
+        }
+        HK_CALL(ierr);
     } else {
         if (L->A_owned) hk_mat_destroy(L->A);
         L->A = NULL;

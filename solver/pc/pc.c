@@ -285,6 +285,21 @@ int hk_pc_setup_on_host(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o,
     return ierr;
 }
 
+/* Whether the copy of K that hk_pc_operator builds in precision p (format_options_like's
+ * settings, A's format asked) has A's format and settings, so that A converted is that copy. */
+static int build_like(const hk_bmat *K, const hk_mat *A, hk_precision p)
+{
+    hk_format fmt = A->asked;
+    if (fmt == HK_FMT_AUTO && hk_format_auto(K, p, &fmt)) {
+        hk_error_clear();
+        return 0;
+    }
+    const int pcsr_default = A->pcsr_partition == HK_PCSR_PARTITION &&
+                             A->pcsr_pad == HK_PCSR_PAD && A->pcsr_prefetch == HK_PCSR_PREFETCH;
+    return fmt == A->fmt && (A->sigma > 0 || A->sigma == HK_SIGMA_AUTO) && A->tpr == 0 &&
+           A->csr_kernel == HK_CSR_AUTO && (A->fmt == HK_FMT_PCSR || pcsr_default);
+}
+
 int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *owned)
 {
     *owned = 0;
@@ -292,6 +307,17 @@ int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *ow
     if (A && A->prec == pc->prec && A->be == pc->be) {
         *Aop = A;
         return 0;
+    }
+    if (A && A->be == pc->be && A->prec == HK_FP64 && pc->prec == HK_FP32 &&
+        A->be->mat_convert && build_like(K, A, pc->prec)) {
+        /* A's layout with its values rounded: what the build below would make, without
+         * sorting and scattering K again */
+        const int ierr = hk_mat_convert(A, Aop);
+        if (ierr != HK_ERR_UNSUPPORTED) {
+            if (!ierr) *owned = 1;
+            return ierr;
+        }
+        hk_error_clear();
     }
     /* same format and slicing as the solver's operator, in the preconditioner's precision */
     hk_options *fo = NULL;
