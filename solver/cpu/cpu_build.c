@@ -317,6 +317,27 @@ static int dup_array(void **dst, const void *src, size_t n, size_t elem)
     return 0;
 }
 
+/* F = G's sizes and new copies of its index arrays, no values (on failure F holds what was
+ * copied, for hk_fmt_free) */
+static int copy_layout(hk_fmt *F, const hk_fmt *G)
+{
+    int ierr = 0;
+    *F = *G;
+    F->rowptr = NULL, F->colind = NULL, F->val = NULL;
+    F->slice_ptr = NULL, F->slice_width = NULL, F->perm = NULL;
+    F->part_row = NULL, F->split = NULL;
+    const size_t slots = (size_t)(G->stored / ((int64_t)G->bs * G->bs));
+    HK_TRY(dup_array((void **)&F->rowptr, G->rowptr, G->rowptr ? (size_t)G->nbrows + 1 : 0, 8));
+    HK_TRY(dup_array((void **)&F->colind, G->colind, slots, 4));
+    HK_TRY(dup_array((void **)&F->slice_ptr, G->slice_ptr, (size_t)G->nslices + 1, 8));
+    HK_TRY(dup_array((void **)&F->slice_width, G->slice_width, (size_t)G->nslices, 4));
+    HK_TRY(dup_array((void **)&F->perm, G->perm, (size_t)G->nbrows, 4));
+    HK_TRY(dup_array((void **)&F->part_row, G->part_row, (size_t)G->nparts + 1, 4));
+    HK_TRY(dup_array((void **)&F->split, G->split, (size_t)G->nparts, 4));
+fail:
+    return ierr;
+}
+
 /* fp64 values rounded into fp32 (padding zeros stay zeros) */
 static void round_values(const double *v, int64_t n, float *v32)
 {
@@ -345,19 +366,9 @@ int hk_cpu_mat_convert(hk_mat *dst, const hk_mat *src)
     HK_CALL(hk_malloc(sizeof *m, &m));
     *m = *ms; /* sizes, the chunks' column reach */
     hk_fmt *F = &m->F;
-    F->rowptr = NULL, F->colind = NULL, F->val = NULL;
-    F->slice_ptr = NULL, F->slice_width = NULL, F->perm = NULL;
-    F->part_row = NULL, F->split = NULL;
     m->val32 = NULL;
     m->carry = NULL;
-    const size_t slots = (size_t)(G->stored / ((int64_t)G->bs * G->bs));
-    HK_TRY(dup_array((void **)&F->rowptr, G->rowptr, G->rowptr ? (size_t)G->nbrows + 1 : 0, 8));
-    HK_TRY(dup_array((void **)&F->colind, G->colind, slots, 4));
-    HK_TRY(dup_array((void **)&F->slice_ptr, G->slice_ptr, (size_t)G->nslices + 1, 8));
-    HK_TRY(dup_array((void **)&F->slice_width, G->slice_width, (size_t)G->nslices, 4));
-    HK_TRY(dup_array((void **)&F->perm, G->perm, (size_t)G->nbrows, 4));
-    HK_TRY(dup_array((void **)&F->part_row, G->part_row, (size_t)G->nparts + 1, 4));
-    HK_TRY(dup_array((void **)&F->split, G->split, (size_t)G->nparts, 4));
+    HK_TRY(copy_layout(F, G));
     if (ms->carry) HK_TRY(hk_calloc((size_t)(2 * G->nparts + 1), sizeof *m->carry, &m->carry));
     HK_TRY(hk_malloc((size_t)(G->stored ? G->stored : 1) * sizeof *m->val32, &m->val32));
     round_values(G->val, G->stored, m->val32);
@@ -382,19 +393,7 @@ int hk_cpu_mat_download(const hk_mat *A, hk_fmt *F)
     memset(F, 0, sizeof *F);
     HK_CHECK(m, HK_ERR_ARG, "cpu backend: matrix was not built");
     const hk_fmt *G = &m->F;
-    *F = *G;
-    F->rowptr = NULL, F->colind = NULL, F->val = NULL;
-    F->slice_ptr = NULL, F->slice_width = NULL, F->perm = NULL;
-    F->part_row = NULL, F->split = NULL;
-    const int rowfam = G->rowptr != NULL;
-    const size_t slots = (size_t)(G->stored / ((int64_t)G->bs * G->bs));
-    HK_TRY(dup_array((void **)&F->rowptr, G->rowptr, rowfam ? (size_t)G->nbrows + 1 : 0, 8));
-    HK_TRY(dup_array((void **)&F->colind, G->colind, slots, 4));
-    HK_TRY(dup_array((void **)&F->slice_ptr, G->slice_ptr, (size_t)G->nslices + 1, 8));
-    HK_TRY(dup_array((void **)&F->slice_width, G->slice_width, (size_t)G->nslices, 4));
-    HK_TRY(dup_array((void **)&F->perm, G->perm, (size_t)G->nbrows, 4));
-    HK_TRY(dup_array((void **)&F->part_row, G->part_row, (size_t)G->nparts + 1, 4));
-    HK_TRY(dup_array((void **)&F->split, G->split, (size_t)G->nparts, 4));
+    HK_TRY(copy_layout(F, G));
     if (m->val32) {
         HK_TRY(hk_malloc((size_t)(G->stored ? G->stored : 1) * sizeof *F->val, &F->val));
         for (int64_t k = 0; k < G->stored; k++)
