@@ -535,6 +535,94 @@ fail:
     return ierr;
 }
 
+/* ---- another precision (mat_convert) ---------------------------------------------------- */
+
+/* n entries of a device array into a new one (allocated bytes: at least one entry) */
+static int dup_device(void **dst, const void *src, int64_t n, size_t elem)
+{
+    *dst = NULL;
+    if (!src) return 0;
+    HK_CALL(hk_cu_malloc(dst, (size_t)(n > 0 ? n : 1) * elem));
+    if (n > 0)
+        HK_CU(cudaMemcpyAsync(*dst, src, (size_t)n * elem, cudaMemcpyDeviceToDevice,
+                              hk_cu.stream));
+    return 0;
+}
+
+/* dst (fp32) from src (fp64) of the same format: the index arrays copied device to device,
+ * the kernel's tables made by the build's finishing step, the values rounded in one streaming
+ * pass (padding zeros stay zeros); or, dst built, its values only, in place. The bytes of a
+ * fresh fp32 build: the build's layout depends on the pattern, the format and the slicing
+ * alone, and its scatter rounds each value as this pass does. cuSPARSE's and PCSR's matrices
+ * are built from K (HK_ERR_UNSUPPORTED). */
+int hk_cu_mat_convert(hk_mat *dst, const hk_mat *src)
+{
+    int ierr = 0;
+    const hk_cu_mat *ms = (const hk_cu_mat *)src->bdata;
+    hk_cu_mat *m = (hk_cu_mat *)dst->bdata;
+    const hk_format fmt = src->fmt;
+    if (fmt == HK_FMT_CUSPARSE_CSR || fmt == HK_FMT_CUSPARSE_BSR || fmt == HK_FMT_PCSR)
+        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "cuda backend: format %s is built from K in fp32",
+                            hk_format_name(fmt));
+    HK_CHECK(ms && src->prec == HK_FP64 && dst->prec == HK_FP32, HK_ERR_ARG,
+             "cuda backend: mat_convert makes fp32 from a built fp64 matrix");
+    const int64_t nv = src->stored;
+    if (m) {
+        HK_CHECK(m->shape.stored == nv && m->shape.nslices == ms->shape.nslices, HK_ERR_ARG,
+                 "cuda backend: the fp32 matrix has %lld entries, the fp64 one %lld",
+                 (long long)m->shape.stored, (long long)nv);
+        if (nv) {
+            k_convert<float><<<hk_cu_grid(nv), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                nv, (const double *)ms->val, (float *)m->val);
+            HK_CU(cudaGetLastError());
+        }
+        HK_CU(cudaStreamSynchronize(hk_cu.stream));
+        return 0;
+    }
+    const int64_t slots = nv / ((int64_t)ms->bs * ms->bs);
+    const int sliced = fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL;
+    const int64_t nsl = sliced ? ms->shape.nslices : 1; /* ELL/BELL: one slice */
+    int32_t last_width = 0;
+    HK_CALL(check_fits((size_t)nv * 4 + (size_t)slots * 4 +
+                           (ms->rowptr ? (size_t)(ms->nbrows + 1) * 8 : 0) +
+                           (sliced ? (size_t)ms->nbrows * 4 + (size_t)nsl * 12 : 0),
+                       "matrix"));
+    HK_CALL(hk_calloc(1, sizeof *m, &m));
+    dst->bdata = m;
+    m->shape = ms->shape;
+    m->bs = ms->bs;
+    m->nbrows = ms->nbrows;
+    m->S = ms->S;
+    HK_TRY(dup_device((void **)&m->rowptr, ms->rowptr, ms->rowptr ? ms->nbrows + 1 : 0, 8));
+    HK_TRY(dup_device((void **)&m->colind, ms->colind, slots, 4));
+    HK_TRY(dup_device((void **)&m->sptr, ms->sptr, nsl + 1, 8));
+    HK_TRY(dup_device((void **)&m->swidth, ms->swidth, nsl, 4));
+    HK_TRY(dup_device((void **)&m->perm, ms->perm, ms->nbrows, 4));
+    HK_TRY(hk_cu_malloc(&m->val, (size_t)(nv > 0 ? nv : 1) * 4));
+    if (nv) {
+        k_convert<float><<<hk_cu_grid(nv), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            nv, (const double *)ms->val, (float *)m->val);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    if (sliced && nsl > 0)
+        HK_CU_TRY(cudaMemcpyAsync(&last_width, ms->swidth + nsl - 1, 4, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    dst->nnz = src->nnz;
+    dst->stored = nv;
+    dst->width = src->width;
+    dst->bytes = hk_fmt_bytes_shape(&m->shape, last_width, HK_FP32);
+    /* the build's longest row: A->width (ELL/BELL's width is that longest row) */
+    HK_TRY(hk_cu_mat_finish(dst, m, src->width));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    return 0;
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    hk_cu_mat_release(dst);
+    return ierr;
+}
+
 /* ---- download -------------------------------------------------------------------------- */
 
 static int fetch(void **h, const void *d, size_t bytes)
