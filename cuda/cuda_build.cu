@@ -544,8 +544,7 @@ static int dup_device(void **dst, const void *src, int64_t n, size_t elem)
     if (!src) return 0;
     HK_CALL(hk_cu_malloc(dst, (size_t)(n > 0 ? n : 1) * elem));
     if (n > 0)
-        HK_CU(cudaMemcpyAsync(*dst, src, (size_t)n * elem, cudaMemcpyDeviceToDevice,
-                              hk_cu.stream));
+        HK_CU(cudaMemcpyAsync(*dst, src, (size_t)n * elem, cudaMemcpyDeviceToDevice, hk_cu.stream));
     return 0;
 }
 
@@ -563,8 +562,7 @@ int hk_cu_mat_convert(hk_mat *dst, const hk_mat *src)
     const hk_format fmt = src->fmt;
     if (fmt == HK_FMT_CUSPARSE_CSR || fmt == HK_FMT_CUSPARSE_BSR || fmt == HK_FMT_PCSR)
         return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "cuda backend: format %s is built from K in fp32",
-                            hk_format_name(fmt));
+                            "cuda backend: format %s is built from K in fp32", hk_format_name(fmt));
     HK_CHECK(ms && src->prec == HK_FP64 && dst->prec == HK_FP32, HK_ERR_ARG,
              "cuda backend: mat_convert makes fp32 from a built fp64 matrix");
     const int64_t nv = src->stored;

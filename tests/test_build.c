@@ -69,7 +69,8 @@ static int same_fmt(const char *what, const hk_fmt *a, const hk_fmt *b)
     return 1;
 }
 
-/* Build K in fmt/p/slice/sigma (HK_SIGMA_AUTO: auto) on be; NULL (and an error) when the build fails. */
+/* Build K in fmt/p/slice/sigma (HK_SIGMA_AUTO: auto) on be; NULL (and an error) when the build
+ * fails. */
 static hk_mat *build(const hk_backend *be, const hk_bcsr *K, hk_format fmt, hk_precision p,
                      int slice, int sigma)
 {
@@ -491,9 +492,10 @@ static int check_convert(const hk_backend *be)
                         HK_ASSERT_OK(hk_mat_convert_values(E, D2));
                         HK_ASSERT_OK(be->mat_download(E, &FE));
                         HK_ASSERT_OK(be->mat_download(F2, &FF));
-                        snprintf(what, sizeof what, "%s convert values %s bs %d matrix %d S %d "
-                                 "sigma %d", be->name, hk_format_name((hk_format)f), bs, k, S,
-                                 sigma);
+                        snprintf(what, sizeof what,
+                                 "%s convert values %s bs %d matrix %d S %d "
+                                 "sigma %d",
+                                 be->name, hk_format_name((hk_format)f), bs, k, S, sigma);
                         CU_ASSERT(same_fmt(what, &FE, &FF));
                         hk_fmt_free(&FE), hk_fmt_free(&FF);
                         backend_spmv(E, x, y1);
@@ -521,8 +523,9 @@ static void test_convert_cpu(void)
     CU_ASSERT(check_convert(&hk_backend_cpu) == 6 * NMATS * 15);
 }
 
-HK_SUITE(build, {"built arrays = hk_fmt_from_bcsr, every format, bs 1..6, fp64/fp32",
-                 test_build_equals_reference},
+HK_SUITE(build,
+         {"built arrays = hk_fmt_from_bcsr, every format, bs 1..6, fp64/fp32",
+          test_build_equals_reference},
          {"SBELL/BELL of bs 4 counted by hand", test_build_by_hand},
          {"SpMV of every built format, bs 1..6 = block CSR reference", test_spmv_cpu},
          {"transpose and expansion = dense references", test_transpose_expand_cpu},

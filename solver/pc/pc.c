@@ -294,8 +294,8 @@ static int build_like(const hk_bmat *K, const hk_mat *A, hk_precision p)
         hk_error_clear();
         return 0;
     }
-    const int pcsr_default = A->pcsr_partition == HK_PCSR_PARTITION &&
-                             A->pcsr_pad == HK_PCSR_PAD && A->pcsr_prefetch == HK_PCSR_PREFETCH;
+    const int pcsr_default = A->pcsr_partition == HK_PCSR_PARTITION && A->pcsr_pad == HK_PCSR_PAD &&
+                             A->pcsr_prefetch == HK_PCSR_PREFETCH;
     return fmt == A->fmt && (A->sigma > 0 || A->sigma == HK_SIGMA_AUTO) && A->tpr == 0 &&
            A->csr_kernel == HK_CSR_AUTO && (A->fmt == HK_FMT_PCSR || pcsr_default);
 }
@@ -308,8 +308,8 @@ int hk_pc_operator(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_mat **Aop, int *ow
         *Aop = A;
         return 0;
     }
-    if (A && A->be == pc->be && A->prec == HK_FP64 && pc->prec == HK_FP32 &&
-        A->be->mat_convert && build_like(K, A, pc->prec)) {
+    if (A && A->be == pc->be && A->prec == HK_FP64 && pc->prec == HK_FP32 && A->be->mat_convert &&
+        build_like(K, A, pc->prec)) {
         /* A's layout with its values rounded: what the build below would make, without
          * sorting and scattering K again */
         const int ierr = hk_mat_convert(A, Aop);
