@@ -159,6 +159,7 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
         return rigid_nearnull(r, nn, coords);
     if (bs != m->dim || nb != m->nnodes) return 0;
     HK_CALL(hk_malloc((size_t)m->nnodes * m->dim * sizeof **coords, coords));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m->nnodes; i++)
         for (int d = 0; d < m->dim; d++)
             (*coords)[i * m->dim + d] = m->coords[3 * i + d];
