@@ -128,17 +128,47 @@ static int check_rows(const hk_bcsr *K, int64_t row0)
     return 0;
 }
 
-/* The ghosts of the caller's rows: the columns outside [row0, row0 + nown), sorted, unique. */
+/* Per thread of a static split of [0, n) into nt chunks: the chunk's first index. */
+static int64_t chunk_start(int64_t n, int nt, int t)
+{
+    return n * t / nt;
+}
+
+/* The ghosts of the caller's rows: the columns outside [row0, row0 + nown), sorted, unique.
+ * The entries are counted and gathered by chunks of rows on the threads, each chunk's after
+ * the earlier ones' (the sort makes the order moot; the bytes do not depend on threads). */
 static int list_ghosts(const hk_bcsr *K, int64_t row0, int64_t **ghost, int64_t *nghost)
 {
-    const int64_t nown = K->nbrows, nnz = K->rowptr[nown];
-    int64_t n = 0;
-    for (int64_t p = 0; p < nnz; p++)
-        n += K->colind[p] < row0 || K->colind[p] >= row0 + nown;
-    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof **ghost, ghost));
-    n = 0;
-    for (int64_t p = 0; p < nnz; p++)
-        if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) (*ghost)[n++] = K->colind[p];
+    const int64_t nown = K->nbrows;
+    const int nt = omp_get_max_threads();
+    int64_t *off = NULL;
+    HK_CALL(hk_calloc((size_t)nt + 1, sizeof *off, &off));
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t k = 0;
+        for (int64_t p = K->rowptr[chunk_start(nown, nt, t)];
+             p < K->rowptr[chunk_start(nown, nt, t + 1)]; p++)
+            k += K->colind[p] < row0 || K->colind[p] >= row0 + nown;
+        off[t + 1] = k;
+    }
+    for (int t = 0; t < nt; t++)
+        off[t + 1] += off[t];
+    const int ierr = hk_malloc((size_t)(off[nt] + 1) * sizeof **ghost, ghost);
+    if (ierr) {
+        free(off);
+        return ierr;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t k = off[t];
+        for (int64_t p = K->rowptr[chunk_start(nown, nt, t)];
+             p < K->rowptr[chunk_start(nown, nt, t + 1)]; p++)
+            if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) (*ghost)[k++] = K->colind[p];
+    }
+    const int64_t n = off[nt];
+    free(off);
     qsort(*ghost, (size_t)n, sizeof **ghost, cmp_i64);
     int64_t m = 0;
     for (int64_t k = 0; k < n; k++)
@@ -178,38 +208,46 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     const int64_t nown = d->nown, row0 = d->row0;
     int32_t *pos = NULL;
     /* Koo: every owned row with its owned columns; Kbnd: the boundary rows whole. The rows are
-     * counted and filled apart on the threads (the same bytes on any thread count). */
-    int64_t nnz_oo = 0, nnz_b = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nnz_oo, nnz_b)
-    for (int64_t i = 0; i < nown; i++)
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
-            const int own = K->colind[p] >= row0 && K->colind[p] < row0 + nown;
-            nnz_oo += own;
-            nnz_b += inv[i] >= d->nint;
-        }
-    HK_TRY(bcsr_alloc(bs, nown, nown, nnz_oo, &d->Koo));
-    HK_TRY(bcsr_alloc(bs, d->nbnd, 0, nnz_b, &d->Kbnd));
-#pragma omp parallel for schedule(static)
+     * counted and filled apart on the threads (the same bytes on any thread count); an interior
+     * row's values are one copy, a boundary row's one per run of owned columns. */
+    int64_t nnz_b = 0;
+    HK_TRY(bcsr_alloc(bs, nown, nown, 0, &d->Koo));
+#pragma omp parallel for schedule(static) reduction(+ : nnz_b)
     for (int64_t ni = 0; ni < nown; ni++) {
-        const int64_t i = d->perm[ni];
-        int64_t k = 0;
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-            k += K->colind[p] >= row0 && K->colind[p] < row0 + nown;
+        const int64_t i = d->perm[ni], len = K->rowptr[i + 1] - K->rowptr[i];
+        int64_t k = len;
+        if (ni >= d->nint) {
+            nnz_b += len;
+            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+                k -= K->colind[p] < row0 || K->colind[p] >= row0 + nown;
+        }
         d->Koo.rowptr[ni + 1] = k;
     }
     for (int64_t ni = 0; ni < nown; ni++)
         d->Koo.rowptr[ni + 1] += d->Koo.rowptr[ni];
+    const int64_t nnz_oo = d->Koo.rowptr[nown];
+    free(d->Koo.colind); /* bcsr_alloc's, before the count */
+    free(d->Koo.val);
+    d->Koo.colind = NULL;
+    d->Koo.val = NULL;
+    HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * sizeof *d->Koo.colind, &d->Koo.colind));
+    HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * bb * sizeof *d->Koo.val, &d->Koo.val));
+    HK_TRY(bcsr_alloc(bs, d->nbnd, 0, nnz_b, &d->Kbnd));
 #pragma omp parallel for schedule(static)
     for (int64_t ni = 0; ni < nown; ni++) {
         const int64_t i = d->perm[ni];
         int64_t q = d->Koo.rowptr[ni];
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-            if (K->colind[p] >= row0 && K->colind[p] < row0 + nown) {
-                d->Koo.colind[q] = inv[K->colind[p] - row0];
-                memcpy(d->Koo.val + (size_t)q * bb, K->val + (size_t)p * bb,
-                       (size_t)bb * sizeof(double));
-                q++;
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1];) {
+            int64_t e = p; /* the run of owned columns from p */
+            while (e < K->rowptr[i + 1] && K->colind[e] >= row0 && K->colind[e] < row0 + nown) {
+                d->Koo.colind[q + e - p] = inv[K->colind[e] - row0];
+                e++;
             }
+            memcpy(d->Koo.val + (size_t)q * bb, K->val + (size_t)p * bb,
+                   (size_t)(e - p) * bb * sizeof(double));
+            q += e - p;
+            p = e + 1; /* past the ghost column that ended the run */
+        }
     }
     HK_TRY(sort_rows(&d->Koo));
     /* the owned columns the boundary rows read, ascending: the gathered part of x */
@@ -232,22 +270,62 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     }
 #pragma omp parallel for schedule(static)
     for (int64_t nb = 0; nb < d->nbnd; nb++) {
-        const int64_t i = d->perm[d->nint + nb];
-        int64_t q = d->Kbnd.rowptr[nb];
+        const int64_t i = d->perm[d->nint + nb], q = d->Kbnd.rowptr[nb];
         for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
             const int64_t g = K->colind[p];
-            d->Kbnd.colind[q] = g >= row0 && g < row0 + nown
-                                    ? pos[inv[g - row0]]
-                                    : (int32_t)(d->nbc + hk_dist_lower_bound(ghost, d->nghost, g));
-            memcpy(d->Kbnd.val + (size_t)q * bb, K->val + (size_t)p * bb,
-                   (size_t)bb * sizeof(double));
-            q++;
+            d->Kbnd.colind[q + p - K->rowptr[i]] =
+                g >= row0 && g < row0 + nown
+                    ? pos[inv[g - row0]]
+                    : (int32_t)(d->nbc + hk_dist_lower_bound(ghost, d->nghost, g));
         }
+        memcpy(d->Kbnd.val + (size_t)q * bb, K->val + (size_t)K->rowptr[i] * bb,
+               (size_t)(K->rowptr[i + 1] - K->rowptr[i]) * bb * sizeof(double));
     }
     HK_TRY(sort_rows(&d->Kbnd));
 fail:
     free(pos);
     return ierr;
+}
+
+/* The internal numbering: interior rows (no ghost column) first, then boundary rows, each in
+ * the caller's order; inv[i] the caller's row i's number, perm its inverse. By chunks of rows
+ * on the threads: each chunk counts its interior rows, and numbers its rows after the earlier
+ * chunks' (the same numbers on any thread count). */
+static int number_rows(hk_dist *d, const hk_bcsr *K, int32_t *inv)
+{
+    const int64_t nown = d->nown, row0 = d->row0;
+    const int nt = omp_get_max_threads();
+    int64_t *nint = NULL; /* per chunk: its interior rows, then the chunk's first number */
+    HK_CALL(hk_calloc((size_t)nt + 1, sizeof *nint, &nint));
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t k = 0;
+        for (int64_t i = chunk_start(nown, nt, t); i < chunk_start(nown, nt, t + 1); i++) {
+            int bnd = 0;
+            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && !bnd; p++)
+                bnd = K->colind[p] < row0 || K->colind[p] >= row0 + nown;
+            inv[i] = bnd ? -1 : -2;
+            k += !bnd;
+        }
+        nint[t + 1] = k;
+    }
+    for (int t = 0; t < nt; t++)
+        nint[t + 1] += nint[t];
+    d->nint = nint[nt];
+    d->nbnd = nown - d->nint;
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        const int64_t i0 = chunk_start(nown, nt, t);
+        int64_t ki = nint[t], kb = d->nint + (i0 - nint[t]);
+        for (int64_t i = i0; i < chunk_start(nown, nt, t + 1); i++) {
+            inv[i] = (int32_t)(inv[i] == -2 ? ki++ : kb++);
+            d->perm[inv[i]] = (int32_t)i;
+        }
+    }
+    free(nint);
+    return 0;
 }
 
 /* dist.comm=nccl where the backend has no device transport: one sentence with the way out. */
@@ -343,27 +421,12 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
     /* interior rows first, then boundary rows, each in the caller's order */
     ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
-    if (!ierr) /* inv[i]: -1 for a boundary row, -2 for an interior one (on the threads), then
-                * its internal number */
+    if (!ierr) ierr = number_rows(d, K, inv);
+    const int64_t nsend = d->halo->send_off[d->halo->nsend];
+    if (!ierr)
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < d->nown; i++) {
-            int bnd = 0;
-            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && !bnd; p++)
-                bnd = K->colind[p] < row0 || K->colind[p] >= row0 + d->nown;
-            inv[i] = bnd ? -1 : -2;
-        }
-    for (int pass = 0; pass < 2 && !ierr; pass++)
-        for (int64_t i = 0; i < d->nown; i++) {
-            if (inv[i] != (pass ? -1 : -2)) continue;
-            inv[i] = (int32_t)(pass ? d->nint + d->nbnd : d->nint);
-            d->perm[inv[i]] = (int32_t)i;
-            if (pass)
-                d->nbnd++;
-            else
-                d->nint++;
-        }
-    for (int64_t j = 0; !ierr && j < d->halo->send_off[d->halo->nsend]; j++)
-        d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
+        for (int64_t j = 0; j < nsend; j++)
+            d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
     if (!ierr) ierr = split_rows(d, K, inv, ghost);
     d->t_layout = hk_time() - t0;
     if (!ierr)
