@@ -719,24 +719,13 @@ typedef struct entries {
     double *v;
 } entries;
 
-static int entries_push(entries *E, int bsz, int64_t I, int64_t J, const double *v)
+/* Room for n entries in the empty E (n of them, to be filled in place). */
+static int entries_sized(entries *E, int bsz, int64_t n)
 {
-    if (E->n == E->cap) {
-        const int64_t cap = E->cap ? 2 * E->cap : 1024;
-        int64_t *I2 = realloc(E->I, (size_t)cap * sizeof *E->I);
-        if (I2) E->I = I2;
-        int64_t *J2 = I2 ? realloc(E->J, (size_t)cap * sizeof *E->J) : NULL;
-        if (J2) E->J = J2;
-        double *v2 = J2 ? realloc(E->v, (size_t)cap * bsz * sizeof *E->v) : NULL;
-        if (v2) E->v = v2;
-        HK_CHECK(v2, HK_ERR_MEMORY, "pc=amg: out of host memory for %lld coarse entries",
-                 (long long)cap);
-        E->cap = cap;
-    }
-    E->I[E->n] = I;
-    E->J[E->n] = J;
-    memcpy(E->v + E->n * bsz, v, (size_t)bsz * sizeof *v);
-    E->n++;
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *E->I, &E->I));
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *E->J, &E->J));
+    HK_CALL(hk_malloc((size_t)(n + 1) * bsz * sizeof *E->v, &E->v));
+    E->n = E->cap = n;
     return 0;
 }
 
@@ -800,13 +789,15 @@ static int route(const hk_comm *c, const int64_t *starts, const entries *S, int 
                                  DAMG_TAG_ROUTE, rq, slot++);
     if (!ierr) ierr = hk_comm_waitall(rq);
     HK_TRY(ierr);
-    for (int64_t k = 0; k < roff[P] && !ierr; k++) {
-        const char *e = rbuf + (size_t)k * esz;
-        int64_t I, J;
-        memcpy(&I, e, 8);
-        memcpy(&J, e + 8, 8);
-        ierr = entries_push(R, bsz, I, J, (const double *)(const void *)(e + 16));
-    }
+    ierr = entries_sized(R, bsz, roff[P]);
+    if (!ierr) /* unpacked on the threads, in the received order */
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < roff[P]; k++) {
+            const char *e = rbuf + (size_t)k * esz;
+            memcpy(&R->I[k], e, 8);
+            memcpy(&R->J[k], e + 8, 8);
+            memcpy(R->v + k * bsz, e + 16, (size_t)bsz * sizeof(double));
+        }
     HK_TRY(hk_comm_agree(c, ierr));
 fail:
     free(cnt);
@@ -1032,15 +1023,16 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nm; p++)
         X->colind[p] = (int32_t)cpos[M->colind[p]];
-    int64_t q = nm;
+    for (int64_t k = 0; k < ng; k++) /* the ghosts' rows after the owned ones, then filled */
+        X->rowptr[nown + k + 1] = X->rowptr[nown + k] + (int64_t)ghost_record(rec, order, w, k)[0];
+#pragma omp parallel for schedule(dynamic, 64)
     for (int64_t k = 0; k < ng; k++) {
         const double *r = ghost_record(rec, order, w, k);
-        for (int64_t j = 0; j < (int64_t)r[0]; j++, q++) {
+        for (int64_t j = 0, q = X->rowptr[nown + k]; j < (int64_t)r[0]; j++, q++) {
             const double *e = r + 1 + j * (1 + bsz);
             X->colind[q] = (int32_t)find_i64(*cols, m, (int64_t)e[0]);
             memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
         }
-        X->rowptr[nown + k + 1] = q;
     }
 fail:
     free(gcols);
@@ -1232,6 +1224,35 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
     return 0;
 }
 
+/* The blocks of M's rows (nrows, row and column ids rc[]) whose row is owned elsewhere (not
+ * in [crow0, crow0 + nown)) as entries S, in M's order: counted per row, then filled on the
+ * threads (rows apart). */
+static int others_rows(const hk_bmat *M, const int64_t *rc, int64_t nrows, int64_t crow0,
+                       int64_t nown, entries *S)
+{
+    const int bsz = M->br * M->bc;
+    int64_t *at = NULL; /* the row's first entry */
+    HK_CALL(hk_malloc((size_t)(nrows + 1) * sizeof *at, &at));
+    at[0] = 0;
+    for (int64_t I = 0; I < nrows; I++)
+        at[I + 1] =
+            at[I] + (rc[I] < crow0 || rc[I] >= crow0 + nown ? M->rowptr[I + 1] - M->rowptr[I] : 0);
+    const int ierr = entries_sized(S, bsz, at[nrows]);
+    if (!ierr)
+#pragma omp parallel for schedule(dynamic, 64)
+        for (int64_t I = 0; I < nrows; I++) {
+            if (at[I + 1] == at[I]) continue;
+            for (int64_t p = M->rowptr[I], k = at[I]; p < M->rowptr[I + 1]; p++, k++) {
+                S->I[k] = rc[I];
+                S->J[k] = rc[M->colind[p]];
+            }
+            memcpy(S->v + at[I] * bsz, M->val + M->rowptr[I] * bsz,
+                   (size_t)(at[I + 1] - at[I]) * bsz * sizeof *S->v);
+        }
+    free(at);
+    return ierr;
+}
+
 /* Level l's transfer operators and the next level (its operator, host rows and near-null
  * space); H and *B are replaced by the next level's. The products run on the process's
  * backend (agg, D64, *B and H->Ad there); the host keeps the exchanges of T's and P's ghost
@@ -1304,11 +1325,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
     if (!ierr) ierr = host_copy(d, &Ac, &Ach);
     /* the rows of coarse unknowns owned elsewhere go to their owners: A_c's and R's */
-    for (int64_t I = 0; I < nP && !ierr; I++)
-        if (cP[I] < crow0 || cP[I] >= crow0 + nagg)
-            for (int64_t p = Ach.rowptr[I]; p < Ach.rowptr[I + 1] && !ierr; p++)
-                ierr =
-                    entries_push(&S, nns * nns, cP[I], cP[Ach.colind[p]], Ach.val + p * nns * nns);
+    if (!ierr) ierr = others_rows(&Ach, cP, nP, crow0, nagg, &S);
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(route(c, starts, &S, nns * nns, &R));
     HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ach, cP, cP, &R, &rp, &gc, &vv)));
