@@ -19,12 +19,6 @@ static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colin
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
-static int cmp_i64(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Rows apart on the threads (each its own scratch), rows already sorted left alone: the
  * bytes do not depend on the thread count. */
 int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals, int bb)
@@ -135,46 +129,48 @@ static int64_t chunk_start(int64_t n, int nt, int t)
 }
 
 /* The ghosts of the caller's rows: the columns outside [row0, row0 + nown), sorted, unique.
- * The entries are counted and gathered by chunks of rows on the threads, each chunk's after
- * the earlier ones' (the sort makes the order moot; the bytes do not depend on threads). */
+ * Linear and on the threads: each ghost column marked in a byte per global column, then the
+ * marks read by chunks, each chunk's columns after the earlier chunks' (the same list on any
+ * thread count). */
 static int list_ghosts(const hk_bcsr *K, int64_t row0, int64_t **ghost, int64_t *nghost)
 {
-    const int64_t nown = K->nbrows;
+    const int64_t nown = K->nbrows, nglobal = K->nbcols;
     const int nt = omp_get_max_threads();
+    int ierr = 0;
     int64_t *off = NULL;
-    HK_CALL(hk_calloc((size_t)nt + 1, sizeof *off, &off));
+    unsigned char *mark = NULL;
+    HK_TRY(hk_calloc((size_t)nt + 1, sizeof *off, &off));
+    HK_TRY(hk_calloc((size_t)nglobal + 1, sizeof *mark, &mark));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nown; i++)
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+            if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) {
+#pragma omp atomic write
+                mark[K->colind[p]] = 1;
+            }
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
         int64_t k = 0;
-        for (int64_t p = K->rowptr[chunk_start(nown, nt, t)];
-             p < K->rowptr[chunk_start(nown, nt, t + 1)]; p++)
-            k += K->colind[p] < row0 || K->colind[p] >= row0 + nown;
+        for (int64_t g = chunk_start(nglobal, nt, t); g < chunk_start(nglobal, nt, t + 1); g++)
+            k += mark[g];
         off[t + 1] = k;
     }
     for (int t = 0; t < nt; t++)
         off[t + 1] += off[t];
-    const int ierr = hk_malloc((size_t)(off[nt] + 1) * sizeof **ghost, ghost);
-    if (ierr) {
-        free(off);
-        return ierr;
-    }
+    HK_TRY(hk_malloc((size_t)(off[nt] + 1) * sizeof **ghost, ghost));
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
         int64_t k = off[t];
-        for (int64_t p = K->rowptr[chunk_start(nown, nt, t)];
-             p < K->rowptr[chunk_start(nown, nt, t + 1)]; p++)
-            if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) (*ghost)[k++] = K->colind[p];
+        for (int64_t g = chunk_start(nglobal, nt, t); g < chunk_start(nglobal, nt, t + 1); g++)
+            if (mark[g]) (*ghost)[k++] = g;
     }
-    const int64_t n = off[nt];
+    *nghost = off[nt];
+fail:
     free(off);
-    qsort(*ghost, (size_t)n, sizeof **ghost, cmp_i64);
-    int64_t m = 0;
-    for (int64_t k = 0; k < n; k++)
-        if (k == 0 || (*ghost)[k] != (*ghost)[m - 1]) (*ghost)[m++] = (*ghost)[k];
-    *nghost = m;
-    return 0;
+    free(mark);
+    return ierr;
 }
 
 int64_t hk_dist_lower_bound(const int64_t *v, int64_t n, int64_t g)

@@ -858,6 +858,7 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
     HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *cj, &cj));
     HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *src, &src));
     memset(cnt, 0, (size_t)nown * sizeof *cnt);
+#pragma omp parallel for schedule(static) /* rows apart */
     for (int64_t i = 0; i < nown; i++)
         if (mrow[i] >= 0)
             for (int64_t p = M->rowptr[mrow[i]]; p < M->rowptr[mrow[i] + 1]; p++) {
@@ -974,24 +975,34 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
     const int bsz = M->br * M->bc;
     const int64_t nown = M->nbrows, nm = M->rowptr[nown], nc = M->nbcols;
     int ierr = 0;
-    int64_t ngnnz = 0, *gcols = NULL, *cpos = NULL;
+    int64_t *gcols = NULL, *cpos = NULL, *gat = NULL; /* gat: ghost k's first block */
     *cols = NULL;
-    for (int64_t k = 0; k < ng; k++)
-        ngnnz += (int64_t)ghost_record(rec, order, w, k)[0];
+    int64_t unsorted = 0;
+#pragma omp parallel for schedule(static) reduction(+ : unsorted)
     for (int64_t c = 1; c < nc; c++)
-        HK_CHECK(colmap[c] > colmap[c - 1], HK_ERR_INTERNAL,
-                 "pc=amg: the columns of a transfer operator are not ascending");
+        unsorted += colmap[c] <= colmap[c - 1];
+    HK_CHECK(!unsorted, HK_ERR_INTERNAL,
+             "pc=amg: the columns of a transfer operator are not ascending");
+    HK_TRY(hk_malloc((size_t)(ng + 1) * sizeof *gat, &gat));
+    gat[0] = 0;
+    for (int64_t k = 0; k < ng; k++)
+        gat[k + 1] = gat[k] + (int64_t)ghost_record(rec, order, w, k)[0];
+    const int64_t ngnnz = gat[ng];
     HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
-    int64_t n = 0;
+#pragma omp parallel for schedule(dynamic, 64)
     for (int64_t k = 0; k < ng; k++)
-        for (int64_t j = 0; j < (int64_t)ghost_record(rec, order, w, k)[0]; j++)
-            gcols[n++] = (int64_t)ghost_record(rec, order, w, k)[1 + j * (1 + bsz)];
-    const int64_t ngc = sort_unique(gcols, n);
-    /* colmap's columns that the owned rows use (cpos: 1 if used) */
+        for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
+            gcols[gat[k] + j] = (int64_t)ghost_record(rec, order, w, k)[1 + j * (1 + bsz)];
+    const int64_t ngc = sort_unique(gcols, ngnnz);
+    /* colmap's columns that the owned rows use (cpos: 1 if used; every thread writes the same
+     * value) */
     memset(cpos, 0, (size_t)nc * sizeof *cpos);
-    for (int64_t p = 0; p < nm; p++)
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nm; p++) {
+#pragma omp atomic write
         cpos[M->colind[p]] = 1;
+    }
     HK_TRY(hk_malloc((size_t)(nc + ngc + 1) * sizeof **cols, cols));
     int64_t m = 0, a = 0, b = 0;
     while (a < nc || b < ngc) {
@@ -1024,7 +1035,7 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
     for (int64_t p = 0; p < nm; p++)
         X->colind[p] = (int32_t)cpos[M->colind[p]];
     for (int64_t k = 0; k < ng; k++) /* the ghosts' rows after the owned ones, then filled */
-        X->rowptr[nown + k + 1] = X->rowptr[nown + k] + (int64_t)ghost_record(rec, order, w, k)[0];
+        X->rowptr[nown + k + 1] = nm + gat[k + 1];
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t k = 0; k < ng; k++) {
         const double *r = ghost_record(rec, order, w, k);
@@ -1035,6 +1046,7 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
         }
     }
 fail:
+    free(gat);
     free(gcols);
     free(cpos);
     if (ierr) {

@@ -226,6 +226,13 @@ OMP_NUM_THREADS=3 mpi -np 2 "$H" run "${amg[@]}" -o "$T/t3.vtu" >/dev/null 2>&1
 if cmp -s "$T/a2-p0.vtu" "$T/t3-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/t3-p1.vtu"; then
   ok "box amg -np 2 with 1 and 3 threads: the pieces repeat byte for byte"
 else bad "box amg -np 2: 3 threads give other bytes than 1"; fi
+# three parts (two neighbours each side, routed coarse rows): the layout's chunks of rows and
+# the set-up's fills on 2 threads give the bytes of 1
+OMP_NUM_THREADS=2 mpi -np 3 "$H" run "${amg[@]}" -o "$T/t23.vtu" >/dev/null 2>&1
+if cmp -s "$T/a3-p0.vtu" "$T/t23-p0.vtu" && cmp -s "$T/a3-p1.vtu" "$T/t23-p1.vtu" &&
+   cmp -s "$T/a3-p2.vtu" "$T/t23-p2.vtu"; then
+  ok "box amg -np 3 with 1 and 2 threads: the pieces repeat byte for byte"
+else bad "box amg -np 3: 2 threads give other bytes than 1"; fi
 # a device's path of the distributed layer and the AMG set-up (copies, downloads, uploads,
 # staged halos instead of views) on the cpu: the same bytes
 HOOKE_DIST_STAGED=1 mpi -np 2 "$H" run "${amg[@]}" -o "$T/s2.vtu" >/dev/null 2>&1
