@@ -649,12 +649,14 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
     HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *xyz, &xyz));
     HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *dec, &dec));
     HK_TRY(hk_malloc((size_t)(n + 1) * a->nns * sizeof **Bout, Bout));
-    if (coords) {
+    if (coords) { /* gathered on the threads, summed in order (the same bits) */
+#pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < nb; i++)
-            for (int k = 0; k < bs; k++) {
+            for (int k = 0; k < bs; k++)
                 xyz[i * bs + k] = nn->coords[(int64_t)d->perm[i] * bs + k];
+        for (int64_t i = 0; i < nb; i++)
+            for (int k = 0; k < bs; k++)
                 c[k] += xyz[i * bs + k];
-            }
         c[3] = (double)nb;
     }
 fail:
@@ -670,7 +672,8 @@ fail:
     ierr = hk_comm_sum(d->comm, c, 4);
     for (int k = 0; k < 3; k++)
         c[k] = c[3] > 0 ? c[k] / c[3] : 0;
-    if (coords)
+    if (coords) /* a maximum: exact in any order */
+#pragma omp parallel for schedule(static) reduction(max : ext)
         for (int64_t i = 0; i < nb; i++)
             for (int k = 0; k < bs; k++)
                 ext = fmax(ext, fabs(xyz[i * bs + k] - c[k]));
