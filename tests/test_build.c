@@ -536,9 +536,15 @@ HK_SUITE(build,
 
 /* ---- device ------------------------------------------------------------------------------ */
 
-static void test_cuda_build_equals_cpu(void)
+/* One case of the device sweep: K, the device's format f and the CPU reference's fc (cusparse-*:
+ * csr / bsr with the same arrays), precision p, slicing slices[si]; what names the case. */
+typedef void (*cuda_case_fn)(const hk_backend *gpu, const hk_bcsr *K, hk_format f, hk_format fc,
+                             hk_precision p, int si, const char *what);
+
+/* fn on every format, bs 1..6, every matrix, slicing and precision. */
+static void cuda_each_case(const char *label, cuda_case_fn fn)
 {
-    const hk_backend *gpu = hk_test_cuda_backend(), *cpu = &hk_backend_cpu;
+    const hk_backend *gpu = hk_test_cuda_backend();
     CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
     for (int bs = 1; bs <= 6; bs++)
         for (int k = 0; k < NMATS; k++) {
@@ -547,82 +553,76 @@ static void test_cuda_build_equals_cpu(void)
             for (int f = 0; f < HK_FMT_COUNT; f++)
                 for (int si = 0; si < NSLICES; si++) {
                     if (si > 0 && !is_sliced((hk_format)f)) continue;
-                    /* cusparse-*: the CPU reference is csr / bsr with the same arrays */
                     const hk_format fc = f == HK_FMT_CUSPARSE_CSR   ? HK_FMT_CSR
                                          : f == HK_FMT_CUSPARSE_BSR ? HK_FMT_BSR
                                                                     : (hk_format)f;
                     for (int pi = 0; pi < 2; pi++) {
-                        const hk_precision p = pi ? HK_FP32 : HK_FP64;
                         char what[128];
-                        snprintf(what, sizeof what, "cuda %s %s bs %d matrix %d S %d sigma %d",
-                                 hk_format_name((hk_format)f), pi ? "fp32" : "fp64", bs, k,
+                        snprintf(what, sizeof what, "cuda%s %s %s bs %d matrix %d S %d sigma %d",
+                                 label, hk_format_name((hk_format)f), pi ? "fp32" : "fp64", bs, k,
                                  slices[si][0], slices[si][1]);
-                        hk_mat *G = build(gpu, &K, (hk_format)f, p, slices[si][0], slices[si][1]);
-                        hk_mat *C = build(cpu, &K, fc, p, slices[si][0], slices[si][1]);
-                        CU_ASSERT_PTR_NOT_NULL_FATAL(G);
-                        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
-                        hk_fmt FG, FC;
-                        HK_ASSERT_OK(gpu->mat_download(G, &FG));
-                        HK_ASSERT_OK(cpu->mat_download(C, &FC));
-                        FC.fmt = FG.fmt;
-                        CU_ASSERT(same_fmt(what, &FG, &FC));
-                        CU_ASSERT_EQUAL(G->nnz, C->nnz);
-                        CU_ASSERT_EQUAL(G->stored, C->stored);
-                        CU_ASSERT_EQUAL(G->width, C->width);
-                        CU_ASSERT_EQUAL(G->bytes, C->bytes);
-                        hk_fmt_free(&FG), hk_fmt_free(&FC);
-                        hk_mat_destroy(G), hk_mat_destroy(C);
+                        fn(gpu, &K, (hk_format)f, fc, pi ? HK_FP32 : HK_FP64, si, what);
                     }
                 }
             hk_bcsr_free(&K);
         }
 }
 
+/* G (device) and C (CPU) downloaded: the same arrays; freed. */
+static void same_built(const hk_backend *gpu, hk_mat *G, hk_mat *C, const char *what)
+{
+    hk_fmt FG, FC;
+    HK_ASSERT_OK(gpu->mat_download(G, &FG));
+    HK_ASSERT_OK(hk_backend_cpu.mat_download(C, &FC));
+    FC.fmt = FG.fmt;
+    CU_ASSERT(same_fmt(what, &FG, &FC));
+    CU_ASSERT_EQUAL(G->nnz, C->nnz);
+    CU_ASSERT_EQUAL(G->stored, C->stored);
+    CU_ASSERT_EQUAL(G->width, C->width);
+    CU_ASSERT_EQUAL(G->bytes, C->bytes);
+    hk_fmt_free(&FG), hk_fmt_free(&FC);
+    hk_mat_destroy(G), hk_mat_destroy(C);
+}
+
+static void build_case(const hk_backend *gpu, const hk_bcsr *K, hk_format f, hk_format fc,
+                       hk_precision p, int si, const char *what)
+{
+    hk_mat *G = build(gpu, K, f, p, slices[si][0], slices[si][1]);
+    hk_mat *C = build(&hk_backend_cpu, K, fc, p, slices[si][0], slices[si][1]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(G);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+    same_built(gpu, G, C, what);
+}
+
+static void test_cuda_build_equals_cpu(void)
+{
+    cuda_each_case("", build_case);
+}
+
 /* New values of the same pattern (hk_mat_rebuild: mat_refill in place on cuda, a fresh build
  * for cuSPARSE's and PCSR's matrices): the arrays of a fresh CPU build from the new values. */
+static void refill_case(const hk_backend *gpu, const hk_bcsr *K, hk_format f, hk_format fc,
+                        hk_precision p, int si, const char *what)
+{
+    hk_bcsr K2;
+    HK_ASSERT_OK(hk_bcsr_copy(K, &K2));
+    for (int64_t e = 0; e < K2.rowptr[K2.nbrows] * K2.bs * K2.bs; e++)
+        K2.val[e] = 1.5 * K2.val[e] + 0.25;
+    hk_bmat B2;
+    HK_ASSERT_OK(hk_bmat_upload(gpu, &K2, &B2));
+    hk_mat *G = build(gpu, K, f, p, slices[si][0], slices[si][1]);
+    hk_mat *C = build(&hk_backend_cpu, &K2, fc, p, slices[si][0], slices[si][1]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(G);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+    HK_ASSERT_OK(hk_mat_rebuild(G, &B2));
+    same_built(gpu, G, C, what);
+    hk_bmat_free(&B2);
+    hk_bcsr_free(&K2);
+}
+
 static void test_cuda_refill(void)
 {
-    const hk_backend *gpu = hk_test_cuda_backend(), *cpu = &hk_backend_cpu;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
-    for (int bs = 1; bs <= 6; bs++)
-        for (int k = 0; k < NMATS; k++) {
-            hk_bcsr K, K2;
-            HK_ASSERT_OK(make_matrix(k, bs, &K));
-            HK_ASSERT_OK(hk_bcsr_copy(&K, &K2));
-            for (int64_t e = 0; e < K2.rowptr[K2.nbrows] * bs * bs; e++)
-                K2.val[e] = 1.5 * K2.val[e] + 0.25;
-            hk_bmat B2;
-            HK_ASSERT_OK(hk_bmat_upload(gpu, &K2, &B2));
-            for (int f = 0; f < HK_FMT_COUNT; f++)
-                for (int si = 0; si < NSLICES; si++) {
-                    if (si > 0 && !is_sliced((hk_format)f)) continue;
-                    const hk_format fc = f == HK_FMT_CUSPARSE_CSR   ? HK_FMT_CSR
-                                         : f == HK_FMT_CUSPARSE_BSR ? HK_FMT_BSR
-                                                                    : (hk_format)f;
-                    for (int pi = 0; pi < 2; pi++) {
-                        const hk_precision p = pi ? HK_FP32 : HK_FP64;
-                        char what[128];
-                        snprintf(what, sizeof what, "cuda refill %s %s bs %d matrix %d S %d sigma %d",
-                                 hk_format_name((hk_format)f), pi ? "fp32" : "fp64", bs, k,
-                                 slices[si][0], slices[si][1]);
-                        hk_mat *G = build(gpu, &K, (hk_format)f, p, slices[si][0], slices[si][1]);
-                        hk_mat *C = build(cpu, &K2, fc, p, slices[si][0], slices[si][1]);
-                        CU_ASSERT_PTR_NOT_NULL_FATAL(G);
-                        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
-                        HK_ASSERT_OK(hk_mat_rebuild(G, &B2));
-                        hk_fmt FG, FC;
-                        HK_ASSERT_OK(gpu->mat_download(G, &FG));
-                        HK_ASSERT_OK(cpu->mat_download(C, &FC));
-                        FC.fmt = FG.fmt;
-                        CU_ASSERT(same_fmt(what, &FG, &FC));
-                        hk_fmt_free(&FG), hk_fmt_free(&FC);
-                        hk_mat_destroy(G), hk_mat_destroy(C);
-                    }
-                }
-            hk_bmat_free(&B2);
-            hk_bcsr_free(&K);
-            hk_bcsr_free(&K2);
-        }
+    cuda_each_case(" refill", refill_case);
 }
 
 static void test_cuda_spmv(void)

@@ -19,6 +19,23 @@ static void resident_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bc
     memcpy(A->val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof *K->val);
 }
 
+/* s1 and s2 solve one random b (seed) of n entries: both converge, in the same iterations, to
+ * the same bytes. */
+static void same_solutions(hk_solver *s1, hk_solver *s2, int64_t n, unsigned seed)
+{
+    double *b = hk_test_rand_vec(n, seed), *x1 = calloc((size_t)n, sizeof *x1),
+           *x2 = calloc((size_t)n, sizeof *x2);
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
+    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r1.reason) && hk_reason_converged(r2.reason));
+    CU_ASSERT_EQUAL(r1.iterations, r2.iterations);
+    CU_ASSERT(memcmp(x1, x2, (size_t)n * sizeof *x1) == 0);
+    free(b);
+    free(x1);
+    free(x2);
+}
+
 /* The same solve from a host matrix and from a resident one: identical x. */
 static void solve_both(const char *opts, const hk_bcsr *K, const hk_nearnull *nn)
 {
@@ -169,29 +186,16 @@ static void test_update_values(void)
     HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s2));
     HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
     HK_ASSERT_OK(hk_solver_update_values(s2, &K2));
-    const int64_t n = K.nbrows * 3;
-    double *b = hk_test_rand_vec(n, 3), *x1 = calloc((size_t)n, sizeof *x1),
-           *x2 = calloc((size_t)n, sizeof *x2);
-    hk_result r1, r2;
-    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
-    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
-    CU_ASSERT(hk_reason_converged(r2.reason));
-    CU_ASSERT(memcmp(x1, x2, (size_t)n * sizeof *x1) == 0);
+    same_solutions(s1, s2, K.nbrows * 3, 3);
     hk_solver_destroy(s1);
     hk_solver_destroy(s2);
     hk_options_destroy(o1);
     hk_options_destroy(o2);
-    free(b);
-    free(x1);
-    free(x2);
     hk_bcsr_free(&K);
     hk_bcsr_free(&K2);
     hk_bcsr_free(&K3);
 }
 
-/* New values already in the backend's memory (hk_solver_update_values_resident): the host
- * update's digits with pc=amg (its numeric re-set-up); another pattern refused by name, the
- * arrays taken over either way (the sizes kept). */
 /* A copy of K in backend be's memory through the backend's upload. */
 static void upload_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A)
 {
@@ -203,6 +207,9 @@ static void upload_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr
     HK_ASSERT_OK(be->sync());
 }
 
+/* New values already in the backend's memory (hk_solver_update_values_resident): the host
+ * update's digits with pc=amg (its numeric re-set-up); another pattern refused by name, the
+ * arrays taken over either way (the sizes kept). */
 static void update_resident_on(const char *backend)
 {
     const hk_backend *be;
@@ -253,22 +260,11 @@ static void update_resident_on(const char *backend)
     HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
     HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
     CU_ASSERT(A.rowptr == NULL && A.val == NULL);
-    const int64_t n = K.nbrows * 3;
-    double *b = hk_test_rand_vec(n, 5), *x1 = calloc((size_t)n, sizeof *x1),
-           *x2 = calloc((size_t)n, sizeof *x2);
-    hk_result r1, r2;
-    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
-    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
-    CU_ASSERT(hk_reason_converged(r2.reason));
-    CU_ASSERT_EQUAL(r1.iterations, r2.iterations);
-    CU_ASSERT(memcmp(x1, x2, (size_t)n * sizeof *x1) == 0);
+    same_solutions(s1, s2, K.nbrows * 3, 5);
     hk_solver_destroy(s1);
     hk_solver_destroy(s2);
     hk_options_destroy(o1);
     hk_options_destroy(o2);
-    free(b);
-    free(x1);
-    free(x2);
     free(coords);
     hk_bcsr_free(&K);
     hk_bcsr_free(&K2);
