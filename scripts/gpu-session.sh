@@ -595,7 +595,7 @@ for step in "$@"; do
           echo "== np $np, geometry.size=$size"
           timeout -k 5 60 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
             --set geometry.size=$size --set solver.pc=amg -o /tmp/distamg.vtu 2>&1 |
-            grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|error|hooke' | head -30
+            grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|partition:|parts:|error|hooke' | head -34
           echo "exit ${PIPESTATUS[0]}"
         done; rm -f /tmp/distamg*; } > "$OUT/distamg.md" 2>&1 ;;
     dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
