@@ -425,7 +425,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     hk_solver *s = NULL;
     hk_halo *halo = NULL;
     hk_fields fields = {0};
-    double *u = NULL, tmax[1], t;
+    double *u = NULL, tmax[1], t, t_prep = 0, t_bcast, t_backends[1];
     int64_t nnzb = 0;
     char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH], where[480], note[320];
     int ierr, solved = 0, written = 0, on_device = 0;
@@ -440,7 +440,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
             say(&L, "assembly: %d processes; checks, supports and surface loads on the whole model",
                 P);
             ierr = hk_run_model_error(c, hk_assemble_prepare(&r0.model.problem, &prep));
-            r0.t_assembly = hk_time() - t;
+            r0.t_assembly = t_prep = hk_time() - t;
         }
     }
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
@@ -450,12 +450,14 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
                    : hk_part_receive(w, &pt);
     /* agreed before the broadcasts: a process that failed here must not skip them alone */
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    t = hk_time();
     if ((ierr = hk_comm_agree(w, bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm))))
         goto done;
+    t_bcast = hk_time() - t;
     say(&L,
         "partition: %d parts by %s in %.2f s, %lld..%lld owned nodes, %lld..%lld cells, up to "
         "%lld ghost nodes",
-        P, hk_partitioner_name(), ps.seconds, (long long)ps.min_nodes, (long long)ps.max_nodes,
+        P, hk_partitioner_name(), ps.t_cut, (long long)ps.min_nodes, (long long)ps.max_nodes,
         (long long)ps.min_cells, (long long)ps.max_cells, (long long)ps.max_ghosts);
 
     /* 3. every process: its rows, on its device where one process would assemble there (the
@@ -468,7 +470,15 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if (o->backend) HK_TRY(hk_options_set(c->solver, "backend", o->backend));
     snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
+    t = hk_time();
     if ((ierr = hk_comm_agree(w, hk_run_fem_backends(c, o, &sm.p, &r0)))) goto done;
+    t_backends[0] = hk_time() - t;
+    HK_TRY(hk_comm_max(w, t_backends, 1));
+    /* where the time before the parts' assembly goes (rank 0's clock; the backends' slowest) */
+    say(&L,
+        "parts: whole model prepared in %.2f s, cut in %.2f s, built and sent in %.2f s, model "
+        "broadcast in %.2f s, backends chosen in %.2f s",
+        t_prep, ps.t_cut, ps.t_sent, t_bcast, t_backends[0]);
     snprintf(note, sizeof note, "%s", r0.assembly_note);
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */

@@ -453,6 +453,7 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gnodes, &x.gnodes));
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gn, &x.gn));
     HK_TRY(partition(m, P, cpart, owner, gid, starts));
+    st->t_cut = hk_time() - t0;
     for (int64_t v = 0; v < m->nnodes; v++)
         x.loc[v] = -1;
     for (int k = 0; k < m->nboundaries; k++)
@@ -483,6 +484,7 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
         if (ierr) goto fail;
     }
     st->seconds = hk_time() - t0;
+    st->t_sent = st->seconds - st->t_cut;
 fail:
     /* a failure here: the processes still waiting get an empty part, which they take as this
      * failure, so that every process reaches the agreement on it (hk_run_mpi_case) */

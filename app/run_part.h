@@ -27,7 +27,8 @@ typedef struct hk_part {
 /* What the partition made, for the progress line. */
 typedef struct hk_part_stats {
     int64_t min_nodes, max_nodes, max_ghosts, min_cells, max_cells;
-    double seconds;
+    double seconds;       /* all of it: */
+    double t_cut, t_sent; /* the partition and numbering; building, packing, sending the parts */
 } hk_part_stats;
 
 /* Rank 0: cut the model of p (its mesh and prep, the system hk_assemble_prepare made) into one
