@@ -8,6 +8,13 @@
 
 #include "run_part.h"
 
+#ifdef HOOKE_HAVE_METIS
+#include <metis.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 enum { TAG_PART = 7301 };
 
 void hk_part_free(hk_part *pt)
@@ -195,6 +202,138 @@ static int unpack_part(preader *r, hk_part *pt)
 
 /* ---- the partition ------------------------------------------------------------------------ */
 
+#ifdef HOOKE_HAVE_METIS
+/* The cells sharing at least ncommon corners with cell e (or all of the smaller one's corners
+ * less one), in the order METIS's own dual graph lists them: by e's corners, then by cell;
+ * marker (ne, all zero) is left all zero. */
+static idx_t dual_neighbours(idx_t e, const idx_t *eptr, const idx_t *eind, const idx_t *nptr,
+                             const idx_t *nind, idx_t ncommon, idx_t *marker, idx_t *nbrs)
+{
+    const idx_t len = eptr[e + 1] - eptr[e];
+    idx_t k = 0, j = 0;
+    for (idx_t i = eptr[e]; i < eptr[e + 1]; i++)
+        for (idx_t a = nptr[eind[i]]; a < nptr[eind[i] + 1]; a++) {
+            const idx_t f = nind[a];
+            if (marker[f] == 0) nbrs[k++] = f;
+            marker[f]++;
+        }
+    if (marker[e] == 0) nbrs[k++] = e;
+    marker[e] = 0;
+    for (idx_t i = 0; i < k; i++) {
+        const idx_t f = nbrs[i], shared = marker[f];
+        if (shared >= ncommon || shared >= len - 1 || shared >= eptr[f + 1] - eptr[f] - 1)
+            nbrs[j++] = f;
+        marker[f] = 0;
+    }
+    return j;
+}
+
+/* METIS_PartMeshDual's cell parts with its dual graph built on the threads: the same graph in
+ * the same order (so the same parts, bit for bit), then the same k-way call. 1 in *done when
+ * it partitioned; 0 leaves the cut to hk_partition_cells (sizes past idx_t, parts unused). */
+static int metis_dual(int64_t ne64, const int64_t *cptr, const int32_t *cnodes, int64_t nn64,
+                      idx_t ncommon, int P, int32_t *cpart, int *done)
+{
+    int ierr = 0;
+    *done = 0;
+    if (P == 1 || ne64 <= P || cptr[ne64] >= INT32_MAX || nn64 >= INT32_MAX ||
+        sizeof(idx_t) != sizeof(int32_t))
+        return 0;
+    idx_t ne = (idx_t)ne64; /* not const: METIS takes it so */
+    const idx_t nn = (idx_t)nn64;
+    idx_t *eptr = NULL, *nptr = NULL, *nind = NULL, *xadj = NULL, *adj = NULL, *ep = NULL;
+    const idx_t *eind = (const idx_t *)cnodes;
+    HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *eptr, &eptr));
+    for (idx_t e = 0; e <= ne; e++)
+        eptr[e] = (idx_t)cptr[e];
+    /* each node's cells, in cell order */
+    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *nptr, &nptr));
+    HK_TRY(hk_malloc((size_t)(eptr[ne] + 1) * sizeof *nind, &nind));
+    for (idx_t k = 0; k < eptr[ne]; k++)
+        nptr[eind[k] + 1]++;
+    for (idx_t v = 0; v < nn; v++)
+        nptr[v + 1] += nptr[v];
+    for (idx_t e = 0; e < ne; e++)
+        for (idx_t k = eptr[e]; k < eptr[e + 1]; k++)
+            nind[nptr[eind[k]]++] = e;
+    for (idx_t v = nn; v > 0; v--)
+        nptr[v] = nptr[v - 1];
+    nptr[0] = 0;
+    /* the dual graph: each thread lists the neighbours of a block of cells (its own marker,
+     * zero between cells), then copies them to their place */
+    HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *xadj, &xadj));
+    xadj[0] = 0;
+    int bad = 0;
+#pragma omp parallel
+    {
+        int nt = 1, t = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads(), t = omp_get_thread_num();
+#endif
+        const idx_t lo = (idx_t)((int64_t)ne * t / nt), hi = (idx_t)((int64_t)ne * (t + 1) / nt);
+        idx_t *marker = calloc((size_t)ne, sizeof *marker);
+        idx_t *nbrs = malloc((size_t)ne * sizeof *nbrs), *list = NULL;
+        size_t len = 0, cap = 0;
+        int ok = marker && nbrs;
+        for (idx_t e = lo; e < hi && ok; e++) {
+            const idx_t n = dual_neighbours(e, eptr, eind, nptr, nind, ncommon, marker, nbrs);
+            if (len + (size_t)n > cap) {
+                cap = 2 * (len + (size_t)n) + 1024;
+                idx_t *grown = realloc(list, cap * sizeof *list);
+                if (!(ok = grown != NULL)) break;
+                list = grown;
+            }
+            memcpy(list + len, nbrs, (size_t)n * sizeof *nbrs);
+            len += (size_t)n;
+            xadj[e + 1] = n;
+        }
+        if (!ok) {
+#pragma omp atomic write
+            bad = 1;
+        }
+#pragma omp barrier
+#pragma omp single
+        if (!bad) {
+            for (idx_t e = 0; e < ne; e++)
+                xadj[e + 1] += xadj[e];
+            if (hk_malloc((size_t)(xadj[ne] + 1) * sizeof *adj, &adj)) bad = 1;
+        }
+        if (!bad && len) memcpy(adj + xadj[lo], list, len * sizeof *list);
+        free(marker);
+        free(nbrs);
+        free(list);
+    }
+    HK_TRY_CHECK(!bad, HK_ERR_MEMORY, "out of host memory for the dual graph of %lld cells",
+                 (long long)ne);
+    free(nptr), nptr = NULL;
+    free(nind), nind = NULL;
+    {
+        idx_t opt[METIS_NOPTIONS], ncon = 1, np = P, cut = 0;
+        HK_TRY(hk_malloc((size_t)ne * sizeof *ep, &ep));
+        METIS_SetDefaultOptions(opt); /* as hk_partition_cells */
+        opt[METIS_OPTION_SEED] = 12345;
+        opt[METIS_OPTION_NUMBERING] = 0;
+        if (METIS_PartGraphKway(&ne, &ncon, xadj, adj, NULL, NULL, NULL, &np, NULL, NULL, opt,
+                                &cut, ep) != METIS_OK)
+            goto fail; /* hk_partition_cells says why */
+        char *used = NULL;
+        HK_TRY(hk_calloc((size_t)P, 1, &used));
+        for (idx_t e = 0; e < ne; e++)
+            used[ep[e]] = 1, cpart[e] = (int32_t)ep[e];
+        *done = (int)(memchr(used, 0, (size_t)P) == NULL);
+        free(used);
+    }
+fail:
+    free(eptr);
+    free(nptr);
+    free(nind);
+    free(xadj);
+    free(adj);
+    free(ep);
+    return ierr;
+}
+#endif
+
 /* cell part, node owner (lowest part among its cells, 0 for a node of no cell), global ids
  * part after part in the mesh's order, starts[q] the first global id of part q. */
 static int partition(const hk_mesh *m, int P, int32_t *cpart, int32_t *owner, int64_t *gid,
@@ -212,7 +351,11 @@ static int partition(const hk_mesh *m, int P, int32_t *cpart, int32_t *owner, in
     for (int64_t e = 0; e < ne; e++)
         memcpy(cnodes + cptr[e], m->cells.nodes + m->cells.ptr[e],
                (size_t)(cptr[e + 1] - cptr[e]) * sizeof *cnodes);
-    HK_TRY(hk_partition_cells(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart));
+    int done = 0;
+#ifdef HOOKE_HAVE_METIS
+    HK_TRY(metis_dual(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart, &done));
+#endif
+    if (!done) HK_TRY(hk_partition_cells(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart));
     for (int64_t v = 0; v < nn; v++)
         owner[v] = P;
     for (int64_t e = 0; e < ne; e++)
