@@ -440,15 +440,21 @@ static int elems_alloc(hk_elems *e, int64_t n, int64_t nref)
     return 0;
 }
 
-/* Copy element k of src into slot j of dst (nodes mapped by loc). */
-static void elems_copy(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k, const int32_t *loc)
+/* Element k of src into slot j of dst (nodes mapped by loc), dst->ptr[j] already set. */
+static void elems_fill(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k, const int32_t *loc)
 {
     const int64_t a = src->ptr[k], n = src->ptr[k + 1] - a;
     dst->type[j] = src->type[k];
     dst->tag[j] = src->tag ? src->tag[k] : k + 1;
     for (int64_t i = 0; i < n; i++)
         dst->nodes[dst->ptr[j] + i] = loc[src->nodes[a + i]];
-    dst->ptr[j + 1] = dst->ptr[j] + n;
+}
+
+/* Copy element k of src into slot j of dst (nodes mapped by loc). */
+static void elems_copy(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k, const int32_t *loc)
+{
+    dst->ptr[j + 1] = dst->ptr[j] + src->ptr[k + 1] - src->ptr[k];
+    elems_fill(dst, j, src, k, loc);
 }
 
 /* Part q of the model. */
@@ -460,22 +466,28 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
     const int64_t ne = m->cells.n, nn = m->nnodes;
     int32_t *loc = x->loc;
     gid_node *ghost = NULL;
+    uint8_t *touch = NULL;
     int64_t *lc = NULL, nlc = 0, ng = 0, nref = 0;
     memset(pt, 0, sizeof *pt);
     pt->row0 = x->starts[q];
     pt->nown = x->starts[q + 1] - x->starts[q];
     pt->nglobal = nn;
     pt->ncells_global = ne;
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
         if (x->owner[v] == q) loc[v] = (int32_t)(x->gid[v] - pt->row0);
-    /* the cells touching an owned node, in the mesh's order */
+    /* the cells touching an owned node, in the mesh's order (marked on the threads) */
     HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *lc, &lc));
+    HK_TRY(hk_malloc((size_t)(ne + 1), &touch));
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < ne; e++) {
         int mine = 0;
         for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1] && !mine; k++)
             mine = x->owner[m->cells.nodes[k]] == q;
-        if (mine) lc[nlc++] = e, nref += m->cells.ptr[e + 1] - m->cells.ptr[e];
+        touch[e] = (uint8_t)mine;
     }
+    for (int64_t e = 0; e < ne; e++)
+        if (touch[e]) lc[nlc++] = e, nref += m->cells.ptr[e + 1] - m->cells.ptr[e];
     /* their other nodes: the ghosts, by global id */
     HK_TRY(hk_malloc((size_t)(nref + 1) * sizeof *ghost, &ghost));
     for (int64_t i = 0; i < nlc; i++)
@@ -497,6 +509,7 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
     HK_TRY(hk_malloc((size_t)(d * nl + 1) * sizeof *pt->u_fixed, &pt->u_fixed));
     HK_TRY(hk_malloc((size_t)(d * nl + 1) * sizeof *pt->f_ext, &pt->f_ext));
     if (x->p->node_dT) HK_TRY(hk_malloc((size_t)(nl + 1) * sizeof *pt->node_dT, &pt->node_dT));
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++) { /* owned nodes */
         if (x->owner[v] != q) continue;
         const int64_t i = loc[v];
@@ -508,6 +521,7 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
         memcpy(pm->coords + 3 * i, m->coords + 3 * v, 3 * sizeof *pm->coords);
         pt->gid[i] = x->gid[v];
     }
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++) {
         if (loc[v] < 0) continue;
         const int64_t i = loc[v];
@@ -519,8 +533,11 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
     HK_TRY(elems_alloc(&pm->cells, nlc, nref));
     HK_TRY(hk_malloc((size_t)(nlc + 1) * sizeof *pm->cell_region, &pm->cell_region));
     HK_TRY(hk_malloc((size_t)(nlc + 1), &pt->out_cell));
+    for (int64_t i = 0; i < nlc; i++) /* where each cell's nodes go, then the cells on the threads */
+        pm->cells.ptr[i + 1] = pm->cells.ptr[i] + m->cells.ptr[lc[i] + 1] - m->cells.ptr[lc[i]];
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nlc; i++) {
-        elems_copy(&pm->cells, i, &m->cells, lc[i], loc);
+        elems_fill(&pm->cells, i, &m->cells, lc[i], loc);
         pm->cell_region[i] = m->cell_region[lc[i]];
         pt->out_cell[i] = x->owner[m->cells.nodes[m->cells.ptr[lc[i]]]] == q;
     }
@@ -566,9 +583,11 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
             if (loc[x->gnodes[b][k]] >= 0) pg->nodes[pg->nnodes++] = loc[x->gnodes[b][k]];
     }
 fail:
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++) /* ready for the next part */
         loc[v] = -1;
     free(lc);
+    free(touch);
     free(ghost);
     if (ierr) hk_part_free(pt);
     return ierr;
