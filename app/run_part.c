@@ -313,8 +313,8 @@ static int metis_dual(int64_t ne64, const int64_t *cptr, const int32_t *cnodes, 
         METIS_SetDefaultOptions(opt); /* as hk_partition_cells */
         opt[METIS_OPTION_SEED] = 12345;
         opt[METIS_OPTION_NUMBERING] = 0;
-        if (METIS_PartGraphKway(&ne, &ncon, xadj, adj, NULL, NULL, NULL, &np, NULL, NULL, opt,
-                                &cut, ep) != METIS_OK)
+        if (METIS_PartGraphKway(&ne, &ncon, xadj, adj, NULL, NULL, NULL, &np, NULL, NULL, opt, &cut,
+                                ep) != METIS_OK)
             goto fail; /* hk_partition_cells says why */
         char *used = NULL;
         HK_TRY(hk_calloc((size_t)P, 1, &used));
@@ -533,7 +533,8 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
     HK_TRY(elems_alloc(&pm->cells, nlc, nref));
     HK_TRY(hk_malloc((size_t)(nlc + 1) * sizeof *pm->cell_region, &pm->cell_region));
     HK_TRY(hk_malloc((size_t)(nlc + 1), &pt->out_cell));
-    for (int64_t i = 0; i < nlc; i++) /* where each cell's nodes go, then the cells on the threads */
+    /* where each cell's nodes go, then the cells on the threads */
+    for (int64_t i = 0; i < nlc; i++)
         pm->cells.ptr[i + 1] = pm->cells.ptr[i] + m->cells.ptr[lc[i] + 1] - m->cells.ptr[lc[i]];
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nlc; i++) {
