@@ -149,42 +149,30 @@ static int pcs_update_once(void *ctx)
     return hk_solver_update_values(u->s, u->K);
 }
 
-/* K copied into a new resident matrix on be (from K on the host, or within the device from
- * another resident matrix `from`). */
-static int pcs_resident_copy(const hk_backend_ops *be, const hk_bcsr *K, const hk_resident_bcsr *from,
-                             hk_resident_bcsr *A)
+/* K copied from the host into a new resident matrix on be. */
+static int pcs_resident_copy(const hk_backend_ops *be, const hk_bcsr *K, hk_resident_bcsr *A)
 {
-    const int64_t nnzb = K->rowptr[K->nbrows];
-    const size_t rp = (size_t)(K->nbrows + 1) * sizeof *K->rowptr, ci = (size_t)nnzb * sizeof *K->colind,
-                 v = (size_t)nnzb * K->bs * K->bs * sizeof *K->val;
-    int ierr = 0;
-    HK_CALL(hk_resident_bcsr_alloc(be, K->bs, K->nbrows, K->nbcols, nnzb, A));
-    if (from) {
-        HK_TRY(be->copy(A->rowptr, from->rowptr, rp));
-        HK_TRY(be->copy(A->colind, from->colind, ci));
-        HK_TRY(be->copy(A->val, from->val, v));
-    } else {
-        HK_TRY(be->copy_to(A->rowptr, K->rowptr, rp));
-        HK_TRY(be->copy_to(A->colind, K->colind, ci));
-        HK_TRY(be->copy_to(A->val, K->val, v));
+    hk_bmat B;
+    HK_CALL(hk_bmat_upload(be, K, &B));
+    const int ierr = be->sync();
+    if (ierr) {
+        hk_bmat_free(&B);
+        return ierr;
     }
-    HK_TRY(be->sync());
+    *A = (hk_resident_bcsr){be, B.br, B.nbrows, B.nbcols, B.nnzb, B.rowptr, B.colind, B.val};
     return 0;
-fail:
-    hk_resident_bcsr_free(A);
-    return ierr;
 }
 
 /* The values-only re-set-up from new values already in the device's memory, `reps` times (a
  * fresh resident copy made before each, outside the clock): the median seconds. */
-static int pcs_update_resident(hk_solver *s, const hk_backend_ops *be, const hk_bcsr *K,
-                               const hk_resident_bcsr *master, int reps, double *seconds)
+static int pcs_update_resident(hk_solver *s, const hk_backend_ops *be, const hk_bcsr *K, int reps,
+                               double *seconds)
 {
     double t[8];
     if (reps > 8) reps = 8;
     for (int k = 0; k < reps; k++) {
         hk_resident_bcsr A;
-        HK_CALL(pcs_resident_copy(be, K, master, &A));
+        HK_CALL(pcs_resident_copy(be, K, &A));
         const double t0 = hk_time();
         HK_CALL(hk_solver_update_values_resident(s, &A));
         t[k] = hk_time() - t0;
@@ -312,7 +300,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     const hk_bcsr *K = &r->sys.K;
     double *coords = NULL;
     pcs_clock clk = {0, 0, NULL, NULL};
-    hk_resident_bcsr master = {0}, A = {0};
+    hk_resident_bcsr A = {0};
     snprintf(text, sizeof text, "backend=%s method=%s pc=%s tol=1e-8 maxit=20000%s", backend,
              method, pc, extra);
     HK_TRY(hk_options_create(&o));
@@ -329,8 +317,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     hk_nearnull nn;
     HK_TRY(hk_run_nearnull(r, &nn, &coords));
     if (resident) { /* K in the device's memory before the clock, as a device assembly leaves it */
-        HK_TRY(pcs_resident_copy(bh, K, NULL, &master));
-        HK_TRY(pcs_resident_copy(bh, K, &master, &A));
+        HK_TRY(pcs_resident_copy(bh, K, &A));
         HK_TRY(hk_solver_create_resident(&A, &nn, o, &s));
     } else
         HK_TRY(hk_solver_create_nearnull(K, &nn, o, &s));
@@ -368,7 +355,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     row->spmv_s = tm;
     /* the values-only re-set-up with the same K (a new K of the same pattern costs the same) */
     if (resident)
-        HK_TRY(pcs_update_resident(s, bh, K, &master, 3, &row->update_s));
+        HK_TRY(pcs_update_resident(s, bh, K, 3, &row->update_s));
     else {
         pcs_update up = {s, K};
         HK_TRY(hk_bench_time(pcs_update_once, &up, 1, 3, 0.0, &row->update_s));
@@ -378,7 +365,6 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
 
 fail:
     if (A.be) hk_resident_bcsr_free(&A);
-    if (master.be) hk_resident_bcsr_free(&master);
     free(clk.it);
     free(clk.t);
     hk_vec_destroy(x);

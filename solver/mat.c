@@ -182,20 +182,9 @@ int hk_mat_convert(const hk_mat *src, hk_mat **Aout)
     *Aout = NULL;
     HK_CALL(convertible(src));
     HK_CALL(hk_calloc(1, sizeof *A, &A));
-    A->be = src->be;
-    A->fmt = src->fmt;
-    A->asked = src->asked;
+    *A = *src; /* the settings; the built arrays and statistics are mat_convert's */
     A->prec = HK_FP32;
-    A->bs = src->bs;
-    A->nrows = src->nrows;
-    A->ncols = src->ncols;
-    A->slice = src->slice;
-    A->sigma = src->sigma;
-    A->tpr = src->tpr;
-    A->csr_kernel = src->csr_kernel;
-    A->pcsr_partition = src->pcsr_partition;
-    A->pcsr_pad = src->pcsr_pad;
-    A->pcsr_prefetch = src->pcsr_prefetch;
+    A->bdata = NULL;
     const int ierr = src->be->mat_convert(A, src);
     if (ierr) {
         free(A);

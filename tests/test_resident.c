@@ -199,12 +199,10 @@ static void test_update_values(void)
 /* A copy of K in backend be's memory through the backend's upload. */
 static void upload_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A)
 {
-    const int64_t nnzb = K->rowptr[K->nbrows];
-    HK_ASSERT_OK(hk_resident_bcsr_alloc(be, K->bs, K->nbrows, K->nbcols, nnzb, A));
-    HK_ASSERT_OK(be->copy_to(A->rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof *K->rowptr));
-    HK_ASSERT_OK(be->copy_to(A->colind, K->colind, (size_t)nnzb * sizeof *K->colind));
-    HK_ASSERT_OK(be->copy_to(A->val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof *K->val));
+    hk_bmat B;
+    HK_ASSERT_OK(hk_bmat_upload(be, K, &B));
     HK_ASSERT_OK(be->sync());
+    *A = (hk_resident_bcsr){be, B.br, B.nbrows, B.nbcols, B.nnzb, B.rowptr, B.colind, B.val};
 }
 
 /* New values already in the backend's memory (hk_solver_update_values_resident): the host
