@@ -542,6 +542,26 @@ for step in "$@"; do
         echo "(status $?)"; grep -v 'solve: iteration' /tmp/amgncu.err | tail -30
         grep -v '^==PROF==' /tmp/amgncu.csv | python3 scripts/ncu-sum.py 70
         rm -f /tmp/amgncu.*; } > "$OUT/amgncu.md" 2>&1 ;;
+    amgnsys) # issue 29: the kernels, copies and API calls of the resident AMG set-up, solve and
+             # values-only updates at 2.52M (bench pcs --resident amg under nsys), after the
+             # phases of the same run (HOOKE_AMG_PROFILE); NSYS_SIZE (geometry.size)
+      { BR=cases/bracket/bracket.yaml
+        echo "== bench pcs --resident amg, bracket geometry.size=${NSYS_SIZE:-0.001}"
+        HOOKE_AMG_PROFILE=1 timeout -k 5 60 $B/hooke bench pcs --backend cuda --no-cpu --resident \
+          --pcs amg --problem "$BR geometry.size=${NSYS_SIZE:-0.001}" 2>&1 |
+          grep -E '^### |^\| amg |amg (set-up|update)|amg cuda cg|levels \(|  set-up:|values-only|error' | cut -c1-420
+        if command -v nsys > /dev/null; then
+          echo "== nsys: the same run"
+          timeout -k 5 90 nsys profile --trace=cuda --force-overwrite=true -o /tmp/amgnsys \
+            $B/hooke bench pcs --backend cuda --no-cpu --resident --pcs amg \
+            --problem "$BR geometry.size=${NSYS_SIZE:-0.001}" > /dev/null 2>&1
+          echo "(status $?)"
+          { nsys stats -r cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_api_sum -f csv /tmp/amgnsys.nsys-rep 2>/dev/null ||
+            nsys stats -r gpukernsum,gpumemtimesum,cudaapisum -f csv /tmp/amgnsys.nsys-rep; } |
+            cut -c1-170 | head -120
+          rm -f /tmp/amgnsys.*
+        else echo "no nsys"; fi
+      } > "$OUT/amgnsys.md" 2>&1 ;;
     resident) # issue 29: bench pcs amg at 2.52M with K resident before the clock (as hooke run's
               # device assembly leaves it; the update from resident values) beside the upload path
       { BR=cases/bracket/bracket.yaml
