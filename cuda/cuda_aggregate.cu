@@ -608,3 +608,25 @@ fail:
     hk_bmat_free(T);
     return ierr;
 }
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
+// and the solve, for 2D and 3D elasticity.
+void hk_cu_aggregate_preload(void)
+{
+    static const void *const k[] = {
+        (const void *)k_strength_diag,
+        (const void *)k_strength_flags,
+        (const void *)k_strength_pick,
+        (const void *)k_strength_copy,
+        (const void *)k_agg_init,
+        (const void *)k_agg_max,
+        (const void *)k_agg_update,
+        (const void *)k_agg_rootflag,
+        (const void *)k_agg_first,
+        (const void *)k_agg_join,
+        (const void *)k_tent_scan_agg,
+        (const void *)k_tent_iota,
+        (const void *)k_tent_fill,
+        (const void *)k_tent_qr};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+}

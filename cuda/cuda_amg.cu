@@ -34,6 +34,19 @@ static int tmp_pools_init(void)
     return 0;
 }
 
+/* The first stream-ordered allocation of a process creates the pool (about 9 ms on an H200,
+ * against 0.05 ms for the next): hk_cu_init pays it with the device's start instead of the
+ * first set-up that allocates a temporary. */
+int hk_cu_pool_start(void)
+{
+    HK_CALL(tmp_pools_init());
+    if (!tmp_pools) return 0;
+    void *p = NULL;
+    HK_CU(cudaMallocAsync(&p, 256, hk_cu.stream));
+    HK_CU(cudaFreeAsync(p, hk_cu.stream));
+    return 0;
+}
+
 int hk_cu_tmp_alloc(void **p, size_t bytes)
 {
     *p = NULL;

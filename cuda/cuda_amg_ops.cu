@@ -357,3 +357,22 @@ int hk_cu_chol_inverse(double *a, int64_t n, double *b, unsigned long long *firs
     HK_CU_LAUNCHED();
     return 0;
 }
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
+// and the solve, for 2D and 3D elasticity.
+void hk_cu_amg_ops_preload(void)
+{
+    static const void *const k[] = {
+        (const void *)k_rigid_modes,
+        (const void *)k_bmat_spmv<float, float, 3, 6>,
+        (const void *)k_bmat_spmv<float, float, 6, 3>,
+        (const void *)k_bmat_spmv<float, float, 6, 6>,
+        (const void *)k_bmat_spmv<float, float, 2, 3>,
+        (const void *)k_bmat_spmv<float, float, 3, 2>,
+        (const void *)k_bmat_spmv<float, float, 3, 3>,
+        (const void *)k_chol_diag,
+        (const void *)k_chol_panel,
+        (const void *)k_chol_update,
+        (const void *)k_chol_solve};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+}

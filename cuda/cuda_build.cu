@@ -206,6 +206,23 @@ static int alloc_set(void **p, size_t bytes, int byte)
 
 /* ---- build ----------------------------------------------------------------------------- */
 
+/* HOOKE_CUDA_BUILD_PROFILE=1 (measurement): each format build's steps, the stream waited for
+ * after each, on stderr. */
+static int build_profile = -1;
+static double build_t[8];
+static int build_nt;
+
+static void build_stamp(void)
+{
+    if (build_profile < 0) {
+        const char *e = getenv("HOOKE_CUDA_BUILD_PROFILE");
+        build_profile = e && *e && strcmp(e, "0");
+    }
+    if (!build_profile || build_nt >= 8) return;
+    cudaStreamSynchronize(hk_cu.stream);
+    build_t[build_nt++] = hk_time();
+}
+
 struct build_src {
     int b;
     int64_t n, nnzb;
@@ -327,6 +344,7 @@ static int build_sliced(hk_mat *A, const build_src &s, const int32_t *len, int64
     const int64_t n = s.n, S = A->slice, nsl = (n + S - 1) / S;
     int64_t sigma = A->sigma <= 0 || A->sigma > n ? (n > 0 ? n : 1) : A->sigma;
     if (A->sigma == HK_SIGMA_AUTO && n > 0) HK_CALL(sigma_auto(len, n, L, (int)S, &sigma));
+    build_stamp();
     uint64_t *keys = NULL, *keys_out = NULL;
     int32_t *rows = NULL;
     int64_t *cnt = NULL;
@@ -369,11 +387,14 @@ static int build_sliced(hk_mat *A, const build_src &s, const int32_t *len, int64
     } else {
         HK_CU_TRY(cudaMemsetAsync(m->sptr, 0, 8, hk_cu.stream));
     }
+    build_stamp();
     HK_TRY(alloc_slots(A, s, slots, m));
+    build_stamp();
     if (A->prec == HK_FP32)
         HK_TRY(scatter<float>(s, S, m->perm, m->sptr, m));
     else
         HK_TRY(scatter<double>(s, S, m->perm, m->sptr, m));
+    build_stamp();
 fail:
     cudaStreamSynchronize(hk_cu.stream);
     cudaFree(keys);
@@ -435,12 +456,15 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
     m->shape.nnz = K->nnzb * bs * bs;
     A->nnz = m->shape.nnz;
 
+    build_nt = 0;
+    build_stamp();
     HK_TRY(hk_cu_malloc((void **)&len, (size_t)(s.n ? s.n : 1) * 4));
     if (s.n) {
         k_row_len<<<hk_cu_grid(s.n), HK_CU_BLOCK, 0, hk_cu.stream>>>(s.n, s.rowptr, len);
         HK_CU_TRY(cudaGetLastError());
     }
     HK_TRY(device_max(len, s.n, &L));
+    build_stamp();
     switch (fmt) {
     case HK_FMT_CSR:
     case HK_FMT_BSR:
@@ -462,10 +486,19 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
     m->shape.stored = A->stored;
     A->width = (fmt == HK_FMT_ELL || fmt == HK_FMT_BELL) ? m->shape.width : L;
     A->bytes = hk_fmt_bytes_shape(&m->shape, last_width, A->prec);
+    build_stamp();
     HK_TRY(hk_cu_mat_finish(A, m, L));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     cudaFree(len);
     hk_bmat_free(&E);
+    build_stamp();
+    if (build_profile > 0) {
+        fprintf(stderr, "cuda mat_build %s %s, %lld block rows of %d:", hk_format_name(fmt),
+                A->prec == HK_FP32 ? "fp32" : "fp64", (long long)s.n, s.b);
+        for (int k = 1; k < build_nt; k++)
+            fprintf(stderr, " %.3f", (build_t[k] - build_t[k - 1]) * 1e3);
+        fprintf(stderr, " ms (lengths; [sigma, order, slots, scatter;] layout; finish)\n");
+    }
     return 0;
 fail:
     cudaStreamSynchronize(hk_cu.stream);
@@ -795,4 +828,26 @@ fail:
     cudaFree(tmp);
     hk_bmat_free(B);
     return ierr;
+}
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
+// and the solve, for 2D and 3D elasticity.
+void hk_cu_build_preload(void)
+{
+    static const void *const k[] = {
+        (const void *)k_row_len,
+        (const void *)k_sort_keys,
+        (const void *)k_slice_width,
+        (const void *)k_scatter<double>,
+        (const void *)k_scatter<float>,
+        (const void *)k_convert<float>,
+        (const void *)k_rowptr32,
+        (const void *)k_expand,
+        (const void *)k_entry_rows,
+        (const void *)k_col_starts,
+        (const void *)k_transpose_blocks,
+        (const void *)k_len_count,
+        (const void *)k_compress_count,
+        (const void *)k_compress_fill};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
 }

@@ -263,3 +263,15 @@ fail:
     cudaFree(dfirst);
     return ierr;
 }
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
+// and the solve, for 2D and 3D elasticity.
+void hk_cu_diag_preload(void)
+{
+    static const void *const k[] = {
+        (const void *)k_block_inv<2>, (const void *)k_block_inv<3>, (const void *)k_block_inv<6>,
+        (const void *)k_diag_inv,
+        (const void *)k_decoupled,
+        (const void *)k_first_nonfinite};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+}

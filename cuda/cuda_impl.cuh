@@ -61,6 +61,8 @@ int hk_cu_first_row_read(const unsigned long long *d, int64_t *row);
  * HK_CU_NO_ROW on the stream (read it with hk_cu_first_row_read; never freed). */
 #define HK_CU_TMP_KEEP ((size_t)1 << 29)
 int hk_cu_tmp_alloc(void **p, size_t bytes);
+/* The pool created and its threshold set (once, by hk_cu_init). */
+int hk_cu_pool_start(void);
 void hk_cu_tmp_free(void *p);
 int hk_cu_setup_flag(unsigned long long **d);
 
@@ -126,6 +128,20 @@ void hk_cu_vec_init_grids(void);
 void hk_cu_fused_init_grids(void);
 void hk_cu_spmv_init_grids(void);
 extern void (*const hk_cu_grid_inits[])(void);
+/* Kernels loaded at the device's start rather than at their first launch. With lazy loading
+ * (the default since CUDA 12.2) a file's module is loaded at the first launch of any of its
+ * kernels and each kernel at its own: in the first AMG set-up of a process that took about
+ * 10 ms at 2.1M DOFs (H200), inside the set-up's time. hk_cu_init runs the files' lists
+ * (hk_cu_preloads, NULL-terminated, in cuda_core.cu): the solve's and the AMG set-up's kernels
+ * for 2D and 3D elasticity; HOOKE_CUDA_PRELOAD=0 leaves them to lazy loading. */
+void hk_cu_preload(const void *const *kernels, int n);
+void hk_cu_sparse_preload(void);
+void hk_cu_aggregate_preload(void);
+void hk_cu_build_preload(void);
+void hk_cu_amg_ops_preload(void);
+void hk_cu_diag_preload(void);
+void hk_cu_spmv_preload(void);
+extern void (*const hk_cu_preloads[])(void);
 
 /* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
 enum {

@@ -1641,3 +1641,38 @@ fail:
     hk_bmat_free(&A), hk_bmat_free(&C);
     return ierr;
 }
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
+// and the solve, for 2D and 3D elasticity.
+void hk_cu_sparse_preload(void)
+{
+    static const void *const k[] = {
+        (const void *)sp_rows<true>,
+        (const void *)sp_rows<false>,
+        (const void *)sp_bound,
+        (const void *)spo_rows<6, 3, 6, 32>,
+        (const void *)spo_rows<6, 6, 6, 32>,
+        (const void *)spo_rows<3, 2, 3, 32>,
+        (const void *)spo_rows<3, 3, 3, 32>,
+        (const void *)spr_rows<3, 3, 6>,
+        (const void *)spr_rows<6, 6, 6>,
+        (const void *)spr_rows<2, 2, 3>,
+        (const void *)spr_rows<3, 3, 3>,
+        (const void *)tp_columns,
+        (const void *)tp_pattern<false>,
+        (const void *)tp_pattern<true>,
+        (const void *)tp_values<3, 6>,
+        (const void *)tp_values<6, 6>,
+        (const void *)tp_values<2, 3>,
+        (const void *)tp_values<3, 3>,
+        (const void *)sp_smooth,
+        (const void *)sp_subset,
+        (const void *)sp_transpose_values,
+        (const void *)sp_scatter,
+        (const void *)sp_decouple,
+        (const void *)sp_nonfinite,
+        (const void *)sp_to_float,
+        (const void *)sp_gemv<float>,
+        (const void *)sp_gemv<double>};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+}

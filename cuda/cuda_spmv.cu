@@ -1087,3 +1087,23 @@ fail:
     }
     return ierr;
 }
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
+// and the solve, for 2D and 3D elasticity.
+void hk_cu_spmv_preload(void)
+{
+    static const void *const k[] = {
+        (const void *)k_sell_wide<float, 3, epi_cheb<float>>,
+        (const void *)k_sell_wide<float, 6, epi_cheb<float>>,
+        (const void *)k_sell_wide<double, 3, epi_store<double>>,
+        (const void *)k_sell_wide<float, 3, epi_store<float>>,
+        (const void *)k_sell_wide<float, 6, epi_store<float>>,
+        (const void *)k_bsr<float, 6, epi_cheb<float>>,
+        (const void *)k_bsr<float, 6, epi_store<float>>,
+        (const void *)k_cheb<float, 3>,
+        (const void *)k_cheb<float, 6>,
+        (const void *)k_sell_wide<float, 2, epi_cheb<float>>,
+        (const void *)k_sell_wide<double, 2, epi_store<double>>,
+        (const void *)k_sell_wide<float, 3, epi_store<float>>};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+}
