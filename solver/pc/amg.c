@@ -1036,10 +1036,12 @@ static void print_phases(const char *what, const hk_amg_phases *p, double cpu)
             "%.3f, tentative %.3f, smoother+bound %.3f, P smoothing %.3f, Galerkin %.3f, level "
             "matrices %.3f, coarsest %.3f, total %.3f (CPU %.3f)\n"
             "amg %s products: A T %.4f, P smoothing %.4f, R = P^T %.4f, A P %.4f, R (A P) %.4f, "
-            "their values' allocations and frees %.4f\n",
+            "their values' allocations and frees %.4f; near-null: diagonal check %.4f, "
+            "decoupled dofs %.4f, modes %.4f\n",
             what, p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother,
             p->prolongator, p->galerkin, p->matrices, p->coarse, p->total, cpu, what, p->at,
-            p->smooth, p->transpose, p->ap, p->rap, p->values);
+            p->smooth, p->transpose, p->ap, p->rap, p->values, p->diag_check, p->decoupled,
+            p->modes);
 }
 
 static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
@@ -1055,11 +1057,14 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     double t0;
 
     HK_CALL(check_diagonal(pc, K));
+    ph->diag_check = now_synced(be) - t_start;
     hk_vec_destroy(d->dec);
     d->dec = NULL;
     HK_CALL(decoupled_dofs(pc, K, &d->dec));
+    ph->decoupled = now_synced(be) - t_start - ph->diag_check;
     HK_CALL(nearnull_build(pc, d, K, d->dec, &B));
     ph->nearnull = now_synced(be) - t_start;
+    ph->modes = ph->nearnull - ph->diag_check - ph->decoupled;
 
     const hk_bmat *Al = K; /* the current level's operator (level 0: K, not owned) */
     int l = 0;

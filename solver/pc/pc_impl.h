@@ -194,6 +194,8 @@ typedef struct hk_amg_phases {
     /* inside prolongator and galerkin (HOOKE_AMG_PROFILE's second line): A T, its smoothing
      * into P, R = P^T, A P, R (A P), and the allocations and frees of their values */
     double at, smooth, transpose, ap, rap, values;
+    /* inside near-null: the diagonal's check, the decoupled dofs, the modes on the backend */
+    double diag_check, decoupled, modes;
 } hk_amg_phases;
 typedef struct hk_amg_stats {
     int nlevels;
