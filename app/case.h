@@ -126,6 +126,9 @@ typedef struct hk_case {
     int nsolver_keys;
     char (*solver_keys)[HK_CASE_NAME];
     hk_case_loc *solver_loc;
+    /* solver.dist.partition (docs/parallel.md): which mesh a distributed run cuts, an
+     * hk_part_cut of app/run_part.h; kept out of the solver's options (it is the run's) */
+    int dist_partition;
 
     char output[HK_CASE_PATH]; /* resolved .vtu path */
     unsigned fields;           /* HK_FIELD_* bits */

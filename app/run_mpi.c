@@ -446,7 +446,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
 
     /* 2. the parts */
-    ierr = me == 0 ? hk_part_distribute(w, &r0.model.problem, &prep, &pt, &ps)
+    ierr = me == 0 ? hk_part_distribute(w, &r0.model.problem, &prep, c->dist_partition, &pt, &ps)
                    : hk_part_receive(w, &pt);
     /* agreed before the broadcasts: a process that failed here must not skip them alone */
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
@@ -457,7 +457,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     say(&L,
         "partition: %d parts by %s in %.2f s, %lld..%lld owned nodes, %lld..%lld cells, up to "
         "%lld ghost nodes",
-        P, hk_partitioner_name(), ps.t_cut, (long long)ps.min_nodes, (long long)ps.max_nodes,
+        P, ps.by, ps.t_cut, (long long)ps.min_nodes, (long long)ps.max_nodes,
         (long long)ps.min_cells, (long long)ps.max_cells, (long long)ps.max_ghosts);
 
     /* 3. every process: its rows, on its device where one process would assemble there (the

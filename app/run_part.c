@@ -229,10 +229,11 @@ static idx_t dual_neighbours(idx_t e, const idx_t *eptr, const idx_t *eind, cons
 }
 
 /* METIS_PartMeshDual's cell parts with its dual graph built on the threads: the same graph in
- * the same order (so the same parts, bit for bit), then the same k-way call. 1 in *done when
- * it partitioned; 0 leaves the cut to hk_partition_cells (sizes past idx_t, parts unused). */
+ * the same order (so the same parts, bit for bit), then the same k-way call, with the cells'
+ * weights vwgt (NULL: 1 each). 1 in *done when it partitioned; 0 leaves the cut to
+ * hk_partition_cells (sizes past idx_t, parts unused). */
 static int metis_dual(int64_t ne64, const int64_t *cptr, const int32_t *cnodes, int64_t nn64,
-                      idx_t ncommon, int P, int32_t *cpart, int *done)
+                      idx_t ncommon, int P, idx_t *vwgt, int32_t *cpart, int *done)
 {
     int ierr = 0;
     *done = 0;
@@ -313,7 +314,7 @@ static int metis_dual(int64_t ne64, const int64_t *cptr, const int32_t *cnodes, 
         METIS_SetDefaultOptions(opt); /* as hk_partition_cells */
         opt[METIS_OPTION_SEED] = 12345;
         opt[METIS_OPTION_NUMBERING] = 0;
-        if (METIS_PartGraphKway(&ne, &ncon, xadj, adj, NULL, NULL, NULL, &np, NULL, NULL, opt, &cut,
+        if (METIS_PartGraphKway(&ne, &ncon, xadj, adj, vwgt, NULL, NULL, &np, NULL, NULL, opt, &cut,
                                 ep) != METIS_OK)
             goto fail; /* hk_partition_cells says why */
         char *used = NULL;
@@ -334,28 +335,116 @@ fail:
 }
 #endif
 
-/* cell part, node owner (lowest part among its cells, 0 for a node of no cell), global ids
- * part after part in the mesh's order, starts[q] the first global id of part q. */
-static int partition(const hk_mesh *m, int P, int32_t *cpart, int32_t *owner, int64_t *gid,
-                     int64_t *starts)
+const char *const hk_part_cut_names[] = {"auto", "coarse", "fine", NULL};
+
+/* The corners of cells es (the first ones of each cell's nodes) as a CSR list. */
+static int corner_lists(const hk_elems *es, int64_t **cptr_out, int32_t **cnodes_out)
 {
     int ierr = 0;
-    const int64_t ne = m->cells.n, nn = m->nnodes;
+    const int64_t ne = es->n;
     int64_t *cptr = NULL;
     int32_t *cnodes = NULL;
     HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *cptr, &cptr));
     cptr[0] = 0;
     for (int64_t e = 0; e < ne; e++)
-        cptr[e + 1] = cptr[e] + hk_eltype_ncorners((hk_eltype)m->cells.type[e]);
+        cptr[e + 1] = cptr[e] + hk_eltype_ncorners((hk_eltype)es->type[e]);
     HK_TRY(hk_malloc((size_t)(cptr[ne] + 1) * sizeof *cnodes, &cnodes));
     for (int64_t e = 0; e < ne; e++)
-        memcpy(cnodes + cptr[e], m->cells.nodes + m->cells.ptr[e],
+        memcpy(cnodes + cptr[e], es->nodes + es->ptr[e],
                (size_t)(cptr[e + 1] - cptr[e]) * sizeof *cnodes);
-    int done = 0;
+fail:
+    if (ierr) free(cptr), free(cnodes), cptr = NULL, cnodes = NULL;
+    *cptr_out = cptr;
+    *cnodes_out = cnodes;
+    return ierr;
+}
+
 #ifdef HOOKE_HAVE_METIS
-    HK_TRY(metis_dual(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart, &done));
+static int cmp_i32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The cells cut on the coarse mesh m->coarse: METIS on its dual graph (its corners numbered
+ * 0, 1, ... in the order of their node numbers), each coarse cell weighted by its fine cells,
+ * and every fine cell given its ancestor's part. 1 in *done when every part has cells. */
+static int cut_coarse(const hk_mesh *m, int P, int32_t *cpart, int *done)
+{
+    int ierr = 0;
+    const int64_t nc = m->coarse.n, ne = m->cells.n;
+    int64_t *cptr = NULL, nu = 0;
+    int32_t *cnodes = NULL, *uniq = NULL, *ppart = NULL;
+    idx_t *wgt = NULL;
+    *done = 0;
+    HK_TRY(corner_lists(&m->coarse, &cptr, &cnodes));
+    HK_TRY(hk_malloc((size_t)(cptr[nc] + 1) * sizeof *uniq, &uniq));
+    memcpy(uniq, cnodes, (size_t)cptr[nc] * sizeof *uniq);
+    qsort(uniq, (size_t)cptr[nc], sizeof *uniq, cmp_i32);
+    for (int64_t k = 0; k < cptr[nc]; k++)
+        if (!nu || uniq[k] != uniq[nu - 1]) uniq[nu++] = uniq[k];
+    for (int64_t k = 0; k < cptr[nc]; k++)
+        cnodes[k] =
+            (int32_t)((int32_t *)bsearch(cnodes + k, uniq, (size_t)nu, sizeof *uniq, cmp_i32) -
+                      uniq);
+    HK_TRY(hk_calloc((size_t)nc + 1, sizeof *wgt, &wgt));
+    for (int64_t f = 0; f < ne; f++)
+        wgt[m->cell_coarse[f]]++;
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *ppart, &ppart));
+    HK_TRY(metis_dual(nc, cptr, cnodes, nu, m->dim == 2 ? 2 : 3, P, wgt, ppart, done));
+    if (*done) {
+#pragma omp parallel for schedule(static)
+        for (int64_t f = 0; f < ne; f++)
+            cpart[f] = ppart[m->cell_coarse[f]];
+    }
+fail:
+    free(cptr);
+    free(cnodes);
+    free(uniq);
+    free(ppart);
+    free(wgt);
+    return ierr;
+}
 #endif
-    if (!done) HK_TRY(hk_partition_cells(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart));
+
+/* cell part (on the mesh cut asks for, how in by), node owner (lowest part among its cells, 0
+ * for a node of no cell), global ids part after part in the mesh's order, starts[q] the first
+ * global id of part q. */
+static int partition(const hk_mesh *m, int P, hk_part_cut cut, int32_t *cpart, int32_t *owner,
+                     int64_t *gid, int64_t *starts, char *by, size_t nby)
+{
+    int ierr = 0;
+    const int64_t ne = m->cells.n, nn = m->nnodes, nc = m->coarse.n;
+    const int refined = m->cell_coarse && nc > 0;
+    int64_t *cptr = NULL;
+    int32_t *cnodes = NULL;
+    int done = 0;
+    char why[96] = "";
+    if (refined && cut != HK_PART_FINE && P > 1) {
+#ifdef HOOKE_HAVE_METIS
+        if (cut == HK_PART_COARSE || nc >= (int64_t)HK_PART_COARSE_MIN * P) {
+            HK_TRY(cut_coarse(m, P, cpart, &done));
+            if (!done) snprintf(why, sizeof why, "; cut on the coarse mesh, a part was empty");
+        } else
+            snprintf(why, sizeof why, "; the coarse mesh's %lld cells are under %d a part",
+                     (long long)nc, HK_PART_COARSE_MIN);
+#else
+        snprintf(why, sizeof why, "; without METIS the coarse mesh is not cut");
+#endif
+    } else if (!refined && cut == HK_PART_COARSE)
+        snprintf(why, sizeof why, "; no coarse mesh: Hooke did not refine this one");
+    if (done) {
+        snprintf(by, nby, "%s on the coarse mesh (%lld cells)", hk_partitioner_name(),
+                 (long long)nc);
+    } else {
+        HK_TRY(corner_lists(&m->cells, &cptr, &cnodes));
+#ifdef HOOKE_HAVE_METIS
+        HK_TRY(metis_dual(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, NULL, cpart, &done));
+#endif
+        if (!done) HK_TRY(hk_partition_cells(ne, cptr, cnodes, nn, m->dim == 2 ? 2 : 3, P, cpart));
+        snprintf(by, nby, "%s on the %s (%lld cells%s)", hk_partitioner_name(),
+                 refined ? "fine mesh" : "mesh", (long long)ne, why);
+    }
     for (int64_t v = 0; v < nn; v++)
         owner[v] = P;
     for (int64_t e = 0; e < ne; e++)
@@ -594,8 +683,8 @@ fail:
     return ierr;
 }
 
-int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep, hk_part *mine,
-                       hk_part_stats *st)
+int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep,
+                       hk_part_cut cut, hk_part *mine, hk_part_stats *st)
 {
     int ierr = 0;
     const int P = hk_comm_size(c);
@@ -615,7 +704,7 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *x.loc, &x.loc));
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gnodes, &x.gnodes));
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gn, &x.gn));
-    HK_TRY(partition(m, P, cpart, owner, gid, starts));
+    HK_TRY(partition(m, P, cut, cpart, owner, gid, starts, st->by, sizeof st->by));
     st->t_cut = hk_time() - t0;
     for (int64_t v = 0; v < m->nnodes; v++)
         x.loc[v] = -1;

@@ -24,19 +24,27 @@ typedef struct hk_part {
     double *node_dT;             /* per node, NULL: none */
 } hk_part;
 
+/* Which mesh the cells are cut on (solver.dist.partition, docs/parallel.md): auto (the coarse
+ * mesh where Hooke refined the mesh and the coarse mesh has HK_PART_COARSE_MIN cells a part,
+ * else the fine), coarse (where there is one), fine (the cells themselves). */
+typedef enum hk_part_cut { HK_PART_AUTO = 0, HK_PART_COARSE, HK_PART_FINE } hk_part_cut;
+extern const char *const hk_part_cut_names[]; /* by hk_part_cut, NULL-terminated */
+enum { HK_PART_COARSE_MIN = 32 };
+
 /* What the partition made, for the progress line. */
 typedef struct hk_part_stats {
+    char by[160]; /* how the cells were cut: "metis on the coarse mesh (9016 cells)" */
     int64_t min_nodes, max_nodes, max_ghosts, min_cells, max_cells;
     double seconds;       /* all of it: */
     double t_cut, t_sent; /* the partition and numbering; building, packing, sending the parts */
 } hk_part_stats;
 
 /* Rank 0: cut the model of p (its mesh and prep, the system hk_assemble_prepare made) into one
- * part per process (cells by hk_partition_cells, a node to the lowest part among its cells,
- * nodes in no cell to part 0), keep part 0 in *mine and send the others. Ranks > 0:
- * hk_part_receive. Collective. */
-int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep, hk_part *mine,
-                       hk_part_stats *st);
+ * part per process (cells by METIS or hk_partition_cells, on the coarse mesh as cut asks, a
+ * node to the lowest part among its cells, nodes in no cell to part 0), keep part 0 in *mine
+ * and send the others. Ranks > 0: hk_part_receive. Collective. */
+int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep,
+                       hk_part_cut cut, hk_part *mine, hk_part_stats *st);
 int hk_part_receive(const hk_comm *c, hk_part *mine);
 void hk_part_free(hk_part *pt);
 

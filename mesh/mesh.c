@@ -33,6 +33,8 @@ void hk_mesh_free(hk_mesh *m)
     }
     free(m->regions);
     free(m->boundaries);
+    hk_elems_free(&m->coarse);
+    free(m->cell_coarse);
     memset(m, 0, sizeof *m);
 }
 

@@ -213,6 +213,11 @@ int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid)
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nk; k++)
         c->nodes[k] = newid[c->nodes[k]];
+    /* the coarse mesh's corners are nodes of this one */
+    const int64_t nck = m->coarse.n ? m->coarse.ptr[m->coarse.n] : 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nck; k++)
+        m->coarse.nodes[k] = newid[m->coarse.nodes[k]];
     for (int gi = 0; gi < m->nboundaries; gi++) {
         hk_group *g = &m->boundaries[gi];
         hk_elems *f = &g->elems;

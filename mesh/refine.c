@@ -515,14 +515,15 @@ static double child_sign(const hk_elems *ch, int64_t c, const double *x, int dim
 
 /* Split the quadratic cells of m into their children, straightening the higher-order nodes
  * of a cell where a child would be inverted (a node projected onto a strongly curved
- * surface); the regions follow. */
+ * surface); the regions and the coarse ancestors follow (a cell's children take its place,
+ * in order: a first level's parent is the ancestor). */
 static int split_cells(hk_mesh *m, const split_tab *tab, const hk_elev_geom *g,
                        int64_t *straightened)
 {
     int ierr = 0;
     hk_elems ch;
     int64_t *first = NULL;
-    int32_t *reg = NULL;
+    int32_t *reg = NULL, *anc = NULL;
     uint8_t *done = NULL, *bad = NULL, *curved = NULL;
     const hk_elems *q = &m->cells;
     memset(&ch, 0, sizeof ch);
@@ -564,20 +565,27 @@ static int split_cells(hk_mesh *m, const split_tab *tab, const hk_elev_geom *g,
         first = NULL;
     }
     HK_TRY(hk_malloc((size_t)(ch.n ? ch.n : 1) * sizeof *reg, &reg));
+    HK_TRY(hk_malloc((size_t)(ch.n ? ch.n : 1) * sizeof *anc, &anc));
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < q->n; e++)
-        for (int64_t c = first[e]; c < first[e + 1]; c++)
+        for (int64_t c = first[e]; c < first[e + 1]; c++) {
             reg[c] = m->cell_region ? m->cell_region[e] : 0;
+            anc[c] = m->cell_coarse ? m->cell_coarse[e] : (int32_t)e;
+        }
     hk_elems_free(&m->cells);
     m->cells = ch;
     memset(&ch, 0, sizeof ch);
     free(m->cell_region);
     m->cell_region = reg;
     reg = NULL;
+    free(m->cell_coarse);
+    m->cell_coarse = anc;
+    anc = NULL;
 fail:
     hk_elems_free(&ch);
     free(first);
     free(reg);
+    free(anc);
     free(done);
     free(bad);
     free(curved);
@@ -590,7 +598,7 @@ fail:
 int hk_mesh_localize(hk_mesh *m, const hk_elev_geom *g)
 {
     int ierr = 0;
-    int32_t *newid = NULL, *reg = NULL;
+    int32_t *newid = NULL, *reg = NULL, *anc = NULL;
     int64_t *cnt = NULL, *perm = NULL;
     hk_elems q;
     memset(&q, 0, sizeof q);
@@ -623,6 +631,7 @@ int hk_mesh_localize(hk_mesh *m, const hk_elev_geom *g)
     HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *q.tag, &q.tag));
     HK_TRY(hk_malloc((size_t)(c->ptr[c->n] ? c->ptr[c->n] : 1) * sizeof *q.nodes, &q.nodes));
     HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *reg, &reg));
+    if (m->cell_coarse) HK_TRY(hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *anc, &anc));
     q.ptr[0] = 0;
     for (int64_t e = 0; e < c->n; e++)
         q.ptr[perm[e] + 1] = c->ptr[e + 1] - c->ptr[e];
@@ -634,6 +643,7 @@ int hk_mesh_localize(hk_mesh *m, const hk_elev_geom *g)
         q.type[p] = c->type[e];
         q.tag[p] = c->tag[e];
         reg[p] = m->cell_region ? m->cell_region[e] : 0;
+        if (anc) anc[p] = m->cell_coarse[e];
         memcpy(q.nodes + q.ptr[p], c->nodes + c->ptr[e],
                (size_t)(c->ptr[e + 1] - c->ptr[e]) * sizeof *q.nodes);
     }
@@ -643,13 +653,44 @@ int hk_mesh_localize(hk_mesh *m, const hk_elev_geom *g)
     free(m->cell_region);
     m->cell_region = reg;
     reg = NULL;
+    if (anc) {
+        free(m->cell_coarse);
+        m->cell_coarse = anc;
+        anc = NULL;
+    }
 fail:
     free(newid);
     free(reg);
+    free(anc);
     free(cnt);
     free(perm);
     hk_elems_free(&q);
     return ierr;
+}
+
+/* The cells before the first refinement into m->coarse (a copy; their nodes are the fine
+ * mesh's corners, renumbered with it). A mesh refined again keeps its first coarse mesh. */
+static int keep_coarse(hk_mesh *m)
+{
+    const hk_elems *c = &m->cells;
+    hk_elems *k = &m->coarse;
+    const int64_t nref = c->ptr[c->n];
+    hk_elems_free(k);
+    k->n = c->n;
+    int ierr = hk_malloc((size_t)(c->n ? c->n : 1), &k->type);
+    if (!ierr) ierr = hk_malloc((size_t)(c->n + 1) * sizeof *k->ptr, &k->ptr);
+    if (!ierr) ierr = hk_malloc((size_t)(nref ? nref : 1) * sizeof *k->nodes, &k->nodes);
+    if (!ierr) ierr = hk_malloc((size_t)(c->n ? c->n : 1) * sizeof *k->tag, &k->tag);
+    if (ierr) {
+        hk_elems_free(k);
+        return ierr;
+    }
+    memcpy(k->type, c->type, (size_t)c->n);
+    memcpy(k->ptr, c->ptr, (size_t)(c->n + 1) * sizeof *k->ptr);
+    memcpy(k->nodes, c->nodes, (size_t)nref * sizeof *k->nodes);
+    for (int64_t e = 0; e < c->n; e++)
+        k->tag[e] = c->tag ? c->tag[e] : e + 1;
+    return 0;
 }
 
 int hk_mesh_refine_geom(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st)
@@ -689,6 +730,7 @@ int hk_mesh_refine_geom(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_r
              (long long)m->cells.n, levels, levels == 1 ? "" : "s", cells);
     st->levels = levels;
     st->cells_before = m->cells.n, st->nodes_before = m->nnodes;
+    if (levels && !m->cell_coarse) HK_CALL(keep_coarse(m));
     HK_CALL(hk_mesh_measure_quality(m, &st->before));
     for (int l = 0; l < levels; l++) {
         hk_elev_geom gl;

@@ -1,9 +1,24 @@
 /* solver: options by name (the library's hk_options), nested mappings joined with dots. */
 #include "reader.h"
+#include "run_part.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* solver.dist.partition: the run's, not the solver library's (app/run_part.c). */
+static int read_dist_partition(case_ctx *x, const char *s, struct fy_node *val)
+{
+    for (int i = 0; hk_part_cut_names[i]; i++)
+        if (!strcmp(s, hk_part_cut_names[i])) {
+            x->c->dist_partition = i;
+            return 0;
+        }
+    return case_err_at(x, val,
+                       "solver.dist.partition '%s' is not valid; choose auto (the coarse mesh "
+                       "where the mesh was refined), coarse or fine",
+                       s);
+}
 
 static int add_solver_key(case_ctx *x, const char *key, struct fy_node *val,
                           struct fy_node *keynode)
@@ -11,6 +26,7 @@ static int add_solver_key(case_ctx *x, const char *key, struct fy_node *val,
     hk_case *c = x->c;
     const char *s = case_scalar(val);
     if (!s) return case_err_at(x, keynode, "solver option '%s' must have a single value", key);
+    if (!strcmp(key, "dist.partition")) return read_dist_partition(x, s, val);
     if (!strcmp(s, "true") || !strcmp(s, "yes"))
         s = "1";
     else if (!strcmp(s, "false") || !strcmp(s, "no"))

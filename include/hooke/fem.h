@@ -106,6 +106,12 @@ typedef struct hk_mesh {
     hk_group *regions;
     int nboundaries;
     hk_group *boundaries;
+    /* Set by refinement (hk_mesh_refine, geometry.refine), empty (n 0, NULL) without it: the
+     * cells before the first refinement, their corners in this mesh's node numbering (a
+     * coarse corner stays a node of the fine mesh), and each cell's coarse ancestor (cells.n
+     * indices into coarse), for cutting a model on its coarse mesh (app/run_part.c). */
+    hk_elems coarse;
+    int32_t *cell_coarse;
 } hk_mesh;
 
 void hk_mesh_free(hk_mesh *m);
