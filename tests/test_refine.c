@@ -369,6 +369,11 @@ static void copy_mesh(const hk_mesh *a, hk_mesh *b)
     copy_elems(&a->cells, &b->cells);
     b->cell_region = malloc((size_t)a->cells.n * sizeof *b->cell_region);
     memcpy(b->cell_region, a->cell_region, (size_t)a->cells.n * sizeof *b->cell_region);
+    if (a->coarse.n) copy_elems(&a->coarse, &b->coarse);
+    if (a->cell_coarse) {
+        b->cell_coarse = malloc((size_t)a->cells.n * sizeof *b->cell_coarse);
+        memcpy(b->cell_coarse, a->cell_coarse, (size_t)a->cells.n * sizeof *b->cell_coarse);
+    }
     b->regions = calloc((size_t)a->nregions, sizeof *b->regions);
     memcpy(b->regions, a->regions, (size_t)a->nregions * sizeof *b->regions);
     b->boundaries = calloc((size_t)a->nboundaries, sizeof *b->boundaries);
@@ -487,6 +492,18 @@ static void same_bytes(const hk_mesh *a, const hk_mesh *b)
         CU_ASSERT_EQUAL_FATAL(fa->n, fb->n);
         CU_ASSERT(!memcmp(fa->nodes, fb->nodes, (size_t)fa->ptr[fa->n] * sizeof *fa->nodes));
     }
+    /* the coarse mesh and each cell's ancestor in it */
+    CU_ASSERT_EQUAL_FATAL(a->coarse.n, b->coarse.n);
+    CU_ASSERT_EQUAL_FATAL(!a->cell_coarse, !b->cell_coarse);
+    if (a->cell_coarse)
+        CU_ASSERT(
+            !memcmp(a->cell_coarse, b->cell_coarse, (size_t)a->cells.n * sizeof *a->cell_coarse));
+    if (a->coarse.n) {
+        CU_ASSERT(!memcmp(a->coarse.ptr, b->coarse.ptr,
+                          (size_t)(a->coarse.n + 1) * sizeof *a->coarse.ptr));
+        CU_ASSERT(!memcmp(a->coarse.nodes, b->coarse.nodes,
+                          (size_t)a->coarse.ptr[a->coarse.n] * sizeof *a->coarse.nodes));
+    }
 }
 
 static void test_threads(void)
@@ -504,6 +521,162 @@ static void test_threads(void)
         hk_mesh_free(&a);
         hk_mesh_free(&b);
     }
+    omp_set_num_threads(threads);
+}
+
+/* ---- each cell's coarse ancestor ------------------------------------------------------------ */
+
+/* 1 when point x lies in the linear cell of type t with corners xc (3 each), to a relative
+ * tolerance: the corner map inverted by Newton from the reference centroid, then the reference
+ * element's inequalities (Gmsh's: simplices on [0,1], quads and hexes on [-1,1]^d, wedges a
+ * triangle times [-1,1], pyramids base [-1,1]^2 at zeta 0 and apex at zeta 1). */
+static int inside_cell(hk_eltype t, const double *xc, const double *x)
+{
+    const int d = hk_eltype_get(t)->dim;
+    double r[3], y[3], J[3][3];
+    hk_eltype_centroid(t, r);
+    for (int it = 0; it < 50; it++) {
+        hk_mesh_linear_map(t, xc, r, y, J);
+        double f[3] = {x[0] - y[0], x[1] - y[1], x[2] - y[2]}, dr[3] = {0, 0, 0};
+        if (d == 2) {
+            const double det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+            dr[0] = (f[0] * J[1][1] - f[1] * J[0][1]) / det;
+            dr[1] = (J[0][0] * f[1] - J[1][0] * f[0]) / det;
+        } else {
+            const double det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+                               J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+                               J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+            for (int c = 0; c < 3; c++) { /* Cramer: column c replaced by f */
+                double A[3][3];
+                memcpy(A, J, sizeof A);
+                for (int a = 0; a < 3; a++)
+                    A[a][c] = f[a];
+                dr[c] = (A[0][0] * (A[1][1] * A[2][2] - A[1][2] * A[2][1]) -
+                         A[0][1] * (A[1][0] * A[2][2] - A[1][2] * A[2][0]) +
+                         A[0][2] * (A[1][0] * A[2][1] - A[1][1] * A[2][0])) /
+                        det;
+            }
+        }
+        for (int a = 0; a < d; a++)
+            r[a] += dr[a];
+        if (fabs(dr[0]) + fabs(dr[1]) + fabs(dr[2]) < 1e-13) break;
+    }
+    const double e = 1e-9, u = r[0], v = r[1], w = r[2];
+    switch (t) {
+    case HK_EL_TRI3:
+        return u > -e && v > -e && u + v < 1 + e;
+    case HK_EL_TET4:
+        return u > -e && v > -e && w > -e && u + v + w < 1 + e;
+    case HK_EL_QUAD4:
+        return fabs(u) < 1 + e && fabs(v) < 1 + e;
+    case HK_EL_HEX8:
+        return fabs(u) < 1 + e && fabs(v) < 1 + e && fabs(w) < 1 + e;
+    case HK_EL_WEDGE6:
+        return u > -e && v > -e && u + v < 1 + e && fabs(w) < 1 + e;
+    case HK_EL_PYR5:
+        return w > -e && w < 1 + e && fabs(u) < 1 - w + e && fabs(v) < 1 - w + e;
+    default:
+        return 0;
+    }
+}
+
+/* Every cell of m has an ancestor among m->coarse (ncoarse cells) and its corners' centroid
+ * lies inside it; each coarse cell has children (each[t] of them for a coarse cell of type t
+ * where each[t] > 0). Returns the cells that fail. */
+static int64_t misplaced(const hk_mesh *m, int64_t ncoarse, const int64_t *each)
+{
+    int64_t bad = 0, *nch = calloc((size_t)ncoarse + 1, sizeof *nch);
+    if (m->coarse.n != ncoarse || !m->cell_coarse || !nch) {
+        free(nch);
+        return m->cells.n ? m->cells.n : 1;
+    }
+    for (int64_t f = 0; f < m->cells.n; f++) {
+        const int64_t a = m->cell_coarse[f];
+        if (a < 0 || a >= ncoarse) {
+            bad++;
+            continue;
+        }
+        nch[a]++;
+        const hk_eltype ft = (hk_eltype)m->cells.type[f], ct = (hk_eltype)m->coarse.type[a];
+        const int nf = hk_eltype_ncorners(ft), nc = hk_eltype_ncorners(ct);
+        double x[3] = {0, 0, 0}, xc[24];
+        for (int i = 0; i < nf; i++)
+            for (int k = 0; k < 3; k++)
+                x[k] += m->coords[3 * (int64_t)m->cells.nodes[m->cells.ptr[f] + i] + k] / nf;
+        for (int i = 0; i < nc; i++)
+            memcpy(xc + 3 * i, m->coords + 3 * (int64_t)m->coarse.nodes[m->coarse.ptr[a] + i],
+                   3 * sizeof *xc);
+        bad += !inside_cell(ct, xc, x);
+    }
+    for (int64_t a = 0; a < ncoarse; a++)
+        bad += !nch[a] || (each[m->coarse.type[a]] && nch[a] != each[m->coarse.type[a]]);
+    free(nch);
+    return bad;
+}
+
+/* Every kind refined twice on 1 and 2 threads: each fine cell inside its coarse ancestor, the
+ * same ancestors on both (same_bytes), and after the RCM renumbering (the coarse corners
+ * follow); refined once and then once more, the same ancestors as twice at once; through
+ * hk_mesh_load (coarse cells reordered, refined, raised to order 2, renumbered). */
+static void test_ancestors(void)
+{
+    const int threads = omp_get_max_threads();
+    for (int k = 0; k < NMESH; k++) {
+        hk_mesh a, b, c;
+        if (make_mesh(k, &a) < 0) continue;
+        make_mesh(k, &b);
+        make_mesh(k, &c);
+        const int64_t n0 = a.cells.n;
+        int64_t each[HK_EL_COUNT] = {0};
+        each[HK_EL_TRI3] = each[HK_EL_QUAD4] = 16;
+        each[HK_EL_TET4] = each[HK_EL_HEX8] = each[HK_EL_WEDGE6] = 64;
+        each[HK_EL_PYR5] = 6 * 10 + 4 * 8;
+        CU_ASSERT(a.coarse.n == 0 && !a.cell_coarse);
+        omp_set_num_threads(1);
+        HK_ASSERT_OK(hk_mesh_refine(&a, 2, NULL));
+        omp_set_num_threads(2);
+        HK_ASSERT_OK(hk_mesh_refine(&b, 2, NULL));
+        same_bytes(&a, &b);
+        const int64_t bad = misplaced(&a, n0, each);
+        if (bad)
+            fprintf(stderr, "\n    %s: %lld cells off their ancestor ", mesh_names[k],
+                    (long long)bad);
+        CU_ASSERT_EQUAL(bad, 0);
+        HK_ASSERT_OK(hk_mesh_renumber_rcm(&a));
+        CU_ASSERT_EQUAL(misplaced(&a, n0, each), 0);
+        HK_ASSERT_OK(hk_mesh_refine(&c, 1, NULL));
+        HK_ASSERT_OK(hk_mesh_refine(&c, 1, NULL));
+        CU_ASSERT_EQUAL_FATAL(c.cells.n, b.cells.n);
+        CU_ASSERT(!memcmp(c.cell_coarse, b.cell_coarse, (size_t)b.cells.n * sizeof *b.cell_coarse));
+        hk_mesh_free(&a);
+        hk_mesh_free(&b);
+        hk_mesh_free(&c);
+    }
+    /* unrefined: no coarse mesh */
+    hk_mesh m;
+    HK_ASSERT_OK(hk_mesh_box(1, 1, 1, 2, 2, 2, HK_EL_TET4, &m));
+    HK_ASSERT_OK(hk_mesh_refine(&m, 0, NULL));
+    CU_ASSERT(m.coarse.n == 0 && !m.cell_coarse);
+    hk_mesh_free(&m);
+#ifdef HOOKE_HAVE_GMSH
+    for (int k = 0; k < 2; k++) {
+        static const char *const file[] = {"tests/data/mesh/hybrid_bar_o1_v41.msh",
+                                           "tests/data/mesh/mixed_v41.msh"};
+        hk_mesh a, b, c;
+        hk_mesh_options o = {.order = 2, .refine = 2, .renumber = 1};
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(file[k]), NULL, &c));
+        omp_set_num_threads(1);
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(file[k]), &o, &a));
+        omp_set_num_threads(2);
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(file[k]), &o, &b));
+        same_bytes(&a, &b);
+        int64_t none[HK_EL_COUNT] = {0};
+        CU_ASSERT_EQUAL(misplaced(&a, c.cells.n, none), 0);
+        hk_mesh_free(&a);
+        hk_mesh_free(&b);
+        hk_mesh_free(&c);
+    }
+#endif
     omp_set_num_threads(threads);
 }
 
@@ -741,28 +914,31 @@ static void test_auto(void)
     static const struct {
         const char *geo;
         double size;
-        int levels;      /* what auto must choose */
-        int limited;     /* the shortest curve stopped it (a note says so) */
-    } c[] = {{"cases/bracket/bracket.geo", 0, 0, 0},        /* its own sizes */
-             {"cases/bracket/bracket.geo", 0.002, 0, 0},    /* about 48k cells */
-             {"cases/bracket/bracket.geo", 0.0015, 1, 0},   /* 115k: one level, 14k */
-             {"cases/bracket/bracket.geo", 0.001, 2, 0},    /* 386k: two levels, 6k */
-             {"tests/data/mesh/square.geo", 0.002, 3, 0},   /* 400k triangles: 6k */
-             {"tests/data/mesh/notch.geo", 0.002, 2, 1}};   /* 0.016 would pass the notch */
+        int levels;  /* what auto must choose */
+        int limited; /* the shortest curve stopped it (a note says so) */
+    } c[] = {{"cases/bracket/bracket.geo", 0, 0, 0},      /* its own sizes */
+             {"cases/bracket/bracket.geo", 0.002, 0, 0},  /* about 48k cells */
+             {"cases/bracket/bracket.geo", 0.0015, 1, 0}, /* 115k: one level, 14k */
+             {"cases/bracket/bracket.geo", 0.001, 2, 0},  /* 386k: two levels, 6k */
+             {"tests/data/mesh/square.geo", 0.002, 3, 0}, /* 400k triangles: 6k */
+             {"tests/data/mesh/notch.geo", 0.002, 2, 1}}; /* 0.016 would pass the notch */
     for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
         hk_mesh m;
-        hk_mesh_options o = {.order = 1, .size = c[k].size, .refine = HK_REFINE_AUTO,
-                             .threads = 1, .algorithm3d = 1};
+        hk_mesh_options o = {.order = 1,
+                             .size = c[k].size,
+                             .refine = HK_REFINE_AUTO,
+                             .threads = 1,
+                             .algorithm3d = 1};
         HK_ASSERT_OK(hk_mesh_load(hk_test_path(c[k].geo), &o, &m));
         const hk_mesh_refine_stats rs = hk_mesh_load_refine_stats();
-        fprintf(stderr, "\n    %s at size %g: auto refines %d time%s, %lld -> %lld cells, quality "
-                        "min %.3f mean %.3f -> min %.3f mean %.3f",
+        fprintf(stderr,
+                "\n    %s at size %g: auto refines %d time%s, %lld -> %lld cells, quality "
+                "min %.3f mean %.3f -> min %.3f mean %.3f",
                 c[k].geo, c[k].size, rs.levels, rs.levels == 1 ? "" : "s",
                 (long long)rs.cells_before, (long long)m.cells.n, rs.before.min, rs.before.mean,
                 rs.after.min, rs.after.mean);
         CU_ASSERT_EQUAL(rs.levels, c[k].levels);
-        CU_ASSERT_EQUAL(strstr(hk_mesh_load_notes(), "shortest model curve") != NULL,
-                        c[k].limited);
+        CU_ASSERT_EQUAL(strstr(hk_mesh_load_notes(), "shortest model curve") != NULL, c[k].limited);
         if (rs.levels) {
             /* the split keeps a few shape classes: the finest cells no worse than half the
              * coarse mesh's worst, the mean about the same */
@@ -1100,6 +1276,8 @@ HK_SUITE(refine,
          {"every element kind refined once and twice: counts, volumes, groups", test_every_kind},
          {"refined quads and hexes are the generators' finer grids", test_generator_grids},
          {"the same nodes and cells on 1 and 2 threads", test_threads},
+         {"each cell inside its coarse ancestor, through renumbering and hk_mesh_load",
+          test_ancestors},
          {"the patch test on refined meshes of every kind, order 1 and 2", test_patch},
 #ifdef HOOKE_HAVE_GMSH
          {"geometry.refine in the case file, and its errors", test_case_key},

@@ -105,6 +105,49 @@ for spec in "${runs[@]}"; do
   fi
 done
 
+echo "test_mpi: the cut on the coarse mesh (solver.dist.partition; displacements against one process, 1e-8)"
+# the coarse mesh is cut by METIS only (without it, contiguous blocks of the cells as before)
+metis=0; "$H" info 2>/dev/null | grep -q "^partitions: metis" && metis=1
+[ $metis = 1 ] || echo "  (skipped: built without METIS)"
+cuts=()
+# name | case | np | options | what the partition line must say (a grep -E pattern)
+[ $metis = 1 ] && cuts=(
+  "kirsch-auto2|cases/kirsch/kirsch.yaml|2|--set geometry.refine=1|by metis on the coarse mesh \([0-9]+ cells\) in"
+  "kirsch-auto3|cases/kirsch/kirsch.yaml|3|--set geometry.refine=1|by metis on the coarse mesh \([0-9]+ cells\) in"
+  "kirsch-fine|cases/kirsch/kirsch.yaml|3|--set geometry.refine=1 --set solver.dist.partition=fine|by metis on the fine mesh \([0-9]+ cells\) in"
+  "kirsch-few|cases/kirsch/kirsch.yaml|3|--set geometry.refine=2|by metis on the fine mesh \([0-9]+ cells; the coarse mesh's [0-9]+ cells are under 32 a part\)"
+  "kirsch-coarse|cases/kirsch/kirsch.yaml|3|--set geometry.refine=2 --set solver.dist.partition=coarse|by metis on the coarse mesh"
+  "unrefined|cases/kirsch/kirsch.yaml|2|--set geometry.refine=0 --set solver.dist.partition=coarse|by metis on the mesh \([0-9]+ cells; no coarse mesh: Hooke did not refine this one\)"
+  "bracket-auto2|cases/bracket/bracket.yaml|2|--set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10|by metis on the coarse mesh \([0-9]+ cells\) in"
+  "bracket-auto3|cases/bracket/bracket.yaml|3|--set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10|by metis on the coarse mesh \([0-9]+ cells\) in"
+  "bracket-fine|cases/bracket/bracket.yaml|2|--set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10 --set solver.dist.partition=fine|by metis on the fine mesh"
+)
+for spec in "${cuts[@]}"; do
+  IFS='|' read -r name case np opts want <<<"$spec"
+  set -- $opts
+  common=(--set solver.tol=1e-12 --set output.ascii=true "$@")
+  # the key is read on one process too (and has nothing to do there)
+  if ! "$H" run "$case" "${common[@]}" -q -o "$T/cut-$name-1.vtu" >"$T/cut-$name-1.log" 2>&1; then
+    bad "$name: one process"; tail -3 "$T/cut-$name-1.log"; continue
+  fi
+  if mpi -np "$np" "$H" run "$case" "${common[@]}" -o "$T/cut-$name.vtu" >/dev/null 2>"$T/cut-$name.err" &&
+     r=$(python3 tests/mpi/compare_vtu.py "$T/cut-$name-1.vtu" "$T/cut-$name.pvtu" 1e-8); then
+    if grep -qE "partition: $np parts $want" "$T/cut-$name.err"; then
+      ok "$name -np $np: $(grep -oE 'on the [a-z ]*mesh \([^)]*\)' "$T/cut-$name.err"), ${r#compare_vtu: }"
+    else bad "$name -np $np: the partition line"; grep "partition:" "$T/cut-$name.err"; fi
+  else
+    bad "$name -np $np: ${r:-}"; tail -5 "$T/cut-$name.err"
+  fi
+done
+# the coarse cut: the same pieces on 1 and 2 threads
+[ $metis = 1 ] && OMP_NUM_THREADS=2 mpi -np 3 "$H" run cases/bracket/bracket.yaml --set solver.tol=1e-12 --set output.ascii=true \
+  --set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10 -o "$T/cut-t2.vtu" >/dev/null 2>&1 || true
+if [ $metis = 0 ]; then :
+elif cmp -s "$T/cut-bracket-auto3-p0.vtu" "$T/cut-t2-p0.vtu" && cmp -s "$T/cut-bracket-auto3-p1.vtu" "$T/cut-t2-p1.vtu" &&
+   cmp -s "$T/cut-bracket-auto3-p2.vtu" "$T/cut-t2-p2.vtu"; then
+  ok "bracket refined, coarse cut -np 3 with 1 and 2 threads: the pieces byte for byte"
+else bad "bracket refined, coarse cut -np 3: 2 threads give other bytes than 1"; fi
+
 echo "test_mpi: each process assembles and recovers its part on its device (emulated: HOOKE_FEM_EMULATE=1)"
 # The device's steps run on the cpu backend through the emulation, which gives the host's
 # bytes: the pieces are those of the host's path byte for byte (where it runs too), the
@@ -276,6 +319,8 @@ refuse "--assembly device with springs refused" "--assembly device: spring suppo
   env HOOKE_FEM_EMULATE=1 "$H" run cases/springs/springs.yaml --backend cpu --assembly device -q -o "$T/r.vtu"
 refuse "hooke solve --eigen refused" "--eigen runs on one process" \
   "$H" solve --generate poisson:8 --eigen 2
+refuse "solver.dist.partition of a bad value refused" "solver.dist.partition 'corse' is not valid; choose auto" \
+  "$H" run cases/kirsch/kirsch.yaml --set solver.dist.partition=corse -q -o "$T/r.vtu"
 refuse "dist.comm=nccl on the cpu refused" "dist.comm=nccl" \
   "$H" solve --generate poisson:8 --backend cpu dist.comm=nccl
 
