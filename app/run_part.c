@@ -393,8 +393,13 @@ static int cut_coarse(const hk_mesh *m, int P, int32_t *cpart, int *done)
             (int32_t)((int32_t *)bsearch(cnodes + k, uniq, (size_t)nu, sizeof *uniq, cmp_i32) -
                       uniq);
     HK_TRY(hk_calloc((size_t)nc + 1, sizeof *wgt, &wgt));
-    for (int64_t f = 0; f < ne; f++)
-        wgt[m->cell_coarse[f]]++;
+    for (int64_t f = 0; f < ne; f++) {
+        const int32_t a = m->cell_coarse[f];
+        HK_TRY_CHECK(a >= 0 && a < nc, HK_ERR_INTERNAL,
+                     "cell %lld has coarse ancestor %d of %lld coarse cells", (long long)f, a,
+                     (long long)nc);
+        wgt[a]++;
+    }
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *ppart, &ppart));
     HK_TRY(metis_dual(nc, cptr, cnodes, nu, m->dim == 2 ? 2 : 3, P, wgt, 10, ppart, done));
     if (*done) {
@@ -429,7 +434,7 @@ static int partition(const hk_mesh *m, int P, hk_part_cut cut, int32_t *cpart, i
 #ifdef HOOKE_HAVE_METIS
         if (cut == HK_PART_COARSE || nc >= (int64_t)HK_PART_COARSE_MIN * P) {
             HK_TRY(cut_coarse(m, P, cpart, &done));
-            if (!done) snprintf(why, sizeof why, "; cut on the coarse mesh, a part was empty");
+            if (!done) snprintf(why, sizeof why, "; the coarse mesh's cut left a part empty");
         } else
             snprintf(why, sizeof why, "; the coarse mesh's %lld cells are under %d a part",
                      (long long)nc, HK_PART_COARSE_MIN);
