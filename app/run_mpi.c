@@ -1,7 +1,8 @@
 /* hooke run on the processes of mpirun (docs/parallel.md).
  *
  *   rank 0:  mesh -> bind -> hk_assemble_prepare (checks, supports, surface loads) -> parts
- *   each:    its part -> hk_assemble_rows_on (its GPU, or the host) -> hk_solver_create_dist
+ *   each:    its part -> hk_assemble_rows_resident_on (its GPU, or the host)
+ *            -> hk_solver_create_dist_resident (values on the GPU) or hk_solver_create_dist
  *            -> solve -> ghost displacements -> hk_postproc_part_on -> ghost fields -> piece
  *   rank 0:  .pvtu, the summary (sums and maxima over the processes)
  *
@@ -156,6 +157,20 @@ static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
     for (int64_t k = 0; k < nnz; k++)
         K->colind[k] = (int32_t)pt->gid[sys->K.colind[k]];
     K->val = sys->K.val; /* not freed here */
+    return 0;
+}
+
+/* HOOKE_DIST_RESIDENT into *on (for measurement): unset, empty or 1: a part assembled on its
+ * device hands its rows' values to the solver there; 0: they come down to the host first, as
+ * a host assembly's; anything else refused. */
+static int dist_resident(int *on)
+{
+    const char *v = getenv("HOOKE_DIST_RESIDENT");
+    *on = !v || !*v || !strcmp(v, "1");
+    HK_CHECK(*on || !strcmp(v, "0"), HK_ERR_ARG,
+             "HOOKE_DIST_RESIDENT=%s: set it to 1 (a part assembled on its GPU keeps its rows "
+             "there for the solver, the default) or 0 (they come down to the host), or unset it",
+             v);
     return 0;
 }
 
@@ -462,8 +477,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 
     /* 3. every process: its rows, on its device where one process would assemble there (the
      * solver's backend is a device, --assembly not host, the model nothing the device
-     * assembly lacks); the owned rows come down to the host once for the distributed set-up,
-     * which builds its layout there */
+     * assembly lacks); only the owned rows' pattern comes down to the host, for the
+     * distributed set-up's layout, and their values stay on the device for the solver
+     * (HOOKE_DIST_RESIDENT=0: they come down too, as before) */
     part_problem(&sm, &pt);
     sys.fixed = pt.fixed, sys.u_fixed = pt.u_fixed, sys.f_ext = pt.f_ext;
     pt.fixed = NULL, pt.u_fixed = NULL, pt.f_ext = NULL; /* now the system's */
@@ -480,10 +496,14 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         "broadcast in %.2f s, backends chosen in %.2f s",
         t_prep, ps.t_cut, ps.t_sent, t_bcast, t_backends[0]);
     snprintf(note, sizeof note, "%s", r0.assembly_note);
+    int resident = 1;
+    if ((ierr = hk_comm_agree(w, dist_resident(&resident)))) goto done;
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
     if (pt.mesh.cells.n > 0) {
-        ierr = hk_assemble_rows_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys);
+        ierr = resident
+                   ? hk_assemble_rows_resident_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys)
+                   : hk_assemble_rows_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys);
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.assembled_on, "host")) {
             /* --assembly auto: a device too small for the part leaves it to the host */
             snprintf(note, sizeof note, "%s", hk_error_message());
@@ -518,7 +538,14 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
             for (int k = 0; k < d; k++)
                 xyz[i * d + k] = pt.mesh.coords[3 * i + k];
         const hk_nearnull nn = {.dim = d, .coords = xyz};
-        if (!ierr) ierr = hk_solver_create_dist(w, pt.row0, &K, &nn, c->solver, &s);
+        /* a part assembled on its device: the values stay there (each process chooses
+         * alone: both calls make the same collective set-up) */
+        if (!ierr && sys.Kd.be)
+            ierr = hk_solver_create_dist_resident(w, pt.row0, &K, sys.Kd.be, sys.Kd.val, &nn,
+                                                  c->solver, &s);
+        else if (!ierr)
+            ierr = hk_solver_create_dist(w, pt.row0, &K, &nn, c->solver, &s);
+        hk_resident_bcsr_free(&sys.Kd); /* the solver has its own (the device's memory) */
         free(xyz);
     }
     /* a bad key, or a choice that is not distributed: at its case-file line */

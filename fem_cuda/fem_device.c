@@ -317,7 +317,7 @@ int hk_fem_stiffness_with(const hk_fem_driver *drv, const hk_problem *p, hk_resi
  * through the driver's pinned staging: the row pointers, then columns and values in one
  * pipeline. */
 static int download_rows(const hk_fem_driver *drv, const hk_resident_bcsr *K, int64_t nrows,
-                         hk_bcsr *H)
+                         int values, hk_bcsr *H)
 {
     const int bb = K->bs * K->bs;
     memset(H, 0, sizeof *H);
@@ -327,14 +327,25 @@ static int download_rows(const hk_fem_driver *drv, const hk_resident_bcsr *K, in
     HK_CALL(drv->download(&ptr, 1));
     const int64_t nnzb = H->rowptr[nrows];
     HK_CALL(hk_malloc((size_t)(nnzb + 1) * sizeof *H->colind, &H->colind));
-    HK_CALL(hk_malloc((size_t)(nnzb * bb + 1) * sizeof *H->val, &H->val));
+    if (values) HK_CALL(hk_malloc((size_t)(nnzb * bb + 1) * sizeof *H->val, &H->val));
     const hk_fem_down rows[2] = {{H->colind, K->colind, (size_t)nnzb * sizeof *H->colind},
                                  {H->val, K->val, (size_t)(nnzb * bb) * sizeof *H->val}};
-    return drv->download(rows, 2);
+    return drv->download(rows, values ? 2 : 1);
 }
+
+/* keep: the rows' values stay on the device (s->Kd, every row of the part: its first nrows
+ * rows are the owned ones), only their pattern comes down into s->K (val NULL). */
+static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows, int keep,
+                         hk_system *s);
 
 int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
                               hk_system *s)
+{
+    return assemble_rows(drv, p, nrows, 0, s);
+}
+
+static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows, int keep,
+                         hk_system *s)
 {
     int ierr = 0;
     hk_fem_session *ses = NULL;
@@ -388,8 +399,12 @@ int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int
     if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
     HK_TRY(drv->eliminate(ses, &K, s->fixed, s->u_fixed, s->f));
     stage(what, "eliminate", &t);
-    HK_TRY(download_rows(drv, &K, nrows, &s->K));
-    stage(what, "download", &t);
+    HK_TRY(download_rows(drv, &K, nrows, !keep, &s->K));
+    stage(what, keep ? "download (pattern)" : "download", &t);
+    if (keep) { /* the values stay, the system's */
+        s->Kd = K;
+        memset(&K, 0, sizeof K);
+    }
     free(s->f_ext);
     s->f_ext = f_ext;
     f_ext = NULL;
@@ -402,6 +417,7 @@ fail:
     hk_resident_bcsr_free(&K); /* the other rows are incomplete: never read */
     free(f_ext);
     if (ierr) {
+        hk_resident_bcsr_free(&s->Kd);
         hk_bcsr_free(&s->K);
         free(s->f);
         s->f = NULL;
@@ -506,6 +522,14 @@ int hk_assemble_rows_on(const hk_backend *be, const hk_problem *p, int64_t nrows
     const hk_fem_driver *drv;
     HK_CALL(driver_of(be, &drv));
     return drv ? hk_fem_assemble_rows_with(drv, p, nrows, s) : hk_assemble_rows(p, s);
+}
+
+int hk_assemble_rows_resident_on(const hk_backend *be, const hk_problem *p, int64_t nrows,
+                                 hk_system *s)
+{
+    const hk_fem_driver *drv;
+    HK_CALL(driver_of(be, &drv));
+    return drv ? assemble_rows(drv, p, nrows, 1, s) : hk_assemble_rows(p, s);
 }
 
 int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,

@@ -437,6 +437,13 @@ const char *hk_assemble_on_limit(const hk_problem *p);
  * hk_assemble_on_limit names is refused (HK_ERR_UNSUPPORTED), a device too small fails with
  * HK_ERR_MEMORY; after a failure s is as it came, for hk_assemble_rows. */
 int hk_assemble_rows_on(const hk_backend *be, const hk_problem *p, int64_t nrows, hk_system *s);
+/* hk_assemble_rows_on with the rows' values left on the device (a distributed solver takes
+ * them there, hk_solver_create_dist_resident): s->K gets the first nrows rows' pattern only
+ * (rowptr, the part's columns; val NULL), s->Kd the device's K (every row of the part, the
+ * first nrows complete; free it once the solver is made). On the host (be NULL or cpu, no
+ * device assembly): hk_assemble_rows, s->Kd empty. */
+int hk_assemble_rows_resident_on(const hk_backend *be, const hk_problem *p, int64_t nrows,
+                                 hk_system *s);
 /* hk_assemble_stiffness on be: K only, in be's memory (benchmarks). */
 int hk_assemble_stiffness_on(const hk_backend *be, const hk_problem *p, hk_resident_bcsr *K);
 /* Device memory the device assembly of m needs at its peak (the mesh, its adjacency, K with

@@ -469,6 +469,16 @@ int hk_dist_scatter(const hk_comm *c, const hk_bcsr *K, const double *b, const i
  * hk_solver_create_nearnull (row0 must be 0). nn may be NULL. */
 int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, const hk_nearnull *nn,
                           hk_options *o, hk_solver **s);
+/* hk_solver_create_dist with the rows' values already in the memory of backend be (a part
+ * assembled on its GPU): K gives the pattern on the host (rowptr, global colind; K->val is
+ * not read), val the K->rowptr[K->nbrows] blocks of bs x bs in K's order, in be's memory.
+ * The layout is computed from the pattern; the values are put in its order, checked and
+ * built into the operator where they lie, never copied to the host. The solver keeps no
+ * reference to val (the caller frees it after this returns). backend must be be (or auto).
+ * With one process, the values come to the host and it is hk_solver_create_dist. */
+int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr *K,
+                                   const hk_backend *be, const double *val, const hk_nearnull *nn,
+                                   hk_options *o, hk_solver **s);
 
 /* Wall-clock seconds (monotonic). */
 double hk_time(void);

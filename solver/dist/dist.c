@@ -14,42 +14,50 @@
 
 #include <omp.h>
 
-static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals,
-                            int bb, int64_t *key, double *val, int32_t *col);
+static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colind, char *rec,
+                            size_t rb, int64_t *key, char *tmp, int32_t *col);
+static int sort_records(int64_t nrows, const int64_t *rowptr, int32_t *colind, void *rec,
+                        size_t rb);
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
-/* Rows apart on the threads (each its own scratch), rows already sorted left alone: the
- * bytes do not depend on the thread count. */
 int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals, int bb)
+{
+    return sort_records(nrows, rowptr, colind, vals, (size_t)bb * sizeof *vals);
+}
+
+/* The columns of every row sorted, each column's record (rb bytes: a block's values, or a
+ * gather index) moved with it. Rows apart on the threads (each its own scratch), rows already
+ * sorted left alone: the bytes do not depend on the thread count. */
+static int sort_records(int64_t nrows, const int64_t *rowptr, int32_t *colind, void *rec, size_t rb)
 {
     int64_t maxlen = 0;
     for (int64_t i = 0; i < nrows; i++)
         if (rowptr[i + 1] - rowptr[i] > maxlen) maxlen = rowptr[i + 1] - rowptr[i];
     const int nt = omp_get_max_threads();
     int64_t *key = NULL;
-    double *val = NULL;
+    char *tmp = NULL;
     int32_t *col = NULL;
     int ierr = 0;
     HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * bb * sizeof *val, &val));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * rb, &tmp));
     HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *col, &col));
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
-        sort_rows_range(nrows, rowptr, colind, vals, bb, key + (maxlen + 1) * t,
-                        val + (maxlen + 1) * bb * t, col + (maxlen + 1) * t);
+        sort_rows_range(nrows, rowptr, colind, rec, rb, key + (maxlen + 1) * t,
+                        tmp + (size_t)(maxlen + 1) * rb * t, col + (maxlen + 1) * t);
     }
 fail:
     free(key);
-    free(val);
+    free(tmp);
     free(col);
     return ierr;
 }
 
-/* This thread's share of hk_dist_sort_blocks (inside its parallel region). */
-static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *vals,
-                            int bb, int64_t *key, double *val, int32_t *col)
+/* This thread's share of sort_records (inside its parallel region). */
+static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colind, char *rec,
+                            size_t rb, int64_t *key, char *tmp, int32_t *col)
 {
 #pragma omp for schedule(dynamic, 256)
     for (int64_t i = 0; i < nrows; i++) {
@@ -64,35 +72,19 @@ static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colin
         for (int64_t k = 0; k < len; k++) {
             const int64_t from = p0 + (key[k] & 0xffffff);
             col[k] = colind[from];
-            memcpy(val + k * bb, vals + (size_t)from * bb, (size_t)bb * sizeof *val);
+            memcpy(tmp + k * rb, rec + (size_t)from * rb, rb);
         }
         memcpy(colind + p0, col, (size_t)len * sizeof *col);
-        memcpy(vals + (size_t)p0 * bb, val, (size_t)len * bb * sizeof *val);
+        memcpy(rec + (size_t)p0 * rb, tmp, (size_t)len * rb);
     }
 }
 
-/* Sort the blocks of each row of K by column. */
-static int sort_rows(hk_bcsr *K)
-{
-    return hk_dist_sort_blocks(K->nbrows, K->rowptr, K->colind, K->val, K->bs * K->bs);
-}
-
-static int bcsr_alloc(int bs, int64_t nbrows, int64_t nbcols, int64_t nnzb, hk_bcsr *K)
-{
-    memset(K, 0, sizeof *K);
-    K->bs = bs;
-    K->nbrows = nbrows;
-    K->nbcols = nbcols;
-    HK_CALL(hk_calloc((size_t)nbrows + 1, sizeof *K->rowptr, &K->rowptr));
-    HK_CALL(hk_malloc((size_t)(nnzb + 1) * sizeof *K->colind, &K->colind));
-    return hk_malloc((size_t)(nnzb + 1) * bs * bs * sizeof *K->val, &K->val);
-}
-
 /* The first non-finite value or out-of-range column of the caller's rows: one sentence with
- * the global row and column (every process agrees on the first failing process's). */
+ * the global row and column (every process agrees on the first failing process's). K->val
+ * NULL: the columns only (the values are checked where they lie, check_values_dev). */
 static int check_rows(const hk_bcsr *K, int64_t row0)
 {
-    const int bs = K->bs, bb = bs * bs;
+    const int bs = K->bs, bb = bs * bs, vals = K->val != NULL;
     /* the first failing row on the threads, then its sentence from the loop below */
     int64_t first = K->nbrows;
 #pragma omp parallel for schedule(static) reduction(min : first)
@@ -100,7 +92,7 @@ static int check_rows(const hk_bcsr *K, int64_t row0)
         int ok = 1;
         for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && ok; p++) {
             ok = K->colind[p] >= 0 && K->colind[p] < K->nbcols;
-            for (int e = 0; e < bb && ok; e++)
+            for (int e = 0; e < bb * vals && ok; e++)
                 ok = isfinite(K->val[(size_t)p * bb + e]);
         }
         if (!ok && i < first) first = i;
@@ -111,7 +103,7 @@ static int check_rows(const hk_bcsr *K, int64_t row0)
                      "distributed rows: block row %lld has column %d outside the %lld global "
                      "block columns",
                      (long long)(row0 + i), K->colind[p], (long long)K->nbcols);
-            for (int e = 0; e < bb; e++)
+            for (int e = 0; e < bb * vals; e++)
                 HK_CHECK(isfinite(K->val[(size_t)p * bb + e]), HK_ERR_NUMERIC,
                          "matrix entry at row %lld, column %lld is %g; the solver needs finite "
                          "values - check the assembly or the input file",
@@ -195,19 +187,24 @@ static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int
     return be->copy_to(*dev, h, (size_t)n * sizeof **dev);
 }
 
-/* Koo (owned columns) and Kbnd ([boundary rows' owned columns, then ghosts]) of the caller's
- * rows in the internal numbering; bcol of Kbnd. */
-static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const int64_t *ghost)
+/* The patterns of Koo (owned columns) and Kbnd ([boundary rows' owned columns, then ghosts])
+ * of the caller's rows in the internal numbering, each row sorted, and their gather indices
+ * (src_oo, src_bnd: the caller's block of each of their blocks); bcol of Kbnd. Their values
+ * are left to fill_values. */
+static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const int64_t *ghost,
+                      int32_t **src_oo, int32_t **src_bnd)
 {
     int ierr = 0;
-    const int bs = d->bs, bb = bs * bs;
+    const int bs = d->bs;
     const int64_t nown = d->nown, row0 = d->row0;
     int32_t *pos = NULL;
     /* Koo: every owned row with its owned columns; Kbnd: the boundary rows whole. The rows are
-     * counted and filled apart on the threads (the same bytes on any thread count); an interior
-     * row's values are one copy, a boundary row's one per run of owned columns. */
+     * counted and filled apart on the threads (the same bytes on any thread count). */
     int64_t nnz_b = 0;
-    HK_TRY(bcsr_alloc(bs, nown, nown, 0, &d->Koo));
+    memset(&d->Koo, 0, sizeof d->Koo);
+    d->Koo.bs = bs;
+    d->Koo.nbrows = d->Koo.nbcols = nown;
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *d->Koo.rowptr, &d->Koo.rowptr));
 #pragma omp parallel for schedule(static) reduction(+ : nnz_b)
     for (int64_t ni = 0; ni < nown; ni++) {
         const int64_t i = d->perm[ni], len = K->rowptr[i + 1] - K->rowptr[i];
@@ -222,30 +219,25 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     for (int64_t ni = 0; ni < nown; ni++)
         d->Koo.rowptr[ni + 1] += d->Koo.rowptr[ni];
     const int64_t nnz_oo = d->Koo.rowptr[nown];
-    free(d->Koo.colind); /* bcsr_alloc's, before the count */
-    free(d->Koo.val);
-    d->Koo.colind = NULL;
-    d->Koo.val = NULL;
     HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * sizeof *d->Koo.colind, &d->Koo.colind));
-    HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * bb * sizeof *d->Koo.val, &d->Koo.val));
-    HK_TRY(bcsr_alloc(bs, d->nbnd, 0, nnz_b, &d->Kbnd));
+    HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * sizeof **src_oo, src_oo));
+    memset(&d->Kbnd, 0, sizeof d->Kbnd);
+    d->Kbnd.bs = bs;
+    d->Kbnd.nbrows = d->nbnd;
+    HK_TRY(hk_calloc((size_t)d->nbnd + 1, sizeof *d->Kbnd.rowptr, &d->Kbnd.rowptr));
+    HK_TRY(hk_malloc((size_t)(nnz_b + 1) * sizeof *d->Kbnd.colind, &d->Kbnd.colind));
+    HK_TRY(hk_malloc((size_t)(nnz_b + 1) * sizeof **src_bnd, src_bnd));
 #pragma omp parallel for schedule(static)
     for (int64_t ni = 0; ni < nown; ni++) {
         const int64_t i = d->perm[ni];
         int64_t q = d->Koo.rowptr[ni];
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1];) {
-            int64_t e = p; /* the run of owned columns from p */
-            while (e < K->rowptr[i + 1] && K->colind[e] >= row0 && K->colind[e] < row0 + nown) {
-                d->Koo.colind[q + e - p] = inv[K->colind[e] - row0];
-                e++;
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+            if (K->colind[p] >= row0 && K->colind[p] < row0 + nown) {
+                d->Koo.colind[q] = inv[K->colind[p] - row0];
+                (*src_oo)[q++] = (int32_t)p;
             }
-            memcpy(d->Koo.val + (size_t)q * bb, K->val + (size_t)p * bb,
-                   (size_t)(e - p) * bb * sizeof(double));
-            q += e - p;
-            p = e + 1; /* past the ghost column that ended the run */
-        }
     }
-    HK_TRY(sort_rows(&d->Koo));
+    HK_TRY(sort_records(nown, d->Koo.rowptr, d->Koo.colind, *src_oo, sizeof **src_oo));
     /* the owned columns the boundary rows read, ascending: the gathered part of x */
     HK_TRY(hk_malloc((size_t)(nown + 1) * sizeof *pos, &pos));
     for (int64_t j = 0; j < nown; j++)
@@ -273,13 +265,129 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
                 g >= row0 && g < row0 + nown
                     ? pos[inv[g - row0]]
                     : (int32_t)(d->nbc + hk_dist_lower_bound(ghost, d->nghost, g));
+            (*src_bnd)[q + p - K->rowptr[i]] = (int32_t)p;
         }
-        memcpy(d->Kbnd.val + (size_t)q * bb, K->val + (size_t)K->rowptr[i] * bb,
-               (size_t)(K->rowptr[i + 1] - K->rowptr[i]) * bb * sizeof(double));
     }
-    HK_TRY(sort_rows(&d->Kbnd));
+    HK_TRY(sort_records(d->nbnd, d->Kbnd.rowptr, d->Kbnd.colind, *src_bnd, sizeof **src_bnd));
 fail:
     free(pos);
+    return ierr;
+}
+
+/* M's values (n blocks of bb into dst) from the caller's (src, nsrc blocks) by the gather
+ * index idx, all three in the memory of be: its vec_gather, a block a record. */
+static int gather_blocks(const hk_backend_ops *be, const double *src, int64_t nsrc,
+                         const int32_t *idx, int64_t n, int bb, double *dst)
+{
+    if (n == 0) return 0;
+    const hk_vec x = {be, nsrc * bb, HK_FP64, (void *)src};
+    hk_vec y = {be, n * bb, HK_FP64, dst};
+    return be->vec_gather(&y, &x, idx, n, bb);
+}
+
+/* A's pattern (host) on be with values to fill: rowptr and colind copied, val allocated. */
+static int pattern_on(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbcols, hk_bmat *D)
+{
+    const int64_t nnzb = A->rowptr[A->nbrows];
+    HK_CALL(hk_bmat_alloc(be, A->bs, A->bs, A->nbrows, nbcols, nnzb, D));
+    int ierr = be->copy_to(D->rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof *A->rowptr);
+    if (!ierr && nnzb) ierr = be->copy_to(D->colind, A->colind, (size_t)nnzb * sizeof *A->colind);
+    if (ierr) hk_bmat_free(D);
+    return ierr;
+}
+
+/* A view of the host's A as a matrix of be (a host-memory backend). */
+static hk_bmat host_view(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbcols)
+{
+    const hk_bmat V = {be,     A->bs,     A->bs,     A->nbrows, nbcols,
+                       A->rowptr[A->nbrows], A->rowptr, A->colind, A->val};
+    return V;
+}
+
+/* The values of Koo and Kbnd on the host by their gather indices where the host holds them:
+ * from the caller's K->val (val_dev NULL), or from val_dev on a host-memory backend (its
+ * gather). Elsewhere they stay NULL (device_values gathers them on the device). */
+static int host_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, const int32_t *src_oo,
+                       const int32_t *src_bnd)
+{
+    if (val_dev && !d->host_memory) return 0;
+    const hk_backend_ops *G = val_dev ? d->local : &hk_backend_cpu;
+    const int bb = d->bs * d->bs;
+    hk_bcsr *M[2] = {&d->Koo, &d->Kbnd};
+    const int32_t *src[2] = {src_oo, src_bnd};
+    for (int k = 0; k < 2; k++) {
+        const int64_t n = M[k]->rowptr[M[k]->nbrows];
+        HK_CALL(hk_malloc((size_t)(n + 1) * bb * sizeof *M[k]->val, &M[k]->val));
+        HK_CALL(gather_blocks(G, val_dev ? val_dev : K->val, K->rowptr[K->nbrows], src[k], n, bb,
+                              M[k]->val));
+    }
+    return 0;
+}
+
+/* Koo_d and Kbnd_d: on a host-memory backend views of the host's matrices; on a device the
+ * patterns uploaded, and the values uploaded from the host's or, from val_dev, gathered
+ * there by the gather indices (the values never on the host). */
+static int device_values(hk_dist *d, const hk_bcsr *K, const double *val_dev,
+                         const int32_t *src_oo, const int32_t *src_bnd)
+{
+    const hk_backend_ops *L = d->local;
+    const int bb = d->bs * d->bs;
+    hk_bcsr *M[2] = {&d->Koo, &d->Kbnd};
+    hk_bmat *D[2] = {&d->Koo_d, &d->Kbnd_d};
+    const int32_t *src[2] = {src_oo, src_bnd};
+    const int64_t ncols[2] = {d->nown, d->nbc + d->nghost};
+    int ierr = 0;
+    for (int k = 0; k < 2 && !ierr; k++) {
+        const int64_t n = M[k]->rowptr[M[k]->nbrows];
+        if (d->host_memory) {
+            *D[k] = host_view(L, M[k], ncols[k]);
+            continue;
+        }
+        ierr = pattern_on(L, M[k], ncols[k], D[k]);
+        if (!ierr && n && !val_dev)
+            ierr = L->copy_to(D[k]->val, M[k]->val, (size_t)n * bb * sizeof(double));
+        if (!ierr && n && val_dev) {
+            int32_t *idx = NULL;
+            ierr = upload_idx(L, src[k], n, &idx);
+            if (!ierr)
+                ierr = gather_blocks(L, val_dev, K->rowptr[K->nbrows], idx, n, bb, D[k]->val);
+            if (!ierr) ierr = L->sync(); /* before the index is freed */
+            if (idx) L->dealloc(idx);
+        }
+    }
+    return ierr;
+}
+
+/* The values gathered on the backend (hk_dist_create_values) checked there: the first
+ * non-finite one named by the caller's global row and column, as check_rows names it (that
+ * row's values alone come down). */
+static int check_values_dev(const hk_dist *d, const hk_bcsr *K, const double *val_dev)
+{
+    const hk_backend_ops *L = d->local;
+    const int bb = d->bs * d->bs;
+    int64_t f_oo = -1, f_bnd = -1, first = INT64_MAX;
+    HK_CHECK(L->bmat_first_nonfinite, HK_ERR_UNSUPPORTED,
+             "backend %s cannot check the matrix values (no bmat_first_nonfinite op)", L->name);
+    if (d->nown) HK_CALL(L->bmat_first_nonfinite(&d->Koo_d, &f_oo));
+    if (d->nbnd) HK_CALL(L->bmat_first_nonfinite(&d->Kbnd_d, &f_bnd));
+    /* internal rows are each group in the caller's order, and Kbnd holds every block of the
+     * boundary rows: the smaller caller row of the two is the first failing one */
+    if (f_oo >= 0) first = d->perm[f_oo];
+    if (f_bnd >= 0 && d->perm[d->nint + f_bnd] < first) first = d->perm[d->nint + f_bnd];
+    if (first == INT64_MAX) return 0;
+    const int64_t p0 = K->rowptr[first], len = K->rowptr[first + 1] - p0;
+    int64_t rp[2] = {0, len};
+    double *v = NULL;
+    HK_CALL(hk_malloc((size_t)(len * bb + 1) * sizeof *v, &v));
+    int ierr = L->copy_from(v, val_dev + p0 * bb, (size_t)(len * bb) * sizeof *v);
+    const hk_bcsr row = {d->bs, 1, K->nbcols, rp, K->colind + p0, v};
+    if (!ierr) ierr = check_rows(&row, d->row0 + first);
+    free(v);
+    if (!ierr)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "distributed rows: the backend found a non-finite value in block "
+                            "row %lld that its host copy does not have",
+                            (long long)(d->row0 + first));
     return ierr;
 }
 
@@ -371,10 +479,16 @@ static int dist_staged(int *on)
 int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
                         int transport, hk_dist **out)
 {
+    return hk_dist_create_values(c, be, row0, K, NULL, transport, out);
+}
+
+int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
+                          const hk_bcsr *K, const double *val_dev, int transport, hk_dist **out)
+{
     int ierr = 0;
     hk_dist *d = NULL;
     int64_t *ghost = NULL;
-    int32_t *inv = NULL;
+    int32_t *inv = NULL, *src_oo = NULL, *src_bnd = NULL;
     const double t0 = hk_time();
     *out = NULL;
     /* every failure below is agreed by all processes (one that fails alone must meet no
@@ -410,7 +524,19 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
                                                           be->name)));
     HK_TRY(
         hk_comm_agree(c, transport != HK_DIST_COMM_NCCL || be->dcomm_create ? 0 : refuse_nccl(be)));
-    HK_TRY(hk_comm_agree(c, check_rows(K, row0)));
+    /* the gather indices are int32, as vec_gather's */
+    HK_TRY(hk_comm_agree(
+        c, K->rowptr[K->nbrows] <= INT32_MAX
+               ? 0
+               : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                              "distributed rows: a process holds %lld blocks, more than the "
+                              "%d a process can; run on more processes",
+                              (long long)K->rowptr[K->nbrows], INT32_MAX)));
+    /* the columns here; the values here too when they are on the host, else once gathered
+     * where they lie (check_values_dev) */
+    hk_bcsr pattern = *K;
+    if (val_dev) pattern.val = NULL;
+    HK_TRY(hk_comm_agree(c, check_rows(&pattern, row0)));
     /* ghosts and the halo plan (collective: it also checks the ranges) */
     HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
     HK_TRY(hk_halo_create(c, row0, d->nown, d->nghost, ghost, &d->halo));
@@ -423,8 +549,13 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < nsend; j++)
             d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
-    if (!ierr) ierr = split_rows(d, K, inv, ghost);
+    if (!ierr) ierr = split_rows(d, K, inv, ghost, &src_oo, &src_bnd);
+    if (!ierr) ierr = host_values(d, K, val_dev, src_oo, src_bnd);
     d->t_layout = hk_time() - t0;
+    /* Koo and Kbnd on the backend, once: what the operator, the solver's K and pc=amg's
+     * level 0 read */
+    if (!ierr) ierr = device_values(d, K, val_dev, src_oo, src_bnd);
+    if (!ierr && val_dev) ierr = check_values_dev(d, K, val_dev);
     if (!ierr)
         ierr = upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev);
     if (!ierr) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
@@ -443,6 +574,8 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
 fail:
     free(ghost);
     free(inv);
+    free(src_oo);
+    free(src_bnd);
     hk_dist_destroy(d);
     return ierr;
 }
@@ -453,6 +586,10 @@ void hk_dist_destroy(hk_dist *d)
     hk_dcomm_destroy(d->dcomm);
     hk_halo_destroy(d->halo);
     free(d->perm);
+    if (!d->host_memory) { /* else views of the host's */
+        hk_bmat_free(&d->Koo_d);
+        hk_bmat_free(&d->Kbnd_d);
+    }
     hk_bcsr_free(&d->Koo);
     hk_bcsr_free(&d->Kbnd);
     free(d->bcol);
@@ -501,30 +638,28 @@ typedef struct dist_mat {
     void *host_send, *host_recv; /* staging of a device backend */
 } dist_mat;
 
-/* A format of the host block CSR H on the backend, with A's parameters (format, slicing). */
-static int local_mat(const hk_dist *d, const hk_mat *A, const hk_bcsr *H, hk_mat **out)
+/* A format of B (a matrix of the backend, its rows where they lie) with A's parameters (format,
+ * slicing): the backend's mat_build from its memory, as a resident matrix's on one process. */
+static int local_mat(const hk_dist *d, const hk_mat *A, const hk_bmat *B, hk_mat **out)
 {
     int ierr = 0;
-    hk_bmat B = {0};
     hk_mat *L = NULL;
     *out = NULL;
-    if (H->nbrows == 0) return 0;
-    HK_TRY(hk_bmat_upload(d->local, H, &B));
+    if (B->nbrows == 0) return 0;
     HK_TRY(hk_calloc(1, sizeof *L, &L));
     *L = *A;
     L->be = d->local;
-    L->nrows = H->nbrows * H->bs;
-    L->ncols = H->nbcols * H->bs;
+    L->nrows = B->nbrows * B->br;
+    L->ncols = B->nbcols * B->bc;
     L->bdata = NULL;
     L->nnz = L->stored = L->width = 0;
     L->bytes = 0;
     L->lanes_min = L->lanes_max = 0;
-    HK_TRY(d->local->mat_build(L, &B));
+    HK_TRY(d->local->mat_build(L, B));
     *out = L;
     L = NULL;
 fail:
     free(L);
-    hk_bmat_free(&B);
     return ierr;
 }
 
@@ -550,9 +685,12 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
     A->nnz = A->stored = A->width = 0; /* the parts' sums below (also when rebuilt) */
     A->bytes = 0;
     A->lanes_min = A->lanes_max = 0;
-    const hk_bcsr Kint = {d->bs, d->nint, d->nown, d->Koo.rowptr, d->Koo.colind, d->Koo.val};
+    /* A_int: Koo's first nint rows (interior rows read owned columns only) */
+    hk_bmat Kint = d->Koo_d;
+    Kint.nbrows = d->nint;
+    Kint.nnzb = d->Koo.rowptr[d->nint];
     HK_TRY(local_mat(d, A, &Kint, &M->Aint));
-    HK_TRY(local_mat(d, A, &d->Kbnd, &M->Abnd));
+    HK_TRY(local_mat(d, A, &d->Kbnd_d, &M->Abnd));
     const int64_t ns = d->halo->send_off[d->halo->nsend];
     HK_TRY(vec_at_least(d->local, ns * d->bs, A->prec, &M->send));
     HK_TRY(vec_at_least(d->local, (d->nbc + d->nghost) * d->bs, A->prec, &M->xe));

@@ -538,9 +538,11 @@ static void level0_header(const hk_dist *d, hlev *H)
     H->perm = d->perm;
 }
 
-/* Level 0's rows from the layout on the host (H->A): Koo's and Kbnd's in internal numbering. */
+/* Level 0's rows from the layout on the host (H->A): Koo's and Kbnd's in internal numbering,
+ * their values the host's where it holds them, else downloaded from the backend's copies. */
 static int level0_rows(const hk_dist *d, hlev *H)
 {
+    const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)d->bs * d->bs;
     level0_header(d, H);
     const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
@@ -548,14 +550,21 @@ static int level0_rows(const hk_dist *d, hlev *H)
                           &H->A));
     level0_pattern(d, H->A.rowptr, H->A.colind + nio);
     memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
-    copy_par(H->A.val, d->Koo.val, (size_t)(nio * bb) * sizeof(double));
-    copy_par(H->A.val + nio * bb, d->Kbnd.val, (size_t)(nb * bb) * sizeof(double));
+    const size_t b_oo = (size_t)(nio * bb) * sizeof(double), b_bnd = (size_t)(nb * bb) * sizeof(double);
+    if (d->Koo.val) {
+        copy_par(H->A.val, d->Koo.val, b_oo);
+        copy_par(H->A.val + nio * bb, d->Kbnd.val, b_bnd);
+        return 0;
+    }
+    if (nio) HK_CALL(L->copy_from(H->A.val, d->Koo_d.val, b_oo));
+    if (nb) HK_CALL(L->copy_from(H->A.val + nio * bb, d->Kbnd_d.val, b_bnd));
     return 0;
 }
 
 /* Level 0's rows on the process's backend (H->Ad): on the cpu a view of the host rows; on a
- * device uploaded from the layout's Koo and Kbnd where they lie, without a host copy of the
- * matrix (H->A stays empty until the coarsest level needs it). */
+ * device copied there from the layout's Koo and Kbnd on the device (Koo_d, Kbnd_d), only the
+ * pattern of the boundary rows' renumbered columns uploaded (H->A stays empty until the
+ * coarsest level needs it). */
 static int level0_local(const hk_dist *d, hlev *H)
 {
     if (d->host_memory) {
@@ -576,11 +585,11 @@ static int level0_local(const hk_dist *d, hlev *H)
     }
     hk_bmat *A = &H->Ad;
     if (!ierr) ierr = L->copy_to(A->rowptr, rowptr, (size_t)(d->nown + 1) * sizeof *rowptr);
-    if (!ierr && nio) ierr = L->copy_to(A->colind, d->Koo.colind, (size_t)nio * sizeof(int32_t));
+    if (!ierr && nio) ierr = L->copy(A->colind, d->Koo_d.colind, (size_t)nio * sizeof(int32_t));
     if (!ierr && nb) ierr = L->copy_to(A->colind + nio, bnd_col, (size_t)nb * sizeof(int32_t));
-    if (!ierr && nio) ierr = L->copy_to(A->val, d->Koo.val, (size_t)(nio * bb) * sizeof(double));
+    if (!ierr && nio) ierr = L->copy(A->val, d->Koo_d.val, (size_t)(nio * bb) * sizeof(double));
     if (!ierr && nb)
-        ierr = L->copy_to(A->val + nio * bb, d->Kbnd.val, (size_t)(nb * bb) * sizeof(double));
+        ierr = L->copy(A->val + nio * bb, d->Kbnd_d.val, (size_t)(nb * bb) * sizeof(double));
     free(rowptr);
     free(bnd_col);
     return ierr;

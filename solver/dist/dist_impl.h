@@ -115,8 +115,14 @@ typedef struct hk_dist {
     int64_t nglobal, row0, nown, nint, nbnd, nghost, nbc; /* block rows / columns */
     int32_t *perm;                /* internal row i is the caller's row perm[i] */
     hk_halo *halo;                /* over block rows; send_idx in internal numbering */
+    /* On the host: Koo's and Kbnd's patterns, and their values where the host holds them (the
+     * caller gave them on the host, or the backend's memory is host memory); val NULL where
+     * the values were put in order on the device (hk_dist_create_values) */
     hk_bcsr Koo;                  /* owned rows x owned columns, internal numbering */
     hk_bcsr Kbnd;                 /* boundary rows x [nbc owned columns read, then ghosts] */
+    /* Koo and Kbnd on the backend (d->local), what the operator, the solver's K and pc=amg's
+     * level 0 read: views of the host's where host_memory, else the device's own arrays */
+    hk_bmat Koo_d, Kbnd_d;
     int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
     int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
     hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
@@ -136,6 +142,14 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
  * where be has no device transport is refused by name. */
 int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
                         int transport, hk_dist **d);
+/* The same with the rows' values in be's memory (val_dev: K->rowptr[K->nbrows] blocks of bs x
+ * bs in K's order; K->val unused, K gives the pattern on the host); val_dev NULL: K->val. The
+ * layout is computed from the pattern alone; each of Koo and Kbnd gets a gather index (the
+ * source block of each of its blocks) and its values are gathered where they lie (the
+ * backend's vec_gather, bs*bs entries a record), then checked there (bmat_first_nonfinite).
+ * On a host-memory backend the gathered values are d->Koo's and d->Kbnd's own. */
+int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
+                          const hk_bcsr *K, const double *val_dev, int transport, hk_dist **d);
 /* The transport d uses: "nccl" or "mpi". */
 const char *hk_dist_comm_name(const hk_dist *d);
 void hk_dist_destroy(hk_dist *d);

@@ -251,7 +251,8 @@ static int check_dist_matrix(const hk_bcsr *K)
 }
 
 static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
-                  const hk_nearnull *nn, hk_options *o_in, hk_solver **out);
+                  const hk_backend_ops *vbe, const double *vval, const hk_nearnull *nn,
+                  hk_options *o_in, hk_solver **out);
 
 int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 {
@@ -261,7 +262,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, const hk_nearnull *nn,
                           hk_options *o, hk_solver **out)
 {
-    if (hk_comm_size(c) > 1) return create(c, row0, K, NULL, nn, o, out);
+    if (hk_comm_size(c) > 1) return create(c, row0, K, NULL, NULL, NULL, nn, o, out);
     *out = NULL;
     HK_CHECK(row0 == 0, HK_ERR_ARG,
              "hk_solver_create_dist: one process owns every row, from 0 (row0 is %lld)",
@@ -269,12 +270,35 @@ int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, cons
     return hk_solver_create_nearnull(K, nn, o, out);
 }
 
+int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr *K,
+                                   const hk_backend *be, const double *val, const hk_nearnull *nn,
+                                   hk_options *o, hk_solver **out)
+{
+    HK_CHECK(out && be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]), HK_ERR_ARG,
+             "hk_solver_create_dist_resident: no solver pointer, backend or values");
+    *out = NULL;
+    if (hk_comm_size(c) > 1) {
+        static const double none = 0;
+        return create(c, row0, K, NULL, be, val ? val : &none, nn, o, out);
+    }
+    /* one process: the values to the host, for the one-process set-up */
+    HK_CALL(check_dist_matrix(K));
+    const int64_t n = K->rowptr[K->nbrows] * K->bs * K->bs;
+    hk_bcsr H = *K;
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *H.val, &H.val));
+    int ierr = n ? be->copy_from(H.val, val, (size_t)n * sizeof *H.val) : 0;
+    if (!ierr) ierr = hk_solver_create_dist(c, row0, &H, nn, o, out);
+    free(H.val);
+    return ierr;
+}
+
 /* hk_solver_create_nearnull from a host matrix K, or from one in a backend's memory R (K
  * NULL), whose arrays become the solver's K at once. c: the processes of a distributed solve
  * (NULL: one process; K on the host then); the status of each stage is agreed by all, so that
  * they stop together. */
 static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
-                  const hk_nearnull *nn, hk_options *o_in, hk_solver **out)
+                  const hk_backend_ops *vbe, const double *vval, const hk_nearnull *nn,
+                  hk_options *o_in, hk_solver **out)
 {
     int ierr, agreed = 0; /* agreed: a failure every process knows (no agreement left to pair) */
     hk_solver *s = NULL;
@@ -419,14 +443,16 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     if (c) HK_TRY(hk_dist_check_choice(kt->name, pt->name));
 
     /* ---- backend, matrix, preconditioner ---- */
-    if (R && !strcmp(backend, "auto"))
-        s->be = R->be;
+    /* the values in a backend's memory (R's, or a distributed K's vval): solved there */
+    const hk_backend_ops *held = R ? R->be : vval ? vbe : NULL;
+    if (held && !strcmp(backend, "auto"))
+        s->be = held;
     else
         HK_TRY(hk_backend_get(backend, &s->be));
-    HK_TRY_CHECK(!R || s->be == R->be, HK_ERR_OPTION,
+    HK_TRY_CHECK(!held || s->be == held, HK_ERR_OPTION,
                  "option backend=%s: the matrix is in the memory of backend %s; solve there "
                  "(backend=%s or auto)",
-                 backend, R ? R->be->name : "", R ? R->be->name : "");
+                 backend, held ? held->name : "", held ? held->name : "");
     const hk_bcsr *Kb = K; /* what goes to the backend: K, or the owned block of its rows */
     if (c) {
         /* a process that failed above (an option, its backend's start) fails here with the
@@ -436,14 +462,18 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
             goto fail;
         }
         /* the process's rows laid out and the distributed table (its SpMV, its sums) */
-        ierr = hk_dist_create_comm(c, s->be, row0, K, dist_comm, &s->dist);
+        ierr = hk_dist_create_values(c, s->be, row0, K, vval, dist_comm, &s->dist);
         if (ierr) { /* agreed inside */
             agreed = 1;
             goto fail;
         }
         hk_dist_ops_init(s->dist);
         s->be = &s->dist->ops;
-        Kb = &s->dist->Koo;
+        /* K: the layout's owned block on the backend (a view, the layout's), its values
+         * checked there */
+        Kb = NULL;
+        s->K = s->dist->Koo_d;
+        s->K.be = s->be;
         HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->b_int, &s->b_int));
         HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->x_int, &s->x_int));
     }
@@ -464,7 +494,7 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     HK_TRY(s->be->sync());
     s->setup_phase[1] = hk_time() - t_phase;
     t_phase = hk_time();
-    HK_TRY(check_values(&s->K, Kb));
+    if (!c) HK_TRY(check_values(&s->K, Kb));
     if (K) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
     s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
@@ -576,14 +606,14 @@ fail:
 int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o, hk_solver **s)
 {
     HK_CHECK(K, HK_ERR_ARG, "hk_solver_create: no matrix, or block size not 1, 2 or 3");
-    return create(NULL, 0, K, NULL, nn, o, s);
+    return create(NULL, 0, K, NULL, NULL, NULL, nn, o, s);
 }
 
 int hk_solver_create_resident(hk_resident_bcsr *A, const hk_nearnull *nn, hk_options *o,
                               hk_solver **s)
 {
     HK_CHECK(A && s, HK_ERR_ARG, "hk_solver_create_resident: no matrix or no solver pointer");
-    return create(NULL, 0, NULL, A, nn, o, s);
+    return create(NULL, 0, NULL, A, NULL, NULL, nn, o, s);
 }
 
 hk_pc *hk_solver_get_pc(hk_solver *s)
@@ -605,7 +635,7 @@ void hk_solver_destroy(hk_solver *s)
     hk_pc_destroy(s->pc);
     hk_mat_destroy(s->A_low);
     hk_mat_destroy(s->A);
-    hk_bmat_free(&s->K);
+    if (!s->dist) hk_bmat_free(&s->K); /* else the layout's (freed with it) */
     hk_options_destroy(s->opts);
     free(s->b_int);
     free(s->x_int);

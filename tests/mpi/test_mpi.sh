@@ -193,6 +193,25 @@ for spec in "${dev[@]}"; do
     else bad "device $name --assembly $mode -np $np: $r"; fi
   done
 done
+# the rows' values left on the device for the solver (the default above) against their
+# download first (HOOKE_DIST_RESIDENT=0), and on the device's path of the layer
+# (HOOKE_DIST_STAGED=1: the pattern and the gather indices uploaded, the values gathered and
+# checked in the backend's memory): the host path's pieces byte for byte
+name=box-amg
+for env in HOOKE_DIST_RESIDENT=0 HOOKE_DIST_STAGED=1 "HOOKE_DIST_STAGED=1 HOOKE_DIST_RESIDENT=0"; do
+  same=1
+  if mpi -np 3 env $env HOOKE_FEM_EMULATE=1 "$H" run cases/box/box.yaml --backend cpu \
+       --set solver.tol=1e-12 --set output.ascii=true --set geometry.generate.cells=[10,10,10] \
+       --set solver.pc=amg -q -o "$T/dr.vtu" >/dev/null 2>"$T/dr.err"; then
+    for ((q = 0; q < 3; q++)); do cmp -s "$T/dv-$name-h-p$q.vtu" "$T/dr-p$q.vtu" || same=0; done
+  else same=0; tail -3 "$T/dr.err"; fi
+  if [ $same = 1 ]; then ok "device $name -np 3 with $env: the host path's bytes"
+  else bad "device $name -np 3 with $env: failed or other bytes than the host path's"; fi
+done
+if ! HOOKE_DIST_RESIDENT=yes HOOKE_FEM_EMULATE=1 mpi -np 2 "$H" run cases/box/box.yaml --backend cpu \
+     -q -o "$T/dr.vtu" >/dev/null 2>"$T/dr.err" && grep -q "HOOKE_DIST_RESIDENT=yes: set it to 1" "$T/dr.err"; then
+  ok "HOOKE_DIST_RESIDENT=yes: refused in one sentence"
+else bad "HOOKE_DIST_RESIDENT=yes: not refused by name"; cat "$T/dr.err"; fi
 # a model the device assembly lacks (springs): auto assembles on the host and says why, the
 # recovery stays on the device, as on one process
 if HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/springs/springs.yaml --backend cpu -o "$T/dsp.vtu" \
