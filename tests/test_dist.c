@@ -106,13 +106,16 @@ static void test_layout_one(void)
     hk_bcsr_free(&K);
 }
 
-/* vec_gather of a backend against the plain loop, fp64 and fp32, block sizes 1..3. */
+/* vec_gather of a backend against the plain loop, fp64 and fp32, records of 1..3 entries and
+ * of 4 and 9 (the blocks of 2 x 2 and 3 x 3 that the layout gathers from a matrix's values). */
 static void gather_on(const hk_backend *be)
 {
     {
         CU_ASSERT_FATAL(be && be->vec_gather != NULL);
-        for (int bs = 1; bs <= 3; bs++)
+        static const int sizes[] = {1, 2, 3, 4, 9};
+        for (int k = 0; k < 5; k++)
             for (int prec = 0; prec < 2; prec++) {
+                const int bs = sizes[k];
                 const int64_t nb = 1000, n = 377;
                 double *x = hk_test_rand_vec(nb * bs, 11u + (unsigned)bs), *y = NULL;
                 int32_t *idx = malloc(sizeof *idx * (size_t)n), *didx = NULL;
@@ -213,6 +216,125 @@ static void test_ops_reviewed(void)
     hk_bcsr_free(&K);
 }
 
+/* K with the blocks of every row in another order (columns descending), as an assembly may
+ * leave them: the layout sorts them, so its gather index is not the identity. */
+static void reverse_rows(hk_bcsr *K)
+{
+    const int bb = K->bs * K->bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t p = K->rowptr[i], q = K->rowptr[i + 1] - 1; p < q; p++, q--) {
+            const int32_t c = K->colind[p];
+            K->colind[p] = K->colind[q];
+            K->colind[q] = c;
+            for (int e = 0; e < bb; e++) {
+                const double v = K->val[p * bb + e];
+                K->val[p * bb + e] = K->val[q * bb + e];
+                K->val[q * bb + e] = v;
+            }
+        }
+}
+
+/* The bytes of D (a matrix of be) equal those of the host's H. */
+static int same_as_host(const hk_backend *be, const hk_bmat *D, const hk_bcsr *H)
+{
+    const int64_t nnzb = H->rowptr[H->nbrows], bb = (int64_t)H->bs * H->bs;
+    int64_t *rp = malloc(sizeof *rp * (size_t)(H->nbrows + 1));
+    int32_t *ci = malloc(sizeof *ci * (size_t)(nnzb + 1));
+    double *v = malloc(sizeof *v * (size_t)(nnzb * bb + 1));
+    int same = D->nbrows == H->nbrows && D->nnzb == nnzb;
+    same = same && !be->copy_from(rp, D->rowptr, sizeof *rp * (size_t)(H->nbrows + 1));
+    same = same && (!nnzb || !be->copy_from(ci, D->colind, sizeof *ci * (size_t)nnzb));
+    same = same && (!nnzb || !be->copy_from(v, D->val, sizeof *v * (size_t)(nnzb * bb)));
+    same = same && !memcmp(rp, H->rowptr, sizeof *rp * (size_t)(H->nbrows + 1)) &&
+           !memcmp(ci, H->colind, sizeof *ci * (size_t)nnzb) &&
+           !memcmp(v, H->val, sizeof *v * (size_t)(nnzb * bb));
+    free(rp);
+    free(ci);
+    free(v);
+    return same;
+}
+
+/* The layout from the rows' pattern and their values in be's memory (hk_dist_create_values)
+ * against the layout from the host's rows: the same owned block on the backend, byte for
+ * byte, and the same distributed SpMV; a non-finite value found there and named as the
+ * host's check names it. */
+static void resident_layout_on(const hk_backend *be)
+{
+    CU_ASSERT_FATAL(be != NULL);
+    const hk_comm *w = hk_comm_world();
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
+    reverse_rows(&K);
+    const int64_t nnzb = K.rowptr[K.nbrows], nv = nnzb * K.bs * K.bs, n = K.nbrows * K.bs;
+    double *val = NULL;
+    HK_ASSERT_OK(be->alloc((void **)&val, sizeof *val * (size_t)nv));
+    HK_ASSERT_OK(be->copy_to(val, K.val, sizeof *val * (size_t)nv));
+    hk_bcsr P = K;
+    P.val = NULL; /* the host has the pattern only */
+    hk_dist *dh = NULL, *dr = NULL;
+    HK_ASSERT_OK(hk_dist_create(w, &hk_backend_cpu, 0, &K, &dh));
+    HK_ASSERT_OK(hk_dist_create_values(w, be, 0, &P, val, HK_DIST_COMM_AUTO, &dr));
+    CU_ASSERT(dr->nint == dh->nint && dr->nbnd == dh->nbnd);
+    CU_ASSERT(!memcmp(dr->Koo.colind, dh->Koo.colind, sizeof(int32_t) * (size_t)nnzb));
+    CU_ASSERT(same_as_host(be, &dr->Koo_d, &dh->Koo));
+    /* the operator built from the backend's rows: the host's product */
+    hk_dist_ops_init(dr);
+    hk_bmat Kd = dr->Koo_d;
+    Kd.be = &dr->ops;
+    hk_mat *A = NULL;
+    hk_vec *vx = NULL, *vy = NULL;
+    double *x = hk_test_rand_vec(n, 3u), *y = malloc(sizeof *y * (size_t)n);
+    double *yd = malloc(sizeof *yd * (size_t)n);
+    hk_bcsr_spmv(&K, x, y);
+    HK_ASSERT_OK(hk_mat_create_bmat(&Kd, HK_FMT_CSR, HK_FP64, NULL, &A));
+    HK_ASSERT_OK(hk_vec_create(&dr->ops, n, HK_FP64, &vx));
+    HK_ASSERT_OK(hk_vec_create(&dr->ops, n, HK_FP64, &vy));
+    HK_ASSERT_OK(hk_vec_upload(vx, x));
+    HK_ASSERT_OK(hk_mat_spmv(A, vx, vy));
+    HK_ASSERT_OK(hk_vec_download(vy, yd));
+    double err = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        err = fmax(err, fabs(yd[i] - y[i]));
+        scale = fmax(scale, fabs(y[i]));
+    }
+    CU_ASSERT(err <= 1e-13 * scale);
+    hk_mat_destroy(A);
+    hk_vec_destroy(vx);
+    hk_vec_destroy(vy);
+    hk_dist_destroy(dr);
+    hk_dist_destroy(dh);
+    /* a NaN in a row's middle block: the host's sentence, from the backend's check */
+    const int64_t row = K.nbrows / 2, at = (K.rowptr[row] + 1) * K.bs * K.bs + 4;
+    K.val[at] = NAN;
+    HK_ASSERT_OK(be->copy_to(val + at, K.val + at, sizeof *val));
+    CU_ASSERT(hk_dist_create(w, &hk_backend_cpu, 0, &K, &dh) == HK_ERR_NUMERIC);
+    char want[512];
+    snprintf(want, sizeof want, "%s", hk_error_message());
+    CU_ASSERT(strstr(want, "is nan") != NULL);
+    CU_ASSERT(hk_dist_create_values(w, be, 0, &P, val, HK_DIST_COMM_AUTO, &dr) == HK_ERR_NUMERIC);
+    CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+    be->dealloc(val);
+    free(x);
+    free(y);
+    free(yd);
+    hk_bcsr_free(&K);
+}
+
+static void test_resident_cpu(void)
+{
+    resident_layout_on(&hk_backend_cpu);
+    /* the device's path on the cpu: pattern and gather index uploaded, values gathered and
+     * checked in the backend's memory, copies instead of views */
+    setenv("HOOKE_DIST_STAGED", "1", 1);
+    resident_layout_on(&hk_backend_cpu);
+    unsetenv("HOOKE_DIST_STAGED");
+}
+
+static void test_resident_cuda(void)
+{
+    resident_layout_on(hk_test_cuda_backend());
+}
+
 static void test_gather_cpu(void)
 {
     gather_on(&hk_backend_cpu);
@@ -294,8 +416,13 @@ HK_SUITE(dist,
          {"partitions of a mesh's cells along their dual graph", test_partition_cells},
          {"one process: sums, agreement and an empty halo pass through", test_comm_one},
          {"one process's rows: all interior; columns beyond them refused", test_layout_one},
-         {"vec_gather on the cpu, fp64 and fp32, blocks of 1 to 3", test_gather_cpu},
+         {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
+         {"the layout from values in the backend's memory: the host's bytes, its check's "
+          "sentence (views, and the device's path)",
+          test_resident_cpu},
          {"the distributed table keeps the backend's own ops only where they are local",
           test_ops_reviewed})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
+                {"the layout from values on cuda: the host's bytes, SpMV, a NaN named",
+                 test_resident_cuda},
                 {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one})

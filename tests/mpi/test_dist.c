@@ -655,6 +655,128 @@ static void test_amg_setup(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
+/* The bytes of D (a matrix of be) equal those of the host's H. */
+static int same_as_host(const hk_backend *be, const hk_bmat *D, const hk_bcsr *H)
+{
+    const int64_t nnzb = H->rowptr[H->nbrows], bb = (int64_t)H->bs * H->bs;
+    int64_t *rp = malloc(sizeof *rp * (size_t)(H->nbrows + 1));
+    int32_t *ci = malloc(sizeof *ci * (size_t)(nnzb + 1));
+    double *v = malloc(sizeof *v * (size_t)(nnzb * bb + 1));
+    int same = D->nbrows == H->nbrows && D->nnzb == nnzb;
+    same = same && !be->copy_from(rp, D->rowptr, sizeof *rp * (size_t)(H->nbrows + 1));
+    same = same && (!nnzb || !be->copy_from(ci, D->colind, sizeof *ci * (size_t)nnzb));
+    same = same && (!nnzb || !be->copy_from(v, D->val, sizeof *v * (size_t)(nnzb * bb)));
+    same = same && !memcmp(rp, H->rowptr, sizeof *rp * (size_t)(H->nbrows + 1)) &&
+           !memcmp(ci, H->colind, sizeof *ci * (size_t)nnzb) &&
+           !memcmp(v, H->val, sizeof *v * (size_t)(nnzb * bb));
+    free(rp);
+    free(ci);
+    free(v);
+    return same;
+}
+
+/* The rows' values in be's memory (hk_dist_create_values, hk_solver_create_dist_resident)
+ * against the same rows on the host: the layout's Koo and Kbnd on the backend byte for byte
+ * (rows given with their blocks in reverse order, so that the gather moves them), pc=amg's
+ * answer byte for byte, and a NaN on the last process named as the host's check names it. */
+static void test_resident(const hk_comm *c, const hk_backend *be)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    hk_gen_elasticity3d(7, 6, 8, &K);
+    hk_gen_elasticity3d_coords(7, 6, 8, &xyz);
+    const int bb = K.bs * K.bs;
+    for (int64_t i = 0; i < K.nbrows; i++) /* blocks of every row in reverse order */
+        for (int64_t p = K.rowptr[i], q = K.rowptr[i + 1] - 1; p < q; p++, q--) {
+            const int32_t t = K.colind[p];
+            K.colind[p] = K.colind[q];
+            K.colind[q] = t;
+            for (int e = 0; e < bb; e++) {
+                const double v = K.val[p * bb + e];
+                K.val[p * bb + e] = K.val[q * bb + e];
+                K.val[q * bb + e] = v;
+            }
+        }
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 30, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt), pat = L;
+    pat.val = NULL;
+    const int64_t nv = L.rowptr[cnt] * bb, nl = cnt * K.bs;
+    double *val = NULL, *b = malloc(sizeof *b * (size_t)(nl + 1)), *x[2];
+    for (int k = 0; k < 2; k++)
+        x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+    for (int64_t i = 0; i < nl; i++)
+        b[i] = cos(0.05 * (double)(row0 * K.bs + i)) + 0.25;
+    int ierr = be->alloc((void **)&val, sizeof *val * (size_t)(nv + 1));
+    if (!ierr && nv) ierr = be->copy_to(val, L.val, sizeof *val * (size_t)nv);
+    ierr = hk_comm_agree(c, ierr);
+    hk_dist *dh = NULL, *dr = NULL;
+    if (!ierr) ierr = hk_dist_create_comm(c, &hk_backend_cpu, row0, &L, HK_DIST_COMM_MPI, &dh);
+    if (!ierr) ierr = hk_dist_create_values(c, be, row0, &pat, val, HK_DIST_COMM_MPI, &dr);
+    int same = !ierr && dr->nint == dh->nint && dr->nbnd == dh->nbnd &&
+               same_as_host(be, &dr->Koo_d, &dh->Koo) && same_as_host(be, &dr->Kbnd_d, &dh->Kbnd);
+    int64_t bnd = dh ? dh->nbnd : 0;
+    hk_comm_sum_i64(c, &bnd, 1);
+    hk_dist_destroy(dh);
+    hk_dist_destroy(dr);
+    char what[200];
+    snprintf(what, sizeof what, "layout from values on %s: Koo, Kbnd the host's bytes (%lld "
+             "boundary rows)", be->name, (long long)bnd);
+    check(c, same && bnd > 0, what);
+    /* the solver from either, pc=amg: the same answer, byte for byte */
+    const hk_nearnull nn = {.dim = 3, .coords = xyz + row0 * 3};
+    int its[2] = {-1, -1};
+    for (int k = 0; k < 2 && !ierr; k++) {
+        char opts[160];
+        snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 pc.amg.coarse_size=40",
+                 be->name);
+        hk_options *o = NULL;
+        hk_solver *s = NULL;
+        hk_result res;
+        int e = hk_options_create(&o);
+        if (!e) e = hk_options_parse(o, opts);
+        e = hk_comm_agree(c, e);
+        if (!e)
+            e = k ? hk_solver_create_dist_resident(c, row0, &pat, be, val, &nn, o, &s)
+                  : hk_solver_create_dist(c, row0, &L, &nn, o, &s);
+        if (!e) e = hk_solver_solve(s, b, x[k], &res);
+        if (!e) its[k] = res.iterations;
+        if (e && *hk_error_message()) fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+        ierr |= e;
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+    }
+    int64_t differ = ierr || memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl) != 0;
+    hk_comm_max_i64(c, &differ, 1);
+    snprintf(what, sizeof what, "solver from values on %s, pc=amg: x the host's bytes (%d, %d its)",
+             be->name, its[0], its[1]);
+    check(c, !differ, what);
+    /* a NaN in the last process's middle row: every process fails with the host's sentence */
+    char want[400] = "", got[400] = "";
+    if (me == P - 1 && cnt > 0) {
+        const int64_t at = L.rowptr[cnt / 2] * bb + 2;
+        L.val[at] = NAN;
+        if (be->copy_to(val + at, L.val + at, sizeof *val)) ierr = 1;
+    }
+    int e1 = hk_dist_create_comm(c, &hk_backend_cpu, row0, &L, HK_DIST_COMM_MPI, &dh);
+    snprintf(want, sizeof want, "%s", hk_error_message());
+    int e2 = hk_dist_create_values(c, be, row0, &pat, val, HK_DIST_COMM_MPI, &dr);
+    snprintf(got, sizeof got, "%s", hk_error_message());
+    snprintf(what, sizeof what, "a NaN in values on %s: refused on every process as on the host",
+             be->name);
+    check(c, !ierr && e1 == HK_ERR_NUMERIC && e2 == HK_ERR_NUMERIC && strstr(want, "is nan") &&
+                 !strcmp(want, got),
+          what);
+    be->dealloc(val);
+    for (int k = 0; k < 2; k++)
+        free(x[k]);
+    free(b);
+    free(xyz);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
 /* --fatal: the last process's transport fails in the middle of an SpMV. */
 static int fatal_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
                           void *recv, int nsend, const int *send_rank, const int64_t *send_off,
@@ -721,6 +843,7 @@ int main(int argc, char **argv)
     }
     if (be->dcomm_create) test_dcomm_solve(c, be);
     test_amg_setup(c, be);
+    test_resident(c, be);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
