@@ -1606,7 +1606,8 @@ static int print_phases(const damg *a)
     memcpy(m, a->ph, sizeof a->ph);
     x[0] = d->t_layout;
     x[1] = d->t_layout_upload;
-    /* between the layout and this set-up: K's upload and check, the operator's build */
+    /* between the layout and this set-up: the solver's K (a view of the layout's) and the
+     * operator's build */
     x[2] = a->t_pc - d->t_begin - d->t_layout - d->t_layout_upload;
     x[3] = d->t_operator;
     x[4] = hk_time() - d->t_begin;
@@ -1621,8 +1622,8 @@ static int print_phases(const damg *a)
     /* the solver's distributed set-up before the preconditioner (wall seconds); what the
      * run's set-up has beyond "since the layout" is the options and the backend's start */
     fprintf(stderr,
-            "; before it (wall): layout %.3f, layout's uploads %.3f, K's upload, check and "
-            "operator %.3f (the operator's build %.3f); since the layout %.3f\n",
+            "; before it (wall): layout %.3f, layout on the backend %.3f, K and operator "
+            "%.3f (the operator's build %.3f); since the layout %.3f\n",
             x[0], x[1], x[2], x[3], x[4]);
     return 0;
 }

@@ -128,8 +128,9 @@ typedef struct hk_dist {
     hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
     /* the distributed set-up outside the preconditioner, which HOOKE_AMG_PROFILE prints beside
      * pc=amg's phases: when the layout began (hk_time), its host part's wall seconds, its
-     * first uploads' (the backend's start on first use lands there), and the last operator
-     * build's (hk_dist_mat_build) */
+     * part on the backend's (Koo and Kbnd uploaded, or gathered and checked there; the
+     * backend's start on first use lands there), and the last operator build's
+     * (hk_dist_mat_build) */
     double t_begin, t_layout, t_layout_upload, t_operator;
 } hk_dist;
 
