@@ -501,9 +501,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
     if (pt.mesh.cells.n > 0) {
-        ierr = resident
-                   ? hk_assemble_rows_resident_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys)
-                   : hk_assemble_rows_on(fem_backend(r0.assembled_on), &sm.p, pt.nown, &sys);
+        const hk_backend *fb = fem_backend(r0.assembled_on);
+        ierr = resident ? hk_assemble_rows_resident_on(fb, &sm.p, pt.nown, &sys)
+                        : hk_assemble_rows_on(fb, &sm.p, pt.nown, &sys);
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.assembled_on, "host")) {
             /* --assembly auto: a device too small for the part leaves it to the host */
             snprintf(note, sizeof note, "%s", hk_error_message());

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dist/dist_impl.h"
+#include "test_dist_rows.h"
 #include "test_util.h"
 
 /* Every part used, each vertex in one part, the same parts twice. */
@@ -216,44 +217,6 @@ static void test_ops_reviewed(void)
     hk_bcsr_free(&K);
 }
 
-/* K with the blocks of every row in another order (columns descending), as an assembly may
- * leave them: the layout sorts them, so its gather index is not the identity. */
-static void reverse_rows(hk_bcsr *K)
-{
-    const int bb = K->bs * K->bs;
-    for (int64_t i = 0; i < K->nbrows; i++)
-        for (int64_t p = K->rowptr[i], q = K->rowptr[i + 1] - 1; p < q; p++, q--) {
-            const int32_t c = K->colind[p];
-            K->colind[p] = K->colind[q];
-            K->colind[q] = c;
-            for (int e = 0; e < bb; e++) {
-                const double v = K->val[p * bb + e];
-                K->val[p * bb + e] = K->val[q * bb + e];
-                K->val[q * bb + e] = v;
-            }
-        }
-}
-
-/* The bytes of D (a matrix of be) equal those of the host's H. */
-static int same_as_host(const hk_backend *be, const hk_bmat *D, const hk_bcsr *H)
-{
-    const int64_t nnzb = H->rowptr[H->nbrows], bb = (int64_t)H->bs * H->bs;
-    int64_t *rp = malloc(sizeof *rp * (size_t)(H->nbrows + 1));
-    int32_t *ci = malloc(sizeof *ci * (size_t)(nnzb + 1));
-    double *v = malloc(sizeof *v * (size_t)(nnzb * bb + 1));
-    int same = D->nbrows == H->nbrows && D->nnzb == nnzb;
-    same = same && !be->copy_from(rp, D->rowptr, sizeof *rp * (size_t)(H->nbrows + 1));
-    same = same && (!nnzb || !be->copy_from(ci, D->colind, sizeof *ci * (size_t)nnzb));
-    same = same && (!nnzb || !be->copy_from(v, D->val, sizeof *v * (size_t)(nnzb * bb)));
-    same = same && !memcmp(rp, H->rowptr, sizeof *rp * (size_t)(H->nbrows + 1)) &&
-           !memcmp(ci, H->colind, sizeof *ci * (size_t)nnzb) &&
-           !memcmp(v, H->val, sizeof *v * (size_t)(nnzb * bb));
-    free(rp);
-    free(ci);
-    free(v);
-    return same;
-}
-
 /* The layout from the rows' pattern and their values in be's memory (hk_dist_create_values)
  * against the layout from the host's rows: the same owned block on the backend, byte for
  * byte, and the same distributed SpMV; a non-finite value found there and named as the
@@ -264,7 +227,7 @@ static void resident_layout_on(const hk_backend *be)
     const hk_comm *w = hk_comm_world();
     hk_bcsr K = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
-    reverse_rows(&K);
+    test_reverse_rows(&K);
     const int64_t nnzb = K.rowptr[K.nbrows], nv = nnzb * K.bs * K.bs, n = K.nbrows * K.bs;
     double *val = NULL;
     HK_ASSERT_OK(be->alloc((void **)&val, sizeof *val * (size_t)nv));
@@ -276,7 +239,7 @@ static void resident_layout_on(const hk_backend *be)
     HK_ASSERT_OK(hk_dist_create_values(w, be, 0, &P, val, HK_DIST_COMM_AUTO, &dr));
     CU_ASSERT(dr->nint == dh->nint && dr->nbnd == dh->nbnd);
     CU_ASSERT(!memcmp(dr->Koo.colind, dh->Koo.colind, sizeof(int32_t) * (size_t)nnzb));
-    CU_ASSERT(same_as_host(be, &dr->Koo_d, &dh->Koo));
+    CU_ASSERT(test_same_as_host(be, &dr->Koo_d, &dh->Koo));
     /* the operator built from the backend's rows: the host's product */
     hk_dist_ops_init(dr);
     hk_bmat Kd = dr->Koo_d;

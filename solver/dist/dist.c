@@ -299,8 +299,8 @@ static int pattern_on(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbcols
 /* A view of the host's A as a matrix of be (a host-memory backend). */
 static hk_bmat host_view(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbcols)
 {
-    const hk_bmat V = {be,     A->bs,     A->bs,     A->nbrows, nbcols,
-                       A->rowptr[A->nbrows], A->rowptr, A->colind, A->val};
+    const hk_bmat V = {be,        A->bs,     A->bs, A->nbrows, nbcols, A->rowptr[A->nbrows],
+                       A->rowptr, A->colind, A->val};
     return V;
 }
 
@@ -327,8 +327,8 @@ static int host_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, cons
 /* Koo_d and Kbnd_d: on a host-memory backend views of the host's matrices; on a device the
  * patterns uploaded, and the values uploaded from the host's or, from val_dev, gathered
  * there by the gather indices (the values never on the host). */
-static int device_values(hk_dist *d, const hk_bcsr *K, const double *val_dev,
-                         const int32_t *src_oo, const int32_t *src_bnd)
+static int device_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, const int32_t *src_oo,
+                         const int32_t *src_bnd)
 {
     const hk_backend_ops *L = d->local;
     const int bb = d->bs * d->bs;

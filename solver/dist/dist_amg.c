@@ -550,7 +550,8 @@ static int level0_rows(const hk_dist *d, hlev *H)
                           &H->A));
     level0_pattern(d, H->A.rowptr, H->A.colind + nio);
     memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
-    const size_t b_oo = (size_t)(nio * bb) * sizeof(double), b_bnd = (size_t)(nb * bb) * sizeof(double);
+    const size_t b_oo = (size_t)(nio * bb) * sizeof(double),
+                 b_bnd = (size_t)(nb * bb) * sizeof(double);
     if (d->Koo.val) {
         copy_par(H->A.val, d->Koo.val, b_oo);
         copy_par(H->A.val + nio * bb, d->Kbnd.val, b_bnd);

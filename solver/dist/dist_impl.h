@@ -113,13 +113,13 @@ typedef struct hk_dist {
     int bs;
     int host_memory; /* the backend's memory is host memory (no staging) */
     int64_t nglobal, row0, nown, nint, nbnd, nghost, nbc; /* block rows / columns */
-    int32_t *perm;                /* internal row i is the caller's row perm[i] */
-    hk_halo *halo;                /* over block rows; send_idx in internal numbering */
+    int32_t *perm; /* internal row i is the caller's row perm[i] */
+    hk_halo *halo; /* over block rows; send_idx in internal numbering */
     /* On the host: Koo's and Kbnd's patterns, and their values where the host holds them (the
      * caller gave them on the host, or the backend's memory is host memory); val NULL where
      * the values were put in order on the device (hk_dist_create_values) */
-    hk_bcsr Koo;                  /* owned rows x owned columns, internal numbering */
-    hk_bcsr Kbnd;                 /* boundary rows x [nbc owned columns read, then ghosts] */
+    hk_bcsr Koo;  /* owned rows x owned columns, internal numbering */
+    hk_bcsr Kbnd; /* boundary rows x [nbc owned columns read, then ghosts] */
     /* Koo and Kbnd on the backend (d->local), what the operator, the solver's K and pc=amg's
      * level 0 read: views of the host's where host_memory, else the device's own arrays */
     hk_bmat Koo_d, Kbnd_d;

@@ -274,8 +274,13 @@ int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr
                                    const hk_backend *be, const double *val, const hk_nearnull *nn,
                                    hk_options *o, hk_solver **out)
 {
-    HK_CHECK(out && be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]), HK_ERR_ARG,
-             "hk_solver_create_dist_resident: no solver pointer, backend or values");
+    const int given = out && be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]);
+    const int bad = given ? 0
+                          : hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                                         "hk_solver_create_dist_resident: no solver pointer, "
+                                         "backend or values");
+    if (hk_comm_size(c) > 1) HK_CALL(hk_comm_agree(c, bad)); /* the others stop with it */
+    HK_CALL(bad);
     *out = NULL;
     if (hk_comm_size(c) > 1) {
         static const double none = 0;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "dist/dist_impl.h"
+#include "../test_dist_rows.h"
 
 static int failures;
 
@@ -655,26 +656,6 @@ static void test_amg_setup(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
-/* The bytes of D (a matrix of be) equal those of the host's H. */
-static int same_as_host(const hk_backend *be, const hk_bmat *D, const hk_bcsr *H)
-{
-    const int64_t nnzb = H->rowptr[H->nbrows], bb = (int64_t)H->bs * H->bs;
-    int64_t *rp = malloc(sizeof *rp * (size_t)(H->nbrows + 1));
-    int32_t *ci = malloc(sizeof *ci * (size_t)(nnzb + 1));
-    double *v = malloc(sizeof *v * (size_t)(nnzb * bb + 1));
-    int same = D->nbrows == H->nbrows && D->nnzb == nnzb;
-    same = same && !be->copy_from(rp, D->rowptr, sizeof *rp * (size_t)(H->nbrows + 1));
-    same = same && (!nnzb || !be->copy_from(ci, D->colind, sizeof *ci * (size_t)nnzb));
-    same = same && (!nnzb || !be->copy_from(v, D->val, sizeof *v * (size_t)(nnzb * bb)));
-    same = same && !memcmp(rp, H->rowptr, sizeof *rp * (size_t)(H->nbrows + 1)) &&
-           !memcmp(ci, H->colind, sizeof *ci * (size_t)nnzb) &&
-           !memcmp(v, H->val, sizeof *v * (size_t)(nnzb * bb));
-    free(rp);
-    free(ci);
-    free(v);
-    return same;
-}
-
 /* The rows' values in be's memory (hk_dist_create_values, hk_solver_create_dist_resident)
  * against the same rows on the host: the layout's Koo and Kbnd on the backend byte for byte
  * (rows given with their blocks in reverse order, so that the gather moves them), pc=amg's
@@ -687,17 +668,7 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     hk_gen_elasticity3d(7, 6, 8, &K);
     hk_gen_elasticity3d_coords(7, 6, 8, &xyz);
     const int bb = K.bs * K.bs;
-    for (int64_t i = 0; i < K.nbrows; i++) /* blocks of every row in reverse order */
-        for (int64_t p = K.rowptr[i], q = K.rowptr[i + 1] - 1; p < q; p++, q--) {
-            const int32_t t = K.colind[p];
-            K.colind[p] = K.colind[q];
-            K.colind[q] = t;
-            for (int e = 0; e < bb; e++) {
-                const double v = K.val[p * bb + e];
-                K.val[p * bb + e] = K.val[q * bb + e];
-                K.val[q * bb + e] = v;
-            }
-        }
+    test_reverse_rows(&K);
     int64_t row0 = 0, cnt = 0;
     range(K.nbrows, P, me, 30, &row0, &cnt);
     hk_bcsr L = rows_of(&K, row0, cnt), pat = L;
@@ -715,14 +686,17 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     if (!ierr) ierr = hk_dist_create_comm(c, &hk_backend_cpu, row0, &L, HK_DIST_COMM_MPI, &dh);
     if (!ierr) ierr = hk_dist_create_values(c, be, row0, &pat, val, HK_DIST_COMM_MPI, &dr);
     int same = !ierr && dr->nint == dh->nint && dr->nbnd == dh->nbnd &&
-               same_as_host(be, &dr->Koo_d, &dh->Koo) && same_as_host(be, &dr->Kbnd_d, &dh->Kbnd);
+               test_same_as_host(be, &dr->Koo_d, &dh->Koo) &&
+               test_same_as_host(be, &dr->Kbnd_d, &dh->Kbnd);
     int64_t bnd = dh ? dh->nbnd : 0;
     hk_comm_sum_i64(c, &bnd, 1);
     hk_dist_destroy(dh);
     hk_dist_destroy(dr);
     char what[200];
-    snprintf(what, sizeof what, "layout from values on %s: Koo, Kbnd the host's bytes (%lld "
-             "boundary rows)", be->name, (long long)bnd);
+    snprintf(what, sizeof what,
+             "layout from values on %s: Koo, Kbnd the host's bytes (%lld "
+             "boundary rows)",
+             be->name, (long long)bnd);
     check(c, same && bnd > 0, what);
     /* the solver from either, pc=amg: the same answer, byte for byte */
     const hk_nearnull nn = {.dim = 3, .coords = xyz + row0 * 3};
@@ -765,8 +739,9 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     snprintf(got, sizeof got, "%s", hk_error_message());
     snprintf(what, sizeof what, "a NaN in values on %s: refused on every process as on the host",
              be->name);
-    check(c, !ierr && e1 == HK_ERR_NUMERIC && e2 == HK_ERR_NUMERIC && strstr(want, "is nan") &&
-                 !strcmp(want, got),
+    check(c,
+          !ierr && e1 == HK_ERR_NUMERIC && e2 == HK_ERR_NUMERIC && strstr(want, "is nan") &&
+              !strcmp(want, got),
           what);
     be->dealloc(val);
     for (int k = 0; k < 2; k++)
