@@ -344,6 +344,12 @@ int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int
     return assemble_rows(drv, p, nrows, 0, s);
 }
 
+int hk_fem_assemble_rows_resident_with(const hk_fem_driver *drv, const hk_problem *p,
+                                       int64_t nrows, hk_system *s)
+{
+    return assemble_rows(drv, p, nrows, 1, s);
+}
+
 static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows, int keep,
                          hk_system *s)
 {
@@ -529,7 +535,7 @@ int hk_assemble_rows_resident_on(const hk_backend *be, const hk_problem *p, int6
 {
     const hk_fem_driver *drv;
     HK_CALL(driver_of(be, &drv));
-    return drv ? assemble_rows(drv, p, nrows, 1, s) : hk_assemble_rows(p, s);
+    return drv ? hk_fem_assemble_rows_resident_with(drv, p, nrows, s) : hk_assemble_rows(p, s);
 }
 
 int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,

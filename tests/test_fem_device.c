@@ -788,13 +788,33 @@ static void check_rows(const hk_fem_driver *drv, double tol_k, double tol_f)
         hk_fields_free(&fd);
         free(u);
         hk_system_free(&d);
+        /* the values left on the device (a distributed solver takes them there): the pattern
+         * on the host, the first rows' values in the device's K as downloaded above */
+        part_system(&prep, &d);
+        HK_ASSERT_OK(hk_fem_assemble_rows_resident_with(drv, &tc.p, nrows, &d));
+        ok = d.K.val == NULL && d.Kd.be && d.Kd.val && d.K.nbrows == nrows &&
+             !memcmp(d.K.rowptr, h.K.rowptr, (size_t)(nrows + 1) * sizeof *d.K.rowptr) &&
+             !memcmp(d.K.colind, h.K.colind, (size_t)nnzb * sizeof *d.K.colind);
+        if (ok) { /* the device's K, every row of the part: its first rows' values */
+            hk_bcsr D = {0};
+            ok = !hk_resident_bcsr_download(&d.Kd, &D) && D.rowptr[nrows] == nnzb;
+            const double eK = ok ? rel(D.val, h.K.val, nnzb * bb) : 1;
+            ok = ok && (tol_k == 0 ? !memcmp(D.val, h.K.val, (size_t)(nnzb * bb) * sizeof *D.val)
+                                   : eK <= tol_k);
+            hk_bcsr_free(&D);
+        }
+        if (!ok) printf("\n    %s: the rows kept on the device differ ", tc.name);
+        CU_ASSERT(ok);
+        hk_system_free(&d);
         /* a device too small: HK_ERR_MEMORY, the loads as they came, then the host's bytes */
         if (drv == &hk_fem_emul_driver) {
             part_system(&prep, &d);
             hk_fem_emul_free_bytes = 1000;
             CU_ASSERT_EQUAL(hk_fem_assemble_rows_with(drv, &tc.p, nrows, &d), HK_ERR_MEMORY);
+            CU_ASSERT_EQUAL(hk_fem_assemble_rows_resident_with(drv, &tc.p, nrows, &d),
+                            HK_ERR_MEMORY);
             hk_fem_emul_free_bytes = 0;
-            CU_ASSERT(d.f == NULL && d.K.rowptr == NULL);
+            CU_ASSERT(d.f == NULL && d.K.rowptr == NULL && d.Kd.val == NULL);
             CU_ASSERT(!memcmp(d.f_ext, prep.f_ext, (size_t)ndof * sizeof *d.f_ext));
             HK_ASSERT_OK(hk_assemble_rows(&tc.p, &d));
             CU_ASSERT(!memcmp(d.f_ext, h.f_ext, (size_t)ndof * sizeof *d.f_ext));
