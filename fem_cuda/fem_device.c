@@ -344,8 +344,8 @@ int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int
     return assemble_rows(drv, p, nrows, 0, s);
 }
 
-int hk_fem_assemble_rows_resident_with(const hk_fem_driver *drv, const hk_problem *p,
-                                       int64_t nrows, hk_system *s)
+int hk_fem_assemble_rows_resident_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
+                                       hk_system *s)
 {
     return assemble_rows(drv, p, nrows, 1, s);
 }
