@@ -2,10 +2,12 @@
  *
  * The caller owns the global block rows [row0, row0 + nown) with global column indices. Set-up
  * lists the ghosts (columns owned elsewhere, sorted), makes the halo plan, and renumbers the
- * owned rows interior first (rows without a ghost column), then boundary. The operator is two
- * matrices of the backend's own formats: A_int (interior rows x owned columns) and A_bnd
- * (boundary rows x [the owned columns they read, then the ghosts]); its SpMV posts the
- * exchange, multiplies the interior rows, and the boundary rows once the ghosts are in. */
+ * owned rows interior first (rows without a ghost column), then boundary, all from the rows'
+ * pattern; the values are gathered into that order by index where they lie (the host, or the
+ * backend's memory when the caller's values are there). The operator is two matrices of the
+ * backend's own formats: A_int (interior rows x owned columns) and A_bnd (boundary rows x [the
+ * owned columns they read, then the ghosts]); its SpMV posts the exchange, multiplies the
+ * interior rows, and the boundary rows once the ghosts are in. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +74,10 @@ static void sort_rows_range(int64_t nrows, const int64_t *rowptr, int32_t *colin
         for (int64_t k = 0; k < len; k++) {
             const int64_t from = p0 + (key[k] & 0xffffff);
             col[k] = colind[from];
-            memcpy(tmp + k * rb, rec + (size_t)from * rb, rb);
+            if (rb == sizeof(int32_t)) /* a gather index: a plain copy, not a call */
+                ((int32_t *)tmp)[k] = ((const int32_t *)rec)[from];
+            else
+                memcpy(tmp + k * rb, rec + (size_t)from * rb, rb);
         }
         memcpy(colind + p0, col, (size_t)len * sizeof *col);
         memcpy(rec + (size_t)p0 * rb, tmp, (size_t)len * rb);
@@ -190,7 +195,7 @@ static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int
 /* The patterns of Koo (owned columns) and Kbnd ([boundary rows' owned columns, then ghosts])
  * of the caller's rows in the internal numbering, each row sorted, and their gather indices
  * (src_oo, src_bnd: the caller's block of each of their blocks); bcol of Kbnd. Their values
- * are left to fill_values. */
+ * are gathered by host_values or device_values. */
 static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const int64_t *ghost,
                       int32_t **src_oo, int32_t **src_bnd)
 {
