@@ -274,18 +274,18 @@ int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr
                                    const hk_backend *be, const double *val, const hk_nearnull *nn,
                                    hk_options *o, hk_solver **out)
 {
-    const int given = out && be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]);
-    const int bad = given ? 0
-                          : hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
-                                         "hk_solver_create_dist_resident: no solver pointer, "
-                                         "backend or values");
-    if (hk_comm_size(c) > 1) HK_CALL(hk_comm_agree(c, bad)); /* the others stop with it */
-    HK_CALL(bad);
+    HK_CHECK(out, HK_ERR_ARG, "hk_solver_create_dist_resident: no solver pointer");
     *out = NULL;
     if (hk_comm_size(c) > 1) {
+        /* no values where there are blocks: create refuses it with the others (agreed), as it
+         * refuses a bad K; no collective of its own here, so that a process taking
+         * hk_solver_create_dist meanwhile makes the same calls */
         static const double none = 0;
-        return create(c, row0, K, NULL, be, val ? val : &none, nn, o, out);
+        const int given = be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]);
+        return create(c, row0, K, NULL, given ? be : NULL, given && val ? val : &none, nn, o, out);
     }
+    HK_CHECK(be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]), HK_ERR_ARG,
+             "hk_solver_create_dist_resident: no backend or values");
     /* one process: the values to the host, for the one-process set-up */
     HK_CALL(check_dist_matrix(K));
     const int64_t n = K->rowptr[K->nbrows] * K->bs * K->bs;
@@ -311,7 +311,11 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     const double t0 = hk_time();
     char buf[4096], hint[512];
     *out = NULL;
-    if (c) HK_CALL(hk_comm_agree(c, check_dist_matrix(K)));
+    if (c)
+        HK_CALL(hk_comm_agree(
+            c, vval && !vbe ? hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                                           "hk_solver_create_dist_resident: no backend or values")
+                            : check_dist_matrix(K)));
     const int bs = K ? K->bs : R->bs;
     const int64_t nbrows = K ? K->nbrows : R->nbrows;
     if (!c)
