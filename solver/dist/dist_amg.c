@@ -203,6 +203,23 @@ static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, doubl
     return n ? L->copy_to(*dev, h, (size_t)n * sizeof *h) : 0;
 }
 
+/* A block matrix's pattern arrays on be (rowptr, colind); val left NULL for the caller. */
+static int pattern_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbrows, int64_t nbcols,
+                         int64_t nnzb, hk_bmat *A)
+{
+    memset(A, 0, sizeof *A);
+    A->be = be;
+    A->br = br;
+    A->bc = bc;
+    A->nbrows = nbrows;
+    A->nbcols = nbcols;
+    A->nnzb = nnzb;
+    int ierr = be->alloc((void **)&A->rowptr, (size_t)(nbrows + 1) * sizeof *A->rowptr);
+    if (!ierr) ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
+    if (ierr) hk_bmat_free(A);
+    return ierr;
+}
+
 static void dmat_destroy(dmat *m)
 {
     if (!m) return;
@@ -271,6 +288,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     int ierr = 0;
     int32_t *pos = NULL, *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL;
     double *raw_dev = NULL;
+    void *raw32 = NULL;
     dmat *m = NULL;
     *out = NULL;
     if (nnz > INT32_MAX)
@@ -329,12 +347,17 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
         }
     }
     if (!ierr) ierr = sorted_order(nrows, rowptr, lcol, &src);
-    if (!ierr) ierr = hk_bmat_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
+    if (!ierr) ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
     if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
     if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
-    /* M.val[q] = val[src[q]] (or val as it is) on the backend, from val_dev where given */
+    /* the values on the backend in M's order: M.val (fp64) or v32 (fp32, converted before the
+     * gather, which moves whole blocks: the same bytes as converting after it, without an
+     * fp64 copy) */
     const double *from_val = d->host_memory ? val : val_dev;
-    if (!ierr && nnz && !from_val && !src)
+    const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
+    if (!ierr) ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
+    void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
+    if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
         ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
     else if (!ierr && nnz) {
         if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
@@ -342,20 +365,17 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
             ierr = upload(L, src, (size_t)nnz * sizeof *src, (void **)&src_dev);
         hk_vec from = {
             .be = L, .n = nnz * bb, .prec = HK_FP64, .data = from_val ? (void *)from_val : raw_dev};
-        hk_vec to = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = m->M.val};
+        if (!ierr && prec == HK_FP32 && src) { /* converted into raw32, then gathered */
+            ierr = L->alloc(&raw32, vbytes + 8);
+            hk_vec to32 = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = raw32};
+            if (!ierr) ierr = L->vec_convert(&to32, &from);
+            from = to32;
+        }
+        hk_vec to = {.be = L, .n = nnz * bb, .prec = prec, .data = dst};
         if (!ierr)
             ierr = src ? L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nnz, (int)bb)
-                       : L->vec_copy(&to, &from);
-    }
-    if (!ierr && prec == HK_FP32 && nnz) {
-        ierr = L->alloc((void **)&m->v32, (size_t)(nnz * bb) * sizeof(float));
-        hk_vec src = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = m->M.val};
-        hk_vec dst = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = m->v32};
-        if (!ierr) ierr = L->vec_convert(&dst, &src);
-        if (!ierr) {
-            L->dealloc(m->M.val);
-            m->M.val = NULL;
-        }
+                   : prec == HK_FP32 ? L->vec_convert(&to, &from)
+                                     : L->vec_copy(&to, &from);
     }
     if (!ierr)
         ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
@@ -374,6 +394,7 @@ fail:
     free(lcol);
     free(src);
     if (raw_dev) L->dealloc(raw_dev);
+    if (raw32) L->dealloc(raw32);
     if (src_dev) L->dealloc(src_dev);
     dmat_destroy(m);
     return ierr;
