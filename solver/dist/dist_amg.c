@@ -1004,7 +1004,8 @@ static const double *ghost_record(const double *rec, const int64_t *order, int w
  * occur. The owned rows' columns are placed by one merge of colmap with the ghosts' (few,
  * sorted alone), not by a sort of every entry. */
 static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng, const double *rec,
-                    const int64_t *order, int w, hk_bmat *X, int64_t **cols, int64_t *ncols)
+                    const int64_t *order, int w, hk_bmat *X, double **gval, int64_t **cols,
+                    int64_t *ncols)
 {
     const int bsz = M->br * M->bc;
     const int64_t nown = M->nbrows, nm = M->rowptr[nown], nc = M->nbcols;
@@ -1052,14 +1053,20 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
             b++;
     }
     *ncols = m;
-    HK_TRY_CHECK(ngnnz <= room, HK_ERR_INTERNAL,
+    HK_TRY_CHECK(!M->val || ngnnz <= room, HK_ERR_INTERNAL,
                  "pc=amg: the ghosts' rows have %lld blocks, more than the %lld made room for",
                  (long long)ngnnz, (long long)room);
-    /* X's values: M's array, the ghosts' blocks after its own */
+    /* X's values: M's array, the ghosts' blocks after its own; without M's values (they
+     * stay on the device) the ghosts' blocks alone, in *gval */
     HK_TRY(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, m, 0, X));
     hk_backend_cpu.dealloc(X->val);
     X->val = M->val;
     M->val = NULL;
+    double *gv = X->val ? X->val + nm * bsz : NULL;
+    if (!gv) {
+        HK_TRY(hk_malloc((size_t)(ngnnz * bsz + 1) * sizeof *gv, gval));
+        gv = *gval;
+    }
     X->nnzb = nm + ngnnz;
     hk_backend_cpu.dealloc(X->colind);
     X->colind = NULL;
@@ -1076,7 +1083,7 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
         for (int64_t j = 0, q = X->rowptr[nown + k]; j < (int64_t)r[0]; j++, q++) {
             const double *e = r + 1 + j * (1 + bsz);
             X->colind[q] = (int32_t)find_i64(*cols, m, (int64_t)e[0]);
-            memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
+            memcpy(gv + (q - nm) * bsz, e + 1, (size_t)bsz * sizeof(double));
         }
     }
 fail:
@@ -1096,7 +1103,8 @@ fail:
  * (maxlen blocks), made for the rows the neighbours need only; *rec as received (the halo's
  * sorted ghost order: ghost k's record at halo->order[k]). */
 static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
-                         int64_t maxlen, double **rec, int *width)
+                         const double *val, const int64_t *vat, int64_t maxlen, double **rec,
+                         int *width)
 {
     const int bsz = M->br * M->bc;
     const int64_t ns = halo->send_off[halo->nsend], ng = halo->nghost;
@@ -1113,9 +1121,10 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
             const int64_t i = halo->send_idx[j];
             double *r = send + j * w;
             r[0] = (double)(M->rowptr[i + 1] - M->rowptr[i]);
+            const double *v = val + (vat ? vat[j] : M->rowptr[i]) * bsz;
             for (int64_t p = M->rowptr[i], k = 0; p < M->rowptr[i + 1]; p++, k++) {
                 r[1 + k * (1 + bsz)] = (double)colmap[M->colind[p]];
-                memcpy(r + 2 + k * (1 + bsz), M->val + p * bsz, (size_t)bsz * sizeof(double));
+                memcpy(r + 2 + k * (1 + bsz), v + k * bsz, (size_t)bsz * sizeof(double));
             }
         }
     }
@@ -1131,19 +1140,76 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
     return 0;
 }
 
-/* D (on the backend) extended by its ghosts' rows on the host: D's rows downloaded (on the
- * cpu copied) into an array with room for the ghosts' blocks, which the widest row a process
- * sends bounds, then exchange_rows and ext_rows fill it in place: X, its columns cols. */
+/* Host memory of the given size, not yet touched: the caller's threads write it first (the
+ * cpu backend's alloc zeroes large arrays, a second pass over memory about to be copied). */
+static int host_untouched(size_t bytes, double **p)
+{
+    void *q = NULL;
+    if (posix_memalign(&q, 64, (bytes + 63) & ~(size_t)63))
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "out of host memory allocating %zu bytes", bytes);
+    *p = q;
+    return 0;
+}
+
+/* The blocks of the rows the neighbours need (halo's send rows) of D on the backend, gathered
+ * there and downloaded: *sval (allocated), send row j's first block at (*vat)[j]. */
+static int send_blocks(const hk_dist *d, const hk_halo *halo, const hk_bmat *D,
+                       const int64_t *rowptr, double **sval, int64_t **vat)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t bb = (int64_t)D->br * D->bc, ns = halo->send_off[halo->nsend];
+    int ierr = 0;
+    int32_t *idx = NULL, *idx_dev = NULL;
+    hk_vec *buf = NULL;
+    *sval = NULL;
+    HK_CALL(hk_malloc((size_t)(ns + 1) * sizeof **vat, vat));
+    (*vat)[0] = 0;
+    for (int64_t j = 0; j < ns; j++) {
+        const int64_t i = halo->send_idx[j];
+        (*vat)[j + 1] = (*vat)[j] + rowptr[i + 1] - rowptr[i];
+    }
+    const int64_t n = (*vat)[ns];
+    ierr = hk_malloc((size_t)(n + 1) * sizeof *idx, &idx);
+    if (!ierr) ierr = hk_malloc((size_t)(n * bb + 1) * sizeof **sval, sval);
+    if (!ierr)
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < ns; j++) {
+            const int64_t i = halo->send_idx[j];
+            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++)
+                idx[(*vat)[j] + p - rowptr[i]] = (int32_t)p;
+        }
+    if (!ierr && n) ierr = upload(L, idx, (size_t)n * sizeof *idx, (void **)&idx_dev);
+    if (!ierr && n) ierr = vec_sized(L, n * bb, HK_FP64, &buf);
+    if (!ierr && n) {
+        const hk_vec from = {.be = L, .n = D->nnzb * bb, .prec = HK_FP64, .data = D->val};
+        ierr = L->vec_gather(buf, &from, idx_dev, n, (int)bb);
+    }
+    if (!ierr && n) ierr = L->copy_from(*sval, buf->data, (size_t)(n * bb) * sizeof **sval);
+    free(idx);
+    if (idx_dev) L->dealloc(idx_dev);
+    hk_vec_destroy(buf);
+    return ierr;
+}
+
+/* D (on the backend) extended by its ghosts' rows: X on the host, Xd on the backend (a view of
+ * X on the cpu), its columns cols. The pattern is downloaded; the values the host needs are
+ * the rows the neighbours read. On the cpu D's values are copied into an array with room for
+ * the ghosts' blocks (the widest row a process sends bounds them), which exchange_rows and
+ * ext_rows fill in place. On a device they stay there: the sent rows' blocks are gathered and
+ * downloaded, and Xd is D's values copied on the device, then the ghosts' blocks uploaded
+ * (X has the pattern only). */
 static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, const int64_t *colmap,
-                           hk_bmat *X, int64_t **cols, int64_t *ncols)
+                           hk_bmat *X, hk_bmat *Xd, int64_t **cols, int64_t *ncols)
 {
     const hk_comm *c = d->comm;
     const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)D->br * D->bc, nown = D->nbrows, nnz = D->nnzb;
     const int64_t ns = halo->send_off[halo->nsend];
     int ierr = 0, w = 0;
-    int64_t maxlen = 0;
-    double *rec = NULL;
+    int64_t maxlen = 0, *vat = NULL;
+    double *rec = NULL, *sval = NULL, *gval = NULL;
+    memset(Xd, 0, sizeof *Xd);
     hk_bmat M = {.be = &hk_backend_cpu,
                  .br = D->br,
                  .bc = D->bc,
@@ -1160,18 +1226,37 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     HK_TRY(hk_comm_max_i64(c, &maxlen, 1));
     const int64_t room = halo->nghost * maxlen;
     ierr = hk_backend_cpu.alloc((void **)&M.colind, (size_t)(nnz + 1) * sizeof *M.colind);
-    if (!ierr)
-        ierr =
-            hk_backend_cpu.alloc((void **)&M.val, (size_t)((nnz + room) * bb + 1) * sizeof *M.val);
     if (!ierr && nnz) ierr = L->copy_from(M.colind, D->colind, (size_t)nnz * sizeof *M.colind);
-    if (!ierr && nnz && d->host_memory) copy_par(M.val, D->val, (size_t)(nnz * bb) * sizeof *M.val);
-    if (!ierr && nnz && !d->host_memory)
-        ierr = L->copy_from(M.val, D->val, (size_t)(nnz * bb) * sizeof *M.val);
+    if (!ierr && d->host_memory) {
+        ierr = host_untouched((size_t)((nnz + room) * bb + 1) * sizeof *M.val, &M.val);
+        if (!ierr && nnz) copy_par(M.val, D->val, (size_t)(nnz * bb) * sizeof *M.val);
+    } else if (!ierr)
+        ierr = send_blocks(d, halo, D, M.rowptr, &sval, &vat);
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(exchange_rows(c, halo, &M, colmap, maxlen, &rec, &w));
-    ierr = ext_rows(&M, room, colmap, halo->nghost, rec, halo->order, w, X, cols, ncols);
+    HK_TRY(exchange_rows(c, halo, &M, colmap, M.val ? M.val : sval, vat, maxlen, &rec, &w));
+    ierr = ext_rows(&M, room, colmap, halo->nghost, rec, halo->order, w, X, &gval, cols, ncols);
+    if (!ierr && d->host_memory)
+        ierr = local_copy(d, X, Xd);
+    else if (!ierr) { /* Xd: X's pattern, D's values copied on the device, the ghosts' uploaded */
+        const int64_t nx = X->nnzb, ngb = nx - nnz, nr = X->nbrows;
+        ierr = pattern_alloc(L, X->br, X->bc, nr, X->nbcols, nx, Xd);
+        if (!ierr) ierr = L->alloc((void **)&Xd->val, (size_t)(nx * bb + 1) * sizeof *Xd->val);
+        if (!ierr) ierr = L->copy_to(Xd->rowptr, X->rowptr, (size_t)(nr + 1) * sizeof *X->rowptr);
+        if (!ierr && nx) ierr = L->copy_to(Xd->colind, X->colind, (size_t)nx * sizeof *X->colind);
+        if (!ierr && nnz) {
+            const hk_vec from = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = D->val};
+            hk_vec to = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = Xd->val};
+            ierr = L->vec_copy(&to, &from);
+        }
+        if (!ierr && ngb)
+            ierr = L->copy_to(Xd->val + nnz * bb, gval, (size_t)(ngb * bb) * sizeof *gval);
+        if (ierr) hk_bmat_free(Xd);
+    }
 fail:
     free(rec);
+    free(sval);
+    free(vat);
+    free(gval);
     hk_bmat_free(&M);
     return ierr;
 }
@@ -1192,7 +1277,8 @@ static hk_bmat rows_view(const hk_bmat *X, int64_t n, int64_t nnz)
  * in A's pattern, which is symmetric), so R's rows need no message: each is P's column read
  * downwards, owned nodes in H's order, then the ghosts ascending, which is the order of R's
  * columns as a distributed operator (dmat_create then finds them sorted). Every process
- * checks the count: the blocks of R over all processes are the blocks of P. Collective. */
+ * checks the count: the blocks of R over all processes are the blocks of P. val_out NULL: the
+ * pattern only (the values made on a device, restriction_values). Collective. */
 static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext, const int64_t *cP,
                             int64_t crow0, int64_t nagg, int64_t **rowptr_out, int64_t **gcol_out,
                             double **val_out)
@@ -1227,7 +1313,7 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
     }
     const int64_t rnnz = ierr ? 0 : rowptr[nagg];
     if (!ierr) ierr = hk_malloc((size_t)(rnnz + 1) * sizeof *gcol, &gcol);
-    if (!ierr) ierr = hk_malloc((size_t)(rnnz + 1) * bb * sizeof *val, &val);
+    if (!ierr && val_out) ierr = hk_malloc((size_t)(rnnz + 1) * bb * sizeof *val, &val);
     if (!ierr) {
 #pragma omp parallel for schedule(static, 1)
         for (int64_t t = 0; t < nch; t++)
@@ -1237,9 +1323,10 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
                     const int64_t J = cP[Pext->colind[p]] - crow0;
                     if (J < 0 || J >= nagg) continue;
                     const int64_t q = fill[t * nagg + J]++;
+                    gcol[q] = g;
+                    if (!val) continue;
                     const double *a = Pext->val + p * bb;
                     double *b = val + q * bb;
-                    gcol[q] = g;
                     for (int r = 0; r < br; r++) /* the block transposed, as bmat_transpose */
                         for (int k = 0; k < bc; k++)
                             b[k * br + r] = a[r * bc + k];
@@ -1266,7 +1353,30 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
     }
     *rowptr_out = rowptr;
     *gcol_out = gcol;
-    *val_out = val;
+    if (val_out) *val_out = val;
+    return 0;
+}
+
+/* R's values on a device, where P's stay: Pextd (P's owned and ghost rows, columns positions
+ * in cP, nP of them) transposed by the backend, whose rows of the coarse unknowns
+ * [crow0, crow0 + nagg) list their fine rows in Pext's order with the blocks transposed, as
+ * restriction_rows does: *val_dev points into Rt's values at the first of them (rnnz blocks). */
+static int restriction_values(const hk_dist *d, const hk_bmat *Pextd, const int64_t *cP, int64_t nP,
+                              int64_t crow0, int64_t nagg, int64_t rnnz, hk_bmat *Rt,
+                              const double **val_dev)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t j0 = hk_dist_lower_bound(cP, nP, crow0);
+    const int64_t j1 = hk_dist_lower_bound(cP, nP, crow0 + nagg);
+    int64_t at[2] = {0, 0};
+    HK_CALL(L->bmat_transpose(Pextd, Rt));
+    HK_CALL(L->copy_from(&at[0], Rt->rowptr + j0, sizeof at[0]));
+    HK_CALL(L->copy_from(&at[1], Rt->rowptr + j1, sizeof at[1]));
+    HK_CHECK(at[1] - at[0] == rnnz, HK_ERR_INTERNAL,
+             "pc=amg: the transposed prolongator has %lld blocks in this process's coarse rows, "
+             "R's pattern %lld",
+             (long long)(at[1] - at[0]), (long long)rnnz);
+    *val_dev = Rt->val + at[0] * Rt->br * Rt->bc;
     return 0;
 }
 
@@ -1320,7 +1430,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
      * P's rows with their ghosts' rows), Ach (Ach, Textd, Pextd are the copies: views on the
      * cpu) */
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
-    hk_bmat Textd = {0}, Pextd = {0}, Ach = {0};
+    hk_bmat Textd = {0}, Pextd = {0}, Ach = {0}, Rt = {0};
     entries S = {0}, R = {0};
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
@@ -1343,8 +1453,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P */
-    ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &cT, &nT);
-    if (!ierr) ierr = local_copy(d, &Text, &Textd);
+    ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &Textd, &cT, &nT);
     lap(ph, PH_EXCHANGE, t);
     /* T has one block a row (ghost rows included): the backend's tentative product where it
      * has one (a warp per row of A on cuda), the general one otherwise; the same bytes */
@@ -1358,8 +1467,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    ierr = with_ghost_rows(d, H->halo, &Pm, cT, &Pext, &cP, &nP);
-    if (!ierr) ierr = local_copy(d, &Pext, &Pextd);
+    ierr = with_ghost_rows(d, H->halo, &Pm, cT, &Pext, &Pextd, &cP, &nP);
     lap(ph, PH_EXCHANGE, t);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
     hk_bmat Pv = {0};
@@ -1389,10 +1497,15 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_GALERKIN, t);
     /* R = P^T: this process's coarse rows from P's owned and ghost rows */
-    HK_TRY(restriction_rows(c, H, &Pext, cP, crow0, nagg, &rp, &gc, &vv));
+    HK_TRY(restriction_rows(c, H, &Pext, cP, crow0, nagg, &rp, &gc, d->host_memory ? &vv : NULL));
+    const double *rv_dev = NULL;
+    if (!d->host_memory)
+        HK_TRY(hk_comm_agree(
+            c, restriction_values(d, &Pextd, cP, nP, crow0, nagg, rp[nagg], &Rt, &rv_dev)));
     lap(ph, PH_RESTRICT, t);
     HK_TRY(
-        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, NULL, H->row0, H->nown, inv0, &L->R));
+        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0, &L->R));
+    hk_bmat_free(&Rt);
     free(rp);
     free(gc);
     free(vv);
@@ -1444,6 +1557,7 @@ fail:
     hk_bmat_free(&AP);
     hk_bmat_free(&Pt);
     hk_bmat_free(&Ac);
+    hk_bmat_free(&Rt);
     return ierr;
 }
 
