@@ -144,6 +144,18 @@ static void copy_par(void *dst, const void *src, size_t bytes)
     }
 }
 
+/* Host memory of the given size, not yet touched: the caller's threads write it first (the
+ * cpu backend's alloc zeroes large arrays, a second pass over memory about to be copied). */
+static int host_untouched(size_t bytes, double **p)
+{
+    void *q = NULL;
+    if (posix_memalign(&q, 64, (bytes + 63) & ~(size_t)63))
+        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
+                            "out of host memory allocating %zu bytes", bytes);
+    *p = q;
+    return 0;
+}
+
 static int vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
 {
     HK_CALL(hk_vec_create(be, n > 0 ? n : 1, p, v));
@@ -847,7 +859,9 @@ fail:
 /* Rows [row0, row0 + nown) with global columns: the local rows of M (cpu, its columns
  * global ids colmap[c]; M's rows are global ids rowmap[i], those outside the range skipped)
  * and the received entries R; blocks of one (row, column) summed in that order (M's, then
- * R's in rank order). *rowptr, *gcol, *val: allocated. */
+ * R's in rank order). A row's blocks in the local order: its columns in [row0, row0 + nown)
+ * ascending, then the others ascending (the order of the coarse level's host rows and of its
+ * distributed operator, which then take them as they are). *rowptr, *gcol, *val: allocated. */
 typedef struct gentry {
     int64_t J, seq;
 } gentry;
@@ -866,7 +880,8 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
     const int bsz = M->br * M->bc;
     int ierr = 0;
     int64_t *cnt = NULL, *start = NULL, *rowptr = NULL, *gcol = NULL;
-    int64_t *mrow = NULL; /* M's row of each owned row, or -1 */
+    int64_t *mrow = NULL;            /* M's row of each owned row, or -1 */
+    int64_t *lo = NULL, *mid = NULL; /* a row's distinct columns before and in the range */
     gentry *g = NULL;
     double *val = NULL;
     const double **src = NULL;
@@ -908,6 +923,8 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
      * the rows filled: rows apart, each summed in the order above (threads change nothing) */
     HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g, &g));
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *rowptr, &rowptr));
+    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *lo, &lo));
+    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mid, &mid));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
         gentry *gi = g + start[i];
@@ -918,28 +935,37 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
             sorted = sorted && (k == 0 || gi[k].J > gi[k - 1].J);
         }
         if (!sorted) qsort(gi, (size_t)cnt[i], sizeof *gi, cmp_gentry);
-        int64_t u = 0;
+        int64_t u = 0, nlo = 0, nmid = 0;
         for (int64_t k = 0; k < cnt[i]; k++)
-            u += k == 0 || gi[k].J != gi[k - 1].J;
+            if (k == 0 || gi[k].J != gi[k - 1].J) {
+                u++;
+                nlo += gi[k].J < row0;
+                nmid += gi[k].J >= row0 && gi[k].J < row0 + nown;
+            }
         rowptr[i + 1] = u;
+        lo[i] = nlo;
+        mid[i] = nmid;
     }
     for (int64_t i = 0; i < nown; i++)
         rowptr[i + 1] += rowptr[i];
     HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *gcol, &gcol));
-    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * bsz * sizeof *val, &val));
+    HK_TRY(host_untouched((size_t)(rowptr[nown] * bsz + 1) * sizeof *val, &val));
+    /* the k-th distinct column of a row (ascending) goes where the local numbering puts it:
+     * the owned columns first, then the others (those before the range, then after it) */
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
         const gentry *gi = g + start[i];
-        int64_t q = rowptr[i];
+        int64_t u = -1, q = 0;
         for (int64_t k = 0; k < cnt[i]; k++) {
             const double *s = src[start[i] + gi[k].seq];
             if (k == 0 || gi[k].J != gi[k - 1].J) {
+                u++;
+                q = rowptr[i] + (u < lo[i] ? mid[i] + u : u < lo[i] + mid[i] ? u - lo[i] : u);
                 gcol[q] = gi[k].J;
                 memcpy(val + q * bsz, s, (size_t)bsz * sizeof *val);
-                q++;
             } else
                 for (int e = 0; e < bsz; e++)
-                    val[(q - 1) * bsz + e] += s[e];
+                    val[q * bsz + e] += s[e];
         }
     }
     *rowptr_out = rowptr;
@@ -952,6 +978,8 @@ fail:
     free(cnt);
     free(start);
     free(mrow);
+    free(lo);
+    free(mid);
     free(g);
     free(src);
     free(rowptr);
@@ -960,32 +988,28 @@ fail:
     return ierr;
 }
 
-/* Host rows of the next level from its operator's global rows (columns: owned offsets, then
- * the positions among the operator's ghosts). */
+/* Host rows of the next level from its operator's global rows in the local order
+ * (merge_rows'; columns: owned offsets, then the positions among the operator's ghosts);
+ * H->A takes *val over. */
 static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const int64_t *rowptr,
-                       const int64_t *gcol, const double *val, hlev *H)
+                       const int64_t *gcol, double **val, hlev *H)
 {
-    const int64_t bb = (int64_t)bs * bs, nnz = rowptr[nown];
+    const int64_t nnz = rowptr[nown];
     H->row0 = row0;
     H->nown = nown;
     H->bs = bs;
     H->halo = A->halo;
     H->perm = NULL;
-    HK_CALL(hk_bmat_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
+    HK_CALL(pattern_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
     memcpy(H->A.rowptr, rowptr, (size_t)(nown + 1) * sizeof *rowptr);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nown; i++) {
-        int64_t q = rowptr[i];
-        for (int pass = 0; pass < 2; pass++) /* owned columns, then ghosts: sorted */
-            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
-                const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
-                if (own != (pass == 0)) continue;
-                H->A.colind[q] =
-                    (int32_t)(own ? gcol[p] - row0 : nown + find_i64(A->ghost, A->ng, gcol[p]));
-                memcpy(H->A.val + q * bb, val + p * bb, (size_t)bb * sizeof(double));
-                q++;
-            }
+    for (int64_t p = 0; p < nnz; p++) {
+        const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
+        H->A.colind[p] =
+            (int32_t)(own ? gcol[p] - row0 : nown + find_i64(A->ghost, A->ng, gcol[p]));
     }
+    H->A.val = *val;
+    *val = NULL;
     return 0;
 }
 
@@ -1137,18 +1161,6 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
         return ierr;
     }
     *rec = recv;
-    return 0;
-}
-
-/* Host memory of the given size, not yet touched: the caller's threads write it first (the
- * cpu backend's alloc zeroes large arrays, a second pass over memory about to be copied). */
-static int host_untouched(size_t bytes, double **p)
-{
-    void *q = NULL;
-    if (posix_memalign(&q, 64, (bytes + 63) & ~(size_t)63))
-        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                            "out of host memory allocating %zu bytes", bytes);
-    *p = q;
     return 0;
 }
 
@@ -1488,7 +1500,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     lap(ph, PH_GALERKIN, t);
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, NULL, crow0, nagg, NULL, &C->A));
     lap(ph, PH_OPERATORS, t);
-    ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, vv, &Hn);
+    ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
     free(rp);
     free(gc);
     free(vv);
