@@ -286,6 +286,39 @@ static int sorted_order(int64_t nrows, const int64_t *rowptr, int32_t *col, int3
     return 0;
 }
 
+/* The distinct columns of gcol[0..nnz) outside [row0, row0 + nown), ascending: *ghost
+ * (allocated), *ng. Counted and copied by chunks of entries on the threads, then sorted. */
+static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
+                         int64_t **ghost, int64_t *ng)
+{
+    const int64_t nch = 4 * (int64_t)omp_get_max_threads();
+    int64_t *at = NULL;
+    *ghost = NULL;
+    *ng = 0;
+    HK_CALL(hk_calloc((size_t)nch + 1, sizeof *at, &at));
+#pragma omp parallel for schedule(static, 1)
+    for (int64_t t = 0; t < nch; t++) {
+        int64_t k = 0;
+        for (int64_t p = nnz * t / nch; p < nnz * (t + 1) / nch; p++)
+            k += gcol[p] < row0 || gcol[p] >= row0 + nown;
+        at[t + 1] = k;
+    }
+    for (int64_t t = 0; t < nch; t++)
+        at[t + 1] += at[t];
+    const int ierr = hk_malloc((size_t)(at[nch] + 1) * sizeof **ghost, ghost);
+    if (!ierr) {
+#pragma omp parallel for schedule(static, 1)
+        for (int64_t t = 0; t < nch; t++) {
+            int64_t k = at[t];
+            for (int64_t p = nnz * t / nch; p < nnz * (t + 1) / nch; p++)
+                if (gcol[p] < row0 || gcol[p] >= row0 + nown) (*ghost)[k++] = gcol[p];
+        }
+        *ng = sort_unique(*ghost, at[nch]);
+    }
+    free(at);
+    return ierr;
+}
+
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
  * them), values val (host) and val_dev (the same on the backend where they are there
  * already, else NULL), x's owned range [in_row0, in_row0 + in_nown); in_inv maps an owned
@@ -315,12 +348,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
         m->br = br;
         m->bc = bc;
         m->prec = prec;
-        ierr = hk_malloc((size_t)(nnz + 1) * sizeof *m->ghost, &m->ghost);
-    }
-    if (!ierr) {
-        for (int64_t p = 0; p < nnz; p++)
-            if (gcol[p] < in_row0 || gcol[p] >= in_row0 + in_nown) m->ghost[m->ng++] = gcol[p];
-        m->ng = sort_unique(m->ghost, m->ng);
+        ierr = ghost_columns(nnz, gcol, in_row0, in_nown, &m->ghost, &m->ng);
     }
     HK_TRY(hk_comm_agree(d->comm, ierr));
     HK_TRY(hk_halo_create(d->comm, in_row0, in_nown, m->ng, m->ghost, &m->halo));
@@ -332,9 +360,11 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *pos, &pos));
     for (int64_t j = 0; j < in_nown; j++)
         pos[j] = -1;
+#pragma omp parallel for schedule(static) /* every thread writes the same value */
     for (int64_t p = 0; p < nnz; p++)
         if (gcol[p] >= in_row0 && gcol[p] < in_row0 + in_nown) {
             const int64_t o = gcol[p] - in_row0;
+#pragma omp atomic write
             pos[in_inv ? in_inv[o] : o] = 0;
         }
     HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *bcol, &bcol));
