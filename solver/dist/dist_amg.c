@@ -326,7 +326,7 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
                        const double *val_dev, int64_t in_row0, int64_t in_nown,
-                       const int32_t *in_inv, dmat **out)
+                       const int32_t *in_inv, double **keep_dev, dmat **out)
 {
     const hk_backend_ops *L = d->local;
     const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
@@ -399,7 +399,8 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
     if (!ierr) ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
     void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
-    if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
+    if (keep_dev) *keep_dev = NULL;
+    if (!ierr && nnz && !from_val && !src && prec == HK_FP64 && !keep_dev)
         ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
     else if (!ierr && nnz) {
         if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
@@ -418,6 +419,10 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
             ierr = src ? L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nnz, (int)bb)
                    : prec == HK_FP32 ? L->vec_convert(&to, &from)
                                      : L->vec_copy(&to, &from);
+    }
+    if (!ierr && keep_dev) { /* val's upload, in val's order, for the caller */
+        *keep_dev = raw_dev;
+        raw_dev = NULL;
     }
     if (!ierr)
         ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
@@ -1467,7 +1472,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int ierr = 0;
     int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
-    double *Bc = NULL;
+    double *Bc = NULL, *Acv_dev = NULL; /* Acv_dev: A_c's values uploaded (device) */
     /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Text, Pext (T's and
      * P's rows with their ghosts' rows), Ach (Ach, Textd, Pextd are the copies: views on the
      * cpu) */
@@ -1528,9 +1533,21 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     entries_free(&S);
     entries_free(&R);
     lap(ph, PH_GALERKIN, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, NULL, crow0, nagg, NULL, &C->A));
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, NULL, crow0, nagg, NULL,
+                       d->host_memory ? NULL : &Acv_dev, &C->A));
     lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
+    if (!ierr && Acv_dev) { /* on a device the next level's rows are those values, uploaded */
+        ierr = pattern_alloc(Lb, nns, nns, nagg, Hn.A.nbcols, Hn.A.nnzb, &Hn.Ad);
+        if (!ierr)
+            ierr = Lb->copy_to(Hn.Ad.rowptr, Hn.A.rowptr, (size_t)(nagg + 1) * sizeof(int64_t));
+        if (!ierr && Hn.A.nnzb)
+            ierr = Lb->copy_to(Hn.Ad.colind, Hn.A.colind, (size_t)Hn.A.nnzb * sizeof(int32_t));
+        if (!ierr) {
+            Hn.Ad.val = Acv_dev;
+            Acv_dev = NULL;
+        }
+    }
     free(rp);
     free(gc);
     free(vv);
@@ -1545,8 +1562,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(hk_comm_agree(
             c, restriction_values(d, &Pextd, cP, nP, crow0, nagg, rp[nagg], &Rt, &rv_dev)));
     lap(ph, PH_RESTRICT, t);
-    HK_TRY(
-        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0, &L->R));
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0, NULL,
+                       &L->R));
     hk_bmat_free(&Rt);
     free(rp);
     free(gc);
@@ -1562,7 +1579,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(hk_comm_agree(c, ierr));
         /* its values are the first blocks of Pext's copy on the backend */
         HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
-                           nagg, NULL, &L->P));
+                           nagg, NULL, NULL, &L->P));
     }
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
@@ -1578,6 +1595,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     Bc = NULL;
 fail:
     hk_bmat_free(&Hn.A);
+    free_copy(d, &Hn.Ad);
+    if (Acv_dev) Lb->dealloc(Acv_dev);
     free(starts);
     free(cT);
     free(cP);
