@@ -1537,12 +1537,17 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
                        d->host_memory ? NULL : &Acv_dev, &C->A));
     lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
-    if (!ierr && Acv_dev) { /* on a device the next level's rows are those values, uploaded */
+    /* on a device the next level's rows are there already: the values its operator uploaded
+     * (on every process, also one without rows, so that none skips the level's upload, which
+     * is agreed) */
+    if (!ierr && !d->host_memory) {
         ierr = pattern_alloc(Lb, nns, nns, nagg, Hn.A.nbcols, Hn.A.nnzb, &Hn.Ad);
         if (!ierr)
             ierr = Lb->copy_to(Hn.Ad.rowptr, Hn.A.rowptr, (size_t)(nagg + 1) * sizeof(int64_t));
         if (!ierr && Hn.A.nnzb)
             ierr = Lb->copy_to(Hn.Ad.colind, Hn.A.colind, (size_t)Hn.A.nnzb * sizeof(int32_t));
+        if (!ierr && !Acv_dev) /* no blocks */
+            ierr = Lb->alloc((void **)&Acv_dev, sizeof(double));
         if (!ierr) {
             Hn.Ad.val = Acv_dev;
             Acv_dev = NULL;
@@ -1897,7 +1902,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
         /* the level's rows on the backend, smoother data and the spectral bound on the
          * level's distributed operator */
-        if (!H.Ad.rowptr) HK_TRY(hk_comm_agree(c, local_copy(d, &H.A, &H.Ad)));
+        HK_TRY(hk_comm_agree(c, H.Ad.rowptr ? 0 : local_copy(d, &H.A, &H.Ad)));
         lap(ph, PH_UPLOAD, t);
         HK_TRY(hk_comm_agree(c, smoother_data(pc, a, l, &H, &D64)));
         HK_TRY(hk_comm_agree(c, vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
@@ -1905,8 +1910,9 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
             hk_vec rl = hk_dist_view(d, L->r, 0, L->r->n);
             HK_TRY(hk_comm_agree(c, L->nown ? d->local->amg_start_vector(&rl) : 0));
             const hk_amg_sweep s = sweep_of(pc, a, L, l);
-            HK_TRY(hk_amg_lanczos_bound(&s, a->op.lanczos, a->op.safety, l, q, &L->rho,
-                                        &a->fp32_range));
+            const int64_t rows = L->nglob * L->bs; /* all processes': the same steps */
+            const int steps = a->op.lanczos < rows ? a->op.lanczos : (int)rows;
+            HK_TRY(hk_amg_lanczos_bound(&s, steps, a->op.safety, l, q, &L->rho, &a->fp32_range));
         }
         hk_vec_destroy(q);
         q = NULL;

@@ -320,7 +320,6 @@ int hk_amg_lanczos_bound(const hk_amg_sweep *s, int steps, double safety, int le
                          double *rho, int *fp32_range)
 {
     const hk_backend_ops *be = s->be;
-    const int64_t n = s->r->n;
     int ierr = 0, k = 0;
     double al[64], be_[64], T[64 * 64], ev[64];
     hk_vec *r = s->r, *z = s->t, *p = s->d;
@@ -330,7 +329,6 @@ int hk_amg_lanczos_bound(const hk_amg_sweep *s, int steps, double safety, int le
     double rz;
     HK_TRY(be->vec_dot(r, z, &rz));
     const double rz0 = rz;
-    if (steps > n) steps = (int)n;
     for (k = 0; k < steps && rz > 1e-24 * rz0;) {
         double pq;
         HK_TRY(s->spmv(s->A, p, q));
@@ -390,7 +388,8 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level)
     /* a deterministic start with every entry nonzero, made on the backend */
     HK_TRY(be->amg_start_vector(L->r));
     const hk_amg_sweep s = level_sweep(pc, d, L);
-    HK_TRY(hk_amg_lanczos_bound(&s, d->lanczos, d->safety, level, q, &L->rho, &d->fp32_range));
+    const int steps = d->lanczos < L->n ? d->lanczos : (int)L->n;
+    HK_TRY(hk_amg_lanczos_bound(&s, steps, d->safety, level, q, &L->rho, &d->fp32_range));
 fail:
     hk_vec_destroy(q);
     return ierr;

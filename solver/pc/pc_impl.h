@@ -255,6 +255,8 @@ typedef struct hk_amg_sweep {
 int hk_amg_smooth(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero);
 /* rho = safety * the largest Ritz value of D^-1 A from `steps` steps of block-Jacobi
  * preconditioned CG started from r (filled by the caller; z, p scratch, q one more vector);
+ * steps at most the operator's rows, all of them (on several processes every process takes
+ * the same steps, also one owning fewer rows or none);
  * *fp32_range = 1 when an fp32 level met a non-finite value. */
 int hk_amg_lanczos_bound(const hk_amg_sweep *s, int steps, double safety, int level, hk_vec *q,
                          double *rho, int *fp32_range);

@@ -752,6 +752,77 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
+/* pc=amg's set-up on a device's path (HOOKE_DIST_STAGED=1: copies, downloads and the device's
+ * steps on the cpu) against the views': x byte for byte, at least 3 levels, also where the
+ * middle process owns no rows (no coarse rows, no ghosts) or a few. */
+static void test_amg_staged(const hk_comm *c)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    hk_gen_elasticity3d(9, 8, 10, &K);
+    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
+    const int64_t n = K.nbrows * K.bs;
+    double *b = malloc(sizeof *b * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = sin(0.05 * (double)i) + (i % 3 == 2 ? 0.25 : 0.0);
+    static const char *const variants[] = {
+        "pc.amg.coarse_size=40",
+        "pc.amg.coarse_size=40 pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi"};
+    static const int64_t mids[] = {0, 3, 40};
+    for (int m = 0; m < 3; m++)
+        for (int v = 0; v < 2 && (P >= 3 || m == 2); v++) {
+            int64_t row0 = 0, cnt = 0;
+            range(K.nbrows, P, me, mids[m], &row0, &cnt);
+            hk_bcsr L = rows_of(&K, row0, cnt);
+            const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
+            const int64_t nl = cnt * K.bs;
+            double *x[2];
+            char lev[2][160], what[400];
+            int ierr = 0;
+            for (int k = 0; k < 2; k++) {
+                x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+                char opts[240];
+                snprintf(opts, sizeof opts, "backend=cpu method=cg pc=amg tol=1e-10 maxit=500 %s",
+                         variants[v]);
+                if (k) setenv("HOOKE_DIST_STAGED", "1", 1);
+                hk_options *o = NULL;
+                hk_solver *s = NULL;
+                hk_result res;
+                int e = hk_options_create(&o);
+                if (!e) e = hk_options_parse(o, opts);
+                e = hk_comm_agree(c, e);
+                if (!e) e = hk_solver_create_dist(c, row0, &L, &nn, o, &s);
+                if (!e) e = hk_solver_solve(s, b + row0 * K.bs, x[k], &res);
+                lev[k][0] = 0;
+                if (!e) amg_levels(s, lev[k], sizeof lev[k]);
+                if (e && *hk_error_message())
+                    fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+                ierr |= e;
+                hk_solver_destroy(s);
+                hk_options_destroy(o);
+                unsetenv("HOOKE_DIST_STAGED");
+            }
+            int64_t differ = ierr || memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl);
+            hk_comm_max_i64(c, &differ, 1);
+            const int deep = lev[0][0] && !strcmp(lev[0], lev[1]) && !strstr(lev[0], " 1 level") &&
+                             !strstr(lev[0], " 2 levels");
+            char rows[64] = "";
+            if (P >= 3)
+                snprintf(rows, sizeof rows, ", the middle process's rows %lld", (long long)mids[m]);
+            snprintf(what, sizeof what,
+                     "amg set-up on the device's path (%s%s): %s, x byte for byte as the views'",
+                     variants[v], rows, lev[1][0] ? lev[1] : "no levels");
+            check(c, !differ && deep, what);
+            for (int k = 0; k < 2; k++)
+                free(x[k]);
+            free(L.rowptr);
+        }
+    free(b);
+    free(xyz);
+    hk_bcsr_free(&K);
+}
+
 /* --fatal: the last process's transport fails in the middle of an SpMV. */
 static int fatal_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
                           void *recv, int nsend, const int *send_rank, const int64_t *send_off,
@@ -819,6 +890,7 @@ int main(int argc, char **argv)
     if (be->dcomm_create) test_dcomm_solve(c, be);
     test_amg_setup(c, be);
     test_resident(c, be);
+    test_amg_staged(c);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
