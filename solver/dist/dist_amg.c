@@ -274,6 +274,14 @@ static int sorted_order(int64_t nrows, const int64_t *rowptr, int32_t *col, int3
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t i = 0; i < nrows; i++) {
         const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
+        int sorted = 1;
+        for (int64_t k = 1; k < len && sorted; k++)
+            sorted = col[p0 + k - 1] < col[p0 + k];
+        if (sorted) { /* its blocks stay where they are */
+            for (int64_t k = 0; k < len; k++)
+                (*src)[p0 + k] = (int32_t)(p0 + k);
+            continue;
+        }
         for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
             key[p0 + k] = (int64_t)col[p0 + k] << 32 | k;
         qsort(key + p0, (size_t)len, sizeof *key, cmp_i64);
@@ -1579,8 +1587,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     {
         const int64_t nnz = Pv.rowptr[H->nown];
         ierr = hk_malloc((size_t)(nnz + 1) * sizeof *gc, &gc);
-        for (int64_t p = 0; p < nnz && !ierr; p++)
-            gc[p] = cP[Pv.colind[p]];
+        if (!ierr)
+#pragma omp parallel for schedule(static)
+            for (int64_t p = 0; p < nnz; p++)
+                gc[p] = cP[Pv.colind[p]];
         HK_TRY(hk_comm_agree(c, ierr));
         /* its values are the first blocks of Pext's copy on the backend */
         HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
