@@ -219,15 +219,13 @@ static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, doubl
 static int pattern_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbrows, int64_t nbcols,
                          int64_t nnzb, hk_bmat *A)
 {
-    memset(A, 0, sizeof *A);
-    A->be = be;
-    A->br = br;
-    A->bc = bc;
-    A->nbrows = nbrows;
-    A->nbcols = nbcols;
+    HK_CALL(hk_bmat_alloc(be, br, bc, nbrows, nbcols, 0, A));
+    be->dealloc(A->colind);
+    be->dealloc(A->val);
+    A->colind = NULL;
+    A->val = NULL;
     A->nnzb = nnzb;
-    int ierr = be->alloc((void **)&A->rowptr, (size_t)(nbrows + 1) * sizeof *A->rowptr);
-    if (!ierr) ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
+    const int ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
     if (ierr) hk_bmat_free(A);
     return ierr;
 }

@@ -578,6 +578,30 @@ static void amg_levels(const hk_solver *s, char *out, size_t len)
     free(buf);
 }
 
+/* One distributed solve with options opts on the rows L (from row0): x, the iterations and
+ * the level sizes (amg_levels); a failure printed with its sentence. Collective. */
+static int amg_solve(const hk_comm *c, int64_t row0, const hk_bcsr *L, const hk_nearnull *nn,
+                     const char *opts, const double *b, double *x, int *its, char *lev, size_t len)
+{
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    hk_result res;
+    *its = -1;
+    lev[0] = 0;
+    int e = hk_options_create(&o);
+    if (!e) e = hk_options_parse(o, opts);
+    e = hk_comm_agree(c, e);
+    if (!e) e = hk_solver_create_dist(c, row0, L, nn, o, &s);
+    if (!e) e = hk_solver_solve(s, b, x, &res);
+    if (!e) *its = res.iterations;
+    if (!e) amg_levels(s, lev, len);
+    if (e && *hk_error_message())
+        fprintf(stderr, "process %d: %s\n", hk_comm_rank(c), hk_error_message());
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    return e;
+}
+
 /* pc=amg on several processes with its set-up on backend be's ops against the cpu's: the
  * same levels (aggregation is exact on every backend), iterations within 2, x to 1e-7; on the
  * cpu a second set-up gives x byte for byte. Rigid-body modes from the nodes' coordinates. */
@@ -609,23 +633,9 @@ static void test_amg_setup(const hk_comm *c, const hk_backend *be)
             char opts[240];
             snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 maxit=500 %s",
                      k ? be->name : "cpu", variants[v]);
-            hk_options *o = NULL;
-            hk_solver *s = NULL;
-            hk_result res;
             memset(x[k], 0, sizeof *x[k] * (size_t)nl);
-            int e = hk_options_create(&o);
-            if (!e) e = hk_options_parse(o, opts);
-            e = hk_comm_agree(c, e);
-            if (!e) e = hk_solver_create_dist(c, row0, &L, &nn, o, &s);
-            if (!e) e = hk_solver_solve(s, b + row0 * K.bs, x[k], &res);
-            if (!e) its[k] = res.iterations;
-            lev[k][0] = 0;
-            if (!e) amg_levels(s, lev[k], sizeof lev[k]);
-            if (e && *hk_error_message())
-                fprintf(stderr, "process %d: %s\n", me, hk_error_message());
-            ierr |= e;
-            hk_solver_destroy(s);
-            hk_options_destroy(o);
+            ierr |= amg_solve(c, row0, &L, &nn, opts, b + row0 * K.bs, x[k], &its[k], lev[k],
+                              sizeof lev[k]);
         }
         double err = 0, scale = 0;
         for (int64_t i = 0; i < nl; i++) {
@@ -786,21 +796,9 @@ static void test_amg_staged(const hk_comm *c)
                 snprintf(opts, sizeof opts, "backend=cpu method=cg pc=amg tol=1e-10 maxit=500 %s",
                          variants[v]);
                 if (k) setenv("HOOKE_DIST_STAGED", "1", 1);
-                hk_options *o = NULL;
-                hk_solver *s = NULL;
-                hk_result res;
-                int e = hk_options_create(&o);
-                if (!e) e = hk_options_parse(o, opts);
-                e = hk_comm_agree(c, e);
-                if (!e) e = hk_solver_create_dist(c, row0, &L, &nn, o, &s);
-                if (!e) e = hk_solver_solve(s, b + row0 * K.bs, x[k], &res);
-                lev[k][0] = 0;
-                if (!e) amg_levels(s, lev[k], sizeof lev[k]);
-                if (e && *hk_error_message())
-                    fprintf(stderr, "process %d: %s\n", me, hk_error_message());
-                ierr |= e;
-                hk_solver_destroy(s);
-                hk_options_destroy(o);
+                int its = 0;
+                ierr |= amg_solve(c, row0, &L, &nn, opts, b + row0 * K.bs, x[k], &its, lev[k],
+                                  sizeof lev[k]);
                 unsetenv("HOOKE_DIST_STAGED");
             }
             int64_t differ = ierr || memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl);
