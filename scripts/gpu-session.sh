@@ -610,13 +610,26 @@ for step in "$@"; do
         echo "== mpirun -np 2 hooke_mpi_tests on cuda, the amg set-up checks"
         timeout -k 5 90 "${MPIR[@]}" -x HOOKE_TEST_BACKEND=cuda -np 2 $B/hooke_mpi_tests 2>&1 |
           grep -E 'amg set-up|FAIL|all passed|error' | head -12
+        # DISTAMG_VARIANTS: ';'-separated variants of every run, "-" for none; a word VAR=VAL
+        # with an upper-case VAR goes to the processes' environment, any other to --set
+        IFS=';' read -ra variants <<< "${DISTAMG_VARIANTS:--}"
         for run in ${DISTAMG_RUNS:-1:0.0015 1:0.001 2:0.0015 2:0.001 2:0.0007}; do # processes:size
           np=${run%:*} size=${run#*:}
-          echo "== np $np, geometry.size=$size"
-          timeout -k 5 60 "${MPIR[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
-            --set geometry.size=$size --set solver.pc=amg -o /tmp/distamg.vtu 2>&1 |
-            grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|partition:|parts:|error|hooke' | head -34
-          echo "exit ${PIPESTATUS[0]}"
+          for v in "${variants[@]}"; do
+            extra=()
+            for w in ${v/#-/}; do
+              if [[ $w =~ ^[A-Z_0-9]+= ]]; then extra+=(-x "$w"); else extra+=(--set "$w"); fi
+            done
+            envs=() sets=()
+            for ((k = 0; k < ${#extra[@]}; k += 2)); do
+              if [ "${extra[k]}" = -x ]; then envs+=(-x "${extra[k+1]}"); else sets+=(--set "${extra[k+1]}"); fi
+            done
+            echo "== np $np, geometry.size=$size, variant ${v}"
+            timeout -k 5 60 "${MPIR[@]}" "${envs[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
+              --set geometry.size=$size --set solver.pc=amg "${sets[@]}" -o /tmp/distamg.vtu 2>&1 |
+              grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|partition:|parts:|error|hooke' | head -34
+            echo "exit ${PIPESTATUS[0]}"
+          done
         done; rm -f /tmp/distamg*; } > "$OUT/distamg.md" 2>&1 ;;
     dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
     scale) # issue 26: weak and strong scaling on 1, 2 and (a 4-GPU host) 4 GPUs, one process a
