@@ -177,11 +177,36 @@ int hk_comm_allgather(const hk_comm *c, const void *mine, size_t bytes, void *al
     return 0;
 }
 
+int hk_comm_allgatherv(const hk_comm *c, const void *mine, size_t bytes, void *all,
+                       const size_t *counts)
+{
+    if (!c || c->size == 1) {
+        if (bytes) memmove(all, mine, bytes);
+        return 0;
+    }
+#ifdef HOOKE_HAVE_MPI
+    int cnt[c->size], displ[c->size];
+    size_t total = 0;
+    for (int r = 0; r < c->size; r++) {
+        cnt[r] = (int)counts[r];
+        displ[r] = (int)total;
+        total += counts[r];
+    }
+    HK_CHECK(total < HK_COMM_PIECE && bytes == counts[c->rank], HK_ERR_ARG,
+             "hk_comm_allgatherv: %zu bytes in all is too large (or %zu bytes given for %zu)",
+             total, bytes, counts[c->rank]);
+    MPI_Allgatherv(mine, (int)bytes, MPI_BYTE, all, cnt, displ, MPI_BYTE, c->mpi);
+#endif
+    return 0;
+}
+
 int hk_comm_sum(const hk_comm *c, double *v, int n)
 {
     if (!c || c->size == 1 || n <= 0) return 0;
-    double *all;
-    HK_CALL(hk_malloc((size_t)n * c->size * sizeof *all, &all));
+    /* the few sums of a Krylov iteration: no allocation */
+    double stack[256], *all = stack;
+    if ((size_t)n * c->size > sizeof stack / sizeof *stack)
+        HK_CALL(hk_malloc((size_t)n * c->size * sizeof *all, &all));
     int ierr = hk_comm_allgather(c, v, (size_t)n * sizeof *v, all);
     for (int i = 0; !ierr && i < n; i++) {
         double s = 0; /* rank order: the same bits everywhere, every time */
@@ -189,7 +214,7 @@ int hk_comm_sum(const hk_comm *c, double *v, int n)
             s += all[(size_t)r * n + i];
         v[i] = s;
     }
-    free(all);
+    if (all != stack) free(all);
     return ierr;
 }
 

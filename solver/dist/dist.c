@@ -750,8 +750,10 @@ static int spmv_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *x
     const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bs;
     const int64_t ns = d->halo->send_off[d->halo->nsend];
     if (ns) HK_CALL(L->vec_gather(M->send, xl, d->send_dev, ns, bs));
+    const double t0 = hk_dprof_now();
     hk_dcomm_exchange(d->dcomm, d->halo, M->send->data, (char *)M->xe->data + (size_t)d->nbc * e,
                       e);
+    const double t1 = hk_dprof_now();
     if (M->Aint) {
         hk_vec yi = hk_dist_view(d, y, 0, d->nint * bs);
         HK_CALL(L->mat_spmv(M->Aint, xl, &yi));
@@ -760,7 +762,9 @@ static int spmv_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *x
         hk_vec xh = hk_dist_view(d, M->xe, 0, d->nbc * bs);
         HK_CALL(L->vec_gather(&xh, xl, d->bcol_dev, d->nbc, bs));
     }
+    const double t2 = hk_dprof_now();
     hk_dcomm_wait(d->dcomm);
+    hk_dprof_exchange(HK_DPROF_A, 0, 0, t1 - t0 + hk_dprof_now() - t2);
     if (M->Abnd) {
         hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
         HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));
@@ -788,12 +792,16 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     /* pack and post: the neighbours' entries, then the receives into xe's ghost part */
     if (ns) HK_CALL(L->vec_gather(M->send, &xl, d->send_dev, ns, bs));
     void *send = M->send->data, *recv = (char *)M->xe->data + (size_t)d->nbc * e;
+    /* HOOKE_DIST_PROFILE: the staging (t0..t1, t3..t4) and the transport (t1..t2, t2'..t3) */
+    const double t0 = hk_dprof_now();
     if (!d->host_memory) {
         if (ns) HK_CALL(L->copy_from(M->host_send, M->send->data, (size_t)ns * e));
         send = M->host_send;
         recv = M->host_recv;
     }
+    const double t1 = hk_dprof_now();
     HK_CALL(hk_halo_start(d->halo, send, recv, e));
+    const double t2 = hk_dprof_now();
     /* the interior rows while the ghosts travel */
     if (M->Aint) {
         hk_vec yi = hk_dist_view(d, y, 0, d->nint * bs);
@@ -803,10 +811,13 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
         hk_vec xh = hk_dist_view(d, M->xe, 0, d->nbc * bs);
         HK_CALL(L->vec_gather(&xh, &xl, d->bcol_dev, d->nbc, bs));
     }
+    const double t2w = hk_dprof_now();
     HK_CALL(hk_halo_wait(d->halo));
+    const double t3 = hk_dprof_now();
     if (!d->host_memory && d->nghost)
         HK_CALL(L->copy_to((char *)M->xe->data + (size_t)d->nbc * e, M->host_recv,
                            (size_t)d->nghost * e));
+    hk_dprof_exchange(HK_DPROF_A, 0, t1 - t0 + hk_dprof_now() - t3, t2 - t1 + t3 - t2w);
     if (M->Abnd) {
         hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
         HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));

@@ -42,6 +42,12 @@
 
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
+/* pc.amg.dist.gather_rows' default: a level of at most this many scalar rows in all is on
+ * every process. On a GPU such a level's kernels are bound by their launches, not by its
+ * rows (50k scalar rows of 6 x 6 blocks, about 150 entries a row: 30 MB of fp32 values, an
+ * SpMV of a few microseconds on an H200), while each of its exchanges costs a host round
+ * trip and waits for the slowest process; the gathered copy is a few tens of MB a process. */
+#define DAMG_GATHER_ROWS 50000
 enum { DAMG_TAG_ROUTE = 7301 };
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
@@ -108,6 +114,7 @@ typedef struct dmat {
     hk_vec *send, *xe;
     void *host_send, *host_recv;
     hk_precision prec;
+    int prof_kind, prof_level; /* HOOKE_DIST_PROFILE's label (gather_levels sets it) */
 } dmat;
 
 static int cmp_i64(const void *a, const void *b)
@@ -463,26 +470,42 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     const hk_vec xl = hk_dist_view(d, x, 0, x->n);
     if (m->ns) HK_CALL(L->vec_gather(m->send, &xl, m->send_dev, m->ns, m->bc));
     void *send = m->send->data, *recv = (char *)m->xe->data + (size_t)m->nbc * e;
+    /* HOOKE_DIST_PROFILE: the staging (t0..t1, t3..) and the transport (t1..t2, t2w..t3) */
+    const double t0 = hk_dprof_now();
     if (!d->host_memory) {
         if (m->ns) HK_CALL(L->copy_from(m->host_send, m->send->data, (size_t)m->ns * e));
         send = m->host_send;
         recv = m->host_recv;
     }
+    const double t1 = hk_dprof_now();
     HK_CALL(hk_halo_start(m->halo, send, recv, e));
+    const double t2 = hk_dprof_now();
     if (m->nbc) {
         hk_vec xh = hk_dist_view(d, m->xe, 0, m->nbc * m->bc);
         HK_CALL(L->vec_gather(&xh, &xl, m->bcol_dev, m->nbc, m->bc));
     }
+    const double t2w = hk_dprof_now();
     HK_CALL(hk_halo_wait(m->halo));
+    const double t3 = hk_dprof_now();
     if (!d->host_memory && m->ng)
         HK_CALL(
             L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv, (size_t)m->ng * e));
+    hk_dprof_exchange(m->prof_kind, m->prof_level, t1 - t0 + hk_dprof_now() - t3,
+                      t2 - t1 + t3 - t2w);
     if (!m->nrows) return 0;
     hk_vec yl = hk_dist_view(d, y, 0, y->n);
     return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
 }
 
 /* ---- the hierarchy ----------------------------------------------------------------------- */
+
+/* A level's operator, P or R on every process: all processes' rows in the global order, each
+ * row's blocks in the order its owner stores them (so each row's sum is the owner's), columns
+ * the global ids of the input level; fp64 values in M.val or fp32 in v32 (M.val NULL). */
+typedef struct rmat {
+    hk_bmat M;
+    float *v32;
+} rmat;
 
 typedef struct dlev {
     int64_t row0, nown, nglob; /* block rows of this process, its first global one, all */
@@ -494,6 +517,11 @@ typedef struct dlev {
     hk_vec *Dinv, *l1;
     double rho;
     hk_vec *b, *x, *r, *t, *d, *w, *e;
+    /* the levels on every process (from damg.g on): the whole level's operator, P and R, its
+     * smoother's data and vectors, on the backend's own table */
+    rmat gA, gP, gR;
+    hk_vec *gDinv, *gl1, *gb, *gx, *gr, *gt, *gd, *gw, *ge;
+    int32_t *pfull_dev; /* level g - 1: P's input columns as blocks of level g's whole vector */
 } dlev;
 
 typedef struct damg {
@@ -512,6 +540,13 @@ typedef struct damg {
     void *hown, *hall;      /* host staging of the gather */
     int64_t rows[DAMG_MAX_LEVELS], nnz[DAMG_MAX_LEVELS];
     double op_complexity;
+    /* pc.amg.dist.gather_rows: levels g .. nlevels - 1 are on every process (g = nlevels:
+     * only the coarsest, gathered at each cycle); level g's right-hand side is gathered by one
+     * allgather (goff: the processes' scalar offsets; gown, gall: host staging) */
+    int64_t gather_rows;
+    int g;
+    size_t *gcount;
+    void *gown, *gall;
     double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
     double t_pc;                 /* when the set-up began (hk_time) */
 } damg;
@@ -547,9 +582,17 @@ static void free_levels(damg *a)
         dmat_destroy(L->A);
         dmat_destroy(L->P);
         dmat_destroy(L->R);
-        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->w, L->e};
+        hk_vec *v[] = {L->Dinv, L->l1, L->b,  L->x,  L->r,  L->t,  L->d, L->w,
+                       L->e,    L->gDinv, L->gl1, L->gb, L->gx, L->gr, L->gt, L->gd,
+                       L->gw,   L->ge};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
+        rmat *g[] = {&L->gA, &L->gP, &L->gR};
+        for (int i = 0; i < 3; i++) {
+            hk_bmat_free(&g[i]->M);
+            if (g[i]->v32) a->d->local->dealloc(g[i]->v32);
+        }
+        if (L->pfull_dev) a->d->local->dealloc(L->pfull_dev);
         memset(L, 0, sizeof *L);
     }
     hk_vec_destroy(a->Minv);
@@ -564,6 +607,12 @@ static void free_levels(damg *a)
     free(a->hall);
     a->coff = NULL;
     a->hown = a->hall = NULL;
+    free(a->gcount);
+    free(a->gown);
+    free(a->gall);
+    a->gcount = NULL;
+    a->gown = a->gall = NULL;
+    a->g = 0;
     a->nlevels = 0;
 }
 
@@ -1731,6 +1780,7 @@ static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
     for (int q = 0; q < P; q++)
         if (a->coff[q + 1] - a->coff[q] > maxn) maxn = a->coff[q + 1] - a->coff[q];
     const int64_t mine = a->coff[me + 1] - a->coff[me], bs = a->lev[0].bs;
+    const double t0 = hk_dprof_now();
     if (mine && a->cperm) { /* internal to the callers' order */
         HK_CALL(Lb->copy_from(a->hperm, b->data, (size_t)mine * e));
         for (int64_t i = 0; i < mine / bs; i++)
@@ -1738,13 +1788,16 @@ static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
                    (char *)a->hperm + (size_t)i * bs * e, (size_t)bs * e);
     } else if (mine)
         HK_CALL(Lb->copy_from(a->hown, b->data, (size_t)mine * e));
+    const double t1 = hk_dprof_now();
     HK_CALL(hk_comm_allgather(d->comm, a->hown, (size_t)maxn * e, a->hall));
+    const double t2 = hk_dprof_now();
     for (int q = 0; q < P; q++) {
         const int64_t nq = a->coff[q + 1] - a->coff[q];
         if (nq)
             HK_CALL(Lb->copy_to((char *)a->cb->data + (size_t)a->coff[q] * e,
                                 (char *)a->hall + (size_t)q * maxn * e, (size_t)nq * e));
     }
+    hk_dprof_exchange(HK_DPROF_G, a->nlevels - 1, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
     HK_CALL(Lb->dense_gemv(a->Minv, a->cb, a->cx));
     if (!mine) return 0;
     if (a->cperm) { /* back to the internal order */
@@ -1835,6 +1888,246 @@ static int print_phases(const damg *a)
             "; before it (wall): layout %.3f, layout on the backend %.3f, K and operator "
             "%.3f (the operator's build %.3f); since the layout %.3f\n",
             x[0], x[1], x[2], x[3], x[4]);
+    return 0;
+}
+
+/* ---- the small levels on every process (pc.amg.dist.gather_rows) ------------------------- */
+
+/* Each process's count of `unit` bytes for n units, in rank order (counts: size entries). */
+static int gather_counts(const hk_comm *c, int64_t n, size_t unit, size_t **counts)
+{
+    const int P = hk_comm_size(c);
+    int64_t *all = NULL;
+    *counts = NULL;
+    int ierr = hk_malloc((size_t)P * sizeof *all, &all);
+    if (!ierr) ierr = hk_malloc((size_t)P * sizeof **counts, counts);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_allgather(c, &n, sizeof n, all));
+    for (int q = 0; q < P; q++)
+        (*counts)[q] = (size_t)all[q] * unit;
+fail:
+    free(all);
+    if (ierr) {
+        free(*counts);
+        *counts = NULL;
+    }
+    return ierr;
+}
+
+/* Every process's entries of a level vector (own: this process's, in the backend's memory,
+ * counts[q] bytes from process q) into the whole vector all, on this process's backend;
+ * level >= 0: HOOKE_DIST_PROFILE counts it as that level's gather. */
+static int gather_vec(const hk_dist *d, const void *own, const size_t *counts, void *hown,
+                      void *hall, void *all, int level)
+{
+    const hk_backend_ops *L = d->local;
+    const int P = hk_comm_size(d->comm), me = hk_comm_rank(d->comm);
+    size_t total = 0;
+    for (int q = 0; q < P; q++)
+        total += counts[q];
+    const double t0 = hk_dprof_now();
+    if (d->host_memory) { /* straight between the vectors */
+        HK_CALL(hk_comm_allgatherv(d->comm, own, counts[me], all, counts));
+        if (level >= 0) hk_dprof_exchange(HK_DPROF_G, level, 0, hk_dprof_now() - t0);
+        return 0;
+    }
+    if (counts[me]) HK_CALL(L->copy_from(hown, own, counts[me]));
+    const double t1 = hk_dprof_now();
+    HK_CALL(hk_comm_allgatherv(d->comm, hown, counts[me], hall, counts));
+    const double t2 = hk_dprof_now();
+    HK_CALL(L->copy_to(all, hall, total));
+    if (level >= 0) hk_dprof_exchange(HK_DPROF_G, level, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
+    return 0;
+}
+
+/* m's rows of every process as one matrix on this process's backend (rmat): m's input level
+ * starts at in_row0 on this process and has in_nglob block rows in all. Collective. */
+static int rmat_gather(const hk_dist *d, const dmat *m, int64_t in_row0, int64_t in_nglob,
+                       int64_t out_nglob, rmat *out)
+{
+    const hk_backend_ops *L = d->local;
+    const hk_comm *c = d->comm;
+    const int P = hk_comm_size(c);
+    const int64_t nr = m->nrows, nz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
+    const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    int ierr = 0;
+    int64_t *rp = NULL, *len = NULL, *grp = NULL;
+    int32_t *col = NULL, *bcol = NULL, *gcol = NULL;
+    void *val = NULL, *gval = NULL;
+    size_t *cr = NULL, *cz = NULL, *cv = NULL;
+    memset(out, 0, sizeof *out);
+    ierr = hk_malloc((size_t)(nr + 1) * sizeof *rp, &rp);
+    if (!ierr) ierr = hk_malloc((size_t)(nr + 1) * sizeof *len, &len);
+    if (!ierr) ierr = hk_malloc((size_t)(nz + 1) * sizeof *col, &col);
+    if (!ierr) ierr = hk_malloc((size_t)(m->nbc + 1) * sizeof *bcol, &bcol);
+    if (!ierr) ierr = hk_malloc((size_t)(nz * bb + 1) * e, &val);
+    if (!ierr) ierr = L->copy_from(rp, m->M.rowptr, (size_t)(nr + 1) * sizeof *rp);
+    if (!ierr && nz) ierr = L->copy_from(col, m->M.colind, (size_t)nz * sizeof *col);
+    if (!ierr && m->nbc) ierr = L->copy_from(bcol, m->bcol_dev, (size_t)m->nbc * sizeof *bcol);
+    if (!ierr && nz)
+        ierr = L->copy_from(val, m->v32 ? (void *)m->v32 : (void *)m->M.val, (size_t)(nz * bb) * e);
+    if (!ierr && in_nglob > INT32_MAX)
+        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "pc=amg: a level of %lld block rows is too large to gather on every "
+                            "process; lower pc.amg.dist.gather_rows",
+                            (long long)in_nglob);
+    if (!ierr) {
+        for (int64_t i = 0; i < nr; i++)
+            len[i] = rp[i + 1] - rp[i];
+        for (int64_t p = 0; p < nz; p++) /* the input level's global block ids */
+            col[p] = (int32_t)(col[p] < m->nbc ? in_row0 + bcol[col[p]] : m->ghost[col[p] - m->nbc]);
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(gather_counts(c, nr, sizeof *len, &cr));
+    HK_TRY(gather_counts(c, nz, sizeof *col, &cz));
+    HK_TRY(gather_counts(c, nz, (size_t)bb * e, &cv));
+    int64_t R = 0, Z = 0;
+    for (int q = 0; q < P; q++) {
+        R += (int64_t)(cr[q] / sizeof *len);
+        Z += (int64_t)(cz[q] / sizeof *col);
+    }
+    ierr = hk_malloc((size_t)(R + 1) * sizeof *grp, &grp);
+    if (!ierr) ierr = hk_malloc((size_t)(Z + 1) * sizeof *gcol, &gcol);
+    if (!ierr) ierr = hk_malloc((size_t)(Z * bb + 1) * e, &gval);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_allgatherv(c, len, cr[hk_comm_rank(c)], grp + 1, cr));
+    HK_TRY(hk_comm_allgatherv(c, col, cz[hk_comm_rank(c)], gcol, cz));
+    HK_TRY(hk_comm_allgatherv(c, val, cv[hk_comm_rank(c)], gval, cv));
+    grp[0] = 0;
+    for (int64_t i = 0; i < R; i++)
+        grp[i + 1] += grp[i];
+    ierr = R == out_nglob ? 0
+                          : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                         "pc=amg: a gathered level has %lld rows, not %lld",
+                                         (long long)R, (long long)out_nglob);
+    if (!ierr) ierr = pattern_alloc(L, m->br, m->bc, R, in_nglob, Z, &out->M);
+    if (!ierr) ierr = L->copy_to(out->M.rowptr, grp, (size_t)(R + 1) * sizeof *grp);
+    if (!ierr && Z) ierr = L->copy_to(out->M.colind, gcol, (size_t)Z * sizeof *gcol);
+    if (!ierr)
+        ierr = L->alloc(m->v32 ? (void **)&out->v32 : (void **)&out->M.val, (size_t)(Z * bb) * e + 8);
+    if (!ierr && Z)
+        ierr = L->copy_to(m->v32 ? (void *)out->v32 : (void *)out->M.val, gval, (size_t)(Z * bb) * e);
+    HK_TRY(hk_comm_agree(c, ierr));
+fail:
+    free(rp);
+    free(len);
+    free(col);
+    free(bcol);
+    free(val);
+    free(grp);
+    free(gcol);
+    free(gval);
+    free(cr);
+    free(cz);
+    free(cv);
+    return ierr;
+}
+
+/* A level vector (the process's entries, pc->prec) on every process: *all the whole. */
+static int vec_gathered(hk_pc *pc, const hk_vec *own, int64_t nglob, hk_vec **all)
+{
+    const hk_dist *d = pc->be->dist;
+    const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    size_t *counts = NULL, total = 0;
+    void *hown = NULL, *hall = NULL;
+    int ierr = vec_sized(d->local, nglob, pc->prec, all);
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(gather_counts(d->comm, own->n, e, &counts));
+    for (int q = 0; q < hk_comm_size(d->comm); q++)
+        total += counts[q];
+    ierr = total == (size_t)nglob * e ? 0
+                                      : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                                     "pc=amg: a gathered vector of %zu bytes, "
+                                                     "not %lld entries",
+                                                     total, (long long)nglob);
+    if (!ierr && !d->host_memory) ierr = hk_malloc(counts[hk_comm_rank(d->comm)] + 8, &hown);
+    if (!ierr && !d->host_memory) ierr = hk_malloc(total + 8, &hall);
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(gather_vec(d, own->data, counts, hown, hall, (*all)->data, -1));
+fail:
+    free(counts);
+    free(hown);
+    free(hall);
+    return ierr;
+}
+
+/* The block ids in level l + 1's whole vector of P_l's input columns [owned read, ghosts]. */
+static int pfull_index(const hk_dist *d, const dmat *m, int64_t in_row0, int32_t **dev)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t n = m->nbc + m->ng;
+    int32_t *idx = NULL;
+    int ierr = hk_malloc((size_t)(n + 1) * sizeof *idx, &idx);
+    if (!ierr && m->nbc) ierr = L->copy_from(idx, m->bcol_dev, (size_t)m->nbc * sizeof *idx);
+    if (!ierr) {
+        for (int64_t j = 0; j < m->nbc; j++)
+            idx[j] = (int32_t)(in_row0 + idx[j]);
+        for (int64_t k = 0; k < m->ng; k++)
+            idx[m->nbc + k] = (int32_t)m->ghost[k];
+    }
+    if (!ierr) ierr = L->alloc((void **)dev, (size_t)(n + 1) * sizeof *idx);
+    if (!ierr && n) ierr = L->copy_to(*dev, idx, (size_t)n * sizeof *idx);
+    free(idx);
+    return ierr;
+}
+
+/* After the set-up: the profile's labels, and the levels from the first one of at most
+ * pc.amg.dist.gather_rows scalar rows in all (at least level 1; the coarsest at the latest)
+ * gathered on every process, so that the cycle below it makes no exchange: level g's
+ * right-hand side is gathered once going down, and P_{g-1} reads the whole correction.
+ * Collective. */
+static int gather_levels(hk_pc *pc, damg *a)
+{
+    const hk_dist *d = a->d;
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *Lb = d->local;
+    const int n = a->nlevels;
+    const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    int ierr = 0;
+    for (int l = 0; l < n; l++) {
+        dlev *L = &a->lev[l];
+        dmat *m[3] = {L->A, L->P, L->R};
+        const int kind[3] = {HK_DPROF_A, HK_DPROF_P, HK_DPROF_R};
+        for (int k = 0; k < 3; k++)
+            if (m[k]) m[k]->prof_kind = kind[k], m[k]->prof_level = l;
+    }
+    a->g = n;
+    if (a->gather_rows <= 0 || n < 2) return 0;
+    a->g = n - 1;
+    for (int l = 1; l < n - 1; l++)
+        if (a->rows[l] <= a->gather_rows) {
+            a->g = l;
+            break;
+        }
+    const int g = a->g;
+    for (int l = g; l < n - 1; l++) {
+        dlev *L = &a->lev[l], *C = &a->lev[l + 1];
+        HK_CALL(rmat_gather(d, L->A, L->row0, L->nglob, L->nglob, &L->gA));
+        HK_CALL(rmat_gather(d, L->P, C->row0, C->nglob, L->nglob, &L->gP));
+        HK_CALL(rmat_gather(d, L->R, L->row0, L->nglob, C->nglob, &L->gR));
+        HK_CALL(vec_gathered(pc, L->Dinv, L->nglob * L->bs * L->bs, &L->gDinv));
+        if (L->l1) HK_CALL(vec_gathered(pc, L->l1, L->nglob * L->bs, &L->gl1));
+        const int64_t ne = L->nglob * L->bs;
+        hk_vec **v[] = {&L->gb, &L->gx, &L->gr, &L->gt, &L->gd, &L->gw, &L->ge};
+        for (size_t i = 0; i < sizeof v / sizeof v[0] && !ierr; i++)
+            ierr = vec_sized(Lb, ne, pc->prec, v[i]);
+        HK_CALL(hk_comm_agree(c, ierr));
+    }
+    /* the way down and up between level g - 1 and g */
+    dlev *F = &a->lev[g - 1], *G = &a->lev[g];
+    HK_CALL(hk_comm_agree(c, pfull_index(d, F->P, G->row0, &F->pfull_dev)));
+    HK_CALL(gather_counts(c, G->nown * G->bs, e, &a->gcount));
+    ierr = !d->host_memory ? hk_malloc(a->gcount[hk_comm_rank(c)] + 8, &a->gown) : 0;
+    if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(G->nglob * G->bs) * e + 8, &a->gall);
+    HK_CALL(hk_comm_agree(c, ierr));
+    /* the distributed operators below g are not used any more */
+    for (int l = g; l < n; l++) {
+        dlev *L = &a->lev[l];
+        dmat_destroy(L->A);
+        dmat_destroy(L->P);
+        dmat_destroy(L->R);
+        L->A = L->P = L->R = NULL;
+    }
     return 0;
 }
 
@@ -1933,6 +2226,8 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         agg = NULL;
     }
     a->nlevels = l + 1;
+    HK_TRY(gather_levels(pc, a));
+    lap(ph, PH_COARSE, t);
     double tot = 0;
     for (int j = 0; j < a->nlevels; j++)
         tot += (double)a->nnz[j];
@@ -1975,6 +2270,13 @@ static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     a->d = pc->be->dist;
     a->t_pc = hk_time();
     HK_CALL(hk_amg_read_options(o, &a->op));
+    int gather_rows = DAMG_GATHER_ROWS;
+    HK_CALL(hk_options_get_int(o, "pc.amg.dist.gather_rows", &gather_rows));
+    HK_CHECK(gather_rows >= 0, HK_ERR_OPTION,
+             "option pc.amg.dist.gather_rows=%d is out of range; use 0 (only the coarsest level "
+             "on every process) or more (default %d scalar rows)",
+             gather_rows, DAMG_GATHER_ROWS);
+    a->gather_rows = gather_rows;
     HK_CHECK(!a->op.format, HK_ERR_UNSUPPORTED,
              "option pc.amg.format=%s is not distributed: on several processes the coarse "
              "levels and transfers are block matrices of the backend's bmat_spmv; remove it, or "
@@ -2011,6 +2313,96 @@ static int damg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
 
 /* ---- apply ------------------------------------------------------------------------------- */
 
+/* y = M x on a level on every process (no exchange). */
+static int rmat_spmv(void *op, const hk_vec *x, hk_vec *y)
+{
+    const rmat *r = op;
+    return r->M.be->bmat_spmv(&r->M, r->v32, x, y);
+}
+
+/* The whole level l's right-hand side and correction (the coarsest's: the dense solve's). */
+static hk_vec *whole_b(damg *a, int l)
+{
+    return l == a->nlevels - 1 ? a->cb : a->lev[l].gb;
+}
+
+static hk_vec *whole_x(damg *a, int l)
+{
+    return l == a->nlevels - 1 ? a->cx : a->lev[l].gx;
+}
+
+static int rvisit(hk_pc *pc, damg *a, int l);
+
+/* The cycle of a level on every process: the distributed cycle's steps on the whole level
+ * with the backend's own ops, each row's sum the owner's. */
+static int rcycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
+{
+    const hk_backend_ops *be = a->d->local;
+    if (l == a->nlevels - 1) return be->dense_gemv(a->Minv, b, x);
+    dlev *L = &a->lev[l];
+    const hk_amg_sweep s = {.be = be,
+                            .spmv = rmat_spmv,
+                            .A = &L->gA,
+                            .kind = a->op.smoother,
+                            .bs = L->bs,
+                            .degree = a->op.degree,
+                            .Dinv = L->gDinv,
+                            .l1 = L->gl1,
+                            .rho = L->rho,
+                            .ratio = a->op.ratio,
+                            .r = L->gr,
+                            .t = L->gt,
+                            .d = L->gd};
+    for (int k = 0; k < a->op.pre; k++)
+        HK_CALL(hk_amg_smooth(&s, b, x, k == 0));
+    if (a->op.pre == 0) HK_CALL(be->vec_set(x, 0.0));
+    HK_CALL(rmat_spmv(&L->gA, x, L->gr));
+    HK_CALL(be->vec_axpby(L->gr, 1.0, b, -1.0));
+    HK_CALL(rmat_spmv(&L->gR, L->gr, whole_b(a, l + 1)));
+    HK_CALL(rvisit(pc, a, l + 1));
+    HK_CALL(rmat_spmv(&L->gP, whole_x(a, l + 1), L->gt));
+    HK_CALL(be->vec_axpby(x, 1.0, L->gt, 1.0));
+    for (int k = 0; k < a->op.post; k++)
+        HK_CALL(hk_amg_smooth(&s, b, x, 0));
+    return 0;
+}
+
+/* Level l (on every process) from its whole right-hand side, with the W-cycle's second visit
+ * on the residual, as the distributed cycle makes it. */
+static int rvisit(hk_pc *pc, damg *a, int l)
+{
+    const hk_backend_ops *be = a->d->local;
+    hk_vec *b = whole_b(a, l), *x = whole_x(a, l);
+    HK_CALL(rcycle(pc, a, l, b, x));
+    if (a->op.cycle == 1 && l < a->nlevels - 1) {
+        dlev *C = &a->lev[l];
+        HK_CALL(rmat_spmv(&C->gA, x, C->gw));
+        HK_CALL(be->vec_axpby(C->gw, 1.0, b, -1.0));
+        HK_CALL(rcycle(pc, a, l, C->gw, C->ge));
+        HK_CALL(be->vec_axpby(x, 1.0, C->ge, 1.0));
+    }
+    return 0;
+}
+
+/* From level l to level g = l + 1 on every process and back: the restricted residual (the
+ * process's rows, b) gathered into level g's whole vector, g's cycle there, then P_l reads
+ * its columns from the whole correction (no exchange) into t. */
+static int visit_gathered(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *t)
+{
+    const hk_dist *d = a->d;
+    const hk_backend_ops *Lb = d->local;
+    dlev *F = &a->lev[l];
+    const int g = l + 1;
+    HK_CALL(gather_vec(d, b->data, a->gcount, a->gown, a->gall, whole_b(a, g)->data, g));
+    HK_CALL(rvisit(pc, a, g));
+    dmat *m = F->P;
+    const int64_t n = m->nbc + m->ng;
+    if (n) HK_CALL(Lb->vec_gather(m->xe, whole_x(a, g), F->pfull_dev, n, m->bc));
+    if (!m->nrows) return 0;
+    hk_vec tl = hk_dist_view(d, t, 0, t->n);
+    return Lb->bmat_spmv(&m->M, m->v32, m->xe, &tl);
+}
+
 static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = pc->be;
@@ -2024,6 +2416,13 @@ static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
     HK_CALL(s.spmv(s.A, x, L->r));
     HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
     HK_CALL(dmat_spmv(L->R, L->r, C->b));
+    if (l + 1 >= a->g) {
+        HK_CALL(visit_gathered(pc, a, l, C->b, L->t));
+        HK_CALL(be->vec_axpby(x, 1.0, L->t, 1.0));
+        for (int k = 0; k < a->op.post; k++)
+            HK_CALL(hk_amg_smooth(&s, b, x, 0));
+        return 0;
+    }
     HK_CALL(cycle(pc, a, l + 1, C->b, C->x));
     if (a->op.cycle == 1 && l + 1 < a->nlevels - 1) { /* W: a second visit on the residual */
         HK_CALL(dmat_spmv(C->A, C->x, C->w));
@@ -2072,7 +2471,7 @@ const hk_pc_type hk_pc_dist_amg = {
     .summary = "smoothed-aggregation multigrid with the rigid-body modes, distributed",
     .options = "pc.amg.threshold pc.amg.max_levels pc.amg.coarse_size pc.amg.smoother "
                "pc.amg.degree pc.amg.pre pc.amg.post pc.amg.cycle pc.amg.omega pc.amg.ratio "
-               "pc.amg.safety pc.amg.lanczos pc.amg.precision",
+               "pc.amg.safety pc.amg.lanczos pc.amg.precision pc.amg.dist.gather_rows",
     .symmetric = 1,
     .setup = damg_setup,
     .apply = damg_apply,

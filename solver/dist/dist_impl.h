@@ -26,6 +26,10 @@ int hk_comm_isend(const hk_comm *c, const void *buf, size_t bytes, int to, int t
 int hk_comm_irecv(const hk_comm *c, void *buf, size_t bytes, int from, int tag, hk_comm_reqs *r,
                   int slot);
 int hk_comm_waitall(hk_comm_reqs *r);
+/* Every process's bytes (counts[q] from process q; bytes = counts[this process]) into all,
+ * in rank order (MPI_Allgatherv; at most 1 GiB in all). */
+int hk_comm_allgatherv(const hk_comm *c, const void *mine, size_t bytes, void *all,
+                       const size_t *counts);
 /* send[q] to process q, recv[q] from process q (one value each). */
 int hk_comm_alltoall_i64(const hk_comm *c, const int64_t *send, int64_t *recv);
 
@@ -178,5 +182,50 @@ static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off
     hk_vec v = {d->local, n, x->prec, (char *)x->data + (size_t)off * e};
     return v;
 }
+
+/* ---- where a distributed solve waits (dist_profile.c, HOOKE_DIST_PROFILE=1) ---------------
+ * Per solve, each exchange of a level's operator (A), prolongation (P: level l+1 to l),
+ * restriction (R: level l to l+1) and gather of a level's vector to every process (G), and
+ * each sum over the processes: how many, and the wall seconds inside them, split into the
+ * staging (device<->host copies and the stream synchronisations they force; for a sum the
+ * backend's partial sums read back) and the transport (MPI start and wait, or the device
+ * transport's calls). Off (the default), the counters are not touched: one test of a global. */
+enum { HK_DPROF_A = 0, HK_DPROF_P, HK_DPROF_R, HK_DPROF_G, HK_DPROF_KINDS };
+#define HK_DPROF_LEVELS 10
+typedef struct hk_dprof {
+    int on; /* agreed over the processes at the first solve */
+    double n[HK_DPROF_KINDS][HK_DPROF_LEVELS], stage[HK_DPROF_KINDS][HK_DPROF_LEVELS],
+        comm[HK_DPROF_KINDS][HK_DPROF_LEVELS];
+    double sums, sums_local, sums_comm;
+} hk_dprof;
+extern hk_dprof hk_dist_prof;
+/* The time now when the profile is on, else 0 (no clock read). */
+static inline double hk_dprof_now(void)
+{
+    return hk_dist_prof.on ? hk_time() : 0;
+}
+/* One exchange of kind at level (stage and transport seconds), when on. */
+static inline void hk_dprof_exchange(int kind, int level, double stage, double comm)
+{
+    if (!hk_dist_prof.on) return;
+    const int l = level < 0 ? 0 : level >= HK_DPROF_LEVELS ? HK_DPROF_LEVELS - 1 : level;
+    hk_dist_prof.n[kind][l] += 1;
+    hk_dist_prof.stage[kind][l] += stage;
+    hk_dist_prof.comm[kind][l] += comm;
+}
+/* One sum over the processes: its local part (from t_local, 0: not measured) up to t_comm,
+ * then its transport up to now. */
+static inline void hk_dprof_sum(double t_local, double t_comm)
+{
+    if (!hk_dist_prof.on) return;
+    const double now = hk_time();
+    hk_dist_prof.sums += 1;
+    if (t_local > 0) hk_dist_prof.sums_local += t_comm - t_local;
+    hk_dist_prof.sums_comm += now - t_comm;
+}
+/* Around a solve (collective; hk_solver_solve): the counters cleared, then rank 0 prints the
+ * slowest process's figures beside the solve's seconds and iterations. */
+void hk_dist_profile_begin(const hk_dist *d);
+int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations);
 
 #endif

@@ -35,12 +35,23 @@ static hk_dist *dist_of(const hk_vec *x)
     return x->be->dist;
 }
 
-/* Host values summed over the processes by the layout's transport. */
+/* Host values summed over the processes by the layout's transport; t_local: when the
+ * backend's op that made the partial sums began (HOOKE_DIST_PROFILE; 0: none). */
+static int sum_host_from(const hk_dist *d, double *v, int n, double t_local)
+{
+    const double t = hk_dprof_now();
+    int ierr = 0;
+    if (!d->dcomm)
+        ierr = hk_comm_sum(d->comm, v, n);
+    else
+        hk_dcomm_sum_host(d->dcomm, v, n);
+    hk_dprof_sum(t_local, t);
+    return ierr;
+}
+
 static int sum_host(const hk_dist *d, double *v, int n)
 {
-    if (!d->dcomm) return hk_comm_sum(d->comm, v, n);
-    hk_dcomm_sum_host(d->dcomm, v, n);
-    return 0;
+    return sum_host_from(d, v, n, 0);
 }
 
 int hk_be_sum(const hk_backend_ops *be, double *v, int n)
@@ -57,14 +68,19 @@ int hk_be_agree(const hk_backend_ops *be, int ierr)
 static int sum_slots(const hk_dist *d, double *S, int first, int n)
 {
     double h[HK_S_MAX];
+    const double t0 = hk_dprof_now();
     if (d->dcomm) {
         hk_dcomm_sum(d->dcomm, S + first, n);
+        hk_dprof_sum(0, t0);
         return 0;
     }
     HK_CHECK(n <= HK_S_MAX, HK_ERR_ARG, "distributed sum of %d scalars", n);
-    HK_CALL(d->local->scal_get(S, first, n, h));
+    HK_CALL(d->local->scal_get(S, first, n, h)); /* waits for the op that made them */
+    const double t1 = hk_dprof_now();
     HK_CALL(hk_comm_sum(d->comm, h, n));
-    return d->local->scal_set(S, first, n, h);
+    HK_CALL(d->local->scal_set(S, first, n, h));
+    hk_dprof_sum(t0, t1);
+    return 0;
 }
 
 /* ---- sums to the host ---------------------------------------------------------------------- */
@@ -82,23 +98,27 @@ static int d_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
 {
     const hk_dist *d = dist_of(x);
     hk_vec *X[1] = {(hk_vec *)x};
+    const double t0 = hk_dprof_now();
     if (dots_on_device(d, 1, X, y)) {
         hk_dcomm_dots(d->dcomm, 1, X, y, r);
+        hk_dprof_sum(0, t0);
         return 0;
     }
     HK_CALL(d->local->vec_dot(x, y, r));
-    return sum_host(d, r, 1);
+    return sum_host_from(d, r, 1, t0);
 }
 
 static int d_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
 {
     const hk_dist *d = dist_of(y);
+    const double t0 = hk_dprof_now();
     if (dots_on_device(d, k, X, y)) {
         hk_dcomm_dots(d->dcomm, k, X, y, r);
+        hk_dprof_sum(0, t0);
         return 0;
     }
     HK_CALL(d->local->vec_mdot(k, X, y, r));
-    return sum_host(d, r, k);
+    return sum_host_from(d, r, k, t0);
 }
 
 static int d_vec_gram(int m, hk_vec *const *X, hk_vec *const *Y, double *G, double *GX)
@@ -127,8 +147,9 @@ static int d_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const h
                        const hk_vec *dinv, double alpha, double *dd)
 {
     const hk_dist *d = dist_of(x);
+    const double t0 = hk_dprof_now();
     HK_CALL(d->local->cg_update(x, r, z, p, Ap, dinv, alpha, dd));
-    return sum_host(d, dd, 2);
+    return sum_host_from(d, dd, 2, t0);
 }
 
 /* ---- sums left in backend scalars ---------------------------------------------------------- */
@@ -151,9 +172,12 @@ static int d_pipecg_gv_step(hk_vec *const *V, double *S)
     HK_CALL(d->local->scal_get(S, 0, HK_G_COUNT, h));
     if (h[HK_G_HALT] != 0) return 0;
     HK_CALL(d->local->pipecg_gv_step(V, S));
+    const double t0 = hk_dprof_now();
     if (d->dcomm) hk_dcomm_sum(d->dcomm, S + HK_G_GAMMA, 7); /* then read summed */
     HK_CALL(d->local->scal_get(S, HK_G_GAMMA, 7, sums));
+    const double t1 = hk_dprof_now();
     if (!d->dcomm) HK_CALL(hk_comm_sum(d->comm, sums, 7));
+    hk_dprof_sum(d->dcomm ? 0 : t0, d->dcomm ? t0 : t1);
     hk_pipecg_gv_after_step(h, sums);
     return d->local->scal_set(S, 0, HK_G_COUNT, h);
 }
@@ -180,16 +204,21 @@ static int d_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
     const hk_dist *d = dist_of(y);
     if (d->dcomm) {
         DEV_CALL(d, d->local->vec_mdot_s(k, X, y, S));
+        const double t0 = hk_dprof_now();
         hk_dcomm_sum(d->dcomm, S, k);
+        hk_dprof_sum(0, t0);
         return 0;
     }
     HK_CALL(d->local->vec_mdot_s(k, X, y, S));
     double h[HK_S_MAX];
     for (int j0 = 0; j0 < k; j0 += HK_S_MAX) { /* gmres's restart may exceed a slot array */
         const int n = k - j0 < HK_S_MAX ? k - j0 : HK_S_MAX;
+        const double t0 = hk_dprof_now();
         HK_CALL(d->local->scal_get(S + j0, 0, n, h));
+        const double t1 = hk_dprof_now();
         HK_CALL(hk_comm_sum(d->comm, h, n));
         HK_CALL(d->local->scal_set(S + j0, 0, n, h));
+        hk_dprof_sum(t0, t1);
     }
     return 0;
 }
@@ -229,12 +258,15 @@ static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *din
         if (t) DEV_CALL(d, L->vec_pointwise_mult(t, dinv, Ap));
         DEV_CALL(d, L->vec_mdot_s(r ? 2 : 1, P2, t ? t : Ap, T + 1));
         if (!r) DEV_CALL(d, L->copy(T + 2, T, sizeof *T));
+        const double t0 = hk_dprof_now();
         hk_dcomm_sum(d->dcomm, T, 3);
+        hk_dprof_sum(0, t0);
         DEV_CALL(d, L->copy(S + HK_S_PAP, T, 2 * sizeof *T)); /* PAP, APZ */
         DEV_CALL(d, L->copy(S + HK_S_ZAP, T + 2, sizeof *T));
         return 0;
     }
     double v[3];
+    const double t0 = hk_dprof_now();
     HK_CALL(L->vec_dot(p, Ap, &v[0]));
     const hk_vec *z = Ap;
     if (dinv) {
@@ -247,7 +279,7 @@ static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *din
         HK_CALL(L->vec_dot(r, z, &v[2]));
     else
         v[2] = v[0];
-    HK_CALL(sum_host(d, v, 3));
+    HK_CALL(sum_host_from(d, v, 3, t0));
     HK_CALL(L->scal_set(S, HK_S_PAP, 2, v)); /* PAP, APZ */
     return L->scal_set(S, HK_S_ZAP, 1, &v[2]);
 }
@@ -262,14 +294,17 @@ static int d_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_ve
     if (dots_on_device(d, k, (hk_vec *const *)W, y)) { /* summed in place, then to the slots */
         double *T = d->dcomm->scratch;
         DEV_CALL(d, d->local->vec_mdot_s(k, (hk_vec *const *)W, y, T));
+        const double t0 = hk_dprof_now();
         hk_dcomm_sum(d->dcomm, T, k);
+        hk_dprof_sum(0, t0);
         for (int j = 0; j < k; j++)
             DEV_CALL(d, d->local->copy(S + slot[j], T + j, sizeof *T));
         return 0;
     }
+    const double t0 = hk_dprof_now();
     for (int j = 0; j < k; j++)
         HK_CALL(d->local->vec_dot(W[j], y, &v[j]));
-    HK_CALL(sum_host(d, v, k));
+    HK_CALL(sum_host_from(d, v, k, t0));
     for (int j = 0; j < k; j++)
         HK_CALL(d->local->scal_set(S, slot[j], 1, &v[j]));
     return 0;

@@ -365,6 +365,10 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     /* read on one process too (it has nothing to exchange), so a case file serves both */
     int dist_comm = HK_DIST_COMM_AUTO;
     HK_TRY(hk_options_get_choice(o, "dist.comm", hk_dist_comm_names, &dist_comm));
+    if (pcname && !strcmp(pcname, "amg")) { /* likewise; the distributed pc=amg uses it */
+        int gather_rows = 0;
+        HK_TRY(hk_options_get_int(o, "pc.amg.dist.gather_rows", &gather_rows));
+    }
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
         list_methods(buf, sizeof buf);
@@ -929,6 +933,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     HK_CALL(be->vec_dot(s->b, s->b, &bb));
     s->bnorm = sqrt(bb);
     HK_CALL(be->sync());
+    if (s->dist) hk_dist_profile_begin(s->dist); /* HOOKE_DIST_PROFILE */
     const double t0 = hk_time();
     /* A method's recursive residual can drift from b - A x (rounding, an fp32 preconditioner,
      * pipelined recurrences). "Converged" must hold for the true residual, recomputed here in
@@ -981,6 +986,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     k->stall_window = stall0;
     HK_CALL(be->sync());
     const double t1 = hk_time();
+    if (s->dist) HK_CALL(hk_dist_profile_end(s->dist, t1 - t0, iterations));
     HK_CALL(hk_vec_download(s->x, x));
     if (s->dist) hk_dist_from_internal(s->dist, x, x_out);
     *res = k->res;

@@ -1,0 +1,77 @@
+/* HOOKE_DIST_PROFILE=1: what a distributed solve waits for (docs/parallel.md). The exchanges
+ * (dist.c, dist_amg.c) and the sums (dist_ops.c) add their counts and seconds to hk_dist_prof
+ * while it is on; around each solve the counters are cleared and rank 0 prints one line with
+ * the slowest process's figures (each the largest over the processes). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_impl.h"
+
+hk_dprof hk_dist_prof;
+static int decided; /* whether the processes have agreed on the variable */
+
+static const char kind_letter[HK_DPROF_KINDS] = {'A', 'P', 'R', 'G'};
+
+void hk_dist_profile_begin(const hk_dist *d)
+{
+    if (!decided) {
+        /* the processes may have been given different environments: agreed once, so that
+         * every process takes part in the sums of the print */
+        const char *v = getenv("HOOKE_DIST_PROFILE");
+        int64_t on = v && *v && strcmp(v, "0") != 0;
+        if (hk_comm_max_i64(d->comm, &on, 1)) on = 0;
+        hk_dist_prof.on = (int)on;
+        decided = 1;
+    }
+    const int on = hk_dist_prof.on;
+    memset(&hk_dist_prof, 0, sizeof hk_dist_prof);
+    hk_dist_prof.on = on;
+}
+
+int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
+{
+    if (!hk_dist_prof.on) return 0;
+    enum { NK = HK_DPROF_KINDS * HK_DPROF_LEVELS };
+    double m[3 * NK + 4];
+    memcpy(m, hk_dist_prof.n, sizeof hk_dist_prof.n);
+    memcpy(m + NK, hk_dist_prof.stage, sizeof hk_dist_prof.stage);
+    memcpy(m + 2 * NK, hk_dist_prof.comm, sizeof hk_dist_prof.comm);
+    m[3 * NK] = hk_dist_prof.sums;
+    m[3 * NK + 1] = hk_dist_prof.sums_local;
+    m[3 * NK + 2] = hk_dist_prof.sums_comm;
+    m[3 * NK + 3] = seconds;
+    HK_CALL(hk_comm_max(d->comm, m, 3 * NK + 4));
+    if (hk_comm_rank(d->comm)) return 0;
+    double n = 0, st = 0, cm = 0;
+    for (int k = 0; k < NK; k++) {
+        n += m[k];
+        st += m[NK + k];
+        cm += m[2 * NK + k];
+    }
+    const double its = iterations > 0 ? iterations : 1;
+    fprintf(stderr,
+            "dist profile (%d processes, %s; the slowest process's wall seconds): solve %.4f s, "
+            "%d iterations; exchanges %.0f (%.1f an iteration) %.4f s (staging %.4f, transport "
+            "%.4f):",
+            hk_comm_size(d->comm), hk_dist_comm_name(d), m[3 * NK + 3], iterations, n, n / its,
+            st + cm, st, cm);
+    int first = 1;
+    for (int kind = 0; kind < HK_DPROF_KINDS; kind++)
+        for (int l = 0; l < HK_DPROF_LEVELS; l++) {
+            const int k = kind * HK_DPROF_LEVELS + l;
+            if (m[k] == 0) continue;
+            fprintf(stderr, "%s %c%d %.0f %.4f (%.4f, %.4f)", first ? "" : ",", kind_letter[kind],
+                    l, m[k], m[NK + k] + m[2 * NK + k], m[NK + k], m[2 * NK + k]);
+            first = 0;
+        }
+    if (first) fprintf(stderr, " none");
+    fprintf(stderr,
+            "; sums %.0f (%.1f an iteration) %.4f s (partial sums %.4f, transport %.4f); "
+            "waited %.4f s of %.4f (%.1f %%)\n",
+            m[3 * NK], m[3 * NK] / its, m[3 * NK + 1] + m[3 * NK + 2], m[3 * NK + 1], m[3 * NK + 2],
+            st + cm + m[3 * NK + 1] + m[3 * NK + 2], m[3 * NK + 3],
+            m[3 * NK + 3] > 0 ? 100.0 * (st + cm + m[3 * NK + 1] + m[3 * NK + 2]) / m[3 * NK + 3]
+                              : 0.0);
+    return 0;
+}
