@@ -2459,11 +2459,16 @@ static void damg_describe(const hk_pc *pc, char *buf, size_t len)
     for (int l = 0; l < a->nlevels && k < len; l++)
         k += (size_t)snprintf(buf + k, len - k, "%s%lld", l ? ", " : "", (long long)a->rows[l]);
     if (k < len)
-        snprintf(buf + k, len - k,
-                 " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels; coarsest "
-                 "gathered on every process",
-                 a->op_complexity, a->nns, a->nns_kind, smoother_label[a->op.smoother],
-                 a->op.cycle ? "W" : "V", pc->prec == HK_FP32 ? "fp32" : "fp64");
+        k += (size_t)snprintf(buf + k, len - k,
+                              " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels; ",
+                              a->op_complexity, a->nns, a->nns_kind,
+                              smoother_label[a->op.smoother], a->op.cycle ? "W" : "V",
+                              pc->prec == HK_FP32 ? "fp32" : "fp64");
+    if (k < len && a->g < a->nlevels - 1)
+        snprintf(buf + k, len - k, "levels from %lld rows on every process",
+                 (long long)a->rows[a->g]);
+    else if (k < len)
+        snprintf(buf + k, len - k, "coarsest gathered on every process");
 }
 
 const hk_pc_type hk_pc_dist_amg = {

@@ -33,7 +33,7 @@ int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
 {
     if (!hk_dist_prof.on) return 0;
     enum { NK = HK_DPROF_KINDS * HK_DPROF_LEVELS };
-    double m[3 * NK + 4];
+    double m[3 * NK + 5];
     memcpy(m, hk_dist_prof.n, sizeof hk_dist_prof.n);
     memcpy(m + NK, hk_dist_prof.stage, sizeof hk_dist_prof.stage);
     memcpy(m + 2 * NK, hk_dist_prof.comm, sizeof hk_dist_prof.comm);
@@ -41,7 +41,11 @@ int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
     m[3 * NK + 1] = hk_dist_prof.sums_local;
     m[3 * NK + 2] = hk_dist_prof.sums_comm;
     m[3 * NK + 3] = seconds;
-    HK_CALL(hk_comm_max(d->comm, m, 3 * NK + 4));
+    double w = hk_dist_prof.sums_local + hk_dist_prof.sums_comm; /* this process's waits */
+    for (int k = 0; k < NK; k++)
+        w += m[NK + k] + m[2 * NK + k];
+    m[3 * NK + 4] = w;
+    HK_CALL(hk_comm_max(d->comm, m, 3 * NK + 5));
     if (hk_comm_rank(d->comm)) return 0;
     double n = 0, st = 0, cm = 0;
     for (int k = 0; k < NK; k++) {
@@ -70,8 +74,7 @@ int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
             "; sums %.0f (%.1f an iteration) %.4f s (partial sums %.4f, transport %.4f); "
             "waited %.4f s of %.4f (%.1f %%)\n",
             m[3 * NK], m[3 * NK] / its, m[3 * NK + 1] + m[3 * NK + 2], m[3 * NK + 1], m[3 * NK + 2],
-            st + cm + m[3 * NK + 1] + m[3 * NK + 2], m[3 * NK + 3],
-            m[3 * NK + 3] > 0 ? 100.0 * (st + cm + m[3 * NK + 1] + m[3 * NK + 2]) / m[3 * NK + 3]
-                              : 0.0);
+            m[3 * NK + 4], m[3 * NK + 3],
+            m[3 * NK + 3] > 0 ? 100.0 * m[3 * NK + 4] / m[3 * NK + 3] : 0.0);
     return 0;
 }

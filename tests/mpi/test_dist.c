@@ -821,6 +821,76 @@ static void test_amg_staged(const hk_comm *c)
     hk_bcsr_free(&K);
 }
 
+/* pc.amg.dist.gather_rows: the small levels on every process against the cycle with every
+ * level distributed (gather_rows=0): x to 1e-10 relative with the same iterations, where the
+ * gathered part starts at level 1 and where it is the coarsest alone, also where the middle
+ * process owns no rows (so no rows of any coarse level) or a few. */
+static void test_amg_gathered(const hk_comm *c)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    hk_gen_elasticity3d(9, 8, 10, &K);
+    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
+    const int64_t n = K.nbrows * K.bs;
+    double *b = malloc(sizeof *b * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = cos(0.07 * (double)i) + (i % 3 == 0 ? 0.5 : 0.0);
+    static const char *const variants[] = {
+        "pc.amg.coarse_size=20",
+        "pc.amg.coarse_size=20 pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi pc.amg.cycle=w"};
+    /* 100000: from level 1 on; 1: the coarsest only */
+    static const char *const gathers[] = {"100000", "1"};
+    static const int64_t mids[] = {0, 3, 40};
+    for (int m = 0; m < 3; m++)
+        for (int v = 0; v < 2 && (P >= 3 || m == 2); v++) {
+            int64_t row0 = 0, cnt = 0;
+            range(K.nbrows, P, me, mids[m], &row0, &cnt);
+            hk_bcsr L = rows_of(&K, row0, cnt);
+            const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
+            const int64_t nl = cnt * K.bs;
+            double *x[3];
+            char lev[3][160];
+            int its[3] = {-1, -1, -1}, ierr = 0;
+            for (int k = 0; k < 3; k++) {
+                x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+                char opts[300];
+                snprintf(opts, sizeof opts,
+                         "backend=cpu method=cg pc=amg tol=1e-10 maxit=500 %s "
+                         "pc.amg.dist.gather_rows=%s",
+                         variants[v], k ? gathers[k - 1] : "0");
+                ierr |= amg_solve(c, row0, &L, &nn, opts, b + row0 * K.bs, x[k], &its[k], lev[k],
+                                  sizeof lev[k]);
+            }
+            double err[2] = {0, 0}, scale = 0;
+            for (int64_t i = 0; i < nl; i++) {
+                scale = fmax(scale, fabs(x[0][i]));
+                for (int k = 1; k < 3; k++)
+                    err[k - 1] = fmax(err[k - 1], fabs(x[k][i] - x[0][i]));
+            }
+            hk_comm_max(c, err, 2);
+            hk_comm_max(c, &scale, 1);
+            const int deep = lev[0][0] && !strcmp(lev[0], lev[1]) && !strcmp(lev[0], lev[2]) &&
+                             !strstr(lev[0], " 1 level") && !strstr(lev[0], " 2 levels");
+            char rows[64] = "", what[400];
+            if (P >= 3)
+                snprintf(rows, sizeof rows, ", the middle process's rows %lld", (long long)mids[m]);
+            snprintf(what, sizeof what,
+                     "amg levels on every process (%s%s): %s, x to 1e-10, %d = %d = %d its",
+                     variants[v], rows, lev[1][0] ? lev[1] : "no levels", its[0], its[1], its[2]);
+            check(c,
+                  !ierr && deep && its[0] > 0 && its[1] == its[0] && its[2] == its[0] &&
+                      err[0] <= 1e-10 * scale && err[1] <= 1e-10 * scale,
+                  what);
+            for (int k = 0; k < 3; k++)
+                free(x[k]);
+            free(L.rowptr);
+        }
+    free(b);
+    free(xyz);
+    hk_bcsr_free(&K);
+}
+
 /* --fatal: the last process's transport fails in the middle of an SpMV. */
 static int fatal_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
                           void *recv, int nsend, const int *send_rank, const int64_t *send_off,
@@ -889,6 +959,7 @@ int main(int argc, char **argv)
     test_amg_setup(c, be);
     test_resident(c, be);
     test_amg_staged(c);
+    test_amg_gathered(c);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");

@@ -288,6 +288,27 @@ OMP_NUM_THREADS=3 mpi -np 2 "$H" run "${amg[@]}" -o "$T/t3.vtu" >/dev/null 2>&1
 if cmp -s "$T/a2-p0.vtu" "$T/t3-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/t3-p1.vtu"; then
   ok "box amg -np 2 with 1 and 3 threads: the pieces repeat byte for byte"
 else bad "box amg -np 2: 3 threads give other bytes than 1"; fi
+# pc.amg.dist.gather_rows: the small levels on every process (the default) against every level
+# distributed (0): x to 1e-10 with the same iterations, the bytes of 1 thread on 3; and
+# HOOKE_DIST_PROFILE's one line: with the levels gathered no exchange below level 0 but R0 and
+# the gather of level 1 (G1), without them the coarse levels' A, P and R
+gs=(solve --generate elasticity3d:12 method=cg pc=amg pc.amg.coarse_size=40)
+for np in 2 3; do
+  mpi -np $np "$H" "${gs[@]}" pc.amg.dist.gather_rows=0 -o "$T/g0.mtx" >"$T/g0.log" 2>"$T/g0.err" || true
+  HOOKE_DIST_PROFILE=1 mpi -np $np "$H" "${gs[@]}" pc.amg.dist.gather_rows=0 -o "$T/gp.mtx" >/dev/null 2>"$T/gp.err" || true
+  HOOKE_DIST_PROFILE=1 mpi -np $np "$H" "${gs[@]}" -o "$T/g1.mtx" >"$T/g1.log" 2>"$T/g1.err" || true
+  OMP_NUM_THREADS=3 mpi -np $np "$H" "${gs[@]}" -o "$T/g3.mtx" >/dev/null 2>&1 || true
+  i0=$(grep -o 'iterations: [0-9]*' "$T/g0.log" || true); i1=$(grep -o 'iterations: [0-9]*' "$T/g1.log" || true)
+  if [ -n "$i0" ] && [ "$i0" = "$i1" ] && r=$(python3 tests/mpi/compare_mtx.py "$T/g0.mtx" "$T/g1.mtx" 1e-10) &&
+     cmp -s "$T/g1.mtx" "$T/g3.mtx"; then
+    ok "amg levels on every process -np $np: ${r#compare_mtx: }, $i1 as distributed, 1 and 3 threads byte for byte"
+  else bad "amg levels on every process -np $np: ${i0:-no} / ${i1:-no} iterations, ${r:-}"; tail -3 "$T/g1.err"; fi
+  line="dist profile \\($np processes, mpi; the slowest process's wall seconds\\): solve [0-9.]+ s, [0-9]+ iterations; exchanges [0-9]+ \\([0-9.]+ an iteration\\) [0-9.]+ s \\(staging [0-9.]+, transport [0-9.]+\\):"
+  if [ "$(grep -c 'dist profile' "$T/g1.err")" = 1 ] && grep -Eq "$line A0 [0-9]+ [0-9.]+ \\([0-9.]+, [0-9.]+\\), R0 [0-9]+ [0-9.]+ \\([0-9.]+, [0-9.]+\\), G1 [0-9]+ [0-9.]+ \\([0-9.]+, [0-9.]+\\); sums [0-9]+ \\([0-9.]+ an iteration\\) .*waited [0-9.]+ s of [0-9.]+ \\([0-9.]+ %\\)$" "$T/g1.err" &&
+     grep -Eq "$line A0 .*, A1 .*, P0 .*, R0 .*; sums" "$T/gp.err" && ! grep -q 'dist profile' "$T/g0.err"; then
+    ok "HOOKE_DIST_PROFILE -np $np: one line, exchanges by level (gathered: A0, R0, G1)"
+  else bad "HOOKE_DIST_PROFILE -np $np: no line or not the exchanges expected"; cat "$T/g1.err" "$T/gp.err"; fi
+done
 # three parts (two neighbours each side, routed coarse rows): the layout's chunks of rows and
 # the set-up's fills on 2 threads give the bytes of 1
 OMP_NUM_THREADS=2 mpi -np 3 "$H" run "${amg[@]}" -o "$T/t23.vtu" >/dev/null 2>&1
