@@ -115,6 +115,11 @@ typedef struct dmat {
     void *host_send, *host_recv;
     hk_precision prec;
     int prof_kind, prof_level; /* HOOKE_DIST_PROFILE's label (gather_levels sets it) */
+    /* dmat_split: M's rows interior first (nint rows read no ghost), computed into ytmp while
+     * the ghosts travel, then y[i] = ytmp[ypos[i]]; nint 0: M in y's order */
+    int64_t nint, nzint; /* nzint: the interior rows' blocks */
+    int32_t *ypos_dev;
+    hk_vec *ytmp;
 } dmat;
 
 static int cmp_i64(const void *a, const void *b)
@@ -247,6 +252,8 @@ static void dmat_destroy(dmat *m)
     if (m->v32) L->dealloc(m->v32);
     if (m->send_dev) L->dealloc(m->send_dev);
     if (m->bcol_dev) L->dealloc(m->bcol_dev);
+    if (m->ypos_dev) L->dealloc(m->ypos_dev);
+    hk_vec_destroy(m->ytmp);
     hk_vec_destroy(m->send);
     hk_vec_destroy(m->xe);
     free(m->host_send);
@@ -484,6 +491,20 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
         hk_vec xh = hk_dist_view(d, m->xe, 0, m->nbc * m->bc);
         HK_CALL(L->vec_gather(&xh, &xl, m->bcol_dev, m->nbc, m->bc));
     }
+    /* the interior rows while the ghosts travel (dmat_split) */
+    hk_bmat Mi = m->M, Mb = m->M;
+    hk_vec yi = {0}, yb = {0};
+    if (m->nint) {
+        const int64_t nzi = m->nzint;
+        Mi.nbrows = m->nint;
+        Mi.nnzb = nzi;
+        Mb.nbrows = m->nrows - m->nint;
+        Mb.rowptr = m->M.rowptr + m->nint;
+        Mb.nnzb = m->M.nnzb - nzi;
+        yi = hk_dist_view(d, m->ytmp, 0, m->nint * m->br);
+        yb = hk_dist_view(d, m->ytmp, m->nint * m->br, Mb.nbrows * m->br);
+        HK_CALL(L->bmat_spmv(&Mi, m->v32, m->xe, &yi));
+    }
     const double t2w = hk_dprof_now();
     HK_CALL(hk_halo_wait(m->halo));
     const double t3 = hk_dprof_now();
@@ -494,7 +515,9 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
                       t2 - t1 + t3 - t2w);
     if (!m->nrows) return 0;
     hk_vec yl = hk_dist_view(d, y, 0, y->n);
-    return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
+    if (!m->nint) return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
+    HK_CALL(L->bmat_spmv(&Mb, m->v32, m->xe, &yb));
+    return L->vec_gather(&yl, m->ytmp, m->ypos_dev, m->nrows, m->br);
 }
 
 /* ---- the hierarchy ----------------------------------------------------------------------- */
@@ -2071,6 +2094,84 @@ static int pfull_index(const hk_dist *d, const dmat *m, int64_t in_row0, int32_t
     return ierr;
 }
 
+/* M's rows reordered interior rows first (those reading no ghost; each group in its order),
+ * so that dmat_spmv computes them while the ghosts travel, as the level-0 operator does; a
+ * row's blocks stay in their order (the same sums). Nothing to do without ghosts or without
+ * interior or boundary rows. Local (no message). */
+static int dmat_split(const hk_dist *d, dmat *m)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t nr = m->nrows, nz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
+    int ierr = 0;
+    int64_t *rp = NULL, *nrp = NULL;
+    int32_t *col = NULL, *ncol = NULL, *src = NULL, *pos = NULL, *src_dev = NULL;
+    void *nval = NULL;
+    if (!m->ng || !nr) return 0;
+    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rp, &rp));
+    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *nrp, &nrp));
+    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *pos, &pos));
+    HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *col, &col));
+    HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *ncol, &ncol));
+    HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *src, &src));
+    HK_TRY(L->copy_from(rp, m->M.rowptr, (size_t)(nr + 1) * sizeof *rp));
+    if (nz) HK_TRY(L->copy_from(col, m->M.colind, (size_t)nz * sizeof *col));
+    int64_t nint = 0;
+    for (int64_t i = 0; i < nr; i++) {
+        int bnd = 0;
+        for (int64_t p = rp[i]; p < rp[i + 1] && !bnd; p++)
+            bnd = col[p] >= m->nbc;
+        pos[i] = bnd ? -1 : (int32_t)nint++;
+    }
+    if (nint == 0 || nint == nr) goto fail; /* nothing to overlap */
+    int64_t k = nint, q = 0;
+    for (int64_t i = 0; i < nr; i++)
+        if (pos[i] < 0) pos[i] = (int32_t)k++;
+    nrp[0] = 0;
+    for (int pass = 0; pass < 2; pass++) /* interior rows, then boundary rows */
+        for (int64_t i = 0; i < nr; i++) {
+            if ((pos[i] < nint) != (pass == 0)) continue;
+            for (int64_t p = rp[i]; p < rp[i + 1]; p++, q++) {
+                ncol[q] = col[p];
+                src[q] = (int32_t)p;
+            }
+            nrp[pos[i] + 1] = q;
+        }
+    const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    HK_TRY(L->alloc(&nval, (size_t)(nz * bb) * e + 8));
+    if (!d->host_memory) HK_TRY(upload(L, src, (size_t)nz * sizeof *src, (void **)&src_dev));
+    {
+        const hk_vec from = {.be = L, .n = nz * bb, .prec = m->prec,
+                             .data = m->v32 ? (void *)m->v32 : (void *)m->M.val};
+        hk_vec to = {.be = L, .n = nz * bb, .prec = m->prec, .data = nval};
+        HK_TRY(L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nz, (int)bb));
+    }
+    HK_TRY(upload(L, pos, (size_t)nr * sizeof *pos, (void **)&m->ypos_dev));
+    HK_TRY(vec_sized(L, nr * m->br, m->prec, &m->ytmp));
+    HK_TRY(L->copy_to(m->M.rowptr, nrp, (size_t)(nr + 1) * sizeof *nrp));
+    HK_TRY(L->copy_to(m->M.colind, ncol, (size_t)nz * sizeof *ncol));
+    HK_TRY(L->sync()); /* the old values are read before they are freed */
+    if (m->v32) {
+        L->dealloc(m->v32);
+        m->v32 = nval;
+    } else {
+        L->dealloc(m->M.val);
+        m->M.val = nval;
+    }
+    nval = NULL;
+    m->nint = nint;
+    m->nzint = nrp[nint];
+fail:
+    if (nval) L->dealloc(nval);
+    if (src_dev) L->dealloc(src_dev);
+    free(rp);
+    free(nrp);
+    free(pos);
+    free(col);
+    free(ncol);
+    free(src);
+    return ierr;
+}
+
 /* After the set-up: the profile's labels, and the levels from the first one of at most
  * pc.amg.dist.gather_rows scalar rows in all (at least level 1; the coarsest at the latest)
  * gathered on every process, so that the cycle below it makes no exchange: level g's
@@ -2092,14 +2193,25 @@ static int gather_levels(hk_pc *pc, damg *a)
             if (m[k]) m[k]->prof_kind = kind[k], m[k]->prof_level = l;
     }
     a->g = n;
-    if (a->gather_rows <= 0 || n < 2) return 0;
-    a->g = n - 1;
-    for (int l = 1; l < n - 1; l++)
-        if (a->rows[l] <= a->gather_rows) {
-            a->g = l;
-            break;
-        }
+    if (a->gather_rows > 0 && n >= 2) {
+        a->g = n - 1;
+        for (int l = 1; l < n - 1; l++)
+            if (a->rows[l] <= a->gather_rows) {
+                a->g = l;
+                break;
+            }
+    }
     const int g = a->g;
+    /* the operators that keep their exchanges overlap them with their interior rows (P_{g-1}
+     * reads the whole correction of level g: no exchange) */
+    for (int l = 0; l < n - 1 && l < g && !ierr; l++) {
+        dlev *L = &a->lev[l];
+        if (l > 0) ierr = dmat_split(d, L->A);
+        if (!ierr) ierr = dmat_split(d, L->R);
+        if (!ierr && l < g - 1) ierr = dmat_split(d, L->P);
+    }
+    HK_CALL(hk_comm_agree(c, ierr));
+    if (g >= n) return 0;
     for (int l = g; l < n - 1; l++) {
         dlev *L = &a->lev[l], *C = &a->lev[l + 1];
         HK_CALL(rmat_gather(d, L->A, L->row0, L->nglob, L->nglob, &L->gA));
