@@ -764,7 +764,7 @@ static int spmv_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *x
     }
     const double t2 = hk_dprof_now();
     hk_dcomm_wait(d->dcomm);
-    hk_dprof_exchange(HK_DPROF_A, 0, 0, t1 - t0 + hk_dprof_now() - t2);
+    hk_dprof_exchange(HK_DPROF_A, 0, 0, 0, t1 - t0 + hk_dprof_now() - t2);
     if (M->Abnd) {
         hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
         HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));
@@ -792,8 +792,10 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     /* pack and post: the neighbours' entries, then the receives into xe's ghost part */
     if (ns) HK_CALL(L->vec_gather(M->send, &xl, d->send_dev, ns, bs));
     void *send = M->send->data, *recv = (char *)M->xe->data + (size_t)d->nbc * e;
-    /* HOOKE_DIST_PROFILE: the staging (t0..t1, t3..t4) and the transport (t1..t2, t2'..t3) */
-    const double t0 = hk_dprof_now();
+    /* HOOKE_DIST_PROFILE: the queued work, the staging (t0..t1, t3..) and the transport
+     * (t1..t2, t2w..t3) */
+    double drain = 0;
+    const double t0 = d->host_memory ? hk_dprof_now() : hk_dprof_drain(L, &drain);
     if (!d->host_memory) {
         if (ns) HK_CALL(L->copy_from(M->host_send, M->send->data, (size_t)ns * e));
         send = M->host_send;
@@ -817,7 +819,7 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     if (!d->host_memory && d->nghost)
         HK_CALL(L->copy_to((char *)M->xe->data + (size_t)d->nbc * e, M->host_recv,
                            (size_t)d->nghost * e));
-    hk_dprof_exchange(HK_DPROF_A, 0, t1 - t0 + hk_dprof_now() - t3, t2 - t1 + t3 - t2w);
+    hk_dprof_exchange(HK_DPROF_A, 0, drain, t1 - t0 + hk_dprof_now() - t3, t2 - t1 + t3 - t2w);
     if (M->Abnd) {
         hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
         HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));

@@ -477,8 +477,10 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     const hk_vec xl = hk_dist_view(d, x, 0, x->n);
     if (m->ns) HK_CALL(L->vec_gather(m->send, &xl, m->send_dev, m->ns, m->bc));
     void *send = m->send->data, *recv = (char *)m->xe->data + (size_t)m->nbc * e;
-    /* HOOKE_DIST_PROFILE: the staging (t0..t1, t3..) and the transport (t1..t2, t2w..t3) */
-    const double t0 = hk_dprof_now();
+    /* HOOKE_DIST_PROFILE: the queued work, the staging (t0..t1, t3..) and the transport
+     * (t1..t2, t2w..t3) */
+    double drain = 0;
+    const double t0 = d->host_memory ? hk_dprof_now() : hk_dprof_drain(L, &drain);
     if (!d->host_memory) {
         if (m->ns) HK_CALL(L->copy_from(m->host_send, m->send->data, (size_t)m->ns * e));
         send = m->host_send;
@@ -511,7 +513,7 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     if (!d->host_memory && m->ng)
         HK_CALL(
             L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv, (size_t)m->ng * e));
-    hk_dprof_exchange(m->prof_kind, m->prof_level, t1 - t0 + hk_dprof_now() - t3,
+    hk_dprof_exchange(m->prof_kind, m->prof_level, drain, t1 - t0 + hk_dprof_now() - t3,
                       t2 - t1 + t3 - t2w);
     if (!m->nrows) return 0;
     hk_vec yl = hk_dist_view(d, y, 0, y->n);
@@ -1803,7 +1805,8 @@ static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
     for (int q = 0; q < P; q++)
         if (a->coff[q + 1] - a->coff[q] > maxn) maxn = a->coff[q + 1] - a->coff[q];
     const int64_t mine = a->coff[me + 1] - a->coff[me], bs = a->lev[0].bs;
-    const double t0 = hk_dprof_now();
+    double drain = 0;
+    const double t0 = d->host_memory ? hk_dprof_now() : hk_dprof_drain(Lb, &drain);
     if (mine && a->cperm) { /* internal to the callers' order */
         HK_CALL(Lb->copy_from(a->hperm, b->data, (size_t)mine * e));
         for (int64_t i = 0; i < mine / bs; i++)
@@ -1820,7 +1823,7 @@ static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
             HK_CALL(Lb->copy_to((char *)a->cb->data + (size_t)a->coff[q] * e,
                                 (char *)a->hall + (size_t)q * maxn * e, (size_t)nq * e));
     }
-    hk_dprof_exchange(HK_DPROF_G, a->nlevels - 1, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
+    hk_dprof_exchange(HK_DPROF_G, a->nlevels - 1, drain, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
     HK_CALL(Lb->dense_gemv(a->Minv, a->cb, a->cx));
     if (!mine) return 0;
     if (a->cperm) { /* back to the internal order */
@@ -1948,10 +1951,11 @@ static int gather_vec(const hk_dist *d, const void *own, const size_t *counts, v
     size_t total = 0;
     for (int q = 0; q < P; q++)
         total += counts[q];
-    const double t0 = hk_dprof_now();
+    double drain = 0;
+    const double t0 = d->host_memory || level < 0 ? hk_dprof_now() : hk_dprof_drain(L, &drain);
     if (d->host_memory) { /* straight between the vectors */
         HK_CALL(hk_comm_allgatherv(d->comm, own, counts[me], all, counts));
-        if (level >= 0) hk_dprof_exchange(HK_DPROF_G, level, 0, hk_dprof_now() - t0);
+        if (level >= 0) hk_dprof_exchange(HK_DPROF_G, level, 0, 0, hk_dprof_now() - t0);
         return 0;
     }
     if (counts[me]) HK_CALL(L->copy_from(hown, own, counts[me]));
@@ -1959,7 +1963,8 @@ static int gather_vec(const hk_dist *d, const void *own, const size_t *counts, v
     HK_CALL(hk_comm_allgatherv(d->comm, hown, counts[me], hall, counts));
     const double t2 = hk_dprof_now();
     HK_CALL(L->copy_to(all, hall, total));
-    if (level >= 0) hk_dprof_exchange(HK_DPROF_G, level, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
+    if (level >= 0)
+        hk_dprof_exchange(HK_DPROF_G, level, drain, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
     return 0;
 }
 

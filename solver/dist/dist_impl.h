@@ -194,9 +194,9 @@ enum { HK_DPROF_A = 0, HK_DPROF_P, HK_DPROF_R, HK_DPROF_G, HK_DPROF_KINDS };
 #define HK_DPROF_LEVELS 10
 typedef struct hk_dprof {
     int on; /* agreed over the processes at the first solve */
-    double n[HK_DPROF_KINDS][HK_DPROF_LEVELS], stage[HK_DPROF_KINDS][HK_DPROF_LEVELS],
-        comm[HK_DPROF_KINDS][HK_DPROF_LEVELS];
-    double sums, sums_local, sums_comm;
+    double n[HK_DPROF_KINDS][HK_DPROF_LEVELS], drain[HK_DPROF_KINDS][HK_DPROF_LEVELS],
+        stage[HK_DPROF_KINDS][HK_DPROF_LEVELS], comm[HK_DPROF_KINDS][HK_DPROF_LEVELS];
+    double sums, sums_drain, sums_local, sums_comm;
 } hk_dprof;
 extern hk_dprof hk_dist_prof;
 /* The time now when the profile is on, else 0 (no clock read). */
@@ -204,12 +204,26 @@ static inline double hk_dprof_now(void)
 {
     return hk_dist_prof.on ? hk_time() : 0;
 }
-/* One exchange of kind at level (stage and transport seconds), when on. */
-static inline void hk_dprof_exchange(int kind, int level, double stage, double comm)
+/* When on: waits for the work queued on backend L (the kernels before an exchange or a sum,
+ * which its first copy to the host would wait for), adds those seconds to *drain and returns
+ * the time after; off: 0, no wait. */
+static inline double hk_dprof_drain(const hk_backend_ops *L, double *drain)
+{
+    if (!hk_dist_prof.on) return 0;
+    const double t0 = hk_time();
+    L->sync();
+    const double t1 = hk_time();
+    *drain += t1 - t0;
+    return t1;
+}
+/* One exchange of kind at level (the seconds waiting for the queued work, of the staging and
+ * of the transport), when on. */
+static inline void hk_dprof_exchange(int kind, int level, double drain, double stage, double comm)
 {
     if (!hk_dist_prof.on) return;
     const int l = level < 0 ? 0 : level >= HK_DPROF_LEVELS ? HK_DPROF_LEVELS - 1 : level;
     hk_dist_prof.n[kind][l] += 1;
+    hk_dist_prof.drain[kind][l] += drain;
     hk_dist_prof.stage[kind][l] += stage;
     hk_dist_prof.comm[kind][l] += comm;
 }

@@ -35,6 +35,14 @@ static hk_dist *dist_of(const hk_vec *x)
     return x->be->dist;
 }
 
+/* HOOKE_DIST_PROFILE: the time a sum's local part begins; on a device with MPI after waiting
+ * for the queued work (the partial sums' read would wait for it), counted apart. */
+static double sum_start(const hk_dist *d)
+{
+    return d->host_memory || d->dcomm ? hk_dprof_now()
+                                      : hk_dprof_drain(d->local, &hk_dist_prof.sums_drain);
+}
+
 /* Host values summed over the processes by the layout's transport; t_local: when the
  * backend's op that made the partial sums began (HOOKE_DIST_PROFILE; 0: none). */
 static int sum_host_from(const hk_dist *d, double *v, int n, double t_local)
@@ -68,7 +76,7 @@ int hk_be_agree(const hk_backend_ops *be, int ierr)
 static int sum_slots(const hk_dist *d, double *S, int first, int n)
 {
     double h[HK_S_MAX];
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     if (d->dcomm) {
         hk_dcomm_sum(d->dcomm, S + first, n);
         hk_dprof_sum(0, t0);
@@ -98,7 +106,7 @@ static int d_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
 {
     const hk_dist *d = dist_of(x);
     hk_vec *X[1] = {(hk_vec *)x};
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     if (dots_on_device(d, 1, X, y)) {
         hk_dcomm_dots(d->dcomm, 1, X, y, r);
         hk_dprof_sum(0, t0);
@@ -111,7 +119,7 @@ static int d_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
 static int d_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)
 {
     const hk_dist *d = dist_of(y);
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     if (dots_on_device(d, k, X, y)) {
         hk_dcomm_dots(d->dcomm, k, X, y, r);
         hk_dprof_sum(0, t0);
@@ -147,7 +155,7 @@ static int d_cg_update(hk_vec *x, hk_vec *r, hk_vec *z, const hk_vec *p, const h
                        const hk_vec *dinv, double alpha, double *dd)
 {
     const hk_dist *d = dist_of(x);
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     HK_CALL(d->local->cg_update(x, r, z, p, Ap, dinv, alpha, dd));
     return sum_host_from(d, dd, 2, t0);
 }
@@ -172,7 +180,7 @@ static int d_pipecg_gv_step(hk_vec *const *V, double *S)
     HK_CALL(d->local->scal_get(S, 0, HK_G_COUNT, h));
     if (h[HK_G_HALT] != 0) return 0;
     HK_CALL(d->local->pipecg_gv_step(V, S));
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     if (d->dcomm) hk_dcomm_sum(d->dcomm, S + HK_G_GAMMA, 7); /* then read summed */
     HK_CALL(d->local->scal_get(S, HK_G_GAMMA, 7, sums));
     const double t1 = hk_dprof_now();
@@ -204,7 +212,7 @@ static int d_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
     const hk_dist *d = dist_of(y);
     if (d->dcomm) {
         DEV_CALL(d, d->local->vec_mdot_s(k, X, y, S));
-        const double t0 = hk_dprof_now();
+        const double t0 = sum_start(d);
         hk_dcomm_sum(d->dcomm, S, k);
         hk_dprof_sum(0, t0);
         return 0;
@@ -213,7 +221,7 @@ static int d_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S)
     double h[HK_S_MAX];
     for (int j0 = 0; j0 < k; j0 += HK_S_MAX) { /* gmres's restart may exceed a slot array */
         const int n = k - j0 < HK_S_MAX ? k - j0 : HK_S_MAX;
-        const double t0 = hk_dprof_now();
+        const double t0 = sum_start(d);
         HK_CALL(d->local->scal_get(S + j0, 0, n, h));
         const double t1 = hk_dprof_now();
         HK_CALL(hk_comm_sum(d->comm, h, n));
@@ -258,7 +266,7 @@ static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *din
         if (t) DEV_CALL(d, L->vec_pointwise_mult(t, dinv, Ap));
         DEV_CALL(d, L->vec_mdot_s(r ? 2 : 1, P2, t ? t : Ap, T + 1));
         if (!r) DEV_CALL(d, L->copy(T + 2, T, sizeof *T));
-        const double t0 = hk_dprof_now();
+        const double t0 = sum_start(d);
         hk_dcomm_sum(d->dcomm, T, 3);
         hk_dprof_sum(0, t0);
         DEV_CALL(d, L->copy(S + HK_S_PAP, T, 2 * sizeof *T)); /* PAP, APZ */
@@ -266,7 +274,7 @@ static int d_spmv_dot2(hk_mat *A, const hk_vec *p, hk_vec *Ap, const hk_vec *din
         return 0;
     }
     double v[3];
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     HK_CALL(L->vec_dot(p, Ap, &v[0]));
     const hk_vec *z = Ap;
     if (dinv) {
@@ -294,14 +302,14 @@ static int d_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_ve
     if (dots_on_device(d, k, (hk_vec *const *)W, y)) { /* summed in place, then to the slots */
         double *T = d->dcomm->scratch;
         DEV_CALL(d, d->local->vec_mdot_s(k, (hk_vec *const *)W, y, T));
-        const double t0 = hk_dprof_now();
+        const double t0 = sum_start(d);
         hk_dcomm_sum(d->dcomm, T, k);
         hk_dprof_sum(0, t0);
         for (int j = 0; j < k; j++)
             DEV_CALL(d, d->local->copy(S + slot[j], T + j, sizeof *T));
         return 0;
     }
-    const double t0 = hk_dprof_now();
+    const double t0 = sum_start(d);
     for (int j = 0; j < k; j++)
         HK_CALL(d->local->vec_dot(W[j], y, &v[j]));
     HK_CALL(sum_host_from(d, v, k, t0));

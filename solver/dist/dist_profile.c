@@ -32,49 +32,70 @@ void hk_dist_profile_begin(const hk_dist *d)
 int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
 {
     if (!hk_dist_prof.on) return 0;
-    enum { NK = HK_DPROF_KINDS * HK_DPROF_LEVELS };
-    double m[3 * NK + 5];
-    memcpy(m, hk_dist_prof.n, sizeof hk_dist_prof.n);
-    memcpy(m + NK, hk_dist_prof.stage, sizeof hk_dist_prof.stage);
-    memcpy(m + 2 * NK, hk_dist_prof.comm, sizeof hk_dist_prof.comm);
-    m[3 * NK] = hk_dist_prof.sums;
-    m[3 * NK + 1] = hk_dist_prof.sums_local;
-    m[3 * NK + 2] = hk_dist_prof.sums_comm;
-    m[3 * NK + 3] = seconds;
-    double w = hk_dist_prof.sums_local + hk_dist_prof.sums_comm; /* this process's waits */
-    for (int k = 0; k < NK; k++)
-        w += m[NK + k] + m[2 * NK + k];
-    m[3 * NK + 4] = w;
-    HK_CALL(hk_comm_max(d->comm, m, 3 * NK + 5));
+    enum { NK = HK_DPROF_KINDS * HK_DPROF_LEVELS, S = 4 * NK, NM = 4 * NK + 7 };
+    const hk_dprof *p = &hk_dist_prof;
+    double m[NM];
+    memcpy(m, p->n, sizeof p->n);
+    memcpy(m + NK, p->drain, sizeof p->drain);
+    memcpy(m + 2 * NK, p->stage, sizeof p->stage);
+    memcpy(m + 3 * NK, p->comm, sizeof p->comm);
+    m[S] = p->sums;
+    m[S + 1] = p->sums_drain;
+    m[S + 2] = p->sums_local;
+    m[S + 3] = p->sums_comm;
+    m[S + 4] = seconds;
+    /* this process's own totals before the maxima: the waits, and the queued work waited for */
+    double w = p->sums_local + p->sums_comm, wd = p->sums_drain;
+    for (int k = 0; k < NK; k++) {
+        w += m[2 * NK + k] + m[3 * NK + k];
+        wd += m[NK + k];
+    }
+    m[S + 5] = w;
+    m[S + 6] = wd;
+    HK_CALL(hk_comm_max(d->comm, m, NM));
     if (hk_comm_rank(d->comm)) return 0;
     double n = 0, st = 0, cm = 0;
     for (int k = 0; k < NK; k++) {
         n += m[k];
-        st += m[NK + k];
-        cm += m[2 * NK + k];
+        st += m[2 * NK + k];
+        cm += m[3 * NK + k];
     }
     const double its = iterations > 0 ? iterations : 1;
     fprintf(stderr,
             "dist profile (%d processes, %s; the slowest process's wall seconds): solve %.4f s, "
             "%d iterations; exchanges %.0f (%.1f an iteration) %.4f s (staging %.4f, transport "
             "%.4f):",
-            hk_comm_size(d->comm), hk_dist_comm_name(d), m[3 * NK + 3], iterations, n, n / its,
-            st + cm, st, cm);
+            hk_comm_size(d->comm), hk_dist_comm_name(d), m[S + 4], iterations, n, n / its, st + cm,
+            st, cm);
     int first = 1;
     for (int kind = 0; kind < HK_DPROF_KINDS; kind++)
         for (int l = 0; l < HK_DPROF_LEVELS; l++) {
             const int k = kind * HK_DPROF_LEVELS + l;
             if (m[k] == 0) continue;
             fprintf(stderr, "%s %c%d %.0f %.4f (%.4f, %.4f)", first ? "" : ",", kind_letter[kind],
-                    l, m[k], m[NK + k] + m[2 * NK + k], m[NK + k], m[2 * NK + k]);
+                    l, m[k], m[2 * NK + k] + m[3 * NK + k], m[2 * NK + k], m[3 * NK + k]);
             first = 0;
         }
     if (first) fprintf(stderr, " none");
     fprintf(stderr,
             "; sums %.0f (%.1f an iteration) %.4f s (partial sums %.4f, transport %.4f); "
-            "waited %.4f s of %.4f (%.1f %%)\n",
-            m[3 * NK], m[3 * NK] / its, m[3 * NK + 1] + m[3 * NK + 2], m[3 * NK + 1], m[3 * NK + 2],
-            m[3 * NK + 4], m[3 * NK + 3],
-            m[3 * NK + 3] > 0 ? 100.0 * m[3 * NK + 4] / m[3 * NK + 3] : 0.0);
+            "waited %.4f s of %.4f (%.1f %%)",
+            m[S], m[S] / its, m[S + 2] + m[S + 3], m[S + 2], m[S + 3], m[S + 5], m[S + 4],
+            m[S + 4] > 0 ? 100.0 * m[S + 5] / m[S + 4] : 0.0);
+    /* on a device with MPI: the kernels queued before the exchanges and sums, waited for
+     * apart (the GPU's work, not the exchange's) */
+    if (m[S + 6] > 0) {
+        double dmax = 0;
+        int kmax = -1;
+        for (int k = 0; k < NK; k++)
+            if (m[NK + k] > dmax) dmax = m[NK + k], kmax = k;
+        fprintf(stderr, "; before them the device's queued work %.4f s (sums %.4f", m[S + 6],
+                m[S + 1]);
+        if (kmax >= 0)
+            fprintf(stderr, ", most before %c%d: %.4f", kind_letter[kmax / HK_DPROF_LEVELS],
+                    kmax % HK_DPROF_LEVELS, dmax);
+        fprintf(stderr, ")");
+    }
+    fprintf(stderr, "\n");
     return 0;
 }
