@@ -42,12 +42,6 @@
 
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
-/* pc.amg.dist.gather_rows' default: a level of at most this many scalar rows in all is on
- * every process. On a GPU such a level's kernels are bound by their launches, not by its
- * rows (50k scalar rows of 6 x 6 blocks, about 150 entries a row: 30 MB of fp32 values, an
- * SpMV of a few microseconds on an H200), while each of its exchanges costs a host round
- * trip and waits for the slowest process; the gathered copy is a few tens of MB a process. */
-#define DAMG_GATHER_ROWS 50000
 enum { DAMG_TAG_ROUTE = 7301 };
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
@@ -1918,6 +1912,13 @@ static int print_phases(const damg *a)
 }
 
 /* ---- the small levels on every process (pc.amg.dist.gather_rows) ------------------------- */
+
+/* pc.amg.dist.gather_rows' default: a level of at most this many scalar rows in all is on
+ * every process. On a GPU such a level's kernels are bound by their launches, not by its
+ * rows (50k scalar rows of 6 x 6 blocks, about 150 entries a row: 30 MB of fp32 values, an
+ * SpMV of a few microseconds on an H200), while each of its exchanges costs a host round
+ * trip and waits for the slowest process; the gathered copy is a few tens of MB a process. */
+#define DAMG_GATHER_ROWS 50000
 
 /* Each process's count of `unit` bytes for n units, in rank order (counts: size entries). */
 static int gather_counts(const hk_comm *c, int64_t n, size_t unit, size_t **counts)
