@@ -461,6 +461,60 @@ fail:
     return ierr;
 }
 
+/* The owned columns gathered into xe and, when M is split (dmat_split), the interior rows
+ * into ytmp: the work queued while the ghosts travel. */
+static int dmat_interior(dmat *m, const hk_vec *xl)
+{
+    const hk_dist *d = m->d;
+    const hk_backend_ops *L = d->local;
+    if (m->nbc) {
+        hk_vec xh = hk_dist_view(d, m->xe, 0, m->nbc * m->bc);
+        HK_CALL(L->vec_gather(&xh, xl, m->bcol_dev, m->nbc, m->bc));
+    }
+    if (!m->nint) return 0;
+    hk_bmat Mi = m->M;
+    Mi.nbrows = m->nint;
+    Mi.nnzb = m->nzint;
+    hk_vec yi = hk_dist_view(d, m->ytmp, 0, m->nint * m->br);
+    return L->bmat_spmv(&Mi, m->v32, m->xe, &yi);
+}
+
+/* The rows left once the ghosts are in xe: all of them, or the boundary rows and the rows put
+ * in y's order. */
+static int dmat_rest(dmat *m, hk_vec *y)
+{
+    const hk_dist *d = m->d;
+    const hk_backend_ops *L = d->local;
+    if (!m->nrows) return 0;
+    hk_vec yl = hk_dist_view(d, y, 0, y->n);
+    if (!m->nint) return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
+    hk_bmat Mb = m->M;
+    Mb.nbrows = m->nrows - m->nint;
+    Mb.rowptr = m->M.rowptr + m->nint;
+    Mb.nnzb = m->M.nnzb - m->nzint;
+    hk_vec yb = hk_dist_view(d, m->ytmp, m->nint * m->br, Mb.nbrows * m->br);
+    HK_CALL(L->bmat_spmv(&Mb, m->v32, m->xe, &yb));
+    return L->vec_gather(&yl, m->ytmp, m->ypos_dev, m->nrows, m->br);
+}
+
+/* y = M x with the device transport (dist.comm=nccl): everything queued, the round on the
+ * transport's stream overlapping the interior rows, no host wait (as the level-0 operator's). */
+static int dmat_spmv_device(dmat *m, const hk_vec *xl, hk_vec *y)
+{
+    const hk_dist *d = m->d;
+    const size_t e = (m->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
+    if (m->ns) HK_CALL(d->local->vec_gather(m->send, xl, m->send_dev, m->ns, m->bc));
+    const double t0 = hk_dprof_now();
+    hk_dcomm_exchange(d->dcomm, m->halo, m->send->data, (char *)m->xe->data + (size_t)m->nbc * e,
+                      e);
+    const double t1 = hk_dprof_now();
+    HK_CALL(dmat_interior(m, xl));
+    const double t2 = hk_dprof_now();
+    hk_dcomm_wait(d->dcomm);
+    hk_dprof_exchange(m->prof_kind, m->prof_level, 0, 0, t1 - t0 + hk_dprof_now() - t2);
+    return dmat_rest(m, y);
+}
+
 /* y = M x; x, y on the distributed table (their owned entries). */
 static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
 {
@@ -469,6 +523,13 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     const hk_backend_ops *L = d->local;
     const size_t e = (m->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
     const hk_vec xl = hk_dist_view(d, x, 0, x->n);
+    if (d->dcomm) {
+        /* the others' devices wait for this process's part of the round: a failure here is
+         * the end of the run */
+        const int ierr = dmat_spmv_device(m, &xl, y);
+        if (ierr) hk_dcomm_fatal(d->dcomm, ierr);
+        return 0;
+    }
     if (m->ns) HK_CALL(L->vec_gather(m->send, &xl, m->send_dev, m->ns, m->bc));
     void *send = m->send->data, *recv = (char *)m->xe->data + (size_t)m->nbc * e;
     /* HOOKE_DIST_PROFILE: the queued work, the staging (t0..t1, t3..) and the transport
@@ -483,24 +544,7 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     const double t1 = hk_dprof_now();
     HK_CALL(hk_halo_start(m->halo, send, recv, e));
     const double t2 = hk_dprof_now();
-    if (m->nbc) {
-        hk_vec xh = hk_dist_view(d, m->xe, 0, m->nbc * m->bc);
-        HK_CALL(L->vec_gather(&xh, &xl, m->bcol_dev, m->nbc, m->bc));
-    }
-    /* the interior rows while the ghosts travel (dmat_split) */
-    hk_bmat Mi = m->M, Mb = m->M;
-    hk_vec yi = {0}, yb = {0};
-    if (m->nint) {
-        const int64_t nzi = m->nzint;
-        Mi.nbrows = m->nint;
-        Mi.nnzb = nzi;
-        Mb.nbrows = m->nrows - m->nint;
-        Mb.rowptr = m->M.rowptr + m->nint;
-        Mb.nnzb = m->M.nnzb - nzi;
-        yi = hk_dist_view(d, m->ytmp, 0, m->nint * m->br);
-        yb = hk_dist_view(d, m->ytmp, m->nint * m->br, Mb.nbrows * m->br);
-        HK_CALL(L->bmat_spmv(&Mi, m->v32, m->xe, &yi));
-    }
+    HK_CALL(dmat_interior(m, &xl)); /* while the ghosts travel */
     const double t2w = hk_dprof_now();
     HK_CALL(hk_halo_wait(m->halo));
     const double t3 = hk_dprof_now();
@@ -509,11 +553,7 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
             L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv, (size_t)m->ng * e));
     hk_dprof_exchange(m->prof_kind, m->prof_level, drain, t1 - t0 + hk_dprof_now() - t3,
                       t2 - t1 + t3 - t2w);
-    if (!m->nrows) return 0;
-    hk_vec yl = hk_dist_view(d, y, 0, y->n);
-    if (!m->nint) return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
-    HK_CALL(L->bmat_spmv(&Mb, m->v32, m->xe, &yb));
-    return L->vec_gather(&yl, m->ytmp, m->ypos_dev, m->nrows, m->br);
+    return dmat_rest(m, y);
 }
 
 /* ---- the hierarchy ----------------------------------------------------------------------- */

@@ -496,12 +496,14 @@ static void test_dcomm_solve(const hk_comm *c, const hk_backend_ops *be)
         x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
     for (int64_t i = 0; i < n; i++)
         b[i] = sin(0.05 * (double)i) + (i % 3 == 2 ? -1.0 : 0.0);
-    static const char *const methods[] = {"cg", "pipecg", "gmres"};
-    for (int m = 0; m < 3; m++) {
-        char opts[160], what[120];
+    /* pc=amg: its coarse levels' operators, P and R through the transport too */
+    static const char *const methods[] = {"cg pc=jacobi", "pipecg pc=jacobi", "gmres pc=jacobi",
+                                          "cg pc=amg pc.amg.coarse_size=40"};
+    for (int m = 0; m < 4; m++) {
+        char opts[200], what[160];
         int ierr = 0;
         hk_result res;
-        snprintf(opts, sizeof opts, "backend=%s method=%s pc=jacobi tol=1e-12 maxit=5000", be->name,
+        snprintf(opts, sizeof opts, "backend=%s method=%s tol=1e-12 maxit=5000", be->name,
                  methods[m]);
         { /* one process: the whole system */
             hk_options *o = NULL;
@@ -516,7 +518,7 @@ static void test_dcomm_solve(const hk_comm *c, const hk_backend_ops *be)
         }
         /* mpi, nccl, nccl again */
         for (int k = 0; k < 3; k++) {
-            char o2[200];
+            char o2[240];
             snprintf(o2, sizeof o2, "%s dist.comm=%s", opts, k ? "nccl" : "mpi");
             hk_options *o = NULL;
             hk_solver *s = NULL;
