@@ -2498,19 +2498,16 @@ static int rcycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
     const hk_backend_ops *be = a->d->local;
     if (l == a->nlevels - 1) return be->dense_gemv(a->Minv, b, x);
     dlev *L = &a->lev[l];
-    const hk_amg_sweep s = {.be = be,
-                            .spmv = rmat_spmv,
-                            .A = &L->gA,
-                            .kind = a->op.smoother,
-                            .bs = L->bs,
-                            .degree = a->op.degree,
-                            .Dinv = L->gDinv,
-                            .l1 = L->gl1,
-                            .rho = L->rho,
-                            .ratio = a->op.ratio,
-                            .r = L->gr,
-                            .t = L->gt,
-                            .d = L->gd};
+    /* the distributed level's sweep on the whole level's operator, data and scratch */
+    hk_amg_sweep s = sweep_of(pc, a, L, l);
+    s.be = be;
+    s.spmv = rmat_spmv;
+    s.A = &L->gA;
+    s.Dinv = L->gDinv;
+    s.l1 = L->gl1;
+    s.r = L->gr;
+    s.t = L->gt;
+    s.d = L->gd;
     for (int k = 0; k < a->op.pre; k++)
         HK_CALL(hk_amg_smooth(&s, b, x, k == 0));
     if (a->op.pre == 0) HK_CALL(be->vec_set(x, 0.0));
