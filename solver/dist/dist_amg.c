@@ -641,9 +641,8 @@ static void free_levels(damg *a)
         dmat_destroy(L->A);
         dmat_destroy(L->P);
         dmat_destroy(L->R);
-        hk_vec *v[] = {L->Dinv, L->l1, L->b,  L->x,  L->r,  L->t,  L->d, L->w,
-                       L->e,    L->gDinv, L->gl1, L->gb, L->gx, L->gr, L->gt, L->gd,
-                       L->gw,   L->ge};
+        hk_vec *v[] = {L->Dinv,  L->l1,  L->b,  L->x,  L->r,  L->t,  L->d,  L->w,  L->e,
+                       L->gDinv, L->gl1, L->gb, L->gx, L->gr, L->gt, L->gd, L->gw, L->ge};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
         rmat *g[] = {&L->gA, &L->gP, &L->gR};
@@ -2044,7 +2043,8 @@ static int rmat_gather(const hk_dist *d, const dmat *m, int64_t in_row0, int64_t
         for (int64_t i = 0; i < nr; i++)
             len[i] = rp[i + 1] - rp[i];
         for (int64_t p = 0; p < nz; p++) /* the input level's global block ids */
-            col[p] = (int32_t)(col[p] < m->nbc ? in_row0 + bcol[col[p]] : m->ghost[col[p] - m->nbc]);
+            col[p] =
+                (int32_t)(col[p] < m->nbc ? in_row0 + bcol[col[p]] : m->ghost[col[p] - m->nbc]);
     }
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(gather_counts(c, nr, sizeof *len, &cr));
@@ -2073,9 +2073,11 @@ static int rmat_gather(const hk_dist *d, const dmat *m, int64_t in_row0, int64_t
     if (!ierr) ierr = L->copy_to(out->M.rowptr, grp, (size_t)(R + 1) * sizeof *grp);
     if (!ierr && Z) ierr = L->copy_to(out->M.colind, gcol, (size_t)Z * sizeof *gcol);
     if (!ierr)
-        ierr = L->alloc(m->v32 ? (void **)&out->v32 : (void **)&out->M.val, (size_t)(Z * bb) * e + 8);
+        ierr =
+            L->alloc(m->v32 ? (void **)&out->v32 : (void **)&out->M.val, (size_t)(Z * bb) * e + 8);
     if (!ierr && Z)
-        ierr = L->copy_to(m->v32 ? (void *)out->v32 : (void *)out->M.val, gval, (size_t)(Z * bb) * e);
+        ierr =
+            L->copy_to(m->v32 ? (void *)out->v32 : (void *)out->M.val, gval, (size_t)(Z * bb) * e);
     HK_TRY(hk_comm_agree(c, ierr));
 fail:
     free(rp);
@@ -2186,7 +2188,9 @@ static int dmat_split(const hk_dist *d, dmat *m)
     HK_TRY(L->alloc(&nval, (size_t)(nz * bb) * e + 8));
     if (!d->host_memory) HK_TRY(upload(L, src, (size_t)nz * sizeof *src, (void **)&src_dev));
     {
-        const hk_vec from = {.be = L, .n = nz * bb, .prec = m->prec,
+        const hk_vec from = {.be = L,
+                             .n = nz * bb,
+                             .prec = m->prec,
                              .data = m->v32 ? (void *)m->v32 : (void *)m->M.val};
         hk_vec to = {.be = L, .n = nz * bb, .prec = m->prec, .data = nval};
         HK_TRY(L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nz, (int)bb));
@@ -2616,9 +2620,8 @@ static void damg_describe(const hk_pc *pc, char *buf, size_t len)
     if (k < len)
         k += (size_t)snprintf(buf + k, len - k,
                               " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels; ",
-                              a->op_complexity, a->nns, a->nns_kind,
-                              smoother_label[a->op.smoother], a->op.cycle ? "W" : "V",
-                              pc->prec == HK_FP32 ? "fp32" : "fp64");
+                              a->op_complexity, a->nns, a->nns_kind, smoother_label[a->op.smoother],
+                              a->op.cycle ? "W" : "V", pc->prec == HK_FP32 ? "fp32" : "fp64");
     if (k < len && a->g < a->nlevels - 1)
         snprintf(buf + k, len - k, "levels from %lld rows on every process",
                  (long long)a->rows[a->g]);
