@@ -826,9 +826,12 @@ static void test_amg_staged(const hk_comm *c)
 /* pc.amg.dist.gather_rows: the small levels on every process against the cycle with every
  * level distributed (gather_rows=0): x to 1e-10 relative with the same iterations, where the
  * gathered part starts at level 1 and where it is the coarsest alone, also where the middle
- * process owns no rows (so no rows of any coarse level) or a few. */
-static void test_amg_gathered(const hk_comm *c)
+ * process owns no rows (so no rows of any coarse level) or a few. On a device (whose SpMV
+ * kernel picks its lanes per row by the matrix's mean row length, so that a whole level's
+ * sums may round otherwise than a process's rows') x to 1e-7 and the iterations within 1. */
+static void test_amg_gathered(const hk_comm *c, const hk_backend *be)
 {
+    const int cpu = !strcmp(be->name, "cpu");
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     hk_bcsr K = {0};
     double *xyz = NULL;
@@ -858,9 +861,9 @@ static void test_amg_gathered(const hk_comm *c)
                 x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
                 char opts[300];
                 snprintf(opts, sizeof opts,
-                         "backend=cpu method=cg pc=amg tol=1e-10 maxit=500 %s "
+                         "backend=%s method=cg pc=amg tol=1e-10 maxit=500 %s "
                          "pc.amg.dist.gather_rows=%s",
-                         variants[v], k ? gathers[k - 1] : "0");
+                         be->name, variants[v], k ? gathers[k - 1] : "0");
                 ierr |= amg_solve(c, row0, &L, &nn, opts, b + row0 * K.bs, x[k], &its[k], lev[k],
                                   sizeof lev[k]);
             }
@@ -877,12 +880,16 @@ static void test_amg_gathered(const hk_comm *c)
             char rows[64] = "", what[400];
             if (P >= 3)
                 snprintf(rows, sizeof rows, ", the middle process's rows %lld", (long long)mids[m]);
+            const double tol = cpu ? 1e-10 : 1e-7;
+            const int dits = cpu ? 0 : 1;
             snprintf(what, sizeof what,
-                     "amg levels on every process (%s%s): %s, x to 1e-10, %d = %d = %d its",
-                     variants[v], rows, lev[1][0] ? lev[1] : "no levels", its[0], its[1], its[2]);
+                     "amg levels on every process on %s (%s%s): %s, x to %g, %d, %d, %d its",
+                     be->name, variants[v], rows, lev[1][0] ? lev[1] : "no levels", tol, its[0],
+                     its[1], its[2]);
             check(c,
-                  !ierr && deep && its[0] > 0 && its[1] == its[0] && its[2] == its[0] &&
-                      err[0] <= 1e-10 * scale && err[1] <= 1e-10 * scale,
+                  !ierr && deep && its[0] > 0 && abs(its[1] - its[0]) <= dits &&
+                      abs(its[2] - its[0]) <= dits && err[0] <= tol * scale &&
+                      err[1] <= tol * scale,
                   what);
             for (int k = 0; k < 3; k++)
                 free(x[k]);
@@ -961,7 +968,7 @@ int main(int argc, char **argv)
     test_amg_setup(c, be);
     test_resident(c, be);
     test_amg_staged(c);
-    test_amg_gathered(c);
+    test_amg_gathered(c, be);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
