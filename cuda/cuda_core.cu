@@ -263,6 +263,9 @@ static hk_backend_ops cuda_make_ops(void)
     o.sai_factor = hk_cu_sai_factor;
     o.bmat_spgemm = hk_cu_bmat_spgemm;
     o.bmat_spgemm_numeric = hk_cu_bmat_spgemm_numeric;
+    o.bmat_spgemm_pattern = hk_cu_bmat_spgemm_pattern;
+    o.bmat_spgemm_numeric_upper = hk_cu_bmat_spgemm_numeric_upper;
+    o.bmat_mirror_lower = hk_cu_bmat_mirror_lower;
     o.amg_tentative_product = hk_cu_amg_tentative_product;
     o.amg_tentative_product_numeric = hk_cu_amg_tentative_product_numeric;
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;

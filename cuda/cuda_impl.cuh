@@ -527,6 +527,9 @@ extern "C" int hk_cu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t m
 /* Sparse product, prolongator smoothing, dense coarse solve (cuda_sparse.cu). */
 int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cu_bmat_mirror_lower(hk_bmat *C);
 int hk_cu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,

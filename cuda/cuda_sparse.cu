@@ -240,9 +240,10 @@ static int sp_launch(bool numeric, const sp_args &g)
 }
 
 static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
-                             unsigned long long *dfirst);
+                             unsigned long long *dfirst, int upper);
 
-int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+// C = A B; with values false its pattern alone (C->val allocated, not written).
+static int sp_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, bool values)
 {
     int ierr = 0;
     int64_t *cnt = NULL, *gsize = NULL, *goff = NULL, *rp = NULL, *koff = NULL;
@@ -301,7 +302,7 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
     HK_CU_TRY(cudaMemcpyAsync(C->rowptr, rp, (size_t)(nbr + 1) * sizeof(int64_t),
                               cudaMemcpyDeviceToDevice, hk_cu.stream));
     // pattern: the kept columns copied, the other rows' sorted by the hash tables again; then
-    // the values by sp_numeric_values (the same kernel as the re-set-up's)
+    // the values by sp_numeric_values (the same kernel as the re-set-up's) unless not asked
     g.crp = C->rowptr, g.cci = C->colind;
     HK_TRY(sp_launch(true, g));
     if (gtotal > 0) {
@@ -309,9 +310,11 @@ int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
         g.global_pass = 1;
         HK_TRY(sp_launch(true, g));
     }
-    HK_TRY(hk_cu_setup_flag(&dfirst));
-    HK_TRY(sp_numeric_values(A, B, C, dfirst));
-    HK_TRY(hk_cu_first_row_read(dfirst, &first)); // none: C's pattern is the product's
+    if (values) {
+        HK_TRY(hk_cu_setup_flag(&dfirst));
+        HK_TRY(sp_numeric_values(A, B, C, dfirst, 0));
+        HK_TRY(hk_cu_first_row_read(dfirst, &first)); // none: C's pattern is the product's
+    }
 fail:
     if (ierr) {
         cudaStreamSynchronize(hk_cu.stream);
@@ -322,6 +325,16 @@ fail:
     hk_cu_tmp_free(gkeys), hk_cu_tmp_free(gvals), hk_cu_tmp_free(keep), hk_cu_tmp_free(koff);
     hk_cu_tmp_free(kused);
     return ierr;
+}
+
+int hk_cu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return sp_spgemm(A, B, C, true);
+}
+
+int hk_cu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return sp_spgemm(A, B, C, false);
 }
 
 // ---- C = A B into a pattern made before (numeric re-set-up) ---------------------------------
@@ -348,6 +361,7 @@ struct spn_args {
     int64_t nbr;
     int64_t cap, ccap;         // doubles and column indices of shared memory per team
     int capnb, hcap;           // spr_rows: blocks of C's row and hash slots per warp
+    int upper;                 // only C's blocks with column >= row (the others untouched)
     unsigned long long *first; // first block row with a product block outside C's pattern
 };
 
@@ -367,11 +381,13 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
     if (i >= g.nbr) return; // a whole team leaves (TEAM = SPN_THREADS: the whole block)
     const int br = g.br, bk = g.bk, bc = g.bc, bb = br * bc;
     const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0, nv = nb * bb;
+    // upper: the values from the row's first block with column >= i (C's columns are sorted)
+    const int64_t v0 = g.upper ? (hk_cu_lower_bound(g.cci, c0, c0 + nb, i) - c0) * bb : 0;
     const bool fits = nv <= g.cap && nb <= g.ccap;
     double *acc = fits ? spn_shared + (size_t)team * g.cap : g.cv + (size_t)c0 * bb;
     int32_t *scols = (int32_t *)(spn_shared + (size_t)teams * g.cap) + (size_t)team * g.ccap;
     const int32_t *cols = fits ? scols : g.cci + c0;
-    for (int64_t e = t; e < nv; e += TEAM)
+    for (int64_t e = v0 + t; e < nv; e += TEAM)
         acc[e] = 0.0;
     if (fits)
         for (int64_t e = t; e < nb; e += TEAM)
@@ -384,6 +400,7 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
             const int64_t q = q0 + task / br;
             const int r = (int)(task % br);
             const int32_t j = g.bci[q];
+            if (g.upper && j < i) continue; // below the diagonal: not summed, not looked up
             const int64_t pos = hk_lower_bound_i32(cols, 0, nb, j);
             if (pos >= nb || cols[pos] != j) {
                 atomicMin(g.first, (unsigned long long)i);
@@ -401,7 +418,7 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
         spn_sync<TEAM>();
     }
     if (fits)
-        for (int64_t e = t; e < nv; e += TEAM)
+        for (int64_t e = v0 + t; e < nv; e += TEAM)
             g.cv[(size_t)c0 * bb + e] = acc[e];
 }
 
@@ -417,6 +434,9 @@ template <int TEAM> __global__ void __launch_bounds__(SPN_THREADS) spn_rows(spn_
 // row's product count (the sum of B's row lengths over A's row). Counting alone misses a pattern
 // with a column twice in place of a missing one whose hits are as many, so each lane also checks
 // that its column is greater than the one before it (C's rows are sorted and unique by contract).
+// UPPER: only the row's blocks with column j >= i, the lanes spread over them (the lower blocks
+// are neither summed nor written: half the work of a symmetric product), and the row's product
+// count only of the B blocks with column >= i (a binary search in each B row).
 
 // acc += a b for one BR x BK block a and BK x BC block b: entry by entry over m in order, with
 // __dmul_rn / __dadd_rn (the CPU's digits).
@@ -441,15 +461,16 @@ static __device__ __forceinline__ void spo_add(double *acc, const double *a, con
     }
 }
 
-// Lane t's share of the product count of an A row [a0, a1): B's row lengths over its blocks.
-template <int TEAM>
+// Lane t's share of the product count of an A row [a0, a1) (row i of C): B's row lengths over
+// its blocks, UPPER only their blocks with column >= i.
+template <int TEAM, bool UPPER>
 static __device__ __forceinline__ int64_t spo_terms(const spn_args &g, int64_t a0, int64_t a1,
-                                                    int t)
+                                                    int t, int64_t i)
 {
     int64_t terms = 0;
     for (int64_t p = a0 + t; p < a1; p += TEAM) {
-        const int64_t k = g.aci[p];
-        terms += g.brp[k + 1] - g.brp[k];
+        const int64_t k = g.aci[p], q1 = g.brp[k + 1];
+        terms += q1 - (UPPER ? hk_cu_lower_bound(g.bci, g.brp[k], q1, i) : g.brp[k]);
     }
     return terms;
 }
@@ -469,7 +490,7 @@ static __device__ __forceinline__ void spo_check(const spn_args &g, bool live, i
     if (live && t == 0 && hits != terms) atomicMin(g.first, (unsigned long long)i);
 }
 
-template <int BR, int BK, int BC, int TEAM>
+template <int BR, int BK, int BC, int TEAM, bool UPPER>
 // At most 128 registers (two blocks of 256 an SM): one more halves the resident warps, and the
 // 6x3 . 3x6 kernel at 130 took R (A P) 0.036 s against 0.022 s at 128 (bracket, 2.52M DOFs,
 // H200, runs 20-21); the bound costs the 6x6 shapes a few spilled bytes outside the sums.
@@ -482,8 +503,9 @@ __global__ void __launch_bounds__(256, 2) spo_rows(spn_args g)
     int64_t hits = 0, terms = 0;
     if (live) {
         const int64_t a0 = g.arp[i], a1 = g.arp[i + 1], c0 = g.crp[i], c1 = g.crp[i + 1];
-        terms = spo_terms<TEAM>(g, a0, a1, t);
-        for (int64_t c = c0 + t; c < c1; c += TEAM) {
+        terms = spo_terms<TEAM, UPPER>(g, a0, a1, t, i);
+        const int64_t cu = UPPER ? hk_cu_lower_bound(g.cci, c0, c1, i) : c0;
+        for (int64_t c = cu + t; c < c1; c += TEAM) {
             const int32_t j = g.cci[c];
             // unsorted: hits pushed far below any count (no flag of its own)
             if (c > c0 && j <= g.cci[c - 1]) hits -= INT64_C(1) << 40;
@@ -507,23 +529,32 @@ __global__ void __launch_bounds__(256, 2) spo_rows(spn_args g)
     spo_check<TEAM>(g, live, i, t, hits, terms);
 }
 
-template <int BR, int BK, int BC>
+template <int BR, int BK, int BC, bool UPPER>
 static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
 {
     switch (team) {
     case 4:
-        spo_rows<BR, BK, BC, 4><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        spo_rows<BR, BK, BC, 4, UPPER><<<nblk, 256, 0, hk_cu.stream>>>(g);
         break;
     case 8:
-        spo_rows<BR, BK, BC, 8><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        spo_rows<BR, BK, BC, 8, UPPER><<<nblk, 256, 0, hk_cu.stream>>>(g);
         break;
     case 16:
-        spo_rows<BR, BK, BC, 16><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        spo_rows<BR, BK, BC, 16, UPPER><<<nblk, 256, 0, hk_cu.stream>>>(g);
         break;
     default:
-        spo_rows<BR, BK, BC, 32><<<nblk, 256, 0, hk_cu.stream>>>(g);
+        spo_rows<BR, BK, BC, 32, UPPER><<<nblk, 256, 0, hk_cu.stream>>>(g);
         break;
     }
+}
+
+template <int BR, int BK, int BC>
+static void spo_launch_shape(const spn_args &g, int team, unsigned nblk)
+{
+    if (g.upper)
+        spo_launch_team<BR, BK, BC, true>(g, team, nblk);
+    else
+        spo_launch_team<BR, BK, BC, false>(g, team, nblk);
 }
 
 // ---- C = A B into a known pattern, a warp per row of C in shared memory (the AMG shapes) ----
@@ -539,7 +570,9 @@ static void spo_launch_team(const spn_args &g, int team, unsigned nblk)
 // shuffles, so a step waits for one load of B's columns and values. A row longer than the warp's
 // share of shared memory is summed in place in C's values, its positions found by binary search
 // in C's columns (the same order, so the same digits). A product block outside C's pattern
-// misses the table (or the search): its row is reported.
+// misses the table (or the search): its row is reported. UPPER: the tasks whose block of C is
+// below the diagonal (column < row) are skipped before their look-up, and only the row's blocks
+// from its first one with column >= row are zeroed and written.
 
 #define SPR_WARPS 4             // warps (rows of C) per thread block
 #define SPR_SMEM_MAX (110 << 10) // bytes of shared memory per thread block at most (2 an SM)
@@ -559,7 +592,7 @@ static __device__ __forceinline__ int spr_find(const int32_t *keys, const int32_
 // One block of A's row: lane (q, r) adds row r of A_p B_q into acc, q over the ntask / BR blocks
 // of B's row (columns cols, values bvals), ablk = A_p; then __syncwarp. Positions from the table
 // (SHARED) or by binary search in C's row (in place).
-template <int BR, int BK, int BC, bool SHARED>
+template <int BR, int BK, int BC, bool SHARED, bool UPPER>
 static __device__ __forceinline__ void
 spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
          const double *bvals, const double *ablk, double *acc, const int32_t *keys,
@@ -569,6 +602,7 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
     for (int task = lane; task < ntask; task += 32) {
         const int ql = task / BR, r = task % BR;
         const int32_t j = __ldg(cols + ql);
+        if (UPPER && j < i) continue;
         const double *b = bvals + (size_t)ql * BK * BC;
         double a[BK];
 #pragma unroll
@@ -618,7 +652,7 @@ static __device__ __forceinline__ int spr_window(const spn_args &g, int lane, in
 
 // Row i of C = A B summed into acc (row-major blocks, zeroed): in shared memory with the table
 // (keys, pos) when SHARED, else in C's values with positions by binary search in C's columns.
-template <int BR, int BK, int BC, bool SHARED>
+template <int BR, int BK, int BC, bool SHARED, bool UPPER>
 static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, int lane, int64_t c0,
                                                 int64_t nb, double *acc, const int32_t *keys,
                                                 const int32_t *spos, unsigned mask)
@@ -631,14 +665,14 @@ static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, in
             const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
             const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
             const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
-            spr_step<BR, BK, BC, SHARED>(g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
-                                         g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask,
-                                         c0, nb);
+            spr_step<BR, BK, BC, SHARED, UPPER>(
+                g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
+                g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask, c0, nb);
         }
     }
 }
 
-template <int BR, int BK, int BC>
+template <int BR, int BK, int BC, bool UPPER>
 __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
 {
     extern __shared__ double spr_shared[];
@@ -652,12 +686,13 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
     double *sacc = spr_shared + (size_t)w * stride;
     int32_t *keys = (int32_t *)(sacc + (size_t)capnb * BB), *spos = keys + hcap;
     const int64_t c0 = g.crp[i], nb = g.crp[i + 1] - c0;
+    const int64_t v0 = UPPER ? (hk_cu_lower_bound(g.cci, c0, c0 + nb, i) - c0) * BB : 0;
     double *cv = g.cv + (size_t)c0 * BB;
     if (nb > capnb) { // warp-uniform: summed in place
-        for (int64_t e = lane; e < nb * BB; e += 32)
+        for (int64_t e = v0 + lane; e < nb * BB; e += 32)
             cv[e] = 0.0;
         __syncwarp();
-        spr_walk<BR, BK, BC, false>(g, i, lane, c0, nb, cv, NULL, NULL, 0);
+        spr_walk<BR, BK, BC, false, UPPER>(g, i, lane, c0, nb, cv, NULL, NULL, 0);
         return;
     }
     for (int64_t e = lane; e < nb * BB; e += 32)
@@ -673,8 +708,8 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
         spos[s] = e;
     }
     __syncwarp();
-    spr_walk<BR, BK, BC, true>(g, i, lane, c0, nb, sacc, keys, spos, mask);
-    for (int64_t e = lane; e < nb * BB; e += 32)
+    spr_walk<BR, BK, BC, true, UPPER>(g, i, lane, c0, nb, sacc, keys, spos, mask);
+    for (int64_t e = v0 + lane; e < nb * BB; e += 32)
         cv[e] = sacc[e];
 }
 
@@ -701,13 +736,13 @@ template <int BR, int BK, int BC> static size_t spr_layout(spn_args &g, int64_t 
     }
 }
 
-template <int BR, int BK, int BC> static int spr_launch_shape(spn_args g, int64_t cnnzb)
+template <int BR, int BK, int BC, bool UPPER> static int spr_launch_shape(spn_args g, int64_t cnnzb)
 {
     const int64_t nblk = (g.nbr + SPR_WARPS - 1) / SPR_WARPS;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
              (long long)g.nbr);
     const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb);
-    void (*kernel)(spn_args) = spr_rows<BR, BK, BC>;
+    void (*kernel)(spn_args) = spr_rows<BR, BK, BC, UPPER>;
     if (smem > (48 << 10))
         HK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)nblk, SPR_WARPS * 32, smem, hk_cu.stream>>>(g);
@@ -770,7 +805,9 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, spgemm_kernel kernel, in
     if (kernel == SPGEMM_BY_SHAPE) kernel = spo_choose(g, cnnzb);
     if (kernel == SPGEMM_ROW) {
 #define SPR_SHAPE(R, K, C)                                                                         \
-    if (SPO_SHAPE(R, K, C)) HK_CALL((spr_launch_shape<R, K, C>(g, cnnzb)))
+    if (SPO_SHAPE(R, K, C))                                                                        \
+    HK_CALL((g.upper ? spr_launch_shape<R, K, C, true>(g, cnnzb)                                   \
+                     : spr_launch_shape<R, K, C, false>(g, cnnzb)))
         SPR_SHAPE(1, 1, 1);
         SPR_SHAPE(2, 2, 3);
         SPR_SHAPE(3, 2, 3);
@@ -782,18 +819,20 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, spgemm_kernel kernel, in
         *done = 1;
         return 0;
     }
-    const double mean = (double)cnnzb / (double)g.nbr;
+    // the team from C's mean row, upper: its blocks on and above the diagonal (about half, with
+    // the diagonal block)
+    const double mean = (g.upper ? 0.5 * (double)(cnnzb + g.nbr) : (double)cnnzb) / (double)g.nbr;
     const int team = mean <= 4 ? 4 : mean <= 8 ? 8 : mean <= 16 ? 16 : 32;
     const int64_t nblk = (g.nbr * team + 255) / 256;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
              (long long)g.nbr);
-    if (SPO_SHAPE(1, 1, 1)) spo_launch_team<1, 1, 1>(g, team, (unsigned)nblk);
-    if (SPO_SHAPE(2, 2, 3)) spo_launch_team<2, 2, 3>(g, team, (unsigned)nblk);
-    if (SPO_SHAPE(3, 2, 3)) spo_launch_team<3, 2, 3>(g, team, (unsigned)nblk);
-    if (SPO_SHAPE(3, 3, 3)) spo_launch_team<3, 3, 3>(g, team, (unsigned)nblk);
-    if (SPO_SHAPE(3, 3, 6)) spo_launch_team<3, 3, 6>(g, team, (unsigned)nblk);
-    if (SPO_SHAPE(6, 3, 6)) spo_launch_team<6, 3, 6>(g, team, (unsigned)nblk);
-    if (SPO_SHAPE(6, 6, 6)) spo_launch_team<6, 6, 6>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(1, 1, 1)) spo_launch_shape<1, 1, 1>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(2, 2, 3)) spo_launch_shape<2, 2, 3>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(3, 2, 3)) spo_launch_shape<3, 2, 3>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(3, 3, 3)) spo_launch_shape<3, 3, 3>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(3, 3, 6)) spo_launch_shape<3, 3, 6>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(6, 3, 6)) spo_launch_shape<6, 3, 6>(g, team, (unsigned)nblk);
+    if (SPO_SHAPE(6, 6, 6)) spo_launch_shape<6, 6, 6>(g, team, (unsigned)nblk);
 #undef SPO_SHAPE
     HK_CU_LAUNCHED();
     *done = 1;
@@ -826,7 +865,7 @@ static int spn_launch(spn_args g, int64_t cnnzb)
 // The values of C = A B into C's pattern: spr_rows or spo_rows for AMG's shapes, the
 // shared-memory row kernel otherwise; dfirst gets the first row with a product block outside C.
 static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
-                             unsigned long long *dfirst)
+                             unsigned long long *dfirst, int upper)
 {
     spgemm_kernel kernel;
     HK_CALL(spgemm_kernel_read(&kernel)); // refused whatever the shape
@@ -837,26 +876,95 @@ static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
     g.brp = B->rowptr, g.bci = B->colind, g.bv = B->val;
     g.crp = C->rowptr, g.cci = C->colind, g.cv = C->val;
     g.br = A->br, g.bk = A->bc, g.bc = B->bc, g.nbr = A->nbrows, g.first = dfirst;
+    g.upper = upper;
     int done = 0;
     HK_CALL(spo_launch(g, C->nnzb, kernel, &done));
     return done ? 0 : spn_launch(g, C->nnzb);
 }
 
-int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+static int sp_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, int upper,
+                             const char *who)
 {
     int ierr = 0;
     unsigned long long *dfirst = NULL;
     int64_t first = -1;
-    HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_numeric"));
+    HK_CALL(hk_bmat_product_check(A, B, C, who));
     HK_CALL(hk_cu_setup_flag(&dfirst));
-    HK_TRY(sp_numeric_values(A, B, C, dfirst));
+    HK_TRY(sp_numeric_values(A, B, C, dfirst, upper));
     HK_TRY(hk_cu_first_row_read(dfirst, &first));
     HK_TRY_CHECK(first < 0, HK_ERR_ARG,
-                 "bmat_spgemm_numeric: block row %lld of A B has a block outside C's pattern; "
-                 "pass the pattern that bmat_spgemm made for these A and B",
-                 (long long)first);
+                 "%s: block row %lld of A B has a block outside C's pattern; pass the pattern "
+                 "that bmat_spgemm made for these A and B",
+                 who, (long long)first);
 fail:
     return ierr;
+}
+
+int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return sp_spgemm_numeric(A, B, C, 0, "bmat_spgemm_numeric");
+}
+
+int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return sp_spgemm_numeric(A, B, C, 1, "bmat_spgemm_numeric_upper");
+}
+
+// ---- the blocks below the diagonal from their mirrors ---------------------------------------
+//
+// A warp per block row I; lane per block (I, J) with J < I (the row's first blocks: columns are
+// sorted), its mirror (J, I) found by a binary search in row J and copied transposed; the lane of
+// the diagonal block copies its upper triangle onto its lower. The kernel writes only entries
+// below the scalar diagonal and reads only entries above it: no order between lanes.
+
+#define MR_WARPS 8 // warps (block rows) per thread block
+
+__global__ void __launch_bounds__(MR_WARPS * 32)
+    sp_mirror(const int64_t *rp, const int32_t *ci, double *v, int64_t nbr, int bs,
+              unsigned long long *first)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t i = (int64_t)blockIdx.x * MR_WARPS + (threadIdx.x >> 5);
+    if (i >= nbr) return;
+    const size_t bb = (size_t)bs * bs;
+    for (int64_t q = rp[i] + lane; q < rp[i + 1]; q += 32) {
+        const int32_t j = ci[q];
+        if (j > i) break; // the lower blocks come first in the row
+        if (j == i) {     // the diagonal block: its lower triangle from its upper
+            double *d = v + (size_t)q * bb;
+            for (int r = 1; r < bs; r++)
+                for (int c = 0; c < r; c++)
+                    d[r * bs + c] = d[c * bs + r];
+            continue;
+        }
+        const int64_t m = hk_find_block(rp, ci, j, i);
+        if (m < 0) {
+            atomicMin(first, (unsigned long long)i);
+            continue;
+        }
+        const double *u = v + (size_t)m * bb;
+        double *l = v + (size_t)q * bb;
+        for (int r = 0; r < bs; r++)
+            for (int c = 0; c < bs; c++)
+                l[r * bs + c] = u[c * bs + r];
+    }
+}
+
+int hk_cu_bmat_mirror_lower(hk_bmat *C)
+{
+    unsigned long long *dfirst = NULL;
+    int64_t first = -1;
+    HK_CALL(hk_bmat_mirror_check(C));
+    const int64_t nblk = (C->nbrows + MR_WARPS - 1) / MR_WARPS;
+    if (nblk == 0) return 0;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_mirror_lower: %lld block rows are too many", (long long)C->nbrows);
+    HK_CALL(hk_cu_setup_flag(&dfirst));
+    sp_mirror<<<(unsigned)nblk, MR_WARPS * 32, 0, hk_cu.stream>>>(C->rowptr, C->colind, C->val,
+                                                                  C->nbrows, C->br, dfirst);
+    HK_CU_LAUNCHED();
+    HK_CALL(hk_cu_first_row_read(dfirst, &first));
+    return hk_bmat_mirror_fault(first);
 }
 
 // ---- C = A T for the tentative prolongator T (at most one block per block row) ---------------
@@ -1650,14 +1758,22 @@ void hk_cu_sparse_preload(void)
         (const void *)sp_rows<true>,
         (const void *)sp_rows<false>,
         (const void *)sp_bound,
-        (const void *)spo_rows<6, 3, 6, 32>,
-        (const void *)spo_rows<6, 6, 6, 32>,
-        (const void *)spo_rows<3, 2, 3, 32>,
-        (const void *)spo_rows<3, 3, 3, 32>,
-        (const void *)spr_rows<3, 3, 6>,
-        (const void *)spr_rows<6, 6, 6>,
-        (const void *)spr_rows<2, 2, 3>,
-        (const void *)spr_rows<3, 3, 3>,
+        (const void *)spo_rows<6, 3, 6, 32, false>,
+        (const void *)spo_rows<6, 6, 6, 32, false>,
+        (const void *)spo_rows<3, 2, 3, 32, false>,
+        (const void *)spo_rows<3, 3, 3, 32, false>,
+        (const void *)spo_rows<6, 3, 6, 32, true>,
+        (const void *)spo_rows<6, 6, 6, 32, true>,
+        (const void *)spo_rows<3, 2, 3, 32, true>,
+        (const void *)spo_rows<3, 3, 3, 32, true>,
+        (const void *)spr_rows<3, 3, 6, false>,
+        (const void *)spr_rows<6, 6, 6, false>,
+        (const void *)spr_rows<2, 2, 3, false>,
+        (const void *)spr_rows<3, 3, 3, false>,
+        (const void *)spr_rows<6, 6, 6, true>,
+        (const void *)spr_rows<3, 3, 3, true>,
+        (const void *)spr_rows<3, 2, 3, true>,
+        (const void *)sp_mirror,
         (const void *)tp_columns,
         (const void *)tp_pattern<false>,
         (const void *)tp_pattern<true>,

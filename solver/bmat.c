@@ -166,6 +166,25 @@ int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, 
     return 0;
 }
 
+int hk_bmat_mirror_check(const hk_bmat *C)
+{
+    HK_CHECK(C->br == C->bc && C->nbrows == C->nbcols, HK_ERR_ARG,
+             "bmat_mirror_lower: C (%lld x %lld blocks of %d x %d) must be square with square "
+             "blocks",
+             (long long)C->nbrows, (long long)C->nbcols, C->br, C->bc);
+    return 0;
+}
+
+int hk_bmat_mirror_fault(int64_t row)
+{
+    HK_CHECK(row < 0, HK_ERR_ARG,
+             "bmat_mirror_lower: block row %lld has a block below the diagonal whose mirror "
+             "above it is missing; the pattern must be symmetric (A symmetric and R = P^T give "
+             "R A P one)",
+             (long long)row);
+    return 0;
+}
+
 /* ---- hk_resident_bcsr: the public face of a square-block hk_bmat ------------------------ */
 
 int hk_resident_bcsr_alloc(const hk_backend *be, int bs, int64_t nbrows, int64_t nbcols,

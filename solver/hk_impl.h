@@ -626,6 +626,19 @@ typedef struct hk_backend_ops {
      * so the digits are the same; a product block outside the pattern is an error naming its
      * block row. The numeric re-set-up of pc=amg (hk_solver_update_values). */
     int (*bmat_spgemm_numeric)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+    /* Optional (pc=amg's symmetric Galerkin product; NULL: it forms A_c by the whole product).
+     * _pattern: bmat_spgemm's pattern of C = A B exactly, C->val allocated with its contents
+     * unspecified. _numeric_upper: bmat_spgemm_numeric restricted to C's blocks with block
+     * column >= block row, each one the digits bmat_spgemm_numeric gives it, the other blocks
+     * untouched; a summed product block outside the pattern is an error naming its block row
+     * (products below the diagonal are not looked at). bmat_mirror_lower: C square in blocks,
+     * its blocks square, its pattern symmetric: every block (I, J) with J < I becomes the
+     * transpose of block (J, I), and each diagonal block's lower triangle the transpose of its
+     * upper one (C is then exactly symmetric); a block without its mirror is an error naming
+     * its block row. */
+    int (*bmat_spgemm_pattern)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+    int (*bmat_spgemm_numeric_upper)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+    int (*bmat_mirror_lower)(hk_bmat *C);
     /* C = A T for T with at most one block per block row (pc=amg's tentative prolongator:
      * the block of row k in column agg(k)): bmat_spgemm's pattern and digits (each entry summed
      * in the order of A's row), by a product that needs no search of T's rows; a row of T with

@@ -60,6 +60,11 @@ int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K);
 int hk_bmat_chain_check(const hk_bmat *A, const hk_bmat *B, const char *bname, const char *who);
 /* HK_ERR_ARG naming who unless C has the shape of A B (blocks and sizes chain). */
 int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, const char *who);
+/* bmat_mirror_lower's shape check (HK_ERR_ARG unless C is square in blocks with square
+ * blocks) and its fault (row >= 0: block row `row` has a block below the diagonal whose mirror
+ * is missing; HK_ERR_ARG with the sentence; row < 0: 0). */
+int hk_bmat_mirror_check(const hk_bmat *C);
+int hk_bmat_mirror_fault(int64_t row);
 int hk_graph_alloc(const struct hk_backend_ops *be, int64_t n, int64_t m, int64_t nnz,
                    hk_graph *G);
 void hk_graph_free(hk_graph *G);

@@ -536,6 +536,9 @@ int hk_cpu_sai_factor(const hk_bmat *Kt, const hk_graph *St, int64_t max_rows, i
 /* Sparse product, prolongator smoothing, dense coarse solve (cpu_sparse.c). */
 int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cpu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
+int hk_cpu_bmat_mirror_lower(hk_bmat *C);
 int hk_cpu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cpu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
@@ -619,6 +622,9 @@ const hk_backend_ops hk_backend_cpu = {
     .sai_factor = hk_cpu_sai_factor,
     .bmat_spgemm = hk_cpu_bmat_spgemm,
     .bmat_spgemm_numeric = hk_cpu_bmat_spgemm_numeric,
+    .bmat_spgemm_pattern = hk_cpu_bmat_spgemm_pattern,
+    .bmat_spgemm_numeric_upper = hk_cpu_bmat_spgemm_numeric_upper,
+    .bmat_mirror_lower = hk_cpu_bmat_mirror_lower,
     .amg_tentative_product = hk_cpu_amg_tentative_product,
     .amg_tentative_product_numeric = hk_cpu_amg_tentative_product_numeric,
     .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,

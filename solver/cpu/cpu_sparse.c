@@ -3,6 +3,9 @@
  *
  *   bmat_spgemm             C = A B, block CSR with rectangular blocks
  *   bmat_spgemm_numeric     the values of C = A B into a pattern made before (re-set-up)
+ *   bmat_spgemm_pattern     bmat_spgemm's pattern alone (values unspecified)
+ *   bmat_spgemm_numeric_upper  the blocks of C = A B on and above the block diagonal
+ *   bmat_mirror_lower       the blocks below the diagonal from their mirrors, transposed
  *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T (_numeric: its values
  *                           into a kept pattern, in place over A T's allowed)
  *   bmat_transpose_numeric  the values of T = A^T into a pattern made before (re-set-up)
@@ -94,7 +97,8 @@ block_mac_amg(const double *a, const double *b, double *c, const int br, const i
         block_mac(a, b, c, br, bk, bc);
 }
 
-int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+/* C = A B; with values 0 the pattern alone (C->val allocated, not written). */
+static int spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, int values)
 {
     int ierr = 0;
     int64_t *count = NULL, *mark_all = NULL;
@@ -154,6 +158,7 @@ int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                 }
             }
             sort_i32(C->colind + c0, c1 - c0);
+            if (!values) continue; /* the marks hold -2-i, distinct from the next row's */
             for (int64_t t = c0; t < c1; t++) mark[C->colind[t]] = t;
             memset(C->val + (size_t)c0 * bb, 0, (size_t)(c1 - c0) * bb * sizeof(double));
             for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
@@ -174,13 +179,26 @@ fail:
     return ierr;
 }
 
+int hk_cpu_bmat_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return spgemm(A, B, C, 1);
+}
+
+int hk_cpu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return spgemm(A, B, C, 0);
+}
+
 /* C = A B into C's given pattern: the numeric pass of bmat_spgemm alone (no symbolic pass, no
- * sort), each entry summed in the same order, so the digits are bmat_spgemm's. */
-int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+ * sort), each entry summed in the same order, so the digits are bmat_spgemm's. upper: only the
+ * blocks with column >= row (from u0, the row's first such block; C's columns are sorted), the
+ * products below the diagonal skipped before their look-up, the other blocks untouched. */
+static int spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, int upper,
+                          const char *who)
 {
     int ierr = 0;
     int64_t *mark_all = NULL;
-    HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_numeric"));
+    HK_CALL(hk_bmat_product_check(A, B, C, who));
     const int br = A->br, bk = A->bc, bc = B->bc;
     const int64_t nbr = A->nbrows, nbc = B->nbcols;
     const int nth = omp_get_max_threads();
@@ -194,7 +212,9 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
             mark[j] = -1;
 #pragma omp for schedule(dynamic, 256)
         for (int64_t i = 0; i < nbr; i++) {
-            const int64_t c0 = C->rowptr[i], c1 = C->rowptr[i + 1];
+            const int64_t c1 = C->rowptr[i + 1];
+            const int64_t c0 =
+                upper ? hk_lower_bound_i32(C->colind, C->rowptr[i], c1, i) : C->rowptr[i];
             for (int64_t t = c0; t < c1; t++)
                 mark[C->colind[t]] = t;
             memset(C->val + (size_t)c0 * bb, 0, (size_t)(c1 - c0) * bb * sizeof(double));
@@ -202,6 +222,7 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
                 const int64_t k = A->colind[p];
                 const double *a = A->val + (size_t)p * br * bk;
                 for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+                    if (upper && B->colind[q] < i) continue;
                     const int64_t pos = mark[B->colind[q]];
                     if (pos < 0) { /* a product block outside C's pattern */
                         if (i < first) first = i;
@@ -216,12 +237,54 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
         }
     }
     HK_TRY_CHECK(first == INT64_MAX, HK_ERR_ARG,
-                 "bmat_spgemm_numeric: block row %lld of A B has a block outside C's pattern; "
-                 "pass the pattern that bmat_spgemm made for these A and B",
-                 (long long)first);
+                 "%s: block row %lld of A B has a block outside C's pattern; pass the pattern "
+                 "that bmat_spgemm made for these A and B",
+                 who, (long long)first);
 fail:
     free(mark_all);
     return ierr;
+}
+
+int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return spgemm_numeric(A, B, C, 0, "bmat_spgemm_numeric");
+}
+
+int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    return spgemm_numeric(A, B, C, 1, "bmat_spgemm_numeric_upper");
+}
+
+/* ---- the blocks below the diagonal from their mirrors ------------------------------------ */
+
+int hk_cpu_bmat_mirror_lower(hk_bmat *C)
+{
+    HK_CALL(hk_bmat_mirror_check(C));
+    const int bs = C->br;
+    const size_t bb = (size_t)bs * bs;
+    int64_t first = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < C->nbrows; i++)
+        for (int64_t q = C->rowptr[i]; q < C->rowptr[i + 1] && C->colind[q] <= i; q++) {
+            if (C->colind[q] == i) { /* the diagonal block: its lower triangle from its upper */
+                double *d = C->val + (size_t)q * bb;
+                for (int r = 1; r < bs; r++)
+                    for (int c = 0; c < r; c++)
+                        d[r * bs + c] = d[c * bs + r];
+                continue;
+            }
+            const int64_t m = hk_find_block(C->rowptr, C->colind, C->colind[q], i);
+            if (m < 0) {
+                if (i < first) first = i;
+                continue;
+            }
+            const double *u = C->val + (size_t)m * bb;
+            double *l = C->val + (size_t)q * bb;
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    l[r * bs + c] = u[c * bs + r];
+        }
+    return hk_bmat_mirror_fault(first == INT64_MAX ? -1 : first);
 }
 
 /* T's first block row with more than one block, or -1. */
