@@ -94,6 +94,7 @@ typedef struct amg_data {
     hk_format fmt; /* pc.amg.format, or the operator's */
     int fmt_given;
     int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
+    int galerkin_full; /* HOOKE_AMG_GALERKIN=full: A_c by the whole product R (A P) */
     /* what was built */
     int nns;
     const char *nns_kind;
@@ -662,6 +663,21 @@ static int read_unfused(int *on)
     return 0;
 }
 
+/* HOOKE_AMG_GALERKIN into *full: full (A_c = R (A P) by the whole product, for comparisons)
+ * is 1; symmetric, unset or empty (the blocks on and above the diagonal, the others their
+ * mirrors) is 0; anything else refused. */
+static int read_galerkin(int *full)
+{
+    const char *v = getenv("HOOKE_AMG_GALERKIN");
+    *full = v && !strcmp(v, "full");
+    HK_CHECK(!v || !*v || !strcmp(v, "symmetric") || *full, HK_ERR_ARG,
+             "HOOKE_AMG_GALERKIN=%s: set it to symmetric (the coarse operator's upper blocks, "
+             "the lower ones their transposes; the default) or full (every block by the "
+             "product), or unset it",
+             v);
+    return 0;
+}
+
 static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_given)
 {
     hk_amg_options op;
@@ -889,15 +905,24 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     D64 = NULL;
     ph->prolongator += now_synced(be) - t0;
 
-    /* R = P^T, A_c = R (A P) */
+    /* R = P^T, A_c = R (A P): A_c is symmetric (A is, R = P^T), so by default only its blocks
+     * on and above the diagonal are summed and the others are their transposes (half the
+     * product's work, and A_c exactly symmetric) */
     t0 = t1 = now_synced(be);
     if (fresh) {
         HK_TRY(be->bmat_transpose(&P, &R));
         ph->transpose += lap(be, &t1);
         HK_TRY(be->bmat_spgemm(Al, &P, &AP));
         ph->ap += lap(be, &t1);
-        HK_TRY(be->bmat_spgemm(&R, &AP, Anext));
+        if (d->galerkin_full) {
+            HK_TRY(be->bmat_spgemm(&R, &AP, Anext));
+        } else {
+            HK_TRY(be->bmat_spgemm_pattern(&R, &AP, Anext));
+            HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
+        }
         ph->rap += lap(be, &t1);
+        if (!d->galerkin_full) HK_TRY(be->bmat_mirror_lower(Anext));
+        ph->mirror += lap(be, &t1);
         C->Apat = *Anext; /* the pattern stays with level l+1; *Anext shares it */
         C->Apat.val = NULL;
         be->dealloc(AP.val);
@@ -916,8 +941,15 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         ph->ap += lap(be, &t1);
         HK_TRY(values_on(be, &C->Apat, Anext));
         ph->values += lap(be, &t1);
-        HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
-        ph->rap += lap(be, &t1);
+        if (d->galerkin_full) {
+            HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
+            ph->rap += lap(be, &t1);
+        } else {
+            HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
+            ph->rap += lap(be, &t1);
+            HK_TRY(be->bmat_mirror_lower(Anext));
+            ph->mirror += lap(be, &t1);
+        }
         drop_values(be, &AP);
         ph->values += lap(be, &t1);
     }
@@ -1025,7 +1057,7 @@ static double process_cpu(void)
 
 /* With HOOKE_AMG_PROFILE set, the phases of a set-up or of a values-only update (what) on
  * stderr, and the sparse products inside P smoothing and Galerkin (docs/parallel.md). */
-static void print_phases(const char *what, const hk_amg_phases *p, double cpu)
+static void print_phases(const char *what, const hk_amg_phases *p, double cpu, const char *galerkin)
 {
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
@@ -1034,13 +1066,13 @@ static void print_phases(const char *what, const hk_amg_phases *p, double cpu)
             "amg %s (one process, seconds): near-null %.3f, strength %.3f, aggregation "
             "%.3f, tentative %.3f, smoother+bound %.3f, P smoothing %.3f, Galerkin %.3f, level "
             "matrices %.3f, coarsest %.3f, total %.3f (CPU %.3f)\n"
-            "amg %s products: A T %.4f, P smoothing %.4f, R = P^T %.4f, A P %.4f, R (A P) %.4f, "
-            "their values' allocations and frees %.4f; near-null: diagonal check %.4f, "
-            "decoupled dofs %.4f, modes %.4f\n",
-            what, p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother,
-            p->prolongator, p->galerkin, p->matrices, p->coarse, p->total, cpu, what, p->at,
-            p->smooth, p->transpose, p->ap, p->rap, p->values, p->diag_check, p->decoupled,
-            p->modes);
+            "amg %s products: A T %.4f, P smoothing %.4f, R = P^T %.4f, A P %.4f, R (A P) %.4f "
+            "(%s), mirror %.4f, their values' allocations and frees %.4f; near-null: diagonal "
+            "check %.4f, decoupled dofs %.4f, modes %.4f\n",
+            what, p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother, p->prolongator,
+            p->galerkin, p->matrices, p->coarse, p->total, cpu, what, p->at, p->smooth,
+            p->transpose, p->ap, p->rap, galerkin, p->mirror, p->values, p->diag_check,
+            p->decoupled, p->modes);
 }
 
 static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
@@ -1120,7 +1152,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     d->st.op_complexity = d->st.nnz[0] ? tot / (double)d->st.nnz[0] : 1;
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
-    print_phases("set-up", ph, process_cpu() - cpu_start);
+    print_phases("set-up", ph, process_cpu() - cpu_start, d->galerkin_full ? "full" : "symmetric");
 fail:
     hk_graph_free(&S);
     drop_values(be, &Acur);
@@ -1178,7 +1210,7 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     }
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
-    print_phases("update", ph, process_cpu() - cpu_start);
+    print_phases("update", ph, process_cpu() - cpu_start, d->galerkin_full ? "full" : "symmetric");
 fail:
     hk_vec_destroy(dec);
     drop_values(be, &Acur);
@@ -1216,6 +1248,10 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     d->fmt = A ? A->asked : HK_FMT_CSR;
     HK_CALL(read_options(d, o, &d->fmt, &d->fmt_given));
     HK_CALL(read_unfused(&d->unfused));
+    HK_CALL(read_galerkin(&d->galerkin_full));
+    /* a backend without the symmetric product's ops forms A_c by the whole product */
+    if (!be->bmat_spgemm_pattern || !be->bmat_spgemm_numeric_upper || !be->bmat_mirror_lower)
+        d->galerkin_full = 1;
     const struct {
         const void *op;
         const char *name;

@@ -192,8 +192,9 @@ typedef struct hk_amg_phases {
     double nearnull, strength, aggregate, tentative, smoother, prolongator, galerkin, matrices,
         coarse, total;
     /* inside prolongator and galerkin (HOOKE_AMG_PROFILE's second line): A T, its smoothing
-     * into P, R = P^T, A P, R (A P), and the allocations and frees of their values */
-    double at, smooth, transpose, ap, rap, values;
+     * into P, R = P^T, A P, R (A P) (the whole product, or its pattern and upper blocks),
+     * the lower blocks' mirroring, and the allocations and frees of their values */
+    double at, smooth, transpose, ap, rap, mirror, values;
     /* inside near-null: the diagonal's check, the decoupled dofs, the modes on the backend */
     double diag_check, decoupled, modes;
 } hk_amg_phases;
