@@ -3,11 +3,13 @@
  * Suite amg_update (CPU): the numeric halves amg_smooth_prolongator_numeric (in place over A T)
  * and bmat_transpose_numeric give the bytes of the whole ops on a real level (elasticity, the
  * set-up's own T), a block outside the kept pattern is named; after an update to S K S every
- * level's operator and transfer operators have the bytes of a fresh set-up of S K S; an update
+ * level's operator and transfer operators have the bytes of a fresh set-up of S K S (the
+ * default symmetric Galerkin product and HOOKE_AMG_GALERKIN=full's whole one); an update
  * whose supports differ (a node decoupled) makes the near-null space and T again, converges,
  * and an update back to K gives the first hierarchy's bytes.
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
- * R (A P) by the output-stationary product, P in place, R); the cuda update's hierarchy equal
+ * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
+ * the cuda update's hierarchy (both Galerkin paths) equal
  * to a fresh cuda set-up's bytes and to the CPU reference's to rounding. */
 #include <math.h>
 #include <stdlib.h>
@@ -186,6 +188,9 @@ static void test_hierarchy(void)
 {
     check_hierarchy("cpu", "");
     check_hierarchy("cpu", "pc.amg.precision=fp64");
+    setenv("HOOKE_AMG_GALERKIN", "full", 1); /* the whole product's path too */
+    check_hierarchy("cpu", "pc.amg.precision=fp64");
+    unsetenv("HOOKE_AMG_GALERKIN");
 }
 
 HK_SUITE(amg_update,
@@ -230,6 +235,17 @@ static void numeric_ops_on_cuda(void)
     CU_ASSERT(same_values(&dAP, &L.AP));
     HK_ASSERT_OK(gpu->bmat_spgemm_numeric(&dR, &dAP, &dAc));
     CU_ASSERT(same_values(&dAc, &L.Ac));
+    /* the symmetric Galerkin product: upper blocks and mirror, the CPU's bytes */
+    hk_bmat S;
+    bmat_copy_to(backend("cpu"), &L.Ac, &S);
+    HK_ASSERT_OK(backend("cpu")->bmat_spgemm_numeric_upper(&L.R, &L.AP, &S));
+    HK_ASSERT_OK(backend("cpu")->bmat_mirror_lower(&S));
+    const int64_t nac = dAc.nnzb * dAc.br * dAc.bc;
+    gpu->vec_set(&(hk_vec){.be = gpu, .n = nac, .prec = HK_FP64, .data = dAc.val}, NAN);
+    HK_ASSERT_OK(gpu->bmat_spgemm_numeric_upper(&dR, &dAP, &dAc));
+    HK_ASSERT_OK(gpu->bmat_mirror_lower(&dAc));
+    CU_ASSERT(same_values(&dAc, &S));
+    hk_bmat_free(&S);
     hk_bmat W = {0};
     HK_ASSERT_OK(gpu->bmat_spgemm(&dR, &dAP, &W));
     CU_ASSERT(same_values(&W, &L.Ac));
@@ -258,6 +274,9 @@ static void test_cuda_numeric_ops(void)
 static void test_cuda_hierarchy(void)
 {
     static const char *const extra[] = {"", "pc.amg.precision=fp64"};
+    setenv("HOOKE_AMG_GALERKIN", "full", 1); /* the whole product's path too */
+    check_hierarchy("cuda", "");
+    unsetenv("HOOKE_AMG_GALERKIN");
     for (int v = 0; v < 2; v++) {
         check_hierarchy("cuda", extra[v]);
         const int m = 12;
@@ -308,7 +327,8 @@ static void test_cuda_repeat(void)
 }
 
 HK_DEVICE_SUITE(cuda_amg_update,
-                {"numeric ops on cuda (A T both ways, P in place, R, A P, R A P): the CPU's bytes",
+                {"numeric ops on cuda (A T both ways, P in place, R, A P, R A P whole and "
+                 "symmetric): the CPU's bytes",
                  test_cuda_numeric_ops},
                 {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
                  test_cuda_repeat},

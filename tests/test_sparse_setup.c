@@ -4,10 +4,14 @@
  * Suite sparse_setup (CPU backend): every op against a dense computation here on small random
  * matrices (rectangular blocks 1x1, 3x3.3x6, 6x3.3x6, empty rows, the symbolic pattern), the
  * same digits for any thread count, the inverse of an SPD matrix with a decoupled dof, the row
- * of the first non-positive pivot, misuse reported.
+ * of the first non-positive pivot, misuse reported; the symmetric Galerkin product's ops
+ * (bmat_spgemm_pattern: bmat_spgemm's pattern; bmat_spgemm_numeric_upper: spgemm's bytes on and
+ * above the block diagonal, the other blocks untouched; bmat_mirror_lower on a hand-made matrix
+ * and its error on an asymmetric pattern).
  * Suite cuda_sparse (device): the CUDA ops on the same inputs equal the CPU ops (identical
- * patterns; spgemm and the prolongator digit for digit, the inverse to rounding), and the time
- * of the CUDA spgemm against cuSPARSE SpGEMM on a generated elasticity matrix. */
+ * patterns; spgemm, the upper product with each kernel (HOOKE_SPGEMM), the mirror and the
+ * prolongator digit for digit, the inverse to rounding), and the time of the CUDA spgemm against
+ * cuSPARSE SpGEMM on a generated elasticity matrix. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,6 +463,277 @@ static void test_dense_gemv(void)
     }
 }
 
+
+/* ---- the symmetric Galerkin product: pattern, upper blocks, mirror ------------------------ */
+
+/* C = A B square in blocks (B has A's block rows as columns), so the diagonal crosses every
+ * row; full: A's middle row holds every column, so C's middle row is longer than the device
+ * kernels' shared memory (their in-place paths). */
+static const struct {
+    int br, bk, bc;
+    int64_t nbr, nbk;
+    int per_a, per_b, empty, full;
+} upper_cases[] = {
+    {3, 3, 6, 200, 150, 6, 3, 0, 0},  /* A P's shape */
+    {6, 3, 6, 120, 300, 10, 4, 0, 0}, /* R (A P) */
+    {6, 6, 6, 150, 150, 8, 5, 0, 0},  /* coarse levels */
+    {3, 2, 3, 150, 300, 10, 4, 0, 0}, /* 2D R (A P) */
+    {2, 2, 3, 200, 200, 6, 3, 0, 0},  /* 2D A P */
+    {3, 3, 3, 100, 100, 6, 4, 7, 0},  /* 2D coarse levels, empty rows */
+    {1, 1, 1, 300, 300, 6, 4, 5, 0},  /* scalar */
+    {2, 3, 2, 100, 120, 6, 4, 0, 0},  /* no AMG shape: the generic kernel */
+    {6, 3, 6, 120, 300, 10, 4, 0, 1}, /* R (A P), a row longer than shared memory */
+    {3, 2, 3, 150, 300, 10, 4, 0, 1}, /* 2D R (A P), the same */
+    {4, 4, 4, 200, 200, 3, 3, 0, 1},  /* generic, the same */
+};
+#define UPPER_CASES ((size_t)(sizeof upper_cases / sizeof upper_cases[0]))
+
+/* A with block row `row` replaced by one holding every block column (random values). */
+static void fill_row(hk_bmat *A, int64_t row, unsigned seed)
+{
+    uint32_t s = seed * 2654435761u + 11u;
+    hk_bmat W;
+    const int64_t bb = A->br * A->bc, r0 = A->rowptr[row], r1 = A->rowptr[row + 1];
+    const int64_t nnzb = A->nnzb - (r1 - r0) + A->nbcols;
+    CU_ASSERT_EQUAL_FATAL(
+        hk_bmat_alloc(cpu_be(), A->br, A->bc, A->nbrows, A->nbcols, nnzb, &W), 0);
+    for (int64_t i = 0; i <= A->nbrows; i++)
+        W.rowptr[i] = A->rowptr[i] + (i > row ? A->nbcols - (r1 - r0) : 0);
+    memcpy(W.colind, A->colind, (size_t)r0 * sizeof *W.colind);
+    memcpy(W.val, A->val, (size_t)(r0 * bb) * sizeof *W.val);
+    for (int64_t j = 0; j < A->nbcols; j++) W.colind[r0 + j] = (int32_t)j;
+    for (int64_t k = 0; k < A->nbcols * bb; k++) W.val[r0 * bb + k] = urand(&s);
+    memcpy(W.colind + r0 + A->nbcols, A->colind + r1, (size_t)(A->nnzb - r1) * sizeof *W.colind);
+    memcpy(W.val + (r0 + A->nbcols) * bb, A->val + r1 * bb,
+           (size_t)((A->nnzb - r1) * bb) * sizeof *W.val);
+    hk_bmat_free(A);
+    *A = W;
+}
+
+/* Case t's A and B on the cpu backend and C = A B by bmat_spgemm. */
+static void upper_pair(size_t t, hk_bmat *A, hk_bmat *B, hk_bmat *C)
+{
+    rand_bmat(upper_cases[t].nbr, upper_cases[t].nbk, upper_cases[t].br, upper_cases[t].bk,
+              upper_cases[t].per_a, upper_cases[t].empty, (unsigned)(200 + t), A);
+    if (upper_cases[t].full) fill_row(A, upper_cases[t].nbr / 2, (unsigned)(300 + t));
+    rand_bmat(upper_cases[t].nbk, upper_cases[t].nbr, upper_cases[t].bk, upper_cases[t].bc,
+              upper_cases[t].per_b, upper_cases[t].empty, (unsigned)(400 + t), B);
+    HK_ASSERT_OK(cpu_be()->bmat_spgemm(A, B, C));
+}
+
+/* Values that no product gives (distinct per entry): what a block left untouched keeps. */
+static void poison(double *v, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) v[k] = -1e300 + 1e284 * (double)k;
+}
+
+/* The values the upper product must leave in a poisoned copy of C's pattern: C's on and above
+ * the block diagonal, the poison below it. */
+static double *upper_expected(const hk_bmat *C)
+{
+    const int64_t bb = C->br * C->bc;
+    double *want = malloc((size_t)(C->nnzb * bb + 1) * sizeof *want);
+    poison(want, C->nnzb * bb);
+    for (int64_t i = 0; i < C->nbrows; i++)
+        for (int64_t q = C->rowptr[i]; q < C->rowptr[i + 1]; q++)
+            if (C->colind[q] >= i)
+                memcpy(want + q * bb, C->val + q * bb, (size_t)bb * sizeof *want);
+    return want;
+}
+
+/* A block row of C with a block above the diagonal after another block (its last block, whose
+ * column becomes the one before it to break the pattern), or -1. */
+static int64_t upper_victim(const hk_bmat *C)
+{
+    for (int64_t i = 0; i < C->nbrows; i++) {
+        const int64_t q = C->rowptr[i + 1] - 1;
+        if (q > C->rowptr[i] && C->colind[q] > i) return i;
+    }
+    return -1;
+}
+
+/* A block row of C whose second block is below the diagonal, or -1. */
+static int64_t lower_victim(const hk_bmat *C)
+{
+    for (int64_t i = 0; i < C->nbrows; i++)
+        if (C->rowptr[i + 1] - C->rowptr[i] >= 2 && C->colind[C->rowptr[i] + 1] < i) return i;
+    return -1;
+}
+
+/* An error naming block row `row` was recorded (and is cleared). */
+static int names_row(int64_t row)
+{
+    char want[64];
+    snprintf(want, sizeof want, "block row %lld ", (long long)row);
+    const int ok = strstr(hk_error_message(), want) != NULL;
+    if (!ok) fprintf(stderr, "\n  '%s' lacks '%s'\n", hk_error_message(), want);
+    hk_error_clear();
+    return ok;
+}
+
+static void test_spgemm_upper(void)
+{
+    const hk_backend *be = cpu_be();
+    for (size_t t = 0; t < UPPER_CASES; t++) {
+        hk_bmat A, B, C, N;
+        upper_pair(t, &A, &B, &C);
+        /* the pattern alone: bmat_spgemm's */
+        HK_ASSERT_OK(be->bmat_spgemm_pattern(&A, &B, &N));
+        CU_ASSERT(N.nnzb == C.nnzb && N.br == C.br && N.bc == C.bc && N.nbcols == C.nbcols);
+        CU_ASSERT(!memcmp(N.rowptr, C.rowptr, (size_t)(C.nbrows + 1) * sizeof *C.rowptr));
+        CU_ASSERT(!memcmp(N.colind, C.colind, (size_t)C.nnzb * sizeof *C.colind));
+        const int64_t nv = C.nnzb * C.br * C.bc;
+        /* the upper blocks: spgemm's bytes; the lower ones untouched */
+        double *want = upper_expected(&C);
+        poison(N.val, nv);
+        HK_ASSERT_OK(be->bmat_spgemm_numeric_upper(&A, &B, &N));
+        CU_ASSERT(!memcmp(N.val, want, (size_t)nv * sizeof *want));
+        /* a block above the diagonal missing from the pattern: named by its row */
+        const int64_t row = upper_victim(&C);
+        CU_ASSERT_FATAL(row >= 0);
+        const int64_t q = N.rowptr[row + 1] - 1;
+        N.colind[q] = N.colind[q - 1];
+        CU_ASSERT_EQUAL(be->bmat_spgemm_numeric_upper(&A, &B, &N), HK_ERR_ARG);
+        CU_ASSERT(names_row(row));
+        N.colind[q] = C.colind[q];
+        /* one below it: not looked at, the upper blocks the same */
+        const int64_t low = lower_victim(&C);
+        if (low >= 0) {
+            const int64_t p = N.rowptr[low] + 1;
+            N.colind[p] = N.colind[p - 1];
+            poison(N.val, nv);
+            HK_ASSERT_OK(be->bmat_spgemm_numeric_upper(&A, &B, &N));
+            CU_ASSERT(!memcmp(N.val, want, (size_t)nv * sizeof *want));
+            N.colind[p] = C.colind[p];
+        }
+        /* shapes that do not fit */
+        hk_bmat wrong = N;
+        wrong.bc += 1;
+        CU_ASSERT_EQUAL(be->bmat_spgemm_numeric_upper(&A, &B, &wrong), HK_ERR_ARG);
+        hk_error_clear();
+        free(want);
+        hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
+    }
+}
+
+/* The hand-made matrix of the mirror tests: 4 x 4 blocks of 2 x 2, rows {0 1 3} {0 1 2} {1 2}
+ * {0 3} (symmetric) or, asymmetric, row 0 without its block 3; the blocks on and above the
+ * diagonal hold upper_value, the ones below -7. */
+static double upper_value(int64_t I, int64_t J, int r, int c)
+{
+    return 1000.0 * (double)I + 100.0 * (double)J + 10.0 * r + c + 1;
+}
+
+static void mirror_matrix(int asymmetric, hk_bmat *M)
+{
+    static const int32_t cols[] = {0, 1, 3, 0, 1, 2, 1, 2, 0, 3};
+    static const int64_t rp[] = {0, 3, 6, 8, 10};
+    const int drop = asymmetric ? 1 : 0; /* row 0's block 3 */
+    CU_ASSERT_EQUAL_FATAL(hk_bmat_alloc(cpu_be(), 2, 2, 4, 4, 10 - drop, M), 0);
+    for (int64_t i = 0, q = 0; i < 4; i++) {
+        M->rowptr[i] = q;
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++) {
+            if (drop && i == 0 && cols[p] == 3) continue;
+            M->colind[q] = cols[p];
+            for (int r = 0; r < 2; r++)
+                for (int c = 0; c < 2; c++)
+                    M->val[q * 4 + r * 2 + c] = cols[p] >= i ? upper_value(i, cols[p], r, c) : -7;
+            q++;
+        }
+        M->rowptr[i + 1] = q;
+    }
+}
+
+/* Every block of M: (I, J) above the diagonal as made, below it (J, I)'s transpose; the
+ * diagonal blocks' upper triangles as made, their lower ones the transposes. */
+static int mirrored(const hk_bmat *M)
+{
+    int ok = 1;
+    for (int64_t i = 0; i < 4; i++)
+        for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++)
+            for (int r = 0; r < 2; r++)
+                for (int c = 0; c < 2; c++) {
+                    const int64_t j = M->colind[q];
+                    const double want = j < i || (j == i && r > c) ? upper_value(j, i, c, r)
+                                                                   : upper_value(i, j, r, c);
+                    ok &= M->val[q * 4 + r * 2 + c] == want;
+                }
+    return ok;
+}
+
+static void test_mirror(void)
+{
+    const hk_backend *be = cpu_be();
+    hk_bmat M;
+    mirror_matrix(0, &M);
+    HK_ASSERT_OK(be->bmat_mirror_lower(&M));
+    CU_ASSERT(mirrored(&M));
+    hk_bmat_free(&M);
+    /* row 3's block 0 has no mirror: named */
+    mirror_matrix(1, &M);
+    CU_ASSERT_EQUAL(be->bmat_mirror_lower(&M), HK_ERR_ARG);
+    CU_ASSERT(names_row(3));
+    /* blocks that are not square */
+    hk_bmat wrong = M;
+    wrong.bc = 1;
+    CU_ASSERT_EQUAL(be->bmat_mirror_lower(&wrong), HK_ERR_ARG);
+    CU_ASSERT(strstr(hk_error_message(), "square") != NULL);
+    hk_error_clear();
+    hk_bmat_free(&M);
+}
+
+/* The symmetric Galerkin product of a random 6x3 R and its transpose around an SPD A (a level's
+ * R A R^T): pattern, upper blocks and mirror give a matrix whose entries above the scalar
+ * diagonal are bmat_spgemm's bytes and whose others are their mirrors byte for byte. */
+static void galerkin_symmetric(const hk_backend *be, const hk_bmat *R, const hk_bmat *AP,
+                               hk_bmat *S)
+{
+    HK_ASSERT_OK(be->bmat_spgemm_pattern(R, AP, S));
+    HK_ASSERT_OK(be->bmat_spgemm_numeric_upper(R, AP, S));
+    HK_ASSERT_OK(be->bmat_mirror_lower(S));
+}
+
+/* R (6x3 blocks, nc x nf), A (3x3, nf x nf, SPD) and A P with P = R^T, on the cpu backend. */
+static void galerkin_inputs(int64_t nf, int64_t nc, unsigned seed, hk_bmat *R, hk_bmat *A,
+                            hk_bmat *AP)
+{
+    hk_bmat P;
+    rand_bmat(nc, nf, 6, 3, 12, 0, seed, R);
+    rand_spd(nf, 3, seed + 1, A);
+    HK_ASSERT_OK(cpu_be()->bmat_transpose(R, &P));
+    HK_ASSERT_OK(cpu_be()->bmat_spgemm(A, &P, AP));
+    hk_bmat_free(&P);
+}
+
+static void test_galerkin_symmetric(void)
+{
+    hk_bmat R, A, AP, C, S;
+    galerkin_inputs(300, 60, 5, &R, &A, &AP);
+    HK_ASSERT_OK(cpu_be()->bmat_spgemm(&R, &AP, &C));
+    galerkin_symmetric(cpu_be(), &R, &AP, &S);
+    CU_ASSERT_FATAL(S.nnzb == C.nnzb);
+    int upper_same = 1, symmetric = 1, whole_symmetric = 1;
+    for (int64_t i = 0; i < S.nbrows; i++)
+        for (int64_t q = S.rowptr[i]; q < S.rowptr[i + 1]; q++) {
+            const int64_t j = S.colind[q], m = hk_find_block(S.rowptr, S.colind, j, i);
+            CU_ASSERT_FATAL(m >= 0);
+            for (int r = 0; r < 6; r++)
+                for (int c = 0; c < 6; c++) {
+                    symmetric &= S.val[q * 36 + r * 6 + c] == S.val[m * 36 + c * 6 + r];
+                    whole_symmetric &= C.val[q * 36 + r * 6 + c] == C.val[m * 36 + c * 6 + r];
+                }
+            for (int e = 0; e < 36; e++) /* above the scalar diagonal */
+                if (j > i || (j == i && e / 6 <= e % 6))
+                    upper_same &= !memcmp(S.val + q * 36 + e, C.val + q * 36 + e, sizeof(double));
+        }
+    CU_ASSERT(upper_same);
+    CU_ASSERT(symmetric);
+    /* the whole product is symmetric only to rounding (else this test shows nothing) */
+    CU_ASSERT(!whole_symmetric);
+    CU_ASSERT(hk_test_reldiff(S.val, C.val, (long)(C.nnzb * 36)) < 1e-14);
+    hk_bmat_free(&R), hk_bmat_free(&A), hk_bmat_free(&AP), hk_bmat_free(&C), hk_bmat_free(&S);
+}
+
 HK_SUITE(sparse_setup,
          {"spgemm equals the dense product, symbolic pattern (1x1, 3x3.3x6, 6x3.3x6, empty rows)",
           test_spgemm_dense},
@@ -472,7 +747,14 @@ HK_SUITE(sparse_setup,
          {"dense inverse of SPD matrices (decoupled dof: identity), fp64 and fp32",
           test_dense_inverse},
          {"dense inverse names the first non-positive pivot", test_dense_inverse_not_spd},
-         {"dense gemv equals the dense sum, fp64 and fp32", test_dense_gemv})
+         {"dense gemv equals the dense sum, fp64 and fp32", test_dense_gemv},
+         {"spgemm pattern alone: spgemm's; upper numeric: spgemm's bytes on and above the "
+          "diagonal, the rest untouched (AMG and generic shapes, long rows); errors named",
+          test_spgemm_upper},
+         {"mirror of the lower blocks on a hand-made matrix; an asymmetric pattern named",
+          test_mirror},
+         {"R A R^T by pattern, upper blocks and mirror: exactly symmetric, spgemm's upper bytes",
+          test_galerkin_symmetric})
 
 /* ---- device: CUDA equals CPU --------------------------------------------------------------- */
 
@@ -629,6 +911,108 @@ static void test_cuda_dense(void)
         }
 }
 
+
+/* A copy of C's pattern (values poisoned) on the cpu backend. */
+static void pattern_copy(const hk_bmat *C, hk_bmat *N)
+{
+    HK_ASSERT_OK(hk_bmat_alloc(cpu_be(), C->br, C->bc, C->nbrows, C->nbcols, C->nnzb, N));
+    memcpy(N->rowptr, C->rowptr, (size_t)(C->nbrows + 1) * sizeof *N->rowptr);
+    memcpy(N->colind, C->colind, (size_t)C->nnzb * sizeof *N->colind);
+    poison(N->val, C->nnzb * C->br * C->bc);
+}
+
+/* HOOKE_SPGEMM for the device's numeric kernels: each product's own choice, row, stationary. */
+static const char *const upper_kernels[] = {"", "row", "stationary"};
+
+/* The device's pattern alone and upper product equal the CPU's byte for byte with each numeric
+ * kernel, including the in-place paths of rows too long for shared memory; a missing upper
+ * block named by its row, a missing lower one not looked at. */
+static void test_cuda_spgemm_upper(void)
+{
+    const hk_backend *cpu = cpu_be(), *gpu = cuda_be();
+    for (size_t t = 0; t < UPPER_CASES; t++) {
+        hk_bmat A, B, C, N, dA, dB, dP, dN, X;
+        upper_pair(t, &A, &B, &C);
+        const int64_t nv = C.nnzb * C.br * C.bc;
+        hk_test_bmat_to(gpu, &A, &dA);
+        hk_test_bmat_to(gpu, &B, &dB);
+        HK_ASSERT_OK(gpu->bmat_spgemm_pattern(&dA, &dB, &dP));
+        HK_ASSERT_OK(hk_bmat_to_host(&dP, &X));
+        CU_ASSERT(X.nnzb == C.nnzb && X.br == C.br && X.bc == C.bc);
+        CU_ASSERT(!memcmp(X.rowptr, C.rowptr, (size_t)(C.nbrows + 1) * sizeof *C.rowptr));
+        CU_ASSERT(!memcmp(X.colind, C.colind, (size_t)C.nnzb * sizeof *C.colind));
+        hk_bmat_free(&X), hk_bmat_free(&dP);
+        pattern_copy(&C, &N);
+        HK_ASSERT_OK(cpu->bmat_spgemm_numeric_upper(&A, &B, &N)); /* the reference */
+        const int64_t row = upper_victim(&C), low = lower_victim(&C);
+        for (size_t v = 0; v < sizeof upper_kernels / sizeof upper_kernels[0]; v++) {
+            setenv("HOOKE_SPGEMM", upper_kernels[v], 1);
+            hk_bmat P;
+            pattern_copy(&C, &P); /* poisoned, as N was */
+            hk_test_bmat_to(gpu, &P, &dN);
+            HK_ASSERT_OK(gpu->bmat_spgemm_numeric_upper(&dA, &dB, &dN));
+            HK_ASSERT_OK(hk_bmat_to_host(&dN, &X));
+            const int same = !memcmp(X.val, N.val, (size_t)nv * sizeof *N.val);
+            CU_ASSERT(same);
+            if (!same)
+                fprintf(stderr, "\n  case %zu, HOOKE_SPGEMM='%s': values differ\n", t,
+                        upper_kernels[v]);
+            hk_bmat_free(&X), hk_bmat_free(&dN);
+            /* an upper block missing: named; a lower one: no error, the same values */
+            const int64_t q = P.rowptr[row + 1] - 1;
+            P.colind[q] = P.colind[q - 1];
+            hk_test_bmat_to(gpu, &P, &dN);
+            CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_upper(&dA, &dB, &dN), HK_ERR_ARG);
+            CU_ASSERT(names_row(row));
+            hk_bmat_free(&dN);
+            P.colind[q] = C.colind[q];
+            if (low >= 0) {
+                const int64_t p = P.rowptr[low] + 1;
+                P.colind[p] = P.colind[p - 1];
+                hk_test_bmat_to(gpu, &P, &dN);
+                HK_ASSERT_OK(gpu->bmat_spgemm_numeric_upper(&dA, &dB, &dN));
+                HK_ASSERT_OK(hk_bmat_to_host(&dN, &X));
+                CU_ASSERT(!memcmp(X.val, N.val, (size_t)nv * sizeof *N.val));
+                hk_bmat_free(&X), hk_bmat_free(&dN);
+            }
+            hk_bmat_free(&P);
+        }
+        unsetenv("HOOKE_SPGEMM");
+        hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C), hk_bmat_free(&N);
+        hk_bmat_free(&dA), hk_bmat_free(&dB);
+    }
+}
+
+/* The device's mirror equals the CPU's: the hand-made matrix, its asymmetric twin named, and a
+ * whole symmetric Galerkin product R A R^T byte for byte. */
+static void test_cuda_mirror(void)
+{
+    const hk_backend *gpu = cuda_be();
+    hk_bmat M, dM, X;
+    mirror_matrix(0, &M);
+    hk_test_bmat_to(gpu, &M, &dM);
+    HK_ASSERT_OK(gpu->bmat_mirror_lower(&dM));
+    HK_ASSERT_OK(hk_bmat_to_host(&dM, &X));
+    CU_ASSERT(mirrored(&X));
+    hk_bmat_free(&M), hk_bmat_free(&dM), hk_bmat_free(&X);
+    mirror_matrix(1, &M);
+    hk_test_bmat_to(gpu, &M, &dM);
+    CU_ASSERT_EQUAL(gpu->bmat_mirror_lower(&dM), HK_ERR_ARG);
+    CU_ASSERT(names_row(3));
+    hk_bmat_free(&M), hk_bmat_free(&dM);
+    hk_bmat R, A, AP, S, dR, dAP, dS;
+    galerkin_inputs(3000, 500, 9, &R, &A, &AP);
+    galerkin_symmetric(cpu_be(), &R, &AP, &S);
+    hk_test_bmat_to(gpu, &R, &dR);
+    hk_test_bmat_to(gpu, &AP, &dAP);
+    galerkin_symmetric(gpu, &dR, &dAP, &dS);
+    HK_ASSERT_OK(hk_bmat_to_host(&dS, &X));
+    CU_ASSERT(same_bmat(&X, &S));
+    hk_bmat_free(&X);
+    hk_bmat_free(&R), hk_bmat_free(&A), hk_bmat_free(&AP), hk_bmat_free(&S);
+    hk_bmat_free(&dR), hk_bmat_free(&dAP), hk_bmat_free(&dS);
+}
+
 static void test_cuda_spgemm_timing(void)
 {
     hk_bcsr K;
@@ -650,5 +1034,10 @@ HK_DEVICE_SUITE(cuda_sparse,
                  test_cuda_smooth_prolongator},
                 {"dense inverse (own kernels, 1200 rows) and gemv on the device equal the CPU's",
                  test_cuda_dense},
+                {"spgemm pattern alone and upper numeric product on the device equal the CPU's "
+                 "(each kernel, AMG and generic shapes, in-place rows); errors named",
+                 test_cuda_spgemm_upper},
+                {"mirror of the lower blocks on the device equals the CPU's; asymmetry named",
+                 test_cuda_mirror},
                 {"spgemm time against cuSPARSE SpGEMM", test_cuda_spgemm_timing})
 #endif
