@@ -403,6 +403,9 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_compress = NULL;
     o.bmat_spgemm = NULL;
     o.bmat_spgemm_numeric = NULL;
+    o.bmat_spgemm_pattern = NULL;
+    o.bmat_spgemm_numeric_upper = NULL;
+    o.bmat_mirror_lower = NULL;
     o.amg_tentative_product = NULL;
     o.amg_tentative_product_numeric = NULL;
     o.amg_start_vector = NULL;
