@@ -543,6 +543,27 @@ static int64_t coarse_asymmetry(hk_solver *s)
     return differ;
 }
 
+/* Z = K (scalar) with explicit zeros at (k, l) for k = n/2 and l = n/4 + t (t = 0..4), far
+ * from row k, and none at (l, k). */
+static void asymmetric_zero(const hk_bcsr *K, hk_bcsr *Z)
+{
+    const int64_t n = K->nbrows, nnz = K->rowptr[n], k = n / 2, extra = 5;
+    *Z = (hk_bcsr){.bs = 1, .nbrows = n, .nbcols = n};
+    Z->rowptr = malloc((size_t)(n + 1) * sizeof *Z->rowptr);
+    Z->colind = malloc((size_t)(nnz + extra) * sizeof *Z->colind);
+    Z->val = malloc((size_t)(nnz + extra) * sizeof *Z->val);
+    int64_t q = 0;
+    Z->rowptr[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = 0; /* row k: the extra columns (all below its own) first, then K's */
+        for (; i == k && t < extra; t++, q++)
+            Z->colind[q] = (int32_t)(n / 4 + t), Z->val[q] = 0;
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++, q++)
+            Z->colind[q] = K->colind[p], Z->val[q] = K->val[p];
+        Z->rowptr[i + 1] = q;
+    }
+}
+
 /* Set up pc=amg with HOOKE_AMG_GALERKIN=galerkin (NULL: unset, the default), count the coarse
  * operators' asymmetric entries, solve K x = K u; *its and x (n entries) out. */
 static int64_t galerkin_solve(const hk_bcsr *K, const hk_nearnull *nn, const char *opts,
@@ -611,6 +632,16 @@ static void galerkin_paths(const char *be)
     snprintf(opts, sizeof opts, "backend=%s pc=amg", be);
     expect_error(&K[2], NULL, opts, "HOOKE_AMG_GALERKIN=half");
     unsetenv("HOOKE_AMG_GALERKIN");
+    /* a K whose pattern is not symmetric (explicit zeros in a row far from their columns, not
+     * mirrored): the coarse pattern is not either; refused naming the way out, which converges */
+    hk_bcsr Z = {0};
+    asymmetric_zero(&K[2], &Z);
+    expect_error(&Z, NULL, opts, "HOOKE_AMG_GALERKIN=full");
+    setenv("HOOKE_AMG_GALERKIN", "full", 1);
+    solve_out r;
+    solve_ok(&Z, NULL, opts, &r);
+    unsetenv("HOOKE_AMG_GALERKIN");
+    hk_bcsr_free(&Z);
     for (int k = 0; k < 3; k++)
         hk_bcsr_free(&K[k]);
     free(xyz), free(xy);

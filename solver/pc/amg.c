@@ -839,6 +839,23 @@ static int refill_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
     return install_values(pc, &L->Rb, &L->Rv, &R->val);
 }
 
+/* The blocks of A_{l+1} below the diagonal from those above it; a pattern without a block's
+ * mirror (K's pattern is not symmetric) is refused with the way out. */
+static int mirror_coarse(const hk_backend_ops *be, int l, hk_bmat *Anext)
+{
+    const int ierr = be->bmat_mirror_lower(Anext);
+    if (ierr != HK_ERR_ARG) return ierr;
+    char why[512];
+    snprintf(why, sizeof why, "%s", hk_error_message());
+    hk_error_clear();
+    HK_CHECK(0, HK_ERR_ARG,
+             "pc=amg: level %d's operator has no symmetric pattern (%s); store K with a "
+             "symmetric pattern (both (i, j) and (j, i), zeros allowed), or set "
+             "HOOKE_AMG_GALERKIN=full",
+             l + 1, why);
+    return 0;
+}
+
 /* Level l's smoother data and transfer operators, and the next level's operator: *Anext gets
  * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with drop_values), *Bc the
  * coarse near-null space (NULL when B is: the re-set-up with the kept T).
@@ -921,7 +938,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
             HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
         }
         ph->rap += lap(be, &t1);
-        if (!d->galerkin_full) HK_TRY(be->bmat_mirror_lower(Anext));
+        if (!d->galerkin_full) HK_TRY(mirror_coarse(be, l, Anext));
         ph->mirror += lap(be, &t1);
         C->Apat = *Anext; /* the pattern stays with level l+1; *Anext shares it */
         C->Apat.val = NULL;
@@ -947,7 +964,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         } else {
             HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
             ph->rap += lap(be, &t1);
-            HK_TRY(be->bmat_mirror_lower(Anext));
+            HK_TRY(mirror_coarse(be, l, Anext));
             ph->mirror += lap(be, &t1);
         }
         drop_values(be, &AP);
