@@ -35,16 +35,17 @@ static int tmp_pools_init(void)
 }
 
 /* The first stream-ordered allocation of a process creates the pool (about 9 ms on an H200,
- * against 0.05 ms for the next): hk_cu_init pays it with the device's start instead of the
- * first set-up that allocates a temporary. */
-int hk_cu_pool_start(void)
+ * against 0.05 ms for the next): hk_cu_init pays it with the device's start (hk_cu_preloads)
+ * instead of the first set-up that allocates a temporary. A failure here is left to the first
+ * real allocation to report. */
+void hk_cu_pool_start(void)
 {
-    HK_CALL(tmp_pools_init());
-    if (!tmp_pools) return 0;
     void *p = NULL;
-    HK_CU(cudaMallocAsync(&p, 256, hk_cu.stream));
-    HK_CU(cudaFreeAsync(p, hk_cu.stream));
-    return 0;
+    if (tmp_pools_init() || !tmp_pools) return;
+    if (cudaMallocAsync(&p, 256, hk_cu.stream) == cudaSuccess)
+        cudaFreeAsync(p, hk_cu.stream);
+    else
+        cudaGetLastError();
 }
 
 int hk_cu_tmp_alloc(void **p, size_t bytes)

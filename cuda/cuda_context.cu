@@ -30,7 +30,13 @@ int hk_cu_fail_blas(cublasStatus_t s, const char *what, const char *file, int li
 
 void hk_cu_preload(const void *const *kernels, int n)
 {
-    for (int i = 0; i < n; i++) { /* referencing a kernel loads it (and its file's module) */
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("HOOKE_CUDA_PRELOAD");
+        off = e && !strcmp(e, "0");
+    }
+    for (int i = 0; i < n && !off;
+         i++) { /* referencing a kernel loads it (and its file's module) */
         cudaFuncAttributes a;
         if (cudaFuncGetAttributes(&a, kernels[i]) != cudaSuccess) cudaGetLastError();
     }
@@ -64,12 +70,10 @@ int hk_cu_init(void)
     HK_CU(cudaMallocHost(&hk_cu.hres, sizeof(double) * HK_CU_MAXK));
     for (int i = 0; hk_cu_grid_inits[i]; i++)
         hk_cu_grid_inits[i]();
-    const char *pre = getenv("HOOKE_CUDA_PRELOAD");
-    if (!pre || strcmp(pre, "0"))
-        for (int i = 0; hk_cu_preloads[i]; i++)
-            hk_cu_preloads[i]();
+    for (int i = 0; hk_cu_preloads[i]; i++)
+        hk_cu_preloads[i]();
     hk_cu.ready = 1;
-    return hk_cu_pool_start();
+    return 0;
 }
 
 int hk_cu_out_of_memory(size_t bytes, cudaError_t e)

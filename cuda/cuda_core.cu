@@ -187,10 +187,9 @@ static void cuda_graph_free(void *graph)
 /* Run by hk_cu_init, in this order. */
 void (*const hk_cu_grid_inits[])(void) = {hk_cu_vec_init_grids, hk_cu_fused_init_grids,
                                           hk_cu_spmv_init_grids, NULL};
-void (*const hk_cu_preloads[])(void) = {hk_cu_sparse_preload, hk_cu_aggregate_preload,
-                                        hk_cu_build_preload,  hk_cu_amg_ops_preload,
-                                        hk_cu_diag_preload,   hk_cu_spmv_preload,
-                                        NULL};
+void (*const hk_cu_preloads[])(void) = {
+    hk_cu_pool_start,      hk_cu_sparse_preload, hk_cu_aggregate_preload, hk_cu_build_preload,
+    hk_cu_amg_ops_preload, hk_cu_diag_preload,   hk_cu_spmv_preload,      NULL};
 
 static hk_backend_ops cuda_make_ops(void)
 {

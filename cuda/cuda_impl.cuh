@@ -61,8 +61,8 @@ int hk_cu_first_row_read(const unsigned long long *d, int64_t *row);
  * HK_CU_NO_ROW on the stream (read it with hk_cu_first_row_read; never freed). */
 #define HK_CU_TMP_KEEP ((size_t)1 << 29)
 int hk_cu_tmp_alloc(void **p, size_t bytes);
-/* The pool created and its threshold set (once, by hk_cu_init). */
-int hk_cu_pool_start(void);
+/* The pool created and its threshold set (once, at the device's start: hk_cu_preloads). */
+void hk_cu_pool_start(void);
 void hk_cu_tmp_free(void *p);
 int hk_cu_setup_flag(unsigned long long **d);
 
@@ -132,8 +132,9 @@ extern void (*const hk_cu_grid_inits[])(void);
  * (the default since CUDA 12.2) a file's module is loaded at the first launch of any of its
  * kernels and each kernel at its own: in the first AMG set-up of a process that took about
  * 10 ms at 2.1M DOFs (H200), inside the set-up's time. hk_cu_init runs the files' lists
- * (hk_cu_preloads, NULL-terminated, in cuda_core.cu): the solve's and the AMG set-up's kernels
- * for 2D and 3D elasticity; HOOKE_CUDA_PRELOAD=0 leaves them to lazy loading. */
+ * (hk_cu_preloads, NULL-terminated, in cuda_core.cu, after the memory pool's start): the solve's
+ * and the AMG set-up's kernels for 2D and 3D elasticity; HOOKE_CUDA_PRELOAD=0 leaves them to
+ * lazy loading. */
 void hk_cu_preload(const void *const *kernels, int n);
 void hk_cu_sparse_preload(void);
 void hk_cu_aggregate_preload(void);
