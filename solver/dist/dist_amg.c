@@ -198,20 +198,43 @@ static int local_copy(const hk_dist *d, const hk_bmat *M, hk_bmat *D)
     return ierr;
 }
 
-static int host_copy(const hk_dist *d, const hk_bmat *D, hk_bmat *H)
-{
-    if (d->host_memory) {
-        *H = *D;
-        return 0;
-    }
-    return hk_bmat_to_host(D, H);
-}
-
-/* Frees a local_copy or host_copy (nothing where it is a view). */
+/* Frees a local_copy or pattern_to_host (nothing where it is a view). */
 static void free_copy(const hk_dist *d, hk_bmat *M)
 {
     if (!d->host_memory) hk_bmat_free(M);
     memset(M, 0, sizeof *M);
+}
+
+/* dst[k] = block idx[k] of src (k < n; blocks of bb doubles, nsrc of them), both on the
+ * process's backend; idx on the host (uploaded on a device). */
+static int gather_blocks(const hk_dist *d, double *dst, const double *src, int64_t nsrc, int64_t bb,
+                         const int32_t *idx, int64_t n)
+{
+    const hk_backend_ops *L = d->local;
+    int32_t *idx_dev = NULL;
+    if (!n) return 0;
+    int ierr = d->host_memory ? 0 : upload(L, idx, (size_t)n * sizeof *idx, (void **)&idx_dev);
+    const hk_vec from = {.be = L, .n = nsrc * bb, .prec = HK_FP64, .data = (void *)src};
+    hk_vec to = {.be = L, .n = n * bb, .prec = HK_FP64, .data = dst};
+    if (!ierr) ierr = L->vec_gather(&to, &from, d->host_memory ? idx : idx_dev, n, (int)bb);
+    if (idx_dev) L->dealloc(idx_dev);
+    return ierr;
+}
+
+/* The same into host memory (out: n bb doubles): gathered on the backend, then downloaded (on
+ * the cpu straight into out). */
+static int blocks_to_host(const hk_dist *d, const double *src, int64_t nsrc, int64_t bb,
+                          const int32_t *idx, int64_t n, double *out)
+{
+    const hk_backend_ops *L = d->local;
+    if (!n) return 0;
+    if (d->host_memory) return gather_blocks(d, out, src, nsrc, bb, idx, n);
+    double *buf = NULL;
+    int ierr = L->alloc((void **)&buf, (size_t)(n * bb) * sizeof *buf);
+    if (!ierr) ierr = gather_blocks(d, buf, src, nsrc, bb, idx, n);
+    if (!ierr) ierr = L->copy_from(out, buf, (size_t)(n * bb) * sizeof *out);
+    if (buf) L->dealloc(buf);
+    return ierr;
 }
 
 /* n doubles of host memory h on the process's backend (a fresh array either way). */
@@ -233,6 +256,23 @@ static int pattern_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbrow
     A->nnzb = nnzb;
     const int ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
     if (ierr) hk_bmat_free(A);
+    return ierr;
+}
+
+/* A matrix on the process's backend with its pattern on the host (H; rowptr and colind
+ * downloaded, val NULL); on the cpu a view of D, values included. free_copy frees it. */
+static int pattern_to_host(const hk_dist *d, const hk_bmat *D, hk_bmat *H)
+{
+    if (d->host_memory) {
+        *H = *D;
+        return 0;
+    }
+    HK_CALL(pattern_alloc(&hk_backend_cpu, D->br, D->bc, D->nbrows, D->nbcols, D->nnzb, H));
+    int ierr =
+        d->local->copy_from(H->rowptr, D->rowptr, (size_t)(D->nbrows + 1) * sizeof *H->rowptr);
+    if (!ierr && D->nnzb)
+        ierr = d->local->copy_from(H->colind, D->colind, (size_t)D->nnzb * sizeof *H->colind);
+    if (ierr) hk_bmat_free(H);
     return ierr;
 }
 
@@ -335,12 +375,13 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
 
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
  * them), values val (host) and val_dev (the same on the backend where they are there
- * already, else NULL), x's owned range [in_row0, in_row0 + in_nown); in_inv maps an owned
- * global id's offset to x's entry (NULL: the same). Collective (the halo plan). */
+ * already, else NULL; on a device val may then be NULL), x's owned range [in_row0, in_row0 +
+ * in_nown); in_inv maps an owned global id's offset to x's entry (NULL: the same). Collective (the
+ * halo plan). */
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
                        const double *val_dev, int64_t in_row0, int64_t in_nown,
-                       const int32_t *in_inv, double **keep_dev, dmat **out)
+                       const int32_t *in_inv, dmat **out)
 {
     const hk_backend_ops *L = d->local;
     const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
@@ -413,8 +454,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
     if (!ierr) ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
     void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
-    if (keep_dev) *keep_dev = NULL;
-    if (!ierr && nnz && !from_val && !src && prec == HK_FP64 && !keep_dev)
+    if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
         ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
     else if (!ierr && nnz) {
         if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
@@ -433,10 +473,6 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
             ierr = src ? L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nnz, (int)bb)
                    : prec == HK_FP32 ? L->vec_convert(&to, &from)
                                      : L->vec_copy(&to, &from);
-    }
-    if (!ierr && keep_dev) { /* val's upload, in val's order, for the caller */
-        *keep_dev = raw_dev;
-        raw_dev = NULL;
     }
     if (!ierr)
         ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
@@ -777,12 +813,27 @@ static int level0_local(const hk_dist *d, hlev *H)
     return ierr;
 }
 
-/* The owned diagonal block of H (the aggregation's matrix). */
-static int owned_block(const hlev *H, hk_bmat *O)
+/* A coarse level's values on the host (H->A.val, downloaded from H->Ad) where only its
+ * pattern is there (a device keeps them): for the coarsest level's gather. */
+static int host_values(const hk_dist *d, hlev *H)
 {
+    const int64_t n = H->A.nnzb * H->bs * H->bs;
+    HK_CALL(hk_backend_cpu.alloc((void **)&H->A.val, (size_t)(n + 1) * sizeof *H->A.val));
+    return n ? d->local->copy_from(H->A.val, H->Ad.val, (size_t)n * sizeof *H->A.val) : 0;
+}
+
+/* The owned diagonal block of H on the process's backend (the aggregation's matrix): its
+ * pattern from H's host rows, its values gathered there from H->Ad's (on a device no value
+ * crosses). */
+static int owned_block(const hk_dist *d, const hlev *H, hk_bmat *O)
+{
+    const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)H->bs * H->bs, n = H->nown;
     int64_t *rowptr = NULL;
-    HK_CALL(hk_calloc((size_t)n + 1, sizeof *rowptr, &rowptr));
+    int32_t *col = NULL, *idx = NULL;
+    int ierr = 0;
+    memset(O, 0, sizeof *O);
+    HK_TRY(hk_calloc((size_t)n + 1, sizeof *rowptr, &rowptr));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
         int64_t k = 0;
@@ -792,37 +843,47 @@ static int owned_block(const hlev *H, hk_bmat *O)
     }
     for (int64_t i = 0; i < n; i++)
         rowptr[i + 1] += rowptr[i];
-    const int ierr = hk_bmat_alloc(&hk_backend_cpu, H->bs, H->bs, n, n, rowptr[n], O);
-    if (ierr) {
-        free(rowptr);
-        return ierr;
-    }
-    memcpy(O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr);
-    free(rowptr);
+    const int64_t nnz = rowptr[n];
+    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof *col, &col));
+    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof *idx, &idx));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
-        int64_t q = O->rowptr[i];
+        int64_t q = rowptr[i];
         for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++)
             if (H->A.colind[p] < n) {
-                O->colind[q] = H->A.colind[p];
-                memcpy(O->val + q * bb, H->A.val + p * bb, (size_t)bb * sizeof(double));
-                q++;
+                col[q] = H->A.colind[p];
+                idx[q++] = (int32_t)p;
             }
     }
-    return 0;
+    HK_TRY(pattern_alloc(L, H->bs, H->bs, n, n, nnz, O));
+    HK_TRY(L->alloc((void **)&O->val, (size_t)(nnz * bb + 1) * sizeof *O->val));
+    HK_TRY(L->copy_to(O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr));
+    if (nnz) HK_TRY(L->copy_to(O->colind, col, (size_t)nnz * sizeof *col));
+    HK_TRY(gather_blocks(d, O->val, H->Ad.val, H->Ad.nnzb, bb, idx, nnz));
+fail:
+    if (ierr) hk_bmat_free(O);
+    free(rowptr);
+    free(col);
+    free(idx);
+    return ierr;
 }
 
-/* The near-null space of level 0 (host, nown*bs x nns, column-major): the rigid-body modes
- * of the owned nodes in a frame every process shares (the mean node and the largest extent
- * over all processes), or the bs translations; decoupled dofs (supports) zeroed. */
+/* The near-null space of level 0 on the process's backend (nown*bs x nns, column-major,
+ * *Bout allocated there): the rigid-body modes of the owned nodes in a frame every process
+ * shares (the mean node and the largest extent over all processes), or the bs translations;
+ * decoupled dofs (supports) zeroed. The frame is summed on the host from the coordinates; the
+ * modes are made by the backend (amg_rigid_modes) from the coordinates (uploaded on a device)
+ * and the decoupled flags of the rows there, so the n x nns array never crosses. */
 static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
 {
     const hk_dist *d = a->d;
+    const hk_backend_ops *L = d->local;
     const hk_nearnull *nn = pc->nearnull;
     const int bs = H->bs;
     const int64_t nb = H->nown, n = nb * bs;
     int ierr = 0;
-    double *xyz = NULL, *dec = NULL, c[4] = {0, 0, 0, 0}, ext = 0;
+    double *xyz = NULL, c[4] = {0, 0, 0, 0}, ext = 0;
+    hk_vec *dd = NULL, *xd = NULL;
     *Bout = NULL;
     HK_CHECK(!(nn && nn->vectors && !nn->coords), HK_ERR_UNSUPPORTED,
              "pc=amg on %d processes takes node coordinates as its near-null space, not given "
@@ -838,8 +899,7 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
                   : bs == 1 ? "constant vector (no near-null space given)"
                             : "translations only (no coordinates given)";
     HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *xyz, &xyz));
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *dec, &dec));
-    HK_TRY(hk_malloc((size_t)(n + 1) * a->nns * sizeof **Bout, Bout));
+    HK_TRY(L->alloc((void **)Bout, (size_t)(n * a->nns + 1) * sizeof **Bout));
     if (coords) { /* gathered on the threads, summed in order (the same bits) */
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < nb; i++)
@@ -855,8 +915,7 @@ fail:
     ierr = hk_comm_agree(d->comm, ierr);
     if (ierr) {
         free(xyz);
-        free(dec);
-        free(*Bout);
+        if (*Bout) L->dealloc(*Bout);
         *Bout = NULL;
         return ierr;
     }
@@ -869,25 +928,27 @@ fail:
             for (int k = 0; k < bs; k++)
                 ext = fmax(ext, fabs(xyz[i * bs + k] - c[k]));
     if (!ierr) ierr = hk_comm_max(d->comm, &ext, 1);
-    if (!ierr) { /* the decoupled rows from the rows on the backend */
-        const hk_backend_ops *L = d->local;
-        hk_vec *dd = NULL;
-        int64_t bad;
-        ierr = vec_sized(L, n, HK_FP64, &dd);
-        if (!ierr && n) ierr = L->bmat_diag(&H->Ad, HK_DIAG_DECOUPLED, dd, &bad);
-        if (!ierr && n) ierr = L->copy_from(dec, dd->data, (size_t)n * sizeof *dec);
-        hk_vec_destroy(dd);
-        hk_vec dv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = dec};
-        hk_vec cv = {.be = &hk_backend_cpu, .n = n, .prec = HK_FP64, .data = xyz};
-        if (!ierr)
-            ierr = hk_backend_cpu.amg_rigid_modes(nb, bs, coords ? &cv : NULL, c,
-                                                  coords && ext > 0 ? 1 / ext : 1, &dv, *Bout);
+    /* the decoupled rows from the rows on the backend, the modes there */
+    int64_t bad;
+    if (!ierr) ierr = vec_sized(L, n, HK_FP64, &dd);
+    if (!ierr && n) ierr = L->bmat_diag(&H->Ad, HK_DIAG_DECOUPLED, dd, &bad);
+    hk_vec xh = {.be = L, .n = n, .prec = HK_FP64, .data = xyz};
+    if (!ierr && coords && !d->host_memory) {
+        ierr = vec_sized(L, n, HK_FP64, &xd);
+        if (!ierr && n) ierr = L->copy_to(xd->data, xyz, (size_t)n * sizeof *xyz);
     }
+    if (!ierr)
+        ierr = L->amg_rigid_modes(nb, bs,
+                                  !coords ? NULL
+                                  : xd    ? xd
+                                          : &xh,
+                                  c, coords && ext > 0 ? 1 / ext : 1, dd, *Bout);
     free(xyz);
-    free(dec);
+    hk_vec_destroy(dd);
+    hk_vec_destroy(xd);
     ierr = hk_comm_agree(d->comm, ierr);
     if (ierr) {
-        free(*Bout);
+        L->dealloc(*Bout);
         *Bout = NULL;
     }
     return ierr;
@@ -1004,12 +1065,15 @@ fail:
     return ierr;
 }
 
-/* Rows [row0, row0 + nown) with global columns: the local rows of M (cpu, its columns
- * global ids colmap[c]; M's rows are global ids rowmap[i], those outside the range skipped)
- * and the received entries R; blocks of one (row, column) summed in that order (M's, then
- * R's in rank order). A row's blocks in the local order: its columns in [row0, row0 + nown)
- * ascending, then the others ascending (the order of the coarse level's host rows and of its
- * distributed operator, which then take them as they are). *rowptr, *gcol, *val: allocated. */
+/* Rows [row0, row0 + nown) with global columns from the local rows of M (its pattern on the
+ * host, its columns global ids colmap[c]; M's rows are global ids rowmap[i], those outside the
+ * range skipped) and the received entries R; blocks of one (row, column) summed in that order
+ * (M's, then R's in rank order). A row's blocks in the local order: its columns in
+ * [row0, row0 + nown) ascending, then the others ascending (the order of the coarse level's
+ * host rows and of its distributed operator, which then take them as they are). The pattern
+ * only: each block's sources (M's block s < M->nnzb, or R's entry s - M->nnzb) in the order
+ * they are summed, so that the values are summed where M's lie (merged_values_host,
+ * merged_values_dev). */
 typedef struct gentry {
     int64_t J, seq;
 } gentry;
@@ -1021,18 +1085,33 @@ static int cmp_gentry(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_t *rowmap,
-                      const int64_t *colmap, const entries *R, int64_t **rowptr_out,
-                      int64_t **gcol_out, double **val_out)
+typedef struct merged {
+    int64_t *rowptr, *gcol; /* nown + 1; the blocks' global columns */
+    int64_t *src;           /* the sources, each row's in order of (column, summation) */
+    int64_t *first;         /* block q's sources: src[first[q] .. first[q] + num[q]) */
+    int32_t *num;
+} merged;
+
+static void merged_free(merged *G)
 {
-    const int bsz = M->br * M->bc;
+    free(G->rowptr);
+    free(G->gcol);
+    free(G->src);
+    free(G->first);
+    free(G->num);
+    memset(G, 0, sizeof *G);
+}
+
+static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_t *rowmap,
+                      const int64_t *colmap, const entries *R, merged *G)
+{
+    const int64_t nM = M->nnzb;
     int ierr = 0;
-    int64_t *cnt = NULL, *start = NULL, *rowptr = NULL, *gcol = NULL;
+    int64_t *cnt = NULL, *start = NULL, *rowptr = NULL, *gcol = NULL, *cj = NULL, *sid = NULL;
     int64_t *mrow = NULL;            /* M's row of each owned row, or -1 */
     int64_t *lo = NULL, *mid = NULL; /* a row's distinct columns before and in the range */
     gentry *g = NULL;
-    double *val = NULL;
-    const double **src = NULL;
+    memset(G, 0, sizeof *G);
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *cnt, &cnt));
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *start, &start));
     HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mrow, &mrow));
@@ -1051,28 +1130,28 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
         tot += cnt[i];
     }
     /* each row's candidates: the local blocks first, then the received ones in order */
-    int64_t *cj = NULL;
     HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *cj, &cj));
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *src, &src));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *sid, &sid));
     memset(cnt, 0, (size_t)nown * sizeof *cnt);
 #pragma omp parallel for schedule(static) /* rows apart */
     for (int64_t i = 0; i < nown; i++)
         if (mrow[i] >= 0)
             for (int64_t p = M->rowptr[mrow[i]]; p < M->rowptr[mrow[i] + 1]; p++) {
                 cj[start[i] + cnt[i]] = colmap[M->colind[p]];
-                src[start[i] + cnt[i]++] = M->val + p * bsz;
+                sid[start[i] + cnt[i]++] = p;
             }
     for (int64_t k = 0; k < R->n; k++) {
         const int64_t i = R->I[k] - row0;
         cj[start[i] + cnt[i]] = R->J[k];
-        src[start[i] + cnt[i]++] = R->v + k * bsz;
+        sid[start[i] + cnt[i]++] = nM + k;
     }
     /* each row's candidates sorted by (column, order) and its distinct columns counted, then
-     * the rows filled: rows apart, each summed in the order above (threads change nothing) */
+     * the rows filled: rows apart (threads change nothing) */
     HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g, &g));
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *rowptr, &rowptr));
     HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *lo, &lo));
     HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mid, &mid));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *G->src, &G->src));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
         gentry *gi = g + start[i];
@@ -1084,12 +1163,14 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
         }
         if (!sorted) qsort(gi, (size_t)cnt[i], sizeof *gi, cmp_gentry);
         int64_t u = 0, nlo = 0, nmid = 0;
-        for (int64_t k = 0; k < cnt[i]; k++)
+        for (int64_t k = 0; k < cnt[i]; k++) {
+            G->src[start[i] + k] = sid[start[i] + gi[k].seq];
             if (k == 0 || gi[k].J != gi[k - 1].J) {
                 u++;
                 nlo += gi[k].J < row0;
                 nmid += gi[k].J >= row0 && gi[k].J < row0 + nown;
             }
+        }
         rowptr[i + 1] = u;
         lo[i] = nlo;
         mid[i] = nmid;
@@ -1097,7 +1178,8 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
     for (int64_t i = 0; i < nown; i++)
         rowptr[i + 1] += rowptr[i];
     HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *gcol, &gcol));
-    HK_TRY(host_untouched((size_t)(rowptr[nown] * bsz + 1) * sizeof *val, &val));
+    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *G->first, &G->first));
+    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *G->num, &G->num));
     /* the k-th distinct column of a row (ascending) goes where the local numbering puts it:
      * the owned columns first, then the others (those before the range, then after it) */
 #pragma omp parallel for schedule(dynamic, 64)
@@ -1105,23 +1187,19 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
         const gentry *gi = g + start[i];
         int64_t u = -1, q = 0;
         for (int64_t k = 0; k < cnt[i]; k++) {
-            const double *s = src[start[i] + gi[k].seq];
             if (k == 0 || gi[k].J != gi[k - 1].J) {
                 u++;
                 q = rowptr[i] + (u < lo[i] ? mid[i] + u : u < lo[i] + mid[i] ? u - lo[i] : u);
                 gcol[q] = gi[k].J;
-                memcpy(val + q * bsz, s, (size_t)bsz * sizeof *val);
+                G->first[q] = start[i] + k;
+                G->num[q] = 1;
             } else
-                for (int e = 0; e < bsz; e++)
-                    val[q * bsz + e] += s[e];
+                G->num[q]++;
         }
     }
-    *rowptr_out = rowptr;
-    *gcol_out = gcol;
-    *val_out = val;
+    G->rowptr = rowptr;
+    G->gcol = gcol;
     rowptr = gcol = NULL;
-    val = NULL;
-    free(cj);
 fail:
     free(cnt);
     free(start);
@@ -1129,10 +1207,138 @@ fail:
     free(lo);
     free(mid);
     free(g);
-    free(src);
+    free(cj);
+    free(sid);
     free(rowptr);
     free(gcol);
-    free(val);
+    if (ierr) merged_free(G);
+    return ierr;
+}
+
+/* The merged rows' values on the host (*val allocated) from M's values there (mval) and R's:
+ * each block its first source, then the others added in order (rows apart on the threads). */
+static int merged_values_host(const merged *G, int64_t nown, const double *mval, int64_t nM,
+                              const entries *R, int bsz, double **val_out)
+{
+    const int64_t nnz = G->rowptr[nown];
+    double *val = NULL;
+    HK_CALL(host_untouched((size_t)(nnz * bsz + 1) * sizeof *val, &val));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < nown; i++)
+        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
+            double *v = val + q * bsz;
+            for (int32_t k = 0; k < G->num[q]; k++) {
+                const int64_t s = G->src[G->first[q] + k];
+                const double *from = s < nM ? mval + s * bsz : R->v + (s - nM) * bsz;
+                if (k == 0)
+                    memcpy(v, from, (size_t)bsz * sizeof *v);
+                else
+                    for (int e = 0; e < bsz; e++)
+                        v[e] += from[e];
+            }
+        }
+    *val_out = val;
+    return 0;
+}
+
+/* The merged rows' values on the process's backend (*val_dev allocated there) from M's values
+ * there (mval_dev, nM blocks), which never come to the host: a block whose one source is a
+ * block of M is gathered from it; the others (a sum, or a received block alone) are summed on
+ * the host in merged_values_host's order from the M blocks they read (gathered and downloaded)
+ * and R's, uploaded after M's values, and gathered from there. */
+static int merged_values_dev(const hk_dist *d, const merged *G, int64_t nown,
+                             const double *mval_dev, int64_t nM, const entries *R, int bsz,
+                             double **val_dev)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t nnz = G->rowptr[nown];
+    int ierr = 0;
+    int64_t *xat = NULL, *mat_ = NULL; /* per row: its first summed block, its first M source */
+    int32_t *idx = NULL, *midx = NULL;
+    double *mh = NULL, *xh = NULL, *X = NULL;
+    *val_dev = NULL;
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *xat, &xat));
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *mat_, &mat_));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < nown; i++) {
+        int64_t nx = 0, nm = 0;
+        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++)
+            if (G->num[q] > 1 || G->src[G->first[q]] >= nM) {
+                nx++;
+                for (int32_t k = 0; k < G->num[q]; k++)
+                    nm += G->src[G->first[q] + k] < nM;
+            }
+        xat[i + 1] = nx;
+        mat_[i + 1] = nm;
+    }
+    for (int64_t i = 0; i < nown; i++) {
+        xat[i + 1] += xat[i];
+        mat_[i + 1] += mat_[i];
+    }
+    const int64_t nx = xat[nown], nm = mat_[nown];
+    HK_TRY_CHECK(nM + nx <= INT32_MAX, HK_ERR_UNSUPPORTED,
+                 "pc=amg: a coarse operator of %lld blocks on one process is more than 32-bit "
+                 "block indices hold; run on more processes",
+                 (long long)(nM + nx));
+    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof *idx, &idx));
+    HK_TRY(hk_malloc((size_t)(nm + 1) * sizeof *midx, &midx));
+    HK_TRY(hk_malloc((size_t)(nm * bsz + 1) * sizeof *mh, &mh));
+    HK_TRY(hk_malloc((size_t)(nx * bsz + 1) * sizeof *xh, &xh));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < nown; i++) {
+        int64_t x = xat[i], m = mat_[i];
+        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++)
+            if (G->num[q] > 1 || G->src[G->first[q]] >= nM) {
+                idx[q] = (int32_t)(nM + x++);
+                for (int32_t k = 0; k < G->num[q]; k++)
+                    if (G->src[G->first[q] + k] < nM) midx[m++] = (int32_t)G->src[G->first[q] + k];
+            } else
+                idx[q] = (int32_t)G->src[G->first[q]];
+    }
+    HK_TRY(blocks_to_host(d, mval_dev, nM, bsz, midx, nm, mh));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < nown; i++) {
+        int64_t x = xat[i], m = mat_[i];
+        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
+            if (!(G->num[q] > 1 || G->src[G->first[q]] >= nM)) continue;
+            double *v = xh + (x++) * bsz;
+            for (int32_t k = 0; k < G->num[q]; k++) {
+                const int64_t s = G->src[G->first[q] + k];
+                const double *from = s < nM ? mh + (m++) * bsz : R->v + (s - nM) * bsz;
+                if (k == 0)
+                    memcpy(v, from, (size_t)bsz * sizeof *v);
+                else
+                    for (int e = 0; e < bsz; e++)
+                        v[e] += from[e];
+            }
+        }
+    }
+    /* the gather's source: M's values alone, or followed by the summed blocks */
+    const double *from = mval_dev;
+    if (nx) {
+        HK_TRY(L->alloc((void **)&X, (size_t)((nM + nx) * bsz) * sizeof *X));
+        if (nM) {
+            const hk_vec mv = {.be = L, .n = nM * bsz, .prec = HK_FP64, .data = (void *)mval_dev};
+            hk_vec xv = {.be = L, .n = nM * bsz, .prec = HK_FP64, .data = X};
+            HK_TRY(L->vec_copy(&xv, &mv));
+        }
+        HK_TRY(L->copy_to(X + nM * bsz, xh, (size_t)(nx * bsz) * sizeof *xh));
+        from = X;
+    }
+    HK_TRY(L->alloc((void **)val_dev, (size_t)(nnz * bsz + 1) * sizeof **val_dev));
+    HK_TRY(gather_blocks(d, *val_dev, from, nM + nx, bsz, idx, nnz));
+fail:
+    if (ierr && *val_dev) {
+        L->dealloc(*val_dev);
+        *val_dev = NULL;
+    }
+    if (X) L->dealloc(X);
+    free(xat);
+    free(mat_);
+    free(idx);
+    free(midx);
+    free(mh);
+    free(xh);
     return ierr;
 }
 
@@ -1317,11 +1523,9 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
 static int send_blocks(const hk_dist *d, const hk_halo *halo, const hk_bmat *D,
                        const int64_t *rowptr, double **sval, int64_t **vat)
 {
-    const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)D->br * D->bc, ns = halo->send_off[halo->nsend];
     int ierr = 0;
-    int32_t *idx = NULL, *idx_dev = NULL;
-    hk_vec *buf = NULL;
+    int32_t *idx = NULL;
     *sval = NULL;
     HK_CALL(hk_malloc((size_t)(ns + 1) * sizeof **vat, vat));
     (*vat)[0] = 0;
@@ -1339,16 +1543,8 @@ static int send_blocks(const hk_dist *d, const hk_halo *halo, const hk_bmat *D,
             for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++)
                 idx[(*vat)[j] + p - rowptr[i]] = (int32_t)p;
         }
-    if (!ierr && n) ierr = upload(L, idx, (size_t)n * sizeof *idx, (void **)&idx_dev);
-    if (!ierr && n) ierr = vec_sized(L, n * bb, HK_FP64, &buf);
-    if (!ierr && n) {
-        const hk_vec from = {.be = L, .n = D->nnzb * bb, .prec = HK_FP64, .data = D->val};
-        ierr = L->vec_gather(buf, &from, idx_dev, n, (int)bb);
-    }
-    if (!ierr && n) ierr = L->copy_from(*sval, buf->data, (size_t)(n * bb) * sizeof **sval);
+    if (!ierr) ierr = blocks_to_host(d, D->val, D->nnzb, bb, idx, n, *sval);
     free(idx);
-    if (idx_dev) L->dealloc(idx_dev);
-    hk_vec_destroy(buf);
     return ierr;
 }
 
@@ -1540,20 +1736,27 @@ static int restriction_values(const hk_dist *d, const hk_bmat *Pextd, const int6
     return 0;
 }
 
-/* The blocks of M's rows (nrows, row and column ids rc[]) whose row is owned elsewhere (not
- * in [crow0, crow0 + nown)) as entries S, in M's order: counted per row, then filled on the
- * threads (rows apart). */
-static int others_rows(const hk_bmat *M, const int64_t *rc, int64_t nrows, int64_t crow0,
-                       int64_t nown, entries *S)
+/* The blocks of M's rows (nrows, row and column ids rc[]; M's pattern on the host, its values
+ * mval on the process's backend) whose row is owned elsewhere (not in [crow0, crow0 + nown))
+ * as entries S, in M's order: counted per row, then filled on the threads (rows apart), their
+ * values gathered on the backend and downloaded (the other rows' values stay there). */
+static int others_rows(const hk_dist *d, const hk_bmat *M, const double *mval, const int64_t *rc,
+                       int64_t nrows, int64_t crow0, int64_t nown, entries *S)
 {
     const int bsz = M->br * M->bc;
     int64_t *at = NULL; /* the row's first entry */
+    int32_t *idx = NULL;
+    HK_CHECK(M->nnzb <= INT32_MAX, HK_ERR_UNSUPPORTED,
+             "pc=amg: a coarse operator of %lld blocks on one process is more than 32-bit "
+             "block indices hold; run on more processes",
+             (long long)M->nnzb);
     HK_CALL(hk_malloc((size_t)(nrows + 1) * sizeof *at, &at));
     at[0] = 0;
     for (int64_t I = 0; I < nrows; I++)
         at[I + 1] =
             at[I] + (rc[I] < crow0 || rc[I] >= crow0 + nown ? M->rowptr[I + 1] - M->rowptr[I] : 0);
-    const int ierr = entries_sized(S, bsz, at[nrows]);
+    int ierr = entries_sized(S, bsz, at[nrows]);
+    if (!ierr) ierr = hk_malloc((size_t)(at[nrows] + 1) * sizeof *idx, &idx);
     if (!ierr)
 #pragma omp parallel for schedule(dynamic, 64)
         for (int64_t I = 0; I < nrows; I++) {
@@ -1561,11 +1764,12 @@ static int others_rows(const hk_bmat *M, const int64_t *rc, int64_t nrows, int64
             for (int64_t p = M->rowptr[I], k = at[I]; p < M->rowptr[I + 1]; p++, k++) {
                 S->I[k] = rc[I];
                 S->J[k] = rc[M->colind[p]];
+                idx[k] = (int32_t)p;
             }
-            memcpy(S->v + at[I] * bsz, M->val + M->rowptr[I] * bsz,
-                   (size_t)(at[I + 1] - at[I]) * bsz * sizeof *S->v);
         }
+    if (!ierr) ierr = blocks_to_host(d, mval, M->nnzb, bsz, idx, at[nrows], S->v);
     free(at);
+    free(idx);
     return ierr;
 }
 
@@ -1585,13 +1789,14 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int ierr = 0;
     int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
-    double *Bc = NULL, *Acv_dev = NULL; /* Acv_dev: A_c's values uploaded (device) */
+    double *Bc = NULL, *Acv_dev = NULL; /* Acv_dev: A_c's merged values (device) */
     /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Text, Pext (T's and
      * P's rows with their ghosts' rows), Ach (Ach, Textd, Pextd are the copies: views on the
      * cpu) */
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
     hk_bmat Textd = {0}, Pextd = {0}, Ach = {0}, Rt = {0};
     entries S = {0}, R = {0};
+    merged mg = {0};
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
     hlev Hn = {0};
@@ -1637,17 +1842,30 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         ierr = Lb->bmat_transpose(&Pvd, &Pt);
     }
     if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
-    if (!ierr) ierr = host_copy(d, &Ac, &Ach);
-    /* the rows of coarse unknowns owned elsewhere go to their owners: A_c's and R's */
-    if (!ierr) ierr = others_rows(&Ach, cP, nP, crow0, nagg, &S);
+    /* A_c's pattern on the host; its values stay on the backend but for the rows of coarse
+     * unknowns owned elsewhere, which go to their owners */
+    if (!ierr) ierr = pattern_to_host(d, &Ac, &Ach);
+    if (!ierr) ierr = others_rows(d, &Ach, Ac.val, cP, nP, crow0, nagg, &S);
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(route(c, starts, &S, nns * nns, &R));
-    HK_TRY(hk_comm_agree(c, merge_rows(crow0, nagg, &Ach, cP, cP, &R, &rp, &gc, &vv)));
+    /* the merge's pattern on the host, its sums where A_c's values lie: on the cpu into host
+     * rows; on a device there (only the sums with received blocks made on the host) */
+    ierr = merge_rows(crow0, nagg, &Ach, cP, cP, &R, &mg);
+    if (!ierr && d->host_memory)
+        ierr = merged_values_host(&mg, nagg, Ac.val, Ac.nnzb, &R, nns * nns, &vv);
+    else if (!ierr)
+        ierr = merged_values_dev(d, &mg, nagg, Ac.val, Ac.nnzb, &R, nns * nns, &Acv_dev);
+    HK_TRY(hk_comm_agree(c, ierr));
+    rp = mg.rowptr;
+    gc = mg.gcol;
+    mg.rowptr = mg.gcol = NULL;
+    merged_free(&mg);
     entries_free(&S);
     entries_free(&R);
+    free_copy(d, &Ach);
+    hk_bmat_free(&Ac);
     lap(ph, PH_GALERKIN, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, NULL, crow0, nagg, NULL,
-                       d->host_memory ? NULL : &Acv_dev, &C->A));
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL, &C->A));
     lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
     /* on a device the next level's rows are there already: the values its operator uploaded
@@ -1680,8 +1898,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(hk_comm_agree(
             c, restriction_values(d, &Pextd, cP, nP, crow0, nagg, rp[nagg], &Rt, &rv_dev)));
     lap(ph, PH_RESTRICT, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0, NULL,
-                       &L->R));
+    HK_TRY(
+        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0, &L->R));
     hk_bmat_free(&Rt);
     free(rp);
     free(gc);
@@ -1699,7 +1917,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(hk_comm_agree(c, ierr));
         /* its values are the first blocks of Pext's copy on the backend */
         HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
-                           nagg, NULL, NULL, &L->P));
+                           nagg, NULL, &L->P));
     }
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
@@ -1727,6 +1945,7 @@ fail:
     free(vv);
     entries_free(&S);
     entries_free(&R);
+    merged_free(&mg);
     free_copy(d, &Textd);
     free_copy(d, &Pextd);
     free_copy(d, &Ach);
@@ -2300,9 +2519,9 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     const hk_backend_ops *Lb = d->local;
     int ierr = 0, l = 0;
     hlev H = {0};
-    double *B = NULL, *Bh = NULL; /* the near-null space on the backend; level 0's on the host */
+    double *B = NULL; /* the near-null space on the backend */
     int32_t *agg = NULL, *inv0 = NULL;
-    hk_bmat O = {0}, Od = {0};
+    hk_bmat Od = {0};
     hk_graph S = {0};
     hk_vec *q = NULL, *D64 = NULL;
     double *ph = a->ph, t[2], t_start[2];
@@ -2315,10 +2534,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         for (int64_t i = 0; i < d->nown; i++)
             inv0[d->perm[i]] = (int32_t)i;
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(level0_nearnull(pc, a, &H, &Bh));
-    HK_TRY(hk_comm_agree(c, upload_f64(Lb, Bh, d->nown * d->bs * a->nns, &B)));
-    free(Bh);
-    Bh = NULL;
+    HK_TRY(level0_nearnull(pc, a, &H, &B));
     lap(ph, PH_NEARNULL, t);
     for (;; l++) {
         dlev *L = &a->lev[l];
@@ -2335,6 +2551,9 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         a->nnz[l] = nnz;
         HK_TRY(hk_comm_agree(c, level_vectors(pc, a, L, l)));
         lap(ph, PH_VECTORS, t);
+        /* the level's rows on the backend (a view on the cpu; on a device they are there) */
+        HK_TRY(hk_comm_agree(c, H.Ad.rowptr ? 0 : local_copy(d, &H.A, &H.Ad)));
+        lap(ph, PH_UPLOAD, t);
         const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
         int64_t nagg = 0;
         if (!last) {
@@ -2342,14 +2561,12 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
              * on the backend: no copy */
             hk_bmat Kl = *K;
             Kl.be = Lb;
-            ierr = l == 0 ? 0 : owned_block(&H, &O);
-            if (!ierr && l > 0) ierr = local_copy(d, &O, &Od);
+            ierr = l == 0 ? 0 : owned_block(d, &H, &Od);
             if (!ierr && H.nown) ierr = Lb->amg_strength(l == 0 ? &Kl : &Od, a->op.threshold, &S);
             if (!ierr) ierr = Lb->alloc((void **)&agg, (size_t)(H.nown + 1) * sizeof *agg);
             if (!ierr && H.nown) ierr = Lb->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);
-            free_copy(d, &Od);
-            hk_bmat_free(&O);
+            hk_bmat_free(&Od);
             HK_TRY(hk_comm_agree(c, ierr));
         }
         int64_t tot = nagg;
@@ -2358,15 +2575,14 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         if (last || tot == 0 || (double)tot * a->nns > 0.9 * (double)(L->nglob * L->bs)) {
             if (!H.A.rowptr) /* level 0 on a device: its host rows only now */
                 HK_TRY(hk_comm_agree(c, level0_rows(d, &H)));
+            else if (!H.A.val) /* a coarse level on a device: its values only now */
+                HK_TRY(hk_comm_agree(c, host_values(d, &H)));
             HK_TRY(coarsest(pc, a, l, &H, l == 0 ? inv0 : NULL));
             lap(ph, PH_COARSE, t);
             break;
         }
         HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
-        /* the level's rows on the backend, smoother data and the spectral bound on the
-         * level's distributed operator */
-        HK_TRY(hk_comm_agree(c, H.Ad.rowptr ? 0 : local_copy(d, &H.A, &H.Ad)));
-        lap(ph, PH_UPLOAD, t);
+        /* smoother data and the spectral bound on the level's distributed operator */
         HK_TRY(hk_comm_agree(c, smoother_data(pc, a, l, &H, &D64)));
         HK_TRY(hk_comm_agree(c, vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
         {
@@ -2399,12 +2615,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
 fail:
     free_copy(d, &H.Ad);
     hk_bmat_free(&H.A);
-    free_copy(d, &Od);
-    hk_bmat_free(&O);
+    hk_bmat_free(&Od);
     hk_graph_free(&S);
     hk_vec_destroy(q);
     if (B) Lb->dealloc(B);
-    free(Bh);
     hk_vec_destroy(D64);
     if (agg) Lb->dealloc(agg);
     free(inv0);
