@@ -764,9 +764,40 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
-/* pc=amg's set-up on a device's path (HOOKE_DIST_STAGED=1: copies, downloads and the device's
- * steps on the cpu) against the views': x byte for byte, at least 3 levels, also where the
- * middle process owns no rows (no coarse rows, no ghosts) or a few. */
+/* One comparison of pc=amg's set-up on a device's path (HOOKE_DIST_STAGED=1: copies,
+ * downloads and the device's steps on the cpu) with the views' on the rows L (from row0):
+ * x byte for byte, the same levels, at least 3 of them. Collective. */
+static void staged_case(const hk_comm *c, int64_t row0, const hk_bcsr *L, const hk_nearnull *nn,
+                        const double *b, const char *variant, const char *label)
+{
+    const int64_t nl = L->nbrows * L->bs;
+    double *x[2];
+    char lev[2][160], what[400];
+    int ierr = 0;
+    for (int k = 0; k < 2; k++) {
+        x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+        char opts[240];
+        snprintf(opts, sizeof opts, "backend=cpu method=cg pc=amg tol=1e-10 maxit=500 %s", variant);
+        if (k) setenv("HOOKE_DIST_STAGED", "1", 1);
+        int its = 0;
+        ierr |= amg_solve(c, row0, L, nn, opts, b, x[k], &its, lev[k], sizeof lev[k]);
+        unsetenv("HOOKE_DIST_STAGED");
+    }
+    int64_t differ = ierr || memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl);
+    hk_comm_max_i64(c, &differ, 1);
+    const int deep = lev[0][0] && !strcmp(lev[0], lev[1]) && !strstr(lev[0], " 1 level") &&
+                     !strstr(lev[0], " 2 levels");
+    snprintf(what, sizeof what,
+             "amg set-up on the device's path (%s%s): %s, x byte for byte as the views'", variant,
+             label, lev[1][0] ? lev[1] : "no levels");
+    check(c, !differ && deep, what);
+    for (int k = 0; k < 2; k++)
+        free(x[k]);
+}
+
+/* pc=amg's set-up on a device's path against the views': at least 3 levels, also where the
+ * middle process owns no rows (no coarse rows, no ghosts) or a few, and where the processes'
+ * rows are not coupled (no ghosts: no coarse row owned elsewhere, none sent or received). */
 static void test_amg_staged(const hk_comm *c)
 {
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
@@ -788,36 +819,23 @@ static void test_amg_staged(const hk_comm *c)
             range(K.nbrows, P, me, mids[m], &row0, &cnt);
             hk_bcsr L = rows_of(&K, row0, cnt);
             const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
-            const int64_t nl = cnt * K.bs;
-            double *x[2];
-            char lev[2][160], what[400];
-            int ierr = 0;
-            for (int k = 0; k < 2; k++) {
-                x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
-                char opts[240];
-                snprintf(opts, sizeof opts, "backend=cpu method=cg pc=amg tol=1e-10 maxit=500 %s",
-                         variants[v]);
-                if (k) setenv("HOOKE_DIST_STAGED", "1", 1);
-                int its = 0;
-                ierr |= amg_solve(c, row0, &L, &nn, opts, b + row0 * K.bs, x[k], &its, lev[k],
-                                  sizeof lev[k]);
-                unsetenv("HOOKE_DIST_STAGED");
-            }
-            int64_t differ = ierr || memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl);
-            hk_comm_max_i64(c, &differ, 1);
-            const int deep = lev[0][0] && !strcmp(lev[0], lev[1]) && !strstr(lev[0], " 1 level") &&
-                             !strstr(lev[0], " 2 levels");
             char rows[64] = "";
             if (P >= 3)
                 snprintf(rows, sizeof rows, ", the middle process's rows %lld", (long long)mids[m]);
-            snprintf(what, sizeof what,
-                     "amg set-up on the device's path (%s%s): %s, x byte for byte as the views'",
-                     variants[v], rows, lev[1][0] ? lev[1] : "no levels");
-            check(c, !differ && deep, what);
-            for (int k = 0; k < 2; k++)
-                free(x[k]);
+            staged_case(c, row0, &L, &nn, b + row0 * K.bs, variants[v], rows);
             free(L.rowptr);
         }
+    /* every process owns a copy of K of its own (the whole matrix block diagonal) */
+    {
+        hk_bcsr L = K;
+        L.nbcols = K.nbcols * P;
+        L.colind = malloc(sizeof *L.colind * (size_t)(K.rowptr[K.nbrows] + 1));
+        for (int64_t p = 0; p < K.rowptr[K.nbrows]; p++)
+            L.colind[p] = K.colind[p] + (int32_t)(me * K.nbcols);
+        const hk_nearnull nn = {.dim = 3, .coords = xyz};
+        staged_case(c, me * K.nbrows, &L, &nn, b, variants[0], ", a copy of K on each process");
+        free(L.colind);
+    }
     free(b);
     free(xyz);
     hk_bcsr_free(&K);
