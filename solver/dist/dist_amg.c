@@ -42,7 +42,7 @@
 
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
-enum { DAMG_TAG_ROUTE = 7301 };
+enum { DAMG_TAG_ROUTE = 7301, DAMG_TAG_ROWS = 7302 };
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
 enum damg_phase {
@@ -1367,23 +1367,24 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
     return 0;
 }
 
-/* Ghost k's record among the received ones (rec in the sorted ghost order, order[k] its
- * position there). */
-static const double *ghost_record(const double *rec, const int64_t *order, int w, int64_t k)
+/* Ghost k's record among the received ones (rec in the sorted ghost order, record j at
+ * rat[j], order[k] ghost k's position there). */
+static const double *ghost_record(const double *rec, const int64_t *rat, const int64_t *order,
+                                  int64_t k)
 {
-    return rec + order[k] * w;
+    return rec + rat[order[k]];
 }
 
 /* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c],
- * ascending) and the ghosts' rows received as [count, (column, block)...] records of width w
- * (ghost k's: ghost_record); M's values have room for `room` more blocks, and X takes them
+ * ascending) and the ghosts' rows received as [count, (column, block)...] records (ghost
+ * k's: ghost_record); M's values have room for `room` more blocks, and X takes them
  * over (M->val NULL after);
  * columns are positions in the sorted union *cols (allocated, *ncols) of the columns that
  * occur. The owned rows' columns are placed by one merge of colmap with the ghosts' (few,
  * sorted alone), not by a sort of every entry. */
 static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng, const double *rec,
-                    const int64_t *order, int w, hk_bmat *X, double **gval, int64_t **cols,
-                    int64_t *ncols)
+                    const int64_t *rat, const int64_t *order, hk_bmat *X, double **gval,
+                    int64_t **cols, int64_t *ncols)
 {
     const int bsz = M->br * M->bc;
     const int64_t nown = M->nbrows, nm = M->rowptr[nown], nc = M->nbcols;
@@ -1399,14 +1400,14 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
     HK_TRY(hk_malloc((size_t)(ng + 1) * sizeof *gat, &gat));
     gat[0] = 0;
     for (int64_t k = 0; k < ng; k++)
-        gat[k + 1] = gat[k] + (int64_t)ghost_record(rec, order, w, k)[0];
+        gat[k + 1] = gat[k] + (int64_t)ghost_record(rec, rat, order, k)[0];
     const int64_t ngnnz = gat[ng];
     HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t k = 0; k < ng; k++)
         for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
-            gcols[gat[k] + j] = (int64_t)ghost_record(rec, order, w, k)[1 + j * (1 + bsz)];
+            gcols[gat[k] + j] = (int64_t)ghost_record(rec, rat, order, k)[1 + j * (1 + bsz)];
     const int64_t ngc = sort_unique(gcols, ngnnz);
     /* colmap's columns that the owned rows use (cpos: 1 if used; every thread writes the same
      * value) */
@@ -1457,7 +1458,7 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
         X->rowptr[nown + k + 1] = nm + gat[k + 1];
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t k = 0; k < ng; k++) {
-        const double *r = ghost_record(rec, order, w, k);
+        const double *r = ghost_record(rec, rat, order, k);
         for (int64_t j = 0, q = X->rowptr[nown + k]; j < (int64_t)r[0]; j++, q++) {
             const double *e = r + 1 + j * (1 + bsz);
             X->colind[q] = (int32_t)find_i64(*cols, m, (int64_t)e[0]);
@@ -1476,29 +1477,44 @@ fail:
     return ierr;
 }
 
-/* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by one exchange over the
- * halo: records [count, (column, block)...] of the widest sent row's width over all processes
- * (maxlen blocks), made for the rows the neighbours need only; *rec as received (the halo's
- * sorted ghost order: ghost k's record at halo->order[k]). */
+/* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by two exchanges over the
+ * halo: the block count of each row the neighbours need, then those rows as records
+ * [count, (column, block)...] of their own length, one message a neighbour (no padding to the
+ * widest row); *rec as received, record j (the halo's sorted ghost order: ghost k's at
+ * halo->order[k]) at (*rat)[j]. */
 static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
-                         const double *val, const int64_t *vat, int64_t maxlen, double **rec,
-                         int *width)
+                         const double *val, const int64_t *vat, double **rec, int64_t **rat)
 {
     const int bsz = M->br * M->bc;
     const int64_t ns = halo->send_off[halo->nsend], ng = halo->nghost;
     int ierr = 0;
+    int64_t *scnt = NULL, *rcnt = NULL, *sat = NULL, *at = NULL;
     double *send = NULL, *recv = NULL;
     *rec = NULL;
-    const int64_t w = 1 + maxlen * (1 + bsz);
-    *width = (int)w;
-    ierr = hk_calloc((size_t)(ns + 1) * w, sizeof *send, &send);
-    if (!ierr) ierr = hk_calloc((size_t)(ng + 1) * w, sizeof *recv, &recv);
+    *rat = NULL;
+    ierr = hk_malloc((size_t)(ns + 1) * sizeof *scnt, &scnt);
+    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * sizeof *rcnt, &rcnt);
+    if (!ierr) ierr = hk_malloc((size_t)(ns + 1) * sizeof *sat, &sat);
+    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * sizeof *at, &at);
+    if (!ierr)
+        for (int64_t j = 0; j < ns; j++)
+            scnt[j] = M->rowptr[halo->send_idx[j] + 1] - M->rowptr[halo->send_idx[j]];
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_halo_start(halo, scnt, rcnt, sizeof *scnt));
+    HK_TRY(hk_halo_wait(halo));
+    sat[0] = at[0] = 0;
+    for (int64_t j = 0; j < ns; j++)
+        sat[j + 1] = sat[j] + 1 + scnt[j] * (1 + bsz);
+    for (int64_t j = 0; j < ng; j++)
+        at[j + 1] = at[j] + 1 + rcnt[j] * (1 + bsz);
+    ierr = hk_malloc((size_t)(sat[ns] + 1) * sizeof *send, &send);
+    if (!ierr) ierr = hk_malloc((size_t)(at[ng] + 1) * sizeof *recv, &recv);
     if (!ierr) {
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < ns; j++) {
             const int64_t i = halo->send_idx[j];
-            double *r = send + j * w;
-            r[0] = (double)(M->rowptr[i + 1] - M->rowptr[i]);
+            double *r = send + sat[j];
+            r[0] = (double)scnt[j];
             const double *v = val + (vat ? vat[j] : M->rowptr[i]) * bsz;
             for (int64_t p = M->rowptr[i], k = 0; p < M->rowptr[i + 1]; p++, k++) {
                 r[1 + k * (1 + bsz)] = (double)colmap[M->colind[p]];
@@ -1506,16 +1522,32 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
             }
         }
     }
-    ierr = hk_comm_agree(c, ierr);
-    if (!ierr) ierr = hk_halo_start(halo, send, recv, (size_t)w * sizeof(double));
-    if (!ierr) ierr = hk_halo_wait(halo);
-    free(send);
-    if (ierr) {
-        free(recv);
-        return ierr;
+    HK_TRY(hk_comm_agree(c, ierr));
+    /* the receives first, then the sends, in the halo's requests (as hk_halo_start) */
+    for (int j = 0; j < halo->nrecv && !ierr; j++) {
+        const int64_t a = at[halo->recv_off[j]], b = at[halo->recv_off[j + 1]];
+        ierr = hk_comm_irecv(c, recv + a, (size_t)(b - a) * sizeof *recv, halo->recv_rank[j],
+                             DAMG_TAG_ROWS, halo->reqs, j);
     }
+    for (int j = 0; j < halo->nsend && !ierr; j++) {
+        const int64_t a = sat[halo->send_off[j]], b = sat[halo->send_off[j + 1]];
+        ierr = hk_comm_isend(c, send + a, (size_t)(b - a) * sizeof *send, halo->send_rank[j],
+                             DAMG_TAG_ROWS, halo->reqs, halo->nrecv + j);
+    }
+    if (!ierr) ierr = hk_comm_waitall(halo->reqs);
+    HK_TRY(ierr);
     *rec = recv;
-    return 0;
+    *rat = at;
+    recv = NULL;
+    at = NULL;
+fail:
+    free(scnt);
+    free(rcnt);
+    free(sat);
+    free(at);
+    free(send);
+    free(recv);
+    return ierr;
 }
 
 /* The blocks of the rows the neighbours need (halo's send rows) of D on the backend, gathered
@@ -1562,8 +1594,8 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)D->br * D->bc, nown = D->nbrows, nnz = D->nnzb;
     const int64_t ns = halo->send_off[halo->nsend];
-    int ierr = 0, w = 0;
-    int64_t maxlen = 0, *vat = NULL;
+    int ierr = 0;
+    int64_t maxlen = 0, *vat = NULL, *rat = NULL;
     double *rec = NULL, *sval = NULL, *gval = NULL;
     memset(Xd, 0, sizeof *Xd);
     hk_bmat M = {.be = &hk_backend_cpu,
@@ -1589,8 +1621,8 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     } else if (!ierr)
         ierr = send_blocks(d, halo, D, M.rowptr, &sval, &vat);
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(exchange_rows(c, halo, &M, colmap, M.val ? M.val : sval, vat, maxlen, &rec, &w));
-    ierr = ext_rows(&M, room, colmap, halo->nghost, rec, halo->order, w, X, &gval, cols, ncols);
+    HK_TRY(exchange_rows(c, halo, &M, colmap, M.val ? M.val : sval, vat, &rec, &rat));
+    ierr = ext_rows(&M, room, colmap, halo->nghost, rec, rat, halo->order, X, &gval, cols, ncols);
     if (!ierr && d->host_memory)
         ierr = local_copy(d, X, Xd);
     else if (!ierr) { /* Xd: X's pattern, D's values copied on the device, the ghosts' uploaded */
@@ -1610,6 +1642,7 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     }
 fail:
     free(rec);
+    free(rat);
     free(sval);
     free(vat);
     free(gval);
