@@ -1078,11 +1078,37 @@ typedef struct gentry {
     int64_t J, seq;
 } gentry;
 
-static int cmp_gentry(const void *a, const void *b)
+/* a[0..n) sorted by (J, seq) where it is runs of ascending J in ascending seq (a row's local
+ * blocks, then each sender's): a natural merge sort, runs of non-descending J merged pairwise
+ * (tmp: n entries of scratch), an earlier run's entry first among equal columns, so that
+ * equal columns keep the order of seq. */
+static void merge_runs(gentry *a, gentry *tmp, int64_t n)
 {
-    const gentry *x = a, *y = b;
-    if (x->J != y->J) return (x->J > y->J) - (x->J < y->J);
-    return (x->seq > y->seq) - (x->seq < y->seq);
+    for (;;) {
+        int64_t k = 0, merges = 0;
+        while (k < n) {
+            int64_t m = k + 1, e;
+            while (m < n && a[m].J >= a[m - 1].J)
+                m++;
+            if (m == n) { /* the last run, alone */
+                memcpy(tmp + k, a + k, (size_t)(n - k) * sizeof *a);
+                break;
+            }
+            for (e = m + 1; e < n && a[e].J >= a[e - 1].J; e++)
+                ;
+            int64_t i = k, j = m, o = k;
+            while (i < m && j < e)
+                tmp[o++] = a[j].J < a[i].J ? a[j++] : a[i++];
+            while (i < m)
+                tmp[o++] = a[i++];
+            while (j < e)
+                tmp[o++] = a[j++];
+            merges++;
+            k = e;
+        }
+        if (!merges) return;
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
 }
 
 typedef struct merged {
@@ -1110,7 +1136,7 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
     int64_t *cnt = NULL, *start = NULL, *rowptr = NULL, *gcol = NULL, *cj = NULL, *sid = NULL;
     int64_t *mrow = NULL;            /* M's row of each owned row, or -1 */
     int64_t *lo = NULL, *mid = NULL; /* a row's distinct columns before and in the range */
-    gentry *g = NULL;
+    gentry *g = NULL, *g2 = NULL;    /* g2: merge_runs' scratch */
     memset(G, 0, sizeof *G);
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *cnt, &cnt));
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *start, &start));
@@ -1148,6 +1174,7 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
     /* each row's candidates sorted by (column, order) and its distinct columns counted, then
      * the rows filled: rows apart (threads change nothing) */
     HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g, &g));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g2, &g2));
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *rowptr, &rowptr));
     HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *lo, &lo));
     HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mid, &mid));
@@ -1161,7 +1188,7 @@ static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_
             gi[k].seq = k;
             sorted = sorted && (k == 0 || gi[k].J > gi[k - 1].J);
         }
-        if (!sorted) qsort(gi, (size_t)cnt[i], sizeof *gi, cmp_gentry);
+        if (!sorted) merge_runs(gi, g2 + start[i], cnt[i]);
         int64_t u = 0, nlo = 0, nmid = 0;
         for (int64_t k = 0; k < cnt[i]; k++) {
             G->src[start[i] + k] = sid[start[i] + gi[k].seq];
@@ -1207,6 +1234,7 @@ fail:
     free(lo);
     free(mid);
     free(g);
+    free(g2);
     free(cj);
     free(sid);
     free(rowptr);
