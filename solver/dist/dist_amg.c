@@ -1243,6 +1243,16 @@ fail:
     return ierr;
 }
 
+/* A merged block's k-th source into v: the first copied, the others added (one order). */
+static void sum_source(double *v, const double *from, int32_t k, int bsz)
+{
+    if (k == 0)
+        memcpy(v, from, (size_t)bsz * sizeof *v);
+    else
+        for (int e = 0; e < bsz; e++)
+            v[e] += from[e];
+}
+
 /* The merged rows' values on the host (*val allocated) from M's values there (mval) and R's:
  * each block its first source, then the others added in order (rows apart on the threads). */
 static int merged_values_host(const merged *G, int64_t nown, const double *mval, int64_t nM,
@@ -1257,12 +1267,7 @@ static int merged_values_host(const merged *G, int64_t nown, const double *mval,
             double *v = val + q * bsz;
             for (int32_t k = 0; k < G->num[q]; k++) {
                 const int64_t s = G->src[G->first[q] + k];
-                const double *from = s < nM ? mval + s * bsz : R->v + (s - nM) * bsz;
-                if (k == 0)
-                    memcpy(v, from, (size_t)bsz * sizeof *v);
-                else
-                    for (int e = 0; e < bsz; e++)
-                        v[e] += from[e];
+                sum_source(v, s < nM ? mval + s * bsz : R->v + (s - nM) * bsz, k, bsz);
             }
         }
     *val_out = val;
@@ -1281,12 +1286,13 @@ static int merged_values_dev(const hk_dist *d, const merged *G, int64_t nown,
     const hk_backend_ops *L = d->local;
     const int64_t nnz = G->rowptr[nown];
     int ierr = 0;
-    int64_t *xat = NULL, *mat_ = NULL; /* per row: its first summed block, its first M source */
+    /* per row: its first block summed on the host, its first M block those read */
+    int64_t *sum_at = NULL, *msrc_at = NULL;
     int32_t *idx = NULL, *midx = NULL;
     double *mh = NULL, *xh = NULL, *X = NULL;
     *val_dev = NULL;
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *xat, &xat));
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *mat_, &mat_));
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *sum_at, &sum_at));
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *msrc_at, &msrc_at));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
         int64_t nx = 0, nm = 0;
@@ -1296,14 +1302,14 @@ static int merged_values_dev(const hk_dist *d, const merged *G, int64_t nown,
                 for (int32_t k = 0; k < G->num[q]; k++)
                     nm += G->src[G->first[q] + k] < nM;
             }
-        xat[i + 1] = nx;
-        mat_[i + 1] = nm;
+        sum_at[i + 1] = nx;
+        msrc_at[i + 1] = nm;
     }
     for (int64_t i = 0; i < nown; i++) {
-        xat[i + 1] += xat[i];
-        mat_[i + 1] += mat_[i];
+        sum_at[i + 1] += sum_at[i];
+        msrc_at[i + 1] += msrc_at[i];
     }
-    const int64_t nx = xat[nown], nm = mat_[nown];
+    const int64_t nx = sum_at[nown], nm = msrc_at[nown];
     HK_TRY_CHECK(nM + nx <= INT32_MAX, HK_ERR_UNSUPPORTED,
                  "pc=amg: a coarse operator of %lld blocks on one process is more than 32-bit "
                  "block indices hold; run on more processes",
@@ -1314,7 +1320,7 @@ static int merged_values_dev(const hk_dist *d, const merged *G, int64_t nown,
     HK_TRY(hk_malloc((size_t)(nx * bsz + 1) * sizeof *xh, &xh));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
-        int64_t x = xat[i], m = mat_[i];
+        int64_t x = sum_at[i], m = msrc_at[i];
         for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++)
             if (G->num[q] > 1 || G->src[G->first[q]] >= nM) {
                 idx[q] = (int32_t)(nM + x++);
@@ -1326,18 +1332,13 @@ static int merged_values_dev(const hk_dist *d, const merged *G, int64_t nown,
     HK_TRY(blocks_to_host(d, mval_dev, nM, bsz, midx, nm, mh));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < nown; i++) {
-        int64_t x = xat[i], m = mat_[i];
+        int64_t x = sum_at[i], m = msrc_at[i];
         for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
             if (!(G->num[q] > 1 || G->src[G->first[q]] >= nM)) continue;
             double *v = xh + (x++) * bsz;
             for (int32_t k = 0; k < G->num[q]; k++) {
                 const int64_t s = G->src[G->first[q] + k];
-                const double *from = s < nM ? mh + (m++) * bsz : R->v + (s - nM) * bsz;
-                if (k == 0)
-                    memcpy(v, from, (size_t)bsz * sizeof *v);
-                else
-                    for (int e = 0; e < bsz; e++)
-                        v[e] += from[e];
+                sum_source(v, s < nM ? mh + (m++) * bsz : R->v + (s - nM) * bsz, k, bsz);
             }
         }
     }
@@ -1361,8 +1362,8 @@ fail:
         *val_dev = NULL;
     }
     if (X) L->dealloc(X);
-    free(xat);
-    free(mat_);
+    free(sum_at);
+    free(msrc_at);
     free(idx);
     free(midx);
     free(mh);
