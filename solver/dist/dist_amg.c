@@ -375,9 +375,9 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
 
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
  * them), values val (host) and val_dev (the same on the backend where they are there
- * already, else NULL; on a device val may then be NULL), x's owned range [in_row0, in_row0 +
- * in_nown); in_inv maps an owned global id's offset to x's entry (NULL: the same). Collective (the
- * halo plan). */
+ * already, else NULL; on a device val may then be NULL), x's owned range
+ * [in_row0, in_row0 + in_nown); in_inv maps an owned global id's offset to x's entry (NULL:
+ * the same). Collective (the halo plan). */
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
                        const double *val_dev, int64_t in_row0, int64_t in_nown,
@@ -1930,9 +1930,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL, &C->A));
     lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
-    /* on a device the next level's rows are there already: the values its operator uploaded
-     * (on every process, also one without rows, so that none skips the level's upload, which
-     * is agreed) */
+    /* on a device the next level's rows are there already: the values the merge made there
+     * (their pattern uploaded on every process, also one without rows, so that none skips the
+     * level's upload, which is agreed) */
     if (!ierr && !d->host_memory) {
         ierr = pattern_alloc(Lb, nns, nns, nagg, Hn.A.nbcols, Hn.A.nnzb, &Hn.Ad);
         if (!ierr)
