@@ -70,9 +70,11 @@ int hk_cu_init(void)
     HK_CU(cudaMallocHost(&hk_cu.hres, sizeof(double) * HK_CU_MAXK));
     for (int i = 0; hk_cu_grid_inits[i]; i++)
         hk_cu_grid_inits[i]();
+    /* ready before the start-up steps: the memory pool's start allocates through the ops,
+     * which call hk_cu_init */
+    hk_cu.ready = 1;
     for (int i = 0; hk_cu_preloads[i]; i++)
         hk_cu_preloads[i]();
-    hk_cu.ready = 1;
     return 0;
 }
 
