@@ -795,6 +795,20 @@ static void staged_case(const hk_comm *c, int64_t row0, const hk_bcsr *L, const 
         free(x[k]);
 }
 
+/* The staged and gathered checks' problem: elasticity3d 9 x 8 x 10 with its coordinates, and a
+ * right-hand side (variant 0: a sine, 1: a cosine, each with a constant on one dof of three). */
+static double *amg_problem(hk_bcsr *K, double **xyz, int variant)
+{
+    hk_gen_elasticity3d(9, 8, 10, K);
+    hk_gen_elasticity3d_coords(9, 8, 10, xyz);
+    const int64_t n = K->nbrows * K->bs;
+    double *b = malloc(sizeof *b * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        b[i] = variant ? cos(0.07 * (double)i) + (i % 3 == 0 ? 0.5 : 0.0)
+                       : sin(0.05 * (double)i) + (i % 3 == 2 ? 0.25 : 0.0);
+    return b;
+}
+
 /* pc=amg's set-up on a device's path against the views': at least 3 levels, also where the
  * middle process owns no rows (no coarse rows, no ghosts) or a few, and where the processes'
  * rows are not coupled (no ghosts: no coarse row owned elsewhere, none sent or received). */
@@ -802,13 +816,7 @@ static void test_amg_staged(const hk_comm *c)
 {
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     hk_bcsr K = {0};
-    double *xyz = NULL;
-    hk_gen_elasticity3d(9, 8, 10, &K);
-    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
-    const int64_t n = K.nbrows * K.bs;
-    double *b = malloc(sizeof *b * (size_t)n);
-    for (int64_t i = 0; i < n; i++)
-        b[i] = sin(0.05 * (double)i) + (i % 3 == 2 ? 0.25 : 0.0);
+    double *xyz = NULL, *b = amg_problem(&K, &xyz, 0);
     static const char *const variants[] = {
         "pc.amg.coarse_size=40",
         "pc.amg.coarse_size=40 pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi"};
@@ -852,13 +860,7 @@ static void test_amg_gathered(const hk_comm *c, const hk_backend *be)
     const int cpu = !strcmp(be->name, "cpu");
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     hk_bcsr K = {0};
-    double *xyz = NULL;
-    hk_gen_elasticity3d(9, 8, 10, &K);
-    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
-    const int64_t n = K.nbrows * K.bs;
-    double *b = malloc(sizeof *b * (size_t)n);
-    for (int64_t i = 0; i < n; i++)
-        b[i] = cos(0.07 * (double)i) + (i % 3 == 0 ? 0.5 : 0.0);
+    double *xyz = NULL, *b = amg_problem(&K, &xyz, 1);
     static const char *const variants[] = {
         "pc.amg.coarse_size=20",
         "pc.amg.coarse_size=20 pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi pc.amg.cycle=w"};
