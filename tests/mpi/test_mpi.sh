@@ -32,6 +32,10 @@ for np in 2 3; do
     bad "hooke_mpi_tests -np $np"; cat "$T/layer$np.log"
   fi
 done
+set +e; out=$(mpi -np 1 "$BUILD/hooke_mpi_tests" 2>&1); rc=$?; set -e
+if [ $rc = 1 ] && grep -q "run it as 2 or more processes" <<<"$out"; then
+  ok "hooke_mpi_tests on one process: refused in one sentence"
+else bad "hooke_mpi_tests on one process: exit $rc"; echo "$out" | head -5; fi
 
 # a transport failing on one process mid-SpMV ends the run: mpirun returns, with the sentence
 set +e; out=$(mpi -np 2 "$BUILD/hooke_mpi_tests" --fatal 2>&1); rc=$?; set -e
