@@ -16,6 +16,7 @@
 #include "app.h"
 #include "case.h"
 #include "run_part.h"
+#include "text.h"
 
 typedef struct mlog {
     int on; /* rank 0 and not quiet */
@@ -157,20 +158,6 @@ static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
     for (int64_t k = 0; k < nnz; k++)
         K->colind[k] = (int32_t)pt->gid[sys->K.colind[k]];
     K->val = sys->K.val; /* not freed here */
-    return 0;
-}
-
-/* HOOKE_DIST_RESIDENT into *on (for measurement): unset, empty or 1: a part assembled on its
- * device hands its rows' values to the solver there; 0: they come down to the host first, as
- * a host assembly's; anything else refused. */
-static int dist_resident(int *on)
-{
-    const char *v = getenv("HOOKE_DIST_RESIDENT");
-    *on = !v || !*v || !strcmp(v, "1");
-    HK_CHECK(*on || !strcmp(v, "0"), HK_ERR_ARG,
-             "HOOKE_DIST_RESIDENT=%s: set it to 1 (a part assembled on its GPU keeps its rows "
-             "there for the solver, the default) or 0 (they come down to the host), or unset it",
-             v);
     return 0;
 }
 
@@ -497,7 +484,12 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         t_prep, ps.t_cut, ps.t_sent, t_bcast, t_backends[0]);
     snprintf(note, sizeof note, "%s", r0.assembly_note);
     int resident = 1;
-    if ((ierr = hk_comm_agree(w, dist_resident(&resident)))) goto done;
+    /* measurement: 0 brings a device-assembled part's rows down to the host first */
+    ierr = hk_comm_agree(w, hk_env_switch("HOOKE_DIST_RESIDENT", "1",
+                                          "a part assembled on its GPU keeps its rows there for "
+                                          "the solver, the default",
+                                          "0", "they come down to the host", 1, &resident));
+    if (ierr) goto done;
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
     if (pt.mesh.cells.n > 0) {

@@ -1,8 +1,25 @@
 /* Small text helpers shared by the option and case-file checks (text.h). */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hooke/error.h"
 #include "text.h"
+
+int hk_env_switch(const char *name, const char *on_word, const char *on_means, const char *off_word,
+                  const char *off_means, int dflt, int *on)
+{
+    const char *v = getenv(name);
+    *on = dflt;
+    if (!v || !*v) return 0;
+    if (!strcmp(v, on_word) || !strcmp(v, off_word)) {
+        *on = !strcmp(v, on_word);
+        return 0;
+    }
+    return hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                        "%s=%s: set it to %s (%s) or %s (%s), or unset it", name, v, on_word,
+                        on_means, off_word, off_means);
+}
 
 int hk_edit_distance(const char *a, const char *b)
 {

@@ -28,15 +28,12 @@ int hk_cu_fail_blas(cublasStatus_t s, const char *what, const char *file, int li
                         what);
 }
 
+static int preload_off; /* HOOKE_CUDA_PRELOAD=0, read by hk_cu_init */
+
 void hk_cu_preload(const void *const *kernels, int n)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("HOOKE_CUDA_PRELOAD");
-        off = e && !strcmp(e, "0");
-    }
-    for (int i = 0; i < n && !off;
-         i++) { /* referencing a kernel loads it (and its file's module) */
+    /* referencing a kernel loads it (and its file's module) */
+    for (int i = 0; i < n && !preload_off; i++) {
         cudaFuncAttributes a;
         if (cudaFuncGetAttributes(&a, kernels[i]) != cudaSuccess) cudaGetLastError();
     }
@@ -45,6 +42,12 @@ void hk_cu_preload(const void *const *kernels, int n)
 int hk_cu_init(void)
 {
     if (hk_cu.ready) return 0;
+    const char *pre = getenv("HOOKE_CUDA_PRELOAD");
+    HK_CHECK(!pre || !*pre || !strcmp(pre, "0") || !strcmp(pre, "1"), HK_ERR_ARG,
+             "HOOKE_CUDA_PRELOAD=%s: set it to 1 (the solve's and the AMG set-up's kernels "
+             "loaded with the device, the default) or 0 (each at its first launch), or unset it",
+             pre);
+    preload_off = pre && !strcmp(pre, "0");
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {

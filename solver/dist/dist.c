@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dist_impl.h"
+#include "text.h"
 
 #include <omp.h>
 
@@ -469,18 +470,6 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
     return hk_dist_create_comm(c, be, row0, K, HK_DIST_COMM_AUTO, out);
 }
 
-/* HOOKE_DIST_STAGED into *on: 1 on, unset, empty or 0 off; anything else refused. */
-static int dist_staged(int *on)
-{
-    const char *v = getenv("HOOKE_DIST_STAGED");
-    *on = v && !strcmp(v, "1");
-    HK_CHECK(!v || !*v || !strcmp(v, "0") || *on, HK_ERR_ARG,
-             "HOOKE_DIST_STAGED=%s: set it to 1 (the cpu takes a device's path) or 0, or unset "
-             "it",
-             v);
-    return 0;
-}
-
 int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
                         int transport, hk_dist **out)
 {
@@ -508,7 +497,8 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
     /* HOOKE_DIST_STAGED=1 (tests): the cpu takes a device's path, copies and staging instead
      * of views, so that the CPU runs check that path's bytes */
     int staged = 0;
-    HK_TRY(hk_comm_agree(c, dist_staged(&staged)));
+    HK_TRY(hk_comm_agree(c, hk_env_switch("HOOKE_DIST_STAGED", "1", "the cpu takes a device's path",
+                                          "0", "views", 0, &staged)));
     d->host_memory = !strcmp(be->name, "cpu") && !staged;
     /* every process the same block size and column count, its values finite */
     int64_t shape[2] = {K->bs, K->nbcols}, lo[2] = {K->bs, K->nbcols};

@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "pc_impl.h"
+#include "text.h"
 
 #define AMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define AMG_MAX_NNS 6       /* coarse block size; the diag op inverts blocks up to 6 x 6 */
@@ -650,34 +651,6 @@ int hk_amg_read_options(hk_options *o, hk_amg_options *d)
     return 0;
 }
 
-/* HOOKE_AMG_UNFUSED into *on: 1 the cycle's separate vector ops (the fused ops' side-by-side
- * figure), unset, empty or 0 the fused ops; anything else refused. */
-static int read_unfused(int *on)
-{
-    const char *v = getenv("HOOKE_AMG_UNFUSED");
-    *on = v && !strcmp(v, "1");
-    HK_CHECK(!v || !*v || !strcmp(v, "0") || *on, HK_ERR_ARG,
-             "HOOKE_AMG_UNFUSED=%s: set it to 1 (the cycle's separate vector ops) or 0, or unset "
-             "it",
-             v);
-    return 0;
-}
-
-/* HOOKE_AMG_GALERKIN into *full: full (A_c = R (A P) by the whole product, for comparisons)
- * is 1; symmetric, unset or empty (the blocks on and above the diagonal, the others their
- * mirrors) is 0; anything else refused. */
-static int read_galerkin(int *full)
-{
-    const char *v = getenv("HOOKE_AMG_GALERKIN");
-    *full = v && !strcmp(v, "full");
-    HK_CHECK(!v || !*v || !strcmp(v, "symmetric") || *full, HK_ERR_ARG,
-             "HOOKE_AMG_GALERKIN=%s: set it to symmetric (the coarse operator's upper blocks, "
-             "the lower ones their transposes; the default) or full (every block by the "
-             "product), or unset it",
-             v);
-    return 0;
-}
-
 static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_given)
 {
     hk_amg_options op;
@@ -1264,8 +1237,12 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     pc->data = d; /* hk_pc_destroy cleans up on failure */
     d->fmt = A ? A->asked : HK_FMT_CSR;
     HK_CALL(read_options(d, o, &d->fmt, &d->fmt_given));
-    HK_CALL(read_unfused(&d->unfused));
-    HK_CALL(read_galerkin(&d->galerkin_full));
+    HK_CALL(hk_env_switch("HOOKE_AMG_UNFUSED", "1", "the cycle's separate vector ops", "0",
+                          "the fused ops", 0, &d->unfused));
+    HK_CALL(hk_env_switch("HOOKE_AMG_GALERKIN", "full",
+                          "every block of the coarse operator by the product", "symmetric",
+                          "its upper blocks, the lower ones their transposes; the default", 0,
+                          &d->galerkin_full));
     /* a backend without the symmetric product's ops forms A_c by the whole product */
     if (!be->bmat_spgemm_pattern || !be->bmat_spgemm_numeric_upper || !be->bmat_mirror_lower)
         d->galerkin_full = 1;
