@@ -429,6 +429,9 @@ static void test_errors(void)
     expect_error(&K, NULL, "backend=cpu pc=amg pc.amg.omega=3", "pc.amg.omega");
     expect_error(&K, NULL, "backend=cpu pc=amg pc.amg.format=coo", "pc.amg.format");
     expect_error(&K, NULL, "backend=cpu pc=amg pc.amg.bogus=1", "pc.amg.bogus");
+    /* read on one process too, so that a case file is checked as under mpirun */
+    expect_error(&K, NULL, "backend=cpu pc=amg pc.amg.dist.gather_rows=-5",
+                 "pc.amg.dist.gather_rows=-5 is out of range");
     /* coordinates of the wrong dimension */
     double xy[2 * 64] = {0};
     hk_nearnull nn2 = {.dim = 2, .coords = xy};

@@ -368,6 +368,10 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     if (pcname && !strcmp(pcname, "amg")) { /* likewise; the distributed pc=amg uses it */
         int gather_rows = 0;
         HK_TRY(hk_options_get_int(o, "pc.amg.dist.gather_rows", &gather_rows));
+        HK_TRY_CHECK(gather_rows >= 0, HK_ERR_OPTION,
+                     "option pc.amg.dist.gather_rows=%d is out of range; use 0 (only the "
+                     "coarsest level on every process) or more (default 50000 scalar rows)",
+                     gather_rows);
     }
     const hk_ksp_type *kt = hk_ksp_type_find(method);
     if (!kt) {
@@ -1118,6 +1122,9 @@ void hk_solver_print_help(FILE *f)
                "                          needs a build with NCCL), mpi (through the host on\n"
                "                          cuda); auto: mpi (measured faster on two\n"
                "                          H200s at 0.4-1.6M DOFs a GPU)\n"
+               "  pc.amg.dist.gather_rows=50000  under mpirun, pc=amg: levels with at most\n"
+               "                          this many scalar rows live on every process (the\n"
+               "                          cycle below them exchanges nothing); 0: none\n"
                "  history=0|1             keep the residual history\n"
                "  monitor=0|1             print the residual at every test\n"
                "  inner.method=cg         defect correction: the fp32 inner method\n"
