@@ -373,20 +373,84 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
     return ierr;
 }
 
+/* The rows of a local matrix (rowptr, lcol over nrows rows; src: each block's value position,
+ * NULL: its own) reordered interior rows first: those reading only the nbc owned columns, each
+ * group in its order, a row's blocks in their order (the same sums). *pos (allocated): each
+ * row's new position; *nrp, *ncol, *nsrc: the new rows, their columns and value positions;
+ * *nint the interior rows. *pos stays NULL where there is nothing to overlap (no interior or
+ * no boundary row). */
+static int split_rows(int64_t nrows, const int64_t *rowptr, const int32_t *lcol,
+                      const int32_t *src, int64_t nbc, int32_t **pos, int64_t **nrp,
+                      int32_t **ncol, int32_t **nsrc, int64_t *nint)
+{
+    const int64_t nnz = rowptr[nrows];
+    int64_t ni = 0;
+    *pos = *ncol = *nsrc = NULL;
+    *nrp = NULL;
+    *nint = 0;
+    HK_CALL(hk_malloc((size_t)(nrows + 1) * sizeof **pos, pos));
+#pragma omp parallel for schedule(static) reduction(+ : ni)
+    for (int64_t i = 0; i < nrows; i++) {
+        int bnd = 0;
+        for (int64_t p = rowptr[i]; p < rowptr[i + 1] && !bnd; p++)
+            bnd = lcol[p] >= nbc;
+        (*pos)[i] = bnd;
+        ni += !bnd;
+    }
+    if (ni == 0 || ni == nrows) {
+        free(*pos);
+        *pos = NULL;
+        return 0;
+    }
+    int ierr = hk_malloc((size_t)(nrows + 1) * sizeof **nrp, nrp);
+    if (!ierr) ierr = hk_malloc((size_t)(nnz + 1) * sizeof **ncol, ncol);
+    if (!ierr) ierr = hk_malloc((size_t)(nnz + 1) * sizeof **nsrc, nsrc);
+    if (ierr) {
+        free(*pos);
+        free(*nrp);
+        free(*ncol);
+        *pos = *ncol = NULL;
+        *nrp = NULL;
+        return ierr;
+    }
+    int64_t k[2] = {0, ni};
+    for (int64_t i = 0; i < nrows; i++) { /* the new positions and the new rows' lengths */
+        const int32_t at = (int32_t)k[(*pos)[i]]++;
+        (*pos)[i] = at;
+        (*nrp)[at + 1] = rowptr[i + 1] - rowptr[i];
+    }
+    (*nrp)[0] = 0;
+    for (int64_t i = 0; i < nrows; i++)
+        (*nrp)[i + 1] += (*nrp)[i];
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nrows; i++) {
+        const int64_t q = (*nrp)[(*pos)[i]] - rowptr[i];
+        for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
+            (*ncol)[q + p] = lcol[p];
+            (*nsrc)[q + p] = src ? src[p] : (int32_t)p;
+        }
+    }
+    *nint = ni;
+    return 0;
+}
+
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
  * them), values val (host) and val_dev (the same on the backend where they are there
  * already, else NULL; on a device val may then be NULL), x's owned range
  * [in_row0, in_row0 + in_nown); in_inv maps an owned global id's offset to x's entry (NULL:
- * the same). Collective (the halo plan). */
+ * the same). split: its rows interior first (split_rows), so that dmat_spmv computes them
+ * while the ghosts travel. Collective (the halo plan). */
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
                        const double *val_dev, int64_t in_row0, int64_t in_nown,
-                       const int32_t *in_inv, dmat **out)
+                       const int32_t *in_inv, int split, dmat **out)
 {
     const hk_backend_ops *L = d->local;
     const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
     int ierr = 0;
     int32_t *pos = NULL, *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL;
+    int32_t *ypos = NULL, *scol = NULL, *ssrc = NULL;
+    int64_t *srp = NULL, nint = 0;
     double *raw_dev = NULL;
     void *raw32 = NULL;
     dmat *m = NULL;
@@ -444,6 +508,17 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
         }
     }
     if (!ierr) ierr = sorted_order(nrows, rowptr, lcol, &src);
+    if (!ierr && split && m->ng && nrows)
+        ierr = split_rows(nrows, rowptr, lcol, src, m->nbc, &ypos, &srp, &scol, &ssrc, &nint);
+    if (ypos) { /* the split rows in place of the sorted ones */
+        rowptr = srp;
+        free(lcol);
+        lcol = scol;
+        scol = NULL;
+        free(src);
+        src = ssrc;
+        ssrc = NULL;
+    }
     if (!ierr) ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
     if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
     if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
@@ -479,6 +554,12 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     if (!ierr) ierr = upload(L, bcol, (size_t)m->nbc * sizeof(int32_t), (void **)&m->bcol_dev);
     if (!ierr) ierr = vec_sized(L, m->ns * bc, prec, &m->send);
     if (!ierr) ierr = vec_sized(L, (m->nbc + m->ng) * bc, prec, &m->xe);
+    if (!ierr && ypos) {
+        m->nint = nint;
+        m->nzint = srp[nint];
+        ierr = upload(L, ypos, (size_t)nrows * sizeof *ypos, (void **)&m->ypos_dev);
+        if (!ierr) ierr = vec_sized(L, nrows * br, prec, &m->ytmp);
+    }
     const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bc;
     if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ns + 1) * e, &m->host_send);
     if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ng + 1) * e, &m->host_recv);
@@ -490,6 +571,10 @@ fail:
     free(bcol);
     free(lcol);
     free(src);
+    free(ypos);
+    free(srp);
+    free(scol);
+    free(ssrc);
     if (raw_dev) L->dealloc(raw_dev);
     if (raw32) L->dealloc(raw32);
     if (src_dev) L->dealloc(src_dev);
@@ -1840,6 +1925,25 @@ static int others_rows(const hk_dist *d, const hk_bmat *M, const double *mval, c
  * backend (agg, D64, *B and H->Ad there); the host keeps the exchanges of T's and P's ghost
  * rows, the routing and merging of the coarse rows and R's rows, from downloaded T, P and
  * P^T (A P). */
+/* Whether level j (its rows and those above it in a->rows) is above the first level on every
+ * process (gather_levels' g), as far as its rows tell: its operators keep their exchanges and
+ * are split (dmat_create). A level that turns out to be the coarsest only at its aggregation
+ * is taken for one above: gather_levels puts the P above it back in order. */
+static int split_below(const damg *a, int j)
+{
+    if (j == 0 || a->gather_rows <= 0) return 1;
+    if (j + 1 >= a->op.max_levels || a->rows[j] <= a->op.coarse_size) return 0; /* coarsest */
+    for (int k = 1; k <= j; k++)
+        if (a->rows[k] <= a->gather_rows) return 0;
+    return 1;
+}
+
+/* Whether level j's operator (j >= 1) keeps its exchanges: j above g and not the coarsest. */
+static int split_operator(const damg *a, int j)
+{
+    return split_below(a, j) && j + 1 < a->op.max_levels && a->rows[j] > a->op.coarse_size;
+}
+
 static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64_t nagg,
                    const hk_vec *D64, double **B, const int32_t *inv0)
 {
@@ -1875,6 +1979,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     for (int q = 0; q < P; q++)
         starts[q + 1] += starts[q];
     const int64_t crow0 = starts[me];
+    a->rows[l + 1] = starts[P] * nns;
     HK_TRY(hk_comm_agree(c, hk_malloc((size_t)(nagg + 1) * sizeof *Tmap, &Tmap)));
     for (int64_t k = 0; k < nagg; k++)
         Tmap[k] = crow0 + k;
@@ -1927,7 +2032,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     free_copy(d, &Ach);
     hk_bmat_free(&Ac);
     lap(ph, PH_GALERKIN, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL, &C->A));
+    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL,
+                       split_operator(a, l + 1), &C->A));
     lap(ph, PH_OPERATORS, t);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
     /* on a device the next level's rows are there already: the values the merge made there
@@ -1961,7 +2067,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
             c, restriction_values(d, &Pextd, cP, nP, crow0, nagg, rp[nagg], &Rt, &rv_dev)));
     lap(ph, PH_RESTRICT, t);
     HK_TRY(
-        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0, &L->R));
+        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0,
+                    split_below(a, l), &L->R));
     hk_bmat_free(&Rt);
     free(rp);
     free(gc);
@@ -1979,7 +2086,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(hk_comm_agree(c, ierr));
         /* its values are the first blocks of Pext's copy on the backend */
         HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
-                           nagg, NULL, &L->P));
+                           nagg, NULL, split_below(a, l + 1), &L->P));
     }
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
@@ -2315,6 +2422,9 @@ static int rmat_gather(const hk_dist *d, const dmat *m, int64_t in_row0, int64_t
     if (!ierr && m->nbc) ierr = L->copy_from(bcol, m->bcol_dev, (size_t)m->nbc * sizeof *bcol);
     if (!ierr && nz)
         ierr = L->copy_from(val, m->v32 ? (void *)m->v32 : (void *)m->M.val, (size_t)(nz * bb) * e);
+    if (!ierr && m->nint)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "pc=amg: a gathered level's operator has its rows split");
     if (!ierr && in_nglob > INT32_MAX)
         ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
                             "pc=amg: a level of %lld block rows is too large to gather on every "
@@ -2423,11 +2533,11 @@ static int pfull_index(const hk_dist *d, const dmat *m, int64_t in_row0, int32_t
     return ierr;
 }
 
-/* M's rows reordered interior rows first (those reading no ghost; each group in its order),
- * so that dmat_spmv computes them while the ghosts travel, as the level-0 operator does; a
- * row's blocks stay in their order (the same sums). Nothing to do without ghosts or without
- * interior or boundary rows. Local (no message). */
-static int dmat_split(const hk_dist *d, dmat *m)
+/* M's rows back in their order where dmat_create split them (interior rows first) and the
+ * matrix must not be: P of the level above the first gathered one when that level turned out
+ * to be the coarsest only at its aggregation (its product reads the whole correction, with
+ * no exchange to overlap). Local (no message). */
+static int dmat_unsplit(const hk_dist *d, dmat *m)
 {
     const hk_backend_ops *L = d->local;
     const int64_t nr = m->nrows, nz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
@@ -2435,7 +2545,7 @@ static int dmat_split(const hk_dist *d, dmat *m)
     int64_t *rp = NULL, *nrp = NULL;
     int32_t *col = NULL, *ncol = NULL, *src = NULL, *pos = NULL, *src_dev = NULL;
     void *nval = NULL;
-    if (!m->ng || !nr) return 0;
+    if (!m->nint) return 0;
     HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rp, &rp));
     HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *nrp, &nrp));
     HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *pos, &pos));
@@ -2443,28 +2553,16 @@ static int dmat_split(const hk_dist *d, dmat *m)
     HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *ncol, &ncol));
     HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *src, &src));
     HK_TRY(L->copy_from(rp, m->M.rowptr, (size_t)(nr + 1) * sizeof *rp));
+    HK_TRY(L->copy_from(pos, m->ypos_dev, (size_t)nr * sizeof *pos));
     if (nz) HK_TRY(L->copy_from(col, m->M.colind, (size_t)nz * sizeof *col));
-    int64_t nint = 0;
-    for (int64_t i = 0; i < nr; i++) {
-        int bnd = 0;
-        for (int64_t p = rp[i]; p < rp[i + 1] && !bnd; p++)
-            bnd = col[p] >= m->nbc;
-        pos[i] = bnd ? -1 : (int32_t)nint++;
-    }
-    if (nint == 0 || nint == nr) goto fail; /* nothing to overlap */
-    int64_t k = nint, q = 0;
-    for (int64_t i = 0; i < nr; i++)
-        if (pos[i] < 0) pos[i] = (int32_t)k++;
     nrp[0] = 0;
-    for (int pass = 0; pass < 2; pass++) /* interior rows, then boundary rows */
-        for (int64_t i = 0; i < nr; i++) {
-            if ((pos[i] < nint) != (pass == 0)) continue;
-            for (int64_t p = rp[i]; p < rp[i + 1]; p++, q++) {
-                ncol[q] = col[p];
-                src[q] = (int32_t)p;
-            }
-            nrp[pos[i] + 1] = q;
+    for (int64_t i = 0, q = 0; i < nr; i++) { /* row i is stored at pos[i] */
+        for (int64_t p = rp[pos[i]]; p < rp[pos[i] + 1]; p++, q++) {
+            ncol[q] = col[p];
+            src[q] = (int32_t)p;
         }
+        nrp[i + 1] = q;
+    }
     const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
     HK_TRY(L->alloc(&nval, (size_t)(nz * bb) * e + 8));
     if (!d->host_memory) HK_TRY(upload(L, src, (size_t)nz * sizeof *src, (void **)&src_dev));
@@ -2476,10 +2574,8 @@ static int dmat_split(const hk_dist *d, dmat *m)
         hk_vec to = {.be = L, .n = nz * bb, .prec = m->prec, .data = nval};
         HK_TRY(L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nz, (int)bb));
     }
-    HK_TRY(upload(L, pos, (size_t)nr * sizeof *pos, (void **)&m->ypos_dev));
-    HK_TRY(vec_sized(L, nr * m->br, m->prec, &m->ytmp));
     HK_TRY(L->copy_to(m->M.rowptr, nrp, (size_t)(nr + 1) * sizeof *nrp));
-    HK_TRY(L->copy_to(m->M.colind, ncol, (size_t)nz * sizeof *ncol));
+    if (nz) HK_TRY(L->copy_to(m->M.colind, ncol, (size_t)nz * sizeof *ncol));
     HK_TRY(L->sync()); /* the old values are read before they are freed */
     if (m->v32) {
         L->dealloc(m->v32);
@@ -2489,8 +2585,11 @@ static int dmat_split(const hk_dist *d, dmat *m)
         m->M.val = nval;
     }
     nval = NULL;
-    m->nint = nint;
-    m->nzint = nrp[nint];
+    L->dealloc(m->ypos_dev);
+    m->ypos_dev = NULL;
+    hk_vec_destroy(m->ytmp);
+    m->ytmp = NULL;
+    m->nint = m->nzint = 0;
 fail:
     if (nval) L->dealloc(nval);
     if (src_dev) L->dealloc(src_dev);
@@ -2533,15 +2632,9 @@ static int gather_levels(hk_pc *pc, damg *a)
             }
     }
     const int g = a->g;
-    /* the operators that keep their exchanges overlap them with their interior rows (P_{g-1}
-     * reads the whole correction of level g: no exchange) */
-    for (int l = 0; l < n - 1 && l < g && !ierr; l++) {
-        dlev *L = &a->lev[l];
-        if (l > 0) ierr = dmat_split(d, L->A);
-        if (!ierr) ierr = dmat_split(d, L->R);
-        if (!ierr && l < g - 1) ierr = dmat_split(d, L->P);
-    }
-    HK_CALL(hk_comm_agree(c, ierr));
+    /* the operators that keep their exchanges were split at their creation (split_below);
+     * P_{g-1} reads the whole correction of level g: no exchange to overlap */
+    if (g < n) HK_CALL(hk_comm_agree(c, dmat_unsplit(d, a->lev[g - 1].P)));
     if (g >= n) return 0;
     for (int l = g; l < n - 1; l++) {
         dlev *L = &a->lev[l], *C = &a->lev[l + 1];

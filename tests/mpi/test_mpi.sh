@@ -62,6 +62,18 @@ for mp in "cg pc=jacobi" "pipecg pc=poly" "scg pc=jacobi" "gmres pc=bjacobi" \
   done
 done
 
+# a level that is the coarsest only at its aggregation (threshold 0: level 2's 12 rows do not
+# coarsen), below the first level on every process (gather_rows=1): the P above it, split at
+# its creation for the exchanges' overlap, is put back in order (it reads the whole
+# correction); the gathered levels make the distributed cycle's sums, so x is byte for byte
+# that of gather_rows=0
+opts="pc=amg pc.amg.threshold=0 pc.amg.coarse_size=10 tol=1e-12"
+if mpi -np 2 "$H" solve --generate elasticity3d:8 $opts pc.amg.dist.gather_rows=0 -o "$T/u0.mtx" >"$T/u0.log" 2>&1 &&
+   mpi -np 2 "$H" solve --generate elasticity3d:8 $opts pc.amg.dist.gather_rows=1 -o "$T/u1.mtx" >"$T/u1.log" 2>&1 &&
+   grep -q "3 levels: 2187, 168, 12 rows" "$T/u1.log" && cmp -s "$T/u0.mtx" "$T/u1.mtx"; then
+  ok "-np 2 $opts, the coarsest level found at its aggregation: gather_rows=1 x as gather_rows=0's, byte for byte"
+else bad "-np 2 $opts: gather_rows=1 against 0"; tail -3 "$T/u1.log"; fi
+
 # pc=amg's rigid-body modes from --generate's and --coords's coordinates: the one-process
 # iterations (translations alone need about 60 % more here), and a bad --coords refused
 its_of() { sed -n 's/^iterations: //p' "$1"; }
