@@ -67,6 +67,34 @@ static const char *const damg_phase_name[DAMG_NPHASES] = {
     "R",         "operators",   "coarsest",     "vectors",
     "total"};
 
+/* The phases' steps, timed too under HOOKE_AMG_PROFILE (a second line; the backend is
+ * synchronized at each step's end, so that a device's queued work counts where it is made). */
+enum damg_step {
+    ST_OP_HALO,       /* operators: ghost columns and halo plans */
+    ST_OP_COLUMNS,    /* operators: local columns, sorted and split */
+    ST_OP_UPLOAD,     /* operators: pattern, values, plans to the backend */
+    ST_GR_PATTERN,    /* ghost rows: the pattern downloaded, the send rows' blocks */
+    ST_GR_EXCHANGE,   /* ghost rows: the records exchanged */
+    ST_GR_BUILD,      /* ghost rows: the rows with their ghosts on the host */
+    ST_GR_UPLOAD,     /* ghost rows: those rows to the backend */
+    ST_GAL_PRODUCTS,  /* Galerkin: A P, P^T, P^T (A P) on the backend */
+    ST_GAL_PATTERN,   /* Galerkin: the product's pattern downloaded, the others' rows */
+    ST_GAL_ROUTE,     /* Galerkin: those rows routed */
+    ST_GAL_MERGE,     /* Galerkin: the merge's pattern */
+    ST_GAL_VALUES,    /* Galerkin: the merged values */
+    ST_GAL_ROWS,      /* Galerkin: the next level's rows (host and backend) */
+    ST_CO_UNSPLIT,    /* coarsest: P above the gathered levels put back in order */
+    ST_CO_OPERATORS,  /* coarsest: A, P, R of the gathered levels on every process */
+    ST_CO_VECTORS,    /* coarsest: their vectors, the gather's index */
+    ST_CO_INVERSE,    /* coarsest: the coarsest level gathered and inverted */
+    DAMG_NSTEPS
+};
+static const char *const damg_step_name[DAMG_NSTEPS] = {
+    "operators: halo plans", "columns", "upload",
+    "ghost rows: pattern", "exchange", "build", "upload",
+    "Galerkin: products", "pattern", "route", "merge", "values", "next rows",
+    "coarsest: unsplit", "operators", "vectors", "inverse"};
+
 /* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
  * about the neighbours than about the set-up. */
 static double cpu_time(void)
@@ -82,6 +110,18 @@ static void lap(double *ph, int k, double *t)
     const double now = hk_time(), c = cpu_time();
     ph[k] += now - t[0];
     ph[DAMG_NPHASES + k] += c - t[1];
+    t[0] = now;
+    t[1] = c;
+}
+
+/* step k's lap (st: the steps' seconds, NULL when not profiling: nothing done) */
+static void step_lap(const hk_backend_ops *be, double *st, int k, double *t)
+{
+    if (!st) return;
+    be->sync();
+    const double now = hk_time(), c = cpu_time();
+    st[k] += now - t[0];
+    st[DAMG_NSTEPS + k] += c - t[1];
     t[0] = now;
     t[1] = c;
 }
@@ -443,8 +483,10 @@ static int split_rows(int64_t nrows, const int64_t *rowptr, const int32_t *lcol,
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
                        const double *val_dev, int64_t in_row0, int64_t in_nown,
-                       const int32_t *in_inv, int split, dmat **out)
+                       const int32_t *in_inv, int split, double *st, dmat **out)
 {
+    double t[2];
+    lap_start(t);
     const hk_backend_ops *L = d->local;
     const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
     int ierr = 0;
@@ -471,6 +513,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     }
     HK_TRY(hk_comm_agree(d->comm, ierr));
     HK_TRY(hk_halo_create(d->comm, in_row0, in_nown, m->ng, m->ghost, &m->halo));
+    step_lap(L, st, ST_OP_HALO, t);
     m->ns = m->halo->send_off[m->halo->nsend];
     if (in_inv)
         for (int64_t j = 0; j < m->ns; j++)
@@ -510,6 +553,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     if (!ierr) ierr = sorted_order(nrows, rowptr, lcol, &src);
     if (!ierr && split && m->ng && nrows)
         ierr = split_rows(nrows, rowptr, lcol, src, m->nbc, &ypos, &srp, &scol, &ssrc, &nint);
+    step_lap(L, st, ST_OP_COLUMNS, t);
     if (ypos) { /* the split rows in place of the sorted ones */
         rowptr = srp;
         free(lcol);
@@ -564,6 +608,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ns + 1) * e, &m->host_send);
     if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ng + 1) * e, &m->host_recv);
     HK_TRY(hk_comm_agree(d->comm, ierr));
+    step_lap(L, st, ST_OP_UPLOAD, t);
     *out = m;
     m = NULL;
 fail:
@@ -728,6 +773,8 @@ typedef struct damg {
     size_t *gcount;
     void *gown, *gall;
     double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
+    double steps[2 * DAMG_NSTEPS]; /* the same per step */
+    double *st;                    /* steps under HOOKE_AMG_PROFILE, else NULL */
     double t_pc;                 /* when the set-up began (hk_time) */
 } damg;
 
@@ -1702,8 +1749,10 @@ static int send_blocks(const hk_dist *d, const hk_halo *halo, const hk_bmat *D,
  * downloaded, and Xd is D's values copied on the device, then the ghosts' blocks uploaded
  * (X has the pattern only). */
 static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, const int64_t *colmap,
-                           hk_bmat *X, hk_bmat *Xd, int64_t **cols, int64_t *ncols)
+                           hk_bmat *X, hk_bmat *Xd, int64_t **cols, int64_t *ncols, double *st)
 {
+    double t[2];
+    lap_start(t);
     const hk_comm *c = d->comm;
     const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)D->br * D->bc, nown = D->nbrows, nnz = D->nnzb;
@@ -1735,8 +1784,11 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     } else if (!ierr)
         ierr = send_blocks(d, halo, D, M.rowptr, &sval, &vat);
     HK_TRY(hk_comm_agree(c, ierr));
+    step_lap(L, st, ST_GR_PATTERN, t);
     HK_TRY(exchange_rows(c, halo, &M, colmap, M.val ? M.val : sval, vat, &rec, &rat));
+    step_lap(L, st, ST_GR_EXCHANGE, t);
     ierr = ext_rows(&M, room, colmap, halo->nghost, rec, rat, halo->order, X, &gval, cols, ncols);
+    step_lap(L, st, ST_GR_BUILD, t);
     if (!ierr && d->host_memory)
         ierr = local_copy(d, X, Xd);
     else if (!ierr) { /* Xd: X's pattern, D's values copied on the device, the ghosts' uploaded */
@@ -1754,6 +1806,7 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
             ierr = L->copy_to(Xd->val + nnz * bb, gval, (size_t)(ngb * bb) * sizeof *gval);
         if (ierr) hk_bmat_free(Xd);
     }
+    step_lap(L, st, ST_GR_UPLOAD, t);
 fail:
     free(rec);
     free(rat);
@@ -1966,7 +2019,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
     hlev Hn = {0};
-    double *ph = a->ph, t[2];
+    double *ph = a->ph, t[2], ts[2];
     lap_start(t);
 
     /* T and the coarse near-null space from the owned near-null space */
@@ -1985,7 +2038,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P */
-    ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &Textd, &cT, &nT);
+    ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &Textd, &cT, &nT, a->st);
     lap(ph, PH_EXCHANGE, t);
     /* T has one block a row (ghost rows included): the backend's tentative product where it
      * has one (a warp per row of A on cuda), the general one otherwise; the same bytes */
@@ -1999,8 +2052,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    ierr = with_ghost_rows(d, H->halo, &Pm, cT, &Pext, &Pextd, &cP, &nP);
+    ierr = with_ghost_rows(d, H->halo, &Pm, cT, &Pext, &Pextd, &cP, &nP, a->st);
     lap(ph, PH_EXCHANGE, t);
+    lap_start(ts);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
     hk_bmat Pv = {0};
     if (!ierr) {
@@ -2009,15 +2063,19 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         ierr = Lb->bmat_transpose(&Pvd, &Pt);
     }
     if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
+    step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
     /* A_c's pattern on the host; its values stay on the backend but for the rows of coarse
      * unknowns owned elsewhere, which go to their owners */
     if (!ierr) ierr = pattern_to_host(d, &Ac, &Ach);
     if (!ierr) ierr = others_rows(d, &Ach, Ac.val, cP, nP, crow0, nagg, &S);
     HK_TRY(hk_comm_agree(c, ierr));
+    step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
     HK_TRY(route(c, starts, &S, nns * nns, &R));
+    step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
     /* the merge's pattern on the host, its sums where A_c's values lie: on the cpu into host
      * rows; on a device there (only the sums with received blocks made on the host) */
     ierr = merge_rows(crow0, nagg, &Ach, cP, cP, &R, &mg);
+    step_lap(Lb, a->st, ST_GAL_MERGE, ts);
     if (!ierr && d->host_memory)
         ierr = merged_values_host(&mg, nagg, Ac.val, Ac.nnzb, &R, nns * nns, &vv);
     else if (!ierr)
@@ -2031,10 +2089,12 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     entries_free(&R);
     free_copy(d, &Ach);
     hk_bmat_free(&Ac);
+    step_lap(Lb, a->st, ST_GAL_VALUES, ts);
     lap(ph, PH_GALERKIN, t);
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL,
-                       split_operator(a, l + 1), &C->A));
+                       split_operator(a, l + 1), a->st, &C->A));
     lap(ph, PH_OPERATORS, t);
+    lap_start(ts);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
     /* on a device the next level's rows are there already: the values the merge made there
      * (their pattern uploaded on every process, also one without rows, so that none skips the
@@ -2058,6 +2118,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     rp = gc = NULL;
     vv = NULL;
     HK_TRY(hk_comm_agree(c, ierr));
+    step_lap(Lb, a->st, ST_GAL_ROWS, ts);
     lap(ph, PH_GALERKIN, t);
     /* R = P^T: this process's coarse rows from P's owned and ghost rows */
     HK_TRY(restriction_rows(c, H, &Pext, cP, crow0, nagg, &rp, &gc, d->host_memory ? &vv : NULL));
@@ -2068,7 +2129,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     lap(ph, PH_RESTRICT, t);
     HK_TRY(
         dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0,
-                    split_below(a, l), &L->R));
+                    split_below(a, l), a->st, &L->R));
     hk_bmat_free(&Rt);
     free(rp);
     free(gc);
@@ -2086,7 +2147,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         HK_TRY(hk_comm_agree(c, ierr));
         /* its values are the first blocks of Pext's copy on the backend */
         HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
-                           nagg, NULL, split_below(a, l + 1), &L->P));
+                           nagg, NULL, split_below(a, l + 1), a->st, &L->P));
     }
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
@@ -2304,12 +2365,18 @@ fail:
     return ierr;
 }
 
-/* With HOOKE_AMG_PROFILE set, rank 0 prints each phase's largest time over the processes. */
-static int print_phases(const damg *a)
+static int profiling(void)
 {
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_AMG_PROFILE") != NULL;
-    if (!on) return 0;
+    return on;
+}
+
+/* With HOOKE_AMG_PROFILE set, rank 0 prints each phase's largest time over the processes, and
+ * on a second line each step's. */
+static int print_phases(const damg *a)
+{
+    if (!profiling()) return 0;
     const hk_dist *d = a->d;
     enum { NX = 5 };
     double m[2 * DAMG_NPHASES + NX], *x = m + 2 * DAMG_NPHASES;
@@ -2322,6 +2389,9 @@ static int print_phases(const damg *a)
     x[3] = d->t_operator;
     x[4] = hk_time() - d->t_begin;
     HK_CALL(hk_comm_max(d->comm, m, 2 * DAMG_NPHASES + NX));
+    double st[2 * DAMG_NSTEPS];
+    memcpy(st, a->steps, sizeof st);
+    HK_CALL(hk_comm_max(d->comm, st, 2 * DAMG_NSTEPS));
     if (hk_comm_rank(a->d->comm)) return 0;
     fprintf(stderr,
             "amg set-up (distributed, %d processes; the slowest process's wall (CPU) seconds):",
@@ -2335,6 +2405,11 @@ static int print_phases(const damg *a)
             "; before it (wall): layout %.3f, layout on the backend %.3f, K and operator "
             "%.3f (the operator's build %.3f); since the layout %.3f\n",
             x[0], x[1], x[2], x[3], x[4]);
+    fprintf(stderr, "amg set-up steps (the slowest process's wall (CPU) seconds):");
+    for (int k = 0; k < DAMG_NSTEPS; k++)
+        fprintf(stderr, "%s %s %.3f (%.3f)", k ? "," : "", damg_step_name[k], st[k],
+                st[DAMG_NSTEPS + k]);
+    fprintf(stderr, "\n");
     return 0;
 }
 
@@ -2634,13 +2709,17 @@ static int gather_levels(hk_pc *pc, damg *a)
     const int g = a->g;
     /* the operators that keep their exchanges were split at their creation (split_below);
      * P_{g-1} reads the whole correction of level g: no exchange to overlap */
+    double t[2];
+    lap_start(t);
     if (g < n) HK_CALL(hk_comm_agree(c, dmat_unsplit(d, a->lev[g - 1].P)));
+    step_lap(Lb, a->st, ST_CO_UNSPLIT, t);
     if (g >= n) return 0;
     for (int l = g; l < n - 1; l++) {
         dlev *L = &a->lev[l], *C = &a->lev[l + 1];
         HK_CALL(rmat_gather(d, L->A, L->row0, L->nglob, L->nglob, &L->gA));
         HK_CALL(rmat_gather(d, L->P, C->row0, C->nglob, L->nglob, &L->gP));
         HK_CALL(rmat_gather(d, L->R, L->row0, L->nglob, C->nglob, &L->gR));
+        step_lap(Lb, a->st, ST_CO_OPERATORS, t);
         HK_CALL(vec_gathered(pc, L->Dinv, L->nglob * L->bs * L->bs, &L->gDinv));
         if (L->l1) HK_CALL(vec_gathered(pc, L->l1, L->nglob * L->bs, &L->gl1));
         const int64_t ne = L->nglob * L->bs;
@@ -2648,6 +2727,7 @@ static int gather_levels(hk_pc *pc, damg *a)
         for (size_t i = 0; i < sizeof v / sizeof v[0] && !ierr; i++)
             ierr = vec_sized(Lb, ne, pc->prec, v[i]);
         HK_CALL(hk_comm_agree(c, ierr));
+        step_lap(Lb, a->st, ST_CO_VECTORS, t);
     }
     /* the way down and up between level g - 1 and g */
     dlev *F = &a->lev[g - 1], *G = &a->lev[g];
@@ -2664,6 +2744,7 @@ static int gather_levels(hk_pc *pc, damg *a)
         dmat_destroy(L->R);
         L->A = L->P = L->R = NULL;
     }
+    step_lap(Lb, a->st, ST_CO_VECTORS, t);
     return 0;
 }
 
@@ -2681,6 +2762,8 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     hk_vec *q = NULL, *D64 = NULL;
     double *ph = a->ph, t[2], t_start[2];
     memset(a->ph, 0, sizeof a->ph);
+    memset(a->steps, 0, sizeof a->steps);
+    a->st = profiling() ? a->steps : NULL;
     lap_start(t);
     lap_start(t_start);
     ierr = level0_local(d, &H);
@@ -2732,7 +2815,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
                 HK_TRY(hk_comm_agree(c, level0_rows(d, &H)));
             else if (!H.A.val) /* a coarse level on a device: its values only now */
                 HK_TRY(hk_comm_agree(c, host_values(d, &H)));
+            double tc[2];
+            lap_start(tc);
             HK_TRY(coarsest(pc, a, l, &H, l == 0 ? inv0 : NULL));
+            step_lap(Lb, a->st, ST_CO_INVERSE, tc);
             lap(ph, PH_COARSE, t);
             break;
         }
