@@ -143,8 +143,13 @@ static int list_ghosts(const hk_bcsr *K, int64_t row0, int64_t **ghost, int64_t 
     for (int64_t i = 0; i < nown; i++)
         for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
             if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) {
+                unsigned char was; /* written only where not yet: read by the other threads */
+#pragma omp atomic read
+                was = mark[K->colind[p]];
+                if (!was) {
 #pragma omp atomic write
-                mark[K->colind[p]] = 1;
+                    mark[K->colind[p]] = 1;
+                }
             }
 #pragma omp parallel num_threads(nt)
     {
@@ -459,6 +464,14 @@ static int refuse_nccl(const hk_backend_ops *be)
                         built ? ", or backend=cuda" : "");
 }
 
+/* The layout's step k timed (HOOKE_AMG_PROFILE prints them) since *t, and *t restarted. */
+static void layout_step(hk_dist *d, int k, double *t)
+{
+    const double now = hk_time();
+    d->t_layout_step[k] = now - *t;
+    *t = now;
+}
+
 const char *hk_dist_comm_name(const hk_dist *d)
 {
     return d && d->dcomm ? "nccl" : "mpi";
@@ -531,10 +544,14 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
      * where they lie (check_values_dev) */
     hk_bcsr pattern = *K;
     if (val_dev) pattern.val = NULL;
+    double ts = hk_time();
     HK_TRY(hk_comm_agree(c, check_rows(&pattern, row0)));
+    layout_step(d, 0, &ts);
     /* ghosts and the halo plan (collective: it also checks the ranges) */
     HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
+    layout_step(d, 1, &ts);
     HK_TRY(hk_halo_create(c, row0, d->nown, d->nghost, ghost, &d->halo));
+    layout_step(d, 2, &ts);
     /* interior rows first, then boundary rows, each in the caller's order */
     ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
@@ -544,8 +561,11 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < nsend; j++)
             d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
+    layout_step(d, 3, &ts);
     if (!ierr) ierr = split_rows(d, K, inv, ghost, &src_oo, &src_bnd);
+    layout_step(d, 4, &ts);
     if (!ierr) ierr = host_values(d, K, val_dev, src_oo, src_bnd);
+    layout_step(d, 5, &ts);
     d->t_layout = hk_time() - t0;
     /* Koo and Kbnd on the backend, once: what the operator, the solver's K and pc=amg's
      * level 0 read */

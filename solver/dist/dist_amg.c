@@ -522,12 +522,19 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *pos, &pos));
     for (int64_t j = 0; j < in_nown; j++)
         pos[j] = -1;
-#pragma omp parallel for schedule(static) /* every thread writes the same value */
+    /* every thread writes the same value, and only where it is not there yet: a column read
+     * by many rows is read, not written, on the other threads (no cache line taken from them) */
+#pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nnz; p++)
         if (gcol[p] >= in_row0 && gcol[p] < in_row0 + in_nown) {
-            const int64_t o = gcol[p] - in_row0;
+            const int64_t o = gcol[p] - in_row0, j = in_inv ? in_inv[o] : o;
+            int32_t was;
+#pragma omp atomic read
+            was = pos[j];
+            if (was != 0) {
 #pragma omp atomic write
-            pos[in_inv ? in_inv[o] : o] = 0;
+                pos[j] = 0;
+            }
         }
     HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *bcol, &bcol));
     for (int64_t j = 0; j < in_nown; j++)
@@ -1571,12 +1578,17 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
             gcols[gat[k] + j] = (int64_t)ghost_record(rec, rat, order, k)[1 + j * (1 + bsz)];
     const int64_t ngc = sort_unique(gcols, ngnnz);
     /* colmap's columns that the owned rows use (cpos: 1 if used; every thread writes the same
-     * value) */
+     * value, only where it is not there yet) */
     memset(cpos, 0, (size_t)nc * sizeof *cpos);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nm; p++) {
+        int64_t was;
+#pragma omp atomic read
+        was = cpos[M->colind[p]];
+        if (!was) {
 #pragma omp atomic write
-        cpos[M->colind[p]] = 1;
+            cpos[M->colind[p]] = 1;
+        }
     }
     HK_TRY(hk_malloc((size_t)(nc + ngc + 1) * sizeof **cols, cols));
     int64_t m = 0, a = 0, b = 0;
@@ -2389,9 +2401,10 @@ static int print_phases(const damg *a)
     x[3] = d->t_operator;
     x[4] = hk_time() - d->t_begin;
     HK_CALL(hk_comm_max(d->comm, m, 2 * DAMG_NPHASES + NX));
-    double st[2 * DAMG_NSTEPS];
-    memcpy(st, a->steps, sizeof st);
-    HK_CALL(hk_comm_max(d->comm, st, 2 * DAMG_NSTEPS));
+    double st[2 * DAMG_NSTEPS + 6];
+    memcpy(st, a->steps, sizeof a->steps);
+    memcpy(st + 2 * DAMG_NSTEPS, d->t_layout_step, sizeof d->t_layout_step);
+    HK_CALL(hk_comm_max(d->comm, st, 2 * DAMG_NSTEPS + 6));
     if (hk_comm_rank(a->d->comm)) return 0;
     fprintf(stderr,
             "amg set-up (distributed, %d processes; the slowest process's wall (CPU) seconds):",
@@ -2409,7 +2422,11 @@ static int print_phases(const damg *a)
     for (int k = 0; k < DAMG_NSTEPS; k++)
         fprintf(stderr, "%s %s %.3f (%.3f)", k ? "," : "", damg_step_name[k], st[k],
                 st[DAMG_NSTEPS + k]);
-    fprintf(stderr, "\n");
+    const double *ls = st + 2 * DAMG_NSTEPS;
+    fprintf(stderr,
+            "; layout (wall): check %.3f, ghosts %.3f, halo plan %.3f, numbering %.3f, split "
+            "%.3f, host values %.3f\n",
+            ls[0], ls[1], ls[2], ls[3], ls[4], ls[5]);
     return 0;
 }
 

@@ -136,6 +136,9 @@ typedef struct hk_dist {
      * backend's start on first use lands there), and the last operator build's
      * (hk_dist_mat_build) */
     double t_begin, t_layout, t_layout_upload, t_operator;
+    /* the layout's steps (wall seconds): rows checked, ghosts listed, halo plan, rows
+     * numbered, Koo and Kbnd split, host values */
+    double t_layout_step[6];
 } hk_dist;
 
 /* The layout of a process's rows (hk_solver_create_dist's arguments) on backend be; refuses a
