@@ -419,7 +419,7 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
  * row's new position; *nrp, *ncol, *nsrc: the new rows, their columns and value positions;
  * *nint the interior rows. *pos stays NULL where there is nothing to overlap (no interior or
  * no boundary row). */
-static int split_rows(int64_t nrows, const int64_t *rowptr, const int32_t *lcol,
+static int interior_first(int64_t nrows, const int64_t *rowptr, const int32_t *lcol,
                       const int32_t *src, int64_t nbc, int32_t **pos, int64_t **nrp,
                       int32_t **ncol, int32_t **nsrc, int64_t *nint)
 {
@@ -478,7 +478,7 @@ static int split_rows(int64_t nrows, const int64_t *rowptr, const int32_t *lcol,
  * them), values val (host) and val_dev (the same on the backend where they are there
  * already, else NULL; on a device val may then be NULL), x's owned range
  * [in_row0, in_row0 + in_nown); in_inv maps an owned global id's offset to x's entry (NULL:
- * the same). split: its rows interior first (split_rows), so that dmat_spmv computes them
+ * the same). split: its rows interior first (interior_first), so that dmat_spmv computes them
  * while the ghosts travel. Collective (the halo plan). */
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
@@ -559,7 +559,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     }
     if (!ierr) ierr = sorted_order(nrows, rowptr, lcol, &src);
     if (!ierr && split && m->ng && nrows)
-        ierr = split_rows(nrows, rowptr, lcol, src, m->nbc, &ypos, &srp, &scol, &ssrc, &nint);
+        ierr = interior_first(nrows, rowptr, lcol, src, m->nbc, &ypos, &srp, &scol, &ssrc, &nint);
     step_lap(L, st, ST_OP_COLUMNS, t);
     if (ypos) { /* the split rows in place of the sorted ones */
         rowptr = srp;
