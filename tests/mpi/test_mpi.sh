@@ -294,11 +294,13 @@ for np in 2 3; do
     ok "box amg -np $np: $inp iterations (one process: $i1)"
   else bad "box amg -np $np: ${inp:-no} iterations, one process $i1"; fi
 done
-# HOOKE_AMG_PROFILE: rank 0's one line of the set-up's phases
+# HOOKE_AMG_PROFILE: rank 0's one line of the set-up's phases, and one of their steps
 if [ "$(grep -c 'amg set-up (distributed, 2 processes' "$T/a2.err")" = 1 ] &&
-   grep -q 'ghost rows [0-9.]* ([0-9.]*), P smoothing .*, R .*, total [0-9.]* ([0-9.]*); before it (wall): layout [0-9.]*, .*; since the layout [0-9.]*$' "$T/a2.err"; then
-  ok "HOOKE_AMG_PROFILE -np 2: one line of phases"
-else bad "HOOKE_AMG_PROFILE -np 2: no line of phases"; cat "$T/a2.err"; fi
+   grep -q 'ghost rows [0-9.]* ([0-9.]*), P smoothing .*, R .*, total [0-9.]* ([0-9.]*); before it (wall): layout [0-9.]*, .*; since the layout [0-9.]*$' "$T/a2.err" &&
+   [ "$(grep -c '^amg set-up steps' "$T/a2.err")" = 1 ] &&
+   grep -q '^amg set-up steps (.*): operators: halo plans [0-9.]* ([0-9.]*), .*Galerkin: products [0-9.]* ([0-9.]*), .*coarsest: unsplit .*, inverse [0-9.]* ([0-9.]*); layout (wall): check [0-9.]*, .*, host values [0-9.]*$' "$T/a2.err"; then
+  ok "HOOKE_AMG_PROFILE -np 2: one line of phases, one of their steps"
+else bad "HOOKE_AMG_PROFILE -np 2: no line of phases or of steps"; cat "$T/a2.err"; fi
 # the set-up's threads change no byte (its loops fill rows apart)
 OMP_NUM_THREADS=3 mpi -np 2 "$H" run "${amg[@]}" -o "$T/t3.vtu" >/dev/null 2>&1
 if cmp -s "$T/a2-p0.vtu" "$T/t3-p0.vtu" && cmp -s "$T/a2-p1.vtu" "$T/t3-p1.vtu"; then
