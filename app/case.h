@@ -292,7 +292,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
  * block-row order (K numbers its block rows by the mesh's nodes), for pc=amg's rigid-body
  * modes; with rigid couplings (extra block rows) the rigid-body modes as explicit vectors.
  * *coords is a new array the caller frees (nn->coords or nn->vectors points into it); both
- * are left empty (NULL, dim 0) when K's blocks do not match the mesh's nodes. */
+ * are left empty (NULL, dim 0) when K's blocks do not match the mesh's nodes. With K
+ * assembled on a device (r->sys.Kd), nn->coords are the assembly's coordinates in that
+ * device's memory (nn->coords_be set, *coords NULL): for hk_solver_create_resident. */
 int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords);
 /* Write the .vtu (path NULL: the case's output). With load cases: <stem>-<case>.vtu for each
  * case next to path and <stem>.pvd listing them, one timestep per case. */

@@ -635,6 +635,8 @@ int hk_run_case(const hk_case *c, const hk_run_opts *o, hk_run *r)
         else
             ierr = hk_solver_create_nearnull(&r->sys.K, &nn, c->solver, &s);
         free(coords);
+        hk_backend_free(r->sys.coords_be, r->sys.coords_d); /* the solver keeps its own copy */
+        r->sys.coords_d = NULL;
     }
     if (ierr == HK_ERR_OPTION) ierr = hk_run_solver_option_error(c, ierr);
     if (ierr) goto fail;

@@ -158,6 +158,12 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
     if (r->sys.nrigid > 0 && bs == m->dim && nb == m->nnodes + 2 * (int64_t)r->sys.nrigid)
         return rigid_nearnull(r, nn, coords);
     if (bs != m->dim || nb != m->nnodes) return 0;
+    if (r->sys.Kd.rowptr && r->sys.coords_d) { /* the device assembly's, where K is */
+        nn->dim = m->dim;
+        nn->coords = r->sys.coords_d;
+        nn->coords_be = r->sys.coords_be;
+        return 0;
+    }
     HK_CALL(hk_malloc((size_t)m->nnodes * m->dim * sizeof **coords, coords));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m->nnodes; i++)

@@ -33,6 +33,7 @@ void hk_system_free(hk_system *s)
     if (!s) return;
     hk_bcsr_free(&s->K);
     hk_resident_bcsr_free(&s->Kd);
+    hk_backend_free(s->coords_be, s->coords_d);
     free(s->f);
     free(s->f_ext);
     free(s->fixed);

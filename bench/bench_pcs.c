@@ -83,9 +83,10 @@ static void pcs_usage(FILE *f)
         "seconds and in SpMVs of the fp64 operator. With a GPU backend every row is\n"
         "repeated on the CPU backend unless --no-cpu, for problems up to --cpu-max-dofs\n"
         "(default 800000) DOFs.\n"
-        "--resident puts K in the backend's memory before the clock, as hooke run's device\n"
-        "assembly leaves it: the solver takes it with hk_solver_create_resident (no upload\n"
-        "in the set-up) and the re-set-up gets its new values there too\n"
+        "--resident puts K and the node coordinates in the backend's memory before the\n"
+        "clock, as hooke run's device assembly leaves them: the solver takes them with\n"
+        "hk_solver_create_resident (no upload in the set-up; pc=amg frames and builds its\n"
+        "rigid-body modes there) and the re-set-up gets its new values there too\n"
         "(hk_solver_update_values_resident).\n"
         "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
         "(elasticity3d, elasticity2d, poisson, convdiff; b = A times ones), e.g.\n"
@@ -298,7 +299,8 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     char text[768];
     hk_result res;
     const hk_bcsr *K = &r->sys.K;
-    double *coords = NULL;
+    double *coords = NULL, *coords_d = NULL;
+    const hk_backend *bh = NULL;
     pcs_clock clk = {0, 0, NULL, NULL};
     hk_resident_bcsr A = {0};
     snprintf(text, sizeof text, "backend=%s method=%s pc=%s tol=1e-8 maxit=20000%s", backend,
@@ -308,7 +310,6 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     /* The upload alone first, so that it and the solver's set-up below meet the device's
      * allocator in the same (warm) state: the first large allocation of a process costs as much
      * again as the copy, and whichever ran first would pay it. */
-    const hk_backend *bh;
     HK_TRY(hk_backend_get(backend, &bh));
     {
         pcs_upload up = {bh, K};
@@ -316,8 +317,16 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     }
     hk_nearnull nn;
     HK_TRY(hk_run_nearnull(r, &nn, &coords));
-    if (resident) { /* K in the device's memory before the clock, as a device assembly leaves it */
+    if (resident) { /* K and the node coordinates in the device's memory before the clock, as
+                     * a device assembly leaves them */
         HK_TRY(pcs_resident_copy(bh, K, &A));
+        if (nn.coords) {
+            const size_t bytes = (size_t)K->nbrows * nn.dim * sizeof(double);
+            HK_TRY(hk_backend_alloc(bh, bytes, (void **)&coords_d));
+            HK_TRY(bh->copy_to(coords_d, nn.coords, bytes));
+            HK_TRY(bh->sync());
+            nn.coords = coords_d, nn.coords_be = bh;
+        }
         HK_TRY(hk_solver_create_resident(&A, &nn, o, &s));
     } else
         HK_TRY(hk_solver_create_nearnull(K, &nn, o, &s));
@@ -365,6 +374,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
 
 fail:
     if (A.be) hk_resident_bcsr_free(&A);
+    hk_backend_free(bh, coords_d);
     free(clk.it);
     free(clk.t);
     hk_vec_destroy(x);

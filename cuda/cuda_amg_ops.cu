@@ -1,6 +1,8 @@
 // AMG set-up and apply ops on the device (contracts in solver/hk_impl.h; CPU references in
 // solver/cpu/cpu_amg.c and solver/cpu/cpu_sparse.c):
 //  - amg_rigid_modes: the near-null space from the node coordinates, one thread per node;
+//  - amg_coord_frame: those modes' centre and scale from coordinates on the device (fixed
+//    chunks, fixed trees);
 //  - bmat_spmv: y = A x for rectangular blocks (the AMG transfer operators P and R), a group
 //    of G lanes per block row (G from the mean blocks per row) with a fixed shuffle tree;
 //  - hk_cu_chol_inverse: the dense coarse inverse A^-1 = L^-T L^-1 by blocked right-looking
@@ -70,6 +72,95 @@ extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coord
         nnodes, bs, nns, coords ? (const double *)coords->data : NULL, c0, c1, c2, scale,
         decoupled ? (const double *)decoupled->data : NULL, B);
     HK_CU_LAUNCHED();
+    return 0;
+}
+
+// The modes' frame (amg_coord_frame) from coordinates on the device: the nodes cut into
+// FRAME_CHUNKS fixed chunks, one block each; a thread sums (then takes the maximum over) its
+// nodes i0 + t, i0 + t + FRAME_BLOCK, ... in order, the block adds its threads by a fixed tree,
+// one thread adds the chunks in order. The grid and the order depend on nothing but nnodes.
+#define FRAME_CHUNKS 1024
+#define FRAME_BLOCK 256
+
+// op 0: part[3*ch + a] = the chunk's sum of coordinate a; op 1: part[3*FRAME_CHUNKS + ch] =
+// the chunk's largest |x_a - center[a]| (center: res[0..2]).
+__global__ void __launch_bounds__(FRAME_BLOCK)
+    k_frame_chunks(int op, int64_t nnodes, int bs, const double *__restrict__ xyz,
+                   double *__restrict__ part, const double *__restrict__ res)
+{
+    __shared__ double sh[3][FRAME_BLOCK];
+    const int ch = blockIdx.x, t = threadIdx.x;
+    const int64_t i0 = nnodes * ch / FRAME_CHUNKS, i1 = nnodes * (ch + 1) / FRAME_CHUNKS;
+    double v[3] = {0, 0, 0};
+    for (int64_t i = i0 + t; i < i1; i += FRAME_BLOCK)
+        for (int a = 0; a < bs; a++) {
+            const double x = xyz[i * bs + a];
+            if (op == 0)
+                v[a] += x;
+            else
+                v[0] = fmax(v[0], fabs(x - res[a]));
+        }
+    for (int a = 0; a < 3; a++)
+        sh[a][t] = v[a];
+    __syncthreads();
+    for (int w = FRAME_BLOCK / 2; w > 0; w /= 2) {
+        if (t < w)
+            for (int a = 0; a < 3; a++)
+                sh[a][t] = op == 0 ? sh[a][t] + sh[a][t + w] : fmax(sh[a][t], sh[a][t + w]);
+        __syncthreads();
+    }
+    if (t == 0) {
+        if (op == 0)
+            for (int a = 0; a < 3; a++)
+                part[3 * ch + a] = sh[a][0];
+        else
+            part[3 * FRAME_CHUNKS + ch] = sh[0][0];
+    }
+}
+
+// op 0: res[a] = the mean of coordinate a; op 1: res[3] = the largest extent. One thread.
+__global__ void k_frame_total(int op, int64_t nnodes, const double *__restrict__ part,
+                              double *__restrict__ res)
+{
+    if (op == 0)
+        for (int a = 0; a < 3; a++) {
+            double sum = 0;
+            for (int ch = 0; ch < FRAME_CHUNKS; ch++)
+                sum += part[3 * ch + a];
+            res[a] = nnodes ? sum / (double)nnodes : 0;
+        }
+    else {
+        double ext = 0;
+        for (int ch = 0; ch < FRAME_CHUNKS; ch++)
+            ext = fmax(ext, part[3 * FRAME_CHUNKS + ch]);
+        res[3] = ext;
+    }
+}
+
+extern "C" int hk_cu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double *center,
+                                     double *scale)
+{
+    static_assert(4 * FRAME_CHUNKS <= HK_CU_MAXK * HK_CU_MAXB, "the partials fit hk_cu.part");
+    HK_CHECK(bs == 2 || bs == 3, HK_ERR_ARG, "amg_coord_frame: coordinates of dimension %d", bs);
+    HK_CHECK(coords && coords->prec == HK_FP64 && coords->n == nnodes * bs, HK_ERR_ARG,
+             "amg_coord_frame: coordinates must be an fp64 vector of %lld entries",
+             (long long)(nnodes * bs));
+    const double *x = (const double *)coords->data;
+    for (int op = 0; op < 2; op++) {
+        k_frame_chunks<<<FRAME_CHUNKS, FRAME_BLOCK, 0, hk_cu.stream>>>(op, nnodes, bs, x,
+                                                                         hk_cu.part, hk_cu.dres);
+        HK_CU_LAUNCHED();
+        k_frame_total<<<1, 1, 0, hk_cu.stream>>>(op, nnodes, hk_cu.part, hk_cu.dres);
+        HK_CU_LAUNCHED();
+    }
+    HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, 4 * sizeof(double), cudaMemcpyDeviceToHost,
+                          hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    for (int a = 0; a < 3; a++)
+        center[a] = hk_cu.hres[a];
+    HK_CHECK(isfinite(center[0]) && isfinite(center[1]) && isfinite(center[2]), HK_ERR_ARG,
+             "near-null space: a node coordinate is not finite");
+    *scale = hk_cu.hres[3] > 0 ? 1 / hk_cu.hres[3] : 1;
     return 0;
 }
 
@@ -364,6 +455,8 @@ void hk_cu_amg_ops_preload(void)
 {
     static const void *const k[] = {
         (const void *)k_rigid_modes,
+        (const void *)k_frame_chunks,
+        (const void *)k_frame_total,
         (const void *)k_bmat_spmv<float, float, 3, 6>,
         (const void *)k_bmat_spmv<float, float, 6, 3>,
         (const void *)k_bmat_spmv<float, float, 6, 6>,

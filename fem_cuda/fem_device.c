@@ -283,6 +283,13 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
     if (s) HK_TRY(drv->eliminate(ses, K, s->fixed, s->u_fixed, s->f));
     stage(what, "eliminate", &t);
+    if (s) { /* the coordinates stay where K is, for pc=amg's rigid-body modes */
+        s->coords_be = drv->backend();
+        HK_TRY(hk_backend_alloc(s->coords_be, (size_t)m->nnodes * m->dim * sizeof(double),
+                                (void **)&s->coords_d));
+        HK_TRY(drv->coords(ses, s->coords_d));
+        stage(what, "coordinates", &t);
+    }
     if (s && rflags & HK_FEM_REC_KEEP) { /* for the recovery: the session, not closed */
         kept_put(drv, p, &ses, &refs);
         stage(what, "keep", &t);

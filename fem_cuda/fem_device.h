@@ -80,6 +80,9 @@ typedef struct hk_fem_driver {
     /* Downloads of n arrays (at most 16) of the device's memory (K's too) after its kernels,
      * in one pipeline through pinned staging. */
     int (*download)(const hk_fem_down *list, int n);
+    /* The node coordinates, dim per node, into out (nnodes * dim doubles in the memory of
+     * backend()), for the solver's near-null space; complete on return. */
+    int (*coords)(hk_fem_session *s, double *out);
 } hk_fem_driver;
 
 /* Element records of one chunk of cells at most, bytes. */

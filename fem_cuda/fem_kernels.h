@@ -311,6 +311,19 @@ HK_EL_FN void hk_fem_order_place_body(int64_t i, const hk_fem_order_args *a)
     a->order[HK_FEM_ATOMIC_ADD_I64(&a->start[hk_fem_order_class(a->n2c_ptr, i)], 1)] = i;
 }
 
+/* The node coordinates for the solver's near-null space: dim per node (the mesh keeps 3). */
+typedef struct hk_fem_coords_args {
+    const double *coords; /* 3 * nn */
+    double *out;          /* dim * nn */
+    int dim;
+} hk_fem_coords_args;
+
+HK_EL_FN void hk_fem_coords_body(int64_t i, const hk_fem_coords_args *a)
+{
+    for (int d = 0; d < a->dim; d++)
+        a->out[i * a->dim + d] = a->coords[3 * i + d];
+}
+
 /* Row k of a kernel over rows: order[k], or k itself without an order. */
 HK_EL_FN int64_t hk_fem_row_at(const int64_t *order, int64_t k)
 {

@@ -68,6 +68,18 @@ const char *hk_backend_name(const hk_backend *be)
     return be ? be->name : "(none)";
 }
 
+int hk_backend_alloc(const hk_backend *be, size_t bytes, void **p)
+{
+    HK_CHECK(be && p, HK_ERR_ARG, "hk_backend_alloc: no backend or no pointer");
+    *p = NULL;
+    return be->alloc(p, bytes ? bytes : 8);
+}
+
+void hk_backend_free(const hk_backend *be, void *p)
+{
+    if (be && p) be->dealloc(p);
+}
+
 void hk_backend_describe(const hk_backend *be, FILE *f)
 {
     if (be && be->describe) be->describe(f);

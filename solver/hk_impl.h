@@ -702,6 +702,13 @@ typedef struct hk_backend_ops {
      * in fp64 (their order within a row may differ between backends). */
     int (*amg_rigid_modes)(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
                            double scale, const hk_vec *decoupled, double *B);
+    /* The frame of those modes from coordinates in the backend's memory (fp64, nnodes*bs,
+     * bs = 2 or 3): center[a] = the mean of coordinate a (center[bs..2] = 0), *scale = 1 /
+     * the largest |x_a - center[a]| (1 when that is 0). Deterministic: the CPU sums 64 fixed
+     * chunks of nodes in order (hk_amg_coord_frame_host), a device in a fixed order of its
+     * own (its digits may differ in the last place). A non-finite coordinate: HK_ERR_ARG. */
+    int (*amg_coord_frame)(int64_t nnodes, int bs, const hk_vec *coords, double *center,
+                           double *scale);
     int (*bmat_spmv)(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
 
     /* FSAI and SAI set-up ops (pc=fsai, pc=sai; the exact rules, which every backend follows
@@ -857,6 +864,10 @@ typedef struct hk_backend_ops {
  * over the processes of be's distributed table (nothing on a backend's own table); the status
  * of a set-up step agreed by every process (hk_comm_agree; the status itself otherwise). */
 int hk_be_sum(const hk_backend_ops *be, double *v, int n);
+/* amg_coord_frame's CPU arithmetic on host coordinates (solver/cpu/cpu_amg.c; pc=amg uses it
+ * for coordinates given on the host, whatever the backend). */
+int hk_amg_coord_frame_host(const double *x, int64_t nnodes, int bs, double *center,
+                            double *scale);
 int hk_be_agree(const hk_backend_ops *be, int ierr);
 
 /* The pairs of one vec_gram call (CPU and CUDA alike): over V = X then Y (distinct: Y given

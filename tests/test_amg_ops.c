@@ -529,6 +529,49 @@ static void test_cuda_rigid_modes(void)
     }
 }
 
+/* amg_coord_frame on cuda against the cpu's: the centre to the last digits of a sum (its own
+ * order), the scale likewise; the same bytes on a second call; sizes with empty chunks; a
+ * coordinate that is not finite refused. */
+static void test_cuda_coord_frame(void)
+{
+    const hk_backend *be[2] = {backend("cpu"), backend("cuda")};
+    const int64_t sizes[4] = {100003, 5, 1, 0};
+    for (int bs = 2; bs <= 3; bs++)
+        for (int t = 0; t < 4; t++) {
+            const int64_t nb = sizes[t], n = nb * bs;
+            uint32_t s = 29u;
+            double *xyz = malloc((size_t)n * sizeof *xyz + 8);
+            for (int64_t i = 0; i < n; i++)
+                xyz[i] = 3.0 + 40.0 * urand(&s) * (1 + (double)(i % bs)); /* off the origin */
+            double c[2][3], sc[2], c2[3], sc2;
+            for (int b = 0; b < 2; b++) {
+                hk_vec *X;
+                HK_ASSERT_OK(hk_vec_create(be[b], n, HK_FP64, &X));
+                HK_ASSERT_OK(hk_vec_upload(X, xyz));
+                HK_ASSERT_OK(be[b]->amg_coord_frame(nb, bs, X, c[b], &sc[b]));
+                if (b == 1) {
+                    HK_ASSERT_OK(be[b]->amg_coord_frame(nb, bs, X, c2, &sc2));
+                    CU_ASSERT(!memcmp(c2, c[1], sizeof c2) && !memcmp(&sc2, &sc[1], sizeof sc2));
+                }
+                hk_vec_destroy(X);
+            }
+            for (int a = 0; a < 3; a++)
+                CU_ASSERT(fabs(c[1][a] - c[0][a]) <= 1e-13 * fabs(c[0][a]));
+            CU_ASSERT(fabs(sc[1] - sc[0]) <= 1e-13 * sc[0]);
+            if (nb <= 1) CU_ASSERT(!memcmp(c[0], c[1], sizeof c[0]) && sc[0] == sc[1]);
+            if (nb == 100003) {
+                hk_vec *X;
+                xyz[n / 2] = NAN;
+                HK_ASSERT_OK(hk_vec_create(be[1], n, HK_FP64, &X));
+                HK_ASSERT_OK(hk_vec_upload(X, xyz));
+                CU_ASSERT_EQUAL(be[1]->amg_coord_frame(nb, bs, X, c2, &sc2), HK_ERR_ARG);
+                CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not finite"));
+                hk_vec_destroy(X);
+            }
+            free(xyz);
+        }
+}
+
 static void test_cuda_bmat_spmv(void)
 {
     const hk_backend *cpu = backend("cpu"), *gpu = backend("cuda");
@@ -907,6 +950,9 @@ static void test_cuda_start_vector(void)
 
 HK_DEVICE_SUITE(
     cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
+    {"the modes' frame from coordinates on the device: cpu's to 1e-13, repeatable, a "
+     "non-finite coordinate refused",
+     test_cuda_coord_frame},
     {"spgemm_numeric: cuda's bytes equal cpu's (AMG shapes, K K) with each kernel (by shape, "
      "row, stationary); a broken pattern named by its row; HOOKE_SPGEMM checked; time",
      test_cuda_spgemm_numeric},

@@ -102,7 +102,7 @@ static void test_solver_md(void)
             hk_result res = {0};
             const int64_t nd = K.nbrows * K.bs;
             double *x = calloc((size_t)nd, sizeof *x), *rhs = calloc((size_t)nd, sizeof *rhs);
-            const hk_nearnull nn = {dim, coords, 0, NULL};
+            const hk_nearnull nn = {.dim = dim, .coords = coords};
             int err = !x || !rhs ? HK_ERR_MEMORY : hk_options_create(&o);
             for (int64_t r = 0; !err && r < K.nbrows; r++)
                 for (int64_t q = K.rowptr[r]; q < K.rowptr[r + 1]; q++)

@@ -18,6 +18,7 @@
 #include "case.h"
 #include "fem_device.h"
 #include "fem_numeric.h"
+#include "hk_impl.h" /* the backend's copy_from: the coordinates handed over */
 #include "test_util.h"
 
 /* ---- comparisons ------------------------------------------------------------------------ */
@@ -199,6 +200,25 @@ static void fan_mesh(int nseg, hk_eltype t, hk_mesh *m)
     }
 }
 
+/* The device assembly's node coordinates for the solver (d->coords_d, dim per node, in K's
+ * backend's memory): the mesh's, exactly. */
+static void check_coords(const char *name, const hk_problem *p, const hk_system *d)
+{
+    const hk_mesh *m = p->mesh;
+    const int64_t n = m->nnodes * m->dim;
+    double *x = malloc((size_t)n * sizeof *x + 8);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d->coords_d);
+    CU_ASSERT_PTR_EQUAL(d->coords_be, d->Kd.be);
+    HK_ASSERT_OK(d->coords_be->copy_from(x, d->coords_d, (size_t)n * sizeof *x));
+    int same = 1;
+    for (int64_t i = 0; i < m->nnodes; i++)
+        for (int a = 0; a < m->dim; a++)
+            same = same && x[i * m->dim + a] == m->coords[3 * i + a];
+    if (!same) printf("\n    %s: the coordinates handed over differ from the mesh's ", name);
+    CU_ASSERT(same);
+    free(x);
+}
+
 /* ---- the emulation (CPU) ---------------------------------------------------------------- */
 
 /* Every catalogue case: host, emulated device in one chunk, in chunks of about one cell; the
@@ -210,6 +230,7 @@ static void check_case(const hk_fem_driver *drv, hk_test_fem *tc, double tol_k, 
     hk_fem_chunk_bytes = 0;
     HK_ASSERT_OK(hk_fem_assemble_with(drv, &tc->p, &d));
     compare_systems(tc->name, &h, &d, tol_k);
+    check_coords(tc->name, &tc->p, &d);
     hk_fem_chunk_bytes = 1; /* one cell a chunk */
     HK_ASSERT_OK(hk_fem_assemble_with(drv, &tc->p, &d2));
     compare_systems(tc->name, &h, &d2, tol_k);

@@ -2,6 +2,7 @@
  * (the API a device assembly hands its K through). On the cpu backend, whose memory is the
  * host's, the test fills the arrays directly; the same solve from hk_solver_create must give
  * the same digits. The cuda side runs in the device suite fem_cuda (test_fem_device.c). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,120 @@ static void test_update_resident(void)
     update_resident_on("cpu");
 }
 
+/* x1 and x2 (n entries): max |x1 - x2| / max |x1|. */
+static double rel_diff(const double *x1, const double *x2, int64_t n)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++)
+        d = fmax(d, fabs(x1[i] - x2[i])), m = fmax(m, fabs(x1[i]));
+    return m > 0 ? d / m : d;
+}
+
+/* s1 and s2 solve one b: both converge; exact: the same iterations and bytes, else (a device
+ * frames the coordinates with its own sums: last digits) iterations within one and x to
+ * 1e-8. */
+static void close_solutions(hk_solver *s1, hk_solver *s2, int64_t n, int exact)
+{
+    if (exact) {
+        same_solutions(s1, s2, n, 11);
+        return;
+    }
+    double *b = hk_test_rand_vec(n, 11), *x1 = calloc((size_t)n, sizeof *x1),
+           *x2 = calloc((size_t)n, sizeof *x2);
+    hk_result r1, r2;
+    HK_ASSERT_OK(hk_solver_solve(s1, b, x1, &r1));
+    HK_ASSERT_OK(hk_solver_solve(s2, b, x2, &r2));
+    CU_ASSERT(hk_reason_converged(r1.reason) && hk_reason_converged(r2.reason));
+    CU_ASSERT(abs(r1.iterations - r2.iterations) <= 1);
+    const double e = rel_diff(x1, x2, n);
+    printf("\n    %d and %d iterations, x differs by %.2e ", r1.iterations, r2.iterations, e);
+    CU_ASSERT(e < 1e-8);
+    free(b);
+    free(x1);
+    free(x2);
+}
+
+/* Node coordinates in the backend's memory (as hooke run's device assembly hands them over,
+ * hk_nearnull.coords_be), freed by the caller once the solver is made: pc=amg's modes from
+ * them solve as from host coordinates (cpu: the same digits; a device: the digits of its own
+ * sums of the frame), also after new values; a host matrix refuses them. */
+static void resident_coords_on(const char *backend, int dim)
+{
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get(backend, &be));
+    hk_bcsr K, K2;
+    double *coords = NULL, *coords_d = NULL;
+    if (dim == 3) {
+        HK_ASSERT_OK(hk_gen_elasticity3d(7, 5, 4, &K));
+        HK_ASSERT_OK(hk_gen_elasticity3d_coords(7, 5, 4, &coords));
+    } else {
+        HK_ASSERT_OK(hk_gen_elasticity2d(19, 13, &K));
+        HK_ASSERT_OK(hk_gen_elasticity2d_coords(19, 13, &coords));
+    }
+    const size_t bytes = (size_t)K.nbrows * dim * sizeof *coords;
+    HK_ASSERT_OK(hk_bcsr_copy(&K, &K2));
+    for (int64_t k = 0; k < K2.rowptr[K2.nbrows] * dim * dim; k++)
+        K2.val[k] *= 1.25;
+    hk_nearnull host = {.dim = dim, .coords = coords};
+    HK_ASSERT_OK(hk_backend_alloc(be, bytes, (void **)&coords_d));
+    HK_ASSERT_OK(be->copy_to(coords_d, coords, bytes));
+    HK_ASSERT_OK(be->sync());
+    hk_nearnull dev = {.dim = dim, .coords = coords_d, .coords_be = be};
+    hk_options *o1, *o2;
+    char opts[96];
+    snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10", backend);
+    HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, opts));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, opts));
+    hk_solver *s1 = NULL, *s2 = NULL;
+    CU_ASSERT_EQUAL(hk_solver_create_nearnull(&K, &dev, o1, &s1), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "the matrix is on the host"));
+    CU_ASSERT_PTR_NULL(s1);
+    HK_ASSERT_OK(hk_solver_create_nearnull(&K, &host, o1, &s1));
+    hk_resident_bcsr A;
+    upload_copy(be, &K, &A);
+    HK_ASSERT_OK(hk_solver_create_resident(&A, &dev, o2, &s2));
+    hk_backend_free(be, coords_d); /* the solver keeps its own */
+    coords_d = NULL;
+    const int exact = !strcmp(backend, "cpu");
+    close_solutions(s1, s2, K.nbrows * dim, exact);
+    upload_copy(be, &K2, &A);
+    HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
+    HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
+    close_solutions(s1, s2, K.nbrows * dim, exact);
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    /* a coordinate that is not finite: refused by the frame, the arrays freed */
+    coords[5] = NAN;
+    HK_ASSERT_OK(hk_backend_alloc(be, bytes, (void **)&coords_d));
+    HK_ASSERT_OK(be->copy_to(coords_d, coords, bytes));
+    HK_ASSERT_OK(be->sync());
+    upload_copy(be, &K, &A);
+    s2 = NULL;
+    CU_ASSERT_EQUAL(hk_solver_create_resident(&A, &dev, o2, &s2), HK_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "not finite"));
+    CU_ASSERT(s2 == NULL && A.rowptr == NULL);
+    hk_backend_free(be, coords_d);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    free(coords);
+    hk_bcsr_free(&K);
+    hk_bcsr_free(&K2);
+}
+
+static void test_resident_coords(void)
+{
+    resident_coords_on("cpu", 3);
+    resident_coords_on("cpu", 2);
+}
+
+static void test_cuda_resident_coords(void)
+{
+    resident_coords_on("cuda", 3);
+    resident_coords_on("cuda", 2);
+}
+
 static void test_cuda_update_resident(void)
 {
     update_resident_on("cuda");
@@ -284,9 +399,14 @@ HK_SUITE(resident, {"a resident matrix solves to the host matrix's digits", test
          {"new values: checked against the pattern read back, the host's digits",
           test_update_values},
          {"new resident values: the host update's digits; another pattern refused",
-          test_update_resident})
+          test_update_resident},
+         {"coordinates in the backend's memory: the host coordinates' digits; a host matrix "
+          "refuses them",
+          test_resident_coords})
 
 HK_DEVICE_SUITE(cuda_resident,
                 {"new resident values on cuda: the host update's digits; another pattern "
                  "refused on the device",
-                 test_cuda_update_resident})
+                 test_cuda_update_resident},
+                {"coordinates in the device's memory: pc=amg solves as with host coordinates",
+                 test_cuda_resident_coords})

@@ -380,6 +380,10 @@ typedef struct hk_system {
     /* K assembled on a device (hk_assemble_on): its arrays in that backend's memory, K above
      * empty; hk_solver_create_resident takes them over. Empty otherwise. */
     hk_resident_bcsr Kd;
+    /* With Kd: the node coordinates, dim per node, in coords_be's memory (Kd's backend), for
+     * the solver's near-null space (hk_nearnull.coords_be); NULL otherwise. */
+    double *coords_d;
+    const hk_backend *coords_be;
 } hk_system;
 
 void hk_system_free(hk_system *s);

@@ -104,6 +104,11 @@ void hk_backend_describe(const hk_backend *be, FILE *f);
 /* Describe every listed backend, usable or not (for `hooke info`). */
 void hk_backends_describe_all(FILE *f);
 
+/* Memory of a backend (bytes, contents undefined) for arrays handed to the solver there, such
+ * as node coordinates (hk_nearnull.coords_be); freed with hk_backend_free (NULL: nothing). */
+int hk_backend_alloc(const hk_backend *be, size_t bytes, void **p);
+void hk_backend_free(const hk_backend *be, void *p);
+
 /* ---- vectors --------------------------------------------------------------------------- */
 
 typedef struct hk_vec_s hk_vec;
@@ -290,6 +295,10 @@ typedef struct hk_nearnull {
     const double *coords;  /* nbrows * dim, node after node, or NULL */
     int nvec;              /* number of explicit vectors (coords == NULL) */
     const double *vectors; /* n * nvec, column-major, or NULL */
+    /* NULL: coords in host memory. Else coords are in this backend's memory (a device
+     * assembly leaves them there): hk_solver_create_resident only, with A on the same
+     * backend; the modes are then built there without the coordinates crossing to the host. */
+    const hk_backend *coords_be;
 } hk_nearnull;
 
 /* hk_solver_create with a near-null space (nn may be NULL); the solver copies what it needs. */

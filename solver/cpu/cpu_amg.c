@@ -98,6 +98,46 @@ int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const d
     return 0;
 }
 
+/* The modes' frame (amg_coord_frame): the mean in NCHUNK fixed chunks of nodes, each summed
+ * in order and the chunks in order (the same digits for any thread count), the extent a
+ * maximum. */
+int hk_amg_coord_frame_host(const double *x, int64_t nnodes, int bs, double *center, double *scale)
+{
+    enum { NCHUNK = 64 };
+    double part[NCHUNK][3] = {{0}}, ext = 0;
+    const int64_t nb = nnodes;
+    HK_CHECK(bs == 2 || bs == 3, HK_ERR_ARG, "amg_coord_frame: coordinates of dimension %d", bs);
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < NCHUNK; ch++)
+        for (int64_t i = nb * ch / NCHUNK; i < nb * (ch + 1) / NCHUNK; i++)
+            for (int a = 0; a < bs; a++)
+                part[ch][a] += x[i * bs + a];
+    for (int a = 0; a < 3; a++) {
+        double sum = 0;
+        for (int ch = 0; ch < NCHUNK; ch++)
+            sum += part[ch][a];
+        center[a] = nb ? sum / (double)nb : 0;
+    }
+    HK_CHECK(isfinite(center[0]) && isfinite(center[1]) && isfinite(center[2]), HK_ERR_ARG,
+             "near-null space: a node coordinate is not finite");
+    const double *cc = center;
+#pragma omp parallel for schedule(static) reduction(max : ext)
+    for (int64_t i = 0; i < nb; i++)
+        for (int a = 0; a < bs; a++)
+            ext = fmax(ext, fabs(x[i * bs + a] - cc[a]));
+    *scale = ext > 0 ? 1 / ext : 1;
+    return 0;
+}
+
+int hk_cpu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double *center,
+                           double *scale)
+{
+    HK_CHECK(coords && coords->prec == HK_FP64 && coords->n == nnodes * bs, HK_ERR_ARG,
+             "amg_coord_frame: coordinates must be an fp64 vector of %lld entries",
+             (long long)(nnodes * bs));
+    return hk_amg_coord_frame_host(coords->data, nnodes, bs, center, scale);
+}
+
 /* y = A x for rectangular blocks (bmat_spmv): one block row per iteration, its blocks in
  * order, sums in fp64; values fp64 (A->val) or fp32 (val32). */
 int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y)

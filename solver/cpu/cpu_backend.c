@@ -517,6 +517,8 @@ int hk_cpu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row);
 int hk_cpu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);
 int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const double *center,
                            double scale, const hk_vec *decoupled, double *B);
+int hk_cpu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double *center,
+                           double *scale);
 int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
 int hk_cpu_amg_start_vector(hk_vec *v);
 /* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
@@ -636,6 +638,7 @@ const hk_backend_ops hk_backend_cpu = {
     .amg_aggregate = hk_cpu_amg_aggregate,
     .amg_tentative = hk_cpu_amg_tentative,
     .amg_rigid_modes = hk_cpu_amg_rigid_modes,
+    .amg_coord_frame = hk_cpu_amg_coord_frame,
     .bmat_spmv = hk_cpu_bmat_spmv,
     .amg_start_vector = hk_cpu_amg_start_vector,
     .mpk_plan = hk_cpu_mpk_plan,

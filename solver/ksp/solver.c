@@ -194,8 +194,10 @@ static void print_monitor(int it, double rnorm, void *ctx)
 }
 
 /* Keep a private copy of the caller's near-null space, checked against K's size (nbrows block
- * rows of bs). */
-static int copy_nearnull(int64_t nbrows, int bs, const hk_nearnull *nn, hk_solver *s)
+ * rows of bs); rbe: the backend of a resident K (NULL: K on the host), the only place
+ * coordinates in a backend's memory may be (copied there, on that backend). */
+static int copy_nearnull(int64_t nbrows, int bs, const hk_nearnull *nn, const hk_backend_ops *rbe,
+                         hk_solver *s)
 {
     if (!nn || (!nn->coords && !nn->vectors)) return 0;
     const int64_t n = nbrows * bs;
@@ -208,6 +210,20 @@ static int copy_nearnull(int64_t nbrows, int bs, const hk_nearnull *nn, hk_solve
                  nn->dim, nn->dim, bs, nn->dim);
         const int64_t len = nbrows * nn->dim;
         double *c = NULL;
+        if (nn->coords_be) { /* finiteness is checked where the modes are built (pc=amg) */
+            HK_CHECK(nn->coords_be == rbe, HK_ERR_ARG,
+                     "near-null space: the coordinates are in %s memory but the matrix is %s%s; "
+                     "give coordinates in the matrix's memory (or on the host)",
+                     nn->coords_be->name, rbe ? "in the memory of " : "on the host",
+                     rbe ? rbe->name : "");
+            HK_CALL(rbe->alloc((void **)&c, (size_t)(len ? len : 1) * sizeof *c));
+            s->nn.dim = nn->dim;
+            s->nn.coords = c; /* freed with the solver, on its backend */
+            s->nn.coords_be = rbe;
+            if (len) HK_CALL(rbe->copy(c, nn->coords, (size_t)len * sizeof *c));
+            s->have_nn = 1;
+            return 0;
+        }
         HK_CALL(hk_malloc((size_t)len * sizeof *c, &c));
         s->nn.dim = nn->dim;
         s->nn.coords = c; /* freed with the solver, also on the error below */
@@ -333,7 +349,7 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
         R->rowptr = NULL, R->colind = NULL, R->val = NULL;
     }
     s->n = nbrows * bs;
-    HK_TRY(copy_nearnull(nbrows, bs, nn, s));
+    HK_TRY(copy_nearnull(nbrows, bs, nn, R ? R->be : NULL, s));
 
     /* ---- options ---- */
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;
@@ -656,7 +672,10 @@ void hk_solver_destroy(hk_solver *s)
     hk_options_destroy(s->opts);
     free(s->b_int);
     free(s->x_int);
-    free((void *)s->nn.coords);
+    if (s->nn.coords_be)
+        s->nn.coords_be->dealloc((void *)s->nn.coords);
+    else
+        free((void *)s->nn.coords);
     free((void *)s->nn.vectors);
     free(s->ksp.history);
     free(s->inner.history);

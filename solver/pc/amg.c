@@ -175,30 +175,24 @@ static int nearnull_build(hk_pc *pc, amg_data *d, const hk_bmat *K, const hk_vec
     }
     d->nns = nns;
     /* centred on the mean node and scaled by the largest extent: the rotations are then of
-     * the same size as the translations (the coordinates are host data; no matrix values) */
+     * the same size as the translations (no matrix values); once per hierarchy, kept for the
+     * re-set-ups. Coordinates in the backend's memory (a device assembly's) stay there: copied
+     * to the hierarchy's own vector and framed by the backend; host ones are framed here. */
+    const int resident = nn && nn->coords && nn->coords_be;
+    HK_CHECK(!resident || (nn->coords_be == be && be->amg_rigid_modes && be->amg_coord_frame),
+             HK_ERR_ARG,
+             "pc=amg: the node coordinates are in %s memory but the set-up runs on %s; give "
+             "them on the host",
+             resident ? nn->coords_be->name : "", be->name);
+    if (resident && !d->xyz) {
+        HK_TRY(hk_vec_create(be, n, HK_FP64, &d->xyz));
+        if (n) HK_TRY(be->copy(d->xyz->data, nn->coords, (size_t)n * sizeof(double)));
+    }
     if (nn && nn->coords && !d->have_frame) {
-        /* the mean in NCHUNK fixed chunks summed in order (the same digits for any thread
-         * count), the extent a maximum; once per hierarchy, kept for the re-set-ups */
-        enum { NCHUNK = 64 };
-        double part[NCHUNK][3] = {{0}}, ext = 0;
-        const double *x = nn->coords;
-#pragma omp parallel for schedule(static)
-        for (int ch = 0; ch < NCHUNK; ch++)
-            for (int64_t i = nb * ch / NCHUNK; i < nb * (ch + 1) / NCHUNK; i++)
-                for (int a = 0; a < bs; a++)
-                    part[ch][a] += x[i * bs + a];
-        for (int a = 0; a < 3; a++) {
-            double sum = 0;
-            for (int ch = 0; ch < NCHUNK; ch++)
-                sum += part[ch][a];
-            d->centre[a] = nb ? sum / (double)nb : 0;
-        }
-        const double *cc = d->centre;
-#pragma omp parallel for schedule(static) reduction(max : ext)
-        for (int64_t i = 0; i < nb; i++)
-            for (int a = 0; a < bs; a++)
-                ext = fmax(ext, fabs(x[i * bs + a] - cc[a]));
-        d->scale = ext > 0 ? 1 / ext : 1;
+        if (resident)
+            HK_TRY(be->amg_coord_frame(nb, bs, d->xyz, d->centre, &d->scale));
+        else
+            HK_TRY(hk_amg_coord_frame_host(nn->coords, nb, bs, d->centre, &d->scale));
         d->have_frame = 1;
     }
     const double *c = d->centre, s = nn && nn->coords ? d->scale : 1;
