@@ -609,8 +609,32 @@ fail:
     return ierr;
 }
 
+// cub's kernels of this file (cuda_impl.cuh: hk_cu_warm): agg_scan's sums and the tentative
+// prolongator's sort of the nodes by aggregate, with the template arguments of those calls.
+static void aggregate_warm_cub(void)
+{
+    const int64_t N = HK_CU_WARM_LARGE;
+    char *w = (char *)hk_cu_warm_buffer((size_t)N * 32);
+    if (!w) return;
+    const int64_t *in = (const int64_t *)w;
+    int64_t *out = (int64_t *)w + N;
+    int32_t *keys = (int32_t *)(w + 16 * N), *vals = keys + 2 * N;
+    const int sizes[2] = {HK_CU_WARM_SMALL, (int)N};
+    for (int k = 0; k < 2; k++) {
+        const int n = sizes[k];
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceScan::InclusiveSum(t, tb, in, out, n, hk_cu.stream);
+        });
+        cub::DoubleBuffer<int32_t> dk(keys, keys + n), dv(vals, vals + n);
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceRadixSort::SortPairs(t, tb, dk, dv, n, 0, 32, hk_cu.stream);
+        });
+    }
+    hk_cu_warm_free(w);
+}
+
 // Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
-// and the solve, for 2D and 3D elasticity.
+// and the solve, for 2D and 3D elasticity, and cub's (warmed).
 void hk_cu_aggregate_preload(void)
 {
     static const void *const k[] = {
@@ -629,4 +653,5 @@ void hk_cu_aggregate_preload(void)
         (const void *)k_tent_fill,
         (const void *)k_tent_qr};
     hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+    aggregate_warm_cub();
 }

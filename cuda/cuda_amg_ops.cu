@@ -148,7 +148,7 @@ extern "C" int hk_cu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coord
     const double *x = (const double *)coords->data;
     for (int op = 0; op < 2; op++) {
         k_frame_chunks<<<FRAME_CHUNKS, FRAME_BLOCK, 0, hk_cu.stream>>>(op, nnodes, bs, x,
-                                                                         hk_cu.part, hk_cu.dres);
+                                                                       hk_cu.part, hk_cu.dres);
         HK_CU_LAUNCHED();
         k_frame_total<<<1, 1, 0, hk_cu.stream>>>(op, nnodes, hk_cu.part, hk_cu.dres);
         HK_CU_LAUNCHED();

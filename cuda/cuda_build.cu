@@ -830,8 +830,47 @@ fail:
     return ierr;
 }
 
+// cub's kernels of this file (cuda_impl.cuh: hk_cu_warm): the row lengths' maximum, the
+// sliced formats' sort and slice sums, the transpose's sort, the regrouping's sums; the
+// template arguments of the calls above.
+static void build_warm_cub(void)
+{
+    const int64_t N = HK_CU_WARM_LARGE;
+    char *w = (char *)hk_cu_warm_buffer((size_t)N * 48);
+    if (!w) return;
+    /* disjoint inputs and outputs: keys, keys_out, rows, perm, cols (and 4N bytes unused),
+     * idx, src; the scans' cnt and sums over keys and keys_out */
+    uint64_t *keys = (uint64_t *)w, *keys_out = keys + N;
+    int32_t *rows = (int32_t *)(keys_out + N), *perm = rows + N;
+    uint32_t *cols = (uint32_t *)(perm + N);
+    int64_t *cnt = (int64_t *)keys, *sums = (int64_t *)keys_out, *idx = (int64_t *)(w + 32 * N),
+            *src = idx + N;
+    const int64_t sizes[2] = {HK_CU_WARM_SMALL, N};
+    for (int k = 0; k < 2; k++) {
+        const int64_t n = sizes[k];
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceReduce::Max(t, tb, (const int32_t *)rows, perm, n, hk_cu.stream);
+        });
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceRadixSort::SortPairs(t, tb, keys, keys_out, rows, perm, n, 0, 32,
+                                                   hk_cu.stream);
+        });
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceScan::ExclusiveSum(t, tb, cnt, sums, n, hk_cu.stream);
+        });
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceRadixSort::SortPairs(t, tb, (const uint32_t *)perm, cols, idx, src, n,
+                                                   0, 32, hk_cu.stream);
+        });
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceScan::InclusiveSum(t, tb, sums, sums, n, hk_cu.stream);
+        });
+    }
+    hk_cu_warm_free(w);
+}
+
 // Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
-// and the solve, for 2D and 3D elasticity.
+// and the solve, for 2D and 3D elasticity, and cub's (warmed).
 void hk_cu_build_preload(void)
 {
     static const void *const k[] = {
@@ -850,4 +889,5 @@ void hk_cu_build_preload(void)
         (const void *)k_compress_count,
         (const void *)k_compress_fill};
     hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+    build_warm_cub();
 }

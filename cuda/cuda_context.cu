@@ -39,6 +39,26 @@ void hk_cu_preload(const void *const *kernels, int n)
     }
 }
 
+void *hk_cu_warm_buffer(size_t bytes)
+{
+    void *p = NULL;
+    if (preload_off) return NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess ||
+        cudaMemsetAsync(p, 0, bytes, hk_cu.stream) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+void hk_cu_warm_free(void *p)
+{
+    cudaStreamSynchronize(hk_cu.stream);
+    cudaFree(p);
+    cudaGetLastError();
+}
+
 int hk_cu_init(void)
 {
     if (hk_cu.ready) return 0;

@@ -136,6 +136,28 @@ extern void (*const hk_cu_grid_inits[])(void);
  * and the AMG set-up's kernels for 2D and 3D elasticity; HOOKE_CUDA_PRELOAD=0 leaves them to
  * lazy loading. */
 void hk_cu_preload(const void *const *kernels, int n);
+/* cub's kernels are template instances of each file's calls, with no address to list: a
+ * file's preload launches each of its cub calls once instead (the same template arguments),
+ * on zeros, at a small and a large size (cub picks other kernels for inputs of one tile).
+ * hk_cu_warm_buffer: bytes of zeros on the device for their data, NULL when
+ * HOOKE_CUDA_PRELOAD=0 or it cannot be had (no warm-up then: errors are cleared, never
+ * reported; a kernel not warmed loads at its first launch). */
+#define HK_CU_WARM_SMALL 1000
+#define HK_CU_WARM_LARGE ((int64_t)1 << 18)
+void *hk_cu_warm_buffer(size_t bytes);
+void hk_cu_warm_free(void *p);
+/* One cub call f(tmp, tmp_bytes) (a cudaError_t), its temporary storage asked for first. */
+template <typename F> static inline void hk_cu_warm(F f)
+{
+    size_t tb = 0;
+    void *tmp = NULL;
+    if (f((void *)NULL, tb) == cudaSuccess && cudaMalloc(&tmp, tb ? tb : 8) == cudaSuccess) {
+        f(tmp, tb);
+        cudaStreamSynchronize(hk_cu.stream);
+    }
+    cudaFree(tmp);
+    cudaGetLastError();
+}
 void hk_cu_sparse_preload(void);
 void hk_cu_aggregate_preload(void);
 void hk_cu_build_preload(void);
@@ -545,8 +567,8 @@ int hk_cu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
 extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords,
                                      const double *center, double scale,
                                      const hk_vec *decoupled, double *B);
-extern "C" int hk_cu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords,
-                                     double *center, double *scale);
+extern "C" int hk_cu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double *center,
+                                     double *scale);
 extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x,
                                hk_vec *y);
 int hk_cu_chol_inverse(double *a, int64_t n, double *b, unsigned long long *first);

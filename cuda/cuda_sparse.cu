@@ -1752,6 +1752,28 @@ fail:
 
 // Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up
 // and the solve, for 2D and 3D elasticity.
+// cub's kernels of this file (cuda_impl.cuh: hk_cu_warm): sp_scan's inclusive and exclusive
+// sums, with the template arguments of its calls.
+static void sparse_warm_cub(void)
+{
+    const int64_t N = HK_CU_WARM_LARGE;
+    char *w = (char *)hk_cu_warm_buffer((size_t)N * 16);
+    if (!w) return;
+    const int64_t *in = (const int64_t *)w;
+    int64_t *out = (int64_t *)w + N;
+    const int64_t sizes[2] = {HK_CU_WARM_SMALL, N};
+    for (int k = 0; k < 2; k++) {
+        const int64_t n = sizes[k];
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceScan::InclusiveSum(t, tb, in, out, n, hk_cu.stream);
+        });
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceScan::ExclusiveSum(t, tb, in, out, n, hk_cu.stream);
+        });
+    }
+    hk_cu_warm_free(w);
+}
+
 void hk_cu_sparse_preload(void)
 {
     static const void *const k[] = {
@@ -1791,4 +1813,5 @@ void hk_cu_sparse_preload(void)
         (const void *)sp_gemv<float>,
         (const void *)sp_gemv<double>};
     hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+    sparse_warm_cub();
 }

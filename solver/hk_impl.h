@@ -866,8 +866,7 @@ typedef struct hk_backend_ops {
 int hk_be_sum(const hk_backend_ops *be, double *v, int n);
 /* amg_coord_frame's CPU arithmetic on host coordinates (solver/cpu/cpu_amg.c; pc=amg uses it
  * for coordinates given on the host, whatever the backend). */
-int hk_amg_coord_frame_host(const double *x, int64_t nnodes, int bs, double *center,
-                            double *scale);
+int hk_amg_coord_frame_host(const double *x, int64_t nnodes, int bs, double *center, double *scale);
 int hk_be_agree(const hk_backend_ops *be, int ierr);
 
 /* The pairs of one vec_gram call (CPU and CUDA alike): over V = X then Y (distinct: Y given
