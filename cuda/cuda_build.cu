@@ -185,15 +185,15 @@ static int device_max(const int32_t *v, int64_t n, int64_t *out)
     *out = 0;
     if (n <= 0) return 0;
     HK_CU(cub::DeviceReduce::Max(NULL, tb, v, (int32_t *)NULL, n, hk_cu.stream));
-    HK_TRY(hk_cu_malloc(&tmp, tb + 16));
-    HK_TRY(hk_cu_malloc((void **)&dmax, sizeof *dmax));
+    HK_TRY(hk_cu_tmp_alloc(&tmp, tb + 16));
+    HK_TRY(hk_cu_tmp_alloc((void **)&dmax, sizeof *dmax));
     HK_CU_TRY(cub::DeviceReduce::Max(tmp, tb, v, dmax, n, hk_cu.stream));
     HK_CU_TRY(cudaMemcpyAsync(&h, dmax, sizeof h, cudaMemcpyDeviceToHost, hk_cu.stream));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     *out = h;
 fail:
-    cudaFree(tmp);
-    cudaFree(dmax);
+    hk_cu_tmp_free(tmp);
+    hk_cu_tmp_free(dmax);
     return ierr;
 }
 
@@ -359,19 +359,19 @@ static int build_sliced(hk_mat *A, const build_src &s, const int32_t *len, int64
     HK_TRY(hk_cu_malloc((void **)&m->perm, (size_t)(n ? n : 1) * 4));
     HK_TRY(hk_cu_malloc((void **)&m->swidth, (size_t)(nsl ? nsl : 1) * 4));
     HK_TRY(hk_cu_malloc((void **)&m->sptr, (size_t)(nsl + 1) * 8));
-    HK_TRY(hk_cu_malloc((void **)&cnt, (size_t)(nsl + 1) * 8));
+    HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(nsl + 1) * 8));
     if (n > 0) {
         const int64_t nwin = (n + sigma - 1) / sigma;
         const int end_bit = bits_for((uint64_t)nwin * (uint64_t)(L + 1));
-        HK_TRY(hk_cu_malloc((void **)&keys, (size_t)n * 8));
-        HK_TRY(hk_cu_malloc((void **)&keys_out, (size_t)n * 8));
-        HK_TRY(hk_cu_malloc((void **)&rows, (size_t)n * 4));
+        HK_TRY(hk_cu_tmp_alloc((void **)&keys, (size_t)n * 8));
+        HK_TRY(hk_cu_tmp_alloc((void **)&keys_out, (size_t)n * 8));
+        HK_TRY(hk_cu_tmp_alloc((void **)&rows, (size_t)n * 4));
         k_sort_keys<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, sigma, L, len, keys, rows);
         HK_CU_TRY(cudaGetLastError());
         HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tb, keys, keys_out, rows, m->perm, n, 0,
                                                   end_bit, hk_cu.stream));
         HK_CU_TRY(cub::DeviceScan::ExclusiveSum(NULL, tb2, cnt, m->sptr, nsl + 1, hk_cu.stream));
-        HK_TRY(hk_cu_malloc(&tmp, (tb > tb2 ? tb : tb2) + 16));
+        HK_TRY(hk_cu_tmp_alloc(&tmp, (tb > tb2 ? tb : tb2) + 16));
         HK_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tb, keys, keys_out, rows, m->perm, n, 0,
                                                   end_bit, hk_cu.stream));
         k_slice_width<<<hk_cu_grid(nsl), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, nsl, S, m->perm, len,
@@ -396,12 +396,13 @@ static int build_sliced(hk_mat *A, const build_src &s, const int32_t *len, int64
         HK_TRY(scatter<double>(s, S, m->perm, m->sptr, m));
     build_stamp();
 fail:
-    cudaStreamSynchronize(hk_cu.stream);
-    cudaFree(keys);
-    cudaFree(keys_out);
-    cudaFree(rows);
-    cudaFree(cnt);
-    cudaFree(tmp);
+    /* stream-ordered frees: the scatter's kernels run on (hk_cu_mat_build waits at its end) */
+    if (ierr) cudaStreamSynchronize(hk_cu.stream);
+    hk_cu_tmp_free(keys);
+    hk_cu_tmp_free(keys_out);
+    hk_cu_tmp_free(rows);
+    hk_cu_tmp_free(cnt);
+    hk_cu_tmp_free(tmp);
     return ierr;
 }
 
@@ -458,7 +459,7 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
 
     build_nt = 0;
     build_stamp();
-    HK_TRY(hk_cu_malloc((void **)&len, (size_t)(s.n ? s.n : 1) * 4));
+    HK_TRY(hk_cu_tmp_alloc((void **)&len, (size_t)(s.n ? s.n : 1) * 4));
     if (s.n) {
         k_row_len<<<hk_cu_grid(s.n), HK_CU_BLOCK, 0, hk_cu.stream>>>(s.n, s.rowptr, len);
         HK_CU_TRY(cudaGetLastError());
@@ -488,8 +489,9 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
     A->bytes = hk_fmt_bytes_shape(&m->shape, last_width, A->prec);
     build_stamp();
     HK_TRY(hk_cu_mat_finish(A, m, L));
+    hk_cu_tmp_free(len);
+    len = NULL;
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
-    cudaFree(len);
     hk_bmat_free(&E);
     build_stamp();
     if (build_profile > 0) {
@@ -502,7 +504,7 @@ int hk_cu_mat_build(hk_mat *A, const hk_bmat *K)
     return 0;
 fail:
     cudaStreamSynchronize(hk_cu.stream);
-    cudaFree(len);
+    hk_cu_tmp_free(len);
     hk_bmat_free(&E);
     hk_cu_mat_release(A);
     return ierr;
