@@ -363,6 +363,7 @@ static void resident_coords_on(const char *backend, int dim)
     HK_ASSERT_OK(hk_backend_alloc(be, bytes, (void **)&coords_d));
     HK_ASSERT_OK(be->copy_to(coords_d, coords, bytes));
     HK_ASSERT_OK(be->sync());
+    dev.coords = coords_d;
     upload_copy(be, &K, &A);
     s2 = NULL;
     CU_ASSERT_EQUAL(hk_solver_create_resident(&A, &dev, o2, &s2), HK_ERR_ARG);
