@@ -116,16 +116,32 @@ fail:
     return ierr;
 }
 
+/* The stages of the last device assembly or recovery, for hk_fem_stage_times. */
+static char stage_log[512];
+
 /* Stage times on stderr when HOOKE_ASSEMBLY_PROFILE is set, as the host assembly prints its
  * own (wall time from the previous stage; a stage that only launched kernels shows little,
- * the next one that waits for them the rest). */
+ * the next one that waits for them the rest); always kept in stage_log (name NULL: a new
+ * assembly or recovery begins). */
 static void stage(const char *what, const char *name, double *t)
 {
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_ASSEMBLY_PROFILE") != NULL;
     const double now = hk_time();
     if (on && name) fprintf(stderr, "%s: %-12s %8.2f ms\n", what, name, 1e3 * (now - *t));
+    if (!name)
+        stage_log[0] = 0;
+    else {
+        const size_t n = strlen(stage_log);
+        snprintf(stage_log + n, sizeof stage_log - n, "%s%s %.1f", n ? ", " : "", name,
+                 1e3 * (now - *t));
+    }
     *t = now;
+}
+
+const char *hk_fem_stage_times(void)
+{
+    return stage_log;
 }
 
 void hk_fem_part_time(const char *what, const char *part, double *t)

@@ -499,6 +499,11 @@ int hk_postproc_part(const hk_problem *p, const hk_system *s, const double *u, i
  * backend be's device, as hk_postproc_on (be NULL or cpu: hk_postproc_part). */
 int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,
                         const double *u, int64_t nowned, hk_fields *out);
+/* The stages of this process's last assembly or recovery on a device (hk_assemble_on,
+ * hk_assemble_rows_on, hk_postproc_on, their _part and _resident forms), each with its wall
+ * time in ms, "open 3.1, pattern 20.4, ..." (the lines HOOKE_ASSEMBLY_PROFILE prints); "" when
+ * none ran. For a distributed run's per-process profile (docs/parallel.md). */
+const char *hk_fem_stage_times(void);
 
 /* Compression of the .vtu's appended arrays (docs/output.md). */
 typedef enum hk_vtu_compression {
