@@ -311,8 +311,9 @@ int hk_run_export_system(const hk_case *c, hk_run *r);
  * the run's --backend (NULL: the device is checked when there is one); device_fem: the device
  * may assemble and recover (--assembly is not host), so the host holds no K. Refuses with
  * HK_ERR_MEMORY and one sentence naming the estimate, what is available and the key. */
-/* Start the device backend (cuda or auto asked for, one process) on a thread of its own, to
- * overlap meshing; hk_run_device_wait joins it (the mesh check calls it first). */
+/* Start the device backend (cuda or auto asked for) on a thread of its own, to overlap meshing
+ * (on several processes: every process at the start of the run); hk_run_device_wait joins it
+ * (the mesh check calls it first). */
 void hk_run_device_start(const char *backend);
 void hk_run_device_wait(void);
 int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int device_fem,

@@ -76,7 +76,8 @@ static const hk_backend *solve_backend(const hk_case *c, const char *backend)
 /* The device backend's start (its context, library handles and first buffers: about half a
  * second on the GPU hosts) runs on a thread of its own while the model is meshed
  * (hk_run_device_start); nothing else touches the backend until hk_run_device_wait, which the
- * check after meshing calls first. */
+ * check after meshing calls first. On several processes every process starts its device so
+ * from the beginning of the run (app/run_mpi.c), while rank 0 meshes. */
 static struct {
     pthread_t thread;
     int running;
@@ -93,7 +94,7 @@ static void *device_start_main(void *arg)
 
 void hk_run_device_start(const char *backend)
 {
-    if (device_start.running || hk_comm_size(hk_comm_world()) > 1) return;
+    if (device_start.running) return;
     if (backend && strcmp(backend, "auto") && strcmp(backend, "cuda")) return;
     device_start.running = pthread_create(&device_start.thread, NULL, device_start_main, NULL) == 0;
 }

@@ -140,6 +140,46 @@ static void part_problem(shared_model *s, const hk_part *pt)
     }
 }
 
+/* HOOKE_RUN_PROFILE=1: each process's share of a stage, on rank 0's log: one line of the
+ * named times (s) of every process, "name p0/p1/...", then each process's device stages where
+ * it ran some (hk_fem_stage_times). Collective; on is rank 0's. */
+enum { PROFILE_MAX = 8 };
+
+typedef struct proc_profile {
+    double v[PROFILE_MAX];
+    char stages[504];
+} proc_profile;
+
+static int profile(const mlog *L, const hk_comm *w, int on, const char *stage,
+                   const char *const *names, const double *v, int n, int device_stages)
+{
+    if (!on) return 0;
+    const int P = hk_comm_size(w);
+    proc_profile mine, *all = NULL;
+    memset(&mine, 0, sizeof mine);
+    memcpy(mine.v, v, (size_t)n * sizeof *v);
+    if (device_stages) snprintf(mine.stages, sizeof mine.stages, "%s", hk_fem_stage_times());
+    HK_CALL(hk_comm_agree(w, hk_malloc((size_t)P * sizeof *all, &all)));
+    const int ierr = hk_comm_allgather(w, &mine, sizeof mine, all);
+    if (!ierr && L->on) {
+        char line[2048];
+        size_t k = 0;
+        k += (size_t)snprintf(line + k, sizeof line - k, "%s: per process (s):", stage);
+        for (int i = 0; i < n && k < sizeof line; i++) {
+            k += (size_t)snprintf(line + k, sizeof line - k, "%s %s ", i ? "," : "", names[i]);
+            for (int q = 0; q < P && k < sizeof line; q++)
+                k += (size_t)snprintf(line + k, sizeof line - k, "%s%.2f", q ? "/" : "",
+                                      all[q].v[i]);
+        }
+        say(L, "%s", line);
+        for (int q = 0; q < P; q++)
+            if (all[q].stages[0])
+                say(L, "%s: process %d on its device (ms): %s", stage, q, all[q].stages);
+    }
+    free(all);
+    return ierr;
+}
+
 /* The owned rows of the part's K with global columns (views into sys.K except colind). */
 static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
 {
@@ -155,6 +195,7 @@ static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
     HK_CALL(hk_malloc((size_t)(pt->nown + 1) * sizeof *K->rowptr, &K->rowptr));
     memcpy(K->rowptr, sys->K.rowptr, (size_t)(pt->nown + 1) * sizeof *K->rowptr);
     HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *K->colind, &K->colind));
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nnz; k++)
         K->colind[k] = (int32_t)pt->gid[sys->K.colind[k]];
     K->val = sys->K.val; /* not freed here */
@@ -239,9 +280,11 @@ static int ghost_fields(hk_halo *h, const hk_part *pt, hk_fields *f)
     int ierr = 0;
     HK_TRY(hk_malloc((size_t)(pt->nown + 1) * NODE_VALUES * sizeof *own, &own));
     HK_TRY(hk_malloc((size_t)(ng + 1) * NODE_VALUES * sizeof *gh, &gh));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < pt->nown; i++)
         node_pack(f, i, own + i * NODE_VALUES);
     HK_TRY(hk_halo_exchange(h, own, NODE_VALUES, gh));
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < ng; k++)
         node_unpack(f, pt->nown + k, gh + k * NODE_VALUES);
 fail:
@@ -384,8 +427,8 @@ static int choose_solver(hk_options *o, char *choice, size_t n)
     const char *method = NULL;
     HK_CALL(hk_options_get_string(o, "method", &method));
     if (method && !strcmp(method, "cholesky")) return 0; /* refused by the library */
-    snprintf(choice, n,
-             " [chosen by hooke run: pc=amg on %d processes]", hk_comm_size(hk_comm_world()));
+    snprintf(choice, n, " [chosen by hooke run: pc=amg on %d processes]",
+             hk_comm_size(hk_comm_world()));
     return hk_options_set(o, "pc", "amg");
 }
 
@@ -427,16 +470,28 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     hk_solver *s = NULL;
     hk_halo *halo = NULL;
     hk_fields fields = {0};
-    double *u = NULL, tmax[1], t, t_prep = 0, t_bcast, t_backends[1];
+    double *u = NULL, tmax[1], t, t_prep = 0, t_bcast, t_backends[1], t_meshed = 0, t_agreed;
+    double t_device = 0, t_own, pv[PROFILE_MAX];
     int64_t nnzb = 0;
     char choice[160] = "", piece[HK_CASE_PATH + 32], pvtu[HK_CASE_PATH], where[480], note[320];
-    int ierr, solved = 0, written = 0, on_device = 0;
+    int ierr, solved = 0, written = 0, on_device = 0, prof = 0;
     memset(&r0, 0, sizeof r0);
 
+    /* every process starts its device on a thread while rank 0 meshes (its context and
+     * kernels take about half a second); rank 0's meshing joins it after the mesh, the others
+     * before they choose the stages' backends */
+    hk_run_device_start(o->backend);
+    /* measurement: each process's share of the stages outside the solver on rank 0's log */
+    ierr = hk_env_switch("HOOKE_RUN_PROFILE", "1",
+                         "each process's times of the parts, assembly and postproc stages", "0",
+                         "none, the default", 0, &prof);
+    if (!ierr) ierr = hk_comm_bcast(w, &prof, sizeof prof, 0);
+
     /* 1. rank 0: mesh, model, the steps that need the whole model */
-    ierr = refuse(c);
+    if (!ierr) ierr = refuse(c);
     if (!ierr && me == 0) {
         ierr = hk_run_mesh(c, o, &r0);
+        t_meshed = hk_time();
         if (!ierr) {
             t = hk_time();
             say(&L, "assembly: %d processes; checks, supports and surface loads on the whole model",
@@ -449,9 +504,11 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 
     /* 2. the parts */
     ierr = me == 0 ? hk_part_distribute(w, &r0.model.problem, &prep, c->dist_partition, &pt, &ps)
-                   : hk_part_receive(w, &pt);
+                   : hk_part_receive(w, &pt, &ps);
     /* agreed before the broadcasts: a process that failed here must not skip them alone */
+    t = hk_time();
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    t_agreed = hk_time() - t;
     t = hk_time();
     if ((ierr = hk_comm_agree(w, bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm))))
         goto done;
@@ -474,14 +531,37 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     t = hk_time();
-    if ((ierr = hk_comm_agree(w, hk_run_fem_backends(c, o, &sm.p, &r0)))) goto done;
+    hk_run_device_wait(); /* rank 0's joined after meshing */
+    t_device = hk_time() - t;
+    t = hk_time();
+    ierr = hk_run_fem_backends(c, o, &sm.p, &r0);
+    t_own = hk_time() - t;
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
     t_backends[0] = hk_time() - t;
-    HK_TRY(hk_comm_max(w, t_backends, 1));
-    /* where the time before the parts' assembly goes (rank 0's clock; the backends' slowest) */
-    say(&L,
-        "parts: whole model prepared in %.2f s, cut in %.2f s, built and sent in %.2f s, model "
-        "broadcast in %.2f s, backends chosen in %.2f s",
-        t_prep, ps.t_cut, ps.t_sent, t_bcast, t_backends[0]);
+    {
+        const double bytes = ps.bytes;
+        pv[0] = ps.t_recv, pv[1] = ps.t_unpack, pv[2] = bytes / 1e6, pv[3] = t_agreed;
+        pv[4] = t_device, pv[5] = t_own;
+        static const char *const names[] = {
+            "received (waiting too)", "unpacked",       "MB", "agreeing",
+            "device start waited",    "backends chosen"};
+        HK_TRY(profile(&L, w, prof, "parts", names, pv, 6, 0));
+    }
+    /* where rank 0's time from the mesh to the parts' assembly goes, every second of it: the
+     * parts are built on a thread while the one before is sent, so the main thread's share of
+     * them is the waits for the builds and the sends */
+    if (L.on) {
+        const double span = hk_time() - t_meshed;
+        const double named = t_prep + ps.t_cut + ps.t_lists + ps.t_wait + ps.t_send + t_agreed +
+                             t_bcast + t_device + t_backends[0];
+        say(&L,
+            "parts: %.2f s from the mesh to the parts' assembly: whole model prepared in %.2f s, "
+            "cut in %.2f s, boundary lists %.2f s, waiting for parts built %.2f s (all built in "
+            "%.2f s, on a thread), sent in %.2f s (%.0f MB), agreeing %.2f s, model broadcast "
+            "in %.2f s, device start waited %.2f s, backends chosen in %.2f s, other %.2f s",
+            span, t_prep, ps.t_cut, ps.t_lists, ps.t_wait, ps.t_build, ps.t_send, ps.bytes / 1e6,
+            t_agreed, t_bcast, t_device, t_backends[0], span - named);
+    }
     snprintf(note, sizeof note, "%s", r0.assembly_note);
     int resident = 1;
     /* measurement: 0 brings a device-assembled part's rows down to the host first */
@@ -505,18 +585,30 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         ierr = hk_run_model_error(c, ierr);
     } else
         ierr = hk_calloc((size_t)pt.mesh.dim * pt.mesh.nnodes + 1, sizeof *sys.f, &sys.f);
+    pv[0] = hk_time() - t;
+    t_own = hk_time();
     if (!ierr) ierr = owned_rows(&pt, &sys, &K);
+    pv[1] = hk_time() - t_own;
     tmax[0] = hk_time() - t;
+    t_own = hk_time();
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     nnzb = K.rowptr[K.nbrows];
     HK_TRY(hk_comm_sum_i64(w, &nnzb, 1));
     HK_TRY(hk_comm_max(w, tmax, 1));
     HK_TRY(where_all(w, r0.assembled_on, note, where, sizeof where, &on_device));
+    pv[2] = hk_time() - t_own;
+    {
+        static const char *const names[] = {"rows", "owned rows' global columns",
+                                            "agreeing and sums"};
+        HK_TRY(profile(&L, w, prof, "assembly", names, pv, 3, 1));
+    }
     if (!on_device) snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     r0.t_assembly += tmax[0];
-    say(&L, "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s (rows of each part)%s",
+    say(&L,
+        "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s: the whole model's "
+        "checks, supports and loads %.2f s, then %.2f s (rows of each part)%s",
         (long long)(pt.nglobal * pt.mesh.dim), (long long)prep.nfixed,
-        (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly, where);
+        (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly, t_prep, tmax[0], where);
 
     /* 4. the distributed solve */
     t = hk_time();
@@ -565,8 +657,12 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     /* 5. the ghosts' displacements, the fields, the ghosts' fields, the sums */
     t = hk_time();
     ierr = hk_halo_create(w, pt.row0, pt.nown, pt.mesh.nnodes - pt.nown, pt.gid + pt.nown, &halo);
+    pv[0] = hk_time() - t;
+    t_own = hk_time();
     if (!ierr) ierr = hk_halo_exchange(halo, u, d, u + d * pt.nown);
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    pv[1] = hk_time() - t_own;
+    t_own = hk_time();
     note[0] = 0;
     if (pt.mesh.cells.n > 0) {
         ierr = hk_postproc_part_on(fem_backend(r0.recovered_on), &sm.p, &sys, u, pt.nown, &fields);
@@ -577,8 +673,14 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         }
     } else
         ierr = empty_fields(&pt, sm.p.nsupports, &fields);
+    pv[2] = hk_time() - t_own;
+    t_own = hk_time();
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    pv[3] = hk_time() - t_own;
+    t_own = hk_time();
     HK_TRY(ghost_fields(halo, &pt, &fields));
+    pv[4] = hk_time() - t_own;
+    t_own = hk_time();
     const int ns = sm.p.nsupports;
     HK_TRY(hk_comm_sum(w, (double *)fields.support_reaction, 3 * ns));
     HK_TRY(hk_comm_sum(w, (double *)fields.support_moment, 3 * ns));
@@ -589,6 +691,12 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     HK_TRY(hk_comm_max(w, tmax, 1));
     r0.t_post = tmax[0];
     HK_TRY(where_all(w, r0.recovered_on, note, where, sizeof where, &on_device));
+    pv[5] = hk_time() - t_own;
+    {
+        static const char *const names[] = {"halo made", "ghosts' u",      "fields",
+                                            "agreeing",  "ghosts' fields", "sums"};
+        HK_TRY(profile(&L, w, prof, "postproc", names, pv, 6, 1));
+    }
     if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);
     solved = 1;
@@ -639,6 +747,7 @@ fail:
     fprintf(stderr, "hooke run: process %d: %s\n", me, hk_error_message());
     ierr = ierr ? ierr : HK_ERR_INTERNAL; /* not agreed: hk_comm_world_end aborts the run */
 done:
+    hk_run_device_wait(); /* a run stopped before its backends were chosen */
     r0.t_total = hk_time() - L.t0;
     if (me == 0) {
         char msg[1024] = "";

@@ -2,7 +2,9 @@
  * whole mesh (METIS on the dual graph of their corners, or contiguous blocks), gives every node
  * to the lowest part among its cells, numbers the nodes part after part (the solver's global
  * numbering) and builds each part: its owned nodes, the ghost layer of its cells, its boundary
- * facets and nodes, and the prepared supports and loads of its nodes; then packs and sends. */
+ * facets and nodes, and the prepared supports and loads of its nodes; then sends its arrays. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,52 +32,59 @@ void hk_part_free(hk_part *pt)
     memset(pt, 0, sizeof *pt);
 }
 
-/* ---- packing ------------------------------------------------------------------------------ */
+/* ---- sending and receiving -------------------------------------------------------------- */
 
-typedef struct pbuf {
-    char *p;
-    size_t n, cap;
-} pbuf;
+/* A part goes as a list of its arrays, each its own message (hk_comm_send_buf): no packed copy
+ * on rank 0, and each array arrives in a buffer of its own that the received part keeps (a
+ * part is hundreds of megabytes at millions of DOFs; copying it into one buffer and out again
+ * cost as much as sending it). The first message is the number of arrays (none: rank 0 could
+ * not make the part). */
+typedef struct pseg {
+    const void *p;
+    size_t n;
+} pseg;
 
-/* Append bytes with their length before them. */
-static int put(pbuf *b, const void *data, size_t bytes)
+typedef struct plist {
+    pseg *seg;
+    int n, cap;
+    int64_t head[6]; /* dim, nnodes, nown, row0, nglobal, ncells_global */
+} plist;
+
+/* Append an array (it must stay in place until sent). */
+static int put(plist *b, const void *data, size_t bytes)
 {
-    const uint64_t len = bytes;
-    if (b->n + bytes + sizeof len > b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 1 << 16;
-        while (cap < b->n + bytes + sizeof len)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        HK_CHECK(q, HK_ERR_MEMORY, "out of host memory packing a part (%zu bytes)", cap);
-        b->p = q;
+    if (b->n == b->cap) {
+        const int cap = b->cap ? 2 * b->cap : 64;
+        pseg *q = realloc(b->seg, (size_t)cap * sizeof *q);
+        HK_CHECK(q, HK_ERR_MEMORY, "out of host memory listing a part's arrays");
+        b->seg = q;
         b->cap = cap;
     }
-    memcpy(b->p + b->n, &len, sizeof len);
-    b->n += sizeof len;
-    if (bytes) memcpy(b->p + b->n, data, bytes);
-    b->n += bytes;
+    b->seg[b->n].p = data;
+    b->seg[b->n++].n = bytes;
     return 0;
 }
 
+typedef struct rseg {
+    void *p;
+    size_t n;
+} rseg;
+
 typedef struct preader {
-    const char *p, *end;
+    rseg *seg;
+    int n, next;
 } preader;
 
-/* The next array: a malloc'ed copy in *out (NULL when empty) and its size. */
+/* The next array: the received buffer itself in *out (NULL when empty, the caller's now) and
+ * its size. */
 static int get(preader *r, void **out, size_t *bytes)
 {
-    uint64_t len;
     *out = NULL;
-    HK_CHECK(r->p + sizeof len <= r->end, HK_ERR_INTERNAL, "a received part is truncated");
-    memcpy(&len, r->p, sizeof len);
-    r->p += sizeof len;
-    HK_CHECK((size_t)(r->end - r->p) >= len, HK_ERR_INTERNAL, "a received part is truncated");
-    if (bytes) *bytes = (size_t)len;
-    if (len) {
-        HK_CALL(hk_malloc((size_t)len, out));
-        memcpy(*out, r->p, (size_t)len);
-    }
-    r->p += len;
+    HK_CHECK(r->next < r->n, HK_ERR_INTERNAL, "a received part is truncated");
+    rseg *g = &r->seg[r->next++];
+    if (bytes) *bytes = g->n;
+    *out = g->p;
+    g->p = NULL;
     return 0;
 }
 
@@ -92,7 +101,7 @@ static int get_val(preader *r, void *dst, size_t bytes)
     return 0;
 }
 
-static int put_elems(pbuf *b, const hk_elems *e)
+static int put_elems(plist *b, const hk_elems *e)
 {
     const int64_t nref = e->n ? e->ptr[e->n] : 0;
     HK_CALL(put(b, &e->n, sizeof e->n));
@@ -112,7 +121,7 @@ static int get_elems(preader *r, hk_elems *e)
     return get(r, (void **)&e->tag, NULL);
 }
 
-static int put_group(pbuf *b, const hk_group *g)
+static int put_group(plist *b, const hk_group *g)
 {
     HK_CALL(put(b, g->name, sizeof g->name));
     HK_CALL(put(b, &g->dim, sizeof g->dim));
@@ -133,12 +142,15 @@ static int get_group(preader *r, hk_group *g)
     return get(r, (void **)&g->nodes, NULL);
 }
 
-static int pack_part(const hk_part *pt, pbuf *b)
+/* The part's arrays into b (emptied first; b->head is the first). */
+static int list_part(const hk_part *pt, plist *b)
 {
     const hk_mesh *m = &pt->mesh;
     const int64_t nn = m->nnodes, ndof = nn * m->dim;
     const int64_t head[6] = {m->dim, nn, pt->nown, pt->row0, pt->nglobal, pt->ncells_global};
-    HK_CALL(put(b, head, sizeof head));
+    b->n = 0;
+    memcpy(b->head, head, sizeof head);
+    HK_CALL(put(b, b->head, sizeof b->head));
     HK_CALL(put(b, m->coords, (size_t)(3 * nn) * sizeof *m->coords));
     HK_CALL(put_elems(b, &m->cells));
     HK_CALL(put(b, m->cell_region, (size_t)m->cells.n * sizeof *m->cell_region));
@@ -154,6 +166,18 @@ static int pack_part(const hk_part *pt, pbuf *b)
     HK_CALL(put(b, pt->u_fixed, (size_t)ndof * sizeof *pt->u_fixed));
     HK_CALL(put(b, pt->f_ext, (size_t)ndof * sizeof *pt->f_ext));
     return put(b, pt->node_dT, pt->node_dT ? (size_t)nn * sizeof *pt->node_dT : 0);
+}
+
+/* Send the listed part to process q: the count, then each array. */
+static int send_part(const hk_comm *c, const plist *b, int q, double *bytes)
+{
+    const uint64_t n = (uint64_t)b->n;
+    HK_CALL(hk_comm_send_buf(c, &n, sizeof n, q, TAG_PART));
+    for (int i = 0; i < b->n; i++) {
+        HK_CALL(hk_comm_send_buf(c, b->seg[i].p, b->seg[i].n, q, TAG_PART));
+        *bytes += (double)b->seg[i].n;
+    }
+    return 0;
 }
 
 /* Arrays of length 0 arrive as NULL; the part's arrays are never NULL. */
@@ -191,6 +215,8 @@ static int unpack_part(preader *r, hk_part *pt)
     HK_CALL(get(r, (void **)&pt->u_fixed, NULL));
     HK_CALL(get(r, (void **)&pt->f_ext, NULL));
     HK_CALL(get(r, (void **)&pt->node_dT, NULL));
+    HK_CHECK(r->next == r->n, HK_ERR_INTERNAL, "a received part has %d arrays, not %d", r->n,
+             r->next);
     HK_CALL(at_least_one((void **)&m->coords, sizeof(double)));
     HK_CALL(at_least_one((void **)&m->cells.ptr, sizeof(int64_t)));
     HK_CALL(at_least_one((void **)&pt->gid, sizeof(int64_t)));
@@ -693,6 +719,55 @@ fail:
     return ierr;
 }
 
+/* One part built on a thread of its own while the calling thread sends the one before it
+ * (MPI is called from the main thread only). */
+typedef struct build_job {
+    part_ctx *x;
+    int q;
+    hk_part pt;
+    int ierr;
+    char msg[1024]; /* the thread's error message (messages are per thread) */
+    double t_build;
+    pthread_t thread;
+    int running;
+} build_job;
+
+static void *build_main(void *arg)
+{
+    build_job *j = arg;
+    const double t = hk_time();
+    j->ierr = build_part(j->x, j->q, &j->pt);
+    j->t_build = hk_time() - t;
+    if (j->ierr) snprintf(j->msg, sizeof j->msg, "%s", hk_error_message());
+    return NULL;
+}
+
+/* Start building part q, on a thread where one starts, else here. */
+static void build_start(build_job *j, part_ctx *x, int q)
+{
+    j->x = x, j->q = q, j->ierr = 0, j->msg[0] = 0;
+    j->running = pthread_create(&j->thread, NULL, build_main, j) == 0;
+    if (!j->running) build_main(j);
+}
+
+/* Wait for the job; its status, with its message as this thread's. */
+static int build_wait(build_job *j)
+{
+    if (j->running) pthread_join(j->thread, NULL);
+    j->running = 0;
+    return j->ierr ? hk_error_set(j->ierr, __FILE__, __LINE__, "%s", j->msg) : 0;
+}
+
+static void part_sizes(hk_part_stats *st, const hk_part *pt)
+{
+    const int64_t ng = pt->mesh.nnodes - pt->nown, nc = pt->mesh.cells.n;
+    st->min_nodes = pt->nown < st->min_nodes ? pt->nown : st->min_nodes;
+    st->max_nodes = pt->nown > st->max_nodes ? pt->nown : st->max_nodes;
+    st->max_ghosts = ng > st->max_ghosts ? ng : st->max_ghosts;
+    st->min_cells = nc < st->min_cells ? nc : st->min_cells;
+    st->max_cells = nc > st->max_cells ? nc : st->max_cells;
+}
+
 int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep,
                        hk_part_cut cut, hk_part *mine, hk_part_stats *st)
 {
@@ -700,13 +775,16 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     const int P = hk_comm_size(c);
     const hk_mesh *m = p->mesh;
     const double t0 = hk_time();
+    double t;
     int32_t *cpart = NULL, *owner = NULL;
     int64_t *gid = NULL, *starts = NULL;
     part_ctx x = {.p = p, .prep = prep};
-    pbuf b = {0};
+    build_job job[2];
+    plist b = {0};
     int waiting = P - 1; /* processes 1..waiting still wait for their part */
     memset(mine, 0, sizeof *mine);
     memset(st, 0, sizeof *st);
+    memset(job, 0, sizeof job);
     HK_TRY(hk_malloc((size_t)(m->cells.n + 1) * sizeof *cpart, &cpart));
     HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *owner, &owner));
     HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *gid, &gid));
@@ -716,38 +794,48 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gn, &x.gn));
     HK_TRY(partition(m, P, cut, cpart, owner, gid, starts, st->by, sizeof st->by));
     st->t_cut = hk_time() - t0;
+    t = hk_time();
     for (int64_t v = 0; v < m->nnodes; v++)
         x.loc[v] = -1;
     for (int k = 0; k < m->nboundaries; k++)
         HK_TRY(group_nodes(m, k, &x.gn[k], &x.gnodes[k]));
+    st->t_lists = hk_time() - t;
     x.owner = owner;
     x.gid = gid;
     x.starts = starts;
     st->min_nodes = st->min_cells = INT64_MAX;
-    for (int q = P - 1; q >= 0; q--) { /* rank 0's own last: it keeps it */
-        hk_part pt;
-        HK_TRY(build_part(&x, q, &pt));
-        const int64_t ng = pt.mesh.nnodes - pt.nown, nc = pt.mesh.cells.n;
-        st->min_nodes = pt.nown < st->min_nodes ? pt.nown : st->min_nodes;
-        st->max_nodes = pt.nown > st->max_nodes ? pt.nown : st->max_nodes;
-        st->max_ghosts = ng > st->max_ghosts ? ng : st->max_ghosts;
-        st->min_cells = nc < st->min_cells ? nc : st->min_cells;
-        st->max_cells = nc > st->max_cells ? nc : st->max_cells;
+    /* from the last part down, rank 0's own last (it keeps it): part q - 1 is built on a
+     * thread while part q is sent */
+    build_start(&job[(P - 1) & 1], &x, P - 1);
+    for (int q = P - 1; q >= 0; q--) {
+        build_job *j = &job[q & 1];
+        t = hk_time();
+        ierr = build_wait(j);
+        st->t_wait += hk_time() - t;
+        st->t_build += j->t_build;
+        if (ierr) goto fail;
+        part_sizes(st, &j->pt);
         if (q == 0) {
-            *mine = pt;
+            *mine = j->pt;
+            memset(&j->pt, 0, sizeof j->pt);
             break;
         }
-        b.n = 0;
-        ierr = pack_part(&pt, &b);
-        hk_part_free(&pt);
-        if (ierr) goto fail;
-        ierr = hk_comm_send_buf(c, b.p, b.n, q, TAG_PART);
+        build_start(&job[(q - 1) & 1], &x, q - 1);
+        t = hk_time();
+        ierr = list_part(&j->pt, &b);
+        if (!ierr) ierr = send_part(c, &b, q, &st->bytes);
         waiting = q - 1; /* q received its part, or failed to and knows it */
+        hk_part_free(&j->pt);
+        st->t_send += hk_time() - t;
         if (ierr) goto fail;
     }
     st->seconds = hk_time() - t0;
     st->t_sent = st->seconds - st->t_cut;
 fail:
+    for (int k = 0; k < 2; k++) { /* a part still being built after a failure */
+        if (job[k].running) pthread_join(job[k].thread, NULL); /* its status: ierr's */
+        hk_part_free(&job[k].pt);
+    }
     /* a failure here: the processes still waiting get an empty part, which they take as this
      * failure, so that every process reaches the agreement on it (hk_run_mpi_case) */
     for (int q = waiting; ierr && q >= 1; q--)
@@ -761,20 +849,39 @@ fail:
         free(x.gnodes[k]);
     free(x.gnodes);
     free(x.gn);
-    free(b.p);
+    free(b.seg);
     return ierr;
 }
 
-int hk_part_receive(const hk_comm *c, hk_part *mine)
+int hk_part_receive(const hk_comm *c, hk_part *mine, hk_part_stats *st)
 {
-    void *buf = NULL;
+    int ierr = 0;
+    void *count = NULL;
     size_t n = 0;
+    preader r = {0};
     memset(mine, 0, sizeof *mine);
-    HK_CALL(hk_comm_recv_buf(c, &buf, &n, 0, TAG_PART));
+    memset(st, 0, sizeof *st);
+    double t = hk_time();
+    HK_CALL(hk_comm_recv_buf(c, &count, &n, 0, TAG_PART));
+    uint64_t narrays = 0;
+    if (n == sizeof narrays) memcpy(&narrays, count, sizeof narrays);
+    free(count);
     HK_CHECK(n > 0, HK_ERR_INTERNAL, "process 0 could not make this process's part");
-    preader r = {buf, (const char *)buf + n};
-    const int ierr = unpack_part(&r, mine);
-    free(buf);
+    HK_CHECK(n == sizeof narrays && narrays > 0 && narrays < (1u << 24), HK_ERR_INTERNAL,
+             "a received part announces %zu bytes, not an array count", n);
+    HK_TRY(hk_calloc((size_t)narrays, sizeof *r.seg, &r.seg));
+    for (r.n = 0; r.n < (int)narrays; r.n++) {
+        HK_TRY(hk_comm_recv_buf(c, &r.seg[r.n].p, &r.seg[r.n].n, 0, TAG_PART));
+        st->bytes += (double)r.seg[r.n].n;
+    }
+    st->t_recv = hk_time() - t;
+    t = hk_time();
+    HK_TRY(unpack_part(&r, mine));
+    st->t_unpack = hk_time() - t;
+fail:
+    for (int i = 0; r.seg && i < r.n; i++)
+        free(r.seg[i].p); /* those not taken */
+    free(r.seg);
     if (ierr) hk_part_free(mine);
     return ierr;
 }

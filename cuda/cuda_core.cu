@@ -11,7 +11,11 @@
 
 static int cuda_probe(void)
 {
-    return hk_cu_init();
+    HK_CALL(hk_cu_init());
+    /* the current device is per host thread: a process of mpirun whose device was started on
+     * another thread (hk_run_device_start) makes the local rank's device this thread's too */
+    if (hk_comm_size(hk_comm_world()) > 1) HK_CU(cudaSetDevice(hk_cu.device));
+    return 0;
 }
 
 #ifndef __CUDA_ARCH_LIST__
