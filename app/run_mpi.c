@@ -485,6 +485,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     ierr = hk_env_switch("HOOKE_RUN_PROFILE", "1",
                          "each process's times of the parts, assembly and postproc stages", "0",
                          "none, the default", 0, &prof);
+    ierr = hk_comm_agree(w, ierr); /* every process in the broadcast below, or none */
     if (!ierr) ierr = hk_comm_bcast(w, &prof, sizeof prof, 0);
 
     /* 1. rank 0: mesh, model, the steps that need the whole model */
@@ -600,7 +601,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     {
         static const char *const names[] = {"rows", "owned rows' global columns",
                                             "agreeing and sums"};
-        HK_TRY(profile(&L, w, prof, "assembly", names, pv, 3, 1));
+        HK_TRY(profile(&L, w, prof, "assembly", names, pv, 3, strcmp(r0.assembled_on, "host")));
     }
     if (!on_device) snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     r0.t_assembly += tmax[0];
@@ -695,7 +696,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     {
         static const char *const names[] = {"halo made", "ghosts' u",      "fields",
                                             "agreeing",  "ghosts' fields", "sums"};
-        HK_TRY(profile(&L, w, prof, "postproc", names, pv, 6, 1));
+        HK_TRY(profile(&L, w, prof, "postproc", names, pv, 6, strcmp(r0.recovered_on, "host")));
     }
     if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);

@@ -121,22 +121,33 @@ static char stage_log[512];
 
 /* Stage times on stderr when HOOKE_ASSEMBLY_PROFILE is set, as the host assembly prints its
  * own (wall time from the previous stage; a stage that only launched kernels shows little,
- * the next one that waits for them the rest); always kept in stage_log (name NULL: a new
- * assembly or recovery begins). */
-static void stage(const char *what, const char *name, double *t)
+ * the next one that waits for them the rest); always kept in stage_log, a part of a stage (the
+ * driver's, hk_fem_part_time) in parentheses before the stage's own. */
+static void timed(const char *what, const char *name, double *t, int part)
 {
     static int on = -1;
     if (on < 0) on = getenv("HOOKE_ASSEMBLY_PROFILE") != NULL;
     const double now = hk_time();
     if (on && name) fprintf(stderr, "%s: %-12s %8.2f ms\n", what, name, 1e3 * (now - *t));
-    if (!name)
-        stage_log[0] = 0;
-    else {
+    if (name) {
         const size_t n = strlen(stage_log);
-        snprintf(stage_log + n, sizeof stage_log - n, "%s%s %.1f", n ? ", " : "", name,
-                 1e3 * (now - *t));
+        snprintf(stage_log + n, sizeof stage_log - n, "%s%s%s %.1f%s", n ? ", " : "",
+                 part ? "(" : "", name, 1e3 * (now - *t), part ? ")" : "");
     }
     *t = now;
+}
+
+/* A stage's time; name NULL: only the clock starts. */
+static void stage(const char *what, const char *name, double *t)
+{
+    timed(what, name, t, 0);
+}
+
+/* A new assembly or recovery: its clock starts, stage_log empty. */
+static void stages_begin(const char *what, double *t)
+{
+    stage_log[0] = 0;
+    stage(what, NULL, t);
 }
 
 const char *hk_fem_stage_times(void)
@@ -146,7 +157,7 @@ const char *hk_fem_stage_times(void)
 
 void hk_fem_part_time(const char *what, const char *part, double *t)
 {
-    stage(what, part, t);
+    timed(what, part, t, 1);
 }
 
 /* The nodes whose cells hk_loads_apply may ask for: those of the groups of the boundary loads
@@ -240,7 +251,7 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     hk_resident_bcsr *K = s ? &s->Kd : Konly;
     const char *what = "device assembly";
     double t = 0;
-    stage(what, NULL, &t);
+    stages_begin(what, &t);
     kept_close(); /* a session kept from an earlier assembly: its memory back first */
     HK_CALL(hk_check_problem(p));
     HK_CALL(hk_fem_recover_variant(&rflags));
@@ -389,7 +400,7 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
     HK_CHECK(s && s->fixed && s->u_fixed && s->f_ext && !s->f && !s->K.rowptr, HK_ERR_ARG,
              "hk_assemble_rows_on: give fixed, u_fixed and f_ext of the part's nodes (from "
              "hk_assemble_prepare), without K and f");
-    stage(what, NULL, &t);
+    stages_begin(what, &t);
     kept_close();
     HK_CALL(hk_check_problem(p));
     HK_CALL(hk_fem_recover_variant(&rflags));
@@ -479,7 +490,7 @@ static int postproc_device(const hk_fem_driver *drv, const hk_problem *p, const 
     hk_elref *refs = NULL;
     int64_t bad = -1;
     double t = 0;
-    stage("device recovery", NULL, &t);
+    stages_begin("device recovery", &t);
     HK_CALL(hk_pp_prepare(p, s, u, out, &w));
     if (nowned < w.nowned) w.nowned = nowned;
     stage("device recovery", "prepare", &t);

@@ -228,6 +228,28 @@ if ! HOOKE_DIST_RESIDENT=yes HOOKE_FEM_EMULATE=1 mpi -np 2 "$H" run cases/box/bo
      -q -o "$T/dr.vtu" >/dev/null 2>"$T/dr.err" && grep -q "HOOKE_DIST_RESIDENT=yes: set it to 1" "$T/dr.err"; then
   ok "HOOKE_DIST_RESIDENT=yes: refused in one sentence"
 else bad "HOOKE_DIST_RESIDENT=yes: not refused by name"; cat "$T/dr.err"; fi
+# HOOKE_RUN_PROFILE=1: each process's times of the parts, assembly and postproc stages and
+# its device stages on rank 0's log, every second from the mesh to the assembly named, the
+# pieces the same bytes; another value refused by name
+same=1
+if HOOKE_RUN_PROFILE=1 HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/box/box.yaml --backend cpu \
+     --set solver.tol=1e-12 --set output.ascii=true --set geometry.generate.cells=[10,10,10] \
+     --set solver.pc=amg -o "$T/rp.vtu" >/dev/null 2>"$T/rp.err"; then
+  for ((q = 0; q < 3; q++)); do cmp -s "$T/dv-box-amg-h-p$q.vtu" "$T/rp-p$q.vtu" || same=0; done
+else same=0; tail -3 "$T/rp.err"; fi
+if [ $same = 1 ] &&
+   grep -q "parts: per process (s): received (waiting too) [0-9.]*/[0-9.]*/[0-9.]*, unpacked" "$T/rp.err" &&
+   grep -q "parts: [0-9.]* s from the mesh to the parts' assembly: .*, other -\?[0-9.]* s$" "$T/rp.err" &&
+   grep -q "assembly: per process (s): rows [0-9.]*/[0-9.]*/[0-9.]*," "$T/rp.err" &&
+   grep -q "assembly: process 2 on its device (ms): .*pattern [0-9.]*, numeric" "$T/rp.err" &&
+   grep -q "postproc: per process (s): halo made [0-9.]*/[0-9.]*/[0-9.]*," "$T/rp.err" &&
+   grep -q "postproc: process 1 on its device (ms): .*recover [0-9.]*" "$T/rp.err"; then
+  ok "HOOKE_RUN_PROFILE=1 -np 3: each process's stage times on rank 0's log, the same bytes"
+else bad "HOOKE_RUN_PROFILE=1 -np 3: lines missing or other bytes"; grep -E "per process|on its device|parts:" "$T/rp.err"; fi
+if ! HOOKE_RUN_PROFILE=on mpi -np 2 "$H" run cases/box/box.yaml --backend cpu -q -o "$T/rp.vtu" \
+     >/dev/null 2>"$T/rp.err" && grep -q "HOOKE_RUN_PROFILE=on: set it to 1" "$T/rp.err"; then
+  ok "HOOKE_RUN_PROFILE=on: refused in one sentence"
+else bad "HOOKE_RUN_PROFILE=on: not refused by name"; cat "$T/rp.err"; fi
 # a model the device assembly lacks (springs): auto assembles on the host and says why, the
 # recovery stays on the device, as on one process
 if HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/springs/springs.yaml --backend cpu -o "$T/dsp.vtu" \
