@@ -768,8 +768,44 @@ static void part_sizes(hk_part_stats *st, const hk_part *pt)
     st->max_cells = nc > st->max_cells ? nc : st->max_cells;
 }
 
-int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep,
-                       hk_part_cut cut, hk_part *mine, hk_part_stats *st)
+/* The cut (the partition, the numbering) and the boundaries' node lists, on a thread of its
+ * own while the calling thread prepares the whole model: both only read the mesh. */
+typedef struct cut_job {
+    const hk_mesh *m;
+    int P;
+    hk_part_cut cut;
+    int32_t *cpart, *owner;
+    int64_t *gid, *starts;
+    part_ctx *x;
+    hk_part_stats *st;
+    int ierr;
+    char msg[1024]; /* the thread's error message */
+    pthread_t thread;
+    int running;
+} cut_job;
+
+static void *cut_main(void *arg)
+{
+    cut_job *j = arg;
+    const hk_mesh *m = j->m;
+    double t = hk_time();
+    int ierr = partition(m, j->P, j->cut, j->cpart, j->owner, j->gid, j->starts, j->st->by,
+                         sizeof j->st->by);
+    j->st->t_cut = hk_time() - t;
+    t = hk_time();
+    for (int64_t v = 0; v < m->nnodes; v++)
+        j->x->loc[v] = -1;
+    for (int k = 0; k < m->nboundaries && !ierr; k++)
+        ierr = group_nodes(m, k, &j->x->gn[k], &j->x->gnodes[k]);
+    j->st->t_lists = hk_time() - t;
+    j->ierr = ierr;
+    if (ierr) snprintf(j->msg, sizeof j->msg, "%s", hk_error_message());
+    return NULL;
+}
+
+int hk_part_distribute(const hk_comm *c, const hk_problem *p, int (*prepare)(void *ctx),
+                       void *ctx, const hk_system *prep, hk_part_cut cut, hk_part *mine,
+                       hk_part_stats *st)
 {
     int ierr = 0;
     const int P = hk_comm_size(c);
@@ -780,6 +816,7 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     int64_t *gid = NULL, *starts = NULL;
     part_ctx x = {.p = p, .prep = prep};
     build_job job[2];
+    cut_job cj = {0};
     plist b = {0};
     int waiting = P - 1; /* processes 1..waiting still wait for their part */
     memset(mine, 0, sizeof *mine);
@@ -792,14 +829,22 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
     HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *x.loc, &x.loc));
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gnodes, &x.gnodes));
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gn, &x.gn));
-    HK_TRY(partition(m, P, cut, cpart, owner, gid, starts, st->by, sizeof st->by));
-    st->t_cut = hk_time() - t0;
+    cj = (cut_job){.m = m, .P = P, .cut = cut, .cpart = cpart, .owner = owner, .gid = gid,
+                   .starts = starts, .x = &x, .st = st};
+    cj.running = pthread_create(&cj.thread, NULL, cut_main, &cj) == 0;
+    if (!cj.running) cut_main(&cj);
     t = hk_time();
-    for (int64_t v = 0; v < m->nnodes; v++)
-        x.loc[v] = -1;
-    for (int k = 0; k < m->nboundaries; k++)
-        HK_TRY(group_nodes(m, k, &x.gn[k], &x.gnodes[k]));
-    st->t_lists = hk_time() - t;
+    if (prepare) ierr = prepare(ctx);
+    st->t_prep = hk_time() - t;
+    t = hk_time();
+    if (cj.running) pthread_join(cj.thread, NULL);
+    cj.running = 0;
+    st->t_cut_wait = hk_time() - t;
+    if (ierr) goto fail; /* the preparation's message */
+    if ((ierr = cj.ierr)) {
+        hk_error_set(ierr, __FILE__, __LINE__, "%s", cj.msg);
+        goto fail;
+    }
     x.owner = owner;
     x.gid = gid;
     x.starts = starts;
@@ -830,8 +875,9 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *p
         if (ierr) goto fail;
     }
     st->seconds = hk_time() - t0;
-    st->t_sent = st->seconds - st->t_cut;
+    st->t_sent = st->seconds - st->t_prep - st->t_cut_wait;
 fail:
+    if (cj.running) pthread_join(cj.thread, NULL); /* after a failure before the preparation */
     for (int k = 0; k < 2; k++) { /* a part still being built after a failure */
         if (job[k].running) pthread_join(job[k].thread, NULL); /* its status: ierr's */
         hk_part_free(&job[k].pt);

@@ -36,21 +36,27 @@ typedef struct hk_part_stats {
     char by[160]; /* how the cells were cut: "metis on the coarse mesh (9016 cells)" */
     int64_t min_nodes, max_nodes, max_ghosts, min_cells, max_cells;
     double seconds;          /* rank 0, all of it: */
-    double t_cut, t_sent;    /* the partition and numbering; the rest (the lists, the parts) */
-    double t_lists;          /* the boundaries' node lists */
+    double t_prep;           /* prepare (on the calling thread), */
+    double t_cut, t_lists;   /* meanwhile the partition and numbering, the boundaries' lists */
+    double t_cut_wait;       /* waiting for those after prepare */
+    double t_sent;           /* the rest: the parts built and sent */
     double t_build;          /* every part's build (on a thread) */
     double t_wait, t_send;   /* waiting for a part's build; sending (and the receiver) */
     double bytes;            /* sent (rank 0), received (the others) */
     double t_recv, t_unpack; /* ranks > 0: waiting for the part and receiving it; unpacking */
 } hk_part_stats;
 
-/* Rank 0: cut the model of p (its mesh and prep, the system hk_assemble_prepare made) into one
- * part per process (cells by METIS or hk_partition_cells, on the coarse mesh as cut asks, a
- * node to the lowest part among its cells, nodes in no cell to part 0), keep part 0 in *mine
- * and send the others (each built on a thread while the one before it is sent, array by array;
- * the same bytes for any number of threads). Ranks > 0: hk_part_receive. Collective. */
-int hk_part_distribute(const hk_comm *c, const hk_problem *p, const hk_system *prep,
-                       hk_part_cut cut, hk_part *mine, hk_part_stats *st);
+/* Rank 0: cut the model of p (its mesh) into one part per process (cells by METIS or
+ * hk_partition_cells, on the coarse mesh as cut asks, a node to the lowest part among its
+ * cells, nodes in no cell to part 0) on a thread while prepare(ctx) runs here (it fills *prep,
+ * the system hk_assemble_prepare makes, which the parts take their supports and loads from;
+ * NULL: prep is ready), keep part 0 in *mine and send the others (each built on a thread
+ * while the one before it is sent, array by array; the same bytes for any number of threads).
+ * A failure, prepare's first, reaches every process (theirs: an empty part). Ranks > 0:
+ * hk_part_receive. Collective. */
+int hk_part_distribute(const hk_comm *c, const hk_problem *p, int (*prepare)(void *ctx),
+                       void *ctx, const hk_system *prep, hk_part_cut cut, hk_part *mine,
+                       hk_part_stats *st);
 int hk_part_receive(const hk_comm *c, hk_part *mine, hk_part_stats *st);
 void hk_part_free(hk_part *pt);
 
