@@ -627,7 +627,7 @@ for step in "$@"; do
             echo "== np $np, geometry.size=$size, variant ${v}"
             timeout -k 5 60 "${MPIR[@]}" "${envs[@]}" -np $np $B/hooke run cases/bracket/bracket.yaml --backend cuda \
               --set geometry.size=$size --set solver.pc=amg "${sets[@]}" -o /tmp/distamg.vtu 2>&1 |
-              grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|partition:|parts:|error|hooke' | head -34
+              grep -v 'solve: iteration' | grep -E 'amg|AMG|solve|time|max|assembly:|partition:|parts:|postproc:|device:|error|hooke' | head -48
             echo "exit ${PIPESTATUS[0]}"
           done
         done; rm -f /tmp/distamg*; } > "$OUT/distamg.md" 2>&1 ;;
