@@ -91,6 +91,18 @@ static int cuda_copy_from(void *host_dst, const void *src, size_t bytes)
     return 0;
 }
 
+static int cuda_host_alloc(void **p, size_t bytes)
+{
+    HK_CALL(hk_cu_init());
+    HK_CU(cudaMallocHost(p, bytes ? bytes : 1));
+    return 0;
+}
+
+static void cuda_host_free(void *p)
+{
+    if (p) cudaFreeHost(p);
+}
+
 static int cuda_copy(void *dst, const void *src, size_t bytes)
 {
     if (bytes) HK_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hk_cu.stream));
@@ -209,6 +221,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.copy_from = cuda_copy_from;
     o.copy = cuda_copy;
     o.sync = cuda_sync;
+    o.host_alloc = cuda_host_alloc;
+    o.host_free = cuda_host_free;
     o.mem_equal = cuda_mem_equal;
     o.vec_set = hk_cu_vec_set;
     o.vec_copy = hk_cu_vec_copy;

@@ -372,6 +372,11 @@ typedef struct hk_backend_ops {
     int (*copy_from)(void *host_dst, const void *src, size_t bytes);
     int (*copy)(void *dst, const void *src, size_t bytes);
     int (*sync)(void);
+    /* Host memory the device copies to and from directly (page-locked on cuda: a copy from it
+     * is queued without a wait, one to it needs no staging by the driver), for buffers that
+     * every iteration stages (a distributed solve's halos). NULL: the caller uses malloc. */
+    int (*host_alloc)(void **p, size_t bytes);
+    void (*host_free)(void *p);
     /* *equal = 1 when the bytes at a and b (both in this backend's memory) are the same, else
      * 0 (a new matrix's pattern against the solver's, without a copy to the host). */
     int (*mem_equal)(const void *a, const void *b, size_t bytes, int *equal);

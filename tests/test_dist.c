@@ -165,6 +165,8 @@ static void test_ops_reviewed(void)
                                       offsetof(hk_backend_ops, copy_from),
                                       offsetof(hk_backend_ops, copy),
                                       offsetof(hk_backend_ops, sync),
+                                      offsetof(hk_backend_ops, host_alloc),
+                                      offsetof(hk_backend_ops, host_free),
                                       offsetof(hk_backend_ops, mem_equal),
                                       offsetof(hk_backend_ops, vec_set),
                                       offsetof(hk_backend_ops, vec_copy),
@@ -308,6 +310,47 @@ static void test_gather_cuda(void)
     gather_on(hk_test_cuda_backend());
 }
 
+/* The halos' host staging (hk_dist_host_alloc) on backend be: an upload queued from it and the
+ * download back give the bytes; the buffer is then refilled (the upload has run by the
+ * download's wait) and a second round gives the new bytes. */
+static void host_staging_on(const hk_backend *be)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_poisson2d(4, &K));
+    hk_dist *d = NULL;
+    HK_ASSERT_OK(hk_dist_create(hk_comm_world(), be, 0, &K, &d));
+    const int64_t n = 100000; /* above the 64 KB a pageable upload is queued without a wait */
+    double *h = NULL, *back = malloc(sizeof *back * (size_t)n), *dev = NULL;
+    HK_ASSERT_OK(hk_dist_host_alloc(d, sizeof *h * (size_t)n, (void **)&h));
+    HK_ASSERT_OK(be->alloc((void **)&dev, sizeof *dev * (size_t)n));
+    for (int round = 0; round < 2; round++) {
+        for (int64_t i = 0; i < n; i++)
+            h[i] = (double)(i + 1) * (round ? -0.5 : 3.0);
+        HK_ASSERT_OK(be->copy_to(dev, h, sizeof *dev * (size_t)n));
+        HK_ASSERT_OK(be->copy_from(back, dev, sizeof *dev * (size_t)n));
+        CU_ASSERT(!memcmp(back, h, sizeof *h * (size_t)n));
+    }
+    be->dealloc(dev);
+    hk_dist_host_free(d, h);
+    hk_dist_host_free(d, NULL);
+    hk_dist_destroy(d);
+    free(back);
+    hk_bcsr_free(&K);
+}
+
+static void test_host_staging_cpu(void)
+{
+    CU_ASSERT(hk_backend_cpu.host_alloc == NULL); /* malloc's memory: the fallback */
+    host_staging_on(&hk_backend_cpu);
+}
+
+static void test_host_staging_cuda(void)
+{
+    const hk_backend *be = hk_test_cuda_backend();
+    CU_ASSERT(be->host_alloc != NULL && be->host_free != NULL);
+    host_staging_on(be);
+}
+
 /* dist.comm=nccl on one process (a communicator of one GPU, no neighbours): the layout's SpMV,
  * dot products and a sum of more values than one gather takes, through the device path, against
  * the plain product and loops. */
@@ -384,8 +427,12 @@ HK_SUITE(dist,
           "sentence (views, and the device's path)",
           test_resident_cpu},
          {"the distributed table keeps the backend's own ops only where they are local",
-          test_ops_reviewed})
+          test_ops_reviewed},
+         {"the halos' host staging without a backend op: malloc's, round trips",
+          test_host_staging_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the layout from values on cuda: the host's bytes, SpMV, a NaN named",
                  test_resident_cuda},
-                {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one})
+                {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one},
+                {"the halos' host staging: pinned on cuda, round trips through the device",
+                 test_host_staging_cuda})

@@ -613,9 +613,11 @@ void hk_dist_destroy(hk_dist *d)
     free(d);
 }
 
+/* Copies on the threads (each entry written once: the bytes of one thread). */
 void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int)
 {
     const int bs = d->bs;
+#pragma omp parallel for schedule(static) if (d->nown > 100000)
     for (int64_t i = 0; i < d->nown; i++)
         memcpy(b_int + i * bs, b + (int64_t)d->perm[i] * bs, (size_t)bs * sizeof *b);
 }
@@ -623,6 +625,7 @@ void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int)
 void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x)
 {
     const int bs = d->bs;
+#pragma omp parallel for schedule(static) if (d->nown > 100000)
     for (int64_t i = 0; i < d->nown; i++)
         memcpy(x + (int64_t)d->perm[i] * bs, x_int + i * bs, (size_t)bs * sizeof *x);
 }
@@ -644,6 +647,24 @@ int hk_dist_check_choice(const char *method, const char *pc)
 }
 
 /* ---- the operator ------------------------------------------------------------------------ */
+
+int hk_dist_host_alloc(const hk_dist *d, size_t bytes, void **p)
+{
+    *p = NULL;
+    if (!d->local->host_alloc) return hk_malloc(bytes, p);
+    const int ierr = d->local->host_alloc(p, bytes);
+    if (ierr) *p = NULL;
+    return ierr;
+}
+
+void hk_dist_host_free(const hk_dist *d, void *p)
+{
+    if (!p) return;
+    if (d->local->host_alloc)
+        d->local->host_free(p);
+    else
+        free(p);
+}
 
 typedef struct dist_mat {
     hk_dist *d;
@@ -711,8 +732,8 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
     HK_TRY(vec_at_least(d->local, (d->nbc + d->nghost) * d->bs, A->prec, &M->xe));
     const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)d->bs;
     if (!d->host_memory && !d->dcomm) {
-        HK_TRY(hk_malloc((size_t)(ns + 1) * e, &M->host_send));
-        HK_TRY(hk_malloc((size_t)(d->nghost + 1) * e, &M->host_recv));
+        HK_TRY(hk_dist_host_alloc(d, (size_t)(ns + 1) * e, &M->host_send));
+        HK_TRY(hk_dist_host_alloc(d, (size_t)(d->nghost + 1) * e, &M->host_recv));
     }
     const hk_mat *parts[2] = {M->Aint, M->Abnd};
     for (int k = 0; k < 2; k++) {
@@ -745,8 +766,8 @@ void hk_dist_mat_release(hk_mat *A)
     hk_vec_destroy(M->send);
     hk_vec_destroy(M->xe);
     hk_vec_destroy(M->tmp);
-    free(M->host_send);
-    free(M->host_recv);
+    hk_dist_host_free(M->d, M->host_send);
+    hk_dist_host_free(M->d, M->host_recv);
     free(M);
     A->bdata = NULL;
 }
@@ -807,7 +828,12 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     double drain = 0;
     const double t0 = d->host_memory ? hk_dprof_now() : hk_dprof_drain(L, &drain);
     if (!d->host_memory) {
-        if (ns) HK_CALL(L->copy_from(M->host_send, M->send->data, (size_t)ns * e));
+        /* the download waits for the stream, so for the last round's upload from host_recv
+         * too (an asynchronous copy from pinned memory); without one, the wait alone */
+        if (ns)
+            HK_CALL(L->copy_from(M->host_send, M->send->data, (size_t)ns * e));
+        else if (d->nghost)
+            HK_CALL(L->sync());
         send = M->host_send;
         recv = M->host_recv;
     }

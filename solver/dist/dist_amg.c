@@ -330,8 +330,8 @@ static void dmat_destroy(dmat *m)
     hk_vec_destroy(m->ytmp);
     hk_vec_destroy(m->send);
     hk_vec_destroy(m->xe);
-    free(m->host_send);
-    free(m->host_recv);
+    hk_dist_host_free(m->d, m->host_send);
+    hk_dist_host_free(m->d, m->host_recv);
     free(m);
 }
 
@@ -612,8 +612,10 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
         if (!ierr) ierr = vec_sized(L, nrows * br, prec, &m->ytmp);
     }
     const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bc;
-    if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ns + 1) * e, &m->host_send);
-    if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(m->ng + 1) * e, &m->host_recv);
+    if (!ierr && !d->host_memory)
+        ierr = hk_dist_host_alloc(d, (size_t)(m->ns + 1) * e, &m->host_send);
+    if (!ierr && !d->host_memory)
+        ierr = hk_dist_host_alloc(d, (size_t)(m->ng + 1) * e, &m->host_recv);
     HK_TRY(hk_comm_agree(d->comm, ierr));
     step_lap(L, st, ST_OP_UPLOAD, t);
     *out = m;
@@ -710,7 +712,12 @@ static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
     double drain = 0;
     const double t0 = d->host_memory ? hk_dprof_now() : hk_dprof_drain(L, &drain);
     if (!d->host_memory) {
-        if (m->ns) HK_CALL(L->copy_from(m->host_send, m->send->data, (size_t)m->ns * e));
+        /* the download's wait covers the last round's upload from host_recv (as the level-0
+         * operator's) */
+        if (m->ns)
+            HK_CALL(L->copy_from(m->host_send, m->send->data, (size_t)m->ns * e));
+        else if (m->ng)
+            HK_CALL(L->sync());
         send = m->host_send;
         recv = m->host_recv;
     }
@@ -3070,7 +3077,14 @@ static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
 
 static int damg_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 {
-    return cycle(pc, pc->data, 0, r, z);
+    damg *a = pc->data;
+    const double t0 = hk_dprof_now();
+    HK_CALL(cycle(pc, a, 0, r, z));
+    /* HOOKE_DIST_PROFILE: the solve's first application with its kernels (the first launches
+     * of the cycle's) */
+    if (hk_dist_prof.on && hk_dist_prof.pc_first_end == 0) HK_CALL(a->d->local->sync());
+    hk_dprof_pc(t0);
+    return 0;
 }
 
 static void damg_destroy(hk_pc *pc)

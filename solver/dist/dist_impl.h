@@ -178,6 +178,12 @@ int hk_dist_mat_scratch(hk_mat *A, hk_vec **t);
 /* Fill d->ops from d->local (dist_ops.c). */
 void hk_dist_ops_init(hk_dist *d);
 
+/* Host staging of a device's exchanges: the backend's host memory where it has some (pinned
+ * on cuda: the copies need no staging by the driver), else malloc's; freed by
+ * hk_dist_host_free (NULL: nothing). */
+int hk_dist_host_alloc(const hk_dist *d, size_t bytes, void **p);
+void hk_dist_host_free(const hk_dist *d, void *p);
+
 /* A view of x (or of its entries [off, off + n)) as a vector of the backend's own table. */
 static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off, int64_t n)
 {
@@ -194,12 +200,36 @@ static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off
  * backend's partial sums read back) and the transport (MPI start and wait, or the device
  * transport's calls). Off (the default), the counters are not touched: one test of a global. */
 enum { HK_DPROF_A = 0, HK_DPROF_P, HK_DPROF_R, HK_DPROF_G, HK_DPROF_KINDS };
+/* The steps of hk_solver_solve on a process, in order: b and x checked (and agreed), put in
+ * the layout's order, uploaded (a zero x set), b's norm, the method (from its start to the
+ * first preconditioner application: the first residual; that application; the rest: the
+ * iterations), the true residual, the last synchronisation, x downloaded and put back in the
+ * caller's order. */
+enum {
+    HK_DSTEP_CHECK = 0,
+    HK_DSTEP_ORDER_IN,
+    HK_DSTEP_UPLOAD,
+    HK_DSTEP_BNORM,
+    HK_DSTEP_START,
+    HK_DSTEP_FIRST_PC,
+    HK_DSTEP_ITERATIONS,
+    HK_DSTEP_TRUE_RES,
+    HK_DSTEP_END_SYNC,
+    HK_DSTEP_DOWNLOAD,
+    HK_DSTEP_ORDER_OUT,
+    HK_DSTEP_TOTAL, /* all of hk_solver_solve */
+    HK_DSTEPS
+};
 #define HK_DPROF_LEVELS 10
 typedef struct hk_dprof {
     int on; /* agreed over the processes at the first solve */
     double n[HK_DPROF_KINDS][HK_DPROF_LEVELS], drain[HK_DPROF_KINDS][HK_DPROF_LEVELS],
         stage[HK_DPROF_KINDS][HK_DPROF_LEVELS], comm[HK_DPROF_KINDS][HK_DPROF_LEVELS];
     double sums, sums_drain, sums_local, sums_comm;
+    /* the solve's steps outside the iterations (hk_solver_solve) and the first
+     * preconditioner application's bounds (hk_dprof_pc) */
+    double step[HK_DSTEPS];
+    double pc_first_begin, pc_first_end;
 } hk_dprof;
 extern hk_dprof hk_dist_prof;
 /* The time now when the profile is on, else 0 (no clock read). */
@@ -240,8 +270,18 @@ static inline void hk_dprof_sum(double t_local, double t_comm)
     if (t_local > 0) hk_dist_prof.sums_local += t_comm - t_local;
     hk_dist_prof.sums_comm += now - t_comm;
 }
+/* A preconditioner application from t0 (hk_dprof_now) to now: the first of the solve is
+ * kept (its bounds split the method's seconds into the first residual, that application and
+ * the iterations). */
+static inline void hk_dprof_pc(double t0)
+{
+    if (!hk_dist_prof.on || hk_dist_prof.pc_first_end > 0) return;
+    hk_dist_prof.pc_first_begin = t0;
+    hk_dist_prof.pc_first_end = hk_time();
+}
 /* Around a solve (collective; hk_solver_solve): the counters cleared, then rank 0 prints the
- * slowest process's figures beside the solve's seconds and iterations. */
+ * slowest process's figures beside the solve's seconds and iterations, and a second line with
+ * the solve's steps (hk_dist_prof.step, filled by the caller). */
 void hk_dist_profile_begin(const hk_dist *d);
 int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations);
 

@@ -13,6 +13,20 @@ static int decided; /* whether the processes have agreed on the variable */
 
 static const char kind_letter[HK_DPROF_KINDS] = {'A', 'P', 'R', 'G'};
 
+/* The second line: the solve's steps (enum HK_DSTEP_*), each the slowest process's. */
+static void print_steps(const double *t)
+{
+    fprintf(stderr,
+            "dist solve steps (the slowest process's wall seconds): all %.4f s; check b, x %.4f, "
+            "order %.4f, upload %.4f, b's norm %.4f; method %.4f (first residual %.4f, first "
+            "pc %.4f, iterations %.4f); true residual %.4f, last sync %.4f; download x %.4f, "
+            "order back %.4f\n",
+            t[HK_DSTEP_TOTAL], t[HK_DSTEP_CHECK], t[HK_DSTEP_ORDER_IN], t[HK_DSTEP_UPLOAD],
+            t[HK_DSTEP_BNORM], t[HK_DSTEP_START] + t[HK_DSTEP_FIRST_PC] + t[HK_DSTEP_ITERATIONS],
+            t[HK_DSTEP_START], t[HK_DSTEP_FIRST_PC], t[HK_DSTEP_ITERATIONS], t[HK_DSTEP_TRUE_RES],
+            t[HK_DSTEP_END_SYNC], t[HK_DSTEP_DOWNLOAD], t[HK_DSTEP_ORDER_OUT]);
+}
+
 void hk_dist_profile_begin(const hk_dist *d)
 {
     if (!decided) {
@@ -32,7 +46,7 @@ void hk_dist_profile_begin(const hk_dist *d)
 int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
 {
     if (!hk_dist_prof.on) return 0;
-    enum { NK = HK_DPROF_KINDS * HK_DPROF_LEVELS, S = 4 * NK, NM = 4 * NK + 7 };
+    enum { NK = HK_DPROF_KINDS * HK_DPROF_LEVELS, S = 4 * NK, T = S + 7, NM = T + HK_DSTEPS };
     const hk_dprof *p = &hk_dist_prof;
     double m[NM];
     memcpy(m, p->n, sizeof p->n);
@@ -52,6 +66,7 @@ int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
     }
     m[S + 5] = w;
     m[S + 6] = wd;
+    memcpy(m + T, p->step, sizeof p->step);
     HK_CALL(hk_comm_max(d->comm, m, NM));
     if (hk_comm_rank(d->comm)) return 0;
     double n = 0, st = 0, cm = 0;
@@ -97,5 +112,6 @@ int hk_dist_profile_end(const hk_dist *d, double seconds, int iterations)
         fprintf(stderr, ")");
     }
     fprintf(stderr, "\n");
+    print_steps(m + T);
     return 0;
 }

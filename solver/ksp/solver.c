@@ -509,6 +509,12 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
         s->K.be = s->be;
         HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->b_int, &s->b_int));
         HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->x_int, &s->x_int));
+        /* their pages taken here on the threads, not at the solve: one by one by its first
+         * writes on one thread, or by the device's download of x into them (pageable memory
+         * the driver has to fault in; 0.3 s of a one-process 19M-DOF solve stage) */
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < s->n; i++)
+            s->b_int[i] = s->x_int[i] = 0.0;
     }
     if (!check_every_given && kt->pipelined && strcmp(s->be->name, "cpu") != 0) check_every = 10;
     /* auto: the backend chooses per matrix (on a GPU by the matrix's size against its L2,
@@ -919,6 +925,21 @@ static int check_rhs(const hk_solver *s, const double *b, const double *x, int *
     return 0;
 }
 
+/* HOOKE_DIST_PROFILE: the method's seconds from tm to now; the first attempt's split at its
+ * first preconditioner application (hk_dprof_pc) into the first residual, that application
+ * and the iterations. */
+static void profile_method(int first_attempt, double tm)
+{
+    double rest = hk_time() - tm;
+    hk_dprof *p = &hk_dist_prof;
+    if (first_attempt && p->pc_first_end > 0 && p->pc_first_begin >= tm) {
+        p->step[HK_DSTEP_START] += p->pc_first_begin - tm;
+        p->step[HK_DSTEP_FIRST_PC] += p->pc_first_end - p->pc_first_begin;
+        rest -= p->pc_first_end - tm;
+    }
+    p->step[HK_DSTEP_ITERATIONS] += rest;
+}
+
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
     HK_CHECK(s && res, HK_ERR_ARG, "hk_solver_solve: missing solver or result");
@@ -929,6 +950,9 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     s->note[0] = 0;
     hk_ksp *k = &s->ksp;
     const hk_backend_ops *be = s->be;
+    /* HOOKE_DIST_PROFILE: the steps outside the iterations (tp[k]: when step k ended) */
+    double tp[HK_DSTEPS + 1];
+    tp[0] = hk_time();
     /* distributed: a missing or bad input on one process stops every process */
     int x_zero = 0;
     int bad_input = !b || !x ? hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
@@ -940,23 +964,31 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         set_setup_times(s, res);
         return bad_input;
     }
+    tp[1 + HK_DSTEP_CHECK] = hk_time();
     double *x_out = x;
-    if (s->dist) { /* the layout's order: interior rows first */
+    if (s->dist) { /* the layout's order: interior rows first (a zero guess is not read) */
         hk_dist_to_internal(s->dist, b, s->b_int);
-        hk_dist_to_internal(s->dist, x, s->x_int);
+        if (!x_zero) hk_dist_to_internal(s->dist, x, s->x_int);
         b = s->b_int;
         x = s->x_int;
     }
+    tp[1 + HK_DSTEP_ORDER_IN] = hk_time();
     HK_CALL(hk_vec_upload(s->b, b));
     if (x_zero) /* a zero guess (the usual one) is set where it lives, not copied there */
         HK_CALL(be->vec_set(s->x, 0.0));
     else
         HK_CALL(hk_vec_upload(s->x, x));
+    tp[1 + HK_DSTEP_UPLOAD] = hk_time();
     double bb;
     HK_CALL(be->vec_dot(s->b, s->b, &bb));
     s->bnorm = sqrt(bb);
     HK_CALL(be->sync());
+    tp[1 + HK_DSTEP_BNORM] = hk_time();
     if (s->dist) hk_dist_profile_begin(s->dist); /* HOOKE_DIST_PROFILE */
+    const int prof = s->dist && hk_dist_prof.on;
+    if (prof)
+        for (int k = HK_DSTEP_CHECK; k <= HK_DSTEP_BNORM; k++)
+            hk_dist_prof.step[k] = tp[k + 1] - tp[k];
     const double t0 = hk_time();
     /* A method's recursive residual can drift from b - A x (rounding, an fp32 preconditioner,
      * pipelined recurrences). "Converged" must hold for the true residual, recomputed here in
@@ -978,13 +1010,17 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         const int armed = s->pc->fallback_armed && s->pc->type->fallback && !s->defect;
         k->stall_window = armed ? HK_STALL_WINDOW : 0;
         k->stall_factor = HK_STALL_FACTOR;
+        const double tm = prof ? hk_time() : 0;
         HK_TRY(k->type->solve(k, s->b, s->x));
+        if (prof) profile_method(first, tm);
         iterations += k->res.iterations;
         if (first) rnorm0 = k->res.rnorm0;
         first = 0;
+        const double tr = prof ? hk_time() : 0;
         HK_TRY(hk_mat_spmv(s->A, s->x, s->r));
         HK_TRY(be->vec_axpby(s->r, 1.0, s->b, -1.0));
         HK_TRY(be->vec_dot(s->r, s->r, &rr));
+        if (prof) hk_dist_prof.step[HK_DSTEP_TRUE_RES] += hk_time() - tr;
         const int converged = hk_reason_converged(k->res.reason);
         if (converged && sqrt(rr) <= HK_TRUE_RESIDUAL_FACTOR * tol) break;
         if (armed && iterations < maxit0) {
@@ -993,7 +1029,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
                                 : s->bnorm > 0                   ? sqrt(rr) / s->bnorm
                                                                  : sqrt(rr)));
             /* an fp32 overflow left NaN in x: the fp64 solve starts from the caller's guess */
-            if (!isfinite(rr)) HK_TRY(hk_vec_upload(s->x, x));
+            if (!isfinite(rr)) HK_TRY(x_zero ? be->vec_set(s->x, 0.0) : hk_vec_upload(s->x, x));
             k->maxit = maxit0 - iterations;
             attempt = -1; /* the fp64 solve has its own restarts */
             continue;
@@ -1007,11 +1043,20 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     }
     k->maxit = maxit0;
     k->stall_window = stall0;
+    const double ts = hk_time();
     HK_CALL(be->sync());
     const double t1 = hk_time();
-    if (s->dist) HK_CALL(hk_dist_profile_end(s->dist, t1 - t0, iterations));
     HK_CALL(hk_vec_download(s->x, x));
+    const double td = hk_time();
     if (s->dist) hk_dist_from_internal(s->dist, x, x_out);
+    if (prof) {
+        const double now = hk_time();
+        hk_dist_prof.step[HK_DSTEP_END_SYNC] = t1 - ts;
+        hk_dist_prof.step[HK_DSTEP_DOWNLOAD] = td - t1;
+        hk_dist_prof.step[HK_DSTEP_ORDER_OUT] = now - td;
+        hk_dist_prof.step[HK_DSTEP_TOTAL] = now - tp[0];
+    }
+    if (s->dist) HK_CALL(hk_dist_profile_end(s->dist, t1 - t0, iterations));
     *res = k->res;
     res->iterations = iterations;
     res->rnorm0 = rnorm0;
