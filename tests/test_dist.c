@@ -319,7 +319,7 @@ static void host_staging_on(const hk_backend *be)
     HK_ASSERT_OK(hk_gen_poisson2d(4, &K));
     hk_dist *d = NULL;
     HK_ASSERT_OK(hk_dist_create(hk_comm_world(), be, 0, &K, &d));
-    const int64_t n = 100000; /* above the 64 KB a pageable upload is queued without a wait */
+    const int64_t n = 100000; /* 800 KB: more than the driver stages in one piece */
     double *h = NULL, *back = malloc(sizeof *back * (size_t)n), *dev = NULL;
     HK_ASSERT_OK(hk_dist_host_alloc(d, sizeof *h * (size_t)n, (void **)&h));
     HK_ASSERT_OK(be->alloc((void **)&dev, sizeof *dev * (size_t)n));

@@ -1046,9 +1046,10 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     const double ts = hk_time();
     HK_CALL(be->sync());
     const double t1 = hk_time();
-    HK_CALL(hk_vec_download(s->x, x));
+    /* a failed download still meets the others in the profile's sums */
+    const int down = hk_vec_download(s->x, x);
     const double td = hk_time();
-    if (s->dist) hk_dist_from_internal(s->dist, x, x_out);
+    if (s->dist && !down) hk_dist_from_internal(s->dist, x, x_out);
     if (prof) {
         const double now = hk_time();
         hk_dist_prof.step[HK_DSTEP_END_SYNC] = t1 - ts;
@@ -1056,7 +1057,8 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         hk_dist_prof.step[HK_DSTEP_ORDER_OUT] = now - td;
         hk_dist_prof.step[HK_DSTEP_TOTAL] = now - tp[0];
     }
-    if (s->dist) HK_CALL(hk_dist_profile_end(s->dist, t1 - t0, iterations));
+    const int profiled = s->dist ? hk_dist_profile_end(s->dist, t1 - t0, iterations) : 0;
+    HK_CALL(down ? down : profiled);
     *res = k->res;
     res->iterations = iterations;
     res->rnorm0 = rnorm0;
