@@ -348,7 +348,19 @@ for np in 2 3; do
      grep -Eq "$line A0 .*, A1 .*, P0 .*, R0 .*; sums" "$T/gp.err" && ! grep -q 'dist profile' "$T/g0.err"; then
     ok "HOOKE_DIST_PROFILE -np $np: one line, exchanges by level (gathered: A0, R0, G1)"
   else bad "HOOKE_DIST_PROFILE -np $np: no line or not the exchanges expected"; cat "$T/g1.err" "$T/gp.err"; fi
+  # its second line: the solve's steps outside the iterations
+  steps="^dist solve steps \\(the slowest process's wall seconds\\): all [0-9.]+ s; check b, x [0-9.]+, order [0-9.]+, upload [0-9.]+, b's norm [0-9.]+; method [0-9.]+ \\(first residual [0-9.]+, first pc [0-9.]+, iterations [0-9.]+\\); true residual [0-9.]+, last sync [0-9.]+; download x [0-9.]+, order back [0-9.]+$"
+  if [ "$(grep -c 'dist solve steps' "$T/g1.err")" = 1 ] && grep -Eq "$steps" "$T/g1.err" &&
+     ! grep -q 'dist solve steps' "$T/g0.err"; then
+    ok "HOOKE_DIST_PROFILE -np $np: the solve's steps in a second line"
+  else bad "HOOKE_DIST_PROFILE -np $np: no steps line or not its form"; cat "$T/g1.err"; fi
 done
+# hooke run's stage around the solve call (rank 0's line)
+HOOKE_DIST_PROFILE=1 mpi -np 2 "$H" run cases/box/box.yaml --set geometry.generate.cells=[8,8,8] --set solver.pc=amg -o "$T/pr.vtu" >/dev/null 2>"$T/pr.err" || true
+if [ "$(grep -c 'dist solve stage' "$T/pr.err")" = 1 ] &&
+   grep -Eq "^dist solve stage \\(rank 0\\): [0-9.]+ s: the assembled K freed [0-9.]+, the solve call [0-9.]+, the rest -?[0-9.]+$" "$T/pr.err"; then
+  ok "HOOKE_DIST_PROFILE hooke run -np 2: the solve stage around the call in one line"
+else bad "HOOKE_DIST_PROFILE hooke run -np 2: no stage line or not its form"; cat "$T/pr.err"; fi
 # three parts (two neighbours each side, routed coarse rows): the layout's chunks of rows and
 # the set-up's fills on 2 threads give the bytes of 1
 OMP_NUM_THREADS=2 mpi -np 3 "$H" run "${amg[@]}" -o "$T/t23.vtu" >/dev/null 2>&1
