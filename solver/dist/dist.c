@@ -198,6 +198,22 @@ static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int
     return be->copy_to(*dev, h, (size_t)n * sizeof **dev);
 }
 
+/* One row's columns col[0..len) sorted, each one's gather index src moved with it, in
+ * sort_records' order (key, c, s: the caller's scratch of len entries each). */
+static void sort_row_idx(int32_t *col, int32_t *src, int64_t len, int64_t *key, int32_t *c,
+                         int32_t *s)
+{
+    for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
+        key[k] = (int64_t)col[k] << 24 | k;
+    hk_isort_i64(key, len);
+    for (int64_t k = 0; k < len; k++) {
+        c[k] = col[key[k] & 0xffffff];
+        s[k] = src[key[k] & 0xffffff];
+    }
+    memcpy(col, c, (size_t)len * sizeof *col);
+    memcpy(src, s, (size_t)len * sizeof *src);
+}
+
 /* The patterns of Koo (owned columns) and Kbnd ([boundary rows' owned columns, then ghosts])
  * of the caller's rows in the internal numbering, each row sorted, and their gather indices
  * (src_oo, src_bnd: the caller's block of each of their blocks); bcol of Kbnd. Their values
@@ -211,15 +227,18 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     int32_t *pos = NULL;
     /* Koo: every owned row with its owned columns; Kbnd: the boundary rows whole. The rows are
      * counted and filled apart on the threads (the same bytes on any thread count). */
-    int64_t nnz_b = 0;
+    int64_t nnz_b = 0, maxlen = 0;
+    int64_t *key = NULL;
+    int32_t *tmp = NULL;
     memset(&d->Koo, 0, sizeof d->Koo);
     d->Koo.bs = bs;
     d->Koo.nbrows = d->Koo.nbcols = nown;
     HK_TRY(hk_calloc((size_t)nown + 1, sizeof *d->Koo.rowptr, &d->Koo.rowptr));
-#pragma omp parallel for schedule(static) reduction(+ : nnz_b)
+#pragma omp parallel for schedule(static) reduction(+ : nnz_b) reduction(max : maxlen)
     for (int64_t ni = 0; ni < nown; ni++) {
         const int64_t i = d->perm[ni], len = K->rowptr[i + 1] - K->rowptr[i];
         int64_t k = len;
+        if (len > maxlen) maxlen = len;
         if (ni >= d->nint) {
             nnz_b += len;
             for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
@@ -238,17 +257,31 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     HK_TRY(hk_calloc((size_t)d->nbnd + 1, sizeof *d->Kbnd.rowptr, &d->Kbnd.rowptr));
     HK_TRY(hk_malloc((size_t)(nnz_b + 1) * sizeof *d->Kbnd.colind, &d->Kbnd.colind));
     HK_TRY(hk_malloc((size_t)(nnz_b + 1) * sizeof **src_bnd, src_bnd));
-#pragma omp parallel for schedule(static)
-    for (int64_t ni = 0; ni < nown; ni++) {
-        const int64_t i = d->perm[ni];
-        int64_t q = d->Koo.rowptr[ni];
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-            if (K->colind[p] >= row0 && K->colind[p] < row0 + nown) {
-                d->Koo.colind[q] = inv[K->colind[p] - row0];
-                (*src_oo)[q++] = (int32_t)p;
-            }
+    /* each row sorted as it is filled, while it is in cache (sort_records' order): only the
+     * rows that read a boundary column before an interior one need it */
+    const int nt = omp_get_max_threads();
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * 2 * sizeof *tmp, &tmp));
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t *kt = key + (maxlen + 1) * t;
+        int32_t *tt = tmp + (maxlen + 1) * 2 * t;
+#pragma omp for schedule(static)
+        for (int64_t ni = 0; ni < nown; ni++) {
+            const int64_t i = d->perm[ni], q0 = d->Koo.rowptr[ni];
+            int64_t q = q0;
+            int sorted = 1;
+            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+                if (K->colind[p] >= row0 && K->colind[p] < row0 + nown) {
+                    d->Koo.colind[q] = inv[K->colind[p] - row0];
+                    sorted = sorted && (q == q0 || d->Koo.colind[q - 1] < d->Koo.colind[q]);
+                    (*src_oo)[q++] = (int32_t)p;
+                }
+            if (!sorted)
+                sort_row_idx(d->Koo.colind + q0, *src_oo + q0, q - q0, kt, tt, tt + maxlen + 1);
+        }
     }
-    HK_TRY(sort_records(nown, d->Koo.rowptr, d->Koo.colind, *src_oo, sizeof **src_oo));
     /* the owned columns the boundary rows read, ascending: the gathered part of x */
     HK_TRY(hk_malloc((size_t)(nown + 1) * sizeof *pos, &pos));
     for (int64_t j = 0; j < nown; j++)
@@ -282,6 +315,8 @@ static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const in
     HK_TRY(sort_records(d->nbnd, d->Kbnd.rowptr, d->Kbnd.colind, *src_bnd, sizeof **src_bnd));
 fail:
     free(pos);
+    free(key);
+    free(tmp);
     return ierr;
 }
 

@@ -335,150 +335,226 @@ static void dmat_destroy(dmat *m)
     free(m);
 }
 
-/* The blocks of each row sorted by column (col, rowptr over nrows rows; the columns of a
- * row distinct), col in place: *src (allocated) the old position of each block, or NULL when
- * every row was sorted already. The order hk_dist_sort_blocks gives. */
-static int sorted_order(int64_t nrows, const int64_t *rowptr, int32_t *col, int32_t **src)
-{
-    int64_t unsorted = 0, *key = NULL;
-    *src = NULL;
-#pragma omp parallel for schedule(static) reduction(+ : unsorted)
-    for (int64_t i = 0; i < nrows; i++)
-        for (int64_t p = rowptr[i] + 1; p < rowptr[i + 1]; p++)
-            if (col[p - 1] >= col[p]) {
-                unsorted++;
-                break;
-            }
-    if (!unsorted) return 0;
-    const int64_t nnz = rowptr[nrows];
-    HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *key, &key));
-    const int ierr = hk_malloc((size_t)(nnz + 1) * sizeof **src, src);
-    if (ierr) {
-        free(key);
-        return ierr;
-    }
-#pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t i = 0; i < nrows; i++) {
-        const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
-        int sorted = 1;
-        for (int64_t k = 1; k < len && sorted; k++)
-            sorted = col[p0 + k - 1] < col[p0 + k];
-        if (sorted) { /* its blocks stay where they are */
-            for (int64_t k = 0; k < len; k++)
-                (*src)[p0 + k] = (int32_t)(p0 + k);
-            continue;
-        }
-        for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
-            key[p0 + k] = (int64_t)col[p0 + k] << 32 | k;
-        qsort(key + p0, (size_t)len, sizeof *key, cmp_i64);
-        for (int64_t k = 0; k < len; k++) {
-            col[p0 + k] = (int32_t)(key[p0 + k] >> 32);
-            (*src)[p0 + k] = (int32_t)(p0 + (key[p0 + k] & 0xffffffff));
-        }
-    }
-    free(key);
-    return 0;
-}
-
 /* The distinct columns of gcol[0..nnz) outside [row0, row0 + nown), ascending: *ghost
- * (allocated), *ng. Counted and copied by chunks of entries on the threads, then sorted. */
+ * (allocated), *ng. Linear and on the threads, as the layout's ghosts (dist.c): each such
+ * column marked in a byte per global id (up to the largest one), then the marks read by
+ * chunks, each chunk's columns after the earlier chunks' (the same list on any thread count). */
 static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
                          int64_t **ghost, int64_t *ng)
 {
     const int64_t nch = 4 * (int64_t)omp_get_max_threads();
-    int64_t *at = NULL;
+    int64_t *at = NULL, top = -1;
+    unsigned char *mark = NULL;
+    int ierr = 0;
     *ghost = NULL;
     *ng = 0;
-    HK_CALL(hk_calloc((size_t)nch + 1, sizeof *at, &at));
+#pragma omp parallel for schedule(static) reduction(max : top)
+    for (int64_t p = 0; p < nnz; p++)
+        if ((gcol[p] < row0 || gcol[p] >= row0 + nown) && gcol[p] > top) top = gcol[p];
+    HK_TRY(hk_calloc((size_t)nch + 1, sizeof *at, &at));
+    HK_TRY(hk_calloc((size_t)top + 2, sizeof *mark, &mark));
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nnz; p++)
+        if (gcol[p] < row0 || gcol[p] >= row0 + nown) {
+            unsigned char was; /* written only where not yet: read by the other threads */
+#pragma omp atomic read
+            was = mark[gcol[p]];
+            if (!was) {
+#pragma omp atomic write
+                mark[gcol[p]] = 1;
+            }
+        }
+    const int64_t span = top + 1;
 #pragma omp parallel for schedule(static, 1)
     for (int64_t t = 0; t < nch; t++) {
         int64_t k = 0;
-        for (int64_t p = nnz * t / nch; p < nnz * (t + 1) / nch; p++)
-            k += gcol[p] < row0 || gcol[p] >= row0 + nown;
+        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
+            k += mark[g];
         at[t + 1] = k;
     }
     for (int64_t t = 0; t < nch; t++)
         at[t + 1] += at[t];
-    const int ierr = hk_malloc((size_t)(at[nch] + 1) * sizeof **ghost, ghost);
-    if (!ierr) {
+    HK_TRY(hk_malloc((size_t)(at[nch] + 1) * sizeof **ghost, ghost));
 #pragma omp parallel for schedule(static, 1)
-        for (int64_t t = 0; t < nch; t++) {
-            int64_t k = at[t];
-            for (int64_t p = nnz * t / nch; p < nnz * (t + 1) / nch; p++)
-                if (gcol[p] < row0 || gcol[p] >= row0 + nown) (*ghost)[k++] = gcol[p];
-        }
-        *ng = sort_unique(*ghost, at[nch]);
+    for (int64_t t = 0; t < nch; t++) {
+        int64_t k = at[t];
+        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
+            if (mark[g]) (*ghost)[k++] = g;
     }
+    *ng = at[nch];
+fail:
     free(at);
+    free(mark);
     return ierr;
 }
 
-/* The rows of a local matrix (rowptr, lcol over nrows rows; src: each block's value position,
- * NULL: its own) reordered interior rows first: those reading only the nbc owned columns, each
- * group in its order, a row's blocks in their order (the same sums). *pos (allocated): each
- * row's new position; *nrp, *ncol, *nsrc: the new rows, their columns and value positions;
- * *nint the interior rows. *pos stays NULL where there is nothing to overlap (no interior or
- * no boundary row). */
-static int interior_first(int64_t nrows, const int64_t *rowptr, const int32_t *lcol,
-                      const int32_t *src, int64_t nbc, int32_t **pos, int64_t **nrp,
-                      int32_t **ncol, int32_t **nsrc, int64_t *nint)
+/* Row flags of local_columns' first pass. */
+enum { ROW_BOUNDARY = 1, ROW_UNSORTED = 2 };
+
+/* A column's local number: an owned one's position among the owned columns read (pos, by x's
+ * entry), a ghost's nbc + its position among the sorted ghosts. */
+static inline int32_t local_col(const dmat *m, int64_t g, int64_t in_row0, int64_t in_nown,
+                                const int32_t *in_inv, const int32_t *pos)
 {
-    const int64_t nnz = rowptr[nrows];
-    int64_t ni = 0;
-    *pos = *ncol = *nsrc = NULL;
+    if (g >= in_row0 && g < in_row0 + in_nown) {
+        const int64_t o = g - in_row0;
+        return pos[in_inv ? in_inv[o] : o];
+    }
+    return (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
+}
+
+/* The local matrix's pattern from the global columns gcol (rowptr over nrows rows; the
+ * columns of a row distinct): m->nbc and *bcol, the owned columns read (ascending in x's
+ * order), and the rows with their columns local (owned first, then nbc + the ghost's
+ * position), each row sorted; split (and rows of both kinds): interior rows (those reading no
+ * ghost) first, then the boundary rows, each group in its order, a row's blocks in their
+ * sorted order (the same sums). Two passes over the blocks: the first marks the owned columns
+ * read and flags each row (boundary, unsorted: known from the global columns, whose order the
+ * local numbering keeps within the owned ones and within the ghosts), the second writes each
+ * row where it goes, sorting only the rows that need it (on the thread's scratch). Out, all
+ * allocated: *lcol (nnz); *src each block's source position, NULL where no block moved; *ypos
+ * each row's new position and *nrp the new rows, NULL where not split; *nint the interior
+ * rows. The bytes do not depend on the thread count. */
+static int local_columns(dmat *m, int64_t nrows, const int64_t *rowptr, const int64_t *gcol,
+                         int64_t in_row0, int64_t in_nown, const int32_t *in_inv, int split,
+                         int32_t **bcol, int32_t **lcol, int32_t **src, int32_t **ypos,
+                         int64_t **nrp, int64_t *nint)
+{
+    const int64_t nnz = rowptr[nrows], nch = 4 * (int64_t)omp_get_max_threads();
+    int ierr = 0;
+    int64_t ni = 0, unsorted = 0, maxlen = 0, *chunk = NULL, *key = NULL;
+    int32_t *pos = NULL;
+    unsigned char *flag = NULL;
+    *bcol = *lcol = *src = *ypos = NULL;
     *nrp = NULL;
     *nint = 0;
-    HK_CALL(hk_malloc((size_t)(nrows + 1) * sizeof **pos, pos));
-#pragma omp parallel for schedule(static) reduction(+ : ni)
-    for (int64_t i = 0; i < nrows; i++) {
-        int bnd = 0;
-        for (int64_t p = rowptr[i]; p < rowptr[i + 1] && !bnd; p++)
-            bnd = lcol[p] >= nbc;
-        (*pos)[i] = bnd;
-        ni += !bnd;
-    }
-    if (ni == 0 || ni == nrows) {
-        free(*pos);
-        *pos = NULL;
-        return 0;
-    }
-    int ierr = hk_malloc((size_t)(nrows + 1) * sizeof **nrp, nrp);
-    if (!ierr) ierr = hk_malloc((size_t)(nnz + 1) * sizeof **ncol, ncol);
-    if (!ierr) ierr = hk_malloc((size_t)(nnz + 1) * sizeof **nsrc, nsrc);
-    if (ierr) {
-        free(*pos);
-        free(*nrp);
-        free(*ncol);
-        *pos = *ncol = NULL;
-        *nrp = NULL;
-        return ierr;
-    }
-    int64_t k[2] = {0, ni};
-    for (int64_t i = 0; i < nrows; i++) { /* the new positions and the new rows' lengths */
-        const int32_t at = (int32_t)k[(*pos)[i]]++;
-        (*pos)[i] = at;
-        (*nrp)[at + 1] = rowptr[i + 1] - rowptr[i];
-    }
-    (*nrp)[0] = 0;
-    for (int64_t i = 0; i < nrows; i++)
-        (*nrp)[i + 1] += (*nrp)[i];
+    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *pos, &pos));
+    HK_TRY(hk_malloc((size_t)(nrows + 1) * sizeof *flag, &flag));
 #pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < in_nown; j++)
+        pos[j] = -1;
+    /* every thread writes the same mark, and only where it is not there yet: a column read by
+     * many rows is read, not written, on the other threads (no cache line taken from them).
+     * The order key of a column: an owned one's entry in x (pos ascends with it), a ghost's
+     * global id after every owned one (the ghosts' positions ascend with it) */
+#pragma omp parallel for schedule(static) reduction(+ : ni, unsorted) reduction(max : maxlen)
     for (int64_t i = 0; i < nrows; i++) {
-        const int64_t q = (*nrp)[(*pos)[i]] - rowptr[i];
+        int bnd = 0, uns = 0;
+        int64_t prev = -1;
         for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
-            (*ncol)[q + p] = lcol[p];
-            (*nsrc)[q + p] = src ? src[p] : (int32_t)p;
+            const int64_t g = gcol[p];
+            int64_t k;
+            if (g >= in_row0 && g < in_row0 + in_nown) {
+                const int64_t o = g - in_row0;
+                k = in_inv ? in_inv[o] : o;
+                int32_t was;
+#pragma omp atomic read
+                was = pos[k];
+                if (was != 0) {
+#pragma omp atomic write
+                    pos[k] = 0;
+                }
+            } else {
+                bnd = 1;
+                k = in_nown + (g < in_row0 ? g : g - in_nown);
+            }
+            uns |= k <= prev;
+            prev = k;
+        }
+        flag[i] = (unsigned char)(bnd * ROW_BOUNDARY + uns * ROW_UNSORTED);
+        ni += !bnd;
+        unsorted += uns;
+        if (uns && rowptr[i + 1] - rowptr[i] > maxlen) maxlen = rowptr[i + 1] - rowptr[i];
+    }
+    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof **bcol, bcol));
+    m->nbc = 0;
+    for (int64_t j = 0; j < in_nown; j++)
+        if (pos[j] == 0) {
+            (*bcol)[m->nbc] = (int32_t)j;
+            pos[j] = (int32_t)m->nbc++;
+        }
+    split = split && m->ng && nrows && ni > 0 && ni < nrows;
+    const int moved = split || unsorted;
+    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof **lcol, lcol));
+    if (moved) HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof **src, src));
+    const int64_t *to = rowptr; /* the rows' new first blocks, by new position */
+    if (split) { /* the new positions by chunks of rows: each chunk after the earlier ones' */
+        HK_TRY(hk_malloc((size_t)(nrows + 1) * sizeof **ypos, ypos));
+        HK_TRY(hk_malloc((size_t)(nrows + 1) * sizeof **nrp, nrp));
+        HK_TRY(hk_calloc((size_t)nch + 1, sizeof *chunk, &chunk));
+#pragma omp parallel for schedule(static, 1)
+        for (int64_t t = 0; t < nch; t++) {
+            int64_t k = 0;
+            for (int64_t i = nrows * t / nch; i < nrows * (t + 1) / nch; i++)
+                k += !(flag[i] & ROW_BOUNDARY);
+            chunk[t + 1] = k;
+        }
+        for (int64_t t = 0; t < nch; t++)
+            chunk[t + 1] += chunk[t];
+#pragma omp parallel for schedule(static, 1)
+        for (int64_t t = 0; t < nch; t++) {
+            const int64_t i0 = nrows * t / nch;
+            int64_t ki = chunk[t], kb = ni + (i0 - chunk[t]);
+            for (int64_t i = i0; i < nrows * (t + 1) / nch; i++) {
+                const int64_t at = flag[i] & ROW_BOUNDARY ? kb++ : ki++;
+                (*ypos)[i] = (int32_t)at;
+                (*nrp)[at + 1] = rowptr[i + 1] - rowptr[i];
+            }
+        }
+        (*nrp)[0] = 0;
+        for (int64_t i = 0; i < nrows; i++)
+            (*nrp)[i + 1] += (*nrp)[i];
+        to = *nrp;
+        *nint = ni;
+    }
+    const int nt = omp_get_max_threads();
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t *kt = key + (maxlen + 1) * omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < nrows; i++) {
+            const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
+            const int64_t q0 = split ? to[(*ypos)[i]] : p0;
+            if (!(flag[i] & ROW_UNSORTED)) {
+                for (int64_t k = 0; k < len; k++) {
+                    (*lcol)[q0 + k] = local_col(m, gcol[p0 + k], in_row0, in_nown, in_inv, pos);
+                    if (moved) (*src)[q0 + k] = (int32_t)(p0 + k);
+                }
+                continue;
+            }
+            for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
+                kt[k] = (int64_t)local_col(m, gcol[p0 + k], in_row0, in_nown, in_inv, pos) << 32 |
+                        k;
+            qsort(kt, (size_t)len, sizeof *kt, cmp_i64);
+            for (int64_t k = 0; k < len; k++) {
+                (*lcol)[q0 + k] = (int32_t)(kt[k] >> 32);
+                (*src)[q0 + k] = (int32_t)(p0 + (kt[k] & 0xffffffff));
+            }
         }
     }
-    *nint = ni;
-    return 0;
+fail:
+    free(pos);
+    free(flag);
+    free(chunk);
+    free(key);
+    if (ierr) {
+        free(*bcol);
+        free(*lcol);
+        free(*src);
+        free(*ypos);
+        free(*nrp);
+        *bcol = *lcol = *src = *ypos = NULL;
+        *nrp = NULL;
+    }
+    return ierr;
 }
 
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
  * them), values val (host) and val_dev (the same on the backend where they are there
  * already, else NULL; on a device val may then be NULL), x's owned range
  * [in_row0, in_row0 + in_nown); in_inv maps an owned global id's offset to x's entry (NULL:
- * the same). split: its rows interior first (interior_first), so that dmat_spmv computes them
+ * the same). split: its rows interior first (local_columns), so that dmat_spmv computes them
  * while the ghosts travel. Collective (the halo plan). */
 static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
                        const int64_t *rowptr, const int64_t *gcol, const double *val,
@@ -490,8 +566,7 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     const hk_backend_ops *L = d->local;
     const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
     int ierr = 0;
-    int32_t *pos = NULL, *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL;
-    int32_t *ypos = NULL, *scol = NULL, *ssrc = NULL;
+    int32_t *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL, *ypos = NULL;
     int64_t *srp = NULL, nint = 0;
     double *raw_dev = NULL;
     void *raw32 = NULL;
@@ -518,58 +593,14 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     if (in_inv)
         for (int64_t j = 0; j < m->ns; j++)
             m->halo->send_idx[j] = in_inv[m->halo->send_idx[j]];
-    /* the owned columns read, ascending in x's order */
-    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *pos, &pos));
-    for (int64_t j = 0; j < in_nown; j++)
-        pos[j] = -1;
-    /* every thread writes the same value, and only where it is not there yet: a column read
-     * by many rows is read, not written, on the other threads (no cache line taken from them) */
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < nnz; p++)
-        if (gcol[p] >= in_row0 && gcol[p] < in_row0 + in_nown) {
-            const int64_t o = gcol[p] - in_row0, j = in_inv ? in_inv[o] : o;
-            int32_t was;
-#pragma omp atomic read
-            was = pos[j];
-            if (was != 0) {
-#pragma omp atomic write
-                pos[j] = 0;
-            }
-        }
-    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *bcol, &bcol));
-    for (int64_t j = 0; j < in_nown; j++)
-        if (pos[j] == 0) {
-            bcol[m->nbc] = (int32_t)j;
-            pos[j] = (int32_t)m->nbc++;
-        }
-    /* the local matrix's columns [pos of the owned ones, nbc + ghost position], each row
-     * sorted on the host; the values go to the backend as they are and are put in that order
-     * there (one gather), so they are neither copied nor moved on the host */
-    ierr = hk_malloc((size_t)(nnz + 1) * sizeof *lcol, &lcol);
-    if (!ierr) {
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < nnz; p++) {
-            const int64_t g = gcol[p];
-            if (g >= in_row0 && g < in_row0 + in_nown) {
-                const int64_t o = g - in_row0;
-                lcol[p] = pos[in_inv ? in_inv[o] : o];
-            } else
-                lcol[p] = (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
-        }
-    }
-    if (!ierr) ierr = sorted_order(nrows, rowptr, lcol, &src);
-    if (!ierr && split && m->ng && nrows)
-        ierr = interior_first(nrows, rowptr, lcol, src, m->nbc, &ypos, &srp, &scol, &ssrc, &nint);
+    /* the local matrix's columns [the owned ones read, then the ghosts], each row sorted and
+     * the rows split where asked on the host; the values go to the backend as they are and
+     * are put in that order there (one gather), so they are neither copied nor moved on the
+     * host */
+    ierr = local_columns(m, nrows, rowptr, gcol, in_row0, in_nown, in_inv, split, &bcol, &lcol,
+                         &src, &ypos, &srp, &nint);
     step_lap(L, st, ST_OP_COLUMNS, t);
-    if (ypos) { /* the split rows in place of the sorted ones */
-        rowptr = srp;
-        free(lcol);
-        lcol = scol;
-        scol = NULL;
-        free(src);
-        src = ssrc;
-        ssrc = NULL;
-    }
+    if (ypos) rowptr = srp;
     if (!ierr) ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
     if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
     if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
@@ -621,14 +652,11 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     *out = m;
     m = NULL;
 fail:
-    free(pos);
     free(bcol);
     free(lcol);
     free(src);
     free(ypos);
     free(srp);
-    free(scol);
-    free(ssrc);
     if (raw_dev) L->dealloc(raw_dev);
     if (raw32) L->dealloc(raw32);
     if (src_dev) L->dealloc(src_dev);
