@@ -100,6 +100,20 @@ static void test_layout_one(void)
     half.nbrows = K.nbrows / 2; /* the first half's rows: they read columns of the second */
     CU_ASSERT(hk_dist_create(hk_comm_world(), &hk_backend_cpu, 0, &half, &d) == HK_ERR_ARG);
     CU_ASSERT(strstr(hk_error_message(), "out of range") != NULL);
+    /* a column beyond the global columns: the same sentence from the check of the host's
+     * values and from the pass over the columns alone (the values elsewhere) */
+    const int32_t keep = K.colind[K.rowptr[7] + 1];
+    K.colind[K.rowptr[7] + 1] = (int32_t)K.nbcols + 3;
+    CU_ASSERT(hk_dist_create(hk_comm_world(), &hk_backend_cpu, 0, &K, &d) == HK_ERR_ARG);
+    char want[512];
+    snprintf(want, sizeof want, "%s", hk_error_message());
+    CU_ASSERT(strstr(want, "block row 7 has column") != NULL);
+    hk_bcsr P = K;
+    P.val = NULL;
+    CU_ASSERT(hk_dist_create_values(hk_comm_world(), &hk_backend_cpu, 0, &P, K.val,
+                                    HK_DIST_COMM_AUTO, &d) == HK_ERR_ARG);
+    CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+    K.colind[K.rowptr[7] + 1] = keep;
     CU_ASSERT(hk_dist_check_choice("cg", "ilu0") == HK_ERR_UNSUPPORTED);
     CU_ASSERT(hk_dist_check_choice("cg", "amg") == 0);
     CU_ASSERT(hk_dist_check_choice("cholesky", "none") == HK_ERR_UNSUPPORTED);
@@ -421,7 +435,8 @@ HK_SUITE(dist,
          {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
          {"partitions of a mesh's cells along their dual graph", test_partition_cells},
          {"one process: sums, agreement and an empty halo pass through", test_comm_one},
-         {"one process's rows: all interior; columns beyond them refused", test_layout_one},
+         {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
+          test_layout_one},
          {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
          {"the layout from values in the backend's memory: the host's bytes, its check's "
           "sentence (views, and the device's path)",

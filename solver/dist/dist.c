@@ -126,31 +126,53 @@ static int64_t chunk_start(int64_t n, int nt, int t)
     return n * t / nt;
 }
 
-/* The ghosts of the caller's rows: the columns outside [row0, row0 + nown), sorted, unique.
- * Linear and on the threads: each ghost column marked in a byte per global column, then the
- * marks read by chunks, each chunk's columns after the earlier chunks' (the same list on any
- * thread count). */
-static int list_ghosts(const hk_bcsr *K, int64_t row0, int64_t **ghost, int64_t *nghost)
+/* One pass over the caller's rows' columns, on the threads: each row flagged in inv (-1: a
+ * boundary row, which reads a ghost; -2: an interior one) and each ghost column (outside
+ * [row0, row0 + nown)) marked in a byte per global column; then the ghosts, sorted and
+ * unique, listed from the marks by chunks, each chunk's after the earlier chunks' (the same
+ * list on any thread count). A column outside the global columns stops it with check_rows'
+ * sentence (the same first row). Linear: no sort. */
+static int scan_rows(const hk_bcsr *K, int64_t row0, int32_t *inv, int64_t **ghost,
+                     int64_t *nghost)
 {
     const int64_t nown = K->nbrows, nglobal = K->nbcols;
     const int nt = omp_get_max_threads();
     int ierr = 0;
-    int64_t *off = NULL;
+    int64_t *off = NULL, first = nown;
     unsigned char *mark = NULL;
     HK_TRY(hk_calloc((size_t)nt + 1, sizeof *off, &off));
     HK_TRY(hk_calloc((size_t)nglobal + 1, sizeof *mark, &mark));
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nown; i++)
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-            if (K->colind[p] < row0 || K->colind[p] >= row0 + nown) {
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < nown; i++) {
+        int bnd = 0, ok = 1;
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
+            const int32_t g = K->colind[p];
+            if (g < 0 || g >= nglobal) {
+                ok = 0;
+                break;
+            }
+            if (g < row0 || g >= row0 + nown) {
+                bnd = 1;
                 unsigned char was; /* written only where not yet: read by the other threads */
 #pragma omp atomic read
-                was = mark[K->colind[p]];
+                was = mark[g];
                 if (!was) {
 #pragma omp atomic write
-                    mark[K->colind[p]] = 1;
+                    mark[g] = 1;
                 }
             }
+        }
+        inv[i] = bnd ? -1 : -2;
+        if (!ok && i < first) first = i;
+    }
+    if (first < nown) {
+        const hk_bcsr pattern = {K->bs, K->nbrows, K->nbcols, K->rowptr, K->colind, NULL};
+        HK_TRY(check_rows(&pattern, row0));
+        HK_TRY(hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "distributed rows: block row %lld has a column out of range that "
+                            "the check does not find",
+                            (long long)(row0 + first)));
+    }
 #pragma omp parallel num_threads(nt)
     {
         const int t = omp_get_thread_num();
@@ -438,12 +460,13 @@ static int check_values_dev(const hk_dist *d, const hk_bcsr *K, const double *va
 }
 
 /* The internal numbering: interior rows (no ghost column) first, then boundary rows, each in
- * the caller's order; inv[i] the caller's row i's number, perm its inverse. By chunks of rows
- * on the threads: each chunk counts its interior rows, and numbers its rows after the earlier
- * chunks' (the same numbers on any thread count). */
-static int number_rows(hk_dist *d, const hk_bcsr *K, int32_t *inv)
+ * the caller's order; inv[i] (scan_rows' flag: -1 boundary, -2 interior) becomes the caller's
+ * row i's number, perm its inverse. By chunks of rows on the threads: each chunk counts its
+ * interior rows, and numbers its rows after the earlier chunks' (the same numbers on any
+ * thread count). */
+static int number_rows(hk_dist *d, int32_t *inv)
 {
-    const int64_t nown = d->nown, row0 = d->row0;
+    const int64_t nown = d->nown;
     const int nt = omp_get_max_threads();
     int64_t *nint = NULL; /* per chunk: its interior rows, then the chunk's first number */
     HK_CALL(hk_calloc((size_t)nt + 1, sizeof *nint, &nint));
@@ -451,13 +474,8 @@ static int number_rows(hk_dist *d, const hk_bcsr *K, int32_t *inv)
     {
         const int t = omp_get_thread_num();
         int64_t k = 0;
-        for (int64_t i = chunk_start(nown, nt, t); i < chunk_start(nown, nt, t + 1); i++) {
-            int bnd = 0;
-            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1] && !bnd; p++)
-                bnd = K->colind[p] < row0 || K->colind[p] >= row0 + nown;
-            inv[i] = bnd ? -1 : -2;
-            k += !bnd;
-        }
+        for (int64_t i = chunk_start(nown, nt, t); i < chunk_start(nown, nt, t + 1); i++)
+            k += inv[i] == -2;
         nint[t + 1] = k;
     }
     for (int t = 0; t < nt; t++)
@@ -580,17 +598,21 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
     hk_bcsr pattern = *K;
     if (val_dev) pattern.val = NULL;
     double ts = hk_time();
-    HK_TRY(hk_comm_agree(c, check_rows(&pattern, row0)));
+    /* the values where the host holds them; the columns (in the same pass as the ghosts and
+     * the rows' kinds) below */
+    HK_TRY(hk_comm_agree(c, pattern.val ? check_rows(&pattern, row0) : 0)); /* collective */
     layout_step(d, 0, &ts);
-    /* ghosts and the halo plan (collective: it also checks the ranges) */
-    HK_TRY(hk_comm_agree(c, list_ghosts(K, row0, &ghost, &d->nghost)));
+    /* ghosts and the rows' kinds in one pass, then the halo plan (collective: it also checks
+     * the ranges) */
+    ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
+    if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
+    if (!ierr) ierr = scan_rows(K, row0, inv, &ghost, &d->nghost);
+    HK_TRY(hk_comm_agree(c, ierr));
     layout_step(d, 1, &ts);
     HK_TRY(hk_halo_create(c, row0, d->nown, d->nghost, ghost, &d->halo));
     layout_step(d, 2, &ts);
     /* interior rows first, then boundary rows, each in the caller's order */
-    ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
-    if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
-    if (!ierr) ierr = number_rows(d, K, inv);
+    ierr = number_rows(d, inv);
     const int64_t nsend = d->halo->send_off[d->halo->nsend];
     if (!ierr)
 #pragma omp parallel for schedule(static)

@@ -83,6 +83,12 @@ enum damg_step {
     ST_GAL_MERGE,     /* Galerkin: the merge's pattern */
     ST_GAL_VALUES,    /* Galerkin: the merged values */
     ST_GAL_ROWS,      /* Galerkin: the next level's rows (host and backend) */
+    ST_NN_ROWS,       /* near-null: level 0's rows on the backend, the inverse numbering */
+    ST_NN_MODES,      /* near-null: the frame summed, the rigid-body modes */
+    ST_AGG_BLOCK,     /* aggregation: a coarse level's owned diagonal block */
+    ST_AGG_STRENGTH,  /* aggregation: the strength graph */
+    ST_AGG_AGGREGATE, /* aggregation: the aggregates */
+    ST_AGG_COUNT,     /* aggregation: the aggregates counted over the processes (its wait) */
     ST_CO_UNSPLIT,    /* coarsest: P above the gathered levels put back in order */
     ST_CO_OPERATORS,  /* coarsest: A, P, R of the gathered levels on every process */
     ST_CO_VECTORS,    /* coarsest: their vectors, the gather's index */
@@ -93,6 +99,7 @@ static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
     "ghost rows: pattern", "exchange", "build", "upload",
     "Galerkin: products", "pattern", "route", "merge", "values", "next rows",
+    "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
     "coarsest: unsplit", "operators", "vectors", "inverse"};
 
 /* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
@@ -168,14 +175,77 @@ static int64_t find_i64(const int64_t *v, int64_t n, int64_t g)
     return lo < n && v[lo] == g ? lo : -1;
 }
 
-/* Sorted unique copy of v[0..n) in place; returns the new count. */
-static int64_t sort_unique(int64_t *v, int64_t n)
+/* The ids lo + g marked in mark[0..span), ascending: *out (allocated), *n. By chunks on the
+ * threads, each chunk's ids after the earlier chunks' (the same list on any thread count). */
+static int marked_ids(const unsigned char *mark, int64_t lo, int64_t span, int64_t **out,
+                      int64_t *n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_i64);
-    int64_t m = 0;
-    for (int64_t k = 0; k < n; k++)
-        if (m == 0 || v[k] != v[m - 1]) v[m++] = v[k];
-    return m;
+    const int64_t nch = 4 * (int64_t)omp_get_max_threads();
+    int64_t *at = NULL;
+    int ierr = 0;
+    *out = NULL;
+    *n = 0;
+    HK_TRY(hk_calloc((size_t)nch + 1, sizeof *at, &at));
+#pragma omp parallel for schedule(static, 1)
+    for (int64_t t = 0; t < nch; t++) {
+        int64_t k = 0;
+        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
+            k += mark[g];
+        at[t + 1] = k;
+    }
+    for (int64_t t = 0; t < nch; t++)
+        at[t + 1] += at[t];
+    HK_TRY(hk_malloc((size_t)(at[nch] + 1) * sizeof **out, out));
+#pragma omp parallel for schedule(static, 1)
+    for (int64_t t = 0; t < nch; t++) {
+        int64_t k = at[t];
+        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
+            if (mark[g]) (*out)[k++] = lo + g;
+    }
+    *n = at[nch];
+fail:
+    free(at);
+    return ierr;
+}
+
+/* mark[g - lo] = 1 for g = v[0..n) (bytes written only where not yet: a value many entries
+ * share is read, not written, on the other threads). */
+static void mark_ids(unsigned char *mark, int64_t lo, const int64_t *v, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < n; p++) {
+        unsigned char was;
+#pragma omp atomic read
+        was = mark[v[p] - lo];
+        if (!was) {
+#pragma omp atomic write
+            mark[v[p] - lo] = 1;
+        }
+    }
+}
+
+/* The distinct values of v[0..n) ascending, in place (*m of them): marked in a byte per value
+ * between the smallest and the largest, then listed (linear, no sort). */
+static int sorted_unique(int64_t *v, int64_t n, int64_t *m)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN, *u = NULL;
+    unsigned char *mark = NULL;
+    int ierr = 0;
+    *m = 0;
+    if (!n) return 0;
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi)
+    for (int64_t p = 0; p < n; p++) {
+        if (v[p] < lo) lo = v[p];
+        if (v[p] > hi) hi = v[p];
+    }
+    HK_TRY(hk_calloc((size_t)(hi - lo + 1), sizeof *mark, &mark));
+    mark_ids(mark, lo, v, n);
+    HK_TRY(marked_ids(mark, lo, hi - lo + 1, &u, m));
+    memcpy(v, u, (size_t)*m * sizeof *v);
+fail:
+    free(mark);
+    free(u);
+    return ierr;
 }
 
 /* memcpy by threads: the set-up's large copies (matrix values) are bandwidth-bound. */
@@ -342,8 +412,7 @@ static void dmat_destroy(dmat *m)
 static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
                          int64_t **ghost, int64_t *ng)
 {
-    const int64_t nch = 4 * (int64_t)omp_get_max_threads();
-    int64_t *at = NULL, top = -1;
+    int64_t top = -1;
     unsigned char *mark = NULL;
     int ierr = 0;
     *ghost = NULL;
@@ -351,7 +420,6 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
 #pragma omp parallel for schedule(static) reduction(max : top)
     for (int64_t p = 0; p < nnz; p++)
         if ((gcol[p] < row0 || gcol[p] >= row0 + nown) && gcol[p] > top) top = gcol[p];
-    HK_TRY(hk_calloc((size_t)nch + 1, sizeof *at, &at));
     HK_TRY(hk_calloc((size_t)top + 2, sizeof *mark, &mark));
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nnz; p++)
@@ -364,26 +432,8 @@ static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t
                 mark[gcol[p]] = 1;
             }
         }
-    const int64_t span = top + 1;
-#pragma omp parallel for schedule(static, 1)
-    for (int64_t t = 0; t < nch; t++) {
-        int64_t k = 0;
-        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
-            k += mark[g];
-        at[t + 1] = k;
-    }
-    for (int64_t t = 0; t < nch; t++)
-        at[t + 1] += at[t];
-    HK_TRY(hk_malloc((size_t)(at[nch] + 1) * sizeof **ghost, ghost));
-#pragma omp parallel for schedule(static, 1)
-    for (int64_t t = 0; t < nch; t++) {
-        int64_t k = at[t];
-        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
-            if (mark[g]) (*ghost)[k++] = g;
-    }
-    *ng = at[nch];
+    HK_TRY(marked_ids(mark, 0, top + 1, ghost, ng));
 fail:
-    free(at);
     free(mark);
     return ierr;
 }
@@ -1611,7 +1661,8 @@ static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng,
     for (int64_t k = 0; k < ng; k++)
         for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
             gcols[gat[k] + j] = (int64_t)ghost_record(rec, rat, order, k)[1 + j * (1 + bsz)];
-    const int64_t ngc = sort_unique(gcols, ngnnz);
+    int64_t ngc = 0;
+    HK_TRY(sorted_unique(gcols, ngnnz, &ngc));
     /* colmap's columns that the owned rows use (cpos: 1 if used; every thread writes the same
      * value, only where it is not there yet) */
     memset(cpos, 0, (size_t)nc * sizeof *cpos);
@@ -2558,8 +2609,10 @@ static int rmat_gather(const hk_dist *d, const dmat *m, int64_t in_row0, int64_t
                             "process; lower pc.amg.dist.gather_rows",
                             (long long)in_nglob);
     if (!ierr) {
+#pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < nr; i++)
             len[i] = rp[i + 1] - rp[i];
+#pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < nz; p++) /* the input level's global block ids */
             col[p] =
                 (int32_t)(col[p] < m->nbc ? in_row0 + bcol[col[p]] : m->ghost[col[p] - m->nbc]);
@@ -2812,19 +2865,23 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     hk_bmat Od = {0};
     hk_graph S = {0};
     hk_vec *q = NULL, *D64 = NULL;
-    double *ph = a->ph, t[2], t_start[2];
+    double *ph = a->ph, t[2], t_start[2], ts[2];
     memset(a->ph, 0, sizeof a->ph);
     memset(a->steps, 0, sizeof a->steps);
     a->st = profiling() ? a->steps : NULL;
     lap_start(t);
     lap_start(t_start);
+    lap_start(ts);
     ierr = level0_local(d, &H);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv0, &inv0);
     if (!ierr)
+#pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < d->nown; i++)
             inv0[d->perm[i]] = (int32_t)i;
     HK_TRY(hk_comm_agree(c, ierr));
+    step_lap(Lb, a->st, ST_NN_ROWS, ts);
     HK_TRY(level0_nearnull(pc, a, &H, &B));
+    step_lap(Lb, a->st, ST_NN_MODES, ts);
     lap(ph, PH_NEARNULL, t);
     for (;; l++) {
         dlev *L = &a->lev[l];
@@ -2851,16 +2908,21 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
              * on the backend: no copy */
             hk_bmat Kl = *K;
             Kl.be = Lb;
+            lap_start(ts);
             ierr = l == 0 ? 0 : owned_block(d, &H, &Od);
+            step_lap(Lb, a->st, ST_AGG_BLOCK, ts);
             if (!ierr && H.nown) ierr = Lb->amg_strength(l == 0 ? &Kl : &Od, a->op.threshold, &S);
+            step_lap(Lb, a->st, ST_AGG_STRENGTH, ts);
             if (!ierr) ierr = Lb->alloc((void **)&agg, (size_t)(H.nown + 1) * sizeof *agg);
             if (!ierr && H.nown) ierr = Lb->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);
             hk_bmat_free(&Od);
+            step_lap(Lb, a->st, ST_AGG_AGGREGATE, ts);
             HK_TRY(hk_comm_agree(c, ierr));
         }
         int64_t tot = nagg;
         HK_TRY(hk_comm_sum_i64(c, &tot, 1));
+        if (!last) step_lap(Lb, a->st, ST_AGG_COUNT, ts);
         lap(ph, PH_AGGREGATE, t);
         if (last || tot == 0 || (double)tot * a->nns > 0.9 * (double)(L->nglob * L->bs)) {
             if (!H.A.rowptr) /* level 0 on a device: its host rows only now */
