@@ -556,7 +556,8 @@ static int auto_levels(const char *path, int gdim, double size)
     return n;
 }
 
-static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh *m)
+static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_mesh_region *reg,
+                     hk_mesh *m)
 {
     int ierr = 0, initialized = 0, threads = omp_get_max_threads();
     int *pg = NULL, *ent = NULL;
@@ -905,13 +906,25 @@ static int load_gmsh(const char *path, int kind, const hk_mesh_options *opt, hk_
     HK_TRY(hk_mesh_orient_facets(m));
     /* a mesh file is refined without its geometry, then raised to the asked order */
     const int order2 = elevate || (kind == 0 && levels && opt->order == 2);
-    if (levels || order2) {
+    if (reg && levels) { /* the region's cells only (mesh/region.c) */
+        double t = omp_get_wtime();
+        omp_set_num_threads(threads);
+        if (kind == 1) HK_TRY(gmsh_geometry(path, gdim, &tm, newid, &geo));
+        HK_TRY(hk_mesh_region_make(reg, levels, order2,
+                                   kind == 1 ? incomplete : opt->incomplete, straight,
+                                   opt->renumber, kind == 1 ? &geo : NULL, m, &load_refine));
+        load_times.refine = omp_get_wtime() - t;
+        if (load_refine.straight)
+            add_note("%lld refined or second-order nodes on curved geometry kept straight: on it "
+                     "they would invert a cell or Gmsh found no closest point near them",
+                     (long long)load_refine.straight);
+    } else if (levels || order2) {
         omp_set_num_threads(threads);
         if (kind == 1 && (levels || !straight)) HK_TRY(gmsh_geometry(path, gdim, &tm, newid, &geo));
         HK_TRY(refine_elevate(levels, order2, kind == 1 ? incomplete : opt->incomplete, straight,
                               kind == 1 ? &geo : NULL, m));
     }
-    if (opt->renumber) {
+    if (opt->renumber && !(reg && reg->refined)) {
         double t = omp_get_wtime();
         HK_TRY(hk_mesh_renumber_rcm(m));
         load_times.renumber = omp_get_wtime() - t;
@@ -998,7 +1011,25 @@ const char *hk_mesh_load_notes(void)
 #endif
 }
 
+static int load_checked(const char *path, const hk_mesh_options *opt, hk_mesh_region *reg,
+                        hk_mesh *m);
+
 int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
+{
+    return load_checked(path, opt, NULL, m);
+}
+
+int hk_mesh_load_region(const char *path, const hk_mesh_options *opt, hk_mesh_region *reg,
+                        hk_mesh *m)
+{
+    HK_CHECK(reg && reg->select, HK_ERR_ARG, "hk_mesh_load_region: no region selection given");
+    reg->refined = 0;
+    reg->keys = NULL;
+    return load_checked(path, opt, reg, m);
+}
+
+static int load_checked(const char *path, const hk_mesh_options *opt, hk_mesh_region *reg,
+                        hk_mesh *m)
 {
     static const hk_mesh_options defaults = {0};
     HK_CHECK(m, HK_ERR_ARG, "hk_mesh_load: the output mesh is NULL");
@@ -1043,8 +1074,9 @@ int hk_mesh_load(const char *path, const hk_mesh_options *opt, hk_mesh *m)
     memset(&load_refine, 0, sizeof load_refine);
 #ifdef HOOKE_HAVE_GMSH
     load_notes[0] = 0;
-    return load_gmsh(path, kind, opt, m);
+    return load_gmsh(path, kind, opt, reg, m);
 #else
+    (void)reg;
     return hk_error_set(HK_ERR_NOT_BUILT, __FILE__, __LINE__,
                         "this hooke was built without Gmsh; cannot read '%s'. Install "
                         "libgmsh-dev (or a Gmsh SDK) and rebuild, or use the built-in "

@@ -116,4 +116,24 @@ int hk_mesh_localize(hk_mesh *m, const hk_elev_geom *g);
  * hk_mesh_elevate afterwards. g may be NULL. */
 int hk_mesh_refine_geom(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st);
 
+/* hk_mesh_refine_geom that also extends keys (one per node of m, malloc'ed) to the nodes each
+ * level adds (hk_node_keys_extend): a node's key is the same wherever the mesh around it is
+ * refined, in the whole mesh or in a region of it. */
+int hk_mesh_refine_keyed(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st,
+                         hk_node_key **keys);
+/* After hk_mesh_elevate raised m (its cells now quadratic) from nv nodes: *keys (nv of them,
+ * realloc'ed to m->nnodes) gets the key of every new node, made from its corners' keys (an
+ * edge's 2, a quadrilateral face's 4, a hexahedron's 8, in sorted order). */
+int hk_node_keys_extend(const hk_mesh *m, int64_t nv, hk_node_key **keys);
+/* The key of node i of a coarse mesh. */
+hk_node_key hk_node_key_coarse(int64_t i);
+
+/* hk_mesh_load_region's steps after Gmsh's coarse mesh m (linear, oriented): its RCM order,
+ * reg->select, the kept cells cut out, refined levels times with their keys (g: the
+ * geometry, may be NULL), raised to second order (order2; straight: without g), renumbered
+ * (renumber: RCM), the groups back in their places. */
+int hk_mesh_region_make(hk_mesh_region *reg, int levels, int order2, int incomplete,
+                        int straight, int renumber, hk_elev_geom *g, hk_mesh *m,
+                        hk_mesh_refine_stats *st);
+
 #endif

@@ -693,7 +693,23 @@ static int keep_coarse(hk_mesh *m)
     return 0;
 }
 
+static int refine_levels(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st,
+                         hk_node_key **keys);
+
 int hk_mesh_refine_geom(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st)
+{
+    return refine_levels(m, levels, g, st, NULL);
+}
+
+int hk_mesh_refine_keyed(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st,
+                         hk_node_key **keys)
+{
+    return refine_levels(m, levels, g, st, keys);
+}
+
+/* keys (may be NULL): each node's key, extended to the new nodes of every level */
+static int refine_levels(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_refine_stats *st,
+                         hk_node_key **keys)
 {
     int ierr = 0;
     hk_mesh_refine_stats local;
@@ -736,7 +752,9 @@ int hk_mesh_refine_geom(hk_mesh *m, int levels, const hk_elev_geom *g, hk_mesh_r
         hk_elev_geom gl;
         hk_elev_stats es;
         if (g) gl = *g, gl.raise_entities = 1;
+        const int64_t nv = m->nnodes;
         HK_TRY(hk_mesh_elevate(m, 0, g ? &gl : NULL, &es));
+        if (keys) HK_TRY(hk_node_keys_extend(m, nv, keys));
         st->projected += es.projected;
         st->straight += es.straight + es.too_far + es.failed;
         HK_TRY(split_cells(m, tab, g ? &gl : NULL, &st->straight));

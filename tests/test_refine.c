@@ -906,6 +906,133 @@ static void test_load_threads(void)
     omp_set_num_threads(threads);
 }
 
+/* ---- hk_mesh_load_region ------------------------------------------------------------------ */
+
+/* The coarse cells in nparts contiguous blocks; part me's block and the cells sharing a corner
+ * with it kept (me < 0: every cell). part[] gets each coarse cell's block. */
+typedef struct region_pick {
+    int nparts, me;
+    int32_t *part;
+    int64_t ncoarse;
+} region_pick;
+
+static int pick_block(void *ctx, const hk_mesh *coarse, int levels, uint8_t *keep)
+{
+    region_pick *p = ctx;
+    const hk_elems *c = &coarse->cells;
+    (void)levels;
+    p->ncoarse = c->n;
+    HK_CALL(hk_malloc((size_t)c->n * sizeof *p->part, &p->part));
+    uint8_t *near = calloc((size_t)coarse->nnodes + 1, 1);
+    HK_CHECK(near, HK_ERR_MEMORY, "out of memory");
+    for (int64_t e = 0; e < c->n; e++) {
+        p->part[e] = (int32_t)(e * p->nparts / c->n);
+        if (p->part[e] == p->me)
+            for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++)
+                near[c->nodes[k]] = 1;
+    }
+    for (int64_t e = 0; e < c->n; e++) {
+        keep[e] = p->me < 0;
+        for (int64_t k = c->ptr[e]; k < c->ptr[e + 1] && !keep[e]; k++)
+            keep[e] = near[c->nodes[k]];
+    }
+    free(near);
+    return 0;
+}
+
+typedef struct key_at {
+    hk_node_key k;
+    int64_t v;
+} key_at;
+
+static int cmp_key_at(const void *x, const void *y)
+{
+    const hk_node_key *a = &((const key_at *)x)->k, *b = &((const key_at *)y)->k;
+    if (a->a != b->a) return a->a < b->a ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* A region of the whole mesh: every cell kept gives hk_mesh_load's mesh byte for byte, with a
+ * key per node, no two alike; two halves each with a layer of neighbours: every node's key is
+ * the whole mesh's, and the nodes of a half's own cells have the whole mesh's coordinates, bit
+ * for bit (the curved geometry's projections and the second-order nodes included). */
+static void test_region(void)
+{
+    static const struct {
+        const char *geo;
+        int refine;
+        double size;
+    } c[] = {{"cases/kirsch/kirsch.geo", 2, 0},
+             {"tests/data/mesh/cylinder.geo", 2, 0},
+             {"cases/bracket/bracket.geo", 1, 0.004}};
+    for (int k = 0; k < 3; k++) {
+        hk_mesh whole, all;
+        hk_mesh_options o = {.order = 2, .refine = c[k].refine, .renumber = 1, .size = c[k].size};
+        region_pick pa = {.nparts = 2, .me = -1};
+        hk_mesh_region ra = {.select = pick_block, .ctx = &pa};
+        HK_ASSERT_OK(hk_mesh_load(hk_test_path(c[k].geo), &o, &whole));
+        HK_ASSERT_OK(hk_mesh_load_region(hk_test_path(c[k].geo), &o, &ra, &all));
+        CU_ASSERT_FATAL(ra.refined && ra.keys);
+        CU_ASSERT_EQUAL_FATAL(whole.nnodes, all.nnodes);
+        CU_ASSERT_EQUAL_FATAL(whole.cells.n, all.cells.n);
+        CU_ASSERT(!memcmp(whole.coords, all.coords, 3 * (size_t)whole.nnodes * sizeof(double)));
+        CU_ASSERT(!memcmp(whole.cells.nodes, all.cells.nodes,
+                          (size_t)whole.cells.ptr[whole.cells.n] * sizeof(int32_t)));
+        CU_ASSERT(!memcmp(whole.cell_coarse, all.cell_coarse, (size_t)whole.cells.n * 4));
+        CU_ASSERT_EQUAL_FATAL(whole.nboundaries, all.nboundaries);
+        for (int g = 0; g < whole.nboundaries; g++) {
+            const hk_elems *fa = &whole.boundaries[g].elems, *fb = &all.boundaries[g].elems;
+            CU_ASSERT_EQUAL_FATAL(fa->n, fb->n);
+            CU_ASSERT(!memcmp(fa->nodes, fb->nodes, (size_t)fa->ptr[fa->n] * sizeof(int32_t)));
+        }
+        key_at *ka = malloc((size_t)all.nnodes * sizeof *ka);
+        CU_ASSERT_FATAL(ka != NULL);
+        for (int64_t v = 0; v < all.nnodes; v++)
+            ka[v] = (key_at){ra.keys[v], v};
+        qsort(ka, (size_t)all.nnodes, sizeof *ka, cmp_key_at);
+        int64_t dup = 0, missing = 0, moved = 0, owned = 0;
+        for (int64_t v = 1; v < all.nnodes; v++)
+            dup += !cmp_key_at(ka + v - 1, ka + v);
+        CU_ASSERT_EQUAL(dup, 0);
+        for (int me = 0; me < 2; me++) {
+            hk_mesh h;
+            region_pick ph = {.nparts = 2, .me = me};
+            hk_mesh_region rh = {.select = pick_block, .ctx = &ph};
+            HK_ASSERT_OK(hk_mesh_load_region(hk_test_path(c[k].geo), &o, &rh, &h));
+            CU_ASSERT(h.cells.n < all.cells.n);
+            uint8_t *own = calloc((size_t)h.nnodes + 1, 1);
+            CU_ASSERT_FATAL(own != NULL);
+            for (int64_t e = 0; e < h.cells.n; e++)
+                if (ph.part[h.cell_coarse[e]] == me)
+                    for (int64_t q = h.cells.ptr[e]; q < h.cells.ptr[e + 1]; q++)
+                        own[h.cells.nodes[q]] = 1;
+            for (int64_t v = 0; v < h.nnodes; v++) {
+                key_at x = {rh.keys[v], v}, *f;
+                f = bsearch(&x, ka, (size_t)all.nnodes, sizeof *ka, cmp_key_at);
+                if (!f) {
+                    missing++;
+                    continue;
+                }
+                if (!own[v]) continue;
+                owned++;
+                moved += !!memcmp(h.coords + 3 * v, all.coords + 3 * f->v, 3 * sizeof(double));
+            }
+            free(own);
+            free(rh.keys);
+            free(ph.part);
+            hk_mesh_free(&h);
+        }
+        CU_ASSERT_EQUAL(missing, 0);
+        CU_ASSERT_EQUAL(moved, 0);
+        CU_ASSERT(owned >= all.nnodes); /* each node in a half's own cells, some in both */
+        free(ka);
+        free(ra.keys);
+        free(pa.part);
+        hk_mesh_free(&whole);
+        hk_mesh_free(&all);
+    }
+}
+
 /* geometry.refine: auto (docs/geometry.md): none at a ready case's own size; above 100k
  * estimated cells, levels until Gmsh's share is at most 20k cells, but never coarser than the
  * model's shortest curve; the refined cells' shapes stay within the coarse mesh's. */
@@ -1284,6 +1411,8 @@ HK_SUITE(refine,
          {"refined boundary nodes on the cylinder, sphere and circles", test_curved},
          {"hk_mesh_load with refinement: the same bytes on 1 and 2 threads", test_load_threads},
          {"geometry.refine: auto from the size and the shortest curve", test_auto},
+         {"hk_mesh_load_region: a region's nodes are the whole mesh's, keys and coordinates",
+          test_region},
          {"a .msh refined and raised; quadratic files and order_by gmsh refused", test_load_msh},
          {"Lame: errors fall at the elements' rates under refinement", test_convergence},
          {"hooke run and hooke mesh give the same bytes every time", test_reproducible},

@@ -189,6 +189,36 @@ typedef struct hk_mesh_refine_stats {
 int hk_mesh_refine(hk_mesh *m, int levels, hk_mesh_refine_stats *st);
 /* The refinement of the last hk_mesh_load (levels 0 when none). */
 hk_mesh_refine_stats hk_mesh_load_refine_stats(void);
+
+/* ---- a region of a refined mesh (distributed runs, docs/parallel.md) -------------------- */
+
+/* A node's identity wherever the mesh around it is made: a coarse node's from its index in the
+ * coarse mesh, a refined or second-order node's from its corners' keys (those of the edge, the
+ * quadrilateral face or the hexahedron it was made on), 128 bits of a hash. */
+typedef struct hk_node_key {
+    uint64_t a, b;
+} hk_node_key;
+
+/* What hk_mesh_load_region refines. select is called once, with the coarse mesh (Gmsh's,
+ * after its RCM order: the same on every process that loads the same file with the same
+ * options) and the levels of refinement to come; it sets keep[coarse cell] to 1 for the cells
+ * to refine here (the others are zero). */
+typedef struct hk_mesh_region {
+    int (*select)(void *ctx, const hk_mesh *coarse, int levels, uint8_t *keep);
+    void *ctx;
+    /* out: */
+    int refined;       /* 1: the region was made; 0: no refinement asked (m is the whole mesh,
+                        * as hk_mesh_load makes it; select was not called) */
+    hk_node_key *keys; /* refined: one per node of m (free it) */
+} hk_mesh_region;
+
+/* hk_mesh_load of the kept coarse cells only: they are refined (their new nodes onto the
+ * geometry as the whole mesh's), raised to the asked order and renumbered (RCM) as one
+ * mesh; m->cell_coarse gives each cell's coarse ancestor (an index into the whole coarse
+ * mesh), m->coarse stays empty. A boundary group without a facet among them stays, empty. Each
+ * node's coordinates are the whole mesh's where the cells around it are all kept. */
+int hk_mesh_load_region(const char *path, const hk_mesh_options *opt, hk_mesh_region *reg,
+                        hk_mesh *m);
 /* The volume (3D) or area (2D) of a geometry file's model entities, without meshing, and the
  * model dimension (both 0 for a .msh file, or a build without Gmsh): for estimates of the
  * mesh a size will give. */
