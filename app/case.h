@@ -129,6 +129,8 @@ typedef struct hk_case {
     /* solver.dist.partition (docs/parallel.md): which mesh a distributed run cuts, an
      * hk_part_cut of app/run_part.h; kept out of the solver's options (it is the run's) */
     int dist_partition;
+    /* solver.dist.mesh: who meshes a distributed run's parts, an hk_part_mesh */
+    int dist_mesh;
 
     char output[HK_CASE_PATH]; /* resolved .vtu path */
     unsigned fields;           /* HK_FIELD_* bits */

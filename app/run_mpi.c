@@ -16,6 +16,7 @@
 #include "app.h"
 #include "case.h"
 #include "run_part.h"
+#include "run_part_mesh.h"
 #include "text.h"
 
 typedef struct mlog {
@@ -501,27 +502,40 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     ierr = hk_comm_agree(w, ierr); /* every process in the broadcast below, or none */
     if (!ierr) ierr = hk_comm_bcast(w, &prof, sizeof prof, 0);
 
-    /* 1. rank 0: mesh, model, the steps that need the whole model */
+    /* 1. rank 0: mesh, model, the steps that need the whole model; or every process its own
+     * part (solver.dist.mesh=parts, app/run_part_mesh.c) */
+    int by_parts = 0;
+    char parts_note[160] = "";
     if (!ierr) ierr = refuse(c);
-    if (!ierr && me == 0) {
-        ierr = hk_run_mesh(c, o, &r0);
+    if (!ierr && c->dist_mesh == HK_PART_MESH_PARTS)
+        ierr = hk_part_make(w, c, o, &r0, &prep, &pt, &ps, &by_parts, parts_note,
+                            sizeof parts_note);
+    if (!ierr && !by_parts && me == 0) {
+        if (!r0.mesh.nnodes) ierr = hk_run_mesh(c, o, &r0); /* else the parts' fallback's */
         t_meshed = hk_time();
     }
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
 
     /* 2. the parts: rank 0 prepares the whole model while the cut runs on a thread */
-    if (me == 0) {
-        say(&L, "assembly: %d processes; checks, supports and surface loads on the whole model", P);
-        prepare_ctx pc = {c, &r0.model.problem, &prep};
-        ierr = hk_part_distribute(w, &r0.model.problem, prepare_whole, &pc, &prep,
-                                  c->dist_partition, &pt, &ps);
-        r0.t_assembly = t_prep = ps.t_prep;
-    } else
-        ierr = hk_part_receive(w, &pt, &ps);
-    /* agreed before the broadcasts: a process that failed here must not skip them alone */
-    t = hk_time();
-    if ((ierr = hk_comm_agree(w, ierr))) goto done;
-    t_agreed = hk_time() - t;
+    if (parts_note[0])
+        say(&L, "partition: solver.dist.mesh=parts not applied (%s): process 0 meshed the whole "
+                "model", parts_note);
+    t_agreed = 0;
+    if (!by_parts) {
+        if (me == 0) {
+            say(&L, "assembly: %d processes; checks, supports and surface loads on the whole model",
+                P);
+            prepare_ctx pc = {c, &r0.model.problem, &prep};
+            ierr = hk_part_distribute(w, &r0.model.problem, prepare_whole, &pc, &prep,
+                                      c->dist_partition, &pt, &ps);
+            r0.t_assembly = t_prep = ps.t_prep;
+        } else
+            ierr = hk_part_receive(w, &pt, &ps);
+        /* agreed before the broadcasts: a process that failed here must not skip them alone */
+        t = hk_time();
+        if ((ierr = hk_comm_agree(w, ierr))) goto done;
+        t_agreed = hk_time() - t;
+    }
     t = hk_time();
     if ((ierr = hk_comm_agree(w, bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm))))
         goto done;
@@ -563,7 +577,10 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     /* where rank 0's time from the mesh to the parts' assembly goes, every second of it: the
      * parts are built on a thread while the one before is sent, so the main thread's share of
      * them is the waits for the builds and the sends */
-    if (L.on) {
+    if (by_parts)
+        say(&L, "parts: %s, model broadcast in %.2f s, device start waited %.2f s, backends "
+                "chosen in %.2f s", ps.steps, t_bcast, t_device, t_backends[0]);
+    else if (L.on) {
         const double span = hk_time() - t_meshed;
         const double named = t_prep + ps.t_cut_wait + ps.t_wait + ps.t_send + t_agreed + t_bcast +
                              t_device + t_backends[0];

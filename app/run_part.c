@@ -364,6 +364,7 @@ fail:
 #endif
 
 const char *const hk_part_cut_names[] = {"auto", "coarse", "fine", NULL};
+const char *const hk_part_mesh_names[] = {"whole", "parts", NULL};
 
 /* The corners of cells es (the first ones of each cell's nodes) as a CSR list. */
 static int corner_lists(const hk_elems *es, int64_t **cptr_out, int32_t **cnodes_out)
@@ -394,21 +395,20 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The cells cut on the coarse mesh m->coarse: METIS on its dual graph (its corners numbered
- * 0, 1, ... in the order of their node numbers), each coarse cell weighted by its fine cells,
- * and every fine cell given its ancestor's part. 1 in *done when every part has cells. The
- * coarse cells are heavy (8^levels fine cells): METIS's default 3 % imbalance left the owned
- * nodes of the bracket's two parts 3.4 % apart at 2.5M DOFs, 1 % brings them within 1.3 % (the
- * fine cut's: 0.8 %) for 3 % more ghosts (docs/parallel.md). */
-static int cut_coarse(const hk_mesh *m, int P, int32_t *cpart, int *done)
+/* The coarse cells cut by METIS on their dual graph (their corners numbered 0, 1, ... in the
+ * order of their node numbers), each weighted by wgt (its fine cells). 1 in *done when every
+ * part has cells. The coarse cells are heavy (8^levels fine cells): METIS's default 3 %
+ * imbalance left the owned nodes of the bracket's two parts 3.4 % apart at 2.5M DOFs, 1 %
+ * brings them within 1.3 % (the fine cut's: 0.8 %) for 3 % more ghosts (docs/parallel.md). */
+static int cut_coarse_cells(const hk_elems *coarse, int dim, idx_t *wgt, int P, int32_t *ppart,
+                            int *done)
 {
     int ierr = 0;
-    const int64_t nc = m->coarse.n, ne = m->cells.n;
+    const int64_t nc = coarse->n;
     int64_t *cptr = NULL, nu = 0;
-    int32_t *cnodes = NULL, *uniq = NULL, *ppart = NULL;
-    idx_t *wgt = NULL;
+    int32_t *cnodes = NULL, *uniq = NULL;
     *done = 0;
-    HK_TRY(corner_lists(&m->coarse, &cptr, &cnodes));
+    HK_TRY(corner_lists(coarse, &cptr, &cnodes));
     HK_TRY(hk_malloc((size_t)(cptr[nc] + 1) * sizeof *uniq, &uniq));
     memcpy(uniq, cnodes, (size_t)cptr[nc] * sizeof *uniq);
     qsort(uniq, (size_t)cptr[nc], sizeof *uniq, cmp_i32);
@@ -418,6 +418,23 @@ static int cut_coarse(const hk_mesh *m, int P, int32_t *cpart, int *done)
         cnodes[k] =
             (int32_t)((int32_t *)bsearch(cnodes + k, uniq, (size_t)nu, sizeof *uniq, cmp_i32) -
                       uniq);
+    HK_TRY(metis_dual(nc, cptr, cnodes, nu, dim == 2 ? 2 : 3, P, wgt, 10, ppart, done));
+fail:
+    free(cptr);
+    free(cnodes);
+    free(uniq);
+    return ierr;
+}
+
+/* The cells cut on the coarse mesh m->coarse (cut_coarse_cells, each coarse cell weighted by
+ * its fine cells), every fine cell given its ancestor's part. */
+static int cut_coarse(const hk_mesh *m, int P, int32_t *cpart, int *done)
+{
+    int ierr = 0;
+    const int64_t nc = m->coarse.n, ne = m->cells.n;
+    int32_t *ppart = NULL;
+    idx_t *wgt = NULL;
+    *done = 0;
     HK_TRY(hk_calloc((size_t)nc + 1, sizeof *wgt, &wgt));
     for (int64_t f = 0; f < ne; f++) {
         const int32_t a = m->cell_coarse[f];
@@ -427,21 +444,38 @@ static int cut_coarse(const hk_mesh *m, int P, int32_t *cpart, int *done)
         wgt[a]++;
     }
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *ppart, &ppart));
-    HK_TRY(metis_dual(nc, cptr, cnodes, nu, m->dim == 2 ? 2 : 3, P, wgt, 10, ppart, done));
+    HK_TRY(cut_coarse_cells(&m->coarse, m->dim, wgt, P, ppart, done));
     if (*done) {
 #pragma omp parallel for schedule(static)
         for (int64_t f = 0; f < ne; f++)
             cpart[f] = ppart[m->cell_coarse[f]];
     }
 fail:
-    free(cptr);
-    free(cnodes);
-    free(uniq);
     free(ppart);
     free(wgt);
     return ierr;
 }
 #endif
+
+int hk_part_cut_coarse(const hk_mesh *coarse, const int64_t *wgt, int P, int32_t *part, int *done)
+{
+    *done = 0;
+#ifdef HOOKE_HAVE_METIS
+    int ierr = 0;
+    const int64_t nc = coarse->cells.n;
+    idx_t *w = NULL;
+    if (P < 2 || nc < P || nc >= INT32_MAX) return 0;
+    HK_CALL(hk_malloc((size_t)nc * sizeof *w, &w));
+    for (int64_t e = 0; e < nc; e++)
+        w[e] = (idx_t)wgt[e];
+    ierr = cut_coarse_cells(&coarse->cells, coarse->dim, w, P, part, done);
+    free(w);
+    return ierr;
+#else
+    (void)coarse, (void)wgt, (void)P, (void)part;
+    return 0;
+#endif
+}
 
 /* cell part (on the mesh cut asks for, how in by), node owner (lowest part among its cells, 0
  * for a node of no cell), global ids part after part in the mesh's order, starts[q] the first
@@ -582,6 +616,52 @@ static void elems_copy(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k,
     elems_fill(dst, j, src, k, loc);
 }
 
+int hk_part_groups(const hk_mesh *m, const int32_t *owner, int q, const int32_t *loc,
+                   int32_t *const *gnodes, const int64_t *gn, hk_mesh *pm)
+{
+    pm->nregions = m->nregions;
+    HK_CALL(hk_calloc((size_t)m->nregions + 1, sizeof *pm->regions, &pm->regions));
+    for (int r = 0; r < m->nregions; r++) {
+        memcpy(pm->regions[r].name, m->regions[r].name, sizeof pm->regions[r].name);
+        pm->regions[r].dim = m->regions[r].dim;
+        pm->regions[r].tag = m->regions[r].tag;
+    }
+    pm->nboundaries = m->nboundaries;
+    HK_CALL(hk_calloc((size_t)m->nboundaries + 1, sizeof *pm->boundaries, &pm->boundaries));
+    for (int b = 0; b < m->nboundaries; b++) {
+        const hk_group *g = &m->boundaries[b];
+        hk_group *pg = &pm->boundaries[b];
+        memcpy(pg->name, g->name, sizeof pg->name);
+        pg->dim = g->dim;
+        pg->tag = g->tag;
+        int64_t nf = 0, fref = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass) HK_CALL(elems_alloc(&pg->elems, nf, fref));
+            int64_t j = 0;
+            for (int64_t fe = 0; fe < g->elems.n; fe++) {
+                int own = 0, all = 1;
+                for (int64_t k = g->elems.ptr[fe]; k < g->elems.ptr[fe + 1]; k++) {
+                    const int32_t v = g->elems.nodes[k];
+                    own |= owner[v] == q;
+                    all &= loc[v] >= 0;
+                }
+                if (!own || !all) continue;
+                if (pass)
+                    elems_copy(&pg->elems, j++, &g->elems, fe, loc);
+                else
+                    nf++, fref += g->elems.ptr[fe + 1] - g->elems.ptr[fe];
+            }
+        }
+        int64_t cnt = 0;
+        for (int64_t k = 0; k < gn[b]; k++)
+            cnt += loc[gnodes[b][k]] >= 0;
+        HK_CALL(hk_malloc((size_t)(cnt + 1) * sizeof *pg->nodes, &pg->nodes));
+        for (int64_t k = 0; k < gn[b]; k++)
+            if (loc[gnodes[b][k]] >= 0) pg->nodes[pg->nnodes++] = loc[gnodes[b][k]];
+    }
+    return 0;
+}
+
 /* Part q of the model. */
 static int build_part(part_ctx *x, int q, hk_part *pt)
 {
@@ -667,47 +747,7 @@ static int build_part(part_ctx *x, int q, hk_part *pt)
         pm->cell_region[i] = m->cell_region[lc[i]];
         pt->out_cell[i] = x->owner[m->cells.nodes[m->cells.ptr[lc[i]]]] == q;
     }
-    /* regions by name; boundaries: facets touching an owned node, nodes among the part's */
-    pm->nregions = m->nregions;
-    HK_TRY(hk_calloc((size_t)m->nregions + 1, sizeof *pm->regions, &pm->regions));
-    for (int r = 0; r < m->nregions; r++) {
-        memcpy(pm->regions[r].name, m->regions[r].name, sizeof pm->regions[r].name);
-        pm->regions[r].dim = m->regions[r].dim;
-        pm->regions[r].tag = m->regions[r].tag;
-    }
-    pm->nboundaries = m->nboundaries;
-    HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *pm->boundaries, &pm->boundaries));
-    for (int b = 0; b < m->nboundaries; b++) {
-        const hk_group *g = &m->boundaries[b];
-        hk_group *pg = &pm->boundaries[b];
-        memcpy(pg->name, g->name, sizeof pg->name);
-        pg->dim = g->dim;
-        pg->tag = g->tag;
-        int64_t nf = 0, fref = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            if (pass) HK_TRY(elems_alloc(&pg->elems, nf, fref));
-            int64_t j = 0;
-            for (int64_t fe = 0; fe < g->elems.n; fe++) {
-                int own = 0, all = 1;
-                for (int64_t k = g->elems.ptr[fe]; k < g->elems.ptr[fe + 1]; k++) {
-                    const int32_t v = g->elems.nodes[k];
-                    own |= x->owner[v] == q;
-                    all &= loc[v] >= 0;
-                }
-                if (!own || !all) continue;
-                if (pass)
-                    elems_copy(&pg->elems, j++, &g->elems, fe, loc);
-                else
-                    nf++, fref += g->elems.ptr[fe + 1] - g->elems.ptr[fe];
-            }
-        }
-        int64_t cnt = 0;
-        for (int64_t k = 0; k < x->gn[b]; k++)
-            cnt += loc[x->gnodes[b][k]] >= 0;
-        HK_TRY(hk_malloc((size_t)(cnt + 1) * sizeof *pg->nodes, &pg->nodes));
-        for (int64_t k = 0; k < x->gn[b]; k++)
-            if (loc[x->gnodes[b][k]] >= 0) pg->nodes[pg->nnodes++] = loc[x->gnodes[b][k]];
-    }
+    HK_TRY(hk_part_groups(m, x->owner, q, loc, x->gnodes, x->gn, pm));
 fail:
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++) /* ready for the next part */

@@ -31,9 +31,17 @@ typedef enum hk_part_cut { HK_PART_AUTO = 0, HK_PART_COARSE, HK_PART_FINE } hk_p
 extern const char *const hk_part_cut_names[]; /* by hk_part_cut, NULL-terminated */
 enum { HK_PART_COARSE_MIN = 32 };
 
+/* Who makes the parts' meshes (solver.dist.mesh, docs/parallel.md): whole (rank 0 meshes the
+ * whole model and sends each process its part) or parts (every process refines its own coarse
+ * cells; hk_part_make). */
+typedef enum hk_part_mesh { HK_PART_MESH_WHOLE = 0, HK_PART_MESH_PARTS } hk_part_mesh;
+extern const char *const hk_part_mesh_names[]; /* by hk_part_mesh, NULL-terminated */
+
 /* What the partition made, and where its time went, for the progress lines. */
 typedef struct hk_part_stats {
     char by[160]; /* how the cells were cut: "metis on the coarse mesh (9016 cells)" */
+    char steps[400]; /* hk_part_make: its steps and their seconds, for the parts line */
+    int64_t moved_ghosts; /* hk_part_make: ghosts placed by their owners elsewhere */
     int64_t min_nodes, max_nodes, max_ghosts, min_cells, max_cells;
     double seconds;          /* rank 0, all of it: */
     double t_prep;           /* prepare (on the calling thread), */
@@ -58,6 +66,15 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, int (*prepare)(voi
                        void *ctx, const hk_system *prep, hk_part_cut cut, hk_part *mine,
                        hk_part_stats *st);
 int hk_part_receive(const hk_comm *c, hk_part *mine, hk_part_stats *st);
+/* The part's regions (names) and groups from mesh m's: the facets with a node of owner q whose
+ * nodes are all the part's (loc[v] >= 0: their place in it), each group's nodes gnodes[b]
+ * (gn[b] of them) among the part's, into pm. */
+int hk_part_groups(const hk_mesh *m, const int32_t *owner, int q, const int32_t *loc,
+                   int32_t *const *gnodes, const int64_t *gn, hk_mesh *pm);
+/* The coarse mesh's cells cut by METIS into P parts, each cell weighted by wgt[cell] (its fine
+ * cells); 1 in *done when every part has cells, 0 (part unset) without METIS or when one is
+ * left empty. */
+int hk_part_cut_coarse(const hk_mesh *coarse, const int64_t *wgt, int P, int32_t *part, int *done);
 void hk_part_free(hk_part *pt);
 
 #endif

@@ -276,6 +276,35 @@ int hk_assemble_prepare(const hk_problem *p, hk_system *s)
     return ierr;
 }
 
+int hk_assemble_prepare_region(const hk_problem *p, const hk_region_sums *rs, hk_system *s)
+{
+    int ierr;
+    hk_adj n2c = {0};
+    HK_CHECK(s, HK_ERR_ARG, "hk_assemble_prepare_region: the output system is NULL");
+    memset(s, 0, sizeof *s);
+    HK_TRY(hk_check_problem(p));
+    HK_TRY_CHECK(hk_rigid_count(p) == 0, HK_ERR_UNSUPPORTED,
+                 "rigid couplings need the whole model in one process; use a distributing "
+                 "coupling or run on one process");
+    const hk_mesh *m = p->mesh;
+    s->dim = m->dim;
+    s->nnodes = m->nnodes;
+    s->ndof = (int64_t)m->dim * m->nnodes;
+    HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->f_ext, &s->f_ext));
+    HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->fixed, &s->fixed));
+    HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->u_fixed, &s->u_fixed));
+    HK_TRY(hk_asm_node_cells(m, &n2c));
+    HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
+    HK_TRY(hk_springs_check(p, &n2c));
+    HK_TRY(hk_loads_apply_region(p, &n2c, rs, s->f_ext));
+    hk_adj_free(&n2c);
+    return 0;
+fail:
+    hk_adj_free(&n2c);
+    hk_system_free(s);
+    return ierr;
+}
+
 int hk_assemble_rows(const hk_problem *p, hk_system *s)
 {
     int ierr;

@@ -77,6 +77,7 @@ typedef struct remote_ctx {
     int pass, d;
     double A, c[3], J[3][3], F[3], w[3];
     double *f;
+    const hk_region_sums *rs; /* a region's: its sums count the facets it counts */
 } remote_ctx;
 
 static void remote_point(void *vctx, const int32_t *fn, int nf, const double *N, const double x[3],
@@ -84,6 +85,7 @@ static void remote_point(void *vctx, const int32_t *fn, int nf, const double *N,
 {
     remote_ctx *r = vctx;
     (void)nrm;
+    if (r->pass < 2 && r->rs && !r->rs->counts(r->rs->ctx, fn, nf)) return;
     if (r->pass == 0) {
         r->A += w;
         for (int i = 0; i < 3; i++)
@@ -106,14 +108,28 @@ static void remote_point(void *vctx, const int32_t *fn, int nf, const double *N,
             r->f[(size_t)fn[a] * r->d + i] += w * N[a] * t[i];
 }
 
-static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_adj *n2c, double *f)
+/* The facet points of a remote force's boundary: all of them on the whole model; on a region
+ * (rs) those it has, none when it has no facet of the boundary. */
+static int remote_points(const hk_problem *p, const hk_adj *n2c, const hk_load *ld, remote_ctx *r)
+{
+    if (r->rs && p->mesh->boundaries[ld->boundary].elems.n == 0) return 0;
+    return hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, r);
+}
+
+static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
+                               const hk_region_sums *rs, double *f)
 {
     const int d = p->mesh->dim;
     const char *bn = hk_asm_boundary_name(p->mesh, ld->boundary);
-    remote_ctx r = {.d = d, .f = f};
+    remote_ctx r = {.d = d, .f = f, .rs = rs};
     for (int i = 0; i < d; i++)
         r.F[i] = ld->value[i];
-    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, &r));
+    HK_CALL(remote_points(p, n2c, ld, &r));
+    if (rs) { /* the area and the first moments over every region */
+        double v[4] = {r.A, r.c[0], r.c[1], r.c[2]};
+        HK_CALL(rs->sum(rs->ctx, v, 4));
+        r.A = v[0], r.c[0] = v[1], r.c[1] = v[2], r.c[2] = v[3];
+    }
     HK_CHECK(r.A > 0 && isfinite(r.A), HK_ERR_MODEL,
              "boundary '%s' has zero area, so a remote force cannot be spread over it; check the "
              "mesh",
@@ -121,7 +137,8 @@ static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_
     for (int i = 0; i < 3; i++)
         r.c[i] /= r.A;
     r.pass = 1;
-    HK_CALL(hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, &r));
+    HK_CALL(remote_points(p, n2c, ld, &r));
+    if (rs) HK_CALL(rs->sum(rs->ctx, &r.J[0][0], 9));
     /* the moment to carry about the centroid: M + (x_ref - x_c) x F (2D: its z part) */
     double e[3] = {ld->point[0] - r.c[0], ld->point[1] - r.c[1], ld->point[2] - r.c[2]};
     double Mc[3] = {ld->moment[0] + e[1] * r.F[2] - e[2] * r.F[1],
@@ -153,10 +170,16 @@ static int remote_distributing(const hk_problem *p, const hk_load *ld, const hk_
             r.w[i] = (C[i][0] * Mc[0] + C[i][1] * Mc[1] + C[i][2] * Mc[2]) / det;
     }
     r.pass = 2;
-    return hk_facet_points(p, n2c, ld->boundary, "a remote force", 0, remote_point, &r);
+    return remote_points(p, n2c, ld, &r);
 }
 
 int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
+{
+    return hk_loads_apply_region(p, n2c, NULL, f);
+}
+
+int hk_loads_apply_region(const hk_problem *p, const hk_adj *n2c, const hk_region_sums *rs,
+                          double *f)
 {
     const hk_mesh *m = p->mesh;
     const int d = m->dim;
@@ -202,7 +225,7 @@ int hk_loads_apply(const hk_problem *p, const hk_adj *n2c, double *f)
                      ld->coupling);
             /* rigid: the force and moment act on the reference point's dofs (coupling.c) */
             if (ld->coupling == HK_COUPLING_DISTRIBUTING)
-                HK_CALL(remote_distributing(p, ld, n2c, f));
+                HK_CALL(remote_distributing(p, ld, n2c, rs, f));
             continue;
         }
         const hk_group *g = &m->boundaries[ld->boundary];

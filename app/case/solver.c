@@ -20,6 +20,20 @@ static int read_dist_partition(case_ctx *x, const char *s, struct fy_node *val)
                        s);
 }
 
+/* solver.dist.mesh: the run's too (app/run_part_mesh.c). */
+static int read_dist_mesh(case_ctx *x, const char *s, struct fy_node *val)
+{
+    for (int i = 0; hk_part_mesh_names[i]; i++)
+        if (!strcmp(s, hk_part_mesh_names[i])) {
+            x->c->dist_mesh = i;
+            return 0;
+        }
+    return case_err_at(x, val,
+                       "solver.dist.mesh '%s' is not valid; choose whole (process 0 meshes the "
+                       "whole model) or parts (each process refines its own part)",
+                       s);
+}
+
 static int add_solver_key(case_ctx *x, const char *key, struct fy_node *val,
                           struct fy_node *keynode)
 {
@@ -27,6 +41,7 @@ static int add_solver_key(case_ctx *x, const char *key, struct fy_node *val,
     const char *s = case_scalar(val);
     if (!s) return case_err_at(x, keynode, "solver option '%s' must have a single value", key);
     if (!strcmp(key, "dist.partition")) return read_dist_partition(x, s, val);
+    if (!strcmp(key, "dist.mesh")) return read_dist_mesh(x, s, val);
     if (!strcmp(s, "true") || !strcmp(s, "yes"))
         s = "1";
     else if (!strcmp(s, "false") || !strcmp(s, "no"))

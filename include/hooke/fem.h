@@ -442,6 +442,23 @@ int hk_assemble_modal(const hk_problem *p, hk_mass_kind mass, hk_system *s);
  * hk_assemble's row (cells are visited in the mesh's order). Rigid couplings are refused. */
 int hk_assemble_prepare(const hk_problem *p, hk_system *s);
 int hk_assemble_rows(const hk_problem *p, hk_system *s);
+/* Sums over the regions of a model that processes hold (a distributed run's parts made on
+ * their processes): counts says whether this process counts a facet of its region (fn, its nf
+ * nodes; each facet counted by one process), sum adds n values over the processes (collective:
+ * every process calls it alike, in the same order). */
+typedef struct hk_region_sums {
+    int (*counts)(void *ctx, const int32_t *fn, int nf);
+    int (*sum)(void *ctx, double *v, int n);
+    void *ctx;
+} hk_region_sums;
+/* hk_assemble_prepare's supports and loads on a region of a model (a distributed run's part
+ * made on its process, docs/parallel.md), without its rigid-body check (the whole model's):
+ * every support and load of p acts on the region's groups as given, a remote force
+ * (distributing) with its boundary's area, centroid and moments of inertia summed over the
+ * regions by rs (every process passes its remote forces, its boundary's facets here or not; a
+ * force spread by area and an equally split force need the whole boundary too: give them as
+ * the traction and nodal forces they make). */
+int hk_assemble_prepare_region(const hk_problem *p, const hk_region_sums *rs, hk_system *s);
 /* Elements assembled per second benchmark helper: assemble only K, no checks. */
 int hk_assemble_stiffness(const hk_problem *p, hk_bcsr *K);
 /* Scalar nonzeros of the system's K, wherever it lives. */
