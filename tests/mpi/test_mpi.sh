@@ -164,6 +164,84 @@ elif cmp -s "$T/cut-bracket-auto3-p0.vtu" "$T/cut-t2-p0.vtu" && cmp -s "$T/cut-b
   ok "bracket refined, coarse cut -np 3 with 1 and 2 threads: the pieces byte for byte"
 else bad "bracket refined, coarse cut -np 3: 2 threads give other bytes than 1"; fi
 
+echo "test_mpi: each process meshes its own part (solver.dist.mesh=parts; displacements against one process, 1e-8)"
+# every process meshes the coarse mesh, cuts it as rank 0 would and refines its own coarse cells
+# with their neighbours; the nodes compared by coordinates (the numbering is the parts')
+parts=()
+# name | case | np | options | compare_vtu's checks | what the partition line must say
+[ $metis = 1 ] && parts=(
+  "kirsch2|cases/kirsch/kirsch.yaml|2|--set geometry.refine=1|stress|on the coarse mesh \([0-9]+ cells\) on every process"
+  "kirsch3|cases/kirsch/kirsch.yaml|3|--set geometry.refine=1|stress|on the coarse mesh \([0-9]+ cells\) on every process"
+  "bracket2|cases/bracket/bracket.yaml|2|--set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10|stress|on the coarse mesh \([0-9]+ cells\) on every process"
+  "bracket3|cases/bracket/bracket.yaml|3|--set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10|stress|on the coarse mesh \([0-9]+ cells\) on every process"
+  "forces3|tests/mpi/bracket_forces.yaml|3|--set solver.tol=1e-10|stress unsupported|on the coarse mesh \([0-9]+ cells\) on every process"
+  "remote3|tests/mpi/tube_remote.yaml|3|--set solver.tol=1e-10|stress unsupported|on the coarse mesh \\([0-9]+ cells\\) on every process"
+  "hybrid3|cases/hybrid/hybrid.yaml|3|--set geometry.refine=1 --set solver.tol=1e-9|stress|on the coarse mesh \([0-9]+ cells\) on every process"
+  "generated|cases/box/box.yaml|2|--set geometry.generate.cells=[6,6,6] --set solver.pc=jacobi||not applied \(a generated grid"
+  "few-coarse|cases/kirsch/kirsch.yaml|3|--set geometry.refine=2||not applied \(the coarse mesh's [0-9]+ cells are under 32 a part\)"
+)
+for spec in "${parts[@]}"; do
+  IFS='|' read -r name case np opts checks want <<<"$spec"
+  set -- $opts
+  common=(--set solver.tol=1e-12 --set output.ascii=true "$@")
+  if ! "$H" run "$case" "${common[@]}" -q -o "$T/pm-$name-1.vtu" >/dev/null 2>&1; then
+    bad "parts $name: one process"; continue
+  fi
+  if mpi -np "$np" "$H" run "$case" "${common[@]}" --set solver.dist.mesh=parts -o "$T/pm-$name.vtu" \
+       >/dev/null 2>"$T/pm-$name.err" &&
+     r=$(python3 tests/mpi/compare_vtu.py "$T/pm-$name-1.vtu" "$T/pm-$name.pvtu" 1e-8 $checks); then
+    if grep -qE "partition: .*$want" "$T/pm-$name.err"; then
+      ok "parts $name -np $np: ${r#compare_vtu: }"
+    else bad "parts $name -np $np: the partition line"; grep "partition:" "$T/pm-$name.err"; fi
+  else
+    bad "parts $name -np $np: ${r:-}"; tail -5 "$T/pm-$name.err"
+  fi
+done
+# the parts' meshes on 1 and 2 threads: the same pieces byte for byte
+if [ $metis = 1 ]; then
+  OMP_NUM_THREADS=2 mpi -np 3 "$H" run cases/bracket/bracket.yaml --set solver.tol=1e-12 --set output.ascii=true \
+    --set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10 --set solver.dist.mesh=parts \
+    -o "$T/pm-t2.vtu" >/dev/null 2>&1 || true
+  same=1
+  for q in 0 1 2; do cmp -s "$T/pm-bracket3-p$q.vtu" "$T/pm-t2-p$q.vtu" || same=0; done
+  if [ $same = 1 ]; then ok "parts bracket -np 3 with 1 and 2 threads: the pieces byte for byte"
+  else bad "parts bracket -np 3: 2 threads give other bytes than 1"; fi
+  # a temperature file (values matched to the nodes by coordinates) on every process's own nodes:
+  # the Kirsch plate refined once, heated by dT = 2000 x + 500 y at every node of its mesh
+  python3 - "$T" "$PWD" <<'PY'
+import sys, xml.etree.ElementTree as ET
+t, root = sys.argv[1], sys.argv[2]
+piece = ET.parse(t + "/pm-kirsch2-1.vtu").getroot().find("UnstructuredGrid").find("Piece")
+pts = [float(v) for a in piece.find("Points").findall("DataArray") for v in a.text.split()]
+with open(t + "/T.csv", "w") as f:
+    f.write("x,y,dT\n")
+    for i in range(len(pts) // 3):
+        x, y = pts[3 * i], pts[3 * i + 1]
+        f.write("%.17g,%.17g,%.17g\n" % (x, y, 2000 * x + 500 * y))
+with open(t + "/heat.yaml", "w") as f:
+    f.write("title: plate with a hole, heated\ngeometry: {file: %s/cases/kirsch/kirsch.geo, order: 2, "
+            "refine: 1}\nanalysis: {type: plane_stress, thickness: 0.005}\nmaterials:\n"
+            "  - {name: steel, E: 200e9, nu: 0.3, alpha: 1.2e-5}\nsupports:\n"
+            "  - {boundary: left, fix: [x]}\n  - {boundary: bottom, fix: [y]}\nloads:\n"
+            "  - temperature: {file: T.csv}\nsolver: {method: cg, pc: jacobi, tol: 1e-12}\n" % root)
+PY
+  if "$H" run "$T/heat.yaml" --set output.ascii=true -q -o "$T/pm-heat-1.vtu" >/dev/null 2>&1 &&
+     mpi -np 2 "$H" run "$T/heat.yaml" --set output.ascii=true --set solver.dist.mesh=parts \
+       -o "$T/pm-heat.vtu" >/dev/null 2>"$T/pm-heat.err" &&
+     grep -q "on the coarse mesh ([0-9]* cells) on every process" "$T/pm-heat.err" &&
+     r=$(python3 tests/mpi/compare_vtu.py "$T/pm-heat-1.vtu" "$T/pm-heat.pvtu" 1e-8 stress); then
+    ok "parts kirsch with a temperature file -np 2: ${r#compare_vtu: }"
+  else bad "parts kirsch with a temperature file -np 2: ${r:-}"; tail -3 "$T/pm-heat.err"; fi
+  # the parts assembled and recovered on their devices (emulated): one process's answer
+  if HOOKE_FEM_EMULATE=1 mpi -np 2 "$H" run cases/bracket/bracket.yaml --backend cpu --set solver.tol=1e-10 \
+       --set output.ascii=true --set geometry.refine=1 --set solver.pc=amg --set solver.dist.mesh=parts \
+       -o "$T/pm-dev.vtu" >/dev/null 2>"$T/pm-dev.err" &&
+     grep -q "assembly: [0-9].* (rows of each part) on cpu$" "$T/pm-dev.err" &&
+     r=$(python3 tests/mpi/compare_vtu.py "$T/pm-bracket2-1.vtu" "$T/pm-dev.pvtu" 1e-8 stress); then
+    ok "parts bracket -np 2 on the devices' path (emulated): ${r#compare_vtu: }"
+  else bad "parts bracket -np 2 on the devices' path (emulated): ${r:-}"; tail -3 "$T/pm-dev.err"; fi
+fi
+
 echo "test_mpi: each process assembles and recovers its part on its device (emulated: HOOKE_FEM_EMULATE=1)"
 # The device's steps run on the cpu backend through the emulation, which gives the host's
 # bytes: the pieces are those of the host's path byte for byte (where it runs too), the
@@ -413,6 +491,8 @@ refuse "hooke solve --eigen refused" "--eigen runs on one process" \
   "$H" solve --generate poisson:8 --eigen 2
 refuse "solver.dist.partition of a bad value refused" "solver.dist.partition 'corse' is not valid; choose auto" \
   "$H" run cases/kirsch/kirsch.yaml --set solver.dist.partition=corse -q -o "$T/r.vtu"
+refuse "solver.dist.mesh of a bad value refused" "solver.dist.mesh 'part' is not valid; choose whole" \
+  "$H" run cases/kirsch/kirsch.yaml --set solver.dist.mesh=part -q -o "$T/r.vtu"
 refuse "dist.comm=nccl on the cpu refused" "dist.comm=nccl" \
   "$H" solve --generate poisson:8 --backend cpu dist.comm=nccl
 
