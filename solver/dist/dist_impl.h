@@ -151,7 +151,9 @@ int hk_dist_create(const hk_comm *c, const hk_backend_ops *be, int64_t row0, con
 int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
                         int transport, hk_dist **d);
 /* The same with the rows' values in be's memory (val_dev: K->rowptr[K->nbrows] blocks of bs x
- * bs in K's order; K->val unused, K gives the pattern on the host); val_dev NULL: K->val. The
+ * bs in K's order; K->val unused, K gives the pattern on the host); val_dev NULL: K->val, on a
+ * device backend (and the cpu under HOOKE_DIST_STAGED=1) uploaded once as they are and then
+ * taken as val_dev. The
  * layout is computed from the pattern alone; each of Koo and Kbnd gets a gather index (the
  * source block of each of its blocks) and its values are gathered where they lie (the
  * backend's vec_gather, bs*bs entries a record), then checked there (bmat_first_nonfinite).
