@@ -150,20 +150,6 @@ static int pcs_update_once(void *ctx)
     return hk_solver_update_values(u->s, u->K);
 }
 
-/* K copied from the host into a new resident matrix on be. */
-static int pcs_resident_copy(const hk_backend_ops *be, const hk_bcsr *K, hk_resident_bcsr *A)
-{
-    hk_bmat B;
-    HK_CALL(hk_bmat_upload(be, K, &B));
-    const int ierr = be->sync();
-    if (ierr) {
-        hk_bmat_free(&B);
-        return ierr;
-    }
-    *A = (hk_resident_bcsr){be, B.br, B.nbrows, B.nbcols, B.nnzb, B.rowptr, B.colind, B.val};
-    return 0;
-}
-
 /* The values-only re-set-up from new values already in the device's memory, `reps` times (a
  * fresh resident copy made before each, outside the clock): the median seconds. */
 static int pcs_update_resident(hk_solver *s, const hk_backend_ops *be, const hk_bcsr *K, int reps,
@@ -173,7 +159,7 @@ static int pcs_update_resident(hk_solver *s, const hk_backend_ops *be, const hk_
     if (reps > 8) reps = 8;
     for (int k = 0; k < reps; k++) {
         hk_resident_bcsr A;
-        HK_CALL(pcs_resident_copy(be, K, &A));
+        HK_CALL(hk_bench_resident_copy(be, K, &A));
         const double t0 = hk_time();
         HK_CALL(hk_solver_update_values_resident(s, &A));
         t[k] = hk_time() - t0;
@@ -319,7 +305,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
     HK_TRY(hk_run_nearnull(r, &nn, &coords));
     if (resident) { /* K and the node coordinates in the device's memory before the clock, as
                      * a device assembly leaves them */
-        HK_TRY(pcs_resident_copy(bh, K, &A));
+        HK_TRY(hk_bench_resident_copy(bh, K, &A));
         if (nn.coords) {
             const size_t bytes = (size_t)K->nbrows * nn.dim * sizeof(double);
             HK_TRY(hk_backend_alloc(bh, bytes, (void **)&coords_d));

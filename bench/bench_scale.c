@@ -13,7 +13,10 @@
  *   strong: n x n x nP cells on P processes against the same on one (speedup T1 / TP).
  * Run series (weak, the whole hooke run of cases/box/box.yaml, generated cells c x c x cP on P
  * processes against c x c x c on one): end to end, mesh to output.
- * Every row names the transport the P processes used (dist.comm: nccl or mpi; --comm). */
+ * Every row names the transport the P processes used (dist.comm: nccl or mpi; --comm).
+ * --resident: each K (and for one process the grid's coordinates) in the backend's memory
+ * before the clock, handed over as hooke run's device assembly hands them over
+ * (hk_solver_create_resident, hk_solver_create_dist_resident). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,8 @@
 
 #include "bench.h"
 #include "case.h"
+#include "harness.h"
+#include "hk_impl.h"
 
 static void scale_usage(FILE *f)
 {
@@ -41,6 +46,11 @@ static void scale_usage(FILE *f)
                "                     the box case (default by --size: 8, 24, 80; 0: skip)\n"
                "  --no-strong        skip the strong series' one-process baseline (its whole\n"
                "                     problem on one process)\n"
+               "  --resident         each process's K in the backend's memory before the clock,\n"
+               "                     as hooke run's device assembly leaves it: set up by\n"
+               "                     hk_solver_create_resident (one process, its coordinates\n"
+               "                     there too) and hk_solver_create_dist_resident (P); on the\n"
+               "                     cpu that memory is the host's\n"
                "  --backend, --size, --json FILE   as every benchmark\n");
 }
 
@@ -109,35 +119,51 @@ static int timed_solves(const hk_comm *c, hk_solver *s, const double *b, double 
     return 0;
 }
 
-/* One process (rank 0 alone; the others wait at the next collective): the solve of K. */
-static int solve_one(const hk_bcsr *K, const double *xyz, const char *opts, int reps,
-                     solve_figs *f)
+/* One process (rank 0 alone; the others wait at the next collective): the solve of K; be
+ * non-NULL: K and the coordinates put in its memory first, outside the clock. */
+static int solve_one(const hk_bcsr *K, const double *xyz, const char *opts, const hk_backend *be,
+                     int reps, solve_figs *f)
 {
-    const hk_nearnull nn = {.dim = 3, .coords = xyz}; /* pc=amg's rigid-body modes */
+    hk_nearnull nn = {.dim = 3, .coords = xyz}; /* pc=amg's rigid-body modes */
     hk_options *o = NULL;
     hk_solver *s = NULL;
+    hk_resident_bcsr A = {0};
+    double *xyz_d = NULL;
     const int64_t n = K->nbrows * K->bs;
+    const size_t bytes = (size_t)K->nbrows * 3 * sizeof *xyz;
     double *b = hk_bench_rhs_ones(K), *x = NULL;
     int ierr = b ? 0 : HK_ERR_MEMORY;
     if (!ierr) ierr = hk_calloc((size_t)n, sizeof *x, &x);
     if (!ierr) ierr = hk_options_create(&o);
     if (!ierr) ierr = hk_options_parse(o, opts);
+    if (!ierr && be) ierr = hk_bench_resident_copy(be, K, &A);
+    if (!ierr && be) ierr = hk_backend_alloc(be, bytes, (void **)&xyz_d);
+    if (!ierr && be) ierr = be->copy_to(xyz_d, xyz, bytes);
+    if (!ierr && be) ierr = be->sync();
+    if (be) nn.coords = xyz_d, nn.coords_be = be;
     const double t0 = hk_time();
-    if (!ierr) ierr = hk_solver_create_nearnull(K, &nn, o, &s);
+    if (!ierr) /* the resident entry takes A's arrays over */
+        ierr = be ? hk_solver_create_resident(&A, &nn, o, &s)
+                  : hk_solver_create_nearnull(K, &nn, o, &s);
     f->setup = hk_time() - t0;
     if (!ierr) ierr = timed_solves(NULL, s, b, x, n, reps, f);
     hk_solver_destroy(s);
     hk_options_destroy(o);
+    if (A.be) hk_resident_bcsr_free(&A);
+    hk_backend_free(be, xyz_d);
     free(b);
     free(x);
     return ierr;
 }
 
-/* Every process: its rows (contiguous blocks: the z slabs) of rank 0's K, solved distributed. */
+/* Every process: its rows (contiguous blocks: the z slabs) of rank 0's K, solved distributed;
+ * be non-NULL: each process's values put in its memory first, outside the clock (the
+ * coordinates stay on the host, as hooke run hands them over). */
 static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const double *xyz,
-                      const char *opts, int reps, solve_figs *f)
+                      const char *opts, const hk_backend *be, int reps, solve_figs *f)
 {
     hk_bcsr L = {0};
+    hk_resident_bcsr A = {0};
     double *bl = NULL, *xl = NULL;
     int64_t row0 = 0;
     hk_options *o = NULL;
@@ -147,12 +173,16 @@ static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const
     if (!ierr) ierr = hk_calloc((size_t)(n + 1), sizeof *xl, &xl);
     if (!ierr) ierr = hk_options_create(&o);
     if (!ierr) ierr = hk_options_parse(o, opts);
+    if (!ierr && be) ierr = hk_bench_resident_copy(be, &L, &A);
     ierr = hk_comm_agree(c, ierr);
     const double t0 = hk_time();
     /* the slabs are contiguous rows of the generator's order: the coordinates from row0 on */
     const hk_nearnull nn = {.dim = 3, .coords = xyz + 3 * row0};
-    if (!ierr) ierr = hk_solver_create_dist(c, row0, &L, &nn, o, &s);
+    if (!ierr)
+        ierr = be ? hk_solver_create_dist_resident(c, row0, &L, be, A.val, &nn, o, &s)
+                  : hk_solver_create_dist(c, row0, &L, &nn, o, &s);
     f->setup = slowest(c, t0);
+    if (A.be) hk_resident_bcsr_free(&A); /* the solver keeps its own */
     snprintf(f->comm, sizeof f->comm, "%s",
              s && hk_solver_dist_comm(s) ? hk_solver_dist_comm(s) : "-");
     if (!ierr) ierr = timed_solves(c, s, bl, xl, n, reps, f);
@@ -221,7 +251,7 @@ int hk_bench_scale(int argc, char **argv)
     hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const hk_comm *c = hk_comm_world();
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    int n = 0, run_cells = -1, strong = 1;
+    int n = 0, run_cells = -1, strong = 1, resident = 0;
     double tol = 1e-8;
     const char *methods = "cg,pipecg,scg", *pc = "poly", *comm = "auto";
     for (int i = 1; i < argc;) {
@@ -231,6 +261,11 @@ int hk_bench_scale(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-strong")) {
             strong = 0;
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--resident")) {
+            resident = 1;
             i++;
             continue;
         }
@@ -268,6 +303,12 @@ int hk_bench_scale(int argc, char **argv)
             fprintf(stderr, "hooke bench scale: --n %d or --tol %g out of range\n", n, tol);
         return 2;
     }
+    /* --resident: the backend each process puts its K in (every process its own device) */
+    const hk_backend *rbe = NULL;
+    if (resident && hk_comm_agree(c, hk_backend_get(bo.backend, &rbe))) {
+        if (me == 0) fprintf(stderr, "hooke bench scale: %s\n", hk_error_message());
+        return 1;
+    }
     FILE *f = me == 0 ? stdout : fopen("/dev/null", "w");
     hk_json j = {0};
     if (me == 0 && bo.json && hk_json_open(&j, bo.json)) return 1;
@@ -276,14 +317,17 @@ int hk_bench_scale(int argc, char **argv)
                 P == 1 ? "" : "es", bo.backend);
         fprintf(f,
                 "3D elasticity, hexahedra, %d x %d x %d cells a process (%lld DOFs), pc=%s, "
-                "tol %g; partitions: slabs along z.\n\n",
-                n, n, n, (long long)3 * (n + 1) * (n + 1) * (n + 1), pc, tol);
+                "tol %g; partitions: slabs along z; K %s.\n\n",
+                n, n, n, (long long)3 * (n + 1) * (n + 1) * (n + 1), pc, tol,
+                resident ? "in the backend's memory before the clock (--resident)"
+                         : "on the host, uploaded in the set-up");
         hk_json_begin_object(&j, NULL);
         hk_json_int(&j, "processes", P);
         hk_json_string(&j, "backend", bo.backend);
         hk_json_int(&j, "n", n);
         hk_json_string(&j, "pc", pc);
         hk_json_string(&j, "comm_asked", comm);
+        hk_json_int(&j, "resident", resident);
         hk_json_begin_array(&j, "solver");
         hk_table_head(f, "lllrrrrrrrrr",
                       "series|method|comm|DOFs|iterations 1|iterations P|set-up+solve 1 (s)|"
@@ -313,10 +357,11 @@ int hk_bench_scale(int argc, char **argv)
         char optsP[300]; /* the P processes' exchange as asked */
         snprintf(optsP, sizeof optsP, "%s dist.comm=%s", opts, comm);
         solve_figs one = {0}, whole = {0}, many = {0};
-        if (me == 0) ierr = solve_one(&K1, xyz1, opts, reps, &one);
-        if (!ierr && me == 0 && strong && P > 1) ierr = solve_one(&KP, xyzP, opts, reps, &whole);
+        if (me == 0) ierr = solve_one(&K1, xyz1, opts, rbe, reps, &one);
+        if (!ierr && me == 0 && strong && P > 1)
+            ierr = solve_one(&KP, xyzP, opts, rbe, reps, &whole);
         if ((ierr = hk_comm_agree(c, ierr))) break;
-        if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, reps, &many))) break;
+        if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, rbe, reps, &many))) break;
         if (me != 0) continue;
         const double t1 = one.setup + one.solve, tP = many.setup + many.solve;
         const double it1 = one.iterations ? 1e3 * one.solve / one.iterations : NAN;

@@ -244,6 +244,19 @@ fail:
     return ierr;
 }
 
+int hk_bench_resident_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A)
+{
+    hk_bmat B;
+    HK_CALL(hk_bmat_upload(be, K, &B));
+    const int ierr = be->sync();
+    if (ierr) {
+        hk_bmat_free(&B);
+        return ierr;
+    }
+    *A = (hk_resident_bcsr){be, B.br, B.nbrows, B.nbcols, B.nnzb, B.rowptr, B.colind, B.val};
+    return 0;
+}
+
 double *hk_bench_rhs_ones(const hk_bcsr *K)
 {
     const int64_t n = K->nbrows * K->bs;

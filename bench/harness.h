@@ -74,6 +74,10 @@ int hk_bench_copy_bandwidth(const hk_backend *be, long long n, double min_second
 int hk_bench_solve(const hk_bcsr *K, const char *options, int warmups, int reps, const double *b,
                    double *x, hk_result *res, double *seconds);
 
+/* K copied from the host into a new matrix in be's memory (as a device assembly leaves one:
+ * the resident entries' input), the backend synchronised; freed with hk_resident_bcsr_free. */
+int hk_bench_resident_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr *A);
+
 /* b = K times a vector of ones (the right-hand side whose solution is known); NULL when out of
  * memory. The caller frees it. */
 double *hk_bench_rhs_ones(const hk_bcsr *K);

@@ -634,19 +634,21 @@ for step in "$@"; do
     dist) dist_step > "$OUT/dist.md" 2>&1; tail -25 "$OUT/dist.md" ;;
     scale) # issue 26: weak and strong scaling on 1, 2 and (a 4-GPU host) 4 GPUs, one process a
            # GPU: cg + amg and cg/pipecg + jacobi at SCALE_N^3 cells a process (default 100: 3M
-           # DOFs), the whole-run series at SCALE_RUN^3; every figure beside one process in the run
+           # DOFs), the whole-run series at SCALE_RUN^3; every figure beside one process in the run;
+           # each process's K in its GPU's memory before the clock (--resident), as hooke run's
+           # device assembly hands it to the solver
       { export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
         export OMPI_MCA_btl_vader_single_copy_mechanism=none HOOKE_AMG_PROFILE=1
         ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); nps="1 2"; [ "$ngpu" -ge 4 ] && nps="1 2 4"
         echo "# scale: $ngpu GPUs, processes $nps, $(nproc) cores"
         for pc in amg jacobi; do
           m=cg; [ $pc = jacobi ] && m=cg,pipecg
-          echo; echo "## --pc $pc --methods $m --n ${SCALE_N:-100} --run-cells ${SCALE_RUN:-40}"
+          echo; echo "## --pc $pc --methods $m --n ${SCALE_N:-100} --run-cells ${SCALE_RUN:-40} --resident"
           NPS="$nps" BUILD=$B MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none \
             -x OMP_NUM_THREADS=$(( $(nproc) / ${nps##* } )) -x OMP_WAIT_POLICY -x LD_LIBRARY_PATH \
             -x NCCL_NVLS_ENABLE -x HOOKE_AMG_PROFILE" timeout -k 5 ${SCALE_LIMIT:-240} \
             scripts/bench-scale.sh /tmp/scale-$pc -- --backend cuda --pc $pc --methods $m \
-            --n ${SCALE_N:-100} --run-cells ${SCALE_RUN:-40} 2>&1 | grep -v 'solve: iteration'
+            --n ${SCALE_N:-100} --run-cells ${SCALE_RUN:-40} --resident 2>&1 | grep -v 'solve: iteration'
           echo "exit ${PIPESTATUS[0]}"
         done; rm -rf /tmp/scale-*; } > "$OUT/scale.md" 2>&1; tail -12 "$OUT/scale.md" ;;
     numvar) numvar_step > "$OUT/numvar.md" 2>&1; grep -A12 '^## numeric stage' "$OUT/numvar.md" ;;

@@ -366,6 +366,22 @@ if [ "$dj" = "cpu cpu" ] && [ "$hj" = "host host" ]; then
   ok "--json -np 2: assembled_on and recovered_on the device's (cpu), with --assembly host the host"
 else bad "--json -np 2: assembled_on, recovered_on '$dj' and with --assembly host '$hj'"; fi
 
+echo "test_mpi: hooke bench scale (iterations of the host path, --resident and HOOKE_DIST_STAGED=1)"
+# --resident hands each process's K over in the backend's memory (hk_solver_create_resident on
+# one process, hk_solver_create_dist_resident on two; on the cpu that memory is the host's);
+# HOOKE_DIST_STAGED=1 sends the host rows the device's way (uploaded once, put in order there):
+# the same problems, so the same iterations in every row, one process's and two's
+its() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(" ".join("%s:%s:%d/%d" % (s["series"], s["method"], s["iterations_1"], s["iterations_p"]) for s in j["solver"]))' "$1"; }
+scale=(bench scale --backend cpu --pc amg --methods cg,pipecg --n 6 --run-cells 0)
+if mpi -np 2 "$H" "${scale[@]}" --json "$T/sh.json" >"$T/sh.log" 2>&1 &&
+   mpi -np 2 "$H" "${scale[@]}" --resident --json "$T/sr.json" >"$T/sr.log" 2>&1 &&
+   HOOKE_DIST_STAGED=1 mpi -np 2 "$H" "${scale[@]}" --json "$T/ss.json" >"$T/ss.log" 2>&1 &&
+   grep -q '"resident": 1' "$T/sr.json" && sh=$(its "$T/sh.json") && [ -n "$sh" ] &&
+   [ "$sh" = "$(its "$T/sr.json")" ] && [ "$sh" = "$(its "$T/ss.json")" ]; then
+  ok "bench scale -np 2 pc=amg: --resident and HOOKE_DIST_STAGED=1 as the host path ($sh)"
+else bad "bench scale -np 2: host '$(its "$T/sh.json" 2>/dev/null)', --resident '$(its "$T/sr.json" 2>/dev/null)', staged '$(its "$T/ss.json" 2>/dev/null)'"
+  tail -3 "$T/sh.log" "$T/sr.log" "$T/ss.log"; fi
+
 echo "test_mpi: summaries, determinism, refusals"
 # the summary's reduced numbers: the one-process reactions and maxima to rounding
 one=$("$H" run cases/springs/springs.yaml --json -q -o "$T/j1.vtu" 2>/dev/null)
