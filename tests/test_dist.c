@@ -233,11 +233,22 @@ static void test_ops_reviewed(void)
     hk_bcsr_free(&K);
 }
 
-/* The layout from the rows' pattern and their values in be's memory (hk_dist_create_values)
- * against the layout from the host's rows: the same owned block on the backend, byte for
- * byte, and the same distributed SpMV; a non-finite value found there and named as the
- * host's check names it. */
-static void resident_layout_on(const hk_backend *be)
+/* HOOKE_DIST_STAGED=1 (the cpu takes a device's path) set or unset. */
+static void dist_staged(int on)
+{
+    if (on)
+        setenv("HOOKE_DIST_STAGED", "1", 1);
+    else
+        unsetenv("HOOKE_DIST_STAGED");
+}
+
+/* The layout from the rows' pattern and their values in be's memory (hk_dist_create_values),
+ * and from the host's rows on be (on a device, or staged: uploaded as they are, then put in
+ * order there), against the layout from the host's rows on the cpu's views: the same owned
+ * and boundary blocks on the backend, byte for byte, and the same distributed SpMV; a
+ * non-finite value found there and named as the host's check names it. staged: be's layouts
+ * under HOOKE_DIST_STAGED=1. */
+static void resident_layout_on(const hk_backend *be, int staged)
 {
     CU_ASSERT_FATAL(be != NULL);
     const hk_comm *w = hk_comm_world();
@@ -250,12 +261,19 @@ static void resident_layout_on(const hk_backend *be)
     HK_ASSERT_OK(be->copy_to(val, K.val, sizeof *val * (size_t)nv));
     hk_bcsr P = K;
     P.val = NULL; /* the host has the pattern only */
-    hk_dist *dh = NULL, *dr = NULL;
+    hk_dist *dh = NULL, *dr = NULL, *ds = NULL;
     HK_ASSERT_OK(hk_dist_create(w, &hk_backend_cpu, 0, &K, &dh));
+    dist_staged(staged);
     HK_ASSERT_OK(hk_dist_create_values(w, be, 0, &P, val, HK_DIST_COMM_AUTO, &dr));
+    HK_ASSERT_OK(hk_dist_create(w, be, 0, &K, &ds));
+    dist_staged(0);
     CU_ASSERT(dr->nint == dh->nint && dr->nbnd == dh->nbnd);
     CU_ASSERT(!memcmp(dr->Koo.colind, dh->Koo.colind, sizeof(int32_t) * (size_t)nnzb));
     CU_ASSERT(test_same_as_host(be, &dr->Koo_d, &dh->Koo));
+    CU_ASSERT(test_same_as_host(be, &dr->Kbnd_d, &dh->Kbnd));
+    CU_ASSERT(test_same_as_host(be, &ds->Koo_d, &dh->Koo));
+    CU_ASSERT(test_same_as_host(be, &ds->Kbnd_d, &dh->Kbnd));
+    hk_dist_destroy(ds);
     /* the operator built from the backend's rows: the host's product */
     hk_dist_ops_init(dr);
     hk_bmat Kd = dr->Koo_d;
@@ -290,8 +308,12 @@ static void resident_layout_on(const hk_backend *be)
     char want[512];
     snprintf(want, sizeof want, "%s", hk_error_message());
     CU_ASSERT(strstr(want, "is nan") != NULL);
+    dist_staged(staged);
     CU_ASSERT(hk_dist_create_values(w, be, 0, &P, val, HK_DIST_COMM_AUTO, &dr) == HK_ERR_NUMERIC);
     CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+    CU_ASSERT(hk_dist_create(w, be, 0, &K, &ds) == HK_ERR_NUMERIC);
+    CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+    dist_staged(0);
     be->dealloc(val);
     free(x);
     free(y);
@@ -301,17 +323,16 @@ static void resident_layout_on(const hk_backend *be)
 
 static void test_resident_cpu(void)
 {
-    resident_layout_on(&hk_backend_cpu);
-    /* the device's path on the cpu: pattern and gather index uploaded, values gathered and
-     * checked in the backend's memory, copies instead of views */
-    setenv("HOOKE_DIST_STAGED", "1", 1);
-    resident_layout_on(&hk_backend_cpu);
-    unsetenv("HOOKE_DIST_STAGED");
+    resident_layout_on(&hk_backend_cpu, 0);
+    /* the device's path on the cpu: pattern and gather index uploaded (host rows: their values
+     * too, as they are), values gathered and checked in the backend's memory, copies instead
+     * of views */
+    resident_layout_on(&hk_backend_cpu, 1);
 }
 
 static void test_resident_cuda(void)
 {
-    resident_layout_on(hk_test_cuda_backend());
+    resident_layout_on(hk_test_cuda_backend(), 0);
 }
 
 static void test_gather_cpu(void)
@@ -391,7 +412,8 @@ static void test_nccl_one(void)
     hk_mat *A = NULL;
     hk_vec *vx = NULL, *vy = NULL;
     double *S = NULL;
-    HK_ASSERT_OK(hk_bmat_upload(o, &d->Koo, &Koo));
+    Koo = d->Koo_d; /* the layout's owned block on the backend (its values are there only) */
+    Koo.be = o;
     HK_ASSERT_OK(hk_mat_create_bmat(&Koo, HK_FMT_CSR, HK_FP64, NULL, &A));
     HK_ASSERT_OK(hk_vec_create(o, n, HK_FP64, &vx));
     HK_ASSERT_OK(hk_vec_create(o, n, HK_FP64, &vy));
@@ -421,7 +443,6 @@ static void test_nccl_one(void)
     hk_vec_destroy(vx);
     hk_vec_destroy(vy);
     hk_mat_destroy(A);
-    hk_bmat_free(&Koo);
     hk_dist_destroy(d);
     free(x);
     free(y);
@@ -438,15 +459,16 @@ HK_SUITE(dist,
          {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
           test_layout_one},
          {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
-         {"the layout from values in the backend's memory: the host's bytes, its check's "
-          "sentence (views, and the device's path)",
+         {"the layout from values in the backend's memory, and from host rows taken the "
+          "device's way: the host's bytes, its check's sentence (views, and the device's path)",
           test_resident_cpu},
          {"the distributed table keeps the backend's own ops only where they are local",
           test_ops_reviewed},
          {"the halos' host staging without a backend op: malloc's, round trips",
           test_host_staging_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
-                {"the layout from values on cuda: the host's bytes, SpMV, a NaN named",
+                {"the layout from values on cuda, and from host rows uploaded as they are: the "
+                 "host's bytes, SpMV, a NaN named",
                  test_resident_cuda},
                 {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one},
                 {"the halos' host staging: pinned on cuda, round trips through the device",

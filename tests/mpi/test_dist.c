@@ -206,7 +206,8 @@ static int spmv_case(const hk_comm *c, const hk_backend_ops *be, int transport, 
                             hk_dist_comm_names[transport], hk_dist_comm_name(d));
     if (!ierr) {
         hk_dist_ops_init(d);
-        ierr = hk_bmat_upload(&d->ops, &d->Koo, &Koo);
+        Koo = d->Koo_d; /* the layout's owned block on the backend (its values are there only) */
+        Koo.be = &d->ops;
     }
     if (!ierr) ierr = hk_mat_create_bmat(&Koo, f, p, NULL, &A);
     if (!ierr) ierr = hk_vec_create(&d->ops, nl, p, &vx);
@@ -230,7 +231,6 @@ static int spmv_case(const hk_comm *c, const hk_backend_ops *be, int transport, 
     hk_vec_destroy(vx);
     hk_vec_destroy(vy);
     hk_mat_destroy(A);
-    hk_bmat_free(&Koo);
     hk_dist_destroy(d);
     free(L.rowptr);
     free(x);
@@ -399,7 +399,7 @@ static void test_dcomm_sums(const hk_comm *c, const hk_backend_ops *tb)
         if (!ierr) ierr = hk_vec_upload(x, h);
         if (!ierr) ierr = o->vec_set(dinv, 0.25);
         if (!ierr) ierr = o->vec_set(z, -1.5);
-        if (!ierr) ierr = hk_bmat_upload(o, &d->Koo, &Koo);
+        if (!ierr) Koo = d->Koo_d, Koo.be = o; /* the layout's, on the backend */
         if (!ierr) ierr = hk_mat_create_bmat(&Koo, HK_FMT_CSR, HK_FP64, NULL, &A);
         if (!ierr) ierr = o->scal_alloc(&S, HK_S_MAX);
         if (!ierr) ierr = hk_mat_spmv(A, x, y);
@@ -417,7 +417,6 @@ static void test_dcomm_sums(const hk_comm *c, const hk_backend_ops *tb)
         hk_vec_destroy(w);
         hk_vec_destroy(dinv);
         hk_mat_destroy(A);
-        hk_bmat_free(&Koo);
         if (S) o->scal_free(S);
         free(h);
         ierr = hk_comm_agree(c, ierr);
