@@ -2574,94 +2574,183 @@ static int gather_vec(const hk_dist *d, const void *own, const size_t *counts, v
     return 0;
 }
 
-/* m's rows of every process as one matrix on this process's backend (rmat): m's input level
- * starts at in_row0 on this process and has in_nglob block rows in all. Collective. */
-static int rmat_gather(const hk_dist *d, const dmat *m, int64_t in_row0, int64_t in_nglob,
-                       int64_t out_nglob, rmat *out)
+/* One operator to gather on every process (gather_operators): m's input level starts at
+ * in_row0 on this process and has in_nglob block rows in all; the output level out_nglob. */
+typedef struct gop {
+    const dmat *m;
+    int64_t in_row0, in_nglob, out_nglob;
+    rmat *out;
+} gop;
+
+/* bytes rounded up to 8: each array of a packed operator starts aligned */
+static size_t pad8(size_t bytes)
+{
+    return (bytes + 7) & ~(size_t)7;
+}
+
+/* Operator o packed with nr rows and nz blocks (any process's): its rows' lengths (int64),
+ * global columns (int32) and values, each array from a multiple of 8 bytes. */
+static size_t operator_bytes(const gop *o, int64_t nr, int64_t nz)
+{
+    const size_t e = o->m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    const int64_t bb = (int64_t)o->m->br * o->m->bc;
+    return pad8((size_t)nr * sizeof(int64_t)) + pad8((size_t)nz * sizeof(int32_t)) +
+           pad8((size_t)(nz * bb) * e);
+}
+
+/* o's rows packed at dst (operator_bytes): lengths, the input level's global block ids, values. */
+static int pack_operator(const hk_dist *d, const gop *o, char *dst)
 {
     const hk_backend_ops *L = d->local;
-    const hk_comm *c = d->comm;
-    const int P = hk_comm_size(c);
+    const dmat *m = o->m;
     const int64_t nr = m->nrows, nz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
     const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+    int64_t *len = (int64_t *)dst, *rp = NULL;
+    int32_t *col = (int32_t *)(dst + pad8((size_t)nr * sizeof *len)), *bcol = NULL;
+    void *val = (char *)col + pad8((size_t)nz * sizeof *col);
     int ierr = 0;
-    int64_t *rp = NULL, *len = NULL, *grp = NULL;
-    int32_t *col = NULL, *bcol = NULL, *gcol = NULL;
-    void *val = NULL, *gval = NULL;
-    size_t *cr = NULL, *cz = NULL, *cv = NULL;
-    memset(out, 0, sizeof *out);
+    if (m->nint)
+        return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "pc=amg: a gathered level's operator has its rows split");
+    if (o->in_nglob > INT32_MAX)
+        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "pc=amg: a level of %lld block rows is too large to gather on every "
+                            "process; lower pc.amg.dist.gather_rows",
+                            (long long)o->in_nglob);
     ierr = hk_malloc((size_t)(nr + 1) * sizeof *rp, &rp);
-    if (!ierr) ierr = hk_malloc((size_t)(nr + 1) * sizeof *len, &len);
-    if (!ierr) ierr = hk_malloc((size_t)(nz + 1) * sizeof *col, &col);
     if (!ierr) ierr = hk_malloc((size_t)(m->nbc + 1) * sizeof *bcol, &bcol);
-    if (!ierr) ierr = hk_malloc((size_t)(nz * bb + 1) * e, &val);
     if (!ierr) ierr = L->copy_from(rp, m->M.rowptr, (size_t)(nr + 1) * sizeof *rp);
     if (!ierr && nz) ierr = L->copy_from(col, m->M.colind, (size_t)nz * sizeof *col);
     if (!ierr && m->nbc) ierr = L->copy_from(bcol, m->bcol_dev, (size_t)m->nbc * sizeof *bcol);
     if (!ierr && nz)
         ierr = L->copy_from(val, m->v32 ? (void *)m->v32 : (void *)m->M.val, (size_t)(nz * bb) * e);
-    if (!ierr && m->nint)
-        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                            "pc=amg: a gathered level's operator has its rows split");
-    if (!ierr && in_nglob > INT32_MAX)
-        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "pc=amg: a level of %lld block rows is too large to gather on every "
-                            "process; lower pc.amg.dist.gather_rows",
-                            (long long)in_nglob);
     if (!ierr) {
+        const int64_t row0 = o->in_row0, nbc = m->nbc;
+        const int64_t *ghost = m->ghost;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < nr; i++)
             len[i] = rp[i + 1] - rp[i];
 #pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < nz; p++) /* the input level's global block ids */
-            col[p] =
-                (int32_t)(col[p] < m->nbc ? in_row0 + bcol[col[p]] : m->ghost[col[p] - m->nbc]);
+        for (int64_t p = 0; p < nz; p++)
+            col[p] = (int32_t)(col[p] < nbc ? row0 + bcol[col[p]] : ghost[col[p] - nbc]);
     }
+    free(rp);
+    free(bcol);
+    return ierr;
+}
+
+/* The operators o[0..n) with the rows of every process, each one matrix on this process's
+ * backend (rmat): every process packs its rows of all of them into one buffer, and one
+ * allgatherv brings every process's buffer, so that the set-up makes two collectives for all
+ * the gathered levels rather than several for each operator. Collective. */
+static int gather_operators(const hk_dist *d, const gop *o, int n)
+{
+    const hk_backend_ops *L = d->local;
+    const hk_comm *c = d->comm;
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    int ierr = 0;
+    int64_t *info = NULL, *grp = NULL; /* info: per process, per operator: rows, blocks */
+    int32_t *gcol = NULL;
+    char *mine = NULL, *all = NULL;
+    void *gval = NULL;
+    size_t *counts = NULL, *start = NULL, bytes = 0;
+    for (int k = 0; k < n; k++)
+        memset(o[k].out, 0, sizeof *o[k].out);
+    ierr = hk_malloc((size_t)(2 * n * P + 1) * sizeof *info, &info);
+    if (!ierr) ierr = hk_malloc((size_t)(P + 1) * sizeof *counts, &counts);
+    if (!ierr) ierr = hk_calloc((size_t)(P + 1), sizeof *start, &start);
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(gather_counts(c, nr, sizeof *len, &cr));
-    HK_TRY(gather_counts(c, nz, sizeof *col, &cz));
-    HK_TRY(gather_counts(c, nz, (size_t)bb * e, &cv));
-    int64_t R = 0, Z = 0;
+    {
+        int64_t *loc = info + (size_t)2 * n * me;
+        for (int k = 0; k < n; k++) {
+            loc[2 * k] = o[k].m->nrows;
+            loc[2 * k + 1] = o[k].m->M.nnzb;
+        }
+        HK_TRY(hk_comm_allgather(c, loc, (size_t)2 * n * sizeof *info, info));
+    }
     for (int q = 0; q < P; q++) {
-        R += (int64_t)(cr[q] / sizeof *len);
-        Z += (int64_t)(cz[q] / sizeof *col);
+        counts[q] = 0;
+        for (int k = 0; k < n; k++)
+            counts[q] += operator_bytes(&o[k], info[(size_t)2 * n * q + 2 * k],
+                                        info[(size_t)2 * n * q + 2 * k + 1]);
+        start[q + 1] = start[q] + counts[q];
     }
-    ierr = hk_malloc((size_t)(R + 1) * sizeof *grp, &grp);
-    if (!ierr) ierr = hk_malloc((size_t)(Z + 1) * sizeof *gcol, &gcol);
-    if (!ierr) ierr = hk_malloc((size_t)(Z * bb + 1) * e, &gval);
+    bytes = start[P];
+    ierr = hk_malloc(counts[me] + 8, &mine);
+    if (!ierr) ierr = hk_malloc(bytes + 8, &all);
+    for (size_t k = 0, at = 0; k < (size_t)n && !ierr; k++) {
+        ierr = pack_operator(d, &o[k], mine + at);
+        at += operator_bytes(&o[k], o[k].m->nrows, o[k].m->M.nnzb);
+    }
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(hk_comm_allgatherv(c, len, cr[hk_comm_rank(c)], grp + 1, cr));
-    HK_TRY(hk_comm_allgatherv(c, col, cz[hk_comm_rank(c)], gcol, cz));
-    HK_TRY(hk_comm_allgatherv(c, val, cv[hk_comm_rank(c)], gval, cv));
-    grp[0] = 0;
-    for (int64_t i = 0; i < R; i++)
-        grp[i + 1] += grp[i];
-    ierr = R == out_nglob ? 0
-                          : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                                         "pc=amg: a gathered level has %lld rows, not %lld",
-                                         (long long)R, (long long)out_nglob);
-    if (!ierr) ierr = pattern_alloc(L, m->br, m->bc, R, in_nglob, Z, &out->M);
-    if (!ierr) ierr = L->copy_to(out->M.rowptr, grp, (size_t)(R + 1) * sizeof *grp);
-    if (!ierr && Z) ierr = L->copy_to(out->M.colind, gcol, (size_t)Z * sizeof *gcol);
-    if (!ierr)
-        ierr =
-            L->alloc(m->v32 ? (void **)&out->v32 : (void **)&out->M.val, (size_t)(Z * bb) * e + 8);
-    if (!ierr && Z)
-        ierr =
-            L->copy_to(m->v32 ? (void *)out->v32 : (void *)out->M.val, gval, (size_t)(Z * bb) * e);
+    HK_TRY(hk_comm_allgatherv(c, mine, counts[me], all, counts));
+    /* per operator: every process's rows in rank order, on the backend */
+    for (int k = 0; k < n && !ierr; k++) {
+        const dmat *m = o[k].m;
+        const int64_t bb = (int64_t)m->br * m->bc;
+        const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
+        int64_t R = 0, Z = 0;
+        for (int q = 0; q < P; q++) {
+            R += info[(size_t)2 * n * q + 2 * k];
+            Z += info[(size_t)2 * n * q + 2 * k + 1];
+        }
+        ierr = R == o[k].out_nglob ? 0
+                                   : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                                  "pc=amg: a gathered level has %lld rows, not "
+                                                  "%lld",
+                                                  (long long)R, (long long)o[k].out_nglob);
+        if (!ierr) ierr = hk_malloc((size_t)(R + 1) * sizeof *grp, &grp);
+        if (!ierr) ierr = hk_malloc((size_t)(Z + 1) * sizeof *gcol, &gcol);
+        if (!ierr) ierr = hk_malloc((size_t)(Z * bb + 1) * e, &gval);
+        if (!ierr) {
+            int64_t r0 = 0, z0 = 0;
+            grp[0] = 0;
+            for (int q = 0; q < P; q++) {
+                /* process q's operator k: after its operators before k */
+                size_t at = start[q];
+                for (int j = 0; j < k; j++)
+                    at += operator_bytes(&o[j], info[(size_t)2 * n * q + 2 * j],
+                                         info[(size_t)2 * n * q + 2 * j + 1]);
+                const int64_t nr = info[(size_t)2 * n * q + 2 * k],
+                              nz = info[(size_t)2 * n * q + 2 * k + 1];
+                const int64_t *len = (const int64_t *)(all + at);
+                const char *col = all + at + pad8((size_t)nr * sizeof *len);
+                const char *val = col + pad8((size_t)nz * sizeof *gcol);
+                for (int64_t i = 0; i < nr; i++)
+                    grp[r0 + i + 1] = grp[r0 + i] + len[i];
+                memcpy(gcol + z0, col, (size_t)nz * sizeof *gcol);
+                memcpy((char *)gval + (size_t)(z0 * bb) * e, val, (size_t)(nz * bb) * e);
+                r0 += nr;
+                z0 += nz;
+            }
+        }
+        rmat *out = o[k].out;
+        if (!ierr) ierr = pattern_alloc(L, m->br, m->bc, R, o[k].in_nglob, Z, &out->M);
+        if (!ierr) ierr = L->copy_to(out->M.rowptr, grp, (size_t)(R + 1) * sizeof *grp);
+        if (!ierr && Z) ierr = L->copy_to(out->M.colind, gcol, (size_t)Z * sizeof *gcol);
+        if (!ierr)
+            ierr = L->alloc(m->v32 ? (void **)&out->v32 : (void **)&out->M.val,
+                            (size_t)(Z * bb) * e + 8);
+        if (!ierr && Z)
+            ierr = L->copy_to(m->v32 ? (void *)out->v32 : (void *)out->M.val, gval,
+                              (size_t)(Z * bb) * e);
+        free(grp);
+        free(gcol);
+        free(gval);
+        grp = NULL;
+        gcol = NULL;
+        gval = NULL;
+    }
     HK_TRY(hk_comm_agree(c, ierr));
 fail:
-    free(rp);
-    free(len);
-    free(col);
-    free(bcol);
-    free(val);
+    free(info);
+    free(counts);
+    free(start);
+    free(mine);
+    free(all);
     free(grp);
     free(gcol);
     free(gval);
-    free(cr);
-    free(cz);
-    free(cv);
     return ierr;
 }
 
@@ -2819,12 +2908,24 @@ static int gather_levels(hk_pc *pc, damg *a)
     if (g < n) HK_CALL(hk_comm_agree(c, dmat_unsplit(d, a->lev[g - 1].P)));
     step_lap(Lb, a->st, ST_CO_UNSPLIT, t);
     if (g >= n) return 0;
-    for (int l = g; l < n - 1; l++) {
-        dlev *L = &a->lev[l], *C = &a->lev[l + 1];
-        HK_CALL(rmat_gather(d, L->A, L->row0, L->nglob, L->nglob, &L->gA));
-        HK_CALL(rmat_gather(d, L->P, C->row0, C->nglob, L->nglob, &L->gP));
-        HK_CALL(rmat_gather(d, L->R, L->row0, L->nglob, C->nglob, &L->gR));
+    if (g < n - 1) { /* the operators of the gathered levels above the coarsest */
+        gop *o = NULL;
+        const int nop = 3 * (n - 1 - g);
+        HK_CALL(hk_comm_agree(c, hk_malloc((size_t)nop * sizeof *o, &o)));
+        for (int l = g; l < n - 1; l++) {
+            dlev *L = &a->lev[l], *C = &a->lev[l + 1];
+            gop *ol = o + 3 * (l - g);
+            ol[0] = (gop){L->A, L->row0, L->nglob, L->nglob, &L->gA};
+            ol[1] = (gop){L->P, C->row0, C->nglob, L->nglob, &L->gP};
+            ol[2] = (gop){L->R, L->row0, L->nglob, C->nglob, &L->gR};
+        }
+        ierr = gather_operators(d, o, nop);
+        free(o);
+        if (ierr) return ierr;
         step_lap(Lb, a->st, ST_CO_OPERATORS, t);
+    }
+    for (int l = g; l < n - 1; l++) {
+        dlev *L = &a->lev[l];
         HK_CALL(vec_gathered(pc, L->Dinv, L->nglob * L->bs * L->bs, &L->gDinv));
         if (L->l1) HK_CALL(vec_gathered(pc, L->l1, L->nglob * L->bs, &L->gl1));
         const int64_t ne = L->nglob * L->bs;
