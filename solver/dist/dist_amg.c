@@ -2525,27 +2525,6 @@ static int print_phases(const damg *a)
  * trip and waits for the slowest process; the gathered copy is a few tens of MB a process. */
 #define DAMG_GATHER_ROWS 50000
 
-/* Each process's count of `unit` bytes for n units, in rank order (counts: size entries). */
-static int gather_counts(const hk_comm *c, int64_t n, size_t unit, size_t **counts)
-{
-    const int P = hk_comm_size(c);
-    int64_t *all = NULL;
-    *counts = NULL;
-    int ierr = hk_malloc((size_t)P * sizeof *all, &all);
-    if (!ierr) ierr = hk_malloc((size_t)P * sizeof **counts, counts);
-    HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(hk_comm_allgather(c, &n, sizeof n, all));
-    for (int q = 0; q < P; q++)
-        (*counts)[q] = (size_t)all[q] * unit;
-fail:
-    free(all);
-    if (ierr) {
-        free(*counts);
-        *counts = NULL;
-    }
-    return ierr;
-}
-
 /* Every process's entries of a level vector (own: this process's, in the backend's memory,
  * counts[q] bytes from process q) into the whole vector all, on this process's backend;
  * level >= 0: HOOKE_DIST_PROFILE counts it as that level's gather. */
@@ -2754,31 +2733,97 @@ fail:
     return ierr;
 }
 
-/* A level vector (the process's entries, pc->prec) on every process: *all the whole. */
-static int vec_gathered(hk_pc *pc, const hk_vec *own, int64_t nglob, hk_vec **all)
+/* The smoothers' diagonals (Dinv, and l1 where there is one) of the gathered levels above
+ * the coarsest (g .. nlevels - 2), each whole on every process, and the bytes of level g's
+ * vector on each process (gcount, for the cycle's gather): one allgather of every process's
+ * rows of the levels from g, then one allgatherv of all these diagonals, each process's
+ * packed in one buffer. Collective. */
+static int gather_vectors(hk_pc *pc, damg *a, int g, size_t **gcount)
 {
-    const hk_dist *d = pc->be->dist;
+    const hk_dist *d = a->d;
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *Lb = d->local;
+    const int P = hk_comm_size(c), me = hk_comm_rank(c), nl = a->nlevels - g;
     const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-    size_t *counts = NULL, total = 0;
-    void *hown = NULL, *hall = NULL;
-    int ierr = vec_sized(d->local, nglob, pc->prec, all);
-    HK_TRY(hk_comm_agree(d->comm, ierr));
-    HK_TRY(gather_counts(d->comm, own->n, e, &counts));
-    for (int q = 0; q < hk_comm_size(d->comm); q++)
-        total += counts[q];
-    ierr = total == (size_t)nglob * e ? 0
-                                      : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                                                     "pc=amg: a gathered vector of %zu bytes, "
-                                                     "not %lld entries",
-                                                     total, (long long)nglob);
-    if (!ierr && !d->host_memory) ierr = hk_malloc(counts[hk_comm_rank(d->comm)] + 8, &hown);
-    if (!ierr && !d->host_memory) ierr = hk_malloc(total + 8, &hall);
-    HK_TRY(hk_comm_agree(d->comm, ierr));
-    HK_TRY(gather_vec(d, own->data, counts, hown, hall, (*all)->data, -1));
+    int ierr = 0;
+    int64_t *rows = NULL; /* per process, per level from g: its block rows; then this one's */
+    size_t *counts = NULL, *start = NULL, *cur = NULL;
+    char *mine = NULL, *all = NULL;
+    *gcount = NULL;
+    ierr = hk_malloc((size_t)(P + 1) * nl * sizeof *rows, &rows);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *counts, &counts);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *start, &start);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *cur, &cur);
+    if (!ierr) ierr = hk_malloc((size_t)P * sizeof **gcount, gcount);
+    HK_TRY(hk_comm_agree(c, ierr));
+    int64_t *loc = rows + (size_t)P * nl;
+    for (int k = 0; k < nl; k++)
+        loc[k] = a->lev[g + k].nown;
+    HK_TRY(hk_comm_allgather(c, loc, (size_t)nl * sizeof *rows, rows));
+    for (int q = 0; q < P; q++)
+        (*gcount)[q] = (size_t)(rows[(size_t)nl * q] * a->lev[g].bs) * e;
+    /* the levels' vectors in the order packed: Dinv of bs x bs a row, l1 of bs */
+    for (int k = 0; k < nl - 1; k++) {
+        const dlev *L = &a->lev[g + k];
+        const int64_t unit = (int64_t)L->bs * L->bs + (L->l1 ? L->bs : 0);
+        int64_t sum = 0;
+        for (int q = 0; q < P; q++) {
+            sum += rows[(size_t)nl * q + k];
+            counts[q] += (size_t)(rows[(size_t)nl * q + k] * unit) * e;
+        }
+        if (!ierr && (sum != L->nglob || L->Dinv->n != L->nown * L->bs * L->bs ||
+                      (L->l1 && L->l1->n != L->nown * L->bs)))
+            ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                "pc=amg: level %d's diagonals to gather have %lld rows in all, "
+                                "not %lld",
+                                g + k, (long long)sum, (long long)L->nglob);
+    }
+    for (int q = 0; q < P; q++)
+        start[q + 1] = start[q] + counts[q];
+    if (!ierr) ierr = hk_malloc(counts[me] + 8, &mine);
+    if (!ierr) ierr = hk_malloc(start[P] + 8, &all);
+    size_t at = 0;
+    for (int k = 0; k < nl - 1 && !ierr; k++) {
+        const dlev *L = &a->lev[g + k];
+        const hk_vec *own[2] = {L->Dinv, L->l1};
+        for (int v = 0; v < 2 && !ierr; v++)
+            if (own[v] && own[v]->n) {
+                ierr = Lb->copy_from(mine + at, own[v]->data, (size_t)own[v]->n * e);
+                at += (size_t)own[v]->n * e;
+            }
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    if (start[P]) HK_TRY(hk_comm_allgatherv(c, mine, counts[me], all, counts));
+    for (int q = 0; q < P; q++)
+        cur[q] = start[q];
+    for (int k = 0; k < nl - 1 && !ierr; k++) {
+        dlev *L = &a->lev[g + k];
+        const int64_t per[2] = {(int64_t)L->bs * L->bs, L->bs};
+        hk_vec **whole[2] = {&L->gDinv, &L->gl1};
+        for (int v = 0; v < 2 && !ierr; v++) {
+            if (v == 1 && !L->l1) continue;
+            ierr = vec_sized(Lb, L->nglob * per[v], pc->prec, whole[v]);
+            char *to = ierr ? NULL : (char *)(*whole[v])->data;
+            for (int q = 0; q < P && !ierr; q++) {
+                const size_t bytes = (size_t)(rows[(size_t)nl * q + k] * per[v]) * e;
+                if (bytes) ierr = Lb->copy_to(to, all + cur[q], bytes);
+                to += bytes;
+                cur[q] += bytes;
+            }
+        }
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
 fail:
+    free(rows);
     free(counts);
-    free(hown);
-    free(hall);
+    free(start);
+    free(cur);
+    free(mine);
+    free(all);
+    if (ierr) {
+        free(*gcount);
+        *gcount = NULL;
+    }
     return ierr;
 }
 
@@ -2924,22 +2969,18 @@ static int gather_levels(hk_pc *pc, damg *a)
         if (ierr) return ierr;
         step_lap(Lb, a->st, ST_CO_OPERATORS, t);
     }
+    HK_CALL(gather_vectors(pc, a, g, &a->gcount));
     for (int l = g; l < n - 1; l++) {
         dlev *L = &a->lev[l];
-        HK_CALL(vec_gathered(pc, L->Dinv, L->nglob * L->bs * L->bs, &L->gDinv));
-        if (L->l1) HK_CALL(vec_gathered(pc, L->l1, L->nglob * L->bs, &L->gl1));
         const int64_t ne = L->nglob * L->bs;
         hk_vec **v[] = {&L->gb, &L->gx, &L->gr, &L->gt, &L->gd, &L->gw, &L->ge};
         for (size_t i = 0; i < sizeof v / sizeof v[0] && !ierr; i++)
             ierr = vec_sized(Lb, ne, pc->prec, v[i]);
-        HK_CALL(hk_comm_agree(c, ierr));
-        step_lap(Lb, a->st, ST_CO_VECTORS, t);
     }
     /* the way down and up between level g - 1 and g */
     dlev *F = &a->lev[g - 1], *G = &a->lev[g];
-    HK_CALL(hk_comm_agree(c, pfull_index(d, F->P, G->row0, &F->pfull_dev)));
-    HK_CALL(gather_counts(c, G->nown * G->bs, e, &a->gcount));
-    ierr = !d->host_memory ? hk_malloc(a->gcount[hk_comm_rank(c)] + 8, &a->gown) : 0;
+    if (!ierr) ierr = pfull_index(d, F->P, G->row0, &F->pfull_dev);
+    if (!ierr && !d->host_memory) ierr = hk_malloc(a->gcount[hk_comm_rank(c)] + 8, &a->gown);
     if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(G->nglob * G->bs) * e + 8, &a->gall);
     HK_CALL(hk_comm_agree(c, ierr));
     /* the distributed operators below g are not used any more */
