@@ -358,13 +358,12 @@ static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, doubl
 static int pattern_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbrows, int64_t nbcols,
                          int64_t nnzb, hk_bmat *A)
 {
-    HK_CALL(hk_bmat_alloc(be, br, bc, nbrows, nbcols, 0, A));
-    be->dealloc(A->colind);
-    be->dealloc(A->val);
-    A->colind = NULL;
-    A->val = NULL;
-    A->nnzb = nnzb;
-    const int ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
+    /* two allocations, not hk_bmat_alloc's three and a free (a device's free waits for it) */
+    const hk_bmat S = {.be = be, .br = br, .bc = bc, .nbrows = nbrows, .nbcols = nbcols,
+                       .nnzb = nnzb};
+    *A = S;
+    int ierr = be->alloc((void **)&A->rowptr, (size_t)(nbrows + 1) * sizeof *A->rowptr);
+    if (!ierr) ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
     if (ierr) hk_bmat_free(A);
     return ierr;
 }
@@ -2297,7 +2296,10 @@ static int coarsest(hk_pc *pc, damg *a, int l, const hlev *H, const int32_t *inv
     const hk_backend_ops *Lb = d->local;
     const int P = hk_comm_size(c), me = hk_comm_rank(c), bs = H->bs, bb = bs * bs;
     int ierr = 0;
-    int64_t *info = NULL; /* per process: rows, blocks */
+    int64_t *info = NULL, *rp = NULL; /* info: per process: rows, blocks */
+    int32_t *col = NULL;
+    double *val = NULL;
+    size_t *cnt = NULL; /* per process: the bytes of its rows' ends, columns, values */
     hk_bmat G = {0}, Gd = {0};
     HK_TRY(hk_comm_agree(c, hk_calloc((size_t)2 * P + 2, sizeof *info, &info)));
     int64_t mine[2] = {H->nown, H->A.rowptr[H->nown]};
@@ -2312,28 +2314,33 @@ static int coarsest(hk_pc *pc, damg *a, int l, const hlev *H, const int32_t *inv
                  "many for the dense coarse solve (at most %d); raise pc.amg.max_levels, or "
                  "lower pc.amg.threshold (now %g) so that more nodes are aggregated",
                  l, (long long)(nrows * bs), P, HK_AMG_MAX_COARSE, a->op.threshold);
-    HK_TRY(hk_comm_agree(c, hk_bmat_alloc(&hk_backend_cpu, bs, bs, nrows, nrows, nnz, &G)));
+    ierr = hk_bmat_alloc(&hk_backend_cpu, bs, bs, nrows, nrows, nnz, &G);
+    if (!ierr) ierr = hk_calloc((size_t)3 * P + 1, sizeof *cnt, &cnt);
+    if (!ierr) ierr = hk_malloc((size_t)(H->nown + 1) * sizeof *rp, &rp);
+    if (!ierr) ierr = hk_malloc((size_t)(info[2 * me + 1] + 1) * sizeof *col, &col);
+    if (!ierr) ierr = hk_malloc((size_t)(info[2 * me + 1] * bb + 1) * sizeof *val, &val);
+    HK_TRY(hk_comm_agree(c, ierr));
     G.rowptr[0] = 0;
-    int64_t r0 = 0, p0 = 0;
+    int64_t p0 = 0; /* this process's first block in G: the earlier processes' blocks */
     for (int q = 0; q < P; q++) {
-        const int64_t nr = info[2 * q], nz = info[2 * q + 1];
-        if (q == me) { /* rows in the callers' order (level 0: perm), global columns */
-            int64_t p1 = p0;
-            for (int64_t k = 0; k < nr; k++) {
-                const int64_t i = H->perm ? inv0[k] : k;
-                for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++, p1++) {
-                    G.colind[p1] = (int32_t)hlev_gcol(H, H->A.colind[p]);
-                    memcpy(G.val + p1 * bb, H->A.val + p * bb, (size_t)bb * sizeof(double));
-                }
-                G.rowptr[r0 + k + 1] = p1;
-            }
-        }
-        HK_TRY(hk_comm_bcast(c, G.rowptr + r0 + 1, (size_t)nr * sizeof(int64_t), q));
-        HK_TRY(hk_comm_bcast(c, G.colind + p0, (size_t)nz * sizeof(int32_t), q));
-        HK_TRY(hk_comm_bcast(c, G.val + p0 * bb, (size_t)(nz * bb) * sizeof(double), q));
-        r0 += nr;
-        p0 += nz;
+        cnt[q] = (size_t)info[2 * q] * sizeof *rp;
+        cnt[P + q] = (size_t)info[2 * q + 1] * sizeof *col;
+        cnt[2 * P + q] = (size_t)(info[2 * q + 1] * bb) * sizeof *val;
+        if (q < me) p0 += info[2 * q + 1];
     }
+    /* this process's rows in the callers' order (level 0: perm), global columns; every
+     * process's by three allgathervs */
+    for (int64_t k = 0, p1 = 0; k < H->nown; k++) {
+        const int64_t i = H->perm ? inv0[k] : k;
+        for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++, p1++) {
+            col[p1] = (int32_t)hlev_gcol(H, H->A.colind[p]);
+            memcpy(val + p1 * bb, H->A.val + p * bb, (size_t)bb * sizeof(double));
+        }
+        rp[k] = p0 + p1;
+    }
+    HK_TRY(hk_comm_allgatherv(c, rp, cnt[me], G.rowptr + 1, cnt));
+    HK_TRY(hk_comm_allgatherv(c, col, cnt[P + me], G.colind, cnt + P));
+    HK_TRY(hk_comm_allgatherv(c, val, cnt[2 * P + me], G.val, cnt + 2 * P));
     ierr = hk_dist_sort_blocks(nrows, G.rowptr, G.colind, G.val, bb);
     if (!ierr) ierr = hk_bmat_alloc(Lb, bs, bs, nrows, nrows, nnz, &Gd);
     if (!ierr) ierr = Lb->copy_to(Gd.rowptr, G.rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
@@ -2369,6 +2376,10 @@ static int coarsest(hk_pc *pc, damg *a, int l, const hlev *H, const int32_t *inv
     HK_TRY(hk_comm_agree(c, ierr));
 fail:
     free(info);
+    free(rp);
+    free(col);
+    free(val);
+    free(cnt);
     hk_bmat_free(&G);
     hk_bmat_free(&Gd);
     return ierr;
