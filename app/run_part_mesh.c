@@ -54,6 +54,7 @@ typedef struct pick_ctx {
     int64_t nkept, nown;    /* coarse cells refined here, of them this part's */
     hk_mesh coarse;         /* a copy, for the whole model's checks */
     uint64_t print;         /* its fingerprint */
+    int axis;               /* a generated grid's: the slabs' axis */
     double seconds;
 } pick_ctx;
 
@@ -188,6 +189,78 @@ fail:
     free(wgt);
     free(near);
     return ierr;
+}
+
+/* ---- a generated grid, cut in slabs ----------------------------------------------------------
+ *
+ * The grid's cells are cut in slabs of whole cell layers along its axis of most cells, part q
+ * taking layers q n / P .. (q + 1) n / P - 1; each process makes its layers and one more on each
+ * side (every cell sharing a corner with its own), with the whole grid's coordinates. A layer
+ * stands for a coarse cell (cell_coarse), and a node's key is its index in the whole fine grid,
+ * recovered from its coordinates (they are L I / (N - 1) exactly). The whole model's checks run
+ * on the grid of one cell per axis. */
+
+static const char axis_names[] = "xyz";
+
+static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **keys,
+                       int *applies)
+{
+    const double t0 = hk_time();
+    const int dim = c->gen_dim;
+    const int n[3] = {c->gen_cells[0], c->gen_cells[1], dim == 3 ? c->gen_cells[2] : 1};
+    int axis = 0;
+    for (int a = 1; a < dim; a++)
+        if (n[a] > n[axis]) axis = a;
+    x->axis = axis;
+    *applies = 0;
+    if (n[axis] < x->P) {
+        snprintf(x->why, sizeof x->why,
+                 "the grid's %d cell layers along %c, its longest axis, are fewer than the %d "
+                 "processes",
+                 n[axis], axis_names[axis], x->P);
+        return 0;
+    }
+    const int one[3] = {1, 1, 1};
+    HK_CALL(hk_mesh_grid_slab(dim, c->gen_size, one, c->gen_element, 0, 0, 1, &x->coarse));
+    x->ncoarse = n[axis];
+    HK_CALL(hk_malloc((size_t)n[axis] * sizeof *x->cpart, &x->cpart));
+    int lo = 0, hi = 0;
+    for (int q = 0; q < x->P; q++) {
+        const int a = (int)((int64_t)q * n[axis] / x->P), b = (int)((int64_t)(q + 1) * n[axis] / x->P);
+        for (int l = a; l < b; l++)
+            x->cpart[l] = q;
+        if (q == x->me) lo = a, hi = b;
+    }
+    const int glo = lo > 0 ? lo - 1 : 0, ghi = hi < n[axis] ? hi + 1 : n[axis];
+    x->nkept = ghi - glo, x->nown = hi - lo;
+    HK_CALL(hk_mesh_grid_slab(dim, c->gen_size, n, c->gen_element, axis, glo, ghi, m));
+    if (c->mesh.renumber) HK_CALL(hk_mesh_renumber_rcm(m));
+    /* each cell's layer: the cells come cube by cube (x fastest), `per` cells a cube */
+    const hk_eltype t = c->gen_element;
+    const int per = t == HK_EL_TET4 || t == HK_EL_TET10 ? 6 : t == HK_EL_TRI3 || t == HK_EL_TRI6 ? 2 : 1;
+    int64_t nl[3] = {n[0], n[1], n[2]};
+    nl[axis] = ghi - glo;
+    HK_CALL(hk_malloc((size_t)(m->cells.n + 1) * sizeof *m->cell_coarse, &m->cell_coarse));
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        const int64_t cube = e / per;
+        const int64_t idx[3] = {cube % nl[0], (cube / nl[0]) % nl[1], cube / (nl[0] * nl[1])};
+        m->cell_coarse[e] = (int32_t)(glo + idx[axis]);
+    }
+    /* each node's key: its index in the whole fine grid */
+    const int order = hk_eltype_get(t)->order;
+    int64_t N[3];
+    for (int a = 0; a < 3; a++)
+        N[a] = a < dim ? (int64_t)order * n[a] + 1 : 1;
+    HK_CALL(hk_malloc((size_t)(m->nnodes + 1) * sizeof **keys, keys));
+    for (int64_t v = 0; v < m->nnodes; v++) {
+        int64_t I[3] = {0, 0, 0};
+        for (int a = 0; a < dim; a++)
+            I[a] = llround(m->coords[3 * v + a] * (double)(N[a] - 1) / c->gen_size[a]);
+        (*keys)[v] = (hk_node_key){(uint64_t)(I[0] + N[0] * (I[1] + N[1] * I[2])), 0};
+    }
+    x->cut_ok = *applies = 1;
+    x->seconds = hk_time() - t0;
+    return 0;
 }
 
 /* ---- exchanges -------------------------------------------------------------------------- */
@@ -719,9 +792,9 @@ fail:
 /* What the parts cannot make yet (the whole path makes it), or NULL. */
 static const char *not_by_parts(const hk_case *c, int P)
 {
-    if (c->generate) return "a generated grid is made at its fine size, without a coarse mesh";
-    if (!c->mesh.refine) return "Hooke does not refine this mesh (geometry.refine: 0)";
     if (c->dist_partition == HK_PART_FINE) return "solver.dist.partition=fine cuts the fine mesh";
+    if (c->generate) return NULL; /* cut in slabs: no refinement, no METIS */
+    if (!c->mesh.refine) return "Hooke does not refine this mesh (geometry.refine: 0)";
     if (strcmp(hk_partitioner_name(), "metis")) return "without METIS the coarse mesh is not cut";
     (void)P;
     return NULL;
@@ -774,8 +847,27 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
         snprintf(note, nnote, "%s", why);
         return 0;
     }
-    /* 1. every process: the coarse mesh, the cut, its region refined */
+    /* 1. every process: the coarse mesh, the cut, its region refined (a generated grid: its
+     * slab and the layers beside it made) */
     t = hk_time();
+    if (c->generate) {
+        int applies = 0;
+        say(&L, "meshing: %s, %d x %d%s%.0d cells, on each of %d processes, each making its slab",
+            c->gen_dim == 2 ? "rectangle" : "box", c->gen_cells[0], c->gen_cells[1],
+            c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0, P);
+        ierr = grid_region(c, &x, &r0->mesh, &reg.keys, &applies);
+        tm[0] = hk_time() - t;
+        if ((ierr = hk_comm_agree(w, ierr))) goto done;
+        if (!applies) { /* the same on every process: the caller meshes the whole grid */
+            snprintf(note, nnote, "%s", x.why);
+            hk_mesh_free(&r0->mesh);
+            goto done;
+        }
+        snprintf(st->by, sizeof st->by, "slabs of the grid along %c (%lld cell layers) on every process",
+                 axis_names[x.axis], (long long)x.ncoarse);
+        st->t_cut = x.seconds;
+        goto cut;
+    }
     say(&L, "meshing: %s (order %d%s) on each of %d processes, each refining its own part",
         c->geo_file, c->mesh.order, c->mesh.quad ? ", quads" : "", P);
     hk_mesh_options mo = c->mesh;
@@ -812,6 +904,7 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
     st->t_cut = x.seconds;
     snprintf(st->by, sizeof st->by, "%s on the coarse mesh (%lld cells) on every process",
              hk_partitioner_name(), (long long)x.ncoarse);
+cut:
     /* 2. the whole model's checks on the coarse mesh, alike on every process */
     t = hk_time();
     ierr = hk_case_bind(c, &x.coarse, &cm);
@@ -833,19 +926,27 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
     r0->t_assembly = tm[1] + tm[2];
     st->seconds = tm[0] + tm[1] + tm[2] + tm[3];
     snprintf(st->steps, sizeof st->steps,
-             "each process meshed and refined its part in %.2f s (the coarse cut in %.2f s), the "
-             "whole model checked on the coarse mesh in %.2f s, the part prepared in %.2f s and "
-             "numbered in %.2f s",
-             tm[0], st->t_cut, tm[1], tm[2], tm[3]);
+             "each process %s in %.2f s (%s in %.2f s), the whole model checked on the %s in "
+             "%.2f s, the part prepared in %.2f s and numbered in %.2f s",
+             c->generate ? "made its slab of the grid" : "meshed and refined its part", tm[0],
+             c->generate ? "the slab's cells" : "the coarse cut", st->t_cut,
+             c->generate ? "grid of one cell" : "coarse mesh", tm[1], tm[2], tm[3]);
     if (st->moved_ghosts) /* a node projected or kept straight otherwise near a part's edge */
         snprintf(st->steps + strlen(st->steps), sizeof st->steps - strlen(st->steps),
                  " (%lld ghost nodes placed by their owners, not where their part made them)",
                  (long long)st->moved_ghosts);
-    say(&L,
-        "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld coarse cells refined "
-        "%d times; process 0 refined %lld, %lld of them its own)",
-        (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
-        hk_mesh_load_refine_stats().levels, (long long)x.nkept, (long long)x.nown);
+    if (c->generate)
+        say(&L,
+            "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld cell layers along "
+            "%c; process 0 made %lld, %lld of them its own)",
+            (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
+            axis_names[x.axis], (long long)x.nkept, (long long)x.nown);
+    else
+        say(&L,
+            "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld coarse cells "
+            "refined %d times; process 0 refined %lld, %lld of them its own)",
+            (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
+            hk_mesh_load_refine_stats().levels, (long long)x.nkept, (long long)x.nown);
     *made = 1;
     goto done;
 fail:

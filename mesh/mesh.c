@@ -417,14 +417,17 @@ fail:
 
 typedef struct {
     int dim, order;
-    int64_t N[3]; /* fine-grid points per axis */
+    int64_t N[3];         /* fine-grid points per axis, the whole grid's */
+    int lo[3], hi[3];     /* the cells made along each axis: lo .. hi - 1 */
+    int64_t I0[3], Nl[3]; /* the points they use: I0 .. I0 + Nl - 1 per axis */
     hk_elems_builder cells;
     hk_elems_builder side[7]; /* boundaries, last one the point "origin" */
 } gen;
 
+/* A fine-grid point's index among the points of the cells made. */
 static int64_t fine_id(const gen *g, const int64_t *I)
 {
-    return I[0] + g->N[0] * (I[1] + g->N[1] * I[2]);
+    return (I[0] - g->I0[0]) + g->Nl[0] * ((I[1] - g->I0[1]) + g->Nl[1] * (I[2] - g->I0[2]));
 }
 
 /* Push element of type t whose corners sit at fine-grid points cf (3 ints per corner): the
@@ -453,11 +456,11 @@ static int push_mapped(gen *g, hk_elems_builder *b, hk_eltype t, const int64_t *
 static int gen_cells(gen *g, hk_eltype t, const int *n)
 {
     const int o = g->order;
-    int nz = g->dim == 3 ? n[2] : 1;
+    (void)n;
     int simplex = (t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10);
-    for (int k = 0; k < nz; k++)
-        for (int j = 0; j < n[1]; j++)
-            for (int i = 0; i < n[0]; i++) {
+    for (int k = g->lo[2]; k < g->hi[2]; k++)
+        for (int j = g->lo[1]; j < g->hi[1]; j++)
+            for (int i = g->lo[0]; i < g->hi[0]; i++) {
                 int64_t base[3] = {(int64_t)o * i, (int64_t)o * j,
                                    g->dim == 3 ? (int64_t)o * k : 0};
                 /* corner c of the cube/square at bits (bx, by, bz) */
@@ -515,9 +518,10 @@ static int gen_side(gen *g, hk_eltype ft, int s, const int *n)
 {
     const int o = g->order, a = s / 2, hi = s % 2;
     hk_elems_builder *b = &g->side[s];
+    if (hi ? g->hi[a] < n[a] : g->lo[a] > 0) return 0; /* its cells are not made */
     if (g->dim == 2) {
         int u = 1 - a; /* running axis */
-        for (int i = 0; i < n[u]; i++) {
+        for (int i = g->lo[u]; i < g->hi[u]; i++) {
             int64_t p0[3] = {0, 0, 0}, p1[3] = {0, 0, 0}, cf[6];
             p0[a] = p1[a] = hi ? g->N[a] - 1 : 0;
             p0[u] = (int64_t)o * i, p1[u] = (int64_t)o * (i + 1);
@@ -534,8 +538,8 @@ static int gen_side(gen *g, hk_eltype ft, int s, const int *n)
     int cross_pos = a != 1, outward_pos = hi;
     int pos = cross_pos == outward_pos;
     int tri = ft == HK_EL_TRI3 || ft == HK_EL_TRI6;
-    for (int j = 0; j < n[v]; j++)
-        for (int i = 0; i < n[u]; i++) {
+    for (int j = g->lo[v]; j < g->hi[v]; j++)
+        for (int i = g->lo[u]; i < g->hi[u]; i++) {
             int64_t p[4][3]; /* p00 p10 p11 p01 */
             static const int du[4] = {0, 1, 1, 0}, dv[4] = {0, 0, 1, 1};
             for (int c = 0; c < 4; c++) {
@@ -581,7 +585,7 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
     static const char *names2[] = {"left", "right", "bottom", "top"};
     static const char *names3[] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
     int ierr = 0, nsides = 2 * g->dim;
-    int64_t nfine = g->N[0] * g->N[1] * g->N[2];
+    int64_t nfine = g->Nl[0] * g->Nl[1] * g->Nl[2];
     int32_t *newid = NULL;
     HK_TRY(hk_malloc((size_t)nfine * sizeof *newid, &newid));
     for (int64_t i = 0; i < nfine; i++)
@@ -597,7 +601,9 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
     HK_TRY(hk_malloc((size_t)(3 * nn) * sizeof *m->coords, &m->coords));
     for (int64_t i = 0; i < nfine; i++)
         if (newid[i] >= 0) {
-            int64_t I[3] = {i % g->N[0], (i / g->N[0]) % g->N[1], i / (g->N[0] * g->N[1])};
+            int64_t I[3] = {i % g->Nl[0], (i / g->Nl[0]) % g->Nl[1], i / (g->Nl[0] * g->Nl[1])};
+            for (int a = 0; a < 3; a++)
+                I[a] += g->I0[a];
             for (int a = 0; a < 3; a++)
                 m->coords[3 * (int64_t)newid[i] + a] =
                     a < g->dim ? L[a] * (double)I[a] / (double)(g->N[a] - 1) : 0.0;
@@ -612,8 +618,9 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
     snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
     m->regions[0].dim = g->dim;
     m->regions[0].tag = 1;
-    /* the point group "origin": the node at (0,0,0), which is fine-grid point 0 */
-    {
+    /* the point group "origin": the node at (0,0,0), which is fine-grid point 0 (where the
+     * cells made start there) */
+    if (!g->I0[0] && !g->I0[1] && !g->I0[2]) {
         int32_t z = 0;
         HK_TRY(hk_elems_push(&g->side[6], HK_EL_POINT1, &z, 1));
     }
@@ -622,6 +629,7 @@ static int gen_finish(gen *g, const double *L, hk_mesh *m)
     for (int s = 0; s <= nsides; s++) {
         hk_group *gr = &m->boundaries[s];
         hk_elems *f = &g->side[s == nsides ? 6 : s].e;
+        if (!f->ptr) HK_TRY(hk_calloc(1, sizeof *f->ptr, &f->ptr)); /* none of its facets made */
         snprintf(gr->name, sizeof gr->name, "%s",
                  s == nsides ? "origin" : (g->dim == 2 ? names2[s] : names3[s]));
         gr->dim = s == nsides ? 0 : g->dim - 1;
@@ -637,15 +645,22 @@ fail:
     return ierr;
 }
 
-static int generate(int dim, const double *L, const int *n, hk_eltype t, hk_mesh *m)
+/* The grid's cells whose index along axis lies in lo .. hi - 1 (all: 0 .. n[axis]). */
+static int generate(int dim, const double *L, const int *n, hk_eltype t, int axis, int lo, int hi,
+                    hk_mesh *m)
 {
     int ierr = 0;
     gen g;
     memset(&g, 0, sizeof g);
     g.dim = dim;
     g.order = hk_eltype_get(t)->order;
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < 3; a++) {
         g.N[a] = a < dim ? (int64_t)g.order * n[a] + 1 : 1;
+        g.lo[a] = a == axis ? lo : 0;
+        g.hi[a] = a == axis ? hi : a < dim ? n[a] : 1;
+        g.I0[a] = (int64_t)g.order * g.lo[a];
+        g.Nl[a] = a < dim ? (int64_t)g.order * (g.hi[a] - g.lo[a]) + 1 : 1;
+    }
     /* up front: the per-node check in push_mapped fires only after billions of cells */
     HK_TRY_CHECK((double)g.N[0] * (double)g.N[1] * (double)g.N[2] <= (double)INT32_MAX,
                  HK_ERR_ARG,
@@ -685,7 +700,7 @@ int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh
              "hk_mesh_rectangle: element type %s is not a 2D cell type; use tri3, tri6, quad4, "
              "quad8 or quad9",
              in ? in->name : "(invalid)");
-    return generate(2, L, n, t, m);
+    return generate(2, L, n, t, 0, 0, nx, m);
 }
 
 int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t, hk_mesh *m)
@@ -700,5 +715,25 @@ int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_elty
              "hk_mesh_box: element type %s is not a 3D cell type the generator makes; use tet4, "
              "tet10, hex8, hex20 or hex27",
              in ? in->name : "(invalid)");
-    return generate(3, L, n, t, m);
+    return generate(3, L, n, t, 0, 0, nx, m);
+}
+
+int hk_mesh_grid_slab(int dim, const double *size, const int *cells, hk_eltype t, int axis, int lo,
+                      int hi, hk_mesh *m)
+{
+    HK_CHECK(m && size && cells && (dim == 2 || dim == 3), HK_ERR_ARG,
+             "hk_mesh_grid_slab: a NULL argument or dimension %d (2 or 3)", dim);
+    memset(m, 0, sizeof *m);
+    double L[3] = {size[0], size[1], dim == 3 ? size[2] : 0};
+    int n[3] = {cells[0], cells[1], dim == 3 ? cells[2] : 1};
+    HK_CALL(check_sizes("hk_mesh_grid_slab", dim, L, n));
+    const hk_eltype_info *in = hk_eltype_get(t);
+    HK_CHECK(in && hk_eltype_has_kernel(t) &&
+                 (dim == 2 ? in->dim == 2 : t >= HK_EL_TET4 && t <= HK_EL_HEX27),
+             HK_ERR_ARG, "hk_mesh_grid_slab: element type %s is not one the %dD generator makes",
+             in ? in->name : "(invalid)", dim);
+    HK_CHECK(axis >= 0 && axis < dim && 0 <= lo && lo < hi && hi <= n[axis], HK_ERR_ARG,
+             "hk_mesh_grid_slab: cells %d .. %d along axis %d of %d cells", lo, hi - 1, axis,
+             n[axis]);
+    return generate(dim, L, n, t, axis, lo, hi, m);
 }

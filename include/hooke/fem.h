@@ -235,6 +235,11 @@ int hk_mesh_write_msh(const char *path, const hk_mesh *m);
 int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh *m);
 int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t,
                 hk_mesh *m);
+/* The cells of hk_mesh_rectangle's (dim 2) or hk_mesh_box's grid whose index along axis (0 x,
+ * 1 y, 2 z) lies in lo .. hi - 1, with the whole grid's coordinates (bit for bit), in its
+ * relative order, and the facets of its groups among them ("origin" where it is made). */
+int hk_mesh_grid_slab(int dim, const double *size, const int *cells, hk_eltype t, int axis, int lo,
+                      int hi, hk_mesh *m);
 /* Reverse Cuthill-McKee renumbering of the nodes, in place. */
 int hk_mesh_renumber_rcm(hk_mesh *m);
 
