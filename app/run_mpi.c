@@ -466,7 +466,9 @@ static void summary(const hk_case *c, hk_run *r0, const hk_system *prep, const h
     }
     hk_run_print_summary(c, r0, stdout);
     printf("  processes      %d, cells partitioned by %s, %lld..%lld owned nodes each\n",
-           hk_comm_size(hk_comm_world()), hk_partitioner_name(), (long long)ps->min_nodes,
+           hk_comm_size(hk_comm_world()),
+           strncmp(ps->by, "slabs", 5) ? hk_partitioner_name() : "slabs of cell layers",
+           (long long)ps->min_nodes,
            (long long)ps->max_nodes);
 }
 

@@ -177,8 +177,22 @@ parts=()
   "forces3|tests/mpi/bracket_forces.yaml|3|--set solver.tol=1e-10|stress unsupported|on the coarse mesh \([0-9]+ cells\) on every process"
   "remote3|tests/mpi/tube_remote.yaml|3|--set solver.tol=1e-10|stress unsupported|on the coarse mesh \\([0-9]+ cells\\) on every process"
   "hybrid3|cases/hybrid/hybrid.yaml|3|--set geometry.refine=1 --set solver.tol=1e-9|stress|on the coarse mesh \([0-9]+ cells\) on every process"
-  "generated|cases/box/box.yaml|2|--set geometry.generate.cells=[6,6,6] --set solver.pc=jacobi||not applied \(a generated grid"
   "few-coarse|cases/kirsch/kirsch.yaml|3|--set geometry.refine=2||not applied \(the coarse mesh's [0-9]+ cells are under 32 a part\)"
+)
+# a generated grid: each process makes its slab of cell layers and the layers beside it (no
+# METIS); forces by area and node count with parts holding no support; 2D and 3D, hex and tet
+slab="slabs of the grid along [xyz] \([0-9]+ cell layers\) on every process"
+parts+=(
+  "grid-hex8-2|cases/box/box.yaml|2|--set geometry.generate.cells=[6,5,8] --set solver.pc=jacobi|stress|${slab/\[xyz\]/z}"
+  "grid-hex8-3|cases/box/box.yaml|3|--set geometry.generate.cells=[7,5,4] --set solver.pc=amg|stress|$slab"
+  "grid-tet10-3|cases/box/box.yaml|3|--set geometry.generate.element=tet10 --set geometry.generate.cells=[4,5,3] --set solver.pc=jacobi|stress|$slab"
+  "grid-hex20-2|cases/box/box.yaml|2|--set geometry.generate.element=hex20 --set geometry.generate.cells=[4,4,6] --set solver.pc=jacobi|stress|$slab"
+  "grid-forces-3|tests/mpi/grid_forces.yaml|3|--set solver.tol=1e-10|stress unsupported|$slab"
+  "grid-forces-tet4-2|tests/mpi/grid_forces.yaml|2|--set geometry.generate.element=tet4 --set solver.tol=1e-10|stress unsupported|$slab"
+  "plate-quad8-2|tests/mpi/plate_grid.yaml|2|--set solver.tol=1e-10|stress unsupported|$slab"
+  "plate-tri6-3|tests/mpi/plate_grid.yaml|3|--set geometry.generate.element=tri6 --set solver.tol=1e-10|stress unsupported|$slab"
+  "grid-few-layers|cases/box/box.yaml|3|--set geometry.generate.cells=[2,2,2] --set solver.pc=jacobi||not applied \(the grid's 2 cell layers along x, its longest axis, are fewer than the 3 processes\)"
+  "grid-fine|cases/box/box.yaml|2|--set geometry.generate.cells=[6,6,6] --set solver.pc=jacobi --set solver.dist.partition=fine||not applied \(solver.dist.partition=fine cuts the fine mesh\)"
 )
 for spec in "${parts[@]}"; do
   IFS='|' read -r name case np opts checks want <<<"$spec"
@@ -198,6 +212,12 @@ for spec in "${parts[@]}"; do
   fi
 done
 # the parts' meshes on 1 and 2 threads: the same pieces byte for byte
+OMP_NUM_THREADS=2 mpi -np 3 "$H" run tests/mpi/grid_forces.yaml --set solver.tol=1e-12 --set output.ascii=true \
+  --set solver.tol=1e-10 --set solver.dist.mesh=parts -o "$T/pm-grid-t2.vtu" >/dev/null 2>&1 || true
+same=1
+for q in 0 1 2; do cmp -s "$T/pm-grid-forces-3-p$q.vtu" "$T/pm-grid-t2-p$q.vtu" || same=0; done
+if [ $same = 1 ]; then ok "parts of a generated grid -np 3 with 1 and 2 threads: the pieces byte for byte"
+else bad "parts of a generated grid -np 3: 2 threads give other bytes than 1"; fi
 if [ $metis = 1 ]; then
   OMP_NUM_THREADS=2 mpi -np 3 "$H" run cases/bracket/bracket.yaml --set solver.tol=1e-12 --set output.ascii=true \
     --set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10 --set solver.dist.mesh=parts \
