@@ -55,6 +55,7 @@ typedef struct pick_ctx {
     hk_mesh coarse;         /* a copy, for the whole model's checks */
     uint64_t print;         /* its fingerprint */
     int axis;               /* a generated grid's: the slabs' axis */
+    double t_rcm;           /* its slab's RCM order's seconds */
     double seconds;
 } pick_ctx;
 
@@ -202,8 +203,7 @@ fail:
 
 static const char axis_names[] = "xyz";
 
-static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **keys,
-                       int *applies)
+static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **keys, int *applies)
 {
     const double t0 = hk_time();
     const int dim = c->gen_dim;
@@ -226,18 +226,24 @@ static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **
     HK_CALL(hk_malloc((size_t)n[axis] * sizeof *x->cpart, &x->cpart));
     int lo = 0, hi = 0;
     for (int q = 0; q < x->P; q++) {
-        const int a = (int)((int64_t)q * n[axis] / x->P), b = (int)((int64_t)(q + 1) * n[axis] / x->P);
+        const int a = (int)((int64_t)q * n[axis] / x->P),
+                  b = (int)((int64_t)(q + 1) * n[axis] / x->P);
         for (int l = a; l < b; l++)
             x->cpart[l] = q;
         if (q == x->me) lo = a, hi = b;
     }
     const int glo = lo > 0 ? lo - 1 : 0, ghi = hi < n[axis] ? hi + 1 : n[axis];
     x->nkept = ghi - glo, x->nown = hi - lo;
+    x->seconds = hk_time() - t0;
     HK_CALL(hk_mesh_grid_slab(dim, c->gen_size, n, c->gen_element, axis, glo, ghi, m));
+    const double t1 = hk_time();
     if (c->mesh.renumber) HK_CALL(hk_mesh_renumber_rcm(m));
+    x->t_rcm = hk_time() - t1;
     /* each cell's layer: the cells come cube by cube (x fastest), `per` cells a cube */
     const hk_eltype t = c->gen_element;
-    const int per = t == HK_EL_TET4 || t == HK_EL_TET10 ? 6 : t == HK_EL_TRI3 || t == HK_EL_TRI6 ? 2 : 1;
+    const int per = t == HK_EL_TET4 || t == HK_EL_TET10  ? 6
+                    : t == HK_EL_TRI3 || t == HK_EL_TRI6 ? 2
+                                                         : 1;
     int64_t nl[3] = {n[0], n[1], n[2]};
     nl[axis] = ghi - glo;
     HK_CALL(hk_malloc((size_t)(m->cells.n + 1) * sizeof *m->cell_coarse, &m->cell_coarse));
@@ -259,7 +265,6 @@ static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **
         (*keys)[v] = (hk_node_key){(uint64_t)(I[0] + N[0] * (I[1] + N[1] * I[2])), 0};
     }
     x->cut_ok = *applies = 1;
-    x->seconds = hk_time() - t0;
     return 0;
 }
 
@@ -863,7 +868,8 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
             hk_mesh_free(&r0->mesh);
             goto done;
         }
-        snprintf(st->by, sizeof st->by, "slabs of the grid along %c (%lld cell layers) on every process",
+        snprintf(st->by, sizeof st->by,
+                 "slabs of the grid along %c (%lld cell layers) on every process",
                  axis_names[x.axis], (long long)x.ncoarse);
         st->t_cut = x.seconds;
         goto cut;
@@ -929,7 +935,7 @@ cut:
              "each process %s in %.2f s (%s in %.2f s), the whole model checked on the %s in "
              "%.2f s, the part prepared in %.2f s and numbered in %.2f s",
              c->generate ? "made its slab of the grid" : "meshed and refined its part", tm[0],
-             c->generate ? "the slab's cells" : "the coarse cut", st->t_cut,
+             c->generate ? "its RCM order" : "the coarse cut", c->generate ? x.t_rcm : st->t_cut,
              c->generate ? "grid of one cell" : "coarse mesh", tm[1], tm[2], tm[3]);
     if (st->moved_ghosts) /* a node projected or kept straight otherwise near a part's edge */
         snprintf(st->steps + strlen(st->steps), sizeof st->steps - strlen(st->steps),

@@ -662,8 +662,7 @@ static int generate(int dim, const double *L, const int *n, hk_eltype t, int axi
         g.Nl[a] = a < dim ? (int64_t)g.order * (g.hi[a] - g.lo[a]) + 1 : 1;
     }
     /* up front: the per-node check in push_mapped fires only after billions of cells */
-    HK_TRY_CHECK((double)g.N[0] * (double)g.N[1] * (double)g.N[2] <= (double)INT32_MAX,
-                 HK_ERR_ARG,
+    HK_TRY_CHECK((double)g.N[0] * (double)g.N[1] * (double)g.N[2] <= (double)INT32_MAX, HK_ERR_ARG,
                  "generated mesh is too large (more than 2^31 grid points); use fewer cells");
     HK_TRY(gen_cells(&g, t, n));
     hk_eltype ft = hk_eltype_facet(t);
