@@ -364,7 +364,7 @@ fail:
 #endif
 
 const char *const hk_part_cut_names[] = {"auto", "coarse", "fine", NULL};
-const char *const hk_part_mesh_names[] = {"whole", "parts", NULL};
+const char *const hk_part_mesh_names[] = {"parts", "whole", NULL};
 
 /* The corners of cells es (the first ones of each cell's nodes) as a CSR list. */
 static int corner_lists(const hk_elems *es, int64_t **cptr_out, int32_t **cnodes_out)

@@ -31,10 +31,10 @@ typedef enum hk_part_cut { HK_PART_AUTO = 0, HK_PART_COARSE, HK_PART_FINE } hk_p
 extern const char *const hk_part_cut_names[]; /* by hk_part_cut, NULL-terminated */
 enum { HK_PART_COARSE_MIN = 32 };
 
-/* Who makes the parts' meshes (solver.dist.mesh, docs/parallel.md): whole (rank 0 meshes the
- * whole model and sends each process its part) or parts (every process refines its own coarse
- * cells; hk_part_make). */
-typedef enum hk_part_mesh { HK_PART_MESH_WHOLE = 0, HK_PART_MESH_PARTS } hk_part_mesh;
+/* Who makes the parts' meshes (solver.dist.mesh, docs/parallel.md): parts (the default: every
+ * process refines its own coarse cells or makes its slab of a generated grid; hk_part_make) or
+ * whole (rank 0 meshes the whole model and sends each process its part). */
+typedef enum hk_part_mesh { HK_PART_MESH_PARTS = 0, HK_PART_MESH_WHOLE } hk_part_mesh;
 extern const char *const hk_part_mesh_names[]; /* by hk_part_mesh, NULL-terminated */
 
 /* What the partition made, and where its time went, for the progress lines. */
