@@ -322,6 +322,13 @@ int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int devi
                                  hk_run_memory *mem);
 int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,
                              int device_fem, hk_run_memory *mem);
+/* The same for process `part` of `parts` making its own part (solver.dist.mesh=parts): before
+ * meshing its share of the geometry's or grid's estimate, after it its part's nodes (owned and
+ * ghosts); a refusal names the process. */
+int hk_run_memory_check_part_geometry(const hk_case *c, const char *backend, int part, int parts,
+                                      hk_run_memory *mem);
+int hk_run_memory_check_part(const hk_case *c, const hk_mesh *part_mesh, const char *backend,
+                             int part, hk_run_memory *mem);
 /* Peak resident size of this process so far (getrusage), bytes. */
 double hk_run_peak_host_bytes(void);
 /* The summary's memory line, and its JSON member (",\n  \"memory\": {...}"). */

@@ -110,7 +110,8 @@ void hk_run_device_wait(void)
  * device assembly's own peak); refuse when either cannot fit. device_fem: the device assembles
  * and recovers (where the solve runs on one), so K stays off the host. */
 static int check(const hk_case *c, const char *backend, double nodes, hk_eltype t,
-                 const char *basis, const hk_mesh *m, int device_fem, hk_run_memory *mem)
+                 const char *basis, const hk_mesh *m, int device_fem, int part,
+                 hk_run_memory *mem)
 {
     double nnz_node, npc;
     kind_factors(t, &nnz_node, &npc);
@@ -131,7 +132,8 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
                              (on_device ? BYTES_PER_NNZ_DEVICE_SOLVE : BYTES_PER_NNZ_HOST_SOLVE) *
                                  nnz;
     mem->host_available = hk_host_memory_available();
-    char fix[96], e[32], a[32];
+    char fix[96], e[32], a[32], who[48] = "this run";
+    if (part >= 0) snprintf(who, sizeof who, "process %d of this run", part);
     if (c->generate)
         snprintf(fix, sizeof fix, "lower geometry.generate.cells");
     else
@@ -140,31 +142,31 @@ static int check(const hk_case *c, const char *backend, double nodes, hk_eltype 
         hk_format_bytes(e, sizeof e, mem->host_estimate);
         hk_format_bytes(a, sizeof a, mem->host_available);
         return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                            "%s: this run needs about %s of host memory (%s, %.3g nodes) but %s "
+                            "%s: %s needs about %s of host memory (%s, %.3g nodes) but %s "
                             "is available; %s",
-                            c->path, e, basis, nodes, a, fix);
+                            c->path, who, e, basis, nodes, a, fix);
     }
     size_t dfree = 0, dtotal = 0;
     if (be && be->mem_info && !be->mem_info(&dfree, &dtotal)) {
         /* K in the solver's format (8 bytes a value, a column index a block), its set-up
          * copies, the Krylov and preconditioner vectors; on several processes each GPU holds
          * its part (docs/parallel.md) */
-        const int nproc = hk_comm_size(hk_comm_world());
+        const int nproc = part >= 0 ? 1 : hk_comm_size(hk_comm_world()); /* nodes: the part's */
         mem->device_estimate = (1.5 * (8.5 * nnz) + 12 * 8 * ndof) / nproc;
         /* the device assembly (docs/assembly.md "On the device", one process only): K, the
          * mesh and its adjacency, a chunk of element records; before the solver's set-up, not
          * beside it */
-        if (nproc == 1 && m && hk_assemble_on_bytes(m, nnz) > mem->device_estimate)
+        if (part < 0 && nproc == 1 && m && hk_assemble_on_bytes(m, nnz) > mem->device_estimate)
             mem->device_estimate = hk_assemble_on_bytes(m, nnz);
         mem->device_available = (double)dfree;
         if (mem->device_estimate > mem->device_available) {
             hk_format_bytes(e, sizeof e, mem->device_estimate);
             hk_format_bytes(a, sizeof a, mem->device_available);
             return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                                "%s: this run needs about %s of device memory (%s, %.3g nodes) "
+                                "%s: %s needs about %s of device memory (%s, %.3g nodes) "
                                 "but %s is free on the device; %s, or solve on the CPU "
                                 "(--backend cpu)",
-                                c->path, e, basis, nodes, a, fix);
+                                c->path, who, e, basis, nodes, a, fix);
         }
     }
     return 0;
@@ -182,9 +184,11 @@ static hk_eltype case_kind(const hk_case *c)
              : (o2 ? HK_EL_TET10 : HK_EL_TET4);
 }
 
-int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int device_fem,
-                                 hk_run_memory *mem)
+/* parts > 1: process part's share of the whole (solver.dist.mesh=parts), 1/parts of it */
+static int check_geometry(const hk_case *c, const char *backend, int device_fem, int part,
+                          int parts, hk_run_memory *mem)
 {
+    const char *share = parts > 1 ? "its share of " : "";
     if (c->generate) {
         /* the grid's nodes (quadratic elements: twice as many per direction), exactly */
         hk_eltype t = c->gen_element;
@@ -193,9 +197,10 @@ int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int devi
         for (int d = 0; d < c->gen_dim; d++)
             nodes *= (double)c->gen_cells[d] * p + 1;
         char basis[128];
-        snprintf(basis, sizeof basis, "a %d x %d%s%.0d grid", c->gen_cells[0], c->gen_cells[1],
-                 c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
-        return check(c, backend, nodes, t, basis, NULL, device_fem, mem);
+        snprintf(basis, sizeof basis, "%sa %d x %d%s%.0d grid", share, c->gen_cells[0],
+                 c->gen_cells[1], c->gen_dim == 3 ? " x " : "",
+                 c->gen_dim == 3 ? c->gen_cells[2] : 0);
+        return check(c, backend, nodes / parts, t, basis, NULL, device_fem, part, mem);
     }
     if (!(c->mesh.size > 0)) return 0; /* sizes from the file: after meshing */
     int dim = 0;
@@ -210,11 +215,25 @@ int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int devi
     double npn, npc;
     kind_factors(t, &npn, &npc);
     char basis[160];
-    snprintf(basis, sizeof basis, "at least %.3g elements from the %s %.3g and size %g",
-             cells, dim == 3 ? "volume" : "area", measure, h);
+    cells /= parts;
+    snprintf(basis, sizeof basis, "at least %.3g elements from %sthe %s %.3g and size %g", cells,
+             share, dim == 3 ? "volume" : "area", measure, h);
     mem->estimated_cells = cells;
-    return check(c, backend, cells * npc, t, basis, NULL, device_fem, mem);
+    return check(c, backend, cells * npc, t, basis, NULL, device_fem, part, mem);
 }
+
+int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int device_fem,
+                                 hk_run_memory *mem)
+{
+    return check_geometry(c, backend, device_fem, -1, 1, mem);
+}
+
+int hk_run_memory_check_part_geometry(const hk_case *c, const char *backend, int part, int parts,
+                                      hk_run_memory *mem)
+{
+    return check_geometry(c, backend, 0, part, parts, mem);
+}
+
 
 int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,
                              int device_fem, hk_run_memory *mem)
@@ -222,7 +241,17 @@ int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *bac
     hk_eltype t = m->cells.n ? (hk_eltype)m->cells.type[0] : case_kind(c);
     char basis[128];
     snprintf(basis, sizeof basis, "%lld elements", (long long)m->cells.n);
-    return check(c, backend, (double)m->nnodes, t, basis, m, device_fem, mem);
+    return check(c, backend, (double)m->nnodes, t, basis, m, device_fem, -1, mem);
+}
+
+int hk_run_memory_check_part(const hk_case *c, const hk_mesh *part_mesh, const char *backend,
+                             int part, hk_run_memory *mem)
+{
+    const hk_mesh *m = part_mesh;
+    hk_eltype t = m->cells.n ? (hk_eltype)m->cells.type[0] : case_kind(c);
+    char basis[128];
+    snprintf(basis, sizeof basis, "its part: %lld elements", (long long)m->cells.n);
+    return check(c, backend, (double)m->nnodes, t, basis, m, 0, part, mem);
 }
 
 void hk_run_print_memory(const hk_run *r, FILE *f)

@@ -832,6 +832,50 @@ static int summary_mesh(const hk_comm *w, const hk_part *pt, hk_mesh *m)
     return 0;
 }
 
+/* The quality of the whole fine mesh from the parts: each process measures the cells it owns
+ * (pt->out_cell: each cell on one process), the minimum over the processes and the mean
+ * weighted by their cell counts, as one process measures the whole mesh. */
+static int owned_quality(const hk_comm *w, const hk_part *pt, hk_mesh_quality *q)
+{
+    int ierr = 0;
+    const hk_mesh *pm = &pt->mesh;
+    hk_mesh own;
+    memset(&own, 0, sizeof own);
+    memset(q, 0, sizeof *q);
+    own.dim = pm->dim, own.nnodes = pm->nnodes, own.coords = pm->coords; /* borrowed */
+    int64_t n = 0, nref = 0;
+    for (int64_t e = 0; e < pm->cells.n; e++)
+        if (pt->out_cell[e]) n++, nref += pm->cells.ptr[e + 1] - pm->cells.ptr[e];
+    hk_mesh_quality mine = {0, 0, 0};
+    ierr = hk_malloc((size_t)n + 1, &own.cells.type);
+    if (!ierr) ierr = hk_malloc((size_t)(n + 1) * sizeof *own.cells.ptr, &own.cells.ptr);
+    if (!ierr) ierr = hk_malloc((size_t)(nref + 1) * sizeof *own.cells.nodes, &own.cells.nodes);
+    if (!ierr) {
+        own.cells.n = n, own.cells.ptr[0] = 0;
+        int64_t j = 0;
+        for (int64_t e = 0; e < pm->cells.n; e++) {
+            if (!pt->out_cell[e]) continue;
+            int64_t k = own.cells.ptr[j];
+            own.cells.type[j] = pm->cells.type[e];
+            for (int64_t i = pm->cells.ptr[e]; i < pm->cells.ptr[e + 1]; i++)
+                own.cells.nodes[k++] = pm->cells.nodes[i];
+            own.cells.ptr[++j] = k;
+        }
+        ierr = hk_mesh_measure_quality(&own, &mine);
+    }
+    free(own.cells.type), free(own.cells.ptr), free(own.cells.nodes);
+    HK_CALL(hk_comm_agree(w, ierr));
+    /* the minimum as the largest negated one (-inf where a process owns no cell) */
+    double lo[1] = {mine.cells ? -mine.min : -INFINITY};
+    double sum[2] = {mine.mean * (double)mine.cells, (double)mine.cells};
+    HK_CALL(hk_comm_max(w, lo, 1));
+    HK_CALL(hk_comm_sum(w, sum, 2));
+    q->cells = (int64_t)sum[1];
+    q->min = q->cells ? -lo[0] : 0;
+    q->mean = q->cells ? sum[0] / sum[1] : 0;
+    return 0;
+}
+
 int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_run *r0,
                  hk_system *prep, hk_part *pt, hk_part_stats *st, int *made, char *note,
                  size_t nnote)
@@ -852,6 +896,9 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
         snprintf(note, nnote, "%s", why);
         return 0;
     }
+    /* the memory guard before meshing: this process's share of the geometry's or grid's */
+    ierr = hk_run_memory_check_part_geometry(c, o->backend, me, P, &r0->mem);
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
     /* 1. every process: the coarse mesh, the cut, its region refined (a generated grid: its
      * slab and the layers beside it made) */
     t = hk_time();
@@ -926,6 +973,15 @@ cut:
     if (ierr == HK_ERR_MODEL) ierr = hk_run_model_error(c, ierr);
     tm[3] = hk_time() - t - tm[2];
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
+    /* the memory guard after meshing: the part's nodes, owned and ghosts */
+    if ((ierr = hk_comm_agree(w, hk_run_memory_check_part(c, &pt->mesh, o->backend, me,
+                                                          &r0->mem))))
+        goto done;
+    double est[2] = {r0->mem.host_estimate, r0->mem.device_estimate};
+    HK_TRY(hk_comm_max(w, est, 2));
+    hk_mesh_quality qa = {0, 0, 0}, qb = {0, 0, 0}; /* the fine cells', the coarse ones' */
+    HK_TRY(owned_quality(w, pt, &qa));
+    if (!c->generate) HK_TRY(hk_mesh_measure_quality(&x.coarse, &qb));
     if ((ierr = hk_comm_agree(w, summary_mesh(w, pt, &r0->mesh)))) goto done;
     HK_TRY(hk_comm_max(w, tm, 4));
     r0->t_mesh = tm[0];
@@ -944,15 +1000,22 @@ cut:
     if (c->generate)
         say(&L,
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld cell layers along "
-            "%c; process 0 made %lld, %lld of them its own)",
+            "%c; process 0 made %lld, %lld of them its own), quality min %.2f mean %.2f",
             (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
-            axis_names[x.axis], (long long)x.nkept, (long long)x.nown);
+            axis_names[x.axis], (long long)x.nkept, (long long)x.nown, qa.min, qa.mean);
     else
         say(&L,
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld coarse cells "
-            "refined %d times; process 0 refined %lld, %lld of them its own)",
+            "refined %d times; process 0 refined %lld, %lld of them its own), quality min %.2f "
+            "mean %.2f -> min %.2f mean %.2f",
             (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
-            hk_mesh_load_refine_stats().levels, (long long)x.nkept, (long long)x.nown);
+            hk_mesh_load_refine_stats().levels, (long long)x.nkept, (long long)x.nown, qb.min,
+            qb.mean, qa.min, qa.mean);
+    say(&L,
+        "memory: about %.0f MB of host memory needed by the largest part (process 0's %.0f MB, "
+        "%.0f MB available)%s",
+        est[0] / 1e6, r0->mem.host_estimate / 1e6, r0->mem.host_available / 1e6,
+        est[1] > 0 ? ", device checked too" : "");
     *made = 1;
     goto done;
 fail:

@@ -227,6 +227,24 @@ if [ $metis = 1 ]; then
   for q in 0 1 2; do cmp -s "$T/pm-bracket3-p$q.vtu" "$T/pm-t2-p$q.vtu" || same=0; done
   if [ $same = 1 ]; then ok "parts bracket -np 3 with 1 and 2 threads: the pieces byte for byte"
   else bad "parts bracket -np 3: 2 threads give other bytes than 1"; fi
+  # the quality line from the parts' own cells (each cell once, by its owner) is whole's to the
+  # printed digits; each process's memory estimate of its part is made and printed
+  for np in 2 3; do
+    q=()
+    for how in whole parts; do
+      mpi -np $np "$H" run cases/bracket/bracket.yaml --set geometry.refine=1 --set solver.pc=amg \
+        --set solver.tol=1e-8 --set solver.dist.mesh=$how -o "$T/pq-$how.vtu" >"$T/pq-$how.out" \
+        2>"$T/pq-$how.err" || true
+      q+=("$(grep -oE 'quality min [0-9.]+ mean [0-9.]+ -> min [0-9.]+ mean [0-9.]+' "$T/pq-$how.err" | head -1)")
+    done
+    if [ -n "${q[0]}" ] && [ "${q[0]}" = "${q[1]}" ]; then
+      ok "parts bracket -np $np: the quality line is whole's (${q[1]})"
+    else bad "parts bracket -np $np: quality '${q[1]}', whole's '${q[0]}'"; grep meshing: "$T/pq-parts.err"; fi
+    if grep -qE "memory: about [1-9][0-9]* MB of host memory needed by the largest part" "$T/pq-parts.err" &&
+       grep -qE "memory +host peak [0-9]+ MB \(estimate [1-9][0-9]* MB" "$T/pq-parts.out"; then
+      ok "parts bracket -np $np: the memory estimate of each part"
+    else bad "parts bracket -np $np: no memory estimate"; grep -h memory "$T/pq-parts.err" "$T/pq-parts.out"; fi
+  done
   # a temperature file (values matched to the nodes by coordinates) on every process's own nodes:
   # the Kirsch plate refined once, heated by dT = 2000 x + 500 y at every node of its mesh
   python3 - "$T" "$PWD" <<'PY'
