@@ -212,6 +212,15 @@ for spec in "${parts[@]}"; do
     bad "parts $name -np $np: ${r:-}"; tail -5 "$T/pm-$name.err"
   fi
 done
+# a part that cannot fit in memory: refused before meshing, in one sentence naming the process
+set +e
+out=$(mpi -np 2 "$H" run cases/box/box.yaml --backend cpu --set "geometry.generate.cells=[600,600,1200]" \
+  --set solver.dist.mesh=parts -o "$T/pm-big.vtu" 2>&1); rc=$?
+set -e
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+   grep -qE "box.yaml: process 0 of this run needs about .* of host memory \(its share of a 600 x 600 x 1200 grid" <<<"$out"; then
+  ok "parts: a part too large for the memory refused, naming the process"
+else bad "parts: a part too large for the memory: exit $rc"; echo "$out" | head -3; fi
 # the parts' meshes on 1 and 2 threads: the same pieces byte for byte
 OMP_NUM_THREADS=2 mpi -np 3 "$H" run tests/mpi/grid_forces.yaml --set solver.tol=1e-12 --set output.ascii=true \
   --set solver.tol=1e-10 --set solver.dist.mesh=parts -o "$T/pm-grid-t2.vtu" >/dev/null 2>&1 || true
