@@ -513,7 +513,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         ierr = hk_part_make(w, c, o, &r0, &prep, &pt, &ps, &by_parts, parts_note,
                             sizeof parts_note);
     if (!ierr && !by_parts && me == 0) {
-        if (!r0.mesh.nnodes) ierr = hk_run_mesh(c, o, &r0); /* else the parts' fallback's */
+        if (!r0.mesh.nnodes) ierr = hk_run_mesh(c, o, &r0);
+        else /* the parts' fallback's whole mesh: its estimate, not a part's share */
+            ierr = hk_run_memory_check_mesh(c, &r0.mesh, o->backend, 0, &r0.mem);
         t_meshed = hk_time();
     }
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
