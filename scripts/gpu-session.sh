@@ -21,7 +21,11 @@ scripts/gpu-check.sh "$OUT/check" info > "$OUT/check.log" 2>&1
 export LD_LIBRARY_PATH=/tmp/hooke-prefix/fallback:/tmp/hooke-prefix/gmsh/lib
 export OMP_WAIT_POLICY=passive
 B=build-gpu
-{ git log --oneline -1; cat "$OUT/check/info.txt"; tail -3 "$OUT/check/build.log"; } > "$OUT/info.md" 2>&1
+# the device's copy of .git may be older than the tree sent with the call: say how many tracked
+# files differ from the commit named, so a figure is not credited to that commit alone
+{ git log --oneline -1
+  echo "tracked files differing from that commit: $(git diff --name-only HEAD 2>/dev/null | wc -l)"
+  cat "$OUT/check/info.txt"; tail -3 "$OUT/check/build.log"; } > "$OUT/info.md" 2>&1
 rm -rf "$OUT/check"
 
 # The stacks of the hooke processes running case $1 (a run that has not ended in time).
