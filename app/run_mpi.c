@@ -34,10 +34,7 @@ static void say(const mlog *L, const char *fmt, ...)
     if (!L->on) return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "[%7.2f s] ", hk_time() - L->t0);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
+    hk_run_vprogress(stderr, L->t0, fmt, ap);
     va_end(ap);
 }
 
