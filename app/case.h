@@ -355,6 +355,17 @@ void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* A distributed run's progress lines: printed where on is set (rank 0, not quiet), on stderr,
+ * t0 the run's start. */
+typedef struct hk_run_log {
+    int on;
+    double t0;
+} hk_run_log;
+void hk_run_say(const hk_run_log *L, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* The seconds of the last hk_mesh_load's phases, as "Gmsh start and file 0.05, curves and
  * surfaces 0.10, ..." (hooke run, hooke mesh, hooke bench app). */
 void hk_run_mesh_phases(char *buf, size_t n);

@@ -37,6 +37,15 @@ void hk_run_progress(const hk_run_opts *o, double t0, const char *fmt, ...)
     va_end(ap);
 }
 
+void hk_run_say(const hk_run_log *L, const char *fmt, ...)
+{
+    if (!L->on) return;
+    va_list ap;
+    va_start(ap, fmt);
+    hk_run_vprogress(stderr, L->t0, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- the summary ---------------------------------------------------------------------- */
 
 void hk_run_set_description(hk_run *r, const char *text)

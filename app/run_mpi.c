@@ -19,28 +19,9 @@
 #include "run_part_mesh.h"
 #include "text.h"
 
-typedef struct mlog {
-    int on; /* rank 0 and not quiet */
-    double t0;
-} mlog;
-
-static void say(const mlog *L, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void say(const mlog *L, const char *fmt, ...)
-{
-    if (!L->on) return;
-    va_list ap;
-    va_start(ap, fmt);
-    hk_run_vprogress(stderr, L->t0, fmt, ap);
-    va_end(ap);
-}
-
 static void monitor(int it, double rnorm, void *ctx)
 {
-    mlog *L = ctx;
+    hk_run_log *L = ctx;
     static double last = 0;
     const double now = hk_time();
     if (now - last < 1.0) return;
@@ -148,7 +129,7 @@ typedef struct proc_profile {
     char stages[504];
 } proc_profile;
 
-static int profile(const mlog *L, const hk_comm *w, int on, const char *stage,
+static int profile(const hk_run_log *L, const hk_comm *w, int on, const char *stage,
                    const char *const *names, const double *v, int n, int device_stages)
 {
     if (!on) return 0;
@@ -169,10 +150,10 @@ static int profile(const mlog *L, const hk_comm *w, int on, const char *stage,
                 k += (size_t)snprintf(line + k, sizeof line - k, "%s%.2f", q ? "/" : "",
                                       all[q].v[i]);
         }
-        say(L, "%s", line);
+        hk_run_say(L, "%s", line);
         for (int q = 0; q < P; q++)
             if (all[q].stages[0])
-                say(L, "%s: process %d on its device (ms): %s", stage, q, all[q].stages);
+                hk_run_say(L, "%s: process %d on its device (ms): %s", stage, q, all[q].stages);
     }
     free(all);
     return ierr;
@@ -473,7 +454,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 {
     const hk_comm *w = hk_comm_world();
     const int me = hk_comm_rank(w), P = hk_comm_size(w);
-    mlog L = {.on = me == 0 && !o->quiet, .t0 = hk_time()};
+    hk_run_log L = {.on = me == 0 && !o->quiet, .t0 = hk_time()};
     hk_run r0; /* rank 0: the whole mesh and the summary */
     hk_system prep = {0}, sys = {0};
     hk_part pt = {0};
@@ -519,12 +500,15 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 
     /* 2. the parts: rank 0 prepares the whole model while the cut runs on a thread */
     if (parts_note[0])
-        say(&L, "partition: solver.dist.mesh=parts not applied (%s): process 0 meshed the whole "
-                "model", parts_note);
+        hk_run_say(&L,
+                   "partition: solver.dist.mesh=parts not applied (%s): process 0 meshed the whole "
+                   "model",
+                   parts_note);
     t_agreed = 0;
     if (!by_parts) {
         if (me == 0) {
-            say(&L, "assembly: %d processes; checks, supports and surface loads on the whole model",
+            hk_run_say(
+                &L, "assembly: %d processes; checks, supports and surface loads on the whole model",
                 P);
             prepare_ctx pc = {c, &r0.model.problem, &prep};
             ierr = hk_part_distribute(w, &r0.model.problem, prepare_whole, &pc, &prep,
@@ -541,7 +525,8 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if ((ierr = hk_comm_agree(w, bcast_model(w, me == 0 ? &r0.model.problem : NULL, &sm))))
         goto done;
     t_bcast = hk_time() - t;
-    say(&L,
+    hk_run_say(
+        &L,
         "partition: %d parts by %s in %.2f s, %lld..%lld owned nodes, %lld..%lld cells, up to "
         "%lld ghost nodes",
         P, ps.by, ps.t_cut, (long long)ps.min_nodes, (long long)ps.max_nodes,
@@ -579,13 +564,16 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
      * parts are built on a thread while the one before is sent, so the main thread's share of
      * them is the waits for the builds and the sends */
     if (by_parts)
-        say(&L, "parts: %s, model broadcast in %.2f s, device start waited %.2f s, backends "
-                "chosen in %.2f s", ps.steps, t_bcast, t_device, t_backends[0]);
+        hk_run_say(&L,
+                   "parts: %s, model broadcast in %.2f s, device start waited %.2f s, backends "
+                   "chosen in %.2f s",
+                   ps.steps, t_bcast, t_device, t_backends[0]);
     else if (L.on) {
         const double span = hk_time() - t_meshed;
         const double named = t_prep + ps.t_cut_wait + ps.t_wait + ps.t_send + t_agreed + t_bcast +
                              t_device + t_backends[0];
-        say(&L,
+        hk_run_say(
+            &L,
             "parts: %.2f s from the mesh to the parts' assembly: whole model prepared in %.2f s "
             "(meanwhile on a thread cut in %.2f s, boundary lists %.2f s), waiting for the cut "
             "%.2f s, waiting for parts built %.2f s (all built in %.2f s, on a thread), sent in "
@@ -636,11 +624,12 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     }
     if (!on_device) snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     r0.t_assembly += tmax[0];
-    say(&L,
-        "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s: the whole model's "
-        "checks, supports and loads %.2f s, then %.2f s (rows of each part)%s",
-        (long long)(pt.nglobal * pt.mesh.dim), (long long)prep.nfixed,
-        (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly, t_prep, tmax[0], where);
+    hk_run_say(&L,
+               "assembly: %lld DOFs (%lld prescribed), %lld nonzeros in %.2f s: the whole model's "
+               "checks, supports and loads %.2f s, then %.2f s (rows of each part)%s",
+               (long long)(pt.nglobal * pt.mesh.dim), (long long)prep.nfixed,
+               (long long)(nnzb * pt.mesh.dim * pt.mesh.dim), r0.t_assembly, t_prep, tmax[0],
+               where);
 
     /* 4. the distributed solve */
     t = hk_time();
@@ -672,7 +661,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         ierr = hk_run_solver_option_error(c, ierr);
     if (ierr) goto done; /* agreed inside */
     hk_run_describe_solver(&r0, s);
-    say(&L, "solve: %s%s", r0.solver_desc, choice);
+    hk_run_say(&L, "solve: %s%s", r0.solver_desc, choice);
     if (L.on) hk_solver_set_monitor(s, monitor, &L);
     const int d = pt.mesh.dim;
     HK_TRY(hk_calloc((size_t)(d * pt.mesh.nnodes + 1), sizeof *u, &u));
@@ -685,9 +674,9 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     r0.t_setup = r0.res.setup_seconds;
     r0.t_solve = hk_time() - t - r0.t_setup;
     r0.converged = hk_reason_converged(r0.res.reason);
-    say(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
-        hk_reason_name(r0.res.reason), r0.res.iterations, r0.res.true_residual, r0.t_solve,
-        r0.t_setup);
+    hk_run_say(&L, "solve: %s after %d iterations, true residual %.3e, in %.2f s (set-up %.2f s)",
+               hk_reason_name(r0.res.reason), r0.res.iterations, r0.res.true_residual, r0.t_solve,
+               r0.t_setup);
     if (L.on && getenv("HOOKE_DIST_PROFILE") && strcmp(getenv("HOOKE_DIST_PROFILE"), "0"))
         fprintf(stderr,
                 "dist solve stage (rank 0): %.4f s: the assembled K freed %.4f, the solve call "
@@ -740,7 +729,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         HK_TRY(profile(&L, w, prof, "postproc", names, pv, 6, strcmp(r0.recovered_on, "host")));
     }
     if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
-    say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);
+    hk_run_say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);
     solved = 1;
 
     /* 6. one piece per process, the .pvtu naming them */
@@ -774,7 +763,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     HK_TRY(hk_comm_max(w, tmax, 1));
     r0.t_output = tmax[0];
     snprintf(r0.output, sizeof r0.output, "%s", pvtu);
-    say(&L, "output: %s and %d pieces in %.2f s", pvtu, P, r0.t_output);
+    hk_run_say(&L, "output: %s and %d pieces in %.2f s", pvtu, P, r0.t_output);
     written = 1;
     if (!r0.converged)
         ierr = hk_error_set(

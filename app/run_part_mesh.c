@@ -20,25 +20,6 @@
 
 enum { TAG_KEYS = 7311, TAG_ANSWERS = 7312 };
 
-typedef struct plog {
-    int on;
-    double t0;
-} plog;
-
-static void say(const plog *L, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void say(const plog *L, const char *fmt, ...)
-{
-    if (!L->on) return;
-    va_list ap;
-    va_start(ap, fmt);
-    hk_run_vprogress(stderr, L->t0, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- the coarse mesh and its cut, the same on every process -------------------------------- */
 
 typedef struct pick_ctx {
@@ -879,7 +860,7 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
 {
     int ierr = 0;
     const int P = hk_comm_size(w), me = hk_comm_rank(w);
-    plog L = {.on = me == 0 && !o->quiet, .t0 = hk_time()};
+    hk_run_log L = {.on = me == 0 && !o->quiet, .t0 = hk_time()};
     pick_ctx x = {.P = P, .me = me, .cut = (hk_part_cut)c->dist_partition};
     hk_mesh_region reg = {.select = pick, .ctx = &x};
     hk_case_model cm = {0};
@@ -901,7 +882,8 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
     t = hk_time();
     if (c->generate) {
         int applies = 0;
-        say(&L, "meshing: %s, %d x %d%s%.0d cells, on each of %d processes, each making its slab",
+        hk_run_say(
+            &L, "meshing: %s, %d x %d%s%.0d cells, on each of %d processes, each making its slab",
             c->gen_dim == 2 ? "rectangle" : "box", c->gen_cells[0], c->gen_cells[1],
             c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0, P);
         ierr = grid_region(c, &x, &r0->mesh, &reg.keys, &applies);
@@ -918,8 +900,8 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
         st->t_cut = x.seconds;
         goto cut;
     }
-    say(&L, "meshing: %s (order %d%s) on each of %d processes, each refining its own part",
-        c->geo_file, c->mesh.order, c->mesh.quad ? ", quads" : "", P);
+    hk_run_say(&L, "meshing: %s (order %d%s) on each of %d processes, each refining its own part",
+               c->geo_file, c->mesh.order, c->mesh.quad ? ", quads" : "", P);
     hk_mesh_options mo = c->mesh;
     mo.verbose = o->verbose;
     ierr = hk_mesh_load_region(c->geo_file, &mo, &reg, &r0->mesh);
@@ -995,20 +977,23 @@ cut:
                  " (%lld ghost nodes placed by their owners, not where their part made them)",
                  (long long)st->moved_ghosts);
     if (c->generate)
-        say(&L,
+        hk_run_say(
+            &L,
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld cell layers along "
             "%c; process 0 made %lld, %lld of them its own), quality min %.2f mean %.2f",
             (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
             axis_names[x.axis], (long long)x.nkept, (long long)x.nown, qa.min, qa.mean);
     else
-        say(&L,
+        hk_run_say(
+            &L,
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld coarse cells "
             "refined %d times; process 0 refined %lld, %lld of them its own), quality min %.2f "
             "mean %.2f -> min %.2f mean %.2f",
             (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
             hk_mesh_load_refine_stats().levels, (long long)x.nkept, (long long)x.nown, qb.min,
             qb.mean, qa.min, qa.mean);
-    say(&L,
+    hk_run_say(
+        &L,
         "memory: about %.0f MB of host memory needed by the largest part (process 0's %.0f MB, "
         "%.0f MB available)%s",
         est[0] / 1e6, r0->mem.host_estimate / 1e6, r0->mem.host_available / 1e6,
