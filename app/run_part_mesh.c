@@ -987,10 +987,11 @@ cut:
         hk_run_say(
             &L,
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld coarse cells "
-            "refined %d times; process 0 refined %lld, %lld of them its own), quality min %.2f "
+            "refined %d time%s; process 0 refined %lld, %lld of them its own), quality min %.2f "
             "mean %.2f -> min %.2f mean %.2f",
             (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
-            hk_mesh_load_refine_stats().levels, (long long)x.nkept, (long long)x.nown, qb.min,
+            hk_mesh_load_refine_stats().levels, hk_mesh_load_refine_stats().levels == 1 ? "" : "s",
+            (long long)x.nkept, (long long)x.nown, qb.min,
             qb.mean, qa.min, qa.mean);
     hk_run_say(
         &L,
