@@ -6,13 +6,19 @@
  *
  * Solve times are medians of 3 solves after a warm-up (1 with --size large).
  *
- * Solver series (3D elasticity of hexahedra, hk_gen_elasticity3d, n x n x n cells per process,
- * the processes' slabs stacked along z: rows in contiguous blocks): for each method, set-up,
- * solve, iterations and time per iteration of
- *   weak:   n x n x nP cells on P processes against n x n x n on one (efficiency T1 / TP),
- *   strong: n x n x nP cells on P processes against the same on one (speedup T1 / TP).
- * Run series (weak, the whole hooke run of cases/box/box.yaml, generated cells c x c x cP on P
- * processes against c x c x c on one): end to end, mesh to output.
+ * Solver series (3D elasticity of hexahedra, hk_gen_elasticity3d, the processes' slabs of cell
+ * layers stacked along z: rows in contiguous blocks): for each method, set-up, solve, iterations
+ * and time per iteration of
+ *   weak:      n x n x nP cells on P processes (a P-times longer beam) against n x n x n on one
+ *              (efficiency T1 / TP),
+ *   weak-cube: an m x m x m cube on P processes, m the multiple of P whose cube is nearest
+ *              P n^3 (the same shape refined), against n x n x n on one (efficiency per DOF a
+ *              process: (T1 / DOFs1) / (TP / (DOFsP / P))),
+ *   strong:    n x n x nP cells on P processes against the same on one (speedup T1 / TP).
+ * Both weak series compare with one one-process baseline a method, measured once.
+ * Run series (weak, the whole hooke run of cases/box/box.yaml, generated cells c x c x cP, or a
+ * cube of m x m x m with m from c as above, on P processes against c x c x c on one): end to
+ * end, mesh to output.
  * Every row names the transport the P processes used (dist.comm: nccl or mpi; --comm).
  * --resident: each K (and for one process the grid's coordinates) in the backend's memory
  * before the clock, handed over as hooke run's device assembly hands them over
@@ -42,8 +48,13 @@ static void scale_usage(FILE *f)
                "  --comm NAME        how the processes exchange (dist.comm): auto (default:\n"
                "                     MPI, the faster one measured), nccl or mpi\n"
                "  --tol T            relative tolerance (default 1e-8)\n"
+               "  --weak SHAPE       the weak series: slab (n x n x nP cells, the beam P times\n"
+               "                     longer), cube (m x m x m, m the multiple of P whose cube is\n"
+               "                     nearest P n^3: the same shape refined) or both (default)\n"
                "  --run-cells C      the whole-run series: cells per side of a process's part of\n"
                "                     the box case (default by --size: 8, 24, 80; 0: skip)\n"
+               "  --run-shape SHAPE  the whole run's P-process box: slab (c x c x cP), cube\n"
+               "                     (m x m x m from c as for --weak) or both (default: --weak's)\n"
                "  --no-strong        skip the strong series' one-process baseline (its whole\n"
                "                     problem on one process)\n"
                "  --resident         each process's K in the backend's memory before the clock,\n"
@@ -74,28 +85,60 @@ typedef struct solve_figs {
     char comm[8]; /* the P processes' transport (hk_solver_dist_comm), "" on one */
 } solve_figs;
 
-/* One record of the JSON: the one-process and the P-process figures and their ratios
- * (efficiency for weak, speedup for strong). */
-static void json_row(hk_json *j, const char *series, const char *method, long long dofs,
-                     const solve_figs *one, const solve_figs *many)
+/* 3D elasticity's DOFs on nx x ny x nz hexahedra (every node's three, the fixed ones too). */
+static long long grid_dofs(int nx, int ny, int nz)
 {
-    const int weak = !strcmp(series, "weak");
+    return 3LL * (nx + 1) * (ny + 1) * (nz + 1);
+}
+
+/* The cells per side of the cube a weak-cube series gives P processes for n x n x n cells on
+ * one: the multiple of P nearest (by ratio) to n P^(1/3), whose cube is nearest P n^3, so that
+ * every process's slab holds m / P whole cell layers (its rows a contiguous block) and about
+ * n^3 cells. */
+static int cube_side(int n, int P)
+{
+    const double exact = n * cbrt((double)P);
+    const long k = (long)floor(exact / P); /* k P <= exact < (k + 1) P */
+    if (k < 1) return P;
+    return exact / (double)(k * P) <= (double)((k + 1) * P) / exact ? (int)(k * P)
+                                                                    : (int)((k + 1) * P);
+}
+
+/* One row of the table and its record in the JSON: the one-process figures (one, dofs1 DOFs)
+ * and the P processes' (many, dofsP DOFs together) and their ratios: efficiency for the weak
+ * series (weak-cube's per DOF a process, (T1 / DOFs1) / (TP / (DOFsP / P)), since its cube
+ * gives each process a few DOFs more or fewer than n^3 cells), speedup for strong. */
+static void report_row(FILE *f, hk_json *j, const char *series, const char *method, int P,
+                       long long dofs1, long long dofsP, const solve_figs *one,
+                       const solve_figs *many)
+{
+    const int weak = !strncmp(series, "weak", 4);
+    const double per_dof = !strcmp(series, "weak-cube") ? (double)dofsP / P / dofs1 : 1;
     const double t1 = one->setup + one->solve, tP = many->setup + many->solve;
     const double it1 = one->iterations ? one->solve / one->iterations : NAN;
     const double itP = many->iterations ? many->solve / many->iterations : NAN;
+    const double whole = per_dof * t1 / tP, per_it = per_dof * it1 / itP;
+    char r_it[32], r_all[32];
+    snprintf(r_it, sizeof r_it, weak ? "%.0f %%" : "%.2fx", weak ? 100 * per_it : per_it);
+    snprintf(r_all, sizeof r_all, weak ? "%.0f %%" : "%.2fx", weak ? 100 * whole : whole);
+    hk_table_row(f, "%s|%s|%s|%lld|%lld (%lld)|%d|%d|%.3f|%.3f|%.3f|%.3f|%s|%s", series, method,
+                 many->comm, dofs1, dofsP, dofsP / P, one->iterations, many->iterations, t1, tP,
+                 1e3 * it1, 1e3 * itP, r_it, r_all);
     hk_json_begin_object(j, NULL);
     hk_json_string(j, "series", series);
     hk_json_string(j, "method", method);
     hk_json_string(j, "comm", many->comm);
-    hk_json_int(j, "dofs", dofs);
+    hk_json_int(j, "dofs", dofsP);
+    hk_json_int(j, "dofs_1", dofs1);
+    hk_json_number(j, "dofs_per_process_p", (double)dofsP / P);
     hk_json_int(j, "iterations_1", one->iterations);
     hk_json_int(j, "iterations_p", many->iterations);
     hk_json_number(j, "setup_1", one->setup);
     hk_json_number(j, "solve_1", one->solve);
     hk_json_number(j, "setup_p", many->setup);
     hk_json_number(j, "solve_p", many->solve);
-    hk_json_number(j, weak ? "efficiency" : "speedup", t1 / tP);
-    hk_json_number(j, weak ? "efficiency_per_iteration" : "speedup_per_iteration", it1 / itP);
+    hk_json_number(j, weak ? "efficiency" : "speedup", whole);
+    hk_json_number(j, weak ? "efficiency_per_iteration" : "speedup_per_iteration", per_it);
     hk_json_end_object(j);
 }
 
@@ -195,9 +238,9 @@ static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const
 }
 
 /* The whole run of a generated box (hex8, clamped at x = 0, a traction on x = 1 and gravity:
- * cases/box/box.yaml) of c x c x (c k) cells: on every process (alone: rank 0 through the
- * one-process pipeline, the others waiting), its wall time. */
-static int run_box(const hk_comm *c, int alone, int cells, int k, const char *backend,
+ * cases/box/box.yaml) of 1 x 1 x zlen with nxy x nxy x nz cells: on every process (alone: rank
+ * 0 through the one-process pipeline, the others waiting), its wall time. */
+static int run_box(const hk_comm *c, int alone, int nxy, int nz, int zlen, const char *backend,
                    const char *pc, const char *comm, double *seconds)
 {
     char yaml[128], out[128];
@@ -216,7 +259,7 @@ static int run_box(const hk_comm *c, int alone, int cells, int k, const char *ba
             "  - gravity: [0, 0, -9.81]\n"
             "solver: {method: cg, pc: %s, tol: 1e-8, dist: {comm: %s}}\n"
             "output: {file: %s}\n",
-            k, cells, cells, cells * k, pc, comm, out);
+            zlen, nxy, nxy, nz, pc, comm, out);
     fclose(y);
     hk_case cs;
     int ierr = hk_case_load(yaml, 0, NULL, &cs);
@@ -246,12 +289,25 @@ static int run_box(const hk_comm *c, int alone, int cells, int k, const char *ba
     return ierr;
 }
 
+/* A --weak or --run-shape value: SHAPE_SLAB, SHAPE_CUBE or both; 0 for another. */
+enum { SHAPE_SLAB = 1, SHAPE_CUBE = 2 };
+static int parse_shape(const char *v)
+{
+    return !strcmp(v, "slab")   ? SHAPE_SLAB
+           : !strcmp(v, "cube") ? SHAPE_CUBE
+           : !strcmp(v, "both") ? SHAPE_SLAB | SHAPE_CUBE
+                                : 0;
+}
+
+#define MAX_METHODS 16
+
 int hk_bench_scale(int argc, char **argv)
 {
     hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const hk_comm *c = hk_comm_world();
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     int n = 0, run_cells = -1, strong = 1, resident = 0;
+    int weak = SHAPE_SLAB | SHAPE_CUBE, run_shape = 0; /* 0: as weak */
     double tol = 1e-8;
     const char *methods = "cg,pipecg,scg", *pc = "poly", *comm = "auto";
     for (int i = 1; i < argc;) {
@@ -285,7 +341,15 @@ int hk_bench_scale(int argc, char **argv)
             comm = v;
         else if (!strcmp(a, "--tol"))
             tol = atof(v);
-        else {
+        else if (!strcmp(a, "--weak") || !strcmp(a, "--run-shape")) {
+            const int shape = parse_shape(v);
+            if (!shape) {
+                if (me == 0)
+                    fprintf(stderr, "hooke bench scale: %s '%s' is not slab, cube or both\n", a, v);
+                return 2;
+            }
+            *(!strcmp(a, "--weak") ? &weak : &run_shape) = shape;
+        } else {
             if (me == 0)
                 fprintf(stderr,
                         "hooke bench scale: unknown option '%s' (hooke bench scale "
@@ -295,6 +359,7 @@ int hk_bench_scale(int argc, char **argv)
         }
         i += 2;
     }
+    if (!run_shape) run_shape = weak;
     if (n <= 0) n = (int)hk_bench_pick(bo.size, 16, 40, 168);
     const int reps = bo.size == HK_BENCH_LARGE ? 1 : 3; /* after a warm-up solve */
     if (run_cells < 0) run_cells = (int)hk_bench_pick(bo.size, 8, 24, 80);
@@ -303,12 +368,28 @@ int hk_bench_scale(int argc, char **argv)
             fprintf(stderr, "hooke bench scale: --n %d or --tol %g out of range\n", n, tol);
         return 2;
     }
+    char list[256];
+    const char *method[MAX_METHODS];
+    int nmethods = 0;
+    snprintf(list, sizeof list, "%s", methods);
+    for (char *save = NULL, *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        if (nmethods == MAX_METHODS) {
+            if (me == 0)
+                fprintf(stderr, "hooke bench scale: --methods names more than %d methods\n",
+                        MAX_METHODS);
+            return 2;
+        }
+        method[nmethods++] = m;
+    }
     /* --resident: the backend each process puts its K in (every process its own device) */
     const hk_backend *rbe = NULL;
     if (resident && hk_comm_agree(c, hk_backend_get(bo.backend, &rbe))) {
         if (me == 0) fprintf(stderr, "hooke bench scale: %s\n", hk_error_message());
         return 1;
     }
+    const int m = cube_side(n, P);                             /* weak-cube's cells a side */
+    const int slab = (weak & SHAPE_SLAB) || (strong && P > 1); /* strong solves the slab too */
+    const long long dofs1 = grid_dofs(n, n, n);
     FILE *f = me == 0 ? stdout : fopen("/dev/null", "w");
     hk_json j = {0};
     if (me == 0 && bo.json && hk_json_open(&j, bo.json)) return 1;
@@ -316,102 +397,131 @@ int hk_bench_scale(int argc, char **argv)
         fprintf(f, "## Scaling on %d process%s (backend %s), each beside one process\n\n", P,
                 P == 1 ? "" : "es", bo.backend);
         fprintf(f,
-                "3D elasticity, hexahedra, %d x %d x %d cells a process (%lld DOFs), pc=%s, "
-                "tol %g; partitions: slabs along z; K %s.\n\n",
-                n, n, n, (long long)3 * (n + 1) * (n + 1) * (n + 1), pc, tol,
+                "3D elasticity, hexahedra, pc=%s, tol %g; one process: %d x %d x %d cells (%lld "
+                "DOFs); P processes: slabs of cell layers along z (contiguous rows)",
+                pc, tol, n, n, n, dofs1);
+        if (slab)
+            fprintf(f, ", weak%s %d x %d x %d cells", strong && P > 1 ? " and strong" : "", n, n,
+                    n * P);
+        if (weak & SHAPE_CUBE)
+            fprintf(f, ", weak-cube %d x %d x %d cells (%d layers a process)", m, m, m, m / P);
+        fprintf(f, "; K %s.\n\n",
                 resident ? "in the backend's memory before the clock (--resident)"
                          : "on the host, uploaded in the set-up");
+        if (weak & SHAPE_CUBE)
+            fprintf(f, "weak-cube's ratios are per DOF a process: (T1 / DOFs 1) / (TP / (DOFs P "
+                       "/ P)).\n\n");
         hk_json_begin_object(&j, NULL);
         hk_json_int(&j, "processes", P);
         hk_json_string(&j, "backend", bo.backend);
         hk_json_int(&j, "n", n);
+        if (weak & SHAPE_CUBE) hk_json_int(&j, "cube_cells", m);
         hk_json_string(&j, "pc", pc);
         hk_json_string(&j, "comm_asked", comm);
         hk_json_int(&j, "resident", resident);
         hk_json_begin_array(&j, "solver");
-        hk_table_head(f, "lllrrrrrrrrr",
-                      "series|method|comm|DOFs|iterations 1|iterations P|set-up+solve 1 (s)|"
-                      "set-up+solve P (s)|ms/iteration 1|ms/iteration P|per iteration|"
-                      "set-up+solve");
+        hk_table_head(f, "lllrrrrrrrrrr",
+                      "series|method|comm|DOFs 1|DOFs P (a process)|iterations 1|iterations P|"
+                      "set-up+solve 1 (s)|set-up+solve P (s)|ms/iteration 1|ms/iteration P|"
+                      "per iteration|set-up+solve");
     }
+    /* the one-process baseline of both weak series (rank 0 alone; the others wait at the next
+     * collective), once a method */
+    solve_figs one[MAX_METHODS] = {{0}};
+    char opts[MAX_METHODS][160];
+    for (int k = 0; k < nmethods; k++)
+        snprintf(opts[k], sizeof opts[k], "method=%s pc=%s tol=%g backend=%s", method[k], pc, tol,
+                 bo.backend);
     int ierr = 0;
-    char list[256];
-    snprintf(list, sizeof list, "%s", methods);
-    hk_bcsr K1 = {0}, KP = {0};
-    double *bP = NULL, *xyz1 = NULL, *xyzP = NULL;
-    /* the one-process problem (rank 0) and the P-fold one (rank 0, scattered); the grids'
-     * coordinates on every process (pc=amg's rigid-body modes) */
-    ierr = hk_gen_elasticity3d_coords(n, n, n * P, &xyzP);
     if (me == 0) {
-        if (!ierr) ierr = hk_gen_elasticity3d_coords(n, n, n, &xyz1);
+        hk_bcsr K1 = {0};
+        double *xyz1 = NULL;
+        ierr = hk_gen_elasticity3d_coords(n, n, n, &xyz1);
         if (!ierr) ierr = hk_gen_elasticity3d(n, n, n, &K1);
-        if (!ierr) ierr = hk_gen_elasticity3d(n, n, n * P, &KP);
-        if (!ierr) bP = hk_bench_rhs_ones(&KP);
-        if (!ierr && !bP) ierr = HK_ERR_MEMORY;
+        for (int k = 0; k < nmethods && !ierr; k++)
+            ierr = solve_one(&K1, xyz1, opts[k], rbe, reps, &one[k]);
+        hk_bcsr_free(&K1);
+        free(xyz1);
     }
     ierr = hk_comm_agree(c, ierr);
-    for (char *save = NULL, *m = strtok_r(list, ",", &save); m && !ierr;
-         m = strtok_r(NULL, ",", &save)) {
-        char opts[256];
-        snprintf(opts, sizeof opts, "method=%s pc=%s tol=%g backend=%s", m, pc, tol, bo.backend);
-        char optsP[300]; /* the P processes' exchange as asked */
-        snprintf(optsP, sizeof optsP, "%s dist.comm=%s", opts, comm);
-        solve_figs one = {0}, whole = {0}, many = {0};
-        if (me == 0) ierr = solve_one(&K1, xyz1, opts, rbe, reps, &one);
-        if (!ierr && me == 0 && strong && P > 1)
-            ierr = solve_one(&KP, xyzP, opts, rbe, reps, &whole);
-        if ((ierr = hk_comm_agree(c, ierr))) break;
-        if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, rbe, reps, &many))) break;
-        if (me != 0) continue;
-        const double t1 = one.setup + one.solve, tP = many.setup + many.solve;
-        const double it1 = one.iterations ? 1e3 * one.solve / one.iterations : NAN;
-        const double itP = many.iterations ? 1e3 * many.solve / many.iterations : NAN;
-        fprintf(f,
-                "| weak | %s | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f %% | %.0f %% "
-                "|\n",
-                m, many.comm, (long long)(KP.nbrows * 3), one.iterations, many.iterations, t1, tP,
-                it1, itP, 100 * it1 / itP, 100 * t1 / tP);
-        json_row(&j, "weak", m, KP.nbrows * 3, &one, &many);
-        if (strong && P > 1) {
-            const double tw = whole.setup + whole.solve;
-            const double itw = whole.iterations ? 1e3 * whole.solve / whole.iterations : NAN;
-            fprintf(
-                f,
-                "| strong | %s | %s | %lld | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx "
-                "|\n",
-                m, many.comm, (long long)(KP.nbrows * 3), whole.iterations, many.iterations, tw, tP,
-                itw, itP, itw / itP, tw / tP);
-            json_row(&j, "strong", m, KP.nbrows * 3, &whole, &many);
+    /* the P processes' problems one after the other (each made on rank 0 and scattered): the
+     * slab (weak, strong) and the cube (weak-cube) */
+    for (int shape = SHAPE_SLAB; shape <= SHAPE_CUBE && !ierr; shape++) {
+        if (shape == SHAPE_SLAB ? !slab : !(weak & SHAPE_CUBE)) continue;
+        const int nxy = shape == SHAPE_SLAB ? n : m, nz = shape == SHAPE_SLAB ? n * P : m;
+        hk_bcsr KP = {0};
+        double *bP = NULL, *xyzP = NULL;
+        /* the grid's coordinates on every process (pc=amg's rigid-body modes) */
+        ierr = hk_gen_elasticity3d_coords(nxy, nxy, nz, &xyzP);
+        if (me == 0) {
+            if (!ierr) ierr = hk_gen_elasticity3d(nxy, nxy, nz, &KP);
+            if (!ierr) bP = hk_bench_rhs_ones(&KP);
+            if (!ierr && !bP) ierr = HK_ERR_MEMORY;
         }
-    }
-    hk_bcsr_free(&K1);
-    hk_bcsr_free(&KP);
-    free(bP);
-    free(xyz1);
-    free(xyzP);
-    if (me == 0) hk_json_end_array(&j);
-    /* the whole run, weak */
-    if (!ierr && run_cells > 0) {
-        double t1 = 0, tP = 0;
-        if (me == 0) ierr = run_box(c, 1, run_cells, 1, bo.backend, pc, comm, &t1);
         ierr = hk_comm_agree(c, ierr);
-        if (!ierr) ierr = run_box(c, 0, run_cells, P, bo.backend, pc, comm, &tP);
-        hk_comm_max(c, &tP, 1);
+        const long long dofsP = grid_dofs(nxy, nxy, nz);
+        for (int k = 0; k < nmethods && !ierr; k++) {
+            char optsP[300]; /* the P processes' exchange as asked */
+            snprintf(optsP, sizeof optsP, "%s dist.comm=%s", opts[k], comm);
+            solve_figs whole = {0}, many = {0};
+            const int strong_row = shape == SHAPE_SLAB && strong && P > 1;
+            if (me == 0 && strong_row) ierr = solve_one(&KP, xyzP, opts[k], rbe, reps, &whole);
+            if ((ierr = hk_comm_agree(c, ierr))) break;
+            if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, rbe, reps, &many))) break;
+            if (me != 0) continue;
+            if (shape == SHAPE_CUBE)
+                report_row(f, &j, "weak-cube", method[k], P, dofs1, dofsP, &one[k], &many);
+            else if (weak & SHAPE_SLAB)
+                report_row(f, &j, "weak", method[k], P, dofs1, dofsP, &one[k], &many);
+            if (strong_row) report_row(f, &j, "strong", method[k], P, dofsP, dofsP, &whole, &many);
+        }
+        hk_bcsr_free(&KP);
+        free(bP);
+        free(xyzP);
+    }
+    if (me == 0) hk_json_end_array(&j);
+    /* the whole run, weak: one process's c x c x c box once, then each shape on P processes */
+    if (!ierr && run_cells > 0) {
+        const int mc = cube_side(run_cells, P);
+        const long long run1 = grid_dofs(run_cells, run_cells, run_cells);
+        double t1 = 0;
+        if (me == 0) ierr = run_box(c, 1, run_cells, run_cells, 1, bo.backend, pc, comm, &t1);
+        ierr = hk_comm_agree(c, ierr);
         if (!ierr && me == 0) {
-            const long long dofs = 3LL * (run_cells + 1) * (run_cells + 1) * (run_cells * P + 1);
             fprintf(f,
-                    "\nWhole run (cases/box/box.yaml, hex8, %d x %d x %d cells a process, "
-                    "pc=%s, dist.comm=%s), mesh to output:\n\n",
-                    run_cells, run_cells, run_cells, pc, comm);
-            hk_table_head(f, "rrrrr",
-                          "processes|DOFs|one process (s)|P processes (s)|weak "
-                          "efficiency");
-            hk_table_row(f, "%d|%lld|%.3f|%.3f|%.0f %%", P, dofs, t1, tP, 100 * t1 / tP);
-            hk_json_begin_object(&j, "run");
+                    "\nWhole run (cases/box/box.yaml, hex8, pc=%s, dist.comm=%s), mesh to output: "
+                    "one process %d x %d x %d cells; P processes",
+                    pc, comm, run_cells, run_cells, run_cells);
+            if (run_shape & SHAPE_SLAB)
+                fprintf(f, ", slab %d x %d x %d", run_cells, run_cells, run_cells * P);
+            if (run_shape & SHAPE_CUBE) fprintf(f, ", cube %d x %d x %d", mc, mc, mc);
+            fprintf(f, "%s:\n\n",
+                    run_shape & SHAPE_CUBE ? " (cube's efficiency per DOF a process, as above)"
+                                           : "");
+            hk_table_head(f, "lrrrrrr",
+                          "shape|processes|DOFs 1|DOFs P (a process)|one process (s)|"
+                          "P processes (s)|weak efficiency");
+        }
+        for (int shape = SHAPE_SLAB; shape <= SHAPE_CUBE && !ierr; shape++) {
+            if (!(run_shape & shape)) continue;
+            const int cube = shape == SHAPE_CUBE;
+            const int nxy = cube ? mc : run_cells, nz = cube ? mc : run_cells * P;
+            double tP = 0;
+            ierr =
+                hk_comm_agree(c, run_box(c, 0, nxy, nz, cube ? 1 : P, bo.backend, pc, comm, &tP));
+            hk_comm_max(c, &tP, 1);
+            if (ierr || me != 0) continue;
+            const long long dofs = grid_dofs(nxy, nxy, nz);
+            const double eff = (cube ? (double)dofs / P / run1 : 1) * t1 / tP;
+            hk_table_row(f, "%s|%d|%lld|%lld (%lld)|%.3f|%.3f|%.0f %%", cube ? "cube" : "slab", P,
+                         run1, dofs, dofs / P, t1, tP, 100 * eff);
+            hk_json_begin_object(&j, cube ? "run_cube" : "run");
             hk_json_int(&j, "dofs", dofs);
+            hk_json_int(&j, "dofs_1", run1);
+            if (cube) hk_json_int(&j, "cube_cells", mc);
             hk_json_number(&j, "seconds_1", t1);
             hk_json_number(&j, "seconds_p", tP);
-            hk_json_number(&j, "efficiency", t1 / tP);
+            hk_json_number(&j, "efficiency", eff);
             hk_json_end_object(&j);
         }
     }

@@ -2,8 +2,10 @@
 # Weak and strong scaling of distributed runs (docs/parallel.md): runs
 #   mpirun -np P hooke bench scale ...
 # for each P (default 1 2 4), keeps each run's Markdown table and JSON in OUTDIR, and prints one
-# table of the series over P. Every figure of a run stands beside its one-process baseline
-# measured in that run (hooke bench scale), so runs on a busy machine still compare.
+# table of the series over P (weak: the slab n x n x nP, weak-cube: the cube of about P n^3 cells,
+# and the whole run of each; --weak and --run-shape choose). Every figure of a run stands beside
+# its one-process baseline measured in that run (hooke bench scale), so runs on a busy machine
+# still compare.
 #
 # usage: scripts/bench-scale.sh [OUTDIR] [-- bench options]
 #   NPS="1 2 4 8"   process counts      BUILD=build   HOOKE=$BUILD/hooke
@@ -34,6 +36,8 @@ python3 - "$OUT" $NPS <<'PY'
 import json, os, sys
 out, nps = sys.argv[1], [int(p) for p in sys.argv[2:]]
 runs = {}
+def dofs(x):
+    return "%.2fM" % (x / 1e6) if x >= 1e6 else "%.0f" % x
 for p in nps:
     path = os.path.join(out, "scale-%d.json" % p)
     if os.path.exists(path):
@@ -54,19 +58,22 @@ for series, method in keys:
         hit = [s for s in runs[p]["solver"] if s["series"] == series and s["method"] == method]
         if not hit:
             cells.append("–")
-        elif series == "weak":
+        elif series.startswith("weak"):
             s = hit[0]
-            cells.append("%.0f %% (%.0f %% per iteration, %d/%d it.)" % (
+            cells.append("%.0f %% (%.0f %% per iteration, %d/%d it., DOFs a process %s/%s)" % (
                 100 * s["efficiency"], 100 * s["efficiency_per_iteration"], s["iterations_1"],
-                s["iterations_p"]))
+                s["iterations_p"], dofs(s["dofs_1"]), dofs(s["dofs_per_process_p"])))
         else:
             s = hit[0]
             cells.append("%.2fx (%.2fx per iteration)" % (s["speedup"], s["speedup_per_iteration"]))
     print("| %s | %s | %s |" % (series, method, " | ".join(cells)))
-cells = []
-for p in sorted(runs):
-    r = runs[p].get("run")
-    cells.append("%.0f %% (%.2f s vs %.2f s)" % (100 * r["efficiency"], r["seconds_p"], r["seconds_1"])
-                 if r else "–")
-print("| weak | whole run | %s |" % " | ".join(cells))
+for key, series in (("run", "weak"), ("run_cube", "weak-cube")):
+    if not any(key in r for r in runs.values()):
+        continue
+    cells = []
+    for p in sorted(runs):
+        r = runs[p].get(key)
+        cells.append("%.0f %% (%.2f s vs %.2f s)" % (100 * r["efficiency"], r["seconds_p"],
+                                                     r["seconds_1"]) if r else "–")
+    print("| %s | whole run | %s |" % (series, " | ".join(cells)))
 PY

@@ -430,6 +430,54 @@ if mpi -np 2 "$H" "${scale[@]}" --json "$T/sh.json" >"$T/sh.log" 2>&1 &&
 else bad "bench scale -np 2: host '$(its "$T/sh.json" 2>/dev/null)', --resident '$(its "$T/sr.json" 2>/dev/null)', staged '$(its "$T/ss.json" 2>/dev/null)'"
   tail -3 "$T/sh.log" "$T/sr.log" "$T/ss.log"; fi
 
+# the weak series of both shapes against one process of 6^3 cells (3 x 7^3 = 1029 DOFs): the slab
+# 6 x 6 x 12 (3 x 7 x 7 x 13 = 1911 DOFs), the cube 8^3 (8 the multiple of 2 nearest 6 x 2^(1/3)
+# = 7.6: 3 x 9^3 = 2187 DOFs), each row's DOFs a process and weak-cube's efficiency per DOF a
+# process from the row's own times; the whole run of 3^3 cells (192 DOFs) against the slab
+# 3 x 3 x 6 (336) and the cube 4^3 (375); --weak and --run-shape keep one shape each
+rows() { python3 - "$@" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+want = {"weak": 1911, "weak-cube": 2187, "strong": 1911}
+got = []
+for s in j["solver"]:
+    one = s["dofs_1"] if s["series"] != "strong" else s["dofs"]
+    t1, tp = s["setup_1"] + s["solve_1"], s["setup_p"] + s["solve_p"]
+    per_dof = s["dofs"] / 2 / s["dofs_1"] if s["series"] == "weak-cube" else 1
+    ratio = s["efficiency"] if s["series"].startswith("weak") else s["speedup"]
+    assert s["dofs"] == want[s["series"]] and one == (1029 if s["series"] != "strong" else 1911)
+    assert s["dofs_per_process_p"] == s["dofs"] / 2
+    assert abs(ratio - per_dof * t1 / tp) <= 1e-4 * ratio, s  # the JSON's 6 digits
+    got.append("%s:%s" % (s["series"], s["method"]))
+for key, dofs, cells in (("run", 336, None), ("run_cube", 375, 4)):
+    if key in j:
+        r = j[key]
+        assert r["dofs"] == dofs and r["dofs_1"] == 192 and r.get("cube_cells") == cells, r
+        got.append(key)
+assert j.get("cube_cells", 8) == 8
+print(" ".join(got))
+PY
+}
+cube=(bench scale --backend cpu --pc jacobi --methods cg --n 6 --run-cells 3)
+if r1=$(rows "$T/sh.json") &&
+   [ "$r1" = "weak:cg strong:cg weak:pipecg strong:pipecg weak-cube:cg weak-cube:pipecg" ] &&
+   mpi -np 2 "$H" "${cube[@]}" --json "$T/wc.json" >"$T/wc.md" 2>&1 &&
+   [ "$(rows "$T/wc.json")" = "weak:cg strong:cg weak-cube:cg run run_cube" ] &&
+   grep -q '^| weak-cube | cg | mpi | 1029 | 2187 (1093) | ' "$T/wc.md" &&
+   grep -q '^| weak | cg | mpi | 1029 | 1911 (955) | ' "$T/wc.md" &&
+   grep -q '^| cube | 2 | 192 | 375 (187) | ' "$T/wc.md" && grep -q '^| slab | 2 | 192 | 336 (168) | ' "$T/wc.md" &&
+   mpi -np 2 "$H" "${cube[@]}" --weak cube --no-strong --run-shape slab --json "$T/wo.json" >"$T/wo.md" 2>&1 &&
+   [ "$(rows "$T/wo.json")" = "weak-cube:cg run" ] &&
+   mpi -np 2 "$H" "${cube[@]}" --weak slab --json "$T/ws.json" >"$T/ws.md" 2>&1 &&
+   [ "$(rows "$T/ws.json")" = "weak:cg strong:cg run" ]; then
+  ok "bench scale -np 2: weak (6x6x12) and weak-cube (8^3) rows, their DOFs, per-DOF efficiency, the whole run's slab and cube, --weak and --run-shape"
+else bad "bench scale -np 2 weak-cube: rows '${r1:-}', '$(rows "$T/wc.json" 2>&1 | tail -1)', '$(rows "$T/wo.json" 2>&1 | tail -1)', '$(rows "$T/ws.json" 2>&1 | tail -1)'"
+  tail -5 "$T/wc.md" "$T/wo.md" "$T/ws.md" 2>/dev/null; fi
+set +e; out=$("$H" bench scale --backend cpu --weak cubes 2>&1); rc=$?; set -e
+if [ $rc = 2 ] && [ "$out" = "hooke bench scale: --weak 'cubes' is not slab, cube or both" ]; then
+  ok "bench scale --weak cubes: refused in one sentence"
+else bad "bench scale --weak cubes: exit $rc: $out"; fi
+
 echo "test_mpi: summaries, determinism, refusals"
 # the summary's reduced numbers: the one-process reactions and maxima to rounding
 one=$("$H" run cases/springs/springs.yaml --json -q -o "$T/j1.vtu" 2>/dev/null)
