@@ -37,7 +37,7 @@ import json, os, sys
 out, nps = sys.argv[1], [int(p) for p in sys.argv[2:]]
 runs = {}
 def dofs(x):
-    return "%.2fM" % (x / 1e6) if x >= 1e6 else "%.0f" % x
+    return "%.2fM" % (x / 1e6) if x >= 1e6 else "%d" % int(x)  # the table's DOFs P / P, rounded down
 for p in nps:
     path = os.path.join(out, "scale-%d.json" % p)
     if os.path.exists(path):
