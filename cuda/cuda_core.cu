@@ -316,6 +316,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.block_update = hk_cu_block_update;
     o.block_dots = hk_cu_block_dots;
     o.vec_gather = hk_cu_vec_gather;
+    o.dist_read_columns = hk_cu_dist_read_columns;
+    o.dist_local_pattern = hk_cu_dist_local_pattern;
 #ifdef HOOKE_HAVE_NCCL
     o.dcomm_id = hk_cu_dcomm_id;
     o.dcomm_create = hk_cu_dcomm_create;

@@ -459,6 +459,11 @@ int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
 /* The distributed operator's halo gather (cuda_dist.cu). */
 int hk_cu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
+int hk_cu_dist_read_columns(const int32_t *col, int64_t n, int64_t ncols, int32_t *rank,
+                            int32_t *list, int64_t *nread);
+int hk_cu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_t *col,
+                             const int32_t *map, int64_t nbc, int split, int64_t *rp,
+                             int32_t *lcol, int32_t *src, int32_t *ypos, int64_t *nint);
 #ifdef HOOKE_HAVE_NCCL
 /* cuda_nccl.cu: the device transport of distributed runs (dcomm_* ops, NCCL) */
 int hk_cu_dcomm_id(void *id);

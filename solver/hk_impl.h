@@ -838,6 +838,24 @@ typedef struct hk_backend_ops {
      * the backend's memory; x, y of one precision, y->n >= n bs): packs the halo's send buffer
      * and the boundary rows' owned columns. NULL: the backend cannot run distributed. */
     int (*vec_gather)(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
+    /* The transfer operators' local patterns (pc=amg on several processes, solver/dist/
+     * dist_amg.c), made where the blocks are. dist_read_columns: which of ncols columns the n
+     * entries col[0..n) read: rank[j] the number of read columns before j where j is read, -1
+     * where not (ncols entries); list (NULL: not made) the read columns ascending; *nread
+     * (host) how many. dist_local_pattern: nrows rows whose blocks are col[rowptr[i] -
+     * rowptr[0] .. rowptr[i + 1] - rowptr[0]), column j read as local column map[j] (>= 0,
+     * distinct within a row; < nbc an owned column, else a ghost). Out: rp (nrows + 1), lcol
+     * (rowptr[nrows] - rowptr[0]) each row's local columns ascending, src[q] the position
+     * (from rowptr[0]) of block q's source; split nonzero and rows of both kinds (an interior
+     * row reads no ghost): the interior rows first, then the boundary rows, each kind in its
+     * order, ypos[i] row i's new position, *nint (host) the interior rows; else the rows in
+     * their order and *nint 0 (ypos, nrows entries, then scratch). All arrays on the backend,
+     * outputs allocated by the caller; the same bytes on every backend. */
+    int (*dist_read_columns)(const int32_t *col, int64_t n, int64_t ncols, int32_t *rank,
+                             int32_t *list, int64_t *nread);
+    int (*dist_local_pattern)(int64_t nrows, const int64_t *rowptr, const int32_t *col,
+                              const int32_t *map, int64_t nbc, int split, int64_t *rp,
+                              int32_t *lcol, int32_t *src, int32_t *ypos, int64_t *nint);
     /* The device transport (dist.comm=nccl: NCCL on cuda; NULL where the backend or the build
      * has none, and the layer stages through host memory and MPI). One communicator dc per
      * layout: dcomm_id writes a new one's id (HK_DCOMM_ID_BYTES) on one process, every

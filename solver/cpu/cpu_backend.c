@@ -552,6 +552,11 @@ int hk_cpu_dense_inverse(const hk_bmat *A, hk_vec *Minv, int64_t *bad);
 int hk_cpu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
 /* The halo's gather (cpu_dist.c). */
 int hk_cpu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
+int hk_cpu_dist_read_columns(const int32_t *col, int64_t n, int64_t ncols, int32_t *rank,
+                             int32_t *list, int64_t *nread);
+int hk_cpu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_t *col,
+                              const int32_t *map, int64_t nbc, int split, int64_t *rp,
+                              int32_t *lcol, int32_t *src, int32_t *ypos, int64_t *nint);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -652,4 +657,6 @@ const hk_backend_ops hk_backend_cpu = {
     .block_update = hk_cpu_block_update,
     .block_dots = hk_cpu_block_dots,
     .vec_gather = hk_cpu_vec_gather,
+    .dist_read_columns = hk_cpu_dist_read_columns,
+    .dist_local_pattern = hk_cpu_dist_local_pattern,
 };

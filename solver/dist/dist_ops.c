@@ -423,6 +423,8 @@ void hk_dist_ops_init(hk_dist *d)
     o.dense_inverse = NULL;
     o.dense_gemv = NULL;
     o.bmat_spmv = NULL;
+    o.dist_read_columns = NULL;
+    o.dist_local_pattern = NULL;
     /* the transport belongs to the layout, not to the table's users */
     o.dcomm_id = NULL;
     o.dcomm_create = NULL;
