@@ -39,6 +39,7 @@
 
 #include "dist_impl.h"
 #include "pc/pc_impl.h"
+#include "text.h"
 
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
@@ -599,6 +600,99 @@ fail:
     return ierr;
 }
 
+/* A new operator of nrows block rows (br x bc blocks, nnz of them in all), nothing made yet. */
+static int dmat_new(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
+                    int64_t nnz, dmat **out)
+{
+    *out = NULL;
+    HK_CHECK(nnz <= INT32_MAX, HK_ERR_UNSUPPORTED,
+             "pc=amg: a transfer or coarse operator of %lld blocks on one process is more than "
+             "32-bit block indices hold; run on more processes",
+             (long long)nnz);
+    dmat *m = NULL;
+    HK_CALL(hk_calloc(1, sizeof *m, &m));
+    m->d = d;
+    m->nrows = nrows;
+    m->br = br;
+    m->bc = bc;
+    m->prec = prec;
+    *out = m;
+    return 0;
+}
+
+/* m's halo plan from its ghosts (m->ghost, m->ng) over x's owned range [in_row0, in_row0 +
+ * in_nown), its send list in x's entries (in_inv: an owned global id's offset to x's entry,
+ * NULL: the same). Collective. */
+static int dmat_plan(dmat *m, int64_t in_row0, int64_t in_nown, const int32_t *in_inv)
+{
+    HK_CALL(hk_halo_create(m->d->comm, in_row0, in_nown, m->ng, m->ghost, &m->halo));
+    m->ns = m->halo->send_off[m->halo->nsend];
+    if (in_inv)
+        for (int64_t j = 0; j < m->ns; j++)
+            m->halo->send_idx[j] = in_inv[m->halo->send_idx[j]];
+    return 0;
+}
+
+/* m's values on the backend in M's order (its pattern made): block q is block src[q] (src on
+ * the backend; NULL: the blocks in their order) of val (host) or val_dev (the same on the
+ * backend where they are there already, else NULL; on a device val may then be NULL), into
+ * M.val (fp64) or v32 (fp32, converted before the gather, which moves whole blocks: the same
+ * bytes as converting after it, without an fp64 copy). */
+static int dmat_values(dmat *m, const double *val, const double *val_dev, const int32_t *src)
+{
+    const hk_dist *d = m->d;
+    const hk_backend_ops *L = d->local;
+    const hk_precision prec = m->prec;
+    const int64_t nnz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
+    double *raw_dev = NULL;
+    void *raw32 = NULL;
+    const double *from_val = d->host_memory ? val : val_dev;
+    const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
+    int ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
+    void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
+    if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
+        ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
+    else if (!ierr && nnz) {
+        if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
+        hk_vec from = {
+            .be = L, .n = nnz * bb, .prec = HK_FP64, .data = from_val ? (void *)from_val : raw_dev};
+        if (!ierr && prec == HK_FP32 && src) { /* converted into raw32, then gathered */
+            ierr = L->alloc(&raw32, vbytes + 8);
+            hk_vec to32 = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = raw32};
+            if (!ierr) ierr = L->vec_convert(&to32, &from);
+            from = to32;
+        }
+        hk_vec to = {.be = L, .n = nnz * bb, .prec = prec, .data = dst};
+        if (!ierr)
+            ierr = src               ? L->vec_gather(&to, &from, src, nnz, (int)bb)
+                   : prec == HK_FP32 ? L->vec_convert(&to, &from)
+                                     : L->vec_copy(&to, &from);
+    }
+    if (raw_dev) L->dealloc(raw_dev);
+    if (raw32) L->dealloc(raw32);
+    return ierr;
+}
+
+/* m's send list on the backend, its vectors (the send buffer, x extended, the split rows'
+ * results where split) and, on a device, the host staging of its halo. */
+static int dmat_buffers(dmat *m)
+{
+    const hk_dist *d = m->d;
+    const hk_backend_ops *L = d->local;
+    const hk_precision prec = m->prec;
+    int ierr =
+        upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
+    if (!ierr) ierr = vec_sized(L, m->ns * m->bc, prec, &m->send);
+    if (!ierr) ierr = vec_sized(L, (m->nbc + m->ng) * m->bc, prec, &m->xe);
+    if (!ierr && m->nint) ierr = vec_sized(L, m->nrows * m->br, prec, &m->ytmp);
+    const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
+    if (!ierr && !d->host_memory)
+        ierr = hk_dist_host_alloc(d, (size_t)(m->ns + 1) * e, &m->host_send);
+    if (!ierr && !d->host_memory)
+        ierr = hk_dist_host_alloc(d, (size_t)(m->ng + 1) * e, &m->host_recv);
+    return ierr;
+}
+
 /* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
  * them), values val (host) and val_dev (the same on the backend where they are there
  * already, else NULL; on a device val may then be NULL), x's owned range
@@ -613,35 +707,17 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     double t[2];
     lap_start(t);
     const hk_backend_ops *L = d->local;
-    const int64_t nnz = rowptr[nrows], bb = (int64_t)br * bc;
+    const int64_t nnz = rowptr[nrows];
     int ierr = 0;
     int32_t *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL, *ypos = NULL;
     int64_t *srp = NULL, nint = 0;
-    double *raw_dev = NULL;
-    void *raw32 = NULL;
     dmat *m = NULL;
     *out = NULL;
-    if (nnz > INT32_MAX)
-        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "pc=amg: a transfer or coarse operator of %lld blocks on one process "
-                            "is more than 32-bit block indices hold; run on more processes",
-                            (long long)nnz);
-    if (!ierr) ierr = hk_calloc(1, sizeof *m, &m);
-    if (!ierr) {
-        m->d = d;
-        m->nrows = nrows;
-        m->br = br;
-        m->bc = bc;
-        m->prec = prec;
-        ierr = ghost_columns(nnz, gcol, in_row0, in_nown, &m->ghost, &m->ng);
-    }
+    ierr = dmat_new(d, prec, nrows, br, bc, nnz, &m);
+    if (!ierr) ierr = ghost_columns(nnz, gcol, in_row0, in_nown, &m->ghost, &m->ng);
     HK_TRY(hk_comm_agree(d->comm, ierr));
-    HK_TRY(hk_halo_create(d->comm, in_row0, in_nown, m->ng, m->ghost, &m->halo));
+    HK_TRY(dmat_plan(m, in_row0, in_nown, in_inv));
     step_lap(L, st, ST_OP_HALO, t);
-    m->ns = m->halo->send_off[m->halo->nsend];
-    if (in_inv)
-        for (int64_t j = 0; j < m->ns; j++)
-            m->halo->send_idx[j] = in_inv[m->halo->send_idx[j]];
     /* the local matrix's columns [the owned ones read, then the ghosts], each row sorted and
      * the rows split where asked on the host; the values go to the backend as they are and
      * are put in that order there (one gather), so they are neither copied nor moved on the
@@ -653,49 +729,16 @@ static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int b
     if (!ierr) ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
     if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
     if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
-    /* the values on the backend in M's order: M.val (fp64) or v32 (fp32, converted before the
-     * gather, which moves whole blocks: the same bytes as converting after it, without an
-     * fp64 copy) */
-    const double *from_val = d->host_memory ? val : val_dev;
-    const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
-    if (!ierr) ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
-    void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
-    if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
-        ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
-    else if (!ierr && nnz) {
-        if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
-        if (!ierr && src && !d->host_memory)
-            ierr = upload(L, src, (size_t)nnz * sizeof *src, (void **)&src_dev);
-        hk_vec from = {
-            .be = L, .n = nnz * bb, .prec = HK_FP64, .data = from_val ? (void *)from_val : raw_dev};
-        if (!ierr && prec == HK_FP32 && src) { /* converted into raw32, then gathered */
-            ierr = L->alloc(&raw32, vbytes + 8);
-            hk_vec to32 = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = raw32};
-            if (!ierr) ierr = L->vec_convert(&to32, &from);
-            from = to32;
-        }
-        hk_vec to = {.be = L, .n = nnz * bb, .prec = prec, .data = dst};
-        if (!ierr)
-            ierr = src ? L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nnz, (int)bb)
-                   : prec == HK_FP32 ? L->vec_convert(&to, &from)
-                                     : L->vec_copy(&to, &from);
-    }
-    if (!ierr)
-        ierr = upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
+    if (!ierr && src && !d->host_memory)
+        ierr = upload(L, src, (size_t)nnz * sizeof *src, (void **)&src_dev);
+    if (!ierr) ierr = dmat_values(m, val, val_dev, d->host_memory ? src : src_dev);
     if (!ierr) ierr = upload(L, bcol, (size_t)m->nbc * sizeof(int32_t), (void **)&m->bcol_dev);
-    if (!ierr) ierr = vec_sized(L, m->ns * bc, prec, &m->send);
-    if (!ierr) ierr = vec_sized(L, (m->nbc + m->ng) * bc, prec, &m->xe);
     if (!ierr && ypos) {
         m->nint = nint;
         m->nzint = srp[nint];
         ierr = upload(L, ypos, (size_t)nrows * sizeof *ypos, (void **)&m->ypos_dev);
-        if (!ierr) ierr = vec_sized(L, nrows * br, prec, &m->ytmp);
     }
-    const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)bc;
-    if (!ierr && !d->host_memory)
-        ierr = hk_dist_host_alloc(d, (size_t)(m->ns + 1) * e, &m->host_send);
-    if (!ierr && !d->host_memory)
-        ierr = hk_dist_host_alloc(d, (size_t)(m->ng + 1) * e, &m->host_recv);
+    if (!ierr) ierr = dmat_buffers(m);
     HK_TRY(hk_comm_agree(d->comm, ierr));
     step_lap(L, st, ST_OP_UPLOAD, t);
     *out = m;
@@ -706,9 +749,65 @@ fail:
     free(src);
     free(ypos);
     free(srp);
-    if (raw_dev) L->dealloc(raw_dev);
-    if (raw32) L->dealloc(raw32);
     if (src_dev) L->dealloc(src_dev);
+    dmat_destroy(m);
+    return ierr;
+}
+
+/* The operator of nrows block rows (br x bc blocks, nnz) made from its blocks on the
+ * backend, where local_columns' host work is one backend op (dist_local_pattern, the same
+ * pattern): row i's blocks col[rowptr[i] - rowptr[0] ..) with values val_dev at the same
+ * positions, column j read as local column map[j] ([the nbc owned columns read, bcol_dev
+ * their entries in x ascending], then the ghosts, ghost: their ng global ids ascending);
+ * rowptr, col, map, val_dev on the backend. ghost and bcol_dev are taken (freed here, also on
+ * a failure). x's owned range and in_inv, split and the result as dmat_create's; t: the
+ * step's start (HOOKE_AMG_PROFILE's "halo plans" count from it). Collective. */
+static int dmat_create_dev(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
+                           int64_t nnz, const int64_t *rowptr, const int32_t *col,
+                           const int32_t *map, const double *val_dev, int64_t nbc,
+                           int32_t *bcol_dev, int64_t *ghost, int64_t ng, int64_t in_row0,
+                           int64_t in_nown, const int32_t *in_inv, int split, double *st,
+                           double *t, dmat **out)
+{
+    const hk_backend_ops *L = d->local;
+    int32_t *src = NULL, *ypos = NULL;
+    dmat *m = NULL;
+    *out = NULL;
+    int ierr = dmat_new(d, prec, nrows, br, bc, nnz, &m);
+    if (!ierr) {
+        m->ghost = ghost;
+        m->ng = ng;
+        m->nbc = nbc;
+        m->bcol_dev = bcol_dev;
+    } else {
+        free(ghost);
+        if (bcol_dev) L->dealloc(bcol_dev);
+    }
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(dmat_plan(m, in_row0, in_nown, in_inv));
+    step_lap(L, st, ST_OP_HALO, t);
+    split = split && m->ng && nrows;
+    ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
+    if (!ierr) ierr = L->alloc((void **)&src, (size_t)(nnz + 1) * sizeof *src);
+    if (!ierr && split) ierr = L->alloc((void **)&ypos, (size_t)(nrows + 1) * sizeof *ypos);
+    if (!ierr)
+        ierr = L->dist_local_pattern(nrows, rowptr, col, map, nbc, split, m->M.rowptr,
+                                     m->M.colind, src, ypos, &m->nint);
+    if (!ierr && m->nint) {
+        ierr = L->copy_from(&m->nzint, m->M.rowptr + m->nint, sizeof m->nzint);
+        m->ypos_dev = ypos;
+        ypos = NULL;
+    }
+    step_lap(L, st, ST_OP_COLUMNS, t);
+    if (!ierr) ierr = dmat_values(m, val_dev, val_dev, src); /* on the cpu val_dev is the host's */
+    if (!ierr) ierr = dmat_buffers(m);
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    step_lap(L, st, ST_OP_UPLOAD, t);
+    *out = m;
+    m = NULL;
+fail:
+    if (src) L->dealloc(src);
+    if (ypos) L->dealloc(ypos);
     dmat_destroy(m);
     return ierr;
 }
@@ -1924,14 +2023,15 @@ static hk_bmat rows_view(const hk_bmat *X, int64_t n, int64_t nnz)
     return v;
 }
 
-/* The rows [crow0, crow0 + nagg) of R = P^T with the fine columns as global ids, from Pext:
+/* The rows [crow0, crow0 + nagg) of R = P^T with the fine columns as global ids on the host
+ * (the host's way, which HOOKE_AMG_CHECK_TRANSFER compares with restriction's), from Pext:
  * P's rows of H's owned nodes, then of its ghosts (their columns positions in cP). A fine node
  * whose P row reads an owned coarse unknown is owned or a ghost (a neighbour of the aggregate
  * in A's pattern, which is symmetric), so R's rows need no message: each is P's column read
  * downwards, owned nodes in H's order, then the ghosts ascending, which is the order of R's
  * columns as a distributed operator (dmat_create then finds them sorted). Every process
  * checks the count: the blocks of R over all processes are the blocks of P. val_out NULL: the
- * pattern only (the values made on a device, restriction_values). Collective. */
+ * pattern only (the values made on a device: Rt's). Collective. */
 static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext, const int64_t *cP,
                             int64_t crow0, int64_t nagg, int64_t **rowptr_out, int64_t **gcol_out,
                             double **val_out)
@@ -2010,27 +2110,253 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
     return 0;
 }
 
-/* R's values on a device, where P's stay: Pextd (P's owned and ghost rows, columns positions
- * in cP, nP of them) transposed by the backend, whose rows of the coarse unknowns
- * [crow0, crow0 + nagg) list their fine rows in Pext's order with the blocks transposed, as
- * restriction_rows does: *val_dev points into Rt's values at the first of them (rnnz blocks). */
-static int restriction_values(const hk_dist *d, const hk_bmat *Pextd, const int64_t *cP, int64_t nP,
-                              int64_t crow0, int64_t nagg, int64_t rnnz, hk_bmat *Rt,
-                              const double **val_dev)
+/* R = P^T's rows of this process's coarse unknowns [crow0, crow0 + nagg), where P's blocks
+ * are: Pextd (P's owned and ghost rows, columns positions in cP, nP of them, ascending)
+ * transposed by the backend into Rt, whose rows of those unknowns list their fine rows in
+ * Pextd's order (owned nodes in H's order, then the ghosts ascending: the order of R's columns
+ * as a distributed operator), the blocks transposed. Out: *rp (on the backend, nagg + 1) the
+ * rows' first blocks in Rt (an unknown no fine row reads: an empty row), *r0 the first of
+ * them, *rnnz their blocks, *pnnz P's owned blocks. Every process checks the count: the blocks
+ * of R over all processes are the blocks of P. Collective. */
+static int restriction(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, const int64_t *cP,
+                       int64_t nP, int64_t crow0, int64_t nagg, hk_bmat *Rt, int64_t **rp,
+                       int64_t *r0, int64_t *rnnz, int64_t *pnnz)
 {
     const hk_backend_ops *L = d->local;
     const int64_t j0 = hk_dist_lower_bound(cP, nP, crow0);
     const int64_t j1 = hk_dist_lower_bound(cP, nP, crow0 + nagg);
-    int64_t at[2] = {0, 0};
-    HK_CALL(L->bmat_transpose(Pextd, Rt));
-    HK_CALL(L->copy_from(&at[0], Rt->rowptr + j0, sizeof at[0]));
-    HK_CALL(L->copy_from(&at[1], Rt->rowptr + j1, sizeof at[1]));
-    HK_CHECK(at[1] - at[0] == rnnz, HK_ERR_INTERNAL,
-             "pc=amg: the transposed prolongator has %lld blocks in this process's coarse rows, "
-             "R's pattern %lld",
-             (long long)(at[1] - at[0]), (long long)rnnz);
-    *val_dev = Rt->val + at[0] * Rt->br * Rt->bc;
+    int64_t *at = NULL, *rows = NULL;
+    *rp = NULL;
+    *r0 = *rnnz = *pnnz = 0;
+    int ierr = L->bmat_transpose(Pextd, Rt);
+    if (!ierr) ierr = hk_malloc((size_t)(j1 - j0 + 1) * sizeof *at, &at);
+    if (!ierr) ierr = hk_malloc((size_t)(nagg + 1) * sizeof *rows, &rows);
+    if (!ierr) ierr = L->copy_from(at, Rt->rowptr + j0, (size_t)(j1 - j0 + 1) * sizeof *at);
+    if (!ierr) ierr = L->copy_from(pnnz, Pextd->rowptr + H->nown, sizeof *pnnz);
+    if (!ierr) {
+        for (int64_t J = 0, k = j0; J < nagg; J++) {
+            rows[J] = at[k - j0];
+            if (k < j1 && cP[k] == crow0 + J) k++;
+        }
+        rows[nagg] = at[j1 - j0];
+        *r0 = at[0];
+        *rnnz = at[j1 - j0] - at[0];
+        ierr = upload(L, rows, (size_t)(nagg + 1) * sizeof *rows, (void **)rp);
+    }
+    /* R's blocks and P's blocks, over all processes */
+    int64_t count[2] = {*rnnz, *pnnz};
+    ierr = hk_comm_agree(d->comm, ierr);
+    if (!ierr) ierr = hk_comm_sum_i64(d->comm, count, 2);
+    if (!ierr && count[0] != count[1])
+        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "pc=amg on several processes needs a matrix whose pattern is "
+                            "symmetric (an entry (i, j) stored where (j, i) is), but R = P^T "
+                            "has %lld blocks and P %lld; store both entries of each pair, or "
+                            "run on one process",
+                            (long long)count[0], (long long)count[1]);
+    free(at);
+    free(rows);
+    return ierr;
+}
+
+/* R's operator (level l's, into L->R) from Rt's rows rp (restriction): its columns are the
+ * fine rows of Pextd that R reads (dist_read_columns over R's blocks: the owned ones' ranks
+ * are their positions among the owned columns read, the ghosts' follow), its ghosts those of
+ * H's halo that R reads (the ghost rows' ranks downloaded: one per ghost). Collective. */
+static int restriction_operator(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bmat *Rt,
+                                const int64_t *rp, int64_t r0, int64_t rnnz, int64_t nagg,
+                                const int32_t *inv0, int split)
+{
+    const hk_dist *d = a->d;
+    const hk_backend_ops *L = d->local;
+    const int64_t nown = H->nown, ngh = H->halo->nghost, bb = (int64_t)Rt->br * Rt->bc;
+    int32_t *rank = NULL, *list = NULL, *grank = NULL;
+    int64_t *ghost = NULL, nread = 0, ng = 0;
+    double t[2];
+    lap_start(t);
+    int ierr = L->alloc((void **)&rank, (size_t)(nown + ngh + 1) * sizeof *rank);
+    if (!ierr) ierr = L->alloc((void **)&list, (size_t)(nown + ngh + 1) * sizeof *list);
+    if (!ierr)
+        ierr = L->dist_read_columns(Rt->colind + r0, rnnz, nown + ngh, rank, list, &nread);
+    if (!ierr) ierr = hk_malloc((size_t)(ngh + 1) * sizeof *grank, &grank);
+    if (!ierr) ierr = hk_malloc((size_t)(ngh + 1) * sizeof *ghost, &ghost);
+    if (!ierr && ngh) ierr = L->copy_from(grank, rank + nown, (size_t)ngh * sizeof *grank);
+    if (!ierr)
+        for (int64_t k = 0; k < ngh; k++)
+            if (grank[k] >= 0) ghost[ng++] = H->halo->ghost[k];
+    free(grank);
+    ierr = hk_comm_agree(d->comm, ierr);
+    if (!ierr) {
+        ierr = dmat_create_dev(d, pc->prec, nagg, Rt->br, Rt->bc, rnnz, rp, Rt->colind + r0,
+                               rank, Rt->val + r0 * bb, nread - ng, list, ghost, ng, H->row0,
+                               nown, inv0, split, a->st, t, &a->lev[l].R);
+        ghost = NULL;
+        list = NULL;
+    }
+    free(ghost);
+    if (list) L->dealloc(list);
+    if (rank) L->dealloc(rank);
+    return ierr;
+}
+
+/* P's operator (level l's, into L->P): Pextd's owned rows, their columns positions in cP; the
+ * positions P reads (dist_read_columns, their ranks downloaded: one per coarse column) make on
+ * the host the table of their local columns, [the owned coarse columns read, the ghosts],
+ * which the backend applies to the blocks. Collective. */
+static int prolongator_operator(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bmat *Pextd,
+                                const int64_t *cP, int64_t nP, int64_t crow0, int64_t nagg,
+                                int64_t pnnz, int split)
+{
+    const hk_dist *d = a->d;
+    const hk_backend_ops *L = d->local;
+    int32_t *rank = NULL, *map = NULL, *bcol = NULL, *bcol_dev = NULL;
+    int64_t *ghost = NULL, nread = 0, nbc = 0, ng = 0;
+    double t[2];
+    lap_start(t);
+    int ierr = L->alloc((void **)&rank, (size_t)(nP + 1) * sizeof *rank);
+    if (!ierr) ierr = L->dist_read_columns(Pextd->colind, pnnz, nP, rank, NULL, &nread);
+    if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *map, &map);
+    if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *bcol, &bcol);
+    if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *ghost, &ghost);
+    if (!ierr && nP) ierr = L->copy_from(map, rank, (size_t)nP * sizeof *map);
+    if (!ierr) {
+        for (int64_t j = 0; j < nP; j++) /* the owned coarse columns read, ascending */
+            if (map[j] >= 0 && cP[j] >= crow0 && cP[j] < crow0 + nagg) {
+                bcol[nbc] = (int32_t)(cP[j] - crow0);
+                map[j] = (int32_t)nbc++;
+            }
+        for (int64_t j = 0; j < nP; j++) /* then the ghosts, ascending */
+            if (map[j] >= 0 && (cP[j] < crow0 || cP[j] >= crow0 + nagg)) {
+                ghost[ng] = cP[j];
+                map[j] = (int32_t)(nbc + ng++);
+            }
+        if (nP) ierr = L->copy_to(rank, map, (size_t)nP * sizeof *map);
+    }
+    if (!ierr) ierr = upload(L, bcol, (size_t)nbc * sizeof *bcol, (void **)&bcol_dev);
+    ierr = hk_comm_agree(d->comm, ierr);
+    if (!ierr) {
+        ierr = dmat_create_dev(d, pc->prec, H->nown, Pextd->br, Pextd->bc, pnnz, Pextd->rowptr,
+                               Pextd->colind, rank, Pextd->val, nbc, bcol_dev, ghost, ng, crow0,
+                               nagg, NULL, split, a->st, t, &a->lev[l].P);
+        ghost = NULL;
+        bcol_dev = NULL;
+    }
+    free(map);
+    free(bcol);
+    free(ghost);
+    if (bcol_dev) L->dealloc(bcol_dev);
+    if (rank) L->dealloc(rank);
+    return ierr;
+}
+
+/* Whether n bytes at x and y on the process's backend are equal: *same cleared where not. */
+static int same_bytes(const hk_backend_ops *L, const void *x, const void *y, size_t n, int *same)
+{
+    int eq = 1;
+    if (n && (!x || !y)) eq = x == y;
+    else if (n)
+        HK_CALL(L->mem_equal(x, y, n, &eq));
+    *same &= eq;
     return 0;
+}
+
+/* The first thing in which operators m and h differ ("" where none): pattern, values, owned
+ * columns read, split, ghosts and halo plan. */
+static int dmat_compare(const dmat *m, const dmat *h, const char **what)
+{
+    const hk_backend_ops *L = m->d->local;
+    const hk_halo *a = m->halo, *b = h->halo;
+    const int64_t nnz = m->M.nnzb;
+    const size_t vb = (size_t)(nnz * m->br * m->bc) * (m->v32 ? sizeof(float) : sizeof(double));
+    int same = m->nrows == h->nrows && m->nbc == h->nbc && m->ng == h->ng && m->ns == h->ns &&
+               nnz == h->M.nnzb && m->M.nbcols == h->M.nbcols;
+    *what = "";
+    if (!same) {
+        *what = "its sizes (rows, blocks, owned columns read, ghosts, sends)";
+        return 0;
+    }
+    same = !memcmp(m->ghost, h->ghost, (size_t)m->ng * sizeof *m->ghost) &&
+           a->nsend == b->nsend && a->nrecv == b->nrecv &&
+           !memcmp(a->send_rank, b->send_rank, (size_t)a->nsend * sizeof *a->send_rank) &&
+           !memcmp(a->recv_rank, b->recv_rank, (size_t)a->nrecv * sizeof *a->recv_rank) &&
+           !memcmp(a->send_off, b->send_off, (size_t)(a->nsend + 1) * sizeof *a->send_off) &&
+           !memcmp(a->recv_off, b->recv_off, (size_t)(a->nrecv + 1) * sizeof *a->recv_off) &&
+           !memcmp(a->send_idx, b->send_idx, (size_t)m->ns * sizeof *a->send_idx);
+    if (!same) {
+        *what = "its ghosts or halo plan";
+        return 0;
+    }
+    HK_CALL(same_bytes(L, m->M.rowptr, h->M.rowptr, (size_t)(m->nrows + 1) * sizeof(int64_t),
+                       &same));
+    HK_CALL(same_bytes(L, m->M.colind, h->M.colind, (size_t)nnz * sizeof(int32_t), &same));
+    if (!same) {
+        *what = "its pattern";
+        return 0;
+    }
+    HK_CALL(same_bytes(L, m->bcol_dev, h->bcol_dev, (size_t)m->nbc * sizeof(int32_t), &same));
+    if (!same) {
+        *what = "its owned columns read";
+        return 0;
+    }
+    same = m->nint == h->nint && m->nzint == h->nzint;
+    if (same && m->nint)
+        HK_CALL(same_bytes(L, m->ypos_dev, h->ypos_dev, (size_t)m->nrows * sizeof(int32_t), &same));
+    if (!same) {
+        *what = "its split (interior rows, ypos)";
+        return 0;
+    }
+    HK_CALL(same_bytes(L, m->v32 ? (void *)m->v32 : (void *)m->M.val,
+                       h->v32 ? (void *)h->v32 : (void *)h->M.val, vb, &same));
+    if (!same) *what = "its values";
+    return 0;
+}
+
+/* HOOKE_AMG_CHECK_TRANSFER=1 (tests): level l's R and P, made where P's blocks are, against the
+ * operators the host makes from Pextd's pattern downloaded (global columns, dmat_create):
+ * byte for byte, else an error naming what differs. Collective. */
+static int transfer_check(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bmat *Pextd,
+                          const hk_bmat *Rt, int64_t r0, const int64_t *cP, int64_t crow0,
+                          int64_t nagg, const int32_t *inv0, int split_r, int split_p)
+{
+    const hk_dist *d = a->d;
+    const dlev *L = &a->lev[l];
+    const int bb = Rt->br * Rt->bc;
+    hk_bmat X = {0};
+    int64_t *rp = NULL, *gc = NULL;
+    double *vv = NULL;
+    dmat *Rh = NULL, *Ph = NULL;
+    const char *wr = "", *wp = "";
+    int ierr = pattern_to_host(d, Pextd, &X);
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(restriction_rows(d->comm, H, &X, cP, crow0, nagg, &rp, &gc,
+                            d->host_memory ? &vv : NULL));
+    HK_TRY(dmat_create(d, pc->prec, nagg, Rt->br, Rt->bc, rp, gc, vv, Rt->val + r0 * bb, H->row0,
+                       H->nown, inv0, split_r, NULL, &Rh));
+    free(gc);
+    gc = NULL;
+    ierr = hk_malloc((size_t)(X.rowptr[H->nown] + 1) * sizeof *gc, &gc);
+    if (!ierr)
+        for (int64_t p = 0; p < X.rowptr[H->nown]; p++)
+            gc[p] = cP[X.colind[p]];
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(dmat_create(d, pc->prec, H->nown, Pextd->br, Pextd->bc, X.rowptr, gc, X.val,
+                       Pextd->val, crow0, nagg, NULL, split_p, NULL, &Ph));
+    ierr = dmat_compare(L->R, Rh, &wr);
+    if (!ierr) ierr = dmat_compare(L->P, Ph, &wp);
+    if (!ierr && (*wr || *wp))
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "HOOKE_AMG_CHECK_TRANSFER: level %d's %s made from the device's "
+                            "blocks differs from the host's in %s",
+                            l, *wr ? "R" : "P", *wr ? wr : wp);
+    ierr = hk_comm_agree(d->comm, ierr);
+fail:
+    dmat_destroy(Rh);
+    dmat_destroy(Ph);
+    free(rp);
+    free(gc);
+    free(vv);
+    free_copy(d, &X);
+    return ierr;
 }
 
 /* The blocks of M's rows (nrows, row and column ids rc[]; M's pattern on the host, its values
@@ -2217,35 +2543,28 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     step_lap(Lb, a->st, ST_GAL_ROWS, ts);
     lap(ph, PH_GALERKIN, t);
-    /* R = P^T: this process's coarse rows from P's owned and ghost rows */
-    HK_TRY(restriction_rows(c, H, &Pext, cP, crow0, nagg, &rp, &gc, d->host_memory ? &vv : NULL));
-    const double *rv_dev = NULL;
-    if (!d->host_memory)
-        HK_TRY(hk_comm_agree(
-            c, restriction_values(d, &Pextd, cP, nP, crow0, nagg, rp[nagg], &Rt, &rv_dev)));
+    /* R = P^T: this process's coarse rows from P's owned and ghost rows, where they are */
+    int64_t *rrp = NULL, r0 = 0, rnnz = 0, pnnz = 0;
+    ierr = restriction(d, H, &Pextd, cP, nP, crow0, nagg, &Rt, &rrp, &r0, &rnnz, &pnnz);
     lap(ph, PH_RESTRICT, t);
-    HK_TRY(
-        dmat_create(d, pc->prec, nagg, nns, bs, rp, gc, vv, rv_dev, H->row0, H->nown, inv0,
-                    split_below(a, l), a->st, &L->R));
-    hk_bmat_free(&Rt);
-    free(rp);
-    free(gc);
-    free(vv);
-    rp = gc = NULL;
-    vv = NULL;
-    /* P: the owned fine rows, coarse columns as global ids */
+    if (!ierr)
+        ierr = restriction_operator(pc, a, l, H, &Rt, rrp, r0, rnnz, nagg, inv0,
+                                    split_below(a, l));
+    if (rrp) Lb->dealloc(rrp);
+    HK_TRY(ierr);
+    /* P: the owned fine rows of Pextd, coarse columns [owned read, ghosts] */
+    HK_TRY(prolongator_operator(pc, a, l, H, &Pextd, cP, nP, crow0, nagg, pnnz,
+                                split_below(a, l + 1)));
     {
-        const int64_t nnz = Pv.rowptr[H->nown];
-        ierr = hk_malloc((size_t)(nnz + 1) * sizeof *gc, &gc);
-        if (!ierr)
-#pragma omp parallel for schedule(static)
-            for (int64_t p = 0; p < nnz; p++)
-                gc[p] = cP[Pv.colind[p]];
-        HK_TRY(hk_comm_agree(c, ierr));
-        /* its values are the first blocks of Pext's copy on the backend */
-        HK_TRY(dmat_create(d, pc->prec, H->nown, bs, nns, Pv.rowptr, gc, Pv.val, Pextd.val, crow0,
-                           nagg, NULL, split_below(a, l + 1), a->st, &L->P));
+        int check = 0;
+        HK_TRY(hk_comm_agree(c, hk_env_switch("HOOKE_AMG_CHECK_TRANSFER", "1",
+                                              "R and P compared with the host's", "0", "no check",
+                                              0, &check)));
+        if (check)
+            HK_TRY(transfer_check(pc, a, l, H, &Pextd, &Rt, r0, cP, crow0, nagg, inv0,
+                                  split_below(a, l), split_below(a, l + 1)));
     }
+    hk_bmat_free(&Rt);
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
     C->nown = nagg;
