@@ -335,6 +335,166 @@ static void test_resident_cuda(void)
     resident_layout_on(hk_test_cuda_backend(), 0);
 }
 
+/* The transfer operators' pattern ops of a backend on host inputs (uploaded), their outputs
+ * downloaded: rank, list of dist_read_columns over col[0..n) of ncols columns, then
+ * dist_local_pattern's rp, lcol, src, ypos, nint over rows rowptr (its first entry the base)
+ * with map. */
+typedef struct pattern_out {
+    int32_t *rank, *list, *lcol, *src, *ypos;
+    int64_t *rp, nread, nint;
+} pattern_out;
+
+static void *on_backend(const hk_backend *be, const void *h, size_t bytes)
+{
+    void *d = NULL;
+    HK_ASSERT_OK(be->alloc(&d, bytes + 8));
+    if (bytes) HK_ASSERT_OK(be->copy_to(d, h, bytes));
+    return d;
+}
+
+static void *to_host(const hk_backend *be, void *d, size_t bytes)
+{
+    void *h = malloc(bytes + 8);
+    if (bytes) HK_ASSERT_OK(be->copy_from(h, d, bytes));
+    be->dealloc(d);
+    return h;
+}
+
+static pattern_out pattern_on(const hk_backend *be, const int32_t *col, int64_t n, int64_t ncols,
+                              int64_t nrows, const int64_t *rowptr, const int32_t *lc,
+                              const int32_t *map, int64_t nmap, int64_t nbc, int split)
+{
+    pattern_out o = {0};
+    const int64_t nnz = rowptr[nrows] - rowptr[0];
+    CU_ASSERT_FATAL(be->dist_read_columns != NULL && be->dist_local_pattern != NULL);
+    int32_t *c = on_backend(be, col, sizeof *col * (size_t)n), *rank = NULL, *list = NULL;
+    HK_ASSERT_OK(be->alloc((void **)&rank, sizeof *rank * (size_t)(ncols + 1)));
+    HK_ASSERT_OK(be->alloc((void **)&list, sizeof *list * (size_t)(ncols + 1)));
+    HK_ASSERT_OK(be->dist_read_columns(c, n, ncols, rank, list, &o.nread));
+    o.rank = to_host(be, rank, sizeof *rank * (size_t)ncols);
+    o.list = to_host(be, list, sizeof *list * (size_t)o.nread);
+    be->dealloc(c);
+    int64_t *rp = NULL, *r = on_backend(be, rowptr, sizeof *rowptr * (size_t)(nrows + 1));
+    int32_t *l = on_backend(be, lc, sizeof *lc * (size_t)nnz), *lcol = NULL, *src = NULL;
+    int32_t *m = on_backend(be, map, sizeof *map * (size_t)nmap), *ypos = NULL;
+    HK_ASSERT_OK(be->alloc((void **)&rp, sizeof *rp * (size_t)(nrows + 1)));
+    HK_ASSERT_OK(be->alloc((void **)&lcol, sizeof *lcol * (size_t)(nnz + 1)));
+    HK_ASSERT_OK(be->alloc((void **)&src, sizeof *src * (size_t)(nnz + 1)));
+    HK_ASSERT_OK(be->alloc((void **)&ypos, sizeof *ypos * (size_t)(nrows + 1)));
+    HK_ASSERT_OK(be->dist_local_pattern(nrows, r, l, m, nbc, split, rp, lcol, src, ypos, &o.nint));
+    o.rp = to_host(be, rp, sizeof *rp * (size_t)(nrows + 1));
+    o.lcol = to_host(be, lcol, sizeof *lcol * (size_t)nnz);
+    o.src = to_host(be, src, sizeof *src * (size_t)nnz);
+    o.ypos = to_host(be, ypos, sizeof *ypos * (size_t)nrows);
+    be->dealloc(r);
+    be->dealloc(l);
+    be->dealloc(m);
+    return o;
+}
+
+static void pattern_free(pattern_out *o)
+{
+    free(o->rank);
+    free(o->list);
+    free(o->rp);
+    free(o->lcol);
+    free(o->src);
+    free(o->ypos);
+}
+
+/* The pattern ops on a hand-made case worked out by hand: columns read and ranked; 4 rows
+ * (row pointers from 10), one reading ghosts, one empty, two unsorted; split and not, and
+ * split asked where every row is interior (nothing moves). */
+static void local_pattern_known(const hk_backend *be)
+{
+    static const int32_t col[] = {5, 2, 2, 7, 0, 5};
+    static const int64_t rowptr[] = {10, 13, 15, 15, 18};
+    static const int32_t lc[] = {4, 1, 3, 0, 2, 5, 6, 1};
+    static const int32_t map[] = {0, 2, 1, 3, 4, 1, 0};
+    static const int32_t rank[] = {0, -1, 1, -1, -1, 2, -1, 3, -1}, list[] = {0, 2, 5, 7};
+    static const int64_t rp_split[] = {0, 2, 2, 5, 8}, rp_plain[] = {0, 3, 5, 5, 8};
+    static const int32_t lcol_split[] = {0, 1, 0, 1, 2, 2, 3, 4},
+                         src_split[] = {3, 4, 6, 5, 7, 1, 2, 0}, ypos[] = {3, 0, 1, 2};
+    static const int32_t lcol_plain[] = {2, 3, 4, 0, 1, 0, 1, 2},
+                         src_plain[] = {1, 2, 0, 3, 4, 6, 5, 7};
+    for (int split = 0; split < 2; split++) {
+        pattern_out o = pattern_on(be, col, 6, 9, 4, rowptr, lc, map, 7, 3, split);
+        CU_ASSERT(o.nread == 4 && !memcmp(o.rank, rank, sizeof rank) &&
+                  !memcmp(o.list, list, sizeof list));
+        CU_ASSERT(o.nint == (split ? 3 : 0));
+        CU_ASSERT(!memcmp(o.rp, split ? rp_split : rp_plain, sizeof rp_split));
+        CU_ASSERT(!memcmp(o.lcol, split ? lcol_split : lcol_plain, sizeof lcol_split));
+        CU_ASSERT(!memcmp(o.src, split ? src_split : src_plain, sizeof src_split));
+        if (split) CU_ASSERT(!memcmp(o.ypos, ypos, sizeof ypos));
+        pattern_free(&o);
+    }
+    pattern_out o = pattern_on(be, col, 6, 9, 4, rowptr, lc, map, 7, 5, 1); /* no ghost read */
+    CU_ASSERT(o.nint == 0 && !memcmp(o.rp, rp_plain, sizeof rp_plain) &&
+              !memcmp(o.src, src_plain, sizeof src_plain));
+    pattern_free(&o);
+}
+
+static void test_local_pattern_cpu(void)
+{
+    local_pattern_known(&hk_backend_cpu);
+}
+
+/* The same ops on cuda: the hand-made case, then a large random one (rows of 0 to 40 distinct
+ * columns in random order, a random table, row pointers from an offset) against the cpu's,
+ * byte for byte, each array named where it differs. */
+static void test_local_pattern_cuda(void)
+{
+    const hk_backend *be = hk_test_cuda_backend();
+    local_pattern_known(be);
+    const int64_t nrows = 20000, ncols = 30000, base = 12345;
+    int64_t *rowptr = malloc(sizeof *rowptr * (size_t)(nrows + 1));
+    uint64_t r = 88172645463325252ull;
+#define NEXT() (r ^= r << 13, r ^= r >> 7, r ^= r << 17, r)
+    rowptr[0] = base;
+    for (int64_t i = 0; i < nrows; i++)
+        rowptr[i + 1] = rowptr[i] + (int64_t)(NEXT() % 41);
+    const int64_t nnz = rowptr[nrows] - base;
+    int32_t *lc = malloc(sizeof *lc * (size_t)(nnz + 1)), *map = malloc(sizeof *map * ncols);
+    for (int64_t i = 0; i < nrows; i++) { /* distinct in a row: a random stride from a start */
+        const int64_t p0 = rowptr[i] - base, len = rowptr[i + 1] - rowptr[i];
+        const int64_t start = (int64_t)(NEXT() % ncols), step = 1 + (int64_t)(NEXT() % 700);
+        for (int64_t k = 0; k < len; k++)
+            lc[p0 + k] = (int32_t)((start + k * step) % ncols);
+    }
+    for (int64_t j = 0; j < ncols; j++) /* a permutation: distinct local columns */
+        map[j] = (int32_t)((j * 7919) % ncols);
+    for (int split = 0; split < 2; split++) {
+        const int64_t nbc = split ? ncols - 600 : ncols / 2;
+        pattern_out a = pattern_on(&hk_backend_cpu, lc, nnz / 3, ncols, nrows, rowptr, lc, map,
+                                   ncols, nbc, split);
+        pattern_out b = pattern_on(be, lc, nnz / 3, ncols, nrows, rowptr, lc, map, ncols, nbc,
+                                   split);
+        const char *differ = a.nread != b.nread || memcmp(a.rank, b.rank, sizeof *a.rank * ncols)
+                                 ? "dist_read_columns' ranks"
+                             : memcmp(a.list, b.list, sizeof *a.list * (size_t)a.nread)
+                                 ? "dist_read_columns' list"
+                             : a.nint != b.nint ? "dist_local_pattern's interior rows"
+                             : memcmp(a.rp, b.rp, sizeof *a.rp * (size_t)(nrows + 1))
+                                 ? "dist_local_pattern's row pointers"
+                             : memcmp(a.lcol, b.lcol, sizeof *a.lcol * (size_t)nnz)
+                                 ? "dist_local_pattern's columns"
+                             : memcmp(a.src, b.src, sizeof *a.src * (size_t)nnz)
+                                 ? "dist_local_pattern's sources"
+                             : a.nint && memcmp(a.ypos, b.ypos, sizeof *a.ypos * (size_t)nrows)
+                                 ? "dist_local_pattern's ypos"
+                                 : NULL;
+        if (differ) printf("(split %d: cuda's %s differ from the cpu's) ", split, differ);
+        CU_ASSERT(differ == NULL);
+        CU_ASSERT(!split || (a.nint > 0 && a.nint < nrows)); /* both kinds of rows */
+        pattern_free(&a);
+        pattern_free(&b);
+    }
+#undef NEXT
+    free(rowptr);
+    free(lc);
+    free(map);
+}
+
 static void test_gather_cpu(void)
 {
     gather_on(&hk_backend_cpu);
@@ -459,6 +619,8 @@ HK_SUITE(dist,
          {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
           test_layout_one},
          {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
+         {"the transfer operators' pattern ops on the cpu: a case worked out by hand",
+          test_local_pattern_cpu},
          {"the layout from values in the backend's memory, and from host rows taken the "
           "device's way: the host's bytes, its check's sentence (views, and the device's path)",
           test_resident_cpu},
@@ -467,6 +629,9 @@ HK_SUITE(dist,
          {"the halos' host staging without a backend op: malloc's, round trips",
           test_host_staging_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
+                {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
+                 "byte for byte as the cpu's",
+                 test_local_pattern_cuda},
                 {"the layout from values on cuda, and from host rows uploaded as they are: the "
                  "host's bytes, SpMV, a NaN named",
                  test_resident_cuda},

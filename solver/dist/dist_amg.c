@@ -19,7 +19,9 @@
  *   5. the partial Galerkin product P_own^T (A P) of the owned fine rows; the rows of coarse
  *      unknowns owned elsewhere go to their owners, which add them in rank order (the same
  *      bits run after run);
- *   6. the owned rows of R = P^T from P's owned and ghost rows (no message).
+ *   6. the owned rows of R = P^T from P's owned and ghost rows (no message), transposed by the
+ *      backend; R's and P's local patterns are made there too (dist_local_pattern), the host
+ *      seeing only one entry per coarse column or per ghost.
  * The host's row loops run on the process's threads, each row filled apart, and the backend's
  * ops are deterministic: the bytes do not depend on the thread count.
  * Each coarse operator, P and R is a distributed operator of its own (a halo plan over its

@@ -589,6 +589,9 @@ static int amg_solve(const hk_comm *c, int64_t row0, const hk_bcsr *L, const hk_
     hk_result res;
     *its = -1;
     lev[0] = 0;
+    /* every set-up here also checks its R and P, made where P's blocks are, against the
+     * host's way byte for byte (a failure names what differs) */
+    setenv("HOOKE_AMG_CHECK_TRANSFER", "1", 0);
     int e = hk_options_create(&o);
     if (!e) e = hk_options_parse(o, opts);
     e = hk_comm_agree(c, e);
