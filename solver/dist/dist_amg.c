@@ -2557,7 +2557,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     /* P: the owned fine rows of Pextd, coarse columns [owned read, ghosts] */
     HK_TRY(prolongator_operator(pc, a, l, H, &Pextd, cP, nP, crow0, nagg, pnnz,
                                 split_below(a, l + 1)));
-    {
+    lap(ph, PH_OPERATORS, t);
+    { /* a test's check, outside the phases */
         int check = 0;
         HK_TRY(hk_comm_agree(c, hk_env_switch("HOOKE_AMG_CHECK_TRANSFER", "1",
                                               "R and P compared with the host's", "0", "no check",
@@ -2566,6 +2567,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
             HK_TRY(transfer_check(pc, a, l, H, &Pextd, &Rt, r0, cP, crow0, nagg, inv0,
                                   split_below(a, l), split_below(a, l + 1)));
     }
+    lap_start(t);
     hk_bmat_free(&Rt);
     lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
