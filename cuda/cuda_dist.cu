@@ -38,20 +38,7 @@ int hk_cu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, 
 // solver/cpu/cpu_dist.c is the reference: the same integers, positions by scans (cub), each
 // row sorted by one thread (rows are short, mostly sorted already).
 
-static int dist_scan_i32(const int32_t *in, int32_t *out, int64_t n) /* exclusive */
-{
-    if (n <= 0) return 0;
-    void *tmp = NULL;
-    size_t bytes = 0;
-    HK_CU(cub::DeviceScan::ExclusiveSum(NULL, bytes, in, out, (int)n, hk_cu.stream));
-    HK_CALL(hk_cu_tmp_alloc(&tmp, bytes ? bytes : 8));
-    cudaError_t e = cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)n, hk_cu.stream);
-    hk_cu_tmp_free(tmp);
-    if (e != cudaSuccess) return hk_cu_fail(e, "cub::DeviceScan::ExclusiveSum", __FILE__, __LINE__);
-    return 0;
-}
-
-static int dist_scan_i64(const int64_t *in, int64_t *out, int64_t n) /* exclusive */
+template <typename T> static int dist_scan(const T *in, T *out, int64_t n) /* exclusive */
 {
     if (n <= 0) return 0;
     void *tmp = NULL;
@@ -105,7 +92,7 @@ int hk_cu_dist_read_columns(const int32_t *col, int64_t n, int64_t ncols, int32_
         k_mark_read<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, col, mark);
         HK_CU_TRY(cudaGetLastError());
     }
-    ierr = dist_scan_i32(mark, at, ncols + 1); /* mark[ncols] = 0: at[ncols] the count */
+    ierr = dist_scan(mark, at, ncols + 1); /* mark[ncols] = 0: at[ncols] the count */
     if (ierr) goto fail;
     k_rank_read<<<hk_cu_grid(ncols), HK_CU_BLOCK, 0, hk_cu.stream>>>(ncols, mark, at, rank, list);
     HK_CU_TRY(cudaGetLastError());
@@ -194,7 +181,7 @@ int hk_cu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_t
         k_row_kind<<<hk_cu_grid(nrows), HK_CU_BLOCK, 0, hk_cu.stream>>>(nrows, rowptr, col, map,
                                                                         nbc, interior);
         HK_CU_TRY(cudaGetLastError());
-        ierr = dist_scan_i32(interior, at, nrows + 1);
+        ierr = dist_scan(interior, at, nrows + 1);
         if (!ierr) ierr = dist_read(&ni, at + nrows, sizeof ni);
         if (ierr) goto fail;
         split = ni > 0 && ni < nrows;
@@ -207,7 +194,7 @@ int hk_cu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_t
         k_row_place<<<hk_cu_grid(nrows), HK_CU_BLOCK, 0, hk_cu.stream>>>(nrows, rowptr, interior,
                                                                          at, ypos, len);
         HK_CU_TRY(cudaGetLastError());
-        ierr = dist_scan_i64(len, rp, nrows + 1);
+        ierr = dist_scan(len, rp, nrows + 1);
         if (ierr) goto fail;
         *nint = ni;
     } else {

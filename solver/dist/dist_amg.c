@@ -2025,6 +2025,23 @@ static hk_bmat rows_view(const hk_bmat *X, int64_t n, int64_t nnz)
     return v;
 }
 
+/* The status ierr agreed, then R's blocks (rnnz) and P's owned blocks (pnnz) summed over all
+ * processes: a matrix whose pattern is not symmetric has more of one. Collective. */
+static int blocks_check(const hk_comm *c, int ierr, int64_t rnnz, int64_t pnnz)
+{
+    int64_t count[2] = {rnnz, pnnz};
+    ierr = hk_comm_agree(c, ierr);
+    if (!ierr) ierr = hk_comm_sum_i64(c, count, 2);
+    if (!ierr && count[0] != count[1])
+        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "pc=amg on several processes needs a matrix whose pattern is "
+                            "symmetric (an entry (i, j) stored where (j, i) is), but R = P^T "
+                            "has %lld blocks and P %lld; store both entries of each pair, or "
+                            "run on one process",
+                            (long long)count[0], (long long)count[1]);
+    return ierr;
+}
+
 /* The rows [crow0, crow0 + nagg) of R = P^T with the fine columns as global ids on the host
  * (the host's way, which HOOKE_AMG_CHECK_TRANSFER compares with restriction's), from Pext:
  * P's rows of H's owned nodes, then of its ghosts (their columns positions in cP). A fine node
@@ -2088,17 +2105,7 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
                 }
             }
     }
-    /* R's blocks and P's blocks, over all processes */
-    int64_t count[2] = {rnnz, ierr ? 0 : Pext->rowptr[H->nown]};
-    ierr = hk_comm_agree(c, ierr);
-    if (!ierr) ierr = hk_comm_sum_i64(c, count, 2);
-    if (!ierr && count[0] != count[1])
-        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "pc=amg on several processes needs a matrix whose pattern is "
-                            "symmetric (an entry (i, j) stored where (j, i) is), but R = P^T "
-                            "has %lld blocks and P %lld; store both entries of each pair, or "
-                            "run on one process",
-                            (long long)count[0], (long long)count[1]);
+    ierr = blocks_check(c, ierr, rnnz, ierr ? 0 : Pext->rowptr[H->nown]);
     free(fill);
     if (ierr) {
         free(rowptr);
@@ -2145,17 +2152,7 @@ static int restriction(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, co
         *rnnz = at[j1 - j0] - at[0];
         ierr = upload(L, rows, (size_t)(nagg + 1) * sizeof *rows, (void **)rp);
     }
-    /* R's blocks and P's blocks, over all processes */
-    int64_t count[2] = {*rnnz, *pnnz};
-    ierr = hk_comm_agree(d->comm, ierr);
-    if (!ierr) ierr = hk_comm_sum_i64(d->comm, count, 2);
-    if (!ierr && count[0] != count[1])
-        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "pc=amg on several processes needs a matrix whose pattern is "
-                            "symmetric (an entry (i, j) stored where (j, i) is), but R = P^T "
-                            "has %lld blocks and P %lld; store both entries of each pair, or "
-                            "run on one process",
-                            (long long)count[0], (long long)count[1]);
+    ierr = blocks_check(d->comm, ierr, *rnnz, *pnnz);
     free(at);
     free(rows);
     return ierr;
