@@ -434,18 +434,11 @@ static void local_pattern_known(const hk_backend *be)
     pattern_free(&o);
 }
 
-static void test_local_pattern_cpu(void)
+/* A large random case (rows of 0 to 40 distinct columns in random order, a random table, row
+ * pointers from an offset) on be against the cpu's, byte for byte, each array named where it
+ * differs (on the cpu: its repeat). */
+static void local_pattern_random(const hk_backend *be)
 {
-    local_pattern_known(&hk_backend_cpu);
-}
-
-/* The same ops on cuda: the hand-made case, then a large random one (rows of 0 to 40 distinct
- * columns in random order, a random table, row pointers from an offset) against the cpu's,
- * byte for byte, each array named where it differs. */
-static void test_local_pattern_cuda(void)
-{
-    const hk_backend *be = hk_test_cuda_backend();
-    local_pattern_known(be);
     const int64_t nrows = 20000, ncols = 30000, base = 12345;
     int64_t *rowptr = malloc(sizeof *rowptr * (size_t)(nrows + 1));
     uint64_t r = 88172645463325252ull;
@@ -483,7 +476,7 @@ static void test_local_pattern_cuda(void)
                              : a.nint && memcmp(a.ypos, b.ypos, sizeof *a.ypos * (size_t)nrows)
                                  ? "dist_local_pattern's ypos"
                                  : NULL;
-        if (differ) printf("(split %d: cuda's %s differ from the cpu's) ", split, differ);
+        if (differ) printf("(split %d: %s's %s differ from the cpu's) ", split, be->name, differ);
         CU_ASSERT(differ == NULL);
         CU_ASSERT(!split || (a.nint > 0 && a.nint < nrows)); /* both kinds of rows */
         pattern_free(&a);
@@ -493,6 +486,20 @@ static void test_local_pattern_cuda(void)
     free(rowptr);
     free(lc);
     free(map);
+}
+
+static void test_local_pattern_cpu(void)
+{
+    local_pattern_known(&hk_backend_cpu);
+    local_pattern_random(&hk_backend_cpu);
+}
+
+/* The same ops on cuda: the hand-made case, then the random one against the cpu's. */
+static void test_local_pattern_cuda(void)
+{
+    const hk_backend *be = hk_test_cuda_backend();
+    local_pattern_known(be);
+    local_pattern_random(be);
 }
 
 static void test_gather_cpu(void)
@@ -619,7 +626,8 @@ HK_SUITE(dist,
          {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
           test_layout_one},
          {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
-         {"the transfer operators' pattern ops on the cpu: a case worked out by hand",
+         {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
+          "random one repeated",
           test_local_pattern_cpu},
          {"the layout from values in the backend's memory, and from host rows taken the "
           "device's way: the host's bytes, its check's sentence (views, and the device's path)",
