@@ -318,6 +318,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_gather = hk_cu_vec_gather;
     o.dist_read_columns = hk_cu_dist_read_columns;
     o.dist_local_pattern = hk_cu_dist_local_pattern;
+    o.dist_split = hk_cu_dist_split;
+    o.dist_scan = hk_cu_dist_scan;
 #ifdef HOOKE_HAVE_NCCL
     o.dcomm_id = hk_cu_dcomm_id;
     o.dcomm_create = hk_cu_dcomm_create;

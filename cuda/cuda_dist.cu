@@ -5,6 +5,8 @@
 
 #include "cuda_impl.cuh"
 
+extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu: the layout's outputs are on it
+
 template <typename T>
 __global__ void k_gather(int64_t n, int bs, const int32_t *__restrict__ idx,
                          const T *__restrict__ x, T *__restrict__ y)
@@ -210,5 +212,260 @@ fail:
     hk_cu_tmp_free(interior);
     hk_cu_tmp_free(at);
     hk_cu_tmp_free(len);
+    return ierr;
+}
+
+// ---- the layout: a process's rows scanned and split (dist_scan, dist_split) ---------------
+// solver/cpu/cpu_dist.c is the reference. A thread a row counts and fills the rows, the row
+// pointers and column lists come from scans, and each row is ordered by cub's stable segmented
+// sort (equal columns keep the caller's order, as the reference's sort by column and
+// position): the reference's bytes.
+
+/* Per internal row ni: its owned columns (Koo's count, at cnt_oo[ni]) and, for a boundary row,
+ * its length (Kbnd's count, at cnt_b[ni - nint]). */
+__global__ void k_split_count(hk_dist_rows R, int64_t *cnt_oo, int64_t *cnt_b)
+{
+    const int64_t ni = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (ni >= R.nown) return;
+    const int64_t i = R.perm[ni], p0 = R.rowptr[i], p1 = R.rowptr[i + 1];
+    int64_t k = p1 - p0;
+    if (ni >= R.nint) {
+        for (int64_t p = p0; p < p1; p++)
+            k -= R.colind[p] < R.row0 || R.colind[p] >= R.row0 + R.nown;
+        cnt_b[ni - R.nint] = p1 - p0;
+    }
+    cnt_oo[ni] = k;
+}
+
+/* Koo's rows in the caller's order of blocks: owned columns renumbered, their positions. */
+__global__ void k_split_fill_oo(hk_dist_rows R, const int64_t *__restrict__ rp, int32_t *col,
+                                int32_t *src)
+{
+    const int64_t ni = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (ni >= R.nown) return;
+    const int64_t i = R.perm[ni];
+    int64_t q = rp[ni];
+    for (int64_t p = R.rowptr[i]; p < R.rowptr[i + 1]; p++) {
+        const int32_t g = R.colind[p];
+        if (g >= R.row0 && g < R.row0 + R.nown) {
+            col[q] = R.inv[g - R.row0];
+            src[q++] = (int32_t)p;
+        }
+    }
+}
+
+/* flag[j] = 1 for every owned column j a boundary row reads (every writer writes 1). */
+__global__ void k_split_mark(int64_t nint, int64_t nown, const int64_t *__restrict__ rp,
+                             const int32_t *__restrict__ col, int64_t *flag)
+{
+    const int64_t ni = nint + blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (ni >= nown) return;
+    for (int64_t p = rp[ni]; p < rp[ni + 1]; p++)
+        flag[col[p]] = 1;
+}
+
+/* bcol from the flags and their running count (pos[j]: the flagged columns before j). */
+__global__ void k_split_bcol(int64_t nown, const int64_t *__restrict__ flag,
+                             const int64_t *__restrict__ pos, int32_t *bcol)
+{
+    const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (j < nown && flag[j]) bcol[pos[j]] = (int32_t)j;
+}
+
+/* Kbnd's rows in the caller's order of blocks: an owned column's place in bcol, a ghost's
+ * after the nbc owned ones (its place in the sorted ghost list). */
+__global__ void k_split_fill_bnd(hk_dist_rows R, const int64_t *__restrict__ rp,
+                                 const int64_t *__restrict__ pos, int64_t nbc, int32_t *col,
+                                 int32_t *src)
+{
+    const int64_t nb = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (nb >= R.nown - R.nint) return;
+    const int64_t i = R.perm[R.nint + nb], p0 = R.rowptr[i], q = rp[nb];
+    for (int64_t p = p0; p < R.rowptr[i + 1]; p++) {
+        const int64_t g = R.colind[p];
+        const int64_t c = g >= R.row0 && g < R.row0 + R.nown
+                              ? pos[R.inv[g - R.row0]]
+                              : nbc + hk_lower_bound_i64(R.ghost, 0, R.nghost, g);
+        col[q + p - p0] = (int32_t)c;
+        src[q + p - p0] = (int32_t)p;
+    }
+}
+
+/* The rows of M (rowptr rp, n rows, nnz blocks) sorted by column, src moved with them: from
+ * (col_in, src_in) into (col, src), equal columns in their order. */
+static int sort_rows(int64_t n, int64_t nnz, const int64_t *rp, const int32_t *col_in,
+                     const int32_t *src_in, int32_t *col, int32_t *src)
+{
+    if (nnz == 0 || n == 0) return 0;
+    size_t tb = 0;
+    void *tmp = NULL;
+    HK_CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, col_in, col, src_in, src, nnz, n, rp,
+                                                    rp + 1, hk_cu.stream));
+    HK_CALL(hk_cu_tmp_alloc(&tmp, tb + 16));
+    const cudaError_t e = cub::DeviceSegmentedSort::StableSortPairs(
+        tmp, tb, col_in, col, src_in, src, nnz, n, rp, rp + 1, hk_cu.stream);
+    hk_cu_tmp_free(tmp);
+    HK_CU(e);
+    return 0;
+}
+
+int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_bmat *Kbnd,
+                     int32_t **src_bnd, int32_t **bcol, int64_t *nbc)
+{
+    int ierr = 0;
+    const int64_t nown = R->nown, nbnd = R->nown - R->nint;
+    int64_t *cnt = NULL, *rp_oo = NULL, *rp_b = NULL, *pos = NULL, tot[2] = {0, 0};
+    int64_t nnz_oo = 0, nnz_b = 0;
+    int64_t *flag = NULL;
+    int32_t *col = NULL, *src = NULL;
+    memset(Koo, 0, sizeof *Koo);
+    memset(Kbnd, 0, sizeof *Kbnd);
+    *src_oo = *src_bnd = *bcol = NULL;
+    *nbc = 0;
+    HK_TRY(hk_cu_init());
+    /* the counts and both matrices' row pointers, their sizes to the host */
+    HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)(nown + nbnd + 1) * sizeof *cnt));
+    HK_CU_TRY(cudaMemsetAsync(cnt, 0, (size_t)(nown + nbnd + 1) * sizeof *cnt, hk_cu.stream));
+    HK_TRY(hk_cu_tmp_alloc((void **)&rp_oo, (size_t)(nown + 1) * sizeof *rp_oo));
+    HK_TRY(hk_cu_tmp_alloc((void **)&rp_b, (size_t)(nbnd + 1) * sizeof *rp_b));
+    if (nown) {
+        k_split_count<<<hk_cu_grid(nown), HK_CU_BLOCK, 0, hk_cu.stream>>>(*R, cnt, cnt + nown);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(dist_scan<int64_t>(cnt, rp_oo, nown + 1)); /* cnt[nown] is read, not summed */
+    HK_TRY(dist_scan<int64_t>(cnt + nown, rp_b, nbnd + 1));
+    HK_CU_TRY(cudaMemcpyAsync(tot, rp_oo + nown, 8, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaMemcpyAsync(tot + 1, rp_b + nbnd, 8, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    nnz_oo = tot[0], nnz_b = tot[1];
+    /* Koo: filled in the caller's order, then each row sorted into place */
+    HK_TRY(hk_bmat_alloc(&hk_backend_cuda, R->bs, R->bs, nown, nown, nnz_oo, Koo));
+    HK_CU_TRY(cudaMemcpyAsync(Koo->rowptr, rp_oo, (size_t)(nown + 1) * sizeof *rp_oo,
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)src_oo, (size_t)(nnz_oo + 1) * sizeof **src_oo));
+    HK_TRY(hk_cu_tmp_alloc((void **)&col, (size_t)(nnz_oo + nnz_b + 1) * sizeof *col));
+    HK_TRY(hk_cu_tmp_alloc((void **)&src, (size_t)(nnz_oo + nnz_b + 1) * sizeof *src));
+    if (nown) {
+        k_split_fill_oo<<<hk_cu_grid(nown), HK_CU_BLOCK, 0, hk_cu.stream>>>(*R, rp_oo, col, src);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(sort_rows(nown, nnz_oo, rp_oo, col, src, Koo->colind, *src_oo));
+    /* the owned columns the boundary rows read: flagged, numbered by a running count */
+    HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)(nown + 1) * sizeof *flag));
+    HK_TRY(hk_cu_tmp_alloc((void **)&pos, (size_t)(nown + 1) * sizeof *pos));
+    HK_CU_TRY(cudaMemsetAsync(flag, 0, (size_t)(nown + 1) * sizeof *flag, hk_cu.stream));
+    if (nbnd) {
+        k_split_mark<<<hk_cu_grid(nbnd), HK_CU_BLOCK, 0, hk_cu.stream>>>(R->nint, nown, rp_oo,
+                                                                         Koo->colind, flag);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(dist_scan<int64_t>(flag, pos, nown + 1));
+    HK_CU_TRY(cudaMemcpyAsync(nbc, pos + nown, 8, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)bcol, (size_t)(*nbc + 1) * sizeof **bcol));
+    if (nown) {
+        k_split_bcol<<<hk_cu_grid(nown), HK_CU_BLOCK, 0, hk_cu.stream>>>(nown, flag, pos, *bcol);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    /* Kbnd: the boundary rows whole, filled in the caller's order, then sorted into place */
+    HK_TRY(hk_bmat_alloc(&hk_backend_cuda, R->bs, R->bs, nbnd, *nbc + R->nghost, nnz_b, Kbnd));
+    HK_CU_TRY(cudaMemcpyAsync(Kbnd->rowptr, rp_b, (size_t)(nbnd + 1) * sizeof *rp_b,
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)src_bnd, (size_t)(nnz_b + 1) * sizeof **src_bnd));
+    if (nbnd) {
+        k_split_fill_bnd<<<hk_cu_grid(nbnd), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            *R, rp_b, pos, *nbc, col + nnz_oo, src + nnz_oo);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(sort_rows(nbnd, nnz_b, rp_b, col + nnz_oo, src + nnz_oo, Kbnd->colind, *src_bnd));
+fail:
+    /* stream-ordered frees after the work that reads them */
+    hk_cu_tmp_free(cnt);
+    hk_cu_tmp_free(rp_oo);
+    hk_cu_tmp_free(rp_b);
+    hk_cu_tmp_free(pos);
+    hk_cu_tmp_free(col);
+    hk_cu_tmp_free(src);
+    hk_cu_tmp_free(flag);
+    if (ierr) {
+        cudaStreamSynchronize(hk_cu.stream);
+        hk_bmat_free(Koo);
+        hk_bmat_free(Kbnd);
+        cudaFree(*src_oo);
+        cudaFree(*src_bnd);
+        cudaFree(*bcol);
+        *src_oo = *src_bnd = *bcol = NULL;
+    }
+    return ierr;
+}
+
+/* A thread a row: its kind (-1: reads a column outside the owned ones, -2: not), each such
+ * column flagged (every writer writes 1), the first row with a column outside [0, nglobal)
+ * lowered into *bad (atomicMin: the same row in any order). */
+__global__ void k_scan_rows(hk_dist_rows R, int32_t *kind, int64_t *flag, unsigned long long *bad)
+{
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= R.nown) return;
+    int bnd = 0;
+    for (int64_t p = R.rowptr[i]; p < R.rowptr[i + 1]; p++) {
+        const int32_t g = R.colind[p];
+        if (g < 0 || g >= R.nglobal) {
+            atomicMin(bad, (unsigned long long)i);
+            break;
+        }
+        if (g < R.row0 || g >= R.row0 + R.nown) {
+            bnd = 1;
+            flag[g] = 1;
+        }
+    }
+    kind[i] = bnd ? -1 : -2;
+}
+
+/* The flagged columns listed in order (pos[g]: the flagged columns before g). */
+__global__ void k_scan_list(int64_t n, const int64_t *__restrict__ flag,
+                            const int64_t *__restrict__ pos, int64_t *ghost)
+{
+    const int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (g < n && flag[g]) ghost[pos[g]] = g;
+}
+
+int hk_cu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
+                    int64_t *bad)
+{
+    int ierr = 0;
+    const int64_t nown = R->nown, nglobal = R->nglobal;
+    int64_t *flag = NULL, *pos = NULL;
+    unsigned long long *first = NULL;
+    *ghost = NULL;
+    *nghost = 0;
+    *bad = -1;
+    HK_TRY(hk_cu_init());
+    HK_TRY(hk_cu_setup_flag(&first));
+    HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)(nglobal + 1) * sizeof *flag));
+    HK_TRY(hk_cu_tmp_alloc((void **)&pos, (size_t)(nglobal + 1) * sizeof *pos));
+    HK_CU_TRY(cudaMemsetAsync(flag, 0, (size_t)(nglobal + 1) * sizeof *flag, hk_cu.stream));
+    if (nown) {
+        k_scan_rows<<<hk_cu_grid(nown), HK_CU_BLOCK, 0, hk_cu.stream>>>(*R, kind, flag, first);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_first_row_read(first, bad));
+    if (*bad >= 0) goto fail;
+    HK_TRY(dist_scan<int64_t>(flag, pos, nglobal + 1));
+    HK_CU_TRY(cudaMemcpyAsync(nghost, pos + nglobal, 8, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    HK_TRY(hk_cu_malloc((void **)ghost, (size_t)(*nghost + 1) * sizeof **ghost));
+    if (nglobal) {
+        k_scan_list<<<hk_cu_grid(nglobal), HK_CU_BLOCK, 0, hk_cu.stream>>>(nglobal, flag, pos,
+                                                                           *ghost);
+        HK_CU_TRY(cudaGetLastError());
+    }
+fail:
+    hk_cu_tmp_free(flag);
+    hk_cu_tmp_free(pos);
+    if (ierr) {
+        cudaStreamSynchronize(hk_cu.stream);
+        cudaFree(*ghost);
+        *ghost = NULL;
+    }
     return ierr;
 }

@@ -464,6 +464,10 @@ int hk_cu_dist_read_columns(const int32_t *col, int64_t n, int64_t ncols, int32_
 int hk_cu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_t *col,
                              const int32_t *map, int64_t nbc, int split, int64_t *rp,
                              int32_t *lcol, int32_t *src, int32_t *ypos, int64_t *nint);
+int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_bmat *Kbnd,
+                     int32_t **src_bnd, int32_t **bcol, int64_t *nbc);
+int hk_cu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
+                    int64_t *bad);
 #ifdef HOOKE_HAVE_NCCL
 /* cuda_nccl.cu: the device transport of distributed runs (dcomm_* ops, NCCL) */
 int hk_cu_dcomm_id(void *id);

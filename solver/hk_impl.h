@@ -357,6 +357,19 @@ typedef struct hk_cheb_step {
  * coincide, xmode): 0, or the error naming what is wrong (solver/cpu/cpu_backend.c). */
 int hk_cheb_step_check(const hk_mat *A, const hk_cheb_step *s);
 
+/* A process's rows of a distributed operator in a backend's memory, for its dist_split op:
+ * the caller's nown block rows (rowptr, colind: global block columns, nglobal of them), the
+ * owned ones [row0, row0 + nown); inv[i]: the caller's row i's internal number (interior rows,
+ * which read no ghost, are [0, nint)), perm its inverse; ghost: the nghost global columns
+ * outside the owned ones that the rows read, sorted. */
+typedef struct hk_dist_rows {
+    int bs;
+    int64_t row0, nown, nint, nglobal, nghost;
+    const int64_t *rowptr;
+    const int32_t *colind, *inv, *perm;
+    const int64_t *ghost;
+} hk_dist_rows;
+
 typedef struct hk_backend_ops {
     const char *name;
     /* 0 when usable; otherwise an error whose message says why (not built, no device). */
@@ -856,6 +869,25 @@ typedef struct hk_backend_ops {
     int (*dist_local_pattern)(int64_t nrows, const int64_t *rowptr, const int32_t *col,
                               const int32_t *map, int64_t nbc, int split, int64_t *rp,
                               int32_t *lcol, int32_t *src, int32_t *ypos, int64_t *nint);
+    /* dist_split: a process's rows split for the distributed operator (solver/dist/dist.c),
+     * every array in the backend's memory (hk_dist_rows). Koo: every internal row's owned
+     * columns in internal numbering (nown x nown); Kbnd: the boundary rows [nint, nown) whole,
+     * their columns renumbered into [the nbc owned columns they read, then the ghosts]
+     * (nown - nint x nbc + nghost). Every row sorted by column (equal columns in the caller's
+     * order); both allocated by hk_bmat_alloc (bs x bs blocks, values not filled). src_oo,
+     * src_bnd: each of their blocks' position in R->colind; bcol: the nbc internal owned
+     * columns the boundary rows read, ascending; the three allocated by the op (be's alloc,
+     * at least one entry). The same bytes on every backend and thread count. */
+    int (*dist_split)(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_bmat *Kbnd,
+                      int32_t **src_bnd, int32_t **bcol, int64_t *nbc);
+    /* dist_scan: one pass over a process's rows (R: rowptr, colind, row0, nown, nglobal; the
+     * rest unused), every array in the backend's memory: kind[i] (nown entries, the caller's)
+     * -1 for a row that reads a column outside [row0, row0 + nown) (a boundary row), -2 for
+     * the others; *ghost: those columns, sorted and unique (*nghost of them, allocated by the
+     * op, be's alloc, at least one entry). *bad: the first row with a column outside
+     * [0, nglobal) (then kind and ghost are not made), -1 where none. */
+    int (*dist_scan)(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
+                     int64_t *bad);
     /* The device transport (dist.comm=nccl: NCCL on cuda; NULL where the backend or the build
      * has none, and the layer stages through host memory and MPI). One communicator dc per
      * layout: dcomm_id writes a new one's id (HK_DCOMM_ID_BYTES) on one process, every

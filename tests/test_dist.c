@@ -201,7 +201,9 @@ static void test_ops_reviewed(void)
                                       offsetof(hk_backend_ops, bmat_diag),
                                       offsetof(hk_backend_ops, bmat_first_nonfinite),
                                       offsetof(hk_backend_ops, format_auto),
-                                      offsetof(hk_backend_ops, vec_gather)};
+                                      offsetof(hk_backend_ops, vec_gather),
+                                      offsetof(hk_backend_ops, dist_split),
+                                      offsetof(hk_backend_ops, dist_scan)};
     hk_bcsr K = {0};
     HK_ASSERT_OK(hk_gen_poisson2d(4, &K));
     hk_dist *d = NULL;
@@ -268,7 +270,16 @@ static void resident_layout_on(const hk_backend *be, int staged)
     HK_ASSERT_OK(hk_dist_create(w, be, 0, &K, &ds));
     dist_staged(0);
     CU_ASSERT(dr->nint == dh->nint && dr->nbnd == dh->nbnd);
-    CU_ASSERT(!memcmp(dr->Koo.colind, dh->Koo.colind, sizeof(int32_t) * (size_t)nnzb));
+    /* what the host keeps of the split: Koo's columns only with host-memory views, Koo's row
+     * pointers, Kbnd's pattern and bcol always */
+    CU_ASSERT(!dr->Koo.colind == !dr->host_memory);
+    if (dr->Koo.colind)
+        CU_ASSERT(!memcmp(dr->Koo.colind, dh->Koo.colind, sizeof(int32_t) * (size_t)nnzb));
+    CU_ASSERT(!memcmp(dr->Koo.rowptr, dh->Koo.rowptr, sizeof(int64_t) * (size_t)(K.nbrows + 1)));
+    CU_ASSERT(dr->nbc == dh->nbc && !memcmp(dr->bcol, dh->bcol, sizeof(int32_t) * (size_t)dh->nbc));
+    CU_ASSERT(!memcmp(dr->Kbnd.rowptr, dh->Kbnd.rowptr, sizeof(int64_t) * (size_t)(dh->nbnd + 1)));
+    CU_ASSERT(!memcmp(dr->Kbnd.colind, dh->Kbnd.colind,
+                      sizeof(int32_t) * (size_t)dh->Kbnd.rowptr[dh->nbnd]));
     CU_ASSERT(test_same_as_host(be, &dr->Koo_d, &dh->Koo));
     CU_ASSERT(test_same_as_host(be, &dr->Kbnd_d, &dh->Kbnd));
     CU_ASSERT(test_same_as_host(be, &ds->Koo_d, &dh->Koo));
@@ -319,6 +330,198 @@ static void resident_layout_on(const hk_backend *be, int staged)
     free(y);
     free(yd);
     hk_bcsr_free(&K);
+}
+
+/* The rows [row0, row0 + nown) of K (global columns) as a process's rows with their
+ * numbering: interior rows (no column outside them) first, then boundary rows, each in their
+ * order; the ghosts sorted. The caller frees the arrays. */
+static void split_input(const hk_bcsr *K, int64_t row0, int64_t nown, hk_dist_rows *R)
+{
+    int64_t *rp = malloc(sizeof *rp * (size_t)(nown + 1));
+    int32_t *inv = malloc(sizeof *inv * (size_t)(nown + 1));
+    int32_t *perm = malloc(sizeof *perm * (size_t)(nown + 1));
+    int64_t *ghost = malloc(sizeof *ghost * (size_t)(K->nbcols + 1));
+    unsigned char *mark = calloc((size_t)K->nbcols + 1, 1);
+    int64_t nint = 0, nghost = 0;
+    for (int64_t i = 0; i <= nown; i++)
+        rp[i] = K->rowptr[row0 + i] - K->rowptr[row0];
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t i = 0; i < nown; i++) {
+            int bnd = 0;
+            for (int64_t p = K->rowptr[row0 + i]; p < K->rowptr[row0 + i + 1]; p++) {
+                const int64_t g = K->colind[p];
+                if (g < row0 || g >= row0 + nown) bnd = 1, mark[g] = 1;
+            }
+            if (bnd == pass) inv[i] = (int32_t)nint, perm[nint++] = (int32_t)i;
+            if (pass == 0 && i == nown - 1) R->nint = nint;
+        }
+    for (int64_t g = 0; g < K->nbcols; g++)
+        if (mark[g]) ghost[nghost++] = g;
+    free(mark);
+    const hk_dist_rows r = {K->bs,     row0,   nown, R->nint,
+                            K->nbcols, nghost, rp,   K->colind + K->rowptr[row0],
+                            inv,       perm,   ghost};
+    *R = r;
+}
+
+/* A backend array of n entries of e bytes against the host's: 1 when the bytes agree, else 0
+ * with the first differing entry named. */
+static int same_array(const hk_backend_ops *be, const char *what, const void *dev, const void *host,
+                      int64_t n, size_t e)
+{
+    unsigned char *h = malloc(e * (size_t)n + 1);
+    int ok = !n || !be->copy_from(h, dev, e * (size_t)n);
+    int64_t k = 0;
+    while (ok && k < n && !memcmp(h + e * (size_t)k, (const char *)host + e * (size_t)k, e))
+        k++;
+    if (ok && k < n)
+        fprintf(stderr,
+                "\n  dist ops on %s: %s differs from the cpu's first at entry %lld of %lld\n",
+                be->name, what, (long long)k, (long long)n);
+    free(h);
+    return ok && k == n;
+}
+
+/* dist_scan and dist_split on be against the cpu's, byte for byte, on rows of a 3D elasticity
+ * matrix given with every row's columns descending (the sort moves every block): a middle slice
+ * (ghosts on both sides), the first rows, and all the rows (no boundary row). On the cpu the
+ * reference's own invariants: every block's gather index names a block of its row with its
+ * column, and every row ascending. */
+static void split_on(const hk_backend_ops *be)
+{
+    CU_ASSERT_FATAL(be != NULL);
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(7, 5, 4, &K));
+    test_reverse_rows(&K);
+    const int64_t n = K.nbrows, slices[3][2] = {{n / 3, n / 3 + 37}, {0, n / 2}, {0, n}};
+    for (int t = 0; t < 3; t++) {
+        hk_dist_rows R = {0};
+        split_input(&K, slices[t][0], slices[t][1] - slices[t][0], &R);
+        const int64_t nown = R.nown, nbnd = R.nown - R.nint, nnzb = R.rowptr[nown];
+        hk_bmat Hoo = {0}, Hbnd = {0}, Doo = {0}, Dbnd = {0};
+        int32_t *hs_oo = NULL, *hs_bnd = NULL, *hbcol = NULL, *ds_oo = NULL, *ds_bnd = NULL,
+                *dbcol = NULL;
+        int64_t hnbc = -1, dnbc = -2;
+        HK_ASSERT_OK(hk_backend_cpu.dist_split(&R, &Hoo, &hs_oo, &Hbnd, &hs_bnd, &hbcol, &hnbc));
+        CU_ASSERT(t < 2 ? nbnd > 0 && R.nghost > 0 : nbnd == 0 && R.nghost == 0);
+        /* the reference: sorted rows, gather indices that name their blocks */
+        int ok = Hoo.nbrows == nown && Hbnd.nbrows == nbnd && Hbnd.nbcols == hnbc + R.nghost;
+        for (int64_t ni = 0; ni < nown && ok; ni++)
+            for (int64_t q = Hoo.rowptr[ni]; q < Hoo.rowptr[ni + 1]; q++) {
+                const int64_t p = hs_oo[q], g = R.colind[p], i = R.perm[ni];
+                ok = ok && p >= R.rowptr[i] && p < R.rowptr[i + 1] && g >= R.row0 &&
+                     g < R.row0 + nown && R.inv[g - R.row0] == Hoo.colind[q] &&
+                     (q == Hoo.rowptr[ni] || Hoo.colind[q - 1] < Hoo.colind[q]);
+            }
+        for (int64_t b = 0; b < nbnd && ok; b++) {
+            const int64_t i = R.perm[R.nint + b];
+            ok = Hbnd.rowptr[b + 1] - Hbnd.rowptr[b] == R.rowptr[i + 1] - R.rowptr[i];
+            for (int64_t q = Hbnd.rowptr[b]; q < Hbnd.rowptr[b + 1] && ok; q++) {
+                const int64_t p = hs_bnd[q], g = R.colind[p], c = Hbnd.colind[q];
+                ok = p >= R.rowptr[i] && p < R.rowptr[i + 1] &&
+                     (c < hnbc ? g >= R.row0 && g < R.row0 + nown && hbcol[c] == R.inv[g - R.row0]
+                               : R.ghost[c - hnbc] == g) &&
+                     (q == Hbnd.rowptr[b] || Hbnd.colind[q - 1] < c);
+            }
+        }
+        for (int64_t c = 1; c < hnbc && ok; c++)
+            ok = hbcol[c - 1] < hbcol[c];
+        CU_ASSERT(ok);
+        {
+            /* the same rows in be's memory (on the cpu: the comparison itself checked) */
+            void *in[5] = {NULL};
+            const void *src[5] = {R.rowptr, R.colind, R.inv, R.perm, R.ghost};
+            const size_t bytes[5] = {sizeof(int64_t) * (size_t)(nown + 1),
+                                     sizeof(int32_t) * (size_t)nnzb, sizeof(int32_t) * (size_t)nown,
+                                     sizeof(int32_t) * (size_t)nown,
+                                     sizeof(int64_t) * (size_t)R.nghost};
+            for (int k = 0; k < 5; k++) {
+                HK_ASSERT_OK(be->alloc(&in[k], bytes[k] + 8));
+                if (bytes[k]) HK_ASSERT_OK(be->copy_to(in[k], src[k], bytes[k]));
+            }
+            hk_dist_rows D = R;
+            D.rowptr = in[0], D.colind = in[1], D.inv = in[2], D.perm = in[3], D.ghost = in[4];
+            /* the scan: every row's kind and the ghosts, as the reference's and the input's */
+            int32_t *hkind = malloc(sizeof *hkind * (size_t)(nown + 1)), *dkind = NULL;
+            int64_t *hghost = NULL, *dghost = NULL, hng = -1, dng = -2, hbad = -3, dbad = -4;
+            HK_ASSERT_OK(hk_backend_cpu.dist_scan(&R, hkind, &hghost, &hng, &hbad));
+            CU_ASSERT(hbad == -1 && hng == R.nghost &&
+                      !memcmp(hghost, R.ghost, sizeof *hghost * (size_t)hng));
+            int kinds_ok = 1;
+            for (int64_t i = 0; i < nown; i++)
+                kinds_ok &= hkind[i] == (R.inv[i] < R.nint ? -2 : -1);
+            CU_ASSERT(kinds_ok);
+            HK_ASSERT_OK(be->alloc((void **)&dkind, sizeof *dkind * (size_t)(nown + 1)));
+            HK_ASSERT_OK(be->dist_scan(&D, dkind, &dghost, &dng, &dbad));
+            CU_ASSERT(dbad == -1 && dng == hng);
+            if (dbad == -1 && dng == hng) {
+                CU_ASSERT(same_array(be, "the scan's kinds", dkind, hkind, nown, 4));
+                CU_ASSERT(same_array(be, "the scan's ghosts", dghost, hghost, hng, 8));
+            }
+            be->dealloc(dghost);
+            free(hghost);
+            /* a column past the global ones in two rows: the first of them found */
+            if (nown > 2) {
+                int32_t *bad = malloc(sizeof *bad * (size_t)nnzb);
+                memcpy(bad, R.colind, sizeof *bad * (size_t)nnzb);
+                bad[R.rowptr[nown - 1]] = (int32_t)K.nbcols;
+                bad[R.rowptr[nown / 2 + 1] - 1] = (int32_t)(K.nbcols + 5); /* its last block */
+                hk_dist_rows B = R;
+                B.colind = bad;
+                HK_ASSERT_OK(hk_backend_cpu.dist_scan(&B, hkind, &hghost, &hng, &hbad));
+                HK_ASSERT_OK(be->copy_to(in[1], bad, sizeof *bad * (size_t)nnzb));
+                HK_ASSERT_OK(be->dist_scan(&D, dkind, &dghost, &dng, &dbad));
+                CU_ASSERT(hbad == nown / 2 && dbad == hbad);
+                HK_ASSERT_OK(be->copy_to(in[1], R.colind, sizeof *bad * (size_t)nnzb));
+                free(bad);
+            }
+            be->dealloc(dkind);
+            free(hkind);
+            HK_ASSERT_OK(be->dist_split(&D, &Doo, &ds_oo, &Dbnd, &ds_bnd, &dbcol, &dnbc));
+            HK_ASSERT_OK(be->sync());
+            CU_ASSERT(dnbc == hnbc);
+            CU_ASSERT(Doo.nnzb == Hoo.nnzb && Dbnd.nnzb == Hbnd.nnzb && Doo.nbrows == nown &&
+                      Dbnd.nbrows == nbnd && Dbnd.nbcols == Hbnd.nbcols);
+            if (dnbc == hnbc && Doo.nnzb == Hoo.nnzb && Dbnd.nnzb == Hbnd.nnzb) {
+                CU_ASSERT(
+                    same_array(be, "Koo's row pointers", Doo.rowptr, Hoo.rowptr, nown + 1, 8));
+                CU_ASSERT(same_array(be, "Koo's columns", Doo.colind, Hoo.colind, Hoo.nnzb, 4));
+                CU_ASSERT(same_array(be, "Koo's gather index", ds_oo, hs_oo, Hoo.nnzb, 4));
+                CU_ASSERT(
+                    same_array(be, "Kbnd's row pointers", Dbnd.rowptr, Hbnd.rowptr, nbnd + 1, 8));
+                CU_ASSERT(same_array(be, "Kbnd's columns", Dbnd.colind, Hbnd.colind, Hbnd.nnzb, 4));
+                CU_ASSERT(same_array(be, "Kbnd's gather index", ds_bnd, hs_bnd, Hbnd.nnzb, 4));
+                CU_ASSERT(same_array(be, "bcol", dbcol, hbcol, hnbc, 4));
+            }
+            for (int k = 0; k < 5; k++)
+                be->dealloc(in[k]);
+            hk_bmat_free(&Doo);
+            hk_bmat_free(&Dbnd);
+            be->dealloc(ds_oo);
+            be->dealloc(ds_bnd);
+            be->dealloc(dbcol);
+        }
+        hk_bmat_free(&Hoo);
+        hk_bmat_free(&Hbnd);
+        free(hs_oo);
+        free(hs_bnd);
+        free(hbcol);
+        free((void *)R.rowptr);
+        free((void *)R.inv);
+        free((void *)R.perm);
+        free((void *)R.ghost);
+    }
+    hk_bcsr_free(&K);
+}
+
+static void test_split_cpu(void)
+{
+    split_on(&hk_backend_cpu);
+}
+
+static void test_split_cuda(void)
+{
+    split_on(hk_test_cuda_backend());
 }
 
 static void test_resident_cpu(void)
@@ -629,6 +832,9 @@ HK_SUITE(dist,
          {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
           "random one repeated",
           test_local_pattern_cpu},
+         {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
+          "indices naming their blocks, a bad column's first row",
+          test_split_cpu},
          {"the layout from values in the backend's memory, and from host rows taken the "
           "device's way: the host's bytes, its check's sentence (views, and the device's path)",
           test_resident_cpu},
@@ -640,6 +846,9 @@ HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_ga
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
                  test_local_pattern_cuda},
+                {"dist_scan and dist_split on cuda against the cpu's, byte for byte (a middle "
+                 "slice, the first rows, all rows), a bad column's first row",
+                 test_split_cuda},
                 {"the layout from values on cuda, and from host rows uploaded as they are: the "
                  "host's bytes, SpMV, a NaN named",
                  test_resident_cuda},

@@ -557,6 +557,10 @@ int hk_cpu_dist_read_columns(const int32_t *col, int64_t n, int64_t ncols, int32
 int hk_cpu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_t *col,
                               const int32_t *map, int64_t nbc, int split, int64_t *rp,
                               int32_t *lcol, int32_t *src, int32_t *ypos, int64_t *nint);
+int hk_cpu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_bmat *Kbnd,
+                      int32_t **src_bnd, int32_t **bcol, int64_t *nbc);
+int hk_cpu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
+                     int64_t *bad);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -659,4 +663,6 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_gather = hk_cpu_vec_gather,
     .dist_read_columns = hk_cpu_dist_read_columns,
     .dist_local_pattern = hk_cpu_dist_local_pattern,
+    .dist_split = hk_cpu_dist_split,
+    .dist_scan = hk_cpu_dist_scan,
 };

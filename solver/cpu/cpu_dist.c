@@ -1,6 +1,12 @@
 /* CPU backend: the gather of the distributed operator's halo (vec_gather, hk_impl.h): the
  * owned entries a neighbour needs into the send buffer, the boundary rows' owned columns into
- * the extended vector. */
+ * the extended vector; the transfer operators' local patterns; and the layout's passes over a
+ * process's rows (dist_scan, dist_split), the references of the devices' ones. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
 #include "cpu_impl.h"
 
 int hk_cpu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs)
@@ -106,4 +112,215 @@ int hk_cpu_dist_local_pattern(int64_t nrows, const int64_t *rowptr, const int32_
         }
     }
     return 0;
+}
+
+/* ---- the layout: a process's rows scanned and split (dist_scan, dist_split) ---------- */
+
+/* One row's columns col[0..len) sorted, each one's gather index src moved with it: by column,
+ * equal columns in their order (key, c, s: the caller's scratch of len entries each). */
+static void sort_row_idx(int32_t *col, int32_t *src, int64_t len, int64_t *key, int32_t *c,
+                         int32_t *s)
+{
+    for (int64_t k = 1; k < len; k++)
+        if (col[k - 1] >= col[k]) goto unsorted;
+    return; /* already in order: left alone */
+unsorted:
+    for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
+        key[k] = (int64_t)col[k] << 24 | k;
+    hk_isort_i64(key, len);
+    for (int64_t k = 0; k < len; k++) {
+        c[k] = col[key[k] & 0xffffff];
+        s[k] = src[key[k] & 0xffffff];
+    }
+    memcpy(col, c, (size_t)len * sizeof *col);
+    memcpy(src, s, (size_t)len * sizeof *src);
+}
+
+/* Koo's rows counted, filled and sorted apart on the threads, then the owned columns the
+ * boundary rows read marked and numbered, then Kbnd's rows (the same bytes on any thread
+ * count: every row is one thread's). */
+int hk_cpu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_bmat *Kbnd,
+                      int32_t **src_bnd, int32_t **bcol, int64_t *nbc)
+{
+    int ierr = 0;
+    const int64_t nown = R->nown, nint = R->nint, nbnd = nown - nint, row0 = R->row0;
+    const int64_t *rowptr = R->rowptr;
+    const int32_t *colind = R->colind, *inv = R->inv, *perm = R->perm;
+    int64_t *cnt = NULL, *key = NULL;
+    int32_t *pos = NULL, *tmp = NULL;
+    int64_t nnz_b = 0, maxlen = 0;
+    memset(Koo, 0, sizeof *Koo);
+    memset(Kbnd, 0, sizeof *Kbnd);
+    *src_oo = *src_bnd = *bcol = NULL;
+    *nbc = 0;
+    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *cnt, &cnt));
+#pragma omp parallel for schedule(static) reduction(+ : nnz_b) reduction(max : maxlen)
+    for (int64_t ni = 0; ni < nown; ni++) {
+        const int64_t i = perm[ni], len = rowptr[i + 1] - rowptr[i];
+        int64_t k = len;
+        if (len > maxlen) maxlen = len;
+        if (ni >= nint) {
+            nnz_b += len;
+            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++)
+                k -= colind[p] < row0 || colind[p] >= row0 + nown;
+        }
+        cnt[ni + 1] = k;
+    }
+    for (int64_t ni = 0; ni < nown; ni++)
+        cnt[ni + 1] += cnt[ni];
+    const int64_t nnz_oo = cnt[nown];
+    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, R->bs, R->bs, nown, nown, nnz_oo, Koo));
+    memcpy(Koo->rowptr, cnt, (size_t)(nown + 1) * sizeof *cnt);
+    HK_TRY(hk_backend_cpu.alloc((void **)src_oo, (size_t)(nnz_oo + 1) * sizeof **src_oo));
+    const int nt = omp_get_max_threads();
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
+    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * 2 * sizeof *tmp, &tmp));
+    /* each row sorted as it is filled, while it is in cache: only the rows that read a
+     * boundary column before an interior one need it */
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t *kt = key + (maxlen + 1) * t;
+        int32_t *tt = tmp + (maxlen + 1) * 2 * t;
+#pragma omp for schedule(static)
+        for (int64_t ni = 0; ni < nown; ni++) {
+            const int64_t i = perm[ni], q0 = Koo->rowptr[ni];
+            int64_t q = q0;
+            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++)
+                if (colind[p] >= row0 && colind[p] < row0 + nown) {
+                    Koo->colind[q] = inv[colind[p] - row0];
+                    (*src_oo)[q++] = (int32_t)p;
+                }
+            sort_row_idx(Koo->colind + q0, *src_oo + q0, q - q0, kt, tt, tt + maxlen + 1);
+        }
+    }
+    /* the owned columns the boundary rows read, ascending: the gathered part of x */
+    HK_TRY(hk_malloc((size_t)(nown + 1) * sizeof *pos, &pos));
+    for (int64_t j = 0; j < nown; j++)
+        pos[j] = -1;
+    for (int64_t ni = nint; ni < nown; ni++)
+        for (int64_t p = Koo->rowptr[ni]; p < Koo->rowptr[ni + 1]; p++)
+            pos[Koo->colind[p]] = 0;
+    for (int64_t j = 0; j < nown; j++)
+        if (pos[j] == 0) pos[j] = (int32_t)(*nbc)++;
+    HK_TRY(hk_backend_cpu.alloc((void **)bcol, (size_t)(*nbc + 1) * sizeof **bcol));
+    for (int64_t j = 0; j < nown; j++)
+        if (pos[j] >= 0) (*bcol)[pos[j]] = (int32_t)j;
+    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, R->bs, R->bs, nbnd, *nbc + R->nghost, nnz_b, Kbnd));
+    HK_TRY(hk_backend_cpu.alloc((void **)src_bnd, (size_t)(nnz_b + 1) * sizeof **src_bnd));
+    Kbnd->rowptr[0] = 0;
+    for (int64_t nb = 0; nb < nbnd; nb++) {
+        const int64_t i = perm[nint + nb];
+        Kbnd->rowptr[nb + 1] = Kbnd->rowptr[nb] + rowptr[i + 1] - rowptr[i];
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t *kt = key + (maxlen + 1) * t;
+        int32_t *tt = tmp + (maxlen + 1) * 2 * t;
+#pragma omp for schedule(static)
+        for (int64_t nb = 0; nb < nbnd; nb++) {
+            const int64_t i = perm[nint + nb], q = Kbnd->rowptr[nb];
+            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
+                const int64_t g = colind[p];
+                Kbnd->colind[q + p - rowptr[i]] =
+                    g >= row0 && g < row0 + nown
+                        ? pos[inv[g - row0]]
+                        : (int32_t)(*nbc + hk_lower_bound_i64(R->ghost, 0, R->nghost, g));
+                (*src_bnd)[q + p - rowptr[i]] = (int32_t)p;
+            }
+            sort_row_idx(Kbnd->colind + q, *src_bnd + q, rowptr[i + 1] - rowptr[i], kt, tt,
+                         tt + maxlen + 1);
+        }
+    }
+fail:
+    free(cnt);
+    free(key);
+    free(tmp);
+    free(pos);
+    if (ierr) {
+        hk_bmat_free(Koo);
+        hk_bmat_free(Kbnd);
+        free(*src_oo);
+        free(*src_bnd);
+        free(*bcol);
+        *src_oo = *src_bnd = *bcol = NULL;
+    }
+    return ierr;
+}
+
+/* Per thread of a static split of [0, n) into nt chunks: the chunk's first index. */
+static int64_t chunk_start(int64_t n, int nt, int t)
+{
+    return n * t / nt;
+}
+
+/* On the threads: each row's kind and each ghost column marked in a byte per global column;
+ * then the ghosts listed from the marks by chunks, each chunk's after the earlier chunks' (the
+ * same list on any thread count). Linear: no sort. */
+int hk_cpu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
+                     int64_t *bad)
+{
+    const int64_t nown = R->nown, nglobal = R->nglobal, row0 = R->row0;
+    const int64_t *rowptr = R->rowptr;
+    const int32_t *colind = R->colind;
+    const int nt = omp_get_max_threads();
+    int ierr = 0;
+    int64_t *off = NULL, first = nown;
+    unsigned char *mark = NULL;
+    *ghost = NULL;
+    *nghost = 0;
+    *bad = -1;
+    HK_TRY(hk_calloc((size_t)nt + 1, sizeof *off, &off));
+    HK_TRY(hk_calloc((size_t)nglobal + 1, sizeof *mark, &mark));
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (int64_t i = 0; i < nown; i++) {
+        int bnd = 0, ok = 1;
+        for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
+            const int32_t g = colind[p];
+            if (g < 0 || g >= nglobal) {
+                ok = 0;
+                break;
+            }
+            if (g < row0 || g >= row0 + nown) {
+                bnd = 1;
+                unsigned char was; /* written only where not yet: read by the other threads */
+#pragma omp atomic read
+                was = mark[g];
+                if (!was) {
+#pragma omp atomic write
+                    mark[g] = 1;
+                }
+            }
+        }
+        kind[i] = bnd ? -1 : -2;
+        if (!ok && i < first) first = i;
+    }
+    if (first < nown) {
+        *bad = first;
+        goto fail;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t k = 0;
+        for (int64_t g = chunk_start(nglobal, nt, t); g < chunk_start(nglobal, nt, t + 1); g++)
+            k += mark[g];
+        off[t + 1] = k;
+    }
+    for (int t = 0; t < nt; t++)
+        off[t + 1] += off[t];
+    HK_TRY(hk_backend_cpu.alloc((void **)ghost, (size_t)(off[nt] + 1) * sizeof **ghost));
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num();
+        int64_t k = off[t];
+        for (int64_t g = chunk_start(nglobal, nt, t); g < chunk_start(nglobal, nt, t + 1); g++)
+            if (mark[g]) (*ghost)[k++] = g;
+    }
+    *nghost = off[nt];
+fail:
+    free(off);
+    free(mark);
+    return ierr;
 }

@@ -3,7 +3,8 @@
  * The caller owns the global block rows [row0, row0 + nown) with global column indices. Set-up
  * lists the ghosts (columns owned elsewhere, sorted), makes the halo plan, and renumbers the
  * owned rows interior first (rows without a ghost column), then boundary, all from the rows'
- * pattern; the values are gathered into that order by index where they lie (the host, or the
+ * pattern (the passes over every block are the backend's dist_scan and dist_split, on a device
+ * there); the values are gathered into that order by index where they lie (the host, or the
  * backend's memory when the caller's values are there). The operator is two matrices of the
  * backend's own formats: A_int (interior rows x owned columns) and A_bnd (boundary rows x [the
  * owned columns they read, then the ghosts]); its SpMV posts the exchange, multiplies the
@@ -126,78 +127,6 @@ static int64_t chunk_start(int64_t n, int nt, int t)
     return n * t / nt;
 }
 
-/* One pass over the caller's rows' columns, on the threads: each row flagged in inv (-1: a
- * boundary row, which reads a ghost; -2: an interior one) and each ghost column (outside
- * [row0, row0 + nown)) marked in a byte per global column; then the ghosts, sorted and
- * unique, listed from the marks by chunks, each chunk's after the earlier chunks' (the same
- * list on any thread count). A column outside the global columns stops it with check_rows'
- * sentence (the same first row). Linear: no sort. */
-static int scan_rows(const hk_bcsr *K, int64_t row0, int32_t *inv, int64_t **ghost,
-                     int64_t *nghost)
-{
-    const int64_t nown = K->nbrows, nglobal = K->nbcols;
-    const int nt = omp_get_max_threads();
-    int ierr = 0;
-    int64_t *off = NULL, first = nown;
-    unsigned char *mark = NULL;
-    HK_TRY(hk_calloc((size_t)nt + 1, sizeof *off, &off));
-    HK_TRY(hk_calloc((size_t)nglobal + 1, sizeof *mark, &mark));
-#pragma omp parallel for schedule(static) reduction(min : first)
-    for (int64_t i = 0; i < nown; i++) {
-        int bnd = 0, ok = 1;
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
-            const int32_t g = K->colind[p];
-            if (g < 0 || g >= nglobal) {
-                ok = 0;
-                break;
-            }
-            if (g < row0 || g >= row0 + nown) {
-                bnd = 1;
-                unsigned char was; /* written only where not yet: read by the other threads */
-#pragma omp atomic read
-                was = mark[g];
-                if (!was) {
-#pragma omp atomic write
-                    mark[g] = 1;
-                }
-            }
-        }
-        inv[i] = bnd ? -1 : -2;
-        if (!ok && i < first) first = i;
-    }
-    if (first < nown) {
-        const hk_bcsr pattern = {K->bs, K->nbrows, K->nbcols, K->rowptr, K->colind, NULL};
-        HK_TRY(check_rows(&pattern, row0));
-        HK_TRY(hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                            "distributed rows: block row %lld has a column out of range that "
-                            "the check does not find",
-                            (long long)(row0 + first)));
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num();
-        int64_t k = 0;
-        for (int64_t g = chunk_start(nglobal, nt, t); g < chunk_start(nglobal, nt, t + 1); g++)
-            k += mark[g];
-        off[t + 1] = k;
-    }
-    for (int t = 0; t < nt; t++)
-        off[t + 1] += off[t];
-    HK_TRY(hk_malloc((size_t)(off[nt] + 1) * sizeof **ghost, ghost));
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num();
-        int64_t k = off[t];
-        for (int64_t g = chunk_start(nglobal, nt, t); g < chunk_start(nglobal, nt, t + 1); g++)
-            if (mark[g]) (*ghost)[k++] = g;
-    }
-    *nghost = off[nt];
-fail:
-    free(off);
-    free(mark);
-    return ierr;
-}
-
 int64_t hk_dist_lower_bound(const int64_t *v, int64_t n, int64_t g)
 {
     int64_t lo = 0, hi = n;
@@ -220,126 +149,133 @@ static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int
     return be->copy_to(*dev, h, (size_t)n * sizeof **dev);
 }
 
-/* One row's columns col[0..len) sorted, each one's gather index src moved with it, in
- * sort_records' order (key, c, s: the caller's scratch of len entries each). */
-static void sort_row_idx(int32_t *col, int32_t *src, int64_t len, int64_t *key, int32_t *c,
-                         int32_t *s)
+/* A host array copied to the backend's memory (at least one entry: never NULL). */
+static int upload_arr(const hk_backend_ops *be, const void *h, size_t bytes, void **dev)
 {
-    for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
-        key[k] = (int64_t)col[k] << 24 | k;
-    hk_isort_i64(key, len);
-    for (int64_t k = 0; k < len; k++) {
-        c[k] = col[key[k] & 0xffffff];
-        s[k] = src[key[k] & 0xffffff];
-    }
-    memcpy(col, c, (size_t)len * sizeof *col);
-    memcpy(src, s, (size_t)len * sizeof *src);
+    HK_CALL(be->alloc(dev, bytes ? bytes : 1));
+    const int ierr = bytes ? be->copy_to(*dev, h, bytes) : 0;
+    if (ierr) be->dealloc(*dev), *dev = NULL;
+    return ierr;
 }
 
-/* The patterns of Koo (owned columns) and Kbnd ([boundary rows' owned columns, then ghosts])
- * of the caller's rows in the internal numbering, each row sorted, and their gather indices
- * (src_oo, src_bnd: the caller's block of each of their blocks); bcol of Kbnd. Their values
- * are gathered by host_values or device_values. */
-static int split_rows(hk_dist *d, const hk_bcsr *K, const int32_t *inv, const int64_t *ghost,
+/* n entries of a backend array into a new host one (at least one entry). */
+static int download_arr(const hk_backend_ops *be, const void *dev, size_t bytes, void **h)
+{
+    HK_CALL(hk_malloc(bytes ? bytes : 1, h));
+    return bytes ? be->copy_from(*h, dev, bytes) : 0;
+}
+
+/* The caller's rows as the backend's dist_scan and dist_split read them (rows.R): on a
+ * host-memory backend the host's own arrays; on a device their pattern uploaded once, then the
+ * ghosts and the numbering (the arrays below, the uploads: NULL where none). */
+typedef struct layout_rows {
+    hk_dist_rows R;
+    void *rowptr, *colind, *ghost, *inv, *perm;
+} layout_rows;
+
+static void layout_rows_free(const hk_backend_ops *be, layout_rows *U)
+{
+    void *a[5] = {U->rowptr, U->colind, U->ghost, U->inv, U->perm};
+    for (int k = 0; k < 5; k++)
+        if (a[k]) be->dealloc(a[k]);
+    memset(U, 0, sizeof *U);
+}
+
+/* The ghosts (sorted, unique; *ghost on the host) and each row's kind in inv (-1: a boundary
+ * row, which reads a ghost; -2: an interior one) from one pass over the rows' columns: the
+ * backend's dist_scan, on a device over the pattern uploaded here (kept for the split), the
+ * kinds and the ghosts downloaded. A column outside the global columns stops it with
+ * check_rows' sentence (the same first row). */
+static int list_ghosts(hk_dist *d, const hk_bcsr *K, layout_rows *U, int32_t *inv, int64_t **ghost)
+{
+    const hk_backend_ops *L = d->local;
+    HK_CHECK(L->dist_scan && L->dist_split, HK_ERR_UNSUPPORTED,
+             "backend %s cannot run distributed (no dist_scan or dist_split op); use "
+             "backend=cpu",
+             L->name);
+    const int64_t nown = d->nown;
+    const hk_dist_rows R = {d->bs,     d->row0,   nown, 0,    d->nglobal, 0,
+                            K->rowptr, K->colind, NULL, NULL, NULL};
+    int64_t bad = -1;
+    U->R = R;
+    if (d->host_memory) {
+        HK_CALL(L->dist_scan(&U->R, inv, ghost, &d->nghost, &bad));
+    } else {
+        void *kind = NULL, *gh = NULL;
+        HK_CALL(upload_arr(L, K->rowptr, (size_t)(nown + 1) * sizeof *K->rowptr, &U->rowptr));
+        HK_CALL(upload_arr(L, K->colind, (size_t)K->rowptr[nown] * sizeof *K->colind, &U->colind));
+        U->R.rowptr = U->rowptr, U->R.colind = U->colind;
+        HK_CALL(L->alloc(&kind, (size_t)(nown + 1) * sizeof *inv));
+        int ierr = L->dist_scan(&U->R, kind, (int64_t **)&gh, &d->nghost, &bad);
+        U->ghost = gh;
+        U->R.ghost = gh;
+        if (!ierr && bad < 0 && nown) ierr = L->copy_from(inv, kind, (size_t)nown * sizeof *inv);
+        if (!ierr && bad < 0)
+            ierr = download_arr(L, gh, (size_t)d->nghost * sizeof **ghost, (void **)ghost);
+        L->dealloc(kind);
+        HK_CALL(ierr);
+    }
+    if (bad >= 0) {
+        const hk_bcsr pattern = {K->bs, K->nbrows, K->nbcols, K->rowptr, K->colind, NULL};
+        HK_CALL(check_rows(&pattern, d->row0));
+        return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "distributed rows: block row %lld has a column out of range that "
+                            "the check does not find",
+                            (long long)(d->row0 + bad));
+    }
+    U->R.nghost = d->nghost;
+    return 0;
+}
+
+/* Koo and Kbnd of the caller's rows in the internal numbering, each row sorted, and their
+ * gather indices (src_oo, src_bnd: the caller's block of each of their blocks, in the
+ * backend's memory): the backend's dist_split over U (list_ghosts'), the numbering uploaded
+ * to it first on a device. Their values are gathered by host_values or device_values. On a
+ * host-memory backend the host's Koo and Kbnd are the split's own arrays (Koo_d, Kbnd_d are
+ * views of them later); on a device what the host still reads comes down: Koo's row pointers,
+ * Kbnd's pattern (the boundary rows) and bcol; Koo's columns stay there (d->Koo.colind NULL). */
+static int split_rows(hk_dist *d, layout_rows *U, const int32_t *inv, const int64_t *ghost,
                       int32_t **src_oo, int32_t **src_bnd)
 {
-    int ierr = 0;
-    const int bs = d->bs;
-    const int64_t nown = d->nown, row0 = d->row0;
-    int32_t *pos = NULL;
-    /* Koo: every owned row with its owned columns; Kbnd: the boundary rows whole. The rows are
-     * counted and filled apart on the threads (the same bytes on any thread count). */
-    int64_t nnz_b = 0, maxlen = 0;
-    int64_t *key = NULL;
-    int32_t *tmp = NULL;
+    const hk_backend_ops *L = d->local;
+    const int64_t nown = d->nown;
+    hk_bmat Koo = {0}, Kbnd = {0};
+    int32_t *bcol = NULL;
     memset(&d->Koo, 0, sizeof d->Koo);
-    d->Koo.bs = bs;
-    d->Koo.nbrows = d->Koo.nbcols = nown;
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *d->Koo.rowptr, &d->Koo.rowptr));
-#pragma omp parallel for schedule(static) reduction(+ : nnz_b) reduction(max : maxlen)
-    for (int64_t ni = 0; ni < nown; ni++) {
-        const int64_t i = d->perm[ni], len = K->rowptr[i + 1] - K->rowptr[i];
-        int64_t k = len;
-        if (len > maxlen) maxlen = len;
-        if (ni >= d->nint) {
-            nnz_b += len;
-            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-                k -= K->colind[p] < row0 || K->colind[p] >= row0 + nown;
-        }
-        d->Koo.rowptr[ni + 1] = k;
-    }
-    for (int64_t ni = 0; ni < nown; ni++)
-        d->Koo.rowptr[ni + 1] += d->Koo.rowptr[ni];
-    const int64_t nnz_oo = d->Koo.rowptr[nown];
-    HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * sizeof *d->Koo.colind, &d->Koo.colind));
-    HK_TRY(hk_malloc((size_t)(nnz_oo + 1) * sizeof **src_oo, src_oo));
     memset(&d->Kbnd, 0, sizeof d->Kbnd);
-    d->Kbnd.bs = bs;
-    d->Kbnd.nbrows = d->nbnd;
-    HK_TRY(hk_calloc((size_t)d->nbnd + 1, sizeof *d->Kbnd.rowptr, &d->Kbnd.rowptr));
-    HK_TRY(hk_malloc((size_t)(nnz_b + 1) * sizeof *d->Kbnd.colind, &d->Kbnd.colind));
-    HK_TRY(hk_malloc((size_t)(nnz_b + 1) * sizeof **src_bnd, src_bnd));
-    /* each row sorted as it is filled, while it is in cache (sort_records' order): only the
-     * rows that read a boundary column before an interior one need it */
-    const int nt = omp_get_max_threads();
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * 2 * sizeof *tmp, &tmp));
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num();
-        int64_t *kt = key + (maxlen + 1) * t;
-        int32_t *tt = tmp + (maxlen + 1) * 2 * t;
-#pragma omp for schedule(static)
-        for (int64_t ni = 0; ni < nown; ni++) {
-            const int64_t i = d->perm[ni], q0 = d->Koo.rowptr[ni];
-            int64_t q = q0;
-            int sorted = 1;
-            for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
-                if (K->colind[p] >= row0 && K->colind[p] < row0 + nown) {
-                    d->Koo.colind[q] = inv[K->colind[p] - row0];
-                    sorted = sorted && (q == q0 || d->Koo.colind[q - 1] < d->Koo.colind[q]);
-                    (*src_oo)[q++] = (int32_t)p;
-                }
-            if (!sorted)
-                sort_row_idx(d->Koo.colind + q0, *src_oo + q0, q - q0, kt, tt, tt + maxlen + 1);
-        }
+    U->R.nint = d->nint;
+    if (d->host_memory) {
+        U->R.inv = inv, U->R.perm = d->perm, U->R.ghost = ghost;
+        HK_CALL(L->dist_split(&U->R, &Koo, src_oo, &Kbnd, src_bnd, &d->bcol, &d->nbc));
+        const hk_bcsr oo = {d->bs, nown, nown, Koo.rowptr, Koo.colind, NULL};
+        const hk_bcsr bnd = {d->bs, d->nbnd, Kbnd.nbcols, Kbnd.rowptr, Kbnd.colind, NULL};
+        d->Koo = oo;
+        d->Kbnd = bnd;
+        L->dealloc(Koo.val); /* host_values makes them (the host's own) */
+        L->dealloc(Kbnd.val);
+        return 0;
     }
-    /* the owned columns the boundary rows read, ascending: the gathered part of x */
-    HK_TRY(hk_malloc((size_t)(nown + 1) * sizeof *pos, &pos));
-    for (int64_t j = 0; j < nown; j++)
-        pos[j] = -1;
-    for (int64_t ni = d->nint; ni < nown; ni++)
-        for (int64_t p = d->Koo.rowptr[ni]; p < d->Koo.rowptr[ni + 1]; p++)
-            pos[d->Koo.colind[p]] = 0;
-    d->nbc = 0;
-    for (int64_t j = 0; j < nown; j++)
-        if (pos[j] == 0) pos[j] = (int32_t)d->nbc++;
-    HK_TRY(hk_malloc((size_t)(d->nbc + 1) * sizeof *d->bcol, &d->bcol));
-    for (int64_t j = 0; j < nown; j++)
-        if (pos[j] >= 0) d->bcol[pos[j]] = (int32_t)j;
-    d->Kbnd.nbcols = d->nbc + d->nghost;
-    for (int64_t nb = 0; nb < d->nbnd; nb++) {
-        const int64_t i = d->perm[d->nint + nb];
-        d->Kbnd.rowptr[nb + 1] = d->Kbnd.rowptr[nb] + K->rowptr[i + 1] - K->rowptr[i];
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t nb = 0; nb < d->nbnd; nb++) {
-        const int64_t i = d->perm[d->nint + nb], q = d->Kbnd.rowptr[nb];
-        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++) {
-            const int64_t g = K->colind[p];
-            d->Kbnd.colind[q + p - K->rowptr[i]] =
-                g >= row0 && g < row0 + nown
-                    ? pos[inv[g - row0]]
-                    : (int32_t)(d->nbc + hk_dist_lower_bound(ghost, d->nghost, g));
-            (*src_bnd)[q + p - K->rowptr[i]] = (int32_t)p;
-        }
-    }
-    HK_TRY(sort_records(d->nbnd, d->Kbnd.rowptr, d->Kbnd.colind, *src_bnd, sizeof **src_bnd));
-fail:
-    free(pos);
-    free(key);
-    free(tmp);
-    return ierr;
+    HK_CALL(upload_arr(L, inv, (size_t)nown * sizeof *inv, &U->inv));
+    HK_CALL(upload_arr(L, d->perm, (size_t)nown * sizeof *d->perm, &U->perm));
+    U->R.inv = U->inv, U->R.perm = U->perm;
+    HK_CALL(L->dist_split(&U->R, &Koo, src_oo, &Kbnd, src_bnd, &bcol, &d->nbc));
+    d->Koo_d = Koo;
+    d->Kbnd_d = Kbnd;
+    d->bcol_dev = bcol;
+    /* the host's part: Koo's row pointers (hk_dist_mat_build, pc=amg's level 0), Kbnd's
+     * pattern (pc=amg's level 0 renumbers its columns) and bcol */
+    const hk_bcsr oo = {d->bs, nown, nown, NULL, NULL, NULL};
+    const hk_bcsr bnd = {d->bs, d->nbnd, Kbnd.nbcols, NULL, NULL, NULL};
+    d->Koo = oo;
+    d->Kbnd = bnd;
+    HK_CALL(download_arr(L, Koo.rowptr, (size_t)(nown + 1) * sizeof *Koo.rowptr,
+                         (void **)&d->Koo.rowptr));
+    HK_CALL(download_arr(L, Kbnd.rowptr, (size_t)(d->nbnd + 1) * sizeof *Kbnd.rowptr,
+                         (void **)&d->Kbnd.rowptr));
+    HK_CALL(download_arr(L, Kbnd.colind, (size_t)Kbnd.nnzb * sizeof *Kbnd.colind,
+                         (void **)&d->Kbnd.colind));
+    HK_CALL(download_arr(L, bcol, (size_t)d->nbc * sizeof *bcol, (void **)&d->bcol));
+    return 0;
 }
 
 /* M's values (n blocks of bb into dst) from the caller's (src, nsrc blocks) by the gather
@@ -353,17 +289,6 @@ static int gather_blocks(const hk_backend_ops *be, const double *src, int64_t ns
     return be->vec_gather(&y, &x, idx, n, bb);
 }
 
-/* A's pattern (host) on be with values to fill: rowptr and colind copied, val allocated. */
-static int pattern_on(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbcols, hk_bmat *D)
-{
-    const int64_t nnzb = A->rowptr[A->nbrows];
-    HK_CALL(hk_bmat_alloc(be, A->bs, A->bs, A->nbrows, nbcols, nnzb, D));
-    int ierr = be->copy_to(D->rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof *A->rowptr);
-    if (!ierr && nnzb) ierr = be->copy_to(D->colind, A->colind, (size_t)nnzb * sizeof *A->colind);
-    if (ierr) hk_bmat_free(D);
-    return ierr;
-}
-
 /* A view of the host's A as a matrix of be (a host-memory backend). */
 static hk_bmat host_view(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbcols)
 {
@@ -372,58 +297,44 @@ static hk_bmat host_view(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbc
     return V;
 }
 
-/* The values of Koo and Kbnd on the host by their gather indices where the host holds them:
- * from the caller's K->val (val_dev NULL), or from val_dev on a host-memory backend (its
- * gather). Elsewhere they stay NULL (device_values gathers them on the device). */
+/* The values of Koo and Kbnd on a host-memory backend by their gather indices: from the
+ * caller's K->val (val_dev NULL) or from val_dev (the cpu's gather either way). Elsewhere
+ * they stay NULL (device_values gathers them on the device). */
 static int host_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, const int32_t *src_oo,
                        const int32_t *src_bnd)
 {
-    if (val_dev && !d->host_memory) return 0;
-    const hk_backend_ops *G = val_dev ? d->local : &hk_backend_cpu;
+    if (!d->host_memory) return 0;
     const int bb = d->bs * d->bs;
     hk_bcsr *M[2] = {&d->Koo, &d->Kbnd};
     const int32_t *src[2] = {src_oo, src_bnd};
     for (int k = 0; k < 2; k++) {
         const int64_t n = M[k]->rowptr[M[k]->nbrows];
         HK_CALL(hk_malloc((size_t)(n + 1) * bb * sizeof *M[k]->val, &M[k]->val));
-        HK_CALL(gather_blocks(G, val_dev ? val_dev : K->val, K->rowptr[K->nbrows], src[k], n, bb,
-                              M[k]->val));
+        HK_CALL(gather_blocks(&hk_backend_cpu, val_dev ? val_dev : K->val, K->rowptr[K->nbrows],
+                              src[k], n, bb, M[k]->val));
     }
     return 0;
 }
 
-/* Koo_d and Kbnd_d: on a host-memory backend views of the host's matrices; on a device the
- * patterns uploaded, and the values uploaded from the host's or, from val_dev, gathered
- * there by the gather indices (the values never on the host). */
+/* Koo_d and Kbnd_d: on a host-memory backend views of the host's matrices; on a device (the
+ * split made them there) their values gathered from val_dev by the gather indices (the values
+ * never on the host). */
 static int device_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, const int32_t *src_oo,
                          const int32_t *src_bnd)
 {
     const hk_backend_ops *L = d->local;
     const int bb = d->bs * d->bs;
-    hk_bcsr *M[2] = {&d->Koo, &d->Kbnd};
-    hk_bmat *D[2] = {&d->Koo_d, &d->Kbnd_d};
-    const int32_t *src[2] = {src_oo, src_bnd};
-    const int64_t ncols[2] = {d->nown, d->nbc + d->nghost};
-    int ierr = 0;
-    for (int k = 0; k < 2 && !ierr; k++) {
-        const int64_t n = M[k]->rowptr[M[k]->nbrows];
-        if (d->host_memory) {
-            *D[k] = host_view(L, M[k], ncols[k]);
-            continue;
-        }
-        ierr = pattern_on(L, M[k], ncols[k], D[k]);
-        if (!ierr && n && !val_dev)
-            ierr = L->copy_to(D[k]->val, M[k]->val, (size_t)n * bb * sizeof(double));
-        if (!ierr && n && val_dev) {
-            int32_t *idx = NULL;
-            ierr = upload_idx(L, src[k], n, &idx);
-            if (!ierr)
-                ierr = gather_blocks(L, val_dev, K->rowptr[K->nbrows], idx, n, bb, D[k]->val);
-            if (!ierr) ierr = L->sync(); /* before the index is freed */
-            if (idx) L->dealloc(idx);
-        }
+    if (d->host_memory) {
+        d->Koo_d = host_view(L, &d->Koo, d->nown);
+        d->Kbnd_d = host_view(L, &d->Kbnd, d->nbc + d->nghost);
+        return 0;
     }
-    return ierr;
+    HK_CHECK(val_dev, HK_ERR_INTERNAL, "distributed rows: no values on backend %s to gather",
+             L->name);
+    const int64_t nsrc = K->rowptr[K->nbrows];
+    HK_CALL(gather_blocks(L, val_dev, nsrc, src_oo, d->Koo_d.nnzb, bb, d->Koo_d.val));
+    HK_CALL(gather_blocks(L, val_dev, nsrc, src_bnd, d->Kbnd_d.nnzb, bb, d->Kbnd_d.val));
+    return 0;
 }
 
 /* The values gathered on the backend (hk_dist_create_values) checked there: the first
@@ -562,6 +473,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     hk_dist *d = NULL;
     int64_t *ghost = NULL;
     int32_t *inv = NULL, *src_oo = NULL, *src_bnd = NULL;
+    layout_rows rows = {0};
     const double t0 = hk_time();
     *out = NULL;
     /* every failure below is agreed by all processes (one that fails alone must meet no
@@ -614,7 +526,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
      * the ranges) */
     ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *d->perm, &d->perm);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv, &inv);
-    if (!ierr) ierr = scan_rows(K, row0, inv, &ghost, &d->nghost);
+    if (!ierr) ierr = list_ghosts(d, K, &rows, inv, &ghost);
     HK_TRY(hk_comm_agree(c, ierr));
     layout_step(d, 1, &ts);
     HK_TRY(hk_halo_create(c, row0, d->nown, d->nghost, ghost, &d->halo));
@@ -627,7 +539,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
         for (int64_t j = 0; j < nsend; j++)
             d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
     layout_step(d, 3, &ts);
-    if (!ierr) ierr = split_rows(d, K, inv, ghost, &src_oo, &src_bnd);
+    if (!ierr) ierr = split_rows(d, &rows, inv, ghost, &src_oo, &src_bnd);
     layout_step(d, 4, &ts);
     if (!ierr) ierr = host_values(d, K, val_dev, src_oo, src_bnd);
     layout_step(d, 5, &ts);
@@ -638,8 +550,8 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     if (!ierr && val_dev) ierr = check_values_dev(d, K, val_dev);
     if (!ierr)
         ierr = upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev);
-    if (!ierr) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
-    if (!ierr) ierr = be->sync();
+    if (!ierr && !d->bcol_dev) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
+    if (!ierr) ierr = be->sync(); /* also before the gather indices go */
     ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
     /* the device transport only when asked for: on two H200s (docs/BENCHMARKS.md, run 9) the
@@ -654,8 +566,9 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
 fail:
     free(ghost);
     free(inv);
-    free(src_oo);
-    free(src_bnd);
+    if (src_oo) be->dealloc(src_oo); /* the backend's (the split's) */
+    if (src_bnd) be->dealloc(src_bnd);
+    layout_rows_free(be, &rows);
     hk_dist_destroy(d);
     return ierr;
 }

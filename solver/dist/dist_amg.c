@@ -1090,7 +1090,10 @@ static int level0_rows(const hk_dist *d, hlev *H)
     HK_CALL(hk_bmat_alloc(&hk_backend_cpu, d->bs, d->bs, d->nown, d->nown + d->nghost, nio + nb,
                           &H->A));
     level0_pattern(d, H->A.rowptr, H->A.colind + nio);
-    memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
+    if (d->Koo.colind) /* on a device the split kept Koo's columns there */
+        memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
+    else if (nio)
+        HK_CALL(L->copy_from(H->A.colind, d->Koo_d.colind, (size_t)nio * sizeof *H->A.colind));
     const size_t b_oo = (size_t)(nio * bb) * sizeof(double),
                  b_bnd = (size_t)(nb * bb) * sizeof(double);
     if (d->Koo.val) {

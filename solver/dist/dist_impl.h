@@ -119,9 +119,9 @@ typedef struct hk_dist {
     int64_t nglobal, row0, nown, nint, nbnd, nghost, nbc; /* block rows / columns */
     int32_t *perm; /* internal row i is the caller's row perm[i] */
     hk_halo *halo; /* over block rows; send_idx in internal numbering */
-    /* On the host: Koo's and Kbnd's patterns, and their values where the host holds them (the
-     * caller gave them on the host, or the backend's memory is host memory); val NULL where
-     * the values were put in order on the device (hk_dist_create_values) */
+    /* On the host: Koo's row pointers and Kbnd's pattern; Koo's columns and the values only
+     * on a host-memory backend (elsewhere the split made them on the device, colind and val
+     * NULL here: Koo_d, Kbnd_d hold them) */
     hk_bcsr Koo;  /* owned rows x owned columns, internal numbering */
     hk_bcsr Kbnd; /* boundary rows x [nbc owned columns read, then ghosts] */
     /* Koo and Kbnd on the backend (d->local), what the operator, the solver's K and pc=amg's
