@@ -2,7 +2,8 @@
 // solver/cpu/cpu_amg.c and solver/cpu/cpu_sparse.c):
 //  - amg_rigid_modes: the near-null space from the node coordinates, one thread per node;
 //  - amg_coord_frame: those modes' centre and scale from coordinates on the device (fixed
-//    chunks, fixed trees);
+//    chunks, fixed trees); amg_coord_bounds: one process's sums and bounds of them, for the
+//    distributed set-up's frame (the same chunks and trees);
 //  - bmat_spmv: y = A x for rectangular blocks (the AMG transfer operators P and R), a group
 //    of G lanes per block row (G from the mean blocks per row) with a fixed shuffle tree;
 //  - hk_cu_chol_inverse: the dense coarse inverse A^-1 = L^-T L^-1 by blocked right-looking
@@ -161,6 +162,86 @@ extern "C" int hk_cu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coord
     HK_CHECK(isfinite(center[0]) && isfinite(center[1]) && isfinite(center[2]), HK_ERR_ARG,
              "near-null space: a node coordinate is not finite");
     *scale = hk_cu.hres[3] > 0 ? 1 / hk_cu.hres[3] : 1;
+    return 0;
+}
+
+// The distributed frame's parts (amg_coord_bounds), in k_frame_chunks' chunks, threads and
+// trees: part[9*ch + k] = the chunk's sum (k < 3), smallest (3..5) and largest (6..8) of
+// coordinate k % 3.
+__global__ void __launch_bounds__(FRAME_BLOCK)
+    k_bounds_chunks(int64_t nnodes, int bs, const double *__restrict__ xyz,
+                    double *__restrict__ part)
+{
+    __shared__ double sh[9][FRAME_BLOCK];
+    const int ch = blockIdx.x, t = threadIdx.x;
+    const int64_t i0 = nnodes * ch / FRAME_CHUNKS, i1 = nnodes * (ch + 1) / FRAME_CHUNKS;
+    double v[9];
+    for (int a = 0; a < 3; a++) {
+        v[a] = 0;
+        v[3 + a] = INFINITY;
+        v[6 + a] = -INFINITY;
+    }
+    for (int64_t i = i0 + t; i < i1; i += FRAME_BLOCK)
+        for (int a = 0; a < bs; a++) {
+            const double x = xyz[i * bs + a];
+            v[a] += x;
+            v[3 + a] = fmin(v[3 + a], x);
+            v[6 + a] = fmax(v[6 + a], x);
+        }
+    for (int k = 0; k < 9; k++)
+        sh[k][t] = v[k];
+    __syncthreads();
+    for (int w = FRAME_BLOCK / 2; w > 0; w /= 2) {
+        if (t < w) {
+            for (int a = 0; a < 3; a++) {
+                sh[a][t] += sh[a][t + w];
+                sh[3 + a][t] = fmin(sh[3 + a][t], sh[3 + a][t + w]);
+                sh[6 + a][t] = fmax(sh[6 + a][t], sh[6 + a][t + w]);
+            }
+        }
+        __syncthreads();
+    }
+    if (t == 0)
+        for (int k = 0; k < 9; k++)
+            part[9 * ch + k] = sh[k][0];
+}
+
+// res[k] = the chunks' part[9*ch + k] added (k < 3) or their minimum or maximum, in chunk
+// order. One thread.
+__global__ void k_bounds_total(const double *__restrict__ part, double *__restrict__ res)
+{
+    for (int k = 0; k < 9; k++) {
+        double r = k < 3 ? 0 : k < 6 ? INFINITY : -INFINITY;
+        for (int ch = 0; ch < FRAME_CHUNKS; ch++) {
+            const double p = part[9 * ch + k];
+            r = k < 3 ? r + p : k < 6 ? fmin(r, p) : fmax(r, p);
+        }
+        res[k] = r;
+    }
+}
+
+extern "C" int hk_cu_amg_coord_bounds(int64_t nnodes, int bs, const hk_vec *coords, double *sum,
+                                      double *lo, double *hi)
+{
+    static_assert(9 * FRAME_CHUNKS <= HK_CU_MAXK * HK_CU_MAXB, "the partials fit hk_cu.part");
+    static_assert(9 <= HK_CU_MAXK, "the results fit hk_cu.dres");
+    HK_CHECK(bs == 2 || bs == 3, HK_ERR_ARG, "amg_coord_bounds: coordinates of dimension %d", bs);
+    HK_CHECK(coords && coords->prec == HK_FP64 && coords->n == nnodes * bs, HK_ERR_ARG,
+             "amg_coord_bounds: coordinates must be an fp64 vector of %lld entries",
+             (long long)(nnodes * bs));
+    k_bounds_chunks<<<FRAME_CHUNKS, FRAME_BLOCK, 0, hk_cu.stream>>>(
+        nnodes, bs, (const double *)coords->data, hk_cu.part);
+    HK_CU_LAUNCHED();
+    k_bounds_total<<<1, 1, 0, hk_cu.stream>>>(hk_cu.part, hk_cu.dres);
+    HK_CU_LAUNCHED();
+    HK_CU(cudaMemcpyAsync(hk_cu.hres, hk_cu.dres, 9 * sizeof(double), cudaMemcpyDeviceToHost,
+                          hk_cu.stream));
+    HK_CU(cudaStreamSynchronize(hk_cu.stream));
+    for (int a = 0; a < 3; a++) {
+        sum[a] = a < bs ? hk_cu.hres[a] : 0;
+        lo[a] = a < bs ? hk_cu.hres[3 + a] : 0;
+        hi[a] = a < bs ? hk_cu.hres[6 + a] : 0;
+    }
     return 0;
 }
 

@@ -295,6 +295,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.amg_tentative = hk_cu_amg_tentative;
     o.amg_rigid_modes = hk_cu_amg_rigid_modes;
     o.amg_coord_frame = hk_cu_amg_coord_frame;
+    o.amg_coord_bounds = hk_cu_amg_coord_bounds;
     o.bmat_spmv = hk_cu_bmat_spmv;
     o.graph_begin = cuda_graph_begin;
     o.graph_end = cuda_graph_end;

@@ -576,6 +576,8 @@ int hk_cu_dense_gemv(const hk_vec *M, const hk_vec *x, hk_vec *y);
 extern "C" int hk_cu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords,
                                      const double *center, double scale,
                                      const hk_vec *decoupled, double *B);
+extern "C" int hk_cu_amg_coord_bounds(int64_t nnodes, int bs, const hk_vec *coords, double *sum,
+                                      double *lo, double *hi);
 extern "C" int hk_cu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double *center,
                                      double *scale);
 extern "C" int hk_cu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x,

@@ -727,6 +727,13 @@ typedef struct hk_backend_ops {
      * own (its digits may differ in the last place). A non-finite coordinate: HK_ERR_ARG. */
     int (*amg_coord_frame)(int64_t nnodes, int bs, const hk_vec *coords, double *center,
                            double *scale);
+    /* That frame's parts on one process of several (pc=amg adds them over the processes):
+     * from coordinates in the backend's memory (fp64, nnodes*bs, bs = 2 or 3), sum[a] = the
+     * sum of coordinate a (the CPU in node order, one thread; a device in a fixed order of its
+     * own), lo[a], hi[a] = its smallest and largest (no node: +inf and -inf); entries bs..2
+     * are 0. A non-finite coordinate makes its sum non-finite (the caller checks the sums). */
+    int (*amg_coord_bounds)(int64_t nnodes, int bs, const hk_vec *coords, double *sum, double *lo,
+                            double *hi);
     int (*bmat_spmv)(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
 
     /* FSAI and SAI set-up ops (pc=fsai, pc=sai; the exact rules, which every backend follows

@@ -479,7 +479,53 @@ static void test_start_vector(void)
     hk_vec_destroy(v64), hk_vec_destroy(v32);
 }
 
+/* amg_coord_bounds on the cpu: the sums those of one pass in node order (the same bytes),
+ * the bounds exact; entries past bs 0; no node: +inf, -inf; a NaN makes its sum NaN. */
+static void test_coord_bounds(void)
+{
+    const hk_backend *cpu = backend("cpu");
+    for (int bs = 2; bs <= 3; bs++)
+        for (int t = 0; t < 3; t++) {
+            const int64_t nb = t == 0 ? 20011 : t == 1 ? 1 : 0, n = nb * bs;
+            uint32_t s = 31u;
+            double *xyz = malloc((size_t)n * sizeof *xyz + 8);
+            for (int64_t i = 0; i < n; i++)
+                xyz[i] = -5.0 + 40.0 * urand(&s) * (1 + (double)(i % bs));
+            double want[3] = {0, 0, 0}, lo[3] = {INFINITY, INFINITY, INFINITY},
+                   hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+            for (int64_t i = 0; i < nb; i++)
+                for (int a = 0; a < bs; a++) {
+                    want[a] += xyz[i * bs + a];
+                    lo[a] = fmin(lo[a], xyz[i * bs + a]);
+                    hi[a] = fmax(hi[a], xyz[i * bs + a]);
+                }
+            hk_vec *X;
+            HK_ASSERT_OK(hk_vec_create(cpu, n, HK_FP64, &X));
+            HK_ASSERT_OK(hk_vec_upload(X, xyz));
+            double got[9];
+            HK_ASSERT_OK(cpu->amg_coord_bounds(nb, bs, X, got, got + 3, got + 6));
+            for (int a = 0; a < 3; a++) {
+                CU_ASSERT(!memcmp(&got[a], a < bs ? &want[a] : &(double){0}, sizeof(double)));
+                CU_ASSERT_EQUAL(got[3 + a], a < bs ? lo[a] : 0);
+                CU_ASSERT_EQUAL(got[6 + a], a < bs ? hi[a] : 0);
+            }
+            if (nb == 0) CU_ASSERT(got[3] == INFINITY && got[6] == -INFINITY);
+            if (nb > 1) {
+                xyz[n / 2] = NAN;
+                HK_ASSERT_OK(hk_vec_upload(X, xyz));
+                HK_ASSERT_OK(cpu->amg_coord_bounds(nb, bs, X, got, got + 3, got + 6));
+                CU_ASSERT(isnan(got[(n / 2) % bs]));
+            }
+            CU_ASSERT_EQUAL(cpu->amg_coord_bounds(nb, 4, X, got, got + 3, got + 6), HK_ERR_ARG);
+            hk_vec_destroy(X);
+            free(xyz);
+        }
+}
+
 HK_SUITE(amg_ops, {"rigid-body modes and translations equal e_k and e_k x x", test_rigid_modes},
+         {"the coordinates' sums (node order) and bounds of the distributed frame; no node; a "
+          "NaN's sum",
+          test_coord_bounds},
          {"bmat_spmv equals the dense product (3x6, 6x3, 2x5, 1x1, 6x6; fp64, fp32 vectors "
           "and values)",
           test_bmat_spmv},
@@ -948,8 +994,48 @@ static void test_cuda_start_vector(void)
     }
 }
 
+/* amg_coord_bounds on cuda against the cpu's: the sums to the last digits (its own order), the
+ * bounds identical, the same bytes on a second call; sizes with empty chunks, no node. */
+static void test_cuda_coord_bounds(void)
+{
+    const hk_backend *be[2] = {backend("cpu"), backend("cuda")};
+    const int64_t sizes[4] = {1000003, 5, 1, 0};
+    for (int bs = 2; bs <= 3; bs++)
+        for (int t = 0; t < 4; t++) {
+            const int64_t nb = sizes[t], n = nb * bs;
+            uint32_t s = 37u;
+            double *xyz = malloc((size_t)n * sizeof *xyz + 8);
+            for (int64_t i = 0; i < n; i++)
+                xyz[i] = 3.0 + 40.0 * urand(&s) * (1 + (double)(i % bs)); /* off the origin */
+            double r[2][9], r2[9];
+            for (int b = 0; b < 2; b++) {
+                hk_vec *X;
+                HK_ASSERT_OK(hk_vec_create(be[b], n, HK_FP64, &X));
+                HK_ASSERT_OK(hk_vec_upload(X, xyz));
+                HK_ASSERT_OK(be[b]->amg_coord_bounds(nb, bs, X, r[b], r[b] + 3, r[b] + 6));
+                if (b == 1) {
+                    HK_ASSERT_OK(be[b]->amg_coord_bounds(nb, bs, X, r2, r2 + 3, r2 + 6));
+                    CU_ASSERT(!memcmp(r2, r[1], sizeof r2));
+                }
+                hk_vec_destroy(X);
+            }
+            for (int a = 0; a < 3; a++) {
+                if (fabs(r[1][a] - r[0][a]) > 1e-13 * fabs(r[0][a]))
+                    printf("\n    bs %d, %lld nodes: sum %d: cuda %.17g, cpu %.17g", bs,
+                           (long long)nb, a, r[1][a], r[0][a]);
+                CU_ASSERT(fabs(r[1][a] - r[0][a]) <= 1e-13 * fabs(r[0][a]));
+            }
+            CU_ASSERT(!memcmp(r[1] + 3, r[0] + 3, 6 * sizeof(double)));
+            if (nb <= 1) CU_ASSERT(!memcmp(r[0], r[1], sizeof r[0]));
+            free(xyz);
+        }
+}
+
 HK_DEVICE_SUITE(
     cuda_amg_ops, {"rigid-body modes: cuda identical to cpu", test_cuda_rigid_modes},
+    {"the distributed frame's sums and bounds on the device: sums to 1e-13 of the cpu's, "
+     "bounds identical, repeatable",
+     test_cuda_coord_bounds},
     {"the modes' frame from coordinates on the device: cpu's to 1e-13, repeatable, a "
      "non-finite coordinate refused",
      test_cuda_coord_frame},

@@ -138,6 +138,44 @@ int hk_cpu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double 
     return hk_amg_coord_frame_host(coords->data, nnodes, bs, center, scale);
 }
 
+/* The distributed frame's parts (amg_coord_bounds): the sums in node order on one thread (the
+ * arithmetic of the distributed set-up's host sum, whose bytes it keeps), the bounds by the
+ * threads (a minimum and a maximum are exact in any order). */
+int hk_cpu_amg_coord_bounds(int64_t nnodes, int bs, const hk_vec *coords, double *sum, double *lo,
+                            double *hi)
+{
+    HK_CHECK(bs == 2 || bs == 3, HK_ERR_ARG, "amg_coord_bounds: coordinates of dimension %d", bs);
+    HK_CHECK(coords && coords->prec == HK_FP64 && coords->n == nnodes * bs, HK_ERR_ARG,
+             "amg_coord_bounds: coordinates must be an fp64 vector of %lld entries",
+             (long long)(nnodes * bs));
+    const double *x = coords->data;
+    double s[3] = {0, 0, 0};
+    for (int64_t i = 0; i < nnodes; i++)
+        for (int a = 0; a < bs; a++)
+            s[a] += x[i * bs + a];
+    double l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY,
+           h2 = -INFINITY;
+#pragma omp parallel for schedule(static) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2)
+    for (int64_t i = 0; i < nnodes; i++) {
+        const double *p = x + i * bs;
+        l0 = fmin(l0, p[0]);
+        h0 = fmax(h0, p[0]);
+        l1 = fmin(l1, p[1]);
+        h1 = fmax(h1, p[1]);
+        if (bs == 3) {
+            l2 = fmin(l2, p[2]);
+            h2 = fmax(h2, p[2]);
+        }
+    }
+    const double l[3] = {l0, l1, l2}, h[3] = {h0, h1, h2};
+    for (int a = 0; a < 3; a++) {
+        sum[a] = a < bs ? s[a] : 0;
+        lo[a] = a < bs ? l[a] : 0;
+        hi[a] = a < bs ? h[a] : 0;
+    }
+    return 0;
+}
+
 /* y = A x for rectangular blocks (bmat_spmv): one block row per iteration, its blocks in
  * order, sums in fp64; values fp64 (A->val) or fp32 (val32). */
 int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y)

@@ -519,6 +519,8 @@ int hk_cpu_amg_rigid_modes(int64_t nnodes, int bs, const hk_vec *coords, const d
                            double scale, const hk_vec *decoupled, double *B);
 int hk_cpu_amg_coord_frame(int64_t nnodes, int bs, const hk_vec *coords, double *center,
                            double *scale);
+int hk_cpu_amg_coord_bounds(int64_t nnodes, int bs, const hk_vec *coords, double *sum, double *lo,
+                            double *hi);
 int hk_cpu_bmat_spmv(const hk_bmat *A, const float *val32, const hk_vec *x, hk_vec *y);
 int hk_cpu_amg_start_vector(hk_vec *v);
 /* Aggregation AMG: strength graph, aggregation, tentative prolongator (cpu_aggregate.c). */
@@ -648,6 +650,7 @@ const hk_backend_ops hk_backend_cpu = {
     .amg_tentative = hk_cpu_amg_tentative,
     .amg_rigid_modes = hk_cpu_amg_rigid_modes,
     .amg_coord_frame = hk_cpu_amg_coord_frame,
+    .amg_coord_bounds = hk_cpu_amg_coord_bounds,
     .bmat_spmv = hk_cpu_bmat_spmv,
     .amg_start_vector = hk_cpu_amg_start_vector,
     .mpk_plan = hk_cpu_mpk_plan,

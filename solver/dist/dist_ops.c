@@ -420,6 +420,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.amg_smooth_prolongator_numeric = NULL;
     o.amg_rigid_modes = NULL;
     o.amg_coord_frame = NULL;
+    o.amg_coord_bounds = NULL;
     o.dense_inverse = NULL;
     o.dense_gemv = NULL;
     o.bmat_spmv = NULL;
