@@ -93,7 +93,9 @@ enum damg_step {
     ST_AGG_AGGREGATE, /* aggregation: the aggregates */
     ST_AGG_COUNT,     /* aggregation: the aggregates counted over the processes (its wait) */
     ST_CO_UNSPLIT,    /* coarsest: P above the gathered levels put back in order */
-    ST_CO_OPERATORS,  /* coarsest: A, P, R of the gathered levels on every process */
+    ST_CO_PACK,       /* coarsest: the gathered levels' A, P, R: this process's rows packed */
+    ST_CO_GATHER,     /* coarsest: every process's packed rows (one allgatherv) */
+    ST_CO_OPERATORS,  /* coarsest: those rows to the backend, one matrix each on every process */
     ST_CO_VECTORS,    /* coarsest: their vectors, the gather's index */
     ST_CO_INVERSE,    /* coarsest: the coarsest level gathered and inverted */
     DAMG_NSTEPS
@@ -103,7 +105,7 @@ static const char *const damg_step_name[DAMG_NSTEPS] = {
     "ghost rows: pattern", "exchange", "build", "upload",
     "Galerkin: products", "pattern", "route", "merge", "values", "next rows",
     "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
-    "coarsest: unsplit", "operators", "vectors", "inverse"};
+    "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
 
 /* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
  * about the neighbours than about the set-up. */
@@ -261,6 +263,14 @@ static void copy_par(void *dst, const void *src, size_t bytes)
         const size_t o = (size_t)k * chunk;
         memcpy((char *)dst + o, (const char *)src + o, bytes - o < chunk ? bytes - o : chunk);
     }
+}
+
+/* A copy within the process's backend's memory: by threads on the host (copy_par). */
+static int copy_on(const hk_dist *d, void *dst, const void *src, size_t bytes)
+{
+    if (!d->host_memory) return d->local->copy(dst, src, bytes);
+    copy_par(dst, src, bytes);
+    return 0;
 }
 
 /* Host memory of the given size, not yet touched: the caller's threads write it first (the
@@ -2955,23 +2965,25 @@ static int pack_operator(const hk_dist *d, const gop *o, char *dst)
 /* The operators o[0..n) with the rows of every process, each one matrix on this process's
  * backend (rmat): every process packs its rows of all of them into one buffer, and one
  * allgatherv brings every process's buffer, so that the set-up makes two collectives for all
- * the gathered levels rather than several for each operator. Collective. */
-static int gather_operators(const hk_dist *d, const gop *o, int n)
+ * the gathered levels rather than several for each operator. The buffers go to the backend in
+ * one upload (on the cpu they are read where they were received), and each operator's arrays
+ * are copied there from its pieces: no host pass over the gathered blocks but the message's.
+ * st, t: the profile's steps and their lap (pack, gather, operators). Collective. */
+static int gather_operators(const hk_dist *d, const gop *o, int n, double *st, double *t)
 {
     const hk_backend_ops *L = d->local;
     const hk_comm *c = d->comm;
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
     int ierr = 0;
     int64_t *info = NULL, *grp = NULL; /* info: per process, per operator: rows, blocks */
-    int32_t *gcol = NULL;
-    char *mine = NULL, *all = NULL;
-    void *gval = NULL;
-    size_t *counts = NULL, *start = NULL, bytes = 0;
+    char *mine = NULL, *all = NULL, *dall = NULL; /* dall: all on the backend */
+    size_t *counts = NULL, *start = NULL, *at = NULL, bytes = 0;
     for (int k = 0; k < n; k++)
         memset(o[k].out, 0, sizeof *o[k].out);
     ierr = hk_malloc((size_t)(2 * n * P + 1) * sizeof *info, &info);
     if (!ierr) ierr = hk_malloc((size_t)(P + 1) * sizeof *counts, &counts);
     if (!ierr) ierr = hk_calloc((size_t)(P + 1), sizeof *start, &start);
+    if (!ierr) ierr = hk_malloc((size_t)(P + 1) * sizeof *at, &at);
     HK_TRY(hk_comm_agree(c, ierr));
     {
         int64_t *loc = info + (size_t)2 * n * me;
@@ -2991,13 +3003,19 @@ static int gather_operators(const hk_dist *d, const gop *o, int n)
     bytes = start[P];
     ierr = hk_malloc(counts[me] + 8, &mine);
     if (!ierr) ierr = hk_malloc(bytes + 8, &all);
-    for (size_t k = 0, at = 0; k < (size_t)n && !ierr; k++) {
-        ierr = pack_operator(d, &o[k], mine + at);
-        at += operator_bytes(&o[k], o[k].m->nrows, o[k].m->M.nnzb);
+    for (size_t k = 0, off = 0; k < (size_t)n && !ierr; k++) {
+        ierr = pack_operator(d, &o[k], mine + off);
+        off += operator_bytes(&o[k], o[k].m->nrows, o[k].m->M.nnzb);
     }
     HK_TRY(hk_comm_agree(c, ierr));
+    step_lap(L, st, ST_CO_PACK, t);
     HK_TRY(hk_comm_allgatherv(c, mine, counts[me], all, counts));
-    /* per operator: every process's rows in rank order, on the backend */
+    step_lap(L, st, ST_CO_GATHER, t);
+    dall = all;
+    if (!d->host_memory) ierr = upload(L, all, bytes, (void **)&dall);
+    for (int q = 0; q < P; q++)
+        at[q] = start[q]; /* process q's next operator in all */
+    /* per operator: every process's rows in rank order */
     for (int k = 0; k < n && !ierr; k++) {
         const dmat *m = o[k].m;
         const int64_t bb = (int64_t)m->br * m->bc;
@@ -3012,58 +3030,56 @@ static int gather_operators(const hk_dist *d, const gop *o, int n)
                                                   "pc=amg: a gathered level has %lld rows, not "
                                                   "%lld",
                                                   (long long)R, (long long)o[k].out_nglob);
-        if (!ierr) ierr = hk_malloc((size_t)(R + 1) * sizeof *grp, &grp);
-        if (!ierr) ierr = hk_malloc((size_t)(Z + 1) * sizeof *gcol, &gcol);
-        if (!ierr) ierr = hk_malloc((size_t)(Z * bb + 1) * e, &gval);
-        if (!ierr) {
-            int64_t r0 = 0, z0 = 0;
-            grp[0] = 0;
-            for (int q = 0; q < P; q++) {
-                /* process q's operator k: after its operators before k */
-                size_t at = start[q];
-                for (int j = 0; j < k; j++)
-                    at += operator_bytes(&o[j], info[(size_t)2 * n * q + 2 * j],
-                                         info[(size_t)2 * n * q + 2 * j + 1]);
-                const int64_t nr = info[(size_t)2 * n * q + 2 * k],
-                              nz = info[(size_t)2 * n * q + 2 * k + 1];
-                const int64_t *len = (const int64_t *)(all + at);
-                const char *col = all + at + pad8((size_t)nr * sizeof *len);
-                const char *val = col + pad8((size_t)nz * sizeof *gcol);
-                for (int64_t i = 0; i < nr; i++)
-                    grp[r0 + i + 1] = grp[r0 + i] + len[i];
-                memcpy(gcol + z0, col, (size_t)nz * sizeof *gcol);
-                memcpy((char *)gval + (size_t)(z0 * bb) * e, val, (size_t)(nz * bb) * e);
-                r0 += nr;
-                z0 += nz;
-            }
-        }
         rmat *out = o[k].out;
+        void *val = NULL;
+        if (!ierr) ierr = hk_malloc((size_t)(R + 1) * sizeof *grp, &grp);
         if (!ierr) ierr = pattern_alloc(L, m->br, m->bc, R, o[k].in_nglob, Z, &out->M);
+        if (!ierr && d->host_memory) { /* written once below: not zeroed first */
+            double *h = NULL;
+            ierr = host_untouched((size_t)(Z * bb) * e + 8, &h);
+            val = h;
+        } else if (!ierr)
+            ierr = L->alloc(&val, (size_t)(Z * bb) * e + 8);
+        if (!ierr && m->v32)
+            out->v32 = val;
+        else if (!ierr)
+            out->M.val = val;
+        if (!ierr) grp[0] = 0;
+        for (int64_t q = 0, r0 = 0, z0 = 0; q < P && !ierr; q++) {
+            const int64_t nr = info[(size_t)2 * n * q + 2 * k],
+                          nz = info[(size_t)2 * n * q + 2 * k + 1];
+            const size_t col = at[q] + pad8((size_t)nr * sizeof *grp),
+                         vals = col + pad8((size_t)nz * sizeof *out->M.colind);
+            const int64_t *len = (const int64_t *)(all + at[q]);
+            for (int64_t i = 0; i < nr; i++)
+                grp[r0 + i + 1] = grp[r0 + i] + len[i];
+            if (nz) ierr = copy_on(d, out->M.colind + z0, dall + col, (size_t)nz * sizeof(int32_t));
+            if (!ierr && nz)
+                ierr = copy_on(d, (char *)val + (size_t)(z0 * bb) * e, dall + vals,
+                               (size_t)(nz * bb) * e);
+            at[q] += operator_bytes(&o[k], nr, nz);
+            r0 += nr;
+            z0 += nz;
+        }
         if (!ierr) ierr = L->copy_to(out->M.rowptr, grp, (size_t)(R + 1) * sizeof *grp);
-        if (!ierr && Z) ierr = L->copy_to(out->M.colind, gcol, (size_t)Z * sizeof *gcol);
-        if (!ierr)
-            ierr = L->alloc(m->v32 ? (void **)&out->v32 : (void **)&out->M.val,
-                            (size_t)(Z * bb) * e + 8);
-        if (!ierr && Z)
-            ierr = L->copy_to(m->v32 ? (void *)out->v32 : (void *)out->M.val, gval,
-                              (size_t)(Z * bb) * e);
         free(grp);
-        free(gcol);
-        free(gval);
         grp = NULL;
-        gcol = NULL;
-        gval = NULL;
     }
-    HK_TRY(hk_comm_agree(c, ierr));
+    if (dall != all) { /* the copies have read it before it is freed */
+        const int e2 = L->sync();
+        if (!ierr) ierr = e2;
+    }
+    ierr = hk_comm_agree(c, ierr);
 fail:
+    if (dall && dall != all) L->dealloc(dall);
     free(info);
     free(counts);
     free(start);
+    free(at);
     free(mine);
     free(all);
     free(grp);
-    free(gcol);
-    free(gval);
+    if (!ierr) step_lap(L, st, ST_CO_OPERATORS, t); /* with the frees (pages returned) */
     return ierr;
 }
 
@@ -3298,10 +3314,9 @@ static int gather_levels(hk_pc *pc, damg *a)
             ol[1] = (gop){L->P, C->row0, C->nglob, L->nglob, &L->gP};
             ol[2] = (gop){L->R, L->row0, L->nglob, C->nglob, &L->gR};
         }
-        ierr = gather_operators(d, o, nop);
+        ierr = gather_operators(d, o, nop, a->st, t);
         free(o);
         if (ierr) return ierr;
-        step_lap(Lb, a->st, ST_CO_OPERATORS, t);
     }
     HK_CALL(gather_vectors(pc, a, g, &a->gcount));
     for (int l = g; l < n - 1; l++) {
