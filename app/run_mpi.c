@@ -636,14 +636,22 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     double t_kd_free = 0; /* HOOKE_DIST_PROFILE: the part's assembled K freed, in the stage */
     HK_TRY(choose_solver(c->solver, choice, sizeof choice));
     {
-        /* the owned nodes' coordinates: pc=amg builds the rigid-body modes from them */
+        /* the owned nodes' coordinates (the part's first nodes): pc=amg builds the rigid-body
+         * modes from them; a part assembled on its device has them there, where the modes are
+         * made on several processes */
         const int d = pt.mesh.dim;
         double *xyz = NULL;
-        ierr = hk_malloc((size_t)(d * pt.nown + 1) * sizeof *xyz, &xyz);
-        for (int64_t i = 0; !ierr && i < pt.nown; i++)
-            for (int k = 0; k < d; k++)
-                xyz[i * d + k] = pt.mesh.coords[3 * i + k];
-        const hk_nearnull nn = {.dim = d, .coords = xyz};
+        hk_nearnull nn = {.dim = d};
+        if (sys.Kd.be && sys.coords_d && sys.coords_be == sys.Kd.be && hk_comm_size(w) > 1) {
+            nn.coords = sys.coords_d;
+            nn.coords_be = sys.coords_be;
+        } else {
+            ierr = hk_malloc((size_t)(d * pt.nown + 1) * sizeof *xyz, &xyz);
+            for (int64_t i = 0; !ierr && i < pt.nown; i++)
+                for (int k = 0; k < d; k++)
+                    xyz[i * d + k] = pt.mesh.coords[3 * i + k];
+            nn.coords = xyz;
+        }
         /* a part assembled on its device: the values stay there (each process chooses
          * alone: both calls make the same collective set-up) */
         if (!ierr && sys.Kd.be)

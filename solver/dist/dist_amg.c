@@ -1208,24 +1208,29 @@ fail:
 /* The near-null space of level 0 on the process's backend (nown*bs x nns, column-major,
  * *Bout allocated there): the rigid-body modes of the owned nodes in a frame every process
  * shares (the mean node and the largest extent over all processes), or the bs translations;
- * decoupled dofs (supports) zeroed. The frame is summed on the host from the coordinates; the
- * modes are made by the backend (amg_rigid_modes) from the coordinates (uploaded on a device)
- * and the decoupled flags of the rows there, so the n x nns array never crosses. */
+ * decoupled dofs (supports) zeroed. Everything over the nodes runs on the backend: the
+ * coordinates put in the internal order there (vec_gather by the numbering; host coordinates
+ * uploaded once as they are, a device assembly's read where they are), each process's sums and
+ * bounds (amg_coord_bounds) added over the processes by one allgather of ten numbers, the
+ * modes (amg_rigid_modes) from the decoupled flags of the rows there: neither the n x nns array
+ * nor the coordinates cross to the host. */
 static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
 {
+    enum { NPART = 10 }; /* a process's sums, smallest, largest coordinates, its nodes */
     const hk_dist *d = a->d;
     const hk_backend_ops *L = d->local;
     const hk_nearnull *nn = pc->nearnull;
-    const int bs = H->bs;
+    const int bs = H->bs, P = hk_comm_size(d->comm);
     const int64_t nb = H->nown, n = nb * bs;
     int ierr = 0;
-    double *xyz = NULL, c[4] = {0, 0, 0, 0}, ext = 0;
-    hk_vec *dd = NULL, *xd = NULL;
+    double part[NPART] = {0}, *all = NULL, *hown = NULL, c[3] = {0, 0, 0}, ext = 0;
+    hk_vec *dd = NULL, *xd = NULL, *up = NULL;
+    int32_t *perm_dev = NULL;
     *Bout = NULL;
     HK_CHECK(!(nn && nn->vectors && !nn->coords), HK_ERR_UNSUPPORTED,
              "pc=amg on %d processes takes node coordinates as its near-null space, not given "
              "vectors; pass coordinates, or run on one process",
-             hk_comm_size(d->comm));
+             P);
     const int coords = nn && nn->coords;
     HK_CHECK(!coords || (nn->dim == bs && (bs == 2 || bs == 3)), HK_ERR_ARG,
              "pc=amg: node coordinates of dimension %d need a block size of %d, but the "
@@ -1235,56 +1240,71 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
     a->nns_kind = coords    ? "rigid-body modes"
                   : bs == 1 ? "constant vector (no near-null space given)"
                             : "translations only (no coordinates given)";
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *xyz, &xyz));
+    HK_TRY(hk_malloc((size_t)NPART * P * sizeof *all, &all));
     HK_TRY(L->alloc((void **)Bout, (size_t)(n * a->nns + 1) * sizeof **Bout));
-    if (coords) { /* gathered on the threads, summed in order (the same bits) */
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < nb; i++)
-            for (int k = 0; k < bs; k++)
-                xyz[i * bs + k] = nn->coords[(int64_t)d->perm[i] * bs + k];
-        for (int64_t i = 0; i < nb; i++)
-            for (int k = 0; k < bs; k++)
-                c[k] += xyz[i * bs + k];
-        c[3] = (double)nb;
+    if (coords) {
+        /* the caller's order where the backend reads it: a device's own (its assembly's) as
+         * they are, host ones uploaded there (on the cpu read as they are); another backend's
+         * through the host */
+        const hk_backend_ops *cbe = nn->coords_be;
+        const double *hsrc = nn->coords;
+        hk_vec from = {.be = L, .n = n, .prec = HK_FP64, .data = (void *)nn->coords};
+        if (cbe && cbe != L) {
+            HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *hown, &hown));
+            if (n) HK_TRY(cbe->copy_from(hown, nn->coords, (size_t)n * sizeof *hown));
+            hsrc = from.data = hown;
+        }
+        if (cbe != L && !d->host_memory) {
+            HK_TRY(vec_sized(L, n, HK_FP64, &up));
+            if (n) HK_TRY(L->copy_to(up->data, hsrc, (size_t)n * sizeof(double)));
+            from.data = up->data;
+        }
+        if (!d->host_memory && nb)
+            HK_TRY(upload(L, d->perm, (size_t)nb * sizeof *d->perm, (void **)&perm_dev));
+        HK_TRY(vec_sized(L, n, HK_FP64, &xd));
+        if (nb) HK_TRY(L->vec_gather(xd, &from, d->host_memory ? d->perm : perm_dev, nb, bs));
+        HK_TRY(L->amg_coord_bounds(nb, bs, xd, part, part + 3, part + 6));
+        part[9] = (double)nb;
     }
 fail:
-    /* the frame: sums and a maximum over the processes (every process calls them) */
+    /* the frame over the processes (every process calls it): the sums added in rank order
+     * (the same bits everywhere), the extent from the bounds (a maximum: exact) */
     ierr = hk_comm_agree(d->comm, ierr);
-    if (ierr) {
-        free(xyz);
-        if (*Bout) L->dealloc(*Bout);
-        *Bout = NULL;
-        return ierr;
+    if (!ierr) ierr = hk_comm_allgather(d->comm, part, sizeof part, all);
+    if (!ierr && coords) {
+        double cnt = P > 1 ? 0 : all[9], sum[3];
+        for (int k = 0; k < 3; k++)
+            sum[k] = P > 1 ? 0 : all[k];
+        for (int q = 0; q < P && P > 1; q++) {
+            for (int k = 0; k < 3; k++)
+                sum[k] += all[NPART * q + k];
+            cnt += all[NPART * q + 9];
+        }
+        for (int k = 0; k < 3; k++)
+            c[k] = cnt > 0 ? sum[k] / cnt : 0;
+        if (!(isfinite(c[0]) && isfinite(c[1]) && isfinite(c[2])))
+            ierr = hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                                "near-null space: a node coordinate is not finite");
+        for (int q = 0; q < P; q++)
+            for (int k = 0; k < bs && all[NPART * q + 9] > 0; k++)
+                ext = fmax(ext, fmax(fabs(all[NPART * q + 6 + k] - c[k]),
+                                     fabs(all[NPART * q + 3 + k] - c[k])));
     }
-    ierr = hk_comm_sum(d->comm, c, 4);
-    for (int k = 0; k < 3; k++)
-        c[k] = c[3] > 0 ? c[k] / c[3] : 0;
-    if (coords) /* a maximum: exact in any order */
-#pragma omp parallel for schedule(static) reduction(max : ext)
-        for (int64_t i = 0; i < nb; i++)
-            for (int k = 0; k < bs; k++)
-                ext = fmax(ext, fabs(xyz[i * bs + k] - c[k]));
-    if (!ierr) ierr = hk_comm_max(d->comm, &ext, 1);
     /* the decoupled rows from the rows on the backend, the modes there */
     int64_t bad;
     if (!ierr) ierr = vec_sized(L, n, HK_FP64, &dd);
     if (!ierr && n) ierr = L->bmat_diag(&H->Ad, HK_DIAG_DECOUPLED, dd, &bad);
-    hk_vec xh = {.be = L, .n = n, .prec = HK_FP64, .data = xyz};
-    if (!ierr && coords && !d->host_memory) {
-        ierr = vec_sized(L, n, HK_FP64, &xd);
-        if (!ierr && n) ierr = L->copy_to(xd->data, xyz, (size_t)n * sizeof *xyz);
-    }
     if (!ierr)
-        ierr = L->amg_rigid_modes(nb, bs,
-                                  !coords ? NULL
-                                  : xd    ? xd
-                                          : &xh,
-                                  c, coords && ext > 0 ? 1 / ext : 1, dd, *Bout);
-    free(xyz);
+        ierr = L->amg_rigid_modes(nb, bs, coords ? xd : NULL, c, coords && ext > 0 ? 1 / ext : 1,
+                                  dd, *Bout);
+    free(all);
+    free(hown);
     hk_vec_destroy(dd);
     hk_vec_destroy(xd);
+    hk_vec_destroy(up);
+    if (perm_dev) L->dealloc(perm_dev);
     ierr = hk_comm_agree(d->comm, ierr);
-    if (ierr) {
+    if (ierr && *Bout) {
         L->dealloc(*Bout);
         *Bout = NULL;
     }

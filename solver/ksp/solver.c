@@ -349,7 +349,9 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
         R->rowptr = NULL, R->colind = NULL, R->val = NULL;
     }
     s->n = nbrows * bs;
-    HK_TRY(copy_nearnull(nbrows, bs, nn, R ? R->be : NULL, s));
+    /* coordinates may be where the matrix is: a resident one's, or a distributed one's values'
+     * backend (a part assembled on its device; pc=amg makes the modes there) */
+    HK_TRY(copy_nearnull(nbrows, bs, nn, R ? R->be : c ? vbe : NULL, s));
 
     /* ---- options ---- */
     const char *backend = "auto", *method = "cg", *pcname = "jacobi", *fmtname = NULL;

@@ -718,10 +718,18 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
              "boundary rows)",
              be->name, (long long)bnd);
     check(c, same && bnd > 0, what);
-    /* the solver from either, pc=amg: the same answer, byte for byte */
+    /* the solver from either, pc=amg: the same answer, byte for byte; from the values and
+     * the coordinates in be's memory (a part assembled on its device) too */
     const hk_nearnull nn = {.dim = 3, .coords = xyz + row0 * 3};
-    int its[2] = {-1, -1};
-    for (int k = 0; k < 2 && !ierr; k++) {
+    double *xyz_be = NULL;
+    ierr = be->alloc((void **)&xyz_be, sizeof *xyz_be * (size_t)(3 * cnt + 1));
+    if (!ierr && cnt)
+        ierr = be->copy_to(xyz_be, xyz + row0 * 3, sizeof *xyz_be * (size_t)(3 * cnt));
+    ierr = hk_comm_agree(c, ierr);
+    const hk_nearnull nn_be = {.dim = 3, .coords = xyz_be, .coords_be = be};
+    double *x2 = calloc((size_t)nl + 1, sizeof *x2);
+    int its[3] = {-1, -1, -1};
+    for (int k = 0; k < 3 && !ierr; k++) {
         char opts[160];
         snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 pc.amg.coarse_size=40",
                  be->name);
@@ -732,9 +740,10 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
         if (!e) e = hk_options_parse(o, opts);
         e = hk_comm_agree(c, e);
         if (!e)
-            e = k ? hk_solver_create_dist_resident(c, row0, &pat, be, val, &nn, o, &s)
+            e = k ? hk_solver_create_dist_resident(c, row0, &pat, be, val, k == 2 ? &nn_be : &nn, o,
+                                                   &s)
                   : hk_solver_create_dist(c, row0, &L, &nn, o, &s);
-        if (!e) e = hk_solver_solve(s, b, x[k], &res);
+        if (!e) e = hk_solver_solve(s, b, k == 2 ? x2 : x[k], &res);
         if (!e) its[k] = res.iterations;
         if (e && *hk_error_message()) fprintf(stderr, "process %d: %s\n", me, hk_error_message());
         ierr |= e;
@@ -746,6 +755,14 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     snprintf(what, sizeof what, "solver from values on %s, pc=amg: x the host's bytes (%d, %d its)",
              be->name, its[0], its[1]);
     check(c, !differ, what);
+    differ = ierr || memcmp(x[0], x2, sizeof *x2 * (size_t)nl) != 0;
+    hk_comm_max_i64(c, &differ, 1);
+    snprintf(what, sizeof what,
+             "solver from values and coordinates on %s, pc=amg: x the host's bytes (%d its)",
+             be->name, its[2]);
+    check(c, !differ, what);
+    be->dealloc(xyz_be);
+    free(x2);
     /* a NaN in the last process's middle row: every process fails with the host's sentence */
     char want[400] = "", got[400] = "";
     if (me == P - 1 && cnt > 0) {
