@@ -575,6 +575,15 @@ static void test_cuda_rigid_modes(void)
     }
 }
 
+/* n coordinates of nodes of bs, off the origin, each coordinate its own spread (malloc'd). */
+static double *coords_off_origin(int64_t n, int bs, uint32_t s)
+{
+    double *xyz = malloc((size_t)n * sizeof *xyz + 8);
+    for (int64_t i = 0; i < n; i++)
+        xyz[i] = 3.0 + 40.0 * urand(&s) * (1 + (double)(i % bs));
+    return xyz;
+}
+
 /* amg_coord_frame on cuda against the cpu's: the centre to the last digits of a sum (its own
  * order), the scale likewise; the same bytes on a second call; sizes with empty chunks; a
  * coordinate that is not finite refused. */
@@ -585,10 +594,7 @@ static void test_cuda_coord_frame(void)
     for (int bs = 2; bs <= 3; bs++)
         for (int t = 0; t < 4; t++) {
             const int64_t nb = sizes[t], n = nb * bs;
-            uint32_t s = 29u;
-            double *xyz = malloc((size_t)n * sizeof *xyz + 8);
-            for (int64_t i = 0; i < n; i++)
-                xyz[i] = 3.0 + 40.0 * urand(&s) * (1 + (double)(i % bs)); /* off the origin */
+            double *xyz = coords_off_origin(n, bs, 29u);
             double c[2][3], sc[2], c2[3], sc2;
             for (int b = 0; b < 2; b++) {
                 hk_vec *X;
@@ -1003,10 +1009,7 @@ static void test_cuda_coord_bounds(void)
     for (int bs = 2; bs <= 3; bs++)
         for (int t = 0; t < 4; t++) {
             const int64_t nb = sizes[t], n = nb * bs;
-            uint32_t s = 37u;
-            double *xyz = malloc((size_t)n * sizeof *xyz + 8);
-            for (int64_t i = 0; i < n; i++)
-                xyz[i] = 3.0 + 40.0 * urand(&s) * (1 + (double)(i % bs)); /* off the origin */
+            double *xyz = coords_off_origin(n, bs, 37u);
             double r[2][9], r2[9];
             for (int b = 0; b < 2; b++) {
                 hk_vec *X;
