@@ -895,6 +895,19 @@ typedef struct hk_backend_ops {
      * [0, nglobal) (then kind and ghost are not made), -1 where none. */
     int (*dist_scan)(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
                      int64_t *bad);
+    /* COO to CSR, duplicates summed in input order (pc=amg's distributed Galerkin merge: a
+     * process's own rows of P^T (A P) with the blocks its neighbours sent). The input entries,
+     * in order, are A's blocks (block CSR; block p of A's row i has row rmap[i], or none when
+     * rmap[i] < 0, and key cmap[A->colind[p]]) then the n entries k (row erow[k], key ekey[k],
+     * block eval + k bsz, bsz = A->br A->bc); rows in [0, nrows), keys in [0, nkeys). Every
+     * array is in the backend's memory (A's values included). Out, allocated by the op there:
+     * *rowptr (nrows + 1), each row's distinct keys ascending in *key (rowptr[nrows] of them)
+     * and their blocks in *val: each (row, key)'s entries summed in input order, the first
+     * copied, the others added one at a time (the same bits on every backend). A row or key
+     * out of range is an error naming the entry. CPU reference: solver/cpu/cpu_dist.c. */
+    int (*coo_to_csr)(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
+                      const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
+                      int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
     /* The device transport (dist.comm=nccl: NCCL on cuda; NULL where the backend or the build
      * has none, and the layer stages through host memory and MPI). One communicator dc per
      * layout: dcomm_id writes a new one's id (HK_DCOMM_ID_BYTES) on one process, every

@@ -822,6 +822,271 @@ static void test_nccl_one(void)
     hk_bcsr_free(&K);
 }
 
+/* ---- coo_to_csr: COO to CSR, duplicates summed in input order ----------------------------- */
+
+/* A coo_to_csr input on the host: A (rows of 0 to 11 blocks; rmap: a fifth of the rows
+ * without a row, the others on random rows, several A rows on one), n more entries; few keys,
+ * so that many entries meet, and values of exponents -8 to 8, so that the order of a sum shows
+ * in its bits. */
+typedef struct coo_in {
+    hk_bmat A;
+    int32_t *rmap, *erow;
+    int64_t *cmap, *ekey;
+    double *eval;
+    int64_t n, nrows, nkeys;
+} coo_in;
+
+static uint64_t coo_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static double coo_value(uint64_t *s)
+{
+    const double m = (double)coo_rand(s) / 2147483648.0 - 0.5;
+    return ldexp(m, (int)(coo_rand(s) % 53) - 26);
+}
+
+static void coo_make(int64_t nar, int64_t nc, int64_t n, int64_t nrows, int64_t nkeys, int bs,
+                     uint64_t seed, coo_in *in)
+{
+    uint64_t s = seed;
+    memset(in, 0, sizeof *in);
+    hk_bmat *A = &in->A;
+    A->be = &hk_backend_cpu;
+    A->br = A->bc = bs;
+    A->nbrows = nar;
+    A->nbcols = nc;
+    A->rowptr = malloc(sizeof *A->rowptr * (size_t)(nar + 1));
+    A->rowptr[0] = 0;
+    for (int64_t i = 0; i < nar; i++)
+        A->rowptr[i + 1] = A->rowptr[i] + (int64_t)(coo_rand(&s) % 12);
+    A->nnzb = A->rowptr[nar];
+    const int64_t bsz = (int64_t)bs * bs;
+    A->colind = malloc(sizeof *A->colind * (size_t)(A->nnzb + 1));
+    A->val = malloc(sizeof *A->val * (size_t)(A->nnzb * bsz + 1));
+    for (int64_t p = 0; p < A->nnzb; p++)
+        A->colind[p] = (int32_t)(coo_rand(&s) % (uint64_t)nc);
+    for (int64_t e = 0; e < A->nnzb * bsz; e++)
+        A->val[e] = coo_value(&s);
+    in->rmap = malloc(sizeof *in->rmap * (size_t)(nar + 1));
+    in->cmap = malloc(sizeof *in->cmap * (size_t)(nc + 1));
+    for (int64_t i = 0; i < nar; i++)
+        in->rmap[i] = coo_rand(&s) % 5 == 0 ? -1 : (int32_t)(coo_rand(&s) % (uint64_t)nrows);
+    for (int64_t c = 0; c < nc; c++)
+        in->cmap[c] = (int64_t)(coo_rand(&s) % (uint64_t)nkeys);
+    in->n = n;
+    in->erow = malloc(sizeof *in->erow * (size_t)(n + 1));
+    in->ekey = malloc(sizeof *in->ekey * (size_t)(n + 1));
+    in->eval = malloc(sizeof *in->eval * (size_t)(n * bsz + 1));
+    for (int64_t k = 0; k < n; k++) {
+        in->erow[k] = (int32_t)(coo_rand(&s) % (uint64_t)nrows);
+        in->ekey[k] = (int64_t)(coo_rand(&s) % (uint64_t)nkeys);
+    }
+    for (int64_t e = 0; e < n * bsz; e++)
+        in->eval[e] = coo_value(&s);
+    in->nrows = nrows;
+    in->nkeys = nkeys;
+}
+
+static void coo_free(coo_in *in)
+{
+    free(in->A.rowptr);
+    free(in->A.colind);
+    free(in->A.val);
+    free(in->rmap);
+    free(in->cmap);
+    free(in->erow);
+    free(in->ekey);
+    free(in->eval);
+}
+
+/* The op's output against the definition, by another road: for each row, each key from the
+ * smallest up, every input entry read in input order and the matching ones summed (the first
+ * copied). Bytes compared; the first difference printed. */
+static int coo_check(const coo_in *in, const int64_t *rowptr, const int64_t *key, const double *val)
+{
+    const hk_bmat *A = &in->A;
+    const int bsz = A->br * A->bc;
+    int64_t *arow = malloc(sizeof *arow * (size_t)(A->nnzb + 1)); /* input entry's row */
+    int64_t q = 0, bad = 0;
+    double *v = malloc(sizeof *v * (size_t)bsz);
+    for (int64_t i = 0; i < A->nbrows; i++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            arow[p] = in->rmap[i];
+    for (int64_t r = 0; r < in->nrows && !bad; r++) {
+        if (rowptr[r] != q) {
+            fprintf(stderr, "\n  coo_to_csr: row %lld starts at %lld, not %lld\n", (long long)r,
+                    (long long)rowptr[r], (long long)q);
+            bad = 1;
+            break;
+        }
+        for (int64_t kk = 0; kk < in->nkeys && !bad; kk++) {
+            int found = 0;
+            for (int64_t e = 0; e < A->nnzb + in->n; e++) {
+                const int64_t er = e < A->nnzb ? arow[e] : in->erow[e - A->nnzb];
+                const int64_t ek = e < A->nnzb ? in->cmap[A->colind[e]] : in->ekey[e - A->nnzb];
+                if (er != r || ek != kk) continue;
+                const double *x = e < A->nnzb ? A->val + e * bsz : in->eval + (e - A->nnzb) * bsz;
+                for (int j = 0; j < bsz; j++)
+                    v[j] = found ? v[j] + x[j] : x[j];
+                found = 1;
+            }
+            if (!found) continue;
+            if (q >= rowptr[in->nrows] || key[q] != kk ||
+                memcmp(val + q * bsz, v, sizeof *v * bsz)) {
+                fprintf(stderr, "\n  coo_to_csr: row %lld, key %lld: block %lld differs\n",
+                        (long long)r, (long long)kk, (long long)q);
+                bad = 1;
+            }
+            q++;
+        }
+    }
+    if (!bad && rowptr[in->nrows] != q) {
+        fprintf(stderr, "\n  coo_to_csr: %lld blocks, not %lld\n", (long long)rowptr[in->nrows],
+                (long long)q);
+        bad = 1;
+    }
+    free(arow);
+    free(v);
+    return !bad;
+}
+
+/* The cpu op on random inputs (one key, blocks 1 x 1 to 6 x 6, no A, no entries, no row at
+ * all) against the definition, and a bad entry named. */
+static void test_coo_cpu(void)
+{
+    static const struct {
+        int64_t nar, nc, n, nrows, nkeys;
+        int bs;
+    } cases[] = {{40, 30, 25, 12, 9, 2},   {60, 50, 100, 7, 1, 1}, {0, 1, 50, 10, 20, 3},
+                 {50, 40, 0, 15, 1000, 6}, {30, 20, 10, 1, 5, 1},  {0, 1, 0, 4, 3, 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        coo_in in;
+        coo_make(cases[c].nar, cases[c].nc, cases[c].n, cases[c].nrows, cases[c].nkeys, cases[c].bs,
+                 11u + c, &in);
+        int64_t *rowptr = NULL, *key = NULL;
+        double *val = NULL;
+        HK_ASSERT_OK(hk_backend_cpu.coo_to_csr(&in.A, in.rmap, in.cmap, in.n, in.erow, in.ekey,
+                                               in.eval, in.nrows, in.nkeys, &rowptr, &key, &val));
+        CU_ASSERT(rowptr && coo_check(&in, rowptr, key, val));
+        hk_backend_cpu.dealloc(rowptr);
+        hk_backend_cpu.dealloc(key);
+        hk_backend_cpu.dealloc(val);
+        coo_free(&in);
+    }
+    coo_in in;
+    coo_make(20, 10, 8, 5, 7, 2, 3u, &in);
+    int64_t *rowptr = NULL, *key = NULL;
+    double *val = NULL;
+    in.ekey[3] = 7;
+    CU_ASSERT(hk_backend_cpu.coo_to_csr(&in.A, in.rmap, in.cmap, in.n, in.erow, in.ekey, in.eval,
+                                        in.nrows, in.nkeys, &rowptr, &key, &val) == HK_ERR_ARG);
+    char want[160];
+    snprintf(want, sizeof want, "coo_to_csr: input entry %lld has its row or key out of range",
+             (long long)in.A.nnzb + 3);
+    CU_ASSERT(strstr(hk_error_message(), want) != NULL);
+    CU_ASSERT(rowptr == NULL && key == NULL && val == NULL);
+    coo_free(&in);
+}
+
+/* The same inputs on cuda (uploaded): its rowptr, keys and values the cpu's bytes, also on
+ * inputs of several of cub's tiles (200k entries of 6 x 6); a bad entry named in the cpu's
+ * sentence. */
+static void test_coo_cuda(void)
+{
+    const hk_backend *be = hk_test_cuda_backend();
+    static const struct {
+        int64_t nar, nc, n, nrows, nkeys;
+        int bs;
+    } cases[] = {{40, 30, 25, 12, 9, 2},
+                 {60, 50, 100, 7, 1, 1},
+                 {0, 1, 50, 10, 20, 3},
+                 {50, 40, 0, 15, 1000, 6},
+                 {30, 20, 10, 1, 5, 1},
+                 {0, 1, 0, 4, 3, 2},
+                 {40000, 30000, 20000, 26000, 90000, 6},
+                 {30000, 5000, 60000, 300, 2000, 3}};
+    for (int bad = 0; bad < 2; bad++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            if (bad && c > 0) break;
+            coo_in in;
+            coo_make(cases[c].nar, cases[c].nc, cases[c].n, cases[c].nrows, cases[c].nkeys,
+                     cases[c].bs, 11u + c, &in);
+            if (bad) in.erow[4] = (int32_t)in.nrows;
+            const hk_bmat *A = &in.A;
+            const int64_t bsz = (int64_t)A->br * A->bc, nr = in.nrows;
+            hk_bmat Ad = {0};
+            hk_test_bmat_to(be, A, &Ad);
+            void *rmap = NULL, *cmap = NULL, *erow = NULL, *ekey = NULL, *eval = NULL;
+            HK_ASSERT_OK(be->alloc(&rmap, sizeof *in.rmap * (size_t)(A->nbrows + 1)));
+            HK_ASSERT_OK(be->alloc(&cmap, sizeof *in.cmap * (size_t)(A->nbcols + 1)));
+            HK_ASSERT_OK(be->alloc(&erow, sizeof *in.erow * (size_t)(in.n + 1)));
+            HK_ASSERT_OK(be->alloc(&ekey, sizeof *in.ekey * (size_t)(in.n + 1)));
+            HK_ASSERT_OK(be->alloc(&eval, sizeof *in.eval * (size_t)(in.n * bsz + 1)));
+            HK_ASSERT_OK(be->copy_to(rmap, in.rmap, sizeof *in.rmap * (size_t)(A->nbrows + 1)));
+            HK_ASSERT_OK(be->copy_to(cmap, in.cmap, sizeof *in.cmap * (size_t)(A->nbcols + 1)));
+            HK_ASSERT_OK(be->copy_to(erow, in.erow, sizeof *in.erow * (size_t)(in.n + 1)));
+            HK_ASSERT_OK(be->copy_to(ekey, in.ekey, sizeof *in.ekey * (size_t)(in.n + 1)));
+            HK_ASSERT_OK(be->copy_to(eval, in.eval, sizeof *in.eval * (size_t)(in.n * bsz + 1)));
+            int64_t *rp = NULL, *key = NULL, *rpd = NULL, *keyd = NULL;
+            double *val = NULL, *vald = NULL;
+            const int ec = hk_backend_cpu.coo_to_csr(A, in.rmap, in.cmap, in.n, in.erow, in.ekey,
+                                                     in.eval, nr, in.nkeys, &rp, &key, &val);
+            char want[512];
+            snprintf(want, sizeof want, "%s", ec ? hk_error_message() : "");
+            const int ed = be->coo_to_csr(&Ad, rmap, cmap, in.n, erow, ekey, eval, nr, in.nkeys,
+                                          &rpd, &keyd, &vald);
+            CU_ASSERT(ec == (bad ? HK_ERR_ARG : 0) && ed == ec);
+            if (bad) {
+                CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+                CU_ASSERT(rpd == NULL && keyd == NULL && vald == NULL);
+            } else if (!ec && !ed) {
+                const int64_t nnz = rp[nr];
+                int64_t *hrp = malloc(sizeof *hrp * (size_t)(nr + 1));
+                int64_t *hkey = malloc(sizeof *hkey * (size_t)(nnz + 1));
+                double *hval = malloc(sizeof *hval * (size_t)(nnz * bsz + 1));
+                HK_ASSERT_OK(be->copy_from(hrp, rpd, sizeof *hrp * (size_t)(nr + 1)));
+                const int same_rows = !memcmp(hrp, rp, sizeof *hrp * (size_t)(nr + 1));
+                if (same_rows && nnz) {
+                    HK_ASSERT_OK(be->copy_from(hkey, keyd, sizeof *hkey * (size_t)nnz));
+                    HK_ASSERT_OK(be->copy_from(hval, vald, sizeof *hval * (size_t)(nnz * bsz)));
+                }
+                int64_t first = -1;
+                for (int64_t q = 0; same_rows && q < nnz && first < 0; q++)
+                    if (hkey[q] != key[q] ||
+                        memcmp(hval + q * bsz, val + q * bsz, sizeof *hval * (size_t)bsz))
+                        first = q;
+                if (!same_rows)
+                    fprintf(stderr, "\n  coo_to_csr case %zu: cuda's rowptr differs\n", c);
+                else if (first >= 0)
+                    fprintf(stderr,
+                            "\n  coo_to_csr case %zu: block %lld differs: key %lld (cpu %lld), "
+                            "first value %a (cpu %a)\n",
+                            c, (long long)first, (long long)hkey[first], (long long)key[first],
+                            hval[first * bsz], val[first * bsz]);
+                CU_ASSERT(same_rows && first < 0);
+                free(hrp);
+                free(hkey);
+                free(hval);
+            }
+            hk_backend_cpu.dealloc(rp);
+            hk_backend_cpu.dealloc(key);
+            hk_backend_cpu.dealloc(val);
+            if (rpd) be->dealloc(rpd);
+            if (keyd) be->dealloc(keyd);
+            if (vald) be->dealloc(vald);
+            be->dealloc(rmap);
+            be->dealloc(cmap);
+            be->dealloc(erow);
+            be->dealloc(ekey);
+            be->dealloc(eval);
+            hk_bmat_free(&Ad);
+            coo_free(&in);
+        }
+}
+
 HK_SUITE(dist,
          {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
          {"partitions of a mesh's cells along their dual graph", test_partition_cells},
@@ -841,7 +1106,9 @@ HK_SUITE(dist,
          {"the distributed table keeps the backend's own ops only where they are local",
           test_ops_reviewed},
          {"the halos' host staging without a backend op: malloc's, round trips",
-          test_host_staging_cpu})
+          test_host_staging_cpu},
+         {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named",
+          test_coo_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
@@ -854,4 +1121,6 @@ HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_ga
                  test_resident_cuda},
                 {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one},
                 {"the halos' host staging: pinned on cuda, round trips through the device",
-                 test_host_staging_cuda})
+                 test_host_staging_cuda},
+                {"coo_to_csr on cuda: the cpu's rowptr, keys and value bytes; a bad entry named",
+                 test_coo_cuda})

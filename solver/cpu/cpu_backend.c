@@ -563,6 +563,9 @@ int hk_cpu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_
                       int32_t **src_bnd, int32_t **bcol, int64_t *nbc);
 int hk_cpu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
                      int64_t *bad);
+int hk_cpu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
+                      const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
+                      int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -668,4 +671,5 @@ const hk_backend_ops hk_backend_cpu = {
     .dist_local_pattern = hk_cpu_dist_local_pattern,
     .dist_split = hk_cpu_dist_split,
     .dist_scan = hk_cpu_dist_scan,
+    .coo_to_csr = hk_cpu_coo_to_csr,
 };

@@ -1,7 +1,8 @@
 /* CPU backend: the gather of the distributed operator's halo (vec_gather, hk_impl.h): the
  * owned entries a neighbour needs into the send buffer, the boundary rows' owned columns into
  * the extended vector; the transfer operators' local patterns; and the layout's passes over a
- * process's rows (dist_scan, dist_split), the references of the devices' ones. */
+ * process's rows (dist_scan, dist_split) and the distributed Galerkin merge's sums
+ * (coo_to_csr), the references of the devices' ones. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,5 +323,165 @@ int hk_cpu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int6
 fail:
     free(off);
     free(mark);
+    return ierr;
+}
+
+/* ---- coo_to_csr (hk_impl.h): COO to CSR, duplicates summed in input order ---------------- */
+
+/* An input entry in its row: its key and where its block is (A's block src < na, else entry
+ * src - na). */
+typedef struct coo_slot {
+    int64_t key, src;
+} coo_slot;
+
+/* a[0..n) sorted by key, entries of equal keys in their order (tmp: n slots of scratch): a
+ * natural merge sort, runs of non-descending keys merged pairwise, the earlier run's entry
+ * first among equal keys. A row's entries are a few runs (A's rows, then each sender's). */
+static void sort_runs(coo_slot *a, coo_slot *tmp, int64_t n)
+{
+    for (;;) {
+        int64_t k = 0, merges = 0;
+        while (k < n) {
+            int64_t m = k + 1, e;
+            while (m < n && a[m].key >= a[m - 1].key)
+                m++;
+            if (m == n) { /* the last run, alone */
+                memcpy(tmp + k, a + k, (size_t)(n - k) * sizeof *a);
+                break;
+            }
+            for (e = m + 1; e < n && a[e].key >= a[e - 1].key; e++)
+                ;
+            int64_t i = k, j = m, o = k;
+            while (i < m && j < e)
+                tmp[o++] = a[j].key < a[i].key ? a[j++] : a[i++];
+            while (i < m)
+                tmp[o++] = a[i++];
+            while (j < e)
+                tmp[o++] = a[j++];
+            merges++;
+            k = e;
+        }
+        if (!merges) return;
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
+}
+
+/* The first input entry (A's blocks, then the others) whose row or key is out of range, or -1. */
+static int64_t coo_first_bad(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
+                             const int32_t *erow, const int64_t *ekey, int64_t nrows, int64_t nkeys)
+{
+    for (int64_t i = 0; i < A->nbrows; i++) {
+        if (rmap[i] < 0) continue;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const int64_t c = cmap[A->colind[p]];
+            if (rmap[i] >= nrows || c < 0 || c >= nkeys) return p;
+        }
+    }
+    for (int64_t k = 0; k < n; k++)
+        if (erow[k] < 0 || erow[k] >= nrows || ekey[k] < 0 || ekey[k] >= nkeys) return A->nnzb + k;
+    return -1;
+}
+
+/* Each row's entries placed by counts (A's rows in order, then the entries: input order),
+ * then sorted by key row by row (rows apart on the threads), their distinct keys counted and
+ * the blocks summed: the same result on any thread count. */
+int hk_cpu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
+                      const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
+                      int64_t nkeys, int64_t **rowptr_out, int64_t **key_out, double **val_out)
+{
+    const hk_backend_ops *be = &hk_backend_cpu;
+    const int bsz = A->br * A->bc;
+    const int64_t na = A->nnzb;
+    int ierr = 0;
+    int64_t *start = NULL, *fill = NULL, *aat = NULL, *rowptr = NULL, *key = NULL;
+    coo_slot *s = NULL, *tmp = NULL;
+    double *val = NULL;
+    *rowptr_out = *key_out = NULL;
+    *val_out = NULL;
+    const int64_t bad = coo_first_bad(A, rmap, cmap, n, erow, ekey, nrows, nkeys);
+    HK_CHECK(bad < 0, HK_ERR_ARG,
+             "coo_to_csr: input entry %lld has its row or key out of range (rows 0..%lld, keys "
+             "0..%lld)",
+             (long long)bad, (long long)nrows - 1, (long long)nkeys - 1);
+    HK_TRY(hk_calloc((size_t)nrows + 1, sizeof *start, &start));
+    HK_TRY(hk_calloc((size_t)nrows + 1, sizeof *fill, &fill));
+    HK_TRY(hk_malloc((size_t)(A->nbrows + 1) * sizeof *aat, &aat));
+    for (int64_t i = 0; i < A->nbrows; i++) /* (an empty row's rmap is not looked at) */
+        if (rmap[i] >= 0 && A->rowptr[i + 1] > A->rowptr[i])
+            start[rmap[i] + 1] += A->rowptr[i + 1] - A->rowptr[i];
+    for (int64_t k = 0; k < n; k++)
+        start[erow[k] + 1]++;
+    for (int64_t r = 0; r < nrows; r++)
+        start[r + 1] += start[r];
+    const int64_t tot = start[nrows];
+    for (int64_t i = 0; i < A->nbrows; i++) /* A's rows' places, in order within a row */
+        if (rmap[i] >= 0 && A->rowptr[i + 1] > A->rowptr[i]) {
+            aat[i] = start[rmap[i]] + fill[rmap[i]];
+            fill[rmap[i]] += A->rowptr[i + 1] - A->rowptr[i];
+        }
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *s, &s));
+    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *tmp, &tmp));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < A->nbrows; i++)
+        if (rmap[i] >= 0)
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                coo_slot *e = s + aat[i] + (p - A->rowptr[i]);
+                e->key = cmap[A->colind[p]];
+                e->src = p;
+            }
+    for (int64_t k = 0; k < n; k++) {
+        coo_slot *e = s + start[erow[k]] + fill[erow[k]]++;
+        e->key = ekey[k];
+        e->src = na + k;
+    }
+    HK_TRY(be->alloc((void **)&rowptr, (size_t)(nrows + 1) * sizeof *rowptr));
+    rowptr[0] = 0;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t r = 0; r < nrows; r++) {
+        coo_slot *a = s + start[r];
+        const int64_t m = start[r + 1] - start[r];
+        int sorted = 1;
+        for (int64_t k = 1; k < m && sorted; k++)
+            sorted = a[k].key > a[k - 1].key;
+        if (!sorted) sort_runs(a, tmp + start[r], m);
+        int64_t u = 0;
+        for (int64_t k = 0; k < m; k++)
+            u += k == 0 || a[k].key != a[k - 1].key;
+        rowptr[r + 1] = u;
+    }
+    for (int64_t r = 0; r < nrows; r++)
+        rowptr[r + 1] += rowptr[r];
+    const int64_t nnz = rowptr[nrows];
+    HK_TRY(be->alloc((void **)&key, (size_t)(nnz + 1) * sizeof *key));
+    HK_TRY(be->alloc((void **)&val, (size_t)(nnz * bsz + 1) * sizeof *val));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t r = 0; r < nrows; r++) {
+        const coo_slot *a = s + start[r];
+        int64_t q = rowptr[r] - 1;
+        for (int64_t k = 0; k < start[r + 1] - start[r]; k++) {
+            const int64_t src = a[k].src;
+            const double *from = src < na ? A->val + src * bsz : eval + (src - na) * bsz;
+            if (k == 0 || a[k].key != a[k - 1].key) { /* a new block: its first entry copied */
+                key[++q] = a[k].key;
+                memcpy(val + q * bsz, from, (size_t)bsz * sizeof *val);
+            } else /* the others added, one at a time */
+                for (int e = 0; e < bsz; e++)
+                    val[q * bsz + e] += from[e];
+        }
+    }
+    *rowptr_out = rowptr;
+    *key_out = key;
+    *val_out = val;
+    rowptr = key = NULL;
+    val = NULL;
+fail:
+    free(start);
+    free(fill);
+    free(aat);
+    free(s);
+    free(tmp);
+    if (rowptr) be->dealloc(rowptr);
+    if (key) be->dealloc(key);
+    if (val) be->dealloc(val);
     return ierr;
 }

@@ -81,10 +81,10 @@ enum damg_step {
     ST_GR_BUILD,      /* ghost rows: the rows with their ghosts on the host */
     ST_GR_UPLOAD,     /* ghost rows: those rows to the backend */
     ST_GAL_PRODUCTS,  /* Galerkin: A P, P^T, P^T (A P) on the backend */
-    ST_GAL_PATTERN,   /* Galerkin: the product's pattern downloaded, the others' rows */
+    ST_GAL_OTHERS,    /* Galerkin: the product's rows owned elsewhere downloaded */
     ST_GAL_ROUTE,     /* Galerkin: those rows routed */
-    ST_GAL_MERGE,     /* Galerkin: the merge's pattern */
-    ST_GAL_VALUES,    /* Galerkin: the merged values */
+    ST_GAL_MERGE,     /* Galerkin: the received blocks and own rows merged on the backend */
+    ST_GAL_PATTERN,   /* Galerkin: the merged rows' pattern downloaded */
     ST_GAL_ROWS,      /* Galerkin: the next level's rows (host and backend) */
     ST_NN_ROWS,       /* near-null: level 0's rows on the backend, the inverse numbering */
     ST_NN_MODES,      /* near-null: the frame summed, the rigid-body modes */
@@ -103,7 +103,7 @@ enum damg_step {
 static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
     "ghost rows: pattern", "exchange", "build", "upload",
-    "Galerkin: products", "pattern", "route", "merge", "values", "next rows",
+    "Galerkin: products", "others' rows", "route", "merge", "merged pattern", "next rows",
     "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
     "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
 
@@ -1422,310 +1422,112 @@ fail:
     return ierr;
 }
 
-/* Rows [row0, row0 + nown) with global columns from the local rows of M (its pattern on the
- * host, its columns global ids colmap[c]; M's rows are global ids rowmap[i], those outside the
- * range skipped) and the received entries R; blocks of one (row, column) summed in that order
- * (M's, then R's in rank order). A row's blocks in the local order: its columns in
- * [row0, row0 + nown) ascending, then the others ascending (the order of the coarse level's
- * host rows and of its distributed operator, which then take them as they are). The pattern
- * only: each block's sources (M's block s < M->nnzb, or R's entry s - M->nnzb) in the order
- * they are summed, so that the values are summed where M's lie (merged_values_host,
- * merged_values_dev). */
-typedef struct gentry {
-    int64_t J, seq;
-} gentry;
-
-/* a[0..n) sorted by (J, seq) where it is runs of ascending J in ascending seq (a row's local
- * blocks, then each sender's): a natural merge sort, runs of non-descending J merged pairwise
- * (tmp: n entries of scratch), an earlier run's entry first among equal columns, so that
- * equal columns keep the order of seq. */
-static void merge_runs(gentry *a, gentry *tmp, int64_t n)
+/* This process's coarse rows [row0, row0 + nown) from the local rows of M (on the process's
+ * backend, its rows and columns global ids rc[], those rows outside the range skipped) and
+ * the received entries R (global row and column, one block): blocks of one (row, column)
+ * summed in that order (M's, then R's in rank order: the same bits run after run), on the
+ * backend (coo_to_csr). A row's blocks in the local order: its columns in [row0, row0 + nown)
+ * ascending, then the others ascending (the order of the coarse level's host rows and of its
+ * distributed operator, which then take them as they are): merge_key's order. Only R's
+ * entries and the maps of M's rows and columns (one entry a local coarse unknown) go to the
+ * backend; out there: *rowptr (nown + 1), the blocks' keys *key, their values *val. */
+static inline int64_t merge_key(int64_t J, int64_t row0, int64_t nown)
 {
-    for (;;) {
-        int64_t k = 0, merges = 0;
-        while (k < n) {
-            int64_t m = k + 1, e;
-            while (m < n && a[m].J >= a[m - 1].J)
-                m++;
-            if (m == n) { /* the last run, alone */
-                memcpy(tmp + k, a + k, (size_t)(n - k) * sizeof *a);
-                break;
-            }
-            for (e = m + 1; e < n && a[e].J >= a[e - 1].J; e++)
-                ;
-            int64_t i = k, j = m, o = k;
-            while (i < m && j < e)
-                tmp[o++] = a[j].J < a[i].J ? a[j++] : a[i++];
-            while (i < m)
-                tmp[o++] = a[i++];
-            while (j < e)
-                tmp[o++] = a[j++];
-            merges++;
-            k = e;
-        }
-        if (!merges) return;
-        memcpy(a, tmp, (size_t)n * sizeof *a);
+    return J >= row0 && J < row0 + nown ? J - row0 : J < row0 ? J + nown : J;
+}
+
+/* merge_key's inverse: the global column of a key */
+static inline int64_t merge_col(int64_t k, int64_t row0, int64_t nown)
+{
+    return k < nown ? row0 + k : k < row0 + nown ? k - nown : k;
+}
+
+/* bytes of host memory h on the process's backend: h itself where that is host memory, else
+ * an upload (*dev, freed by the caller with off_backend). */
+static int on_backend(const hk_dist *d, const void *h, size_t bytes, const void **dev)
+{
+    if (d->host_memory) {
+        *dev = h;
+        return 0;
     }
+    void *p = NULL;
+    HK_CALL(d->local->alloc(&p, bytes ? bytes : 1));
+    *dev = p;
+    return bytes ? d->local->copy_to(p, h, bytes) : 0;
 }
 
-typedef struct merged {
-    int64_t *rowptr, *gcol; /* nown + 1; the blocks' global columns */
-    int64_t *src;           /* the sources, each row's in order of (column, summation) */
-    int64_t *first;         /* block q's sources: src[first[q] .. first[q] + num[q]) */
-    int32_t *num;
-} merged;
-
-static void merged_free(merged *G)
+static void off_backend(const hk_dist *d, const void *dev)
 {
-    free(G->rowptr);
-    free(G->gcol);
-    free(G->src);
-    free(G->first);
-    free(G->num);
-    memset(G, 0, sizeof *G);
+    if (!d->host_memory && dev) d->local->dealloc((void *)dev);
 }
 
-static int merge_rows(int64_t row0, int64_t nown, const hk_bmat *M, const int64_t *rowmap,
-                      const int64_t *colmap, const entries *R, merged *G)
+static int merge_rows(const hk_dist *d, int64_t row0, int64_t nown, int64_t nglob, const hk_bmat *M,
+                      const int64_t *rc, const entries *R, int64_t **rowptr, int64_t **key,
+                      double **val)
 {
-    const int64_t nM = M->nnzb;
+    const int bsz = M->br * M->bc;
+    const int64_t nr = M->nbrows, nc = M->nbcols, n = R->n;
     int ierr = 0;
-    int64_t *cnt = NULL, *start = NULL, *rowptr = NULL, *gcol = NULL, *cj = NULL, *sid = NULL;
-    int64_t *mrow = NULL;            /* M's row of each owned row, or -1 */
-    int64_t *lo = NULL, *mid = NULL; /* a row's distinct columns before and in the range */
-    gentry *g = NULL, *g2 = NULL;    /* g2: merge_runs' scratch */
-    memset(G, 0, sizeof *G);
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *cnt, &cnt));
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *start, &start));
-    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mrow, &mrow));
-    for (int64_t i = 0; i < nown; i++)
-        mrow[i] = -1;
-    for (int64_t i = 0; i < M->nbrows; i++)
-        if (rowmap[i] >= row0 && rowmap[i] < row0 + nown) {
-            mrow[rowmap[i] - row0] = i;
-            cnt[rowmap[i] - row0] += M->rowptr[i + 1] - M->rowptr[i];
-        }
-    for (int64_t k = 0; k < R->n; k++)
-        cnt[R->I[k] - row0]++;
-    int64_t tot = 0;
-    for (int64_t i = 0; i < nown; i++) {
-        start[i] = tot;
-        tot += cnt[i];
+    int32_t *rmap = NULL, *erow = NULL;
+    int64_t *cmap = NULL, *ekey = NULL;
+    const void *rmap_d = NULL, *cmap_d = NULL, *erow_d = NULL, *ekey_d = NULL, *ev_d = NULL;
+    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rmap, &rmap));
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cmap, &cmap));
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *erow, &erow));
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *ekey, &ekey));
+    for (int64_t i = 0; i < nr; i++)
+        rmap[i] = rc[i] >= row0 && rc[i] < row0 + nown ? (int32_t)(rc[i] - row0) : -1;
+    for (int64_t c = 0; c < nc; c++)
+        cmap[c] = merge_key(rc[c], row0, nown);
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; k++) {
+        erow[k] = (int32_t)(R->I[k] - row0);
+        ekey[k] = merge_key(R->J[k], row0, nown);
     }
-    /* each row's candidates: the local blocks first, then the received ones in order */
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *cj, &cj));
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *sid, &sid));
-    memset(cnt, 0, (size_t)nown * sizeof *cnt);
-#pragma omp parallel for schedule(static) /* rows apart */
-    for (int64_t i = 0; i < nown; i++)
-        if (mrow[i] >= 0)
-            for (int64_t p = M->rowptr[mrow[i]]; p < M->rowptr[mrow[i] + 1]; p++) {
-                cj[start[i] + cnt[i]] = colmap[M->colind[p]];
-                sid[start[i] + cnt[i]++] = p;
-            }
-    for (int64_t k = 0; k < R->n; k++) {
-        const int64_t i = R->I[k] - row0;
-        cj[start[i] + cnt[i]] = R->J[k];
-        sid[start[i] + cnt[i]++] = nM + k;
-    }
-    /* each row's candidates sorted by (column, order) and its distinct columns counted, then
-     * the rows filled: rows apart (threads change nothing) */
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g, &g));
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *g2, &g2));
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *rowptr, &rowptr));
-    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *lo, &lo));
-    HK_TRY(hk_malloc(((size_t)nown + 1) * sizeof *mid, &mid));
-    HK_TRY(hk_malloc((size_t)(tot + 1) * sizeof *G->src, &G->src));
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < nown; i++) {
-        gentry *gi = g + start[i];
-        int sorted = 1; /* M's columns ascend (sorted local columns, colmap ascending) */
-        for (int64_t k = 0; k < cnt[i]; k++) {
-            gi[k].J = cj[start[i] + k];
-            gi[k].seq = k;
-            sorted = sorted && (k == 0 || gi[k].J > gi[k - 1].J);
-        }
-        if (!sorted) merge_runs(gi, g2 + start[i], cnt[i]);
-        int64_t u = 0, nlo = 0, nmid = 0;
-        for (int64_t k = 0; k < cnt[i]; k++) {
-            G->src[start[i] + k] = sid[start[i] + gi[k].seq];
-            if (k == 0 || gi[k].J != gi[k - 1].J) {
-                u++;
-                nlo += gi[k].J < row0;
-                nmid += gi[k].J >= row0 && gi[k].J < row0 + nown;
-            }
-        }
-        rowptr[i + 1] = u;
-        lo[i] = nlo;
-        mid[i] = nmid;
-    }
-    for (int64_t i = 0; i < nown; i++)
-        rowptr[i + 1] += rowptr[i];
-    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *gcol, &gcol));
-    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *G->first, &G->first));
-    HK_TRY(hk_malloc((size_t)(rowptr[nown] + 1) * sizeof *G->num, &G->num));
-    /* the k-th distinct column of a row (ascending) goes where the local numbering puts it:
-     * the owned columns first, then the others (those before the range, then after it) */
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < nown; i++) {
-        const gentry *gi = g + start[i];
-        int64_t u = -1, q = 0;
-        for (int64_t k = 0; k < cnt[i]; k++) {
-            if (k == 0 || gi[k].J != gi[k - 1].J) {
-                u++;
-                q = rowptr[i] + (u < lo[i] ? mid[i] + u : u < lo[i] + mid[i] ? u - lo[i] : u);
-                gcol[q] = gi[k].J;
-                G->first[q] = start[i] + k;
-                G->num[q] = 1;
-            } else
-                G->num[q]++;
-        }
-    }
-    G->rowptr = rowptr;
-    G->gcol = gcol;
-    rowptr = gcol = NULL;
+    HK_TRY(on_backend(d, rmap, (size_t)nr * sizeof *rmap, &rmap_d));
+    HK_TRY(on_backend(d, cmap, (size_t)nc * sizeof *cmap, &cmap_d));
+    HK_TRY(on_backend(d, erow, (size_t)n * sizeof *erow, &erow_d));
+    HK_TRY(on_backend(d, ekey, (size_t)n * sizeof *ekey, &ekey_d));
+    HK_TRY(on_backend(d, R->v, (size_t)(n * bsz) * sizeof *R->v, &ev_d));
+    HK_TRY(d->local->coo_to_csr(M, rmap_d, cmap_d, n, erow_d, ekey_d, ev_d, nown, nglob, rowptr,
+                                key, val));
 fail:
-    free(cnt);
-    free(start);
-    free(mrow);
-    free(lo);
-    free(mid);
-    free(g);
-    free(g2);
-    free(cj);
-    free(sid);
-    free(rowptr);
-    free(gcol);
-    if (ierr) merged_free(G);
+    off_backend(d, rmap_d);
+    off_backend(d, cmap_d);
+    off_backend(d, erow_d);
+    off_backend(d, ekey_d);
+    off_backend(d, ev_d);
+    free(rmap);
+    free(cmap);
+    free(erow);
+    free(ekey);
     return ierr;
 }
 
-/* A merged block's k-th source into v: the first copied, the others added (one order). */
-static void sum_source(double *v, const double *from, int32_t k, int bsz)
-{
-    if (k == 0)
-        memcpy(v, from, (size_t)bsz * sizeof *v);
-    else
-        for (int e = 0; e < bsz; e++)
-            v[e] += from[e];
-}
-
-/* The merged rows' values on the host (*val allocated) from M's values there (mval) and R's:
- * each block its first source, then the others added in order (rows apart on the threads). */
-static int merged_values_host(const merged *G, int64_t nown, const double *mval, int64_t nM,
-                              const entries *R, int bsz, double **val_out)
-{
-    const int64_t nnz = G->rowptr[nown];
-    double *val = NULL;
-    HK_CALL(host_untouched((size_t)(nnz * bsz + 1) * sizeof *val, &val));
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < nown; i++)
-        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
-            double *v = val + q * bsz;
-            for (int32_t k = 0; k < G->num[q]; k++) {
-                const int64_t s = G->src[G->first[q] + k];
-                sum_source(v, s < nM ? mval + s * bsz : R->v + (s - nM) * bsz, k, bsz);
-            }
-        }
-    *val_out = val;
-    return 0;
-}
-
-/* The merged rows' values on the process's backend (*val_dev allocated there) from M's values
- * there (mval_dev, nM blocks), which never come to the host: a block whose one source is a
- * block of M is gathered from it; the others (a sum, or a received block alone) are summed on
- * the host in merged_values_host's order from the M blocks they read (gathered and downloaded)
- * and R's, uploaded after M's values, and gathered from there. */
-static int merged_values_dev(const hk_dist *d, const merged *G, int64_t nown,
-                             const double *mval_dev, int64_t nM, const entries *R, int bsz,
-                             double **val_dev)
+/* The merged rows' pattern on the host: *rp (nown + 1) and the blocks' global columns *gc from
+ * merge_rows' rowptr and keys on the backend, downloaded; on the cpu those arrays themselves
+ * (*rowptr and *key taken over, NULL after), the keys turned into columns in place. */
+static int merged_pattern(const hk_dist *d, int64_t row0, int64_t nown, int64_t **rowptr,
+                          int64_t **key, int64_t **rp, int64_t **gc)
 {
     const hk_backend_ops *L = d->local;
-    const int64_t nnz = G->rowptr[nown];
-    int ierr = 0;
-    /* per row: its first block summed on the host, its first M block those read */
-    int64_t *sum_at = NULL, *msrc_at = NULL;
-    int32_t *idx = NULL, *midx = NULL;
-    double *mh = NULL, *xh = NULL, *X = NULL;
-    *val_dev = NULL;
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *sum_at, &sum_at));
-    HK_TRY(hk_calloc((size_t)nown + 1, sizeof *msrc_at, &msrc_at));
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < nown; i++) {
-        int64_t nx = 0, nm = 0;
-        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++)
-            if (G->num[q] > 1 || G->src[G->first[q]] >= nM) {
-                nx++;
-                for (int32_t k = 0; k < G->num[q]; k++)
-                    nm += G->src[G->first[q] + k] < nM;
-            }
-        sum_at[i + 1] = nx;
-        msrc_at[i + 1] = nm;
+    *rp = *gc = NULL;
+    if (d->host_memory) {
+        *rp = *rowptr;
+        *gc = *key;
+        *rowptr = *key = NULL;
+    } else {
+        HK_CALL(hk_malloc((size_t)(nown + 1) * sizeof **rp, rp));
+        HK_CALL(L->copy_from(*rp, *rowptr, (size_t)(nown + 1) * sizeof **rp));
+        HK_CALL(hk_malloc((size_t)((*rp)[nown] + 1) * sizeof **gc, gc));
+        if ((*rp)[nown]) HK_CALL(L->copy_from(*gc, *key, (size_t)(*rp)[nown] * sizeof **gc));
     }
-    for (int64_t i = 0; i < nown; i++) {
-        sum_at[i + 1] += sum_at[i];
-        msrc_at[i + 1] += msrc_at[i];
-    }
-    const int64_t nx = sum_at[nown], nm = msrc_at[nown];
-    HK_TRY_CHECK(nM + nx <= INT32_MAX, HK_ERR_UNSUPPORTED,
-                 "pc=amg: a coarse operator of %lld blocks on one process is more than 32-bit "
-                 "block indices hold; run on more processes",
-                 (long long)(nM + nx));
-    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof *idx, &idx));
-    HK_TRY(hk_malloc((size_t)(nm + 1) * sizeof *midx, &midx));
-    HK_TRY(hk_malloc((size_t)(nm * bsz + 1) * sizeof *mh, &mh));
-    HK_TRY(hk_malloc((size_t)(nx * bsz + 1) * sizeof *xh, &xh));
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < nown; i++) {
-        int64_t x = sum_at[i], m = msrc_at[i];
-        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++)
-            if (G->num[q] > 1 || G->src[G->first[q]] >= nM) {
-                idx[q] = (int32_t)(nM + x++);
-                for (int32_t k = 0; k < G->num[q]; k++)
-                    if (G->src[G->first[q] + k] < nM) midx[m++] = (int32_t)G->src[G->first[q] + k];
-            } else
-                idx[q] = (int32_t)G->src[G->first[q]];
-    }
-    HK_TRY(blocks_to_host(d, mval_dev, nM, bsz, midx, nm, mh));
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < nown; i++) {
-        int64_t x = sum_at[i], m = msrc_at[i];
-        for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
-            if (!(G->num[q] > 1 || G->src[G->first[q]] >= nM)) continue;
-            double *v = xh + (x++) * bsz;
-            for (int32_t k = 0; k < G->num[q]; k++) {
-                const int64_t s = G->src[G->first[q] + k];
-                sum_source(v, s < nM ? mh + (m++) * bsz : R->v + (s - nM) * bsz, k, bsz);
-            }
-        }
-    }
-    /* the gather's source: M's values alone, or followed by the summed blocks */
-    const double *from = mval_dev;
-    if (nx) {
-        HK_TRY(L->alloc((void **)&X, (size_t)((nM + nx) * bsz) * sizeof *X));
-        if (nM) {
-            const hk_vec mv = {.be = L, .n = nM * bsz, .prec = HK_FP64, .data = (void *)mval_dev};
-            hk_vec xv = {.be = L, .n = nM * bsz, .prec = HK_FP64, .data = X};
-            HK_TRY(L->vec_copy(&xv, &mv));
-        }
-        HK_TRY(L->copy_to(X + nM * bsz, xh, (size_t)(nx * bsz) * sizeof *xh));
-        from = X;
-    }
-    HK_TRY(L->alloc((void **)val_dev, (size_t)(nnz * bsz + 1) * sizeof **val_dev));
-    HK_TRY(gather_blocks(d, *val_dev, from, nM + nx, bsz, idx, nnz));
-fail:
-    if (ierr && *val_dev) {
-        L->dealloc(*val_dev);
-        *val_dev = NULL;
-    }
-    if (X) L->dealloc(X);
-    free(sum_at);
-    free(msrc_at);
-    free(idx);
-    free(midx);
-    free(mh);
-    free(xh);
-    return ierr;
+    int64_t *g = *gc;
+    const int64_t nnz = (*rp)[nown];
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nnz; p++)
+        g[p] = merge_col(g[p], row0, nown);
+    return 0;
 }
 
 /* Host rows of the next level from its operator's global rows in the local order
@@ -2391,40 +2193,54 @@ fail:
     return ierr;
 }
 
-/* The blocks of M's rows (nrows, row and column ids rc[]; M's pattern on the host, its values
- * mval on the process's backend) whose row is owned elsewhere (not in [crow0, crow0 + nown))
- * as entries S, in M's order: counted per row, then filled on the threads (rows apart), their
- * values gathered on the backend and downloaded (the other rows' values stay there). */
-static int others_rows(const hk_dist *d, const hk_bmat *M, const double *mval, const int64_t *rc,
-                       int64_t nrows, int64_t crow0, int64_t nown, entries *S)
+/* The blocks of M (on the process's backend; its rows and columns global ids rc[], ascending)
+ * whose row is owned elsewhere (not in [crow0, crow0 + nown)) as entries S, in M's order. rc
+ * ascending keeps this process's rows together, so the others are M's first and last rows: their
+ * blocks, a prefix and a suffix of M's arrays, are downloaded with M's rowptr, nothing else. */
+static int others_rows(const hk_dist *d, const hk_bmat *M, const int64_t *rc, int64_t crow0,
+                       int64_t nown, entries *S)
 {
+    const hk_backend_ops *L = d->local;
     const int bsz = M->br * M->bc;
-    int64_t *at = NULL; /* the row's first entry */
-    int32_t *idx = NULL;
-    HK_CHECK(M->nnzb <= INT32_MAX, HK_ERR_UNSUPPORTED,
-             "pc=amg: a coarse operator of %lld blocks on one process is more than 32-bit "
-             "block indices hold; run on more processes",
-             (long long)M->nnzb);
-    HK_CALL(hk_malloc((size_t)(nrows + 1) * sizeof *at, &at));
-    at[0] = 0;
-    for (int64_t I = 0; I < nrows; I++)
-        at[I + 1] =
-            at[I] + (rc[I] < crow0 || rc[I] >= crow0 + nown ? M->rowptr[I + 1] - M->rowptr[I] : 0);
-    int ierr = entries_sized(S, bsz, at[nrows]);
-    if (!ierr) ierr = hk_malloc((size_t)(at[nrows] + 1) * sizeof *idx, &idx);
-    if (!ierr)
+    const int64_t nr = M->nbrows;
+    int ierr = 0;
+    int64_t *rowptr = NULL, unsorted = 0;
+    int32_t *col = NULL;
+    memset(S, 0, sizeof *S);
+#pragma omp parallel for schedule(static) reduction(+ : unsorted)
+    for (int64_t i = 1; i < nr; i++)
+        unsorted += rc[i] <= rc[i - 1];
+    HK_CHECK(!unsorted, HK_ERR_INTERNAL,
+             "pc=amg: the local coarse unknowns of a Galerkin product are not ascending");
+    const int64_t lo = hk_dist_lower_bound(rc, nr, crow0);
+    const int64_t hi = hk_dist_lower_bound(rc, nr, crow0 + nown);
+    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rowptr, &rowptr));
+    HK_TRY(L->copy_from(rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
+    const int64_t a = rowptr[lo], b = rowptr[hi], nnz = rowptr[nr], ns = a + (nnz - b);
+    HK_TRY(entries_sized(S, bsz, ns));
+    HK_TRY(hk_malloc((size_t)(ns + 1) * sizeof *col, &col));
+    if (a) {
+        HK_TRY(L->copy_from(col, M->colind, (size_t)a * sizeof *col));
+        HK_TRY(L->copy_from(S->v, M->val, (size_t)(a * bsz) * sizeof *S->v));
+    }
+    if (nnz > b) {
+        HK_TRY(L->copy_from(col + a, M->colind + b, (size_t)(nnz - b) * sizeof *col));
+        HK_TRY(L->copy_from(S->v + a * bsz, M->val + b * bsz,
+                            (size_t)((nnz - b) * bsz) * sizeof *S->v));
+    }
 #pragma omp parallel for schedule(dynamic, 64)
-        for (int64_t I = 0; I < nrows; I++) {
-            if (at[I + 1] == at[I]) continue;
-            for (int64_t p = M->rowptr[I], k = at[I]; p < M->rowptr[I + 1]; p++, k++) {
-                S->I[k] = rc[I];
-                S->J[k] = rc[M->colind[p]];
-                idx[k] = (int32_t)p;
-            }
+    for (int64_t I = 0; I < nr; I++) {
+        if (I >= lo && I < hi) continue;
+        const int64_t shift = I < lo ? 0 : a - b; /* a block's place among the downloaded */
+        for (int64_t p = rowptr[I]; p < rowptr[I + 1]; p++) {
+            S->I[p + shift] = rc[I];
+            S->J[p + shift] = rc[col[p + shift]];
         }
-    if (!ierr) ierr = blocks_to_host(d, mval, M->nnzb, bsz, idx, at[nrows], S->v);
-    free(at);
-    free(idx);
+    }
+fail:
+    free(rowptr);
+    free(col);
+    if (ierr) entries_free(S);
     return ierr;
 }
 
@@ -2463,14 +2279,13 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int ierr = 0;
     int64_t *starts = NULL, *cT = NULL, *cP = NULL, *Tmap = NULL;
     int64_t nT = 0, nP = 0;
-    double *Bc = NULL, *Acv_dev = NULL; /* Acv_dev: A_c's merged values (device) */
+    double *Bc = NULL, *Acv_dev = NULL;        /* Acv_dev: A_c's merged values (device) */
+    int64_t *mrp_dev = NULL, *mkey_dev = NULL; /* and its rowptr and keys (merge_rows) */
     /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Text, Pext (T's and
-     * P's rows with their ghosts' rows), Ach (Ach, Textd, Pextd are the copies: views on the
-     * cpu) */
+     * P's rows with their ghosts' rows; Textd, Pextd are their copies: views on the cpu) */
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
-    hk_bmat Textd = {0}, Pextd = {0}, Ach = {0}, Rt = {0};
+    hk_bmat Textd = {0}, Pextd = {0}, Rt = {0};
     entries S = {0}, R = {0};
-    merged mg = {0};
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
     hlev Hn = {0};
@@ -2519,49 +2334,50 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     }
     if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
     step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
-    /* A_c's pattern on the host; its values stay on the backend but for the rows of coarse
-     * unknowns owned elsewhere, which go to their owners */
-    if (!ierr) ierr = pattern_to_host(d, &Ac, &Ach);
-    if (!ierr) ierr = others_rows(d, &Ach, Ac.val, cP, nP, crow0, nagg, &S);
+    /* A_c's values stay on the backend but for the rows of coarse unknowns owned elsewhere,
+     * which go to their owners; each merges what it receives with its own rows there */
+    if (!ierr) ierr = others_rows(d, &Ac, cP, crow0, nagg, &S);
     HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
+    step_lap(Lb, a->st, ST_GAL_OTHERS, ts);
     HK_TRY(route(c, starts, &S, nns * nns, &R));
     step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
-    /* the merge's pattern on the host, its sums where A_c's values lie: on the cpu into host
-     * rows; on a device there (only the sums with received blocks made on the host) */
-    ierr = merge_rows(crow0, nagg, &Ach, cP, cP, &R, &mg);
+    ierr = merge_rows(d, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
     step_lap(Lb, a->st, ST_GAL_MERGE, ts);
-    if (!ierr && d->host_memory)
-        ierr = merged_values_host(&mg, nagg, Ac.val, Ac.nnzb, &R, nns * nns, &vv);
-    else if (!ierr)
-        ierr = merged_values_dev(d, &mg, nagg, Ac.val, Ac.nnzb, &R, nns * nns, &Acv_dev);
+    /* the merged pattern on the host (rp, gc); on the cpu the values are host rows (vv) */
+    if (!ierr) ierr = merged_pattern(d, crow0, nagg, &mrp_dev, &mkey_dev, &rp, &gc);
+    if (!ierr && d->host_memory) {
+        vv = Acv_dev;
+        Acv_dev = NULL;
+    }
     HK_TRY(hk_comm_agree(c, ierr));
-    rp = mg.rowptr;
-    gc = mg.gcol;
-    mg.rowptr = mg.gcol = NULL;
-    merged_free(&mg);
+    if (mkey_dev) Lb->dealloc(mkey_dev);
+    mkey_dev = NULL;
     entries_free(&S);
     entries_free(&R);
-    free_copy(d, &Ach);
     hk_bmat_free(&Ac);
-    step_lap(Lb, a->st, ST_GAL_VALUES, ts);
+    step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
     lap(ph, PH_GALERKIN, t);
     HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL,
                        split_operator(a, l + 1), a->st, &C->A));
     lap(ph, PH_OPERATORS, t);
     lap_start(ts);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
-    /* on a device the next level's rows are there already: the values the merge made there
-     * (their pattern uploaded on every process, also one without rows, so that none skips the
+    /* on a device the next level's rows are there already: the merge's rowptr and values, the
+     * local columns uploaded (on every process, also one without rows, so that none skips the
      * level's upload, which is agreed) */
     if (!ierr && !d->host_memory) {
-        ierr = pattern_alloc(Lb, nns, nns, nagg, Hn.A.nbcols, Hn.A.nnzb, &Hn.Ad);
-        if (!ierr)
-            ierr = Lb->copy_to(Hn.Ad.rowptr, Hn.A.rowptr, (size_t)(nagg + 1) * sizeof(int64_t));
+        const hk_bmat S0 = {.be = Lb,
+                            .br = nns,
+                            .bc = nns,
+                            .nbrows = nagg,
+                            .nbcols = Hn.A.nbcols,
+                            .nnzb = Hn.A.nnzb,
+                            .rowptr = mrp_dev};
+        Hn.Ad = S0;
+        mrp_dev = NULL;
+        ierr = Lb->alloc((void **)&Hn.Ad.colind, (size_t)(Hn.A.nnzb + 1) * sizeof(int32_t));
         if (!ierr && Hn.A.nnzb)
             ierr = Lb->copy_to(Hn.Ad.colind, Hn.A.colind, (size_t)Hn.A.nnzb * sizeof(int32_t));
-        if (!ierr && !Acv_dev) /* no blocks */
-            ierr = Lb->alloc((void **)&Acv_dev, sizeof(double));
         if (!ierr) {
             Hn.Ad.val = Acv_dev;
             Acv_dev = NULL;
@@ -2625,10 +2441,10 @@ fail:
     free(vv);
     entries_free(&S);
     entries_free(&R);
-    merged_free(&mg);
+    if (mrp_dev) Lb->dealloc(mrp_dev);
+    if (mkey_dev) Lb->dealloc(mkey_dev);
     free_copy(d, &Textd);
     free_copy(d, &Pextd);
-    free_copy(d, &Ach);
     hk_bmat_free(&T);
     hk_bmat_free(&Text);
     hk_bmat_free(&AT);

@@ -426,6 +426,8 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_spmv = NULL;
     o.dist_read_columns = NULL;
     o.dist_local_pattern = NULL;
+    /* the Galerkin merge's sums are a process's own rows (dist_amg.c calls its backend's) */
+    o.coo_to_csr = NULL;
     /* the transport belongs to the layout, not to the table's users */
     o.dcomm_id = NULL;
     o.dcomm_create = NULL;
