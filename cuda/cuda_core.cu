@@ -205,7 +205,8 @@ void (*const hk_cu_grid_inits[])(void) = {hk_cu_vec_init_grids, hk_cu_fused_init
                                           hk_cu_spmv_init_grids, NULL};
 void (*const hk_cu_preloads[])(void) = {
     hk_cu_pool_start,      hk_cu_sparse_preload, hk_cu_aggregate_preload, hk_cu_build_preload,
-    hk_cu_amg_ops_preload, hk_cu_diag_preload,   hk_cu_spmv_preload,      NULL};
+    hk_cu_amg_ops_preload, hk_cu_diag_preload,   hk_cu_spmv_preload,      hk_cu_dist_preload,
+    NULL};
 
 static hk_backend_ops cuda_make_ops(void)
 {
@@ -321,6 +322,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.dist_local_pattern = hk_cu_dist_local_pattern;
     o.dist_split = hk_cu_dist_split;
     o.dist_scan = hk_cu_dist_scan;
+    o.coo_to_csr = hk_cu_coo_to_csr;
 #ifdef HOOKE_HAVE_NCCL
     o.dcomm_id = hk_cu_dcomm_id;
     o.dcomm_create = hk_cu_dcomm_create;

@@ -1,6 +1,7 @@
 // The gather of the distributed operator's halo (vec_gather, hk_impl.h; solver/dist/dist.c): the
 // owned entries a neighbour needs packed into the send buffer, the boundary rows' owned columns
-// into the extended vector, on the context's stream. One thread per scalar entry.
+// into the extended vector, on the context's stream. One thread per scalar entry. And
+// coo_to_csr, the distributed Galerkin merge's sums (solver/cpu/cpu_dist.c is the reference).
 #include <cub/cub.cuh>
 
 #include "cuda_impl.cuh"
@@ -468,4 +469,266 @@ fail:
         *ghost = NULL;
     }
     return ierr;
+}
+
+// ---- coo_to_csr (hk_impl.h): COO to CSR, duplicates summed in input order ------------------
+// Every input entry gets a sort key (row << kbits | key; an entry without a row, or a bad one,
+// the row nrows: after all of them) and its input index; cub's radix sort, which is stable,
+// puts equal keys in input order; a run of equal keys is one output block, summed by one thread
+// per value in the run's order, the first copied and the others added (additions alone: no
+// contraction can change them), the CPU's operations in the CPU's order.
+
+// A's blocks (a thread per row of A): their sort keys and input indices.
+__global__ void k_coo_keys_csr(int64_t nar, const int64_t *__restrict__ rowptr,
+                               const int32_t *__restrict__ colind, const int32_t *__restrict__ rmap,
+                               const int64_t *__restrict__ cmap, int64_t nrows, int64_t nkeys,
+                               int kbits, uint64_t *__restrict__ skey, int32_t *__restrict__ src,
+                               unsigned long long *bad)
+{
+    const uint64_t none = (uint64_t)nrows << kbits;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nar;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t r = rmap[i];
+        for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
+            uint64_t k = none;
+            if (r >= 0) {
+                const int64_t c = cmap[colind[p]];
+                if (r >= nrows || c < 0 || c >= nkeys)
+                    atomicMin(bad, (unsigned long long)p);
+                else
+                    k = (uint64_t)r << kbits | (uint64_t)c;
+            }
+            skey[p] = k;
+            src[p] = (int32_t)p;
+        }
+    }
+}
+
+// The other entries (a thread each), after A's na blocks.
+__global__ void k_coo_keys_entries(int64_t n, int64_t na, const int32_t *__restrict__ erow,
+                                   const int64_t *__restrict__ ekey, int64_t nrows, int64_t nkeys,
+                                   int kbits, uint64_t *__restrict__ skey,
+                                   int32_t *__restrict__ src, unsigned long long *bad)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t r = erow[k];
+        const int64_t c = ekey[k];
+        uint64_t key = (uint64_t)nrows << kbits;
+        if (r < 0 || r >= nrows || c < 0 || c >= nkeys)
+            atomicMin(bad, (unsigned long long)(na + k));
+        else
+            key = (uint64_t)r << kbits | (uint64_t)c;
+        skey[na + k] = key;
+        src[na + k] = (int32_t)(na + k);
+    }
+}
+
+// flag[j] = 1 where sorted entry j starts a run of equal keys.
+__global__ void k_coo_flags(int64_t m, const uint64_t *__restrict__ skey, int32_t *__restrict__ flag)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < m;
+         j += (int64_t)gridDim.x * blockDim.x)
+        flag[j] = j == 0 || skey[j] != skey[j - 1];
+}
+
+// start[q] = the first sorted entry of run q (pos: the flags' inclusive sums); start[runs] = m.
+__global__ void k_coo_starts(int64_t m, const int32_t *__restrict__ flag,
+                             const int32_t *__restrict__ pos, int32_t *__restrict__ start)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < m;
+         j += (int64_t)gridDim.x * blockDim.x) {
+        if (flag[j]) start[pos[j] - 1] = (int32_t)j;
+        if (j == m - 1) start[pos[j]] = (int32_t)m;
+    }
+}
+
+// rowptr from the runs' rows (runs q < nnz ascending by row): run q sets the rows from the
+// previous run's row + 1 to its own; q = nnz the rows after the last run's.
+__global__ void k_coo_rowptr(int64_t nnz, int64_t nrows, int kbits, const uint64_t *__restrict__ skey,
+                             const int32_t *__restrict__ start, int64_t *__restrict__ rowptr)
+{
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q <= nnz;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t prev = q > 0 ? (int64_t)(skey[start[q - 1]] >> kbits) : -1;
+        const int64_t row = q < nnz ? (int64_t)(skey[start[q]] >> kbits) : nrows;
+        for (int64_t r = prev + 1; r <= row; r++)
+            rowptr[r] = q;
+    }
+}
+
+// Block q's key and its values: one thread per value, its run's entries in order.
+__global__ void k_coo_sum(int64_t nnz, int bsz, uint64_t kmask, const uint64_t *__restrict__ skey,
+                          const int32_t *__restrict__ start, const int32_t *__restrict__ src,
+                          int64_t na, const double *__restrict__ aval,
+                          const double *__restrict__ eval, int64_t *__restrict__ key,
+                          double *__restrict__ val)
+{
+    const int64_t m = nnz * bsz;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < m;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t q = t / bsz;
+        const int e = (int)(t - q * bsz);
+        const int32_t s0 = start[q], s1 = start[q + 1];
+        if (e == 0) key[q] = (int64_t)(skey[s0] & kmask);
+        double v = 0;
+        for (int32_t j = s0; j < s1; j++) {
+            const int64_t s = src[j];
+            const double x = s < na ? aval[s * bsz + e] : eval[(s - na) * bsz + e];
+            v = j == s0 ? x : __dadd_rn(v, x);
+        }
+        val[t] = v;
+    }
+}
+
+// bits that hold the values 0..v
+static int coo_bits(uint64_t v)
+{
+    int b = 0;
+    while (b < 64 && (v >> b)) b++;
+    return b;
+}
+
+int hk_cu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
+                     const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
+                     int64_t nkeys, int64_t **rowptr_out, int64_t **key_out, double **val_out)
+{
+    const int bsz = A->br * A->bc;
+    const int64_t na = A->nnzb, m = na + n;
+    const int kbits = coo_bits(nkeys > 1 ? (uint64_t)(nkeys - 1) : 0);
+    const int rbits = coo_bits((uint64_t)nrows);
+    int ierr = 0;
+    uint64_t *skey = NULL;
+    int32_t *src = NULL, *flag = NULL, *pos = NULL, *start = NULL;
+    void *tmp = NULL;
+    unsigned long long *bad = NULL;
+    int64_t *rowptr = NULL, *key = NULL, first_bad = -1, nnz = 0;
+    double *val = NULL;
+    *rowptr_out = *key_out = NULL;
+    *val_out = NULL;
+    HK_CHECK(m < INT32_MAX && rbits + kbits <= 64, HK_ERR_UNSUPPORTED,
+             "coo_to_csr on cuda: %lld entries of %lld rows and %lld keys are more than its "
+             "32-bit indices and 64-bit sort keys hold; run on more processes",
+             (long long)m, (long long)nrows, (long long)nkeys);
+    HK_CALL(hk_cu_init());
+    HK_TRY(hk_cu_setup_flag(&bad));
+    HK_TRY(hk_cu_tmp_alloc((void **)&skey, (size_t)(2 * m + 1) * sizeof *skey));
+    HK_TRY(hk_cu_tmp_alloc((void **)&src, (size_t)(2 * m + 1) * sizeof *src));
+    if (A->nbrows) {
+        k_coo_keys_csr<<<hk_cu_grid(A->nbrows), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            A->nbrows, A->rowptr, A->colind, rmap, cmap, nrows, nkeys, kbits, skey, src, bad);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    if (n) {
+        k_coo_keys_entries<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, na, erow, ekey, nrows, nkeys, kbits, skey, src, bad);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    HK_TRY(hk_cu_first_row_read(bad, &first_bad));
+    if (first_bad >= 0) {
+        ierr = hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                            "coo_to_csr: input entry %lld has its row or key out of range (rows "
+                            "0..%lld, keys 0..%lld)",
+                            (long long)first_bad, (long long)nrows - 1, (long long)nkeys - 1);
+        goto fail;
+    }
+    HK_TRY(hk_cu_malloc((void **)&rowptr, (size_t)(nrows + 1) * sizeof *rowptr));
+    if (m && nrows) {
+        HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)m * sizeof *flag));
+        HK_TRY(hk_cu_tmp_alloc((void **)&pos, (size_t)m * sizeof *pos));
+        HK_TRY(hk_cu_tmp_alloc((void **)&start, (size_t)(m + 1) * sizeof *start));
+        cub::DoubleBuffer<uint64_t> dk(skey, skey + m);
+        cub::DoubleBuffer<int32_t> dv(src, src + m);
+        size_t tb = 0;
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tb, dk, dv, (int)m, 0, rbits + kbits,
+                                                   hk_cu.stream));
+        HK_TRY(hk_cu_tmp_alloc(&tmp, tb ? tb : 8));
+        HK_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tb, dk, dv, (int)m, 0, rbits + kbits,
+                                                   hk_cu.stream));
+        const uint64_t *sk = dk.Current();
+        const int32_t *ss = dv.Current();
+        k_coo_flags<<<hk_cu_grid(m), HK_CU_BLOCK, 0, hk_cu.stream>>>(m, sk, flag);
+        HK_CU_TRY(cudaGetLastError());
+        hk_cu_tmp_free(tmp);
+        tmp = NULL;
+        tb = 0;
+        HK_CU_TRY(cub::DeviceScan::InclusiveSum(NULL, tb, flag, pos, (int)m, hk_cu.stream));
+        HK_TRY(hk_cu_tmp_alloc(&tmp, tb ? tb : 8));
+        HK_CU_TRY(cub::DeviceScan::InclusiveSum(tmp, tb, flag, pos, (int)m, hk_cu.stream));
+        k_coo_starts<<<hk_cu_grid(m), HK_CU_BLOCK, 0, hk_cu.stream>>>(m, flag, pos, start);
+        HK_CU_TRY(cudaGetLastError());
+        /* the runs, less the last one where it is the entries without a row */
+        int32_t runs = 0;
+        uint64_t last = 0;
+        HK_CU_TRY(cudaMemcpyAsync(&runs, pos + m - 1, sizeof runs, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(&last, sk + m - 1, sizeof last, cudaMemcpyDeviceToHost,
+                                  hk_cu.stream));
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+        nnz = runs - ((int64_t)(last >> kbits) >= nrows);
+        HK_TRY(hk_cu_malloc((void **)&key, (size_t)(nnz + 1) * sizeof *key));
+        HK_TRY(hk_cu_malloc((void **)&val, (size_t)(nnz * bsz + 1) * sizeof *val));
+        k_coo_rowptr<<<hk_cu_grid(nnz + 1), HK_CU_BLOCK, 0, hk_cu.stream>>>(nnz, nrows, kbits, sk,
+                                                                          start, rowptr);
+        HK_CU_TRY(cudaGetLastError());
+        if (nnz) {
+            const uint64_t kmask = kbits ? ~(uint64_t)0 >> (64 - kbits) : 0;
+            k_coo_sum<<<hk_cu_grid(nnz * bsz), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+                nnz, bsz, kmask, sk, start, ss, na, A->val, eval, key, val);
+            HK_CU_TRY(cudaGetLastError());
+        }
+    } else { /* no entry with a row: every row empty */
+        HK_TRY(hk_cu_malloc((void **)&key, sizeof *key));
+        HK_TRY(hk_cu_malloc((void **)&val, sizeof *val));
+        HK_CU_TRY(cudaMemsetAsync(rowptr, 0, (size_t)(nrows + 1) * sizeof *rowptr, hk_cu.stream));
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    *rowptr_out = rowptr;
+    *key_out = key;
+    *val_out = val;
+    rowptr = key = NULL;
+    val = NULL;
+fail:
+    cudaStreamSynchronize(hk_cu.stream);
+    hk_cu_tmp_free(skey), hk_cu_tmp_free(src), hk_cu_tmp_free(flag), hk_cu_tmp_free(pos);
+    hk_cu_tmp_free(start), hk_cu_tmp_free(tmp);
+    if (rowptr) cudaFree(rowptr);
+    if (key) cudaFree(key);
+    if (val) cudaFree(val);
+    return ierr;
+}
+
+// cub's kernels of this file (cuda_impl.cuh: hk_cu_warm): coo_to_csr's sort and scan, with the
+// template arguments of those calls.
+static void dist_warm_cub(void)
+{
+    const int64_t N = HK_CU_WARM_LARGE;
+    char *w = (char *)hk_cu_warm_buffer((size_t)N * 32);
+    if (!w) return;
+    uint64_t *keys = (uint64_t *)w;
+    int32_t *vals = (int32_t *)(w + 16 * N), *flag = vals + 2 * N, *pos = flag + N;
+    const int sizes[2] = {HK_CU_WARM_SMALL, (int)N};
+    for (int k = 0; k < 2; k++) {
+        const int n = sizes[k];
+        cub::DoubleBuffer<uint64_t> dk(keys, keys + n);
+        cub::DoubleBuffer<int32_t> dv(vals, vals + n);
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceRadixSort::SortPairs(t, tb, dk, dv, n, 0, 40, hk_cu.stream);
+        });
+        hk_cu_warm([&](void *t, size_t &tb) {
+            return cub::DeviceScan::InclusiveSum(t, tb, flag, pos, n, hk_cu.stream);
+        });
+    }
+    hk_cu_warm_free(w);
+}
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): coo_to_csr's kernels and cub's
+// (warmed), used by every distributed AMG set-up.
+void hk_cu_dist_preload(void)
+{
+    static const void *const k[] = {(const void *)k_coo_keys_csr, (const void *)k_coo_keys_entries,
+                                    (const void *)k_coo_flags,    (const void *)k_coo_starts,
+                                    (const void *)k_coo_rowptr,   (const void *)k_coo_sum};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+    dist_warm_cub();
 }

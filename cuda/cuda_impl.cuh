@@ -164,6 +164,7 @@ void hk_cu_build_preload(void);
 void hk_cu_amg_ops_preload(void);
 void hk_cu_diag_preload(void);
 void hk_cu_spmv_preload(void);
+void hk_cu_dist_preload(void);
 extern void (*const hk_cu_preloads[])(void);
 
 /* Stage 2 modes: besides the sums, some fused ops derive scalars from S on the device. */
@@ -468,6 +469,9 @@ int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_b
                      int32_t **src_bnd, int32_t **bcol, int64_t *nbc);
 int hk_cu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
                     int64_t *bad);
+int hk_cu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
+                     const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
+                     int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
 #ifdef HOOKE_HAVE_NCCL
 /* cuda_nccl.cu: the device transport of distributed runs (dcomm_* ops, NCCL) */
 int hk_cu_dcomm_id(void *id);

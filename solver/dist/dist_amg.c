@@ -4,8 +4,9 @@
  * The set-up's products run with the process's backend's own set-up ops (d->local: the GPU
  * of the process on cuda, the threads on cpu) on the process's rows in a local numbering:
  * owned block columns first, then the ghosts (sorted global ids, the halo plan's order). The
- * host keeps the exchanges, the routing and the merges, on downloaded T, P and P^T (A P); on
- * the cpu those copies are views, so it is one code path. Per level:
+ * host keeps the exchanges and the routing, on downloaded parts of T, P and P^T (A P) (the
+ * Galerkin merge's sums run on the backend, coo_to_csr); on the cpu those copies are views, so
+ * it is one code path. Per level:
  *   1. aggregates of the owned nodes from the owned diagonal block (uncoupled aggregation: an
  *      aggregate never crosses processes); the coarse unknowns of an aggregate are its
  *      process's, numbered process after process;
@@ -18,7 +19,7 @@
  *      exchange;
  *   5. the partial Galerkin product P_own^T (A P) of the owned fine rows; the rows of coarse
  *      unknowns owned elsewhere go to their owners, which add them in rank order (the same
- *      bits run after run);
+ *      bits run after run) on their backend;
  *   6. the owned rows of R = P^T from P's owned and ghost rows (no message), transposed by the
  *      backend; R's and P's local patterns are made there too (dist_local_pattern), the host
  *      seeing only one entry per coarse column or per ghost.
@@ -2247,8 +2248,8 @@ fail:
 /* Level l's transfer operators and the next level (its operator, host rows and near-null
  * space); H and *B are replaced by the next level's. The products run on the process's
  * backend (agg, D64, *B and H->Ad there); the host keeps the exchanges of T's and P's ghost
- * rows, the routing and merging of the coarse rows and R's rows, from downloaded T, P and
- * P^T (A P). */
+ * rows, the routing of the coarse rows owned elsewhere (merged on the backend) and R's rows,
+ * from downloaded parts of T, P and P^T (A P). */
 /* Whether level j (its rows and those above it in a->rows) is above the first level on every
  * process (gather_levels' g), as far as its rows tell: its operators keep their exchanges and
  * are split (dmat_create). A level that turns out to be the coarsest only at its aggregation
