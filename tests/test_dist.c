@@ -1039,8 +1039,8 @@ static void test_coo_cuda(void)
             const int ed = be->coo_to_csr(&Ad, rmap, cmap, in.n, erow, ekey, eval, nr, in.nkeys,
                                           &rpd, &keyd, &vald);
             CU_ASSERT(ec == (bad ? HK_ERR_ARG : 0) && ed == ec);
-            if (bad) {
-                CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+            if (bad) { /* the cpu's sentence (HOOKE_DEBUG=1 adds each one's own place) */
+                CU_ASSERT(!strncmp(hk_error_message(), want, strcspn(want, "[")));
                 CU_ASSERT(rpd == NULL && keyd == NULL && vald == NULL);
             } else if (!ec && !ed) {
                 const int64_t nnz = rp[nr];
