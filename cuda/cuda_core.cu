@@ -323,6 +323,10 @@ static hk_backend_ops cuda_make_ops(void)
     o.dist_split = hk_cu_dist_split;
     o.dist_scan = hk_cu_dist_scan;
     o.coo_to_csr = hk_cu_coo_to_csr;
+    o.dist_row_lengths = hk_cu_dist_row_lengths;
+    o.dist_pack_rows = hk_cu_dist_pack_rows;
+    o.dist_mark_columns = hk_cu_dist_mark_columns;
+    o.dist_extend_rows = hk_cu_dist_extend_rows;
 #ifdef HOOKE_HAVE_NCCL
     o.dcomm_id = hk_cu_dcomm_id;
     o.dcomm_create = hk_cu_dcomm_create;

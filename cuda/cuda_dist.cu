@@ -1,7 +1,8 @@
 // The gather of the distributed operator's halo (vec_gather, hk_impl.h; solver/dist/dist.c): the
 // owned entries a neighbour needs packed into the send buffer, the boundary rows' owned columns
-// into the extended vector, on the context's stream. One thread per scalar entry. And
-// coo_to_csr, the distributed Galerkin merge's sums (solver/cpu/cpu_dist.c is the reference).
+// into the extended vector, on the context's stream. One thread per scalar entry. Then
+// coo_to_csr, the distributed Galerkin merge's sums (solver/cpu/cpu_dist.c is the reference),
+// and at the end the ghost rows of the distributed AMG set-up.
 #include <cub/cub.cuh>
 
 #include "cuda_impl.cuh"
@@ -731,4 +732,132 @@ void hk_cu_dist_preload(void)
                                     (const void *)k_coo_rowptr,   (const void *)k_coo_sum};
     hk_cu_preload(k, (int)(sizeof k / sizeof *k));
     dist_warm_cub();
+// The ghost rows of the distributed AMG set-up (dist_row_lengths ... dist_extend_rows, hk_impl.h;
+// solver/dist/dist_amg.c): the rows a neighbour needs packed into records, and the matrix of a
+// process's rows with its ghosts' rows from the received records. A record is copied by a warp,
+// its lanes along its entries; the same bytes as the cpu's loops.
+#define HK_CU_DIST_WARPS (HK_CU_BLOCK / 32)
+
+__global__ void k_dist_row_lengths(int64_t n, const int64_t *__restrict__ rowptr,
+                                   const int32_t *__restrict__ rows, int64_t *__restrict__ len)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n;
+         j += (int64_t)gridDim.x * blockDim.x)
+        len[j] = rowptr[rows[j] + 1] - rowptr[rows[j]];
+}
+
+int hk_cu_dist_row_lengths(const hk_bmat *A, const int32_t *rows, int64_t n, int64_t *len)
+{
+    if (n == 0) return 0;
+    k_dist_row_lengths<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, A->rowptr, rows, len);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+__global__ void k_dist_pack_rows(int64_t n, int bsz, const int64_t *__restrict__ rowptr,
+                                 const int32_t *__restrict__ colind, const double *__restrict__ val,
+                                 const int64_t *__restrict__ colmap,
+                                 const int32_t *__restrict__ rows, const int64_t *__restrict__ at,
+                                 double *__restrict__ out)
+{
+    const int lane = threadIdx.x & 31;
+    for (int64_t j = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; j < n;
+         j += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+        const int64_t i = rows[j], p0 = rowptr[i], len = rowptr[i + 1] - p0;
+        double *r = out + at[j];
+        if (lane == 0) r[0] = (double)len;
+        const int64_t w = 1 + bsz;
+        for (int64_t e = lane; e < len * w; e += 32) {
+            const int64_t k = e / w, f = e - k * w;
+            r[1 + e] = f == 0 ? (double)colmap[colind[p0 + k]] : val[(p0 + k) * bsz + f - 1];
+        }
+    }
+}
+
+int hk_cu_dist_pack_rows(const hk_bmat *A, const int64_t *colmap, const int32_t *rows, int64_t n,
+                         const int64_t *at, double *out)
+{
+    if (n == 0) return 0;
+    k_dist_pack_rows<<<hk_cu_grid(n * 32), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        n, A->br * A->bc, A->rowptr, A->colind, A->val, colmap, rows, at, out);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// Every thread that finds a column unmarked writes the same 1.
+__global__ void k_dist_mark_columns(int64_t nnz, const int32_t *__restrict__ colind, int32_t *mark)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < nnz;
+         p += (int64_t)gridDim.x * blockDim.x)
+        if (!mark[colind[p]]) mark[colind[p]] = 1;
+}
+
+int hk_cu_dist_mark_columns(const hk_bmat *A, int32_t *mark)
+{
+    if (A->nbcols == 0) return 0;
+    HK_CU(cudaMemsetAsync(mark, 0, (size_t)A->nbcols * sizeof *mark, hk_cu.stream));
+    if (A->nnzb == 0) return 0;
+    k_dist_mark_columns<<<hk_cu_grid(A->nnzb), HK_CU_BLOCK, 0, hk_cu.stream>>>(A->nnzb, A->colind,
+                                                                               mark);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// The owned rows' columns renamed, and the ghosts' rows' ends after the owned blocks.
+__global__ void k_dist_owned_columns(int64_t nm, const int32_t *__restrict__ colind,
+                                     const int32_t *__restrict__ cpos, int64_t nown, int64_t ng,
+                                     const int64_t *__restrict__ gat, int32_t *__restrict__ xcol,
+                                     int64_t *__restrict__ xrowptr)
+{
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < nm + ng;
+         p += (int64_t)gridDim.x * blockDim.x) {
+        if (p < nm)
+            xcol[p] = cpos[colind[p]];
+        else
+            xrowptr[nown + (p - nm) + 1] = nm + gat[p - nm + 1];
+    }
+}
+
+__global__ void k_dist_ghost_rows(int64_t ng, int bsz, int64_t nm, const double *__restrict__ rec,
+                                  const int64_t *__restrict__ rat, const int64_t *__restrict__ gat,
+                                  const int64_t *__restrict__ cols, int64_t ncols,
+                                  int32_t *__restrict__ xcol, double *__restrict__ xval)
+{
+    const int lane = threadIdx.x & 31;
+    for (int64_t k = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; k < ng;
+         k += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+        const double *r = rec + rat[k] + 1;
+        const int64_t q0 = nm + gat[k], len = gat[k + 1] - gat[k], w = 1 + bsz;
+        for (int64_t e = lane; e < len * w; e += 32) {
+            const int64_t j = e / w, f = e - j * w;
+            if (f == 0)
+                xcol[q0 + j] = (int32_t)hk_cu_lower_bound(cols, 0, ncols, (int64_t)r[e]);
+            else
+                xval[(q0 + j) * bsz + f - 1] = r[e];
+        }
+    }
+}
+
+int hk_cu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
+                           const int64_t *rat, const int64_t *gat, const int64_t *cols,
+                           int64_t ncols, hk_bmat *X)
+{
+    const int bsz = A->br * A->bc;
+    const int64_t nown = A->nbrows, nm = A->nnzb;
+    HK_CU(cudaMemcpyAsync(X->rowptr, A->rowptr, (size_t)(nown + 1) * sizeof *X->rowptr,
+                          cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (nm)
+        HK_CU(cudaMemcpyAsync(X->val, A->val, (size_t)(nm * bsz) * sizeof *X->val,
+                              cudaMemcpyDeviceToDevice, hk_cu.stream));
+    if (nm + ng) {
+        k_dist_owned_columns<<<hk_cu_grid(nm + ng), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            nm, A->colind, cpos, nown, ng, gat, X->colind, X->rowptr);
+        HK_CU_LAUNCHED();
+    }
+    if (ng) {
+        k_dist_ghost_rows<<<hk_cu_grid(ng * 32), HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            ng, bsz, nm, rec, rat, gat, cols, ncols, X->colind, X->val);
+        HK_CU_LAUNCHED();
+    }
+    return 0;
 }

@@ -458,7 +458,7 @@ int hk_cu_vec_dot(const hk_vec *x, const hk_vec *y, double *r);
 int hk_cu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r);
 int hk_cu_vec_maxpy(hk_vec *y, int k, const double *a, hk_vec *const *X);
 int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y);
-/* The distributed operator's halo gather (cuda_dist.cu). */
+/* The distributed operator's halo gather, pc=amg's ghost rows (cuda_dist.cu). */
 int hk_cu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
 int hk_cu_dist_read_columns(const int32_t *col, int64_t n, int64_t ncols, int32_t *rank,
                             int32_t *list, int64_t *nread);
@@ -472,6 +472,13 @@ int hk_cu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64
 int hk_cu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
                      const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
                      int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
+int hk_cu_dist_row_lengths(const hk_bmat *A, const int32_t *rows, int64_t n, int64_t *len);
+int hk_cu_dist_pack_rows(const hk_bmat *A, const int64_t *colmap, const int32_t *rows, int64_t n,
+                         const int64_t *at, double *out);
+int hk_cu_dist_mark_columns(const hk_bmat *A, int32_t *mark);
+int hk_cu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
+                           const int64_t *rat, const int64_t *gat, const int64_t *cols,
+                           int64_t ncols, hk_bmat *X);
 #ifdef HOOKE_HAVE_NCCL
 /* cuda_nccl.cu: the device transport of distributed runs (dcomm_* ops, NCCL) */
 int hk_cu_dcomm_id(void *id);

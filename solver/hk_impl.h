@@ -908,6 +908,25 @@ typedef struct hk_backend_ops {
     int (*coo_to_csr)(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
                       const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
                       int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
+    /* The ghost rows of the distributed AMG set-up (solver/dist/dist_amg.c): rows of a block
+     * matrix A travel as records of doubles [count, (column, block of br bc)...], columns
+     * as global ids. Every array is in the backend's memory.
+     * dist_row_lengths: len[j] = the blocks of row rows[j] of A, j < n.
+     * dist_pack_rows: record j (row rows[j], j < n) at out[at[j]], its columns colmap[c]
+     * (A->nbcols ascending global ids).
+     * dist_mark_columns: mark[c] = 1 where A has a block in column c, else 0 (c < nbcols).
+     * dist_extend_rows: X = A's rows (column c renamed cpos[c]), then one row a ghost k < ng:
+     * the record at rec[rat[k]], its blocks from X's block A->nnzb + gat[k] (gat: ng + 1,
+     * gat[0] = 0), its columns the positions of their ids in cols[0..ncols) (ascending; each
+     * id there). X: A->nbrows + ng rows, A->nnzb + gat[ng] blocks, its arrays allocated by
+     * the caller. NULL: distributed pc=amg refuses the backend. */
+    int (*dist_row_lengths)(const hk_bmat *A, const int32_t *rows, int64_t n, int64_t *len);
+    int (*dist_pack_rows)(const hk_bmat *A, const int64_t *colmap, const int32_t *rows, int64_t n,
+                          const int64_t *at, double *out);
+    int (*dist_mark_columns)(const hk_bmat *A, int32_t *mark);
+    int (*dist_extend_rows)(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
+                            const int64_t *rat, const int64_t *gat, const int64_t *cols,
+                            int64_t ncols, hk_bmat *X);
     /* The device transport (dist.comm=nccl: NCCL on cuda; NULL where the backend or the build
      * has none, and the layer stages through host memory and MPI). One communicator dc per
      * layout: dcomm_id writes a new one's id (HK_DCOMM_ID_BYTES) on one process, every

@@ -1085,6 +1085,216 @@ static void test_coo_cuda(void)
             hk_bmat_free(&Ad);
             coo_free(&in);
         }
+/* ---- pc=amg's ghost rows (hk_damg_send_records, hk_damg_ghost_matrix) --------------------- */
+
+/* A host block matrix of nrows rows of br x bc blocks over nc columns, its rows' columns
+ * ascending and distinct (row i: none when i % 9 == 4, else up to 6 of them), the columns
+ * c % 7 == 5 never used; values from seed. */
+static hk_bmat ghost_case_rows(int64_t nrows, int64_t nc, int br, int bc, unsigned seed)
+{
+    hk_bmat M = {0};
+    int64_t nnz = 0;
+    unsigned s = seed;
+    int32_t *cols = malloc(sizeof *cols * (size_t)(nrows * 6 + 1));
+    int64_t *rp = malloc(sizeof *rp * (size_t)(nrows + 1));
+    rp[0] = 0;
+    for (int64_t i = 0; i < nrows; i++) {
+        int64_t c = 0;
+        for (int k = 0; k < 6 && i % 9 != 4; k++) {
+            s = s * 1103515245u + 12345u;
+            c += 1 + (int64_t)((s >> 16) % 4);
+            if (c >= nc) break;
+            if (c % 7 != 5) cols[nnz++] = (int32_t)c;
+        }
+        rp[i + 1] = nnz;
+    }
+    HK_ASSERT_OK(hk_bmat_alloc(&hk_backend_cpu, br, bc, nrows, nc, nnz, &M));
+    memcpy(M.rowptr, rp, sizeof *rp * (size_t)(nrows + 1));
+    memcpy(M.colind, cols, sizeof *cols * (size_t)(nnz + 1));
+    double *v = hk_test_rand_vec(nnz * br * bc + 1, seed);
+    memcpy(M.val, v, sizeof *v * (size_t)(nnz * br * bc));
+    free(v);
+    free(cols);
+    free(rp);
+    return M;
+}
+
+/* M (host) on be: the same arrays on the cpu, a copy elsewhere. */
+static hk_bmat ghost_case_on(const hk_backend *be, const hk_bmat *M)
+{
+    if (be == &hk_backend_cpu) return *M;
+    hk_bmat D = {0};
+    const int64_t bb = (int64_t)M->br * M->bc;
+    HK_ASSERT_OK(hk_bmat_alloc(be, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, &D));
+    HK_ASSERT_OK(be->copy_to(D.rowptr, M->rowptr, sizeof *M->rowptr * (size_t)(M->nbrows + 1)));
+    HK_ASSERT_OK(be->copy_to(D.colind, M->colind, sizeof *M->colind * (size_t)(M->nnzb + 1)));
+    HK_ASSERT_OK(be->copy_to(D.val, M->val, sizeof *M->val * (size_t)(M->nnzb * bb + 1)));
+    return D;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Where a and b (n entries of sz bytes) first differ, -1 if nowhere. */
+static int64_t first_diff(const void *a, const void *b, int64_t n, size_t sz)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp((const char *)a + (size_t)i * sz, (const char *)b + (size_t)i * sz, sz))
+            return i;
+    return -1;
+}
+
+#define GHOST_SAME(what, a, b, n)                                                                  \
+    do {                                                                                           \
+        const int64_t at_ = first_diff((a), (b), (n), sizeof *(a));                                \
+        if (at_ >= 0)                                                                              \
+            fprintf(stderr,                                                                        \
+                    "\n  %s: %s differs from the definition first at entry %lld of %lld\n",        \
+                    be->name, what, (long long)at_, (long long)(n));                               \
+        CU_ASSERT(at_ < 0);                                                                        \
+    } while (0)
+
+/* A process's rows D (40, columns colmap: every third id of 200 from 7 on, one in seven of
+ * them unused) and its 12 ghosts' rows, sent by a neighbour whose rows B read ids of a
+ * wider set (some D's, some not): the records packed on be, the matrix built on be, each
+ * against the definition written out here (records by hand; the columns' union by a sort;
+ * ghost k's record j = order[k], a permutation), byte for byte. */
+static void ghost_rows_on(const hk_backend *be, int br, int bc)
+{
+    const int bsz = br * bc;
+    const int64_t nown = 40, nc = 66, nb = 30, nc2 = 90, ng = 12;
+    int64_t colmap[66], colmap2[90], order[12];
+    int32_t send[12];
+    for (int64_t c = 0; c < nc; c++)
+        colmap[c] = 7 + 3 * c;
+    for (int64_t c = 0; c < nc2; c++)
+        colmap2[c] = 5 + 2 * c + (c > 40 ? 3 : 0);
+    for (int64_t k = 0; k < ng; k++) {
+        send[k] = (int32_t)((k * 7 + 3) % nb); /* the neighbour's rows, not in order */
+        order[k] = (k * 5) % ng;
+    }
+    hk_bmat Dh = ghost_case_rows(nown, nc, br, bc, 11u), Bh = ghost_case_rows(nb, nc2, br, bc, 23u);
+    hk_bmat D = ghost_case_on(be, &Dh), B = ghost_case_on(be, &Bh);
+    /* the records by hand */
+    int64_t *cnt = NULL, *at = NULL, *want_at = malloc(sizeof *want_at * (size_t)(ng + 1));
+    double *rec = NULL;
+    want_at[0] = 0;
+    for (int64_t j = 0; j < ng; j++)
+        want_at[j + 1] = want_at[j] + 1 + (Bh.rowptr[send[j] + 1] - Bh.rowptr[send[j]]) * (1 + bsz);
+    double *want = calloc((size_t)want_at[ng] + 1, sizeof *want);
+    for (int64_t j = 0; j < ng; j++) {
+        double *r = want + want_at[j];
+        r[0] = (double)(Bh.rowptr[send[j] + 1] - Bh.rowptr[send[j]]);
+        for (int64_t p = Bh.rowptr[send[j]], k = 0; p < Bh.rowptr[send[j] + 1]; p++, k++) {
+            r[1 + k * (1 + bsz)] = (double)colmap2[Bh.colind[p]];
+            memcpy(r + 2 + k * (1 + bsz), Bh.val + p * bsz, sizeof(double) * (size_t)bsz);
+        }
+    }
+    HK_ASSERT_OK(hk_damg_send_records(be, &B, colmap2, send, ng, &cnt, &at, &rec));
+    GHOST_SAME("the records' offsets", at, want_at, ng + 1);
+    GHOST_SAME("the records", rec, want, want_at[ng]);
+    CU_ASSERT(want_at[ng] > ng * (1 + bsz)); /* blocks travel */
+    /* the matrix by its definition */
+    int64_t nid = 0, *ids = malloc(sizeof *ids * (size_t)(nc + want_at[ng] + 1));
+    for (int64_t p = 0; p < Dh.nnzb; p++)
+        ids[nid++] = colmap[Dh.colind[p]];
+    for (int64_t j = 0; j < ng; j++)
+        for (int64_t k = 0; k < (int64_t)want[want_at[j]]; k++)
+            ids[nid++] = (int64_t)want[want_at[j] + 1 + k * (1 + bsz)];
+    qsort(ids, (size_t)nid, sizeof *ids, cmp_id);
+    int64_t m = 0;
+    for (int64_t i = 0; i < nid; i++)
+        if (!m || ids[m - 1] != ids[i]) ids[m++] = ids[i];
+    int64_t nx = Dh.nnzb;
+    for (int64_t k = 0; k < ng; k++)
+        nx += (int64_t)want[want_at[order[k]]];
+    int64_t *xrp = malloc(sizeof *xrp * (size_t)(nown + ng + 1));
+    int32_t *xci = malloc(sizeof *xci * (size_t)(nx + 1));
+    double *xv = malloc(sizeof *xv * (size_t)(nx * bsz + 1));
+    memcpy(xrp, Dh.rowptr, sizeof *xrp * (size_t)(nown + 1));
+    for (int64_t p = 0; p < Dh.nnzb; p++) {
+        const int64_t g = colmap[Dh.colind[p]];
+        xci[p] = (int32_t)((const int64_t *)bsearch(&g, ids, (size_t)m, sizeof *ids, cmp_id) - ids);
+    }
+    memcpy(xv, Dh.val, sizeof *xv * (size_t)(Dh.nnzb * bsz));
+    for (int64_t k = 0, q = Dh.nnzb; k < ng; k++) {
+        const double *r = want + want_at[order[k]];
+        for (int64_t j = 0; j < (int64_t)r[0]; j++, q++) {
+            const int64_t g = (int64_t)r[1 + j * (1 + bsz)];
+            xci[q] =
+                (int32_t)((const int64_t *)bsearch(&g, ids, (size_t)m, sizeof *ids, cmp_id) - ids);
+            memcpy(xv + q * bsz, r + 2 + j * (1 + bsz), sizeof *xv * (size_t)bsz);
+        }
+        xrp[nown + k + 1] = q;
+    }
+    hk_bmat X = {0};
+    int64_t *cols = NULL, ncols = 0;
+    HK_ASSERT_OK(hk_damg_ghost_matrix(be, &D, colmap, ng, rec, at, order, &X, &cols, &ncols));
+    CU_ASSERT(X.nbrows == nown + ng && X.nnzb == nx && X.nbcols == m && ncols == m);
+    /* the case has what the union handles: D's columns partly unused, the ghosts' columns
+     * partly D's and partly new */
+    int used = 0, shared = 0, fresh = 0;
+    for (int64_t c = 0; c < nc; c++) {
+        int in_rows = 0;
+        for (int64_t p = 0; p < Dh.nnzb; p++)
+            in_rows |= Dh.colind[p] == c;
+        used += in_rows;
+    }
+    for (int64_t j = 0; j < ng; j++)
+        for (int64_t k = 0; k < (int64_t)want[want_at[j]]; k++) {
+            const int64_t g = (int64_t)want[want_at[j] + 1 + k * (1 + bsz)];
+            const int in_d = g >= 7 && (g - 7) % 3 == 0 && (g - 7) / 3 < nc;
+            shared += in_d;
+            fresh += !in_d;
+        }
+    CU_ASSERT(used < nc && shared > 0 && fresh > 0);
+    GHOST_SAME("the columns' ids", cols, ids, m < ncols ? m : ncols);
+    int64_t *grp = malloc(sizeof *grp * (size_t)(nown + ng + 1));
+    int32_t *gci = malloc(sizeof *gci * (size_t)(nx + 1));
+    double *gv = malloc(sizeof *gv * (size_t)(nx * bsz + 1));
+    if (X.nnzb == nx && X.nbrows == nown + ng) {
+        HK_ASSERT_OK(be->copy_from(grp, X.rowptr, sizeof *grp * (size_t)(nown + ng + 1)));
+        HK_ASSERT_OK(be->copy_from(gci, X.colind, sizeof *gci * (size_t)nx));
+        HK_ASSERT_OK(be->copy_from(gv, X.val, sizeof *gv * (size_t)(nx * bsz)));
+        GHOST_SAME("X's row ends", grp, xrp, nown + ng + 1);
+        GHOST_SAME("X's columns", gci, xci, nx);
+        GHOST_SAME("X's blocks", gv, xv, nx * bsz);
+    }
+    hk_bmat_free(&X);
+    if (be != &hk_backend_cpu) {
+        hk_bmat_free(&D);
+        hk_bmat_free(&B);
+    }
+    hk_bmat_free(&Dh);
+    hk_bmat_free(&Bh);
+    free(cnt);
+    free(at);
+    free(rec);
+    free(want_at);
+    free(want);
+    free(ids);
+    free(xrp);
+    free(xci);
+    free(xv);
+    free(cols);
+    free(grp);
+    free(gci);
+    free(gv);
+}
+
+static void test_ghost_rows_cpu(void)
+{
+    ghost_rows_on(&hk_backend_cpu, 3, 6);
+    ghost_rows_on(&hk_backend_cpu, 2, 2);
+}
+
+static void test_ghost_rows_cuda(void)
+{
+    ghost_rows_on(hk_test_cuda_backend(), 3, 6);
+    ghost_rows_on(hk_test_cuda_backend(), 2, 2);
 }
 
 HK_SUITE(dist,
@@ -1108,7 +1318,9 @@ HK_SUITE(dist,
          {"the halos' host staging without a backend op: malloc's, round trips",
           test_host_staging_cpu},
          {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named",
-          test_coo_cpu})
+          test_coo_cpu},
+         {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
+          test_ghost_rows_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
@@ -1123,4 +1335,7 @@ HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_ga
                 {"the halos' host staging: pinned on cuda, round trips through the device",
                  test_host_staging_cuda},
                 {"coo_to_csr on cuda: the cpu's rowptr, keys and value bytes; a bad entry named",
-                 test_coo_cuda})
+                 test_coo_cuda},
+                {"pc=amg's ghost rows on cuda: records and the extended rows, byte for byte as "
+                 "defined (as the cpu's)",
+                 test_ghost_rows_cuda})

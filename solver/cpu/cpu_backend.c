@@ -566,6 +566,14 @@ int hk_cpu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int6
 int hk_cpu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
                       const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
                       int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
+/* The distributed AMG set-up's ghost rows (cpu_dist.c). */
+int hk_cpu_dist_row_lengths(const hk_bmat *A, const int32_t *rows, int64_t n, int64_t *len);
+int hk_cpu_dist_pack_rows(const hk_bmat *A, const int64_t *colmap, const int32_t *rows, int64_t n,
+                          const int64_t *at, double *out);
+int hk_cpu_dist_mark_columns(const hk_bmat *A, int32_t *mark);
+int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
+                            const int64_t *rat, const int64_t *gat, const int64_t *cols,
+                            int64_t ncols, hk_bmat *X);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -672,4 +680,8 @@ const hk_backend_ops hk_backend_cpu = {
     .dist_split = hk_cpu_dist_split,
     .dist_scan = hk_cpu_dist_scan,
     .coo_to_csr = hk_cpu_coo_to_csr,
+    .dist_row_lengths = hk_cpu_dist_row_lengths,
+    .dist_pack_rows = hk_cpu_dist_pack_rows,
+    .dist_mark_columns = hk_cpu_dist_mark_columns,
+    .dist_extend_rows = hk_cpu_dist_extend_rows,
 };

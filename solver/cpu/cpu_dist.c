@@ -484,4 +484,88 @@ fail:
     if (key) be->dealloc(key);
     if (val) be->dealloc(val);
     return ierr;
+/* The ghost rows of the distributed AMG set-up (dist_row_lengths ... dist_extend_rows,
+ * hk_impl.h): the reference the device's versions are compared with byte for byte. */
+int hk_cpu_dist_row_lengths(const hk_bmat *A, const int32_t *rows, int64_t n, int64_t *len)
+{
+#pragma omp parallel for schedule(static) if (n > 50000)
+    for (int64_t j = 0; j < n; j++)
+        len[j] = A->rowptr[rows[j] + 1] - A->rowptr[rows[j]];
+    return 0;
+}
+
+int hk_cpu_dist_pack_rows(const hk_bmat *A, const int64_t *colmap, const int32_t *rows, int64_t n,
+                          const int64_t *at, double *out)
+{
+    const int bsz = A->br * A->bc;
+#pragma omp parallel for schedule(dynamic, 64) if (n > 1000)
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t i = rows[j];
+        double *r = out + at[j];
+        r[0] = (double)(A->rowptr[i + 1] - A->rowptr[i]);
+        for (int64_t p = A->rowptr[i], k = 0; p < A->rowptr[i + 1]; p++, k++) {
+            r[1 + k * (1 + bsz)] = (double)colmap[A->colind[p]];
+            memcpy(r + 2 + k * (1 + bsz), A->val + p * bsz, (size_t)bsz * sizeof(double));
+        }
+    }
+    return 0;
+}
+
+int hk_cpu_dist_mark_columns(const hk_bmat *A, int32_t *mark)
+{
+    const int64_t nnz = A->nnzb;
+    memset(mark, 0, (size_t)A->nbcols * sizeof *mark);
+    /* every thread writes the same value, and only where it is not there yet */
+#pragma omp parallel for schedule(static) if (nnz > 50000)
+    for (int64_t p = 0; p < nnz; p++) {
+        int32_t was;
+#pragma omp atomic read
+        was = mark[A->colind[p]];
+        if (!was) {
+#pragma omp atomic write
+            mark[A->colind[p]] = 1;
+        }
+    }
+    return 0;
+}
+
+/* The first position of the ascending v[0..n) not below g. */
+static int64_t lower_bound_i64(const int64_t *v, int64_t n, int64_t g)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
+                            const int64_t *rat, const int64_t *gat, const int64_t *cols,
+                            int64_t ncols, hk_bmat *X)
+{
+    const int bsz = A->br * A->bc;
+    const int64_t nown = A->nbrows, nm = A->nnzb;
+    memcpy(X->rowptr, A->rowptr, (size_t)(nown + 1) * sizeof *X->rowptr);
+    for (int64_t k = 0; k < ng; k++)
+        X->rowptr[nown + k + 1] = nm + gat[k + 1];
+    /* the values too on the threads: they are most of the bytes */
+#pragma omp parallel for schedule(static) if (nm > 20000)
+    for (int64_t p = 0; p < nm; p++) {
+        X->colind[p] = cpos[A->colind[p]];
+        memcpy(X->val + p * bsz, A->val + p * bsz, (size_t)bsz * sizeof *X->val);
+    }
+#pragma omp parallel for schedule(dynamic, 64) if (ng > 1000)
+    for (int64_t k = 0; k < ng; k++) {
+        const double *r = rec + rat[k];
+        for (int64_t j = 0, q = nm + gat[k]; j < gat[k + 1] - gat[k]; j++, q++) {
+            const double *e = r + 1 + j * (1 + bsz);
+            X->colind[q] = (int32_t)lower_bound_i64(cols, ncols, (int64_t)e[0]);
+            memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
+        }
+    }
+    return 0;
 }

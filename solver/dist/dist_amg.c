@@ -77,10 +77,10 @@ enum damg_step {
     ST_OP_HALO,       /* operators: ghost columns and halo plans */
     ST_OP_COLUMNS,    /* operators: local columns, sorted and split */
     ST_OP_UPLOAD,     /* operators: pattern, values, plans to the backend */
-    ST_GR_PATTERN,    /* ghost rows: the pattern downloaded, the send rows' blocks */
+    ST_GR_SEND,       /* ghost rows: the send rows' records packed on the backend, downloaded */
     ST_GR_EXCHANGE,   /* ghost rows: the records exchanged */
-    ST_GR_BUILD,      /* ghost rows: the rows with their ghosts on the host */
-    ST_GR_UPLOAD,     /* ghost rows: those rows to the backend */
+    ST_GR_BUILD,      /* ghost rows: the columns' union, the rows with their ghosts built */
+    ST_GR_HOST,       /* ghost rows: their pattern downloaded where the host reads it */
     ST_GAL_PRODUCTS,  /* Galerkin: A P, P^T, P^T (A P) on the backend */
     ST_GAL_OTHERS,    /* Galerkin: the product's rows owned elsewhere downloaded */
     ST_GAL_ROUTE,     /* Galerkin: those rows routed */
@@ -103,7 +103,7 @@ enum damg_step {
 };
 static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
-    "ghost rows: pattern", "exchange", "build", "upload",
+    "ghost rows: send rows", "exchange", "build", "host pattern",
     "Galerkin: products", "others' rows", "route", "merge", "merged pattern", "next rows",
     "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
     "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
@@ -1556,167 +1556,78 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
     return 0;
 }
 
-/* Ghost k's record among the received ones (rec in the sorted ghost order, record j at
- * rat[j], order[k] ghost k's position there). */
-static const double *ghost_record(const double *rec, const int64_t *rat, const int64_t *order,
-                                  int64_t k)
+/* The records of D's rows rows[0..n) (D on be, columns colmap[c]: global ids) as the
+ * neighbours receive them, [count, (column, block)...]: packed on be and downloaded (host
+ * arrays, allocated): row j's block count (*cnt)[j], its record at (*at)[j] in *rec. */
+int hk_damg_send_records(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
+                         const int32_t *rows, int64_t n, int64_t **cnt, int64_t **at, double **rec)
 {
-    return rec + rat[order[k]];
-}
-
-/* A host block matrix ext (cpu) of nown + ng rows: the owned rows of M (columns colmap[c],
- * ascending) and the ghosts' rows received as [count, (column, block)...] records (ghost
- * k's: ghost_record); M's values have room for `room` more blocks, and X takes them
- * over (M->val NULL after);
- * columns are positions in the sorted union *cols (allocated, *ncols) of the columns that
- * occur. The owned rows' columns are placed by one merge of colmap with the ghosts' (few,
- * sorted alone), not by a sort of every entry. */
-static int ext_rows(hk_bmat *M, int64_t room, const int64_t *colmap, int64_t ng, const double *rec,
-                    const int64_t *rat, const int64_t *order, hk_bmat *X, double **gval,
-                    int64_t **cols, int64_t *ncols)
-{
-    const int bsz = M->br * M->bc;
-    const int64_t nown = M->nbrows, nm = M->rowptr[nown], nc = M->nbcols;
+    const int bsz = D->br * D->bc;
     int ierr = 0;
-    int64_t *gcols = NULL, *cpos = NULL, *gat = NULL; /* gat: ghost k's first block */
-    *cols = NULL;
-    int64_t unsorted = 0;
-#pragma omp parallel for schedule(static) reduction(+ : unsorted)
-    for (int64_t c = 1; c < nc; c++)
-        unsorted += colmap[c] <= colmap[c - 1];
-    HK_CHECK(!unsorted, HK_ERR_INTERNAL,
-             "pc=amg: the columns of a transfer operator are not ascending");
-    HK_TRY(hk_malloc((size_t)(ng + 1) * sizeof *gat, &gat));
-    gat[0] = 0;
-    for (int64_t k = 0; k < ng; k++)
-        gat[k + 1] = gat[k] + (int64_t)ghost_record(rec, rat, order, k)[0];
-    const int64_t ngnnz = gat[ng];
-    HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
-    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t k = 0; k < ng; k++)
-        for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
-            gcols[gat[k] + j] = (int64_t)ghost_record(rec, rat, order, k)[1 + j * (1 + bsz)];
-    int64_t ngc = 0;
-    HK_TRY(sorted_unique(gcols, ngnnz, &ngc));
-    /* colmap's columns that the owned rows use (cpos: 1 if used; every thread writes the same
-     * value, only where it is not there yet) */
-    memset(cpos, 0, (size_t)nc * sizeof *cpos);
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < nm; p++) {
-        int64_t was;
-#pragma omp atomic read
-        was = cpos[M->colind[p]];
-        if (!was) {
-#pragma omp atomic write
-            cpos[M->colind[p]] = 1;
-        }
+    int32_t *rows_dev = NULL;
+    int64_t *len_dev = NULL, *colmap_dev = NULL, *at_dev = NULL;
+    double *out_dev = NULL;
+    *cnt = *at = NULL;
+    *rec = NULL;
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof **cnt, cnt));
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof **at, at));
+    HK_TRY(upload(be, rows, (size_t)n * sizeof *rows, (void **)&rows_dev));
+    if (n) {
+        HK_TRY(be->alloc((void **)&len_dev, (size_t)n * sizeof *len_dev));
+        HK_TRY(be->dist_row_lengths(D, rows_dev, n, len_dev));
+        HK_TRY(be->copy_from(*cnt, len_dev, (size_t)n * sizeof **cnt));
     }
-    HK_TRY(hk_malloc((size_t)(nc + ngc + 1) * sizeof **cols, cols));
-    int64_t m = 0, a = 0, b = 0;
-    while (a < nc || b < ngc) {
-        while (a < nc && !cpos[a])
-            a++;
-        const int take_a = a < nc && (b >= ngc || colmap[a] <= gcols[b]);
-        if (!take_a && b >= ngc) break;
-        const int64_t g = take_a ? colmap[a] : gcols[b];
-        if (m == 0 || (*cols)[m - 1] != g) (*cols)[m++] = g;
-        if (take_a)
-            cpos[a++] = m - 1;
-        else
-            b++;
-    }
-    *ncols = m;
-    HK_TRY_CHECK(!M->val || ngnnz <= room, HK_ERR_INTERNAL,
-                 "pc=amg: the ghosts' rows have %lld blocks, more than the %lld made room for",
-                 (long long)ngnnz, (long long)room);
-    /* X's values: M's array, the ghosts' blocks after its own; without M's values (they
-     * stay on the device) the ghosts' blocks alone, in *gval */
-    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, M->br, M->bc, nown + ng, m, 0, X));
-    hk_backend_cpu.dealloc(X->val);
-    X->val = M->val;
-    M->val = NULL;
-    double *gv = X->val ? X->val + nm * bsz : NULL;
-    if (!gv) {
-        HK_TRY(hk_malloc((size_t)(ngnnz * bsz + 1) * sizeof *gv, gval));
-        gv = *gval;
-    }
-    X->nnzb = nm + ngnnz;
-    hk_backend_cpu.dealloc(X->colind);
-    X->colind = NULL;
-    HK_TRY(hk_backend_cpu.alloc((void **)&X->colind, (size_t)(nm + ngnnz + 1) * sizeof(int32_t)));
-    memcpy(X->rowptr, M->rowptr, (size_t)(nown + 1) * sizeof *X->rowptr);
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < nm; p++)
-        X->colind[p] = (int32_t)cpos[M->colind[p]];
-    for (int64_t k = 0; k < ng; k++) /* the ghosts' rows after the owned ones, then filled */
-        X->rowptr[nown + k + 1] = nm + gat[k + 1];
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t k = 0; k < ng; k++) {
-        const double *r = ghost_record(rec, rat, order, k);
-        for (int64_t j = 0, q = X->rowptr[nown + k]; j < (int64_t)r[0]; j++, q++) {
-            const double *e = r + 1 + j * (1 + bsz);
-            X->colind[q] = (int32_t)find_i64(*cols, m, (int64_t)e[0]);
-            memcpy(gv + (q - nm) * bsz, e + 1, (size_t)bsz * sizeof(double));
-        }
+    (*at)[0] = 0;
+    for (int64_t j = 0; j < n; j++)
+        (*at)[j + 1] = (*at)[j] + 1 + (*cnt)[j] * (1 + bsz);
+    const int64_t len = (*at)[n];
+    HK_TRY(hk_malloc((size_t)(len + 1) * sizeof **rec, rec));
+    if (len) {
+        HK_TRY(upload(be, colmap, (size_t)D->nbcols * sizeof *colmap, (void **)&colmap_dev));
+        HK_TRY(upload(be, *at, (size_t)(n + 1) * sizeof **at, (void **)&at_dev));
+        HK_TRY(be->alloc((void **)&out_dev, (size_t)len * sizeof *out_dev));
+        HK_TRY(be->dist_pack_rows(D, colmap_dev, rows_dev, n, at_dev, out_dev));
+        HK_TRY(be->copy_from(*rec, out_dev, (size_t)len * sizeof **rec));
     }
 fail:
-    free(gat);
-    free(gcols);
-    free(cpos);
+    if (rows_dev) be->dealloc(rows_dev);
+    if (len_dev) be->dealloc(len_dev);
+    if (colmap_dev) be->dealloc(colmap_dev);
+    if (at_dev) be->dealloc(at_dev);
+    if (out_dev) be->dealloc(out_dev);
     if (ierr) {
-        free(*cols);
-        *cols = NULL;
-        hk_bmat_free(X);
+        free(*cnt);
+        free(*at);
+        free(*rec);
+        *cnt = *at = NULL;
+        *rec = NULL;
     }
     return ierr;
 }
 
-/* The ghosts' rows of M (nown rows, columns colmap[c], global ids) by two exchanges over the
- * halo: the block count of each row the neighbours need, then those rows as records
- * [count, (column, block)...] of their own length, one message a neighbour (no padding to the
- * widest row); *rec as received, record j (the halo's sorted ghost order: ghost k's at
- * halo->order[k]) at (*rat)[j]. */
-static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, const int64_t *colmap,
-                         const double *val, const int64_t *vat, double **rec, int64_t **rat)
+/* The ghosts' rows of a matrix by two exchanges over the halo: the block count of each row the
+ * neighbours need (scnt), then those rows as records [count, (column, block)...] of their own
+ * length (send, record j at sat[j]), one message a neighbour (no padding to the widest row);
+ * *rec as received, record j (the halo's sorted ghost order: ghost k's at halo->order[k]) at
+ * (*rat)[j] (ng + 1 offsets). */
+static int exchange_rows(const hk_comm *c, hk_halo *halo, int bsz, const int64_t *scnt,
+                         const int64_t *sat, const double *send, double **rec, int64_t **rat)
 {
-    const int bsz = M->br * M->bc;
-    const int64_t ns = halo->send_off[halo->nsend], ng = halo->nghost;
+    const int64_t ng = halo->nghost;
     int ierr = 0;
-    int64_t *scnt = NULL, *rcnt = NULL, *sat = NULL, *at = NULL;
-    double *send = NULL, *recv = NULL;
+    int64_t *rcnt = NULL, *at = NULL;
+    double *recv = NULL;
     *rec = NULL;
     *rat = NULL;
-    ierr = hk_malloc((size_t)(ns + 1) * sizeof *scnt, &scnt);
-    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * sizeof *rcnt, &rcnt);
-    if (!ierr) ierr = hk_malloc((size_t)(ns + 1) * sizeof *sat, &sat);
+    ierr = hk_malloc((size_t)(ng + 1) * sizeof *rcnt, &rcnt);
     if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * sizeof *at, &at);
-    if (!ierr)
-        for (int64_t j = 0; j < ns; j++)
-            scnt[j] = M->rowptr[halo->send_idx[j] + 1] - M->rowptr[halo->send_idx[j]];
     HK_TRY(hk_comm_agree(c, ierr));
     HK_TRY(hk_halo_start(halo, scnt, rcnt, sizeof *scnt));
     HK_TRY(hk_halo_wait(halo));
-    sat[0] = at[0] = 0;
-    for (int64_t j = 0; j < ns; j++)
-        sat[j + 1] = sat[j] + 1 + scnt[j] * (1 + bsz);
+    at[0] = 0;
     for (int64_t j = 0; j < ng; j++)
         at[j + 1] = at[j] + 1 + rcnt[j] * (1 + bsz);
-    ierr = hk_malloc((size_t)(sat[ns] + 1) * sizeof *send, &send);
-    if (!ierr) ierr = hk_malloc((size_t)(at[ng] + 1) * sizeof *recv, &recv);
-    if (!ierr) {
-#pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < ns; j++) {
-            const int64_t i = halo->send_idx[j];
-            double *r = send + sat[j];
-            r[0] = (double)scnt[j];
-            const double *v = val + (vat ? vat[j] : M->rowptr[i]) * bsz;
-            for (int64_t p = M->rowptr[i], k = 0; p < M->rowptr[i + 1]; p++, k++) {
-                r[1 + k * (1 + bsz)] = (double)colmap[M->colind[p]];
-                memcpy(r + 2 + k * (1 + bsz), v + k * bsz, (size_t)bsz * sizeof(double));
-            }
-        }
-    }
+    ierr = hk_malloc((size_t)(at[ng] + 1) * sizeof *recv, &recv);
     HK_TRY(hk_comm_agree(c, ierr));
     /* the receives first, then the sends, in the halo's requests (as hk_halo_start) */
     for (int j = 0; j < halo->nrecv && !ierr; j++) {
@@ -1736,52 +1647,117 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, const hk_bmat *M, cons
     recv = NULL;
     at = NULL;
 fail:
-    free(scnt);
     free(rcnt);
-    free(sat);
     free(at);
-    free(send);
     free(recv);
     return ierr;
 }
 
-/* The blocks of the rows the neighbours need (halo's send rows) of D on the backend, gathered
- * there and downloaded: *sval (allocated), send row j's first block at (*vat)[j]. */
-static int send_blocks(const hk_dist *d, const hk_halo *halo, const hk_bmat *D,
-                       const int64_t *rowptr, double **sval, int64_t **vat)
+/* The sorted union *cols (allocated, *ncols) of the columns colmap[c] (nc, ascending) marked
+ * used (cpos[c] 1, else 0) and the ghosts' columns gcols[0..ngc) (ascending); cpos[c] then a
+ * used column's position in it. One merge: the owned rows' columns are in colmap's order. */
+static int column_union(const int64_t *colmap, int64_t nc, int32_t *cpos, const int64_t *gcols,
+                        int64_t ngc, int64_t **cols, int64_t *ncols)
 {
-    const int64_t bb = (int64_t)D->br * D->bc, ns = halo->send_off[halo->nsend];
-    int ierr = 0;
-    int32_t *idx = NULL;
-    *sval = NULL;
-    HK_CALL(hk_malloc((size_t)(ns + 1) * sizeof **vat, vat));
-    (*vat)[0] = 0;
-    for (int64_t j = 0; j < ns; j++) {
-        const int64_t i = halo->send_idx[j];
-        (*vat)[j + 1] = (*vat)[j] + rowptr[i + 1] - rowptr[i];
+    int64_t unsorted = 0;
+#pragma omp parallel for schedule(static) reduction(+ : unsorted)
+    for (int64_t c = 1; c < nc; c++)
+        unsorted += colmap[c] <= colmap[c - 1];
+    HK_CHECK(!unsorted, HK_ERR_INTERNAL,
+             "pc=amg: the columns of a transfer operator are not ascending");
+    HK_CALL(hk_malloc((size_t)(nc + ngc + 1) * sizeof **cols, cols));
+    int64_t m = 0, a = 0, b = 0;
+    while (a < nc || b < ngc) {
+        while (a < nc && !cpos[a])
+            a++;
+        const int take_a = a < nc && (b >= ngc || colmap[a] <= gcols[b]);
+        if (!take_a && b >= ngc) break;
+        const int64_t g = take_a ? colmap[a] : gcols[b];
+        if (m == 0 || (*cols)[m - 1] != g) (*cols)[m++] = g;
+        if (take_a)
+            cpos[a++] = (int32_t)(m - 1);
+        else
+            b++;
     }
-    const int64_t n = (*vat)[ns];
-    ierr = hk_malloc((size_t)(n + 1) * sizeof *idx, &idx);
-    if (!ierr) ierr = hk_malloc((size_t)(n * bb + 1) * sizeof **sval, sval);
-    if (!ierr)
-#pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < ns; j++) {
-            const int64_t i = halo->send_idx[j];
-            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++)
-                idx[(*vat)[j] + p - rowptr[i]] = (int32_t)p;
-        }
-    if (!ierr) ierr = blocks_to_host(d, D->val, D->nnzb, bb, idx, n, *sval);
-    free(idx);
+    *ncols = m;
+    return 0;
+}
+
+/* Xd (on be): D's rows (on be, columns colmap[c]: global ids, ascending), then the ghosts'
+ * rows from the received records [count, (column, block)...] (host memory, uploaded: rec in
+ * the halo's sorted ghost order, record j at rat[j], rat[ng] their length, ghost k's record
+ * j = order[k]); columns are positions in the sorted union *cols (host, allocated, *ncols) of
+ * the columns that occur. Only per-column and per-ghost arrays pass the host: D's columns used
+ * (a mark a column, downloaded), the ghosts' columns (from the records), the union; D's blocks
+ * are renamed and copied on be. */
+int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
+                         int64_t ng, const double *rec, const int64_t *rat, const int64_t *order,
+                         hk_bmat *Xd, int64_t **cols, int64_t *ncols)
+{
+    const int bsz = D->br * D->bc;
+    const int64_t nc = D->nbcols, nown = D->nbrows, nm = D->nnzb;
+    int ierr = 0;
+    int64_t *gat = NULL, *gcols = NULL, *grat = NULL; /* gat: ghost k's first block */
+    int64_t *gat_dev = NULL, *grat_dev = NULL, *cols_dev = NULL;
+    int32_t *cpos = NULL, *cpos_dev = NULL;
+    double *rec_dev = NULL;
+    memset(Xd, 0, sizeof *Xd);
+    *cols = NULL;
+    *ncols = 0;
+    HK_TRY(hk_malloc((size_t)(ng + 1) * sizeof *gat, &gat));
+    HK_TRY(hk_malloc((size_t)(ng + 1) * sizeof *grat, &grat));
+    gat[0] = 0;
+    for (int64_t k = 0; k < ng; k++) {
+        grat[k] = rat[order[k]];
+        gat[k + 1] = gat[k] + (int64_t)rec[grat[k]];
+    }
+    const int64_t ngnnz = gat[ng];
+    HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t k = 0; k < ng; k++)
+        for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
+            gcols[gat[k] + j] = (int64_t)rec[grat[k] + 1 + j * (1 + bsz)];
+    int64_t ngc = 0;
+    HK_TRY(sorted_unique(gcols, ngnnz, &ngc));
+    /* the columns D's rows use, marked on be */
+    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
+    HK_TRY(be->alloc((void **)&cpos_dev, (size_t)(nc + 1) * sizeof *cpos_dev));
+    HK_TRY(be->dist_mark_columns(D, cpos_dev));
+    if (nc) HK_TRY(be->copy_from(cpos, cpos_dev, (size_t)nc * sizeof *cpos));
+    HK_TRY(column_union(colmap, nc, cpos, gcols, ngc, cols, ncols));
+    if (nc) HK_TRY(be->copy_to(cpos_dev, cpos, (size_t)nc * sizeof *cpos));
+    /* the records as received, with the per-ghost offsets and the union */
+    HK_TRY(upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_dev));
+    HK_TRY(upload(be, grat, (size_t)ng * sizeof *grat, (void **)&grat_dev));
+    HK_TRY(upload(be, gat, (size_t)(ng + 1) * sizeof *gat, (void **)&gat_dev));
+    HK_TRY(upload(be, *cols, (size_t)*ncols * sizeof **cols, (void **)&cols_dev));
+    HK_TRY(pattern_alloc(be, D->br, D->bc, nown + ng, *ncols, nm + ngnnz, Xd));
+    HK_TRY(be->alloc((void **)&Xd->val, (size_t)((nm + ngnnz) * bsz + 1) * sizeof *Xd->val));
+    HK_TRY(be->dist_extend_rows(D, cpos_dev, ng, rec_dev, grat_dev, gat_dev, cols_dev, *ncols, Xd));
+fail:
+    free(gat);
+    free(gcols);
+    free(grat);
+    free(cpos);
+    if (cpos_dev) be->dealloc(cpos_dev);
+    if (gat_dev) be->dealloc(gat_dev);
+    if (grat_dev) be->dealloc(grat_dev);
+    if (cols_dev) be->dealloc(cols_dev);
+    if (rec_dev) be->dealloc(rec_dev);
+    if (ierr) {
+        free(*cols);
+        *cols = NULL;
+        *ncols = 0;
+        hk_bmat_free(Xd);
+    }
     return ierr;
 }
 
-/* D (on the backend) extended by its ghosts' rows: X on the host, Xd on the backend (a view of
- * X on the cpu), its columns cols. The pattern is downloaded; the values the host needs are
- * the rows the neighbours read. On the cpu D's values are copied into an array with room for
- * the ghosts' blocks (the widest row a process sends bounds them), which exchange_rows and
- * ext_rows fill in place. On a device they stay there: the sent rows' blocks are gathered and
- * downloaded, and Xd is D's values copied on the device, then the ghosts' blocks uploaded
- * (X has the pattern only). */
+/* D (on the backend) extended by its ghosts' rows: Xd on the backend, its columns cols (global
+ * ids, host). The rows the neighbours need are packed on the backend and downloaded as records,
+ * exchanged, and the received ones uploaded; Xd is built there (hk_damg_ghost_matrix). X: its
+ * pattern on the host (val NULL), NULL where the caller needs none; on a host-memory backend
+ * (cpu) X is required and is Xd itself (Xd a view of X's arrays: free X, free_copy Xd). */
 static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, const int64_t *colmap,
                            hk_bmat *X, hk_bmat *Xd, int64_t **cols, int64_t *ncols, double *st)
 {
@@ -1789,65 +1765,42 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     lap_start(t);
     const hk_comm *c = d->comm;
     const hk_backend_ops *L = d->local;
-    const int64_t bb = (int64_t)D->br * D->bc, nown = D->nbrows, nnz = D->nnzb;
     const int64_t ns = halo->send_off[halo->nsend];
     int ierr = 0;
-    int64_t maxlen = 0, *vat = NULL, *rat = NULL;
-    double *rec = NULL, *sval = NULL, *gval = NULL;
+    int64_t *scnt = NULL, *sat = NULL, *rat = NULL;
+    double *send = NULL, *rec = NULL;
     memset(Xd, 0, sizeof *Xd);
-    hk_bmat M = {.be = &hk_backend_cpu,
-                 .br = D->br,
-                 .bc = D->bc,
-                 .nbrows = nown,
-                 .nbcols = D->nbcols,
-                 .nnzb = nnz};
-    ierr = hk_backend_cpu.alloc((void **)&M.rowptr, (size_t)(nown + 1) * sizeof *M.rowptr);
-    if (!ierr) ierr = L->copy_from(M.rowptr, D->rowptr, (size_t)(nown + 1) * sizeof *M.rowptr);
-    for (int64_t j = 0; j < ns && !ierr; j++) {
-        const int64_t i = halo->send_idx[j];
-        if (M.rowptr[i + 1] - M.rowptr[i] > maxlen) maxlen = M.rowptr[i + 1] - M.rowptr[i];
-    }
+    if (X) memset(X, 0, sizeof *X);
+    *cols = NULL;
+    HK_CHECK(X || !d->host_memory, HK_ERR_INTERNAL,
+             "pc=amg: the ghost rows on a host-memory backend need their host matrix");
+    HK_CHECK(L->dist_row_lengths && L->dist_pack_rows && L->dist_mark_columns &&
+                 L->dist_extend_rows,
+             HK_ERR_UNSUPPORTED,
+             "pc=amg: backend %s cannot set up distributed levels (no dist_pack_rows ops); use "
+             "backend=cpu or cuda",
+             L->name);
+    ierr = hk_damg_send_records(L, D, colmap, halo->send_idx, ns, &scnt, &sat, &send);
     HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(hk_comm_max_i64(c, &maxlen, 1));
-    const int64_t room = halo->nghost * maxlen;
-    ierr = hk_backend_cpu.alloc((void **)&M.colind, (size_t)(nnz + 1) * sizeof *M.colind);
-    if (!ierr && nnz) ierr = L->copy_from(M.colind, D->colind, (size_t)nnz * sizeof *M.colind);
-    if (!ierr && d->host_memory) {
-        ierr = host_untouched((size_t)((nnz + room) * bb + 1) * sizeof *M.val, &M.val);
-        if (!ierr && nnz) copy_par(M.val, D->val, (size_t)(nnz * bb) * sizeof *M.val);
-    } else if (!ierr)
-        ierr = send_blocks(d, halo, D, M.rowptr, &sval, &vat);
-    HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(L, st, ST_GR_PATTERN, t);
-    HK_TRY(exchange_rows(c, halo, &M, colmap, M.val ? M.val : sval, vat, &rec, &rat));
+    step_lap(L, st, ST_GR_SEND, t);
+    HK_TRY(exchange_rows(c, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
     step_lap(L, st, ST_GR_EXCHANGE, t);
-    ierr = ext_rows(&M, room, colmap, halo->nghost, rec, rat, halo->order, X, &gval, cols, ncols);
+    ierr = hk_damg_ghost_matrix(L, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
     step_lap(L, st, ST_GR_BUILD, t);
-    if (!ierr && d->host_memory)
-        ierr = local_copy(d, X, Xd);
-    else if (!ierr) { /* Xd: X's pattern, D's values copied on the device, the ghosts' uploaded */
-        const int64_t nx = X->nnzb, ngb = nx - nnz, nr = X->nbrows;
-        ierr = pattern_alloc(L, X->br, X->bc, nr, X->nbcols, nx, Xd);
-        if (!ierr) ierr = L->alloc((void **)&Xd->val, (size_t)(nx * bb + 1) * sizeof *Xd->val);
-        if (!ierr) ierr = L->copy_to(Xd->rowptr, X->rowptr, (size_t)(nr + 1) * sizeof *X->rowptr);
-        if (!ierr && nx) ierr = L->copy_to(Xd->colind, X->colind, (size_t)nx * sizeof *X->colind);
-        if (!ierr && nnz) {
-            const hk_vec from = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = D->val};
-            hk_vec to = {.be = L, .n = nnz * bb, .prec = HK_FP64, .data = Xd->val};
-            ierr = L->vec_copy(&to, &from);
-        }
-        if (!ierr && ngb)
-            ierr = L->copy_to(Xd->val + nnz * bb, gval, (size_t)(ngb * bb) * sizeof *gval);
-        if (ierr) hk_bmat_free(Xd);
+    if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
+    if (ierr) {
+        hk_bmat_free(Xd);
+        if (X) memset(X, 0, sizeof *X);
+        free(*cols);
+        *cols = NULL;
     }
-    step_lap(L, st, ST_GR_UPLOAD, t);
+    step_lap(L, st, ST_GR_HOST, t);
 fail:
+    free(scnt);
+    free(sat);
+    free(send);
     free(rec);
     free(rat);
-    free(sval);
-    free(vat);
-    free(gval);
-    hk_bmat_free(&M);
     return ierr;
 }
 
@@ -2308,8 +2261,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     for (int64_t k = 0; k < nagg; k++)
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
-    /* A T with the ghosts' rows of T, then P */
-    ierr = with_ghost_rows(d, H->halo, &T, Tmap, &Text, &Textd, &cT, &nT, a->st);
+    /* A T with the ghosts' rows of T, then P (T's host copy only where it is Textd itself) */
+    ierr = with_ghost_rows(d, H->halo, &T, Tmap, d->host_memory ? &Text : NULL, &Textd, &cT, &nT,
+                           a->st);
     lap(ph, PH_EXCHANGE, t);
     /* T has one block a row (ghost rows included): the backend's tentative product where it
      * has one (a warp per row of A on cuda), the general one otherwise; the same bytes */
@@ -2317,7 +2271,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         ierr = Lb->amg_tentative_product ? Lb->amg_tentative_product(&H->Ad, &Textd, &AT)
                                          : Lb->bmat_spgemm(&H->Ad, &Textd, &AT);
     if (!ierr) {
-        const hk_bmat Tv = rows_view(&Textd, H->nown, Text.rowptr[H->nown]);
+        const hk_bmat Tv = rows_view(&Textd, H->nown, T.nnzb);
         ierr = Lb->amg_smooth_prolongator(&AT, &Tv, D64, a->op.omega / L->rho, &Pm);
     }
     HK_TRY(hk_comm_agree(c, ierr));

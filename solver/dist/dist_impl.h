@@ -186,6 +186,19 @@ void hk_dist_ops_init(hk_dist *d);
 int hk_dist_host_alloc(const hk_dist *d, size_t bytes, void **p);
 void hk_dist_host_free(const hk_dist *d, void *p);
 
+/* pc=amg's ghost rows (dist_amg.c), the parts without messages; tests call them on one
+ * process. hk_damg_send_records: the records [count, (column, block)...] of D's rows
+ * rows[0..n) (D on be, columns colmap[c] global ids), packed on be into host arrays: row j's
+ * block count (*cnt)[j], its record at (*at)[j] of *rec. hk_damg_ghost_matrix: Xd on be, D's
+ * rows then one row a ghost k < ng from the received records (rec, record j at rat[j],
+ * rat[ng] their length, ghost k's record j = order[k]), columns positions in the sorted
+ * union *cols (host, *ncols) of the global ids D's blocks and the records use. */
+int hk_damg_send_records(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
+                         const int32_t *rows, int64_t n, int64_t **cnt, int64_t **at, double **rec);
+int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
+                         int64_t ng, const double *rec, const int64_t *rat, const int64_t *order,
+                         hk_bmat *Xd, int64_t **cols, int64_t *ncols);
+
 /* A view of x (or of its entries [off, off + n)) as a vector of the backend's own table. */
 static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off, int64_t n)
 {

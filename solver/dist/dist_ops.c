@@ -428,6 +428,10 @@ void hk_dist_ops_init(hk_dist *d)
     o.dist_local_pattern = NULL;
     /* the Galerkin merge's sums are a process's own rows (dist_amg.c calls its backend's) */
     o.coo_to_csr = NULL;
+    o.dist_row_lengths = NULL; /* the set-up's ghost rows run on d->local */
+    o.dist_pack_rows = NULL;
+    o.dist_mark_columns = NULL;
+    o.dist_extend_rows = NULL;
     /* the transport belongs to the layout, not to the table's users */
     o.dcomm_id = NULL;
     o.dcomm_create = NULL;
