@@ -831,7 +831,7 @@ __global__ void k_dist_ghost_rows(int64_t ng, int bsz, int64_t nm, const double 
         for (int64_t e = lane; e < len * w; e += 32) {
             const int64_t j = e / w, f = e - j * w;
             if (f == 0)
-                xcol[q0 + j] = (int32_t)hk_cu_lower_bound(cols, 0, ncols, (int64_t)r[e]);
+                xcol[q0 + j] = (int32_t)hk_lower_bound_i64(cols, 0, ncols, (int64_t)r[e]);
             else
                 xval[(q0 + j) * bsz + f - 1] = r[e];
         }

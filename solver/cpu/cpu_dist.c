@@ -529,20 +529,6 @@ int hk_cpu_dist_mark_columns(const hk_bmat *A, int32_t *mark)
     return 0;
 }
 
-/* The first position of the ascending v[0..n) not below g. */
-static int64_t lower_bound_i64(const int64_t *v, int64_t n, int64_t g)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < g)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
                             const int64_t *rat, const int64_t *gat, const int64_t *cols,
                             int64_t ncols, hk_bmat *X)
@@ -550,8 +536,9 @@ int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, c
     const int bsz = A->br * A->bc;
     const int64_t nown = A->nbrows, nm = A->nnzb;
     memcpy(X->rowptr, A->rowptr, (size_t)(nown + 1) * sizeof *X->rowptr);
-    for (int64_t k = 0; k < ng; k++)
+    for (int64_t k = 0; k < ng; k++) {
         X->rowptr[nown + k + 1] = nm + gat[k + 1];
+    }
     /* the values too on the threads: they are most of the bytes */
 #pragma omp parallel for schedule(static) if (nm > 20000)
     for (int64_t p = 0; p < nm; p++) {
@@ -563,7 +550,7 @@ int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, c
         const double *r = rec + rat[k];
         for (int64_t j = 0, q = nm + gat[k]; j < gat[k + 1] - gat[k]; j++, q++) {
             const double *e = r + 1 + j * (1 + bsz);
-            X->colind[q] = (int32_t)lower_bound_i64(cols, ncols, (int64_t)e[0]);
+            X->colind[q] = (int32_t)hk_lower_bound_i64(cols, 0, ncols, (int64_t)e[0]);
             memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
         }
     }
