@@ -1110,7 +1110,7 @@ static hk_bmat ghost_case_rows(int64_t nrows, int64_t nc, int br, int bc, unsign
     }
     HK_ASSERT_OK(hk_bmat_alloc(&hk_backend_cpu, br, bc, nrows, nc, nnz, &M));
     memcpy(M.rowptr, rp, sizeof *rp * (size_t)(nrows + 1));
-    memcpy(M.colind, cols, sizeof *cols * (size_t)(nnz + 1));
+    memcpy(M.colind, cols, sizeof *cols * (size_t)nnz);
     double *v = hk_test_rand_vec(nnz * br * bc + 1, seed);
     memcpy(M.val, v, sizeof *v * (size_t)(nnz * br * bc));
     free(v);
@@ -1127,8 +1127,8 @@ static hk_bmat ghost_case_on(const hk_backend *be, const hk_bmat *M)
     const int64_t bb = (int64_t)M->br * M->bc;
     HK_ASSERT_OK(hk_bmat_alloc(be, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, &D));
     HK_ASSERT_OK(be->copy_to(D.rowptr, M->rowptr, sizeof *M->rowptr * (size_t)(M->nbrows + 1)));
-    HK_ASSERT_OK(be->copy_to(D.colind, M->colind, sizeof *M->colind * (size_t)(M->nnzb + 1)));
-    HK_ASSERT_OK(be->copy_to(D.val, M->val, sizeof *M->val * (size_t)(M->nnzb * bb + 1)));
+    HK_ASSERT_OK(be->copy_to(D.colind, M->colind, sizeof *M->colind * (size_t)M->nnzb));
+    HK_ASSERT_OK(be->copy_to(D.val, M->val, sizeof *M->val * (size_t)(M->nnzb * bb)));
     return D;
 }
 
