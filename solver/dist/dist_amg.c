@@ -80,7 +80,6 @@ enum damg_step {
     ST_GR_SEND,       /* ghost rows: the send rows' records packed on the backend, downloaded */
     ST_GR_EXCHANGE,   /* ghost rows: the records exchanged */
     ST_GR_BUILD,      /* ghost rows: the columns' union, the rows with their ghosts built */
-    ST_GR_HOST,       /* ghost rows: their pattern downloaded where the host reads it */
     ST_GAL_PRODUCTS,  /* Galerkin: A P, P^T, P^T (A P) on the backend */
     ST_GAL_OTHERS,    /* Galerkin: the product's rows owned elsewhere downloaded */
     ST_GAL_ROUTE,     /* Galerkin: those rows routed */
@@ -103,7 +102,7 @@ enum damg_step {
 };
 static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
-    "ghost rows: send rows", "exchange", "build", "host pattern",
+    "ghost rows: send rows", "exchange", "build",
     "Galerkin: products", "others' rows", "route", "merge", "merged pattern", "next rows",
     "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
     "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
@@ -1786,7 +1785,6 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
     HK_TRY(exchange_rows(c, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
     step_lap(L, st, ST_GR_EXCHANGE, t);
     ierr = hk_damg_ghost_matrix(L, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
-    step_lap(L, st, ST_GR_BUILD, t);
     if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
     if (ierr) {
         hk_bmat_free(Xd);
@@ -1794,7 +1792,7 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
         free(*cols);
         *cols = NULL;
     }
-    step_lap(L, st, ST_GR_HOST, t);
+    step_lap(L, st, ST_GR_BUILD, t);
 fail:
     free(scnt);
     free(sat);
@@ -2261,7 +2259,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     for (int64_t k = 0; k < nagg; k++)
         Tmap[k] = crow0 + k;
     lap(ph, PH_TENTATIVE, t);
-    /* A T with the ghosts' rows of T, then P (T's host copy only where it is Textd itself) */
+    /* A T with the ghosts' rows of T, then P (their host copies only where they are Textd and
+     * Pextd themselves) */
     ierr = with_ghost_rows(d, H->halo, &T, Tmap, d->host_memory ? &Text : NULL, &Textd, &cT, &nT,
                            a->st);
     lap(ph, PH_EXCHANGE, t);
@@ -2277,14 +2276,13 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    ierr = with_ghost_rows(d, H->halo, &Pm, cT, &Pext, &Pextd, &cP, &nP, a->st);
+    ierr = with_ghost_rows(d, H->halo, &Pm, cT, d->host_memory ? &Pext : NULL, &Pextd, &cP, &nP,
+                           a->st);
     lap(ph, PH_EXCHANGE, t);
     lap_start(ts);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
-    hk_bmat Pv = {0};
     if (!ierr) {
-        Pv = rows_view(&Pext, H->nown, Pext.rowptr[H->nown]);
-        const hk_bmat Pvd = rows_view(&Pextd, H->nown, Pv.nnzb);
+        const hk_bmat Pvd = rows_view(&Pextd, H->nown, Pm.nnzb);
         ierr = Lb->bmat_transpose(&Pvd, &Pt);
     }
     if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
