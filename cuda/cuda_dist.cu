@@ -732,6 +732,8 @@ void hk_cu_dist_preload(void)
                                     (const void *)k_coo_rowptr,   (const void *)k_coo_sum};
     hk_cu_preload(k, (int)(sizeof k / sizeof *k));
     dist_warm_cub();
+}
+
 // The ghost rows of the distributed AMG set-up (dist_row_lengths ... dist_extend_rows, hk_impl.h;
 // solver/dist/dist_amg.c): the rows a neighbour needs packed into records, and the matrix of a
 // process's rows with its ghosts' rows from the received records. A record is copied by a warp,

@@ -1085,6 +1085,8 @@ static void test_coo_cuda(void)
             hk_bmat_free(&Ad);
             coo_free(&in);
         }
+}
+
 /* ---- pc=amg's ghost rows (hk_damg_send_records, hk_damg_ghost_matrix) --------------------- */
 
 /* A host block matrix of nrows rows of br x bc blocks over nc columns, its rows' columns

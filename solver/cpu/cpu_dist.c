@@ -484,6 +484,8 @@ fail:
     if (key) be->dealloc(key);
     if (val) be->dealloc(val);
     return ierr;
+}
+
 /* The ghost rows of the distributed AMG set-up (dist_row_lengths ... dist_extend_rows,
  * hk_impl.h): the reference the device's versions are compared with byte for byte. */
 int hk_cpu_dist_row_lengths(const hk_bmat *A, const int32_t *rows, int64_t n, int64_t *len)

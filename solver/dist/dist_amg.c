@@ -344,22 +344,6 @@ static int gather_blocks(const hk_dist *d, double *dst, const double *src, int64
     return ierr;
 }
 
-/* The same into host memory (out: n bb doubles): gathered on the backend, then downloaded (on
- * the cpu straight into out). */
-static int blocks_to_host(const hk_dist *d, const double *src, int64_t nsrc, int64_t bb,
-                          const int32_t *idx, int64_t n, double *out)
-{
-    const hk_backend_ops *L = d->local;
-    if (!n) return 0;
-    if (d->host_memory) return gather_blocks(d, out, src, nsrc, bb, idx, n);
-    double *buf = NULL;
-    int ierr = L->alloc((void **)&buf, (size_t)(n * bb) * sizeof *buf);
-    if (!ierr) ierr = gather_blocks(d, buf, src, nsrc, bb, idx, n);
-    if (!ierr) ierr = L->copy_from(out, buf, (size_t)(n * bb) * sizeof *out);
-    if (buf) L->dealloc(buf);
-    return ierr;
-}
-
 /* n doubles of host memory h on the process's backend (a fresh array either way). */
 static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, double **dev)
 {
