@@ -285,6 +285,50 @@ static int host_untouched(size_t bytes, double **p)
     return 0;
 }
 
+/* Grow-only host staging of the set-up's exchanges (hk_dist_host_alloc: pinned memory on a
+ * device, so the downloads and uploads around the messages run at the bus's speed and touch no
+ * fresh pages; plain memory on the cpu), kept by the set-up across its levels and freed at its
+ * end. One buffer a use, as the exchanges need several at once. */
+enum {
+    STAGE_SEND,     /* blocks sent: the ghost rows' records, the routed rows' blocks */
+    STAGE_RECV,     /* blocks received */
+    STAGE_SEND_COL, /* the routed rows' global columns */
+    STAGE_SEND_I32, /* their local columns, downloaded */
+    STAGE_RECV_ROW, /* the routed rows received: global ids */
+    STAGE_RECV_PTR, /* their block offsets, one slice a sender */
+    STAGE_RECV_COL, /* their columns, then merge keys */
+    STAGE_RECV_I32, /* their blocks' local rows */
+    STAGE_COUNT
+};
+typedef struct stage {
+    void *p[STAGE_COUNT];
+    size_t cap[STAGE_COUNT];
+} stage;
+
+/* Buffer k of s with room for bytes (at least 64; grown, contents not kept, never shrunk). */
+static int stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
+{
+    *p = NULL;
+    if (bytes < 64) bytes = 64;
+    if (bytes > s->cap[k]) {
+        hk_dist_host_free(d, s->p[k]);
+        s->p[k] = NULL;
+        s->cap[k] = 0;
+        const size_t want = bytes + bytes / 8; /* a little room: the levels' sizes vary */
+        HK_CALL(hk_dist_host_alloc(d, want, &s->p[k]));
+        s->cap[k] = want;
+    }
+    *p = s->p[k];
+    return 0;
+}
+
+static void stage_free(const hk_dist *d, stage *s)
+{
+    for (int k = 0; k < STAGE_COUNT; k++)
+        hk_dist_host_free(d, s->p[k]);
+    memset(s, 0, sizeof *s);
+}
+
 static int vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
 {
     HK_CALL(hk_vec_create(be, n > 0 ? n : 1, p, v));
@@ -961,6 +1005,7 @@ typedef struct damg {
     double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
     double steps[2 * DAMG_NSTEPS]; /* the same per step */
     double *st;                    /* steps under HOOKE_AMG_PROFILE, else NULL */
+    stage stg;                     /* host staging of the set-up's exchanges (freed at its end) */
     double t_pc;                 /* when the set-up began (hk_time) */
 } damg;
 
@@ -1542,8 +1587,21 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
 /* The records of D's rows rows[0..n) (D on be, columns colmap[c]: global ids) as the
  * neighbours receive them, [count, (column, block)...]: packed on be and downloaded (host
  * arrays, allocated): row j's block count (*cnt)[j], its record at (*at)[j] in *rec. */
+static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
+                        const int64_t *colmap, const int32_t *rows, int64_t n, int64_t **cnt,
+                        int64_t **at, double **rec);
+
 int hk_damg_send_records(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
                          const int32_t *rows, int64_t n, int64_t **cnt, int64_t **at, double **rec)
+{
+    return pack_records(be, NULL, NULL, D, colmap, rows, n, cnt, at, rec);
+}
+
+/* hk_damg_send_records with *rec in d's staging s where s is given (then not the caller's to
+ * free): the records come down from be straight into pinned memory, the messages' buffer. */
+static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
+                        const int64_t *colmap, const int32_t *rows, int64_t n, int64_t **cnt,
+                        int64_t **at, double **rec)
 {
     const int bsz = D->br * D->bc;
     int ierr = 0;
@@ -1564,7 +1622,10 @@ int hk_damg_send_records(const hk_backend_ops *be, const hk_bmat *D, const int64
     for (int64_t j = 0; j < n; j++)
         (*at)[j + 1] = (*at)[j] + 1 + (*cnt)[j] * (1 + bsz);
     const int64_t len = (*at)[n];
-    HK_TRY(hk_malloc((size_t)(len + 1) * sizeof **rec, rec));
+    if (s)
+        HK_TRY(stage_get(d, s, STAGE_SEND, (size_t)(len + 1) * sizeof **rec, (void **)rec));
+    else
+        HK_TRY(hk_malloc((size_t)(len + 1) * sizeof **rec, rec));
     if (len) {
         HK_TRY(upload(be, colmap, (size_t)D->nbcols * sizeof *colmap, (void **)&colmap_dev));
         HK_TRY(upload(be, *at, (size_t)(n + 1) * sizeof **at, (void **)&at_dev));
@@ -1581,7 +1642,7 @@ fail:
     if (ierr) {
         free(*cnt);
         free(*at);
-        free(*rec);
+        if (!s) free(*rec);
         *cnt = *at = NULL;
         *rec = NULL;
     }
@@ -1591,11 +1652,12 @@ fail:
 /* The ghosts' rows of a matrix by two exchanges over the halo: the block count of each row the
  * neighbours need (scnt), then those rows as records [count, (column, block)...] of their own
  * length (send, record j at sat[j]), one message a neighbour (no padding to the widest row);
- * *rec as received, record j (the halo's sorted ghost order: ghost k's at halo->order[k]) at
+ * *rec as received (in the staging s: the caller frees nothing of it), record j (the halo's sorted ghost order: ghost k's at halo->order[k]) at
  * (*rat)[j] (ng + 1 offsets). */
-static int exchange_rows(const hk_comm *c, hk_halo *halo, int bsz, const int64_t *scnt,
+static int exchange_rows(const hk_dist *d, stage *s, hk_halo *halo, int bsz, const int64_t *scnt,
                          const int64_t *sat, const double *send, double **rec, int64_t **rat)
 {
+    const hk_comm *c = d->comm;
     const int64_t ng = halo->nghost;
     int ierr = 0;
     int64_t *rcnt = NULL, *at = NULL;
@@ -1610,7 +1672,7 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, int bsz, const int64_t
     at[0] = 0;
     for (int64_t j = 0; j < ng; j++)
         at[j + 1] = at[j] + 1 + rcnt[j] * (1 + bsz);
-    ierr = hk_malloc((size_t)(at[ng] + 1) * sizeof *recv, &recv);
+    ierr = stage_get(d, s, STAGE_RECV, (size_t)(at[ng] + 1) * sizeof *recv, (void **)&recv);
     HK_TRY(hk_comm_agree(c, ierr));
     /* the receives first, then the sends, in the halo's requests (as hk_halo_start) */
     for (int j = 0; j < halo->nrecv && !ierr; j++) {
@@ -1627,12 +1689,10 @@ static int exchange_rows(const hk_comm *c, hk_halo *halo, int bsz, const int64_t
     HK_TRY(ierr);
     *rec = recv;
     *rat = at;
-    recv = NULL;
     at = NULL;
 fail:
     free(rcnt);
     free(at);
-    free(recv);
     return ierr;
 }
 
@@ -1741,8 +1801,9 @@ fail:
  * exchanged, and the received ones uploaded; Xd is built there (hk_damg_ghost_matrix). X: its
  * pattern on the host (val NULL), NULL where the caller needs none; on a host-memory backend
  * (cpu) X is required and is Xd itself (Xd a view of X's arrays: free X, free_copy Xd). */
-static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, const int64_t *colmap,
-                           hk_bmat *X, hk_bmat *Xd, int64_t **cols, int64_t *ncols, double *st)
+static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_bmat *D,
+                           const int64_t *colmap, hk_bmat *X, hk_bmat *Xd, int64_t **cols,
+                           int64_t *ncols, double *st)
 {
     double t[2];
     lap_start(t);
@@ -1763,10 +1824,10 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
              "pc=amg: backend %s cannot set up distributed levels (no dist_pack_rows ops); use "
              "backend=cpu or cuda",
              L->name);
-    ierr = hk_damg_send_records(L, D, colmap, halo->send_idx, ns, &scnt, &sat, &send);
+    ierr = pack_records(L, d, s, D, colmap, halo->send_idx, ns, &scnt, &sat, &send);
     HK_TRY(hk_comm_agree(c, ierr));
     step_lap(L, st, ST_GR_SEND, t);
-    HK_TRY(exchange_rows(c, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
+    HK_TRY(exchange_rows(d, s, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
     step_lap(L, st, ST_GR_EXCHANGE, t);
     ierr = hk_damg_ghost_matrix(L, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
     if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
@@ -1780,8 +1841,6 @@ static int with_ghost_rows(const hk_dist *d, hk_halo *halo, const hk_bmat *D, co
 fail:
     free(scnt);
     free(sat);
-    free(send);
-    free(rec);
     free(rat);
     return ierr;
 }
@@ -2245,8 +2304,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P (their host copies only where they are Textd and
      * Pextd themselves) */
-    ierr = with_ghost_rows(d, H->halo, &T, Tmap, d->host_memory ? &Text : NULL, &Textd, &cT, &nT,
-                           a->st);
+    ierr = with_ghost_rows(d, &a->stg, H->halo, &T, Tmap, d->host_memory ? &Text : NULL, &Textd,
+                           &cT, &nT, a->st);
     lap(ph, PH_EXCHANGE, t);
     /* T has one block a row (ghost rows included): the backend's tentative product where it
      * has one (a warp per row of A on cuda), the general one otherwise; the same bytes */
@@ -2260,8 +2319,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
-    ierr = with_ghost_rows(d, H->halo, &Pm, cT, d->host_memory ? &Pext : NULL, &Pextd, &cP, &nP,
-                           a->st);
+    ierr = with_ghost_rows(d, &a->stg, H->halo, &Pm, cT, d->host_memory ? &Pext : NULL, &Pextd, &cP,
+                           &nP, a->st);
     lap(ph, PH_EXCHANGE, t);
     lap_start(ts);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
@@ -3222,6 +3281,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         Lb->dealloc(agg);
         agg = NULL;
     }
+    stage_free(d, &a->stg);
     a->nlevels = l + 1;
     HK_TRY(gather_levels(pc, a));
     lap(ph, PH_COARSE, t);
@@ -3232,6 +3292,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     lap(ph, PH_TOTAL, t_start);
     ierr = print_phases(a);
 fail:
+    stage_free(d, &a->stg);
     free_copy(d, &H.Ad);
     hk_bmat_free(&H.A);
     hk_bmat_free(&Od);
