@@ -402,6 +402,18 @@ int hk_comm_waitall(hk_comm_reqs *r)
     return 0;
 }
 
+int hk_comm_alltoall_i64n(const hk_comm *c, const int64_t *send, int64_t *recv, int n)
+{
+    if (!c || c->size == 1) {
+        memcpy(recv, send, (size_t)n * sizeof *recv);
+        return 0;
+    }
+#ifdef HOOKE_HAVE_MPI
+    MPI_Alltoall(send, n, MPI_INT64_T, recv, n, MPI_INT64_T, c->mpi);
+#endif
+    return 0;
+}
+
 int hk_comm_alltoall_i64(const hk_comm *c, const int64_t *send, int64_t *recv)
 {
     if (!c || c->size == 1) {

@@ -46,7 +46,13 @@
 
 #define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
 #define DAMG_MAX_NNS 6
-enum { DAMG_TAG_ROUTE = 7301, DAMG_TAG_ROWS = 7302 };
+enum {
+    DAMG_TAG_ROUTE = 7301,
+    DAMG_TAG_ROWS = 7302,
+    DAMG_TAG_ROUTE_ROWS = 7303,
+    DAMG_TAG_ROUTE_PTR = 7304,
+    DAMG_TAG_ROUTE_COLS = 7305
+};
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
 enum damg_phase {
@@ -294,6 +300,7 @@ enum {
     STAGE_RECV,     /* blocks received */
     STAGE_SEND_COL, /* the routed rows' global columns */
     STAGE_SEND_I32, /* their local columns, downloaded */
+    STAGE_SEND_PTR, /* the Galerkin product's rowptr, downloaded */
     STAGE_RECV_ROW, /* the routed rows received: global ids */
     STAGE_RECV_PTR, /* their block offsets, one slice a sender */
     STAGE_RECV_COL, /* their columns, then merge keys */
@@ -1351,102 +1358,138 @@ static int level_vectors(hk_pc *pc, damg *a, dlev *L, int l)
     return 0;
 }
 
-/* Send entries (row I, column J, bsz values) to the owners of their rows (starts: the
- * processes' first rows, size + 1) and receive the others' for this process's rows, in the
- * senders' rank order. Collective. */
-typedef struct entries {
-    int64_t n, cap;
-    int64_t *I, *J;
-    double *v;
-} entries;
+/* The rows of P_own^T (A P) of coarse unknowns owned elsewhere, sent to their owners, and the
+ * rows received for this process's, as contiguous arrays in the staging (others_rows fills the
+ * sent part, route the received one). M's rows are ascending global ids, so the rows owned
+ * elsewhere are M's first rows [0, lo) and last rows [hi, nr), blocks [0, a) and [b, nnz) of
+ * M, and one owner's rows are a contiguous range of them: they go as they are (row ids,
+ * rowptr, global columns, blocks), no entry packed on the host. */
+typedef struct routed {
+    int64_t nr, lo, hi, a, b;
+    const int64_t *rowptr;     /* M's (host: the staging, or M's own on the cpu) */
+    const int64_t *gcol;       /* the sent blocks' global columns, the prefix's then the suffix's */
+    const double *pre, *suf;   /* the prefix's blocks, the suffix's (M's own on the cpu) */
+    int64_t n;                 /* blocks received, in the senders' rank order: */
+    int32_t *erow;             /* their rows - the merge's row0 */
+    int64_t *ekey;             /* their columns' merge keys (merge_key) */
+    double *ev;                /* their blocks */
+} routed;
 
-/* Room for n entries in the empty E (n of them, to be filled in place). */
-static int entries_sized(entries *E, int bsz, int64_t n)
-{
-    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *E->I, &E->I));
-    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *E->J, &E->J));
-    HK_CALL(hk_malloc((size_t)(n + 1) * bsz * sizeof *E->v, &E->v));
-    E->n = E->cap = n;
-    return 0;
-}
+static inline int64_t merge_key(int64_t J, int64_t row0, int64_t nown);
 
-static void entries_free(entries *E)
+/* The sent rows' counts to each process (rows, blocks; none to itself) from the processes' first
+ * rows starts (size + 1) and M's row ids rc. */
+static void route_counts(const routed *X, const int64_t *rc, const int64_t *starts, int P, int me,
+                         int64_t *first, int64_t *cnt)
 {
-    free(E->I);
-    free(E->J);
-    free(E->v);
-    memset(E, 0, sizeof *E);
-}
-
-static int route(const hk_comm *c, const int64_t *starts, const entries *S, int bsz, entries *R)
-{
-    const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    const size_t esz = (size_t)(2 + bsz) * sizeof(double);
-    int ierr = 0, nreq = 0;
-    int64_t *cnt = NULL, *rcnt = NULL, *off = NULL, *roff = NULL;
-    char *sbuf = NULL, *rbuf = NULL;
-    hk_comm_reqs *rq = NULL;
-    memset(R, 0, sizeof *R);
-    ierr = hk_calloc((size_t)P, sizeof *cnt, &cnt);
-    if (!ierr) ierr = hk_calloc((size_t)P, sizeof *rcnt, &rcnt);
-    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *off, &off);
-    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *roff, &roff);
-    if (!ierr)
-        for (int64_t k = 0; k < S->n; k++)
-            cnt[hk_halo_owner(starts, P, S->I[k])]++;
-    HK_TRY(hk_comm_agree(c, ierr));
-    HK_TRY(hk_comm_alltoall_i64(c, cnt, rcnt));
-    cnt[me] = rcnt[me] = 0; /* none to itself */
     for (int q = 0; q < P; q++) {
-        off[q + 1] = off[q] + cnt[q];
-        roff[q + 1] = roff[q] + rcnt[q];
-        nreq += (cnt[q] > 0) + (rcnt[q] > 0);
+        const int64_t r0 = hk_dist_lower_bound(rc, X->nr, starts[q]);
+        const int64_t r1 = hk_dist_lower_bound(rc, X->nr, starts[q + 1]);
+        first[q] = r0;
+        cnt[2 * q] = q == me ? 0 : r1 - r0;
+        cnt[2 * q + 1] = q == me ? 0 : X->rowptr[r1] - X->rowptr[r0];
     }
-    ierr = hk_malloc((size_t)off[P] * esz + 1, &sbuf);
-    if (!ierr) ierr = hk_malloc((size_t)roff[P] * esz + 1, &rbuf);
+}
+
+/* Sends X's rows to their owners and receives the others' for this process's rows [row0, ...):
+ * per sender, its row ids, rowptr slice, global columns and blocks, each into one contiguous
+ * array in rank order; then X->erow and X->ekey on the threads (in place of the received
+ * columns), so that the blocks go to the merge as received. Collective. */
+static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_t *rc, int bsz,
+                 int64_t row0, int64_t nown, routed *X)
+{
+    const hk_comm *c = d->comm;
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    int ierr = 0, nreq = 0;
+    int64_t *first = NULL, *cnt = NULL, *rcnt = NULL, *ro = NULL, *bo = NULL;
+    int64_t *rrow = NULL, *rptr = NULL;
+    hk_comm_reqs *rq = NULL;
+    X->n = 0;
+    X->erow = NULL;
+    X->ekey = NULL;
+    X->ev = NULL;
+    ierr = hk_calloc((size_t)P + 1, sizeof *first, &first);
+    if (!ierr) ierr = hk_calloc(2 * (size_t)P, sizeof *cnt, &cnt);
+    if (!ierr) ierr = hk_calloc(2 * (size_t)P, sizeof *rcnt, &rcnt);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *ro, &ro);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *bo, &bo);
+    if (!ierr) route_counts(X, rc, starts, P, me, first, cnt);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_alltoall_i64n(c, cnt, rcnt, 2));
+    for (int q = 0; q < P; q++) {
+        ro[q + 1] = ro[q] + rcnt[2 * q];
+        bo[q + 1] = bo[q] + rcnt[2 * q + 1];
+        nreq += 4 * ((cnt[2 * q] > 0) + (rcnt[2 * q] > 0));
+    }
+    const int64_t nrr = ro[P], n = bo[P];
+    ierr = stage_get(d, s, STAGE_RECV_ROW, (size_t)(nrr + 1) * sizeof *rrow, (void **)&rrow);
+    if (!ierr) /* a sender's rowptr slice has one more entry than its rows */
+        ierr = stage_get(d, s, STAGE_RECV_PTR, (size_t)(nrr + P + 1) * sizeof *rptr,
+                         (void **)&rptr);
+    if (!ierr) ierr = stage_get(d, s, STAGE_RECV_COL, (size_t)(n + 1) * 8, (void **)&X->ekey);
+    if (!ierr)
+        ierr = stage_get(d, s, STAGE_RECV, (size_t)(n * bsz + 1) * sizeof(double), (void **)&X->ev);
+    if (!ierr)
+        ierr = stage_get(d, s, STAGE_RECV_I32, (size_t)(n + 1) * sizeof(int32_t), (void **)&X->erow);
     if (!ierr) ierr = hk_comm_reqs_create(nreq > 0 ? nreq : 1, &rq);
     HK_TRY(hk_comm_agree(c, ierr));
-    {
-        int64_t *fill = rcnt; /* reused as the fill counters after the offsets */
-        memset(fill, 0, (size_t)P * sizeof *fill);
-        for (int64_t k = 0; k < S->n; k++) {
-            const int q = hk_halo_owner(starts, P, S->I[k]);
-            if (q == me) continue;
-            char *e = sbuf + (size_t)(off[q] + fill[q]++) * esz;
-            memcpy(e, &S->I[k], 8);
-            memcpy(e + 8, &S->J[k], 8);
-            memcpy(e + 16, S->v + k * bsz, (size_t)bsz * sizeof(double));
-        }
-    }
     int slot = 0;
-    for (int q = 0; q < P && !ierr; q++)
-        if (roff[q + 1] > roff[q])
-            ierr =
-                hk_comm_irecv(c, rbuf + (size_t)roff[q] * esz,
-                              (size_t)(roff[q + 1] - roff[q]) * esz, q, DAMG_TAG_ROUTE, rq, slot++);
-    for (int q = 0; q < P && !ierr; q++)
-        if (cnt[q] > 0)
-            ierr = hk_comm_isend(c, sbuf + (size_t)off[q] * esz, (size_t)cnt[q] * esz, q,
+    for (int q = 0; q < P && !ierr; q++) {
+        if (!rcnt[2 * q]) continue;
+        const int64_t nb = rcnt[2 * q + 1];
+        ierr = hk_comm_irecv(c, rrow + ro[q], (size_t)rcnt[2 * q] * 8, q, DAMG_TAG_ROUTE_ROWS,
+                             rq, slot++);
+        if (!ierr)
+            ierr = hk_comm_irecv(c, rptr + ro[q] + q, (size_t)(rcnt[2 * q] + 1) * 8, q,
+                                 DAMG_TAG_ROUTE_PTR, rq, slot++);
+        if (!ierr)
+            ierr = hk_comm_irecv(c, X->ekey + bo[q], (size_t)nb * 8, q, DAMG_TAG_ROUTE_COLS, rq,
+                                 slot++);
+        if (!ierr)
+            ierr = hk_comm_irecv(c, X->ev + bo[q] * bsz, (size_t)(nb * bsz) * sizeof(double), q,
                                  DAMG_TAG_ROUTE, rq, slot++);
+    }
+    for (int q = 0; q < P && !ierr; q++) {
+        if (!cnt[2 * q]) continue;
+        const int64_t r0 = first[q], nb = cnt[2 * q + 1];
+        const int64_t p0 = X->rowptr[r0]; /* the first block, in the sent arrays at k: */
+        const int64_t k = r0 < X->lo ? p0 : X->a + (p0 - X->b);
+        const double *v = r0 < X->lo ? X->pre + p0 * bsz : X->suf + (p0 - X->b) * bsz;
+        ierr = hk_comm_isend(c, rc + r0, (size_t)cnt[2 * q] * 8, q, DAMG_TAG_ROUTE_ROWS, rq,
+                             slot++);
+        if (!ierr)
+            ierr = hk_comm_isend(c, X->rowptr + r0, (size_t)(cnt[2 * q] + 1) * 8, q,
+                                 DAMG_TAG_ROUTE_PTR, rq, slot++);
+        if (!ierr)
+            ierr = hk_comm_isend(c, X->gcol + k, (size_t)nb * 8, q, DAMG_TAG_ROUTE_COLS, rq,
+                                 slot++);
+        if (!ierr)
+            ierr = hk_comm_isend(c, v, (size_t)(nb * bsz) * sizeof(double), q, DAMG_TAG_ROUTE, rq,
+                                 slot++);
+    }
+    /* (a row range of no blocks still sends its empty messages: both sides post them) */
     if (!ierr) ierr = hk_comm_waitall(rq);
     HK_TRY(ierr);
-    ierr = entries_sized(R, bsz, roff[P]);
-    if (!ierr) /* unpacked on the threads, in the received order */
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < roff[P]; k++) {
-            const char *e = rbuf + (size_t)k * esz;
-            memcpy(&R->I[k], e, 8);
-            memcpy(&R->J[k], e + 8, 8);
-            memcpy(R->v + k * bsz, e + 16, (size_t)bsz * sizeof(double));
-        }
-    HK_TRY(hk_comm_agree(c, ierr));
+    /* each received block's row and merge key, on the threads, sender after sender */
+    for (int q = 0; q < P; q++) {
+        const int64_t *ptr = rptr + ro[q] + q, *row = rrow + ro[q];
+        const int64_t nrq = rcnt[2 * q], base = bo[q];
+        int32_t *erow = X->erow;
+        int64_t *ekey = X->ekey;
+#pragma omp parallel for schedule(dynamic, 64)
+        for (int64_t j = 0; j < nrq; j++)
+            for (int64_t p = base + ptr[j] - ptr[0]; p < base + ptr[j + 1] - ptr[0]; p++) {
+                erow[p] = (int32_t)(row[j] - row0);
+                ekey[p] = merge_key(ekey[p], row0, nown);
+            }
+    }
+    X->n = n;
 fail:
+    free(first);
     free(cnt);
     free(rcnt);
-    free(off);
-    free(roff);
-    free(sbuf);
-    free(rbuf);
+    free(ro);
+    free(bo);
     hk_comm_reqs_destroy(rq);
     return ierr;
 }
@@ -1491,33 +1534,27 @@ static void off_backend(const hk_dist *d, const void *dev)
 }
 
 static int merge_rows(const hk_dist *d, int64_t row0, int64_t nown, int64_t nglob, const hk_bmat *M,
-                      const int64_t *rc, const entries *R, int64_t **rowptr, int64_t **key,
+                      const int64_t *rc, const routed *R, int64_t **rowptr, int64_t **key,
                       double **val)
 {
     const int bsz = M->br * M->bc;
     const int64_t nr = M->nbrows, nc = M->nbcols, n = R->n;
     int ierr = 0;
-    int32_t *rmap = NULL, *erow = NULL;
-    int64_t *cmap = NULL, *ekey = NULL;
+    int32_t *rmap = NULL;
+    int64_t *cmap = NULL;
     const void *rmap_d = NULL, *cmap_d = NULL, *erow_d = NULL, *ekey_d = NULL, *ev_d = NULL;
     HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rmap, &rmap));
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cmap, &cmap));
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *erow, &erow));
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *ekey, &ekey));
     for (int64_t i = 0; i < nr; i++)
         rmap[i] = rc[i] >= row0 && rc[i] < row0 + nown ? (int32_t)(rc[i] - row0) : -1;
     for (int64_t c = 0; c < nc; c++)
         cmap[c] = merge_key(rc[c], row0, nown);
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < n; k++) {
-        erow[k] = (int32_t)(R->I[k] - row0);
-        ekey[k] = merge_key(R->J[k], row0, nown);
-    }
+    /* the received rows, keys and blocks from the staging as route left them */
     HK_TRY(on_backend(d, rmap, (size_t)nr * sizeof *rmap, &rmap_d));
     HK_TRY(on_backend(d, cmap, (size_t)nc * sizeof *cmap, &cmap_d));
-    HK_TRY(on_backend(d, erow, (size_t)n * sizeof *erow, &erow_d));
-    HK_TRY(on_backend(d, ekey, (size_t)n * sizeof *ekey, &ekey_d));
-    HK_TRY(on_backend(d, R->v, (size_t)(n * bsz) * sizeof *R->v, &ev_d));
+    HK_TRY(on_backend(d, R->erow, (size_t)n * sizeof *R->erow, &erow_d));
+    HK_TRY(on_backend(d, R->ekey, (size_t)n * sizeof *R->ekey, &ekey_d));
+    HK_TRY(on_backend(d, R->ev, (size_t)(n * bsz) * sizeof *R->ev, &ev_d));
     HK_TRY(d->local->coo_to_csr(M, rmap_d, cmap_d, n, erow_d, ekey_d, ev_d, nown, nglob, rowptr,
                                 key, val));
 fail:
@@ -1528,8 +1565,6 @@ fail:
     off_backend(d, ev_d);
     free(rmap);
     free(cmap);
-    free(erow);
-    free(ekey);
     return ierr;
 }
 
@@ -2189,54 +2224,69 @@ fail:
 }
 
 /* The blocks of M (on the process's backend; its rows and columns global ids rc[], ascending)
- * whose row is owned elsewhere (not in [crow0, crow0 + nown)) as entries S, in M's order. rc
- * ascending keeps this process's rows together, so the others are M's first and last rows: their
- * blocks, a prefix and a suffix of M's arrays, are downloaded with M's rowptr, nothing else. */
-static int others_rows(const hk_dist *d, const hk_bmat *M, const int64_t *rc, int64_t crow0,
-                       int64_t nown, entries *S)
+ * whose row is owned elsewhere (not in [crow0, crow0 + nown)), for route: rc ascending keeps
+ * this process's rows together, so the others are M's first and last rows, whose blocks (a
+ * prefix and a suffix of M's arrays) come down with M's rowptr into the staging, nothing else
+ * (on the cpu M's own arrays are read); their global columns are made on the threads. */
+static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64_t *rc,
+                       int64_t crow0, int64_t nown, routed *X)
 {
     const hk_backend_ops *L = d->local;
     const int bsz = M->br * M->bc;
     const int64_t nr = M->nbrows;
-    int ierr = 0;
-    int64_t *rowptr = NULL, unsorted = 0;
-    int32_t *col = NULL;
-    memset(S, 0, sizeof *S);
+    int64_t unsorted = 0;
+    memset(X, 0, sizeof *X);
 #pragma omp parallel for schedule(static) reduction(+ : unsorted)
     for (int64_t i = 1; i < nr; i++)
         unsorted += rc[i] <= rc[i - 1];
     HK_CHECK(!unsorted, HK_ERR_INTERNAL,
              "pc=amg: the local coarse unknowns of a Galerkin product are not ascending");
-    const int64_t lo = hk_dist_lower_bound(rc, nr, crow0);
-    const int64_t hi = hk_dist_lower_bound(rc, nr, crow0 + nown);
-    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rowptr, &rowptr));
-    HK_TRY(L->copy_from(rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
-    const int64_t a = rowptr[lo], b = rowptr[hi], nnz = rowptr[nr], ns = a + (nnz - b);
-    HK_TRY(entries_sized(S, bsz, ns));
-    HK_TRY(hk_malloc((size_t)(ns + 1) * sizeof *col, &col));
-    if (a) {
-        HK_TRY(L->copy_from(col, M->colind, (size_t)a * sizeof *col));
-        HK_TRY(L->copy_from(S->v, M->val, (size_t)(a * bsz) * sizeof *S->v));
+    X->nr = nr;
+    X->lo = hk_dist_lower_bound(rc, nr, crow0);
+    X->hi = hk_dist_lower_bound(rc, nr, crow0 + nown);
+    int64_t *rowptr = M->rowptr;
+    if (!d->host_memory) {
+        HK_CALL(stage_get(d, s, STAGE_SEND_PTR, (size_t)(nr + 1) * sizeof *rowptr,
+                          (void **)&rowptr));
+        HK_CALL(L->copy_from(rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
     }
-    if (nnz > b) {
-        HK_TRY(L->copy_from(col + a, M->colind + b, (size_t)(nnz - b) * sizeof *col));
-        HK_TRY(L->copy_from(S->v + a * bsz, M->val + b * bsz,
-                            (size_t)((nnz - b) * bsz) * sizeof *S->v));
-    }
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t I = 0; I < nr; I++) {
-        if (I >= lo && I < hi) continue;
-        const int64_t shift = I < lo ? 0 : a - b; /* a block's place among the downloaded */
-        for (int64_t p = rowptr[I]; p < rowptr[I + 1]; p++) {
-            S->I[p + shift] = rc[I];
-            S->J[p + shift] = rc[col[p + shift]];
+    X->rowptr = rowptr;
+    const int64_t a = rowptr[X->lo], b = rowptr[X->hi], nnz = rowptr[nr], ns = a + (nnz - b);
+    X->a = a;
+    X->b = b;
+    const int32_t *pre = M->colind, *suf = M->colind + b; /* the sent blocks' local columns */
+    X->pre = M->val;
+    X->suf = M->val + b * bsz;
+    if (!d->host_memory) {
+        int32_t *col = NULL;
+        double *val = NULL;
+        HK_CALL(stage_get(d, s, STAGE_SEND_I32, (size_t)(ns + 1) * sizeof *col, (void **)&col));
+        HK_CALL(stage_get(d, s, STAGE_SEND, (size_t)(ns * bsz + 1) * sizeof *val, (void **)&val));
+        if (a) {
+            HK_CALL(L->copy_from(col, M->colind, (size_t)a * sizeof *col));
+            HK_CALL(L->copy_from(val, M->val, (size_t)(a * bsz) * sizeof *val));
         }
+        if (nnz > b) {
+            HK_CALL(L->copy_from(col + a, M->colind + b, (size_t)(nnz - b) * sizeof *col));
+            HK_CALL(L->copy_from(val + a * bsz, M->val + b * bsz,
+                                 (size_t)((nnz - b) * bsz) * sizeof *val));
+        }
+        pre = col;
+        suf = col + a;
+        X->pre = val;
+        X->suf = val + a * bsz;
     }
-fail:
-    free(rowptr);
-    free(col);
-    if (ierr) entries_free(S);
-    return ierr;
+    int64_t *gcol = NULL;
+    HK_CALL(stage_get(d, s, STAGE_SEND_COL, (size_t)(ns + 1) * sizeof *gcol, (void **)&gcol));
+    const int64_t lo = X->lo, hi = X->hi;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < lo + (nr - hi); i++) {
+        const int64_t I = i < lo ? i : hi + (i - lo);
+        for (int64_t p = rowptr[I]; p < rowptr[I + 1]; p++)
+            gcol[I < lo ? p : a + (p - b)] = rc[I < lo ? pre[p] : suf[p - b]];
+    }
+    X->gcol = gcol;
+    return 0;
 }
 
 /* Level l's transfer operators and the next level (its operator, host rows and near-null
@@ -2280,7 +2330,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
      * P's rows with their ghosts' rows; Textd, Pextd are their copies: views on the cpu) */
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
     hk_bmat Textd = {0}, Pextd = {0}, Rt = {0};
-    entries S = {0}, R = {0};
+    routed R = {0};
     int64_t *rp = NULL, *gc = NULL;
     double *vv = NULL;
     hlev Hn = {0};
@@ -2332,10 +2382,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
     /* A_c's values stay on the backend but for the rows of coarse unknowns owned elsewhere,
      * which go to their owners; each merges what it receives with its own rows there */
-    if (!ierr) ierr = others_rows(d, &Ac, cP, crow0, nagg, &S);
+    if (!ierr) ierr = others_rows(d, &a->stg, &Ac, cP, crow0, nagg, &R);
     HK_TRY(hk_comm_agree(c, ierr));
     step_lap(Lb, a->st, ST_GAL_OTHERS, ts);
-    HK_TRY(route(c, starts, &S, nns * nns, &R));
+    HK_TRY(route(d, &a->stg, starts, cP, nns * nns, crow0, nagg, &R));
     step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
     ierr = merge_rows(d, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
     step_lap(Lb, a->st, ST_GAL_MERGE, ts);
@@ -2348,8 +2398,6 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     if (mkey_dev) Lb->dealloc(mkey_dev);
     mkey_dev = NULL;
-    entries_free(&S);
-    entries_free(&R);
     hk_bmat_free(&Ac);
     step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
     lap(ph, PH_GALERKIN, t);
@@ -2435,8 +2483,6 @@ fail:
     free(rp);
     free(gc);
     free(vv);
-    entries_free(&S);
-    entries_free(&R);
     if (mrp_dev) Lb->dealloc(mrp_dev);
     if (mkey_dev) Lb->dealloc(mkey_dev);
     free_copy(d, &Textd);

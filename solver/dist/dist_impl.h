@@ -32,6 +32,8 @@ int hk_comm_allgatherv(const hk_comm *c, const void *mine, size_t bytes, void *a
                        const size_t *counts);
 /* send[q] to process q, recv[q] from process q (one value each). */
 int hk_comm_alltoall_i64(const hk_comm *c, const int64_t *send, int64_t *recv);
+/* n values to each process from send[q * n ...], n from each into recv[q * n ...] */
+int hk_comm_alltoall_i64n(const hk_comm *c, const int64_t *send, int64_t *recv, int n);
 
 /* ---- the halo plan (halo.c) -------------------------------------------------------------
  * Ghosts sorted by global id, so those of one owner are consecutive: the values from
