@@ -1366,13 +1366,13 @@ static int level_vectors(hk_pc *pc, damg *a, dlev *L, int l)
  * rowptr, global columns, blocks), no entry packed on the host. */
 typedef struct routed {
     int64_t nr, lo, hi, a, b;
-    const int64_t *rowptr;     /* M's (host: the staging, or M's own on the cpu) */
-    const int64_t *gcol;       /* the sent blocks' global columns, the prefix's then the suffix's */
-    const double *pre, *suf;   /* the prefix's blocks, the suffix's (M's own on the cpu) */
-    int64_t n;                 /* blocks received, in the senders' rank order: */
-    int32_t *erow;             /* their rows - the merge's row0 */
-    int64_t *ekey;             /* their columns' merge keys (merge_key) */
-    double *ev;                /* their blocks */
+    const int64_t *rowptr;   /* M's (host: the staging, or M's own on the cpu) */
+    const int64_t *gcol;     /* the sent blocks' global columns, the prefix's then the suffix's */
+    const double *pre, *suf; /* the prefix's blocks, the suffix's (M's own on the cpu) */
+    int64_t n;               /* blocks received, in the senders' rank order: */
+    int32_t *erow;           /* their rows - the merge's row0 */
+    int64_t *ekey;           /* their columns' merge keys (merge_key) */
+    double *ev;              /* their blocks */
 } routed;
 
 static inline int64_t merge_key(int64_t J, int64_t row0, int64_t nown);
@@ -1424,21 +1424,22 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
     const int64_t nrr = ro[P], n = bo[P];
     ierr = stage_get(d, s, STAGE_RECV_ROW, (size_t)(nrr + 1) * sizeof *rrow, (void **)&rrow);
     if (!ierr) /* a sender's rowptr slice has one more entry than its rows */
-        ierr = stage_get(d, s, STAGE_RECV_PTR, (size_t)(nrr + P + 1) * sizeof *rptr,
-                         (void **)&rptr);
+        ierr =
+            stage_get(d, s, STAGE_RECV_PTR, (size_t)(nrr + P + 1) * sizeof *rptr, (void **)&rptr);
     if (!ierr) ierr = stage_get(d, s, STAGE_RECV_COL, (size_t)(n + 1) * 8, (void **)&X->ekey);
     if (!ierr)
         ierr = stage_get(d, s, STAGE_RECV, (size_t)(n * bsz + 1) * sizeof(double), (void **)&X->ev);
     if (!ierr)
-        ierr = stage_get(d, s, STAGE_RECV_I32, (size_t)(n + 1) * sizeof(int32_t), (void **)&X->erow);
+        ierr =
+            stage_get(d, s, STAGE_RECV_I32, (size_t)(n + 1) * sizeof(int32_t), (void **)&X->erow);
     if (!ierr) ierr = hk_comm_reqs_create(nreq > 0 ? nreq : 1, &rq);
     HK_TRY(hk_comm_agree(c, ierr));
     int slot = 0;
     for (int q = 0; q < P && !ierr; q++) {
         if (!rcnt[2 * q]) continue;
         const int64_t nb = rcnt[2 * q + 1];
-        ierr = hk_comm_irecv(c, rrow + ro[q], (size_t)rcnt[2 * q] * 8, q, DAMG_TAG_ROUTE_ROWS,
-                             rq, slot++);
+        ierr = hk_comm_irecv(c, rrow + ro[q], (size_t)rcnt[2 * q] * 8, q, DAMG_TAG_ROUTE_ROWS, rq,
+                             slot++);
         if (!ierr)
             ierr = hk_comm_irecv(c, rptr + ro[q] + q, (size_t)(rcnt[2 * q] + 1) * 8, q,
                                  DAMG_TAG_ROUTE_PTR, rq, slot++);
@@ -1455,14 +1456,14 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
         const int64_t p0 = X->rowptr[r0]; /* the first block, in the sent arrays at k: */
         const int64_t k = r0 < X->lo ? p0 : X->a + (p0 - X->b);
         const double *v = r0 < X->lo ? X->pre + p0 * bsz : X->suf + (p0 - X->b) * bsz;
-        ierr = hk_comm_isend(c, rc + r0, (size_t)cnt[2 * q] * 8, q, DAMG_TAG_ROUTE_ROWS, rq,
-                             slot++);
+        ierr =
+            hk_comm_isend(c, rc + r0, (size_t)cnt[2 * q] * 8, q, DAMG_TAG_ROUTE_ROWS, rq, slot++);
         if (!ierr)
             ierr = hk_comm_isend(c, X->rowptr + r0, (size_t)(cnt[2 * q] + 1) * 8, q,
                                  DAMG_TAG_ROUTE_PTR, rq, slot++);
         if (!ierr)
-            ierr = hk_comm_isend(c, X->gcol + k, (size_t)nb * 8, q, DAMG_TAG_ROUTE_COLS, rq,
-                                 slot++);
+            ierr =
+                hk_comm_isend(c, X->gcol + k, (size_t)nb * 8, q, DAMG_TAG_ROUTE_COLS, rq, slot++);
         if (!ierr)
             ierr = hk_comm_isend(c, v, (size_t)(nb * bsz) * sizeof(double), q, DAMG_TAG_ROUTE, rq,
                                  slot++);
@@ -1496,13 +1497,14 @@ fail:
 
 /* This process's coarse rows [row0, row0 + nown) from the local rows of M (on the process's
  * backend, its rows and columns global ids rc[], those rows outside the range skipped) and
- * the received entries R (global row and column, one block): blocks of one (row, column)
- * summed in that order (M's, then R's in rank order: the same bits run after run), on the
- * backend (coo_to_csr). A row's blocks in the local order: its columns in [row0, row0 + nown)
- * ascending, then the others ascending (the order of the coarse level's host rows and of its
- * distributed operator, which then take them as they are): merge_key's order. Only R's
- * entries and the maps of M's rows and columns (one entry a local coarse unknown) go to the
- * backend; out there: *rowptr (nown + 1), the blocks' keys *key, their values *val. */
+ * the blocks R received (route: their local rows, merge keys and values): blocks of one (row,
+ * column) summed in that order (M's, then R's in rank order: the same bits run after run), on
+ * the backend (coo_to_csr). A row's blocks in the local order: its columns in [row0, row0 +
+ * nown) ascending, then the others ascending (the order of the coarse level's host rows and of
+ * its distributed operator, which then take them as they are): merge_key's order. Only R's
+ * arrays (uploaded from the staging as received) and the maps of M's rows and columns (one
+ * entry a local coarse unknown) go to the backend; out there: *rowptr (nown + 1), the blocks'
+ * keys *key, their values *val. */
 static inline int64_t merge_key(int64_t J, int64_t row0, int64_t nown)
 {
     return J >= row0 && J < row0 + nown ? J - row0 : J < row0 ? J + nown : J;
@@ -1687,8 +1689,8 @@ fail:
 /* The ghosts' rows of a matrix by two exchanges over the halo: the block count of each row the
  * neighbours need (scnt), then those rows as records [count, (column, block)...] of their own
  * length (send, record j at sat[j]), one message a neighbour (no padding to the widest row);
- * *rec as received (in the staging s: the caller frees nothing of it), record j (the halo's sorted ghost order: ghost k's at halo->order[k]) at
- * (*rat)[j] (ng + 1 offsets). */
+ * *rec as received (in the staging s: the caller frees nothing of it), record j (the halo's
+ * sorted ghost order: ghost k's at halo->order[k]) at (*rat)[j] (ng + 1 offsets). */
 static int exchange_rows(const hk_dist *d, stage *s, hk_halo *halo, int bsz, const int64_t *scnt,
                          const int64_t *sat, const double *send, double **rec, int64_t **rat)
 {
@@ -2246,8 +2248,8 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     X->hi = hk_dist_lower_bound(rc, nr, crow0 + nown);
     int64_t *rowptr = M->rowptr;
     if (!d->host_memory) {
-        HK_CALL(stage_get(d, s, STAGE_SEND_PTR, (size_t)(nr + 1) * sizeof *rowptr,
-                          (void **)&rowptr));
+        HK_CALL(
+            stage_get(d, s, STAGE_SEND_PTR, (size_t)(nr + 1) * sizeof *rowptr, (void **)&rowptr));
         HK_CALL(L->copy_from(rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
     }
     X->rowptr = rowptr;
