@@ -296,15 +296,17 @@ static int host_untouched(size_t bytes, double **p)
  * fresh pages; plain memory on the cpu), kept by the set-up across its levels and freed at its
  * end. One buffer a use, as the exchanges need several at once. */
 enum {
-    STAGE_SEND,     /* blocks sent: the ghost rows' records, the routed rows' blocks */
-    STAGE_RECV,     /* blocks received */
-    STAGE_SEND_COL, /* the routed rows' global columns */
-    STAGE_SEND_I32, /* their local columns, downloaded */
-    STAGE_SEND_PTR, /* the Galerkin product's rowptr, downloaded */
-    STAGE_RECV_ROW, /* the routed rows received: global ids */
-    STAGE_RECV_PTR, /* their block offsets, one slice a sender */
-    STAGE_RECV_COL, /* their columns, then merge keys */
-    STAGE_RECV_I32, /* their blocks' local rows */
+    STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks */
+    STAGE_RECV,      /* blocks received */
+    STAGE_SEND_COL,  /* the routed rows' global columns */
+    STAGE_SEND_I32,  /* their local columns, downloaded */
+    STAGE_SEND_PTR,  /* the Galerkin product's rowptr, downloaded */
+    STAGE_MERGE_PTR, /* the merged rows' rowptr, downloaded */
+    STAGE_MERGE_COL, /* their keys, downloaded, then global columns */
+    STAGE_RECV_ROW,  /* the routed rows received: global ids */
+    STAGE_RECV_PTR,  /* their block offsets, one slice a sender */
+    STAGE_RECV_COL,  /* their columns, then merge keys */
+    STAGE_RECV_I32,  /* their blocks' local rows */
     STAGE_COUNT
 };
 typedef struct stage {
@@ -1571,10 +1573,11 @@ fail:
 }
 
 /* The merged rows' pattern on the host: *rp (nown + 1) and the blocks' global columns *gc from
- * merge_rows' rowptr and keys on the backend, downloaded; on the cpu those arrays themselves
- * (*rowptr and *key taken over, NULL after), the keys turned into columns in place. */
-static int merged_pattern(const hk_dist *d, int64_t row0, int64_t nown, int64_t **rowptr,
-                          int64_t **key, int64_t **rp, int64_t **gc)
+ * merge_rows' rowptr and keys on the backend, downloaded into the staging s (the caller frees
+ * nothing of them); on the cpu those arrays themselves (*rowptr and *key taken over, NULL
+ * after; the caller frees them), the keys turned into columns in place. */
+static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown,
+                          int64_t **rowptr, int64_t **key, int64_t **rp, int64_t **gc)
 {
     const hk_backend_ops *L = d->local;
     *rp = *gc = NULL;
@@ -1583,9 +1586,10 @@ static int merged_pattern(const hk_dist *d, int64_t row0, int64_t nown, int64_t 
         *gc = *key;
         *rowptr = *key = NULL;
     } else {
-        HK_CALL(hk_malloc((size_t)(nown + 1) * sizeof **rp, rp));
+        HK_CALL(stage_get(d, s, STAGE_MERGE_PTR, (size_t)(nown + 1) * sizeof **rp, (void **)rp));
         HK_CALL(L->copy_from(*rp, *rowptr, (size_t)(nown + 1) * sizeof **rp));
-        HK_CALL(hk_malloc((size_t)((*rp)[nown] + 1) * sizeof **gc, gc));
+        HK_CALL(stage_get(d, s, STAGE_MERGE_COL, (size_t)((*rp)[nown] + 1) * sizeof **gc,
+                          (void **)gc));
         if ((*rp)[nown]) HK_CALL(L->copy_from(*gc, *key, (size_t)(*rp)[nown] * sizeof **gc));
     }
     int64_t *g = *gc;
@@ -2392,7 +2396,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     ierr = merge_rows(d, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
     step_lap(Lb, a->st, ST_GAL_MERGE, ts);
     /* the merged pattern on the host (rp, gc); on the cpu the values are host rows (vv) */
-    if (!ierr) ierr = merged_pattern(d, crow0, nagg, &mrp_dev, &mkey_dev, &rp, &gc);
+    if (!ierr) ierr = merged_pattern(d, &a->stg, crow0, nagg, &mrp_dev, &mkey_dev, &rp, &gc);
     if (!ierr && d->host_memory) {
         vv = Acv_dev;
         Acv_dev = NULL;
@@ -2429,8 +2433,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
             Acv_dev = NULL;
         }
     }
-    free(rp);
-    free(gc);
+    if (d->host_memory) { /* else in the staging */
+        free(rp);
+        free(gc);
+    }
     free(vv);
     rp = gc = NULL;
     vv = NULL;
@@ -2482,8 +2488,10 @@ fail:
     free(cP);
     free(Tmap);
     if (Bc) Lb->dealloc(Bc);
-    free(rp);
-    free(gc);
+    if (d->host_memory) {
+        free(rp);
+        free(gc);
+    }
     free(vv);
     if (mrp_dev) Lb->dealloc(mrp_dev);
     if (mkey_dev) Lb->dealloc(mkey_dev);
