@@ -298,8 +298,8 @@ static int host_untouched(size_t bytes, double **p)
 enum {
     STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks */
     STAGE_RECV,      /* blocks received */
-    STAGE_SEND_COL,  /* the routed rows' global columns */
-    STAGE_SEND_I32,  /* their local columns, downloaded */
+    STAGE_SEND_COL,  /* global columns: the routed rows', the received ghost rows' */
+    STAGE_SEND_I32,  /* the routed rows' local columns, downloaded */
     STAGE_SEND_PTR,  /* the Galerkin product's rowptr, downloaded */
     STAGE_MERGE_PTR, /* the merged rows' rowptr, downloaded */
     STAGE_MERGE_COL, /* their keys, downloaded, then global columns */
@@ -1774,9 +1774,22 @@ static int column_union(const int64_t *colmap, int64_t nc, int32_t *cpos, const 
  * the columns that occur. Only per-column and per-ghost arrays pass the host: D's columns used
  * (a mark a column, downloaded), the ghosts' columns (from the records), the union; D's blocks
  * are renamed and copied on be. */
+static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
+                        const int64_t *colmap, int64_t ng, const double *rec, const int64_t *rat,
+                        const int64_t *order, hk_bmat *Xd, int64_t **cols, int64_t *ncols);
+
 int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
                          int64_t ng, const double *rec, const int64_t *rat, const int64_t *order,
                          hk_bmat *Xd, int64_t **cols, int64_t *ncols)
+{
+    return ghost_matrix(be, NULL, NULL, D, colmap, ng, rec, rat, order, Xd, cols, ncols);
+}
+
+/* hk_damg_ghost_matrix with the ghosts' columns (one a received block) in d's staging s where
+ * s is given. */
+static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
+                        const int64_t *colmap, int64_t ng, const double *rec, const int64_t *rat,
+                        const int64_t *order, hk_bmat *Xd, int64_t **cols, int64_t *ncols)
 {
     const int bsz = D->br * D->bc;
     const int64_t nc = D->nbcols, nown = D->nbrows, nm = D->nnzb;
@@ -1796,7 +1809,11 @@ int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64
         gat[k + 1] = gat[k] + (int64_t)rec[grat[k]];
     }
     const int64_t ngnnz = gat[ng];
-    HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
+    if (s)
+        HK_TRY(stage_get(d, s, STAGE_SEND_COL, (size_t)(ngnnz + 1) * sizeof *gcols,
+                         (void **)&gcols));
+    else
+        HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t k = 0; k < ng; k++)
         for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
@@ -1820,7 +1837,7 @@ int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64
     HK_TRY(be->dist_extend_rows(D, cpos_dev, ng, rec_dev, grat_dev, gat_dev, cols_dev, *ncols, Xd));
 fail:
     free(gat);
-    free(gcols);
+    if (!s) free(gcols);
     free(grat);
     free(cpos);
     if (cpos_dev) be->dealloc(cpos_dev);
@@ -1870,7 +1887,7 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
     step_lap(L, st, ST_GR_SEND, t);
     HK_TRY(exchange_rows(d, s, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
     step_lap(L, st, ST_GR_EXCHANGE, t);
-    ierr = hk_damg_ghost_matrix(L, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
+    ierr = ghost_matrix(L, d, s, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
     if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
     if (ierr) {
         hk_bmat_free(Xd);
