@@ -1549,8 +1549,10 @@ static int merge_rows(const hk_dist *d, int64_t row0, int64_t nown, int64_t nglo
     const void *rmap_d = NULL, *cmap_d = NULL, *erow_d = NULL, *ekey_d = NULL, *ev_d = NULL;
     HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rmap, &rmap));
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cmap, &cmap));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nr; i++)
         rmap[i] = rc[i] >= row0 && rc[i] < row0 + nown ? (int32_t)(rc[i] - row0) : -1;
+#pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < nc; c++)
         cmap[c] = merge_key(rc[c], row0, nown);
     /* the received rows, keys and blocks from the staging as route left them */
