@@ -2770,11 +2770,14 @@ static int print_phases(const damg *a)
 /* ---- the small levels on every process (pc.amg.dist.gather_rows) ------------------------- */
 
 /* pc.amg.dist.gather_rows' default: a level of at most this many scalar rows in all is on
- * every process. On a GPU such a level's kernels are bound by their launches, not by its
- * rows (50k scalar rows of 6 x 6 blocks, about 150 entries a row: 30 MB of fp32 values, an
- * SpMV of a few microseconds on an H200), while each of its exchanges costs a host round
- * trip and waits for the slowest process; the gathered copy is a few tens of MB a process. */
-#define DAMG_GATHER_ROWS 50000
+ * every process. On a GPU such a level's kernels are bound by their launches, while each of its
+ * exchanges costs a host round trip and waits for the slowest process; but gathering a level
+ * costs the set-up its bytes (an allgatherv of every process's rows). Measured on 4 x H200
+ * (docs/BENCHMARKS.md run 47, the bracket at 19.3M DOFs): gathering from the 1.2k-row level
+ * instead of the 27k-row one (55 MB) took the set-up from 0.66 to 0.50 s with the same 38
+ * iterations and solve time (0.31 s), so the default gathers only levels of a few thousand
+ * rows. */
+#define DAMG_GATHER_ROWS 5000
 
 /* Every process's entries of a level vector (own: this process's, in the backend's memory,
  * counts[q] bytes from process q) into the whole vector all, on this process's backend;
