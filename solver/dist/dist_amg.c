@@ -3,10 +3,11 @@
  *
  * The set-up's products run with the process's backend's own set-up ops (d->local: the GPU
  * of the process on cuda, the threads on cpu) on the process's rows in a local numbering:
- * owned block columns first, then the ghosts (sorted global ids, the halo plan's order). The
- * host keeps the exchanges and the routing, on downloaded parts of T, P and P^T (A P) (the
- * Galerkin merge's sums run on the backend, coo_to_csr); on the cpu those copies are views, so
- * it is one code path. Per level:
+ * owned block columns first, then the ghosts (sorted global ids, the halo plan's order). So
+ * do the ghost rows' packing and extension, R's and P's distributed patterns and the Galerkin
+ * merge (backend ops dist_*, coo_to_csr): the host keeps the MPI messages (through a pinned
+ * staging on a device), the tables of one entry a column or a ghost, and the coarse levels'
+ * host rows; on the cpu the copies are views, so it is one code path. Per level:
  *   1. aggregates of the owned nodes from the owned diagonal block (uncoupled aggregation: an
  *      aggregate never crosses processes); the coarse unknowns of an aggregate are its
  *      process's, numbered process after process;
