@@ -127,19 +127,6 @@ static int64_t chunk_start(int64_t n, int nt, int t)
     return n * t / nt;
 }
 
-int64_t hk_dist_lower_bound(const int64_t *v, int64_t n, int64_t g)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < g)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Copy an index array to the backend's memory (NULL when empty). */
 static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int32_t **dev)
 {

@@ -183,7 +183,7 @@ static int cmp_i64(const void *a, const void *b)
 
 static int64_t find_i64(const int64_t *v, int64_t n, int64_t g)
 {
-    const int64_t lo = hk_dist_lower_bound(v, n, g);
+    const int64_t lo = hk_lower_bound_i64(v, 0, n, g);
     return lo < n && v[lo] == g ? lo : -1;
 }
 
@@ -1386,8 +1386,8 @@ static void route_counts(const routed *X, const int64_t *rc, const int64_t *star
                          int64_t *first, int64_t *cnt)
 {
     for (int q = 0; q < P; q++) {
-        const int64_t r0 = hk_dist_lower_bound(rc, X->nr, starts[q]);
-        const int64_t r1 = hk_dist_lower_bound(rc, X->nr, starts[q + 1]);
+        const int64_t r0 = hk_lower_bound_i64(rc, 0, X->nr, starts[q]);
+        const int64_t r1 = hk_lower_bound_i64(rc, 0, X->nr, starts[q + 1]);
         first[q] = r0;
         cnt[2 * q] = q == me ? 0 : r1 - r0;
         cnt[2 * q + 1] = q == me ? 0 : X->rowptr[r1] - X->rowptr[r0];
@@ -2023,8 +2023,8 @@ static int restriction(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, co
                        int64_t *r0, int64_t *rnnz, int64_t *pnnz)
 {
     const hk_backend_ops *L = d->local;
-    const int64_t j0 = hk_dist_lower_bound(cP, nP, crow0);
-    const int64_t j1 = hk_dist_lower_bound(cP, nP, crow0 + nagg);
+    const int64_t j0 = hk_lower_bound_i64(cP, 0, nP, crow0);
+    const int64_t j1 = hk_lower_bound_i64(cP, 0, nP, crow0 + nagg);
     int64_t *at = NULL, *rows = NULL;
     *rp = NULL;
     *r0 = *rnnz = *pnnz = 0;
@@ -2268,8 +2268,8 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     HK_CHECK(!unsorted, HK_ERR_INTERNAL,
              "pc=amg: the local coarse unknowns of a Galerkin product are not ascending");
     X->nr = nr;
-    X->lo = hk_dist_lower_bound(rc, nr, crow0);
-    X->hi = hk_dist_lower_bound(rc, nr, crow0 + nown);
+    X->lo = hk_lower_bound_i64(rc, 0, nr, crow0);
+    X->hi = hk_lower_bound_i64(rc, 0, nr, crow0 + nown);
     int64_t *rowptr = M->rowptr;
     if (!d->host_memory) {
         HK_CALL(

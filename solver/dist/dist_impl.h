@@ -69,9 +69,6 @@ int hk_halo_wait(hk_halo *h);
  * then MPI_Abort. For a failure the others cannot learn of (comm.c). */
 _Noreturn void hk_comm_abort(int code);
 
-/* The first position of the sorted v[0..n) whose value is not below g (n: none; dist.c). */
-int64_t hk_dist_lower_bound(const int64_t *v, int64_t n, int64_t g);
-
 /* ---- the device transport (dcomm.c) -----------------------------------------------------
  * dist.comm: auto (mpi: measured faster than nccl on two GPUs at the sizes run so far), mpi
  * (host memory and MPI: staged through the host on a device backend), nccl (the backend's
