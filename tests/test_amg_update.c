@@ -6,11 +6,18 @@
  * level's operator and transfer operators have the bytes of a fresh set-up of S K S (the
  * default symmetric Galerkin product and HOOKE_AMG_GALERKIN=full's whole one); an update
  * whose supports differ (a node decoupled) makes the near-null space and T again, converges,
- * and an update back to K gives the first hierarchy's bytes.
+ * and an update back to K gives the first hierarchy's bytes. pc.amg.update=prolongator (P and
+ * R kept): its set-up is the default's; an update with K itself gives the set-up's bytes (every
+ * level, the spectral bounds, the solve); an update to K with a region 10 times stiffer keeps P
+ * and R, forms R (A P) with the new A (the bytes of the CPU ops' product from the same P and R),
+ * converges to the tolerance of the true residual; back to K the set-up's bytes again; other
+ * supports make P and R again. A bad value of the option is named.
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
  * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
  * the cuda update's hierarchy (both Galerkin paths) equal
- * to a fresh cuda set-up's bytes and to the CPU reference's to rounding. */
+ * to a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
+ * pc.amg.update=prolongator, whose coarse operators after an update to a stiffer region have
+ * the bytes of the CPU's R (A P) from the cuda hierarchy's own P and R. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,11 +200,227 @@ static void test_hierarchy(void)
     unsetenv("HOOKE_AMG_GALERKIN");
 }
 
+/* ---- pc.amg.update=prolongator: P and R kept ------------------------------------------------ */
+
+/* K with every block between two nodes of the region x > 1/2 (both ends in it) times f:
+ * K + (f - 1) E K E for E the region's indicator, SPD for f > 0 (E K E is a principal block of
+ * K) and on K's pattern: the region's material f times stiffer, the elements across its
+ * boundary in between. The supports (x = 0) are outside. */
+static void region_stiffer(const hk_bcsr *K, const double *xyz, double f, hk_bcsr *D)
+{
+    HK_ASSERT_OK(hk_bcsr_copy(K, D));
+    const int b = K->bs, bb = b * b;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t q = K->rowptr[i]; q < K->rowptr[i + 1]; q++)
+            if (xyz[3 * i] > 0.5 && xyz[3 * (int64_t)K->colind[q]] > 0.5)
+                for (int e = 0; e < bb; e++)
+                    D->val[q * bb + e] *= f;
+}
+
+/* ||b - K x|| / ||b|| on the host. */
+static double true_residual(const hk_bcsr *K, const double *b, const double *x)
+{
+    const int64_t n = K->nbrows * K->bs;
+    double *Ax = malloc((size_t)n * sizeof *Ax), rr = 0, bb = 0;
+    hk_bcsr_spmv(K, x, Ax);
+    for (int64_t i = 0; i < n; i++) {
+        rr += (b[i] - Ax[i]) * (b[i] - Ax[i]);
+        bb += b[i] * b[i];
+    }
+    free(Ax);
+    return sqrt(rr / bb);
+}
+
+/* Every coarse operator of s (fp64 levels, pc.amg.format=bsr) against R_l (A_l P_l) formed by
+ * the CPU's ops from s's own P_l and R_l with A_0 = K (the symmetric product's pattern, upper
+ * blocks and mirror, or with full the whole product): the same bytes. On cuda this compares
+ * the device's products with the CPU's. */
+static void check_galerkin_chain(hk_solver *s, const hk_bcsr *K, int full)
+{
+    const hk_backend *cpu = backend("cpu");
+    const hk_pc *pc = hk_solver_get_pc(s);
+    hk_amg_stats st;
+    HK_ASSERT_OK(hk_pc_amg_info(pc, &st));
+    CU_ASSERT_FATAL(!st.fp32);
+    hk_bmat A = {0};
+    HK_ASSERT_OK(hk_bmat_upload(cpu, K, &A));
+    for (int l = 0; l + 1 < st.nlevels; l++) {
+        hk_bmat P, R, Pn, Rn, AP = {0}, C = {0};
+        hk_fmt F, Fn;
+        HK_ASSERT_OK(hk_pc_amg_level(pc, l, &P, &R, &F));
+        HK_ASSERT_OK(hk_pc_amg_level(pc, l + 1, &Pn, &Rn, &Fn));
+        HK_ASSERT_OK(cpu->bmat_spgemm(&A, &P, &AP));
+        if (full) {
+            HK_ASSERT_OK(cpu->bmat_spgemm(&R, &AP, &C));
+        } else {
+            HK_ASSERT_OK(cpu->bmat_spgemm_pattern(&R, &AP, &C));
+            HK_ASSERT_OK(cpu->bmat_spgemm_numeric_upper(&R, &AP, &C));
+            HK_ASSERT_OK(cpu->bmat_mirror_lower(&C));
+        }
+        const int64_t nv = C.nnzb * C.br * C.bc;
+        CU_ASSERT_EQUAL_FATAL(Fn.fmt, HK_FMT_BSR);
+        CU_ASSERT_EQUAL_FATAL(Fn.stored, nv);
+        const int same = memcmp(Fn.val, C.val, (size_t)nv * sizeof *C.val) == 0 &&
+                         memcmp(Fn.colind, C.colind, (size_t)C.nnzb * sizeof *C.colind) == 0;
+        if (!same) printf("\n    level %d's operator differs from R (A P) on the cpu", l + 1);
+        CU_ASSERT(same);
+        hk_bmat_free(&A);
+        A = C;
+        hk_bmat_free(&AP), hk_bmat_free(&P), hk_bmat_free(&R), hk_bmat_free(&Pn),
+            hk_bmat_free(&Rn);
+        hk_fmt_free(&F), hk_fmt_free(&Fn);
+    }
+    hk_bmat_free(&A);
+}
+
+/* Level l's P and R of a and b: the same bytes. */
+static void compare_transfer(hk_solver *a, hk_solver *b)
+{
+    hk_amg_stats sa;
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(a), &sa));
+    for (int l = 0; l + 1 < sa.nlevels; l++) {
+        hk_bmat Pa, Ra, Pb, Rb;
+        hk_fmt Aa, Ab;
+        HK_ASSERT_OK(hk_pc_amg_level(hk_solver_get_pc(a), l, &Pa, &Ra, &Aa));
+        HK_ASSERT_OK(hk_pc_amg_level(hk_solver_get_pc(b), l, &Pb, &Rb, &Ab));
+        const size_t np = (size_t)Pa.nnzb * Pa.br * Pa.bc, nr = (size_t)Ra.nnzb * Ra.br * Ra.bc;
+        CU_ASSERT(Pa.nnzb == Pb.nnzb && !memcmp(Pa.val, Pb.val, np * sizeof(double)));
+        CU_ASSERT(Ra.nnzb == Rb.nnzb && !memcmp(Ra.val, Rb.val, nr * sizeof(double)));
+        hk_bmat_free(&Pa), hk_bmat_free(&Ra), hk_bmat_free(&Pb), hk_bmat_free(&Rb);
+        hk_fmt_free(&Aa), hk_fmt_free(&Ab);
+    }
+}
+
+/* Solve from x = 0; the iterations, the answer in x. */
+static int solve_count(hk_solver *s, const hk_bcsr *K, const double *b, double *x, double tol)
+{
+    hk_result res;
+    memset(x, 0, (size_t)K->nbrows * K->bs * sizeof *x);
+    HK_ASSERT_OK(hk_solver_solve(s, b, x, &res));
+    CU_ASSERT(hk_reason_converged(res.reason));
+    CU_ASSERT(true_residual(K, b, x) < tol);
+    return res.iterations;
+}
+
+/* On backend be with pc.amg.update=prolongator and options extra: the set-up is the default's
+ * (bytes); an update with K itself keeps every level's bytes, the spectral bounds and the
+ * solve's bytes; an update to K with a region 10 times stiffer keeps P and R (bytes), its
+ * coarse operators are R (A P) with the new A (fp64 levels: against the CPU's ops) and it
+ * converges; an update back to K has the set-up's bytes again; an update with other supports
+ * makes P and R again (not kept) and converges, and an update back to K then gives the set-up's
+ * hierarchy. */
+static void check_prolongator(const char *be, const char *extra)
+{
+    const int m = 10;
+    char opts[256], keep[320];
+    snprintf(opts, sizeof opts, "backend=%s pc=amg tol=1e-9 pc.amg.format=bsr %s", be, extra);
+    snprintf(keep, sizeof keep, "%s pc.amg.update=prolongator", opts);
+    hk_bcsr K = {0}, K2 = {0}, K3 = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    region_stiffer(&K, xyz, 10.0, &K2);
+    decouple_node(&K, K.nbrows / 2, &K3);
+    const int64_t n = K.nbrows * 3;
+    double *b = malloc((size_t)n * sizeof *b), *x0 = malloc((size_t)n * sizeof *x0),
+           *x1 = malloc((size_t)n * sizeof *x1);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = sin(0.1 * (double)i);
+    hk_solver *s = hk_test_solver(&K, &nn, keep), *s0 = hk_test_solver(&K, &nn, opts);
+    hk_amg_stats st, s0t;
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(st.update_keeps_p);
+    compare_levels(s, s0, 0);
+    const int it0 = solve_count(s, &K, b, x0, 1e-8);
+
+    /* K itself: the set-up's hierarchy, bounds and solve */
+    HK_ASSERT_OK(hk_solver_update_values(s, &K));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s0), &s0t));
+    CU_ASSERT(st.last_update_kept);
+    compare_levels(s, s0, 0);
+    for (int l = 0; l < st.nlevels; l++)
+        CU_ASSERT_EQUAL(st.rho[l], s0t.rho[l]);
+    CU_ASSERT_EQUAL(solve_count(s, &K, b, x1, 1e-8), it0);
+    CU_ASSERT(memcmp(x0, x1, (size_t)n * sizeof *x0) == 0);
+
+    /* a region 10 times stiffer: P and R kept, A_c = R (A P) */
+    HK_ASSERT_OK(hk_solver_update_values(s, &K2));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(st.last_update_kept);
+    compare_transfer(s, s0);
+    if (!st.fp32) check_galerkin_chain(s, &K2, getenv("HOOKE_AMG_GALERKIN") != NULL);
+    const int it_kept = solve_count(s, &K2, b, x1, 1e-8);
+    hk_solver *f = hk_test_solver(&K2, &nn, opts);
+    const int it_fresh = solve_count(f, &K2, b, x1, 1e-8);
+    hk_solver_destroy(f);
+    CU_ASSERT(it_kept <= 2 * it_fresh); /* the set-up's P stays a fit prolongator here */
+    if (getenv("HOOKE_TEST_VERBOSE"))
+        printf("\n    %s %s: K %d its; region 10x stiffer: P kept %d its, fresh set-up %d", be,
+               extra, it0, it_kept, it_fresh);
+
+    /* back to K: the set-up's bytes again (nothing of K2 stays) */
+    HK_ASSERT_OK(hk_solver_update_values(s, &K));
+    compare_levels(s, s0, 0);
+    CU_ASSERT_EQUAL(solve_count(s, &K, b, x1, 1e-8), it0);
+    CU_ASSERT(memcmp(x0, x1, (size_t)n * sizeof *x0) == 0);
+
+    /* other supports: P and R made again; back to K: made again, the set-up's hierarchy */
+    HK_ASSERT_OK(hk_solver_update_values(s, &K3));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(!st.last_update_kept);
+    solve_count(s, &K3, b, x1, 1e-8);
+    HK_ASSERT_OK(hk_solver_update_values(s, &K));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(!st.last_update_kept);
+    compare_levels(s, s0, 0);
+    HK_ASSERT_OK(hk_solver_update_values(s, &K)); /* the set-up's supports: kept again */
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(st.last_update_kept);
+    compare_levels(s, s0, 0);
+    CU_ASSERT_EQUAL(st.updates, 6);
+    hk_solver_destroy(s), hk_solver_destroy(s0);
+    hk_bcsr_free(&K), hk_bcsr_free(&K2), hk_bcsr_free(&K3);
+    free(xyz), free(b), free(x0), free(x1);
+}
+
+static void test_prolongator(void)
+{
+    check_prolongator("cpu", "");
+    check_prolongator("cpu", "pc.amg.precision=fp64");
+    check_prolongator("cpu", "pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi pc.amg.cycle=w");
+    setenv("HOOKE_AMG_GALERKIN", "full", 1); /* the whole product's path too */
+    check_prolongator("cpu", "pc.amg.precision=fp64");
+    unsetenv("HOOKE_AMG_GALERKIN");
+}
+
+/* pc.amg.update by name: a bad value is one sentence naming the option and the choices. */
+static void test_update_option(void)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(4, 4, 4, &K));
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu pc=amg pc.amg.update=prolongater"));
+    CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_OPTION);
+    const char *msg = hk_error_message();
+    CU_ASSERT(strstr(msg, "pc.amg.update=prolongater") && strstr(msg, "aggregates, prolongator"));
+    hk_error_clear();
+    hk_options_destroy(o);
+    hk_bcsr_free(&K);
+}
+
 HK_SUITE(amg_update,
          {"numeric halves: P in place and R into the kept pattern have the whole ops' bytes",
           test_numeric_ops},
          {"update to S K S: every level has a fresh set-up's bytes; supports changed and back",
-          test_hierarchy})
+          test_hierarchy},
+         {"pc.amg.update=prolongator: K again the set-up's bytes; a stiffer region keeps P and R, "
+          "A_c = R (A P), converges; other supports make P again",
+          test_prolongator},
+         {"pc.amg.update: a bad value named with the choices", test_update_option})
 
 /* ---- device ------------------------------------------------------------------------------- */
 
@@ -326,6 +549,44 @@ static void test_cuda_repeat(void)
     free(xyz);
 }
 
+/* pc.amg.update=prolongator on cuda: check_prolongator (fp64 levels: every coarse operator
+ * after the update to a stiffer region has the bytes of the CPU's R (A P) from the same P and
+ * R), and the cuda update's hierarchy against the CPU's update (the same options, K and new
+ * values) to rounding: the set-up's spectral bounds differ in their last digits between the
+ * backends, and so P. */
+static void test_cuda_prolongator(void)
+{
+    check_prolongator("cuda", "");
+    check_prolongator("cuda", "pc.amg.precision=fp64");
+    setenv("HOOKE_AMG_GALERKIN", "full", 1);
+    check_prolongator("cuda", "pc.amg.precision=fp64");
+    unsetenv("HOOKE_AMG_GALERKIN");
+    static const char *const extra[] = {"", "pc.amg.precision=fp64"};
+    for (int v = 0; v < 2; v++) {
+        const int m = 12;
+        char oc[256], og[256];
+        snprintf(oc, sizeof oc, "backend=cpu pc=amg pc.amg.format=bsr pc.amg.update=prolongator %s",
+                 extra[v]);
+        snprintf(og, sizeof og,
+                 "backend=cuda pc=amg pc.amg.format=bsr pc.amg.update=prolongator %s", extra[v]);
+        hk_bcsr K = {0}, K2 = {0};
+        double *xyz = NULL;
+        HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+        HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+        hk_nearnull nn = {.dim = 3, .coords = xyz};
+        region_stiffer(&K, xyz, 10.0, &K2);
+        hk_solver *c = hk_test_solver(&K, &nn, oc), *g = hk_test_solver(&K, &nn, og);
+        HK_ASSERT_OK(hk_solver_update_values(c, &K2));
+        HK_ASSERT_OK(hk_solver_update_values(g, &K2));
+        const double rel = compare_levels(c, g, v ? 1e-10 : 1e-6);
+        printf("\n    %s: cuda prolongator update against cpu's, largest relative difference %.1e",
+               v ? "fp64 levels" : "fp32 levels", rel);
+        hk_solver_destroy(c), hk_solver_destroy(g);
+        hk_bcsr_free(&K), hk_bcsr_free(&K2);
+        free(xyz);
+    }
+}
+
 HK_DEVICE_SUITE(cuda_amg_update,
                 {"numeric ops on cuda (A T both ways, P in place, R, A P, R A P whole and "
                  "symmetric): the CPU's bytes",
@@ -333,5 +594,8 @@ HK_DEVICE_SUITE(cuda_amg_update,
                 {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
                  test_cuda_repeat},
                 {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",
-                 test_cuda_hierarchy})
+                 test_cuda_hierarchy},
+                {"cuda pc.amg.update=prolongator: the set-up's bytes with K, R (A P) the CPU's "
+                 "bytes with a stiffer region, the CPU update's to rounding",
+                 test_cuda_prolongator})
 #endif

@@ -37,7 +37,11 @@
  * bmat_spgemm_numeric, amg_smooth_prolongator_numeric, bmat_transpose_numeric: the digits of a
  * fresh set-up with the same aggregates, with no pattern made, sorted or allocated), then the level
  * matrices (rebuilt in place), the transfer values (converted into the kept fp32 arrays) and the
- * coarse inverse. */
+ * coarse inverse. With pc.amg.update=prolongator (MueLu's reuse "RP", PETSc GAMG's
+ * reuse_interpolation) P and R are kept as well, in fp64 (beside the fp32 copies that fp32
+ * levels apply), and a re-set-up with the set-up's supports forms only D^-1, rho, A P and
+ * A_{l+1} = R (A P), the level matrices and the coarse inverse: with K itself the set-up's
+ * bytes; other supports make T, P and R again as the default does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +63,12 @@ static const char *const cycle_names[] = {"v", "w", NULL};
 enum { AMG_PREC_AUTO = HK_AMG_PREC_AUTO, AMG_PREC_FP32 = HK_AMG_PREC_FP32,
        AMG_PREC_FP64 = HK_AMG_PREC_FP64 };
 static const char *const precision_names[] = {"auto", "fp32", "fp64", NULL};
+/* pc.amg.update: aggregates: the re-set-up keeps the aggregates, T and the patterns and makes
+ * P and R again (a fresh set-up's hierarchy for those aggregates); prolongator: it keeps P and
+ * R too and forms only the coarse operators, the smoother data and the coarse inverse */
+enum { AMG_UPDATE_AGGREGATES = HK_AMG_UPDATE_AGGREGATES,
+       AMG_UPDATE_PROLONGATOR = HK_AMG_UPDATE_PROLONGATOR };
+static const char *const update_names[] = {"aggregates", "prolongator", NULL};
 
 typedef struct amg_level {
     int64_t n, nnz; /* scalar rows and stored scalar entries */
@@ -71,6 +81,9 @@ typedef struct amg_level {
     hk_bmat Pb, Rb;
     float *Pv, *Rv;
     hk_mat *P, *R;
+    /* pc.amg.update=prolongator: P's and R's fp64 values for the coarse operators of the
+     * re-set-ups, where Pb.val and Rb.val do not hold them (fp32 levels, scalar csr copies) */
+    double *P64, *R64;
     hk_vec *Dinv; /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
     hk_vec *l1;   /* l1-Jacobi scaling (n): l1-jacobi */
     double rho;   /* upper bound of the spectrum of D^-1 A (safety included) */
@@ -92,6 +105,7 @@ typedef struct amg_data {
     /* options */
     double threshold, omega, ratio, safety;
     int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
+    int update;    /* pc.amg.update */
     hk_format fmt; /* pc.amg.format, or the operator's */
     int fmt_given;
     int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
@@ -454,9 +468,22 @@ static int transfer_matrix(hk_pc *pc, const hk_bmat *M, hk_mat **out)
     return ierr;
 }
 
+/* fp64 transfer values *val that the level does not apply (*val taken): kept in *keep for
+ * pc.amg.update=prolongator's re-set-ups (the old ones freed; keep non-NULL), else freed. */
+static void retire_values(const hk_backend_ops *be, double **val, double **keep)
+{
+    if (keep) {
+        if (*keep) be->dealloc(*keep);
+        *keep = *val;
+    } else if (*val) {
+        be->dealloc(*val);
+    }
+    *val = NULL;
+}
+
 /* A block transfer operator kept as it is (no scalar expansion); in fp32 for an fp32 level:
- * *v32 gets the values and M's fp64 values are freed. */
-static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32)
+ * *v32 gets the values and M's fp64 values are retired (retire_values with keep). */
+static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32, double **keep)
 {
     const hk_backend_ops *be = pc->be;
     const int64_t nv = M->nnzb * M->br * M->bc;
@@ -466,22 +493,26 @@ static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32)
     hk_vec src = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
     hk_vec dst = {.be = be, .n = nv, .prec = HK_FP32, .data = *v32};
     HK_CALL(be->vec_convert(&dst, &src));
-    be->dealloc(M->val);
-    M->val = NULL;
+    retire_values(be, &M->val, keep);
     return 0;
 }
 
 /* Level L's transfer operators from the fp64 P and R, moved into the level (the old ones
  * freed): block CSR applied by bmat_spmv with values in pc->prec, or scalar csr copies where
- * the backend lacks that op; the block patterns stay either way. */
-static int install_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
+ * the backend lacks that op; the block patterns stay either way, and with
+ * pc.amg.update=prolongator the fp64 values too (in Pb.val and Rb.val, or in P64 and R64). */
+static int install_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk_bmat *R)
 {
     const hk_backend_ops *be = pc->be;
+    const int keep = d->update == AMG_UPDATE_PROLONGATOR;
     hk_bmat_free(&L->Pb);
     hk_bmat_free(&L->Rb);
     if (L->Pv) be->dealloc(L->Pv);
     if (L->Rv) be->dealloc(L->Rv);
+    if (L->P64) be->dealloc(L->P64);
+    if (L->R64) be->dealloc(L->R64);
     L->Pv = L->Rv = NULL;
+    L->P64 = L->R64 = NULL;
     hk_mat_destroy(L->P);
     hk_mat_destroy(L->R);
     L->P = L->R = NULL;
@@ -490,15 +521,14 @@ static int install_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
     memset(P, 0, sizeof *P);
     memset(R, 0, sizeof *R);
     if (be->bmat_spmv && L->Pb.br <= 8 && L->Pb.bc <= 8) {
-        HK_CALL(block_transfer(pc, &L->Pb, &L->Pv));
-        return block_transfer(pc, &L->Rb, &L->Rv);
+        HK_CALL(block_transfer(pc, &L->Pb, &L->Pv, keep ? &L->P64 : NULL));
+        return block_transfer(pc, &L->Rb, &L->Rv, keep ? &L->R64 : NULL);
     }
     HK_CALL(need_op(be, (const void *)be->bmat_expand, "bmat_expand"));
     HK_CALL(transfer_matrix(pc, &L->Pb, &L->P));
     HK_CALL(transfer_matrix(pc, &L->Rb, &L->R));
-    be->dealloc(L->Pb.val);
-    be->dealloc(L->Rb.val);
-    L->Pb.val = L->Rb.val = NULL;
+    retire_values(be, &L->Pb.val, keep ? &L->P64 : NULL);
+    retire_values(be, &L->Rb.val, keep ? &L->R64 : NULL);
     return 0;
 }
 
@@ -553,6 +583,8 @@ static void free_levels(hk_pc *pc, amg_data *d)
         hk_bmat_free(&L->T);
         if (L->Pv) pc->be->dealloc(L->Pv);
         if (L->Rv) pc->be->dealloc(L->Rv);
+        if (L->P64) pc->be->dealloc(L->P64);
+        if (L->R64) pc->be->dealloc(L->R64);
         if (L->agg) pc->be->dealloc(L->agg);
         hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -590,6 +622,7 @@ int hk_amg_read_options(hk_options *o, hk_amg_options *d)
     d->pre = d->post = 1;
     d->cycle = 0;
     d->lanczos = 10;
+    d->update = AMG_UPDATE_AGGREGATES;
     HK_CALL(hk_options_get_double(o, "pc.amg.threshold", &d->threshold));
     HK_CALL(hk_options_get_double(o, "pc.amg.omega", &d->omega));
     HK_CALL(hk_options_get_double(o, "pc.amg.ratio", &d->ratio));
@@ -604,6 +637,7 @@ int hk_amg_read_options(hk_options *o, hk_amg_options *d)
     HK_CALL(hk_options_get_int(o, "pc.amg.lanczos", &d->lanczos));
     HK_CALL(hk_options_get_string(o, "pc.amg.format", &fmtname));
     HK_CALL(hk_options_get_choice(o, "pc.amg.precision", precision_names, &d->precision));
+    HK_CALL(hk_options_get_choice(o, "pc.amg.update", update_names, &d->update));
     HK_CHECK(d->threshold >= 0 && d->threshold < 1, HK_ERR_OPTION,
              "option pc.amg.threshold=%g is out of range; use 0 <= threshold < 1 (default 0.02)",
              d->threshold);
@@ -662,6 +696,8 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
     d->cycle = op.cycle;
     d->lanczos = op.lanczos;
     d->precision = op.precision;
+    d->update = op.update;
+    d->st.update_keeps_p = op.update == AMG_UPDATE_PROLONGATOR;
     *fmt_given = op.format != NULL;
     if (op.format) HK_CALL(hk_format_from_name(op.format, fmt));
     return 0;
@@ -767,8 +803,9 @@ static int coarsest(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al)
 }
 
 /* The fp64 values *val of a kept transfer pattern M moved into the level: converted into *v32
- * (allocated once) for an fp32 level, else M's own values (the old ones freed); *val is taken. */
-static int install_values(hk_pc *pc, hk_bmat *M, float **v32, double **val)
+ * (allocated once) for an fp32 level, *val then retired into *keep (retire_values), else M's
+ * own values (the old ones and *keep freed); *val is taken. */
+static int install_values(hk_pc *pc, hk_bmat *M, float **v32, double **val, double **keep)
 {
     const hk_backend_ops *be = pc->be;
     const int64_t nv = M->nnzb * M->br * M->bc;
@@ -777,14 +814,15 @@ static int install_values(hk_pc *pc, hk_bmat *M, float **v32, double **val)
         hk_vec src = {.be = be, .n = nv, .prec = HK_FP64, .data = *val};
         hk_vec dst = {.be = be, .n = nv, .prec = HK_FP32, .data = *v32};
         HK_CALL(be->vec_convert(&dst, &src));
-        be->dealloc(*val);
-        *val = NULL;
+        retire_values(be, val, keep);
         if (M->val) be->dealloc(M->val);
         M->val = NULL;
         return 0;
     }
     if (*v32) be->dealloc(*v32);
     *v32 = NULL;
+    if (keep && *keep) be->dealloc(*keep);
+    if (keep) *keep = NULL;
     if (M->val) be->dealloc(M->val);
     M->val = *val;
     *val = NULL;
@@ -793,17 +831,60 @@ static int install_values(hk_pc *pc, hk_bmat *M, float **v32, double **val)
 
 /* The re-set-up's transfer operators: the values of P and R (fp64, on the kept patterns of
  * L->Pb and L->Rb; taken) into the level, without new patterns. */
-static int refill_transfer(hk_pc *pc, amg_level *L, hk_bmat *P, hk_bmat *R)
+static int refill_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk_bmat *R)
 {
+    const int keep = d->update == AMG_UPDATE_PROLONGATOR;
     if (L->P) { /* scalar csr copies (a backend without bmat_spmv): made again */
         hk_mat_destroy(L->P);
         hk_mat_destroy(L->R);
         L->P = L->R = NULL;
         HK_CALL(transfer_matrix(pc, P, &L->P));
-        return transfer_matrix(pc, R, &L->R);
+        HK_CALL(transfer_matrix(pc, R, &L->R));
+        if (keep) {
+            retire_values(pc->be, &P->val, &L->P64);
+            retire_values(pc->be, &R->val, &L->R64);
+        }
+        return 0;
     }
-    HK_CALL(install_values(pc, &L->Pb, &L->Pv, &P->val));
-    return install_values(pc, &L->Rb, &L->Rv, &R->val);
+    HK_CALL(install_values(pc, &L->Pb, &L->Pv, &P->val, keep ? &L->P64 : NULL));
+    return install_values(pc, &L->Rb, &L->Rv, &R->val, keep ? &L->R64 : NULL);
+}
+
+/* pc.amg.update=prolongator: the kept P and R of level L as fp64 block matrices (views: the
+ * level's patterns and kept values, never freed by the caller). */
+static void kept_transfer(const amg_level *L, hk_bmat *P, hk_bmat *R)
+{
+    *P = L->Pb;
+    *R = L->Rb;
+    P->val = L->Pb.val ? L->Pb.val : L->P64;
+    R->val = L->Rb.val ? L->Rb.val : L->R64;
+}
+
+/* The kept transfer operators of level L applied in pc->prec after the levels' precision
+ * changed (the fp64 fallback of fp32 levels): fp64 levels apply the kept fp64 values
+ * themselves (moved into Pb.val, Rb.val); scalar csr copies are made again in the new
+ * precision. */
+static int kept_transfer_precision(hk_pc *pc, amg_level *L)
+{
+    const hk_backend_ops *be = pc->be;
+    if (L->P) {
+        if (L->P->prec == pc->prec) return 0;
+        hk_bmat P, R;
+        kept_transfer(L, &P, &R);
+        hk_mat_destroy(L->P);
+        hk_mat_destroy(L->R);
+        L->P = L->R = NULL;
+        HK_CALL(transfer_matrix(pc, &P, &L->P));
+        return transfer_matrix(pc, &R, &L->R);
+    }
+    if (pc->prec != HK_FP64 || !L->P64) return 0;
+    L->Pb.val = L->P64;
+    L->Rb.val = L->R64;
+    L->P64 = L->R64 = NULL;
+    if (L->Pv) be->dealloc(L->Pv);
+    if (L->Rv) be->dealloc(L->Rv);
+    L->Pv = L->Rv = NULL;
+    return 0;
 }
 
 /* The blocks of A_{l+1} below the diagonal from those above it; a pattern without a block's
@@ -823,6 +904,54 @@ static int mirror_coarse(const hk_backend_ops *be, int l, hk_bmat *Anext)
     return 0;
 }
 
+/* The re-set-up of pc.amg.update=prolongator on level l: D^-1 and the spectral bound of the
+ * new A_l, then A_{l+1} = R (A_l P) with the kept P and R into the kept patterns of A P and
+ * A_{l+1} (*Anext: its values, released with drop_values) by the numeric halves that the
+ * set-up's products have the digits of; with A_l the set-up's, the set-up's bytes. */
+static int coarse_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, hk_amg_phases *ph,
+                           hk_bmat *Anext)
+{
+    const hk_backend_ops *be = pc->be;
+    amg_level *L = &d->lev[l], *C = &d->lev[l + 1];
+    hk_bmat P, R, AP = {0};
+    hk_vec *D64 = NULL;
+    int ierr = 0;
+    double t0 = now_synced(be), t1;
+    HK_TRY(block_inverse(pc, Al, l, L, &D64));
+    HK_TRY(spectral_bound(pc, d, L, l));
+    if (d->smoother == SMOOTHER_L1_JACOBI) HK_TRY(l1_scaling(pc, Al, l, L));
+    d->st.rho[l] = L->rho;
+    ph->smoother += now_synced(be) - t0;
+
+    t0 = t1 = now_synced(be);
+    HK_TRY(kept_transfer_precision(pc, L));
+    kept_transfer(L, &P, &R);
+    HK_TRY_CHECK(P.val && R.val, HK_ERR_INTERNAL,
+                 "pc=amg: level %d kept no fp64 transfer values for the re-set-up", l);
+    HK_TRY(values_on(be, &L->APpat, &AP));
+    ph->values += lap(be, &t1);
+    HK_TRY(be->bmat_spgemm_numeric(Al, &P, &AP));
+    ph->ap += lap(be, &t1);
+    HK_TRY(values_on(be, &C->Apat, Anext));
+    ph->values += lap(be, &t1);
+    if (d->galerkin_full) {
+        HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
+        ph->rap += lap(be, &t1);
+    } else {
+        HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
+        ph->rap += lap(be, &t1);
+        HK_TRY(mirror_coarse(be, l, Anext));
+        ph->mirror += lap(be, &t1);
+    }
+    drop_values(be, &AP);
+    ph->values += lap(be, &t1);
+    ph->galerkin += now_synced(be) - t0;
+fail:
+    drop_values(be, &AP);
+    if (D64 != L->Dinv) hk_vec_destroy(D64);
+    return ierr;
+}
+
 /* Level l's smoother data and transfer operators, and the next level's operator: *Anext gets
  * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with drop_values), *Bc the
  * coarse near-null space (NULL when B is: the re-set-up with the kept T).
@@ -832,9 +961,10 @@ static int mirror_coarse(const hk_backend_ops *be, int l, hk_bmat *Anext)
  * numeric halves run, into the kept patterns (amg_tentative_product_numeric,
  * bmat_spgemm_numeric, amg_smooth_prolongator_numeric in place over A T, and
  * bmat_transpose_numeric): no pattern is made, sorted or allocated, and the digits are those of
- * the whole ops. */
+ * the whole ops. keep_p (a re-set-up of pc.amg.update=prolongator with the set-up's supports):
+ * P and R are the kept ones (no T, A T, smoothing or transpose), and only A P and R (A P) run. */
 static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const double *B,
-                          int fresh, hk_amg_phases *ph, hk_bmat *Anext, double **Bc)
+                          int fresh, int keep_p, hk_amg_phases *ph, hk_bmat *Anext, double **Bc)
 {
     const hk_backend_ops *be = pc->be;
     amg_level *L = &d->lev[l], *C = &d->lev[l + 1];
@@ -844,6 +974,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     double t0;
     memset(Anext, 0, sizeof *Anext);
     *Bc = NULL;
+    if (keep_p) return coarse_operator(pc, d, l, Al, ph, Anext);
 
     /* tentative prolongator and the coarse near-null space */
     t0 = now_synced(be);
@@ -941,9 +1072,9 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
 
     t0 = now_synced(be);
     if (fresh)
-        HK_TRY(install_transfer(pc, L, &P, &R));
+        HK_TRY(install_transfer(pc, d, L, &P, &R));
     else
-        HK_TRY(refill_transfer(pc, L, &P, &R));
+        HK_TRY(refill_transfer(pc, d, L, &P, &R));
     ph->matrices += now_synced(be) - t0;
 fail:
     hk_bmat_free(&T);
@@ -962,15 +1093,15 @@ fail:
 }
 
 /* Level l's transfer operators (level_transfer from A_l = Al and level l's near-null space
- * *B), then level l+1 is the current one: *Acur gets A_{l+1}'s values (on its kept pattern;
- * the old values are dropped) and *B the coarse near-null space. */
-static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh, hk_amg_phases *ph,
-                   hk_bmat *Acur, double **B)
+ * *B; keep_p: the kept P and R), then level l+1 is the current one: *Acur gets A_{l+1}'s
+ * values (on its kept pattern; the old values are dropped) and *B the coarse near-null space. */
+static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh, int keep_p,
+                   hk_amg_phases *ph, hk_bmat *Acur, double **B)
 {
     const hk_backend_ops *be = pc->be;
     hk_bmat Anext = {0};
     double *Bc = NULL;
-    const int ierr = level_transfer(pc, d, l, Al, *B, fresh, ph, &Anext, &Bc);
+    const int ierr = level_transfer(pc, d, l, Al, *B, fresh, keep_p, ph, &Anext, &Bc);
     if (ierr) {
         drop_values(be, &Anext);
         if (Bc) be->dealloc(Bc);
@@ -1010,6 +1141,8 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
         if (L->Pv) st->bytes_transfer += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * 4;
         if (L->Rv) st->bytes_transfer += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * 4;
         if (L->P) st->bytes_transfer += L->P->bytes + L->R->bytes;
+        if (L->P64) st->bytes_reuse += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * sizeof(double);
+        if (L->R64) st->bytes_reuse += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * sizeof(double);
         st->bytes_smoother += vec_bytes(L->Dinv) + vec_bytes(L->l1);
         const hk_vec *v[] = {L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -1123,7 +1256,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
             break;
         }
         HK_TRY_CHECK(l + 1 < AMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
-        HK_TRY(descend(pc, d, l, Al, 1, ph, &Acur, &B));
+        HK_TRY(descend(pc, d, l, Al, 1, 0, ph, &Acur, &B));
         Al = &Acur;
     }
     d->nlevels = l + 1;
@@ -1145,7 +1278,9 @@ fail:
 }
 
 /* The numeric part again from K's new values (the same pattern), in pc->prec: the kept
- * aggregates and patterns, everything else computed anew. */
+ * aggregates and patterns, everything else computed anew; with pc.amg.update=prolongator and
+ * the set-up's supports the kept P and R too (only the coarse operators, the smoother data and
+ * the coarse inverse anew). */
 static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
 {
     const hk_backend_ops *be = pc->be;
@@ -1177,6 +1312,9 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
         dec = NULL;
     }
     ph->nearnull = now_synced(be) - t_start;
+    /* P and R were made from the set-up's supports: with others they are made again */
+    const int keep_p = d->update == AMG_UPDATE_PROLONGATOR && same;
+    d->st.last_update_kept = keep_p;
 
     const hk_bmat *Al = K;
     for (int l = 0; l < d->nlevels; l++) {
@@ -1189,12 +1327,13 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
             ph->coarse += now_synced(be) - t0;
             break;
         }
-        HK_TRY(descend(pc, d, l, Al, 0, ph, &Acur, &B));
+        HK_TRY(descend(pc, d, l, Al, 0, keep_p, ph, &Acur, &B));
         Al = &Acur;
     }
     ph->total = now_synced(be) - t_start;
     amg_memory(pc, d);
-    print_phases("update", ph, process_cpu() - cpu_start, d->galerkin_full ? "full" : "symmetric");
+    print_phases(keep_p ? "update (P, R kept)" : "update", ph, process_cpu() - cpu_start,
+                 d->galerkin_full ? "full" : "symmetric");
 fail:
     hk_vec_destroy(dec);
     drop_values(be, &Acur);
@@ -1540,6 +1679,8 @@ static void amg_describe(const hk_pc *pc, char *buf, size_t len)
         k += (size_t)(isfinite(d->st.stalled_at)
                           ? snprintf(buf + k, len - k, " (fp32 stalled at %.1e)", d->st.stalled_at)
                           : snprintf(buf + k, len - k, " (fp32 overflowed)"));
+    if (k < len && d->update == AMG_UPDATE_PROLONGATOR)
+        k += (size_t)snprintf(buf + k, len - k, ", updates keep P");
     if (k < len) snprintf(buf + k, len - k, ", %.0f bytes/DOF", d->st.bytes_per_dof);
 }
 
@@ -1548,7 +1689,7 @@ const hk_pc_type hk_pc_amg = {
     .summary = "smoothed-aggregation multigrid with the rigid-body modes (elasticity, Poisson)",
     .options = "pc.amg.threshold pc.amg.max_levels pc.amg.coarse_size pc.amg.smoother "
                "pc.amg.degree pc.amg.pre pc.amg.post pc.amg.cycle pc.amg.format pc.amg.omega "
-               "pc.amg.ratio pc.amg.safety pc.amg.lanczos pc.amg.precision",
+               "pc.amg.ratio pc.amg.safety pc.amg.lanczos pc.amg.precision pc.amg.update",
     .symmetric = 1,
     .setup = amg_setup,
     .apply = amg_apply,

@@ -217,7 +217,9 @@ typedef struct hk_amg_stats {
         bytes_reuse;
     double bytes_per_dof;
     hk_amg_phases setup, update;
-    int updates; /* values-only re-set-ups so far */
+    int updates;          /* values-only re-set-ups so far */
+    int update_keeps_p;   /* pc.amg.update=prolongator: the re-set-ups keep P and R */
+    int last_update_kept; /* the last re-set-up kept P and R (0: it made them again) */
 } hk_amg_stats;
 int hk_pc_amg_info(const hk_pc *pc, hk_amg_stats *st);
 /* Tests: level l's operator as stored (mat_download) and, above the coarsest, its transfer
@@ -227,9 +229,11 @@ int hk_pc_amg_level(const hk_pc *pc, int l, hk_bmat *P, hk_bmat *R, hk_fmt *A);
  * level operators: the options, one smoother sweep and the spectral bound. */
 enum { HK_AMG_CHEBYSHEV = 0, HK_AMG_L1_JACOBI, HK_AMG_BJACOBI };
 enum { HK_AMG_PREC_AUTO = 0, HK_AMG_PREC_FP32, HK_AMG_PREC_FP64 };
+/* pc.amg.update: what hk_solver_update_values keeps (the aggregates, or P and R too) */
+enum { HK_AMG_UPDATE_AGGREGATES = 0, HK_AMG_UPDATE_PROLONGATOR };
 typedef struct hk_amg_options {
     double threshold, omega, ratio, safety;
-    int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
+    int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision, update;
     const char *format; /* pc.amg.format, or NULL */
 } hk_amg_options;
 #define HK_AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most */
