@@ -395,6 +395,48 @@ static void test_prolongator(void)
     unsetenv("HOOKE_AMG_GALERKIN");
 }
 
+/* pc.amg.update=prolongator with fp32 levels that overflow in the solve (b 2^130 times too
+ * large): the fallback builds the fp64 levels from the kept P and R (which the levels then apply
+ * in fp64), converges; a later update to a stiffer region keeps them and converges. */
+static void check_prolongator_fallback(const char *be)
+{
+    const int m = 9;
+    hk_bcsr K = {0}, K2 = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    region_stiffer(&K, xyz, 10.0, &K2);
+    const int64_t n = K.nbrows * 3;
+    double *b = malloc((size_t)n * sizeof *b), *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = ldexp(sin(0.1 * (double)i), 130);
+    char opts[128];
+    snprintf(opts, sizeof opts, "backend=%s pc=amg pc.amg.update=prolongator", be);
+    hk_solver *s = hk_test_solver(&K, &nn, opts);
+    hk_result res;
+    hk_amg_stats st;
+    memset(x, 0, (size_t)n * sizeof *x);
+    HK_ASSERT_OK(hk_solver_solve(s, b, x, &res));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(hk_reason_converged(res.reason));
+    CU_ASSERT(true_residual(&K, b, x) < 2e-8);
+    CU_ASSERT_EQUAL(res.setups, 2);
+    CU_ASSERT(!st.fp32 && st.last_update_kept);
+    HK_ASSERT_OK(hk_solver_update_values(s, &K2));
+    HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
+    CU_ASSERT(!st.fp32 && st.last_update_kept);
+    solve_count(s, &K2, b, x, 2e-8);
+    hk_solver_destroy(s);
+    hk_bcsr_free(&K), hk_bcsr_free(&K2);
+    free(xyz), free(b), free(x);
+}
+
+static void test_prolongator_fallback(void)
+{
+    check_prolongator_fallback("cpu");
+}
+
 /* pc.amg.update by name: a bad value is one sentence naming the option and the choices. */
 static void test_update_option(void)
 {
@@ -420,6 +462,8 @@ HK_SUITE(amg_update,
          {"pc.amg.update=prolongator: K again the set-up's bytes; a stiffer region keeps P and R, "
           "A_c = R (A P), converges; other supports make P again",
           test_prolongator},
+         {"pc.amg.update=prolongator: fp32 levels overflowing fall back to fp64 with the kept P",
+          test_prolongator_fallback},
          {"pc.amg.update: a bad value named with the choices", test_update_option})
 
 /* ---- device ------------------------------------------------------------------------------- */
@@ -561,6 +605,7 @@ static void test_cuda_prolongator(void)
     setenv("HOOKE_AMG_GALERKIN", "full", 1);
     check_prolongator("cuda", "pc.amg.precision=fp64");
     unsetenv("HOOKE_AMG_GALERKIN");
+    check_prolongator_fallback("cuda");
     static const char *const extra[] = {"", "pc.amg.precision=fp64"};
     for (int v = 0; v < 2; v++) {
         const int m = 12;
