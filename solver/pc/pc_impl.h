@@ -234,6 +234,7 @@ enum { HK_AMG_UPDATE_AGGREGATES = 0, HK_AMG_UPDATE_PROLONGATOR };
 typedef struct hk_amg_options {
     double threshold, omega, ratio, safety;
     int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision, update;
+    int update_lanczos; /* pc.amg.update_lanczos: 0, or warm-started steps of the updates */
     const char *format; /* pc.amg.format, or NULL */
 } hk_amg_options;
 #define HK_AMG_MAX_COARSE 8000 /* scalar rows of a dense coarsest inverse at most */
