@@ -402,7 +402,9 @@ static void pcs_print_amg(const pcs_row *w)
            a->bytes_smoother / 1e6, a->bytes_vectors / 1e6, a->bytes_coarse / 1e6,
            a->bytes_reuse / 1e6, 1e3 * w->spmv_s);
     pcs_print_phases("set-up", &a->setup, w->spmv_s);
-    pcs_print_phases("values-only re-set-up", &a->update, w->spmv_s);
+    pcs_print_phases(a->last_update_kept ? "values-only re-set-up (P, R kept)"
+                                         : "values-only re-set-up",
+                     &a->update, w->spmv_s);
     if (w->note[0]) printf("  note: %s\n", w->note);
 }
 
@@ -720,6 +722,7 @@ int hk_bench_pcs(int argc, char **argv)
                     hk_json_number(&j, "bytes_vectors", (double)a->bytes_vectors);
                     hk_json_number(&j, "bytes_coarse", (double)a->bytes_coarse);
                     hk_json_number(&j, "bytes_reuse", (double)a->bytes_reuse);
+                    hk_json_int(&j, "update_keeps_p", a->last_update_kept);
                     const hk_amg_phases *ph[2] = {&a->setup, &a->update};
                     for (int q = 0; q < 2; q++) {
                         hk_json_begin_object(&j, q ? "update" : "setup");
