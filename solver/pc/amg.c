@@ -409,8 +409,8 @@ int hk_amg_lanczos_bound(const hk_amg_sweep *s, int steps, double safety, int le
 /* An upper bound of the spectrum of D^-1 A (D^-1 = Dinv, inverse node blocks) from `steps`
  * steps of preconditioned CG, whose coefficients give the Lanczos tridiagonal of D^-1 A in
  * the A inner product; its largest eigenvalue (a lower bound of the true one that converges
- * from below quickly) times the safety factor. */
-/* With pc.amg.update_lanczos=N (N > 0) the bound of the fine level also keeps its top Ritz
+ * from below quickly) times the safety factor, from a fixed start vector.
+ * With pc.amg.update_lanczos=N (N > 0) the bound of the fine level also keeps its top Ritz
  * vector (L->ritz), and a re-set-up takes N steps started from it (r = A y, so z = D^-1 A y:
  * one power step on the old eigenvector) instead of pc.amg.lanczos steps from the fixed start
  * vector. The top of the spectrum of the block-Jacobi scaled K hardly moves when a material
