@@ -604,6 +604,34 @@ static void test_cuda_numeric_ops(void)
     numeric_ops_on_cuda();
 }
 
+/* On elasticity3d:12 with options extra, the cuda update against the CPU's (the same K and new
+ * values: S K S, or with stiffer a region 10 times stiffer): every level within tol. */
+static void cuda_against_cpu(const char *extra, double tol, int stiffer)
+{
+    const int m = 12;
+    char oc[256], og[256];
+    snprintf(oc, sizeof oc, "backend=cpu pc=amg pc.amg.format=bsr %s", extra);
+    snprintf(og, sizeof og, "backend=cuda pc=amg pc.amg.format=bsr %s", extra);
+    hk_bcsr K = {0}, K2 = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    if (stiffer)
+        region_stiffer(&K, xyz, 10.0, &K2);
+    else
+        hk_test_node_scaled(&K, &K2);
+    hk_solver *c = hk_test_solver(&K, &nn, oc), *g = hk_test_solver(&K, &nn, og);
+    HK_ASSERT_OK(hk_solver_update_values(c, &K2));
+    HK_ASSERT_OK(hk_solver_update_values(g, &K2));
+    const double rel = compare_levels(c, g, tol);
+    printf("\n    %s: cuda update against cpu update, largest relative difference %.1e", extra,
+           rel);
+    hk_solver_destroy(c), hk_solver_destroy(g);
+    hk_bcsr_free(&K), hk_bcsr_free(&K2);
+    free(xyz);
+}
+
 /* The cuda update against a fresh cuda set-up (bytes) and the CPU's update (rounding: the
  * spectral bounds' sums differ between the backends). */
 static void test_cuda_hierarchy(void)
@@ -614,25 +642,7 @@ static void test_cuda_hierarchy(void)
     unsetenv("HOOKE_AMG_GALERKIN");
     for (int v = 0; v < 2; v++) {
         check_hierarchy("cuda", extra[v]);
-        const int m = 12;
-        char oc[256], og[256];
-        snprintf(oc, sizeof oc, "backend=cpu pc=amg pc.amg.format=bsr %s", extra[v]);
-        snprintf(og, sizeof og, "backend=cuda pc=amg pc.amg.format=bsr %s", extra[v]);
-        hk_bcsr K = {0}, K2 = {0};
-        double *xyz = NULL;
-        HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
-        HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
-        hk_nearnull nn = {.dim = 3, .coords = xyz};
-        hk_test_node_scaled(&K, &K2);
-        hk_solver *c = hk_test_solver(&K, &nn, oc), *g = hk_test_solver(&K, &nn, og);
-        HK_ASSERT_OK(hk_solver_update_values(c, &K2));
-        HK_ASSERT_OK(hk_solver_update_values(g, &K2));
-        const double rel = compare_levels(c, g, v ? 1e-10 : 1e-6);
-        printf("\n    %s: cuda update against cpu update, largest relative difference %.1e",
-               v ? "fp64 levels" : "fp32 levels", rel);
-        hk_solver_destroy(c), hk_solver_destroy(g);
-        hk_bcsr_free(&K), hk_bcsr_free(&K2);
-        free(xyz);
+        cuda_against_cpu(extra[v], v ? 1e-10 : 1e-6, 0);
     }
 }
 
@@ -674,30 +684,8 @@ static void test_cuda_prolongator(void)
     check_prolongator("cuda", "pc.amg.precision=fp64");
     unsetenv("HOOKE_AMG_GALERKIN");
     check_prolongator_fallback("cuda");
-    static const char *const extra[] = {"", "pc.amg.precision=fp64"};
-    for (int v = 0; v < 2; v++) {
-        const int m = 12;
-        char oc[256], og[256];
-        snprintf(oc, sizeof oc, "backend=cpu pc=amg pc.amg.format=bsr pc.amg.update=prolongator %s",
-                 extra[v]);
-        snprintf(og, sizeof og,
-                 "backend=cuda pc=amg pc.amg.format=bsr pc.amg.update=prolongator %s", extra[v]);
-        hk_bcsr K = {0}, K2 = {0};
-        double *xyz = NULL;
-        HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
-        HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
-        hk_nearnull nn = {.dim = 3, .coords = xyz};
-        region_stiffer(&K, xyz, 10.0, &K2);
-        hk_solver *c = hk_test_solver(&K, &nn, oc), *g = hk_test_solver(&K, &nn, og);
-        HK_ASSERT_OK(hk_solver_update_values(c, &K2));
-        HK_ASSERT_OK(hk_solver_update_values(g, &K2));
-        const double rel = compare_levels(c, g, v ? 1e-10 : 1e-6);
-        printf("\n    %s: cuda prolongator update against cpu's, largest relative difference %.1e",
-               v ? "fp64 levels" : "fp32 levels", rel);
-        hk_solver_destroy(c), hk_solver_destroy(g);
-        hk_bcsr_free(&K), hk_bcsr_free(&K2);
-        free(xyz);
-    }
+    cuda_against_cpu("pc.amg.update=prolongator", 1e-6, 1);
+    cuda_against_cpu("pc.amg.update=prolongator pc.amg.precision=fp64", 1e-10, 1);
 }
 
 HK_DEVICE_SUITE(cuda_amg_update,

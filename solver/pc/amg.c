@@ -960,50 +960,71 @@ static int mirror_coarse(const hk_backend_ops *be, int l, hk_bmat *Anext)
     return 0;
 }
 
+/* Level l's smoother data from A_l: D^-1 (*D64 its fp64 copy, see block_inverse), the
+ * spectral bound (warm: a re-set-up's, spectral_bound), the l1 scaling. */
+static int smoother_data(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int warm,
+                         hk_amg_phases *ph, hk_vec **D64)
+{
+    amg_level *L = &d->lev[l];
+    const double t0 = now_synced(pc->be);
+    HK_CALL(block_inverse(pc, Al, l, L, D64));
+    HK_CALL(spectral_bound(pc, d, L, l, warm));
+    if (d->smoother == SMOOTHER_L1_JACOBI) HK_CALL(l1_scaling(pc, Al, l, L));
+    d->st.rho[l] = L->rho;
+    ph->smoother += now_synced(pc->be) - t0;
+    return 0;
+}
+
+/* The re-set-up's A_{l+1} = R (A_l P) into the kept patterns of A P and A_{l+1} (*Anext: its
+ * values, released with drop_values) by the numeric halves, whose digits are the set-up's
+ * products'; each step timed into ph from *t1. */
+static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *P,
+                            const hk_bmat *R, hk_amg_phases *ph, double *t1, hk_bmat *Anext)
+{
+    const hk_backend_ops *be = pc->be;
+    hk_bmat AP = {0};
+    int ierr = 0;
+    HK_TRY(values_on(be, &d->lev[l].APpat, &AP));
+    ph->values += lap(be, t1);
+    HK_TRY(be->bmat_spgemm_numeric(Al, P, &AP));
+    ph->ap += lap(be, t1);
+    HK_TRY(values_on(be, &d->lev[l + 1].Apat, Anext));
+    ph->values += lap(be, t1);
+    if (d->galerkin_full) {
+        HK_TRY(be->bmat_spgemm_numeric(R, &AP, Anext));
+        ph->rap += lap(be, t1);
+    } else {
+        HK_TRY(be->bmat_spgemm_numeric_upper(R, &AP, Anext));
+        ph->rap += lap(be, t1);
+        HK_TRY(mirror_coarse(be, l, Anext));
+        ph->mirror += lap(be, t1);
+    }
+fail:
+    drop_values(be, &AP);
+    ph->values += lap(be, t1);
+    return ierr;
+}
+
 /* The re-set-up of pc.amg.update=prolongator on level l: D^-1 and the spectral bound of the
- * new A_l, then A_{l+1} = R (A_l P) with the kept P and R into the kept patterns of A P and
- * A_{l+1} (*Anext: its values, released with drop_values) by the numeric halves that the
- * set-up's products have the digits of; with A_l the set-up's, the set-up's bytes. */
+ * new A_l, then A_{l+1} = R (A_l P) with the kept P and R (numeric_galerkin); with A_l the
+ * set-up's, the set-up's bytes. */
 static int coarse_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, hk_amg_phases *ph,
                            hk_bmat *Anext)
 {
     const hk_backend_ops *be = pc->be;
-    amg_level *L = &d->lev[l], *C = &d->lev[l + 1];
-    hk_bmat P, R, AP = {0};
+    amg_level *L = &d->lev[l];
+    hk_bmat P, R;
     hk_vec *D64 = NULL;
     int ierr = 0;
-    double t0 = now_synced(be), t1;
-    HK_TRY(block_inverse(pc, Al, l, L, &D64));
-    HK_TRY(spectral_bound(pc, d, L, l, 1));
-    if (d->smoother == SMOOTHER_L1_JACOBI) HK_TRY(l1_scaling(pc, Al, l, L));
-    d->st.rho[l] = L->rho;
-    ph->smoother += now_synced(be) - t0;
-
-    t0 = t1 = now_synced(be);
+    HK_TRY(smoother_data(pc, d, l, Al, 1, ph, &D64));
+    double t0 = now_synced(be), t1 = t0;
     HK_TRY(kept_transfer_precision(pc, L));
     kept_transfer(L, &P, &R);
     HK_TRY_CHECK(P.val && R.val, HK_ERR_INTERNAL,
                  "pc=amg: level %d kept no fp64 transfer values for the re-set-up", l);
-    HK_TRY(values_on(be, &L->APpat, &AP));
-    ph->values += lap(be, &t1);
-    HK_TRY(be->bmat_spgemm_numeric(Al, &P, &AP));
-    ph->ap += lap(be, &t1);
-    HK_TRY(values_on(be, &C->Apat, Anext));
-    ph->values += lap(be, &t1);
-    if (d->galerkin_full) {
-        HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
-        ph->rap += lap(be, &t1);
-    } else {
-        HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
-        ph->rap += lap(be, &t1);
-        HK_TRY(mirror_coarse(be, l, Anext));
-        ph->mirror += lap(be, &t1);
-    }
-    drop_values(be, &AP);
-    ph->values += lap(be, &t1);
+    HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
     ph->galerkin += now_synced(be) - t0;
 fail:
-    drop_values(be, &AP);
     if (D64 != L->Dinv) hk_vec_destroy(D64);
     return ierr;
 }
@@ -1047,12 +1068,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
     ph->tentative += now_synced(be) - t0;
 
     /* smoother data and the spectral bound of D^-1 A */
-    t0 = now_synced(be);
-    HK_TRY(block_inverse(pc, Al, l, L, &D64));
-    HK_TRY(spectral_bound(pc, d, L, l, !fresh));
-    if (d->smoother == SMOOTHER_L1_JACOBI) HK_TRY(l1_scaling(pc, Al, l, L));
-    d->st.rho[l] = L->rho;
-    ph->smoother += now_synced(be) - t0;
+    HK_TRY(smoother_data(pc, d, l, Al, !fresh, ph, &D64));
 
     /* P = T - (omega/rho) D^-1 A T; A T has P's pattern. The steps are timed one by one for
      * HOOKE_AMG_PROFILE (t1: the step's start) */
@@ -1106,23 +1122,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         ph->values += lap(be, &t1);
         HK_TRY(be->bmat_transpose_numeric(&P, &R));
         ph->transpose += lap(be, &t1);
-        HK_TRY(values_on(be, &L->APpat, &AP));
-        ph->values += lap(be, &t1);
-        HK_TRY(be->bmat_spgemm_numeric(Al, &P, &AP));
-        ph->ap += lap(be, &t1);
-        HK_TRY(values_on(be, &C->Apat, Anext));
-        ph->values += lap(be, &t1);
-        if (d->galerkin_full) {
-            HK_TRY(be->bmat_spgemm_numeric(&R, &AP, Anext));
-            ph->rap += lap(be, &t1);
-        } else {
-            HK_TRY(be->bmat_spgemm_numeric_upper(&R, &AP, Anext));
-            ph->rap += lap(be, &t1);
-            HK_TRY(mirror_coarse(be, l, Anext));
-            ph->mirror += lap(be, &t1);
-        }
-        drop_values(be, &AP);
-        ph->values += lap(be, &t1);
+        HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
     }
     ph->galerkin += now_synced(be) - t0;
 
