@@ -2,7 +2,7 @@
  *
  *   rank 0:  mesh -> bind -> hk_assemble_prepare (checks, supports, surface loads) -> parts
  *   each:    its part -> hk_assemble_rows_resident_on (its GPU, or the host)
- *            -> hk_solver_create_dist_resident (values on the GPU) or hk_solver_create_dist
+ *            -> hk_solver_create_dist_device (rows on the GPU) or hk_solver_create_dist
  *            -> solve -> ghost displacements -> hk_postproc_part_on -> ghost fields -> piece
  *   rank 0:  .pvtu, the summary (sums and maxima over the processes)
  *
@@ -534,9 +534,8 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 
     /* 3. every process: its rows, on its device where one process would assemble there (the
      * solver's backend is a device, --assembly not host, the model nothing the device
-     * assembly lacks); only the owned rows' pattern comes down to the host, for the
-     * distributed set-up's layout, and their values stay on the device for the solver
-     * (HOOKE_DIST_RESIDENT=0: they come down too, as before) */
+     * assembly lacks); the rows stay there, pattern and values, for the distributed set-up,
+     * which reads them there (HOOKE_DIST_RESIDENT=0: they come down to the host) */
     part_problem(&sm, &pt);
     sys.fixed = pt.fixed, sys.u_fixed = pt.u_fixed, sys.f_ext = pt.f_ext;
     pt.fixed = NULL, pt.u_fixed = NULL, pt.f_ext = NULL; /* now the system's */
@@ -594,7 +593,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
     if (pt.mesh.cells.n > 0) {
         const hk_backend *fb = fem_backend(r0.assembled_on);
-        ierr = resident ? hk_assemble_rows_resident_on(fb, &sm.p, pt.nown, &sys)
+        ierr = resident ? hk_assemble_rows_device_on(fb, &sm.p, pt.nown, &sys)
                         : hk_assemble_rows_on(fb, &sm.p, pt.nown, &sys);
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.assembled_on, "host")) {
             /* --assembly auto: a device too small for the part leaves it to the host */
@@ -607,12 +606,15 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         ierr = hk_calloc((size_t)pt.mesh.dim * pt.mesh.nnodes + 1, sizeof *sys.f, &sys.f);
     pv[0] = hk_time() - t;
     t_own = hk_time();
-    if (!ierr) ierr = owned_rows(&pt, &sys, &K);
+    if (!ierr && sys.Kd.be) /* the rows stayed on the device, their pattern too */
+        K.bs = pt.mesh.dim, K.nbrows = pt.nown, K.nbcols = pt.nglobal;
+    else if (!ierr)
+        ierr = owned_rows(&pt, &sys, &K);
     pv[1] = hk_time() - t_own;
     tmax[0] = hk_time() - t;
     t_own = hk_time();
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
-    nnzb = K.rowptr[K.nbrows];
+    nnzb = sys.Kd.be ? sys.Kd.nnzb : K.rowptr[K.nbrows];
     HK_TRY(hk_comm_sum_i64(w, &nnzb, 1));
     HK_TRY(hk_comm_max(w, tmax, 1));
     HK_TRY(where_all(w, r0.assembled_on, note, where, sizeof where, &on_device));
@@ -654,9 +656,10 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         }
         /* a part assembled on its device: the values stay there (each process chooses
          * alone: both calls make the same collective set-up) */
-        if (!ierr && sys.Kd.be)
-            ierr = hk_solver_create_dist_resident(w, pt.row0, &K, sys.Kd.be, sys.Kd.val, &nn,
-                                                  c->solver, &s);
+        if (!ierr && sys.Kd.be) /* its rows' columns are the part's: pt.gid's */
+            ierr = hk_solver_create_dist_device(w, pt.row0, pt.nglobal, &sys.Kd, pt.nown,
+                                                pt.gid + pt.nown, pt.mesh.nnodes - pt.nown, &nn,
+                                                c->solver, &s);
         else if (!ierr)
             ierr = hk_solver_create_dist(w, pt.row0, &K, &nn, c->solver, &s);
         t_kd_free = hk_time();

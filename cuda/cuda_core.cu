@@ -322,6 +322,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.dist_local_pattern = hk_cu_dist_local_pattern;
     o.dist_split = hk_cu_dist_split;
     o.dist_scan = hk_cu_dist_scan;
+    o.dist_global_columns = hk_cu_dist_global_columns;
     o.coo_to_csr = hk_cu_coo_to_csr;
     o.dist_row_lengths = hk_cu_dist_row_lengths;
     o.dist_pack_rows = hk_cu_dist_pack_rows;

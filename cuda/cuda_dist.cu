@@ -472,6 +472,30 @@ fail:
     return ierr;
 }
 
+// dist_global_columns: one thread an entry (cpu_dist.c is the reference).
+__global__ void k_global_columns(int64_t n, int64_t row0, int64_t nown,
+                                 const int64_t *__restrict__ ghost_gid, int64_t nghost,
+                                 const int32_t *__restrict__ col, int32_t *__restrict__ out)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c = col[k];
+        out[k] = (int32_t)(c >= 0 && c < nown               ? row0 + c
+                           : c >= nown && c < nown + nghost ? ghost_gid[c - nown]
+                                                            : -1);
+    }
+}
+
+int hk_cu_dist_global_columns(const int32_t *col, int64_t n, int64_t row0, int64_t nown,
+                              const int64_t *ghost_gid, int64_t nghost, int32_t *out)
+{
+    if (n == 0) return 0;
+    k_global_columns<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, row0, nown, ghost_gid,
+                                                                      nghost, col, out);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 // ---- coo_to_csr (hk_impl.h): COO to CSR, duplicates summed in input order ------------------
 // Every input entry gets a sort key (row << kbits | key; an entry without a row, or a bad one,
 // the row nrows: after all of them) and its input index; cub's radix sort, which is stable,

@@ -368,7 +368,8 @@ static int download_rows(const hk_fem_driver *drv, const hk_resident_bcsr *K, in
 }
 
 /* keep: the rows' values stay on the device (s->Kd, every row of the part: its first nrows
- * rows are the owned ones), only their pattern comes down into s->K (val NULL). */
+ * rows are the owned ones), only their pattern comes down into s->K (val NULL); keep 2:
+ * nothing comes down but the first nrows rows' block count (s->Kd's nnzb, nbrows nrows). */
 static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows, int keep,
                          hk_system *s);
 
@@ -382,6 +383,12 @@ int hk_fem_assemble_rows_resident_with(const hk_fem_driver *drv, const hk_proble
                                        hk_system *s)
 {
     return assemble_rows(drv, p, nrows, 1, s);
+}
+
+int hk_fem_assemble_rows_device_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
+                                     hk_system *s)
+{
+    return assemble_rows(drv, p, nrows, 2, s);
 }
 
 static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows, int keep,
@@ -439,8 +446,15 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
     if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
     HK_TRY(drv->eliminate(ses, &K, s->fixed, s->u_fixed, s->f));
     stage(what, "eliminate", &t);
-    HK_TRY(download_rows(drv, &K, nrows, !keep, &s->K));
-    stage(what, keep ? "download (pattern)" : "download", &t);
+    if (keep == 2) { /* the pattern stays too: the owned rows' block count alone comes down */
+        const hk_fem_down last = {&K.nnzb, K.rowptr + nrows, sizeof K.nnzb};
+        HK_TRY(drv->download(&last, 1));
+        K.nbrows = nrows;
+        stage(what, "block count", &t);
+    } else {
+        HK_TRY(download_rows(drv, &K, nrows, !keep, &s->K));
+        stage(what, keep ? "download (pattern)" : "download", &t);
+    }
     if (keep) { /* the values stay, the system's */
         s->Kd = K;
         memset(&K, 0, sizeof K);
@@ -570,6 +584,14 @@ int hk_assemble_rows_resident_on(const hk_backend *be, const hk_problem *p, int6
     const hk_fem_driver *drv;
     HK_CALL(driver_of(be, &drv));
     return drv ? hk_fem_assemble_rows_resident_with(drv, p, nrows, s) : hk_assemble_rows(p, s);
+}
+
+int hk_assemble_rows_device_on(const hk_backend *be, const hk_problem *p, int64_t nrows,
+                               hk_system *s)
+{
+    const hk_fem_driver *drv;
+    HK_CALL(driver_of(be, &drv));
+    return drv ? hk_fem_assemble_rows_device_with(drv, p, nrows, s) : hk_assemble_rows(p, s);
 }
 
 int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,

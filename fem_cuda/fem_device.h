@@ -130,6 +130,8 @@ int hk_fem_assemble_rows_with(const hk_fem_driver *drv, const hk_problem *p, int
                               hk_system *s);
 int hk_fem_assemble_rows_resident_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
                                        hk_system *s);
+int hk_fem_assemble_rows_device_with(const hk_fem_driver *drv, const hk_problem *p, int64_t nrows,
+                                     hk_system *s);
 int hk_fem_postproc_part_with(const hk_fem_driver *drv, const hk_problem *p, const hk_system *s,
                               const double *u, int64_t nowned, hk_fields *out);
 

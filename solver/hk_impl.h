@@ -895,6 +895,13 @@ typedef struct hk_backend_ops {
      * [0, nglobal) (then kind and ghost are not made), -1 where none. */
     int (*dist_scan)(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
                      int64_t *bad);
+    /* dist_global_columns: a part's columns made global (a part assembled on its device hands
+     * its rows there, hk_solver_create_dist_device): out[k] (n entries) = row0 + c for the local
+     * column c = col[k] < nown (the owned nodes), ghost_gid[c - nown] for nown <= c < nown +
+     * nghost (the part's other nodes), -1 for any other c (the layout's scan then names the
+     * row). col, ghost_gid and out in the backend's memory; the same bytes on every backend. */
+    int (*dist_global_columns)(const int32_t *col, int64_t n, int64_t row0, int64_t nown,
+                               const int64_t *ghost_gid, int64_t nghost, int32_t *out);
     /* COO to CSR, duplicates summed in input order (pc=amg's distributed Galerkin merge: a
      * process's own rows of P^T (A P) with the blocks its neighbours sent). The input entries,
      * in order, are A's blocks (block CSR; block p of A's row i has row rmap[i], or none when

@@ -500,6 +500,13 @@ int hk_assemble_rows_on(const hk_backend *be, const hk_problem *p, int64_t nrows
  * device assembly): hk_assemble_rows, s->Kd empty. */
 int hk_assemble_rows_resident_on(const hk_backend *be, const hk_problem *p, int64_t nrows,
                                  hk_system *s);
+/* hk_assemble_rows_resident_on with the rows' pattern left on the device too (for
+ * hk_solver_create_dist_device; nothing of K comes down): s->K stays empty, s->Kd holds the
+ * part's K with nbrows = nrows and nnzb the blocks of those rows (its arrays hold every row's;
+ * the rows after nrows are incomplete, never read; free it once the solver is made). On the
+ * host: hk_assemble_rows, s->Kd empty. */
+int hk_assemble_rows_device_on(const hk_backend *be, const hk_problem *p, int64_t nrows,
+                               hk_system *s);
 /* hk_assemble_stiffness on be: K only, in be's memory (benchmarks). */
 int hk_assemble_stiffness_on(const hk_backend *be, const hk_problem *p, hk_resident_bcsr *K);
 /* Device memory the device assembly of m needs at its peak (the mesh, its adjacency, K with

@@ -488,6 +488,19 @@ int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, cons
 int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr *K,
                                    const hk_backend *be, const double *val, const hk_nearnull *nn,
                                    hk_options *o, hk_solver **s);
+/* hk_solver_create_dist_resident with the rows' pattern in be's memory too (a part assembled
+ * on its GPU, hk_assemble_rows_device_on), so that no array of the rows' blocks crosses to
+ * the host: A's first nown block rows are this process's (global rows row0 .. row0 + nown -
+ * 1; A's arrays in the memory of A->be, the rows after nown not read), their columns the
+ * part's own: column c < nown is the global block column row0 + c, column nown + g (g <
+ * nghost) is ghost_gid[g] (a host array); nglobal: the global block columns. The layout reads
+ * the pattern where it lies. The solver keeps no reference to A (the caller frees it after
+ * this returns). backend must be A's (or auto). With one process, A comes to the host and it
+ * is hk_solver_create_dist. */
+int hk_solver_create_dist_device(const hk_comm *c, int64_t row0, int64_t nglobal,
+                                 const hk_resident_bcsr *A, int64_t nown, const int64_t *ghost_gid,
+                                 int64_t nghost, const hk_nearnull *nn, hk_options *o,
+                                 hk_solver **s);
 
 /* Wall-clock seconds (monotonic). */
 double hk_time(void);

@@ -563,6 +563,8 @@ int hk_cpu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_
                       int32_t **src_bnd, int32_t **bcol, int64_t *nbc);
 int hk_cpu_dist_scan(const hk_dist_rows *R, int32_t *kind, int64_t **ghost, int64_t *nghost,
                      int64_t *bad);
+int hk_cpu_dist_global_columns(const int32_t *col, int64_t n, int64_t row0, int64_t nown,
+                               const int64_t *ghost_gid, int64_t nghost, int32_t *out);
 int hk_cpu_coo_to_csr(const hk_bmat *A, const int32_t *rmap, const int64_t *cmap, int64_t n,
                       const int32_t *erow, const int64_t *ekey, const double *eval, int64_t nrows,
                       int64_t nkeys, int64_t **rowptr, int64_t **key, double **val);
@@ -679,6 +681,7 @@ const hk_backend_ops hk_backend_cpu = {
     .dist_local_pattern = hk_cpu_dist_local_pattern,
     .dist_split = hk_cpu_dist_split,
     .dist_scan = hk_cpu_dist_scan,
+    .dist_global_columns = hk_cpu_dist_global_columns,
     .coo_to_csr = hk_cpu_coo_to_csr,
     .dist_row_lengths = hk_cpu_dist_row_lengths,
     .dist_pack_rows = hk_cpu_dist_pack_rows,

@@ -326,6 +326,20 @@ fail:
     return ierr;
 }
 
+/* The part's local columns as global ones, on the threads (each entry written once). */
+int hk_cpu_dist_global_columns(const int32_t *col, int64_t n, int64_t row0, int64_t nown,
+                               const int64_t *ghost_gid, int64_t nghost, int32_t *out)
+{
+#pragma omp parallel for schedule(static) if (n > 100000)
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t c = col[k];
+        out[k] = (int32_t)(c >= 0 && c < nown               ? row0 + c
+                           : c >= nown && c < nown + nghost ? ghost_gid[c - nown]
+                                                            : -1);
+    }
+    return 0;
+}
+
 /* ---- coo_to_csr (hk_impl.h): COO to CSR, duplicates summed in input order ---------------- */
 
 /* An input entry in its row: its key and where its block is (A's block src < na, else entry

@@ -158,6 +158,7 @@ static int download_arr(const hk_backend_ops *be, const void *dev, size_t bytes,
 typedef struct layout_rows {
     hk_dist_rows R;
     void *rowptr, *colind, *ghost, *inv, *perm;
+    int pattern_dev; /* the caller's pattern is in the backend's memory already */
 } layout_rows;
 
 static void layout_rows_free(const hk_backend_ops *be, layout_rows *U)
@@ -168,11 +169,32 @@ static void layout_rows_free(const hk_backend_ops *be, layout_rows *U)
     memset(U, 0, sizeof *U);
 }
 
+/* The caller's row i on the host, for a sentence naming its bad entry: *p0 its first block,
+ * *len its blocks, *col its columns (the caller frees them; a host pattern's own when the
+ * pattern is on the host: *own 0). A pattern in the backend's memory: that row alone comes
+ * down. */
+static int pattern_row(const hk_backend_ops *L, const hk_bcsr *K, int pattern_dev, int64_t i,
+                       int64_t *p0, int64_t *len, int32_t **col, int *own)
+{
+    *col = NULL, *own = 0;
+    if (!pattern_dev) {
+        *p0 = K->rowptr[i], *len = K->rowptr[i + 1] - *p0, *col = K->colind + *p0;
+        return 0;
+    }
+    int64_t rp[2];
+    HK_CALL(L->copy_from(rp, K->rowptr + i, sizeof rp));
+    *p0 = rp[0], *len = rp[1] - rp[0];
+    HK_CALL(hk_malloc((size_t)(*len + 1) * sizeof **col, col));
+    *own = 1;
+    return *len ? L->copy_from(*col, K->colind + *p0, (size_t)*len * sizeof **col) : 0;
+}
+
 /* The ghosts (sorted, unique; *ghost on the host) and each row's kind in inv (-1: a boundary
  * row, which reads a ghost; -2: an interior one) from one pass over the rows' columns: the
  * backend's dist_scan, on a device over the pattern uploaded here (kept for the split), the
- * kinds and the ghosts downloaded. A column outside the global columns stops it with
- * check_rows' sentence (the same first row). */
+ * kinds and the ghosts downloaded (a pattern already there, U->pattern_dev, is read where it
+ * lies). A column outside the global columns stops it with check_rows' sentence (the same
+ * first row). */
 static int list_ghosts(hk_dist *d, const hk_bcsr *K, layout_rows *U, int32_t *inv, int64_t **ghost)
 {
     const hk_backend_ops *L = d->local;
@@ -189,9 +211,12 @@ static int list_ghosts(hk_dist *d, const hk_bcsr *K, layout_rows *U, int32_t *in
         HK_CALL(L->dist_scan(&U->R, inv, ghost, &d->nghost, &bad));
     } else {
         void *kind = NULL, *gh = NULL;
-        HK_CALL(upload_arr(L, K->rowptr, (size_t)(nown + 1) * sizeof *K->rowptr, &U->rowptr));
-        HK_CALL(upload_arr(L, K->colind, (size_t)K->rowptr[nown] * sizeof *K->colind, &U->colind));
-        U->R.rowptr = U->rowptr, U->R.colind = U->colind;
+        if (!U->pattern_dev) {
+            HK_CALL(upload_arr(L, K->rowptr, (size_t)(nown + 1) * sizeof *K->rowptr, &U->rowptr));
+            HK_CALL(
+                upload_arr(L, K->colind, (size_t)K->rowptr[nown] * sizeof *K->colind, &U->colind));
+            U->R.rowptr = U->rowptr, U->R.colind = U->colind;
+        }
         HK_CALL(L->alloc(&kind, (size_t)(nown + 1) * sizeof *inv));
         int ierr = L->dist_scan(&U->R, kind, (int64_t **)&gh, &d->nghost, &bad);
         U->ghost = gh;
@@ -203,8 +228,15 @@ static int list_ghosts(hk_dist *d, const hk_bcsr *K, layout_rows *U, int32_t *in
         HK_CALL(ierr);
     }
     if (bad >= 0) {
-        const hk_bcsr pattern = {K->bs, K->nbrows, K->nbcols, K->rowptr, K->colind, NULL};
-        HK_CALL(check_rows(&pattern, d->row0));
+        int64_t p0 = 0, len = 0, rp[2];
+        int32_t *col = NULL;
+        int own = 0;
+        int ierr = pattern_row(L, K, U->pattern_dev, bad, &p0, &len, &col, &own);
+        rp[0] = 0, rp[1] = len;
+        const hk_bcsr row = {K->bs, 1, K->nbcols, rp, col, NULL};
+        if (!ierr) ierr = check_rows(&row, d->row0 + bad);
+        if (own) free(col);
+        HK_CALL(ierr);
         return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
                             "distributed rows: block row %lld has a column out of range that "
                             "the check does not find",
@@ -287,8 +319,8 @@ static hk_bmat host_view(const hk_backend_ops *be, const hk_bcsr *A, int64_t nbc
 /* The values of Koo and Kbnd on a host-memory backend by their gather indices: from the
  * caller's K->val (val_dev NULL) or from val_dev (the cpu's gather either way). Elsewhere
  * they stay NULL (device_values gathers them on the device). */
-static int host_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, const int32_t *src_oo,
-                       const int32_t *src_bnd)
+static int host_values(hk_dist *d, const hk_bcsr *K, int64_t nnzb, const double *val_dev,
+                       const int32_t *src_oo, const int32_t *src_bnd)
 {
     if (!d->host_memory) return 0;
     const int bb = d->bs * d->bs;
@@ -297,8 +329,8 @@ static int host_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, cons
     for (int k = 0; k < 2; k++) {
         const int64_t n = M[k]->rowptr[M[k]->nbrows];
         HK_CALL(hk_malloc((size_t)(n + 1) * bb * sizeof *M[k]->val, &M[k]->val));
-        HK_CALL(gather_blocks(&hk_backend_cpu, val_dev ? val_dev : K->val, K->rowptr[K->nbrows],
-                              src[k], n, bb, M[k]->val));
+        HK_CALL(gather_blocks(&hk_backend_cpu, val_dev ? val_dev : K->val, nnzb, src[k], n, bb,
+                              M[k]->val));
     }
     return 0;
 }
@@ -306,7 +338,7 @@ static int host_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, cons
 /* Koo_d and Kbnd_d: on a host-memory backend views of the host's matrices; on a device (the
  * split made them there) their values gathered from val_dev by the gather indices (the values
  * never on the host). */
-static int device_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, const int32_t *src_oo,
+static int device_values(hk_dist *d, int64_t nnzb, const double *val_dev, const int32_t *src_oo,
                          const int32_t *src_bnd)
 {
     const hk_backend_ops *L = d->local;
@@ -318,16 +350,16 @@ static int device_values(hk_dist *d, const hk_bcsr *K, const double *val_dev, co
     }
     HK_CHECK(val_dev, HK_ERR_INTERNAL, "distributed rows: no values on backend %s to gather",
              L->name);
-    const int64_t nsrc = K->rowptr[K->nbrows];
-    HK_CALL(gather_blocks(L, val_dev, nsrc, src_oo, d->Koo_d.nnzb, bb, d->Koo_d.val));
-    HK_CALL(gather_blocks(L, val_dev, nsrc, src_bnd, d->Kbnd_d.nnzb, bb, d->Kbnd_d.val));
+    HK_CALL(gather_blocks(L, val_dev, nnzb, src_oo, d->Koo_d.nnzb, bb, d->Koo_d.val));
+    HK_CALL(gather_blocks(L, val_dev, nnzb, src_bnd, d->Kbnd_d.nnzb, bb, d->Kbnd_d.val));
     return 0;
 }
 
 /* The values gathered on the backend (hk_dist_create_values) checked there: the first
  * non-finite one named by the caller's global row and column, as check_rows names it (that
- * row's values alone come down). */
-static int check_values_dev(const hk_dist *d, const hk_bcsr *K, const double *val_dev)
+ * row's values alone come down, and its columns where the pattern is on the backend). */
+static int check_values_dev(const hk_dist *d, const hk_bcsr *K, int pattern_dev,
+                            const double *val_dev)
 {
     const hk_backend_ops *L = d->local;
     const int bb = d->bs * d->bs;
@@ -341,14 +373,18 @@ static int check_values_dev(const hk_dist *d, const hk_bcsr *K, const double *va
     if (f_oo >= 0) first = d->perm[f_oo];
     if (f_bnd >= 0 && d->perm[d->nint + f_bnd] < first) first = d->perm[d->nint + f_bnd];
     if (first == INT64_MAX) return 0;
-    const int64_t p0 = K->rowptr[first], len = K->rowptr[first + 1] - p0;
-    int64_t rp[2] = {0, len};
+    int64_t p0 = 0, len = 0;
+    int32_t *col = NULL;
+    int own = 0;
     double *v = NULL;
-    HK_CALL(hk_malloc((size_t)(len * bb + 1) * sizeof *v, &v));
-    int ierr = L->copy_from(v, val_dev + p0 * bb, (size_t)(len * bb) * sizeof *v);
-    const hk_bcsr row = {d->bs, 1, K->nbcols, rp, K->colind + p0, v};
+    int ierr = pattern_row(L, K, pattern_dev, first, &p0, &len, &col, &own);
+    int64_t rp[2] = {0, len};
+    if (!ierr) ierr = hk_malloc((size_t)(len * bb + 1) * sizeof *v, &v);
+    if (!ierr) ierr = L->copy_from(v, val_dev + p0 * bb, (size_t)(len * bb) * sizeof *v);
+    const hk_bcsr row = {d->bs, 1, K->nbcols, rp, col, v};
     if (!ierr) ierr = check_rows(&row, d->row0 + first);
     free(v);
+    if (own) free(col);
     if (!ierr)
         ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
                             "distributed rows: the backend found a non-finite value in block "
@@ -453,8 +489,11 @@ static int backend_host_memory(const hk_comm *c, const hk_backend_ops *be, int *
     return 0;
 }
 
+/* The layout of K's rows (nnzb blocks; pattern_dev: K's rowptr and colind in be's memory, the
+ * values then there too) with the values val_dev where they lie (NULL: K->val, on the host). */
 static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
-                         const double *val_dev, int transport, hk_dist **out)
+                         int64_t nnzb, int pattern_dev, const double *val_dev, int transport,
+                         hk_dist **out)
 {
     int ierr = 0;
     hk_dist *d = NULL;
@@ -463,6 +502,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     layout_rows rows = {0};
     const double t0 = hk_time();
     *out = NULL;
+    rows.pattern_dev = pattern_dev;
     /* every failure below is agreed by all processes (one that fails alone must meet no
      * collective the others are in): the caller stops with the others */
     HK_TRY(hk_comm_agree(c, hk_calloc(1, sizeof *d, &d)));
@@ -494,12 +534,12 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
         hk_comm_agree(c, transport != HK_DIST_COMM_NCCL || be->dcomm_create ? 0 : refuse_nccl(be)));
     /* the gather indices are int32, as vec_gather's */
     HK_TRY(hk_comm_agree(
-        c, K->rowptr[K->nbrows] <= INT32_MAX
+        c, nnzb <= INT32_MAX
                ? 0
                : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
                               "distributed rows: a process holds %lld blocks, more than the "
                               "%d a process can; run on more processes",
-                              (long long)K->rowptr[K->nbrows], INT32_MAX)));
+                              (long long)nnzb, INT32_MAX)));
     /* the columns here; the values here too when they are on the host, else once gathered
      * where they lie (check_values_dev) */
     hk_bcsr pattern = *K;
@@ -528,13 +568,13 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     layout_step(d, 3, &ts);
     if (!ierr) ierr = split_rows(d, &rows, inv, ghost, &src_oo, &src_bnd);
     layout_step(d, 4, &ts);
-    if (!ierr) ierr = host_values(d, K, val_dev, src_oo, src_bnd);
+    if (!ierr) ierr = host_values(d, K, nnzb, val_dev, src_oo, src_bnd);
     layout_step(d, 5, &ts);
     d->t_layout = hk_time() - t0;
     /* Koo and Kbnd on the backend, once: what the operator, the solver's K and pc=amg's
      * level 0 read */
-    if (!ierr) ierr = device_values(d, K, val_dev, src_oo, src_bnd);
-    if (!ierr && val_dev) ierr = check_values_dev(d, K, val_dev);
+    if (!ierr) ierr = device_values(d, nnzb, val_dev, src_oo, src_bnd);
+    if (!ierr && val_dev) ierr = check_values_dev(d, K, pattern_dev, val_dev);
     if (!ierr)
         ierr = upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev);
     if (!ierr && !d->bcol_dev) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
@@ -587,13 +627,51 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
      * meets the same collectives as one with host rows) */
     HK_CALL(hk_comm_agree(c, ierr));
     const double t_upload = hk_time() - t0;
-    ierr = create_layout(c, be, row0, K, upload ? val : val_dev, transport, out);
+    ierr = create_layout(c, be, row0, K, nnzb, 0, upload ? val : val_dev, transport, out);
     if (!upload) return ierr;
     (void)be->sync(); /* nothing queued reads the copy when it goes */
     be->dealloc(val);
     if (!ierr) { /* the upload is the layout's part on the backend */
         (*out)->t_begin = t0;
         (*out)->t_layout_upload += t_upload;
+    }
+    return ierr;
+}
+
+int hk_dist_create_device(const hk_comm *c, const hk_backend_ops *be, const hk_dist_part_rows *P,
+                          int transport, hk_dist **out)
+{
+    const double t0 = hk_time();
+    int host_memory = 0, ierr = 0;
+    int64_t nnzb = 0;
+    void *gid = NULL, *col = NULL;
+    *out = NULL;
+    HK_CALL(backend_host_memory(c, be, &host_memory)); /* agreed, as hk_dist_create_values */
+    if (!be->dist_global_columns)
+        ierr = hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "backend %s cannot take a part's rows where they lie (no "
+                            "dist_global_columns op); give them on the host "
+                            "(hk_solver_create_dist_resident)",
+                            be->name);
+    if (!ierr && P->nown) ierr = be->copy_from(&nnzb, P->rowptr + P->nown, sizeof nnzb);
+    /* more blocks than the gather indices hold: the layout refuses them with its sentence */
+    const int64_t nmap = nnzb <= INT32_MAX ? nnzb : 0;
+    if (!ierr) ierr = upload_arr(be, P->ghost_gid, (size_t)P->nghost * sizeof *P->ghost_gid, &gid);
+    if (!ierr) ierr = be->alloc(&col, (size_t)(nmap + 1) * sizeof(int32_t));
+    if (!ierr)
+        ierr = be->dist_global_columns(P->colind, nmap, P->row0, P->nown, gid, P->nghost, col);
+    /* on every process, as hk_dist_create_values' upload (a process with host rows meets
+     * the same collectives) */
+    ierr = hk_comm_agree(c, ierr);
+    const double t_columns = hk_time() - t0;
+    const hk_bcsr K = {P->bs, P->nown, P->nglobal, (int64_t *)P->rowptr, col, NULL};
+    if (!ierr) ierr = create_layout(c, be, P->row0, &K, nnzb, 1, P->val, transport, out);
+    (void)be->sync(); /* nothing queued reads the columns when they go */
+    if (gid) be->dealloc(gid);
+    if (col) be->dealloc(col);
+    if (!ierr) { /* the columns' mapping is the layout's part on the backend */
+        (*out)->t_begin = t0;
+        (*out)->t_layout_upload += t_columns;
     }
     return ierr;
 }

@@ -159,6 +159,24 @@ int hk_dist_create_comm(const hk_comm *c, const hk_backend_ops *be, int64_t row0
  * On a host-memory backend the gathered values are d->Koo's and d->Kbnd's own. */
 int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t row0,
                           const hk_bcsr *K, const double *val_dev, int transport, hk_dist **d);
+/* A part's rows where its device assembled them (hk_solver_create_dist_device): nown block
+ * rows of bs x bs blocks, rowptr (nown + 1, rowptr[0] = 0), colind and val in the backend's
+ * memory; their columns the part's own: c < nown is the global block column row0 + c, nown + g
+ * (g < nghost) is ghost_gid[g] (a host array); nglobal global block columns. */
+typedef struct hk_dist_part_rows {
+    int bs;
+    int64_t row0, nown, nglobal, nghost;
+    const int64_t *rowptr;
+    const int32_t *colind;
+    const double *val;
+    const int64_t *ghost_gid;
+} hk_dist_part_rows;
+/* hk_dist_create_values from such rows, their pattern never on the host: the columns made
+ * global there (the backend's dist_global_columns, a copy the layout reads and frees), then
+ * the layout reads them where they lie; what comes down is the small part (the rows' kinds,
+ * the ghosts, one row to name a bad entry) and what the layout keeps on the host anyway. */
+int hk_dist_create_device(const hk_comm *c, const hk_backend_ops *be, const hk_dist_part_rows *P,
+                          int transport, hk_dist **d);
 /* The transport d uses: "nccl" or "mpi". */
 const char *hk_dist_comm_name(const hk_dist *d);
 void hk_dist_destroy(hk_dist *d);

@@ -267,8 +267,8 @@ static int check_dist_matrix(const hk_bcsr *K)
 }
 
 static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
-                  const hk_backend_ops *vbe, const double *vval, const hk_nearnull *nn,
-                  hk_options *o_in, hk_solver **out);
+                  const hk_backend_ops *vbe, const double *vval, const hk_dist_part_rows *P,
+                  const hk_nearnull *nn, hk_options *o_in, hk_solver **out);
 
 int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 {
@@ -278,7 +278,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, const hk_nearnull *nn,
                           hk_options *o, hk_solver **out)
 {
-    if (hk_comm_size(c) > 1) return create(c, row0, K, NULL, NULL, NULL, nn, o, out);
+    if (hk_comm_size(c) > 1) return create(c, row0, K, NULL, NULL, NULL, NULL, nn, o, out);
     *out = NULL;
     HK_CHECK(row0 == 0, HK_ERR_ARG,
              "hk_solver_create_dist: one process owns every row, from 0 (row0 is %lld)",
@@ -298,7 +298,8 @@ int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr
          * hk_solver_create_dist meanwhile makes the same calls */
         static const double none = 0;
         const int given = be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]);
-        return create(c, row0, K, NULL, given ? be : NULL, given && val ? val : &none, nn, o, out);
+        return create(c, row0, K, NULL, given ? be : NULL, given && val ? val : &none, NULL, nn, o,
+                      out);
     }
     HK_CHECK(be && (val || !K || !K->rowptr || !K->rowptr[K->nbrows]), HK_ERR_ARG,
              "hk_solver_create_dist_resident: no backend or values");
@@ -313,13 +314,62 @@ int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr
     return ierr;
 }
 
+int hk_solver_create_dist_device(const hk_comm *c, int64_t row0, int64_t nglobal,
+                                 const hk_resident_bcsr *A, int64_t nown, const int64_t *ghost_gid,
+                                 int64_t nghost, const hk_nearnull *nn, hk_options *o,
+                                 hk_solver **out)
+{
+    HK_CHECK(out, HK_ERR_ARG, "hk_solver_create_dist_device: no solver pointer");
+    *out = NULL;
+    const int ok = A && A->be && A->rowptr && A->bs >= 1 && A->bs <= 3 && nown >= 0 &&
+                   nown <= A->nbrows && nghost >= 0 && nglobal >= nown &&
+                   (nghost == 0 || ghost_gid);
+    if (hk_comm_size(c) > 1) {
+        /* a bad A is refused with the others (agreed in create), as a bad K is */
+        static const double none = 0;
+        const hk_bcsr H = {ok ? A->bs : 0, nown, nglobal, NULL, NULL, NULL};
+        const hk_dist_part_rows P = {A ? A->bs : 0,
+                                     row0,
+                                     nown,
+                                     nglobal,
+                                     nghost,
+                                     ok ? A->rowptr : NULL,
+                                     ok ? A->colind : NULL,
+                                     ok && A->val ? A->val : &none,
+                                     ghost_gid};
+        return create(c, row0, &H, NULL, ok ? A->be : NULL, P.val, ok ? &P : NULL, nn, o, out);
+    }
+    HK_CHECK(ok, HK_ERR_ARG,
+             "hk_solver_create_dist_device: no rows in a backend's memory, or sizes that do not "
+             "fit (block size 1 to 3, nown <= the rows, nglobal >= nown, ghost ids given)");
+    /* one process: the rows to the host with global columns, for the one-process set-up */
+    hk_bcsr H = {A->bs, nown, nglobal, NULL, NULL, NULL};
+    int ierr = 0;
+    int32_t *local = NULL;
+    HK_TRY(hk_malloc((size_t)(nown + 1) * sizeof *H.rowptr, &H.rowptr));
+    HK_TRY(A->be->copy_from(H.rowptr, A->rowptr, (size_t)(nown + 1) * sizeof *H.rowptr));
+    const int64_t nnzb = H.rowptr[nown], bb = (int64_t)A->bs * A->bs;
+    HK_TRY(hk_malloc((size_t)(nnzb + 1) * sizeof *local, &local));
+    HK_TRY(hk_malloc((size_t)(nnzb + 1) * sizeof *H.colind, &H.colind));
+    HK_TRY(hk_malloc((size_t)(nnzb * bb + 1) * sizeof *H.val, &H.val));
+    if (nnzb) HK_TRY(A->be->copy_from(local, A->colind, (size_t)nnzb * sizeof *local));
+    if (nnzb) HK_TRY(A->be->copy_from(H.val, A->val, (size_t)(nnzb * bb) * sizeof *H.val));
+    HK_TRY(
+        hk_backend_cpu.dist_global_columns(local, nnzb, row0, nown, ghost_gid, nghost, H.colind));
+    ierr = hk_solver_create_dist(c, row0, &H, nn, o, out);
+fail:
+    free(local);
+    hk_bcsr_free(&H);
+    return ierr;
+}
+
 /* hk_solver_create_nearnull from a host matrix K, or from one in a backend's memory R (K
  * NULL), whose arrays become the solver's K at once. c: the processes of a distributed solve
  * (NULL: one process; K on the host then); the status of each stage is agreed by all, so that
  * they stop together. */
 static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_bcsr *R,
-                  const hk_backend_ops *vbe, const double *vval, const hk_nearnull *nn,
-                  hk_options *o_in, hk_solver **out)
+                  const hk_backend_ops *vbe, const double *vval, const hk_dist_part_rows *P,
+                  const hk_nearnull *nn, hk_options *o_in, hk_solver **out)
 {
     int ierr, agreed = 0; /* agreed: a failure every process knows (no agreement left to pair) */
     hk_solver *s = NULL;
@@ -331,6 +381,7 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
         HK_CALL(hk_comm_agree(
             c, vval && !vbe ? hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
                                            "hk_solver_create_dist_resident: no backend or values")
+               : P          ? 0
                             : check_dist_matrix(K)));
     const int bs = K ? K->bs : R->bs;
     const int64_t nbrows = K ? K->nbrows : R->nbrows;
@@ -497,7 +548,8 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
             goto fail;
         }
         /* the process's rows laid out and the distributed table (its SpMV, its sums) */
-        ierr = hk_dist_create_values(c, s->be, row0, K, vval, dist_comm, &s->dist);
+        ierr = P ? hk_dist_create_device(c, s->be, P, dist_comm, &s->dist)
+                 : hk_dist_create_values(c, s->be, row0, K, vval, dist_comm, &s->dist);
         if (ierr) { /* agreed inside */
             agreed = 1;
             goto fail;
@@ -536,7 +588,8 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     s->setup_phase[1] = hk_time() - t_phase;
     t_phase = hk_time();
     if (!c) HK_TRY(check_values(&s->K, Kb));
-    if (K) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
+    /* (a distributed solver takes no new values: no fingerprint of its rows) */
+    if (K && !c) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
     s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
@@ -647,14 +700,14 @@ fail:
 int hk_solver_create_nearnull(const hk_bcsr *K, const hk_nearnull *nn, hk_options *o, hk_solver **s)
 {
     HK_CHECK(K, HK_ERR_ARG, "hk_solver_create: no matrix, or block size not 1, 2 or 3");
-    return create(NULL, 0, K, NULL, NULL, NULL, nn, o, s);
+    return create(NULL, 0, K, NULL, NULL, NULL, NULL, nn, o, s);
 }
 
 int hk_solver_create_resident(hk_resident_bcsr *A, const hk_nearnull *nn, hk_options *o,
                               hk_solver **s)
 {
     HK_CHECK(A && s, HK_ERR_ARG, "hk_solver_create_resident: no matrix or no solver pointer");
-    return create(NULL, 0, NULL, A, NULL, NULL, nn, o, s);
+    return create(NULL, 0, NULL, A, NULL, NULL, NULL, nn, o, s);
 }
 
 hk_pc *hk_solver_get_pc(hk_solver *s)

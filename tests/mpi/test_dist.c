@@ -789,6 +789,162 @@ static void test_resident(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
+/* A part's rows as a device assembly hands them (hk_solver_create_dist_device): L's rows with
+ * the part's own columns (owned ones from 0, then the ghosts numbered in descending global
+ * order, so that the layout's sorted ghosts are not the part's order), all in be's memory. */
+typedef struct part_rows {
+    hk_resident_bcsr A;
+    int64_t *ghost_gid, nghost;
+} part_rows;
+
+static int part_rows_make(const hk_backend *be, const hk_bcsr *L, int64_t row0, part_rows *R)
+{
+    const int64_t n = L->nbrows, nnzb = L->rowptr[n], bb = (int64_t)L->bs * L->bs;
+    uint8_t *seen = calloc((size_t)L->nbcols + 1, 1);
+    int32_t *loc = malloc(sizeof *loc * (size_t)(nnzb + 1));
+    int32_t *at = malloc(sizeof *at * (size_t)(L->nbcols + 1));
+    memset(R, 0, sizeof *R);
+    R->ghost_gid = malloc(sizeof *R->ghost_gid * (size_t)(L->nbcols + 1));
+    for (int64_t p = 0; p < nnzb; p++) {
+        const int32_t g = L->colind[p];
+        if ((g < row0 || g >= row0 + n) && !seen[g]) seen[g] = 1;
+    }
+    for (int64_t g = L->nbcols - 1; g >= 0; g--)
+        if (seen[g]) at[g] = (int32_t)(n + R->nghost), R->ghost_gid[R->nghost++] = g;
+    for (int64_t p = 0; p < nnzb; p++) {
+        const int32_t g = L->colind[p];
+        loc[p] = g >= row0 && g < row0 + n ? (int32_t)(g - row0) : at[g];
+    }
+    int ierr = hk_resident_bcsr_alloc(be, L->bs, n, n + R->nghost, nnzb, &R->A);
+    if (!ierr) ierr = be->copy_to(R->A.rowptr, L->rowptr, sizeof *L->rowptr * (size_t)(n + 1));
+    if (!ierr && nnzb) ierr = be->copy_to(R->A.colind, loc, sizeof *loc * (size_t)nnzb);
+    if (!ierr && nnzb) ierr = be->copy_to(R->A.val, L->val, sizeof *L->val * (size_t)(nnzb * bb));
+    free(seen);
+    free(loc);
+    free(at);
+    return ierr;
+}
+
+static void part_rows_free(part_rows *R)
+{
+    hk_resident_bcsr_free(&R->A);
+    free(R->ghost_gid);
+}
+
+/* The rows' pattern and values in be's memory with the part's columns (hk_dist_create_device,
+ * hk_solver_create_dist_device) against the same rows on the host: Koo and Kbnd byte for byte,
+ * pc=amg's answer byte for byte, a NaN and a column outside the part named as the host's
+ * check names them, on every process. */
+static void test_device_rows(const hk_comm *c, const hk_backend *be)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    hk_gen_elasticity3d(7, 6, 8, &K);
+    hk_gen_elasticity3d_coords(7, 6, 8, &xyz);
+    const int bb = K.bs * K.bs;
+    test_reverse_rows(&K);
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 30, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    part_rows R;
+    int ierr = hk_comm_agree(c, part_rows_make(be, &L, row0, &R));
+    hk_dist_part_rows D = {K.bs,       row0,       cnt,     K.nbrows,   R.nghost,
+                           R.A.rowptr, R.A.colind, R.A.val, R.ghost_gid};
+    hk_dist *dh = NULL, *dr = NULL;
+    char *staged = getenv("HOOKE_DIST_STAGED") ? strdup(getenv("HOOKE_DIST_STAGED")) : NULL;
+    unsetenv("HOOKE_DIST_STAGED");
+    if (!ierr) ierr = hk_dist_create_comm(c, &hk_backend_cpu, row0, &L, HK_DIST_COMM_MPI, &dh);
+    if (staged) setenv("HOOKE_DIST_STAGED", staged, 1);
+    free(staged);
+    if (!ierr) ierr = hk_dist_create_device(c, be, &D, HK_DIST_COMM_MPI, &dr);
+    int same = !ierr && dr->nint == dh->nint && dr->nbnd == dh->nbnd && dr->nghost == dh->nghost &&
+               test_same_as_host(be, &dr->Koo_d, &dh->Koo) &&
+               test_same_as_host(be, &dr->Kbnd_d, &dh->Kbnd);
+    int64_t bnd = dh ? dh->nbnd : 0;
+    hk_comm_sum_i64(c, &bnd, 1);
+    hk_dist_destroy(dh);
+    hk_dist_destroy(dr);
+    char what[200];
+    snprintf(what, sizeof what, "layout from a part's rows on %s: Koo, Kbnd the host's (%lld)",
+             be->name, (long long)bnd);
+    check(c, same && bnd > 0, what);
+    /* the solver from either, pc=amg, the coordinates on the host: the same bytes */
+    const hk_nearnull nn = {.dim = 3, .coords = xyz + row0 * 3};
+    const int64_t nl = cnt * K.bs;
+    double *b = malloc(sizeof *b * (size_t)(nl + 1)), *x[2];
+    for (int64_t i = 0; i < nl; i++)
+        b[i] = sin(0.07 * (double)(row0 * K.bs + i)) + 0.5;
+    int its[2] = {-1, -1};
+    for (int k = 0; k < 2; k++) {
+        x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+        char opts[160];
+        snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 pc.amg.coarse_size=40",
+                 be->name);
+        hk_options *o = NULL;
+        hk_solver *s = NULL;
+        hk_result res;
+        int e = ierr ? ierr : hk_options_create(&o);
+        if (!e) e = hk_options_parse(o, opts);
+        e = hk_comm_agree(c, e);
+        if (!e)
+            e = k ? hk_solver_create_dist_device(c, row0, K.nbrows, &R.A, cnt, R.ghost_gid,
+                                                 R.nghost, &nn, o, &s)
+                  : hk_solver_create_dist(c, row0, &L, &nn, o, &s);
+        if (!e) e = hk_solver_solve(s, b, x[k], &res);
+        if (!e) its[k] = res.iterations;
+        if (e && *hk_error_message()) fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+        ierr |= e;
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+    }
+    int64_t differ = ierr || memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl) != 0;
+    hk_comm_max_i64(c, &differ, 1);
+    snprintf(what, sizeof what,
+             "solver from a part's rows on %s, pc=amg: x the host's (%d, %d its)", be->name, its[0],
+             its[1]);
+    check(c, !differ && its[0] > 0, what);
+    /* a NaN in the last process's middle row, then a column outside its part: every process
+     * fails with the host's sentence */
+    for (int t = 0; t < 2; t++) {
+        char want[400] = "", got[400] = "";
+        const int64_t mid = L.rowptr[cnt / 2];
+        /* a part's column past its nodes is global column -1 (dist_global_columns) */
+        int32_t keep = 0, badcol = (int32_t)(cnt + R.nghost + 2), hostcol = -1;
+        if (me == P - 1 && cnt > 0 && t == 0) {
+            const int64_t at = mid * bb + 2;
+            L.val[at] = NAN;
+            if (be->copy_to(R.A.val + at, L.val + at, sizeof *L.val)) ierr = 1;
+        }
+        if (me == P - 1 && cnt > 0 && t == 1) {
+            keep = L.colind[mid];
+            L.colind[mid] = hostcol;
+            if (be->copy_to(R.A.colind + mid, &badcol, sizeof badcol)) ierr = 1;
+        }
+        int e1 = hk_dist_create_comm(c, &hk_backend_cpu, row0, &L, HK_DIST_COMM_MPI, &dh);
+        snprintf(want, sizeof want, "%s", hk_error_message());
+        int e2 = hk_dist_create_device(c, be, &D, HK_DIST_COMM_MPI, &dr);
+        snprintf(got, sizeof got, "%s", hk_error_message());
+        if (me == P - 1 && cnt > 0 && t == 1) L.colind[mid] = keep;
+        snprintf(what, sizeof what, "%s in a part's rows on %s: refused as on the host",
+                 t ? "a column outside the part" : "a NaN", be->name);
+        const int want_code = t ? HK_ERR_ARG : HK_ERR_NUMERIC;
+        check(c,
+              !ierr && e1 == want_code && e2 == want_code &&
+                  strstr(want, t ? "outside" : "is nan") && !strcmp(want, got),
+              what);
+        if (!e1) hk_dist_destroy(dh);
+        if (!e2) hk_dist_destroy(dr);
+    }
+    part_rows_free(&R);
+    for (int k = 0; k < 2; k++)
+        free(x[k]);
+    free(b);
+    free(xyz);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
 /* One comparison of pc=amg's set-up on a device's path (HOOKE_DIST_STAGED=1: copies,
  * downloads and the device's steps on the cpu) with the views' on the rows L (from row0):
  * x byte for byte, the same levels, at least 3 of them. Collective. */
@@ -1017,6 +1173,7 @@ int main(int argc, char **argv)
     if (be->dcomm_create) test_dcomm_solve(c, be);
     test_amg_setup(c, be);
     test_resident(c, be);
+    test_device_rows(c, be);
     test_amg_staged(c);
     test_amg_gathered(c, be);
     int64_t f = failures;
