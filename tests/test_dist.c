@@ -203,7 +203,8 @@ static void test_ops_reviewed(void)
                                       offsetof(hk_backend_ops, format_auto),
                                       offsetof(hk_backend_ops, vec_gather),
                                       offsetof(hk_backend_ops, dist_split),
-                                      offsetof(hk_backend_ops, dist_scan)};
+                                      offsetof(hk_backend_ops, dist_scan),
+                                      offsetof(hk_backend_ops, dist_global_columns)};
     hk_bcsr K = {0};
     HK_ASSERT_OK(hk_gen_poisson2d(4, &K));
     hk_dist *d = NULL;
@@ -536,6 +537,122 @@ static void test_resident_cpu(void)
 static void test_resident_cuda(void)
 {
     resident_layout_on(hk_test_cuda_backend(), 0);
+}
+
+/* dist_global_columns on be against its definition (the cpu's loop, byte for byte): local
+ * columns of every kind, owned, ghosts, and outside the part on both sides (-1). */
+static void global_columns_on(const hk_backend_ops *be)
+{
+    CU_ASSERT_FATAL(be != NULL && be->dist_global_columns != NULL);
+    const int64_t n = 200003, nown = 5000, nghost = 700, row0 = 12345;
+    int32_t *col = malloc(sizeof *col * (size_t)n), *want = malloc(sizeof *want * (size_t)n);
+    int32_t *got = malloc(sizeof *got * (size_t)n), *dcol = NULL, *dout = NULL;
+    int64_t *gid = malloc(sizeof *gid * (size_t)nghost), *dgid = NULL;
+    unsigned r = 12345u;
+    for (int64_t g = 0; g < nghost; g++) /* not in order: the part's ghosts need not be */
+        gid[g] = (g * 7919) % 100000 + (g % 2 ? 20000 : 0);
+    int64_t kinds[3] = {0, 0, 0};
+    for (int64_t k = 0; k < n; k++) {
+        r = r * 1103515245u + 12345u;
+        col[k] = (int32_t)((r >> 8) % (uint32_t)(nown + nghost + 6)) - 3;
+        const int64_t c = col[k];
+        want[k] = c >= 0 && c < nown            ? (int32_t)(row0 + c)
+                  : c >= nown && c < nown + nghost ? (int32_t)gid[c - nown]
+                                                   : -1;
+        kinds[c < 0 || c >= nown + nghost ? 2 : c >= nown]++;
+    }
+    CU_ASSERT(kinds[0] > 0 && kinds[1] > 0 && kinds[2] > 0);
+    HK_ASSERT_OK(be->alloc((void **)&dcol, sizeof *dcol * (size_t)n));
+    HK_ASSERT_OK(be->alloc((void **)&dout, sizeof *dout * (size_t)n));
+    HK_ASSERT_OK(be->alloc((void **)&dgid, sizeof *dgid * (size_t)nghost));
+    HK_ASSERT_OK(be->copy_to(dcol, col, sizeof *col * (size_t)n));
+    HK_ASSERT_OK(be->copy_to(dgid, gid, sizeof *gid * (size_t)nghost));
+    HK_ASSERT_OK(be->dist_global_columns(dcol, n, row0, nown, dgid, nghost, dout));
+    HK_ASSERT_OK(be->copy_from(got, dout, sizeof *got * (size_t)n));
+    int64_t first = -1;
+    for (int64_t k = 0; k < n && first < 0; k++)
+        if (got[k] != want[k]) first = k;
+    if (first >= 0)
+        fprintf(stderr, "dist_global_columns on %s: entry %lld (local column %d) is %d, not %d\n",
+                be->name, (long long)first, col[first], got[first], want[first]);
+    CU_ASSERT(first < 0);
+    HK_ASSERT_OK(be->dist_global_columns(dcol, 0, row0, nown, dgid, nghost, dout)); /* none */
+    be->dealloc(dcol);
+    be->dealloc(dout);
+    be->dealloc(dgid);
+    free(col);
+    free(want);
+    free(got);
+    free(gid);
+}
+
+/* The layout from rows whose pattern and values are in be's memory (hk_dist_create_device, a
+ * part's rows as a device assembly hands them; one process: every column owned) against the
+ * host's rows on the cpu's views: the same blocks, byte for byte; a NaN and a column outside
+ * the part named as the host's check names them. staged: under HOOKE_DIST_STAGED=1. */
+static void device_rows_on(const hk_backend *be, int staged)
+{
+    CU_ASSERT_FATAL(be != NULL);
+    const hk_comm *w = hk_comm_world();
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
+    test_reverse_rows(&K);
+    const int64_t n = K.nbrows, nnzb = K.rowptr[n], nv = nnzb * K.bs * K.bs;
+    hk_resident_bcsr A = {0};
+    HK_ASSERT_OK(hk_resident_bcsr_alloc(be, K.bs, n, n, nnzb, &A));
+    HK_ASSERT_OK(be->copy_to(A.rowptr, K.rowptr, sizeof *K.rowptr * (size_t)(n + 1)));
+    HK_ASSERT_OK(be->copy_to(A.colind, K.colind, sizeof *K.colind * (size_t)nnzb));
+    HK_ASSERT_OK(be->copy_to(A.val, K.val, sizeof *K.val * (size_t)nv));
+    const hk_dist_part_rows P = {K.bs, 0, n, n, 0, A.rowptr, A.colind, A.val, NULL};
+    hk_dist *dh = NULL, *dr = NULL;
+    HK_ASSERT_OK(hk_dist_create(w, &hk_backend_cpu, 0, &K, &dh));
+    dist_staged(staged);
+    HK_ASSERT_OK(hk_dist_create_device(w, be, &P, HK_DIST_COMM_AUTO, &dr));
+    dist_staged(0);
+    CU_ASSERT(dr->nint == dh->nint && dr->nbnd == dh->nbnd && dr->nghost == 0);
+    CU_ASSERT(!memcmp(dr->Koo.rowptr, dh->Koo.rowptr, sizeof(int64_t) * (size_t)(n + 1)));
+    CU_ASSERT(test_same_as_host(be, &dr->Koo_d, &dh->Koo));
+    hk_dist_destroy(dr);
+    hk_dist_destroy(dh);
+    /* a NaN in a row's middle block, then a column past the part's nodes (global -1 there,
+     * given so to the host): the host's sentences, the rows' bytes read where they lie */
+    const int64_t row = n / 2, mid = K.rowptr[row] + 1, at = mid * K.bs * K.bs + 4;
+    const double keep_v = K.val[at];
+    K.val[at] = NAN;
+    HK_ASSERT_OK(be->copy_to(A.val + at, K.val + at, sizeof *K.val));
+    for (int t = 0; t < 2; t++) {
+        if (t) { /* the value back, a column out */
+            const int32_t part_col = (int32_t)(n + 3);
+            K.val[at] = keep_v;
+            HK_ASSERT_OK(be->copy_to(A.val + at, K.val + at, sizeof *K.val));
+            K.colind[mid] = -1;
+            HK_ASSERT_OK(be->copy_to(A.colind + mid, &part_col, sizeof part_col));
+        }
+        const int code = t ? HK_ERR_ARG : HK_ERR_NUMERIC;
+        CU_ASSERT(hk_dist_create(w, &hk_backend_cpu, 0, &K, &dh) == code);
+        char want[512];
+        snprintf(want, sizeof want, "%s", hk_error_message());
+        CU_ASSERT(strstr(want, t ? "outside" : "is nan") != NULL);
+        dist_staged(staged);
+        CU_ASSERT(hk_dist_create_device(w, be, &P, HK_DIST_COMM_AUTO, &dr) == code);
+        dist_staged(0);
+        CU_ASSERT_STRING_EQUAL(hk_error_message(), want);
+    }
+    hk_resident_bcsr_free(&A);
+    hk_bcsr_free(&K);
+}
+
+static void test_device_rows_cpu(void)
+{
+    global_columns_on(&hk_backend_cpu);
+    device_rows_on(&hk_backend_cpu, 0);
+    device_rows_on(&hk_backend_cpu, 1);
+}
+
+static void test_device_rows_cuda(void)
+{
+    global_columns_on(hk_test_cuda_backend());
+    device_rows_on(hk_test_cuda_backend(), 0);
 }
 
 /* The transfer operators' pattern ops of a backend on host inputs (uploaded), their outputs
@@ -1315,6 +1432,9 @@ HK_SUITE(dist,
          {"the layout from values in the backend's memory, and from host rows taken the "
           "device's way: the host's bytes, its check's sentence (views, and the device's path)",
           test_resident_cpu},
+         {"the layout from a part's rows in the backend's memory (their columns made global "
+          "there): the host's bytes, its check's sentences (views, and the device's path)",
+          test_device_rows_cpu},
          {"the distributed table keeps the backend's own ops only where they are local",
           test_ops_reviewed},
          {"the halos' host staging without a backend op: malloc's, round trips",
@@ -1333,6 +1453,9 @@ HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_ga
                 {"the layout from values on cuda, and from host rows uploaded as they are: the "
                  "host's bytes, SpMV, a NaN named",
                  test_resident_cuda},
+                {"dist_global_columns on cuda as defined (the cpu's bytes), and the layout from a "
+                 "part's rows on cuda: the host's bytes, a NaN and a bad column named",
+                 test_device_rows_cuda},
                 {"dist.comm=nccl on one GPU: SpMV, dots, a sum of two gathers", test_nccl_one},
                 {"the halos' host staging: pinned on cuda, round trips through the device",
                  test_host_staging_cuda},
