@@ -107,6 +107,16 @@ enum damg_step {
     ST_CO_INVERSE,    /* coarsest: the coarsest level gathered and inverted */
     DAMG_NSTEPS
 };
+/* After the steps' seconds (damg.steps): the ghost rows' messages of the set-up, this
+ * process's (HOOKE_AMG_PROFILE: is the exchange its bytes or its round trips?) */
+enum {
+    MSG_GR_SENT,    /* bytes sent: the block counts, then the records */
+    MSG_GR_RECV,    /* bytes received */
+    MSG_GR_COUNT,   /* messages sent (two rounds an exchange: counts, records) */
+    MSG_GR_LARGEST, /* the largest record message, bytes */
+    MSG_GR_ROUNDS,  /* exchanges (two a level: T's rows and P's) */
+    DAMG_NMSG
+};
 static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
     "ghost rows: send rows", "exchange", "build",
@@ -1013,7 +1023,7 @@ typedef struct damg {
     size_t *gcount;
     void *gown, *gall;
     double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
-    double steps[2 * DAMG_NSTEPS]; /* the same per step */
+    double steps[2 * DAMG_NSTEPS + DAMG_NMSG]; /* the same per step, then the messages */
     double *st;                    /* steps under HOOKE_AMG_PROFILE, else NULL */
     stage stg;                     /* host staging of the set-up's exchanges (freed at its end) */
     double t_pc;                 /* when the set-up began (hk_time) */
@@ -1890,6 +1900,17 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
     step_lap(L, st, ST_GR_SEND, t);
     HK_TRY(exchange_rows(d, s, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
     step_lap(L, st, ST_GR_EXCHANGE, t);
+    if (st) { /* the messages' bytes (MSG_GR_*) */
+        double *m = st + 2 * DAMG_NSTEPS;
+        m[MSG_GR_SENT] += (double)(ns + sat[ns]) * 8;
+        m[MSG_GR_RECV] += (double)(halo->nghost + rat[halo->nghost]) * 8;
+        m[MSG_GR_COUNT] += 2.0 * halo->nsend;
+        m[MSG_GR_ROUNDS] += 1;
+        for (int j = 0; j < halo->nsend; j++) {
+            const double b = (double)(sat[halo->send_off[j + 1]] - sat[halo->send_off[j]]) * 8;
+            if (b > m[MSG_GR_LARGEST]) m[MSG_GR_LARGEST] = b;
+        }
+    }
     ierr = ghost_matrix(L, d, s, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
     if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
     if (ierr) {
@@ -2739,10 +2760,10 @@ static int print_phases(const damg *a)
     x[3] = d->t_operator;
     x[4] = hk_time() - d->t_begin;
     HK_CALL(hk_comm_max(d->comm, m, 2 * DAMG_NPHASES + NX));
-    double st[2 * DAMG_NSTEPS + 6];
+    double st[2 * DAMG_NSTEPS + DAMG_NMSG + 6];
     memcpy(st, a->steps, sizeof a->steps);
-    memcpy(st + 2 * DAMG_NSTEPS, d->t_layout_step, sizeof d->t_layout_step);
-    HK_CALL(hk_comm_max(d->comm, st, 2 * DAMG_NSTEPS + 6));
+    memcpy(st + 2 * DAMG_NSTEPS + DAMG_NMSG, d->t_layout_step, sizeof d->t_layout_step);
+    HK_CALL(hk_comm_max(d->comm, st, 2 * DAMG_NSTEPS + DAMG_NMSG + 6));
     if (hk_comm_rank(a->d->comm)) return 0;
     fprintf(stderr,
             "amg set-up (distributed, %d processes; the slowest process's wall (CPU) seconds):",
@@ -2760,11 +2781,17 @@ static int print_phases(const damg *a)
     for (int k = 0; k < DAMG_NSTEPS; k++)
         fprintf(stderr, "%s %s %.3f (%.3f)", k ? "," : "", damg_step_name[k], st[k],
                 st[DAMG_NSTEPS + k]);
-    const double *ls = st + 2 * DAMG_NSTEPS;
+    const double *ls = st + 2 * DAMG_NSTEPS + DAMG_NMSG, *msg = st + 2 * DAMG_NSTEPS;
     fprintf(stderr,
             "; layout (wall): check %.3f, ghosts %.3f, halo plan %.3f, numbering %.3f, split "
             "%.3f, host values %.3f\n",
             ls[0], ls[1], ls[2], ls[3], ls[4], ls[5]);
+    /* each the largest over the processes */
+    fprintf(stderr,
+            "amg set-up ghost rows' messages (the most of a process): %.0f exchanges, %.1f MB "
+            "sent in %.0f messages (the largest %.2f MB), %.1f MB received\n",
+            msg[MSG_GR_ROUNDS], msg[MSG_GR_SENT] / 1e6, msg[MSG_GR_COUNT],
+            msg[MSG_GR_LARGEST] / 1e6, msg[MSG_GR_RECV] / 1e6);
     return 0;
 }
 
