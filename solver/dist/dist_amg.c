@@ -115,6 +115,8 @@ enum {
     MSG_GR_COUNT,   /* messages sent (two rounds an exchange: counts, records) */
     MSG_GR_LARGEST, /* the largest record message, bytes */
     MSG_GR_ROUNDS,  /* exchanges (two a level: T's rows and P's) */
+    MSG_STAGE_T,    /* the staging's allocations in this set-up: seconds (inside its steps) */
+    MSG_STAGE_MB,   /* and megabytes */
     DAMG_NMSG
 };
 static const char *const damg_step_name[DAMG_NSTEPS] = {
@@ -304,8 +306,12 @@ static int host_untouched(size_t bytes, double **p)
 
 /* Grow-only host staging of the set-up's exchanges (hk_dist_host_alloc: pinned memory on a
  * device, so the downloads and uploads around the messages run at the bus's speed and touch no
- * fresh pages; plain memory on the cpu), kept by the set-up across its levels and freed at its
- * end. One buffer a use, as the exchanges need several at once. */
+ * fresh pages; plain memory on the cpu), kept by the preconditioner across its levels and its
+ * set-ups (an fp64 rebuild reuses it) and freed with it: pinning and unpinning cost in
+ * proportion to the bytes (cudaFreeHost also waits for the device), so none of it in the
+ * set-up's end. Not sized ahead by a bound: the largest use, level 0's P rows, is bounded only
+ * by A's row lengths, 2-3 times the bytes P's rows take, and a one-shot run would pin those.
+ * One buffer a use, as the exchanges need several at once. */
 enum {
     STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks */
     STAGE_RECV,      /* blocks received */
@@ -323,6 +329,7 @@ enum {
 typedef struct stage {
     void *p[STAGE_COUNT];
     size_t cap[STAGE_COUNT];
+    double t_alloc, bytes; /* the allocations' (and their buffers' frees) seconds, bytes */
 } stage;
 
 /* Buffer k of s with room for bytes (at least 64; grown, contents not kept, never shrunk). */
@@ -331,12 +338,15 @@ static int stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
     *p = NULL;
     if (bytes < 64) bytes = 64;
     if (bytes > s->cap[k]) {
+        const double t0 = hk_time();
         hk_dist_host_free(d, s->p[k]);
         s->p[k] = NULL;
         s->cap[k] = 0;
         const size_t want = bytes + bytes / 8; /* a little room: the levels' sizes vary */
         HK_CALL(hk_dist_host_alloc(d, want, &s->p[k]));
         s->cap[k] = want;
+        s->t_alloc += hk_time() - t0;
+        s->bytes += (double)want;
     }
     *p = s->p[k];
     return 0;
@@ -1025,7 +1035,7 @@ typedef struct damg {
     double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
     double steps[2 * DAMG_NSTEPS + DAMG_NMSG]; /* the same per step, then the messages */
     double *st;                    /* steps under HOOKE_AMG_PROFILE, else NULL */
-    stage stg;                     /* host staging of the set-up's exchanges (freed at its end) */
+    stage stg; /* host staging of the set-ups' exchanges (freed with the preconditioner) */
     double t_pc;                 /* when the set-up began (hk_time) */
 } damg;
 
@@ -2762,6 +2772,8 @@ static int print_phases(const damg *a)
     HK_CALL(hk_comm_max(d->comm, m, 2 * DAMG_NPHASES + NX));
     double st[2 * DAMG_NSTEPS + DAMG_NMSG + 6];
     memcpy(st, a->steps, sizeof a->steps);
+    st[2 * DAMG_NSTEPS + MSG_STAGE_T] = a->stg.t_alloc;
+    st[2 * DAMG_NSTEPS + MSG_STAGE_MB] = a->stg.bytes / 1e6;
     memcpy(st + 2 * DAMG_NSTEPS + DAMG_NMSG, d->t_layout_step, sizeof d->t_layout_step);
     HK_CALL(hk_comm_max(d->comm, st, 2 * DAMG_NSTEPS + DAMG_NMSG + 6));
     if (hk_comm_rank(a->d->comm)) return 0;
@@ -2789,9 +2801,11 @@ static int print_phases(const damg *a)
     /* each the largest over the processes */
     fprintf(stderr,
             "amg set-up ghost rows' messages (the most of a process): %.0f exchanges, %.1f MB "
-            "sent in %.0f messages (the largest %.2f MB), %.1f MB received\n",
+            "sent in %.0f messages (the largest %.2f MB), %.1f MB received; the exchanges' "
+            "host staging (%s) allocated in the steps: %.1f MB in %.3f s\n",
             msg[MSG_GR_ROUNDS], msg[MSG_GR_SENT] / 1e6, msg[MSG_GR_COUNT],
-            msg[MSG_GR_LARGEST] / 1e6, msg[MSG_GR_RECV] / 1e6);
+            msg[MSG_GR_LARGEST] / 1e6, msg[MSG_GR_RECV] / 1e6,
+            d->local->host_alloc ? "pinned" : "malloc", msg[MSG_STAGE_MB], msg[MSG_STAGE_T]);
     return 0;
 }
 
@@ -3298,6 +3312,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     memset(a->ph, 0, sizeof a->ph);
     memset(a->steps, 0, sizeof a->steps);
     a->st = profiling() ? a->steps : NULL;
+    a->stg.t_alloc = a->stg.bytes = 0; /* this set-up's (the buffers are kept) */
     lap_start(t);
     lap_start(t_start);
     lap_start(ts);
@@ -3387,7 +3402,6 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         Lb->dealloc(agg);
         agg = NULL;
     }
-    stage_free(d, &a->stg);
     a->nlevels = l + 1;
     HK_TRY(gather_levels(pc, a));
     lap(ph, PH_COARSE, t);
@@ -3398,7 +3412,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     lap(ph, PH_TOTAL, t_start);
     ierr = print_phases(a);
 fail:
-    stage_free(d, &a->stg);
+    if (ierr) stage_free(d, &a->stg);
     free_copy(d, &H.Ad);
     hk_bmat_free(&H.A);
     hk_bmat_free(&Od);
@@ -3610,6 +3624,8 @@ static int damg_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
 
 static void damg_destroy(hk_pc *pc)
 {
+    damg *a = pc->data;
+    if (a) stage_free(a->d, &a->stg); /* the set-ups' staging (stage_get) */
     free_levels(pc->data);
     free(pc->data);
     pc->data = NULL;
