@@ -642,8 +642,49 @@ static void device_rows_on(const hk_backend *be, int staged)
     hk_bcsr_free(&K);
 }
 
+/* One process: hk_solver_create_dist_device brings the rows to the host (their columns made
+ * global there) and is hk_solver_create_dist: the same x, byte for byte. */
+static void device_rows_one_process(void)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(4, 3, 5, &K));
+    const int64_t n = K.nbrows, nnzb = K.rowptr[n], nl = n * K.bs;
+    hk_resident_bcsr A = {0};
+    HK_ASSERT_OK(hk_resident_bcsr_alloc(&hk_backend_cpu, K.bs, n, n, nnzb, &A));
+    memcpy(A.rowptr, K.rowptr, sizeof *K.rowptr * (size_t)(n + 1));
+    memcpy(A.colind, K.colind, sizeof *K.colind * (size_t)nnzb);
+    memcpy(A.val, K.val, sizeof *K.val * (size_t)(nnzb * K.bs * K.bs));
+    double *b = hk_test_rand_vec(nl, 7u), *x[2];
+    for (int k = 0; k < 2; k++) {
+        x[k] = calloc((size_t)nl, sizeof *x[k]);
+        hk_options *o = NULL;
+        hk_solver *s = NULL;
+        hk_result res;
+        HK_ASSERT_OK(hk_options_create(&o));
+        HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=cg pc=jacobi tol=1e-10"));
+        HK_ASSERT_OK(k ? hk_solver_create_dist_device(hk_comm_world(), 0, n, &A, n, NULL, 0, NULL,
+                                                      o, &s)
+                       : hk_solver_create_dist(hk_comm_world(), 0, &K, NULL, o, &s));
+        HK_ASSERT_OK(hk_solver_solve(s, b, x[k], &res));
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+    }
+    CU_ASSERT(!memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl));
+    /* sizes that do not fit: one sentence */
+    hk_solver *s = NULL;
+    CU_ASSERT(hk_solver_create_dist_device(hk_comm_world(), 0, n, &A, n + 1, NULL, 0, NULL, NULL,
+                                           &s) == HK_ERR_ARG);
+    CU_ASSERT(strstr(hk_error_message(), "hk_solver_create_dist_device") != NULL);
+    for (int k = 0; k < 2; k++)
+        free(x[k]);
+    free(b);
+    hk_resident_bcsr_free(&A);
+    hk_bcsr_free(&K);
+}
+
 static void test_device_rows_cpu(void)
 {
+    device_rows_one_process();
     global_columns_on(&hk_backend_cpu);
     device_rows_on(&hk_backend_cpu, 0);
     device_rows_on(&hk_backend_cpu, 1);
