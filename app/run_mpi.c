@@ -1,7 +1,7 @@
 /* hooke run on the processes of mpirun (docs/parallel.md).
  *
  *   rank 0:  mesh -> bind -> hk_assemble_prepare (checks, supports, surface loads) -> parts
- *   each:    its part -> hk_assemble_rows_resident_on (its GPU, or the host)
+ *   each:    its part -> hk_assemble_rows_device_on (its GPU, or the host)
  *            -> hk_solver_create_dist_device (rows on the GPU) or hk_solver_create_dist
  *            -> solve -> ghost displacements -> hk_postproc_part_on -> ghost fields -> piece
  *   rank 0:  .pvtu, the summary (sums and maxima over the processes)

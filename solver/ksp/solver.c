@@ -324,24 +324,19 @@ int hk_solver_create_dist_device(const hk_comm *c, int64_t row0, int64_t nglobal
     const int ok = A && A->be && A->rowptr && A->bs >= 1 && A->bs <= 3 && nown >= 0 &&
                    nown <= A->nbrows && nghost >= 0 && nglobal >= nown &&
                    (nghost == 0 || ghost_gid);
+    const char *bad = "hk_solver_create_dist_device: no rows in a backend's memory, or sizes that "
+                      "do not fit (block size 1 to 3, nown <= the rows, nglobal >= nown, ghost "
+                      "ids given)";
     if (hk_comm_size(c) > 1) {
-        /* a bad A is refused with the others (agreed in create), as a bad K is */
+        /* a bad A is refused with the others: this agreement meets create's first one */
+        if (!ok) return hk_comm_agree(c, hk_error_set(HK_ERR_ARG, __FILE__, __LINE__, "%s", bad));
         static const double none = 0;
-        const hk_bcsr H = {ok ? A->bs : 0, nown, nglobal, NULL, NULL, NULL};
-        const hk_dist_part_rows P = {A ? A->bs : 0,
-                                     row0,
-                                     nown,
-                                     nglobal,
-                                     nghost,
-                                     ok ? A->rowptr : NULL,
-                                     ok ? A->colind : NULL,
-                                     ok && A->val ? A->val : &none,
-                                     ghost_gid};
-        return create(c, row0, &H, NULL, ok ? A->be : NULL, P.val, ok ? &P : NULL, nn, o, out);
+        const hk_bcsr H = {A->bs, nown, nglobal, NULL, NULL, NULL};
+        const hk_dist_part_rows P = {A->bs,     row0,      nown,   nglobal, nghost,
+                                     A->rowptr, A->colind, A->val ? A->val : &none, ghost_gid};
+        return create(c, row0, &H, NULL, A->be, P.val, &P, nn, o, out);
     }
-    HK_CHECK(ok, HK_ERR_ARG,
-             "hk_solver_create_dist_device: no rows in a backend's memory, or sizes that do not "
-             "fit (block size 1 to 3, nown <= the rows, nglobal >= nown, ghost ids given)");
+    HK_CHECK(ok, HK_ERR_ARG, "%s", bad);
     /* one process: the rows to the host with global columns, for the one-process set-up */
     hk_bcsr H = {A->bs, nown, nglobal, NULL, NULL, NULL};
     int ierr = 0;
