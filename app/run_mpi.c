@@ -172,8 +172,10 @@ static int prepare_whole(void *ctx)
     return hk_run_model_error(x->c, hk_assemble_prepare(x->p, x->prep));
 }
 
-/* The owned rows of the part's K with global columns (views into sys.K except colind). */
-static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
+/* The owned rows of the part's K with global columns: sys->K's arrays taken over, its columns
+ * renumbered in place (no second copy of the largest host array, no fresh pages to fault in).
+ * sys->K is left empty: nothing after the solver's set-up reads it. */
+static int owned_rows(const hk_part *pt, hk_system *sys, hk_bcsr *K)
 {
     memset(K, 0, sizeof *K);
     K->bs = pt->mesh.dim;
@@ -184,13 +186,15 @@ static int owned_rows(const hk_part *pt, const hk_system *sys, hk_bcsr *K)
         return 0;
     }
     const int64_t nnz = sys->K.rowptr[pt->nown];
-    HK_CALL(hk_malloc((size_t)(pt->nown + 1) * sizeof *K->rowptr, &K->rowptr));
-    memcpy(K->rowptr, sys->K.rowptr, (size_t)(pt->nown + 1) * sizeof *K->rowptr);
-    HK_CALL(hk_malloc((size_t)(nnz + 1) * sizeof *K->colind, &K->colind));
+    int32_t *col = sys->K.colind;
+    const int64_t *gid = pt->gid;
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nnz; k++)
-        K->colind[k] = (int32_t)pt->gid[sys->K.colind[k]];
-    K->val = sys->K.val; /* not freed here */
+        col[k] = (int32_t)gid[col[k]];
+    K->rowptr = sys->K.rowptr; /* its rows past the owned ones are not read */
+    K->colind = col;
+    K->val = sys->K.val;
+    sys->K.rowptr = NULL, sys->K.colind = NULL, sys->K.val = NULL;
     return 0;
 }
 
@@ -265,24 +269,29 @@ static void node_unpack(hk_fields *f, int64_t i, const double *v)
     memcpy(f->reaction + 3 * i, v + 19, 3 * sizeof *v);
 }
 
+/* hk_halo_exchange_with's callbacks on the part's fields: ctx is the fields, ghost k the
+ * node nown + k (the part's ghosts follow its owned nodes, in the halo's order) */
+typedef struct node_fields {
+    hk_fields *f;
+    int64_t nown;
+} node_fields;
+
+static void pack_owned(void *ctx, int64_t i, double *v)
+{
+    node_pack(((node_fields *)ctx)->f, i, v);
+}
+
+static void unpack_ghost(void *ctx, int64_t k, const double *v)
+{
+    const node_fields *x = ctx;
+    node_unpack(x->f, x->nown + k, v);
+}
+
+/* Only the owned nodes other parts want are packed (a few boundary nodes of millions). */
 static int ghost_fields(hk_halo *h, const hk_part *pt, hk_fields *f)
 {
-    const int64_t ng = pt->mesh.nnodes - pt->nown;
-    double *own = NULL, *gh = NULL;
-    int ierr = 0;
-    HK_TRY(hk_malloc((size_t)(pt->nown + 1) * NODE_VALUES * sizeof *own, &own));
-    HK_TRY(hk_malloc((size_t)(ng + 1) * NODE_VALUES * sizeof *gh, &gh));
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < pt->nown; i++)
-        node_pack(f, i, own + i * NODE_VALUES);
-    HK_TRY(hk_halo_exchange(h, own, NODE_VALUES, gh));
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < ng; k++)
-        node_unpack(f, pt->nown + k, gh + k * NODE_VALUES);
-fail:
-    free(own);
-    free(gh);
-    return ierr;
+    node_fields x = {f, pt->nown};
+    return hk_halo_exchange_with(h, NODE_VALUES, pack_owned, unpack_ghost, &x);
 }
 
 /* Empty fields of a part without cells (sums and maxima zero). */
@@ -810,8 +819,7 @@ done:
     }
     hk_halo_destroy(halo);
     hk_solver_destroy(s);
-    free(K.rowptr);
-    free(K.colind);
+    hk_bcsr_free(&K); /* sys.K's pattern and values, taken over by owned_rows */
     hk_fields_free(&fields);
     free(u);
     hk_system_free(&sys);

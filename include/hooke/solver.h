@@ -458,6 +458,15 @@ typedef struct hk_halo hk_halo;
 int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
                    const int64_t *ghost, hk_halo **h);
 int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_vals);
+/* hk_halo_exchange of values the caller gathers and places itself: pack(ctx, i, v) writes the
+ * width values of owned entry i (0 .. nown-1) to v, called only for the entries another process
+ * wants; unpack(ctx, k, v) takes ghost k's (the caller's order) from v. Both run on the threads,
+ * each entry once. For entries spread over several arrays (no copy of every owned entry).
+ * Collective. */
+typedef void (*hk_halo_pack_fn)(void *ctx, int64_t i, double *v);
+typedef void (*hk_halo_unpack_fn)(void *ctx, int64_t k, const double *v);
+int hk_halo_exchange_with(hk_halo *h, int width, hk_halo_pack_fn pack, hk_halo_unpack_fn unpack,
+                          void *ctx);
 void hk_halo_destroy(hk_halo *h);
 
 /* Rank 0's whole system cut into the processes' rows for hk_solver_create_dist: part[i] the

@@ -75,7 +75,10 @@ int hk_halo_create(const hk_comm *c, int64_t row0, int64_t nown, int64_t nghost,
     if (!ierr) ierr = hk_calloc((size_t)P, sizeof *gives, &gives);
     for (int64_t i = 0; i < nghost && !ierr; i++)
         ip[i] = (id_pos){ghost[i], i};
-    if (!ierr) qsort(ip, (size_t)nghost, sizeof *ip, cmp_id_pos);
+    int ascending = 1; /* a caller's ghosts in global order (a part's) need no sort */
+    for (int64_t i = 1; i < nghost && !ierr && ascending; i++)
+        ascending = ghost[i] > ghost[i - 1];
+    if (!ierr && !ascending) qsort(ip, (size_t)nghost, sizeof *ip, cmp_id_pos);
     for (int64_t k = 0; k < nghost && !ierr; k++) {
         const int64_t g = ip[k].id;
         if (!(g >= 0 && g < starts[P] && (g < row0 || g >= row0 + nown) &&
@@ -201,28 +204,63 @@ int hk_halo_wait(hk_halo *h)
     return hk_comm_waitall(h->reqs);
 }
 
+/* The send and receive buffers for width values an entry: every process grows its buffers at
+ * the same call, agreed before the exchange. */
+static int halo_buffers(hk_halo *h, int width)
+{
+    if (width <= h->host_width) return 0;
+    const int64_t ns = h->send_off[h->nsend];
+    free(h->host_send);
+    free(h->host_recv);
+    h->host_send = h->host_recv = NULL;
+    h->host_width = 0;
+    int ierr = hk_malloc((size_t)(ns + 1) * width * sizeof(double), &h->host_send);
+    if (!ierr) ierr = hk_malloc((size_t)(h->nghost + 1) * width * sizeof(double), &h->host_recv);
+    HK_CALL(hk_comm_agree(h->comm, ierr));
+    h->host_width = width;
+    return 0;
+}
+
+/* Threads for a copy of n entries of width values: one below 64k values (a few boundary
+ * entries need none). */
+static int halo_threads_wanted(int64_t n, int width)
+{
+    return n * width > ((int64_t)1 << 16);
+}
+
 int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_vals)
 {
-    const int64_t ns = h->send_off[h->nsend];
-    if (width > h->host_width) {
-        free(h->host_send);
-        free(h->host_recv);
-        h->host_send = h->host_recv = NULL;
-        h->host_width = 0;
-        /* every process grows its buffers at the same call: agreed before the exchange */
-        int ierr = hk_malloc((size_t)(ns + 1) * width * sizeof(double), &h->host_send);
-        if (!ierr)
-            ierr = hk_malloc((size_t)(h->nghost + 1) * width * sizeof(double), &h->host_recv);
-        HK_CALL(hk_comm_agree(h->comm, ierr));
-        h->host_width = width;
-    }
+    HK_CALL(halo_buffers(h, width));
+    const int64_t ns = h->send_off[h->nsend], ng = h->nghost;
+    double *send = h->host_send;
+    const double *recv = h->host_recv;
+#pragma omp parallel for schedule(static) if (halo_threads_wanted(ns, width))
     for (int64_t j = 0; j < ns; j++)
-        memcpy(h->host_send + (size_t)j * width, owned + (size_t)h->send_idx[j] * width,
+        memcpy(send + (size_t)j * width, owned + (size_t)h->send_idx[j] * width,
                (size_t)width * sizeof(double));
-    HK_CALL(hk_halo_start(h, h->host_send, h->host_recv, (size_t)width * sizeof(double)));
+    HK_CALL(hk_halo_start(h, send, h->host_recv, (size_t)width * sizeof(double)));
     HK_CALL(hk_halo_wait(h));
-    for (int64_t i = 0; i < h->nghost; i++)
-        memcpy(ghost_vals + (size_t)i * width, h->host_recv + (size_t)h->order[i] * width,
+#pragma omp parallel for schedule(static) if (halo_threads_wanted(ng, width))
+    for (int64_t i = 0; i < ng; i++)
+        memcpy(ghost_vals + (size_t)i * width, recv + (size_t)h->order[i] * width,
                (size_t)width * sizeof(double));
+    return 0;
+}
+
+int hk_halo_exchange_with(hk_halo *h, int width, hk_halo_pack_fn pack, hk_halo_unpack_fn unpack,
+                          void *ctx)
+{
+    HK_CALL(halo_buffers(h, width));
+    const int64_t ns = h->send_off[h->nsend], ng = h->nghost;
+    double *send = h->host_send;
+    const double *recv = h->host_recv;
+#pragma omp parallel for schedule(static) if (halo_threads_wanted(ns, width))
+    for (int64_t j = 0; j < ns; j++)
+        pack(ctx, h->send_idx[j], send + (size_t)j * width);
+    HK_CALL(hk_halo_start(h, send, h->host_recv, (size_t)width * sizeof(double)));
+    HK_CALL(hk_halo_wait(h));
+#pragma omp parallel for schedule(static) if (halo_threads_wanted(ng, width))
+    for (int64_t i = 0; i < ng; i++)
+        unpack(ctx, i, recv + (size_t)h->order[i] * width);
     return 0;
 }

@@ -2,7 +2,7 @@
  * 3 processes; backend=cuda with a GPU per process: HOOKE_TEST_BACKEND=cuda).
  *
  *   halo     ranges of any size (one process may own nothing), ghosts in any order: every ghost
- *            gets its owner's value
+ *            gets its owner's value; hk_halo_exchange_with packs only the wanted rows
  *   sums     hk_comm_sum gives every process the same bits, the sum in rank order
  *   spmv     the distributed operator of every storage format, fp64 and fp32, against the
  *            one-process product of the same rows (ranges with no rows, no ghosts, all ghosts)
@@ -156,6 +156,73 @@ static void test_halo(const hk_comm *c)
     free(ghost);
     free(own);
     free(gv);
+}
+
+/* hk_halo_exchange_with on 22 values a row spread over two arrays (row g: g + j / 32 in the
+ * first 20, -g and j in the last two): ghosts in ascending order and in reverse, the values
+ * placed by the caller, and only the rows another process wants packed (the processes' packs
+ * add up to their ghosts). */
+typedef struct halo_rows {
+    int64_t row0, nown, bad;
+    const int64_t *ghost;
+    double *got; /* ng x 22 */
+    long long packed;
+} halo_rows;
+
+static void halo_pack(void *ctx, int64_t i, double *v)
+{
+    halo_rows *x = ctx;
+    if (i < 0 || i >= x->nown) {
+#pragma omp atomic write
+        x->bad = 1;
+        return;
+    }
+    const double g = (double)(x->row0 + i);
+    for (int j = 0; j < 20; j++)
+        v[j] = g + j / 32.0;
+    v[20] = -g, v[21] = 21;
+#pragma omp atomic
+    x->packed++;
+}
+
+static void halo_unpack(void *ctx, int64_t k, const double *v)
+{
+    halo_rows *x = ctx;
+    memcpy(x->got + 22 * k, v, 22 * sizeof *v);
+}
+
+static void test_halo_with(const hk_comm *c)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    const int64_t n = 5000;
+    int64_t row0 = 0, nown = 0;
+    range(n, P, me, 0, &row0, &nown);
+    int64_t *ghost = malloc(sizeof *ghost * (size_t)n), ng = 0;
+    for (int reverse = 0; reverse < 2; reverse++) {
+        ng = 0;
+        for (int64_t j = 0; j < n; j += 3) {
+            const int64_t g = reverse ? n - 1 - j : j;
+            if (g < row0 || g >= row0 + nown) ghost[ng++] = g;
+        }
+        halo_rows x = {row0, nown, 0, ghost, malloc(sizeof(double) * 22 * (size_t)(ng + 1)), 0};
+        hk_halo *h = NULL;
+        int ok = !hk_halo_create(c, row0, nown, ng, ghost, &h) &&
+                 !hk_halo_exchange_with(h, 22, halo_pack, halo_unpack, &x) && !x.bad;
+        for (int64_t k = 0; ok && k < ng; k++) {
+            const double *v = x.got + 22 * k, g = (double)ghost[k];
+            for (int j = 0; j < 20; j++)
+                ok &= v[j] == g + j / 32.0;
+            ok &= v[20] == -g && v[21] == 21;
+        }
+        int64_t sums[2] = {x.packed, ng};
+        hk_comm_sum_i64(c, sums, 2);
+        check(c, ok && sums[0] == sums[1],
+              reverse ? "halo with callbacks: ghosts in reverse order"
+                      : "halo with callbacks: ghosts ascending, only the wanted rows packed");
+        hk_halo_destroy(h);
+        free(x.got);
+    }
+    free(ghost);
 }
 
 static void test_sums(const hk_comm *c)
@@ -1161,6 +1228,7 @@ int main(int argc, char **argv)
                : tb     ? "the host one (MPI, the cpu)"
                         : "none (built without NCCL)");
     test_halo(c);
+    test_halo_with(c);
     test_sums(c);
     test_spmv(c, be, HK_DIST_COMM_MPI);
     if (tb) test_spmv(c, tb, HK_DIST_COMM_NCCL);
