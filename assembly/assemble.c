@@ -276,13 +276,46 @@ int hk_assemble_prepare(const hk_problem *p, hk_system *s)
     return ierr;
 }
 
+/* Marks the nodes of boundary b (its node list and its facets' nodes; an index or node out of
+ * range is left to the checks that name it). */
+static void mark_boundary(const hk_mesh *m, int b, uint8_t *want)
+{
+    if (b < 0 || b >= m->nboundaries) return;
+    const hk_group *g = &m->boundaries[b];
+    for (int64_t k = 0; g->nodes && k < g->nnodes; k++)
+        if (g->nodes[k] >= 0 && g->nodes[k] < m->nnodes) want[g->nodes[k]] = 1;
+    for (int64_t k = 0; g->elems.n > 0 && k < g->elems.ptr[g->elems.n]; k++)
+        if (g->elems.nodes[k] >= 0 && g->elems.nodes[k] < m->nnodes) want[g->elems.nodes[k]] = 1;
+}
+
+/* The node-to-cell lists the region's supports and loads read: those of their boundaries'
+ * nodes (hk_springs_check, hk_loads_apply_region and the facets' outward normals look at no
+ * other node), without the whole part's lists. */
+static int region_node_cells(const hk_problem *p, hk_adj *n2c)
+{
+    const hk_mesh *m = p->mesh;
+    uint8_t *want = NULL;
+    HK_CALL(hk_calloc((size_t)m->nnodes + 1, 1, &want));
+    for (int k = 0; p->supports && k < p->nsupports; k++)
+        mark_boundary(m, p->supports[k].boundary, want);
+    for (int l = 0; p->loads && l < p->nloads; l++)
+        if (p->loads[l].kind != HK_LOAD_TEMPERATURE) /* its index is a region's */
+            mark_boundary(m, p->loads[l].boundary, want);
+    const int ierr = hk_asm_node_cells_of(m, want, n2c);
+    free(want);
+    return ierr;
+}
+
 int hk_assemble_prepare_region(const hk_problem *p, const hk_region_sums *rs, hk_system *s)
 {
     int ierr;
     hk_adj n2c = {0};
+    double t = 0;
     HK_CHECK(s, HK_ERR_ARG, "hk_assemble_prepare_region: the output system is NULL");
     memset(s, 0, sizeof *s);
+    stage(NULL, &t);
     HK_TRY(hk_check_problem(p));
+    stage("checks", &t);
     HK_TRY_CHECK(hk_rigid_count(p) == 0, HK_ERR_UNSUPPORTED,
                  "rigid couplings need the whole model in one process; use a distributing "
                  "coupling or run on one process");
@@ -293,10 +326,13 @@ int hk_assemble_prepare_region(const hk_problem *p, const hk_region_sums *rs, hk
     HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->f_ext, &s->f_ext));
     HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->fixed, &s->fixed));
     HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->u_fixed, &s->u_fixed));
-    HK_TRY(hk_asm_node_cells(m, &n2c));
+    HK_TRY(region_node_cells(p, &n2c));
+    stage("adjacency", &t);
     HK_TRY(hk_supports_apply(p, s->fixed, s->u_fixed, &s->nfixed));
     HK_TRY(hk_springs_check(p, &n2c));
+    stage("supports", &t);
     HK_TRY(hk_loads_apply_region(p, &n2c, rs, s->f_ext));
+    stage("loads", &t);
     hk_adj_free(&n2c);
     return 0;
 fail:

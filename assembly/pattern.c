@@ -22,6 +22,54 @@ int hk_asm_node_cells(const hk_mesh *m, hk_adj *a)
     return hk_mesh_node_cells(m, &a->ptr, &a->idx);
 }
 
+int hk_asm_node_cells_of(const hk_mesh *m, const uint8_t *want, hk_adj *a)
+{
+    int ierr = 0;
+    const int64_t nn = m->nnodes, ne = m->cells.n;
+    const int64_t *cptr = m->cells.ptr;
+    const int32_t *cn = m->cells.nodes;
+    int64_t *fill = NULL;
+    memset(a, 0, sizeof *a);
+    a->n = nn;
+    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *a->ptr, &a->ptr));
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < ne; e++)
+        for (int64_t k = cptr[e]; k < cptr[e + 1]; k++)
+            if (want[cn[k]]) {
+#pragma omp atomic
+                a->ptr[cn[k] + 1]++;
+            }
+    for (int64_t i = 0; i < nn; i++)
+        a->ptr[i + 1] += a->ptr[i];
+    HK_TRY(hk_malloc((size_t)a->ptr[nn] * sizeof *a->idx + 1, &a->idx));
+    HK_TRY(hk_malloc((size_t)nn * sizeof *fill + 1, &fill));
+    memcpy(fill, a->ptr, (size_t)nn * sizeof *fill);
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < ne; e++) {
+        for (int64_t k = cptr[e]; k < cptr[e + 1]; k++) {
+            if (!want[cn[k]]) continue;
+            int64_t pos;
+#pragma omp atomic capture
+            pos = fill[cn[k]]++;
+            a->idx[pos] = e;
+        }
+    }
+    /* increasing, whatever order the threads filled them in (short lists: insertion) */
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++)
+        for (int64_t k = a->ptr[i] + 1; k < a->ptr[i + 1]; k++) {
+            const int64_t e = a->idx[k];
+            int64_t j = k;
+            for (; j > a->ptr[i] && a->idx[j - 1] > e; j--)
+                a->idx[j] = a->idx[j - 1];
+            a->idx[j] = e;
+        }
+fail:
+    free(fill);
+    if (ierr) hk_adj_free(a);
+    return ierr;
+}
+
 /* The value array of K: 2 MiB aligned and marked for transparent huge pages where the system
  * has them (hundreds of MB for 1M DOFs: 512x fewer page faults), not zeroed. free()-able. */
 static int alloc_values(size_t count, double **val)

@@ -15,6 +15,9 @@ typedef struct hk_adj {
 void hk_adj_free(hk_adj *a);
 /* The node-to-cell adjacency of a mesh. */
 int hk_asm_node_cells(const hk_mesh *m, hk_adj *a);
+/* The same lists for the nodes v with want[v] only, the others' empty: one pass over the cells
+ * instead of the whole mesh's lists (the cells' nodes checked before). */
+int hk_asm_node_cells_of(const hk_mesh *m, const uint8_t *want, hk_adj *a);
 
 /* Block CSR pattern of K (bs = mesh dimension): block row i holds the nodes sharing a cell
  * with node i, sorted; every node has its diagonal block, also nodes without a cell. Values

@@ -14,6 +14,7 @@
 #include "../assembly/checks.h"
 #include "../assembly/constraints.h"
 #include "../assembly/elements.h"
+#include "../assembly/pattern.h"
 #include "hooke/fem.h"
 #include "test_util.h"
 
@@ -1202,6 +1203,66 @@ static void test_host_steps_threads(void)
     tmesh_free(&tm);
 }
 
+/* The node-to-cell lists of some nodes (hk_asm_node_cells_of) on 1, 3 and 4 threads: the whole
+ * mesh's lists for those nodes, byte for byte, and empty ones for the others; and a region's
+ * supports and loads prepared with them (hk_assemble_prepare_region: pressure with its outward
+ * normals, traction, a force spread over an area, a nodal force, springs) give the whole
+ * model's bytes (hk_assemble_prepare). */
+static void test_node_cells_of(void)
+{
+    tmesh tm;
+    tmesh_make(HK_EL_HEX8, 6, 0.2, 17u, 0, &tm);
+    const hk_mesh *m = &tm.m;
+    const int64_t nn = m->nnodes;
+    hk_adj all, some;
+    HK_ASSERT_OK(hk_asm_node_cells(m, &all));
+    uint8_t *want = calloc((size_t)nn, 1);
+    for (int64_t i = 0; i < nn; i += 3)
+        want[i] = 1;
+    const int nthr = omp_get_max_threads(), counts[3] = {1, 3, nthr > 4 ? nthr : 4};
+    for (int c = 0; c < 3; c++) {
+        omp_set_num_threads(counts[c]);
+        HK_ASSERT_OK(hk_asm_node_cells_of(m, want, &some));
+        int ok = some.n == nn;
+        for (int64_t i = 0; ok && i < nn; i++) {
+            const int64_t len = some.ptr[i + 1] - some.ptr[i];
+            ok = want[i] ? len == all.ptr[i + 1] - all.ptr[i] &&
+                               !memcmp(some.idx + some.ptr[i], all.idx + all.ptr[i],
+                                       (size_t)len * sizeof *some.idx)
+                         : len == 0;
+        }
+        CU_ASSERT(ok);
+        hk_adj_free(&some);
+    }
+    omp_set_num_threads(nthr);
+    hk_adj_free(&all);
+    free(want);
+    hk_support sup[2] = {
+        {.boundary = 0, .mask = 7},
+        {.kind = HK_SUPPORT_SPRING, .boundary = 4, .k_normal = 1e6, .k_node = {0, 0, 1e3}}};
+    hk_load ld[4] = {{.kind = HK_LOAD_PRESSURE, .boundary = 1, .value = {2e5}},
+                     {.kind = HK_LOAD_TRACTION, .boundary = 3, .value = {0, 1e4, 0}},
+                     {.kind = HK_LOAD_FORCE, .boundary = 5, .value = {7, 11, 13}},
+                     {.kind = HK_LOAD_NODAL, .boundary = 2, .value = {1, 0, 0}}};
+    hk_problem p = tproblem(&tm, HK_SOLID);
+    p.nsupports = 2, p.supports = sup, p.nloads = 4, p.loads = ld;
+    hk_system whole, region;
+    HK_ASSERT_OK(hk_assemble_prepare(&p, &whole));
+    HK_ASSERT_OK(hk_assemble_prepare_region(&p, NULL, &region));
+    const size_t ndof = (size_t)(3 * nn);
+    CU_ASSERT(region.ndof == whole.ndof && region.nfixed == whole.nfixed);
+    CU_ASSERT(!memcmp(region.f_ext, whole.f_ext, ndof * sizeof *whole.f_ext));
+    CU_ASSERT(!memcmp(region.fixed, whole.fixed, ndof));
+    CU_ASSERT(!memcmp(region.u_fixed, whole.u_fixed, ndof * sizeof *whole.u_fixed));
+    double F = 0;
+    for (size_t i = 1; i < ndof; i += 3)
+        F += region.f_ext[i];
+    CU_ASSERT(F > 0); /* the traction's pull along y is there */
+    hk_system_free(&whole);
+    hk_system_free(&region);
+    tmesh_free(&tm);
+}
+
 /* The mesh's parts found on every thread: two boxes whose cells alternate, plus a node on no
  * cell; each part labelled by its smallest node, the same bytes on 1, 3 and 4 threads. */
 static void test_part_labels_threads(void)
@@ -1618,6 +1679,8 @@ HK_SUITE(assembly,
           test_host_steps_threads},
          {"the mesh's parts: smallest node labels, the same bytes on any number of threads",
           test_part_labels_threads},
+         {"node-to-cell lists of some nodes; a region's supports and loads with them",
+          test_node_cells_of},
          {"K symmetric positive definite after elimination", test_spd_after_elimination},
          {"node without element gets an identity-like row", test_orphan_node},
          {"rigid-body motion detected and named", test_rigid_body_detection},
