@@ -889,6 +889,9 @@ typedef struct hk_fem_rec_args {
  * session (mesh, adjacency) kept for the recovery of the same mesh, which then uploads and
  * builds nothing (fem_device.c; held through the solve). */
 #define HK_FEM_REC_KEEP 8
+/* HUGE: the fields' host arrays marked for transparent huge pages before their pages are
+ * faulted in (hk_fem_huge_pages; 512x fewer faults where the system has them). */
+#define HK_FEM_REC_HUGE 16
 
 /* Element e0 + k recovered into buf[k], its cell averages stored. */
 HK_EL_FN void hk_fem_rec_elem_body(int64_t k, const hk_fem_rec_args *a)

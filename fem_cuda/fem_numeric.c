@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fem_numeric.h"
 #include "hooke/error.h"
@@ -19,7 +20,8 @@ typedef struct variant_name {
 static const variant_name numeric_names[] = {
     {"plain", 0}, {"d3", HK_FEM_NUM_D3}, {"sorted", HK_FEM_NUM_SORTED}};
 
-static const variant_name recover_names[] = {{"plain", 0}, {"keep", HK_FEM_REC_KEEP}};
+static const variant_name recover_names[] = {
+    {"plain", 0}, {"keep", HK_FEM_REC_KEEP}, {"huge", HK_FEM_REC_HUGE}};
 
 /* The flags of the comma list v (names of names[0..n)); HK_ERR_ARG naming the variable var,
  * the unknown name and every known one. */
@@ -130,6 +132,17 @@ void hk_fem_touch_pages(void *data, size_t bytes)
 #pragma omp parallel for schedule(static) if (pages > 64)
     for (int64_t k = 0; k < pages; k++)
         b[4096 * k] = 0;
+}
+
+void hk_fem_huge_pages(void *data, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20, b0 = (uintptr_t)data,
+                    a0 = (b0 + huge - 1) & ~(huge - 1), a1 = (b0 + bytes) & ~(huge - 1);
+    if (data && a1 > a0) madvise((void *)a0, a1 - a0, MADV_HUGEPAGE); /* advice: no error */
+#else
+    (void)data, (void)bytes;
+#endif
 }
 
 int hk_fem_all_zero(const void *data, size_t bytes)

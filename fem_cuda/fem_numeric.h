@@ -19,7 +19,7 @@ int hk_fem_numeric_variant(int *flags);
 extern int hk_fem_numeric_force;
 
 /* The recovery's variant: HK_FEM_REC_* flags (fem_kernels.h) from HOOKE_FEM_RECOVER (a comma
- * list of plain, keep; unset or empty: plain, the default), or
+ * list of plain, keep, huge; unset or empty: plain, the default), or
  * hk_fem_recover_force when it is 0 or more (tests). HK_ERR_ARG for a name it does not know. */
 int hk_fem_recover_variant(int *flags);
 extern int hk_fem_recover_force;
@@ -32,6 +32,10 @@ uint64_t hk_fem_mesh_hash(const hk_mesh *m, const double *node_dT);
  * fresh array that a download is about to overwrite, faulted in while the device works instead
  * of by the copy out of the pinned staging. */
 void hk_fem_touch_pages(void *data, size_t bytes);
+
+/* Marks the 2 MiB pages inside data[0..bytes) for transparent huge pages (madvise, where the
+ * system has it), before they are faulted in: one fault a 2 MiB page instead of 512. */
+void hk_fem_huge_pages(void *data, size_t bytes);
 
 /* Whether every byte of data[0..bytes) is zero (every host thread). */
 int hk_fem_all_zero(const void *data, size_t bytes);

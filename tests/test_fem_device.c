@@ -361,6 +361,11 @@ static void check_recover_chunks(const hk_fem_driver *drv, const char *name, con
     hk_fem_stage_bytes = 0;
     compare_fields(name, &f0, &fv, 0);
     hk_fields_free(&fv);
+    hk_fem_recover_force = HK_FEM_REC_HUGE; /* the fields' pages advised huge: the same bytes */
+    HK_ASSERT_OK(hk_fem_postproc_with(drv, p, &h, u, &fv));
+    hk_fem_recover_force = -1;
+    compare_fields(name, &f0, &fv, 0);
+    hk_fields_free(&fv);
     hk_fields_free(&f0);
     free(u);
     hk_system_free(&h);
@@ -464,6 +469,27 @@ static void test_emul_recover_chunks(void)
     }
 }
 
+/* hk_fem_huge_pages on arrays of several huge pages, at odd offsets, written before and after:
+ * advice only, no byte changed (the fields of HOOKE_FEM_RECOVER=huge). */
+static void test_emul_huge_pages(void)
+{
+    const size_t n = (size_t)3 << 20; /* 24 MB of doubles */
+    double *a = malloc(n * sizeof *a);
+    CU_ASSERT_FATAL(a != NULL);
+    for (size_t i = 0; i < n / 2; i++)
+        a[i] = (double)i * 0.5;
+    hk_fem_huge_pages(a + 3, (n - 7) * sizeof *a);
+    hk_fem_huge_pages(a, 100); /* less than a huge page: nothing */
+    hk_fem_touch_pages(a + n / 2, n / 2 * sizeof *a);
+    for (size_t i = n / 2; i < n; i++)
+        a[i] = (double)i * 0.5;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= a[i] == (double)i * 0.5;
+    CU_ASSERT(ok);
+    free(a);
+}
+
 /* HOOKE_FEM_NUMERIC: names and commas; an unknown name refused in one sentence naming it. */
 static void test_emul_variant_names(void)
 {
@@ -492,11 +518,14 @@ static void test_emul_variant_names(void)
     setenv("HOOKE_FEM_RECOVER", "plain", 1);
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
+    setenv("HOOKE_FEM_RECOVER", "huge,keep", 1);
+    HK_ASSERT_OK(hk_fem_recover_variant(&flags));
+    CU_ASSERT_EQUAL(flags, HK_FEM_REC_HUGE | HK_FEM_REC_KEEP);
     setenv("HOOKE_FEM_RECOVER", "keep,fixed", 1); /* removed variants are unknown */
     CU_ASSERT_EQUAL(hk_fem_recover_variant(&flags), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "HOOKE_FEM_RECOVER=keep,fixed: unknown "
-                                                      "variant 'fixed'; give a comma list of plain "
-                                                      "or keep"));
+                                                      "variant 'fixed'; give a comma list of plain, "
+                                                      "keep or huge"));
     unsetenv("HOOKE_FEM_RECOVER");
     HK_ASSERT_OK(hk_fem_recover_variant(&flags));
     CU_ASSERT_EQUAL(flags, 0);
@@ -936,10 +965,12 @@ HK_SUITE(fem_emul,
          {"the kernels' threads in reverse order: the host's bytes", test_emul_reverse},
          {"a node of 120 cells: the host's bytes", test_emul_fan},
          {"the numeric kernel's variants: the host's bytes", test_emul_variants},
-         {"the recovery in chunks of one cell: one chunk's bytes", test_emul_recover_chunks},
+         {"the recovery in chunks of one cell, and with huge pages: one chunk's bytes",
+          test_emul_recover_chunks},
          {"the assembly's session kept for the recovery: a fresh one's bytes", test_emul_keep},
          {"supports at rest and moved: the host's bytes", test_emul_prescribed},
          {"HOOKE_FEM_NUMERIC's and HOOKE_FEM_RECOVER's names", test_emul_variant_names},
+         {"the fields' pages advised huge: no byte changed", test_emul_huge_pages},
          {"the resident K solves to the host's digits", test_emul_solve},
          {"the host's error sentences; springs and rigid couplings refused", test_emul_errors},
          {"on the cpu backend: the host's assembly and recovery", test_on_cpu},
@@ -1202,7 +1233,8 @@ HK_DEVICE_SUITE(fem_cuda,
                 {"a node of 200 cells", test_cuda_fan},
                 {"two runs give the same bytes (K, f, fields)", test_cuda_determinism},
                 {"the numeric kernel's variants: the default's bytes", test_cuda_variants},
-                {"the recovery in chunks of one cell: one chunk's bytes", test_cuda_recover_chunks},
+                {"the recovery in chunks of one cell, and with huge pages: one chunk's bytes",
+                 test_cuda_recover_chunks},
                 {"the assembly's session kept for the recovery: a fresh one's bytes",
                  test_cuda_keep},
                 {"supports at rest and moved: the host's K and f to 1e-13", test_cuda_prescribed},
