@@ -228,23 +228,29 @@ static int halo_threads_wanted(int64_t n, int width)
     return n * width > ((int64_t)1 << 16);
 }
 
+/* hk_halo_exchange's callbacks: rows of width values of two arrays */
+typedef struct halo_arrays {
+    const double *owned;
+    double *ghost;
+    int width;
+} halo_arrays;
+
+static void pack_row(void *ctx, int64_t i, double *v)
+{
+    const halo_arrays *x = ctx;
+    memcpy(v, x->owned + (size_t)i * x->width, (size_t)x->width * sizeof *v);
+}
+
+static void unpack_row(void *ctx, int64_t k, const double *v)
+{
+    const halo_arrays *x = ctx;
+    memcpy(x->ghost + (size_t)k * x->width, v, (size_t)x->width * sizeof *v);
+}
+
 int hk_halo_exchange(hk_halo *h, const double *owned, int width, double *ghost_vals)
 {
-    HK_CALL(halo_buffers(h, width));
-    const int64_t ns = h->send_off[h->nsend], ng = h->nghost;
-    double *send = h->host_send;
-    const double *recv = h->host_recv;
-#pragma omp parallel for schedule(static) if (halo_threads_wanted(ns, width))
-    for (int64_t j = 0; j < ns; j++)
-        memcpy(send + (size_t)j * width, owned + (size_t)h->send_idx[j] * width,
-               (size_t)width * sizeof(double));
-    HK_CALL(hk_halo_start(h, send, h->host_recv, (size_t)width * sizeof(double)));
-    HK_CALL(hk_halo_wait(h));
-#pragma omp parallel for schedule(static) if (halo_threads_wanted(ng, width))
-    for (int64_t i = 0; i < ng; i++)
-        memcpy(ghost_vals + (size_t)i * width, recv + (size_t)h->order[i] * width,
-               (size_t)width * sizeof(double));
-    return 0;
+    halo_arrays x = {owned, ghost_vals, width};
+    return hk_halo_exchange_with(h, width, pack_row, unpack_row, &x);
 }
 
 int hk_halo_exchange_with(hk_halo *h, int width, hk_halo_pack_fn pack, hk_halo_unpack_fn unpack,
