@@ -71,8 +71,16 @@ _Noreturn void hk_dcomm_fatal(hk_dcomm *t, int ierr)
 
 void hk_dcomm_exchange(hk_dcomm *t, const hk_halo *h, const void *send, void *recv, size_t bytes)
 {
-    const int ierr = t->be->dcomm_exchange(t->dc, h->nrecv, h->recv_rank, h->recv_off, recv,
-                                           h->nsend, h->send_rank, h->send_off, send, bytes);
+    hk_dcomm_exchange_v(t, h->nrecv, h->recv_rank, h->recv_off, recv, h->nsend, h->send_rank,
+                        h->send_off, send, bytes);
+}
+
+void hk_dcomm_exchange_v(hk_dcomm *t, int nrecv, const int *recv_rank, const int64_t *recv_off,
+                         void *recv, int nsend, const int *send_rank, const int64_t *send_off,
+                         const void *send, size_t bytes)
+{
+    const int ierr = t->be->dcomm_exchange(t->dc, nrecv, recv_rank, recv_off, recv, nsend,
+                                           send_rank, send_off, send, bytes);
     if (ierr) hk_dcomm_fatal(t, ierr);
 }
 

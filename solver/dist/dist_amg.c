@@ -1395,8 +1395,20 @@ typedef struct routed {
     int64_t n;               /* blocks received, in the senders' rank order: */
     int32_t *erow;           /* their rows - the merge's row0 */
     int64_t *ekey;           /* their columns' merge keys (merge_key) */
-    double *ev;              /* their blocks */
+    double *ev;              /* their blocks (host; NULL where dev) */
+    /* dev: the blocks go device to device (device_messages): pre and suf are then M's own
+     * blocks on the backend, and the received ones land in ev_dev there (free with
+     * routed_free) */
+    int dev;
+    double *ev_dev, *send_dev; /* send_dev: the sent blocks, read by the transport */
 } routed;
+
+static void routed_free(const hk_dist *d, routed *X)
+{
+    if (X->ev_dev) d->local->dealloc(X->ev_dev);
+    if (X->send_dev) d->local->dealloc(X->send_dev);
+    X->ev_dev = X->send_dev = NULL;
+}
 
 static inline int64_t merge_key(int64_t J, int64_t row0, int64_t nown);
 
@@ -1412,6 +1424,65 @@ static void route_counts(const routed *X, const int64_t *rc, const int64_t *star
         cnt[2 * q] = q == me ? 0 : r1 - r0;
         cnt[2 * q + 1] = q == me ? 0 : X->rowptr[r1] - X->rowptr[r0];
     }
+}
+
+/* route's blocks through the layout's device transport: M's prefix and suffix (X->pre, X->suf
+ * on the backend) copied there into one array in the sent order (every owner's blocks a range
+ * of it, in rank order), then one round with every process that sends or receives any: the
+ * sent counts cnt and received ones rcnt as route's (rows, blocks a process), the received
+ * blocks into X->ev_dev at bo[q]; the sent array stays in X->send_dev. A failure before the
+ * round is agreed; the round's own ends the run (hk_dcomm_exchange_v). Collective. */
+static int route_blocks_dev(const hk_dist *d, routed *X, const int64_t *cnt, const int64_t *rcnt,
+                            const int64_t *bo, int bsz)
+{
+    const hk_comm *c = d->comm;
+    const int P = hk_comm_size(c);
+    const int64_t ns = X->a + (X->rowptr[X->nr] - X->b);
+    int ierr = 0, nr = 0, nsd = 0;
+    int *rrank = NULL, *srank = NULL;
+    int64_t *roff = NULL, *soff = NULL;
+    double *sendv = NULL;
+    ierr = hk_malloc(((size_t)P + 1) * sizeof *rrank, &rrank);
+    if (!ierr) ierr = hk_malloc(((size_t)P + 1) * sizeof *srank, &srank);
+    if (!ierr) ierr = hk_malloc(((size_t)P + 1) * sizeof *roff, &roff);
+    if (!ierr) ierr = hk_malloc(((size_t)P + 1) * sizeof *soff, &soff);
+    if (!ierr) ierr = d->local->alloc((void **)&sendv, (size_t)(ns * bsz + 1) * sizeof *sendv);
+    if (!ierr && X->a) ierr = copy_on(d, sendv, X->pre, (size_t)(X->a * bsz) * sizeof *sendv);
+    if (!ierr && ns > X->a)
+        ierr = copy_on(d, sendv + X->a * bsz, X->suf, (size_t)((ns - X->a) * bsz) * sizeof *sendv);
+    if (!ierr) {
+        roff[0] = soff[0] = 0;
+        for (int q = 0; q < P; q++) {
+            if (rcnt[2 * q + 1]) {
+                rrank[nr] = q;
+                roff[nr + 1] = roff[nr] + rcnt[2 * q + 1];
+                if (roff[nr] != bo[q]) ierr = HK_ERR_INTERNAL;
+                nr++;
+            }
+            if (cnt[2 * q + 1]) {
+                srank[nsd] = q;
+                soff[nsd + 1] = soff[nsd] + cnt[2 * q + 1];
+                nsd++;
+            }
+        }
+        /* the owners' ranges tile the sent array: the prefix's rows are the lower ranks' */
+        if (ierr || soff[nsd] != ns)
+            ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                "pc=amg: the Galerkin rows routed do not tile their blocks");
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    hk_dcomm_exchange_v(d->dcomm, nr, rrank, roff, X->ev_dev, nsd, srank, soff, sendv,
+                        (size_t)bsz * sizeof *sendv);
+    hk_dcomm_wait(d->dcomm);
+    X->send_dev = sendv; /* freed after the merge (routed_free), the round long done */
+    sendv = NULL;
+fail:
+    if (sendv) d->local->dealloc(sendv);
+    free(rrank);
+    free(srank);
+    free(roff);
+    free(soff);
+    return ierr;
 }
 
 /* Sends X's rows to their owners and receives the others' for this process's rows [row0, ...):
@@ -1431,6 +1502,7 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
     X->erow = NULL;
     X->ekey = NULL;
     X->ev = NULL;
+    X->ev_dev = X->send_dev = NULL;
     ierr = hk_calloc((size_t)P + 1, sizeof *first, &first);
     if (!ierr) ierr = hk_calloc(2 * (size_t)P, sizeof *cnt, &cnt);
     if (!ierr) ierr = hk_calloc(2 * (size_t)P, sizeof *rcnt, &rcnt);
@@ -1442,7 +1514,7 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
     for (int q = 0; q < P; q++) {
         ro[q + 1] = ro[q] + rcnt[2 * q];
         bo[q + 1] = bo[q] + rcnt[2 * q + 1];
-        nreq += 4 * ((cnt[2 * q] > 0) + (rcnt[2 * q] > 0));
+        nreq += (X->dev ? 3 : 4) * ((cnt[2 * q] > 0) + (rcnt[2 * q] > 0));
     }
     const int64_t nrr = ro[P], n = bo[P];
     ierr = stage_get(d, s, STAGE_RECV_ROW, (size_t)(nrr + 1) * sizeof *rrow, (void **)&rrow);
@@ -1450,13 +1522,18 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
         ierr =
             stage_get(d, s, STAGE_RECV_PTR, (size_t)(nrr + P + 1) * sizeof *rptr, (void **)&rptr);
     if (!ierr) ierr = stage_get(d, s, STAGE_RECV_COL, (size_t)(n + 1) * 8, (void **)&X->ekey);
-    if (!ierr)
+    if (!ierr && X->dev)
+        ierr = d->local->alloc((void **)&X->ev_dev, (size_t)(n * bsz + 1) * sizeof(double));
+    else if (!ierr)
         ierr = stage_get(d, s, STAGE_RECV, (size_t)(n * bsz + 1) * sizeof(double), (void **)&X->ev);
     if (!ierr)
         ierr =
             stage_get(d, s, STAGE_RECV_I32, (size_t)(n + 1) * sizeof(int32_t), (void **)&X->erow);
     if (!ierr) ierr = hk_comm_reqs_create(nreq > 0 ? nreq : 1, &rq);
     HK_TRY(hk_comm_agree(c, ierr));
+    /* the blocks device to device, queued: they move while the messages below do, and the
+     * merge's work waits for them */
+    if (X->dev) HK_TRY(route_blocks_dev(d, X, cnt, rcnt, bo, bsz));
     int slot = 0;
     for (int q = 0; q < P && !ierr; q++) {
         if (!rcnt[2 * q]) continue;
@@ -1469,7 +1546,7 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
         if (!ierr)
             ierr = hk_comm_irecv(c, X->ekey + bo[q], (size_t)nb * 8, q, DAMG_TAG_ROUTE_COLS, rq,
                                  slot++);
-        if (!ierr)
+        if (!ierr && !X->dev)
             ierr = hk_comm_irecv(c, X->ev + bo[q] * bsz, (size_t)(nb * bsz) * sizeof(double), q,
                                  DAMG_TAG_ROUTE, rq, slot++);
     }
@@ -1487,7 +1564,7 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
         if (!ierr)
             ierr =
                 hk_comm_isend(c, X->gcol + k, (size_t)nb * 8, q, DAMG_TAG_ROUTE_COLS, rq, slot++);
-        if (!ierr)
+        if (!ierr && !X->dev)
             ierr = hk_comm_isend(c, v, (size_t)(nb * bsz) * sizeof(double), q, DAMG_TAG_ROUTE, rq,
                                  slot++);
     }
@@ -1509,6 +1586,7 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
     }
     X->n = n;
 fail:
+    if (ierr) routed_free(d, X);
     free(first);
     free(cnt);
     free(rcnt);
@@ -1581,7 +1659,10 @@ static int merge_rows(const hk_dist *d, int64_t row0, int64_t nown, int64_t nglo
     HK_TRY(on_backend(d, cmap, (size_t)nc * sizeof *cmap, &cmap_d));
     HK_TRY(on_backend(d, R->erow, (size_t)n * sizeof *R->erow, &erow_d));
     HK_TRY(on_backend(d, R->ekey, (size_t)n * sizeof *R->ekey, &ekey_d));
-    HK_TRY(on_backend(d, R->ev, (size_t)(n * bsz) * sizeof *R->ev, &ev_d));
+    if (R->ev_dev) /* received there (a device transport) */
+        ev_d = R->ev_dev;
+    else
+        HK_TRY(on_backend(d, R->ev, (size_t)(n * bsz) * sizeof *R->ev, &ev_d));
     HK_TRY(d->local->coo_to_csr(M, rmap_d, cmap_d, n, erow_d, ekey_d, ev_d, nown, nglob, rowptr,
                                 key, val));
 fail:
@@ -1589,7 +1670,7 @@ fail:
     off_backend(d, cmap_d);
     off_backend(d, erow_d);
     off_backend(d, ekey_d);
-    off_backend(d, ev_d);
+    if (ev_d != R->ev_dev) off_backend(d, ev_d);
     free(rmap);
     free(cmap);
     return ierr;
@@ -1653,19 +1734,21 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
  * arrays, allocated): row j's block count (*cnt)[j], its record at (*at)[j] in *rec. */
 static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
                         const int64_t *colmap, const int32_t *rows, int64_t n, int64_t **cnt,
-                        int64_t **at, double **rec);
+                        int64_t **at, double **rec, double **rec_dev);
 
 int hk_damg_send_records(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
                          const int32_t *rows, int64_t n, int64_t **cnt, int64_t **at, double **rec)
 {
-    return pack_records(be, NULL, NULL, D, colmap, rows, n, cnt, at, rec);
+    return pack_records(be, NULL, NULL, D, colmap, rows, n, cnt, at, rec, NULL);
 }
 
 /* hk_damg_send_records with *rec in d's staging s where s is given (then not the caller's to
- * free): the records come down from be straight into pinned memory, the messages' buffer. */
+ * free): the records come down from be straight into pinned memory, the messages' buffer.
+ * With rec_dev, for a device transport: the records stay on be (*rec_dev, the caller's to
+ * free with be->dealloc; *rec NULL), nothing of them comes down. */
 static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
                         const int64_t *colmap, const int32_t *rows, int64_t n, int64_t **cnt,
-                        int64_t **at, double **rec)
+                        int64_t **at, double **rec, double **rec_dev)
 {
     const int bsz = D->br * D->bc;
     int ierr = 0;
@@ -1686,16 +1769,23 @@ static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     for (int64_t j = 0; j < n; j++)
         (*at)[j + 1] = (*at)[j] + 1 + (*cnt)[j] * (1 + bsz);
     const int64_t len = (*at)[n];
-    if (s)
+    if (rec_dev) {
+        *rec_dev = NULL;
+        HK_TRY(be->alloc((void **)&out_dev, (size_t)(len + 1) * sizeof *out_dev));
+    } else if (s)
         HK_TRY(stage_get(d, s, STAGE_SEND, (size_t)(len + 1) * sizeof **rec, (void **)rec));
     else
         HK_TRY(hk_malloc((size_t)(len + 1) * sizeof **rec, rec));
     if (len) {
         HK_TRY(upload(be, colmap, (size_t)D->nbcols * sizeof *colmap, (void **)&colmap_dev));
         HK_TRY(upload(be, *at, (size_t)(n + 1) * sizeof **at, (void **)&at_dev));
-        HK_TRY(be->alloc((void **)&out_dev, (size_t)len * sizeof *out_dev));
+        if (!out_dev) HK_TRY(be->alloc((void **)&out_dev, (size_t)len * sizeof *out_dev));
         HK_TRY(be->dist_pack_rows(D, colmap_dev, rows_dev, n, at_dev, out_dev));
-        HK_TRY(be->copy_from(*rec, out_dev, (size_t)len * sizeof **rec));
+        if (!rec_dev) HK_TRY(be->copy_from(*rec, out_dev, (size_t)len * sizeof **rec));
+    }
+    if (rec_dev) {
+        *rec_dev = out_dev;
+        out_dev = NULL;
     }
 fail:
     if (rows_dev) be->dealloc(rows_dev);
@@ -1760,6 +1850,75 @@ fail:
     return ierr;
 }
 
+/* Whether the set-up's large messages (the ghost rows' records, the Galerkin blocks routed to
+ * their owners) go device to device: where the layout has a device transport (dist.comm=nccl),
+ * unless HOOKE_AMG_DEVICE_MESSAGES=0 (for measurement and tests: through the host with MPI,
+ * as without one). The processes agree (the lowest value). Collective where d->dcomm. */
+static int device_messages(const hk_dist *d, int *dev)
+{
+    *dev = 0;
+    if (!d->dcomm) return 0; /* every process alike: the layout's transport is agreed */
+    int on = 1;
+    HK_CALL(hk_comm_agree(d->comm, hk_env_switch("HOOKE_AMG_DEVICE_MESSAGES", "1",
+                                                 "device to device, the default", "0",
+                                                 "through the host", 1, &on)));
+    int64_t v = on;
+    HK_CALL(hk_comm_min_i64(d->comm, &v, 1));
+    *dev = v != 0;
+    return 0;
+}
+
+/* exchange_rows between the backends' memories through the layout's device transport: the
+ * counts as there (host, MPI), then the records from send_dev (on the backend, record j at
+ * sat[j]) into *rec_dev (allocated on the backend, the caller's to free; the halo's sorted
+ * ghost order, record j at (*rat)[j]), the work queued next waiting for them. *rcnt: the
+ * received records' block counts (host, allocated). Collective. */
+static int exchange_rows_dev(const hk_dist *d, hk_halo *halo, int bsz, const int64_t *scnt,
+                             const int64_t *sat, const double *send_dev, double **rec_dev,
+                             int64_t **rat, int64_t **rcnt)
+{
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *L = d->local;
+    const int64_t ng = halo->nghost;
+    int ierr = 0;
+    int64_t *cnt = NULL, *at = NULL, *roff = NULL, *soff = NULL;
+    double *recv = NULL;
+    *rec_dev = NULL;
+    *rat = *rcnt = NULL;
+    ierr = hk_malloc((size_t)(ng + 1) * sizeof *cnt, &cnt);
+    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * sizeof *at, &at);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_halo_start(halo, scnt, cnt, sizeof *scnt));
+    HK_TRY(hk_halo_wait(halo));
+    at[0] = 0;
+    for (int64_t j = 0; j < ng; j++)
+        at[j + 1] = at[j] + 1 + cnt[j] * (1 + bsz);
+    ierr = L->alloc((void **)&recv, (size_t)(at[ng] + 1) * sizeof *recv);
+    if (!ierr) ierr = hk_malloc(((size_t)halo->nrecv + 1) * sizeof *roff, &roff);
+    if (!ierr) ierr = hk_malloc(((size_t)halo->nsend + 1) * sizeof *soff, &soff);
+    HK_TRY(hk_comm_agree(c, ierr));
+    /* one range a neighbour, in doubles: the records of its ghosts, of its send rows */
+    for (int j = 0; j <= halo->nrecv; j++)
+        roff[j] = at[halo->recv_off[j]];
+    for (int j = 0; j <= halo->nsend; j++)
+        soff[j] = sat[halo->send_off[j]];
+    hk_dcomm_exchange_v(d->dcomm, halo->nrecv, halo->recv_rank, roff, recv, halo->nsend,
+                        halo->send_rank, soff, send_dev, sizeof *recv);
+    hk_dcomm_wait(d->dcomm);
+    *rec_dev = recv;
+    *rat = at;
+    *rcnt = cnt;
+    recv = NULL;
+    at = cnt = NULL;
+fail:
+    if (recv) L->dealloc(recv);
+    free(cnt);
+    free(at);
+    free(roff);
+    free(soff);
+    return ierr;
+}
+
 /* The sorted union *cols (allocated, *ncols) of the columns colmap[c] (nc, ascending) marked
  * used (cpos[c] 1, else 0) and the ghosts' columns gcols[0..ngc) (ascending); cpos[c] then a
  * used column's position in it. One merge: the owned rows' columns are in colmap's order. */
@@ -1799,20 +1958,70 @@ static int column_union(const int64_t *colmap, int64_t nc, int32_t *cpos, const 
  * are renamed and copied on be. */
 static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
                         const int64_t *colmap, int64_t ng, const double *rec, const int64_t *rat,
-                        const int64_t *order, hk_bmat *Xd, int64_t **cols, int64_t *ncols);
+                        const int64_t *order, const int64_t *rcnt, const double *rec_dev,
+                        hk_bmat *Xd, int64_t **cols, int64_t *ncols);
 
 int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64_t *colmap,
                          int64_t ng, const double *rec, const int64_t *rat, const int64_t *order,
                          hk_bmat *Xd, int64_t **cols, int64_t *ncols)
 {
-    return ghost_matrix(be, NULL, NULL, D, colmap, ng, rec, rat, order, Xd, cols, ncols);
+    return ghost_matrix(be, NULL, NULL, D, colmap, ng, rec, rat, order, NULL, NULL, Xd, cols,
+                        ncols);
+}
+
+/* The received blocks' global columns gcols[p] (ghost k's blocks at gat[k], its record at
+ * grat[k]) from records on d's backend: gathered there (one double a block) and downloaded,
+ * not the records (more than the gather's int32 indices reach: the records come down). */
+static int record_columns_dev(const hk_dist *d, int64_t ng, int bsz, const double *rec_dev,
+                              int64_t len, const int64_t *grat, const int64_t *gat, int64_t *gcols)
+{
+    const hk_backend_ops *L = d->local;
+    const int64_t n = gat[ng];
+    int ierr = 0;
+    int32_t *idx = NULL;
+    double *g = NULL, *h = NULL;
+    if (!n) return 0;
+    if (len > INT32_MAX) {
+        HK_CALL(hk_malloc((size_t)len * sizeof *h, &h));
+        ierr = L->copy_from(h, rec_dev, (size_t)len * sizeof *h);
+        if (!ierr) {
+#pragma omp parallel for schedule(dynamic, 64)
+            for (int64_t k = 0; k < ng; k++)
+                for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
+                    gcols[gat[k] + j] = (int64_t)h[grat[k] + 1 + j * (1 + bsz)];
+        }
+        free(h);
+        return ierr;
+    }
+    HK_TRY(hk_malloc((size_t)n * sizeof *idx, &idx));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t k = 0; k < ng; k++)
+        for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
+            idx[gat[k] + j] = (int32_t)(grat[k] + 1 + j * (1 + bsz));
+    HK_TRY(L->alloc((void **)&g, (size_t)n * sizeof *g));
+    HK_TRY(gather_blocks(d, g, rec_dev, len, 1, idx, n));
+    /* the doubles into gcols' own bytes, then each one turned into its id in place */
+    HK_TRY(L->copy_from(gcols, g, (size_t)n * sizeof *g));
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < n; p++) {
+        double v;
+        memcpy(&v, gcols + p, sizeof v);
+        gcols[p] = (int64_t)v;
+    }
+fail:
+    free(idx);
+    if (g) L->dealloc(g);
+    return ierr;
 }
 
 /* hk_damg_ghost_matrix with the ghosts' columns (one a received block) in d's staging s where
- * s is given. */
+ * s is given. With rec_dev (a device transport's records, on be; rec NULL): the records'
+ * block counts from rcnt (record j's), their columns gathered there (record_columns_dev), and
+ * the records read where they are. */
 static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, const hk_bmat *D,
                         const int64_t *colmap, int64_t ng, const double *rec, const int64_t *rat,
-                        const int64_t *order, hk_bmat *Xd, int64_t **cols, int64_t *ncols)
+                        const int64_t *order, const int64_t *rcnt, const double *rec_dev,
+                        hk_bmat *Xd, int64_t **cols, int64_t *ncols)
 {
     const int bsz = D->br * D->bc;
     const int64_t nc = D->nbcols, nown = D->nbrows, nm = D->nnzb;
@@ -1820,7 +2029,7 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     int64_t *gat = NULL, *gcols = NULL, *grat = NULL; /* gat: ghost k's first block */
     int64_t *gat_dev = NULL, *grat_dev = NULL, *cols_dev = NULL;
     int32_t *cpos = NULL, *cpos_dev = NULL;
-    double *rec_dev = NULL;
+    double *rec_up = NULL;
     memset(Xd, 0, sizeof *Xd);
     *cols = NULL;
     *ncols = 0;
@@ -1829,7 +2038,7 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     gat[0] = 0;
     for (int64_t k = 0; k < ng; k++) {
         grat[k] = rat[order[k]];
-        gat[k + 1] = gat[k] + (int64_t)rec[grat[k]];
+        gat[k + 1] = gat[k] + (rec_dev ? rcnt[order[k]] : (int64_t)rec[grat[k]]);
     }
     const int64_t ngnnz = gat[ng];
     if (s)
@@ -1837,10 +2046,14 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
                          (void **)&gcols));
     else
         HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
+    if (rec_dev)
+        HK_TRY(record_columns_dev(d, ng, bsz, rec_dev, rat[ng], grat, gat, gcols));
+    else {
 #pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t k = 0; k < ng; k++)
-        for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
-            gcols[gat[k] + j] = (int64_t)rec[grat[k] + 1 + j * (1 + bsz)];
+        for (int64_t k = 0; k < ng; k++)
+            for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
+                gcols[gat[k] + j] = (int64_t)rec[grat[k] + 1 + j * (1 + bsz)];
+    }
     int64_t ngc = 0;
     HK_TRY(sorted_unique(gcols, ngnnz, &ngc));
     /* the columns D's rows use, marked on be */
@@ -1851,13 +2064,14 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     HK_TRY(column_union(colmap, nc, cpos, gcols, ngc, cols, ncols));
     if (nc) HK_TRY(be->copy_to(cpos_dev, cpos, (size_t)nc * sizeof *cpos));
     /* the records as received, with the per-ghost offsets and the union */
-    HK_TRY(upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_dev));
+    if (!rec_dev) HK_TRY(upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_up));
     HK_TRY(upload(be, grat, (size_t)ng * sizeof *grat, (void **)&grat_dev));
     HK_TRY(upload(be, gat, (size_t)(ng + 1) * sizeof *gat, (void **)&gat_dev));
     HK_TRY(upload(be, *cols, (size_t)*ncols * sizeof **cols, (void **)&cols_dev));
     HK_TRY(pattern_alloc(be, D->br, D->bc, nown + ng, *ncols, nm + ngnnz, Xd));
     HK_TRY(be->alloc((void **)&Xd->val, (size_t)((nm + ngnnz) * bsz + 1) * sizeof *Xd->val));
-    HK_TRY(be->dist_extend_rows(D, cpos_dev, ng, rec_dev, grat_dev, gat_dev, cols_dev, *ncols, Xd));
+    HK_TRY(be->dist_extend_rows(D, cpos_dev, ng, rec_dev ? rec_dev : rec_up, grat_dev, gat_dev,
+                                cols_dev, *ncols, Xd));
 fail:
     free(gat);
     if (!s) free(gcols);
@@ -1867,7 +2081,7 @@ fail:
     if (gat_dev) be->dealloc(gat_dev);
     if (grat_dev) be->dealloc(grat_dev);
     if (cols_dev) be->dealloc(cols_dev);
-    if (rec_dev) be->dealloc(rec_dev);
+    if (rec_up) be->dealloc(rec_up);
     if (ierr) {
         free(*cols);
         *cols = NULL;
@@ -1892,8 +2106,8 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
     const hk_backend_ops *L = d->local;
     const int64_t ns = halo->send_off[halo->nsend];
     int ierr = 0;
-    int64_t *scnt = NULL, *sat = NULL, *rat = NULL;
-    double *send = NULL, *rec = NULL;
+    int64_t *scnt = NULL, *sat = NULL, *rat = NULL, *rcnt = NULL;
+    double *send = NULL, *rec = NULL, *send_dev = NULL, *rec_dev = NULL;
     memset(Xd, 0, sizeof *Xd);
     if (X) memset(X, 0, sizeof *X);
     *cols = NULL;
@@ -1905,10 +2119,19 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
              "pc=amg: backend %s cannot set up distributed levels (no dist_pack_rows ops); use "
              "backend=cpu or cuda",
              L->name);
-    ierr = pack_records(L, d, s, D, colmap, halo->send_idx, ns, &scnt, &sat, &send);
+    /* with a device transport the records stay on the backends: packed, sent, received and
+     * read there (the same bytes as through the host) */
+    int dev = 0;
+    HK_TRY(device_messages(d, &dev));
+    ierr = pack_records(L, d, s, D, colmap, halo->send_idx, ns, &scnt, &sat, &send,
+                        dev ? &send_dev : NULL);
     HK_TRY(hk_comm_agree(c, ierr));
     step_lap(L, st, ST_GR_SEND, t);
-    HK_TRY(exchange_rows(d, s, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
+    if (dev)
+        HK_TRY(
+            exchange_rows_dev(d, halo, D->br * D->bc, scnt, sat, send_dev, &rec_dev, &rat, &rcnt));
+    else
+        HK_TRY(exchange_rows(d, s, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
     step_lap(L, st, ST_GR_EXCHANGE, t);
     if (st) { /* the messages' bytes (MSG_GR_*) */
         double *m = st + 2 * DAMG_NSTEPS;
@@ -1921,7 +2144,8 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
             if (b > m[MSG_GR_LARGEST]) m[MSG_GR_LARGEST] = b;
         }
     }
-    ierr = ghost_matrix(L, d, s, D, colmap, halo->nghost, rec, rat, halo->order, Xd, cols, ncols);
+    ierr = ghost_matrix(L, d, s, D, colmap, halo->nghost, rec, rat, halo->order, rcnt, rec_dev, Xd,
+                        cols, ncols);
     if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
     if (ierr) {
         hk_bmat_free(Xd);
@@ -1931,9 +2155,13 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
     }
     step_lap(L, st, ST_GR_BUILD, t);
 fail:
+    /* (the backend's stream has the exchange's sends and receives done before these go) */
+    if (send_dev) L->dealloc(send_dev);
+    if (rec_dev) L->dealloc(rec_dev);
     free(scnt);
     free(sat);
     free(rat);
+    free(rcnt);
     return ierr;
 }
 
@@ -2293,6 +2521,7 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     const int64_t nr = M->nbrows;
     int64_t unsorted = 0;
     memset(X, 0, sizeof *X);
+    HK_CALL(device_messages(d, &X->dev)); /* collective: before any failure of one process */
 #pragma omp parallel for schedule(static) reduction(+ : unsorted)
     for (int64_t i = 1; i < nr; i++)
         unsorted += rc[i] <= rc[i - 1];
@@ -2317,21 +2546,28 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     if (!d->host_memory) {
         int32_t *col = NULL;
         double *val = NULL;
+        /* the blocks come down only for the host's messages: a device transport sends them
+         * from M's own (X->pre, X->suf as set above) */
         HK_CALL(stage_get(d, s, STAGE_SEND_I32, (size_t)(ns + 1) * sizeof *col, (void **)&col));
-        HK_CALL(stage_get(d, s, STAGE_SEND, (size_t)(ns * bsz + 1) * sizeof *val, (void **)&val));
+        if (!X->dev)
+            HK_CALL(
+                stage_get(d, s, STAGE_SEND, (size_t)(ns * bsz + 1) * sizeof *val, (void **)&val));
         if (a) {
             HK_CALL(L->copy_from(col, M->colind, (size_t)a * sizeof *col));
-            HK_CALL(L->copy_from(val, M->val, (size_t)(a * bsz) * sizeof *val));
+            if (val) HK_CALL(L->copy_from(val, M->val, (size_t)(a * bsz) * sizeof *val));
         }
         if (nnz > b) {
             HK_CALL(L->copy_from(col + a, M->colind + b, (size_t)(nnz - b) * sizeof *col));
-            HK_CALL(L->copy_from(val + a * bsz, M->val + b * bsz,
-                                 (size_t)((nnz - b) * bsz) * sizeof *val));
+            if (val)
+                HK_CALL(L->copy_from(val + a * bsz, M->val + b * bsz,
+                                     (size_t)((nnz - b) * bsz) * sizeof *val));
         }
         pre = col;
         suf = col + a;
-        X->pre = val;
-        X->suf = val + a * bsz;
+        if (val) {
+            X->pre = val;
+            X->suf = val + a * bsz;
+        }
     }
     int64_t *gcol = NULL;
     HK_CALL(stage_get(d, s, STAGE_SEND_COL, (size_t)(ns + 1) * sizeof *gcol, (void **)&gcol));
@@ -2445,6 +2681,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(route(d, &a->stg, starts, cP, nns * nns, crow0, nagg, &R));
     step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
     ierr = merge_rows(d, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
+    routed_free(d, &R);
     step_lap(Lb, a->st, ST_GAL_MERGE, ts);
     /* the merged pattern on the host (rp, gc); on the cpu the values are host rows (vv) */
     if (!ierr) ierr = merged_pattern(d, &a->stg, crow0, nagg, &mrp_dev, &mkey_dev, &rp, &gc);

@@ -95,6 +95,12 @@ void hk_dcomm_destroy(hk_dcomm *t);
 /* One round of h: send (send_off[nsend] entries of bytes each) and recv (nghost entries),
  * both in the backend's memory; _wait makes the work queued next wait for the round. */
 void hk_dcomm_exchange(hk_dcomm *t, const hk_halo *h, const void *send, void *recv, size_t bytes);
+/* The same round with any peers and per-peer ranges (an all-to-all-v of entries of bytes each):
+ * recv_off[j]..recv_off[j + 1] from recv_rank[j], j < nrecv, likewise the sends; ranges with
+ * nothing in them send nothing. The peers' lists must match (each pair's sizes agree). */
+void hk_dcomm_exchange_v(hk_dcomm *t, int nrecv, const int *recv_rank, const int64_t *recv_off,
+                         void *recv, int nsend, const int *send_rank, const int64_t *send_off,
+                         const void *send, size_t bytes);
 void hk_dcomm_wait(hk_dcomm *t);
 /* n backend scalars S summed over the processes in place (rank order: the same bits
  * everywhere). */

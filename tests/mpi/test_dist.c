@@ -14,7 +14,9 @@
  *            layer's device path runs here too. The SpMV of every format (above) through it,
  *            its sums against MPI's, a communicator one process cannot make refused by all;
  *            on cuda also the solver with dist.comm=mpi and nccl against one process (1e-8)
- *            and nccl's x repeating byte for byte
+ *            and nccl's x repeating byte for byte; pc=amg's set-up with its ghost rows and
+ *            Galerkin blocks sent device to device against the same through the host (x byte
+ *            for byte) and against dist.comm=mpi
  *
  * `hooke_mpi_tests --fatal`: a transport failing on the last process in the middle of an SpMV
  * ends the run (exit non-zero, the sentence on stderr) instead of leaving the others waiting;
@@ -1097,6 +1099,112 @@ static void test_amg_staged(const hk_comm *c)
     hk_bcsr_free(&K);
 }
 
+/* pc=amg's set-up with a device transport (tb: NCCL on cuda, the host one on the cpu): the
+ * ghost rows' records and the Galerkin blocks routed device to device against the same
+ * solver's set-up with those messages through the host (HOOKE_AMG_DEVICE_MESSAGES=0) and
+ * against dist.comm=mpi. The values in tb's memory (hk_solver_create_dist_resident), so that
+ * the cpu's host transport is the solver's backend. Device messages against host ones: x byte
+ * for byte (the same records, the same sums), every set-up's R and P checked against the
+ * host's way (HOOKE_AMG_CHECK_TRANSFER); against mpi: the same levels, x to 1e-8 (on the cpu
+ * byte for byte: the host transport sums as MPI does). Also where the middle process owns no
+ * rows or a few. Collective. */
+static void test_amg_transport(const hk_comm *c, const hk_backend_ops *tb)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c), cpu = !strcmp(tb->name, "cpu");
+    hk_bcsr K = {0};
+    double *xyz = NULL, *b = amg_problem(&K, &xyz, 0);
+    static const char *const variants[] = {
+        "pc.amg.coarse_size=40",
+        "pc.amg.coarse_size=40 pc.amg.precision=fp64 pc.amg.smoother=l1-jacobi"};
+    static const int64_t mids[] = {0, 3, 40};
+    char *was =
+        getenv("HOOKE_AMG_DEVICE_MESSAGES") ? strdup(getenv("HOOKE_AMG_DEVICE_MESSAGES")) : NULL;
+    setenv("HOOKE_AMG_CHECK_TRANSFER", "1", 0);
+    for (int m = 0; m < 3; m++)
+        for (int v = 0; v < 2 && (P >= 3 || m == 2); v++) {
+            int64_t row0 = 0, cnt = 0;
+            range(K.nbrows, P, me, mids[m], &row0, &cnt);
+            hk_bcsr L = rows_of(&K, row0, cnt), pat = L;
+            pat.val = NULL;
+            const int bb = K.bs * K.bs;
+            const int64_t nv = L.rowptr[cnt] * bb, nl = cnt * K.bs;
+            const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
+            double *val = NULL, *x[3];
+            char lev[3][160];
+            int its[3] = {-1, -1, -1};
+            int ierr = tb->alloc((void **)&val, sizeof *val * (size_t)(nv + 1));
+            if (!ierr && nv) ierr = tb->copy_to(val, L.val, sizeof *val * (size_t)nv);
+            ierr = hk_comm_agree(c, ierr);
+            /* mpi, nccl with the set-up's messages through the host, nccl device to device */
+            for (int k = 0; k < 3; k++) {
+                x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+                lev[k][0] = 0;
+                if (ierr) continue;
+                char opts[300];
+                snprintf(opts, sizeof opts,
+                         "backend=auto method=cg pc=amg tol=1e-10 maxit=500 %s dist.comm=%s",
+                         variants[v], k ? "nccl" : "mpi");
+                setenv("HOOKE_AMG_DEVICE_MESSAGES", k == 2 ? "1" : "0", 1);
+                hk_options *o = NULL;
+                hk_solver *s = NULL;
+                hk_result res;
+                int e = hk_options_create(&o);
+                if (!e) e = hk_options_parse(o, opts);
+                e = hk_comm_agree(c, e);
+                if (!e) e = hk_solver_create_dist_resident(c, row0, &pat, tb, val, &nn, o, &s);
+                if (!e && strcmp(hk_solver_dist_comm(s), k ? "nccl" : "mpi") != 0)
+                    e = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__, "dist.comm not as asked");
+                if (!e) e = hk_solver_solve(s, b + row0 * K.bs, x[k], &res);
+                if (!e) its[k] = res.iterations;
+                if (!e) amg_levels(s, lev[k], sizeof lev[k]);
+                if (e && *hk_error_message())
+                    fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+                ierr |= e;
+                hk_solver_destroy(s);
+                hk_options_destroy(o);
+            }
+            if (was)
+                setenv("HOOKE_AMG_DEVICE_MESSAGES", was, 1);
+            else
+                unsetenv("HOOKE_AMG_DEVICE_MESSAGES");
+            double err = 0, scale = 0;
+            int64_t differ = ierr || memcmp(x[1], x[2], sizeof *x[1] * (size_t)nl) != 0;
+            int64_t differ_mpi = ierr || memcmp(x[0], x[2], sizeof *x[0] * (size_t)nl) != 0;
+            for (int64_t i = 0; i < nl; i++) {
+                scale = fmax(scale, fabs(x[0][i]));
+                err = fmax(err, fabs(x[2][i] - x[0][i]));
+            }
+            hk_comm_max_i64(c, &differ, 1);
+            hk_comm_max_i64(c, &differ_mpi, 1);
+            hk_comm_max(c, &err, 1);
+            hk_comm_max(c, &scale, 1);
+            const int deep = lev[0][0] && !strcmp(lev[0], lev[1]) && !strcmp(lev[0], lev[2]) &&
+                             !strstr(lev[0], " 1 level") && !strstr(lev[0], " 2 levels");
+            char rows[64] = "", what[400];
+            if (P >= 3)
+                snprintf(rows, sizeof rows, ", the middle process's rows %lld", (long long)mids[m]);
+            snprintf(what, sizeof what,
+                     "amg set-up's messages device to device on %s (%s%s): %s, x byte for byte as "
+                     "through the host (%d its)",
+                     tb->name, variants[v], rows, lev[2][0] ? lev[2] : "no levels", its[2]);
+            check(c, !ierr && deep && !differ, what);
+            snprintf(what, sizeof what,
+                     "amg set-up's messages device to device on %s (%s%s): x %s dist.comm=mpi's "
+                     "(%d, %d its)",
+                     tb->name, variants[v], rows, cpu ? "byte for byte as" : "to 1e-8 of", its[0],
+                     its[2]);
+            check(c, !ierr && deep && (cpu ? !differ_mpi : err <= 1e-8 * scale), what);
+            for (int k = 0; k < 3; k++)
+                free(x[k]);
+            tb->dealloc(val);
+            free(L.rowptr);
+        }
+    free(was);
+    free(b);
+    free(xyz);
+    hk_bcsr_free(&K);
+}
+
 /* pc.amg.dist.gather_rows: the small levels on every process against the cycle with every
  * level distributed (gather_rows=0): x to 1e-10 relative with the same iterations, where the
  * gathered part starts at level 1 and where it is the coarsest alone, also where the middle
@@ -1244,6 +1352,7 @@ int main(int argc, char **argv)
     test_device_rows(c, be);
     test_amg_staged(c);
     test_amg_gathered(c, be);
+    if (tb) test_amg_transport(c, tb);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
