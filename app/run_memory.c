@@ -89,6 +89,10 @@ static void *device_start_main(void *arg)
     const hk_backend *be = NULL;
     size_t dfree = 0, dtotal = 0;
     if (!hk_backend_get("cuda", &be) && be->mem_info) be->mem_info(&dfree, &dtotal);
+    /* then the run's device communicator where app/run_mpi.c prepared one (dist.comm=nccl):
+     * NCCL's start and its links between the processes, here rather than in the solver's
+     * set-up; its failure is reported by the solver that takes it */
+    hk_dist_comm_start();
     return NULL; /* a failure (no device) is found again, and reported, by the check */
 }
 

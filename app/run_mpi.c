@@ -459,6 +459,28 @@ static void summary(const hk_case *c, hk_run *r0, const hk_system *prep, const h
            (long long)ps->max_nodes);
 }
 
+/* The run's device communicator prepared (hk_dist_comm_prepare) where its solver will ask for
+ * one: dist.comm=nccl on a device backend (--backend, else solver.backend: cuda or auto).
+ * Read from a copy of the options, which the solver reads and checks itself. Collective. */
+static int prepare_device_comm(const hk_comm *w, const hk_case *c, const hk_run_opts *o)
+{
+    hk_options *opts = NULL;
+    const char *comm = "auto", *backend = "auto";
+    if (hk_comm_size(w) < 2) return 0;
+    int ierr = hk_options_copy(c->solver, &opts);
+    if (!ierr) ierr = hk_options_get_string(opts, "dist.comm", &comm);
+    if (!ierr) ierr = hk_options_get_string(opts, "backend", &backend);
+    if (!ierr && o->backend) backend = o->backend;
+    const int nccl = !ierr && !strcmp(comm, "nccl");
+    hk_error_clear(); /* a bad value is the solver's to report, with its place */
+    if (nccl && (!strcmp(backend, "cuda") || !strcmp(backend, "auto")))
+        ierr = hk_dist_comm_prepare(w, backend);
+    else
+        ierr = 0;
+    hk_options_destroy(opts);
+    return ierr;
+}
+
 int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int report)
 {
     const hk_comm *w = hk_comm_world();
@@ -482,7 +504,10 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 
     /* every process starts its device on a thread while rank 0 meshes (its context and
      * kernels take about half a second); rank 0's meshing joins it after the mesh, the others
-     * before they choose the stages' backends */
+     * before they choose the stages' backends. With dist.comm=nccl that thread also makes the
+     * run's device communicator (its id agreed here), which the solver then takes ready. */
+    ierr = hk_comm_agree(w, prepare_device_comm(w, c, o));
+    if (ierr) goto done;
     hk_run_device_start(o->backend);
     /* measurement: each process's share of the stages outside the solver on rank 0's log */
     ierr = hk_env_switch("HOOKE_RUN_PROFILE", "1",
@@ -819,6 +844,7 @@ done:
     }
     hk_halo_destroy(halo);
     hk_solver_destroy(s);
+    hk_dist_comm_end(); /* the run's device communicator, if one was prepared */
     hk_bcsr_free(&K); /* sys.K's pattern and values, taken over by owned_rows */
     hk_fields_free(&fields);
     free(u);

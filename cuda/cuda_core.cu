@@ -335,6 +335,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.dcomm_wait = hk_cu_dcomm_wait;
     o.dcomm_sum = hk_cu_dcomm_sum;
     o.dcomm_destroy = hk_cu_dcomm_destroy;
+    o.dcomm_connect = hk_cu_dcomm_connect;
 #endif
     return o;
 }

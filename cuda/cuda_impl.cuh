@@ -491,6 +491,7 @@ int hk_cu_dcomm_exchange(void *dc, int nrecv, const int *recv_rank, const int64_
 int hk_cu_dcomm_wait(void *dc);
 int hk_cu_dcomm_sum(void *dc, double *v, int n);
 void hk_cu_dcomm_destroy(void *dc, int abort);
+int hk_cu_dcomm_connect(void *dc);
 #endif
 /* l1-Jacobi scaling of pc=amg (cuda_amg.cu). */
 int hk_cu_amg_l1_diag(const hk_bmat *A, hk_vec *out, int64_t *bad);

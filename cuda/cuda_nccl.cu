@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_impl.cuh"
 
@@ -39,6 +40,19 @@ static int nccl_fail(const cu_dcomm *c, ncclResult_t r, const char *what, const 
                         last ? last : "");
 }
 
+/* One turn of a wait for NCCL's own threads: a yield first, then (a wait of more than a
+ * millisecond: a communicator's start, made on a thread of its own while the caller's threads
+ * mesh) a short sleep, so that the wait does not hold a core. */
+static void wait_turn(double since)
+{
+    if (hk_time() - since < 1e-3) {
+        sched_yield();
+        return;
+    }
+    const struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+}
+
 /* The communicator's state once it leaves ncclInProgress (a non-blocking communicator's calls
  * return while their work goes on), at most c->timeout seconds later. */
 static int settle(cu_dcomm *c, ncclResult_t r, const char *what, const char *file, int line)
@@ -52,7 +66,7 @@ static int settle(cu_dcomm *c, ncclResult_t r, const char *what, const char *fil
                                 c->rank, what, c->timeout);
         ncclResult_t q = ncclCommGetAsyncError(c->comm, &r);
         if (q != ncclSuccess) r = q;
-        if (r == ncclInProgress) sched_yield(); /* NCCL's own threads do the work */
+        if (r == ncclInProgress) wait_turn(t0); /* NCCL's own threads do the work */
     }
     return r == ncclSuccess ? 0 : nccl_fail(c, r, what, file, line);
 }
@@ -195,5 +209,47 @@ int hk_cu_dcomm_sum(void *dc, double *v, int n)
         HK_CU_LAUNCHED();
     }
     return 0;
+}
+
+/* The links made ahead (hk_impl.h, dcomm_connect): one value to and from every other process
+ * (the ranks either side only, above 16) in one group, then one gather in place, on the
+ * communicator's stream, waited for there without the host's stream; the values are
+ * whatever the gather buffer holds (never read). */
+int hk_cu_dcomm_connect(void *dc)
+{
+    cu_dcomm *c = (cu_dcomm *)dc;
+    const int P = c->nranks, me = c->rank;
+    if (P < 2) return 0;
+    double *send = c->gather, *recv = c->gather + P; /* DCOMM_CHUNK x P doubles: room */
+    HK_CALL(side_after_main(c));
+    ncclResult_t r = ncclGroupStart();
+    for (int q = 0; q < P && r == ncclSuccess; q++) {
+        const int near = q == (me + 1) % P || q == (me + P - 1) % P;
+        if (q == me || (P > 16 && !near)) continue;
+        r = ncclRecv(recv + q, 1, ncclDouble, q, c->comm, c->side);
+        if (r == ncclSuccess) r = ncclSend(send + q, 1, ncclDouble, q, c->comm, c->side);
+    }
+    const ncclResult_t e = ncclGroupEnd();
+    if (r != ncclSuccess) return nccl_fail(c, r, "ncclSend/ncclRecv", __FILE__, __LINE__);
+    SETTLE(c, e);
+    SETTLE(c, ncclAllGather(c->gather + me, c->gather, 1, ncclDouble, c->comm, c->side));
+    HK_CU(cudaEventRecord(c->gather_done, c->side));
+    const double t0 = hk_time();
+    for (;;) {
+        const cudaError_t q = cudaEventQuery(c->gather_done);
+        if (q == cudaSuccess) return 0;
+        if (q != cudaErrorNotReady) return hk_cu_fail(q, "cudaEventQuery", __FILE__, __LINE__);
+        ncclResult_t a = ncclSuccess;
+        if (ncclCommGetAsyncError(c->comm, &a) == ncclSuccess && a != ncclSuccess &&
+            a != ncclInProgress)
+            return nccl_fail(c, a, "connecting the processes", __FILE__, __LINE__);
+        if (hk_time() - t0 > c->timeout)
+            return hk_error_set(HK_ERR_DEVICE, __FILE__, __LINE__,
+                                "NCCL on process %d: connecting the processes did not complete "
+                                "in %.0f s (a process that failed or never joined, or a link "
+                                "down)",
+                                me, c->timeout);
+        wait_turn(t0);
+    }
 }
 #endif

@@ -954,6 +954,12 @@ typedef struct hk_backend_ops {
     int (*dcomm_wait)(void *dc);
     int (*dcomm_sum)(void *dc, double *v, int n);
     void (*dcomm_destroy)(void *dc, int abort);
+    /* dcomm_connect: dc's links to the other processes made now, waited for (at most its
+     * timeout; NCCL makes a pair's link at its first message and a sum's at the first sum:
+     * about 1.4 s on four H200s inside the first set-up otherwise): a message of one value
+     * with every other process (with the ranks either side only, above 16 processes) and one
+     * sum's gather. NULL: nothing to make ahead. */
+    int (*dcomm_connect)(void *dc);
     /* NULL in a backend's own table. In the distributed table of a solver (a copy of the
      * backend's with its reductions summed over the processes, solver/dist/dist_ops.c): the
      * layout, whose communicator sums them. A new op that sums over entries or reads a matrix

@@ -511,6 +511,24 @@ int hk_solver_create_dist_device(const hk_comm *c, int64_t row0, int64_t nglobal
                                  int64_t nghost, const hk_nearnull *nn, hk_options *o,
                                  hk_solver **s);
 
+/* The device communicator of a distributed run (dist.comm=nccl) made ahead of its solvers, so
+ * that its start (NCCL's communicator and its links between the processes: about 2 s on four
+ * H200s) overlaps the caller's other work, such as meshing. Optional: without it every
+ * distributed solver with dist.comm=nccl makes its own in its set-up.
+ * hk_dist_comm_prepare: collective over c's processes, on the thread that makes their other
+ * collectives, with the same backend name on every process ("cuda", or "auto": cuda where
+ * built with NCCL; anything else, or one process, prepares nothing); it only agrees on the
+ * communicator's id (a broadcast), and returns a failure only of that broadcast.
+ * hk_dist_comm_start: the communicator made and linked on this process's device, on any one
+ * thread (the one that starts the device, while the others mesh); it returns when done or
+ * failed (after 60 s at most); nothing where nothing is prepared. Every solver with
+ * dist.comm=nccl on c's processes and that backend then takes it, waiting for a start still
+ * under way (or starting it, where nobody has), and every process reports its failure there
+ * as a creation's. hk_dist_comm_end: after the run's solvers, on every process. */
+int hk_dist_comm_prepare(const hk_comm *c, const char *backend);
+void hk_dist_comm_start(void);
+void hk_dist_comm_end(void);
+
 /* Wall-clock seconds (monotonic). */
 double hk_time(void);
 

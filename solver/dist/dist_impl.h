@@ -83,13 +83,18 @@ typedef struct hk_dcomm {
     const hk_comm *comm;
     void *dc;        /* the backend's communicator */
     double *scratch; /* HK_DCOMM_SCRATCH backend scalars */
+    int run;         /* the run's, made ahead (hk_dcomm_prepare): the layouts borrow it */
 } hk_dcomm;
 
 /* The communicator of every process of c on backend be (collective; every failure agreed: all
  * processes return the first failing one's sentence). A process that does not join within
  * timeout seconds fails the others' creation. */
 int hk_dcomm_create(const hk_comm *c, const hk_backend_ops *be, double timeout, hk_dcomm **t);
+/* The layout's hk_dcomm_destroy; nothing for the run's communicator (hk_dist_comm_end's). */
 void hk_dcomm_destroy(hk_dcomm *t);
+/* hk_dist_comm_prepare (include/hooke/solver.h) with the backend's table be itself and the
+ * timeout (HK_DCOMM_TIMEOUT there; tests: a transport of their own, a shorter wait). */
+int hk_dcomm_prepare(const hk_comm *c, const hk_backend_ops *be, double timeout);
 /* The ops below are queued on the backend's stream; a failure is the process's alone, in the
  * middle of work the others wait for on their devices, so it ends the run (hk_comm_abort). */
 /* One round of h: send (send_off[nsend] entries of bytes each) and recv (nghost entries),

@@ -439,5 +439,6 @@ void hk_dist_ops_init(hk_dist *d)
     o.dcomm_wait = NULL;
     o.dcomm_sum = NULL;
     o.dcomm_destroy = NULL;
+    o.dcomm_connect = NULL;
     d->ops = o;
 }

@@ -24,6 +24,7 @@
  *
  * One line per check on rank 0; exit 1 when any check failed on any process. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,9 +510,11 @@ static void test_dcomm_sums(const hk_comm *c, const hk_backend_ops *tb)
 /* A communicator that the last process cannot make: every process fails with its sentence
  * (the others' NCCL waits for it until the timeout, then gives up), none left waiting. */
 static const hk_backend_ops *failing_base;
+static int failing_calls; /* failing_create's, on this process */
 static int failing_create(const void *id, int nranks, int rank, double timeout, void **dc)
 {
     *dc = NULL;
+    failing_calls++;
     if (rank == nranks - 1)
         return hk_error_set(HK_ERR_DEVICE, __FILE__, __LINE__, "no transport on the last one");
     return failing_base->dcomm_create(id, nranks, rank, timeout, dc);
@@ -542,6 +545,71 @@ static void test_dcomm_refused(const hk_comm *c, const hk_backend_ops *be, const
     check(c, e && !d && strstr(hk_error_message(), "dist.comm=nccl"),
           "dcomm: dist.comm=nccl refused where the backend has no transport");
     hk_dist_destroy(d);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
+/* The run's communicator made ahead (hk_dcomm_prepare, then hk_dist_comm_start on a thread of
+ * its own while this one makes other collectives, as hooke run's device start does while it
+ * meshes): two layouts of dist.comm=nccl borrow it (the same one, kept when they go), their
+ * SpMV right through it; after hk_dist_comm_end a layout makes its own again. One that the
+ * last process cannot make: every process's layout fails with that process's sentence, and
+ * the run ends it. */
+static void *start_main(void *arg)
+{
+    (void)arg;
+    hk_dist_comm_start();
+    return NULL;
+}
+
+static void test_dcomm_prepared(const hk_comm *c, const hk_backend_ops *tb)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    hk_gen_elasticity3d_tet(4, 3, 5, &K);
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 20, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    hk_dist *d[3] = {NULL, NULL, NULL};
+    pthread_t th;
+    int ierr = hk_dcomm_prepare(c, tb, HK_DCOMM_TIMEOUT);
+    const int started = !ierr && pthread_create(&th, NULL, start_main, NULL) == 0;
+    double v = me + 1.0; /* the others' collectives go on meanwhile */
+    if (!ierr) ierr = hk_comm_sum(c, &v, 1);
+    if (started) pthread_join(th, NULL);
+    ierr = hk_comm_agree(c, ierr);
+    for (int k = 0; k < 2 && !ierr; k++)
+        ierr = hk_dist_create_comm(c, tb, row0, &L, HK_DIST_COMM_NCCL, &d[k]);
+    int ok = started && !ierr && d[0]->dcomm && d[0]->dcomm == d[1]->dcomm && d[0]->dcomm->run;
+    hk_dist_destroy(d[0]);
+    hk_dist_destroy(d[1]);
+    /* the layouts gone, the communicator is still the run's: an SpMV's exchange through it */
+    ok = ok && spmv_case(c, tb, HK_DIST_COMM_NCCL, &K, row0, cnt, HK_FMT_CSR, HK_FP64);
+    hk_dist_comm_end();
+    ierr = hk_dist_create_comm(c, tb, row0, &L, HK_DIST_COMM_NCCL, &d[2]);
+    ok = ok && !ierr && d[2]->dcomm && !d[2]->dcomm->run;
+    hk_dist_destroy(d[2]);
+    if (ierr && *hk_error_message()) fprintf(stderr, "process %d: %s\n", me, hk_error_message());
+    check(c, ok && v == P * (P + 1) / 2.0,
+          "dcomm: the run's communicator made ahead on a thread, borrowed by the layouts");
+    /* one the last process cannot make */
+    static hk_backend_ops failing;
+    failing = *tb;
+    failing_base = tb;
+    failing.dcomm_create = failing_create;
+    failing_calls = 0;
+    ierr = hk_dcomm_prepare(c, &failing, 5.0); /* the others' NCCL waits 5 s for the last */
+    const int started2 = !ierr && pthread_create(&th, NULL, start_main, NULL) == 0;
+    if (started2) pthread_join(th, NULL);
+    hk_error_clear();
+    hk_dist *df = NULL;
+    const int e = hk_dist_create_comm(c, &failing, row0, &L, HK_DIST_COMM_NCCL, &df);
+    check(c,
+          started2 && e == HK_ERR_DEVICE && !df && failing_calls == 1 &&
+              strstr(hk_error_message(), "no transport on the last"),
+          "dcomm: the run's communicator one process cannot make fails every layout");
+    hk_dist_destroy(df);
+    hk_dist_comm_end();
     free(L.rowptr);
     hk_bcsr_free(&K);
 }
@@ -1345,6 +1413,7 @@ int main(int argc, char **argv)
     if (tb) {
         test_dcomm_sums(c, tb);
         test_dcomm_refused(c, be, tb);
+        test_dcomm_prepared(c, tb);
     }
     if (be->dcomm_create) test_dcomm_solve(c, be);
     test_amg_setup(c, be);
