@@ -19,7 +19,11 @@
  * Run series (weak, the whole hooke run of cases/box/box.yaml, generated cells c x c x cP, or a
  * cube of m x m x m with m from c as above, on P processes against c x c x c on one): end to
  * end, mesh to output.
- * Every row names the transport the P processes used (dist.comm: nccl or mpi; --comm).
+ * Every row names the transport the P processes used (dist.comm: nccl or mpi; --comm, which
+ * may name several, each series then run with each: mpi,nccl compares both in one call). With
+ * nccl the solver series' processes make the run's NCCL communicator once, before the clocks
+ * (hk_dist_comm_prepare: as hooke run makes it while meshing), its start printed apart; each
+ * whole run makes its own while it meshes.
  * --resident: each K (and for one process the grid's coordinates) in the backend's memory
  * before the clock, handed over as hooke run's device assembly hands them over
  * (hk_solver_create_resident, hk_solver_create_dist_resident). */
@@ -45,8 +49,9 @@ static void scale_usage(FILE *f)
                "  --methods LIST     Krylov methods (default cg,pipecg,scg)\n"
                "  --pc NAME          preconditioner (default poly; jacobi, bjacobi, amg with the\n"
                "                     grid's rigid-body modes, none)\n"
-               "  --comm NAME        how the processes exchange (dist.comm): auto (default:\n"
-               "                     MPI, the faster one measured), nccl or mpi\n"
+               "  --comm LIST        how the processes exchange (dist.comm): auto (default:\n"
+               "                     MPI, the faster one measured), nccl or mpi; several\n"
+               "                     (mpi,nccl) run every series with each, row by row\n"
                "  --tol T            relative tolerance (default 1e-8)\n"
                "  --weak SHAPE       the weak series: slab (n x n x nP cells, the beam P times\n"
                "                     longer), cube (m x m x m, m the multiple of P whose cube is\n"
@@ -383,6 +388,23 @@ int hk_bench_scale(int argc, char **argv)
         }
         method[nmethods++] = m;
     }
+    char clist[64];
+    const char *comms[3];
+    int ncomms = 0, nccl = 0;
+    snprintf(clist, sizeof clist, "%s", comm);
+    for (char *save = NULL, *t = strtok_r(clist, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (ncomms == 3 || (strcmp(t, "auto") && strcmp(t, "mpi") && strcmp(t, "nccl"))) {
+            if (me == 0)
+                fprintf(stderr,
+                        "hooke bench scale: --comm '%s': give up to 3 of auto, mpi, nccl, "
+                        "comma-separated\n",
+                        comm);
+            return 2;
+        }
+        nccl |= !strcmp(t, "nccl");
+        comms[ncomms++] = t;
+    }
+    if (!ncomms) comms[ncomms++] = "auto";
     /* --resident: the backend each process puts its K in (every process its own device) */
     const hk_backend *rbe = NULL;
     if (resident && hk_comm_agree(c, hk_backend_get(bo.backend, &rbe))) {
@@ -435,6 +457,20 @@ int hk_bench_scale(int argc, char **argv)
         snprintf(opts[k], sizeof opts[k], "method=%s pc=%s tol=%g backend=%s", method[k], pc, tol,
                  bo.backend);
     int ierr = 0;
+    /* NCCL's start (its communicator, its links) before the clocks, as hooke run makes it
+     * while meshing; the series' solvers borrow it */
+    if (nccl && P > 1) {
+        const double t0 = hk_time();
+        ierr = hk_comm_agree(c, hk_dist_comm_prepare(c, bo.backend));
+        if (!ierr) hk_dist_comm_start();
+        const double ts = slowest(c, t0);
+        if (me == 0)
+            fprintf(f,
+                    "\nNCCL's start (dist.comm=nccl's communicator and its links, made once "
+                    "before the clocks): %.3f s\n\n",
+                    ts);
+        hk_json_number(&j, "nccl_start_seconds", ts);
+    }
     if (me == 0) {
         hk_bcsr K1 = {0};
         double *xyz1 = NULL;
@@ -463,31 +499,36 @@ int hk_bench_scale(int argc, char **argv)
         ierr = hk_comm_agree(c, ierr);
         const long long dofsP = grid_dofs(nxy, nxy, nz);
         for (int k = 0; k < nmethods && !ierr; k++) {
-            char optsP[300]; /* the P processes' exchange as asked */
-            snprintf(optsP, sizeof optsP, "%s dist.comm=%s", opts[k], comm);
-            solve_figs whole = {0}, many = {0};
+            solve_figs whole = {0};
             const int strong_row = shape == SHAPE_SLAB && strong && P > 1;
             if (me == 0 && strong_row) ierr = solve_one(&KP, xyzP, opts[k], rbe, reps, &whole);
             if ((ierr = hk_comm_agree(c, ierr))) break;
-            if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, rbe, reps, &many))) break;
-            if (me != 0) continue;
-            if (shape == SHAPE_CUBE)
-                report_row(f, &j, "weak-cube", method[k], P, dofs1, dofsP, &one[k], &many);
-            else if (weak & SHAPE_SLAB)
-                report_row(f, &j, "weak", method[k], P, dofs1, dofsP, &one[k], &many);
-            if (strong_row) report_row(f, &j, "strong", method[k], P, dofsP, dofsP, &whole, &many);
+            for (int t = 0; t < ncomms && !ierr; t++) {
+                char optsP[300]; /* the P processes' exchange as asked */
+                snprintf(optsP, sizeof optsP, "%.159s dist.comm=%.8s", opts[k], comms[t]);
+                solve_figs many = {0};
+                if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, rbe, reps, &many))) break;
+                if (me != 0) continue;
+                if (shape == SHAPE_CUBE)
+                    report_row(f, &j, "weak-cube", method[k], P, dofs1, dofsP, &one[k], &many);
+                else if (weak & SHAPE_SLAB)
+                    report_row(f, &j, "weak", method[k], P, dofs1, dofsP, &one[k], &many);
+                if (strong_row)
+                    report_row(f, &j, "strong", method[k], P, dofsP, dofsP, &whole, &many);
+            }
         }
         hk_bcsr_free(&KP);
         free(bP);
         free(xyzP);
     }
     if (me == 0) hk_json_end_array(&j);
+    hk_dist_comm_end(); /* each whole run makes its own while it meshes */
     /* the whole run, weak: one process's c x c x c box once, then each shape on P processes */
     if (!ierr && run_cells > 0) {
         const int mc = cube_side(run_cells, P);
         const long long run1 = grid_dofs(run_cells, run_cells, run_cells);
         double t1 = 0;
-        if (me == 0) ierr = run_box(c, 1, run_cells, run_cells, 1, bo.backend, pc, comm, &t1);
+        if (me == 0) ierr = run_box(c, 1, run_cells, run_cells, 1, bo.backend, pc, comms[0], &t1);
         ierr = hk_comm_agree(c, ierr);
         if (!ierr && me == 0) {
             fprintf(f,
@@ -500,32 +541,38 @@ int hk_bench_scale(int argc, char **argv)
             fprintf(f, "%s:\n\n",
                     run_shape & SHAPE_CUBE ? " (cube's efficiency per DOF a process, as above)"
                                            : "");
-            hk_table_head(f, "lrrrrrr",
-                          "shape|processes|DOFs 1|DOFs P (a process)|one process (s)|"
+            hk_table_head(f, "llrrrrrr",
+                          "shape|comm|processes|DOFs 1|DOFs P (a process)|one process (s)|"
                           "P processes (s)|weak efficiency");
         }
-        for (int shape = SHAPE_SLAB; shape <= SHAPE_CUBE && !ierr; shape++) {
-            if (!(run_shape & shape)) continue;
-            const int cube = shape == SHAPE_CUBE;
-            const int nxy = cube ? mc : run_cells, nz = cube ? mc : run_cells * P;
-            double tP = 0;
-            ierr =
-                hk_comm_agree(c, run_box(c, 0, nxy, nz, cube ? 1 : P, bo.backend, pc, comm, &tP));
-            hk_comm_max(c, &tP, 1);
-            if (ierr || me != 0) continue;
-            const long long dofs = grid_dofs(nxy, nxy, nz);
-            const double eff = (cube ? (double)dofs / P / run1 : 1) * t1 / tP;
-            hk_table_row(f, "%s|%d|%lld|%lld (%lld)|%.3f|%.3f|%.0f %%", cube ? "cube" : "slab", P,
-                         run1, dofs, dofs / P, t1, tP, 100 * eff);
-            hk_json_begin_object(&j, cube ? "run_cube" : "run");
-            hk_json_int(&j, "dofs", dofs);
-            hk_json_int(&j, "dofs_1", run1);
-            if (cube) hk_json_int(&j, "cube_cells", mc);
-            hk_json_number(&j, "seconds_1", t1);
-            hk_json_number(&j, "seconds_p", tP);
-            hk_json_number(&j, "efficiency", eff);
-            hk_json_end_object(&j);
-        }
+        for (int shape = SHAPE_SLAB; shape <= SHAPE_CUBE && !ierr; shape++)
+            for (int t = 0; t < ncomms && !ierr; t++) {
+                if (!(run_shape & shape)) continue;
+                const int cube = shape == SHAPE_CUBE;
+                const int nxy = cube ? mc : run_cells, nz = cube ? mc : run_cells * P;
+                double tP = 0;
+                ierr = hk_comm_agree(
+                    c, run_box(c, 0, nxy, nz, cube ? 1 : P, bo.backend, pc, comms[t], &tP));
+                hk_comm_max(c, &tP, 1);
+                if (ierr || me != 0) continue;
+                const long long dofs = grid_dofs(nxy, nxy, nz);
+                const double eff = (cube ? (double)dofs / P / run1 : 1) * t1 / tP;
+                hk_table_row(f, "%s|%s|%d|%lld|%lld (%lld)|%.3f|%.3f|%.0f %%",
+                             cube ? "cube" : "slab", comms[t], P, run1, dofs, dofs / P, t1, tP,
+                             100 * eff);
+                char key[32]; /* one object a transport: run_nccl, run_cube_mpi where several */
+                snprintf(key, sizeof key, "%s%s%s", cube ? "run_cube" : "run",
+                         ncomms > 1 ? "_" : "", ncomms > 1 ? comms[t] : "");
+                hk_json_begin_object(&j, key);
+                hk_json_string(&j, "comm", comms[t]);
+                hk_json_int(&j, "dofs", dofs);
+                hk_json_int(&j, "dofs_1", run1);
+                if (cube) hk_json_int(&j, "cube_cells", mc);
+                hk_json_number(&j, "seconds_1", t1);
+                hk_json_number(&j, "seconds_p", tP);
+                hk_json_number(&j, "efficiency", eff);
+                hk_json_end_object(&j);
+            }
     }
     if (me == 0) {
         hk_json_end_object(&j);
