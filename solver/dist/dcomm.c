@@ -186,11 +186,29 @@ static int take_run(const hk_comm *c, const hk_backend_ops *be, hk_dcomm **out, 
     if (!mine) return 0;
     *taken = 1;
     run_wait();
-    const int ierr = run.ierr ? hk_error_set(run.ierr, __FILE__, __LINE__, "%s", run.msg) : 0;
+    const int mine_err = run.ierr;
+    if (mine_err) hk_error_set(mine_err, __FILE__, __LINE__, "%s", run.msg);
     /* a process that waited out the timeout names only the wait: the cause is the sentence of
      * a process that failed without waiting, agreed first */
-    HK_CALL(hk_comm_agree(c, run.waited ? 0 : ierr));
-    HK_CALL(hk_comm_agree(c, ierr));
+    int ierr = hk_comm_agree(c, run.waited ? 0 : mine_err);
+    if (!ierr && mine_err) hk_error_set(mine_err, __FILE__, __LINE__, "%s", run.msg);
+    if (!ierr) ierr = hk_comm_agree(c, mine_err);
+    if (ierr && run.t) {
+        /* made here but not by every process: ended at once (nothing to flush), and every
+         * later layout fails with the agreed sentence */
+        pthread_mutex_lock(&run.lock);
+        hk_dcomm *t = run.t;
+        run.t = NULL;
+        run.ierr = ierr;
+        run.waited = 0;
+        snprintf(run.msg, sizeof run.msg, "%s", hk_error_message());
+        pthread_mutex_unlock(&run.lock);
+        t->be->dcomm_destroy(t->dc, 1);
+        t->dc = NULL;
+        t->run = 0;
+        hk_dcomm_destroy(t);
+    }
+    if (ierr) return ierr;
     *out = run.t;
     return 0;
 }
