@@ -465,7 +465,7 @@ if r1=$(rows "$T/sh.json") &&
    [ "$(rows "$T/wc.json")" = "weak:cg strong:cg weak-cube:cg run run_cube" ] &&
    grep -q '^| weak-cube | cg | mpi | 1029 | 2187 (1093) | ' "$T/wc.md" &&
    grep -q '^| weak | cg | mpi | 1029 | 1911 (955) | ' "$T/wc.md" &&
-   grep -q '^| cube | 2 | 192 | 375 (187) | ' "$T/wc.md" && grep -q '^| slab | 2 | 192 | 336 (168) | ' "$T/wc.md" &&
+   grep -q '^| cube | auto | 2 | 192 | 375 (187) | ' "$T/wc.md" && grep -q '^| slab | auto | 2 | 192 | 336 (168) | ' "$T/wc.md" &&
    mpi -np 2 "$H" "${cube[@]}" --weak cube --no-strong --run-shape slab --json "$T/wo.json" >"$T/wo.md" 2>&1 &&
    [ "$(rows "$T/wo.json")" = "weak-cube:cg run" ] &&
    mpi -np 2 "$H" "${cube[@]}" --weak slab --json "$T/ws.json" >"$T/ws.md" 2>&1 &&
