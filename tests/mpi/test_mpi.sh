@@ -477,6 +477,24 @@ set +e; out=$("$H" bench scale --backend cpu --weak cubes 2>&1); rc=$?; set -e
 if [ $rc = 2 ] && [ "$out" = "hooke bench scale: --weak 'cubes' is not slab, cube or both" ]; then
   ok "bench scale --weak cubes: refused in one sentence"
 else bad "bench scale --weak cubes: exit $rc: $out"; fi
+# --comm with two transports: every series' row and the whole run once with each
+if mpi -np 2 "$H" bench scale --backend cpu --pc jacobi --methods cg --n 4 --run-cells 3 --no-strong \
+     --weak slab --run-shape slab --comm mpi,auto --json "$T/two.json" >"$T/two.md" 2>&1 &&
+   r=$(python3 - "$T/two.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = [(s["series"], s["comm"]) for s in j["solver"]]
+assert rows == [("weak", "mpi"), ("weak", "mpi")], rows  # auto is mpi: the row names it
+assert j["run_mpi"]["comm"] == "mpi" and j["run_auto"]["comm"] == "auto", j
+print(len(rows), "rows")
+PY
+) && grep -q '^| slab | mpi | 2 | ' "$T/two.md" && grep -q '^| slab | auto | 2 | ' "$T/two.md"; then
+  ok "bench scale --comm mpi,auto: every series and the whole run with each ($r)"
+else bad "bench scale --comm mpi,auto: ${r:-}"; tail -5 "$T/two.md"; fi
+set +e; out=$("$H" bench scale --backend cpu --comm mpi,foo 2>&1); rc=$?; set -e
+if [ $rc = 2 ] && grep -q "^hooke bench scale: --comm 'mpi,foo': give up to 3 of auto, mpi, nccl" <<<"$out"; then
+  ok "bench scale --comm mpi,foo: refused in one sentence"
+else bad "bench scale --comm mpi,foo: exit $rc: $out"; fi
 
 echo "test_mpi: summaries, determinism, refusals"
 # the summary's reduced numbers: the one-process reactions and maxima to rounding
