@@ -313,92 +313,32 @@ static int empty_fields(const hk_part *pt, int nsupports, hk_fields *f)
     return hk_calloc((size_t)nsupports + 1, sizeof(double[3]), &f->support_moment);
 }
 
-/* The piece this process writes: the cells it owns and their nodes, with the case's fields. */
+/* The piece this process writes: the cells it owns and their nodes, with the case's fields.
+ * The writer gathers them from the part's mesh and fields as it writes (no copy of the
+ * piece). */
 static int write_piece(const hk_case *c, const hk_part *pt, const hk_fields *all, const char *path)
 {
-    int ierr = 0;
-    const hk_mesh *m = &pt->mesh;
-    hk_mesh pm = {0};
-    hk_fields f = {0};
-    int32_t *map = NULL;
-    int64_t *cells = NULL, nc = 0, nref = 0, nn = 0;
-    HK_TRY(hk_malloc((size_t)(m->nnodes + 1) * sizeof *map, &map));
-    HK_TRY(hk_malloc((size_t)(m->cells.n + 1) * sizeof *cells, &cells));
-    for (int64_t v = 0; v < m->nnodes; v++)
-        map[v] = -1;
-    for (int64_t e = 0; e < m->cells.n; e++) {
-        if (!pt->out_cell[e]) continue;
-        cells[nc++] = e;
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++, nref++)
-            if (map[m->cells.nodes[k]] < 0) map[m->cells.nodes[k]] = 0;
-    }
-    for (int64_t v = 0; v < m->nnodes; v++) /* the piece's nodes in the part's order */
-        if (map[v] == 0) map[v] = (int32_t)nn++;
-    pm.dim = m->dim;
-    pm.nnodes = nn;
-    pm.nregions = m->nregions;
-    pm.regions = m->regions; /* borrowed: names only */
-    HK_TRY(hk_malloc((size_t)(3 * nn + 1) * sizeof *pm.coords, &pm.coords));
-    HK_TRY(hk_malloc((size_t)(nc + 1), &pm.cells.type));
-    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *pm.cells.ptr, &pm.cells.ptr));
-    HK_TRY(hk_malloc((size_t)(nref + 1) * sizeof *pm.cells.nodes, &pm.cells.nodes));
-    HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *pm.cell_region, &pm.cell_region));
-    pm.cells.n = nc;
-    pm.cells.ptr[0] = 0;
-    for (int64_t j = 0; j < nc; j++) {
-        const int64_t e = cells[j];
-        pm.cells.type[j] = m->cells.type[e];
-        pm.cell_region[j] = m->cell_region[e];
-        int64_t q = pm.cells.ptr[j];
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
-            pm.cells.nodes[q++] = map[m->cells.nodes[k]];
-        pm.cells.ptr[j + 1] = q;
-    }
-    f.nnodes = nn;
-    f.ncells = nc;
-    f.axisymmetric = all->axisymmetric;
+    hk_fields f = {0}; /* the case's fields of all, borrowed */
     const unsigned fl = c->fields;
-#define NODE_FIELD(bit, name, w)                                                                   \
-    if (fl & (bit)) HK_TRY(hk_malloc((size_t)((w)*nn + 1) * sizeof(double), &f.name));
-    NODE_FIELD(HK_FIELD_DISPLACEMENT, u, 3)
-    NODE_FIELD(HK_FIELD_STRAIN, strain, 6)
-    NODE_FIELD(HK_FIELD_STRESS, stress, 6)
-    NODE_FIELD(HK_FIELD_VON_MISES, von_mises, 1)
-    NODE_FIELD(HK_FIELD_PRINCIPAL, principal, 3)
-    NODE_FIELD(HK_FIELD_REACTION, reaction, 3)
-#undef NODE_FIELD
-    if (fl & HK_FIELD_CELL_STRESS) {
-        HK_TRY(hk_malloc((size_t)(6 * nc + 1) * sizeof(double), &f.cell_stress));
-        HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof(double), &f.cell_von_mises));
-    }
-    for (int64_t v = 0; v < m->nnodes; v++) {
-        const int64_t i = map[v];
-        if (i < 0) continue;
-        memcpy(pm.coords + 3 * i, m->coords + 3 * v, 3 * sizeof(double));
-        if (f.u) memcpy(f.u + 3 * i, all->u + 3 * v, 3 * sizeof(double));
-        if (f.strain) memcpy(f.strain + 6 * i, all->strain + 6 * v, 6 * sizeof(double));
-        if (f.stress) memcpy(f.stress + 6 * i, all->stress + 6 * v, 6 * sizeof(double));
-        if (f.von_mises) f.von_mises[i] = all->von_mises[v];
-        if (f.principal) memcpy(f.principal + 3 * i, all->principal + 3 * v, 3 * sizeof(double));
-        if (f.reaction) memcpy(f.reaction + 3 * i, all->reaction + 3 * v, 3 * sizeof(double));
-    }
-    for (int64_t j = 0; j < nc && f.cell_stress; j++) {
-        memcpy(f.cell_stress + 6 * j, all->cell_stress + 6 * cells[j], 6 * sizeof(double));
-        f.cell_von_mises[j] = all->cell_von_mises[cells[j]];
-    }
+    f.nnodes = all->nnodes;
+    f.ncells = all->ncells;
+    f.axisymmetric = all->axisymmetric;
+    if (fl & HK_FIELD_DISPLACEMENT) f.u = all->u;
+    if (fl & HK_FIELD_STRAIN) f.strain = all->strain;
+    if (fl & HK_FIELD_STRESS) f.stress = all->stress;
+    if (fl & HK_FIELD_VON_MISES) f.von_mises = all->von_mises;
+    if (fl & HK_FIELD_PRINCIPAL) f.principal = all->principal;
+    if (fl & HK_FIELD_REACTION) f.reaction = all->reaction;
+    if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = all->cell_stress;
+    if (fl & HK_FIELD_CELL_STRESS) f.cell_von_mises = all->cell_von_mises;
     const hk_vtu_options vo = {.compression = (hk_vtu_compression)c->compression,
                                .level = c->zlevel,
                                .float32 = c->float32,
                                .ascii = c->ascii};
-    HK_TRY(hk_vtu_write(path, &pm, &f, &vo));
-fail:
-    pm.regions = NULL;
-    pm.nregions = 0;
-    hk_mesh_free(&pm);
-    hk_fields_free(&f);
-    free(map);
-    free(cells);
-    return ierr;
+    hk_mesh m = pt->mesh; /* a part without cells may have no region array: still written */
+    static int32_t no_cells_region;
+    if (!m.cell_region && m.cells.n == 0) m.cell_region = &no_cells_region;
+    return hk_vtu_write_cells(path, &m, &f, &vo, pt->out_cell);
 }
 
 /* The case's fields present (for the .pvtu's list): non-NULL markers. */

@@ -63,7 +63,8 @@ typedef struct {
     int ncomp;
     int64_t ntuples;
     int word;                      /* bytes per value in the file */
-    const void *data;              /* ntuples * ncomp values in memory */
+    const void *data;              /* the values in memory: ntuples * ncomp, or by take */
+    const int64_t *take;           /* NULL, or tuple t of the file is tuple take[t] of data */
     int from_double;               /* data are doubles, written as Float32 */
     const char *const *comp_names; /* NULL or ncomp names */
     uint64_t offset;               /* appended: from the byte after '_' */
@@ -75,15 +76,43 @@ static uint64_t array_bytes(const vtu_array *a)
     return (uint64_t)a->ntuples * (uint64_t)a->ncomp * (uint64_t)a->word;
 }
 
-/* Bytes [start, start + len) of a's values as written: its memory itself, or the Float32
- * conversion in tmp (room for len bytes). start and len are multiples of 4. */
-static const unsigned char *values_at(const vtu_array *a, uint64_t start, size_t len, float *tmp)
+/* The array needs a buffer to give its bytes (values_at): Float32 conversion or gathering. */
+static int needs_tmp(const vtu_array *a)
 {
-    if (!a->from_double) return (const unsigned char *)a->data + start;
-    const double *d = (const double *)a->data + start / 4;
-    for (size_t i = 0; i < len / 4; i++)
-        tmp[i] = (float)d[i];
-    return (const unsigned char *)tmp;
+    return a->from_double || a->take;
+}
+
+/* Bytes [start, start + len) of a's values as written: its memory itself, or, converted to
+ * Float32 or gathered by a->take, a copy in tmp (room for len bytes). start and len are
+ * multiples of the file's word. Gathering copies runs of consecutive tuples at once. */
+static const unsigned char *values_at(const vtu_array *a, uint64_t start, size_t len, void *tmp)
+{
+    if (!needs_tmp(a)) return (const unsigned char *)a->data + start;
+    const size_t sw = a->from_double ? sizeof(double) : (size_t)a->word; /* bytes in memory */
+    const int64_t nc = a->ncomp;
+    int64_t v = (int64_t)(start / (uint64_t)a->word);
+    const int64_t vend = v + (int64_t)(len / (size_t)a->word);
+    unsigned char *out = tmp;
+    while (v < vend) {
+        /* values from v on that lie one after the other in memory */
+        const int64_t t = v / nc, first = a->take ? a->take[t] : t;
+        int64_t n = MIN(nc - v % nc, vend - v), k = 1;
+        while (a->take && v + n < vend && a->take[t + k] == first + k)
+            n = MIN(n + nc, vend - v), k++;
+        if (!a->take) n = vend - v;
+        const unsigned char *src =
+            (const unsigned char *)a->data + (size_t)(first * nc + v % nc) * sw;
+        if (a->from_double) {
+            const double *d = (const double *)src;
+            float *f = (float *)out;
+            for (int64_t i = 0; i < n; i++)
+                f[i] = (float)d[i];
+        } else {
+            memcpy(out, src, (size_t)n * sw);
+        }
+        out += (size_t)n * (size_t)a->word, v += n;
+    }
+    return tmp;
 }
 
 /* All of buf at pos; 0, or an errno. */
@@ -237,11 +266,11 @@ static void write_plain(vtu_out *o, vtu_array *a, int parallel)
     a->size = sizeof nbytes + nbytes;
 #pragma omp parallel if (parallel && npieces > 1)
     {
-        float *tmp = a->from_double ? malloc(VTU_PIECE) : NULL;
-        if (a->from_double && !tmp) note_error(o, ENOMEM, 0);
+        void *tmp = needs_tmp(a) ? malloc(VTU_PIECE) : NULL;
+        if (needs_tmp(a) && !tmp) note_error(o, ENOMEM, 0);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t p = 0; p < npieces; p++) {
-            if (a->from_double && !tmp) continue;
+            if (needs_tmp(a) && !tmp) continue;
             const uint64_t start = (uint64_t)p * VTU_PIECE;
             const size_t len = (size_t)(nbytes - start < VTU_PIECE ? nbytes - start : VTU_PIECE);
             int e = out_write(o, values_at(a, start, len, tmp), len, at + 8 + start);
@@ -275,10 +304,10 @@ static void write_compressed(vtu_out *o, vtu_array *a, hk_vtu_compression c, int
     uint64_t next = at + hbytes; /* where the next block goes */
 #pragma omp parallel if (nblocks > 1)
     {
-        float *tmp = a->from_double ? malloc(VTU_BLOCK) : NULL;
+        void *tmp = needs_tmp(a) ? malloc(VTU_BLOCK) : NULL;
         block_zip zip;
         const int floating = !strncmp(a->type, "Float", 5);
-        const int ok = (tmp || !a->from_double) && zip_init(&zip, c, level, floating) == 0;
+        const int ok = (tmp || !needs_tmp(a)) && zip_init(&zip, c, level, floating) == 0;
         if (!ok) note_error(o, ENOMEM, 0);
         for (int64_t k = 0; k <= nbatches; k++) {
             /* compress batch k into buffer k % 2, write batch k - 1 from the other */
@@ -325,8 +354,9 @@ done:
 static void put_ascii(FILE *fp, const vtu_array *a)
 {
     const int64_t n = a->ntuples * a->ncomp;
-    for (int64_t i = 0; i < n; i++) {
-        const char sep = (i + 1) % a->ncomp ? ' ' : '\n';
+    for (int64_t j = 0; j < n; j++) {
+        const char sep = (j + 1) % a->ncomp ? ' ' : '\n';
+        const int64_t i = a->take ? a->take[j / a->ncomp] * a->ncomp + j % a->ncomp : j;
         if (a->from_double)
             fprintf(fp, "%.9g%c", (double)(float)((const double *)a->data)[i], sep);
         else if (!strcmp(a->type, "Float64"))
@@ -458,12 +488,105 @@ static void cells_free(vtu_cells *c)
     c->conn = NULL, c->offs = NULL, c->types = NULL;
 }
 
-/* Cells in VTK's node order: connectivity (Int32: node indices are 32-bit), offsets (Int32
- * when they fit) and types, filled in parallel. The first element the writer cannot map, in
- * element order, gets the message. */
-static int vtk_cells(const char *path, const hk_mesh *m, vtu_cells *out)
+/* What of the mesh a file holds: all of it, or the kept cells and the nodes they use, in the
+ * mesh's order (hk_vtu_write_cells). */
+typedef struct {
+    int64_t nn, ne; /* the file's nodes and cells */
+    int64_t *nodes; /* NULL: the mesh's first nn nodes; else the file's node j is nodes[j] */
+    int64_t *cells; /* NULL: the mesh's first ne cells; else the file's cell j is cells[j] */
+    int32_t *index; /* with nodes: each mesh node's index in the file, -1 where not in it */
+} vtu_piece;
+
+static void piece_free(vtu_piece *pc)
+{
+    free(pc->nodes);
+    free(pc->cells);
+    free(pc->index);
+    pc->nodes = NULL, pc->cells = NULL, pc->index = NULL;
+}
+
+/* The i < n with flag[i] set, increasing, into *list (*count of them; NULL when none), and with
+ * index each i's place in it (-1 where not set); on every thread, by blocks of i. */
+static int kept_list(int64_t n, const uint8_t *flag, int64_t **list, int64_t *count, int32_t *index)
+{
+    const int64_t nb = 4 * (int64_t)omp_get_max_threads();
+    int64_t *before = NULL; /* flags set in the blocks before block b */
+    *list = NULL, *count = 0;
+    HK_CALL(hk_calloc((size_t)nb + 1, sizeof *before, &before));
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t c = 0;
+        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++)
+            c += flag[i] != 0;
+        before[b + 1] = c;
+    }
+    for (int64_t b = 0; b < nb; b++)
+        before[b + 1] += before[b];
+    const int64_t total = before[nb];
+    int ierr = 0;
+    if (total > 0) HK_TRY(hk_malloc((size_t)total * sizeof **list, list));
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t at = before[b];
+        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++) {
+            if (index) index[i] = flag[i] ? (int32_t)at : -1;
+            if (flag[i]) (*list)[at++] = i;
+        }
+    }
+    *count = total;
+fail:
+    free(before);
+    return ierr;
+}
+
+/* The piece of m of the cells with keep[e] set (keep NULL: the whole mesh): the cells, the
+ * nodes they use (in range; vtk_cells names an element with others) and the nodes' new
+ * numbers, on every thread. Lists that are the first cells or nodes are left NULL. */
+static int piece_make(const hk_mesh *m, const uint8_t *keep, vtu_piece *pc)
 {
     const int64_t nn = m->nnodes, ne = m->cells.n;
+    memset(pc, 0, sizeof *pc);
+    pc->nn = nn, pc->ne = ne;
+    if (!keep) return 0;
+    int ierr = 0;
+    uint8_t *used = NULL;
+    HK_TRY(kept_list(ne, keep, &pc->cells, &pc->ne, NULL));
+    HK_TRY(hk_calloc((size_t)(nn > 0 ? nn : 1), 1, &used));
+    HK_TRY(hk_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *pc->index, &pc->index));
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < pc->ne; j++) {
+        const int64_t e = pc->cells[j];
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++) {
+            const int32_t v = m->cells.nodes[k];
+            if (v >= 0 && v < nn) {
+#pragma omp atomic write
+                used[v] = 1;
+            }
+        }
+    }
+    HK_TRY(kept_list(nn, used, &pc->nodes, &pc->nn, pc->index));
+    /* the first nodes or cells in order: the arrays as they lie, without gathering */
+    if (pc->nn == 0 || pc->nodes[pc->nn - 1] == pc->nn - 1) {
+        free(pc->nodes);
+        pc->nodes = NULL;
+    }
+    if (pc->ne == 0 || pc->cells[pc->ne - 1] == pc->ne - 1) {
+        free(pc->cells);
+        pc->cells = NULL;
+    }
+fail:
+    free(used);
+    if (ierr) piece_free(pc);
+    return ierr;
+}
+
+/* Cells in VTK's node order: connectivity (Int32: node indices are 32-bit), offsets (Int32
+ * when they fit) and types, filled in parallel, for the cells of the piece pc with its nodes'
+ * numbers. The first element the writer cannot map, in element order, gets the message. */
+static int vtk_cells(const char *path, const hk_mesh *m, const vtu_piece *pc, vtu_cells *out)
+{
+    const int64_t nn = m->nnodes, ne = pc->ne;
+#define CELL(j) (pc->cells ? pc->cells[j] : (j))
     int ierr = 0;
     int32_t *conn = NULL;
     int64_t *offs = NULL;
@@ -472,53 +595,60 @@ static int vtk_cells(const char *path, const hk_mesh *m, vtu_cells *out)
     HK_TRY(hk_malloc((size_t)(ne > 0 ? ne : 1), &types));
     int64_t bad = ne; /* the first element that cannot be written */
 #pragma omp parallel for schedule(static) reduction(min : bad)
-    for (int64_t e = 0; e < ne; e++) {
+    for (int64_t j = 0; j < ne; j++) {
         /* element types, VTK numbers and node order: mesh's table (fem.h) */
+        const int64_t e = CELL(j);
         const int t = m->cells.type[e];
         const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
         const int64_t len = m->cells.ptr[e + 1] - m->cells.ptr[e];
         if (!el || !hk_eltype_vtk_order((hk_eltype)t) || el->dim < 2 || len != el->nnodes) {
-            if (e < bad) bad = e;
-            offs[e] = 0, types[e] = 0;
+            if (j < bad) bad = j;
+            offs[j] = 0, types[j] = 0;
             continue;
         }
-        offs[e] = hk_eltype_vtk_nnodes((hk_eltype)t); /* pyr14: its first 13 nodes */
-        types[e] = (uint8_t)el->vtk_type;
+        offs[j] = hk_eltype_vtk_nnodes((hk_eltype)t); /* pyr14: its first 13 nodes */
+        types[j] = (uint8_t)el->vtk_type;
     }
     if (bad < ne) {
-        const int t = m->cells.type[bad];
+        const int64_t e = CELL(bad);
+        const int t = m->cells.type[e];
         const hk_eltype_info *el = hk_eltype_get((hk_eltype)t);
         HK_TRY_CHECK(0, HK_ERR_UNSUPPORTED,
                      "hk_vtu_write '%s': element %lld is a %s with %lld nodes, which is not a "
                      "2D/3D cell the VTU writer knows",
-                     path, (long long)(m->cells.tag ? m->cells.tag[bad] : bad + 1),
+                     path, (long long)(m->cells.tag ? m->cells.tag[e] : e + 1),
                      el ? el->name : "element of unknown type",
-                     (long long)(m->cells.ptr[bad + 1] - m->cells.ptr[bad]));
+                     (long long)(m->cells.ptr[e + 1] - m->cells.ptr[e]));
     }
     int64_t nconn = 0; /* running sum: offsets[e] = entries up to and including e */
     for (int64_t e = 0; e < ne; e++)
         offs[e] = nconn += offs[e];
     HK_TRY(hk_malloc((size_t)(nconn > 0 ? nconn : 1) * sizeof(int32_t), &conn));
 #pragma omp parallel for schedule(static) reduction(min : bad)
-    for (int64_t e = 0; e < ne; e++) {
+    for (int64_t j = 0; j < ne; j++) {
+        const int64_t e = CELL(j);
         const int *order = hk_eltype_vtk_order((hk_eltype)m->cells.type[e]);
         const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
-        const int64_t b = e ? offs[e - 1] : 0, nv = offs[e] - b;
+        const int64_t b = j ? offs[j - 1] : 0, nv = offs[j] - b;
         for (int64_t a = 0; a < nv; a++) {
             const int32_t v = nodes[order[a]];
-            if (v < 0 || v >= nn) bad = e < bad ? e : bad;
-            conn[b + a] = v;
+            if (v < 0 || v >= nn) {
+                bad = j < bad ? j : bad;
+                continue;
+            }
+            conn[b + a] = pc->index ? pc->index[v] : v; /* the piece's number */
         }
     }
     if (bad < ne) {
-        const int *order = hk_eltype_vtk_order((hk_eltype)m->cells.type[bad]);
-        const int32_t *nodes = m->cells.nodes + m->cells.ptr[bad];
+        const int64_t e = CELL(bad);
+        const int *order = hk_eltype_vtk_order((hk_eltype)m->cells.type[e]);
+        const int32_t *nodes = m->cells.nodes + m->cells.ptr[e];
         int32_t v = 0;
         for (int64_t a = 0; a < offs[bad] - (bad ? offs[bad - 1] : 0); a++)
             if (nodes[order[a]] < 0 || nodes[order[a]] >= nn) v = nodes[order[a]];
         HK_TRY_CHECK(0, HK_ERR_MODEL,
                      "hk_vtu_write '%s': element %lld refers to node %d outside 0..%lld", path,
-                     (long long)(m->cells.tag ? m->cells.tag[bad] : bad + 1), v, (long long)nn - 1);
+                     (long long)(m->cells.tag ? m->cells.tag[e] : e + 1), v, (long long)nn - 1);
     }
     out->offs64 = nconn > INT32_MAX;
     if (!out->offs64) { /* narrow in place: entry e is read before anything overwrites it */
@@ -533,6 +663,7 @@ fail:
     free(offs);
     free(types);
     return ierr;
+#undef CELL
 }
 
 /* HOOKE_OUTPUT_PROFILE=1: the time of each phase of a write on stderr, and the page cache
@@ -668,39 +799,42 @@ static int vtu_check(const char *path, const hk_mesh *m, const hk_fields *f,
     return 0;
 }
 
-/* The arrays of m, the cells cl and the non-NULL fields of f (NULL: none), in the order they
- * appear in the file; fields as Float32 on request. Offsets are left 0. */
+/* The arrays of m's piece pc (NULL: the whole mesh), the cells cl and the non-NULL fields of
+ * f (NULL: none), in the order they appear in the file; fields as Float32 on request. Offsets
+ * are left 0. */
 static void plan_arrays(vtu_plan *pl, const hk_mesh *m, const hk_fields *f,
-                        const hk_vtu_options *opt, const vtu_cells *cl)
+                        const hk_vtu_options *opt, const vtu_cells *cl, const vtu_piece *pc)
 {
-    const int64_t nn = m->nnodes, ne = m->cells.n;
+    const int64_t nn = pc ? pc->nn : m->nnodes, ne = pc ? pc->ne : m->cells.n;
+    const int64_t *pn = pc ? pc->nodes : NULL, *pe = pc ? pc->cells : NULL; /* gathered by */
     memset(pl, 0, sizeof *pl);
     const int fw = opt->float32 ? 4 : 8;
     const char *ft = opt->float32 ? "Float32" : "Float64";
-#define ADD(nm, ty, nc, nt, wd, dp, f32, cn)                                                       \
-    pl->arr[pl->narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (f32), (cn), 0, 0}
-#define FIELD(nm, nc, nt, dp, cn) ADD(nm, ft, nc, nt, fw, dp, opt->float32, cn)
-    ADD("Points", "Float64", 3, nn, 8, m->coords, 0, NULL);
-    ADD("connectivity", "Int32", 1, cl->nconn, 4, cl->conn, 0, NULL);
-    ADD("offsets", cl->offs64 ? "Int64" : "Int32", 1, ne, cl->offs64 ? 8 : 4, cl->offs, 0, NULL);
-    ADD("types", "UInt8", 1, ne, 1, cl->types, 0, NULL);
+#define ADD(nm, ty, nc, nt, wd, dp, tk, f32, cn)                                                   \
+    pl->arr[pl->narr++] = (vtu_array){(nm), (ty), (nc), (nt), (wd), (dp), (tk), (f32), (cn), 0, 0}
+#define FIELD(nm, nc, nt, dp, tk, cn) ADD(nm, ft, nc, nt, fw, dp, tk, opt->float32, cn)
+    ADD("Points", "Float64", 3, nn, 8, m->coords, pn, 0, NULL);
+    ADD("connectivity", "Int32", 1, cl->nconn, 4, cl->conn, NULL, 0, NULL);
+    ADD("offsets", cl->offs64 ? "Int64" : "Int32", 1, ne, cl->offs64 ? 8 : 4, cl->offs, NULL, 0,
+        NULL);
+    ADD("types", "UInt8", 1, ne, 1, cl->types, NULL, 0, NULL);
     pl->npoint_first = pl->narr;
     const char *const *tn = f && f->axisymmetric ? axi_names : tensor_names;
     if (f) {
-        if (f->u) FIELD("displacement", 3, nn, f->u, NULL);
-        if (f->stress) FIELD("stress", 6, nn, f->stress, tn);
-        if (f->strain) FIELD("strain", 6, nn, f->strain, tn);
-        if (f->von_mises) FIELD("von_mises", 1, nn, f->von_mises, NULL);
-        if (f->principal) FIELD("principal_stress", 3, nn, f->principal, NULL);
-        if (f->reaction) FIELD("reaction", 3, nn, f->reaction, NULL);
-        if (f->mode_shape) FIELD("mode_shape", 3, nn, f->mode_shape, NULL);
+        if (f->u) FIELD("displacement", 3, nn, f->u, pn, NULL);
+        if (f->stress) FIELD("stress", 6, nn, f->stress, pn, tn);
+        if (f->strain) FIELD("strain", 6, nn, f->strain, pn, tn);
+        if (f->von_mises) FIELD("von_mises", 1, nn, f->von_mises, pn, NULL);
+        if (f->principal) FIELD("principal_stress", 3, nn, f->principal, pn, NULL);
+        if (f->reaction) FIELD("reaction", 3, nn, f->reaction, pn, NULL);
+        if (f->mode_shape) FIELD("mode_shape", 3, nn, f->mode_shape, pn, NULL);
     }
     pl->ncell_first = pl->narr;
     pl->has_region = m->cell_region != NULL;
-    if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, 0, NULL);
+    if (m->cell_region) ADD("region", "Int32", 1, ne, 4, m->cell_region, pe, 0, NULL);
     if (f) {
-        if (f->cell_stress) FIELD("element_stress", 6, ne, f->cell_stress, tn);
-        if (f->cell_von_mises) FIELD("element_von_mises", 1, ne, f->cell_von_mises, NULL);
+        if (f->cell_stress) FIELD("element_stress", 6, ne, f->cell_stress, pe, tn);
+        if (f->cell_von_mises) FIELD("element_von_mises", 1, ne, f->cell_von_mises, pe, NULL);
     }
 #undef FIELD
 #undef ADD
@@ -741,7 +875,9 @@ static double remove_old(const char *path)
     return unlink(path) == 0 ? (double)st.st_size : 0;
 }
 
-int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
+/* hk_vtu_write (keep NULL) and hk_vtu_write_cells. */
+static int vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
+                     const hk_vtu_options *opt, const uint8_t *keep)
 {
     static const hk_vtu_options plain = {0};
     if (!opt) opt = &plain;
@@ -756,15 +892,23 @@ int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const h
     char *head = NULL;
     vtu_plan pl;
     vtu_cells cl = {0};
+    vtu_piece pc = {0};
     vtu_out o;
     memset(&o, 0, sizeof o);
     vtu_prof prof;
     prof_begin(&prof);
     const double old = remove_old(path);
     if (old > 0) prof_step(&prof, "remove the file it replaces", old);
-    HK_TRY(vtk_cells(path, m, &cl));
+    HK_TRY(piece_make(m, keep, &pc));
+    if (keep && prof.on)
+        fprintf(stderr,
+                "output profile: the piece: %lld of %lld cells (%s), %lld of %lld nodes (%s)\n",
+                (long long)pc.ne, (long long)m->cells.n, pc.cells ? "gathered" : "the first",
+                (long long)pc.nn, (long long)m->nnodes, pc.nodes ? "gathered" : "the first");
+    if (keep) prof_step(&prof, "the piece's cells and nodes", 0);
+    HK_TRY(vtk_cells(path, m, &pc, &cl));
     prof_step(&prof, "cells in VTK's order", 0);
-    plan_arrays(&pl, m, f, opt, &cl);
+    plan_arrays(&pl, m, f, opt, &cl, &pc);
 
     if (ascii) {
         fp = fopen(path, "w");
@@ -848,7 +992,21 @@ fail:
     if (ierr) remove(path); /* no half-written file that ParaView would choke on */
     free(head);
     cells_free(&cl);
+    piece_free(&pc);
     return ierr;
+}
+
+int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f, const hk_vtu_options *opt)
+{
+    return vtu_write(path, m, f, opt, NULL);
+}
+
+int hk_vtu_write_cells(const char *path, const hk_mesh *m, const hk_fields *f,
+                       const hk_vtu_options *opt, const uint8_t *keep)
+{
+    HK_CHECK(keep, HK_ERR_ARG, "hk_vtu_write_cells '%s': no list of the cells to keep",
+             path ? path : "(null)");
+    return vtu_write(path, m, f, opt, keep);
 }
 
 /* ---- the mesh's part written early ------------------------------------------------------ */
@@ -911,9 +1069,11 @@ static void *early_main(void *arg)
     omp_set_num_threads(1); /* this thread's own setting: its loops make no team */
     vtu_cells cl = {0};
     vtu_plan pl;
-    if (vtk_cells(e->path, e->m, &cl)) return NULL; /* the final write reports it */
+    vtu_piece whole;
+    piece_make(e->m, NULL, &whole); /* the whole mesh: nothing to make, nothing to free */
+    if (vtk_cells(e->path, e->m, &whole, &cl)) return NULL; /* the final write reports it */
     e->t_cells = hk_time() - t0;
-    plan_arrays(&pl, e->m, &e->layout, &e->opt, &cl);
+    plan_arrays(&pl, e->m, &e->layout, &e->opt, &cl, NULL);
     plan_offsets(&pl);
     if (head_text(&pl, 0, &e->head, &e->hlen)) goto done;
     vtu_out o;
@@ -1034,7 +1194,7 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         (!f || (f->nnodes == m->nnodes && f->ncells == m->cells.n))) {
         /* the file of these fields is the early one when its head is: same arrays, offsets */
         const vtu_cells cl = {.nconn = e->nconn, .offs64 = e->offs64};
-        plan_arrays(&pl, m, f, &opt, &cl);
+        plan_arrays(&pl, m, f, &opt, &cl, NULL);
         plan_offsets(&pl);
         size_t hlen = 0;
         same =

@@ -582,6 +582,14 @@ typedef struct hk_vtu_options {
  * means all zero (raw binary, Float64). The bytes do not depend on the thread count. */
 int hk_vtu_write(const char *path, const hk_mesh *m, const hk_fields *f,
                  const hk_vtu_options *opt);
+/* Write the cells e of m with keep[e] non-zero and the nodes they use, with the non-NULL fields
+ * of f (the fields of m: f->nnodes and f->ncells are m's): the same bytes as hk_vtu_write of
+ * the mesh of those cells (in m's order) and their nodes (in m's order, numbered from 0) with
+ * the same fields gathered, without making that mesh or copying the fields (the values are
+ * gathered on every thread as they are written). For one process's piece of a distributed
+ * run (docs/parallel.md). */
+int hk_vtu_write_cells(const char *path, const hk_mesh *m, const hk_fields *f,
+                       const hk_vtu_options *opt, const uint8_t *keep);
 /* The .vtu in two parts, for a run whose mesh is known before its fields (docs/output.md,
  * "The mesh written during the solve"): hk_vtu_early_start writes the head and the mesh's
  * arrays (points, cells, regions) on a thread of its own, under a temporary name beside path,
