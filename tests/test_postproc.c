@@ -1458,6 +1458,136 @@ static void test_thread_independence(void)
     free_mesh(&m);
 }
 
+/* The mesh of the cells with keep[e] set and the nodes they use, both in m's order, and f's
+ * values on them: a distributed run's piece made as a copy (what hk_vtu_write_cells must
+ * write without one). */
+static void extract_piece(const hk_mesh *m, const hk_fields *f, const uint8_t *keep, hk_mesh *pm,
+                          hk_fields *pf)
+{
+    int32_t *num = malloc((size_t)m->nnodes * sizeof *num);
+    memset(pm, 0, sizeof *pm);
+    memset(pf, 0, sizeof *pf);
+    for (int64_t v = 0; v < m->nnodes; v++)
+        num[v] = -1;
+    int64_t nc = 0, nref = 0, nn = 0;
+    for (int64_t e = 0; e < m->cells.n; e++)
+        if (keep[e]) {
+            nc++;
+            for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++, nref++)
+                num[m->cells.nodes[k]] = 0;
+        }
+    for (int64_t v = 0; v < m->nnodes; v++)
+        if (num[v] == 0) num[v] = (int32_t)nn++;
+    pm->dim = m->dim, pm->nnodes = nn, pm->cells.n = nc;
+    pm->coords = malloc((size_t)(3 * nn + 1) * sizeof(double));
+    pm->cells.type = malloc((size_t)nc + 1);
+    pm->cells.ptr = malloc((size_t)(nc + 1) * sizeof(int64_t));
+    pm->cells.nodes = malloc((size_t)(nref + 1) * sizeof(int32_t));
+    pm->cell_region = malloc((size_t)(nc + 1) * sizeof(int32_t));
+    pf->nnodes = nn, pf->ncells = nc;
+    pf->u = malloc((size_t)(3 * nn + 1) * sizeof(double));
+    pf->strain = malloc((size_t)(6 * nn + 1) * sizeof(double));
+    pf->stress = malloc((size_t)(6 * nn + 1) * sizeof(double));
+    pf->von_mises = malloc((size_t)(nn + 1) * sizeof(double));
+    pf->principal = malloc((size_t)(3 * nn + 1) * sizeof(double));
+    pf->reaction = malloc((size_t)(3 * nn + 1) * sizeof(double));
+    pf->cell_stress = malloc((size_t)(6 * nc + 1) * sizeof(double));
+    pf->cell_von_mises = malloc((size_t)(nc + 1) * sizeof(double));
+    pm->cells.ptr[0] = 0;
+    int64_t j = 0;
+    for (int64_t e = 0; e < m->cells.n; e++) {
+        if (!keep[e]) continue;
+        pm->cells.type[j] = m->cells.type[e];
+        pm->cell_region[j] = m->cell_region[e];
+        int64_t q = pm->cells.ptr[j];
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
+            pm->cells.nodes[q++] = num[m->cells.nodes[k]];
+        pm->cells.ptr[j + 1] = q;
+        memcpy(pf->cell_stress + 6 * j, f->cell_stress + 6 * e, 6 * sizeof(double));
+        pf->cell_von_mises[j++] = f->cell_von_mises[e];
+    }
+    for (int64_t v = 0; v < m->nnodes; v++) {
+        const int64_t i = num[v];
+        if (i < 0) continue;
+        memcpy(pm->coords + 3 * i, m->coords + 3 * v, 3 * sizeof(double));
+        memcpy(pf->u + 3 * i, f->u + 3 * v, 3 * sizeof(double));
+        memcpy(pf->strain + 6 * i, f->strain + 6 * v, 6 * sizeof(double));
+        memcpy(pf->stress + 6 * i, f->stress + 6 * v, 6 * sizeof(double));
+        pf->von_mises[i] = f->von_mises[v];
+        memcpy(pf->principal + 3 * i, f->principal + 3 * v, 3 * sizeof(double));
+        memcpy(pf->reaction + 3 * i, f->reaction + 3 * v, 3 * sizeof(double));
+    }
+    free(num);
+}
+
+/* A piece of a mesh written from the whole mesh and fields (hk_vtu_write_cells, a distributed
+ * run's piece): the same bytes as hk_vtu_write of the piece made as a copy, with 1, 2 and 3
+ * threads, in every format (none, zlib, lz4 x Float64, Float32; ascii), for cells and nodes
+ * that are gathered (gaps, runs) and that are the mesh's first ones, and for no cells. */
+static void test_vtu_cells(void)
+{
+    hk_mesh m;
+    hk_system s;
+    double *u;
+    /* 14^3 tet10: point arrays of several 1 MiB pieces and 64 KiB blocks */
+    wavy_tet10(14, &m, &s, &u);
+    hk_material mat = {.name = "steel", .E = 210e3, .nu = 0.3};
+    hk_problem p = {.mesh = &m, .analysis = HK_SOLID, .materials = &mat};
+    hk_fields f;
+    HK_ASSERT_OK(hk_postproc(&p, &s, u, &f));
+    for (int64_t e = 0; e < m.cells.n; e++) /* regions that the gathering must keep apart */
+        m.cell_region[e] = (int32_t)(e % 3);
+    const int64_t ne = m.cells.n;
+    uint8_t *keep = calloc((size_t)(ne > 0 ? ne : 1), 1);
+    char ref[512], out[512];
+    snprintf(ref, sizeof ref, "%s/piece_ref.vtu", hk_test_tmpdir());
+    snprintf(out, sizeof out, "%s/piece.vtu", hk_test_tmpdir());
+    const int nt = omp_get_max_threads();
+    for (int kind = 0; kind < 4; kind++) {
+        /* 0: scattered cells (runs and gaps), 1: the first half of the cells, 2: every cell
+         * (the whole mesh), 3: none */
+        for (int64_t e = 0; e < ne; e++)
+            keep[e] = kind == 0   ? (e % 7 != 3 && (e < ne / 2 || e % 5 < 2))
+                      : kind == 1 ? e < ne / 2
+                                  : kind == 2;
+        hk_mesh pm;
+        hk_fields pf;
+        extract_piece(&m, &f, keep, &pm, &pf);
+        if (kind == 3) CU_ASSERT(pm.nnodes == 0 && pm.cells.n == 0);
+        for (int fmt = 0; fmt < 8; fmt++) {
+            const hk_vtu_options o = {.compression = (hk_vtu_compression)(fmt / 2 % 3),
+                                      .float32 = fmt % 2,
+                                      .ascii = fmt >= 6,
+                                      .level = fmt == 3 ? 3 : 0};
+            if (o.compression == HK_VTU_LZ4 && !o.ascii && !hk_vtu_have_lz4()) continue;
+            omp_set_num_threads(1);
+            HK_ASSERT_OK(hk_vtu_write(ref, &pm, &pf, &o));
+            for (int k = 1; k <= 3; k++) {
+                omp_set_num_threads(k);
+                HK_ASSERT_OK(hk_vtu_write_cells(out, &m, &f, &o, keep));
+                const int same = file_equal(ref, out);
+                CU_ASSERT(same);
+                if (!same)
+                    printf("\n  piece %d, format %d, %d threads: other bytes than the copy's\n",
+                           kind, fmt, k);
+            }
+        }
+        omp_set_num_threads(nt);
+        free_mesh(&pm);
+        hk_fields_free(&pf);
+    }
+    /* the fields must be the whole mesh's, and the list of cells is needed */
+    hk_fields g = f;
+    g.nnodes = m.nnodes - 1;
+    CU_ASSERT_EQUAL(hk_vtu_write_cells(out, &m, &g, NULL, keep), HK_ERR_ARG);
+    CU_ASSERT_EQUAL(hk_vtu_write_cells(out, &m, &f, NULL, NULL), HK_ERR_ARG);
+    free(keep);
+    hk_fields_free(&f);
+    free(u);
+    free_system(&s);
+    free_mesh(&m);
+}
+
 /* The number of threads in pwrite at once (HOOKE_OUTPUT_WRITERS) changes no byte: every
  * writer count with 1 and 3 threads, uncompressed and zlib, Float64 and Float32, the whole
  * file and the early one (mesh first, fields after), against one thread writing; a bad
@@ -1558,5 +1688,7 @@ HK_SUITE(
     {"vtu with the mesh written early: the same bytes (1, 2 threads), replace, cancel, link",
      test_vtu_early},
     {"vtu: the same bytes for every count of threads in pwrite; bad settings", test_vtu_writers},
+    {"vtu of a piece (hk_vtu_write_cells): the bytes of its copy, 1-3 threads, every format",
+     test_vtu_cells},
     {"generated mesh + hk_assemble: traction bar, exact stress and reaction", test_chain_traction},
     {"generated mesh + hk_assemble + CG: self-weight reaction = rho g V", test_chain_gravity})
