@@ -313,34 +313,6 @@ static int empty_fields(const hk_part *pt, int nsupports, hk_fields *f)
     return hk_calloc((size_t)nsupports + 1, sizeof(double[3]), &f->support_moment);
 }
 
-/* The piece this process writes: the cells it owns and their nodes, with the case's fields.
- * The writer gathers them from the part's mesh and fields as it writes (no copy of the
- * piece). */
-static int write_piece(const hk_case *c, const hk_part *pt, const hk_fields *all, const char *path)
-{
-    hk_fields f = {0}; /* the case's fields of all, borrowed */
-    const unsigned fl = c->fields;
-    f.nnodes = all->nnodes;
-    f.ncells = all->ncells;
-    f.axisymmetric = all->axisymmetric;
-    if (fl & HK_FIELD_DISPLACEMENT) f.u = all->u;
-    if (fl & HK_FIELD_STRAIN) f.strain = all->strain;
-    if (fl & HK_FIELD_STRESS) f.stress = all->stress;
-    if (fl & HK_FIELD_VON_MISES) f.von_mises = all->von_mises;
-    if (fl & HK_FIELD_PRINCIPAL) f.principal = all->principal;
-    if (fl & HK_FIELD_REACTION) f.reaction = all->reaction;
-    if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = all->cell_stress;
-    if (fl & HK_FIELD_CELL_STRESS) f.cell_von_mises = all->cell_von_mises;
-    const hk_vtu_options vo = {.compression = (hk_vtu_compression)c->compression,
-                               .level = c->zlevel,
-                               .float32 = c->float32,
-                               .ascii = c->ascii};
-    hk_mesh m = pt->mesh; /* a part without cells may have no region array: still written */
-    static int32_t no_cells_region;
-    if (!m.cell_region && m.cells.n == 0) m.cell_region = &no_cells_region;
-    return hk_vtu_write_cells(path, &m, &f, &vo, pt->out_cell);
-}
-
 /* The case's fields present (for the .pvtu's list): non-NULL markers. */
 static hk_fields field_list(const hk_case *c, int axisymmetric)
 {
@@ -356,6 +328,56 @@ static hk_fields field_list(const hk_case *c, int axisymmetric)
     if (fl & HK_FIELD_REACTION) f.reaction = &mark;
     if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = f.cell_von_mises = &mark;
     return f;
+}
+
+/* The piece this process writes: the cells it owns and their nodes, with the case's fields.
+ * The writer gathers them from the part's mesh and fields as it writes (no copy of the
+ * piece); with *early (start_piece), only the fields are left to write. */
+static int write_piece(const hk_case *c, const hk_part *pt, const hk_fields *all, const char *path,
+                       hk_vtu_early **early)
+{
+    hk_fields f = {0}; /* the case's fields of all, borrowed */
+    const unsigned fl = c->fields;
+    f.nnodes = all->nnodes;
+    f.ncells = all->ncells;
+    f.axisymmetric = all->axisymmetric;
+    if (fl & HK_FIELD_DISPLACEMENT) f.u = all->u;
+    if (fl & HK_FIELD_STRAIN) f.strain = all->strain;
+    if (fl & HK_FIELD_STRESS) f.stress = all->stress;
+    if (fl & HK_FIELD_VON_MISES) f.von_mises = all->von_mises;
+    if (fl & HK_FIELD_PRINCIPAL) f.principal = all->principal;
+    if (fl & HK_FIELD_REACTION) f.reaction = all->reaction;
+    if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = all->cell_stress;
+    if (fl & HK_FIELD_CELL_STRESS) f.cell_von_mises = all->cell_von_mises;
+    if (*early) {
+        hk_vtu_early *e = *early;
+        *early = NULL;
+        return hk_vtu_early_finish(e, path, &f);
+    }
+    const hk_vtu_options vo = hk_run_vtu_options(c);
+    hk_mesh m = pt->mesh; /* a part without cells may have no region array: still written */
+    static int32_t no_cells_region;
+    if (!m.cell_region && m.cells.n == 0) m.cell_region = &no_cells_region;
+    return hk_vtu_write_cells(path, &m, &f, &vo, pt->out_cell);
+}
+
+/* The head and mesh arrays of this process's piece written while the part is assembled and
+ * solved, and the fields' pages filled ahead within half this process's share of the memory
+ * the guard leaves the processes (as one process does: docs/output.md); NULL where the options
+ * do not allow it, or for a part without cells (written at the end). */
+static hk_vtu_early *start_piece(const hk_case *c, const hk_part *pt, int axisymmetric,
+                                 const hk_run_memory *mem, int nprocs, const char *path)
+{
+    if (pt->mesh.cells.n == 0 || !pt->mesh.cell_region) return NULL;
+    if (hk_app_make_parent_dirs(path)) {
+        hk_error_clear(); /* the output stage says it, if the folder still cannot be made */
+        return NULL;
+    }
+    const hk_fields layout = field_list(c, axisymmetric);
+    const hk_vtu_options vo = hk_run_vtu_options(c);
+    const double spare = (mem->host_available - nprocs * mem->host_estimate) / nprocs;
+    return hk_vtu_early_start_cells(path, &pt->mesh, &layout, &vo,
+                                    spare > 0 ? (int64_t)(spare / 2) : 0, pt->out_cell);
 }
 
 /* The solver's options on several processes: a case naming neither pc nor method gets
@@ -435,6 +457,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     hk_solver *s = NULL;
     hk_halo *halo = NULL;
     hk_fields fields = {0};
+    hk_vtu_early *early = NULL; /* this process's piece, its mesh part written during the solve */
     double *u = NULL, tmax[1], t, t_prep = 0, t_bcast, t_backends[1], t_meshed = 0, t_agreed;
     double t_device = 0, t_own, pv[PROFILE_MAX];
     int64_t nnzb = 0;
@@ -505,6 +528,14 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         "%lld ghost nodes",
         P, ps.by, ps.t_cut, (long long)ps.min_nodes, (long long)ps.max_nodes,
         (long long)ps.min_cells, (long long)ps.max_cells, (long long)ps.max_ghosts);
+
+    /* the piece's file: its head and mesh arrays written from now on, on a thread */
+    const char *path = out ? out : c->output;
+    const size_t l = strlen(path);
+    const int stem = l >= 4 && !strcmp(path + l - 4, ".vtu") ? (int)l - 4 : (int)l;
+    snprintf(piece, sizeof piece, "%.*s-p%d.vtu", stem, path, me);
+    snprintf(pvtu, sizeof pvtu, "%.*s.pvtu", stem, path);
+    early = start_piece(c, &pt, sm.p.analysis == HK_AXISYMMETRIC, &r0.mem, P, piece);
 
     /* 3. every process: its rows, on its device where one process would assemble there (the
      * solver's backend is a device, --assembly not host, the model nothing the device
@@ -719,13 +750,8 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
 
     /* 6. one piece per process, the .pvtu naming them */
     t = hk_time();
-    const char *path = out ? out : c->output;
-    const size_t l = strlen(path);
-    const int stem = l >= 4 && !strcmp(path + l - 4, ".vtu") ? (int)l - 4 : (int)l;
-    snprintf(piece, sizeof piece, "%.*s-p%d.vtu", stem, path, me);
-    snprintf(pvtu, sizeof pvtu, "%.*s.pvtu", stem, path);
     if ((ierr = hk_comm_agree(w, me == 0 ? hk_app_make_parent_dirs(path) : 0))) goto done;
-    if ((ierr = hk_comm_agree(w, write_piece(c, &pt, &fields, piece)))) goto done;
+    if ((ierr = hk_comm_agree(w, write_piece(c, &pt, &fields, piece, &early)))) goto done;
     if (me == 0) {
         char **names = NULL;
         ierr = hk_calloc((size_t)P, sizeof *names, &names);
@@ -790,6 +816,7 @@ done:
     free(u);
     hk_system_free(&sys);
     hk_system_free(&prep);
+    hk_vtu_early_cancel(early); /* before the part's mesh it writes from */
     hk_part_free(&pt);
     shared_free(&sm);
     hk_run_free(&r0);

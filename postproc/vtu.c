@@ -1016,6 +1016,8 @@ struct hk_vtu_early {
     const hk_mesh *m;
     hk_vtu_options opt;
     hk_fields layout; /* which fields the file will hold (their values unused) */
+    const uint8_t *keep; /* the cells of m the file holds (NULL: all) */
+    vtu_piece piece;     /* those cells and their nodes, made by the thread */
     int fd;
     pthread_t thread;
     int joined;
@@ -1069,11 +1071,11 @@ static void *early_main(void *arg)
     omp_set_num_threads(1); /* this thread's own setting: its loops make no team */
     vtu_cells cl = {0};
     vtu_plan pl;
-    vtu_piece whole;
-    piece_make(e->m, NULL, &whole); /* the whole mesh: nothing to make, nothing to free */
-    if (vtk_cells(e->path, e->m, &whole, &cl)) return NULL; /* the final write reports it */
+    /* the final write reports a failure of these */
+    if (piece_make(e->m, e->keep, &e->piece) || vtk_cells(e->path, e->m, &e->piece, &cl))
+        return NULL;
     e->t_cells = hk_time() - t0;
-    plan_arrays(&pl, e->m, &e->layout, &e->opt, &cl, NULL);
+    plan_arrays(&pl, e->m, &e->layout, &e->opt, &cl, &e->piece);
     plan_offsets(&pl);
     if (head_text(&pl, 0, &e->head, &e->hlen)) goto done;
     vtu_out o;
@@ -1099,6 +1101,13 @@ done:
 hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fields *layout,
                                  const hk_vtu_options *opt, int64_t fill_ahead)
 {
+    return hk_vtu_early_start_cells(path, m, layout, opt, fill_ahead, NULL);
+}
+
+hk_vtu_early *hk_vtu_early_start_cells(const char *path, const hk_mesh *m,
+                                       const hk_fields *layout, const hk_vtu_options *opt,
+                                       int64_t fill_ahead, const uint8_t *keep)
+{
     static const hk_vtu_options plain = {0};
     if (!opt) opt = &plain;
     const char *sw = getenv("HOOKE_OUTPUT_EARLY");
@@ -1113,7 +1122,7 @@ hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fi
     const size_t n = strlen(path) + 40;
     if (!e || !(e->path = strdup(path)) || !(e->tmp = malloc(n))) goto fail;
     snprintf(e->tmp, n, "%s.part-%ld", path, (long)getpid());
-    e->m = m, e->opt = *opt, e->fd = -1;
+    e->m = m, e->opt = *opt, e->fd = -1, e->keep = keep;
     e->fill_ahead = sw && !strcmp(sw, "mesh") ? 0 : fill_ahead;
     if (layout) e->layout = *layout;
     e->layout.nnodes = m->nnodes, e->layout.ncells = m->cells.n;
@@ -1147,6 +1156,7 @@ static void early_free(hk_vtu_early *e)
     free(e->head);
     free(e->path);
     free(e->tmp);
+    piece_free(&e->piece);
     free(e);
 }
 
@@ -1194,17 +1204,18 @@ int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f)
         (!f || (f->nnodes == m->nnodes && f->ncells == m->cells.n))) {
         /* the file of these fields is the early one when its head is: same arrays, offsets */
         const vtu_cells cl = {.nconn = e->nconn, .offs64 = e->offs64};
-        plan_arrays(&pl, m, f, &opt, &cl, NULL);
+        plan_arrays(&pl, m, f, &opt, &cl, &e->piece);
         plan_offsets(&pl);
         size_t hlen = 0;
         same =
             head_text(&pl, 0, &head, &hlen) == 0 && hlen == e->hlen && !memcmp(head, e->head, hlen);
     }
     if (!same) { /* other fields than announced, or the early part failed: the whole file */
+        const uint8_t *keep = e->keep;
         free(head);
         early_free(e);
         if (prof.on) fprintf(stderr, "output profile: the early part does not serve: whole file\n");
-        return hk_vtu_write(path, m, f, &opt);
+        return vtu_write(path, m, f, &opt, keep);
     }
     prof.mesh = e->bytes;
     out_begin(&o, e->fd, e->hlen, writers);

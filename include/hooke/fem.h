@@ -606,6 +606,11 @@ int hk_vtu_write_cells(const char *path, const hk_mesh *m, const hk_fields *f,
 typedef struct hk_vtu_early hk_vtu_early;
 hk_vtu_early *hk_vtu_early_start(const char *path, const hk_mesh *m, const hk_fields *layout,
                                  const hk_vtu_options *opt, int64_t fill_ahead);
+/* The same for the piece of m that hk_vtu_write_cells(path, m, f, opt, keep) writes (keep
+ * must stay unchanged until finish or cancel). */
+hk_vtu_early *hk_vtu_early_start_cells(const char *path, const hk_mesh *m,
+                                       const hk_fields *layout, const hk_vtu_options *opt,
+                                       int64_t fill_ahead, const uint8_t *keep);
 int hk_vtu_early_finish(hk_vtu_early *e, const char *path, const hk_fields *f);
 void hk_vtu_early_cancel(hk_vtu_early *e);
 void hk_vtu_early_wait(hk_vtu_early *e);
