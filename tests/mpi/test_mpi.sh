@@ -228,6 +228,24 @@ same=1
 for q in 0 1 2; do cmp -s "$T/pm-grid-forces-3-p$q.vtu" "$T/pm-grid-t2-p$q.vtu" || same=0; done
 if [ $same = 1 ]; then ok "parts of a generated grid -np 3 with 1 and 2 threads: the pieces byte for byte"
 else bad "parts of a generated grid -np 3: 2 threads give other bytes than 1"; fi
+# binary pieces (docs/output.md): written during the solve (the default) and at the end
+# (HOOKE_OUTPUT_EARLY=0), on 1 and 2 threads, and Float32 zlib on 1 and 2 threads: byte for byte
+pieces() { # name threads early options...
+  local name=$1 th=$2 early=$3; shift 3
+  HOOKE_OUTPUT_EARLY=$early OMP_NUM_THREADS=$th mpi -np 3 "$H" run tests/mpi/grid_forces.yaml \
+    --set solver.tol=1e-10 "$@" -o "$T/bin-$name.vtu" >/dev/null 2>&1
+}
+same=1
+pieces t1 1 1 && pieces t2 2 1 && pieces t2-end 2 0 && pieces z1 1 1 --set output.precision=float32 \
+  --set output.compression=zlib && pieces z2 2 1 --set output.precision=float32 \
+  --set output.compression=zlib || same=0
+for q in 0 1 2; do
+  for v in t2 t2-end; do cmp -s "$T/bin-t1-p$q.vtu" "$T/bin-$v-p$q.vtu" || same=0; done
+  cmp -s "$T/bin-z1-p$q.vtu" "$T/bin-z2-p$q.vtu" || same=0
+done
+cmp -s "$T/bin-t1.pvtu" "$T/bin-t2-end.pvtu" || same=0
+if [ $same = 1 ]; then ok "binary pieces -np 3: during the solve or at the end, 1 or 2 threads, byte for byte"
+else bad "binary pieces -np 3: other bytes with 2 threads or written at the end"; fi
 if [ $metis = 1 ]; then
   OMP_NUM_THREADS=2 mpi -np 3 "$H" run cases/bracket/bracket.yaml --set solver.tol=1e-12 --set output.ascii=true \
     --set geometry.refine=1 --set solver.pc=amg --set solver.tol=1e-10 --set solver.dist.mesh=parts \
