@@ -1523,7 +1523,8 @@ static void extract_piece(const hk_mesh *m, const hk_fields *f, const uint8_t *k
 /* A piece of a mesh written from the whole mesh and fields (hk_vtu_write_cells, a distributed
  * run's piece): the same bytes as hk_vtu_write of the piece made as a copy, with 1, 2 and 3
  * threads, in every format (none, zlib, lz4 x Float64, Float32; ascii), for cells and nodes
- * that are gathered (gaps, runs) and that are the mesh's first ones, and for no cells. */
+ * that are gathered (gaps, runs) and that are the mesh's first ones, and for no cells; and
+ * written early (hk_vtu_early_start_cells), with and without filling ahead. */
 static void test_vtu_cells(void)
 {
     hk_mesh m;
@@ -1572,6 +1573,24 @@ static void test_vtu_cells(void)
                            kind, fmt, k);
             }
         }
+        /* the piece's mesh part written first by a thread, the fields after: the same bytes,
+         * filled ahead or not (a distributed run's default) */
+        for (int f32 = 0; f32 < 2 && kind < 3; f32++)
+            for (int ahead = 0; ahead < 2; ahead++) {
+                const hk_vtu_options o = {.float32 = f32};
+                HK_ASSERT_OK(hk_vtu_write(ref, &pm, &pf, &o));
+                omp_set_num_threads(2);
+                remove(out);
+                hk_vtu_early *e =
+                    hk_vtu_early_start_cells(out, &m, &f, &o, ahead ? INT64_MAX : 0, keep);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+                HK_ASSERT_OK(hk_vtu_early_finish(e, out, &f));
+                const int same = file_equal(ref, out);
+                CU_ASSERT(same);
+                if (!same)
+                    printf("\n  piece %d written early, float32 %d, filled %d: other bytes\n",
+                           kind, f32, ahead);
+            }
         omp_set_num_threads(nt);
         free_mesh(&pm);
         hk_fields_free(&pf);
