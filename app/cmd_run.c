@@ -342,13 +342,13 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
               c->gen_dim == 2 ? "rectangle" : "box", c->gen_size[0], c->gen_size[1],
               c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_size[2] : 0., c->gen_cells[0],
               c->gen_cells[1], c->gen_dim == 3 ? " x " : "", c->gen_dim == 3 ? c->gen_cells[2] : 0);
-        if (c->gen_dim == 2)
-            HK_TRY(hk_mesh_rectangle(c->gen_size[0], c->gen_size[1], c->gen_cells[0],
-                                     c->gen_cells[1], c->gen_element, &r->mesh));
+        /* the whole grid as one slab; renumbered, its RCM order from the grid's structure */
+        if (c->mesh.renumber)
+            HK_TRY(hk_mesh_grid_slab_rcm(c->gen_dim, c->gen_size, c->gen_cells, c->gen_element, 0,
+                                         0, c->gen_cells[0], &r->mesh, NULL));
         else
-            HK_TRY(hk_mesh_box(c->gen_size[0], c->gen_size[1], c->gen_size[2], c->gen_cells[0],
-                               c->gen_cells[1], c->gen_cells[2], c->gen_element, &r->mesh));
-        if (c->mesh.renumber) HK_TRY(hk_mesh_renumber_rcm(&r->mesh));
+            HK_TRY(hk_mesh_grid_slab(c->gen_dim, c->gen_size, c->gen_cells, c->gen_element, 0, 0,
+                                     c->gen_cells[0], &r->mesh));
     } else {
         const size_t gl = strlen(c->geo_file);
         if (gl > 4 && !strcasecmp(c->geo_file + gl - 4, ".msh"))

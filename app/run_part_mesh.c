@@ -213,10 +213,11 @@ static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **
     const int glo = lo > 0 ? lo - 1 : 0, ghi = hi < n[axis] ? hi + 1 : n[axis];
     x->nkept = ghi - glo, x->nown = hi - lo;
     x->seconds = hk_time() - t0;
-    HK_CALL(hk_mesh_grid_slab(dim, c->gen_size, n, c->gen_element, axis, glo, ghi, m));
-    const double t1 = hk_time();
-    if (c->mesh.renumber) HK_CALL(hk_mesh_renumber_rcm(m));
-    x->t_rcm = hk_time() - t1;
+    if (c->mesh.renumber) /* its RCM order from the grid's structure */
+        HK_CALL(hk_mesh_grid_slab_rcm(dim, c->gen_size, n, c->gen_element, axis, glo, ghi, m,
+                                      &x->t_rcm));
+    else
+        HK_CALL(hk_mesh_grid_slab(dim, c->gen_size, n, c->gen_element, axis, glo, ghi, m));
     /* each cell's layer: the cells come cube by cube (x fastest), `per` cells a cube */
     const hk_eltype t = c->gen_element;
     const int per = t == HK_EL_TET4 || t == HK_EL_TET10  ? 6

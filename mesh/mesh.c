@@ -415,14 +415,25 @@ fail:
 
 /* ---- structured generators ------------------------------------------------------------- */
 
+/* A grid of cells, each split into 1 element (quadrilateral, hexahedron), 2 triangles or 6
+ * tetrahedra, on a fine grid of points (order o: o points a cell along each axis, and one
+ * more). Every cell is alike, so an element's nodes sit at fixed offsets from its cell's first
+ * point (a table made once through the element's linear map) and every element is made from
+ * them on its own: in parallel, the same on any number of threads. */
 typedef struct {
     int dim, order;
     int64_t N[3];         /* fine-grid points per axis, the whole grid's */
     int lo[3], hi[3];     /* the cells made along each axis: lo .. hi - 1 */
     int64_t I0[3], Nl[3]; /* the points they use: I0 .. I0 + Nl - 1 per axis */
-    hk_elems_builder cells;
-    hk_elems_builder side[7]; /* boundaries, last one the point "origin" */
+    int32_t *newid;       /* each of those points' node, -1 where no cell uses it */
 } gen;
+
+/* The elements of one cell (or of one square or segment of a side): their nodes as fine-grid
+ * offsets from its first point. */
+typedef struct {
+    int per, nn; /* elements, nodes of each */
+    int64_t off[6][27][3];
+} elem_table;
 
 /* A fine-grid point's index among the points of the cells made. */
 static int64_t fine_id(const gen *g, const int64_t *I)
@@ -430,226 +441,234 @@ static int64_t fine_id(const gen *g, const int64_t *I)
     return (I[0] - g->I0[0]) + g->Nl[0] * ((I[1] - g->I0[1]) + g->Nl[1] * (I[2] - g->I0[2]));
 }
 
-/* Push element of type t whose corners sit at fine-grid points cf (3 ints per corner): the
- * higher-order nodes come from the reference coordinates through the linear map. */
-static int push_mapped(gen *g, hk_elems_builder *b, hk_eltype t, const int64_t *cf, int64_t tag)
+/* The nodes of element t whose corners sit at fine-grid points cf (3 per corner): the
+ * higher-order nodes from the reference coordinates through the linear map. */
+static void mapped_points(hk_eltype t, const int64_t *cf, int64_t (*pt)[3])
 {
     const hk_eltype_info *in = hk_eltype_get(t);
     const double *rc = hk_eltype_ref_coords(t);
     double xc[24], x[3], J[3][3];
-    int32_t nodes[27];
     for (int i = 0; i < 3 * hk_eltype_ncorners(t); i++)
         xc[i] = (double)cf[i];
     for (int i = 0; i < in->nnodes; i++) {
-        int64_t I[3];
         hk_mesh_linear_map(t, xc, rc + 3 * i, x, J);
         for (int a = 0; a < 3; a++)
-            I[a] = (int64_t)llround(x[a]);
-        int64_t id = fine_id(g, I);
-        HK_CHECK(id <= INT32_MAX, HK_ERR_ARG,
-                 "generated mesh is too large (more than 2^31 grid points); use fewer cells");
-        nodes[i] = (int32_t)id;
+            pt[i][a] = (int64_t)llround(x[a]);
     }
-    return hk_elems_push(b, t, nodes, b->e.n + 1);
 }
 
-static int gen_cells(gen *g, hk_eltype t, const int *n)
+/* The elements of type t of the cell at the grid's first point, in the order they are made. */
+static void cell_table(const gen *g, hk_eltype t, elem_table *tb)
 {
     const int o = g->order;
-    (void)n;
-    int simplex = (t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10);
-    for (int k = g->lo[2]; k < g->hi[2]; k++)
-        for (int j = g->lo[1]; j < g->hi[1]; j++)
-            for (int i = g->lo[0]; i < g->hi[0]; i++) {
-                int64_t base[3] = {(int64_t)o * i, (int64_t)o * j,
-                                   g->dim == 3 ? (int64_t)o * k : 0};
-                /* corner c of the cube/square at bits (bx, by, bz) */
-#define CORNER(dst, bx, by, bz)                                                                    \
-    do {                                                                                           \
-        (dst)[0] = base[0] + o * (bx), (dst)[1] = base[1] + o * (by),                              \
-        (dst)[2] = base[2] + o * (bz);                                                             \
-    } while (0)
-                if (!simplex) {
-                    const double *rc = hk_eltype_ref_coords(t);
-                    int64_t cf[24];
-                    for (int c = 0; c < hk_eltype_ncorners(t); c++)
-                        CORNER(cf + 3 * c, rc[3 * c] > 0, rc[3 * c + 1] > 0, rc[3 * c + 2] > 0);
-                    HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
-                } else if (g->dim == 2) {
-                    int64_t cf[9];
-                    CORNER(cf, 0, 0, 0);
-                    CORNER(cf + 3, 1, 0, 0);
-                    CORNER(cf + 6, 1, 1, 0);
-                    HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
-                    CORNER(cf, 0, 0, 0);
-                    CORNER(cf + 3, 1, 1, 0);
-                    CORNER(cf + 6, 0, 1, 0);
-                    HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
-                } else {
-                    /* Kuhn split: 6 tets around the diagonal 000-111, one per axis order;
-                     * every cube face is cut along its lowest-highest diagonal, so
-                     * neighbouring cubes match. */
-                    static const int perm6[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
-                                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-                    for (int p = 0; p < 6; p++) {
-                        int b[3] = {0, 0, 0};
-                        int64_t cf[12];
-                        CORNER(cf, 0, 0, 0);
-                        for (int s = 0; s < 3; s++) {
-                            b[perm6[p][s]] = 1;
-                            CORNER(cf + 3 * (s + 1), b[0], b[1], b[2]);
-                        }
-                        /* even permutations are positive; swap corners 1, 2 otherwise */
-                        if (p == 1 || p == 2 || p == 5)
-                            for (int a = 0; a < 3; a++) {
-                                int64_t tmp = cf[3 + a];
-                                cf[3 + a] = cf[6 + a], cf[6 + a] = tmp;
-                            }
-                        HK_CALL(push_mapped(g, &g->cells, t, cf, 0));
-                    }
-                }
-#undef CORNER
+    const int simplex = t == HK_EL_TRI3 || t == HK_EL_TRI6 || t == HK_EL_TET4 || t == HK_EL_TET10;
+    tb->nn = hk_eltype_get(t)->nnodes;
+    /* corner c of the cube/square at bits (bx, by, bz) */
+#define CORNER(dst, bx, by, bz) ((dst)[0] = o * (bx), (dst)[1] = o * (by), (dst)[2] = o * (bz))
+    if (!simplex) {
+        const double *rc = hk_eltype_ref_coords(t);
+        int64_t cf[24];
+        for (int c = 0; c < hk_eltype_ncorners(t); c++)
+            CORNER(cf + 3 * c, rc[3 * c] > 0, rc[3 * c + 1] > 0, rc[3 * c + 2] > 0);
+        tb->per = 1;
+        mapped_points(t, cf, tb->off[0]);
+    } else if (g->dim == 2) {
+        int64_t cf[9];
+        CORNER(cf, 0, 0, 0);
+        CORNER(cf + 3, 1, 0, 0);
+        CORNER(cf + 6, 1, 1, 0);
+        mapped_points(t, cf, tb->off[0]);
+        CORNER(cf, 0, 0, 0);
+        CORNER(cf + 3, 1, 1, 0);
+        CORNER(cf + 6, 0, 1, 0);
+        mapped_points(t, cf, tb->off[1]);
+        tb->per = 2;
+    } else {
+        /* Kuhn split: 6 tets around the diagonal 000-111, one per axis order; every cube face
+         * is cut along its lowest-highest diagonal, so neighbouring cubes match. */
+        static const int perm6[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                        {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+        for (int p = 0; p < 6; p++) {
+            int b[3] = {0, 0, 0};
+            int64_t cf[12];
+            CORNER(cf, 0, 0, 0);
+            for (int s = 0; s < 3; s++) {
+                b[perm6[p][s]] = 1;
+                CORNER(cf + 3 * (s + 1), b[0], b[1], b[2]);
             }
-    return 0;
+            /* even permutations are positive; swap corners 1, 2 otherwise */
+            if (p == 1 || p == 2 || p == 5)
+                for (int a = 0; a < 3; a++) {
+                    int64_t tmp = cf[3 + a];
+                    cf[3 + a] = cf[6 + a], cf[6 + a] = tmp;
+                }
+            mapped_points(t, cf, tb->off[p]);
+        }
+        tb->per = 6;
+    }
+#undef CORNER
 }
 
-/* Facets of side s (axis a = s / 2 at its min (s even) or max), oriented outward. */
-static int gen_side(gen *g, hk_eltype ft, int s, const int *n)
+/* The axes a side of axis a runs along: u, then v (2D: v is z, one layer). */
+static void side_axes(int dim, int a, int *u, int *v)
+{
+    *u = dim == 2 ? 1 - a : a == 0 ? 1 : 0;
+    *v = dim == 2 || a != 2 ? 2 : 1;
+}
+
+/* The facets of side s (axis a = s / 2 at its min (s even) or max) of one square (2D: one
+ * segment) at the grid's first point, oriented outward, the coordinate along a 0. */
+static void side_table(const gen *g, hk_eltype ft, int s, elem_table *tb)
 {
     const int o = g->order, a = s / 2, hi = s % 2;
-    hk_elems_builder *b = &g->side[s];
-    if (hi ? g->hi[a] < n[a] : g->lo[a] > 0) return 0; /* its cells are not made */
+    int u, v;
+    side_axes(g->dim, a, &u, &v);
+    tb->nn = hk_eltype_get(ft)->nnodes;
     if (g->dim == 2) {
-        int u = 1 - a; /* running axis */
-        for (int i = g->lo[u]; i < g->hi[u]; i++) {
-            int64_t p0[3] = {0, 0, 0}, p1[3] = {0, 0, 0}, cf[6];
-            p0[a] = p1[a] = hi ? g->N[a] - 1 : 0;
-            p0[u] = (int64_t)o * i, p1[u] = (int64_t)o * (i + 1);
-            /* counter-clockwise boundary: bottom and right run forward, top and left back */
-            int fwd = (a == 1 && !hi) || (a == 0 && hi);
-            memcpy(cf, fwd ? p0 : p1, sizeof p0);
-            memcpy(cf + 3, fwd ? p1 : p0, sizeof p0);
-            HK_CALL(push_mapped(g, b, ft, cf, 0));
-        }
-        return 0;
+        int64_t p0[3] = {0, 0, 0}, p1[3] = {0, 0, 0}, cf[6];
+        p1[u] = o;
+        /* counter-clockwise boundary: bottom and right run forward, top and left back */
+        int fwd = (a == 1 && !hi) || (a == 0 && hi);
+        memcpy(cf, fwd ? p0 : p1, sizeof p0);
+        memcpy(cf + 3, fwd ? p1 : p0, sizeof p0);
+        tb->per = 1;
+        mapped_points(ft, cf, tb->off[0]);
+        return;
     }
-    int u = a == 0 ? 1 : 0, v = a == 2 ? 1 : 2;
     /* e_u x e_v is +x for a = 0, -y for a = 1, +z for a = 2; outward is +e_a on the max side */
     int cross_pos = a != 1, outward_pos = hi;
     int pos = cross_pos == outward_pos;
     int tri = ft == HK_EL_TRI3 || ft == HK_EL_TRI6;
-    for (int j = g->lo[v]; j < g->hi[v]; j++)
-        for (int i = g->lo[u]; i < g->hi[u]; i++) {
-            int64_t p[4][3]; /* p00 p10 p11 p01 */
-            static const int du[4] = {0, 1, 1, 0}, dv[4] = {0, 0, 1, 1};
-            for (int c = 0; c < 4; c++) {
-                p[c][a] = hi ? g->N[a] - 1 : 0;
-                p[c][u] = (int64_t)o * (i + du[c]);
-                p[c][v] = (int64_t)o * (j + dv[c]);
-            }
-            int64_t cf[12];
+    int64_t p[4][3]; /* p00 p10 p11 p01 */
+    static const int du[4] = {0, 1, 1, 0}, dv[4] = {0, 0, 1, 1};
+    for (int c = 0; c < 4; c++) {
+        p[c][a] = 0;
+        p[c][u] = (int64_t)o * du[c];
+        p[c][v] = (int64_t)o * dv[c];
+    }
+    int64_t cf[12];
 #define SET(slot, c) memcpy(cf + 3 * (slot), p[c], sizeof p[c])
-            if (tri) {
-                if (pos)
-                    SET(0, 0), SET(1, 1), SET(2, 2);
-                else
-                    SET(0, 0), SET(1, 2), SET(2, 1);
-                HK_CALL(push_mapped(g, b, ft, cf, 0));
-                if (pos)
-                    SET(0, 0), SET(1, 2), SET(2, 3);
-                else
-                    SET(0, 0), SET(1, 3), SET(2, 2);
-                HK_CALL(push_mapped(g, b, ft, cf, 0));
-            } else {
-                if (pos)
-                    SET(0, 0), SET(1, 1), SET(2, 2), SET(3, 3);
-                else
-                    SET(0, 0), SET(1, 3), SET(2, 2), SET(3, 1);
-                HK_CALL(push_mapped(g, b, ft, cf, 0));
-            }
+    if (tri) {
+        if (pos)
+            SET(0, 0), SET(1, 1), SET(2, 2);
+        else
+            SET(0, 0), SET(1, 2), SET(2, 1);
+        mapped_points(ft, cf, tb->off[0]);
+        if (pos)
+            SET(0, 0), SET(1, 2), SET(2, 3);
+        else
+            SET(0, 0), SET(1, 3), SET(2, 2);
+        mapped_points(ft, cf, tb->off[1]);
+        tb->per = 2;
+    } else {
+        if (pos)
+            SET(0, 0), SET(1, 1), SET(2, 2), SET(3, 3);
+        else
+            SET(0, 0), SET(1, 3), SET(2, 2), SET(3, 1);
+        mapped_points(ft, cf, tb->off[0]);
+        tb->per = 1;
+    }
 #undef SET
-        }
+}
+
+/* n elements of type t, nn nodes each, tags 1 .. n. */
+static int elems_alloc(hk_elems *e, hk_eltype t, int64_t n, int nn)
+{
+    memset(e, 0, sizeof *e);
+    HK_CALL(hk_calloc(1, (size_t)(n + 1) * sizeof *e->ptr, &e->ptr));
+    if (!n) return 0;
+    HK_CALL(hk_malloc((size_t)n * sizeof *e->type, &e->type));
+    HK_CALL(hk_malloc((size_t)n * sizeof *e->tag, &e->tag));
+    HK_CALL(hk_malloc((size_t)(n * nn) * sizeof *e->nodes, &e->nodes));
+    e->n = n;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; k++) {
+        e->type[k] = (uint8_t)t;
+        e->tag[k] = k + 1;
+        e->ptr[k + 1] = (k + 1) * nn;
+    }
     return 0;
 }
 
-static void gen_free(gen *g)
+/* The cells made, in order (cell by cell, x fastest, then y and z; a cell's elements in the
+ * table's order), and each point's node: the points some cell uses, in the grid's order. */
+static int gen_cells(gen *g, hk_eltype t, hk_elems *c, int64_t *nnodes)
 {
-    hk_elems_free(&g->cells.e);
-    for (int s = 0; s < 7; s++)
-        hk_elems_free(&g->side[s].e);
+    elem_table tb;
+    cell_table(g, t, &tb);
+    const int64_t o = g->order, nn = tb.nn, per = tb.per;
+    const int64_t m0 = g->hi[0] - g->lo[0], m1 = g->hi[1] - g->lo[1], m2 = g->hi[2] - g->lo[2];
+    const int64_t ncell = m0 * m1 * m2, nfine = g->Nl[0] * g->Nl[1] * g->Nl[2];
+    const int64_t N0 = g->Nl[0], N01 = g->Nl[0] * g->Nl[1];
+    int64_t off[6][27]; /* the table's offsets as indices among the points */
+    for (int p = 0; p < per; p++)
+        for (int i = 0; i < nn; i++)
+            off[p][i] = tb.off[p][i][0] + N0 * tb.off[p][i][1] + N01 * tb.off[p][i][2];
+    HK_CALL(hk_malloc((size_t)nfine * sizeof *g->newid, &g->newid));
+    int32_t *newid = g->newid;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nfine; i++)
+        newid[i] = -1;
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < ncell; q++) {
+        const int64_t b = o * (q % m0) + N0 * o * ((q / m0) % m1) + N01 * o * (q / (m0 * m1));
+        for (int p = 0; p < per; p++)
+            for (int i = 0; i < nn; i++) {
+#pragma omp atomic write
+                newid[b + off[p][i]] = 0;
+            }
+    }
+    *nnodes = hk_number_zeros(newid, nfine);
+    HK_CALL(elems_alloc(c, t, per * ncell, (int)nn));
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < ncell; q++) {
+        const int64_t b = o * (q % m0) + N0 * o * ((q / m0) % m1) + N01 * o * (q / (m0 * m1));
+        int32_t *nd = c->nodes + q * per * nn;
+        for (int p = 0; p < per; p++)
+            for (int i = 0; i < nn; i++)
+                *nd++ = newid[b + off[p][i]];
+    }
+    return 0;
 }
 
-/* Compact the fine grid to the nodes the cells use and build the hk_mesh. */
-static int gen_finish(gen *g, const double *L, hk_mesh *m)
+/* Side s's facets (axis a = s / 2 at its min (s even) or max), oriented outward: square by
+ * square (u fastest, side_axes), a square's facets in the table's order; none where the side's
+ * cells are not made. */
+static int gen_side(const gen *g, hk_eltype ft, int s, const int *n, hk_elems *f)
+{
+    const int o = g->order, a = s / 2, hi = s % 2;
+    if (hi ? g->hi[a] < n[a] : g->lo[a] > 0) return elems_alloc(f, ft, 0, 0);
+    int u, v;
+    side_axes(g->dim, a, &u, &v);
+    elem_table tb;
+    side_table(g, ft, s, &tb);
+    const int64_t mu = g->hi[u] - g->lo[u], mv = g->hi[v] - g->lo[v], nn = tb.nn, per = tb.per;
+    const int64_t at = hi ? g->N[a] - 1 : 0;
+    HK_CALL(elems_alloc(f, ft, per * mu * mv, (int)nn));
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < mu * mv; q++) {
+        int32_t *nd = f->nodes + q * per * nn;
+        for (int p = 0; p < per; p++)
+            for (int i = 0; i < nn; i++) {
+                int64_t I[3];
+                I[a] = at + tb.off[p][i][a];
+                I[u] = o * (g->lo[u] + q % mu) + tb.off[p][i][u];
+                I[v] = o * (g->lo[v] + q / mu) + tb.off[p][i][v];
+                *nd++ = g->newid[fine_id(g, I)];
+            }
+    }
+    return 0;
+}
+
+/* The grid's cells whose index along axis lies in lo .. hi - 1 (all: 0 .. n[axis]), their
+ * nodes and groups; renumber: the nodes then in reverse Cuthill-McKee order. */
+static int generate(int dim, const double *L, const int *n, hk_eltype t, int axis, int lo, int hi,
+                    int renumber, hk_mesh *m, double *t_rcm)
 {
     static const char *names2[] = {"left", "right", "bottom", "top"};
     static const char *names3[] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
-    int ierr = 0, nsides = 2 * g->dim;
-    int64_t nfine = g->Nl[0] * g->Nl[1] * g->Nl[2];
-    int32_t *newid = NULL;
-    HK_TRY(hk_malloc((size_t)nfine * sizeof *newid, &newid));
-    for (int64_t i = 0; i < nfine; i++)
-        newid[i] = -1;
-    hk_elems *c = &g->cells.e;
-    int64_t nn = 0;
-    for (int64_t k = 0; k < c->ptr[c->n]; k++)
-        if (newid[c->nodes[k]] < 0) newid[c->nodes[k]] = 0;
-    for (int64_t i = 0; i < nfine; i++)
-        if (!newid[i]) newid[i] = (int32_t)nn++;
-    m->dim = g->dim;
-    m->nnodes = nn;
-    HK_TRY(hk_malloc((size_t)(3 * nn) * sizeof *m->coords, &m->coords));
-    for (int64_t i = 0; i < nfine; i++)
-        if (newid[i] >= 0) {
-            int64_t I[3] = {i % g->Nl[0], (i / g->Nl[0]) % g->Nl[1], i / (g->Nl[0] * g->Nl[1])};
-            for (int a = 0; a < 3; a++)
-                I[a] += g->I0[a];
-            for (int a = 0; a < 3; a++)
-                m->coords[3 * (int64_t)newid[i] + a] =
-                    a < g->dim ? L[a] * (double)I[a] / (double)(g->N[a] - 1) : 0.0;
-        }
-    for (int64_t k = 0; k < c->ptr[c->n]; k++)
-        c->nodes[k] = newid[c->nodes[k]];
-    m->cells = *c;
-    memset(c, 0, sizeof *c);
-    HK_TRY(hk_calloc((size_t)m->cells.n, sizeof *m->cell_region, &m->cell_region));
-    HK_TRY(hk_calloc(1, sizeof *m->regions, &m->regions));
-    m->nregions = 1;
-    snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
-    m->regions[0].dim = g->dim;
-    m->regions[0].tag = 1;
-    /* the point group "origin": the node at (0,0,0), which is fine-grid point 0 (where the
-     * cells made start there) */
-    if (!g->I0[0] && !g->I0[1] && !g->I0[2]) {
-        int32_t z = 0;
-        HK_TRY(hk_elems_push(&g->side[6], HK_EL_POINT1, &z, 1));
-    }
-    HK_TRY(hk_calloc((size_t)nsides + 1, sizeof *m->boundaries, &m->boundaries));
-    m->nboundaries = nsides + 1;
-    for (int s = 0; s <= nsides; s++) {
-        hk_group *gr = &m->boundaries[s];
-        hk_elems *f = &g->side[s == nsides ? 6 : s].e;
-        if (!f->ptr) HK_TRY(hk_calloc(1, sizeof *f->ptr, &f->ptr)); /* none of its facets made */
-        snprintf(gr->name, sizeof gr->name, "%s",
-                 s == nsides ? "origin" : (g->dim == 2 ? names2[s] : names3[s]));
-        gr->dim = s == nsides ? 0 : g->dim - 1;
-        gr->tag = s + 1;
-        for (int64_t k = 0; k < f->ptr[f->n]; k++)
-            f->nodes[k] = newid[f->nodes[k]];
-        gr->elems = *f;
-        memset(f, 0, sizeof *f);
-        HK_TRY(hk_group_collect_nodes(gr, nn));
-    }
-fail:
-    free(newid);
-    return ierr;
-}
-
-/* The grid's cells whose index along axis lies in lo .. hi - 1 (all: 0 .. n[axis]). */
-static int generate(int dim, const double *L, const int *n, hk_eltype t, int axis, int lo, int hi,
-                    hk_mesh *m)
-{
     int ierr = 0;
+    const int nsides = 2 * dim;
     gen g;
     memset(&g, 0, sizeof g);
     g.dim = dim;
@@ -661,16 +680,62 @@ static int generate(int dim, const double *L, const int *n, hk_eltype t, int axi
         g.I0[a] = (int64_t)g.order * g.lo[a];
         g.Nl[a] = a < dim ? (int64_t)g.order * (g.hi[a] - g.lo[a]) + 1 : 1;
     }
-    /* up front: the per-node check in push_mapped fires only after billions of cells */
     HK_TRY_CHECK((double)g.N[0] * (double)g.N[1] * (double)g.N[2] <= (double)INT32_MAX, HK_ERR_ARG,
                  "generated mesh is too large (more than 2^31 grid points); use fewer cells");
-    HK_TRY(gen_cells(&g, t, n));
-    hk_eltype ft = hk_eltype_facet(t);
-    for (int s = 0; s < 2 * dim; s++)
-        HK_TRY(gen_side(&g, ft, s, n));
-    HK_TRY(gen_finish(&g, L, m));
+    m->dim = dim;
+    HK_TRY(gen_cells(&g, t, &m->cells, &m->nnodes));
+    /* the nodes' coordinates: the whole grid's, L I / (N - 1) along each axis */
+    HK_TRY(hk_malloc((size_t)(3 * m->nnodes) * sizeof *m->coords, &m->coords));
+#pragma omp parallel for schedule(static) collapse(2)
+    for (int64_t k = 0; k < g.Nl[2]; k++)
+        for (int64_t j = 0; j < g.Nl[1]; j++)
+            for (int64_t i = 0; i < g.Nl[0]; i++) {
+                const int32_t id = g.newid[i + g.Nl[0] * (j + g.Nl[1] * k)];
+                if (id < 0) continue;
+                const int64_t I[3] = {i + g.I0[0], j + g.I0[1], k + g.I0[2]};
+                for (int a = 0; a < 3; a++)
+                    m->coords[3 * (int64_t)id + a] =
+                        a < dim ? L[a] * (double)I[a] / (double)(g.N[a] - 1) : 0.0;
+            }
+    HK_TRY(hk_calloc((size_t)m->cells.n, sizeof *m->cell_region, &m->cell_region));
+    HK_TRY(hk_calloc(1, sizeof *m->regions, &m->regions));
+    m->nregions = 1;
+    snprintf(m->regions[0].name, sizeof m->regions[0].name, "domain");
+    m->regions[0].dim = dim;
+    m->regions[0].tag = 1;
+    HK_TRY(hk_calloc((size_t)nsides + 1, sizeof *m->boundaries, &m->boundaries));
+    m->nboundaries = nsides + 1;
+    const hk_eltype ft = hk_eltype_facet(t);
+    for (int s = 0; s <= nsides; s++) {
+        hk_group *gr = &m->boundaries[s];
+        snprintf(gr->name, sizeof gr->name, "%s",
+                 s == nsides ? "origin" : (dim == 2 ? names2[s] : names3[s]));
+        gr->dim = s == nsides ? 0 : dim - 1;
+        gr->tag = s + 1;
+        if (s < nsides)
+            HK_TRY(gen_side(&g, ft, s, n, &gr->elems));
+        else {
+            /* the point group "origin": the node at (0,0,0), the first point, where the cells
+             * made start there */
+            const int at0 = !g.I0[0] && !g.I0[1] && !g.I0[2];
+            HK_TRY(elems_alloc(&gr->elems, HK_EL_POINT1, at0, 1));
+            if (at0) gr->elems.nodes[0] = g.newid[0];
+        }
+        HK_TRY(hk_group_collect_nodes(gr, m->nnodes));
+    }
+    if (renumber) {
+        const double t0 = hk_time();
+        int64_t corners[3];
+        for (int a = 0; a < 3; a++)
+            corners[a] = a < dim ? g.hi[a] - g.lo[a] + 1 : 1;
+        int32_t *newid = NULL;
+        ierr = hk_mesh_grid_rcm_order(m, corners, t, &newid);
+        if (!ierr) ierr = hk_mesh_permute_nodes(m, newid);
+        free(newid);
+        if (t_rcm) *t_rcm = hk_time() - t0;
+    }
 fail:
-    gen_free(&g);
+    free(g.newid);
     if (ierr) hk_mesh_free(m);
     return ierr;
 }
@@ -699,7 +764,7 @@ int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh
              "hk_mesh_rectangle: element type %s is not a 2D cell type; use tri3, tri6, quad4, "
              "quad8 or quad9",
              in ? in->name : "(invalid)");
-    return generate(2, L, n, t, 0, 0, nx, m);
+    return generate(2, L, n, t, 0, 0, nx, 0, m, NULL);
 }
 
 int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t, hk_mesh *m)
@@ -714,25 +779,36 @@ int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_elty
              "hk_mesh_box: element type %s is not a 3D cell type the generator makes; use tet4, "
              "tet10, hex8, hex20 or hex27",
              in ? in->name : "(invalid)");
-    return generate(3, L, n, t, 0, 0, nx, m);
+    return generate(3, L, n, t, 0, 0, nx, 0, m, NULL);
+}
+
+static int grid_slab(const char *fn, int dim, const double *size, const int *cells, hk_eltype t,
+                     int axis, int lo, int hi, int renumber, hk_mesh *m, double *t_rcm)
+{
+    HK_CHECK(m && size && cells && (dim == 2 || dim == 3), HK_ERR_ARG,
+             "%s: a NULL argument or dimension %d (2 or 3)", fn, dim);
+    memset(m, 0, sizeof *m);
+    double L[3] = {size[0], size[1], dim == 3 ? size[2] : 0};
+    int n[3] = {cells[0], cells[1], dim == 3 ? cells[2] : 1};
+    HK_CALL(check_sizes(fn, dim, L, n));
+    const hk_eltype_info *in = hk_eltype_get(t);
+    HK_CHECK(in && hk_eltype_has_kernel(t) &&
+                 (dim == 2 ? in->dim == 2 : t >= HK_EL_TET4 && t <= HK_EL_HEX27),
+             HK_ERR_ARG, "%s: element type %s is not one the %dD generator makes", fn,
+             in ? in->name : "(invalid)", dim);
+    HK_CHECK(axis >= 0 && axis < dim && 0 <= lo && lo < hi && hi <= n[axis], HK_ERR_ARG,
+             "%s: cells %d .. %d along axis %d of %d cells", fn, lo, hi - 1, axis, n[axis]);
+    return generate(dim, L, n, t, axis, lo, hi, renumber, m, t_rcm);
 }
 
 int hk_mesh_grid_slab(int dim, const double *size, const int *cells, hk_eltype t, int axis, int lo,
                       int hi, hk_mesh *m)
 {
-    HK_CHECK(m && size && cells && (dim == 2 || dim == 3), HK_ERR_ARG,
-             "hk_mesh_grid_slab: a NULL argument or dimension %d (2 or 3)", dim);
-    memset(m, 0, sizeof *m);
-    double L[3] = {size[0], size[1], dim == 3 ? size[2] : 0};
-    int n[3] = {cells[0], cells[1], dim == 3 ? cells[2] : 1};
-    HK_CALL(check_sizes("hk_mesh_grid_slab", dim, L, n));
-    const hk_eltype_info *in = hk_eltype_get(t);
-    HK_CHECK(in && hk_eltype_has_kernel(t) &&
-                 (dim == 2 ? in->dim == 2 : t >= HK_EL_TET4 && t <= HK_EL_HEX27),
-             HK_ERR_ARG, "hk_mesh_grid_slab: element type %s is not one the %dD generator makes",
-             in ? in->name : "(invalid)", dim);
-    HK_CHECK(axis >= 0 && axis < dim && 0 <= lo && lo < hi && hi <= n[axis], HK_ERR_ARG,
-             "hk_mesh_grid_slab: cells %d .. %d along axis %d of %d cells", lo, hi - 1, axis,
-             n[axis]);
-    return generate(dim, L, n, t, axis, lo, hi, m);
+    return grid_slab("hk_mesh_grid_slab", dim, size, cells, t, axis, lo, hi, 0, m, NULL);
+}
+
+int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_eltype t, int axis,
+                          int lo, int hi, hk_mesh *m, double *t_rcm)
+{
+    return grid_slab("hk_mesh_grid_slab_rcm", dim, size, cells, t, axis, lo, hi, 1, m, t_rcm);
 }

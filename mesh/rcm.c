@@ -101,6 +101,68 @@ fail:
     return ierr;
 }
 
+/* The corner graph of a generated grid (hk_mesh_grid_slab's cells, C[a] corners along axis a,
+ * C[2] = 1 in 2D), without its cells: the corners are the grid's points, numbered x fastest
+ * (as the generator numbers its nodes), and two share a cell when they are neighbours across
+ * a cell: any of the 26 (8 in 2D) around for hexahedra and quadrilaterals; for the Kuhn split
+ * of a cube into 6 tetrahedra along its 000-111 diagonal those whose offset is all 0 or 1, or
+ * all 0 or -1; for triangles cut along their square's 00-11 diagonal the 4 across edges and
+ * the 2 along that diagonal. Each list in increasing order (the offsets sorted by z, y, x),
+ * as build_graph makes it from the cells. */
+static int grid_graph(const int64_t *C, hk_eltype t, graph *g)
+{
+    int nd = 0, d[26][3];
+    for (int dz = -1; dz <= 1; dz++)
+        for (int dy = -1; dy <= 1; dy++)
+            for (int dx = -1; dx <= 1; dx++) {
+                const int lo = dx < dy ? (dx < dz ? dx : dz) : (dy < dz ? dy : dz);
+                const int hi = dx > dy ? (dx > dz ? dx : dz) : (dy > dz ? dy : dz);
+                int ok = lo || hi;
+                if (t == HK_EL_TET4 || t == HK_EL_TET10)
+                    ok &= lo >= 0 || hi <= 0;
+                else if (t == HK_EL_TRI3 || t == HK_EL_TRI6)
+                    ok &= dz == 0 && (dx == 0 || dy == 0 || dx == dy);
+                else if (t < HK_EL_TET4) /* quadrilaterals */
+                    ok &= dz == 0;
+                if (ok) d[nd][0] = dx, d[nd][1] = dy, d[nd][2] = dz, nd++;
+            }
+    const int64_t n = C[0] * C[1] * C[2];
+    int ierr = 0;
+    g->n = n;
+    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *g->ptr, &g->ptr));
+    g->ptr[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++) {
+        const int64_t I[3] = {v % C[0], v / C[0] % C[1], v / (C[0] * C[1])};
+        int64_t cnt = 0;
+        for (int k = 0; k < nd; k++) {
+            int in = 1;
+            for (int a = 0; a < 3; a++)
+                in &= I[a] + d[k][a] >= 0 && I[a] + d[k][a] < C[a];
+            cnt += in;
+        }
+        g->ptr[v + 1] = cnt;
+    }
+    hk_prefix_sum(g->ptr, n);
+    HK_TRY(hk_malloc((size_t)(g->ptr[n] ? g->ptr[n] : 1) * sizeof *g->adj, &g->adj));
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++) {
+        const int64_t I[3] = {v % C[0], v / C[0] % C[1], v / (C[0] * C[1])};
+        int32_t *out = g->adj + g->ptr[v];
+        for (int k = 0; k < nd; k++) {
+            int in = 1;
+            for (int a = 0; a < 3; a++)
+                in &= I[a] + d[k][a] >= 0 && I[a] + d[k][a] < C[a];
+            if (in) *out++ = (int32_t)(v + d[k][0] + C[0] * (d[k][1] + C[1] * d[k][2]));
+        }
+    }
+    return 0;
+fail:
+    free(g->ptr);
+    g->ptr = NULL;
+    return ierr;
+}
+
 static int64_t degree(const graph *g, int64_t i)
 {
     return g->ptr[i + 1] - g->ptr[i];
@@ -230,21 +292,132 @@ int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid)
     return 0;
 }
 
+/* cm_level's buffers, grown as the levels widen. */
+typedef struct {
+    int64_t *cnt;        /* the next level's nodes per parent */
+    int32_t *par, *next; /* each one's parent, the level in order */
+    int64_t ncnt, nnext;
+} cm_work;
+
+static int cm_grow(cm_work *w, int64_t ncnt, int64_t nnext)
+{
+    if (ncnt > w->ncnt) {
+        int64_t *q = realloc(w->cnt, (size_t)ncnt * sizeof *q);
+        if (!q) return 1;
+        w->cnt = q, w->ncnt = ncnt;
+    }
+    if (nnext > w->nnext) {
+        int32_t *p = realloc(w->par, (size_t)nnext * sizeof *p);
+        if (p) w->par = p;
+        int32_t *q = p ? realloc(w->next, (size_t)nnext * sizeof *q) : NULL;
+        if (!q) return 1;
+        w->next = q, w->nnext = nnext;
+    }
+    return 0;
+}
+
+/* The level after order[a .. b) (numbered: pos, done) as Cuthill-McKee numbers it, in parallel:
+ * the serial walk appends each node's unnumbered neighbours, by degree then index, in the
+ * order of the level, so a node of the next level comes after the level's first node next to
+ * it (its parent) and beside its siblings by degree and index. The nodes are claimed by the
+ * threads, each finds its parent (the least position among its numbered neighbours from a
+ * on), and a counting sort by parent with each parent's few children sorted gives the order:
+ * the same as the serial walk's on any number of threads. Appends it at order + b; returns
+ * its size (-1 out of memory). */
+static int64_t cm_level(const graph *g, int32_t *order, int32_t *pos, uint8_t *done, int64_t a,
+                        int64_t b, level_part *parts, cm_work *w)
+{
+    const int nt = omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads() : MAX_PARTS;
+    int fail = 0;
+    for (int t = 0; t < nt; t++)
+        parts[t].n = 0;
+#pragma omp parallel num_threads(nt) reduction(| : fail)
+    {
+        level_part *p = &parts[omp_get_thread_num()];
+#pragma omp for schedule(static)
+        for (int64_t h = a; h < b; h++) {
+            const int32_t u = order[h];
+            for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
+                const int32_t v = g->adj[k];
+                uint8_t no = 0;
+                if (done[v] || !__atomic_compare_exchange_n(&done[v], &no, 1, 0, __ATOMIC_RELAXED,
+                                                            __ATOMIC_RELAXED))
+                    continue;
+                if (p->n == p->cap) {
+                    int64_t c = p->cap ? 2 * p->cap : 4096;
+                    int32_t *q = realloc(p->v, (size_t)c * sizeof *q);
+                    if (!q) {
+                        fail = 1;
+                        continue;
+                    }
+                    p->v = q, p->cap = c;
+                }
+                p->v[p->n++] = v;
+            }
+        }
+    }
+    int64_t nn = 0;
+    for (int t = 0; t < nt; t++)
+        nn += parts[t].n;
+    if (fail || cm_grow(w, b - a + 1, nn)) return -1;
+    int32_t *claimed = order + b;
+    for (int64_t t = 0, at = 0; t < nt; at += parts[t].n, t++)
+        memcpy(claimed + at, parts[t].v, (size_t)parts[t].n * sizeof *claimed);
+    const int64_t nl = b - a;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r <= nl; r++)
+        w->cnt[r] = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++) {
+        const int32_t v = claimed[i];
+        int32_t best = INT32_MAX;
+        for (int64_t k = g->ptr[v]; k < g->ptr[v + 1]; k++) {
+            const int32_t pw = pos[g->adj[k]];
+            if (pw >= a && pw < best) best = pw;
+        }
+        w->par[i] = (int32_t)(best - a);
+#pragma omp atomic
+        w->cnt[best - a + 1]++;
+    }
+    hk_prefix_sum(w->cnt, nl);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++) {
+        int64_t at;
+#pragma omp atomic capture
+        at = w->cnt[w->par[i]]++;
+        w->next[at] = claimed[i];
+    }
+    /* now cnt[r] is where parent r's children end */
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t r = 0; r < nl; r++) {
+        const int64_t lo = r ? w->cnt[r - 1] : 0, hi = w->cnt[r];
+        sort_by_degree(g, w->next + lo, hi - lo);
+        for (int64_t k = lo; k < hi; k++) {
+            order[b + k] = w->next[k];
+            pos[w->next[k]] = (int32_t)(b + k);
+        }
+    }
+    return nn;
+}
+
 /* Reverse Cuthill-McKee order of the graph's vertices into order[0..n). */
 static int rcm_order(const graph *g, int32_t *order)
 {
     int ierr = 0;
     const int64_t n = g->n;
     int64_t *lvl = NULL, *bydeg = NULL, numbered = 0;
-    int32_t *tmp = NULL, *cand = NULL;
+    int32_t *tmp = NULL, *cand = NULL, *pos = NULL;
     uint8_t *done = NULL;
     level_part parts[MAX_PARTS];
+    cm_work cm = {0};
     memset(parts, 0, sizeof parts);
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *lvl, &lvl));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *tmp, &tmp));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *pos, &pos));
     HK_TRY(hk_calloc((size_t)(n ? n : 1), 1, &done));
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
-        lvl[i] = -1;
+        lvl[i] = -1, pos[i] = -1;
     /* the nodes by degree, then index (a counting sort): each component's start is the first
      * one not yet numbered, found without scanning every node again */
     int64_t maxdeg = 0;
@@ -280,28 +453,42 @@ static int rcm_order(const graph *g, int32_t *order)
             if (e2 <= ecc) break;
             ecc = e2, s = best, cnt = cnt2, last = last2;
         }
-        /* Cuthill-McKee from s */
-        int64_t head = numbered;
+        /* Cuthill-McKee from s, a level at a time */
+        pos[s] = (int32_t)numbered;
         order[numbered++] = (int32_t)s;
         done[s] = 1;
-        while (head < numbered) {
-            int32_t u = order[head++];
-            int64_t first = numbered;
-            for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                int32_t v = g->adj[k];
-                if (done[v]) continue;
-                done[v] = 1;
-                order[numbered++] = v;
+        for (int64_t a = numbered - 1, b = numbered; a < b; a = b, b = numbered)
+            if (b - a < 2048 || omp_get_max_threads() == 1) {
+                for (int64_t h = a; h < b; h++) {
+                    const int32_t u = order[h];
+                    const int64_t first = numbered;
+                    for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
+                        const int32_t v = g->adj[k];
+                        if (done[v]) continue;
+                        done[v] = 1;
+                        order[numbered++] = v;
+                    }
+                    sort_by_degree(g, order + first, numbered - first);
+                    for (int64_t k = first; k < numbered; k++)
+                        pos[order[k]] = (int32_t)k;
+                }
+            } else {
+                const int64_t next = cm_level(g, order, pos, done, a, b, parts, &cm);
+                HK_TRY_CHECK(next >= 0, HK_ERR_MEMORY,
+                             "out of host memory renumbering the mesh nodes");
+                numbered += next;
             }
-            sort_by_degree(g, order + first, numbered - first);
-        }
     }
 fail:
     free(lvl);
     free(tmp);
+    free(pos);
     free(done);
     free(bydeg);
     free(cand);
+    free(cm.cnt);
+    free(cm.par);
+    free(cm.next);
     for (int t = 0; t < MAX_PARTS; t++)
         free(parts[t].v);
     return ierr;
@@ -312,6 +499,8 @@ fail:
  * numbers; then the whole order reversed. For a linear mesh this is RCM on the node graph;
  * for a quadratic one it is close to it (a mid-edge node sits beside its edge's first corner)
  * at a fraction of the cost: the corner graph is several times smaller than the node graph. */
+static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32_t **newid_out);
+
 int hk_mesh_renumber_rcm(hk_mesh *m)
 {
     HK_CHECK(m && (m->nnodes == 0 || m->coords), HK_ERR_ARG,
@@ -325,10 +514,24 @@ int hk_mesh_renumber_rcm(hk_mesh *m)
 
 int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
 {
-    int ierr = 0;
     *newid_out = NULL;
     HK_CHECK(m && (m->nnodes == 0 || m->coords), HK_ERR_ARG,
              "hk_mesh_rcm_order: the mesh is NULL or has no coordinates");
+    return rcm_numbers(m, NULL, HK_EL_COUNT, newid_out);
+}
+
+int hk_mesh_grid_rcm_order(const hk_mesh *m, const int64_t *corners, hk_eltype t,
+                           int32_t **newid_out)
+{
+    *newid_out = NULL;
+    return rcm_numbers(m, corners, t, newid_out);
+}
+
+/* hk_mesh_rcm_order's numbers; the corner graph from the cells, or (grid: the corners along
+ * each axis, t the cells' type) from the structure of a generated grid. */
+static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32_t **newid_out)
+{
+    int ierr = 0;
     graph g = {0, NULL, NULL};
     const hk_elems *c = &m->cells;
     const int64_t n = m->nnodes;
@@ -357,7 +560,13 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
             cid[c->nodes[c->ptr[e] + k]] = 0;
         }
     const int64_t nc = hk_number_zeros(cid, n);
-    HK_TRY(build_graph(m, cid, nc, &g));
+    if (grid) {
+        HK_TRY_CHECK(nc == grid[0] * grid[1] * grid[2], HK_ERR_INTERNAL,
+                     "hk_mesh_grid_rcm_order: %lld corners in the cells, %lld in the grid",
+                     (long long)nc, (long long)(grid[0] * grid[1] * grid[2]));
+        HK_TRY(grid_graph(grid, t, &g));
+    } else
+        HK_TRY(build_graph(m, cid, nc, &g));
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *order, &order));
     HK_TRY(rcm_order(&g, order));
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *rank, &rank));

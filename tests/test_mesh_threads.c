@@ -238,6 +238,103 @@ static void test_refine_threads(void)
     omp_set_num_threads(threads);
 }
 
+/* The generated grids and slabs (hk_mesh_grid_slab, made element by element in parallel): the
+ * same bytes on 1 and 3 threads, and a slab's nodes where the whole grid has them. */
+static void test_generate_threads(void)
+{
+    static const hk_eltype types[2][5] = {
+        {HK_EL_TRI3, HK_EL_TRI6, HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9},
+        {HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX20, HK_EL_HEX27}};
+    const int threads = omp_get_max_threads();
+    const double size[3] = {1.5, 0.7, 1.1};
+    for (int d = 2; d <= 3; d++)
+        for (int k = 0; k < 5; k++)
+            for (int axis = 0; axis < d; axis++) {
+                const int cells[3] = {d == 2 ? 31 : 9, d == 2 ? 23 : 7, 8};
+                const int lo = cells[axis] / 3, hi = cells[axis] - 1;
+                hk_mesh a, b;
+                omp_set_num_threads(1);
+                HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, types[d - 2][k], axis, lo, hi, &a));
+                omp_set_num_threads(3);
+                HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, types[d - 2][k], axis, lo, hi, &b));
+                same_bytes(&a, &b, hk_eltype_get(types[d - 2][k])->name);
+                hk_mesh_free(&b);
+                /* the whole grid: the slab's cells are a run of its cells, their nodes at the
+                 * same coordinates */
+                HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, types[d - 2][k], axis, 0,
+                                               cells[axis], &b));
+                int64_t per = b.cells.n / ((int64_t)cells[0] * cells[1] * (d == 3 ? cells[2] : 1));
+                int64_t bad = 0, e = 0;
+                for (int64_t q = 0; q < b.cells.n / per; q++) {
+                    const int64_t I[3] = {q % cells[0], q / cells[0] % cells[1],
+                                          q / ((int64_t)cells[0] * cells[1])};
+                    if (I[axis] < lo || I[axis] >= hi) continue;
+                    for (int64_t p = 0; p < per; p++, e++)
+                        for (int64_t j = 0; j < a.cells.ptr[e + 1] - a.cells.ptr[e]; j++) {
+                            const double *xa = a.coords + 3 * a.cells.nodes[a.cells.ptr[e] + j];
+                            const int64_t f = q * per + p;
+                            const double *xb = b.coords + 3 * b.cells.nodes[b.cells.ptr[f] + j];
+                            bad += memcmp(xa, xb, 3 * sizeof *xa) != 0;
+                        }
+                }
+                CU_ASSERT_EQUAL(e, a.cells.n);
+                CU_ASSERT_EQUAL(bad, 0);
+                hk_mesh_free(&a);
+                hk_mesh_free(&b);
+            }
+    omp_set_num_threads(threads);
+}
+
+/* A generated grid's RCM order from its structure (hk_mesh_grid_slab_rcm) is the one from its
+ * cells (hk_mesh_renumber_rcm), node for node: every generated type, whole grids and slabs
+ * along each axis, thin ones, on 1 and 2 threads; the larger boxes have levels wide enough for
+ * the parallel Cuthill-McKee walk, against one thread's serial walk. */
+static void test_grid_rcm(void)
+{
+    static const hk_eltype types[2][5] = {
+        {HK_EL_TRI3, HK_EL_TRI6, HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9},
+        {HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX20, HK_EL_HEX27}};
+    static const int grids[][4] = {{2, 30, 20, 1}, {2, 1, 9, 1}, {2, 7, 1, 1},  {3, 6, 5, 7},
+                                   {3, 1, 1, 1},   {3, 4, 1, 9}, {3, 50, 44, 40}};
+    const int threads = omp_get_max_threads();
+    const double size[3] = {2, 1, 1.3};
+    int64_t checked = 0;
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        const int d = grids[gi][0], *cells = grids[gi] + 1;
+        for (int k = 0; k < 5; k++) {
+            const hk_eltype t = types[d - 2][k];
+            if (gi == 6 && t != HK_EL_HEX8 && t != HK_EL_TET4) continue; /* time: 100k nodes */
+            for (int axis = 0; axis < d; axis++)
+                for (int s = 0; s < 3; s++) {
+                    const int n = cells[axis];
+                    const int lo = s == 2 ? n / 2 : 0, hi = s == 0 ? n : s == 1 ? (n + 1) / 2 : n;
+                    if (lo >= hi || (s && n < 2)) continue;
+                    hk_mesh ref, a, b;
+                    omp_set_num_threads(1);
+                    HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, t, axis, lo, hi, &ref));
+                    HK_ASSERT_OK(hk_mesh_renumber_rcm(&ref));
+                    HK_ASSERT_OK(hk_mesh_grid_slab_rcm(d, size, cells, t, axis, lo, hi, &a, NULL));
+                    omp_set_num_threads(2);
+                    HK_ASSERT_OK(hk_mesh_grid_slab_rcm(d, size, cells, t, axis, lo, hi, &b, NULL));
+                    same_bytes(&ref, &a, hk_eltype_get(t)->name);
+                    same_bytes(&ref, &b, hk_eltype_get(t)->name);
+                    hk_mesh_free(&b);
+                    if (gi == 6) { /* the cells' graph on 2 threads too */
+                        HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, t, axis, lo, hi, &b));
+                        HK_ASSERT_OK(hk_mesh_renumber_rcm(&b));
+                        same_bytes(&ref, &b, hk_eltype_get(t)->name);
+                        hk_mesh_free(&b);
+                    }
+                    hk_mesh_free(&ref);
+                    hk_mesh_free(&a);
+                    checked++;
+                }
+        }
+    }
+    CU_ASSERT(checked > 150);
+    omp_set_num_threads(threads);
+}
+
 #ifdef HOOKE_HAVE_GMSH
 /* hk_mesh_load's phases add up to the call: every step is in one of them. */
 static void test_phases_add_up(void)
@@ -264,7 +361,11 @@ HK_SUITE(
     {"RCM renumbering: the same bytes on 1 and 2 threads, every element kind", test_rcm_threads},
     {"second-order nodes: the same bytes on 1 and 2 threads, every element kind",
      test_elevate_threads},
-    {"refinement: the same bytes on 1 and 2 threads, every element kind", test_refine_threads}
+    {"refinement: the same bytes on 1 and 2 threads, every element kind", test_refine_threads},
+    {"generated grids and slabs: the same bytes on 1 and 3 threads, a slab's nodes the grid's",
+     test_generate_threads},
+    {"a generated grid's RCM from its structure: the cells' RCM, on 1 and 2 threads",
+     test_grid_rcm}
 #ifdef HOOKE_HAVE_GMSH
     ,
     {"hk_mesh_load's phases add up to the call", test_phases_add_up}

@@ -240,6 +240,11 @@ int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_elty
  * relative order, and the facets of its groups among them ("origin" where it is made). */
 int hk_mesh_grid_slab(int dim, const double *size, const int *cells, hk_eltype t, int axis, int lo,
                       int hi, hk_mesh *m);
+/* hk_mesh_grid_slab's mesh with its nodes renumbered as hk_mesh_renumber_rcm renumbers them
+ * (the same numbers, its graph made from the grid's structure rather than from the cells);
+ * *t_rcm (when not NULL): the renumbering's seconds. */
+int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_eltype t, int axis,
+                          int lo, int hi, hk_mesh *m, double *t_rcm);
 /* Reverse Cuthill-McKee renumbering of the nodes, in place. */
 int hk_mesh_renumber_rcm(hk_mesh *m);
 
