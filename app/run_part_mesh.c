@@ -226,6 +226,7 @@ static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **
     int64_t nl[3] = {n[0], n[1], n[2]};
     nl[axis] = ghi - glo;
     HK_CALL(hk_malloc((size_t)(m->cells.n + 1) * sizeof *m->cell_coarse, &m->cell_coarse));
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < m->cells.n; e++) {
         const int64_t cube = e / per;
         const int64_t idx[3] = {cube % nl[0], (cube / nl[0]) % nl[1], cube / (nl[0] * nl[1])};
@@ -237,6 +238,7 @@ static int grid_region(const hk_case *c, pick_ctx *x, hk_mesh *m, hk_node_key **
     for (int a = 0; a < 3; a++)
         N[a] = a < dim ? (int64_t)order * n[a] + 1 : 1;
     HK_CALL(hk_malloc((size_t)(m->nnodes + 1) * sizeof **keys, keys));
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < m->nnodes; v++) {
         int64_t I[3] = {0, 0, 0};
         for (int a = 0; a < dim; a++)
@@ -495,29 +497,46 @@ static int mark_owners(region_part *r)
     HK_CALL(hk_calloc((size_t)nn + 1, 1, &r->owned));
     HK_CALL(hk_calloc((size_t)nn + 1, 1, &r->iface));
     HK_CALL(hk_calloc((size_t)nn + 1, 1, &mine));
+    /* in parallel: the least part by an atomic minimum, the marks written alike by every
+     * thread (the second pass only turns 0 into 2, never a 1), so the same on any number */
+    int32_t *owner = r->owner;
+    uint8_t *iface = r->iface;
+    const int32_t me = r->me;
+    int64_t nown_cells = 0;
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
-        r->owner[v] = r->P;
+        owner[v] = r->P;
+#pragma omp parallel for schedule(static) reduction(+ : nown_cells)
     for (int64_t e = 0; e < ne; e++) {
         const int32_t q = r->cpart[m->cell_coarse[e]];
-        r->nown_cells += q == r->me;
+        nown_cells += q == me;
         for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++) {
             const int32_t v = m->cells.nodes[k];
-            if (q < r->owner[v]) r->owner[v] = q;
-            if (q == r->me) mine[v] = 1;
-            if (q != r->me) r->iface[v] = 1;
+            int32_t o = __atomic_load_n(&owner[v], __ATOMIC_RELAXED);
+            while (q < o && !__atomic_compare_exchange_n(&owner[v], &o, q, 0, __ATOMIC_RELAXED,
+                                                         __ATOMIC_RELAXED))
+                ;
+            if (q == me) __atomic_store_n(&mine[v], 1, __ATOMIC_RELAXED);
+            if (q != me) __atomic_store_n(&iface[v], 1, __ATOMIC_RELAXED);
         }
     }
+    r->nown_cells = nown_cells;
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < ne; e++) {
         int near = 0;
         for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1] && !near; k++)
-            near = r->iface[m->cells.nodes[k]] == 1;
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1] && near; k++)
-            if (!r->iface[m->cells.nodes[k]]) r->iface[m->cells.nodes[k]] = 2;
+            near = __atomic_load_n(&iface[m->cells.nodes[k]], __ATOMIC_RELAXED) == 1;
+        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1] && near; k++) {
+            uint8_t zero = 0;
+            __atomic_compare_exchange_n(&iface[m->cells.nodes[k]], &zero, 2, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED);
+        }
     }
-    for (int64_t v = 0; v < nn; v++) {
-        r->owned[v] = mine[v] && r->owner[v] == r->me;
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nn; v++)
+        r->owned[v] = mine[v] && owner[v] == me;
+    for (int64_t v = 0; v < nn; v++)
         r->loc[v] = r->owned[v] ? (int32_t)r->nown++ : -1;
-    }
     free(mine);
     return 0;
 }
@@ -655,6 +674,7 @@ static int make_part(const region_part *r, hk_part *pt)
         for (int64_t v = 0; v < m->nnodes; v++)
             if (loc[v] >= 0) pt->node_dT[loc[v]] = r->node_dT[v];
     }
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < m->nnodes; v++) {
         if (!owned[v]) continue;
         const int64_t i = loc[v];
@@ -682,6 +702,12 @@ static int make_part(const region_part *r, hk_part *pt)
     HK_CALL(hk_malloc((size_t)(nlc + 1), &pt->out_cell));
     pm->cells.n = nlc;
     pm->cells.ptr[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nlc; i++)
+        pm->cells.ptr[i + 1] = m->cells.ptr[r->lc[i] + 1] - m->cells.ptr[r->lc[i]];
+    for (int64_t i = 0; i < nlc; i++) /* sizes into offsets */
+        pm->cells.ptr[i + 1] += pm->cells.ptr[i];
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nlc; i++) {
         const int64_t e = r->lc[i];
         int64_t q = pm->cells.ptr[i];
@@ -690,7 +716,6 @@ static int make_part(const region_part *r, hk_part *pt)
         pm->cell_region[i] = m->cell_region[e];
         for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1]; k++)
             pm->cells.nodes[q++] = loc[m->cells.nodes[k]];
-        pm->cells.ptr[i + 1] = q;
         pt->out_cell[i] = owned[m->cells.nodes[m->cells.ptr[e]]];
     }
     /* each group's nodes: the region's (collected by its refinement) */

@@ -334,14 +334,28 @@ int hk_mesh_node_cells(const hk_mesh *m, int64_t **ptr, int64_t **idx)
     HK_TRY(hk_calloc((size_t)nn + 1, sizeof *cptr, &cptr));
     HK_TRY(hk_malloc((size_t)(tot ? tot : 1) * sizeof *cidx, &cidx));
     HK_TRY(hk_malloc((size_t)(nn ? nn : 1) * sizeof *fill, &fill));
+    if (omp_get_max_threads() == 1) { /* the cells in order: each list sorted as it fills */
+        for (int64_t k = 0; k < tot; k++)
+            cptr[c->nodes[k] + 1]++;
+        hk_prefix_sum(cptr, nn);
+        memcpy(fill, cptr, (size_t)nn * sizeof *fill);
+        for (int64_t e = 0; e < c->n; e++)
+            for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++)
+                cidx[fill[c->nodes[k]]++] = e;
+        free(fill);
+        *ptr = cptr;
+        *idx = cidx;
+        return 0;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < tot; k++) {
 #pragma omp atomic
         cptr[c->nodes[k] + 1]++;
     }
+    hk_prefix_sum(cptr, nn);
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nn; i++)
-        cptr[i + 1] += cptr[i];
-    memcpy(fill, cptr, (size_t)nn * sizeof *fill);
+        fill[i] = cptr[i];
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < c->n; e++)
         for (int64_t k = c->ptr[e]; k < c->ptr[e + 1]; k++) {
