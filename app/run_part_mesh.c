@@ -854,19 +854,25 @@ static int owned_quality(const hk_comm *w, const hk_part *pt, hk_mesh_quality *q
     ierr = hk_malloc((size_t)n + 1, &own.cells.type);
     if (!ierr) ierr = hk_malloc((size_t)(n + 1) * sizeof *own.cells.ptr, &own.cells.ptr);
     if (!ierr) ierr = hk_malloc((size_t)(nref + 1) * sizeof *own.cells.nodes, &own.cells.nodes);
+    int64_t *at = NULL; /* each cell's place among the owned ones */
+    if (!ierr) ierr = hk_malloc((size_t)(pm->cells.n + 1) * sizeof *at, &at);
     if (!ierr) {
         own.cells.n = n, own.cells.ptr[0] = 0;
-        int64_t j = 0;
+        for (int64_t e = 0, j = 0; e < pm->cells.n; e++)
+            if (pt->out_cell[e]) {
+                at[e] = j++;
+                own.cells.ptr[j] = own.cells.ptr[j - 1] + pm->cells.ptr[e + 1] - pm->cells.ptr[e];
+            }
+#pragma omp parallel for schedule(static)
         for (int64_t e = 0; e < pm->cells.n; e++) {
             if (!pt->out_cell[e]) continue;
-            int64_t k = own.cells.ptr[j];
-            own.cells.type[j] = pm->cells.type[e];
-            for (int64_t i = pm->cells.ptr[e]; i < pm->cells.ptr[e + 1]; i++)
-                own.cells.nodes[k++] = pm->cells.nodes[i];
-            own.cells.ptr[++j] = k;
+            own.cells.type[at[e]] = pm->cells.type[e];
+            memcpy(own.cells.nodes + own.cells.ptr[at[e]], pm->cells.nodes + pm->cells.ptr[e],
+                   (size_t)(pm->cells.ptr[e + 1] - pm->cells.ptr[e]) * sizeof *own.cells.nodes);
         }
         ierr = hk_mesh_measure_quality(&own, &mine);
     }
+    free(at);
     free(own.cells.type), free(own.cells.ptr), free(own.cells.nodes);
     HK_CALL(hk_comm_agree(w, ierr));
     /* the minimum as the largest negated one (-inf where a process owns no cell) */

@@ -421,16 +421,27 @@ static int rcm_order(const graph *g, int32_t *order)
     /* the nodes by degree, then index (a counting sort): each component's start is the first
      * one not yet numbered, found without scanning every node again */
     int64_t maxdeg = 0;
+#pragma omp parallel for schedule(static) reduction(max : maxdeg)
     for (int64_t i = 0; i < n; i++)
         maxdeg = degree(g, i) > maxdeg ? degree(g, i) : maxdeg;
-    HK_TRY(hk_calloc((size_t)maxdeg + 2, sizeof *bydeg, &bydeg));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *cand, &cand));
-    for (int64_t i = 0; i < n; i++)
-        bydeg[degree(g, i) + 1]++;
-    for (int64_t d = 0; d <= maxdeg; d++)
-        bydeg[d + 1] += bydeg[d];
-    for (int64_t i = 0; i < n; i++)
-        cand[bydeg[degree(g, i)]++] = (int32_t)i;
+    /* blocks of nodes counted on their own (the threads' blocks, when their counts are few),
+     * then each block's nodes placed after the lower degrees' and the blocks before it */
+    const int64_t nd = maxdeg + 1;
+    const int nb = n < (1 << 16) || nd * omp_get_max_threads() > (1 << 22) ? 1
+                   : omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads()
+                                                        : MAX_PARTS;
+    HK_TRY(hk_calloc((size_t)(nd * nb + 1), sizeof *bydeg, &bydeg));
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++)
+        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++)
+            bydeg[degree(g, i) * nb + b + 1]++;
+    for (int64_t k = 0; k < nd * nb; k++) /* (degree, block) in order */
+        bydeg[k + 1] += bydeg[k];
+#pragma omp parallel for schedule(static, 1) if (nb > 1)
+    for (int b = 0; b < nb; b++)
+        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++)
+            cand[bydeg[degree(g, i) * nb + b]++] = (int32_t)i;
     int64_t stamp = 0, scan = 0;
     while (numbered < n) {
         /* start: the unnumbered node of least degree (first in index order), then walk to
