@@ -176,6 +176,19 @@ typedef struct {
 
 enum { MAX_PARTS = 256 };
 
+/* v appended to a thread's part; 1 out of memory. */
+static int part_push(level_part *p, int32_t v)
+{
+    if (p->n == p->cap) {
+        int64_t c = p->cap ? 2 * p->cap : 4096;
+        int32_t *q = realloc(p->v, (size_t)c * sizeof *q);
+        if (!q) return 1;
+        p->v = q, p->cap = c;
+    }
+    p->v[p->n++] = v;
+    return 0;
+}
+
 /* BFS from s over unnumbered nodes (mask 0), level by level, a wide level's next nodes
  * claimed in parallel (parts: one per thread, joined in thread order): returns the number of
  * levels (-1 out of memory), fills order with the visited nodes (count in *cnt) and the start
@@ -220,16 +233,7 @@ static int64_t bfs_levels(const graph *g, int64_t s, const uint8_t *done, int64_
                             !__atomic_compare_exchange_n(&lvl[v], &old, stamp, 0, __ATOMIC_RELAXED,
                                                          __ATOMIC_RELAXED))
                             continue;
-                        if (p->n == p->cap) {
-                            int64_t c = p->cap ? 2 * p->cap : 4096;
-                            int32_t *q = realloc(p->v, (size_t)c * sizeof *q);
-                            if (!q) {
-                                fail = 1;
-                                continue;
-                            }
-                            p->v = q, p->cap = c;
-                        }
-                        p->v[p->n++] = v;
+                        fail |= part_push(p, v);
                     }
                 }
             }
@@ -343,16 +347,7 @@ static int64_t cm_level(const graph *g, int32_t *order, int32_t *pos, uint8_t *d
                 if (done[v] || !__atomic_compare_exchange_n(&done[v], &no, 1, 0, __ATOMIC_RELAXED,
                                                             __ATOMIC_RELAXED))
                     continue;
-                if (p->n == p->cap) {
-                    int64_t c = p->cap ? 2 * p->cap : 4096;
-                    int32_t *q = realloc(p->v, (size_t)c * sizeof *q);
-                    if (!q) {
-                        fail = 1;
-                        continue;
-                    }
-                    p->v = q, p->cap = c;
-                }
-                p->v[p->n++] = v;
+                fail |= part_push(p, v);
             }
         }
     }
