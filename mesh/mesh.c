@@ -675,9 +675,9 @@ static int gen_side(const gen *g, hk_eltype ft, int s, const int *n, hk_elems *f
 }
 
 /* The grid's cells whose index along axis lies in lo .. hi - 1 (all: 0 .. n[axis]), their
- * nodes and groups; renumber: the nodes then in reverse Cuthill-McKee order. */
+ * nodes and groups. */
 static int generate(int dim, const double *L, const int *n, hk_eltype t, int axis, int lo, int hi,
-                    int renumber, hk_mesh *m, double *t_rcm)
+                    hk_mesh *m)
 {
     static const char *names2[] = {"left", "right", "bottom", "top"};
     static const char *names3[] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
@@ -737,17 +737,6 @@ static int generate(int dim, const double *L, const int *n, hk_eltype t, int axi
         }
         HK_TRY(hk_group_collect_nodes(gr, m->nnodes));
     }
-    if (renumber) {
-        const double t0 = hk_time();
-        int64_t corners[3];
-        for (int a = 0; a < 3; a++)
-            corners[a] = a < dim ? g.hi[a] - g.lo[a] + 1 : 1;
-        int32_t *newid = NULL;
-        ierr = hk_mesh_grid_rcm_order(m, corners, t, &newid);
-        if (!ierr) ierr = hk_mesh_permute_nodes(m, newid);
-        free(newid);
-        if (t_rcm) *t_rcm = hk_time() - t0;
-    }
 fail:
     free(g.newid);
     if (ierr) hk_mesh_free(m);
@@ -778,7 +767,7 @@ int hk_mesh_rectangle(double lx, double ly, int nx, int ny, hk_eltype t, hk_mesh
              "hk_mesh_rectangle: element type %s is not a 2D cell type; use tri3, tri6, quad4, "
              "quad8 or quad9",
              in ? in->name : "(invalid)");
-    return generate(2, L, n, t, 0, 0, nx, 0, m, NULL);
+    return generate(2, L, n, t, 0, 0, nx, m);
 }
 
 int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_eltype t, hk_mesh *m)
@@ -793,11 +782,11 @@ int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_elty
              "hk_mesh_box: element type %s is not a 3D cell type the generator makes; use tet4, "
              "tet10, hex8, hex20 or hex27",
              in ? in->name : "(invalid)");
-    return generate(3, L, n, t, 0, 0, nx, 0, m, NULL);
+    return generate(3, L, n, t, 0, 0, nx, m);
 }
 
 static int grid_slab(const char *fn, int dim, const double *size, const int *cells, hk_eltype t,
-                     int axis, int lo, int hi, int renumber, hk_mesh *m, double *t_rcm)
+                     int axis, int lo, int hi, hk_mesh *m)
 {
     HK_CHECK(m && size && cells && (dim == 2 || dim == 3), HK_ERR_ARG,
              "%s: a NULL argument or dimension %d (2 or 3)", fn, dim);
@@ -812,17 +801,11 @@ static int grid_slab(const char *fn, int dim, const double *size, const int *cel
              in ? in->name : "(invalid)", dim);
     HK_CHECK(axis >= 0 && axis < dim && 0 <= lo && lo < hi && hi <= n[axis], HK_ERR_ARG,
              "%s: cells %d .. %d along axis %d of %d cells", fn, lo, hi - 1, axis, n[axis]);
-    return generate(dim, L, n, t, axis, lo, hi, renumber, m, t_rcm);
+    return generate(dim, L, n, t, axis, lo, hi, m);
 }
 
 int hk_mesh_grid_slab(int dim, const double *size, const int *cells, hk_eltype t, int axis, int lo,
                       int hi, hk_mesh *m)
 {
-    return grid_slab("hk_mesh_grid_slab", dim, size, cells, t, axis, lo, hi, 0, m, NULL);
-}
-
-int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_eltype t, int axis,
-                          int lo, int hi, hk_mesh *m, double *t_rcm)
-{
-    return grid_slab("hk_mesh_grid_slab_rcm", dim, size, cells, t, axis, lo, hi, 1, m, t_rcm);
+    return grid_slab("hk_mesh_grid_slab", dim, size, cells, t, axis, lo, hi, m);
 }

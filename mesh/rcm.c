@@ -533,6 +533,25 @@ int hk_mesh_grid_rcm_order(const hk_mesh *m, const int64_t *corners, hk_eltype t
     return rcm_numbers(m, corners, t, newid_out);
 }
 
+/* The generated slab, then its grid's RCM numbers (here rather than in the generator, so that
+ * mesh.c need not call back into this file, which calls its group helpers). */
+int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_eltype t, int axis,
+                          int lo, int hi, hk_mesh *m, double *t_rcm)
+{
+    HK_CALL(hk_mesh_grid_slab(dim, size, cells, t, axis, lo, hi, m));
+    const double t0 = hk_time();
+    int64_t corners[3];
+    for (int a = 0; a < 3; a++) /* the grid's corner points along each axis, as generated */
+        corners[a] = a < dim ? (a == axis ? hi - lo : cells[a]) + 1 : 1;
+    int32_t *newid = NULL;
+    int ierr = hk_mesh_grid_rcm_order(m, corners, t, &newid);
+    if (!ierr) ierr = hk_mesh_permute_nodes(m, newid);
+    free(newid);
+    if (ierr) hk_mesh_free(m);
+    if (t_rcm) *t_rcm = hk_time() - t0;
+    return ierr;
+}
+
 /* hk_mesh_rcm_order's numbers; the corner graph from the cells, or (grid: the corners along
  * each axis, t the cells' type) from the structure of a generated grid. */
 static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32_t **newid_out)
