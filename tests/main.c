@@ -67,6 +67,19 @@ double hk_test_reldiff(const double *a, const double *b, long n)
     return dmax / bmax;
 }
 
+double hk_test_relres(const hk_bcsr *K, const double *b, const double *x)
+{
+    const int64_t n = K->nbrows * K->bs;
+    double *Ax = malloc((size_t)n * sizeof *Ax), rr = 0, bb = 0;
+    hk_bcsr_spmv(K, x, Ax);
+    for (int64_t i = 0; i < n; i++) {
+        rr += (b[i] - Ax[i]) * (b[i] - Ax[i]);
+        bb += b[i] * b[i];
+    }
+    free(Ax);
+    return sqrt(rr / bb);
+}
+
 const char *hk_test_path(const char *rel)
 {
     static char buf[8][1024];

@@ -72,6 +72,8 @@ void hk_test_mpk_coefs(int b, int k, double *coef);
 
 /* Relative difference max|a-b| / max(max|b|, tiny). */
 double hk_test_reldiff(const double *a, const double *b, long n);
+/* The true relative residual ||b - K x|| / ||b||, computed on the host. */
+double hk_test_relres(const hk_bcsr *K, const double *b, const double *x);
 
 /* Assert that an hk_ call succeeded, printing the library's message if not. */
 #define HK_ASSERT_OK(expr)                                                                         \
