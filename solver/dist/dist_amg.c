@@ -32,93 +32,25 @@
  * (pc.amg.coarse_size scalar rows in all), every process gathers it and inverts it densely;
  * the cycle gathers the coarsest right-hand side to every process and solves there.
  *
- * The cycle runs on the backend through the distributed ops table and the one-process
- * smoother (hk_amg_smooth): Chebyshev, block Jacobi or l1-Jacobi, V or W. */
+ * The files: this one the hierarchy's set-up (the steps above, the coarsest level) and its
+ * entry points; damg_operator.c the distributed operator of a level (dmat) and the set-up's
+ * staging; damg_gathered.c the small levels on every process (pc.amg.dist.gather_rows);
+ * damg_cycle.c the cycle and the ops table; damg_impl.h what they share. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "dist_impl.h"
-#include "pc/pc_impl.h"
+#include "damg_impl.h"
 #include "text.h"
 
-#define DAMG_MAX_LEVELS HK_AMG_STATS_LEVELS
-#define DAMG_MAX_NNS 6
-enum {
-    DAMG_TAG_ROUTE = 7301,
-    DAMG_TAG_ROWS = 7302,
-    DAMG_TAG_ROUTE_ROWS = 7303,
-    DAMG_TAG_ROUTE_PTR = 7304,
-    DAMG_TAG_ROUTE_COLS = 7305
-};
-
-/* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
-enum damg_phase {
-    PH_NEARNULL,  /* level 0's rows on the backend and the rigid-body modes */
-    PH_AGGREGATE, /* owned diagonal block, strength graph, aggregates */
-    PH_UPLOAD,    /* a coarse level's rows to the process's backend (none on the cpu) */
-    PH_BOUND,     /* smoother data and the spectral bound (distributed Lanczos) */
-    PH_TENTATIVE, /* T and the coarse near-null space */
-    PH_EXCHANGE,  /* the ghosts' rows of T and of P (halo exchanges and their matrices) */
-    PH_SMOOTH,    /* A T and P = T - w D^-1 A T */
-    PH_GALERKIN,  /* P^T (A P), routed to the coarse rows' owners and merged */
-    PH_RESTRICT,  /* R = P^T routed and merged */
-    PH_OPERATORS, /* the distributed operators A_c, P, R: halo plans, columns, upload */
-    PH_COARSE,    /* the coarsest level gathered and inverted */
-    PH_VECTORS,   /* level vectors and the level-0 operator */
-    PH_TOTAL,
-    DAMG_NPHASES
-};
 static const char *const damg_phase_name[DAMG_NPHASES] = {
     "near-null", "aggregation", "level upload", "smoother+bound",
     "tentative", "ghost rows",  "P smoothing",  "Galerkin",
     "R",         "operators",   "coarsest",     "vectors",
     "total"};
 
-/* The phases' steps, timed too under HOOKE_AMG_PROFILE (a second line; the backend is
- * synchronized at each step's end, so that a device's queued work counts where it is made). */
-enum damg_step {
-    ST_OP_HALO,       /* operators: ghost columns and halo plans */
-    ST_OP_COLUMNS,    /* operators: local columns, sorted and split */
-    ST_OP_UPLOAD,     /* operators: pattern, values, plans to the backend */
-    ST_GR_SEND,       /* ghost rows: the send rows' records packed on the backend, downloaded */
-    ST_GR_EXCHANGE,   /* ghost rows: the records exchanged */
-    ST_GR_BUILD,      /* ghost rows: the columns' union, the rows with their ghosts built */
-    ST_GAL_PRODUCTS,  /* Galerkin: A P, P^T, P^T (A P) on the backend */
-    ST_GAL_OTHERS,    /* Galerkin: the product's rows owned elsewhere downloaded */
-    ST_GAL_ROUTE,     /* Galerkin: those rows routed */
-    ST_GAL_MERGE,     /* Galerkin: the received blocks and own rows merged on the backend */
-    ST_GAL_PATTERN,   /* Galerkin: the merged rows' pattern downloaded */
-    ST_GAL_ROWS,      /* Galerkin: the next level's rows (host and backend) */
-    ST_NN_ROWS,       /* near-null: level 0's rows on the backend, the inverse numbering */
-    ST_NN_MODES,      /* near-null: the frame summed, the rigid-body modes */
-    ST_AGG_BLOCK,     /* aggregation: a coarse level's owned diagonal block */
-    ST_AGG_STRENGTH,  /* aggregation: the strength graph */
-    ST_AGG_AGGREGATE, /* aggregation: the aggregates */
-    ST_AGG_COUNT,     /* aggregation: the aggregates counted over the processes (its wait) */
-    ST_CO_UNSPLIT,    /* coarsest: P above the gathered levels put back in order */
-    ST_CO_PACK,       /* coarsest: the gathered levels' A, P, R: this process's rows packed */
-    ST_CO_GATHER,     /* coarsest: every process's packed rows (one allgatherv) */
-    ST_CO_OPERATORS,  /* coarsest: those rows to the backend, one matrix each on every process */
-    ST_CO_VECTORS,    /* coarsest: their vectors, the gather's index */
-    ST_CO_INVERSE,    /* coarsest: the coarsest level gathered and inverted */
-    DAMG_NSTEPS
-};
-/* After the steps' seconds (damg.steps): the ghost rows' messages of the set-up, this
- * process's (HOOKE_AMG_PROFILE: is the exchange its bytes or its round trips?) */
-enum {
-    MSG_GR_SENT,    /* bytes sent: the block counts, then the records */
-    MSG_GR_RECV,    /* bytes received */
-    MSG_GR_COUNT,   /* messages sent (two rounds an exchange: counts, records) */
-    MSG_GR_LARGEST, /* the largest record message, bytes */
-    MSG_GR_ROUNDS,  /* exchanges (two a level: T's rows and P's) */
-    MSG_STAGE_T,    /* the staging's allocations in this set-up: seconds (inside its steps) */
-    MSG_STAGE_MB,   /* and megabytes */
-    DAMG_NMSG
-};
 static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
     "ghost rows: send rows", "exchange", "build",
@@ -126,928 +58,18 @@ static const char *const damg_step_name[DAMG_NSTEPS] = {
     "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
     "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
 
-/* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
- * about the neighbours than about the set-up. */
-static double cpu_time(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Adds the wall and CPU seconds since t[0], t[1] to phase k and restarts them. */
-static void lap(double *ph, int k, double *t)
-{
-    const double now = hk_time(), c = cpu_time();
-    ph[k] += now - t[0];
-    ph[DAMG_NPHASES + k] += c - t[1];
-    t[0] = now;
-    t[1] = c;
-}
-
-/* step k's lap (st: the steps' seconds, NULL when not profiling: nothing done) */
-static void step_lap(const hk_backend_ops *be, double *st, int k, double *t)
-{
-    if (!st) return;
-    be->sync();
-    const double now = hk_time(), c = cpu_time();
-    st[k] += now - t[0];
-    st[DAMG_NSTEPS + k] += c - t[1];
-    t[0] = now;
-    t[1] = c;
-}
-
-static void lap_start(double *t)
-{
-    t[0] = hk_time();
-    t[1] = cpu_time();
-}
-
-/* ---- a distributed block operator y = M x -------------------------------------------------
- * Rows: the process's rows of the output layout. x: another (or the same) layout whose owned
- * range is [in_row0, in_row0 + in_nown); the matrix's columns are [the nbc owned columns it
- * reads, then the ghosts], gathered and received before one bmat_spmv. */
-typedef struct dmat {
-    const hk_dist *d;
-    hk_halo *halo;
-    int64_t nrows, ng, nbc, ns;
-    int br, bc;
-    int64_t *ghost; /* ng sorted global ids */
-    hk_bmat M;      /* on the backend's own table */
-    float *v32;     /* fp32 values (M.val freed) */
-    int32_t *send_dev, *bcol_dev;
-    hk_vec *send, *xe;
-    void *host_send, *host_recv;
-    hk_precision prec;
-    int prof_kind, prof_level; /* HOOKE_DIST_PROFILE's label (gather_levels sets it) */
-    /* dmat_split: M's rows interior first (nint rows read no ghost), computed into ytmp while
-     * the ghosts travel, then y[i] = ytmp[ypos[i]]; nint 0: M in y's order */
-    int64_t nint, nzint; /* nzint: the interior rows' blocks */
-    int32_t *ypos_dev;
-    hk_vec *ytmp;
-} dmat;
-
-static int cmp_i64(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int64_t find_i64(const int64_t *v, int64_t n, int64_t g)
-{
-    const int64_t lo = hk_lower_bound_i64(v, 0, n, g);
-    return lo < n && v[lo] == g ? lo : -1;
-}
-
-/* The ids lo + g marked in mark[0..span), ascending: *out (allocated), *n. By chunks on the
- * threads, each chunk's ids after the earlier chunks' (the same list on any thread count). */
-static int marked_ids(const unsigned char *mark, int64_t lo, int64_t span, int64_t **out,
-                      int64_t *n)
-{
-    const int64_t nch = 4 * (int64_t)omp_get_max_threads();
-    int64_t *at = NULL;
-    int ierr = 0;
-    *out = NULL;
-    *n = 0;
-    HK_TRY(hk_calloc((size_t)nch + 1, sizeof *at, &at));
-#pragma omp parallel for schedule(static, 1)
-    for (int64_t t = 0; t < nch; t++) {
-        int64_t k = 0;
-        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
-            k += mark[g];
-        at[t + 1] = k;
-    }
-    for (int64_t t = 0; t < nch; t++)
-        at[t + 1] += at[t];
-    HK_TRY(hk_malloc((size_t)(at[nch] + 1) * sizeof **out, out));
-#pragma omp parallel for schedule(static, 1)
-    for (int64_t t = 0; t < nch; t++) {
-        int64_t k = at[t];
-        for (int64_t g = span * t / nch; g < span * (t + 1) / nch; g++)
-            if (mark[g]) (*out)[k++] = lo + g;
-    }
-    *n = at[nch];
-fail:
-    free(at);
-    return ierr;
-}
-
-/* mark[g - lo] = 1 for g = v[0..n) (bytes written only where not yet: a value many entries
- * share is read, not written, on the other threads). */
-static void mark_ids(unsigned char *mark, int64_t lo, const int64_t *v, int64_t n)
-{
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < n; p++) {
-        unsigned char was;
-#pragma omp atomic read
-        was = mark[v[p] - lo];
-        if (!was) {
-#pragma omp atomic write
-            mark[v[p] - lo] = 1;
-        }
-    }
-}
-
-/* The distinct values of v[0..n) ascending, in place (*m of them): marked in a byte per value
- * between the smallest and the largest, then listed (linear, no sort). */
-static int sorted_unique(int64_t *v, int64_t n, int64_t *m)
-{
-    int64_t lo = INT64_MAX, hi = INT64_MIN, *u = NULL;
-    unsigned char *mark = NULL;
-    int ierr = 0;
-    *m = 0;
-    if (!n) return 0;
-#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi)
-    for (int64_t p = 0; p < n; p++) {
-        if (v[p] < lo) lo = v[p];
-        if (v[p] > hi) hi = v[p];
-    }
-    HK_TRY(hk_calloc((size_t)(hi - lo + 1), sizeof *mark, &mark));
-    mark_ids(mark, lo, v, n);
-    HK_TRY(marked_ids(mark, lo, hi - lo + 1, &u, m));
-    memcpy(v, u, (size_t)*m * sizeof *v);
-fail:
-    free(mark);
-    free(u);
-    return ierr;
-}
-
-/* memcpy by threads: the set-up's large copies (matrix values) are bandwidth-bound. */
-static void copy_par(void *dst, const void *src, size_t bytes)
-{
-    const size_t chunk = (size_t)1 << 20;
-    const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < n; k++) {
-        const size_t o = (size_t)k * chunk;
-        memcpy((char *)dst + o, (const char *)src + o, bytes - o < chunk ? bytes - o : chunk);
-    }
-}
-
-/* A copy within the process's backend's memory: by threads on the host (copy_par). */
-static int copy_on(const hk_dist *d, void *dst, const void *src, size_t bytes)
-{
-    if (!d->host_memory) return d->local->copy(dst, src, bytes);
-    copy_par(dst, src, bytes);
-    return 0;
-}
-
-/* Host memory of the given size, not yet touched: the caller's threads write it first (the
- * cpu backend's alloc zeroes large arrays, a second pass over memory about to be copied). */
-static int host_untouched(size_t bytes, double **p)
-{
-    void *q = NULL;
-    if (posix_memalign(&q, 64, (bytes + 63) & ~(size_t)63))
-        return hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__,
-                            "out of host memory allocating %zu bytes", bytes);
-    *p = q;
-    return 0;
-}
-
-/* Grow-only host staging of the set-up's exchanges (hk_dist_host_alloc: pinned memory on a
- * device, so the downloads and uploads around the messages run at the bus's speed and touch no
- * fresh pages; plain memory on the cpu), kept by the preconditioner across its levels and its
- * set-ups (an fp64 rebuild reuses it) and freed with it: pinning and unpinning cost in
- * proportion to the bytes (cudaFreeHost also waits for the device), so none of it in the
- * set-up's end. Not sized ahead by a bound: the largest use, level 0's P rows, is bounded only
- * by A's row lengths, 2-3 times the bytes P's rows take, and a one-shot run would pin those.
- * One buffer a use, as the exchanges need several at once. */
-enum {
-    STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks */
-    STAGE_RECV,      /* blocks received */
-    STAGE_SEND_COL,  /* global columns: the routed rows', the received ghost rows' */
-    STAGE_SEND_I32,  /* the routed rows' local columns, downloaded */
-    STAGE_SEND_PTR,  /* the Galerkin product's rowptr, downloaded */
-    STAGE_MERGE_PTR, /* the merged rows' rowptr, downloaded */
-    STAGE_MERGE_COL, /* their keys, downloaded, then global columns */
-    STAGE_RECV_ROW,  /* the routed rows received: global ids */
-    STAGE_RECV_PTR,  /* their block offsets, one slice a sender */
-    STAGE_RECV_COL,  /* their columns, then merge keys */
-    STAGE_RECV_I32,  /* their blocks' local rows */
-    STAGE_COUNT
-};
-typedef struct stage {
-    void *p[STAGE_COUNT];
-    size_t cap[STAGE_COUNT];
-    double t_alloc, bytes; /* the allocations' (and their buffers' frees) seconds, bytes */
-} stage;
-
-/* Buffer k of s with room for bytes (at least 64; grown, contents not kept, never shrunk). */
-static int stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
-{
-    *p = NULL;
-    if (bytes < 64) bytes = 64;
-    if (bytes > s->cap[k]) {
-        const double t0 = hk_time();
-        hk_dist_host_free(d, s->p[k]);
-        s->p[k] = NULL;
-        s->cap[k] = 0;
-        const size_t want = bytes + bytes / 8; /* a little room: the levels' sizes vary */
-        HK_CALL(hk_dist_host_alloc(d, want, &s->p[k]));
-        s->cap[k] = want;
-        s->t_alloc += hk_time() - t0;
-        s->bytes += (double)want;
-    }
-    *p = s->p[k];
-    return 0;
-}
-
-static void stage_free(const hk_dist *d, stage *s)
-{
-    for (int k = 0; k < STAGE_COUNT; k++)
-        hk_dist_host_free(d, s->p[k]);
-    memset(s, 0, sizeof *s);
-}
-
-static int vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
-{
-    HK_CALL(hk_vec_create(be, n > 0 ? n : 1, p, v));
-    (*v)->n = n;
-    return 0;
-}
-
-static int upload(const hk_backend_ops *be, const void *h, size_t bytes, void **dev)
-{
-    *dev = NULL;
-    if (!bytes) return 0;
-    HK_CALL(be->alloc(dev, bytes));
-    return be->copy_to(*dev, h, bytes);
-}
-
-/* The set-up's matrices on the process's backend and back. On a host-memory backend (cpu)
- * a copy is the same arrays (a view) and free_copy frees nothing, so the CPU runs the same
- * code without copies; on a device the copies are uploads and downloads. */
-static int local_copy(const hk_dist *d, const hk_bmat *M, hk_bmat *D)
-{
-    const hk_backend_ops *L = d->local;
-    if (d->host_memory) {
-        *D = *M;
-        return 0;
-    }
-    HK_CALL(hk_bmat_alloc(L, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, D));
-    const int64_t bb = (int64_t)M->br * M->bc;
-    int ierr = L->copy_to(D->rowptr, M->rowptr, (size_t)(M->nbrows + 1) * sizeof *M->rowptr);
-    if (!ierr && M->nnzb)
-        ierr = L->copy_to(D->colind, M->colind, (size_t)M->nnzb * sizeof(int32_t));
-    if (!ierr && M->nnzb)
-        ierr = L->copy_to(D->val, M->val, (size_t)(M->nnzb * bb) * sizeof(double));
-    if (ierr) hk_bmat_free(D);
-    return ierr;
-}
-
-/* Frees a local_copy or pattern_to_host (nothing where it is a view). */
-static void free_copy(const hk_dist *d, hk_bmat *M)
-{
-    if (!d->host_memory) hk_bmat_free(M);
-    memset(M, 0, sizeof *M);
-}
-
-/* dst[k] = block idx[k] of src (k < n; blocks of bb doubles, nsrc of them), both on the
- * process's backend; idx on the host (uploaded on a device). */
-static int gather_blocks(const hk_dist *d, double *dst, const double *src, int64_t nsrc, int64_t bb,
-                         const int32_t *idx, int64_t n)
-{
-    const hk_backend_ops *L = d->local;
-    int32_t *idx_dev = NULL;
-    if (!n) return 0;
-    int ierr = d->host_memory ? 0 : upload(L, idx, (size_t)n * sizeof *idx, (void **)&idx_dev);
-    const hk_vec from = {.be = L, .n = nsrc * bb, .prec = HK_FP64, .data = (void *)src};
-    hk_vec to = {.be = L, .n = n * bb, .prec = HK_FP64, .data = dst};
-    if (!ierr) ierr = L->vec_gather(&to, &from, d->host_memory ? idx : idx_dev, n, (int)bb);
-    if (idx_dev) L->dealloc(idx_dev);
-    return ierr;
-}
-
-/* n doubles of host memory h on the process's backend (a fresh array either way). */
-static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, double **dev)
-{
-    HK_CALL(L->alloc((void **)dev, (size_t)(n > 0 ? n : 1) * sizeof **dev));
-    return n ? L->copy_to(*dev, h, (size_t)n * sizeof *h) : 0;
-}
-
-/* A block matrix's pattern arrays on be (rowptr, colind); val left NULL for the caller. */
-static int pattern_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbrows, int64_t nbcols,
-                         int64_t nnzb, hk_bmat *A)
-{
-    /* two allocations, not hk_bmat_alloc's three and a free (a device's free waits for it) */
-    const hk_bmat S = {.be = be, .br = br, .bc = bc, .nbrows = nbrows, .nbcols = nbcols,
-                       .nnzb = nnzb};
-    *A = S;
-    int ierr = be->alloc((void **)&A->rowptr, (size_t)(nbrows + 1) * sizeof *A->rowptr);
-    if (!ierr) ierr = be->alloc((void **)&A->colind, (size_t)(nnzb + 1) * sizeof *A->colind);
-    if (ierr) hk_bmat_free(A);
-    return ierr;
-}
-
-/* A matrix on the process's backend with its pattern on the host (H; rowptr and colind
- * downloaded, val NULL); on the cpu a view of D, values included. free_copy frees it. */
-static int pattern_to_host(const hk_dist *d, const hk_bmat *D, hk_bmat *H)
-{
-    if (d->host_memory) {
-        *H = *D;
-        return 0;
-    }
-    HK_CALL(pattern_alloc(&hk_backend_cpu, D->br, D->bc, D->nbrows, D->nbcols, D->nnzb, H));
-    int ierr =
-        d->local->copy_from(H->rowptr, D->rowptr, (size_t)(D->nbrows + 1) * sizeof *H->rowptr);
-    if (!ierr && D->nnzb)
-        ierr = d->local->copy_from(H->colind, D->colind, (size_t)D->nnzb * sizeof *H->colind);
-    if (ierr) hk_bmat_free(H);
-    return ierr;
-}
-
-static void dmat_destroy(dmat *m)
-{
-    if (!m) return;
-    const hk_backend_ops *L = m->d->local;
-    hk_halo_destroy(m->halo);
-    free(m->ghost);
-    hk_bmat_free(&m->M);
-    if (m->v32) L->dealloc(m->v32);
-    if (m->send_dev) L->dealloc(m->send_dev);
-    if (m->bcol_dev) L->dealloc(m->bcol_dev);
-    if (m->ypos_dev) L->dealloc(m->ypos_dev);
-    hk_vec_destroy(m->ytmp);
-    hk_vec_destroy(m->send);
-    hk_vec_destroy(m->xe);
-    hk_dist_host_free(m->d, m->host_send);
-    hk_dist_host_free(m->d, m->host_recv);
-    free(m);
-}
-
-/* The distinct columns of gcol[0..nnz) outside [row0, row0 + nown), ascending: *ghost
- * (allocated), *ng. Linear and on the threads, as the layout's ghosts (dist.c): each such
- * column marked in a byte per global id (up to the largest one), then the marks read by
- * chunks, each chunk's columns after the earlier chunks' (the same list on any thread count). */
-static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
-                         int64_t **ghost, int64_t *ng)
-{
-    int64_t top = -1;
-    unsigned char *mark = NULL;
-    int ierr = 0;
-    *ghost = NULL;
-    *ng = 0;
-#pragma omp parallel for schedule(static) reduction(max : top)
-    for (int64_t p = 0; p < nnz; p++)
-        if ((gcol[p] < row0 || gcol[p] >= row0 + nown) && gcol[p] > top) top = gcol[p];
-    HK_TRY(hk_calloc((size_t)top + 2, sizeof *mark, &mark));
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < nnz; p++)
-        if (gcol[p] < row0 || gcol[p] >= row0 + nown) {
-            unsigned char was; /* written only where not yet: read by the other threads */
-#pragma omp atomic read
-            was = mark[gcol[p]];
-            if (!was) {
-#pragma omp atomic write
-                mark[gcol[p]] = 1;
-            }
-        }
-    HK_TRY(marked_ids(mark, 0, top + 1, ghost, ng));
-fail:
-    free(mark);
-    return ierr;
-}
-
-/* Row flags of local_columns' first pass. */
-enum { ROW_BOUNDARY = 1, ROW_UNSORTED = 2 };
-
-/* A column's local number: an owned one's position among the owned columns read (pos, by x's
- * entry), a ghost's nbc + its position among the sorted ghosts. */
-static inline int32_t local_col(const dmat *m, int64_t g, int64_t in_row0, int64_t in_nown,
-                                const int32_t *in_inv, const int32_t *pos)
-{
-    if (g >= in_row0 && g < in_row0 + in_nown) {
-        const int64_t o = g - in_row0;
-        return pos[in_inv ? in_inv[o] : o];
-    }
-    return (int32_t)(m->nbc + find_i64(m->ghost, m->ng, g));
-}
-
-/* The local matrix's pattern from the global columns gcol (rowptr over nrows rows; the
- * columns of a row distinct): m->nbc and *bcol, the owned columns read (ascending in x's
- * order), and the rows with their columns local (owned first, then nbc + the ghost's
- * position), each row sorted; split (and rows of both kinds): interior rows (those reading no
- * ghost) first, then the boundary rows, each group in its order, a row's blocks in their
- * sorted order (the same sums). Two passes over the blocks: the first marks the owned columns
- * read and flags each row (boundary, unsorted: known from the global columns, whose order the
- * local numbering keeps within the owned ones and within the ghosts), the second writes each
- * row where it goes, sorting only the rows that need it (on the thread's scratch). Out, all
- * allocated: *lcol (nnz); *src each block's source position, NULL where no block moved; *ypos
- * each row's new position and *nrp the new rows, NULL where not split; *nint the interior
- * rows. The bytes do not depend on the thread count. */
-static int local_columns(dmat *m, int64_t nrows, const int64_t *rowptr, const int64_t *gcol,
-                         int64_t in_row0, int64_t in_nown, const int32_t *in_inv, int split,
-                         int32_t **bcol, int32_t **lcol, int32_t **src, int32_t **ypos,
-                         int64_t **nrp, int64_t *nint)
-{
-    const int64_t nnz = rowptr[nrows], nch = 4 * (int64_t)omp_get_max_threads();
-    int ierr = 0;
-    int64_t ni = 0, unsorted = 0, maxlen = 0, *chunk = NULL, *key = NULL;
-    int32_t *pos = NULL;
-    unsigned char *flag = NULL;
-    *bcol = *lcol = *src = *ypos = NULL;
-    *nrp = NULL;
-    *nint = 0;
-    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof *pos, &pos));
-    HK_TRY(hk_malloc((size_t)(nrows + 1) * sizeof *flag, &flag));
-#pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < in_nown; j++)
-        pos[j] = -1;
-    /* every thread writes the same mark, and only where it is not there yet: a column read by
-     * many rows is read, not written, on the other threads (no cache line taken from them).
-     * The order key of a column: an owned one's entry in x (pos ascends with it), a ghost's
-     * global id after every owned one (the ghosts' positions ascend with it) */
-#pragma omp parallel for schedule(static) reduction(+ : ni, unsorted) reduction(max : maxlen)
-    for (int64_t i = 0; i < nrows; i++) {
-        int bnd = 0, uns = 0;
-        int64_t prev = -1;
-        for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
-            const int64_t g = gcol[p];
-            int64_t k;
-            if (g >= in_row0 && g < in_row0 + in_nown) {
-                const int64_t o = g - in_row0;
-                k = in_inv ? in_inv[o] : o;
-                int32_t was;
-#pragma omp atomic read
-                was = pos[k];
-                if (was != 0) {
-#pragma omp atomic write
-                    pos[k] = 0;
-                }
-            } else {
-                bnd = 1;
-                k = in_nown + (g < in_row0 ? g : g - in_nown);
-            }
-            uns |= k <= prev;
-            prev = k;
-        }
-        flag[i] = (unsigned char)(bnd * ROW_BOUNDARY + uns * ROW_UNSORTED);
-        ni += !bnd;
-        unsorted += uns;
-        if (uns && rowptr[i + 1] - rowptr[i] > maxlen) maxlen = rowptr[i + 1] - rowptr[i];
-    }
-    HK_TRY(hk_malloc((size_t)(in_nown + 1) * sizeof **bcol, bcol));
-    m->nbc = 0;
-    for (int64_t j = 0; j < in_nown; j++)
-        if (pos[j] == 0) {
-            (*bcol)[m->nbc] = (int32_t)j;
-            pos[j] = (int32_t)m->nbc++;
-        }
-    split = split && m->ng && nrows && ni > 0 && ni < nrows;
-    const int moved = split || unsorted;
-    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof **lcol, lcol));
-    if (moved) HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof **src, src));
-    const int64_t *to = rowptr; /* the rows' new first blocks, by new position */
-    if (split) { /* the new positions by chunks of rows: each chunk after the earlier ones' */
-        HK_TRY(hk_malloc((size_t)(nrows + 1) * sizeof **ypos, ypos));
-        HK_TRY(hk_malloc((size_t)(nrows + 1) * sizeof **nrp, nrp));
-        HK_TRY(hk_calloc((size_t)nch + 1, sizeof *chunk, &chunk));
-#pragma omp parallel for schedule(static, 1)
-        for (int64_t t = 0; t < nch; t++) {
-            int64_t k = 0;
-            for (int64_t i = nrows * t / nch; i < nrows * (t + 1) / nch; i++)
-                k += !(flag[i] & ROW_BOUNDARY);
-            chunk[t + 1] = k;
-        }
-        for (int64_t t = 0; t < nch; t++)
-            chunk[t + 1] += chunk[t];
-#pragma omp parallel for schedule(static, 1)
-        for (int64_t t = 0; t < nch; t++) {
-            const int64_t i0 = nrows * t / nch;
-            int64_t ki = chunk[t], kb = ni + (i0 - chunk[t]);
-            for (int64_t i = i0; i < nrows * (t + 1) / nch; i++) {
-                const int64_t at = flag[i] & ROW_BOUNDARY ? kb++ : ki++;
-                (*ypos)[i] = (int32_t)at;
-                (*nrp)[at + 1] = rowptr[i + 1] - rowptr[i];
-            }
-        }
-        (*nrp)[0] = 0;
-        for (int64_t i = 0; i < nrows; i++)
-            (*nrp)[i + 1] += (*nrp)[i];
-        to = *nrp;
-        *nint = ni;
-    }
-    const int nt = omp_get_max_threads();
-    HK_TRY(hk_malloc((size_t)(maxlen + 1) * nt * sizeof *key, &key));
-#pragma omp parallel num_threads(nt)
-    {
-        int64_t *kt = key + (maxlen + 1) * omp_get_thread_num();
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < nrows; i++) {
-            const int64_t p0 = rowptr[i], len = rowptr[i + 1] - p0;
-            const int64_t q0 = split ? to[(*ypos)[i]] : p0;
-            if (!(flag[i] & ROW_UNSORTED)) {
-                for (int64_t k = 0; k < len; k++) {
-                    (*lcol)[q0 + k] = local_col(m, gcol[p0 + k], in_row0, in_nown, in_inv, pos);
-                    if (moved) (*src)[q0 + k] = (int32_t)(p0 + k);
-                }
-                continue;
-            }
-            for (int64_t k = 0; k < len; k++) /* column in the high bits, position in the low */
-                kt[k] = (int64_t)local_col(m, gcol[p0 + k], in_row0, in_nown, in_inv, pos) << 32 |
-                        k;
-            qsort(kt, (size_t)len, sizeof *kt, cmp_i64);
-            for (int64_t k = 0; k < len; k++) {
-                (*lcol)[q0 + k] = (int32_t)(kt[k] >> 32);
-                (*src)[q0 + k] = (int32_t)(p0 + (kt[k] & 0xffffffff));
-            }
-        }
-    }
-fail:
-    free(pos);
-    free(flag);
-    free(chunk);
-    free(key);
-    if (ierr) {
-        free(*bcol);
-        free(*lcol);
-        free(*src);
-        free(*ypos);
-        free(*nrp);
-        *bcol = *lcol = *src = *ypos = NULL;
-        *nrp = NULL;
-    }
-    return ierr;
-}
-
-/* A new operator of nrows block rows (br x bc blocks, nnz of them in all), nothing made yet. */
-static int dmat_new(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
-                    int64_t nnz, dmat **out)
-{
-    *out = NULL;
-    HK_CHECK(nnz <= INT32_MAX, HK_ERR_UNSUPPORTED,
-             "pc=amg: a transfer or coarse operator of %lld blocks on one process is more than "
-             "32-bit block indices hold; run on more processes",
-             (long long)nnz);
-    dmat *m = NULL;
-    HK_CALL(hk_calloc(1, sizeof *m, &m));
-    m->d = d;
-    m->nrows = nrows;
-    m->br = br;
-    m->bc = bc;
-    m->prec = prec;
-    *out = m;
-    return 0;
-}
-
-/* m's halo plan from its ghosts (m->ghost, m->ng) over x's owned range [in_row0, in_row0 +
- * in_nown), its send list in x's entries (in_inv: an owned global id's offset to x's entry,
- * NULL: the same). Collective. */
-static int dmat_plan(dmat *m, int64_t in_row0, int64_t in_nown, const int32_t *in_inv)
-{
-    HK_CALL(hk_halo_create(m->d->comm, in_row0, in_nown, m->ng, m->ghost, &m->halo));
-    m->ns = m->halo->send_off[m->halo->nsend];
-    if (in_inv)
-        for (int64_t j = 0; j < m->ns; j++)
-            m->halo->send_idx[j] = in_inv[m->halo->send_idx[j]];
-    return 0;
-}
-
-/* m's values on the backend in M's order (its pattern made): block q is block src[q] (src on
- * the backend; NULL: the blocks in their order) of val (host) or val_dev (the same on the
- * backend where they are there already, else NULL; on a device val may then be NULL), into
- * M.val (fp64) or v32 (fp32, converted before the gather, which moves whole blocks: the same
- * bytes as converting after it, without an fp64 copy). */
-static int dmat_values(dmat *m, const double *val, const double *val_dev, const int32_t *src)
-{
-    const hk_dist *d = m->d;
-    const hk_backend_ops *L = d->local;
-    const hk_precision prec = m->prec;
-    const int64_t nnz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
-    double *raw_dev = NULL;
-    void *raw32 = NULL;
-    const double *from_val = d->host_memory ? val : val_dev;
-    const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
-    int ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
-    void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
-    if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
-        ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
-    else if (!ierr && nnz) {
-        if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
-        hk_vec from = {
-            .be = L, .n = nnz * bb, .prec = HK_FP64, .data = from_val ? (void *)from_val : raw_dev};
-        if (!ierr && prec == HK_FP32 && src) { /* converted into raw32, then gathered */
-            ierr = L->alloc(&raw32, vbytes + 8);
-            hk_vec to32 = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = raw32};
-            if (!ierr) ierr = L->vec_convert(&to32, &from);
-            from = to32;
-        }
-        hk_vec to = {.be = L, .n = nnz * bb, .prec = prec, .data = dst};
-        if (!ierr)
-            ierr = src               ? L->vec_gather(&to, &from, src, nnz, (int)bb)
-                   : prec == HK_FP32 ? L->vec_convert(&to, &from)
-                                     : L->vec_copy(&to, &from);
-    }
-    if (raw_dev) L->dealloc(raw_dev);
-    if (raw32) L->dealloc(raw32);
-    return ierr;
-}
-
-/* m's send list on the backend, its vectors (the send buffer, x extended, the split rows'
- * results where split) and, on a device, the host staging of its halo. */
-static int dmat_buffers(dmat *m)
-{
-    const hk_dist *d = m->d;
-    const hk_backend_ops *L = d->local;
-    const hk_precision prec = m->prec;
-    int ierr =
-        upload(L, m->halo->send_idx, (size_t)m->ns * sizeof(int32_t), (void **)&m->send_dev);
-    if (!ierr) ierr = vec_sized(L, m->ns * m->bc, prec, &m->send);
-    if (!ierr) ierr = vec_sized(L, (m->nbc + m->ng) * m->bc, prec, &m->xe);
-    if (!ierr && m->nint) ierr = vec_sized(L, m->nrows * m->br, prec, &m->ytmp);
-    const size_t e = (prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
-    if (!ierr && !d->host_memory)
-        ierr = hk_dist_host_alloc(d, (size_t)(m->ns + 1) * e, &m->host_send);
-    if (!ierr && !d->host_memory)
-        ierr = hk_dist_host_alloc(d, (size_t)(m->ng + 1) * e, &m->host_recv);
-    return ierr;
-}
-
-/* The operator of nrows block rows (br x bc blocks) with global columns gcol (rowptr over
- * them), values val (host) and val_dev (the same on the backend where they are there
- * already, else NULL; on a device val may then be NULL), x's owned range
- * [in_row0, in_row0 + in_nown); in_inv maps an owned global id's offset to x's entry (NULL:
- * the same). split: its rows interior first (local_columns), so that dmat_spmv computes them
- * while the ghosts travel. Collective (the halo plan). */
-static int dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
-                       const int64_t *rowptr, const int64_t *gcol, const double *val,
-                       const double *val_dev, int64_t in_row0, int64_t in_nown,
-                       const int32_t *in_inv, int split, double *st, dmat **out)
-{
-    double t[2];
-    lap_start(t);
-    const hk_backend_ops *L = d->local;
-    const int64_t nnz = rowptr[nrows];
-    int ierr = 0;
-    int32_t *bcol = NULL, *lcol = NULL, *src = NULL, *src_dev = NULL, *ypos = NULL;
-    int64_t *srp = NULL, nint = 0;
-    dmat *m = NULL;
-    *out = NULL;
-    ierr = dmat_new(d, prec, nrows, br, bc, nnz, &m);
-    if (!ierr) ierr = ghost_columns(nnz, gcol, in_row0, in_nown, &m->ghost, &m->ng);
-    HK_TRY(hk_comm_agree(d->comm, ierr));
-    HK_TRY(dmat_plan(m, in_row0, in_nown, in_inv));
-    step_lap(L, st, ST_OP_HALO, t);
-    /* the local matrix's columns [the owned ones read, then the ghosts], each row sorted and
-     * the rows split where asked on the host; the values go to the backend as they are and
-     * are put in that order there (one gather), so they are neither copied nor moved on the
-     * host */
-    ierr = local_columns(m, nrows, rowptr, gcol, in_row0, in_nown, in_inv, split, &bcol, &lcol,
-                         &src, &ypos, &srp, &nint);
-    step_lap(L, st, ST_OP_COLUMNS, t);
-    if (ypos) rowptr = srp;
-    if (!ierr) ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
-    if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
-    if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
-    if (!ierr && src && !d->host_memory)
-        ierr = upload(L, src, (size_t)nnz * sizeof *src, (void **)&src_dev);
-    if (!ierr) ierr = dmat_values(m, val, val_dev, d->host_memory ? src : src_dev);
-    if (!ierr) ierr = upload(L, bcol, (size_t)m->nbc * sizeof(int32_t), (void **)&m->bcol_dev);
-    if (!ierr && ypos) {
-        m->nint = nint;
-        m->nzint = srp[nint];
-        ierr = upload(L, ypos, (size_t)nrows * sizeof *ypos, (void **)&m->ypos_dev);
-    }
-    if (!ierr) ierr = dmat_buffers(m);
-    HK_TRY(hk_comm_agree(d->comm, ierr));
-    step_lap(L, st, ST_OP_UPLOAD, t);
-    *out = m;
-    m = NULL;
-fail:
-    free(bcol);
-    free(lcol);
-    free(src);
-    free(ypos);
-    free(srp);
-    if (src_dev) L->dealloc(src_dev);
-    dmat_destroy(m);
-    return ierr;
-}
-
-/* The operator of nrows block rows (br x bc blocks, nnz) made from its blocks on the
- * backend, where local_columns' host work is one backend op (dist_local_pattern, the same
- * pattern): row i's blocks col[rowptr[i] - rowptr[0] ..) with values val_dev at the same
- * positions, column j read as local column map[j] ([the nbc owned columns read, bcol_dev
- * their entries in x ascending], then the ghosts, ghost: their ng global ids ascending);
- * rowptr, col, map, val_dev on the backend. ghost and bcol_dev are taken (freed here, also on
- * a failure). x's owned range and in_inv, split and the result as dmat_create's; t: the
- * step's start (HOOKE_AMG_PROFILE's "halo plans" count from it). Collective. */
-static int dmat_create_dev(const hk_dist *d, hk_precision prec, int64_t nrows, int br, int bc,
-                           int64_t nnz, const int64_t *rowptr, const int32_t *col,
-                           const int32_t *map, const double *val_dev, int64_t nbc,
-                           int32_t *bcol_dev, int64_t *ghost, int64_t ng, int64_t in_row0,
-                           int64_t in_nown, const int32_t *in_inv, int split, double *st,
-                           double *t, dmat **out)
-{
-    const hk_backend_ops *L = d->local;
-    int32_t *src = NULL, *ypos = NULL;
-    dmat *m = NULL;
-    *out = NULL;
-    int ierr = dmat_new(d, prec, nrows, br, bc, nnz, &m);
-    if (!ierr) {
-        m->ghost = ghost;
-        m->ng = ng;
-        m->nbc = nbc;
-        m->bcol_dev = bcol_dev;
-    } else {
-        free(ghost);
-        if (bcol_dev) L->dealloc(bcol_dev);
-    }
-    HK_TRY(hk_comm_agree(d->comm, ierr));
-    HK_TRY(dmat_plan(m, in_row0, in_nown, in_inv));
-    step_lap(L, st, ST_OP_HALO, t);
-    split = split && m->ng && nrows;
-    ierr = pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
-    if (!ierr) ierr = L->alloc((void **)&src, (size_t)(nnz + 1) * sizeof *src);
-    if (!ierr && split) ierr = L->alloc((void **)&ypos, (size_t)(nrows + 1) * sizeof *ypos);
-    if (!ierr)
-        ierr = L->dist_local_pattern(nrows, rowptr, col, map, nbc, split, m->M.rowptr,
-                                     m->M.colind, src, ypos, &m->nint);
-    if (!ierr && m->nint) {
-        ierr = L->copy_from(&m->nzint, m->M.rowptr + m->nint, sizeof m->nzint);
-        m->ypos_dev = ypos;
-        ypos = NULL;
-    }
-    step_lap(L, st, ST_OP_COLUMNS, t);
-    if (!ierr) ierr = dmat_values(m, val_dev, val_dev, src); /* on the cpu val_dev is the host's */
-    if (!ierr) ierr = dmat_buffers(m);
-    HK_TRY(hk_comm_agree(d->comm, ierr));
-    step_lap(L, st, ST_OP_UPLOAD, t);
-    *out = m;
-    m = NULL;
-fail:
-    if (src) L->dealloc(src);
-    if (ypos) L->dealloc(ypos);
-    dmat_destroy(m);
-    return ierr;
-}
-
-/* The owned columns gathered into xe and, when M is split (dmat_split), the interior rows
- * into ytmp: the work queued while the ghosts travel. */
-static int dmat_interior(dmat *m, const hk_vec *xl)
-{
-    const hk_dist *d = m->d;
-    const hk_backend_ops *L = d->local;
-    if (m->nbc) {
-        hk_vec xh = hk_dist_view(d, m->xe, 0, m->nbc * m->bc);
-        HK_CALL(L->vec_gather(&xh, xl, m->bcol_dev, m->nbc, m->bc));
-    }
-    if (!m->nint) return 0;
-    hk_bmat Mi = m->M;
-    Mi.nbrows = m->nint;
-    Mi.nnzb = m->nzint;
-    hk_vec yi = hk_dist_view(d, m->ytmp, 0, m->nint * m->br);
-    return L->bmat_spmv(&Mi, m->v32, m->xe, &yi);
-}
-
-/* The rows left once the ghosts are in xe: all of them, or the boundary rows and the rows put
- * in y's order. */
-static int dmat_rest(dmat *m, hk_vec *y)
-{
-    const hk_dist *d = m->d;
-    const hk_backend_ops *L = d->local;
-    if (!m->nrows) return 0;
-    hk_vec yl = hk_dist_view(d, y, 0, y->n);
-    if (!m->nint) return L->bmat_spmv(&m->M, m->v32, m->xe, &yl);
-    hk_bmat Mb = m->M;
-    Mb.nbrows = m->nrows - m->nint;
-    Mb.rowptr = m->M.rowptr + m->nint;
-    Mb.nnzb = m->M.nnzb - m->nzint;
-    hk_vec yb = hk_dist_view(d, m->ytmp, m->nint * m->br, Mb.nbrows * m->br);
-    HK_CALL(L->bmat_spmv(&Mb, m->v32, m->xe, &yb));
-    return L->vec_gather(&yl, m->ytmp, m->ypos_dev, m->nrows, m->br);
-}
-
-/* y = M x with the device transport (dist.comm=nccl): everything queued, the round on the
- * transport's stream overlapping the interior rows, no host wait (as the level-0 operator's). */
-static int dmat_spmv_device(dmat *m, const hk_vec *xl, hk_vec *y)
-{
-    const hk_dist *d = m->d;
-    const size_t e = (m->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
-    if (m->ns) HK_CALL(d->local->vec_gather(m->send, xl, m->send_dev, m->ns, m->bc));
-    const double t0 = hk_dprof_now();
-    hk_dcomm_exchange(d->dcomm, m->halo, m->send->data, (char *)m->xe->data + (size_t)m->nbc * e,
-                      e);
-    const double t1 = hk_dprof_now();
-    HK_CALL(dmat_interior(m, xl));
-    const double t2 = hk_dprof_now();
-    hk_dcomm_wait(d->dcomm);
-    hk_dprof_exchange(m->prof_kind, m->prof_level, 0, 0, t1 - t0 + hk_dprof_now() - t2);
-    return dmat_rest(m, y);
-}
-
-/* y = M x; x, y on the distributed table (their owned entries). */
-static int dmat_spmv(void *op, const hk_vec *x, hk_vec *y)
-{
-    dmat *m = op;
-    const hk_dist *d = m->d;
-    const hk_backend_ops *L = d->local;
-    const size_t e = (m->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)m->bc;
-    const hk_vec xl = hk_dist_view(d, x, 0, x->n);
-    if (d->dcomm) {
-        /* the others' devices wait for this process's part of the round: a failure here is
-         * the end of the run */
-        const int ierr = dmat_spmv_device(m, &xl, y);
-        if (ierr) hk_dcomm_fatal(d->dcomm, ierr);
-        return 0;
-    }
-    if (m->ns) HK_CALL(L->vec_gather(m->send, &xl, m->send_dev, m->ns, m->bc));
-    void *send = m->send->data, *recv = (char *)m->xe->data + (size_t)m->nbc * e;
-    /* HOOKE_DIST_PROFILE: the queued work, the staging (t0..t1, t3..) and the transport
-     * (t1..t2, t2w..t3) */
-    double drain = 0;
-    const double t0 = d->host_memory ? hk_dprof_now() : hk_dprof_drain(L, &drain);
-    if (!d->host_memory) {
-        /* the download's wait covers the last round's upload from host_recv (as the level-0
-         * operator's) */
-        if (m->ns)
-            HK_CALL(L->copy_from(m->host_send, m->send->data, (size_t)m->ns * e));
-        else if (m->ng)
-            HK_CALL(L->sync());
-        send = m->host_send;
-        recv = m->host_recv;
-    }
-    const double t1 = hk_dprof_now();
-    HK_CALL(hk_halo_start(m->halo, send, recv, e));
-    const double t2 = hk_dprof_now();
-    HK_CALL(dmat_interior(m, &xl)); /* while the ghosts travel */
-    const double t2w = hk_dprof_now();
-    HK_CALL(hk_halo_wait(m->halo));
-    const double t3 = hk_dprof_now();
-    if (!d->host_memory && m->ng)
-        HK_CALL(
-            L->copy_to((char *)m->xe->data + (size_t)m->nbc * e, m->host_recv, (size_t)m->ng * e));
-    hk_dprof_exchange(m->prof_kind, m->prof_level, drain, t1 - t0 + hk_dprof_now() - t3,
-                      t2 - t1 + t3 - t2w);
-    return dmat_rest(m, y);
-}
-
 /* ---- the hierarchy ----------------------------------------------------------------------- */
 
-/* A level's operator, P or R on every process: all processes' rows in the global order, each
- * row's blocks in the order its owner stores them (so each row's sum is the owner's), columns
- * the global ids of the input level; fp64 values in M.val or fp32 in v32 (M.val NULL). */
-typedef struct rmat {
-    hk_bmat M;
-    float *v32;
-} rmat;
-
-typedef struct dlev {
-    int64_t row0, nown, nglob; /* block rows of this process, its first global one, all */
-    int bs;
-    hk_mat *A0; /* level 0: the distributed operator in pc->prec */
-    int A0_owned;
-    dmat *A;     /* levels >= 1 */
-    dmat *P, *R; /* to and from the next level */
-    hk_vec *Dinv, *l1;
-    double rho;
-    hk_vec *b, *x, *r, *t, *d, *w, *e;
-    /* the levels on every process (from damg.g on): the whole level's operator, P and R, its
-     * smoother's data and vectors, on the backend's own table */
-    rmat gA, gP, gR;
-    hk_vec *gDinv, *gl1, *gb, *gx, *gr, *gt, *gd, *gw, *ge;
-    int32_t *pfull_dev; /* level g - 1: P's input columns as blocks of level g's whole vector */
-} dlev;
-
-typedef struct damg {
-    hk_amg_options op;
-    hk_dist *d;
-    int nlevels, nns;
-    const char *nns_kind;
-    dlev lev[DAMG_MAX_LEVELS];
-    int fp32_range;
-    /* the coarsest level, gathered on every process */
-    hk_vec *Minv, *cb, *cx; /* on the backend's own table, pc->prec */
-    int64_t *coff;          /* size + 1 scalar offsets of the processes' coarsest rows */
-    const int32_t *cperm;   /* level 0 is the coarsest: its internal row i is the caller's
-                             * perm[i] (the gathered matrix is in the callers' numbering) */
-    void *hperm;            /* host scratch of that permutation */
-    void *hown, *hall;      /* host staging of the gather */
-    int64_t rows[DAMG_MAX_LEVELS], nnz[DAMG_MAX_LEVELS];
-    double op_complexity;
-    /* pc.amg.dist.gather_rows: levels g .. nlevels - 1 are on every process (g = nlevels:
-     * only the coarsest, gathered at each cycle); level g's right-hand side is gathered by one
-     * allgather (goff: the processes' scalar offsets; gown, gall: host staging) */
-    int64_t gather_rows;
-    int g;
-    size_t *gcount;
-    void *gown, *gall;
-    double ph[2 * DAMG_NPHASES]; /* the last set-up's wall, then CPU, seconds per phase */
-    double steps[2 * DAMG_NSTEPS + DAMG_NMSG]; /* the same per step, then the messages */
-    double *st;                    /* steps under HOOKE_AMG_PROFILE, else NULL */
-    stage stg; /* host staging of the set-ups' exchanges (freed with the preconditioner) */
-    double t_pc;                 /* when the set-up began (hk_time) */
-} damg;
 
 static int level0_spmv(void *A, const hk_vec *x, hk_vec *y)
 {
     return hk_mat_spmv(A, x, y);
 }
 
-static hk_amg_sweep sweep_of(const hk_pc *pc, const damg *a, dlev *L, int l)
+hk_amg_sweep hk_damg_sweep_of(const hk_pc *pc, const damg *a, dlev *L, int l)
 {
     hk_amg_sweep s = {.be = pc->be,
-                      .spmv = l == 0 ? level0_spmv : dmat_spmv,
+                      .spmv = l == 0 ? level0_spmv : hk_damg_dmat_spmv,
                       .A = l == 0 ? (void *)L->A0 : (void *)L->A,
                       .kind = a->op.smoother,
                       .bs = L->bs,
@@ -1062,14 +84,14 @@ static hk_amg_sweep sweep_of(const hk_pc *pc, const damg *a, dlev *L, int l)
     return s;
 }
 
-static void free_levels(damg *a)
+void hk_damg_free_levels(damg *a)
 {
     for (int l = 0; l < DAMG_MAX_LEVELS; l++) {
         dlev *L = &a->lev[l];
         if (L->A0_owned) hk_mat_destroy(L->A0);
-        dmat_destroy(L->A);
-        dmat_destroy(L->P);
-        dmat_destroy(L->R);
+        hk_damg_dmat_destroy(L->A);
+        hk_damg_dmat_destroy(L->P);
+        hk_damg_dmat_destroy(L->R);
         hk_vec *v[] = {L->Dinv,  L->l1,  L->b,  L->x,  L->r,  L->t,  L->d,  L->w,  L->e,
                        L->gDinv, L->gl1, L->gb, L->gx, L->gr, L->gt, L->gd, L->gw, L->ge};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -1110,7 +132,7 @@ typedef struct hlev {
     int bs;
     hk_halo *halo;
     hk_bmat A;  /* cpu */
-    hk_bmat Ad; /* A on the process's backend (local_copy), for its ops */
+    hk_bmat Ad; /* A on the process's backend (hk_damg_local_copy), for its ops */
     const int32_t *perm;
 } hlev;
 
@@ -1166,8 +188,8 @@ static int level0_rows(const hk_dist *d, hlev *H)
     const size_t b_oo = (size_t)(nio * bb) * sizeof(double),
                  b_bnd = (size_t)(nb * bb) * sizeof(double);
     if (d->Koo.val) {
-        copy_par(H->A.val, d->Koo.val, b_oo);
-        copy_par(H->A.val + nio * bb, d->Kbnd.val, b_bnd);
+        hk_damg_copy_par(H->A.val, d->Koo.val, b_oo);
+        hk_damg_copy_par(H->A.val + nio * bb, d->Kbnd.val, b_bnd);
         return 0;
     }
     if (nio) HK_CALL(L->copy_from(H->A.val, d->Koo_d.val, b_oo));
@@ -1183,7 +205,7 @@ static int level0_local(const hk_dist *d, hlev *H)
 {
     if (d->host_memory) {
         HK_CALL(level0_rows(d, H));
-        return local_copy(d, &H->A, &H->Ad);
+        return hk_damg_local_copy(d, &H->A, &H->Ad);
     }
     const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)d->bs * d->bs;
@@ -1251,11 +273,11 @@ static int owned_block(const hk_dist *d, const hlev *H, hk_bmat *O)
                 idx[q++] = (int32_t)p;
             }
     }
-    HK_TRY(pattern_alloc(L, H->bs, H->bs, n, n, nnz, O));
+    HK_TRY(hk_damg_pattern_alloc(L, H->bs, H->bs, n, n, nnz, O));
     HK_TRY(L->alloc((void **)&O->val, (size_t)(nnz * bb + 1) * sizeof *O->val));
     HK_TRY(L->copy_to(O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr));
     if (nnz) HK_TRY(L->copy_to(O->colind, col, (size_t)nnz * sizeof *col));
-    HK_TRY(gather_blocks(d, O->val, H->Ad.val, H->Ad.nnzb, bb, idx, nnz));
+    HK_TRY(hk_damg_gather_blocks(d, O->val, H->Ad.val, H->Ad.nnzb, bb, idx, nnz));
 fail:
     if (ierr) hk_bmat_free(O);
     free(rowptr);
@@ -1314,13 +336,13 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
             hsrc = from.data = hown;
         }
         if (cbe != L && !d->host_memory) {
-            HK_TRY(vec_sized(L, n, HK_FP64, &up));
+            HK_TRY(hk_damg_vec_sized(L, n, HK_FP64, &up));
             if (n) HK_TRY(L->copy_to(up->data, hsrc, (size_t)n * sizeof(double)));
             from.data = up->data;
         }
         if (!d->host_memory && nb)
-            HK_TRY(upload(L, d->perm, (size_t)nb * sizeof *d->perm, (void **)&perm_dev));
-        HK_TRY(vec_sized(L, n, HK_FP64, &xd));
+            HK_TRY(hk_damg_upload(L, d->perm, (size_t)nb * sizeof *d->perm, (void **)&perm_dev));
+        HK_TRY(hk_damg_vec_sized(L, n, HK_FP64, &xd));
         if (nb) HK_TRY(L->vec_gather(xd, &from, d->host_memory ? d->perm : perm_dev, nb, bs));
         HK_TRY(L->amg_coord_bounds(nb, bs, xd, part, part + 3, part + 6));
         part[9] = (double)nb;
@@ -1351,7 +373,7 @@ fail:
     }
     /* the decoupled rows from the rows on the backend, the modes there */
     int64_t bad;
-    if (!ierr) ierr = vec_sized(L, n, HK_FP64, &dd);
+    if (!ierr) ierr = hk_damg_vec_sized(L, n, HK_FP64, &dd);
     if (!ierr && n) ierr = L->bmat_diag(&H->Ad, HK_DIAG_DECOUPLED, dd, &bad);
     if (!ierr)
         ierr = L->amg_rigid_modes(nb, bs, coords ? xd : NULL, c, coords && ext > 0 ? 1 / ext : 1,
@@ -1377,7 +399,7 @@ static int level_vectors(hk_pc *pc, damg *a, dlev *L, int l)
     hk_vec **v[] = {&L->r, &L->t, &L->d, &L->b, &L->x, &L->w, &L->e};
     const int count = l == 0 ? 3 : a->op.cycle == 1 ? 7 : 5;
     for (int k = 0; k < count; k++)
-        HK_CALL(vec_sized(pc->be, n, pc->prec, v[k]));
+        HK_CALL(hk_damg_vec_sized(pc->be, n, pc->prec, v[k]));
     return 0;
 }
 
@@ -1447,9 +469,11 @@ static int route_blocks_dev(const hk_dist *d, routed *X, const int64_t *cnt, con
     if (!ierr) ierr = hk_malloc(((size_t)P + 1) * sizeof *roff, &roff);
     if (!ierr) ierr = hk_malloc(((size_t)P + 1) * sizeof *soff, &soff);
     if (!ierr) ierr = d->local->alloc((void **)&sendv, (size_t)(ns * bsz + 1) * sizeof *sendv);
-    if (!ierr && X->a) ierr = copy_on(d, sendv, X->pre, (size_t)(X->a * bsz) * sizeof *sendv);
+    if (!ierr && X->a)
+        ierr = hk_damg_copy_on(d, sendv, X->pre, (size_t)(X->a * bsz) * sizeof *sendv);
     if (!ierr && ns > X->a)
-        ierr = copy_on(d, sendv + X->a * bsz, X->suf, (size_t)((ns - X->a) * bsz) * sizeof *sendv);
+        ierr = hk_damg_copy_on(d, sendv + X->a * bsz, X->suf,
+                               (size_t)((ns - X->a) * bsz) * sizeof *sendv);
     if (!ierr) {
         roff[0] = soff[0] = 0;
         for (int q = 0; q < P; q++) {
@@ -1517,18 +541,21 @@ static int route(const hk_dist *d, stage *s, const int64_t *starts, const int64_
         nreq += (X->dev ? 3 : 4) * ((cnt[2 * q] > 0) + (rcnt[2 * q] > 0));
     }
     const int64_t nrr = ro[P], n = bo[P];
-    ierr = stage_get(d, s, STAGE_RECV_ROW, (size_t)(nrr + 1) * sizeof *rrow, (void **)&rrow);
+    ierr =
+        hk_damg_stage_get(d, s, STAGE_RECV_ROW, (size_t)(nrr + 1) * sizeof *rrow, (void **)&rrow);
     if (!ierr) /* a sender's rowptr slice has one more entry than its rows */
-        ierr =
-            stage_get(d, s, STAGE_RECV_PTR, (size_t)(nrr + P + 1) * sizeof *rptr, (void **)&rptr);
-    if (!ierr) ierr = stage_get(d, s, STAGE_RECV_COL, (size_t)(n + 1) * 8, (void **)&X->ekey);
+        ierr = hk_damg_stage_get(d, s, STAGE_RECV_PTR, (size_t)(nrr + P + 1) * sizeof *rptr,
+                                 (void **)&rptr);
+    if (!ierr)
+        ierr = hk_damg_stage_get(d, s, STAGE_RECV_COL, (size_t)(n + 1) * 8, (void **)&X->ekey);
     if (!ierr && X->dev)
         ierr = d->local->alloc((void **)&X->ev_dev, (size_t)(n * bsz + 1) * sizeof(double));
     else if (!ierr)
-        ierr = stage_get(d, s, STAGE_RECV, (size_t)(n * bsz + 1) * sizeof(double), (void **)&X->ev);
+        ierr = hk_damg_stage_get(d, s, STAGE_RECV, (size_t)(n * bsz + 1) * sizeof(double),
+                                 (void **)&X->ev);
     if (!ierr)
-        ierr =
-            stage_get(d, s, STAGE_RECV_I32, (size_t)(n + 1) * sizeof(int32_t), (void **)&X->erow);
+        ierr = hk_damg_stage_get(d, s, STAGE_RECV_I32, (size_t)(n + 1) * sizeof(int32_t),
+                                 (void **)&X->erow);
     if (!ierr) ierr = hk_comm_reqs_create(nreq > 0 ? nreq : 1, &rq);
     HK_TRY(hk_comm_agree(c, ierr));
     /* the blocks device to device, queued: they move while the messages below do, and the
@@ -1690,10 +717,11 @@ static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown
         *gc = *key;
         *rowptr = *key = NULL;
     } else {
-        HK_CALL(stage_get(d, s, STAGE_MERGE_PTR, (size_t)(nown + 1) * sizeof **rp, (void **)rp));
+        HK_CALL(hk_damg_stage_get(d, s, STAGE_MERGE_PTR, (size_t)(nown + 1) * sizeof **rp,
+                                  (void **)rp));
         HK_CALL(L->copy_from(*rp, *rowptr, (size_t)(nown + 1) * sizeof **rp));
-        HK_CALL(stage_get(d, s, STAGE_MERGE_COL, (size_t)((*rp)[nown] + 1) * sizeof **gc,
-                          (void **)gc));
+        HK_CALL(hk_damg_stage_get(d, s, STAGE_MERGE_COL, (size_t)((*rp)[nown] + 1) * sizeof **gc,
+                                  (void **)gc));
         if ((*rp)[nown]) HK_CALL(L->copy_from(*gc, *key, (size_t)(*rp)[nown] * sizeof **gc));
     }
     int64_t *g = *gc;
@@ -1716,13 +744,13 @@ static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const 
     H->bs = bs;
     H->halo = A->halo;
     H->perm = NULL;
-    HK_CALL(pattern_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
+    HK_CALL(hk_damg_pattern_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
     memcpy(H->A.rowptr, rowptr, (size_t)(nown + 1) * sizeof *rowptr);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nnz; p++) {
         const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
         H->A.colind[p] =
-            (int32_t)(own ? gcol[p] - row0 : nown + find_i64(A->ghost, A->ng, gcol[p]));
+            (int32_t)(own ? gcol[p] - row0 : nown + hk_damg_find_i64(A->ghost, A->ng, gcol[p]));
     }
     H->A.val = *val;
     *val = NULL;
@@ -1759,7 +787,7 @@ static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     *rec = NULL;
     HK_TRY(hk_malloc((size_t)(n + 1) * sizeof **cnt, cnt));
     HK_TRY(hk_malloc((size_t)(n + 1) * sizeof **at, at));
-    HK_TRY(upload(be, rows, (size_t)n * sizeof *rows, (void **)&rows_dev));
+    HK_TRY(hk_damg_upload(be, rows, (size_t)n * sizeof *rows, (void **)&rows_dev));
     if (n) {
         HK_TRY(be->alloc((void **)&len_dev, (size_t)n * sizeof *len_dev));
         HK_TRY(be->dist_row_lengths(D, rows_dev, n, len_dev));
@@ -1773,12 +801,13 @@ static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, co
         *rec_dev = NULL;
         HK_TRY(be->alloc((void **)&out_dev, (size_t)(len + 1) * sizeof *out_dev));
     } else if (s)
-        HK_TRY(stage_get(d, s, STAGE_SEND, (size_t)(len + 1) * sizeof **rec, (void **)rec));
+        HK_TRY(hk_damg_stage_get(d, s, STAGE_SEND, (size_t)(len + 1) * sizeof **rec, (void **)rec));
     else
         HK_TRY(hk_malloc((size_t)(len + 1) * sizeof **rec, rec));
     if (len) {
-        HK_TRY(upload(be, colmap, (size_t)D->nbcols * sizeof *colmap, (void **)&colmap_dev));
-        HK_TRY(upload(be, *at, (size_t)(n + 1) * sizeof **at, (void **)&at_dev));
+        HK_TRY(
+            hk_damg_upload(be, colmap, (size_t)D->nbcols * sizeof *colmap, (void **)&colmap_dev));
+        HK_TRY(hk_damg_upload(be, *at, (size_t)(n + 1) * sizeof **at, (void **)&at_dev));
         if (!out_dev) HK_TRY(be->alloc((void **)&out_dev, (size_t)len * sizeof *out_dev));
         HK_TRY(be->dist_pack_rows(D, colmap_dev, rows_dev, n, at_dev, out_dev));
         if (!rec_dev) HK_TRY(be->copy_from(*rec, out_dev, (size_t)len * sizeof **rec));
@@ -1826,7 +855,7 @@ static int exchange_rows(const hk_dist *d, stage *s, hk_halo *halo, int bsz, con
     at[0] = 0;
     for (int64_t j = 0; j < ng; j++)
         at[j + 1] = at[j] + 1 + rcnt[j] * (1 + bsz);
-    ierr = stage_get(d, s, STAGE_RECV, (size_t)(at[ng] + 1) * sizeof *recv, (void **)&recv);
+    ierr = hk_damg_stage_get(d, s, STAGE_RECV, (size_t)(at[ng] + 1) * sizeof *recv, (void **)&recv);
     HK_TRY(hk_comm_agree(c, ierr));
     /* the receives first, then the sends, in the halo's requests (as hk_halo_start) */
     for (int j = 0; j < halo->nrecv && !ierr; j++) {
@@ -1999,7 +1028,7 @@ static int record_columns_dev(const hk_dist *d, int64_t ng, int bsz, const doubl
         for (int64_t j = 0; j < gat[k + 1] - gat[k]; j++)
             idx[gat[k] + j] = (int32_t)(grat[k] + 1 + j * (1 + bsz));
     HK_TRY(L->alloc((void **)&g, (size_t)n * sizeof *g));
-    HK_TRY(gather_blocks(d, g, rec_dev, len, 1, idx, n));
+    HK_TRY(hk_damg_gather_blocks(d, g, rec_dev, len, 1, idx, n));
     /* the doubles into gcols' own bytes, then each one turned into its id in place */
     HK_TRY(L->copy_from(gcols, g, (size_t)n * sizeof *g));
 #pragma omp parallel for schedule(static)
@@ -2042,8 +1071,8 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     }
     const int64_t ngnnz = gat[ng];
     if (s)
-        HK_TRY(stage_get(d, s, STAGE_SEND_COL, (size_t)(ngnnz + 1) * sizeof *gcols,
-                         (void **)&gcols));
+        HK_TRY(hk_damg_stage_get(d, s, STAGE_SEND_COL, (size_t)(ngnnz + 1) * sizeof *gcols,
+                                 (void **)&gcols));
     else
         HK_TRY(hk_malloc((size_t)(ngnnz + 1) * sizeof *gcols, &gcols));
     if (rec_dev)
@@ -2055,7 +1084,7 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
                 gcols[gat[k] + j] = (int64_t)rec[grat[k] + 1 + j * (1 + bsz)];
     }
     int64_t ngc = 0;
-    HK_TRY(sorted_unique(gcols, ngnnz, &ngc));
+    HK_TRY(hk_damg_sorted_unique(gcols, ngnnz, &ngc));
     /* the columns D's rows use, marked on be */
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
     HK_TRY(be->alloc((void **)&cpos_dev, (size_t)(nc + 1) * sizeof *cpos_dev));
@@ -2064,11 +1093,11 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     HK_TRY(column_union(colmap, nc, cpos, gcols, ngc, cols, ncols));
     if (nc) HK_TRY(be->copy_to(cpos_dev, cpos, (size_t)nc * sizeof *cpos));
     /* the records as received, with the per-ghost offsets and the union */
-    if (!rec_dev) HK_TRY(upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_up));
-    HK_TRY(upload(be, grat, (size_t)ng * sizeof *grat, (void **)&grat_dev));
-    HK_TRY(upload(be, gat, (size_t)(ng + 1) * sizeof *gat, (void **)&gat_dev));
-    HK_TRY(upload(be, *cols, (size_t)*ncols * sizeof **cols, (void **)&cols_dev));
-    HK_TRY(pattern_alloc(be, D->br, D->bc, nown + ng, *ncols, nm + ngnnz, Xd));
+    if (!rec_dev) HK_TRY(hk_damg_upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_up));
+    HK_TRY(hk_damg_upload(be, grat, (size_t)ng * sizeof *grat, (void **)&grat_dev));
+    HK_TRY(hk_damg_upload(be, gat, (size_t)(ng + 1) * sizeof *gat, (void **)&gat_dev));
+    HK_TRY(hk_damg_upload(be, *cols, (size_t)*ncols * sizeof **cols, (void **)&cols_dev));
+    HK_TRY(hk_damg_pattern_alloc(be, D->br, D->bc, nown + ng, *ncols, nm + ngnnz, Xd));
     HK_TRY(be->alloc((void **)&Xd->val, (size_t)((nm + ngnnz) * bsz + 1) * sizeof *Xd->val));
     HK_TRY(be->dist_extend_rows(D, cpos_dev, ng, rec_dev ? rec_dev : rec_up, grat_dev, gat_dev,
                                 cols_dev, *ncols, Xd));
@@ -2095,13 +1124,13 @@ fail:
  * ids, host). The rows the neighbours need are packed on the backend and downloaded as records,
  * exchanged, and the received ones uploaded; Xd is built there (hk_damg_ghost_matrix). X: its
  * pattern on the host (val NULL), NULL where the caller needs none; on a host-memory backend
- * (cpu) X is required and is Xd itself (Xd a view of X's arrays: free X, free_copy Xd). */
+ * (cpu) X is required and is Xd itself (Xd a view of X's arrays: free X, hk_damg_free_copy Xd). */
 static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_bmat *D,
                            const int64_t *colmap, hk_bmat *X, hk_bmat *Xd, int64_t **cols,
                            int64_t *ncols, double *st)
 {
     double t[2];
-    lap_start(t);
+    hk_damg_lap_start(t);
     const hk_comm *c = d->comm;
     const hk_backend_ops *L = d->local;
     const int64_t ns = halo->send_off[halo->nsend];
@@ -2126,13 +1155,13 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
     ierr = pack_records(L, d, s, D, colmap, halo->send_idx, ns, &scnt, &sat, &send,
                         dev ? &send_dev : NULL);
     HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(L, st, ST_GR_SEND, t);
+    hk_damg_step_lap(L, st, ST_GR_SEND, t);
     if (dev)
         HK_TRY(
             exchange_rows_dev(d, halo, D->br * D->bc, scnt, sat, send_dev, &rec_dev, &rat, &rcnt));
     else
         HK_TRY(exchange_rows(d, s, halo, D->br * D->bc, scnt, sat, send, &rec, &rat));
-    step_lap(L, st, ST_GR_EXCHANGE, t);
+    hk_damg_step_lap(L, st, ST_GR_EXCHANGE, t);
     if (st) { /* the messages' bytes (MSG_GR_*) */
         double *m = st + 2 * DAMG_NSTEPS;
         m[MSG_GR_SENT] += (double)(ns + sat[ns]) * 8;
@@ -2146,14 +1175,14 @@ static int with_ghost_rows(const hk_dist *d, stage *s, hk_halo *halo, const hk_b
     }
     ierr = ghost_matrix(L, d, s, D, colmap, halo->nghost, rec, rat, halo->order, rcnt, rec_dev, Xd,
                         cols, ncols);
-    if (!ierr && X) ierr = pattern_to_host(d, Xd, X);
+    if (!ierr && X) ierr = hk_damg_pattern_to_host(d, Xd, X);
     if (ierr) {
         hk_bmat_free(Xd);
         if (X) memset(X, 0, sizeof *X);
         free(*cols);
         *cols = NULL;
     }
-    step_lap(L, st, ST_GR_BUILD, t);
+    hk_damg_step_lap(L, st, ST_GR_BUILD, t);
 fail:
     /* (the backend's stream has the exchange's sends and receives done before these go) */
     if (send_dev) L->dealloc(send_dev);
@@ -2198,7 +1227,7 @@ static int blocks_check(const hk_comm *c, int ierr, int64_t rnnz, int64_t pnnz)
  * whose P row reads an owned coarse unknown is owned or a ghost (a neighbour of the aggregate
  * in A's pattern, which is symmetric), so R's rows need no message: each is P's column read
  * downwards, owned nodes in H's order, then the ghosts ascending, which is the order of R's
- * columns as a distributed operator (dmat_create then finds them sorted). Every process
+ * columns as a distributed operator (hk_damg_dmat_create then finds them sorted). Every process
  * checks the count: the blocks of R over all processes are the blocks of P. val_out NULL: the
  * pattern only (the values made on a device: Rt's). Collective. */
 static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext, const int64_t *cP,
@@ -2300,7 +1329,7 @@ static int restriction(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, co
         rows[nagg] = at[j1 - j0];
         *r0 = at[0];
         *rnnz = at[j1 - j0] - at[0];
-        ierr = upload(L, rows, (size_t)(nagg + 1) * sizeof *rows, (void **)rp);
+        ierr = hk_damg_upload(L, rows, (size_t)(nagg + 1) * sizeof *rows, (void **)rp);
     }
     ierr = blocks_check(d->comm, ierr, *rnnz, *pnnz);
     free(at);
@@ -2322,7 +1351,7 @@ static int restriction_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
     int32_t *rank = NULL, *list = NULL, *grank = NULL;
     int64_t *ghost = NULL, nread = 0, ng = 0;
     double t[2];
-    lap_start(t);
+    hk_damg_lap_start(t);
     int ierr = L->alloc((void **)&rank, (size_t)(nown + ngh + 1) * sizeof *rank);
     if (!ierr) ierr = L->alloc((void **)&list, (size_t)(nown + ngh + 1) * sizeof *list);
     if (!ierr)
@@ -2336,9 +1365,9 @@ static int restriction_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
     free(grank);
     ierr = hk_comm_agree(d->comm, ierr);
     if (!ierr) {
-        ierr = dmat_create_dev(d, pc->prec, nagg, Rt->br, Rt->bc, rnnz, rp, Rt->colind + r0,
-                               rank, Rt->val + r0 * bb, nread - ng, list, ghost, ng, H->row0,
-                               nown, inv0, split, a->st, t, &a->lev[l].R);
+        ierr = hk_damg_dmat_create_dev(d, pc->prec, nagg, Rt->br, Rt->bc, rnnz, rp, Rt->colind + r0,
+                                       rank, Rt->val + r0 * bb, nread - ng, list, ghost, ng,
+                                       H->row0, nown, inv0, split, a->st, t, &a->lev[l].R);
         ghost = NULL;
         list = NULL;
     }
@@ -2361,7 +1390,7 @@ static int prolongator_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
     int32_t *rank = NULL, *map = NULL, *bcol = NULL, *bcol_dev = NULL;
     int64_t *ghost = NULL, nread = 0, nbc = 0, ng = 0;
     double t[2];
-    lap_start(t);
+    hk_damg_lap_start(t);
     int ierr = L->alloc((void **)&rank, (size_t)(nP + 1) * sizeof *rank);
     if (!ierr) ierr = L->dist_read_columns(Pextd->colind, pnnz, nP, rank, NULL, &nread);
     if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *map, &map);
@@ -2381,12 +1410,12 @@ static int prolongator_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
             }
         if (nP) ierr = L->copy_to(rank, map, (size_t)nP * sizeof *map);
     }
-    if (!ierr) ierr = upload(L, bcol, (size_t)nbc * sizeof *bcol, (void **)&bcol_dev);
+    if (!ierr) ierr = hk_damg_upload(L, bcol, (size_t)nbc * sizeof *bcol, (void **)&bcol_dev);
     ierr = hk_comm_agree(d->comm, ierr);
     if (!ierr) {
-        ierr = dmat_create_dev(d, pc->prec, H->nown, Pextd->br, Pextd->bc, pnnz, Pextd->rowptr,
-                               Pextd->colind, rank, Pextd->val, nbc, bcol_dev, ghost, ng, crow0,
-                               nagg, NULL, split, a->st, t, &a->lev[l].P);
+        ierr = hk_damg_dmat_create_dev(
+            d, pc->prec, H->nown, Pextd->br, Pextd->bc, pnnz, Pextd->rowptr, Pextd->colind, rank,
+            Pextd->val, nbc, bcol_dev, ghost, ng, crow0, nagg, NULL, split, a->st, t, &a->lev[l].P);
         ghost = NULL;
         bcol_dev = NULL;
     }
@@ -2461,7 +1490,7 @@ static int dmat_compare(const dmat *m, const dmat *h, const char **what)
 }
 
 /* HOOKE_AMG_CHECK_TRANSFER=1 (tests): level l's R and P, made where P's blocks are, against the
- * operators the host makes from Pextd's pattern downloaded (global columns, dmat_create):
+ * operators the host makes from Pextd's pattern downloaded (global columns, hk_damg_dmat_create):
  * byte for byte, else an error naming what differs. Collective. */
 static int transfer_check(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bmat *Pextd,
                           const hk_bmat *Rt, int64_t r0, const int64_t *cP, int64_t crow0,
@@ -2475,12 +1504,12 @@ static int transfer_check(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bma
     double *vv = NULL;
     dmat *Rh = NULL, *Ph = NULL;
     const char *wr = "", *wp = "";
-    int ierr = pattern_to_host(d, Pextd, &X);
+    int ierr = hk_damg_pattern_to_host(d, Pextd, &X);
     HK_TRY(hk_comm_agree(d->comm, ierr));
     HK_TRY(restriction_rows(d->comm, H, &X, cP, crow0, nagg, &rp, &gc,
                             d->host_memory ? &vv : NULL));
-    HK_TRY(dmat_create(d, pc->prec, nagg, Rt->br, Rt->bc, rp, gc, vv, Rt->val + r0 * bb, H->row0,
-                       H->nown, inv0, split_r, NULL, &Rh));
+    HK_TRY(hk_damg_dmat_create(d, pc->prec, nagg, Rt->br, Rt->bc, rp, gc, vv, Rt->val + r0 * bb,
+                               H->row0, H->nown, inv0, split_r, NULL, &Rh));
     free(gc);
     gc = NULL;
     ierr = hk_malloc((size_t)(X.rowptr[H->nown] + 1) * sizeof *gc, &gc);
@@ -2488,8 +1517,8 @@ static int transfer_check(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bma
         for (int64_t p = 0; p < X.rowptr[H->nown]; p++)
             gc[p] = cP[X.colind[p]];
     HK_TRY(hk_comm_agree(d->comm, ierr));
-    HK_TRY(dmat_create(d, pc->prec, H->nown, Pextd->br, Pextd->bc, X.rowptr, gc, X.val,
-                       Pextd->val, crow0, nagg, NULL, split_p, NULL, &Ph));
+    HK_TRY(hk_damg_dmat_create(d, pc->prec, H->nown, Pextd->br, Pextd->bc, X.rowptr, gc, X.val,
+                               Pextd->val, crow0, nagg, NULL, split_p, NULL, &Ph));
     ierr = dmat_compare(L->R, Rh, &wr);
     if (!ierr) ierr = dmat_compare(L->P, Ph, &wp);
     if (!ierr && (*wr || *wp))
@@ -2499,12 +1528,12 @@ static int transfer_check(hk_pc *pc, damg *a, int l, const hlev *H, const hk_bma
                             l, *wr ? "R" : "P", *wr ? wr : wp);
     ierr = hk_comm_agree(d->comm, ierr);
 fail:
-    dmat_destroy(Rh);
-    dmat_destroy(Ph);
+    hk_damg_dmat_destroy(Rh);
+    hk_damg_dmat_destroy(Ph);
     free(rp);
     free(gc);
     free(vv);
-    free_copy(d, &X);
+    hk_damg_free_copy(d, &X);
     return ierr;
 }
 
@@ -2532,8 +1561,8 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     X->hi = hk_lower_bound_i64(rc, 0, nr, crow0 + nown);
     int64_t *rowptr = M->rowptr;
     if (!d->host_memory) {
-        HK_CALL(
-            stage_get(d, s, STAGE_SEND_PTR, (size_t)(nr + 1) * sizeof *rowptr, (void **)&rowptr));
+        HK_CALL(hk_damg_stage_get(d, s, STAGE_SEND_PTR, (size_t)(nr + 1) * sizeof *rowptr,
+                                  (void **)&rowptr));
         HK_CALL(L->copy_from(rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
     }
     X->rowptr = rowptr;
@@ -2548,10 +1577,11 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
         double *val = NULL;
         /* the blocks come down only for the host's messages: a device transport sends them
          * from M's own (X->pre, X->suf as set above) */
-        HK_CALL(stage_get(d, s, STAGE_SEND_I32, (size_t)(ns + 1) * sizeof *col, (void **)&col));
+        HK_CALL(
+            hk_damg_stage_get(d, s, STAGE_SEND_I32, (size_t)(ns + 1) * sizeof *col, (void **)&col));
         if (!X->dev)
-            HK_CALL(
-                stage_get(d, s, STAGE_SEND, (size_t)(ns * bsz + 1) * sizeof *val, (void **)&val));
+            HK_CALL(hk_damg_stage_get(d, s, STAGE_SEND, (size_t)(ns * bsz + 1) * sizeof *val,
+                                      (void **)&val));
         if (a) {
             HK_CALL(L->copy_from(col, M->colind, (size_t)a * sizeof *col));
             if (val) HK_CALL(L->copy_from(val, M->val, (size_t)(a * bsz) * sizeof *val));
@@ -2570,7 +1600,8 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
         }
     }
     int64_t *gcol = NULL;
-    HK_CALL(stage_get(d, s, STAGE_SEND_COL, (size_t)(ns + 1) * sizeof *gcol, (void **)&gcol));
+    HK_CALL(
+        hk_damg_stage_get(d, s, STAGE_SEND_COL, (size_t)(ns + 1) * sizeof *gcol, (void **)&gcol));
     const int64_t lo = X->lo, hi = X->hi;
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < lo + (nr - hi); i++) {
@@ -2588,9 +1619,9 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
  * rows, the routing of the coarse rows owned elsewhere (merged on the backend) and R's rows,
  * from downloaded parts of T, P and P^T (A P). */
 /* Whether level j (its rows and those above it in a->rows) is above the first level on every
- * process (gather_levels' g), as far as its rows tell: its operators keep their exchanges and
- * are split (dmat_create). A level that turns out to be the coarsest only at its aggregation
- * is taken for one above: gather_levels puts the P above it back in order. */
+ * process (hk_damg_gather_levels' g), as far as its rows tell: its operators keep their exchanges
+ * and are split (hk_damg_dmat_create). A level that turns out to be the coarsest only at its
+ * aggregation is taken for one above: hk_damg_gather_levels puts the P above it back in order. */
 static int split_below(const damg *a, int j)
 {
     if (j == 0 || a->gather_rows <= 0) return 1;
@@ -2628,7 +1659,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     double *vv = NULL;
     hlev Hn = {0};
     double *ph = a->ph, t[2], ts[2];
-    lap_start(t);
+    hk_damg_lap_start(t);
 
     /* T and the coarse near-null space from the owned near-null space */
     ierr = Lb->alloc((void **)&Bc, (size_t)(nagg + 1) * nns * nns * sizeof *Bc);
@@ -2644,12 +1675,12 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, hk_malloc((size_t)(nagg + 1) * sizeof *Tmap, &Tmap)));
     for (int64_t k = 0; k < nagg; k++)
         Tmap[k] = crow0 + k;
-    lap(ph, PH_TENTATIVE, t);
+    hk_damg_lap(ph, PH_TENTATIVE, t);
     /* A T with the ghosts' rows of T, then P (their host copies only where they are Textd and
      * Pextd themselves) */
     ierr = with_ghost_rows(d, &a->stg, H->halo, &T, Tmap, d->host_memory ? &Text : NULL, &Textd,
                            &cT, &nT, a->st);
-    lap(ph, PH_EXCHANGE, t);
+    hk_damg_lap(ph, PH_EXCHANGE, t);
     /* T has one block a row (ghost rows included): the backend's tentative product where it
      * has one (a warp per row of A on cuda), the general one otherwise; the same bytes */
     if (!ierr)
@@ -2660,29 +1691,29 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         ierr = Lb->amg_smooth_prolongator(&AT, &Tv, D64, a->op.omega / L->rho, &Pm);
     }
     HK_TRY(hk_comm_agree(c, ierr));
-    lap(ph, PH_SMOOTH, t);
+    hk_damg_lap(ph, PH_SMOOTH, t);
     /* A P with the ghosts' rows of P, and the partial coarse operator P_own^T (A P) */
     ierr = with_ghost_rows(d, &a->stg, H->halo, &Pm, cT, d->host_memory ? &Pext : NULL, &Pextd, &cP,
                            &nP, a->st);
-    lap(ph, PH_EXCHANGE, t);
-    lap_start(ts);
+    hk_damg_lap(ph, PH_EXCHANGE, t);
+    hk_damg_lap_start(ts);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
     if (!ierr) {
         const hk_bmat Pvd = rows_view(&Pextd, H->nown, Pm.nnzb);
         ierr = Lb->bmat_transpose(&Pvd, &Pt);
     }
     if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
-    step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
+    hk_damg_step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
     /* A_c's values stay on the backend but for the rows of coarse unknowns owned elsewhere,
      * which go to their owners; each merges what it receives with its own rows there */
     if (!ierr) ierr = others_rows(d, &a->stg, &Ac, cP, crow0, nagg, &R);
     HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(Lb, a->st, ST_GAL_OTHERS, ts);
+    hk_damg_step_lap(Lb, a->st, ST_GAL_OTHERS, ts);
     HK_TRY(route(d, &a->stg, starts, cP, nns * nns, crow0, nagg, &R));
-    step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
+    hk_damg_step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
     ierr = merge_rows(d, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
     routed_free(d, &R);
-    step_lap(Lb, a->st, ST_GAL_MERGE, ts);
+    hk_damg_step_lap(Lb, a->st, ST_GAL_MERGE, ts);
     /* the merged pattern on the host (rp, gc); on the cpu the values are host rows (vv) */
     if (!ierr) ierr = merged_pattern(d, &a->stg, crow0, nagg, &mrp_dev, &mkey_dev, &rp, &gc);
     if (!ierr && d->host_memory) {
@@ -2693,12 +1724,12 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     if (mkey_dev) Lb->dealloc(mkey_dev);
     mkey_dev = NULL;
     hk_bmat_free(&Ac);
-    step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
-    lap(ph, PH_GALERKIN, t);
-    HK_TRY(dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL,
-                       split_operator(a, l + 1), a->st, &C->A));
-    lap(ph, PH_OPERATORS, t);
-    lap_start(ts);
+    hk_damg_step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
+    hk_damg_lap(ph, PH_GALERKIN, t);
+    HK_TRY(hk_damg_dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL,
+                               split_operator(a, l + 1), a->st, &C->A));
+    hk_damg_lap(ph, PH_OPERATORS, t);
+    hk_damg_lap_start(ts);
     ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
     /* on a device the next level's rows are there already: the merge's rowptr and values, the
      * local columns uploaded (on every process, also one without rows, so that none skips the
@@ -2729,12 +1760,12 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     rp = gc = NULL;
     vv = NULL;
     HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(Lb, a->st, ST_GAL_ROWS, ts);
-    lap(ph, PH_GALERKIN, t);
+    hk_damg_step_lap(Lb, a->st, ST_GAL_ROWS, ts);
+    hk_damg_lap(ph, PH_GALERKIN, t);
     /* R = P^T: this process's coarse rows from P's owned and ghost rows, where they are */
     int64_t *rrp = NULL, r0 = 0, rnnz = 0, pnnz = 0;
     ierr = restriction(d, H, &Pextd, cP, nP, crow0, nagg, &Rt, &rrp, &r0, &rnnz, &pnnz);
-    lap(ph, PH_RESTRICT, t);
+    hk_damg_lap(ph, PH_RESTRICT, t);
     if (!ierr)
         ierr = restriction_operator(pc, a, l, H, &Rt, rrp, r0, rnnz, nagg, inv0,
                                     split_below(a, l));
@@ -2743,7 +1774,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     /* P: the owned fine rows of Pextd, coarse columns [owned read, ghosts] */
     HK_TRY(prolongator_operator(pc, a, l, H, &Pextd, cP, nP, crow0, nagg, pnnz,
                                 split_below(a, l + 1)));
-    lap(ph, PH_OPERATORS, t);
+    hk_damg_lap(ph, PH_OPERATORS, t);
     { /* a test's check, outside the phases */
         int check = 0;
         HK_TRY(hk_comm_agree(c, hk_env_switch("HOOKE_AMG_CHECK_TRANSFER", "1",
@@ -2753,14 +1784,14 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
             HK_TRY(transfer_check(pc, a, l, H, &Pextd, &Rt, r0, cP, crow0, nagg, inv0,
                                   split_below(a, l), split_below(a, l + 1)));
     }
-    lap_start(t);
+    hk_damg_lap_start(t);
     hk_bmat_free(&Rt);
-    lap(ph, PH_OPERATORS, t);
+    hk_damg_lap(ph, PH_OPERATORS, t);
     C->row0 = crow0;
     C->nown = nagg;
     C->nglob = starts[P];
     C->bs = nns;
-    free_copy(d, &H->Ad);
+    hk_damg_free_copy(d, &H->Ad);
     hk_bmat_free(&H->A);
     *H = Hn;
     memset(&Hn, 0, sizeof Hn);
@@ -2769,7 +1800,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     Bc = NULL;
 fail:
     hk_bmat_free(&Hn.A);
-    free_copy(d, &Hn.Ad);
+    hk_damg_free_copy(d, &Hn.Ad);
     if (Acv_dev) Lb->dealloc(Acv_dev);
     free(starts);
     free(cT);
@@ -2783,8 +1814,8 @@ fail:
     free(vv);
     if (mrp_dev) Lb->dealloc(mrp_dev);
     if (mkey_dev) Lb->dealloc(mkey_dev);
-    free_copy(d, &Textd);
-    free_copy(d, &Pextd);
+    hk_damg_free_copy(d, &Textd);
+    hk_damg_free_copy(d, &Pextd);
     hk_bmat_free(&T);
     hk_bmat_free(&Text);
     hk_bmat_free(&AT);
@@ -2856,9 +1887,9 @@ static int coarsest(hk_pc *pc, damg *a, int l, const hlev *H, const int32_t *inv
     if (!ierr && nnz) ierr = Lb->copy_to(Gd.colind, G.colind, (size_t)nnz * sizeof(int32_t));
     if (!ierr && nnz) ierr = Lb->copy_to(Gd.val, G.val, (size_t)(nnz * bb) * sizeof(double));
     const int64_t n = nrows * bs;
-    if (!ierr) ierr = vec_sized(Lb, n * n, pc->prec, &a->Minv);
-    if (!ierr) ierr = vec_sized(Lb, n, pc->prec, &a->cb);
-    if (!ierr) ierr = vec_sized(Lb, n, pc->prec, &a->cx);
+    if (!ierr) ierr = hk_damg_vec_sized(Lb, n * n, pc->prec, &a->Minv);
+    if (!ierr) ierr = hk_damg_vec_sized(Lb, n, pc->prec, &a->cb);
+    if (!ierr) ierr = hk_damg_vec_sized(Lb, n, pc->prec, &a->cx);
     int64_t bad = -1;
     if (!ierr) ierr = Lb->dense_inverse(&Gd, a->Minv, &bad);
     if (!ierr && bad >= 0)
@@ -2895,7 +1926,7 @@ fail:
 }
 
 /* x = A_c^-1 b on the gathered coarsest level. */
-static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
+int hk_damg_coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
 {
     const hk_dist *d = a->d;
     const hk_backend_ops *Lb = d->local;
@@ -2943,7 +1974,7 @@ static int coarse_solve(hk_pc *pc, damg *a, const hk_vec *b, hk_vec *x)
 static int level_vector_of(hk_pc *pc, const hk_vec *v, hk_vec **out)
 {
     const hk_dist *d = pc->be->dist;
-    HK_CALL(vec_sized(pc->be, v->n, pc->prec, out));
+    HK_CALL(hk_damg_vec_sized(pc->be, v->n, pc->prec, out));
     if (!v->n) return 0;
     hk_vec o = hk_dist_view(d, *out, 0, v->n);
     return d->local->vec_convert(&o, v);
@@ -2960,7 +1991,7 @@ static int smoother_data(hk_pc *pc, damg *a, int l, const hlev *H, hk_vec **D64)
     int64_t bad = -1;
     hk_vec *l1 = NULL;
     *D64 = NULL;
-    HK_TRY(vec_sized(Lb, n * H->bs, HK_FP64, D64));
+    HK_TRY(hk_damg_vec_sized(Lb, n * H->bs, HK_FP64, D64));
     if (n) HK_TRY(Lb->bmat_diag(&H->Ad, HK_DIAG_BLOCK_INV, *D64, &bad));
     HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                  "pc=amg: the %dx%d diagonal block of node %lld on level %d is singular or not "
@@ -2969,7 +2000,7 @@ static int smoother_data(hk_pc *pc, damg *a, int l, const hlev *H, hk_vec **D64)
                  H->bs, H->bs, (long long)hlev_gid(H, bad / H->bs), l, (long long)bad);
     HK_TRY(level_vector_of(pc, *D64, &L->Dinv));
     if (a->op.smoother == HK_AMG_L1_JACOBI) {
-        HK_TRY(vec_sized(Lb, n, HK_FP64, &l1));
+        HK_TRY(hk_damg_vec_sized(Lb, n, HK_FP64, &l1));
         if (n) HK_TRY(Lb->amg_l1_diag(&H->Ad, l1, &bad));
         HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                      "pc=amg: scalar row %lld of level %d has a non-positive l1 row sum "
@@ -3046,7 +2077,7 @@ static int print_phases(const damg *a)
     return 0;
 }
 
-/* ---- the small levels on every process (pc.amg.dist.gather_rows) ------------------------- */
+/* ---- the entry points: set-up, fallback -------------------------------------------------- */
 
 /* pc.amg.dist.gather_rows' default: a level of at most this many scalar rows in all is on
  * every process. On a GPU such a level's kernels are bound by their launches, while each of its
@@ -3057,481 +2088,6 @@ static int print_phases(const damg *a)
  * iterations and solve time (0.31 s), so the default gathers only levels of a few thousand
  * rows. */
 #define DAMG_GATHER_ROWS 5000
-
-/* Every process's entries of a level vector (own: this process's, in the backend's memory,
- * counts[q] bytes from process q) into the whole vector all, on this process's backend;
- * level >= 0: HOOKE_DIST_PROFILE counts it as that level's gather. */
-static int gather_vec(const hk_dist *d, const void *own, const size_t *counts, void *hown,
-                      void *hall, void *all, int level)
-{
-    const hk_backend_ops *L = d->local;
-    const int P = hk_comm_size(d->comm), me = hk_comm_rank(d->comm);
-    size_t total = 0;
-    for (int q = 0; q < P; q++)
-        total += counts[q];
-    double drain = 0;
-    const double t0 = d->host_memory || level < 0 ? hk_dprof_now() : hk_dprof_drain(L, &drain);
-    if (d->host_memory) { /* straight between the vectors */
-        HK_CALL(hk_comm_allgatherv(d->comm, own, counts[me], all, counts));
-        if (level >= 0) hk_dprof_exchange(HK_DPROF_G, level, 0, 0, hk_dprof_now() - t0);
-        return 0;
-    }
-    if (counts[me]) HK_CALL(L->copy_from(hown, own, counts[me]));
-    const double t1 = hk_dprof_now();
-    HK_CALL(hk_comm_allgatherv(d->comm, hown, counts[me], hall, counts));
-    const double t2 = hk_dprof_now();
-    HK_CALL(L->copy_to(all, hall, total));
-    if (level >= 0)
-        hk_dprof_exchange(HK_DPROF_G, level, drain, t1 - t0 + hk_dprof_now() - t2, t2 - t1);
-    return 0;
-}
-
-/* One operator to gather on every process (gather_operators): m's input level starts at
- * in_row0 on this process and has in_nglob block rows in all; the output level out_nglob. */
-typedef struct gop {
-    const dmat *m;
-    int64_t in_row0, in_nglob, out_nglob;
-    rmat *out;
-} gop;
-
-/* bytes rounded up to 8: each array of a packed operator starts aligned */
-static size_t pad8(size_t bytes)
-{
-    return (bytes + 7) & ~(size_t)7;
-}
-
-/* Operator o packed with nr rows and nz blocks (any process's): its rows' lengths (int64),
- * global columns (int32) and values, each array from a multiple of 8 bytes. */
-static size_t operator_bytes(const gop *o, int64_t nr, int64_t nz)
-{
-    const size_t e = o->m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-    const int64_t bb = (int64_t)o->m->br * o->m->bc;
-    return pad8((size_t)nr * sizeof(int64_t)) + pad8((size_t)nz * sizeof(int32_t)) +
-           pad8((size_t)(nz * bb) * e);
-}
-
-/* o's rows packed at dst (operator_bytes): lengths, the input level's global block ids, values. */
-static int pack_operator(const hk_dist *d, const gop *o, char *dst)
-{
-    const hk_backend_ops *L = d->local;
-    const dmat *m = o->m;
-    const int64_t nr = m->nrows, nz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
-    const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-    int64_t *len = (int64_t *)dst, *rp = NULL;
-    int32_t *col = (int32_t *)(dst + pad8((size_t)nr * sizeof *len)), *bcol = NULL;
-    void *val = (char *)col + pad8((size_t)nz * sizeof *col);
-    int ierr = 0;
-    if (m->nint)
-        return hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                            "pc=amg: a gathered level's operator has its rows split");
-    if (o->in_nglob > INT32_MAX)
-        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "pc=amg: a level of %lld block rows is too large to gather on every "
-                            "process; lower pc.amg.dist.gather_rows",
-                            (long long)o->in_nglob);
-    ierr = hk_malloc((size_t)(nr + 1) * sizeof *rp, &rp);
-    if (!ierr) ierr = hk_malloc((size_t)(m->nbc + 1) * sizeof *bcol, &bcol);
-    if (!ierr) ierr = L->copy_from(rp, m->M.rowptr, (size_t)(nr + 1) * sizeof *rp);
-    if (!ierr && nz) ierr = L->copy_from(col, m->M.colind, (size_t)nz * sizeof *col);
-    if (!ierr && m->nbc) ierr = L->copy_from(bcol, m->bcol_dev, (size_t)m->nbc * sizeof *bcol);
-    if (!ierr && nz)
-        ierr = L->copy_from(val, m->v32 ? (void *)m->v32 : (void *)m->M.val, (size_t)(nz * bb) * e);
-    if (!ierr) {
-        const int64_t row0 = o->in_row0, nbc = m->nbc;
-        const int64_t *ghost = m->ghost;
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < nr; i++)
-            len[i] = rp[i + 1] - rp[i];
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < nz; p++)
-            col[p] = (int32_t)(col[p] < nbc ? row0 + bcol[col[p]] : ghost[col[p] - nbc]);
-    }
-    free(rp);
-    free(bcol);
-    return ierr;
-}
-
-/* The operators o[0..n) with the rows of every process, each one matrix on this process's
- * backend (rmat): every process packs its rows of all of them into one buffer, and one
- * allgatherv brings every process's buffer, so that the set-up makes two collectives for all
- * the gathered levels rather than several for each operator. The buffers go to the backend in
- * one upload (on the cpu they are read where they were received), and each operator's arrays
- * are copied there from its pieces: no host pass over the gathered blocks but the message's.
- * st, t: the profile's steps and their lap (pack, gather, operators). Collective. */
-static int gather_operators(const hk_dist *d, const gop *o, int n, double *st, double *t)
-{
-    const hk_backend_ops *L = d->local;
-    const hk_comm *c = d->comm;
-    const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    int ierr = 0;
-    int64_t *info = NULL, *grp = NULL; /* info: per process, per operator: rows, blocks */
-    char *mine = NULL, *all = NULL, *dall = NULL; /* dall: all on the backend */
-    size_t *counts = NULL, *start = NULL, *at = NULL, bytes = 0;
-    for (int k = 0; k < n; k++)
-        memset(o[k].out, 0, sizeof *o[k].out);
-    ierr = hk_malloc((size_t)(2 * n * P + 1) * sizeof *info, &info);
-    if (!ierr) ierr = hk_malloc((size_t)(P + 1) * sizeof *counts, &counts);
-    if (!ierr) ierr = hk_calloc((size_t)(P + 1), sizeof *start, &start);
-    if (!ierr) ierr = hk_malloc((size_t)(P + 1) * sizeof *at, &at);
-    HK_TRY(hk_comm_agree(c, ierr));
-    {
-        int64_t *loc = info + (size_t)2 * n * me;
-        for (int k = 0; k < n; k++) {
-            loc[2 * k] = o[k].m->nrows;
-            loc[2 * k + 1] = o[k].m->M.nnzb;
-        }
-        HK_TRY(hk_comm_allgather(c, loc, (size_t)2 * n * sizeof *info, info));
-    }
-    for (int q = 0; q < P; q++) {
-        counts[q] = 0;
-        for (int k = 0; k < n; k++)
-            counts[q] += operator_bytes(&o[k], info[(size_t)2 * n * q + 2 * k],
-                                        info[(size_t)2 * n * q + 2 * k + 1]);
-        start[q + 1] = start[q] + counts[q];
-    }
-    bytes = start[P];
-    ierr = hk_malloc(counts[me] + 8, &mine);
-    if (!ierr) ierr = hk_malloc(bytes + 8, &all);
-    for (size_t k = 0, off = 0; k < (size_t)n && !ierr; k++) {
-        ierr = pack_operator(d, &o[k], mine + off);
-        off += operator_bytes(&o[k], o[k].m->nrows, o[k].m->M.nnzb);
-    }
-    HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(L, st, ST_CO_PACK, t);
-    HK_TRY(hk_comm_allgatherv(c, mine, counts[me], all, counts));
-    step_lap(L, st, ST_CO_GATHER, t);
-    dall = all;
-    if (!d->host_memory) ierr = upload(L, all, bytes, (void **)&dall);
-    for (int q = 0; q < P; q++)
-        at[q] = start[q]; /* process q's next operator in all */
-    /* per operator: every process's rows in rank order */
-    for (int k = 0; k < n && !ierr; k++) {
-        const dmat *m = o[k].m;
-        const int64_t bb = (int64_t)m->br * m->bc;
-        const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-        int64_t R = 0, Z = 0;
-        for (int q = 0; q < P; q++) {
-            R += info[(size_t)2 * n * q + 2 * k];
-            Z += info[(size_t)2 * n * q + 2 * k + 1];
-        }
-        ierr = R == o[k].out_nglob ? 0
-                                   : hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                                                  "pc=amg: a gathered level has %lld rows, not "
-                                                  "%lld",
-                                                  (long long)R, (long long)o[k].out_nglob);
-        rmat *out = o[k].out;
-        void *val = NULL;
-        if (!ierr) ierr = hk_malloc((size_t)(R + 1) * sizeof *grp, &grp);
-        if (!ierr) ierr = pattern_alloc(L, m->br, m->bc, R, o[k].in_nglob, Z, &out->M);
-        if (!ierr && d->host_memory) { /* written once below: not zeroed first */
-            double *h = NULL;
-            ierr = host_untouched((size_t)(Z * bb) * e + 8, &h);
-            val = h;
-        } else if (!ierr)
-            ierr = L->alloc(&val, (size_t)(Z * bb) * e + 8);
-        if (!ierr && m->v32)
-            out->v32 = val;
-        else if (!ierr)
-            out->M.val = val;
-        if (!ierr) grp[0] = 0;
-        for (int64_t q = 0, r0 = 0, z0 = 0; q < P && !ierr; q++) {
-            const int64_t nr = info[(size_t)2 * n * q + 2 * k],
-                          nz = info[(size_t)2 * n * q + 2 * k + 1];
-            const size_t col = at[q] + pad8((size_t)nr * sizeof *grp),
-                         vals = col + pad8((size_t)nz * sizeof *out->M.colind);
-            const int64_t *len = (const int64_t *)(all + at[q]);
-            for (int64_t i = 0; i < nr; i++)
-                grp[r0 + i + 1] = grp[r0 + i] + len[i];
-            if (nz) ierr = copy_on(d, out->M.colind + z0, dall + col, (size_t)nz * sizeof(int32_t));
-            if (!ierr && nz)
-                ierr = copy_on(d, (char *)val + (size_t)(z0 * bb) * e, dall + vals,
-                               (size_t)(nz * bb) * e);
-            at[q] += operator_bytes(&o[k], nr, nz);
-            r0 += nr;
-            z0 += nz;
-        }
-        if (!ierr) ierr = L->copy_to(out->M.rowptr, grp, (size_t)(R + 1) * sizeof *grp);
-        free(grp);
-        grp = NULL;
-    }
-    if (dall != all) { /* the copies have read it before it is freed */
-        const int e2 = L->sync();
-        if (!ierr) ierr = e2;
-    }
-    ierr = hk_comm_agree(c, ierr);
-fail:
-    if (dall && dall != all) L->dealloc(dall);
-    free(info);
-    free(counts);
-    free(start);
-    free(at);
-    free(mine);
-    free(all);
-    free(grp);
-    if (!ierr) step_lap(L, st, ST_CO_OPERATORS, t); /* with the frees (pages returned) */
-    return ierr;
-}
-
-/* The smoothers' diagonals (Dinv, and l1 where there is one) of the gathered levels above
- * the coarsest (g .. nlevels - 2), each whole on every process, and the bytes of level g's
- * vector on each process (gcount, for the cycle's gather): one allgather of every process's
- * rows of the levels from g, then one allgatherv of all these diagonals, each process's
- * packed in one buffer. Collective. */
-static int gather_vectors(hk_pc *pc, damg *a, int g, size_t **gcount)
-{
-    const hk_dist *d = a->d;
-    const hk_comm *c = d->comm;
-    const hk_backend_ops *Lb = d->local;
-    const int P = hk_comm_size(c), me = hk_comm_rank(c), nl = a->nlevels - g;
-    const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-    int ierr = 0;
-    int64_t *rows = NULL; /* per process, per level from g: its block rows; then this one's */
-    size_t *counts = NULL, *start = NULL, *cur = NULL;
-    char *mine = NULL, *all = NULL;
-    *gcount = NULL;
-    ierr = hk_malloc((size_t)(P + 1) * nl * sizeof *rows, &rows);
-    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *counts, &counts);
-    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *start, &start);
-    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *cur, &cur);
-    if (!ierr) ierr = hk_malloc((size_t)P * sizeof **gcount, gcount);
-    HK_TRY(hk_comm_agree(c, ierr));
-    int64_t *loc = rows + (size_t)P * nl;
-    for (int k = 0; k < nl; k++)
-        loc[k] = a->lev[g + k].nown;
-    HK_TRY(hk_comm_allgather(c, loc, (size_t)nl * sizeof *rows, rows));
-    for (int q = 0; q < P; q++)
-        (*gcount)[q] = (size_t)(rows[(size_t)nl * q] * a->lev[g].bs) * e;
-    /* the levels' vectors in the order packed: Dinv of bs x bs a row, l1 of bs */
-    for (int k = 0; k < nl - 1; k++) {
-        const dlev *L = &a->lev[g + k];
-        const int64_t unit = (int64_t)L->bs * L->bs + (L->l1 ? L->bs : 0);
-        int64_t sum = 0;
-        for (int q = 0; q < P; q++) {
-            sum += rows[(size_t)nl * q + k];
-            counts[q] += (size_t)(rows[(size_t)nl * q + k] * unit) * e;
-        }
-        if (!ierr && (sum != L->nglob || L->Dinv->n != L->nown * L->bs * L->bs ||
-                      (L->l1 && L->l1->n != L->nown * L->bs)))
-            ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
-                                "pc=amg: level %d's diagonals to gather have %lld rows in all, "
-                                "not %lld",
-                                g + k, (long long)sum, (long long)L->nglob);
-    }
-    for (int q = 0; q < P; q++)
-        start[q + 1] = start[q] + counts[q];
-    if (!ierr) ierr = hk_malloc(counts[me] + 8, &mine);
-    if (!ierr) ierr = hk_malloc(start[P] + 8, &all);
-    size_t at = 0;
-    for (int k = 0; k < nl - 1 && !ierr; k++) {
-        const dlev *L = &a->lev[g + k];
-        const hk_vec *own[2] = {L->Dinv, L->l1};
-        for (int v = 0; v < 2 && !ierr; v++)
-            if (own[v] && own[v]->n) {
-                ierr = Lb->copy_from(mine + at, own[v]->data, (size_t)own[v]->n * e);
-                at += (size_t)own[v]->n * e;
-            }
-    }
-    HK_TRY(hk_comm_agree(c, ierr));
-    if (start[P]) HK_TRY(hk_comm_allgatherv(c, mine, counts[me], all, counts));
-    for (int q = 0; q < P; q++)
-        cur[q] = start[q];
-    for (int k = 0; k < nl - 1 && !ierr; k++) {
-        dlev *L = &a->lev[g + k];
-        const int64_t per[2] = {(int64_t)L->bs * L->bs, L->bs};
-        hk_vec **whole[2] = {&L->gDinv, &L->gl1};
-        for (int v = 0; v < 2 && !ierr; v++) {
-            if (v == 1 && !L->l1) continue;
-            ierr = vec_sized(Lb, L->nglob * per[v], pc->prec, whole[v]);
-            char *to = ierr ? NULL : (char *)(*whole[v])->data;
-            for (int q = 0; q < P && !ierr; q++) {
-                const size_t bytes = (size_t)(rows[(size_t)nl * q + k] * per[v]) * e;
-                if (bytes) ierr = Lb->copy_to(to, all + cur[q], bytes);
-                to += bytes;
-                cur[q] += bytes;
-            }
-        }
-    }
-    HK_TRY(hk_comm_agree(c, ierr));
-fail:
-    free(rows);
-    free(counts);
-    free(start);
-    free(cur);
-    free(mine);
-    free(all);
-    if (ierr) {
-        free(*gcount);
-        *gcount = NULL;
-    }
-    return ierr;
-}
-
-/* The block ids in level l + 1's whole vector of P_l's input columns [owned read, ghosts]. */
-static int pfull_index(const hk_dist *d, const dmat *m, int64_t in_row0, int32_t **dev)
-{
-    const hk_backend_ops *L = d->local;
-    const int64_t n = m->nbc + m->ng;
-    int32_t *idx = NULL;
-    int ierr = hk_malloc((size_t)(n + 1) * sizeof *idx, &idx);
-    if (!ierr && m->nbc) ierr = L->copy_from(idx, m->bcol_dev, (size_t)m->nbc * sizeof *idx);
-    if (!ierr) {
-        for (int64_t j = 0; j < m->nbc; j++)
-            idx[j] = (int32_t)(in_row0 + idx[j]);
-        for (int64_t k = 0; k < m->ng; k++)
-            idx[m->nbc + k] = (int32_t)m->ghost[k];
-    }
-    if (!ierr) ierr = L->alloc((void **)dev, (size_t)(n + 1) * sizeof *idx);
-    if (!ierr && n) ierr = L->copy_to(*dev, idx, (size_t)n * sizeof *idx);
-    free(idx);
-    return ierr;
-}
-
-/* M's rows back in their order where dmat_create split them (interior rows first) and the
- * matrix must not be: P of the level above the first gathered one when that level turned out
- * to be the coarsest only at its aggregation (its product reads the whole correction, with
- * no exchange to overlap). Local (no message). */
-static int dmat_unsplit(const hk_dist *d, dmat *m)
-{
-    const hk_backend_ops *L = d->local;
-    const int64_t nr = m->nrows, nz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
-    int ierr = 0;
-    int64_t *rp = NULL, *nrp = NULL;
-    int32_t *col = NULL, *ncol = NULL, *src = NULL, *pos = NULL, *src_dev = NULL;
-    void *nval = NULL;
-    if (!m->nint) return 0;
-    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *rp, &rp));
-    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *nrp, &nrp));
-    HK_TRY(hk_malloc((size_t)(nr + 1) * sizeof *pos, &pos));
-    HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *col, &col));
-    HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *ncol, &ncol));
-    HK_TRY(hk_malloc((size_t)(nz + 1) * sizeof *src, &src));
-    HK_TRY(L->copy_from(rp, m->M.rowptr, (size_t)(nr + 1) * sizeof *rp));
-    HK_TRY(L->copy_from(pos, m->ypos_dev, (size_t)nr * sizeof *pos));
-    if (nz) HK_TRY(L->copy_from(col, m->M.colind, (size_t)nz * sizeof *col));
-    nrp[0] = 0;
-    for (int64_t i = 0, q = 0; i < nr; i++) { /* row i is stored at pos[i] */
-        for (int64_t p = rp[pos[i]]; p < rp[pos[i] + 1]; p++, q++) {
-            ncol[q] = col[p];
-            src[q] = (int32_t)p;
-        }
-        nrp[i + 1] = q;
-    }
-    const size_t e = m->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-    HK_TRY(L->alloc(&nval, (size_t)(nz * bb) * e + 8));
-    if (!d->host_memory) HK_TRY(upload(L, src, (size_t)nz * sizeof *src, (void **)&src_dev));
-    {
-        const hk_vec from = {.be = L,
-                             .n = nz * bb,
-                             .prec = m->prec,
-                             .data = m->v32 ? (void *)m->v32 : (void *)m->M.val};
-        hk_vec to = {.be = L, .n = nz * bb, .prec = m->prec, .data = nval};
-        HK_TRY(L->vec_gather(&to, &from, d->host_memory ? src : src_dev, nz, (int)bb));
-    }
-    HK_TRY(L->copy_to(m->M.rowptr, nrp, (size_t)(nr + 1) * sizeof *nrp));
-    if (nz) HK_TRY(L->copy_to(m->M.colind, ncol, (size_t)nz * sizeof *ncol));
-    HK_TRY(L->sync()); /* the old values are read before they are freed */
-    if (m->v32) {
-        L->dealloc(m->v32);
-        m->v32 = nval;
-    } else {
-        L->dealloc(m->M.val);
-        m->M.val = nval;
-    }
-    nval = NULL;
-    L->dealloc(m->ypos_dev);
-    m->ypos_dev = NULL;
-    hk_vec_destroy(m->ytmp);
-    m->ytmp = NULL;
-    m->nint = m->nzint = 0;
-fail:
-    if (nval) L->dealloc(nval);
-    if (src_dev) L->dealloc(src_dev);
-    free(rp);
-    free(nrp);
-    free(pos);
-    free(col);
-    free(ncol);
-    free(src);
-    return ierr;
-}
-
-/* After the set-up: the profile's labels, and the levels from the first one of at most
- * pc.amg.dist.gather_rows scalar rows in all (at least level 1; the coarsest at the latest)
- * gathered on every process, so that the cycle below it makes no exchange: level g's
- * right-hand side is gathered once going down, and P_{g-1} reads the whole correction.
- * Collective. */
-static int gather_levels(hk_pc *pc, damg *a)
-{
-    const hk_dist *d = a->d;
-    const hk_comm *c = d->comm;
-    const hk_backend_ops *Lb = d->local;
-    const int n = a->nlevels;
-    const size_t e = pc->prec == HK_FP64 ? sizeof(double) : sizeof(float);
-    int ierr = 0;
-    for (int l = 0; l < n; l++) {
-        dlev *L = &a->lev[l];
-        dmat *m[3] = {L->A, L->P, L->R};
-        const int kind[3] = {HK_DPROF_A, HK_DPROF_P, HK_DPROF_R};
-        for (int k = 0; k < 3; k++)
-            if (m[k]) m[k]->prof_kind = kind[k], m[k]->prof_level = l;
-    }
-    a->g = n;
-    if (a->gather_rows > 0 && n >= 2) {
-        a->g = n - 1;
-        for (int l = 1; l < n - 1; l++)
-            if (a->rows[l] <= a->gather_rows) {
-                a->g = l;
-                break;
-            }
-    }
-    const int g = a->g;
-    /* the operators that keep their exchanges were split at their creation (split_below);
-     * P_{g-1} reads the whole correction of level g: no exchange to overlap */
-    double t[2];
-    lap_start(t);
-    if (g < n) HK_CALL(hk_comm_agree(c, dmat_unsplit(d, a->lev[g - 1].P)));
-    step_lap(Lb, a->st, ST_CO_UNSPLIT, t);
-    if (g >= n) return 0;
-    if (g < n - 1) { /* the operators of the gathered levels above the coarsest */
-        gop *o = NULL;
-        const int nop = 3 * (n - 1 - g);
-        HK_CALL(hk_comm_agree(c, hk_malloc((size_t)nop * sizeof *o, &o)));
-        for (int l = g; l < n - 1; l++) {
-            dlev *L = &a->lev[l], *C = &a->lev[l + 1];
-            gop *ol = o + 3 * (l - g);
-            ol[0] = (gop){L->A, L->row0, L->nglob, L->nglob, &L->gA};
-            ol[1] = (gop){L->P, C->row0, C->nglob, L->nglob, &L->gP};
-            ol[2] = (gop){L->R, L->row0, L->nglob, C->nglob, &L->gR};
-        }
-        ierr = gather_operators(d, o, nop, a->st, t);
-        free(o);
-        if (ierr) return ierr;
-    }
-    HK_CALL(gather_vectors(pc, a, g, &a->gcount));
-    for (int l = g; l < n - 1; l++) {
-        dlev *L = &a->lev[l];
-        const int64_t ne = L->nglob * L->bs;
-        hk_vec **v[] = {&L->gb, &L->gx, &L->gr, &L->gt, &L->gd, &L->gw, &L->ge};
-        for (size_t i = 0; i < sizeof v / sizeof v[0] && !ierr; i++)
-            ierr = vec_sized(Lb, ne, pc->prec, v[i]);
-    }
-    /* the way down and up between level g - 1 and g */
-    dlev *F = &a->lev[g - 1], *G = &a->lev[g];
-    if (!ierr) ierr = pfull_index(d, F->P, G->row0, &F->pfull_dev);
-    if (!ierr && !d->host_memory) ierr = hk_malloc(a->gcount[hk_comm_rank(c)] + 8, &a->gown);
-    if (!ierr && !d->host_memory) ierr = hk_malloc((size_t)(G->nglob * G->bs) * e + 8, &a->gall);
-    HK_CALL(hk_comm_agree(c, ierr));
-    /* the distributed operators below g are not used any more */
-    for (int l = g; l < n; l++) {
-        dlev *L = &a->lev[l];
-        dmat_destroy(L->A);
-        dmat_destroy(L->P);
-        dmat_destroy(L->R);
-        L->A = L->P = L->R = NULL;
-    }
-    step_lap(Lb, a->st, ST_CO_VECTORS, t);
-    return 0;
-}
 
 static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
 {
@@ -3550,9 +2106,9 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     memset(a->steps, 0, sizeof a->steps);
     a->st = profiling() ? a->steps : NULL;
     a->stg.t_alloc = a->stg.bytes = 0; /* this set-up's (the buffers are kept) */
-    lap_start(t);
-    lap_start(t_start);
-    lap_start(ts);
+    hk_damg_lap_start(t);
+    hk_damg_lap_start(t_start);
+    hk_damg_lap_start(ts);
     ierr = level0_local(d, &H);
     if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv0, &inv0);
     if (!ierr)
@@ -3560,10 +2116,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         for (int64_t i = 0; i < d->nown; i++)
             inv0[d->perm[i]] = (int32_t)i;
     HK_TRY(hk_comm_agree(c, ierr));
-    step_lap(Lb, a->st, ST_NN_ROWS, ts);
+    hk_damg_step_lap(Lb, a->st, ST_NN_ROWS, ts);
     HK_TRY(level0_nearnull(pc, a, &H, &B));
-    step_lap(Lb, a->st, ST_NN_MODES, ts);
-    lap(ph, PH_NEARNULL, t);
+    hk_damg_step_lap(Lb, a->st, ST_NN_MODES, ts);
+    hk_damg_lap(ph, PH_NEARNULL, t);
     for (;; l++) {
         dlev *L = &a->lev[l];
         if (l == 0) {
@@ -3578,10 +2134,10 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         a->rows[l] = L->nglob * L->bs;
         a->nnz[l] = nnz;
         HK_TRY(hk_comm_agree(c, level_vectors(pc, a, L, l)));
-        lap(ph, PH_VECTORS, t);
+        hk_damg_lap(ph, PH_VECTORS, t);
         /* the level's rows on the backend (a view on the cpu; on a device they are there) */
-        HK_TRY(hk_comm_agree(c, H.Ad.rowptr ? 0 : local_copy(d, &H.A, &H.Ad)));
-        lap(ph, PH_UPLOAD, t);
+        HK_TRY(hk_comm_agree(c, H.Ad.rowptr ? 0 : hk_damg_local_copy(d, &H.A, &H.Ad)));
+        hk_damg_lap(ph, PH_UPLOAD, t);
         const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
         int64_t nagg = 0;
         if (!last) {
@@ -3589,68 +2145,68 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
              * on the backend: no copy */
             hk_bmat Kl = *K;
             Kl.be = Lb;
-            lap_start(ts);
+            hk_damg_lap_start(ts);
             ierr = l == 0 ? 0 : owned_block(d, &H, &Od);
-            step_lap(Lb, a->st, ST_AGG_BLOCK, ts);
+            hk_damg_step_lap(Lb, a->st, ST_AGG_BLOCK, ts);
             if (!ierr && H.nown) ierr = Lb->amg_strength(l == 0 ? &Kl : &Od, a->op.threshold, &S);
-            step_lap(Lb, a->st, ST_AGG_STRENGTH, ts);
+            hk_damg_step_lap(Lb, a->st, ST_AGG_STRENGTH, ts);
             if (!ierr) ierr = Lb->alloc((void **)&agg, (size_t)(H.nown + 1) * sizeof *agg);
             if (!ierr && H.nown) ierr = Lb->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);
             hk_bmat_free(&Od);
-            step_lap(Lb, a->st, ST_AGG_AGGREGATE, ts);
+            hk_damg_step_lap(Lb, a->st, ST_AGG_AGGREGATE, ts);
             HK_TRY(hk_comm_agree(c, ierr));
         }
         int64_t tot = nagg;
         HK_TRY(hk_comm_sum_i64(c, &tot, 1));
-        if (!last) step_lap(Lb, a->st, ST_AGG_COUNT, ts);
-        lap(ph, PH_AGGREGATE, t);
+        if (!last) hk_damg_step_lap(Lb, a->st, ST_AGG_COUNT, ts);
+        hk_damg_lap(ph, PH_AGGREGATE, t);
         if (last || tot == 0 || (double)tot * a->nns > 0.9 * (double)(L->nglob * L->bs)) {
             if (!H.A.rowptr) /* level 0 on a device: its host rows only now */
                 HK_TRY(hk_comm_agree(c, level0_rows(d, &H)));
             else if (!H.A.val) /* a coarse level on a device: its values only now */
                 HK_TRY(hk_comm_agree(c, host_values(d, &H)));
             double tc[2];
-            lap_start(tc);
+            hk_damg_lap_start(tc);
             HK_TRY(coarsest(pc, a, l, &H, l == 0 ? inv0 : NULL));
-            step_lap(Lb, a->st, ST_CO_INVERSE, tc);
-            lap(ph, PH_COARSE, t);
+            hk_damg_step_lap(Lb, a->st, ST_CO_INVERSE, tc);
+            hk_damg_lap(ph, PH_COARSE, t);
             break;
         }
         HK_TRY_CHECK(l + 1 < DAMG_MAX_LEVELS, HK_ERR_INTERNAL, "pc=amg: too many levels");
         /* smoother data and the spectral bound on the level's distributed operator */
         HK_TRY(hk_comm_agree(c, smoother_data(pc, a, l, &H, &D64)));
-        HK_TRY(hk_comm_agree(c, vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
+        HK_TRY(hk_comm_agree(c, hk_damg_vec_sized(pc->be, L->nown * L->bs, pc->prec, &q)));
         {
             hk_vec rl = hk_dist_view(d, L->r, 0, L->r->n);
             HK_TRY(hk_comm_agree(c, L->nown ? d->local->amg_start_vector(&rl) : 0));
-            const hk_amg_sweep s = sweep_of(pc, a, L, l);
+            const hk_amg_sweep s = hk_damg_sweep_of(pc, a, L, l);
             const int64_t rows = L->nglob * L->bs; /* all processes': the same steps */
             const int steps = a->op.lanczos < rows ? a->op.lanczos : (int)rows;
             HK_TRY(hk_amg_lanczos_bound(&s, steps, a->op.safety, l, q, &L->rho, &a->fp32_range));
         }
         hk_vec_destroy(q);
         q = NULL;
-        lap(ph, PH_BOUND, t);
+        hk_damg_lap(ph, PH_BOUND, t);
         HK_TRY(descend(pc, a, l, &H, agg, nagg, D64, &B, l == 0 ? inv0 : NULL));
-        lap_start(t);
+        hk_damg_lap_start(t);
         hk_vec_destroy(D64);
         D64 = NULL;
         Lb->dealloc(agg);
         agg = NULL;
     }
     a->nlevels = l + 1;
-    HK_TRY(gather_levels(pc, a));
-    lap(ph, PH_COARSE, t);
+    HK_TRY(hk_damg_gather_levels(pc, a));
+    hk_damg_lap(ph, PH_COARSE, t);
     double tot = 0;
     for (int j = 0; j < a->nlevels; j++)
         tot += (double)a->nnz[j];
     a->op_complexity = a->nnz[0] ? tot / (double)a->nnz[0] : 1;
-    lap(ph, PH_TOTAL, t_start);
+    hk_damg_lap(ph, PH_TOTAL, t_start);
     ierr = print_phases(a);
 fail:
-    if (ierr) stage_free(d, &a->stg);
-    free_copy(d, &H.Ad);
+    if (ierr) hk_damg_stage_free(d, &a->stg);
+    hk_damg_free_copy(d, &H.Ad);
     hk_bmat_free(&H.A);
     hk_bmat_free(&Od);
     hk_graph_free(&S);
@@ -3670,12 +2226,12 @@ static int build_or_fp64(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     hk_error_clear();
     a->fp32_range = 0;
     pc->fallback_armed = 0;
-    free_levels(a);
+    hk_damg_free_levels(a);
     hk_amg_set_precision(pc, HK_FP64);
     return build(pc, a, K, A);
 }
 
-static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
+int hk_damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 {
     damg *a = NULL;
     HK_CALL(hk_calloc(1, sizeof *a, &a));
@@ -3713,194 +2269,13 @@ static int damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
 }
 
 /* The fp32 levels stalled the solve: the hierarchy again in fp64. */
-static int damg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
+int hk_damg_fallback(hk_pc *pc, const hk_bmat *K, hk_mat *A, double at)
 {
     damg *a = pc->data;
     HK_CHECK(pc->fallback_armed && pc->prec == HK_FP32, HK_ERR_INTERNAL,
              "pc=amg: no fp32 hierarchy to fall back from");
     pc->fallback_armed = 0;
-    free_levels(a);
+    hk_damg_free_levels(a);
     hk_amg_set_precision(pc, HK_FP64);
     return build(pc, a, K, A);
 }
-
-/* ---- apply ------------------------------------------------------------------------------- */
-
-/* y = M x on a level on every process (no exchange). */
-static int rmat_spmv(void *op, const hk_vec *x, hk_vec *y)
-{
-    const rmat *r = op;
-    return r->M.be->bmat_spmv(&r->M, r->v32, x, y);
-}
-
-/* The whole level l's right-hand side and correction (the coarsest's: the dense solve's). */
-static hk_vec *whole_b(damg *a, int l)
-{
-    return l == a->nlevels - 1 ? a->cb : a->lev[l].gb;
-}
-
-static hk_vec *whole_x(damg *a, int l)
-{
-    return l == a->nlevels - 1 ? a->cx : a->lev[l].gx;
-}
-
-static int rvisit(hk_pc *pc, damg *a, int l);
-
-/* The cycle of a level on every process: the distributed cycle's steps on the whole level
- * with the backend's own ops, each row's sum the owner's. */
-static int rcycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
-{
-    const hk_backend_ops *be = a->d->local;
-    if (l == a->nlevels - 1) return be->dense_gemv(a->Minv, b, x);
-    dlev *L = &a->lev[l];
-    /* the distributed level's sweep on the whole level's operator, data and scratch */
-    hk_amg_sweep s = sweep_of(pc, a, L, l);
-    s.be = be;
-    s.spmv = rmat_spmv;
-    s.A = &L->gA;
-    s.Dinv = L->gDinv;
-    s.l1 = L->gl1;
-    s.r = L->gr;
-    s.t = L->gt;
-    s.d = L->gd;
-    for (int k = 0; k < a->op.pre; k++)
-        HK_CALL(hk_amg_smooth(&s, b, x, k == 0));
-    if (a->op.pre == 0) HK_CALL(be->vec_set(x, 0.0));
-    HK_CALL(rmat_spmv(&L->gA, x, L->gr));
-    HK_CALL(be->vec_axpby(L->gr, 1.0, b, -1.0));
-    HK_CALL(rmat_spmv(&L->gR, L->gr, whole_b(a, l + 1)));
-    HK_CALL(rvisit(pc, a, l + 1));
-    HK_CALL(rmat_spmv(&L->gP, whole_x(a, l + 1), L->gt));
-    HK_CALL(be->vec_axpby(x, 1.0, L->gt, 1.0));
-    for (int k = 0; k < a->op.post; k++)
-        HK_CALL(hk_amg_smooth(&s, b, x, 0));
-    return 0;
-}
-
-/* Level l (on every process) from its whole right-hand side, with the W-cycle's second visit
- * on the residual, as the distributed cycle makes it. */
-static int rvisit(hk_pc *pc, damg *a, int l)
-{
-    const hk_backend_ops *be = a->d->local;
-    hk_vec *b = whole_b(a, l), *x = whole_x(a, l);
-    HK_CALL(rcycle(pc, a, l, b, x));
-    if (a->op.cycle == 1 && l < a->nlevels - 1) {
-        dlev *C = &a->lev[l];
-        HK_CALL(rmat_spmv(&C->gA, x, C->gw));
-        HK_CALL(be->vec_axpby(C->gw, 1.0, b, -1.0));
-        HK_CALL(rcycle(pc, a, l, C->gw, C->ge));
-        HK_CALL(be->vec_axpby(x, 1.0, C->ge, 1.0));
-    }
-    return 0;
-}
-
-/* From level l to level g = l + 1 on every process and back: the restricted residual (the
- * process's rows, b) gathered into level g's whole vector, g's cycle there, then P_l reads
- * its columns from the whole correction (no exchange) into t. */
-static int visit_gathered(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *t)
-{
-    const hk_dist *d = a->d;
-    const hk_backend_ops *Lb = d->local;
-    dlev *F = &a->lev[l];
-    const int g = l + 1;
-    HK_CALL(gather_vec(d, b->data, a->gcount, a->gown, a->gall, whole_b(a, g)->data, g));
-    HK_CALL(rvisit(pc, a, g));
-    dmat *m = F->P;
-    const int64_t n = m->nbc + m->ng;
-    if (n) HK_CALL(Lb->vec_gather(m->xe, whole_x(a, g), F->pfull_dev, n, m->bc));
-    if (!m->nrows) return 0;
-    hk_vec tl = hk_dist_view(d, t, 0, t->n);
-    return Lb->bmat_spmv(&m->M, m->v32, m->xe, &tl);
-}
-
-static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
-{
-    const hk_backend_ops *be = pc->be;
-    dlev *L = &a->lev[l];
-    if (l == a->nlevels - 1) return coarse_solve(pc, a, b, x);
-    dlev *C = &a->lev[l + 1];
-    const hk_amg_sweep s = sweep_of(pc, a, L, l);
-    for (int k = 0; k < a->op.pre; k++)
-        HK_CALL(hk_amg_smooth(&s, b, x, k == 0));
-    if (a->op.pre == 0) HK_CALL(be->vec_set(x, 0.0));
-    HK_CALL(s.spmv(s.A, x, L->r));
-    HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
-    HK_CALL(dmat_spmv(L->R, L->r, C->b));
-    if (l + 1 >= a->g) {
-        HK_CALL(visit_gathered(pc, a, l, C->b, L->t));
-        HK_CALL(be->vec_axpby(x, 1.0, L->t, 1.0));
-        for (int k = 0; k < a->op.post; k++)
-            HK_CALL(hk_amg_smooth(&s, b, x, 0));
-        return 0;
-    }
-    HK_CALL(cycle(pc, a, l + 1, C->b, C->x));
-    if (a->op.cycle == 1 && l + 1 < a->nlevels - 1) { /* W: a second visit on the residual */
-        HK_CALL(dmat_spmv(C->A, C->x, C->w));
-        HK_CALL(be->vec_axpby(C->w, 1.0, C->b, -1.0));
-        HK_CALL(cycle(pc, a, l + 1, C->w, C->e));
-        HK_CALL(be->vec_axpby(C->x, 1.0, C->e, 1.0));
-    }
-    HK_CALL(dmat_spmv(L->P, C->x, L->t));
-    HK_CALL(be->vec_axpby(x, 1.0, L->t, 1.0));
-    for (int k = 0; k < a->op.post; k++)
-        HK_CALL(hk_amg_smooth(&s, b, x, 0));
-    return 0;
-}
-
-static int damg_apply(hk_pc *pc, const hk_vec *r, hk_vec *z)
-{
-    damg *a = pc->data;
-    const double t0 = hk_dprof_now();
-    HK_CALL(cycle(pc, a, 0, r, z));
-    /* HOOKE_DIST_PROFILE: the solve's first application with its kernels (the first launches
-     * of the cycle's) */
-    if (hk_dist_prof.on && hk_dist_prof.pc_first_end == 0) HK_CALL(a->d->local->sync());
-    hk_dprof_pc(t0);
-    return 0;
-}
-
-static void damg_destroy(hk_pc *pc)
-{
-    damg *a = pc->data;
-    if (a) stage_free(a->d, &a->stg); /* the set-ups' staging (stage_get) */
-    free_levels(pc->data);
-    free(pc->data);
-    pc->data = NULL;
-}
-
-static const char *const smoother_label[] = {"chebyshev", "l1-jacobi", "bjacobi"};
-
-static void damg_describe(const hk_pc *pc, char *buf, size_t len)
-{
-    const damg *a = pc->data;
-    size_t k = (size_t)snprintf(buf, len, "distributed, %d level%s: ", a->nlevels,
-                                a->nlevels == 1 ? "" : "s");
-    for (int l = 0; l < a->nlevels && k < len; l++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%lld", l ? ", " : "", (long long)a->rows[l]);
-    if (k < len)
-        k += (size_t)snprintf(buf + k, len - k,
-                              " rows; operator complexity %.2f; %d %s; %s, %s-cycle; %s levels; ",
-                              a->op_complexity, a->nns, a->nns_kind, smoother_label[a->op.smoother],
-                              a->op.cycle ? "W" : "V", pc->prec == HK_FP32 ? "fp32" : "fp64");
-    if (k < len && a->g < a->nlevels - 1)
-        snprintf(buf + k, len - k, "levels from %lld rows on every process",
-                 (long long)a->rows[a->g]);
-    else if (k < len)
-        snprintf(buf + k, len - k, "coarsest gathered on every process");
-}
-
-const hk_pc_type hk_pc_dist_amg = {
-    .name = "amg",
-    .summary = "smoothed-aggregation multigrid with the rigid-body modes, distributed",
-    .options = "pc.amg.threshold pc.amg.max_levels pc.amg.coarse_size pc.amg.smoother "
-               "pc.amg.degree pc.amg.pre pc.amg.post pc.amg.cycle pc.amg.omega pc.amg.ratio "
-               "pc.amg.safety pc.amg.lanczos pc.amg.precision pc.amg.dist.gather_rows",
-    .symmetric = 1,
-    .setup = damg_setup,
-    .apply = damg_apply,
-    .apply_capturable = 0,
-    .destroy = damg_destroy,
-    .describe = damg_describe,
-    .update = NULL,
-    .fallback = damg_fallback,
-};

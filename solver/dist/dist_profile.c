@@ -1,7 +1,7 @@
 /* HOOKE_DIST_PROFILE=1: what a distributed solve waits for (docs/parallel.md). The exchanges
- * (dist.c, dist_amg.c) and the sums (dist_ops.c) add their counts and seconds to hk_dist_prof
- * while it is on; around each solve the counters are cleared and rank 0 prints one line with
- * the slowest process's figures (each the largest over the processes). */
+ * (dist.c, dist_amg.c and its damg_*.c) and the sums (dist_ops.c) add their counts and seconds to
+ * hk_dist_prof while it is on; around each solve the counters are cleared and rank 0 prints one
+ * line with the slowest process's figures (each the largest over the processes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
