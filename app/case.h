@@ -344,6 +344,10 @@ void hk_run_set_description(hk_run *r, const char *text);
 void hk_run_describe_solver(hk_run *r, const hk_solver *s);
 /* The writer's options of the case's output section (compression, level, precision, ascii). */
 hk_vtu_options hk_run_vtu_options(const hk_case *c);
+/* The case's field selection of all: a shallow copy without the fields not asked for. */
+hk_fields hk_run_select_fields(const hk_case *c, const hk_fields *all);
+/* The case's fields as a writer's layout (non-NULL markers: only whether they are there). */
+hk_fields hk_run_field_layout(const hk_case *c, int axisymmetric);
 /* A JSON string (escaped) and number (null when not finite). */
 void hk_run_json_string(FILE *f, const char *s);
 void hk_run_json_number(FILE *f, double v);

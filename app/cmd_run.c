@@ -725,36 +725,13 @@ int hk_app_make_parent_dirs(const char *path)
     return 0;
 }
 
-/* The case's field selection of all: a shallow copy without the fields not asked for. */
-static hk_fields select_fields(const hk_case *c, const hk_fields *all)
-{
-    hk_fields f = *all;
-    if (!(c->fields & HK_FIELD_DISPLACEMENT)) f.u = NULL;
-    if (!(c->fields & HK_FIELD_STRAIN)) f.strain = NULL;
-    if (!(c->fields & HK_FIELD_STRESS)) f.stress = NULL;
-    if (!(c->fields & HK_FIELD_VON_MISES)) f.von_mises = NULL;
-    if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
-    if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
-    if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
-    return f;
-}
-
 /* The head and mesh arrays of the .vtu at path written while the case is solved, for the
  * fields hk_postproc makes, and the fields' pages filled ahead within half the memory the
  * guard leaves the run (docs/output.md); nothing when the options do not allow it. */
 static void start_output(const hk_case *c, const char *path, hk_run *r)
 {
-    static double present; /* the layout's fields: only whether they are there */
-    hk_fields all = {.u = &present,
-                     .strain = &present,
-                     .stress = &present,
-                     .von_mises = &present,
-                     .principal = &present,
-                     .cell_stress = &present,
-                     .cell_von_mises = &present,
-                     .reaction = &present,
-                     .axisymmetric = r->model.problem.analysis == HK_AXISYMMETRIC};
-    const hk_fields layout = select_fields(c, &all);
+    const hk_fields layout =
+        hk_run_field_layout(c, r->model.problem.analysis == HK_AXISYMMETRIC);
     const hk_vtu_options vo = hk_run_vtu_options(c);
     const double spare = r->mem.host_available - r->mem.host_estimate;
     if (hk_app_make_parent_dirs(path) == 0)
@@ -768,7 +745,7 @@ static void start_output(const hk_case *c, const char *path, hk_run *r)
 static int write_fields(const hk_case *c, const hk_mesh *m, const hk_fields *all, const char *path,
                         hk_vtu_early **early)
 {
-    const hk_fields f = select_fields(c, all);
+    const hk_fields f = hk_run_select_fields(c, all);
     const hk_vtu_options vo = hk_run_vtu_options(c);
     if (early && *early) {
         hk_vtu_early *e = *early;

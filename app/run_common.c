@@ -86,6 +86,35 @@ hk_vtu_options hk_run_vtu_options(const hk_case *c)
                             .ascii = c->ascii};
 }
 
+/* The case's field selection of all: a shallow copy without the fields not asked for. */
+hk_fields hk_run_select_fields(const hk_case *c, const hk_fields *all)
+{
+    hk_fields f = *all;
+    if (!(c->fields & HK_FIELD_DISPLACEMENT)) f.u = NULL;
+    if (!(c->fields & HK_FIELD_STRAIN)) f.strain = NULL;
+    if (!(c->fields & HK_FIELD_STRESS)) f.stress = NULL;
+    if (!(c->fields & HK_FIELD_VON_MISES)) f.von_mises = NULL;
+    if (!(c->fields & HK_FIELD_PRINCIPAL)) f.principal = NULL;
+    if (!(c->fields & HK_FIELD_REACTION)) f.reaction = NULL;
+    if (!(c->fields & HK_FIELD_CELL_STRESS)) f.cell_stress = NULL, f.cell_von_mises = NULL;
+    return f;
+}
+
+hk_fields hk_run_field_layout(const hk_case *c, int axisymmetric)
+{
+    static double present; /* the layout's fields: only whether they are there */
+    const hk_fields all = {.u = &present,
+                           .strain = &present,
+                           .stress = &present,
+                           .von_mises = &present,
+                           .principal = &present,
+                           .cell_stress = &present,
+                           .cell_von_mises = &present,
+                           .reaction = &present,
+                           .axisymmetric = axisymmetric};
+    return hk_run_select_fields(c, &all);
+}
+
 void hk_run_json_string(FILE *f, const char *s)
 {
     fputc('"', f);

@@ -313,42 +313,13 @@ static int empty_fields(const hk_part *pt, int nsupports, hk_fields *f)
     return hk_calloc((size_t)nsupports + 1, sizeof(double[3]), &f->support_moment);
 }
 
-/* The case's fields present (for the .pvtu's list): non-NULL markers. */
-static hk_fields field_list(const hk_case *c, int axisymmetric)
-{
-    static double mark;
-    hk_fields f = {0};
-    const unsigned fl = c->fields;
-    f.axisymmetric = axisymmetric;
-    if (fl & HK_FIELD_DISPLACEMENT) f.u = &mark;
-    if (fl & HK_FIELD_STRAIN) f.strain = &mark;
-    if (fl & HK_FIELD_STRESS) f.stress = &mark;
-    if (fl & HK_FIELD_VON_MISES) f.von_mises = &mark;
-    if (fl & HK_FIELD_PRINCIPAL) f.principal = &mark;
-    if (fl & HK_FIELD_REACTION) f.reaction = &mark;
-    if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = f.cell_von_mises = &mark;
-    return f;
-}
-
 /* The piece this process writes: the cells it owns and their nodes, with the case's fields.
  * The writer gathers them from the part's mesh and fields as it writes (no copy of the
  * piece); with *early (start_piece), only the fields are left to write. */
 static int write_piece(const hk_case *c, const hk_part *pt, const hk_fields *all, const char *path,
                        hk_vtu_early **early)
 {
-    hk_fields f = {0}; /* the case's fields of all, borrowed */
-    const unsigned fl = c->fields;
-    f.nnodes = all->nnodes;
-    f.ncells = all->ncells;
-    f.axisymmetric = all->axisymmetric;
-    if (fl & HK_FIELD_DISPLACEMENT) f.u = all->u;
-    if (fl & HK_FIELD_STRAIN) f.strain = all->strain;
-    if (fl & HK_FIELD_STRESS) f.stress = all->stress;
-    if (fl & HK_FIELD_VON_MISES) f.von_mises = all->von_mises;
-    if (fl & HK_FIELD_PRINCIPAL) f.principal = all->principal;
-    if (fl & HK_FIELD_REACTION) f.reaction = all->reaction;
-    if (fl & HK_FIELD_CELL_STRESS) f.cell_stress = all->cell_stress;
-    if (fl & HK_FIELD_CELL_STRESS) f.cell_von_mises = all->cell_von_mises;
+    const hk_fields f = hk_run_select_fields(c, all); /* borrowed */
     if (*early) {
         hk_vtu_early *e = *early;
         *early = NULL;
@@ -373,7 +344,7 @@ static hk_vtu_early *start_piece(const hk_case *c, const hk_part *pt, int axisym
         hk_error_clear(); /* the output stage says it, if the folder still cannot be made */
         return NULL;
     }
-    const hk_fields layout = field_list(c, axisymmetric);
+    const hk_fields layout = hk_run_field_layout(c, axisymmetric);
     const hk_vtu_options vo = hk_run_vtu_options(c);
     const double spare = (mem->host_available - nprocs * mem->host_estimate) / nprocs;
     return hk_vtu_early_start_cells(path, &pt->mesh, &layout, &vo,
@@ -762,7 +733,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
             names[q] = strdup(slash ? slash + 1 : full);
             if (!names[q]) ierr = hk_error_set(HK_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
         }
-        const hk_fields fl = field_list(c, fields.axisymmetric);
+        const hk_fields fl = hk_run_field_layout(c, fields.axisymmetric);
         const hk_vtu_options vo = {.float32 = c->float32};
         if (!ierr) ierr = hk_pvtu_write(pvtu, P, (const char *const *)names, &fl, 1, &vo);
         for (int q = 0; names && q < P; q++)
