@@ -103,10 +103,6 @@ int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_s
 /* The reverse Cuthill-McKee numbering of hk_mesh_renumber_rcm, not applied: newid[old node]
  * (malloc'd, NULL for an empty mesh). */
 int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid);
-/* The same numbers for the mesh of a generated grid of cells of type t (hk_mesh_grid_slab's,
- * corners[a] corner points along axis a, 1 along z in 2D), its corner graph made from the
- * grid's structure instead of its cells. */
-int hk_mesh_grid_rcm_order(const hk_mesh *m, const int64_t *corners, hk_eltype t, int32_t **newid);
 /* Renumber the nodes: node i becomes newid[i] (coordinates, cells, boundary groups). */
 int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid);
 

@@ -526,13 +526,6 @@ int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid_out)
     return rcm_numbers(m, NULL, HK_EL_COUNT, newid_out);
 }
 
-int hk_mesh_grid_rcm_order(const hk_mesh *m, const int64_t *corners, hk_eltype t,
-                           int32_t **newid_out)
-{
-    *newid_out = NULL;
-    return rcm_numbers(m, corners, t, newid_out);
-}
-
 /* The generated slab, then its grid's RCM numbers (here rather than in the generator, so that
  * mesh.c need not call back into this file, which calls its group helpers). */
 int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_eltype t, int axis,
@@ -544,7 +537,7 @@ int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_elty
     for (int a = 0; a < 3; a++) /* the grid's corner points along each axis, as generated */
         corners[a] = a < dim ? (a == axis ? hi - lo : cells[a]) + 1 : 1;
     int32_t *newid = NULL;
-    int ierr = hk_mesh_grid_rcm_order(m, corners, t, &newid);
+    int ierr = rcm_numbers(m, corners, t, &newid);
     if (!ierr) ierr = hk_mesh_permute_nodes(m, newid);
     free(newid);
     if (ierr) hk_mesh_free(m);
@@ -587,7 +580,7 @@ static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32
     const int64_t nc = hk_number_zeros(cid, n);
     if (grid) {
         HK_TRY_CHECK(nc == grid[0] * grid[1] * grid[2], HK_ERR_INTERNAL,
-                     "hk_mesh_grid_rcm_order: %lld corners in the cells, %lld in the grid",
+                     "hk_mesh_grid_slab_rcm: %lld corners in the cells, %lld in the grid",
                      (long long)nc, (long long)(grid[0] * grid[1] * grid[2]));
         HK_TRY(grid_graph(grid, t, &g));
     } else
