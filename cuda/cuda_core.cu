@@ -328,6 +328,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.dist_pack_rows = hk_cu_dist_pack_rows;
     o.dist_mark_columns = hk_cu_dist_mark_columns;
     o.dist_extend_rows = hk_cu_dist_extend_rows;
+    o.copy_to_pageable = hk_cu_copy_to_pageable;
+    o.copy_from_pageable = hk_cu_copy_from_pageable;
 #ifdef HOOKE_HAVE_NCCL
     o.dcomm_id = hk_cu_dcomm_id;
     o.dcomm_create = hk_cu_dcomm_create;

@@ -2,10 +2,11 @@
 // owned entries a neighbour needs packed into the send buffer, the boundary rows' owned columns
 // into the extended vector, on the context's stream. One thread per scalar entry. Then
 // coo_to_csr, the distributed Galerkin merge's sums (solver/cpu/cpu_dist.c is the reference),
-// and at the end the ghost rows of the distributed AMG set-up.
+// and the ghost rows of the distributed AMG set-up; at the end that set-up's staging copies.
 #include <cub/cub.cuh>
 
 #include "cuda_impl.cuh"
+#include "cuda_staging.h"
 
 extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu: the layout's outputs are on it
 
@@ -885,5 +886,24 @@ int hk_cu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, co
             ng, bsz, nm, rec, rat, gat, cols, ncols, X->colind, X->val);
         HK_CU_LAUNCHED();
     }
+    return 0;
+}
+
+/* copy_to_pageable, copy_from_pageable: the distributed AMG set-up's message staging is
+ * pageable memory (pinning it costs more than its few copies save); its large copies go
+ * through the backend's two pinned buffers, every host thread copying (cuda_staging.cu), the
+ * small ones directly. */
+#define HK_CU_PAGEABLE_MIN ((size_t)4 << 20)
+
+int hk_cu_copy_to_pageable(void *dst, const void *host_src, size_t bytes)
+{
+    HK_CU(hk_cu_staged_upload(dst, host_src, bytes, hk_cu.stream, HK_CU_PAGEABLE_MIN, 0));
+    return 0; /* the source has been read: the caller may write it */
+}
+
+int hk_cu_copy_from_pageable(void *host_dst, const void *src, size_t bytes)
+{
+    if (!bytes) return 0;
+    HK_CU(hk_cu_staged_download(host_dst, src, bytes, hk_cu.stream, HK_CU_PAGEABLE_MIN, 0));
     return 0;
 }

@@ -481,6 +481,8 @@ int hk_cu_dist_mark_columns(const hk_bmat *A, int32_t *mark);
 int hk_cu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
                            const int64_t *rat, const int64_t *gat, const int64_t *cols,
                            int64_t ncols, hk_bmat *X);
+int hk_cu_copy_to_pageable(void *dst, const void *host_src, size_t bytes);
+int hk_cu_copy_from_pageable(void *host_dst, const void *src, size_t bytes);
 #ifdef HOOKE_HAVE_NCCL
 /* cuda_nccl.cu: the device transport of distributed runs (dcomm_* ops, NCCL) */
 int hk_cu_dcomm_id(void *id);

@@ -390,6 +390,13 @@ typedef struct hk_backend_ops {
      * every iteration stages (a distributed solve's halos). NULL: the caller uses malloc. */
     int (*host_alloc)(void **p, size_t bytes);
     void (*host_free)(void *p);
+    /* copy_to and copy_from for large arrays in pageable host memory (malloc's), which a
+     * device's driver copies on one thread: through the backend's own pinned buffers, every
+     * host thread copying (cuda_staging.cu); on the cpu a memcpy by threads. For buffers that
+     * a few copies use once (the distributed AMG set-up's message staging, where pinning
+     * would cost more than the copies). NULL: copy_to, copy_from. */
+    int (*copy_to_pageable)(void *dst, const void *host_src, size_t bytes);
+    int (*copy_from_pageable)(void *host_dst, const void *src, size_t bytes);
     /* *equal = 1 when the bytes at a and b (both in this backend's memory) are the same, else
      * 0 (a new matrix's pattern against the solver's, without a copy to the host). */
     int (*mem_equal)(const void *a, const void *b, size_t bytes, int *equal);

@@ -181,6 +181,8 @@ static void test_ops_reviewed(void)
                                       offsetof(hk_backend_ops, sync),
                                       offsetof(hk_backend_ops, host_alloc),
                                       offsetof(hk_backend_ops, host_free),
+                                      offsetof(hk_backend_ops, copy_to_pageable),
+                                      offsetof(hk_backend_ops, copy_from_pageable),
                                       offsetof(hk_backend_ops, mem_equal),
                                       offsetof(hk_backend_ops, vec_set),
                                       offsetof(hk_backend_ops, vec_copy),
@@ -914,6 +916,67 @@ static void test_host_staging_cuda(void)
     host_staging_on(be);
 }
 
+/* copy_to_pageable and copy_from_pageable on backend be (pc=amg's set-up staging): arrays of
+ * malloc's memory, of sizes below, at and across the pinned buffers' pieces (32 MB) and of an
+ * odd length, up and down again; each against the plain copy_to and copy_from, byte for byte,
+ * the source rewritten at once after an upload (it has been read when the call returns). */
+static void pageable_copies_on(const hk_backend *be)
+{
+    CU_ASSERT_FATAL(be->copy_to_pageable != NULL && be->copy_from_pageable != NULL);
+    const size_t sizes[] = {0, 8, 1000, (size_t)4 << 20, ((size_t)5 << 20) + 24,
+                            ((size_t)70 << 20) + 8};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        const size_t bytes = sizes[t], n = bytes / 8;
+        double *h = malloc(bytes + 8), *back = malloc(bytes + 8), *plain = malloc(bytes + 8);
+        void *dev = NULL, *dev2 = NULL;
+        CU_ASSERT_FATAL(h && back && plain);
+        HK_ASSERT_OK(be->alloc(&dev, bytes + 8));
+        HK_ASSERT_OK(be->alloc(&dev2, bytes + 8));
+        for (size_t i = 0; i < n; i++)
+            h[i] = (double)i * 0.75 - (double)(i % 7);
+        HK_ASSERT_OK(be->copy_to_pageable(dev, h, bytes));
+        for (size_t i = 0; i < n; i++) /* the upload read h already */
+            h[i] = -1;
+        HK_ASSERT_OK(be->copy_from(plain, dev, bytes));
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (plain[i] != (double)i * 0.75 - (double)(i % 7)) bad = i;
+        if (bad < n)
+            printf("\n  copy_to_pageable of %zu bytes: double %zu is %.17g ", bytes, bad,
+                   plain[bad]);
+        CU_ASSERT(bad == n);
+        /* down: a second array uploaded the plain way, then copy_from_pageable */
+        for (size_t i = 0; i < n; i++)
+            h[i] = (double)(n - i) * 1.5;
+        HK_ASSERT_OK(be->copy_to(dev2, h, bytes));
+        memset(back, 0x5a, bytes + 8);
+        HK_ASSERT_OK(be->copy_from_pageable(back, dev2, bytes));
+        CU_ASSERT(!memcmp(back, h, bytes));
+        if (bytes) {
+            unsigned char guard[8];
+            memset(guard, 0x5a, sizeof guard);
+            CU_ASSERT(!memcmp((char *)back + bytes, guard, 8)); /* nothing past the end */
+        }
+        if (bytes && memcmp(back, h, bytes))
+            printf("\n  copy_from_pageable of %zu bytes differs from the source ", bytes);
+        be->dealloc(dev);
+        be->dealloc(dev2);
+        free(h);
+        free(back);
+        free(plain);
+    }
+}
+
+static void test_pageable_copies_cpu(void)
+{
+    pageable_copies_on(&hk_backend_cpu);
+}
+
+static void test_pageable_copies_cuda(void)
+{
+    pageable_copies_on(hk_test_cuda_backend());
+}
+
 /* dist.comm=nccl on one process (a communicator of one GPU, no neighbours): the layout's SpMV,
  * dot products and a sum of more values than one gather takes, through the device path, against
  * the plain product and loops. */
@@ -1483,7 +1546,10 @@ HK_SUITE(dist,
          {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named",
           test_coo_cpu},
          {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
-          test_ghost_rows_cpu})
+          test_ghost_rows_cpu},
+         {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
+          "copies' bytes, nothing past the end",
+          test_pageable_copies_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
@@ -1504,4 +1570,7 @@ HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_ga
                  test_coo_cuda},
                 {"pc=amg's ghost rows on cuda: records and the extended rows, byte for byte as "
                  "defined (as the cpu's)",
-                 test_ghost_rows_cuda})
+                 test_ghost_rows_cuda},
+                {"pc=amg's staging copies on cuda (through the pinned buffers from 4 MB, 0 B to "
+                 "70 MB): the plain copies' bytes, nothing past the end, the source free at once",
+                 test_pageable_copies_cuda})

@@ -576,6 +576,7 @@ int hk_cpu_dist_mark_columns(const hk_bmat *A, int32_t *mark);
 int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, const double *rec,
                             const int64_t *rat, const int64_t *gat, const int64_t *cols,
                             int64_t ncols, hk_bmat *X);
+int hk_cpu_copy_pageable(void *dst, const void *src, size_t bytes);
 
 const hk_backend_ops hk_backend_cpu = {
     .name = "cpu",
@@ -687,4 +688,6 @@ const hk_backend_ops hk_backend_cpu = {
     .dist_pack_rows = hk_cpu_dist_pack_rows,
     .dist_mark_columns = hk_cpu_dist_mark_columns,
     .dist_extend_rows = hk_cpu_dist_extend_rows,
+    .copy_to_pageable = hk_cpu_copy_pageable,
+    .copy_from_pageable = hk_cpu_copy_pageable,
 };

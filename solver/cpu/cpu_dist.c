@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "host_copy.h"
 #include "cpu_impl.h"
 
 int hk_cpu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs)
@@ -570,5 +571,13 @@ int hk_cpu_dist_extend_rows(const hk_bmat *A, const int32_t *cpos, int64_t ng, c
             memcpy(X->val + q * bsz, e + 1, (size_t)bsz * sizeof(double));
         }
     }
+    return 0;
+}
+
+/* copy_to_pageable and copy_from_pageable on the host: the distributed AMG set-up's staging
+ * copies, by threads (the reference of a device's copies through its pinned buffers). */
+int hk_cpu_copy_pageable(void *dst, const void *src, size_t bytes)
+{
+    if (bytes) hk_host_copy_parallel(dst, src, bytes);
     return 0;
 }

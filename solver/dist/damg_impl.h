@@ -110,14 +110,16 @@ typedef struct dmat {
     hk_vec *ytmp;
 } dmat;
 
-/* Grow-only host staging of the set-up's exchanges (hk_dist_host_alloc: pinned memory on a
- * device, so the downloads and uploads around the messages run at the bus's speed and touch no
- * fresh pages; plain memory on the cpu), kept by the preconditioner across its levels and its
- * set-ups (an fp64 rebuild reuses it) and freed with it: pinning and unpinning cost in
- * proportion to the bytes (cudaFreeHost also waits for the device), so none of it in the
- * set-up's end. Not sized ahead by a bound: the largest use, level 0's P rows, is bounded only
- * by A's row lengths, 2-3 times the bytes P's rows take, and a one-shot run would pin those.
- * One buffer a use, as the exchanges need several at once. */
+/* Grow-only host staging of the set-up's exchanges, kept by the preconditioner across its
+ * levels and its set-ups (an fp64 rebuild reuses it) and freed with it. Pageable memory by
+ * default, touched by every thread when it is allocated (no page faults in the copies and
+ * messages after), its copies to and from a device through the backend's pinned buffers
+ * (copy_to_pageable, copy_from_pageable): pinning costs about 0.8 ms a MB (cudaMallocHost; 385
+ * MB, 0.32 s, in a 14.6M-DOF set-up on four processes), more than the few copies of each buffer
+ * in a set-up gain from it. HOOKE_AMG_STAGING=pinned pins it (hk_dist_host_alloc), for
+ * comparison. Not sized ahead by a bound: the largest use, level 0's P rows, is bounded only by
+ * A's row lengths, 2-3 times the bytes P's rows take. One buffer a use, as the exchanges need
+ * several at once. */
 enum {
     STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks */
     STAGE_RECV,      /* blocks received */
@@ -135,6 +137,8 @@ enum {
 typedef struct stage {
     void *p[STAGE_COUNT];
     size_t cap[STAGE_COUNT];
+    unsigned char pinned[STAGE_COUNT]; /* p[k] from hk_dist_host_alloc (else malloc's) */
+    int pin;               /* this set-up's kind (hk_damg_stage_kind): new buffers pinned */
     double t_alloc, bytes; /* the allocations' (and their buffers' frees) seconds, bytes */
 } stage;
 
@@ -221,8 +225,11 @@ int hk_damg_pattern_alloc(const hk_backend_ops *be, int br, int bc, int64_t nbro
                           int64_t nnzb, hk_bmat *A);
 int hk_damg_pattern_to_host(const hk_dist *d, const hk_bmat *D, hk_bmat *H);
 int hk_damg_sorted_unique(int64_t *v, int64_t n, int64_t *m);
+int hk_damg_stage_down(const hk_dist *d, const stage *s, void *host, const void *src, size_t bytes);
 void hk_damg_stage_free(const hk_dist *d, stage *s);
 int hk_damg_stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p);
+int hk_damg_stage_kind(const hk_dist *d, stage *s);
+int hk_damg_stage_up(const hk_dist *d, const stage *s, void *dst, const void *host, size_t bytes);
 void hk_damg_step_lap(const hk_backend_ops *be, double *st, int k, double *t);
 int hk_damg_upload(const hk_backend_ops *be, const void *h, size_t bytes, void **dev);
 int hk_damg_vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v);

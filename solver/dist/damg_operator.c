@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "damg_impl.h"
+#include "text.h"
 
 /* This process's CPU seconds (all its threads): on a loaded machine the wall clock says more
  * about the neighbours than about the set-up. */
@@ -167,6 +168,49 @@ int hk_damg_host_untouched(size_t bytes, double **p)
 }
 
 
+/* Pageable host memory of the given size, touched by every thread (its pages in place before
+ * a copy or a message writes it on one thread). */
+static int stage_pageable(size_t bytes, void **p)
+{
+    double *q = NULL;
+    HK_CALL(hk_damg_host_untouched(bytes, &q));
+    const size_t chunk = (size_t)1 << 20;
+    const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; k++) {
+        const size_t o = (size_t)k * chunk;
+        memset((char *)q + o, 0, bytes - o < chunk ? bytes - o : chunk);
+    }
+    *p = q;
+    return 0;
+}
+
+static void stage_release(const hk_dist *d, stage *s, int k)
+{
+    if (s->pinned[k])
+        hk_dist_host_free(d, s->p[k]);
+    else
+        free(s->p[k]);
+    s->p[k] = NULL;
+    s->cap[k] = 0;
+    s->pinned[k] = 0;
+}
+
+/* This set-up's kind of staging (HOOKE_AMG_STAGING: pageable, the default, or pinned where
+ * the backend has pinned memory); buffers of the other kind are dropped. Collective (an
+ * unknown value fails every process). */
+int hk_damg_stage_kind(const hk_dist *d, stage *s)
+{
+    int pin = 0;
+    HK_CALL(
+        hk_comm_agree(d->comm, hk_env_switch("HOOKE_AMG_STAGING", "pinned", "page-locked memory",
+                                             "pageable", "malloc's, the default", 0, &pin)));
+    s->pin = pin && d->local->host_alloc;
+    for (int k = 0; k < STAGE_COUNT; k++)
+        if (s->p[k] && s->pinned[k] != s->pin) stage_release(d, s, k);
+    return 0;
+}
+
 /* Buffer k of s with room for bytes (at least 64; grown, contents not kept, never shrunk). */
 int hk_damg_stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
 {
@@ -174,11 +218,13 @@ int hk_damg_stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
     if (bytes < 64) bytes = 64;
     if (bytes > s->cap[k]) {
         const double t0 = hk_time();
-        hk_dist_host_free(d, s->p[k]);
-        s->p[k] = NULL;
-        s->cap[k] = 0;
+        stage_release(d, s, k);
         const size_t want = bytes + bytes / 8; /* a little room: the levels' sizes vary */
-        HK_CALL(hk_dist_host_alloc(d, want, &s->p[k]));
+        if (s->pin)
+            HK_CALL(hk_dist_host_alloc(d, want, &s->p[k]));
+        else
+            HK_CALL(stage_pageable(want, &s->p[k]));
+        s->pinned[k] = (unsigned char)s->pin;
         s->cap[k] = want;
         s->t_alloc += hk_time() - t0;
         s->bytes += (double)want;
@@ -190,8 +236,25 @@ int hk_damg_stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
 void hk_damg_stage_free(const hk_dist *d, stage *s)
 {
     for (int k = 0; k < STAGE_COUNT; k++)
-        hk_dist_host_free(d, s->p[k]);
+        stage_release(d, s, k);
     memset(s, 0, sizeof *s);
+}
+
+/* Copies between the process's backend and the staging s (host): where s is pageable, by the
+ * backend's copies for pageable memory (copy_to_pageable, copy_from_pageable) where it has
+ * them. s NULL: plain copies. */
+int hk_damg_stage_down(const hk_dist *d, const stage *s, void *host, const void *src, size_t bytes)
+{
+    const hk_backend_ops *L = d->local;
+    if (s && !s->pin && L->copy_from_pageable) return L->copy_from_pageable(host, src, bytes);
+    return L->copy_from(host, src, bytes);
+}
+
+int hk_damg_stage_up(const hk_dist *d, const stage *s, void *dst, const void *host, size_t bytes)
+{
+    const hk_backend_ops *L = d->local;
+    if (s && !s->pin && L->copy_to_pageable) return L->copy_to_pageable(dst, host, bytes);
+    return L->copy_to(dst, host, bytes);
 }
 
 int hk_damg_vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)

@@ -645,8 +645,9 @@ static inline int64_t merge_col(int64_t k, int64_t row0, int64_t nown)
 }
 
 /* bytes of host memory h on the process's backend: h itself where that is host memory, else
- * an upload (*dev, freed by the caller with off_backend). */
-static int on_backend(const hk_dist *d, const void *h, size_t bytes, const void **dev)
+ * an upload (*dev, freed by the caller with off_backend; from the staging s where given). */
+static int on_backend(const hk_dist *d, const stage *s, const void *h, size_t bytes,
+                      const void **dev)
 {
     if (d->host_memory) {
         *dev = h;
@@ -655,7 +656,7 @@ static int on_backend(const hk_dist *d, const void *h, size_t bytes, const void 
     void *p = NULL;
     HK_CALL(d->local->alloc(&p, bytes ? bytes : 1));
     *dev = p;
-    return bytes ? d->local->copy_to(p, h, bytes) : 0;
+    return bytes ? hk_damg_stage_up(d, s, p, h, bytes) : 0;
 }
 
 static void off_backend(const hk_dist *d, const void *dev)
@@ -663,9 +664,9 @@ static void off_backend(const hk_dist *d, const void *dev)
     if (!d->host_memory && dev) d->local->dealloc((void *)dev);
 }
 
-static int merge_rows(const hk_dist *d, int64_t row0, int64_t nown, int64_t nglob, const hk_bmat *M,
-                      const int64_t *rc, const routed *R, int64_t **rowptr, int64_t **key,
-                      double **val)
+static int merge_rows(const hk_dist *d, const stage *s, int64_t row0, int64_t nown, int64_t nglob,
+                      const hk_bmat *M, const int64_t *rc, const routed *R, int64_t **rowptr,
+                      int64_t **key, double **val)
 {
     const int bsz = M->br * M->bc;
     const int64_t nr = M->nbrows, nc = M->nbcols, n = R->n;
@@ -682,14 +683,14 @@ static int merge_rows(const hk_dist *d, int64_t row0, int64_t nown, int64_t nglo
     for (int64_t c = 0; c < nc; c++)
         cmap[c] = merge_key(rc[c], row0, nown);
     /* the received rows, keys and blocks from the staging as route left them */
-    HK_TRY(on_backend(d, rmap, (size_t)nr * sizeof *rmap, &rmap_d));
-    HK_TRY(on_backend(d, cmap, (size_t)nc * sizeof *cmap, &cmap_d));
-    HK_TRY(on_backend(d, R->erow, (size_t)n * sizeof *R->erow, &erow_d));
-    HK_TRY(on_backend(d, R->ekey, (size_t)n * sizeof *R->ekey, &ekey_d));
+    HK_TRY(on_backend(d, NULL, rmap, (size_t)nr * sizeof *rmap, &rmap_d));
+    HK_TRY(on_backend(d, NULL, cmap, (size_t)nc * sizeof *cmap, &cmap_d));
+    HK_TRY(on_backend(d, s, R->erow, (size_t)n * sizeof *R->erow, &erow_d));
+    HK_TRY(on_backend(d, s, R->ekey, (size_t)n * sizeof *R->ekey, &ekey_d));
     if (R->ev_dev) /* received there (a device transport) */
         ev_d = R->ev_dev;
     else
-        HK_TRY(on_backend(d, R->ev, (size_t)(n * bsz) * sizeof *R->ev, &ev_d));
+        HK_TRY(on_backend(d, s, R->ev, (size_t)(n * bsz) * sizeof *R->ev, &ev_d));
     HK_TRY(d->local->coo_to_csr(M, rmap_d, cmap_d, n, erow_d, ekey_d, ev_d, nown, nglob, rowptr,
                                 key, val));
 fail:
@@ -710,7 +711,6 @@ fail:
 static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown,
                           int64_t **rowptr, int64_t **key, int64_t **rp, int64_t **gc)
 {
-    const hk_backend_ops *L = d->local;
     *rp = *gc = NULL;
     if (d->host_memory) {
         *rp = *rowptr;
@@ -719,10 +719,11 @@ static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown
     } else {
         HK_CALL(hk_damg_stage_get(d, s, STAGE_MERGE_PTR, (size_t)(nown + 1) * sizeof **rp,
                                   (void **)rp));
-        HK_CALL(L->copy_from(*rp, *rowptr, (size_t)(nown + 1) * sizeof **rp));
+        HK_CALL(hk_damg_stage_down(d, s, *rp, *rowptr, (size_t)(nown + 1) * sizeof **rp));
         HK_CALL(hk_damg_stage_get(d, s, STAGE_MERGE_COL, (size_t)((*rp)[nown] + 1) * sizeof **gc,
                                   (void **)gc));
-        if ((*rp)[nown]) HK_CALL(L->copy_from(*gc, *key, (size_t)(*rp)[nown] * sizeof **gc));
+        if ((*rp)[nown])
+            HK_CALL(hk_damg_stage_down(d, s, *gc, *key, (size_t)(*rp)[nown] * sizeof **gc));
     }
     int64_t *g = *gc;
     const int64_t nnz = (*rp)[nown];
@@ -810,7 +811,10 @@ static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, co
         HK_TRY(hk_damg_upload(be, *at, (size_t)(n + 1) * sizeof **at, (void **)&at_dev));
         if (!out_dev) HK_TRY(be->alloc((void **)&out_dev, (size_t)len * sizeof *out_dev));
         HK_TRY(be->dist_pack_rows(D, colmap_dev, rows_dev, n, at_dev, out_dev));
-        if (!rec_dev) HK_TRY(be->copy_from(*rec, out_dev, (size_t)len * sizeof **rec));
+        if (!rec_dev && s)
+            HK_TRY(hk_damg_stage_down(d, s, *rec, out_dev, (size_t)len * sizeof **rec));
+        else if (!rec_dev)
+            HK_TRY(be->copy_from(*rec, out_dev, (size_t)len * sizeof **rec));
     }
     if (rec_dev) {
         *rec_dev = out_dev;
@@ -1093,7 +1097,11 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     HK_TRY(column_union(colmap, nc, cpos, gcols, ngc, cols, ncols));
     if (nc) HK_TRY(be->copy_to(cpos_dev, cpos, (size_t)nc * sizeof *cpos));
     /* the records as received, with the per-ghost offsets and the union */
-    if (!rec_dev) HK_TRY(hk_damg_upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_up));
+    if (!rec_dev && s && rat[ng]) { /* rec is in the staging */
+        HK_TRY(be->alloc((void **)&rec_up, (size_t)rat[ng] * sizeof *rec));
+        HK_TRY(hk_damg_stage_up(d, s, rec_up, rec, (size_t)rat[ng] * sizeof *rec));
+    } else if (!rec_dev)
+        HK_TRY(hk_damg_upload(be, rec, (size_t)rat[ng] * sizeof *rec, (void **)&rec_up));
     HK_TRY(hk_damg_upload(be, grat, (size_t)ng * sizeof *grat, (void **)&grat_dev));
     HK_TRY(hk_damg_upload(be, gat, (size_t)(ng + 1) * sizeof *gat, (void **)&gat_dev));
     HK_TRY(hk_damg_upload(be, *cols, (size_t)*ncols * sizeof **cols, (void **)&cols_dev));
@@ -1545,7 +1553,6 @@ fail:
 static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64_t *rc,
                        int64_t crow0, int64_t nown, routed *X)
 {
-    const hk_backend_ops *L = d->local;
     const int bsz = M->br * M->bc;
     const int64_t nr = M->nbrows;
     int64_t unsorted = 0;
@@ -1563,7 +1570,7 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     if (!d->host_memory) {
         HK_CALL(hk_damg_stage_get(d, s, STAGE_SEND_PTR, (size_t)(nr + 1) * sizeof *rowptr,
                                   (void **)&rowptr));
-        HK_CALL(L->copy_from(rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
+        HK_CALL(hk_damg_stage_down(d, s, rowptr, M->rowptr, (size_t)(nr + 1) * sizeof *rowptr));
     }
     X->rowptr = rowptr;
     const int64_t a = rowptr[X->lo], b = rowptr[X->hi], nnz = rowptr[nr], ns = a + (nnz - b);
@@ -1583,14 +1590,16 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
             HK_CALL(hk_damg_stage_get(d, s, STAGE_SEND, (size_t)(ns * bsz + 1) * sizeof *val,
                                       (void **)&val));
         if (a) {
-            HK_CALL(L->copy_from(col, M->colind, (size_t)a * sizeof *col));
-            if (val) HK_CALL(L->copy_from(val, M->val, (size_t)(a * bsz) * sizeof *val));
+            HK_CALL(hk_damg_stage_down(d, s, col, M->colind, (size_t)a * sizeof *col));
+            if (val)
+                HK_CALL(hk_damg_stage_down(d, s, val, M->val, (size_t)(a * bsz) * sizeof *val));
         }
         if (nnz > b) {
-            HK_CALL(L->copy_from(col + a, M->colind + b, (size_t)(nnz - b) * sizeof *col));
+            HK_CALL(
+                hk_damg_stage_down(d, s, col + a, M->colind + b, (size_t)(nnz - b) * sizeof *col));
             if (val)
-                HK_CALL(L->copy_from(val + a * bsz, M->val + b * bsz,
-                                     (size_t)((nnz - b) * bsz) * sizeof *val));
+                HK_CALL(hk_damg_stage_down(d, s, val + a * bsz, M->val + b * bsz,
+                                           (size_t)((nnz - b) * bsz) * sizeof *val));
         }
         pre = col;
         suf = col + a;
@@ -1711,7 +1720,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     hk_damg_step_lap(Lb, a->st, ST_GAL_OTHERS, ts);
     HK_TRY(route(d, &a->stg, starts, cP, nns * nns, crow0, nagg, &R));
     hk_damg_step_lap(Lb, a->st, ST_GAL_ROUTE, ts);
-    ierr = merge_rows(d, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
+    ierr =
+        merge_rows(d, &a->stg, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
     routed_free(d, &R);
     hk_damg_step_lap(Lb, a->st, ST_GAL_MERGE, ts);
     /* the merged pattern on the host (rp, gc); on the cpu the values are host rows (vv) */
@@ -2073,7 +2083,7 @@ static int print_phases(const damg *a)
             "host staging (%s) allocated in the steps: %.1f MB in %.3f s\n",
             msg[MSG_GR_ROUNDS], msg[MSG_GR_SENT] / 1e6, msg[MSG_GR_COUNT],
             msg[MSG_GR_LARGEST] / 1e6, msg[MSG_GR_RECV] / 1e6,
-            d->local->host_alloc ? "pinned" : "malloc", msg[MSG_STAGE_MB], msg[MSG_STAGE_T]);
+            a->stg.pin ? "pinned" : "pageable", msg[MSG_STAGE_MB], msg[MSG_STAGE_T]);
     return 0;
 }
 
@@ -2106,6 +2116,7 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     memset(a->steps, 0, sizeof a->steps);
     a->st = profiling() ? a->steps : NULL;
     a->stg.t_alloc = a->stg.bytes = 0; /* this set-up's (the buffers are kept) */
+    HK_CALL(hk_damg_stage_kind(d, &a->stg));
     hk_damg_lap_start(t);
     hk_damg_lap_start(t_start);
     hk_damg_lap_start(ts);
