@@ -231,6 +231,8 @@ int hk_damg_stage_get(const hk_dist *d, stage *s, int k, size_t bytes, void **p)
 int hk_damg_stage_kind(const hk_dist *d, stage *s);
 int hk_damg_stage_up(const hk_dist *d, const stage *s, void *dst, const void *host, size_t bytes);
 void hk_damg_step_lap(const hk_backend_ops *be, double *st, int k, double *t);
+int hk_damg_to_backend(const hk_backend_ops *be, void *dst, const void *h, size_t bytes);
+int hk_damg_to_host(const hk_backend_ops *be, void *h, const void *src, size_t bytes);
 int hk_damg_upload(const hk_backend_ops *be, const void *h, size_t bytes, void **dev);
 int hk_damg_vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v);
 

@@ -264,12 +264,26 @@ int hk_damg_vec_sized(const hk_backend_ops *be, int64_t n, hk_precision p, hk_ve
     return 0;
 }
 
+/* The set-up's copies of its host arrays (malloc's memory) to and from the backend: by its
+ * copies for pageable memory where it has them (on a device through its pinned buffers, every
+ * host thread copying: the driver's own copy of pageable memory runs on one thread). */
+int hk_damg_to_backend(const hk_backend_ops *be, void *dst, const void *h, size_t bytes)
+{
+    return be->copy_to_pageable ? be->copy_to_pageable(dst, h, bytes) : be->copy_to(dst, h, bytes);
+}
+
+int hk_damg_to_host(const hk_backend_ops *be, void *h, const void *src, size_t bytes)
+{
+    return be->copy_from_pageable ? be->copy_from_pageable(h, src, bytes)
+                                  : be->copy_from(h, src, bytes);
+}
+
 int hk_damg_upload(const hk_backend_ops *be, const void *h, size_t bytes, void **dev)
 {
     *dev = NULL;
     if (!bytes) return 0;
     HK_CALL(be->alloc(dev, bytes));
-    return be->copy_to(*dev, h, bytes);
+    return hk_damg_to_backend(be, *dev, h, bytes);
 }
 
 /* The set-up's matrices on the process's backend and back. On a host-memory backend (cpu)
@@ -284,11 +298,11 @@ int hk_damg_local_copy(const hk_dist *d, const hk_bmat *M, hk_bmat *D)
     }
     HK_CALL(hk_bmat_alloc(L, M->br, M->bc, M->nbrows, M->nbcols, M->nnzb, D));
     const int64_t bb = (int64_t)M->br * M->bc;
-    int ierr = L->copy_to(D->rowptr, M->rowptr, (size_t)(M->nbrows + 1) * sizeof *M->rowptr);
+    int ierr = hk_damg_to_backend(L, D->rowptr, M->rowptr, (size_t)(M->nbrows + 1) * sizeof *M->rowptr);
     if (!ierr && M->nnzb)
-        ierr = L->copy_to(D->colind, M->colind, (size_t)M->nnzb * sizeof(int32_t));
+        ierr = hk_damg_to_backend(L, D->colind, M->colind, (size_t)M->nnzb * sizeof(int32_t));
     if (!ierr && M->nnzb)
-        ierr = L->copy_to(D->val, M->val, (size_t)(M->nnzb * bb) * sizeof(double));
+        ierr = hk_damg_to_backend(L, D->val, M->val, (size_t)(M->nnzb * bb) * sizeof(double));
     if (ierr) hk_bmat_free(D);
     return ierr;
 }
@@ -321,7 +335,7 @@ int hk_damg_gather_blocks(const hk_dist *d, double *dst, const double *src, int6
 static int upload_f64(const hk_backend_ops *L, const double *h, int64_t n, double **dev)
 {
     HK_CALL(L->alloc((void **)dev, (size_t)(n > 0 ? n : 1) * sizeof **dev));
-    return n ? L->copy_to(*dev, h, (size_t)n * sizeof *h) : 0;
+    return n ? hk_damg_to_backend(L, *dev, h, (size_t)n * sizeof *h) : 0;
 }
 
 /* A block matrix's pattern arrays on be (rowptr, colind); val left NULL for the caller. */
@@ -348,9 +362,9 @@ int hk_damg_pattern_to_host(const hk_dist *d, const hk_bmat *D, hk_bmat *H)
     }
     HK_CALL(hk_damg_pattern_alloc(&hk_backend_cpu, D->br, D->bc, D->nbrows, D->nbcols, D->nnzb, H));
     int ierr =
-        d->local->copy_from(H->rowptr, D->rowptr, (size_t)(D->nbrows + 1) * sizeof *H->rowptr);
+        hk_damg_to_host(d->local, H->rowptr, D->rowptr, (size_t)(D->nbrows + 1) * sizeof *H->rowptr);
     if (!ierr && D->nnzb)
-        ierr = d->local->copy_from(H->colind, D->colind, (size_t)D->nnzb * sizeof *H->colind);
+        ierr = hk_damg_to_host(d->local, H->colind, D->colind, (size_t)D->nnzb * sizeof *H->colind);
     if (ierr) hk_bmat_free(H);
     return ierr;
 }
@@ -620,7 +634,7 @@ static int dmat_values(dmat *m, const double *val, const double *val_dev, const 
     int ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
     void *dst = prec == HK_FP32 ? (void *)m->v32 : (void *)m->M.val;
     if (!ierr && nnz && !from_val && !src && prec == HK_FP64)
-        ierr = L->copy_to(m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
+        ierr = hk_damg_to_backend(L, m->M.val, val, (size_t)(nnz * bb) * sizeof *val);
     else if (!ierr && nnz) {
         if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
         hk_vec from = {
@@ -696,8 +710,8 @@ int hk_damg_dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int 
     hk_damg_step_lap(L, st, ST_OP_COLUMNS, t);
     if (ypos) rowptr = srp;
     if (!ierr) ierr = hk_damg_pattern_alloc(L, br, bc, nrows, m->nbc + m->ng, nnz, &m->M);
-    if (!ierr) ierr = L->copy_to(m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
-    if (!ierr && nnz) ierr = L->copy_to(m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
+    if (!ierr) ierr = hk_damg_to_backend(L, m->M.rowptr, rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
+    if (!ierr && nnz) ierr = hk_damg_to_backend(L, m->M.colind, lcol, (size_t)nnz * sizeof(int32_t));
     if (!ierr && src && !d->host_memory)
         ierr = hk_damg_upload(L, src, (size_t)nnz * sizeof *src, (void **)&src_dev);
     if (!ierr) ierr = dmat_values(m, val, val_dev, d->host_memory ? src : src_dev);

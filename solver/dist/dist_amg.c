@@ -184,7 +184,7 @@ static int level0_rows(const hk_dist *d, hlev *H)
     if (d->Koo.colind) /* on a device the split kept Koo's columns there */
         memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
     else if (nio)
-        HK_CALL(L->copy_from(H->A.colind, d->Koo_d.colind, (size_t)nio * sizeof *H->A.colind));
+        HK_CALL(hk_damg_to_host(L, H->A.colind, d->Koo_d.colind, (size_t)nio * sizeof *H->A.colind));
     const size_t b_oo = (size_t)(nio * bb) * sizeof(double),
                  b_bnd = (size_t)(nb * bb) * sizeof(double);
     if (d->Koo.val) {
@@ -192,8 +192,8 @@ static int level0_rows(const hk_dist *d, hlev *H)
         hk_damg_copy_par(H->A.val + nio * bb, d->Kbnd.val, b_bnd);
         return 0;
     }
-    if (nio) HK_CALL(L->copy_from(H->A.val, d->Koo_d.val, b_oo));
-    if (nb) HK_CALL(L->copy_from(H->A.val + nio * bb, d->Kbnd_d.val, b_bnd));
+    if (nio) HK_CALL(hk_damg_to_host(L, H->A.val, d->Koo_d.val, b_oo));
+    if (nb) HK_CALL(hk_damg_to_host(L, H->A.val + nio * bb, d->Kbnd_d.val, b_bnd));
     return 0;
 }
 
@@ -220,9 +220,9 @@ static int level0_local(const hk_dist *d, hlev *H)
         ierr = hk_bmat_alloc(L, d->bs, d->bs, d->nown, d->nown + d->nghost, nio + nb, &H->Ad);
     }
     hk_bmat *A = &H->Ad;
-    if (!ierr) ierr = L->copy_to(A->rowptr, rowptr, (size_t)(d->nown + 1) * sizeof *rowptr);
+    if (!ierr) ierr = hk_damg_to_backend(L, A->rowptr, rowptr, (size_t)(d->nown + 1) * sizeof *rowptr);
     if (!ierr && nio) ierr = L->copy(A->colind, d->Koo_d.colind, (size_t)nio * sizeof(int32_t));
-    if (!ierr && nb) ierr = L->copy_to(A->colind + nio, bnd_col, (size_t)nb * sizeof(int32_t));
+    if (!ierr && nb) ierr = hk_damg_to_backend(L, A->colind + nio, bnd_col, (size_t)nb * sizeof(int32_t));
     if (!ierr && nio) ierr = L->copy(A->val, d->Koo_d.val, (size_t)(nio * bb) * sizeof(double));
     if (!ierr && nb)
         ierr = L->copy(A->val + nio * bb, d->Kbnd_d.val, (size_t)(nb * bb) * sizeof(double));
@@ -237,7 +237,7 @@ static int host_values(const hk_dist *d, hlev *H)
 {
     const int64_t n = H->A.nnzb * H->bs * H->bs;
     HK_CALL(hk_backend_cpu.alloc((void **)&H->A.val, (size_t)(n + 1) * sizeof *H->A.val));
-    return n ? d->local->copy_from(H->A.val, H->Ad.val, (size_t)n * sizeof *H->A.val) : 0;
+    return n ? hk_damg_to_host(d->local, H->A.val, H->Ad.val, (size_t)n * sizeof *H->A.val) : 0;
 }
 
 /* The owned diagonal block of H on the process's backend (the aggregation's matrix): its
@@ -275,8 +275,8 @@ static int owned_block(const hk_dist *d, const hlev *H, hk_bmat *O)
     }
     HK_TRY(hk_damg_pattern_alloc(L, H->bs, H->bs, n, n, nnz, O));
     HK_TRY(L->alloc((void **)&O->val, (size_t)(nnz * bb + 1) * sizeof *O->val));
-    HK_TRY(L->copy_to(O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr));
-    if (nnz) HK_TRY(L->copy_to(O->colind, col, (size_t)nnz * sizeof *col));
+    HK_TRY(hk_damg_to_backend(L, O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr));
+    if (nnz) HK_TRY(hk_damg_to_backend(L, O->colind, col, (size_t)nnz * sizeof *col));
     HK_TRY(hk_damg_gather_blocks(d, O->val, H->Ad.val, H->Ad.nnzb, bb, idx, nnz));
 fail:
     if (ierr) hk_bmat_free(O);
@@ -337,7 +337,7 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
         }
         if (cbe != L && !d->host_memory) {
             HK_TRY(hk_damg_vec_sized(L, n, HK_FP64, &up));
-            if (n) HK_TRY(L->copy_to(up->data, hsrc, (size_t)n * sizeof(double)));
+            if (n) HK_TRY(hk_damg_to_backend(L, up->data, hsrc, (size_t)n * sizeof(double)));
             from.data = up->data;
         }
         if (!d->host_memory && nb)
@@ -792,7 +792,7 @@ static int pack_records(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     if (n) {
         HK_TRY(be->alloc((void **)&len_dev, (size_t)n * sizeof *len_dev));
         HK_TRY(be->dist_row_lengths(D, rows_dev, n, len_dev));
-        HK_TRY(be->copy_from(*cnt, len_dev, (size_t)n * sizeof **cnt));
+        HK_TRY(hk_damg_to_host(be, *cnt, len_dev, (size_t)n * sizeof **cnt));
     }
     (*at)[0] = 0;
     for (int64_t j = 0; j < n; j++)
@@ -1016,7 +1016,7 @@ static int record_columns_dev(const hk_dist *d, int64_t ng, int bsz, const doubl
     if (!n) return 0;
     if (len > INT32_MAX) {
         HK_CALL(hk_malloc((size_t)len * sizeof *h, &h));
-        ierr = L->copy_from(h, rec_dev, (size_t)len * sizeof *h);
+        ierr = hk_damg_to_host(L, h, rec_dev, (size_t)len * sizeof *h);
         if (!ierr) {
 #pragma omp parallel for schedule(dynamic, 64)
             for (int64_t k = 0; k < ng; k++)
@@ -1034,7 +1034,7 @@ static int record_columns_dev(const hk_dist *d, int64_t ng, int bsz, const doubl
     HK_TRY(L->alloc((void **)&g, (size_t)n * sizeof *g));
     HK_TRY(hk_damg_gather_blocks(d, g, rec_dev, len, 1, idx, n));
     /* the doubles into gcols' own bytes, then each one turned into its id in place */
-    HK_TRY(L->copy_from(gcols, g, (size_t)n * sizeof *g));
+    HK_TRY(hk_damg_to_host(L, gcols, g, (size_t)n * sizeof *g));
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < n; p++) {
         double v;
@@ -1093,9 +1093,9 @@ static int ghost_matrix(const hk_backend_ops *be, const hk_dist *d, stage *s, co
     HK_TRY(hk_malloc((size_t)(nc + 1) * sizeof *cpos, &cpos));
     HK_TRY(be->alloc((void **)&cpos_dev, (size_t)(nc + 1) * sizeof *cpos_dev));
     HK_TRY(be->dist_mark_columns(D, cpos_dev));
-    if (nc) HK_TRY(be->copy_from(cpos, cpos_dev, (size_t)nc * sizeof *cpos));
+    if (nc) HK_TRY(hk_damg_to_host(be, cpos, cpos_dev, (size_t)nc * sizeof *cpos));
     HK_TRY(column_union(colmap, nc, cpos, gcols, ngc, cols, ncols));
-    if (nc) HK_TRY(be->copy_to(cpos_dev, cpos, (size_t)nc * sizeof *cpos));
+    if (nc) HK_TRY(hk_damg_to_backend(be, cpos_dev, cpos, (size_t)nc * sizeof *cpos));
     /* the records as received, with the per-ghost offsets and the union */
     if (!rec_dev && s && rat[ng]) { /* rec is in the staging */
         HK_TRY(be->alloc((void **)&rec_up, (size_t)rat[ng] * sizeof *rec));
@@ -1366,7 +1366,7 @@ static int restriction_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
         ierr = L->dist_read_columns(Rt->colind + r0, rnnz, nown + ngh, rank, list, &nread);
     if (!ierr) ierr = hk_malloc((size_t)(ngh + 1) * sizeof *grank, &grank);
     if (!ierr) ierr = hk_malloc((size_t)(ngh + 1) * sizeof *ghost, &ghost);
-    if (!ierr && ngh) ierr = L->copy_from(grank, rank + nown, (size_t)ngh * sizeof *grank);
+    if (!ierr && ngh) ierr = hk_damg_to_host(L, grank, rank + nown, (size_t)ngh * sizeof *grank);
     if (!ierr)
         for (int64_t k = 0; k < ngh; k++)
             if (grank[k] >= 0) ghost[ng++] = H->halo->ghost[k];
@@ -1404,7 +1404,7 @@ static int prolongator_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
     if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *map, &map);
     if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *bcol, &bcol);
     if (!ierr) ierr = hk_malloc((size_t)(nP + 1) * sizeof *ghost, &ghost);
-    if (!ierr && nP) ierr = L->copy_from(map, rank, (size_t)nP * sizeof *map);
+    if (!ierr && nP) ierr = hk_damg_to_host(L, map, rank, (size_t)nP * sizeof *map);
     if (!ierr) {
         for (int64_t j = 0; j < nP; j++) /* the owned coarse columns read, ascending */
             if (map[j] >= 0 && cP[j] >= crow0 && cP[j] < crow0 + nagg) {
@@ -1416,7 +1416,7 @@ static int prolongator_operator(hk_pc *pc, damg *a, int l, const hlev *H, const 
                 ghost[ng] = cP[j];
                 map[j] = (int32_t)(nbc + ng++);
             }
-        if (nP) ierr = L->copy_to(rank, map, (size_t)nP * sizeof *map);
+        if (nP) ierr = hk_damg_to_backend(L, rank, map, (size_t)nP * sizeof *map);
     }
     if (!ierr) ierr = hk_damg_upload(L, bcol, (size_t)nbc * sizeof *bcol, (void **)&bcol_dev);
     ierr = hk_comm_agree(d->comm, ierr);
@@ -1756,7 +1756,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         mrp_dev = NULL;
         ierr = Lb->alloc((void **)&Hn.Ad.colind, (size_t)(Hn.A.nnzb + 1) * sizeof(int32_t));
         if (!ierr && Hn.A.nnzb)
-            ierr = Lb->copy_to(Hn.Ad.colind, Hn.A.colind, (size_t)Hn.A.nnzb * sizeof(int32_t));
+            ierr = hk_damg_to_backend(Lb, Hn.Ad.colind, Hn.A.colind, (size_t)Hn.A.nnzb * sizeof(int32_t));
         if (!ierr) {
             Hn.Ad.val = Acv_dev;
             Acv_dev = NULL;
@@ -1893,9 +1893,9 @@ static int coarsest(hk_pc *pc, damg *a, int l, const hlev *H, const int32_t *inv
     HK_TRY(hk_comm_allgatherv(c, val, cnt[2 * P + me], G.val, cnt + 2 * P));
     ierr = hk_dist_sort_blocks(nrows, G.rowptr, G.colind, G.val, bb);
     if (!ierr) ierr = hk_bmat_alloc(Lb, bs, bs, nrows, nrows, nnz, &Gd);
-    if (!ierr) ierr = Lb->copy_to(Gd.rowptr, G.rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
-    if (!ierr && nnz) ierr = Lb->copy_to(Gd.colind, G.colind, (size_t)nnz * sizeof(int32_t));
-    if (!ierr && nnz) ierr = Lb->copy_to(Gd.val, G.val, (size_t)(nnz * bb) * sizeof(double));
+    if (!ierr) ierr = hk_damg_to_backend(Lb, Gd.rowptr, G.rowptr, (size_t)(nrows + 1) * sizeof(int64_t));
+    if (!ierr && nnz) ierr = hk_damg_to_backend(Lb, Gd.colind, G.colind, (size_t)nnz * sizeof(int32_t));
+    if (!ierr && nnz) ierr = hk_damg_to_backend(Lb, Gd.val, G.val, (size_t)(nnz * bb) * sizeof(double));
     const int64_t n = nrows * bs;
     if (!ierr) ierr = hk_damg_vec_sized(Lb, n * n, pc->prec, &a->Minv);
     if (!ierr) ierr = hk_damg_vec_sized(Lb, n, pc->prec, &a->cb);
