@@ -146,14 +146,14 @@ static int64_t hlev_gcol(const hlev *H, int32_t c)
     return c < H->nown ? hlev_gid(H, c) : H->halo->ghost[c - H->nown];
 }
 
-/* Level 0's pattern from the layout: Koo's first nint rows as they are, then Kbnd's rows
- * (rowptr: nown + 1), the boundary rows' columns renumbered into bnd_col (Kbnd's count). */
-static void level0_pattern(const hk_dist *d, int64_t *rowptr, int32_t *bnd_col)
+/* Level 0's pattern from the layout: Koo's first nint rows as they are (the caller's), then
+ * Kbnd's rows: their row pointers tail[b] = rowptr[nint + b + 1] (nbnd), their columns
+ * renumbered into bnd_col (Kbnd's count). */
+static void level0_pattern(const hk_dist *d, int64_t *tail, int32_t *bnd_col)
 {
     const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
-    memcpy(rowptr, d->Koo.rowptr, (size_t)(d->nint + 1) * sizeof *rowptr);
     for (int64_t b = 0; b < d->nbnd; b++)
-        rowptr[d->nint + b + 1] = nio + d->Kbnd.rowptr[b + 1];
+        tail[b] = nio + d->Kbnd.rowptr[b + 1];
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nb; p++) {
         const int32_t c = d->Kbnd.colind[p];
@@ -180,7 +180,8 @@ static int level0_rows(const hk_dist *d, hlev *H)
     const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
     HK_CALL(hk_bmat_alloc(&hk_backend_cpu, d->bs, d->bs, d->nown, d->nown + d->nghost, nio + nb,
                           &H->A));
-    level0_pattern(d, H->A.rowptr, H->A.colind + nio);
+    memcpy(H->A.rowptr, d->Koo.rowptr, (size_t)(d->nint + 1) * sizeof *H->A.rowptr);
+    level0_pattern(d, H->A.rowptr + d->nint + 1, H->A.colind + nio);
     if (d->Koo.colind) /* on a device the split kept Koo's columns there */
         memcpy(H->A.colind, d->Koo.colind, (size_t)nio * sizeof *H->A.colind);
     else if (nio)
@@ -199,8 +200,9 @@ static int level0_rows(const hk_dist *d, hlev *H)
 
 /* Level 0's rows on the process's backend (H->Ad): on the cpu a view of the host rows; on a
  * device copied there from the layout's Koo and Kbnd on the device (Koo_d, Kbnd_d), only the
- * pattern of the boundary rows' renumbered columns uploaded (H->A stays empty until the
- * coarsest level needs it). */
+ * pattern of the boundary rows uploaded: Koo's row pointers of the interior rows from the
+ * layout's host copy as they are, the boundary rows' (shifted) and their renumbered columns
+ * made on the threads (H->A stays empty until the coarsest level needs it). */
 static int level0_local(const hk_dist *d, hlev *H)
 {
     if (d->host_memory) {
@@ -210,23 +212,29 @@ static int level0_local(const hk_dist *d, hlev *H)
     const hk_backend_ops *L = d->local;
     const int64_t bb = (int64_t)d->bs * d->bs;
     const int64_t nio = d->Koo.rowptr[d->nint], nb = d->Kbnd.rowptr[d->nbnd];
-    int64_t *rowptr = NULL;
+    int64_t *tail = NULL;
     int32_t *bnd_col = NULL;
     level0_header(d, H);
-    int ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *rowptr, &rowptr);
+    int ierr = hk_malloc((size_t)(d->nbnd + 1) * sizeof *tail, &tail);
     if (!ierr) ierr = hk_malloc((size_t)(nb + 1) * sizeof *bnd_col, &bnd_col);
     if (!ierr) {
-        level0_pattern(d, rowptr, bnd_col);
+        level0_pattern(d, tail, bnd_col);
         ierr = hk_bmat_alloc(L, d->bs, d->bs, d->nown, d->nown + d->nghost, nio + nb, &H->Ad);
     }
     hk_bmat *A = &H->Ad;
-    if (!ierr) ierr = hk_damg_to_backend(L, A->rowptr, rowptr, (size_t)(d->nown + 1) * sizeof *rowptr);
+    if (!ierr)
+        ierr = hk_damg_to_backend(L, A->rowptr, d->Koo.rowptr,
+                                  (size_t)(d->nint + 1) * sizeof *A->rowptr);
+    if (!ierr && d->nbnd)
+        ierr = hk_damg_to_backend(L, A->rowptr + d->nint + 1, tail,
+                                  (size_t)d->nbnd * sizeof *A->rowptr);
     if (!ierr && nio) ierr = L->copy(A->colind, d->Koo_d.colind, (size_t)nio * sizeof(int32_t));
-    if (!ierr && nb) ierr = hk_damg_to_backend(L, A->colind + nio, bnd_col, (size_t)nb * sizeof(int32_t));
+    if (!ierr && nb)
+        ierr = hk_damg_to_backend(L, A->colind + nio, bnd_col, (size_t)nb * sizeof(int32_t));
     if (!ierr && nio) ierr = L->copy(A->val, d->Koo_d.val, (size_t)(nio * bb) * sizeof(double));
     if (!ierr && nb)
         ierr = L->copy(A->val + nio * bb, d->Kbnd_d.val, (size_t)(nb * bb) * sizeof(double));
-    free(rowptr);
+    free(tail);
     free(bnd_col);
     return ierr;
 }
