@@ -231,9 +231,10 @@ static void test_ops_reviewed(void)
         unreviewed += !ok;
     }
     CU_ASSERT(unreviewed == 0);
-    /* not local: a distributed matrix converted by the backend would lose its halo plan */
+    /* not local: a distributed matrix refilled or converted by the backend would lose its halo
+     * plan (the conversion is the distributed one, its parts the backend's) */
     CU_ASSERT_PTR_NULL(d->ops.mat_refill);
-    CU_ASSERT_PTR_NULL(d->ops.mat_convert);
+    CU_ASSERT(d->ops.mat_convert == hk_dist_mat_convert);
     hk_dist_destroy(d);
     hk_bcsr_free(&K);
 }
@@ -916,6 +917,89 @@ static void test_host_staging_cuda(void)
     host_staging_on(be);
 }
 
+/* The distributed operator's fp32 copy by mat_convert (each part converted by the backend,
+ * hk_pc_operator's way where the format is the same) against the one built from K in fp32:
+ * the same statistics and SpMV bytes, formats csr and bsr; a values-only conversion after the
+ * fp64 values changed gives the bytes of a new build from them. One process, the layout on be. */
+static void dist_convert_on(const hk_backend *be)
+{
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
+    const int64_t n = K.nbrows * K.bs;
+    hk_dist *d = NULL;
+    HK_ASSERT_OK(hk_dist_create(hk_comm_world(), be, 0, &K, &d));
+    hk_dist_ops_init(d);
+    const hk_backend_ops *o = &d->ops;
+    CU_ASSERT_FATAL(o->mat_convert == hk_dist_mat_convert);
+    double *x = hk_test_rand_vec(n, 7u), *ya = malloc(sizeof *ya * (size_t)n),
+           *yb = malloc(sizeof *yb * (size_t)n);
+    const hk_format fmts[2] = {HK_FMT_CSR, HK_FMT_BSR};
+    for (int f = 0; f < 2; f++) {
+        hk_bmat Koo = d->Koo_d;
+        Koo.be = o;
+        hk_mat *A64 = NULL, *A32 = NULL, *C32 = NULL;
+        hk_vec *vx = NULL, *vy = NULL;
+        HK_ASSERT_OK(hk_mat_create_bmat(&Koo, fmts[f], HK_FP64, NULL, &A64));
+        HK_ASSERT_OK(hk_mat_create_bmat(&Koo, fmts[f], HK_FP32, NULL, &A32));
+        HK_ASSERT_OK(hk_mat_convert(A64, &C32));
+        CU_ASSERT(C32->prec == HK_FP32 && C32->fmt == A32->fmt && C32->nnz == A32->nnz &&
+                  C32->stored == A32->stored && C32->bytes == A32->bytes);
+        HK_ASSERT_OK(hk_vec_create(o, n, HK_FP32, &vx));
+        HK_ASSERT_OK(hk_vec_create(o, n, HK_FP32, &vy));
+        HK_ASSERT_OK(hk_vec_upload(vx, x));
+        HK_ASSERT_OK(hk_mat_spmv(A32, vx, vy));
+        HK_ASSERT_OK(hk_vec_download(vy, ya));
+        HK_ASSERT_OK(hk_mat_spmv(C32, vx, vy));
+        HK_ASSERT_OK(hk_vec_download(vy, yb));
+        CU_ASSERT(!memcmp(ya, yb, sizeof *ya * (size_t)n));
+        if (memcmp(ya, yb, sizeof *ya * (size_t)n))
+            printf("\n  %s: the converted fp32 operator's SpMV differs from the built one's ",
+                   hk_format_name(fmts[f]));
+        /* the fp64 operator rebuilt from values scaled by 3, the copy's values converted again */
+        hk_mat_destroy(A64);
+        hk_mat_destroy(A32);
+        A64 = A32 = NULL;
+        hk_bmat S = Koo;
+        const int64_t nv = S.nnzb * S.br * S.bc;
+        HK_ASSERT_OK(be->alloc((void **)&S.val, sizeof(double) * (size_t)(nv + 1)));
+        double *hv = malloc(sizeof *hv * (size_t)(nv + 1));
+        HK_ASSERT_OK(be->copy_from(hv, Koo.val, sizeof *hv * (size_t)nv));
+        for (int64_t k = 0; k < nv; k++)
+            hv[k] *= 3;
+        HK_ASSERT_OK(be->copy_to(S.val, hv, sizeof *hv * (size_t)nv));
+        HK_ASSERT_OK(hk_mat_create_bmat(&S, fmts[f], HK_FP64, NULL, &A64));
+        HK_ASSERT_OK(hk_mat_create_bmat(&S, fmts[f], HK_FP32, NULL, &A32));
+        HK_ASSERT_OK(hk_mat_convert_values(C32, A64));
+        HK_ASSERT_OK(hk_mat_spmv(A32, vx, vy));
+        HK_ASSERT_OK(hk_vec_download(vy, ya));
+        HK_ASSERT_OK(hk_mat_spmv(C32, vx, vy));
+        HK_ASSERT_OK(hk_vec_download(vy, yb));
+        CU_ASSERT(!memcmp(ya, yb, sizeof *ya * (size_t)n));
+        be->dealloc(S.val);
+        free(hv);
+        hk_vec_destroy(vx);
+        hk_vec_destroy(vy);
+        hk_mat_destroy(A64);
+        hk_mat_destroy(A32);
+        hk_mat_destroy(C32);
+    }
+    hk_dist_destroy(d);
+    free(x);
+    free(ya);
+    free(yb);
+    hk_bcsr_free(&K);
+}
+
+static void test_convert_cpu(void)
+{
+    dist_convert_on(&hk_backend_cpu);
+}
+
+static void test_convert_cuda(void)
+{
+    dist_convert_on(hk_test_cuda_backend());
+}
+
 /* copy_to_pageable and copy_from_pageable on backend be (pc=amg's set-up staging): arrays of
  * malloc's memory, of sizes below, at and across the pinned buffers' pieces (32 MB) and of an
  * odd length, up and down again; each against the plain copy_to and copy_from, byte for byte,
@@ -1520,36 +1604,37 @@ static void test_ghost_rows_cuda(void)
     ghost_rows_on(hk_test_cuda_backend(), 2, 2);
 }
 
-HK_SUITE(dist,
-         {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
-         {"partitions of a mesh's cells along their dual graph", test_partition_cells},
-         {"one process: sums, agreement and an empty halo pass through", test_comm_one},
-         {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
-          test_layout_one},
-         {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
-         {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
-          "random one repeated",
-          test_local_pattern_cpu},
-         {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
-          "indices naming their blocks, a bad column's first row",
-          test_split_cpu},
-         {"the layout from values in the backend's memory, and from host rows taken the "
-          "device's way: the host's bytes, its check's sentence (views, and the device's path)",
-          test_resident_cpu},
-         {"the layout from a part's rows in the backend's memory (their columns made global "
-          "there): the host's bytes, its check's sentences (views, and the device's path)",
-          test_device_rows_cpu},
-         {"the distributed table keeps the backend's own ops only where they are local",
-          test_ops_reviewed},
-         {"the halos' host staging without a backend op: malloc's, round trips",
-          test_host_staging_cpu},
-         {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named",
-          test_coo_cpu},
-         {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
-          test_ghost_rows_cpu},
-         {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
-          "copies' bytes, nothing past the end",
-          test_pageable_copies_cpu})
+HK_SUITE(
+    dist, {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
+    {"partitions of a mesh's cells along their dual graph", test_partition_cells},
+    {"one process: sums, agreement and an empty halo pass through", test_comm_one},
+    {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
+     test_layout_one},
+    {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
+    {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
+     "random one repeated",
+     test_local_pattern_cpu},
+    {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
+     "indices naming their blocks, a bad column's first row",
+     test_split_cpu},
+    {"the layout from values in the backend's memory, and from host rows taken the "
+     "device's way: the host's bytes, its check's sentence (views, and the device's path)",
+     test_resident_cpu},
+    {"the layout from a part's rows in the backend's memory (their columns made global "
+     "there): the host's bytes, its check's sentences (views, and the device's path)",
+     test_device_rows_cpu},
+    {"the distributed table keeps the backend's own ops only where they are local",
+     test_ops_reviewed},
+    {"the halos' host staging without a backend op: malloc's, round trips", test_host_staging_cpu},
+    {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named", test_coo_cpu},
+    {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
+     test_ghost_rows_cpu},
+    {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
+     "copies' bytes, nothing past the end",
+     test_pageable_copies_cpu},
+    {"the distributed operator's fp32 copy converted part by part: the fp32 build's "
+     "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
+     test_convert_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
@@ -1573,4 +1658,7 @@ HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_ga
                  test_ghost_rows_cuda},
                 {"pc=amg's staging copies on cuda (through the pinned buffers from 4 MB, 0 B to "
                  "70 MB): the plain copies' bytes, nothing past the end, the source free at once",
-                 test_pageable_copies_cuda})
+                 test_pageable_copies_cuda},
+                {"the distributed operator's fp32 copy converted on cuda: the fp32 build's "
+                 "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
+                 test_convert_cuda})

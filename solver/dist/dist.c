@@ -787,34 +787,22 @@ static int vec_at_least(const hk_backend_ops *be, int64_t n, hk_precision p, hk_
     return 0;
 }
 
-int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
+/* The operator M's parts (Aint, Abnd) made: its halo vectors and host staging, and A's
+ * statistics, the parts' sums; A->bdata = M either way (hk_dist_mat_release frees it). */
+static int dist_mat_finish(hk_mat *A, dist_mat *M)
 {
-    hk_dist *d = A->be->dist;
-    int ierr = 0;
-    dist_mat *M = NULL;
-    const double t0 = hk_time();
-    HK_CHECK(d && K->nbrows == d->nown && K->nbcols == d->nown && K->br == d->bs, HK_ERR_ARG,
-             "distributed solver: only the operator itself is built across processes (a %lld x "
-             "%lld block matrix was given)",
-             (long long)K->nbrows, (long long)K->nbcols);
-    HK_TRY(hk_calloc(1, sizeof *M, &M));
-    M->d = d;
+    const hk_dist *d = M->d;
+    A->bdata = M;
     A->nnz = A->stored = A->width = 0; /* the parts' sums below (also when rebuilt) */
     A->bytes = 0;
     A->lanes_min = A->lanes_max = 0;
-    /* A_int: Koo's first nint rows (interior rows read owned columns only) */
-    hk_bmat Kint = d->Koo_d;
-    Kint.nbrows = d->nint;
-    Kint.nnzb = d->Koo.rowptr[d->nint];
-    HK_TRY(local_mat(d, A, &Kint, &M->Aint));
-    HK_TRY(local_mat(d, A, &d->Kbnd_d, &M->Abnd));
     const int64_t ns = d->halo->send_off[d->halo->nsend];
-    HK_TRY(vec_at_least(d->local, ns * d->bs, A->prec, &M->send));
-    HK_TRY(vec_at_least(d->local, (d->nbc + d->nghost) * d->bs, A->prec, &M->xe));
+    HK_CALL(vec_at_least(d->local, ns * d->bs, A->prec, &M->send));
+    HK_CALL(vec_at_least(d->local, (d->nbc + d->nghost) * d->bs, A->prec, &M->xe));
     const size_t e = (A->prec == HK_FP64 ? sizeof(double) : sizeof(float)) * (size_t)d->bs;
     if (!d->host_memory && !d->dcomm) {
-        HK_TRY(hk_dist_host_alloc(d, (size_t)(ns + 1) * e, &M->host_send));
-        HK_TRY(hk_dist_host_alloc(d, (size_t)(d->nghost + 1) * e, &M->host_recv));
+        HK_CALL(hk_dist_host_alloc(d, (size_t)(ns + 1) * e, &M->host_send));
+        HK_CALL(hk_dist_host_alloc(d, (size_t)(d->nghost + 1) * e, &M->host_recv));
     }
     const hk_mat *parts[2] = {M->Aint, M->Abnd};
     for (int k = 0; k < 2; k++) {
@@ -828,13 +816,64 @@ int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
             A->lanes_min = P->lanes_min;
         if (P->lanes_max > A->lanes_max) A->lanes_max = P->lanes_max;
     }
-    A->bdata = M;
+    return 0;
+}
+
+int hk_dist_mat_build(hk_mat *A, const hk_bmat *K)
+{
+    hk_dist *d = A->be->dist;
+    int ierr = 0;
+    dist_mat *M = NULL;
+    const double t0 = hk_time();
+    HK_CHECK(d && K->nbrows == d->nown && K->nbcols == d->nown && K->br == d->bs, HK_ERR_ARG,
+             "distributed solver: only the operator itself is built across processes (a %lld x "
+             "%lld block matrix was given)",
+             (long long)K->nbrows, (long long)K->nbcols);
+    HK_TRY(hk_calloc(1, sizeof *M, &M));
+    M->d = d;
+    /* A_int: Koo's first nint rows (interior rows read owned columns only) */
+    hk_bmat Kint = d->Koo_d;
+    Kint.nbrows = d->nint;
+    Kint.nnzb = d->Koo.rowptr[d->nint];
+    HK_TRY(local_mat(d, A, &Kint, &M->Aint));
+    HK_TRY(local_mat(d, A, &d->Kbnd_d, &M->Abnd));
+    HK_TRY(dist_mat_finish(A, M));
     HK_CALL(d->local->sync());
     d->t_operator = hk_time() - t0;
     return 0;
 fail:
     A->bdata = M;
     hk_dist_mat_release(A);
+    return ierr;
+}
+
+/* dst = src (fp64) in fp32 (mat_convert): each part converted by the process's backend (its
+ * format and layout kept, the values rounded: what a build in fp32 makes where the format is
+ * the same, which hk_pc_operator checks), not built again from K's rows; where dst is built
+ * (hk_mat_convert_values), its parts' values only. */
+int hk_dist_mat_convert(hk_mat *dst, const hk_mat *src)
+{
+    const dist_mat *S = src->bdata;
+    HK_CHECK(S, HK_ERR_ARG, "distributed operator: converted before it was built");
+    if (dst->bdata) {
+        dist_mat *M = dst->bdata;
+        HK_CHECK(!M->Aint == !S->Aint && !M->Abnd == !S->Abnd, HK_ERR_UNSUPPORTED,
+                 "distributed operator: the fp32 copy has other parts than the fp64 one");
+        if (M->Aint) HK_CALL(hk_mat_convert_values(M->Aint, S->Aint));
+        if (M->Abnd) HK_CALL(hk_mat_convert_values(M->Abnd, S->Abnd));
+        return 0;
+    }
+    int ierr = 0;
+    dist_mat *M = NULL;
+    HK_TRY(hk_calloc(1, sizeof *M, &M));
+    M->d = S->d;
+    if (S->Aint) HK_TRY(hk_mat_convert(S->Aint, &M->Aint));
+    if (S->Abnd) HK_TRY(hk_mat_convert(S->Abnd, &M->Abnd));
+    HK_TRY(dist_mat_finish(dst, M));
+    return 0;
+fail:
+    dst->bdata = M;
+    hk_dist_mat_release(dst);
     return ierr;
 }
 

@@ -201,6 +201,7 @@ int hk_dist_check_choice(const char *method, const char *pc);
 
 /* The operator's ops of the distributed table (dist.c). */
 int hk_dist_mat_build(hk_mat *A, const hk_bmat *K);
+int hk_dist_mat_convert(hk_mat *dst, const hk_mat *src);
 int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
 void hk_dist_mat_release(hk_mat *A);
 /* An fp64 scratch vector of A's rows, kept with A (the fused reductions of dist_ops.c). */
