@@ -1604,37 +1604,39 @@ static void test_ghost_rows_cuda(void)
     ghost_rows_on(hk_test_cuda_backend(), 2, 2);
 }
 
-HK_SUITE(
-    dist, {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
-    {"partitions of a mesh's cells along their dual graph", test_partition_cells},
-    {"one process: sums, agreement and an empty halo pass through", test_comm_one},
-    {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
-     test_layout_one},
-    {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
-    {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
-     "random one repeated",
-     test_local_pattern_cpu},
-    {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
-     "indices naming their blocks, a bad column's first row",
-     test_split_cpu},
-    {"the layout from values in the backend's memory, and from host rows taken the "
-     "device's way: the host's bytes, its check's sentence (views, and the device's path)",
-     test_resident_cpu},
-    {"the layout from a part's rows in the backend's memory (their columns made global "
-     "there): the host's bytes, its check's sentences (views, and the device's path)",
-     test_device_rows_cpu},
-    {"the distributed table keeps the backend's own ops only where they are local",
-     test_ops_reviewed},
-    {"the halos' host staging without a backend op: malloc's, round trips", test_host_staging_cpu},
-    {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named", test_coo_cpu},
-    {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
-     test_ghost_rows_cpu},
-    {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
-     "copies' bytes, nothing past the end",
-     test_pageable_copies_cpu},
-    {"the distributed operator's fp32 copy converted part by part: the fp32 build's "
-     "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
-     test_convert_cpu})
+HK_SUITE(dist,
+         {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
+         {"partitions of a mesh's cells along their dual graph", test_partition_cells},
+         {"one process: sums, agreement and an empty halo pass through", test_comm_one},
+         {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
+          test_layout_one},
+         {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
+         {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
+          "random one repeated",
+          test_local_pattern_cpu},
+         {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
+          "indices naming their blocks, a bad column's first row",
+          test_split_cpu},
+         {"the layout from values in the backend's memory, and from host rows taken the "
+          "device's way: the host's bytes, its check's sentence (views, and the device's path)",
+          test_resident_cpu},
+         {"the layout from a part's rows in the backend's memory (their columns made global "
+          "there): the host's bytes, its check's sentences (views, and the device's path)",
+          test_device_rows_cpu},
+         {"the distributed table keeps the backend's own ops only where they are local",
+          test_ops_reviewed},
+         {"the halos' host staging without a backend op: malloc's, round trips",
+          test_host_staging_cpu},
+         {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named",
+          test_coo_cpu},
+         {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
+          test_ghost_rows_cpu},
+         {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
+          "copies' bytes, nothing past the end",
+          test_pageable_copies_cpu},
+         {"the distributed operator's fp32 copy converted part by part: the fp32 build's "
+          "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
+          test_convert_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
