@@ -917,6 +917,22 @@ static void test_host_staging_cuda(void)
     host_staging_on(be);
 }
 
+/* Whether B's SpMV of vx gives A's bytes (ya, yb: host scratch of vy's size); says which
+ * conversion (what) differs where it does. */
+static int same_spmv(hk_mat *A, hk_mat *B, const hk_vec *vx, hk_vec *vy, double *ya, double *yb,
+                     const char *what)
+{
+    HK_ASSERT_OK(hk_mat_spmv(A, vx, vy));
+    HK_ASSERT_OK(hk_vec_download(vy, ya));
+    HK_ASSERT_OK(hk_mat_spmv(B, vx, vy));
+    HK_ASSERT_OK(hk_vec_download(vy, yb));
+    const int same = !memcmp(ya, yb, sizeof *ya * (size_t)vy->n);
+    if (!same)
+        printf("\n  format %s: the %s fp32 operator's SpMV differs from the built one's ",
+               hk_format_name(A->fmt), what);
+    return same;
+}
+
 /* The distributed operator's fp32 copy by mat_convert (each part converted by the backend,
  * hk_pc_operator's way where the format is the same) against the one built from K in fp32:
  * the same statistics and SpMV bytes, formats csr and bsr; a values-only conversion after the
@@ -947,14 +963,7 @@ static void dist_convert_on(const hk_backend *be)
         HK_ASSERT_OK(hk_vec_create(o, n, HK_FP32, &vx));
         HK_ASSERT_OK(hk_vec_create(o, n, HK_FP32, &vy));
         HK_ASSERT_OK(hk_vec_upload(vx, x));
-        HK_ASSERT_OK(hk_mat_spmv(A32, vx, vy));
-        HK_ASSERT_OK(hk_vec_download(vy, ya));
-        HK_ASSERT_OK(hk_mat_spmv(C32, vx, vy));
-        HK_ASSERT_OK(hk_vec_download(vy, yb));
-        CU_ASSERT(!memcmp(ya, yb, sizeof *ya * (size_t)n));
-        if (memcmp(ya, yb, sizeof *ya * (size_t)n))
-            printf("\n  %s: the converted fp32 operator's SpMV differs from the built one's ",
-                   hk_format_name(fmts[f]));
+        CU_ASSERT(same_spmv(A32, C32, vx, vy, ya, yb, "converted"));
         /* the fp64 operator rebuilt from values scaled by 3, the copy's values converted again */
         hk_mat_destroy(A64);
         hk_mat_destroy(A32);
@@ -970,11 +979,7 @@ static void dist_convert_on(const hk_backend *be)
         HK_ASSERT_OK(hk_mat_create_bmat(&S, fmts[f], HK_FP64, NULL, &A64));
         HK_ASSERT_OK(hk_mat_create_bmat(&S, fmts[f], HK_FP32, NULL, &A32));
         HK_ASSERT_OK(hk_mat_convert_values(C32, A64));
-        HK_ASSERT_OK(hk_mat_spmv(A32, vx, vy));
-        HK_ASSERT_OK(hk_vec_download(vy, ya));
-        HK_ASSERT_OK(hk_mat_spmv(C32, vx, vy));
-        HK_ASSERT_OK(hk_vec_download(vy, yb));
-        CU_ASSERT(!memcmp(ya, yb, sizeof *ya * (size_t)n));
+        CU_ASSERT(same_spmv(A32, C32, vx, vy, ya, yb, "values converted"));
         be->dealloc(S.val);
         free(hv);
         hk_vec_destroy(vx);
