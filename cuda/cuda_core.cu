@@ -284,6 +284,9 @@ static hk_backend_ops cuda_make_ops(void)
     o.bmat_spgemm_pattern = hk_cu_bmat_spgemm_pattern;
     o.bmat_spgemm_numeric_upper = hk_cu_bmat_spgemm_numeric_upper;
     o.bmat_mirror_lower = hk_cu_bmat_mirror_lower;
+    o.bmat_spgemm_plan = hk_cu_bmat_spgemm_plan;
+    o.bmat_spgemm_numeric_plan = hk_cu_bmat_spgemm_numeric_plan;
+    o.bmat_spgemm_plan_free = hk_cu_bmat_spgemm_plan_free;
     o.amg_tentative_product = hk_cu_amg_tentative_product;
     o.amg_tentative_product_numeric = hk_cu_amg_tentative_product_numeric;
     o.amg_smooth_prolongator = hk_cu_amg_smooth_prolongator;

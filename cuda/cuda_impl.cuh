@@ -578,6 +578,11 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_mirror_lower(hk_bmat *C);
+int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                           void **plan, size_t *bytes);
+int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
+                                   hk_bmat *C);
+void hk_cu_bmat_spgemm_plan_free(void *plan);
 int hk_cu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv, double w,

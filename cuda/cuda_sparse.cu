@@ -751,21 +751,25 @@ template <int BR, int BK, int BC, bool UPPER> static int spr_launch_shape(spn_ar
 }
 
 // The kernel for an AMG shape's numeric product.
-enum spgemm_kernel { SPGEMM_BY_SHAPE, SPGEMM_ROW, SPGEMM_STATIONARY };
+enum spgemm_kernel { SPGEMM_BY_SHAPE, SPGEMM_ROW, SPGEMM_STATIONARY, SPGEMM_PAIRS };
 
 // HOOKE_SPGEMM (for measurement): row (spr_rows) or stationary (spo_rows) for every AMG shape;
-// unset or empty, each product's own choice (spo_choose). Read at each product, so a test may
-// time both in one process.
+// pairs: the planned product (spp_blocks) where a plan was made (bmat_spgemm_numeric_plan, the
+// default there), each product's own choice elsewhere; unset or empty, each product's own
+// choice (spo_choose, or the plan's kernel). Read at each product, so a test may time them all
+// in one process.
 static int spgemm_kernel_read(spgemm_kernel *k)
 {
     const char *v = getenv("HOOKE_SPGEMM");
     *k = !v || !*v                  ? SPGEMM_BY_SHAPE
          : !strcmp(v, "row")        ? SPGEMM_ROW
          : !strcmp(v, "stationary") ? SPGEMM_STATIONARY
+         : !strcmp(v, "pairs")      ? SPGEMM_PAIRS
                                     : (spgemm_kernel)-1;
     HK_CHECK(*k != (spgemm_kernel)-1, HK_ERR_ARG,
-             "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory) or stationary "
-             "(a lane per block of C), or unset it (each product's own kernel)",
+             "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory), stationary "
+             "(a lane per block of C) or pairs (a re-set-up's planned pairs), or unset it (each "
+             "product's own kernel)",
              v);
     return 0;
 }
@@ -802,7 +806,7 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, spgemm_kernel kernel, in
                        SPO_SHAPE(3, 3, 3) || SPO_SHAPE(3, 3, 6) || SPO_SHAPE(6, 3, 6) ||
                        SPO_SHAPE(6, 6, 6);
     if (!known || g.nbr == 0) return 0;
-    if (kernel == SPGEMM_BY_SHAPE) kernel = spo_choose(g, cnnzb);
+    if (kernel == SPGEMM_BY_SHAPE || kernel == SPGEMM_PAIRS) kernel = spo_choose(g, cnnzb);
     if (kernel == SPGEMM_ROW) {
 #define SPR_SHAPE(R, K, C)                                                                         \
     if (SPO_SHAPE(R, K, C))                                                                        \
@@ -908,6 +912,275 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     return sp_spgemm_numeric(A, B, C, 1, "bmat_spgemm_numeric_upper");
+}
+
+// ---- C = A B into a known pattern by a plan (the values-only re-set-up) ----------------------
+//
+// The re-set-up's products have fixed patterns, so the search that every numeric kernel above
+// repeats (where does product block A_p B_q go in C's row?) and the order it must keep can be
+// settled once: the plan lists, for each block c of C (upper: each block with column >= row),
+// the (A block p, B block q) pairs that add into it, in the order of A's row (B's row holds
+// each column once, so that is bmat_spgemm's order). spp_blocks then gives thread (c, r) row r
+// of block c: its BC sums in registers over the list, each pair's product over m in order with
+// __dmul_rn / __dadd_rn: bmat_spgemm's digits, with no shared memory, no synchronisation, no
+// look-up and no long-row path (a row of any length is many independent blocks). Memory: 8
+// bytes a pair (the product's multiply-adds / (BR BK BC)) and 8 a block of C.
+// Making it: a warp per block row of A counts each pair into its block of C (position by a
+// binary search in C's row), the counts are scanned into offsets, a second walk writes the
+// pairs at atomic cursors (any order) and a thread per block of C sorts its list by p.
+
+struct sp_plan {
+    int upper, br, bk, bc;
+    int64_t nbr, annzb, bnnzb, cnnzb;
+    int64_t ntgt, npairs;
+    int64_t *off; // cnnzb + 1: block c's pairs are pa/pb[off[c] .. off[c + 1])
+    int32_t *tgt; // upper: the ntgt blocks with column >= row; NULL: every block (ntgt = cnnzb)
+    int32_t *pa, *pb;
+    size_t bytes;
+};
+
+#define PL_WARPS 8 // warps (block rows of A) per thread block
+
+// WRITE 0: cnt[c] += the pairs of block c; 1: the pairs written at cursors cur[c]++.
+template <bool WRITE>
+__global__ void __launch_bounds__(PL_WARPS * 32)
+    pl_walk(const int64_t *arp, const int32_t *aci, const int64_t *brp, const int32_t *bci,
+            const int64_t *crp, const int32_t *cci, int64_t nbr, int upper,
+            unsigned long long *cnt, int32_t *pa, int32_t *pb, unsigned long long *first)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t i = (int64_t)blockIdx.x * PL_WARPS + (threadIdx.x >> 5);
+    if (i >= nbr) return;
+    const int64_t c0 = crp[i], c1 = crp[i + 1];
+    for (int64_t p = arp[i] + lane; p < arp[i + 1]; p += 32) {
+        const int64_t k = aci[p];
+        for (int64_t q = brp[k]; q < brp[k + 1]; q++) {
+            const int32_t j = bci[q];
+            if (upper && j < i) continue;
+            const int64_t c = hk_cu_lower_bound(cci, c0, c1, j);
+            if (c >= c1 || cci[c] != j) {
+                atomicMin(first, (unsigned long long)i);
+                continue;
+            }
+            if (WRITE) {
+                const unsigned long long s = atomicAdd(cnt + c, 1ull);
+                pa[s] = (int32_t)p, pb[s] = (int32_t)q;
+            } else {
+                atomicAdd(cnt + c, 1ull);
+            }
+        }
+    }
+}
+
+// Each block's list in the order of A's row (an insertion sort: a list is at most A's row).
+__global__ void pl_sort(const int64_t *off, int64_t cnnzb, int32_t *pa, int32_t *pb)
+{
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cnnzb;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t e0 = off[c], e1 = off[c + 1];
+        for (int64_t e = e0 + 1; e < e1; e++) {
+            const int32_t a = pa[e], b = pb[e];
+            int64_t f = e;
+            for (; f > e0 && pa[f - 1] > a; f--)
+                pa[f] = pa[f - 1], pb[f] = pb[f - 1];
+            pa[f] = a, pb[f] = b;
+        }
+    }
+}
+
+// upper: cnt[i] = row i's blocks with column >= i; with WRITE (tstart their scanned offsets)
+// their indices into tgt.
+template <bool WRITE>
+__global__ void pl_targets(const int64_t *crp, const int32_t *cci, int64_t nbr, int64_t *cnt,
+                           const int64_t *tstart, int32_t *tgt)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nbr;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c1 = crp[i + 1], u = hk_cu_lower_bound(cci, crp[i], c1, i);
+        if (!WRITE) cnt[i] = c1 - u;
+        else
+            for (int64_t c = u; c < c1; c++)
+                tgt[tstart[i] + (c - u)] = (int32_t)c;
+    }
+}
+
+static unsigned pl_grid(int64_t n, int threads)
+{
+    const int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+static bool spp_shape(int br, int bk, int bc)
+{
+    return (br == 1 && bk == 1 && bc == 1) || (br == 2 && bk == 2 && bc == 3) ||
+           (br == 3 && bk == 2 && bc == 3) || (br == 3 && bk == 3 && bc == 3) ||
+           (br == 3 && bk == 3 && bc == 6) || (br == 6 && bk == 3 && bc == 6) ||
+           (br == 6 && bk == 6 && bc == 6);
+}
+
+void hk_cu_bmat_spgemm_plan_free(void *plan)
+{
+    sp_plan *pl = (sp_plan *)plan;
+    if (!pl) return;
+    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb};
+    for (size_t k = 0; k < sizeof a / sizeof a[0]; k++)
+        if (a[k]) cudaFree(a[k]);
+    free(pl);
+}
+
+int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                           void **plan, size_t *bytes)
+{
+    int ierr = 0;
+    sp_plan *pl = NULL;
+    int64_t *cnt = NULL, *tstart = NULL, first = -1;
+    unsigned long long *dfirst = NULL;
+    *plan = NULL, *bytes = 0;
+    HK_CALL(hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
+    // no plan (the caller takes the numeric ops): other shapes, or indices past 32 bits
+    if (!spp_shape(A->br, A->bc, B->bc) || A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX ||
+        C->nnzb >= INT32_MAX)
+        return 0;
+    HK_CALL(hk_calloc(1, sizeof *pl, &pl));
+    pl->upper = upper, pl->br = A->br, pl->bk = A->bc, pl->bc = B->bc;
+    pl->nbr = A->nbrows, pl->annzb = A->nnzb, pl->bnnzb = B->nnzb, pl->cnnzb = C->nnzb;
+    const int64_t nbr = A->nbrows, cn = C->nnzb;
+    const int64_t big = (nbr > cn ? nbr : cn) + 1;
+    HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)big * sizeof *cnt));
+    HK_TRY(hk_cu_malloc((void **)&pl->off, (size_t)(cn + 1) * sizeof *pl->off));
+    pl->ntgt = cn;
+    if (upper && nbr > 0) { // the blocks on and above the diagonal, listed
+        pl_targets<false><<<pl_grid(nbr, 256), 256, 0, hk_cu.stream>>>(C->rowptr, C->colind, nbr,
+                                                                       cnt, NULL, NULL);
+        HK_CU_TRY(cudaGetLastError());
+        HK_TRY(hk_cu_tmp_alloc((void **)&tstart, (size_t)(nbr + 1) * sizeof *tstart));
+        HK_TRY(hk_cu_scan_counts(cnt, nbr, tstart, &pl->ntgt));
+        HK_TRY(hk_cu_malloc((void **)&pl->tgt, (size_t)(pl->ntgt ? pl->ntgt : 1) * 4));
+        pl_targets<true><<<pl_grid(nbr, 256), 256, 0, hk_cu.stream>>>(C->rowptr, C->colind, nbr,
+                                                                      NULL, tstart, pl->tgt);
+        HK_CU_TRY(cudaGetLastError());
+    }
+    if (nbr > 0) {
+        const unsigned nblk = (unsigned)((nbr + PL_WARPS - 1) / PL_WARPS);
+        HK_TRY_CHECK((nbr + PL_WARPS - 1) / PL_WARPS < (1LL << 31), HK_ERR_UNSUPPORTED,
+                     "bmat_spgemm_plan: %lld block rows are too many", (long long)nbr);
+        HK_TRY(hk_cu_setup_flag(&dfirst));
+        HK_CU_TRY(cudaMemsetAsync(cnt, 0, (size_t)(cn + 1) * sizeof *cnt, hk_cu.stream));
+        pl_walk<false><<<nblk, PL_WARPS * 32, 0, hk_cu.stream>>>(
+            A->rowptr, A->colind, B->rowptr, B->colind, C->rowptr, C->colind, nbr, upper,
+            (unsigned long long *)cnt, NULL, NULL, dfirst);
+        HK_CU_TRY(cudaGetLastError());
+        HK_TRY(hk_cu_first_row_read(dfirst, &first));
+        HK_TRY_CHECK(first < 0, HK_ERR_ARG,
+                     "bmat_spgemm_plan: block row %lld of A B has a block outside C's pattern; "
+                     "pass the pattern that bmat_spgemm made for these A and B",
+                     (long long)first);
+        HK_TRY(hk_cu_scan_counts(cnt, cn, pl->off, &pl->npairs));
+        HK_TRY(hk_cu_malloc((void **)&pl->pa, (size_t)(pl->npairs ? pl->npairs : 1) * 4));
+        HK_TRY(hk_cu_malloc((void **)&pl->pb, (size_t)(pl->npairs ? pl->npairs : 1) * 4));
+        HK_CU_TRY(cudaMemcpyAsync(cnt, pl->off, (size_t)cn * sizeof *cnt,
+                                  cudaMemcpyDeviceToDevice, hk_cu.stream));
+        pl_walk<true><<<nblk, PL_WARPS * 32, 0, hk_cu.stream>>>(
+            A->rowptr, A->colind, B->rowptr, B->colind, C->rowptr, C->colind, nbr, upper,
+            (unsigned long long *)cnt, pl->pa, pl->pb, dfirst);
+        HK_CU_TRY(cudaGetLastError());
+        if (cn > 0) {
+            pl_sort<<<pl_grid(cn, 256), 256, 0, hk_cu.stream>>>(pl->off, cn, pl->pa, pl->pb);
+            HK_CU_TRY(cudaGetLastError());
+        }
+    } else {
+        HK_CU_TRY(cudaMemsetAsync(pl->off, 0, (size_t)(cn + 1) * sizeof *pl->off, hk_cu.stream));
+    }
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    pl->bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)(pl->tgt ? pl->ntgt : 0) * 4 +
+                (size_t)pl->npairs * 8;
+    *bytes = pl->bytes;
+    *plan = pl;
+    pl = NULL;
+fail:
+    hk_cu_tmp_free(cnt), hk_cu_tmp_free(tstart);
+    hk_cu_bmat_spgemm_plan_free(pl);
+    return ierr;
+}
+
+// Thread (t, r): row r of target t's block, its BC sums over the block's pairs in order.
+template <int BR, int BK, int BC>
+__global__ void __launch_bounds__(256)
+    spp_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
+               const int32_t *__restrict__ pa, const int32_t *__restrict__ pb,
+               const double *__restrict__ av, const double *__restrict__ bv, double *cv,
+               int64_t ntgt)
+{
+    const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t t = gt / BR;
+    if (t >= ntgt) return;
+    const int r = (int)(gt - t * BR);
+    const int64_t c = tgt ? (int64_t)tgt[t] : t;
+    double acc[BC];
+#pragma unroll
+    for (int s = 0; s < BC; s++)
+        acc[s] = 0.0;
+    const int64_t e1 = off[c + 1];
+#pragma unroll 2
+    for (int64_t e = off[c]; e < e1; e++) {
+        const double *a = av + (size_t)pa[e] * (BR * BK) + r * BK;
+        const double *b = bv + (size_t)pb[e] * (BK * BC);
+        double ar[BK], bm[BK * BC];
+#pragma unroll
+        for (int m = 0; m < BK; m++)
+            ar[m] = __ldg(a + m);
+#pragma unroll
+        for (int x = 0; x < BK * BC; x++)
+            bm[x] = __ldg(b + x);
+#pragma unroll
+        for (int s = 0; s < BC; s++)
+#pragma unroll
+            for (int m = 0; m < BK; m++)
+                acc[s] = __dadd_rn(acc[s], __dmul_rn(ar[m], bm[m * BC + s]));
+    }
+    double *dst = cv + (size_t)c * (BR * BC) + r * BC;
+#pragma unroll
+    for (int s = 0; s < BC; s++)
+        dst[s] = acc[s];
+}
+
+int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
+                                   hk_bmat *C)
+{
+    const sp_plan *pl = (const sp_plan *)plan;
+    spgemm_kernel kernel;
+    HK_CALL(spgemm_kernel_read(&kernel));
+    HK_CHECK(pl && A->br == pl->br && A->bc == pl->bk && B->bc == pl->bc &&
+                 A->nbrows == pl->nbr && A->nnzb == pl->annzb && B->nnzb == pl->bnnzb &&
+                 C->nnzb == pl->cnnzb && C->br == pl->br && C->bc == pl->bc,
+             HK_ERR_ARG,
+             "bmat_spgemm_numeric_plan: the plan was made for other patterns (A %lld blocks, B "
+             "%lld, C %lld); make it again for these",
+             pl ? (long long)pl->annzb : -1LL, pl ? (long long)pl->bnnzb : -1LL,
+             pl ? (long long)pl->cnnzb : -1LL);
+    // the kernels without the plan, for comparison
+    if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY)
+        return sp_spgemm_numeric(A, B, C, pl->upper, "bmat_spgemm_numeric_plan");
+    const int64_t nthr = pl->ntgt * pl->br;
+    if (nthr == 0) return 0;
+    const int64_t nblk = (nthr + 255) / 256;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
+    const dim3 grid((unsigned)nblk);
+#define SPP_SHAPE(R, K, CC)                                                                        \
+    if (pl->br == (R) && pl->bk == (K) && pl->bc == (CC))                                          \
+    spp_blocks<R, K, CC><<<grid, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, A->val, \
+                                                         B->val, C->val, pl->ntgt)
+    SPP_SHAPE(1, 1, 1);
+    SPP_SHAPE(2, 2, 3);
+    SPP_SHAPE(3, 2, 3);
+    SPP_SHAPE(3, 3, 3);
+    SPP_SHAPE(3, 3, 6);
+    SPP_SHAPE(6, 3, 6);
+    SPP_SHAPE(6, 6, 6);
+#undef SPP_SHAPE
+    HK_CU_LAUNCHED();
+    return 0;
 }
 
 // ---- the blocks below the diagonal from their mirrors ---------------------------------------

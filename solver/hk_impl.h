@@ -664,6 +664,21 @@ typedef struct hk_backend_ops {
     int (*bmat_spgemm_pattern)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
     int (*bmat_spgemm_numeric_upper)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
     int (*bmat_mirror_lower)(hk_bmat *C);
+    /* Optional (pc=amg's values-only re-set-up; NULL: it calls the numeric ops above).
+     * bmat_spgemm_plan: for C = A B into C's pattern (upper: only its blocks with block column
+     * >= block row, as _numeric_upper), what lets the values be summed with no search of the
+     * rows: per block of C the (block of A, block of B) pairs that add into it, in
+     * bmat_spgemm's order; in backend memory (*bytes), freed by bmat_spgemm_plan_free. A
+     * product block outside C's pattern is an error naming its block row; *plan = NULL (no
+     * error) where the backend has no planned product for the shapes or sizes.
+     * bmat_spgemm_numeric_plan: the values that bmat_spgemm_numeric (upper:
+     * bmat_spgemm_numeric_upper) gives, byte for byte, for A, B, C of the plan's patterns
+     * (their sizes are checked, their columns are the caller's promise). */
+    int (*bmat_spgemm_plan)(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                            void **plan, size_t *bytes);
+    int (*bmat_spgemm_numeric_plan)(const void *plan, const hk_bmat *A, const hk_bmat *B,
+                                    hk_bmat *C);
+    void (*bmat_spgemm_plan_free)(void *plan);
     /* C = A T for T with at most one block per block row (pc=amg's tentative prolongator:
      * the block of row k in column agg(k)): bmat_spgemm's pattern and digits (each entry summed
      * in the order of A's row), by a product that needs no search of T's rows; a row of T with

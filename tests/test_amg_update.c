@@ -104,6 +104,85 @@ static void test_numeric_ops(void)
     hk_test_level_free(&L);
 }
 
+/* ---- the planned products ------------------------------------------------------------------ */
+
+/* ref = C's pattern with the values of A B (upper: only the blocks on and above the diagonal,
+ * the others NaN) by the CPU's numeric ops: the bytes every planned product must give. */
+static void planned_reference(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                              hk_bmat *ref)
+{
+    const hk_backend *cpu = backend("cpu");
+    bmat_copy_to(cpu, C, ref);
+    for (int64_t k = 0; k < ref->nnzb * ref->br * ref->bc; k++)
+        ref->val[k] = NAN;
+    if (upper)
+        HK_ASSERT_OK(cpu->bmat_spgemm_numeric_upper(A, B, ref));
+    else
+        HK_ASSERT_OK(cpu->bmat_spgemm_numeric(A, B, ref));
+}
+
+/* On backend be (A, B, C there; C's values overwritten): the plan of A B into C's pattern and
+ * its product against ref's bytes, C's values NaN before. */
+static void check_planned(const hk_backend *be, const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
+                          int upper, const hk_bmat *ref)
+{
+    void *plan = NULL;
+    size_t bytes = 0;
+    HK_ASSERT_OK(be->bmat_spgemm_plan(A, B, C, upper, &plan, &bytes));
+    CU_ASSERT_FATAL(plan != NULL);
+    CU_ASSERT(bytes > 0);
+    const int64_t nv = C->nnzb * C->br * C->bc;
+    be->vec_set(&(hk_vec){.be = be, .n = nv, .prec = HK_FP64, .data = C->val}, NAN);
+    HK_ASSERT_OK(be->bmat_spgemm_numeric_plan(plan, A, B, C));
+    CU_ASSERT(same_values(C, ref));
+    /* a plan is refused for other patterns */
+    hk_bmat wrong = *C;
+    wrong.nnzb -= 1;
+    CU_ASSERT_EQUAL(be->bmat_spgemm_numeric_plan(plan, A, B, &wrong), HK_ERR_ARG);
+    CU_ASSERT(strstr(hk_error_message(), "plan was made for other patterns") != NULL);
+    hk_error_clear();
+    be->bmat_spgemm_plan_free(plan);
+}
+
+/* The CPU's plan of A P and R (A P) (whole and upper) of a real level: the numeric ops' bytes;
+ * a product block outside C's pattern named by its block row. */
+static void test_planned(void)
+{
+    const hk_backend *be = backend("cpu");
+    hk_test_level L;
+    hk_test_level_make(8, &L);
+    hk_bmat X, Y, ref;
+    bmat_copy_to(be, &L.AP, &X);
+    planned_reference(&L.K, &L.P, &L.AP, 0, &ref);
+    check_planned(be, &L.K, &L.P, &X, 0, &ref);
+    hk_bmat_free(&ref);
+    bmat_copy_to(be, &L.Ac, &Y);
+    for (int upper = 0; upper < 2; upper++) {
+        planned_reference(&L.R, &L.AP, &L.Ac, upper, &ref);
+        check_planned(be, &L.R, &L.AP, &Y, upper, &ref);
+        hk_bmat_free(&ref);
+    }
+    /* C's pattern without the last block of a row that has two: that row is named */
+    int64_t row = -1;
+    for (int64_t i = 0; i < X.nbrows && row < 0; i++)
+        if (X.rowptr[i + 1] - X.rowptr[i] >= 2) row = i;
+    CU_ASSERT_FATAL(row >= 0);
+    const int64_t q = X.rowptr[row + 1] - 1;
+    const int32_t keep = X.colind[q];
+    X.colind[q] = X.colind[q - 1]; /* a duplicate column: the product's block is missing */
+    void *plan = NULL;
+    size_t bytes = 0;
+    CU_ASSERT_EQUAL(be->bmat_spgemm_plan(&L.K, &L.P, &X, 0, &plan, &bytes), HK_ERR_ARG);
+    char want[64];
+    snprintf(want, sizeof want, "block row %lld", (long long)row);
+    CU_ASSERT(strstr(hk_error_message(), want) != NULL);
+    CU_ASSERT(plan == NULL);
+    hk_error_clear();
+    X.colind[q] = keep;
+    hk_bmat_free(&X), hk_bmat_free(&Y);
+    hk_test_level_free(&L);
+}
+
 /* ---- the hierarchy after an update against a fresh set-up ---------------------------------- */
 
 /* Every level's stored operator and transfer operators of a and b: the same bytes (tol = 0), or
@@ -508,6 +587,9 @@ static void test_update_option(void)
 HK_SUITE(amg_update,
          {"numeric halves: P in place and R into the kept pattern have the whole ops' bytes",
           test_numeric_ops},
+         {"planned products (A P, R (A P) whole and upper): the numeric ops' bytes; a block "
+          "outside C's pattern named",
+          test_planned},
          {"update to S K S: every level has a fresh set-up's bytes; supports changed and back",
           test_hierarchy},
          {"pc.amg.update=prolongator: K again the set-up's bytes; a stiffer region keeps P and R, "
@@ -588,6 +670,95 @@ static void numeric_ops_on_cuda(void)
 static void test_cuda_numeric_ops(void)
 {
     numeric_ops_on_cuda();
+}
+
+/* A br x bc block matrix on the CPU with rows given by cols(i, k) (sorted, unique; n[i] of them)
+ * and values from a fixed sequence in (-1, 1). */
+static void synthetic_bmat(int br, int bc, int64_t nbr, int64_t nbc, const int64_t *rowptr,
+                           const int32_t *colind, hk_bmat *M)
+{
+    HK_ASSERT_OK(hk_bmat_alloc(backend("cpu"), br, bc, nbr, nbc, rowptr[nbr], M));
+    memcpy(M->rowptr, rowptr, (size_t)(nbr + 1) * sizeof *rowptr);
+    memcpy(M->colind, colind, (size_t)rowptr[nbr] * sizeof *colind);
+    for (int64_t k = 0; k < rowptr[nbr] * br * bc; k++)
+        M->val[k] = sin(0.37 * (double)k + 0.11 * (double)br) * (1.0 + 1e-3 * (double)(k % 97));
+}
+
+/* The pattern of rows: row 0 every column (nbc), row i > 0 the columns {i - 1, i, i + 1, 7i}
+ * modulo nbc, sorted and unique. */
+static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_t **colind)
+{
+    int64_t *rp = malloc((size_t)(nbr + 1) * sizeof *rp);
+    int32_t *ci = malloc((size_t)(nbc + 4 * nbr) * sizeof *ci);
+    rp[0] = 0;
+    for (int64_t i = 0; i < nbr; i++) {
+        int64_t n = rp[i];
+        if (i == 0) {
+            for (int64_t j = 0; j < nbc; j++)
+                ci[n++] = (int32_t)j;
+        } else {
+            int32_t c[4] = {(int32_t)((i - 1) % nbc), (int32_t)(i % nbc),
+                            (int32_t)((i + 1) % nbc), (int32_t)((7 * i) % nbc)};
+            hk_isort_i32(c, 4);
+            for (int e = 0; e < 4; e++)
+                if (e == 0 || c[e] != c[e - 1]) ci[n++] = c[e];
+        }
+        rp[i + 1] = n;
+    }
+    *rowptr = rp, *colind = ci;
+}
+
+/* The planned product on cuda of A B (CPU matrices; C = bmat_spgemm's pattern) by every
+ * HOOKE_SPGEMM kernel (the plan's, pairs, row, stationary): the CPU's bytes. */
+static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper)
+{
+    static const char *const kernels[] = {NULL, "pairs", "row", "stationary"};
+    const hk_backend *gpu = backend("cuda");
+    hk_bmat ref, dA, dB, dC;
+    planned_reference(A, B, C, upper, &ref);
+    bmat_copy_to(gpu, A, &dA);
+    bmat_copy_to(gpu, B, &dB);
+    bmat_copy_to(gpu, C, &dC);
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        if (kernels[k])
+            setenv("HOOKE_SPGEMM", kernels[k], 1);
+        else
+            unsetenv("HOOKE_SPGEMM");
+        check_planned(gpu, &dA, &dB, &dC, upper, &ref);
+    }
+    unsetenv("HOOKE_SPGEMM");
+    hk_bmat_free(&ref), hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dC);
+}
+
+/* The planned products on cuda: A P and R (A P) (whole, upper) of elasticity3d:20's level, and
+ * 3x3 . 3x6 and 3x3 . 3x3 products whose first row of C holds 1500 blocks (27000 and 13500
+ * doubles: longer than any shared-memory row of the other kernels): the CPU's bytes. */
+static void test_cuda_planned(void)
+{
+    hk_test_level L;
+    hk_test_level_make(20, &L);
+    planned_on_cuda(&L.K, &L.P, &L.AP, 0);
+    planned_on_cuda(&L.R, &L.AP, &L.Ac, 0);
+    planned_on_cuda(&L.R, &L.AP, &L.Ac, 1);
+    hk_test_level_free(&L);
+    const int64_t n = 1500;
+    int64_t *rp = NULL;
+    int32_t *ci = NULL;
+    synthetic_pattern(n, n, &rp, &ci);
+    hk_bmat A, B6, B3, C6 = {0}, C3 = {0};
+    synthetic_bmat(3, 3, n, n, rp, ci, &A);
+    synthetic_bmat(3, 6, n, n, rp, ci, &B6);
+    synthetic_bmat(3, 3, n, n, rp, ci, &B3);
+    HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &B6, &C6));
+    HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &B3, &C3));
+    CU_ASSERT(C6.rowptr[1] - C6.rowptr[0] == n);
+    planned_on_cuda(&A, &B6, &C6, 0);
+    planned_on_cuda(&A, &B3, &C3, 0);
+    planned_on_cuda(&A, &B3, &C3, 1);
+    hk_bmat *M[] = {&A, &B6, &B3, &C6, &C3};
+    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
+        hk_bmat_free(M[i]);
+    free(rp), free(ci);
 }
 
 /* On elasticity3d:12 with options extra, the cuda update against the CPU's (the same K and new
@@ -678,6 +849,9 @@ HK_DEVICE_SUITE(cuda_amg_update,
                 {"numeric ops on cuda (A T both ways, P in place, R, A P, R A P whole and "
                  "symmetric): the CPU's bytes",
                  test_cuda_numeric_ops},
+                {"planned products on cuda (A P, R (A P) whole and upper, rows of 1500 blocks) "
+                 "by every HOOKE_SPGEMM kernel: the CPU's bytes",
+                 test_cuda_planned},
                 {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
                  test_cuda_repeat},
                 {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",

@@ -543,6 +543,11 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_mirror_lower(hk_bmat *C);
+int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                            void **plan, size_t *bytes);
+int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
+                                    hk_bmat *C);
+void hk_cpu_bmat_spgemm_plan_free(void *plan);
 int hk_cpu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cpu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
@@ -652,6 +657,9 @@ const hk_backend_ops hk_backend_cpu = {
     .bmat_spgemm_pattern = hk_cpu_bmat_spgemm_pattern,
     .bmat_spgemm_numeric_upper = hk_cpu_bmat_spgemm_numeric_upper,
     .bmat_mirror_lower = hk_cpu_bmat_mirror_lower,
+    .bmat_spgemm_plan = hk_cpu_bmat_spgemm_plan,
+    .bmat_spgemm_numeric_plan = hk_cpu_bmat_spgemm_numeric_plan,
+    .bmat_spgemm_plan_free = hk_cpu_bmat_spgemm_plan_free,
     .amg_tentative_product = hk_cpu_amg_tentative_product,
     .amg_tentative_product_numeric = hk_cpu_amg_tentative_product_numeric,
     .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,

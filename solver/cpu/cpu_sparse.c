@@ -6,6 +6,8 @@
  *   bmat_spgemm_pattern     bmat_spgemm's pattern alone (values unspecified)
  *   bmat_spgemm_numeric_upper  the blocks of C = A B on and above the block diagonal
  *   bmat_mirror_lower       the blocks below the diagonal from their mirrors, transposed
+ *   bmat_spgemm_plan        per block of C the pairs that add into it (_numeric_plan: the
+ *                           values of bmat_spgemm_numeric(_upper) from it, no search)
  *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T (_numeric: its values
  *                           into a kept pattern, in place over A T's allowed)
  *   bmat_transpose_numeric  the values of T = A^T into a pattern made before (re-set-up)
@@ -253,6 +255,131 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     return spgemm_numeric(A, B, C, 1, "bmat_spgemm_numeric_upper");
+}
+
+/* ---- C = A B by a plan (the values-only re-set-up) ---------------------------------------- */
+
+/* The pairs (A block, B block) that add into each block of C, in the order of A's row (the
+ * walk's own order: the rows of C are independent, and a row's pairs are visited p by p). The
+ * reference of cuda's planned product (cuda/cuda_sparse.cu); the sums are spgemm_numeric's. */
+typedef struct cpu_plan {
+    int upper, br, bk, bc;
+    int64_t nbr, annzb, bnnzb, cnnzb;
+    int64_t *off; /* cnnzb + 1 */
+    int64_t *pa, *pb;
+} cpu_plan;
+
+void hk_cpu_bmat_spgemm_plan_free(void *plan)
+{
+    cpu_plan *pl = plan;
+    if (!pl) return;
+    free(pl->off), free(pl->pa), free(pl->pb);
+    free(pl);
+}
+
+/* Row i's pairs: counted into cnt (WRITE 0) or written at the cursors cur (WRITE 1); mark[j]
+ * = the block of C in column j (-1 elsewhere). The first row with a block outside C's
+ * pattern in *first. */
+static void plan_row(const hk_bmat *A, const hk_bmat *B, int upper, int64_t i,
+                     const int64_t *mark, int write, int64_t *cnt, int64_t *pa, int64_t *pb,
+                     int64_t *first)
+{
+    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+        const int64_t k = A->colind[p];
+        for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+            if (upper && B->colind[q] < i) continue;
+            const int64_t c = mark[B->colind[q]];
+            if (c < 0) {
+                if (i < *first) *first = i;
+                continue;
+            }
+            const int64_t s = cnt[c]++;
+            if (write) pa[s] = p, pb[s] = q;
+        }
+    }
+}
+
+int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                            void **plan, size_t *bytes)
+{
+    int ierr = 0;
+    cpu_plan *pl = NULL;
+    int64_t *mark_all = NULL, *cur = NULL;
+    *plan = NULL, *bytes = 0;
+    HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_plan"));
+    const int64_t nbr = A->nbrows, nbc = B->nbcols, cn = C->nnzb;
+    const int nth = omp_get_max_threads();
+    HK_CALL(hk_calloc(1, sizeof *pl, &pl));
+    *pl = (cpu_plan){.upper = upper, .br = A->br, .bk = A->bc, .bc = B->bc, .nbr = nbr,
+                     .annzb = A->nnzb, .bnnzb = B->nnzb, .cnnzb = cn};
+    HK_TRY(hk_calloc((size_t)cn + 1, sizeof *pl->off, &pl->off));
+    HK_TRY(hk_calloc((size_t)cn + 1, sizeof *cur, &cur));
+    HK_TRY(hk_malloc((size_t)nth * (size_t)(nbc ? nbc : 1) * sizeof *mark_all, &mark_all));
+    int64_t first = INT64_MAX;
+    for (int write = 0; write < 2; write++) {
+#pragma omp parallel reduction(min : first)
+        {
+            int64_t *mark = mark_all + (size_t)omp_get_thread_num() * (size_t)(nbc ? nbc : 1);
+            for (int64_t j = 0; j < nbc; j++)
+                mark[j] = -1;
+#pragma omp for schedule(dynamic, 256)
+            for (int64_t i = 0; i < nbr; i++) {
+                for (int64_t t = C->rowptr[i]; t < C->rowptr[i + 1]; t++)
+                    mark[C->colind[t]] = t;
+                plan_row(A, B, upper, i, mark, write, cur, pl->pa, pl->pb, &first);
+                for (int64_t t = C->rowptr[i]; t < C->rowptr[i + 1]; t++)
+                    mark[C->colind[t]] = -1;
+            }
+        }
+        HK_TRY_CHECK(first == INT64_MAX, HK_ERR_ARG,
+                     "bmat_spgemm_plan: block row %lld of A B has a block outside C's pattern; "
+                     "pass the pattern that bmat_spgemm made for these A and B",
+                     (long long)first);
+        if (write) break;
+        for (int64_t c = 0; c < cn; c++)
+            pl->off[c + 1] = pl->off[c] + cur[c];
+        const int64_t np = pl->off[cn];
+        HK_TRY(hk_malloc((size_t)(np ? np : 1) * sizeof *pl->pa, &pl->pa));
+        HK_TRY(hk_malloc((size_t)(np ? np : 1) * sizeof *pl->pb, &pl->pb));
+        memcpy(cur, pl->off, (size_t)cn * sizeof *cur);
+    }
+    *bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)pl->off[cn] * 2 * sizeof(int64_t);
+    *plan = pl;
+    pl = NULL;
+fail:
+    free(mark_all), free(cur);
+    hk_cpu_bmat_spgemm_plan_free(pl);
+    return ierr;
+}
+
+int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
+                                    hk_bmat *C)
+{
+    const cpu_plan *pl = plan;
+    HK_CHECK(pl && A->br == pl->br && A->bc == pl->bk && B->bc == pl->bc &&
+                 A->nbrows == pl->nbr && A->nnzb == pl->annzb && B->nnzb == pl->bnnzb &&
+                 C->nnzb == pl->cnnzb && C->br == pl->br && C->bc == pl->bc,
+             HK_ERR_ARG,
+             "bmat_spgemm_numeric_plan: the plan was made for other patterns (A %lld blocks, B "
+             "%lld, C %lld); make it again for these",
+             pl ? (long long)pl->annzb : -1LL, pl ? (long long)pl->bnnzb : -1LL,
+             pl ? (long long)pl->cnnzb : -1LL);
+    const int br = pl->br, bk = pl->bk, bc = pl->bc;
+    const size_t bb = (size_t)br * bc;
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int64_t i = 0; i < pl->nbr; i++) {
+        const int64_t c1 = C->rowptr[i + 1];
+        const int64_t c0 =
+            pl->upper ? hk_lower_bound_i32(C->colind, C->rowptr[i], c1, i) : C->rowptr[i];
+        for (int64_t c = c0; c < c1; c++) {
+            double *dst = C->val + (size_t)c * bb;
+            memset(dst, 0, bb * sizeof *dst);
+            for (int64_t e = pl->off[c]; e < pl->off[c + 1]; e++)
+                block_mac_amg(A->val + (size_t)pl->pa[e] * br * bk,
+                              B->val + (size_t)pl->pb[e] * bk * bc, dst, br, bk, bc);
+        }
+    }
+    return 0;
 }
 
 /* ---- the blocks below the diagonal from their mirrors ------------------------------------ */

@@ -93,6 +93,17 @@ typedef struct amg_level {
     hk_bmat T;     /* the tentative prolongator (values too): kept for the re-set-ups */
     hk_bmat APpat; /* the pattern of A_l P_l (no values) */
     hk_bmat Apat;  /* the pattern of A_l, l >= 1 (no values; level 0 is K) */
+    /* kept from the first re-set-up on, so that the next ones allocate nothing: the fp64
+     * values of A_l P_l (APval) and of A_l, l >= 1 (Aval: the Galerkin product's output), and
+     * the backend's plans of A_l P_l and of R (A_l P_l) (bmat_spgemm_plan; NULL where it has
+     * none), plan_bytes their size */
+    double *APval, *Aval;
+    void *ap_plan, *rap_plan;
+    size_t plan_bytes;
+    int planned; /* the plans were asked for (made, or NULL where the backend has none) */
+    /* the re-set-ups' work vectors, made by the first one and kept: the fp64 inverse node
+     * blocks of an fp32 level (D64) and the spectral bound's products (q, pc->prec) */
+    hk_vec *D64, *q;
     hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
     hk_vec *d2;    /* chebyshev of degree 3 and up through amg_cheb_step */
@@ -103,6 +114,10 @@ typedef struct amg_data {
     int nlevels;
     amg_level lev[AMG_MAX_LEVELS];
     hk_vec *Minv; /* dense inverse of the coarsest operator, column-major, pc->prec */
+    /* the re-set-ups' work vectors (fp64, one entry a dof), made by the first one and kept:
+     * the diagonal check's output and the flags' difference (scratch), K's decoupled dofs
+     * (dec_new, swapped with dec when they changed) */
+    hk_vec *scratch, *dec_new;
     /* options */
     double threshold, omega, ratio, safety;
     int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
@@ -270,11 +285,21 @@ fail:
     return ierr;
 }
 
-/* *dec = K's decoupled dofs (1: no nonzero off the diagonal in its row, a support), fp64. */
+/* *v: a vector of n entries in precision p, kept when it already is one (else made). */
+static int work_vec(const hk_backend_ops *be, int64_t n, hk_precision p, hk_vec **v)
+{
+    if (*v && (*v)->n == n && (*v)->prec == p) return 0;
+    hk_vec_destroy(*v);
+    *v = NULL;
+    return hk_vec_create(be, n, p, v);
+}
+
+/* *dec = K's decoupled dofs (1: no nonzero off the diagonal in its row, a support), fp64 (a
+ * kept *dec of that size is written over). */
 static int decoupled_dofs(hk_pc *pc, const hk_bmat *K, hk_vec **dec)
 {
     int64_t bad;
-    HK_CALL(hk_vec_create(pc->be, K->nbrows * K->br, HK_FP64, dec));
+    HK_CALL(work_vec(pc->be, K->nbrows * K->br, HK_FP64, dec));
     const int ierr = pc->be->bmat_diag(K, HK_DIAG_DECOUPLED, *dec, &bad);
     if (ierr) {
         hk_vec_destroy(*dec);
@@ -283,17 +308,16 @@ static int decoupled_dofs(hk_pc *pc, const hk_bmat *K, hk_vec **dec)
     return ierr;
 }
 
-/* *same = the 0/1 flags a and b are equal (their difference's square sum is exactly 0). */
-static int same_flags(const hk_backend_ops *be, const hk_vec *a, const hk_vec *b, int *same)
+/* *same = the 0/1 flags a and b are equal (their difference's square sum is exactly 0); t: a
+ * work vector of their size (written over). */
+static int same_flags(const hk_backend_ops *be, const hk_vec *a, const hk_vec *b, hk_vec *t,
+                      int *same)
 {
-    hk_vec *t = NULL;
     double dd = 1;
     *same = 0;
-    HK_CALL(hk_vec_create(be, a->n, HK_FP64, &t));
     int ierr = be->vec_copy(t, a);
     if (!ierr) ierr = be->vec_axpby(t, -1.0, b, 1.0);
     if (!ierr) ierr = be->vec_dot(t, t, &dd);
-    hk_vec_destroy(t);
     *same = !ierr && dd == 0;
     return ierr;
 }
@@ -426,10 +450,16 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
     int ierr = 0;
     hk_vec *q = NULL, *Z[64] = {NULL};
     const int keep = d->update_lanczos > 0 && level == 0;
+    const int resetup = warm; /* q kept in L->q from the first re-set-up on */
     warm = warm && keep && L->ritz && L->ritz->prec == pc->prec;
     const int want = warm ? d->update_lanczos : d->lanczos;
     const int steps = want < L->n ? want : (int)L->n;
-    HK_CALL(hk_vec_create(be, L->n, pc->prec, &q));
+    if (resetup) {
+        HK_CALL(work_vec(be, L->n, pc->prec, &L->q));
+        q = L->q;
+    } else {
+        HK_CALL(hk_vec_create(be, L->n, pc->prec, &q));
+    }
     const hk_amg_sweep s = level_sweep(pc, d, L);
     if (warm) /* r = A y */
         HK_TRY(s.spmv(s.A, L->ritz, L->r));
@@ -449,22 +479,33 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
 fail:
     for (int j = 0; j < steps && j < 64; j++)
         hk_vec_destroy(Z[j]);
-    hk_vec_destroy(q);
+    if (q != L->q) hk_vec_destroy(q);
     return ierr;
 }
 
 /* Inverse node blocks of A in pc->prec (L->Dinv) and in fp64 (*D64: L->Dinv itself when the
  * level is fp64, else a vector the caller destroys). */
-static int block_inverse(hk_pc *pc, const hk_bmat *A, int level, amg_level *L, hk_vec **D64)
+static int block_inverse(hk_pc *pc, const hk_bmat *A, int level, amg_level *L, int resetup,
+                         hk_vec **D64)
 {
     const hk_backend_ops *be = pc->be;
     int ierr = 0;
     int64_t bad = -1;
     hk_vec *D = NULL;
-    hk_vec_destroy(L->Dinv);
-    L->Dinv = NULL;
+    const int64_t nd = L->n * L->bs;
     *D64 = NULL;
-    HK_CALL(hk_vec_create(be, L->n * L->bs, HK_FP64, &D));
+    if (pc->prec == HK_FP64 && L->D64) {
+        hk_vec_destroy(L->D64);
+        L->D64 = NULL;
+    }
+    if (resetup) { /* written over: L->Dinv itself (fp64 levels) or the kept L->D64 */
+        HK_CALL(work_vec(be, nd, HK_FP64, pc->prec == HK_FP64 ? &L->Dinv : &L->D64));
+        D = pc->prec == HK_FP64 ? L->Dinv : L->D64;
+    } else {
+        hk_vec_destroy(L->Dinv);
+        L->Dinv = NULL;
+        HK_CALL(hk_vec_create(be, nd, HK_FP64, &D));
+    }
     HK_TRY(be->bmat_diag(A, HK_DIAG_BLOCK_INV, D, &bad));
     HK_TRY_CHECK(bad < 0, HK_ERR_NUMERIC,
                  "pc=amg: the %dx%d diagonal block of node %lld on level %d is singular or not "
@@ -475,12 +516,12 @@ static int block_inverse(hk_pc *pc, const hk_bmat *A, int level, amg_level *L, h
         L->Dinv = *D64 = D;
         return 0;
     }
-    HK_TRY(hk_vec_create(be, L->n * L->bs, pc->prec, &L->Dinv));
+    HK_TRY(work_vec(be, nd, pc->prec, &L->Dinv));
     HK_TRY(be->vec_convert(L->Dinv, D));
     *D64 = D;
     return 0;
 fail:
-    hk_vec_destroy(D);
+    if (D != L->Dinv && D != L->D64) hk_vec_destroy(D);
     return ierr;
 }
 
@@ -634,7 +675,12 @@ static void free_levels(hk_pc *pc, amg_data *d)
         if (L->P64) pc->be->dealloc(L->P64);
         if (L->R64) pc->be->dealloc(L->R64);
         if (L->agg) pc->be->dealloc(L->agg);
-        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e, L->ritz};
+        if (L->APval) pc->be->dealloc(L->APval);
+        if (L->Aval) pc->be->dealloc(L->Aval);
+        if (L->ap_plan) pc->be->bmat_spgemm_plan_free(L->ap_plan);
+        if (L->rap_plan) pc->be->bmat_spgemm_plan_free(L->rap_plan);
+        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t,    L->d,
+                       L->d2,   L->w,  L->e, L->ritz, L->D64, L->q};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
         memset(L, 0, sizeof *L);
@@ -642,7 +688,9 @@ static void free_levels(hk_pc *pc, amg_data *d)
     hk_vec_destroy(d->Minv);
     d->Minv = NULL;
     hk_vec_destroy(d->dec);
-    d->dec = NULL;
+    hk_vec_destroy(d->dec_new);
+    hk_vec_destroy(d->scratch);
+    d->dec = d->dec_new = d->scratch = NULL;
     d->nlevels = 0;
 }
 
@@ -762,12 +810,15 @@ static int read_options(amg_data *d, hk_options *o, hk_format *fmt, int *fmt_giv
 /* ---- set-up ------------------------------------------------------------------------------ */
 
 /* Every scalar diagonal entry of K positive (an SPD matrix; supports kept as unit rows). */
-static int check_diagonal(hk_pc *pc, const hk_bmat *K)
+static int check_diagonal(hk_pc *pc, const hk_bmat *K, hk_vec **keep)
 {
     hk_vec *dg = NULL;
     int64_t bad = -1;
-    HK_CALL(hk_vec_create(pc->be, pc->n, HK_FP64, &dg));
-    int ierr = pc->be->bmat_diag(K, HK_DIAG_INV, dg, &bad);
+    if (keep)
+        HK_CALL(work_vec(pc->be, pc->n, HK_FP64, keep));
+    else
+        HK_CALL(hk_vec_create(pc->be, pc->n, HK_FP64, &dg));
+    int ierr = pc->be->bmat_diag(K, HK_DIAG_INV, keep ? *keep : dg, &bad);
     hk_vec_destroy(dg);
     HK_CALL(ierr);
     HK_CHECK(bad < 0, HK_ERR_NUMERIC,
@@ -967,7 +1018,7 @@ static int smoother_data(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int w
 {
     amg_level *L = &d->lev[l];
     const double t0 = now_synced(pc->be);
-    HK_CALL(block_inverse(pc, Al, l, L, D64));
+    HK_CALL(block_inverse(pc, Al, l, L, warm, D64));
     HK_CALL(spectral_bound(pc, d, L, l, warm));
     if (d->smoother == SMOOTHER_L1_JACOBI) HK_CALL(l1_scaling(pc, Al, l, L));
     d->st.rho[l] = L->rho;
@@ -975,34 +1026,74 @@ static int smoother_data(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int w
     return 0;
 }
 
-/* The re-set-up's A_{l+1} = R (A_l P) into the kept patterns of A P and A_{l+1} (*Anext: its
- * values, released with drop_values) by the numeric halves, whose digits are the set-up's
- * products'; each step timed into ph from *t1. */
+/* *v: fp64 values for the pattern M, allocated by the first re-set-up and kept. */
+static int kept_values(const hk_backend_ops *be, const hk_bmat *M, double **v)
+{
+    if (*v) return 0;
+    const size_t nv = (size_t)M->nnzb * M->br * M->bc;
+    return be->alloc((void **)v, (nv ? nv : 1) * sizeof(double));
+}
+
+/* Whether M's values are a level's kept A_l values (Aval: never freed by their users). */
+static int values_kept(const amg_data *d, const hk_bmat *M)
+{
+    for (int l = 1; l < AMG_MAX_LEVELS; l++)
+        if (M->val && M->val == d->lev[l].Aval) return 1;
+    return 0;
+}
+
+/* drop_values, except for a level's kept values (only the view goes). */
+static void release_values(const hk_backend_ops *be, const amg_data *d, hk_bmat *M)
+{
+    if (values_kept(d, M))
+        memset(M, 0, sizeof *M);
+    else
+        drop_values(be, M);
+}
+
+/* C = A B (upper: the blocks on and above the diagonal) by the plan where there is one, else by
+ * the numeric ops; the same digits either way. */
+static int planned_product(const hk_backend_ops *be, const void *plan, int upper,
+                           const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+{
+    if (plan) return be->bmat_spgemm_numeric_plan(plan, A, B, C);
+    return upper ? be->bmat_spgemm_numeric_upper(A, B, C) : be->bmat_spgemm_numeric(A, B, C);
+}
+
+/* The re-set-up's A_{l+1} = R (A_l P) into the kept patterns of A P and A_{l+1} (*Anext: a view
+ * of the kept values lev[l+1].Aval, released with release_values) by the numeric halves,
+ * whose digits are the set-up's products'; each step timed into ph from *t1. The first
+ * re-set-up allocates the values and makes the products' plans (both kept: the next ones
+ * allocate nothing and search no row; timed as the values' allocations). */
 static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *P,
                             const hk_bmat *R, hk_amg_phases *ph, double *t1, hk_bmat *Anext)
 {
     const hk_backend_ops *be = pc->be;
-    hk_bmat AP = {0};
-    int ierr = 0;
-    HK_TRY(values_on(be, &d->lev[l].APpat, &AP));
+    amg_level *L = &d->lev[l], *C = &d->lev[l + 1];
+    HK_CALL(kept_values(be, &L->APpat, &L->APval));
+    HK_CALL(kept_values(be, &C->Apat, &C->Aval));
+    hk_bmat AP = L->APpat;
+    AP.val = L->APval;
+    *Anext = C->Apat;
+    Anext->val = C->Aval;
+    const int upper = !d->galerkin_full;
+    if (!L->planned && be->bmat_spgemm_plan) {
+        size_t b1 = 0, b2 = 0;
+        HK_CALL(be->bmat_spgemm_plan(Al, P, &AP, 0, &L->ap_plan, &b1));
+        HK_CALL(be->bmat_spgemm_plan(R, &AP, Anext, upper, &L->rap_plan, &b2));
+        L->plan_bytes = b1 + b2;
+        L->planned = 1;
+    }
     ph->values += lap(be, t1);
-    HK_TRY(be->bmat_spgemm_numeric(Al, P, &AP));
+    HK_CALL(planned_product(be, L->ap_plan, 0, Al, P, &AP));
     ph->ap += lap(be, t1);
-    HK_TRY(values_on(be, &d->lev[l + 1].Apat, Anext));
-    ph->values += lap(be, t1);
-    if (d->galerkin_full) {
-        HK_TRY(be->bmat_spgemm_numeric(R, &AP, Anext));
-        ph->rap += lap(be, t1);
-    } else {
-        HK_TRY(be->bmat_spgemm_numeric_upper(R, &AP, Anext));
-        ph->rap += lap(be, t1);
-        HK_TRY(mirror_coarse(be, l, Anext));
+    HK_CALL(planned_product(be, L->rap_plan, upper, R, &AP, Anext));
+    ph->rap += lap(be, t1);
+    if (upper) {
+        HK_CALL(mirror_coarse(be, l, Anext));
         ph->mirror += lap(be, t1);
     }
-fail:
-    drop_values(be, &AP);
-    ph->values += lap(be, t1);
-    return ierr;
+    return 0;
 }
 
 /* The re-set-up of pc.amg.update=prolongator on level l: D^-1 and the spectral bound of the
@@ -1025,13 +1116,13 @@ static int coarse_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, hk_
     HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
     ph->galerkin += now_synced(be) - t0;
 fail:
-    if (D64 != L->Dinv) hk_vec_destroy(D64);
+    if (D64 != L->Dinv && D64 != L->D64) hk_vec_destroy(D64);
     return ierr;
 }
 
 /* Level l's smoother data and transfer operators, and the next level's operator: *Anext gets
- * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with drop_values), *Bc the
- * coarse near-null space (NULL when B is: the re-set-up with the kept T).
+ * A_{l+1}'s values on the pattern kept in lev[l+1].Apat (release it with release_values), *Bc
+ * the coarse near-null space (NULL when B is: the re-set-up with the kept T).
  * fresh: the set-up, whose sparse products find the patterns (amg_tentative_product for A T,
  * bmat_spgemm for the others) and keep them, and which keeps T. Else the re-set-up: T is the
  * kept one unless B is given (the decoupled dofs changed: T and Bc again from B), and only the
@@ -1088,7 +1179,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         HK_TRY(be->amg_smooth_prolongator_numeric(&P, &L->T, D64, d->omega / L->rho, &P));
         ph->smooth += lap(be, &t1);
     }
-    if (D64 != L->Dinv) hk_vec_destroy(D64);
+    if (D64 != L->Dinv && D64 != L->D64) hk_vec_destroy(D64);
     D64 = NULL;
     ph->prolongator += now_synced(be) - t0;
 
@@ -1144,7 +1235,7 @@ fail:
         drop_values(be, &P);
         drop_values(be, &R);
     }
-    if (D64 != L->Dinv) hk_vec_destroy(D64);
+    if (D64 != L->Dinv && D64 != L->D64) hk_vec_destroy(D64);
     return ierr;
 }
 
@@ -1159,11 +1250,11 @@ static int descend(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int fresh, 
     double *Bc = NULL;
     const int ierr = level_transfer(pc, d, l, Al, *B, fresh, keep_p, ph, &Anext, &Bc);
     if (ierr) {
-        drop_values(be, &Anext);
+        release_values(be, d, &Anext);
         if (Bc) be->dealloc(Bc);
         return ierr;
     }
-    drop_values(be, Acur);
+    release_values(be, d, Acur);
     *Acur = Anext;
     if (*B) be->dealloc(*B);
     *B = Bc;
@@ -1197,20 +1288,24 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
         if (L->Pv) st->bytes_transfer += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * 4;
         if (L->Rv) st->bytes_transfer += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * 4;
         if (L->P) st->bytes_transfer += L->P->bytes + L->R->bytes;
-        st->bytes_reuse += vec_bytes(L->ritz);
+        st->bytes_reuse += vec_bytes(L->ritz) + vec_bytes(L->D64) + vec_bytes(L->q);
         if (L->P64) st->bytes_reuse += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * sizeof(double);
         if (L->R64) st->bytes_reuse += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * sizeof(double);
         st->bytes_smoother += vec_bytes(L->Dinv) + vec_bytes(L->l1);
         const hk_vec *v[] = {L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             st->bytes_vectors += vec_bytes(v[i]);
+        if (L->APval) st->bytes_reuse += (size_t)L->APpat.nnzb * L->APpat.br * L->APpat.bc * 8;
+        if (L->Aval) st->bytes_reuse += (size_t)L->nnz * sizeof(double);
+        st->bytes_reuse += L->plan_bytes;
         st->bytes_reuse += (L->agg ? (size_t)(L->n / L->bs) * sizeof(int32_t) : 0) +
                            pattern_bytes(&L->APpat) + pattern_bytes(&L->Apat) +
                            pattern_bytes(&L->T) +
                            (L->T.val ? (size_t)L->T.nnzb * L->T.br * L->T.bc * sizeof(double)
                                      : 0);
     }
-    st->bytes_reuse += vec_bytes(d->xyz) + vec_bytes(d->dec);
+    st->bytes_reuse += vec_bytes(d->xyz) + vec_bytes(d->dec) + vec_bytes(d->dec_new) +
+                       vec_bytes(d->scratch);
     /* hk_pc_apply's conversion buffers, made on the first apply of an fp32 hierarchy */
     if (pc->prec != HK_FP64) st->bytes_vectors += 2 * (size_t)pc->n * sizeof(float);
     st->bytes_coarse = vec_bytes(d->Minv);
@@ -1261,7 +1356,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     const double t_start = now_synced(be), cpu_start = process_cpu();
     double t0;
 
-    HK_CALL(check_diagonal(pc, K));
+    HK_CALL(check_diagonal(pc, K, NULL));
     ph->diag_check = now_synced(be) - t_start;
     hk_vec_destroy(d->dec);
     d->dec = NULL;
@@ -1329,7 +1424,7 @@ static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     print_phases("set-up", ph, process_cpu() - cpu_start, d->galerkin_full ? "full" : "symmetric");
 fail:
     hk_graph_free(&S);
-    drop_values(be, &Acur);
+    release_values(be, d, &Acur);
     if (B) be->dealloc(B);
     return ierr;
 }
@@ -1355,18 +1450,18 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
              (long long)d->lev[0].n, (long long)d->lev[0].nnz, (long long)(K->nbrows * K->br),
              (long long)(K->nnzb * K->br * K->bc));
     const int nns = d->nns;
-    hk_vec *dec = NULL;
     int same = 0;
-    HK_CALL(check_diagonal(pc, K));
-    HK_CALL(decoupled_dofs(pc, K, &dec));
-    if (d->dec) HK_TRY(same_flags(be, dec, d->dec, &same));
+    /* into the kept work vectors: the diagonal check's output, the new flags */
+    HK_CALL(check_diagonal(pc, K, &d->scratch));
+    HK_CALL(decoupled_dofs(pc, K, &d->dec_new));
+    if (d->dec) HK_TRY(same_flags(be, d->dec_new, d->dec, d->scratch, &same));
     if (!same) { /* other supports: the near-null space and every T again (B given below) */
-        HK_TRY(nearnull_build(pc, d, K, dec, &B));
+        HK_TRY(nearnull_build(pc, d, K, d->dec_new, &B));
         HK_TRY_CHECK(d->nns == nns, HK_ERR_INTERNAL,
                      "pc=amg: the near-null space changed its size");
-        hk_vec_destroy(d->dec);
-        d->dec = dec;
-        dec = NULL;
+        hk_vec *old = d->dec; /* the new flags kept, the old vector the next one's room */
+        d->dec = d->dec_new;
+        d->dec_new = old;
     }
     ph->nearnull = now_synced(be) - t_start;
     /* P and R were made from the set-up's supports: with others they are made again */
@@ -1392,8 +1487,7 @@ static int amg_renumeric(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)
     print_phases(keep_p ? "update (P, R kept)" : "update", ph, process_cpu() - cpu_start,
                  d->galerkin_full ? "full" : "symmetric");
 fail:
-    hk_vec_destroy(dec);
-    drop_values(be, &Acur);
+    release_values(be, d, &Acur);
     if (B) be->dealloc(B);
     return ierr;
 }
