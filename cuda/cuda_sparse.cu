@@ -1103,9 +1103,13 @@ fail:
     return ierr;
 }
 
-// Thread (t, r): row r of target t's block, its BC sums over the block's pairs in order.
-template <int BR, int BK, int BC>
-__global__ void __launch_bounds__(256)
+// Thread (t, r): row r of target t's block, its BC sums over the block's pairs in order. The
+// BR threads of a target read the same B block (one transaction a warp), as 16-byte words where
+// its size allows; the bound on registers (MINB blocks of 256 an SM: 85 registers for the 3x3 .
+// 3x6 products' 27 loaded doubles and 6 sums, 128 for 6x6 . 6x6) keeps enough warps resident
+// to overlap the gathers, which are all the kernel waits for.
+template <int BR, int BK, int BC, int MINB>
+__global__ void __launch_bounds__(256, MINB)
     spp_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
                const int32_t *__restrict__ pa, const int32_t *__restrict__ pb,
                const double *__restrict__ av, const double *__restrict__ bv, double *cv,
@@ -1121,7 +1125,6 @@ __global__ void __launch_bounds__(256)
     for (int s = 0; s < BC; s++)
         acc[s] = 0.0;
     const int64_t e1 = off[c + 1];
-#pragma unroll 2
     for (int64_t e = off[c]; e < e1; e++) {
         const double *a = av + (size_t)pa[e] * (BR * BK) + r * BK;
         const double *b = bv + (size_t)pb[e] * (BK * BC);
@@ -1129,9 +1132,17 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int m = 0; m < BK; m++)
             ar[m] = __ldg(a + m);
+        if constexpr ((BK * BC) % 2 == 0) { // B blocks start on 16 bytes (cudaMalloc's 256)
 #pragma unroll
-        for (int x = 0; x < BK * BC; x++)
-            bm[x] = __ldg(b + x);
+            for (int x = 0; x < BK * BC / 2; x++) {
+                const double2 v = __ldg((const double2 *)b + x);
+                bm[2 * x] = v.x, bm[2 * x + 1] = v.y;
+            }
+        } else {
+#pragma unroll
+            for (int x = 0; x < BK * BC; x++)
+                bm[x] = __ldg(b + x);
+        }
 #pragma unroll
         for (int s = 0; s < BC; s++)
 #pragma unroll
@@ -1158,8 +1169,9 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
              "%lld, C %lld); make it again for these",
              pl ? (long long)pl->annzb : -1LL, pl ? (long long)pl->bnnzb : -1LL,
              pl ? (long long)pl->cnnzb : -1LL);
-    // the kernels without the plan, for comparison
-    if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY)
+    // the kernels without the plan: for comparison, or B's values not on 16 bytes (a view into
+    // a larger array; spp_blocks reads them as 16-byte words)
+    if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
         return sp_spgemm_numeric(A, B, C, pl->upper, "bmat_spgemm_numeric_plan");
     const int64_t nthr = pl->ntgt * pl->br;
     if (nthr == 0) return 0;
@@ -1169,8 +1181,8 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     const dim3 grid((unsigned)nblk);
 #define SPP_SHAPE(R, K, CC)                                                                        \
     if (pl->br == (R) && pl->bk == (K) && pl->bc == (CC))                                          \
-    spp_blocks<R, K, CC><<<grid, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, A->val, \
-                                                         B->val, C->val, pl->ntgt)
+    spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2)><<<grid, 256, 0, hk_cu.stream>>>(                 \
+        pl->off, pl->tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
     SPP_SHAPE(1, 1, 1);
     SPP_SHAPE(2, 2, 3);
     SPP_SHAPE(3, 2, 3);

@@ -104,6 +104,7 @@ typedef struct amg_level {
     /* the re-set-ups' work vectors, made by the first one and kept: the fp64 inverse node
      * blocks of an fp32 level (D64) and the spectral bound's products (q, pc->prec) */
     hk_vec *D64, *q;
+    hk_vec *Zk[64]; /* pc.amg.update_lanczos: the warm Lanczos steps' vectors (level 0) */
     hk_vec *b, *x; /* right-hand side and solution of this level (levels >= 1) */
     hk_vec *r, *t, *d;
     hk_vec *d2;    /* chebyshev of degree 3 and up through amg_cheb_step */
@@ -450,7 +451,7 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
     int ierr = 0;
     hk_vec *q = NULL, *Z[64] = {NULL};
     const int keep = d->update_lanczos > 0 && level == 0;
-    const int resetup = warm; /* q kept in L->q from the first re-set-up on */
+    const int resetup = warm; /* q and Z kept in L->q, L->Zk from the first re-set-up on */
     warm = warm && keep && L->ritz && L->ritz->prec == pc->prec;
     const int want = warm ? d->update_lanczos : d->lanczos;
     const int steps = want < L->n ? want : (int)L->n;
@@ -466,8 +467,14 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
     else /* a deterministic start with every entry nonzero, made on the backend */
         HK_TRY(be->amg_start_vector(L->r));
     if (keep) {
-        for (int j = 0; j < steps; j++)
-            HK_TRY(hk_vec_create(be, L->n, pc->prec, &Z[j]));
+        for (int j = 0; j < steps; j++) {
+            if (resetup) {
+                HK_TRY(work_vec(be, L->n, pc->prec, &L->Zk[j]));
+                Z[j] = L->Zk[j];
+            } else {
+                HK_TRY(hk_vec_create(be, L->n, pc->prec, &Z[j]));
+            }
+        }
         if (L->ritz && L->ritz->prec != pc->prec) {
             hk_vec_destroy(L->ritz);
             L->ritz = NULL;
@@ -478,7 +485,7 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
                         keep ? Z : NULL, L->ritz));
 fail:
     for (int j = 0; j < steps && j < 64; j++)
-        hk_vec_destroy(Z[j]);
+        if (Z[j] != L->Zk[j]) hk_vec_destroy(Z[j]);
     if (q != L->q) hk_vec_destroy(q);
     return ierr;
 }
@@ -683,6 +690,8 @@ static void free_levels(hk_pc *pc, amg_data *d)
                        L->d2,   L->w,  L->e, L->ritz, L->D64, L->q};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
+        for (int j = 0; j < 64; j++)
+            hk_vec_destroy(L->Zk[j]);
         memset(L, 0, sizeof *L);
     }
     hk_vec_destroy(d->Minv);
@@ -1289,6 +1298,8 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
         if (L->Rv) st->bytes_transfer += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * 4;
         if (L->P) st->bytes_transfer += L->P->bytes + L->R->bytes;
         st->bytes_reuse += vec_bytes(L->ritz) + vec_bytes(L->D64) + vec_bytes(L->q);
+        for (int j = 0; j < 64; j++)
+            st->bytes_reuse += vec_bytes(L->Zk[j]);
         if (L->P64) st->bytes_reuse += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * sizeof(double);
         if (L->R64) st->bytes_reuse += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * sizeof(double);
         st->bytes_smoother += vec_bytes(L->Dinv) + vec_bytes(L->l1);
