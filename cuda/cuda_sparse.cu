@@ -930,8 +930,7 @@ int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat 
 // pairs at atomic cursors (any order) and a thread per block of C sorts its list by p.
 
 struct sp_plan {
-    int upper, br, bk, bc;
-    int64_t nbr, annzb, bnnzb, cnnzb;
+    hk_spgemm_plan_shape sh;
     int64_t ntgt, npairs;
     int64_t *off; // cnnzb + 1: block c's pairs are pa/pb[off[c] .. off[c + 1])
     int32_t *tgt; // upper: the ntgt blocks with column >= row; NULL: every block (ntgt = cnnzb)
@@ -945,8 +944,8 @@ struct sp_plan {
 template <bool WRITE>
 __global__ void __launch_bounds__(PL_WARPS * 32)
     pl_walk(const int64_t *arp, const int32_t *aci, const int64_t *brp, const int32_t *bci,
-            const int64_t *crp, const int32_t *cci, int64_t nbr, int upper,
-            unsigned long long *cnt, int32_t *pa, int32_t *pb, unsigned long long *first)
+            const int64_t *crp, const int32_t *cci, int64_t nbr, int upper, unsigned long long *cnt,
+            int32_t *pa, int32_t *pb, unsigned long long *first)
 {
     const int lane = threadIdx.x & 31;
     const int64_t i = (int64_t)blockIdx.x * PL_WARPS + (threadIdx.x >> 5);
@@ -997,7 +996,8 @@ __global__ void pl_targets(const int64_t *crp, const int32_t *cci, int64_t nbr, 
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nbr;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t c1 = crp[i + 1], u = hk_cu_lower_bound(cci, crp[i], c1, i);
-        if (!WRITE) cnt[i] = c1 - u;
+        if (!WRITE)
+            cnt[i] = c1 - u;
         else
             for (int64_t c = u; c < c1; c++)
                 tgt[tstart[i] + (c - u)] = (int32_t)c;
@@ -1036,14 +1036,14 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     int64_t *cnt = NULL, *tstart = NULL, first = -1;
     unsigned long long *dfirst = NULL;
     *plan = NULL, *bytes = 0;
-    HK_CALL(hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
+    HK_CALL(
+        hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
     // no plan (the caller takes the numeric ops): other shapes, or indices past 32 bits
     if (!spp_shape(A->br, A->bc, B->bc) || A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX ||
         C->nnzb >= INT32_MAX)
         return 0;
     HK_CALL(hk_calloc(1, sizeof *pl, &pl));
-    pl->upper = upper, pl->br = A->br, pl->bk = A->bc, pl->bc = B->bc;
-    pl->nbr = A->nbrows, pl->annzb = A->nnzb, pl->bnnzb = B->nnzb, pl->cnnzb = C->nnzb;
+    hk_spgemm_plan_shape_of(A, B, C, upper, &pl->sh);
     const int64_t nbr = A->nbrows, cn = C->nnzb;
     const int64_t big = (nbr > cn ? nbr : cn) + 1;
     HK_TRY(hk_cu_tmp_alloc((void **)&cnt, (size_t)big * sizeof *cnt));
@@ -1078,8 +1078,8 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
         HK_TRY(hk_cu_scan_counts(cnt, cn, pl->off, &pl->npairs));
         HK_TRY(hk_cu_malloc((void **)&pl->pa, (size_t)(pl->npairs ? pl->npairs : 1) * 4));
         HK_TRY(hk_cu_malloc((void **)&pl->pb, (size_t)(pl->npairs ? pl->npairs : 1) * 4));
-        HK_CU_TRY(cudaMemcpyAsync(cnt, pl->off, (size_t)cn * sizeof *cnt,
-                                  cudaMemcpyDeviceToDevice, hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(cnt, pl->off, (size_t)cn * sizeof *cnt, cudaMemcpyDeviceToDevice,
+                                  hk_cu.stream));
         pl_walk<true><<<nblk, PL_WARPS * 32, 0, hk_cu.stream>>>(
             A->rowptr, A->colind, B->rowptr, B->colind, C->rowptr, C->colind, nbr, upper,
             (unsigned long long *)cnt, pl->pa, pl->pb, dfirst);
@@ -1155,33 +1155,25 @@ __global__ void __launch_bounds__(256, MINB)
         dst[s] = acc[s];
 }
 
-int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
-                                   hk_bmat *C)
+int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     const sp_plan *pl = (const sp_plan *)plan;
     spgemm_kernel kernel;
     HK_CALL(spgemm_kernel_read(&kernel));
-    HK_CHECK(pl && A->br == pl->br && A->bc == pl->bk && B->bc == pl->bc &&
-                 A->nbrows == pl->nbr && A->nnzb == pl->annzb && B->nnzb == pl->bnnzb &&
-                 C->nnzb == pl->cnnzb && C->br == pl->br && C->bc == pl->bc,
-             HK_ERR_ARG,
-             "bmat_spgemm_numeric_plan: the plan was made for other patterns (A %lld blocks, B "
-             "%lld, C %lld); make it again for these",
-             pl ? (long long)pl->annzb : -1LL, pl ? (long long)pl->bnnzb : -1LL,
-             pl ? (long long)pl->cnnzb : -1LL);
+    HK_CALL(hk_spgemm_plan_check(pl ? &pl->sh : NULL, A, B, C));
     // the kernels without the plan: for comparison, or B's values not on 16 bytes (a view into
     // a larger array; spp_blocks reads them as 16-byte words)
     if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
-        return sp_spgemm_numeric(A, B, C, pl->upper, "bmat_spgemm_numeric_plan");
-    const int64_t nthr = pl->ntgt * pl->br;
+        return sp_spgemm_numeric(A, B, C, pl->sh.upper, "bmat_spgemm_numeric_plan");
+    const int64_t nthr = pl->ntgt * pl->sh.br;
     if (nthr == 0) return 0;
     const int64_t nblk = (nthr + 255) / 256;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
              "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
     const dim3 grid((unsigned)nblk);
 #define SPP_SHAPE(R, K, CC)                                                                        \
-    if (pl->br == (R) && pl->bk == (K) && pl->bc == (CC))                                          \
-    spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2)><<<grid, 256, 0, hk_cu.stream>>>(                 \
+    if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
+    spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2)><<<grid, 256, 0, hk_cu.stream>>>(                  \
         pl->off, pl->tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
     SPP_SHAPE(1, 1, 1);
     SPP_SHAPE(2, 2, 3);

@@ -166,6 +166,33 @@ int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, 
     return 0;
 }
 
+void hk_spgemm_plan_shape_of(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
+                             hk_spgemm_plan_shape *s)
+{
+    *s = (hk_spgemm_plan_shape){.upper = upper,
+                                .br = A->br,
+                                .bk = A->bc,
+                                .bc = B->bc,
+                                .nbr = A->nbrows,
+                                .annzb = A->nnzb,
+                                .bnnzb = B->nnzb,
+                                .cnnzb = C->nnzb};
+}
+
+int hk_spgemm_plan_check(const hk_spgemm_plan_shape *s, const hk_bmat *A, const hk_bmat *B,
+                         const hk_bmat *C)
+{
+    HK_CHECK(s && A->br == s->br && A->bc == s->bk && B->bc == s->bc && A->nbrows == s->nbr &&
+                 A->nnzb == s->annzb && B->nnzb == s->bnnzb && C->nnzb == s->cnnzb &&
+                 C->br == s->br && C->bc == s->bc,
+             HK_ERR_ARG,
+             "bmat_spgemm_numeric_plan: the plan was made for other patterns (A %lld blocks, B "
+             "%lld, C %lld); make it again for these",
+             s ? (long long)s->annzb : -1LL, s ? (long long)s->bnnzb : -1LL,
+             s ? (long long)s->cnnzb : -1LL);
+    return 0;
+}
+
 int hk_bmat_mirror_check(const hk_bmat *C)
 {
     HK_CHECK(C->br == C->bc && C->nbrows == C->nbcols, HK_ERR_ARG,

@@ -697,8 +697,8 @@ static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_
             for (int64_t j = 0; j < nbc; j++)
                 ci[n++] = (int32_t)j;
         } else {
-            int32_t c[4] = {(int32_t)((i - 1) % nbc), (int32_t)(i % nbc),
-                            (int32_t)((i + 1) % nbc), (int32_t)((7 * i) % nbc)};
+            int32_t c[4] = {(int32_t)((i - 1) % nbc), (int32_t)(i % nbc), (int32_t)((i + 1) % nbc),
+                            (int32_t)((7 * i) % nbc)};
             hk_isort_i32(c, 4);
             for (int e = 0; e < 4; e++)
                 if (e == 0 || c[e] != c[e - 1]) ci[n++] = c[e];

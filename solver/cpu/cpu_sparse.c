@@ -263,8 +263,7 @@ int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat
  * walk's own order: the rows of C are independent, and a row's pairs are visited p by p). The
  * reference of cuda's planned product (cuda/cuda_sparse.cu); the sums are spgemm_numeric's. */
 typedef struct cpu_plan {
-    int upper, br, bk, bc;
-    int64_t nbr, annzb, bnnzb, cnnzb;
+    hk_spgemm_plan_shape sh;
     int64_t *off; /* cnnzb + 1 */
     int64_t *pa, *pb;
 } cpu_plan;
@@ -280,9 +279,8 @@ void hk_cpu_bmat_spgemm_plan_free(void *plan)
 /* Row i's pairs: counted into cnt (WRITE 0) or written at the cursors cur (WRITE 1); mark[j]
  * = the block of C in column j (-1 elsewhere). The first row with a block outside C's
  * pattern in *first. */
-static void plan_row(const hk_bmat *A, const hk_bmat *B, int upper, int64_t i,
-                     const int64_t *mark, int write, int64_t *cnt, int64_t *pa, int64_t *pb,
-                     int64_t *first)
+static void plan_row(const hk_bmat *A, const hk_bmat *B, int upper, int64_t i, const int64_t *mark,
+                     int write, int64_t *cnt, int64_t *pa, int64_t *pb, int64_t *first)
 {
     for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
         const int64_t k = A->colind[p];
@@ -310,8 +308,7 @@ int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C
     const int64_t nbr = A->nbrows, nbc = B->nbcols, cn = C->nnzb;
     const int nth = omp_get_max_threads();
     HK_CALL(hk_calloc(1, sizeof *pl, &pl));
-    *pl = (cpu_plan){.upper = upper, .br = A->br, .bk = A->bc, .bc = B->bc, .nbr = nbr,
-                     .annzb = A->nnzb, .bnnzb = B->nnzb, .cnnzb = cn};
+    hk_spgemm_plan_shape_of(A, B, C, upper, &pl->sh);
     HK_TRY(hk_calloc((size_t)cn + 1, sizeof *pl->off, &pl->off));
     HK_TRY(hk_calloc((size_t)cn + 1, sizeof *cur, &cur));
     HK_TRY(hk_malloc((size_t)nth * (size_t)(nbc ? nbc : 1) * sizeof *mark_all, &mark_all));
@@ -356,21 +353,14 @@ int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk
                                     hk_bmat *C)
 {
     const cpu_plan *pl = plan;
-    HK_CHECK(pl && A->br == pl->br && A->bc == pl->bk && B->bc == pl->bc &&
-                 A->nbrows == pl->nbr && A->nnzb == pl->annzb && B->nnzb == pl->bnnzb &&
-                 C->nnzb == pl->cnnzb && C->br == pl->br && C->bc == pl->bc,
-             HK_ERR_ARG,
-             "bmat_spgemm_numeric_plan: the plan was made for other patterns (A %lld blocks, B "
-             "%lld, C %lld); make it again for these",
-             pl ? (long long)pl->annzb : -1LL, pl ? (long long)pl->bnnzb : -1LL,
-             pl ? (long long)pl->cnnzb : -1LL);
-    const int br = pl->br, bk = pl->bk, bc = pl->bc;
+    HK_CALL(hk_spgemm_plan_check(pl ? &pl->sh : NULL, A, B, C));
+    const int br = pl->sh.br, bk = pl->sh.bk, bc = pl->sh.bc;
     const size_t bb = (size_t)br * bc;
 #pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t i = 0; i < pl->nbr; i++) {
+    for (int64_t i = 0; i < pl->sh.nbr; i++) {
         const int64_t c1 = C->rowptr[i + 1];
         const int64_t c0 =
-            pl->upper ? hk_lower_bound_i32(C->colind, C->rowptr[i], c1, i) : C->rowptr[i];
+            pl->sh.upper ? hk_lower_bound_i32(C->colind, C->rowptr[i], c1, i) : C->rowptr[i];
         for (int64_t c = c0; c < c1; c++) {
             double *dst = C->val + (size_t)c * bb;
             memset(dst, 0, bb * sizeof *dst);

@@ -686,7 +686,7 @@ static void free_levels(hk_pc *pc, amg_data *d)
         if (L->Aval) pc->be->dealloc(L->Aval);
         if (L->ap_plan) pc->be->bmat_spgemm_plan_free(L->ap_plan);
         if (L->rap_plan) pc->be->bmat_spgemm_plan_free(L->rap_plan);
-        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x, L->r, L->t,    L->d,
+        hk_vec *v[] = {L->Dinv, L->l1, L->b, L->x,    L->r,   L->t, L->d,
                        L->d2,   L->w,  L->e, L->ritz, L->D64, L->q};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
@@ -1062,8 +1062,8 @@ static void release_values(const hk_backend_ops *be, const amg_data *d, hk_bmat 
 
 /* C = A B (upper: the blocks on and above the diagonal) by the plan where there is one, else by
  * the numeric ops; the same digits either way. */
-static int planned_product(const hk_backend_ops *be, const void *plan, int upper,
-                           const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
+static int planned_product(const hk_backend_ops *be, const void *plan, int upper, const hk_bmat *A,
+                           const hk_bmat *B, hk_bmat *C)
 {
     if (plan) return be->bmat_spgemm_numeric_plan(plan, A, B, C);
     return upper ? be->bmat_spgemm_numeric_upper(A, B, C) : be->bmat_spgemm_numeric(A, B, C);
@@ -1315,8 +1315,8 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
                            (L->T.val ? (size_t)L->T.nnzb * L->T.br * L->T.bc * sizeof(double)
                                      : 0);
     }
-    st->bytes_reuse += vec_bytes(d->xyz) + vec_bytes(d->dec) + vec_bytes(d->dec_new) +
-                       vec_bytes(d->scratch);
+    st->bytes_reuse +=
+        vec_bytes(d->xyz) + vec_bytes(d->dec) + vec_bytes(d->dec_new) + vec_bytes(d->scratch);
     /* hk_pc_apply's conversion buffers, made on the first apply of an fp32 hierarchy */
     if (pc->prec != HK_FP64) st->bytes_vectors += 2 * (size_t)pc->n * sizeof(float);
     st->bytes_coarse = vec_bytes(d->Minv);
