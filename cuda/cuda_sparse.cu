@@ -22,6 +22,7 @@
 
 #include "cuda_impl.cuh"
 #include "hk_cuda.h"
+#include "spgemm_plan.h"
 
 extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu
 

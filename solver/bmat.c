@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hk_impl.h"
+#include "spgemm_plan.h"
 
 static int be_alloc(const hk_backend_ops *be, void **p, size_t bytes)
 {

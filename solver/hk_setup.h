@@ -60,17 +60,6 @@ int hk_bmat_to_bcsr(const hk_bmat *A, hk_bcsr *K);
 int hk_bmat_chain_check(const hk_bmat *A, const hk_bmat *B, const char *bname, const char *who);
 /* HK_ERR_ARG naming who unless C has the shape of A B (blocks and sizes chain). */
 int hk_bmat_product_check(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, const char *who);
-/* What a product's plan (bmat_spgemm_plan) was made for: C = A B's block shapes and counts
- * (upper: C's blocks on and above the diagonal). _of fills it from A, B, C; _check: HK_ERR_ARG
- * (a plan for other patterns) unless A, B, C have them. */
-typedef struct hk_spgemm_plan_shape {
-    int upper, br, bk, bc;
-    int64_t nbr, annzb, bnnzb, cnnzb;
-} hk_spgemm_plan_shape;
-void hk_spgemm_plan_shape_of(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
-                             hk_spgemm_plan_shape *s);
-int hk_spgemm_plan_check(const hk_spgemm_plan_shape *s, const hk_bmat *A, const hk_bmat *B,
-                         const hk_bmat *C);
 /* bmat_mirror_lower's shape check (HK_ERR_ARG unless C is square in blocks with square
  * blocks) and its fault (row >= 0: block row `row` has a block below the diagonal whose mirror
  * is missing; HK_ERR_ARG with the sentence; row < 0: 0). */

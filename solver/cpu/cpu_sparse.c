@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cpu_impl.h"
+#include "spgemm_plan.h"
 
 /* ---- C = A B ----------------------------------------------------------------------------- */
 
