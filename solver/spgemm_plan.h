@@ -5,6 +5,10 @@
 
 #include "hk_impl.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* What a product's plan (bmat_spgemm_plan) was made for: C = A B's block shapes and counts
  * (upper: C's blocks on and above the diagonal). _of fills it from A, B, C; _check: HK_ERR_ARG
  * (a plan for other patterns) unless A, B, C have them. */
@@ -16,5 +20,9 @@ void hk_spgemm_plan_shape_of(const hk_bmat *A, const hk_bmat *B, const hk_bmat *
                              hk_spgemm_plan_shape *s);
 int hk_spgemm_plan_check(const hk_spgemm_plan_shape *s, const hk_bmat *A, const hk_bmat *B,
                          const hk_bmat *C);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
