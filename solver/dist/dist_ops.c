@@ -407,6 +407,9 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_spgemm_pattern = NULL;
     o.bmat_spgemm_numeric_upper = NULL;
     o.bmat_mirror_lower = NULL;
+    o.bmat_spgemm_plan = NULL;
+    o.bmat_spgemm_numeric_plan = NULL;
+    o.bmat_spgemm_plan_free = NULL;
     o.amg_tentative_product = NULL;
     o.amg_tentative_product_numeric = NULL;
     o.amg_start_vector = NULL;
