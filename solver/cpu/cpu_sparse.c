@@ -265,8 +265,8 @@ int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat
  * reference of cuda's planned product (cuda/cuda_sparse.cu); the sums are spgemm_numeric's. */
 typedef struct cpu_plan {
     hk_spgemm_plan_shape sh;
-    int64_t *off; /* cnnzb + 1 */
-    int64_t *pa, *pb;
+    int64_t *off;     /* cnnzb + 1 */
+    int32_t *pa, *pb; /* A's and B's block indices (below 2^31, else no plan) */
 } cpu_plan;
 
 void hk_cpu_bmat_spgemm_plan_free(void *plan)
@@ -281,7 +281,7 @@ void hk_cpu_bmat_spgemm_plan_free(void *plan)
  * = the block of C in column j (-1 elsewhere). The first row with a block outside C's
  * pattern in *first. */
 static void plan_row(const hk_bmat *A, const hk_bmat *B, int upper, int64_t i, const int64_t *mark,
-                     int write, int64_t *cnt, int64_t *pa, int64_t *pb, int64_t *first)
+                     int write, int64_t *cnt, int32_t *pa, int32_t *pb, int64_t *first)
 {
     for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
         const int64_t k = A->colind[p];
@@ -293,7 +293,7 @@ static void plan_row(const hk_bmat *A, const hk_bmat *B, int upper, int64_t i, c
                 continue;
             }
             const int64_t s = cnt[c]++;
-            if (write) pa[s] = p, pb[s] = q;
+            if (write) pa[s] = (int32_t)p, pb[s] = (int32_t)q;
         }
     }
 }
@@ -306,6 +306,7 @@ int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C
     int64_t *mark_all = NULL, *cur = NULL;
     *plan = NULL, *bytes = 0;
     HK_CALL(hk_bmat_product_check(A, B, C, "bmat_spgemm_plan"));
+    if (A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX) return 0; /* no plan: 32-bit indices */
     const int64_t nbr = A->nbrows, nbc = B->nbcols, cn = C->nnzb;
     const int nth = omp_get_max_threads();
     HK_CALL(hk_calloc(1, sizeof *pl, &pl));
@@ -341,7 +342,7 @@ int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C
         HK_TRY(hk_malloc((size_t)(np ? np : 1) * sizeof *pl->pb, &pl->pb));
         memcpy(cur, pl->off, (size_t)cn * sizeof *cur);
     }
-    *bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)pl->off[cn] * 2 * sizeof(int64_t);
+    *bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)pl->off[cn] * 2 * sizeof(int32_t);
     *plan = pl;
     pl = NULL;
 fail:
