@@ -2,7 +2,9 @@
  *
  * Suite amg_update (CPU): the numeric halves amg_smooth_prolongator_numeric (in place over A T)
  * and bmat_transpose_numeric give the bytes of the whole ops on a real level (elasticity, the
- * set-up's own T), a block outside the kept pattern is named; after an update to S K S every
+ * set-up's own T), a block outside the kept pattern is named; the planned products
+ * (bmat_spgemm_plan, _numeric_plan: A P, R (A P) whole and upper) give the numeric ops' bytes,
+ * refuse a plan made for other patterns and name a block outside C's pattern; after an update to S K S every
  * level's operator and transfer operators have the bytes of a fresh set-up of S K S (the
  * default symmetric Galerkin product and HOOKE_AMG_GALERKIN=full's whole one); an update
  * whose supports differ (a node decoupled) makes the near-null space and T again, converges,
@@ -17,6 +19,9 @@
  * option is named.
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
  * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
+ * the planned products on cuda under every HOOKE_SPGEMM value (the plan's kernel, pairs, row,
+ * stationary) against the CPU's bytes: A P and R (A P) (whole, upper) of elasticity3d:20's
+ * level and products whose rows of C hold 1500 blocks;
  * the cuda update's hierarchy (both Galerkin paths) equal
  * to a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
  * pc.amg.update=prolongator, whose coarse operators after an update to a stiffer region have
