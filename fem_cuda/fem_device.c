@@ -302,8 +302,12 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
     }
     HK_TRY(regions_of(p, s != NULL, &regions));
     {
-        const hk_fem_asm_job job = {regions,   m->nregions,         p->analysis == HK_AXISYMMETRIC,
-                                    s != NULL, hk_asm_thickness(p), hk_fem_chunk_bytes};
+        const hk_fem_asm_job job = {.regions = regions,
+                                    .nregions = m->nregions,
+                                    .axi = p->analysis == HK_AXISYMMETRIC,
+                                    .with_f = s != NULL,
+                                    .fac = hk_asm_thickness(p),
+                                    .chunk_bytes = hk_fem_chunk_bytes};
         HK_TRY(drv->numeric(ses, &job, K, s ? s->f_ext : NULL, &bad));
     }
     stage(what, "numeric", &t);
@@ -399,7 +403,6 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
     hk_fem_region *regions = NULL;
     hk_elref *refs = NULL;
     hk_resident_bcsr K = {0};
-    double *f_ext = NULL; /* s->f_ext with the body loads, s's once all went well */
     int64_t bad = -1;
     int rflags = 0;
     const char *what = "device assembly (rows)";
@@ -425,9 +428,6 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
     s->nnodes = m->nnodes;
     s->ndof = (int64_t)m->dim * m->nnodes;
     HK_TRY(hk_calloc((size_t)s->ndof + 1, sizeof *s->f, &s->f));
-    /* a failure leaves s->f_ext as it came, so that the host can assemble the rows after it */
-    HK_TRY(hk_malloc((size_t)s->ndof * sizeof *f_ext + 1, &f_ext));
-    memcpy(f_ext, s->f_ext, (size_t)s->ndof * sizeof *f_ext);
     HK_TRY(refs_table(&refs));
     HK_TRY(drv->open(m, p->node_dT, refs, &ses));
     stage(what, "open", &t);
@@ -438,9 +438,16 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
     stage(what, "pattern", &t);
     HK_TRY(regions_of(p, 1, &regions));
     {
-        const hk_fem_asm_job job = {regions, m->nregions,         p->analysis == HK_AXISYMMETRIC,
-                                    1,       hk_asm_thickness(p), hk_fem_chunk_bytes};
-        HK_TRY(drv->numeric(ses, &job, &K, f_ext, &bad));
+        /* a failure leaves s->f_ext as it came, so that the host can assemble the rows after
+         * it: the body loads stay on the device until the end (no host copy of the loads) */
+        const hk_fem_asm_job job = {.regions = regions,
+                                    .nregions = m->nregions,
+                                    .axi = p->analysis == HK_AXISYMMETRIC,
+                                    .with_f = 1,
+                                    .f_later = 1,
+                                    .fac = hk_asm_thickness(p),
+                                    .chunk_bytes = hk_fem_chunk_bytes};
+        HK_TRY(drv->numeric(ses, &job, &K, s->f_ext, &bad));
     }
     stage(what, "numeric", &t);
     if (bad >= 0) HK_TRY(hk_check_inverted(p, bad));
@@ -455,13 +462,12 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
         HK_TRY(download_rows(drv, &K, nrows, !keep, &s->K));
         stage(what, keep ? "download (pattern)" : "download", &t);
     }
+    HK_TRY(drv->loads(ses, s->f_ext)); /* the last step: with the body loads */
+    stage(what, "loads down", &t);
     if (keep) { /* the values stay, the system's */
         s->Kd = K;
         memset(&K, 0, sizeof K);
     }
-    free(s->f_ext);
-    s->f_ext = f_ext;
-    f_ext = NULL;
     if (rflags & HK_FEM_REC_KEEP) /* for the recovery: the session, not closed */
         kept_put(drv, p, &ses, &refs);
 fail:
@@ -469,7 +475,6 @@ fail:
     free(refs);
     free(regions);
     hk_resident_bcsr_free(&K); /* the other rows are incomplete: never read */
-    free(f_ext);
     if (ierr) {
         hk_resident_bcsr_free(&s->Kd);
         hk_bcsr_free(&s->K);

@@ -22,6 +22,8 @@ typedef struct hk_fem_asm_job {
     const hk_fem_region *regions;
     int nregions;
     int axi, with_f;
+    int f_later; /* f_ext with the body loads left on the device (the driver's loads op brings
+                  * it down), not downloaded by numeric */
     double fac;
     size_t chunk_bytes; /* hk_fem_chunk_bytes */
 } hk_fem_asm_job;
@@ -66,7 +68,8 @@ typedef struct hk_fem_driver {
      * K the device's free memory cannot hold. */
     int (*pattern)(hk_fem_session *s, hk_resident_bcsr *K);
     /* Add the element matrices to K and, when job->with_f, the body and thermal loads to
-     * f_ext (host, dim per node, in and out; kept on the device for eliminate). *bad: the
+     * f_ext (host, dim per node, in and out, or only in with job->f_later; kept on the device
+     * for eliminate and loads). *bad: the
      * first cell with det J <= 0 (or r <= 0) at a point, -1 when none (K is then incomplete). */
     int (*numeric)(hk_fem_session *s, const hk_fem_asm_job *job, hk_resident_bcsr *K, double *f_ext,
                    int64_t *bad);
@@ -83,6 +86,10 @@ typedef struct hk_fem_driver {
     /* The node coordinates, dim per node, into out (nnodes * dim doubles in the memory of
      * backend()), for the solver's near-null space; complete on return. */
     int (*coords)(hk_fem_session *s, double *out);
+    /* numeric's f_ext (the loads given it with the body and thermal loads added) into f_ext
+     * (host, dim per node): after a numeric with job->f_later, so that the caller's loads stay
+     * as they came until every step that may fail for memory has passed. */
+    int (*loads)(hk_fem_session *s, double *f_ext);
 } hk_fem_driver;
 
 /* Element records of one chunk of cells at most, bytes. */
