@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "app.h"
 #include "case.h"
 #include "run_part.h"
@@ -122,7 +124,7 @@ static void part_problem(shared_model *s, const hk_part *pt)
 /* HOOKE_RUN_PROFILE=1: each process's share of a stage, on rank 0's log: one line of the
  * named times (s) of every process, "name p0/p1/...", then each process's device stages where
  * it ran some (hk_fem_stage_times). Collective; on is rank 0's. */
-enum { PROFILE_MAX = 8 };
+enum { PROFILE_MAX = 10 };
 
 typedef struct proc_profile {
     double v[PROFILE_MAX];
@@ -558,12 +560,18 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
             ps.bytes / 1e6, t_agreed, t_bcast, t_device, t_backends[0], span - named);
     }
     snprintf(note, sizeof note, "%s", r0.assembly_note);
-    int resident = 1;
+    int resident = 1, fields_ahead = 1;
     /* measurement: 0 brings a device-assembled part's rows down to the host first */
     ierr = hk_comm_agree(w, hk_env_switch("HOOKE_DIST_RESIDENT", "1",
                                           "a part assembled on its GPU keeps its rows there for "
                                           "the solver, the default",
                                           "0", "they come down to the host", 1, &resident));
+    /* measurement: 0 leaves the fields' arrays and their pages to the recovery */
+    if (!ierr)
+        ierr = hk_comm_agree(w, hk_env_switch("HOOKE_RUN_FIELDS_AHEAD", "1",
+                                              "the fields' pages taken on a thread during a "
+                                              "device solve, the default",
+                                              "0", "taken by the recovery", 1, &fields_ahead));
     if (ierr) goto done;
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
@@ -652,6 +660,19 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if (L.on) hk_solver_set_monitor(s, monitor, &L);
     const int d = pt.mesh.dim;
     HK_TRY(hk_calloc((size_t)(d * pt.mesh.nnodes + 1), sizeof *u, &u));
+    /* the fields' arrays made now and their pages taken on a quarter of the threads while the
+     * device solves, not by the recovery's downloads after it (four processes of one host
+     * faulting theirs at once took twice one process's time); within half this process's
+     * share of the memory the guard leaves (the early piece's filling takes the other half).
+     * The host's recovery takes its pages on the threads that fill them. */
+    if (fields_ahead && pt.mesh.cells.n > 0 && strcmp(r0.recovered_on, "host")) {
+        const double spare = (r0.mem.host_available - P * r0.mem.host_estimate) / P;
+        if (hk_fields_reserve_bytes(pt.mesh.nnodes, pt.mesh.cells.n) <= spare / 2) {
+            const int nt = omp_get_max_threads() / 4;
+            if (hk_fields_reserve(pt.mesh.nnodes, pt.mesh.cells.n, nt > 0 ? nt : 1))
+                hk_error_clear(); /* the recovery makes its own */
+        }
+    }
     const double t_call = hk_time();
     ierr = hk_solver_solve(s, sys.f, u, &r0.res);
     if (ierr) goto done; /* agreed inside */
@@ -669,17 +690,19 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
                 "dist solve stage (rank 0): %.4f s: the assembled K freed %.4f, the solve call "
                 "%.4f, the rest %.4f\n",
                 r0.t_solve, t_kd_free, t_called, r0.t_solve - t_kd_free - t_called);
+    /* 5. the ghosts' displacements, the fields, the ghosts' fields, the sums; the solver's
+     * memory freed first, in the stage (the halo's set-up waits for the slowest process's) */
+    t = hk_time();
     hk_solver_destroy(s); /* its device memory is the recovery's */
     s = NULL;
-
-    /* 5. the ghosts' displacements, the fields, the ghosts' fields, the sums */
-    t = hk_time();
-    ierr = hk_halo_create(w, pt.row0, pt.nown, pt.mesh.nnodes - pt.nown, pt.gid + pt.nown, &halo);
     pv[0] = hk_time() - t;
+    t_own = hk_time();
+    ierr = hk_halo_create(w, pt.row0, pt.nown, pt.mesh.nnodes - pt.nown, pt.gid + pt.nown, &halo);
+    pv[1] = hk_time() - t_own;
     t_own = hk_time();
     if (!ierr) ierr = hk_halo_exchange(halo, u, d, u + d * pt.nown);
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
-    pv[1] = hk_time() - t_own;
+    pv[2] = hk_time() - t_own;
     t_own = hk_time();
     note[0] = 0;
     if (pt.mesh.cells.n > 0) {
@@ -691,13 +714,13 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
         }
     } else
         ierr = empty_fields(&pt, sm.p.nsupports, &fields);
-    pv[2] = hk_time() - t_own;
-    t_own = hk_time();
-    if ((ierr = hk_comm_agree(w, ierr))) goto done;
     pv[3] = hk_time() - t_own;
     t_own = hk_time();
-    HK_TRY(ghost_fields(halo, &pt, &fields));
+    if ((ierr = hk_comm_agree(w, ierr))) goto done;
     pv[4] = hk_time() - t_own;
+    t_own = hk_time();
+    HK_TRY(ghost_fields(halo, &pt, &fields));
+    pv[5] = hk_time() - t_own;
     t_own = hk_time();
     const int ns = sm.p.nsupports;
     HK_TRY(hk_comm_sum(w, (double *)fields.support_reaction, 3 * ns));
@@ -709,11 +732,20 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     HK_TRY(hk_comm_max(w, tmax, 1));
     r0.t_post = tmax[0];
     HK_TRY(where_all(w, r0.recovered_on, note, where, sizeof where, &on_device));
-    pv[5] = hk_time() - t_own;
+    pv[6] = hk_time() - t_own;
+    hk_fields_reserve_stats(&pv[7], &pv[8]);
+    pv[8] /= 1e9;
     {
-        static const char *const names[] = {"halo made", "ghosts' u",      "fields",
-                                            "agreeing",  "ghosts' fields", "sums"};
-        HK_TRY(profile(&L, w, prof, "postproc", names, pv, 6, strcmp(r0.recovered_on, "host")));
+        static const char *const names[] = {"solver freed",
+                                            "halo made",
+                                            "ghosts' u",
+                                            "fields",
+                                            "agreeing",
+                                            "ghosts' fields",
+                                            "sums",
+                                            "fields' pages taken during the solve on a thread",
+                                            "GB"};
+        HK_TRY(profile(&L, w, prof, "postproc", names, pv, 9, strcmp(r0.recovered_on, "host")));
     }
     if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     hk_run_say(&L, "postproc: strains, stresses, reactions in %.2f s%s", r0.t_post, where);
@@ -781,6 +813,7 @@ done:
     }
     hk_halo_destroy(halo);
     hk_solver_destroy(s);
+    hk_fields_reserve_cancel(); /* a run stopped before its recovery */
     hk_dist_comm_end(); /* the run's device communicator, if one was prepared */
     hk_bcsr_free(&K); /* sys.K's pattern and values, taken over by owned_rows */
     hk_fields_free(&fields);

@@ -11,6 +11,8 @@
  * holds when u_r = 0 there), volumes and internal forces are per radian (weight r), and the
  * internal force has the hoop term int sigma_tt N_a / r. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,127 @@ void hk_fields_free(hk_fields *f)
     free(f->support_reaction);
     free(f->support_moment);
     memset(f, 0, sizeof *f);
+}
+
+/* ---- the fields' arrays reserved ahead (hk_fields_reserve) ------------------------------- */
+
+/* The arrays hk_pp_prepare makes, in its order: u, strain, stress, von Mises, principal,
+ * cell stress, cell von Mises, reaction, and the internal forces (hk_pp_work's fint). */
+enum { RESERVED = 9 };
+
+static const int reserved_per_node[RESERVED] = {3, 6, 6, 1, 3, 0, 0, 3, 3};
+static const int reserved_per_cell[RESERVED] = {0, 0, 0, 0, 0, 6, 1, 0, 0};
+
+static struct {
+    int on, threads;
+    int64_t nnodes, ncells;
+    double *arr[RESERVED];
+    pthread_t thread;
+    atomic_int stop;
+    double seconds, touched; /* the thread's time and the bytes whose pages it took */
+} reserve;
+
+static size_t reserved_bytes(int k, int64_t nn, int64_t ne)
+{
+    return (size_t)(reserved_per_node[k] * nn + reserved_per_cell[k] * ne) * sizeof(double);
+}
+
+/* The thread: one zero written into every page of the arrays, array by array in pieces, on
+ * reserve.threads OpenMP threads, until done or told to stop. */
+static void *reserve_main(void *arg)
+{
+    (void)arg;
+    const double t0 = hk_time();
+    enum { PIECE = 256 }; /* pages */
+    for (int k = 0; k < RESERVED && !atomic_load(&reserve.stop); k++) {
+        char *b = (char *)reserve.arr[k];
+        const size_t bytes = reserved_bytes(k, reserve.nnodes, reserve.ncells);
+        const int64_t pages = (int64_t)((bytes + 4095) / 4096);
+        const int64_t pieces = (pages + PIECE - 1) / PIECE;
+        double done = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(reserve.threads) reduction(+ : done)
+        for (int64_t q = 0; q < pieces; q++) {
+            if (atomic_load(&reserve.stop)) continue;
+            const int64_t p1 = (q + 1) * PIECE < pages ? (q + 1) * PIECE : pages;
+            for (int64_t pg = q * PIECE; pg < p1; pg++)
+                b[4096 * pg] = 0;
+            done += (double)(p1 - q * PIECE) * 4096;
+        }
+        reserve.touched += done;
+    }
+    reserve.seconds = hk_time() - t0;
+    return NULL;
+}
+
+/* The last reservation's thread: its seconds and the bytes whose pages it took (kept past
+ * the reservation, for hk_fields_reserve_stats). */
+static double reserve_stats[2];
+
+/* The thread stopped and joined; the arrays stay reserved. */
+static void reserve_join(void)
+{
+    if (!reserve.on || reserve.on == 2) return;
+    atomic_store(&reserve.stop, 1);
+    pthread_join(reserve.thread, NULL);
+    reserve.on = 2;
+    reserve_stats[0] = reserve.seconds, reserve_stats[1] = reserve.touched;
+}
+
+void hk_fields_reserve_cancel(void)
+{
+    reserve_join();
+    for (int k = 0; k < RESERVED; k++)
+        free(reserve.arr[k]);
+    memset(&reserve, 0, sizeof reserve);
+}
+
+int hk_fields_reserve(int64_t nnodes, int64_t ncells, int threads)
+{
+    hk_fields_reserve_cancel();
+    reserve_stats[0] = reserve_stats[1] = 0;
+    HK_CHECK(nnodes >= 0 && ncells >= 0, HK_ERR_ARG, "hk_fields_reserve: %lld nodes and %lld cells",
+             (long long)nnodes, (long long)ncells);
+    reserve.nnodes = nnodes, reserve.ncells = ncells;
+    reserve.threads = threads > 0 ? threads : 1;
+    for (int k = 0; k < RESERVED; k++) {
+        const int ierr = hk_calloc(reserved_bytes(k, nnodes, ncells) / sizeof(double) + 1,
+                                   sizeof(double), &reserve.arr[k]);
+        if (ierr) {
+            hk_fields_reserve_cancel();
+            return ierr;
+        }
+    }
+    atomic_store(&reserve.stop, 0);
+    reserve.on = 1;
+    if (pthread_create(&reserve.thread, NULL, reserve_main, NULL) != 0)
+        reserve.on = 2; /* no thread: the arrays still serve, their pages taken when filled */
+    return 0;
+}
+
+double hk_fields_reserve_bytes(int64_t nnodes, int64_t ncells)
+{
+    double b = 0;
+    for (int k = 0; k < RESERVED; k++)
+        b += (double)reserved_bytes(k, nnodes, ncells);
+    return b;
+}
+
+void hk_fields_reserve_stats(double *seconds, double *touched)
+{
+    *seconds = reserve_stats[0], *touched = reserve_stats[1];
+}
+
+/* Array k of hk_pp_prepare for a mesh of nn nodes and ne cells, n doubles zeroed: the
+ * reserved one where it was made for these sizes, else a fresh one. */
+static int take_or_calloc(int k, int64_t nn, int64_t ne, size_t n, double **out)
+{
+    if (reserve.on && reserve.arr[k] && reserve.nnodes == nn && reserve.ncells == ne) {
+        reserve_join();
+        *out = reserve.arr[k];
+        reserve.arr[k] = NULL;
+        return 0;
+    }
+    return hk_calloc(n, sizeof(double), out);
 }
 
 /* Element e has a recovery kernel of the mesh's dimension, its node count and a valid region. */
@@ -157,15 +280,13 @@ int hk_pp_prepare(const hk_problem *p, const hk_system *s, const double *u, hk_f
         dim == 2 && p->analysis != HK_AXISYMMETRIC ? (p->thickness > 0 ? p->thickness : 1.0) : 1.0;
     out->nnodes = nn, out->ncells = ne;
     out->axisymmetric = p->analysis == HK_AXISYMMETRIC;
-    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->u));
-    HK_TRY(hk_calloc((size_t)(6 * nn), sizeof(double), &out->strain));
-    HK_TRY(hk_calloc((size_t)(6 * nn), sizeof(double), &out->stress));
-    HK_TRY(hk_calloc((size_t)nn, sizeof(double), &out->von_mises));
-    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->principal));
-    HK_TRY(hk_calloc((size_t)(6 * ne), sizeof(double), &out->cell_stress));
-    HK_TRY(hk_calloc((size_t)ne, sizeof(double), &out->cell_von_mises));
-    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &out->reaction));
-    HK_TRY(hk_calloc((size_t)(3 * nn), sizeof(double), &w->fint));
+    /* the arrays reserved ahead for this mesh's sizes, if any (hk_fields_reserve) */
+    double **arrays[RESERVED] = {
+        &out->u,           &out->strain,         &out->stress,   &out->von_mises, &out->principal,
+        &out->cell_stress, &out->cell_von_mises, &out->reaction, &w->fint};
+    for (int k = 0; k < RESERVED; k++)
+        HK_TRY(take_or_calloc(k, nn, ne, reserved_bytes(k, nn, ne) / sizeof(double), arrays[k]));
+    if (reserve.on) hk_fields_reserve_cancel(); /* what another mesh's reservation held */
     out->nsupports = p->nsupports;
     HK_TRY(hk_calloc((size_t)(p->nsupports > 0 ? p->nsupports : 1), sizeof(double[3]),
                      &out->support_reaction));

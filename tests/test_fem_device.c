@@ -839,6 +839,33 @@ static void check_rows(const hk_fem_driver *drv, double tol_k, double tol_f)
         st = hk_fem_stage_times(); /* the recovery's, the assembly's gone */
         CU_ASSERT(strstr(st, "recover ") && !strstr(st, "numeric "));
         compare_fields(tc.name, &fh, &fd, tol_f);
+        {
+            /* the fields' arrays reserved ahead, their pages taken on a thread meanwhile: the
+             * same bytes on the host and the device; a reservation for other sizes is not
+             * taken (freed) and changes nothing either */
+            const int64_t ne = tc.mesh.cells.n;
+            const double most = hk_fields_reserve_bytes(nn, ne);
+            double secs = -1, touched = -1;
+            hk_fields fr;
+            CU_ASSERT(most == 8.0 * (25 * nn + 7 * ne));
+            HK_ASSERT_OK(hk_fields_reserve(nn, ne, 2));
+            HK_ASSERT_OK(hk_postproc_part(&tc.p, &h, u, nrows, &fr));
+            hk_fields_reserve_stats(&secs, &touched);
+            CU_ASSERT(secs >= 0 && touched >= 0 && touched <= most + 9 * 4096);
+            compare_fields(tc.name, &fh, &fr, 0);
+            hk_fields_free(&fr);
+            HK_ASSERT_OK(hk_fields_reserve(nn, ne, 1));
+            HK_ASSERT_OK(hk_fem_postproc_part_with(drv, &tc.p, &d, u, nrows, &fr));
+            compare_fields(tc.name, &fd, &fr, 0);
+            hk_fields_free(&fr);
+            HK_ASSERT_OK(hk_fields_reserve(nn + 1, ne, 2));
+            HK_ASSERT_OK(hk_fem_postproc_part_with(drv, &tc.p, &d, u, nrows, &fr));
+            compare_fields(tc.name, &fd, &fr, 0);
+            hk_fields_free(&fr);
+            HK_ASSERT_OK(hk_fields_reserve(nn, ne, 2));
+            hk_fields_reserve_cancel(); /* not taken: freed */
+            CU_ASSERT_EQUAL(hk_fields_reserve(-1, ne, 2), HK_ERR_ARG);
+        }
         hk_fields_free(&fh);
         hk_fields_free(&fd);
         free(u);

@@ -563,6 +563,18 @@ int hk_postproc_part(const hk_problem *p, const hk_system *s, const double *u, i
  * backend be's device, as hk_postproc_on (be NULL or cpu: hk_postproc_part). */
 int hk_postproc_part_on(const hk_backend *be, const hk_problem *p, const hk_system *s,
                         const double *u, int64_t nowned, hk_fields *out);
+/* The arrays of the fields (and the recovery's internal forces) of a mesh of nnodes nodes and
+ * ncells cells allocated now, zeroed, and their pages taken on a thread of `threads` OpenMP
+ * threads while the caller goes on (a distributed run's solve on its device), for the next
+ * hk_postproc* of a mesh of these sizes in this process: it stops the thread, takes the arrays
+ * (their pages taken so far are not faulted in again) and fills them, the same bytes as
+ * without. hk_fields_reserve_bytes: the bytes they take; hk_fields_reserve_stats: the thread's
+ * seconds and the bytes whose pages it took; hk_fields_reserve_cancel frees what was not
+ * taken (a run stopped before its recovery). */
+int hk_fields_reserve(int64_t nnodes, int64_t ncells, int threads);
+double hk_fields_reserve_bytes(int64_t nnodes, int64_t ncells);
+void hk_fields_reserve_stats(double *seconds, double *touched);
+void hk_fields_reserve_cancel(void);
 /* The stages of this process's last assembly or recovery on a device (hk_assemble_on,
  * hk_assemble_rows_on, hk_postproc_on, their _part and _resident forms), each with its wall
  * time in ms, "open 3.1, pattern 20.4, ..." (the lines HOOKE_ASSEMBLY_PROFILE prints); "" when
