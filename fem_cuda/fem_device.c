@@ -306,6 +306,8 @@ static int assemble_device(const hk_fem_driver *drv, const hk_problem *p, hk_sys
                                     .nregions = m->nregions,
                                     .axi = p->analysis == HK_AXISYMMETRIC,
                                     .with_f = s != NULL,
+                                    .touch = s ? s->f : NULL, /* eliminate's download's */
+                                    .touch_bytes = s ? (size_t)s->ndof * sizeof *s->f : 0,
                                     .fac = hk_asm_thickness(p),
                                     .chunk_bytes = hk_fem_chunk_bytes};
         HK_TRY(drv->numeric(ses, &job, K, s ? s->f_ext : NULL, &bad));
@@ -445,6 +447,8 @@ static int assemble_rows(const hk_fem_driver *drv, const hk_problem *p, int64_t 
                                     .axi = p->analysis == HK_AXISYMMETRIC,
                                     .with_f = 1,
                                     .f_later = 1,
+                                    .touch = s->f, /* eliminate's download's */
+                                    .touch_bytes = (size_t)s->ndof * sizeof *s->f,
                                     .fac = hk_asm_thickness(p),
                                     .chunk_bytes = hk_fem_chunk_bytes};
         HK_TRY(drv->numeric(ses, &job, &K, s->f_ext, &bad));

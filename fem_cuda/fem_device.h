@@ -24,6 +24,10 @@ typedef struct hk_fem_asm_job {
     int axi, with_f;
     int f_later; /* f_ext with the body loads left on the device (the driver's loads op brings
                   * it down), not downloaded by numeric */
+    /* a fresh host array whose pages numeric faults in while its last kernels run
+     * (hk_fem_touch_pages; NULL: none) */
+    void *touch;
+    size_t touch_bytes;
     double fac;
     size_t chunk_bytes; /* hk_fem_chunk_bytes */
 } hk_fem_asm_job;
