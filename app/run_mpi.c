@@ -735,7 +735,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     HK_TRY(where_all(w, r0.recovered_on, note, where, sizeof where, &on_device));
     pv[6] = hk_time() - t_own;
     hk_fields_reserve_stats(&pv[7], &pv[8]);
-    pv[8] /= 1e9;
+    pv[8] /= 1e6;
     {
         static const char *const names[] = {"halo made",
                                             "ghosts' u",
@@ -745,7 +745,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
                                             "ghosts' fields",
                                             "sums",
                                             "fields' pages taken during the solve on a thread",
-                                            "GB"};
+                                            "MB"};
         HK_TRY(profile(&L, w, prof, "postproc", names, pv, 9, strcmp(r0.recovered_on, "host")));
     }
     if (!on_device) snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");

@@ -394,6 +394,25 @@ if ! HOOKE_RUN_PROFILE=on mpi -np 2 "$H" run cases/box/box.yaml --backend cpu -q
      >/dev/null 2>"$T/rp.err" && grep -q "HOOKE_RUN_PROFILE=on: set it to 1" "$T/rp.err"; then
   ok "HOOKE_RUN_PROFILE=on: refused in one sentence"
 else bad "HOOKE_RUN_PROFILE=on: not refused by name"; cat "$T/rp.err"; fi
+# the fields' arrays made before the solve and their pages taken on a thread meanwhile
+# (HOOKE_RUN_FIELDS_AHEAD, on for a device's recovery): the same bytes as without, the bytes
+# taken in the profile; another value refused by name
+same=1
+for fa in 1 0; do
+  HOOKE_RUN_FIELDS_AHEAD=$fa HOOKE_RUN_PROFILE=1 HOOKE_FEM_EMULATE=1 mpi -np 2 "$H" run \
+    cases/box/box.yaml --backend cpu --set geometry.generate.cells=[12,12,12] \
+    -o "$T/fa$fa.vtu" >/dev/null 2>"$T/fa$fa.err" || { same=0; tail -3 "$T/fa$fa.err"; }
+done
+for ((q = 0; q < 2; q++)); do cmp -s "$T/fa1-p$q.vtu" "$T/fa0-p$q.vtu" || same=0; done
+if [ $same = 1 ] &&
+   grep -q "solver freed [0-9.]*/[0-9.]*, fields .*on a thread [0-9.]*/[0-9.]*, MB [1-9][0-9.]*/[1-9][0-9.]*$" "$T/fa1.err" &&
+   grep -q "on a thread 0.00/0.00, MB 0.00/0.00$" "$T/fa0.err"; then
+  ok "HOOKE_RUN_FIELDS_AHEAD 1 and 0 -np 2: the fields' pages taken during the solve or not, the same bytes"
+else bad "HOOKE_RUN_FIELDS_AHEAD 1 and 0 -np 2: other bytes or profile lines"; grep -h "postproc: per" "$T"/fa*.err; fi
+if ! HOOKE_RUN_FIELDS_AHEAD=yes mpi -np 2 "$H" run cases/box/box.yaml --backend cpu -q -o "$T/fa.vtu" \
+     >/dev/null 2>"$T/fa.err" && grep -q "HOOKE_RUN_FIELDS_AHEAD=yes: set it to 1" "$T/fa.err"; then
+  ok "HOOKE_RUN_FIELDS_AHEAD=yes: refused in one sentence"
+else bad "HOOKE_RUN_FIELDS_AHEAD=yes: not refused by name"; cat "$T/fa.err"; fi
 # a model the device assembly lacks (springs): auto assembles on the host and says why, the
 # recovery stays on the device, as on one process
 if HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/springs/springs.yaml --backend cpu -o "$T/dsp.vtu" \
