@@ -189,58 +189,100 @@ static int part_push(level_part *p, int32_t v)
     return 0;
 }
 
-/* BFS from s over unnumbered nodes (mask 0), level by level, a wide level's next nodes
- * claimed in parallel (parts: one per thread, joined in thread order): returns the number of
- * levels (-1 out of memory), fills order with the visited nodes (count in *cnt) and the start
- * of the last level in *last. The levels are the same sets on any number of threads, the
- * order within one is not. Marks visited nodes with stamp in lvl[]. */
+/* A walk's wide levels run in one parallel region (two barriers a level, no region forked per
+ * level: on cores shared with other processes each fork and join can wait for a thread to be
+ * woken), each thread taking a run of the level; a level is wide from this many nodes. */
+enum { WIDE_LEVEL = 2048 };
+
+static int walk_threads(void)
+{
+    return omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads() : MAX_PARTS;
+}
+
+/* The BFS levels from order[a .. b) over unnumbered nodes (done 0) not stamped in lvl, in
+ * one parallel region: each thread claims its run's next nodes, then the parts are joined in
+ * thread order. Appends them at order + b; *levels += the levels walked, a .. b's included,
+ * *last = the start of the last one; returns the end of the order (-1 out of memory). */
+static int64_t bfs_wide(const graph *g, const uint8_t *done, int64_t *lvl, int64_t stamp,
+                        int32_t *order, int64_t a, int64_t b, int64_t *levels, int64_t *last,
+                        level_part *parts)
+{
+    int64_t cnt[MAX_PARTS], end = b, nlev = 0, lstart = a;
+    int fail = 0;
+#pragma omp parallel num_threads(walk_threads())
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        level_part *p = &parts[t];
+        int64_t la = a, lb = b, add = 0, lfirst = a;
+        while (la < lb) {
+            int mine = 0;
+            p->n = 0;
+            for (int64_t h = la + (lb - la) * t / T; h < la + (lb - la) * (t + 1) / T && !mine;
+                 h++) {
+                const int32_t u = order[h];
+                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1] && !mine; k++) {
+                    const int32_t v = g->adj[k];
+                    int64_t old = lvl[v];
+                    if (done[v] || old == stamp ||
+                        !__atomic_compare_exchange_n(&lvl[v], &old, stamp, 0, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+                        continue;
+                    mine = part_push(p, v);
+                }
+            }
+            cnt[t] = mine ? -1 : p->n;
+#pragma omp barrier
+            int64_t off = lb, tot = 0;
+            int bad = 0;
+            for (int q = 0; q < T; q++) {
+                bad |= cnt[q] < 0;
+                off += q < t ? cnt[q] : 0, tot += cnt[q];
+            }
+            if (bad) {
+                if (t == 0) fail = 1;
+                break;
+            }
+            memcpy(order + off, p->v, (size_t)p->n * sizeof *order);
+#pragma omp barrier
+            lfirst = la, la = lb, lb += tot, add++;
+        }
+        if (t == 0) end = lb, nlev = add, lstart = lfirst;
+    }
+    if (fail) return -1;
+    *levels += nlev;
+    *last = lstart;
+    return end;
+}
+
+/* BFS from s over unnumbered nodes (done 0), level by level, the wide levels in parallel
+ * (bfs_wide): returns the number of levels (-1 out of memory), fills order with the visited
+ * nodes (count in *cnt) and the start of the last level in *last. The levels are the same sets
+ * on any number of threads, the order within one is not. Marks visited nodes with stamp in
+ * lvl[]. */
 static int64_t bfs_levels(const graph *g, int64_t s, const uint8_t *done, int64_t *lvl,
                           int64_t stamp, int32_t *order, int64_t *cnt, int64_t *last,
                           level_part *parts)
 {
     int64_t tail = 0, nlev = 0, lstart = 0, lprev = 0;
-    const int nt = omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads() : MAX_PARTS;
     order[tail++] = (int32_t)s;
     lvl[s] = stamp;
     while (lstart < tail) {
         const int64_t lend = tail;
         lprev = lstart;
         nlev++;
-        if (lend - lstart < 2048 || nt == 1) { /* a narrow level: on this thread */
-            for (int64_t h = lstart; h < lend; h++) {
-                const int32_t u = order[h];
-                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                    const int32_t v = g->adj[k];
-                    if (done[v] || lvl[v] == stamp) continue;
-                    lvl[v] = stamp;
-                    order[tail++] = v;
-                }
-            }
-        } else {
-            int fail = 0;
-            for (int t = 0; t < nt; t++)
-                parts[t].n = 0;
-#pragma omp parallel num_threads(nt) reduction(| : fail)
-            {
-                level_part *p = &parts[omp_get_thread_num()];
-#pragma omp for schedule(static)
-                for (int64_t h = lstart; h < lend; h++) {
-                    const int32_t u = order[h];
-                    for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                        const int32_t v = g->adj[k];
-                        int64_t old = lvl[v];
-                        if (done[v] || old == stamp ||
-                            !__atomic_compare_exchange_n(&lvl[v], &old, stamp, 0, __ATOMIC_RELAXED,
-                                                         __ATOMIC_RELAXED))
-                            continue;
-                        fail |= part_push(p, v);
-                    }
-                }
-            }
-            if (fail) return -1;
-            for (int t = 0; t < nt; t++) {
-                memcpy(order + tail, parts[t].v, (size_t)parts[t].n * sizeof *order);
-                tail += parts[t].n;
+        if (lend - lstart >= WIDE_LEVEL && walk_threads() > 1) { /* this level and the rest */
+            nlev--;
+            tail = bfs_wide(g, done, lvl, stamp, order, lstart, lend, &nlev, &lprev, parts);
+            if (tail < 0) return -1;
+            break;
+        }
+        for (int64_t h = lstart; h < lend; h++) {
+            const int32_t u = order[h];
+            for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
+                const int32_t v = g->adj[k];
+                if (done[v] || lvl[v] == stamp) continue;
+                lvl[v] = stamp;
+                order[tail++] = v;
             }
         }
         lstart = lend;
@@ -296,103 +338,67 @@ int hk_mesh_permute_nodes(hk_mesh *m, const int32_t *newid)
     return 0;
 }
 
-/* cm_level's buffers, grown as the levels widen. */
-typedef struct {
-    int64_t *cnt;        /* the next level's nodes per parent */
-    int32_t *par, *next; /* each one's parent, the level in order */
-    int64_t ncnt, nnext;
-} cm_work;
-
-static int cm_grow(cm_work *w, int64_t ncnt, int64_t nnext)
+/* The Cuthill-McKee levels from order[a .. b) on (numbered: pos, done), in one parallel
+ * region. The serial walk appends each node's unnumbered neighbours, by degree then index, in
+ * the order of the level, so a node of the next level follows the level's first node next to
+ * it (its parent), beside its siblings by degree and index. Each thread takes a run of the
+ * level and lists, parent by parent, the unnumbered neighbours that have no neighbour in the
+ * level before the parent, sorted by degree and index; the runs joined in thread order are
+ * the serial walk's next level, on any number of threads. Returns the end of the order (-1
+ * out of memory). */
+static int64_t cm_wide(const graph *g, int32_t *order, int32_t *pos, uint8_t *done, int64_t a,
+                       int64_t b, level_part *parts)
 {
-    if (ncnt > w->ncnt) {
-        int64_t *q = realloc(w->cnt, (size_t)ncnt * sizeof *q);
-        if (!q) return 1;
-        w->cnt = q, w->ncnt = ncnt;
-    }
-    if (nnext > w->nnext) {
-        int32_t *p = realloc(w->par, (size_t)nnext * sizeof *p);
-        if (p) w->par = p;
-        int32_t *q = p ? realloc(w->next, (size_t)nnext * sizeof *q) : NULL;
-        if (!q) return 1;
-        w->next = q, w->nnext = nnext;
-    }
-    return 0;
-}
-
-/* The level after order[a .. b) (numbered: pos, done) as Cuthill-McKee numbers it, in parallel:
- * the serial walk appends each node's unnumbered neighbours, by degree then index, in the
- * order of the level, so a node of the next level comes after the level's first node next to
- * it (its parent) and beside its siblings by degree and index. The nodes are claimed by the
- * threads, each finds its parent (the least position among its numbered neighbours from a
- * on), and a counting sort by parent with each parent's few children sorted gives the order:
- * the same as the serial walk's on any number of threads. Appends it at order + b; returns
- * its size (-1 out of memory). */
-static int64_t cm_level(const graph *g, int32_t *order, int32_t *pos, uint8_t *done, int64_t a,
-                        int64_t b, level_part *parts, cm_work *w)
-{
-    const int nt = omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads() : MAX_PARTS;
+    int64_t cnt[MAX_PARTS], end = b;
     int fail = 0;
-    for (int t = 0; t < nt; t++)
-        parts[t].n = 0;
-#pragma omp parallel num_threads(nt) reduction(| : fail)
+#pragma omp parallel num_threads(walk_threads())
     {
-        level_part *p = &parts[omp_get_thread_num()];
-#pragma omp for schedule(static)
-        for (int64_t h = a; h < b; h++) {
-            const int32_t u = order[h];
-            for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                const int32_t v = g->adj[k];
-                uint8_t no = 0;
-                if (done[v] || !__atomic_compare_exchange_n(&done[v], &no, 1, 0, __ATOMIC_RELAXED,
-                                                            __ATOMIC_RELAXED))
-                    continue;
-                fail |= part_push(p, v);
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        level_part *p = &parts[t];
+        int64_t la = a, lb = b;
+        while (la < lb) {
+            int mine = 0;
+            p->n = 0;
+            for (int64_t h = la + (lb - la) * t / T; h < la + (lb - la) * (t + 1) / T && !mine;
+                 h++) {
+                const int32_t u = order[h];
+                const int64_t first = p->n;
+                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1] && !mine; k++) {
+                    const int32_t v = g->adj[k];
+                    if (done[v]) continue;
+                    int parent = 1; /* u, unless a neighbour of v in the level comes first */
+                    for (int64_t j = g->ptr[v]; j < g->ptr[v + 1] && parent; j++) {
+                        const int32_t pw = pos[g->adj[j]];
+                        parent = pw < la || pw >= h;
+                    }
+                    if (parent) mine = part_push(p, v);
+                }
+                sort_by_degree(g, p->v + first, p->n - first);
             }
+            cnt[t] = mine ? -1 : p->n;
+#pragma omp barrier
+            int64_t off = lb, tot = 0;
+            int bad = 0;
+            for (int q = 0; q < T; q++) {
+                bad |= cnt[q] < 0;
+                off += q < t ? cnt[q] : 0, tot += cnt[q];
+            }
+            if (bad) {
+                if (t == 0) fail = 1;
+                break;
+            }
+            for (int64_t i = 0; i < p->n; i++) {
+                const int32_t v = p->v[i];
+                order[off + i] = v;
+                pos[v] = (int32_t)(off + i);
+                done[v] = 1;
+            }
+#pragma omp barrier
+            la = lb, lb += tot;
         }
+        if (t == 0) end = lb;
     }
-    int64_t nn = 0;
-    for (int t = 0; t < nt; t++)
-        nn += parts[t].n;
-    if (fail || cm_grow(w, b - a + 1, nn)) return -1;
-    int32_t *claimed = order + b;
-    for (int64_t t = 0, at = 0; t < nt; at += parts[t].n, t++)
-        memcpy(claimed + at, parts[t].v, (size_t)parts[t].n * sizeof *claimed);
-    const int64_t nl = b - a;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r <= nl; r++)
-        w->cnt[r] = 0;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nn; i++) {
-        const int32_t v = claimed[i];
-        int32_t best = INT32_MAX;
-        for (int64_t k = g->ptr[v]; k < g->ptr[v + 1]; k++) {
-            const int32_t pw = pos[g->adj[k]];
-            if (pw >= a && pw < best) best = pw;
-        }
-        w->par[i] = (int32_t)(best - a);
-#pragma omp atomic
-        w->cnt[best - a + 1]++;
-    }
-    hk_prefix_sum(w->cnt, nl);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nn; i++) {
-        int64_t at;
-#pragma omp atomic capture
-        at = w->cnt[w->par[i]]++;
-        w->next[at] = claimed[i];
-    }
-    /* now cnt[r] is where parent r's children end */
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t r = 0; r < nl; r++) {
-        const int64_t lo = r ? w->cnt[r - 1] : 0, hi = w->cnt[r];
-        sort_by_degree(g, w->next + lo, hi - lo);
-        for (int64_t k = lo; k < hi; k++) {
-            order[b + k] = w->next[k];
-            pos[w->next[k]] = (int32_t)(b + k);
-        }
-    }
-    return nn;
+    return fail ? -1 : end;
 }
 
 /* Reverse Cuthill-McKee order of the graph's vertices into order[0..n). */
@@ -404,7 +410,6 @@ static int rcm_order(const graph *g, int32_t *order)
     int32_t *tmp = NULL, *cand = NULL, *pos = NULL;
     uint8_t *done = NULL;
     level_part parts[MAX_PARTS];
-    cm_work cm = {0};
     memset(parts, 0, sizeof parts);
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *lvl, &lvl));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *tmp, &tmp));
@@ -463,27 +468,27 @@ static int rcm_order(const graph *g, int32_t *order)
         pos[s] = (int32_t)numbered;
         order[numbered++] = (int32_t)s;
         done[s] = 1;
-        for (int64_t a = numbered - 1, b = numbered; a < b; a = b, b = numbered)
-            if (b - a < 2048 || omp_get_max_threads() == 1) {
-                for (int64_t h = a; h < b; h++) {
-                    const int32_t u = order[h];
-                    const int64_t first = numbered;
-                    for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                        const int32_t v = g->adj[k];
-                        if (done[v]) continue;
-                        done[v] = 1;
-                        order[numbered++] = v;
-                    }
-                    sort_by_degree(g, order + first, numbered - first);
-                    for (int64_t k = first; k < numbered; k++)
-                        pos[order[k]] = (int32_t)k;
-                }
-            } else {
-                const int64_t next = cm_level(g, order, pos, done, a, b, parts, &cm);
-                HK_TRY_CHECK(next >= 0, HK_ERR_MEMORY,
+        for (int64_t a = numbered - 1, b = numbered; a < b; a = b, b = numbered) {
+            if (b - a >= WIDE_LEVEL && walk_threads() > 1) { /* this level and the rest */
+                numbered = cm_wide(g, order, pos, done, a, b, parts);
+                HK_TRY_CHECK(numbered >= 0, HK_ERR_MEMORY,
                              "out of host memory renumbering the mesh nodes");
-                numbered += next;
+                break;
             }
+            for (int64_t h = a; h < b; h++) {
+                const int32_t u = order[h];
+                const int64_t first = numbered;
+                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
+                    const int32_t v = g->adj[k];
+                    if (done[v]) continue;
+                    done[v] = 1;
+                    order[numbered++] = v;
+                }
+                sort_by_degree(g, order + first, numbered - first);
+                for (int64_t k = first; k < numbered; k++)
+                    pos[order[k]] = (int32_t)k;
+            }
+        }
     }
 fail:
     free(lvl);
@@ -492,9 +497,6 @@ fail:
     free(done);
     free(bydeg);
     free(cand);
-    free(cm.cnt);
-    free(cm.par);
-    free(cm.next);
     for (int t = 0; t < MAX_PARTS; t++)
         free(parts[t].v);
     return ierr;
