@@ -100,6 +100,12 @@ typedef struct hk_elev_stats {
  * geometry. */
 int hk_mesh_elevate(hk_mesh *m, int incomplete, const hk_elev_geom *g, hk_elev_stats *st);
 
+/* The width from which the levels of the RCM walks run in parallel (nodes <= 0: the default
+ * HK_RCM_WIDE_LEVEL); the tests lower it to reach the parallel walks on small meshes. Returns
+ * the previous width. */
+enum { HK_RCM_WIDE_LEVEL = 16384 };
+int64_t hk_mesh_rcm_wide_level(int64_t nodes);
+
 /* The reverse Cuthill-McKee numbering of hk_mesh_renumber_rcm, not applied: newid[old node]
  * (malloc'd, NULL for an empty mesh). */
 int hk_mesh_rcm_order(const hk_mesh *m, int32_t **newid);

@@ -5,11 +5,44 @@
 
 #include "mesh_impl.h"
 
+/* A graph: its lists stored (ptr, adj), or those of a generated grid's points made when asked
+ * (adj NULL): a point's class, whether it is at the low or the high end of each axis, picks
+ * the offsets to its neighbours. */
 typedef struct {
     int64_t n;
     int64_t *ptr; /* n + 1 */
     int32_t *adj; /* neighbours of node i: adj[ptr[i] .. ptr[i+1]) */
+    int64_t C[3]; /* a grid's points along each axis */
+    int kuhn;     /* a grid's cells split along their diagonal (tetrahedra, triangles) */
+    int8_t nnb[64];
+    int32_t off[64][26];
 } graph;
+
+enum { GRID_MAXDEG = 26 };
+
+static int grid_class(const graph *g, int64_t v, int64_t *I)
+{
+    I[0] = v % g->C[0], I[1] = v / g->C[0] % g->C[1], I[2] = v / (g->C[0] * g->C[1]);
+    int c = 0;
+    for (int a = 0; a < 3; a++)
+        c |= ((I[a] == 0) | (I[a] == g->C[a] - 1) << 1) << (2 * a);
+    return c;
+}
+
+/* Node u's neighbours: *nb, count returned (buf: room for a grid point's). */
+static inline int64_t neighbours(const graph *g, int32_t u, int32_t *buf, const int32_t **nb)
+{
+    if (g->adj) {
+        *nb = g->adj + g->ptr[u];
+        return g->ptr[u + 1] - g->ptr[u];
+    }
+    int64_t I[3];
+    const int c = grid_class(g, u, I);
+    for (int k = 0; k < g->nnb[c]; k++)
+        buf[k] = u + g->off[c][k];
+    *nb = buf;
+    return g->nnb[c];
+}
 
 /* The cells' corners (their first ncorners nodes) by cell: corner k of cell e is
  * nodes[ptr[e] + k] for k < nc[type]. */
@@ -102,70 +135,109 @@ fail:
 }
 
 /* The corner graph of a generated grid (hk_mesh_grid_slab's cells, C[a] corners along axis a,
- * C[2] = 1 in 2D), without its cells: the corners are the grid's points, numbered x fastest
- * (as the generator numbers its nodes), and two share a cell when they are neighbours across
- * a cell: any of the 26 (8 in 2D) around for hexahedra and quadrilaterals; for the Kuhn split
- * of a cube into 6 tetrahedra along its 000-111 diagonal those whose offset is all 0 or 1, or
- * all 0 or -1; for triangles cut along their square's 00-11 diagonal the 4 across edges and
- * the 2 along that diagonal. Each list in increasing order (the offsets sorted by z, y, x),
- * as build_graph makes it from the cells. */
-static int grid_graph(const int64_t *C, hk_eltype t, graph *g)
+ * C[2] = 1 in 2D), without its cells or stored lists: the corners are the grid's points,
+ * numbered x fastest (as the generator numbers its nodes), and two share a cell when they are
+ * neighbours across a cell: any of the 26 (8 in 2D) around for hexahedra and quadrilaterals;
+ * for the Kuhn split of a cube into 6 tetrahedra along its 000-111 diagonal those whose offset
+ * is all 0 or 1, or all 0 or -1; for triangles cut along their square's 00-11 diagonal the 4
+ * across edges and the 2 along that diagonal. The offsets of each class of point, those that
+ * stay in the grid. */
+static void grid_graph(const int64_t *C, hk_eltype t, graph *g)
 {
-    int nd = 0, d[26][3];
-    for (int dz = -1; dz <= 1; dz++)
-        for (int dy = -1; dy <= 1; dy++)
-            for (int dx = -1; dx <= 1; dx++) {
-                const int lo = dx < dy ? (dx < dz ? dx : dz) : (dy < dz ? dy : dz);
-                const int hi = dx > dy ? (dx > dz ? dx : dz) : (dy > dz ? dy : dz);
-                int ok = lo || hi;
-                if (t == HK_EL_TET4 || t == HK_EL_TET10)
-                    ok &= lo >= 0 || hi <= 0;
-                else if (t == HK_EL_TRI3 || t == HK_EL_TRI6)
-                    ok &= dz == 0 && (dx == 0 || dy == 0 || dx == dy);
-                else if (t < HK_EL_TET4) /* quadrilaterals */
-                    ok &= dz == 0;
-                if (ok) d[nd][0] = dx, d[nd][1] = dy, d[nd][2] = dz, nd++;
-            }
-    const int64_t n = C[0] * C[1] * C[2];
-    int ierr = 0;
-    g->n = n;
-    HK_TRY(hk_malloc((size_t)(n + 1) * sizeof *g->ptr, &g->ptr));
-    g->ptr[0] = 0;
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < n; v++) {
-        const int64_t I[3] = {v % C[0], v / C[0] % C[1], v / (C[0] * C[1])};
-        int64_t cnt = 0;
-        for (int k = 0; k < nd; k++) {
-            int in = 1;
-            for (int a = 0; a < 3; a++)
-                in &= I[a] + d[k][a] >= 0 && I[a] + d[k][a] < C[a];
-            cnt += in;
-        }
-        g->ptr[v + 1] = cnt;
+    memset(g, 0, sizeof *g);
+    g->n = C[0] * C[1] * C[2];
+    memcpy(g->C, C, sizeof g->C);
+    g->kuhn = t == HK_EL_TET4 || t == HK_EL_TET10 || t == HK_EL_TRI3 || t == HK_EL_TRI6;
+    for (int c = 0; c < 64; c++)
+        for (int dz = -1; dz <= 1; dz++)
+            for (int dy = -1; dy <= 1; dy++)
+                for (int dx = -1; dx <= 1; dx++) {
+                    const int d[3] = {dx, dy, dz};
+                    const int lo = dx < dy ? (dx < dz ? dx : dz) : (dy < dz ? dy : dz);
+                    const int hi = dx > dy ? (dx > dz ? dx : dz) : (dy > dz ? dy : dz);
+                    int ok = lo || hi;
+                    if (t == HK_EL_TET4 || t == HK_EL_TET10)
+                        ok &= lo >= 0 || hi <= 0;
+                    else if (t == HK_EL_TRI3 || t == HK_EL_TRI6)
+                        ok &= dz == 0 && (dx == 0 || dy == 0 || dx == dy);
+                    else if (t < HK_EL_TET4) /* quadrilaterals */
+                        ok &= dz == 0;
+                    for (int a = 0; a < 3; a++) /* not off the low or the high end */
+                        ok &= !(d[a] < 0 && (c >> (2 * a) & 1)) && !(d[a] > 0 && (c >> (2 * a) & 2));
+                    if (ok)
+                        g->off[c][g->nnb[c]++] = (int32_t)(dx + C[0] * (dy + C[1] * dz));
+                }
+}
+
+/* The BFS distance between grid points I and J: the most steps along one axis, or (Kuhn) the
+ * most up plus the most down (a step goes up or down on any axes, not both). */
+static int64_t grid_dist(const graph *g, const int64_t *I, const int64_t *J)
+{
+    int64_t up = 0, down = 0;
+    for (int a = 0; a < 3; a++) {
+        const int64_t d = J[a] - I[a];
+        up = d > up ? d : up;
+        down = -d > down ? -d : down;
     }
-    hk_prefix_sum(g->ptr, n);
-    HK_TRY(hk_malloc((size_t)(g->ptr[n] ? g->ptr[n] : 1) * sizeof *g->adj, &g->adj));
-#pragma omp parallel for schedule(static)
+    return g->kuhn ? up + down : up > down ? up : down;
+}
+
+static int64_t grid_degree(const graph *g, int64_t v)
+{
+    int64_t I[3];
+    return g->nnb[grid_class(g, v, I)];
+}
+
+/* The grid's start as rcm_order's George & Liu search finds it, without its walks: a BFS from
+ * s has its last level at s's greatest distance (a grid corner's: the distance grows along
+ * each axis to an end), the points at that distance; the least by degree then index of those,
+ * or of every point, found in one pass. */
+static int64_t grid_least(const graph *g, const int64_t *S, int64_t at)
+{
+    const int64_t n = g->n;
+    int64_t best = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : best)
     for (int64_t v = 0; v < n; v++) {
-        const int64_t I[3] = {v % C[0], v / C[0] % C[1], v / (C[0] * C[1])};
-        int32_t *out = g->adj + g->ptr[v];
-        for (int k = 0; k < nd; k++) {
-            int in = 1;
-            for (int a = 0; a < 3; a++)
-                in &= I[a] + d[k][a] >= 0 && I[a] + d[k][a] < C[a];
-            if (in) *out++ = (int32_t)(v + d[k][0] + C[0] * (d[k][1] + C[1] * d[k][2]));
-        }
+        int64_t I[3];
+        const int c = grid_class(g, v, I);
+        if (S && grid_dist(g, S, I) != at) continue;
+        const int64_t key = g->nnb[c] * n + v;
+        best = key < best ? key : best;
     }
-    return 0;
-fail:
-    free(g->ptr);
-    g->ptr = NULL;
-    return ierr;
+    return best % n;
+}
+
+static int64_t grid_ecc(const graph *g, const int64_t *S)
+{
+    int64_t e = 0;
+    for (int k = 0; k < 8; k++) {
+        const int64_t J[3] = {k & 1 ? g->C[0] - 1 : 0, k & 2 ? g->C[1] - 1 : 0,
+                              k & 4 ? g->C[2] - 1 : 0};
+        const int64_t d = grid_dist(g, S, J);
+        e = d > e ? d : e;
+    }
+    return e;
+}
+
+static int64_t grid_start(const graph *g)
+{
+    int64_t s = grid_least(g, NULL, 0), S[3], B[3];
+    grid_class(g, s, S);
+    int64_t ecc = grid_ecc(g, S);
+    for (int it = 0; it < 8; it++) {
+        const int64_t best = grid_least(g, S, ecc);
+        grid_class(g, best, B);
+        const int64_t e2 = grid_ecc(g, B);
+        if (e2 <= ecc) break;
+        ecc = e2, s = best;
+        memcpy(S, B, sizeof S);
+    }
+    return s;
 }
 
 static int64_t degree(const graph *g, int64_t i)
 {
-    return g->ptr[i + 1] - g->ptr[i];
+    return g->adj ? g->ptr[i + 1] - g->ptr[i] : grid_degree(g, i);
 }
 
 /* A thread's nodes of the next level. */
@@ -190,9 +262,17 @@ static int part_push(level_part *p, int32_t v)
 }
 
 /* A walk's wide levels run in one parallel region (two barriers a level, no region forked per
- * level: on cores shared with other processes each fork and join can wait for a thread to be
- * woken), each thread taking a run of the level; a level is wide from this many nodes. */
-enum { WIDE_LEVEL = 2048 };
+ * level: on cores shared with other processes each fork, join or barrier can wait for a
+ * sleeping thread to be woken, about as long as walking a few thousand nodes), each thread
+ * taking a run of the level; a level is wide from this many nodes. */
+static int64_t wide_level = HK_RCM_WIDE_LEVEL;
+
+int64_t hk_mesh_rcm_wide_level(int64_t nodes)
+{
+    const int64_t old = wide_level;
+    wide_level = nodes > 0 ? nodes : HK_RCM_WIDE_LEVEL;
+    return old;
+}
 
 static int walk_threads(void)
 {
@@ -270,7 +350,7 @@ static int64_t bfs_levels(const graph *g, int64_t s, const uint8_t *done, int64_
         const int64_t lend = tail;
         lprev = lstart;
         nlev++;
-        if (lend - lstart >= WIDE_LEVEL && walk_threads() > 1) { /* this level and the rest */
+        if (lend - lstart >= wide_level && walk_threads() > 1) { /* this level and the rest */
             nlev--;
             tail = bfs_wide(g, done, lvl, stamp, order, lstart, lend, &nlev, &lprev, parts);
             if (tail < 0) return -1;
@@ -363,12 +443,16 @@ static int64_t cm_wide(const graph *g, int32_t *order, int32_t *pos, uint8_t *do
                  h++) {
                 const int32_t u = order[h];
                 const int64_t first = p->n;
-                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1] && !mine; k++) {
-                    const int32_t v = g->adj[k];
+                int32_t ub[GRID_MAXDEG], vb[GRID_MAXDEG];
+                const int32_t *un, *vn;
+                const int64_t nu = neighbours(g, u, ub, &un);
+                for (int64_t k = 0; k < nu && !mine; k++) {
+                    const int32_t v = un[k];
                     if (done[v]) continue;
                     int parent = 1; /* u, unless a neighbour of v in the level comes first */
-                    for (int64_t j = g->ptr[v]; j < g->ptr[v + 1] && parent; j++) {
-                        const int32_t pw = pos[g->adj[j]];
+                    const int64_t nv = neighbours(g, v, vb, &vn);
+                    for (int64_t j = 0; j < nv && parent; j++) {
+                        const int32_t pw = pos[vn[j]];
                         parent = pw < la || pw >= h;
                     }
                     if (parent) mine = part_push(p, v);
@@ -401,6 +485,35 @@ static int64_t cm_wide(const graph *g, int32_t *order, int32_t *pos, uint8_t *do
     return fail ? -1 : end;
 }
 
+/* The Cuthill-McKee walk from order[a] (numbered), its narrow levels on this thread, from its
+ * first wide one on cm_wide; returns the end of the order (-1 out of memory). */
+static int64_t cm_walk(const graph *g, int32_t *order, int32_t *pos, uint8_t *done, int64_t a,
+                       level_part *parts)
+{
+    int64_t numbered = a + 1;
+    for (int64_t b = numbered; a < b; a = b, b = numbered) {
+        if (b - a >= wide_level && walk_threads() > 1) /* this level and the rest */
+            return cm_wide(g, order, pos, done, a, b, parts);
+        for (int64_t h = a; h < b; h++) {
+            const int32_t u = order[h];
+            const int64_t first = numbered;
+            int32_t ub[GRID_MAXDEG];
+            const int32_t *un;
+            const int64_t nu = neighbours(g, u, ub, &un);
+            for (int64_t k = 0; k < nu; k++) {
+                const int32_t v = un[k];
+                if (done[v]) continue;
+                done[v] = 1;
+                order[numbered++] = v;
+            }
+            sort_by_degree(g, order + first, numbered - first);
+            for (int64_t k = first; k < numbered; k++)
+                pos[order[k]] = (int32_t)k;
+        }
+    }
+    return numbered;
+}
+
 /* Reverse Cuthill-McKee order of the graph's vertices into order[0..n). */
 static int rcm_order(const graph *g, int32_t *order)
 {
@@ -411,13 +524,26 @@ static int rcm_order(const graph *g, int32_t *order)
     uint8_t *done = NULL;
     level_part parts[MAX_PARTS];
     memset(parts, 0, sizeof parts);
-    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *lvl, &lvl));
-    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *tmp, &tmp));
     HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *pos, &pos));
     HK_TRY(hk_calloc((size_t)(n ? n : 1), 1, &done));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
-        lvl[i] = -1, pos[i] = -1;
+        pos[i] = -1;
+    if (!g->adj) { /* a grid: one component, its start from its structure */
+        const int64_t s = grid_start(g);
+        pos[s] = 0, order[0] = (int32_t)s, done[s] = 1;
+        numbered = cm_walk(g, order, pos, done, 0, parts);
+        HK_TRY_CHECK(numbered == n, numbered < 0 ? HK_ERR_MEMORY : HK_ERR_INTERNAL,
+                     numbered < 0 ? "out of host memory renumbering the mesh nodes"
+                                  : "the grid's Cuthill-McKee walk numbered %lld of %lld points",
+                     (long long)numbered, (long long)n);
+        goto fail; /* done */
+    }
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *lvl, &lvl));
+    HK_TRY(hk_malloc((size_t)(n ? n : 1) * sizeof *tmp, &tmp));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        lvl[i] = -1;
     /* the nodes by degree, then index (a counting sort): each component's start is the first
      * one not yet numbered, found without scanning every node again */
     int64_t maxdeg = 0;
@@ -468,27 +594,8 @@ static int rcm_order(const graph *g, int32_t *order)
         pos[s] = (int32_t)numbered;
         order[numbered++] = (int32_t)s;
         done[s] = 1;
-        for (int64_t a = numbered - 1, b = numbered; a < b; a = b, b = numbered) {
-            if (b - a >= WIDE_LEVEL && walk_threads() > 1) { /* this level and the rest */
-                numbered = cm_wide(g, order, pos, done, a, b, parts);
-                HK_TRY_CHECK(numbered >= 0, HK_ERR_MEMORY,
-                             "out of host memory renumbering the mesh nodes");
-                break;
-            }
-            for (int64_t h = a; h < b; h++) {
-                const int32_t u = order[h];
-                const int64_t first = numbered;
-                for (int64_t k = g->ptr[u]; k < g->ptr[u + 1]; k++) {
-                    const int32_t v = g->adj[k];
-                    if (done[v]) continue;
-                    done[v] = 1;
-                    order[numbered++] = v;
-                }
-                sort_by_degree(g, order + first, numbered - first);
-                for (int64_t k = first; k < numbered; k++)
-                    pos[order[k]] = (int32_t)k;
-            }
-        }
+        numbered = cm_walk(g, order, pos, done, numbered - 1, parts);
+        HK_TRY_CHECK(numbered >= 0, HK_ERR_MEMORY, "out of host memory renumbering the mesh nodes");
     }
 fail:
     free(lvl);
@@ -552,7 +659,7 @@ int hk_mesh_grid_slab_rcm(int dim, const double *size, const int *cells, hk_elty
 static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32_t **newid_out)
 {
     int ierr = 0;
-    graph g = {0, NULL, NULL};
+    graph g = {0};
     const hk_elems *c = &m->cells;
     const int64_t n = m->nnodes;
     int32_t *cid = NULL, *order = NULL, *rank = NULL, *anchor = NULL, *newid = NULL;
@@ -584,7 +691,7 @@ static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32
         HK_TRY_CHECK(nc == grid[0] * grid[1] * grid[2], HK_ERR_INTERNAL,
                      "hk_mesh_grid_slab_rcm: %lld corners in the cells, %lld in the grid",
                      (long long)nc, (long long)(grid[0] * grid[1] * grid[2]));
-        HK_TRY(grid_graph(grid, t, &g));
+        grid_graph(grid, t, &g);
     } else
         HK_TRY(build_graph(m, cid, nc, &g));
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *order, &order));

@@ -177,6 +177,7 @@ static int make_mesh(int k, int linear, hk_mesh *m)
 static void test_rcm_threads(void)
 {
     const int threads = omp_get_max_threads();
+    const int64_t wide = hk_mesh_rcm_wide_level(64); /* the parallel walks on these meshes */
     for (int k = 0; k < NMESH; k++) {
         hk_mesh a, b;
         int made = make_mesh(k, 0, &a);
@@ -192,6 +193,7 @@ static void test_rcm_threads(void)
         hk_mesh_free(&b);
     }
     omp_set_num_threads(threads);
+    hk_mesh_rcm_wide_level(wide);
 }
 
 static void test_elevate_threads(void)
@@ -287,16 +289,18 @@ static void test_generate_threads(void)
 
 /* A generated grid's RCM order from its structure (hk_mesh_grid_slab_rcm) is the one from its
  * cells (hk_mesh_renumber_rcm), node for node: every generated type, whole grids and slabs
- * along each axis, thin ones, on 1 and 2 threads; the larger boxes have levels wide enough for
- * the parallel Cuthill-McKee walk, against one thread's serial walk. */
+ * along each axis, thin ones, on 1 and 2 threads; levels from 256 nodes walked in parallel
+ * (the largest box on 3 threads too), against one thread's serial walk. */
 static void test_grid_rcm(void)
 {
     static const hk_eltype types[2][5] = {
         {HK_EL_TRI3, HK_EL_TRI6, HK_EL_QUAD4, HK_EL_QUAD8, HK_EL_QUAD9},
         {HK_EL_TET4, HK_EL_TET10, HK_EL_HEX8, HK_EL_HEX20, HK_EL_HEX27}};
     static const int grids[][4] = {{2, 30, 20, 1}, {2, 1, 9, 1}, {2, 7, 1, 1},  {3, 6, 5, 7},
-                                   {3, 1, 1, 1},   {3, 4, 1, 9}, {3, 50, 44, 40}};
+                                   {3, 1, 1, 1},   {3, 4, 1, 9}, {3, 50, 44, 40}, {3, 2, 3, 11},
+                                   {2, 13, 2, 1}};
     const int threads = omp_get_max_threads();
+    const int64_t wide = hk_mesh_rcm_wide_level(256); /* the parallel walk from these sizes */
     const double size[3] = {2, 1, 1.3};
     int64_t checked = 0;
     for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
@@ -314,12 +318,15 @@ static void test_grid_rcm(void)
                     HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, t, axis, lo, hi, &ref));
                     HK_ASSERT_OK(hk_mesh_renumber_rcm(&ref));
                     HK_ASSERT_OK(hk_mesh_grid_slab_rcm(d, size, cells, t, axis, lo, hi, &a, NULL));
-                    omp_set_num_threads(2);
-                    HK_ASSERT_OK(hk_mesh_grid_slab_rcm(d, size, cells, t, axis, lo, hi, &b, NULL));
+                    for (int nt = 2; nt <= (gi == 6 ? 3 : 2); nt++) {
+                        omp_set_num_threads(nt);
+                        HK_ASSERT_OK(
+                            hk_mesh_grid_slab_rcm(d, size, cells, t, axis, lo, hi, &b, NULL));
+                        same_bytes(&ref, &b, hk_eltype_get(t)->name);
+                        hk_mesh_free(&b);
+                    }
                     same_bytes(&ref, &a, hk_eltype_get(t)->name);
-                    same_bytes(&ref, &b, hk_eltype_get(t)->name);
-                    hk_mesh_free(&b);
-                    if (gi == 6) { /* the cells' graph on 2 threads too */
+                    if (gi == 6) { /* the cells' graph on 3 threads too */
                         HK_ASSERT_OK(hk_mesh_grid_slab(d, size, cells, t, axis, lo, hi, &b));
                         HK_ASSERT_OK(hk_mesh_renumber_rcm(&b));
                         same_bytes(&ref, &b, hk_eltype_get(t)->name);
@@ -333,6 +340,7 @@ static void test_grid_rcm(void)
     }
     CU_ASSERT(checked > 150);
     omp_set_num_threads(threads);
+    hk_mesh_rcm_wide_level(wide);
 }
 
 #ifdef HOOKE_HAVE_GMSH
