@@ -415,6 +415,7 @@ static int prepare_region(const hk_comm *w, const hk_problem *p, const uint8_t *
         HK_TRY(lerr);
     }
     int64_t nf = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nf)
     for (int64_t v = 0; v < m->nnodes; v++)
         for (int i = 0; owned[v] && i < d; i++)
             nf += lp->fixed[(size_t)v * d + i] != 0;
@@ -428,6 +429,34 @@ fail:
 }
 
 /* ---- the part --------------------------------------------------------------------------- */
+
+/* The marked items in order, in fixed blocks counted on the threads (the same on any number):
+ * their places (at[i], -1 for an unmarked one) and (list) their indices; returns their count. */
+static int64_t list_marked(const uint8_t *mark, int64_t n, int32_t *at, int64_t *list)
+{
+    enum { NBLOCK = 256 };
+    int64_t cnt[NBLOCK + 1];
+    cnt[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < NBLOCK; b++) {
+        int64_t k = 0;
+        for (int64_t i = n * b / NBLOCK; i < n * (b + 1) / NBLOCK; i++)
+            k += mark[i] != 0;
+        cnt[b + 1] = k;
+    }
+    for (int b = 0; b < NBLOCK; b++)
+        cnt[b + 1] += cnt[b];
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < NBLOCK; b++) {
+        int64_t k = cnt[b];
+        for (int64_t i = n * b / NBLOCK; i < n * (b + 1) / NBLOCK; i++) {
+            if (at) at[i] = mark[i] ? (int32_t)k : -1;
+            if (mark[i] && list) list[k] = i;
+            k += mark[i] != 0;
+        }
+    }
+    return cnt[NBLOCK];
+}
 
 typedef struct gid_node {
     int64_t gid;
@@ -535,52 +564,79 @@ static int mark_owners(region_part *r)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
         r->owned[v] = mine[v] && owner[v] == me;
-    for (int64_t v = 0; v < nn; v++)
-        r->loc[v] = r->owned[v] ? (int32_t)r->nown++ : -1;
+    r->nown = list_marked(r->owned, nn, r->loc, NULL);
     free(mine);
     return 0;
 }
 
-/* The cells touching an owned node, in the region's order; their other nodes, the ghosts; the
- * ghosts' keys to send to every other process; the owned nodes that may be asked for. */
+/* The cells touching an owned node, in the region's order; their other nodes, the ghosts (in
+ * node order; their order only pairs the keys asked with the answers); the ghosts' keys to
+ * send to every other process; the owned nodes that may be asked for. Marked on the threads,
+ * listed by list_marked. */
 static int list_ghosts(region_part *r)
 {
     const hk_mesh *m = r->m;
     const int64_t nn = m->nnodes, ne = m->cells.n;
+    const int64_t *cp = m->cells.ptr;
+    const int32_t *cn = m->cells.nodes;
+    int ierr = 0;
     hk_node_key *gk = NULL;
-    HK_CALL(hk_malloc((size_t)(ne + 1) * sizeof *r->lc, &r->lc));
+    uint8_t *mark = NULL;
+    int64_t *idx = NULL, nref = 0;
+    HK_TRY(hk_malloc((size_t)(ne > nn ? ne : nn) + 1, &mark));
+    HK_TRY(hk_malloc((size_t)(ne + 1) * sizeof *r->lc, &r->lc));
+#pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < ne; e++) {
         int any = 0;
-        for (int64_t k = m->cells.ptr[e]; k < m->cells.ptr[e + 1] && !any; k++)
-            any = r->owned[m->cells.nodes[k]];
-        if (any) r->lc[r->nlc++] = e, r->nref += m->cells.ptr[e + 1] - m->cells.ptr[e];
+        for (int64_t k = cp[e]; k < cp[e + 1] && !any; k++)
+            any = r->owned[cn[k]];
+        mark[e] = (uint8_t)any;
     }
-    HK_CALL(hk_malloc((size_t)(r->nref + 1) * sizeof *r->ghost, &r->ghost));
-    for (int64_t i = 0; i < r->nlc; i++)
-        for (int64_t k = m->cells.ptr[r->lc[i]]; k < m->cells.ptr[r->lc[i] + 1]; k++) {
-            const int32_t v = m->cells.nodes[k];
-            if (r->loc[v] == -1)
-                r->loc[v] = -2, r->ghost[r->ng] = (gid_node){-1, v, (int32_t)r->ng}, r->ng++;
-        }
-    HK_CALL(hk_calloc((size_t)r->P, sizeof *r->send, &r->send));
-    HK_CALL(hk_calloc((size_t)r->P, sizeof *r->recv, &r->recv));
-    HK_CALL(hk_calloc((size_t)r->P, sizeof *r->sbytes, &r->sbytes));
-    HK_CALL(hk_calloc((size_t)r->P, sizeof *r->rbytes, &r->rbytes));
+    r->nlc = list_marked(mark, ne, NULL, r->lc);
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nn; v++)
+        mark[v] = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nref)
+    for (int64_t i = 0; i < r->nlc; i++) {
+        const int64_t e = r->lc[i];
+        nref += cp[e + 1] - cp[e];
+        for (int64_t k = cp[e]; k < cp[e + 1]; k++)
+            if (r->loc[cn[k]] == -1) __atomic_store_n(&mark[cn[k]], 1, __ATOMIC_RELAXED);
+    }
+    r->nref = nref;
+    HK_TRY(hk_malloc((size_t)(nn + 1) * sizeof *idx, &idx));
+    r->ng = list_marked(mark, nn, NULL, idx);
+    HK_TRY(hk_malloc((size_t)(r->ng + 1) * sizeof *r->ghost, &r->ghost));
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < r->ng; k++) {
+        r->loc[idx[k]] = -2;
+        r->ghost[k] = (gid_node){-1, (int32_t)idx[k], (int32_t)k};
+    }
+    HK_TRY(hk_calloc((size_t)r->P, sizeof *r->send, &r->send));
+    HK_TRY(hk_calloc((size_t)r->P, sizeof *r->recv, &r->recv));
+    HK_TRY(hk_calloc((size_t)r->P, sizeof *r->sbytes, &r->sbytes));
+    HK_TRY(hk_calloc((size_t)r->P, sizeof *r->rbytes, &r->rbytes));
     for (int q = 0; q < r->P; q++) {
         if (q == r->me) continue;
-        HK_CALL(hk_malloc((size_t)(r->ng + 1) * sizeof *gk, &gk));
+        HK_TRY(hk_malloc((size_t)(r->ng + 1) * sizeof *gk, &gk));
+#pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < r->ng; k++)
             gk[k] = r->keys[r->ghost[k].v];
         r->send[q] = gk, r->sbytes[q] = (size_t)r->ng * sizeof *gk;
     }
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
-        r->nserved += r->owned[v] && r->iface[v];
-    HK_CALL(hk_malloc((size_t)(r->nserved + 1) * sizeof *r->served, &r->served));
-    r->nserved = 0;
-    for (int64_t v = 0; v < nn; v++)
-        if (r->owned[v] && r->iface[v]) r->served[r->nserved++] = (key_at){r->keys[v], v};
+        mark[v] = r->owned[v] && r->iface[v];
+    r->nserved = list_marked(mark, nn, NULL, idx);
+    HK_TRY(hk_malloc((size_t)(r->nserved + 1) * sizeof *r->served, &r->served));
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < r->nserved; k++)
+        r->served[k] = (key_at){r->keys[idx[k]], idx[k]};
     qsort(r->served, (size_t)r->nserved, sizeof *r->served, cmp_key);
-    return 0;
+fail:
+    free(mark);
+    free(idx);
+    return ierr;
 }
 
 /* The answers to the keys received: the owned nodes' global ids, coordinates, supports. */
@@ -598,6 +654,7 @@ static int answer_keys(region_part *r, int64_t row0)
         answer *a = NULL;
         HK_CALL(hk_calloc((size_t)nk + 1, sizeof *a, &a));
         r->send[q] = a, r->sbytes[q] = (size_t)nk * sizeof *a;
+#pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < nk; k++) {
             key_at x = {rk[k], 0},
                    *f = bsearch(&x, r->served, (size_t)r->nserved, sizeof *r->served, cmp_key);
@@ -841,39 +898,16 @@ static int summary_mesh(const hk_comm *w, const hk_part *pt, hk_mesh *m)
  * weighted by their cell counts, as one process measures the whole mesh. */
 static int owned_quality(const hk_comm *w, const hk_part *pt, hk_mesh_quality *q)
 {
-    int ierr = 0;
     const hk_mesh *pm = &pt->mesh;
-    hk_mesh own;
-    memset(&own, 0, sizeof own);
+    int64_t *own = NULL; /* the owned cells, in order */
     memset(q, 0, sizeof *q);
-    own.dim = pm->dim, own.nnodes = pm->nnodes, own.coords = pm->coords; /* borrowed */
-    int64_t n = 0, nref = 0;
-    for (int64_t e = 0; e < pm->cells.n; e++)
-        if (pt->out_cell[e]) n++, nref += pm->cells.ptr[e + 1] - pm->cells.ptr[e];
     hk_mesh_quality mine = {0, 0, 0};
-    ierr = hk_malloc((size_t)n + 1, &own.cells.type);
-    if (!ierr) ierr = hk_malloc((size_t)(n + 1) * sizeof *own.cells.ptr, &own.cells.ptr);
-    if (!ierr) ierr = hk_malloc((size_t)(nref + 1) * sizeof *own.cells.nodes, &own.cells.nodes);
-    int64_t *at = NULL; /* each cell's place among the owned ones */
-    if (!ierr) ierr = hk_malloc((size_t)(pm->cells.n + 1) * sizeof *at, &at);
+    int ierr = hk_malloc((size_t)(pm->cells.n + 1) * sizeof *own, &own);
     if (!ierr) {
-        own.cells.n = n, own.cells.ptr[0] = 0;
-        for (int64_t e = 0, j = 0; e < pm->cells.n; e++)
-            if (pt->out_cell[e]) {
-                at[e] = j++;
-                own.cells.ptr[j] = own.cells.ptr[j - 1] + pm->cells.ptr[e + 1] - pm->cells.ptr[e];
-            }
-#pragma omp parallel for schedule(static)
-        for (int64_t e = 0; e < pm->cells.n; e++) {
-            if (!pt->out_cell[e]) continue;
-            own.cells.type[at[e]] = pm->cells.type[e];
-            memcpy(own.cells.nodes + own.cells.ptr[at[e]], pm->cells.nodes + pm->cells.ptr[e],
-                   (size_t)(pm->cells.ptr[e + 1] - pm->cells.ptr[e]) * sizeof *own.cells.nodes);
-        }
-        ierr = hk_mesh_measure_quality(&own, &mine);
+        const int64_t n = list_marked(pt->out_cell, pm->cells.n, NULL, own);
+        ierr = hk_mesh_measure_quality_of(pm, own, n, &mine);
     }
-    free(at);
-    free(own.cells.type), free(own.cells.ptr), free(own.cells.nodes);
+    free(own);
     HK_CALL(hk_comm_agree(w, ierr));
     /* the minimum as the largest negated one (-inf where a process owns no cell) */
     double lo[1] = {mine.cells ? -mine.min : -INFINITY};
@@ -897,7 +931,7 @@ int hk_part_make(const hk_comm *w, const hk_case *c, const hk_run_opts *o, hk_ru
     hk_mesh_region reg = {.select = pick, .ctx = &x};
     hk_case_model cm = {0};
     hk_system cprep = {0};
-    double tm[4] = {0, 0, 0, 0}, t;
+    double tm[4] = {0, 0, 0, 0}, t; /* mesh, checks, prepared, numbered: slowest process's */
     *made = 0;
     note[0] = 0;
     memset(st, 0, sizeof *st);
@@ -995,15 +1029,22 @@ cut:
     if (!c->generate) HK_TRY(hk_mesh_measure_quality(&x.coarse, &qb));
     if ((ierr = hk_comm_agree(w, summary_mesh(w, pt, &r0->mesh)))) goto done;
     HK_TRY(hk_comm_max(w, tm, 4));
-    r0->t_mesh = tm[0];
+    /* every second to the meshing line in a stage (the processes are in step after the
+     * maximum): the checks and the supports and loads in the assembly's, the rest (the part
+     * numbered, the memory guards, the quality, the waits for the slowest process) in the
+     * mesh's */
+    st->seconds = hk_time() - L.t0;
     r0->t_assembly = tm[1] + tm[2];
-    st->seconds = tm[0] + tm[1] + tm[2] + tm[3];
+    r0->t_mesh = st->seconds - r0->t_assembly;
+    const double rest = r0->t_mesh - tm[0] - tm[3];
     snprintf(st->steps, sizeof st->steps,
              "each process %s in %.2f s (%s in %.2f s), the whole model checked on the %s in "
-             "%.2f s, the part prepared in %.2f s and numbered in %.2f s",
+             "%.2f s, the part prepared in %.2f s and numbered in %.2f s, memory guards, quality "
+             "and waits %.2f s",
              c->generate ? "made its slab of the grid" : "meshed and refined its part", tm[0],
              c->generate ? "its RCM order" : "the coarse cut", c->generate ? x.t_rcm : st->t_cut,
-             c->generate ? "grid of one cell" : "coarse mesh", tm[1], tm[2], tm[3]);
+             c->generate ? "grid of one cell" : "coarse mesh", tm[1], tm[2], tm[3],
+             rest > 0 ? rest : 0);
     if (st->moved_ghosts) /* a node projected or kept straight otherwise near a part's edge */
         snprintf(st->steps + strlen(st->steps), sizeof st->steps - strlen(st->steps),
                  " (%lld ghost nodes placed by their owners, not where their part made them)",
@@ -1013,7 +1054,8 @@ cut:
             &L,
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld cell layers along "
             "%c; process 0 made %lld, %lld of them its own), quality min %.2f mean %.2f",
-            (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
+            (long long)pt->nglobal, (long long)pt->ncells_global, r0->t_mesh, P,
+            (long long)x.ncoarse,
             axis_names[x.axis], (long long)x.nkept, (long long)x.nown, qa.min, qa.mean);
     else
         hk_run_say(
@@ -1021,7 +1063,8 @@ cut:
             "meshing: %lld nodes, %lld elements in %.2f s on %d processes (%lld coarse cells "
             "refined %d time%s; process 0 refined %lld, %lld of them its own), quality min %.2f "
             "mean %.2f -> min %.2f mean %.2f",
-            (long long)pt->nglobal, (long long)pt->ncells_global, tm[0], P, (long long)x.ncoarse,
+            (long long)pt->nglobal, (long long)pt->ncells_global, r0->t_mesh, P,
+            (long long)x.ncoarse,
             hk_mesh_load_refine_stats().levels, hk_mesh_load_refine_stats().levels == 1 ? "" : "s",
             (long long)x.nkept, (long long)x.nown, qb.min,
             qb.mean, qa.min, qa.mean);

@@ -443,21 +443,28 @@ static double cell_quality(const qual_tab *tab, const hk_elems *c, int64_t e, co
 
 int hk_mesh_measure_quality(const hk_mesh *m, hk_mesh_quality *q)
 {
+    HK_CHECK(m, HK_ERR_ARG, "hk_mesh_measure_quality: NULL argument");
+    return hk_mesh_measure_quality_of(m, NULL, m->cells.n, q);
+}
+
+int hk_mesh_measure_quality_of(const hk_mesh *m, const int64_t *cells, int64_t n,
+                               hk_mesh_quality *q)
+{
     HK_CHECK(m && q, HK_ERR_ARG, "hk_mesh_measure_quality: NULL argument");
     const qual_tab *tab = quality_tables();
     HK_CHECK(tab, HK_ERR_INTERNAL, "hk_mesh_measure_quality: %s", hk_error_message());
     memset(q, 0, sizeof *q);
-    /* fixed chunks summed in order: the same mean on any number of threads */
+    /* fixed chunks of the list summed in order: the same mean on any number of threads, and
+     * a list's the same as a mesh of its cells would give */
     enum { NCHUNK = 256 };
     double cmin[NCHUNK], csum[NCHUNK];
     int64_t ccnt[NCHUNK];
-    const int64_t n = m->cells.n;
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < NCHUNK; k++) {
         double lo = INFINITY, sum = 0;
         int64_t cnt = 0;
-        for (int64_t e = n * k / NCHUNK; e < n * (k + 1) / NCHUNK; e++) {
-            double v = cell_quality(tab, &m->cells, e, m->coords, m->dim);
+        for (int64_t i = n * k / NCHUNK; i < n * (k + 1) / NCHUNK; i++) {
+            double v = cell_quality(tab, &m->cells, cells ? cells[i] : i, m->coords, m->dim);
             if (isnan(v)) continue;
             lo = fmin(lo, v), sum += v, cnt++;
         }

@@ -171,6 +171,10 @@ typedef struct hk_mesh_quality {
     int64_t cells; /* cells measured */
 } hk_mesh_quality;
 int hk_mesh_measure_quality(const hk_mesh *m, hk_mesh_quality *q);
+/* The same over the n cells cells[0 .. n) of m, in that order (NULL: the first n): the figures
+ * a mesh of just those cells would give, without making it. */
+int hk_mesh_measure_quality_of(const hk_mesh *m, const int64_t *cells, int64_t n,
+                               hk_mesh_quality *q);
 
 typedef struct hk_mesh_refine_stats {
     int levels;
