@@ -372,9 +372,26 @@ static int64_t bfs_levels(const graph *g, int64_t s, const uint8_t *done, int64_
     return nlev;
 }
 
-/* Sort a few nodes by (degree, index): neighbour lists are short, insertion sort. */
+/* Sort a few nodes by (degree, index): neighbour lists are short, insertion sort (on keys
+ * found once for a list that fits, degree then index in one number). */
 static void sort_by_degree(const graph *g, int32_t *v, int64_t n)
 {
+    enum { FEW = 32 };
+    if (n <= FEW) {
+        int64_t key[FEW];
+        for (int64_t i = 0; i < n; i++)
+            key[i] = degree(g, v[i]) << 32 | (uint32_t)v[i];
+        for (int64_t i = 1; i < n; i++) {
+            const int64_t x = key[i];
+            int64_t j = i - 1;
+            for (; j >= 0 && key[j] > x; j--)
+                key[j + 1] = key[j];
+            key[j + 1] = x;
+        }
+        for (int64_t i = 0; i < n; i++)
+            v[i] = (int32_t)(key[i] & 0xffffffff);
+        return;
+    }
     for (int64_t i = 1; i < n; i++) {
         int32_t x = v[i];
         int64_t dx = degree(g, x), j = i - 1;
