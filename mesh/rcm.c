@@ -279,6 +279,19 @@ static int walk_threads(void)
     return omp_get_max_threads() < MAX_PARTS ? omp_get_max_threads() : MAX_PARTS;
 }
 
+/* A wide level's join: thread t's part goes at *off (the level's end on entry) after the
+ * parts of the threads before it, *tot the next level's size; 1 where a thread ran out of
+ * memory (its count -1). */
+static int join_counts(const int64_t *cnt, int t, int T, int64_t *off, int64_t *tot)
+{
+    int bad = 0;
+    for (int q = 0; q < T; q++) {
+        bad |= cnt[q] < 0;
+        *off += q < t ? cnt[q] : 0, *tot += cnt[q];
+    }
+    return bad;
+}
+
 /* The BFS levels from order[a .. b) over unnumbered nodes (done 0) not stamped in lvl, in
  * one parallel region: each thread claims its run's next nodes, then the parts are joined in
  * thread order. Appends them at order + b; *levels += the levels walked, a .. b's included,
@@ -313,12 +326,7 @@ static int64_t bfs_wide(const graph *g, const uint8_t *done, int64_t *lvl, int64
             cnt[t] = mine ? -1 : p->n;
 #pragma omp barrier
             int64_t off = lb, tot = 0;
-            int bad = 0;
-            for (int q = 0; q < T; q++) {
-                bad |= cnt[q] < 0;
-                off += q < t ? cnt[q] : 0, tot += cnt[q];
-            }
-            if (bad) {
+            if (join_counts(cnt, t, T, &off, &tot)) {
                 if (t == 0) fail = 1;
                 break;
             }
@@ -479,12 +487,7 @@ static int64_t cm_wide(const graph *g, int32_t *order, int32_t *pos, uint8_t *do
             cnt[t] = mine ? -1 : p->n;
 #pragma omp barrier
             int64_t off = lb, tot = 0;
-            int bad = 0;
-            for (int q = 0; q < T; q++) {
-                bad |= cnt[q] < 0;
-                off += q < t ? cnt[q] : 0, tot += cnt[q];
-            }
-            if (bad) {
+            if (join_counts(cnt, t, T, &off, &tot)) {
                 if (t == 0) fail = 1;
                 break;
             }
