@@ -637,44 +637,58 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
 // adds entry (r, s) of A_p B_q over m in order into its block of C, so the BR BC lanes of one B
 // block read its values coalesced (B's row is contiguous) and A_p's row r is a broadcast, and
 // a step of nq blocks of B is nq BR BC tasks (3x3 . 3x6, 3.9 blocks: 70 tasks, 3 rounds of the
-// warp) instead of nq BR lanes each loading a whole B block. Each entry still gets its terms
-// p by p (the warp's steps) and over m in order: the same digits.
+// warp) instead of nq BR lanes each loading a whole B block. The loads of NR rounds are issued
+// before the first of their look-ups and sums, so a step waits for about one load's latency
+// instead of one per round. Each entry still gets its terms p by p (the warp's steps) and over
+// m in order: the same digits.
 template <int BR, int BK, int BC, bool SHARED, bool UPPER>
 static __device__ __forceinline__ void
 spe_step(const spn_args &g, int64_t i, int lane, int nq, const int32_t *cols,
          const double *bvals, const double *ablk, double *acc, const int32_t *keys,
          const int32_t *spos, unsigned mask, int64_t c0, int64_t nb)
 {
-    constexpr int BB = BR * BC;
+    constexpr int BB = BR * BC, NR = BK <= 3 ? 3 : 2;
     const int ntask = nq * BB;
-    for (int task = lane; task < ntask; task += 32) {
-        const int ql = task / BB, rs = task - ql * BB, r = rs / BC, s = rs - r * BC;
-        const int32_t j = __ldg(cols + ql);
-        if (UPPER && j < i) continue;
-        const double *b = bvals + (size_t)ql * BK * BC + s;
-        double a[BK], bm[BK];
+    for (int t0 = 0; t0 < ntask; t0 += NR * 32) {
+        int32_t j[NR];
+        double a[NR][BK], bm[NR][BK];
 #pragma unroll
-        for (int m = 0; m < BK; m++) {
-            a[m] = __ldg(ablk + r * BK + m);
-            bm[m] = __ldg(b + m * BC);
-        }
-        int64_t pos;
-        if (SHARED) {
-            pos = spr_find(keys, spos, mask, j);
-        } else {
-            pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j) - c0;
-            if (pos >= nb || g.cci[c0 + pos] != j) pos = -1;
-        }
-        if (pos < 0) {
-            atomicMin(g.first, (unsigned long long)i);
-            continue;
-        }
-        double *dst = acc + (size_t)pos * BB + rs;
-        double v = *dst;
+        for (int u = 0; u < NR; u++) {
+            const int task = t0 + u * 32 + lane;
+            j[u] = -1;
+            if (task < ntask) {
+                const int ql = task / BB, rs = task - ql * BB, r = rs / BC, s = rs - r * BC;
+                j[u] = __ldg(cols + ql);
+                const double *b = bvals + (size_t)ql * BK * BC + s;
 #pragma unroll
-        for (int m = 0; m < BK; m++)
-            v = __dadd_rn(v, __dmul_rn(a[m], bm[m]));
-        *dst = v;
+                for (int m = 0; m < BK; m++) {
+                    a[u][m] = __ldg(ablk + r * BK + m);
+                    bm[u][m] = __ldg(b + m * BC);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < NR; u++) {
+            const int task = t0 + u * 32 + lane;
+            if (task >= ntask || (UPPER && j[u] < i)) continue;
+            int64_t pos;
+            if (SHARED) {
+                pos = spr_find(keys, spos, mask, j[u]);
+            } else {
+                pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j[u]) - c0;
+                if (pos >= nb || g.cci[c0 + pos] != j[u]) pos = -1;
+            }
+            if (pos < 0) {
+                atomicMin(g.first, (unsigned long long)i);
+                continue;
+            }
+            double *dst = acc + (size_t)pos * BB + task % BB;
+            double v = *dst;
+#pragma unroll
+            for (int m = 0; m < BK; m++)
+                v = __dadd_rn(v, __dmul_rn(a[u][m], bm[u][m]));
+            *dst = v;
+        }
     }
     __syncwarp();
 }
