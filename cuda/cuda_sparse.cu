@@ -783,12 +783,18 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
 // The warp's share of shared memory for spr_rows: room for 1.5 times C's mean row and 8 blocks
 // (at least 16; elasticity3d:30's longest rows of A P and R (A P) are 1.9 and 1.7 times the
 // mean, 18 and 61 blocks), the table a power of two at least twice that. Within SPR_SMEM_MAX a
-// block the room for C's row shrinks (to 16 blocks; longer rows are summed in place).
-template <int BR, int BK, int BC> static size_t spr_layout(spn_args &g, int64_t cnnzb)
+// block the room for C's row shrinks (to 16 blocks; longer rows are summed in place). With a
+// lane per entry (ENTRY) room for 2.5 times the mean: its registers (72 for 3x3 . 3x6) allow 7
+// blocks an SM, whose 28 KB each still fit, and on quadratic tets the rows of the vertices are
+// the long ones (the bracket at 176k DOFs: A P's mean row 12.9 blocks, its longest 33) and the
+// heavy ones too (A's rows up to 115 blocks against 25), so summing them in place would cost
+// more than their share of rows.
+template <int BR, int BK, int BC>
+static size_t spr_layout(spn_args &g, int64_t cnnzb, bool entry)
 {
     const int64_t bb = (int64_t)BR * BC;
     const double mean = (double)cnnzb / (double)g.nbr;
-    int64_t capnb = (int64_t)ceil(1.5 * mean) + 8;
+    int64_t capnb = (int64_t)ceil((entry ? 2.5 : 1.5) * mean) + 8;
     if (capnb < 16) capnb = 16;
     for (;;) {
         int64_t hcap = 32;
@@ -809,7 +815,7 @@ static int spr_launch_shape(spn_args g, int64_t cnnzb)
     const int64_t nblk = (g.nbr + SPR_WARPS - 1) / SPR_WARPS;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
              (long long)g.nbr);
-    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb);
+    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb, ENTRY);
     void (*kernel)(spn_args) = spr_rows<BR, BK, BC, UPPER, ENTRY>;
     if (smem > (48 << 10))
         HK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
