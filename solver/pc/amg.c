@@ -128,6 +128,7 @@ typedef struct amg_data {
     int fmt_given;
     int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
     int galerkin_full; /* HOOKE_AMG_GALERKIN=full: A_c by the whole product R (A P) */
+    int drop_ap;       /* HOOKE_AMG_KEEP_AP=0: each update allocates and frees A P's values */
     /* what was built */
     int nns;
     const char *nns_kind;
@@ -1073,7 +1074,8 @@ static int planned_product(const hk_backend_ops *be, const void *plan, int upper
  * of the kept values lev[l+1].Aval, released with release_values) by the numeric halves,
  * whose digits are the set-up's products'; each step timed into ph from *t1. The first
  * re-set-up allocates the values and makes the products' plans (both kept: the next ones
- * allocate nothing and search no row; timed as the values' allocations). */
+ * allocate nothing and search no row; timed as the values' allocations); with
+ * HOOKE_AMG_KEEP_AP=0 A P's values are freed at the end and allocated again by the next. */
 static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *P,
                             const hk_bmat *R, hk_amg_phases *ph, double *t1, hk_bmat *Anext)
 {
@@ -1101,6 +1103,11 @@ static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, co
     if (upper) {
         HK_CALL(mirror_coarse(be, l, Anext));
         ph->mirror += lap(be, t1);
+    }
+    if (d->drop_ap) { /* the memory of the largest kept array for an allocation each update */
+        be->dealloc(L->APval);
+        L->APval = NULL;
+        ph->values += lap(be, t1);
     }
     return 0;
 }
@@ -1538,6 +1545,10 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                           "every block of the coarse operator by the product", "symmetric",
                           "its upper blocks, the lower ones their transposes; the default", 0,
                           &d->galerkin_full));
+    HK_CALL(hk_env_switch("HOOKE_AMG_KEEP_AP", "0",
+                          "each update allocates A P's values and frees them after R (A P)", "1",
+                          "the first update's kept for the next ones; the default", 0,
+                          &d->drop_ap));
     /* a backend without the symmetric product's ops forms A_c by the whole product */
     if (!be->bmat_spgemm_pattern || !be->bmat_spgemm_numeric_upper || !be->bmat_mirror_lower)
         d->galerkin_full = 1;
