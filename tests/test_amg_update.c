@@ -13,8 +13,9 @@
  * level, the spectral bounds, the solve); an update to K with a region 10 times stiffer keeps P
  * and R, forms R (A P) with the new A (the bytes of the CPU ops' product from the same P and R),
  * converges to the tolerance of the true residual; back to K the set-up's bytes again; other
- * supports make P and R again; the fp64 fallback keeps them; the same with A P's values freed
- * by each update (HOOKE_AMG_KEEP_AP=0, another value refused). pc.amg.update_lanczos=4: the
+ * supports make P and R again; the fp64 fallback keeps them; the same, fallback too, with A P's
+ * values and the fp64 R made by each update (HOOKE_AMG_UPDATE_VALUES=transient, another value
+ * refused). pc.amg.update_lanczos=4: the
  * set-up's bytes; after an update to a stiffer region the fine level's bound from 4 warm-started
  * steps is within 1 % of 60 cold steps', the coarse levels' the cold ones'. A bad value of either
  * option is named.
@@ -470,9 +471,10 @@ static void test_prolongator(void)
     setenv("HOOKE_AMG_GALERKIN", "full", 1); /* the whole product's path too */
     check_prolongator("cpu", "pc.amg.precision=fp64");
     unsetenv("HOOKE_AMG_GALERKIN");
-    setenv("HOOKE_AMG_KEEP_AP", "0", 1); /* A P's values allocated and freed by each update */
+    setenv("HOOKE_AMG_UPDATE_VALUES", "transient", 1); /* A P and the fp64 R made by each update */
     check_prolongator("cpu", "");
-    unsetenv("HOOKE_AMG_KEEP_AP");
+    check_prolongator("cpu", "pc.amg.precision=fp64");
+    unsetenv("HOOKE_AMG_UPDATE_VALUES");
 }
 
 /* pc.amg.update=prolongator with fp32 levels that overflow in the solve (b 2^130 times too
@@ -515,6 +517,9 @@ static void check_prolongator_fallback(const char *be)
 static void test_prolongator_fallback(void)
 {
     check_prolongator_fallback("cpu");
+    setenv("HOOKE_AMG_UPDATE_VALUES", "transient", 1); /* the fp64 R made for the fp64 levels */
+    check_prolongator_fallback("cpu");
+    unsetenv("HOOKE_AMG_UPDATE_VALUES");
 }
 
 /* pc.amg.update_lanczos=4: the set-up's bytes and bounds are the default's; an update to a
@@ -592,11 +597,11 @@ static void test_update_option(void)
     CU_ASSERT(strstr(hk_error_message(), "pc.amg.update_lanczos=1 is out of range") != NULL);
     hk_error_clear();
     HK_ASSERT_OK(hk_options_parse(o, "pc.amg.update_lanczos=0"));
-    setenv("HOOKE_AMG_KEEP_AP", "no", 1);
+    setenv("HOOKE_AMG_UPDATE_VALUES", "no", 1);
     CU_ASSERT_EQUAL(hk_solver_create(&K, o, &s), HK_ERR_ARG);
-    CU_ASSERT(strstr(hk_error_message(), "HOOKE_AMG_KEEP_AP=no") != NULL);
+    CU_ASSERT(strstr(hk_error_message(), "HOOKE_AMG_UPDATE_VALUES=no") != NULL);
     hk_error_clear();
-    unsetenv("HOOKE_AMG_KEEP_AP");
+    unsetenv("HOOKE_AMG_UPDATE_VALUES");
     hk_options_destroy(o);
     hk_bcsr_free(&K);
 }
@@ -869,9 +874,10 @@ static void test_cuda_prolongator(void)
 {
     check_prolongator("cuda", "");
     check_prolongator("cuda", "pc.amg.precision=fp64");
-    setenv("HOOKE_AMG_KEEP_AP", "0", 1);
+    setenv("HOOKE_AMG_UPDATE_VALUES", "transient", 1);
     check_prolongator("cuda", "");
-    unsetenv("HOOKE_AMG_KEEP_AP");
+    check_prolongator_fallback("cuda");
+    unsetenv("HOOKE_AMG_UPDATE_VALUES");
     setenv("HOOKE_AMG_GALERKIN", "full", 1);
     check_prolongator("cuda", "pc.amg.precision=fp64");
     unsetenv("HOOKE_AMG_GALERKIN");

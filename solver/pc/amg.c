@@ -128,7 +128,9 @@ typedef struct amg_data {
     int fmt_given;
     int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
     int galerkin_full; /* HOOKE_AMG_GALERKIN=full: A_c by the whole product R (A P) */
-    int drop_ap;       /* HOOKE_AMG_KEEP_AP=0: each update allocates and frees A P's values */
+    /* HOOKE_AMG_UPDATE_VALUES=transient: each update allocates and frees A P's values, and with
+     * fp32 levels P's transpose in fp64 (no R64) */
+    int transient;
     /* what was built */
     int nns;
     const char *nns_kind;
@@ -617,15 +619,16 @@ static int install_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk
     L->Rb = *R;
     memset(P, 0, sizeof *P);
     memset(R, 0, sizeof *R);
+    const int keep_r = keep && !d->transient; /* else P's transpose made by each update */
     if (be->bmat_spmv && L->Pb.br <= 8 && L->Pb.bc <= 8) {
         HK_CALL(block_transfer(pc, &L->Pb, &L->Pv, keep ? &L->P64 : NULL));
-        return block_transfer(pc, &L->Rb, &L->Rv, keep ? &L->R64 : NULL);
+        return block_transfer(pc, &L->Rb, &L->Rv, keep_r ? &L->R64 : NULL);
     }
     HK_CALL(need_op(be, (const void *)be->bmat_expand, "bmat_expand"));
     HK_CALL(transfer_matrix(pc, &L->Pb, &L->P));
     HK_CALL(transfer_matrix(pc, &L->Rb, &L->R));
     retire_values(be, &L->Pb.val, keep ? &L->P64 : NULL);
-    retire_values(be, &L->Rb.val, keep ? &L->R64 : NULL);
+    retire_values(be, &L->Rb.val, keep_r ? &L->R64 : NULL);
     return 0;
 }
 
@@ -957,14 +960,13 @@ static int refill_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk_
         L->P = L->R = NULL;
         HK_CALL(transfer_matrix(pc, P, &L->P));
         HK_CALL(transfer_matrix(pc, R, &L->R));
-        if (keep) {
-            retire_values(pc->be, &P->val, &L->P64);
-            retire_values(pc->be, &R->val, &L->R64);
-        }
+        if (keep) retire_values(pc->be, &P->val, &L->P64);
+        retire_values(pc->be, &R->val, keep && !d->transient ? &L->R64 : NULL);
         return 0;
     }
     HK_CALL(install_values(pc, &L->Pb, &L->Pv, &P->val, keep ? &L->P64 : NULL));
-    return install_values(pc, &L->Rb, &L->Rv, &R->val, keep ? &L->R64 : NULL);
+    return install_values(pc, &L->Rb, &L->Rv, &R->val,
+                          keep && !d->transient ? &L->R64 : NULL);
 }
 
 /* pc.amg.update=prolongator: the kept P and R of level L as fp64 block matrices (views: the
@@ -975,6 +977,22 @@ static void kept_transfer(const amg_level *L, hk_bmat *P, hk_bmat *R)
     *R = L->Rb;
     P->val = L->Pb.val ? L->Pb.val : L->P64;
     R->val = L->Rb.val ? L->Rb.val : L->R64;
+}
+
+/* HOOKE_AMG_UPDATE_VALUES=transient with fp32 levels keeps no fp64 R: *R (kept_transfer's view,
+ * R->val NULL) gets new values, P's transpose (the same bytes as the set-up's R); the caller
+ * frees R->val. Nothing when R has values. */
+static int transient_transpose(const hk_backend_ops *be, const amg_level *L, const hk_bmat *P,
+                               hk_bmat *R)
+{
+    if (R->val) return 0;
+    HK_CALL(values_on(be, &L->Rb, R));
+    const int ierr = be->bmat_transpose_numeric(P, R);
+    if (ierr) {
+        be->dealloc(R->val);
+        R->val = NULL;
+    }
+    return ierr;
 }
 
 /* The kept transfer operators of level L applied in pc->prec after the levels' precision
@@ -988,13 +1006,23 @@ static int kept_transfer_precision(hk_pc *pc, amg_level *L)
         if (L->P->prec == pc->prec) return 0;
         hk_bmat P, R;
         kept_transfer(L, &P, &R);
+        const int made = !R.val;
+        HK_CALL(transient_transpose(be, L, &P, &R));
         hk_mat_destroy(L->P);
         hk_mat_destroy(L->R);
         L->P = L->R = NULL;
-        HK_CALL(transfer_matrix(pc, &P, &L->P));
-        return transfer_matrix(pc, &R, &L->R);
+        int ierr = transfer_matrix(pc, &P, &L->P);
+        if (!ierr) ierr = transfer_matrix(pc, &R, &L->R);
+        if (made) be->dealloc(R.val);
+        return ierr;
     }
     if (pc->prec != HK_FP64 || !L->P64) return 0;
+    if (!L->R64) { /* transient: the fp64 levels apply P's transpose, made here once */
+        hk_bmat P, R;
+        kept_transfer(L, &P, &R);
+        HK_CALL(transient_transpose(be, L, &P, &R));
+        L->R64 = R.val;
+    }
     L->Pb.val = L->P64;
     L->Rb.val = L->R64;
     L->P64 = L->R64 = NULL;
@@ -1075,7 +1103,8 @@ static int planned_product(const hk_backend_ops *be, const void *plan, int upper
  * whose digits are the set-up's products'; each step timed into ph from *t1. The first
  * re-set-up allocates the values and makes the products' plans (both kept: the next ones
  * allocate nothing and search no row; timed as the values' allocations); with
- * HOOKE_AMG_KEEP_AP=0 A P's values are freed at the end and allocated again by the next. */
+ * HOOKE_AMG_UPDATE_VALUES=transient A P's values are freed at the end and allocated again by
+ * the next. */
 static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *P,
                             const hk_bmat *R, hk_amg_phases *ph, double *t1, hk_bmat *Anext)
 {
@@ -1104,7 +1133,7 @@ static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, co
         HK_CALL(mirror_coarse(be, l, Anext));
         ph->mirror += lap(be, t1);
     }
-    if (d->drop_ap) { /* the memory of the largest kept array for an allocation each update */
+    if (d->transient) { /* the memory of the largest kept array for an allocation each update */
         be->dealloc(L->APval);
         L->APval = NULL;
         ph->values += lap(be, t1);
@@ -1120,18 +1149,27 @@ static int coarse_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, hk_
 {
     const hk_backend_ops *be = pc->be;
     amg_level *L = &d->lev[l];
-    hk_bmat P, R;
+    hk_bmat P = {0}, R = {0};
     hk_vec *D64 = NULL;
-    int ierr = 0;
+    int ierr = 0, made_r = 0;
     HK_TRY(smoother_data(pc, d, l, Al, 1, ph, &D64));
     double t0 = now_synced(be), t1 = t0;
     HK_TRY(kept_transfer_precision(pc, L));
     kept_transfer(L, &P, &R);
-    HK_TRY_CHECK(P.val && R.val, HK_ERR_INTERNAL,
+    HK_TRY_CHECK(P.val && (R.val || d->transient), HK_ERR_INTERNAL,
                  "pc=amg: level %d kept no fp64 transfer values for the re-set-up", l);
+    made_r = !R.val;
+    HK_TRY(transient_transpose(be, L, &P, &R));
+    ph->transpose += lap(be, &t1);
     HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
+    if (made_r) {
+        be->dealloc(R.val);
+        R.val = NULL;
+        ph->values += lap(be, &t1);
+    }
     ph->galerkin += now_synced(be) - t0;
 fail:
+    if (made_r && R.val) be->dealloc(R.val);
     if (D64 != L->Dinv && D64 != L->D64) hk_vec_destroy(D64);
     return ierr;
 }
@@ -1545,10 +1583,10 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                           "every block of the coarse operator by the product", "symmetric",
                           "its upper blocks, the lower ones their transposes; the default", 0,
                           &d->galerkin_full));
-    HK_CALL(hk_env_switch("HOOKE_AMG_KEEP_AP", "0",
-                          "each update allocates A P's values and frees them after R (A P)", "1",
+    HK_CALL(hk_env_switch("HOOKE_AMG_UPDATE_VALUES", "transient",
+                          "each update allocates A P's values and the fp64 R and frees them", "kept",
                           "the first update's kept for the next ones; the default", 0,
-                          &d->drop_ap));
+                          &d->transient));
     /* a backend without the symmetric product's ops forms A_c by the whole product */
     if (!be->bmat_spgemm_pattern || !be->bmat_spgemm_numeric_upper || !be->bmat_mirror_lower)
         d->galerkin_full = 1;
