@@ -1159,8 +1159,10 @@ static int coarse_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, hk_
     HK_TRY_CHECK(P.val && (R.val || d->transient), HK_ERR_INTERNAL,
                  "pc=amg: level %d kept no fp64 transfer values for the re-set-up", l);
     made_r = !R.val;
-    HK_TRY(transient_transpose(be, L, &P, &R));
-    ph->transpose += lap(be, &t1);
+    if (made_r) {
+        HK_TRY(transient_transpose(be, L, &P, &R));
+        ph->transpose += lap(be, &t1);
+    }
     HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
     if (made_r) {
         be->dealloc(R.val);
