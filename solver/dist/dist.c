@@ -136,11 +136,27 @@ static int upload_idx(const hk_backend_ops *be, const int32_t *h, int64_t n, int
     return be->copy_to(*dev, h, (size_t)n * sizeof **dev);
 }
 
+/* The layout's large copies of pageable host memory (the caller's pattern, the numbering, the
+ * split's host part: tens of MB at a million rows a process) by the backend's copies for
+ * pageable memory where it has them: on a device through its pinned buffers, every host thread
+ * copying (and a fresh host array's pages taken on those threads), where the driver's own
+ * copy of pageable memory runs on one thread. */
+static int copy_to_backend(const hk_backend_ops *be, void *dev, const void *h, size_t bytes)
+{
+    return be->copy_to_pageable ? be->copy_to_pageable(dev, h, bytes) : be->copy_to(dev, h, bytes);
+}
+
+static int copy_to_host(const hk_backend_ops *be, void *h, const void *dev, size_t bytes)
+{
+    return be->copy_from_pageable ? be->copy_from_pageable(h, dev, bytes)
+                                  : be->copy_from(h, dev, bytes);
+}
+
 /* A host array copied to the backend's memory (at least one entry: never NULL). */
 static int upload_arr(const hk_backend_ops *be, const void *h, size_t bytes, void **dev)
 {
     HK_CALL(be->alloc(dev, bytes ? bytes : 1));
-    const int ierr = bytes ? be->copy_to(*dev, h, bytes) : 0;
+    const int ierr = bytes ? copy_to_backend(be, *dev, h, bytes) : 0;
     if (ierr) be->dealloc(*dev), *dev = NULL;
     return ierr;
 }
@@ -149,7 +165,7 @@ static int upload_arr(const hk_backend_ops *be, const void *h, size_t bytes, voi
 static int download_arr(const hk_backend_ops *be, const void *dev, size_t bytes, void **h)
 {
     HK_CALL(hk_malloc(bytes ? bytes : 1, h));
-    return bytes ? be->copy_from(*h, dev, bytes) : 0;
+    return bytes ? copy_to_host(be, *h, dev, bytes) : 0;
 }
 
 /* The caller's rows as the backend's dist_scan and dist_split read them (rows.R): on a
@@ -221,7 +237,7 @@ static int list_ghosts(hk_dist *d, const hk_bcsr *K, layout_rows *U, int32_t *in
         int ierr = L->dist_scan(&U->R, kind, (int64_t **)&gh, &d->nghost, &bad);
         U->ghost = gh;
         U->R.ghost = gh;
-        if (!ierr && bad < 0 && nown) ierr = L->copy_from(inv, kind, (size_t)nown * sizeof *inv);
+        if (!ierr && bad < 0 && nown) ierr = copy_to_host(L, inv, kind, (size_t)nown * sizeof *inv);
         if (!ierr && bad < 0)
             ierr = download_arr(L, gh, (size_t)d->nghost * sizeof **ghost, (void **)ghost);
         L->dealloc(kind);
