@@ -214,6 +214,8 @@ int hk_damg_dmat_create_dev(const hk_dist *d, hk_precision prec, int64_t nrows, 
 void hk_damg_dmat_destroy(dmat *m);
 int hk_damg_dmat_spmv(void *op, const hk_vec *x, hk_vec *y);
 int64_t hk_damg_find_i64(const int64_t *v, int64_t n, int64_t g);
+int hk_damg_ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
+                          int64_t **ghost, int64_t *ng);
 void hk_damg_free_copy(const hk_dist *d, hk_bmat *M);
 int hk_damg_gather_blocks(const hk_dist *d, double *dst, const double *src, int64_t nsrc,
                           int64_t bb, const int32_t *idx, int64_t n);

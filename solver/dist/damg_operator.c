@@ -392,8 +392,8 @@ void hk_damg_dmat_destroy(dmat *m)
  * (allocated), *ng. Linear and on the threads, as the layout's ghosts (dist.c): each such
  * column marked in a byte per global id (up to the largest one), then the marks read by
  * chunks, each chunk's columns after the earlier chunks' (the same list on any thread count). */
-static int ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
-                         int64_t **ghost, int64_t *ng)
+int hk_damg_ghost_columns(int64_t nnz, const int64_t *gcol, int64_t row0, int64_t nown,
+                          int64_t **ghost, int64_t *ng)
 {
     int64_t top = -1;
     unsigned char *mark = NULL;
@@ -697,7 +697,7 @@ int hk_damg_dmat_create(const hk_dist *d, hk_precision prec, int64_t nrows, int 
     dmat *m = NULL;
     *out = NULL;
     ierr = dmat_new(d, prec, nrows, br, bc, nnz, &m);
-    if (!ierr) ierr = ghost_columns(nnz, gcol, in_row0, in_nown, &m->ghost, &m->ng);
+    if (!ierr) ierr = hk_damg_ghost_columns(nnz, gcol, in_row0, in_nown, &m->ghost, &m->ng);
     HK_TRY(hk_comm_agree(d->comm, ierr));
     HK_TRY(dmat_plan(m, in_row0, in_nown, in_inv));
     hk_damg_step_lap(L, st, ST_OP_HALO, t);

@@ -22,8 +22,9 @@
  *      unknowns owned elsewhere go to their owners, which add them in rank order (the same
  *      bits run after run) on their backend;
  *   6. the owned rows of R = P^T from P's owned and ghost rows (no message), transposed by the
- *      backend; R's and P's local patterns are made there too (dist_local_pattern), the host
- *      seeing only one entry per coarse column or per ghost.
+ *      backend; R's, P's and the coarse operator's local patterns are made there too
+ *      (dist_local_pattern), the host seeing only one entry per coarse column or per ghost
+ *      (the coarse operator's: the next level's host rows, which it keeps anyway).
  * The host's row loops run on the process's threads, each row filled apart, and the backend's
  * ops are deterministic: the bytes do not depend on the thread count.
  * Each coarse operator, P and R is a distributed operator of its own (a halo plan over its
@@ -741,25 +742,26 @@ static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown
     return 0;
 }
 
-/* Host rows of the next level from its operator's global rows in the local order
- * (merge_rows'; columns: owned offsets, then the positions among the operator's ghosts);
- * H->A takes *val over. */
-static int coarse_rows(const dmat *A, int64_t row0, int64_t nown, int bs, const int64_t *rowptr,
-                       const int64_t *gcol, double **val, hlev *H)
+/* Host rows of the next level from its global rows in the local order (merge_rows'); columns:
+ * owned offsets, then nown + the positions among its ghosts ghost[0..ng) (ascending: every
+ * column outside [row0, row0 + nown)); H->A takes *val over. H->halo is its operator's, set by
+ * the caller. */
+static int coarse_rows(int64_t row0, int64_t nown, int bs, const int64_t *ghost, int64_t ng,
+                       const int64_t *rowptr, const int64_t *gcol, double **val, hlev *H)
 {
     const int64_t nnz = rowptr[nown];
     H->row0 = row0;
     H->nown = nown;
     H->bs = bs;
-    H->halo = A->halo;
+    H->halo = NULL;
     H->perm = NULL;
-    HK_CALL(hk_damg_pattern_alloc(&hk_backend_cpu, bs, bs, nown, nown + A->ng, nnz, &H->A));
+    HK_CALL(hk_damg_pattern_alloc(&hk_backend_cpu, bs, bs, nown, nown + ng, nnz, &H->A));
     memcpy(H->A.rowptr, rowptr, (size_t)(nown + 1) * sizeof *rowptr);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < nnz; p++) {
         const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
         H->A.colind[p] =
-            (int32_t)(own ? gcol[p] - row0 : nown + hk_damg_find_i64(A->ghost, A->ng, gcol[p]));
+            (int32_t)(own ? gcol[p] - row0 : nown + hk_damg_find_i64(ghost, ng, gcol[p]));
     }
     H->A.val = *val;
     *val = NULL;
@@ -1553,6 +1555,40 @@ fail:
     return ierr;
 }
 
+/* HOOKE_AMG_CHECK_TRANSFER=1 (tests): level j's operator, made where its rows H are
+ * (coarse_operator), against the one the host makes from their global columns
+ * (hk_damg_dmat_create): byte for byte, else an error naming what differs. Collective. */
+static int coarse_check(hk_pc *pc, damg *a, int j, const hlev *H, int split)
+{
+    const hk_dist *d = a->d;
+    const dmat *A = a->lev[j].A;
+    const int64_t nown = H->nown, nnz = H->A.nnzb;
+    int64_t *gc = NULL;
+    dmat *Ah = NULL;
+    const char *what = "";
+    int ierr = hk_malloc((size_t)(nnz + 1) * sizeof *gc, &gc);
+    if (!ierr)
+        for (int64_t p = 0; p < nnz; p++) {
+            const int32_t col = H->A.colind[p];
+            gc[p] = col < nown ? H->row0 + col : A->ghost[col - nown];
+        }
+    HK_TRY(hk_comm_agree(d->comm, ierr));
+    HK_TRY(hk_damg_dmat_create(d, pc->prec, nown, H->bs, H->bs, H->A.rowptr, gc, H->A.val,
+                               d->host_memory ? NULL : H->Ad.val, H->row0, nown, NULL, split, NULL,
+                               &Ah));
+    ierr = dmat_compare(A, Ah, &what);
+    if (!ierr && *what)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "HOOKE_AMG_CHECK_TRANSFER: level %d's operator made where its rows "
+                            "are differs from the host's in %s",
+                            j, what);
+    ierr = hk_comm_agree(d->comm, ierr);
+fail:
+    hk_damg_dmat_destroy(Ah);
+    free(gc);
+    return ierr;
+}
+
 /* The blocks of M (on the process's backend; its rows and columns global ids rc[], ascending)
  * whose row is owned elsewhere (not in [crow0, crow0 + nown)), for route: rc ascending keeps
  * this process's rows together, so the others are M's first and last rows, whose blocks (a
@@ -1630,6 +1666,46 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     return 0;
 }
 
+/* Level j's operator (into a->lev[j].A) from its rows H (coarse_rows': local columns, all of
+ * its ghost[0..ng) read) where they are, as P's and R's: the columns read marked on the
+ * backend (dist_read_columns: the owned ones read ascending, then the ghosts), the local
+ * pattern made there (hk_damg_dmat_create_dev); the same operator as hk_damg_dmat_create makes
+ * from the global columns on the host, without their pass and upload. *ghost is taken (NULL
+ * after, also on a failure). Collective. */
+static int coarse_operator(hk_pc *pc, damg *a, int j, const hlev *H, int64_t **ghost, int64_t ng,
+                           int split)
+{
+    const hk_dist *d = a->d;
+    const hk_backend_ops *L = d->local;
+    const hk_bmat *S = d->host_memory ? &H->A : &H->Ad; /* the cpu's rows are the host's */
+    const int64_t nown = H->nown;
+    int32_t *rank = NULL, *list = NULL;
+    int64_t nread = 0;
+    double t[2];
+    hk_damg_lap_start(t);
+    int ierr = L->alloc((void **)&rank, (size_t)(nown + ng + 1) * sizeof *rank);
+    if (!ierr) ierr = L->alloc((void **)&list, (size_t)(nown + ng + 1) * sizeof *list);
+    if (!ierr) ierr = L->dist_read_columns(S->colind, S->nnzb, nown + ng, rank, list, &nread);
+    if (!ierr && nread < ng)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "pc=amg: a coarse operator reads %lld columns, fewer than its %lld "
+                            "ghosts",
+                            (long long)nread, (long long)ng);
+    ierr = hk_comm_agree(d->comm, ierr);
+    if (!ierr) {
+        ierr = hk_damg_dmat_create_dev(d, pc->prec, nown, S->br, S->bc, S->nnzb, S->rowptr,
+                                       S->colind, rank, S->val, nread - ng, list, *ghost, ng,
+                                       H->row0, nown, NULL, split, a->st, t, &a->lev[j].A);
+        *ghost = NULL;
+        list = NULL;
+    }
+    free(*ghost);
+    *ghost = NULL;
+    if (list) L->dealloc(list);
+    if (rank) L->dealloc(rank);
+    return ierr;
+}
+
 /* Level l's transfer operators and the next level (its operator, host rows and near-null
  * space); H and *B are replaced by the next level's. The products run on the process's
  * backend (agg, D64, *B and H->Ad there); the host keeps the exchanges of T's and P's ghost
@@ -1672,7 +1748,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
     hk_bmat Textd = {0}, Pextd = {0}, Rt = {0};
     routed R = {0};
-    int64_t *rp = NULL, *gc = NULL;
+    int64_t *rp = NULL, *gc = NULL, *cghost = NULL, cng = 0; /* cghost: A_c's ghosts */
     double *vv = NULL;
     hlev Hn = {0};
     double *ph = a->ph, t[2], ts[2];
@@ -1743,15 +1819,12 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     mkey_dev = NULL;
     hk_bmat_free(&Ac);
     hk_damg_step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
-    hk_damg_lap(ph, PH_GALERKIN, t);
-    HK_TRY(hk_damg_dmat_create(d, pc->prec, nagg, nns, nns, rp, gc, vv, Acv_dev, crow0, nagg, NULL,
-                               split_operator(a, l + 1), a->st, &C->A));
-    hk_damg_lap(ph, PH_OPERATORS, t);
-    hk_damg_lap_start(ts);
-    ierr = coarse_rows(C->A, crow0, nagg, nns, rp, gc, &vv, &Hn);
-    /* on a device the next level's rows are there already: the merge's rowptr and values, the
-     * local columns uploaded (on every process, also one without rows, so that none skips the
-     * level's upload, which is agreed) */
+    /* the next level's rows: their ghosts (the merged columns owned elsewhere), their host
+     * rows with local columns; on a device the merge's rowptr and values are there already,
+     * the local columns uploaded (on every process, also one without rows, so that none skips
+     * the level's upload, which is agreed) */
+    ierr = hk_damg_ghost_columns(rp[nagg], gc, crow0, nagg, &cghost, &cng);
+    if (!ierr) ierr = coarse_rows(crow0, nagg, nns, cghost, cng, rp, gc, &vv, &Hn);
     if (!ierr && !d->host_memory) {
         const hk_bmat S0 = {.be = Lb,
                             .br = nns,
@@ -1764,7 +1837,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         mrp_dev = NULL;
         ierr = Lb->alloc((void **)&Hn.Ad.colind, (size_t)(Hn.A.nnzb + 1) * sizeof(int32_t));
         if (!ierr && Hn.A.nnzb)
-            ierr = hk_damg_to_backend(Lb, Hn.Ad.colind, Hn.A.colind, (size_t)Hn.A.nnzb * sizeof(int32_t));
+            ierr = hk_damg_to_backend(Lb, Hn.Ad.colind, Hn.A.colind,
+                                      (size_t)Hn.A.nnzb * sizeof(int32_t));
         if (!ierr) {
             Hn.Ad.val = Acv_dev;
             Acv_dev = NULL;
@@ -1780,6 +1854,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     HK_TRY(hk_comm_agree(c, ierr));
     hk_damg_step_lap(Lb, a->st, ST_GAL_ROWS, ts);
     hk_damg_lap(ph, PH_GALERKIN, t);
+    /* A_c's operator from those rows where they are */
+    HK_TRY(coarse_operator(pc, a, l + 1, &Hn, &cghost, cng, split_operator(a, l + 1)));
+    Hn.halo = C->A->halo;
+    hk_damg_lap(ph, PH_OPERATORS, t);
     /* R = P^T: this process's coarse rows from P's owned and ghost rows, where they are */
     int64_t *rrp = NULL, r0 = 0, rnnz = 0, pnnz = 0;
     ierr = restriction(d, H, &Pextd, cP, nP, crow0, nagg, &Rt, &rrp, &r0, &rnnz, &pnnz);
@@ -1801,6 +1879,7 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         if (check)
             HK_TRY(transfer_check(pc, a, l, H, &Pextd, &Rt, r0, cP, crow0, nagg, inv0,
                                   split_below(a, l), split_below(a, l + 1)));
+        if (check) HK_TRY(coarse_check(pc, a, l + 1, &Hn, split_operator(a, l + 1)));
     }
     hk_damg_lap_start(t);
     hk_bmat_free(&Rt);
@@ -1824,6 +1903,7 @@ fail:
     free(cT);
     free(cP);
     free(Tmap);
+    free(cghost);
     if (Bc) Lb->dealloc(Bc);
     if (d->host_memory) {
         free(rp);
