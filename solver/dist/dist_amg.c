@@ -713,13 +713,14 @@ fail:
     return ierr;
 }
 
-/* The merged rows' pattern on the host: *rp (nown + 1) and the blocks' global columns *gc from
- * merge_rows' rowptr and keys on the backend, downloaded into the staging s (the caller frees
- * nothing of them); on the cpu those arrays themselves (*rowptr and *key taken over, NULL
- * after; the caller frees them), the keys turned into columns in place. */
-static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown,
-                          int64_t **rowptr, int64_t **key, int64_t **rp, int64_t **gc)
+/* The merged rows' pattern on the host: *rp (nown + 1) and the blocks' merge keys *gk
+ * (merge_key's: coarse_rows reads them as they are) from merge_rows' rowptr and keys on the
+ * backend, downloaded into the staging s (the caller frees nothing of them); on the cpu those
+ * arrays themselves (*rowptr and *key taken over, NULL after; the caller frees them). */
+static int merged_pattern(const hk_dist *d, stage *s, int64_t nown, int64_t **rowptr, int64_t **key,
+                          int64_t **rp, int64_t **gk)
 {
+    int64_t **gc = gk;
     *rp = *gc = NULL;
     if (d->host_memory) {
         *rp = *rowptr;
@@ -734,20 +735,16 @@ static int merged_pattern(const hk_dist *d, stage *s, int64_t row0, int64_t nown
         if ((*rp)[nown])
             HK_CALL(hk_damg_stage_down(d, s, *gc, *key, (size_t)(*rp)[nown] * sizeof **gc));
     }
-    int64_t *g = *gc;
-    const int64_t nnz = (*rp)[nown];
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < nnz; p++)
-        g[p] = merge_col(g[p], row0, nown);
     return 0;
 }
 
-/* Host rows of the next level from its global rows in the local order (merge_rows'); columns:
- * owned offsets, then nown + the positions among its ghosts ghost[0..ng) (ascending: every
- * column outside [row0, row0 + nown)); H->A takes *val over. H->halo is its operator's, set by
- * the caller. */
-static int coarse_rows(int64_t row0, int64_t nown, int bs, const int64_t *ghost, int64_t ng,
-                       const int64_t *rowptr, const int64_t *gcol, double **val, hlev *H)
+/* Host rows of the next level [row0, row0 + nown) from its rows in the local order with their
+ * merge keys key (merge_rows'); columns: owned offsets (the keys below nown), then nown + the
+ * positions among the ghosts' keys gkey[0..ng) (ascending: every key from nown up, which
+ * merge_col turns into the ghosts' global ids in their order); H->A takes *val over. H->halo
+ * is its operator's, set by the caller. */
+static int coarse_rows(int64_t row0, int64_t nown, int bs, const int64_t *gkey, int64_t ng,
+                       const int64_t *rowptr, const int64_t *key, double **val, hlev *H)
 {
     const int64_t nnz = rowptr[nown];
     H->row0 = row0;
@@ -758,11 +755,9 @@ static int coarse_rows(int64_t row0, int64_t nown, int bs, const int64_t *ghost,
     HK_CALL(hk_damg_pattern_alloc(&hk_backend_cpu, bs, bs, nown, nown + ng, nnz, &H->A));
     memcpy(H->A.rowptr, rowptr, (size_t)(nown + 1) * sizeof *rowptr);
 #pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < nnz; p++) {
-        const int own = gcol[p] >= row0 && gcol[p] < row0 + nown;
+    for (int64_t p = 0; p < nnz; p++)
         H->A.colind[p] =
-            (int32_t)(own ? gcol[p] - row0 : nown + hk_damg_find_i64(ghost, ng, gcol[p]));
-    }
+            (int32_t)(key[p] < nown ? key[p] : nown + hk_damg_find_i64(gkey, ng, key[p]));
     H->A.val = *val;
     *val = NULL;
     return 0;
@@ -1748,7 +1743,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
     hk_bmat Textd = {0}, Pextd = {0}, Rt = {0};
     routed R = {0};
-    int64_t *rp = NULL, *gc = NULL, *cghost = NULL, cng = 0; /* cghost: A_c's ghosts */
+    int64_t *rp = NULL, *gc = NULL, *cghost = NULL,
+            cng = 0; /* gc: merge keys; cghost: A_c's ghosts */
     double *vv = NULL;
     hlev Hn = {0};
     double *ph = a->ph, t[2], ts[2];
@@ -1808,8 +1804,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
         merge_rows(d, &a->stg, crow0, nagg, starts[P], &Ac, cP, &R, &mrp_dev, &mkey_dev, &Acv_dev);
     routed_free(d, &R);
     hk_damg_step_lap(Lb, a->st, ST_GAL_MERGE, ts);
-    /* the merged pattern on the host (rp, gc); on the cpu the values are host rows (vv) */
-    if (!ierr) ierr = merged_pattern(d, &a->stg, crow0, nagg, &mrp_dev, &mkey_dev, &rp, &gc);
+    /* the merged pattern on the host (rp, gc: keys); on the cpu the values are host rows (vv) */
+    if (!ierr) ierr = merged_pattern(d, &a->stg, nagg, &mrp_dev, &mkey_dev, &rp, &gc);
     if (!ierr && d->host_memory) {
         vv = Acv_dev;
         Acv_dev = NULL;
@@ -1819,12 +1815,14 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     mkey_dev = NULL;
     hk_bmat_free(&Ac);
     hk_damg_step_lap(Lb, a->st, ST_GAL_PATTERN, ts);
-    /* the next level's rows: their ghosts (the merged columns owned elsewhere), their host
-     * rows with local columns; on a device the merge's rowptr and values are there already,
-     * the local columns uploaded (on every process, also one without rows, so that none skips
-     * the level's upload, which is agreed) */
-    ierr = hk_damg_ghost_columns(rp[nagg], gc, crow0, nagg, &cghost, &cng);
+    /* the next level's rows: their ghosts (the merged columns owned elsewhere: keys from nagg
+     * up), their host rows with local columns; on a device the merge's rowptr and values are
+     * there already, the local columns uploaded (on every process, also one without rows, so
+     * that none skips the level's upload, which is agreed) */
+    ierr = hk_damg_ghost_columns(rp[nagg], gc, 0, nagg, &cghost, &cng);
     if (!ierr) ierr = coarse_rows(crow0, nagg, nns, cghost, cng, rp, gc, &vv, &Hn);
+    for (int64_t k = 0; k < cng && !ierr; k++) /* the ghosts' keys into their global ids */
+        cghost[k] = merge_col(cghost[k], crow0, nagg);
     if (!ierr && !d->host_memory) {
         const hk_bmat S0 = {.be = Lb,
                             .br = nns,
