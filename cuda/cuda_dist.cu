@@ -10,31 +10,36 @@
 
 extern "C" const hk_backend_ops hk_backend_cuda; // cuda_core.cu: the layout's outputs are on it
 
-template <typename T>
+template <typename Tx, typename Ty>
 __global__ void k_gather(int64_t n, int bs, const int32_t *__restrict__ idx,
-                         const T *__restrict__ x, T *__restrict__ y)
+                         const Tx *__restrict__ x, Ty *__restrict__ y)
 {
     const int64_t m = n * bs;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m;
          e += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = e / bs;
-        y[e] = x[(int64_t)idx[i] * bs + (e - i * bs)];
+        y[e] =
+            (Ty)x[(int64_t)idx[i] * bs + (e - i * bs)]; /* fp64 into fp32: vec_convert's rounding */
     }
 }
 
 int hk_cu_vec_gather(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs)
 {
-    HK_CHECK(x->prec == y->prec && y->n >= n * bs && bs >= 1, HK_ERR_ARG,
+    const int narrow = x->prec == HK_FP64 && y->prec == HK_FP32;
+    HK_CHECK((x->prec == y->prec || narrow) && y->n >= n * bs && bs >= 1, HK_ERR_ARG,
              "vec_gather: %lld blocks of %d into a vector of %lld entries (precisions %s)",
-             (long long)n, bs, (long long)y->n, x->prec == y->prec ? "equal" : "differ");
+             (long long)n, bs, (long long)y->n, x->prec == y->prec ? "equal" : "fp32 into fp64");
     if (n == 0) return 0;
     const unsigned g = hk_cu_grid(n * bs);
-    if (x->prec == HK_FP64)
-        k_gather<double><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, bs, idx, (const double *)x->data,
-                                                              (double *)y->data);
+    if (narrow)
+        k_gather<double, float><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, bs, idx, (const double *)x->data, (float *)y->data);
+    else if (x->prec == HK_FP64)
+        k_gather<double, double><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, bs, idx, (const double *)x->data, (double *)y->data);
     else
-        k_gather<float><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(n, bs, idx, (const float *)x->data,
-                                                             (float *)y->data);
+        k_gather<float, float><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            n, bs, idx, (const float *)x->data, (float *)y->data);
     HK_CU_LAUNCHED();
     return 0;
 }

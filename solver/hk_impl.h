@@ -877,8 +877,10 @@ typedef struct hk_backend_ops {
 
     /* ---- distributed runs (solver/dist/, docs/parallel.md) -------------------------------
      * vec_gather: y[i bs + r] = x[idx[i] bs + r] for i < n, r < bs (idx: n block indices in
-     * the backend's memory; x, y of one precision, y->n >= n bs): packs the halo's send buffer
-     * and the boundary rows' owned columns. NULL: the backend cannot run distributed. */
+     * the backend's memory; x, y of one precision, or x fp64 and y fp32, each entry rounded as
+     * vec_convert rounds it; y->n >= n bs): packs the halo's send buffer and the boundary
+     * rows' owned columns, puts an operator's values in order (converted in the same pass).
+     * NULL: the backend cannot run distributed. */
     int (*vec_gather)(hk_vec *y, const hk_vec *x, const int32_t *idx, int64_t n, int bs);
     /* The transfer operators' local patterns (pc=amg on several processes, solver/dist/
      * dist_amg.c), made where the blocks are. dist_read_columns: which of ncols columns the n

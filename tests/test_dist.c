@@ -4,6 +4,7 @@
  * suite cuda_dist). */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,15 +122,18 @@ static void test_layout_one(void)
     hk_bcsr_free(&K);
 }
 
-/* vec_gather of a backend against the plain loop, fp64 and fp32, records of 1..3 entries and
- * of 4 and 9 (the blocks of 2 x 2 and 3 x 3 that the layout gathers from a matrix's values). */
+/* vec_gather of a backend against the plain loop, fp64, fp32 and fp64 into fp32 (each entry
+ * rounded as a cast rounds it: the bits compared), records of 1..3 entries and of 4 and 9 (the
+ * blocks of 2 x 2 and 3 x 3 that the layout gathers from a matrix's values). */
 static void gather_on(const hk_backend *be)
 {
     {
         CU_ASSERT_FATAL(be && be->vec_gather != NULL);
         static const int sizes[] = {1, 2, 3, 4, 9};
         for (int k = 0; k < 5; k++)
-            for (int prec = 0; prec < 2; prec++) {
+            for (int kind = 0; kind < 3; kind++) { /* 0 fp64, 1 fp32, 2 fp64 into fp32 */
+                const hk_precision px = kind == 1 ? HK_FP32 : HK_FP64;
+                const hk_precision py = kind == 0 ? HK_FP64 : HK_FP32;
                 const int bs = sizes[k];
                 const int64_t nb = 1000, n = 377;
                 double *x = hk_test_rand_vec(nb * bs, 11u + (unsigned)bs), *y = NULL;
@@ -138,8 +142,8 @@ static void gather_on(const hk_backend *be)
                     idx[i] = (int32_t)((i * 7919) % nb);
                 y = calloc((size_t)(n * bs), sizeof *y);
                 hk_vec *vx = NULL, *vy = NULL;
-                HK_ASSERT_OK(hk_vec_create(be, nb * bs, (hk_precision)prec, &vx));
-                HK_ASSERT_OK(hk_vec_create(be, n * bs, (hk_precision)prec, &vy));
+                HK_ASSERT_OK(hk_vec_create(be, nb * bs, px, &vx));
+                HK_ASSERT_OK(hk_vec_create(be, n * bs, py, &vy));
                 HK_ASSERT_OK(hk_vec_upload(vx, x));
                 HK_ASSERT_OK(be->alloc((void **)&didx, sizeof *didx * (size_t)n));
                 HK_ASSERT_OK(be->copy_to(didx, idx, sizeof *idx * (size_t)n));
@@ -149,9 +153,15 @@ static void gather_on(const hk_backend *be)
                 for (int64_t i = 0; i < n; i++)
                     for (int r = 0; r < bs; r++) {
                         double want = x[(int64_t)idx[i] * bs + r];
-                        if (prec) want = (float)want;
-                        same &= y[i * bs + r] == want;
+                        if (py == HK_FP32) want = (float)want;
+                        same &= memcmp(&y[i * bs + r], &want, sizeof want) == 0;
                     }
+                if (!same)
+                    fprintf(stderr, "vec_gather on %s: records of %d, %s, differ from the loop\n",
+                            be->name, bs,
+                            kind == 0   ? "fp64"
+                            : kind == 1 ? "fp32"
+                                        : "fp64 into fp32");
                 CU_ASSERT(same);
                 be->dealloc(didx);
                 hk_vec_destroy(vx);
@@ -1609,39 +1619,37 @@ static void test_ghost_rows_cuda(void)
     ghost_rows_on(hk_test_cuda_backend(), 2, 2);
 }
 
-HK_SUITE(dist,
-         {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
-         {"partitions of a mesh's cells along their dual graph", test_partition_cells},
-         {"one process: sums, agreement and an empty halo pass through", test_comm_one},
-         {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
-          test_layout_one},
-         {"vec_gather on the cpu, fp64 and fp32, records of 1 to 9", test_gather_cpu},
-         {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
-          "random one repeated",
-          test_local_pattern_cpu},
-         {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
-          "indices naming their blocks, a bad column's first row",
-          test_split_cpu},
-         {"the layout from values in the backend's memory, and from host rows taken the "
-          "device's way: the host's bytes, its check's sentence (views, and the device's path)",
-          test_resident_cpu},
-         {"the layout from a part's rows in the backend's memory (their columns made global "
-          "there): the host's bytes, its check's sentences (views, and the device's path)",
-          test_device_rows_cpu},
-         {"the distributed table keeps the backend's own ops only where they are local",
-          test_ops_reviewed},
-         {"the halos' host staging without a backend op: malloc's, round trips",
-          test_host_staging_cpu},
-         {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named",
-          test_coo_cpu},
-         {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
-          test_ghost_rows_cpu},
-         {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
-          "copies' bytes, nothing past the end",
-          test_pageable_copies_cpu},
-         {"the distributed operator's fp32 copy converted part by part: the fp32 build's "
-          "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
-          test_convert_cpu})
+HK_SUITE(
+    dist, {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
+    {"partitions of a mesh's cells along their dual graph", test_partition_cells},
+    {"one process: sums, agreement and an empty halo pass through", test_comm_one},
+    {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
+     test_layout_one},
+    {"vec_gather on the cpu, fp64, fp32 and fp64 into fp32, records of 1 to 9", test_gather_cpu},
+    {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
+     "random one repeated",
+     test_local_pattern_cpu},
+    {"dist_scan and dist_split on the cpu: the rows' kinds and ghosts, rows sorted, gather "
+     "indices naming their blocks, a bad column's first row",
+     test_split_cpu},
+    {"the layout from values in the backend's memory, and from host rows taken the "
+     "device's way: the host's bytes, its check's sentence (views, and the device's path)",
+     test_resident_cpu},
+    {"the layout from a part's rows in the backend's memory (their columns made global "
+     "there): the host's bytes, its check's sentences (views, and the device's path)",
+     test_device_rows_cpu},
+    {"the distributed table keeps the backend's own ops only where they are local",
+     test_ops_reviewed},
+    {"the halos' host staging without a backend op: malloc's, round trips", test_host_staging_cpu},
+    {"coo_to_csr on the cpu: duplicates summed in input order, a bad entry named", test_coo_cpu},
+    {"pc=amg's ghost rows on the cpu: records and the extended rows as defined",
+     test_ghost_rows_cpu},
+    {"pc=amg's staging copies (copy_to_pageable, copy_from_pageable) on the cpu: the plain "
+     "copies' bytes, nothing past the end",
+     test_pageable_copies_cpu},
+    {"the distributed operator's fp32 copy converted part by part: the fp32 build's "
+     "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
+     test_convert_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",

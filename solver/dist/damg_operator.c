@@ -619,8 +619,8 @@ static int dmat_plan(dmat *m, int64_t in_row0, int64_t in_nown, const int32_t *i
 /* m's values on the backend in M's order (its pattern made): block q is block src[q] (src on
  * the backend; NULL: the blocks in their order) of val (host) or val_dev (the same on the
  * backend where they are there already, else NULL; on a device val may then be NULL), into
- * M.val (fp64) or v32 (fp32, converted before the gather, which moves whole blocks: the same
- * bytes as converting after it, without an fp64 copy). */
+ * M.val (fp64) or v32 (fp32: converted by the gather itself, each entry rounded as
+ * vec_convert rounds it, in one pass without a second array). */
 static int dmat_values(dmat *m, const double *val, const double *val_dev, const int32_t *src)
 {
     const hk_dist *d = m->d;
@@ -628,7 +628,6 @@ static int dmat_values(dmat *m, const double *val, const double *val_dev, const 
     const hk_precision prec = m->prec;
     const int64_t nnz = m->M.nnzb, bb = (int64_t)m->br * m->bc;
     double *raw_dev = NULL;
-    void *raw32 = NULL;
     const double *from_val = d->host_memory ? val : val_dev;
     const size_t vbytes = (size_t)(nnz * bb) * (prec == HK_FP32 ? sizeof(float) : sizeof(double));
     int ierr = L->alloc(prec == HK_FP32 ? (void **)&m->v32 : (void **)&m->M.val, vbytes + 8);
@@ -639,12 +638,6 @@ static int dmat_values(dmat *m, const double *val, const double *val_dev, const 
         if (!from_val) ierr = upload_f64(L, val, nnz * bb, &raw_dev);
         hk_vec from = {
             .be = L, .n = nnz * bb, .prec = HK_FP64, .data = from_val ? (void *)from_val : raw_dev};
-        if (!ierr && prec == HK_FP32 && src) { /* converted into raw32, then gathered */
-            ierr = L->alloc(&raw32, vbytes + 8);
-            hk_vec to32 = {.be = L, .n = nnz * bb, .prec = HK_FP32, .data = raw32};
-            if (!ierr) ierr = L->vec_convert(&to32, &from);
-            from = to32;
-        }
         hk_vec to = {.be = L, .n = nnz * bb, .prec = prec, .data = dst};
         if (!ierr)
             ierr = src               ? L->vec_gather(&to, &from, src, nnz, (int)bb)
@@ -652,7 +645,6 @@ static int dmat_values(dmat *m, const double *val, const double *val_dev, const 
                                      : L->vec_copy(&to, &from);
     }
     if (raw_dev) L->dealloc(raw_dev);
-    if (raw32) L->dealloc(raw32);
     return ierr;
 }
 
