@@ -314,10 +314,13 @@ int hk_run_export_system(const hk_case *c, hk_run *r);
  * may assemble and recover (--assembly is not host), so the host holds no K. Refuses with
  * HK_ERR_MEMORY and one sentence naming the estimate, what is available and the key. */
 /* Start the device backend (cuda or auto asked for) on a thread of its own, to overlap meshing
- * (on several processes: every process at the start of the run); hk_run_device_wait joins it
- * (the mesh check calls it first). */
+ * (on several processes: every process at the start of the run); hk_run_device_wait waits for
+ * the device (the mesh check calls it first), not for the run's device communicator the thread
+ * makes afterwards (dist.comm=nccl: its solver's layout waits for that); hk_run_device_end
+ * joins the thread (at the end of the run, or where a failure ends it). */
 void hk_run_device_start(const char *backend);
 void hk_run_device_wait(void);
+void hk_run_device_end(void);
 int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int device_fem,
                                  hk_run_memory *mem);
 int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,

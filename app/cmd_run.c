@@ -401,7 +401,7 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
     snprintf(r->assembled_on, sizeof r->assembled_on, "host");
     snprintf(r->recovered_on, sizeof r->recovered_on, "host");
 fail:
-    hk_run_device_wait(); /* a failed meshing leaves no start running */
+    hk_run_device_end(); /* a failed meshing leaves no start running */
     return ierr;
 }
 

@@ -77,22 +77,42 @@ static const hk_backend *solve_backend(const hk_case *c, const char *backend)
  * second on the GPU hosts) runs on a thread of its own while the model is meshed
  * (hk_run_device_start); nothing else touches the backend until hk_run_device_wait, which the
  * check after meshing calls first. On several processes every process starts its device so
- * from the beginning of the run (app/run_mpi.c), while rank 0 meshes. */
+ * from the beginning of the run (app/run_mpi.c), while rank 0 meshes. With dist.comm=nccl the
+ * thread then makes the run's device communicator (hk_dist_comm_start: NCCL's start and its
+ * links, about 2 s on four H200s), which nothing needs before the solver's layout takes it
+ * (and waits for it there): hk_run_device_wait waits only for the device, hk_run_device_end
+ * for the thread. */
 static struct {
     pthread_t thread;
-    int running;
-} device_start;
+    int running; /* started and not yet joined */
+    int ready;   /* the device started (the thread may still make the communicator) */
+    pthread_mutex_t lock;
+    pthread_cond_t started;
+} device_start = {.lock = PTHREAD_MUTEX_INITIALIZER, .started = PTHREAD_COND_INITIALIZER};
+
+static void device_ready(void)
+{
+    pthread_mutex_lock(&device_start.lock);
+    device_start.ready = 1;
+    pthread_cond_broadcast(&device_start.started);
+    pthread_mutex_unlock(&device_start.lock);
+}
 
 static void *device_start_main(void *arg)
 {
     (void)arg;
     const hk_backend *be = NULL;
     size_t dfree = 0, dtotal = 0;
-    if (!hk_backend_get("cuda", &be) && be->mem_info) be->mem_info(&dfree, &dtotal);
+    const int started = !hk_backend_get("cuda", &be);
+    if (started && be->mem_info) be->mem_info(&dfree, &dtotal);
+    /* the device ready for the other threads; a device that failed to start is announced only
+     * after the communicator's attempt below, so that nobody starts it again meanwhile */
+    if (started) device_ready();
     /* then the run's device communicator where app/run_mpi.c prepared one (dist.comm=nccl):
      * NCCL's start and its links between the processes, here rather than in the solver's
      * set-up; its failure is reported by the solver that takes it */
     hk_dist_comm_start();
+    if (!started) device_ready();
     return NULL; /* a failure (no device) is found again, and reported, by the check */
 }
 
@@ -100,10 +120,20 @@ void hk_run_device_start(const char *backend)
 {
     if (device_start.running) return;
     if (backend && strcmp(backend, "auto") && strcmp(backend, "cuda")) return;
+    device_start.ready = 0;
     device_start.running = pthread_create(&device_start.thread, NULL, device_start_main, NULL) == 0;
 }
 
 void hk_run_device_wait(void)
+{
+    if (!device_start.running) return;
+    pthread_mutex_lock(&device_start.lock);
+    while (!device_start.ready)
+        pthread_cond_wait(&device_start.started, &device_start.lock);
+    pthread_mutex_unlock(&device_start.lock);
+}
+
+void hk_run_device_end(void)
 {
     if (!device_start.running) return;
     pthread_join(device_start.thread, NULL);

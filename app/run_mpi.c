@@ -439,7 +439,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     memset(&r0, 0, sizeof r0);
 
     /* every process starts its device on a thread while rank 0 meshes (its context and
-     * kernels take about half a second); rank 0's meshing joins it after the mesh, the others
+     * kernels take about half a second); rank 0's meshing waits for it after the mesh, the others
      * before they choose the stages' backends. With dist.comm=nccl that thread also makes the
      * run's device communicator (its id agreed here), which the solver then takes ready. */
     ierr = hk_comm_agree(w, prepare_device_comm(w, c, o));
@@ -521,7 +521,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     snprintf(r0.assembled_on, sizeof r0.assembled_on, "host");
     snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
     t = hk_time();
-    hk_run_device_wait(); /* rank 0's joined after meshing */
+    hk_run_device_wait(); /* rank 0's waited for after meshing (not its communicator) */
     t_device = hk_time() - t;
     t = hk_time();
     ierr = hk_run_fem_backends(c, o, &sm.p, &r0);
@@ -793,7 +793,7 @@ fail:
     fprintf(stderr, "hooke run: process %d: %s\n", me, hk_error_message());
     ierr = ierr ? ierr : HK_ERR_INTERNAL; /* not agreed: hk_comm_world_end aborts the run */
 done:
-    hk_run_device_wait(); /* a run stopped before its backends were chosen */
+    hk_run_device_end(); /* the device's thread joined (a run stopped early: its start too) */
     r0.t_total = hk_time() - L.t0;
     if (me == 0) {
         char msg[1024] = "";
