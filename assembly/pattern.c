@@ -28,29 +28,28 @@ int hk_asm_node_cells_of(const hk_mesh *m, const uint8_t *want, hk_adj *a)
     const int64_t nn = m->nnodes, ne = m->cells.n;
     const int64_t *cptr = m->cells.ptr;
     const int32_t *cn = m->cells.nodes;
-    int64_t *fill = NULL;
     memset(a, 0, sizeof *a);
     a->n = nn;
-    HK_TRY(hk_calloc((size_t)nn + 1, sizeof *a->ptr, &a->ptr));
+    /* node v's count at ptr[v + 2], summed in parallel into its list's start at ptr[v + 1],
+     * which the fill moves on to its end, node v + 1's start: no second array of the part's
+     * nodes and no serial pass over them */
+    HK_TRY(hk_calloc((size_t)nn + 2, sizeof *a->ptr, &a->ptr));
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < ne; e++)
         for (int64_t k = cptr[e]; k < cptr[e + 1]; k++)
             if (want[cn[k]]) {
 #pragma omp atomic
-                a->ptr[cn[k] + 1]++;
+                a->ptr[cn[k] + 2]++;
             }
-    for (int64_t i = 0; i < nn; i++)
-        a->ptr[i + 1] += a->ptr[i];
-    HK_TRY(hk_malloc((size_t)a->ptr[nn] * sizeof *a->idx + 1, &a->idx));
-    HK_TRY(hk_malloc((size_t)nn * sizeof *fill + 1, &fill));
-    memcpy(fill, a->ptr, (size_t)nn * sizeof *fill);
+    hk_prefix_sum(a->ptr + 1, nn);
+    HK_TRY(hk_malloc((size_t)a->ptr[nn + 1] * sizeof *a->idx + 1, &a->idx));
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < ne; e++) {
         for (int64_t k = cptr[e]; k < cptr[e + 1]; k++) {
             if (!want[cn[k]]) continue;
             int64_t pos;
 #pragma omp atomic capture
-            pos = fill[cn[k]]++;
+            pos = a->ptr[cn[k] + 1]++;
             a->idx[pos] = e;
         }
     }
@@ -65,7 +64,6 @@ int hk_asm_node_cells_of(const hk_mesh *m, const uint8_t *want, hk_adj *a)
             a->idx[j] = e;
         }
 fail:
-    free(fill);
     if (ierr) hk_adj_free(a);
     return ierr;
 }
