@@ -241,7 +241,7 @@ static int sp_launch(bool numeric, const sp_args &g)
 }
 
 static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
-                             unsigned long long *dfirst, int upper, int kernel);
+                             unsigned long long *dfirst, int upper);
 
 // C = A B; with values false its pattern alone (C->val allocated, not written).
 static int sp_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, bool values)
@@ -313,7 +313,7 @@ static int sp_spgemm(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, bool values
     }
     if (values) {
         HK_TRY(hk_cu_setup_flag(&dfirst));
-        HK_TRY(sp_numeric_values(A, B, C, dfirst, 0, -1));
+        HK_TRY(sp_numeric_values(A, B, C, dfirst, 0));
         HK_TRY(hk_cu_first_row_read(dfirst, &first)); // none: C's pattern is the product's
     }
 fail:
@@ -633,66 +633,6 @@ spr_step(const spn_args &g, int64_t i, int lane, int ntask, const int32_t *cols,
     __syncwarp();
 }
 
-// The same step with a lane per entry of the products (HOOKE_SPGEMM=entries): task (q, r, s)
-// adds entry (r, s) of A_p B_q over m in order into its block of C, so the BR BC lanes of one B
-// block read its values coalesced (B's row is contiguous) and A_p's row r is a broadcast, and
-// a step of nq blocks of B is nq BR BC tasks (3x3 . 3x6, 3.9 blocks: 70 tasks, 3 rounds of the
-// warp) instead of nq BR lanes each loading a whole B block. The loads of NR rounds are issued
-// before the first of their look-ups and sums, so a step waits for about one load's latency
-// instead of one per round. Each entry still gets its terms p by p (the warp's steps) and over
-// m in order: the same digits.
-template <int BR, int BK, int BC, bool SHARED, bool UPPER>
-static __device__ __forceinline__ void
-spe_step(const spn_args &g, int64_t i, int lane, int nq, const int32_t *cols,
-         const double *bvals, const double *ablk, double *acc, const int32_t *keys,
-         const int32_t *spos, unsigned mask, int64_t c0, int64_t nb)
-{
-    constexpr int BB = BR * BC, NR = BK <= 3 ? 3 : 2;
-    const int ntask = nq * BB;
-    for (int t0 = 0; t0 < ntask; t0 += NR * 32) {
-        int32_t j[NR];
-        double a[NR][BK], bm[NR][BK];
-#pragma unroll
-        for (int u = 0; u < NR; u++) {
-            const int task = t0 + u * 32 + lane;
-            j[u] = -1;
-            if (task < ntask) {
-                const int ql = task / BB, rs = task - ql * BB, r = rs / BC, s = rs - r * BC;
-                j[u] = __ldg(cols + ql);
-                const double *b = bvals + (size_t)ql * BK * BC + s;
-#pragma unroll
-                for (int m = 0; m < BK; m++) {
-                    a[u][m] = __ldg(ablk + r * BK + m);
-                    bm[u][m] = __ldg(b + m * BC);
-                }
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < NR; u++) {
-            const int task = t0 + u * 32 + lane;
-            if (task >= ntask || (UPPER && j[u] < i)) continue;
-            int64_t pos;
-            if (SHARED) {
-                pos = spr_find(keys, spos, mask, j[u]);
-            } else {
-                pos = hk_cu_lower_bound(g.cci, c0, c0 + nb, j[u]) - c0;
-                if (pos >= nb || g.cci[c0 + pos] != j[u]) pos = -1;
-            }
-            if (pos < 0) {
-                atomicMin(g.first, (unsigned long long)i);
-                continue;
-            }
-            double *dst = acc + (size_t)pos * BB + task % BB;
-            double v = *dst;
-#pragma unroll
-            for (int m = 0; m < BK; m++)
-                v = __dadd_rn(v, __dmul_rn(a[u][m], bm[u][m]));
-            *dst = v;
-        }
-    }
-    __syncwarp();
-}
-
 // The rows of B of blocks base.. base + 31 of A's row (a1 its end): lane u's start *q0 and the
 // inclusive sum *incl of their lengths; the window's block count.
 static __device__ __forceinline__ int spr_window(const spn_args &g, int lane, int64_t base,
@@ -712,9 +652,8 @@ static __device__ __forceinline__ int spr_window(const spn_args &g, int lane, in
 }
 
 // Row i of C = A B summed into acc (row-major blocks, zeroed): in shared memory with the table
-// (keys, pos) when SHARED, else in C's values with positions by binary search in C's columns;
-// ENTRY: a lane per entry of the products (spe_step), else a lane per row of a product block.
-template <int BR, int BK, int BC, bool SHARED, bool UPPER, bool ENTRY>
+// (keys, pos) when SHARED, else in C's values with positions by binary search in C's columns.
+template <int BR, int BK, int BC, bool SHARED, bool UPPER>
 static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, int lane, int64_t c0,
                                                 int64_t nb, double *acc, const int32_t *keys,
                                                 const int32_t *spos, unsigned mask)
@@ -726,20 +665,15 @@ static __device__ __forceinline__ void spr_walk(const spn_args &g, int64_t i, in
         for (int u = 0; u < n; u++) {
             const int64_t q0 = __shfl_sync(0xffffffffu, myq0, u);
             const int64_t from = u ? __shfl_sync(0xffffffffu, incl, u - 1) : 0;
-            const int nq = (int)(__shfl_sync(0xffffffffu, incl, u) - from);
-            if (ENTRY)
-                spe_step<BR, BK, BC, SHARED, UPPER>(
-                    g, i, lane, nq, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
-                    g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask, c0, nb);
-            else
-                spr_step<BR, BK, BC, SHARED, UPPER>(
-                    g, i, lane, nq * BR, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
-                    g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask, c0, nb);
+            const int ntask = (int)(__shfl_sync(0xffffffffu, incl, u) - from) * BR;
+            spr_step<BR, BK, BC, SHARED, UPPER>(
+                g, i, lane, ntask, g.bci + q0, g.bv + (size_t)q0 * BK * BC,
+                g.av + (size_t)(base + u) * BR * BK, acc, keys, spos, mask, c0, nb);
         }
     }
 }
 
-template <int BR, int BK, int BC, bool UPPER, bool ENTRY>
+template <int BR, int BK, int BC, bool UPPER>
 __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
 {
     extern __shared__ double spr_shared[];
@@ -759,7 +693,7 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
         for (int64_t e = v0 + lane; e < nb * BB; e += 32)
             cv[e] = 0.0;
         __syncwarp();
-        spr_walk<BR, BK, BC, false, UPPER, ENTRY>(g, i, lane, c0, nb, cv, NULL, NULL, 0);
+        spr_walk<BR, BK, BC, false, UPPER>(g, i, lane, c0, nb, cv, NULL, NULL, 0);
         return;
     }
     for (int64_t e = lane; e < nb * BB; e += 32)
@@ -775,7 +709,7 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
         spos[s] = e;
     }
     __syncwarp();
-    spr_walk<BR, BK, BC, true, UPPER, ENTRY>(g, i, lane, c0, nb, sacc, keys, spos, mask);
+    spr_walk<BR, BK, BC, true, UPPER>(g, i, lane, c0, nb, sacc, keys, spos, mask);
     for (int64_t e = v0 + lane; e < nb * BB; e += 32)
         cv[e] = sacc[e];
 }
@@ -783,18 +717,12 @@ __global__ void __launch_bounds__(SPR_WARPS * 32) spr_rows(spn_args g)
 // The warp's share of shared memory for spr_rows: room for 1.5 times C's mean row and 8 blocks
 // (at least 16; elasticity3d:30's longest rows of A P and R (A P) are 1.9 and 1.7 times the
 // mean, 18 and 61 blocks), the table a power of two at least twice that. Within SPR_SMEM_MAX a
-// block the room for C's row shrinks (to 16 blocks; longer rows are summed in place). With a
-// lane per entry (ENTRY) room for 2.5 times the mean: its registers (72 for 3x3 . 3x6) allow 7
-// blocks an SM, whose 28 KB each still fit, and on quadratic tets the rows of the vertices are
-// the long ones (the bracket at 176k DOFs: A P's mean row 12.9 blocks, its longest 33) and the
-// heavy ones too (A's rows up to 115 blocks against 25), so summing them in place would cost
-// more than their share of rows.
-template <int BR, int BK, int BC>
-static size_t spr_layout(spn_args &g, int64_t cnnzb, bool entry)
+// block the room for C's row shrinks (to 16 blocks; longer rows are summed in place).
+template <int BR, int BK, int BC> static size_t spr_layout(spn_args &g, int64_t cnnzb)
 {
     const int64_t bb = (int64_t)BR * BC;
     const double mean = (double)cnnzb / (double)g.nbr;
-    int64_t capnb = (int64_t)ceil((entry ? 2.5 : 1.5) * mean) + 8;
+    int64_t capnb = (int64_t)ceil(1.5 * mean) + 8;
     if (capnb < 16) capnb = 16;
     for (;;) {
         int64_t hcap = 32;
@@ -809,14 +737,13 @@ static size_t spr_layout(spn_args &g, int64_t cnnzb, bool entry)
     }
 }
 
-template <int BR, int BK, int BC, bool UPPER, bool ENTRY>
-static int spr_launch_shape(spn_args g, int64_t cnnzb)
+template <int BR, int BK, int BC, bool UPPER> static int spr_launch_shape(spn_args g, int64_t cnnzb)
 {
     const int64_t nblk = (g.nbr + SPR_WARPS - 1) / SPR_WARPS;
     HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "bmat_spgemm: %lld block rows are too many",
              (long long)g.nbr);
-    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb, ENTRY);
-    void (*kernel)(spn_args) = spr_rows<BR, BK, BC, UPPER, ENTRY>;
+    const size_t smem = spr_layout<BR, BK, BC>(g, cnnzb);
+    void (*kernel)(spn_args) = spr_rows<BR, BK, BC, UPPER>;
     if (smem > (48 << 10))
         HK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<(unsigned)nblk, SPR_WARPS * 32, smem, hk_cu.stream>>>(g);
@@ -825,14 +752,13 @@ static int spr_launch_shape(spn_args g, int64_t cnnzb)
 }
 
 // The kernel for an AMG shape's numeric product.
-enum spgemm_kernel { SPGEMM_BY_SHAPE, SPGEMM_ROW, SPGEMM_STATIONARY, SPGEMM_PAIRS, SPGEMM_ENTRIES };
+enum spgemm_kernel { SPGEMM_BY_SHAPE, SPGEMM_ROW, SPGEMM_STATIONARY, SPGEMM_PAIRS };
 
-// HOOKE_SPGEMM (for measurement): row (spr_rows), entries (spr_rows with a lane per entry of
-// the products, spe_step) or stationary (spo_rows) for every AMG shape; pairs: the planned
-// product (spp_blocks) where a plan with pairs was made (bmat_spgemm_numeric_plan), each
-// product's own choice elsewhere; unset or empty, each product's own choice (spo_choose, or the
-// plan's kernel: see sp_plan_pairs). Read at each product and each plan, so a test may time
-// them all in one process.
+// HOOKE_SPGEMM (for measurement): row (spr_rows) or stationary (spo_rows) for every AMG shape;
+// pairs: the planned product (spp_blocks) where a plan was made (bmat_spgemm_numeric_plan, the
+// default there), each product's own choice elsewhere; unset or empty, each product's own
+// choice (spo_choose, or the plan's kernel). Read at each product, so a test may time them all
+// in one process.
 static int spgemm_kernel_read(spgemm_kernel *k)
 {
     const char *v = getenv("HOOKE_SPGEMM");
@@ -840,12 +766,11 @@ static int spgemm_kernel_read(spgemm_kernel *k)
          : !strcmp(v, "row")        ? SPGEMM_ROW
          : !strcmp(v, "stationary") ? SPGEMM_STATIONARY
          : !strcmp(v, "pairs")      ? SPGEMM_PAIRS
-         : !strcmp(v, "entries")    ? SPGEMM_ENTRIES
                                     : (spgemm_kernel)-1;
     HK_CHECK(*k != (spgemm_kernel)-1, HK_ERR_ARG,
-             "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory), entries "
-             "(the same with a lane per entry of the products), stationary (a lane per block of "
-             "C) or pairs (a re-set-up's planned pairs), or unset it (each product's own kernel)",
+             "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory), stationary "
+             "(a lane per block of C) or pairs (a re-set-up's planned pairs), or unset it (each "
+             "product's own kernel)",
              v);
     return 0;
 }
@@ -883,14 +808,11 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, spgemm_kernel kernel, in
                        SPO_SHAPE(6, 6, 6);
     if (!known || g.nbr == 0) return 0;
     if (kernel == SPGEMM_BY_SHAPE || kernel == SPGEMM_PAIRS) kernel = spo_choose(g, cnnzb);
-    if (kernel == SPGEMM_ROW || kernel == SPGEMM_ENTRIES) {
-        const bool e = kernel == SPGEMM_ENTRIES;
+    if (kernel == SPGEMM_ROW) {
 #define SPR_SHAPE(R, K, C)                                                                         \
     if (SPO_SHAPE(R, K, C))                                                                        \
-    HK_CALL((g.upper ? (e ? spr_launch_shape<R, K, C, true, true>(g, cnnzb)                        \
-                          : spr_launch_shape<R, K, C, true, false>(g, cnnzb))                      \
-                     : (e ? spr_launch_shape<R, K, C, false, true>(g, cnnzb)                       \
-                          : spr_launch_shape<R, K, C, false, false>(g, cnnzb))))
+    HK_CALL((g.upper ? spr_launch_shape<R, K, C, true>(g, cnnzb)                                   \
+                     : spr_launch_shape<R, K, C, false>(g, cnnzb)))
         SPR_SHAPE(1, 1, 1);
         SPR_SHAPE(2, 2, 3);
         SPR_SHAPE(3, 2, 3);
@@ -947,12 +869,11 @@ static int spn_launch(spn_args g, int64_t cnnzb)
 
 // The values of C = A B into C's pattern: spr_rows or spo_rows for AMG's shapes, the
 // shared-memory row kernel otherwise; dfirst gets the first row with a product block outside C.
-// kernel: a spgemm_kernel, or -1 for HOOKE_SPGEMM's.
 static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
-                             unsigned long long *dfirst, int upper, int kernel_or_env)
+                             unsigned long long *dfirst, int upper)
 {
-    spgemm_kernel kernel = (spgemm_kernel)kernel_or_env;
-    if (kernel_or_env < 0) HK_CALL(spgemm_kernel_read(&kernel)); // refused whatever the shape
+    spgemm_kernel kernel;
+    HK_CALL(spgemm_kernel_read(&kernel)); // refused whatever the shape
     if (A->nbrows == 0) return 0;
     spn_args g;
     memset(&g, 0, sizeof g);
@@ -967,14 +888,14 @@ static int sp_numeric_values(const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
 }
 
 static int sp_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C, int upper,
-                             const char *who, int kernel)
+                             const char *who)
 {
     int ierr = 0;
     unsigned long long *dfirst = NULL;
     int64_t first = -1;
     HK_CALL(hk_bmat_product_check(A, B, C, who));
     HK_CALL(hk_cu_setup_flag(&dfirst));
-    HK_TRY(sp_numeric_values(A, B, C, dfirst, upper, kernel));
+    HK_TRY(sp_numeric_values(A, B, C, dfirst, upper));
     HK_TRY(hk_cu_first_row_read(dfirst, &first));
     HK_TRY_CHECK(first < 0, HK_ERR_ARG,
                  "%s: block row %lld of A B has a block outside C's pattern; pass the pattern "
@@ -986,12 +907,12 @@ fail:
 
 int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
-    return sp_spgemm_numeric(A, B, C, 0, "bmat_spgemm_numeric", -1);
+    return sp_spgemm_numeric(A, B, C, 0, "bmat_spgemm_numeric");
 }
 
 int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
-    return sp_spgemm_numeric(A, B, C, 1, "bmat_spgemm_numeric_upper", -1);
+    return sp_spgemm_numeric(A, B, C, 1, "bmat_spgemm_numeric_upper");
 }
 
 // ---- C = A B into a known pattern by a plan (the values-only re-set-up) ----------------------
@@ -1004,35 +925,21 @@ int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat 
 // of block c: its BC sums in registers over the list, each pair's product over m in order with
 // __dmul_rn / __dadd_rn: bmat_spgemm's digits, with no shared memory, no synchronisation, no
 // look-up and no long-row path (a row of any length is many independent blocks). Memory: 8
-// bytes a pair (the product's multiply-adds / (BR BK BC)) and 8 a block of C.
+// bytes a pair (the product's multiply-adds / (BR BK BC)) and 8 a block of C. Measured on an
+// H200 (bracket, 2.52M DOFs, quadratic tets): A P 10.2 ms against spr_rows' 12.6, R (A P) 4.4
+// against spo_rows' 11.5; their pairs take about 330 and 75 bytes per DOF.
 // Making it: a warp per block row of A counts each pair into its block of C (position by a
 // binary search in C's row), the counts are scanned into offsets, a second walk writes the
 // pairs at atomic cursors (any order) and a thread per block of C sorts its list by p.
-// Where C's rows are short (A P; sp_plan_pairs) the plan lists no pairs and holds nothing on the
-// device: its product is spr_rows with a lane per entry (HOOKE_SPGEMM=entries), which needs no
-// plan and was expected to beat the pairs there (their 8 bytes a pair were most of what the
-// update kept: A P has 8.7 pairs a block of C; bracket 2.52M DOFs, 94M pairs, 0.75 GB).
 
 struct sp_plan {
     hk_spgemm_plan_shape sh;
     int64_t ntgt, npairs;
     int64_t *off; // cnnzb + 1: block c's pairs are pa/pb[off[c] .. off[c + 1])
     int32_t *tgt; // upper: the ntgt blocks with column >= row; NULL: every block (ntgt = cnnzb)
-    int32_t *pa, *pb; // NULL: no pairs listed (the product by spr_rows, a lane per entry)
+    int32_t *pa, *pb;
     size_t bytes;
 };
-
-// Whether the plan of a product lists its pairs: HOOKE_SPGEMM=pairs always; row, entries,
-// stationary never (their kernels take no plan); unset, where spr_rows with a lane per entry
-// is not the product's kernel (upper products, or C's mean row past SPR_MEAN_MAX doubles: R (A
-// P), whose pairs measured 4.3 against 11.5 ms on the bracket's 2.52M DOFs).
-static bool sp_plan_pairs(spgemm_kernel kernel, int upper, const hk_bmat *A, const hk_bmat *B,
-                          const hk_bmat *C)
-{
-    if (kernel != SPGEMM_BY_SHAPE) return kernel == SPGEMM_PAIRS;
-    const double mean = (double)C->nnzb * A->br * B->bc / (double)(A->nbrows ? A->nbrows : 1);
-    return upper || mean > SPR_MEAN_MAX;
-}
 
 #define PL_WARPS 8 // warps (block rows of A) per thread block
 
@@ -1131,21 +1038,13 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     sp_plan *pl = NULL;
     int64_t *cnt = NULL, *tstart = NULL, first = -1;
     unsigned long long *dfirst = NULL;
-    spgemm_kernel kernel;
     *plan = NULL, *bytes = 0;
-    HK_CALL(spgemm_kernel_read(&kernel));
     HK_CALL(
         hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
-    // no plan (the caller takes the numeric ops): other shapes
-    if (!spp_shape(A->br, A->bc, B->bc)) return 0;
-    if (!sp_plan_pairs(kernel, upper, A, B, C)) { // the shape alone, nothing on the device
-        HK_CALL(hk_calloc(1, sizeof *pl, &pl));
-        hk_spgemm_plan_shape_of(A, B, C, upper, &pl->sh);
-        *plan = pl;
+    // no plan (the caller takes the numeric ops): other shapes, or indices past 32 bits
+    if (!spp_shape(A->br, A->bc, B->bc) || A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX ||
+        C->nnzb >= INT32_MAX)
         return 0;
-    }
-    // no plan: indices past 32 bits
-    if (A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX || C->nnzb >= INT32_MAX) return 0;
     HK_CALL(hk_calloc(1, sizeof *pl, &pl));
     hk_spgemm_plan_shape_of(A, B, C, upper, &pl->sh);
     const int64_t nbr = A->nbrows, cn = C->nnzb;
@@ -1265,14 +1164,10 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     spgemm_kernel kernel;
     HK_CALL(spgemm_kernel_read(&kernel));
     HK_CALL(hk_spgemm_plan_check(pl ? &pl->sh : NULL, A, B, C));
-    // the kernels without the plan: for comparison, a plan without pairs (entries unless
-    // another kernel is asked for), or B's values not on 16 bytes (a view into a larger array;
-    // spp_blocks reads them as 16-byte words)
-    const char *who = "bmat_spgemm_numeric_plan";
-    if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || kernel == SPGEMM_ENTRIES)
-        return sp_spgemm_numeric(A, B, C, pl->sh.upper, who, kernel);
-    if (!pl->pa) return sp_spgemm_numeric(A, B, C, pl->sh.upper, who, SPGEMM_ENTRIES);
-    if (((uintptr_t)B->val & 15) != 0) return sp_spgemm_numeric(A, B, C, pl->sh.upper, who, -1);
+    // the kernels without the plan: for comparison, or B's values not on 16 bytes (a view into
+    // a larger array; spp_blocks reads them as 16-byte words)
+    if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
+        return sp_spgemm_numeric(A, B, C, pl->sh.upper, "bmat_spgemm_numeric_plan");
     const int64_t nthr = pl->ntgt * pl->sh.br;
     if (nthr == 0) return 0;
     const int64_t nblk = (nthr + 255) / 256;
@@ -2173,17 +2068,13 @@ void hk_cu_sparse_preload(void)
         (const void *)spo_rows<6, 6, 6, 32, true>,
         (const void *)spo_rows<3, 2, 3, 32, true>,
         (const void *)spo_rows<3, 3, 3, 32, true>,
-        (const void *)spr_rows<3, 3, 6, false, false>,
-        (const void *)spr_rows<6, 6, 6, false, false>,
-        (const void *)spr_rows<2, 2, 3, false, false>,
-        (const void *)spr_rows<3, 3, 3, false, false>,
-        (const void *)spr_rows<6, 6, 6, true, false>,
-        (const void *)spr_rows<3, 3, 3, true, false>,
-        (const void *)spr_rows<3, 2, 3, true, false>,
-        (const void *)spr_rows<3, 3, 6, false, true>, // the updates' A P (a plan without pairs)
-        (const void *)spr_rows<6, 6, 6, false, true>,
-        (const void *)spr_rows<2, 2, 3, false, true>,
-        (const void *)spr_rows<3, 3, 3, false, true>,
+        (const void *)spr_rows<3, 3, 6, false>,
+        (const void *)spr_rows<6, 6, 6, false>,
+        (const void *)spr_rows<2, 2, 3, false>,
+        (const void *)spr_rows<3, 3, 3, false>,
+        (const void *)spr_rows<6, 6, 6, true>,
+        (const void *)spr_rows<3, 3, 3, true>,
+        (const void *)spr_rows<3, 2, 3, true>,
         (const void *)sp_mirror,
         (const void *)tp_columns,
         (const void *)tp_pattern<false>,

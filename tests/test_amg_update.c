@@ -22,9 +22,9 @@
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
  * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
  * the planned products on cuda under every HOOKE_SPGEMM value (the plan's kernel, pairs, row,
- * entries, stationary; a plan made under one and run under another) against the CPU's bytes,
- * only pairs' plans holding pairs: A P and R (A P) (whole, upper) of elasticity3d:20's level and
- * products whose rows of C hold 1500 blocks (summed in place, past any shared-memory row);
+ * stationary; another value refused by name) against the CPU's bytes: A P and R (A P) (whole,
+ * upper) of elasticity3d:20's level and products whose rows of C hold 1500 blocks (summed in
+ * place, past any shared-memory row);
  * the cuda update's hierarchy (both Galerkin paths) equal
  * to a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
  * pc.amg.update=prolongator, whose coarse operators after an update to a stiffer region have
@@ -130,16 +130,15 @@ static void planned_reference(const hk_bmat *A, const hk_bmat *B, const hk_bmat 
 }
 
 /* On backend be (A, B, C there; C's values overwritten): the plan of A B into C's pattern and
- * its product against ref's bytes, C's values NaN before. pairs: 1 the plan lists its pairs
- * (bytes > 0), 0 it holds none (bytes 0: a kernel that needs no plan), -1 either. */
+ * its product against ref's bytes, C's values NaN before. */
 static void check_planned(const hk_backend *be, const hk_bmat *A, const hk_bmat *B, hk_bmat *C,
-                          int upper, const hk_bmat *ref, int pairs)
+                          int upper, const hk_bmat *ref)
 {
     void *plan = NULL;
     size_t bytes = 0;
     HK_ASSERT_OK(be->bmat_spgemm_plan(A, B, C, upper, &plan, &bytes));
     CU_ASSERT_FATAL(plan != NULL);
-    if (pairs >= 0) CU_ASSERT((bytes > 0) == (pairs > 0));
+    CU_ASSERT(bytes > 0);
     const int64_t nv = C->nnzb * C->br * C->bc;
     be->vec_set(&(hk_vec){.be = be, .n = nv, .prec = HK_FP64, .data = C->val}, NAN);
     HK_ASSERT_OK(be->bmat_spgemm_numeric_plan(plan, A, B, C));
@@ -163,12 +162,12 @@ static void test_planned(void)
     hk_bmat X, Y, ref;
     bmat_copy_to(be, &L.AP, &X);
     planned_reference(&L.K, &L.P, &L.AP, 0, &ref);
-    check_planned(be, &L.K, &L.P, &X, 0, &ref, 1);
+    check_planned(be, &L.K, &L.P, &X, 0, &ref);
     hk_bmat_free(&ref);
     bmat_copy_to(be, &L.Ac, &Y);
     for (int upper = 0; upper < 2; upper++) {
         planned_reference(&L.R, &L.AP, &L.Ac, upper, &ref);
-        check_planned(be, &L.R, &L.AP, &Y, upper, &ref, 1);
+        check_planned(be, &L.R, &L.AP, &Y, upper, &ref);
         hk_bmat_free(&ref);
     }
     /* C's pattern without the last block of a row that has two: that row is named */
@@ -731,13 +730,10 @@ static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_
 }
 
 /* The planned product on cuda of A B (CPU matrices; C = bmat_spgemm's pattern) by every
- * HOOKE_SPGEMM kernel (the plan's, pairs, row, entries, stationary): the CPU's bytes; only
- * pairs' plan holds pairs. The same with the plan made under one kernel and the product run
- * under another (a plan without pairs asked for pairs: entries). */
+ * HOOKE_SPGEMM kernel (the plan's, pairs, row, stationary): the CPU's bytes. */
 static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper)
 {
-    static const char *const kernels[] = {NULL, "pairs", "row", "entries", "stationary"};
-    static const int pairs[] = {-1, 1, 0, 0, 0};
+    static const char *const kernels[] = {NULL, "pairs", "row", "stationary"};
     const hk_backend *gpu = backend("cuda");
     hk_bmat ref, dA, dB, dC;
     planned_reference(A, B, C, upper, &ref);
@@ -749,19 +745,7 @@ static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C
             setenv("HOOKE_SPGEMM", kernels[k], 1);
         else
             unsetenv("HOOKE_SPGEMM");
-        check_planned(gpu, &dA, &dB, &dC, upper, &ref, pairs[k]);
-    }
-    for (int made = 0; made < 2; made++) { /* plan under entries, product under pairs; and back */
-        void *plan = NULL;
-        size_t bytes = 0;
-        setenv("HOOKE_SPGEMM", made ? "pairs" : "entries", 1);
-        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, upper, &plan, &bytes));
-        setenv("HOOKE_SPGEMM", made ? "entries" : "pairs", 1);
-        const int64_t nv = dC.nnzb * dC.br * dC.bc;
-        gpu->vec_set(&(hk_vec){.be = gpu, .n = nv, .prec = HK_FP64, .data = dC.val}, NAN);
-        HK_ASSERT_OK(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC));
-        CU_ASSERT(same_values(&dC, &ref));
-        gpu->bmat_spgemm_plan_free(plan);
+        check_planned(gpu, &dA, &dB, &dC, upper, &ref);
     }
     unsetenv("HOOKE_SPGEMM");
     hk_bmat_free(&ref), hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dC);
@@ -777,6 +761,23 @@ static void test_cuda_planned(void)
     planned_on_cuda(&L.K, &L.P, &L.AP, 0);
     planned_on_cuda(&L.R, &L.AP, &L.Ac, 0);
     planned_on_cuda(&L.R, &L.AP, &L.Ac, 1);
+    { /* a value that names no kernel (entries): refused, the valid ones listed */
+        const hk_backend *gpu = backend("cuda");
+        hk_bmat dA, dB, dC;
+        void *plan = NULL;
+        size_t bytes = 0;
+        bmat_copy_to(gpu, &L.K, &dA), bmat_copy_to(gpu, &L.P, &dB), bmat_copy_to(gpu, &L.AP, &dC);
+        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &plan, &bytes));
+        setenv("HOOKE_SPGEMM", "entries", 1);
+        CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
+        CU_ASSERT(strstr(hk_error_message(), "HOOKE_SPGEMM=entries") != NULL);
+        CU_ASSERT(strstr(hk_error_message(), "row") && strstr(hk_error_message(), "stationary") &&
+                  strstr(hk_error_message(), "pairs"));
+        hk_error_clear();
+        unsetenv("HOOKE_SPGEMM");
+        gpu->bmat_spgemm_plan_free(plan);
+        hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dC);
+    }
     hk_test_level_free(&L);
     const int64_t n = 1500;
     int64_t *rp = NULL;
@@ -874,8 +875,9 @@ static void test_cuda_prolongator(void)
 {
     check_prolongator("cuda", "");
     check_prolongator("cuda", "pc.amg.precision=fp64");
-    setenv("HOOKE_AMG_UPDATE_VALUES", "transient", 1);
+    setenv("HOOKE_AMG_UPDATE_VALUES", "transient", 1); /* with the plans' pairs, the default */
     check_prolongator("cuda", "");
+    check_prolongator("cuda", "pc.amg.precision=fp64"); /* R (A P): the CPU's bytes */
     check_prolongator_fallback("cuda");
     unsetenv("HOOKE_AMG_UPDATE_VALUES");
     setenv("HOOKE_AMG_GALERKIN", "full", 1);
