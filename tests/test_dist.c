@@ -1619,6 +1619,105 @@ static void test_ghost_rows_cuda(void)
     ghost_rows_on(hk_test_cuda_backend(), 2, 2);
 }
 
+/* ---- pc=amg's partial Galerkin product (hk_damg_galerkin_partial) ----------------------- */
+
+/* Whether host block matrices x and y have the same pattern and value bytes; the first
+ * difference named (what, on be). */
+static int same_bmat(const char *what, const char *be, const hk_bmat *x, const hk_bmat *y)
+{
+    const int64_t bb = (int64_t)x->br * x->bc;
+    const char *part = NULL;
+    int64_t at = -1;
+    if (x->br != y->br || x->bc != y->bc || x->nbrows != y->nbrows || x->nbcols != y->nbcols ||
+        x->nnzb != y->nnzb)
+        part = "shape";
+    else if ((at = first_diff(x->rowptr, y->rowptr, x->nbrows + 1, sizeof *x->rowptr)) >= 0)
+        part = "rowptr";
+    else if ((at = first_diff(x->colind, y->colind, x->nnzb, sizeof *x->colind)) >= 0)
+        part = "colind";
+    else if ((at = first_diff(x->val, y->val, x->nnzb * bb, sizeof *x->val)) >= 0)
+        part = "values";
+    if (part)
+        fprintf(stderr, "\n  galerkin_partial on %s, %s: %s differs (entry %lld)\n", be, what, part,
+                (long long)at);
+    return !part;
+}
+
+/* On be: A (nown rows of 3x3 blocks over nown + ng columns) times Pext (nown + ng rows of 3x6
+ * blocks over nc coarse columns, some rows empty), C = Rt (A P) with Rt = Pext^T, into *Ch
+ * (host), checked byte for byte against P_own^T (A P) by the plain product on be. */
+static void galerkin_partial_case(const hk_backend *be, int64_t nown, int64_t ng, int64_t nc,
+                                  unsigned seed, hk_bmat *Ch)
+{
+    hk_bmat Ah = ghost_case_rows(nown, nown + ng, 3, 3, seed);
+    hk_bmat Ph = ghost_case_rows(nown + ng, nc, 3, 6, seed + 1);
+    hk_bmat A = ghost_case_on(be, &Ah), P = ghost_case_on(be, &Ph);
+    hk_bmat AP = {0}, Rt = {0}, Pt = {0}, C = {0}, Cp = {0}, Hp = {0};
+    HK_ASSERT_OK(be->bmat_spgemm(&A, &P, &AP));
+    HK_ASSERT_OK(be->bmat_transpose(&P, &Rt));
+    hk_bmat Pv = P;
+    Pv.nbrows = nown;
+    Pv.nnzb = Ph.rowptr[nown];
+    HK_ASSERT_OK(be->bmat_transpose(&Pv, &Pt));
+    HK_ASSERT_OK(be->bmat_spgemm(&Pt, &AP, &Cp));
+    HK_ASSERT_OK(hk_damg_galerkin_partial(be, &Rt, &AP, &C));
+    HK_ASSERT_OK(hk_bmat_to_host(&C, Ch));
+    HK_ASSERT_OK(hk_bmat_to_host(&Cp, &Hp));
+    CU_ASSERT(Ch->nnzb > 0 && Ph.rowptr[nown] < Ph.nnzb); /* ghost rows' blocks in Rt */
+    CU_ASSERT(same_bmat("against P_own^T (A P)", be->name, Ch, &Hp));
+    hk_bmat_free(&Hp);
+    hk_bmat_free(&AP);
+    hk_bmat_free(&Rt);
+    hk_bmat_free(&Pt);
+    hk_bmat_free(&C);
+    hk_bmat_free(&Cp);
+    if (be != &hk_backend_cpu) {
+        hk_bmat_free(&A);
+        hk_bmat_free(&P);
+    }
+    hk_bmat_free(&Ah);
+    hk_bmat_free(&Ph);
+}
+
+/* hk_damg_galerkin_partial on be: a sparse case (many coarse columns) and a dense one (C's
+ * rows nearly full), with each numeric kernel HOOKE_SPGEMM names (read at each product; the
+ * cpu has one), the same bytes as P_own^T (A P) and, off the cpu, as the cpu's. */
+static void galerkin_partial_on(const hk_backend *be)
+{
+    static const char *kernels[] = {"", "row", "entries", "stationary"};
+    const char *was = getenv("HOOKE_SPGEMM");
+    char *keep = was ? strdup(was) : NULL;
+    for (int c = 0; c < 2; c++) {
+        const int64_t nown = c ? 40 : 300, ng = c ? 25 : 90, nc = c ? 14 : 260;
+        hk_bmat ref = {0};
+        if (be != &hk_backend_cpu)
+            galerkin_partial_case(&hk_backend_cpu, nown, ng, nc, 7u + c, &ref);
+        for (int k = 0; k < 4; k++) {
+            setenv("HOOKE_SPGEMM", kernels[k], 1);
+            hk_bmat Ch = {0};
+            galerkin_partial_case(be, nown, ng, nc, 7u + c, &Ch);
+            if (be != &hk_backend_cpu) CU_ASSERT(same_bmat(kernels[k], be->name, &Ch, &ref));
+            hk_bmat_free(&Ch);
+        }
+        hk_bmat_free(&ref);
+    }
+    if (keep)
+        setenv("HOOKE_SPGEMM", keep, 1);
+    else
+        unsetenv("HOOKE_SPGEMM");
+    free(keep);
+}
+
+static void test_galerkin_partial_cpu(void)
+{
+    galerkin_partial_on(&hk_backend_cpu);
+}
+
+static void test_galerkin_partial_cuda(void)
+{
+    galerkin_partial_on(hk_test_cuda_backend());
+}
+
 HK_SUITE(
     dist, {"partitions of a graph: every part used, balanced, repeatable", test_partition_graph},
     {"partitions of a mesh's cells along their dual graph", test_partition_cells},
@@ -1649,8 +1748,14 @@ HK_SUITE(
      test_pageable_copies_cpu},
     {"the distributed operator's fp32 copy converted part by part: the fp32 build's "
      "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
-     test_convert_cpu})
+     test_convert_cpu},
+    {"pc=amg's partial Galerkin product from R's transpose (A P's rows run on by empty ones) on "
+     "the cpu: P_own^T (A P)'s bytes",
+     test_galerkin_partial_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
+                {"pc=amg's partial Galerkin product on cuda (each HOOKE_SPGEMM kernel): "
+                 "P_own^T (A P)'s bytes and the cpu's",
+                 test_galerkin_partial_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
                  test_local_pattern_cuda},

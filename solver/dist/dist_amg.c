@@ -1313,14 +1313,14 @@ static int restriction_rows(const hk_comm *c, const hlev *H, const hk_bmat *Pext
 
 /* R = P^T's rows of this process's coarse unknowns [crow0, crow0 + nagg), where P's blocks
  * are: Pextd (P's owned and ghost rows, columns positions in cP, nP of them, ascending)
- * transposed by the backend into Rt, whose rows of those unknowns list their fine rows in
- * Pextd's order (owned nodes in H's order, then the ghosts ascending: the order of R's columns
- * as a distributed operator), the blocks transposed. Out: *rp (on the backend, nagg + 1) the
- * rows' first blocks in Rt (an unknown no fine row reads: an empty row), *r0 the first of
- * them, *rnnz their blocks, *pnnz P's owned blocks. Every process checks the count: the blocks
- * of R over all processes are the blocks of P. Collective. */
+ * transposed by the backend into Rt (by the caller, for the Galerkin product too), whose rows of
+ * those unknowns list their fine rows in Pextd's order (owned nodes in H's order, then the ghosts
+ * ascending: the order of R's columns as a distributed operator), the blocks transposed. Out: *rp
+ * (on the backend, nagg + 1) the rows' first blocks in Rt (an unknown no fine row reads: an empty
+ * row), *r0 the first of them, *rnnz their blocks, *pnnz P's owned blocks. Every process checks the
+ * count: the blocks of R over all processes are the blocks of P. Collective. */
 static int restriction(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, const int64_t *cP,
-                       int64_t nP, int64_t crow0, int64_t nagg, hk_bmat *Rt, int64_t **rp,
+                       int64_t nP, int64_t crow0, int64_t nagg, const hk_bmat *Rt, int64_t **rp,
                        int64_t *r0, int64_t *rnnz, int64_t *pnnz)
 {
     const hk_backend_ops *L = d->local;
@@ -1329,8 +1329,7 @@ static int restriction(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, co
     int64_t *at = NULL, *rows = NULL;
     *rp = NULL;
     *r0 = *rnnz = *pnnz = 0;
-    int ierr = L->bmat_transpose(Pextd, Rt);
-    if (!ierr) ierr = hk_malloc((size_t)(j1 - j0 + 1) * sizeof *at, &at);
+    int ierr = hk_malloc((size_t)(j1 - j0 + 1) * sizeof *at, &at);
     if (!ierr) ierr = hk_malloc((size_t)(nagg + 1) * sizeof *rows, &rows);
     if (!ierr) ierr = L->copy_from(at, Rt->rowptr + j0, (size_t)(j1 - j0 + 1) * sizeof *at);
     if (!ierr) ierr = L->copy_from(pnnz, Pextd->rowptr + H->nown, sizeof *pnnz);
@@ -1725,6 +1724,31 @@ static int split_operator(const damg *a, int j)
     return split_below(a, j) && j + 1 < a->op.max_levels && a->rows[j] > a->op.coarse_size;
 }
 
+int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const hk_bmat *AP,
+                             hk_bmat *C)
+{
+    const int64_t n = AP->nbrows, m = Rt->nbcols - n;
+    int64_t *rp = NULL, *tail = NULL;
+    HK_CHECK(m >= 0, HK_ERR_INTERNAL, "pc=amg: P's transpose reads fewer rows than A P has");
+    int ierr = Lb->alloc((void **)&rp, (size_t)(n + m + 1) * sizeof *rp);
+    if (!ierr) ierr = Lb->copy(rp, AP->rowptr, (size_t)(n + 1) * sizeof *rp);
+    if (!ierr && m) ierr = hk_malloc((size_t)m * sizeof *tail, &tail);
+    if (!ierr && m) {
+        for (int64_t k = 0; k < m; k++)
+            tail[k] = AP->nnzb;
+        ierr = Lb->copy_to(rp + n + 1, tail, (size_t)m * sizeof *tail);
+    }
+    if (!ierr) {
+        hk_bmat APx = *AP;
+        APx.nbrows = n + m;
+        APx.rowptr = rp;
+        ierr = Lb->bmat_spgemm(Rt, &APx, C);
+    }
+    free(tail);
+    if (rp) Lb->dealloc(rp);
+    return ierr;
+}
+
 static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64_t nagg,
                    const hk_vec *D64, double **B, const int32_t *inv0)
 {
@@ -1738,9 +1762,9 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     int64_t nT = 0, nP = 0;
     double *Bc = NULL, *Acv_dev = NULL;        /* Acv_dev: A_c's merged values (device) */
     int64_t *mrp_dev = NULL, *mkey_dev = NULL; /* and its rowptr and keys (merge_rows) */
-    /* on the backend: T, Textd, AT, Pm, Pextd, AP, Pt, Ac; on the host: Text, Pext (T's and
+    /* on the backend: T, Textd, AT, Pm, Pextd, AP, Rt, Ac; on the host: Text, Pext (T's and
      * P's rows with their ghosts' rows; Textd, Pextd are their copies: views on the cpu) */
-    hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Pt = {0}, Ac = {0};
+    hk_bmat T = {0}, Text = {0}, AT = {0}, Pm = {0}, Pext = {0}, AP = {0}, Ac = {0};
     hk_bmat Textd = {0}, Pextd = {0}, Rt = {0};
     routed R = {0};
     int64_t *rp = NULL, *gc = NULL, *cghost = NULL,
@@ -1787,11 +1811,12 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     hk_damg_lap(ph, PH_EXCHANGE, t);
     hk_damg_lap_start(ts);
     if (!ierr) ierr = Lb->bmat_spgemm(&H->Ad, &Pextd, &AP);
-    if (!ierr) {
-        const hk_bmat Pvd = rows_view(&Pextd, H->nown, Pm.nnzb);
-        ierr = Lb->bmat_transpose(&Pvd, &Pt);
-    }
-    if (!ierr) ierr = Lb->bmat_spgemm(&Pt, &AP, &Ac);
+    /* P_own^T (A P) as Rt (A P) with A P's rows run on by empty ones for P's ghost rows: Rt =
+     * Pextd^T is R's transpose (restriction reads its owned coarse rows), and its blocks in
+     * ghost columns meet empty rows, so every block of the product has the terms, in the order,
+     * of P_own^T's (one transpose, not a second one of P's owned rows) */
+    if (!ierr) ierr = Lb->bmat_transpose(&Pextd, &Rt);
+    if (!ierr) ierr = hk_damg_galerkin_partial(Lb, &Rt, &AP, &Ac);
     hk_damg_step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
     /* A_c's values stay on the backend but for the rows of coarse unknowns owned elsewhere,
      * which go to their owners; each merges what it receives with its own rows there */
@@ -1918,7 +1943,6 @@ fail:
     hk_bmat_free(&Pm);
     hk_bmat_free(&Pext);
     hk_bmat_free(&AP);
-    hk_bmat_free(&Pt);
     hk_bmat_free(&Ac);
     hk_bmat_free(&Rt);
     return ierr;

@@ -228,6 +228,14 @@ int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64
                          int64_t ng, const double *rec, const int64_t *rat, const int64_t *order,
                          hk_bmat *Xd, int64_t **cols, int64_t *ncols);
 
+/* pc=amg's partial Galerkin product (dist_amg.c): C = Rt AP on AP's backend, where Rt is P's
+ * transpose with P's ghost rows (Rt->nbcols = AP's rows + the ghosts) and AP = A P of the
+ * owned rows: AP's rows run on by empty ones for the ghosts (a padded rowptr, freed here), so
+ * that C is P_own^T AP, every block the terms, in the order, of bmat_spgemm(P_own^T, AP): Rt
+ * serves the Galerkin product and R, one transpose. */
+int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const hk_bmat *AP,
+                             hk_bmat *C);
+
 /* A view of x (or of its entries [off, off + n)) as a vector of the backend's own table. */
 static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off, int64_t n)
 {
