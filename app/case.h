@@ -321,6 +321,8 @@ int hk_run_export_system(const hk_case *c, hk_run *r);
 void hk_run_device_start(const char *backend);
 void hk_run_device_wait(void);
 void hk_run_device_end(void);
+/* The device memory free now on be, bytes (0 where be is none or has no such count). */
+double hk_run_device_free(const hk_backend *be);
 int hk_run_memory_check_geometry(const hk_case *c, const char *backend, int device_fem,
                                  hk_run_memory *mem);
 int hk_run_memory_check_mesh(const hk_case *c, const hk_mesh *m, const char *backend,

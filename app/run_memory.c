@@ -124,6 +124,17 @@ void hk_run_device_start(const char *backend)
     device_start.running = pthread_create(&device_start.thread, NULL, device_start_main, NULL) == 0;
 }
 
+double hk_run_device_free(const hk_backend *be)
+{
+    size_t dfree = 0, dtotal = 0;
+    if (!be || !be->mem_info) return 0;
+    if (be->mem_info(&dfree, &dtotal)) {
+        hk_error_clear();
+        return 0;
+    }
+    return (double)dfree;
+}
+
 void hk_run_device_wait(void)
 {
     if (!device_start.running) return;

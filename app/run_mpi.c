@@ -8,6 +8,7 @@
  *
  * Every stage's status is agreed by all processes (hk_comm_agree), so they stop together and
  * rank 0 prints the one sentence; only rank 0 prints. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,58 @@ static int profile(const hk_run_log *L, const hk_comm *w, int on, const char *st
     }
     free(all);
     return ierr;
+}
+
+/* The solver freed on a thread (its device frees wait for the device, one by one) while this
+ * process's main thread sends the ghosts' fields and writes its piece, which use neither the
+ * device nor the solver. The current device is per host thread: the thread makes the
+ * recovery's backend (the solver's device) its own first. */
+typedef struct solver_free {
+    pthread_t thread;
+    hk_solver *s;
+    const hk_backend *be;
+    double seconds;
+    int running;
+} solver_free;
+
+static void *solver_free_main(void *arg)
+{
+    solver_free *f = arg;
+    const double t = hk_time();
+    const hk_backend *be = NULL;
+    if (hk_backend_get(hk_backend_name(f->be), &be)) hk_error_clear(); /* started before */
+    hk_solver_destroy(f->s);
+    f->s = NULL;
+    f->seconds = hk_time() - t;
+    return NULL;
+}
+
+/* *s handed to the thread (NULL after); freed here where no thread starts */
+static void solver_free_start(solver_free *f, hk_solver **s, const hk_backend *be)
+{
+    f->s = *s, f->be = be, f->seconds = 0;
+    *s = NULL;
+    f->running = pthread_create(&f->thread, NULL, solver_free_main, f) == 0;
+    if (!f->running) {
+        const double t = hk_time();
+        hk_solver_destroy(f->s);
+        f->s = NULL;
+        f->seconds = hk_time() - t;
+    }
+}
+
+static void solver_free_join(solver_free *f)
+{
+    if (!f->running) return;
+    pthread_join(f->thread, NULL);
+    f->running = 0;
+}
+
+/* Whether this process's device has room for the recovery of m beside the solver, with its
+ * chunks as large as after the solver's frees (the same chunks, the same bytes). */
+static int recover_beside_solver(const hk_backend *be, const hk_mesh *m)
+{
+    return be && hk_run_device_free(be) >= hk_postproc_on_bytes(m);
 }
 
 /* The whole model's steps (hk_assemble_prepare) for hk_part_distribute, on rank 0. */
@@ -428,6 +481,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     shared_model sm = {0};
     hk_bcsr K = {0};
     hk_solver *s = NULL;
+    solver_free sfree = {0}; /* the solver freed on a thread during the output */
     hk_halo *halo = NULL;
     hk_fields fields = {0};
     hk_vtu_early *early = NULL; /* this process's piece, its mesh part written during the solve */
@@ -560,7 +614,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
             ps.bytes / 1e6, t_agreed, t_bcast, t_device, t_backends[0], span - named);
     }
     snprintf(note, sizeof note, "%s", r0.assembly_note);
-    int resident = 1, fields_ahead = 1;
+    int resident = 1, fields_ahead = 1, free_beside = 1;
     /* measurement: 0 brings a device-assembled part's rows down to the host first */
     ierr = hk_comm_agree(w, hk_env_switch("HOOKE_DIST_RESIDENT", "1",
                                           "a part assembled on its GPU keeps its rows there for "
@@ -572,6 +626,13 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
                                               "the fields' pages taken on a thread during a "
                                               "device solve, the default",
                                               "0", "taken by the recovery", 1, &fields_ahead));
+    /* measurement: 0 frees the solver before the recovery, on the main thread */
+    if (!ierr)
+        ierr = hk_comm_agree(w, hk_env_switch("HOOKE_RUN_SOLVER_FREE", "1",
+                                              "the solver kept through a device recovery with "
+                                              "room beside it, freed on a thread during the "
+                                              "output, the default",
+                                              "0", "freed before the recovery", 1, &free_beside));
     if (ierr) goto done;
     t = hk_time();
     /* a part may own no node (a small mesh on many processes): no rows, an empty f */
@@ -700,14 +761,28 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     if (!ierr) ierr = hk_halo_exchange(halo, u, d, u + d * pt.nown);
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     pv[1] = hk_time() - t_own;
+    /* the solver kept through a device recovery that has room beside it, then freed on a
+     * thread during the output; else freed here, its device memory the recovery's */
     t_own = hk_time();
-    hk_solver_destroy(s); /* its device memory is the recovery's */
-    s = NULL;
+    const hk_backend *rbe = pt.mesh.cells.n > 0 ? fem_backend(r0.recovered_on) : NULL;
+    const int solver_kept = free_beside && rbe && recover_beside_solver(rbe, &pt.mesh);
+    if (!solver_kept) {
+        hk_solver_destroy(s);
+        s = NULL;
+    }
     pv[2] = hk_time() - t_own;
     t_own = hk_time();
     note[0] = 0;
     if (pt.mesh.cells.n > 0) {
-        ierr = hk_postproc_part_on(fem_backend(r0.recovered_on), &sm.p, &sys, u, pt.nown, &fields);
+        ierr = hk_postproc_part_on(rbe, &sm.p, &sys, u, pt.nown, &fields);
+        if (ierr == HK_ERR_MEMORY && s) { /* short of room after all: the solver freed first */
+            const double t_free = hk_time();
+            hk_error_clear();
+            hk_solver_destroy(s);
+            s = NULL;
+            pv[2] += hk_time() - t_free;
+            ierr = hk_postproc_part_on(rbe, &sm.p, &sys, u, pt.nown, &fields);
+        }
         if (ierr == HK_ERR_MEMORY && r0.device_auto && strcmp(r0.recovered_on, "host")) {
             snprintf(note, sizeof note, "%s", hk_error_message());
             snprintf(r0.recovered_on, sizeof r0.recovered_on, "host");
@@ -716,6 +791,7 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     } else
         ierr = empty_fields(&pt, sm.p.nsupports, &fields);
     pv[3] = hk_time() - t_own;
+    if (s) solver_free_start(&sfree, &s, rbe);
     t_own = hk_time();
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     pv[4] = hk_time() - t_own;
@@ -773,6 +849,13 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
             free(names[q]);
         free(names);
     }
+    {
+        const double t_join = hk_time(); /* in the stage: a wait here is the output's */
+        solver_free_join(&sfree);
+        if (prof && sfree.seconds > 0)
+            hk_run_say(&L, "output: rank 0's solver freed on a thread in %.2f s, %.2f s waited",
+                       sfree.seconds, hk_time() - t_join);
+    }
     if ((ierr = hk_comm_agree(w, ierr))) goto done;
     tmax[0] = hk_time() - t;
     HK_TRY(hk_comm_max(w, tmax, 1));
@@ -813,6 +896,7 @@ done:
         if (ierr) fprintf(stderr, "hooke run: %s\n", msg);
     }
     hk_halo_destroy(halo);
+    solver_free_join(&sfree);
     hk_solver_destroy(s);
     hk_fields_reserve_cancel(); /* a run stopped before its recovery */
     hk_dist_comm_end(); /* the run's device communicator, if one was prepared */

@@ -635,3 +635,13 @@ double hk_assemble_on_bytes(const hk_mesh *m, double nnz)
     if (25 * ndof > phase) phase = 25 * ndof; /* the elimination's vectors */
     return mesh + K + phase;
 }
+
+double hk_postproc_on_bytes(const hk_mesh *m)
+{
+    const double nn = (double)m->nnodes, ne = (double)m->cells.n;
+    /* the session's mesh with the assembly's adjacency (more than the recovery reads), u and
+     * the fields (u, strain, stress, forces, counts, von Mises, principal: 23 a node; the
+     * cells' stress and von Mises: 7 a cell), and the chunk at its largest, a quarter of what
+     * is free (fem_cuda.cu's dv_chunk_bytes) */
+    return hk_assemble_on_bytes(m, 0) + 8 * (23 * nn + 7 * ne) + 4.0 * (double)HK_FEM_CHUNK_MAX;
+}

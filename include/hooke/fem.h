@@ -521,6 +521,10 @@ int hk_assemble_stiffness_on(const hk_backend *be, const hk_problem *p, hk_resid
 /* Device memory the device assembly of m needs at its peak (the mesh, its adjacency, K with
  * nnz scalar nonzeros, the element records and the vectors), bytes. */
 double hk_assemble_on_bytes(const hk_mesh *m, double nnz);
+/* Device memory the device recovery of m may take (the mesh, u, the fields, a chunk of element
+ * results), bytes: with at least this much free, its chunks are at their largest, as on an
+ * otherwise empty device (the same chunks, the same bytes). */
+double hk_postproc_on_bytes(const hk_mesh *m);
 
 /* ---- post-processing ------------------------------------------------------------------- */
 

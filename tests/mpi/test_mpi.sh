@@ -414,6 +414,30 @@ if ! HOOKE_RUN_FIELDS_AHEAD=yes mpi -np 2 "$H" run cases/box/box.yaml --backend 
      >/dev/null 2>"$T/fa.err" && grep -q "HOOKE_RUN_FIELDS_AHEAD=yes: set it to 1" "$T/fa.err"; then
   ok "HOOKE_RUN_FIELDS_AHEAD=yes: refused in one sentence"
 else bad "HOOKE_RUN_FIELDS_AHEAD=yes: not refused by name"; cat "$T/fa.err"; fi
+# the solver kept through a device recovery with room beside it and freed on a thread during
+# the output (HOOKE_RUN_SOLVER_FREE, on by default) or before the recovery: the same bytes, on
+# 1 and 2 threads, -np 2 and 3; the thread's free in the profile; another value refused by name
+same=1
+for np in 2 3; do
+  for th in 1 2; do
+    for sf in 1 0; do
+      OMP_NUM_THREADS=$th HOOKE_RUN_SOLVER_FREE=$sf HOOKE_RUN_PROFILE=1 HOOKE_FEM_EMULATE=1 \
+        mpi -np $np "$H" run cases/box/box.yaml --backend cpu --set solver.pc=amg \
+        --set geometry.generate.cells=[12,12,12] -o "$T/sf$sf.vtu" >/dev/null 2>"$T/sf$sf.err" ||
+        { same=0; tail -3 "$T/sf$sf.err"; }
+    done
+    for ((q = 0; q < np; q++)); do cmp -s "$T/sf1-p$q.vtu" "$T/sf0-p$q.vtu" || same=0; done
+    grep -q "output: rank 0's solver freed on a thread in [0-9.]* s" "$T/sf1.err" || same=0
+    ! grep -q "solver freed on a thread" "$T/sf0.err" || same=0
+  done
+done
+if [ $same = 1 ]; then
+  ok "HOOKE_RUN_SOLVER_FREE 1 and 0 -np 2 and 3, 1 and 2 threads: the solver freed during the output or before the recovery, the same bytes"
+else bad "HOOKE_RUN_SOLVER_FREE 1 and 0: other bytes or profile lines"; grep -h "solver freed" "$T"/sf*.err; fi
+if ! HOOKE_RUN_SOLVER_FREE=yes mpi -np 2 "$H" run cases/box/box.yaml --backend cpu -q -o "$T/sf.vtu" \
+     >/dev/null 2>"$T/sf.err" && grep -q "HOOKE_RUN_SOLVER_FREE=yes: set it to 1" "$T/sf.err"; then
+  ok "HOOKE_RUN_SOLVER_FREE=yes: refused in one sentence"
+else bad "HOOKE_RUN_SOLVER_FREE=yes: not refused by name"; cat "$T/sf.err"; fi
 # a model the device assembly lacks (springs): auto assembles on the host and says why, the
 # recovery stays on the device, as on one process
 if HOOKE_FEM_EMULATE=1 mpi -np 3 "$H" run cases/springs/springs.yaml --backend cpu -o "$T/dsp.vtu" \
