@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "marked.h"
 #include "run_part_mesh.h"
 
 enum { TAG_KEYS = 7311, TAG_ANSWERS = 7312 };
@@ -430,34 +431,6 @@ fail:
 
 /* ---- the part --------------------------------------------------------------------------- */
 
-/* The marked items in order, in fixed blocks counted on the threads (the same on any number):
- * their places (at[i], -1 for an unmarked one) and (list) their indices; returns their count. */
-static int64_t list_marked(const uint8_t *mark, int64_t n, int32_t *at, int64_t *list)
-{
-    enum { NBLOCK = 256 };
-    int64_t cnt[NBLOCK + 1];
-    cnt[0] = 0;
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < NBLOCK; b++) {
-        int64_t k = 0;
-        for (int64_t i = n * b / NBLOCK; i < n * (b + 1) / NBLOCK; i++)
-            k += mark[i] != 0;
-        cnt[b + 1] = k;
-    }
-    for (int b = 0; b < NBLOCK; b++)
-        cnt[b + 1] += cnt[b];
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < NBLOCK; b++) {
-        int64_t k = cnt[b];
-        for (int64_t i = n * b / NBLOCK; i < n * (b + 1) / NBLOCK; i++) {
-            if (at) at[i] = mark[i] ? (int32_t)k : -1;
-            if (mark[i] && list) list[k] = i;
-            k += mark[i] != 0;
-        }
-    }
-    return cnt[NBLOCK];
-}
-
 typedef struct gid_node {
     int64_t gid;
     int32_t v; /* node of the region */
@@ -564,7 +537,7 @@ static int mark_owners(region_part *r)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
         r->owned[v] = mine[v] && owner[v] == me;
-    r->nown = list_marked(r->owned, nn, r->loc, NULL);
+    r->nown = hk_list_marked(r->owned, nn, r->loc, NULL);
     free(mine);
     return 0;
 }
@@ -592,7 +565,7 @@ static int list_ghosts(region_part *r)
             any = r->owned[cn[k]];
         mark[e] = (uint8_t)any;
     }
-    r->nlc = list_marked(mark, ne, NULL, r->lc);
+    r->nlc = hk_list_marked(mark, ne, NULL, r->lc);
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
         mark[v] = 0;
@@ -605,7 +578,7 @@ static int list_ghosts(region_part *r)
     }
     r->nref = nref;
     HK_TRY(hk_malloc((size_t)(nn + 1) * sizeof *idx, &idx));
-    r->ng = list_marked(mark, nn, NULL, idx);
+    r->ng = hk_list_marked(mark, nn, NULL, idx);
     HK_TRY(hk_malloc((size_t)(r->ng + 1) * sizeof *r->ghost, &r->ghost));
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < r->ng; k++) {
@@ -627,7 +600,7 @@ static int list_ghosts(region_part *r)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nn; v++)
         mark[v] = r->owned[v] && r->iface[v];
-    r->nserved = list_marked(mark, nn, NULL, idx);
+    r->nserved = hk_list_marked(mark, nn, NULL, idx);
     HK_TRY(hk_malloc((size_t)(r->nserved + 1) * sizeof *r->served, &r->served));
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < r->nserved; k++)
@@ -904,7 +877,7 @@ static int owned_quality(const hk_comm *w, const hk_part *pt, hk_mesh_quality *q
     hk_mesh_quality mine = {0, 0, 0};
     int ierr = hk_malloc((size_t)(pm->cells.n + 1) * sizeof *own, &own);
     if (!ierr) {
-        const int64_t n = list_marked(pt->out_cell, pm->cells.n, NULL, own);
+        const int64_t n = hk_list_marked(pt->out_cell, pm->cells.n, NULL, own);
         ierr = hk_mesh_measure_quality_of(pm, own, n, &mine);
     }
     free(own);

@@ -38,6 +38,7 @@
 
 #include <omp.h>
 
+#include "marked.h"
 #include "pp_impl.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -506,37 +507,20 @@ static void piece_free(vtu_piece *pc)
 }
 
 /* The i < n with flag[i] set, increasing, into *list (*count of them; NULL when none), and with
- * index each i's place in it (-1 where not set); on every thread, by blocks of i. */
+ * index each i's place in it (-1 where not set); on every thread. */
 static int kept_list(int64_t n, const uint8_t *flag, int64_t **list, int64_t *count, int32_t *index)
 {
-    const int64_t nb = 4 * (int64_t)omp_get_max_threads();
-    int64_t *before = NULL; /* flags set in the blocks before block b */
     *list = NULL, *count = 0;
-    HK_CALL(hk_calloc((size_t)nb + 1, sizeof *before, &before));
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t c = 0;
-        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++)
-            c += flag[i] != 0;
-        before[b + 1] = c;
+    if (n <= 0) return 0;
+    HK_CALL(hk_malloc((size_t)n * sizeof **list, list));
+    *count = hk_list_marked(flag, n, index, *list);
+    if (*count == 0) {
+        free(*list), *list = NULL;
+    } else if (*count < n) { /* give back the room of the unkept; keep the list if it fails */
+        int64_t *fit = realloc(*list, (size_t)*count * sizeof **list);
+        if (fit) *list = fit;
     }
-    for (int64_t b = 0; b < nb; b++)
-        before[b + 1] += before[b];
-    const int64_t total = before[nb];
-    int ierr = 0;
-    if (total > 0) HK_TRY(hk_malloc((size_t)total * sizeof **list, list));
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t at = before[b];
-        for (int64_t i = n * b / nb; i < n * (b + 1) / nb; i++) {
-            if (index) index[i] = flag[i] ? (int32_t)at : -1;
-            if (flag[i]) (*list)[at++] = i;
-        }
-    }
-    *count = total;
-fail:
-    free(before);
-    return ierr;
+    return 0;
 }
 
 /* The piece of m of the cells with keep[e] set (keep NULL: the whole mesh): the cells, the
