@@ -752,25 +752,42 @@ template <int BR, int BK, int BC, bool UPPER> static int spr_launch_shape(spn_ar
 }
 
 // The kernel for an AMG shape's numeric product.
-enum spgemm_kernel { SPGEMM_BY_SHAPE, SPGEMM_ROW, SPGEMM_STATIONARY, SPGEMM_PAIRS };
+enum spgemm_kernel {
+    SPGEMM_BY_SHAPE,
+    SPGEMM_ROW,
+    SPGEMM_STATIONARY,
+    SPGEMM_PAIRS,
+    SPGEMM_PAIRS_BLOCK,
+    SPGEMM_PAIRS_ILV,
+    SPGEMM_PAIRS_ILV_PLAIN
+};
+
+// The planned kernel when HOOKE_SPGEMM is unset: one line to change once the others are measured.
+#define SPGEMM_PLAN_DEFAULT SPGEMM_PAIRS
 
 // HOOKE_SPGEMM (for measurement): row (spr_rows) or stationary (spo_rows) for every AMG shape;
 // pairs: the planned product (spp_blocks) where a plan was made (bmat_spgemm_numeric_plan, the
-// default there), each product's own choice elsewhere; unset or empty, each product's own
-// choice (spo_choose, or the plan's kernel). Read at each product, so a test may time them all
-// in one process.
+// default there), each product's own choice elsewhere; pairs-block (spq_blocks), pairs-ilv and
+// pairs-ilv-plain (spi_groups): the other planned kernels, likewise; unset or empty, each
+// product's own choice (spo_choose, or SPGEMM_PLAN_DEFAULT). Read at each product, so a test may
+// time them all in one process (pairs-ilv*: the plan must be made under the same value).
 static int spgemm_kernel_read(spgemm_kernel *k)
 {
     const char *v = getenv("HOOKE_SPGEMM");
-    *k = !v || !*v                  ? SPGEMM_BY_SHAPE
-         : !strcmp(v, "row")        ? SPGEMM_ROW
-         : !strcmp(v, "stationary") ? SPGEMM_STATIONARY
-         : !strcmp(v, "pairs")      ? SPGEMM_PAIRS
-                                    : (spgemm_kernel)-1;
+    *k = !v || !*v                       ? SPGEMM_BY_SHAPE
+         : !strcmp(v, "row")             ? SPGEMM_ROW
+         : !strcmp(v, "stationary")      ? SPGEMM_STATIONARY
+         : !strcmp(v, "pairs")           ? SPGEMM_PAIRS
+         : !strcmp(v, "pairs-block")     ? SPGEMM_PAIRS_BLOCK
+         : !strcmp(v, "pairs-ilv")       ? SPGEMM_PAIRS_ILV
+         : !strcmp(v, "pairs-ilv-plain") ? SPGEMM_PAIRS_ILV_PLAIN
+                                         : (spgemm_kernel)-1;
     HK_CHECK(*k != (spgemm_kernel)-1, HK_ERR_ARG,
              "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory), stationary "
-             "(a lane per block of C) or pairs (a re-set-up's planned pairs), or unset it (each "
-             "product's own kernel)",
+             "(a lane per block of C), pairs, pairs-block, pairs-ilv or pairs-ilv-plain (a "
+             "re-set-up's planned pairs: a thread per row of a block of C, per block, per block "
+             "with the pairs interleaved across a warp's blocks sorted by length or in order), or "
+             "unset it (each product's own kernel)",
              v);
     return 0;
 }
@@ -807,7 +824,7 @@ static int spo_launch(const spn_args &g, int64_t cnnzb, spgemm_kernel kernel, in
                        SPO_SHAPE(3, 3, 3) || SPO_SHAPE(3, 3, 6) || SPO_SHAPE(6, 3, 6) ||
                        SPO_SHAPE(6, 6, 6);
     if (!known || g.nbr == 0) return 0;
-    if (kernel == SPGEMM_BY_SHAPE || kernel == SPGEMM_PAIRS) kernel = spo_choose(g, cnnzb);
+    if (kernel != SPGEMM_ROW && kernel != SPGEMM_STATIONARY) kernel = spo_choose(g, cnnzb);
     if (kernel == SPGEMM_ROW) {
 #define SPR_SHAPE(R, K, C)                                                                         \
     if (SPO_SHAPE(R, K, C))                                                                        \
@@ -938,6 +955,16 @@ struct sp_plan {
     int64_t *off; // cnnzb + 1: block c's pairs are pa/pb[off[c] .. off[c + 1])
     int32_t *tgt; // upper: the ntgt blocks with column >= row; NULL: every block (ntgt = cnnzb)
     int32_t *pa, *pb;
+    // pairs-ilv / pairs-ilv-plain only (made when the plan is made under that value): the pairs
+    // again, interleaved across groups of 32 blocks of C (a warp's lanes), so that a warp's
+    // loads of its blocks' e-th pairs are one coalesced read
+    int ilv;       // the spgemm_kernel whose layout was made; 0: none
+    int64_t nslot; // ntgt rounded up to 32
+    int64_t npad;  // pairs with the padding: each group's longest list for each of its 32 lanes
+    int2 *slot;    // nslot: (block of C, its pairs) of lane s % 32 of group s / 32; (-1, 0) past
+                   // the end
+    int64_t *goff; // nslot / 32 + 1: group g's pairs start at pq[goff[g]]
+    int2 *pq;      // pair e of group g's lane l at pq[goff[g] + 32 e + l]: (A block, B block)
     size_t bytes;
 };
 
@@ -1013,6 +1040,97 @@ static unsigned pl_grid(int64_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
+// The interleaved layout's order: window blockIdx.x's win targets (32 or 256, a power of two
+// dividing 256) by descending pair count (ties in plan order), so that a group's 32 lanes run
+// lists of like length and the padding to the group's longest stays small; win 32 keeps each
+// group's blocks as in plan order (neighbours in C's rows share A's row, for the caches).
+__global__ void __launch_bounds__(256)
+    pi_order(const int64_t *off, const int32_t *tgt, int64_t ntgt, int64_t nslot, int win,
+             int2 *slot)
+{
+    __shared__ int cnt[256];
+    const int x = threadIdx.x;
+    const int64_t t = (int64_t)blockIdx.x * 256 + x;
+    int32_t c = -1;
+    int n = -1; // past the end: after every real block
+    if (t < ntgt) {
+        c = tgt ? tgt[t] : (int32_t)t;
+        n = (int)(off[c + 1] - off[c]);
+    }
+    cnt[x] = n;
+    __syncthreads();
+    const int k0 = x & ~(win - 1);
+    int rank = k0;
+    for (int k = k0; k < k0 + win; k++) {
+        const int m = cnt[k];
+        rank += m > n || (m == n && k < x);
+    }
+    const int64_t s = (int64_t)blockIdx.x * 256 + rank;
+    if (s < nslot) slot[s] = make_int2(c, n < 0 ? 0 : n);
+}
+
+// len[g] = 32 times group g's longest list (its slots in the padded layout).
+__global__ void pi_len(const int2 *slot, int64_t ng, int64_t *len)
+{
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < ng;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        int mx = 0;
+        for (int l = 0; l < 32; l++) {
+            const int n = slot[g * 32 + l].y;
+            mx = n > mx ? n : mx;
+        }
+        len[g] = (int64_t)mx * 32;
+    }
+}
+
+// Each slot's list copied from the plan's, in its order, to its lane's column of the group.
+__global__ void pi_fill(const int2 *slot, const int64_t *goff, const int64_t *off,
+                        const int32_t *pa, const int32_t *pb, int64_t nslot, int2 *pq)
+{
+    for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < nslot;
+         s += (int64_t)gridDim.x * blockDim.x) {
+        const int2 cn = slot[s];
+        if (cn.x < 0) continue;
+        const int64_t e0 = off[cn.x];
+        int2 *d = pq + goff[s / 32] + (s & 31);
+        for (int k = 0; k < cn.y; k++)
+            d[(int64_t)k * 32] = make_int2(pa[e0 + k], pb[e0 + k]);
+    }
+}
+
+// The interleaved layout of pl's pairs (off, tgt, pa, pb made), windows of win targets sorted;
+// cnt: device scratch of at least nslot / 32 + 1 entries.
+static int pl_interleave(sp_plan *pl, int win, int64_t *cnt)
+{
+    const int64_t ns = (pl->ntgt + 31) / 32 * 32, ng = ns / 32;
+    pl->nslot = ns;
+    HK_CALL(hk_cu_malloc((void **)&pl->slot, (size_t)(ns ? ns : 1) * sizeof *pl->slot));
+    HK_CALL(hk_cu_malloc((void **)&pl->goff, (size_t)(ng + 1) * sizeof *pl->goff));
+    if (ng == 0) {
+        HK_CU(cudaMemsetAsync(pl->goff, 0, sizeof *pl->goff, hk_cu.stream));
+        HK_CALL(hk_cu_malloc((void **)&pl->pq, sizeof *pl->pq));
+        pl->npad = 0;
+        return 0;
+    }
+    const int64_t nwin = (ns + 255) / 256;
+    HK_CHECK(nwin < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_plan: %lld blocks of C are too many", (long long)pl->ntgt);
+    pi_order<<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, ns, win,
+                                                       pl->slot);
+    HK_CU(cudaGetLastError());
+    pi_len<<<pl_grid(ng, 256), 256, 0, hk_cu.stream>>>(pl->slot, ng, cnt);
+    HK_CU(cudaGetLastError());
+    HK_CALL(hk_cu_scan_counts(cnt, ng, pl->goff, &pl->npad));
+    HK_CALL(hk_cu_malloc((void **)&pl->pq, (size_t)(pl->npad ? pl->npad : 1) * sizeof *pl->pq));
+    // the padding is never read; zeros keep the plan's bytes the same from run to run
+    HK_CU(cudaMemsetAsync(pl->pq, 0, (size_t)(pl->npad ? pl->npad : 1) * sizeof *pl->pq,
+                          hk_cu.stream));
+    pi_fill<<<pl_grid(ns, 256), 256, 0, hk_cu.stream>>>(pl->slot, pl->goff, pl->off, pl->pa,
+                                                        pl->pb, ns, pl->pq);
+    HK_CU(cudaGetLastError());
+    return 0;
+}
+
 static bool spp_shape(int br, int bk, int bc)
 {
     return (br == 1 && bk == 1 && bc == 1) || (br == 2 && bk == 2 && bc == 3) ||
@@ -1025,7 +1143,7 @@ void hk_cu_bmat_spgemm_plan_free(void *plan)
 {
     sp_plan *pl = (sp_plan *)plan;
     if (!pl) return;
-    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb};
+    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb, pl->slot, pl->goff, pl->pq};
     for (size_t k = 0; k < sizeof a / sizeof a[0]; k++)
         if (a[k]) cudaFree(a[k]);
     free(pl);
@@ -1038,9 +1156,12 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     sp_plan *pl = NULL;
     int64_t *cnt = NULL, *tstart = NULL, first = -1;
     unsigned long long *dfirst = NULL;
+    spgemm_kernel kernel;
     *plan = NULL, *bytes = 0;
     HK_CALL(
         hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
+    HK_CALL(spgemm_kernel_read(&kernel)); // the interleaved kernels' layout is made here
+    if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
     // no plan (the caller takes the numeric ops): other shapes, or indices past 32 bits
     if (!spp_shape(A->br, A->bc, B->bc) || A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX ||
         C->nnzb >= INT32_MAX)
@@ -1094,9 +1215,16 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     } else {
         HK_CU_TRY(cudaMemsetAsync(pl->off, 0, (size_t)(cn + 1) * sizeof *pl->off, hk_cu.stream));
     }
+    if (kernel == SPGEMM_PAIRS_ILV || kernel == SPGEMM_PAIRS_ILV_PLAIN) {
+        HK_TRY(pl_interleave(pl, kernel == SPGEMM_PAIRS_ILV ? 256 : 32, cnt));
+        pl->ilv = kernel;
+    }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     pl->bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)(pl->tgt ? pl->ntgt : 0) * 4 +
                 (size_t)pl->npairs * 8;
+    if (pl->ilv)
+        pl->bytes += (size_t)pl->nslot * 8 + (size_t)(pl->nslot / 32 + 1) * 8 +
+                     (size_t)pl->npad * 8;
     *bytes = pl->bytes;
     *plan = pl;
     pl = NULL;
@@ -1158,6 +1286,131 @@ __global__ void __launch_bounds__(256, MINB)
         dst[s] = acc[s];
 }
 
+// ---- the other planned kernels (pairs-block, pairs-ilv, pairs-ilv-plain) ----
+//
+// A thread takes RT rows of a block of C (the whole block where its sums, A's rows and the B
+// block fit 48 doubles: 3x3 . 3x6 and 6x3 . 3x6 take 3 rows, 6x6 . 6x6 one), so each B block is
+// loaded once for all RT rows and its pair's indices once, and the next pair's indices are read
+// before this pair's values (the indices' latency hidden behind the values'). The sums are
+// spp_blocks's: entry (r, s) over the pairs in plan order, each pair's BK products in order with
+// __dmul_rn / __dadd_rn, so the same digits.
+
+template <int BR, int BK, int BC> constexpr int spq_rows()
+{
+    int rt = 1;
+    for (int d = 1; d <= BR; d++)
+        if (BR % d == 0 && d * (BK + BC) + BK * BC <= 48) rt = d;
+    return rt;
+}
+
+// acc (RT rows of BC sums) += rows a (RT rows of A's block, from its row r0) times B block b.
+template <int RT, int BK, int BC>
+__device__ __forceinline__ void spq_pair(const double *__restrict__ a,
+                                         const double *__restrict__ b, double (&acc)[RT * BC])
+{
+    double ar[RT * BK], bm[BK * BC];
+#pragma unroll
+    for (int x = 0; x < RT * BK; x++)
+        ar[x] = __ldg(a + x);
+    if constexpr ((BK * BC) % 2 == 0) { // B blocks start on 16 bytes (cudaMalloc's 256)
+#pragma unroll
+        for (int x = 0; x < BK * BC / 2; x++) {
+            const double2 v = __ldg((const double2 *)b + x);
+            bm[2 * x] = v.x, bm[2 * x + 1] = v.y;
+        }
+    } else {
+#pragma unroll
+        for (int x = 0; x < BK * BC; x++)
+            bm[x] = __ldg(b + x);
+    }
+#pragma unroll
+    for (int rr = 0; rr < RT; rr++)
+#pragma unroll
+        for (int s = 0; s < BC; s++)
+#pragma unroll
+            for (int m = 0; m < BK; m++)
+                acc[rr * BC + s] =
+                    __dadd_rn(acc[rr * BC + s], __dmul_rn(ar[rr * BK + m], bm[m * BC + s]));
+}
+
+// Thread (t, u): rows u RT .. u RT + RT - 1 of target t's block, over the plan's lists.
+template <int BR, int BK, int BC>
+__global__ void __launch_bounds__(256, 2)
+    spq_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
+               const int32_t *__restrict__ pa, const int32_t *__restrict__ pb,
+               const double *__restrict__ av, const double *__restrict__ bv, double *cv,
+               int64_t ntgt)
+{
+    constexpr int RT = spq_rows<BR, BK, BC>(), T = BR / RT;
+    const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t t = gt / T;
+    if (t >= ntgt) return;
+    const int r0 = (int)(gt - t * T) * RT;
+    const int64_t c = tgt ? (int64_t)tgt[t] : t;
+    double acc[RT * BC];
+#pragma unroll
+    for (int x = 0; x < RT * BC; x++)
+        acc[x] = 0.0;
+    const int64_t e0 = off[c], e1 = off[c + 1];
+    int32_t p = 0, q = 0;
+    if (e0 < e1) p = __ldg(pa + e0), q = __ldg(pb + e0);
+    for (int64_t e = e0; e < e1; e++) {
+        int32_t pn = 0, qn = 0;
+        if (e + 1 < e1) pn = __ldg(pa + e + 1), qn = __ldg(pb + e + 1);
+        spq_pair<RT, BK, BC>(av + (size_t)p * (BR * BK) + r0 * BK, bv + (size_t)q * (BK * BC),
+                             acc);
+        p = pn, q = qn;
+    }
+    double *dst = cv + (size_t)c * (BR * BC) + r0 * BC;
+#pragma unroll
+    for (int x = 0; x < RT * BC; x++)
+        dst[x] = acc[x];
+}
+
+// Warp (g, u): rows u RT .. of the blocks of group g (one a lane), over the interleaved pairs
+// (a warp's e-th pairs one coalesced read of 256 bytes). The lanes run their own lists' lengths;
+// the slot order (pi_order) makes them alike.
+template <int BR, int BK, int BC>
+__global__ void __launch_bounds__(256, 2)
+    spi_groups(const int2 *__restrict__ slot, const int64_t *__restrict__ goff,
+               const int2 *__restrict__ pq, const double *__restrict__ av,
+               const double *__restrict__ bv, double *cv, int64_t ng)
+{
+    constexpr int RT = spq_rows<BR, BK, BC>(), T = BR / RT;
+    const int64_t gw = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    const int64_t g = gw / T;
+    if (g >= ng) return;
+    const int r0 = (int)(gw - g * T) * RT;
+    const int2 cn = __ldg(slot + g * 32 + lane);
+    if (cn.x < 0) return;
+    double acc[RT * BC];
+#pragma unroll
+    for (int x = 0; x < RT * BC; x++)
+        acc[x] = 0.0;
+    const int2 *e = pq + goff[g] + lane;
+    int2 cur = make_int2(0, 0);
+    if (cn.y > 0) cur = __ldg(e);
+    for (int k = 0; k < cn.y; k++) {
+        int2 nxt = make_int2(0, 0);
+        if (k + 1 < cn.y) nxt = __ldg(e + (int64_t)(k + 1) * 32);
+        spq_pair<RT, BK, BC>(av + (size_t)cur.x * (BR * BK) + r0 * BK,
+                             bv + (size_t)cur.y * (BK * BC), acc);
+        cur = nxt;
+    }
+    double *dst = cv + (size_t)cn.x * (BR * BC) + r0 * BC;
+#pragma unroll
+    for (int x = 0; x < RT * BC; x++)
+        dst[x] = acc[x];
+}
+
+static const char *spgemm_kernel_name(spgemm_kernel k)
+{
+    return k == SPGEMM_PAIRS_ILV         ? "pairs-ilv"
+           : k == SPGEMM_PAIRS_ILV_PLAIN ? "pairs-ilv-plain"
+                                         : "?";
+}
+
 int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     const sp_plan *pl = (const sp_plan *)plan;
@@ -1168,6 +1421,54 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     // a larger array; spp_blocks reads them as 16-byte words)
     if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
         return sp_spgemm_numeric(A, B, C, pl->sh.upper, "bmat_spgemm_numeric_plan");
+    if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
+    if (kernel == SPGEMM_PAIRS_ILV || kernel == SPGEMM_PAIRS_ILV_PLAIN) {
+        HK_CHECK(pl->ilv == (int)kernel, HK_ERR_ARG,
+                 "HOOKE_SPGEMM=%s: this plan was made without that kernel's interleaved pairs; "
+                 "set the value before the plans are made (the first update)",
+                 spgemm_kernel_name(kernel));
+        const int64_t ng = pl->nslot / 32;
+        if (ng == 0) return 0;
+        const int64_t nblk = (ng * pl->sh.br * 32 + 255) / 256; // at most BR warps a group
+        HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+                 "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
+#define SPI_SHAPE(R, K, CC)                                                                        \
+    if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
+    spi_groups<R, K, CC><<<(unsigned)((ng * ((R) / spq_rows<R, K, CC>()) * 32 + 255) / 256), 256,  \
+                           0, hk_cu.stream>>>(pl->slot, pl->goff, pl->pq, A->val, B->val, C->val, \
+                                              ng)
+        SPI_SHAPE(1, 1, 1);
+        SPI_SHAPE(2, 2, 3);
+        SPI_SHAPE(3, 2, 3);
+        SPI_SHAPE(3, 3, 3);
+        SPI_SHAPE(3, 3, 6);
+        SPI_SHAPE(6, 3, 6);
+        SPI_SHAPE(6, 6, 6);
+#undef SPI_SHAPE
+        HK_CU_LAUNCHED();
+        return 0;
+    }
+    if (kernel == SPGEMM_PAIRS_BLOCK) {
+        if (pl->ntgt == 0) return 0;
+        const int64_t nblk = (pl->ntgt * pl->sh.br + 255) / 256; // at most BR threads a block
+        HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+                 "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
+#define SPQ_SHAPE(R, K, CC)                                                                        \
+    if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
+    spq_blocks<R, K, CC><<<(unsigned)((pl->ntgt * ((R) / spq_rows<R, K, CC>()) + 255) / 256), 256, \
+                           0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, A->val, B->val,   \
+                                              C->val, pl->ntgt)
+        SPQ_SHAPE(1, 1, 1);
+        SPQ_SHAPE(2, 2, 3);
+        SPQ_SHAPE(3, 2, 3);
+        SPQ_SHAPE(3, 3, 3);
+        SPQ_SHAPE(3, 3, 6);
+        SPQ_SHAPE(6, 3, 6);
+        SPQ_SHAPE(6, 6, 6);
+#undef SPQ_SHAPE
+        HK_CU_LAUNCHED();
+        return 0;
+    }
     const int64_t nthr = pl->ntgt * pl->sh.br;
     if (nthr == 0) return 0;
     const int64_t nblk = (nthr + 255) / 256;

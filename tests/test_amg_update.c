@@ -21,8 +21,10 @@
  * option is named.
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
  * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
- * the planned products on cuda under every HOOKE_SPGEMM value (the plan's kernel, pairs, row,
- * stationary; another value refused by name) against the CPU's bytes: A P and R (A P) (whole,
+ * the planned products on cuda under every HOOKE_SPGEMM value (the plan's kernel, pairs,
+ * pairs-block, pairs-ilv, pairs-ilv-plain, row, stationary; another value refused by name, an
+ * interleaved kernel on a plan made without its layout refused) against the CPU's bytes: A P and
+ * R (A P) (whole,
  * upper) of elasticity3d:20's level and products whose rows of C hold 1500 blocks (summed in
  * place, past any shared-memory row);
  * the cuda update's hierarchy (both Galerkin paths) equal
@@ -730,10 +732,12 @@ static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_
 }
 
 /* The planned product on cuda of A B (CPU matrices; C = bmat_spgemm's pattern) by every
- * HOOKE_SPGEMM kernel (the plan's, pairs, row, stationary): the CPU's bytes. */
+ * HOOKE_SPGEMM kernel (the plan's, pairs, pairs-block, pairs-ilv, pairs-ilv-plain, row,
+ * stationary; each plan made under its value): the CPU's bytes. */
 static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper)
 {
-    static const char *const kernels[] = {NULL, "pairs", "row", "stationary"};
+    static const char *const kernels[] = {
+        NULL, "pairs", "pairs-block", "pairs-ilv", "pairs-ilv-plain", "row", "stationary"};
     const hk_backend *gpu = backend("cuda");
     hk_bmat ref, dA, dB, dC;
     planned_reference(A, B, C, upper, &ref);
@@ -772,7 +776,15 @@ static void test_cuda_planned(void)
         CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
         CU_ASSERT(strstr(hk_error_message(), "HOOKE_SPGEMM=entries") != NULL);
         CU_ASSERT(strstr(hk_error_message(), "row") && strstr(hk_error_message(), "stationary") &&
-                  strstr(hk_error_message(), "pairs"));
+                  strstr(hk_error_message(), "pairs") &&
+                  strstr(hk_error_message(), "pairs-block") &&
+                  strstr(hk_error_message(), "pairs-ilv-plain"));
+        hk_error_clear();
+        /* the interleaved kernels need their layout, made with the plan: refused on this one */
+        setenv("HOOKE_SPGEMM", "pairs-ilv", 1);
+        CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
+        CU_ASSERT(strstr(hk_error_message(), "HOOKE_SPGEMM=pairs-ilv: this plan was made") !=
+                  NULL);
         hk_error_clear();
         unsetenv("HOOKE_SPGEMM");
         gpu->bmat_spgemm_plan_free(plan);
