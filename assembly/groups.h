@@ -35,6 +35,15 @@ typedef void (*hk_facet_fn)(void *ctx, const int32_t *fn, int nf, const double *
 int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, int outward,
                     hk_facet_fn fn, void *ctx);
 
+/* hk_facet_points with the callbacks on the threads: each thread takes every point in order
+ * with its own node range [lo, hi) and may write only to the nodes of that range (so each
+ * node's sum is made in the facets' order, whatever the threads). */
+typedef void (*hk_facet_range_fn)(void *ctx, int32_t lo, int32_t hi, const int32_t *fn, int nf,
+                                  const double *N, const double x[3], double w,
+                                  const double nrm[3]);
+int hk_facet_points_ranged(const hk_problem *p, const hk_adj *n2c, int b, const char *what,
+                           int outward, hk_facet_range_fn fn, void *ctx);
+
 /* Called for a direction dir that a support holds at a node (the rigid-body check). */
 typedef void (*hk_dir_fn)(void *ctx, int32_t node, const double dir[3]);
 

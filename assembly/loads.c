@@ -42,6 +42,21 @@ static void facet_load_point(void *vctx, const int32_t *fn, int nf, const double
             c->f[(size_t)fn[a] * c->d + i] += w * N[a] * tv[i];
 }
 
+/* facet_load_point for the nodes lo..hi - 1 only (hk_facet_points_ranged). */
+static void facet_load_range(void *vctx, int32_t lo, int32_t hi, const int32_t *fn, int nf,
+                             const double *N, const double x[3], double w, const double nrm[3])
+{
+    const facet_load_ctx *c = vctx;
+    (void)x;
+    double tv[3];
+    for (int i = 0; i < 3; i++)
+        tv[i] = c->pressure ? -c->p * nrm[i] : c->t[i];
+    for (int a = 0; a < nf; a++)
+        if (fn[a] >= lo && fn[a] < hi)
+            for (int i = 0; i < c->d; i++)
+                c->f[(size_t)fn[a] * c->d + i] += w * N[a] * tv[i];
+}
+
 /* Traction (value[] per area) or pressure (value[0]) on the facets of boundary b; a force
  * (value[] in total) is the traction value[] * scale. f == NULL: only the checks, and the
  * boundary's area (length x thickness in 2D) added to *area when area != NULL. */
@@ -63,6 +78,8 @@ static int facet_load(const hk_problem *p, const hk_load *ld, const hk_adj *n2c,
         c.t[i] = ld->value[i] * scale;
     char what[32];
     snprintf(what, sizeof what, "a %s", kind_names[ld->kind]);
+    /* nodal forces only: on the threads, node by node; an area is one sum in order */
+    if (f && !area) return hk_facet_points_ranged(p, n2c, b, what, pressure, facet_load_range, &c);
     return hk_facet_points(p, n2c, b, what, pressure, facet_load_point, &c);
 }
 
