@@ -262,8 +262,9 @@ static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
     return 0;
 }
 
-/* Facets a block: the threads evaluate a block's points, then the callbacks take them in the
- * facets' order (the sums they make come out the same on any number of threads). */
+/* hk_facet_points_ranged a block of facets at a time: the threads evaluate the block's points
+ * (each facet type's rule and shape functions tabulated once), then each thread takes them in
+ * the facets' order for the nodes of its own range. */
 enum { FACET_BLOCK = 4096, FACET_BUCKETS = 4096 };
 
 /* The node range [lo, hi) of each of nt threads, cut where the facets' node references
@@ -282,8 +283,8 @@ static void thread_range(const int64_t *cum, int64_t nn, int nt, int t, int32_t 
     *hi = (int32_t)((k1 * nn + nb - 1) / nb);
 }
 
-static int facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what,
-                        int outward, hk_facet_fn fn, hk_facet_range_fn rfn, void *ctx)
+int hk_facet_points_ranged(const hk_problem *p, const hk_adj *n2c, int b, const char *what,
+                           int outward, hk_facet_range_fn rfn, void *ctx)
 {
     int ierr = 0;
     const hk_mesh *m = p->mesh;
@@ -311,15 +312,14 @@ static int facet_points(const hk_problem *p, const hk_adj *n2c, int b, const cha
         maxq = tab[t]->nq > maxq ? tab[t]->nq : maxq;
     }
     const int threads = nf > 256 ? omp_get_max_threads() : 1;
-    if (rfn) { /* the references counted by bucket (a node out of range: facet_eval says so) */
-        HK_TRY(hk_calloc(FACET_BUCKETS + 1, sizeof *cum, &cum));
-        for (int64_t k = 0; k < g->elems.ptr[nf]; k++) {
-            const int64_t v = g->elems.nodes[k];
-            if (v >= 0 && v < nn) cum[v * FACET_BUCKETS / nn + 1]++;
-        }
-        for (int k = 0; k < FACET_BUCKETS; k++)
-            cum[k + 1] += cum[k];
+    /* the references counted by bucket (a node out of range: facet_eval says so) */
+    HK_TRY(hk_calloc(FACET_BUCKETS + 1, sizeof *cum, &cum));
+    for (int64_t k = 0; k < g->elems.ptr[nf]; k++) {
+        const int64_t v = g->elems.nodes[k];
+        if (v >= 0 && v < nn) cum[v * FACET_BUCKETS / nn + 1]++;
     }
+    for (int k = 0; k < FACET_BUCKETS; k++)
+        cum[k + 1] += cum[k];
     const int64_t blk = nf < FACET_BLOCK ? nf : FACET_BLOCK;
     HK_TRY(hk_malloc((size_t)(blk * maxq) * sizeof *pts, &pts));
     for (int64_t f0 = 0; f0 < nf; f0 += blk) {
@@ -330,36 +330,26 @@ static int facet_points(const hk_problem *p, const hk_adj *n2c, int b, const cha
             if (fe < bad && facet_eval(p, n2c, b, fe, what, outward, tab, pts + (fe - f0) * maxq))
                 bad = fe;
         const int64_t fend = bad < f1 ? bad : f1;
-        if (rfn) {
-            /* each thread the facets' points in order, for its own nodes: every node's sum
-             * in the serial loop's order */
+        /* each thread the facets' points in order, for its own nodes: every node's sum in
+         * the serial loop's order */
 #pragma omp parallel num_threads(threads)
-            {
-                int32_t lo = 0, hi = (int32_t)nn;
-                if (omp_get_num_threads() > 1)
-                    thread_range(cum, nn, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
-                for (int64_t fe = f0; fe < fend && lo < hi; fe++) {
-                    const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
-                    const int nfn = (int)(g->elems.ptr[fe + 1] - g->elems.ptr[fe]);
-                    int mine = 0;
-                    for (int a = 0; a < nfn && !mine; a++)
-                        mine = fn_[a] >= lo && fn_[a] < hi;
-                    if (!mine) continue;
-                    const facet_tab *tb = tab[g->elems.type[fe]];
-                    const facet_pt *pt = pts + (fe - f0) * maxq;
-                    for (int q = 0; q < tb->nq; q++)
-                        rfn(ctx, lo, hi, fn_, nfn, tb->N[q], pt[q].x, pt[q].w, pt[q].nrm);
-                }
-            }
-        } else
-            for (int64_t fe = f0; fe < fend; fe++) {
+        {
+            int32_t lo = 0, hi = (int32_t)nn;
+            if (omp_get_num_threads() > 1)
+                thread_range(cum, nn, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
+            for (int64_t fe = f0; fe < fend && lo < hi; fe++) {
                 const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
-                const facet_tab *tb = tab[g->elems.type[fe]];
                 const int nfn = (int)(g->elems.ptr[fe + 1] - g->elems.ptr[fe]);
+                int mine = 0;
+                for (int a = 0; a < nfn && !mine; a++)
+                    mine = fn_[a] >= lo && fn_[a] < hi;
+                if (!mine) continue;
+                const facet_tab *tb = tab[g->elems.type[fe]];
                 const facet_pt *pt = pts + (fe - f0) * maxq;
                 for (int q = 0; q < tb->nq; q++)
-                    fn(ctx, fn_, nfn, tb->N[q], pt[q].x, pt[q].w, pt[q].nrm);
+                    rfn(ctx, lo, hi, fn_, nfn, tb->N[q], pt[q].x, pt[q].w, pt[q].nrm);
             }
+        }
         if (bad != INT64_MAX) { /* its message on this thread */
             ierr = facet_eval(p, n2c, b, bad, what, outward, tab, pts);
             if (!ierr)
@@ -381,11 +371,67 @@ fail:
 int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *what, int outward,
                     hk_facet_fn fn, void *ctx)
 {
-    return facet_points(p, n2c, b, what, outward, fn, NULL, ctx);
-}
-
-int hk_facet_points_ranged(const hk_problem *p, const hk_adj *n2c, int b, const char *what,
-                           int outward, hk_facet_range_fn fn, void *ctx)
-{
-    return facet_points(p, n2c, b, what, outward, NULL, fn, ctx);
+    const hk_mesh *m = p->mesh;
+    const int d = m->dim;
+    const hk_group *g = &m->boundaries[b];
+    const char *bn = hk_asm_boundary_name(m, b);
+    const double fac = hk_asm_thickness(p);
+    HK_CHECK(g->elems.n > 0 && g->dim == d - 1, HK_ERR_MODEL,
+             "%s needs a boundary of dimension %d, but boundary '%s' has dimension %d and %lld "
+             "elements; apply it on a %s group",
+             what, d - 1, bn, g->dim, (long long)g->elems.n, d == 2 ? "curve" : "surface");
+    for (int64_t fe = 0; fe < g->elems.n; fe++) {
+        const int t = g->elems.type[fe];
+        const hk_elref *fr = hk_elref_get((hk_eltype)t);
+        HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
+                 HK_ERR_MODEL,
+                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a %s element; %s acts "
+                 "on %s",
+                 (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
+                 d == 2 ? "line" : "surface", what,
+                 d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
+        const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
+        for (int a = 0; a < fr->nnodes; a++) {
+            HK_CHECK(fn_[a] >= 0 && fn_[a] < m->nnodes, HK_ERR_MODEL,
+                     "facet %lld of boundary '%s' refers to node %d, outside the mesh; the "
+                     "mesh is corrupt",
+                     (long long)fe, bn, fn_[a]);
+            HK_CHECK(n2c->ptr[fn_[a] + 1] > n2c->ptr[fn_[a]], HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' has node %d that belongs "
+                     "to no %dD element, so %s would be lost there; use the meshed domain's "
+                     "boundary",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn_[a], d, what);
+        }
+        double sign = 1;
+        if (outward) {
+            double xi[3] = {0, 0, 0}, dNc[HK_EL_MAXN][3];
+            if (fr->simplex) xi[0] = xi[1] = 1.0 / 3;
+            hk_el_shape(fr->type, xi, NULL, dNc);
+            HK_CALL(facet_sign(p, n2c, b, fe, fr, fn_, (const double(*)[3])dNc, &sign));
+        }
+        int nq;
+        double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
+        hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
+        for (int q = 0; q < nq; q++) {
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3], x[3] = {0, 0, 0};
+            hk_el_shape((hk_eltype)t, qp[q], N, dN);
+            facet_normal(m, fr, fn_, dN, nrm);
+            /* |nrm| is the length/area element */
+            double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+            HK_CHECK(dA > 0, HK_ERR_MODEL,
+                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
+                     "area); check the mesh",
+                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
+            for (int i = 0; i < 3; i++)
+                nrm[i] = sign * nrm[i] / dA;
+            for (int a = 0; a < fr->nnodes; a++)
+                for (int i = 0; i < 3; i++)
+                    x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
+            /* axisymmetric: per radian of the ring (area element r ds), like the stiffness; a
+             * mesher's axis node at r = -1e-17 gives no negative weight */
+            const double r = p->analysis == HK_AXISYMMETRIC ? fmax(x[0], 0) : 1;
+            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * r * dA, nrm);
+        }
+    }
+    return 0;
 }
