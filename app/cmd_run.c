@@ -377,6 +377,8 @@ static int run_mesh(const hk_case *c, const hk_run_opts *o, run_log *L, hk_run *
     element_types(&r->mesh, types, sizeof types);
     if (!c->generate && hk_mesh_load_refine_stats().levels)
         q = hk_mesh_load_refine_stats().after; /* the corners' shapes: the order changes none */
+    else if (c->generate) /* one cell measures the grid's (0.1 s at 4.7M cells otherwise) */
+        HK_TRY(hk_mesh_grid_quality(c->gen_dim, c->gen_size, c->gen_cells, c->gen_element, &q));
     else
         HK_TRY(hk_mesh_measure_quality(&r->mesh, &q));
     stage(L, "meshing: %lld nodes, %lld elements (%s) in %.2f s, quality min %.2f mean %.2f",

@@ -998,7 +998,11 @@ cut:
     double est[2] = {r0->mem.host_estimate, r0->mem.device_estimate};
     HK_TRY(hk_comm_max(w, est, 2));
     hk_mesh_quality qa = {0, 0, 0}, qb = {0, 0, 0}; /* the fine cells', the coarse ones' */
-    HK_TRY(owned_quality(w, pt, &qa));
+    if (c->generate) /* alike on every process: one cell measures the grid's */
+        HK_TRY(hk_comm_agree(w, hk_mesh_grid_quality(c->gen_dim, c->gen_size, c->gen_cells,
+                                                     c->gen_element, &qa)));
+    else
+        HK_TRY(owned_quality(w, pt, &qa));
     if (!c->generate) HK_TRY(hk_mesh_measure_quality(&x.coarse, &qb));
     if ((ierr = hk_comm_agree(w, summary_mesh(w, pt, &r0->mesh)))) goto done;
     HK_TRY(hk_comm_max(w, tm, 4));

@@ -478,6 +478,28 @@ int hk_mesh_measure_quality_of(const hk_mesh *m, const int64_t *cells, int64_t n
     return 0;
 }
 
+int hk_mesh_grid_quality(int dim, const double *size, const int *cells, hk_eltype t,
+                         hk_mesh_quality *q)
+{
+    /* every cell of the grid holds the elements of the first one (mesh.c's cell_table),
+     * translated: one cell of the same size measures them all, without a pass over the whole
+     * grid's cells */
+    HK_CHECK(size && cells && q && (dim == 2 || dim == 3), HK_ERR_ARG,
+             "hk_mesh_grid_quality: NULL argument or dimension %d", dim);
+    double one[3] = {0, 0, 0};
+    int n[3] = {1, 1, 1};
+    for (int a = 0; a < dim; a++) {
+        HK_CHECK(cells[a] > 0, HK_ERR_ARG, "hk_mesh_grid_quality: %d cells along axis %d",
+                 cells[a], a);
+        one[a] = size[a] / cells[a];
+    }
+    hk_mesh m = {0};
+    HK_CALL(hk_mesh_grid_slab(dim, one, n, t, 0, 0, 1, &m));
+    const int ierr = hk_mesh_measure_quality(&m, q);
+    hk_mesh_free(&m);
+    return ierr;
+}
+
 /* ---- refinement ----------------------------------------------------------------------------- */
 
 static int refinable(hk_eltype t, int cell)

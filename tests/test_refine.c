@@ -1399,6 +1399,39 @@ static void test_reproducible(void)
 
 #endif
 
+/* hk_mesh_grid_quality (one cell) against the whole grid measured cell by cell: every element
+ * kind of the generators, cells that are not cubes. */
+static void test_grid_quality(void)
+{
+    static const struct {
+        int dim;
+        hk_eltype t;
+    } kinds[] = {{2, HK_EL_TRI3}, {2, HK_EL_TRI6}, {2, HK_EL_QUAD4}, {2, HK_EL_QUAD8},
+                 {2, HK_EL_QUAD9}, {3, HK_EL_TET4}, {3, HK_EL_TET10}, {3, HK_EL_HEX8},
+                 {3, HK_EL_HEX20}, {3, HK_EL_HEX27}};
+    const double size[3] = {3.0, 1.0, 0.7};
+    const int cells[3] = {7, 4, 3};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        hk_mesh m = {0};
+        hk_mesh_quality whole, one;
+        HK_ASSERT_OK(hk_mesh_grid_slab(kinds[k].dim, size, cells, kinds[k].t, 0, 0, cells[0], &m));
+        HK_ASSERT_OK(hk_mesh_measure_quality(&m, &whole));
+        HK_ASSERT_OK(hk_mesh_grid_quality(kinds[k].dim, size, cells, kinds[k].t, &one));
+        CU_ASSERT(whole.cells > one.cells && one.cells > 0);
+        /* a box's corners are right angles (1); the simplices of cells that are not cubes
+         * are not regular: figures that could differ */
+        const int simplex = kinds[k].t == HK_EL_TRI3 || kinds[k].t == HK_EL_TRI6 ||
+                            kinds[k].t == HK_EL_TET4 || kinds[k].t == HK_EL_TET10;
+        CU_ASSERT(whole.min > 0.1 && whole.min < (simplex ? 0.99 : 1.0 + 1e-12));
+        CU_ASSERT_DOUBLE_EQUAL(one.min, whole.min, 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(one.mean, whole.mean, 1e-12);
+        hk_mesh_free(&m);
+    }
+    hk_mesh_quality q;
+    const int bad[3] = {7, 0, 3};
+    CU_ASSERT_EQUAL(hk_mesh_grid_quality(3, size, bad, HK_EL_HEX8, &q), HK_ERR_ARG);
+}
+
 HK_SUITE(refine,
          {"every element kind refined once and twice: counts, volumes, groups", test_every_kind},
          {"refined quads and hexes are the generators' finer grids", test_generator_grids},
@@ -1406,6 +1439,7 @@ HK_SUITE(refine,
          {"each cell inside its coarse ancestor, through renumbering and hk_mesh_load",
           test_ancestors},
          {"the patch test on refined meshes of every kind, order 1 and 2", test_patch},
+         {"a generated grid's quality from one cell: the whole grid's", test_grid_quality},
 #ifdef HOOKE_HAVE_GMSH
          {"geometry.refine in the case file, and its errors", test_case_key},
          {"refined boundary nodes on the cylinder, sphere and circles", test_curved},

@@ -244,6 +244,12 @@ int hk_mesh_box(double lx, double ly, double lz, int nx, int ny, int nz, hk_elty
  * relative order, and the facets of its groups among them ("origin" where it is made). */
 int hk_mesh_grid_slab(int dim, const double *size, const int *cells, hk_eltype t, int axis, int lo,
                       int hi, hk_mesh *m);
+/* The quality (hk_mesh_measure_quality) of hk_mesh_rectangle's or hk_mesh_box's grid from one
+ * cell of its size: every cell of the grid holds the same elements, translated, so the figures
+ * are the whole grid's (to the last bit of the nodes' coordinates) at no cost; q->cells counts
+ * the one cell's elements. */
+int hk_mesh_grid_quality(int dim, const double *size, const int *cells, hk_eltype t,
+                         hk_mesh_quality *q);
 /* hk_mesh_grid_slab's mesh with its nodes renumbered as hk_mesh_renumber_rcm renumbers them
  * (the same numbers, its graph made from the grid's structure rather than from the cells);
  * *t_rcm (when not NULL): the renumbering's seconds. */
