@@ -758,8 +758,9 @@ enum spgemm_kernel {
     SPGEMM_STATIONARY,
     SPGEMM_PAIRS,
     SPGEMM_PAIRS_BLOCK,
-    SPGEMM_PAIRS_ILV,
-    SPGEMM_PAIRS_ILV_PLAIN
+    SPGEMM_PAIRS_SORTED,
+    SPGEMM_PAIRS_BLOCK_SORTED,
+    SPGEMM_PAIRS_ILV
 };
 
 // The planned kernel when HOOKE_SPGEMM is unset: one line to change once the others are measured.
@@ -767,27 +768,29 @@ enum spgemm_kernel {
 
 // HOOKE_SPGEMM (for measurement): row (spr_rows) or stationary (spo_rows) for every AMG shape;
 // pairs: the planned product (spp_blocks) where a plan was made (bmat_spgemm_numeric_plan, the
-// default there), each product's own choice elsewhere; pairs-block (spq_blocks), pairs-ilv and
-// pairs-ilv-plain (spi_groups): the other planned kernels, likewise; unset or empty, each
-// product's own choice (spo_choose, or SPGEMM_PLAN_DEFAULT). Read at each product, so a test may
-// time them all in one process (pairs-ilv*: the plan must be made under the same value).
+// default there), each product's own choice elsewhere; pairs-block (spq_blocks), pairs-sorted
+// and pairs-block-sorted (spp_blocks, spq_blocks over the targets sorted by list length),
+// pairs-ilv (spi_groups): the other planned kernels, likewise; unset or empty, each product's
+// own choice (spo_choose, or SPGEMM_PLAN_DEFAULT). Read at each product, so a test may time them
+// all in one process (the sorted and interleaved ones: the plan must be made under the value).
 static int spgemm_kernel_read(spgemm_kernel *k)
 {
     const char *v = getenv("HOOKE_SPGEMM");
-    *k = !v || !*v                       ? SPGEMM_BY_SHAPE
-         : !strcmp(v, "row")             ? SPGEMM_ROW
-         : !strcmp(v, "stationary")      ? SPGEMM_STATIONARY
-         : !strcmp(v, "pairs")           ? SPGEMM_PAIRS
-         : !strcmp(v, "pairs-block")     ? SPGEMM_PAIRS_BLOCK
-         : !strcmp(v, "pairs-ilv")       ? SPGEMM_PAIRS_ILV
-         : !strcmp(v, "pairs-ilv-plain") ? SPGEMM_PAIRS_ILV_PLAIN
-                                         : (spgemm_kernel)-1;
+    *k = !v || !*v                          ? SPGEMM_BY_SHAPE
+         : !strcmp(v, "row")                ? SPGEMM_ROW
+         : !strcmp(v, "stationary")         ? SPGEMM_STATIONARY
+         : !strcmp(v, "pairs")              ? SPGEMM_PAIRS
+         : !strcmp(v, "pairs-block")        ? SPGEMM_PAIRS_BLOCK
+         : !strcmp(v, "pairs-sorted")       ? SPGEMM_PAIRS_SORTED
+         : !strcmp(v, "pairs-block-sorted") ? SPGEMM_PAIRS_BLOCK_SORTED
+         : !strcmp(v, "pairs-ilv")          ? SPGEMM_PAIRS_ILV
+                                            : (spgemm_kernel)-1;
     HK_CHECK(*k != (spgemm_kernel)-1, HK_ERR_ARG,
              "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory), stationary "
-             "(a lane per block of C), pairs, pairs-block, pairs-ilv or pairs-ilv-plain (a "
-             "re-set-up's planned pairs: a thread per row of a block of C, per block, per block "
-             "with the pairs interleaved across a warp's blocks sorted by length or in order), or "
-             "unset it (each product's own kernel)",
+             "(a lane per block of C), pairs, pairs-block, pairs-sorted, pairs-block-sorted or "
+             "pairs-ilv (a re-set-up's planned pairs: a thread per row of a block of C, per "
+             "block, the same two over the blocks sorted by list length, per block with the pairs "
+             "interleaved across a warp's blocks), or unset it (each product's own kernel)",
              v);
     return 0;
 }
@@ -955,10 +958,14 @@ struct sp_plan {
     int64_t *off; // cnnzb + 1: block c's pairs are pa/pb[off[c] .. off[c + 1])
     int32_t *tgt; // upper: the ntgt blocks with column >= row; NULL: every block (ntgt = cnnzb)
     int32_t *pa, *pb;
-    // pairs-ilv / pairs-ilv-plain only (made when the plan is made under that value): the pairs
-    // again, interleaved across groups of 32 blocks of C (a warp's lanes), so that a warp's
-    // loads of its blocks' e-th pairs are one coalesced read
-    int ilv;       // the spgemm_kernel whose layout was made; 0: none
+    // pairs-sorted / pairs-block-sorted only (made when the plan is made under one of them): the
+    // ntgt targets again, each window of 256 by descending list length (ties in plan order), so
+    // that a warp's blocks have lists of like length
+    int32_t *stgt;
+    // pairs-ilv only (made when the plan is made under that value): the pairs again, interleaved
+    // across groups of 32 blocks of C (a warp's lanes), so that a warp's loads of its blocks'
+    // e-th pairs are one coalesced read
+    int ilv;       // 1: the layout was made
     int64_t nslot; // ntgt rounded up to 32
     int64_t npad;  // pairs with the padding: each group's longest list for each of its 32 lanes
     int2 *slot;    // nslot: (block of C, its pairs) of lane s % 32 of group s / 32; (-1, 0) past
@@ -1040,13 +1047,14 @@ static unsigned pl_grid(int64_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
-// The interleaved layout's order: window blockIdx.x's win targets (32 or 256, a power of two
-// dividing 256) by descending pair count (ties in plan order), so that a group's 32 lanes run
-// lists of like length and the padding to the group's longest stays small; win 32 keeps each
-// group's blocks as in plan order (neighbours in C's rows share A's row, for the caches).
+// The targets' sorted order: window blockIdx.x's 256 targets by descending pair count, ties in
+// plan order (a rank sort in shared memory), so that the blocks a warp takes run lists of like
+// length. SLOT: into the interleaved layout's slots (c, its pairs; (-1, 0) past the end, nout
+// of them), else the targets alone into stgt (ntgt of them: those past the end rank last).
+template <bool SLOT>
 __global__ void __launch_bounds__(256)
-    pi_order(const int64_t *off, const int32_t *tgt, int64_t ntgt, int64_t nslot, int win,
-             int2 *slot)
+    pl_order(const int64_t *off, const int32_t *tgt, int64_t ntgt, int64_t nout, int2 *slot,
+             int32_t *stgt)
 {
     __shared__ int cnt[256];
     const int x = threadIdx.x;
@@ -1059,14 +1067,31 @@ __global__ void __launch_bounds__(256)
     }
     cnt[x] = n;
     __syncthreads();
-    const int k0 = x & ~(win - 1);
-    int rank = k0;
-    for (int k = k0; k < k0 + win; k++) {
+    int rank = 0;
+    for (int k = 0; k < 256; k++) {
         const int m = cnt[k];
         rank += m > n || (m == n && k < x);
     }
     const int64_t s = (int64_t)blockIdx.x * 256 + rank;
-    if (s < nslot) slot[s] = make_int2(c, n < 0 ? 0 : n);
+    if (SLOT) {
+        if (s < nout) slot[s] = make_int2(c, n < 0 ? 0 : n);
+    } else if (t < ntgt) {
+        stgt[s] = c;
+    }
+}
+
+// pl's targets in sorted order (pl_order) into pl->stgt.
+static int pl_sort_targets(sp_plan *pl)
+{
+    HK_CALL(hk_cu_malloc((void **)&pl->stgt, (size_t)(pl->ntgt ? pl->ntgt : 1) * 4));
+    if (pl->ntgt == 0) return 0;
+    const int64_t nwin = (pl->ntgt + 255) / 256;
+    HK_CHECK(nwin < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_plan: %lld blocks of C are too many", (long long)pl->ntgt);
+    pl_order<false>
+        <<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, 0, NULL, pl->stgt);
+    HK_CU(cudaGetLastError());
+    return 0;
 }
 
 // len[g] = 32 times group g's longest list (its slots in the padded layout).
@@ -1098,9 +1123,9 @@ __global__ void pi_fill(const int2 *slot, const int64_t *goff, const int64_t *of
     }
 }
 
-// The interleaved layout of pl's pairs (off, tgt, pa, pb made), windows of win targets sorted;
-// cnt: device scratch of at least nslot / 32 + 1 entries.
-static int pl_interleave(sp_plan *pl, int win, int64_t *cnt)
+// The interleaved layout of pl's pairs (off, tgt, pa, pb made), its slots in sorted order; cnt:
+// device scratch of at least nslot / 32 + 1 entries.
+static int pl_interleave(sp_plan *pl, int64_t *cnt)
 {
     const int64_t ns = (pl->ntgt + 31) / 32 * 32, ng = ns / 32;
     pl->nslot = ns;
@@ -1115,8 +1140,8 @@ static int pl_interleave(sp_plan *pl, int win, int64_t *cnt)
     const int64_t nwin = (ns + 255) / 256;
     HK_CHECK(nwin < (1LL << 31), HK_ERR_UNSUPPORTED,
              "bmat_spgemm_plan: %lld blocks of C are too many", (long long)pl->ntgt);
-    pi_order<<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, ns, win,
-                                                       pl->slot);
+    pl_order<true>
+        <<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, ns, pl->slot, NULL);
     HK_CU(cudaGetLastError());
     pi_len<<<pl_grid(ng, 256), 256, 0, hk_cu.stream>>>(pl->slot, ng, cnt);
     HK_CU(cudaGetLastError());
@@ -1143,7 +1168,7 @@ void hk_cu_bmat_spgemm_plan_free(void *plan)
 {
     sp_plan *pl = (sp_plan *)plan;
     if (!pl) return;
-    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb, pl->slot, pl->goff, pl->pq};
+    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb, pl->stgt, pl->slot, pl->goff, pl->pq};
     for (size_t k = 0; k < sizeof a / sizeof a[0]; k++)
         if (a[k]) cudaFree(a[k]);
     free(pl);
@@ -1160,7 +1185,7 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     *plan = NULL, *bytes = 0;
     HK_CALL(
         hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
-    HK_CALL(spgemm_kernel_read(&kernel)); // the interleaved kernels' layout is made here
+    HK_CALL(spgemm_kernel_read(&kernel)); // the sorted and interleaved kernels' layouts: here
     if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
     // no plan (the caller takes the numeric ops): other shapes, or indices past 32 bits
     if (!spp_shape(A->br, A->bc, B->bc) || A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX ||
@@ -1215,13 +1240,15 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     } else {
         HK_CU_TRY(cudaMemsetAsync(pl->off, 0, (size_t)(cn + 1) * sizeof *pl->off, hk_cu.stream));
     }
-    if (kernel == SPGEMM_PAIRS_ILV || kernel == SPGEMM_PAIRS_ILV_PLAIN) {
-        HK_TRY(pl_interleave(pl, kernel == SPGEMM_PAIRS_ILV ? 256 : 32, cnt));
-        pl->ilv = kernel;
+    if (kernel == SPGEMM_PAIRS_SORTED || kernel == SPGEMM_PAIRS_BLOCK_SORTED)
+        HK_TRY(pl_sort_targets(pl));
+    if (kernel == SPGEMM_PAIRS_ILV) {
+        HK_TRY(pl_interleave(pl, cnt));
+        pl->ilv = 1;
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     pl->bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)(pl->tgt ? pl->ntgt : 0) * 4 +
-                (size_t)pl->npairs * 8;
+                (size_t)pl->npairs * 8 + (size_t)(pl->stgt ? pl->ntgt : 0) * 4;
     if (pl->ilv)
         pl->bytes += (size_t)pl->nslot * 8 + (size_t)(pl->nslot / 32 + 1) * 8 +
                      (size_t)pl->npad * 8;
@@ -1238,7 +1265,8 @@ fail:
 // BR threads of a target read the same B block (one transaction a warp), as 16-byte words where
 // its size allows; the bound on registers (MINB blocks of 256 an SM: 85 registers for the 3x3 .
 // 3x6 products' 27 loaded doubles and 6 sums, 128 for 6x6 . 6x6) keeps enough warps resident
-// to overlap the gathers, which are all the kernel waits for.
+// to overlap the gathers, which are all the kernel waits for. The targets are tgt's (the plan's
+// upper blocks, or its sorted order under pairs-sorted) or every block of C in order (NULL).
 template <int BR, int BK, int BC, int MINB>
 __global__ void __launch_bounds__(256, MINB)
     spp_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
@@ -1286,7 +1314,7 @@ __global__ void __launch_bounds__(256, MINB)
         dst[s] = acc[s];
 }
 
-// ---- the other planned kernels (pairs-block, pairs-ilv, pairs-ilv-plain) ----
+// ---- the other planned kernels (pairs-block, pairs-block-sorted, pairs-ilv) ----
 //
 // A thread takes RT rows of a block of C (the whole block where its sums, A's rows and the B
 // block fit 48 doubles: 3x3 . 3x6 and 6x3 . 3x6 take 3 rows, 6x6 . 6x6 one), so each B block is
@@ -1369,7 +1397,7 @@ __global__ void __launch_bounds__(256, 2)
 
 // Warp (g, u): rows u RT .. of the blocks of group g (one a lane), over the interleaved pairs
 // (a warp's e-th pairs one coalesced read of 256 bytes). The lanes run their own lists' lengths;
-// the slot order (pi_order) makes them alike.
+// the slot order (pl_order) makes them alike.
 template <int BR, int BK, int BC>
 __global__ void __launch_bounds__(256, 2)
     spi_groups(const int2 *__restrict__ slot, const int64_t *__restrict__ goff,
@@ -1406,9 +1434,10 @@ __global__ void __launch_bounds__(256, 2)
 
 static const char *spgemm_kernel_name(spgemm_kernel k)
 {
-    return k == SPGEMM_PAIRS_ILV         ? "pairs-ilv"
-           : k == SPGEMM_PAIRS_ILV_PLAIN ? "pairs-ilv-plain"
-                                         : "?";
+    return k == SPGEMM_PAIRS_SORTED         ? "pairs-sorted"
+           : k == SPGEMM_PAIRS_BLOCK_SORTED ? "pairs-block-sorted"
+           : k == SPGEMM_PAIRS_ILV          ? "pairs-ilv"
+                                            : "?";
 }
 
 int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
@@ -1422,11 +1451,13 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
         return sp_spgemm_numeric(A, B, C, pl->sh.upper, "bmat_spgemm_numeric_plan");
     if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
-    if (kernel == SPGEMM_PAIRS_ILV || kernel == SPGEMM_PAIRS_ILV_PLAIN) {
-        HK_CHECK(pl->ilv == (int)kernel, HK_ERR_ARG,
-                 "HOOKE_SPGEMM=%s: this plan was made without that kernel's interleaved pairs; "
-                 "set the value before the plans are made (the first update)",
-                 spgemm_kernel_name(kernel));
+    const bool sorted = kernel == SPGEMM_PAIRS_SORTED || kernel == SPGEMM_PAIRS_BLOCK_SORTED;
+    HK_CHECK((!sorted || pl->stgt) && (kernel != SPGEMM_PAIRS_ILV || pl->ilv), HK_ERR_ARG,
+             "HOOKE_SPGEMM=%s: this plan was made without that kernel's %s; set the value before "
+             "the plans are made (the first update)",
+             spgemm_kernel_name(kernel), sorted ? "sorted blocks" : "interleaved pairs");
+    const int32_t *tgt = sorted ? pl->stgt : pl->tgt; // NULL: every block of C in order
+    if (kernel == SPGEMM_PAIRS_ILV) {
         const int64_t ng = pl->nslot / 32;
         if (ng == 0) return 0;
         const int64_t nblk = (ng * pl->sh.br * 32 + 255) / 256; // at most BR warps a group
@@ -1448,16 +1479,16 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
         HK_CU_LAUNCHED();
         return 0;
     }
-    if (kernel == SPGEMM_PAIRS_BLOCK) {
+    if (kernel == SPGEMM_PAIRS_BLOCK || kernel == SPGEMM_PAIRS_BLOCK_SORTED) {
         if (pl->ntgt == 0) return 0;
         const int64_t nblk = (pl->ntgt * pl->sh.br + 255) / 256; // at most BR threads a block
         HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
                  "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
 #define SPQ_SHAPE(R, K, CC)                                                                        \
     if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
-    spq_blocks<R, K, CC><<<(unsigned)((pl->ntgt * ((R) / spq_rows<R, K, CC>()) + 255) / 256), 256, \
-                           0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, A->val, B->val,   \
-                                              C->val, pl->ntgt)
+    spq_blocks<R, K, CC>                                                                           \
+        <<<(unsigned)((pl->ntgt * ((R) / spq_rows<R, K, CC>()) + 255) / 256), 256, 0,              \
+           hk_cu.stream>>>(pl->off, tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
         SPQ_SHAPE(1, 1, 1);
         SPQ_SHAPE(2, 2, 3);
         SPQ_SHAPE(3, 2, 3);
@@ -1478,7 +1509,7 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
 #define SPP_SHAPE(R, K, CC)                                                                        \
     if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
     spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2)><<<grid, 256, 0, hk_cu.stream>>>(                  \
-        pl->off, pl->tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
+        pl->off, tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
     SPP_SHAPE(1, 1, 1);
     SPP_SHAPE(2, 2, 3);
     SPP_SHAPE(3, 2, 3);

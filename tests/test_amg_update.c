@@ -4,8 +4,8 @@
  * and bmat_transpose_numeric give the bytes of the whole ops on a real level (elasticity, the
  * set-up's own T), a block outside the kept pattern is named; the planned products
  * (bmat_spgemm_plan, _numeric_plan: A P, R (A P) whole and upper) give the numeric ops' bytes,
- * refuse a plan made for other patterns and name a block outside C's pattern; after an update to S K S every
- * level's operator and transfer operators have the bytes of a fresh set-up of S K S (the
+ * refuse a plan made for other patterns and name a block outside C's pattern; after an update to S
+ * K S every level's operator and transfer operators have the bytes of a fresh set-up of S K S (the
  * default symmetric Galerkin product and HOOKE_AMG_GALERKIN=full's whole one); an update
  * whose supports differ (a node decoupled) makes the near-null space and T again, converges,
  * and an update back to K gives the first hierarchy's bytes. pc.amg.update=prolongator (P and
@@ -22,13 +22,12 @@
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
  * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
  * the planned products on cuda under every HOOKE_SPGEMM value (the plan's kernel, pairs,
- * pairs-block, pairs-ilv, pairs-ilv-plain, row, stationary; another value refused by name, an
- * interleaved kernel on a plan made without its layout refused) against the CPU's bytes: A P and
- * R (A P) (whole,
- * upper) of elasticity3d:20's level and products whose rows of C hold 1500 blocks (summed in
- * place, past any shared-memory row);
- * the cuda update's hierarchy (both Galerkin paths) equal
- * to a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
+ * pairs-block, pairs-sorted, pairs-block-sorted, pairs-ilv, row, stationary; another value
+ * refused by name, a sorted or interleaved kernel on a plan made without its layout refused, the
+ * sorted layout's 4 bytes a block in the plan's bytes) against the CPU's bytes: A P and R (A P)
+ * (whole, upper) of elasticity3d:20's level and products whose rows of C hold 1500 blocks (summed
+ * in place, past any shared-memory row); the cuda update's hierarchy (both Galerkin paths) equal to
+ * a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
  * pc.amg.update=prolongator, whose coarse operators after an update to a stiffer region have
  * the bytes of the CPU's R (A P) from the cuda hierarchy's own P and R. */
 #include <math.h>
@@ -732,12 +731,13 @@ static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_
 }
 
 /* The planned product on cuda of A B (CPU matrices; C = bmat_spgemm's pattern) by every
- * HOOKE_SPGEMM kernel (the plan's, pairs, pairs-block, pairs-ilv, pairs-ilv-plain, row,
- * stationary; each plan made under its value): the CPU's bytes. */
+ * HOOKE_SPGEMM kernel (the plan's, pairs, pairs-block, pairs-sorted, pairs-block-sorted,
+ * pairs-ilv, row, stationary; each plan made under its value): the CPU's bytes. */
 static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper)
 {
     static const char *const kernels[] = {
-        NULL, "pairs", "pairs-block", "pairs-ilv", "pairs-ilv-plain", "row", "stationary"};
+        NULL,        "pairs", "pairs-block", "pairs-sorted", "pairs-block-sorted",
+        "pairs-ilv", "row",   "stationary"};
     const hk_backend *gpu = backend("cuda");
     hk_bmat ref, dA, dB, dC;
     planned_reference(A, B, C, upper, &ref);
@@ -771,6 +771,8 @@ static void test_cuda_planned(void)
         void *plan = NULL;
         size_t bytes = 0;
         bmat_copy_to(gpu, &L.K, &dA), bmat_copy_to(gpu, &L.P, &dB), bmat_copy_to(gpu, &L.AP, &dC);
+        setenv("HOOKE_SPGEMM", "pairs",
+               1); /* a plan without the other layouts, whatever the default */
         HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &plan, &bytes));
         setenv("HOOKE_SPGEMM", "entries", 1);
         CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
@@ -778,15 +780,29 @@ static void test_cuda_planned(void)
         CU_ASSERT(strstr(hk_error_message(), "row") && strstr(hk_error_message(), "stationary") &&
                   strstr(hk_error_message(), "pairs") &&
                   strstr(hk_error_message(), "pairs-block") &&
-                  strstr(hk_error_message(), "pairs-ilv-plain"));
+                  strstr(hk_error_message(), "pairs-sorted") &&
+                  strstr(hk_error_message(), "pairs-block-sorted") &&
+                  strstr(hk_error_message(), "pairs-ilv"));
         hk_error_clear();
-        /* the interleaved kernels need their layout, made with the plan: refused on this one */
-        setenv("HOOKE_SPGEMM", "pairs-ilv", 1);
-        CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
-        CU_ASSERT(strstr(hk_error_message(), "HOOKE_SPGEMM=pairs-ilv: this plan was made") !=
-                  NULL);
-        hk_error_clear();
+        /* the sorted and interleaved kernels need their layouts, made with the plan: refused on
+         * this one */
+        static const char *const laid[] = {"pairs-sorted", "pairs-block-sorted", "pairs-ilv"};
+        for (size_t k = 0; k < sizeof laid / sizeof laid[0]; k++) {
+            char want[96];
+            snprintf(want, sizeof want, "HOOKE_SPGEMM=%s: this plan was made", laid[k]);
+            setenv("HOOKE_SPGEMM", laid[k], 1);
+            CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
+            CU_ASSERT(strstr(hk_error_message(), want) != NULL);
+            hk_error_clear();
+        }
+        /* the sorted blocks: 4 bytes a block of C more in the plan's bytes */
+        void *splan = NULL;
+        size_t sbytes = 0;
+        setenv("HOOKE_SPGEMM", "pairs-block-sorted", 1);
+        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &splan, &sbytes));
+        CU_ASSERT_EQUAL(sbytes, bytes + 4 * (size_t)dC.nnzb);
         unsetenv("HOOKE_SPGEMM");
+        gpu->bmat_spgemm_plan_free(splan);
         gpu->bmat_spgemm_plan_free(plan);
         hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dC);
     }
