@@ -1321,7 +1321,9 @@ __global__ void __launch_bounds__(256, MINB)
 // loaded once for all RT rows and its pair's indices once, and the next pair's indices are read
 // before this pair's values (the indices' latency hidden behind the values'). The sums are
 // spp_blocks's: entry (r, s) over the pairs in plan order, each pair's BK products in order with
-// __dmul_rn / __dadd_rn, so the same digits.
+// __dmul_rn / __dadd_rn, so the same digits. Both kernels are bound to 80 registers (3 blocks of
+// 256 an SM against 2 at 112-120) where ptxas keeps every shape without spills (sm_80 and sm_90,
+// nvcc 13.0); spq_blocks's 6x3 . 3x6 spills 8-24 bytes there and keeps 2 (spq_minb).
 
 template <int BR, int BK, int BC> constexpr int spq_rows()
 {
@@ -1361,9 +1363,14 @@ __device__ __forceinline__ void spq_pair(const double *__restrict__ a,
                     __dadd_rn(acc[rr * BC + s], __dmul_rn(ar[rr * BK + m], bm[m * BC + s]));
 }
 
+template <int BR, int BK, int BC> constexpr int spq_minb()
+{
+    return BR == 6 && BK == 3 && BC == 6 ? 2 : 3;
+}
+
 // Thread (t, u): rows u RT .. u RT + RT - 1 of target t's block, over the plan's lists.
 template <int BR, int BK, int BC>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, (spq_minb<BR, BK, BC>()))
     spq_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
                const int32_t *__restrict__ pa, const int32_t *__restrict__ pb,
                const double *__restrict__ av, const double *__restrict__ bv, double *cv,
@@ -1399,7 +1406,7 @@ __global__ void __launch_bounds__(256, 2)
 // (a warp's e-th pairs one coalesced read of 256 bytes). The lanes run their own lists' lengths;
 // the slot order (pl_order) makes them alike.
 template <int BR, int BK, int BC>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, 3)
     spi_groups(const int2 *__restrict__ slot, const int64_t *__restrict__ goff,
                const int2 *__restrict__ pq, const double *__restrict__ av,
                const double *__restrict__ bv, double *cv, int64_t ng)
