@@ -1323,7 +1323,7 @@ __global__ void __launch_bounds__(256, MINB)
 // spp_blocks's: entry (r, s) over the pairs in plan order, each pair's BK products in order with
 // __dmul_rn / __dadd_rn, so the same digits. Both kernels are bound to 80 registers (3 blocks of
 // 256 an SM against 2 at 112-120) where ptxas keeps every shape without spills (sm_80 and sm_90,
-// nvcc 13.0); spq_blocks's 6x3 . 3x6 spills 8-24 bytes there and keeps 2 (spq_minb).
+// nvcc 13.0); spq_blocks's 6x3 . 3x6 spills 8-16 bytes there and keeps 2 (spq_minb).
 
 template <int BR, int BK, int BC> constexpr int spq_rows()
 {
