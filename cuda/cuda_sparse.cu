@@ -757,40 +757,33 @@ enum spgemm_kernel {
     SPGEMM_ROW,
     SPGEMM_STATIONARY,
     SPGEMM_PAIRS,
-    SPGEMM_PAIRS_BLOCK,
-    SPGEMM_PAIRS_SORTED,
-    SPGEMM_PAIRS_BLOCK_SORTED,
-    SPGEMM_PAIRS_ILV
+    SPGEMM_PAIRS_SORTED
 };
 
-// The planned kernel when HOOKE_SPGEMM is unset: one line to change once the others are measured.
-#define SPGEMM_PLAN_DEFAULT SPGEMM_PAIRS
+// The planned kernel when HOOKE_SPGEMM is unset (measured on an H200, bracket 2.52M DOFs: A P
+// 6.9 ms sorted against 10.3 in plan order, R (A P) 3.2 against 4.4).
+#define SPGEMM_PLAN_DEFAULT SPGEMM_PAIRS_SORTED
 
 // HOOKE_SPGEMM (for measurement): row (spr_rows) or stationary (spo_rows) for every AMG shape;
-// pairs: the planned product (spp_blocks) where a plan was made (bmat_spgemm_numeric_plan, the
-// default there), each product's own choice elsewhere; pairs-block (spq_blocks), pairs-sorted
-// and pairs-block-sorted (spp_blocks, spq_blocks over the targets sorted by list length),
-// pairs-ilv (spi_groups): the other planned kernels, likewise; unset or empty, each product's
-// own choice (spo_choose, or SPGEMM_PLAN_DEFAULT). Read at each product, so a test may time them
-// all in one process (the sorted and interleaved ones: the plan must be made under the value).
+// pairs-sorted and pairs: the planned product (spp_blocks) where a plan was made
+// (bmat_spgemm_numeric_plan), over C's blocks sorted by list length (the default) or in plan
+// order, each product's own choice elsewhere; unset or empty, each product's own choice
+// (spo_choose, or SPGEMM_PLAN_DEFAULT). Read at each product, so a test may time them all in
+// one process (the planned ones: the plan's order is set when it is made, under the value).
 static int spgemm_kernel_read(spgemm_kernel *k)
 {
     const char *v = getenv("HOOKE_SPGEMM");
-    *k = !v || !*v                          ? SPGEMM_BY_SHAPE
-         : !strcmp(v, "row")                ? SPGEMM_ROW
-         : !strcmp(v, "stationary")         ? SPGEMM_STATIONARY
-         : !strcmp(v, "pairs")              ? SPGEMM_PAIRS
-         : !strcmp(v, "pairs-block")        ? SPGEMM_PAIRS_BLOCK
-         : !strcmp(v, "pairs-sorted")       ? SPGEMM_PAIRS_SORTED
-         : !strcmp(v, "pairs-block-sorted") ? SPGEMM_PAIRS_BLOCK_SORTED
-         : !strcmp(v, "pairs-ilv")          ? SPGEMM_PAIRS_ILV
-                                            : (spgemm_kernel)-1;
+    *k = !v || !*v                    ? SPGEMM_BY_SHAPE
+         : !strcmp(v, "row")          ? SPGEMM_ROW
+         : !strcmp(v, "stationary")   ? SPGEMM_STATIONARY
+         : !strcmp(v, "pairs")        ? SPGEMM_PAIRS
+         : !strcmp(v, "pairs-sorted") ? SPGEMM_PAIRS_SORTED
+                                      : (spgemm_kernel)-1;
     HK_CHECK(*k != (spgemm_kernel)-1, HK_ERR_ARG,
-             "HOOKE_SPGEMM=%s: set it to row (a warp per row of C in shared memory), stationary "
-             "(a lane per block of C), pairs, pairs-block, pairs-sorted, pairs-block-sorted or "
-             "pairs-ilv (a re-set-up's planned pairs: a thread per row of a block of C, per "
-             "block, the same two over the blocks sorted by list length, per block with the pairs "
-             "interleaved across a warp's blocks), or unset it (each product's own kernel)",
+             "HOOKE_SPGEMM=%s: set it to pairs-sorted (a re-set-up's planned pairs, a thread per "
+             "row of a block of C, the blocks sorted by list length: the default), pairs (the "
+             "same in plan order), row (a warp per row of C in shared memory) or stationary (a "
+             "lane per block of C), or unset it (each product's own kernel)",
              v);
     return 0;
 }
@@ -944,10 +937,13 @@ int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat 
 // each column once, so that is bmat_spgemm's order). spp_blocks then gives thread (c, r) row r
 // of block c: its BC sums in registers over the list, each pair's product over m in order with
 // __dmul_rn / __dadd_rn: bmat_spgemm's digits, with no shared memory, no synchronisation, no
-// look-up and no long-row path (a row of any length is many independent blocks). Memory: 8
-// bytes a pair (the product's multiply-adds / (BR BK BC)) and 8 a block of C. Measured on an
-// H200 (bracket, 2.52M DOFs, quadratic tets): A P 10.2 ms against spr_rows' 12.6, R (A P) 4.4
-// against spo_rows' 11.5; their pairs take about 330 and 75 bytes per DOF.
+// look-up and no long-row path (a row of any length is many independent blocks). The blocks
+// are taken in an order sorted by list length, so that a warp's lanes run lists of like length
+// (in plan order a warp's lanes were busy 0.42 of its steps on elasticity3d:30's A P, sorted
+// 0.95). Memory: 8 bytes a pair (the product's multiply-adds / (BR BK BC)), 8 a block of C and
+// 4 a block taken (the sorted order). Measured on an H200 (bracket, 2.52M DOFs, quadratic
+// tets): A P 6.9 ms (10.3 in plan order, spr_rows 12.6), R (A P) 3.2 (4.4, spo_rows 11.5);
+// their pairs take about 330 and 75 bytes per DOF.
 // Making it: a warp per block row of A counts each pair into its block of C (position by a
 // binary search in C's row), the counts are scanned into offsets, a second walk writes the
 // pairs at atomic cursors (any order) and a thread per block of C sorts its list by p.
@@ -956,22 +952,13 @@ struct sp_plan {
     hk_spgemm_plan_shape sh;
     int64_t ntgt, npairs;
     int64_t *off; // cnnzb + 1: block c's pairs are pa/pb[off[c] .. off[c + 1])
-    int32_t *tgt; // upper: the ntgt blocks with column >= row; NULL: every block (ntgt = cnnzb)
+    // the ntgt blocks of C the kernel takes (upper: those with column >= row; else all, ntgt =
+    // cnnzb): sorted, each window of 256 by descending list length (ties in plan order), so that
+    // a warp's blocks have lists of like length; unsorted (a plan made under pairs), in plan
+    // order, NULL for every block in order
+    int32_t *tgt;
+    int sorted;
     int32_t *pa, *pb;
-    // pairs-sorted / pairs-block-sorted only (made when the plan is made under one of them): the
-    // ntgt targets again, each window of 256 by descending list length (ties in plan order), so
-    // that a warp's blocks have lists of like length
-    int32_t *stgt;
-    // pairs-ilv only (made when the plan is made under that value): the pairs again, interleaved
-    // across groups of 32 blocks of C (a warp's lanes), so that a warp's loads of its blocks'
-    // e-th pairs are one coalesced read
-    int ilv;       // 1: the layout was made
-    int64_t nslot; // ntgt rounded up to 32
-    int64_t npad;  // pairs with the padding: each group's longest list for each of its 32 lanes
-    int2 *slot;    // nslot: (block of C, its pairs) of lane s % 32 of group s / 32; (-1, 0) past
-                   // the end
-    int64_t *goff; // nslot / 32 + 1: group g's pairs start at pq[goff[g]]
-    int2 *pq;      // pair e of group g's lane l at pq[goff[g] + 32 e + l]: (A block, B block)
     size_t bytes;
 };
 
@@ -1048,13 +1035,11 @@ static unsigned pl_grid(int64_t n, int threads)
 }
 
 // The targets' sorted order: window blockIdx.x's 256 targets by descending pair count, ties in
-// plan order (a rank sort in shared memory), so that the blocks a warp takes run lists of like
-// length. SLOT: into the interleaved layout's slots (c, its pairs; (-1, 0) past the end, nout
-// of them), else the targets alone into stgt (ntgt of them: those past the end rank last).
-template <bool SLOT>
+// plan order (a rank sort in shared memory), into stgt; tgt NULL: every block of C in order.
+// stgt may be tgt: a window's targets are all read before the barrier and written back into the
+// same window after it (the past-the-end ones rank last, so the real ones stay below ntgt).
 __global__ void __launch_bounds__(256)
-    pl_order(const int64_t *off, const int32_t *tgt, int64_t ntgt, int64_t nout, int2 *slot,
-             int32_t *stgt)
+    pl_order(const int64_t *off, const int32_t *tgt, int64_t ntgt, int32_t *stgt)
 {
     __shared__ int cnt[256];
     const int x = threadIdx.x;
@@ -1072,86 +1057,22 @@ __global__ void __launch_bounds__(256)
         const int m = cnt[k];
         rank += m > n || (m == n && k < x);
     }
-    const int64_t s = (int64_t)blockIdx.x * 256 + rank;
-    if (SLOT) {
-        if (s < nout) slot[s] = make_int2(c, n < 0 ? 0 : n);
-    } else if (t < ntgt) {
-        stgt[s] = c;
-    }
+    if (t < ntgt) stgt[(int64_t)blockIdx.x * 256 + rank] = c;
 }
 
-// pl's targets in sorted order (pl_order) into pl->stgt.
+// pl's targets in sorted order (pl_order): the upper list sorted in place, or every block's
+// list made; one list either way.
 static int pl_sort_targets(sp_plan *pl)
 {
-    HK_CALL(hk_cu_malloc((void **)&pl->stgt, (size_t)(pl->ntgt ? pl->ntgt : 1) * 4));
+    pl->sorted = 1;
     if (pl->ntgt == 0) return 0;
     const int64_t nwin = (pl->ntgt + 255) / 256;
     HK_CHECK(nwin < (1LL << 31), HK_ERR_UNSUPPORTED,
              "bmat_spgemm_plan: %lld blocks of C are too many", (long long)pl->ntgt);
-    pl_order<false>
-        <<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, 0, NULL, pl->stgt);
-    HK_CU(cudaGetLastError());
-    return 0;
-}
-
-// len[g] = 32 times group g's longest list (its slots in the padded layout).
-__global__ void pi_len(const int2 *slot, int64_t ng, int64_t *len)
-{
-    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < ng;
-         g += (int64_t)gridDim.x * blockDim.x) {
-        int mx = 0;
-        for (int l = 0; l < 32; l++) {
-            const int n = slot[g * 32 + l].y;
-            mx = n > mx ? n : mx;
-        }
-        len[g] = (int64_t)mx * 32;
-    }
-}
-
-// Each slot's list copied from the plan's, in its order, to its lane's column of the group.
-__global__ void pi_fill(const int2 *slot, const int64_t *goff, const int64_t *off,
-                        const int32_t *pa, const int32_t *pb, int64_t nslot, int2 *pq)
-{
-    for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < nslot;
-         s += (int64_t)gridDim.x * blockDim.x) {
-        const int2 cn = slot[s];
-        if (cn.x < 0) continue;
-        const int64_t e0 = off[cn.x];
-        int2 *d = pq + goff[s / 32] + (s & 31);
-        for (int k = 0; k < cn.y; k++)
-            d[(int64_t)k * 32] = make_int2(pa[e0 + k], pb[e0 + k]);
-    }
-}
-
-// The interleaved layout of pl's pairs (off, tgt, pa, pb made), its slots in sorted order; cnt:
-// device scratch of at least nslot / 32 + 1 entries.
-static int pl_interleave(sp_plan *pl, int64_t *cnt)
-{
-    const int64_t ns = (pl->ntgt + 31) / 32 * 32, ng = ns / 32;
-    pl->nslot = ns;
-    HK_CALL(hk_cu_malloc((void **)&pl->slot, (size_t)(ns ? ns : 1) * sizeof *pl->slot));
-    HK_CALL(hk_cu_malloc((void **)&pl->goff, (size_t)(ng + 1) * sizeof *pl->goff));
-    if (ng == 0) {
-        HK_CU(cudaMemsetAsync(pl->goff, 0, sizeof *pl->goff, hk_cu.stream));
-        HK_CALL(hk_cu_malloc((void **)&pl->pq, sizeof *pl->pq));
-        pl->npad = 0;
-        return 0;
-    }
-    const int64_t nwin = (ns + 255) / 256;
-    HK_CHECK(nwin < (1LL << 31), HK_ERR_UNSUPPORTED,
-             "bmat_spgemm_plan: %lld blocks of C are too many", (long long)pl->ntgt);
-    pl_order<true>
-        <<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, ns, pl->slot, NULL);
-    HK_CU(cudaGetLastError());
-    pi_len<<<pl_grid(ng, 256), 256, 0, hk_cu.stream>>>(pl->slot, ng, cnt);
-    HK_CU(cudaGetLastError());
-    HK_CALL(hk_cu_scan_counts(cnt, ng, pl->goff, &pl->npad));
-    HK_CALL(hk_cu_malloc((void **)&pl->pq, (size_t)(pl->npad ? pl->npad : 1) * sizeof *pl->pq));
-    // the padding is never read; zeros keep the plan's bytes the same from run to run
-    HK_CU(cudaMemsetAsync(pl->pq, 0, (size_t)(pl->npad ? pl->npad : 1) * sizeof *pl->pq,
-                          hk_cu.stream));
-    pi_fill<<<pl_grid(ns, 256), 256, 0, hk_cu.stream>>>(pl->slot, pl->goff, pl->off, pl->pa,
-                                                        pl->pb, ns, pl->pq);
+    int32_t *stgt = pl->tgt;
+    if (!stgt) HK_CALL(hk_cu_malloc((void **)&stgt, (size_t)pl->ntgt * 4));
+    pl_order<<<(unsigned)nwin, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->ntgt, stgt);
+    pl->tgt = stgt;
     HK_CU(cudaGetLastError());
     return 0;
 }
@@ -1168,7 +1089,7 @@ void hk_cu_bmat_spgemm_plan_free(void *plan)
 {
     sp_plan *pl = (sp_plan *)plan;
     if (!pl) return;
-    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb, pl->stgt, pl->slot, pl->goff, pl->pq};
+    void *a[] = {pl->off, pl->tgt, pl->pa, pl->pb};
     for (size_t k = 0; k < sizeof a / sizeof a[0]; k++)
         if (a[k]) cudaFree(a[k]);
     free(pl);
@@ -1185,7 +1106,7 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     *plan = NULL, *bytes = 0;
     HK_CALL(
         hk_bmat_product_check(A, B, C, upper ? "bmat_spgemm_plan (upper)" : "bmat_spgemm_plan"));
-    HK_CALL(spgemm_kernel_read(&kernel)); // the sorted and interleaved kernels' layouts: here
+    HK_CALL(spgemm_kernel_read(&kernel)); // the targets' order: here
     if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
     // no plan (the caller takes the numeric ops): other shapes, or indices past 32 bits
     if (!spp_shape(A->br, A->bc, B->bc) || A->nnzb >= INT32_MAX || B->nnzb >= INT32_MAX ||
@@ -1240,18 +1161,12 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
     } else {
         HK_CU_TRY(cudaMemsetAsync(pl->off, 0, (size_t)(cn + 1) * sizeof *pl->off, hk_cu.stream));
     }
-    if (kernel == SPGEMM_PAIRS_SORTED || kernel == SPGEMM_PAIRS_BLOCK_SORTED)
-        HK_TRY(pl_sort_targets(pl));
-    if (kernel == SPGEMM_PAIRS_ILV) {
-        HK_TRY(pl_interleave(pl, cnt));
-        pl->ilv = 1;
-    }
+    // sorted unless made under pairs (row and stationary do not use the plan: the default's
+    // order, so that it serves once the value is unset)
+    if (kernel != SPGEMM_PAIRS) HK_TRY(pl_sort_targets(pl));
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
     pl->bytes = (size_t)(cn + 1) * sizeof(int64_t) + (size_t)(pl->tgt ? pl->ntgt : 0) * 4 +
-                (size_t)pl->npairs * 8 + (size_t)(pl->stgt ? pl->ntgt : 0) * 4;
-    if (pl->ilv)
-        pl->bytes += (size_t)pl->nslot * 8 + (size_t)(pl->nslot / 32 + 1) * 8 +
-                     (size_t)pl->npad * 8;
+                (size_t)pl->npairs * 8;
     *bytes = pl->bytes;
     *plan = pl;
     pl = NULL;
@@ -1265,8 +1180,8 @@ fail:
 // BR threads of a target read the same B block (one transaction a warp), as 16-byte words where
 // its size allows; the bound on registers (MINB blocks of 256 an SM: 85 registers for the 3x3 .
 // 3x6 products' 27 loaded doubles and 6 sums, 128 for 6x6 . 6x6) keeps enough warps resident
-// to overlap the gathers, which are all the kernel waits for. The targets are tgt's (the plan's
-// upper blocks, or its sorted order under pairs-sorted) or every block of C in order (NULL).
+// to overlap the gathers, which are all the kernel waits for. The targets are tgt's (sorted, or
+// the plan's upper blocks in order under pairs) or every block of C in order (NULL).
 template <int BR, int BK, int BC, int MINB>
 __global__ void __launch_bounds__(256, MINB)
     spp_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
@@ -1314,137 +1229,11 @@ __global__ void __launch_bounds__(256, MINB)
         dst[s] = acc[s];
 }
 
-// ---- the other planned kernels (pairs-block, pairs-block-sorted, pairs-ilv) ----
-//
-// A thread takes RT rows of a block of C (the whole block where its sums, A's rows and the B
-// block fit 48 doubles: 3x3 . 3x6 and 6x3 . 3x6 take 3 rows, 6x6 . 6x6 one), so each B block is
-// loaded once for all RT rows and its pair's indices once, and the next pair's indices are read
-// before this pair's values (the indices' latency hidden behind the values'). The sums are
-// spp_blocks's: entry (r, s) over the pairs in plan order, each pair's BK products in order with
-// __dmul_rn / __dadd_rn, so the same digits. Both kernels are bound to 80 registers (3 blocks of
-// 256 an SM against 2 at 112-120) where ptxas keeps every shape without spills (sm_80 and sm_90,
-// nvcc 13.0); spq_blocks's 6x3 . 3x6 spills 8-16 bytes there and keeps 2 (spq_minb).
-
-template <int BR, int BK, int BC> constexpr int spq_rows()
+// HOOKE_SPGEMM's value as a sentence's subject ("unset" where it is).
+static const char *spgemm_value(void)
 {
-    int rt = 1;
-    for (int d = 1; d <= BR; d++)
-        if (BR % d == 0 && d * (BK + BC) + BK * BC <= 48) rt = d;
-    return rt;
-}
-
-// acc (RT rows of BC sums) += rows a (RT rows of A's block, from its row r0) times B block b.
-template <int RT, int BK, int BC>
-__device__ __forceinline__ void spq_pair(const double *__restrict__ a,
-                                         const double *__restrict__ b, double (&acc)[RT * BC])
-{
-    double ar[RT * BK], bm[BK * BC];
-#pragma unroll
-    for (int x = 0; x < RT * BK; x++)
-        ar[x] = __ldg(a + x);
-    if constexpr ((BK * BC) % 2 == 0) { // B blocks start on 16 bytes (cudaMalloc's 256)
-#pragma unroll
-        for (int x = 0; x < BK * BC / 2; x++) {
-            const double2 v = __ldg((const double2 *)b + x);
-            bm[2 * x] = v.x, bm[2 * x + 1] = v.y;
-        }
-    } else {
-#pragma unroll
-        for (int x = 0; x < BK * BC; x++)
-            bm[x] = __ldg(b + x);
-    }
-#pragma unroll
-    for (int rr = 0; rr < RT; rr++)
-#pragma unroll
-        for (int s = 0; s < BC; s++)
-#pragma unroll
-            for (int m = 0; m < BK; m++)
-                acc[rr * BC + s] =
-                    __dadd_rn(acc[rr * BC + s], __dmul_rn(ar[rr * BK + m], bm[m * BC + s]));
-}
-
-template <int BR, int BK, int BC> constexpr int spq_minb()
-{
-    return BR == 6 && BK == 3 && BC == 6 ? 2 : 3;
-}
-
-// Thread (t, u): rows u RT .. u RT + RT - 1 of target t's block, over the plan's lists.
-template <int BR, int BK, int BC>
-__global__ void __launch_bounds__(256, (spq_minb<BR, BK, BC>()))
-    spq_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
-               const int32_t *__restrict__ pa, const int32_t *__restrict__ pb,
-               const double *__restrict__ av, const double *__restrict__ bv, double *cv,
-               int64_t ntgt)
-{
-    constexpr int RT = spq_rows<BR, BK, BC>(), T = BR / RT;
-    const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t t = gt / T;
-    if (t >= ntgt) return;
-    const int r0 = (int)(gt - t * T) * RT;
-    const int64_t c = tgt ? (int64_t)tgt[t] : t;
-    double acc[RT * BC];
-#pragma unroll
-    for (int x = 0; x < RT * BC; x++)
-        acc[x] = 0.0;
-    const int64_t e0 = off[c], e1 = off[c + 1];
-    int32_t p = 0, q = 0;
-    if (e0 < e1) p = __ldg(pa + e0), q = __ldg(pb + e0);
-    for (int64_t e = e0; e < e1; e++) {
-        int32_t pn = 0, qn = 0;
-        if (e + 1 < e1) pn = __ldg(pa + e + 1), qn = __ldg(pb + e + 1);
-        spq_pair<RT, BK, BC>(av + (size_t)p * (BR * BK) + r0 * BK, bv + (size_t)q * (BK * BC),
-                             acc);
-        p = pn, q = qn;
-    }
-    double *dst = cv + (size_t)c * (BR * BC) + r0 * BC;
-#pragma unroll
-    for (int x = 0; x < RT * BC; x++)
-        dst[x] = acc[x];
-}
-
-// Warp (g, u): rows u RT .. of the blocks of group g (one a lane), over the interleaved pairs
-// (a warp's e-th pairs one coalesced read of 256 bytes). The lanes run their own lists' lengths;
-// the slot order (pl_order) makes them alike.
-template <int BR, int BK, int BC>
-__global__ void __launch_bounds__(256, 3)
-    spi_groups(const int2 *__restrict__ slot, const int64_t *__restrict__ goff,
-               const int2 *__restrict__ pq, const double *__restrict__ av,
-               const double *__restrict__ bv, double *cv, int64_t ng)
-{
-    constexpr int RT = spq_rows<BR, BK, BC>(), T = BR / RT;
-    const int64_t gw = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
-    const int64_t g = gw / T;
-    if (g >= ng) return;
-    const int r0 = (int)(gw - g * T) * RT;
-    const int2 cn = __ldg(slot + g * 32 + lane);
-    if (cn.x < 0) return;
-    double acc[RT * BC];
-#pragma unroll
-    for (int x = 0; x < RT * BC; x++)
-        acc[x] = 0.0;
-    const int2 *e = pq + goff[g] + lane;
-    int2 cur = make_int2(0, 0);
-    if (cn.y > 0) cur = __ldg(e);
-    for (int k = 0; k < cn.y; k++) {
-        int2 nxt = make_int2(0, 0);
-        if (k + 1 < cn.y) nxt = __ldg(e + (int64_t)(k + 1) * 32);
-        spq_pair<RT, BK, BC>(av + (size_t)cur.x * (BR * BK) + r0 * BK,
-                             bv + (size_t)cur.y * (BK * BC), acc);
-        cur = nxt;
-    }
-    double *dst = cv + (size_t)cn.x * (BR * BC) + r0 * BC;
-#pragma unroll
-    for (int x = 0; x < RT * BC; x++)
-        dst[x] = acc[x];
-}
-
-static const char *spgemm_kernel_name(spgemm_kernel k)
-{
-    return k == SPGEMM_PAIRS_SORTED         ? "pairs-sorted"
-           : k == SPGEMM_PAIRS_BLOCK_SORTED ? "pairs-block-sorted"
-           : k == SPGEMM_PAIRS_ILV          ? "pairs-ilv"
-                                            : "?";
+    const char *v = getenv("HOOKE_SPGEMM");
+    return v && *v ? v : "unset";
 }
 
 int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
@@ -1458,55 +1247,12 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
         return sp_spgemm_numeric(A, B, C, pl->sh.upper, "bmat_spgemm_numeric_plan");
     if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
-    const bool sorted = kernel == SPGEMM_PAIRS_SORTED || kernel == SPGEMM_PAIRS_BLOCK_SORTED;
-    HK_CHECK((!sorted || pl->stgt) && (kernel != SPGEMM_PAIRS_ILV || pl->ilv), HK_ERR_ARG,
-             "HOOKE_SPGEMM=%s: this plan was made without that kernel's %s; set the value before "
-             "the plans are made (the first update)",
-             spgemm_kernel_name(kernel), sorted ? "sorted blocks" : "interleaved pairs");
-    const int32_t *tgt = sorted ? pl->stgt : pl->tgt; // NULL: every block of C in order
-    if (kernel == SPGEMM_PAIRS_ILV) {
-        const int64_t ng = pl->nslot / 32;
-        if (ng == 0) return 0;
-        const int64_t nblk = (ng * pl->sh.br * 32 + 255) / 256; // at most BR warps a group
-        HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
-                 "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
-#define SPI_SHAPE(R, K, CC)                                                                        \
-    if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
-    spi_groups<R, K, CC><<<(unsigned)((ng * ((R) / spq_rows<R, K, CC>()) * 32 + 255) / 256), 256,  \
-                           0, hk_cu.stream>>>(pl->slot, pl->goff, pl->pq, A->val, B->val, C->val, \
-                                              ng)
-        SPI_SHAPE(1, 1, 1);
-        SPI_SHAPE(2, 2, 3);
-        SPI_SHAPE(3, 2, 3);
-        SPI_SHAPE(3, 3, 3);
-        SPI_SHAPE(3, 3, 6);
-        SPI_SHAPE(6, 3, 6);
-        SPI_SHAPE(6, 6, 6);
-#undef SPI_SHAPE
-        HK_CU_LAUNCHED();
-        return 0;
-    }
-    if (kernel == SPGEMM_PAIRS_BLOCK || kernel == SPGEMM_PAIRS_BLOCK_SORTED) {
-        if (pl->ntgt == 0) return 0;
-        const int64_t nblk = (pl->ntgt * pl->sh.br + 255) / 256; // at most BR threads a block
-        HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
-                 "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
-#define SPQ_SHAPE(R, K, CC)                                                                        \
-    if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
-    spq_blocks<R, K, CC>                                                                           \
-        <<<(unsigned)((pl->ntgt * ((R) / spq_rows<R, K, CC>()) + 255) / 256), 256, 0,              \
-           hk_cu.stream>>>(pl->off, tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
-        SPQ_SHAPE(1, 1, 1);
-        SPQ_SHAPE(2, 2, 3);
-        SPQ_SHAPE(3, 2, 3);
-        SPQ_SHAPE(3, 3, 3);
-        SPQ_SHAPE(3, 3, 6);
-        SPQ_SHAPE(6, 3, 6);
-        SPQ_SHAPE(6, 6, 6);
-#undef SPQ_SHAPE
-        HK_CU_LAUNCHED();
-        return 0;
-    }
+    HK_CHECK((kernel == SPGEMM_PAIRS_SORTED) == (pl->sorted != 0), HK_ERR_ARG,
+             "HOOKE_SPGEMM=%s: this plan was made %s; set the value before the plans are made "
+             "(the first update)",
+             spgemm_value(),
+             pl->sorted ? "with C's blocks sorted by list length (pairs-sorted, the default)"
+                        : "with C's blocks in plan order (pairs)");
     const int64_t nthr = pl->ntgt * pl->sh.br;
     if (nthr == 0) return 0;
     const int64_t nblk = (nthr + 255) / 256;
@@ -1516,7 +1262,7 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
 #define SPP_SHAPE(R, K, CC)                                                                        \
     if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
     spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2)><<<grid, 256, 0, hk_cu.stream>>>(                  \
-        pl->off, tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
+        pl->off, pl->tgt, pl->pa, pl->pb, A->val, B->val, C->val, pl->ntgt)
     SPP_SHAPE(1, 1, 1);
     SPP_SHAPE(2, 2, 3);
     SPP_SHAPE(3, 2, 3);
