@@ -21,10 +21,10 @@
  * option is named.
  * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
  * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
- * the planned products on cuda under every HOOKE_SPGEMM value (the plan's kernel, pairs,
- * pairs-block, pairs-sorted, pairs-block-sorted, pairs-ilv, row, stationary; another value
- * refused by name, a sorted or interleaved kernel on a plan made without its layout refused, the
- * sorted layout's 4 bytes a block in the plan's bytes) against the CPU's bytes: A P and R (A P)
+ * the planned products on cuda under every HOOKE_SPGEMM value (unset, pairs-sorted, pairs, row,
+ * stationary; another value, a removed one too, refused with the valid ones listed; a plan used
+ * under the other order than it was made in refused; the sorted order's 4 bytes a block of C in
+ * the whole product's plan, none more in the upper one's) against the CPU's bytes: A P and R (A P)
  * (whole, upper) of elasticity3d:20's level and products whose rows of C hold 1500 blocks (summed
  * in place, past any shared-memory row); the cuda update's hierarchy (both Galerkin paths) equal to
  * a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
@@ -731,13 +731,11 @@ static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_
 }
 
 /* The planned product on cuda of A B (CPU matrices; C = bmat_spgemm's pattern) by every
- * HOOKE_SPGEMM kernel (the plan's, pairs, pairs-block, pairs-sorted, pairs-block-sorted,
- * pairs-ilv, row, stationary; each plan made under its value): the CPU's bytes. */
+ * HOOKE_SPGEMM kernel (the default, pairs-sorted, pairs, row, stationary; each plan made under
+ * its value): the CPU's bytes. */
 static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper)
 {
-    static const char *const kernels[] = {
-        NULL,        "pairs", "pairs-block", "pairs-sorted", "pairs-block-sorted",
-        "pairs-ilv", "row",   "stationary"};
+    static const char *const kernels[] = {NULL, "pairs-sorted", "pairs", "row", "stationary"};
     const hk_backend *gpu = backend("cuda");
     hk_bmat ref, dA, dB, dC;
     planned_reference(A, B, C, upper, &ref);
@@ -765,46 +763,71 @@ static void test_cuda_planned(void)
     planned_on_cuda(&L.K, &L.P, &L.AP, 0);
     planned_on_cuda(&L.R, &L.AP, &L.Ac, 0);
     planned_on_cuda(&L.R, &L.AP, &L.Ac, 1);
-    { /* a value that names no kernel (entries): refused, the valid ones listed */
+    { /* values that name no kernel (entries, and the removed ones): refused, the valid ones
+       * listed; a plan under the other order refused; the plans' bytes */
         const hk_backend *gpu = backend("cuda");
-        hk_bmat dA, dB, dC;
-        void *plan = NULL;
-        size_t bytes = 0;
+        hk_bmat dA, dB, dC, dR, dAP, dAc;
         bmat_copy_to(gpu, &L.K, &dA), bmat_copy_to(gpu, &L.P, &dB), bmat_copy_to(gpu, &L.AP, &dC);
-        setenv("HOOKE_SPGEMM", "pairs",
-               1); /* a plan without the other layouts, whatever the default */
+        bmat_copy_to(gpu, &L.R, &dR), bmat_copy_to(gpu, &L.AP, &dAP);
+        bmat_copy_to(gpu, &L.Ac, &dAc);
+        void *plan = NULL, *splan = NULL;
+        size_t bytes = 0, sbytes = 0;
+        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &splan, &sbytes)); /* default */
+        setenv("HOOKE_SPGEMM", "pairs", 1);
         HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &plan, &bytes));
-        setenv("HOOKE_SPGEMM", "entries", 1);
-        CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
-        CU_ASSERT(strstr(hk_error_message(), "HOOKE_SPGEMM=entries") != NULL);
-        CU_ASSERT(strstr(hk_error_message(), "row") && strstr(hk_error_message(), "stationary") &&
-                  strstr(hk_error_message(), "pairs") &&
-                  strstr(hk_error_message(), "pairs-block") &&
-                  strstr(hk_error_message(), "pairs-sorted") &&
-                  strstr(hk_error_message(), "pairs-block-sorted") &&
-                  strstr(hk_error_message(), "pairs-ilv"));
-        hk_error_clear();
-        /* the sorted and interleaved kernels need their layouts, made with the plan: refused on
-         * this one */
-        static const char *const laid[] = {"pairs-sorted", "pairs-block-sorted", "pairs-ilv"};
-        for (size_t k = 0; k < sizeof laid / sizeof laid[0]; k++) {
-            char want[96];
-            snprintf(want, sizeof want, "HOOKE_SPGEMM=%s: this plan was made", laid[k]);
-            setenv("HOOKE_SPGEMM", laid[k], 1);
+        static const char *const stale[] = {"entries", "pairs-block", "pairs-block-sorted",
+                                            "pairs-ilv"};
+        for (size_t k = 0; k < sizeof stale / sizeof stale[0]; k++) {
+            char want[64];
+            snprintf(want, sizeof want, "HOOKE_SPGEMM=%s: set it to", stale[k]);
+            setenv("HOOKE_SPGEMM", stale[k], 1);
             CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(plan, &dA, &dB, &dC), HK_ERR_ARG);
+            const char *msg = hk_error_message();
+            CU_ASSERT(strstr(msg, want) != NULL);
+            CU_ASSERT(strstr(msg, "pairs-sorted") && strstr(msg, "pairs (") &&
+                      strstr(msg, "row") && strstr(msg, "stationary") &&
+                      !strstr(msg, "pairs-block") && !strstr(msg, "pairs-ilv"));
+            hk_error_clear();
+            /* the plan too */
+            void *none = NULL;
+            size_t nb = 0;
+            CU_ASSERT_EQUAL(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &none, &nb), HK_ERR_ARG);
+            CU_ASSERT(none == NULL);
+            hk_error_clear();
+        }
+        /* the plan's order is set when it is made: the other order refused */
+        static const char *const other[] = {NULL, "pairs-sorted", "pairs"};
+        for (size_t k = 0; k < sizeof other / sizeof other[0]; k++) {
+            if (other[k])
+                setenv("HOOKE_SPGEMM", other[k], 1);
+            else
+                unsetenv("HOOKE_SPGEMM");
+            const int in_order = other[k] && !strcmp(other[k], "pairs");
+            char want[96];
+            snprintf(want, sizeof want, "HOOKE_SPGEMM=%s: this plan was made",
+                     other[k] ? other[k] : "unset");
+            CU_ASSERT_EQUAL(gpu->bmat_spgemm_numeric_plan(in_order ? splan : plan, &dA, &dB, &dC),
+                            HK_ERR_ARG);
             CU_ASSERT(strstr(hk_error_message(), want) != NULL);
             hk_error_clear();
         }
-        /* the sorted blocks: 4 bytes a block of C more in the plan's bytes */
-        void *splan = NULL;
-        size_t sbytes = 0;
-        setenv("HOOKE_SPGEMM", "pairs-block-sorted", 1);
-        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dA, &dB, &dC, 0, &splan, &sbytes));
+        /* the sorted order: 4 bytes a block of C more in the whole product's plan; the upper
+         * product's list of blocks is sorted in place, so the same bytes */
         CU_ASSERT_EQUAL(sbytes, bytes + 4 * (size_t)dC.nnzb);
+        void *uplan = NULL, *usplan = NULL;
+        size_t ubytes = 0, usbytes = 0;
+        setenv("HOOKE_SPGEMM", "pairs", 1);
+        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dR, &dAP, &dAc, 1, &uplan, &ubytes));
         unsetenv("HOOKE_SPGEMM");
+        HK_ASSERT_OK(gpu->bmat_spgemm_plan(&dR, &dAP, &dAc, 1, &usplan, &usbytes));
+        CU_ASSERT(ubytes > 0);
+        CU_ASSERT_EQUAL(usbytes, ubytes);
+        gpu->bmat_spgemm_plan_free(uplan), gpu->bmat_spgemm_plan_free(usplan);
         gpu->bmat_spgemm_plan_free(splan);
         gpu->bmat_spgemm_plan_free(plan);
-        hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dC);
+        hk_bmat *M[] = {&dA, &dB, &dC, &dR, &dAP, &dAc};
+        for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
+            hk_bmat_free(M[i]);
     }
     hk_test_level_free(&L);
     const int64_t n = 1500;
