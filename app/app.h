@@ -5,6 +5,10 @@
 #include "hooke/solver.h"
 
 int hk_app_main(int argc, char **argv);
+/* Under mpirun, where OMP_NUM_THREADS does not say: each process's share of this machine's
+ * cores as its OpenMP thread count (docs/parallel.md "Threads"), said once where mpirun bound
+ * each process to a single core. First thing after the processes are set up. */
+void hk_app_share_threads(void);
 int hk_cmd_run(int argc, char **argv);   /* app/cmd_run.c */
 /* hooke run on the processes of mpirun (app/run_mpi.c, docs/parallel.md): mesh and partition
  * on rank 0, assembly, solve and post-processing of each process's part, one .vtu piece per

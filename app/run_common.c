@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "case.h"
+#include "threads.h"
 
 /* ---- progress ------------------------------------------------------------------------- */
 
@@ -210,4 +211,23 @@ int hk_run_nearnull(const hk_run *r, hk_nearnull *nn, double **coords)
     nn->dim = m->dim;
     nn->coords = *coords;
     return 0;
+}
+
+void hk_app_share_threads(void)
+{
+    /* OpenMP's default is every core of the process's affinity mask: every core of the
+     * machine with mpirun --bind-to none (N processes would start N times the cores'
+     * threads), a single core with Open MPI's default binding of 2 processes */
+    const hk_comm *w = hk_comm_world();
+    const int local = hk_comm_world_local();
+    if (hk_comm_size(w) < 2 || getenv("OMP_NUM_THREADS")) return;
+    int mask = 0, online = 0;
+    hk_threads_set(hk_threads_share(local, &mask, &online));
+    if (mask == 1 && online / local > 1 && hk_comm_rank(w) == 0)
+        fprintf(stderr,
+                "hooke: mpirun bound each process to one core, so each of the %d processes here "
+                "runs on 1 thread of the %d cores; start it with mpirun --bind-to none (or set "
+                "OMP_NUM_THREADS with a binding that gives each process that many cores) to give "
+                "each its %d\n",
+                local, online, online / local);
 }

@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "threads.h"
 #include "case.h"
 #include "hk_impl.h"
 
@@ -121,7 +122,7 @@ void hk_run_device_start(const char *backend)
     if (device_start.running) return;
     if (backend && strcmp(backend, "auto") && strcmp(backend, "cuda")) return;
     device_start.ready = 0;
-    device_start.running = pthread_create(&device_start.thread, NULL, device_start_main, NULL) == 0;
+    device_start.running = hk_thread_create(&device_start.thread, device_start_main, NULL) == 0;
 }
 
 double hk_run_device_free(const hk_backend *be)

@@ -16,6 +16,7 @@
 
 #include <omp.h>
 
+#include "threads.h"
 #include "app.h"
 #include "case.h"
 #include "run_part.h"
@@ -191,7 +192,7 @@ static void solver_free_start(solver_free *f, hk_solver **s, const hk_backend *b
 {
     f->s = *s, f->be = be, f->seconds = 0;
     *s = NULL;
-    f->running = pthread_create(&f->thread, NULL, solver_free_main, f) == 0;
+    f->running = hk_thread_create(&f->thread, solver_free_main, f) == 0;
     if (!f->running) {
         const double t = hk_time();
         hk_solver_destroy(f->s);

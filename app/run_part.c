@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "threads.h"
 #include "run_part.h"
 
 #ifdef HOOKE_HAVE_METIS
@@ -786,7 +787,7 @@ static void *build_main(void *arg)
 static void build_start(build_job *j, part_ctx *x, int q)
 {
     j->x = x, j->q = q, j->ierr = 0, j->msg[0] = 0;
-    j->running = pthread_create(&j->thread, NULL, build_main, j) == 0;
+    j->running = hk_thread_create(&j->thread, build_main, j) == 0;
     if (!j->running) build_main(j);
 }
 
@@ -871,7 +872,7 @@ int hk_part_distribute(const hk_comm *c, const hk_problem *p, int (*prepare)(voi
     HK_TRY(hk_calloc((size_t)m->nboundaries + 1, sizeof *x.gn, &x.gn));
     cj = (cut_job){.m = m, .P = P, .cut = cut, .cpart = cpart, .owner = owner, .gid = gid,
                    .starts = starts, .x = &x, .st = st};
-    cj.running = pthread_create(&cj.thread, NULL, cut_main, &cj) == 0;
+    cj.running = hk_thread_create(&cj.thread, cut_main, &cj) == 0;
     if (!cj.running) cut_main(&cj);
     t = hk_time();
     if (prepare) ierr = prepare(ctx);

@@ -19,6 +19,7 @@
 
 #include <omp.h>
 
+#include "threads.h"
 #include "elements.h" /* assembly/: reference elements (shape functions, Gauss rules) */
 #include "groups.h"   /* assembly/: the nodes of a group */
 #include "springs.h"  /* assembly/: spring forces of the reactions */
@@ -139,7 +140,7 @@ int hk_fields_reserve(int64_t nnodes, int64_t ncells, int threads)
     }
     atomic_store(&reserve.stop, 0);
     reserve.on = 1;
-    if (pthread_create(&reserve.thread, NULL, reserve_main, NULL) != 0)
+    if (hk_thread_create(&reserve.thread, reserve_main, NULL) != 0)
         reserve.on = 2; /* no thread: the arrays still serve, their pages taken when filled */
     return 0;
 }

@@ -38,6 +38,7 @@
 
 #include <omp.h>
 
+#include "threads.h"
 #include "marked.h"
 #include "pp_impl.h"
 
@@ -1114,7 +1115,7 @@ hk_vtu_early *hk_vtu_early_start_cells(const char *path, const hk_mesh *m,
     atomic_init(&e->enough, 0);
     e->fd = open(e->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (e->fd < 0) goto fail;
-    if (pthread_create(&e->thread, NULL, early_main, e) != 0) goto fail;
+    if (hk_thread_create(&e->thread, early_main, e) != 0) goto fail;
     return e;
 fail:
     if (e && e->fd >= 0) {

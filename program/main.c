@@ -32,6 +32,7 @@ int main(int argc, char **argv)
                     argv[1]);
         return hk_comm_world_end(2);
     }
+    hk_app_share_threads();
     int status;
     if (argc > 1 && !strcmp(argv[1], "bench"))
         status = hk_cmd_bench(argc - 1, argv + 1);

@@ -403,6 +403,8 @@ int hk_comm_world_init(int *argc, char ***argv);
 /* The world: all processes of the run (this one alone before hk_comm_world_init, without
  * MPI, or without mpirun). */
 const hk_comm *hk_comm_world(void);
+/* The world's processes on this machine (sharing its memory and cores; 1 without mpirun). */
+int hk_comm_world_local(void);
 /* Last thing in main, with the exit status: MPI_Finalize when the status is 0 or a failure
  * every process agreed on (hk_comm_agree), else MPI_Abort, so that no process waits for one
  * that stopped. Returns the status. */

@@ -18,6 +18,7 @@ struct hk_comm {
 };
 
 static hk_comm world = {.rank = 0, .size = 1};
+static int world_local = 1; /* the world's processes on this machine */
 static int mpi_started;
 static int agreed_failure; /* hk_comm_agree returned a failure: every process knows it */
 
@@ -78,6 +79,12 @@ int hk_comm_world_init(int *argc, char ***argv)
                             "hooke with the MPI library linked before it",
                             rank, size, env_rank(), n);
     }
+    MPI_Comm node;
+    if (MPI_Comm_split_type(world.mpi, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &world_local);
+        MPI_Comm_free(&node);
+    }
     return 0;
 #else
     (void)argc, (void)argv;
@@ -97,6 +104,11 @@ int hk_comm_world_init(int *argc, char ***argv)
 const hk_comm *hk_comm_world(void)
 {
     return &world;
+}
+
+int hk_comm_world_local(void)
+{
+    return world_local;
 }
 
 int hk_comm_world_end(int status)

@@ -43,6 +43,17 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "ending the run" <<<"$out"; then
   ok "a transport failing on one process ends the run (exit $rc)"
 else bad "a transport failing on one process: exit $rc"; echo "$out" | head -5; fi
 
+# threads: without OMP_NUM_THREADS each process takes its share of the cores (OpenMP's default
+# would give each every core of its mask: all of them with --bind-to none); with it, its count
+m=$(nproc); o=$(nproc --all); e=$((o / 2)); [ $e -lt 1 ] && e=1; [ $m -lt $e ] && e=$m
+out=$(env -u OMP_NUM_THREADS timeout 60 "${MPI[@]}" --bind-to none -np 2 "$H" info 2>&1 || true)
+if grep -q "backend cpu: OpenMP, $e threads" <<<"$out"; then
+  ok "2 processes without OMP_NUM_THREADS: $e thread(s) each of $o cores"
+else bad "2 processes without OMP_NUM_THREADS: expected $e threads"; grep "backend cpu" <<<"$out"; fi
+out=$(OMP_NUM_THREADS=3 timeout 60 "${MPI[@]}" --bind-to none -np 2 "$H" info 2>&1 || true)
+if grep -q "backend cpu: OpenMP, 3 threads" <<<"$out"; then ok "OMP_NUM_THREADS=3 kept"
+else bad "OMP_NUM_THREADS=3 not kept"; grep "backend cpu" <<<"$out"; fi
+
 echo "test_mpi: hooke solve (x against one process, 1e-8)"
 G=elasticity3d:6
 for mp in "cg pc=jacobi" "pipecg pc=poly" "scg pc=jacobi" "gmres pc=bjacobi" \
