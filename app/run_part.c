@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "marked.h"
+#include "psort.h"
 #include "threads.h"
 #include "run_part.h"
 
@@ -610,13 +612,6 @@ static void elems_fill(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k,
         dst->nodes[dst->ptr[j] + i] = loc[src->nodes[a + i]];
 }
 
-/* Copy element k of src into slot j of dst (nodes mapped by loc). */
-static void elems_copy(hk_elems *dst, int64_t j, const hk_elems *src, int64_t k, const int32_t *loc)
-{
-    dst->ptr[j + 1] = dst->ptr[j] + src->ptr[k + 1] - src->ptr[k];
-    elems_fill(dst, j, src, k, loc);
-}
-
 int hk_part_groups(const hk_mesh *m, const int32_t *owner, int q, const int32_t *loc,
                    int32_t *const *gnodes, const int64_t *gn, hk_mesh *pm)
 {
@@ -629,38 +624,62 @@ int hk_part_groups(const hk_mesh *m, const int32_t *owner, int q, const int32_t 
     }
     pm->nboundaries = m->nboundaries;
     HK_CALL(hk_calloc((size_t)m->nboundaries + 1, sizeof *pm->boundaries, &pm->boundaries));
+    /* marked and listed on the threads (hk_list_marked keeps the order) */
+    int64_t most = 0;
+    for (int b = 0; b < m->nboundaries; b++) {
+        most = m->boundaries[b].elems.n > most ? m->boundaries[b].elems.n : most;
+        most = gn[b] > most ? gn[b] : most;
+    }
+    int ierr = 0;
+    uint8_t *mark = NULL;
+    int64_t *list = NULL;
+    HK_TRY(hk_malloc((size_t)most + 1, &mark));
+    HK_TRY(hk_malloc((size_t)(most + 1) * sizeof *list, &list));
     for (int b = 0; b < m->nboundaries; b++) {
         const hk_group *g = &m->boundaries[b];
         hk_group *pg = &pm->boundaries[b];
         memcpy(pg->name, g->name, sizeof pg->name);
         pg->dim = g->dim;
         pg->tag = g->tag;
-        int64_t nf = 0, fref = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            if (pass) HK_CALL(elems_alloc(&pg->elems, nf, fref));
-            int64_t j = 0;
-            for (int64_t fe = 0; fe < g->elems.n; fe++) {
-                int own = 0, all = 1;
-                for (int64_t k = g->elems.ptr[fe]; k < g->elems.ptr[fe + 1]; k++) {
-                    const int32_t v = g->elems.nodes[k];
-                    own |= owner[v] == q;
-                    all &= loc[v] >= 0;
-                }
-                if (!own || !all) continue;
-                if (pass)
-                    elems_copy(&pg->elems, j++, &g->elems, fe, loc);
-                else
-                    nf++, fref += g->elems.ptr[fe + 1] - g->elems.ptr[fe];
+        const int64_t nfe = g->elems.n;
+#pragma omp parallel for schedule(static)
+        for (int64_t fe = 0; fe < nfe; fe++) {
+            int own = 0, all = 1;
+            for (int64_t k = g->elems.ptr[fe]; k < g->elems.ptr[fe + 1]; k++) {
+                const int32_t v = g->elems.nodes[k];
+                own |= owner[v] == q;
+                all &= loc[v] >= 0;
             }
+            mark[fe] = (uint8_t)(own && all);
         }
-        int64_t cnt = 0;
+        const int64_t nf = hk_list_marked(mark, nfe, NULL, list);
+        int64_t fref = 0;
+#pragma omp parallel for schedule(static) reduction(+ : fref)
+        for (int64_t j = 0; j < nf; j++)
+            fref += g->elems.ptr[list[j] + 1] - g->elems.ptr[list[j]];
+        HK_TRY(elems_alloc(&pg->elems, nf, fref));
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < nf; j++)
+            pg->elems.ptr[j + 1] = g->elems.ptr[list[j] + 1] - g->elems.ptr[list[j]];
+        hk_running_sum(pg->elems.ptr + 1, nf);
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < nf; j++)
+            elems_fill(&pg->elems, j, &g->elems, list[j], loc);
+        const int32_t *gb = gnodes[b];
+#pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < gn[b]; k++)
-            cnt += loc[gnodes[b][k]] >= 0;
-        HK_CALL(hk_malloc((size_t)(cnt + 1) * sizeof *pg->nodes, &pg->nodes));
-        for (int64_t k = 0; k < gn[b]; k++)
-            if (loc[gnodes[b][k]] >= 0) pg->nodes[pg->nnodes++] = loc[gnodes[b][k]];
+            mark[k] = loc[gb[k]] >= 0;
+        const int64_t cnt = hk_list_marked(mark, gn[b], NULL, list);
+        HK_TRY(hk_malloc((size_t)(cnt + 1) * sizeof *pg->nodes, &pg->nodes));
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < cnt; k++)
+            pg->nodes[k] = loc[gb[list[k]]];
+        pg->nnodes = cnt;
     }
-    return 0;
+fail:
+    free(mark);
+    free(list);
+    return ierr;
 }
 
 /* Part q of the model. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "marked.h"
+#include "psort.h"
 #include "run_part_mesh.h"
 
 enum { TAG_KEYS = 7311, TAG_ANSWERS = 7312 };
@@ -286,6 +287,15 @@ static int cmp_key(const void *x, const void *y)
     return (a->b > b->b) - (a->b < b->b);
 }
 
+/* The keys are unique, the index only makes the order total (any sort gives the same bytes). */
+static int cmp_key_at(const void *x, const void *y)
+{
+    const int c = cmp_key(x, y);
+    if (c) return c;
+    const int64_t a = ((const key_at *)x)->i, b = ((const key_at *)y)->i;
+    return (a > b) - (a < b);
+}
+
 /* An owner's answer about one of its nodes. */
 typedef struct answer {
     int64_t gid; /* -1: not this process's */
@@ -437,10 +447,12 @@ typedef struct gid_node {
     int32_t k; /* its place among the ghosts asked for */
 } gid_node;
 
+/* By global id (unique among the ghosts), then node: a total order. */
 static int cmp_gid(const void *a, const void *b)
 {
-    const int64_t x = ((const gid_node *)a)->gid, y = ((const gid_node *)b)->gid;
-    return (x > y) - (x < y);
+    const gid_node *p = a, *q = b;
+    if (p->gid != q->gid) return p->gid < q->gid ? -1 : 1;
+    return (p->v > q->v) - (p->v < q->v);
 }
 
 /* What building a part keeps between its steps. */
@@ -605,7 +617,7 @@ static int list_ghosts(region_part *r)
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < r->nserved; k++)
         r->served[k] = (key_at){r->keys[idx[k]], idx[k]};
-    qsort(r->served, (size_t)r->nserved, sizeof *r->served, cmp_key);
+    HK_TRY(hk_sort_parallel(r->served, (size_t)r->nserved, sizeof *r->served, cmp_key_at));
 fail:
     free(mark);
     free(idx);
@@ -650,31 +662,49 @@ static int answer_keys(region_part *r, int64_t row0)
 /* Each ghost's one answer (from its owner); the ghosts then in global order. */
 static int take_answers(region_part *r)
 {
-    HK_CALL(hk_calloc((size_t)r->ng + 1, sizeof *r->ans, &r->ans));
-    for (int64_t k = 0; k < r->ng; k++)
-        r->ans[k].gid = -1;
+    const int64_t ng = r->ng;
+    answer *ans = NULL;
+    HK_CALL(hk_calloc((size_t)ng + 1, sizeof *r->ans, &r->ans));
+    ans = r->ans;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < ng; k++)
+        ans[k].gid = -1;
+    /* on the threads; a failure names the first ghost that fails, as one thread would */
+    int64_t bad = ng, moved = 0;
     for (int q = 0; q < r->P; q++) {
         if (q == r->me) continue;
-        HK_CHECK(r->rbytes[q] == (size_t)r->ng * sizeof(answer), HK_ERR_INTERNAL,
+        HK_CHECK(r->rbytes[q] == (size_t)ng * sizeof(answer), HK_ERR_INTERNAL,
                  "process %d answered %zu bytes for %lld ghost nodes", q, r->rbytes[q],
-                 (long long)r->ng);
+                 (long long)ng);
         const answer *a = r->recv[q];
-        for (int64_t k = 0; k < r->ng; k++)
+#pragma omp parallel for schedule(static) reduction(min : bad)
+        for (int64_t k = 0; k < ng; k++)
             if (a[k].gid >= 0) {
-                HK_CHECK(r->ans[k].gid < 0, HK_ERR_INTERNAL, "two processes own node (%g, %g, %g)",
-                         a[k].x[0], a[k].x[1], a[k].x[2]);
-                r->ans[k] = a[k];
+                if (ans[k].gid >= 0 && k < bad) bad = k;
+                ans[k] = a[k];
             }
+        HK_CHECK(bad == ng, HK_ERR_INTERNAL, "two processes own node (%g, %g, %g)", a[bad].x[0],
+                 a[bad].x[1], a[bad].x[2]);
     }
-    for (int64_t k = 0; k < r->ng; k++) {
-        const double *x = r->m->coords + 3 * (int64_t)r->ghost[k].v;
-        HK_CHECK(r->ans[k].gid >= 0, HK_ERR_INTERNAL,
-                 "no process owns node (%g, %g, %g), a ghost of process %d", x[0], x[1], x[2],
-                 r->me);
-        r->ghost[k].gid = r->ans[k].gid;
-        r->moved += memcmp(x, r->ans[k].x, sizeof r->ans[k].x) != 0;
+    const double *coords = r->m->coords;
+    gid_node *ghost = r->ghost;
+#pragma omp parallel for schedule(static) reduction(min : bad) reduction(+ : moved)
+    for (int64_t k = 0; k < ng; k++) {
+        if (ans[k].gid < 0) {
+            if (k < bad) bad = k;
+            continue;
+        }
+        ghost[k].gid = ans[k].gid;
+        moved += memcmp(coords + 3 * (int64_t)ghost[k].v, ans[k].x, sizeof ans[k].x) != 0;
     }
-    qsort(r->ghost, (size_t)r->ng, sizeof *r->ghost, cmp_gid);
+    if (bad < ng) {
+        const double *x = coords + 3 * (int64_t)ghost[bad].v;
+        HK_CHECK(0, HK_ERR_INTERNAL, "no process owns node (%g, %g, %g), a ghost of process %d",
+                 x[0], x[1], x[2], r->me);
+    }
+    r->moved += moved;
+    HK_CALL(hk_sort_parallel(r->ghost, (size_t)r->ng, sizeof *r->ghost, cmp_gid));
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < r->ng; k++)
         r->loc[r->ghost[k].v] = (int32_t)(r->nown + k);
     return 0;
@@ -701,6 +731,7 @@ static int make_part(const region_part *r, hk_part *pt)
     HK_CALL(hk_calloc((size_t)(d * nl + 1), sizeof *pt->f_ext, &pt->f_ext));
     if (r->node_dT) { /* read by coordinates on every process: the ghosts' own too */
         HK_CALL(hk_malloc((size_t)(nl + 1) * sizeof *pt->node_dT, &pt->node_dT));
+#pragma omp parallel for schedule(static)
         for (int64_t v = 0; v < m->nnodes; v++)
             if (loc[v] >= 0) pt->node_dT[loc[v]] = r->node_dT[v];
     }
@@ -714,6 +745,7 @@ static int make_part(const region_part *r, hk_part *pt)
         memcpy(pt->u_fixed + d * i, r->lp.u_fixed + d * v, (size_t)d * sizeof *pt->u_fixed);
         memcpy(pt->f_ext + d * i, r->lp.f_ext + d * v, (size_t)d * sizeof *pt->f_ext);
     }
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < ng; k++) {
         const int64_t i = nown + k;
         const answer *a = &r->ans[r->ghost[k].k];
@@ -735,8 +767,7 @@ static int make_part(const region_part *r, hk_part *pt)
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nlc; i++)
         pm->cells.ptr[i + 1] = m->cells.ptr[r->lc[i] + 1] - m->cells.ptr[r->lc[i]];
-    for (int64_t i = 0; i < nlc; i++) /* sizes into offsets */
-        pm->cells.ptr[i + 1] += pm->cells.ptr[i];
+    hk_running_sum(pm->cells.ptr + 1, nlc); /* sizes into offsets */
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < nlc; i++) {
         const int64_t e = r->lc[i];
