@@ -204,16 +204,14 @@ typedef struct facet_pt {
     double x[3], w, nrm[3];
 } facet_pt;
 
-/* Facet fe of boundary b checked and its points into pt (tab: each facet type's table, NULL
- * for a type that is no facet here); read-only on the mesh, so any thread's. */
-static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const char *what,
-                      int outward, facet_tab *const *tab, facet_pt *pt)
+/* Facet fe of boundary b: a facet element of the mesh's dimension whose nodes are in the mesh
+ * and on its cells (what: the load's name for the sentence). */
+static int facet_check(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const char *what)
 {
     const hk_mesh *m = p->mesh;
     const int d = m->dim;
     const hk_group *g = &m->boundaries[b];
     const char *bn = hk_asm_boundary_name(m, b);
-    const double fac = hk_asm_thickness(p);
     const int t = g->elems.type[fe];
     const hk_elref *fr = hk_elref_get((hk_eltype)t);
     HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
@@ -223,7 +221,6 @@ static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
              (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
              d == 2 ? "line" : "surface", what,
              d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
-    const facet_tab *tb = tab[t];
     const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
     for (int a = 0; a < fr->nnodes; a++) {
         HK_CHECK(fn_[a] >= 0 && fn_[a] < m->nnodes, HK_ERR_MODEL,
@@ -236,6 +233,23 @@ static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
                  "boundary",
                  (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn_[a], d, what);
     }
+    return 0;
+}
+
+/* Facet fe of boundary b checked and its points into pt (tab: each facet type's table, NULL
+ * for a type that is no facet here); read-only on the mesh, so any thread's. */
+static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const char *what,
+                      int outward, facet_tab *const *tab, facet_pt *pt)
+{
+    const hk_mesh *m = p->mesh;
+    const hk_group *g = &m->boundaries[b];
+    const char *bn = hk_asm_boundary_name(m, b);
+    const double fac = hk_asm_thickness(p);
+    const int t = g->elems.type[fe];
+    const hk_elref *fr = hk_elref_get((hk_eltype)t);
+    HK_CALL(facet_check(p, n2c, b, fe, what));
+    const facet_tab *tb = tab[t];
+    const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
     double sign = 1;
     if (outward) HK_CALL(facet_sign(p, n2c, b, fe, fr, fn_, tb->dNc, &sign));
     for (int q = 0; q < tb->nq; q++) {
@@ -383,25 +397,8 @@ int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *w
     for (int64_t fe = 0; fe < g->elems.n; fe++) {
         const int t = g->elems.type[fe];
         const hk_elref *fr = hk_elref_get((hk_eltype)t);
-        HK_CHECK(fr && fr->dim == d - 1 && g->elems.ptr[fe + 1] - g->elems.ptr[fe] == fr->nnodes,
-                 HK_ERR_MODEL,
-                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is not a %s element; %s acts "
-                 "on %s",
-                 (long long)fe, hk_el_name(t), hk_asm_tag(&g->elems, fe), bn,
-                 d == 2 ? "line" : "surface", what,
-                 d == 2 ? "line2/line3 facets" : "tri3/tri6/quad4/quad8/quad9 facets");
+        HK_CALL(facet_check(p, n2c, b, fe, what));
         const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
-        for (int a = 0; a < fr->nnodes; a++) {
-            HK_CHECK(fn_[a] >= 0 && fn_[a] < m->nnodes, HK_ERR_MODEL,
-                     "facet %lld of boundary '%s' refers to node %d, outside the mesh; the "
-                     "mesh is corrupt",
-                     (long long)fe, bn, fn_[a]);
-            HK_CHECK(n2c->ptr[fn_[a] + 1] > n2c->ptr[fn_[a]], HK_ERR_MODEL,
-                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' has node %d that belongs "
-                     "to no %dD element, so %s would be lost there; use the meshed domain's "
-                     "boundary",
-                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn, fn_[a], d, what);
-        }
         double sign = 1;
         if (outward) {
             double xi[3] = {0, 0, 0}, dNc[HK_EL_MAXN][3];
