@@ -33,6 +33,7 @@ typedef struct pcs_row {
     long long dofs;
     int iterations;
     double phase_s[5]; /* set-up: check, upload, format, preconditioner, backend start */
+    double update_phase_s[4]; /* the last update: values in, check, format, preconditioner */
     double upload_s, setup_s, solve_s, total_s, apply_spmv, true_res, jacobi_total_s;
     double spmv_s;   /* one SpMV of the fp64 operator */
     double update_s; /* hk_solver_update_values with the same K (values-only re-set-up) */
@@ -355,6 +356,7 @@ static int pcs_solve(const hk_run *r, const char *backend, const char *method, c
         pcs_update up = {s, K};
         HK_TRY(hk_bench_time(pcs_update_once, &up, 1, 3, 0.0, &row->update_s));
     }
+    hk_solver_update_phases(s, row->update_phase_s);
     row->has_amg = hk_pc_amg_info(hk_solver_get_pc(s), &row->amg) == 0;
     hk_error_clear();
 
@@ -656,6 +658,13 @@ int hk_bench_pcs(int argc, char **argv)
                        rows[i].pc, rows[i].backend, rows[i].method, rows[i].phase_s[4], rows[i].phase_s[1],
                        rows[i].phase_s[0], rows[i].phase_s[2], rows[i].phase_s[3],
                        rows[i].upload_s);
+        printf("\nthe last values-only re-set-up's phases (s: the new values into the solver's "
+               "K, their check, format rebuild, preconditioner):\n");
+        for (int i = nrows - nnew; i < nrows; i++)
+            if (!rows[i].failed)
+                printf("  %s %s %s: %.4f, %.4f, %.4f, %.4f\n", rows[i].pc, rows[i].backend,
+                       rows[i].method, rows[i].update_phase_s[0], rows[i].update_phase_s[1],
+                       rows[i].update_phase_s[2], rows[i].update_phase_s[3]);
         for (int i = nrows - nnew; i < nrows; i++)
             if (!rows[i].failed && rows[i].has_amg) pcs_print_amg(&rows[i]);
         hk_run_free(&r);

@@ -1130,6 +1130,10 @@ const hk_ksp_type *hk_ksp_type_find(const char *name);
 /* The solver's preconditioner and fp64 operator (benchmarks time their apply and SpMV). */
 hk_pc *hk_solver_get_pc(hk_solver *s);
 hk_mat *hk_solver_get_mat(hk_solver *s);
+/* The last values-only update's phases in seconds: the new values into the solver's K (with
+ * the pattern's check), their check (finite), the operator's format rebuilt, the
+ * preconditioner's update (zeros before the first update). */
+void hk_solver_update_phases(const hk_solver *s, double phases[4]);
 
 /* Shared helpers for the methods: record a residual norm (history, monitor) and decide on
  * convergence; returns 1 when done and sets k->res.reason. */

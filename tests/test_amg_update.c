@@ -706,18 +706,22 @@ static void synthetic_bmat(int br, int bc, int64_t nbr, int64_t nbc, const int64
         M->val[k] = sin(0.37 * (double)k + 0.11 * (double)br) * (1.0 + 1e-3 * (double)(k % 97));
 }
 
-/* The pattern of rows: row 0 every column (nbc), row i > 0 the columns {i - 1, i, i + 1, 7i}
- * modulo nbc, sorted and unique. */
-static void synthetic_pattern(int64_t nbr, int64_t nbc, int64_t **rowptr, int32_t **colind)
+/* The pattern of rows: row 0 every column (nbc; full0 = 0: columns 0 and 1), row i > 0 the
+ * columns {i - 1, i, i + 1, 7i} modulo nbc, sorted and unique. */
+static void synthetic_pattern(int64_t nbr, int64_t nbc, int full0, int64_t **rowptr,
+                              int32_t **colind)
 {
     int64_t *rp = malloc((size_t)(nbr + 1) * sizeof *rp);
     int32_t *ci = malloc((size_t)(nbc + 4 * nbr) * sizeof *ci);
     rp[0] = 0;
     for (int64_t i = 0; i < nbr; i++) {
         int64_t n = rp[i];
-        if (i == 0) {
+        if (i == 0 && full0) {
             for (int64_t j = 0; j < nbc; j++)
                 ci[n++] = (int32_t)j;
+        } else if (i == 0) {
+            ci[n++] = 0;
+            if (nbc > 1) ci[n++] = 1;
         } else {
             int32_t c[4] = {(int32_t)((i - 1) % nbc), (int32_t)(i % nbc), (int32_t)((i + 1) % nbc),
                             (int32_t)((7 * i) % nbc)};
@@ -755,7 +759,8 @@ static void planned_on_cuda(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C
 
 /* The planned products on cuda: A P and R (A P) (whole, upper) of elasticity3d:20's level, and
  * 3x3 . 3x6 and 3x3 . 3x3 products whose first row of C holds 1500 blocks (27000 and 13500
- * doubles: longer than any shared-memory row of the other kernels): the CPU's bytes. */
+ * doubles: longer than any shared-memory row of the other kernels), with B's first row as long
+ * and with B's rows short: the CPU's bytes. */
 static void test_cuda_planned(void)
 {
     hk_test_level L;
@@ -836,21 +841,31 @@ static void test_cuda_planned(void)
     const int64_t n = 1500;
     int64_t *rp = NULL;
     int32_t *ci = NULL;
-    synthetic_pattern(n, n, &rp, &ci);
-    hk_bmat A, B6, B3, C6 = {0}, C3 = {0};
+    int64_t *srp = NULL;
+    int32_t *sci = NULL;
+    synthetic_pattern(n, n, 1, &rp, &ci);
+    synthetic_pattern(n, n, 0, &srp, &sci);
+    hk_bmat A, B6, B3, S6, S3, C6 = {0}, C3 = {0}, D6 = {0}, D3 = {0};
     synthetic_bmat(3, 3, n, n, rp, ci, &A);
     synthetic_bmat(3, 6, n, n, rp, ci, &B6);
     synthetic_bmat(3, 3, n, n, rp, ci, &B3);
+    synthetic_bmat(3, 6, n, n, srp, sci, &S6);
+    synthetic_bmat(3, 3, n, n, srp, sci, &S3);
     HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &B6, &C6));
     HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &B3, &C3));
+    HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &S6, &D6));
+    HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &S3, &D3));
     CU_ASSERT(C6.rowptr[1] - C6.rowptr[0] == n);
+    CU_ASSERT(D6.rowptr[1] - D6.rowptr[0] == n);
     planned_on_cuda(&A, &B6, &C6, 0);
     planned_on_cuda(&A, &B3, &C3, 0);
     planned_on_cuda(&A, &B3, &C3, 1);
-    hk_bmat *M[] = {&A, &B6, &B3, &C6, &C3};
+    planned_on_cuda(&A, &S6, &D6, 0);
+    planned_on_cuda(&A, &S3, &D3, 1);
+    hk_bmat *M[] = {&A, &B6, &B3, &S6, &S3, &C6, &C3, &D6, &D3};
     for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
         hk_bmat_free(M[i]);
-    free(rp), free(ci);
+    free(rp), free(ci), free(srp), free(sci);
 }
 
 /* On elasticity3d:12 with options extra, the cuda update against the CPU's (the same K and new

@@ -30,6 +30,7 @@ struct hk_solver {
     int broken;       /* an update_values failed half-way: no solve until destroyed */
     int setups;       /* preconditioner set-ups: 1 + updates + fallbacks */
     double update_seconds;
+    double update_phase[4]; /* the last update: values in, check, operator, preconditioner */
     uint64_t pattern[HK_PATTERN_CHUNKS]; /* K's pattern, hashed per chunk of block rows */
     int pattern_known; /* pattern[] filled (a resident K: at the first update_values) */
     char note[192];                      /* hk_result.note of the solve under way */
@@ -710,6 +711,12 @@ hk_pc *hk_solver_get_pc(hk_solver *s)
     return s->pc;
 }
 
+void hk_solver_update_phases(const hk_solver *s, double phases[4])
+{
+    for (int i = 0; i < 4; i++)
+        phases[i] = s->update_phase[i];
+}
+
 hk_mat *hk_solver_get_mat(hk_solver *s)
 {
     return s->A;
@@ -825,9 +832,16 @@ static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0)
     int ierr = 0;
     hk_ksp *k = &s->ksp;
     HK_CALL(be->sync());
+    double t = hk_time();
+    s->update_phase[0] = t - t0;
     HK_CALL(check_values(&s->K, K));
+    s->update_phase[1] = hk_time() - t;
+    t = hk_time();
     HK_CALL(hk_mat_rebuild(s->A, &s->K));
     if (s->A_low) HK_CALL(hk_mat_rebuild(s->A_low, &s->K));
+    HK_CALL(be->sync());
+    s->update_phase[2] = hk_time() - t;
+    t = hk_time();
     hk_mat *Apc = s->defect ? s->A_low : s->A;
     if (s->pc->type->update) {
         s->pc->K = &s->K;
@@ -855,6 +869,7 @@ static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0)
         HK_CALL(hk_scg_setup(k));
     }
     HK_CALL(be->sync());
+    s->update_phase[3] = hk_time() - t;
     s->update_seconds = hk_time() - t0;
     s->setups++;
     s->broken = 0;
