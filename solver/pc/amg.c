@@ -1057,7 +1057,10 @@ static int smoother_data(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, int w
     amg_level *L = &d->lev[l];
     const double t0 = now_synced(pc->be);
     HK_CALL(block_inverse(pc, Al, l, L, warm, D64));
+    const double t1 = now_synced(pc->be);
+    ph->block_inverse += t1 - t0;
     HK_CALL(spectral_bound(pc, d, L, l, warm));
+    *(l == 0 ? &ph->bound_fine : &ph->bound_coarse) += now_synced(pc->be) - t1;
     if (d->smoother == SMOOTHER_L1_JACOBI) HK_CALL(l1_scaling(pc, Al, l, L));
     d->st.rho[l] = L->rho;
     ph->smoother += now_synced(pc->be) - t0;
@@ -1395,11 +1398,12 @@ static void print_phases(const char *what, const hk_amg_phases *p, double cpu, c
             "matrices %.3f, coarsest %.3f, total %.3f (CPU %.3f)\n"
             "amg %s products: A T %.4f, P smoothing %.4f, R = P^T %.4f, A P %.4f, R (A P) %.4f "
             "(%s), mirror %.4f, their values' allocations and frees %.4f; near-null: diagonal "
-            "check %.4f, decoupled dofs %.4f, modes %.4f\n",
+            "check %.4f, decoupled dofs %.4f, modes %.4f; smoother: inverse node blocks %.4f, "
+            "bound of the fine level %.4f, of the coarse levels %.4f\n",
             what, p->nearnull, p->strength, p->aggregate, p->tentative, p->smoother, p->prolongator,
             p->galerkin, p->matrices, p->coarse, p->total, cpu, what, p->at, p->smooth,
             p->transpose, p->ap, p->rap, galerkin, p->mirror, p->values, p->diag_check,
-            p->decoupled, p->modes);
+            p->decoupled, p->modes, p->block_inverse, p->bound_fine, p->bound_coarse);
 }
 
 static int amg_build(hk_pc *pc, amg_data *d, const hk_bmat *K, hk_mat *A)

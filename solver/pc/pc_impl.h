@@ -197,6 +197,9 @@ typedef struct hk_amg_phases {
     double at, smooth, transpose, ap, rap, mirror, values;
     /* inside near-null: the diagonal's check, the decoupled dofs, the modes on the backend */
     double diag_check, decoupled, modes;
+    /* inside smoother: the inverse node blocks, the fine level's spectral bound, the coarse
+     * levels' bounds */
+    double block_inverse, bound_fine, bound_coarse;
 } hk_amg_phases;
 typedef struct hk_amg_stats {
     int nlevels;
