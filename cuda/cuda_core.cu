@@ -256,6 +256,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.pipebicg_s = hk_cu_pipebicg_s;
     o.pipebicg_update = hk_cu_pipebicg_update;
     o.vec_mdot_s = hk_cu_vec_mdot_s;
+    o.vec_dot_s = hk_cu_vec_dot_s;
+    o.vec_axpby_s = hk_cu_vec_axpby_s;
     o.vec_maxpy_s_nrm = hk_cu_vec_maxpy_s_nrm;
     o.vec_scale_s_dot = hk_cu_vec_scale_s_dot;
     o.tri_setup = hk_cu_tri_setup;

@@ -533,6 +533,9 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
                     const int *slot);
 /* Pipelined GMRES's ops on backend-resident scalars (cuda_vec.cu). */
 int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
+int hk_cu_vec_dot_s(const hk_vec *x, const hk_vec *y, double *s);
+int hk_cu_vec_axpby_s(hk_vec *y, double a, const double *an, const double *ad, const hk_vec *x,
+                      double b, const double *bn, const double *bd);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);
 int hk_cu_vec_scale_s_dot(hk_vec *y, const double *nrm2, const hk_vec *w, double *d);
 

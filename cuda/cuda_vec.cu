@@ -100,6 +100,36 @@ int hk_cu_vec_axpby(hk_vec *y, double a, const hk_vec *x, double b)
     return 0;
 }
 
+// k_axpby with a = a0 * (*an / *ad) where an is given, b likewise (backend scalars, read by
+// every thread: the quotient is the host's, so the digits are vec_axpby's).
+template <typename T>
+__global__ void k_axpby_s(int64_t n, T *y, double a0, const double *an, const double *ad,
+                          const T *x, double b0, const double *bn, const double *bd)
+{
+    const double a = an ? a0 * (*an / *ad) : a0, b = bn ? b0 * (*bn / *bd) : b0;
+    if (b == 0.0) {
+        HK_GRID_STRIDE(i, n) y[i] = (T)(a * x[i]);
+    } else {
+        HK_GRID_STRIDE(i, n) y[i] = hk_cu_axpby_entry<T>(a, x[i], b, y[i]);
+    }
+}
+
+int hk_cu_vec_axpby_s(hk_vec *y, double a, const double *an, const double *ad, const hk_vec *x,
+                      double b, const double *bn, const double *bd)
+{
+    SAME(x, y);
+    if (!x->n) return 0;
+    const unsigned g = hk_cu_grid(x->n);
+    if (x->prec == HK_FP64)
+        k_axpby_s<double><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            x->n, (double *)y->data, a, an, ad, (const double *)x->data, b, bn, bd);
+    else
+        k_axpby_s<float><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+            x->n, (float *)y->data, a, an, ad, (const float *)x->data, b, bn, bd);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 template <typename T>
 __global__ void k_axpbypcz(int64_t n, T *z, double a, const T *x, double b, const T *y, double c)
 {
@@ -198,6 +228,17 @@ int hk_cu_vec_dot(const hk_vec *x, const hk_vec *y, double *r)
     unsigned nb;
     HK_CALL(mdot_partials(1, X, y, &nb));
     return hk_cu_finish_host(nb, 1, r);
+}
+
+// vec_dot's partial sums and their sum on the device, into *s: no wait.
+int hk_cu_vec_dot_s(const hk_vec *x, const hk_vec *y, double *s)
+{
+    hk_vec *X[1] = {(hk_vec *)x};
+    unsigned nb;
+    HK_CALL(mdot_partials(1, X, y, &nb));
+    hk_cu_outs out;
+    out.p[0] = s;
+    return hk_cu_finish(nb, 1, out, HK_FIN_PLAIN, NULL);
 }
 
 int hk_cu_vec_mdot(int k, hk_vec *const *X, const hk_vec *y, double *r)

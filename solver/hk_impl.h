@@ -446,6 +446,14 @@ typedef struct hk_backend_ops {
     void (*scal_free)(double *s);
     int (*scal_get)(const double *s, int first, int n, double *host); /* waits */
     int (*scal_set)(double *s, int first, int n, const double *host);
+    /* Without a wait, for recurrences whose coefficients stay on the backend (pc=amg's
+     * spectral bound): *s (a backend scalar) = x . y with vec_dot's digits, any precision;
+     * y = a' x + b' y with vec_axpby's digits, a' = a * (*an / *ad) where an is given (backend
+     * scalars), else a, and b' likewise. NULL where a backend lacks them: the caller then
+     * reads and writes the scalars itself (solver/pc/amg.c's dot_s / axpby_s). */
+    int (*vec_dot_s)(const hk_vec *x, const hk_vec *y, double *s);
+    int (*vec_axpby_s)(hk_vec *y, double a, const double *an, const double *ad, const hk_vec *x,
+                       double b, const double *bn, const double *bd);
 
     /* Fused pipelined CG (pipelined-solver paper, Algorithm 2, with optional Jacobi dinv):
      * alpha = S[RZ]/S[PAP], beta = (S[RZ] - 2 alpha S[ZAP] + alpha^2 S[APZ]) / S[RZ] (the

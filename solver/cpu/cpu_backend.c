@@ -433,6 +433,18 @@ HK_OMP_FOR
     return 0;
 }
 
+/* The scalars are in host memory: the plain ops with the coefficients read here. */
+static int cpu_vec_dot_s(const hk_vec *x, const hk_vec *y, double *s)
+{
+    return cpu_vec_dot(x, y, s);
+}
+
+static int cpu_vec_axpby_s(hk_vec *y, double a, const double *an, const double *ad,
+                           const hk_vec *x, double b, const double *bn, const double *bd)
+{
+    return cpu_vec_axpby(y, an ? a * (*an / *ad) : a, x, bn ? b * (*bn / *bd) : b);
+}
+
 static int cpu_scal_alloc(double **s, int n)
 {
     return hk_calloc((size_t)n, sizeof(double), s);
@@ -615,6 +627,8 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_free = cpu_scal_free,
     .scal_get = cpu_scal_get,
     .scal_set = cpu_scal_set,
+    .vec_dot_s = cpu_vec_dot_s,
+    .vec_axpby_s = cpu_vec_axpby_s,
     .pipecg_update = hk_cpu_pipecg_update,
     .pipecg_gv_step = hk_cpu_pipecg_gv_step,
     .spmv_pipecg_gv_step = hk_cpu_spmv_pipecg_gv_step,

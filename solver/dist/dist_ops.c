@@ -357,6 +357,8 @@ void hk_dist_ops_init(hk_dist *d)
     o.pipebicg_s = L->pipebicg_s ? d_pipebicg_s : NULL;
     o.pipebicg_update = L->pipebicg_update ? d_pipebicg_update : NULL;
     o.vec_mdot_s = L->vec_mdot_s ? d_vec_mdot_s : NULL;
+    o.vec_dot_s = NULL; /* the local op would sum this process's entries only: the callers
+                         * (pc=amg's bound) take vec_dot, which sums over the processes */
     o.vec_maxpy_s_nrm = L->vec_maxpy_s_nrm ? d_vec_maxpy_s_nrm : NULL;
     o.vec_scale_s_dot = L->vec_scale_s_dot ? d_vec_scale_s_dot : NULL;
     /* the operator */

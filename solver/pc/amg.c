@@ -119,6 +119,7 @@ typedef struct amg_data {
      * the diagonal check's output and the flags' difference (scratch), K's decoupled dofs
      * (dec_new, swapped with dec when they changed) */
     hk_vec *scratch, *dec_new;
+    double *lanczos_scal; /* the spectral bounds' coefficients (backend scalars), kept */
     /* options */
     double threshold, omega, ratio, safety;
     int max_levels, coarse_size, smoother, degree, pre, post, cycle, lanczos, precision;
@@ -352,36 +353,69 @@ static hk_amg_sweep level_sweep(hk_pc *pc, amg_data *d, amg_level *L)
                       .t = L->t,
                       .d = L->d,
                       .mat = d->unfused ? NULL : L->A,
-                      .d2 = L->d2};
+                      .d2 = L->d2,
+                      .scal = d->lanczos_scal};
     return s;
+}
+
+/* The bound's scalars: S[2k] = r_k . z_k, S[2k + 1] = p_k . A p_k. On a backend with vec_dot_s
+ * and vec_axpby_s they stay in its memory (S backend scalars) and are read once after the last
+ * step: a step waits for nothing (two waits a step before: 0.1 ms a step of the bracket's
+ * small coarse levels on an H200, where the kernels are short). Elsewhere (the distributed ops)
+ * S is host memory and these two use the waiting ops, with the same digits. */
+static int dot_s(const hk_backend_ops *be, int dev, const hk_vec *x, const hk_vec *y, double *s)
+{
+    return dev ? be->vec_dot_s(x, y, s) : be->vec_dot(x, y, s);
+}
+
+/* y = a (an / ad) x + b (bn / bd) y (an, bn NULL: a, b), as dot_s. */
+static int axpby_s(const hk_backend_ops *be, int dev, hk_vec *y, double a, const double *an,
+                   const double *ad, const hk_vec *x, double b, const double *bn, const double *bd)
+{
+    if (dev) return be->vec_axpby_s(y, a, an, ad, x, b, bn, bd);
+    return be->vec_axpby(y, an ? a * (*an / *ad) : a, x, bn ? b * (*bn / *bd) : b);
 }
 
 /* hk_amg_lanczos_bound; with Z (steps vectors of the level's size and precision) also the
  * Ritz vector of the largest Ritz value into ritz: y = sum_j s_j v_j over the Lanczos vectors
  * v_j = (-1)^j z_j / sqrt(r_j . z_j) of the CG's preconditioned residuals z_j (D-orthonormal),
  * s the tridiagonal's top eigenvector. Z = NULL: the digits of the bound alone (the Ritz
- * vector costs a copy of each z_j and the sum, and changes no digit of rho). */
+ * vector costs a copy of each z_j and the sum, and changes no digit of rho). All `steps` steps
+ * run on the backend; the coefficients read after them decide where the recurrence ended
+ * (r . z below 1e-24 of its start) and whether a step met a non-positive or non-finite p . A p,
+ * as the step itself would have: the later steps' numbers are then ignored. */
 static int lanczos_ritz(const hk_amg_sweep *s, int steps, double safety, int level, hk_vec *q,
                         double *rho, int *fp32_range, hk_vec **Z, hk_vec *ritz)
 {
     const hk_backend_ops *be = s->be;
     int ierr = 0, k = 0;
     double al[64], be_[64], T[64 * 64], ev[64], V[64 * 64], rzs[64];
+    double hs[HK_AMG_LANCZOS_SCALARS], *S = s->scal;
     hk_vec *r = s->r, *z = s->t, *p = s->d;
     const hk_precision prec = r->prec;
+    const int dev = be->vec_dot_s && be->vec_axpby_s && be->scal_alloc;
+    HK_CHECK(steps >= 1 && 2 * steps + 1 <= HK_AMG_LANCZOS_SCALARS, HK_ERR_INTERNAL,
+             "pc=amg: %d Lanczos steps are out of range", steps);
+    if (!dev) S = hs;
+    else if (!S) HK_CALL(be->scal_alloc(&S, HK_AMG_LANCZOS_SCALARS));
     HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
     HK_TRY(be->vec_copy(p, z));
-    double rz;
-    HK_TRY(be->vec_dot(r, z, &rz));
-    const double rz0 = rz;
-    for (k = 0; k < steps && rz > 1e-24 * rz0;) {
-        double pq;
-        if (Z) {
-            HK_TRY(be->vec_copy(Z[k], z));
-            rzs[k] = rz;
-        }
+    HK_TRY(dot_s(be, dev, r, z, &S[0]));
+    for (int j = 0; j < steps; j++) {
+        if (Z) HK_TRY(be->vec_copy(Z[j], z));
         HK_TRY(s->spmv(s->A, p, q));
-        HK_TRY(be->vec_dot(p, q, &pq));
+        HK_TRY(dot_s(be, dev, p, q, &S[2 * j + 1]));
+        /* r -= (r.z / p.Ap) Ap; z = D^-1 r; p = z + (r.z new / r.z) p */
+        HK_TRY(axpby_s(be, dev, r, -1.0, &S[2 * j], &S[2 * j + 1], q, 1.0, NULL, NULL));
+        HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
+        HK_TRY(dot_s(be, dev, r, z, &S[2 * j + 2]));
+        HK_TRY(axpby_s(be, dev, p, 1.0, NULL, NULL, z, 1.0, &S[2 * j + 2], &S[2 * j]));
+    }
+    if (dev) HK_TRY(be->scal_get(S, 0, 2 * steps + 1, hs));
+    const double rz0 = hs[0];
+    for (k = 0; k < steps && hs[2 * k] > 1e-24 * rz0;) {
+        const double rz = hs[2 * k], pq = hs[2 * k + 1], rzn = hs[2 * k + 2];
+        rzs[k] = rz;
         if (prec == HK_FP32 && !(isfinite(pq) && isfinite(rz))) {
             *fp32_range = 1; /* the set-up may build the levels in fp64 instead */
             HK_TRY_CHECK(0, HK_ERR_NUMERIC,
@@ -394,17 +428,9 @@ static int lanczos_ritz(const hk_amg_sweep *s, int steps, double safety, int lev
                      "pc=amg: the operator of level %d is not positive definite (p.Ap = %g in "
                      "its spectral estimate); pc=amg needs an SPD matrix",
                      level, pq);
-        const double alpha = rz / pq;
-        HK_TRY(be->vec_axpby(r, -alpha, q, 1.0));
-        HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
-        double rzn;
-        HK_TRY(be->vec_dot(r, z, &rzn));
-        const double beta = rzn / rz;
-        HK_TRY(be->vec_axpby(p, 1.0, z, beta));
-        al[k] = alpha;
-        be_[k] = beta;
+        al[k] = rz / pq;
+        be_[k] = rzn / rz;
         k++;
-        rz = rzn;
     }
     HK_TRY_CHECK(k > 0, HK_ERR_NUMERIC,
                  "pc=amg: no spectral estimate on level %d (the block-Jacobi scaled start "
@@ -425,6 +451,7 @@ static int lanczos_ritz(const hk_amg_sweep *s, int steps, double safety, int lev
         HK_TRY(be->vec_axpby(ritz, c, Z[j], j ? 1.0 : 0.0));
     }
 fail:
+    if (dev && S != s->scal) be->scal_free(S);
     return ierr;
 }
 
@@ -464,6 +491,8 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
     } else {
         HK_CALL(hk_vec_create(be, L->n, pc->prec, &q));
     }
+    if (!d->lanczos_scal && be->vec_dot_s && be->vec_axpby_s && be->scal_alloc)
+        HK_TRY(be->scal_alloc(&d->lanczos_scal, HK_AMG_LANCZOS_SCALARS));
     const hk_amg_sweep s = level_sweep(pc, d, L);
     if (warm) /* r = A y */
         HK_TRY(s.spmv(s.A, L->ritz, L->r));
@@ -704,6 +733,8 @@ static void free_levels(hk_pc *pc, amg_data *d)
     hk_vec_destroy(d->dec_new);
     hk_vec_destroy(d->scratch);
     d->dec = d->dec_new = d->scratch = NULL;
+    if (d->lanczos_scal) pc->be->scal_free(d->lanczos_scal);
+    d->lanczos_scal = NULL;
     d->nlevels = 0;
 }
 

@@ -259,7 +259,11 @@ typedef struct hk_amg_sweep {
      * vector for degree 3 and up; NULL: the separate calls (the same digits) */
     hk_mat *mat;
     hk_vec *d2;
+    /* the spectral bound's coefficients: HK_AMG_LANCZOS_SCALARS backend scalars (scal_alloc)
+     * kept by the caller, or NULL (made and freed by each bound where the backend keeps them) */
+    double *scal;
 } hk_amg_sweep;
+#define HK_AMG_LANCZOS_SCALARS 129 /* 2 * 64 steps + 1 */
 /* One sweep on A x = b (zero: x taken as 0 on entry). */
 int hk_amg_smooth(const hk_amg_sweep *s, const hk_vec *b, hk_vec *x, int zero);
 /* rho = safety * the largest Ritz value of D^-1 A from `steps` steps of block-Jacobi
