@@ -252,7 +252,8 @@ static void test_nonfinite(void)
                         old[t] = K.val[q[t]];
                         K.val[q[t]] = bad[(place + t) % 3];
                         int64_t r = 0;
-                        while (K.rowptr[r + 1] * bb <= q[t]) r++;
+                        while (K.rowptr[r + 1] * bb <= q[t])
+                            r++;
                         if (want < 0 || r < want) want = r;
                     }
                     const int64_t c = run_nonfinite("cpu", &K, shift),
@@ -260,8 +261,8 @@ static void test_nonfinite(void)
                     if (c != want || g != want)
                         printf("\n    br %d nb %lld place %d shift %d: cpu %lld cuda %lld, "
                                "expected %lld",
-                               br, (long long)sizes[z], place, shift, (long long)c,
-                               (long long)g, (long long)want);
+                               br, (long long)sizes[z], place, shift, (long long)c, (long long)g,
+                               (long long)want);
                     CU_ASSERT_EQUAL(c, want);
                     CU_ASSERT_EQUAL(g, want);
                     for (int t = 1; t >= 0; t--)

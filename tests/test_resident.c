@@ -292,14 +292,13 @@ static void scaled_copy(const hk_bcsr *K, int r, hk_bcsr *K2)
  * is named and leaves a solver that refuses to solve and is destroyed cleanly. */
 static void update_resident_holders_on(const char *backend)
 {
-    static const char *const cases[] = {
-        "method=cg pc=amg pc.amg.update=prolongator format=sbell",
-        "method=cg pc=amg format=csr",
-        "method=cg pc=jacobi format=bsr",
-        "method=cg pc=bjacobi format=ell",
-        "method=scg pc=jacobi",
-        "method=defect pc=amg",
-        NULL};
+    static const char *const cases[] = {"method=cg pc=amg pc.amg.update=prolongator format=sbell",
+                                        "method=cg pc=amg format=csr",
+                                        "method=cg pc=jacobi format=bsr",
+                                        "method=cg pc=bjacobi format=ell",
+                                        "method=scg pc=jacobi",
+                                        "method=defect pc=amg",
+                                        NULL};
     const hk_backend *be;
     HK_ASSERT_OK(hk_backend_get(backend, &be));
     hk_bcsr K;
