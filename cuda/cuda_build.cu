@@ -80,6 +80,55 @@ __global__ void k_scatter(int64_t n, int64_t S, int b2, const int32_t *__restric
     }
 }
 
+/* New values into an ELL or sliced layout of the pattern it was built from (mat_refill). Row j
+ * of slice s is a run of len_j * b2 values in K (its blocks, each row-major), value r of it
+ * goes to base * b2 + r * S + j (k_scatter's slot, k = r / b2, e = r % b2): a transpose of the
+ * slice's ragged rows, done through 32 x 32 tiles in shared memory so that the reads run along
+ * K's rows and the writes along the slice's columns, both coalesced. A unit is a slice and 32
+ * of its rows (ELL/BELL: one slice of all rows, no permutation); the index arrays and the
+ * padding (zeros since the build) are not written. */
+#define RF_TILE 32
+#define RF_ROWS 8
+template <typename T>
+__global__ void __launch_bounds__(RF_TILE *RF_ROWS)
+    k_refill(int64_t n, int64_t S, int64_t nunits, int64_t jtiles, int b2, int32_t ell_width,
+             const int32_t *__restrict__ perm, const int64_t *__restrict__ sptr,
+             const int32_t *__restrict__ swidth, const int64_t *__restrict__ rowptr,
+             const double *__restrict__ val, T *__restrict__ oval)
+{
+    __shared__ double tile[RF_TILE][RF_TILE + 1];
+    __shared__ int64_t start[RF_TILE], len[RF_TILE];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    for (int64_t u = blockIdx.x; u < nunits; u += gridDim.x) {
+        const int64_t s = u / jtiles, j0 = (u - s * jtiles) * RF_TILE;
+        const int64_t base = (sptr ? sptr[s] : 0) * b2;
+        const int64_t W = (int64_t)(swidth ? swidth[s] : ell_width) * b2;
+        __syncthreads(); /* the last unit's tiles are written out */
+        if (ty == 0) {
+            const int64_t j = j0 + tx, g = s * S + j;
+            int64_t st = 0, ln = 0;
+            if (j < S && g < n) {
+                const int64_t row = perm ? perm[g] : g;
+                st = rowptr[row];
+                ln = rowptr[row + 1] - st;
+            }
+            start[tx] = st * b2;
+            len[tx] = ln * b2;
+        }
+        __syncthreads();
+        for (int64_t r0 = 0; r0 < W; r0 += RF_TILE) {
+#pragma unroll
+            for (int y = ty; y < RF_TILE; y += RF_ROWS)
+                if (r0 + tx < len[y]) tile[y][tx] = val[start[y] + r0 + tx];
+            __syncthreads();
+#pragma unroll
+            for (int y = ty; y < RF_TILE; y += RF_ROWS)
+                if (r0 + y < len[tx]) oval[base + (r0 + y) * S + j0 + tx] = (T)tile[tx][y];
+            __syncthreads();
+        }
+    }
+}
+
 template <typename T>
 __global__ void k_convert(int64_t n, const double *__restrict__ in, T *__restrict__ out)
 {
@@ -238,6 +287,22 @@ static int scatter(const build_src &s, int64_t S, const int32_t *perm, const int
     if (!s.n) return 0;
     k_scatter<T><<<hk_cu_grid(s.n), HK_CU_BLOCK, 0, hk_cu.stream>>>(
         s.n, S, s.b * s.b, perm, sptr, s.rowptr, s.colind, s.val, m->colind, (T *)m->val);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+/* K's values into m's ELL (sliced = 0) or sliced layout, in place (k_refill). */
+template <typename T>
+static int refill_slots(const build_src &s, int sliced, const hk_cu_mat *m)
+{
+    if (!s.n) return 0;
+    const int64_t S = m->S, nsl = sliced ? m->shape.nslices : 1;
+    const int64_t jtiles = (S + RF_TILE - 1) / RF_TILE, nunits = nsl * jtiles;
+    if (nunits <= 0) return 0;
+    const unsigned grid = (unsigned)(nunits < (1 << 20) ? nunits : (1 << 20));
+    k_refill<T><<<grid, dim3(RF_TILE, RF_ROWS), 0, hk_cu.stream>>>(
+        s.n, S, nunits, jtiles, s.b * s.b, m->shape.width, sliced ? m->perm : NULL,
+        sliced ? m->sptr : NULL, sliced ? m->swidth : NULL, s.rowptr, s.val, (T *)m->val);
     HK_CU_LAUNCHED();
     return 0;
 }
@@ -556,11 +621,10 @@ int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
         break;
     case HK_FMT_ELL:
     case HK_FMT_BELL:
-        HK_TRY(f32 ? scatter<float>(src, m->S, NULL, NULL, m) : scatter<double>(src, m->S, NULL, NULL, m));
+        HK_TRY(f32 ? refill_slots<float>(src, 0, m) : refill_slots<double>(src, 0, m));
         break;
     default: /* sliced */
-        HK_TRY(f32 ? scatter<float>(src, m->S, m->perm, m->sptr, m)
-                   : scatter<double>(src, m->S, m->perm, m->sptr, m));
+        HK_TRY(f32 ? refill_slots<float>(src, 1, m) : refill_slots<double>(src, 1, m));
         break;
     }
     HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
@@ -881,6 +945,8 @@ void hk_cu_build_preload(void)
         (const void *)k_slice_width,
         (const void *)k_scatter<double>,
         (const void *)k_scatter<float>,
+        (const void *)k_refill<double>,
+        (const void *)k_refill<float>,
         (const void *)k_convert<float>,
         (const void *)k_rowptr32,
         (const void *)k_expand,

@@ -231,19 +231,64 @@ fail:
     return ierr;
 }
 
-// First block row with a NaN or infinite value: the values are read in order (coalesced); only
-// a bad value pays a binary search for its block row, then an order-independent atomicMin.
-__global__ void k_first_nonfinite(int64_t nvals, int64_t bb, int64_t nb,
-                                  const int64_t *__restrict__ rowptr,
-                                  const double *__restrict__ val, unsigned long long *first)
+// First block row with a NaN or infinite value, in one streaming pass at the read bandwidth:
+// each thread loads NF_PAIRS 16-byte pairs per step (all issued before any is tested) and
+// tests their exponent bits (all ones: NaN or infinite); only a bad value pays a binary search
+// for its block row and an order-independent atomicMin. An array that does not start on 16
+// bytes has its first value tested alone, an odd count its last.
+#define NF_PAIRS 4
+
+__device__ __forceinline__ bool nf_bad(double v)
 {
-    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < nvals;
-         q += (int64_t)gridDim.x * blockDim.x) {
-        if (isfinite(val[q])) continue;
-        const int64_t blk = q / bb;
-        /* the last row with rowptr[row] <= blk (rowptr[0] = 0) */
-        const int64_t row = hk_cu_upper_bound(rowptr, 1, nb, blk) - 1;
-        atomicMin(first, (unsigned long long)row);
+    const unsigned long long e = 0x7ff0000000000000ull;
+    return ((unsigned long long)__double_as_longlong(v) & e) == e;
+}
+
+__device__ __noinline__ void nf_report(int64_t q, int64_t bb, int64_t nb,
+                                       const int64_t *__restrict__ rowptr,
+                                       unsigned long long *first)
+{
+    const int64_t blk = q / bb;
+    /* the last row with rowptr[row] <= blk (rowptr[0] = 0) */
+    const int64_t row = hk_cu_upper_bound(rowptr, 1, nb, blk) - 1;
+    atomicMin(first, (unsigned long long)row);
+}
+
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_first_nonfinite(int64_t nvals, int64_t bb, int64_t nb, const int64_t *__restrict__ rowptr,
+                      const double *__restrict__ val, unsigned long long *first)
+{
+    const int64_t head = ((uintptr_t)val & 15) ? 1 : 0;
+    const double2 *__restrict__ v2 = (const double2 *)(val + head);
+    const int64_t npair = (nvals - head) / 2, stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    for (; i + (NF_PAIRS - 1) * stride < npair; i += NF_PAIRS * stride) {
+        double2 a[NF_PAIRS];
+#pragma unroll
+        for (int u = 0; u < NF_PAIRS; u++)
+            a[u] = __ldg(v2 + i + u * stride);
+        bool bad = false;
+#pragma unroll
+        for (int u = 0; u < NF_PAIRS; u++)
+            bad |= nf_bad(a[u].x) | nf_bad(a[u].y);
+        if (!bad) continue;
+#pragma unroll
+        for (int u = 0; u < NF_PAIRS; u++) {
+            const int64_t q = head + 2 * (i + u * stride);
+            if (nf_bad(a[u].x)) nf_report(q, bb, nb, rowptr, first);
+            if (nf_bad(a[u].y)) nf_report(q + 1, bb, nb, rowptr, first);
+        }
+    }
+    for (; i < npair; i += stride) {
+        const double2 a = __ldg(v2 + i);
+        const int64_t q = head + 2 * i;
+        if (nf_bad(a.x)) nf_report(q, bb, nb, rowptr, first);
+        if (nf_bad(a.y)) nf_report(q + 1, bb, nb, rowptr, first);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (head && nf_bad(val[0])) nf_report(0, bb, nb, rowptr, first);
+        if (((nvals - head) & 1) && nf_bad(val[nvals - 1]))
+            nf_report(nvals - 1, bb, nb, rowptr, first);
     }
 }
 
@@ -252,16 +297,15 @@ int hk_cu_bmat_first_nonfinite(const hk_bmat *A, int64_t *row)
     *row = -1;
     const int64_t bb = (int64_t)A->br * A->bc, nvals = A->nnzb * bb;
     if (nvals == 0) return 0;
-    int ierr = 0;
     unsigned long long *dfirst = NULL;
-    HK_TRY(hk_cu_first_row_alloc(&dfirst));
-    k_first_nonfinite<<<hk_cu_grid(nvals), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-        nvals, bb, A->nbrows, A->rowptr, A->val, dfirst);
-    HK_CU_TRY(cudaGetLastError());
-    HK_TRY(hk_cu_first_row_read(dfirst, row));
-fail:
-    cudaFree(dfirst);
-    return ierr;
+    HK_CALL(hk_cu_setup_flag(&dfirst));
+    /* one wave of resident blocks, each thread NF_PAIRS pairs a step */
+    k_first_nonfinite<<<hk_cu_rgrid((nvals + 2 * NF_PAIRS - 1) / (2 * NF_PAIRS),
+                                    (const void *)k_first_nonfinite),
+                        HK_CU_BLOCK, 0, hk_cu.stream>>>(nvals, bb, A->nbrows, A->rowptr, A->val,
+                                                        dfirst);
+    HK_CU(cudaGetLastError());
+    return hk_cu_first_row_read(dfirst, row);
 }
 
 // Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): this file's kernels of the AMG set-up

@@ -197,6 +197,81 @@ static void test_sizes(void)
 
 /* Set-up of jacobi, bjacobi and poly on the device applies like the one on the CPU, in fp64
  * and fp32 (the diag op's result converted once). */
+/* bmat_first_nonfinite on backend name, K's values starting `shift` doubles into their array
+ * (the device kernel's unaligned head) */
+static int64_t run_nonfinite(const char *name, const hk_bcsr *K, int shift)
+{
+    const hk_backend *be = NULL;
+    hk_bmat A = {0};
+    double *buf = NULL, *keep = NULL;
+    int64_t row = -7;
+    const size_t nv = (size_t)K->rowptr[K->nbrows] * K->bs * K->bs;
+    int err = hk_backend_get(name, &be);
+    if (!err) err = hk_bmat_upload(be, K, &A);
+    if (!err) err = hk_backend_alloc(be, (nv + 2) * sizeof *buf, (void **)&buf);
+    if (!err && nv) err = be->copy(buf + shift, A.val, nv * sizeof *buf);
+    if (!err) err = be->sync();
+    if (!err) {
+        keep = A.val;
+        A.val = buf + shift;
+        err = be->bmat_first_nonfinite(&A, &row);
+        A.val = keep;
+    }
+    if (err) fprintf(stderr, "\n  first_nonfinite on %s: %s\n", name, hk_error_message());
+    hk_backend_free(be, buf);
+    hk_bmat_free(&A);
+    return err ? -7 : row;
+}
+
+/* The first block row with a NaN or an infinity: cuda = cpu = the plain answer, for bad values
+ * at the first and last entries, in the middle, two of them (the earlier row wins), none; block
+ * sizes 1..6, a few sizes (more values than one pass of the grid takes), the values at an
+ * aligned and an unaligned start. */
+static void test_nonfinite(void)
+{
+    static const int64_t sizes[] = {1, 2, 37, 1000, 150000};
+    const double bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int br = 1; br <= 6; br++)
+        for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+            hk_bcsr K;
+            gen_blocks(sizes[z], br, 40 + br, NULL, &K);
+            const int64_t bb = (int64_t)br * br, nv = K.rowptr[K.nbrows] * bb;
+            for (int place = 0; place < 6; place++)
+                for (int shift = 0; shift < 2; shift++) {
+                    /* entries made bad (-1: none), the expected row */
+                    int64_t q[2] = {-1, -1};
+                    if (place == 1) q[0] = 0;
+                    if (place == 2) q[0] = nv - 1;
+                    if (place == 3) q[0] = nv / 2;
+                    if (place == 4) q[0] = nv - 1, q[1] = nv / 3;
+                    if (place == 5) q[0] = nv * 2 / 3 + 1, q[1] = nv * 2 / 3;
+                    double old[2] = {0, 0};
+                    int64_t want = -1;
+                    for (int t = 0; t < 2; t++) {
+                        if (q[t] < 0 || q[t] >= nv) continue;
+                        old[t] = K.val[q[t]];
+                        K.val[q[t]] = bad[(place + t) % 3];
+                        int64_t r = 0;
+                        while (K.rowptr[r + 1] * bb <= q[t])
+                            r++;
+                        if (want < 0 || r < want) want = r;
+                    }
+                    const int64_t c = run_nonfinite("cpu", &K, shift),
+                                  g = run_nonfinite("cuda", &K, shift);
+                    if (c != want || g != want)
+                        printf("\n    br %d nb %lld place %d shift %d: cpu %lld cuda %lld, "
+                               "expected %lld",
+                               br, (long long)sizes[z], place, shift, (long long)c, (long long)g,
+                               (long long)want);
+                    CU_ASSERT_EQUAL(c, want);
+                    CU_ASSERT_EQUAL(g, want);
+                    for (int t = 1; t >= 0; t--)
+                        if (q[t] >= 0 && q[t] < nv) K.val[q[t]] = old[t];
+                }
+            hk_bcsr_free(&K);
+        }
+}
+
 static void test_pcs(void)
 {
     hk_bcsr K;
@@ -247,4 +322,7 @@ static void test_pcs(void)
 HK_DEVICE_SUITE(cuda_diag,
                 {"every diag mode, block sizes 1..6: cuda = cpu, the first bad row", test_random},
                 {"no rows, one row, one thread block plus one", test_sizes},
-                {"jacobi, bjacobi, poly set up on the device apply like on the cpu", test_pcs})
+                {"jacobi, bjacobi, poly set up on the device apply like on the cpu", test_pcs},
+                {"first non-finite block row: cuda = cpu = the plain answer, bs 1..6, bad "
+                 "values first, last, in the middle, two, none; an unaligned start",
+                 test_nonfinite})

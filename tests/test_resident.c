@@ -274,6 +274,99 @@ static void test_update_resident(void)
     update_resident_on("cpu");
 }
 
+/* K with its values scaled per node (D K D, D > 0: still SPD), round r. */
+static void scaled_copy(const hk_bcsr *K, int r, hk_bcsr *K2)
+{
+    HK_ASSERT_OK(hk_bcsr_copy(K, K2));
+    const int bb = K->bs * K->bs;
+    for (int64_t i = 0; i < K2->nbrows; i++)
+        for (int64_t p = K2->rowptr[i]; p < K2->rowptr[i + 1]; p++)
+            for (int e = 0; e < bb; e++)
+                K2->val[p * bb + e] *= (1.0 + 0.1 * r * (double)(i % 3)) *
+                                       (1.0 + 0.1 * r * (double)(K2->colind[p] % 3));
+}
+
+/* The resident values are taken over, not copied: every holder of K's values (the operator's
+ * formats, its fp32 copy, a preconditioner updated or made anew, the s-step method's matrix
+ * powers) sees the new ones, update after update (the host update's bytes); a non-finite value
+ * is named and leaves a solver that refuses to solve and is destroyed cleanly. */
+static void update_resident_holders_on(const char *backend)
+{
+    static const char *const cases[] = {"method=cg pc=amg pc.amg.update=prolongator format=sbell",
+                                        "method=cg pc=amg format=csr",
+                                        "method=cg pc=jacobi format=bsr",
+                                        "method=cg pc=bjacobi format=ell",
+                                        "method=scg pc=jacobi",
+                                        "method=defect pc=amg",
+                                        NULL};
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get(backend, &be));
+    hk_bcsr K;
+    double *coords = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 4, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(5, 4, 4, &coords));
+    hk_nearnull nn = {.dim = 3, .coords = coords};
+    const int64_t n = K.nbrows * K.bs;
+    for (int c = 0; cases[c]; c++) {
+        char opts[160];
+        snprintf(opts, sizeof opts, "backend=%s tol=1e-10 %s", backend, cases[c]);
+        hk_options *o1, *o2;
+        HK_ASSERT_OK(hk_options_create(&o1));
+        HK_ASSERT_OK(hk_options_parse(o1, opts));
+        HK_ASSERT_OK(hk_options_create(&o2));
+        HK_ASSERT_OK(hk_options_parse(o2, opts));
+        hk_solver *s1 = NULL, *s2 = NULL;
+        hk_resident_bcsr A;
+        HK_ASSERT_OK(hk_solver_create_nearnull(&K, &nn, o1, &s1));
+        upload_copy(be, &K, &A);
+        HK_ASSERT_OK(hk_solver_create_resident(&A, &nn, o2, &s2));
+        if (!s1 || !s2) {
+            fprintf(stderr, "\n  %s: %s\n", opts, hk_error_message());
+            hk_solver_destroy(s1), hk_solver_destroy(s2);
+            hk_options_destroy(o1), hk_options_destroy(o2);
+            continue;
+        }
+        for (int r = 1; r <= 3; r++) {
+            hk_bcsr K2;
+            scaled_copy(&K, r, &K2);
+            upload_copy(be, &K2, &A);
+            HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
+            HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
+            CU_ASSERT(A.rowptr == NULL && A.colind == NULL && A.val == NULL);
+            same_solutions(s1, s2, n, 3 + (unsigned)r);
+            hk_bcsr_free(&K2);
+        }
+        /* a NaN in block row 4 (entry row 14 or so): named, the solver unusable */
+        hk_bcsr K3;
+        scaled_copy(&K, 4, &K3);
+        const int64_t q = K3.rowptr[4] + 1;
+        K3.val[q * 9 + 5] = NAN;
+        upload_copy(be, &K3, &A);
+        CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_NUMERIC);
+        char want[64];
+        snprintf(want, sizeof want, "row %d, column %d is nan", 4 * 3 + 5 / 3 + 1,
+                 K3.colind[q] * 3 + 5 % 3 + 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
+        CU_ASSERT(A.rowptr == NULL && A.val == NULL);
+        double *b = hk_test_rand_vec(n, 9), *x = calloc((size_t)n, sizeof *x);
+        hk_result res;
+        CU_ASSERT_EQUAL(hk_solver_solve(s2, b, x, &res), HK_ERR_ARG);
+        free(b), free(x);
+        hk_bcsr_free(&K3);
+        hk_solver_destroy(s1);
+        hk_solver_destroy(s2);
+        hk_options_destroy(o1);
+        hk_options_destroy(o2);
+    }
+    free(coords);
+    hk_bcsr_free(&K);
+}
+
+static void test_update_resident_holders(void)
+{
+    update_resident_holders_on("cpu");
+}
+
 /* x1 and x2 (n entries): max |x1 - x2| / max |x1|. */
 static double rel_diff(const double *x1, const double *x2, int64_t n)
 {
@@ -394,6 +487,11 @@ static void test_cuda_update_resident(void)
     update_resident_on("cuda");
 }
 
+static void test_cuda_update_resident_holders(void)
+{
+    update_resident_holders_on("cuda");
+}
+
 HK_SUITE(resident, {"a resident matrix solves to the host matrix's digits", test_same_solution},
          {"download gives the matrix back", test_download},
          {"bad values, options and shapes: named, the arrays freed", test_errors},
@@ -401,6 +499,9 @@ HK_SUITE(resident, {"a resident matrix solves to the host matrix's digits", test
           test_update_values},
          {"new resident values: the host update's digits; another pattern refused",
           test_update_resident},
+         {"new resident values taken over: every format, preconditioner and method sees them, "
+          "update after update; a NaN named, the solver unusable",
+          test_update_resident_holders},
          {"coordinates in the backend's memory: the host coordinates' digits; a host matrix "
           "refuses them",
           test_resident_coords})
@@ -409,5 +510,8 @@ HK_DEVICE_SUITE(cuda_resident,
                 {"new resident values on cuda: the host update's digits; another pattern "
                  "refused on the device",
                  test_cuda_update_resident},
+                {"new resident values taken over on cuda: every format, preconditioner and "
+                 "method sees them, update after update; a NaN named, the solver unusable",
+                 test_cuda_update_resident_holders},
                 {"coordinates in the device's memory: pc=amg solves as with host coordinates",
                  test_cuda_resident_coords})

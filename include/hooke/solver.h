@@ -322,9 +322,9 @@ void hk_solver_destroy(hk_solver *s);
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
 /* The same with the new values in the solver's backend's memory (a K assembled again on the
  * device): A must hold the pattern the solver has (compared on the backend, no copy to the
- * host); its arrays are taken over (freed; the pointers NULL, the sizes kept) whatever the
- * outcome, as by hk_solver_create_resident. method=cholesky refuses (its factor is made on the
- * host from a host matrix). */
+ * host); its arrays are taken over (its values become the solver's, the rest is freed; the
+ * pointers NULL, the sizes kept) whatever the outcome, as by hk_solver_create_resident.
+ * method=cholesky refuses (its factor is made on the host from a host matrix). */
 int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A);
 /* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);

@@ -915,11 +915,14 @@ int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A)
 {
     int ierr = resident_same_pattern(s, A);
     const double t0 = hk_time();
-    /* copied within the device (the operator's formats may still refer to the old array until
-     * they are rebuilt), then the caller's arrays freed: taken over, as at create */
+    /* the caller's values become K's, no copy: nothing keeps K's old array (the operator's
+     * formats and the preconditioners hold copies, or reach K through &s->K), so it is freed
+     * at once, before the rebuilds allocate */
     if (!ierr) {
         s->broken = 1; /* until the whole update is through */
-        ierr = s->be->copy(s->K.val, A->val, (size_t)A->nnzb * A->bs * A->bs * sizeof *A->val);
+        s->be->dealloc(s->K.val);
+        s->K.val = A->val;
+        A->val = NULL;
     }
     if (A && A->be) { /* the arrays freed, the sizes kept (as create_resident leaves them) */
         A->be->dealloc(A->rowptr);
