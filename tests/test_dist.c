@@ -208,6 +208,8 @@ static void test_ops_reviewed(void)
                                       offsetof(hk_backend_ops, scal_free),
                                       offsetof(hk_backend_ops, scal_get),
                                       offsetof(hk_backend_ops, scal_set),
+                                      /* no sums (the table's vec_dot_s is NULL) */
+                                      offsetof(hk_backend_ops, vec_axpby_s),
                                       offsetof(hk_backend_ops, cgcg_update),
                                       offsetof(hk_backend_ops, block_update),
                                       offsetof(hk_backend_ops, bmat_diag),
