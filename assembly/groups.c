@@ -236,6 +236,36 @@ static int facet_check(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe
     return 0;
 }
 
+/* Facet fe's point with shape functions N, dN and rule weight qw (fn_ its nodes, sign its
+ * orientation, fac the thickness): the unit normal, the position and the weight qw fac r dA
+ * (r: the radius of an axisymmetric analysis); a degenerate facet named. */
+static int facet_point(const hk_problem *p, int b, int64_t fe, const hk_elref *fr,
+                       const int32_t *fn_, const double *N, const double dN[][3], double qw,
+                       double sign, double fac, facet_pt *pt)
+{
+    const hk_mesh *m = p->mesh;
+    double nrm[3], x[3] = {0, 0, 0};
+    facet_normal(m, fr, fn_, dN, nrm);
+    /* |nrm| is the length/area element */
+    const double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+    HK_CHECK(dA > 0, HK_ERR_MODEL,
+             "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero area); check "
+             "the mesh",
+             (long long)fe, fr->name, hk_asm_tag(&m->boundaries[b].elems, fe),
+             hk_asm_boundary_name(m, b));
+    for (int i = 0; i < 3; i++)
+        pt->nrm[i] = sign * nrm[i] / dA;
+    for (int a = 0; a < fr->nnodes; a++)
+        for (int i = 0; i < 3; i++)
+            x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
+    memcpy(pt->x, x, sizeof x);
+    /* axisymmetric: per radian of the ring (area element r ds), like the stiffness; a mesher's
+     * axis node at r = -1e-17 gives no negative weight */
+    const double r = p->analysis == HK_AXISYMMETRIC ? fmax(x[0], 0) : 1;
+    pt->w = qw * fac * r * dA;
+    return 0;
+}
+
 /* Facet fe of boundary b checked and its points into pt (tab: each facet type's table, NULL
  * for a type that is no facet here); read-only on the mesh, so any thread's. */
 static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe, const char *what,
@@ -243,7 +273,6 @@ static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
 {
     const hk_mesh *m = p->mesh;
     const hk_group *g = &m->boundaries[b];
-    const char *bn = hk_asm_boundary_name(m, b);
     const double fac = hk_asm_thickness(p);
     const int t = g->elems.type[fe];
     const hk_elref *fr = hk_elref_get((hk_eltype)t);
@@ -252,27 +281,9 @@ static int facet_eval(const hk_problem *p, const hk_adj *n2c, int b, int64_t fe,
     const int32_t *fn_ = g->elems.nodes + g->elems.ptr[fe];
     double sign = 1;
     if (outward) HK_CALL(facet_sign(p, n2c, b, fe, fr, fn_, tb->dNc, &sign));
-    for (int q = 0; q < tb->nq; q++) {
-        const double *N = tb->N[q];
-        double nrm[3], x[3] = {0, 0, 0};
-        facet_normal(m, fr, fn_, tb->dN[q], nrm);
-        /* |nrm| is the length/area element */
-        double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-        HK_CHECK(dA > 0, HK_ERR_MODEL,
-                 "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
-                 "area); check the mesh",
-                 (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
-        for (int i = 0; i < 3; i++)
-            pt[q].nrm[i] = sign * nrm[i] / dA;
-        for (int a = 0; a < fr->nnodes; a++)
-            for (int i = 0; i < 3; i++)
-                x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
-        memcpy(pt[q].x, x, sizeof x);
-        /* axisymmetric: per radian of the ring (area element r ds), like the stiffness; a
-         * mesher's axis node at r = -1e-17 gives no negative weight */
-        const double r = p->analysis == HK_AXISYMMETRIC ? fmax(x[0], 0) : 1;
-        pt[q].w = tb->qw[q] * fac * r * dA;
-    }
+    for (int q = 0; q < tb->nq; q++)
+        HK_CALL(
+            facet_point(p, b, fe, fr, fn_, tb->N[q], tb->dN[q], tb->qw[q], sign, fac, &pt[q]));
     return 0;
 }
 
@@ -410,24 +421,12 @@ int hk_facet_points(const hk_problem *p, const hk_adj *n2c, int b, const char *w
         double qp[HK_EL_MAXQ][3], qw[HK_EL_MAXQ];
         hk_elref_facet_rule((hk_eltype)t, &nq, qp, qw);
         for (int q = 0; q < nq; q++) {
-            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3], nrm[3], x[3] = {0, 0, 0};
+            double N[HK_EL_MAXN], dN[HK_EL_MAXN][3];
+            facet_pt pt;
             hk_el_shape((hk_eltype)t, qp[q], N, dN);
-            facet_normal(m, fr, fn_, dN, nrm);
-            /* |nrm| is the length/area element */
-            double dA = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-            HK_CHECK(dA > 0, HK_ERR_MODEL,
-                     "facet %lld (%s, Gmsh tag %lld) of boundary '%s' is degenerate (zero "
-                     "area); check the mesh",
-                     (long long)fe, fr->name, hk_asm_tag(&g->elems, fe), bn);
-            for (int i = 0; i < 3; i++)
-                nrm[i] = sign * nrm[i] / dA;
-            for (int a = 0; a < fr->nnodes; a++)
-                for (int i = 0; i < 3; i++)
-                    x[i] += N[a] * m->coords[3 * (size_t)fn_[a] + i];
-            /* axisymmetric: per radian of the ring (area element r ds), like the stiffness; a
-             * mesher's axis node at r = -1e-17 gives no negative weight */
-            const double r = p->analysis == HK_AXISYMMETRIC ? fmax(x[0], 0) : 1;
-            fn(ctx, fn_, fr->nnodes, N, x, qw[q] * fac * r * dA, nrm);
+            HK_CALL(facet_point(p, b, fe, fr, fn_, N, (const double(*)[3])dN, qw[q], sign, fac,
+                                &pt));
+            fn(ctx, fn_, fr->nnodes, N, pt.x, pt.w, pt.nrm);
         }
     }
     return 0;
