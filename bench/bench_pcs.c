@@ -659,7 +659,7 @@ int hk_bench_pcs(int argc, char **argv)
                        rows[i].phase_s[0], rows[i].phase_s[2], rows[i].phase_s[3],
                        rows[i].upload_s);
         printf("\nthe last values-only re-set-up's phases (s: the new values into the solver's "
-               "K, their check, format rebuild, preconditioner):\n");
+               "K, their check (0: inside the rebuild), format rebuild, preconditioner):\n");
         for (int i = nrows - nnew; i < nrows; i++)
             if (!rows[i].failed)
                 printf("  %s %s %s: %.4f, %.4f, %.4f, %.4f\n", rows[i].pc, rows[i].backend,

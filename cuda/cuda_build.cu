@@ -94,10 +94,10 @@ __global__ void __launch_bounds__(RF_TILE *RF_ROWS)
     k_refill(int64_t n, int64_t S, int64_t nunits, int64_t jtiles, int b2, int32_t ell_width,
              const int32_t *__restrict__ perm, const int64_t *__restrict__ sptr,
              const int32_t *__restrict__ swidth, const int64_t *__restrict__ rowptr,
-             const double *__restrict__ val, T *__restrict__ oval)
+             const double *__restrict__ val, T *__restrict__ oval, unsigned long long *first)
 {
     __shared__ double tile[RF_TILE][RF_TILE + 1];
-    __shared__ int64_t start[RF_TILE], len[RF_TILE];
+    __shared__ int64_t start[RF_TILE], len[RF_TILE], krow[RF_TILE];
     const int tx = threadIdx.x, ty = threadIdx.y;
     for (int64_t u = blockIdx.x; u < nunits; u += gridDim.x) {
         const int64_t s = u / jtiles, j0 = (u - s * jtiles) * RF_TILE;
@@ -107,19 +107,28 @@ __global__ void __launch_bounds__(RF_TILE *RF_ROWS)
         if (ty == 0) {
             const int64_t j = j0 + tx, g = s * S + j;
             int64_t st = 0, ln = 0;
+            int64_t row = 0;
             if (j < S && g < n) {
-                const int64_t row = perm ? perm[g] : g;
+                row = perm ? perm[g] : g;
                 st = rowptr[row];
                 ln = rowptr[row + 1] - st;
             }
             start[tx] = st * b2;
             len[tx] = ln * b2;
+            krow[tx] = row;
         }
         __syncthreads();
         for (int64_t r0 = 0; r0 < W; r0 += RF_TILE) {
 #pragma unroll
             for (int y = ty; y < RF_TILE; y += RF_ROWS)
-                if (r0 + tx < len[y]) tile[y][tx] = val[start[y] + r0 + tx];
+                if (r0 + tx < len[y]) {
+                    const double v = val[start[y] + r0 + tx];
+                    tile[y][tx] = v;
+                    /* exponent bits all ones: NaN or infinite; rare, so the atomic is too */
+                    if (first && (__double_as_longlong(v) & 0x7ff0000000000000ll) ==
+                                     0x7ff0000000000000ll)
+                        atomicMin(first, (unsigned long long)krow[y]);
+                }
             __syncthreads();
 #pragma unroll
             for (int y = ty; y < RF_TILE; y += RF_ROWS)
@@ -293,7 +302,8 @@ static int scatter(const build_src &s, int64_t S, const int32_t *perm, const int
 
 /* K's values into m's ELL (sliced = 0) or sliced layout, in place (k_refill). */
 template <typename T>
-static int refill_slots(const build_src &s, int sliced, const hk_cu_mat *m)
+static int refill_slots(const build_src &s, int sliced, const hk_cu_mat *m,
+                        unsigned long long *first = NULL)
 {
     if (!s.n) return 0;
     const int64_t S = m->S, nsl = sliced ? m->shape.nslices : 1;
@@ -302,7 +312,7 @@ static int refill_slots(const build_src &s, int sliced, const hk_cu_mat *m)
     const unsigned grid = (unsigned)(nunits < (1 << 20) ? nunits : (1 << 20));
     k_refill<T><<<grid, dim3(RF_TILE, RF_ROWS), 0, hk_cu.stream>>>(
         s.n, S, nunits, jtiles, s.b * s.b, m->shape.width, sliced ? m->perm : NULL,
-        sliced ? m->sptr : NULL, sliced ? m->swidth : NULL, s.rowptr, s.val, (T *)m->val);
+        sliced ? m->sptr : NULL, sliced ? m->swidth : NULL, s.rowptr, s.val, (T *)m->val, first);
     HK_CU_LAUNCHED();
     return 0;
 }
@@ -632,6 +642,35 @@ fail:
     if (ierr) cudaStreamSynchronize(hk_cu.stream);
     hk_bmat_free(&E);
     return ierr;
+}
+
+/* mat_refill with the finite check in the refill's pass (the ELL and sliced layouts of K's own
+ * blocks; the row-pointer formats copy without reading, scalar layouts of a block K read an
+ * expanded copy, the libraries' formats are built anew: those refuse). */
+int hk_cu_mat_refill_checked(hk_mat *A, const hk_bmat *K, int64_t *first_bad)
+{
+    *first_bad = -1;
+    const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
+    const hk_format fmt = A->fmt;
+    const int layout = fmt == HK_FMT_ELL || fmt == HK_FMT_BELL || fmt == HK_FMT_SELL ||
+                       fmt == HK_FMT_SBELL;
+    const int scalar = fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
+    if (!m || !layout || (scalar && K->br > 1))
+        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "cuda backend: format %s refills without the finite check",
+                            hk_format_name(fmt));
+    const int bs = K->br;
+    HK_CHECK(K->nnzb * bs * bs == m->shape.nnz, HK_ERR_ARG,
+             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
+             "values of the same pattern may be refilled",
+             (long long)(K->nnzb * bs * bs), (long long)m->shape.nnz);
+    unsigned long long *flag = NULL;
+    HK_CALL(hk_cu_setup_flag(&flag));
+    const build_src src = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};
+    const int sliced = fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL;
+    HK_CALL(A->prec == HK_FP32 ? refill_slots<float>(src, sliced, m, flag)
+                               : refill_slots<double>(src, sliced, m, flag));
+    return hk_cu_first_row_read(flag, first_bad); /* waits for the refill */
 }
 
 /* ---- another precision (mat_convert) ---------------------------------------------------- */

@@ -271,6 +271,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.amg_start_vector = hk_cu_amg_start_vector;
     o.mat_build = hk_cu_mat_build;
     o.mat_refill = hk_cu_mat_refill;
+    o.mat_refill_checked = hk_cu_mat_refill_checked;
     o.mat_convert = hk_cu_mat_convert;
     o.format_auto = hk_cu_format_auto;
     o.mat_download = hk_cu_mat_download;

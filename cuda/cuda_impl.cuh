@@ -415,6 +415,7 @@ struct hk_cu_mat {
 /* Formats built on the device, transpose and expansion of a block CSR (cuda_build.cu). */
 int hk_cu_mat_build(hk_mat *A, const hk_bmat *K);
 int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K);
+int hk_cu_mat_refill_checked(hk_mat *A, const hk_bmat *K, int64_t *first_bad);
 int hk_cu_mat_convert(hk_mat *dst, const hk_mat *src);
 /* format=auto: by the matrix's bytes against this device's L2 (hk_format_auto_by_cache). */
 int hk_cu_format_auto(const hk_bmat *K, hk_precision p, hk_format *fmt);

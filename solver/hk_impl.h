@@ -630,6 +630,11 @@ typedef struct hk_backend_ops {
      * tables) and every array's address kept: the bytes of a fresh mat_build from K. 0 when
      * done; HK_ERR_UNSUPPORTED when this format cannot (hk_mat_rebuild then builds anew). */
     int (*mat_refill)(hk_mat *A, const hk_bmat *K);
+    /* Optional: mat_refill that also finds, in the same pass over K's values, K's first block
+     * row holding a NaN or an infinity (*first_bad, -1 when none: bmat_first_nonfinite's row),
+     * so that a values-only update reads the new values once. HK_ERR_UNSUPPORTED, nothing
+     * written, where the format's refill cannot (the caller checks, then refills). */
+    int (*mat_refill_checked)(hk_mat *A, const hk_bmat *K, int64_t *first_bad);
     /* Optional: dst in fp32 from src, a built fp64 matrix of this backend (the fp32 operator
      * of a preconditioner from the solver's own): dst's settings (format, slicing, tpr, ...) are
      * src's, set by the caller with dst->prec = HK_FP32. With dst->bdata NULL, dst gets src's
@@ -1139,8 +1144,9 @@ const hk_ksp_type *hk_ksp_type_find(const char *name);
 hk_pc *hk_solver_get_pc(hk_solver *s);
 hk_mat *hk_solver_get_mat(hk_solver *s);
 /* The last values-only update's phases in seconds: the new values into the solver's K (with
- * the pattern's check), their check (finite), the operator's format rebuilt, the
- * preconditioner's update (zeros before the first update). */
+ * the pattern's check), their check (finite; 0 where the rebuild checked them in its own pass,
+ * mat_refill_checked), the operator's format rebuilt, the preconditioner's update (zeros
+ * before the first update). */
 void hk_solver_update_phases(const hk_solver *s, double phases[4]);
 
 /* Shared helpers for the methods: record a residual norm (history, monitor) and decide on

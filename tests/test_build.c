@@ -627,6 +627,72 @@ static void test_cuda_refill(void)
     cuda_each_case(" refill", refill_case);
 }
 
+/* The first block row at or after r with a stored block (-1: none). */
+static int64_t row_with_blocks(const hk_bcsr *K, int64_t r)
+{
+    for (; r < K->nbrows; r++)
+        if (K->rowptr[r + 1] > K->rowptr[r]) return r;
+    return -1;
+}
+
+/* mat_refill_checked where the backend has it for the format: the refill's arrays with finite
+ * values (first bad -1), and with a NaN and an infinity planted in two rows, the earlier row
+ * (bmat_first_nonfinite's). Counts the cases it ran in checked_cases. */
+static int checked_cases;
+static void refill_checked_case(const hk_backend *gpu, const hk_bcsr *K, hk_format f,
+                                hk_format fc, hk_precision p, int si, const char *what)
+{
+    if (!gpu->mat_refill_checked) return;
+    hk_bcsr K2;
+    HK_ASSERT_OK(hk_bcsr_copy(K, &K2));
+    const int bb = K2.bs * K2.bs;
+    for (int64_t e = 0; e < K2.rowptr[K2.nbrows] * bb; e++)
+        K2.val[e] = 1.5 * K2.val[e] + 0.25;
+    hk_bmat B2;
+    HK_ASSERT_OK(hk_bmat_upload(gpu, &K2, &B2));
+    hk_mat *G = build(gpu, K, f, p, slices[si][0], slices[si][1]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(G);
+    int64_t bad = 7;
+    const int ierr = gpu->mat_refill_checked(G, &B2, &bad);
+    if (ierr == HK_ERR_UNSUPPORTED) {
+        hk_error_clear();
+        hk_mat_destroy(G);
+    } else {
+        HK_ASSERT_OK(ierr);
+        CU_ASSERT_EQUAL(bad, -1);
+        checked_cases++;
+        hk_mat *C = build(&hk_backend_cpu, &K2, fc, p, slices[si][0], slices[si][1]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+        same_built(gpu, G, C, what);
+        /* a NaN in a later row, an infinity in an earlier one (its last entry) */
+        const int64_t early = row_with_blocks(&K2, K2.nbrows / 3);
+        const int64_t late = row_with_blocks(&K2, 2 * K2.nbrows / 3 + 1);
+        if (early >= 0 && late > early) {
+            K2.val[K2.rowptr[late] * bb] = NAN;
+            K2.val[K2.rowptr[early + 1] * bb - 1] = -INFINITY;
+            hk_bmat_free(&B2);
+            HK_ASSERT_OK(hk_bmat_upload(gpu, &K2, &B2));
+            G = build(gpu, K, f, p, slices[si][0], slices[si][1]);
+            int64_t ref = -1;
+            HK_ASSERT_OK(gpu->bmat_first_nonfinite(&B2, &ref));
+            HK_ASSERT_OK(gpu->mat_refill_checked(G, &B2, &bad));
+            CU_ASSERT_EQUAL(ref, early);
+            CU_ASSERT_EQUAL(bad, early);
+            hk_mat_destroy(G);
+        }
+    }
+    hk_bmat_free(&B2);
+    hk_bcsr_free(&K2);
+}
+
+static void test_cuda_refill_checked(void)
+{
+    checked_cases = 0;
+    cuda_each_case(" refill checked", refill_checked_case);
+    /* ELL, BELL, SELL and SBELL of bs 1 and BELL, SBELL of the block sizes: some ran */
+    CU_ASSERT(checked_cases >= 6 * NMATS * 2);
+}
+
 static void test_cuda_spmv(void)
 {
     const hk_backend *gpu = hk_test_cuda_backend();
@@ -720,6 +786,9 @@ HK_DEVICE_SUITE(cuda_build,
                  test_cuda_build_equals_cpu},
                 {"new values in place (mat_refill): a fresh build's arrays, every format",
                  test_cuda_refill},
+                {"new values in place with the finite check in the same pass "
+                 "(mat_refill_checked): a fresh build's arrays, the first bad row",
+                 test_cuda_refill_checked},
                 {"cuda SpMV of every built format, bs 1..6 = block CSR reference", test_cuda_spmv},
                 {"cuda transpose and expansion = dense references and the cpu ops",
                  test_cuda_transpose_expand},

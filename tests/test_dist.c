@@ -246,6 +246,7 @@ static void test_ops_reviewed(void)
     /* not local: a distributed matrix refilled or converted by the backend would lose its halo
      * plan (the conversion is the distributed one, its parts the backend's) */
     CU_ASSERT_PTR_NULL(d->ops.mat_refill);
+    CU_ASSERT_PTR_NULL(d->ops.mat_refill_checked);
     CU_ASSERT(d->ops.mat_convert == hk_dist_mat_convert);
     hk_dist_destroy(d);
     hk_bcsr_free(&K);

@@ -364,6 +364,7 @@ void hk_dist_ops_init(hk_dist *d)
     /* the operator */
     o.mat_build = hk_dist_mat_build;
     o.mat_refill = NULL; /* the distributed operator is built anew (hk_dist_mat_build) */
+    o.mat_refill_checked = NULL;
     /* an fp32 copy: each part converted by the backend (NULL: built from the local K) */
     o.mat_convert = L->mat_convert ? hk_dist_mat_convert : NULL;
     o.mat_spmv = hk_dist_mat_spmv;

@@ -130,6 +130,8 @@ static int name_nonfinite(int bs, int64_t first, int64_t nblk, const int32_t *co
 /* K's values must be finite: checked where K lives (one pass of the backend's
  * bmat_first_nonfinite); the first bad entry is named from the caller's host copy of that
  * block row (K), or from that one row copied back (K NULL: the matrix never was on the host). */
+static int report_nonfinite(const hk_bmat *Kd, const hk_bcsr *K, int64_t first);
+
 static int check_values(const hk_bmat *Kd, const hk_bcsr *K)
 {
     int64_t first = -1;
@@ -137,6 +139,12 @@ static int check_values(const hk_bmat *Kd, const hk_bcsr *K)
              "backend %s cannot check the matrix values (no bmat_first_nonfinite op)",
              Kd->be->name);
     HK_CALL(Kd->be->bmat_first_nonfinite(Kd, &first));
+    return report_nonfinite(Kd, K, first);
+}
+
+/* check_values' sentence for block row `first` of Kd (nothing when first < 0). */
+static int report_nonfinite(const hk_bmat *Kd, const hk_bcsr *K, int64_t first)
+{
     if (first < 0) return 0;
     const int bs = Kd->br;
     if (K)
@@ -834,10 +842,27 @@ static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0)
     HK_CALL(be->sync());
     double t = hk_time();
     s->update_phase[0] = t - t0;
-    HK_CALL(check_values(&s->K, K));
-    s->update_phase[1] = hk_time() - t;
-    t = hk_time();
-    HK_CALL(hk_mat_rebuild(s->A, &s->K));
+    /* the check in the refill's pass where the backend can (the values read once), else
+     * apart; a bad value is named either way, and the solver stays broken */
+    int64_t bad = -1;
+    int refilled = 0;
+    if (be->mat_refill_checked && s->A->bdata && s->A->be == be) {
+        const int ierr = be->mat_refill_checked(s->A, &s->K, &bad);
+        if (ierr == HK_ERR_UNSUPPORTED)
+            hk_error_clear();
+        else
+            HK_CALL(ierr);
+        refilled = !ierr;
+    }
+    if (refilled) { /* its time is the format's (the check phase 0) */
+        HK_CALL(report_nonfinite(&s->K, K, bad));
+        s->update_phase[1] = 0;
+    } else {
+        HK_CALL(check_values(&s->K, K));
+        s->update_phase[1] = hk_time() - t;
+        t = hk_time();
+        HK_CALL(hk_mat_rebuild(s->A, &s->K));
+    }
     if (s->A_low) HK_CALL(hk_mat_rebuild(s->A_low, &s->K));
     HK_CALL(be->sync());
     s->update_phase[2] = hk_time() - t;
