@@ -206,9 +206,40 @@ static void upload_copy(const hk_backend *be, const hk_bcsr *K, hk_resident_bcsr
     *A = (hk_resident_bcsr){be, B.br, B.nbrows, B.nbcols, B.nnzb, B.rowptr, B.colind, B.val};
 }
 
+/* A (in its backend's memory, read back) holds K's pattern and values, byte for byte. */
+static int resident_equals(const hk_resident_bcsr *A, const hk_bcsr *K)
+{
+    hk_bcsr B;
+    if (hk_resident_bcsr_download(A, &B)) return 0;
+    const int64_t nnzb = K->rowptr[K->nbrows];
+    const int same = B.nbrows == K->nbrows && B.bs == K->bs && B.rowptr[B.nbrows] == nnzb &&
+                     !memcmp(B.rowptr, K->rowptr, (size_t)(K->nbrows + 1) * sizeof *K->rowptr) &&
+                     !memcmp(B.colind, K->colind, (size_t)nnzb * sizeof *K->colind) &&
+                     !memcmp(B.val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof *K->val);
+    hk_bcsr_free(&B);
+    return same;
+}
+
+/* K's values written into A's value array (the one an update handed back). */
+static void refill(const hk_backend *be, hk_resident_bcsr *A, const hk_bcsr *K)
+{
+    HK_ASSERT_OK(be->copy_to(A->val, K->val,
+                             (size_t)A->nnzb * A->bs * A->bs * sizeof *K->val));
+    HK_ASSERT_OK(be->sync());
+}
+
+/* A's three pointers as they were (a refused update leaves A alone). */
+static int same_arrays(const hk_resident_bcsr *A, const hk_resident_bcsr *was)
+{
+    return A->rowptr == was->rowptr && A->colind == was->colind && A->val == was->val &&
+           A->nnzb == was->nnzb && A->nbrows == was->nbrows;
+}
+
 /* New values already in the backend's memory (hk_solver_update_values_resident): the host
- * update's digits with pc=amg (its numeric re-set-up); another pattern refused by name, the
- * arrays taken over either way (the sizes kept). */
+ * update's digits with pc=amg (its numeric re-set-up); another pattern or size refused by
+ * name, A left as it was and the solver still solving; on success A's value array is the
+ * solver's previous one (its old values), A's pattern arrays untouched, and A reused for the
+ * next values gives the host update's digits again. */
 static void update_resident_on(const char *backend)
 {
     const hk_backend *be;
@@ -236,30 +267,53 @@ static void update_resident_on(const char *backend)
     upload_copy(be, &K, &A);
     HK_ASSERT_OK(hk_solver_create_resident(&A, &nn, o2, &s2));
 
-    /* another pattern: one column index moved; refused, taken over */
+    /* another pattern: one column index moved; refused, A left as it was */
     { /* K2 with the last column index of block row 0 moved */
         hk_bcsr B;
         HK_ASSERT_OK(hk_bcsr_copy(&K2, &B));
         int32_t *c = &B.colind[B.rowptr[1] - 1];
         *c = *c == (int32_t)(B.nbcols - 1) ? *c - 1 : (int32_t)(B.nbcols - 1);
         upload_copy(be, &B, &A);
+        const hk_resident_bcsr was = A;
+        CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_ARG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "column indices"));
+        CU_ASSERT(same_arrays(&A, &was) && resident_equals(&A, &B));
+        hk_resident_bcsr_free(&A);
         hk_bcsr_free(&B);
     }
-    CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_ARG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "column indices"));
-    CU_ASSERT(A.rowptr == NULL && A.colind == NULL && A.val == NULL && A.nbrows == K.nbrows);
     /* other sizes */
     upload_copy(be, &K2, &A);
     A.nnzb--;
+    hk_resident_bcsr was = A;
     CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "only the values may change"));
-    CU_ASSERT(A.rowptr == NULL);
+    CU_ASSERT(same_arrays(&A, &was));
+    A.nnzb++;
+    CU_ASSERT(resident_equals(&A, &K2));
+    same_solutions(s1, s2, K.nbrows * 3, 4); /* the refusals left the solver as it was */
 
-    upload_copy(be, &K2, &A);
+    /* A (K2's values) in, the solver's previous array (K's values) back; the pattern arrays
+     * stay A's */
+    was = A;
     HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
     HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
-    CU_ASSERT(A.rowptr == NULL && A.val == NULL);
+    CU_ASSERT(A.val != NULL && A.val != was.val);
+    CU_ASSERT(A.rowptr == was.rowptr && A.colind == was.colind && A.nnzb == was.nnzb);
+    CU_ASSERT(resident_equals(&A, &K)); /* K's pattern (A's own) and K's values */
     same_solutions(s1, s2, K.nbrows * 3, 5);
+    /* the handed-back array refilled with new values and A given again: the two arrays
+     * alternate, the host update's digits */
+    hk_bcsr K3;
+    HK_ASSERT_OK(hk_bcsr_copy(&K2, &K3));
+    for (int64_t k = 0; k < K3.rowptr[K3.nbrows] * 9; k++)
+        K3.val[k] *= 0.75;
+    refill(be, &A, &K3);
+    HK_ASSERT_OK(hk_solver_update_values(s1, &K3));
+    HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
+    CU_ASSERT(A.val == was.val && resident_equals(&A, &K2));
+    same_solutions(s1, s2, K.nbrows * 3, 6);
+    hk_resident_bcsr_free(&A);
+    hk_bcsr_free(&K3);
     hk_solver_destroy(s1);
     hk_solver_destroy(s2);
     hk_options_destroy(o1);
@@ -316,7 +370,7 @@ static void update_resident_holders_on(const char *backend)
         HK_ASSERT_OK(hk_options_create(&o2));
         HK_ASSERT_OK(hk_options_parse(o2, opts));
         hk_solver *s1 = NULL, *s2 = NULL;
-        hk_resident_bcsr A;
+        hk_resident_bcsr A, A2 = {0};
         HK_ASSERT_OK(hk_solver_create_nearnull(&K, &nn, o1, &s1));
         upload_copy(be, &K, &A);
         HK_ASSERT_OK(hk_solver_create_resident(&A, &nn, o2, &s2));
@@ -326,28 +380,39 @@ static void update_resident_holders_on(const char *backend)
             hk_options_destroy(o1), hk_options_destroy(o2);
             continue;
         }
+        /* one resident matrix for every round: the array each update hands back is refilled
+         * with the next round's values (what a modal or nonlinear loop does) */
+        hk_bcsr Kprev;
+        HK_ASSERT_OK(hk_bcsr_copy(&K, &Kprev));
         for (int r = 1; r <= 3; r++) {
             hk_bcsr K2;
             scaled_copy(&K, r, &K2);
-            upload_copy(be, &K2, &A);
+            if (r == 1)
+                upload_copy(be, &K2, &A2);
+            else
+                refill(be, &A2, &K2);
             HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
-            HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
-            CU_ASSERT(A.rowptr == NULL && A.colind == NULL && A.val == NULL);
+            HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A2));
+            CU_ASSERT(resident_equals(&A2, &Kprev)); /* the previous round's values back */
             same_solutions(s1, s2, n, 3 + (unsigned)r);
-            hk_bcsr_free(&K2);
+            hk_bcsr_free(&Kprev);
+            Kprev = K2;
         }
-        /* a NaN in block row 4 (entry row 14 or so): named, the solver unusable */
+        /* a NaN in block row 4 (entry row 14 or so): named, the solver unusable; A2 gets the
+         * previous values back all the same */
         hk_bcsr K3;
         scaled_copy(&K, 4, &K3);
         const int64_t q = K3.rowptr[4] + 1;
         K3.val[q * 9 + 5] = NAN;
-        upload_copy(be, &K3, &A);
-        CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_NUMERIC);
+        refill(be, &A2, &K3);
+        CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A2), HK_ERR_NUMERIC);
         char want[64];
         snprintf(want, sizeof want, "row %d, column %d is nan", 4 * 3 + 5 / 3 + 1,
                  K3.colind[q] * 3 + 5 % 3 + 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), want));
-        CU_ASSERT(A.rowptr == NULL && A.val == NULL);
+        CU_ASSERT(resident_equals(&A2, &Kprev));
+        hk_resident_bcsr_free(&A2);
+        hk_bcsr_free(&Kprev);
         double *b = hk_test_rand_vec(n, 9), *x = calloc((size_t)n, sizeof *x);
         hk_result res;
         CU_ASSERT_EQUAL(hk_solver_solve(s2, b, x, &res), HK_ERR_ARG);
@@ -365,6 +430,94 @@ static void update_resident_holders_on(const char *backend)
 static void test_update_resident_holders(void)
 {
     update_resident_holders_on("cpu");
+}
+
+/* A loop that reuses the array each update hands back: every round solves to the bytes of a
+ * solver made afresh (hk_solver_create) with that round's values, for preconditioners whose
+ * update redoes their whole set-up. */
+static void update_resident_reuse_on(const char *backend)
+{
+    static const char *const cases[] = {"method=cg pc=jacobi", "method=cg pc=poly format=csr",
+                                        NULL};
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get(backend, &be));
+    hk_bcsr K;
+    HK_ASSERT_OK(hk_gen_elasticity3d(5, 4, 3, &K));
+    const int64_t n = K.nbrows * K.bs;
+    for (int c = 0; cases[c]; c++) {
+        char opts[128];
+        snprintf(opts, sizeof opts, "backend=%s tol=1e-10 %s", backend, cases[c]);
+        hk_options *o1, *o2;
+        HK_ASSERT_OK(hk_options_create(&o1));
+        HK_ASSERT_OK(hk_options_parse(o1, opts));
+        HK_ASSERT_OK(hk_options_create(&o2));
+        HK_ASSERT_OK(hk_options_parse(o2, opts));
+        hk_solver *s = NULL;
+        hk_resident_bcsr A, A2 = {0};
+        upload_copy(be, &K, &A);
+        HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s));
+        for (int r = 1; r <= 3 && s; r++) {
+            hk_bcsr Kr;
+            scaled_copy(&K, r, &Kr);
+            if (r == 1)
+                upload_copy(be, &Kr, &A2);
+            else
+                refill(be, &A2, &Kr);
+            HK_ASSERT_OK(hk_solver_update_values_resident(s, &A2));
+            CU_ASSERT_PTR_NOT_NULL(A2.val);
+            hk_solver *fresh = NULL;
+            HK_ASSERT_OK(hk_solver_create(&Kr, o1, &fresh));
+            if (fresh) same_solutions(fresh, s, n, 20 + (unsigned)r);
+            hk_solver_destroy(fresh);
+            hk_bcsr_free(&Kr);
+        }
+        hk_resident_bcsr_free(&A2);
+        hk_solver_destroy(s);
+        hk_options_destroy(o1);
+        hk_options_destroy(o2);
+    }
+    hk_bcsr_free(&K);
+}
+
+static void test_update_resident_reuse(void)
+{
+    update_resident_reuse_on("cpu");
+}
+
+/* method=cholesky refuses resident values up front (its factor is the host's): A left as it
+ * was, the solver still solving with its factor. */
+static void test_update_resident_cholesky(void)
+{
+#ifdef HOOKE_HAVE_CHOLMOD
+    const hk_backend *be;
+    HK_ASSERT_OK(hk_backend_get("cpu", &be));
+    hk_bcsr K, K2;
+    HK_ASSERT_OK(hk_gen_elasticity3d(4, 4, 3, &K));
+    scaled_copy(&K, 1, &K2);
+    hk_options *o1, *o2;
+    HK_ASSERT_OK(hk_options_create(&o1));
+    HK_ASSERT_OK(hk_options_parse(o1, "backend=cpu method=cholesky"));
+    HK_ASSERT_OK(hk_options_create(&o2));
+    HK_ASSERT_OK(hk_options_parse(o2, "backend=cpu method=cholesky"));
+    hk_solver *s1 = NULL, *s2 = NULL;
+    hk_resident_bcsr A;
+    HK_ASSERT_OK(hk_solver_create(&K, o1, &s1));
+    upload_copy(be, &K, &A);
+    HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s2));
+    upload_copy(be, &K2, &A);
+    const hk_resident_bcsr was = A;
+    CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "method=cholesky"));
+    CU_ASSERT(same_arrays(&A, &was) && resident_equals(&A, &K2));
+    hk_resident_bcsr_free(&A);
+    if (s1 && s2) same_solutions(s1, s2, K.nbrows * K.bs, 8);
+    hk_solver_destroy(s1);
+    hk_solver_destroy(s2);
+    hk_options_destroy(o1);
+    hk_options_destroy(o2);
+    hk_bcsr_free(&K);
+    hk_bcsr_free(&K2);
+#endif
 }
 
 /* x1 and x2 (n entries): max |x1 - x2| / max |x1|. */
@@ -448,6 +601,7 @@ static void resident_coords_on(const char *backend, int dim)
     upload_copy(be, &K2, &A);
     HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
     HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A));
+    hk_resident_bcsr_free(&A); /* the previous values, not reused */
     close_solutions(s1, s2, K.nbrows * dim, exact);
     hk_solver_destroy(s1);
     hk_solver_destroy(s2);
@@ -492,26 +646,40 @@ static void test_cuda_update_resident_holders(void)
     update_resident_holders_on("cuda");
 }
 
+static void test_cuda_update_resident_reuse(void)
+{
+    update_resident_reuse_on("cuda");
+}
+
 HK_SUITE(resident, {"a resident matrix solves to the host matrix's digits", test_same_solution},
          {"download gives the matrix back", test_download},
          {"bad values, options and shapes: named, the arrays freed", test_errors},
          {"new values: checked against the pattern read back, the host's digits",
           test_update_values},
-         {"new resident values: the host update's digits; another pattern refused",
+         {"new resident values: the host update's digits, the previous values handed back in "
+          "A; another pattern or size refused, A left as it was",
           test_update_resident},
          {"new resident values taken over: every format, preconditioner and method sees them, "
-          "update after update; a NaN named, the solver unusable",
+          "update after update with the handed-back array refilled; a NaN named, the solver "
+          "unusable",
           test_update_resident_holders},
+         {"the handed-back array reused: each round a fresh solver's bytes",
+          test_update_resident_reuse},
+         {"method=cholesky refuses resident values, A left as it was, the solver solving",
+          test_update_resident_cholesky},
          {"coordinates in the backend's memory: the host coordinates' digits; a host matrix "
           "refuses them",
           test_resident_coords})
 
 HK_DEVICE_SUITE(cuda_resident,
-                {"new resident values on cuda: the host update's digits; another pattern "
-                 "refused on the device",
+                {"new resident values on cuda: the host update's digits, the previous values "
+                 "handed back in A; another pattern refused on the device, A left as it was",
                  test_cuda_update_resident},
                 {"new resident values taken over on cuda: every format, preconditioner and "
-                 "method sees them, update after update; a NaN named, the solver unusable",
+                 "method sees them, update after update with the handed-back array refilled; a "
+                 "NaN named, the solver unusable",
                  test_cuda_update_resident_holders},
+                {"the handed-back array reused on cuda: each round a fresh solver's bytes",
+                 test_cuda_update_resident_reuse},
                 {"coordinates in the device's memory: pc=amg solves as with host coordinates",
                  test_cuda_resident_coords})

@@ -322,9 +322,16 @@ void hk_solver_destroy(hk_solver *s);
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
 /* The same with the new values in the solver's backend's memory (a K assembled again on the
  * device): A must hold the pattern the solver has (compared on the backend, no copy to the
- * host); its arrays are taken over (its values become the solver's, the rest is freed; the
- * pointers NULL, the sizes kept) whatever the outcome, as by hk_solver_create_resident.
- * method=cholesky refuses (its factor is made on the host from a host matrix). */
+ * host). The values are swapped, not copied: A's value array becomes the solver's and A->val
+ * gets the solver's previous one (same size, be's memory, the old values), so a loop writes
+ * its next values into A->val and calls again with the same A. A's row pointers and column
+ * indices stay the caller's (the solver keeps no pointer to them); A is always the caller's
+ * to free (hk_resident_bcsr_free). A refusal (another pattern, sizes or backend, a
+ * distributed solver, method=cholesky, whose factor is made on the host) leaves A as it was
+ * and the solver usable; an error after the swap (a non-finite value) leaves the old values in
+ * A->val and a solver that cannot solve. Memory: the previous values stay allocated in A,
+ * nnzb * bs * bs doubles beyond the solver's own, until the caller frees A; free it at once
+ * if it is not reused. */
 int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A);
 /* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);

@@ -910,6 +910,9 @@ static int resident_same_pattern(const hk_solver *s, const hk_resident_bcsr *A)
     HK_CHECK(!s->dist, HK_ERR_UNSUPPORTED,
              "hk_solver_update_values_resident: a distributed solver cannot take new values yet; "
              "create it anew with hk_solver_create_dist");
+    HK_CHECK(!s->ksp.direct, HK_ERR_UNSUPPORTED,
+             "hk_solver_update_values_resident: method=cholesky factors on the host from a "
+             "host matrix; give the new values with hk_solver_update_values");
     HK_CHECK(A->be == s->be, HK_ERR_ARG,
              "hk_solver_update_values_resident: the new matrix is in %s memory, the solver on "
              "%s; give it in the solver's backend's memory",
@@ -938,24 +941,18 @@ static int resident_same_pattern(const hk_solver *s, const hk_resident_bcsr *A)
 
 int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A)
 {
-    int ierr = resident_same_pattern(s, A);
+    HK_CALL(resident_same_pattern(s, A)); /* refused: A left as it was */
     const double t0 = hk_time();
-    /* the caller's values become K's, no copy: nothing keeps K's old array (the operator's
-     * formats and the preconditioners hold copies, or reach K through &s->K), so it is freed
-     * at once, before the rebuilds allocate */
-    if (!ierr) {
-        s->broken = 1; /* until the whole update is through */
-        s->be->dealloc(s->K.val);
-        s->K.val = A->val;
-        A->val = NULL;
-    }
-    if (A && A->be) { /* the arrays freed, the sizes kept (as create_resident leaves them) */
-        A->be->dealloc(A->rowptr);
-        A->be->dealloc(A->colind);
-        A->be->dealloc(A->val);
-        A->rowptr = NULL, A->colind = NULL, A->val = NULL;
-    }
-    return ierr ? ierr : update_numeric(s, NULL, t0);
+    /* The caller's values become K's and K's previous array goes back in A->val (no copy, no
+     * free: a device free waits for the whole device, and the caller would allocate again for
+     * the next values). Nothing else holds K's old array: the operator's formats and the
+     * preconditioners keep copies or reach K through &s->K. A's pattern arrays stay the
+     * caller's (the solver has its own). */
+    s->broken = 1; /* until the whole update is through */
+    double *old = s->K.val;
+    s->K.val = A->val;
+    A->val = old;
+    return update_numeric(s, NULL, t0);
 }
 
 /* The fp32 preconditioner stalled the solve at relative residual `at`: rebuilt in fp64. */
