@@ -592,6 +592,17 @@ fail:
  * again through the kept permutation and slice starts. Every address stays, so the kernels'
  * tables and recorded graphs stay valid. cuSPARSE's and PCSR's matrices are built anew (their
  * libraries' analysis may read the values). */
+/* K has the entries the matrix was built with (a refill's precondition). */
+static int refill_sizes(const hk_bmat *K, const hk_cu_mat *m)
+{
+    const int64_t nv = K->nnzb * K->br * K->bc;
+    HK_CHECK(nv == m->shape.nnz, HK_ERR_ARG,
+             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
+             "values of the same pattern may be refilled",
+             (long long)nv, (long long)m->shape.nnz);
+    return 0;
+}
+
 int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
 {
     int ierr = 0;
@@ -604,10 +615,7 @@ int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
                             "cuda backend: format %s is built anew for new values",
                             hk_format_name(fmt));
     const int bs = K->br;
-    HK_CHECK(K->nnzb * bs * bs == m->shape.nnz, HK_ERR_ARG,
-             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
-             "values of the same pattern may be refilled",
-             (long long)(K->nnzb * bs * bs), (long long)m->shape.nnz);
+    HK_CALL(refill_sizes(K, m));
     const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
     build_src src = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};
     if (scalar && bs > 1) {
@@ -660,10 +668,7 @@ int hk_cu_mat_refill_checked(hk_mat *A, const hk_bmat *K, int64_t *first_bad)
                             "cuda backend: format %s refills without the finite check",
                             hk_format_name(fmt));
     const int bs = K->br;
-    HK_CHECK(K->nnzb * bs * bs == m->shape.nnz, HK_ERR_ARG,
-             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
-             "values of the same pattern may be refilled",
-             (long long)(K->nnzb * bs * bs), (long long)m->shape.nnz);
+    HK_CALL(refill_sizes(K, m));
     unsigned long long *flag = NULL;
     HK_CALL(hk_cu_setup_flag(&flag));
     const build_src src = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};

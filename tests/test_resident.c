@@ -235,6 +235,29 @@ static int same_arrays(const hk_resident_bcsr *A, const hk_resident_bcsr *was)
            A->nnzb == was->nnzb && A->nbrows == was->nbrows;
 }
 
+/* Options parsed from text (the test fails on a bad one). */
+static hk_options *parsed_options(const char *text)
+{
+    hk_options *o = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, text));
+    return o;
+}
+
+/* New values V refused by s (err, a sentence with `words`): the resident copy of V given is
+ * left as it was, arrays and values, and freed here. */
+static void refused_left_alone(const hk_backend *be, hk_solver *s, const hk_bcsr *V, int err,
+                               const char *words)
+{
+    hk_resident_bcsr A;
+    upload_copy(be, V, &A);
+    const hk_resident_bcsr was = A;
+    CU_ASSERT_EQUAL(hk_solver_update_values_resident(s, &A), err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), words));
+    CU_ASSERT(same_arrays(&A, &was) && resident_equals(&A, V));
+    hk_resident_bcsr_free(&A);
+}
+
 /* New values already in the backend's memory (hk_solver_update_values_resident): the host
  * update's digits with pc=amg (its numeric re-set-up); another pattern or size refused by
  * name, A left as it was and the solver still solving; on success A's value array is the
@@ -273,12 +296,7 @@ static void update_resident_on(const char *backend)
         HK_ASSERT_OK(hk_bcsr_copy(&K2, &B));
         int32_t *c = &B.colind[B.rowptr[1] - 1];
         *c = *c == (int32_t)(B.nbcols - 1) ? *c - 1 : (int32_t)(B.nbcols - 1);
-        upload_copy(be, &B, &A);
-        const hk_resident_bcsr was = A;
-        CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_ARG);
-        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "column indices"));
-        CU_ASSERT(same_arrays(&A, &was) && resident_equals(&A, &B));
-        hk_resident_bcsr_free(&A);
+        refused_left_alone(be, s2, &B, HK_ERR_ARG, "column indices");
         hk_bcsr_free(&B);
     }
     /* other sizes */
@@ -340,6 +358,18 @@ static void scaled_copy(const hk_bcsr *K, int r, hk_bcsr *K2)
                                        (1.0 + 0.1 * r * (double)(K2->colind[p] % 3));
 }
 
+/* Round r's values (K scaled by scaled_copy) into *Kr and into the resident A: uploaded at the
+ * first round, written into the array the last update handed back after that. */
+static void round_values(const hk_backend *be, const hk_bcsr *K, int r, hk_bcsr *Kr,
+                         hk_resident_bcsr *A)
+{
+    scaled_copy(K, r, Kr);
+    if (r == 1)
+        upload_copy(be, Kr, A);
+    else
+        refill(be, A, Kr);
+}
+
 /* The resident values are taken over, not copied: every holder of K's values (the operator's
  * formats, its fp32 copy, a preconditioner updated or made anew, the s-step method's matrix
  * powers) sees the new ones, update after update (the host update's bytes); a non-finite value
@@ -364,11 +394,7 @@ static void update_resident_holders_on(const char *backend)
     for (int c = 0; cases[c]; c++) {
         char opts[160];
         snprintf(opts, sizeof opts, "backend=%s tol=1e-10 %s", backend, cases[c]);
-        hk_options *o1, *o2;
-        HK_ASSERT_OK(hk_options_create(&o1));
-        HK_ASSERT_OK(hk_options_parse(o1, opts));
-        HK_ASSERT_OK(hk_options_create(&o2));
-        HK_ASSERT_OK(hk_options_parse(o2, opts));
+        hk_options *o1 = parsed_options(opts), *o2 = parsed_options(opts);
         hk_solver *s1 = NULL, *s2 = NULL;
         hk_resident_bcsr A, A2 = {0};
         HK_ASSERT_OK(hk_solver_create_nearnull(&K, &nn, o1, &s1));
@@ -386,11 +412,7 @@ static void update_resident_holders_on(const char *backend)
         HK_ASSERT_OK(hk_bcsr_copy(&K, &Kprev));
         for (int r = 1; r <= 3; r++) {
             hk_bcsr K2;
-            scaled_copy(&K, r, &K2);
-            if (r == 1)
-                upload_copy(be, &K2, &A2);
-            else
-                refill(be, &A2, &K2);
+            round_values(be, &K, r, &K2, &A2);
             HK_ASSERT_OK(hk_solver_update_values(s1, &K2));
             HK_ASSERT_OK(hk_solver_update_values_resident(s2, &A2));
             CU_ASSERT(resident_equals(&A2, &Kprev)); /* the previous round's values back */
@@ -447,22 +469,14 @@ static void update_resident_reuse_on(const char *backend)
     for (int c = 0; cases[c]; c++) {
         char opts[128];
         snprintf(opts, sizeof opts, "backend=%s tol=1e-10 %s", backend, cases[c]);
-        hk_options *o1, *o2;
-        HK_ASSERT_OK(hk_options_create(&o1));
-        HK_ASSERT_OK(hk_options_parse(o1, opts));
-        HK_ASSERT_OK(hk_options_create(&o2));
-        HK_ASSERT_OK(hk_options_parse(o2, opts));
+        hk_options *o1 = parsed_options(opts), *o2 = parsed_options(opts);
         hk_solver *s = NULL;
         hk_resident_bcsr A, A2 = {0};
         upload_copy(be, &K, &A);
         HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s));
         for (int r = 1; r <= 3 && s; r++) {
             hk_bcsr Kr;
-            scaled_copy(&K, r, &Kr);
-            if (r == 1)
-                upload_copy(be, &Kr, &A2);
-            else
-                refill(be, &A2, &Kr);
+            round_values(be, &K, r, &Kr, &A2);
             HK_ASSERT_OK(hk_solver_update_values_resident(s, &A2));
             CU_ASSERT_PTR_NOT_NULL(A2.val);
             hk_solver *fresh = NULL;
@@ -494,22 +508,14 @@ static void test_update_resident_cholesky(void)
     hk_bcsr K, K2;
     HK_ASSERT_OK(hk_gen_elasticity3d(4, 4, 3, &K));
     scaled_copy(&K, 1, &K2);
-    hk_options *o1, *o2;
-    HK_ASSERT_OK(hk_options_create(&o1));
-    HK_ASSERT_OK(hk_options_parse(o1, "backend=cpu method=cholesky"));
-    HK_ASSERT_OK(hk_options_create(&o2));
-    HK_ASSERT_OK(hk_options_parse(o2, "backend=cpu method=cholesky"));
+    hk_options *o1 = parsed_options("backend=cpu method=cholesky"),
+               *o2 = parsed_options("backend=cpu method=cholesky");
     hk_solver *s1 = NULL, *s2 = NULL;
     hk_resident_bcsr A;
     HK_ASSERT_OK(hk_solver_create(&K, o1, &s1));
     upload_copy(be, &K, &A);
     HK_ASSERT_OK(hk_solver_create_resident(&A, NULL, o2, &s2));
-    upload_copy(be, &K2, &A);
-    const hk_resident_bcsr was = A;
-    CU_ASSERT_EQUAL(hk_solver_update_values_resident(s2, &A), HK_ERR_UNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "method=cholesky"));
-    CU_ASSERT(same_arrays(&A, &was) && resident_equals(&A, &K2));
-    hk_resident_bcsr_free(&A);
+    refused_left_alone(be, s2, &K2, HK_ERR_UNSUPPORTED, "method=cholesky");
     if (s1 && s2) same_solutions(s1, s2, K.nbrows * K.bs, 8);
     hk_solver_destroy(s1);
     hk_solver_destroy(s2);
