@@ -222,11 +222,14 @@ static void expect_message(int ierr, const char *needle)
     }
 }
 
-static void test_update_errors(void)
+/* Refused updates (another size, another pattern) leave a usable solver; a NaN is named and
+ * leaves one that refuses to solve. opts: the solver's (on cuda with format=sbell the NaN is
+ * found inside the operator's refill, mat_refill_checked; elsewhere by the check apart). */
+static void update_errors_on(const char *opts)
 {
     hk_bcsr K = {0}, K2 = {0}, P = {0};
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 5, &K));
-    hk_solver *s = hk_test_solver(&K, NULL, "backend=cpu pc=amg");
+    hk_solver *s = hk_test_solver(&K, NULL, opts);
     /* another size */
     HK_ASSERT_OK(hk_gen_elasticity3d(5, 5, 6, &P));
     expect_message(hk_solver_update_values(s, &P), "only the values may change");
@@ -253,6 +256,17 @@ static void test_update_errors(void)
     hk_bcsr_free(&K);
     hk_bcsr_free(&K2);
     hk_bcsr_free(&P);
+}
+
+static void test_update_errors(void)
+{
+    update_errors_on("backend=cpu pc=amg");
+}
+
+static void test_cuda_update_errors(void)
+{
+    update_errors_on("backend=cuda pc=amg format=sbell");
+    update_errors_on("backend=cuda pc=amg format=bsr");
 }
 
 /* The default fp32 levels reach the fp64 levels' answer (tolerance 1e-10). */
@@ -588,4 +602,7 @@ HK_DEVICE_SUITE(cuda_amg_reuse,
                  test_cuda_update},
                 {"fp32 levels beyond their range on cuda: rebuilt in fp64, converged",
                  test_cuda_fallback},
-                {"fp32 levels on cuda reach the fp64 levels' answer", test_cuda_fp32_answer})
+                {"fp32 levels on cuda reach the fp64 levels' answer", test_cuda_fp32_answer},
+                {"update_values on cuda: another size or pattern refused, a NaN named (inside the "
+                 "sbell refill, apart for bsr), the solver then refusing to solve",
+                 test_cuda_update_errors})
