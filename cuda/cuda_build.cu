@@ -124,9 +124,7 @@ __global__ void __launch_bounds__(RF_TILE *RF_ROWS)
                 if (r0 + tx < len[y]) {
                     const double v = val[start[y] + r0 + tx];
                     tile[y][tx] = v;
-                    /* exponent bits all ones: NaN or infinite; rare, so the atomic is too */
-                    if (first && (__double_as_longlong(v) & 0x7ff0000000000000ll) ==
-                                     0x7ff0000000000000ll)
+                    if (first && hk_cu_nonfinite(v)) /* rare, so the atomic is too */
                         atomicMin(first, (unsigned long long)krow[y]);
                 }
             __syncthreads();
@@ -303,7 +301,7 @@ static int scatter(const build_src &s, int64_t S, const int32_t *perm, const int
 /* K's values into m's ELL (sliced = 0) or sliced layout, in place (k_refill). */
 template <typename T>
 static int refill_slots(const build_src &s, int sliced, const hk_cu_mat *m,
-                        unsigned long long *first = NULL)
+                        unsigned long long *first)
 {
     if (!s.n) return 0;
     const int64_t S = m->S, nsl = sliced ? m->shape.nslices : 1;
@@ -591,32 +589,37 @@ fail:
  * row-pointer formats copy (or convert) the values, the ELL and sliced ones scatter K's rows
  * again through the kept permutation and slice starts. Every address stays, so the kernels'
  * tables and recorded graphs stay valid. cuSPARSE's and PCSR's matrices are built anew (their
- * libraries' analysis may read the values). */
-/* K has the entries the matrix was built with (a refill's precondition). */
-static int refill_sizes(const hk_bmat *K, const hk_cu_mat *m)
-{
-    const int64_t nv = K->nnzb * K->br * K->bc;
-    HK_CHECK(nv == m->shape.nnz, HK_ERR_ARG,
-             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
-             "values of the same pattern may be refilled",
-             (long long)nv, (long long)m->shape.nnz);
-    return 0;
-}
-
-int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
+ * libraries' analysis may read the values). With first_bad (mat_refill_checked) k_refill also
+ * finds K's first block row with a NaN or an infinity; only the layouts it fills from K's own
+ * blocks can (the row-pointer formats copy without reading, scalar layouts of a block K read
+ * an expanded copy): the others refuse before writing anything. */
+static int refill(hk_mat *A, const hk_bmat *K, int64_t *first_bad)
 {
     int ierr = 0;
     hk_cu_mat *m = (hk_cu_mat *)A->bdata;
     hk_bmat E;
     memset(&E, 0, sizeof E);
     const hk_format fmt = A->fmt;
+    const int bs = K->br;
+    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
+    const int rowptr_fmt = fmt == HK_FMT_CSR || fmt == HK_FMT_BSR;
     if (!m || fmt == HK_FMT_CUSPARSE_CSR || fmt == HK_FMT_CUSPARSE_BSR || fmt == HK_FMT_PCSR)
         return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
                             "cuda backend: format %s is built anew for new values",
                             hk_format_name(fmt));
-    const int bs = K->br;
-    HK_CALL(refill_sizes(K, m));
-    const int scalar = fmt == HK_FMT_CSR || fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
+    if (first_bad && (rowptr_fmt || (scalar && bs > 1)))
+        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                            "cuda backend: format %s refills without the finite check",
+                            hk_format_name(fmt));
+    HK_CHECK(K->nnzb * bs * bs == m->shape.nnz, HK_ERR_ARG,
+             "cuda backend: new values for a matrix of %lld entries, built with %lld; only the "
+             "values of the same pattern may be refilled",
+             (long long)(K->nnzb * bs * bs), (long long)m->shape.nnz);
+    unsigned long long *flag = NULL;
+    if (first_bad) {
+        *first_bad = -1;
+        HK_CALL(hk_cu_setup_flag(&flag));
+    }
     build_src src = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};
     if (scalar && bs > 1) {
         HK_CALL(hk_cu_bmat_expand(K, &E));
@@ -639,43 +642,30 @@ int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
         break;
     case HK_FMT_ELL:
     case HK_FMT_BELL:
-        HK_TRY(f32 ? refill_slots<float>(src, 0, m) : refill_slots<double>(src, 0, m));
+        HK_TRY(f32 ? refill_slots<float>(src, 0, m, flag) : refill_slots<double>(src, 0, m, flag));
         break;
     default: /* sliced */
-        HK_TRY(f32 ? refill_slots<float>(src, 1, m) : refill_slots<double>(src, 1, m));
+        HK_TRY(f32 ? refill_slots<float>(src, 1, m, flag) : refill_slots<double>(src, 1, m, flag));
         break;
     }
-    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    if (flag)
+        HK_TRY(hk_cu_first_row_read(flag, first_bad)); /* waits for the refill */
+    else
+        HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
 fail:
     if (ierr) cudaStreamSynchronize(hk_cu.stream);
     hk_bmat_free(&E);
     return ierr;
 }
 
-/* mat_refill with the finite check in the refill's pass (the ELL and sliced layouts of K's own
- * blocks; the row-pointer formats copy without reading, scalar layouts of a block K read an
- * expanded copy, the libraries' formats are built anew: those refuse). */
+int hk_cu_mat_refill(hk_mat *A, const hk_bmat *K)
+{
+    return refill(A, K, NULL);
+}
+
 int hk_cu_mat_refill_checked(hk_mat *A, const hk_bmat *K, int64_t *first_bad)
 {
-    *first_bad = -1;
-    const hk_cu_mat *m = (const hk_cu_mat *)A->bdata;
-    const hk_format fmt = A->fmt;
-    const int layout = fmt == HK_FMT_ELL || fmt == HK_FMT_BELL || fmt == HK_FMT_SELL ||
-                       fmt == HK_FMT_SBELL;
-    const int scalar = fmt == HK_FMT_ELL || fmt == HK_FMT_SELL;
-    if (!m || !layout || (scalar && K->br > 1))
-        return hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
-                            "cuda backend: format %s refills without the finite check",
-                            hk_format_name(fmt));
-    const int bs = K->br;
-    HK_CALL(refill_sizes(K, m));
-    unsigned long long *flag = NULL;
-    HK_CALL(hk_cu_setup_flag(&flag));
-    const build_src src = {bs, K->nbrows, K->nnzb, K->rowptr, K->colind, K->val};
-    const int sliced = fmt == HK_FMT_SELL || fmt == HK_FMT_SBELL;
-    HK_CALL(A->prec == HK_FP32 ? refill_slots<float>(src, sliced, m, flag)
-                               : refill_slots<double>(src, sliced, m, flag));
-    return hk_cu_first_row_read(flag, first_bad); /* waits for the refill */
+    return refill(A, K, first_bad);
 }
 
 /* ---- another precision (mat_convert) ---------------------------------------------------- */

@@ -238,12 +238,6 @@ fail:
 // bytes has its first value tested alone, an odd count its last.
 #define NF_PAIRS 4
 
-__device__ __forceinline__ bool nf_bad(double v)
-{
-    const unsigned long long e = 0x7ff0000000000000ull;
-    return ((unsigned long long)__double_as_longlong(v) & e) == e;
-}
-
 __device__ __noinline__ void nf_report(int64_t q, int64_t bb, int64_t nb,
                                        const int64_t *__restrict__ rowptr,
                                        unsigned long long *first)
@@ -270,24 +264,24 @@ __global__ void __launch_bounds__(HK_CU_BLOCK)
         bool bad = false;
 #pragma unroll
         for (int u = 0; u < NF_PAIRS; u++)
-            bad |= nf_bad(a[u].x) | nf_bad(a[u].y);
+            bad |= hk_cu_nonfinite(a[u].x) | hk_cu_nonfinite(a[u].y);
         if (!bad) continue;
 #pragma unroll
         for (int u = 0; u < NF_PAIRS; u++) {
             const int64_t q = head + 2 * (i + u * stride);
-            if (nf_bad(a[u].x)) nf_report(q, bb, nb, rowptr, first);
-            if (nf_bad(a[u].y)) nf_report(q + 1, bb, nb, rowptr, first);
+            if (hk_cu_nonfinite(a[u].x)) nf_report(q, bb, nb, rowptr, first);
+            if (hk_cu_nonfinite(a[u].y)) nf_report(q + 1, bb, nb, rowptr, first);
         }
     }
     for (; i < npair; i += stride) {
         const double2 a = __ldg(v2 + i);
         const int64_t q = head + 2 * i;
-        if (nf_bad(a.x)) nf_report(q, bb, nb, rowptr, first);
-        if (nf_bad(a.y)) nf_report(q + 1, bb, nb, rowptr, first);
+        if (hk_cu_nonfinite(a.x)) nf_report(q, bb, nb, rowptr, first);
+        if (hk_cu_nonfinite(a.y)) nf_report(q + 1, bb, nb, rowptr, first);
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        if (head && nf_bad(val[0])) nf_report(0, bb, nb, rowptr, first);
-        if (((nvals - head) & 1) && nf_bad(val[nvals - 1]))
+        if (head && hk_cu_nonfinite(val[0])) nf_report(0, bb, nb, rowptr, first);
+        if (((nvals - head) & 1) && hk_cu_nonfinite(val[nvals - 1]))
             nf_report(nvals - 1, bb, nb, rowptr, first);
     }
 }

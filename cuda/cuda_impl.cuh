@@ -54,6 +54,13 @@ int hk_cu_out_of_memory(size_t bytes, cudaError_t e);
 #define HK_CU_NO_ROW (~0ull)
 int hk_cu_first_row_alloc(unsigned long long **d);
 int hk_cu_first_row_read(const unsigned long long *d, int64_t *row);
+/* v is a NaN or an infinity (its exponent bits all ones): the finite checks of K's values
+ * (cuda_diag.cu's first non-finite row, cuda_build.cu's checked refill). */
+__device__ __forceinline__ bool hk_cu_nonfinite(double v)
+{
+    const unsigned long long e = 0x7ff0000000000000ull;
+    return ((unsigned long long)__double_as_longlong(v) & e) == e;
+}
 /* The AMG set-up's temporaries (cuda_amg.cu): stream-ordered on hk_cu.stream from the
  * device's default memory pool, which keeps up to HK_CU_TMP_KEEP bytes mapped between set-ups
  * (plain cudaMalloc / cudaFree where the device has no pools); free only buffers that no other

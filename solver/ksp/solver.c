@@ -846,8 +846,8 @@ static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0)
      * apart; a bad value is named either way, and the solver stays broken */
     int64_t bad = -1;
     int refilled = 0;
-    if (be->mat_refill_checked && s->A->bdata && s->A->be == be) {
-        const int ierr = be->mat_refill_checked(s->A, &s->K, &bad);
+    if (s->A->be->mat_refill_checked && s->A->bdata) {
+        const int ierr = s->A->be->mat_refill_checked(s->A, &s->K, &bad);
         if (ierr == HK_ERR_UNSUPPORTED)
             hk_error_clear();
         else

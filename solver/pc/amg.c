@@ -376,6 +376,13 @@ static int axpby_s(const hk_backend_ops *be, int dev, hk_vec *y, double a, const
     return be->vec_axpby(y, an ? a * (*an / *ad) : a, x, bn ? b * (*bn / *bd) : b);
 }
 
+/* Whether the backend keeps the bound's coefficients in its own memory (vec_dot_s,
+ * vec_axpby_s, scal_alloc): then no step waits. */
+static int lanczos_on_backend(const hk_backend_ops *be)
+{
+    return be->vec_dot_s && be->vec_axpby_s && be->scal_alloc;
+}
+
 /* hk_amg_lanczos_bound; with Z (steps vectors of the level's size and precision) also the
  * Ritz vector of the largest Ritz value into ritz: y = sum_j s_j v_j over the Lanczos vectors
  * v_j = (-1)^j z_j / sqrt(r_j . z_j) of the CG's preconditioned residuals z_j (D-orthonormal),
@@ -393,7 +400,7 @@ static int lanczos_ritz(const hk_amg_sweep *s, int steps, double safety, int lev
     double hs[HK_AMG_LANCZOS_SCALARS], *S = s->scal;
     hk_vec *r = s->r, *z = s->t, *p = s->d;
     const hk_precision prec = r->prec;
-    const int dev = be->vec_dot_s && be->vec_axpby_s && be->scal_alloc;
+    const int dev = lanczos_on_backend(be);
     HK_CHECK(steps >= 1 && 2 * steps + 1 <= HK_AMG_LANCZOS_SCALARS, HK_ERR_INTERNAL,
              "pc=amg: %d Lanczos steps are out of range", steps);
     if (!dev) S = hs;
@@ -491,7 +498,7 @@ static int spectral_bound(hk_pc *pc, amg_data *d, amg_level *L, int level, int w
     } else {
         HK_CALL(hk_vec_create(be, L->n, pc->prec, &q));
     }
-    if (!d->lanczos_scal && be->vec_dot_s && be->vec_axpby_s && be->scal_alloc)
+    if (!d->lanczos_scal && lanczos_on_backend(be))
         HK_TRY(be->scal_alloc(&d->lanczos_scal, HK_AMG_LANCZOS_SCALARS));
     const hk_amg_sweep s = level_sweep(pc, d, L);
     if (warm) /* r = A y */
