@@ -14,11 +14,13 @@
 #include "case.h"
 #include "hk_impl.h"
 #include "pc/pc_impl.h"
+#include "peer_hypre.h"
 
 #define PCS_MAX_PROBLEMS 16
 #define PCS_MAX_PCS 16
 #define PCS_MAX_SETS 8
 #define PCS_MAX_METHODS 6
+#define PCS_MAX_PEERS 4
 
 typedef struct pcs_problem {
     const char *label;
@@ -47,6 +49,7 @@ typedef struct pcs_row {
     char error[160];
     int has_amg;       /* pc=amg: its hierarchy and set-up phases */
     hk_amg_stats amg;
+    int peer; /* a --peer row: another library's solve of the same K and f */
 } pcs_row;
 
 static void pcs_usage(FILE *f)
@@ -57,7 +60,7 @@ static void pcs_usage(FILE *f)
         "                       [--problem 'CASE.yaml KEY=VALUE ...']... [--generate KIND:N]...\n"
         "                       [--pcs LIST]\n"
         "                       [--method M[,M...]] [--no-cpu] [--cpu-max-dofs N]\n"
-        "                       [--resident]\n"
+        "                       [--resident] [--peer 'hypre [KEY=VALUE ...]']...\n"
         "                       [--json FILE]\n\n"
         "Each preconditioner of --pcs (default jacobi,poly,fsai,amg; any of the library's; an\n"
         "item may add solver options after a space, --pcs 'amg,amg pc.amg.precision=fp64')\n"
@@ -90,9 +93,18 @@ static void pcs_usage(FILE *f)
         "rigid-body modes there) and the re-set-up gets its new values there too\n"
         "(hk_solver_update_values_resident; one resident copy, its value array refilled\n"
         "with K's values before each timed call, outside the clock).\n"
+        "--peer 'hypre [KEY=VALUE ...]' (up to %d) adds a row per problem: hypre's\n"
+        "BoomerAMG-PCG to the same 1e-8 on the same K and f in the same process (a hooke\n"
+        "configured with -DHOOKE_HYPRE_DIR; its load into hypre in the set-up / upload\n"
+        "column's divisor, one untimed set-up and solve first), the true residual computed\n"
+        "here, and below the table its total over each hooke row's. Settings: strong,\n"
+        "coarsen, interp, pmax, trunc, relax, sweeps, agg, agg_interp, agg_pmax, functions,\n"
+        "max_levels, keep_transpose, rap2, vendor_spgemm, maxit, print (docs/BENCHMARKS.md,\n"
+        "\"The hypre peer\").\n"
         "--generate KIND:N adds a generated matrix as hooke solve --generate makes it\n"
         "(elasticity3d, elasticity2d, poisson, convdiff; b = A times ones), e.g.\n"
-        "  hooke bench pcs --method gmres --pcs ilu0,mlilu --generate convdiff:256\n");
+        "  hooke bench pcs --method gmres --pcs ilu0,mlilu --generate convdiff:256\n",
+        PCS_MAX_PEERS);
 }
 
 static const pcs_problem pcs_defaults[3][4] = {
@@ -385,6 +397,58 @@ fail:
     return ierr;
 }
 
+/* A --peer row: hypre's BoomerAMG-PCG on the same K and f (one untimed set-up and solve
+ * first, inside the peer), its true residual computed here as hooke's rows' is. */
+static int pcs_peer(const hk_run *r, const hk_hypre_settings *hs, pcs_row *row)
+{
+    int ierr = 0;
+    const int64_t n = r->sys.ndof;
+    double *u = NULL, *y = NULL;
+    hk_peer_result pr;
+    HK_TRY(hk_calloc((size_t)n, sizeof *u, &u));
+    HK_TRY(hk_calloc((size_t)n, sizeof *y, &y));
+    HK_TRY(hk_peer_hypre_solve(&r->sys.K, r->sys.f, hs, 1e-8, u, &pr));
+    hk_bcsr_spmv(&r->sys.K, u, y);
+    double rr = 0, ff = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = r->sys.f[i] - y[i];
+        rr += d * d;
+        ff += r->sys.f[i] * r->sys.f[i];
+    }
+    row->true_res = ff > 0 ? sqrt(rr / ff) : sqrt(rr);
+    row->iterations = pr.iterations;
+    row->setup_s = pr.setup_s;
+    row->solve_s = pr.solve_s;
+    row->total_s = pr.setup_s + pr.solve_s;
+    row->upload_s = pr.load_s;
+    row->setups = 1;
+    /* converged only when the true residual says so, as for hooke's own rows */
+    row->reason = !pr.converged           ? HK_DIVERGED_MAXIT
+                  : row->true_res <= 1e-8 ? HK_CONVERGED_RTOL
+                                          : HK_DIVERGED_TRUE_RESIDUAL;
+    row->steady_s = row->apply_spmv = row->update_s = NAN;
+fail:
+    free(u);
+    free(y);
+    return ierr;
+}
+
+/* Below the table: each peer's time to solution over each hooke row's of the problem. */
+static void pcs_print_peers(const pcs_row *rows, int first, int nnew, int npeer)
+{
+    for (int q = first + nnew; q < first + nnew + npeer; q++) {
+        const pcs_row *p = &rows[q];
+        if (p->failed) continue;
+        printf("\n%s (%s): set-up + solve %.3f s, %s; over hooke's rows:", p->pc, p->backend,
+               p->total_s, hk_reason_name(p->reason));
+        for (int i = first; i < first + nnew; i++)
+            if (!rows[i].failed)
+                printf("%s %s %s %s %.2fx", i > first ? "," : "", rows[i].pc, rows[i].backend,
+                       rows[i].method, p->total_s / rows[i].total_s);
+        printf("\n");
+    }
+}
+
 /* The AMG hierarchy, its memory and where its set-up and re-set-up time went, in seconds and
  * in SpMVs of the fp64 operator (below the problem's table). */
 static void pcs_print_phases(const char *what, const hk_amg_phases *p, double spmv)
@@ -452,7 +516,9 @@ int hk_bench_pcs(int argc, char **argv)
 {
     hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     pcs_problem probs[PCS_MAX_PROBLEMS];
-    int nprob = 0, no_cpu = 0, resident = 0, rc = 1;
+    int nprob = 0, no_cpu = 0, resident = 0, rc = 1, npeer = 0;
+    const char *peers[PCS_MAX_PEERS];
+    hk_hypre_settings peer_settings[PCS_MAX_PEERS];
     long long cpu_max = 800000;
     const char *pc_list = "jacobi,poly,fsai,amg", *method_list = "cg";
     char *owned[PCS_MAX_PROBLEMS] = {0};
@@ -512,6 +578,23 @@ int hk_bench_pcs(int argc, char **argv)
         } else if (!strcmp(a, "--resident")) {
             resident = 1;
             i++;
+        } else if (!strcmp(a, "--peer") && i + 1 < argc) {
+            /* checked here, before any meshing: the settings, then whether hypre is built in */
+            char desc[320];
+            if (npeer == PCS_MAX_PEERS) {
+                fprintf(stderr, "hooke bench pcs: at most %d --peer\n", PCS_MAX_PEERS);
+                return 2;
+            }
+            if (hk_peer_hypre_parse(argv[i + 1], &peer_settings[npeer])) {
+                fprintf(stderr, "hooke bench pcs: %s\n", hk_error_message());
+                return 2;
+            }
+            if (!hk_peer_hypre_built(desc, sizeof desc)) {
+                fprintf(stderr, "hooke bench pcs: %s\n", desc);
+                return 2;
+            }
+            peers[npeer++] = argv[i + 1];
+            i += 2;
         } else if (!strcmp(a, "--no-cpu")) {
             no_cpu = 1;
             i++;
@@ -585,13 +668,19 @@ int hk_bench_pcs(int argc, char **argv)
     const char *bname = hk_backend_name(be);
     const int gpu = strcmp(bname, "cpu") != 0;
 
-    pcs_row *rows = calloc((size_t)nprob * npc * 2 * nmeth, sizeof *rows);
+    pcs_row *rows = calloc((size_t)nprob * (npc * 2 * nmeth + npeer), sizeof *rows);
     int nrows = 0;
     hk_json j = {0};
     if (!rows) goto done;
     printf("## hooke bench pcs: %s to 1e-8 on assembled cases and generated matrices\n\n",
            method_list);
     hk_backend_describe(be, stdout);
+    char peer_desc[320] = "";
+    if (npeer) {
+        hk_peer_hypre_built(peer_desc, sizeof peer_desc);
+        printf("peer: %s\n", peer_desc);
+    }
+    const char *peer_backend = strstr(peer_desc, "CUDA") ? "hypre-cuda" : "hypre-host";
     for (int p = 0; p < nprob; p++) {
         hk_case c;
         hk_run r;
@@ -629,6 +718,7 @@ int hk_bench_pcs(int argc, char **argv)
                       "true residual|reason|update s|update / set-up",
                       methods[0], methods[0]);
         const int nbe = gpu && !no_cpu && dofs <= cpu_max ? 2 : 1;
+        const int first = nrows, nnew = nbe * nmeth * npc;
         for (int b = 0; b < nbe; b++) {
             const char *bn = b ? "cpu" : bname;
             double first_per_it[PCS_MAX_PCS], first_steady[PCS_MAX_PCS];
@@ -659,11 +749,31 @@ int hk_bench_pcs(int argc, char **argv)
                 }
             }
         }
+        for (int q = 0; q < npeer; q++) {
+            pcs_row *w = &rows[nrows++];
+            w->problem = probs[p].label;
+            w->pc = peers[q];
+            w->backend = peer_backend;
+            w->method = "cg";
+            w->dofs = dofs;
+            w->peer = 1;
+            if (pcs_peer(&r, &peer_settings[q], w)) {
+                w->failed = 1;
+                snprintf(w->error, sizeof w->error, "%s", hk_error_message());
+                hk_error_clear();
+            }
+            w->first_per_it_s = w->first_steady_s = NAN;
+            for (int i = first; i < first + nnew; i++) /* jacobi's on the first backend */
+                if (!rows[i].failed && !strcmp(rows[i].pc, "jacobi") && rows[i].backend == bname &&
+                    rows[i].method == methods[0])
+                    w->jacobi_total_s = rows[i].total_s;
+            pcs_print_row(w);
+        }
+        pcs_print_peers(rows, first, nnew, npeer);
         printf("\nset-up phases (s: backend start, upload, check of K on the backend, format "
                "build, preconditioner; the upload alone, timed apart: set-up / upload's "
                "divisor):\n");
-        const int nnew = nbe * nmeth * npc;
-        for (int i = nrows - nnew; i < nrows; i++)
+        for (int i = first; i < first + nnew; i++)
             if (!rows[i].failed)
                 printf("  %s %s %s: %.4f, %.4f, %.4f, %.4f, %.4f; upload alone %.4f\n",
                        rows[i].pc, rows[i].backend, rows[i].method, rows[i].phase_s[4], rows[i].phase_s[1],
@@ -671,12 +781,12 @@ int hk_bench_pcs(int argc, char **argv)
                        rows[i].upload_s);
         printf("\nthe last values-only re-set-up's phases (s: the new values into the solver's "
                "K, their check (0: inside the rebuild), format rebuild, preconditioner):\n");
-        for (int i = nrows - nnew; i < nrows; i++)
+        for (int i = first; i < first + nnew; i++)
             if (!rows[i].failed)
                 printf("  %s %s %s: %.4f, %.4f, %.4f, %.4f\n", rows[i].pc, rows[i].backend,
                        rows[i].method, rows[i].update_phase_s[0], rows[i].update_phase_s[1],
                        rows[i].update_phase_s[2], rows[i].update_phase_s[3]);
-        for (int i = nrows - nnew; i < nrows; i++)
+        for (int i = first; i < first + nnew; i++)
             if (!rows[i].failed && rows[i].has_amg) pcs_print_amg(&rows[i]);
         hk_run_free(&r);
         if (!probs[p].gen) hk_case_free(&c);
@@ -697,6 +807,7 @@ int hk_bench_pcs(int argc, char **argv)
             hk_json_string(&j, "pc", w->pc);
             hk_json_string(&j, "backend", w->backend);
             hk_json_string(&j, "method", w->method);
+            if (w->peer) hk_json_int(&j, "peer", 1);
             if (w->failed) {
                 hk_json_string(&j, "error", w->error);
             } else {

@@ -6,7 +6,8 @@
 #     what: build (always), info, tests[=suite,suite], bench[=spmv,cg,...], run=CASE.yaml
 #     default: info tests bench
 # Environment: BUNDLE (default .bundle), PREFIX (default /tmp/hooke-prefix), BUILD (build-gpu),
-# CUDA_ARCH (default 90).
+# CUDA_ARCH (default 90). BUNDLE/hypre.tar.gz, when there, is a hypre install for the peer of
+# `hooke bench pcs --peer hypre`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: scripts/gpu-check.sh OUTDIR [what ...]}
@@ -60,8 +61,14 @@ export LD_LIBRARY_PATH="$P/fallback:$P/gmsh/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_P
 export PATH="$PATH:/usr/local/cuda/bin"
 
 # ---- build --------------------------------------------------------------------------------
+# a hypre install in the bundle (scripts/build-hypre.sh, then tar czf BUNDLE/hypre.tar.gz -C
+# PREFIX .) builds the peer of `hooke bench pcs --peer hypre` in
+HYPRE_ARG=()
+if [ -f "$BUNDLE/hypre.tar.gz" ]; then
+  mkdir -p "$P/hypre" && tar xzf "$BUNDLE/hypre.tar.gz" -C "$P/hypre" && HYPRE_ARG=(-DHOOKE_HYPRE_DIR="$P/hypre")
+fi
 log "configure + build ($BUILD)"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOOKE_WITH_CUDA=ON \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOOKE_WITH_CUDA=ON "${HYPRE_ARG[@]}" \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
   -DCMAKE_PREFIX_PATH="$P/usr;$P/gmsh" -DCMAKE_LIBRARY_PATH="$P/fallback;$P/usr/lib/x86_64-linux-gnu" \
   -DLIBXML2_INCLUDE_DIR="$P/usr/include/libxml2" -DLIBXML2_LIBRARY="$SYS/libxml2.so.2" \

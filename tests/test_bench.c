@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "harness.h"
+#include "peer_hypre.h"
 
 /* What f received since it was opened, as a string (static buffer). */
 static const char *file_text(FILE *f)
@@ -165,7 +166,66 @@ static void test_solve(void)
     hk_bcsr_free(&K);
 }
 
+/* --peer hypre: its settings by name (defaults, overrides, one sentence for each bad input);
+ * where hypre is built in, BoomerAMG-PCG reaches the known solution of 3D elasticity (the true
+ * residual checked here), else the solve refuses in one sentence naming the build switch. */
+static void test_peer_hypre(void)
+{
+    hk_hypre_settings s;
+    HK_ASSERT_OK(hk_peer_hypre_parse("hypre", &s));
+    CU_ASSERT(s.strong == 0.5 && s.coarsen == 8 && s.interp == 6 && s.relax == 18 && s.agg == 0 &&
+              s.functions == 0 && s.maxit == 1000);
+    HK_ASSERT_OK(hk_peer_hypre_parse("hypre strong=0.25  agg=1 functions=1", &s));
+    CU_ASSERT(s.strong == 0.25 && s.agg == 1 && s.functions == 1 && s.interp == 6);
+    const char *bad[][2] = {
+        {"amgx", "the only peer is hypre"},
+        {"hypre strongx=0.5", "'strongx' is not a KEY=VALUE setting"},
+        {"hypre strong", "'strong' is not a KEY=VALUE setting"},
+        {"hypre strong=1.5", "strong=1.5 is not a number from 0 to 1"},
+        {"hypre agg=1.5", "agg=1.5 is not a whole number"},
+        {"hypre maxit=", "maxit= is not a whole number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CU_ASSERT_EQUAL(hk_peer_hypre_parse(bad[i][0], &s), HK_ERR_OPTION);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), bad[i][1]));
+        hk_error_clear();
+    }
+
+    hk_bcsr K = {0};
+    HK_ASSERT_OK(hk_gen_elasticity3d(8, 6, 6, &K));
+    const int64_t n = K.nbrows * K.bs;
+    double *f = hk_bench_rhs_ones(&K), *u = calloc((size_t)n, sizeof *u),
+           *y = calloc((size_t)n, sizeof *y);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    char desc[320];
+    HK_ASSERT_OK(hk_peer_hypre_parse("hypre", &s));
+    hk_peer_result r;
+    if (hk_peer_hypre_built(desc, sizeof desc)) {
+        HK_ASSERT_OK(hk_peer_hypre_solve(&K, f, &s, 1e-8, u, &r));
+        CU_ASSERT(r.converged && r.iterations > 0 && r.iterations < 200);
+        CU_ASSERT(r.setup_s >= 0 && r.solve_s >= 0 && r.load_s >= 0);
+        hk_bcsr_spmv(&K, u, y);
+        double rr = 0, ff = 0, e = 0; /* b = A times ones: every entry of u near 1 */
+        for (int64_t i = 0; i < n; i++)
+            rr += (f[i] - y[i]) * (f[i] - y[i]), ff += f[i] * f[i], e = fmax(e, fabs(u[i] - 1));
+        CU_ASSERT(sqrt(rr / ff) < 2e-8);
+        CU_ASSERT(e < 1e-3);
+    } else {
+        CU_ASSERT_PTR_NOT_NULL(strstr(desc, "-DHOOKE_HYPRE_DIR"));
+        CU_ASSERT_EQUAL(hk_peer_hypre_solve(&K, f, &s, 1e-8, u, &r), HK_ERR_NOT_BUILT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "built without hypre"));
+        hk_error_clear();
+    }
+    free(f);
+    free(u);
+    free(y);
+    hk_bcsr_free(&K);
+}
+
 HK_SUITE(bench, {"tables and ratio cells as the benches print them", test_tables},
          {"common options, sizes, integer lists, backends", test_options},
          {"turn-taking timer: warm-up then rounds of batches", test_time_rounds},
-         {"timed solve from x = 0 reaches the known solution", test_solve})
+         {"timed solve from x = 0 reaches the known solution", test_solve},
+         {"--peer hypre: settings by name, the solve or its refusal", test_peer_hypre})
