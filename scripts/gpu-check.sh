@@ -6,7 +6,7 @@
 #     what: build (always), info, tests[=suite,suite], bench[=spmv,cg,...], run=CASE.yaml
 #     default: info tests bench
 # Environment: BUNDLE (default .bundle), PREFIX (default /tmp/hooke-prefix), BUILD (build-gpu),
-# CUDA_ARCH (default 90). BUNDLE/hypre.tar.gz, when there, is a hypre install for the peer of
+# CUDA_ARCH (default 90). BUNDLE/hypre.tar.xz (or .gz), when there, is a hypre install for the peer of
 # `hooke bench pcs --peer hypre`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -61,12 +61,17 @@ export LD_LIBRARY_PATH="$P/fallback:$P/gmsh/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_P
 export PATH="$PATH:/usr/local/cuda/bin"
 
 # ---- build --------------------------------------------------------------------------------
-# a hypre install in the bundle (scripts/build-hypre.sh, then tar czf BUNDLE/hypre.tar.gz -C
-# PREFIX .) builds the peer of `hooke bench pcs --peer hypre` in
+# a hypre install in the bundle (scripts/build-hypre.sh, then tar cJf BUNDLE/hypre.tar.xz -C
+# PREFIX .; or .tar.gz) builds the peer of `hooke bench pcs --peer hypre` in
 HYPRE_ARG=()
-if [ -f "$BUNDLE/hypre.tar.gz" ]; then
-  mkdir -p "$P/hypre" && tar xzf "$BUNDLE/hypre.tar.gz" -C "$P/hypre" && HYPRE_ARG=(-DHOOKE_HYPRE_DIR="$P/hypre")
-fi
+for h in "$BUNDLE"/hypre.tar.xz "$BUNDLE"/hypre.tar.gz; do
+  [ -f "$h" ] || continue
+  mkdir -p "$P/hypre"
+  tar xf "$h" -C "$P/hypre" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$h" "$P/hypre"
+  [ -f "$P/hypre/include/HYPRE_config.h" ] && HYPRE_ARG=(-DHOOKE_HYPRE_DIR="$P/hypre")
+  break
+done
 log "configure + build ($BUILD)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOOKE_WITH_CUDA=ON "${HYPRE_ARG[@]}" \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
