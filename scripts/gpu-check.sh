@@ -6,7 +6,8 @@
 #     what: build (always), info, tests[=suite,suite], bench[=spmv,cg,...], run=CASE.yaml
 #     default: info tests bench
 # Environment: BUNDLE (default .bundle), PREFIX (default /tmp/hooke-prefix), BUILD (build-gpu),
-# CUDA_ARCH (default 90). BUNDLE/hypre.tar.xz (or .gz), when there, is a hypre install for the peer of
+# CUDA_ARCH (default 90), HOOKE_CMAKE_EXTRA (more configure arguments, e.g.
+# -DCHOLMOD_LIBRARY=OFF for a bundle without CHOLMOD's BLAS). BUNDLE/hypre.tar.xz (or .gz), when there, is a hypre install for the peer of
 # `hooke bench pcs --peer hypre`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +74,7 @@ for h in "$BUNDLE"/hypre.tar.xz "$BUNDLE"/hypre.tar.gz; do
   break
 done
 log "configure + build ($BUILD)"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOOKE_WITH_CUDA=ON "${HYPRE_ARG[@]}" \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOOKE_WITH_CUDA=ON "${HYPRE_ARG[@]}" ${HOOKE_CMAKE_EXTRA:-} \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
   -DCMAKE_PREFIX_PATH="$P/usr;$P/gmsh" -DCMAKE_LIBRARY_PATH="$P/fallback;$P/usr/lib/x86_64-linux-gnu" \
   -DLIBXML2_INCLUDE_DIR="$P/usr/include/libxml2" -DLIBXML2_LIBRARY="$SYS/libxml2.so.2" \
