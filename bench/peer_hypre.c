@@ -297,13 +297,14 @@ static void amg_settings(HYPRE_Solver amg, const hk_hypre_settings *s, int bs)
 }
 
 /* One set-up and solve on the assembled objects; timed when r is given. */
-static int pcg_once(HYPRE_ParCSRMatrix A, HYPRE_ParVector b, HYPRE_IJVector xij, HYPRE_ParVector x,
-                    const double *zeros_d, const HYPRE_BigInt *idx_d, int64_t n,
+static int pcg_once(HYPRE_ParCSRMatrix A, HYPRE_ParVector b, HYPRE_ParVector x,
                     const hk_hypre_settings *s, int bs, double tol, hk_peer_result *r)
 {
     int ierr = 0;
     HYPRE_Solver pcg = NULL, amg = NULL;
-    HYPRE_TRY(HYPRE_IJVectorSetValues(xij, (HYPRE_Int)n, idx_d, zeros_d), "zeroing x");
+    /* from x = 0 every time (values set into an assembled IJ vector on the GPU would wait
+     * for another assemble: the ParCSR vector is zeroed itself) */
+    HYPRE_TRY(HYPRE_ParVectorSetConstantValues(x, 0.0), "zeroing x");
     HYPRE_TRY(HYPRE_BoomerAMGCreate(&amg), "HYPRE_BoomerAMGCreate");
     amg_settings(amg, s, bs);
     HYPRE_TRY(HYPRE_ParCSRPCGCreate(0, &pcg), "HYPRE_ParCSRPCGCreate");
@@ -402,8 +403,8 @@ int hk_peer_hypre_solve(const hk_bcsr *K, const double *f, const hk_hypre_settin
     r->load_s = hk_time() - t0;
     /* a first set-up and solve, not timed: the GPU libraries' handles and hypre's memory pool
      * start there, as hooke's rows start theirs before the clock */
-    HK_TRY(pcg_once(A, b, xij, x, zd, in->rows, n, s, bs, tol, NULL));
-    HK_TRY(pcg_once(A, b, xij, x, zd, in->rows, n, s, bs, tol, r));
+    HK_TRY(pcg_once(A, b, x, s, bs, tol, NULL));
+    HK_TRY(pcg_once(A, b, x, s, bs, tol, r));
     HYPRE_TRY(HYPRE_IJVectorGetValues(xij, (HYPRE_Int)n, in->rows, zd), "HYPRE_IJVectorGetValues");
     HK_TRY(peer_copy(u, zd, (size_t)n * sizeof *u, 1));
 fail:
