@@ -305,6 +305,9 @@ static int pcg_once(HYPRE_ParCSRMatrix A, HYPRE_ParVector b, HYPRE_ParVector x,
     /* from x = 0 every time (values set into an assembled IJ vector on the GPU would wait
      * for another assemble: the ParCSR vector is zeroed itself) */
     HYPRE_TRY(HYPRE_ParVectorSetConstantValues(x, 0.0), "zeroing x");
+#if defined(HYPRE_USING_GPU)
+    HYPRE_SetSpGemmUseVendor(s->vendor_spgemm); /* a process-wide choice: set per peer */
+#endif
     HYPRE_TRY(HYPRE_BoomerAMGCreate(&amg), "HYPRE_BoomerAMGCreate");
     amg_settings(amg, s, bs);
     HYPRE_TRY(HYPRE_ParCSRPCGCreate(0, &pcg), "HYPRE_ParCSRPCGCreate");
