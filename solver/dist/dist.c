@@ -379,7 +379,7 @@ static int part_row_global(const hk_dist *d, int64_t len, int32_t **col, int *ow
     HK_CALL(hk_malloc((size_t)(len + 1) * sizeof *g, &g));
     for (int64_t k = 0; k < len; k++) {
         const int64_t c = (*col)[k];
-        g[k] = (int32_t)(c >= 0 && c < d->nown                    ? d->row0 + c
+        g[k] = (int32_t)(c >= 0 && c < d->nown                          ? d->row0 + c
                          : c >= d->nown && c < d->nown + d->part_nghost ? d->part_ghost[c - d->nown]
                                                                         : -1);
     }
@@ -689,8 +689,7 @@ static int keep_part(hk_dist *d, const hk_dist_part_rows *P)
     HK_CALL(L->alloc((void **)&d->part_colind, cb ? cb : 1));
     if (cb) HK_CALL(L->copy(d->part_colind, P->colind, cb));
     HK_CALL(hk_malloc((size_t)(P->nghost + 1) * sizeof *d->part_ghost, &d->part_ghost));
-    if (P->nghost)
-        memcpy(d->part_ghost, P->ghost_gid, (size_t)P->nghost * sizeof *d->part_ghost);
+    if (P->nghost) memcpy(d->part_ghost, P->ghost_gid, (size_t)P->nghost * sizeof *d->part_ghost);
     d->part_nghost = P->nghost;
     return 0;
 }
@@ -781,8 +780,7 @@ int hk_dist_update_values(hk_dist *d, const hk_bcsr *K, int pattern_dev, int par
     }
     /* Koo_d and Kbnd_d are the host's Koo and Kbnd on a host-memory backend (views) */
     if (!ierr) ierr = gather_blocks(L, src, d->nnzb, d->src_oo, d->Koo_d.nnzb, bb, d->Koo_d.val);
-    if (!ierr)
-        ierr = gather_blocks(L, src, d->nnzb, d->src_bnd, d->Kbnd_d.nnzb, bb, d->Kbnd_d.val);
+    if (!ierr) ierr = gather_blocks(L, src, d->nnzb, d->src_bnd, d->Kbnd_d.nnzb, bb, d->Kbnd_d.val);
     if (!ierr) ierr = L->sync();
     const double t1 = hk_time();
     *t_in = t1 - t0;

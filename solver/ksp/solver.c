@@ -1029,8 +1029,8 @@ static int dist_host_rows(hk_solver *s, const hk_bcsr *K)
              "%s: process %d gives no rows (missing matrix or its pattern)", fn,
              hk_comm_rank(s->dist->comm));
     HK_CALL(dist_same_sizes(s, fn, K->bs, K->nbrows, K->nbcols, K->rowptr[K->nbrows]));
-    HK_CHECK(K->val || !s->dist->nnzb, HK_ERR_ARG, "%s: process %d's new rows have no values",
-             fn, hk_comm_rank(s->dist->comm));
+    HK_CHECK(K->val || !s->dist->nnzb, HK_ERR_ARG, "%s: process %d's new rows have no values", fn,
+             hk_comm_rank(s->dist->comm));
     if (!s->pattern_known) HK_CALL(part_fingerprint(s));
     return dist_same_fingerprint(s, K, fn);
 }
@@ -1059,8 +1059,8 @@ static int dist_resident_rows(hk_solver *s, const hk_resident_bcsr *A)
                  "change (create a new solver for a new pattern)",
                  fn, me, (long long)A->nbrows, A->bs, A->bs, (long long)d->nown, d->bs, d->bs,
                  (long long)(d->row0 + 1), (long long)(d->row0 + d->nown));
-        HK_CALL(L->mem_equal(A->rowptr, d->part_rowptr,
-                             (size_t)(d->nown + 1) * sizeof *A->rowptr, &same_rows));
+        HK_CALL(L->mem_equal(A->rowptr, d->part_rowptr, (size_t)(d->nown + 1) * sizeof *A->rowptr,
+                             &same_rows));
         if (same_rows && d->nnzb)
             HK_CALL(L->mem_equal(A->colind, d->part_colind, (size_t)d->nnzb * sizeof *A->colind,
                                  &same_cols));
@@ -1122,12 +1122,16 @@ static int update_dist(hk_solver *s, const hk_bcsr *K, const hk_resident_bcsr *A
     s->update_phase[2] = hk_time() - t;
     t = hk_time();
     /* the preconditioner set up anew, as at create (its set-up has collectives: each process
-     * meets the agreement after it) */
+     * meets the agreement after it); the old one freed first, so that a distributed hierarchy
+     * is not held twice (the solver cannot solve until this is through anyway) */
+    const hk_pc_type *pt = s->pc->type;
     hk_pc *pc = NULL;
-    HK_CALL(hk_comm_agree(c, hk_pc_create(s->pc->type, s->be, s->mixed ? HK_FP32 : HK_FP64,
-                                          &s->K, s->defect ? s->A_low : s->A,
-                                          s->have_nn ? &s->nn : NULL, s->opts, &pc)));
     hk_pc_destroy(s->pc);
+    s->pc = k->pc = NULL;
+    if (k->inner) k->inner->pc = NULL;
+    HK_CALL(hk_comm_agree(c, hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
+                                          s->defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL,
+                                          s->opts, &pc)));
     s->pc = k->pc = pc;
     if (k->inner) k->inner->pc = pc;
     ierr = 0;
@@ -1369,7 +1373,9 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
                  hk_dist_comm_name(s->dist));
     else
         snprintf(on, sizeof on, "%s", s->be->name);
-    if (s->pc->type->describe && s->pc->data) {
+    if (!s->pc) { /* a distributed update failed in its set-up */
+        snprintf(pcn, sizeof pcn, "no preconditioner (its update failed)");
+    } else if (s->pc->type->describe && s->pc->data) {
         char info[448];
         s->pc->type->describe(s->pc, info, sizeof info);
         snprintf(pcn, sizeof pcn, "%s (%s)", s->pc->type->name, info);

@@ -1112,30 +1112,23 @@ static int resident_rows(const hk_backend *be, const hk_bcsr *L, hk_resident_bcs
 /* How the update checks make and feed a solver: created on the new values (the reference),
  * or created on the old ones, solved, and given the new ones by update_values (host rows) or
  * update_values_resident (rows in be's memory), from host rows or from a part's rows. */
-enum {
-    UPD_FRESH,
-    UPD_HOST,
-    UPD_RESIDENT,
-    UPD_PART_RESIDENT,
-    UPD_PART_HOST,
-    UPD_WAYS
-};
+enum { UPD_FRESH, UPD_HOST, UPD_RESIDENT, UPD_PART_RESIDENT, UPD_PART_HOST, UPD_WAYS };
 static const char *const upd_way_names[UPD_WAYS] = {
     "fresh", "update_values", "update_values_resident", "a part's rows, update_values_resident",
     "a part's rows, update_values"};
 
 typedef struct upd_rows {
     int64_t row0, nglobal;
-    hk_bcsr L[2];      /* the old and the new values, host rows */
+    hk_bcsr L[2];       /* the old and the new values, host rows */
     hk_resident_bcsr A; /* the new values in be's memory (global columns) */
-    part_rows P[2];    /* the old and the new values as a part's rows */
+    part_rows P[2];     /* the old and the new values as a part's rows */
     const hk_nearnull *nn;
 } upd_rows;
 
 /* One solve of way w (above) with options opts: x, the result and the update's phases; a
  * failure printed with its sentence. Collective. */
-static int upd_solve(const hk_comm *c, const upd_rows *U, int w, const char *opts,
-                     const double *b, double *x, hk_result *res, double phases[4])
+static int upd_solve(const hk_comm *c, const upd_rows *U, int w, const char *opts, const double *b,
+                     double *x, hk_result *res, double phases[4])
 {
     hk_options *o = NULL;
     hk_solver *s = NULL;
@@ -1172,15 +1165,25 @@ static int upd_solve(const hk_comm *c, const upd_rows *U, int w, const char *opt
     return e;
 }
 
-/* hk_solver_update_values and _resident on a distributed solver: after the update a solve
+/* hk_solver_update_values and _resident on a distributed solver (the middle process of 3 or
+ * more owning mid_rows rows): after the update a solve
  * gives the bytes of a solver created on the new values (pc=jacobi, poly, amg; host rows, rows
  * in be's memory, a part's rows), with the update's seconds filled; a new pattern on the last
  * process only is refused on every process (the solver still solves), a NaN on the last
  * process is refused on every process with create's sentence (the solver then refuses to
  * solve). */
-static void test_update(const hk_comm *c, const hk_backend *be)
+/* check() with a suffix to its label. */
+static void check_tag(const hk_comm *c, int ok, const char *what, const char *tag)
+{
+    char w[480];
+    snprintf(w, sizeof w, "%s%s", what, tag);
+    check(c, ok, w);
+}
+
+static void test_update(const hk_comm *c, const hk_backend *be, int64_t mid_rows)
 {
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    const char *tag = mid_rows || P < 3 ? "" : " (a process owns no rows)";
     hk_bcsr K[2] = {{0}, {0}};
     double *xyz = NULL;
     for (int v = 0; v < 2; v++) {
@@ -1191,7 +1194,7 @@ static void test_update(const hk_comm *c, const hk_backend *be)
     update_scale(&K[1]);
     upd_rows U = {0};
     int64_t cnt = 0;
-    range(K[0].nbrows, P, me, 30, &U.row0, &cnt);
+    range(K[0].nbrows, P, me, mid_rows, &U.row0, &cnt);
     U.nglobal = K[0].nbrows;
     const hk_nearnull nn = {.dim = 3, .coords = xyz + U.row0 * 3};
     U.nn = &nn;
@@ -1229,9 +1232,10 @@ static void test_update(const hk_comm *c, const hk_backend *be)
                             sum <= res[w].update_seconds * 1.0001 + 1e-9 && res[w].setups >= 2;
             hk_comm_max_i64(c, &differ, 1);
             hk_comm_min_i64(c, &times, 1);
-            snprintf(what, sizeof what, "update on %s, %s, %s: x the bytes of a fresh solver (%d its)",
-                     be->name, pcs[k], upd_way_names[w], res[w].iterations);
-            check(c, !differ && times && res[0].iterations > 0, what);
+            snprintf(what, sizeof what,
+                     "update on %s, %s, %s: x the bytes of a fresh solver (%d its)", be->name,
+                     pcs[k], upd_way_names[w], res[w].iterations);
+            check_tag(c, !differ && times && res[0].iterations > 0, what, tag);
         }
     }
     /* refusals: every process returns the same code and sentence */
@@ -1261,8 +1265,9 @@ static void test_update(const hk_comm *c, const hk_backend *be)
     snprintf(want, sizeof want, "process %d's new rows differ in sparsity pattern", P - 1);
     int e2 = e ? e : hk_solver_solve(s, b, xs, &res); /* still usable */
     snprintf(what, sizeof what,
-             "update on %s: another pattern on the last process refused on every process", be->name);
-    check(c, !e && e1 == HK_ERR_ARG && code == lo && strstr(got, want) && !e2, what);
+             "update on %s: another pattern on the last process refused on every process",
+             be->name);
+    check_tag(c, !e && e1 == HK_ERR_ARG && code == lo && strstr(got, want) && !e2, what, tag);
     if (me == 0) printf("    (%s)\n", got);
     /* rows of another size on the first process */
     U.L[1].nbrows -= me == 0 && cnt > 0;
@@ -1274,7 +1279,8 @@ static void test_update(const hk_comm *c, const hk_backend *be)
     hk_comm_min_i64(c, &lo, 1);
     snprintf(what, sizeof what,
              "update on %s: other sizes on the first process refused on every process", be->name);
-    check(c, !e && e1 == HK_ERR_ARG && code == lo && strstr(got, "process 0's new rows"), what);
+    check_tag(c, !e && e1 == HK_ERR_ARG && code == lo && strstr(got, "process 0's new rows"), what,
+              tag);
     /* a NaN in the last process's middle row: refused by all, named as create names it */
     if (me == P - 1 && cnt > 0) U.L[1].val[mid * 9 + 4] = NAN;
     e1 = e ? e : hk_solver_update_values(s, &U.L[1]);
@@ -1290,12 +1296,75 @@ static void test_update(const hk_comm *c, const hk_backend *be)
     snprintf(what, sizeof what,
              "update on %s: a NaN on the last process refused on every process as at create",
              be->name);
-    check(c,
-          !e && e1 == HK_ERR_NUMERIC && code == lo && e3 == HK_ERR_NUMERIC &&
-              strstr(got, "is nan") && !strcmp(got, want) && e2 != 0,
-          what);
+    check_tag(c,
+              !e && e1 == HK_ERR_NUMERIC && code == lo && e3 == HK_ERR_NUMERIC &&
+                  strstr(got, "is nan") && !strcmp(got, want) && e2 != 0,
+              what, tag);
     if (me == 0) printf("    (%s)\n", got);
     hk_solver_destroy(s);
+    s = NULL;
+    /* rows in be's memory: another column on the last process (global columns: against the
+     * fingerprint; a part's: against its pattern kept where it lies), then a NaN there in a
+     * part's rows at a ghost column, named by its global column as create names it */
+    for (int t = 0; t < 3; t++) {
+        const int part = t > 0;
+        hk_resident_bcsr *A = part ? &U.P[1].A : &U.A;
+        if (!e)
+            e = part ? hk_solver_create_dist_device(c, U.row0, U.nglobal, &U.P[0].A, cnt,
+                                                    U.P[0].ghost_gid, U.P[0].nghost, &nn, o, &s)
+                     : hk_solver_create_dist(c, U.row0, &U.L[0], &nn, o, &s);
+        int32_t kc = 0, bc = 0;
+        double kv = 0, nan = NAN;
+        /* the NaN in the first row's last block: its smallest column, a ghost (another
+         * process's row), so the part's column is named by its ghost id */
+        const int64_t at = t == 2 && cnt > 0 ? (U.L[1].rowptr[1] - 1) * 9 + 4 : mid * 9 + 4;
+        if (me == P - 1 && cnt > 0 && t < 2) {
+            ierr |= be->copy_from(&kc, A->colind + mid, sizeof kc);
+            bc = (int32_t)((kc + 1) % (part ? cnt : U.nglobal));
+            ierr |= be->copy_to(A->colind + mid, &bc, sizeof bc);
+        }
+        if (me == P - 1 && cnt > 0 && t == 2) {
+            ierr |= be->copy_from(&kv, A->val + at, sizeof kv);
+            ierr |= be->copy_to(A->val + at, &nan, sizeof nan);
+        }
+        e1 = e ? e : hk_solver_update_values_resident(s, A);
+        snprintf(got, sizeof got, "%s", hk_error_message());
+        if (me == P - 1 && cnt > 0 && t < 2) ierr |= be->copy_to(A->colind + mid, &kc, sizeof kc);
+        if (me == P - 1 && cnt > 0 && t == 2) ierr |= be->copy_to(A->val + at, &kv, sizeof kv);
+        e2 = e ? e : hk_solver_solve(s, b, xs, &res);
+        code = lo = e1;
+        hk_comm_max_i64(c, &code, 1);
+        hk_comm_min_i64(c, &lo, 1);
+        if (t < 2) {
+            snprintf(want, sizeof want, "process %d's new rows", P - 1);
+            snprintf(what, sizeof what,
+                     "update_values_resident on %s (%s): another pattern on the last process "
+                     "refused on every process",
+                     be->name, part ? "a part's rows" : "global columns");
+            check_tag(c,
+                      !e && !ierr && e1 == HK_ERR_ARG && code == lo && strstr(got, want) &&
+                          strstr(got, "differ in sparsity pattern") && !e2,
+                      what, tag);
+        } else {
+            /* create's sentence for these values (the host rows with the NaN) */
+            if (me == P - 1 && cnt > 0) U.L[1].val[at] = NAN;
+            e3 = hk_solver_create_dist(c, U.row0, &U.L[1], &nn, o, &s2);
+            snprintf(want, sizeof want, "%s", hk_error_message());
+            hk_solver_destroy(s2);
+            s2 = NULL;
+            snprintf(what, sizeof what,
+                     "update_values_resident on %s (a part's rows): a NaN on the last process "
+                     "refused on every process as at create",
+                     be->name);
+            check_tag(c,
+                      !e && !ierr && e1 == HK_ERR_NUMERIC && code == lo && e3 == HK_ERR_NUMERIC &&
+                          strstr(got, "is nan") && !strcmp(got, want) && e2 != 0,
+                      what, tag);
+        }
+        if (me == 0) printf("    (%s)\n", got);
+        hk_solver_destroy(s);
+        s = NULL;
+    }
     hk_options_destroy(o);
     free(xs);
     for (int w = 0; w < UPD_WAYS; w++)
@@ -1647,7 +1716,8 @@ int main(int argc, char **argv)
     test_amg_setup(c, be);
     test_resident(c, be);
     test_device_rows(c, be);
-    test_update(c, be);
+    test_update(c, be, 30);
+    if (hk_comm_size(c) >= 3) test_update(c, be, 0); /* the middle process owns no rows */
     test_amg_staged(c);
     test_amg_gathered(c, be);
     if (tb) test_amg_transport(c, tb);
