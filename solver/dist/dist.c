@@ -525,12 +525,34 @@ static int backend_host_memory(const hk_comm *c, const hk_backend_ops *be, int *
     return 0;
 }
 
-/* The layout of K's rows (nnzb blocks; pattern_dev: K's rowptr and colind in be's memory, the
- * values then there too) with the values val_dev where they lie (NULL: K->val, on the host). */
-static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
-                         int64_t nnzb, int pattern_dev, const double *val_dev, int transport,
-                         hk_dist **out)
+/* A part's pattern (rowptr, colind: a copy in the backend's memory) and ghost ids (host)
+ * into d. */
+static int keep_part(hk_dist *d, const hk_dist_part_rows *P)
 {
+    const hk_backend_ops *L = d->local;
+    const size_t rb = (size_t)(d->nown + 1) * sizeof *d->part_rowptr;
+    const size_t cb = (size_t)d->nnzb * sizeof *d->part_colind;
+    static const int64_t zero = 0; /* no rows: their row pointers may not be given */
+    HK_CALL(L->alloc((void **)&d->part_rowptr, rb));
+    HK_CALL(d->nown ? L->copy(d->part_rowptr, P->rowptr, rb)
+                    : L->copy_to(d->part_rowptr, &zero, sizeof zero));
+    HK_CALL(L->alloc((void **)&d->part_colind, cb ? cb : 1));
+    if (cb) HK_CALL(L->copy(d->part_colind, P->colind, cb));
+    HK_CALL(hk_malloc((size_t)(P->nghost + 1) * sizeof *d->part_ghost, &d->part_ghost));
+    if (P->nghost) memcpy(d->part_ghost, P->ghost_gid, (size_t)P->nghost * sizeof *d->part_ghost);
+    d->part_nghost = P->nghost;
+    return 0;
+}
+
+/* The layout of K's rows (nnzb blocks; part: K's rowptr and colind are in be's memory, the
+ * values then there too, made from that part's rows, whose pattern the layout keeps; NULL:
+ * the pattern on the host) with the values val_dev where they lie (NULL: K->val, on the host).
+ * Processes may come from either (the same collectives). */
+static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
+                         int64_t nnzb, const hk_dist_part_rows *part, const double *val_dev,
+                         int transport, hk_dist **out)
+{
+    const int pattern_dev = part != NULL;
     int ierr = 0;
     hk_dist *d = NULL;
     int64_t *ghost = NULL;
@@ -548,6 +570,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     d->row0 = row0;
     d->nown = K->nbrows;
     d->nglobal = K->nbcols;
+    d->nnzb = nnzb;
     HK_TRY(backend_host_memory(c, be, &d->host_memory));
     /* every process the same block size and column count, its values finite */
     int64_t shape[2] = {K->bs, K->nbcols}, lo[2] = {K->bs, K->nbcols};
@@ -614,6 +637,8 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     if (!ierr)
         ierr = upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev);
     if (!ierr && !d->bcol_dev) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
+    /* a part's pattern kept where it lies, for new values of the same rows */
+    if (!ierr && part) ierr = keep_part(d, part);
     if (!ierr) ierr = be->sync(); /* also before the gather indices go */
     ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
@@ -625,7 +650,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     d->t_begin = t0;
     d->t_layout_upload = hk_time() - t0 - d->t_layout;
     /* the gather indices stay for new values of the same rows (hk_dist_update_values) */
-    d->src_oo = src_oo, d->src_bnd = src_bnd, d->nnzb = nnzb;
+    d->src_oo = src_oo, d->src_bnd = src_bnd;
     src_oo = src_bnd = NULL;
     *out = d;
     d = NULL;
@@ -666,7 +691,7 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
      * meets the same collectives as one with host rows) */
     HK_CALL(hk_comm_agree(c, ierr));
     const double t_upload = hk_time() - t0;
-    ierr = create_layout(c, be, row0, K, nnzb, 0, upload ? val : val_dev, transport, out);
+    ierr = create_layout(c, be, row0, K, nnzb, NULL, upload ? val : val_dev, transport, out);
     if (!upload) return ierr;
     (void)be->sync(); /* nothing queued reads the copy when it goes */
     be->dealloc(val);
@@ -675,23 +700,6 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
         (*out)->t_layout_upload += t_upload;
     }
     return ierr;
-}
-
-/* A part's pattern (rowptr, colind: a copy in the backend's memory) and ghost ids (host)
- * into d. */
-static int keep_part(hk_dist *d, const hk_dist_part_rows *P)
-{
-    const hk_backend_ops *L = d->local;
-    const size_t rb = (size_t)(d->nown + 1) * sizeof *d->part_rowptr;
-    const size_t cb = (size_t)d->nnzb * sizeof *d->part_colind;
-    HK_CALL(L->alloc((void **)&d->part_rowptr, rb));
-    HK_CALL(L->copy(d->part_rowptr, P->rowptr, rb));
-    HK_CALL(L->alloc((void **)&d->part_colind, cb ? cb : 1));
-    if (cb) HK_CALL(L->copy(d->part_colind, P->colind, cb));
-    HK_CALL(hk_malloc((size_t)(P->nghost + 1) * sizeof *d->part_ghost, &d->part_ghost));
-    if (P->nghost) memcpy(d->part_ghost, P->ghost_gid, (size_t)P->nghost * sizeof *d->part_ghost);
-    d->part_nghost = P->nghost;
-    return 0;
 }
 
 int hk_dist_create_device(const hk_comm *c, const hk_backend_ops *be, const hk_dist_part_rows *P,
@@ -721,12 +729,7 @@ int hk_dist_create_device(const hk_comm *c, const hk_backend_ops *be, const hk_d
     ierr = hk_comm_agree(c, ierr);
     const double t_columns = hk_time() - t0;
     const hk_bcsr K = {P->bs, P->nown, P->nglobal, (int64_t *)P->rowptr, col, NULL};
-    if (!ierr) ierr = create_layout(c, be, P->row0, &K, nnzb, 1, P->val, transport, out);
-    /* the part's pattern kept where it lies, for new values of the same rows */
-    if (!ierr) {
-        ierr = hk_comm_agree(c, keep_part(*out, P));
-        if (ierr) hk_dist_destroy(*out), *out = NULL;
-    }
+    if (!ierr) ierr = create_layout(c, be, P->row0, &K, nnzb, P, P->val, transport, out);
     (void)be->sync(); /* nothing queued reads the columns when they go */
     if (gid) be->dealloc(gid);
     if (col) be->dealloc(col);
@@ -786,6 +789,12 @@ int hk_dist_update_values(hk_dist *d, const hk_bcsr *K, int pattern_dev, int par
     *t_in = t1 - t0;
     if (!ierr) ierr = check_values_dev(d, K, pattern_dev, part_cols, src);
     *t_check = hk_time() - t1;
+    /* HOOKE_AMG_PROFILE's "before it" of the set-up that follows: this update's (no host
+     * layout; the values gathered and checked on the backend) */
+    d->t_begin = t0;
+    d->t_layout = 0;
+    d->t_layout_upload = *t_in + *t_check;
+    memset(d->t_layout_step, 0, sizeof d->t_layout_step);
     if (up) {
         (void)L->sync(); /* nothing queued reads the copy when it goes */
         L->dealloc(up);

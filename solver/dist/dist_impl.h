@@ -144,7 +144,7 @@ typedef struct hk_dist {
      * pc=amg's phases: when the layout began (hk_time), its host part's wall seconds, its
      * part on the backend's (Koo and Kbnd uploaded, or gathered and checked there; the
      * backend's start on first use lands there), and the last operator build's
-     * (hk_dist_mat_build) */
+     * (hk_dist_mat_build); after hk_dist_update_values, the update's (no host part) */
     double t_begin, t_layout, t_layout_upload, t_operator;
     /* the layout's steps (wall seconds): rows checked, ghosts listed, halo plan, rows
      * numbered, Koo and Kbnd split, host values */

@@ -17,6 +17,7 @@ struct hk_solver {
     int have_nn;
     hk_mat *A, *A_low;
     hk_pc *pc;
+    const hk_pc_type *pc_type; /* a distributed update's: pc's type while pc is being made */
     hk_ksp ksp, inner;
     hk_format fmt;
     int mixed;
@@ -1124,7 +1125,8 @@ static int update_dist(hk_solver *s, const hk_bcsr *K, const hk_resident_bcsr *A
     /* the preconditioner set up anew, as at create (its set-up has collectives: each process
      * meets the agreement after it); the old one freed first, so that a distributed hierarchy
      * is not held twice (the solver cannot solve until this is through anyway) */
-    const hk_pc_type *pt = s->pc->type;
+    const hk_pc_type *pt = s->pc ? s->pc->type : s->pc_type; /* none: a failed update's */
+    s->pc_type = pt;
     hk_pc *pc = NULL;
     hk_pc_destroy(s->pc);
     s->pc = k->pc = NULL;

@@ -1111,11 +1111,16 @@ static int resident_rows(const hk_backend *be, const hk_bcsr *L, hk_resident_bcs
 
 /* How the update checks make and feed a solver: created on the new values (the reference),
  * or created on the old ones, solved, and given the new ones by update_values (host rows) or
- * update_values_resident (rows in be's memory), from host rows or from a part's rows. */
-enum { UPD_FRESH, UPD_HOST, UPD_RESIDENT, UPD_PART_RESIDENT, UPD_PART_HOST, UPD_WAYS };
-static const char *const upd_way_names[UPD_WAYS] = {
-    "fresh", "update_values", "update_values_resident", "a part's rows, update_values_resident",
-    "a part's rows, update_values"};
+ * update_values_resident (rows in be's memory), from host rows or from a part's rows, or
+ * (mixed) a part's rows on even processes and host rows on odd ones, as a run whose process
+ * cannot assemble on its device has it. */
+enum { UPD_FRESH, UPD_HOST, UPD_RESIDENT, UPD_PART_RESIDENT, UPD_PART_HOST, UPD_MIXED, UPD_WAYS };
+static const char *const upd_way_names[UPD_WAYS] = {"fresh",
+                                                    "update_values",
+                                                    "update_values_resident",
+                                                    "a part's rows, update_values_resident",
+                                                    "a part's rows, update_values",
+                                                    "a part's rows and host rows mixed"};
 
 typedef struct upd_rows {
     int64_t row0, nglobal;
@@ -1138,6 +1143,7 @@ static int upd_solve(const hk_comm *c, const upd_rows *U, int w, const char *opt
     int e = hk_options_create(&o);
     if (!e) e = hk_options_parse(o, opts);
     e = hk_comm_agree(c, e);
+    if (w == UPD_MIXED) w = hk_comm_rank(c) % 2 ? UPD_HOST : UPD_PART_RESIDENT;
     const int part = w == UPD_PART_RESIDENT || w == UPD_PART_HOST;
     const part_rows *P = &U->P[0];
     if (!e && part)
@@ -1165,13 +1171,6 @@ static int upd_solve(const hk_comm *c, const upd_rows *U, int w, const char *opt
     return e;
 }
 
-/* hk_solver_update_values and _resident on a distributed solver (the middle process of 3 or
- * more owning mid_rows rows): after the update a solve
- * gives the bytes of a solver created on the new values (pc=jacobi, poly, amg; host rows, rows
- * in be's memory, a part's rows), with the update's seconds filled; a new pattern on the last
- * process only is refused on every process (the solver still solves), a NaN on the last
- * process is refused on every process with create's sentence (the solver then refuses to
- * solve). */
 /* check() with a suffix to its label. */
 static void check_tag(const hk_comm *c, int ok, const char *what, const char *tag)
 {
@@ -1180,10 +1179,16 @@ static void check_tag(const hk_comm *c, int ok, const char *what, const char *ta
     check(c, ok, w);
 }
 
-static void test_update(const hk_comm *c, const hk_backend *be, int64_t mid_rows)
+/* hk_solver_update_values and _resident on a distributed solver (the middle process of 3 or
+ * more owning mid_rows rows; tag: the checks' label's end): after the update a solve gives the
+ * bytes of a solver created on the new values (pc=jacobi, poly, amg, and amg with dist.comm=nccl
+ * where the backend has NCCL; host rows, rows in be's memory, a part's rows), with the update's
+ * seconds filled; another pattern or size on one process is refused on every process (the solver
+ * still solves), a NaN on the last process is refused on every process with create's sentence (the
+ * solver then refuses to solve). */
+static void test_update(const hk_comm *c, const hk_backend *be, int64_t mid_rows, const char *tag)
 {
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    const char *tag = mid_rows || P < 3 ? "" : " (a process owns no rows)";
     hk_bcsr K[2] = {{0}, {0}};
     double *xyz = NULL;
     for (int v = 0; v < 2; v++) {
@@ -1211,9 +1216,12 @@ static void test_update(const hk_comm *c, const hk_backend *be, int64_t mid_rows
         b[i] = cos(0.05 * (double)(U.row0 * K[0].bs + i)) + 0.25;
     for (int w = 0; w < UPD_WAYS; w++)
         x[w] = calloc((size_t)nl + 1, sizeof *x[w]);
-    static const char *const pcs[] = {"pc=jacobi", "pc=poly", "pc=amg pc.amg.coarse_size=40"};
+    /* the device transport too where the backend has one (cuda with NCCL) */
+    static const char *const pcs[] = {"pc=jacobi", "pc=poly", "pc=amg pc.amg.coarse_size=40",
+                                      "pc=amg pc.amg.coarse_size=40 dist.comm=nccl"};
+    const int npcs = be->dcomm_create ? 4 : 3;
     char what[400];
-    for (int k = 0; k < 3 && !ierr; k++) {
+    for (int k = 0; k < npcs && !ierr; k++) {
         char opts[200];
         snprintf(opts, sizeof opts, "backend=%s method=cg tol=1e-10 maxit=2000 %s", be->name,
                  pcs[k]);
@@ -1716,8 +1724,14 @@ int main(int argc, char **argv)
     test_amg_setup(c, be);
     test_resident(c, be);
     test_device_rows(c, be);
-    test_update(c, be, 30);
-    if (hk_comm_size(c) >= 3) test_update(c, be, 0); /* the middle process owns no rows */
+    test_update(c, be, 30, "");
+    if (hk_comm_size(c) >= 3) test_update(c, be, 0, " (a process owns no rows)");
+    if (!strcmp(be->name, "cpu") && !getenv("HOOKE_DIST_STAGED")) {
+        /* the device's path: the values uploaded and gathered there */
+        setenv("HOOKE_DIST_STAGED", "1", 1);
+        test_update(c, be, 30, " (HOOKE_DIST_STAGED=1)");
+        unsetenv("HOOKE_DIST_STAGED");
+    }
     test_amg_staged(c);
     test_amg_gathered(c, be);
     if (tb) test_amg_transport(c, tb);
