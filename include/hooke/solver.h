@@ -318,7 +318,16 @@ void hk_solver_destroy(hk_solver *s);
  * cheaper path (and method=cholesky's factor) is set up anew from the new values. K must have
  * the block size, sizes and pattern of the matrix the solver was created with (an error names
  * the block rows where it differs). The near-null space given at create is kept. After an
- * error the solver cannot solve; destroy it. */
+ * error the solver cannot solve; destroy it.
+ * A distributed solver (hk_solver_create_dist*): collective; each process passes its own rows
+ * as for hk_solver_create_dist (nbrows = its block rows, global columns, the pattern it
+ * created the solver with). The layout is kept (ghosts, interior/boundary numbering, halo
+ * plan, transport): the values are gathered into it where they lie (uploaded once on a
+ * device), checked, and the operator and the preconditioner are set up anew, so a solve gives
+ * the bytes of a solver created on the new values. Every verdict is agreed: a size or pattern
+ * refused on one process (one sentence naming that process's rows) is refused on every
+ * process with the same code and sentence, and leaves the solver usable; a non-finite value
+ * on one process is refused on every process (the solver then cannot solve). */
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
 /* The same with the new values in the solver's backend's memory (a K assembled again on the
  * device): A must hold the pattern the solver has (compared on the backend, no copy to the
@@ -326,12 +335,19 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K);
  * gets the solver's previous one (same size, be's memory, the old values), so a loop writes
  * its next values into A->val and calls again with the same A. A's row pointers and column
  * indices stay the caller's (the solver keeps no pointer to them); A is always the caller's
- * to free (hk_resident_bcsr_free). A refusal (another pattern, sizes or backend, a
- * distributed solver, method=cholesky, whose factor is made on the host) leaves A as it was
+ * to free (hk_resident_bcsr_free). A refusal (another pattern, sizes or backend,
+ * method=cholesky, whose factor is made on the host) leaves A as it was
  * and the solver usable; an error after the swap (a non-finite value) leaves the old values in
  * A->val and a solver that cannot solve. Memory: the previous values stay allocated in A,
  * nnzb * bs * bs doubles beyond the solver's own, until the caller frees A; free it at once
- * if it is not reused. */
+ * if it is not reused.
+ * A distributed solver: collective, as hk_solver_update_values; each process's A holds its
+ * rows in the form it created the solver with: global columns (nbrows its block rows, nbcols
+ * the global ones) for hk_solver_create_dist and _resident, compared with the create's
+ * pattern by fingerprint (on a device its pattern read back); the part's columns for
+ * hk_solver_create_dist_device (the same ghost ids; A's first nown rows read), compared on
+ * the backend with a copy of the create's pattern. Its values are gathered into the layout,
+ * not swapped: A is left as given, always. */
 int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A);
 /* Solve K x = b; x holds the initial guess on entry (host arrays of K's size). */
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res);

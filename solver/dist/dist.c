@@ -371,10 +371,28 @@ static int device_values(hk_dist *d, int64_t nnzb, const double *val_dev, const 
     return 0;
 }
 
+/* A row's columns in a part's numbering (d->part_ghost) as global ones (-1: none), in an
+ * array of its own (*own 1). */
+static int part_row_global(const hk_dist *d, int64_t len, int32_t **col, int *own)
+{
+    int32_t *g = NULL;
+    HK_CALL(hk_malloc((size_t)(len + 1) * sizeof *g, &g));
+    for (int64_t k = 0; k < len; k++) {
+        const int64_t c = (*col)[k];
+        g[k] = (int32_t)(c >= 0 && c < d->nown                          ? d->row0 + c
+                         : c >= d->nown && c < d->nown + d->part_nghost ? d->part_ghost[c - d->nown]
+                                                                        : -1);
+    }
+    if (*own) free(*col);
+    *col = g;
+    *own = 1;
+    return 0;
+}
+
 /* The values gathered on the backend (hk_dist_create_values) checked there: the first
  * non-finite one named by the caller's global row and column, as check_rows names it (that
  * row's values alone come down, and its columns where the pattern is on the backend). */
-static int check_values_dev(const hk_dist *d, const hk_bcsr *K, int pattern_dev,
+static int check_values_dev(const hk_dist *d, const hk_bcsr *K, int pattern_dev, int part_cols,
                             const double *val_dev)
 {
     const hk_backend_ops *L = d->local;
@@ -394,6 +412,8 @@ static int check_values_dev(const hk_dist *d, const hk_bcsr *K, int pattern_dev,
     int own = 0;
     double *v = NULL;
     int ierr = pattern_row(L, K, pattern_dev, first, &p0, &len, &col, &own);
+    if (!ierr && part_cols) /* the part's columns named by their global ones */
+        ierr = part_row_global(d, len, &col, &own);
     int64_t rp[2] = {0, len};
     if (!ierr) ierr = hk_malloc((size_t)(len * bb + 1) * sizeof *v, &v);
     if (!ierr) ierr = L->copy_from(v, val_dev + p0 * bb, (size_t)(len * bb) * sizeof *v);
@@ -505,12 +525,34 @@ static int backend_host_memory(const hk_comm *c, const hk_backend_ops *be, int *
     return 0;
 }
 
-/* The layout of K's rows (nnzb blocks; pattern_dev: K's rowptr and colind in be's memory, the
- * values then there too) with the values val_dev where they lie (NULL: K->val, on the host). */
-static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
-                         int64_t nnzb, int pattern_dev, const double *val_dev, int transport,
-                         hk_dist **out)
+/* A part's pattern (rowptr, colind: a copy in the backend's memory) and ghost ids (host)
+ * into d. */
+static int keep_part(hk_dist *d, const hk_dist_part_rows *P)
 {
+    const hk_backend_ops *L = d->local;
+    const size_t rb = (size_t)(d->nown + 1) * sizeof *d->part_rowptr;
+    const size_t cb = (size_t)d->nnzb * sizeof *d->part_colind;
+    static const int64_t zero = 0; /* no rows: their row pointers may not be given */
+    HK_CALL(L->alloc((void **)&d->part_rowptr, rb));
+    HK_CALL(d->nown ? L->copy(d->part_rowptr, P->rowptr, rb)
+                    : L->copy_to(d->part_rowptr, &zero, sizeof zero));
+    HK_CALL(L->alloc((void **)&d->part_colind, cb ? cb : 1));
+    if (cb) HK_CALL(L->copy(d->part_colind, P->colind, cb));
+    HK_CALL(hk_malloc((size_t)(P->nghost + 1) * sizeof *d->part_ghost, &d->part_ghost));
+    if (P->nghost) memcpy(d->part_ghost, P->ghost_gid, (size_t)P->nghost * sizeof *d->part_ghost);
+    d->part_nghost = P->nghost;
+    return 0;
+}
+
+/* The layout of K's rows (nnzb blocks; part: K's rowptr and colind are in be's memory, the
+ * values then there too, made from that part's rows, whose pattern the layout keeps; NULL:
+ * the pattern on the host) with the values val_dev where they lie (NULL: K->val, on the host).
+ * Processes may come from either (the same collectives). */
+static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row0, const hk_bcsr *K,
+                         int64_t nnzb, const hk_dist_part_rows *part, const double *val_dev,
+                         int transport, hk_dist **out)
+{
+    const int pattern_dev = part != NULL;
     int ierr = 0;
     hk_dist *d = NULL;
     int64_t *ghost = NULL;
@@ -528,6 +570,7 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     d->row0 = row0;
     d->nown = K->nbrows;
     d->nglobal = K->nbcols;
+    d->nnzb = nnzb;
     HK_TRY(backend_host_memory(c, be, &d->host_memory));
     /* every process the same block size and column count, its values finite */
     int64_t shape[2] = {K->bs, K->nbcols}, lo[2] = {K->bs, K->nbcols};
@@ -590,10 +633,12 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
     /* Koo and Kbnd on the backend, once: what the operator, the solver's K and pc=amg's
      * level 0 read */
     if (!ierr) ierr = device_values(d, nnzb, val_dev, src_oo, src_bnd);
-    if (!ierr && val_dev) ierr = check_values_dev(d, K, pattern_dev, val_dev);
+    if (!ierr && val_dev) ierr = check_values_dev(d, K, pattern_dev, 0, val_dev);
     if (!ierr)
         ierr = upload_idx(be, d->halo->send_idx, d->halo->send_off[d->halo->nsend], &d->send_dev);
     if (!ierr && !d->bcol_dev) ierr = upload_idx(be, d->bcol, d->nbc, &d->bcol_dev);
+    /* a part's pattern kept where it lies, for new values of the same rows */
+    if (!ierr && part) ierr = keep_part(d, part);
     if (!ierr) ierr = be->sync(); /* also before the gather indices go */
     ierr = hk_comm_agree(c, ierr);
     if (ierr) goto fail;
@@ -604,6 +649,9 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
         HK_TRY(hk_dcomm_create(c, be, HK_DCOMM_TIMEOUT, &d->dcomm)); /* agreed inside */
     d->t_begin = t0;
     d->t_layout_upload = hk_time() - t0 - d->t_layout;
+    /* the gather indices stay for new values of the same rows (hk_dist_update_values) */
+    d->src_oo = src_oo, d->src_bnd = src_bnd;
+    src_oo = src_bnd = NULL;
     *out = d;
     d = NULL;
 fail:
@@ -643,7 +691,7 @@ int hk_dist_create_values(const hk_comm *c, const hk_backend_ops *be, int64_t ro
      * meets the same collectives as one with host rows) */
     HK_CALL(hk_comm_agree(c, ierr));
     const double t_upload = hk_time() - t0;
-    ierr = create_layout(c, be, row0, K, nnzb, 0, upload ? val : val_dev, transport, out);
+    ierr = create_layout(c, be, row0, K, nnzb, NULL, upload ? val : val_dev, transport, out);
     if (!upload) return ierr;
     (void)be->sync(); /* nothing queued reads the copy when it goes */
     be->dealloc(val);
@@ -681,7 +729,7 @@ int hk_dist_create_device(const hk_comm *c, const hk_backend_ops *be, const hk_d
     ierr = hk_comm_agree(c, ierr);
     const double t_columns = hk_time() - t0;
     const hk_bcsr K = {P->bs, P->nown, P->nglobal, (int64_t *)P->rowptr, col, NULL};
-    if (!ierr) ierr = create_layout(c, be, P->row0, &K, nnzb, 1, P->val, transport, out);
+    if (!ierr) ierr = create_layout(c, be, P->row0, &K, nnzb, P, P->val, transport, out);
     (void)be->sync(); /* nothing queued reads the columns when they go */
     if (gid) be->dealloc(gid);
     if (col) be->dealloc(col);
@@ -707,7 +755,51 @@ void hk_dist_destroy(hk_dist *d)
     free(d->bcol);
     if (d->send_dev) d->local->dealloc(d->send_dev);
     if (d->bcol_dev) d->local->dealloc(d->bcol_dev);
+    if (d->src_oo) d->local->dealloc(d->src_oo);
+    if (d->src_bnd) d->local->dealloc(d->src_bnd);
+    if (d->part_rowptr) d->local->dealloc(d->part_rowptr);
+    if (d->part_colind) d->local->dealloc(d->part_colind);
+    free(d->part_ghost);
     free(d);
+}
+
+int hk_dist_update_values(hk_dist *d, const hk_bcsr *K, int pattern_dev, int part_cols,
+                          const double *val_dev, double *t_in, double *t_check)
+{
+    const hk_backend_ops *L = d->local;
+    const int bb = d->bs * d->bs;
+    const size_t bytes = (size_t)d->nnzb * bb * sizeof(double);
+    const double t0 = hk_time();
+    void *up = NULL;
+    int ierr = 0;
+    *t_in = *t_check = 0;
+    /* host values: read where they are on a host-memory backend, else uploaded once as at
+     * create (hk_dist_create_values) */
+    const double *src = val_dev ? val_dev : d->host_memory ? K->val : NULL;
+    if (!src) {
+        ierr = L->alloc(&up, bytes + sizeof(double));
+        if (!ierr && bytes) ierr = L->copy_to(up, K->val, bytes);
+        src = up;
+    }
+    /* Koo_d and Kbnd_d are the host's Koo and Kbnd on a host-memory backend (views) */
+    if (!ierr) ierr = gather_blocks(L, src, d->nnzb, d->src_oo, d->Koo_d.nnzb, bb, d->Koo_d.val);
+    if (!ierr) ierr = gather_blocks(L, src, d->nnzb, d->src_bnd, d->Kbnd_d.nnzb, bb, d->Kbnd_d.val);
+    if (!ierr) ierr = L->sync();
+    const double t1 = hk_time();
+    *t_in = t1 - t0;
+    if (!ierr) ierr = check_values_dev(d, K, pattern_dev, part_cols, src);
+    *t_check = hk_time() - t1;
+    /* HOOKE_AMG_PROFILE's "before it" of the set-up that follows: this update's (no host
+     * layout; the values gathered and checked on the backend) */
+    d->t_begin = t0;
+    d->t_layout = 0;
+    d->t_layout_upload = *t_in + *t_check;
+    memset(d->t_layout_step, 0, sizeof d->t_layout_step);
+    if (up) {
+        (void)L->sync(); /* nothing queued reads the copy when it goes */
+        L->dealloc(up);
+    }
+    return ierr;
 }
 
 /* Copies on the threads (each entry written once: the bytes of one thread). */

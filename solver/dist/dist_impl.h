@@ -144,11 +144,22 @@ typedef struct hk_dist {
      * pc=amg's phases: when the layout began (hk_time), its host part's wall seconds, its
      * part on the backend's (Koo and Kbnd uploaded, or gathered and checked there; the
      * backend's start on first use lands there), and the last operator build's
-     * (hk_dist_mat_build) */
+     * (hk_dist_mat_build); after hk_dist_update_values, the update's (no host part) */
     double t_begin, t_layout, t_layout_upload, t_operator;
     /* the layout's steps (wall seconds): rows checked, ghosts listed, halo plan, rows
      * numbered, Koo and Kbnd split, host values */
     double t_layout_step[6];
+    /* kept for new values of the same rows (hk_dist_update_values): the caller's block of
+     * each block of Koo and Kbnd (the split's gather indices, in the backend's memory) and
+     * the caller's block count */
+    int32_t *src_oo, *src_bnd;
+    int64_t nnzb;
+    /* rows given as a part's (hk_dist_create_device): their pattern kept in the backend's
+     * memory (new rows are compared with it there) and the part's ghost ids on the host;
+     * NULL where the rows came with a host pattern */
+    int64_t *part_rowptr;
+    int32_t *part_colind;
+    int64_t *part_ghost, part_nghost;
 } hk_dist;
 
 /* The layout of a process's rows (hk_solver_create_dist's arguments) on backend be; refuses a
@@ -188,6 +199,15 @@ typedef struct hk_dist_part_rows {
  * the ghosts, one row to name a bad entry) and what the layout keeps on the host anyway. */
 int hk_dist_create_device(const hk_comm *c, const hk_backend_ops *be, const hk_dist_part_rows *P,
                           int transport, hk_dist **d);
+/* New values for the rows d was made from (d->nnzb blocks of bs x bs in the caller's order,
+ * the pattern unchanged): val_dev in the backend's memory, or (NULL) K->val on the host, on a
+ * device uploaded once. They are gathered into Koo_d and Kbnd_d by the kept gather indices
+ * (the layout, the halo plan and the transport stay) and checked there; a non-finite value is
+ * named as at create, from K's pattern (pattern_dev: K's rowptr and colind in the backend's
+ * memory; part_cols: its columns the part's, d->part_ghost). Not collective: the caller
+ * agrees. *t_in, *t_check: the seconds of the gather (with the upload) and of the check. */
+int hk_dist_update_values(hk_dist *d, const hk_bcsr *K, int pattern_dev, int part_cols,
+                          const double *val_dev, double *t_in, double *t_check);
 /* The transport d uses: "nccl" or "mpi". */
 const char *hk_dist_comm_name(const hk_dist *d);
 void hk_dist_destroy(hk_dist *d);

@@ -17,6 +17,7 @@ struct hk_solver {
     int have_nn;
     hk_mat *A, *A_low;
     hk_pc *pc;
+    const hk_pc_type *pc_type; /* a distributed update's: pc's type while pc is being made */
     hk_ksp ksp, inner;
     hk_format fmt;
     int mixed;
@@ -592,8 +593,9 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     s->setup_phase[1] = hk_time() - t_phase;
     t_phase = hk_time();
     if (!c) HK_TRY(check_values(&s->K, Kb));
-    /* (a distributed solver takes no new values: no fingerprint of its rows) */
-    if (K && !c) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
+    /* the pattern update_values compares new rows with (a part's rows: the layout keeps
+     * their pattern where it lies) */
+    if (K && !P) pattern_fingerprint(K, s->pattern), s->pattern_known = 1;
     s->setup_phase[0] = hk_time() - t_phase;
     t_phase = hk_time();
     HK_TRY(hk_mat_create_bmat(&s->K, s->fmt, HK_FP64, o, &s->A));
@@ -801,12 +803,13 @@ fail:
 
 static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0);
 
+static int update_dist(hk_solver *s, const hk_bcsr *K, const hk_resident_bcsr *A);
+
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
 {
-    HK_CHECK(s && K, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
-    HK_CHECK(!s->dist, HK_ERR_UNSUPPORTED,
-             "hk_solver_update_values: a distributed solver cannot take new values yet; create "
-             "it anew with hk_solver_create_dist");
+    HK_CHECK(s, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
+    if (s->dist) return update_dist(s, K, NULL);
+    HK_CHECK(K, HK_ERR_ARG, "hk_solver_update_values: missing solver or matrix");
     HK_CALL(check_shape(K->rowptr != NULL, K->bs, K->nbrows, K->nbcols));
     const hk_backend_ops *be = s->be;
     const int64_t nnzb = K->rowptr[K->nbrows];
@@ -907,9 +910,6 @@ static int resident_same_pattern(const hk_solver *s, const hk_resident_bcsr *A)
 {
     HK_CHECK(s && A && A->be && A->rowptr && A->colind && A->val, HK_ERR_ARG,
              "hk_solver_update_values_resident: missing solver or matrix arrays");
-    HK_CHECK(!s->dist, HK_ERR_UNSUPPORTED,
-             "hk_solver_update_values_resident: a distributed solver cannot take new values yet; "
-             "create it anew with hk_solver_create_dist");
     HK_CHECK(!s->ksp.direct, HK_ERR_UNSUPPORTED,
              "hk_solver_update_values_resident: method=cholesky factors on the host from a "
              "host matrix; give the new values with hk_solver_update_values");
@@ -941,6 +941,7 @@ static int resident_same_pattern(const hk_solver *s, const hk_resident_bcsr *A)
 
 int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A)
 {
+    if (s && s->dist) return update_dist(s, NULL, A);
     HK_CALL(resident_same_pattern(s, A)); /* refused: A left as it was */
     const double t0 = hk_time();
     /* The caller's values become K's and K's previous array goes back in A->val (no copy, no
@@ -953,6 +954,201 @@ int hk_solver_update_values_resident(hk_solver *s, hk_resident_bcsr *A)
     s->K.val = A->val;
     A->val = old;
     return update_numeric(s, NULL, t0);
+}
+
+/* ---- new values for a distributed solver ----
+ * Each process gives its own rows in the form it created the solver with; every verdict is
+ * agreed, so that all processes refuse or go on together. The layout stays (ghosts, the
+ * interior/boundary numbering, the halo plan, the transport): the values are gathered into it
+ * by the indices kept from create, then the operator is built and the preconditioner set up
+ * anew, as at create (the same bytes as a solver created on the new values). */
+
+/* The fingerprint of a part's rows (hk_solver_create_dist_device) with global columns, as a
+ * host K of the same rows has it: their pattern read back once, at the first host update. */
+static int part_fingerprint(hk_solver *s)
+{
+    const hk_dist *d = s->dist;
+    const hk_backend_ops *L = d->local;
+    hk_bcsr P = {d->bs, d->nown, d->nglobal, NULL, NULL, NULL};
+    int32_t *loc = NULL;
+    int ierr = 0;
+    HK_TRY(hk_malloc((size_t)(d->nown + 1) * sizeof *P.rowptr, &P.rowptr));
+    HK_TRY(hk_malloc((size_t)(d->nnzb + 1) * sizeof *loc, &loc));
+    HK_TRY(hk_malloc((size_t)(d->nnzb + 1) * sizeof *P.colind, &P.colind));
+    HK_TRY(L->copy_from(P.rowptr, d->part_rowptr, (size_t)(d->nown + 1) * sizeof *P.rowptr));
+    if (d->nnzb) HK_TRY(L->copy_from(loc, d->part_colind, (size_t)d->nnzb * sizeof *loc));
+    HK_TRY(hk_backend_cpu.dist_global_columns(loc, d->nnzb, d->row0, d->nown, d->part_ghost,
+                                              d->part_nghost, P.colind));
+    pattern_fingerprint(&P, s->pattern);
+    s->pattern_known = 1;
+fail:
+    free(loc);
+    hk_bcsr_free(&P);
+    return ierr;
+}
+
+/* The process's new rows (host pattern P, global columns) against the fingerprint; fn names
+ * the call. */
+static int dist_same_fingerprint(const hk_solver *s, const hk_bcsr *P, const char *fn)
+{
+    const hk_dist *d = s->dist;
+    uint64_t h[HK_PATTERN_CHUNKS];
+    pattern_fingerprint(P, h);
+    for (int c = 0; c < HK_PATTERN_CHUNKS; c++)
+        HK_CHECK(h[c] == s->pattern[c], HK_ERR_ARG,
+                 "%s: process %d's new rows differ in sparsity pattern from those it created "
+                 "the solver with, in global block rows %lld..%lld; only the values may change "
+                 "(create a new solver for a new pattern)",
+                 fn, hk_comm_rank(d->comm),
+                 (long long)(d->row0 + P->nbrows * c / HK_PATTERN_CHUNKS + 1),
+                 (long long)(d->row0 + P->nbrows * (c + 1) / HK_PATTERN_CHUNKS));
+    return 0;
+}
+
+/* The sizes of the process's new rows against the layout's (one sentence naming them). */
+static int dist_same_sizes(const hk_solver *s, const char *fn, int bs, int64_t nbrows,
+                           int64_t nbcols, int64_t nnzb)
+{
+    const hk_dist *d = s->dist;
+    HK_CHECK(bs == d->bs && nbrows == d->nown && nbcols == d->nglobal && nnzb == d->nnzb,
+             HK_ERR_ARG,
+             "%s: process %d's new rows (global block rows %lld..%lld) are %lld block rows of "
+             "%d x %d blocks, %lld blocks and %lld global block columns, the solver's %lld of "
+             "%d x %d, %lld blocks and %lld columns; only the values may change (create a new "
+             "solver for a new pattern)",
+             fn, hk_comm_rank(d->comm), (long long)(d->row0 + 1), (long long)(d->row0 + d->nown),
+             (long long)nbrows, bs, bs, (long long)nnzb, (long long)nbcols, (long long)d->nown,
+             d->bs, d->bs, (long long)d->nnzb, (long long)d->nglobal);
+    return 0;
+}
+
+/* hk_solver_update_values' rows: this process's, global columns, the create's pattern. */
+static int dist_host_rows(hk_solver *s, const hk_bcsr *K)
+{
+    static const char fn[] = "hk_solver_update_values";
+    HK_CHECK(K && K->rowptr && K->colind, HK_ERR_ARG,
+             "%s: process %d gives no rows (missing matrix or its pattern)", fn,
+             hk_comm_rank(s->dist->comm));
+    HK_CALL(dist_same_sizes(s, fn, K->bs, K->nbrows, K->nbcols, K->rowptr[K->nbrows]));
+    HK_CHECK(K->val || !s->dist->nnzb, HK_ERR_ARG, "%s: process %d's new rows have no values", fn,
+             hk_comm_rank(s->dist->comm));
+    if (!s->pattern_known) HK_CALL(part_fingerprint(s));
+    return dist_same_fingerprint(s, K, fn);
+}
+
+/* hk_solver_update_values_resident's rows: in the backend's memory, in the form the solver
+ * was created from (a part's columns for hk_solver_create_dist_device, compared with its kept
+ * pattern there; else global columns, compared with the fingerprint: on a device their
+ * pattern read back). */
+static int dist_resident_rows(hk_solver *s, const hk_resident_bcsr *A)
+{
+    static const char fn[] = "hk_solver_update_values_resident";
+    const hk_dist *d = s->dist;
+    const hk_backend_ops *L = d->local;
+    const int me = hk_comm_rank(d->comm);
+    HK_CHECK(A && A->be && A->rowptr && A->colind && A->val, HK_ERR_ARG,
+             "%s: process %d gives no rows (missing matrix arrays)", fn, me);
+    HK_CHECK(A->be == L, HK_ERR_ARG,
+             "%s: process %d's new rows are in %s memory, the solver on %s; give them in the "
+             "solver's backend's memory",
+             fn, me, A->be->name, L->name);
+    if (d->part_rowptr) { /* a part's rows: the first nown of A, as at create */
+        int same_rows = 0, same_cols = 0;
+        HK_CHECK(A->bs == d->bs && A->nbrows >= d->nown, HK_ERR_ARG,
+                 "%s: process %d's new rows are %lld block rows of %d x %d blocks, the solver "
+                 "has %lld of %d x %d (global block rows %lld..%lld); only the values may "
+                 "change (create a new solver for a new pattern)",
+                 fn, me, (long long)A->nbrows, A->bs, A->bs, (long long)d->nown, d->bs, d->bs,
+                 (long long)(d->row0 + 1), (long long)(d->row0 + d->nown));
+        HK_CALL(L->mem_equal(A->rowptr, d->part_rowptr, (size_t)(d->nown + 1) * sizeof *A->rowptr,
+                             &same_rows));
+        if (same_rows && d->nnzb)
+            HK_CALL(L->mem_equal(A->colind, d->part_colind, (size_t)d->nnzb * sizeof *A->colind,
+                                 &same_cols));
+        HK_CHECK(same_rows && (same_cols || !d->nnzb), HK_ERR_ARG,
+                 "%s: process %d's new rows (global block rows %lld..%lld) differ in sparsity "
+                 "pattern (their %s) from those it created the solver with; only the values "
+                 "may change (create a new solver for a new pattern)",
+                 fn, me, (long long)(d->row0 + 1), (long long)(d->row0 + d->nown),
+                 same_rows ? "column indices" : "row pointers");
+        return 0;
+    }
+    HK_CALL(dist_same_sizes(s, fn, A->bs, A->nbrows, A->nbcols, A->nnzb));
+    if (d->host_memory) {
+        const hk_bcsr P = {A->bs, A->nbrows, A->nbcols, A->rowptr, A->colind, NULL};
+        return dist_same_fingerprint(s, &P, fn);
+    }
+    hk_bcsr P = {A->bs, A->nbrows, A->nbcols, NULL, NULL, NULL};
+    int ierr = 0;
+    HK_TRY(hk_malloc((size_t)(A->nbrows + 1) * sizeof *P.rowptr, &P.rowptr));
+    HK_TRY(hk_malloc((size_t)(A->nnzb + 1) * sizeof *P.colind, &P.colind));
+    HK_TRY(L->copy_from(P.rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof *P.rowptr));
+    if (A->nnzb) HK_TRY(L->copy_from(P.colind, A->colind, (size_t)A->nnzb * sizeof *P.colind));
+    ierr = P.rowptr[A->nbrows] == A->nnzb
+               ? dist_same_fingerprint(s, &P, fn)
+               : hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                              "%s: process %d's new rows hold %lld blocks by their row pointers "
+                              "but say %lld (nnzb)",
+                              fn, me, (long long)P.rowptr[A->nbrows], (long long)A->nnzb);
+fail:
+    hk_bcsr_free(&P);
+    return ierr;
+}
+
+/* New values for a distributed solver: K (host rows) or A (rows in the backend's memory). */
+static int update_dist(hk_solver *s, const hk_bcsr *K, const hk_resident_bcsr *A)
+{
+    hk_dist *d = s->dist;
+    const hk_comm *c = d->comm;
+    hk_ksp *k = &s->ksp;
+    /* a refusal (sizes, pattern) on any process is every process's; the solver stays usable */
+    HK_CALL(hk_comm_agree(c, A ? dist_resident_rows(s, A) : dist_host_rows(s, K)));
+    const double t0 = hk_time();
+    s->broken = 1; /* until the whole update is through */
+    hk_bcsr pat = {d->bs, d->nown, d->nglobal, NULL, NULL, NULL};
+    if (A)
+        pat.rowptr = A->rowptr, pat.colind = A->colind;
+    else
+        pat = *K;
+    /* into the layout, checked there (a non-finite value refused by all, named as at create) */
+    HK_CALL(hk_comm_agree(c, hk_dist_update_values(d, &pat, A != NULL, A && d->part_rowptr,
+                                                   A ? A->val : NULL, &s->update_phase[0],
+                                                   &s->update_phase[1])));
+    /* the operator built anew on the layout's matrices (no collective in it) */
+    double t = hk_time();
+    int ierr = hk_mat_rebuild(s->A, &s->K);
+    if (!ierr && s->A_low) ierr = hk_mat_rebuild(s->A_low, &s->K);
+    if (!ierr) ierr = s->be->sync();
+    HK_CALL(hk_comm_agree(c, ierr));
+    s->update_phase[2] = hk_time() - t;
+    t = hk_time();
+    /* the preconditioner set up anew, as at create (its set-up has collectives: each process
+     * meets the agreement after it); the old one freed first, so that a distributed hierarchy
+     * is not held twice (the solver cannot solve until this is through anyway) */
+    const hk_pc_type *pt = s->pc ? s->pc->type : s->pc_type; /* none: a failed update's */
+    s->pc_type = pt;
+    hk_pc *pc = NULL;
+    hk_pc_destroy(s->pc);
+    s->pc = k->pc = NULL;
+    if (k->inner) k->inner->pc = NULL;
+    HK_CALL(hk_comm_agree(c, hk_pc_create(pt, s->be, s->mixed ? HK_FP32 : HK_FP64, &s->K,
+                                          s->defect ? s->A_low : s->A, s->have_nn ? &s->nn : NULL,
+                                          s->opts, &pc)));
+    s->pc = k->pc = pc;
+    if (k->inner) k->inner->pc = pc;
+    ierr = 0;
+    if (k->sstep) { /* its Jacobi diagonal and tuning belong to the old values */
+        hk_scg_free(k);
+        ierr = hk_scg_options(k, s->opts);
+        if (!ierr) ierr = hk_scg_setup(k);
+    }
+    if (!ierr) ierr = s->be->sync();
+    HK_CALL(hk_comm_agree(c, ierr));
+    s->update_phase[3] = hk_time() - t;
+    s->update_seconds = hk_time() - t0;
+    s->setups++;
+    s->broken = 0;
+    return 0;
 }
 
 /* The fp32 preconditioner stalled the solve at relative residual `at`: rebuilt in fp64. */
@@ -1179,7 +1375,9 @@ void hk_solver_describe(const hk_solver *s, FILE *f)
                  hk_dist_comm_name(s->dist));
     else
         snprintf(on, sizeof on, "%s", s->be->name);
-    if (s->pc->type->describe && s->pc->data) {
+    if (!s->pc) { /* a distributed update failed in its set-up */
+        snprintf(pcn, sizeof pcn, "no preconditioner (its update failed)");
+    } else if (s->pc->type->describe && s->pc->data) {
         char info[448];
         s->pc->type->describe(s->pc, info, sizeof info);
         snprintf(pcn, sizeof pcn, "%s (%s)", s->pc->type->name, info);

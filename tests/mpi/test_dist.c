@@ -1082,6 +1082,311 @@ static void test_device_rows(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
+/* ---- new values for a distributed solver (hk_solver_update_values*) -------------------- */
+
+/* K's values changed, its pattern kept: D K D with D a positive diagonal (still symmetric
+ * positive definite), as a material change would. */
+static void update_scale(hk_bcsr *K)
+{
+    const int bs = K->bs, bb = bs * bs;
+    for (int64_t i = 0; i < K->nbrows; i++)
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++)
+            for (int e = 0; e < bb; e++) {
+                const double r = (double)(i * bs + e / bs), q = (double)K->colind[p] * bs + e % bs;
+                K->val[p * bb + e] *= (1.0 + 0.5 * sin(0.37 * r)) * (1.0 + 0.5 * sin(0.37 * q));
+            }
+}
+
+/* The rows L in be's memory as hk_resident_bcsr (global columns). */
+static int resident_rows(const hk_backend *be, const hk_bcsr *L, hk_resident_bcsr *A)
+{
+    const int64_t nnzb = L->rowptr[L->nbrows], bb = (int64_t)L->bs * L->bs;
+    int ierr = hk_resident_bcsr_alloc(be, L->bs, L->nbrows, L->nbcols, nnzb, A);
+    if (!ierr)
+        ierr = be->copy_to(A->rowptr, L->rowptr, sizeof *L->rowptr * (size_t)(L->nbrows + 1));
+    if (!ierr && nnzb) ierr = be->copy_to(A->colind, L->colind, sizeof *L->colind * (size_t)nnzb);
+    if (!ierr && nnzb) ierr = be->copy_to(A->val, L->val, sizeof *L->val * (size_t)(nnzb * bb));
+    return ierr;
+}
+
+/* How the update checks make and feed a solver: created on the new values (the reference),
+ * or created on the old ones, solved, and given the new ones by update_values (host rows) or
+ * update_values_resident (rows in be's memory), from host rows or from a part's rows, or
+ * (mixed) a part's rows on even processes and host rows on odd ones, as a run whose process
+ * cannot assemble on its device has it. */
+enum { UPD_FRESH, UPD_HOST, UPD_RESIDENT, UPD_PART_RESIDENT, UPD_PART_HOST, UPD_MIXED, UPD_WAYS };
+static const char *const upd_way_names[UPD_WAYS] = {"fresh",
+                                                    "update_values",
+                                                    "update_values_resident",
+                                                    "a part's rows, update_values_resident",
+                                                    "a part's rows, update_values",
+                                                    "a part's rows and host rows mixed"};
+
+typedef struct upd_rows {
+    int64_t row0, nglobal;
+    hk_bcsr L[2];       /* the old and the new values, host rows */
+    hk_resident_bcsr A; /* the new values in be's memory (global columns) */
+    part_rows P[2];     /* the old and the new values as a part's rows */
+    const hk_nearnull *nn;
+} upd_rows;
+
+/* One solve of way w (above) with options opts: x, the result and the update's phases; a
+ * failure printed with its sentence. Collective. */
+static int upd_solve(const hk_comm *c, const upd_rows *U, int w, const char *opts, const double *b,
+                     double *x, hk_result *res, double phases[4])
+{
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    const int64_t nl = U->L[0].nbrows * U->L[0].bs;
+    memset(res, 0, sizeof *res);
+    memset(phases, 0, 4 * sizeof *phases);
+    int e = hk_options_create(&o);
+    if (!e) e = hk_options_parse(o, opts);
+    e = hk_comm_agree(c, e);
+    if (w == UPD_MIXED) w = hk_comm_rank(c) % 2 ? UPD_HOST : UPD_PART_RESIDENT;
+    const int part = w == UPD_PART_RESIDENT || w == UPD_PART_HOST;
+    const part_rows *P = &U->P[0];
+    if (!e && part)
+        e = hk_solver_create_dist_device(c, U->row0, U->nglobal, &P->A, U->L[0].nbrows,
+                                         P->ghost_gid, P->nghost, U->nn, o, &s);
+    else if (!e)
+        e = hk_solver_create_dist(c, U->row0, &U->L[w == UPD_FRESH], U->nn, o, &s);
+    if (!e && w != UPD_FRESH) { /* a solve on the old values first */
+        memset(x, 0, sizeof *x * (size_t)nl);
+        e = hk_solver_solve(s, b, x, res);
+        if (!e && w == UPD_HOST) e = hk_solver_update_values(s, &U->L[1]);
+        if (!e && w == UPD_PART_HOST) e = hk_solver_update_values(s, &U->L[1]);
+        if (!e && w == UPD_RESIDENT)
+            e = hk_solver_update_values_resident(s, (hk_resident_bcsr *)&U->A);
+        if (!e && w == UPD_PART_RESIDENT)
+            e = hk_solver_update_values_resident(s, (hk_resident_bcsr *)&U->P[1].A);
+        if (!e) hk_solver_update_phases(s, phases);
+    }
+    memset(x, 0, sizeof *x * (size_t)nl);
+    if (!e) e = hk_solver_solve(s, b, x, res);
+    if (e && *hk_error_message())
+        fprintf(stderr, "process %d: %s\n", hk_comm_rank(c), hk_error_message());
+    hk_solver_destroy(s);
+    hk_options_destroy(o);
+    return e;
+}
+
+/* check() with a suffix to its label. */
+static void check_tag(const hk_comm *c, int ok, const char *what, const char *tag)
+{
+    char w[480];
+    snprintf(w, sizeof w, "%s%s", what, tag);
+    check(c, ok, w);
+}
+
+/* hk_solver_update_values and _resident on a distributed solver (the middle process of 3 or
+ * more owning mid_rows rows; tag: the checks' label's end): after the update a solve gives the
+ * bytes of a solver created on the new values (pc=jacobi, poly, amg, and amg with dist.comm=nccl
+ * where the backend has NCCL; host rows, rows in be's memory, a part's rows), with the update's
+ * seconds filled; another pattern or size on one process is refused on every process (the solver
+ * still solves), a NaN on the last process is refused on every process with create's sentence (the
+ * solver then refuses to solve). */
+static void test_update(const hk_comm *c, const hk_backend *be, int64_t mid_rows, const char *tag)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K[2] = {{0}, {0}};
+    double *xyz = NULL;
+    for (int v = 0; v < 2; v++) {
+        hk_gen_elasticity3d(7, 6, 8, &K[v]);
+        test_reverse_rows(&K[v]); /* the layout's gather is not the identity */
+    }
+    hk_gen_elasticity3d_coords(7, 6, 8, &xyz);
+    update_scale(&K[1]);
+    upd_rows U = {0};
+    int64_t cnt = 0;
+    range(K[0].nbrows, P, me, mid_rows, &U.row0, &cnt);
+    U.nglobal = K[0].nbrows;
+    const hk_nearnull nn = {.dim = 3, .coords = xyz + U.row0 * 3};
+    U.nn = &nn;
+    int ierr = 0;
+    for (int v = 0; v < 2; v++) {
+        U.L[v] = rows_of(&K[v], U.row0, cnt);
+        ierr |= part_rows_make(be, &U.L[v], U.row0, &U.P[v]);
+    }
+    ierr |= resident_rows(be, &U.L[1], &U.A);
+    ierr = hk_comm_agree(c, ierr);
+    const int64_t nl = cnt * K[0].bs;
+    double *b = malloc(sizeof *b * (size_t)(nl + 1)), *x[UPD_WAYS];
+    for (int64_t i = 0; i < nl; i++)
+        b[i] = cos(0.05 * (double)(U.row0 * K[0].bs + i)) + 0.25;
+    for (int w = 0; w < UPD_WAYS; w++)
+        x[w] = calloc((size_t)nl + 1, sizeof *x[w]);
+    /* the device transport too where the backend has one (cuda with NCCL) */
+    static const char *const pcs[] = {"pc=jacobi", "pc=poly", "pc=amg pc.amg.coarse_size=40",
+                                      "pc=amg pc.amg.coarse_size=40 dist.comm=nccl"};
+    const int npcs = be->dcomm_create ? 4 : 3;
+    char what[400];
+    for (int k = 0; k < npcs && !ierr; k++) {
+        char opts[200];
+        snprintf(opts, sizeof opts, "backend=%s method=cg tol=1e-10 maxit=2000 %s", be->name,
+                 pcs[k]);
+        hk_result res[UPD_WAYS];
+        double ph[UPD_WAYS][4];
+        int e = 0;
+        for (int w = 0; w < UPD_WAYS; w++)
+            e |= upd_solve(c, &U, w, opts, b, x[w], &res[w], ph[w]);
+        for (int w = 1; w < UPD_WAYS; w++) {
+            int64_t differ = e || memcmp(x[0], x[w], sizeof *x[0] * (size_t)nl) != 0 ||
+                             res[w].iterations != res[0].iterations;
+            /* the update's seconds: its phases within its whole, the preconditioner's there */
+            const double sum = ph[w][0] + ph[w][1] + ph[w][2] + ph[w][3];
+            int64_t times = res[w].update_seconds > 0 && ph[w][3] > 0 && ph[w][0] >= 0 &&
+                            ph[w][1] >= 0 && ph[w][2] >= 0 &&
+                            sum <= res[w].update_seconds * 1.0001 + 1e-9 && res[w].setups >= 2;
+            hk_comm_max_i64(c, &differ, 1);
+            hk_comm_min_i64(c, &times, 1);
+            snprintf(what, sizeof what,
+                     "update on %s, %s, %s: x the bytes of a fresh solver (%d its)", be->name,
+                     pcs[k], upd_way_names[w], res[w].iterations);
+            check_tag(c, !differ && times && res[0].iterations > 0, what, tag);
+        }
+    }
+    /* refusals: every process returns the same code and sentence */
+    char opts[200], got[400] = "", want[400] = "";
+    snprintf(opts, sizeof opts, "backend=%s method=cg tol=1e-10 pc=jacobi", be->name);
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    hk_result res;
+    double *xs = calloc((size_t)nl + 1, sizeof *xs);
+    int e = ierr ? ierr : hk_options_create(&o);
+    if (!e) e = hk_options_parse(o, opts);
+    e = hk_comm_agree(c, e);
+    if (!e) e = hk_solver_create_dist(c, U.row0, &U.L[0], &nn, o, &s);
+    const int64_t mid = cnt > 0 ? U.L[1].rowptr[cnt / 2] : 0;
+    /* another column in one block of the last process's middle row */
+    int32_t keep = 0;
+    if (me == P - 1 && cnt > 0) {
+        keep = U.L[1].colind[mid];
+        U.L[1].colind[mid] = (int32_t)((keep + 1) % U.nglobal);
+    }
+    int e1 = e ? e : hk_solver_update_values(s, &U.L[1]);
+    snprintf(got, sizeof got, "%s", hk_error_message());
+    if (me == P - 1 && cnt > 0) U.L[1].colind[mid] = keep;
+    int64_t code = e1, lo = e1;
+    hk_comm_max_i64(c, &code, 1);
+    hk_comm_min_i64(c, &lo, 1);
+    snprintf(want, sizeof want, "process %d's new rows differ in sparsity pattern", P - 1);
+    int e2 = e ? e : hk_solver_solve(s, b, xs, &res); /* still usable */
+    snprintf(what, sizeof what,
+             "update on %s: another pattern on the last process refused on every process",
+             be->name);
+    check_tag(c, !e && e1 == HK_ERR_ARG && code == lo && strstr(got, want) && !e2, what, tag);
+    if (me == 0) printf("    (%s)\n", got);
+    /* rows of another size on the first process */
+    U.L[1].nbrows -= me == 0 && cnt > 0;
+    e1 = e ? e : hk_solver_update_values(s, &U.L[1]);
+    snprintf(got, sizeof got, "%s", hk_error_message());
+    U.L[1].nbrows += me == 0 && cnt > 0;
+    code = lo = e1;
+    hk_comm_max_i64(c, &code, 1);
+    hk_comm_min_i64(c, &lo, 1);
+    snprintf(what, sizeof what,
+             "update on %s: other sizes on the first process refused on every process", be->name);
+    check_tag(c, !e && e1 == HK_ERR_ARG && code == lo && strstr(got, "process 0's new rows"), what,
+              tag);
+    /* a NaN in the last process's middle row: refused by all, named as create names it */
+    if (me == P - 1 && cnt > 0) U.L[1].val[mid * 9 + 4] = NAN;
+    e1 = e ? e : hk_solver_update_values(s, &U.L[1]);
+    snprintf(got, sizeof got, "%s", hk_error_message());
+    e2 = e ? e : hk_solver_solve(s, b, xs, &res); /* broken now */
+    hk_solver *s2 = NULL;
+    int e3 = e ? e : hk_solver_create_dist(c, U.row0, &U.L[1], &nn, o, &s2);
+    snprintf(want, sizeof want, "%s", hk_error_message());
+    hk_solver_destroy(s2);
+    code = lo = e1;
+    hk_comm_max_i64(c, &code, 1);
+    hk_comm_min_i64(c, &lo, 1);
+    snprintf(what, sizeof what,
+             "update on %s: a NaN on the last process refused on every process as at create",
+             be->name);
+    check_tag(c,
+              !e && e1 == HK_ERR_NUMERIC && code == lo && e3 == HK_ERR_NUMERIC &&
+                  strstr(got, "is nan") && !strcmp(got, want) && e2 != 0,
+              what, tag);
+    if (me == 0) printf("    (%s)\n", got);
+    hk_solver_destroy(s);
+    s = NULL;
+    /* rows in be's memory: another column on the last process (global columns: against the
+     * fingerprint; a part's: against its pattern kept where it lies), then a NaN there in a
+     * part's rows at a ghost column, named by its global column as create names it */
+    for (int t = 0; t < 3; t++) {
+        const int part = t > 0;
+        hk_resident_bcsr *A = part ? &U.P[1].A : &U.A;
+        if (!e)
+            e = part ? hk_solver_create_dist_device(c, U.row0, U.nglobal, &U.P[0].A, cnt,
+                                                    U.P[0].ghost_gid, U.P[0].nghost, &nn, o, &s)
+                     : hk_solver_create_dist(c, U.row0, &U.L[0], &nn, o, &s);
+        int32_t kc = 0, bc = 0;
+        double kv = 0, nan = NAN;
+        /* the NaN in the first row's last block: its smallest column, a ghost (another
+         * process's row), so the part's column is named by its ghost id */
+        const int64_t at = t == 2 && cnt > 0 ? (U.L[1].rowptr[1] - 1) * 9 + 4 : mid * 9 + 4;
+        if (me == P - 1 && cnt > 0 && t < 2) {
+            ierr |= be->copy_from(&kc, A->colind + mid, sizeof kc);
+            bc = (int32_t)((kc + 1) % (part ? cnt : U.nglobal));
+            ierr |= be->copy_to(A->colind + mid, &bc, sizeof bc);
+        }
+        if (me == P - 1 && cnt > 0 && t == 2) {
+            ierr |= be->copy_from(&kv, A->val + at, sizeof kv);
+            ierr |= be->copy_to(A->val + at, &nan, sizeof nan);
+        }
+        e1 = e ? e : hk_solver_update_values_resident(s, A);
+        snprintf(got, sizeof got, "%s", hk_error_message());
+        if (me == P - 1 && cnt > 0 && t < 2) ierr |= be->copy_to(A->colind + mid, &kc, sizeof kc);
+        if (me == P - 1 && cnt > 0 && t == 2) ierr |= be->copy_to(A->val + at, &kv, sizeof kv);
+        e2 = e ? e : hk_solver_solve(s, b, xs, &res);
+        code = lo = e1;
+        hk_comm_max_i64(c, &code, 1);
+        hk_comm_min_i64(c, &lo, 1);
+        if (t < 2) {
+            snprintf(want, sizeof want, "process %d's new rows", P - 1);
+            snprintf(what, sizeof what,
+                     "update_values_resident on %s (%s): another pattern on the last process "
+                     "refused on every process",
+                     be->name, part ? "a part's rows" : "global columns");
+            check_tag(c,
+                      !e && !ierr && e1 == HK_ERR_ARG && code == lo && strstr(got, want) &&
+                          strstr(got, "differ in sparsity pattern") && !e2,
+                      what, tag);
+        } else {
+            /* create's sentence for these values (the host rows with the NaN) */
+            if (me == P - 1 && cnt > 0) U.L[1].val[at] = NAN;
+            e3 = hk_solver_create_dist(c, U.row0, &U.L[1], &nn, o, &s2);
+            snprintf(want, sizeof want, "%s", hk_error_message());
+            hk_solver_destroy(s2);
+            s2 = NULL;
+            snprintf(what, sizeof what,
+                     "update_values_resident on %s (a part's rows): a NaN on the last process "
+                     "refused on every process as at create",
+                     be->name);
+            check_tag(c,
+                      !e && !ierr && e1 == HK_ERR_NUMERIC && code == lo && e3 == HK_ERR_NUMERIC &&
+                          strstr(got, "is nan") && !strcmp(got, want) && e2 != 0,
+                      what, tag);
+        }
+        if (me == 0) printf("    (%s)\n", got);
+        hk_solver_destroy(s);
+        s = NULL;
+    }
+    hk_options_destroy(o);
+    free(xs);
+    for (int w = 0; w < UPD_WAYS; w++)
+        free(x[w]);
+    free(b);
+    hk_resident_bcsr_free(&U.A);
+    for (int v = 0; v < 2; v++) {
+        part_rows_free(&U.P[v]);
+        free(U.L[v].rowptr);
+        hk_bcsr_free(&K[v]);
+    }
+    free(xyz);
+}
+
 /* One comparison of pc=amg's set-up on a device's path (HOOKE_DIST_STAGED=1: copies,
  * downloads and the device's steps on the cpu) with the views' on the rows L (from row0):
  * x byte for byte, the same levels, at least 3 of them. Collective. */
@@ -1419,6 +1724,14 @@ int main(int argc, char **argv)
     test_amg_setup(c, be);
     test_resident(c, be);
     test_device_rows(c, be);
+    test_update(c, be, 30, "");
+    if (hk_comm_size(c) >= 3) test_update(c, be, 0, " (a process owns no rows)");
+    if (!strcmp(be->name, "cpu") && !getenv("HOOKE_DIST_STAGED")) {
+        /* the device's path: the values uploaded and gathered there */
+        setenv("HOOKE_DIST_STAGED", "1", 1);
+        test_update(c, be, 30, " (HOOKE_DIST_STAGED=1)");
+        unsetenv("HOOKE_DIST_STAGED");
+    }
     test_amg_staged(c);
     test_amg_gathered(c, be);
     if (tb) test_amg_transport(c, tb);
