@@ -803,6 +803,32 @@ fail:
 
 static int update_numeric(hk_solver *s, const hk_bcsr *K, double t0);
 
+/* P's pattern against the solver's fingerprint; fn names the call, rank (>= 0) the process of a
+ * distributed solver whose rows start at global block row row0. */
+static int same_fingerprint(const hk_solver *s, const hk_bcsr *P, const char *fn, int rank,
+                            int64_t row0)
+{
+    uint64_t h[HK_PATTERN_CHUNKS];
+    pattern_fingerprint(P, h);
+    for (int c = 0; c < HK_PATTERN_CHUNKS; c++) {
+        if (h[c] == s->pattern[c]) continue;
+        const long long from = row0 + P->nbrows * c / HK_PATTERN_CHUNKS + 1,
+                        to = row0 + P->nbrows * (c + 1) / HK_PATTERN_CHUNKS;
+        if (rank < 0)
+            return hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                                "%s: the new matrix's sparsity pattern differs from the solver's "
+                                "in block rows %lld..%lld; only the values may change (create a "
+                                "new solver for a new pattern)",
+                                fn, from, to);
+        return hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                            "%s: process %d's new rows differ in sparsity pattern from those it "
+                            "created the solver with, in global block rows %lld..%lld; only the "
+                            "values may change (create a new solver for a new pattern)",
+                            fn, rank, from, to);
+    }
+    return 0;
+}
+
 static int update_dist(hk_solver *s, const hk_bcsr *K, const hk_resident_bcsr *A);
 
 int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
@@ -820,15 +846,7 @@ int hk_solver_update_values(hk_solver *s, const hk_bcsr *K)
              (long long)K->nbrows, K->bs, K->bs, (long long)nnzb, (long long)s->K.nbrows, s->K.br,
              s->K.br, (long long)s->K.nnzb);
     if (!s->pattern_known) HK_CALL(resident_fingerprint(s));
-    uint64_t h[HK_PATTERN_CHUNKS];
-    pattern_fingerprint(K, h);
-    for (int c = 0; c < HK_PATTERN_CHUNKS; c++)
-        HK_CHECK(h[c] == s->pattern[c], HK_ERR_ARG,
-                 "hk_solver_update_values: the new matrix's sparsity pattern differs from the "
-                 "solver's in block rows %lld..%lld; only the values may change (create a new "
-                 "solver for a new pattern)",
-                 (long long)(K->nbrows * c / HK_PATTERN_CHUNKS + 1),
-                 (long long)(K->nbrows * (c + 1) / HK_PATTERN_CHUNKS));
+    HK_CALL(same_fingerprint(s, K, "hk_solver_update_values", -1, 0));
     const double t0 = hk_time();
     s->broken = 1; /* until the whole update is through */
     if (nnzb) HK_CALL(be->copy_to(s->K.val, K->val, (size_t)nnzb * K->bs * K->bs * sizeof(double)));
@@ -987,24 +1005,6 @@ fail:
     return ierr;
 }
 
-/* The process's new rows (host pattern P, global columns) against the fingerprint; fn names
- * the call. */
-static int dist_same_fingerprint(const hk_solver *s, const hk_bcsr *P, const char *fn)
-{
-    const hk_dist *d = s->dist;
-    uint64_t h[HK_PATTERN_CHUNKS];
-    pattern_fingerprint(P, h);
-    for (int c = 0; c < HK_PATTERN_CHUNKS; c++)
-        HK_CHECK(h[c] == s->pattern[c], HK_ERR_ARG,
-                 "%s: process %d's new rows differ in sparsity pattern from those it created "
-                 "the solver with, in global block rows %lld..%lld; only the values may change "
-                 "(create a new solver for a new pattern)",
-                 fn, hk_comm_rank(d->comm),
-                 (long long)(d->row0 + P->nbrows * c / HK_PATTERN_CHUNKS + 1),
-                 (long long)(d->row0 + P->nbrows * (c + 1) / HK_PATTERN_CHUNKS));
-    return 0;
-}
-
 /* The sizes of the process's new rows against the layout's (one sentence naming them). */
 static int dist_same_sizes(const hk_solver *s, const char *fn, int bs, int64_t nbrows,
                            int64_t nbcols, int64_t nnzb)
@@ -1033,7 +1033,7 @@ static int dist_host_rows(hk_solver *s, const hk_bcsr *K)
     HK_CHECK(K->val || !s->dist->nnzb, HK_ERR_ARG, "%s: process %d's new rows have no values", fn,
              hk_comm_rank(s->dist->comm));
     if (!s->pattern_known) HK_CALL(part_fingerprint(s));
-    return dist_same_fingerprint(s, K, fn);
+    return same_fingerprint(s, K, fn, hk_comm_rank(s->dist->comm), s->dist->row0);
 }
 
 /* hk_solver_update_values_resident's rows: in the backend's memory, in the form the solver
@@ -1076,7 +1076,7 @@ static int dist_resident_rows(hk_solver *s, const hk_resident_bcsr *A)
     HK_CALL(dist_same_sizes(s, fn, A->bs, A->nbrows, A->nbcols, A->nnzb));
     if (d->host_memory) {
         const hk_bcsr P = {A->bs, A->nbrows, A->nbcols, A->rowptr, A->colind, NULL};
-        return dist_same_fingerprint(s, &P, fn);
+        return same_fingerprint(s, &P, fn, me, d->row0);
     }
     hk_bcsr P = {A->bs, A->nbrows, A->nbcols, NULL, NULL, NULL};
     int ierr = 0;
@@ -1085,7 +1085,7 @@ static int dist_resident_rows(hk_solver *s, const hk_resident_bcsr *A)
     HK_TRY(L->copy_from(P.rowptr, A->rowptr, (size_t)(A->nbrows + 1) * sizeof *P.rowptr));
     if (A->nnzb) HK_TRY(L->copy_from(P.colind, A->colind, (size_t)A->nnzb * sizeof *P.colind));
     ierr = P.rowptr[A->nbrows] == A->nnzb
-               ? dist_same_fingerprint(s, &P, fn)
+               ? same_fingerprint(s, &P, fn, me, d->row0)
                : hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
                               "%s: process %d's new rows hold %lld blocks by their row pointers "
                               "but say %lld (nnzb)",
