@@ -201,7 +201,7 @@ static void dir_point(void *vctx, const int32_t *fn, int nf, const double *N, co
     if (c->sp->k_normal > 0 && c->sp->k_tangential > 0) {
         for (int i = 0; i < c->d; i++)
             for (int j = 0; j < 3; j++)
-                dirs[nd][j] = i == j;
+                dirs[i][j] = i == j;
         nd = c->d;
     } else if (c->sp->k_normal > 0) {
         memcpy(dirs[nd++], n, sizeof dirs[0]);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "case.h"
+#include "pattern.h"
+#include "springs.h"
 #include "test_util.h"
 
 static void cross(const double a[3], const double b[3], double c[3])
@@ -563,10 +565,57 @@ static void test_bad_input(void)
     }
 }
 
+/* The directions a spring support holds, as the rigid-body check reads them: stiff normally
+ * and tangentially, every axis at each node of its faces (each visit a unit axis, the three
+ * axes as often); stiff normally only, the faces' normal (here -z on z = 0). */
+typedef struct held_seen {
+    int64_t visits, axis[3], other;
+} held_seen;
+
+static void held_record(void *ctx, int32_t node, const double dir[3])
+{
+    held_seen *h = ctx;
+    (void)node;
+    h->visits++;
+    int k = -1;
+    for (int a = 0; a < 3; a++)
+        if (dir[a] == 1 && dir[(a + 1) % 3] == 0 && dir[(a + 2) % 3] == 0) k = a;
+    if (k >= 0)
+        h->axis[k]++;
+    else
+        h->other++;
+}
+
+static void test_spring_directions(void)
+{
+    hk_mesh m;
+    HK_ASSERT_OK(hk_mesh_box(2, 0.5, 0.3, 3, 2, 2, HK_EL_HEX8, &m));
+    hk_material mat = {.E = 1e9, .nu = 0.25};
+    hk_support sup = {.boundary = hk_mesh_find_boundary(&m, "zmin"),
+                      .kind = HK_SUPPORT_SPRING,
+                      .k_normal = 3e8,
+                      .k_tangential = 1e8};
+    hk_problem p = {
+        .mesh = &m, .analysis = HK_SOLID, .materials = &mat, .nsupports = 1, .supports = &sup};
+    hk_adj n2c = {0};
+    HK_ASSERT_OK(hk_asm_node_cells(&m, &n2c));
+    held_seen h = {0};
+    HK_ASSERT_OK(hk_springs_directions(&p, &n2c, held_record, &h));
+    CU_ASSERT(h.visits > 0 && h.other == 0);
+    CU_ASSERT(h.axis[0] == h.visits / 3 && h.axis[1] == h.axis[0] && h.axis[2] == h.axis[0]);
+    sup.k_tangential = 0; /* the normal alone: -z, not an axis of +1 */
+    held_seen g = {0};
+    HK_ASSERT_OK(hk_springs_directions(&p, &n2c, held_record, &g));
+    CU_ASSERT(g.visits == h.visits / 3 && g.other == g.visits);
+    hk_adj_free(&n2c);
+    hk_mesh_free(&m);
+}
+
 HK_SUITE(supports, {"a bar on springs: u = F / (k A), 3D, 2D and axisymmetric", test_spring_bar},
          {"cases/springs: a block on a Winkler bed, u = p / k", test_springs_case},
          {"a grounded node spring: u = F / k", test_node_spring},
          {"spring stiffness symmetric, positive, totals k A", test_spring_stiffness},
+         {"the directions springs hold for the rigid-body check", test_spring_directions},
          {"distributing coupling: resultant force and moment exact", test_remote_resultants},
          {"rigid coupling: rigid motion, symmetric K, reactions in equilibrium", test_remote_rigid},
          {"cases/remote: tube in torsion and bending vs beam theory", test_remote_cases},
