@@ -299,7 +299,7 @@ static void test_remote_resultants(void)
     }
 }
 
-/* Solve an assembled system (cholesky, or cg + jacobi to 1e-12) and post-process it. */
+/* Solve an assembled system (cholesky, or cg + jacobi to 1e-10) and post-process it. */
 static void solve_post(const hk_problem *p, hk_system *s, double **u, hk_fields *f)
 {
     hk_options *o = NULL;
@@ -308,8 +308,8 @@ static void solve_post(const hk_problem *p, hk_system *s, double **u, hk_fields 
     HK_ASSERT_OK(hk_options_create(&o));
 #ifdef HOOKE_HAVE_CHOLMOD
     HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=cholesky"));
-#else
-    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=cg pc=jacobi tol=1e-12 maxit=20000"));
+#else /* the rigid couplings' systems reach a true residual of about 3e-11, not 1e-12 */
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu method=cg pc=jacobi tol=1e-10 maxit=20000"));
 #endif
     HK_ASSERT_OK(hk_solver_create(&s->K, o, &sv));
     *u = calloc((size_t)s->ndof, sizeof **u);
