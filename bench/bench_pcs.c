@@ -764,8 +764,8 @@ int hk_bench_pcs(int argc, char **argv)
             }
             w->first_per_it_s = w->first_steady_s = NAN;
             for (int i = first; i < first + nnew; i++) /* jacobi's on the first backend */
-                if (!rows[i].failed && !strcmp(rows[i].pc, "jacobi") && rows[i].backend == bname &&
-                    rows[i].method == methods[0])
+                if (!rows[i].failed && !strcmp(rows[i].pc, "jacobi") &&
+                    !strcmp(rows[i].backend, bname) && rows[i].method == methods[0])
                     w->jacobi_total_s = rows[i].total_s;
             pcs_print_row(w);
         }

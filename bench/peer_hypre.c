@@ -365,7 +365,7 @@ int hk_peer_hypre_solve(const hk_bcsr *K, const double *f, const hk_hypre_settin
     const int device = 0;
 #endif
     ij_rows h = {0}, d = {0};
-    double *fd = NULL, *zeros = NULL, *zd = NULL;
+    double *fd = NULL, *ud = NULL;
     HYPRE_IJMatrix Aij = NULL;
     HYPRE_IJVector bij = NULL, xij = NULL;
     HYPRE_ParCSRMatrix A;
@@ -378,11 +378,9 @@ int hk_peer_hypre_solve(const hk_bcsr *K, const double *f, const hk_hypre_settin
         HK_TRY(ij_rows_device(&h, n, nnz, &d));
         in = &d;
     }
-    HK_TRY(hk_calloc((size_t)n, sizeof *zeros, &zeros));
     HK_TRY(peer_alloc((size_t)n * sizeof *fd, (void **)&fd));
-    HK_TRY(peer_alloc((size_t)n * sizeof *zd, (void **)&zd));
+    HK_TRY(peer_alloc((size_t)n * sizeof *ud, (void **)&ud));
     HK_TRY(peer_copy(fd, f, (size_t)n * sizeof *fd, 0));
-    HK_TRY(peer_copy(zd, zeros, (size_t)n * sizeof *zd, 0));
     HYPRE_TRY(HYPRE_IJMatrixCreate(0, 0, n - 1, 0, n - 1, &Aij), "HYPRE_IJMatrixCreate");
     HYPRE_TRY(HYPRE_IJMatrixSetObjectType(Aij, HYPRE_PARCSR), "HYPRE_IJMatrixSetObjectType");
     HYPRE_TRY(HYPRE_IJMatrixInitialize(Aij), "HYPRE_IJMatrixInitialize");
@@ -390,12 +388,12 @@ int hk_peer_hypre_solve(const hk_bcsr *K, const double *f, const hk_hypre_settin
               "HYPRE_IJMatrixSetValues");
     HYPRE_TRY(HYPRE_IJMatrixAssemble(Aij), "HYPRE_IJMatrixAssemble");
     HYPRE_TRY(HYPRE_IJMatrixGetObject(Aij, (void **)&A), "HYPRE_IJMatrixGetObject");
-    HYPRE_IJVector *vs[2] = {&bij, &xij};
+    HYPRE_IJVector *vs[2] = {&bij, &xij}; /* both from f: each solve zeroes x first */
     for (int v = 0; v < 2; v++) {
         HYPRE_TRY(HYPRE_IJVectorCreate(0, 0, n - 1, vs[v]), "HYPRE_IJVectorCreate");
         HYPRE_TRY(HYPRE_IJVectorSetObjectType(*vs[v], HYPRE_PARCSR), "HYPRE_IJVectorSetObjectType");
         HYPRE_TRY(HYPRE_IJVectorInitialize(*vs[v]), "HYPRE_IJVectorInitialize");
-        HYPRE_TRY(HYPRE_IJVectorSetValues(*vs[v], (HYPRE_Int)n, in->rows, v ? zd : fd),
+        HYPRE_TRY(HYPRE_IJVectorSetValues(*vs[v], (HYPRE_Int)n, in->rows, fd),
                   "HYPRE_IJVectorSetValues");
         HYPRE_TRY(HYPRE_IJVectorAssemble(*vs[v]), "HYPRE_IJVectorAssemble");
     }
@@ -408,8 +406,8 @@ int hk_peer_hypre_solve(const hk_bcsr *K, const double *f, const hk_hypre_settin
      * start there, as hooke's rows start theirs before the clock */
     HK_TRY(pcg_once(A, b, x, s, bs, tol, NULL));
     HK_TRY(pcg_once(A, b, x, s, bs, tol, r));
-    HYPRE_TRY(HYPRE_IJVectorGetValues(xij, (HYPRE_Int)n, in->rows, zd), "HYPRE_IJVectorGetValues");
-    HK_TRY(peer_copy(u, zd, (size_t)n * sizeof *u, 1));
+    HYPRE_TRY(HYPRE_IJVectorGetValues(xij, (HYPRE_Int)n, in->rows, ud), "HYPRE_IJVectorGetValues");
+    HK_TRY(peer_copy(u, ud, (size_t)n * sizeof *u, 1));
 fail:
     if (Aij) HYPRE_IJMatrixDestroy(Aij);
     if (bij) HYPRE_IJVectorDestroy(bij);
@@ -417,8 +415,7 @@ fail:
     ij_rows_free(&h, 0);
     ij_rows_free(&d, 1);
     peer_free(fd);
-    peer_free(zd);
-    free(zeros);
+    peer_free(ud);
     return ierr;
 }
 

@@ -377,12 +377,8 @@ static int part_row_global(const hk_dist *d, int64_t len, int32_t **col, int *ow
 {
     int32_t *g = NULL;
     HK_CALL(hk_malloc((size_t)(len + 1) * sizeof *g, &g));
-    for (int64_t k = 0; k < len; k++) {
-        const int64_t c = (*col)[k];
-        g[k] = (int32_t)(c >= 0 && c < d->nown                          ? d->row0 + c
-                         : c >= d->nown && c < d->nown + d->part_nghost ? d->part_ghost[c - d->nown]
-                                                                        : -1);
-    }
+    hk_backend_cpu.dist_global_columns(*col, len, d->row0, d->nown, d->part_ghost, d->part_nghost,
+                                       g);
     if (*own) free(*col);
     *col = g;
     *own = 1;
