@@ -405,6 +405,11 @@ typedef struct hk_backend_ops {
     int (*vec_set)(hk_vec *x, double a);
     int (*vec_copy)(hk_vec *y, const hk_vec *x);
     int (*vec_convert)(hk_vec *y, const hk_vec *x); /* y = x, precisions may differ */
+    /* Optional: x and y as blocks of bs entries, block k at k * xs in x and at k * ys in y
+     * (x->n / xs blocks; xs, ys >= bs; y->n >= the blocks times ys): y's block = x's, precisions
+     * may differ (rounded as vec_convert rounds), y's entries bs .. ys - 1 of each block set to
+     * 0, x's past bs not read (pc=amg's padded fp32 copy of P and its widening back). */
+    int (*vec_convert_blocks)(hk_vec *y, int ys, const hk_vec *x, int xs, int bs);
     int (*vec_scale)(hk_vec *x, double a);
     int (*vec_axpby)(hk_vec *y, double a, const hk_vec *x, double b); /* y = a x + b y */
     /* z = a x + b y + c z */
@@ -692,6 +697,17 @@ typedef struct hk_backend_ops {
     int (*bmat_spgemm_numeric_plan)(const void *plan, const hk_bmat *A, const hk_bmat *B,
                                     hk_bmat *C);
     void (*bmat_spgemm_plan_free)(void *plan);
+    /* Optional (pc=amg's values-only re-set-up with fp32 levels; NULL: it keeps fp64 copies of
+     * P and R). bmat_spgemm_numeric_plan's values, byte for byte, with A's values read from the
+     * fp32 array a32 where it is given (A->val then unused) and B's from b32 where it is given
+     * (block k at b32 + k * b32_stride, b32_stride >= B's br * bc, the padding not read; B->val
+     * then unused): each fp32 value is widened exactly to fp64 before the same products and
+     * sums. HK_ERR_UNSUPPORTED where the backend has no variant for the plan's shapes with these
+     * operands (or no plan kernel under its settings): the caller then passes fp64 values to
+     * bmat_spgemm_numeric_plan. */
+    int (*bmat_spgemm_numeric_plan_f32)(const void *plan, const hk_bmat *A, const float *a32,
+                                        const hk_bmat *B, const float *b32, int b32_stride,
+                                        hk_bmat *C);
     /* C = A T for T with at most one block per block row (pc=amg's tentative prolongator:
      * the block of row k in column agg(k)): bmat_spgemm's pattern and digits (each entry summed
      * in the order of A's row), by a product that needs no search of T's rows; a row of T with

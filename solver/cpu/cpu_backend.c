@@ -114,6 +114,31 @@ static int cpu_vec_copy(hk_vec *y, const hk_vec *x)
     return 0;
 }
 
+/* y's blocks of bs entries (stride ys, padding zeroed) from x's (stride xs): vec_convert's
+ * rounding from fp64 to fp32, exact widening the other way. */
+static int cpu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, int bs)
+{
+    HK_CHECK(bs >= 1 && xs >= bs && ys >= bs && x->n % xs == 0 && y->n >= x->n / xs * ys,
+             HK_ERR_ARG,
+             "cpu backend: vec_convert_blocks of blocks of %d (strides %d into %d) between "
+             "vectors of %lld and %lld entries",
+             bs, xs, ys, (long long)x->n, (long long)y->n);
+    const int64_t nb = x->n / xs;
+    const int xd = x->prec == HK_FP64, yd = y->prec == HK_FP64;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nb; k++)
+        for (int e = 0; e < ys; e++) {
+            const size_t i = (size_t)k * xs + e, o = (size_t)k * ys + e;
+            const double v = e >= bs ? 0.0 : xd ? ((const double *)x->data)[i]
+                                                : (double)((const float *)x->data)[i];
+            if (yd)
+                ((double *)y->data)[o] = v;
+            else
+                ((float *)y->data)[o] = (float)v;
+        }
+    return 0;
+}
+
 static int cpu_vec_convert(hk_vec *y, const hk_vec *x)
 {
     HK_CHECK(x->n == y->n, HK_ERR_ARG, "cpu backend: convert between vectors of different length");
@@ -560,6 +585,9 @@ int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C
 int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
                                     hk_bmat *C);
 void hk_cpu_bmat_spgemm_plan_free(void *plan);
+int hk_cpu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, const float *a32,
+                                        const hk_bmat *B, const float *b32, int b32_stride,
+                                        hk_bmat *C);
 int hk_cpu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cpu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cpu_amg_smooth_prolongator(const hk_bmat *AT, const hk_bmat *T, const hk_vec *Dinv,
@@ -610,6 +638,7 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_set = cpu_vec_set,
     .vec_copy = cpu_vec_copy,
     .vec_convert = cpu_vec_convert,
+    .vec_convert_blocks = cpu_vec_convert_blocks,
     .vec_scale = cpu_vec_scale,
     .vec_axpby = cpu_vec_axpby,
     .vec_axpbypcz = cpu_vec_axpbypcz,
@@ -674,6 +703,7 @@ const hk_backend_ops hk_backend_cpu = {
     .bmat_spgemm_plan = hk_cpu_bmat_spgemm_plan,
     .bmat_spgemm_numeric_plan = hk_cpu_bmat_spgemm_numeric_plan,
     .bmat_spgemm_plan_free = hk_cpu_bmat_spgemm_plan_free,
+    .bmat_spgemm_numeric_plan_f32 = hk_cpu_bmat_spgemm_numeric_plan_f32,
     .amg_tentative_product = hk_cpu_amg_tentative_product,
     .amg_tentative_product_numeric = hk_cpu_amg_tentative_product_numeric,
     .amg_smooth_prolongator = hk_cpu_amg_smooth_prolongator,

@@ -412,6 +412,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_mirror_lower = NULL;
     o.bmat_spgemm_plan = NULL;
     o.bmat_spgemm_numeric_plan = NULL;
+    o.bmat_spgemm_numeric_plan_f32 = NULL;
     o.bmat_spgemm_plan_free = NULL;
     o.amg_tentative_product = NULL;
     o.amg_tentative_product_numeric = NULL;
