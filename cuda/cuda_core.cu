@@ -228,6 +228,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_set = hk_cu_vec_set;
     o.vec_copy = hk_cu_vec_copy;
     o.vec_convert = hk_cu_vec_convert;
+    o.vec_convert_blocks = hk_cu_vec_convert_blocks;
     o.vec_scale = hk_cu_vec_scale;
     o.vec_axpby = hk_cu_vec_axpby;
     o.vec_axpbypcz = hk_cu_vec_axpbypcz;
@@ -289,6 +290,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.bmat_mirror_lower = hk_cu_bmat_mirror_lower;
     o.bmat_spgemm_plan = hk_cu_bmat_spgemm_plan;
     o.bmat_spgemm_numeric_plan = hk_cu_bmat_spgemm_numeric_plan;
+    o.bmat_spgemm_numeric_plan_f32 = hk_cu_bmat_spgemm_numeric_plan_f32;
     o.bmat_spgemm_plan_free = hk_cu_bmat_spgemm_plan_free;
     o.amg_tentative_product = hk_cu_amg_tentative_product;
     o.amg_tentative_product_numeric = hk_cu_amg_tentative_product_numeric;

@@ -458,6 +458,7 @@ int hk_cu_mat_spmv_fused(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cu_fuse
 int hk_cu_vec_set(hk_vec *x, double a);
 int hk_cu_vec_copy(hk_vec *y, const hk_vec *x);
 int hk_cu_vec_convert(hk_vec *y, const hk_vec *x);
+int hk_cu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, int bs);
 int hk_cu_vec_scale(hk_vec *x, double a);
 int hk_cu_vec_axpby(hk_vec *y, double a, const hk_vec *x, double b);
 int hk_cu_vec_axpbypcz(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y, double c);
@@ -593,6 +594,9 @@ int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C,
                            void **plan, size_t *bytes);
 int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
                                    hk_bmat *C);
+int hk_cu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, const float *a32,
+                                       const hk_bmat *B, const float *b32, int b32_stride,
+                                       hk_bmat *C);
 void hk_cu_bmat_spgemm_plan_free(void *plan);
 int hk_cu_amg_tentative_product(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);
 int hk_cu_amg_tentative_product_numeric(const hk_bmat *A, const hk_bmat *T, hk_bmat *C);

@@ -1182,12 +1182,17 @@ fail:
 // 3x6 products' 27 loaded doubles and 6 sums, 128 for 6x6 . 6x6) keeps enough warps resident
 // to overlap the gathers, which are all the kernel waits for. The targets are tgt's (sorted, or
 // the plan's upper blocks in order under pairs) or every block of C in order (NULL).
-template <int BR, int BK, int BC, int MINB>
+// TA, TB: the operands' stored types; an fp32 value is widened exactly to fp64 as it is loaded,
+// so the products and sums are those of the fp64 operands (bmat_spgemm_numeric_plan_f32). B's
+// blocks lie SB values apart: fp32 blocks padded to a multiple of 4 floats are read as 16-byte
+// words (the fine level's 3x6 block of P: 20 floats, five loads instead of nine of 16 bytes;
+// measured on an H200, bracket's A P at 2.04M DOFs 4.25 -> 3.4-3.75 ms, 14.8M 32.85 -> 26.1).
+template <int BR, int BK, int BC, int MINB, typename TA = double, typename TB = double,
+          int SB = BK * BC>
 __global__ void __launch_bounds__(256, MINB)
     spp_blocks(const int64_t *__restrict__ off, const int32_t *__restrict__ tgt,
                const int32_t *__restrict__ pa, const int32_t *__restrict__ pb,
-               const double *__restrict__ av, const double *__restrict__ bv, double *cv,
-               int64_t ntgt)
+               const TA *__restrict__ av, const TB *__restrict__ bv, double *cv, int64_t ntgt)
 {
     const int64_t gt = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t t = gt / BR;
@@ -1200,13 +1205,22 @@ __global__ void __launch_bounds__(256, MINB)
         acc[s] = 0.0;
     const int64_t e1 = off[c + 1];
     for (int64_t e = off[c]; e < e1; e++) {
-        const double *a = av + (size_t)pa[e] * (BR * BK) + r * BK;
-        const double *b = bv + (size_t)pb[e] * (BK * BC);
+        const TA *a = av + (size_t)pa[e] * (BR * BK) + r * BK;
+        const TB *b = bv + (size_t)pb[e] * SB;
         double ar[BK], bm[BK * BC];
 #pragma unroll
         for (int m = 0; m < BK; m++)
-            ar[m] = __ldg(a + m);
-        if constexpr ((BK * BC) % 2 == 0) { // B blocks start on 16 bytes (cudaMalloc's 256)
+            ar[m] = (double)__ldg(a + m);
+        if constexpr (sizeof(TB) == 4 && SB % 4 == 0) { // padded fp32 blocks: 16-byte words
+#pragma unroll
+            for (int x = 0; x < SB / 4; x++) {
+                const float4 v = __ldg((const float4 *)b + x);
+                if (4 * x < BK * BC) bm[4 * x] = (double)v.x;
+                if (4 * x + 1 < BK * BC) bm[4 * x + 1] = (double)v.y;
+                if (4 * x + 2 < BK * BC) bm[4 * x + 2] = (double)v.z;
+                if (4 * x + 3 < BK * BC) bm[4 * x + 3] = (double)v.w;
+            }
+        } else if constexpr (sizeof(TB) == 8 && SB % 2 == 0) { // B blocks on 16 bytes
 #pragma unroll
             for (int x = 0; x < BK * BC / 2; x++) {
                 const double2 v = __ldg((const double2 *)b + x);
@@ -1215,7 +1229,7 @@ __global__ void __launch_bounds__(256, MINB)
         } else {
 #pragma unroll
             for (int x = 0; x < BK * BC; x++)
-                bm[x] = __ldg(b + x);
+                bm[x] = (double)__ldg(b + x);
         }
 #pragma unroll
         for (int s = 0; s < BC; s++)
@@ -1271,6 +1285,83 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     SPP_SHAPE(6, 3, 6);
     SPP_SHAPE(6, 6, 6);
 #undef SPP_SHAPE
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// The planned product with one operand in fp32 (pc=amg's update with fp32 levels): A P with P's
+// padded fp32 copy (b32: blocks of BK*BC rounded up to 4 floats, as pc=amg keeps it) and
+// R (A P) with R's fp32 values (a32, unpadded). Other operand shapes, strides or HOOKE_SPGEMM
+// values without a planned kernel: HK_ERR_UNSUPPORTED, the caller passes fp64 values instead.
+int hk_cu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, const float *a32,
+                                       const hk_bmat *B, const float *b32, int b32_stride,
+                                       hk_bmat *C)
+{
+    const sp_plan *pl = (const sp_plan *)plan;
+    if (!a32 && !b32) return hk_cu_bmat_spgemm_numeric_plan(plan, A, B, C);
+    spgemm_kernel kernel;
+    HK_CALL(spgemm_kernel_read(&kernel));
+    HK_CALL(hk_spgemm_plan_check(pl ? &pl->sh : NULL, A, B, C));
+    const int br = pl->sh.br, bk = pl->sh.bk, bc = pl->sh.bc;
+    HK_CHECK(!b32 || b32_stride >= bk * bc, HK_ERR_ARG,
+             "bmat_spgemm_numeric_plan_f32: B's block stride %d is below its %d x %d blocks",
+             b32_stride, bk, bc);
+    const int pad = (bk * bc + 3) / 4 * 4;
+    HK_CHECK(kernel != SPGEMM_ROW && kernel != SPGEMM_STATIONARY && !(a32 && b32) &&
+                 (!b32 || (b32_stride == pad && ((uintptr_t)b32 & 15) == 0)) &&
+                 (b32 || ((uintptr_t)B->val & 15) == 0),
+             HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_numeric_plan_f32: no planned kernel for %d x %d . %d x %d blocks with "
+             "%s in fp32 (block stride %d) under HOOKE_SPGEMM=%s",
+             br, bk, bk, bc, a32 ? (b32 ? "A and B" : "A") : "B", b32 ? b32_stride : br * bk,
+             spgemm_value());
+    if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
+    HK_CHECK((kernel == SPGEMM_PAIRS_SORTED) == (pl->sorted != 0), HK_ERR_ARG,
+             "HOOKE_SPGEMM=%s: this plan was made %s; set the value before the plans are made "
+             "(the first update)",
+             spgemm_value(),
+             pl->sorted ? "with C's blocks sorted by list length (pairs-sorted, the default)"
+                        : "with C's blocks in plan order (pairs)");
+    const int64_t nthr = pl->ntgt * br;
+    const int64_t nblk = (nthr + 255) / 256;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_numeric_plan_f32: %lld blocks of C are too many", (long long)pl->ntgt);
+    const dim3 grid((unsigned)(nblk ? nblk : 1));
+    bool done = false;
+#define SPP_F32B(R, K, CC)                                                                         \
+    if (!done && b32 && br == (R) && bk == (K) && bc == (CC)) {                                    \
+        if (nthr)                                                                                  \
+            spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2), double, float, (K * CC + 3) / 4 * 4>     \
+                <<<grid, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, A->val, b32,    \
+                                                 C->val, pl->ntgt);                                \
+        done = true;                                                                               \
+    }
+#define SPP_F32A(R, K, CC)                                                                         \
+    if (!done && a32 && br == (R) && bk == (K) && bc == (CC)) {                                    \
+        if (nthr)                                                                                  \
+            spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2), float, double>                            \
+                <<<grid, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, a32, B->val,    \
+                                                 C->val, pl->ntgt);                                \
+        done = true;                                                                               \
+    }
+    // A P: 1x1 . 1x1, 2x2 . 2x3, 3x3 . 3x3 (2D's coarse levels), 3x3 . 3x6, 6x6 . 6x6
+    SPP_F32B(1, 1, 1)
+    SPP_F32B(2, 2, 3)
+    SPP_F32B(3, 3, 3)
+    SPP_F32B(3, 3, 6)
+    SPP_F32B(6, 6, 6)
+    // R (A P): 1x1 . 1x1, 3x2 . 2x3, 3x3 . 3x3, 6x3 . 3x6, 6x6 . 6x6
+    SPP_F32A(1, 1, 1)
+    SPP_F32A(3, 2, 3)
+    SPP_F32A(3, 3, 3)
+    SPP_F32A(6, 3, 6)
+    SPP_F32A(6, 6, 6)
+#undef SPP_F32A
+#undef SPP_F32B
+    HK_CHECK(done, HK_ERR_UNSUPPORTED,
+             "bmat_spgemm_numeric_plan_f32: no planned kernel for %d x %d . %d x %d blocks with %s "
+             "in fp32",
+             br, bk, bk, bc, a32 ? "A" : "B");
     HK_CU_LAUNCHED();
     return 0;
 }

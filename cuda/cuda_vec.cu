@@ -58,6 +58,44 @@ int hk_cu_vec_convert(hk_vec *y, const hk_vec *x)
     return 0;
 }
 
+// y's blocks of bs (stride ys, padding zeroed) from x's (stride xs): a thread an entry of y.
+template <typename A, typename B>
+__global__ void k_convert_blocks(int64_t nb, int ys, B *y, int xs, const A *x, int bs)
+{
+    HK_GRID_STRIDE(i, nb * ys)
+    {
+        const int64_t k = i / ys;
+        const int e = (int)(i - k * ys);
+        y[i] = e < bs ? (B)x[k * xs + e] : (B)0;
+    }
+}
+
+int hk_cu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, int bs)
+{
+    HK_CHECK(bs >= 1 && xs >= bs && ys >= bs && x->n % xs == 0 && y->n >= x->n / xs * ys,
+             HK_ERR_ARG,
+             "cuda backend: vec_convert_blocks of blocks of %d (strides %d into %d) between "
+             "vectors of %lld and %lld entries",
+             bs, xs, ys, (long long)x->n, (long long)y->n);
+    const int64_t nb = x->n / xs, n = nb * ys;
+    if (!n) return 0;
+    const bool xd = x->prec == HK_FP64, yd = y->prec == HK_FP64;
+#define CB(TX, TY)                                                                                 \
+    k_convert_blocks<TX, TY><<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(                     \
+        nb, ys, (TY *)y->data, xs, (const TX *)x->data, bs)
+    if (xd && yd)
+        CB(double, double);
+    else if (xd)
+        CB(double, float);
+    else if (yd)
+        CB(float, double);
+    else
+        CB(float, float);
+#undef CB
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 template <typename T> __global__ void k_scale(int64_t n, T *x, double a)
 {
     HK_GRID_STRIDE(i, n) x[i] = (T)(a * x[i]);
