@@ -38,10 +38,14 @@
  * fresh set-up with the same aggregates, with no pattern made, sorted or allocated), then the level
  * matrices (rebuilt in place), the transfer values (converted into the kept fp32 arrays) and the
  * coarse inverse. With pc.amg.update=prolongator (MueLu's reuse "RP", PETSc GAMG's
- * reuse_interpolation) P and R are kept as well, in fp64 (beside the fp32 copies that fp32
- * levels apply), and a re-set-up with the set-up's supports forms only D^-1, rho, A P and
- * A_{l+1} = R (A P), the level matrices and the coarse inverse: with K itself the set-up's
- * bytes; other supports make T, P and R again as the default does. */
+ * reuse_interpolation) P and R are kept as well, and a re-set-up with the set-up's supports
+ * forms only D^-1, rho, A P and A_{l+1} = R (A P), the level matrices and the coarse inverse:
+ * with K itself the set-up's bytes; other supports make T, P and R again as the default does.
+ * fp64 levels keep P and R in fp64. fp32 levels round P's values to fp32 as soon as P is made
+ * (so R = P^T, A P and A_c are formed from the P the cycle applies: A_c is its exact Galerkin
+ * operator, summed in fp64) and keep P as a padded fp32 copy, R as the fp32 values the cycle
+ * applies; the re-set-up's products read them in fp32 (bmat_spgemm_numeric_plan_f32), where a
+ * backend lacks that op, fp64 copies of P and R as fp64 levels. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +86,16 @@ typedef struct amg_level {
     float *Pv, *Rv;
     hk_mat *P, *R;
     /* pc.amg.update=prolongator: P's and R's fp64 values for the coarse operators of the
-     * re-set-ups, where Pb.val and Rb.val do not hold them (fp32 levels, scalar csr copies) */
+     * re-set-ups, where Pb.val and Rb.val do not hold them (scalar csr copies, or a backend
+     * without the fp32-operand product) */
     double *P64, *R64;
+    /* pc.amg.update=prolongator with fp32 levels applied by bmat_spmv (the backend having
+     * bmat_spgemm_numeric_plan_f32 and vec_convert_blocks): instead of P64 and R64, P's values
+     * in fp32 with each block padded to p32_stride floats (br bc rounded up to a multiple of 4:
+     * 16-byte loads), read by A P; R (A P) reads R's values from Rv. Both are exact: fp32
+     * levels round P's values to fp32 before R, A P and R (A P) are formed. */
+    float *P32;
+    int p32_stride;
     hk_vec *Dinv; /* inverse node blocks (n*bs) in pc->prec: chebyshev, bjacobi */
     hk_vec *ritz; /* pc.amg.update_lanczos > 0: the top Ritz vector of D^-1 A, pc->prec */
     hk_vec *l1;   /* l1-Jacobi scaling (n): l1-jacobi */
@@ -129,8 +141,9 @@ typedef struct amg_data {
     int fmt_given;
     int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
     int galerkin_full; /* HOOKE_AMG_GALERKIN=full: A_c by the whole product R (A P) */
-    /* HOOKE_AMG_UPDATE_VALUES=transient: each update allocates and frees A P's values, and with
-     * fp32 levels P's transpose in fp64 (no R64) */
+    /* HOOKE_AMG_UPDATE_VALUES=transient: each update allocates and frees A P's values, and
+     * P's transpose in fp64 where R is kept neither in fp64 nor as the fp32 values that the
+     * re-set-up's product reads (no R64: a backend without bmat_spgemm_numeric_plan_f32) */
     int transient;
     /* what was built */
     int nns;
@@ -632,6 +645,60 @@ static int block_transfer(hk_pc *pc, hk_bmat *M, float **v32, double **keep)
     return 0;
 }
 
+/* Whether pc.amg.update=prolongator keeps P as a padded fp32 copy (amg_level.P32) instead of
+ * fp64 copies of P and R: fp32 levels whose block transfer operators (P's pattern M) bmat_spmv
+ * applies, on a backend with the fp32-operand product and the blocks' conversion. */
+static int keeps_p32(const hk_pc *pc, const amg_data *d, const hk_bmat *M)
+{
+    const hk_backend_ops *be = pc->be;
+    return d->update == AMG_UPDATE_PROLONGATOR && pc->prec == HK_FP32 && be->bmat_spmv &&
+           M->br <= 8 && M->bc <= 8 && be->bmat_spgemm_numeric_plan_f32 &&
+           be->vec_convert_blocks && be->bmat_spgemm_plan;
+}
+
+static void free_p32(const hk_backend_ops *be, amg_level *L)
+{
+    if (L->P32) be->dealloc(L->P32);
+    L->P32 = NULL;
+    L->p32_stride = 0;
+}
+
+/* L->P32 (allocated once) from the fp64 values val (fp32-exact) of P's pattern M: each block of
+ * br bc values padded with zeros to a multiple of 4 floats, so that the product reads a block
+ * in 16-byte words. */
+static int padded_p32(const hk_backend_ops *be, amg_level *L, const hk_bmat *M, double *val)
+{
+    const int bb = M->br * M->bc, stride = (bb + 3) / 4 * 4;
+    const int64_t nb = M->nnzb;
+    if (L->P32 && L->p32_stride != stride) free_p32(be, L);
+    if (!L->P32)
+        HK_CALL(be->alloc((void **)&L->P32, (size_t)(nb ? nb : 1) * stride * sizeof(float)));
+    L->p32_stride = stride;
+    if (!nb) return 0;
+    hk_vec src = {.be = be, .n = nb * bb, .prec = HK_FP64, .data = val};
+    hk_vec dst = {.be = be, .n = nb * stride, .prec = HK_FP32, .data = L->P32};
+    return be->vec_convert_blocks(&dst, stride, &src, bb, bb);
+}
+
+/* fp32 levels: M's values rounded to fp32 in place (fp64 storage holding fp32 values), so that
+ * the fp32 P the cycle applies is P itself, R = P^T its transpose exactly, and A_c = R (A P)
+ * (summed in fp64) the exact Galerkin operator of the transfer the cycle applies. fp64 levels:
+ * nothing. */
+static int round_fp32(const hk_pc *pc, hk_bmat *M)
+{
+    const hk_backend_ops *be = pc->be;
+    const int64_t nv = M->nnzb * M->br * M->bc;
+    if (pc->prec != HK_FP32 || nv == 0) return 0;
+    float *f = NULL;
+    HK_CALL(be->alloc((void **)&f, (size_t)nv * sizeof *f));
+    hk_vec v64 = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
+    hk_vec v32 = {.be = be, .n = nv, .prec = HK_FP32, .data = f};
+    int ierr = be->vec_convert(&v32, &v64);
+    if (!ierr) ierr = be->vec_convert(&v64, &v32);
+    be->dealloc(f);
+    return ierr;
+}
+
 /* Level L's transfer operators from the fp64 P and R, moved into the level (the old ones
  * freed): block CSR applied by bmat_spmv with values in pc->prec, or scalar csr copies where
  * the backend lacks that op; the block patterns stay either way, and with
@@ -648,6 +715,7 @@ static int install_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk
     if (L->R64) be->dealloc(L->R64);
     L->Pv = L->Rv = NULL;
     L->P64 = L->R64 = NULL;
+    free_p32(be, L);
     hk_mat_destroy(L->P);
     hk_mat_destroy(L->R);
     L->P = L->R = NULL;
@@ -655,9 +723,13 @@ static int install_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk
     L->Rb = *R;
     memset(P, 0, sizeof *P);
     memset(R, 0, sizeof *R);
-    const int keep_r = keep && !d->transient; /* else P's transpose made by each update */
+    /* fp32 levels with the fp32-operand product: P's padded fp32 copy, R read from Rv */
+    const int p32 = keeps_p32(pc, d, &L->Pb);
+    /* else P's transpose made by each update */
+    const int keep_r = keep && !d->transient && !p32;
     if (be->bmat_spmv && L->Pb.br <= 8 && L->Pb.bc <= 8) {
-        HK_CALL(block_transfer(pc, &L->Pb, &L->Pv, keep ? &L->P64 : NULL));
+        if (p32) HK_CALL(padded_p32(be, L, &L->Pb, L->Pb.val));
+        HK_CALL(block_transfer(pc, &L->Pb, &L->Pv, keep && !p32 ? &L->P64 : NULL));
         return block_transfer(pc, &L->Rb, &L->Rv, keep_r ? &L->R64 : NULL);
     }
     HK_CALL(need_op(be, (const void *)be->bmat_expand, "bmat_expand"));
@@ -721,6 +793,7 @@ static void free_levels(hk_pc *pc, amg_data *d)
         if (L->Rv) pc->be->dealloc(L->Rv);
         if (L->P64) pc->be->dealloc(L->P64);
         if (L->R64) pc->be->dealloc(L->R64);
+        free_p32(pc->be, L);
         if (L->agg) pc->be->dealloc(L->agg);
         if (L->APval) pc->be->dealloc(L->APval);
         if (L->Aval) pc->be->dealloc(L->Aval);
@@ -1002,9 +1075,14 @@ static int refill_transfer(hk_pc *pc, amg_data *d, amg_level *L, hk_bmat *P, hk_
         retire_values(pc->be, &R->val, keep && !d->transient ? &L->R64 : NULL);
         return 0;
     }
-    HK_CALL(install_values(pc, &L->Pb, &L->Pv, &P->val, keep ? &L->P64 : NULL));
+    const int p32 = keeps_p32(pc, d, &L->Pb);
+    if (p32)
+        HK_CALL(padded_p32(pc->be, L, &L->Pb, P->val));
+    else
+        free_p32(pc->be, L);
+    HK_CALL(install_values(pc, &L->Pb, &L->Pv, &P->val, keep && !p32 ? &L->P64 : NULL));
     return install_values(pc, &L->Rb, &L->Rv, &R->val,
-                          keep && !d->transient ? &L->R64 : NULL);
+                          keep && !d->transient && !p32 ? &L->R64 : NULL);
 }
 
 /* pc.amg.update=prolongator: the kept P and R of level L as fp64 block matrices (views: the
@@ -1035,8 +1113,9 @@ static int transient_transpose(const hk_backend_ops *be, const amg_level *L, con
 
 /* The kept transfer operators of level L applied in pc->prec after the levels' precision
  * changed (the fp64 fallback of fp32 levels): fp64 levels apply the kept fp64 values
- * themselves (moved into Pb.val, Rb.val); scalar csr copies are made again in the new
- * precision. */
+ * themselves (moved into Pb.val, Rb.val), or P's padded fp32 copy and R's fp32 values widened
+ * (exact: fp32 levels rounded P, so these are the values fp64 copies would hold); scalar csr
+ * copies are made again in the new precision. */
 static int kept_transfer_precision(hk_pc *pc, amg_level *L)
 {
     const hk_backend_ops *be = pc->be;
@@ -1054,7 +1133,38 @@ static int kept_transfer_precision(hk_pc *pc, amg_level *L)
         if (made) be->dealloc(R.val);
         return ierr;
     }
-    if (pc->prec != HK_FP64 || !L->P64) return 0;
+    if (pc->prec != HK_FP64) return 0;
+    if (L->P32) {
+        const int bp = L->Pb.br * L->Pb.bc;
+        const int64_t np = L->Pb.nnzb * bp, nr = L->Rb.nnzb * L->Rb.br * L->Rb.bc;
+        double *p = NULL, *r = NULL;
+        int ierr = be->alloc((void **)&p, (size_t)(np ? np : 1) * sizeof *p);
+        if (!ierr) ierr = be->alloc((void **)&r, (size_t)(nr ? nr : 1) * sizeof *r);
+        if (!ierr && np) {
+            hk_vec src = {.be = be, .n = L->Pb.nnzb * L->p32_stride, .prec = HK_FP32,
+                          .data = L->P32};
+            hk_vec dst = {.be = be, .n = np, .prec = HK_FP64, .data = p};
+            ierr = be->vec_convert_blocks(&dst, bp, &src, L->p32_stride, bp);
+        }
+        if (!ierr && nr) {
+            hk_vec src = {.be = be, .n = nr, .prec = HK_FP32, .data = L->Rv};
+            hk_vec dst = {.be = be, .n = nr, .prec = HK_FP64, .data = r};
+            ierr = be->vec_convert(&dst, &src);
+        }
+        if (ierr) {
+            if (p) be->dealloc(p);
+            if (r) be->dealloc(r);
+            return ierr;
+        }
+        L->Pb.val = p;
+        L->Rb.val = r;
+        free_p32(be, L);
+        if (L->Pv) be->dealloc(L->Pv);
+        if (L->Rv) be->dealloc(L->Rv);
+        L->Pv = L->Rv = NULL;
+        return 0;
+    }
+    if (!L->P64) return 0;
     if (!L->R64) { /* transient: the fp64 levels apply P's transpose, made here once */
         hk_bmat P, R;
         kept_transfer(L, &P, &R);
@@ -1131,10 +1241,40 @@ static void release_values(const hk_backend_ops *be, const amg_data *d, hk_bmat 
 }
 
 /* C = A B (upper: the blocks on and above the diagonal) by the plan where there is one, else by
- * the numeric ops; the same digits either way. */
+ * the numeric ops; the same digits either way. With a32 (A's values in fp32) or b32 (B's, its
+ * blocks b32_stride floats apart) the values are read from there: by the backend's fp32-operand
+ * product where it has one for these shapes, else widened into a temporary fp64 array (exact:
+ * the same digits). */
 static int planned_product(const hk_backend_ops *be, const void *plan, int upper, const hk_bmat *A,
-                           const hk_bmat *B, hk_bmat *C)
+                           const float *a32, const hk_bmat *B, const float *b32, int b32_stride,
+                           hk_bmat *C)
 {
+    if (a32 || b32) {
+        if (plan && be->bmat_spgemm_numeric_plan_f32) {
+            const int ierr =
+                be->bmat_spgemm_numeric_plan_f32(plan, A, a32, B, b32, b32_stride, C);
+            if (ierr != HK_ERR_UNSUPPORTED) return ierr;
+            hk_error_clear();
+        }
+        const hk_bmat *M = a32 ? A : B;
+        const int bb = M->br * M->bc;
+        const int64_t nv = M->nnzb * bb;
+        double *w = NULL;
+        HK_CALL(be->alloc((void **)&w, (size_t)(nv ? nv : 1) * sizeof *w));
+        hk_vec dst = {.be = be, .n = nv, .prec = HK_FP64, .data = w};
+        hk_vec src = {.be = be, .n = a32 ? nv : M->nnzb * b32_stride, .prec = HK_FP32,
+                      .data = (void *)(a32 ? a32 : b32)};
+        int ierr = 0;
+        if (nv)
+            ierr = a32 ? be->vec_convert(&dst, &src)
+                       : be->vec_convert_blocks(&dst, bb, &src, b32_stride, bb);
+        hk_bmat A64 = *A, B64 = *B;
+        if (a32) A64.val = w;
+        if (b32) B64.val = w;
+        if (!ierr) ierr = planned_product(be, plan, upper, &A64, NULL, &B64, NULL, 0, C);
+        be->dealloc(w);
+        return ierr;
+    }
     if (plan) return be->bmat_spgemm_numeric_plan(plan, A, B, C);
     return upper ? be->bmat_spgemm_numeric_upper(A, B, C) : be->bmat_spgemm_numeric(A, B, C);
 }
@@ -1147,7 +1287,8 @@ static int planned_product(const hk_backend_ops *be, const void *plan, int upper
  * HOOKE_AMG_UPDATE_VALUES=transient A P's values are freed at the end and allocated again by
  * the next. */
 static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, const hk_bmat *P,
-                            const hk_bmat *R, hk_amg_phases *ph, double *t1, hk_bmat *Anext)
+                            const float *p32, int p32_stride, const hk_bmat *R, const float *r32,
+                            hk_amg_phases *ph, double *t1, hk_bmat *Anext)
 {
     const hk_backend_ops *be = pc->be;
     amg_level *L = &d->lev[l], *C = &d->lev[l + 1];
@@ -1166,9 +1307,9 @@ static int numeric_galerkin(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, co
         L->planned = 1;
     }
     ph->values += lap(be, t1);
-    HK_CALL(planned_product(be, L->ap_plan, 0, Al, P, &AP));
+    HK_CALL(planned_product(be, L->ap_plan, 0, Al, NULL, P, p32, p32_stride, &AP));
     ph->ap += lap(be, t1);
-    HK_CALL(planned_product(be, L->rap_plan, upper, R, &AP, Anext));
+    HK_CALL(planned_product(be, L->rap_plan, upper, R, r32, &AP, NULL, 0, Anext));
     ph->rap += lap(be, t1);
     if (upper) {
         HK_CALL(mirror_coarse(be, l, Anext));
@@ -1197,14 +1338,16 @@ static int coarse_operator(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, hk_
     double t0 = now_synced(be), t1 = t0;
     HK_TRY(kept_transfer_precision(pc, L));
     kept_transfer(L, &P, &R);
-    HK_TRY_CHECK(P.val && (R.val || d->transient), HK_ERR_INTERNAL,
-                 "pc=amg: level %d kept no fp64 transfer values for the re-set-up", l);
-    made_r = !R.val;
+    /* fp32 levels with P's padded fp32 copy: A P reads it, R (A P) reads R's fp32 values */
+    const float *p32 = P.val ? NULL : L->P32, *r32 = R.val || !L->P32 ? NULL : L->Rv;
+    HK_TRY_CHECK((P.val || p32) && (R.val || r32 || d->transient), HK_ERR_INTERNAL,
+                 "pc=amg: level %d kept no transfer values for the re-set-up", l);
+    made_r = !R.val && !r32;
     if (made_r) {
         HK_TRY(transient_transpose(be, L, &P, &R));
         ph->transpose += lap(be, &t1);
     }
-    HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
+    HK_TRY(numeric_galerkin(pc, d, l, Al, &P, p32, L->p32_stride, &R, r32, ph, &t1, Anext));
     if (made_r) {
         be->dealloc(R.val);
         R.val = NULL;
@@ -1276,6 +1419,8 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         HK_TRY(be->amg_smooth_prolongator_numeric(&P, &L->T, D64, d->omega / L->rho, &P));
         ph->smooth += lap(be, &t1);
     }
+    HK_TRY(round_fp32(pc, &P)); /* fp32 levels: the P they apply, before R and A_c are formed */
+    ph->smooth += lap(be, &t1);
     if (D64 != L->Dinv && D64 != L->D64) hk_vec_destroy(D64);
     D64 = NULL;
     ph->prolongator += now_synced(be) - t0;
@@ -1310,7 +1455,7 @@ static int level_transfer(hk_pc *pc, amg_data *d, int l, const hk_bmat *Al, cons
         ph->values += lap(be, &t1);
         HK_TRY(be->bmat_transpose_numeric(&P, &R));
         ph->transpose += lap(be, &t1);
-        HK_TRY(numeric_galerkin(pc, d, l, Al, &P, &R, ph, &t1, Anext));
+        HK_TRY(numeric_galerkin(pc, d, l, Al, &P, NULL, 0, &R, NULL, ph, &t1, Anext));
     }
     ph->galerkin += now_synced(be) - t0;
 
@@ -1390,6 +1535,7 @@ static void amg_memory(const hk_pc *pc, amg_data *d)
             st->bytes_reuse += vec_bytes(L->Zk[j]);
         if (L->P64) st->bytes_reuse += (size_t)L->Pb.nnzb * L->Pb.br * L->Pb.bc * sizeof(double);
         if (L->R64) st->bytes_reuse += (size_t)L->Rb.nnzb * L->Rb.br * L->Rb.bc * sizeof(double);
+        if (L->P32) st->bytes_reuse += (size_t)L->Pb.nnzb * L->p32_stride * sizeof(float);
         st->bytes_smoother += vec_bytes(L->Dinv) + vec_bytes(L->l1);
         const hk_vec *v[] = {L->b, L->x, L->r, L->t, L->d, L->d2, L->w, L->e};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -1628,7 +1774,8 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                           "its upper blocks, the lower ones their transposes; the default", 0,
                           &d->galerkin_full));
     HK_CALL(hk_env_switch("HOOKE_AMG_UPDATE_VALUES", "transient",
-                          "each update allocates A P's values and the fp64 R and frees them", "kept",
+                          "each update allocates A P's values (and an fp64 R where R is not read in "
+                          "fp32) and frees them", "kept",
                           "the first update's kept for the next ones; the default", 0,
                           &d->transient));
     /* a backend without the symmetric product's ops forms A_c by the whole product */
