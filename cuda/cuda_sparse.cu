@@ -1331,7 +1331,7 @@ int hk_cu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, const
 #define SPP_F32B(R, K, CC)                                                                         \
     if (!done && b32 && br == (R) && bk == (K) && bc == (CC)) {                                    \
         if (nthr)                                                                                  \
-            spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2), double, float, (K * CC + 3) / 4 * 4>     \
+            spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2), double, float, (K * CC + 3) / 4 * 4>      \
                 <<<grid, 256, 0, hk_cu.stream>>>(pl->off, pl->tgt, pl->pa, pl->pb, A->val, b32,    \
                                                  C->val, pl->ntgt);                                \
         done = true;                                                                               \

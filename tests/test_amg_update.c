@@ -14,22 +14,30 @@
  * and R, forms R (A P) with the new A (the bytes of the CPU ops' product from the same P and R),
  * converges to the tolerance of the true residual; back to K the set-up's bytes again; other
  * supports make P and R again; the fp64 fallback keeps them; the same, fallback too, with A P's
- * values and the fp64 R made by each update (HOOKE_AMG_UPDATE_VALUES=transient, another value
- * refused). pc.amg.update_lanczos=4: the
- * set-up's bytes; after an update to a stiffer region the fine level's bound from 4 warm-started
- * steps is within 1 % of 60 cold steps', the coarse levels' the cold ones'. A bad value of either
- * option is named.
- * Suite cuda_amg_update (device): the numeric ops on cuda against the CPU's bytes (A T, A P,
- * R (A P) by the output-stationary product and by its upper blocks and mirror, P in place, R);
- * the planned products on cuda under every HOOKE_SPGEMM value (unset, pairs-sorted, pairs, row,
- * stationary; another value, a removed one too, refused with the valid ones listed; a plan used
- * under the other order than it was made in refused; the sorted order's 4 bytes a block of C in
- * the whole product's plan, none more in the upper one's) against the CPU's bytes: A P and R (A P)
- * (whole, upper) of elasticity3d:20's level and products whose rows of C hold 1500 blocks (summed
- * in place, past any shared-memory row); the cuda update's hierarchy (both Galerkin paths) equal to
- * a fresh cuda set-up's bytes and to the CPU reference's to rounding; the same for
- * pc.amg.update=prolongator, whose coarse operators after an update to a stiffer region have
- * the bytes of the CPU's R (A P) from the cuda hierarchy's own P and R. */
+ * values made by each update (HOOKE_AMG_UPDATE_VALUES=transient, another value refused). The
+ * planned products with an fp32 operand (bmat_spgemm_numeric_plan_f32: A P with P rounded and
+ * padded, R (A P) with R in fp32, synthetic products of every AMG shape) give the bytes of the
+ * fp64 product of the widened values; vec_convert_blocks pads and widens back; with fp32 levels
+ * every value of P and R is fp32-exact and every coarse operator is (rounded as stored) the
+ * CPU's R (A P) of the level's own P and R, after the set-up and an update, both update modes;
+ * pc.amg.update=prolongator keeps with fp32 levels exactly P's padded fp32 copy more than the
+ * default (below the fp64 P and R it kept before), with fp64 levels nothing more.
+ * pc.amg.update_lanczos=4: the set-up's bytes; after an update to a stiffer region the fine level's
+ * bound from 4 warm-started steps is within 1 % of 60 cold steps', the coarse levels' the cold
+ * ones'. A bad value of either option is named. Suite cuda_amg_update (device): the numeric ops on
+ * cuda against the CPU's bytes (A T, A P, R (A P) by the output-stationary product and by its upper
+ * blocks and mirror, P in place, R); the planned products on cuda under every HOOKE_SPGEMM value
+ * (unset, pairs-sorted, pairs, row, stationary; another value, a removed one too, refused with the
+ * valid ones listed; a plan used under the other order than it was made in refused; the sorted
+ * order's 4 bytes a block of C in the whole product's plan, none more in the upper one's) against
+ * the CPU's bytes: A P and R (A P) (whole, upper) of elasticity3d:20's level and products whose
+ * rows of C hold 1500 blocks (summed in place, past any shared-memory row); the cuda update's
+ * hierarchy (both Galerkin paths) equal to a fresh cuda set-up's bytes and to the CPU reference's
+ * to rounding; the same for pc.amg.update=prolongator, whose coarse operators after an update to a
+ * stiffer region have the bytes of the CPU's R (A P) from the cuda hierarchy's own P and R (fp32
+ * levels too, and under HOOKE_SPGEMM=row); the fp32-operand planned products against the CPU's
+ * bytes (C NaN before), shapes and kernels without a variant refused; fp32 levels' P and R
+ * fp32-exact and the kept bytes, as on the CPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +200,231 @@ static void test_planned(void)
     hk_test_level_free(&L);
 }
 
+/* A br x bc block matrix on the CPU with rows given by cols(i, k) (sorted, unique; n[i] of them)
+ * and values from a fixed sequence in (-1, 1). */
+static void synthetic_bmat(int br, int bc, int64_t nbr, int64_t nbc, const int64_t *rowptr,
+                           const int32_t *colind, hk_bmat *M)
+{
+    HK_ASSERT_OK(hk_bmat_alloc(backend("cpu"), br, bc, nbr, nbc, rowptr[nbr], M));
+    memcpy(M->rowptr, rowptr, (size_t)(nbr + 1) * sizeof *rowptr);
+    memcpy(M->colind, colind, (size_t)rowptr[nbr] * sizeof *colind);
+    for (int64_t k = 0; k < rowptr[nbr] * br * bc; k++)
+        M->val[k] = sin(0.37 * (double)k + 0.11 * (double)br) * (1.0 + 1e-3 * (double)(k % 97));
+}
+
+/* The pattern of rows: row 0 every column (nbc; full0 = 0: columns 0 and 1), row i > 0 the
+ * columns {i - 1, i, i + 1, 7i} modulo nbc, sorted and unique. */
+static void synthetic_pattern(int64_t nbr, int64_t nbc, int full0, int64_t **rowptr,
+                              int32_t **colind)
+{
+    int64_t *rp = malloc((size_t)(nbr + 1) * sizeof *rp);
+    int32_t *ci = malloc((size_t)(nbc + 4 * nbr) * sizeof *ci);
+    rp[0] = 0;
+    for (int64_t i = 0; i < nbr; i++) {
+        int64_t n = rp[i];
+        if (i == 0 && full0) {
+            for (int64_t j = 0; j < nbc; j++)
+                ci[n++] = (int32_t)j;
+        } else if (i == 0) {
+            ci[n++] = 0;
+            if (nbc > 1) ci[n++] = 1;
+        } else {
+            int32_t c[4] = {(int32_t)((i - 1) % nbc), (int32_t)(i % nbc), (int32_t)((i + 1) % nbc),
+                            (int32_t)((7 * i) % nbc)};
+            hk_isort_i32(c, 4);
+            for (int e = 0; e < 4; e++)
+                if (e == 0 || c[e] != c[e - 1]) ci[n++] = c[e];
+        }
+        rp[i + 1] = n;
+    }
+    *rowptr = rp, *colind = ci;
+}
+
+/* ---- the planned products with an operand in fp32 ------------------------------------------ */
+
+/* M's values rounded to fp32 (stored in fp64), as fp32 levels round P. */
+static void round_values(hk_bmat *M)
+{
+    for (int64_t k = 0; k < M->nnzb * M->br * M->bc; k++)
+        M->val[k] = (double)(float)M->val[k];
+}
+
+/* M's values (a CPU matrix) as fp32 blocks stride floats apart on backend be, the padding NaN
+ * (never to be read); the caller deallocates. */
+static float *f32_blocks(const hk_backend *be, const hk_bmat *M, int stride)
+{
+    const int bb = M->br * M->bc;
+    const size_t n = (size_t)M->nnzb * stride;
+    float *h = malloc((n ? n : 1) * sizeof *h), *d = NULL;
+    for (int64_t k = 0; k < M->nnzb; k++)
+        for (int e = 0; e < stride; e++)
+            h[(size_t)k * stride + e] = e < bb ? (float)M->val[(size_t)k * bb + e] : NAN;
+    HK_ASSERT_OK(be->alloc((void **)&d, (n ? n : 1) * sizeof *d));
+    if (n) HK_ASSERT_OK(be->copy_to(d, h, n * sizeof *h));
+    free(h);
+    return d;
+}
+
+/* On backend be: C = A B into C's pattern (upper: its blocks on and above the diagonal) by
+ * bmat_spgemm_numeric_plan_f32 with A's values in fp32 (a_f32) or B's (blocks bstride floats
+ * apart, the padding NaN), the fp64 copy of that operand NaN (so never read) and C NaN before:
+ * the bytes of the CPU's numeric product of the fp64 A and B (whose values are fp32-exact).
+ * Returns the op's result (HK_ERR_UNSUPPORTED accepted where want_ok is 0). */
+static int check_planned_f32(const hk_backend *be, const hk_bmat *A, const hk_bmat *B,
+                             const hk_bmat *C, int upper, int a_f32, int bstride, int want_ok)
+{
+    hk_bmat ref, dA, dB, dC;
+    planned_reference(A, B, C, upper, &ref);
+    bmat_copy_to(be, A, &dA), bmat_copy_to(be, B, &dB), bmat_copy_to(be, C, &dC);
+    float *a32 = a_f32 ? f32_blocks(be, A, A->br * A->bc) : NULL;
+    float *b32 = a_f32 ? NULL : f32_blocks(be, B, bstride);
+    hk_bmat *gone = a_f32 ? &dA : &dB;
+    be->vec_set(
+        &(hk_vec){
+            .be = be, .n = gone->nnzb * gone->br * gone->bc, .prec = HK_FP64, .data = gone->val},
+        NAN);
+    void *plan = NULL;
+    size_t bytes = 0;
+    HK_ASSERT_OK(be->bmat_spgemm_plan(&dA, &dB, &dC, upper, &plan, &bytes));
+    CU_ASSERT(plan != NULL || !want_ok); /* cuda makes none for shapes without a kernel */
+    be->vec_set(&(hk_vec){.be = be, .n = dC.nnzb * dC.br * dC.bc, .prec = HK_FP64, .data = dC.val},
+                NAN);
+    const int ierr = plan ? be->bmat_spgemm_numeric_plan_f32(plan, &dA, a32, &dB, b32, bstride, &dC)
+                          : HK_ERR_UNSUPPORTED;
+    if (want_ok) HK_ASSERT_OK(ierr);
+    if (!ierr) {
+        const int same = same_values(&dC, &ref);
+        if (!same)
+            printf("\n    %s: %d x %d . %d x %d with %s in fp32: not the fp64 product's bytes",
+                   be->name, A->br, A->bc, B->br, B->bc, a_f32 ? "A" : "B");
+        CU_ASSERT(same);
+    } else {
+        CU_ASSERT_EQUAL(ierr, HK_ERR_UNSUPPORTED);
+        hk_error_clear();
+    }
+    if (plan) be->bmat_spgemm_plan_free(plan);
+    if (a32) be->dealloc(a32);
+    if (b32) be->dealloc(b32);
+    hk_bmat_free(&ref), hk_bmat_free(&dA), hk_bmat_free(&dB), hk_bmat_free(&dC);
+    return ierr;
+}
+
+/* A level's P rounded to fp32 (Pr), R = Pr^T (Rr) and A Pr (APr), on the CPU. */
+static void rounded_level(const hk_test_level *L, hk_bmat *Pr, hk_bmat *Rr, hk_bmat *APr)
+{
+    const hk_backend *cpu = backend("cpu");
+    bmat_copy_to(cpu, &L->P, Pr);
+    round_values(Pr);
+    bmat_copy_to(cpu, &L->R, Rr);
+    HK_ASSERT_OK(cpu->bmat_transpose_numeric(Pr, Rr));
+    bmat_copy_to(cpu, &L->AP, APr);
+    HK_ASSERT_OK(cpu->bmat_spgemm_numeric(&L->K, Pr, APr));
+}
+
+/* The products of AMG's shapes on synthetic matrices (200 block rows): A P (B in fp32, padded
+ * to a multiple of 4 floats) and R (A P) (A in fp32) with every block shape of the plan's
+ * kernels, and with other strides; on backend be, each against the CPU's fp64 bytes. */
+static void planned_f32_shapes(const hk_backend *be, int cuda)
+{
+    /* br, bk, bc; whether cuda has the variant with B in fp32 (A P's shapes), with A in fp32
+     * (R (A P)'s) */
+    static const int shape[][5] = {{1, 1, 1, 1, 1}, {2, 2, 3, 1, 0}, {3, 2, 3, 0, 1},
+                                   {3, 3, 3, 1, 1}, {3, 3, 6, 1, 0}, {6, 3, 6, 0, 1},
+                                   {6, 6, 6, 1, 1}, {2, 3, 4, 0, 0}};
+    const int64_t n = 200;
+    int64_t *rp = NULL;
+    int32_t *ci = NULL;
+    synthetic_pattern(n, n, 1, &rp, &ci);
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        const int br = shape[k][0], bk = shape[k][1], bc = shape[k][2];
+        hk_bmat A, B, C = {0};
+        synthetic_bmat(br, bk, n, n, rp, ci, &A);
+        synthetic_bmat(bk, bc, n, n, rp, ci, &B);
+        round_values(&A), round_values(&B);
+        HK_ASSERT_OK(backend("cpu")->bmat_spgemm(&A, &B, &C));
+        const int pad = (bk * bc + 3) / 4 * 4;
+        const int b_ok = !cuda || shape[k][3], a_ok = !cuda || shape[k][4];
+        CU_ASSERT_EQUAL(check_planned_f32(be, &A, &B, &C, 0, 0, pad, b_ok) == 0, b_ok);
+        check_planned_f32(be, &A, &B, &C, 0, 0, pad + 4, !cuda); /* cuda: the padded stride only */
+        CU_ASSERT_EQUAL(check_planned_f32(be, &A, &B, &C, 0, 1, 0, a_ok) == 0, a_ok);
+        if (br == bc) CU_ASSERT_EQUAL(check_planned_f32(be, &A, &B, &C, 1, 1, 0, a_ok) == 0, a_ok);
+        hk_bmat_free(&A), hk_bmat_free(&B), hk_bmat_free(&C);
+    }
+    free(rp), free(ci);
+}
+
+/* The planned products with an fp32 operand (bmat_spgemm_numeric_plan_f32) on the CPU: A P with
+ * P rounded to fp32 and padded (20 floats a 3x6 block; 24 too), R (A P) with R in fp32 (whole and
+ * upper), and synthetic products of every AMG shape: the bytes of bmat_spgemm_numeric_plan with
+ * the values widened; a stride below the block refused. */
+static void test_planned_f32(void)
+{
+    const hk_backend *be = backend("cpu");
+    hk_test_level L;
+    hk_test_level_make(8, &L);
+    hk_bmat Pr, Rr, APr;
+    rounded_level(&L, &Pr, &Rr, &APr);
+    check_planned_f32(be, &L.K, &Pr, &L.AP, 0, 0, 20, 1);
+    check_planned_f32(be, &L.K, &Pr, &L.AP, 0, 0, 24, 1);
+    for (int upper = 0; upper < 2; upper++)
+        check_planned_f32(be, &Rr, &APr, &L.Ac, upper, 1, 0, 1);
+    /* a stride below the block */
+    void *plan = NULL;
+    size_t bytes = 0;
+    hk_bmat C;
+    bmat_copy_to(be, &L.AP, &C);
+    HK_ASSERT_OK(be->bmat_spgemm_plan(&L.K, &Pr, &C, 0, &plan, &bytes));
+    float *b32 = f32_blocks(be, &Pr, 20);
+    CU_ASSERT_EQUAL(be->bmat_spgemm_numeric_plan_f32(plan, &L.K, NULL, &Pr, b32, 17, &C),
+                    HK_ERR_ARG);
+    CU_ASSERT(strstr(hk_error_message(), "stride 17") != NULL);
+    hk_error_clear();
+    be->dealloc(b32);
+    be->bmat_spgemm_plan_free(plan);
+    hk_bmat_free(&C), hk_bmat_free(&Pr), hk_bmat_free(&Rr), hk_bmat_free(&APr);
+    hk_test_level_free(&L);
+    planned_f32_shapes(be, 0);
+}
+
+/* vec_convert_blocks on backend be: fp64 blocks of 18 into fp32 blocks of 20 (rounded as
+ * vec_convert rounds, the padding 0) and back (exact). */
+static void convert_blocks_on(const hk_backend *be)
+{
+    const int64_t nb = 37;
+    double *h = malloc((size_t)nb * 18 * sizeof *h), *back = malloc((size_t)nb * 18 * sizeof *back);
+    float *f = malloc((size_t)nb * 20 * sizeof *f);
+    for (int64_t k = 0; k < nb * 18; k++)
+        h[k] = sin(0.3 * (double)k) * 1e3;
+    hk_vec *x = NULL, *y = NULL, *z = NULL;
+    HK_ASSERT_OK(hk_vec_create(be, nb * 18, HK_FP64, &x));
+    HK_ASSERT_OK(hk_vec_create(be, nb * 20, HK_FP32, &y));
+    HK_ASSERT_OK(hk_vec_create(be, nb * 18, HK_FP64, &z));
+    HK_ASSERT_OK(hk_vec_upload(x, h));
+    be->vec_set(y, NAN);
+    HK_ASSERT_OK(be->vec_convert_blocks(y, 20, x, 18, 18));
+    HK_ASSERT_OK(be->copy_from(f, y->data, (size_t)nb * 20 * sizeof *f));
+    int ok = 1;
+    for (int64_t k = 0; k < nb; k++)
+        for (int e = 0; e < 20; e++)
+            ok &= e < 18 ? f[k * 20 + e] == (float)h[k * 18 + e] : f[k * 20 + e] == 0.0f;
+    CU_ASSERT(ok);
+    HK_ASSERT_OK(be->vec_convert_blocks(z, 18, y, 20, 18));
+    HK_ASSERT_OK(be->copy_from(back, z->data, (size_t)nb * 18 * sizeof *back));
+    ok = 1;
+    for (int64_t k = 0; k < nb * 18; k++)
+        ok &= back[k] == (double)(float)h[k];
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(be->vec_convert_blocks(z, 18, y, 20, 19), HK_ERR_ARG);
+    hk_error_clear();
+    hk_vec_destroy(x), hk_vec_destroy(y), hk_vec_destroy(z);
+    free(h), free(back), free(f);
+}
+
+static void test_convert_blocks(void)
+{
+    convert_blocks_on(backend("cpu"));
+}
+
 /* ---- the hierarchy after an update against a fresh set-up ---------------------------------- */
 
 /* Every level's stored operator and transfer operators of a and b: the same bytes (tol = 0), or
@@ -309,17 +542,18 @@ static void region_stiffer(const hk_bcsr *K, const double *xyz, double f, hk_bcs
                     D->val[q * bb + e] *= f;
 }
 
-/* Every coarse operator of s (fp64 levels, pc.amg.format=bsr) against R_l (A_l P_l) formed by
- * the CPU's ops from s's own P_l and R_l with A_0 = K (the symmetric product's pattern, upper
- * blocks and mirror, or with full the whole product): the same bytes. On cuda this compares
- * the device's products with the CPU's. */
+/* Every coarse operator of s (pc.amg.format=bsr) against R_l (A_l P_l) formed by the CPU's ops
+ * from s's own P_l and R_l with A_0 = K (the symmetric product's pattern, upper blocks and
+ * mirror, or with full the whole product): the same bytes (fp32 levels: the product rounded to
+ * fp32, the level's stored values; the chain goes on in fp64, as the set-up's). With fp32 levels
+ * P_l and R_l are those the cycle applies, so A_{l+1} is their exact Galerkin operator. On cuda
+ * this compares the device's products with the CPU's. */
 static void check_galerkin_chain(hk_solver *s, const hk_bcsr *K, int full)
 {
     const hk_backend *cpu = backend("cpu");
     const hk_pc *pc = hk_solver_get_pc(s);
     hk_amg_stats st;
     HK_ASSERT_OK(hk_pc_amg_info(pc, &st));
-    CU_ASSERT_FATAL(!st.fp32);
     hk_bmat A = {0};
     HK_ASSERT_OK(hk_bmat_upload(cpu, K, &A));
     for (int l = 0; l + 1 < st.nlevels; l++) {
@@ -338,8 +572,12 @@ static void check_galerkin_chain(hk_solver *s, const hk_bcsr *K, int full)
         const int64_t nv = C.nnzb * C.br * C.bc;
         CU_ASSERT_EQUAL_FATAL(Fn.fmt, HK_FMT_BSR);
         CU_ASSERT_EQUAL_FATAL(Fn.stored, nv);
-        const int same = memcmp(Fn.val, C.val, (size_t)nv * sizeof *C.val) == 0 &&
-                         memcmp(Fn.colind, C.colind, (size_t)C.nnzb * sizeof *C.colind) == 0;
+        int same = memcmp(Fn.colind, C.colind, (size_t)C.nnzb * sizeof *C.colind) == 0;
+        if (st.fp32)
+            for (int64_t k = 0; k < nv; k++)
+                same &= Fn.val[k] == (double)(float)C.val[k];
+        else
+            same &= memcmp(Fn.val, C.val, (size_t)nv * sizeof *C.val) == 0;
         if (!same) printf("\n    level %d's operator differs from R (A P) on the cpu", l + 1);
         CU_ASSERT(same);
         hk_bmat_free(&A);
@@ -367,6 +605,120 @@ static void compare_transfer(hk_solver *a, hk_solver *b)
         hk_bmat_free(&Pa), hk_bmat_free(&Ra), hk_bmat_free(&Pb), hk_bmat_free(&Rb);
         hk_fmt_free(&Aa), hk_fmt_free(&Ab);
     }
+}
+
+/* Every level's P and R of s: with fp32 levels every value fp32-exact (P rounded as it is made),
+ * with fp64 levels some value not; R = P^T (the CPU's transpose: the same bytes) either way. */
+static void check_transfer_fp32(hk_solver *s)
+{
+    const hk_pc *pc = hk_solver_get_pc(s);
+    hk_amg_stats st;
+    HK_ASSERT_OK(hk_pc_amg_info(pc, &st));
+    int exact = 1;
+    for (int l = 0; l + 1 < st.nlevels; l++) {
+        hk_bmat P, R, T;
+        hk_fmt F;
+        HK_ASSERT_OK(hk_pc_amg_level(pc, l, &P, &R, &F));
+        for (int64_t k = 0; k < P.nnzb * P.br * P.bc; k++)
+            exact &= P.val[k] == (double)(float)P.val[k];
+        for (int64_t k = 0; k < R.nnzb * R.br * R.bc; k++)
+            exact &= R.val[k] == (double)(float)R.val[k];
+        bmat_copy_to(backend("cpu"), &R, &T);
+        HK_ASSERT_OK(backend("cpu")->bmat_transpose_numeric(&P, &T));
+        CU_ASSERT(same_values(&T, &R));
+        hk_bmat_free(&P), hk_bmat_free(&R), hk_bmat_free(&T);
+        hk_fmt_free(&F);
+    }
+    CU_ASSERT_EQUAL(exact, st.fp32);
+}
+
+/* Set-ups on backend be with fp32 and fp64 levels, pc.amg.update aggregates and prolongator:
+ * fp32 levels' P and R fp32-exact, the coarse operators the Galerkin ones of them (the CPU's
+ * R (A P) bytes, rounded as stored), after the set-up and after an update to a stiffer region;
+ * fp64 levels unchanged in kind. */
+static void check_fp32_transfer(const char *be)
+{
+    const int m = 9;
+    static const char *const extra[] = {"", "pc.amg.update=prolongator", "pc.amg.precision=fp64",
+                                        "pc.amg.precision=fp64 pc.amg.update=prolongator"};
+    hk_bcsr K = {0}, K2 = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    region_stiffer(&K, xyz, 10.0, &K2);
+    for (size_t v = 0; v < sizeof extra / sizeof extra[0]; v++) {
+        char opts[256];
+        snprintf(opts, sizeof opts, "backend=%s pc=amg pc.amg.format=bsr %s", be, extra[v]);
+        hk_solver *s = hk_test_solver(&K, &nn, opts);
+        check_transfer_fp32(s);
+        check_galerkin_chain(s, &K, 0);
+        HK_ASSERT_OK(hk_solver_update_values(s, &K2));
+        check_transfer_fp32(s);
+        check_galerkin_chain(s, &K2, 0);
+        hk_solver_destroy(s);
+    }
+    hk_bcsr_free(&K), hk_bcsr_free(&K2);
+    free(xyz);
+}
+
+static void test_fp32_transfer(void)
+{
+    check_fp32_transfer("cpu");
+}
+
+/* The bytes kept for the re-set-ups (hk_amg_stats.bytes_reuse) of pc.amg.update=prolongator
+ * beyond the default's, after an update, on backend be: fp32 levels keep P in fp32, each block
+ * padded to a multiple of 4 floats, and nothing of R (the cycle's fp32 R is read): below the
+ * fp64 copies of P and R kept before; fp64 levels keep nothing more (they apply P and R). */
+static void check_kept_bytes(const char *be)
+{
+    const int m = 10;
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(m, m, m, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(m, m, m, &xyz));
+    hk_nearnull nn = {.dim = 3, .coords = xyz};
+    for (int fp64 = 0; fp64 < 2; fp64++) {
+        char oa[256], op[320];
+        snprintf(oa, sizeof oa, "backend=%s pc=amg pc.amg.format=bsr%s", be,
+                 fp64 ? " pc.amg.precision=fp64" : "");
+        snprintf(op, sizeof op, "%s pc.amg.update=prolongator", oa);
+        hk_solver *a = hk_test_solver(&K, &nn, oa), *p = hk_test_solver(&K, &nn, op);
+        HK_ASSERT_OK(hk_solver_update_values(a, &K));
+        HK_ASSERT_OK(hk_solver_update_values(p, &K));
+        hk_amg_stats sa, sp;
+        HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(a), &sa));
+        HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(p), &sp));
+        CU_ASSERT(sp.last_update_kept);
+        size_t padded = 0, old = 0;
+        for (int l = 0; l + 1 < sp.nlevels; l++) {
+            hk_bmat P, R;
+            hk_fmt F;
+            HK_ASSERT_OK(hk_pc_amg_level(hk_solver_get_pc(p), l, &P, &R, &F));
+            padded += (size_t)P.nnzb * (size_t)((P.br * P.bc + 3) / 4 * 4) * sizeof(float);
+            old += (size_t)(P.nnzb * P.br * P.bc + R.nnzb * R.br * R.bc) * sizeof(double);
+            hk_bmat_free(&P), hk_bmat_free(&R);
+            hk_fmt_free(&F);
+        }
+        const size_t more = sp.bytes_reuse - sa.bytes_reuse;
+        CU_ASSERT(sp.bytes_reuse >= sa.bytes_reuse);
+        CU_ASSERT_EQUAL(more, fp64 ? 0 : padded);
+        if (!fp64) CU_ASSERT(padded < old);
+        if (getenv("HOOKE_TEST_VERBOSE"))
+            printf("\n    %s %s levels: prolongator keeps %.1f bytes/DOF more than aggregates "
+                   "(fp64 P and R: %.1f); %.1f bytes/DOF in all",
+                   be, fp64 ? "fp64" : "fp32", (double)more / (double)(K.nbrows * 3),
+                   fp64 ? 0.0 : (double)old / (double)(K.nbrows * 3), sp.bytes_per_dof);
+        hk_solver_destroy(a), hk_solver_destroy(p);
+    }
+    hk_bcsr_free(&K);
+    free(xyz);
+}
+
+static void test_kept_bytes(void)
+{
+    check_kept_bytes("cpu");
 }
 
 /* Solve from x = 0; the iterations, the answer in x. */
@@ -428,7 +780,8 @@ static void check_prolongator(const char *be, const char *extra)
     HK_ASSERT_OK(hk_pc_amg_info(hk_solver_get_pc(s), &st));
     CU_ASSERT(st.last_update_kept);
     compare_transfer(s, s0);
-    if (!st.fp32) check_galerkin_chain(s, &K2, getenv("HOOKE_AMG_GALERKIN") != NULL);
+    check_galerkin_chain(s, &K2, getenv("HOOKE_AMG_GALERKIN") != NULL);
+    check_transfer_fp32(s);
     const int it_kept = solve_count(s, &K2, b, x1, 1e-8);
     hk_solver *f = hk_test_solver(&K2, &nn, opts);
     const int it_fresh = solve_count(f, &K2, b, x1, 1e-8);
@@ -619,6 +972,13 @@ HK_SUITE(amg_update,
           test_prolongator},
          {"pc.amg.update=prolongator: fp32 levels overflowing fall back to fp64 with the kept P",
           test_prolongator_fallback},
+         {"planned products with an fp32 operand (P padded, R): the fp64 product's bytes",
+          test_planned_f32},
+         {"vec_convert_blocks: fp64 blocks into padded fp32 ones and back", test_convert_blocks},
+         {"fp32 levels: P and R fp32-exact, A_c the Galerkin operator of them (set-up, update)",
+          test_fp32_transfer},
+         {"pc.amg.update=prolongator: the kept bytes (fp32 P padded, no R) below fp64 P and R",
+          test_kept_bytes},
          {"pc.amg.update_lanczos: the fine level's bound warm-started, within 1 % of 60 steps",
           test_update_lanczos},
          {"pc.amg.update, pc.amg.update_lanczos: a bad value named with the choices",
@@ -692,46 +1052,6 @@ static void numeric_ops_on_cuda(void)
 static void test_cuda_numeric_ops(void)
 {
     numeric_ops_on_cuda();
-}
-
-/* A br x bc block matrix on the CPU with rows given by cols(i, k) (sorted, unique; n[i] of them)
- * and values from a fixed sequence in (-1, 1). */
-static void synthetic_bmat(int br, int bc, int64_t nbr, int64_t nbc, const int64_t *rowptr,
-                           const int32_t *colind, hk_bmat *M)
-{
-    HK_ASSERT_OK(hk_bmat_alloc(backend("cpu"), br, bc, nbr, nbc, rowptr[nbr], M));
-    memcpy(M->rowptr, rowptr, (size_t)(nbr + 1) * sizeof *rowptr);
-    memcpy(M->colind, colind, (size_t)rowptr[nbr] * sizeof *colind);
-    for (int64_t k = 0; k < rowptr[nbr] * br * bc; k++)
-        M->val[k] = sin(0.37 * (double)k + 0.11 * (double)br) * (1.0 + 1e-3 * (double)(k % 97));
-}
-
-/* The pattern of rows: row 0 every column (nbc; full0 = 0: columns 0 and 1), row i > 0 the
- * columns {i - 1, i, i + 1, 7i} modulo nbc, sorted and unique. */
-static void synthetic_pattern(int64_t nbr, int64_t nbc, int full0, int64_t **rowptr,
-                              int32_t **colind)
-{
-    int64_t *rp = malloc((size_t)(nbr + 1) * sizeof *rp);
-    int32_t *ci = malloc((size_t)(nbc + 4 * nbr) * sizeof *ci);
-    rp[0] = 0;
-    for (int64_t i = 0; i < nbr; i++) {
-        int64_t n = rp[i];
-        if (i == 0 && full0) {
-            for (int64_t j = 0; j < nbc; j++)
-                ci[n++] = (int32_t)j;
-        } else if (i == 0) {
-            ci[n++] = 0;
-            if (nbc > 1) ci[n++] = 1;
-        } else {
-            int32_t c[4] = {(int32_t)((i - 1) % nbc), (int32_t)(i % nbc), (int32_t)((i + 1) % nbc),
-                            (int32_t)((7 * i) % nbc)};
-            hk_isort_i32(c, 4);
-            for (int e = 0; e < 4; e++)
-                if (e == 0 || c[e] != c[e - 1]) ci[n++] = c[e];
-        }
-        rp[i + 1] = n;
-    }
-    *rowptr = rp, *colind = ci;
 }
 
 /* The planned product on cuda of A B (CPU matrices; C = bmat_spgemm's pattern) by every
@@ -868,6 +1188,36 @@ static void test_cuda_planned(void)
     free(rp), free(ci), free(srp), free(sci);
 }
 
+/* The fp32-operand planned products on cuda (bmat_spgemm_numeric_plan_f32): A P with P rounded
+ * and padded (20 floats a 3x6 block) and R (A P) with R in fp32 (whole, upper) of
+ * elasticity3d:20's level under the plan kernels (unset, pairs-sorted, pairs), and synthetic
+ * products of every shape with a variant: the CPU's fp64 bytes, C NaN before; shapes, strides
+ * and HOOKE_SPGEMM values (row, stationary) without a kernel refused as unsupported. */
+static void test_cuda_planned_f32(void)
+{
+    const hk_backend *gpu = backend("cuda");
+    hk_test_level L;
+    hk_test_level_make(20, &L);
+    hk_bmat Pr, Rr, APr;
+    rounded_level(&L, &Pr, &Rr, &APr);
+    static const char *const kernels[] = {NULL, "pairs-sorted", "pairs", "row", "stationary"};
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        if (kernels[k])
+            setenv("HOOKE_SPGEMM", kernels[k], 1);
+        else
+            unsetenv("HOOKE_SPGEMM");
+        const int ok = k < 3;
+        CU_ASSERT_EQUAL(check_planned_f32(gpu, &L.K, &Pr, &L.AP, 0, 0, 20, ok) == 0, ok);
+        for (int upper = 0; upper < 2; upper++)
+            CU_ASSERT_EQUAL(check_planned_f32(gpu, &Rr, &APr, &L.Ac, upper, 1, 0, ok) == 0, ok);
+    }
+    unsetenv("HOOKE_SPGEMM");
+    hk_bmat_free(&Pr), hk_bmat_free(&Rr), hk_bmat_free(&APr);
+    hk_test_level_free(&L);
+    planned_f32_shapes(gpu, 1);
+    convert_blocks_on(gpu);
+}
+
 /* On elasticity3d:12 with options extra, the cuda update against the CPU's (the same K and new
  * values: S K S, or with stiffer a region 10 times stiffer): every level within tol. */
 static void cuda_against_cpu(const char *extra, double tol, int stiffer)
@@ -935,11 +1285,12 @@ static void test_cuda_repeat(void)
     free(xyz);
 }
 
-/* pc.amg.update=prolongator on cuda: check_prolongator (fp64 levels: every coarse operator
- * after the update to a stiffer region has the bytes of the CPU's R (A P) from the same P and
- * R), and the cuda update's hierarchy against the CPU's update (the same options, K and new
- * values) to rounding: the set-up's spectral bounds differ in their last digits between the
- * backends, and so P. */
+/* pc.amg.update=prolongator on cuda: check_prolongator (every coarse operator after the update
+ * to a stiffer region has the bytes of the CPU's R (A P) from the same P and R, rounded as
+ * stored with fp32 levels; also under HOOKE_SPGEMM=row, where the fp32 P and R are widened for
+ * the product), fp32 levels' P and R fp32-exact and their kept bytes, and the cuda update's
+ * hierarchy against the CPU's update (the same options, K and new values) to rounding: the set-up's
+ * spectral bounds differ in their last digits between the backends, and so P. */
 static void test_cuda_prolongator(void)
 {
     check_prolongator("cuda", "");
@@ -953,7 +1304,13 @@ static void test_cuda_prolongator(void)
     check_prolongator("cuda", "pc.amg.precision=fp64");
     unsetenv("HOOKE_AMG_GALERKIN");
     check_prolongator_fallback("cuda");
+    /* no planned kernel under row: the update widens the fp32 P and R for the numeric product */
+    setenv("HOOKE_SPGEMM", "row", 1);
+    check_prolongator("cuda", "");
+    unsetenv("HOOKE_SPGEMM");
     cuda_against_cpu("pc.amg.update=prolongator", 1e-6, 1);
+    check_fp32_transfer("cuda");
+    check_kept_bytes("cuda");
     cuda_against_cpu("pc.amg.update=prolongator pc.amg.precision=fp64", 1e-10, 1);
 }
 
@@ -964,6 +1321,9 @@ HK_DEVICE_SUITE(cuda_amg_update,
                 {"planned products on cuda (A P, R (A P) whole and upper, rows of 1500 blocks) "
                  "by every HOOKE_SPGEMM kernel: the CPU's bytes",
                  test_cuda_planned},
+                {"planned products on cuda with an fp32 operand (P padded, R): the CPU's fp64 "
+                 "bytes; shapes and kernels without a variant refused",
+                 test_cuda_planned_f32},
                 {"cuda set-ups in a row (temporaries from reused pool pages): the same bytes",
                  test_cuda_repeat},
                 {"cuda update: a fresh cuda set-up's bytes, the CPU update's to rounding",

@@ -129,8 +129,9 @@ static int cpu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, in
     for (int64_t k = 0; k < nb; k++)
         for (int e = 0; e < ys; e++) {
             const size_t i = (size_t)k * xs + e, o = (size_t)k * ys + e;
-            const double v = e >= bs ? 0.0 : xd ? ((const double *)x->data)[i]
-                                                : (double)((const float *)x->data)[i];
+            const double v = e >= bs ? 0.0
+                             : xd    ? ((const double *)x->data)[i]
+                                     : (double)((const float *)x->data)[i];
             if (yd)
                 ((double *)y->data)[o] = v;
             else

@@ -652,8 +652,8 @@ static int keeps_p32(const hk_pc *pc, const amg_data *d, const hk_bmat *M)
 {
     const hk_backend_ops *be = pc->be;
     return d->update == AMG_UPDATE_PROLONGATOR && pc->prec == HK_FP32 && be->bmat_spmv &&
-           M->br <= 8 && M->bc <= 8 && be->bmat_spgemm_numeric_plan_f32 &&
-           be->vec_convert_blocks && be->bmat_spgemm_plan;
+           M->br <= 8 && M->bc <= 8 && be->bmat_spgemm_numeric_plan_f32 && be->vec_convert_blocks &&
+           be->bmat_spgemm_plan;
 }
 
 static void free_p32(const hk_backend_ops *be, amg_level *L)
@@ -1141,8 +1141,8 @@ static int kept_transfer_precision(hk_pc *pc, amg_level *L)
         int ierr = be->alloc((void **)&p, (size_t)(np ? np : 1) * sizeof *p);
         if (!ierr) ierr = be->alloc((void **)&r, (size_t)(nr ? nr : 1) * sizeof *r);
         if (!ierr && np) {
-            hk_vec src = {.be = be, .n = L->Pb.nnzb * L->p32_stride, .prec = HK_FP32,
-                          .data = L->P32};
+            hk_vec src = {
+                .be = be, .n = L->Pb.nnzb * L->p32_stride, .prec = HK_FP32, .data = L->P32};
             hk_vec dst = {.be = be, .n = np, .prec = HK_FP64, .data = p};
             ierr = be->vec_convert_blocks(&dst, bp, &src, L->p32_stride, bp);
         }
@@ -1251,8 +1251,7 @@ static int planned_product(const hk_backend_ops *be, const void *plan, int upper
 {
     if (a32 || b32) {
         if (plan && be->bmat_spgemm_numeric_plan_f32) {
-            const int ierr =
-                be->bmat_spgemm_numeric_plan_f32(plan, A, a32, B, b32, b32_stride, C);
+            const int ierr = be->bmat_spgemm_numeric_plan_f32(plan, A, a32, B, b32, b32_stride, C);
             if (ierr != HK_ERR_UNSUPPORTED) return ierr;
             hk_error_clear();
         }
@@ -1262,7 +1261,9 @@ static int planned_product(const hk_backend_ops *be, const void *plan, int upper
         double *w = NULL;
         HK_CALL(be->alloc((void **)&w, (size_t)(nv ? nv : 1) * sizeof *w));
         hk_vec dst = {.be = be, .n = nv, .prec = HK_FP64, .data = w};
-        hk_vec src = {.be = be, .n = a32 ? nv : M->nnzb * b32_stride, .prec = HK_FP32,
+        hk_vec src = {.be = be,
+                      .n = a32 ? nv : M->nnzb * b32_stride,
+                      .prec = HK_FP32,
                       .data = (void *)(a32 ? a32 : b32)};
         int ierr = 0;
         if (nv)
@@ -1773,11 +1774,11 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
                           "every block of the coarse operator by the product", "symmetric",
                           "its upper blocks, the lower ones their transposes; the default", 0,
                           &d->galerkin_full));
-    HK_CALL(hk_env_switch("HOOKE_AMG_UPDATE_VALUES", "transient",
-                          "each update allocates A P's values (and an fp64 R where R is not read in "
-                          "fp32) and frees them", "kept",
-                          "the first update's kept for the next ones; the default", 0,
-                          &d->transient));
+    HK_CALL(hk_env_switch(
+        "HOOKE_AMG_UPDATE_VALUES", "transient",
+        "each update allocates A P's values (and an fp64 R where R is not read in "
+        "fp32) and frees them",
+        "kept", "the first update's kept for the next ones; the default", 0, &d->transient));
     /* a backend without the symmetric product's ops forms A_c by the whole product */
     if (!be->bmat_spgemm_pattern || !be->bmat_spgemm_numeric_upper || !be->bmat_mirror_lower)
         d->galerkin_full = 1;
