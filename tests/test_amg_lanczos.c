@@ -2,7 +2,10 @@
  * (q = A p with p . q) and bdiag_update_dot_s (r -= (rz / pq) q; z = D^-1 r; r . z). On the cpu
  * both give the bytes of the separate calls they replace (mat_spmv, vec_dot, vec_axpby_s,
  * bdiag_apply), on every thread count, in fp64 and fp32, block sizes 1, 3 and 6; bad arguments
- * are refused; whole solves give the same bytes with and without them (HOOKE_AMG_UNFUSED=1). */
+ * are refused; whole solves give the same bytes with and without them (HOOKE_AMG_UNFUSED=1).
+ * Device suite cuda_amg_lanczos: cuda's ops against the cpu's separate calls within rounding,
+ * their vectors against cuda's own separate kernels byte for byte, every run the same bytes, and
+ * the set-up's bounds with and without the ops within rounding. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -42,26 +45,36 @@ static void free_vecs(hk_vec **v)
 }
 
 /* The backend scalars of a step: S[0] = r.z (old), S[1] = p.q, S[2] = r.z (new). */
-static const double rz_old = 0.8125;
+static const double rz_old = 0.8125, pq_fixed = 1234.5;
 
 /* One step's two halves on be, fused (the ops) or by the separate calls; S: 3 backend
- * scalars, out: their values. */
-static void step(const hk_backend *be, hk_mat *A, int bs, hk_vec **v, int fused, double *S,
-                 double *out)
+ * scalars, out: their values. fix: the update takes p.q = pq_fixed instead of the product's
+ * sum (whose last digits differ between the fused and the separate sums on cuda), so that r
+ * and z can be compared byte for byte. */
+static void step(const hk_backend *be, hk_mat *A, int bs, hk_vec **v, int fused, int fix,
+                 double *S, double *out)
 {
+    double h[3];
     HK_ASSERT_OK(be->scal_set(S, 0, 1, &rz_old));
-    if (fused) {
+    if (fused)
         HK_ASSERT_OK(be->spmv_dot_s(A, v[V_P], v[V_Q], &S[1]));
-        HK_ASSERT_OK(be->bdiag_update_dot_s(v[V_R], &S[0], &S[1], v[V_Q], v[V_D], bs, v[V_Z],
-                                            &S[2]));
-    } else {
+    else {
         HK_ASSERT_OK(hk_mat_spmv(A, v[V_P], v[V_Q]));
         HK_ASSERT_OK(be->vec_dot_s(v[V_P], v[V_Q], &S[1]));
+    }
+    HK_ASSERT_OK(be->scal_get(S, 1, 1, &out[1]));
+    if (fix) HK_ASSERT_OK(be->scal_set(S, 1, 1, &pq_fixed));
+    if (fused)
+        HK_ASSERT_OK(be->bdiag_update_dot_s(v[V_R], &S[0], &S[1], v[V_Q], v[V_D], bs, v[V_Z],
+                                            &S[2]));
+    else {
         HK_ASSERT_OK(be->vec_axpby_s(v[V_R], -1.0, &S[0], &S[1], v[V_Q], 1.0, NULL, NULL));
         HK_ASSERT_OK(be->bdiag_apply(v[V_D], bs, v[V_R], v[V_Z]));
         HK_ASSERT_OK(be->vec_dot_s(v[V_R], v[V_Z], &S[2]));
     }
-    HK_ASSERT_OK(be->scal_get(S, 0, 3, out));
+    HK_ASSERT_OK(be->scal_get(S, 0, 3, h));
+    out[0] = h[0];
+    out[2] = h[2];
 }
 
 /* q, r and z of f against g: the same bytes (tol < 0) or within tol. */
@@ -100,10 +113,10 @@ static int same_scalars(const char *label, const double *a, const double *b, dou
 
 /* The fused step on be (matrix in fmt) against ref's separate calls (matrix in rfmt): block sizes
  * 1, 3 and 6, fp64 and fp32; vtol, stol: the vectors' and the scalars' tolerances by precision
- * (< 0: bytes). With twice, be's fused step runs a second time on fresh vectors and must give
- * its first run's bytes. */
+ * (< 0: bytes); fix as for step. With twice, be's fused step runs a second time on fresh
+ * vectors and must give its first run's bytes. */
 static void compare(const hk_backend *be, const hk_backend *ref, hk_format fmt, hk_format rfmt,
-                    const double vtol[2], const double stol[2], int twice)
+                    const double vtol[2], const double stol[2], int fix, int twice)
 {
     static const int sizes[3] = {1, 3, 6};
     for (int sb = 0; sb < 3; sb++) {
@@ -122,8 +135,8 @@ static void compare(const hk_backend *be, const hk_backend *ref, hk_format fmt, 
             HK_ASSERT_OK(ref->scal_alloc(&T, 3));
             make_vecs(be, n, bs, prec, f);
             make_vecs(ref, n, bs, prec, g);
-            step(be, A, bs, f, 1, S, sf);
-            step(ref, R, bs, g, 0, T, sg);
+            step(be, A, bs, f, 1, fix, S, sf);
+            step(ref, R, bs, g, 0, fix, T, sg);
             char label[160];
             snprintf(label, sizeof label, "%s %s bs %d %s", hk_backend_name(be),
                      hk_format_name(fmt), bs, p ? "fp32" : "fp64");
@@ -133,7 +146,7 @@ static void compare(const hk_backend *be, const hk_backend *ref, hk_format fmt, 
                 hk_vec *h[NV];
                 double sh[3];
                 make_vecs(be, n, bs, prec, h);
-                step(be, A, bs, h, 1, S, sh);
+                step(be, A, bs, h, 1, fix, S, sh);
                 CU_ASSERT(same_vecs(label, h, f, -1.0));
                 CU_ASSERT(same_scalars(label, sh, sf, -1.0));
                 free_vecs(h);
@@ -162,9 +175,9 @@ static void test_ops_cpu(void)
     const int nt = omp_get_max_threads();
     for (int t = 1; t <= 3; t += 2) {
         omp_set_num_threads(t);
-        compare(cpu, cpu, HK_FMT_BSR, HK_FMT_BSR, bytes_, bytes_, 1);
-        compare(cpu, cpu, HK_FMT_SBELL, HK_FMT_SBELL, bytes_, bytes_, 0);
-        compare(cpu, cpu, HK_FMT_CSR, HK_FMT_CSR, bytes_, bytes_, 0);
+        compare(cpu, cpu, HK_FMT_BSR, HK_FMT_BSR, bytes_, bytes_, 0, 1);
+        compare(cpu, cpu, HK_FMT_SBELL, HK_FMT_SBELL, bytes_, bytes_, 0, 0);
+        compare(cpu, cpu, HK_FMT_CSR, HK_FMT_CSR, bytes_, bytes_, 0, 0);
     }
     omp_set_num_threads(nt);
 }
@@ -278,3 +291,34 @@ HK_SUITE(amg_lanczos, {"the bound's fused ops equal the separate calls byte for 
                        test_ops_cpu},
          {"the bound's fused ops refuse bad arguments", test_ops_errors},
          {"solves with the fused bound: the bytes of the separate calls", test_solves_cpu})
+
+/* cuda's ops, every format kind (the SpMV's epilogue: sbell, bsr, sell; the product, then
+ * vec_dot_s: csr's own kernels, cusparse-bsr), against the cpu's separate calls within
+ * rounding, twice with the same bytes; then against cuda's own separate kernels on the same
+ * format with the update's p.q fixed: the vectors byte for byte (the epilogue stores the plain
+ * kernel's sums, the update repeats vec_axpby's and bdiag_apply's entry arithmetic), the sums
+ * within rounding (another order). */
+static void test_ops_cuda(void)
+{
+    const hk_backend *gpu = backend("cuda"), *cpu = backend("cpu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu->spmv_dot_s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu->bdiag_update_dot_s);
+    static const hk_format fmts[] = {HK_FMT_SBELL, HK_FMT_BSR, HK_FMT_SELL, HK_FMT_CSR,
+                                     HK_FMT_CUSPARSE_BSR};
+    const double vtol[2] = {1e-12, 1e-5}, stol[2] = {1e-12, 1e-5}, sown[2] = {1e-13, 1e-6};
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        compare(gpu, cpu, fmts[f], HK_FMT_BSR, vtol, stol, 0, 1);
+    compare(gpu, gpu, HK_FMT_SBELL, HK_FMT_SBELL, bytes_, sown, 1, 0);
+    compare(gpu, gpu, HK_FMT_BSR, HK_FMT_BSR, bytes_, sown, 1, 0);
+    compare(gpu, gpu, HK_FMT_SELL, HK_FMT_SELL, bytes_, sown, 1, 0);
+}
+
+static void test_solves_cuda(void)
+{
+    compare_solves("cuda", 1e-6);
+}
+
+HK_DEVICE_SUITE(cuda_amg_lanczos,
+                {"the bound's fused ops on cuda equal the cpu's calls", test_ops_cuda},
+                {"solves with the fused bound on cuda: the same iterations", test_solves_cuda})
