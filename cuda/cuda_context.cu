@@ -91,6 +91,8 @@ int hk_cu_init(void)
     HK_CU(cudaMalloc(&hk_cu.part, sizeof(double) * HK_CU_MAXK * HK_CU_MAXB));
     HK_CU(cudaMalloc(&hk_cu.dres, sizeof(double) * HK_CU_MAXK));
     HK_CU(cudaMallocHost(&hk_cu.hres, sizeof(double) * HK_CU_MAXK));
+    HK_CU(cudaMalloc(&hk_cu.ticket, sizeof(unsigned)));
+    HK_CU(cudaMemsetAsync(hk_cu.ticket, 0, sizeof(unsigned), hk_cu.stream));
     for (int i = 0; hk_cu_grid_inits[i]; i++)
         hk_cu_grid_inits[i]();
     /* ready before the start-up steps: the memory pool's start allocates through the ops,

@@ -206,7 +206,7 @@ void (*const hk_cu_grid_inits[])(void) = {hk_cu_vec_init_grids, hk_cu_fused_init
 void (*const hk_cu_preloads[])(void) = {
     hk_cu_pool_start,      hk_cu_sparse_preload, hk_cu_aggregate_preload, hk_cu_build_preload,
     hk_cu_amg_ops_preload, hk_cu_diag_preload,   hk_cu_spmv_preload,      hk_cu_dist_preload,
-    NULL};
+    hk_cu_vec_preload,     NULL};
 
 static hk_backend_ops cuda_make_ops(void)
 {
@@ -259,6 +259,8 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_mdot_s = hk_cu_vec_mdot_s;
     o.vec_dot_s = hk_cu_vec_dot_s;
     o.vec_axpby_s = hk_cu_vec_axpby_s;
+    o.spmv_dot_s = hk_cu_spmv_dot_s;
+    o.bdiag_update_dot_s = hk_cu_bdiag_update_dot_s;
     o.vec_maxpy_s_nrm = hk_cu_vec_maxpy_s_nrm;
     o.vec_scale_s_dot = hk_cu_vec_scale_s_dot;
     o.tri_setup = hk_cu_tri_setup;

@@ -35,6 +35,9 @@ struct hk_cuda_ctx {
     double *part;        /* HK_CU_MAXK * HK_CU_MAXB partial sums */
     double *dres;        /* HK_CU_MAXK results of host-returning reductions */
     double *hres;        /* pinned host copy of dres */
+    /* the last-block ticket of the vector kernels that finish their own sums
+     * (hk_cu_last_block; zero between launches) */
+    unsigned *ticket;
 };
 extern struct hk_cuda_ctx hk_cu;
 
@@ -171,6 +174,7 @@ void hk_cu_build_preload(void);
 void hk_cu_amg_ops_preload(void);
 void hk_cu_diag_preload(void);
 void hk_cu_spmv_preload(void);
+void hk_cu_vec_preload(void);
 void hk_cu_dist_preload(void);
 extern void (*const hk_cu_preloads[])(void);
 
@@ -543,6 +547,9 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
 /* Pipelined GMRES's ops on backend-resident scalars (cuda_vec.cu). */
 int hk_cu_vec_mdot_s(int k, hk_vec *const *X, const hk_vec *y, double *S);
 int hk_cu_vec_dot_s(const hk_vec *x, const hk_vec *y, double *s);
+int hk_cu_spmv_dot_s(hk_mat *A, const hk_vec *x, hk_vec *y, double *s);
+int hk_cu_bdiag_update_dot_s(hk_vec *r, const double *an, const double *ad, const hk_vec *q,
+                             const hk_vec *D, int bs, hk_vec *z, double *s);
 int hk_cu_vec_axpby_s(hk_vec *y, double a, const double *an, const double *ad, const hk_vec *x,
                       double b, const double *bn, const double *bd);
 int hk_cu_vec_maxpy_s_nrm(hk_vec *y, int k, const double *S, hk_vec *const *X, double *nrm2);

@@ -98,6 +98,31 @@ template <typename T> struct epi_poly : epi_base { /* vec_poly_step of t = A x (
     }
 };
 
+/* y = A x and x . y (spmv_dot_s: pc=amg's bound, p.Ap), any precision: y rounded to T as
+ * the plain store, the sum of x_i y_i in double, its stage 2 in the grid's last block. */
+template <typename T> struct epi_dot_s {
+    static constexpr int K = 1, NF = 1;
+    static constexpr bool FIN = true;
+    static constexpr int MINB = 1;
+    T *y;
+    const T *x;
+    double *s;
+    __device__ bool begin() { return true; }
+    __device__ int k() const { return K; }
+    __device__ void entry(int64_t i, double v, double (&fs)[NF]) const
+    {
+        const T yi = (T)v;
+        y[i] = yi;
+        fs[0] += (double)x[i] * (double)yi;
+    }
+    __device__ void finish(const double *part, unsigned nb) const
+    {
+        __shared__ double d[1];
+        hk_cu_sum_parts(part, nb, 1, d);
+        if (threadIdx.x == 0) *s = d[0];
+    }
+};
+
 /* amg_cheb_step's vectors and coefficients on the device (hk_impl.h, hk_cheb_step). */
 template <typename T> struct cheb_args {
     const T *rin, *D, *dp;
@@ -731,6 +756,28 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
     return hk_cu_finish_part(part, nb, k, out, HK_FIN_PLAIN, NULL);
 }
 
+/* y = A x and x . y into the backend scalar *s (the spmv_dot_s op): one kernel where the
+ * SpMV's epilogue can sum (fuse_in_spmv: the two kernel families, below 2^18 rows unless
+ * HOOKE_CUDA_FUSE says otherwise), else the product and vec_dot_s. */
+int hk_cu_spmv_dot_s(hk_mat *A, const hk_vec *x, hk_vec *y, double *s)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
+    HK_CHECK(A->nrows == A->ncols && x->n == A->ncols && y->n == A->nrows && x->prec == A->prec &&
+                 y->prec == A->prec,
+             HK_ERR_ARG,
+             "cuda backend: spmv_dot_s on vectors that differ from the square matrix in size or "
+             "precision");
+    HK_CHECK(x->data != y->data, HK_ERR_ARG, "spmv_dot_s: x and y must be different vectors");
+    if (!fuse_in_spmv(A)) {
+        HK_CALL(hk_cu_mat_spmv(A, x, y));
+        return hk_cu_vec_dot_s(x, y, s);
+    }
+    if (A->prec == HK_FP64)
+        return launch<double>(A, x->data, epi_dot_s<double>{D(y), CD(x), s}, NULL);
+    return launch<float>(A, x->data,
+                         epi_dot_s<float>{(float *)y->data, (const float *)x->data, s}, NULL);
+}
+
 /* Algorithm 2's iteration as written (the pipecg_paper_step op): the update kernel, then the
  * SpMV with its two inner products and the second stage of all four in its last block; two
  * kernels. Without a fused kernel for the format: the SpMV, a reduction pass and a one-block
@@ -1104,6 +1151,11 @@ void hk_cu_spmv_preload(void)
         (const void *)k_cheb<float, 6>,
         (const void *)k_sell_wide<float, 2, epi_cheb<float>>,
         (const void *)k_sell_wide<double, 2, epi_store<double>>,
-        (const void *)k_sell_wide<float, 3, epi_store<float>>};
+        (const void *)k_sell_wide<float, 3, epi_store<float>>,
+        (const void *)k_sell_wide<float, 3, epi_dot_s<float>>,
+        (const void *)k_sell_wide<float, 6, epi_dot_s<float>>,
+        (const void *)k_sell_wide<float, 2, epi_dot_s<float>>,
+        (const void *)k_bsr<float, 6, epi_dot_s<float>>,
+        (const void *)k_bsr<float, 3, epi_dot_s<float>>};
     hk_cu_preload(k, (int)(sizeof k / sizeof *k));
 }

@@ -474,9 +474,110 @@ int hk_cu_bdiag_apply(const hk_vec *D, int bs, const hk_vec *x, hk_vec *y)
     return 0;
 }
 
+/* ---- pc=amg's bound: r -= (an / ad) q; z = D r; r . z -------------------------------- */
+
+/* Node blocks by grid stride: vec_axpby_s's entry arithmetic (a = -1 (an / ad), b = 1, passed
+ * as an argument as vec_axpby_s's b is, so the compiler contracts the two alike),
+ * bdiag_apply's block (hk_cu_bdiag_block), the products r_i z_i summed in double; the grid's
+ * stage 2 in its last block (the context's ticket), so the op is one launch. */
+template <typename T, int BS>
+__global__ void __launch_bounds__(HK_CU_BLOCK)
+    k_bdiag_update_dot(int64_t nb, T *__restrict__ r, const double *an, const double *ad,
+                       double b, const T *__restrict__ q, const T *__restrict__ D,
+                       T *__restrict__ z, double *part, unsigned *ticket, double *s)
+{
+    const double a = -1.0 * (*an / *ad);
+    double fs[1] = {0};
+    HK_GRID_STRIDE(I, nb)
+    {
+        T u[BS], w[BS];
+#pragma unroll
+        for (int k = 0; k < BS; k++) {
+            const int64_t i = I * BS + k;
+            u[k] = hk_cu_axpby_entry<T>(a, q[i], b, r[i]);
+            r[i] = u[k];
+        }
+        hk_cu_bdiag_block<T, BS>(D + I * (BS * BS), u, w);
+#pragma unroll
+        for (int k = 0; k < BS; k++) {
+            z[I * BS + k] = w[k];
+            fs[0] += (double)u[k] * (double)w[k];
+        }
+    }
+    hk_block_reduce<1>(fs, 1, part);
+    if (hk_cu_last_block(ticket)) {
+        __shared__ double d[1];
+        hk_cu_sum_parts(part, gridDim.x, 1, d);
+        if (threadIdx.x == 0) *s = d[0];
+    }
+}
+
+template <typename T, int BS>
+static void bdiag_update_dot_launch(int64_t nb, hk_vec *r, const double *an, const double *ad,
+                                    const hk_vec *q, const hk_vec *D, hk_vec *z, double *s)
+{
+    const unsigned g = hk_cu_rgrid(nb, (const void *)k_bdiag_update_dot<T, BS>);
+    k_bdiag_update_dot<T, BS><<<g, HK_CU_BLOCK, 0, hk_cu.stream>>>(
+        nb, (T *)r->data, an, ad, 1.0, (const T *)q->data, (const T *)D->data, (T *)z->data,
+        hk_cu.part, hk_cu.ticket, s);
+}
+
+template <typename T>
+static void bdiag_update_dot_bs(int bs, int64_t nb, hk_vec *r, const double *an, const double *ad,
+                                const hk_vec *q, const hk_vec *D, hk_vec *z, double *s)
+{
+    switch (bs) {
+    case 1: bdiag_update_dot_launch<T, 1>(nb, r, an, ad, q, D, z, s); break;
+    case 2: bdiag_update_dot_launch<T, 2>(nb, r, an, ad, q, D, z, s); break;
+    case 3: bdiag_update_dot_launch<T, 3>(nb, r, an, ad, q, D, z, s); break;
+    case 4: bdiag_update_dot_launch<T, 4>(nb, r, an, ad, q, D, z, s); break;
+    case 5: bdiag_update_dot_launch<T, 5>(nb, r, an, ad, q, D, z, s); break;
+    case 6: bdiag_update_dot_launch<T, 6>(nb, r, an, ad, q, D, z, s); break;
+    }
+}
+
+int hk_cu_bdiag_update_dot_s(hk_vec *r, const double *an, const double *ad, const hk_vec *q,
+                             const hk_vec *D, int bs, hk_vec *z, double *s)
+{
+    SAME(r, q);
+    SAME(r, z);
+    HK_CHECK(bs >= 1 && bs <= 6 && r->n % bs == 0 && D->prec == r->prec && D->n == r->n * bs,
+             HK_ERR_ARG,
+             "bdiag_update_dot_s: block diagonal of wrong size or precision, or block size %d "
+             "not in 1..6",
+             bs);
+    HK_CHECK(r->data != q->data && r->data != z->data && q->data != z->data, HK_ERR_ARG,
+             "bdiag_update_dot_s: r, q and z must be different vectors");
+    const int64_t nb = r->n / bs;
+    if (r->prec == HK_FP64)
+        bdiag_update_dot_bs<double>(bs, nb, r, an, ad, q, D, z, s);
+    else
+        bdiag_update_dot_bs<float>(bs, nb, r, an, ad, q, D, z, s);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
+// Loaded by hk_cu_init (cuda_impl.cuh: hk_cu_preloads): the bound's update of the AMG set-up
+// for 2D and 3D elasticity (node blocks of 2, 3 and 6).
+void hk_cu_vec_preload(void)
+{
+    static const void *const k[] = {(const void *)k_bdiag_update_dot<float, 2>,
+                                    (const void *)k_bdiag_update_dot<float, 3>,
+                                    (const void *)k_bdiag_update_dot<float, 6>,
+                                    (const void *)k_bdiag_update_dot<double, 3>,
+                                    (const void *)k_bdiag_update_dot<double, 6>};
+    hk_cu_preload(k, (int)(sizeof k / sizeof *k));
+}
+
 /* Occupancy of the reducing kernels, found at start-up and not first inside a graph capture. */
 void hk_cu_vec_init_grids(void)
 {
+    hk_cu_rgrid(1, (const void *)k_bdiag_update_dot<float, 3>);
+    hk_cu_rgrid(1, (const void *)k_bdiag_update_dot<float, 6>);
+    hk_cu_rgrid(1, (const void *)k_bdiag_update_dot<float, 2>);
+    hk_cu_rgrid(1, (const void *)k_bdiag_update_dot<double, 3>);
+    hk_cu_rgrid(1, (const void *)k_bdiag_update_dot<double, 6>);
+    hk_cu_rgrid(1, (const void *)k_bdiag_update_dot<double, 2>);
     hk_cu_rgrid(1, (const void *)k_mdot<double>);
     hk_cu_rgrid(1, (const void *)k_mdot<float>);
     hk_cu_rgrid(1, (const void *)k_maxpy_s);

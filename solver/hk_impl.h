@@ -459,6 +459,18 @@ typedef struct hk_backend_ops {
     int (*vec_dot_s)(const hk_vec *x, const hk_vec *y, double *s);
     int (*vec_axpby_s)(hk_vec *y, double a, const double *an, const double *ad, const hk_vec *x,
                        double b, const double *bn, const double *bd);
+    /* The bound's step in fewer passes, without a wait, any precision (A's and the vectors'
+     * one), *s a backend scalar; the sums deterministic (the same digits on every run and
+     * thread count) but not necessarily vec_dot's:
+     * spmv_dot_s: y = A x (mat_spmv's digits), then *s = x . y; x and y distinct.
+     * bdiag_update_dot_s: r = r - (*an / *ad) q (vec_axpby_s(r, -1, an, ad, q, 1, NULL, NULL)'s
+     * arithmetic), z = D r (bdiag_apply's: D holds n / bs node blocks of bs x bs, row-major),
+     * then *s = r . z of the new r and z; r, q, z distinct.
+     * NULL where a backend lacks them (the distributed table too): the caller makes the
+     * separate calls. CPU reference: solver/cpu/cpu_backend.c (vec_dot's digits there). */
+    int (*spmv_dot_s)(hk_mat *A, const hk_vec *x, hk_vec *y, double *s);
+    int (*bdiag_update_dot_s)(hk_vec *r, const double *an, const double *ad, const hk_vec *q,
+                              const hk_vec *D, int bs, hk_vec *z, double *s);
 
     /* Fused pipelined CG (pipelined-solver paper, Algorithm 2, with optional Jacobi dinv):
      * alpha = S[RZ]/S[PAP], beta = (S[RZ] - 2 alpha S[ZAP] + alpha^2 S[APZ]) / S[RZ] (the

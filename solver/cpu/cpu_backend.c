@@ -471,6 +471,72 @@ static int cpu_vec_axpby_s(hk_vec *y, double a, const double *an, const double *
     return cpu_vec_axpby(y, an ? a * (*an / *ad) : a, x, bn ? b * (*bn / *bd) : b);
 }
 
+/* The reference of the fused bound ops: the product, then vec_dot (its digits). */
+static int cpu_spmv_dot_s(hk_mat *A, const hk_vec *x, hk_vec *y, double *s)
+{
+    HK_CHECK(x->data != y->data, HK_ERR_ARG, "spmv_dot_s: x and y must be different vectors");
+    HK_CHECK(A->nrows == A->ncols && x->n == A->ncols && y->n == A->nrows && x->prec == A->prec &&
+                 y->prec == A->prec,
+             HK_ERR_ARG, "spmv_dot_s: vectors that differ from the square matrix in size or "
+                         "precision");
+    HK_CALL(hk_cpu_mat_spmv(A, x, y));
+    return cpu_vec_dot(x, y, s);
+}
+
+/* One parallel region instead of three passes: the node blocks' updates by chunks of blocks,
+ * then (after the barrier) r . z by vec_dot's chunks of entries, so the digits are those of
+ * vec_axpby_s, bdiag_apply and vec_dot; with the static schedule a thread sums mostly the
+ * entries it has just written. */
+static int cpu_bdiag_update_dot_s(hk_vec *r, const double *an, const double *ad,
+                                  const hk_vec *q, const hk_vec *D, int bs, hk_vec *z, double *s)
+{
+    SAME_PREC(r, q);
+    SAME_PREC(r, z);
+    HK_CHECK(bs >= 1 && bs <= 6 && r->n % bs == 0 && D->prec == r->prec && D->n == r->n * bs,
+             HK_ERR_ARG,
+             "bdiag_update_dot_s: block diagonal of wrong size or precision, or block size %d "
+             "not in 1..6",
+             bs);
+    HK_CHECK(r->data != q->data && r->data != z->data && q->data != z->data, HK_ERR_ARG,
+             "bdiag_update_dot_s: r, q and z must be different vectors");
+    const double a = -1.0 * (*an / *ad), b = 1.0;
+    const int64_t n = r->n, nb = n / bs;
+    double part[HK_CPU_CHUNKS];
+    HK_FOR_PREC(r, {
+        T *restrict rv = r->data, *restrict zv = z->data;
+        const T *restrict qv = q->data, *restrict dv = D->data;
+_Pragma("omp parallel")
+        {
+_Pragma("omp for schedule(static)")
+            for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+                const int64_t I1 = hk_cpu_chunk_begin(nb, c + 1);
+                for (int64_t I = hk_cpu_chunk_begin(nb, c); I < I1; I++) {
+                    T u[6];
+                    double acc[6] = {0, 0, 0, 0, 0, 0};
+                    const T *blk = dv + (size_t)I * bs * bs;
+                    for (int k = 0; k < bs; k++) {
+                        const int64_t i = I * bs + k;
+                        u[k] = (T)(a * qv[i] + b * rv[i]);
+                        rv[i] = u[k];
+                    }
+                    for (int k = 0; k < bs; k++)
+                        for (int cc = 0; cc < bs; cc++) acc[k] += (double)blk[k * bs + cc] * u[cc];
+                    for (int k = 0; k < bs; k++) zv[I * bs + k] = (T)acc[k];
+                }
+            }
+_Pragma("omp for schedule(static)")
+            for (int c = 0; c < HK_CPU_CHUNKS; c++) {
+                double sl[HK_CPU_LANES] = {0};
+                HK_CPU_LANE_FOR(hk_cpu_chunk_begin(n, c), hk_cpu_chunk_begin(n, c + 1), i, l,
+                                sl[l] += (double)rv[i] * (double)zv[i];);
+                part[c] = hk_cpu_lanes_sum(sl);
+            }
+        }
+    });
+    *s = hk_cpu_chunk_sum(part);
+    return 0;
+}
+
 static int cpu_scal_alloc(double **s, int n)
 {
     return hk_calloc((size_t)n, sizeof(double), s);
@@ -659,6 +725,8 @@ const hk_backend_ops hk_backend_cpu = {
     .scal_set = cpu_scal_set,
     .vec_dot_s = cpu_vec_dot_s,
     .vec_axpby_s = cpu_vec_axpby_s,
+    .spmv_dot_s = cpu_spmv_dot_s,
+    .bdiag_update_dot_s = cpu_bdiag_update_dot_s,
     .pipecg_update = hk_cpu_pipecg_update,
     .pipecg_gv_step = hk_cpu_pipecg_gv_step,
     .spmv_pipecg_gv_step = hk_cpu_spmv_pipecg_gv_step,

@@ -359,6 +359,8 @@ void hk_dist_ops_init(hk_dist *d)
     o.vec_mdot_s = L->vec_mdot_s ? d_vec_mdot_s : NULL;
     o.vec_dot_s = NULL; /* the local op would sum this process's entries only: the callers
                          * (pc=amg's bound) take vec_dot, which sums over the processes */
+    o.spmv_dot_s = NULL; /* likewise: the bound makes the separate calls */
+    o.bdiag_update_dot_s = NULL;
     o.vec_maxpy_s_nrm = L->vec_maxpy_s_nrm ? d_vec_maxpy_s_nrm : NULL;
     o.vec_scale_s_dot = L->vec_scale_s_dot ? d_vec_scale_s_dot : NULL;
     /* the operator */

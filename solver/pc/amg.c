@@ -139,7 +139,8 @@ typedef struct amg_data {
     int update_lanczos; /* pc.amg.update_lanczos (0: the set-up's bound) */
     hk_format fmt; /* pc.amg.format, or the operator's */
     int fmt_given;
-    int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's separate vector ops (for comparisons) */
+    int unfused; /* HOOKE_AMG_UNFUSED=1: the cycle's and the bounds' separate vector ops (for
+                  * comparisons) */
     int galerkin_full; /* HOOKE_AMG_GALERKIN=full: A_c by the whole product R (A P) */
     /* HOOKE_AMG_UPDATE_VALUES=transient: each update allocates and frees A P's values, and
      * P's transpose in fp64 where R is kept neither in fp64 nor as the fp32 values that the
@@ -418,17 +419,26 @@ static int lanczos_ritz(const hk_amg_sweep *s, int steps, double safety, int lev
              "pc=amg: %d Lanczos steps are out of range", steps);
     if (!dev) S = hs;
     else if (!S) HK_CALL(be->scal_alloc(&S, HK_AMG_LANCZOS_SCALARS));
+    /* three ops a step instead of six where the backend has the fused ones (s->mat: the
+     * level's operator as hk_mat, NULL with HOOKE_AMG_UNFUSED=1 or on distributed levels) */
+    const int fused = dev && s->mat && be->spmv_dot_s && be->bdiag_update_dot_s;
     HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
     HK_TRY(be->vec_copy(p, z));
     HK_TRY(dot_s(be, dev, r, z, &S[0]));
     for (int j = 0; j < steps; j++) {
         if (Z) HK_TRY(be->vec_copy(Z[j], z));
-        HK_TRY(s->spmv(s->A, p, q));
-        HK_TRY(dot_s(be, dev, p, q, &S[2 * j + 1]));
-        /* r -= (r.z / p.Ap) Ap; z = D^-1 r; p = z + (r.z new / r.z) p */
-        HK_TRY(axpby_s(be, dev, r, -1.0, &S[2 * j], &S[2 * j + 1], q, 1.0, NULL, NULL));
-        HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
-        HK_TRY(dot_s(be, dev, r, z, &S[2 * j + 2]));
+        /* q = A p, p.Ap; r -= (r.z / p.Ap) q; z = D^-1 r, r.z; p = z + (r.z new / r.z) p */
+        if (fused) {
+            HK_TRY(be->spmv_dot_s(s->mat, p, q, &S[2 * j + 1]));
+            HK_TRY(be->bdiag_update_dot_s(r, &S[2 * j], &S[2 * j + 1], q, s->Dinv, s->bs, z,
+                                          &S[2 * j + 2]));
+        } else {
+            HK_TRY(s->spmv(s->A, p, q));
+            HK_TRY(dot_s(be, dev, p, q, &S[2 * j + 1]));
+            HK_TRY(axpby_s(be, dev, r, -1.0, &S[2 * j], &S[2 * j + 1], q, 1.0, NULL, NULL));
+            HK_TRY(be->bdiag_apply(s->Dinv, s->bs, r, z));
+            HK_TRY(dot_s(be, dev, r, z, &S[2 * j + 2]));
+        }
         HK_TRY(axpby_s(be, dev, p, 1.0, NULL, NULL, z, 1.0, &S[2 * j + 2], &S[2 * j]));
     }
     if (dev) HK_TRY(be->scal_get(S, 0, 2 * steps + 1, hs));
@@ -1768,8 +1778,9 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     pc->data = d; /* hk_pc_destroy cleans up on failure */
     d->fmt = A ? A->asked : HK_FMT_CSR;
     HK_CALL(read_options(d, o, &d->fmt, &d->fmt_given));
-    HK_CALL(hk_env_switch("HOOKE_AMG_UNFUSED", "1", "the cycle's separate vector ops", "0",
-                          "the fused ops", 0, &d->unfused));
+    HK_CALL(hk_env_switch("HOOKE_AMG_UNFUSED", "1",
+                          "the cycle's and the bounds' separate vector ops", "0", "the fused ops",
+                          0, &d->unfused));
     HK_CALL(hk_env_switch("HOOKE_AMG_GALERKIN", "full",
                           "every block of the coarse operator by the product", "symmetric",
                           "its upper blocks, the lower ones their transposes; the default", 0,
