@@ -327,13 +327,16 @@ static int decoupled_dofs(hk_pc *pc, const hk_bmat *K, hk_vec **dec)
     return ierr;
 }
 
-/* *same = the 0/1 flags a and b are equal (their difference's square sum is exactly 0); t: a
- * work vector of their size (written over). */
+/* *same = the 0/1 flags a and b (bmat_diag DECOUPLED's exact 0.0 and 1.0) are equal: their
+ * bytes by mem_equal, or where a backend lacks it their difference's square sum exactly 0 (t:
+ * a work vector of their size, written over). */
 static int same_flags(const hk_backend_ops *be, const hk_vec *a, const hk_vec *b, hk_vec *t,
                       int *same)
 {
     double dd = 1;
     *same = 0;
+    if (be->mem_equal) /* the flags are 0 or 1: equal values are equal bytes; one pass */
+        return be->mem_equal(a->data, b->data, (size_t)a->n * sizeof(double), same);
     int ierr = be->vec_copy(t, a);
     if (!ierr) ierr = be->vec_axpby(t, -1.0, b, 1.0);
     if (!ierr) ierr = be->vec_dot(t, t, &dd);
