@@ -229,6 +229,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.vec_copy = hk_cu_vec_copy;
     o.vec_convert = hk_cu_vec_convert;
     o.vec_convert_blocks = hk_cu_vec_convert_blocks;
+    o.vec_round_fp32 = hk_cu_vec_round_fp32;
     o.vec_scale = hk_cu_vec_scale;
     o.vec_axpby = hk_cu_vec_axpby;
     o.vec_axpbypcz = hk_cu_vec_axpbypcz;

@@ -463,6 +463,7 @@ int hk_cu_vec_set(hk_vec *x, double a);
 int hk_cu_vec_copy(hk_vec *y, const hk_vec *x);
 int hk_cu_vec_convert(hk_vec *y, const hk_vec *x);
 int hk_cu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, int bs);
+int hk_cu_vec_round_fp32(hk_vec *x);
 int hk_cu_vec_scale(hk_vec *x, double a);
 int hk_cu_vec_axpby(hk_vec *y, double a, const hk_vec *x, double b);
 int hk_cu_vec_axpbypcz(hk_vec *z, double a, const hk_vec *x, double b, const hk_vec *y, double c);

@@ -96,6 +96,20 @@ int hk_cu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, int bs)
     return 0;
 }
 
+__global__ void k_round_fp32(int64_t n, double *x)
+{
+    HK_GRID_STRIDE(i, n) x[i] = (double)(float)x[i];
+}
+
+int hk_cu_vec_round_fp32(hk_vec *x)
+{
+    HK_CHECK(x->prec == HK_FP64, HK_ERR_ARG, "cuda backend: vec_round_fp32 takes an fp64 vector");
+    if (!x->n) return 0;
+    k_round_fp32<<<hk_cu_grid(x->n), HK_CU_BLOCK, 0, hk_cu.stream>>>(x->n, (double *)x->data);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 template <typename T> __global__ void k_scale(int64_t n, T *x, double a)
 {
     HK_GRID_STRIDE(i, n) x[i] = (T)(a * x[i]);

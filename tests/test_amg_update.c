@@ -416,6 +416,15 @@ static void convert_blocks_on(const hk_backend *be)
     CU_ASSERT(ok);
     CU_ASSERT_EQUAL(be->vec_convert_blocks(z, 18, y, 20, 19), HK_ERR_ARG);
     hk_error_clear();
+    /* vec_round_fp32: x rounded in place as vec_convert rounds */
+    HK_ASSERT_OK(be->vec_round_fp32(x));
+    HK_ASSERT_OK(be->copy_from(back, x->data, (size_t)nb * 18 * sizeof *back));
+    ok = 1;
+    for (int64_t k = 0; k < nb * 18; k++)
+        ok &= back[k] == (double)(float)h[k];
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(be->vec_round_fp32(y), HK_ERR_ARG);
+    hk_error_clear();
     hk_vec_destroy(x), hk_vec_destroy(y), hk_vec_destroy(z);
     free(h), free(back), free(f);
 }

@@ -140,6 +140,16 @@ static int cpu_vec_convert_blocks(hk_vec *y, int ys, const hk_vec *x, int xs, in
     return 0;
 }
 
+static int cpu_vec_round_fp32(hk_vec *x)
+{
+    HK_CHECK(x->prec == HK_FP64, HK_ERR_ARG, "cpu backend: vec_round_fp32 takes an fp64 vector");
+    double *v = x->data;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < x->n; i++)
+        v[i] = (double)(float)v[i];
+    return 0;
+}
+
 static int cpu_vec_convert(hk_vec *y, const hk_vec *x)
 {
     HK_CHECK(x->n == y->n, HK_ERR_ARG, "cpu backend: convert between vectors of different length");
@@ -706,6 +716,7 @@ const hk_backend_ops hk_backend_cpu = {
     .vec_copy = cpu_vec_copy,
     .vec_convert = cpu_vec_convert,
     .vec_convert_blocks = cpu_vec_convert_blocks,
+    .vec_round_fp32 = cpu_vec_round_fp32,
     .vec_scale = cpu_vec_scale,
     .vec_axpby = cpu_vec_axpby,
     .vec_axpbypcz = cpu_vec_axpbypcz,

@@ -416,6 +416,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_spgemm_numeric_plan = NULL;
     o.bmat_spgemm_numeric_plan_f32 = NULL;
     o.vec_convert_blocks = NULL; /* pc=amg's kept P only: no distributed user */
+    o.vec_round_fp32 = NULL;     /* pc=amg's fp32 levels' P only: no distributed user */
     o.bmat_spgemm_plan_free = NULL;
     o.amg_tentative_product = NULL;
     o.amg_tentative_product_numeric = NULL;

@@ -702,6 +702,8 @@ static int round_fp32(const hk_pc *pc, hk_bmat *M)
     const hk_backend_ops *be = pc->be;
     const int64_t nv = M->nnzb * M->br * M->bc;
     if (pc->prec != HK_FP32 || nv == 0) return 0;
+    hk_vec v = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
+    if (be->vec_round_fp32) return be->vec_round_fp32(&v); /* one pass, no fp32 copy */
     float *f = NULL;
     HK_CALL(be->alloc((void **)&f, (size_t)nv * sizeof *f));
     hk_vec v64 = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
