@@ -243,11 +243,13 @@ __device__ __forceinline__ void hk_block_reduce(double (&v)[K], int k, double *p
 
 /* The entry arithmetic of vec_axpby (y = a x + b y) and of bdiag_apply's node block (s = D u,
  * sums in double), shared by their kernels and the fused ops that repeat them, so that both
- * contract the same products into the same fused multiply-adds and give the same digits. */
+ * give the same digits. The multiply-add is spelled out (b y rounded, then a x + it in one
+ * fused multiply-add): left to the compiler, a x + b y was contracted one way in one kernel and
+ * the other way in another (one ulp apart on the H200). */
 template <typename T>
 __device__ __forceinline__ T hk_cu_axpby_entry(double a, T x, double b, T y)
 {
-    return (T)(a * x + b * y);
+    return (T)__fma_rn(a, (double)x, __dmul_rn(b, (double)y));
 }
 template <typename T, int BS>
 __device__ __forceinline__ void hk_cu_bdiag_block(const T *__restrict__ blk, const T (&u)[BS],
