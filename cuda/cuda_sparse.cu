@@ -1250,6 +1250,23 @@ static const char *spgemm_value(void)
     return v && *v ? v : "unset";
 }
 
+// The planned kernels' grid (BR threads a block of C; at least one block) once the plan's
+// order is the one kernel asks for (a plan is sorted or not when it is made).
+static int spp_grid(const sp_plan *pl, spgemm_kernel kernel, const char *op, dim3 *grid)
+{
+    HK_CHECK((kernel == SPGEMM_PAIRS_SORTED) == (pl->sorted != 0), HK_ERR_ARG,
+             "HOOKE_SPGEMM=%s: this plan was made %s; set the value before the plans are made "
+             "(the first update)",
+             spgemm_value(),
+             pl->sorted ? "with C's blocks sorted by list length (pairs-sorted, the default)"
+                        : "with C's blocks in plan order (pairs)");
+    const int64_t nblk = (pl->ntgt * pl->sh.br + 255) / 256;
+    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED, "%s: %lld blocks of C are too many", op,
+             (long long)pl->ntgt);
+    *grid = dim3((unsigned)(nblk ? nblk : 1));
+    return 0;
+}
+
 int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B, hk_bmat *C)
 {
     const sp_plan *pl = (const sp_plan *)plan;
@@ -1260,19 +1277,10 @@ int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_
     // a larger array; spp_blocks reads them as 16-byte words)
     if (kernel == SPGEMM_ROW || kernel == SPGEMM_STATIONARY || ((uintptr_t)B->val & 15) != 0)
         return sp_spgemm_numeric(A, B, C, pl->sh.upper, "bmat_spgemm_numeric_plan");
+    dim3 grid;
     if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
-    HK_CHECK((kernel == SPGEMM_PAIRS_SORTED) == (pl->sorted != 0), HK_ERR_ARG,
-             "HOOKE_SPGEMM=%s: this plan was made %s; set the value before the plans are made "
-             "(the first update)",
-             spgemm_value(),
-             pl->sorted ? "with C's blocks sorted by list length (pairs-sorted, the default)"
-                        : "with C's blocks in plan order (pairs)");
-    const int64_t nthr = pl->ntgt * pl->sh.br;
-    if (nthr == 0) return 0;
-    const int64_t nblk = (nthr + 255) / 256;
-    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
-             "bmat_spgemm_numeric_plan: %lld blocks of C are too many", (long long)pl->ntgt);
-    const dim3 grid((unsigned)nblk);
+    HK_CALL(spp_grid(pl, kernel, "bmat_spgemm_numeric_plan", &grid));
+    if (pl->ntgt == 0) return 0;
 #define SPP_SHAPE(R, K, CC)                                                                        \
     if (pl->sh.br == (R) && pl->sh.bk == (K) && pl->sh.bc == (CC))                                 \
     spp_blocks<R, K, CC, (K * CC <= 18 ? 3 : 2)><<<grid, 256, 0, hk_cu.stream>>>(                  \
@@ -1315,18 +1323,10 @@ int hk_cu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, const
              "%s in fp32 (block stride %d) under HOOKE_SPGEMM=%s",
              br, bk, bk, bc, a32 ? (b32 ? "A and B" : "A") : "B", b32 ? b32_stride : br * bk,
              spgemm_value());
+    dim3 grid;
     if (kernel == SPGEMM_BY_SHAPE) kernel = SPGEMM_PLAN_DEFAULT;
-    HK_CHECK((kernel == SPGEMM_PAIRS_SORTED) == (pl->sorted != 0), HK_ERR_ARG,
-             "HOOKE_SPGEMM=%s: this plan was made %s; set the value before the plans are made "
-             "(the first update)",
-             spgemm_value(),
-             pl->sorted ? "with C's blocks sorted by list length (pairs-sorted, the default)"
-                        : "with C's blocks in plan order (pairs)");
+    HK_CALL(spp_grid(pl, kernel, "bmat_spgemm_numeric_plan_f32", &grid));
     const int64_t nthr = pl->ntgt * br;
-    const int64_t nblk = (nthr + 255) / 256;
-    HK_CHECK(nblk < (1LL << 31), HK_ERR_UNSUPPORTED,
-             "bmat_spgemm_numeric_plan_f32: %lld blocks of C are too many", (long long)pl->ntgt);
-    const dim3 grid((unsigned)(nblk ? nblk : 1));
     bool done = false;
 #define SPP_F32B(R, K, CC)                                                                         \
     if (!done && b32 && br == (R) && bk == (K) && bc == (CC)) {                                    \

@@ -2,10 +2,10 @@
  * (q = A p with p . q) and bdiag_update_dot_s (r -= (rz / pq) q; z = D^-1 r; r . z). On the cpu
  * both give the bytes of the separate calls they replace (mat_spmv, vec_dot, vec_axpby_s,
  * bdiag_apply), on every thread count, in fp64 and fp32, block sizes 1, 3 and 6; bad arguments
- * are refused; whole solves give the same bytes with and without them (HOOKE_AMG_UNFUSED=1).
- * Device suite cuda_amg_lanczos: cuda's ops against the cpu's separate calls within rounding,
- * their vectors against cuda's own separate kernels byte for byte, every run the same bytes, and
- * the set-up's bounds with and without the ops within rounding. */
+ * are refused. Device suite cuda_amg_lanczos: cuda's ops against the cpu's separate calls within
+ * rounding, their vectors against cuda's own separate kernels byte for byte, every run the same
+ * bytes. Whole solves with and without the fused ops (HOOKE_AMG_UNFUSED=1 switches the cycle's
+ * and the bound's alike) are compared in test_amg_cheb.c. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -221,76 +221,9 @@ static void test_ops_errors(void)
     hk_bcsr_free(&K);
 }
 
-/* A solve's result and solution with HOOKE_AMG_UNFUSED set to unfused ("1" or NULL). */
-static int solve_with(const hk_bcsr *K, const char *opts, const char *unfused, double *x,
-                      hk_result *res)
-{
-    if (unfused)
-        setenv("HOOKE_AMG_UNFUSED", unfused, 1);
-    else
-        unsetenv("HOOKE_AMG_UNFUSED");
-    const int64_t n = K->nbrows * K->bs;
-    double *b = hk_test_rand_vec(n, 13u);
-    hk_options *o = NULL;
-    hk_solver *s = NULL;
-    memset(x, 0, (size_t)n * sizeof *x);
-    int ierr = hk_options_create(&o);
-    if (!ierr) ierr = hk_options_parse(o, opts);
-    if (!ierr) ierr = hk_solver_create(K, o, &s);
-    if (!ierr) ierr = hk_solver_solve(s, b, x, res);
-    hk_solver_destroy(s);
-    hk_options_destroy(o);
-    free(b);
-    unsetenv("HOOKE_AMG_UNFUSED");
-    return ierr;
-}
-
-static const char *const variants[] = {"pc=amg", "pc=amg pc.amg.precision=fp32",
-                                       "pc=amg pc.amg.precision=fp64 pc.amg.lanczos=20",
-                                       "pc=amg pc.amg.format=csr pc.amg.update_lanczos=4", NULL};
-
-/* Whole solves on be with the fused bound and with the separate calls: the same iterations,
- * and (tol < 0) the same solution byte for byte, else within tol; a second fused solve gives the
- * first one's bytes. */
-static void compare_solves(const char *be, double tol)
-{
-    hk_bcsr K = {0};
-    HK_ASSERT_OK(hk_gen_elasticity3d(9, 8, 7, &K));
-    const int64_t n = K.nbrows * K.bs;
-    double *xf = malloc((size_t)n * sizeof *xf), *xu = malloc((size_t)n * sizeof *xu),
-           *x2 = malloc((size_t)n * sizeof *x2);
-    for (int i = 0; variants[i]; i++) {
-        char opts[256];
-        snprintf(opts, sizeof opts, "backend=%s %s", be, variants[i]);
-        hk_result rf, ru, r2;
-        HK_ASSERT_OK(solve_with(&K, opts, NULL, xf, &rf));
-        HK_ASSERT_OK(solve_with(&K, opts, "1", xu, &ru));
-        HK_ASSERT_OK(solve_with(&K, opts, NULL, x2, &r2));
-        CU_ASSERT(hk_reason_converged(rf.reason));
-        CU_ASSERT_EQUAL(rf.iterations, ru.iterations);
-        const int same = tol < 0 ? !memcmp(xf, xu, (size_t)n * sizeof *xf)
-                                 : hk_test_reldiff(xf, xu, (long)n) <= tol;
-        if (!same || rf.iterations != ru.iterations)
-            printf("\n  %s: fused %d its, unfused %d its, relative difference %.2e", opts,
-                   rf.iterations, ru.iterations, hk_test_reldiff(xf, xu, (long)n));
-        CU_ASSERT(same);
-        CU_ASSERT(!memcmp(xf, x2, (size_t)n * sizeof *xf));
-    }
-    free(xf);
-    free(xu);
-    free(x2);
-    hk_bcsr_free(&K);
-}
-
-static void test_solves_cpu(void)
-{
-    compare_solves("cpu", -1.0);
-}
-
 HK_SUITE(amg_lanczos, {"the bound's fused ops equal the separate calls byte for byte",
                        test_ops_cpu},
-         {"the bound's fused ops refuse bad arguments", test_ops_errors},
-         {"solves with the fused bound: the bytes of the separate calls", test_solves_cpu})
+         {"the bound's fused ops refuse bad arguments", test_ops_errors})
 
 /* cuda's ops, every format kind (the SpMV's epilogue: sbell, bsr, sell; the product, then
  * vec_dot_s: csr's own kernels, cusparse-bsr), against the cpu's separate calls within
@@ -314,11 +247,5 @@ static void test_ops_cuda(void)
     compare(gpu, gpu, HK_FMT_SELL, HK_FMT_SELL, bytes_, sown, 1, 0);
 }
 
-static void test_solves_cuda(void)
-{
-    compare_solves("cuda", 1e-6);
-}
-
 HK_DEVICE_SUITE(cuda_amg_lanczos,
-                {"the bound's fused ops on cuda equal the cpu's calls", test_ops_cuda},
-                {"solves with the fused bound on cuda: the same iterations", test_solves_cuda})
+                {"the bound's fused ops on cuda equal the cpu's calls", test_ops_cuda})

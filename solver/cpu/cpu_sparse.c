@@ -351,32 +351,10 @@ fail:
     return ierr;
 }
 
-int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
-                                    hk_bmat *C)
-{
-    const cpu_plan *pl = plan;
-    HK_CALL(hk_spgemm_plan_check(pl ? &pl->sh : NULL, A, B, C));
-    const int br = pl->sh.br, bk = pl->sh.bk, bc = pl->sh.bc;
-    const size_t bb = (size_t)br * bc;
-#pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t i = 0; i < pl->sh.nbr; i++) {
-        const int64_t c1 = C->rowptr[i + 1];
-        const int64_t c0 =
-            pl->sh.upper ? hk_lower_bound_i32(C->colind, C->rowptr[i], c1, i) : C->rowptr[i];
-        for (int64_t c = c0; c < c1; c++) {
-            double *dst = C->val + (size_t)c * bb;
-            memset(dst, 0, bb * sizeof *dst);
-            for (int64_t e = pl->off[c]; e < pl->off[c + 1]; e++)
-                block_mac_amg(A->val + (size_t)pl->pa[e] * br * bk,
-                              B->val + (size_t)pl->pb[e] * bk * bc, dst, br, bk, bc);
-        }
-    }
-    return 0;
-}
-
-/* The same with A's values from a32 and/or B's from b32 (block stride b32_stride), each block
- * widened exactly into a local fp64 copy first: block_mac_amg then runs on the same fp64
- * values as bmat_spgemm_numeric_plan would (the reference of cuda's fp32-operand variants). */
+/* The planned product; with A's values from a32 and/or B's from b32 (block stride b32_stride;
+ * NULL: A->val, B->val) each such block widened exactly into a local fp64 copy first, so that
+ * block_mac_amg runs on the same fp64 values either way (the reference of cuda's fp32-operand
+ * variants). */
 int hk_cpu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, const float *a32,
                                         const hk_bmat *B, const float *b32, int b32_stride,
                                         hk_bmat *C)
@@ -388,7 +366,7 @@ int hk_cpu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, cons
     HK_CHECK(!b32 || b32_stride >= (int)kb, HK_ERR_ARG,
              "bmat_spgemm_numeric_plan_f32: B's block stride %d is below its %d x %d blocks",
              b32_stride, bk, bc);
-    HK_CHECK(ab <= 64 && kb <= 64, HK_ERR_UNSUPPORTED,
+    HK_CHECK((!a32 || ab <= 64) && (!b32 || kb <= 64), HK_ERR_UNSUPPORTED,
              "bmat_spgemm_numeric_plan_f32: blocks of %d x %d and %d x %d are too large", br, bk,
              bk, bc);
 #pragma omp parallel for schedule(dynamic, 256)
@@ -420,6 +398,12 @@ int hk_cpu_bmat_spgemm_numeric_plan_f32(const void *plan, const hk_bmat *A, cons
         }
     }
     return 0;
+}
+
+int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
+                                    hk_bmat *C)
+{
+    return hk_cpu_bmat_spgemm_numeric_plan_f32(plan, A, NULL, B, NULL, 0, C);
 }
 
 /* ---- the blocks below the diagonal from their mirrors ------------------------------------ */
