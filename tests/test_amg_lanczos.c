@@ -26,22 +26,12 @@ enum { V_P, V_Q, V_R, V_Z, V_D, NV };
 
 static void make_vecs(const hk_backend *be, int64_t n, int bs, hk_precision prec, hk_vec **v)
 {
-    for (int j = 0; j < NV; j++) {
-        const int64_t len = j == V_D ? n * bs : n;
-        double *h = hk_test_rand_vec(len, 23u + 7u * (unsigned)j);
-        if (j == V_D) /* node blocks of about the inverse diagonal's size */
-            for (int64_t i = 0; i < len; i++)
-                h[i] = 0.1 * h[i] + ((i % (bs * bs)) % (bs + 1) == 0 ? 0.5 : 0.0);
-        HK_ASSERT_OK(hk_vec_create(be, len, prec, &v[j]));
-        HK_ASSERT_OK(hk_vec_upload(v[j], h));
-        free(h);
-    }
+    hk_test_step_vecs(be, n, bs, prec, NV, V_D, 23u, 7u, v);
 }
 
 static void free_vecs(hk_vec **v)
 {
-    for (int j = 0; j < NV; j++)
-        hk_vec_destroy(v[j]);
+    hk_test_free_vecs(v, NV);
 }
 
 /* The backend scalars of a step: S[0] = r.z (old), S[1] = p.q, S[2] = r.z (new). */

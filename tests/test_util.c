@@ -278,6 +278,27 @@ double *hk_test_rand_vec(int64_t n, unsigned seed)
     return x;
 }
 
+void hk_test_step_vecs(const hk_backend *be, int64_t n, int bs, hk_precision prec, int nv,
+                       int dblk, unsigned seed, unsigned step, hk_vec **v)
+{
+    for (int j = 0; j < nv; j++) {
+        const int64_t len = j == dblk ? n * bs : n;
+        double *h = hk_test_rand_vec(len, seed + step * (unsigned)j);
+        if (j == dblk)
+            for (int64_t i = 0; i < len; i++)
+                h[i] = 0.1 * h[i] + ((i % (bs * bs)) % (bs + 1) == 0 ? 0.5 : 0.0);
+        HK_ASSERT_OK(hk_vec_create(be, len, prec, &v[j]));
+        HK_ASSERT_OK(hk_vec_upload(v[j], h));
+        free(h);
+    }
+}
+
+void hk_test_free_vecs(hk_vec **v, int nv)
+{
+    for (int j = 0; j < nv; j++)
+        hk_vec_destroy(v[j]);
+}
+
 void hk_test_fill(double *h, int64_t n, unsigned seed)
 {
     for (int64_t i = 0; i < n; i++)

@@ -56,6 +56,12 @@ struct hk_bmat;
 void hk_test_bmat_to(const hk_backend *be, const struct hk_bmat *H, struct hk_bmat *D);
 /* n pseudo-random values in [-1, 1), the same for the same seed (malloc'd; free it). */
 double *hk_test_rand_vec(int64_t n, unsigned seed);
+/* nv vectors on be in prec for one smoother or bound step: v[j] of n random entries (seed +
+ * j step), except v[dblk]: n * bs entries, node blocks of bs near 0.5 I (about an inverse
+ * diagonal's size); fatal on failure. hk_test_free_vecs destroys them. */
+void hk_test_step_vecs(const hk_backend *be, int64_t n, int bs, hk_precision prec, int nv,
+                       int dblk, unsigned seed, unsigned step, hk_vec **v);
+void hk_test_free_vecs(hk_vec **v, int nv);
 int hk_test_have_cuda(void);
 
 /* For the matrix-powers suites: n entries in [0.5, 1.5), the same for the same seed; K =
