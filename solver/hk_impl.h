@@ -410,8 +410,8 @@ typedef struct hk_backend_ops {
      * may differ (rounded as vec_convert rounds), y's entries bs .. ys - 1 of each block set to
      * 0, x's past bs not read (pc=amg's padded fp32 copy of P and its widening back). */
     int (*vec_convert_blocks)(hk_vec *y, int ys, const hk_vec *x, int xs, int bs);
-    /* Optional: x (fp64) rounded to fp32 in place, x_i = (double)(float)x_i (vec_convert's
-     * rounding), in one pass with no fp32 copy. NULL: the caller converts through one. */
+    /* x (fp64) rounded to fp32 in place, x_i = (double)(float)x_i (vec_convert's rounding), in
+     * one pass (pc=amg's fp32 levels round P with it; the distributed table has none). */
     int (*vec_round_fp32)(hk_vec *x);
     int (*vec_scale)(hk_vec *x, double a);
     int (*vec_axpby)(hk_vec *y, double a, const hk_vec *x, double b); /* y = a x + b y */

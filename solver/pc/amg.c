@@ -703,15 +703,7 @@ static int round_fp32(const hk_pc *pc, hk_bmat *M)
     const int64_t nv = M->nnzb * M->br * M->bc;
     if (pc->prec != HK_FP32 || nv == 0) return 0;
     hk_vec v = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
-    if (be->vec_round_fp32) return be->vec_round_fp32(&v); /* one pass, no fp32 copy */
-    float *f = NULL;
-    HK_CALL(be->alloc((void **)&f, (size_t)nv * sizeof *f));
-    hk_vec v64 = {.be = be, .n = nv, .prec = HK_FP64, .data = M->val};
-    hk_vec v32 = {.be = be, .n = nv, .prec = HK_FP32, .data = f};
-    int ierr = be->vec_convert(&v32, &v64);
-    if (!ierr) ierr = be->vec_convert(&v64, &v32);
-    be->dealloc(f);
-    return ierr;
+    return be->vec_round_fp32(&v);
 }
 
 /* Level L's transfer operators from the fp64 P and R, moved into the level (the old ones
@@ -1804,6 +1796,7 @@ static int amg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     } ops[] = {{(const void *)be->bmat_diag, "bmat_diag"},
                {(const void *)be->dense_inverse, "dense_inverse"},
                {(const void *)be->dense_gemv, "dense_gemv"},
+               {(const void *)be->vec_round_fp32, "vec_round_fp32"},
                {(const void *)be->amg_strength, "amg_strength"},
                {(const void *)be->amg_aggregate, "amg_aggregate"},
                {(const void *)be->amg_tentative, "amg_tentative"},
