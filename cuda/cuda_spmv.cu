@@ -762,12 +762,7 @@ int hk_cu_spmv_mdot(hk_mat *A, const hk_vec *x, hk_vec *y, int k, const hk_vec *
 int hk_cu_spmv_dot_s(hk_mat *A, const hk_vec *x, hk_vec *y, double *s)
 {
     HK_CHECK(A->bdata, HK_ERR_ARG, "cuda backend: matrix was not built");
-    HK_CHECK(A->nrows == A->ncols && x->n == A->ncols && y->n == A->nrows && x->prec == A->prec &&
-                 y->prec == A->prec,
-             HK_ERR_ARG,
-             "cuda backend: spmv_dot_s on vectors that differ from the square matrix in size or "
-             "precision");
-    HK_CHECK(x->data != y->data, HK_ERR_ARG, "spmv_dot_s: x and y must be different vectors");
+    HK_CALL(hk_spmv_dot_check(A, x, y));
     if (!fuse_in_spmv(A)) {
         HK_CALL(hk_cu_mat_spmv(A, x, y));
         return hk_cu_vec_dot_s(x, y, s);

@@ -553,15 +553,7 @@ static void bdiag_update_dot_bs(int bs, int64_t nb, hk_vec *r, const double *an,
 int hk_cu_bdiag_update_dot_s(hk_vec *r, const double *an, const double *ad, const hk_vec *q,
                              const hk_vec *D, int bs, hk_vec *z, double *s)
 {
-    SAME(r, q);
-    SAME(r, z);
-    HK_CHECK(bs >= 1 && bs <= 6 && r->n % bs == 0 && D->prec == r->prec && D->n == r->n * bs,
-             HK_ERR_ARG,
-             "bdiag_update_dot_s: block diagonal of wrong size or precision, or block size %d "
-             "not in 1..6",
-             bs);
-    HK_CHECK(r->data != q->data && r->data != z->data && q->data != z->data, HK_ERR_ARG,
-             "bdiag_update_dot_s: r, q and z must be different vectors");
+    HK_CALL(hk_bdiag_update_dot_check(r, q, D, bs, z));
     const int64_t nb = r->n / bs;
     if (r->prec == HK_FP64)
         bdiag_update_dot_bs<double>(bs, nb, r, an, ad, q, D, z, s);

@@ -356,6 +356,11 @@ typedef struct hk_cheb_step {
 /* The checks every backend's amg_cheb_step makes first (sizes, precisions, which vectors may
  * coincide, xmode): 0, or the error naming what is wrong (solver/cpu/cpu_backend.c). */
 int hk_cheb_step_check(const hk_mat *A, const hk_cheb_step *s);
+/* The same for the spectral bound's fused ops spmv_dot_s and bdiag_update_dot_s (the table's
+ * comments say what they take). */
+int hk_spmv_dot_check(const hk_mat *A, const hk_vec *x, const hk_vec *y);
+int hk_bdiag_update_dot_check(const hk_vec *r, const hk_vec *q, const hk_vec *D, int bs,
+                              const hk_vec *z);
 
 /* A process's rows of a distributed operator in a backend's memory, for its dist_split op:
  * the caller's nown block rows (rowptr, colind: global block columns, nglobal of them), the

@@ -481,14 +481,38 @@ static int cpu_vec_axpby_s(hk_vec *y, double a, const double *an, const double *
     return cpu_vec_axpby(y, an ? a * (*an / *ad) : a, x, bn ? b * (*bn / *bd) : b);
 }
 
+int hk_spmv_dot_check(const hk_mat *A, const hk_vec *x, const hk_vec *y)
+{
+    HK_CHECK(A->nrows == A->ncols && x->n == A->ncols && y->n == A->nrows && x->prec == A->prec &&
+                 y->prec == A->prec,
+             HK_ERR_ARG,
+             "spmv_dot_s: vectors that differ from the square matrix in size or precision");
+    HK_CHECK(x->data != y->data, HK_ERR_ARG, "spmv_dot_s: x and y must be different vectors");
+    return 0;
+}
+
+int hk_bdiag_update_dot_check(const hk_vec *r, const hk_vec *q, const hk_vec *D, int bs,
+                              const hk_vec *z)
+{
+    HK_CHECK(q->prec == r->prec && z->prec == r->prec && q->n == r->n && z->n == r->n,
+             HK_ERR_ARG,
+             "bdiag_update_dot_s: r, q and z differ in precision or length (%lld, %lld and %lld "
+             "entries)",
+             (long long)r->n, (long long)q->n, (long long)z->n);
+    HK_CHECK(bs >= 1 && bs <= 6 && r->n % bs == 0 && D->prec == r->prec && D->n == r->n * bs,
+             HK_ERR_ARG,
+             "bdiag_update_dot_s: block diagonal of wrong size or precision, or block size %d "
+             "not in 1..6",
+             bs);
+    HK_CHECK(r->data != q->data && r->data != z->data && q->data != z->data, HK_ERR_ARG,
+             "bdiag_update_dot_s: r, q and z must be different vectors");
+    return 0;
+}
+
 /* The reference of the fused bound ops: the product, then vec_dot (its digits). */
 static int cpu_spmv_dot_s(hk_mat *A, const hk_vec *x, hk_vec *y, double *s)
 {
-    HK_CHECK(x->data != y->data, HK_ERR_ARG, "spmv_dot_s: x and y must be different vectors");
-    HK_CHECK(A->nrows == A->ncols && x->n == A->ncols && y->n == A->nrows && x->prec == A->prec &&
-                 y->prec == A->prec,
-             HK_ERR_ARG, "spmv_dot_s: vectors that differ from the square matrix in size or "
-                         "precision");
+    HK_CALL(hk_spmv_dot_check(A, x, y));
     HK_CALL(hk_cpu_mat_spmv(A, x, y));
     return cpu_vec_dot(x, y, s);
 }
@@ -500,15 +524,7 @@ static int cpu_spmv_dot_s(hk_mat *A, const hk_vec *x, hk_vec *y, double *s)
 static int cpu_bdiag_update_dot_s(hk_vec *r, const double *an, const double *ad,
                                   const hk_vec *q, const hk_vec *D, int bs, hk_vec *z, double *s)
 {
-    SAME_PREC(r, q);
-    SAME_PREC(r, z);
-    HK_CHECK(bs >= 1 && bs <= 6 && r->n % bs == 0 && D->prec == r->prec && D->n == r->n * bs,
-             HK_ERR_ARG,
-             "bdiag_update_dot_s: block diagonal of wrong size or precision, or block size %d "
-             "not in 1..6",
-             bs);
-    HK_CHECK(r->data != q->data && r->data != z->data && q->data != z->data, HK_ERR_ARG,
-             "bdiag_update_dot_s: r, q and z must be different vectors");
+    HK_CALL(hk_bdiag_update_dot_check(r, q, D, bs, z));
     const double a = -1.0 * (*an / *ad), b = 1.0;
     const int64_t n = r->n, nb = n / bs;
     double part[HK_CPU_CHUNKS];
