@@ -24,6 +24,9 @@
  * nccl the solver series' processes make the run's NCCL communicator once, before the clocks
  * (hk_dist_comm_prepare: as hooke run makes it while meshing), its start printed apart; each
  * whole run makes its own while it meshes.
+ * --layer: the P processes' solvers take the distributed layer even on one process
+ * (dist.layer=always): at -np 1 the weak row compares the one-process solver with the layer
+ * alone, with no message, which is what the layer itself costs.
  * --resident: each K (and for one process the grid's coordinates) in the backend's memory
  * before the clock, handed over as hooke run's device assembly hands them over
  * (hk_solver_create_resident, hk_solver_create_dist_resident). */
@@ -64,6 +67,9 @@ static void scale_usage(FILE *f)
                "  --no-strong        skip the strong series' one-process baseline (its whole\n"
                "                     problem on one process); with --weak cube the slab is then\n"
                "                     not solved at all\n"
+               "  --layer            the P processes' solvers take the distributed layer even\n"
+               "                     on one process (dist.layer=always): at -np 1 the weak row\n"
+               "                     is the layer's own cost, with no message\n"
                "  --resident         each process's K in the backend's memory before the clock,\n"
                "                     as hooke run's device assembly leaves it: set up by\n"
                "                     hk_solver_create_resident (one process, its coordinates\n"
@@ -313,7 +319,7 @@ int hk_bench_scale(int argc, char **argv)
     hk_bench_opts bo = HK_BENCH_OPTS_DEFAULT;
     const hk_comm *c = hk_comm_world();
     const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    int n = 0, run_cells = -1, strong = 1, resident = 0;
+    int n = 0, run_cells = -1, strong = 1, resident = 0, layer = 0;
     int weak = SHAPE_SLAB | SHAPE_CUBE, run_shape = 0; /* 0: as weak */
     double tol = 1e-8;
     const char *methods = "cg,pipecg,scg", *pc = "poly", *comm = "auto";
@@ -329,6 +335,11 @@ int hk_bench_scale(int argc, char **argv)
         }
         if (!strcmp(a, "--resident")) {
             resident = 1;
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--layer")) {
+            layer = 1;
             i++;
             continue;
         }
@@ -443,9 +454,10 @@ int hk_bench_scale(int argc, char **argv)
                     n * P);
         if (weak & SHAPE_CUBE)
             fprintf(f, ", weak-cube %d x %d x %d cells (%d layers a process)", m, m, m, m / P);
-        fprintf(f, "; K %s.\n\n",
+        fprintf(f, "; K %s%s.\n\n",
                 resident ? "in the backend's memory before the clock (--resident)"
-                         : "on the host, uploaded in the set-up");
+                         : "on the host, uploaded in the set-up",
+                layer ? "; the P processes through the distributed layer (--layer)" : "");
         if (weak & SHAPE_CUBE)
             fprintf(f, "weak-cube's ratios are per DOF a process: (T1 / DOFs 1) / (TP / (DOFs P "
                        "/ P)).\n\n");
@@ -463,6 +475,7 @@ int hk_bench_scale(int argc, char **argv)
         hk_json_string(&j, "comm_asked", comm);
         if (nccl_start >= 0) hk_json_number(&j, "nccl_start_seconds", nccl_start);
         hk_json_int(&j, "resident", resident);
+        hk_json_int(&j, "layer", layer);
         hk_json_begin_array(&j, "solver");
         hk_table_head(f, "lllrrrrrrrrrr",
                       "series|method|comm|DOFs 1|DOFs P (a process)|iterations 1|iterations P|"
@@ -511,7 +524,8 @@ int hk_bench_scale(int argc, char **argv)
             if ((ierr = hk_comm_agree(c, ierr))) break;
             for (int t = 0; t < ncomms && !ierr; t++) {
                 char optsP[300]; /* the P processes' exchange as asked */
-                snprintf(optsP, sizeof optsP, "%.159s dist.comm=%.8s", opts[k], comms[t]);
+                snprintf(optsP, sizeof optsP, "%.159s dist.comm=%.8s%s", opts[k], comms[t],
+                         layer ? " dist.layer=always" : "");
                 solve_figs many = {0};
                 if ((ierr = solve_many(c, &KP, bP, xyzP, optsP, rbe, reps, &many))) break;
                 if (me != 0) continue;

@@ -698,6 +698,84 @@ static void device_rows_one_process(void)
     hk_bcsr_free(&K);
 }
 
+/* dist.layer=always: one process through the distributed layer (no message) solves as the
+ * one-process solver does, to the tolerance: cg with jacobi and with amg (its distributed
+ * hierarchy, named so); from host rows and from rows in the backend's memory alike; a value
+ * that is not a choice refused by name. */
+static void test_layer_one(void)
+{
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 7, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(6, 5, 7, &xyz));
+    const int64_t n = K.nbrows, nnzb = K.rowptr[n], nl = n * K.bs;
+    hk_resident_bcsr A = {0};
+    double *b = hk_test_rand_vec(nl, 11u);
+    const hk_nearnull nn = {.dim = 3, .coords = xyz};
+    static const char *const pcs[] = {"pc=jacobi", "pc=amg"};
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 3; k++) { /* plain, the layer from host rows, from the backend's */
+            double *x = calloc((size_t)nl, sizeof *x), *ref = calloc((size_t)nl, sizeof *ref);
+            char opts[128];
+            snprintf(opts, sizeof opts, "backend=cpu method=cg tol=1e-10 %s%s", pcs[p],
+                     k ? " dist.layer=always" : "");
+            hk_options *o = NULL;
+            hk_solver *s = NULL, *plain = NULL;
+            hk_result res, rref;
+            HK_ASSERT_OK(hk_options_create(&o));
+            HK_ASSERT_OK(hk_options_parse(o, opts));
+            if (k == 2) {
+                HK_ASSERT_OK(hk_resident_bcsr_alloc(&hk_backend_cpu, K.bs, n, n, nnzb, &A));
+                memcpy(A.val, K.val, sizeof *K.val * (size_t)(nnzb * K.bs * K.bs));
+                HK_ASSERT_OK(hk_solver_create_dist_resident(hk_comm_world(), 0, &K,
+                                                            &hk_backend_cpu, A.val, &nn, o,
+                                                            &s));
+                hk_resident_bcsr_free(&A);
+            } else {
+                HK_ASSERT_OK(hk_solver_create_dist(hk_comm_world(), 0, &K, &nn, o, &s));
+            }
+            HK_ASSERT_OK(hk_solver_solve(s, b, x, &res));
+            CU_ASSERT(hk_reason_converged(res.reason));
+            /* the layer names itself: its transport, and pc=amg's distributed hierarchy */
+            char *desc = NULL;
+            size_t len = 0;
+            FILE *m = open_memstream(&desc, &len);
+            hk_solver_describe(s, m);
+            fclose(m);
+            CU_ASSERT((hk_solver_dist_comm(s) != NULL) == (k > 0));
+            if (p == 1) CU_ASSERT((strstr(desc, "distributed") != NULL) == (k > 0));
+            free(desc);
+            hk_options *op = NULL;
+            HK_ASSERT_OK(hk_options_create(&op));
+            snprintf(opts, sizeof opts, "backend=cpu method=cg tol=1e-10 %s", pcs[p]);
+            HK_ASSERT_OK(hk_options_parse(op, opts));
+            HK_ASSERT_OK(hk_solver_create_nearnull(&K, &nn, op, &plain));
+            HK_ASSERT_OK(hk_solver_solve(plain, b, ref, &rref));
+            double dx = 0, nx = 0;
+            for (int64_t i = 0; i < nl; i++) {
+                dx += (x[i] - ref[i]) * (x[i] - ref[i]);
+                nx += ref[i] * ref[i];
+            }
+            CU_ASSERT(sqrt(dx) <= 1e-7 * sqrt(nx));
+            hk_solver_destroy(plain);
+            hk_solver_destroy(s);
+            hk_options_destroy(op);
+            hk_options_destroy(o);
+            free(x);
+            free(ref);
+        }
+    hk_options *o = NULL;
+    hk_solver *s = NULL;
+    HK_ASSERT_OK(hk_options_create(&o));
+    HK_ASSERT_OK(hk_options_parse(o, "backend=cpu pc=jacobi dist.layer=sometimes"));
+    CU_ASSERT(hk_solver_create_dist(hk_comm_world(), 0, &K, NULL, o, &s) == HK_ERR_OPTION);
+    CU_ASSERT(strstr(hk_error_message(), "dist.layer") != NULL);
+    hk_options_destroy(o);
+    free(b);
+    free(xyz);
+    hk_bcsr_free(&K);
+}
+
 static void test_device_rows_cpu(void)
 {
     device_rows_one_process();
@@ -1727,6 +1805,9 @@ HK_SUITE(
     {"one process: sums, agreement and an empty halo pass through", test_comm_one},
     {"one process's rows: all interior; columns beyond them or beyond the matrix refused",
      test_layout_one},
+    {"dist.layer=always: one process through the layer solves as the plain solver (jacobi, "
+     "amg; host rows, rows in the backend's memory); a bad value named",
+     test_layer_one},
     {"vec_gather on the cpu, fp64, fp32 and fp64 into fp32, records of 1 to 9", test_gather_cpu},
     {"the transfer operators' pattern ops on the cpu: a case worked out by hand, a large "
      "random one repeated",

@@ -407,7 +407,12 @@ int hk_comm_irecv(const hk_comm *c, void *buf, size_t bytes, int from, int tag, 
 int hk_comm_waitall(hk_comm_reqs *r)
 {
 #ifdef HOOKE_HAVE_MPI
-    if (r->n > 0) MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE);
+    /* nothing posted (one process's layout posts nothing): no MPI call, so that a process
+     * that did not start MPI may run the distributed layer alone */
+    int posted = 0;
+    for (int i = 0; i < r->n && !posted; i++)
+        posted = r->r[i] != MPI_REQUEST_NULL;
+    if (posted) MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE);
 #else
     (void)r;
 #endif

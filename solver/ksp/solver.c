@@ -56,7 +56,7 @@ static const char *const pipecg_variants[] = {"auto", "paper", "fused", "gv", NU
     "check_every, graphs, stagnation, replace_every, inner.method, inner.tol, inner.maxit, format.slice, "        \
     "format.sigma, format.tpr, format.csr.kernel, format.pcsr.partition, format.pcsr.pad, "        \
     "format.pcsr.prefetch, ksp.s, ksp.basis, mpk.block, mpk.k, mpk.schedule, pipecg.variant, "        \
-    "dist.comm"
+    "dist.comm, dist.layer"
 
 /* The valid keys for the hint of hk_options_check_used: ours and every preconditioner's. */
 static void valid_keys(char *buf, size_t n)
@@ -280,6 +280,24 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
                   const hk_backend_ops *vbe, const double *vval, const hk_dist_part_rows *P,
                   const hk_nearnull *nn, hk_options *o_in, hk_solver **out);
 
+/* dist.layer: where the distributed layer runs. auto: on several processes only; always: on
+ * one process too (no messages), which measures what the layer costs beside the one-process
+ * solver and tests it without mpirun. */
+static const char *const dist_layers[] = {"auto", "always", NULL};
+
+/* Whether a distributed entry takes the distributed layer: several processes, or one with
+ * dist.layer=always (a bad value is refused where create reads it). */
+static int take_layer(const hk_comm *c, hk_options *o)
+{
+    if (hk_comm_size(c) > 1) return 1;
+    int layer = 0;
+    if (o && hk_options_get_choice(o, "dist.layer", dist_layers, &layer)) {
+        hk_error_clear();
+        return 1; /* create refuses it by name */
+    }
+    return layer == 1;
+}
+
 int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 {
     return hk_solver_create_nearnull(K, NULL, o_in, out);
@@ -288,7 +306,7 @@ int hk_solver_create(const hk_bcsr *K, hk_options *o_in, hk_solver **out)
 int hk_solver_create_dist(const hk_comm *c, int64_t row0, const hk_bcsr *K, const hk_nearnull *nn,
                           hk_options *o, hk_solver **out)
 {
-    if (hk_comm_size(c) > 1) return create(c, row0, K, NULL, NULL, NULL, NULL, nn, o, out);
+    if (take_layer(c, o)) return create(c, row0, K, NULL, NULL, NULL, NULL, nn, o, out);
     *out = NULL;
     HK_CHECK(row0 == 0, HK_ERR_ARG,
              "hk_solver_create_dist: one process owns every row, from 0 (row0 is %lld)",
@@ -302,7 +320,7 @@ int hk_solver_create_dist_resident(const hk_comm *c, int64_t row0, const hk_bcsr
 {
     HK_CHECK(out, HK_ERR_ARG, "hk_solver_create_dist_resident: no solver pointer");
     *out = NULL;
-    if (hk_comm_size(c) > 1) {
+    if (take_layer(c, o)) {
         /* no values where there are blocks: create refuses it with the others (agreed), as it
          * refuses a bad K; no collective of its own here, so that a process taking
          * hk_solver_create_dist meanwhile makes the same calls */
@@ -337,7 +355,7 @@ int hk_solver_create_dist_device(const hk_comm *c, int64_t row0, int64_t nglobal
     const char *bad = "hk_solver_create_dist_device: no rows in a backend's memory, or sizes that "
                       "do not fit (block size 1 to 3, nown <= the rows, nglobal >= nown, ghost "
                       "ids given)";
-    if (hk_comm_size(c) > 1) {
+    if (take_layer(c, o)) {
         /* a bad A is refused with the others: this agreement meets create's first one */
         if (!ok) return hk_comm_agree(c, hk_error_set(HK_ERR_ARG, __FILE__, __LINE__, "%s", bad));
         static const double none = 0;
@@ -439,6 +457,8 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
     /* read on one process too (it has nothing to exchange), so a case file serves both */
     int dist_comm = HK_DIST_COMM_AUTO;
     HK_TRY(hk_options_get_choice(o, "dist.comm", hk_dist_comm_names, &dist_comm));
+    int dist_layer = 0;
+    HK_TRY(hk_options_get_choice(o, "dist.layer", dist_layers, &dist_layer));
     if (pcname && !strcmp(pcname, "amg")) { /* likewise; the distributed pc=amg uses it */
         int gather_rows = 0;
         HK_TRY(hk_options_get_int(o, "pc.amg.dist.gather_rows", &gather_rows));
