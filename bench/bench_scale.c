@@ -27,9 +27,9 @@
  * --layer: the P processes' solvers take the distributed layer even on one process
  * (dist.layer=always): at -np 1 the weak row compares the one-process solver with the layer
  * alone, with no message, which is what the layer itself costs.
- * --resident: each K (and for one process the grid's coordinates) in the backend's memory
- * before the clock, handed over as hooke run's device assembly hands them over
- * (hk_solver_create_resident, hk_solver_create_dist_resident). */
+ * --resident: each K and the grid's coordinates in the backend's memory before the clock,
+ * handed over as hooke run's device assembly hands them over (hk_solver_create_resident on
+ * one process; hk_solver_create_dist_device on P, the rows in the part's own columns). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,11 +70,11 @@ static void scale_usage(FILE *f)
                "  --layer            the P processes' solvers take the distributed layer even\n"
                "                     on one process (dist.layer=always): at -np 1 the weak row\n"
                "                     is the layer's own cost, with no message\n"
-               "  --resident         each process's K in the backend's memory before the clock,\n"
-               "                     as hooke run's device assembly leaves it: set up by\n"
-               "                     hk_solver_create_resident (one process, its coordinates\n"
-               "                     there too) and hk_solver_create_dist_resident (P); on the\n"
-               "                     cpu that memory is the host's\n"
+               "  --resident         each process's K and coordinates in the backend's memory\n"
+               "                     before the clock, as hooke run's device assembly leaves\n"
+               "                     them: set up by hk_solver_create_resident (one process)\n"
+               "                     and hk_solver_create_dist_device (P, the rows in the\n"
+               "                     part's own columns); on the cpu that memory is the host's\n"
                "  --backend, --size, --json FILE   as every benchmark\n");
 }
 
@@ -212,33 +212,95 @@ static int solve_one(const hk_bcsr *K, const double *xyz, const char *opts, cons
     return ierr;
 }
 
+/* A process's rows L (global columns) as a part assembled on its device hands them over
+ * (hk_solver_create_dist_device): in be's memory with the part's own columns, owned column c
+ * (global row0 + c) first, then the ghosts, *ghost (malloc'ed, sorted global ids, *ng of
+ * them). */
+static int rows_on_device(const hk_backend *be, const hk_bcsr *L, int64_t row0,
+                          hk_resident_bcsr *A, int64_t **ghost, int64_t *ng)
+{
+    const int64_t n = L->nbrows, nnzb = L->rowptr[n], ncols = L->nbcols;
+    const int bb = L->bs * L->bs;
+    unsigned char *mark = NULL;
+    int32_t *local = NULL, *slot = NULL;
+    int64_t *gid = NULL, cnt = 0;
+    int ierr = hk_calloc((size_t)ncols + 1, 1, &mark);
+    if (!ierr) ierr = hk_malloc((size_t)(ncols + 1) * sizeof *slot, &slot);
+    if (!ierr) ierr = hk_malloc((size_t)(nnzb + 1) * sizeof *local, &local);
+    if (ierr) goto done;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nnzb; p++) {
+        const int64_t c = L->colind[p];
+        if (c < row0 || c >= row0 + n) mark[c] = 1; /* the same byte from any thread */
+    }
+    for (int64_t c = 0; c < ncols; c++)
+        if (mark[c]) slot[c] = (int32_t)(n + cnt++);
+    ierr = hk_malloc((size_t)(cnt + 1) * sizeof *gid, &gid);
+    if (ierr) goto done;
+    for (int64_t c = 0, k = 0; c < ncols; c++)
+        if (mark[c]) gid[k++] = c;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < nnzb; p++) {
+        const int64_t c = L->colind[p];
+        local[p] = c >= row0 && c < row0 + n ? (int32_t)(c - row0) : slot[c];
+    }
+    ierr = hk_resident_bcsr_alloc(be, L->bs, n, n + cnt, nnzb, A);
+    if (!ierr) ierr = be->copy_to(A->rowptr, L->rowptr, (size_t)(n + 1) * sizeof *A->rowptr);
+    if (!ierr && nnzb) ierr = be->copy_to(A->colind, local, (size_t)nnzb * sizeof *local);
+    if (!ierr && nnzb)
+        ierr = be->copy_to(A->val, L->val, (size_t)(nnzb * bb) * sizeof *A->val);
+    if (!ierr) ierr = be->sync();
+done:
+    if (ierr) {
+        if (A->be) hk_resident_bcsr_free(A);
+        free(gid);
+        gid = NULL;
+        cnt = 0;
+    }
+    *ghost = gid;
+    *ng = cnt;
+    free(mark);
+    free(slot);
+    free(local);
+    return ierr;
+}
+
 /* Every process: its rows (contiguous blocks: the z slabs) of rank 0's K, solved distributed;
- * be non-NULL: each process's values put in its memory first, outside the clock (the
- * coordinates stay on the host, as hooke run hands them over). */
+ * be non-NULL: each process's rows and its nodes' coordinates put in its memory first, outside
+ * the clock, as hooke run's device assembly hands them over (hk_solver_create_dist_device: the
+ * pattern in the part's own columns, the values, the coordinates all on the device). */
 static int solve_many(const hk_comm *c, const hk_bcsr *K, const double *b, const double *xyz,
                       const char *opts, const hk_backend *be, int reps, solve_figs *f)
 {
     hk_bcsr L = {0};
     hk_resident_bcsr A = {0};
-    double *bl = NULL, *xl = NULL;
-    int64_t row0 = 0;
+    double *bl = NULL, *xl = NULL, *xyz_d = NULL;
+    int64_t row0 = 0, *ghost = NULL, ng = 0;
     hk_options *o = NULL;
     hk_solver *s = NULL;
     int ierr = hk_dist_scatter(c, K, b, NULL, &L, &bl, &row0, NULL);
     const int64_t n = L.nbrows * L.bs;
+    const size_t cbytes = (size_t)L.nbrows * 3 * sizeof *xyz;
     if (!ierr) ierr = hk_calloc((size_t)(n + 1), sizeof *xl, &xl);
     if (!ierr) ierr = hk_options_create(&o);
     if (!ierr) ierr = hk_options_parse(o, opts);
-    if (!ierr && be) ierr = hk_bench_resident_copy(be, &L, &A);
+    if (!ierr && be) ierr = rows_on_device(be, &L, row0, &A, &ghost, &ng);
+    /* the slabs are contiguous rows of the generator's order: the coordinates from row0 on */
+    if (!ierr && be) ierr = hk_backend_alloc(be, cbytes + 1, (void **)&xyz_d);
+    if (!ierr && be && cbytes) ierr = be->copy_to(xyz_d, xyz + 3 * row0, cbytes);
+    if (!ierr && be) ierr = be->sync();
     ierr = hk_comm_agree(c, ierr);
     const double t0 = hk_time();
-    /* the slabs are contiguous rows of the generator's order: the coordinates from row0 on */
-    const hk_nearnull nn = {.dim = 3, .coords = xyz + 3 * row0};
+    hk_nearnull nn = {.dim = 3, .coords = xyz + 3 * row0};
+    if (be) nn.coords = xyz_d, nn.coords_be = be;
     if (!ierr)
-        ierr = be ? hk_solver_create_dist_resident(c, row0, &L, be, A.val, &nn, o, &s)
+        ierr = be ? hk_solver_create_dist_device(c, row0, L.nbcols, &A,
+                                                 L.nbrows, ghost, ng, &nn, o, &s)
                   : hk_solver_create_dist(c, row0, &L, &nn, o, &s);
     f->setup = slowest(c, t0);
     if (A.be) hk_resident_bcsr_free(&A); /* the solver keeps its own */
+    hk_backend_free(be, xyz_d);
+    free(ghost);
     snprintf(f->comm, sizeof f->comm, "%s",
              s && hk_solver_dist_comm(s) ? hk_solver_dist_comm(s) : "-");
     if (!ierr) ierr = timed_solves(c, s, bl, xl, n, reps, f);
