@@ -71,7 +71,7 @@ __global__ static void k_strength_diag(agg_mat A, double *dnorm, char *iso)
             const double *v = A.val + (size_t)p * b * b;
             if (A.colind[p] == i)
                 d = agg_block_norm(v, b);
-            else
+            else if (A.colind[p] < A.n) /* columns from nbrows on are not the graph's */
                 for (int e = 0; e < b * b && is; e++)
                     if (v[e] != 0) is = 0;
         }
@@ -106,7 +106,7 @@ __global__ static void k_strength_flags(agg_mat A, const double *dnorm, const ch
         for (int64_t p = A.rowptr[i] + lane; p < end; p += 32) {
             const int64_t j = A.colind[p];
             unsigned char f = SF_NONE;
-            if (j != i && !isoi && !iso[j]) {
+            if (j != i && j < A.n && !isoi && !iso[j]) {
                 const double nij = agg_block_norm(A.val + (size_t)p * b * b, b);
                 const double thr = __dmul_rn(theta, __dsqrt_rn(__dmul_rn(di, dnorm[j])));
                 if (!isnan(nij)) f = nij > thr ? SF_ABOVE : SF_BELOW;
@@ -166,9 +166,9 @@ extern "C" int hk_cu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
 {
     int ierr = 0;
     memset(S, 0, sizeof *S);
-    HK_CHECK(A->br == A->bc && A->br >= 1 && A->nbrows == A->nbcols, HK_ERR_ARG,
-             "amg_strength: the matrix must be square with square blocks (got %lld x %lld block "
-             "rows and columns of %d x %d blocks)",
+    HK_CHECK(A->br == A->bc && A->br >= 1 && A->nbcols >= A->nbrows, HK_ERR_ARG,
+             "amg_strength: the matrix must have square blocks and at least as many block "
+             "columns as rows (got %lld x %lld block rows and columns of %d x %d blocks)",
              (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc);
     HK_CHECK(theta >= 0 && isfinite(theta), HK_ERR_ARG,
              "amg_strength: threshold %g must be a finite number >= 0 (pc.amg.threshold)", theta);

@@ -744,7 +744,10 @@ typedef struct hk_backend_ops {
 
     /* aggregation AMG (pc=amg): strength graph of the node blocks (j != i strong when
      * ||A_ij||_F > theta sqrt(||A_ii||_F ||A_jj||_F), the larger of A_ij and A_ji where both
-     * are stored; none for a node whose off-diagonal blocks are zero); distance-2 MIS
+     * are stored; none for a node whose off-diagonal blocks are zero; a matrix with more
+     * block columns than rows is read as its square part: columns from nbrows on, a
+     * distributed level's ghosts, are left out of the graph and of the isolation test, so
+     * that it gives the graph of its owned diagonal block); distance-2 MIS
      * aggregation (agg[i] in [0, nagg), -1 for a node without strong neighbours; the exact
      * rule is in docs/amg-aggregation.md and both backends follow it to the same result);
      * tentative prolongator

@@ -65,6 +65,42 @@ static int strength(const hk_backend_ops *be, const hk_bcsr *K, double theta, hk
     return err;
 }
 
+/* K with ghost columns after its own (a distributed level's rows): every third row gets a
+ * block in one of 7 columns from n on, larger than its diagonal, and row 5's own off-diagonal
+ * blocks are zeroed in both (isolated in the owned block, though its ghost block is not zero).
+ * amg_strength must give W the graph of K. */
+static void with_ghost_columns(hk_bcsr *K, hk_bcsr *W)
+{
+    const int64_t n = K->nbrows, bb = (int64_t)K->bs * K->bs;
+    for (int64_t p = K->rowptr[5]; p < K->rowptr[6]; p++)
+        if (K->colind[p] != 5) memset(K->val + p * bb, 0, (size_t)bb * sizeof *K->val);
+    int64_t extra = 0;
+    for (int64_t i = 0; i < n; i++)
+        extra += i % 3 == 0 || i == 5;
+    W->bs = K->bs;
+    W->nbrows = n;
+    W->nbcols = n + 7;
+    const int64_t nnz = K->rowptr[n] + extra;
+    W->rowptr = malloc(sizeof *W->rowptr * (size_t)(n + 1));
+    W->colind = malloc(sizeof *W->colind * (size_t)nnz);
+    W->val = malloc(sizeof *W->val * (size_t)(nnz * bb));
+    int64_t q = 0;
+    W->rowptr[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t p = K->rowptr[i]; p < K->rowptr[i + 1]; p++, q++) {
+            W->colind[q] = K->colind[p];
+            memcpy(W->val + q * bb, K->val + p * bb, (size_t)bb * sizeof *W->val);
+        }
+        if (i % 3 == 0 || i == 5) {
+            W->colind[q] = (int32_t)(n + i % 7);
+            for (int64_t e = 0; e < bb; e++)
+                W->val[q * bb + e] = 1e6 * (double)(e + 1);
+            q++;
+        }
+        W->rowptr[i + 1] = q;
+    }
+}
+
 static int64_t edge(const hk_graph *S, int64_t i, int64_t j)
 {
     for (int64_t p = S->rowptr[i]; p < S->rowptr[i + 1]; p++)
@@ -156,6 +192,22 @@ static void test_strength(void)
         }
         hk_bcsr_free(&K);
     }
+    /* ghost columns after the rows' own: the owned block's graph */
+    {
+        hk_bcsr W = {0};
+        hk_graph Sk = {0}, Sw = {0};
+        HK_ASSERT_OK(hk_gen_elasticity3d(6, 5, 4, &K));
+        with_ghost_columns(&K, &W);
+        HK_ASSERT_OK(strength(cpu(), &K, 0.08, &Sk));
+        HK_ASSERT_OK(strength(cpu(), &W, 0.08, &Sw));
+        CU_ASSERT(Sk.rowptr[5 + 1] == Sk.rowptr[5]); /* row 5 isolated */
+        CU_ASSERT(Sk.n == Sw.n && Sk.nnz == Sw.nnz && Sk.nnz > 0 &&
+                  !memcmp(Sk.rowptr, Sw.rowptr, sizeof *Sk.rowptr * (size_t)(Sk.n + 1)) &&
+                  !memcmp(Sk.colind, Sw.colind, sizeof *Sk.colind * (size_t)Sk.nnz));
+        hk_graph_free(&Sk), hk_graph_free(&Sw);
+        hk_bcsr_free(&W);
+        hk_bcsr_free(&K);
+    }
     /* arguments */
     HK_ASSERT_OK(hk_gen_elasticity2d(3, 3, &K));
     hk_bmat A = {0};
@@ -165,6 +217,9 @@ static void test_strength(void)
     A.bc = 1;
     CU_ASSERT_EQUAL(cpu()->amg_strength(&A, 0.1, &S), HK_ERR_ARG);
     A.bc = A.br;
+    A.nbcols = A.nbrows - 1; /* fewer columns than rows */
+    CU_ASSERT_EQUAL(cpu()->amg_strength(&A, 0.1, &S), HK_ERR_ARG);
+    A.nbcols = A.nbrows;
     hk_error_clear();
     hk_bmat_free(&A);
     hk_bcsr_free(&K);
@@ -628,6 +683,22 @@ static void test_cuda_strength(void)
             CU_ASSERT(check_strength(&K, thetas[t], &Sg) > 0);
             hk_graph_free(&Sc), hk_graph_free(&Sg);
         }
+        hk_bcsr_free(&K);
+    }
+    /* ghost columns after the rows' own (a distributed coarse level's rows): the CPU's graph
+     * of the owned block */
+    {
+        hk_bcsr W = {0};
+        HK_ASSERT_OK(hk_gen_elasticity3d(12, 10, 9, &K));
+        with_ghost_columns(&K, &W);
+        for (int t = 0; t < 3; t++) {
+            hk_graph Sc = {0}, Sg = {0};
+            HK_ASSERT_OK(strength(cpu(), &K, thetas[t], &Sc));
+            HK_ASSERT_OK(strength(gpu(), &W, thetas[t], &Sg));
+            same_graph(&Sc, &Sg);
+            hk_graph_free(&Sc), hk_graph_free(&Sg);
+        }
+        hk_bcsr_free(&W);
         hk_bcsr_free(&K);
     }
     /* NaN and infinite blocks (the rule's max with a NaN norm: strong only by the other side

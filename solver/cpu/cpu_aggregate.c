@@ -35,7 +35,7 @@ static int strong_entry(const hk_bmat *A, const double *dnorm, const char *isola
 {
     const int b = A->br;
     const int64_t j = A->colind[p];
-    if (j == i || isolated[i] || isolated[j]) return 0;
+    if (j == i || j >= A->nbrows || isolated[i] || isolated[j]) return 0;
     double nij = block_norm(A->val + (size_t)p * b * b, b);
     const int64_t q = hk_find_block(A->rowptr, A->colind, j, i);
     if (q >= 0) {
@@ -49,9 +49,9 @@ int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
 {
     int ierr;
     memset(S, 0, sizeof *S);
-    HK_CHECK(A->br == A->bc && A->br >= 1 && A->nbrows == A->nbcols, HK_ERR_ARG,
-             "amg_strength: the matrix must be square with square blocks (got %lld x %lld block "
-             "rows and columns of %d x %d blocks)",
+    HK_CHECK(A->br == A->bc && A->br >= 1 && A->nbcols >= A->nbrows, HK_ERR_ARG,
+             "amg_strength: the matrix must have square blocks and at least as many block "
+             "columns as rows (got %lld x %lld block rows and columns of %d x %d blocks)",
              (long long)A->nbrows, (long long)A->nbcols, A->br, A->bc);
     HK_CHECK(theta >= 0 && isfinite(theta), HK_ERR_ARG,
              "amg_strength: threshold %g must be a finite number >= 0 (pc.amg.threshold)", theta);
@@ -71,7 +71,7 @@ int hk_cpu_amg_strength(const hk_bmat *A, double theta, hk_graph *S)
             const double *v = A->val + (size_t)p * b * b;
             if (A->colind[p] == i)
                 d = block_norm(v, b);
-            else
+            else if (A->colind[p] < n) /* columns from nbrows on are not the graph's */
                 for (int e = 0; e < b * b && iso; e++)
                     if (v[e] != 0) iso = 0;
         }

@@ -61,7 +61,6 @@ enum damg_step {
     ST_GAL_ROWS,      /* Galerkin: the next level's rows (host and backend) */
     ST_NN_ROWS,       /* near-null: level 0's rows on the backend, the inverse numbering */
     ST_NN_MODES,      /* near-null: the frame summed, the rigid-body modes */
-    ST_AGG_BLOCK,     /* aggregation: a coarse level's owned diagonal block */
     ST_AGG_STRENGTH,  /* aggregation: the strength graph */
     ST_AGG_AGGREGATE, /* aggregation: the aggregates */
     ST_AGG_COUNT,     /* aggregation: the aggregates counted over the processes (its wait) */

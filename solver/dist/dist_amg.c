@@ -56,7 +56,7 @@ static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
     "ghost rows: send rows", "exchange", "build",
     "Galerkin: products", "others' rows", "route", "merge", "merged pattern", "next rows",
-    "near-null: rows", "modes", "aggregation: owned block", "strength", "aggregates", "count",
+    "near-null: rows", "modes", "aggregation: strength", "aggregates", "count",
     "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
 
 /* ---- the hierarchy ----------------------------------------------------------------------- */
@@ -247,52 +247,6 @@ static int host_values(const hk_dist *d, hlev *H)
     const int64_t n = H->A.nnzb * H->bs * H->bs;
     HK_CALL(hk_backend_cpu.alloc((void **)&H->A.val, (size_t)(n + 1) * sizeof *H->A.val));
     return n ? hk_damg_to_host(d->local, H->A.val, H->Ad.val, (size_t)n * sizeof *H->A.val) : 0;
-}
-
-/* The owned diagonal block of H on the process's backend (the aggregation's matrix): its
- * pattern from H's host rows, its values gathered there from H->Ad's (on a device no value
- * crosses). */
-static int owned_block(const hk_dist *d, const hlev *H, hk_bmat *O)
-{
-    const hk_backend_ops *L = d->local;
-    const int64_t bb = (int64_t)H->bs * H->bs, n = H->nown;
-    int64_t *rowptr = NULL;
-    int32_t *col = NULL, *idx = NULL;
-    int ierr = 0;
-    memset(O, 0, sizeof *O);
-    HK_TRY(hk_calloc((size_t)n + 1, sizeof *rowptr, &rowptr));
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        int64_t k = 0;
-        for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++)
-            k += H->A.colind[p] < n;
-        rowptr[i + 1] = k;
-    }
-    for (int64_t i = 0; i < n; i++)
-        rowptr[i + 1] += rowptr[i];
-    const int64_t nnz = rowptr[n];
-    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof *col, &col));
-    HK_TRY(hk_malloc((size_t)(nnz + 1) * sizeof *idx, &idx));
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        int64_t q = rowptr[i];
-        for (int64_t p = H->A.rowptr[i]; p < H->A.rowptr[i + 1]; p++)
-            if (H->A.colind[p] < n) {
-                col[q] = H->A.colind[p];
-                idx[q++] = (int32_t)p;
-            }
-    }
-    HK_TRY(hk_damg_pattern_alloc(L, H->bs, H->bs, n, n, nnz, O));
-    HK_TRY(L->alloc((void **)&O->val, (size_t)(nnz * bb + 1) * sizeof *O->val));
-    HK_TRY(hk_damg_to_backend(L, O->rowptr, rowptr, (size_t)(n + 1) * sizeof *rowptr));
-    if (nnz) HK_TRY(hk_damg_to_backend(L, O->colind, col, (size_t)nnz * sizeof *col));
-    HK_TRY(hk_damg_gather_blocks(d, O->val, H->Ad.val, H->Ad.nnzb, bb, idx, nnz));
-fail:
-    if (ierr) hk_bmat_free(O);
-    free(rowptr);
-    free(col);
-    free(idx);
-    return ierr;
 }
 
 /* The near-null space of level 0 on the process's backend (nown*bs x nns, column-major,
@@ -2218,7 +2172,6 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     hlev H = {0};
     double *B = NULL; /* the near-null space on the backend */
     int32_t *agg = NULL, *inv0 = NULL;
-    hk_bmat Od = {0};
     hk_graph S = {0};
     hk_vec *q = NULL, *D64 = NULL;
     double *ph = a->ph, t[2], t_start[2], ts[2];
@@ -2262,19 +2215,18 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
         const int last = l + 1 >= a->op.max_levels || L->nglob * L->bs <= a->op.coarse_size;
         int64_t nagg = 0;
         if (!last) {
-            /* level 0's owned block is the layout's Koo (the same rows, sorted), which K is
-             * on the backend: no copy */
+            /* the strength graph of the owned diagonal block: level 0's is the layout's Koo
+             * (the same rows, sorted), which K is on the backend; a coarse level's rows are
+             * read as they are, amg_strength leaving out their ghost columns (from nown on) */
             hk_bmat Kl = *K;
             Kl.be = Lb;
             hk_damg_lap_start(ts);
-            ierr = l == 0 ? 0 : owned_block(d, &H, &Od);
-            hk_damg_step_lap(Lb, a->st, ST_AGG_BLOCK, ts);
-            if (!ierr && H.nown) ierr = Lb->amg_strength(l == 0 ? &Kl : &Od, a->op.threshold, &S);
+            if (!ierr && H.nown)
+                ierr = Lb->amg_strength(l == 0 ? &Kl : &H.Ad, a->op.threshold, &S);
             hk_damg_step_lap(Lb, a->st, ST_AGG_STRENGTH, ts);
             if (!ierr) ierr = Lb->alloc((void **)&agg, (size_t)(H.nown + 1) * sizeof *agg);
             if (!ierr && H.nown) ierr = Lb->amg_aggregate(&S, agg, &nagg);
             hk_graph_free(&S);
-            hk_bmat_free(&Od);
             hk_damg_step_lap(Lb, a->st, ST_AGG_AGGREGATE, ts);
             HK_TRY(hk_comm_agree(c, ierr));
         }
@@ -2329,7 +2281,6 @@ fail:
     if (ierr) hk_damg_stage_free(d, &a->stg);
     hk_damg_free_copy(d, &H.Ad);
     hk_bmat_free(&H.A);
-    hk_bmat_free(&Od);
     hk_graph_free(&S);
     hk_vec_destroy(q);
     if (B) Lb->dealloc(B);
