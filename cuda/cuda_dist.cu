@@ -299,22 +299,88 @@ __global__ void k_split_fill_bnd(hk_dist_rows R, const int64_t *__restrict__ rp,
     }
 }
 
-/* The rows of M (rowptr rp, n rows, nnz blocks) sorted by column, src moved with them: from
- * (col_in, src_in) into (col, src), equal columns in their order. */
-static int sort_rows(int64_t n, int64_t nnz, const int64_t *rp, const int32_t *col_in,
-                     const int32_t *src_in, int32_t *col, int32_t *src)
+/* flag[i] = 1 where row i (rowptr rp) is not in column order. */
+__global__ void k_rows_unsorted(int64_t n, const int64_t *__restrict__ rp,
+                                const int32_t *__restrict__ col, int64_t *flag)
+{
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int64_t bad = 0;
+    for (int64_t p = rp[i] + 1; p < rp[i + 1] && !bad; p++)
+        bad = col[p] < col[p - 1];
+    flag[i] = bad;
+}
+
+/* The flagged rows sorted in place by column, a thread a row, src moved with them: insertion,
+ * so equal columns keep their order (the stable sort's result). */
+__global__ void k_rows_insertion(int64_t n, const int64_t *__restrict__ rp,
+                                 const int64_t *__restrict__ flag, int32_t *col, int32_t *src)
+{
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= n || !flag[i]) return;
+    const int64_t p0 = rp[i];
+    for (int64_t p = p0 + 1; p < rp[i + 1]; p++) {
+        const int32_t c = col[p], v = src[p];
+        int64_t q = p;
+        for (; q > p0 && col[q - 1] > c; q--) {
+            col[q] = col[q - 1];
+            src[q] = src[q - 1];
+        }
+        col[q] = c;
+        src[q] = v;
+    }
+}
+
+/* The rows of M (rowptr rp, n rows, nnz blocks; col and src as filled, in the caller's order of
+ * blocks) sorted by column in place, src moved with them, equal columns in their order. After
+ * the internal renumbering nearly every row is in order already (it keeps the caller's order
+ * within the interior and within the boundary rows; the caller's rows are ascending as
+ * assembled), so the rows out of order are found first and, while they are few (at most one
+ * in 8), sorted by a thread each; otherwise all by cub's stable segmented sort. The same bytes
+ * either way. */
+static int sort_rows(int64_t n, int64_t nnz, const int64_t *rp, int32_t *col, int32_t *src)
 {
     if (nnz == 0 || n == 0) return 0;
-    size_t tb = 0;
+    int ierr = 0;
+    int64_t *flag = NULL, *at = NULL, unsorted = 0;
+    int32_t *col_in = NULL, *src_in = NULL;
     void *tmp = NULL;
-    HK_CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, col_in, col, src_in, src, nnz, n, rp,
-                                                    rp + 1, hk_cu.stream));
-    HK_CALL(hk_cu_tmp_alloc(&tmp, tb + 16));
-    const cudaError_t e = cub::DeviceSegmentedSort::StableSortPairs(
-        tmp, tb, col_in, col, src_in, src, nnz, n, rp, rp + 1, hk_cu.stream);
+    HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)(n + 1) * sizeof *flag));
+    HK_TRY(hk_cu_tmp_alloc((void **)&at, (size_t)(n + 1) * sizeof *at));
+    HK_CU_TRY(cudaMemsetAsync(flag + n, 0, sizeof *flag, hk_cu.stream));
+    k_rows_unsorted<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, rp, col, flag);
+    HK_CU_TRY(cudaGetLastError());
+    HK_TRY(dist_scan<int64_t>(flag, at, n + 1));
+    HK_CU_TRY(cudaMemcpyAsync(&unsorted, at + n, 8, cudaMemcpyDeviceToHost, hk_cu.stream));
+    HK_CU_TRY(cudaStreamSynchronize(hk_cu.stream));
+    if (unsorted == 0) goto fail;
+    if (unsorted * 8 <= n) {
+        k_rows_insertion<<<hk_cu_grid(n), HK_CU_BLOCK, 0, hk_cu.stream>>>(n, rp, flag, col, src);
+        HK_CU_TRY(cudaGetLastError());
+        goto fail;
+    }
+    {
+        HK_TRY(hk_cu_tmp_alloc((void **)&col_in, (size_t)nnz * sizeof *col_in));
+        HK_TRY(hk_cu_tmp_alloc((void **)&src_in, (size_t)nnz * sizeof *src_in));
+        HK_CU_TRY(cudaMemcpyAsync(col_in, col, (size_t)nnz * sizeof *col,
+                                  cudaMemcpyDeviceToDevice, hk_cu.stream));
+        HK_CU_TRY(cudaMemcpyAsync(src_in, src, (size_t)nnz * sizeof *src,
+                                  cudaMemcpyDeviceToDevice, hk_cu.stream));
+        size_t tb = 0;
+        HK_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, col_in, col, src_in, src,
+                                                            nnz, n, rp, rp + 1, hk_cu.stream));
+        HK_TRY(hk_cu_tmp_alloc(&tmp, tb + 16));
+        HK_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(tmp, tb, col_in, col, src_in, src,
+                                                            nnz, n, rp, rp + 1, hk_cu.stream));
+    }
+fail:
+    /* stream-ordered frees after the work that reads them */
     hk_cu_tmp_free(tmp);
-    HK_CU(e);
-    return 0;
+    hk_cu_tmp_free(col_in);
+    hk_cu_tmp_free(src_in);
+    hk_cu_tmp_free(flag);
+    hk_cu_tmp_free(at);
+    return ierr;
 }
 
 int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_bmat *Kbnd,
@@ -325,7 +391,6 @@ int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_b
     int64_t *cnt = NULL, *rp_oo = NULL, *rp_b = NULL, *pos = NULL, tot[2] = {0, 0};
     int64_t nnz_oo = 0, nnz_b = 0;
     int64_t *flag = NULL;
-    int32_t *col = NULL, *src = NULL;
     memset(Koo, 0, sizeof *Koo);
     memset(Kbnd, 0, sizeof *Kbnd);
     *src_oo = *src_bnd = *bcol = NULL;
@@ -351,13 +416,12 @@ int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_b
     HK_CU_TRY(cudaMemcpyAsync(Koo->rowptr, rp_oo, (size_t)(nown + 1) * sizeof *rp_oo,
                               cudaMemcpyDeviceToDevice, hk_cu.stream));
     HK_TRY(hk_cu_malloc((void **)src_oo, (size_t)(nnz_oo + 1) * sizeof **src_oo));
-    HK_TRY(hk_cu_tmp_alloc((void **)&col, (size_t)(nnz_oo + nnz_b + 1) * sizeof *col));
-    HK_TRY(hk_cu_tmp_alloc((void **)&src, (size_t)(nnz_oo + nnz_b + 1) * sizeof *src));
     if (nown) {
-        k_split_fill_oo<<<hk_cu_grid(nown), HK_CU_BLOCK, 0, hk_cu.stream>>>(*R, rp_oo, col, src);
+        k_split_fill_oo<<<hk_cu_grid(nown), HK_CU_BLOCK, 0, hk_cu.stream>>>(*R, rp_oo, Koo->colind,
+                                                                           *src_oo);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_TRY(sort_rows(nown, nnz_oo, rp_oo, col, src, Koo->colind, *src_oo));
+    HK_TRY(sort_rows(nown, nnz_oo, rp_oo, Koo->colind, *src_oo));
     /* the owned columns the boundary rows read: flagged, numbered by a running count */
     HK_TRY(hk_cu_tmp_alloc((void **)&flag, (size_t)(nown + 1) * sizeof *flag));
     HK_TRY(hk_cu_tmp_alloc((void **)&pos, (size_t)(nown + 1) * sizeof *pos));
@@ -382,18 +446,16 @@ int hk_cu_dist_split(const hk_dist_rows *R, hk_bmat *Koo, int32_t **src_oo, hk_b
     HK_TRY(hk_cu_malloc((void **)src_bnd, (size_t)(nnz_b + 1) * sizeof **src_bnd));
     if (nbnd) {
         k_split_fill_bnd<<<hk_cu_grid(nbnd), HK_CU_BLOCK, 0, hk_cu.stream>>>(
-            *R, rp_b, pos, *nbc, col + nnz_oo, src + nnz_oo);
+            *R, rp_b, pos, *nbc, Kbnd->colind, *src_bnd);
         HK_CU_TRY(cudaGetLastError());
     }
-    HK_TRY(sort_rows(nbnd, nnz_b, rp_b, col + nnz_oo, src + nnz_oo, Kbnd->colind, *src_bnd));
+    HK_TRY(sort_rows(nbnd, nnz_b, rp_b, Kbnd->colind, *src_bnd));
 fail:
     /* stream-ordered frees after the work that reads them */
     hk_cu_tmp_free(cnt);
     hk_cu_tmp_free(rp_oo);
     hk_cu_tmp_free(rp_b);
     hk_cu_tmp_free(pos);
-    hk_cu_tmp_free(col);
-    hk_cu_tmp_free(src);
     hk_cu_tmp_free(flag);
     if (ierr) {
         cudaStreamSynchronize(hk_cu.stream);

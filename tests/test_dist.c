@@ -399,22 +399,47 @@ static int same_array(const hk_backend_ops *be, const char *what, const void *de
     return ok && k == n;
 }
 
+/* The rows of R whose owned columns, renumbered (inv), are not ascending in the caller's order
+ * of their blocks: those dist_split must sort. */
+static int64_t split_unsorted_rows(const hk_dist_rows *R)
+{
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < R->nown; i++) {
+        int64_t last = -1, bad = 0;
+        for (int64_t p = R->rowptr[i]; p < R->rowptr[i + 1]; p++) {
+            const int64_t g = R->colind[p];
+            if (g < R->row0 || g >= R->row0 + R->nown) continue;
+            bad |= R->inv[g - R->row0] < last;
+            last = R->inv[g - R->row0];
+        }
+        cnt += bad;
+    }
+    return cnt;
+}
+
 /* dist_scan and dist_split on be against the cpu's, byte for byte, on rows of a 3D elasticity
- * matrix given with every row's columns descending (the sort moves every block): a middle slice
- * (ghosts on both sides), the first rows, and all the rows (no boundary row). On the cpu the
- * reference's own invariants: every block's gather index names a block of its row with its
- * column, and every row ascending. */
-static void split_on(const hk_backend_ops *be)
+ * matrix: reversed, every row's columns descending (the sort moves every block): a middle slice
+ * (ghosts on both sides), the first rows, and all the rows (no boundary row); else ascending as
+ * assembled, on a longer grid, where only the rows that read the boundary rows moved to the
+ * end are out of order (few: a device sorts them one by one; none for the first rows and for
+ * all). On the cpu the reference's own invariants: every block's gather index names a block of
+ * its row with its column, and every row ascending. */
+static void split_on(const hk_backend_ops *be, int reversed)
 {
     CU_ASSERT_FATAL(be != NULL);
     hk_bcsr K = {0};
-    HK_ASSERT_OK(hk_gen_elasticity3d(7, 5, 4, &K));
-    test_reverse_rows(&K);
-    const int64_t n = K.nbrows, slices[3][2] = {{n / 3, n / 3 + 37}, {0, n / 2}, {0, n}};
+    HK_ASSERT_OK(reversed ? hk_gen_elasticity3d(7, 5, 4, &K) : hk_gen_elasticity3d(4, 4, 60, &K));
+    if (reversed) test_reverse_rows(&K);
+    const int64_t n = K.nbrows;
+    const int64_t slices[3][2] = {{n / 3, reversed ? n / 3 + 37 : 2 * n / 3}, {0, n / 2}, {0, n}};
     for (int t = 0; t < 3; t++) {
         hk_dist_rows R = {0};
         split_input(&K, slices[t][0], slices[t][1] - slices[t][0], &R);
         const int64_t nown = R.nown, nbnd = R.nown - R.nint, nnzb = R.rowptr[nown];
+        const int64_t unsorted = split_unsorted_rows(&R);
+        /* reversed: every row (a device's segmented sort); else a few rows, or none */
+        CU_ASSERT(reversed ? unsorted * 8 > nown
+                           : t == 0 ? unsorted > 0 && unsorted * 8 <= nown : unsorted == 0);
         hk_bmat Hoo = {0}, Hbnd = {0}, Doo = {0}, Dbnd = {0};
         int32_t *hs_oo = NULL, *hs_bnd = NULL, *hbcol = NULL, *ds_oo = NULL, *ds_bnd = NULL,
                 *dbcol = NULL;
@@ -533,12 +558,14 @@ static void split_on(const hk_backend_ops *be)
 
 static void test_split_cpu(void)
 {
-    split_on(&hk_backend_cpu);
+    split_on(&hk_backend_cpu, 1);
+    split_on(&hk_backend_cpu, 0);
 }
 
 static void test_split_cuda(void)
 {
-    split_on(hk_test_cuda_backend());
+    split_on(hk_test_cuda_backend(), 1);
+    split_on(hk_test_cuda_backend(), 0);
 }
 
 static void test_resident_cpu(void)
