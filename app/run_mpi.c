@@ -721,7 +721,13 @@ int hk_run_mpi_case(const hk_case *c, const hk_run_opts *o, const char *out, int
     hk_run_say(&L, "solve: %s%s", r0.solver_desc, choice);
     if (L.on) hk_solver_set_monitor(s, monitor, &L);
     const int d = pt.mesh.dim;
-    HK_TRY(hk_calloc((size_t)(d * pt.mesh.nnodes + 1), sizeof *u, &u));
+    /* the zero guess written on the threads: the pages are taken there, not one by one by
+     * the device's download of x into them (as the one-process run does) */
+    const int64_t nu = d * pt.mesh.nnodes;
+    HK_TRY(hk_malloc((size_t)(nu + 1) * sizeof *u, &u));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i <= nu; i++)
+        u[i] = 0.0;
     /* the fields' arrays made now and their pages taken on a quarter of the threads while the
      * device solves, not by the recovery's downloads after it (four processes of one host
      * faulting theirs at once took twice one process's time); within half this process's

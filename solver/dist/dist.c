@@ -749,6 +749,12 @@ void hk_dist_destroy(hk_dist *d)
     hk_bcsr_free(&d->Koo);
     hk_bcsr_free(&d->Kbnd);
     free(d->bcol);
+    if (d->host_memory)
+        free(d->inv_dev); /* perm_dev is perm */
+    else {
+        if (d->perm_dev) d->local->dealloc(d->perm_dev);
+        if (d->inv_dev) d->local->dealloc(d->inv_dev);
+    }
     if (d->send_dev) d->local->dealloc(d->send_dev);
     if (d->bcol_dev) d->local->dealloc(d->bcol_dev);
     if (d->src_oo) d->local->dealloc(d->src_oo);
@@ -813,6 +819,56 @@ void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x)
 #pragma omp parallel for schedule(static) if (d->nown > 100000)
     for (int64_t i = 0; i < d->nown; i++)
         memcpy(x + (int64_t)d->perm[i] * bs, x_int + i * bs, (size_t)bs * sizeof *x);
+}
+
+/* perm_dev and inv_dev made once (views of host arrays on a host-memory backend). */
+static int order_index(hk_dist *d)
+{
+    if (d->perm_dev) return 0;
+    const hk_backend_ops *L = d->local;
+    const int64_t n = d->nown;
+    int32_t *inv = NULL;
+    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *inv, &inv));
+#pragma omp parallel for schedule(static) if (n > 100000)
+    for (int64_t i = 0; i < n; i++)
+        inv[d->perm[i]] = (int32_t)i;
+    int ierr = 0;
+    int32_t *pd = NULL, *id = NULL;
+    if (d->host_memory) {
+        d->inv_dev = inv; /* freed with the layout, as its own */
+        d->perm_dev = d->perm;
+        return 0;
+    }
+    ierr = L->alloc((void **)&pd, (size_t)(n + 1) * sizeof *pd);
+    if (!ierr) ierr = L->alloc((void **)&id, (size_t)(n + 1) * sizeof *id);
+    if (!ierr && n) ierr = L->copy_to(pd, d->perm, (size_t)n * sizeof *pd);
+    if (!ierr && n) ierr = L->copy_to(id, inv, (size_t)n * sizeof *id);
+    if (!ierr) ierr = L->sync(); /* inv is freed below */
+    free(inv);
+    if (ierr) {
+        if (pd) L->dealloc(pd);
+        if (id) L->dealloc(id);
+        return ierr;
+    }
+    d->perm_dev = pd;
+    d->inv_dev = id;
+    return 0;
+}
+
+int hk_dist_upload_ordered(hk_dist *d, const double *h, hk_vec *t, hk_vec *v)
+{
+    HK_CALL(order_index(d));
+    const hk_vec tl = hk_dist_view(d, t, 0, v->n), vl = hk_dist_view(d, v, 0, v->n);
+    HK_CALL(hk_vec_upload((hk_vec *)&tl, h));
+    return d->nown ? d->local->vec_gather((hk_vec *)&vl, &tl, d->perm_dev, d->nown, d->bs) : 0;
+}
+
+int hk_dist_download_ordered(hk_dist *d, const hk_vec *v, hk_vec *t, double *h)
+{
+    HK_CALL(order_index(d));
+    const hk_vec tl = hk_dist_view(d, t, 0, v->n), vl = hk_dist_view(d, v, 0, v->n);
+    if (d->nown) HK_CALL(d->local->vec_gather((hk_vec *)&tl, &vl, d->inv_dev, d->nown, d->bs));
+    return hk_vec_download(&tl, h);
 }
 
 int hk_dist_check_choice(const char *method, const char *pc)

@@ -139,6 +139,9 @@ typedef struct hk_dist {
     hk_bmat Koo_d, Kbnd_d;
     int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
     int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
+    /* perm and its inverse (the caller's row i is internal row inv[i]) in the backend's
+     * memory, made at the first solve (hk_dist_order): b and x put in order there */
+    int32_t *perm_dev, *inv_dev;
     hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
     /* the distributed set-up outside the preconditioner, which HOOKE_AMG_PROFILE prints beside
      * pc=amg's phases: when the layout began (hk_time), its host part's wall seconds, its
@@ -214,6 +217,11 @@ void hk_dist_destroy(hk_dist *d);
 /* b_int[i] = b[perm[i]] (scalar entries of block rows) and back. */
 void hk_dist_to_internal(const hk_dist *d, const double *b, double *b_int);
 void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x);
+/* The same on the backend: v (the layout's order, fp64) from the caller's host array h
+ * through the scratch t (as long as v), or the caller's h from v through t: one upload or
+ * download and one vec_gather there, no host pass. */
+int hk_dist_upload_ordered(hk_dist *d, const double *h, hk_vec *t, hk_vec *v);
+int hk_dist_download_ordered(hk_dist *d, const hk_vec *v, hk_vec *t, double *h);
 /* Sort the blocks (bb values each) of every row by column (short rows). */
 int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *val, int bb);
 /* One sentence for a method or preconditioner that is not distributed, else 0. */
@@ -272,14 +280,13 @@ static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off
  * backend's partial sums read back) and the transport (MPI start and wait, or the device
  * transport's calls). Off (the default), the counters are not touched: one test of a global. */
 enum { HK_DPROF_A = 0, HK_DPROF_P, HK_DPROF_R, HK_DPROF_G, HK_DPROF_KINDS };
-/* The steps of hk_solver_solve on a process, in order: b and x checked (and agreed), put in
- * the layout's order, uploaded (a zero x set), b's norm, the method (from its start to the
- * first preconditioner application: the first residual; that application; the rest: the
- * iterations), the true residual, the last synchronisation, x downloaded and put back in the
- * caller's order. */
+/* The steps of hk_solver_solve on a process, in order: b and x checked (and agreed), uploaded
+ * and put in the layout's order there (a zero x set), b's norm, the method (from its start to
+ * the first preconditioner application: the first residual; that application; the rest: the
+ * iterations), the true residual, the last synchronisation, x put back in the caller's order
+ * there and downloaded. */
 enum {
     HK_DSTEP_CHECK = 0,
-    HK_DSTEP_ORDER_IN,
     HK_DSTEP_UPLOAD,
     HK_DSTEP_BNORM,
     HK_DSTEP_START,
@@ -288,7 +295,6 @@ enum {
     HK_DSTEP_TRUE_RES,
     HK_DSTEP_END_SYNC,
     HK_DSTEP_DOWNLOAD,
-    HK_DSTEP_ORDER_OUT,
     HK_DSTEP_TOTAL, /* all of hk_solver_solve */
     HK_DSTEPS
 };

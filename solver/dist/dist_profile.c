@@ -18,13 +18,12 @@ static void print_steps(const double *t)
 {
     fprintf(stderr,
             "dist solve steps (the slowest process's wall seconds): all %.4f s; check b, x %.4f, "
-            "order %.4f, upload %.4f, b's norm %.4f; method %.4f (first residual %.4f, first "
-            "pc %.4f, iterations %.4f); true residual %.4f, last sync %.4f; download x %.4f, "
-            "order back %.4f\n",
-            t[HK_DSTEP_TOTAL], t[HK_DSTEP_CHECK], t[HK_DSTEP_ORDER_IN], t[HK_DSTEP_UPLOAD],
-            t[HK_DSTEP_BNORM], t[HK_DSTEP_START] + t[HK_DSTEP_FIRST_PC] + t[HK_DSTEP_ITERATIONS],
-            t[HK_DSTEP_START], t[HK_DSTEP_FIRST_PC], t[HK_DSTEP_ITERATIONS], t[HK_DSTEP_TRUE_RES],
-            t[HK_DSTEP_END_SYNC], t[HK_DSTEP_DOWNLOAD], t[HK_DSTEP_ORDER_OUT]);
+            "upload %.4f, b's norm %.4f; method %.4f (first residual %.4f, first pc %.4f, "
+            "iterations %.4f); true residual %.4f, last sync %.4f; download x %.4f\n",
+            t[HK_DSTEP_TOTAL], t[HK_DSTEP_CHECK], t[HK_DSTEP_UPLOAD], t[HK_DSTEP_BNORM],
+            t[HK_DSTEP_START] + t[HK_DSTEP_FIRST_PC] + t[HK_DSTEP_ITERATIONS], t[HK_DSTEP_START],
+            t[HK_DSTEP_FIRST_PC], t[HK_DSTEP_ITERATIONS], t[HK_DSTEP_TRUE_RES],
+            t[HK_DSTEP_END_SYNC], t[HK_DSTEP_DOWNLOAD]);
 }
 
 void hk_dist_profile_begin(const hk_dist *d)

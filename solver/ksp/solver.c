@@ -36,7 +36,6 @@ struct hk_solver {
     int pattern_known; /* pattern[] filled (a resident K: at the first update_values) */
     char note[192];                      /* hk_result.note of the solve under way */
     hk_dist *dist;      /* distributed solves: this process's rows and their layout; NULL */
-    double *b_int, *x_int; /* distributed: b and x in the layout's order */
 };
 
 /* An fp32 preconditioner with a fallback (pc=amg's default fp32 levels) must reduce the best
@@ -586,14 +585,6 @@ static int create(const hk_comm *c, int64_t row0, const hk_bcsr *K, hk_resident_
         Kb = NULL;
         s->K = s->dist->Koo_d;
         s->K.be = s->be;
-        HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->b_int, &s->b_int));
-        HK_TRY(hk_malloc((size_t)(s->n + 1) * sizeof *s->x_int, &s->x_int));
-        /* their pages taken here on the threads, not at the solve: one by one by its first
-         * writes on one thread, or by the device's download of x into them (pageable memory
-         * the driver has to fault in; 0.3 s of a one-process 19M-DOF solve stage) */
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < s->n; i++)
-            s->b_int[i] = s->x_int[i] = 0.0;
     }
     if (!check_every_given && kt->pipelined && strcmp(s->be->name, "cpu") != 0) check_every = 10;
     /* auto: the backend chooses per matrix (on a GPU by the matrix's size against its L2,
@@ -763,8 +754,6 @@ void hk_solver_destroy(hk_solver *s)
     hk_mat_destroy(s->A);
     if (!s->dist) hk_bmat_free(&s->K); /* else the layout's (freed with it) */
     hk_options_destroy(s->opts);
-    free(s->b_int);
-    free(s->x_int);
     if (s->nn.coords_be)
         s->nn.coords_be->dealloc((void *)s->nn.coords);
     else
@@ -1246,6 +1235,13 @@ static void profile_method(int first_attempt, double tm)
     p->step[HK_DSTEP_ITERATIONS] += rest;
 }
 
+/* v from the caller's host array h: uploaded, and on a distributed solver put in the layout's
+ * order on the backend (r the scratch). */
+static int upload_in_order(hk_solver *s, const double *h, hk_vec *v)
+{
+    return s->dist ? hk_dist_upload_ordered(s->dist, h, s->r, v) : hk_vec_upload(v, h);
+}
+
 int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
 {
     HK_CHECK(s && res, HK_ERR_ARG, "hk_solver_solve: missing solver or result");
@@ -1271,19 +1267,13 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
         return bad_input;
     }
     tp[1 + HK_DSTEP_CHECK] = hk_time();
-    double *x_out = x;
-    if (s->dist) { /* the layout's order: interior rows first (a zero guess is not read) */
-        hk_dist_to_internal(s->dist, b, s->b_int);
-        if (!x_zero) hk_dist_to_internal(s->dist, x, s->x_int);
-        b = s->b_int;
-        x = s->x_int;
-    }
-    tp[1 + HK_DSTEP_ORDER_IN] = hk_time();
-    HK_CALL(hk_vec_upload(s->b, b));
+    /* distributed: b and x put in the layout's order (interior rows first) on the backend,
+     * through r as the scratch (a zero guess is not read) */
+    HK_CALL(upload_in_order(s, b, s->b));
     if (x_zero) /* a zero guess (the usual one) is set where it lives, not copied there */
         HK_CALL(be->vec_set(s->x, 0.0));
     else
-        HK_CALL(hk_vec_upload(s->x, x));
+        HK_CALL(upload_in_order(s, x, s->x));
     tp[1 + HK_DSTEP_UPLOAD] = hk_time();
     double bb;
     HK_CALL(be->vec_dot(s->b, s->b, &bb));
@@ -1335,7 +1325,7 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
                                 : s->bnorm > 0                   ? sqrt(rr) / s->bnorm
                                                                  : sqrt(rr)));
             /* an fp32 overflow left NaN in x: the fp64 solve starts from the caller's guess */
-            if (!isfinite(rr)) HK_TRY(x_zero ? be->vec_set(s->x, 0.0) : hk_vec_upload(s->x, x));
+            if (!isfinite(rr)) HK_TRY(x_zero ? be->vec_set(s->x, 0.0) : upload_in_order(s, x, s->x));
             k->maxit = maxit0 - iterations;
             attempt = -1; /* the fp64 solve has its own restarts */
             continue;
@@ -1352,15 +1342,14 @@ int hk_solver_solve(hk_solver *s, const double *b, double *x, hk_result *res)
     const double ts = hk_time();
     HK_CALL(be->sync());
     const double t1 = hk_time();
-    /* a failed download still meets the others in the profile's sums */
-    const int down = hk_vec_download(s->x, x);
-    const double td = hk_time();
-    if (s->dist && !down) hk_dist_from_internal(s->dist, x, x_out);
+    /* a failed download still meets the others in the profile's sums; distributed: x put
+     * back in the caller's order on the backend first (r the scratch) */
+    const int down = s->dist ? hk_dist_download_ordered(s->dist, s->x, s->r, x)
+                             : hk_vec_download(s->x, x);
     if (prof) {
         const double now = hk_time();
         hk_dist_prof.step[HK_DSTEP_END_SYNC] = t1 - ts;
-        hk_dist_prof.step[HK_DSTEP_DOWNLOAD] = td - t1;
-        hk_dist_prof.step[HK_DSTEP_ORDER_OUT] = now - td;
+        hk_dist_prof.step[HK_DSTEP_DOWNLOAD] = now - t1;
         hk_dist_prof.step[HK_DSTEP_TOTAL] = now - tp[0];
     }
     const int profiled = s->dist ? hk_dist_profile_end(s->dist, t1 - t0, iterations) : 0;

@@ -296,6 +296,24 @@ static int spmv_case(const hk_comm *c, const hk_backend_ops *be, int transport, 
             scale = fmax(scale, fabs(y[row0 * bs + i]));
         }
     }
+    if (!ierr && p == HK_FP64) { /* the solve's ordering on the backend: the host's bytes */
+        hk_vec *t = NULL, *v = NULL;
+        double *got = malloc(sizeof *got * (size_t)(nl + 1));
+        ierr = hk_vec_create(&d->ops, nl, p, &t);
+        if (!ierr) ierr = hk_vec_create(&d->ops, nl, p, &v);
+        if (!ierr) ierr = hk_dist_upload_ordered(d, x + row0 * bs, t, v);
+        if (!ierr) ierr = hk_vec_download(v, got);
+        if (!ierr && memcmp(got, xi, sizeof *got * (size_t)nl))
+            ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                "hk_dist_upload_ordered: not hk_dist_to_internal's bytes");
+        if (!ierr) ierr = hk_dist_download_ordered(d, vy, t, got);
+        if (!ierr && memcmp(got, yl, sizeof *got * (size_t)nl))
+            ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                                "hk_dist_download_ordered: not hk_dist_from_internal's bytes");
+        hk_vec_destroy(t);
+        hk_vec_destroy(v);
+        free(got);
+    }
     if (ierr && *hk_error_message())
         fprintf(stderr, "process %d: %s\n", hk_comm_rank(c), hk_error_message());
     hk_vec_destroy(vx);
