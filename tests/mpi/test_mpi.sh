@@ -630,7 +630,7 @@ for np in 2 3; do
     ok "HOOKE_DIST_PROFILE -np $np: one line, exchanges by level (gathered: A0, R0, G1)"
   else bad "HOOKE_DIST_PROFILE -np $np: no line or not the exchanges expected"; cat "$T/g1.err" "$T/gp.err"; fi
   # its second line: the solve's steps outside the iterations
-  steps="^dist solve steps \\(the slowest process's wall seconds\\): all [0-9.]+ s; check b, x [0-9.]+, order [0-9.]+, upload [0-9.]+, b's norm [0-9.]+; method [0-9.]+ \\(first residual [0-9.]+, first pc [0-9.]+, iterations [0-9.]+\\); true residual [0-9.]+, last sync [0-9.]+; download x [0-9.]+, order back [0-9.]+$"
+  steps="^dist solve steps \\(the slowest process's wall seconds\\): all [0-9.]+ s; check b, x [0-9.]+, upload [0-9.]+, b's norm [0-9.]+; method [0-9.]+ \\(first residual [0-9.]+, first pc [0-9.]+, iterations [0-9.]+\\); true residual [0-9.]+, last sync [0-9.]+; download x [0-9.]+$"
   if [ "$(grep -c 'dist solve steps' "$T/g1.err")" = 1 ] && grep -Eq "$steps" "$T/g1.err" &&
      ! grep -q 'dist solve steps' "$T/g0.err"; then
     ok "HOOKE_DIST_PROFILE -np $np: the solve's steps in a second line"
