@@ -1789,6 +1789,57 @@ static void galerkin_partial_on(const hk_backend *be)
     free(keep);
 }
 
+/* bmat_put_transposed on be: blocks of every size up to 6 put transposed at scattered
+ * positions, the others untouched, byte for byte as defined (the cpu's loop). */
+static void put_transposed_on(const hk_backend *be)
+{
+    for (int bs = 1; bs <= 6; bs++) {
+        const int64_t nblk = 3000, n = 1100, bb = (int64_t)bs * bs;
+        double *val = hk_test_rand_vec(nblk * bb, 31u + (unsigned)bs);
+        double *src = hk_test_rand_vec(n * bb, 57u + (unsigned)bs);
+        double *want = malloc(sizeof *want * (size_t)(nblk * bb));
+        double *got = malloc(sizeof *got * (size_t)(nblk * bb));
+        int64_t *to = malloc(sizeof *to * (size_t)n);
+        for (int64_t k = 0; k < n; k++)
+            to[k] = (k * 2711 + 17) % nblk; /* distinct: 2711 and 3000 are coprime */
+        memcpy(want, val, sizeof *want * (size_t)(nblk * bb));
+        for (int64_t k = 0; k < n; k++)
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    want[to[k] * bb + r * bs + c] = src[k * bb + c * bs + r];
+        double *val_d = NULL, *src_d = NULL;
+        int64_t *to_d = NULL;
+        HK_ASSERT_OK(be->alloc((void **)&val_d, sizeof *val * (size_t)(nblk * bb)));
+        HK_ASSERT_OK(be->alloc((void **)&src_d, sizeof *src * (size_t)(n * bb)));
+        HK_ASSERT_OK(be->alloc((void **)&to_d, sizeof *to * (size_t)n));
+        HK_ASSERT_OK(be->copy_to(val_d, val, sizeof *val * (size_t)(nblk * bb)));
+        HK_ASSERT_OK(be->copy_to(src_d, src, sizeof *src * (size_t)(n * bb)));
+        HK_ASSERT_OK(be->copy_to(to_d, to, sizeof *to * (size_t)n));
+        HK_ASSERT_OK(be->bmat_put_transposed(val_d, bs, to_d, src_d, n));
+        HK_ASSERT_OK(be->bmat_put_transposed(val_d, bs, to_d, src_d, 0)); /* nothing */
+        HK_ASSERT_OK(be->copy_from(got, val_d, sizeof *got * (size_t)(nblk * bb)));
+        CU_ASSERT(!memcmp(got, want, sizeof *got * (size_t)(nblk * bb)));
+        be->dealloc(val_d);
+        be->dealloc(src_d);
+        be->dealloc(to_d);
+        free(val);
+        free(src);
+        free(want);
+        free(got);
+        free(to);
+    }
+}
+
+static void test_put_transposed_cpu(void)
+{
+    put_transposed_on(&hk_backend_cpu);
+}
+
+static void test_put_transposed_cuda(void)
+{
+    put_transposed_on(hk_test_cuda_backend());
+}
+
 static void test_galerkin_partial_cpu(void)
 {
     galerkin_partial_on(&hk_backend_cpu);
@@ -1835,11 +1886,16 @@ HK_SUITE(
      test_convert_cpu},
     {"pc=amg's partial Galerkin product from R's transpose (A P's rows run on by empty ones) on "
      "the cpu: P_own^T (A P)'s bytes",
-     test_galerkin_partial_cpu})
+     test_galerkin_partial_cpu},
+    {"bmat_put_transposed on the cpu: blocks of 1 to 6 put transposed as defined",
+     test_put_transposed_cpu})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"pc=amg's partial Galerkin product on cuda (each HOOKE_SPGEMM kernel): "
                  "P_own^T (A P)'s bytes and the cpu's",
                  test_galerkin_partial_cuda},
+                {"bmat_put_transposed on cuda: blocks of 1 to 6 put transposed as defined (the "
+                 "cpu's bytes)",
+                 test_put_transposed_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
                  test_local_pattern_cuda},
