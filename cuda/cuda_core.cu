@@ -291,6 +291,7 @@ static hk_backend_ops cuda_make_ops(void)
     o.bmat_spgemm_pattern = hk_cu_bmat_spgemm_pattern;
     o.bmat_spgemm_numeric_upper = hk_cu_bmat_spgemm_numeric_upper;
     o.bmat_mirror_lower = hk_cu_bmat_mirror_lower;
+    o.bmat_put_transposed = hk_cu_bmat_put_transposed;
     o.bmat_spgemm_plan = hk_cu_bmat_spgemm_plan;
     o.bmat_spgemm_numeric_plan = hk_cu_bmat_spgemm_numeric_plan;
     o.bmat_spgemm_numeric_plan_f32 = hk_cu_bmat_spgemm_numeric_plan_f32;

@@ -600,6 +600,8 @@ int hk_cu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cu_bmat_mirror_lower(hk_bmat *C);
+int hk_cu_bmat_put_transposed(double *val, int bs, const int64_t *to, const double *src,
+                              int64_t n);
 int hk_cu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
                            void **plan, size_t *bytes);
 int hk_cu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,

@@ -1438,6 +1438,35 @@ int hk_cu_bmat_mirror_lower(hk_bmat *C)
     return hk_bmat_mirror_fault(first);
 }
 
+// ---- blocks put transposed at given positions (bmat_put_transposed) -------------------------
+//
+// A thread per entry of the destination blocks, consecutive threads on consecutive entries of
+// one destination block (its stores coalesced, the source block's loads within a few lines).
+
+__global__ void sp_put_transposed(double *val, int bs, const int64_t *to, const double *src,
+                                  int64_t ne)
+{
+    const int bb = bs * bs;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < ne;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = e / bb;
+        const int x = (int)(e - k * bb), r = x / bs, c = x - r * bs;
+        val[(size_t)to[k] * bb + x] = src[(size_t)k * bb + c * bs + r];
+    }
+}
+
+int hk_cu_bmat_put_transposed(double *val, int bs, const int64_t *to, const double *src,
+                              int64_t n)
+{
+    HK_CHECK(bs >= 1 && n >= 0, HK_ERR_ARG, "bmat_put_transposed: %d x %d blocks, %lld of them",
+             bs, bs, (long long)n);
+    if (n == 0) return 0;
+    const int64_t ne = n * bs * bs;
+    sp_put_transposed<<<hk_cu_grid(ne), HK_CU_BLOCK, 0, hk_cu.stream>>>(val, bs, to, src, ne);
+    HK_CU_LAUNCHED();
+    return 0;
+}
+
 // ---- C = A T for the tentative prolongator T (at most one block per block row) ---------------
 //
 // T's row k holds one block (column agg(k), the aggregate of node k) or none, so block p of A's

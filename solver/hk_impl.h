@@ -702,6 +702,12 @@ typedef struct hk_backend_ops {
     int (*bmat_spgemm_pattern)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
     int (*bmat_spgemm_numeric_upper)(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
     int (*bmat_mirror_lower)(hk_bmat *C);
+    /* Optional (distributed pc=amg's coarse operator: the blocks below the diagonal whose
+     * mirrors another process holds; NULL: that set-up refuses the backend): for k < n, block
+     * to[k] of val (bs x bs blocks) = block k of src transposed. to holds n distinct block
+     * positions; val, to, src in the backend's memory; src does not overlap val. */
+    int (*bmat_put_transposed)(double *val, int bs, const int64_t *to, const double *src,
+                               int64_t n);
     /* Optional (pc=amg's values-only re-set-up; NULL: it calls the numeric ops above).
      * bmat_spgemm_plan: for C = A B into C's pattern (upper: only its blocks with block column
      * >= block row, as _numeric_upper), what lets the values be summed with no search of the

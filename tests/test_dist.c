@@ -1768,11 +1768,29 @@ static void galerkin_partial_case(const hk_backend *be, int64_t nown, int64_t ng
     Pv.nnzb = Ph.rowptr[nown];
     HK_ASSERT_OK(be->bmat_transpose(&Pv, &Pt));
     HK_ASSERT_OK(be->bmat_spgemm(&Pt, &AP, &Cp));
-    HK_ASSERT_OK(hk_damg_galerkin_partial(be, &Rt, &AP, &C));
+    HK_ASSERT_OK(hk_damg_galerkin_partial(be, &Rt, &AP, 0, &C));
     HK_ASSERT_OK(hk_bmat_to_host(&C, Ch));
     HK_ASSERT_OK(hk_bmat_to_host(&Cp, &Hp));
     CU_ASSERT(Ch->nnzb > 0 && Ph.rowptr[nown] < Ph.nnzb); /* ghost rows' blocks in Rt */
     CU_ASSERT(same_bmat("against P_own^T (A P)", be->name, Ch, &Hp));
+    /* upper: the whole pattern, the blocks on and above the diagonal the whole one's bytes */
+    hk_bmat Cu = {0}, Hu = {0};
+    HK_ASSERT_OK(hk_damg_galerkin_partial(be, &Rt, &AP, 1, &Cu));
+    HK_ASSERT_OK(hk_bmat_to_host(&Cu, &Hu));
+    const int64_t bb = (int64_t)Hu.br * Hu.bc;
+    int64_t upper = 0, differ = 0;
+    for (int64_t i = 0; i < Hu.nbrows && Hu.nnzb == Hp.nnzb; i++)
+        for (int64_t p = Hu.rowptr[i]; p < Hu.rowptr[i + 1]; p++)
+            if (Hu.colind[p] >= i) {
+                upper++;
+                differ += memcmp(Hu.val + p * bb, Hp.val + p * bb, (size_t)bb * sizeof *Hu.val) != 0;
+            }
+    hk_bmat Hv = Hu;
+    Hv.val = Hp.val; /* the pattern compared */
+    CU_ASSERT(same_bmat("upper: the pattern", be->name, &Hv, &Hp));
+    CU_ASSERT(upper > 0 && upper < Hp.nnzb && differ == 0);
+    hk_bmat_free(&Cu);
+    hk_bmat_free(&Hu);
     hk_bmat_free(&Hp);
     hk_bmat_free(&AP);
     hk_bmat_free(&Rt);
@@ -1814,6 +1832,99 @@ static void galerkin_partial_on(const hk_backend *be)
     else
         unsetenv("HOOKE_SPGEMM");
     free(keep);
+}
+
+/* bmat_put_transposed on be: blocks of every size up to 6 put transposed at scattered
+ * positions, the others untouched, byte for byte as defined (the cpu's loop). */
+static void put_transposed_on(const hk_backend *be)
+{
+    for (int bs = 1; bs <= 6; bs++) {
+        const int64_t nblk = 3000, n = 1100, bb = (int64_t)bs * bs;
+        double *val = hk_test_rand_vec(nblk * bb, 31u + (unsigned)bs);
+        double *src = hk_test_rand_vec(n * bb, 57u + (unsigned)bs);
+        double *want = malloc(sizeof *want * (size_t)(nblk * bb));
+        double *got = malloc(sizeof *got * (size_t)(nblk * bb));
+        int64_t *to = malloc(sizeof *to * (size_t)n);
+        for (int64_t k = 0; k < n; k++)
+            to[k] = (k * 2711 + 17) % nblk; /* distinct: 2711 and 3000 are coprime */
+        memcpy(want, val, sizeof *want * (size_t)(nblk * bb));
+        for (int64_t k = 0; k < n; k++)
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    want[to[k] * bb + r * bs + c] = src[k * bb + c * bs + r];
+        double *val_d = NULL, *src_d = NULL;
+        int64_t *to_d = NULL;
+        HK_ASSERT_OK(be->alloc((void **)&val_d, sizeof *val * (size_t)(nblk * bb)));
+        HK_ASSERT_OK(be->alloc((void **)&src_d, sizeof *src * (size_t)(n * bb)));
+        HK_ASSERT_OK(be->alloc((void **)&to_d, sizeof *to * (size_t)n));
+        HK_ASSERT_OK(be->copy_to(val_d, val, sizeof *val * (size_t)(nblk * bb)));
+        HK_ASSERT_OK(be->copy_to(src_d, src, sizeof *src * (size_t)(n * bb)));
+        HK_ASSERT_OK(be->copy_to(to_d, to, sizeof *to * (size_t)n));
+        HK_ASSERT_OK(be->bmat_put_transposed(val_d, bs, to_d, src_d, n));
+        HK_ASSERT_OK(be->bmat_put_transposed(val_d, bs, to_d, src_d, 0)); /* nothing */
+        HK_ASSERT_OK(be->copy_from(got, val_d, sizeof *got * (size_t)(nblk * bb)));
+        CU_ASSERT(!memcmp(got, want, sizeof *got * (size_t)(nblk * bb)));
+        be->dealloc(val_d);
+        be->dealloc(src_d);
+        be->dealloc(to_d);
+        free(val);
+        free(src);
+        free(want);
+        free(got);
+        free(to);
+    }
+}
+
+static void test_put_transposed_cpu(void)
+{
+    put_transposed_on(&hk_backend_cpu);
+}
+
+static void test_put_transposed_cuda(void)
+{
+    put_transposed_on(hk_test_cuda_backend());
+}
+
+/* dist.layer=always, pc=amg: every coarse operator of the distributed hierarchy checked
+ * (HOOKE_AMG_CHECK_TRANSFER=1) against the one-process Galerkin product of the gathered A and
+ * P: exactly symmetric (lower blocks the transposes of the upper ones, bit for bit), the
+ * product's pattern, its values to 1e-12; fp64 and fp32 levels. */
+static void test_layer_galerkin(void)
+{
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    HK_ASSERT_OK(hk_gen_elasticity3d(9, 8, 10, &K));
+    HK_ASSERT_OK(hk_gen_elasticity3d_coords(9, 8, 10, &xyz));
+    const int64_t nl = K.nbrows * K.bs;
+    double *b = hk_test_rand_vec(nl, 13u);
+    const hk_nearnull nn = {.dim = 3, .coords = xyz};
+    static const char *const variants[] = {"", " pc.amg.precision=fp64"};
+    setenv("HOOKE_AMG_CHECK_TRANSFER", "1", 1);
+    for (int v = 0; v < 2; v++) {
+        char opts[200];
+        snprintf(opts, sizeof opts,
+                 "backend=cpu method=cg tol=1e-10 pc=amg pc.amg.coarse_size=40 "
+                 "dist.layer=always%s",
+                 variants[v]);
+        double *x = calloc((size_t)nl, sizeof *x);
+        hk_options *o = NULL;
+        hk_solver *s = NULL;
+        hk_result res;
+        const int64_t before = hk_damg_galerkin_checked();
+        HK_ASSERT_OK(hk_options_create(&o));
+        HK_ASSERT_OK(hk_options_parse(o, opts));
+        HK_ASSERT_OK(hk_solver_create_dist(hk_comm_world(), 0, &K, &nn, o, &s));
+        HK_ASSERT_OK(hk_solver_solve(s, b, x, &res));
+        CU_ASSERT(hk_reason_converged(res.reason));
+        CU_ASSERT(hk_damg_galerkin_checked() - before >= 2); /* at least 3 levels */
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+        free(x);
+    }
+    unsetenv("HOOKE_AMG_CHECK_TRANSFER");
+    free(b);
+    free(xyz);
+    hk_bcsr_free(&K);
 }
 
 static void test_galerkin_partial_cpu(void)
@@ -1861,12 +1972,21 @@ HK_SUITE(
      "statistics and SpMV bytes (csr, bsr), values converted again after new ones",
      test_convert_cpu},
     {"pc=amg's partial Galerkin product from R's transpose (A P's rows run on by empty ones) on "
-     "the cpu: P_own^T (A P)'s bytes",
-     test_galerkin_partial_cpu})
+     "the cpu: P_own^T (A P)'s bytes; its upper blocks alone: the same pattern and bytes there",
+     test_galerkin_partial_cpu},
+    {"bmat_put_transposed on the cpu: blocks of 1 to 6 put transposed as defined",
+     test_put_transposed_cpu},
+    {"dist.layer=always, pc=amg: each coarse operator exactly symmetric and the gathered "
+     "one-process Galerkin product's to 1e-12 (fp32 and fp64 levels)",
+     test_layer_galerkin})
 HK_DEVICE_SUITE(cuda_dist, {"vec_gather on cuda against the plain loop", test_gather_cuda},
                 {"pc=amg's partial Galerkin product on cuda (each HOOKE_SPGEMM kernel): "
-                 "P_own^T (A P)'s bytes and the cpu's",
+                 "P_own^T (A P)'s bytes and the cpu's; its upper blocks alone: the same "
+                 "pattern and bytes there",
                  test_galerkin_partial_cuda},
+                {"bmat_put_transposed on cuda: blocks of 1 to 6 put transposed as defined (the "
+                 "cpu's bytes)",
+                 test_put_transposed_cuda},
                 {"the transfer operators' pattern ops on cuda: the hand-made case, a random one "
                  "byte for byte as the cpu's",
                  test_local_pattern_cuda},

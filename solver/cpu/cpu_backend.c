@@ -673,6 +673,8 @@ int hk_cpu_bmat_spgemm_numeric(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_pattern(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_spgemm_numeric_upper(const hk_bmat *A, const hk_bmat *B, hk_bmat *C);
 int hk_cpu_bmat_mirror_lower(hk_bmat *C);
+int hk_cpu_bmat_put_transposed(double *val, int bs, const int64_t *to, const double *src,
+                               int64_t n);
 int hk_cpu_bmat_spgemm_plan(const hk_bmat *A, const hk_bmat *B, const hk_bmat *C, int upper,
                             void **plan, size_t *bytes);
 int hk_cpu_bmat_spgemm_numeric_plan(const void *plan, const hk_bmat *A, const hk_bmat *B,
@@ -796,6 +798,7 @@ const hk_backend_ops hk_backend_cpu = {
     .bmat_spgemm_pattern = hk_cpu_bmat_spgemm_pattern,
     .bmat_spgemm_numeric_upper = hk_cpu_bmat_spgemm_numeric_upper,
     .bmat_mirror_lower = hk_cpu_bmat_mirror_lower,
+    .bmat_put_transposed = hk_cpu_bmat_put_transposed,
     .bmat_spgemm_plan = hk_cpu_bmat_spgemm_plan,
     .bmat_spgemm_numeric_plan = hk_cpu_bmat_spgemm_numeric_plan,
     .bmat_spgemm_plan_free = hk_cpu_bmat_spgemm_plan_free,

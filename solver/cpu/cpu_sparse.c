@@ -6,6 +6,8 @@
  *   bmat_spgemm_pattern     bmat_spgemm's pattern alone (values unspecified)
  *   bmat_spgemm_numeric_upper  the blocks of C = A B on and above the block diagonal
  *   bmat_mirror_lower       the blocks below the diagonal from their mirrors, transposed
+ *   bmat_put_transposed     blocks put transposed at given positions (their mirrors sent by
+ *                           other processes)
  *   bmat_spgemm_plan        per block of C the pairs that add into it (_numeric_plan: the
  *                           values of bmat_spgemm_numeric(_upper) from it, no search)
  *   amg_smooth_prolongator  P = T - w Dinv (A T) on the pattern of A T (_numeric: its values
@@ -436,6 +438,23 @@ int hk_cpu_bmat_mirror_lower(hk_bmat *C)
                     l[r * bs + c] = u[c * bs + r];
         }
     return hk_bmat_mirror_fault(first == INT64_MAX ? -1 : first);
+}
+
+int hk_cpu_bmat_put_transposed(double *val, int bs, const int64_t *to, const double *src,
+                               int64_t n)
+{
+    HK_CHECK(bs >= 1 && n >= 0, HK_ERR_ARG, "bmat_put_transposed: %d x %d blocks, %lld of them",
+             bs, bs, (long long)n);
+    const size_t bb = (size_t)bs * bs;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; k++) {
+        const double *u = src + (size_t)k * bb;
+        double *l = val + (size_t)to[k] * bb;
+        for (int r = 0; r < bs; r++)
+            for (int c = 0; c < bs; c++)
+                l[r * bs + c] = u[c * bs + r];
+    }
+    return 0;
 }
 
 /* T's first block row with more than one block, or -1. */

@@ -22,7 +22,9 @@ enum {
     DAMG_TAG_ROWS = 7302,
     DAMG_TAG_ROUTE_ROWS = 7303,
     DAMG_TAG_ROUTE_PTR = 7304,
-    DAMG_TAG_ROUTE_COLS = 7305
+    DAMG_TAG_ROUTE_COLS = 7305,
+    DAMG_TAG_MIRROR_IDS = 7306,
+    DAMG_TAG_MIRROR = 7307
 };
 
 /* The set-up's phases, timed for HOOKE_AMG_PROFILE (docs/parallel.md). */
@@ -59,6 +61,7 @@ enum damg_step {
     ST_GAL_MERGE,     /* Galerkin: the received blocks and own rows merged on the backend */
     ST_GAL_PATTERN,   /* Galerkin: the merged rows' pattern downloaded */
     ST_GAL_ROWS,      /* Galerkin: the next level's rows (host and backend) */
+    ST_GAL_MIRROR,    /* Galerkin: their blocks below the diagonal from their mirrors */
     ST_NN_ROWS,       /* near-null: level 0's rows on the backend, the inverse numbering */
     ST_NN_MODES,      /* near-null: the frame summed, the rigid-body modes */
     ST_AGG_STRENGTH,  /* aggregation: the strength graph */
@@ -120,16 +123,18 @@ typedef struct dmat {
  * A's row lengths, 2-3 times the bytes P's rows take. One buffer a use, as the exchanges need
  * several at once. */
 enum {
-    STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks */
+    STAGE_SEND,      /* blocks sent: the ghost rows' records, the routed rows' blocks, the
+                      * coarse operator's mirrors */
     STAGE_RECV,      /* blocks received */
-    STAGE_SEND_COL,  /* global columns: the routed rows', the received ghost rows' */
+    STAGE_SEND_COL,  /* global columns: the routed rows', the received ghost rows'; the sent
+                      * mirrors' (row, column) ids */
     STAGE_SEND_I32,  /* the routed rows' local columns, downloaded */
     STAGE_SEND_PTR,  /* the Galerkin product's rowptr, downloaded */
     STAGE_MERGE_PTR, /* the merged rows' rowptr, downloaded */
     STAGE_MERGE_COL, /* their keys, downloaded, then global columns */
     STAGE_RECV_ROW,  /* the routed rows received: global ids */
     STAGE_RECV_PTR,  /* their block offsets, one slice a sender */
-    STAGE_RECV_COL,  /* their columns, then merge keys */
+    STAGE_RECV_COL,  /* their columns, then merge keys; the received mirrors' ids */
     STAGE_RECV_I32,  /* their blocks' local rows */
     STAGE_COUNT
 };

@@ -56,6 +56,7 @@ static const char *const damg_step_name[DAMG_NSTEPS] = {
     "operators: halo plans", "columns", "upload",
     "ghost rows: send rows", "exchange", "build",
     "Galerkin: products", "others' rows", "route", "merge", "merged pattern", "next rows",
+    "mirror",
     "near-null: rows", "modes", "aggregation: strength", "aggregates", "count",
     "coarsest: unsplit", "pack", "gather", "operators", "vectors", "inverse"};
 
@@ -1614,6 +1615,200 @@ static int others_rows(const hk_dist *d, stage *s, const hk_bmat *M, const int64
     return 0;
 }
 
+/* HOOKE_AMG_CHECK_TRANSFER: the levels whose coarse operator galerkin_check passed (tests) */
+static int64_t galerkin_checked;
+
+int64_t hk_damg_galerkin_checked(void)
+{
+    return galerkin_checked;
+}
+
+/* Every process's rows of X (host: rowptr, val; row i's global id gid[i], block p's global
+ * column gcol[p]) gathered into *G on every process (cpu): nglob x ncols blocks, each row's
+ * columns sorted. Collective. */
+static int gather_global(const hk_comm *c, const hk_bmat *X, const int64_t *gid,
+                         const int64_t *gcol, int64_t nglob, int64_t ncols, hk_bmat *G)
+{
+    const int P = hk_comm_size(c);
+    const int64_t n = X->nbrows, nnz = X->rowptr[n], bb = (int64_t)X->br * X->bc;
+    int64_t mine[2] = {n, nnz}, *all = NULL, *len = NULL, *rows = NULL, *lens = NULL, *cols = NULL;
+    int64_t *at = NULL, *perm = NULL;
+    double *vals = NULL;
+    size_t *cnt = NULL;
+    int ierr = hk_malloc(2 * (size_t)P * sizeof *all, &all);
+    if (!ierr) ierr = hk_malloc((size_t)P * sizeof *cnt, &cnt);
+    if (!ierr) ierr = hk_malloc((size_t)(n + 1) * sizeof *len, &len);
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_allgather(c, mine, sizeof mine, all));
+    int64_t N = 0, NZ = 0;
+    for (int q = 0; q < P; q++) {
+        N += all[2 * q];
+        NZ += all[2 * q + 1];
+    }
+    for (int64_t i = 0; i < n; i++)
+        len[i] = X->rowptr[i + 1] - X->rowptr[i];
+    ierr = hk_malloc((size_t)(N + 1) * sizeof *rows, &rows);
+    if (!ierr) ierr = hk_malloc((size_t)(N + 1) * sizeof *lens, &lens);
+    if (!ierr) ierr = hk_malloc((size_t)(NZ + 1) * sizeof *cols, &cols);
+    if (!ierr) ierr = hk_malloc((size_t)(NZ * bb + 1) * sizeof *vals, &vals);
+    if (!ierr) ierr = hk_calloc((size_t)nglob + 2, sizeof *at, &at);
+    if (!ierr) ierr = hk_malloc((size_t)(NZ + 1) * sizeof *perm, &perm);
+    if (!ierr && N != nglob)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "HOOKE_AMG_CHECK_TRANSFER: %lld rows gathered for a level of %lld",
+                            (long long)N, (long long)nglob);
+    HK_TRY(hk_comm_agree(c, ierr));
+    for (int q = 0; q < P; q++)
+        cnt[q] = (size_t)all[2 * q] * sizeof(int64_t);
+    HK_TRY(hk_comm_allgatherv(c, gid, (size_t)n * sizeof *gid, rows, cnt));
+    HK_TRY(hk_comm_allgatherv(c, len, (size_t)n * sizeof *len, lens, cnt));
+    for (int q = 0; q < P; q++)
+        cnt[q] = (size_t)all[2 * q + 1] * sizeof(int64_t);
+    HK_TRY(hk_comm_allgatherv(c, gcol, (size_t)nnz * sizeof *gcol, cols, cnt));
+    for (int q = 0; q < P; q++)
+        cnt[q] = (size_t)(all[2 * q + 1] * bb) * sizeof(double);
+    HK_TRY(hk_comm_allgatherv(c, X->val, (size_t)(nnz * bb) * sizeof(double), vals, cnt));
+    HK_TRY(hk_bmat_alloc(&hk_backend_cpu, X->br, X->bc, nglob, ncols, NZ, G));
+    for (int64_t k = 0; k < N; k++)
+        at[rows[k] + 1] = lens[k];
+    for (int64_t r = 0; r < nglob; r++)
+        at[r + 1] += at[r];
+    memcpy(G->rowptr, at, (size_t)(nglob + 1) * sizeof *at);
+    for (int64_t k = 0, p = 0; k < N; k++) /* each gathered row's blocks, in its order */
+        for (int64_t e = 0; e < lens[k]; e++, p++)
+            perm[at[rows[k]] + e] = p;
+    for (int64_t r = 0; r < nglob; r++) { /* a row's columns sorted (insertion: test sizes) */
+        for (int64_t e = G->rowptr[r] + 1; e < G->rowptr[r + 1]; e++)
+            for (int64_t f = e; f > G->rowptr[r] && cols[perm[f - 1]] > cols[perm[f]]; f--) {
+                const int64_t t = perm[f];
+                perm[f] = perm[f - 1];
+                perm[f - 1] = t;
+            }
+        for (int64_t e = G->rowptr[r]; e < G->rowptr[r + 1]; e++) {
+            G->colind[e] = (int32_t)cols[perm[e]];
+            memcpy(G->val + e * bb, vals + perm[e] * bb, (size_t)bb * sizeof *vals);
+        }
+    }
+fail:
+    free(all);
+    free(cnt);
+    free(len);
+    free(rows);
+    free(lens);
+    free(cols);
+    free(vals);
+    free(at);
+    free(perm);
+    return ierr;
+}
+
+/* HOOKE_AMG_CHECK_TRANSFER=1 (tests): level l + 1's operator (its rows Hn, ghost: their ghosts'
+ * global ids) against the one-process Galerkin product of level l's A (its rows H) and P (the
+ * owned rows of Pextd, columns cP) gathered on every process: exactly symmetric (each block
+ * below the diagonal the transpose of its mirror, each diagonal block symmetric, bit for bit),
+ * the product's pattern, its values to 1e-12 of its largest; else an error naming what
+ * differs. Collective. */
+static int galerkin_check(const hk_dist *d, const hlev *H, const hk_bmat *Pextd, const int64_t *cP,
+                          int64_t nglob_c, const hlev *Hn, const int64_t *ghost)
+{
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *cpu = &hk_backend_cpu;
+    hk_bmat Ah = {0}, Ph = {0}, Ch = {0}, Ag = {0}, Pg = {0}, Cg = {0}, Rg = {0}, APg = {0};
+    hk_bmat Ref = {0};
+    int64_t *gid = NULL, *gcol = NULL;
+    const char *what = NULL;
+    int ierr = 0;
+    int64_t nglob_f = 0, nown = H->nown;
+    HK_TRY(hk_comm_agree(c, hk_comm_sum_i64(c, &nown, 1)));
+    nglob_f = nown;
+    /* host copies of A's rows, P's, A_c's (views on the cpu; level 0's A on a device is only
+     * there) */
+    if (d->host_memory) {
+        Ah = H->A;
+        Ph = *Pextd;
+        Ch = Hn->A;
+    } else {
+        ierr = hk_bmat_to_host(&H->Ad, &Ah);
+        if (!ierr) ierr = hk_bmat_to_host(Pextd, &Ph);
+        if (!ierr) ierr = hk_bmat_to_host(&Hn->Ad, &Ch);
+    }
+    const int64_t cb = (int64_t)Hn->bs * Hn->bs;
+    HK_TRY(hk_comm_agree(c, ierr));
+    /* gathered: A (global rows and columns), P's owned rows, A_c's */
+    const int64_t mx = Ah.nnzb > Ch.nnzb ? Ah.nnzb : Ch.nnzb;
+    ierr = hk_malloc((size_t)(H->nown + Hn->nown + 1) * sizeof *gid, &gid);
+    if (!ierr) ierr = hk_malloc((size_t)(mx + Ph.rowptr[H->nown] + 1) * sizeof *gcol, &gcol);
+    HK_TRY(hk_comm_agree(c, ierr));
+    for (int64_t i = 0; i < H->nown; i++)
+        gid[i] = hlev_gid(H, i);
+    for (int64_t p = 0; p < Ah.nnzb; p++)
+        gcol[p] = hlev_gcol(H, Ah.colind[p]);
+    Ah.nbrows = H->nown;
+    HK_TRY(gather_global(c, &Ah, gid, gcol, nglob_f, nglob_f, &Ag));
+    hk_bmat Pv = Ph;
+    Pv.nbrows = H->nown;
+    Pv.nnzb = Ph.rowptr[H->nown];
+    for (int64_t p = 0; p < Pv.nnzb; p++)
+        gcol[p] = cP[Ph.colind[p]];
+    HK_TRY(gather_global(c, &Pv, gid, gcol, nglob_f, nglob_c, &Pg));
+    for (int64_t i = 0; i < Hn->nown; i++)
+        gid[i] = Hn->row0 + i;
+    for (int64_t p = 0; p < Ch.nnzb; p++) {
+        const int32_t col = Ch.colind[p];
+        gcol[p] = col < Hn->nown ? Hn->row0 + col : ghost[col - Hn->nown];
+    }
+    HK_TRY(gather_global(c, &Ch, gid, gcol, nglob_c, nglob_c, &Cg));
+    /* the one-process product, then the comparisons (the same on every process) */
+    ierr = cpu->bmat_transpose(&Pg, &Rg);
+    if (!ierr) ierr = cpu->bmat_spgemm(&Ag, &Pg, &APg);
+    if (!ierr) ierr = cpu->bmat_spgemm(&Rg, &APg, &Ref);
+    if (!ierr && (Ref.nnzb != Cg.nnzb ||
+                  memcmp(Ref.rowptr, Cg.rowptr, (size_t)(nglob_c + 1) * sizeof *Ref.rowptr) ||
+                  memcmp(Ref.colind, Cg.colind, (size_t)Ref.nnzb * sizeof *Ref.colind)))
+        what = "its pattern differs from the gathered product's";
+    if (!ierr && !what) {
+        const int bs = Cg.br;
+        double big = 0, diff = 0;
+        for (int64_t e = 0; e < Ref.nnzb * cb; e++) {
+            big = fmax(big, fabs(Ref.val[e]));
+            diff = fmax(diff, fabs(Ref.val[e] - Cg.val[e]));
+        }
+        if (!(diff <= 1e-12 * big)) what = "its values differ from the gathered product's";
+        for (int64_t i = 0; i < nglob_c && !what; i++)
+            for (int64_t p = Cg.rowptr[i]; p < Cg.rowptr[i + 1] && !what; p++) {
+                const int64_t m = hk_find_block(Cg.rowptr, Cg.colind, Cg.colind[p], (int32_t)i);
+                if (m < 0) {
+                    what = "a block has no mirror";
+                    break;
+                }
+                for (int r = 0; r < bs; r++)
+                    for (int q = 0; q < bs; q++)
+                        if (memcmp(Cg.val + p * cb + r * bs + q, Cg.val + m * cb + q * bs + r,
+                                   sizeof *Cg.val))
+                            what = "it is not symmetric bit for bit";
+            }
+    }
+    if (!ierr && what)
+        ierr = hk_error_set(HK_ERR_INTERNAL, __FILE__, __LINE__,
+                            "HOOKE_AMG_CHECK_TRANSFER: a distributed coarse operator (%lld rows): "
+                            "%s",
+                            (long long)nglob_c, what);
+    ierr = hk_comm_agree(c, ierr);
+    if (!ierr) galerkin_checked++;
+fail:
+    if (!d->host_memory) {
+        hk_bmat_free(&Ah);
+        hk_bmat_free(&Ph);
+        hk_bmat_free(&Ch);
+    }
+    hk_bmat *g[] = {&Ag, &Pg, &Cg, &Rg, &APg, &Ref};
+    for (int k = 0; k < 6; k++)
+        hk_bmat_free(g[k]);
+    free(gid);
+    free(gcol);
+    return ierr;
+}
+
 /* Level j's operator (into a->lev[j].A) from its rows H (coarse_rows': local columns, all of
  * its ghost[0..ng) read) where they are, as P's and R's: the columns read marked on the
  * backend (dist_read_columns: the owned ones read ascending, then the ghosts), the local
@@ -1679,7 +1874,7 @@ static int split_operator(const damg *a, int j)
 }
 
 int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const hk_bmat *AP,
-                             hk_bmat *C)
+                             int upper, hk_bmat *C)
 {
     const int64_t n = AP->nbrows, m = Rt->nbcols - n;
     int64_t *rp = NULL, *tail = NULL;
@@ -1696,10 +1891,188 @@ int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const 
         hk_bmat APx = *AP;
         APx.nbrows = n + m;
         APx.rowptr = rp;
-        ierr = Lb->bmat_spgemm(Rt, &APx, C);
+        if (upper && Lb->bmat_spgemm_pattern && Lb->bmat_spgemm_numeric_upper) {
+            ierr = Lb->bmat_spgemm_pattern(Rt, &APx, C);
+            if (!ierr) ierr = Lb->bmat_spgemm_numeric_upper(Rt, &APx, C);
+        } else {
+            ierr = Lb->bmat_spgemm(Rt, &APx, C);
+        }
     }
     free(tail);
     if (rp) Lb->dealloc(rp);
+    return ierr;
+}
+
+/* The next level's blocks below the diagonal (column < row in global ids) from their mirrors
+ * above it, transposed: the partial products form their upper blocks only, which are routed
+ * and merged (each summed as the whole product sums it), so A_c is exactly symmetric. A mirror
+ * in this process's rows (an owned column), and each diagonal block's lower triangle, by
+ * bmat_mirror_lower on the owned columns (the ghosts' columns, numbered after them, count as
+ * above the diagonal there); a mirror in a lower rank's rows (a ghost column below row0) is sent
+ * by that rank: every process sends the blocks of its rows in columns of higher ranks to those
+ * columns' owners (counts, then the blocks' (row, column) ids and the blocks, host-staged), and
+ * puts the ones it receives transposed where they belong (bmat_put_transposed). Every lower
+ * block is written: the received ones must be as many as this process's blocks in lower ranks'
+ * columns, each one found (else the pattern is not symmetric, an error). H: the rows
+ * (coarse_rows': values on the backend in H->Ad, on the cpu in H->A), ghost[0..ng) their ghosts'
+ * global ids, starts the processes' first rows. Collective. */
+static int mirror_rows(const hk_dist *d, stage *s, hlev *H, const int64_t *starts,
+                       const int64_t *ghost, int64_t ng)
+{
+    const hk_comm *c = d->comm;
+    const hk_backend_ops *L = d->local;
+    const int P = hk_comm_size(c), bs = H->bs;
+    const int64_t nown = H->nown, row0 = H->row0, bb = (int64_t)bs * bs;
+    const int64_t *rp = H->A.rowptr;
+    const int32_t *ci = H->A.colind;
+    hk_bmat *S = d->host_memory ? &H->A : &H->Ad;
+    int ierr = 0, nreq = 0;
+    int64_t *cnt = NULL, *rcnt = NULL, *off = NULL, *roff = NULL, *sid = NULL, *rid = NULL;
+    int64_t *to = NULL, *at = NULL;
+    int32_t *idx = NULL, *gown = NULL;
+    double *sv = NULL, *rv = NULL, *sv_dev = NULL;
+    const void *to_d = NULL, *rv_d = NULL;
+    hk_comm_reqs *rq = NULL;
+    ierr = L->bmat_mirror_lower && L->bmat_put_transposed && L->vec_gather
+               ? 0
+               : hk_error_set(HK_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                              "pc=amg: backend %s cannot mirror a distributed coarse operator "
+                              "(no bmat_put_transposed); use backend=cpu or cuda",
+                              L->name);
+    /* this process's mirrors: the owned columns as a square matrix */
+    if (!ierr) {
+        hk_bmat V = *S;
+        V.nbcols = nown;
+        ierr = L->bmat_mirror_lower(&V);
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    if (P == 1) return 0;
+    /* the ghosts below row0 (lower ranks'), then the higher ranks'; each ghost's owner */
+    const int64_t nlo = hk_lower_bound_i64(ghost, 0, ng, row0);
+    ierr = hk_calloc(2 * (size_t)P + 2, sizeof *cnt, &cnt);
+    if (!ierr) ierr = hk_calloc(2 * (size_t)P + 2, sizeof *rcnt, &rcnt);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *off, &off);
+    if (!ierr) ierr = hk_calloc((size_t)P + 1, sizeof *roff, &roff);
+    if (!ierr) ierr = hk_malloc((size_t)(ng + 1) * sizeof *gown, &gown);
+    if (!ierr)
+        for (int64_t g = 0, q = 0; g < ng; g++) {
+            while (q + 1 < P && ghost[g] >= starts[q + 1])
+                q++;
+            gown[g] = (int32_t)q;
+        }
+    /* the sent blocks: each row's last ones (columns from nown + nlo), grouped by owner, each
+     * owner's in row order */
+    int64_t nlow = 0; /* this process's blocks in lower ranks' columns */
+    if (!ierr)
+        for (int64_t i = 0; i < nown; i++) {
+            const int64_t m = hk_lower_bound_i32(ci, rp[i], rp[i + 1], (int32_t)(nown + nlo));
+            nlow += m - hk_lower_bound_i32(ci, rp[i], m, (int32_t)nown);
+            for (int64_t p = m; p < rp[i + 1]; p++)
+                cnt[gown[ci[p] - nown]]++;
+        }
+    HK_TRY(hk_comm_agree(c, ierr));
+    HK_TRY(hk_comm_alltoall_i64(c, cnt, rcnt));
+    for (int q = 0; q < P; q++) {
+        off[q + 1] = off[q] + cnt[q];
+        roff[q + 1] = roff[q] + rcnt[q];
+        nreq += 2 * ((cnt[q] > 0) + (rcnt[q] > 0));
+    }
+    const int64_t ns = off[P], nr = roff[P];
+    ierr = nr == nlow ? 0
+                      : hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                                     "pc=amg: a coarse operator's pattern is not symmetric (%lld "
+                                     "blocks below the diagonal in other processes' columns, %lld "
+                                     "mirrors sent); store K with a symmetric pattern",
+                                     (long long)nlow, (long long)nr);
+    if (!ierr) ierr = hk_malloc((size_t)(ns + 1) * sizeof *idx, &idx);
+    if (!ierr) ierr = hk_malloc((size_t)(P + 1) * sizeof *at, &at);
+    if (!ierr)
+        ierr = hk_damg_stage_get(d, s, STAGE_SEND_COL, (size_t)(2 * ns + 1) * sizeof *sid,
+                                 (void **)&sid);
+    if (!ierr)
+        ierr = hk_damg_stage_get(d, s, STAGE_RECV_COL, (size_t)(2 * nr + 1) * sizeof *rid,
+                                 (void **)&rid);
+    if (!ierr)
+        ierr = hk_damg_stage_get(d, s, STAGE_SEND, (size_t)(ns * bb + 1) * sizeof *sv,
+                                 (void **)&sv);
+    if (!ierr)
+        ierr = hk_damg_stage_get(d, s, STAGE_RECV, (size_t)(nr * bb + 1) * sizeof *rv,
+                                 (void **)&rv);
+    if (!ierr) ierr = hk_malloc((size_t)(nr + 1) * sizeof *to, &to);
+    if (!ierr) ierr = hk_comm_reqs_create(nreq > 0 ? nreq : 1, &rq);
+    if (!ierr) {
+        memcpy(at, off, (size_t)P * sizeof *at);
+        for (int64_t i = 0; i < nown; i++)
+            for (int64_t p = hk_lower_bound_i32(ci, rp[i], rp[i + 1], (int32_t)(nown + nlo));
+                 p < rp[i + 1]; p++) {
+                const int64_t k = at[gown[ci[p] - nown]]++;
+                idx[k] = (int32_t)p;
+                sid[2 * k] = row0 + i;
+                sid[2 * k + 1] = ghost[ci[p] - nown];
+            }
+    }
+    /* the sent blocks gathered where the values are, then to the host's staging */
+    if (!ierr && d->host_memory) {
+        ierr = hk_damg_gather_blocks(d, sv, S->val, S->nnzb, bb, idx, ns);
+    } else if (!ierr && ns) {
+        ierr = L->alloc((void **)&sv_dev, (size_t)(ns * bb) * sizeof *sv_dev);
+        if (!ierr) ierr = hk_damg_gather_blocks(d, sv_dev, S->val, S->nnzb, bb, idx, ns);
+        if (!ierr) ierr = hk_damg_stage_down(d, s, sv, sv_dev, (size_t)(ns * bb) * sizeof *sv);
+    }
+    HK_TRY(hk_comm_agree(c, ierr));
+    int slot = 0;
+    for (int q = 0; q < P && !ierr; q++) {
+        if (!rcnt[q]) continue;
+        ierr = hk_comm_irecv(c, rid + 2 * roff[q], (size_t)(2 * rcnt[q]) * sizeof *rid, q,
+                             DAMG_TAG_MIRROR_IDS, rq, slot++);
+        if (!ierr)
+            ierr = hk_comm_irecv(c, rv + roff[q] * bb, (size_t)(rcnt[q] * bb) * sizeof *rv, q,
+                                 DAMG_TAG_MIRROR, rq, slot++);
+    }
+    for (int q = 0; q < P && !ierr; q++) {
+        if (!cnt[q]) continue;
+        ierr = hk_comm_isend(c, sid + 2 * off[q], (size_t)(2 * cnt[q]) * sizeof *sid, q,
+                             DAMG_TAG_MIRROR_IDS, rq, slot++);
+        if (!ierr)
+            ierr = hk_comm_isend(c, sv + off[q] * bb, (size_t)(cnt[q] * bb) * sizeof *sv, q,
+                                 DAMG_TAG_MIRROR, rq, slot++);
+    }
+    if (!ierr) ierr = hk_comm_waitall(rq);
+    HK_TRY(ierr);
+    /* each received block (row J of a lower rank, column I owned here) goes transposed to
+     * block (I, J): its position in row I */
+    int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t k = 0; k < nr; k++) {
+        const int64_t J = rid[2 * k], I = rid[2 * k + 1];
+        const int64_t g = hk_damg_find_i64(ghost, nlo, J);
+        to[k] = I >= row0 && I < row0 + nown && g >= 0
+                    ? hk_find_block(rp, ci, (int32_t)(I - row0), (int32_t)(nown + g))
+                    : -1;
+        if (to[k] < 0 && k < bad) bad = k;
+    }
+    if (bad != INT64_MAX)
+        ierr = hk_error_set(HK_ERR_ARG, __FILE__, __LINE__,
+                            "pc=amg: a coarse operator's pattern is not symmetric (block (%lld, "
+                            "%lld) has no mirror); store K with a symmetric pattern",
+                            (long long)rid[2 * bad + 1], (long long)rid[2 * bad]);
+    if (!ierr) ierr = on_backend(d, NULL, to, (size_t)nr * sizeof *to, &to_d);
+    if (!ierr) ierr = on_backend(d, s, rv, (size_t)(nr * bb) * sizeof *rv, &rv_d);
+    if (!ierr && nr) ierr = L->bmat_put_transposed(S->val, bs, to_d, rv_d, nr);
+    ierr = hk_comm_agree(c, ierr);
+fail:
+    off_backend(d, to_d);
+    off_backend(d, rv_d);
+    if (sv_dev) L->dealloc(sv_dev);
+    hk_comm_reqs_destroy(rq);
+    free(cnt);
+    free(rcnt);
+    free(off);
+    free(roff);
+    free(gown);
+    free(idx);
+    free(at);
+    free(to);
     return ierr;
 }
 
@@ -1768,9 +2141,11 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     /* P_own^T (A P) as Rt (A P) with A P's rows run on by empty ones for P's ghost rows: Rt =
      * Pextd^T is R's transpose (restriction reads its owned coarse rows), and its blocks in
      * ghost columns meet empty rows, so every block of the product has the terms, in the order,
-     * of P_own^T's (one transpose, not a second one of P's owned rows) */
+     * of P_own^T's (one transpose, not a second one of P's owned rows). Its pattern whole, its
+     * values only on and above the diagonal (global ids: cP is ascending): A_c is symmetric,
+     * its lower blocks are mirrored once merged (mirror_rows) */
     if (!ierr) ierr = Lb->bmat_transpose(&Pextd, &Rt);
-    if (!ierr) ierr = hk_damg_galerkin_partial(Lb, &Rt, &AP, &Ac);
+    if (!ierr) ierr = hk_damg_galerkin_partial(Lb, &Rt, &AP, 1, &Ac);
     hk_damg_step_lap(Lb, a->st, ST_GAL_PRODUCTS, ts);
     /* A_c's values stay on the backend but for the rows of coarse unknowns owned elsewhere,
      * which go to their owners; each merges what it receives with its own rows there */
@@ -1830,6 +2205,10 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     vv = NULL;
     HK_TRY(hk_comm_agree(c, ierr));
     hk_damg_step_lap(Lb, a->st, ST_GAL_ROWS, ts);
+    /* the blocks below the diagonal (left unsummed: the partial products' upper blocks alone
+     * were formed) from their mirrors above it */
+    HK_TRY(mirror_rows(d, &a->stg, &Hn, starts, cghost, cng));
+    hk_damg_step_lap(Lb, a->st, ST_GAL_MIRROR, ts);
     hk_damg_lap(ph, PH_GALERKIN, t);
     /* A_c's operator from those rows where they are */
     HK_TRY(coarse_operator(pc, a, l + 1, &Hn, &cghost, cng, split_operator(a, l + 1)));
@@ -1857,6 +2236,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
             HK_TRY(transfer_check(pc, a, l, H, &Pextd, &Rt, r0, cP, crow0, nagg, inv0,
                                   split_below(a, l), split_below(a, l + 1)));
         if (check) HK_TRY(coarse_check(pc, a, l + 1, &Hn, split_operator(a, l + 1)));
+        if (check)
+            HK_TRY(galerkin_check(d, H, &Pextd, cP, starts[P], &Hn, C->A->ghost));
     }
     hk_damg_lap_start(t);
     hk_bmat_free(&Rt);

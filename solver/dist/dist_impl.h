@@ -260,9 +260,16 @@ int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64
  * transpose with P's ghost rows (Rt->nbcols = AP's rows + the ghosts) and AP = A P of the
  * owned rows: AP's rows run on by empty ones for the ghosts (a padded rowptr, freed here), so
  * that C is P_own^T AP, every block the terms, in the order, of bmat_spgemm(P_own^T, AP): Rt
- * serves the Galerkin product and R, one transpose. */
+ * serves the Galerkin product and R, one transpose. upper: C's pattern whole
+ * (bmat_spgemm_pattern), its values only in the blocks with column >= row (the others
+ * unspecified; bmat_spgemm_numeric_upper, each block the digits of the whole product), where
+ * the backend has those ops, else the whole product. */
 int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const hk_bmat *AP,
-                             hk_bmat *C);
+                             int upper, hk_bmat *C);
+/* How many coarse operators this process has checked under HOOKE_AMG_CHECK_TRANSFER=1 against
+ * the one-process Galerkin product of the gathered A and P (exactly symmetric, the product to
+ * 1e-12): tests ask it, so that a check that did not run does not pass. */
+int64_t hk_damg_galerkin_checked(void);
 
 /* A view of x (or of its entries [off, off + n)) as a vector of the backend's own table. */
 static inline hk_vec hk_dist_view(const hk_dist *d, const hk_vec *x, int64_t off, int64_t n)

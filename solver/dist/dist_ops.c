@@ -412,6 +412,7 @@ void hk_dist_ops_init(hk_dist *d)
     o.bmat_spgemm_pattern = NULL;
     o.bmat_spgemm_numeric_upper = NULL;
     o.bmat_mirror_lower = NULL;
+    o.bmat_put_transposed = NULL; /* the coarse operator's mirrors: dist_amg.c calls d->local's */
     o.bmat_spgemm_plan = NULL;
     o.bmat_spgemm_numeric_plan = NULL;
     o.bmat_spgemm_numeric_plan_f32 = NULL;

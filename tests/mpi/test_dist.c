@@ -761,6 +761,50 @@ static int amg_solve(const hk_comm *c, int64_t row0, const hk_bcsr *L, const hk_
     return e;
 }
 
+/* pc=amg's coarse operators on several processes (the upper blocks of the partial products
+ * routed and merged, the lower ones mirrored, some mirrors sent by other processes): each one
+ * checked (HOOKE_AMG_CHECK_TRANSFER) exactly symmetric, bit for bit, and against the
+ * one-process Galerkin product of the gathered A and P: its pattern, its values to 1e-12; on
+ * every process, every level but the coarsest (fp32 and fp64 levels). */
+static void test_amg_symmetric(const hk_comm *c, const hk_backend *be)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c);
+    hk_bcsr K = {0};
+    double *xyz = NULL;
+    hk_gen_elasticity3d(9, 8, 10, &K);
+    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
+    const int64_t n = K.nbrows * K.bs;
+    int64_t row0 = 0, cnt = 0;
+    range(K.nbrows, P, me, 40, &row0, &cnt);
+    hk_bcsr L = rows_of(&K, row0, cnt);
+    const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
+    const int64_t nl = cnt * K.bs;
+    double *b = malloc(sizeof *b * (size_t)n), *x = calloc((size_t)nl + 1, sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = sin(0.05 * (double)i) + 0.25;
+    static const char *const variants[] = {"", " pc.amg.precision=fp64"};
+    for (int v = 0; v < 2; v++) {
+        char opts[240], lev[160], what[400];
+        int its = -1;
+        snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 maxit=500 "
+                 "pc.amg.coarse_size=40%s", be->name, variants[v]);
+        const int64_t before = hk_damg_galerkin_checked();
+        int ierr = amg_solve(c, row0, &L, &nn, opts, b + row0 * K.bs, x, &its, lev, sizeof lev);
+        int64_t checked = hk_damg_galerkin_checked() - before;
+        hk_comm_min_i64(c, &checked, 1);
+        snprintf(what, sizeof what,
+                 "amg coarse operators on %s%s: symmetric bit for bit, the gathered product's "
+                 "(%lld checked)",
+                 be->name, variants[v], (long long)checked);
+        check(c, !ierr && checked >= 2, what);
+    }
+    free(x);
+    free(b);
+    free(xyz);
+    free(L.rowptr);
+    hk_bcsr_free(&K);
+}
+
 /* pc=amg on several processes with its set-up on backend be's ops against the cpu's: the
  * same levels (aggregation is exact on every backend), iterations within 2, x to 1e-7; on the
  * cpu a second set-up gives x byte for byte. Rigid-body modes from the nodes' coordinates. */
@@ -1740,6 +1784,7 @@ int main(int argc, char **argv)
     }
     if (be->dcomm_create) test_dcomm_solve(c, be);
     test_amg_setup(c, be);
+    test_amg_symmetric(c, be);
     test_resident(c, be);
     test_device_rows(c, be);
     test_update(c, be, 30, "");
