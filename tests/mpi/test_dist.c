@@ -1712,7 +1712,7 @@ static void test_amg_fused(const hk_comm *c, const hk_backend *be, const hk_back
         "pc.amg.coarse_size=40",
         "pc.amg.coarse_size=40 pc.amg.degree=3 pc.amg.pre=2 pc.amg.post=2",
         "pc.amg.coarse_size=40 pc.amg.degree=1",
-        "pc.amg.coarse_size=40 pc.amg.degree=4 pc.amg.pre=0 pc.amg.cycle=w pc.amg.precision=fp64",
+        "pc.amg.coarse_size=40 pc.amg.degree=4 pc.amg.cycle=w pc.amg.precision=fp64",
         "pc.amg.coarse_size=40 pc.amg.smoother=l1-jacobi"};
     static const char *const path_name[] = {"mpi", "mpi, staged", "device transport"};
     static const int64_t mids[] = {0, 3, 40};
@@ -1726,7 +1726,9 @@ static void test_amg_fused(const hk_comm *c, const hk_backend *be, const hk_back
         for (int path = 0; path < 3; path++) {
             if ((path == 1 && !cpu) || (path == 2 && !tb)) continue;
             for (int v = 0; v < 5; v++) {
-                if (path > 0 && v >= 3) continue;
+                /* every variant once (the middle process's 40 rows, mpi), a few on the other
+                 * paths and where the middle process owns few rows or none */
+                if ((path > 0 && v >= 3) || (m < 2 && (v >= 2 || path == 1))) continue;
                 double *x[2];
                 char lev[2][160], what[480];
                 int its[2] = {-1, -1}, ierr = 0;
