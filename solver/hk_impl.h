@@ -339,8 +339,10 @@ typedef struct hk_mpk_info {
  *   one addend), HK_CHEB_X_DP x += dp, then HK_CHEB_X_DN x += w (vec_axpby(x, 1, ., 1)'s
  *   arithmetic; onto a zero x the first addend is copied).
  * p must differ from r, dn and x (the product reads it while they are written); rin may be r,
- * dp may be p. t: scratch of the level's size, the product where the backend does not fuse
- * it (its contents afterwards unspecified). */
+ * dp may be p. t: scratch of A's rows, the product where the backend does not fuse it (its
+ * contents afterwards unspecified). A may be rectangular (a distributed operator's interior or
+ * boundary rows, whose columns are more, or others, than its rows): p has A->ncols entries,
+ * rin, r, dp, dn, x and t A->nrows, D A->nrows * bs. */
 enum { HK_CHEB_X_ZERO = 1, HK_CHEB_X_DP = 2, HK_CHEB_X_DN = 4 };
 typedef struct hk_cheb_step {
     const hk_vec *p, *rin;
@@ -436,8 +438,8 @@ typedef struct hk_backend_ops {
     int (*spmv_poly_step)(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, double a,
                           const hk_vec *d, double b, double c, hk_vec *z, double e, double f);
     /* One step of a multigrid level's Chebyshev smoother (hk_amg_smooth) in one pass, on
-     * the vectors of hk_cheb_step (below; one precision, A's, square, the node blocks of D
-     * bs x bs); cuda runs it in the SpMV's epilogue (one launch). NULL where a backend
+     * the vectors of hk_cheb_step (below; one precision, A's, A square or not, the node blocks
+     * of D bs x bs); cuda runs it in the SpMV's epilogue (one launch). NULL where a backend
      * lacks it: the smoother makes the separate calls, with the same digits. */
     int (*amg_cheb_step)(hk_mat *A, const struct hk_cheb_step *s);
     int (*vec_dot)(const hk_vec *x, const hk_vec *y, double *r);

@@ -1,7 +1,8 @@
 /* The multigrid cycle's fused Chebyshev step (the amg_cheb_step op, solver/pc/amg.c's
  * hk_amg_smooth and residual): on the cpu the op gives the bytes of the separate vector ops it
  * replaces, for every combination of its inputs (product or none, residual only, the first
- * degree's c = 0, the x updates), in fp64 and fp32 and block sizes 1, 3 and 6; whole amg solves
+ * degree's c = 0, the x updates), in fp64 and fp32 and block sizes 1, 3 and 6, on square and
+ * rectangular matrices (the distributed operator's interior and boundary rows); whole amg solves
  * give the same iterates byte for byte with and without it (HOOKE_AMG_UNFUSED=1), and a bad
  * value of that variable is refused in one sentence. Device suite cuda_amg_cheb: the op on cuda
  * (in the SpMV's epilogue for sbell and bsr, after a separate product for the others) against
@@ -54,6 +55,49 @@ enum { V_P, V_B, V_R, V_DP, V_DN, V_X, V_T, V_D, NV };
 static void make_vecs(const hk_backend *be, int64_t n, int bs, hk_precision prec, hk_vec **v)
 {
     hk_test_step_vecs(be, n, bs, prec, NV, V_D, 17u, 5u, v);
+}
+
+/* The same with p of nc entries (a rectangular matrix's columns). */
+static void make_vecs_cols(const hk_backend *be, int64_t n, int64_t nc, int bs, hk_precision prec,
+                           hk_vec **v)
+{
+    make_vecs(be, n, bs, prec, v);
+    if (nc == n) return;
+    hk_vec_destroy(v[V_P]);
+    double *h = hk_test_rand_vec(nc, 29u);
+    HK_ASSERT_OK(hk_vec_create(be, nc, prec, &v[V_P]));
+    HK_ASSERT_OK(hk_vec_upload(v[V_P], h));
+    free(h);
+}
+
+/* The matrices of compare_cases: the band itself, or a rectangular one from it as the
+ * distributed operator's parts are: fewer rows than columns (its last two thirds of rows,
+ * every column: the interior rows' shape), or more (every row, its even columns j as
+ * column j / 2: no row left empty). */
+enum { SHAPE_SQUARE, SHAPE_WIDE, SHAPE_TALL };
+static void shaped(const hk_bcsr *K, int shape, hk_bcsr *R)
+{
+    const int b2 = K->bs * K->bs;
+    const int64_t r0 = shape == SHAPE_WIDE ? K->nbrows / 3 : 0;
+    memset(R, 0, sizeof *R);
+    R->bs = K->bs;
+    R->nbrows = K->nbrows - r0;
+    R->nbcols = shape == SHAPE_TALL ? (K->nbcols + 1) / 2 : K->nbcols;
+    R->rowptr = malloc((size_t)(R->nbrows + 1) * sizeof *R->rowptr);
+    R->colind = malloc((size_t)(K->rowptr[K->nbrows] + 1) * sizeof *R->colind);
+    R->val = malloc((size_t)(K->rowptr[K->nbrows] + 1) * b2 * sizeof *R->val);
+    int64_t q = 0;
+    for (int64_t i = 0; i < R->nbrows; i++) {
+        R->rowptr[i] = q;
+        for (int64_t k = K->rowptr[r0 + i]; k < K->rowptr[r0 + i + 1]; k++) {
+            const int32_t j = K->colind[k];
+            if (shape == SHAPE_TALL && j % 2) continue;
+            R->colind[q] = shape == SHAPE_TALL ? j / 2 : j;
+            memcpy(R->val + q * b2, K->val + k * b2, (size_t)b2 * sizeof *R->val);
+            q++;
+        }
+    }
+    R->rowptr[R->nbrows] = q;
 }
 
 static void free_vecs(hk_vec **v)
@@ -137,15 +181,18 @@ static int same_outputs(const char *label, const cheb_case *cs, hk_vec **f, hk_v
 /* Every case on be's matrix in format fmt against ref's separate calls on its matrix in format
  * rfmt (ref == be: bytes; else within fp64 or fp32 rounding), block sizes 1, 3 and 6, fp64 and
  * fp32. */
-static void compare_cases(const hk_backend *be, const hk_backend *ref, hk_format fmt,
-                          hk_format rfmt)
+static void compare_shaped(const hk_backend *be, const hk_backend *ref, hk_format fmt,
+                           hk_format rfmt, int shape)
 {
     static const int sizes[3] = {1, 3, 6};
+    static const char *const shape_name[3] = {"", " wide", " tall"};
     for (int sb = 0; sb < 3; sb++) {
         const int bs = sizes[sb];
-        hk_bcsr K = {0};
-        hk_test_band(bs == 6 ? 700 : 2000, bs, 300, 5u, &K);
-        const int64_t n = K.nbrows * bs;
+        hk_bcsr B = {0}, K = {0};
+        hk_test_band(bs == 6 ? 700 : 2000, bs, 300, 5u, &B);
+        shaped(&B, shape, &K);
+        hk_bcsr_free(&B);
+        const int64_t n = K.nbrows * bs, nc = K.nbcols * bs;
         for (int p = 0; p < 2; p++) {
             const hk_precision prec = p ? HK_FP32 : HK_FP64;
             hk_mat *A = NULL, *R = NULL;
@@ -153,15 +200,16 @@ static void compare_cases(const hk_backend *be, const hk_backend *ref, hk_format
             HK_ASSERT_OK(hk_mat_create(ref, &K, rfmt, prec, NULL, &R));
             for (int c = 0; c < NCASES; c++) {
                 hk_vec *f[NV], *g[NV], *u = NULL, *w = NULL;
-                make_vecs(be, n, bs, prec, f);
-                make_vecs(ref, n, bs, prec, g);
+                make_vecs_cols(be, n, nc, bs, prec, f);
+                make_vecs_cols(ref, n, nc, bs, prec, g);
                 HK_ASSERT_OK(hk_vec_create(ref, n, prec, &u));
                 HK_ASSERT_OK(hk_vec_create(ref, n, prec, &w));
                 HK_ASSERT_OK(fused_step(be, A, bs, &cases[c], f));
                 separate_steps(ref, R, bs, &cases[c], g, u, w);
                 char label[160];
-                snprintf(label, sizeof label, "%s %s bs %d %s: %s", hk_backend_name(be),
-                         hk_format_name(fmt), bs, p ? "fp32" : "fp64", cases[c].what);
+                snprintf(label, sizeof label, "%s %s%s bs %d %s: %s", hk_backend_name(be),
+                         hk_format_name(fmt), shape_name[shape], bs, p ? "fp32" : "fp64",
+                         cases[c].what);
                 CU_ASSERT(same_outputs(label, &cases[c], f, g,
                                        be == ref ? -1.0 : p ? 1e-5 : 1e-12));
                 free_vecs(f);
@@ -176,6 +224,12 @@ static void compare_cases(const hk_backend *be, const hk_backend *ref, hk_format
     }
 }
 
+static void compare_cases(const hk_backend *be, const hk_backend *ref, hk_format fmt,
+                          hk_format rfmt)
+{
+    compare_shaped(be, ref, fmt, rfmt, SHAPE_SQUARE);
+}
+
 /* The cpu's op against its own separate calls, byte for byte, on a row-kernel format and a
  * sliced one. */
 static void test_op_cpu(void)
@@ -185,6 +239,18 @@ static void test_op_cpu(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(cpu->amg_cheb_step);
     compare_cases(cpu, cpu, HK_FMT_BSR, HK_FMT_BSR);
     compare_cases(cpu, cpu, HK_FMT_SBELL, HK_FMT_SBELL);
+}
+
+/* The same on rectangular matrices (p of the columns' size, the rest of the rows'), as the
+ * distributed operator's interior and boundary rows take the op. */
+static void test_op_rect_cpu(void)
+{
+    const hk_backend *cpu = backend("cpu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cpu);
+    for (int shape = SHAPE_WIDE; shape <= SHAPE_TALL; shape++) {
+        compare_shaped(cpu, cpu, HK_FMT_BSR, HK_FMT_BSR, shape);
+        compare_shaped(cpu, cpu, HK_FMT_SBELL, HK_FMT_SBELL, shape);
+    }
 }
 
 /* Arguments the op refuses: p written by the same op, D of the wrong size, dp missing. */
@@ -214,6 +280,31 @@ static void test_op_errors(void)
     HK_ASSERT_OK(cpu->amg_cheb_step(A, &s));
     free_vecs(v);
     hk_mat_destroy(A);
+    /* a rectangular matrix: p of its rows' size (not its columns'), then a row vector of its
+     * columns' size, are refused */
+    hk_bcsr R = {0};
+    shaped(&K, SHAPE_WIDE, &R);
+    HK_ASSERT_OK(hk_mat_create(cpu, &R, HK_FMT_BSR, HK_FP64, NULL, &A));
+    const int64_t n = R.nbrows * 3, nc = R.nbcols * 3;
+    make_vecs(cpu, n, 3, HK_FP64, v);
+    hk_cheb_step q = {.p = v[V_P], .rin = v[V_B], .r = v[V_R], .t = v[V_T]};
+    CU_ASSERT_NOT_EQUAL(cpu->amg_cheb_step(A, &q), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "p differs from the matrix's columns"));
+    hk_error_clear();
+    free_vecs(v);
+    make_vecs_cols(cpu, n, nc, 3, HK_FP64, v);
+    q = (hk_cheb_step){.p = v[V_P], .rin = v[V_B], .r = v[V_R], .t = v[V_T]};
+    HK_ASSERT_OK(cpu->amg_cheb_step(A, &q));
+    hk_vec *wrong = NULL;
+    HK_ASSERT_OK(hk_vec_create(cpu, nc, HK_FP64, &wrong));
+    q.r = wrong;
+    CU_ASSERT_NOT_EQUAL(cpu->amg_cheb_step(A, &q), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hk_error_message(), "the matrix's rows"));
+    hk_error_clear();
+    hk_vec_destroy(wrong);
+    free_vecs(v);
+    hk_mat_destroy(A);
+    hk_bcsr_free(&R);
     hk_bcsr_free(&K);
 }
 
@@ -310,6 +401,7 @@ static void test_bad_switch(void)
 }
 
 HK_SUITE(amg_cheb, {"amg_cheb_step equals the separate calls byte for byte", test_op_cpu},
+         {"amg_cheb_step on rectangular matrices equals the separate calls", test_op_rect_cpu},
          {"amg_cheb_step refuses bad arguments", test_op_errors},
          {"fused and separate cycles: the same iterates byte for byte", test_cycle_cpu},
          {"a bad HOOKE_AMG_UNFUSED is refused in one sentence", test_bad_switch})
@@ -332,10 +424,28 @@ static void test_op_cuda(void)
     compare_cases(gpu, gpu, HK_FMT_BSR, HK_FMT_BSR);
 }
 
+/* The op on cuda on rectangular matrices against the cpu's separate calls, every format kind,
+ * and against cuda's own separate kernels byte for byte where the epilogue runs. */
+static void test_op_rect_cuda(void)
+{
+    const hk_backend *gpu = backend("cuda"), *cpu = backend("cpu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gpu->amg_cheb_step);
+    static const hk_format fmts[] = {HK_FMT_SBELL, HK_FMT_BSR, HK_FMT_SELL, HK_FMT_CSR,
+                                     HK_FMT_CUSPARSE_BSR};
+    for (int shape = SHAPE_WIDE; shape <= SHAPE_TALL; shape++) {
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+            compare_shaped(gpu, cpu, fmts[f], HK_FMT_BSR, shape);
+        compare_shaped(gpu, gpu, HK_FMT_SBELL, HK_FMT_SBELL, shape);
+        compare_shaped(gpu, gpu, HK_FMT_BSR, HK_FMT_BSR, shape);
+    }
+}
+
 static void test_cycle_cuda(void)
 {
     compare_cycles("cuda", 1e-6);
 }
 
 HK_DEVICE_SUITE(cuda_amg_cheb, {"amg_cheb_step on cuda equals the cpu's calls", test_op_cuda},
+                {"amg_cheb_step on cuda on rectangular matrices", test_op_rect_cuda},
                 {"fused and separate cycles on cuda: the same iterations", test_cycle_cuda})

@@ -302,12 +302,15 @@ static int cpu_spmv_poly_step(hk_mat *A, const hk_vec *x, hk_vec *t, hk_vec *y, 
 
 int hk_cheb_step_check(const hk_mat *A, const hk_cheb_step *s)
 {
-    HK_CHECK(A && A->bdata && A->nrows == A->ncols, HK_ERR_ARG,
-             "amg_cheb_step: the matrix is not built or not square");
-    const hk_vec *v[7] = {s->p, s->rin, s->r, s->dp, s->dn, s->x, s->t};
-    for (int j = 0; j < 7; j++)
+    HK_CHECK(A && A->bdata, HK_ERR_ARG, "amg_cheb_step: the matrix is not built");
+    /* A may be rectangular (a distributed operator's interior or boundary rows): p has its
+     * columns, every other vector its rows */
+    HK_CHECK(!s->p || (s->p->prec == A->prec && s->p->n == A->ncols), HK_ERR_ARG,
+             "amg_cheb_step: p differs from the matrix's columns in size or precision");
+    const hk_vec *v[6] = {s->rin, s->r, s->dp, s->dn, s->x, s->t};
+    for (int j = 0; j < 6; j++)
         HK_CHECK(!v[j] || (v[j]->prec == A->prec && v[j]->n == A->nrows), HK_ERR_ARG,
-                 "amg_cheb_step: a vector differs from the matrix in size or precision");
+                 "amg_cheb_step: a vector differs from the matrix's rows in size or precision");
     HK_CHECK(s->rin && (!s->p || s->t), HK_ERR_ARG,
              "amg_cheb_step: rin, and t with a product, must be given");
     HK_CHECK(!s->p || (s->p != s->r && s->p != s->dn && s->p != s->x && s->p != s->t),

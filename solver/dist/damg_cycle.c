@@ -41,6 +41,8 @@ static int rcycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
     s.be = be;
     s.spmv = rmat_spmv;
     s.A = &L->gA;
+    s.mat = NULL; /* the whole level's operator is no hk_mat: the separate calls */
+    s.d2 = NULL;
     s.Dinv = L->gDinv;
     s.l1 = L->gl1;
     s.r = L->gr;
@@ -96,6 +98,18 @@ static int visit_gathered(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *t)
     return Lb->bmat_spmv(&m->M, m->v32, m->xe, &tl);
 }
 
+/* r = b - A x on the level of sweep s (t: scratch), in one op where its operator is an
+ * hk_mat of a table with amg_cheb_step (level 0), with the separate calls' digits. */
+static int residual(const hk_amg_sweep *s, const hk_vec *b, const hk_vec *x, hk_vec *r, hk_vec *t)
+{
+    if (s->mat && s->be->amg_cheb_step) {
+        const hk_cheb_step st = {.p = x, .rin = b, .r = r, .t = t};
+        return s->be->amg_cheb_step(s->mat, &st);
+    }
+    HK_CALL(s->spmv(s->A, x, r));
+    return s->be->vec_axpby(r, 1.0, b, -1.0);
+}
+
 static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
 {
     const hk_backend_ops *be = pc->be;
@@ -106,8 +120,7 @@ static int cycle(hk_pc *pc, damg *a, int l, const hk_vec *b, hk_vec *x)
     for (int k = 0; k < a->op.pre; k++)
         HK_CALL(hk_amg_smooth(&s, b, x, k == 0));
     if (a->op.pre == 0) HK_CALL(be->vec_set(x, 0.0));
-    HK_CALL(s.spmv(s.A, x, L->r));
-    HK_CALL(be->vec_axpby(L->r, 1.0, b, -1.0));
+    HK_CALL(residual(&s, b, x, L->r, L->t));
     HK_CALL(hk_damg_dmat_spmv(L->R, L->r, C->b));
     if (l + 1 >= a->g) {
         HK_CALL(visit_gathered(pc, a, l, C->b, L->t));

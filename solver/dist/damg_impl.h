@@ -164,6 +164,7 @@ typedef struct dlev {
     hk_vec *Dinv, *l1;
     double rho;
     hk_vec *b, *x, *r, *t, *d, *w, *e;
+    hk_vec *d2; /* level 0, Chebyshev of degree 3 and up through amg_cheb_step: d_k's second */
     /* the levels on every process (from damg.g on): the whole level's operator, P and R, its
      * smoother's data and vectors, on the backend's own table */
     rmat gA, gP, gR;
@@ -178,6 +179,9 @@ typedef struct damg {
     const char *nns_kind;
     dlev lev[DAMG_MAX_LEVELS];
     int fp32_range;
+    /* HOOKE_AMG_UNFUSED=1: level 0's sweeps and residual by the separate calls (else by the
+     * table's amg_cheb_step) */
+    int unfused;
     /* the coarsest level, gathered on every process */
     hk_vec *Minv, *cb, *cx; /* on the backend's own table, pc->prec */
     int64_t *coff;          /* size + 1 scalar offsets of the processes' coarsest rows */

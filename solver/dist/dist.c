@@ -1052,9 +1052,41 @@ void hk_dist_mat_release(hk_mat *A)
     A->bdata = NULL;
 }
 
-/* The SpMV with the device transport: everything queued on the backend's stream, the round on
- * the transport's own, overlapping the interior rows; no host wait. */
-static int spmv_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *xl, hk_vec *y)
+/* One part of the operator (P: Aint or Abnd) on its rows [r0, r0 + nr) (block rows) reading
+ * xin (its columns): y's rows = P xin, or with st the Chebyshev step on those rows (its row
+ * vectors and D as views of their rows, p = xin; xin NULL: no product). */
+static int part_apply(const hk_dist *d, hk_mat *P, const hk_vec *xin, hk_vec *y,
+                      const hk_cheb_step *st, int64_t r0, int64_t nr)
+{
+    const hk_backend_ops *L = d->local;
+    const int bs = d->bs;
+    if (!st) {
+        hk_vec yv = hk_dist_view(d, y, r0 * bs, nr * bs);
+        return L->mat_spmv(P, xin, &yv);
+    }
+    hk_vec v[7];
+    const hk_vec *in[7] = {st->rin, st->r, st->dp, st->dn, st->x, st->t, st->D};
+    for (int k = 0; k < 7; k++)
+        if (in[k])
+            v[k] = k < 6 ? hk_dist_view(d, in[k], r0 * bs, nr * bs)
+                         : hk_dist_view(d, in[k], r0 * bs * st->bs, nr * bs * st->bs);
+    hk_cheb_step q = *st;
+    q.p = xin;
+    q.rin = &v[0];
+    q.r = st->r ? &v[1] : NULL;
+    q.dp = st->dp ? &v[2] : NULL;
+    q.dn = st->dn ? &v[3] : NULL;
+    q.x = st->x ? &v[4] : NULL;
+    q.t = st->t ? &v[5] : NULL;
+    q.D = st->D ? &v[6] : NULL;
+    return L->amg_cheb_step(P, &q);
+}
+
+/* The product with the device transport: everything queued on the backend's stream, the round
+ * on the transport's own, overlapping the interior rows; no host wait. y = A x, or (st) the
+ * Chebyshev step with p = x. */
+static int apply_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *xl, hk_vec *y,
+                        const hk_cheb_step *st)
 {
     const hk_backend_ops *L = d->local;
     const int bs = d->bs;
@@ -1065,28 +1097,25 @@ static int spmv_device(hk_dist *d, dist_mat *M, const hk_mat *A, const hk_vec *x
     hk_dcomm_exchange(d->dcomm, d->halo, M->send->data, (char *)M->xe->data + (size_t)d->nbc * e,
                       e);
     const double t1 = hk_dprof_now();
-    if (M->Aint) {
-        hk_vec yi = hk_dist_view(d, y, 0, d->nint * bs);
-        HK_CALL(L->mat_spmv(M->Aint, xl, &yi));
-    }
     if (d->nbc) {
         hk_vec xh = hk_dist_view(d, M->xe, 0, d->nbc * bs);
         HK_CALL(L->vec_gather(&xh, xl, d->bcol_dev, d->nbc, bs));
     }
+    if (M->Aint) HK_CALL(part_apply(d, M->Aint, xl, y, st, 0, d->nint));
     const double t2 = hk_dprof_now();
     hk_dcomm_wait(d->dcomm);
     hk_dprof_exchange(HK_DPROF_A, 0, 0, 0, t1 - t0 + hk_dprof_now() - t2);
-    if (M->Abnd) {
-        hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
-        HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));
-    }
+    if (M->Abnd) HK_CALL(part_apply(d, M->Abnd, M->xe, y, st, d->nint, d->nbnd));
     return 0;
 }
 
-int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
+/* y = A x, or with st (y NULL) the Chebyshev step with p = x: the halo exchange overlapping
+ * the interior rows, then the boundary rows on [the owned columns they read, the ghosts]
+ * (xe). xe's owned part is gathered from x before the interior rows' work, which writes the
+ * step's vectors. */
+static int dist_apply(hk_mat *A, const hk_vec *x, hk_vec *y, const hk_cheb_step *st)
 {
     dist_mat *M = A->bdata;
-    HK_CHECK(M, HK_ERR_ARG, "distributed SpMV: matrix was not built");
     hk_dist *d = M->d;
     const hk_backend_ops *L = d->local;
     const int bs = d->bs;
@@ -1096,7 +1125,7 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     if (d->dcomm) {
         /* the others' devices wait for this process's part of the round: a failure here is
          * the end of the run */
-        const int ierr = spmv_device(d, M, A, &xl, y);
+        const int ierr = apply_device(d, M, A, &xl, y, st);
         if (ierr) hk_dcomm_fatal(d->dcomm, ierr);
         return 0;
     }
@@ -1121,14 +1150,11 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
     HK_CALL(hk_halo_start(d->halo, send, recv, e));
     const double t2 = hk_dprof_now();
     /* the interior rows while the ghosts travel */
-    if (M->Aint) {
-        hk_vec yi = hk_dist_view(d, y, 0, d->nint * bs);
-        HK_CALL(L->mat_spmv(M->Aint, &xl, &yi));
-    }
     if (d->nbc) {
         hk_vec xh = hk_dist_view(d, M->xe, 0, d->nbc * bs);
         HK_CALL(L->vec_gather(&xh, &xl, d->bcol_dev, d->nbc, bs));
     }
+    if (M->Aint) HK_CALL(part_apply(d, M->Aint, &xl, y, st, 0, d->nint));
     const double t2w = hk_dprof_now();
     HK_CALL(hk_halo_wait(d->halo));
     const double t3 = hk_dprof_now();
@@ -1136,10 +1162,31 @@ int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
         HK_CALL(L->copy_to((char *)M->xe->data + (size_t)d->nbc * e, M->host_recv,
                            (size_t)d->nghost * e));
     hk_dprof_exchange(HK_DPROF_A, 0, drain, t1 - t0 + hk_dprof_now() - t3, t2 - t1 + t3 - t2w);
-    if (M->Abnd) {
-        hk_vec yb = hk_dist_view(d, y, d->nint * bs, d->nbnd * bs);
-        HK_CALL(L->mat_spmv(M->Abnd, M->xe, &yb));
-    }
+    if (M->Abnd) HK_CALL(part_apply(d, M->Abnd, M->xe, y, st, d->nint, d->nbnd));
+    return 0;
+}
+
+int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y)
+{
+    HK_CHECK(A->bdata, HK_ERR_ARG, "distributed SpMV: matrix was not built");
+    return dist_apply(A, x, y, NULL);
+}
+
+/* amg_cheb_step on the distributed operator: with a product, the SpMV's exchange and the
+ * backend's step on the interior rows (p the owned entries), then on the boundary rows (p
+ * their columns, xe); without one, the backend's step on each part's rows (no exchange). */
+int hk_dist_amg_cheb_step(hk_mat *A, const hk_cheb_step *s)
+{
+    HK_CALL(hk_cheb_step_check(A, s));
+    const dist_mat *M = A->bdata;
+    const hk_dist *d = M->d;
+    HK_CHECK(!s->D || d->bs % s->bs == 0, HK_ERR_ARG,
+             "amg_cheb_step: node blocks of size %d across the distributed operator's blocks of "
+             "size %d",
+             s->bs, d->bs);
+    if (s->p) return dist_apply(A, s->p, NULL, s);
+    if (M->Aint) HK_CALL(part_apply(d, M->Aint, NULL, NULL, s, 0, d->nint));
+    if (M->Abnd) HK_CALL(part_apply(d, M->Abnd, NULL, NULL, s, d->nint, d->nbnd));
     return 0;
 }
 

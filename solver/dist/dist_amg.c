@@ -68,6 +68,9 @@ static int level0_spmv(void *A, const hk_vec *x, hk_vec *y)
     return hk_mat_spmv(A, x, y);
 }
 
+/* Level l's sweep; level 0's operator is an hk_mat of the distributed table, so its
+ * Chebyshev steps go through amg_cheb_step (mat, d2) unless HOOKE_AMG_UNFUSED=1. The coarse
+ * levels' operators are not (their rows are permuted against the level's vectors). */
 hk_amg_sweep hk_damg_sweep_of(const hk_pc *pc, const damg *a, dlev *L, int l)
 {
     hk_amg_sweep s = {.be = pc->be,
@@ -82,7 +85,9 @@ hk_amg_sweep hk_damg_sweep_of(const hk_pc *pc, const damg *a, dlev *L, int l)
                       .ratio = a->op.ratio,
                       .r = L->r,
                       .t = L->t,
-                      .d = L->d};
+                      .d = L->d,
+                      .mat = l == 0 && !a->unfused ? L->A0 : NULL,
+                      .d2 = l == 0 ? L->d2 : NULL};
     return s;
 }
 
@@ -94,7 +99,7 @@ void hk_damg_free_levels(damg *a)
         hk_damg_dmat_destroy(L->A);
         hk_damg_dmat_destroy(L->P);
         hk_damg_dmat_destroy(L->R);
-        hk_vec *v[] = {L->Dinv,  L->l1,  L->b,  L->x,  L->r,  L->t,  L->d,  L->w,  L->e,
+        hk_vec *v[] = {L->Dinv,  L->l1,  L->b,  L->x,  L->r,  L->t,  L->d,  L->w,  L->e, L->d2,
                        L->gDinv, L->gl1, L->gb, L->gx, L->gr, L->gt, L->gd, L->gw, L->ge};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             hk_vec_destroy(v[i]);
@@ -364,6 +369,10 @@ static int level_vectors(hk_pc *pc, damg *a, dlev *L, int l)
     const int count = l == 0 ? 3 : a->op.cycle == 1 ? 7 : 5;
     for (int k = 0; k < count; k++)
         HK_CALL(hk_damg_vec_sized(pc->be, n, pc->prec, v[k]));
+    /* level 0's fused Chebyshev alternates d_k between d and d2 (hk_amg_smooth) */
+    if (l == 0 && a->op.smoother == HK_AMG_CHEBYSHEV && a->op.degree >= 3 && !a->unfused &&
+        pc->be->amg_cheb_step)
+        HK_CALL(hk_damg_vec_sized(pc->be, n, pc->prec, &L->d2));
     return 0;
 }
 
@@ -2692,6 +2701,10 @@ int hk_damg_setup(hk_pc *pc, const hk_bmat *K, hk_mat *A, hk_options *o)
     a->d = pc->be->dist;
     a->t_pc = hk_time();
     HK_CALL(hk_amg_read_options(o, &a->op));
+    HK_CALL(hk_comm_agree(a->d->comm, hk_env_switch("HOOKE_AMG_UNFUSED", "1",
+                                                    "the cycle's and the bounds' separate vector "
+                                                    "ops",
+                                                    "0", "the fused ops", 0, &a->unfused)));
     int gather_rows = DAMG_GATHER_ROWS;
     HK_CALL(hk_options_get_int(o, "pc.amg.dist.gather_rows", &gather_rows));
     HK_CHECK(gather_rows >= 0, HK_ERR_OPTION,

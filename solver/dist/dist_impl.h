@@ -231,6 +231,9 @@ int hk_dist_check_choice(const char *method, const char *pc);
 int hk_dist_mat_build(hk_mat *A, const hk_bmat *K);
 int hk_dist_mat_convert(hk_mat *dst, const hk_mat *src);
 int hk_dist_mat_spmv(hk_mat *A, const hk_vec *x, hk_vec *y);
+/* amg_cheb_step on the distributed operator (pc=amg's level 0): the SpMV's exchange, the
+ * backend's op on the interior rows while the ghosts travel, then on the boundary rows. */
+int hk_dist_amg_cheb_step(hk_mat *A, const hk_cheb_step *s);
 void hk_dist_mat_release(hk_mat *A);
 /* An fp64 scratch vector of A's rows, kept with A (the fused reductions of dist_ops.c). */
 int hk_dist_mat_scratch(hk_mat *A, hk_vec **t);

@@ -9,11 +9,12 @@
  *     (read, summed, written back; coefficients derived from sums are derived again from the
  *     global sums);
  *   - involves the operator (mat_build, mat_spmv, spmv_dot2, spmv_mdot, block_spmv): the
- *     distributed SpMV (dist.c), then the reductions.
+ *     distributed SpMV (dist.c), then the reductions; amg_cheb_step: the SpMV's exchange
+ *     around the backend's op on the interior rows, then on the boundary rows.
  * With the device transport (dist.comm=nccl, dcomm.c) the sums are taken in device memory:
  * those left in backend scalars never visit the host, the fp64 dot products are summed before
  * they are read, and the other host sums go through the device.
- * Ops that fuse an SpMV into a vector update, matrix powers, graphs and the set-up ops of the
+ * The other ops that fuse an SpMV into a vector update, matrix powers, graphs and the set-up ops of the
  * preconditioners that are not distributed are absent: the methods then make their separate
  * calls (docs/architecture.md), and hk_solver_create_dist refuses those preconditioners. */
 #include <stdlib.h>
@@ -379,7 +380,9 @@ void hk_dist_ops_init(hk_dist *d)
     /* vector updates without sums stay the backend's (vec_axpby, ..., cgcg_update);
      * an SpMV fused into an update: the methods make the two calls */
     o.spmv_poly_step = NULL;
-    o.amg_cheb_step = NULL; /* the distributed levels' sweeps make the separate calls */
+    /* pc=amg's level 0 (the distributed operator): the backend's op on each part's rows
+     * around the SpMV's exchange; the coarse levels make the separate calls */
+    o.amg_cheb_step = L->amg_cheb_step ? hk_dist_amg_cheb_step : NULL;
     o.pipecg_step = NULL;
     o.pipecg_paper_step = NULL; /* method=pipecg says so for pipecg.variant=paper */
     o.spmv_pipecg_gv_step = NULL;

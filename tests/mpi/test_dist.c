@@ -17,6 +17,9 @@
  *            and nccl's x repeating byte for byte; pc=amg's set-up with its ghost rows and
  *            Galerkin blocks sent device to device against the same through the host (x byte
  *            for byte) and against dist.comm=mpi
+ *   fused    pc=amg's level 0 through the distributed amg_cheb_step against the separate
+ *            calls (HOOKE_AMG_UNFUSED=1): the same iterations and x byte for byte on every
+ *            transport
  *
  * `hooke_mpi_tests --fatal`: a transport failing on the last process in the middle of an SpMV
  * ends the run (exit non-zero, the sentence on stderr) instead of leaving the others waiting;
@@ -1711,6 +1714,119 @@ static void test_amg_gathered(const hk_comm *c, const hk_backend *be)
     hk_bcsr_free(&K);
 }
 
+/* ---- pc=amg's level 0 through the fused Chebyshev step -------------------------------- */
+
+/* One distributed solve for test_amg_fused by path: 0 the mpi transport on the host's rows, 1
+ * the same on a device's path (HOOKE_DIST_STAGED=1: staged halos), 2 the device transport tb
+ * (dist.comm=nccl, the values in tb's memory); unfused: HOOKE_AMG_UNFUSED=1. Collective. */
+static int fused_solve(const hk_comm *c, const hk_backend_ops *tb, int path, int unfused,
+                       int64_t row0, const hk_bcsr *L, const hk_nearnull *nn, const char *opts,
+                       const double *b, double *x, int *its, char *lev, size_t len)
+{
+    if (unfused) setenv("HOOKE_AMG_UNFUSED", "1", 1);
+    if (path == 1) setenv("HOOKE_DIST_STAGED", "1", 1);
+    int ierr = 0;
+    if (path < 2)
+        ierr = amg_solve(c, row0, L, nn, opts, b, x, its, lev, len);
+    else {
+        const int64_t nv = L->rowptr[L->nbrows] * L->bs * L->bs;
+        hk_bcsr pat = *L;
+        pat.val = NULL;
+        double *val = NULL;
+        hk_options *o = NULL;
+        hk_solver *s = NULL;
+        hk_result res;
+        *its = -1;
+        lev[0] = 0;
+        ierr = tb->alloc((void **)&val, sizeof *val * (size_t)(nv + 1));
+        if (!ierr && nv) ierr = tb->copy_to(val, L->val, sizeof *val * (size_t)nv);
+        if (!ierr) ierr = hk_options_create(&o);
+        if (!ierr) ierr = hk_options_parse(o, opts);
+        if (!ierr) ierr = hk_options_set(o, "dist.comm", "nccl");
+        ierr = hk_comm_agree(c, ierr);
+        if (!ierr) ierr = hk_solver_create_dist_resident(c, row0, &pat, tb, val, nn, o, &s);
+        if (!ierr) ierr = hk_solver_solve(s, b, x, &res);
+        if (!ierr) *its = res.iterations;
+        if (!ierr) amg_levels(s, lev, len);
+        if (ierr && *hk_error_message())
+            fprintf(stderr, "process %d: %s\n", hk_comm_rank(c), hk_error_message());
+        hk_solver_destroy(s);
+        hk_options_destroy(o);
+        if (val) tb->dealloc(val);
+    }
+    unsetenv("HOOKE_AMG_UNFUSED");
+    unsetenv("HOOKE_DIST_STAGED");
+    return ierr;
+}
+
+/* pc=amg's level 0 by the distributed table's amg_cheb_step (its sweeps' steps and the
+ * residual, the exchange around the interior rows' step) against the separate calls
+ * (HOOKE_AMG_UNFUSED=1): the same iterations and x byte for byte, for Chebyshev of degree 1 to
+ * 4 (d2 from degree 3), V and W, fp32 and fp64 levels, l1-Jacobi (the residual alone), on the
+ * mpi transport, a device's staged path (cpu) and the device transport; also where the middle
+ * process owns no rows or a few. */
+static void test_amg_fused(const hk_comm *c, const hk_backend *be, const hk_backend_ops *tb)
+{
+    const int P = hk_comm_size(c), me = hk_comm_rank(c), cpu = !strcmp(be->name, "cpu");
+    hk_bcsr K = {0};
+    double *xyz = NULL, *b = amg_problem(&K, &xyz, 1);
+    static const char *const variants[] = {
+        "pc.amg.coarse_size=40",
+        "pc.amg.coarse_size=40 pc.amg.degree=3 pc.amg.pre=2 pc.amg.post=2",
+        "pc.amg.coarse_size=40 pc.amg.degree=1",
+        "pc.amg.coarse_size=40 pc.amg.degree=4 pc.amg.cycle=w pc.amg.precision=fp64",
+        "pc.amg.coarse_size=40 pc.amg.smoother=l1-jacobi"};
+    static const char *const path_name[] = {"mpi", "mpi, staged", "device transport"};
+    static const int64_t mids[] = {0, 3, 40};
+    for (int m = 0; m < 3; m++) {
+        if (P < 3 && m < 2) continue;
+        int64_t row0 = 0, cnt = 0;
+        range(K.nbrows, P, me, mids[m], &row0, &cnt);
+        hk_bcsr L = rows_of(&K, row0, cnt);
+        const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
+        const int64_t nl = cnt * K.bs;
+        for (int path = 0; path < 3; path++) {
+            if ((path == 1 && !cpu) || (path == 2 && !tb)) continue;
+            for (int v = 0; v < 5; v++) {
+                /* every variant once (the middle process's 40 rows, mpi), a few on the other
+                 * paths and where the middle process owns few rows or none */
+                if ((path > 0 && v >= 3) || (m < 2 && (v >= 2 || path == 1))) continue;
+                double *x[2];
+                char lev[2][160], what[480];
+                int its[2] = {-1, -1}, ierr = 0;
+                char opts[300];
+                snprintf(opts, sizeof opts, "backend=%s method=cg pc=amg tol=1e-10 maxit=500 %s",
+                         path == 2 ? "auto" : be->name, variants[v]);
+                for (int k = 0; k < 2; k++) {
+                    x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
+                    ierr |= fused_solve(c, tb, path, k, row0, &L, &nn, opts, b + row0 * K.bs,
+                                        x[k], &its[k], lev[k], sizeof lev[k]);
+                }
+                int64_t differ = ierr || its[0] != its[1] ||
+                                 memcmp(x[0], x[1], sizeof *x[0] * (size_t)nl) != 0;
+                hk_comm_max_i64(c, &differ, 1);
+                const int deep = lev[0][0] && !strcmp(lev[0], lev[1]) &&
+                                 !strstr(lev[0], " 1 level");
+                char rows[64] = "";
+                if (P >= 3)
+                    snprintf(rows, sizeof rows, ", the middle process's rows %lld",
+                             (long long)mids[m]);
+                snprintf(what, sizeof what,
+                         "amg level 0 fused on %s (%s, %s%s): x byte for byte as unfused (%d, "
+                         "%d its)",
+                         be->name, path_name[path], variants[v], rows, its[0], its[1]);
+                check(c, !differ && deep && its[0] > 0, what);
+                for (int k = 0; k < 2; k++)
+                    free(x[k]);
+            }
+        }
+        free(L.rowptr);
+    }
+    free(b);
+    free(xyz);
+    hk_bcsr_free(&K);
+}
+
 /* --fatal: the last process's transport fails in the middle of an SpMV. */
 static int fatal_exchange(void *dc, int nrecv, const int *recv_rank, const int64_t *recv_off,
                           void *recv, int nsend, const int *send_rank, const int64_t *send_off,
@@ -1798,6 +1914,7 @@ int main(int argc, char **argv)
     test_amg_staged(c);
     test_amg_gathered(c, be);
     if (tb) test_amg_transport(c, tb);
+    test_amg_fused(c, be, tb);
     int64_t f = failures;
     hk_comm_max_i64(c, &f, 1);
     if (hk_comm_rank(c) == 0) printf("hooke_mpi_tests: %s\n", f ? "FAILED" : "all passed");
