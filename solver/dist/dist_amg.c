@@ -1902,6 +1902,10 @@ int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const 
         APx.rowptr = rp;
         if (upper && Lb->bmat_spgemm_pattern && Lb->bmat_spgemm_numeric_upper) {
             ierr = Lb->bmat_spgemm_pattern(Rt, &APx, C);
+            /* the blocks below the diagonal, which the upper product leaves and the mirror
+             * writes after the merge, routed and summed as zeros, not as leftover memory */
+            hk_vec all = {.be = Lb, .n = C->nnzb * C->br * C->bc, .prec = HK_FP64, .data = C->val};
+            if (!ierr && all.n) ierr = Lb->vec_set(&all, 0.0);
             if (!ierr) ierr = Lb->bmat_spgemm_numeric_upper(Rt, &APx, C);
         } else {
             ierr = Lb->bmat_spgemm(Rt, &APx, C);
