@@ -13,6 +13,7 @@ typedef struct {
     int64_t *ptr; /* n + 1 */
     int32_t *adj; /* neighbours of node i: adj[ptr[i] .. ptr[i+1]) */
     int64_t C[3]; /* a grid's points along each axis */
+    uint8_t *cls; /* a grid's points' classes (grid_class), found once, without divisions */
     int kuhn;     /* a grid's cells split along their diagonal (tetrahedra, triangles) */
     int8_t nnb[64];
     int32_t off[64][26];
@@ -29,6 +30,23 @@ static int grid_class(const graph *g, int64_t v, int64_t *I)
     return c;
 }
 
+/* The classes of a grid's points, point by point in index order. */
+static int grid_classes(graph *g)
+{
+    HK_CALL(hk_malloc((size_t)(g->n ? g->n : 1), &g->cls));
+    const int64_t C0 = g->C[0], C1 = g->C[1], C2 = g->C[2];
+#pragma omp parallel for schedule(static) collapse(2)
+    for (int64_t k = 0; k < C2; k++)
+        for (int64_t j = 0; j < C1; j++) {
+            const int cjk = ((j == 0) | (j == C1 - 1) << 1) << 2 | ((k == 0) | (k == C2 - 1) << 1)
+                                                                       << 4;
+            uint8_t *c = g->cls + C0 * (j + C1 * k);
+            for (int64_t i = 0; i < C0; i++)
+                c[i] = (uint8_t)(cjk | (i == 0) | (i == C0 - 1) << 1);
+        }
+    return 0;
+}
+
 /* Node u's neighbours: *nb, count returned (buf: room for a grid point's). */
 static inline int64_t neighbours(const graph *g, int32_t u, int32_t *buf, const int32_t **nb)
 {
@@ -36,8 +54,7 @@ static inline int64_t neighbours(const graph *g, int32_t u, int32_t *buf, const 
         *nb = g->adj + g->ptr[u];
         return g->ptr[u + 1] - g->ptr[u];
     }
-    int64_t I[3];
-    const int c = grid_class(g, u, I);
+    const int c = g->cls[u];
     for (int k = 0; k < g->nnb[c]; k++)
         buf[k] = u + g->off[c][k];
     *nb = buf;
@@ -184,8 +201,7 @@ static int64_t grid_dist(const graph *g, const int64_t *I, const int64_t *J)
 
 static int64_t grid_degree(const graph *g, int64_t v)
 {
-    int64_t I[3];
-    return g->nnb[grid_class(g, v, I)];
+    return g->nnb[g->cls[v]];
 }
 
 /* The grid's start as rcm_order's George & Liu search finds it, without its walks: a BFS from
@@ -194,16 +210,17 @@ static int64_t grid_degree(const graph *g, int64_t v)
  * or of every point, found in one pass. */
 static int64_t grid_least(const graph *g, const int64_t *S, int64_t at)
 {
-    const int64_t n = g->n;
+    const int64_t n = g->n, C0 = g->C[0], C1 = g->C[1], C2 = g->C[2];
     int64_t best = INT64_MAX;
-#pragma omp parallel for schedule(static) reduction(min : best)
-    for (int64_t v = 0; v < n; v++) {
-        int64_t I[3];
-        const int c = grid_class(g, v, I);
-        if (S && grid_dist(g, S, I) != at) continue;
-        const int64_t key = g->nnb[c] * n + v;
-        best = key < best ? key : best;
-    }
+#pragma omp parallel for schedule(static) collapse(2) reduction(min : best)
+    for (int64_t k = 0; k < C2; k++)
+        for (int64_t j = 0; j < C1; j++)
+            for (int64_t i = 0; i < C0; i++) {
+                const int64_t I[3] = {i, j, k}, v = i + C0 * (j + C1 * k);
+                if (S && grid_dist(g, S, I) != at) continue;
+                const int64_t key = g->nnb[g->cls[v]] * n + v;
+                best = key < best ? key : best;
+            }
     return best % n;
 }
 
@@ -695,27 +712,42 @@ static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32
                 nkc[t][i] = (int8_t)hk_eltype_node_corners((hk_eltype)t, i, kc[t][i]);
         tables = 1;
     }
-    /* the corners, numbered in node order */
-    HK_TRY(hk_malloc((size_t)n * sizeof *cid, &cid));
+    /* the corners, numbered in node order; a grid of linear cells: every node a corner (the
+     * generator makes no other node), not looked for */
+    const int linear = grid && hk_eltype_get(t)->nnodes == hk_eltype_ncorners(t);
+    int64_t nc = n;
+    if (!linear) {
+        HK_TRY(hk_malloc((size_t)n * sizeof *cid, &cid));
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++)
-        cid[i] = -1;
+        for (int64_t i = 0; i < n; i++)
+            cid[i] = -1;
 #pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < c->n; e++)
-        for (int k = 0; k < ncorners_of(c, e); k++) {
+        for (int64_t e = 0; e < c->n; e++) {
+            const int nce = ncorners_of(c, e);
+            for (int k = 0; k < nce; k++) {
 #pragma omp atomic write
-            cid[c->nodes[c->ptr[e] + k]] = 0;
+                cid[c->nodes[c->ptr[e] + k]] = 0;
+            }
         }
-    const int64_t nc = hk_number_zeros(cid, n);
+        nc = hk_number_zeros(cid, n);
+    }
     if (grid) {
         HK_TRY_CHECK(nc == grid[0] * grid[1] * grid[2], HK_ERR_INTERNAL,
                      "hk_mesh_grid_slab_rcm: %lld corners in the cells, %lld in the grid",
                      (long long)nc, (long long)(grid[0] * grid[1] * grid[2]));
         grid_graph(grid, t, &g);
+        HK_TRY(grid_classes(&g));
     } else
         HK_TRY(build_graph(m, cid, nc, &g));
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *order, &order));
     HK_TRY(rcm_order(&g, order));
+    if (nc == n) { /* every node a corner (cid the identity): the order reversed */
+        HK_TRY(hk_malloc((size_t)n * sizeof *newid, &newid));
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < n; k++)
+            newid[order[k]] = (int32_t)(n - 1 - k);
+        goto done;
+    }
     HK_TRY(hk_malloc((size_t)(nc ? nc : 1) * sizeof *rank, &rank));
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nc; k++)
@@ -778,9 +810,11 @@ static int rcm_numbers(const hk_mesh *m, const int64_t *grid, hk_eltype t, int32
         for (int64_t j = start[k]; j < start[k + 1]; j++)
             newid[list[j]] = (int32_t)(n - 1 - pos++);
     }
+done:
     *newid_out = newid;
     newid = NULL;
 fail:
+    free(g.cls);
     free(g.ptr);
     free(g.adj);
     free(cid);
