@@ -316,6 +316,9 @@ static void same_solutions(const char *backend, const char *const *extra)
                                        NULL};
     for (int list = 0; list < 2; list++)
         for (const char *const *r = list ? extra : runs; r && *r; r++) {
+            /* timed matrix powers keep the fastest plan of the moment, and on cuda the plans
+             * round differently (docs/solver.md): the same bytes are promised on the cpu only */
+            if (strcmp(backend, "cpu") && strstr(*r, "mpk.schedule=timed")) continue;
             char args[512], why[256];
             snprintf(args, sizeof args, "solve --generate elasticity3d:8 --backend %s %s", backend,
                      *r);
@@ -345,7 +348,8 @@ HK_SUITE(solve_cmd,
 
 /* The same on the device: run to run (the thread count is the host's only), every method and
  * preconditioner, the sliced and scalar formats, fp32 preconditioners, and scg's matrix powers
- * by either schedule. */
+ * by either rule's schedule (not timed: its plan depends on the load, and on cuda the plans
+ * round differently). */
 static void test_cuda_same_solutions(void)
 {
     static const char *const extra[] = {"method=cg pc=jacobi format=csr",
