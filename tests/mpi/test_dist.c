@@ -764,6 +764,35 @@ static int amg_solve(const hk_comm *c, int64_t row0, const hk_bcsr *L, const hk_
     return e;
 }
 
+/* pc=amg's test problem on several processes: 3D elasticity on 9 x 8 x 10 hexahedra, this
+ * process's rows (the middle one 40 rows: range) with the nodes' coordinates (rigid-body
+ * modes); n the whole problem's entries, nl this process's. */
+typedef struct amg_rows {
+    hk_bcsr K, L;
+    double *xyz;
+    hk_nearnull nn;
+    int64_t row0, cnt, n, nl;
+} amg_rows;
+
+static void amg_rows_make(const hk_comm *c, amg_rows *A)
+{
+    memset(A, 0, sizeof *A);
+    hk_gen_elasticity3d(9, 8, 10, &A->K);
+    hk_gen_elasticity3d_coords(9, 8, 10, &A->xyz);
+    A->n = A->K.nbrows * A->K.bs;
+    range(A->K.nbrows, hk_comm_size(c), hk_comm_rank(c), 40, &A->row0, &A->cnt);
+    A->L = rows_of(&A->K, A->row0, A->cnt);
+    A->nn = (hk_nearnull){.dim = 3, .coords = A->xyz ? A->xyz + A->row0 * 3 : NULL};
+    A->nl = A->cnt * A->K.bs;
+}
+
+static void amg_rows_free(amg_rows *A)
+{
+    free(A->xyz);
+    free(A->L.rowptr);
+    hk_bcsr_free(&A->K);
+}
+
 /* pc=amg's coarse operators on several processes (the upper blocks of the partial products
  * routed and merged, the lower ones mirrored, some mirrors sent by other processes): each one
  * checked (HOOKE_AMG_CHECK_TRANSFER) exactly symmetric, bit for bit, and against the
@@ -771,17 +800,11 @@ static int amg_solve(const hk_comm *c, int64_t row0, const hk_bcsr *L, const hk_
  * every process, every level but the coarsest (fp32 and fp64 levels). */
 static void test_amg_symmetric(const hk_comm *c, const hk_backend *be)
 {
-    const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    hk_bcsr K = {0};
-    double *xyz = NULL;
-    hk_gen_elasticity3d(9, 8, 10, &K);
-    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
-    const int64_t n = K.nbrows * K.bs;
-    int64_t row0 = 0, cnt = 0;
-    range(K.nbrows, P, me, 40, &row0, &cnt);
-    hk_bcsr L = rows_of(&K, row0, cnt);
-    const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
-    const int64_t nl = cnt * K.bs;
+    amg_rows A;
+    amg_rows_make(c, &A);
+    const hk_bcsr K = A.K, L = A.L;
+    const hk_nearnull nn = A.nn;
+    const int64_t n = A.n, nl = A.nl, row0 = A.row0;
     double *b = malloc(sizeof *b * (size_t)n), *x = calloc((size_t)nl + 1, sizeof *x);
     for (int64_t i = 0; i < n; i++)
         b[i] = sin(0.05 * (double)i) + 0.25;
@@ -803,9 +826,7 @@ static void test_amg_symmetric(const hk_comm *c, const hk_backend *be)
     }
     free(x);
     free(b);
-    free(xyz);
-    free(L.rowptr);
-    hk_bcsr_free(&K);
+    amg_rows_free(&A);
 }
 
 /* pc=amg on several processes with its set-up on backend be's ops against the cpu's: the
@@ -813,17 +834,11 @@ static void test_amg_symmetric(const hk_comm *c, const hk_backend *be)
  * cpu a second set-up gives x byte for byte. Rigid-body modes from the nodes' coordinates. */
 static void test_amg_setup(const hk_comm *c, const hk_backend *be)
 {
-    const int P = hk_comm_size(c), me = hk_comm_rank(c);
-    hk_bcsr K = {0};
-    double *xyz = NULL;
-    hk_gen_elasticity3d(9, 8, 10, &K);
-    hk_gen_elasticity3d_coords(9, 8, 10, &xyz);
-    const int64_t n = K.nbrows * K.bs;
-    int64_t row0 = 0, cnt = 0;
-    range(K.nbrows, P, me, 40, &row0, &cnt);
-    hk_bcsr L = rows_of(&K, row0, cnt);
-    const hk_nearnull nn = {.dim = 3, .coords = xyz ? xyz + row0 * 3 : NULL};
-    const int64_t nl = cnt * K.bs;
+    amg_rows A;
+    amg_rows_make(c, &A);
+    const hk_bcsr K = A.K, L = A.L;
+    const hk_nearnull nn = A.nn;
+    const int64_t n = A.n, nl = A.nl, row0 = A.row0;
     double *b = malloc(sizeof *b * (size_t)n), *x[2];
     for (int k = 0; k < 2; k++)
         x[k] = calloc((size_t)nl + 1, sizeof *x[k]);
@@ -867,9 +882,7 @@ static void test_amg_setup(const hk_comm *c, const hk_backend *be)
     for (int k = 0; k < 2; k++)
         free(x[k]);
     free(b);
-    free(xyz);
-    free(L.rowptr);
-    hk_bcsr_free(&K);
+    amg_rows_free(&A);
 }
 
 /* The rows' values in be's memory (hk_dist_create_values, hk_solver_create_dist_resident)
