@@ -280,6 +280,7 @@ static int split_rows(hk_dist *d, layout_rows *U, const int32_t *inv, const int6
     memset(&d->Kbnd, 0, sizeof d->Kbnd);
     U->R.nint = d->nint;
     if (d->host_memory) {
+        d->inv_dev = d->inv, d->perm_dev = d->perm; /* the host's arrays */
         U->R.inv = inv, U->R.perm = d->perm, U->R.ghost = ghost;
         HK_CALL(L->dist_split(&U->R, &Koo, src_oo, &Kbnd, src_bnd, &d->bcol, &d->nbc));
         const hk_bcsr oo = {d->bs, nown, nown, Koo.rowptr, Koo.colind, NULL};
@@ -293,6 +294,9 @@ static int split_rows(hk_dist *d, layout_rows *U, const int32_t *inv, const int6
     HK_CALL(upload_arr(L, inv, (size_t)nown * sizeof *inv, &U->inv));
     HK_CALL(upload_arr(L, d->perm, (size_t)nown * sizeof *d->perm, &U->perm));
     U->R.inv = U->inv, U->R.perm = U->perm;
+    /* kept: the solve puts b and x in order there (hk_dist_upload_ordered) */
+    d->inv_dev = U->inv, d->perm_dev = U->perm;
+    U->inv = U->perm = NULL;
     HK_CALL(L->dist_split(&U->R, &Koo, src_oo, &Kbnd, src_bnd, &bcol, &d->nbc));
     d->Koo_d = Koo;
     d->Kbnd_d = Kbnd;
@@ -621,7 +625,9 @@ static int create_layout(const hk_comm *c, const hk_backend_ops *be, int64_t row
         for (int64_t j = 0; j < nsend; j++)
             d->halo->send_idx[j] = inv[d->halo->send_idx[j]];
     layout_step(d, 3, &ts);
-    if (!ierr) ierr = split_rows(d, &rows, inv, ghost, &src_oo, &src_bnd);
+    d->inv = inv; /* the layout's from here on */
+    inv = NULL;
+    if (!ierr) ierr = split_rows(d, &rows, d->inv, ghost, &src_oo, &src_bnd);
     layout_step(d, 4, &ts);
     if (!ierr) ierr = host_values(d, K, nnzb, val_dev, src_oo, src_bnd);
     layout_step(d, 5, &ts);
@@ -749,9 +755,8 @@ void hk_dist_destroy(hk_dist *d)
     hk_bcsr_free(&d->Koo);
     hk_bcsr_free(&d->Kbnd);
     free(d->bcol);
-    if (d->host_memory)
-        free(d->inv_dev); /* perm_dev is perm */
-    else {
+    free(d->inv);
+    if (!d->host_memory) { /* else views of perm and inv */
         if (d->perm_dev) d->local->dealloc(d->perm_dev);
         if (d->inv_dev) d->local->dealloc(d->inv_dev);
     }
@@ -821,51 +826,15 @@ void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x)
         memcpy(x + (int64_t)d->perm[i] * bs, x_int + i * bs, (size_t)bs * sizeof *x);
 }
 
-/* perm_dev and inv_dev made once (views of host arrays on a host-memory backend). */
-static int order_index(hk_dist *d)
+int hk_dist_upload_ordered(const hk_dist *d, const double *h, hk_vec *t, hk_vec *v)
 {
-    if (d->perm_dev) return 0;
-    const hk_backend_ops *L = d->local;
-    const int64_t n = d->nown;
-    int32_t *inv = NULL;
-    HK_CALL(hk_malloc((size_t)(n + 1) * sizeof *inv, &inv));
-#pragma omp parallel for schedule(static) if (n > 100000)
-    for (int64_t i = 0; i < n; i++)
-        inv[d->perm[i]] = (int32_t)i;
-    int ierr = 0;
-    int32_t *pd = NULL, *id = NULL;
-    if (d->host_memory) {
-        d->inv_dev = inv; /* freed with the layout, as its own */
-        d->perm_dev = d->perm;
-        return 0;
-    }
-    ierr = L->alloc((void **)&pd, (size_t)(n + 1) * sizeof *pd);
-    if (!ierr) ierr = L->alloc((void **)&id, (size_t)(n + 1) * sizeof *id);
-    if (!ierr && n) ierr = L->copy_to(pd, d->perm, (size_t)n * sizeof *pd);
-    if (!ierr && n) ierr = L->copy_to(id, inv, (size_t)n * sizeof *id);
-    if (!ierr) ierr = L->sync(); /* inv is freed below */
-    free(inv);
-    if (ierr) {
-        if (pd) L->dealloc(pd);
-        if (id) L->dealloc(id);
-        return ierr;
-    }
-    d->perm_dev = pd;
-    d->inv_dev = id;
-    return 0;
-}
-
-int hk_dist_upload_ordered(hk_dist *d, const double *h, hk_vec *t, hk_vec *v)
-{
-    HK_CALL(order_index(d));
     const hk_vec tl = hk_dist_view(d, t, 0, v->n), vl = hk_dist_view(d, v, 0, v->n);
     HK_CALL(hk_vec_upload((hk_vec *)&tl, h));
     return d->nown ? d->local->vec_gather((hk_vec *)&vl, &tl, d->perm_dev, d->nown, d->bs) : 0;
 }
 
-int hk_dist_download_ordered(hk_dist *d, const hk_vec *v, hk_vec *t, double *h)
+int hk_dist_download_ordered(const hk_dist *d, const hk_vec *v, hk_vec *t, double *h)
 {
-    HK_CALL(order_index(d));
     const hk_vec tl = hk_dist_view(d, t, 0, v->n), vl = hk_dist_view(d, v, 0, v->n);
     if (d->nown) HK_CALL(d->local->vec_gather((hk_vec *)&tl, &vl, d->inv_dev, d->nown, d->bs));
     return hk_vec_download(&tl, h);

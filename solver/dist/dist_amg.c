@@ -275,7 +275,6 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
     int ierr = 0;
     double part[NPART] = {0}, *all = NULL, *hown = NULL, c[3] = {0, 0, 0}, ext = 0;
     hk_vec *dd = NULL, *xd = NULL, *up = NULL;
-    int32_t *perm_dev = NULL;
     *Bout = NULL;
     HK_CHECK(!(nn && nn->vectors && !nn->coords), HK_ERR_UNSUPPORTED,
              "pc=amg on %d processes takes node coordinates as its near-null space, not given "
@@ -309,10 +308,8 @@ static int level0_nearnull(hk_pc *pc, damg *a, const hlev *H, double **Bout)
             if (n) HK_TRY(hk_damg_to_backend(L, up->data, hsrc, (size_t)n * sizeof(double)));
             from.data = up->data;
         }
-        if (!d->host_memory && nb)
-            HK_TRY(hk_damg_upload(L, d->perm, (size_t)nb * sizeof *d->perm, (void **)&perm_dev));
         HK_TRY(hk_damg_vec_sized(L, n, HK_FP64, &xd));
-        if (nb) HK_TRY(L->vec_gather(xd, &from, d->host_memory ? d->perm : perm_dev, nb, bs));
+        if (nb) HK_TRY(L->vec_gather(xd, &from, d->perm_dev, nb, bs));
         HK_TRY(L->amg_coord_bounds(nb, bs, xd, part, part + 3, part + 6));
         part[9] = (double)nb;
     }
@@ -352,7 +349,6 @@ fail:
     hk_vec_destroy(dd);
     hk_vec_destroy(xd);
     hk_vec_destroy(up);
-    if (perm_dev) L->dealloc(perm_dev);
     ierr = hk_comm_agree(d->comm, ierr);
     if (ierr && *Bout) {
         L->dealloc(*Bout);
@@ -2218,8 +2214,8 @@ static int descend(hk_pc *pc, damg *a, int l, hlev *H, const int32_t *agg, int64
     vv = NULL;
     HK_TRY(hk_comm_agree(c, ierr));
     hk_damg_step_lap(Lb, a->st, ST_GAL_ROWS, ts);
-    /* the blocks below the diagonal (left unsummed: the partial products' upper blocks alone
-     * were formed) from their mirrors above it */
+    /* the blocks below the diagonal (zeros: the partial products' upper blocks alone were
+     * formed) from their mirrors above it */
     HK_TRY(mirror_rows(d, &a->stg, &Hn, starts, cghost, cng));
     hk_damg_step_lap(Lb, a->st, ST_GAL_MIRROR, ts);
     hk_damg_lap(ph, PH_GALERKIN, t);
@@ -2565,7 +2561,8 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     int ierr = 0, l = 0;
     hlev H = {0};
     double *B = NULL; /* the near-null space on the backend */
-    int32_t *agg = NULL, *inv0 = NULL;
+    int32_t *agg = NULL;
+    const int32_t *inv0 = d->inv; /* level 0's internal row of each caller's row */
     hk_graph S = {0};
     hk_vec *q = NULL, *D64 = NULL;
     double *ph = a->ph, t[2], t_start[2], ts[2];
@@ -2578,11 +2575,6 @@ static int build(hk_pc *pc, damg *a, const hk_bmat *K, hk_mat *A)
     hk_damg_lap_start(t_start);
     hk_damg_lap_start(ts);
     ierr = level0_local(d, &H);
-    if (!ierr) ierr = hk_malloc((size_t)(d->nown + 1) * sizeof *inv0, &inv0);
-    if (!ierr)
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < d->nown; i++)
-            inv0[d->perm[i]] = (int32_t)i;
     HK_TRY(hk_comm_agree(c, ierr));
     hk_damg_step_lap(Lb, a->st, ST_NN_ROWS, ts);
     HK_TRY(level0_nearnull(pc, a, &H, &B));
@@ -2680,7 +2672,6 @@ fail:
     if (B) Lb->dealloc(B);
     hk_vec_destroy(D64);
     if (agg) Lb->dealloc(agg);
-    free(inv0);
     return ierr;
 }
 

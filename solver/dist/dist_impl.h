@@ -128,6 +128,7 @@ typedef struct hk_dist {
     int host_memory; /* the backend's memory is host memory (no staging) */
     int64_t nglobal, row0, nown, nint, nbnd, nghost, nbc; /* block rows / columns */
     int32_t *perm; /* internal row i is the caller's row perm[i] */
+    int32_t *inv;  /* its inverse: the caller's row i is internal row inv[i] */
     hk_halo *halo; /* over block rows; send_idx in internal numbering */
     /* On the host: Koo's row pointers and Kbnd's pattern; Koo's columns and the values only
      * on a host-memory backend (elsewhere the split made them on the device, colind and val
@@ -139,8 +140,8 @@ typedef struct hk_dist {
     hk_bmat Koo_d, Kbnd_d;
     int32_t *bcol;                /* nbc internal owned columns of Kbnd (ascending) */
     int32_t *send_dev, *bcol_dev; /* send_idx and bcol in the backend's memory */
-    /* perm and its inverse (the caller's row i is internal row inv[i]) in the backend's
-     * memory, made at the first solve (hk_dist_order): b and x put in order there */
+    /* perm and inv in the backend's memory (the split's uploads; perm and inv themselves on
+     * a host-memory backend): the solve puts b and x in order there */
     int32_t *perm_dev, *inv_dev;
     hk_dcomm *dcomm;              /* dist.comm=nccl: the device transport; NULL: MPI */
     /* the distributed set-up outside the preconditioner, which HOOKE_AMG_PROFILE prints beside
@@ -220,8 +221,8 @@ void hk_dist_from_internal(const hk_dist *d, const double *x_int, double *x);
 /* The same on the backend: v (the layout's order, fp64) from the caller's host array h
  * through the scratch t (as long as v), or the caller's h from v through t: one upload or
  * download and one vec_gather there, no host pass. */
-int hk_dist_upload_ordered(hk_dist *d, const double *h, hk_vec *t, hk_vec *v);
-int hk_dist_download_ordered(hk_dist *d, const hk_vec *v, hk_vec *t, double *h);
+int hk_dist_upload_ordered(const hk_dist *d, const double *h, hk_vec *t, hk_vec *v);
+int hk_dist_download_ordered(const hk_dist *d, const hk_vec *v, hk_vec *t, double *h);
 /* Sort the blocks (bb values each) of every row by column (short rows). */
 int hk_dist_sort_blocks(int64_t nrows, const int64_t *rowptr, int32_t *colind, double *val, int bb);
 /* One sentence for a method or preconditioner that is not distributed, else 0. */
@@ -265,7 +266,7 @@ int hk_damg_ghost_matrix(const hk_backend_ops *be, const hk_bmat *D, const int64
  * that C is P_own^T AP, every block the terms, in the order, of bmat_spgemm(P_own^T, AP): Rt
  * serves the Galerkin product and R, one transpose. upper: C's pattern whole
  * (bmat_spgemm_pattern), its values only in the blocks with column >= row (the others
- * unspecified; bmat_spgemm_numeric_upper, each block the digits of the whole product), where
+ * zero; bmat_spgemm_numeric_upper, each block the digits of the whole product), where
  * the backend has those ops, else the whole product. */
 int hk_damg_galerkin_partial(const hk_backend_ops *Lb, const hk_bmat *Rt, const hk_bmat *AP,
                              int upper, hk_bmat *C);
